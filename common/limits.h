@@ -1,0 +1,27 @@
+/*
+ * limits.h: every maximum Gregor enforces on what comes off the wire or off the disk, with its unit last
+ * and the reason for its value. Configurable limits keep their Kafka configuration name in the comment;
+ * the values here are the defaults or hard ceilings. Read next: server/config.h.
+ */
+#ifndef GR_LIMITS_H
+#define GR_LIMITS_H
+
+/* Largest request frame accepted (Kafka socket.request.max.bytes default, 100 MiB). */
+#define GR_FRAME_BYTES_MAX (100 * 1024 * 1024)
+/* Smallest request frame: api key, api version, correlation id (int16 + int16 + int32). */
+#define GR_FRAME_BYTES_MIN 8
+/* Longest topic name (Kafka Topic.MAX_NAME_LENGTH). */
+#define GR_TOPIC_NAME_BYTES_MAX 249
+/* Partitions per topic accepted by CreateTopics/CreatePartitions: bounds memory and open files. */
+#define GR_PARTITIONS_PER_TOPIC_MAX 10000
+/* Tagged fields in one tagged-field section: each needs an arena slot, the frame bounds the rest. */
+#define GR_TAGGED_FIELDS_MAX 1024
+/* Longest varint (5 bytes) and varlong (10 bytes) encodings: a longer one is malformed. */
+#define GR_VARINT_BYTES_MAX 5
+#define GR_VARLONG_BYTES_MAX 10
+/* Default message.max.bytes (Kafka 4.x: 1048588 = 1 MiB + record batch overhead). */
+#define GR_MESSAGE_BYTES_DEFAULT 1048588
+/* Decompressed size of one record batch accepted while validating: bounds a decompression bomb. */
+#define GR_DECOMPRESSED_BATCH_BYTES_MAX (256 * 1024 * 1024)
+
+#endif

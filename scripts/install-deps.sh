@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# install-deps.sh: installs what building and testing Gregor needs on Debian bookworm, skipping what is
+# already there. Usage: scripts/install-deps.sh [build|test]. Needs root (apt-get) only when something is missing.
+set -euo pipefail
+mode=${1:-build}
+build_pkgs=(build-essential cmake pkg-config python3 libev-dev libzstd-dev libsnappy-dev liblz4-dev zlib1g-dev libcmocka-dev)
+test_pkgs=(kcat librdkafka-dev wamerican netcat-openbsd)
+pkgs=("${build_pkgs[@]}")
+[ "$mode" = test ] && pkgs+=("${test_pkgs[@]}")
+missing=()
+for p in "${pkgs[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+    echo "install-deps: installing ${missing[*]}"
+    SUDO=""
+    [ "$(id -u)" -ne 0 ] && SUDO=sudo
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
