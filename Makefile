@@ -4,7 +4,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo
 
-.PHONY: all build deps test-deps run test unit codegen-check compat compat-full compat-librdkafka bench docker-test clean sanitize
+.PHONY: all build deps test-deps run test unit oracle codegen-check compat compat-full compat-librdkafka bench docker-test clean sanitize
 
 all: build
 
@@ -23,13 +23,17 @@ run: build
 	$(BUILD)/bin/gregor $(ARGS)
 
 # Every test stage that fits the 45-minute budget; ends with one summary line per stage.
-test: test-deps build codegen-check unit compat
+test: test-deps build codegen-check unit oracle compat
 
 codegen-check:
 	@scripts/codegen-check.sh
 
 unit:
 	@cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
+
+# The codec against Apache Kafka's own message classes, both directions (needs Java 17 and Maven).
+oracle:
+	@scripts/oracle-check.sh $(BUILD) 30
 
 compat:
 	@if [ -x compat-tests/run.sh ]; then compat-tests/run.sh $(BUILD); else echo "compat: no suites yet"; fi

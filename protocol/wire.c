@@ -281,6 +281,7 @@ void gr_wr_string(struct gr_wr *wr, struct gr_str s, bool compact)
 void gr_wr_bytes(struct gr_wr *wr, struct gr_bytes b, bool compact)
 {
     wr_len(wr, b.len < 0 ? -1 : b.len, compact, true);
+    if (b.len > 0 && wr->ext && wr->ext->take(wr->ext, wr, b.ptr, (size_t)b.len)) return;
     if (b.len > 0) gr_wr_raw(wr, b.ptr, (size_t)b.len);
 }
 

@@ -91,9 +91,19 @@ struct gr_rd {
     struct gr_arena *arena; /* where arrays are allocated (borrowed) */
 };
 
+struct gr_wr_ext;
+
 struct gr_wr {
     uint8_t *p;
     uint8_t *end;
+    struct gr_wr_ext *ext; /* optional: takes bytes fields that are not in memory (zero-copy fetch) */
+};
+
+/* A hook for bytes/records fields whose data is not in memory (a file range sent with sendfile). When
+ * gr_wr_bytes meets a non-empty field it first offers the pointer to `take`; if `take` returns true it
+ * has recorded the range itself and the writer does not copy anything (the length prefix is written). */
+struct gr_wr_ext {
+    bool (*take)(struct gr_wr_ext *ext, struct gr_wr *wr, const uint8_t *ptr, size_t len);
 };
 
 /* Starts a reader over [p, p+len) allocating arrays from `arena` (borrowed). */
@@ -118,6 +128,7 @@ static inline void gr_wr_init(struct gr_wr *wr, void *p, size_t len)
 {
     wr->p = p;
     wr->end = wr->p + len;
+    wr->ext = NULL;
 }
 
 /* Fixed-width reads: return the value, or 0 with the error set. */

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# run.sh: the compat stage of `make test`: runs every suite listed in compat-tests/suites.txt against a
+# freshly started broker (each suite starts its own), then prints one total line.
+# Usage: compat-tests/run.sh [BUILD_DIR]
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+export REPO=$(cd "$here/.." && pwd)
+build=${1:-$REPO/build}
+case "$build" in /*) ;; *) build=$REPO/$build ;; esac
+export GREGOR_BIN=$build/bin/gregor
+total_pass=0
+total_fail=0
+failed_suites=()
+while read -r suite budget; do
+    case "$suite" in ''|'#'*) continue ;; esac
+    script=$here/$suite
+    [ -x "$script" ] || { echo "compat: $suite missing"; failed_suites+=("$suite"); total_fail=$((total_fail + 1)); continue; }
+    echo "== compat: $suite (budget ${budget}s)"
+    start=$(date +%s)
+    out=$(mktemp)
+    timeout -k 10 "$budget" "$script" 2>&1 | tee "$out"
+    rc=${PIPESTATUS[0]}
+    line=$(grep -E '^([A-Za-z0-9_./-]+: )?[0-9]+ passed, [0-9]+ failed' "$out" | tail -1)
+    p=$(echo "$line" | sed -E 's/.*[^0-9]?([0-9]+) passed.*/\1/')
+    f=$(echo "$line" | sed -E 's/.* ([0-9]+) failed.*/\1/')
+    [ -n "$line" ] || { p=0; f=1; }
+    [ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && f=1
+    total_pass=$((total_pass + p))
+    total_fail=$((total_fail + f))
+    [ "$rc" -ne 0 ] && failed_suites+=("$suite")
+    echo "== compat: $suite done in $(( $(date +%s) - start ))s (exit $rc)"
+    rm -f "$out"
+done < "$here/suites.txt"
+[ ${#failed_suites[@]} -gt 0 ] && echo "compat: failed suites: ${failed_suites[*]}"
+echo "compat: $total_pass passed, $total_fail failed"
+[ "$total_fail" -eq 0 ] && [ ${#failed_suites[@]} -eq 0 ]

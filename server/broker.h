@@ -1,0 +1,156 @@
+/*
+ * broker.h: the broker's state and the request object that moves through it.
+ *
+ * One network thread runs a libev loop: it accepts connections, reads frames, decodes them, runs the
+ * handler and writes responses. A handler either answers at once or parks the request (acks=-1 waiting
+ * for fsync, a long-poll fetch waiting for data); parked requests are re-checked whenever durable offsets
+ * or high watermarks move, and by their own timer. Responses leave a connection strictly in request order:
+ * a finished response waits behind an unfinished earlier one.
+ * Invariants: a request belongs to exactly one connection (or none once the connection is gone, then it
+ * is freed when it finishes); its frame, arena and output chain live until its response is fully sent.
+ * Read next: server/net.c (connections), server/dispatch.c (API table), server/handlers/.
+ */
+#ifndef GR_BROKER_H
+#define GR_BROKER_H
+
+#include <ev.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/arena.h"
+#include "protocol/gen/messages.h"
+#include "protocol/header.h"
+#include "server/config.h"
+#include "storage/log.h"
+#include "storage/store.h"
+
+struct gr_conn;
+struct gr_req;
+struct gr_broker;
+struct gr_coordinator;
+
+/* Handler results. */
+enum gr_handler_rc {
+    GR_HANDLER_DONE = 0,        /* response struct filled: encode and send */
+    GR_HANDLER_WAIT = 1,        /* parked: the handler's recheck/timeout will finish it */
+    GR_HANDLER_NO_RESPONSE = 2, /* acks=0 produce: nothing is sent */
+    GR_HANDLER_CLOSE = 3,       /* close the connection (e.g. acks=0 produce hit an error) */
+};
+
+typedef enum gr_handler_rc (*gr_handler_fn)(struct gr_req *req);
+
+/* One API row: drives dispatch and the ApiVersions response. */
+struct gr_api {
+    int16_t api_key;
+    const char *name;
+    int16_t advertised_min; /* differs from served_min only for Produce (advertised from v0) */
+    int16_t served_min, served_max;
+    gr_handler_fn handler;
+};
+
+/* One piece of a response on its way out: memory, or a file range sent with sendfile. */
+struct gr_chunk {
+    const uint8_t *mem; /* NULL for a file range */
+    size_t len;
+    int fd;
+    int64_t file_pos;
+};
+
+/* A file range promised by a handler as the content of a records field (see gr_req_add_slice). */
+struct gr_req_slice {
+    struct gr_log_slice slice;
+    struct gr_req_slice *next;
+};
+
+struct gr_req {
+    struct gr_broker *broker;
+    struct gr_conn *conn;       /* NULL once the connection is gone */
+    struct gr_req *next;        /* connection FIFO */
+    struct gr_req *wait_prev, *wait_next; /* broker's parked list */
+    bool parked;
+    bool done;                  /* response ready (or none needed) */
+    bool no_response;
+    uint8_t *frame;             /* the request bytes after the size prefix (owned) */
+    size_t frame_len;
+    struct gr_request_header hdr;
+    const struct gr_api *api;
+    const struct gr_msg_ops *req_ops, *resp_ops;
+    void *body;                 /* decoded request struct (in arena) */
+    void *resp;                 /* response struct (in arena), initialised to defaults */
+    struct gr_arena arena;
+    /* parked state */
+    bool (*recheck)(struct gr_req *req); /* returns true when it finished the request */
+    void (*expire)(struct gr_req *req);  /* deadline reached: finish with what is there */
+    int64_t deadline_ms;                 /* monotonic */
+    void *hstate;                        /* handler state (arena) */
+    /* output */
+    struct gr_req_slice *slices;
+    uint8_t *out_mem;
+    struct gr_chunk *chunks;
+    int chunk_count;
+    int chunk_at;       /* first chunk not fully sent */
+    size_t chunk_off;   /* bytes of chunks[chunk_at] already sent */
+};
+
+struct gr_broker {
+    struct gr_config cfg;
+    struct ev_loop *loop;
+    struct gr_store *store;
+    struct gr_coordinator *coord;
+    int32_t node_id;
+    char advertised_host[256];
+    int32_t advertised_port;
+    int listen_fd;
+    ev_io listen_w;
+    ev_async flush_async;
+    ev_timer wait_timer;        /* fires at the earliest parked deadline */
+    ev_timer housekeeping_timer; /* retention, checkpoints, idle connections */
+    ev_signal sigterm_w, sigint_w;
+    struct gr_req *parked_head;
+    int parked_count;
+    int conn_count;
+    struct gr_conn *conns;       /* all live connections (for idle checks and shutdown) */
+    int64_t held_request_bytes;  /* frames held by requests not yet answered */
+    int64_t last_retention_ms;
+    bool hwm_durable;            /* gregor.acks.all.fsync */
+    bool stopping;
+    int64_t started_mono_ms;
+};
+
+/* Parks `req` until recheck() returns true or `deadline_ms` (monotonic) passes, then expire() runs. */
+void gr_broker_park(struct gr_broker *b, struct gr_req *req, int64_t deadline_ms);
+/* Re-checks every parked request now (after appends, flush completions, topic deletion). */
+void gr_broker_wake_parked(struct gr_broker *b);
+/* Updates the high watermark of `log` from its durable or end offset (per gregor.acks.all.fsync) and
+ * returns it. */
+int64_t gr_broker_update_hwm(struct gr_broker *b, struct gr_log *log);
+
+/* Finishes a request whose response struct is filled: encodes the response and lets the connection send
+ * it in order. Safe to call for a request whose connection is gone (it is then freed). */
+void gr_req_finish(struct gr_req *req);
+/* Finishes a request that gets no response (acks=0). */
+void gr_req_finish_silent(struct gr_req *req);
+/* Registers a file range as the content of a records field: returns the pointer to store in the
+ * field's `ptr` (its `len` must be slice->bytes). The request takes the slice and releases it after sending. */
+const uint8_t *gr_req_add_slice(struct gr_req *req, const struct gr_log_slice *slice);
+/* Frees a request and everything it owns. */
+void gr_req_free(struct gr_req *req);
+
+/* The API table (dispatch.c). */
+const struct gr_api *gr_api_find(int16_t api_key);
+const struct gr_api *gr_api_table(int *count);
+/* Decodes, dispatches and answers one complete request frame. */
+void gr_dispatch(struct gr_req *req);
+
+/* Network (net.c). */
+int gr_net_listen(struct gr_broker *b);
+void gr_net_conn_kick(struct gr_conn *conn);
+void gr_net_close_all(struct gr_broker *b);
+void gr_net_close_idle(struct gr_broker *b, int64_t now_mono_ms);
+/* Closes a connection (deferred free: safe from inside a handler). */
+void gr_conn_close(struct gr_conn *conn, const char *why);
+bool gr_conn_is_closing(const struct gr_conn *conn);
+const char *gr_conn_peer(const struct gr_conn *conn);
+
+#endif

@@ -1,0 +1,241 @@
+/*
+ * config.c: the configuration table and its parsing; see config.h. Defaults are Apache Kafka 4.1's unless
+ * the comment says why Gregor differs (one node: replication settings fixed at 1).
+ */
+#include "server/config.h"
+
+#include <assert.h>
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define I32 INT32_MIN, INT32_MAX
+#define I64 INT64_MIN, INT64_MAX
+#define POS32 1, INT32_MAX
+
+static const struct gr_config_def defs[] = {
+    {"listeners", GR_CFG_LIST, "PLAINTEXT://127.0.0.1:9092", 0, 0, "Listener to bind: PLAINTEXT://host:port; port 0 binds a free port."},
+    {"advertised.listeners", GR_CFG_LIST, NULL, 0, 0, "Listener advertised to clients in Metadata; defaults to listeners."},
+    {"node.id", GR_CFG_INT, "1", 0, INT32_MAX, "The node id of this broker."},
+    {"broker.id", GR_CFG_INT, "-1", -1, INT32_MAX, "Alias of node.id, kept for ZooKeeper-era configs."},
+    {"log.dirs", GR_CFG_STRING, NULL, 0, 0, "Directory holding the partition logs (one directory)."},
+    {"log.dir", GR_CFG_STRING, "data", 0, 0, "Used when log.dirs is not set."},
+    {"num.partitions", GR_CFG_INT, "1", POS32, "Default partition count for auto-created topics."},
+    {"auto.create.topics.enable", GR_CFG_BOOLEAN, "true", 0, 0, "Create a topic when Metadata asks for it."},
+    {"default.replication.factor", GR_CFG_INT, "1", 1, 1, "Replication factor of auto-created topics (one node: 1)."},
+    {"offsets.topic.replication.factor", GR_CFG_INT, "1", 1, 1, "Replication factor of __consumer_offsets (one node: 1)."},
+    {"offsets.topic.num.partitions", GR_CFG_INT, "50", POS32, "Partitions of __consumer_offsets."},
+    {"min.insync.replicas", GR_CFG_INT, "1", 1, 1, "One node: 1."},
+    {"message.max.bytes", GR_CFG_INT, "1048588", 0, INT32_MAX, "Largest record batch size allowed, in bytes."},
+    {"log.segment.bytes", GR_CFG_INT, "1073741824", 14, INT32_MAX, "Size of a single log segment, in bytes."},
+    {"log.roll.ms", GR_CFG_LONG, NULL, 1, INT64_MAX, "Maximum time before a new segment is rolled (ms)."},
+    {"log.roll.hours", GR_CFG_INT, "168", POS32, "Maximum time before a new segment is rolled (hours)."},
+    {"log.retention.ms", GR_CFG_LONG, NULL, -1, INT64_MAX, "Time to keep a segment (ms); -1 unlimited."},
+    {"log.retention.minutes", GR_CFG_INT, NULL, -1, INT32_MAX, "Time to keep a segment (minutes)."},
+    {"log.retention.hours", GR_CFG_INT, "168", -1, INT32_MAX, "Time to keep a segment (hours)."},
+    {"log.retention.bytes", GR_CFG_LONG, "-1", I64, "Maximum partition size before old segments are deleted; -1 unlimited."},
+    {"log.retention.check.interval.ms", GR_CFG_LONG, "300000", 1, INT64_MAX, "How often retention runs (ms)."},
+    {"log.index.interval.bytes", GR_CFG_INT, "4096", 0, INT32_MAX, "Bytes between offset index entries."},
+    {"log.index.size.max.bytes", GR_CFG_INT, "10485760", 4, INT32_MAX, "Maximum size of an offset index, in bytes."},
+    {"log.flush.interval.messages", GR_CFG_LONG, "9223372036854775807", 1, INT64_MAX, "Messages appended before a flush."},
+    {"log.flush.interval.ms", GR_CFG_LONG, NULL, 0, INT64_MAX, "Maximum time data stays unflushed (ms)."},
+    {"log.cleanup.policy", GR_CFG_LIST, "delete", 0, 0, "Default cleanup policy (compaction is not built yet)."},
+    {"log.message.timestamp.type", GR_CFG_STRING, "CreateTime", 0, 0, "CreateTime or LogAppendTime."},
+    {"log.message.timestamp.before.max.ms", GR_CFG_LONG, "9223372036854775807", 0, INT64_MAX, "Largest allowed age of a record timestamp (ms)."},
+    {"log.message.timestamp.after.max.ms", GR_CFG_LONG, "3600000", 0, INT64_MAX, "Largest allowed lead of a record timestamp over the broker clock (ms)."},
+    {"compression.type", GR_CFG_STRING, "producer", 0, 0, "Topic compression: producer keeps what the producer sent."},
+    {"socket.request.max.bytes", GR_CFG_INT, "104857600", 1, INT32_MAX, "Largest request frame accepted, in bytes."},
+    {"queued.max.request.bytes", GR_CFG_LONG, "-1", -1, INT64_MAX, "Bytes of requests held before sockets stop being read; -1 unlimited."},
+    {"queued.max.requests", GR_CFG_INT, "500", 1, INT32_MAX, "Requests held per connection before it stops being read (Gregor: per connection)."},
+    {"max.connections", GR_CFG_INT, "2147483647", 0, INT32_MAX, "Maximum concurrent connections."},
+    {"connections.max.idle.ms", GR_CFG_LONG, "600000", -1, INT64_MAX, "Idle connections are closed after this (ms); -1 never."},
+    {"fetch.max.bytes", GR_CFG_INT, "57671680", 1024, INT32_MAX, "Maximum bytes returned by one Fetch."},
+    {"delete.topic.enable", GR_CFG_BOOLEAN, "true", 0, 0, "Whether topics can be deleted."},
+    {"group.min.session.timeout.ms", GR_CFG_INT, "6000", 0, INT32_MAX, "Smallest session timeout a group member may use (ms)."},
+    {"group.max.session.timeout.ms", GR_CFG_INT, "1800000", 0, INT32_MAX, "Largest session timeout a group member may use (ms)."},
+    {"group.initial.rebalance.delay.ms", GR_CFG_INT, "3000", 0, INT32_MAX, "Delay of the first rebalance of an empty group (ms)."},
+    {"group.max.size", GR_CFG_INT, "2147483647", 1, INT32_MAX, "Maximum members of one group."},
+    {"offsets.retention.minutes", GR_CFG_INT, "10080", 1, INT32_MAX, "Committed offsets of empty groups expire after this."},
+    {"offset.metadata.max.bytes", GR_CFG_INT, "4096", 0, INT32_MAX, "Largest offset commit metadata, in bytes."},
+    {"producer.id.expiration.ms", GR_CFG_INT, "86400000", 1, INT32_MAX, "Producer ids expire after this much silence (ms)."},
+    {"gregor.listener.file", GR_CFG_STRING, NULL, 0, 0, "Gregor: file that receives host:port of the bound listener (for tests using port 0)."},
+    {"gregor.acks.all.fsync", GR_CFG_BOOLEAN, "true", 0, 0, "Gregor: acks=-1 is answered once the batch is fsynced, and the high watermark follows the fsynced offset. false: Kafka's page-cache behaviour."},
+    {"gregor.flusher.threads", GR_CFG_INT, "2", 1, 64, "Gregor: threads running fdatasync for group commit."},
+    {"gregor.log.level", GR_CFG_STRING, "INFO", 0, 0, "Gregor: DEBUG, INFO, WARN or ERROR."},
+};
+
+#define NDEFS ((int)(sizeof defs / sizeof defs[0]))
+_Static_assert(sizeof defs / sizeof defs[0] <= 128, "grow gr_config.values");
+
+const struct gr_config_def *gr_config_defs(int *count)
+{
+    *count = NDEFS;
+    return defs;
+}
+
+static int find(const char *key)
+{
+    for (int i = 0; i < NDEFS; i++)
+        if (strcmp(defs[i].name, key) == 0) return i;
+    return -1;
+}
+
+void gr_config_init(struct gr_config *cfg) { memset(cfg, 0, sizeof *cfg); }
+
+void gr_config_free(struct gr_config *cfg)
+{
+    for (int i = 0; i < NDEFS; i++) free(cfg->values[i]);
+    memset(cfg, 0, sizeof *cfg);
+}
+
+static bool parse_long(const char *s, int64_t *out)
+{
+    errno = 0;
+    char *end;
+    long long v = strtoll(s, &end, 10);
+    if (errno || end == s || *end) return false;
+    *out = v;
+    return true;
+}
+
+static int validate(const struct gr_config_def *d, const char *value)
+{
+    int64_t v;
+    switch (d->type) {
+    case GR_CFG_BOOLEAN:
+        if (strcasecmp(value, "true") && strcasecmp(value, "false")) {
+            fprintf(stderr, "config: %s must be true or false, got '%s'\n", d->name, value);
+            return -1;
+        }
+        return 0;
+    case GR_CFG_INT:
+    case GR_CFG_LONG:
+        if (!parse_long(value, &v) || (d->type == GR_CFG_INT && (v < INT32_MIN || v > INT32_MAX))) {
+            fprintf(stderr, "config: %s must be a%s integer, got '%s'\n", d->name, d->type == GR_CFG_INT ? " 32-bit" : "n", value);
+            return -1;
+        }
+        if ((d->min || d->max) && (v < d->min || v > d->max)) {
+            fprintf(stderr, "config: %s must be in [%lld, %lld], got %lld\n", d->name, (long long)d->min, (long long)d->max,
+                    (long long)v);
+            return -1;
+        }
+        return 0;
+    default:
+        if (strcmp(d->name, "log.message.timestamp.type") == 0 && strcmp(value, "CreateTime") && strcmp(value, "LogAppendTime")) {
+            fprintf(stderr, "config: log.message.timestamp.type must be CreateTime or LogAppendTime, got '%s'\n", value);
+            return -1;
+        }
+        if (strcmp(d->name, "log.cleanup.policy") == 0 && strcmp(value, "delete")) {
+            fprintf(stderr, "config: log.cleanup.policy=%s is not supported yet (only delete)\n", value);
+            return -1;
+        }
+        return 0;
+    }
+}
+
+int gr_config_set(struct gr_config *cfg, const char *key, const char *value)
+{
+    int i = find(key);
+    if (i < 0) {
+        fprintf(stderr, "config: unknown key '%s' ignored\n", key);
+        return 1;
+    }
+    if (validate(&defs[i], value)) return -1;
+    free(cfg->values[i]);
+    cfg->values[i] = strdup(value);
+    cfg->from_file[i] = true;
+    return 0;
+}
+
+static char *trim(char *s)
+{
+    while (isspace((unsigned char)*s)) s++;
+    char *e = s + strlen(s);
+    while (e > s && isspace((unsigned char)e[-1])) *--e = 0;
+    return s;
+}
+
+int gr_config_set_kv(struct gr_config *cfg, const char *kv)
+{
+    char buf[4096];
+    snprintf(buf, sizeof buf, "%s", kv);
+    char *sep = strpbrk(buf, "=:");
+    if (!sep) {
+        fprintf(stderr, "config: expected key=value, got '%s'\n", kv);
+        return -1;
+    }
+    *sep = 0;
+    return gr_config_set(cfg, trim(buf), trim(sep + 1));
+}
+
+int gr_config_load_file(struct gr_config *cfg, const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        fprintf(stderr, "config: cannot read %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    char line[4096], acc[8192];
+    acc[0] = 0;
+    int rc = 0;
+    while (fgets(line, sizeof line, f)) {
+        char *l = trim(line);
+        if (!acc[0] && (*l == '#' || *l == '!' || !*l)) continue;
+        size_t n = strlen(l);
+        bool cont = n && l[n - 1] == '\\';
+        if (cont) l[n - 1] = 0;
+        strncat(acc, l, sizeof acc - strlen(acc) - 1);
+        if (cont) continue;
+        if (gr_config_set_kv(cfg, acc) < 0) rc = -1;
+        acc[0] = 0;
+    }
+    fclose(f);
+    return rc;
+}
+
+const char *gr_config_str(const struct gr_config *cfg, const char *key)
+{
+    int i = find(key);
+    assert(i >= 0 && "unknown config key");
+    return cfg->values[i] ? cfg->values[i] : defs[i].default_value;
+}
+
+int64_t gr_config_int(const struct gr_config *cfg, const char *key)
+{
+    const char *s = gr_config_str(cfg, key);
+    int64_t v = 0;
+    if (s) parse_long(s, &v);
+    return v;
+}
+
+bool gr_config_bool(const struct gr_config *cfg, const char *key)
+{
+    const char *s = gr_config_str(cfg, key);
+    return s && strcasecmp(s, "true") == 0;
+}
+
+bool gr_config_is_set(const struct gr_config *cfg, const char *key)
+{
+    int i = find(key);
+    assert(i >= 0);
+    return cfg->from_file[i];
+}
+
+int64_t gr_config_retention_ms(const struct gr_config *cfg)
+{
+    if (gr_config_is_set(cfg, "log.retention.ms")) return gr_config_int(cfg, "log.retention.ms");
+    if (gr_config_is_set(cfg, "log.retention.minutes")) {
+        int64_t m = gr_config_int(cfg, "log.retention.minutes");
+        return m < 0 ? -1 : m * 60000;
+    }
+    int64_t h = gr_config_int(cfg, "log.retention.hours");
+    return h < 0 ? -1 : h * 3600000;
+}
+
+int64_t gr_config_roll_ms(const struct gr_config *cfg)
+{
+    if (gr_config_is_set(cfg, "log.roll.ms")) return gr_config_int(cfg, "log.roll.ms");
+    return gr_config_int(cfg, "log.roll.hours") * 3600000;
+}

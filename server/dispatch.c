@@ -1,0 +1,234 @@
+/*
+ * dispatch.c: the API table, request decoding, response encoding and the request lifecycle.
+ *
+ * The table drives both dispatch and the ApiVersions response: an API is advertised only when it has a
+ * handler. The advertised minimum differs from the served minimum only for Produce, advertised from v0 as
+ * Kafka 4.x does (librdkafka 2.0.2 only compresses when v0 is in range) and served from v3; any request
+ * outside the served range closes the connection, except ApiVersions, which is answered as v0 with
+ * UNSUPPORTED_VERSION and its own entry (KIP-511). A request that does not decode closes the connection.
+ * Read next: server/handlers/handlers.h.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "protocol/errors.h"
+#include "server/broker.h"
+#include "server/handlers/handlers.h"
+
+static const struct gr_api apis[] = {
+    {0, "Produce", 0, 3, 13, gr_handle_produce},
+    {1, "Fetch", 4, 4, 18, gr_handle_fetch},
+    {2, "ListOffsets", 1, 1, 9, gr_handle_list_offsets},
+    {3, "Metadata", 0, 0, 13, gr_handle_metadata},
+    {10, "FindCoordinator", 0, 0, 6, gr_handle_find_coordinator},
+    {18, "ApiVersions", 0, 0, 4, gr_handle_api_versions},
+    {19, "CreateTopics", 2, 2, 7, gr_handle_create_topics},
+};
+
+#define NAPIS ((int)(sizeof apis / sizeof apis[0]))
+
+const struct gr_api *gr_api_find(int16_t api_key)
+{
+    for (int i = 0; i < NAPIS; i++)
+        if (apis[i].api_key == api_key && apis[i].handler) return &apis[i];
+    return NULL;
+}
+
+const struct gr_api *gr_api_table(int *count)
+{
+    *count = NAPIS;
+    return apis;
+}
+
+/* ---- output chain: records fields promised as file ranges ---- */
+
+struct chain_builder {
+    struct gr_wr_ext ext;
+    struct gr_req *req;
+    uint8_t *mark; /* start of memory not yet put in a chunk */
+};
+
+const uint8_t *gr_req_add_slice(struct gr_req *req, const struct gr_log_slice *slice)
+{
+    struct gr_req_slice *s = gr_arena_alloc(&req->arena, sizeof *s);
+    if (!s) return NULL;
+    s->slice = *slice;
+    s->next = req->slices;
+    req->slices = s;
+    return (const uint8_t *)s;
+}
+
+static bool chain_take(struct gr_wr_ext *ext, struct gr_wr *wr, const uint8_t *ptr, size_t len)
+{
+    struct chain_builder *cb = (struct chain_builder *)ext;
+    struct gr_req *req = cb->req;
+    for (struct gr_req_slice *s = req->slices; s; s = s->next) {
+        if ((const uint8_t *)s != ptr) continue;
+        if (wr->p > cb->mark) req->chunks[req->chunk_count++] = (struct gr_chunk){cb->mark, (size_t)(wr->p - cb->mark), -1, 0};
+        req->chunks[req->chunk_count++] = (struct gr_chunk){NULL, len, s->slice.fd, s->slice.file_pos};
+        cb->mark = wr->p;
+        return true;
+    }
+    return false;
+}
+
+static void encode_response(struct gr_req *req)
+{
+    int16_t v = req->hdr.request_api_version;
+    int16_t hv = gr_response_header_version(req->hdr.request_api_key, v, req->resp_ops->flexible_min);
+    size_t body = req->resp_ops->size(req->resp, v);
+    size_t total = gr_response_header_size(hv) + body;
+    size_t ext_bytes = 0;
+    int nslices = 0;
+    for (struct gr_req_slice *s = req->slices; s; s = s->next) {
+        ext_bytes += (size_t)s->slice.bytes;
+        nslices++;
+    }
+    size_t mem = 4 + total - ext_bytes;
+    req->out_mem = malloc(mem);
+    req->chunks = gr_arena_calloc(&req->arena, (size_t)(2 * nslices + 2), sizeof *req->chunks);
+    if (!req->out_mem || !req->chunks) {
+        GR_ERROR("out of memory encoding a %zu-byte response", total);
+        req->no_response = true;
+        if (req->conn) gr_conn_close(req->conn, "out of memory");
+        return;
+    }
+    struct gr_wr wr;
+    gr_wr_init(&wr, req->out_mem, mem);
+    gr_wr_int32(&wr, (int32_t)total);
+    gr_response_header_encode(&wr, hv, req->hdr.correlation_id);
+    struct chain_builder cb = {{chain_take}, req, req->out_mem};
+    if (nslices) wr.ext = &cb.ext;
+    req->resp_ops->encode(&wr, req->resp, v);
+    if (wr.p > cb.mark) req->chunks[req->chunk_count++] = (struct gr_chunk){cb.mark, (size_t)(wr.p - cb.mark), -1, 0};
+    if ((size_t)(wr.p - req->out_mem) != mem) {
+        GR_ERROR("%s v%d: encoded %zu bytes, size() said %zu", req->api->name, v, (size_t)(wr.p - req->out_mem), mem);
+        abort();
+    }
+}
+
+static void unpark(struct gr_req *req)
+{
+    struct gr_broker *b = req->broker;
+    if (!req->parked) return;
+    if (req->wait_prev) req->wait_prev->wait_next = req->wait_next;
+    else b->parked_head = req->wait_next;
+    if (req->wait_next) req->wait_next->wait_prev = req->wait_prev;
+    req->wait_prev = req->wait_next = NULL;
+    req->parked = false;
+    b->parked_count--;
+}
+
+void gr_req_finish(struct gr_req *req)
+{
+    unpark(req);
+    if (!req->conn) { /* the connection went away while the request was parked */
+        gr_req_free(req);
+        return;
+    }
+    encode_response(req);
+    req->done = true;
+    gr_net_conn_kick(req->conn);
+}
+
+void gr_req_finish_silent(struct gr_req *req)
+{
+    unpark(req);
+    req->no_response = true;
+    req->done = true;
+    if (!req->conn) {
+        gr_req_free(req);
+        return;
+    }
+    gr_net_conn_kick(req->conn);
+}
+
+void gr_req_free(struct gr_req *req)
+{
+    unpark(req);
+    for (struct gr_req_slice *s = req->slices; s; s = s->next) gr_log_slice_release(&s->slice);
+    req->broker->held_request_bytes -= (int64_t)req->frame_len;
+    free(req->frame);
+    free(req->out_mem);
+    gr_arena_reset(&req->arena);
+    free(req);
+}
+
+/* KIP-511: ApiVersions at a version we don't know gets a v0 response with UNSUPPORTED_VERSION listing the
+ * ApiVersions entry, so the client can retry with a version we serve. */
+static void answer_api_versions_unsupported(struct gr_req *req, const struct gr_api *api)
+{
+    req->resp_ops = gr_msg_ops_find(18, true);
+    req->hdr.request_api_version = 0;
+    struct gr_api_versions_response *resp = gr_arena_alloc(&req->arena, sizeof *resp);
+    gr_api_versions_response_init(resp);
+    resp->error_code = GR_ERR_UNSUPPORTED_VERSION;
+    resp->api_keys.items = gr_arena_alloc(&req->arena, sizeof *resp->api_keys.items);
+    gr_api_versions_response_api_version_init(&resp->api_keys.items[0]);
+    resp->api_keys.items[0].api_key = 18;
+    resp->api_keys.items[0].min_version = api->advertised_min;
+    resp->api_keys.items[0].max_version = api->served_max;
+    resp->api_keys.count = 1;
+    req->resp = resp;
+    gr_req_finish(req);
+}
+
+void gr_dispatch(struct gr_req *req)
+{
+    int16_t key, version;
+    int32_t corr;
+    gr_request_header_peek(req->frame, req->frame_len, &key, &version, &corr);
+    req->hdr.request_api_key = key;
+    req->hdr.request_api_version = version;
+    req->hdr.correlation_id = corr;
+    const struct gr_api *api = gr_api_find(key);
+    const char *peer = gr_conn_peer(req->conn);
+    if (!api) {
+        GR_WARN("connection %s: unsupported api key %d, closing", peer, key);
+        req->done = req->no_response = true;
+        gr_conn_close(req->conn, "unknown api key");
+        return;
+    }
+    req->api = api;
+    if (version < api->served_min || version > api->served_max) {
+        if (key == 18 && version > api->served_max) {
+            answer_api_versions_unsupported(req, api);
+            return;
+        }
+        GR_WARN("connection %s: %s v%d is not served (v%d-%d), closing", peer, api->name, version, api->served_min,
+                api->served_max);
+        req->done = req->no_response = true;
+        gr_conn_close(req->conn, "unsupported version");
+        return;
+    }
+    req->req_ops = gr_msg_ops_find(key, false);
+    req->resp_ops = gr_msg_ops_find(key, true);
+    struct gr_rd rd;
+    gr_rd_init(&rd, req->frame, req->frame_len, &req->arena);
+    int err = gr_request_header_decode(&rd, gr_request_header_version(version, req->req_ops->flexible_min), &req->hdr);
+    req->body = gr_arena_alloc(&req->arena, req->req_ops->struct_bytes);
+    req->resp = gr_arena_alloc(&req->arena, req->resp_ops->struct_bytes);
+    if (!err && req->body && req->resp) err = req->req_ops->decode(&rd, version, req->body);
+    if (err || !req->body || !req->resp) {
+        GR_WARN("connection %s: malformed %s v%d request (error %d), closing", peer, api->name, version, err);
+        req->done = req->no_response = true;
+        gr_conn_close(req->conn, "malformed request");
+        return;
+    }
+    req->resp_ops->init(req->resp);
+    switch (api->handler(req)) {
+    case GR_HANDLER_DONE:
+        gr_req_finish(req);
+        break;
+    case GR_HANDLER_WAIT:
+        break;
+    case GR_HANDLER_NO_RESPONSE:
+        gr_req_finish_silent(req);
+        break;
+    case GR_HANDLER_CLOSE:
+        req->done = req->no_response = true;
+        gr_conn_close(req->conn, "handler asked to close");
+        break;
+    }
+}

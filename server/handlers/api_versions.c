@@ -1,0 +1,43 @@
+/*
+ * api_versions.c: ApiVersions (key 18). Lists every API with a handler, advertised min to served max.
+ * v3+ carries the client's software name and version, which must match KIP-511's pattern
+ * [a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])? or the answer is INVALID_REQUEST. The unsupported-version
+ * fallback lives in dispatch.c.
+ */
+#include "server/handlers/handlers.h"
+
+static bool kip511_valid(struct gr_str s)
+{
+    if (s.len <= 0) return false;
+    for (int32_t i = 0; i < s.len; i++) {
+        char c = s.ptr[i];
+        bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+        bool edge = i == 0 || i == s.len - 1;
+        if (!alnum && (edge || (c != '-' && c != '.'))) return false;
+    }
+    return true;
+}
+
+enum gr_handler_rc gr_handle_api_versions(struct gr_req *req)
+{
+    struct gr_api_versions_request *body = req->body;
+    struct gr_api_versions_response *resp = req->resp;
+    if (req->hdr.request_api_version >= 3 &&
+        (!kip511_valid(body->client_software_name) || !kip511_valid(body->client_software_version))) {
+        resp->error_code = GR_ERR_INVALID_REQUEST;
+        return GR_HANDLER_DONE;
+    }
+    int n;
+    const struct gr_api *apis = gr_api_table(&n);
+    resp->api_keys.items = gr_arena_calloc(&req->arena, (size_t)n, sizeof *resp->api_keys.items);
+    resp->api_keys.count = 0;
+    for (int i = 0; i < n; i++) {
+        if (!apis[i].handler) continue;
+        struct gr_api_versions_response_api_version *av = &resp->api_keys.items[resp->api_keys.count++];
+        gr_api_versions_response_api_version_init(av);
+        av->api_key = apis[i].api_key;
+        av->min_version = apis[i].advertised_min;
+        av->max_version = apis[i].served_max;
+    }
+    return GR_HANDLER_DONE;
+}

@@ -1,0 +1,80 @@
+/*
+ * create_topics.c: CreateTopics (key 19), v2-v7. num_partitions/replication_factor -1 take the broker
+ * defaults (num.partitions, default.replication.factor); one node means a replication factor of 1 and
+ * manual assignments naming only this node. validate_only checks without creating. Names repeated within
+ * one request get INVALID_REQUEST, as Kafka answers duplicates.
+ */
+#include <string.h>
+
+#include "server/handlers/handlers.h"
+
+enum gr_handler_rc gr_handle_create_topics(struct gr_req *req)
+{
+    struct gr_create_topics_request *body = req->body;
+    struct gr_create_topics_response *resp = req->resp;
+    struct gr_broker *b = req->broker;
+    int32_t n = body->topics.count > 0 ? body->topics.count : 0;
+    resp->topics.items = gr_arena_calloc(&req->arena, (size_t)n + 1, sizeof *resp->topics.items);
+    resp->topics.count = n;
+    for (int32_t i = 0; i < n; i++) {
+        struct gr_create_topics_request_creatable_topic *qt = &body->topics.items[i];
+        struct gr_create_topics_response_creatable_topic_result *rt = &resp->topics.items[i];
+        gr_create_topics_response_creatable_topic_result_init(rt);
+        rt->name = qt->name;
+        const char *msg = NULL;
+        bool dup = false;
+        for (int32_t k = 0; k < n; k++)
+            if (k != i && gr_str_eq(body->topics.items[k].name, qt->name)) dup = true;
+        int32_t parts = qt->num_partitions;
+        if (dup) {
+            rt->error_code = GR_ERR_INVALID_REQUEST;
+            msg = "Create topics request from client contains duplicate topic name";
+        } else if (qt->assignments.count > 0) {
+            if (qt->num_partitions != -1 || qt->replication_factor != -1) {
+                rt->error_code = GR_ERR_INVALID_REQUEST;
+                msg = "Both numPartitions or replicationFactor and replicasAssignments were set";
+            } else {
+                parts = qt->assignments.count;
+                for (int32_t a = 0; a < qt->assignments.count && !rt->error_code; a++) {
+                    struct gr_int32_array ids = qt->assignments.items[a].broker_ids;
+                    if (ids.count != 1 || ids.items[0] != b->node_id || qt->assignments.items[a].partition_index != a) {
+                        rt->error_code = GR_ERR_INVALID_REPLICA_ASSIGNMENT;
+                        msg = "Replica assignments must name only this broker, one replica per partition, partitions 0..n-1";
+                    }
+                }
+            }
+        } else {
+            if (parts == -1) parts = (int32_t)gr_config_int(&b->cfg, "num.partitions");
+            int16_t rf = qt->replication_factor == -1 ? (int16_t)gr_config_int(&b->cfg, "default.replication.factor")
+                                                      : qt->replication_factor;
+            if (rf != 1) {
+                rt->error_code = GR_ERR_INVALID_REPLICATION_FACTOR;
+                msg = "Replication factor must be 1: this cluster has one broker";
+            }
+        }
+        if (!rt->error_code) {
+            int32_t nc = qt->configs.count > 0 ? qt->configs.count : 0;
+            const char **keys = gr_arena_calloc(&req->arena, (size_t)nc + 1, sizeof *keys);
+            const char **values = gr_arena_calloc(&req->arena, (size_t)nc + 1, sizeof *values);
+            for (int32_t c = 0; c < nc; c++) {
+                keys[c] = gr_req_strdup(req, qt->configs.items[c].name);
+                values[c] = qt->configs.items[c].value.len < 0 ? NULL : gr_req_strdup(req, qt->configs.items[c].value);
+                if (!values[c]) {
+                    rt->error_code = GR_ERR_INVALID_CONFIG;
+                    msg = "Null value not supported for topic configs";
+                }
+            }
+            struct gr_topic *t = NULL;
+            if (!rt->error_code)
+                rt->error_code = gr_topic_create(b, qt->name, parts, keys, values, nc, body->validate_only, &msg, &t);
+            if (t) rt->topic_id = gr_topic_uuid(t);
+        }
+        rt->error_message = msg ? gr_str_c(msg) : GR_STR_NULL;
+        if (!rt->error_code) {
+            rt->num_partitions = parts;
+            rt->replication_factor = 1;
+            rt->configs = (struct gr_create_topics_response_creatable_topic_configs_array){NULL, 0};
+        }
+    }
+    return GR_HANDLER_DONE;
+}

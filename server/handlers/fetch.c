@@ -1,0 +1,162 @@
+/*
+ * fetch.c: Fetch (key 1), v4-v18, topics by name before v13 and by topic id from v13.
+ *
+ * Each partition answers whole batches below the high watermark as a file range sent with sendfile
+ * (no copy through user space). Budgets: the response max_bytes (capped by fetch.max.bytes) and each
+ * partition's partition_max_bytes, except KIP-74: the first partition, in request order, that returns
+ * data returns at least one whole batch even when it is larger. Partitions without data carry empty
+ * (not null) records. Long poll: while fewer than min_bytes are available the request is parked until
+ * data arrives or max_wait_ms passes. Fetch sessions (KIP-227) are not kept: session id 0 every time,
+ * which Kafka allows. Without transactions the last stable offset is the high watermark and
+ * aborted_transactions is null for read_uncommitted, empty for read_committed.
+ * Read next: storage/log.h (gr_log_read).
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "common/time.h"
+#include "server/handlers/handlers.h"
+
+struct fetch_state {
+    bool allocated;
+    int64_t bytes; /* bytes gathered by the last fill */
+    bool error;    /* some partition has an error: answer at once */
+};
+
+static int16_t check_epoch(struct gr_log *log, int32_t current_leader_epoch)
+{
+    if (current_leader_epoch < 0) return GR_ERR_NONE;
+    int32_t epoch = gr_log_leader_epoch(log);
+    if (current_leader_epoch < epoch) return GR_ERR_FENCED_LEADER_EPOCH;
+    if (current_leader_epoch > epoch) return GR_ERR_UNKNOWN_LEADER_EPOCH;
+    return GR_ERR_NONE;
+}
+
+static void release_slices(struct gr_req *req)
+{
+    for (struct gr_req_slice *s = req->slices; s; s = s->next) gr_log_slice_release(&s->slice);
+    req->slices = NULL;
+}
+
+/* Computes the whole response from the logs' current state. */
+static void fetch_fill(struct gr_req *req)
+{
+    struct gr_fetch_request *body = req->body;
+    struct gr_fetch_response *resp = req->resp;
+    struct fetch_state *st = req->hstate;
+    struct gr_broker *b = req->broker;
+    int16_t v = req->hdr.request_api_version;
+    release_slices(req);
+    int32_t ntopics = body->topics.count > 0 ? body->topics.count : 0;
+    if (!st->allocated) {
+        resp->responses.items = gr_arena_calloc(&req->arena, (size_t)ntopics + 1, sizeof *resp->responses.items);
+        resp->responses.count = ntopics;
+        for (int32_t i = 0; i < ntopics; i++) {
+            int32_t np = body->topics.items[i].partitions.count > 0 ? body->topics.items[i].partitions.count : 0;
+            resp->responses.items[i].partitions.items =
+                gr_arena_calloc(&req->arena, (size_t)np + 1, sizeof *resp->responses.items[i].partitions.items);
+        }
+        st->allocated = true;
+    }
+    int64_t budget = body->max_bytes;
+    int64_t cap = gr_config_int(&b->cfg, "fetch.max.bytes");
+    if (budget <= 0 || budget > cap) budget = cap;
+    bool have_data = false;
+    st->bytes = 0;
+    st->error = false;
+    for (int32_t i = 0; i < ntopics; i++) {
+        struct gr_fetch_request_fetch_topic *qt = &body->topics.items[i];
+        struct gr_fetch_response_fetchable_topic_response *rt = &resp->responses.items[i];
+        struct gr_fetch_response_partition_data *parts = rt->partitions.items;
+        gr_fetch_response_fetchable_topic_response_init(rt);
+        rt->partitions.items = parts;
+        rt->topic = qt->topic;
+        rt->topic_id = qt->topic_id;
+        struct gr_topic *t = v >= 13 ? gr_store_topic_find_id(b->store, qt->topic_id.b) : gr_topic_lookup(b, qt->topic);
+        int32_t np = qt->partitions.count > 0 ? qt->partitions.count : 0;
+        rt->partitions.count = np;
+        for (int32_t p = 0; p < np; p++) {
+            struct gr_fetch_request_fetch_partition *qp = &qt->partitions.items[p];
+            struct gr_fetch_response_partition_data *rp = &parts[p];
+            gr_fetch_response_partition_data_init(rp);
+            rp->partition_index = qp->partition;
+            rp->high_watermark = -1;
+            rp->records = (struct gr_bytes){(const uint8_t *)"", 0};
+            rp->aborted_transactions.count = body->isolation_level == 1 ? 0 : -1;
+            struct gr_log *log = t ? gr_topic_log(t, qp->partition) : NULL;
+            if (!log) {
+                rp->error_code = !t && v >= 13 ? GR_ERR_UNKNOWN_TOPIC_ID : GR_ERR_UNKNOWN_TOPIC_OR_PARTITION;
+                st->error = true;
+                continue;
+            }
+            int64_t hwm = gr_broker_update_hwm(b, log);
+            rp->high_watermark = hwm;
+            rp->last_stable_offset = hwm;
+            rp->log_start_offset = gr_log_start_offset(log);
+            rp->error_code = check_epoch(log, qp->current_leader_epoch);
+            if (!rp->error_code && gr_log_offline(log)) rp->error_code = GR_ERR_KAFKA_STORAGE_ERROR;
+            if (rp->error_code) {
+                st->error = true;
+                continue;
+            }
+            int64_t max = qp->partition_max_bytes;
+            if (max > budget) max = budget;
+            if (max < 0) max = 0;
+            struct gr_log_slice slice;
+            int rc = gr_log_read(log, qp->fetch_offset, max, hwm, !have_data, &slice);
+            if (rc == -ERANGE) {
+                rp->error_code = GR_ERR_OFFSET_OUT_OF_RANGE;
+                st->error = true;
+                continue;
+            }
+            if (rc) {
+                rp->error_code = GR_ERR_KAFKA_STORAGE_ERROR;
+                st->error = true;
+                continue;
+            }
+            if (slice.bytes > 0) {
+                rp->records = (struct gr_bytes){gr_req_add_slice(req, &slice), (int32_t)slice.bytes};
+                have_data = true;
+                budget -= slice.bytes;
+                if (budget < 0) budget = 0;
+                st->bytes += slice.bytes;
+            }
+        }
+    }
+}
+
+static bool fetch_recheck(struct gr_req *req)
+{
+    struct gr_fetch_request *body = req->body;
+    struct fetch_state *st = req->hstate;
+    fetch_fill(req);
+    if (st->error || st->bytes >= body->min_bytes) {
+        gr_req_finish(req);
+        return true;
+    }
+    return false;
+}
+
+static void fetch_expire(struct gr_req *req)
+{
+    fetch_fill(req);
+    gr_req_finish(req);
+}
+
+enum gr_handler_rc gr_handle_fetch(struct gr_req *req)
+{
+    struct gr_fetch_request *body = req->body;
+    struct gr_fetch_response *resp = req->resp;
+    resp->error_code = GR_ERR_NONE;
+    resp->session_id = 0;
+    req->hstate = gr_arena_alloc(&req->arena, sizeof(struct fetch_state));
+    if (!req->hstate) return GR_HANDLER_CLOSE;
+    struct fetch_state *st = req->hstate;
+    fetch_fill(req);
+    if (st->error || st->bytes >= body->min_bytes || body->max_wait_ms <= 0) return GR_HANDLER_DONE;
+    release_slices(req);
+    req->recheck = fetch_recheck;
+    req->expire = fetch_expire;
+    gr_broker_park(req->broker, req, gr_time_mono_ms() + body->max_wait_ms);
+    return GR_HANDLER_WAIT;
+}

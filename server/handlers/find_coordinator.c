@@ -1,0 +1,49 @@
+/*
+ * find_coordinator.c: FindCoordinator (key 10), every version from v0; v4+ takes a batch of keys.
+ * This node coordinates every group (key type 0). Transactions (key type 1) are not built yet, so
+ * their coordinator is COORDINATOR_NOT_AVAILABLE.
+ */
+#include "server/handlers/handlers.h"
+
+static int16_t answer(int8_t key_type, const char **msg)
+{
+    if (key_type == 0) return GR_ERR_NONE;
+    if (key_type == 1) {
+        *msg = "Transactions are not supported by this broker yet";
+        return GR_ERR_COORDINATOR_NOT_AVAILABLE;
+    }
+    *msg = "Unknown key type";
+    return GR_ERR_INVALID_REQUEST;
+}
+
+enum gr_handler_rc gr_handle_find_coordinator(struct gr_req *req)
+{
+    struct gr_find_coordinator_request *body = req->body;
+    struct gr_find_coordinator_response *resp = req->resp;
+    struct gr_broker *b = req->broker;
+    struct gr_str host = gr_str_c(b->advertised_host);
+    if (req->hdr.request_api_version < 4) {
+        const char *msg = NULL;
+        resp->error_code = answer(body->key_type, &msg);
+        resp->error_message = msg ? gr_str_c(msg) : GR_STR_NULL;
+        resp->node_id = resp->error_code ? -1 : b->node_id;
+        resp->host = resp->error_code ? gr_str_c("") : host;
+        resp->port = resp->error_code ? -1 : b->advertised_port;
+        return GR_HANDLER_DONE;
+    }
+    int32_t n = body->coordinator_keys.count > 0 ? body->coordinator_keys.count : 0;
+    resp->coordinators.items = gr_arena_calloc(&req->arena, (size_t)n + 1, sizeof *resp->coordinators.items);
+    resp->coordinators.count = n;
+    for (int32_t i = 0; i < n; i++) {
+        struct gr_find_coordinator_response_coordinator *c = &resp->coordinators.items[i];
+        gr_find_coordinator_response_coordinator_init(c);
+        const char *msg = NULL;
+        c->key = body->coordinator_keys.items[i];
+        c->error_code = answer(body->key_type, &msg);
+        c->error_message = msg ? gr_str_c(msg) : GR_STR_NULL;
+        c->node_id = c->error_code ? -1 : b->node_id;
+        c->host = c->error_code ? gr_str_c("") : host;
+        c->port = c->error_code ? -1 : b->advertised_port;
+    }
+    return GR_HANDLER_DONE;
+}

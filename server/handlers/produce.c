@@ -1,0 +1,230 @@
+/*
+ * produce.c: Produce (key 0), served v3-v13 (advertised from v0; v0-v2 close the connection in dispatch).
+ *
+ * Per partition: exactly one RecordBatch v2, validated in place (CRC-32C, lengths, offset deltas, records),
+ * size against max.message.bytes, zstd only from v7, timestamps against log.message.timestamp.*.max.ms,
+ * then appended as it came (storage patches base offset and leader epoch). Durability, named:
+ *   acks=0   accepted: no response at all; any partition error closes the connection (as Kafka does)
+ *   acks=1   written: answered once the batch is in the page cache
+ *   acks=-1  durable: with gregor.acks.all.fsync (default) answered once a group-commit fdatasync covers
+ *            the batch, or REQUEST_TIMED_OUT after timeout_ms; otherwise as acks=1 (Kafka's behaviour)
+ * Transactions are not built: a transactional id or transactional/control batches are refused.
+ * Read next: server/handlers/fetch.c.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "common/time.h"
+#include "protocol/record_batch.h"
+#include "server/handlers/handlers.h"
+
+struct produce_wait {
+    struct gr_produce_response_partition_produce_response *pr;
+    struct gr_log *log;
+    int64_t end_offset; /* durable once the log's durable offset reaches this */
+};
+
+struct produce_state {
+    struct produce_wait *waits;
+    int count;
+};
+
+static int32_t topic_max_message_bytes(struct gr_broker *b, struct gr_topic *t)
+{
+    const char *v = gr_topic_config_get(t, "max.message.bytes");
+    return v ? atoi(v) : (int32_t)gr_config_int(&b->cfg, "message.max.bytes");
+}
+
+static bool topic_log_append_time(struct gr_broker *b, struct gr_topic *t)
+{
+    const char *v = gr_topic_config_get(t, "message.timestamp.type");
+    if (!v) v = gr_config_str(&b->cfg, "log.message.timestamp.type");
+    return strcmp(v, "LogAppendTime") == 0;
+}
+
+static int64_t topic_config_long(struct gr_broker *b, struct gr_topic *t, const char *topic_key, const char *broker_key)
+{
+    const char *v = gr_topic_config_get(t, topic_key);
+    return v ? strtoll(v, NULL, 10) : gr_config_int(&b->cfg, broker_key);
+}
+
+static void set_error(struct gr_produce_response_partition_produce_response *pr, int16_t code, const char *msg)
+{
+    pr->error_code = code;
+    pr->base_offset = -1;
+    pr->error_message = msg ? gr_str_c(msg) : GR_STR_NULL;
+}
+
+/* Validates and appends one partition's records; fills `pr`. Returns the appended log or NULL. */
+static struct gr_log *produce_partition(struct gr_req *req, struct gr_topic *t, int32_t partition, struct gr_bytes records,
+                                        struct gr_produce_response_partition_produce_response *pr)
+{
+    struct gr_broker *b = req->broker;
+    int16_t v = req->hdr.request_api_version;
+    struct gr_log *log = t ? gr_topic_log(t, partition) : NULL;
+    if (!log) {
+        set_error(pr, GR_ERR_UNKNOWN_TOPIC_OR_PARTITION, NULL);
+        return NULL;
+    }
+    if (records.len <= 0) {
+        set_error(pr, GR_ERR_INVALID_RECORD, "Produce requests must carry exactly one record batch per partition");
+        return NULL;
+    }
+    size_t tail = 0;
+    int nbatches = gr_batches_count(records.ptr, (size_t)records.len, &tail);
+    if (nbatches != 1 || tail) {
+        set_error(pr, GR_ERR_INVALID_RECORD, "Produce v3+ must carry exactly one record batch per partition");
+        return NULL;
+    }
+    if (records.len > topic_max_message_bytes(b, t)) {
+        set_error(pr, GR_ERR_MESSAGE_TOO_LARGE, "The record batch is larger than max.message.bytes");
+        return NULL;
+    }
+    struct gr_batch_info info;
+    const char *why = NULL;
+    int rc = gr_batch_validate_ex(records.ptr, (size_t)records.len, GR_BATCH_CHECK_CLIENT, &info, &why);
+    if (rc) {
+        set_error(pr, gr_batch_err_kafka(rc), why);
+        return NULL;
+    }
+    if (info.attributes & (GR_BATCH_ATTR_TRANSACTIONAL | GR_BATCH_ATTR_CONTROL)) {
+        set_error(pr, GR_ERR_INVALID_RECORD, "Transactional and control batches are not supported by this broker yet");
+        return NULL;
+    }
+    if (info.codec == GR_CODEC_ZSTD && v < 7) {
+        set_error(pr, GR_ERR_UNSUPPORTED_COMPRESSION_TYPE, "zstd needs Produce v7 or later");
+        return NULL;
+    }
+    int64_t now = gr_time_wall_ms();
+    bool lat = topic_log_append_time(b, t);
+    if (!lat) {
+        int64_t after = topic_config_long(b, t, "message.timestamp.after.max.ms", "log.message.timestamp.after.max.ms");
+        int64_t before = topic_config_long(b, t, "message.timestamp.before.max.ms", "log.message.timestamp.before.max.ms");
+        int64_t ts_max = info.records_max_timestamp;
+        if ((ts_max >= 0 && ts_max - now > after) || (info.base_timestamp >= 0 && now - info.base_timestamp > before)) {
+            set_error(pr, GR_ERR_INVALID_TIMESTAMP, "A record timestamp is outside log.message.timestamp.before/after.max.ms");
+            return NULL;
+        }
+    }
+    struct gr_append_result res;
+    rc = gr_log_append(log, (uint8_t *)records.ptr, (size_t)records.len, lat ? now : -1, &res);
+    if (rc == -EMSGSIZE) {
+        set_error(pr, GR_ERR_MESSAGE_TOO_LARGE, "The record batch is larger than max.message.bytes");
+        return NULL;
+    }
+    if (rc) {
+        GR_WARN("append to %s-%d failed: %s", gr_topic_name(t), partition, strerror(-rc));
+        set_error(pr, GR_ERR_KAFKA_STORAGE_ERROR, "The broker could not write the batch");
+        return NULL;
+    }
+    pr->error_code = GR_ERR_NONE;
+    pr->base_offset = res.base_offset;
+    pr->log_append_time_ms = lat ? res.log_append_time_ms : -1;
+    pr->log_start_offset = res.log_start_offset;
+    return log;
+}
+
+static bool produce_recheck(struct gr_req *req)
+{
+    struct produce_state *st = req->hstate;
+    for (int i = 0; i < st->count; i++) {
+        struct produce_wait *w = &st->waits[i];
+        if (!w->log) continue;
+        if (gr_log_offline(w->log)) {
+            set_error(w->pr, GR_ERR_KAFKA_STORAGE_ERROR, "The partition went offline before the batch was durable");
+            w->log = NULL;
+        } else if (gr_log_durable_offset(w->log) >= w->end_offset) {
+            w->log = NULL;
+        } else {
+            return false;
+        }
+    }
+    gr_req_finish(req);
+    return true;
+}
+
+static void produce_expire(struct gr_req *req)
+{
+    struct produce_state *st = req->hstate;
+    for (int i = 0; i < st->count; i++)
+        if (st->waits[i].log) set_error(st->waits[i].pr, GR_ERR_REQUEST_TIMED_OUT, "The batch was written but not yet durable");
+    gr_req_finish(req);
+}
+
+enum gr_handler_rc gr_handle_produce(struct gr_req *req)
+{
+    struct gr_produce_request *body = req->body;
+    struct gr_produce_response *resp = req->resp;
+    struct gr_broker *b = req->broker;
+    int16_t v = req->hdr.request_api_version;
+    bool bad_acks = body->acks != 0 && body->acks != 1 && body->acks != -1;
+    bool txn = body->transactional_id.len >= 0;
+    int32_t ntopics = body->topic_data.count > 0 ? body->topic_data.count : 0;
+    int total = 0;
+    for (int32_t i = 0; i < ntopics; i++)
+        total += body->topic_data.items[i].partition_data.count > 0 ? body->topic_data.items[i].partition_data.count : 0;
+    struct produce_state *st = gr_arena_alloc(&req->arena, sizeof *st);
+    st->waits = gr_arena_calloc(&req->arena, (size_t)total + 1, sizeof *st->waits);
+    resp->responses.items = gr_arena_calloc(&req->arena, (size_t)ntopics + 1, sizeof *resp->responses.items);
+    resp->responses.count = ntopics;
+    bool any_error = false;
+    for (int32_t i = 0; i < ntopics; i++) {
+        struct gr_produce_request_topic_produce_data *td = &body->topic_data.items[i];
+        struct gr_produce_response_topic_produce_response *tr = &resp->responses.items[i];
+        gr_produce_response_topic_produce_response_init(tr);
+        tr->name = td->name;
+        tr->topic_id = td->topic_id;
+        struct gr_topic *t = v >= 13 ? gr_store_topic_find_id(b->store, td->topic_id.b) : gr_topic_lookup(b, td->name);
+        int16_t topic_err = GR_ERR_NONE;
+        const char *topic_msg = NULL;
+        if (!t) topic_err = v >= 13 ? GR_ERR_UNKNOWN_TOPIC_ID : GR_ERR_UNKNOWN_TOPIC_OR_PARTITION;
+        else if (strcmp(gr_topic_name(t), "__consumer_offsets") == 0) {
+            topic_err = GR_ERR_INVALID_TOPIC_EXCEPTION;
+            topic_msg = "Clients may not write to the internal topic __consumer_offsets";
+        }
+        if (bad_acks) topic_err = GR_ERR_INVALID_REQUIRED_ACKS;
+        if (txn) {
+            topic_err = GR_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
+            topic_msg = "Transactions are not supported by this broker yet";
+        }
+        int32_t np = td->partition_data.count > 0 ? td->partition_data.count : 0;
+        tr->partition_responses.items = gr_arena_calloc(&req->arena, (size_t)np + 1, sizeof *tr->partition_responses.items);
+        tr->partition_responses.count = np;
+        for (int32_t p = 0; p < np; p++) {
+            struct gr_produce_request_partition_produce_data *pd = &td->partition_data.items[p];
+            struct gr_produce_response_partition_produce_response *pr = &tr->partition_responses.items[p];
+            gr_produce_response_partition_produce_response_init(pr);
+            pr->index = pd->index;
+            if (topic_err) {
+                set_error(pr, topic_err, topic_msg);
+                any_error = true;
+                continue;
+            }
+            struct gr_log *log = produce_partition(req, t, pd->index, pd->records, pr);
+            if (!log) {
+                any_error = true;
+                continue;
+            }
+            st->waits[st->count++] = (struct produce_wait){pr, log, gr_log_end_offset(log)};
+        }
+    }
+    for (int i = 0; i < st->count; i++) {
+        struct gr_log *log = st->waits[i].log;
+        if (b->hwm_durable) gr_log_flush_async(log); /* the high watermark follows fsync: flush soon */
+        else gr_broker_update_hwm(b, log);
+    }
+    if (st->count && !b->hwm_durable) gr_broker_wake_parked(b); /* long-poll fetches see the new data */
+    if (body->acks == 0) return any_error ? GR_HANDLER_CLOSE : GR_HANDLER_NO_RESPONSE;
+    if (body->acks == -1 && b->hwm_durable && st->count) {
+        req->hstate = st;
+        req->recheck = produce_recheck;
+        req->expire = produce_expire;
+        if (produce_recheck(req)) return GR_HANDLER_WAIT; /* already durable: finished inside recheck */
+        int64_t timeout = body->timeout_ms > 0 ? body->timeout_ms : 0;
+        gr_broker_park(b, req, gr_time_mono_ms() + timeout);
+        return GR_HANDLER_WAIT;
+    }
+    return GR_HANDLER_DONE;
+}

@@ -1,0 +1,176 @@
+/*
+ * main.c: the gregor binary. `gregor [server.properties] [--override key=value ...]` like Kafka's start
+ * script, plus --version, --help and --healthcheck (sends ApiVersions to the configured listener; exit 0
+ * if answered). SIGTERM/SIGINT stop it cleanly: connections closed, logs flushed and checkpointed.
+ * Read next: server/broker.h.
+ */
+#include <errno.h>
+#include <netdb.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/time.h"
+#include "server/broker.h"
+
+#ifndef GREGOR_VERSION
+#define GREGOR_VERSION "0.1.0"
+#endif
+
+void gr_broker_on_flushed(void *ctx, struct gr_log *log, int64_t durable_end_offset, int err);
+void gr_broker_init_watchers(struct gr_broker *b);
+int gr_healthcheck(struct gr_config *cfg);
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: gregor [server.properties] [--override key=value ...]\n"
+               "       gregor --version | --help | --healthcheck [server.properties] [--override ...]\n"
+               "Configuration keys use Apache Kafka's names (listeners, log.dirs, num.partitions, ...).\n");
+}
+
+static void stop_cb(struct ev_loop *loop, ev_signal *w, int revents)
+{
+    (void)revents;
+    struct gr_broker *b = w->data;
+    GR_INFO("signal %d: shutting down", w->signum);
+    b->stopping = true;
+    ev_break(loop, EVBREAK_ALL);
+}
+
+static void housekeeping_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    (void)loop;
+    (void)revents;
+    struct gr_broker *b = w->data;
+    int64_t now = gr_time_mono_ms();
+    gr_net_close_idle(b, now);
+    if (now - b->last_retention_ms >= gr_config_int(&b->cfg, "log.retention.check.interval.ms")) {
+        b->last_retention_ms = now;
+        gr_store_retention_run(b->store, gr_time_wall_ms());
+    }
+    gr_store_checkpoint(b->store);
+}
+
+static int parse_args(int argc, char **argv, struct gr_config *cfg, int *mode)
+{
+    *mode = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--version")) *mode = 1;
+        else if (!strcmp(a, "--help") || !strcmp(a, "-h")) *mode = 2;
+        else if (!strcmp(a, "--healthcheck")) *mode = 3;
+        else if (!strcmp(a, "--override")) {
+            if (++i >= argc) {
+                fprintf(stderr, "--override needs key=value\n");
+                return -1;
+            }
+            if (gr_config_set_kv(cfg, argv[i]) < 0) return -1;
+        } else if (!strncmp(a, "--override=", 11)) {
+            if (gr_config_set_kv(cfg, a + 11) < 0) return -1;
+        } else if (a[0] == '-') {
+            fprintf(stderr, "unknown option %s\n", a);
+            usage(stderr);
+            return -1;
+        } else if (gr_config_load_file(cfg, a) < 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    int64_t t0 = gr_time_mono_ms();
+    signal(SIGPIPE, SIG_IGN);
+    struct gr_broker *b = calloc(1, sizeof *b);
+    gr_config_init(&b->cfg);
+    int mode;
+    /* a properties file comes first, overrides after: apply in argument order */
+    if (parse_args(argc, argv, &b->cfg, &mode) < 0) return 2;
+    if (mode == 1) {
+        printf("gregor %s\n", GREGOR_VERSION);
+        return 0;
+    }
+    if (mode == 2) {
+        usage(stdout);
+        return 0;
+    }
+    if (mode == 3) return gr_healthcheck(&b->cfg);
+    const char *lvl = gr_config_str(&b->cfg, "gregor.log.level");
+    gr_log_set_level(!strcasecmp(lvl, "DEBUG") ? GR_LOG_DEBUG : !strcasecmp(lvl, "WARN") ? GR_LOG_WARN
+                     : !strcasecmp(lvl, "ERROR") ? GR_LOG_ERROR : GR_LOG_INFO);
+
+    b->node_id = (int32_t)gr_config_int(&b->cfg, "node.id");
+    if (gr_config_is_set(&b->cfg, "broker.id") && gr_config_int(&b->cfg, "broker.id") >= 0)
+        b->node_id = (int32_t)gr_config_int(&b->cfg, "broker.id");
+    b->hwm_durable = gr_config_bool(&b->cfg, "gregor.acks.all.fsync");
+    b->loop = ev_default_loop(EVFLAG_AUTO);
+    b->listen_fd = -1;
+    b->started_mono_ms = t0;
+    gr_broker_init_watchers(b);
+
+    struct gr_store_config sc;
+    gr_store_config_defaults(&sc);
+    const char *dir = gr_config_str(&b->cfg, "log.dirs");
+    if (!dir) dir = gr_config_str(&b->cfg, "log.dir");
+    if (strchr(dir, ',')) {
+        fprintf(stderr, "config: log.dirs: Gregor supports one directory, got '%s'\n", dir);
+        return 2;
+    }
+    sc.log_dir = dir;
+    sc.segment_bytes = gr_config_int(&b->cfg, "log.segment.bytes");
+    sc.segment_ms = gr_config_roll_ms(&b->cfg);
+    sc.retention_ms = gr_config_retention_ms(&b->cfg);
+    sc.retention_bytes = gr_config_int(&b->cfg, "log.retention.bytes");
+    sc.index_interval_bytes = (int32_t)gr_config_int(&b->cfg, "log.index.interval.bytes");
+    sc.segment_index_bytes = (int32_t)gr_config_int(&b->cfg, "log.index.size.max.bytes");
+    sc.flush_interval_messages = gr_config_int(&b->cfg, "log.flush.interval.messages");
+    sc.flush_interval_ms = gr_config_is_set(&b->cfg, "log.flush.interval.ms") ? gr_config_int(&b->cfg, "log.flush.interval.ms")
+                                                                               : INT64_MAX;
+    sc.max_message_bytes = (int32_t)gr_config_int(&b->cfg, "message.max.bytes");
+    sc.flusher_threads = (int)gr_config_int(&b->cfg, "gregor.flusher.threads");
+    sc.node_id = b->node_id;
+    sc.on_flushed = gr_broker_on_flushed;
+    sc.on_flushed_ctx = b;
+    int rc = gr_store_open(&sc, &b->store);
+    if (rc) {
+        GR_ERROR("cannot open log directory %s: %s", dir, strerror(-rc));
+        return 1;
+    }
+    for (int i = 0; i < gr_store_topic_count(b->store); i++) {
+        struct gr_topic *t = gr_store_topic_at(b->store, i);
+        for (int32_t p = 0; p < gr_topic_partition_count(t); p++) gr_broker_update_hwm(b, gr_topic_log(t, p));
+    }
+    if (gr_net_listen(b)) return 1;
+
+    ev_signal_init(&b->sigterm_w, stop_cb, SIGTERM);
+    ev_signal_init(&b->sigint_w, stop_cb, SIGINT);
+    b->sigterm_w.data = b->sigint_w.data = b;
+    ev_signal_start(b->loop, &b->sigterm_w);
+    ev_signal_start(b->loop, &b->sigint_w);
+    ev_timer_init(&b->housekeeping_timer, housekeeping_cb, 1.0, 1.0);
+    b->housekeeping_timer.data = b;
+    ev_timer_start(b->loop, &b->housekeeping_timer);
+    b->last_retention_ms = gr_time_mono_ms();
+
+    GR_INFO("gregor %s started in %lld ms: node %d, cluster %s, log dir %s, %d topics", GREGOR_VERSION,
+            (long long)(gr_time_mono_ms() - t0), b->node_id, gr_store_cluster_id(b->store), dir, gr_store_topic_count(b->store));
+    ev_run(b->loop, 0);
+
+    gr_net_close_all(b);
+    ev_run(b->loop, EVRUN_NOWAIT); /* let deferred connection frees run */
+    while (b->parked_head) {
+        struct gr_req *r = b->parked_head;
+        r->conn = NULL;
+        gr_req_free(r);
+    }
+    gr_store_close(b->store);
+    GR_INFO("stopped cleanly");
+    gr_config_free(&b->cfg);
+    free(b);
+    return 0;
+}

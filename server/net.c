@@ -1,0 +1,470 @@
+/*
+ * net.c: the listener and the connections on the libev loop.
+ *
+ * Reading: a connection reads into a 64 KiB buffer and cuts frames out of it (int32 size prefix, bounded
+ * by socket.request.max.bytes); a frame larger than what is buffered gets its own allocation and is read
+ * into directly. Each complete frame becomes a request appended to the connection's FIFO and dispatched at
+ * once. At most GR_CONN_PIPELINE_MAX requests may be outstanding per connection, and at most
+ * queued.max.request.bytes across the broker; past either the connection stops reading until responses leave.
+ * Writing: only the FIFO head is written, and only when finished: memory chunks with writev, file ranges
+ * with sendfile, resuming after partial writes. The write watcher runs only while bytes remain.
+ * Read next: server/dispatch.c.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/sendfile.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <arpa/inet.h>
+#include <unistd.h>
+
+#include "common/limits.h"
+#include "common/log.h"
+#include "common/time.h"
+#include "server/broker.h"
+
+#define GR_CONN_READ_BUF_BYTES (64 * 1024)
+/* Requests read ahead on one connection before it stops reading: lets one fsync cover a producer's
+ * in-flight batches while bounding memory per connection. */
+#define GR_CONN_PIPELINE_MAX 64
+
+struct gr_conn {
+    struct gr_broker *broker;
+    int fd;
+    ev_io rw, ww;
+    char peer[64];
+    struct gr_conn *prev, *next; /* broker list */
+    struct gr_req *head, *tail;  /* FIFO */
+    int outstanding;
+    uint8_t *rbuf;
+    size_t rlen;                 /* bytes buffered in rbuf */
+    uint8_t *big;                /* frame being read directly */
+    size_t big_len, big_have;
+    int64_t last_active_ms;
+    bool reading;
+    bool closing;
+    ev_timer close_w;            /* frees the connection from the loop's top level */
+};
+
+static void conn_write(struct gr_conn *conn);
+static void conn_update_read(struct gr_conn *conn);
+
+static int64_t budget_max(struct gr_broker *b)
+{
+    int64_t q = gr_config_int(&b->cfg, "queued.max.request.bytes");
+    return q <= 0 ? INT64_MAX : q;
+}
+
+/* Frees a closed connection; runs from its own zero timer so that no caller still holds it. */
+static void conn_free_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    (void)loop;
+    (void)revents;
+    struct gr_conn *conn = w->data;
+    struct gr_broker *b = conn->broker;
+    ev_timer_stop(b->loop, &conn->close_w);
+    close(conn->fd);
+    struct gr_req *r = conn->head;
+    while (r) {
+        struct gr_req *next = r->next;
+        r->conn = NULL;
+        r->next = NULL;
+        if (r->done || !r->parked) gr_req_free(r);
+        /* a parked request is freed when it finishes (its handler holds it in the parked list) */
+        r = next;
+    }
+    if (conn->prev) conn->prev->next = conn->next;
+    else b->conns = conn->next;
+    if (conn->next) conn->next->prev = conn->prev;
+    b->conn_count--;
+    free(conn->rbuf);
+    free(conn->big);
+    free(conn);
+}
+
+/* Closes a connection: stops its watchers and shuts the socket now, frees it from the loop shortly after. */
+void gr_conn_close(struct gr_conn *conn, const char *why)
+{
+    if (conn->closing) return;
+    struct gr_broker *b = conn->broker;
+    if (why) GR_DEBUG("closing connection %s: %s", conn->peer, why);
+    conn->closing = true;
+    conn->reading = false;
+    ev_io_stop(b->loop, &conn->rw);
+    ev_io_stop(b->loop, &conn->ww);
+    shutdown(conn->fd, SHUT_RDWR);
+    ev_timer_init(&conn->close_w, conn_free_cb, 0, 0);
+    conn->close_w.data = conn;
+    ev_timer_start(b->loop, &conn->close_w);
+}
+
+static void conn_add_request(struct gr_conn *conn, uint8_t *frame, size_t len)
+{
+    struct gr_broker *b = conn->broker;
+    struct gr_req *req = calloc(1, sizeof *req);
+    if (!req) {
+        free(frame);
+        gr_conn_close(conn, "out of memory");
+        return;
+    }
+    req->broker = b;
+    req->conn = conn;
+    req->frame = frame;
+    req->frame_len = len;
+    /* arrays decoded from a frame can take at most ~32 bytes of memory per wire byte (see gen_codec.py) */
+    gr_arena_init(&req->arena, 32 * len + (1 << 20));
+    b->held_request_bytes += (int64_t)len;
+    if (conn->tail) conn->tail->next = req;
+    else conn->head = req;
+    conn->tail = req;
+    conn->outstanding++;
+    gr_dispatch(req);
+}
+
+/* Cuts complete frames out of rbuf; returns false if the connection was closed. */
+static bool conn_parse(struct gr_conn *conn)
+{
+    struct gr_broker *b = conn->broker;
+    int64_t frame_max = gr_config_int(&b->cfg, "socket.request.max.bytes");
+    size_t off = 0;
+    while (conn->rlen - off >= 4 && !conn->big) {
+        const uint8_t *p = conn->rbuf + off;
+        int32_t size = (int32_t)((uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]);
+        if (size < GR_FRAME_BYTES_MIN || size > frame_max) {
+            GR_WARN("connection %s: frame size %d outside [%d, %lld], closing", conn->peer, size, GR_FRAME_BYTES_MIN,
+                    (long long)frame_max);
+            gr_conn_close(conn, "bad frame size");
+            return false;
+        }
+        size_t have = conn->rlen - off - 4;
+        uint8_t *frame = malloc((size_t)size);
+        if (!frame) {
+            gr_conn_close(conn, "out of memory");
+            return false;
+        }
+        if (have >= (size_t)size) {
+            memcpy(frame, p + 4, (size_t)size);
+            off += 4 + (size_t)size;
+            conn_add_request(conn, frame, (size_t)size);
+            if (conn->closing) return false;
+        } else {
+            memcpy(frame, p + 4, have);
+            conn->big = frame;
+            conn->big_len = (size_t)size;
+            conn->big_have = have;
+            off = conn->rlen;
+        }
+    }
+    if (off) {
+        memmove(conn->rbuf, conn->rbuf + off, conn->rlen - off);
+        conn->rlen -= off;
+    }
+    return true;
+}
+
+static void conn_read_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+    (void)loop;
+    (void)revents;
+    struct gr_conn *conn = w->data;
+    conn->last_active_ms = gr_time_mono_ms();
+    for (int rounds = 0; rounds < 16 && conn->reading && !conn->closing; rounds++) {
+        ssize_t n;
+        if (conn->big) {
+            n = read(conn->fd, conn->big + conn->big_have, conn->big_len - conn->big_have);
+        } else {
+            n = read(conn->fd, conn->rbuf + conn->rlen, GR_CONN_READ_BUF_BYTES - conn->rlen);
+        }
+        if (n == 0) {
+            gr_conn_close(conn, "peer closed");
+            return;
+        }
+        if (n < 0) {
+            if (errno == EAGAIN || errno == EINTR) break;
+            gr_conn_close(conn, strerror(errno));
+            return;
+        }
+        if (conn->big) {
+            conn->big_have += (size_t)n;
+            if (conn->big_have == conn->big_len) {
+                uint8_t *frame = conn->big;
+                size_t len = conn->big_len;
+                conn->big = NULL;
+                conn_add_request(conn, frame, len);
+                if (conn->closing) return;
+            }
+        } else {
+            conn->rlen += (size_t)n;
+            if (!conn_parse(conn)) return;
+        }
+        conn_update_read(conn);
+    }
+    if (!conn->closing) conn_write(conn);
+}
+
+static void conn_update_read(struct gr_conn *conn)
+{
+    struct gr_broker *b = conn->broker;
+    if (conn->closing) return;
+    bool want = !conn->closing && conn->outstanding < GR_CONN_PIPELINE_MAX && b->held_request_bytes < budget_max(b);
+    if (want && !conn->reading) ev_io_start(b->loop, &conn->rw);
+    if (!want && conn->reading) ev_io_stop(b->loop, &conn->rw);
+    conn->reading = want;
+}
+
+static void release_head(struct gr_conn *conn)
+{
+    struct gr_req *r = conn->head;
+    conn->head = r->next;
+    if (!conn->head) conn->tail = NULL;
+    conn->outstanding--;
+    gr_req_free(r);
+}
+
+/* Writes finished responses from the FIFO head; returns when the socket is full or the head is not done. */
+static void conn_write(struct gr_conn *conn)
+{
+    struct gr_broker *b = conn->broker;
+    if (conn->closing) return;
+    while (conn->head && conn->head->done) {
+        struct gr_req *r = conn->head;
+        if (r->no_response || r->chunk_at >= r->chunk_count) {
+            release_head(conn);
+            continue;
+        }
+        struct gr_chunk *c = &r->chunks[r->chunk_at];
+        ssize_t n;
+        if (c->mem) {
+            struct iovec iov[16];
+            int cnt = 0;
+            for (int i = r->chunk_at; i < r->chunk_count && cnt < 16 && r->chunks[i].mem; i++, cnt++) {
+                size_t skip = i == r->chunk_at ? r->chunk_off : 0;
+                iov[cnt].iov_base = (void *)(r->chunks[i].mem + skip);
+                iov[cnt].iov_len = r->chunks[i].len - skip;
+            }
+            n = writev(conn->fd, iov, cnt);
+        } else {
+            off_t pos = c->file_pos + (off_t)r->chunk_off;
+            n = sendfile(conn->fd, c->fd, &pos, c->len - r->chunk_off);
+            if (n == 0) { /* the file shrank under us (truncation): the response can't be completed */
+                gr_conn_close(conn, "segment shrank during sendfile");
+                return;
+            }
+        }
+        if (n < 0) {
+            if (errno == EAGAIN || errno == EINTR) break;
+            gr_conn_close(conn, strerror(errno));
+            return;
+        }
+        size_t left = (size_t)n;
+        while (left && r->chunk_at < r->chunk_count) {
+            size_t rem = r->chunks[r->chunk_at].len - r->chunk_off;
+            if (left >= rem) {
+                left -= rem;
+                r->chunk_at++;
+                r->chunk_off = 0;
+            } else {
+                r->chunk_off += left;
+                left = 0;
+            }
+        }
+        if (r->chunk_at >= r->chunk_count) release_head(conn);
+    }
+    bool pending = conn->head && conn->head->done;
+    if (pending && !ev_is_active(&conn->ww)) ev_io_start(b->loop, &conn->ww);
+    if (!pending && ev_is_active(&conn->ww)) ev_io_stop(b->loop, &conn->ww);
+    conn_update_read(conn);
+}
+
+static void conn_write_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+    (void)loop;
+    (void)revents;
+    struct gr_conn *conn = w->data;
+    conn->last_active_ms = gr_time_mono_ms();
+    conn_write(conn);
+}
+
+void gr_net_conn_kick(struct gr_conn *conn)
+{
+    if (!conn->closing) conn_write(conn);
+}
+
+static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+    (void)revents;
+    struct gr_broker *b = w->data;
+    for (int i = 0; i < 64; i++) {
+        struct sockaddr_storage ss;
+        socklen_t sl = sizeof ss;
+        int fd = accept4(b->listen_fd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno != EAGAIN && errno != EINTR) GR_WARN("accept: %s", strerror(errno));
+            return;
+        }
+        if (b->conn_count >= gr_config_int(&b->cfg, "max.connections")) {
+            close(fd);
+            GR_WARN("max.connections reached, connection refused");
+            continue;
+        }
+        int one = 1;
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        struct gr_conn *conn = calloc(1, sizeof *conn);
+        conn->rbuf = malloc(GR_CONN_READ_BUF_BYTES);
+        if (!conn || !conn->rbuf) {
+            close(fd);
+            free(conn);
+            continue;
+        }
+        conn->broker = b;
+        conn->fd = fd;
+        char host[INET6_ADDRSTRLEN] = "?";
+        int port = 0;
+        if (ss.ss_family == AF_INET) {
+            struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
+            inet_ntop(AF_INET, &sin->sin_addr, host, sizeof host);
+            port = ntohs(sin->sin_port);
+        } else if (ss.ss_family == AF_INET6) {
+            struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&ss;
+            inet_ntop(AF_INET6, &sin6->sin6_addr, host, sizeof host);
+            port = ntohs(sin6->sin6_port);
+        }
+        snprintf(conn->peer, sizeof conn->peer, "%s:%d", host, port);
+        conn->last_active_ms = gr_time_mono_ms();
+        ev_io_init(&conn->rw, conn_read_cb, fd, EV_READ);
+        ev_io_init(&conn->ww, conn_write_cb, fd, EV_WRITE);
+        conn->rw.data = conn->ww.data = conn;
+        conn->next = b->conns;
+        if (b->conns) b->conns->prev = conn;
+        b->conns = conn;
+        b->conn_count++;
+        conn->reading = true;
+        ev_io_start(loop, &conn->rw);
+    }
+}
+
+/* Parses PLAINTEXT://host:port (first entry of a list). */
+static int parse_listener(const char *spec, char *host, size_t host_len, int *port)
+{
+    const char *p = strstr(spec, "://");
+    p = p ? p + 3 : spec;
+    const char *end = strchr(p, ',');
+    size_t len = end ? (size_t)(end - p) : strlen(p);
+    char buf[250];
+    if (len >= sizeof buf) return -1;
+    memcpy(buf, p, len);
+    buf[len] = 0;
+    char *colon = strrchr(buf, ':');
+    if (!colon) return -1;
+    *colon = 0;
+    char *h = buf;
+    if (*h == '[') { /* [::1] */
+        h++;
+        char *rb = strchr(h, ']');
+        if (rb) *rb = 0;
+    }
+    snprintf(host, host_len, "%s", h);
+    char *e;
+    long pv = strtol(colon + 1, &e, 10);
+    if (*e || pv < 0 || pv > 65535) return -1;
+    *port = (int)pv;
+    return 0;
+}
+
+int gr_net_listen(struct gr_broker *b)
+{
+    char host[256];
+    int port;
+    const char *spec = gr_config_str(&b->cfg, "listeners");
+    if (parse_listener(spec, host, sizeof host, &port)) {
+        GR_ERROR("config: listeners: cannot parse '%s' (expected PLAINTEXT://host:port)", spec);
+        return -1;
+    }
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE};
+    struct addrinfo *ai;
+    char portstr[16];
+    snprintf(portstr, sizeof portstr, "%d", port);
+    int rc = getaddrinfo(host[0] ? host : NULL, portstr, &hints, &ai);
+    if (rc) {
+        GR_ERROR("listeners: cannot resolve '%s': %s", host, gai_strerror(rc));
+        return -1;
+    }
+    int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (fd < 0 || bind(fd, ai->ai_addr, ai->ai_addrlen) || listen(fd, 1024)) {
+        GR_ERROR("listeners: cannot listen on %s:%d: %s", host, port, strerror(errno));
+        freeaddrinfo(ai);
+        if (fd >= 0) close(fd);
+        return -1;
+    }
+    freeaddrinfo(ai);
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    getsockname(fd, (struct sockaddr *)&ss, &sl);
+    int bound = ss.ss_family == AF_INET ? ntohs(((struct sockaddr_in *)&ss)->sin_port)
+                                        : ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+    b->listen_fd = fd;
+    /* advertised.listeners defaults to listeners (with the bound port when port 0 was asked for) */
+    const char *adv = gr_config_str(&b->cfg, "advertised.listeners");
+    int adv_port = bound;
+    char adv_host[256];
+    snprintf(adv_host, sizeof adv_host, "%s", host);
+    if (adv && parse_listener(adv, adv_host, sizeof adv_host, &adv_port)) {
+        GR_ERROR("config: advertised.listeners: cannot parse '%s'", adv);
+        return -1;
+    }
+    if (!adv_host[0] || strcmp(adv_host, "0.0.0.0") == 0 || strcmp(adv_host, "::") == 0) {
+        char hn[200];
+        if (gethostname(hn, sizeof hn)) snprintf(hn, sizeof hn, "localhost");
+        snprintf(adv_host, sizeof adv_host, "%s", hn);
+    }
+    snprintf(b->advertised_host, sizeof b->advertised_host, "%s", adv_host);
+    b->advertised_port = adv_port;
+    ev_io_init(&b->listen_w, accept_cb, fd, EV_READ);
+    b->listen_w.data = b;
+    ev_io_start(b->loop, &b->listen_w);
+    GR_INFO("listening on %s:%d, advertised as %s:%d", host, bound, b->advertised_host, b->advertised_port);
+    const char *lf = gr_config_str(&b->cfg, "gregor.listener.file");
+    if (lf) {
+        char tmp[4200];
+        snprintf(tmp, sizeof tmp, "%s.tmp", lf);
+        FILE *f = fopen(tmp, "w");
+        if (!f || fprintf(f, "%s:%d\n", host, bound) < 0 || fclose(f) || rename(tmp, lf)) {
+            GR_ERROR("gregor.listener.file: cannot write %s", lf);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+void gr_net_close_all(struct gr_broker *b)
+{
+    for (struct gr_conn *c = b->conns; c; c = c->next) gr_conn_close(c, NULL);
+    if (b->listen_fd >= 0) {
+        ev_io_stop(b->loop, &b->listen_w);
+        close(b->listen_fd);
+        b->listen_fd = -1;
+    }
+}
+
+void gr_net_close_idle(struct gr_broker *b, int64_t now_mono_ms)
+{
+    int64_t idle = gr_config_int(&b->cfg, "connections.max.idle.ms");
+    if (idle < 0) return;
+    struct gr_conn *c = b->conns;
+    while (c) {
+        struct gr_conn *next = c->next;
+        if (!c->head && !c->closing && now_mono_ms - c->last_active_ms > idle) gr_conn_close(c, "idle");
+        c = next;
+    }
+}
+
+bool gr_conn_is_closing(const struct gr_conn *conn) { return conn->closing; }
+const char *gr_conn_peer(const struct gr_conn *conn) { return conn->peer; }

@@ -1,0 +1,298 @@
+/*
+ * internal.h: storage's private structs (segment, log, topic, store, flusher) and the functions the .c
+ * files of this folder share. Nothing outside storage/ includes it (tests do, to look inside).
+ *
+ * Ownership: the store owns topics (live ones sorted by name, deleted ones parked until close); a topic
+ * owns its logs; a log owns one reference on each of its segments. A segment is freed (fds closed) when its
+ * last reference goes: slices and flush work hold references too. Fields marked [mu] are shared with the
+ * flusher threads and touched only under log->mu (or atomically where said); all other fields belong to
+ * the network thread. Read next: segment.h for the file formats, log.c, store.c, flusher.c.
+ */
+#ifndef GR_STORAGE_INTERNAL_H
+#define GR_STORAGE_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "storage/log.h"
+#include "storage/producer_state.h"
+#include "storage/store.h"
+
+#define GR_SEGMENT_NAME_BYTES 48 /* "<20 digits>.timeindex" plus room */
+#define GR_SNAPSHOTS_KEPT 3      /* producer snapshots kept per log beyond those needed */
+
+struct gr_index_entry {
+    int32_t rel_offset; /* last offset of the indexed batch - segment base offset */
+    int32_t position;   /* file position of that batch */
+};
+struct gr_time_entry {
+    int64_t timestamp_ms; /* largest timestamp in the segment up to and including the batch */
+    int32_t rel_offset;   /* last offset of the first batch carrying that timestamp - base offset */
+};
+
+struct gr_segment {
+    struct gr_log *log;
+    int64_t base_offset;
+    atomic_int refs;
+    int fd;              /* .log; -1 while closed by the LRU (sealed segments only) */
+    int index_fd;        /* .index/.timeindex: open while active and until a flusher synced them sealed */
+    int timeindex_fd;
+    dev_t dev;           /* identity of the .log file, checked before unlinking by name */
+    ino_t ino;
+    int64_t size_bytes;  /* bytes of whole batches in the file */
+    int64_t next_offset; /* last offset + 1 of the last batch; base_offset when empty */
+    int64_t max_timestamp_ms;     /* largest batch max timestamp, -1 none */
+    int64_t max_timestamp_offset; /* last offset of the first batch carrying it, -1 none */
+    int64_t rolling_timestamp_ms; /* max timestamp of the first batch (segment.ms base), -1 none */
+    int64_t created_ms;           /* wall clock at creation/open (segment.ms base without timestamps) */
+    int64_t modified_ms;          /* wall clock of the last append (retention without timestamps) */
+    int64_t bytes_since_index;
+    bool sealed;
+    bool index_loaded;       /* idx/tidx hold the whole index (always true for the active segment) */
+    bool index_unsynced;     /* [mu] sealed, index files written but not yet fdatasynced */
+    bool in_unsynced;        /* [mu] listed in log->unsynced */
+    bool deleted;            /* removed from its log; files unlinked by a flusher job */
+    struct gr_index_entry *idx;
+    int32_t idx_count, idx_cap;
+    struct gr_time_entry *tidx;
+    int32_t tidx_count, tidx_cap;
+    struct gr_segment *lru_prev, *lru_next; /* store LRU of open sealed fds */
+    bool in_lru;
+};
+
+struct gr_epoch_entry {
+    int32_t epoch;
+    int64_t start_offset;
+};
+
+/* Effective per-topic settings: topic config if set, else the store's. */
+struct gr_log_config {
+    int64_t segment_bytes;
+    int64_t segment_ms;
+    int64_t retention_ms;
+    int64_t retention_bytes;
+    int32_t index_interval_bytes;
+    int32_t segment_index_bytes;
+    int32_t max_message_bytes;
+    int64_t flush_messages;
+    int64_t flush_ms;
+    bool delete_policy; /* cleanup.policy contains "delete" */
+};
+
+struct gr_log {
+    struct gr_store *store;
+    struct gr_topic *topic;
+    int32_t partition;
+    char *dir_name; /* "<topic>-<partition>" relative to the log dir */
+    int dir_fd;
+    struct gr_segment **segs; /* by base offset; last = active */
+    int seg_count, seg_cap;
+    int64_t log_start_offset;
+    int64_t log_end_offset; /* written under mu, read unlocked by the network thread */
+    int64_t high_watermark; /* -1: never set by the server */
+    int64_t size_bytes;
+    int32_t leader_epoch;
+    struct gr_epoch_entry *epochs;
+    int epoch_count, epoch_cap;
+    bool epochs_dirty;
+    struct gr_producer_state ps;
+    int64_t *snapshots; /* offsets of snapshot files on disk, ascending */
+    int snapshot_count, snapshot_cap;
+    int64_t messages_since_flush;
+    bool deleted;
+    atomic_bool on_timed_list; /* [store flusher mu] written; read unlocked as a hint */
+    int64_t flush_deadline_mono_ms;
+    struct gr_log *timed_next;
+
+    pthread_mutex_t mu;
+    _Atomic int64_t durable_offset; /* [mu] written; atomic for unlocked reads */
+    int64_t recovery_point;         /* [mu] */
+    atomic_bool offline;            /* [mu] written; atomic for unlocked reads */
+    bool dir_dirty;                 /* [mu] a file was created in dir_fd: fsync it */
+    struct gr_segment **unsynced;   /* [mu] segments with unsynced bytes, each holding a reference */
+    int unsynced_count, unsynced_cap;
+    bool flush_queued;   /* [store flusher mu] */
+    bool flush_running;  /* [store flusher mu] */
+    bool flush_again;    /* [store flusher mu] */
+};
+
+struct gr_topic {
+    struct gr_store *store;
+    char *name;
+    uint8_t id[16];
+    int32_t partition_count;
+    struct gr_log **logs;
+    int config_count;
+    char **config_keys;
+    char **config_values;
+    struct gr_log_config cfg;
+    bool deleted;
+};
+
+enum gr_job_type { GR_JOB_WRITE_FILE, GR_JOB_UNLINK, GR_JOB_RMTREE };
+
+/* Housekeeping work run in FIFO order on flusher thread 0 (flushes run on any flusher thread). */
+struct gr_job {
+    struct gr_job *next;
+    enum gr_job_type type;
+    int dir_fd;         /* owned duplicate */
+    char **names;       /* owned: file names (WRITE_FILE: names[0]; UNLINK: all; RMTREE: names[0], a dir) */
+    int name_count;
+    uint8_t *data;      /* WRITE_FILE contents, owned */
+    size_t len;
+    dev_t dev;          /* UNLINK: if ino != 0, names[0] is unlinked only if it is still this file */
+    ino_t ino;
+};
+
+struct gr_flusher {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;      /* work arrived or stop */
+    pthread_cond_t idle_cv; /* a job or flush finished */
+    struct gr_log **queue;  /* logs waiting for a flush */
+    int queue_head, queue_count, queue_cap; /* ring buffer */
+    struct gr_job *jobs_head, *jobs_tail;
+    struct gr_log *timed;   /* logs with a flush.ms deadline */
+    int busy;               /* flushes + jobs running */
+    bool stop;
+    pthread_t *threads;
+    int thread_count;
+};
+
+struct gr_store {
+    struct gr_store_config cfg;
+    char *log_dir;
+    int root_fd;
+    int topics_dir_fd;
+    char cluster_id[23];
+    struct gr_log_config defaults;
+    struct gr_topic **topics; /* live, sorted by name */
+    int topic_count, topic_cap;
+    struct gr_topic **dead;   /* deleted, freed at close */
+    int dead_count, dead_cap;
+    struct gr_flusher fl;
+    struct gr_segment *lru_head, *lru_tail; /* most recently used first */
+    int32_t lru_count;
+    bool ls_checkpoint_dirty;
+};
+
+/* --- segment.c --- */
+void gr_segment_file_name(char *buf, int64_t base_offset, const char *suffix);
+struct gr_segment *gr_segment_new(struct gr_log *log, int64_t base_offset);
+/* Creates empty .log/.index/.timeindex files for an active segment. Returns 0 or -errno (files removed). */
+int gr_segment_create(struct gr_segment *seg);
+/* Opens an existing segment: sealed read-only (fd opened lazily), active read-write. 0 or -errno. */
+int gr_segment_open(struct gr_segment *seg, bool active);
+void gr_segment_ref(struct gr_segment *seg);
+void gr_segment_unref(struct gr_segment *seg);
+/* Returns the .log fd, opening a sealed segment's file on demand (LRU bounded). -errno on failure. */
+int gr_segment_fd(struct gr_segment *seg);
+void gr_segment_lru_remove(struct gr_segment *seg);
+/* Notes one batch (header at file position `pos`) in the indexes and counters. */
+int gr_segment_note_batch(struct gr_segment *seg, const uint8_t *hdr, int64_t pos, const struct gr_log_config *cfg);
+bool gr_segment_index_full(const struct gr_segment *seg, const struct gr_log_config *cfg);
+/* Seals: final time index entry, writes both index files (best effort: they are rebuildable). */
+void gr_segment_seal(struct gr_segment *seg);
+/* Writes the in-memory indexes to their files (ftruncate + pwrite). 0 or -errno. */
+int gr_segment_write_indexes(struct gr_segment *seg);
+/* Loads the indexes of a sealed segment (sanity-checked; rebuilt by a header scan if bad). 0 or -errno. */
+int gr_segment_load_index(struct gr_segment *seg, const struct gr_log_config *cfg);
+/* Reads the last time index entry of a sealed segment into max_timestamp_*; rebuilds if invalid. */
+int gr_segment_load_max_timestamp(struct gr_segment *seg, const struct gr_log_config *cfg);
+/* Validating scan from position 0 (recovery): CRC, lengths, magic, contiguous offsets from the base
+   offset; rebuilds the indexes; sets size_bytes to the valid prefix. *file_bytes gets the file size.
+   Returns 0 or -errno for I/O errors (invalid data is not an error: size_bytes stops before it). */
+int gr_segment_recover(struct gr_segment *seg, const struct gr_log_config *cfg, int64_t *file_bytes,
+                       const char **why);
+/* Non-validating header scan from the last index entry to the end of the file (clean open). Returns 0, or
+   -EINVAL when the file does not end on a batch boundary, or -errno. */
+int gr_segment_scan_tail(struct gr_segment *seg, const struct gr_log_config *cfg);
+
+/* Buffered header reader over one segment file. */
+struct gr_seg_reader {
+    int fd;
+    uint8_t *buf;
+    size_t cap;
+    int64_t buf_pos;
+    size_t buf_len;
+};
+int gr_seg_reader_init(struct gr_seg_reader *r, int fd, size_t cap);
+void gr_seg_reader_free(struct gr_seg_reader *r);
+/* Returns a pointer to `n` bytes at `pos` (n <= cap), or NULL with *err = -errno or 0 at end of file. */
+const uint8_t *gr_seg_reader_get(struct gr_seg_reader *r, int64_t pos, size_t n, int *err);
+
+/* Finds the first batch of `seg` whose last offset >= target: *pos and its header (61 bytes) in hdr.
+   Returns 1 found, 0 not in this segment (*pos = size_bytes), or -errno. */
+int gr_segment_find(struct gr_segment *seg, const struct gr_log_config *cfg, int64_t target, int64_t *pos,
+                    uint8_t *hdr);
+/* Largest batch boundary <= limit, scanning from boundary `from` (<= limit). Returns it or -errno. */
+int64_t gr_segment_boundary_before(struct gr_segment *seg, int64_t from, int64_t limit);
+
+/* --- log.c --- */
+/* Opens or creates the log of topic/partition and recovers it. `clean`: a clean-shutdown marker was found;
+   `ckpt_*`: checkpointed values, -1 if absent. */
+int gr_log_load(struct gr_store *store, struct gr_topic *topic, int32_t partition, bool clean,
+                int64_t ckpt_recovery_point, int64_t ckpt_log_start, int64_t ckpt_hwm, struct gr_log **out);
+/* Clean close of one log: flush, indexes, snapshot. Returns 0 if everything is durable. */
+int gr_log_close_clean(struct gr_log *log);
+/* Frees a log (segments unreferenced, fds closed); no I/O beyond close(). */
+void gr_log_free(struct gr_log *log);
+/* Marks a log deleted and offline, drops its segments (fds stay valid for slice holders). */
+void gr_log_mark_deleted(struct gr_log *log);
+/* The flush body run by a flusher thread (or inline at close): fdatasync every unsynced segment, sync
+   the directory, advance the durable offset. Reports through on_flushed when `report`. Returns 0/-errno. */
+int gr_log_flush_now(struct gr_log *log, bool report);
+/* Retention for one log (see gr_store_retention_run). */
+void gr_log_retention(struct gr_log *log, int64_t now_ms);
+/* Writes leader-epoch-checkpoint if it changed. 0 or -errno. */
+int gr_log_write_epochs(struct gr_log *log);
+int64_t gr_log_recovery_point(struct gr_log *log);
+void gr_log_config_effective(struct gr_store *store, struct gr_topic *topic);
+
+/* --- store.c --- */
+/* Writes log-start-offset-checkpoint for every live log now. 0 or -errno. */
+int gr_store_write_log_start_checkpoint(struct gr_store *store);
+
+/* --- flusher.c --- */
+int gr_flusher_start(struct gr_store *store);
+void gr_flusher_stop(struct gr_store *store);
+void gr_flusher_request(struct gr_log *log);
+void gr_flusher_timed_add(struct gr_log *log, int64_t deadline_mono_ms);
+/* Removes the log from the flush queue and timed list and waits until no flush of it runs. */
+void gr_flusher_forget_log(struct gr_log *log);
+void gr_flusher_job(struct gr_store *store, struct gr_job *job);
+/* Waits until no job or flush is queued or running. */
+void gr_flusher_quiesce(struct gr_store *store);
+/* Runs one housekeeping job synchronously (used by the flusher and at close). */
+void gr_job_run(struct gr_job *job);
+void gr_job_free(struct gr_job *job);
+
+/* --- checkpoint.c --- */
+/* Atomic replace: "<name>.tmp" written, fdatasynced, renamed over `name`, directory fsynced. 0 or -errno. */
+int gr_file_write_atomic(int dir_fd, const char *name, const void *data, size_t len);
+/* Reads a whole small file (at most max_bytes). 0 with *out (malloc'd, NUL-terminated), -ENOENT, -EFBIG... */
+int gr_file_read_all(int dir_fd, const char *name, size_t max_bytes, char **out, size_t *len);
+/* Kafka's offset checkpoint text file: "0\n<count>\n<topic> <partition> <offset>\n"... */
+struct gr_ckpt_entry {
+    char *topic;
+    int32_t partition;
+    int64_t offset;
+};
+int gr_ckpt_read(int dir_fd, const char *name, struct gr_ckpt_entry **out, int *count);
+void gr_ckpt_free(struct gr_ckpt_entry *e, int count);
+int64_t gr_ckpt_lookup(const struct gr_ckpt_entry *e, int count, const char *topic, int32_t partition);
+/* Leader epoch checkpoint: "0\n<count>\n<epoch> <start offset>\n"... */
+int gr_epoch_ckpt_read(int dir_fd, struct gr_epoch_entry **out, int *count);
+int gr_epoch_ckpt_write(int dir_fd, const struct gr_epoch_entry *e, int count);
+/* base64url without padding of 16 bytes (22 chars + NUL) and back; decode returns 0 or -EINVAL. */
+void gr_uuid_to_base64url(const uint8_t id[16], char out[23]);
+int gr_uuid_from_base64url(const char *s, size_t len, uint8_t id[16]);
+/* Random v4 UUID that Kafka would accept as a topic/cluster id (not zero, not the metadata topic id, text
+   not starting with '-'). */
+void gr_uuid_random(uint8_t id[16]);
+/* fsyncs a directory fd: 0 or -errno. */
+int gr_dir_sync(int dir_fd);
+
+#endif

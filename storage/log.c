@@ -1,0 +1,1540 @@
+/*
+ * log.c: one partition log: open and recovery, append and roll, reads, offsets by time, the leader epoch
+ * cache, DeleteRecords, retention, the flush body and producer snapshots. See log.h for the contract and
+ * segment.c for the files. Invariants kept here:
+ *   - segs[0..n) have increasing base offsets and each segment's next offset is the next one's base;
+ *     the last is the active segment (read-write fd, indexes in memory).
+ *   - log_start_offset <= durable_offset <= log_end_offset == active->next_offset.
+ *   - nothing is appended after a failed write until the partial bytes are truncated away; if that
+ *     truncation fails the log is offline.
+ *   - every segment holding bytes not yet covered by an fdatasync is in `unsynced` (with a reference), so
+ *     the flusher can make everything below the log end offset it captured durable.
+ * Read next: flusher.c (who calls gr_log_flush_now), store.c.
+ */
+#include <assert.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/limits.h"
+#include "common/log.h"
+#include "common/time.h"
+#include "protocol/crc32c.h"
+#include "protocol/record_batch.h"
+#include "storage/internal.h"
+#include "storage/sys.h"
+
+#define SCAN_READ_BYTES (1024 * 1024)
+#define HEADER_READ_BYTES (8 * 1024)
+
+static const struct gr_log_config *log_cfg(const struct gr_log *log) { return &log->topic->cfg; }
+static struct gr_segment *log_active(const struct gr_log *log) { return log->segs[log->seg_count - 1]; }
+
+int64_t gr_log_start_offset(const struct gr_log *log) { return log->log_start_offset; }
+int64_t gr_log_end_offset(const struct gr_log *log) { return log->log_end_offset; }
+int64_t gr_log_durable_offset(const struct gr_log *log) { return atomic_load(&((struct gr_log *)log)->durable_offset); }
+bool gr_log_offline(const struct gr_log *log) { return atomic_load(&((struct gr_log *)log)->offline); }
+int32_t gr_log_leader_epoch(const struct gr_log *log) { return log->leader_epoch; }
+struct gr_topic *gr_log_topic(const struct gr_log *log) { return log->topic; }
+int32_t gr_log_partition(const struct gr_log *log) { return log->partition; }
+int64_t gr_log_size_bytes(const struct gr_log *log) { return log->size_bytes; }
+int gr_log_segment_count(const struct gr_log *log) { return log->seg_count; }
+const struct gr_producer_state *gr_log_producer_state(const struct gr_log *log) { return &log->ps; }
+int64_t gr_log_high_watermark(const struct gr_log *log) { return log->high_watermark; }
+
+int64_t gr_log_recovery_point(struct gr_log *log)
+{
+    pthread_mutex_lock(&log->mu);
+    int64_t rp = log->recovery_point;
+    pthread_mutex_unlock(&log->mu);
+    return rp;
+}
+
+void gr_log_set_high_watermark(struct gr_log *log, int64_t hwm)
+{
+    if (hwm < log->log_start_offset)
+        hwm = log->log_start_offset;
+    if (hwm > log->log_end_offset)
+        hwm = log->log_end_offset;
+    log->high_watermark = hwm;
+}
+
+static void log_go_offline(struct gr_log *log, const char *what, int err)
+{
+    pthread_mutex_lock(&log->mu);
+    bool was = atomic_exchange(&log->offline, true);
+    pthread_mutex_unlock(&log->mu);
+    if (!was)
+        GR_ERROR("storage: %s: partition offline after %s failed (%s)", log->dir_name, what, strerror(-err));
+}
+
+/* Largest segment index whose base offset <= offset (0 when offset is below every base). */
+static int seg_index_for(const struct gr_log *log, int64_t offset)
+{
+    int lo = 0, hi = log->seg_count - 1, ans = 0;
+    while (lo <= hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (log->segs[mid]->base_offset <= offset) {
+            ans = mid;
+            lo = mid + 1;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    return ans;
+}
+
+static int segs_reserve(struct gr_log *log, int extra)
+{
+    if (log->seg_count + extra <= log->seg_cap)
+        return 0;
+    int ncap = log->seg_cap ? log->seg_cap * 2 : 8;
+    while (ncap < log->seg_count + extra)
+        ncap *= 2;
+    struct gr_segment **n = realloc(log->segs, (size_t)ncap * sizeof(*n));
+    if (!n)
+        return -ENOMEM;
+    log->segs = n;
+    log->seg_cap = ncap;
+    return 0;
+}
+
+/* Under mu. Adds a reference-holding entry; on allocation failure the log goes offline (it could no
+   longer promise durability). */
+static void unsynced_add_locked(struct gr_log *log, struct gr_segment *seg)
+{
+    if (seg->in_unsynced)
+        return;
+    if (log->unsynced_count == log->unsynced_cap) {
+        int ncap = log->unsynced_cap ? log->unsynced_cap * 2 : 4;
+        struct gr_segment **n = realloc(log->unsynced, (size_t)ncap * sizeof(*n));
+        if (!n) {
+            atomic_store(&log->offline, true);
+            return;
+        }
+        log->unsynced = n;
+        log->unsynced_cap = ncap;
+    }
+    gr_segment_ref(seg);
+    seg->in_unsynced = true;
+    log->unsynced[log->unsynced_count++] = seg;
+}
+
+/* ---------------------------------------------------------------- jobs and snapshots */
+
+static struct gr_job *job_new(enum gr_job_type type, int dir_fd, int names)
+{
+    struct gr_job *job = calloc(1, sizeof(*job));
+    if (!job)
+        return NULL;
+    job->type = type;
+    job->names = calloc((size_t)names, sizeof(char *));
+    job->dir_fd = dup(dir_fd);
+    if (!job->names || job->dir_fd < 0) {
+        gr_job_free(job);
+        return NULL;
+    }
+    return job;
+}
+
+/* Unlinks the segment's files (async on the housekeeping thread when the store runs, else now). */
+static void unlink_segment_files(struct gr_log *log, struct gr_segment *seg)
+{
+    static const char *const sfx[] = {".log", ".index", ".timeindex"};
+    struct gr_job *job = job_new(GR_JOB_UNLINK, log->dir_fd, 3);
+    if (job) {
+        job->name_count = 3;
+        job->dev = seg->dev;
+        job->ino = seg->ino;
+        for (int i = 0; i < 3; i++) {
+            job->names[i] = malloc(GR_SEGMENT_NAME_BYTES);
+            if (!job->names[i]) {
+                gr_job_free(job);
+                job = NULL;
+                break;
+            }
+            gr_segment_file_name(job->names[i], seg->base_offset, sfx[i]);
+        }
+    }
+    if (!job) {
+        char name[GR_SEGMENT_NAME_BYTES];
+        for (int i = 0; i < 3; i++) {
+            gr_segment_file_name(name, seg->base_offset, sfx[i]);
+            gr_sys_unlinkat(log->dir_fd, name, 0);
+        }
+        return;
+    }
+    if (log->store->fl.threads)
+        gr_flusher_job(log->store, job);
+    else {
+        gr_job_run(job);
+        gr_job_free(job);
+    }
+}
+
+/* Removes a segment from the log's ownership (it must already be out of segs[]). */
+static void drop_segment(struct gr_log *log, struct gr_segment *seg)
+{
+    seg->deleted = true;
+    gr_segment_lru_remove(seg);
+    unlink_segment_files(log, seg);
+    gr_segment_unref(seg);
+}
+
+static void snapshot_name(char *buf, size_t n, int64_t offset) { snprintf(buf, n, "%020" PRId64 ".snapshot", offset); }
+
+static void snapshots_prune(struct gr_log *log)
+{
+    int drop = 0;
+    while (log->snapshot_count - drop > GR_SNAPSHOTS_KEPT)
+        drop++;
+    while (log->snapshot_count - drop > 1 && log->snapshots[drop + 1] <= log->log_start_offset)
+        drop++;
+    if (!drop)
+        return;
+    struct gr_job *job = job_new(GR_JOB_UNLINK, log->dir_fd, drop);
+    for (int i = 0; job && i < drop; i++) {
+        job->names[i] = malloc(48);
+        if (!job->names[i]) {
+            gr_job_free(job);
+            job = NULL;
+            break;
+        }
+        snapshot_name(job->names[i], 48, log->snapshots[i]);
+        job->name_count = i + 1;
+    }
+    if (job) {
+        if (log->store->fl.threads)
+            gr_flusher_job(log->store, job);
+        else {
+            gr_job_run(job);
+            gr_job_free(job);
+        }
+    }
+    memmove(log->snapshots, log->snapshots + drop, sizeof(int64_t) * (size_t)(log->snapshot_count - drop));
+    log->snapshot_count -= drop;
+}
+
+static void snapshots_note(struct gr_log *log, int64_t offset)
+{
+    if (log->snapshot_count && log->snapshots[log->snapshot_count - 1] == offset)
+        return;
+    if (log->snapshot_count == log->snapshot_cap) {
+        int ncap = log->snapshot_cap ? log->snapshot_cap * 2 : 8;
+        int64_t *n = realloc(log->snapshots, sizeof(int64_t) * (size_t)ncap);
+        if (!n)
+            return;
+        log->snapshots = n;
+        log->snapshot_cap = ncap;
+    }
+    log->snapshots[log->snapshot_count++] = offset;
+    snapshots_prune(log);
+}
+
+/* Writes the producer snapshot at the log end offset: queued to the housekeeping thread, or now (sync). */
+static int snapshot_write(struct gr_log *log, bool sync)
+{
+    size_t n = gr_producer_state_encoded_bytes(&log->ps);
+    uint8_t *buf = malloc(n);
+    if (!buf)
+        return -ENOMEM;
+    log->ps.end_offset = log->log_end_offset;
+    gr_producer_state_encode(&log->ps, buf);
+    char name[48];
+    snapshot_name(name, sizeof(name), log->log_end_offset);
+    int err = 0;
+    if (sync || !log->store->fl.threads) {
+        err = gr_file_write_atomic(log->dir_fd, name, buf, n);
+        free(buf);
+    } else {
+        struct gr_job *job = job_new(GR_JOB_WRITE_FILE, log->dir_fd, 1);
+        if (!job || !(job->names[0] = strdup(name))) {
+            gr_job_free(job);
+            free(buf);
+            return -ENOMEM;
+        }
+        job->name_count = 1;
+        job->data = buf;
+        job->len = n;
+        gr_flusher_job(log->store, job);
+    }
+    if (err == 0)
+        snapshots_note(log, log->log_end_offset);
+    return err;
+}
+
+/* ---------------------------------------------------------------- flush */
+
+void gr_log_flush_async(struct gr_log *log)
+{
+    log->messages_since_flush = 0;
+    if (log->deleted || atomic_load(&log->offline))
+        return;
+    if (atomic_load(&log->durable_offset) >= log->log_end_offset) {
+        pthread_mutex_lock(&log->mu);
+        bool dirty = log->dir_dirty || log->unsynced_count > 0;
+        pthread_mutex_unlock(&log->mu);
+        if (!dirty)
+            return;
+    }
+    gr_flusher_request(log);
+}
+
+int gr_log_flush_now(struct gr_log *log, bool report)
+{
+    pthread_mutex_lock(&log->mu);
+    if (atomic_load(&log->offline)) {
+        pthread_mutex_unlock(&log->mu);
+        return -EROFS;
+    }
+    int64_t target = log->log_end_offset;
+    struct gr_segment **segs = log->unsynced;
+    int n = log->unsynced_count;
+    log->unsynced = NULL;
+    log->unsynced_count = log->unsynced_cap = 0;
+    bool dir = log->dir_dirty;
+    log->dir_dirty = false;
+    for (int i = 0; i < n; i++)
+        segs[i]->in_unsynced = false;
+    pthread_mutex_unlock(&log->mu);
+
+    int err = 0;
+    const char *what = "fdatasync";
+    for (int i = 0; i < n && err == 0; i++) {
+        struct gr_segment *seg = segs[i];
+        if (seg->fd >= 0)
+            err = gr_sys_fdatasync(seg->fd);
+        if (err == 0 && seg->index_unsynced) {
+            if (seg->index_fd >= 0)
+                err = gr_sys_fdatasync(seg->index_fd);
+            if (err == 0 && seg->timeindex_fd >= 0)
+                err = gr_sys_fdatasync(seg->timeindex_fd);
+        }
+    }
+    if (err == 0 && dir) {
+        what = "directory fsync";
+        err = gr_dir_sync(log->dir_fd);
+    }
+
+    pthread_mutex_lock(&log->mu);
+    if (err < 0) {
+        atomic_store(&log->offline, true);
+    } else {
+        if (target > atomic_load(&log->durable_offset))
+            atomic_store(&log->durable_offset, target);
+        log->recovery_point = atomic_load(&log->durable_offset);
+        for (int i = 0; i < n; i++) {
+            struct gr_segment *seg = segs[i];
+            if (seg->index_unsynced) {
+                /* Sealed indexes are durable: their descriptors are no longer needed. */
+                gr_sys_close(seg->index_fd);
+                gr_sys_close(seg->timeindex_fd);
+                seg->index_fd = seg->timeindex_fd = -1;
+                seg->index_unsynced = false;
+            }
+        }
+    }
+    int64_t durable = atomic_load(&log->durable_offset);
+    pthread_mutex_unlock(&log->mu);
+    if (err < 0)
+        GR_ERROR("storage: %s: %s failed (%s): partition offline until restart", log->dir_name, what,
+                 strerror(-err));
+    for (int i = 0; i < n; i++)
+        gr_segment_unref(segs[i]);
+    free(segs);
+    if (report && log->store->cfg.on_flushed)
+        log->store->cfg.on_flushed(log->store->cfg.on_flushed_ctx, log, durable, err);
+    return err;
+}
+
+/* ---------------------------------------------------------------- leader epochs */
+
+static int epochs_push(struct gr_log *log, int32_t epoch, int64_t start)
+{
+    if (log->epoch_count == log->epoch_cap) {
+        int ncap = log->epoch_cap ? log->epoch_cap * 2 : 8;
+        struct gr_epoch_entry *n = realloc(log->epochs, sizeof(*n) * (size_t)ncap);
+        if (!n)
+            return -ENOMEM;
+        log->epochs = n;
+        log->epoch_cap = ncap;
+    }
+    log->epochs[log->epoch_count++] = (struct gr_epoch_entry){epoch, start};
+    log->epochs_dirty = true;
+    return 0;
+}
+
+/* Kafka's truncateFromStart: entries wholly below the log start offset go, the one spanning it starts there. */
+static void epochs_truncate_start(struct gr_log *log)
+{
+    int64_t ls = log->log_start_offset;
+    int keep = -1;
+    for (int i = 0; i < log->epoch_count; i++)
+        if (log->epochs[i].start_offset <= ls)
+            keep = i;
+    if (keep < 0 || (keep == 0 && log->epochs[0].start_offset == ls))
+        return;
+    memmove(log->epochs, log->epochs + keep, sizeof(*log->epochs) * (size_t)(log->epoch_count - keep));
+    log->epoch_count -= keep;
+    log->epochs[0].start_offset = ls;
+    log->epochs_dirty = true;
+}
+
+int gr_log_write_epochs(struct gr_log *log)
+{
+    if (!log->epochs_dirty || log->deleted)
+        return 0;
+    int err = gr_epoch_ckpt_write(log->dir_fd, log->epochs, log->epoch_count);
+    if (err == 0)
+        log->epochs_dirty = false;
+    return err;
+}
+
+int gr_log_end_offset_for_epoch(struct gr_log *log, int32_t epoch, int64_t *end_offset, int32_t *epoch_out)
+{
+    int n = log->epoch_count;
+    if (n == 0 || epoch < log->epochs[0].epoch || epoch > log->epochs[n - 1].epoch)
+        return -ENOENT;
+    if (epoch == log->epochs[n - 1].epoch) {
+        *end_offset = log->log_end_offset;
+        *epoch_out = epoch;
+        return 0;
+    }
+    int floor = 0;
+    for (int i = 0; i < n && log->epochs[i].epoch <= epoch; i++)
+        floor = i;
+    *epoch_out = log->epochs[floor].epoch;
+    *end_offset = log->epochs[floor + 1].start_offset;
+    return 0;
+}
+
+int32_t gr_log_epoch_for_offset(struct gr_log *log, int64_t offset)
+{
+    if (offset < log->log_start_offset || offset >= log->log_end_offset)
+        return -1;
+    int32_t e = -1;
+    for (int i = 0; i < log->epoch_count && log->epochs[i].start_offset <= offset; i++)
+        e = log->epochs[i].epoch;
+    return e;
+}
+
+/* ---------------------------------------------------------------- append and roll */
+
+static int log_roll(struct gr_log *log)
+{
+    struct gr_segment *old = log_active(log);
+    int64_t base = log->log_end_offset;
+    if (old->size_bytes == 0 && old->base_offset == base)
+        return 0;
+    int err = segs_reserve(log, 1);
+    if (err < 0)
+        return err;
+    struct gr_segment *seg = gr_segment_new(log, base);
+    if (!seg)
+        return -ENOMEM;
+    err = gr_segment_create(seg);
+    if (err < 0) {
+        GR_WARN("storage: %s: creating segment %" PRId64 " failed (%s)", log->dir_name, base, strerror(-err));
+        gr_segment_unref(seg);
+        return err;
+    }
+    gr_segment_seal(old);
+    pthread_mutex_lock(&log->mu);
+    unsynced_add_locked(log, old);
+    old->index_unsynced = true;
+    unsynced_add_locked(log, seg);
+    log->dir_dirty = true;
+    pthread_mutex_unlock(&log->mu);
+    log->segs[log->seg_count++] = seg;
+    /* The sealed segment joins the LRU of open files (it keeps its read-write descriptor). */
+    gr_segment_fd(old);
+    GR_DEBUG("storage: %s: rolled to segment %" PRId64, log->dir_name, base);
+    int serr = snapshot_write(log, false);
+    if (serr < 0)
+        GR_WARN("storage: %s: producer snapshot at %" PRId64 " failed (%s)", log->dir_name, base, strerror(-serr));
+    gr_log_flush_async(log); /* as Kafka does at roll: the sealed segment becomes durable soon */
+    return 0;
+}
+
+static bool need_roll(const struct gr_log *log, const struct gr_segment *seg, const uint8_t *batch, size_t len,
+                      int64_t now_ms)
+{
+    const struct gr_log_config *cfg = log_cfg(log);
+    if (seg->size_bytes == 0)
+        return false;
+    if (seg->size_bytes + (int64_t)len > cfg->segment_bytes)
+        return true;
+    int64_t waited = seg->rolling_timestamp_ms >= 0 ? gr_batch_max_timestamp(batch) - seg->rolling_timestamp_ms
+                                                    : now_ms - seg->created_ms;
+    if (waited > cfg->segment_ms)
+        return true;
+    if (gr_segment_index_full(seg, cfg))
+        return true;
+    return log->log_end_offset + gr_batch_last_offset_delta(batch) - seg->base_offset > INT32_MAX;
+}
+
+/* One pwrite of the whole batch; continues after a short write; undoes everything on failure. */
+static int write_batch(struct gr_log *log, struct gr_segment *seg, const uint8_t *batch, size_t len, int64_t pos)
+{
+    size_t done = 0;
+    int err = 0;
+    while (done < len) {
+        ssize_t r = gr_sys_pwrite(seg->fd, batch + done, len - done, pos + (int64_t)done);
+        if (r < 0) {
+            err = (int)r;
+            break;
+        }
+        if (r == 0) {
+            err = -ENOSPC;
+            break;
+        }
+        done += (size_t)r;
+    }
+    if (err == 0)
+        return 0;
+    int uerr = gr_sys_ftruncate(seg->fd, pos);
+    if (uerr < 0) {
+        log_go_offline(log, "truncating a failed write", uerr);
+    } else {
+        GR_WARN("storage: %s: append of %zu bytes at %" PRId64 " failed (%s), %zu bytes undone", log->dir_name,
+                len, pos, strerror(-err), done);
+    }
+    return err;
+}
+
+int gr_log_append(struct gr_log *log, uint8_t *batch, size_t len, int64_t log_append_time_ms,
+                  struct gr_append_result *res)
+{
+    assert(log && batch && res);
+    if (log->deleted || atomic_load(&log->offline))
+        return -EROFS;
+    const struct gr_log_config *cfg = log_cfg(log);
+    if (len < GR_BATCH_HEADER_BYTES || (int64_t)len != gr_batch_total_bytes(batch) ||
+        gr_batch_last_offset_delta(batch) < 0)
+        return -EINVAL;
+    if (len > (size_t)cfg->max_message_bytes)
+        return -EMSGSIZE;
+    int64_t now = gr_time_wall_ms();
+    if (log_append_time_ms >= 0) {
+        /* LogAppendTime (Kafka's LogValidator): the broker's clock becomes the max timestamp and the
+           timestamp type bit is set; both are inside the CRC span, so the CRC is recomputed. */
+        gr_put_be16(batch + GR_BATCH_OFF_ATTRIBUTES,
+                    (uint16_t)(gr_batch_attributes(batch) | GR_BATCH_ATTR_LOG_APPEND_TIME));
+        gr_put_be64(batch + GR_BATCH_OFF_MAX_TIMESTAMP, (uint64_t)log_append_time_ms);
+        gr_batch_crc_store(batch, len);
+    }
+    int64_t base = log->log_end_offset;
+    gr_batch_set_base_offset(batch, base);
+    gr_batch_set_leader_epoch(batch, log->leader_epoch);
+    struct gr_segment *seg = log_active(log);
+    if (need_roll(log, seg, batch, len, now)) {
+        int err = log_roll(log);
+        if (err < 0)
+            return err;
+        seg = log_active(log);
+    }
+    int64_t pos = seg->size_bytes;
+    int err = write_batch(log, seg, batch, len, pos);
+    if (err < 0)
+        return err;
+    gr_segment_note_batch(seg, batch, pos, cfg);
+    seg->modified_ms = now;
+    if (gr_producer_state_update(&log->ps, batch) < 0)
+        GR_ERROR("storage: %s: out of memory updating producer state at %" PRId64, log->dir_name, base);
+    pthread_mutex_lock(&log->mu);
+    log->log_end_offset = gr_batch_last_offset(batch) + 1;
+    unsynced_add_locked(log, seg);
+    pthread_mutex_unlock(&log->mu);
+    log->size_bytes += (int64_t)len;
+    res->base_offset = base;
+    res->log_append_time_ms = log_append_time_ms >= 0 ? log_append_time_ms : -1;
+    res->log_start_offset = log->log_start_offset;
+
+    log->messages_since_flush += gr_batch_record_count(batch);
+    if (log->messages_since_flush >= cfg->flush_messages)
+        gr_log_flush_async(log);
+    else if (cfg->flush_ms != INT64_MAX && !atomic_load(&log->on_timed_list))
+        gr_flusher_timed_add(log, gr_time_mono_ms() + cfg->flush_ms);
+    return 0;
+}
+
+/* ---------------------------------------------------------------- reads */
+
+int gr_log_read(struct gr_log *log, int64_t offset, int64_t max_bytes, int64_t upper_bound, bool min_one,
+                struct gr_log_slice *slice)
+{
+    *slice = (struct gr_log_slice){.fd = -1, .file_pos = 0, .bytes = 0, .first_batch_offset = -1, .ref = NULL};
+    if (log->deleted || atomic_load(&log->offline))
+        return -EROFS;
+    if (offset < log->log_start_offset || offset > log->log_end_offset)
+        return -ERANGE;
+    if (upper_bound > log->log_end_offset)
+        upper_bound = log->log_end_offset;
+    if (offset >= upper_bound)
+        return 0;
+    const struct gr_log_config *cfg = log_cfg(log);
+    for (int i = seg_index_for(log, offset); i < log->seg_count; i++) {
+        struct gr_segment *seg = log->segs[i];
+        int64_t pos;
+        uint8_t hdr[GR_BATCH_HEADER_BYTES];
+        int r = gr_segment_find(seg, cfg, offset, &pos, hdr);
+        if (r < 0)
+            return r;
+        if (r == 0)
+            continue;
+        int64_t total = gr_batch_total_bytes(hdr);
+        if (gr_batch_last_offset(hdr) >= upper_bound)
+            return 0;
+        if (total > max_bytes && !min_one)
+            return 0;
+        int64_t end = pos + total;
+        int64_t bound_pos = seg->size_bytes;
+        if (seg->next_offset > upper_bound) {
+            uint8_t h2[GR_BATCH_HEADER_BYTES];
+            r = gr_segment_find(seg, cfg, upper_bound, &bound_pos, h2);
+            if (r < 0)
+                return r;
+        }
+        int64_t want = max_bytes > seg->size_bytes - pos ? seg->size_bytes : pos + max_bytes;
+        int64_t limit = want < bound_pos ? want : bound_pos;
+        if (limit > end) {
+            if (limit == bound_pos) {
+                end = bound_pos;
+            } else {
+                int64_t b = gr_segment_boundary_before(seg, end, limit);
+                if (b < 0)
+                    return (int)b;
+                end = b;
+            }
+        }
+        int fd = gr_segment_fd(seg);
+        if (fd < 0)
+            return fd;
+        gr_segment_ref(seg);
+        slice->fd = fd;
+        slice->file_pos = pos;
+        slice->bytes = end - pos;
+        slice->first_batch_offset = gr_batch_base_offset(hdr);
+        slice->ref = seg;
+        return 0;
+    }
+    return 0;
+}
+
+void gr_log_slice_release(struct gr_log_slice *slice)
+{
+    if (slice->ref)
+        gr_segment_unref(slice->ref);
+    slice->ref = NULL;
+    slice->fd = -1;
+    slice->bytes = 0;
+}
+
+/* Reads the whole batch at pos (total bytes) into a new buffer. */
+static int read_batch(struct gr_segment *seg, int64_t pos, int64_t total, uint8_t **out)
+{
+    int fd = gr_segment_fd(seg);
+    if (fd < 0)
+        return fd;
+    uint8_t *buf = malloc((size_t)total);
+    if (!buf)
+        return -ENOMEM;
+    ssize_t r = gr_sys_pread_full(fd, buf, (size_t)total, pos);
+    if (r != total) {
+        free(buf);
+        return r < 0 ? (int)r : -EIO;
+    }
+    *out = buf;
+    return 0;
+}
+
+/* Scans the records of a batch for the first one (offset >= min_offset) with timestamp >= ts (exact:
+   == ts). Returns 1 found, 0 none, -EIO when the records do not parse. */
+static int batch_find_record(const uint8_t *b, size_t len, int64_t ts, bool exact, int64_t min_offset,
+                             int64_t *offset, int64_t *timestamp)
+{
+    struct gr_record_iter it;
+    int r = gr_record_iter_init(&it, b, len);
+    struct gr_record rec;
+    int found = 0;
+    while (r == 0 && (r = gr_record_iter_next(&it, &rec)) == 1) {
+        if (rec.offset < min_offset)
+            continue;
+        if (exact ? rec.timestamp == ts : rec.timestamp >= ts) {
+            *offset = rec.offset;
+            *timestamp = rec.timestamp;
+            found = 1;
+            break;
+        }
+        r = 0;
+    }
+    gr_record_iter_close(&it);
+    if (found)
+        return 1;
+    return r < 0 ? -EIO : 0;
+}
+
+int gr_log_offset_for_time(struct gr_log *log, int64_t ts, int64_t upper_bound, int64_t *offset,
+                           int64_t *timestamp, int32_t *leader_epoch)
+{
+    if (log->deleted || atomic_load(&log->offline))
+        return -EROFS;
+    const struct gr_log_config *cfg = log_cfg(log);
+    int64_t ls = log->log_start_offset;
+    if (upper_bound > log->log_end_offset)
+        upper_bound = log->log_end_offset;
+    for (int i = 0; i < log->seg_count; i++) {
+        struct gr_segment *seg = log->segs[i];
+        if (seg->base_offset >= upper_bound)
+            break;
+        if (seg->size_bytes == 0 || seg->next_offset <= ls || seg->max_timestamp_ms < ts)
+            continue;
+        int err = gr_segment_load_index(seg, cfg);
+        if (err < 0)
+            return err;
+        int64_t from = seg->base_offset;
+        int32_t lo = 0, hi = seg->tidx_count - 1;
+        while (lo <= hi) { /* largest time entry with timestamp <= ts */
+            int32_t mid = lo + (hi - lo) / 2;
+            if (seg->tidx[mid].timestamp_ms <= ts) {
+                from = seg->base_offset + seg->tidx[mid].rel_offset;
+                lo = mid + 1;
+            } else {
+                hi = mid - 1;
+            }
+        }
+        if (from < ls)
+            from = ls;
+        int64_t pos;
+        uint8_t hdr[GR_BATCH_HEADER_BYTES];
+        int r = gr_segment_find(seg, cfg, from, &pos, hdr);
+        if (r < 0)
+            return r;
+        if (r == 0)
+            continue;
+        struct gr_seg_reader rd;
+        if (gr_seg_reader_init(&rd, gr_segment_fd(seg), HEADER_READ_BYTES) < 0)
+            return -ENOMEM;
+        int result = 0;
+        while (pos < seg->size_bytes && result == 0) {
+            const uint8_t *h = gr_seg_reader_get(&rd, pos, GR_BATCH_HEADER_BYTES, &err);
+            if (!h) {
+                result = err ? err : -EIO;
+                break;
+            }
+            int64_t total = gr_batch_total_bytes(h);
+            if (gr_batch_last_offset(h) >= upper_bound) {
+                result = -ENOENT;
+                break;
+            }
+            if (gr_batch_max_timestamp(h) >= ts && gr_batch_last_offset(h) >= ls) {
+                int32_t epoch = gr_batch_leader_epoch(h);
+                uint8_t *b;
+                result = read_batch(seg, pos, total, &b);
+                if (result < 0)
+                    break;
+                result = batch_find_record(b, (size_t)total, ts, false, ls, offset, timestamp);
+                free(b);
+                if (result == 1)
+                    *leader_epoch = epoch;
+            }
+            pos += total;
+        }
+        gr_seg_reader_free(&rd);
+        if (result == 1)
+            return 0;
+        if (result < 0)
+            return result;
+    }
+    return -ENOENT;
+}
+
+/* Largest (timestamp, batch last offset) among batches of seg with last offset < bound, scanning from the
+   last time index point below the bound. Returns 0 (ts -1 when none) or -errno. */
+static int seg_max_below(struct gr_segment *seg, const struct gr_log_config *cfg, int64_t bound, int64_t *ts,
+                         int64_t *shallow)
+{
+    *ts = -1;
+    *shallow = -1;
+    if (seg->next_offset <= bound) {
+        *ts = seg->max_timestamp_ms;
+        *shallow = seg->max_timestamp_offset;
+        return 0;
+    }
+    int err = gr_segment_load_index(seg, cfg);
+    if (err < 0)
+        return err;
+    int64_t from = seg->base_offset;
+    for (int32_t i = seg->tidx_count - 1; i >= 0; i--) {
+        if (seg->base_offset + seg->tidx[i].rel_offset < bound) {
+            *ts = seg->tidx[i].timestamp_ms;
+            *shallow = from = seg->base_offset + seg->tidx[i].rel_offset;
+            break;
+        }
+    }
+    int64_t pos;
+    uint8_t hdr[GR_BATCH_HEADER_BYTES];
+    int r = gr_segment_find(seg, cfg, from, &pos, hdr);
+    if (r <= 0)
+        return r;
+    struct gr_seg_reader rd;
+    if (gr_seg_reader_init(&rd, gr_segment_fd(seg), HEADER_READ_BYTES) < 0)
+        return -ENOMEM;
+    while (pos < seg->size_bytes) {
+        const uint8_t *h = gr_seg_reader_get(&rd, pos, GR_BATCH_HEADER_BYTES, &err);
+        if (!h) {
+            err = err ? err : -EIO;
+            break;
+        }
+        if (gr_batch_last_offset(h) >= bound)
+            break;
+        if (gr_batch_max_timestamp(h) > *ts) {
+            *ts = gr_batch_max_timestamp(h);
+            *shallow = gr_batch_last_offset(h);
+        }
+        pos += gr_batch_total_bytes(h);
+    }
+    gr_seg_reader_free(&rd);
+    return err;
+}
+
+int gr_log_max_timestamp(struct gr_log *log, int64_t upper_bound, int64_t *offset, int64_t *timestamp,
+                         int32_t *leader_epoch)
+{
+    if (log->deleted || atomic_load(&log->offline))
+        return -EROFS;
+    const struct gr_log_config *cfg = log_cfg(log);
+    if (upper_bound > log->log_end_offset)
+        upper_bound = log->log_end_offset;
+    int64_t best_ts = -1, best_shallow = -1;
+    struct gr_segment *best = NULL;
+    for (int i = 0; i < log->seg_count; i++) {
+        struct gr_segment *seg = log->segs[i];
+        if (seg->base_offset >= upper_bound)
+            break;
+        if (seg->size_bytes == 0)
+            continue;
+        int64_t ts, shallow;
+        int err = seg_max_below(seg, cfg, upper_bound, &ts, &shallow);
+        if (err < 0)
+            return err;
+        if (ts > best_ts) {
+            best_ts = ts;
+            best_shallow = shallow;
+            best = seg;
+        }
+    }
+    if (!best)
+        return -ENOENT; /* batches without timestamps (-1) are not candidates */
+    int64_t pos;
+    uint8_t hdr[GR_BATCH_HEADER_BYTES];
+    int r = gr_segment_find(best, cfg, best_shallow, &pos, hdr);
+    if (r <= 0)
+        return r < 0 ? r : -EIO;
+    uint8_t *b;
+    int64_t total = gr_batch_total_bytes(hdr);
+    r = read_batch(best, pos, total, &b);
+    if (r < 0)
+        return r;
+    r = batch_find_record(b, (size_t)total, best_ts, true, INT64_MIN, offset, timestamp);
+    free(b);
+    if (r == 0) /* the header's max timestamp is not any record's (a producer may set it): the batch */
+    {
+        *offset = gr_batch_base_offset(hdr);
+        *timestamp = best_ts;
+        r = 1;
+    }
+    if (r < 0)
+        return r;
+    *leader_epoch = gr_batch_leader_epoch(hdr);
+    return 0;
+}
+
+/* ---------------------------------------------------------------- start offset, retention */
+
+/* Removes the first `count` segments (never the active one). */
+static void remove_head_segments(struct gr_log *log, int count)
+{
+    assert(count < log->seg_count);
+    for (int i = 0; i < count; i++) {
+        log->size_bytes -= log->segs[i]->size_bytes;
+        GR_INFO("storage: %s: deleting segment %" PRId64 " (%" PRId64 " bytes)", log->dir_name,
+                log->segs[i]->base_offset, log->segs[i]->size_bytes);
+        drop_segment(log, log->segs[i]);
+    }
+    memmove(log->segs, log->segs + count, sizeof(*log->segs) * (size_t)(log->seg_count - count));
+    log->seg_count -= count;
+}
+
+static void after_start_moved(struct gr_log *log)
+{
+    if (log->segs[0]->base_offset > log->log_start_offset)
+        log->log_start_offset = log->segs[0]->base_offset;
+    if (log->high_watermark >= 0 && log->high_watermark < log->log_start_offset)
+        log->high_watermark = log->log_start_offset;
+    gr_producer_state_truncate_head(&log->ps, log->log_start_offset);
+    epochs_truncate_start(log);
+    snapshots_prune(log);
+    log->store->ls_checkpoint_dirty = true;
+}
+
+int gr_log_delete_records(struct gr_log *log, int64_t offset)
+{
+    if (log->deleted || atomic_load(&log->offline))
+        return -EROFS;
+    if (offset > log->log_end_offset)
+        return -ERANGE;
+    if (offset <= log->log_start_offset)
+        return 0;
+    int64_t old = log->log_start_offset;
+    log->log_start_offset = offset;
+    int err = gr_store_write_log_start_checkpoint(log->store);
+    if (err < 0) {
+        log->log_start_offset = old;
+        return err;
+    }
+    int del = 0;
+    while (del + 1 < log->seg_count && log->segs[del + 1]->base_offset <= offset)
+        del++;
+    if (del)
+        remove_head_segments(log, del);
+    after_start_moved(log);
+    return 0;
+}
+
+void gr_log_retention(struct gr_log *log, int64_t now_ms)
+{
+    if (log->deleted || atomic_load(&log->offline))
+        return;
+    const struct gr_log_config *cfg = log_cfg(log);
+    int64_t bound = log->high_watermark >= 0 ? log->high_watermark : atomic_load(&log->durable_offset);
+    if (bound > log->log_end_offset)
+        bound = log->log_end_offset;
+    int64_t excess = cfg->retention_bytes >= 0 ? log->size_bytes - cfg->retention_bytes : -1;
+    int n = log->seg_count, del = 0;
+    for (; del < n; del++) {
+        struct gr_segment *seg = log->segs[del];
+        int64_t end = del + 1 < n ? log->segs[del + 1]->base_offset : log->log_end_offset;
+        if (end > bound || seg->size_bytes == 0)
+            break;
+        bool go = del + 1 < n && log->segs[del + 1]->base_offset <= log->log_start_offset;
+        if (cfg->delete_policy && cfg->retention_ms >= 0) {
+            int64_t t = seg->max_timestamp_ms >= 0 ? seg->max_timestamp_ms : seg->modified_ms;
+            go = go || now_ms - t > cfg->retention_ms;
+        }
+        if (cfg->delete_policy && cfg->retention_bytes >= 0)
+            go = go || excess - seg->size_bytes >= 0;
+        if (!go)
+            break;
+        excess -= seg->size_bytes;
+    }
+    if (del == 0)
+        return;
+    if (del == n) {
+        /* Everything expired, the active segment too: roll so that it can go (Kafka does the same). */
+        if (log_roll(log) < 0)
+            del = n - 1;
+    }
+    if (del == 0)
+        return;
+    remove_head_segments(log, del);
+    after_start_moved(log);
+}
+
+/* ---------------------------------------------------------------- open and recovery */
+
+static bool parse_offset_name(const char *name, const char *suffix, int64_t *off)
+{
+    size_t n = strlen(name), sl = strlen(suffix);
+    if (n != 20 + sl || strcmp(name + 20, suffix) != 0)
+        return false;
+    int64_t v = 0;
+    for (int i = 0; i < 20; i++) {
+        if (name[i] < '0' || name[i] > '9' || v > (INT64_MAX - 9) / 10)
+            return false;
+        v = v * 10 + (name[i] - '0');
+    }
+    *off = v;
+    return true;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static bool has_suffix(const char *s, const char *sfx)
+{
+    size_t n = strlen(s), m = strlen(sfx);
+    return n >= m && strcmp(s + n - m, sfx) == 0;
+}
+
+/* Lists the partition directory: segment base offsets (sorted) and snapshot offsets (into the log);
+   removes leftovers of interrupted atomic writes and Kafka's .deleted/.cleaned/.swap files. */
+static int list_dir(struct gr_log *log, int64_t **bases_out, int *count_out)
+{
+    int fd = dup(log->dir_fd);
+    if (fd < 0)
+        return -errno;
+    DIR *d = fdopendir(fd);
+    if (!d) {
+        close(fd);
+        return -errno;
+    }
+    rewinddir(d);
+    int64_t *bases = NULL;
+    int n = 0, cap = 0, err = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        const char *name = de->d_name;
+        int64_t off;
+        if (has_suffix(name, ".tmp") || has_suffix(name, ".deleted") || has_suffix(name, ".cleaned") ||
+            has_suffix(name, ".swap")) {
+            gr_sys_unlinkat(log->dir_fd, name, 0);
+        } else if (parse_offset_name(name, ".log", &off)) {
+            if (n == cap) {
+                cap = cap ? cap * 2 : 16;
+                int64_t *nb = realloc(bases, sizeof(int64_t) * (size_t)cap);
+                if (!nb) {
+                    err = -ENOMEM;
+                    break;
+                }
+                bases = nb;
+            }
+            bases[n++] = off;
+        } else if (parse_offset_name(name, ".snapshot", &off)) {
+            if (log->snapshot_count == log->snapshot_cap) {
+                int ncap = log->snapshot_cap ? log->snapshot_cap * 2 : 8;
+                int64_t *ns = realloc(log->snapshots, sizeof(int64_t) * (size_t)ncap);
+                if (!ns) {
+                    err = -ENOMEM;
+                    break;
+                }
+                log->snapshots = ns;
+                log->snapshot_cap = ncap;
+            }
+            log->snapshots[log->snapshot_count++] = off;
+        }
+    }
+    closedir(d);
+    if (err < 0) {
+        free(bases);
+        return err;
+    }
+    if (n)
+        qsort(bases, (size_t)n, sizeof(int64_t), cmp_i64);
+    if (log->snapshot_count)
+        qsort(log->snapshots, (size_t)log->snapshot_count, sizeof(int64_t), cmp_i64);
+    *bases_out = bases;
+    *count_out = n;
+    return 0;
+}
+
+/* Deletes segments [from, seg_count) right now (recovery). */
+static void truncate_segments(struct gr_log *log, int from)
+{
+    for (int i = log->seg_count - 1; i >= from; i--) {
+        struct gr_segment *seg = log->segs[i];
+        GR_WARN("storage: %s: recovery deletes segment %" PRId64 " (%" PRId64 " bytes) after the truncation point",
+                log->dir_name, seg->base_offset, seg->size_bytes);
+        seg->deleted = true;
+        gr_segment_lru_remove(seg);
+        char name[GR_SEGMENT_NAME_BYTES];
+        static const char *const sfx[] = {".log", ".index", ".timeindex"};
+        for (int k = 0; k < 3; k++) {
+            gr_segment_file_name(name, seg->base_offset, sfx[k]);
+            gr_sys_unlinkat(log->dir_fd, name, 0);
+        }
+        gr_segment_unref(seg);
+    }
+    log->seg_count = from;
+}
+
+/* Makes the last segment the active one: read-write fd, out of the LRU. */
+static int make_active(struct gr_log *log)
+{
+    struct gr_segment *seg = log_active(log);
+    gr_segment_lru_remove(seg);
+    gr_sys_close(seg->fd);
+    seg->fd = -1;
+    char name[GR_SEGMENT_NAME_BYTES];
+    gr_segment_file_name(name, seg->base_offset, ".log");
+    int fd = gr_sys_openat(log->dir_fd, name, O_RDWR, 0);
+    if (fd < 0)
+        return fd;
+    seg->fd = fd;
+    seg->sealed = false;
+    return 0;
+}
+
+/* Full validation of segments [k, n): truncates at the first bad byte and deletes what follows. */
+static int recover_from(struct gr_log *log, int k)
+{
+    const struct gr_log_config *cfg = log_cfg(log);
+    for (int i = k; i < log->seg_count; i++) {
+        struct gr_segment *seg = log->segs[i];
+        int64_t file_bytes;
+        const char *why;
+        int err = gr_segment_recover(seg, cfg, &file_bytes, &why);
+        if (err < 0)
+            return err;
+        bool gap = i + 1 < log->seg_count && seg->next_offset != log->segs[i + 1]->base_offset;
+        if (seg->size_bytes < file_bytes) {
+            GR_WARN("storage: %s: recovery truncates segment %" PRId64 " at %" PRId64 ": %" PRId64
+                    " bytes dropped (%s); log end offset %" PRId64,
+                    log->dir_name, seg->base_offset, seg->size_bytes, file_bytes - seg->size_bytes, why,
+                    seg->next_offset);
+            char name[GR_SEGMENT_NAME_BYTES];
+            gr_segment_file_name(name, seg->base_offset, ".log");
+            int fd = gr_sys_openat(log->dir_fd, name, O_RDWR, 0);
+            if (fd < 0)
+                return fd;
+            err = gr_sys_ftruncate(fd, seg->size_bytes);
+            gr_sys_close(fd);
+            if (err < 0)
+                return err;
+        } else if (gap) {
+            GR_WARN("storage: %s: segment %" PRId64 " ends at offset %" PRId64 " but the next starts at %" PRId64,
+                    log->dir_name, seg->base_offset, seg->next_offset, log->segs[i + 1]->base_offset);
+        }
+        if (seg->size_bytes < file_bytes || gap) {
+            truncate_segments(log, i + 1);
+            break;
+        }
+        if (i + 1 < log->seg_count)
+            gr_segment_seal(seg);
+    }
+    return make_active(log);
+}
+
+/* fdatasync every segment from k (their data and rebuilt indexes) and the directory after recovery. */
+static int sync_recovered(struct gr_log *log, int k)
+{
+    for (int i = k; i < log->seg_count; i++) {
+        struct gr_segment *seg = log->segs[i];
+        int fd = gr_segment_fd(seg);
+        int err = fd < 0 ? fd : gr_sys_fdatasync(fd);
+        if (err == 0 && seg->index_fd >= 0)
+            err = gr_sys_fdatasync(seg->index_fd);
+        if (err == 0 && seg->timeindex_fd >= 0)
+            err = gr_sys_fdatasync(seg->timeindex_fd);
+        if (err < 0)
+            return err;
+        if (seg->sealed) {
+            gr_sys_close(seg->index_fd);
+            gr_sys_close(seg->timeindex_fd);
+            seg->index_fd = seg->timeindex_fd = -1;
+        }
+    }
+    return gr_dir_sync(log->dir_fd);
+}
+
+/* Applies the headers of every batch with base offset >= from to the producer state. */
+static int replay_producers(struct gr_log *log, int64_t from)
+{
+    const struct gr_log_config *cfg = log_cfg(log);
+    for (int i = seg_index_for(log, from); i < log->seg_count; i++) {
+        struct gr_segment *seg = log->segs[i];
+        int64_t pos = 0;
+        uint8_t hdr[GR_BATCH_HEADER_BYTES];
+        if (seg->base_offset < from) {
+            int r = gr_segment_find(seg, cfg, from, &pos, hdr);
+            if (r < 0)
+                return r;
+            if (r == 0)
+                continue;
+        }
+        int fd = gr_segment_fd(seg);
+        if (fd < 0)
+            return fd;
+        struct gr_seg_reader rd;
+        if (gr_seg_reader_init(&rd, fd, SCAN_READ_BYTES) < 0)
+            return -ENOMEM;
+        int err = 0;
+        while (pos < seg->size_bytes) {
+            const uint8_t *h = gr_seg_reader_get(&rd, pos, GR_BATCH_HEADER_BYTES, &err);
+            if (!h) {
+                err = err ? err : -EIO;
+                break;
+            }
+            if (gr_batch_base_offset(h) >= from && (err = gr_producer_state_update(&log->ps, h)) < 0)
+                break;
+            pos += gr_batch_total_bytes(h);
+        }
+        gr_seg_reader_free(&rd);
+        if (err < 0)
+            return err;
+    }
+    return 0;
+}
+
+/* Producer state = newest readable snapshot at or below the log end offset + the batches after it. */
+static int load_producer_state(struct gr_log *log)
+{
+    /* Snapshots above the log end offset describe data that recovery dropped. */
+    while (log->snapshot_count && log->snapshots[log->snapshot_count - 1] > log->log_end_offset) {
+        char name[48];
+        snapshot_name(name, sizeof(name), log->snapshots[--log->snapshot_count]);
+        gr_sys_unlinkat(log->dir_fd, name, 0);
+    }
+    int64_t from = log->segs[0]->base_offset;
+    gr_producer_state_reset(&log->ps, from);
+    while (log->snapshot_count) {
+        int64_t off = log->snapshots[log->snapshot_count - 1];
+        char name[48], *buf;
+        size_t len;
+        snapshot_name(name, sizeof(name), off);
+        int err = gr_file_read_all(log->dir_fd, name, 1u << 30, &buf, &len);
+        if (err == 0) {
+            err = gr_producer_state_decode(&log->ps, (const uint8_t *)buf, len);
+            free(buf);
+            if (err == 0 && log->ps.end_offset != off)
+                err = -EINVAL;
+        }
+        if (err == 0 && off >= from) {
+            from = off;
+            break;
+        }
+        if (err == 0) {
+            /* A snapshot below the first segment still holds producers; batches are replayed from the
+               first segment on. */
+            from = log->segs[0]->base_offset;
+            break;
+        }
+        GR_WARN("storage: %s: producer snapshot %s unusable (%s), deleted", log->dir_name, name, strerror(-err));
+        gr_sys_unlinkat(log->dir_fd, name, 0);
+        log->snapshot_count--;
+        gr_producer_state_reset(&log->ps, log->segs[0]->base_offset);
+    }
+    int err = replay_producers(log, from);
+    if (err < 0)
+        return err;
+    log->ps.end_offset = log->log_end_offset;
+    gr_producer_state_truncate_head(&log->ps, log->log_start_offset);
+    return 0;
+}
+
+/* Each open of the log starts a new leader epoch at the log end offset (persisted now). */
+static int load_epochs(struct gr_log *log)
+{
+    struct gr_epoch_entry *e;
+    int n;
+    int err = gr_epoch_ckpt_read(log->dir_fd, &e, &n);
+    if (err < 0 && err != -ENOENT)
+        GR_WARN("storage: %s: leader-epoch-checkpoint unreadable (%s), starting afresh", log->dir_name,
+                strerror(-err));
+    if (err < 0) {
+        e = NULL;
+        n = 0;
+    }
+    int32_t last_epoch = n ? e[n - 1].epoch : -1;
+    /* Kafka's truncateFromEnd: epochs starting at or after the log end offset have no batches left. */
+    while (n && e[n - 1].start_offset >= log->log_end_offset)
+        n--;
+    log->epochs = e;
+    log->epoch_count = n;
+    log->epoch_cap = n;
+    if (!e) {
+        log->epoch_cap = 0;
+    }
+    epochs_truncate_start(log);
+    log->leader_epoch = last_epoch + 1;
+    err = epochs_push(log, log->leader_epoch, log->log_end_offset);
+    if (err < 0)
+        return err;
+    return gr_log_write_epochs(log);
+}
+
+static int partition_metadata(struct gr_log *log)
+{
+    char want[64], id[23];
+    gr_uuid_to_base64url(log->topic->id, id);
+    int n = snprintf(want, sizeof(want), "version: 0\ntopic_id: %s\n", id);
+    char *buf;
+    size_t len;
+    int err = gr_file_read_all(log->dir_fd, "partition.metadata", 4096, &buf, &len);
+    if (err == 0) {
+        bool same = len == (size_t)n && memcmp(buf, want, len) == 0;
+        free(buf);
+        if (same)
+            return 0;
+        return -EEXIST; /* another incarnation of the topic */
+    }
+    return gr_file_write_atomic(log->dir_fd, "partition.metadata", want, (size_t)n);
+}
+
+static int open_dir(struct gr_log *log)
+{
+    struct gr_store *store = log->store;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        int err = gr_sys_mkdirat(store->root_fd, log->dir_name, 0755);
+        bool created = err == 0;
+        if (err < 0 && err != -EEXIST)
+            return err;
+        if (created && (err = gr_dir_sync(store->root_fd)) < 0)
+            return err;
+        log->dir_fd = gr_sys_openat(store->root_fd, log->dir_name, O_RDONLY | O_DIRECTORY, 0);
+        if (log->dir_fd < 0)
+            return log->dir_fd;
+        err = partition_metadata(log);
+        if (err != -EEXIST)
+            return err;
+        /* The directory belongs to an older topic of the same name: move it out of the way. */
+        uint8_t u[16];
+        gr_uuid_random(u);
+        char aside[GR_TOPIC_NAME_BYTES_MAX + 64];
+        snprintf(aside, sizeof(aside), "%s.", log->dir_name);
+        for (int i = 0; i < 16; i++)
+            snprintf(aside + strlen(aside), 3, "%02x", u[i]);
+        strcat(aside, "-delete");
+        GR_WARN("storage: %s: partition.metadata names another topic id, moved to %s", log->dir_name, aside);
+        gr_sys_close(log->dir_fd);
+        log->dir_fd = -1;
+        if ((err = gr_sys_renameat(store->root_fd, log->dir_name, store->root_fd, aside)) < 0)
+            return err;
+    }
+    return -EEXIST;
+}
+
+static struct gr_log *log_alloc(struct gr_store *store, struct gr_topic *topic, int32_t partition)
+{
+    struct gr_log *log = calloc(1, sizeof(*log));
+    if (!log)
+        return NULL;
+    log->store = store;
+    log->topic = topic;
+    log->partition = partition;
+    log->dir_fd = -1;
+    log->high_watermark = -1;
+    if (asprintf(&log->dir_name, "%s-%d", topic->name, partition) < 0) {
+        free(log);
+        return NULL;
+    }
+    pthread_mutex_init(&log->mu, NULL);
+    atomic_init(&log->durable_offset, 0);
+    atomic_init(&log->offline, false);
+    gr_producer_state_init(&log->ps);
+    return log;
+}
+
+static int open_segments(struct gr_log *log, const int64_t *bases, int nb, int64_t ckpt_log_start)
+{
+    int err = segs_reserve(log, nb > 0 ? nb : 1);
+    if (err < 0)
+        return err;
+    for (int i = 0; i < nb; i++) {
+        struct gr_segment *seg = gr_segment_new(log, bases[i]);
+        if (!seg)
+            return -ENOMEM;
+        log->segs[log->seg_count++] = seg;
+        if ((err = gr_segment_open(seg, i == nb - 1)) < 0)
+            return err;
+    }
+    if (nb == 0) {
+        struct gr_segment *seg = gr_segment_new(log, ckpt_log_start > 0 ? ckpt_log_start : 0);
+        if (!seg)
+            return -ENOMEM;
+        if ((err = gr_segment_create(seg)) < 0) {
+            gr_segment_unref(seg);
+            return err;
+        }
+        log->segs[log->seg_count++] = seg;
+        log->dir_dirty = true;
+    }
+    return 0;
+}
+
+/* Sealed segments below index k are trusted: their ends come from the next base offset, their largest
+   timestamps from the time index. */
+static int load_trusted(struct gr_log *log, int k)
+{
+    for (int i = 0; i < k; i++) {
+        struct gr_segment *seg = log->segs[i];
+        seg->next_offset = log->segs[i + 1]->base_offset;
+        int err = gr_segment_load_max_timestamp(seg, log_cfg(log));
+        if (err < 0)
+            return err;
+    }
+    return 0;
+}
+
+static int recover(struct gr_log *log, bool clean, int64_t rp)
+{
+    int n = log->seg_count;
+    if (clean) {
+        int err = load_trusted(log, n - 1);
+        if (err < 0)
+            return err;
+        err = gr_segment_scan_tail(log_active(log), log_cfg(log));
+        if (err == 0)
+            return 0;
+        GR_WARN("storage: %s: active segment inconsistent after a clean shutdown (%s), recovering it",
+                log->dir_name, strerror(-err));
+        int serr = recover_from(log, n - 1);
+        return serr < 0 ? serr : sync_recovered(log, n - 1);
+    }
+    int k = seg_index_for(log, rp < 0 ? 0 : rp);
+    int err = load_trusted(log, k);
+    if (err < 0)
+        return err;
+    GR_INFO("storage: %s: recovering from segment %" PRId64 " (recovery point %" PRId64 ")", log->dir_name,
+            log->segs[k]->base_offset, rp);
+    err = recover_from(log, k);
+    if (err < 0)
+        return err;
+    return sync_recovered(log, k);
+}
+
+int gr_log_load(struct gr_store *store, struct gr_topic *topic, int32_t partition, bool clean,
+                int64_t ckpt_recovery_point, int64_t ckpt_log_start, int64_t ckpt_hwm, struct gr_log **out)
+{
+    struct gr_log *log = log_alloc(store, topic, partition);
+    if (!log)
+        return -ENOMEM;
+    int64_t *bases = NULL;
+    int nb = 0;
+    int err = open_dir(log);
+    if (err == 0)
+        err = list_dir(log, &bases, &nb);
+    if (err == 0)
+        err = open_segments(log, bases, nb, ckpt_log_start);
+    free(bases);
+    if (err == 0 && nb > 0)
+        err = recover(log, clean, ckpt_recovery_point);
+    if (err < 0) {
+        GR_ERROR("storage: %s: open failed (%s)", log->dir_name, strerror(-err));
+        gr_log_free(log);
+        return err;
+    }
+    log->log_end_offset = log_active(log)->next_offset;
+    int64_t ls = ckpt_log_start > log->segs[0]->base_offset ? ckpt_log_start : log->segs[0]->base_offset;
+    if (ls > log->log_end_offset) {
+        /* Data at or above the checkpointed log start offset was lost: start an empty log there. */
+        GR_WARN("storage: %s: log end offset %" PRId64 " below log start offset %" PRId64 ", emptying the log",
+                log->dir_name, log->log_end_offset, ls);
+        truncate_segments(log, 0);
+        struct gr_segment *seg = gr_segment_new(log, ls);
+        if (!seg || (err = gr_segment_create(seg)) < 0) {
+            if (seg)
+                gr_segment_unref(seg);
+            gr_log_free(log);
+            return err < 0 ? err : -ENOMEM;
+        }
+        log->segs[0] = seg;
+        log->seg_count = 1;
+        log->log_end_offset = ls;
+        log->dir_dirty = true;
+    }
+    log->log_start_offset = ls;
+    int del = 0;
+    while (del + 1 < log->seg_count && log->segs[del + 1]->base_offset <= ls)
+        del++;
+    if (del)
+        remove_head_segments(log, del);
+    for (int i = 0; i < log->seg_count; i++)
+        log->size_bytes += log->segs[i]->size_bytes;
+    if (log->dir_dirty && (err = gr_dir_sync(log->dir_fd)) < 0) {
+        gr_log_free(log);
+        return err;
+    }
+    log->dir_dirty = false;
+    atomic_store(&log->durable_offset, log->log_end_offset);
+    log->recovery_point = log->log_end_offset;
+    if (ckpt_hwm >= 0)
+        gr_log_set_high_watermark(log, ckpt_hwm);
+    if ((err = load_epochs(log)) < 0 || (err = load_producer_state(log)) < 0) {
+        GR_ERROR("storage: %s: open failed (%s)", log->dir_name, strerror(-err));
+        gr_log_free(log);
+        return err;
+    }
+    snapshots_prune(log);
+    *out = log;
+    return 0;
+}
+
+/* ---------------------------------------------------------------- close and free */
+
+int gr_log_close_clean(struct gr_log *log)
+{
+    if (log->deleted)
+        return 0;
+    if (atomic_load(&log->offline))
+        return -EROFS;
+    struct gr_segment *seg = log_active(log);
+    gr_segment_seal(seg); /* final time entry + index files; the segment is active again at next open */
+    seg->sealed = false;
+    int err = 0;
+    if (seg->index_fd >= 0)
+        err = gr_sys_fdatasync(seg->index_fd);
+    if (err == 0 && seg->timeindex_fd >= 0)
+        err = gr_sys_fdatasync(seg->timeindex_fd);
+    if (err == 0) {
+        pthread_mutex_lock(&log->mu);
+        unsynced_add_locked(log, seg);
+        pthread_mutex_unlock(&log->mu);
+        err = gr_log_flush_now(log, false);
+    }
+    if (err == 0)
+        err = snapshot_write(log, true);
+    if (err == 0)
+        err = gr_log_write_epochs(log);
+    if (err < 0)
+        GR_ERROR("storage: %s: clean close failed (%s)", log->dir_name, strerror(-err));
+    return err;
+}
+
+static void log_release_segments(struct gr_log *log)
+{
+    pthread_mutex_lock(&log->mu);
+    struct gr_segment **u = log->unsynced;
+    int un = log->unsynced_count;
+    log->unsynced = NULL;
+    log->unsynced_count = log->unsynced_cap = 0;
+    pthread_mutex_unlock(&log->mu);
+    for (int i = 0; i < un; i++) {
+        u[i]->in_unsynced = false;
+        gr_segment_unref(u[i]);
+    }
+    free(u);
+    for (int i = 0; i < log->seg_count; i++) {
+        gr_segment_lru_remove(log->segs[i]);
+        gr_segment_unref(log->segs[i]);
+    }
+    log->seg_count = 0;
+}
+
+void gr_log_mark_deleted(struct gr_log *log)
+{
+    gr_flusher_forget_log(log);
+    pthread_mutex_lock(&log->mu);
+    atomic_store(&log->offline, true);
+    pthread_mutex_unlock(&log->mu);
+    log->deleted = true;
+    for (int i = 0; i < log->seg_count; i++)
+        log->segs[i]->deleted = true;
+    log_release_segments(log);
+    gr_sys_close(log->dir_fd);
+    log->dir_fd = -1;
+}
+
+void gr_log_free(struct gr_log *log)
+{
+    if (!log)
+        return;
+    log_release_segments(log);
+    free(log->segs);
+    free(log->epochs);
+    free(log->snapshots);
+    gr_producer_state_free(&log->ps);
+    gr_sys_close(log->dir_fd);
+    pthread_mutex_destroy(&log->mu);
+    free(log->dir_name);
+    free(log);
+}

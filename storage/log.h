@@ -1,0 +1,141 @@
+/*
+ * log.h: one partition log. A log is a list of segments in increasing base offset; the last is the active
+ * segment that takes appends. Offsets are contiguous: every offset from the log start offset to the log end
+ * offset - 1 belongs to exactly one batch, and each segment starts at the previous segment's end.
+ *
+ * Offsets kept per log (Kafka's terms), always log start <= durable <= log end:
+ *   log start offset   first offset readable (retention and DeleteRecords advance it)
+ *   durable offset     end of the prefix covered by a completed fdatasync ("durable" level)
+ *   log end offset     next offset to assign (everything below is "written": in the page cache)
+ * The high watermark is the server's business: it picks the durable offset (acks=-1, Gregor default) or
+ * the log end offset, and passes it to reads as `upper_bound`.
+ *
+ * Durability levels: accepted (not yet appended), written (gr_log_append returned: page cache), durable
+ * (a flusher's fdatasync covered it; reported through the store's on_flushed). An fsync error takes the
+ * log offline (appends and reads return -EROFS) until a restart recovers it; fsync is never retried.
+ *
+ * Recovery at open (see log.c): with a clean-shutdown marker the segments are trusted; otherwise every
+ * segment from the one holding the recovery point to the end is re-validated (lengths, magic 2, CRC-32C,
+ * contiguous offsets), its indexes rebuilt, and the log is truncated at the first bad byte (later segments
+ * deleted). Producer state is rebuilt from the last snapshot plus the batches after it.
+ *
+ * Threading: all functions run on the network thread; a per-log mutex guards only what the flushers share
+ * (durable offset, offline flag, the list of segments awaiting fdatasync).
+ *
+ * Read next: storage/segment.h (files and indexes), storage/producer_state.h, storage/format.md.
+ */
+#ifndef GR_STORAGE_LOG_H
+#define GR_STORAGE_LOG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct gr_log;
+struct gr_topic;
+struct gr_producer_state;
+
+struct gr_append_result {
+    int64_t base_offset;        /* offset assigned to the first record */
+    int64_t log_append_time_ms; /* the append time used, or -1 for CreateTime */
+    int64_t log_start_offset;   /* log start offset after the append */
+};
+
+/* Appends ONE already-validated record batch (the caller ran the validator; magic 2, lengths and CRC are
+   trusted). Patches base offset and partition leader epoch IN PLACE in `batch` (outside the CRC span), then
+   writes it with one write at the end of the active segment (rolling first when segment.bytes, segment.ms,
+   a full index or a relative offset overflow require it), updates the in-memory indexes, the producer
+   state and the log end offset, and asks the flushers for a group commit when flush.messages/flush.ms say
+   so. If `log_append_time_ms >= 0` the batch becomes LogAppendTime as Kafka's broker does: max timestamp :=
+   log_append_time_ms, attribute bit 3 set, and the CRC-32C is RECOMPUTED (these bytes are in the CRC span).
+   Returns 0 and fills `res`, or: -EMSGSIZE (len > the topic's max.message.bytes, else the store's),
+   -EINVAL (len < 61 or the batch's length field disagrees with `len`), -ENOSPC/-EIO (the write failed;
+   the partial write was truncated away and the log is unchanged), -EROFS (the log is offline: the undo
+   itself failed earlier or now, or an fsync failed). */
+int gr_log_append(struct gr_log *log, uint8_t *batch, size_t len, int64_t log_append_time_ms,
+                  struct gr_append_result *res);
+
+/* Asks the flushers to fdatasync this log now (group commit: one fdatasync covers every append so far).
+   Completion arrives through the store's on_flushed. Does nothing if the log is already durable up to its
+   end or offline. */
+void gr_log_flush_async(struct gr_log *log);
+
+int64_t gr_log_start_offset(const struct gr_log *log);
+int64_t gr_log_end_offset(const struct gr_log *log);
+/* End offset of the fdatasynced prefix (thread-safe). */
+int64_t gr_log_durable_offset(const struct gr_log *log);
+/* True after a failed fsync or a failed undo of a failed write (thread-safe). */
+bool gr_log_offline(const struct gr_log *log);
+/* Leader epoch stamped on new batches: each open of the log starts a new epoch (persisted with its start
+   offset in leader-epoch-checkpoint). */
+int32_t gr_log_leader_epoch(const struct gr_log *log);
+
+/* Returns borrowed: the topic and partition index this log belongs to. */
+struct gr_topic *gr_log_topic(const struct gr_log *log);
+int32_t gr_log_partition(const struct gr_log *log);
+
+/* Tells storage the high watermark the server serves (checkpointed to replication-offset-checkpoint and
+   used as the retention bound). Clamped to [log start, log end]. */
+void gr_log_set_high_watermark(struct gr_log *log, int64_t high_watermark);
+int64_t gr_log_high_watermark(const struct gr_log *log);
+
+/* A read: whole batches as a file range for sendfile.
+   `fd`/`file_pos`/`bytes`: the range; `first_batch_offset`: base offset of its first batch (may be below
+   the requested offset: a batch is never split); `ref`: the segment reference the slice holds. */
+struct gr_log_slice {
+    int fd;
+    int64_t file_pos;
+    int64_t bytes;
+    int64_t first_batch_offset;
+    void *ref;
+};
+/* Fills `slice` with whole batches from the first batch containing `offset`. Only batches whose last
+   offset < upper_bound (the high watermark) are included; at most max_bytes bytes of whole batches, except
+   that with min_one the first batch is returned whole even when larger (KIP-74). A slice NEVER spans two
+   segments: when it ends at a segment's end and more is wanted, call again at the next offset.
+   Returns 0 (slice->bytes may be 0: offset >= upper_bound, or max_bytes too small without min_one; then
+   fd is -1 and ref NULL), -ERANGE when offset < log start offset or offset > log end offset
+   (OFFSET_OUT_OF_RANGE), -EROFS when offline, or -errno when the segment file cannot be read. A slice
+   with bytes > 0 retains the segment: its fd stays valid across retention, deletion and topic deletion
+   until gr_log_slice_release. */
+int gr_log_read(struct gr_log *log, int64_t offset, int64_t max_bytes, int64_t upper_bound, bool min_one,
+                struct gr_log_slice *slice);
+/* Drops the slice's reference (closing the fd if the segment was deleted meanwhile). Idempotent. */
+void gr_log_slice_release(struct gr_log_slice *slice);
+
+/* ListOffsets by time: the first record (at or above the log start offset, in a batch whose last offset is
+   below upper_bound) with timestamp >= ts; the time index finds the batch, then its records are scanned
+   (decompressed when needed). Returns 0 with the record's own offset and timestamp and the batch's
+   partition leader epoch; -ENOENT if there is none; -errno on read errors. For a LogAppendTime batch every
+   record carries the batch's max timestamp. */
+int gr_log_offset_for_time(struct gr_log *log, int64_t ts, int64_t upper_bound, int64_t *offset,
+                           int64_t *timestamp, int32_t *leader_epoch);
+/* ListOffsets -3 (MAX_TIMESTAMP): the first record carrying the largest timestamp among batches whose last
+   offset < upper_bound. Returns 0, -ENOENT if there is no such batch, or -errno. */
+int gr_log_max_timestamp(struct gr_log *log, int64_t upper_bound, int64_t *offset, int64_t *timestamp,
+                         int32_t *leader_epoch);
+
+/* DeleteRecords: advances the log start offset to `offset` (the caller checked offset <= high watermark),
+   writes log-start-offset-checkpoint durably before returning, deletes whole segments wholly below it,
+   prunes producer state and leader epochs. Returns 0 (also when offset <= log start: nothing to do),
+   -ERANGE if offset > log end offset, -EROFS when offline, or -errno if the checkpoint failed (the log
+   start offset is then unchanged). */
+int gr_log_delete_records(struct gr_log *log, int64_t offset);
+
+/* OffsetForLeaderEpoch (KIP-320): for the largest known epoch <= `epoch`, its end offset: the start offset
+   of the next higher epoch, or the log end offset when `epoch` is the current epoch. Returns 0 with
+   *end_offset and *epoch_out, or -ENOENT when `epoch` is below the first known epoch or above the current
+   one. */
+int gr_log_end_offset_for_epoch(struct gr_log *log, int32_t epoch, int64_t *end_offset, int32_t *epoch_out);
+/* Leader epoch of the batch holding `offset` (from the leader epoch cache), -1 if unknown or out of range. */
+int32_t gr_log_epoch_for_offset(struct gr_log *log, int64_t offset);
+
+/* Bytes of all segment files of the log (.log only). */
+int64_t gr_log_size_bytes(const struct gr_log *log);
+/* Number of segments (>= 1). */
+int gr_log_segment_count(const struct gr_log *log);
+
+/* Returns borrowed: the idempotence state of this partition (storage/producer_state.h). */
+const struct gr_producer_state *gr_log_producer_state(const struct gr_log *log);
+
+#endif

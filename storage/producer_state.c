@@ -1,0 +1,343 @@
+/*
+ * producer_state.c: the producer id map (open addressing, linear probing, backward-shift deletion) and its
+ * snapshot codec. See producer_state.h for the invariants and the snapshot format.
+ */
+#include "storage/producer_state.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "protocol/record_batch.h"
+#include "protocol/crc32c.h"
+
+#define PS_ENTRY_FIXED_BYTES 31
+#define PS_BATCH_BYTES 28
+#define PS_HEADER_BYTES 18
+
+void gr_producer_state_init(struct gr_producer_state *ps) { memset(ps, 0, sizeof(*ps)); }
+
+void gr_producer_state_free(struct gr_producer_state *ps)
+{
+    free(ps->slots);
+    memset(ps, 0, sizeof(*ps));
+}
+
+void gr_producer_state_reset(struct gr_producer_state *ps, int64_t end_offset)
+{
+    for (size_t i = 0; i < ps->cap; i++)
+        ps->slots[i].producer_id = -1;
+    ps->count = 0;
+    ps->end_offset = end_offset;
+}
+
+static size_t ps_hash(int64_t pid, size_t cap)
+{
+    uint64_t h = (uint64_t)pid * 0x9E3779B97F4A7C15ull;
+    return (size_t)(h >> 17) & (cap - 1);
+}
+
+static struct gr_producer_entry *ps_lookup(const struct gr_producer_state *ps, int64_t pid)
+{
+    if (ps->cap == 0 || pid < 0)
+        return NULL;
+    for (size_t i = ps_hash(pid, ps->cap);; i = (i + 1) & (ps->cap - 1)) {
+        if (ps->slots[i].producer_id == pid)
+            return &ps->slots[i];
+        if (ps->slots[i].producer_id < 0)
+            return NULL;
+    }
+}
+
+const struct gr_producer_entry *gr_producer_state_find(const struct gr_producer_state *ps, int64_t producer_id)
+{
+    return ps_lookup(ps, producer_id);
+}
+
+size_t gr_producer_state_count(const struct gr_producer_state *ps) { return ps->count; }
+
+const struct gr_producer_entry *gr_producer_state_next(const struct gr_producer_state *ps, size_t *cursor)
+{
+    while (*cursor < ps->cap) {
+        const struct gr_producer_entry *e = &ps->slots[(*cursor)++];
+        if (e->producer_id >= 0)
+            return e;
+    }
+    return NULL;
+}
+
+static int ps_grow(struct gr_producer_state *ps)
+{
+    size_t ncap = ps->cap ? ps->cap * 2 : 16;
+    struct gr_producer_entry *ns = malloc(ncap * sizeof(*ns));
+    if (!ns)
+        return -ENOMEM;
+    for (size_t i = 0; i < ncap; i++)
+        ns[i].producer_id = -1;
+    for (size_t i = 0; i < ps->cap; i++) {
+        if (ps->slots[i].producer_id < 0)
+            continue;
+        size_t j = ps_hash(ps->slots[i].producer_id, ncap);
+        while (ns[j].producer_id >= 0)
+            j = (j + 1) & (ncap - 1);
+        ns[j] = ps->slots[i];
+    }
+    free(ps->slots);
+    ps->slots = ns;
+    ps->cap = ncap;
+    return 0;
+}
+
+/* Returns the entry for pid, inserting an empty one (epoch -1) if absent; NULL on -ENOMEM. */
+static struct gr_producer_entry *ps_insert(struct gr_producer_state *ps, int64_t pid)
+{
+    struct gr_producer_entry *e = ps_lookup(ps, pid);
+    if (e)
+        return e;
+    if ((ps->count + 1) * 4 > ps->cap * 3 && ps_grow(ps) < 0)
+        return NULL;
+    size_t i = ps_hash(pid, ps->cap);
+    while (ps->slots[i].producer_id >= 0)
+        i = (i + 1) & (ps->cap - 1);
+    e = &ps->slots[i];
+    memset(e, 0, sizeof(*e));
+    e->producer_id = pid;
+    e->producer_epoch = -1;
+    e->coordinator_epoch = -1;
+    e->last_timestamp_ms = -1;
+    e->current_txn_first_offset = -1;
+    ps->count++;
+    return e;
+}
+
+static void ps_remove_slot(struct gr_producer_state *ps, size_t i)
+{
+    /* Backward-shift deletion keeps every probe chain unbroken without tombstones. */
+    size_t mask = ps->cap - 1;
+    ps->slots[i].producer_id = -1;
+    for (size_t j = (i + 1) & mask; ps->slots[j].producer_id >= 0; j = (j + 1) & mask) {
+        size_t home = ps_hash(ps->slots[j].producer_id, ps->cap);
+        /* Move j into the hole at i if its home is not cyclically in (i, j]. */
+        bool in_range = (i <= j) ? (home > i && home <= j) : (home > i || home <= j);
+        if (!in_range) {
+            ps->slots[i] = ps->slots[j];
+            ps->slots[j].producer_id = -1;
+            i = j;
+        }
+    }
+    ps->count--;
+}
+
+int32_t gr_producer_entry_last_seq(const struct gr_producer_entry *e)
+{
+    return e->batch_count ? e->batches[e->batch_count - 1].last_seq : -1;
+}
+
+const struct gr_producer_batch *gr_producer_entry_find_batch(const struct gr_producer_entry *e, int32_t first_seq,
+                                                             int32_t last_seq)
+{
+    for (int i = 0; i < e->batch_count; i++)
+        if (e->batches[i].first_seq == first_seq && e->batches[i].last_seq == last_seq)
+            return &e->batches[i];
+    return NULL;
+}
+
+/* Kafka's sequence arithmetic: sequences wrap from INT32_MAX to 0. */
+static int32_t seq_add(int32_t seq, int32_t delta)
+{
+    if (seq > INT32_MAX - delta)
+        return delta - (INT32_MAX - seq) - 1;
+    return seq + delta;
+}
+
+int gr_producer_state_update(struct gr_producer_state *ps, const uint8_t *b)
+{
+    int64_t last_offset = gr_batch_last_offset(b);
+    int64_t pid = gr_batch_producer_id(b);
+    if (pid >= 0) {
+        struct gr_producer_entry *e = ps_insert(ps, pid);
+        if (!e)
+            return -ENOMEM;
+        int16_t epoch = gr_batch_producer_epoch(b);
+        int16_t attrs = gr_batch_attributes(b);
+        if (epoch != e->producer_epoch) {
+            /* A new epoch (or the first batch) starts a fresh sequence history. */
+            e->producer_epoch = epoch;
+            e->batch_count = 0;
+        }
+        e->last_timestamp_ms = gr_batch_max_timestamp(b);
+        if (attrs & GR_BATCH_ATTR_CONTROL) {
+            e->current_txn_first_offset = -1; /* a commit/abort marker closes the transaction */
+        } else {
+            if ((attrs & GR_BATCH_ATTR_TRANSACTIONAL) && e->current_txn_first_offset < 0)
+                e->current_txn_first_offset = gr_batch_base_offset(b);
+            int32_t first_seq = gr_batch_base_sequence(b);
+            int32_t delta = gr_batch_last_offset_delta(b);
+            if (first_seq >= 0 && delta >= 0) {
+                if (e->batch_count == GR_PRODUCER_BATCHES_MAX) {
+                    memmove(&e->batches[0], &e->batches[1], sizeof(e->batches[0]) * (GR_PRODUCER_BATCHES_MAX - 1));
+                    e->batch_count--;
+                }
+                struct gr_producer_batch *pb = &e->batches[e->batch_count++];
+                pb->first_seq = first_seq;
+                pb->last_seq = seq_add(first_seq, delta);
+                pb->last_offset = last_offset;
+                pb->offset_delta = delta;
+                pb->timestamp_ms = e->last_timestamp_ms;
+            }
+        }
+    }
+    if (last_offset + 1 > ps->end_offset)
+        ps->end_offset = last_offset + 1;
+    return 0;
+}
+
+/* The last offset an entry is known by: its last batch, else its open transaction's start. */
+static int64_t entry_last_offset(const struct gr_producer_entry *e)
+{
+    if (e->batch_count)
+        return e->batches[e->batch_count - 1].last_offset;
+    return e->current_txn_first_offset;
+}
+
+void gr_producer_state_truncate_head(struct gr_producer_state *ps, int64_t log_start_offset)
+{
+    for (size_t i = 0; i < ps->cap;) {
+        struct gr_producer_entry *e = &ps->slots[i];
+        if (e->producer_id >= 0 && entry_last_offset(e) < log_start_offset &&
+            e->current_txn_first_offset < 0) {
+            ps_remove_slot(ps, i); /* the slot may now hold a shifted entry: look at it again */
+            continue;
+        }
+        if (e->producer_id >= 0) {
+            /* Forget batches that are no longer in the log (their offsets cannot be returned). */
+            int drop = 0;
+            while (drop < e->batch_count && e->batches[drop].last_offset < log_start_offset)
+                drop++;
+            if (drop) {
+                memmove(&e->batches[0], &e->batches[drop], sizeof(e->batches[0]) * (size_t)(e->batch_count - drop));
+                e->batch_count -= drop;
+            }
+        }
+        i++;
+    }
+}
+
+static bool entry_equal(const struct gr_producer_entry *a, const struct gr_producer_entry *b)
+{
+    if (a->producer_epoch != b->producer_epoch || a->coordinator_epoch != b->coordinator_epoch ||
+        a->last_timestamp_ms != b->last_timestamp_ms || a->current_txn_first_offset != b->current_txn_first_offset ||
+        a->batch_count != b->batch_count)
+        return false;
+    for (int i = 0; i < a->batch_count; i++) {
+        const struct gr_producer_batch *x = &a->batches[i], *y = &b->batches[i];
+        if (x->first_seq != y->first_seq || x->last_seq != y->last_seq || x->last_offset != y->last_offset ||
+            x->offset_delta != y->offset_delta || x->timestamp_ms != y->timestamp_ms)
+            return false;
+    }
+    return true;
+}
+
+bool gr_producer_state_equal(const struct gr_producer_state *a, const struct gr_producer_state *b)
+{
+    if (a->count != b->count)
+        return false;
+    size_t cur = 0;
+    const struct gr_producer_entry *e;
+    while ((e = gr_producer_state_next(a, &cur)) != NULL) {
+        const struct gr_producer_entry *f = gr_producer_state_find(b, e->producer_id);
+        if (!f || !entry_equal(e, f))
+            return false;
+    }
+    return true;
+}
+
+size_t gr_producer_state_encoded_bytes(const struct gr_producer_state *ps)
+{
+    size_t n = PS_HEADER_BYTES;
+    size_t cur = 0;
+    const struct gr_producer_entry *e;
+    while ((e = gr_producer_state_next(ps, &cur)) != NULL)
+        n += PS_ENTRY_FIXED_BYTES + (size_t)e->batch_count * PS_BATCH_BYTES;
+    return n;
+}
+
+void gr_producer_state_encode(const struct gr_producer_state *ps, uint8_t *buf)
+{
+    gr_put_be16(buf, GR_PRODUCER_SNAPSHOT_VERSION);
+    gr_put_be64(buf + 6, (uint64_t)ps->end_offset);
+    gr_put_be32(buf + 14, (uint32_t)ps->count);
+    uint8_t *p = buf + PS_HEADER_BYTES;
+    size_t cur = 0;
+    const struct gr_producer_entry *e;
+    while ((e = gr_producer_state_next(ps, &cur)) != NULL) {
+        gr_put_be64(p, (uint64_t)e->producer_id);
+        gr_put_be16(p + 8, (uint16_t)e->producer_epoch);
+        gr_put_be32(p + 10, (uint32_t)e->coordinator_epoch);
+        gr_put_be64(p + 14, (uint64_t)e->last_timestamp_ms);
+        gr_put_be64(p + 22, (uint64_t)e->current_txn_first_offset);
+        p[30] = (uint8_t)e->batch_count;
+        p += PS_ENTRY_FIXED_BYTES;
+        for (int i = 0; i < e->batch_count; i++) {
+            const struct gr_producer_batch *pb = &e->batches[i];
+            gr_put_be32(p, (uint32_t)pb->first_seq);
+            gr_put_be32(p + 4, (uint32_t)pb->last_seq);
+            gr_put_be64(p + 8, (uint64_t)pb->last_offset);
+            gr_put_be32(p + 16, (uint32_t)pb->offset_delta);
+            gr_put_be64(p + 20, (uint64_t)pb->timestamp_ms);
+            p += PS_BATCH_BYTES;
+        }
+    }
+    size_t len = (size_t)(p - buf);
+    gr_put_be32(buf + 2, gr_crc32c(0, buf + 6, len - 6));
+}
+
+int gr_producer_state_decode(struct gr_producer_state *ps, const uint8_t *buf, size_t len)
+{
+    gr_producer_state_reset(ps, 0);
+    if (len < PS_HEADER_BYTES || gr_be16(buf) != GR_PRODUCER_SNAPSHOT_VERSION)
+        return -EINVAL;
+    if (gr_be32(buf + 2) != gr_crc32c(0, buf + 6, len - 6))
+        return -EINVAL;
+    int64_t end_offset = (int64_t)gr_be64(buf + 6);
+    uint32_t n = gr_be32(buf + 14);
+    if (end_offset < 0 || n > (len - PS_HEADER_BYTES) / PS_ENTRY_FIXED_BYTES)
+        return -EINVAL;
+    const uint8_t *p = buf + PS_HEADER_BYTES, *end = buf + len;
+    for (uint32_t k = 0; k < n; k++) {
+        if ((size_t)(end - p) < PS_ENTRY_FIXED_BYTES)
+            goto bad;
+        int64_t pid = (int64_t)gr_be64(p);
+        int bc = p[30];
+        if (pid < 0 || bc > GR_PRODUCER_BATCHES_MAX || ps_lookup(ps, pid) ||
+            (size_t)(end - p) < PS_ENTRY_FIXED_BYTES + (size_t)bc * PS_BATCH_BYTES)
+            goto bad;
+        struct gr_producer_entry *e = ps_insert(ps, pid);
+        if (!e) {
+            gr_producer_state_reset(ps, 0);
+            return -ENOMEM;
+        }
+        e->producer_epoch = (int16_t)gr_be16(p + 8);
+        e->coordinator_epoch = (int32_t)gr_be32(p + 10);
+        e->last_timestamp_ms = (int64_t)gr_be64(p + 14);
+        e->current_txn_first_offset = (int64_t)gr_be64(p + 22);
+        e->batch_count = bc;
+        p += PS_ENTRY_FIXED_BYTES;
+        for (int i = 0; i < bc; i++) {
+            struct gr_producer_batch *pb = &e->batches[i];
+            pb->first_seq = (int32_t)gr_be32(p);
+            pb->last_seq = (int32_t)gr_be32(p + 4);
+            pb->last_offset = (int64_t)gr_be64(p + 8);
+            pb->offset_delta = (int32_t)gr_be32(p + 16);
+            pb->timestamp_ms = (int64_t)gr_be64(p + 20);
+            p += PS_BATCH_BYTES;
+        }
+    }
+    if (p != end)
+        goto bad;
+    ps->end_offset = end_offset;
+    return 0;
+bad:
+    gr_producer_state_reset(ps, 0);
+    return -EINVAL;
+}

@@ -1,0 +1,146 @@
+/*
+ * store.h: the segment store, Gregor's on-disk home for every partition log. One store owns one log
+ * directory (Kafka's log.dirs with a single entry) laid out as Kafka lays it out:
+ *
+ *   <log_dir>/meta.properties                      cluster.id, node.id, version (Kafka's properties format)
+ *   <log_dir>/.kafka_cleanshutdown                 present only between a clean close and the next open
+ *   <log_dir>/recovery-point-offset-checkpoint     "0\n<count>\n<topic> <partition> <offset>\n..." (Kafka text)
+ *   <log_dir>/log-start-offset-checkpoint          same format: the log start offset of each partition
+ *   <log_dir>/replication-offset-checkpoint        same format: the high watermark the server last reported
+ *   <log_dir>/__gregor_topics/<topic>.topic        topic metadata: name, topic id, partitions, configs
+ *   <log_dir>/<topic>-<partition>/                 one partition log, see storage/log.h and storage/segment.h
+ *   <log_dir>/<topic>-<partition>.<32 hex>-delete  a deleted partition waiting for its files to be unlinked
+ *
+ * Every file other than segments and indexes is replaced atomically: write "<name>.tmp", fdatasync, rename,
+ * fsync the directory (storage/checkpoint.h). The formats are tables in storage/format.md.
+ *
+ * Threading: every function here and in log.h is called from ONE thread (the server's network thread).
+ * The store runs `flusher_threads` threads that only fdatasync files, write snapshot files and unlink
+ * deleted files; they report durability through cfg->on_flushed. Invariants: topic names are unique among
+ * live topics; a deleted topic's gr_topic and gr_log structs stay allocated (marked deleted, offline) until
+ * gr_store_close so a pointer held by the server never dangles.
+ *
+ * Read next: storage/log.h (one partition), storage/producer_state.h, storage/sys.h (fault-injection shim).
+ */
+#ifndef GR_STORE_H
+#define GR_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct gr_store;
+struct gr_topic;
+struct gr_log;
+
+struct gr_store_config {            /* Kafka config names in comments */
+    const char *log_dir;              /* log.dirs (one directory); created if missing */
+    int64_t segment_bytes;            /* log.segment.bytes, default 1073741824, at most 2^31-1 */
+    int64_t segment_ms;               /* log.roll.ms, default 7 days */
+    int64_t retention_ms;             /* log.retention.ms, default 7 days, -1 unlimited */
+    int64_t retention_bytes;          /* log.retention.bytes, default -1 (unlimited) */
+    int32_t index_interval_bytes;     /* log.index.interval.bytes, default 4096 */
+    int32_t segment_index_bytes;      /* log.index.size.max.bytes, default 10485760 */
+    int64_t flush_interval_messages;  /* log.flush.interval.messages, default INT64_MAX */
+    int64_t flush_interval_ms;        /* log.flush.interval.ms, default INT64_MAX (= never by time) */
+    int32_t max_message_bytes;        /* message.max.bytes, default 1048588 */
+    int flusher_threads;              /* Gregor: threads doing fdatasync, default 2 */
+    /* Called on a flusher thread after an fdatasync made offsets < durable_end_offset durable in `log`,
+       or with err < 0 (-EIO...) when the flush failed and the partition went offline. Must be
+       thread-safe (the server wakes its loop with ev_async). May be NULL. The log pointer stays valid
+       until gr_store_close, even after its topic is deleted. */
+    void (*on_flushed)(void *ctx, struct gr_log *log, int64_t durable_end_offset, int err);
+    void *on_flushed_ctx;
+    /* Additions beyond the first contract (defaults set by gr_store_config_defaults): */
+    int32_t node_id;                  /* node.id written to meta.properties, default 1 */
+    int32_t open_segment_fds_max;     /* Gregor: sealed segment files kept open at once (LRU), default 1024 */
+};
+
+/* Fills `cfg` with the defaults above (log_dir NULL, on_flushed NULL). */
+void gr_store_config_defaults(struct gr_store_config *cfg);
+
+/* Opens (creating if needed) the log directory: writes meta.properties on first use (cluster.id: random
+   16 bytes as 22-char base64url like Kafka's Uuid, node.id), loads topics, recovers every partition (see
+   storage/log.h), starts the flusher threads. Returns 0 and *out (new, caller closes), or -errno
+   (-EINVAL for a bad config or unreadable metadata, -ENOTDIR, -EACCES...). */
+int gr_store_open(const struct gr_store_config *cfg, struct gr_store **out);
+
+/* Clean shutdown: stops the flushers, fdatasyncs every log, writes indexes of active segments, producer
+   snapshots, checkpoints and the clean-shutdown marker (only if every step succeeded), frees everything.
+   Outstanding slices must have been released. */
+void gr_store_close(struct gr_store *store);
+
+/* Returns borrowed: the 22-char base64url cluster id from meta.properties. */
+const char *gr_store_cluster_id(const struct gr_store *store);
+
+/* Writes the three offset checkpoint files (recovery point, log start offset, high watermark) and the
+   leader-epoch checkpoints that changed. Gregor addition: call it periodically (Kafka does every
+   log.flush.offset.checkpoint.interval.ms, 60 s); gr_store_close and gr_store_retention_run also do.
+   Returns 0 or -errno of the first failed write. */
+int gr_store_checkpoint(struct gr_store *store);
+
+/* Waits until the flusher threads have no queued or running flush or housekeeping job (snapshot writes,
+   unlinks). For tests and orderly shutdown; appends made meanwhile may queue more work. */
+void gr_store_quiesce(struct gr_store *store);
+
+/* Topics. Per-topic configs are Kafka topic config names/values (segment.bytes, segment.ms, retention.ms,
+   retention.bytes, max.message.bytes, index.interval.bytes, segment.index.bytes, flush.messages, flush.ms,
+   cleanup.policy, message.timestamp.type, and every other name Kafka's TopicConfig knows, stored as text).
+   Keys/values are borrowed arrays of `config_count` NUL-terminated strings.
+   Returns 0 and *out (borrowed, valid until gr_store_close), -EEXIST when a live topic has the name,
+   -EINVAL for a bad name (1..249 chars of [a-zA-Z0-9._-], not "." or ".."), partition count
+   (1..GR_PARTITIONS_PER_TOPIC_MAX), unknown config key or unparsable value, or -errno from the disk. */
+int gr_store_topic_create(struct gr_store *store, const char *name, int32_t partitions,
+                          const char *const *config_keys, const char *const *config_values, int config_count,
+                          struct gr_topic **out);
+
+/* Deletes a topic: renames each partition dir to Kafka's "<topic>-<p>.<32 hex uuid>-delete" form and
+   removes the metadata file (both durable before return), then a flusher thread unlinks the files. Open
+   slices keep their descriptors valid. The name is reusable at once; `topic` stays allocated (deleted,
+   logs offline) until gr_store_close. Returns 0 or -errno (the topic is then still live). */
+int gr_store_topic_delete(struct gr_store *store, struct gr_topic *topic);
+
+/* CreatePartitions: grows `topic` to `new_total` partitions (new logs empty). Returns 0, -EINVAL when
+   new_total <= current count or above GR_PARTITIONS_PER_TOPIC_MAX, or -errno. */
+int gr_store_topic_add_partitions(struct gr_store *store, struct gr_topic *topic, int32_t new_total);
+
+/* Returns borrowed: the live topic named by `name` (not NUL-terminated, `name_len` bytes), or NULL. */
+struct gr_topic *gr_store_topic_find(struct gr_store *store, const char *name, size_t name_len);
+/* Returns borrowed: the live topic with this 16-byte topic id, or NULL. */
+struct gr_topic *gr_store_topic_find_id(struct gr_store *store, const uint8_t id[16]);
+/* Number of live topics. */
+int gr_store_topic_count(const struct gr_store *store);
+/* Returns borrowed: live topic number i (0 <= i < count) in order of name (bytewise); the order is
+   stable between topic creations/deletions. */
+struct gr_topic *gr_store_topic_at(struct gr_store *store, int i);
+
+/* Returns borrowed: NUL-terminated topic name. */
+const char *gr_topic_name(const struct gr_topic *t);
+/* Returns borrowed: 16-byte topic id (random UUID v4, new on every create). */
+const uint8_t *gr_topic_id(const struct gr_topic *t);
+int32_t gr_topic_partition_count(const struct gr_topic *t);
+/* Returns borrowed: the log of `partition`, NULL if out of range. */
+struct gr_log *gr_topic_log(struct gr_topic *t, int32_t partition);
+/* Returns borrowed: the topic-level value of config `key`, NULL if not set at topic level. */
+const char *gr_topic_config_get(const struct gr_topic *t, const char *key);
+/* Number of topic-level configs, and the i-th key/value (borrowed), for DescribeConfigs. */
+int gr_topic_config_count(const struct gr_topic *t);
+void gr_topic_config_at(const struct gr_topic *t, int i, const char **key, const char **value);
+/* Replaces the whole topic-level config set durably (IncrementalAlterConfigs/AlterConfigs computed the
+   new set). Takes effect for the next append/roll/retention run. Returns 0, -EINVAL (unknown key or bad
+   value; nothing changed) or -errno (nothing changed). */
+int gr_topic_config_set_all(struct gr_store *store, struct gr_topic *t, const char *const *keys,
+                            const char *const *values, int count);
+/* True if Kafka knows `key` as a topic config name (TopicConfig), i.e. gr_store_topic_create accepts it. */
+bool gr_topic_config_key_known(const char *key);
+
+/* Retention: for every live log whose cleanup.policy includes "delete", deletes (oldest first) segments
+   whose largest record timestamp is more than retention.ms before `now_ms`, then oldest segments while the
+   log exceeds retention.bytes; -1 means unlimited. A segment is deleted only if all its offsets lie below
+   the log's retention bound: the high watermark the server set (gr_log_set_high_watermark), else the
+   durable offset. When every segment including the active one has expired, the active one is rolled first.
+   Also drops segments wholly below the log start offset, advances the log start offset, prunes producer
+   state and leader epochs, and writes checkpoints. Call periodically (~log.retention.check.interval.ms). */
+void gr_store_retention_run(struct gr_store *store, int64_t now_ms);
+
+#endif

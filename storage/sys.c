@@ -1,0 +1,158 @@
+/*
+ * sys.c: the default syscall table (libc) and the -errno wrappers. See sys.h.
+ */
+#include "storage/sys.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdarg.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static int sys_openat(int dirfd, const char *path, int flags, ...)
+{
+    mode_t mode = 0;
+    if (flags & O_CREAT) {
+        va_list ap;
+        va_start(ap, flags);
+        mode = (mode_t)va_arg(ap, int);
+        va_end(ap);
+    }
+    return openat(dirfd, path, flags, mode);
+}
+
+static const struct gr_sys_ops sys_default = {
+    .openat = sys_openat,
+    .close = close,
+    .pread = pread,
+    .pwrite = pwrite,
+    .pwritev = pwritev,
+    .fdatasync = fdatasync,
+    .fsync = fsync,
+    .ftruncate = ftruncate,
+    .renameat = renameat,
+    .unlinkat = unlinkat,
+    .mkdirat = mkdirat,
+};
+
+struct gr_sys_ops gr_sys = {
+    .openat = sys_openat,
+    .close = close,
+    .pread = pread,
+    .pwrite = pwrite,
+    .pwritev = pwritev,
+    .fdatasync = fdatasync,
+    .fsync = fsync,
+    .ftruncate = ftruncate,
+    .renameat = renameat,
+    .unlinkat = unlinkat,
+    .mkdirat = mkdirat,
+};
+
+void gr_sys_reset(void) { gr_sys = sys_default; }
+
+int gr_sys_openat(int dirfd, const char *path, int flags, int mode)
+{
+    for (;;) {
+        int fd = gr_sys.openat(dirfd, path, flags | O_CLOEXEC, mode);
+        if (fd >= 0)
+            return fd;
+        if (errno != EINTR)
+            return -errno;
+    }
+}
+
+int gr_sys_close(int fd)
+{
+    if (fd < 0)
+        return 0;
+    /* Linux closes the descriptor even when close() reports EINTR: never retry. */
+    return gr_sys.close(fd) == 0 ? 0 : -errno;
+}
+
+ssize_t gr_sys_pread_full(int fd, void *buf, size_t n, int64_t pos)
+{
+    size_t done = 0;
+    while (done < n) {
+        ssize_t r = gr_sys.pread(fd, (char *)buf + done, n - done, (off_t)(pos + (int64_t)done));
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        if (r == 0)
+            break;
+        done += (size_t)r;
+    }
+    return (ssize_t)done;
+}
+
+ssize_t gr_sys_pwrite(int fd, const void *buf, size_t n, int64_t pos)
+{
+    for (;;) {
+        ssize_t r = gr_sys.pwrite(fd, buf, n, (off_t)pos);
+        if (r >= 0)
+            return r;
+        if (errno != EINTR)
+            return -errno;
+    }
+}
+
+ssize_t gr_sys_pwritev(int fd, const struct iovec *iov, int iovcnt, int64_t pos)
+{
+    for (;;) {
+        ssize_t r = gr_sys.pwritev(fd, iov, iovcnt, (off_t)pos);
+        if (r >= 0)
+            return r;
+        if (errno != EINTR)
+            return -errno;
+    }
+}
+
+int gr_sys_pwrite_full(int fd, const void *buf, size_t n, int64_t pos)
+{
+    size_t done = 0;
+    while (done < n) {
+        ssize_t r = gr_sys_pwrite(fd, (const char *)buf + done, n - done, pos + (int64_t)done);
+        if (r < 0)
+            return (int)r;
+        if (r == 0)
+            return -ENOSPC;
+        done += (size_t)r;
+    }
+    return 0;
+}
+
+int gr_sys_fdatasync(int fd)
+{
+    /* No EINTR retry: a failed fdatasync is never retried as proof of anything (fsyncgate). */
+    return gr_sys.fdatasync(fd) == 0 ? 0 : -errno;
+}
+
+int gr_sys_fsync(int fd) { return gr_sys.fsync(fd) == 0 ? 0 : -errno; }
+
+int gr_sys_ftruncate(int fd, int64_t len)
+{
+    for (;;) {
+        if (gr_sys.ftruncate(fd, (off_t)len) == 0)
+            return 0;
+        if (errno != EINTR)
+            return -errno;
+    }
+}
+
+int gr_sys_renameat(int olddirfd, const char *oldpath, int newdirfd, const char *newpath)
+{
+    return gr_sys.renameat(olddirfd, oldpath, newdirfd, newpath) == 0 ? 0 : -errno;
+}
+
+int gr_sys_unlinkat(int dirfd, const char *path, int flags)
+{
+    return gr_sys.unlinkat(dirfd, path, flags) == 0 ? 0 : -errno;
+}
+
+int gr_sys_mkdirat(int dirfd, const char *path, int mode)
+{
+    return gr_sys.mkdirat(dirfd, path, (mode_t)mode) == 0 ? 0 : -errno;
+}

@@ -1,0 +1,58 @@
+/*
+ * sys.h: the thin syscall shim every storage file goes through, so tests can inject faults (short write,
+ * ENOSPC, EIO on fsync) and simulate a crash (storage/tests/fault.c). `gr_sys` is a table of function
+ * pointers with libc's signatures; by default they are libc's. A test replaces entries before opening a
+ * store and restores them with gr_sys_reset() after closing it.
+ *
+ * The gr_sys_* wrappers below return -errno instead of -1/errno (and retry EINTR), which is the storage
+ * convention. Only mutating and durability calls need to be here; plain reads go through pread too so a
+ * test can fail them.
+ *
+ * Invariant: the table is changed only while no store is open (the flusher threads read it unlocked).
+ * Read next: storage/segment.h.
+ */
+#ifndef GR_STORAGE_SYS_H
+#define GR_STORAGE_SYS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+struct gr_sys_ops {
+    int (*openat)(int dirfd, const char *path, int flags, ...);
+    int (*close)(int fd);
+    ssize_t (*pread)(int fd, void *buf, size_t n, off_t pos);
+    ssize_t (*pwrite)(int fd, const void *buf, size_t n, off_t pos);
+    ssize_t (*pwritev)(int fd, const struct iovec *iov, int iovcnt, off_t pos);
+    int (*fdatasync)(int fd);
+    int (*fsync)(int fd);
+    int (*ftruncate)(int fd, off_t len);
+    int (*renameat)(int olddirfd, const char *oldpath, int newdirfd, const char *newpath);
+    int (*unlinkat)(int dirfd, const char *path, int flags);
+    int (*mkdirat)(int dirfd, const char *path, mode_t mode);
+};
+
+extern struct gr_sys_ops gr_sys;
+
+/* Restores libc's functions in every entry. */
+void gr_sys_reset(void);
+
+/* Wrappers: same arguments as the syscalls; return >= 0 on success, -errno on failure. */
+int gr_sys_openat(int dirfd, const char *path, int flags, int mode);
+int gr_sys_close(int fd);
+/* Reads exactly n bytes unless the file ends first: returns bytes read (short only at EOF) or -errno. */
+ssize_t gr_sys_pread_full(int fd, void *buf, size_t n, int64_t pos);
+/* One pwrite/pwritev call as issued (may be short); the caller handles a short result. */
+ssize_t gr_sys_pwrite(int fd, const void *buf, size_t n, int64_t pos);
+ssize_t gr_sys_pwritev(int fd, const struct iovec *iov, int iovcnt, int64_t pos);
+/* Writes all n bytes (looping over short writes); returns 0 or -errno (-ENOSPC if a write returns 0). */
+int gr_sys_pwrite_full(int fd, const void *buf, size_t n, int64_t pos);
+int gr_sys_fdatasync(int fd);
+int gr_sys_fsync(int fd);
+int gr_sys_ftruncate(int fd, int64_t len);
+int gr_sys_renameat(int olddirfd, const char *oldpath, int newdirfd, const char *newpath);
+int gr_sys_unlinkat(int dirfd, const char *path, int flags);
+int gr_sys_mkdirat(int dirfd, const char *path, int mode);
+
+#endif
