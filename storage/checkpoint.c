@@ -31,26 +31,23 @@
 
 #define CKPT_FILE_BYTES_MAX (64 * 1024 * 1024) /* 64 MiB: millions of partitions' lines */
 
-int gr_dir_sync(int dir_fd) { return gr_sys_fsync(dir_fd); }
+int gr_dir_sync(int dir_fd)
+{
+    return gr_sys_fsync(dir_fd);
+}
 
 int gr_file_write_atomic(int dir_fd, const char *name, const void *data, size_t len)
 {
     char tmp[512];
-    if (snprintf(tmp, sizeof(tmp), "%s.tmp", name) >= (int)sizeof(tmp))
-        return -ENAMETOOLONG;
+    if (snprintf(tmp, sizeof(tmp), "%s.tmp", name) >= (int)sizeof(tmp)) return -ENAMETOOLONG;
     int fd = gr_sys_openat(dir_fd, tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd < 0)
-        return fd;
+    if (fd < 0) return fd;
     int err = gr_sys_pwrite_full(fd, data, len, 0);
-    if (err == 0)
-        err = gr_sys_fdatasync(fd);
+    if (err == 0) err = gr_sys_fdatasync(fd);
     int cerr = gr_sys_close(fd);
-    if (err == 0)
-        err = cerr;
-    if (err == 0)
-        err = gr_sys_renameat(dir_fd, tmp, dir_fd, name);
-    if (err == 0)
-        return gr_dir_sync(dir_fd);
+    if (err == 0) err = cerr;
+    if (err == 0) err = gr_sys_renameat(dir_fd, tmp, dir_fd, name);
+    if (err == 0) return gr_dir_sync(dir_fd);
     gr_sys_unlinkat(dir_fd, tmp, 0);
     return err;
 }
@@ -58,8 +55,7 @@ int gr_file_write_atomic(int dir_fd, const char *name, const void *data, size_t 
 int gr_file_read_all(int dir_fd, const char *name, size_t max_bytes, char **out, size_t *len)
 {
     int fd = gr_sys_openat(dir_fd, name, O_RDONLY, 0);
-    if (fd < 0)
-        return fd;
+    if (fd < 0) return fd;
     struct stat st;
     if (fstat(fd, &st) < 0) {
         int e = -errno;
@@ -96,17 +92,14 @@ static int parse_i64(const char **p, const char *end, char term, int64_t *v)
         neg = true;
         s++;
     }
-    if (s >= end || *s < '0' || *s > '9')
-        return -1;
+    if (s >= end || *s < '0' || *s > '9') return -1;
     uint64_t x = 0;
     while (s < end && *s >= '0' && *s <= '9') {
-        if (x > (UINT64_C(1) << 62))
-            return -1;
+        if (x > (UINT64_C(1) << 62)) return -1;
         x = x * 10 + (uint64_t)(*s - '0');
         s++;
     }
-    if (s >= end || *s != term || x > (uint64_t)INT64_MAX)
-        return -1;
+    if (s >= end || *s != term || x > (uint64_t)INT64_MAX) return -1;
     *v = neg ? -(int64_t)x : (int64_t)x;
     *p = s + 1;
     return 0;
@@ -115,10 +108,8 @@ static int parse_i64(const char **p, const char *end, char term, int64_t *v)
 static int parse_header(const char **p, const char *end, int64_t *count)
 {
     int64_t version;
-    if (parse_i64(p, end, '\n', &version) < 0 || version != 0)
-        return -1;
-    if (parse_i64(p, end, '\n', count) < 0 || *count < 0)
-        return -1;
+    if (parse_i64(p, end, '\n', &version) < 0 || version != 0) return -1;
+    if (parse_i64(p, end, '\n', count) < 0 || *count < 0) return -1;
     return 0;
 }
 
@@ -136,14 +127,12 @@ int gr_ckpt_read(int dir_fd, const char *name, struct gr_ckpt_entry **out, int *
     char *buf;
     size_t len;
     int err = gr_file_read_all(dir_fd, name, CKPT_FILE_BYTES_MAX, &buf, &len);
-    if (err < 0)
-        return err;
+    if (err < 0) return err;
     const char *p = buf, *end = buf + len;
     int64_t n;
     struct gr_ckpt_entry *e = NULL;
     int got = 0;
-    if (parse_header(&p, end, &n) < 0 || n > (int64_t)(len / 6))
-        goto bad;
+    if (parse_header(&p, end, &n) < 0 || n > (int64_t)(len / 6)) goto bad;
     e = calloc((size_t)n + 1, sizeof(*e));
     if (!e) {
         free(buf);
@@ -151,16 +140,14 @@ int gr_ckpt_read(int dir_fd, const char *name, struct gr_ckpt_entry **out, int *
     }
     for (; got < n; got++) {
         const char *sp = memchr(p, ' ', (size_t)(end - p));
-        if (!sp || sp == p || sp - p > GR_TOPIC_NAME_BYTES_MAX)
-            goto bad;
+        if (!sp || sp == p || sp - p > GR_TOPIC_NAME_BYTES_MAX) goto bad;
         int64_t part, off;
         const char *q = sp + 1;
         if (parse_i64(&q, end, ' ', &part) < 0 || part < 0 || part > INT32_MAX ||
             parse_i64(&q, end, '\n', &off) < 0)
             goto bad;
         e[got].topic = strndup(p, (size_t)(sp - p));
-        if (!e[got].topic)
-            goto bad;
+        if (!e[got].topic) goto bad;
         e[got].partition = (int32_t)part;
         e[got].offset = off;
         p = q;
@@ -170,8 +157,7 @@ int gr_ckpt_read(int dir_fd, const char *name, struct gr_ckpt_entry **out, int *
     *count = got;
     return 0;
 bad:
-    if (e)
-        gr_ckpt_free(e, got);
+    if (e) gr_ckpt_free(e, got);
     free(buf);
     return -EINVAL;
 }
@@ -179,8 +165,7 @@ bad:
 int64_t gr_ckpt_lookup(const struct gr_ckpt_entry *e, int count, const char *topic, int32_t partition)
 {
     for (int i = 0; i < count; i++)
-        if (e[i].partition == partition && strcmp(e[i].topic, topic) == 0)
-            return e[i].offset;
+        if (e[i].partition == partition && strcmp(e[i].topic, topic) == 0) return e[i].offset;
     return -1;
 }
 
@@ -191,13 +176,11 @@ int gr_epoch_ckpt_read(int dir_fd, struct gr_epoch_entry **out, int *count)
     char *buf;
     size_t len;
     int err = gr_file_read_all(dir_fd, "leader-epoch-checkpoint", CKPT_FILE_BYTES_MAX, &buf, &len);
-    if (err < 0)
-        return err;
+    if (err < 0) return err;
     const char *p = buf, *end = buf + len;
     int64_t n;
     struct gr_epoch_entry *e = NULL;
-    if (parse_header(&p, end, &n) < 0 || n > (int64_t)(len / 4))
-        goto bad;
+    if (parse_header(&p, end, &n) < 0 || n > (int64_t)(len / 4)) goto bad;
     e = calloc((size_t)n + 1, sizeof(*e));
     if (!e) {
         free(buf);
@@ -205,11 +188,10 @@ int gr_epoch_ckpt_read(int dir_fd, struct gr_epoch_entry **out, int *count)
     }
     for (int64_t i = 0; i < n; i++) {
         int64_t ep, off;
-        if (parse_i64(&p, end, ' ', &ep) < 0 || ep < 0 || ep > INT32_MAX || parse_i64(&p, end, '\n', &off) < 0 ||
-            off < 0)
+        if (parse_i64(&p, end, ' ', &ep) < 0 || ep < 0 || ep > INT32_MAX ||
+            parse_i64(&p, end, '\n', &off) < 0 || off < 0)
             goto bad;
-        if (i > 0 && (ep <= e[i - 1].epoch || off < e[i - 1].start_offset))
-            goto bad;
+        if (i > 0 && (ep <= e[i - 1].epoch || off < e[i - 1].start_offset)) goto bad;
         e[i].epoch = (int32_t)ep;
         e[i].start_offset = off;
     }
@@ -223,18 +205,17 @@ bad:
     return -EINVAL;
 }
 
-int gr_epoch_ckpt_write(int dir_fd, const struct gr_epoch_entry *e, int count)
+int gr_epoch_ckpt_format(const struct gr_epoch_entry *e, int count, uint8_t **out, size_t *len)
 {
     size_t cap = 32 + (size_t)count * 32;
     char *buf = malloc(cap);
-    if (!buf)
-        return -ENOMEM;
+    if (!buf) return -ENOMEM;
     size_t n = (size_t)snprintf(buf, cap, "0\n%d\n", count);
     for (int i = 0; i < count; i++)
         n += (size_t)snprintf(buf + n, cap - n, "%" PRId32 " %" PRId64 "\n", e[i].epoch, e[i].start_offset);
-    int err = gr_file_write_atomic(dir_fd, "leader-epoch-checkpoint", buf, n);
-    free(buf);
-    return err;
+    *out = (uint8_t *)buf;
+    *len = n;
+    return 0;
 }
 
 static const char b64url[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
@@ -244,16 +225,12 @@ void gr_uuid_to_base64url(const uint8_t id[16], char out[23])
     int o = 0;
     for (int i = 0; i < 16; i += 3) {
         uint32_t v = (uint32_t)id[i] << 16;
-        if (i + 1 < 16)
-            v |= (uint32_t)id[i + 1] << 8;
-        if (i + 2 < 16)
-            v |= id[i + 2];
+        if (i + 1 < 16) v |= (uint32_t)id[i + 1] << 8;
+        if (i + 2 < 16) v |= id[i + 2];
         out[o++] = b64url[(v >> 18) & 63];
         out[o++] = b64url[(v >> 12) & 63];
-        if (i + 1 < 16)
-            out[o++] = b64url[(v >> 6) & 63];
-        if (i + 2 < 16)
-            out[o++] = b64url[v & 63];
+        if (i + 1 < 16) out[o++] = b64url[(v >> 6) & 63];
+        if (i + 2 < 16) out[o++] = b64url[v & 63];
     }
     out[o] = '\0';
 }
@@ -266,8 +243,7 @@ static int b64_val(char c)
 
 int gr_uuid_from_base64url(const char *s, size_t len, uint8_t id[16])
 {
-    if (len != 22)
-        return -EINVAL;
+    if (len != 22) return -EINVAL;
     uint8_t out[18];
     int o = 0;
     for (size_t i = 0; i < 24; i += 4) {
@@ -276,8 +252,7 @@ int gr_uuid_from_base64url(const char *s, size_t len, uint8_t id[16])
             int d = 0;
             if (i + k < 22) {
                 d = b64_val(s[i + k]);
-                if (d < 0)
-                    return -EINVAL;
+                if (d < 0) return -EINVAL;
             }
             v = (v << 6) | (uint32_t)d;
         }
@@ -286,8 +261,7 @@ int gr_uuid_from_base64url(const char *s, size_t len, uint8_t id[16])
         out[o++] = (uint8_t)v;
     }
     /* 22 chars carry 132 bits: the last 4 must be zero in a canonical encoding. */
-    if (out[16] || out[17])
-        return -EINVAL;
+    if (out[16] || out[17]) return -EINVAL;
     memcpy(id, out, 16);
     return 0;
 }
@@ -298,8 +272,7 @@ void gr_uuid_random(uint8_t id[16])
         size_t got = 0;
         while (got < 16) {
             ssize_t r = getrandom(id + got, 16 - got, 0);
-            if (r > 0)
-                got += (size_t)r;
+            if (r > 0) got += (size_t)r;
         }
         id[6] = (uint8_t)((id[6] & 0x0f) | 0x40); /* version 4 */
         id[8] = (uint8_t)((id[8] & 0x3f) | 0x80); /* IETF variant */
@@ -311,7 +284,6 @@ void gr_uuid_random(uint8_t id[16])
             zero &= id[i] == 0;
             meta &= id[i] == (i == 15 ? 1 : 0);
         }
-        if (!zero && !meta && text[0] != '-')
-            return;
+        if (!zero && !meta && text[0] != '-') return;
     }
 }

@@ -30,10 +30,8 @@ struct thread_arg {
 
 void gr_job_free(struct gr_job *job)
 {
-    if (!job)
-        return;
-    if (job->dir_fd >= 0)
-        close(job->dir_fd);
+    if (!job) return;
+    if (job->dir_fd >= 0) close(job->dir_fd);
     for (int i = 0; job->names && i < job->name_count; i++)
         free(job->names[i]);
     free(job->names);
@@ -51,8 +49,7 @@ static void rmtree(int parent_fd, const char *name)
         } else {
             struct dirent *de;
             while ((de = readdir(d)) != NULL) {
-                if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-                    continue;
+                if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0) continue;
                 int err = gr_sys_unlinkat(dirfd(d), de->d_name, 0);
                 if (err < 0)
                     GR_WARN("storage: unlinking %s/%s failed (%s)", name, de->d_name, strerror(-err));
@@ -66,19 +63,19 @@ static void rmtree(int parent_fd, const char *name)
     gr_dir_sync(parent_fd);
 }
 
-void gr_job_run(struct gr_job *job)
+int gr_job_run(struct gr_job *job)
 {
     int err = 0;
     switch (job->type) {
     case GR_JOB_WRITE_FILE:
         err = gr_file_write_atomic(job->dir_fd, job->names[0], job->data, job->len);
-        if (err < 0)
-            GR_WARN("storage: writing %s failed (%s)", job->names[0], strerror(-err));
+        if (err < 0) GR_WARN("storage: writing %s failed (%s)", job->names[0], strerror(-err));
         break;
     case GR_JOB_UNLINK:
         if (job->ino) {
             struct stat st;
-            if (fstatat(job->dir_fd, job->names[0], &st, 0) == 0 && (st.st_ino != job->ino || st.st_dev != job->dev))
+            if (fstatat(job->dir_fd, job->names[0], &st, 0) == 0 &&
+                (st.st_ino != job->ino || st.st_dev != job->dev))
                 break; /* the name now belongs to a newer file: leave it */
         }
         for (int i = 0; i < job->name_count; i++) {
@@ -92,6 +89,7 @@ void gr_job_run(struct gr_job *job)
         rmtree(job->dir_fd, job->names[0]);
         break;
     }
+    return err;
 }
 
 static int queue_push_locked(struct gr_flusher *fl, struct gr_log *log)
@@ -99,8 +97,7 @@ static int queue_push_locked(struct gr_flusher *fl, struct gr_log *log)
     if (fl->queue_count == fl->queue_cap) {
         int ncap = fl->queue_cap ? fl->queue_cap * 2 : 64;
         struct gr_log **n = malloc(sizeof(*n) * (size_t)ncap);
-        if (!n)
-            return -ENOMEM;
+        if (!n) return -ENOMEM;
         for (int i = 0; i < fl->queue_count; i++)
             n[i] = fl->queue[(fl->queue_head + i) % fl->queue_cap];
         free(fl->queue);
@@ -116,8 +113,7 @@ static int queue_push_locked(struct gr_flusher *fl, struct gr_log *log)
 
 static struct gr_log *queue_pop_locked(struct gr_flusher *fl)
 {
-    if (fl->queue_count == 0)
-        return NULL;
+    if (fl->queue_count == 0) return NULL;
     struct gr_log *log = fl->queue[fl->queue_head];
     fl->queue_head = (fl->queue_head + 1) % fl->queue_cap;
     fl->queue_count--;
@@ -127,8 +123,7 @@ static struct gr_log *queue_pop_locked(struct gr_flusher *fl)
 
 static void timed_remove_locked(struct gr_flusher *fl, struct gr_log *log)
 {
-    if (!atomic_load(&log->on_timed_list))
-        return;
+    if (!atomic_load(&log->on_timed_list)) return;
     for (struct gr_log **pp = &fl->timed; *pp; pp = &(*pp)->timed_next) {
         if (*pp == log) {
             *pp = log->timed_next;
@@ -147,11 +142,9 @@ static int request_locked(struct gr_flusher *fl, struct gr_log *log)
         log->flush_again = true;
         return 0;
     }
-    if (log->flush_queued)
-        return 0;
+    if (log->flush_queued) return 0;
     int err = queue_push_locked(fl, log);
-    if (err == 0)
-        pthread_cond_broadcast(&fl->cv);
+    if (err == 0) pthread_cond_broadcast(&fl->cv);
     return err;
 }
 
@@ -165,8 +158,7 @@ void gr_flusher_request(struct gr_log *log)
     pthread_mutex_lock(&fl->mu);
     int err = request_locked(fl, log);
     pthread_mutex_unlock(&fl->mu);
-    if (err < 0)
-        gr_log_flush_now(log, true); /* no memory to queue: flush on the caller's thread */
+    if (err < 0) gr_log_flush_now(log, true); /* no memory to queue: flush on the caller's thread */
 }
 
 void gr_flusher_timed_add(struct gr_log *log, int64_t deadline_mono_ms)
@@ -192,8 +184,7 @@ void gr_flusher_forget_log(struct gr_log *log)
         int kept = 0;
         for (int i = 0; i < fl->queue_count; i++) {
             struct gr_log *q = fl->queue[(fl->queue_head + i) % fl->queue_cap];
-            if (q != log)
-                fl->queue[(fl->queue_head + kept++) % fl->queue_cap] = q;
+            if (q != log) fl->queue[(fl->queue_head + kept++) % fl->queue_cap] = q;
         }
         fl->queue_count = kept;
         log->flush_queued = false;
@@ -223,11 +214,47 @@ void gr_flusher_job(struct gr_store *store, struct gr_job *job)
     pthread_mutex_unlock(&fl->mu);
 }
 
+int gr_store_write_file(struct gr_store *store, int dir_fd, const char *name, uint8_t *data, size_t len,
+                        bool sync)
+{
+    struct gr_flusher *fl = &store->fl;
+    if (!fl->threads) {
+        int err = gr_file_write_atomic(dir_fd, name, data, len);
+        free(data);
+        return err;
+    }
+    struct gr_job *job = calloc(1, sizeof(*job));
+    if (job) {
+        job->type = GR_JOB_WRITE_FILE;
+        job->data = data;
+        job->len = len;
+        job->dir_fd = dup(dir_fd);
+        job->names = calloc(1, sizeof(char *));
+        if (job->names && (job->names[0] = strdup(name))) job->name_count = 1;
+    }
+    if (!job || job->dir_fd < 0 || job->name_count != 1) {
+        if (job)
+            gr_job_free(job);
+        else
+            free(data);
+        return -ENOMEM;
+    }
+    job->wait = sync;
+    gr_flusher_job(store, job);
+    if (!sync) return 0;
+    pthread_mutex_lock(&fl->mu);
+    while (!job->finished)
+        pthread_cond_wait(&fl->idle_cv, &fl->mu);
+    int err = job->result;
+    pthread_mutex_unlock(&fl->mu);
+    gr_job_free(job);
+    return err;
+}
+
 void gr_flusher_quiesce(struct gr_store *store)
 {
     struct gr_flusher *fl = &store->fl;
-    if (!fl->threads)
-        return;
+    if (!fl->threads) return;
     pthread_mutex_lock(&fl->mu);
     while (fl->queue_count || fl->jobs_head || fl->busy)
         pthread_cond_wait(&fl->idle_cv, &fl->mu);
@@ -251,8 +278,7 @@ static int64_t timed_scan_locked(struct gr_flusher *fl)
                 queue_push_locked(fl, log);
             continue;
         }
-        if (log->flush_deadline_mono_ms < next)
-            next = log->flush_deadline_mono_ms;
+        if (log->flush_deadline_mono_ms < next) next = log->flush_deadline_mono_ms;
         pp = &log->timed_next;
     }
     return next;
@@ -265,8 +291,7 @@ static void wait_until(struct gr_flusher *fl, int64_t deadline_mono_ms)
         return;
     }
     int64_t wait_ms = deadline_mono_ms - gr_time_mono_ms();
-    if (wait_ms <= 0)
-        return;
+    if (wait_ms <= 0) return;
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     ts.tv_sec += wait_ms / 1000;
@@ -289,13 +314,17 @@ static void *flusher_main(void *p)
         if (index == 0 && fl->jobs_head) {
             struct gr_job *job = fl->jobs_head;
             fl->jobs_head = job->next;
-            if (!fl->jobs_head)
-                fl->jobs_tail = NULL;
+            if (!fl->jobs_head) fl->jobs_tail = NULL;
             fl->busy++;
             pthread_mutex_unlock(&fl->mu);
-            gr_job_run(job);
-            gr_job_free(job);
+            int result = gr_job_run(job);
+            bool waited = job->wait;
+            if (!waited) gr_job_free(job);
             pthread_mutex_lock(&fl->mu);
+            if (waited) {
+                job->result = result;
+                job->finished = true; /* the waiter frees it */
+            }
             fl->busy--;
             pthread_cond_broadcast(&fl->idle_cv);
             continue;
@@ -318,10 +347,8 @@ static void *flusher_main(void *p)
             continue;
         }
         int64_t next = index == 0 ? timed_scan_locked(fl) : INT64_MAX;
-        if (fl->queue_count)
-            continue;
-        if (fl->stop)
-            break;
+        if (fl->queue_count) continue;
+        if (fl->stop) break;
         wait_until(fl, next);
     }
     pthread_mutex_unlock(&fl->mu);
@@ -340,8 +367,7 @@ int gr_flusher_start(struct gr_store *store)
     pthread_cond_init(&fl->idle_cv, NULL);
     pthread_mutex_init(&fl->mu, NULL);
     fl->threads = calloc((size_t)n, sizeof(pthread_t));
-    if (!fl->threads)
-        return -ENOMEM;
+    if (!fl->threads) return -ENOMEM;
     for (int i = 0; i < n; i++) {
         struct thread_arg *arg = malloc(sizeof(*arg));
         if (arg) {
@@ -363,8 +389,7 @@ int gr_flusher_start(struct gr_store *store)
 void gr_flusher_stop(struct gr_store *store)
 {
     struct gr_flusher *fl = &store->fl;
-    if (!fl->threads)
-        return;
+    if (!fl->threads) return;
     pthread_mutex_lock(&fl->mu);
     fl->stop = true;
     pthread_cond_broadcast(&fl->cv);

@@ -6,7 +6,7 @@
  * owns its logs; a log owns one reference on each of its segments. A segment is freed (fds closed) when its
  * last reference goes: slices and flush work hold references too. Fields marked [mu] are shared with the
  * flusher threads and touched only under log->mu (or atomically where said); all other fields belong to
- * the network thread. Read next: segment.h for the file formats, log.c, store.c, flusher.c.
+ * the network thread. Read next: segment.c for the file formats, log.c, store.c, flusher.c.
  */
 #ifndef GR_STORAGE_INTERNAL_H
 #define GR_STORAGE_INTERNAL_H
@@ -37,13 +37,13 @@ struct gr_segment {
     struct gr_log *log;
     int64_t base_offset;
     atomic_int refs;
-    int fd;              /* .log; -1 while closed by the LRU (sealed segments only) */
-    int index_fd;        /* .index/.timeindex: open while active and until a flusher synced them sealed */
+    int fd;       /* .log; -1 while closed by the LRU (sealed segments only) */
+    int index_fd; /* .index/.timeindex: open from seal (or clean close) until a flusher synced them */
     int timeindex_fd;
-    dev_t dev;           /* identity of the .log file, checked before unlinking by name */
+    dev_t dev; /* identity of the .log file, checked before unlinking by name */
     ino_t ino;
-    int64_t size_bytes;  /* bytes of whole batches in the file */
-    int64_t next_offset; /* last offset + 1 of the last batch; base_offset when empty */
+    int64_t size_bytes;           /* bytes of whole batches in the file */
+    int64_t next_offset;          /* last offset + 1 of the last batch; base_offset when empty */
     int64_t max_timestamp_ms;     /* largest batch max timestamp, -1 none */
     int64_t max_timestamp_offset; /* last offset of the first batch carrying it, -1 none */
     int64_t rolling_timestamp_ms; /* max timestamp of the first batch (segment.ms base), -1 none */
@@ -51,10 +51,10 @@ struct gr_segment {
     int64_t modified_ms;          /* wall clock of the last append (retention without timestamps) */
     int64_t bytes_since_index;
     bool sealed;
-    bool index_loaded;       /* idx/tidx hold the whole index (always true for the active segment) */
-    bool index_unsynced;     /* [mu] sealed, index files written but not yet fdatasynced */
-    bool in_unsynced;        /* [mu] listed in log->unsynced */
-    bool deleted;            /* removed from its log; files unlinked by a flusher job */
+    bool index_loaded;   /* idx/tidx hold the whole index (always true for the active segment) */
+    bool index_unsynced; /* [mu] sealed, index files written but not yet fdatasynced */
+    bool in_unsynced;    /* [mu] listed in log->unsynced */
+    bool deleted;        /* removed from its log; files unlinked by a flusher job */
     struct gr_index_entry *idx;
     int32_t idx_count, idx_cap;
     struct gr_time_entry *tidx;
@@ -92,7 +92,8 @@ struct gr_log {
     int seg_count, seg_cap;
     int64_t log_start_offset;
     int64_t log_end_offset; /* written under mu, read unlocked by the network thread */
-    int64_t high_watermark; /* -1: never set by the server */
+    int64_t high_watermark; /* last reported by the server, or restored from the checkpoint; -1 none */
+    bool hwm_from_server;   /* set since open: only then does it bound retention */
     int64_t size_bytes;
     int32_t leader_epoch;
     struct gr_epoch_entry *epochs;
@@ -114,9 +115,9 @@ struct gr_log {
     bool dir_dirty;                 /* [mu] a file was created in dir_fd: fsync it */
     struct gr_segment **unsynced;   /* [mu] segments with unsynced bytes, each holding a reference */
     int unsynced_count, unsynced_cap;
-    bool flush_queued;   /* [store flusher mu] */
-    bool flush_running;  /* [store flusher mu] */
-    bool flush_again;    /* [store flusher mu] */
+    bool flush_queued;  /* [store flusher mu] */
+    bool flush_running; /* [store flusher mu] */
+    bool flush_again;   /* [store flusher mu] */
 };
 
 struct gr_topic {
@@ -138,24 +139,27 @@ enum gr_job_type { GR_JOB_WRITE_FILE, GR_JOB_UNLINK, GR_JOB_RMTREE };
 struct gr_job {
     struct gr_job *next;
     enum gr_job_type type;
-    int dir_fd;         /* owned duplicate */
-    char **names;       /* owned: file names (WRITE_FILE: names[0]; UNLINK: all; RMTREE: names[0], a dir) */
+    int dir_fd;   /* owned duplicate */
+    char **names; /* owned: file names (WRITE_FILE: names[0]; UNLINK: all; RMTREE: names[0], a dir) */
     int name_count;
-    uint8_t *data;      /* WRITE_FILE contents, owned */
+    uint8_t *data; /* WRITE_FILE contents, owned */
     size_t len;
-    dev_t dev;          /* UNLINK: if ino != 0, names[0] is unlinked only if it is still this file */
+    dev_t dev; /* UNLINK: if ino != 0, names[0] is unlinked only if it is still this file */
     ino_t ino;
+    bool wait;     /* a caller waits for it: the thread marks it finished instead of freeing it */
+    bool finished; /* [fl.mu] */
+    int result;    /* [fl.mu] 0 or -errno */
 };
 
 struct gr_flusher {
     pthread_mutex_t mu;
-    pthread_cond_t cv;      /* work arrived or stop */
-    pthread_cond_t idle_cv; /* a job or flush finished */
-    struct gr_log **queue;  /* logs waiting for a flush */
+    pthread_cond_t cv;                      /* work arrived or stop */
+    pthread_cond_t idle_cv;                 /* a job or flush finished */
+    struct gr_log **queue;                  /* logs waiting for a flush */
     int queue_head, queue_count, queue_cap; /* ring buffer */
     struct gr_job *jobs_head, *jobs_tail;
-    struct gr_log *timed;   /* logs with a flush.ms deadline */
-    int busy;               /* flushes + jobs running */
+    struct gr_log *timed; /* logs with a flush.ms deadline */
+    int busy;             /* flushes + jobs running */
     bool stop;
     pthread_t *threads;
     int thread_count;
@@ -170,7 +174,7 @@ struct gr_store {
     struct gr_log_config defaults;
     struct gr_topic **topics; /* live, sorted by name */
     int topic_count, topic_cap;
-    struct gr_topic **dead;   /* deleted, freed at close */
+    struct gr_topic **dead; /* deleted, freed at close */
     int dead_count, dead_cap;
     struct gr_flusher fl;
     struct gr_segment *lru_head, *lru_tail; /* most recently used first */
@@ -191,7 +195,8 @@ void gr_segment_unref(struct gr_segment *seg);
 int gr_segment_fd(struct gr_segment *seg);
 void gr_segment_lru_remove(struct gr_segment *seg);
 /* Notes one batch (header at file position `pos`) in the indexes and counters. */
-int gr_segment_note_batch(struct gr_segment *seg, const uint8_t *hdr, int64_t pos, const struct gr_log_config *cfg);
+int gr_segment_note_batch(struct gr_segment *seg, const uint8_t *hdr, int64_t pos,
+                          const struct gr_log_config *cfg);
 bool gr_segment_index_full(const struct gr_segment *seg, const struct gr_log_config *cfg);
 /* Seals: final time index entry, writes both index files (best effort: they are rebuildable). */
 void gr_segment_seal(struct gr_segment *seg);
@@ -246,14 +251,16 @@ void gr_log_mark_deleted(struct gr_log *log);
 int gr_log_flush_now(struct gr_log *log, bool report);
 /* Retention for one log (see gr_store_retention_run). */
 void gr_log_retention(struct gr_log *log, int64_t now_ms);
-/* Writes leader-epoch-checkpoint if it changed. 0 or -errno. */
-int gr_log_write_epochs(struct gr_log *log);
+/* Writes leader-epoch-checkpoint if it changed (queued unless `sync`). 0 or -errno. */
+int gr_log_write_epochs(struct gr_log *log, bool sync);
 int64_t gr_log_recovery_point(struct gr_log *log);
 void gr_log_config_effective(struct gr_store *store, struct gr_topic *topic);
 
 /* --- store.c --- */
-/* Writes log-start-offset-checkpoint for every live log now. 0 or -errno. */
+/* Writes log-start-offset-checkpoint for every live log, durably before returning. 0 or -errno. */
 int gr_store_write_log_start_checkpoint(struct gr_store *store);
+/* The three offset checkpoints and dirty epoch files; queued unless `sync`. 0 or -errno. */
+int gr_store_checkpoint_all(struct gr_store *store, bool sync);
 
 /* --- flusher.c --- */
 int gr_flusher_start(struct gr_store *store);
@@ -265,8 +272,14 @@ void gr_flusher_forget_log(struct gr_log *log);
 void gr_flusher_job(struct gr_store *store, struct gr_job *job);
 /* Waits until no job or flush is queued or running. */
 void gr_flusher_quiesce(struct gr_store *store);
-/* Runs one housekeeping job synchronously (used by the flusher and at close). */
-void gr_job_run(struct gr_job *job);
+/* Runs one housekeeping job synchronously (used by the flusher and at close). Returns 0 or -errno. */
+int gr_job_run(struct gr_job *job);
+/* Atomically replaces dir_fd/name with data (takes ownership of `data`, malloc'd) on the housekeeping
+   thread, in FIFO order with every other job, so an older queued write never lands after a newer one.
+   `sync`: waits and returns the write's result; otherwise returns 0 at once (-ENOMEM if it could not be
+   queued). Runs inline when no flusher threads run (open, close). */
+int gr_store_write_file(struct gr_store *store, int dir_fd, const char *name, uint8_t *data, size_t len,
+                        bool sync);
 void gr_job_free(struct gr_job *job);
 
 /* --- checkpoint.c --- */
@@ -285,7 +298,8 @@ void gr_ckpt_free(struct gr_ckpt_entry *e, int count);
 int64_t gr_ckpt_lookup(const struct gr_ckpt_entry *e, int count, const char *topic, int32_t partition);
 /* Leader epoch checkpoint: "0\n<count>\n<epoch> <start offset>\n"... */
 int gr_epoch_ckpt_read(int dir_fd, struct gr_epoch_entry **out, int *count);
-int gr_epoch_ckpt_write(int dir_fd, const struct gr_epoch_entry *e, int count);
+/* Formats the file text (malloc'd) into *out / *len. 0 or -ENOMEM. */
+int gr_epoch_ckpt_format(const struct gr_epoch_entry *e, int count, uint8_t **out, size_t *len);
 /* base64url without padding of 16 bytes (22 chars + NUL) and back; decode returns 0 or -EINVAL. */
 void gr_uuid_to_base64url(const uint8_t id[16], char out[23]);
 int gr_uuid_from_base64url(const char *s, size_t len, uint8_t id[16]);

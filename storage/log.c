@@ -33,20 +33,59 @@
 #define SCAN_READ_BYTES (1024 * 1024)
 #define HEADER_READ_BYTES (8 * 1024)
 
-static const struct gr_log_config *log_cfg(const struct gr_log *log) { return &log->topic->cfg; }
-static struct gr_segment *log_active(const struct gr_log *log) { return log->segs[log->seg_count - 1]; }
+static const struct gr_log_config *log_cfg(const struct gr_log *log)
+{
+    return &log->topic->cfg;
+}
+static struct gr_segment *log_active(const struct gr_log *log)
+{
+    return log->segs[log->seg_count - 1];
+}
 
-int64_t gr_log_start_offset(const struct gr_log *log) { return log->log_start_offset; }
-int64_t gr_log_end_offset(const struct gr_log *log) { return log->log_end_offset; }
-int64_t gr_log_durable_offset(const struct gr_log *log) { return atomic_load(&((struct gr_log *)log)->durable_offset); }
-bool gr_log_offline(const struct gr_log *log) { return atomic_load(&((struct gr_log *)log)->offline); }
-int32_t gr_log_leader_epoch(const struct gr_log *log) { return log->leader_epoch; }
-struct gr_topic *gr_log_topic(const struct gr_log *log) { return log->topic; }
-int32_t gr_log_partition(const struct gr_log *log) { return log->partition; }
-int64_t gr_log_size_bytes(const struct gr_log *log) { return log->size_bytes; }
-int gr_log_segment_count(const struct gr_log *log) { return log->seg_count; }
-const struct gr_producer_state *gr_log_producer_state(const struct gr_log *log) { return &log->ps; }
-int64_t gr_log_high_watermark(const struct gr_log *log) { return log->high_watermark; }
+int64_t gr_log_start_offset(const struct gr_log *log)
+{
+    return log->log_start_offset;
+}
+int64_t gr_log_end_offset(const struct gr_log *log)
+{
+    return log->log_end_offset;
+}
+int64_t gr_log_durable_offset(const struct gr_log *log)
+{
+    return atomic_load(&((struct gr_log *)log)->durable_offset);
+}
+bool gr_log_offline(const struct gr_log *log)
+{
+    return atomic_load(&((struct gr_log *)log)->offline);
+}
+int32_t gr_log_leader_epoch(const struct gr_log *log)
+{
+    return log->leader_epoch;
+}
+struct gr_topic *gr_log_topic(const struct gr_log *log)
+{
+    return log->topic;
+}
+int32_t gr_log_partition(const struct gr_log *log)
+{
+    return log->partition;
+}
+int64_t gr_log_size_bytes(const struct gr_log *log)
+{
+    return log->size_bytes;
+}
+int gr_log_segment_count(const struct gr_log *log)
+{
+    return log->seg_count;
+}
+const struct gr_producer_state *gr_log_producer_state(const struct gr_log *log)
+{
+    return &log->ps;
+}
+int64_t gr_log_high_watermark(const struct gr_log *log)
+{
+    return log->high_watermark;
+}
 
 int64_t gr_log_recovery_point(struct gr_log *log)
 {
@@ -58,11 +97,10 @@ int64_t gr_log_recovery_point(struct gr_log *log)
 
 void gr_log_set_high_watermark(struct gr_log *log, int64_t hwm)
 {
-    if (hwm < log->log_start_offset)
-        hwm = log->log_start_offset;
-    if (hwm > log->log_end_offset)
-        hwm = log->log_end_offset;
+    if (hwm < log->log_start_offset) hwm = log->log_start_offset;
+    if (hwm > log->log_end_offset) hwm = log->log_end_offset;
     log->high_watermark = hwm;
+    log->hwm_from_server = true;
 }
 
 static void log_go_offline(struct gr_log *log, const char *what, int err)
@@ -92,14 +130,12 @@ static int seg_index_for(const struct gr_log *log, int64_t offset)
 
 static int segs_reserve(struct gr_log *log, int extra)
 {
-    if (log->seg_count + extra <= log->seg_cap)
-        return 0;
+    if (log->seg_count + extra <= log->seg_cap) return 0;
     int ncap = log->seg_cap ? log->seg_cap * 2 : 8;
     while (ncap < log->seg_count + extra)
         ncap *= 2;
     struct gr_segment **n = realloc(log->segs, (size_t)ncap * sizeof(*n));
-    if (!n)
-        return -ENOMEM;
+    if (!n) return -ENOMEM;
     log->segs = n;
     log->seg_cap = ncap;
     return 0;
@@ -109,8 +145,7 @@ static int segs_reserve(struct gr_log *log, int extra)
    longer promise durability). */
 static void unsynced_add_locked(struct gr_log *log, struct gr_segment *seg)
 {
-    if (seg->in_unsynced)
-        return;
+    if (seg->in_unsynced) return;
     if (log->unsynced_count == log->unsynced_cap) {
         int ncap = log->unsynced_cap ? log->unsynced_cap * 2 : 4;
         struct gr_segment **n = realloc(log->unsynced, (size_t)ncap * sizeof(*n));
@@ -131,8 +166,7 @@ static void unsynced_add_locked(struct gr_log *log, struct gr_segment *seg)
 static struct gr_job *job_new(enum gr_job_type type, int dir_fd, int names)
 {
     struct gr_job *job = calloc(1, sizeof(*job));
-    if (!job)
-        return NULL;
+    if (!job) return NULL;
     job->type = type;
     job->names = calloc((size_t)names, sizeof(char *));
     job->dir_fd = dup(dir_fd);
@@ -187,7 +221,10 @@ static void drop_segment(struct gr_log *log, struct gr_segment *seg)
     gr_segment_unref(seg);
 }
 
-static void snapshot_name(char *buf, size_t n, int64_t offset) { snprintf(buf, n, "%020" PRId64 ".snapshot", offset); }
+static void snapshot_name(char *buf, size_t n, int64_t offset)
+{
+    snprintf(buf, n, "%020" PRId64 ".snapshot", offset);
+}
 
 static void snapshots_prune(struct gr_log *log)
 {
@@ -196,8 +233,7 @@ static void snapshots_prune(struct gr_log *log)
         drop++;
     while (log->snapshot_count - drop > 1 && log->snapshots[drop + 1] <= log->log_start_offset)
         drop++;
-    if (!drop)
-        return;
+    if (!drop) return;
     struct gr_job *job = job_new(GR_JOB_UNLINK, log->dir_fd, drop);
     for (int i = 0; job && i < drop; i++) {
         job->names[i] = malloc(48);
@@ -223,13 +259,11 @@ static void snapshots_prune(struct gr_log *log)
 
 static void snapshots_note(struct gr_log *log, int64_t offset)
 {
-    if (log->snapshot_count && log->snapshots[log->snapshot_count - 1] == offset)
-        return;
+    if (log->snapshot_count && log->snapshots[log->snapshot_count - 1] == offset) return;
     if (log->snapshot_count == log->snapshot_cap) {
         int ncap = log->snapshot_cap ? log->snapshot_cap * 2 : 8;
         int64_t *n = realloc(log->snapshots, sizeof(int64_t) * (size_t)ncap);
-        if (!n)
-            return;
+        if (!n) return;
         log->snapshots = n;
         log->snapshot_cap = ncap;
     }
@@ -242,30 +276,13 @@ static int snapshot_write(struct gr_log *log, bool sync)
 {
     size_t n = gr_producer_state_encoded_bytes(&log->ps);
     uint8_t *buf = malloc(n);
-    if (!buf)
-        return -ENOMEM;
+    if (!buf) return -ENOMEM;
     log->ps.end_offset = log->log_end_offset;
     gr_producer_state_encode(&log->ps, buf);
     char name[48];
     snapshot_name(name, sizeof(name), log->log_end_offset);
-    int err = 0;
-    if (sync || !log->store->fl.threads) {
-        err = gr_file_write_atomic(log->dir_fd, name, buf, n);
-        free(buf);
-    } else {
-        struct gr_job *job = job_new(GR_JOB_WRITE_FILE, log->dir_fd, 1);
-        if (!job || !(job->names[0] = strdup(name))) {
-            gr_job_free(job);
-            free(buf);
-            return -ENOMEM;
-        }
-        job->name_count = 1;
-        job->data = buf;
-        job->len = n;
-        gr_flusher_job(log->store, job);
-    }
-    if (err == 0)
-        snapshots_note(log, log->log_end_offset);
+    int err = gr_store_write_file(log->store, log->dir_fd, name, buf, n, sync);
+    if (err == 0) snapshots_note(log, log->log_end_offset);
     return err;
 }
 
@@ -274,14 +291,12 @@ static int snapshot_write(struct gr_log *log, bool sync)
 void gr_log_flush_async(struct gr_log *log)
 {
     log->messages_since_flush = 0;
-    if (log->deleted || atomic_load(&log->offline))
-        return;
+    if (log->deleted || atomic_load(&log->offline)) return;
     if (atomic_load(&log->durable_offset) >= log->log_end_offset) {
         pthread_mutex_lock(&log->mu);
         bool dirty = log->dir_dirty || log->unsynced_count > 0;
         pthread_mutex_unlock(&log->mu);
-        if (!dirty)
-            return;
+        if (!dirty) return;
     }
     gr_flusher_request(log);
 }
@@ -300,21 +315,23 @@ int gr_log_flush_now(struct gr_log *log, bool report)
     log->unsynced_count = log->unsynced_cap = 0;
     bool dir = log->dir_dirty;
     log->dir_dirty = false;
-    for (int i = 0; i < n; i++)
+    /* Whether a segment's index files need syncing is decided now, under the lock: a roll may set the
+       flag while we sync, and then a later flush owns those files. */
+    bool *index_too = calloc((size_t)n + 1, sizeof(bool));
+    for (int i = 0; i < n; i++) {
         segs[i]->in_unsynced = false;
+        if (index_too) index_too[i] = segs[i]->index_unsynced;
+    }
     pthread_mutex_unlock(&log->mu);
 
-    int err = 0;
+    int err = index_too ? 0 : -ENOMEM;
     const char *what = "fdatasync";
     for (int i = 0; i < n && err == 0; i++) {
         struct gr_segment *seg = segs[i];
-        if (seg->fd >= 0)
-            err = gr_sys_fdatasync(seg->fd);
-        if (err == 0 && seg->index_unsynced) {
-            if (seg->index_fd >= 0)
-                err = gr_sys_fdatasync(seg->index_fd);
-            if (err == 0 && seg->timeindex_fd >= 0)
-                err = gr_sys_fdatasync(seg->timeindex_fd);
+        if (seg->fd >= 0) err = gr_sys_fdatasync(seg->fd);
+        if (err == 0 && index_too[i]) {
+            if (seg->index_fd >= 0) err = gr_sys_fdatasync(seg->index_fd);
+            if (err == 0 && seg->timeindex_fd >= 0) err = gr_sys_fdatasync(seg->timeindex_fd);
         }
     }
     if (err == 0 && dir) {
@@ -326,12 +343,11 @@ int gr_log_flush_now(struct gr_log *log, bool report)
     if (err < 0) {
         atomic_store(&log->offline, true);
     } else {
-        if (target > atomic_load(&log->durable_offset))
-            atomic_store(&log->durable_offset, target);
+        if (target > atomic_load(&log->durable_offset)) atomic_store(&log->durable_offset, target);
         log->recovery_point = atomic_load(&log->durable_offset);
         for (int i = 0; i < n; i++) {
             struct gr_segment *seg = segs[i];
-            if (seg->index_unsynced) {
+            if (index_too[i]) {
                 /* Sealed indexes are durable: their descriptors are no longer needed. */
                 gr_sys_close(seg->index_fd);
                 gr_sys_close(seg->timeindex_fd);
@@ -348,6 +364,7 @@ int gr_log_flush_now(struct gr_log *log, bool report)
     for (int i = 0; i < n; i++)
         gr_segment_unref(segs[i]);
     free(segs);
+    free(index_too);
     if (report && log->store->cfg.on_flushed)
         log->store->cfg.on_flushed(log->store->cfg.on_flushed_ctx, log, durable, err);
     return err;
@@ -360,8 +377,7 @@ static int epochs_push(struct gr_log *log, int32_t epoch, int64_t start)
     if (log->epoch_count == log->epoch_cap) {
         int ncap = log->epoch_cap ? log->epoch_cap * 2 : 8;
         struct gr_epoch_entry *n = realloc(log->epochs, sizeof(*n) * (size_t)ncap);
-        if (!n)
-            return -ENOMEM;
+        if (!n) return -ENOMEM;
         log->epochs = n;
         log->epoch_cap = ncap;
     }
@@ -370,37 +386,37 @@ static int epochs_push(struct gr_log *log, int32_t epoch, int64_t start)
     return 0;
 }
 
-/* Kafka's truncateFromStart: entries wholly below the log start offset go, the one spanning it starts there. */
+/* Kafka's truncateFromStart: entries wholly below the log start offset go, the one spanning it starts there.
+ */
 static void epochs_truncate_start(struct gr_log *log)
 {
     int64_t ls = log->log_start_offset;
     int keep = -1;
     for (int i = 0; i < log->epoch_count; i++)
-        if (log->epochs[i].start_offset <= ls)
-            keep = i;
-    if (keep < 0 || (keep == 0 && log->epochs[0].start_offset == ls))
-        return;
+        if (log->epochs[i].start_offset <= ls) keep = i;
+    if (keep < 0 || (keep == 0 && log->epochs[0].start_offset == ls)) return;
     memmove(log->epochs, log->epochs + keep, sizeof(*log->epochs) * (size_t)(log->epoch_count - keep));
     log->epoch_count -= keep;
     log->epochs[0].start_offset = ls;
     log->epochs_dirty = true;
 }
 
-int gr_log_write_epochs(struct gr_log *log)
+int gr_log_write_epochs(struct gr_log *log, bool sync)
 {
-    if (!log->epochs_dirty || log->deleted)
-        return 0;
-    int err = gr_epoch_ckpt_write(log->dir_fd, log->epochs, log->epoch_count);
+    if (!log->epochs_dirty || log->deleted) return 0;
+    uint8_t *buf;
+    size_t len;
+    int err = gr_epoch_ckpt_format(log->epochs, log->epoch_count, &buf, &len);
     if (err == 0)
-        log->epochs_dirty = false;
+        err = gr_store_write_file(log->store, log->dir_fd, "leader-epoch-checkpoint", buf, len, sync);
+    if (err == 0) log->epochs_dirty = false;
     return err;
 }
 
 int gr_log_end_offset_for_epoch(struct gr_log *log, int32_t epoch, int64_t *end_offset, int32_t *epoch_out)
 {
     int n = log->epoch_count;
-    if (n == 0 || epoch < log->epochs[0].epoch || epoch > log->epochs[n - 1].epoch)
-        return -ENOENT;
+    if (n == 0 || epoch < log->epochs[0].epoch || epoch > log->epochs[n - 1].epoch) return -ENOENT;
     if (epoch == log->epochs[n - 1].epoch) {
         *end_offset = log->log_end_offset;
         *epoch_out = epoch;
@@ -416,8 +432,7 @@ int gr_log_end_offset_for_epoch(struct gr_log *log, int32_t epoch, int64_t *end_
 
 int32_t gr_log_epoch_for_offset(struct gr_log *log, int64_t offset)
 {
-    if (offset < log->log_start_offset || offset >= log->log_end_offset)
-        return -1;
+    if (offset < log->log_start_offset || offset >= log->log_end_offset) return -1;
     int32_t e = -1;
     for (int i = 0; i < log->epoch_count && log->epochs[i].start_offset <= offset; i++)
         e = log->epochs[i].epoch;
@@ -430,14 +445,11 @@ static int log_roll(struct gr_log *log)
 {
     struct gr_segment *old = log_active(log);
     int64_t base = log->log_end_offset;
-    if (old->size_bytes == 0 && old->base_offset == base)
-        return 0;
+    if (old->size_bytes == 0 && old->base_offset == base) return 0;
     int err = segs_reserve(log, 1);
-    if (err < 0)
-        return err;
+    if (err < 0) return err;
     struct gr_segment *seg = gr_segment_new(log, base);
-    if (!seg)
-        return -ENOMEM;
+    if (!seg) return -ENOMEM;
     err = gr_segment_create(seg);
     if (err < 0) {
         GR_WARN("storage: %s: creating segment %" PRId64 " failed (%s)", log->dir_name, base, strerror(-err));
@@ -457,30 +469,29 @@ static int log_roll(struct gr_log *log)
     GR_DEBUG("storage: %s: rolled to segment %" PRId64, log->dir_name, base);
     int serr = snapshot_write(log, false);
     if (serr < 0)
-        GR_WARN("storage: %s: producer snapshot at %" PRId64 " failed (%s)", log->dir_name, base, strerror(-serr));
+        GR_WARN("storage: %s: producer snapshot at %" PRId64 " failed (%s)", log->dir_name, base,
+                strerror(-serr));
     gr_log_flush_async(log); /* as Kafka does at roll: the sealed segment becomes durable soon */
     return 0;
 }
 
-static bool need_roll(const struct gr_log *log, const struct gr_segment *seg, const uint8_t *batch, size_t len,
-                      int64_t now_ms)
+static bool need_roll(const struct gr_log *log, const struct gr_segment *seg, const uint8_t *batch,
+                      size_t len, int64_t now_ms)
 {
     const struct gr_log_config *cfg = log_cfg(log);
-    if (seg->size_bytes == 0)
-        return false;
-    if (seg->size_bytes + (int64_t)len > cfg->segment_bytes)
-        return true;
-    int64_t waited = seg->rolling_timestamp_ms >= 0 ? gr_batch_max_timestamp(batch) - seg->rolling_timestamp_ms
-                                                    : now_ms - seg->created_ms;
-    if (waited > cfg->segment_ms)
-        return true;
-    if (gr_segment_index_full(seg, cfg))
-        return true;
+    if (seg->size_bytes == 0) return false;
+    if (seg->size_bytes + (int64_t)len > cfg->segment_bytes) return true;
+    int64_t waited = seg->rolling_timestamp_ms >= 0
+                         ? gr_batch_max_timestamp(batch) - seg->rolling_timestamp_ms
+                         : now_ms - seg->created_ms;
+    if (waited > cfg->segment_ms) return true;
+    if (gr_segment_index_full(seg, cfg)) return true;
     return log->log_end_offset + gr_batch_last_offset_delta(batch) - seg->base_offset > INT32_MAX;
 }
 
 /* One pwrite of the whole batch; continues after a short write; undoes everything on failure. */
-static int write_batch(struct gr_log *log, struct gr_segment *seg, const uint8_t *batch, size_t len, int64_t pos)
+static int write_batch(struct gr_log *log, struct gr_segment *seg, const uint8_t *batch, size_t len,
+                       int64_t pos)
 {
     size_t done = 0;
     int err = 0;
@@ -496,14 +507,13 @@ static int write_batch(struct gr_log *log, struct gr_segment *seg, const uint8_t
         }
         done += (size_t)r;
     }
-    if (err == 0)
-        return 0;
+    if (err == 0) return 0;
     int uerr = gr_sys_ftruncate(seg->fd, pos);
     if (uerr < 0) {
         log_go_offline(log, "truncating a failed write", uerr);
     } else {
-        GR_WARN("storage: %s: append of %zu bytes at %" PRId64 " failed (%s), %zu bytes undone", log->dir_name,
-                len, pos, strerror(-err), done);
+        GR_WARN("storage: %s: append of %zu bytes at %" PRId64 " failed (%s), %zu bytes undone",
+                log->dir_name, len, pos, strerror(-err), done);
     }
     return err;
 }
@@ -512,14 +522,12 @@ int gr_log_append(struct gr_log *log, uint8_t *batch, size_t len, int64_t log_ap
                   struct gr_append_result *res)
 {
     assert(log && batch && res);
-    if (log->deleted || atomic_load(&log->offline))
-        return -EROFS;
+    if (log->deleted || atomic_load(&log->offline)) return -EROFS;
     const struct gr_log_config *cfg = log_cfg(log);
     if (len < GR_BATCH_HEADER_BYTES || (int64_t)len != gr_batch_total_bytes(batch) ||
         gr_batch_last_offset_delta(batch) < 0)
         return -EINVAL;
-    if (len > (size_t)cfg->max_message_bytes)
-        return -EMSGSIZE;
+    if (len > (size_t)cfg->max_message_bytes) return -EMSGSIZE;
     int64_t now = gr_time_wall_ms();
     if (log_append_time_ms >= 0) {
         /* LogAppendTime (Kafka's LogValidator): the broker's clock becomes the max timestamp and the
@@ -535,14 +543,12 @@ int gr_log_append(struct gr_log *log, uint8_t *batch, size_t len, int64_t log_ap
     struct gr_segment *seg = log_active(log);
     if (need_roll(log, seg, batch, len, now)) {
         int err = log_roll(log);
-        if (err < 0)
-            return err;
+        if (err < 0) return err;
         seg = log_active(log);
     }
     int64_t pos = seg->size_bytes;
     int err = write_batch(log, seg, batch, len, pos);
-    if (err < 0)
-        return err;
+    if (err < 0) return err;
     gr_segment_note_batch(seg, batch, pos, cfg);
     seg->modified_ms = now;
     if (gr_producer_state_update(&log->ps, batch) < 0)
@@ -569,37 +575,29 @@ int gr_log_append(struct gr_log *log, uint8_t *batch, size_t len, int64_t log_ap
 int gr_log_read(struct gr_log *log, int64_t offset, int64_t max_bytes, int64_t upper_bound, bool min_one,
                 struct gr_log_slice *slice)
 {
-    *slice = (struct gr_log_slice){.fd = -1, .file_pos = 0, .bytes = 0, .first_batch_offset = -1, .ref = NULL};
-    if (log->deleted || atomic_load(&log->offline))
-        return -EROFS;
-    if (offset < log->log_start_offset || offset > log->log_end_offset)
-        return -ERANGE;
-    if (upper_bound > log->log_end_offset)
-        upper_bound = log->log_end_offset;
-    if (offset >= upper_bound)
-        return 0;
+    *slice =
+        (struct gr_log_slice){.fd = -1, .file_pos = 0, .bytes = 0, .first_batch_offset = -1, .ref = NULL};
+    if (log->deleted || atomic_load(&log->offline)) return -EROFS;
+    if (offset < log->log_start_offset || offset > log->log_end_offset) return -ERANGE;
+    if (upper_bound > log->log_end_offset) upper_bound = log->log_end_offset;
+    if (offset >= upper_bound) return 0;
     const struct gr_log_config *cfg = log_cfg(log);
     for (int i = seg_index_for(log, offset); i < log->seg_count; i++) {
         struct gr_segment *seg = log->segs[i];
         int64_t pos;
         uint8_t hdr[GR_BATCH_HEADER_BYTES];
         int r = gr_segment_find(seg, cfg, offset, &pos, hdr);
-        if (r < 0)
-            return r;
-        if (r == 0)
-            continue;
+        if (r < 0) return r;
+        if (r == 0) continue;
         int64_t total = gr_batch_total_bytes(hdr);
-        if (gr_batch_last_offset(hdr) >= upper_bound)
-            return 0;
-        if (total > max_bytes && !min_one)
-            return 0;
+        if (gr_batch_last_offset(hdr) >= upper_bound) return 0;
+        if (total > max_bytes && !min_one) return 0;
         int64_t end = pos + total;
         int64_t bound_pos = seg->size_bytes;
         if (seg->next_offset > upper_bound) {
             uint8_t h2[GR_BATCH_HEADER_BYTES];
             r = gr_segment_find(seg, cfg, upper_bound, &bound_pos, h2);
-            if (r < 0)
-                return r;
+            if (r < 0) return r;
         }
         int64_t want = max_bytes > seg->size_bytes - pos ? seg->size_bytes : pos + max_bytes;
         int64_t limit = want < bound_pos ? want : bound_pos;
@@ -608,14 +606,12 @@ int gr_log_read(struct gr_log *log, int64_t offset, int64_t max_bytes, int64_t u
                 end = bound_pos;
             } else {
                 int64_t b = gr_segment_boundary_before(seg, end, limit);
-                if (b < 0)
-                    return (int)b;
+                if (b < 0) return (int)b;
                 end = b;
             }
         }
         int fd = gr_segment_fd(seg);
-        if (fd < 0)
-            return fd;
+        if (fd < 0) return fd;
         gr_segment_ref(seg);
         slice->fd = fd;
         slice->file_pos = pos;
@@ -629,8 +625,7 @@ int gr_log_read(struct gr_log *log, int64_t offset, int64_t max_bytes, int64_t u
 
 void gr_log_slice_release(struct gr_log_slice *slice)
 {
-    if (slice->ref)
-        gr_segment_unref(slice->ref);
+    if (slice->ref) gr_segment_unref(slice->ref);
     slice->ref = NULL;
     slice->fd = -1;
     slice->bytes = 0;
@@ -640,11 +635,9 @@ void gr_log_slice_release(struct gr_log_slice *slice)
 static int read_batch(struct gr_segment *seg, int64_t pos, int64_t total, uint8_t **out)
 {
     int fd = gr_segment_fd(seg);
-    if (fd < 0)
-        return fd;
+    if (fd < 0) return fd;
     uint8_t *buf = malloc((size_t)total);
-    if (!buf)
-        return -ENOMEM;
+    if (!buf) return -ENOMEM;
     ssize_t r = gr_sys_pread_full(fd, buf, (size_t)total, pos);
     if (r != total) {
         free(buf);
@@ -664,40 +657,33 @@ static int batch_find_record(const uint8_t *b, size_t len, int64_t ts, bool exac
     struct gr_record rec;
     int found = 0;
     while (r == 0 && (r = gr_record_iter_next(&it, &rec)) == 1) {
-        if (rec.offset < min_offset)
-            continue;
+        r = 0;
+        if (rec.offset < min_offset) continue;
         if (exact ? rec.timestamp == ts : rec.timestamp >= ts) {
             *offset = rec.offset;
             *timestamp = rec.timestamp;
             found = 1;
             break;
         }
-        r = 0;
     }
     gr_record_iter_close(&it);
-    if (found)
-        return 1;
+    if (found) return 1;
     return r < 0 ? -EIO : 0;
 }
 
 int gr_log_offset_for_time(struct gr_log *log, int64_t ts, int64_t upper_bound, int64_t *offset,
                            int64_t *timestamp, int32_t *leader_epoch)
 {
-    if (log->deleted || atomic_load(&log->offline))
-        return -EROFS;
+    if (log->deleted || atomic_load(&log->offline)) return -EROFS;
     const struct gr_log_config *cfg = log_cfg(log);
     int64_t ls = log->log_start_offset;
-    if (upper_bound > log->log_end_offset)
-        upper_bound = log->log_end_offset;
+    if (upper_bound > log->log_end_offset) upper_bound = log->log_end_offset;
     for (int i = 0; i < log->seg_count; i++) {
         struct gr_segment *seg = log->segs[i];
-        if (seg->base_offset >= upper_bound)
-            break;
-        if (seg->size_bytes == 0 || seg->next_offset <= ls || seg->max_timestamp_ms < ts)
-            continue;
+        if (seg->base_offset >= upper_bound) break;
+        if (seg->size_bytes == 0 || seg->next_offset <= ls || seg->max_timestamp_ms < ts) continue;
         int err = gr_segment_load_index(seg, cfg);
-        if (err < 0)
-            return err;
+        if (err < 0) return err;
         int64_t from = seg->base_offset;
         int32_t lo = 0, hi = seg->tidx_count - 1;
         while (lo <= hi) { /* largest time entry with timestamp <= ts */
@@ -709,18 +695,14 @@ int gr_log_offset_for_time(struct gr_log *log, int64_t ts, int64_t upper_bound, 
                 hi = mid - 1;
             }
         }
-        if (from < ls)
-            from = ls;
+        if (from < ls) from = ls;
         int64_t pos;
         uint8_t hdr[GR_BATCH_HEADER_BYTES];
         int r = gr_segment_find(seg, cfg, from, &pos, hdr);
-        if (r < 0)
-            return r;
-        if (r == 0)
-            continue;
+        if (r < 0) return r;
+        if (r == 0) continue;
         struct gr_seg_reader rd;
-        if (gr_seg_reader_init(&rd, gr_segment_fd(seg), HEADER_READ_BYTES) < 0)
-            return -ENOMEM;
+        if (gr_seg_reader_init(&rd, gr_segment_fd(seg), HEADER_READ_BYTES) < 0) return -ENOMEM;
         int result = 0;
         while (pos < seg->size_bytes && result == 0) {
             const uint8_t *h = gr_seg_reader_get(&rd, pos, GR_BATCH_HEADER_BYTES, &err);
@@ -737,20 +719,16 @@ int gr_log_offset_for_time(struct gr_log *log, int64_t ts, int64_t upper_bound, 
                 int32_t epoch = gr_batch_leader_epoch(h);
                 uint8_t *b;
                 result = read_batch(seg, pos, total, &b);
-                if (result < 0)
-                    break;
+                if (result < 0) break;
                 result = batch_find_record(b, (size_t)total, ts, false, ls, offset, timestamp);
                 free(b);
-                if (result == 1)
-                    *leader_epoch = epoch;
+                if (result == 1) *leader_epoch = epoch;
             }
             pos += total;
         }
         gr_seg_reader_free(&rd);
-        if (result == 1)
-            return 0;
-        if (result < 0)
-            return result;
+        if (result == 1) return 0;
+        if (result < 0) return result;
     }
     return -ENOENT;
 }
@@ -768,8 +746,7 @@ static int seg_max_below(struct gr_segment *seg, const struct gr_log_config *cfg
         return 0;
     }
     int err = gr_segment_load_index(seg, cfg);
-    if (err < 0)
-        return err;
+    if (err < 0) return err;
     int64_t from = seg->base_offset;
     for (int32_t i = seg->tidx_count - 1; i >= 0; i--) {
         if (seg->base_offset + seg->tidx[i].rel_offset < bound) {
@@ -781,19 +758,16 @@ static int seg_max_below(struct gr_segment *seg, const struct gr_log_config *cfg
     int64_t pos;
     uint8_t hdr[GR_BATCH_HEADER_BYTES];
     int r = gr_segment_find(seg, cfg, from, &pos, hdr);
-    if (r <= 0)
-        return r;
+    if (r <= 0) return r;
     struct gr_seg_reader rd;
-    if (gr_seg_reader_init(&rd, gr_segment_fd(seg), HEADER_READ_BYTES) < 0)
-        return -ENOMEM;
+    if (gr_seg_reader_init(&rd, gr_segment_fd(seg), HEADER_READ_BYTES) < 0) return -ENOMEM;
     while (pos < seg->size_bytes) {
         const uint8_t *h = gr_seg_reader_get(&rd, pos, GR_BATCH_HEADER_BYTES, &err);
         if (!h) {
             err = err ? err : -EIO;
             break;
         }
-        if (gr_batch_last_offset(h) >= bound)
-            break;
+        if (gr_batch_last_offset(h) >= bound) break;
         if (gr_batch_max_timestamp(h) > *ts) {
             *ts = gr_batch_max_timestamp(h);
             *shallow = gr_batch_last_offset(h);
@@ -807,41 +781,33 @@ static int seg_max_below(struct gr_segment *seg, const struct gr_log_config *cfg
 int gr_log_max_timestamp(struct gr_log *log, int64_t upper_bound, int64_t *offset, int64_t *timestamp,
                          int32_t *leader_epoch)
 {
-    if (log->deleted || atomic_load(&log->offline))
-        return -EROFS;
+    if (log->deleted || atomic_load(&log->offline)) return -EROFS;
     const struct gr_log_config *cfg = log_cfg(log);
-    if (upper_bound > log->log_end_offset)
-        upper_bound = log->log_end_offset;
+    if (upper_bound > log->log_end_offset) upper_bound = log->log_end_offset;
     int64_t best_ts = -1, best_shallow = -1;
     struct gr_segment *best = NULL;
     for (int i = 0; i < log->seg_count; i++) {
         struct gr_segment *seg = log->segs[i];
-        if (seg->base_offset >= upper_bound)
-            break;
-        if (seg->size_bytes == 0)
-            continue;
+        if (seg->base_offset >= upper_bound) break;
+        if (seg->size_bytes == 0) continue;
         int64_t ts, shallow;
         int err = seg_max_below(seg, cfg, upper_bound, &ts, &shallow);
-        if (err < 0)
-            return err;
+        if (err < 0) return err;
         if (ts > best_ts) {
             best_ts = ts;
             best_shallow = shallow;
             best = seg;
         }
     }
-    if (!best)
-        return -ENOENT; /* batches without timestamps (-1) are not candidates */
+    if (!best) return -ENOENT; /* batches without timestamps (-1) are not candidates */
     int64_t pos;
     uint8_t hdr[GR_BATCH_HEADER_BYTES];
     int r = gr_segment_find(best, cfg, best_shallow, &pos, hdr);
-    if (r <= 0)
-        return r < 0 ? r : -EIO;
+    if (r <= 0) return r < 0 ? r : -EIO;
     uint8_t *b;
     int64_t total = gr_batch_total_bytes(hdr);
     r = read_batch(best, pos, total, &b);
-    if (r < 0)
-        return r;
+    if (r < 0) return r;
     r = batch_find_record(b, (size_t)total, best_ts, true, INT64_MIN, offset, timestamp);
     free(b);
     if (r == 0) /* the header's max timestamp is not any record's (a producer may set it): the batch */
@@ -850,8 +816,7 @@ int gr_log_max_timestamp(struct gr_log *log, int64_t upper_bound, int64_t *offse
         *timestamp = best_ts;
         r = 1;
     }
-    if (r < 0)
-        return r;
+    if (r < 0) return r;
     *leader_epoch = gr_batch_leader_epoch(hdr);
     return 0;
 }
@@ -874,8 +839,7 @@ static void remove_head_segments(struct gr_log *log, int count)
 
 static void after_start_moved(struct gr_log *log)
 {
-    if (log->segs[0]->base_offset > log->log_start_offset)
-        log->log_start_offset = log->segs[0]->base_offset;
+    if (log->segs[0]->base_offset > log->log_start_offset) log->log_start_offset = log->segs[0]->base_offset;
     if (log->high_watermark >= 0 && log->high_watermark < log->log_start_offset)
         log->high_watermark = log->log_start_offset;
     gr_producer_state_truncate_head(&log->ps, log->log_start_offset);
@@ -886,12 +850,9 @@ static void after_start_moved(struct gr_log *log)
 
 int gr_log_delete_records(struct gr_log *log, int64_t offset)
 {
-    if (log->deleted || atomic_load(&log->offline))
-        return -EROFS;
-    if (offset > log->log_end_offset)
-        return -ERANGE;
-    if (offset <= log->log_start_offset)
-        return 0;
+    if (log->deleted || atomic_load(&log->offline)) return -EROFS;
+    if (offset > log->log_end_offset) return -ERANGE;
+    if (offset <= log->log_start_offset) return 0;
     int64_t old = log->log_start_offset;
     log->log_start_offset = offset;
     int err = gr_store_write_log_start_checkpoint(log->store);
@@ -902,47 +863,38 @@ int gr_log_delete_records(struct gr_log *log, int64_t offset)
     int del = 0;
     while (del + 1 < log->seg_count && log->segs[del + 1]->base_offset <= offset)
         del++;
-    if (del)
-        remove_head_segments(log, del);
+    if (del) remove_head_segments(log, del);
     after_start_moved(log);
     return 0;
 }
 
 void gr_log_retention(struct gr_log *log, int64_t now_ms)
 {
-    if (log->deleted || atomic_load(&log->offline))
-        return;
+    if (log->deleted || atomic_load(&log->offline)) return;
     const struct gr_log_config *cfg = log_cfg(log);
-    int64_t bound = log->high_watermark >= 0 ? log->high_watermark : atomic_load(&log->durable_offset);
-    if (bound > log->log_end_offset)
-        bound = log->log_end_offset;
+    int64_t bound = log->hwm_from_server ? log->high_watermark : atomic_load(&log->durable_offset);
+    if (bound > log->log_end_offset) bound = log->log_end_offset;
     int64_t excess = cfg->retention_bytes >= 0 ? log->size_bytes - cfg->retention_bytes : -1;
     int n = log->seg_count, del = 0;
     for (; del < n; del++) {
         struct gr_segment *seg = log->segs[del];
         int64_t end = del + 1 < n ? log->segs[del + 1]->base_offset : log->log_end_offset;
-        if (end > bound || seg->size_bytes == 0)
-            break;
+        if (end > bound || seg->size_bytes == 0) break;
         bool go = del + 1 < n && log->segs[del + 1]->base_offset <= log->log_start_offset;
         if (cfg->delete_policy && cfg->retention_ms >= 0) {
             int64_t t = seg->max_timestamp_ms >= 0 ? seg->max_timestamp_ms : seg->modified_ms;
             go = go || now_ms - t > cfg->retention_ms;
         }
-        if (cfg->delete_policy && cfg->retention_bytes >= 0)
-            go = go || excess - seg->size_bytes >= 0;
-        if (!go)
-            break;
+        if (cfg->delete_policy && cfg->retention_bytes >= 0) go = go || excess - seg->size_bytes >= 0;
+        if (!go) break;
         excess -= seg->size_bytes;
     }
-    if (del == 0)
-        return;
+    if (del == 0) return;
     if (del == n) {
         /* Everything expired, the active segment too: roll so that it can go (Kafka does the same). */
-        if (log_roll(log) < 0)
-            del = n - 1;
+        if (log_roll(log) < 0) del = n - 1;
     }
-    if (del == 0)
-        return;
+    if (del == 0) return;
     remove_head_segments(log, del);
     after_start_moved(log);
 }
@@ -952,12 +904,10 @@ void gr_log_retention(struct gr_log *log, int64_t now_ms)
 static bool parse_offset_name(const char *name, const char *suffix, int64_t *off)
 {
     size_t n = strlen(name), sl = strlen(suffix);
-    if (n != 20 + sl || strcmp(name + 20, suffix) != 0)
-        return false;
+    if (n != 20 + sl || strcmp(name + 20, suffix) != 0) return false;
     int64_t v = 0;
     for (int i = 0; i < 20; i++) {
-        if (name[i] < '0' || name[i] > '9' || v > (INT64_MAX - 9) / 10)
-            return false;
+        if (name[i] < '0' || name[i] > '9' || v > (INT64_MAX - 9) / 10) return false;
         v = v * 10 + (name[i] - '0');
     }
     *off = v;
@@ -981,8 +931,7 @@ static bool has_suffix(const char *s, const char *sfx)
 static int list_dir(struct gr_log *log, int64_t **bases_out, int *count_out)
 {
     int fd = dup(log->dir_fd);
-    if (fd < 0)
-        return -errno;
+    if (fd < 0) return -errno;
     DIR *d = fdopendir(fd);
     if (!d) {
         close(fd);
@@ -1028,10 +977,8 @@ static int list_dir(struct gr_log *log, int64_t **bases_out, int *count_out)
         free(bases);
         return err;
     }
-    if (n)
-        qsort(bases, (size_t)n, sizeof(int64_t), cmp_i64);
-    if (log->snapshot_count)
-        qsort(log->snapshots, (size_t)log->snapshot_count, sizeof(int64_t), cmp_i64);
+    if (n) qsort(bases, (size_t)n, sizeof(int64_t), cmp_i64);
+    if (log->snapshot_count) qsort(log->snapshots, (size_t)log->snapshot_count, sizeof(int64_t), cmp_i64);
     *bases_out = bases;
     *count_out = n;
     return 0;
@@ -1042,7 +989,8 @@ static void truncate_segments(struct gr_log *log, int from)
 {
     for (int i = log->seg_count - 1; i >= from; i--) {
         struct gr_segment *seg = log->segs[i];
-        GR_WARN("storage: %s: recovery deletes segment %" PRId64 " (%" PRId64 " bytes) after the truncation point",
+        GR_WARN("storage: %s: recovery deletes segment %" PRId64 " (%" PRId64
+                " bytes) after the truncation point",
                 log->dir_name, seg->base_offset, seg->size_bytes);
         seg->deleted = true;
         gr_segment_lru_remove(seg);
@@ -1067,8 +1015,7 @@ static int make_active(struct gr_log *log)
     char name[GR_SEGMENT_NAME_BYTES];
     gr_segment_file_name(name, seg->base_offset, ".log");
     int fd = gr_sys_openat(log->dir_fd, name, O_RDWR, 0);
-    if (fd < 0)
-        return fd;
+    if (fd < 0) return fd;
     seg->fd = fd;
     seg->sealed = false;
     return 0;
@@ -1083,8 +1030,7 @@ static int recover_from(struct gr_log *log, int k)
         int64_t file_bytes;
         const char *why;
         int err = gr_segment_recover(seg, cfg, &file_bytes, &why);
-        if (err < 0)
-            return err;
+        if (err < 0) return err;
         bool gap = i + 1 < log->seg_count && seg->next_offset != log->segs[i + 1]->base_offset;
         if (seg->size_bytes < file_bytes) {
             GR_WARN("storage: %s: recovery truncates segment %" PRId64 " at %" PRId64 ": %" PRId64
@@ -1094,22 +1040,20 @@ static int recover_from(struct gr_log *log, int k)
             char name[GR_SEGMENT_NAME_BYTES];
             gr_segment_file_name(name, seg->base_offset, ".log");
             int fd = gr_sys_openat(log->dir_fd, name, O_RDWR, 0);
-            if (fd < 0)
-                return fd;
+            if (fd < 0) return fd;
             err = gr_sys_ftruncate(fd, seg->size_bytes);
             gr_sys_close(fd);
-            if (err < 0)
-                return err;
+            if (err < 0) return err;
         } else if (gap) {
-            GR_WARN("storage: %s: segment %" PRId64 " ends at offset %" PRId64 " but the next starts at %" PRId64,
+            GR_WARN("storage: %s: segment %" PRId64 " ends at offset %" PRId64
+                    " but the next starts at %" PRId64,
                     log->dir_name, seg->base_offset, seg->next_offset, log->segs[i + 1]->base_offset);
         }
         if (seg->size_bytes < file_bytes || gap) {
             truncate_segments(log, i + 1);
             break;
         }
-        if (i + 1 < log->seg_count)
-            gr_segment_seal(seg);
+        if (i + 1 < log->seg_count) gr_segment_seal(seg);
     }
     return make_active(log);
 }
@@ -1121,12 +1065,9 @@ static int sync_recovered(struct gr_log *log, int k)
         struct gr_segment *seg = log->segs[i];
         int fd = gr_segment_fd(seg);
         int err = fd < 0 ? fd : gr_sys_fdatasync(fd);
-        if (err == 0 && seg->index_fd >= 0)
-            err = gr_sys_fdatasync(seg->index_fd);
-        if (err == 0 && seg->timeindex_fd >= 0)
-            err = gr_sys_fdatasync(seg->timeindex_fd);
-        if (err < 0)
-            return err;
+        if (err == 0 && seg->index_fd >= 0) err = gr_sys_fdatasync(seg->index_fd);
+        if (err == 0 && seg->timeindex_fd >= 0) err = gr_sys_fdatasync(seg->timeindex_fd);
+        if (err < 0) return err;
         if (seg->sealed) {
             gr_sys_close(seg->index_fd);
             gr_sys_close(seg->timeindex_fd);
@@ -1146,17 +1087,13 @@ static int replay_producers(struct gr_log *log, int64_t from)
         uint8_t hdr[GR_BATCH_HEADER_BYTES];
         if (seg->base_offset < from) {
             int r = gr_segment_find(seg, cfg, from, &pos, hdr);
-            if (r < 0)
-                return r;
-            if (r == 0)
-                continue;
+            if (r < 0) return r;
+            if (r == 0) continue;
         }
         int fd = gr_segment_fd(seg);
-        if (fd < 0)
-            return fd;
+        if (fd < 0) return fd;
         struct gr_seg_reader rd;
-        if (gr_seg_reader_init(&rd, fd, SCAN_READ_BYTES) < 0)
-            return -ENOMEM;
+        if (gr_seg_reader_init(&rd, fd, SCAN_READ_BYTES) < 0) return -ENOMEM;
         int err = 0;
         while (pos < seg->size_bytes) {
             const uint8_t *h = gr_seg_reader_get(&rd, pos, GR_BATCH_HEADER_BYTES, &err);
@@ -1164,13 +1101,11 @@ static int replay_producers(struct gr_log *log, int64_t from)
                 err = err ? err : -EIO;
                 break;
             }
-            if (gr_batch_base_offset(h) >= from && (err = gr_producer_state_update(&log->ps, h)) < 0)
-                break;
+            if (gr_batch_base_offset(h) >= from && (err = gr_producer_state_update(&log->ps, h)) < 0) break;
             pos += gr_batch_total_bytes(h);
         }
         gr_seg_reader_free(&rd);
-        if (err < 0)
-            return err;
+        if (err < 0) return err;
     }
     return 0;
 }
@@ -1195,8 +1130,7 @@ static int load_producer_state(struct gr_log *log)
         if (err == 0) {
             err = gr_producer_state_decode(&log->ps, (const uint8_t *)buf, len);
             free(buf);
-            if (err == 0 && log->ps.end_offset != off)
-                err = -EINVAL;
+            if (err == 0 && log->ps.end_offset != off) err = -EINVAL;
         }
         if (err == 0 && off >= from) {
             from = off;
@@ -1208,14 +1142,14 @@ static int load_producer_state(struct gr_log *log)
             from = log->segs[0]->base_offset;
             break;
         }
-        GR_WARN("storage: %s: producer snapshot %s unusable (%s), deleted", log->dir_name, name, strerror(-err));
+        GR_WARN("storage: %s: producer snapshot %s unusable (%s), deleted", log->dir_name, name,
+                strerror(-err));
         gr_sys_unlinkat(log->dir_fd, name, 0);
         log->snapshot_count--;
         gr_producer_state_reset(&log->ps, log->segs[0]->base_offset);
     }
     int err = replay_producers(log, from);
-    if (err < 0)
-        return err;
+    if (err < 0) return err;
     log->ps.end_offset = log->log_end_offset;
     gr_producer_state_truncate_head(&log->ps, log->log_start_offset);
     return 0;
@@ -1247,9 +1181,8 @@ static int load_epochs(struct gr_log *log)
     epochs_truncate_start(log);
     log->leader_epoch = last_epoch + 1;
     err = epochs_push(log, log->leader_epoch, log->log_end_offset);
-    if (err < 0)
-        return err;
-    return gr_log_write_epochs(log);
+    if (err < 0) return err;
+    return gr_log_write_epochs(log, true);
 }
 
 static int partition_metadata(struct gr_log *log)
@@ -1263,8 +1196,7 @@ static int partition_metadata(struct gr_log *log)
     if (err == 0) {
         bool same = len == (size_t)n && memcmp(buf, want, len) == 0;
         free(buf);
-        if (same)
-            return 0;
+        if (same) return 0;
         return -EEXIST; /* another incarnation of the topic */
     }
     return gr_file_write_atomic(log->dir_fd, "partition.metadata", want, (size_t)n);
@@ -1276,16 +1208,12 @@ static int open_dir(struct gr_log *log)
     for (int attempt = 0; attempt < 2; attempt++) {
         int err = gr_sys_mkdirat(store->root_fd, log->dir_name, 0755);
         bool created = err == 0;
-        if (err < 0 && err != -EEXIST)
-            return err;
-        if (created && (err = gr_dir_sync(store->root_fd)) < 0)
-            return err;
+        if (err < 0 && err != -EEXIST) return err;
+        if (created && (err = gr_dir_sync(store->root_fd)) < 0) return err;
         log->dir_fd = gr_sys_openat(store->root_fd, log->dir_name, O_RDONLY | O_DIRECTORY, 0);
-        if (log->dir_fd < 0)
-            return log->dir_fd;
+        if (log->dir_fd < 0) return log->dir_fd;
         err = partition_metadata(log);
-        if (err != -EEXIST)
-            return err;
+        if (err != -EEXIST) return err;
         /* The directory belongs to an older topic of the same name: move it out of the way. */
         uint8_t u[16];
         gr_uuid_random(u);
@@ -1297,8 +1225,7 @@ static int open_dir(struct gr_log *log)
         GR_WARN("storage: %s: partition.metadata names another topic id, moved to %s", log->dir_name, aside);
         gr_sys_close(log->dir_fd);
         log->dir_fd = -1;
-        if ((err = gr_sys_renameat(store->root_fd, log->dir_name, store->root_fd, aside)) < 0)
-            return err;
+        if ((err = gr_sys_renameat(store->root_fd, log->dir_name, store->root_fd, aside)) < 0) return err;
     }
     return -EEXIST;
 }
@@ -1306,8 +1233,7 @@ static int open_dir(struct gr_log *log)
 static struct gr_log *log_alloc(struct gr_store *store, struct gr_topic *topic, int32_t partition)
 {
     struct gr_log *log = calloc(1, sizeof(*log));
-    if (!log)
-        return NULL;
+    if (!log) return NULL;
     log->store = store;
     log->topic = topic;
     log->partition = partition;
@@ -1327,20 +1253,16 @@ static struct gr_log *log_alloc(struct gr_store *store, struct gr_topic *topic, 
 static int open_segments(struct gr_log *log, const int64_t *bases, int nb, int64_t ckpt_log_start)
 {
     int err = segs_reserve(log, nb > 0 ? nb : 1);
-    if (err < 0)
-        return err;
+    if (err < 0) return err;
     for (int i = 0; i < nb; i++) {
         struct gr_segment *seg = gr_segment_new(log, bases[i]);
-        if (!seg)
-            return -ENOMEM;
+        if (!seg) return -ENOMEM;
         log->segs[log->seg_count++] = seg;
-        if ((err = gr_segment_open(seg, i == nb - 1)) < 0)
-            return err;
+        if ((err = gr_segment_open(seg, i == nb - 1)) < 0) return err;
     }
     if (nb == 0) {
         struct gr_segment *seg = gr_segment_new(log, ckpt_log_start > 0 ? ckpt_log_start : 0);
-        if (!seg)
-            return -ENOMEM;
+        if (!seg) return -ENOMEM;
         if ((err = gr_segment_create(seg)) < 0) {
             gr_segment_unref(seg);
             return err;
@@ -1359,8 +1281,7 @@ static int load_trusted(struct gr_log *log, int k)
         struct gr_segment *seg = log->segs[i];
         seg->next_offset = log->segs[i + 1]->base_offset;
         int err = gr_segment_load_max_timestamp(seg, log_cfg(log));
-        if (err < 0)
-            return err;
+        if (err < 0) return err;
     }
     return 0;
 }
@@ -1370,11 +1291,9 @@ static int recover(struct gr_log *log, bool clean, int64_t rp)
     int n = log->seg_count;
     if (clean) {
         int err = load_trusted(log, n - 1);
-        if (err < 0)
-            return err;
+        if (err < 0) return err;
         err = gr_segment_scan_tail(log_active(log), log_cfg(log));
-        if (err == 0)
-            return 0;
+        if (err == 0) return 0;
         GR_WARN("storage: %s: active segment inconsistent after a clean shutdown (%s), recovering it",
                 log->dir_name, strerror(-err));
         int serr = recover_from(log, n - 1);
@@ -1382,13 +1301,11 @@ static int recover(struct gr_log *log, bool clean, int64_t rp)
     }
     int k = seg_index_for(log, rp < 0 ? 0 : rp);
     int err = load_trusted(log, k);
-    if (err < 0)
-        return err;
+    if (err < 0) return err;
     GR_INFO("storage: %s: recovering from segment %" PRId64 " (recovery point %" PRId64 ")", log->dir_name,
             log->segs[k]->base_offset, rp);
     err = recover_from(log, k);
-    if (err < 0)
-        return err;
+    if (err < 0) return err;
     return sync_recovered(log, k);
 }
 
@@ -1396,18 +1313,14 @@ int gr_log_load(struct gr_store *store, struct gr_topic *topic, int32_t partitio
                 int64_t ckpt_recovery_point, int64_t ckpt_log_start, int64_t ckpt_hwm, struct gr_log **out)
 {
     struct gr_log *log = log_alloc(store, topic, partition);
-    if (!log)
-        return -ENOMEM;
+    if (!log) return -ENOMEM;
     int64_t *bases = NULL;
     int nb = 0;
     int err = open_dir(log);
-    if (err == 0)
-        err = list_dir(log, &bases, &nb);
-    if (err == 0)
-        err = open_segments(log, bases, nb, ckpt_log_start);
+    if (err == 0) err = list_dir(log, &bases, &nb);
+    if (err == 0) err = open_segments(log, bases, nb, ckpt_log_start);
     free(bases);
-    if (err == 0 && nb > 0)
-        err = recover(log, clean, ckpt_recovery_point);
+    if (err == 0 && nb > 0) err = recover(log, clean, ckpt_recovery_point);
     if (err < 0) {
         GR_ERROR("storage: %s: open failed (%s)", log->dir_name, strerror(-err));
         gr_log_free(log);
@@ -1417,13 +1330,13 @@ int gr_log_load(struct gr_store *store, struct gr_topic *topic, int32_t partitio
     int64_t ls = ckpt_log_start > log->segs[0]->base_offset ? ckpt_log_start : log->segs[0]->base_offset;
     if (ls > log->log_end_offset) {
         /* Data at or above the checkpointed log start offset was lost: start an empty log there. */
-        GR_WARN("storage: %s: log end offset %" PRId64 " below log start offset %" PRId64 ", emptying the log",
+        GR_WARN("storage: %s: log end offset %" PRId64 " below log start offset %" PRId64
+                ", emptying the log",
                 log->dir_name, log->log_end_offset, ls);
         truncate_segments(log, 0);
         struct gr_segment *seg = gr_segment_new(log, ls);
         if (!seg || (err = gr_segment_create(seg)) < 0) {
-            if (seg)
-                gr_segment_unref(seg);
+            if (seg) gr_segment_unref(seg);
             gr_log_free(log);
             return err < 0 ? err : -ENOMEM;
         }
@@ -1436,8 +1349,7 @@ int gr_log_load(struct gr_store *store, struct gr_topic *topic, int32_t partitio
     int del = 0;
     while (del + 1 < log->seg_count && log->segs[del + 1]->base_offset <= ls)
         del++;
-    if (del)
-        remove_head_segments(log, del);
+    if (del) remove_head_segments(log, del);
     for (int i = 0; i < log->seg_count; i++)
         log->size_bytes += log->segs[i]->size_bytes;
     if (log->dir_dirty && (err = gr_dir_sync(log->dir_fd)) < 0) {
@@ -1447,8 +1359,10 @@ int gr_log_load(struct gr_store *store, struct gr_topic *topic, int32_t partitio
     log->dir_dirty = false;
     atomic_store(&log->durable_offset, log->log_end_offset);
     log->recovery_point = log->log_end_offset;
-    if (ckpt_hwm >= 0)
+    if (ckpt_hwm >= 0) { /* restored for gr_log_high_watermark; retention waits for the server's own */
         gr_log_set_high_watermark(log, ckpt_hwm);
+        log->hwm_from_server = false;
+    }
     if ((err = load_epochs(log)) < 0 || (err = load_producer_state(log)) < 0) {
         GR_ERROR("storage: %s: open failed (%s)", log->dir_name, strerror(-err));
         gr_log_free(log);
@@ -1463,30 +1377,23 @@ int gr_log_load(struct gr_store *store, struct gr_topic *topic, int32_t partitio
 
 int gr_log_close_clean(struct gr_log *log)
 {
-    if (log->deleted)
-        return 0;
-    if (atomic_load(&log->offline))
-        return -EROFS;
+    if (log->deleted) return 0;
+    if (atomic_load(&log->offline)) return -EROFS;
     struct gr_segment *seg = log_active(log);
     gr_segment_seal(seg); /* final time entry + index files; the segment is active again at next open */
     seg->sealed = false;
     int err = 0;
-    if (seg->index_fd >= 0)
-        err = gr_sys_fdatasync(seg->index_fd);
-    if (err == 0 && seg->timeindex_fd >= 0)
-        err = gr_sys_fdatasync(seg->timeindex_fd);
+    if (seg->index_fd >= 0) err = gr_sys_fdatasync(seg->index_fd);
+    if (err == 0 && seg->timeindex_fd >= 0) err = gr_sys_fdatasync(seg->timeindex_fd);
     if (err == 0) {
         pthread_mutex_lock(&log->mu);
         unsynced_add_locked(log, seg);
         pthread_mutex_unlock(&log->mu);
         err = gr_log_flush_now(log, false);
     }
-    if (err == 0)
-        err = snapshot_write(log, true);
-    if (err == 0)
-        err = gr_log_write_epochs(log);
-    if (err < 0)
-        GR_ERROR("storage: %s: clean close failed (%s)", log->dir_name, strerror(-err));
+    if (err == 0) err = snapshot_write(log, true);
+    if (err == 0) err = gr_log_write_epochs(log, true);
+    if (err < 0) GR_ERROR("storage: %s: clean close failed (%s)", log->dir_name, strerror(-err));
     return err;
 }
 
@@ -1526,8 +1433,7 @@ void gr_log_mark_deleted(struct gr_log *log)
 
 void gr_log_free(struct gr_log *log)
 {
-    if (!log)
-        return;
+    if (!log) return;
     log_release_segments(log);
     free(log->segs);
     free(log->epochs);

@@ -22,7 +22,7 @@
  * Threading: all functions run on the network thread; a per-log mutex guards only what the flushers share
  * (durable offset, offline flag, the list of segments awaiting fdatasync).
  *
- * Read next: storage/segment.h (files and indexes), storage/producer_state.h, storage/format.md.
+ * Read next: storage/segment.c (files and indexes), storage/producer_state.h, storage/format.md.
  */
 #ifndef GR_STORAGE_LOG_H
 #define GR_STORAGE_LOG_H
@@ -74,9 +74,11 @@ int32_t gr_log_leader_epoch(const struct gr_log *log);
 struct gr_topic *gr_log_topic(const struct gr_log *log);
 int32_t gr_log_partition(const struct gr_log *log);
 
-/* Tells storage the high watermark the server serves (checkpointed to replication-offset-checkpoint and
-   used as the retention bound). Clamped to [log start, log end]. */
+/* Tells storage the high watermark the server serves (checkpointed to replication-offset-checkpoint and,
+   once set after an open, used as the retention bound instead of the durable offset). Clamped to
+   [log start, log end]. */
 void gr_log_set_high_watermark(struct gr_log *log, int64_t high_watermark);
+/* The last high watermark set, else the one restored from replication-offset-checkpoint at open, else -1. */
 int64_t gr_log_high_watermark(const struct gr_log *log);
 
 /* A read: whole batches as a file range for sendfile.

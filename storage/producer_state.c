@@ -15,7 +15,10 @@
 #define PS_BATCH_BYTES 28
 #define PS_HEADER_BYTES 18
 
-void gr_producer_state_init(struct gr_producer_state *ps) { memset(ps, 0, sizeof(*ps)); }
+void gr_producer_state_init(struct gr_producer_state *ps)
+{
+    memset(ps, 0, sizeof(*ps));
+}
 
 void gr_producer_state_free(struct gr_producer_state *ps)
 {
@@ -39,29 +42,29 @@ static size_t ps_hash(int64_t pid, size_t cap)
 
 static struct gr_producer_entry *ps_lookup(const struct gr_producer_state *ps, int64_t pid)
 {
-    if (ps->cap == 0 || pid < 0)
-        return NULL;
+    if (ps->cap == 0 || pid < 0) return NULL;
     for (size_t i = ps_hash(pid, ps->cap);; i = (i + 1) & (ps->cap - 1)) {
-        if (ps->slots[i].producer_id == pid)
-            return &ps->slots[i];
-        if (ps->slots[i].producer_id < 0)
-            return NULL;
+        if (ps->slots[i].producer_id == pid) return &ps->slots[i];
+        if (ps->slots[i].producer_id < 0) return NULL;
     }
 }
 
-const struct gr_producer_entry *gr_producer_state_find(const struct gr_producer_state *ps, int64_t producer_id)
+const struct gr_producer_entry *gr_producer_state_find(const struct gr_producer_state *ps,
+                                                       int64_t producer_id)
 {
     return ps_lookup(ps, producer_id);
 }
 
-size_t gr_producer_state_count(const struct gr_producer_state *ps) { return ps->count; }
+size_t gr_producer_state_count(const struct gr_producer_state *ps)
+{
+    return ps->count;
+}
 
 const struct gr_producer_entry *gr_producer_state_next(const struct gr_producer_state *ps, size_t *cursor)
 {
     while (*cursor < ps->cap) {
         const struct gr_producer_entry *e = &ps->slots[(*cursor)++];
-        if (e->producer_id >= 0)
-            return e;
+        if (e->producer_id >= 0) return e;
     }
     return NULL;
 }
@@ -70,13 +73,11 @@ static int ps_grow(struct gr_producer_state *ps)
 {
     size_t ncap = ps->cap ? ps->cap * 2 : 16;
     struct gr_producer_entry *ns = malloc(ncap * sizeof(*ns));
-    if (!ns)
-        return -ENOMEM;
+    if (!ns) return -ENOMEM;
     for (size_t i = 0; i < ncap; i++)
         ns[i].producer_id = -1;
     for (size_t i = 0; i < ps->cap; i++) {
-        if (ps->slots[i].producer_id < 0)
-            continue;
+        if (ps->slots[i].producer_id < 0) continue;
         size_t j = ps_hash(ps->slots[i].producer_id, ncap);
         while (ns[j].producer_id >= 0)
             j = (j + 1) & (ncap - 1);
@@ -92,10 +93,8 @@ static int ps_grow(struct gr_producer_state *ps)
 static struct gr_producer_entry *ps_insert(struct gr_producer_state *ps, int64_t pid)
 {
     struct gr_producer_entry *e = ps_lookup(ps, pid);
-    if (e)
-        return e;
-    if ((ps->count + 1) * 4 > ps->cap * 3 && ps_grow(ps) < 0)
-        return NULL;
+    if (e) return e;
+    if ((ps->count + 1) * 4 > ps->cap * 3 && ps_grow(ps) < 0) return NULL;
     size_t i = ps_hash(pid, ps->cap);
     while (ps->slots[i].producer_id >= 0)
         i = (i + 1) & (ps->cap - 1);
@@ -133,20 +132,18 @@ int32_t gr_producer_entry_last_seq(const struct gr_producer_entry *e)
     return e->batch_count ? e->batches[e->batch_count - 1].last_seq : -1;
 }
 
-const struct gr_producer_batch *gr_producer_entry_find_batch(const struct gr_producer_entry *e, int32_t first_seq,
-                                                             int32_t last_seq)
+const struct gr_producer_batch *gr_producer_entry_find_batch(const struct gr_producer_entry *e,
+                                                             int32_t first_seq, int32_t last_seq)
 {
     for (int i = 0; i < e->batch_count; i++)
-        if (e->batches[i].first_seq == first_seq && e->batches[i].last_seq == last_seq)
-            return &e->batches[i];
+        if (e->batches[i].first_seq == first_seq && e->batches[i].last_seq == last_seq) return &e->batches[i];
     return NULL;
 }
 
 /* Kafka's sequence arithmetic: sequences wrap from INT32_MAX to 0. */
 static int32_t seq_add(int32_t seq, int32_t delta)
 {
-    if (seq > INT32_MAX - delta)
-        return delta - (INT32_MAX - seq) - 1;
+    if (seq > INT32_MAX - delta) return delta - (INT32_MAX - seq) - 1;
     return seq + delta;
 }
 
@@ -156,8 +153,7 @@ int gr_producer_state_update(struct gr_producer_state *ps, const uint8_t *b)
     int64_t pid = gr_batch_producer_id(b);
     if (pid >= 0) {
         struct gr_producer_entry *e = ps_insert(ps, pid);
-        if (!e)
-            return -ENOMEM;
+        if (!e) return -ENOMEM;
         int16_t epoch = gr_batch_producer_epoch(b);
         int16_t attrs = gr_batch_attributes(b);
         if (epoch != e->producer_epoch) {
@@ -175,7 +171,8 @@ int gr_producer_state_update(struct gr_producer_state *ps, const uint8_t *b)
             int32_t delta = gr_batch_last_offset_delta(b);
             if (first_seq >= 0 && delta >= 0) {
                 if (e->batch_count == GR_PRODUCER_BATCHES_MAX) {
-                    memmove(&e->batches[0], &e->batches[1], sizeof(e->batches[0]) * (GR_PRODUCER_BATCHES_MAX - 1));
+                    memmove(&e->batches[0], &e->batches[1],
+                            sizeof(e->batches[0]) * (GR_PRODUCER_BATCHES_MAX - 1));
                     e->batch_count--;
                 }
                 struct gr_producer_batch *pb = &e->batches[e->batch_count++];
@@ -187,16 +184,14 @@ int gr_producer_state_update(struct gr_producer_state *ps, const uint8_t *b)
             }
         }
     }
-    if (last_offset + 1 > ps->end_offset)
-        ps->end_offset = last_offset + 1;
+    if (last_offset + 1 > ps->end_offset) ps->end_offset = last_offset + 1;
     return 0;
 }
 
 /* The last offset an entry is known by: its last batch, else its open transaction's start. */
 static int64_t entry_last_offset(const struct gr_producer_entry *e)
 {
-    if (e->batch_count)
-        return e->batches[e->batch_count - 1].last_offset;
+    if (e->batch_count) return e->batches[e->batch_count - 1].last_offset;
     return e->current_txn_first_offset;
 }
 
@@ -215,7 +210,8 @@ void gr_producer_state_truncate_head(struct gr_producer_state *ps, int64_t log_s
             while (drop < e->batch_count && e->batches[drop].last_offset < log_start_offset)
                 drop++;
             if (drop) {
-                memmove(&e->batches[0], &e->batches[drop], sizeof(e->batches[0]) * (size_t)(e->batch_count - drop));
+                memmove(&e->batches[0], &e->batches[drop],
+                        sizeof(e->batches[0]) * (size_t)(e->batch_count - drop));
                 e->batch_count -= drop;
             }
         }
@@ -226,8 +222,8 @@ void gr_producer_state_truncate_head(struct gr_producer_state *ps, int64_t log_s
 static bool entry_equal(const struct gr_producer_entry *a, const struct gr_producer_entry *b)
 {
     if (a->producer_epoch != b->producer_epoch || a->coordinator_epoch != b->coordinator_epoch ||
-        a->last_timestamp_ms != b->last_timestamp_ms || a->current_txn_first_offset != b->current_txn_first_offset ||
-        a->batch_count != b->batch_count)
+        a->last_timestamp_ms != b->last_timestamp_ms ||
+        a->current_txn_first_offset != b->current_txn_first_offset || a->batch_count != b->batch_count)
         return false;
     for (int i = 0; i < a->batch_count; i++) {
         const struct gr_producer_batch *x = &a->batches[i], *y = &b->batches[i];
@@ -240,14 +236,12 @@ static bool entry_equal(const struct gr_producer_entry *a, const struct gr_produ
 
 bool gr_producer_state_equal(const struct gr_producer_state *a, const struct gr_producer_state *b)
 {
-    if (a->count != b->count)
-        return false;
+    if (a->count != b->count) return false;
     size_t cur = 0;
     const struct gr_producer_entry *e;
     while ((e = gr_producer_state_next(a, &cur)) != NULL) {
         const struct gr_producer_entry *f = gr_producer_state_find(b, e->producer_id);
-        if (!f || !entry_equal(e, f))
-            return false;
+        if (!f || !entry_equal(e, f)) return false;
     }
     return true;
 }
@@ -295,18 +289,14 @@ void gr_producer_state_encode(const struct gr_producer_state *ps, uint8_t *buf)
 int gr_producer_state_decode(struct gr_producer_state *ps, const uint8_t *buf, size_t len)
 {
     gr_producer_state_reset(ps, 0);
-    if (len < PS_HEADER_BYTES || gr_be16(buf) != GR_PRODUCER_SNAPSHOT_VERSION)
-        return -EINVAL;
-    if (gr_be32(buf + 2) != gr_crc32c(0, buf + 6, len - 6))
-        return -EINVAL;
+    if (len < PS_HEADER_BYTES || gr_be16(buf) != GR_PRODUCER_SNAPSHOT_VERSION) return -EINVAL;
+    if (gr_be32(buf + 2) != gr_crc32c(0, buf + 6, len - 6)) return -EINVAL;
     int64_t end_offset = (int64_t)gr_be64(buf + 6);
     uint32_t n = gr_be32(buf + 14);
-    if (end_offset < 0 || n > (len - PS_HEADER_BYTES) / PS_ENTRY_FIXED_BYTES)
-        return -EINVAL;
+    if (end_offset < 0 || n > (len - PS_HEADER_BYTES) / PS_ENTRY_FIXED_BYTES) return -EINVAL;
     const uint8_t *p = buf + PS_HEADER_BYTES, *end = buf + len;
     for (uint32_t k = 0; k < n; k++) {
-        if ((size_t)(end - p) < PS_ENTRY_FIXED_BYTES)
-            goto bad;
+        if ((size_t)(end - p) < PS_ENTRY_FIXED_BYTES) goto bad;
         int64_t pid = (int64_t)gr_be64(p);
         int bc = p[30];
         if (pid < 0 || bc > GR_PRODUCER_BATCHES_MAX || ps_lookup(ps, pid) ||
@@ -333,8 +323,7 @@ int gr_producer_state_decode(struct gr_producer_state *ps, const uint8_t *buf, s
             p += PS_BATCH_BYTES;
         }
     }
-    if (p != end)
-        goto bad;
+    if (p != end) goto bad;
     ps->end_offset = end_offset;
     return 0;
 bad:

@@ -52,8 +52,8 @@ struct gr_producer_entry {
     int16_t producer_epoch;
     int32_t coordinator_epoch;
     int64_t last_timestamp_ms;
-    int64_t current_txn_first_offset; /* -1: no open transaction */
-    int batch_count;                  /* 0..GR_PRODUCER_BATCHES_MAX */
+    int64_t current_txn_first_offset;                          /* -1: no open transaction */
+    int batch_count;                                           /* 0..GR_PRODUCER_BATCHES_MAX */
     struct gr_producer_batch batches[GR_PRODUCER_BATCHES_MAX]; /* oldest first */
 };
 
@@ -61,7 +61,7 @@ struct gr_producer_state {
     struct gr_producer_entry *slots; /* open addressing, producer_id -1 = empty */
     size_t cap;                      /* power of two, or 0 */
     size_t count;
-    int64_t end_offset;              /* the state covers batches below this offset */
+    int64_t end_offset; /* the state covers batches below this offset */
 };
 
 void gr_producer_state_init(struct gr_producer_state *ps);
@@ -70,7 +70,8 @@ void gr_producer_state_free(struct gr_producer_state *ps);
 void gr_producer_state_reset(struct gr_producer_state *ps, int64_t end_offset);
 
 /* Returns borrowed: the entry of `producer_id`, or NULL. */
-const struct gr_producer_entry *gr_producer_state_find(const struct gr_producer_state *ps, int64_t producer_id);
+const struct gr_producer_entry *gr_producer_state_find(const struct gr_producer_state *ps,
+                                                       int64_t producer_id);
 /* Number of producers tracked. */
 size_t gr_producer_state_count(const struct gr_producer_state *ps);
 /* Iteration: *cursor starts at 0; returns the next entry or NULL at the end. Order is unspecified. */
@@ -79,8 +80,8 @@ const struct gr_producer_entry *gr_producer_state_next(const struct gr_producer_
 /* Last sequence of the producer's last batch, -1 if it has none. */
 int32_t gr_producer_entry_last_seq(const struct gr_producer_entry *e);
 /* Returns borrowed: the remembered batch with exactly these sequences (a retry), or NULL. */
-const struct gr_producer_batch *gr_producer_entry_find_batch(const struct gr_producer_entry *e, int32_t first_seq,
-                                                             int32_t last_seq);
+const struct gr_producer_batch *gr_producer_entry_find_batch(const struct gr_producer_entry *e,
+                                                             int32_t first_seq, int32_t last_seq);
 
 /* Applies one appended batch given its header (the first 61 bytes, base offset already assigned).
    Batches with producer id < 0 only advance end_offset. Returns 0, or -ENOMEM (state unchanged). */

@@ -52,8 +52,7 @@ void gr_segment_file_name(char *buf, int64_t base_offset, const char *suffix)
 struct gr_segment *gr_segment_new(struct gr_log *log, int64_t base_offset)
 {
     struct gr_segment *seg = calloc(1, sizeof(*seg));
-    if (!seg)
-        return NULL;
+    if (!seg) return NULL;
     seg->log = log;
     seg->base_offset = base_offset;
     atomic_init(&seg->refs, 1);
@@ -89,8 +88,7 @@ int gr_segment_create(struct gr_segment *seg)
         err = seg->timeindex_fd = gr_sys_openat(dir, name, O_RDWR | O_CREAT | O_TRUNC, 0644);
     }
     struct stat st;
-    if (err >= 0 && fstat(seg->fd, &st) < 0)
-        err = -errno;
+    if (err >= 0 && fstat(seg->fd, &st) < 0) err = -errno;
     if (err < 0) {
         gr_sys_close(seg->fd);
         gr_sys_close(seg->index_fd);
@@ -102,6 +100,11 @@ int gr_segment_create(struct gr_segment *seg)
     seg->dev = st.st_dev;
     seg->ino = st.st_ino;
     seg->index_loaded = true;
+    /* The index files exist from the start (Kafka's layout) but are only written at seal or clean close:
+       an active segment holds just its .log descriptor. */
+    gr_sys_close(seg->index_fd);
+    gr_sys_close(seg->timeindex_fd);
+    seg->index_fd = seg->timeindex_fd = -1;
     return 0;
 }
 
@@ -110,8 +113,7 @@ int gr_segment_open(struct gr_segment *seg, bool active)
     char name[GR_SEGMENT_NAME_BYTES];
     gr_segment_file_name(name, seg->base_offset, ".log");
     struct stat st;
-    if (fstatat(seg->log->dir_fd, name, &st, 0) < 0)
-        return -errno;
+    if (fstatat(seg->log->dir_fd, name, &st, 0) < 0) return -errno;
     seg->dev = st.st_dev;
     seg->ino = st.st_ino;
     seg->size_bytes = st.st_size;
@@ -121,18 +123,19 @@ int gr_segment_open(struct gr_segment *seg, bool active)
         return 0;
     }
     int fd = gr_sys_openat(seg->log->dir_fd, name, O_RDWR, 0);
-    if (fd < 0)
-        return fd;
+    if (fd < 0) return fd;
     seg->fd = fd;
     return 0;
 }
 
-void gr_segment_ref(struct gr_segment *seg) { atomic_fetch_add(&seg->refs, 1); }
+void gr_segment_ref(struct gr_segment *seg)
+{
+    atomic_fetch_add(&seg->refs, 1);
+}
 
 void gr_segment_unref(struct gr_segment *seg)
 {
-    if (atomic_fetch_sub(&seg->refs, 1) != 1)
-        return;
+    if (atomic_fetch_sub(&seg->refs, 1) != 1) return;
     /* A log leaves the LRU before dropping its reference, so the last reference never finds it there. */
     assert(!seg->in_lru);
     gr_sys_close(seg->fd);
@@ -145,8 +148,7 @@ void gr_segment_unref(struct gr_segment *seg)
 
 void gr_segment_lru_remove(struct gr_segment *seg)
 {
-    if (!seg->in_lru)
-        return;
+    if (!seg->in_lru) return;
     struct gr_store *store = seg->log->store;
     if (seg->lru_prev)
         seg->lru_prev->lru_next = seg->lru_next;
@@ -166,11 +168,9 @@ static void lru_push_front(struct gr_segment *seg)
     struct gr_store *store = seg->log->store;
     seg->lru_prev = NULL;
     seg->lru_next = store->lru_head;
-    if (store->lru_head)
-        store->lru_head->lru_prev = seg;
+    if (store->lru_head) store->lru_head->lru_prev = seg;
     store->lru_head = seg;
-    if (!store->lru_tail)
-        store->lru_tail = seg;
+    if (!store->lru_tail) store->lru_tail = seg;
     seg->in_lru = true;
     store->lru_count++;
 }
@@ -198,15 +198,15 @@ int gr_segment_fd(struct gr_segment *seg)
             lru_push_front(seg);
         } else if (!seg->in_lru && seg->sealed && !seg->deleted) {
             lru_push_front(seg); /* just sealed: its descriptor now counts against the limit */
-            lru_evict(seg->log->store, seg);
         }
+        if (seg->log->store->lru_count > seg->log->store->cfg.open_segment_fds_max)
+            lru_evict(seg->log->store, seg); /* files pinned by flushes or slices earlier may be free now */
         return seg->fd;
     }
     char name[GR_SEGMENT_NAME_BYTES];
     gr_segment_file_name(name, seg->base_offset, ".log");
     int fd = gr_sys_openat(seg->log->dir_fd, name, O_RDONLY, 0);
-    if (fd < 0)
-        return fd;
+    if (fd < 0) return fd;
     seg->fd = fd;
     if (seg->sealed && !seg->deleted) {
         lru_push_front(seg);
@@ -217,12 +217,10 @@ int gr_segment_fd(struct gr_segment *seg)
 
 static int grow(void **arr, int32_t *cap, int32_t count, size_t elem)
 {
-    if (count < *cap)
-        return 0;
+    if (count < *cap) return 0;
     int32_t ncap = *cap ? *cap * 2 : 64;
     void *n = realloc(*arr, (size_t)ncap * elem);
-    if (!n)
-        return -ENOMEM;
+    if (!n) return -ENOMEM;
     *arr = n;
     *cap = ncap;
     return 0;
@@ -231,8 +229,7 @@ static int grow(void **arr, int32_t *cap, int32_t count, size_t elem)
 static void time_index_maybe_append(struct gr_segment *seg, int64_t ts, int64_t offset)
 {
     int64_t last_ts = seg->tidx_count ? seg->tidx[seg->tidx_count - 1].timestamp_ms : -1;
-    if (ts <= last_ts)
-        return;
+    if (ts <= last_ts) return;
     if (grow((void **)&seg->tidx, &seg->tidx_cap, seg->tidx_count, sizeof(*seg->tidx)) < 0)
         return; /* a sparse index stays correct: the entry is an optimisation */
     seg->tidx[seg->tidx_count].timestamp_ms = ts;
@@ -241,14 +238,13 @@ static void time_index_maybe_append(struct gr_segment *seg, int64_t ts, int64_t 
 }
 
 /* Notes a batch; `may_index` false for a batch whose index entry already exists (clean-open tail scan). */
-static void note_batch(struct gr_segment *seg, const uint8_t *hdr, int64_t pos, const struct gr_log_config *cfg,
-                       bool may_index)
+static void note_batch(struct gr_segment *seg, const uint8_t *hdr, int64_t pos,
+                       const struct gr_log_config *cfg, bool may_index)
 {
     int64_t last = gr_batch_last_offset(hdr);
     int64_t max_ts = gr_batch_max_timestamp(hdr);
     int64_t total = gr_batch_total_bytes(hdr);
-    if (pos == 0)
-        seg->rolling_timestamp_ms = max_ts;
+    if (pos == 0) seg->rolling_timestamp_ms = max_ts;
     if (max_ts > seg->max_timestamp_ms) {
         seg->max_timestamp_ms = max_ts;
         seg->max_timestamp_offset = last;
@@ -267,7 +263,8 @@ static void note_batch(struct gr_segment *seg, const uint8_t *hdr, int64_t pos, 
     seg->size_bytes = pos + total;
 }
 
-int gr_segment_note_batch(struct gr_segment *seg, const uint8_t *hdr, int64_t pos, const struct gr_log_config *cfg)
+int gr_segment_note_batch(struct gr_segment *seg, const uint8_t *hdr, int64_t pos,
+                          const struct gr_log_config *cfg)
 {
     note_batch(seg, hdr, pos, cfg, true);
     return 0;
@@ -295,13 +292,11 @@ static int write_file(struct gr_segment *seg, int *fdp, const char *sfx, const u
         char name[GR_SEGMENT_NAME_BYTES];
         gr_segment_file_name(name, seg->base_offset, sfx);
         int fd = gr_sys_openat(seg->log->dir_fd, name, O_RDWR | O_CREAT, 0644);
-        if (fd < 0)
-            return fd;
+        if (fd < 0) return fd;
         *fdp = fd;
     }
     int err = gr_sys_pwrite_full(*fdp, buf, len, 0);
-    if (err == 0)
-        err = gr_sys_ftruncate(*fdp, (int64_t)len);
+    if (err == 0) err = gr_sys_ftruncate(*fdp, (int64_t)len);
     return err;
 }
 
@@ -309,8 +304,7 @@ int gr_segment_write_indexes(struct gr_segment *seg)
 {
     size_t n1 = (size_t)seg->idx_count * 8, n2 = (size_t)seg->tidx_count * 12;
     uint8_t *buf = malloc(n1 + n2 + 1);
-    if (!buf)
-        return -ENOMEM;
+    if (!buf) return -ENOMEM;
     for (int32_t i = 0; i < seg->idx_count; i++) {
         gr_put_be32(buf + 8 * i, (uint32_t)seg->idx[i].rel_offset);
         gr_put_be32(buf + 8 * i + 4, (uint32_t)seg->idx[i].position);
@@ -370,8 +364,7 @@ const uint8_t *gr_seg_reader_get(struct gr_seg_reader *r, int64_t pos, size_t n,
     }
     r->buf_pos = pos;
     r->buf_len = (size_t)got;
-    if ((size_t)got < n)
-        return NULL;
+    if ((size_t)got < n) return NULL;
     return r->buf;
 }
 
@@ -380,11 +373,9 @@ static int scan_headers(struct gr_segment *seg, const struct gr_log_config *cfg,
                         bool first_indexed)
 {
     int fd = gr_segment_fd(seg);
-    if (fd < 0)
-        return fd;
+    if (fd < 0) return fd;
     struct gr_seg_reader r;
-    if (gr_seg_reader_init(&r, fd, RECOVERY_READ_BYTES) < 0)
-        return -ENOMEM;
+    if (gr_seg_reader_init(&r, fd, RECOVERY_READ_BYTES) < 0) return -ENOMEM;
     int64_t pos = from;
     int err = 0;
     while (pos < end) {
@@ -402,8 +393,7 @@ static int scan_headers(struct gr_segment *seg, const struct gr_log_config *cfg,
         pos += total;
     }
     gr_seg_reader_free(&r);
-    if (err == 0 && pos != end)
-        err = -EIO;
+    if (err == 0 && pos != end) err = -EIO;
     return err;
 }
 
@@ -420,10 +410,8 @@ static int parse_indexes(struct gr_segment *seg)
     char *b1 = NULL, *b2 = NULL;
     size_t l1 = 0, l2 = 0;
     int err = read_index_file(seg, ".index", &b1, &l1);
-    if (err == 0)
-        err = read_index_file(seg, ".timeindex", &b2, &l2);
-    if (err == 0 && (l1 % 8 || l2 % 12))
-        err = -EINVAL;
+    if (err == 0) err = read_index_file(seg, ".timeindex", &b2, &l2);
+    if (err == 0 && (l1 % 8 || l2 % 12)) err = -EINVAL;
     int64_t max_rel = seg->next_offset - 1 - seg->base_offset;
     seg->idx_count = seg->tidx_count = 0;
     for (size_t i = 0; err == 0 && i < l1 / 8; i++) {
@@ -443,7 +431,8 @@ static int parse_indexes(struct gr_segment *seg)
         int64_t ts = (int64_t)gr_be64(p);
         int32_t rel = (int32_t)gr_be32(p + 8);
         const struct gr_time_entry *prev = seg->tidx_count ? &seg->tidx[seg->tidx_count - 1] : NULL;
-        if (rel < 0 || rel > max_rel || ts < 0 || (prev && (ts <= prev->timestamp_ms || rel < prev->rel_offset)))
+        if (rel < 0 || rel > max_rel || ts < 0 ||
+            (prev && (ts <= prev->timestamp_ms || rel < prev->rel_offset)))
             err = -EINVAL;
         else if (grow((void **)&seg->tidx, &seg->tidx_cap, seg->tidx_count, sizeof(*seg->tidx)) < 0)
             err = -ENOMEM;
@@ -452,8 +441,7 @@ static int parse_indexes(struct gr_segment *seg)
     }
     free(b1);
     free(b2);
-    if (err < 0)
-        seg->idx_count = seg->tidx_count = 0;
+    if (err < 0) seg->idx_count = seg->tidx_count = 0;
     return err;
 }
 
@@ -469,8 +457,7 @@ static int rebuild_indexes(struct gr_segment *seg, const struct gr_log_config *c
         seg->next_offset = next;
         return err;
     }
-    if (seg->sealed)
-        time_index_maybe_append(seg, seg->max_timestamp_ms, seg->max_timestamp_offset);
+    if (seg->sealed) time_index_maybe_append(seg, seg->max_timestamp_ms, seg->max_timestamp_offset);
     GR_INFO("storage: %s: rebuilt indexes of segment %" PRId64 " (%d entries)", seg->log->dir_name,
             seg->base_offset, seg->idx_count);
     if (seg->sealed) {
@@ -487,17 +474,14 @@ static int rebuild_indexes(struct gr_segment *seg, const struct gr_log_config *c
 
 int gr_segment_load_index(struct gr_segment *seg, const struct gr_log_config *cfg)
 {
-    if (seg->index_loaded)
-        return 0;
+    if (seg->index_loaded) return 0;
     int err = parse_indexes(seg);
-    if (err == -ENOMEM)
-        return err;
+    if (err == -ENOMEM) return err;
     if (err < 0) {
         GR_WARN("storage: %s: index of segment %" PRId64 " missing or invalid (%s), rebuilding",
                 seg->log->dir_name, seg->base_offset, strerror(-err));
         err = rebuild_indexes(seg, cfg);
-        if (err < 0)
-            return err;
+        if (err < 0) return err;
     }
     seg->index_loaded = true;
     return 0;
@@ -505,8 +489,7 @@ int gr_segment_load_index(struct gr_segment *seg, const struct gr_log_config *cf
 
 int gr_segment_load_max_timestamp(struct gr_segment *seg, const struct gr_log_config *cfg)
 {
-    if (seg->size_bytes == 0)
-        return 0;
+    if (seg->size_bytes == 0) return 0;
     char name[GR_SEGMENT_NAME_BYTES];
     gr_segment_file_name(name, seg->base_offset, ".timeindex");
     struct stat st;
@@ -540,17 +523,14 @@ int gr_segment_recover(struct gr_segment *seg, const struct gr_log_config *cfg, 
 {
     *why = NULL;
     int fd = gr_segment_fd(seg);
-    if (fd < 0)
-        return fd;
+    if (fd < 0) return fd;
     struct stat st;
-    if (fstat(fd, &st) < 0)
-        return -errno;
+    if (fstat(fd, &st) < 0) return -errno;
     int64_t fsize = st.st_size;
     *file_bytes = fsize;
     reset_indexes(seg);
     struct gr_seg_reader r;
-    if (gr_seg_reader_init(&r, fd, RECOVERY_READ_BYTES) < 0)
-        return -ENOMEM;
+    if (gr_seg_reader_init(&r, fd, RECOVERY_READ_BYTES) < 0) return -ENOMEM;
     int64_t pos = 0, expected = seg->base_offset;
     int err = 0;
     uint8_t hdr[GR_BATCH_HEADER_BYTES];
@@ -586,8 +566,8 @@ int gr_segment_recover(struct gr_segment *seg, const struct gr_log_config *cfg, 
             *why = "bad last offset delta";
             break;
         }
-        uint32_t crc = gr_crc32c(0, hdr + GR_BATCH_OFF_ATTRIBUTES,
-                                         GR_BATCH_HEADER_BYTES - GR_BATCH_OFF_ATTRIBUTES);
+        uint32_t crc =
+            gr_crc32c(0, hdr + GR_BATCH_OFF_ATTRIBUTES, GR_BATCH_HEADER_BYTES - GR_BATCH_OFF_ATTRIBUTES);
         int64_t p = pos + GR_BATCH_HEADER_BYTES, left = total - GR_BATCH_HEADER_BYTES;
         while (left > 0 && err == 0) {
             size_t n = left > (int64_t)r.cap ? r.cap : (size_t)left;
@@ -600,8 +580,7 @@ int gr_segment_recover(struct gr_segment *seg, const struct gr_log_config *cfg, 
             p += (int64_t)n;
             left -= (int64_t)n;
         }
-        if (err)
-            break;
+        if (err) break;
         if (crc != gr_batch_crc(hdr)) {
             *why = "CRC-32C mismatch";
             break;
@@ -618,32 +597,28 @@ int gr_segment_recover(struct gr_segment *seg, const struct gr_log_config *cfg, 
 int gr_segment_scan_tail(struct gr_segment *seg, const struct gr_log_config *cfg)
 {
     int fd = gr_segment_fd(seg);
-    if (fd < 0)
-        return fd;
+    if (fd < 0) return fd;
     struct stat st;
-    if (fstat(fd, &st) < 0)
-        return -errno;
+    if (fstat(fd, &st) < 0) return -errno;
     int64_t fsize = st.st_size;
     seg->size_bytes = fsize;
     seg->next_offset = INT64_MAX; /* unknown yet: let parse_indexes accept any relative offset */
     int err = parse_indexes(seg);
-    if (err < 0)
-        return err == -ENOMEM ? err : -EINVAL;
+    if (err < 0) return err == -ENOMEM ? err : -EINVAL;
     int64_t from = seg->idx_count ? seg->idx[seg->idx_count - 1].position : 0;
     seg->next_offset = seg->base_offset;
     seg->max_timestamp_ms = seg->tidx_count ? seg->tidx[seg->tidx_count - 1].timestamp_ms : -1;
-    seg->max_timestamp_offset = seg->tidx_count ? seg->base_offset + seg->tidx[seg->tidx_count - 1].rel_offset : -1;
+    seg->max_timestamp_offset =
+        seg->tidx_count ? seg->base_offset + seg->tidx[seg->tidx_count - 1].rel_offset : -1;
     seg->bytes_since_index = 0;
     if (fsize > 0) {
         uint8_t first[GR_BATCH_HEADER_BYTES];
         ssize_t r = gr_sys_pread_full(fd, first, sizeof(first), 0);
-        if (r != (ssize_t)sizeof(first))
-            return r < 0 ? (int)r : -EINVAL;
+        if (r != (ssize_t)sizeof(first)) return r < 0 ? (int)r : -EINVAL;
         seg->rolling_timestamp_ms = gr_batch_max_timestamp(first);
     }
     err = scan_headers(seg, cfg, from, fsize, seg->idx_count > 0);
-    if (err < 0)
-        return -EINVAL;
+    if (err < 0) return -EINVAL;
     /* The last time entry must not point past the data found (a stale file). */
     if (seg->tidx_count && seg->base_offset + seg->tidx[seg->tidx_count - 1].rel_offset >= seg->next_offset)
         return -EINVAL;
@@ -655,8 +630,7 @@ int gr_segment_find(struct gr_segment *seg, const struct gr_log_config *cfg, int
                     uint8_t *hdr)
 {
     int err = gr_segment_load_index(seg, cfg);
-    if (err < 0)
-        return err;
+    if (err < 0) return err;
     int64_t rel = target - seg->base_offset;
     int64_t start = 0;
     int32_t lo = 0, hi = seg->idx_count - 1;
@@ -670,11 +644,9 @@ int gr_segment_find(struct gr_segment *seg, const struct gr_log_config *cfg, int
         }
     }
     int fd = gr_segment_fd(seg);
-    if (fd < 0)
-        return fd;
+    if (fd < 0) return fd;
     struct gr_seg_reader r;
-    if (gr_seg_reader_init(&r, fd, LOOKUP_READ_BYTES) < 0)
-        return -ENOMEM;
+    if (gr_seg_reader_init(&r, fd, LOOKUP_READ_BYTES) < 0) return -ENOMEM;
     int64_t pos = start;
     int found = 0;
     while (pos < seg->size_bytes) {
@@ -707,26 +679,22 @@ int64_t gr_segment_boundary_before(struct gr_segment *seg, int64_t from, int64_t
     while (lo <= hi) { /* largest entry with position <= limit */
         int32_t mid = lo + (hi - lo) / 2;
         if (seg->idx[mid].position <= limit) {
-            if (seg->idx[mid].position > start)
-                start = seg->idx[mid].position;
+            if (seg->idx[mid].position > start) start = seg->idx[mid].position;
             lo = mid + 1;
         } else {
             hi = mid - 1;
         }
     }
     int fd = gr_segment_fd(seg);
-    if (fd < 0)
-        return fd;
+    if (fd < 0) return fd;
     struct gr_seg_reader r;
-    if (gr_seg_reader_init(&r, fd, LOOKUP_READ_BYTES) < 0)
-        return -ENOMEM;
+    if (gr_seg_reader_init(&r, fd, LOOKUP_READ_BYTES) < 0) return -ENOMEM;
     int64_t pos = start;
     int err = 0;
     while (pos < limit) {
         const uint8_t *h = gr_seg_reader_get(&r, pos, GR_BATCH_HEADER_BYTES, &err);
         if (!h) {
-            if (err == 0 && pos + GR_BATCH_HEADER_BYTES > seg->size_bytes)
-                break;
+            if (err == 0 && pos + GR_BATCH_HEADER_BYTES > seg->size_bytes) break;
             pos = err ? err : -EIO;
             break;
         }
@@ -735,8 +703,7 @@ int64_t gr_segment_boundary_before(struct gr_segment *seg, int64_t from, int64_t
             pos = -EIO;
             break;
         }
-        if (pos + total > limit)
-            break;
+        if (pos + total > limit) break;
         pos += total;
     }
     gr_seg_reader_free(&r);

@@ -11,10 +11,11 @@
  *   version=1       KRaft meta.properties version
  *   cluster.id=<22 base64url>    random 16 bytes, Kafka's Uuid text form
  *
- * __gregor_topics/<topic>.topic (Gregor's text format, one "key=value" per line, atomically replaced):
+ * __gregor_topics/<topic id, base64url>.topic (Gregor's text format, one "key=value" per line, atomically
+ * replaced; named by id because a 249-byte topic name leaves no room for suffixes in a 255-byte file name):
  *   LINE                  MEANING
  *   version=0             format version
- *   name=<topic>          the topic name (also the file name without ".topic")
+ *   name=<topic>          the topic name
  *   topic_id=<base64url>  16-byte topic id, Kafka's Uuid text form (also in each partition.metadata)
  *   partitions=<n>        partition count
  *   config.<key>=<value>  one line per topic-level config (values never contain a newline)
@@ -63,17 +64,34 @@ void gr_store_config_defaults(struct gr_store_config *cfg)
     cfg->open_segment_fds_max = 1024;
 }
 
-const char *gr_store_cluster_id(const struct gr_store *store) { return store->cluster_id; }
-const char *gr_topic_name(const struct gr_topic *t) { return t->name; }
-const uint8_t *gr_topic_id(const struct gr_topic *t) { return t->id; }
-int32_t gr_topic_partition_count(const struct gr_topic *t) { return t->partition_count; }
-int gr_store_topic_count(const struct gr_store *store) { return store->topic_count; }
-int gr_topic_config_count(const struct gr_topic *t) { return t->config_count; }
+const char *gr_store_cluster_id(const struct gr_store *store)
+{
+    return store->cluster_id;
+}
+const char *gr_topic_name(const struct gr_topic *t)
+{
+    return t->name;
+}
+const uint8_t *gr_topic_id(const struct gr_topic *t)
+{
+    return t->id;
+}
+int32_t gr_topic_partition_count(const struct gr_topic *t)
+{
+    return t->partition_count;
+}
+int gr_store_topic_count(const struct gr_store *store)
+{
+    return store->topic_count;
+}
+int gr_topic_config_count(const struct gr_topic *t)
+{
+    return t->config_count;
+}
 
 struct gr_log *gr_topic_log(struct gr_topic *t, int32_t partition)
 {
-    if (t->deleted || partition < 0 || partition >= t->partition_count)
-        return NULL;
+    if (t->deleted || partition < 0 || partition >= t->partition_count) return NULL;
     return t->logs[partition];
 }
 
@@ -86,8 +104,7 @@ void gr_topic_config_at(const struct gr_topic *t, int i, const char **key, const
 const char *gr_topic_config_get(const struct gr_topic *t, const char *key)
 {
     for (int i = 0; i < t->config_count; i++)
-        if (strcmp(t->config_keys[i], key) == 0)
-            return t->config_values[i];
+        if (strcmp(t->config_keys[i], key) == 0) return t->config_values[i];
     return NULL;
 }
 
@@ -100,34 +117,56 @@ struct gr_topic *gr_store_topic_at(struct gr_store *store, int i)
 
 /* Kafka's topic config names (TopicConfig and LogConfig of Kafka 4.1). */
 static const char *const known_keys[] = {
-    "cleanup.policy", "compression.gzip.level", "compression.lz4.level", "compression.type",
-    "compression.zstd.level", "delete.retention.ms", "file.delete.delay.ms", "flush.messages", "flush.ms",
-    "follower.replication.throttled.replicas", "index.interval.bytes", "leader.replication.throttled.replicas",
-    "local.retention.bytes", "local.retention.ms", "max.compaction.lag.ms", "max.message.bytes",
-    "message.downconversion.enable", "message.timestamp.after.max.ms", "message.timestamp.before.max.ms",
-    "message.timestamp.type", "min.cleanable.dirty.ratio", "min.compaction.lag.ms", "min.insync.replicas",
-    "preallocate", "remote.log.copy.disable", "remote.log.delete.on.disable", "remote.storage.enable",
-    "retention.bytes", "retention.ms", "segment.bytes", "segment.index.bytes", "segment.jitter.ms",
-    "segment.ms", "unclean.leader.election.enable",
+    "cleanup.policy",
+    "compression.gzip.level",
+    "compression.lz4.level",
+    "compression.type",
+    "compression.zstd.level",
+    "delete.retention.ms",
+    "file.delete.delay.ms",
+    "flush.messages",
+    "flush.ms",
+    "follower.replication.throttled.replicas",
+    "index.interval.bytes",
+    "leader.replication.throttled.replicas",
+    "local.retention.bytes",
+    "local.retention.ms",
+    "max.compaction.lag.ms",
+    "max.message.bytes",
+    "message.downconversion.enable",
+    "message.timestamp.after.max.ms",
+    "message.timestamp.before.max.ms",
+    "message.timestamp.type",
+    "min.cleanable.dirty.ratio",
+    "min.compaction.lag.ms",
+    "min.insync.replicas",
+    "preallocate",
+    "remote.log.copy.disable",
+    "remote.log.delete.on.disable",
+    "remote.storage.enable",
+    "retention.bytes",
+    "retention.ms",
+    "segment.bytes",
+    "segment.index.bytes",
+    "segment.jitter.ms",
+    "segment.ms",
+    "unclean.leader.election.enable",
 };
 
 bool gr_topic_config_key_known(const char *key)
 {
     for (size_t i = 0; i < sizeof(known_keys) / sizeof(known_keys[0]); i++)
-        if (strcmp(known_keys[i], key) == 0)
-            return true;
+        if (strcmp(known_keys[i], key) == 0) return true;
     return false;
 }
 
 static int parse_long(const char *s, int64_t min, int64_t max, int64_t *out)
 {
-    if (!*s)
-        return -EINVAL;
+    if (!*s) return -EINVAL;
     char *end;
     errno = 0;
     long long v = strtoll(s, &end, 10);
-    if (errno || *end || v < min || v > max)
-        return -EINVAL;
+    if (errno || *end || v < min || v > max) return -EINVAL;
     *out = v;
     return 0;
 }
@@ -136,43 +175,33 @@ static int parse_long(const char *s, int64_t min, int64_t max, int64_t *out)
 static int config_apply(struct gr_log_config *cfg, const char *key, const char *value)
 {
     int64_t v;
-    if (!gr_topic_config_key_known(key) || strchr(value, '\n') || strlen(value) > 4096)
-        return -EINVAL;
+    if (!gr_topic_config_key_known(key) || strchr(value, '\n') || strlen(value) > 4096) return -EINVAL;
     if (strcmp(key, "segment.bytes") == 0) {
-        if (parse_long(value, 14, INT32_MAX, &v) < 0)
-            return -EINVAL;
+        if (parse_long(value, 14, INT32_MAX, &v) < 0) return -EINVAL;
         cfg->segment_bytes = v;
     } else if (strcmp(key, "segment.ms") == 0) {
-        if (parse_long(value, 1, INT64_MAX, &v) < 0)
-            return -EINVAL;
+        if (parse_long(value, 1, INT64_MAX, &v) < 0) return -EINVAL;
         cfg->segment_ms = v;
     } else if (strcmp(key, "retention.ms") == 0) {
-        if (parse_long(value, -1, INT64_MAX, &v) < 0)
-            return -EINVAL;
+        if (parse_long(value, -1, INT64_MAX, &v) < 0) return -EINVAL;
         cfg->retention_ms = v;
     } else if (strcmp(key, "retention.bytes") == 0) {
-        if (parse_long(value, INT64_MIN, INT64_MAX, &v) < 0)
-            return -EINVAL;
+        if (parse_long(value, INT64_MIN, INT64_MAX, &v) < 0) return -EINVAL;
         cfg->retention_bytes = v < 0 ? -1 : v;
     } else if (strcmp(key, "max.message.bytes") == 0) {
-        if (parse_long(value, 0, INT32_MAX, &v) < 0)
-            return -EINVAL;
+        if (parse_long(value, 0, INT32_MAX, &v) < 0) return -EINVAL;
         cfg->max_message_bytes = (int32_t)v;
     } else if (strcmp(key, "index.interval.bytes") == 0) {
-        if (parse_long(value, 0, INT32_MAX, &v) < 0)
-            return -EINVAL;
+        if (parse_long(value, 0, INT32_MAX, &v) < 0) return -EINVAL;
         cfg->index_interval_bytes = (int32_t)v;
     } else if (strcmp(key, "segment.index.bytes") == 0) {
-        if (parse_long(value, 4, INT32_MAX, &v) < 0)
-            return -EINVAL;
+        if (parse_long(value, 4, INT32_MAX, &v) < 0) return -EINVAL;
         cfg->segment_index_bytes = (int32_t)v;
     } else if (strcmp(key, "flush.messages") == 0) {
-        if (parse_long(value, 1, INT64_MAX, &v) < 0)
-            return -EINVAL;
+        if (parse_long(value, 1, INT64_MAX, &v) < 0) return -EINVAL;
         cfg->flush_messages = v;
     } else if (strcmp(key, "flush.ms") == 0) {
-        if (parse_long(value, 0, INT64_MAX, &v) < 0)
-            return -EINVAL;
+        if (parse_long(value, 0, INT64_MAX, &v) < 0) return -EINVAL;
         cfg->flush_ms = v;
     } else if (strcmp(key, "cleanup.policy") == 0) {
         /* A comma-separated list of "delete" and "compact" (compaction itself is not implemented). */
@@ -190,13 +219,11 @@ static int config_apply(struct gr_log_config *cfg, const char *key, const char *
             else if (!(m == 7 && strncmp(p, "compact", 7) == 0))
                 return -EINVAL;
             p += n;
-            if (*p == ',')
-                p++;
+            if (*p == ',') p++;
         }
         cfg->delete_policy = del;
     } else if (strcmp(key, "message.timestamp.type") == 0) {
-        if (strcmp(value, "CreateTime") != 0 && strcmp(value, "LogAppendTime") != 0)
-            return -EINVAL;
+        if (strcmp(value, "CreateTime") != 0 && strcmp(value, "LogAppendTime") != 0) return -EINVAL;
     }
     return 0;
 }
@@ -216,18 +243,15 @@ static void store_defaults_cfg(const struct gr_store_config *sc, struct gr_log_c
 }
 
 /* Validates a config set and computes the effective config it gives. */
-static int configs_check(struct gr_store *store, const char *const *keys, const char *const *values, int count,
-                         struct gr_log_config *cfg)
+static int configs_check(struct gr_store *store, const char *const *keys, const char *const *values,
+                         int count, struct gr_log_config *cfg)
 {
     store_defaults_cfg(&store->cfg, cfg);
-    if (count < 0 || (count > 0 && (!keys || !values)))
-        return -EINVAL;
+    if (count < 0 || (count > 0 && (!keys || !values))) return -EINVAL;
     for (int i = 0; i < count; i++) {
-        if (!keys[i] || !values[i] || config_apply(cfg, keys[i], values[i]) < 0)
-            return -EINVAL;
+        if (!keys[i] || !values[i] || config_apply(cfg, keys[i], values[i]) < 0) return -EINVAL;
         for (int j = 0; j < i; j++)
-            if (strcmp(keys[i], keys[j]) == 0)
-                return -EINVAL;
+            if (strcmp(keys[i], keys[j]) == 0) return -EINVAL;
     }
     return 0;
 }
@@ -250,8 +274,7 @@ static void free_strings(char **v, int n)
 
 static void topic_free(struct gr_topic *t)
 {
-    if (!t)
-        return;
+    if (!t) return;
     for (int i = 0; t->logs && i < t->partition_count; i++)
         gr_log_free(t->logs[i]);
     free(t->logs);
@@ -264,11 +287,9 @@ static void topic_free(struct gr_topic *t)
 static int copy_strings(const char *const *src, int n, char ***out)
 {
     *out = NULL;
-    if (n == 0)
-        return 0;
+    if (n == 0) return 0;
     char **v = calloc((size_t)n, sizeof(char *));
-    if (!v)
-        return -ENOMEM;
+    if (!v) return -ENOMEM;
     for (int i = 0; i < n; i++) {
         if (!(v[i] = strdup(src[i]))) {
             free_strings(v, n);
@@ -286,8 +307,8 @@ static bool topic_name_valid(const char *name)
         return false;
     for (size_t i = 0; i < n; i++) {
         char c = name[i];
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
-              c == '-'))
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+              c == '_' || c == '-'))
             return false;
     }
     return true;
@@ -300,14 +321,14 @@ static int topic_file_write(struct gr_store *store, const struct gr_topic *t, in
     for (int i = 0; i < count; i++)
         cap += strlen(keys[i]) + strlen(values[i]) + 16;
     char *buf = malloc(cap), id[23];
-    if (!buf)
-        return -ENOMEM;
+    if (!buf) return -ENOMEM;
     gr_uuid_to_base64url(t->id, id);
-    size_t n = (size_t)snprintf(buf, cap, "version=0\nname=%s\ntopic_id=%s\npartitions=%d\n", t->name, id, partitions);
+    size_t n = (size_t)snprintf(buf, cap, "version=0\nname=%s\ntopic_id=%s\npartitions=%d\n", t->name, id,
+                                partitions);
     for (int i = 0; i < count; i++)
         n += (size_t)snprintf(buf + n, cap - n, "config.%s=%s\n", keys[i], values[i]);
-    char fname[GR_TOPIC_NAME_BYTES_MAX + 16];
-    snprintf(fname, sizeof(fname), "%s.topic", t->name);
+    char fname[32];
+    snprintf(fname, sizeof(fname), "%s.topic", id);
     int err = gr_file_write_atomic(store->topics_dir_fd, fname, buf, n);
     free(buf);
     return err;
@@ -316,11 +337,9 @@ static int topic_file_write(struct gr_store *store, const struct gr_topic *t, in
 static int push_str(char ***v, int *n, const char *s, size_t len)
 {
     char **nv = realloc(*v, sizeof(char *) * (size_t)(*n + 1));
-    if (!nv)
-        return -ENOMEM;
+    if (!nv) return -ENOMEM;
     *v = nv;
-    if (!(nv[*n] = strndup(s, len)))
-        return -ENOMEM;
+    if (!(nv[*n] = strndup(s, len))) return -ENOMEM;
     (*n)++;
     return 0;
 }
@@ -329,16 +348,14 @@ static int push_str(char ***v, int *n, const char *s, size_t len)
 static int topic_file_parse(struct gr_store *store, const char *buf, size_t len, struct gr_topic **out)
 {
     struct gr_topic *t = calloc(1, sizeof(*t));
-    if (!t)
-        return -ENOMEM;
+    if (!t) return -ENOMEM;
     t->store = store;
     int err = 0, nk = 0, nv = 0;
     bool have_version = false, have_id = false;
     const char *p = buf, *end = buf + len;
     while (p < end && err == 0) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
-        if (!nl)
-            nl = end;
+        if (!nl) nl = end;
         const char *eq = memchr(p, '=', (size_t)(nl - p));
         if (nl == p) {
             p = nl + 1;
@@ -355,8 +372,7 @@ static int topic_file_parse(struct gr_store *store, const char *buf, size_t len,
         } else if (kl == 4 && memcmp(p, "name", 4) == 0) {
             free(t->name);
             t->name = strndup(v, vl);
-            if (!t->name)
-                err = -ENOMEM;
+            if (!t->name) err = -ENOMEM;
         } else if (kl == 8 && memcmp(p, "topic_id", 8) == 0) {
             have_id = gr_uuid_from_base64url(v, vl, t->id) == 0;
         } else if (kl == 10 && memcmp(p, "partitions", 10) == 0) {
@@ -367,19 +383,18 @@ static int topic_file_parse(struct gr_store *store, const char *buf, size_t len,
             else {
                 memcpy(tmp, v, vl);
                 tmp[vl] = '\0';
-                if (parse_long(tmp, 1, GR_PARTITIONS_PER_TOPIC_MAX, &n) < 0)
-                    err = -EINVAL;
+                if (parse_long(tmp, 1, GR_PARTITIONS_PER_TOPIC_MAX, &n) < 0) err = -EINVAL;
                 t->partition_count = (int32_t)n;
             }
         } else if (kl > 7 && memcmp(p, "config.", 7) == 0) {
             err = push_str(&t->config_keys, &nk, p + 7, kl - 7);
-            if (err == 0)
-                err = push_str(&t->config_values, &nv, v, vl);
+            if (err == 0) err = push_str(&t->config_values, &nv, v, vl);
         }
         p = nl + 1;
     }
     t->config_count = nk < nv ? nk : nv;
-    if (err == 0 && (!have_version || !have_id || !t->name || !topic_name_valid(t->name) || t->partition_count < 1))
+    if (err == 0 &&
+        (!have_version || !have_id || !t->name || !topic_name_valid(t->name) || t->partition_count < 1))
         err = -EINVAL;
     if (err == 0 && configs_check(store, (const char *const *)t->config_keys,
                                   (const char *const *)t->config_values, t->config_count, &t->cfg) < 0)
@@ -399,8 +414,7 @@ static int topic_cmp(const char *a, size_t al, const char *b)
 {
     size_t bl = strlen(b);
     int c = memcmp(a, b, al < bl ? al : bl);
-    if (c)
-        return c;
+    if (c) return c;
     return al < bl ? -1 : al > bl;
 }
 
@@ -411,8 +425,7 @@ static int topic_search(const struct gr_store *store, const char *name, size_t l
     while (lo <= hi) {
         int mid = lo + (hi - lo) / 2;
         int c = topic_cmp(name, len, store->topics[mid]->name);
-        if (c == 0)
-            return mid;
+        if (c == 0) return mid;
         if (c < 0)
             hi = mid - 1;
         else
@@ -430,26 +443,24 @@ struct gr_topic *gr_store_topic_find(struct gr_store *store, const char *name, s
 struct gr_topic *gr_store_topic_find_id(struct gr_store *store, const uint8_t id[16])
 {
     for (int i = 0; i < store->topic_count; i++)
-        if (memcmp(store->topics[i]->id, id, 16) == 0)
-            return store->topics[i];
+        if (memcmp(store->topics[i]->id, id, 16) == 0) return store->topics[i];
     return NULL;
 }
 
 static int topic_insert(struct gr_store *store, struct gr_topic *t)
 {
     int i = topic_search(store, t->name, strlen(t->name));
-    if (i >= 0)
-        return -EEXIST;
+    if (i >= 0) return -EEXIST;
     i = -i - 1;
     if (store->topic_count == store->topic_cap) {
         int ncap = store->topic_cap ? store->topic_cap * 2 : 16;
         struct gr_topic **n = realloc(store->topics, sizeof(*n) * (size_t)ncap);
-        if (!n)
-            return -ENOMEM;
+        if (!n) return -ENOMEM;
         store->topics = n;
         store->topic_cap = ncap;
     }
-    memmove(store->topics + i + 1, store->topics + i, sizeof(*store->topics) * (size_t)(store->topic_count - i));
+    memmove(store->topics + i + 1, store->topics + i,
+            sizeof(*store->topics) * (size_t)(store->topic_count - i));
     store->topics[i] = t;
     store->topic_count++;
     return 0;
@@ -459,14 +470,20 @@ static int topic_insert(struct gr_store *store, struct gr_topic *t)
 
 typedef int64_t (*ckpt_value_fn)(struct gr_log *log);
 
-static int64_t value_recovery(struct gr_log *log) { return gr_log_recovery_point(log); }
-static int64_t value_log_start(struct gr_log *log) { return log->log_start_offset; }
+static int64_t value_recovery(struct gr_log *log)
+{
+    return gr_log_recovery_point(log);
+}
+static int64_t value_log_start(struct gr_log *log)
+{
+    return log->log_start_offset;
+}
 static int64_t value_hwm(struct gr_log *log)
 {
-    return log->high_watermark >= 0 ? log->high_watermark : gr_log_durable_offset(log);
+    return log->hwm_from_server ? log->high_watermark : gr_log_durable_offset(log);
 }
 
-static int ckpt_write(struct gr_store *store, const char *name, ckpt_value_fn fn)
+static int ckpt_write(struct gr_store *store, const char *name, ckpt_value_fn fn, bool sync)
 {
     size_t cap = 64, count = 0;
     for (int i = 0; i < store->topic_count; i++) {
@@ -474,48 +491,49 @@ static int ckpt_write(struct gr_store *store, const char *name, ckpt_value_fn fn
         count += (size_t)store->topics[i]->partition_count;
     }
     char *buf = malloc(cap);
-    if (!buf)
-        return -ENOMEM;
+    if (!buf) return -ENOMEM;
     size_t n = (size_t)snprintf(buf, cap, "0\n%zu\n", count);
     for (int i = 0; i < store->topic_count; i++) {
         struct gr_topic *t = store->topics[i];
         for (int32_t p = 0; p < t->partition_count; p++)
             n += (size_t)snprintf(buf + n, cap - n, "%s %d %" PRId64 "\n", t->name, p, fn(t->logs[p]));
     }
-    int err = gr_file_write_atomic(store->root_fd, name, buf, n);
-    free(buf);
-    return err;
+    return gr_store_write_file(store, store->root_fd, name, (uint8_t *)buf, n, sync);
 }
 
 int gr_store_write_log_start_checkpoint(struct gr_store *store)
 {
-    int err = ckpt_write(store, CKPT_LOG_START, value_log_start);
-    if (err == 0)
-        store->ls_checkpoint_dirty = false;
+    int err = ckpt_write(store, CKPT_LOG_START, value_log_start, true);
+    if (err == 0) store->ls_checkpoint_dirty = false;
+    return err;
+}
+
+int gr_store_checkpoint_all(struct gr_store *store, bool sync)
+{
+    int err = ckpt_write(store, CKPT_RECOVERY, value_recovery, sync);
+    int e2 = ckpt_write(store, CKPT_LOG_START, value_log_start, sync);
+    int e3 = ckpt_write(store, CKPT_HWM, value_hwm, sync);
+    if (e2 == 0) store->ls_checkpoint_dirty = false;
+    err = err ? err : e2 ? e2 : e3;
+    for (int i = 0; i < store->topic_count; i++) {
+        struct gr_topic *t = store->topics[i];
+        for (int32_t p = 0; p < t->partition_count; p++) {
+            int e = gr_log_write_epochs(t->logs[p], sync);
+            if (err == 0) err = e;
+        }
+    }
+    if (err < 0) GR_WARN("storage: writing checkpoints failed (%s)", strerror(-err));
     return err;
 }
 
 int gr_store_checkpoint(struct gr_store *store)
 {
-    int err = ckpt_write(store, CKPT_RECOVERY, value_recovery);
-    int e2 = gr_store_write_log_start_checkpoint(store);
-    int e3 = ckpt_write(store, CKPT_HWM, value_hwm);
-    err = err ? err : e2 ? e2 : e3;
-    for (int i = 0; i < store->topic_count; i++) {
-        struct gr_topic *t = store->topics[i];
-        for (int32_t p = 0; p < t->partition_count; p++) {
-            int e = gr_log_write_epochs(t->logs[p]);
-            if (err == 0)
-                err = e;
-        }
-    }
-    if (err < 0)
-        GR_WARN("storage: writing checkpoints failed (%s)", strerror(-err));
-    return err;
+    return gr_store_checkpoint_all(store, false);
 }
 
 /* ---------------------------------------------------------------- meta.properties */
 
+/* Reads or creates meta.properties: 0 read, 1 created, -errno. */
 static int meta_properties(struct gr_store *store)
 {
     char *buf;
@@ -530,8 +548,7 @@ static int meta_properties(struct gr_store *store)
                 cid = line + 11;
                 cid_len = strlen(cid);
             } else if (strncmp(line, "node.id=", 8) == 0) {
-                if (parse_long(line + 8, 0, INT32_MAX, &node) < 0)
-                    node = -1;
+                if (parse_long(line + 8, 0, INT32_MAX, &node) < 0) node = -1;
             }
         }
         uint8_t id[16];
@@ -550,8 +567,7 @@ static int meta_properties(struct gr_store *store)
         }
         return 0;
     }
-    if (err != -ENOENT)
-        return err;
+    if (err != -ENOENT) return err;
     uint8_t id[16], dir_id[16];
     gr_uuid_random(id);
     gr_uuid_random(dir_id);
@@ -559,9 +575,11 @@ static int meta_properties(struct gr_store *store)
     gr_uuid_to_base64url(id, store->cluster_id);
     gr_uuid_to_base64url(dir_id, dir_text);
     char text[256];
-    int n = snprintf(text, sizeof(text), "#\n#Written by Gregor\nnode.id=%d\ndirectory.id=%s\nversion=1\ncluster.id=%s\n",
+    int n = snprintf(text, sizeof(text),
+                     "#\n#Written by Gregor\nnode.id=%d\ndirectory.id=%s\nversion=1\ncluster.id=%s\n",
                      store->cfg.node_id, dir_text, store->cluster_id);
-    return gr_file_write_atomic(store->root_fd, "meta.properties", text, (size_t)n);
+    int werr = gr_file_write_atomic(store->root_fd, "meta.properties", text, (size_t)n);
+    return werr < 0 ? werr : 1;
 }
 
 /* ---------------------------------------------------------------- open */
@@ -571,8 +589,8 @@ static int config_check(const struct gr_store_config *cfg)
     if (!cfg->log_dir || !*cfg->log_dir || cfg->segment_bytes < 14 || cfg->segment_bytes > INT32_MAX ||
         cfg->segment_ms < 1 || cfg->retention_ms < -1 || cfg->index_interval_bytes < 0 ||
         cfg->segment_index_bytes < 4 || cfg->flush_interval_messages < 1 || cfg->flush_interval_ms < 0 ||
-        cfg->max_message_bytes < 0 || cfg->flusher_threads < 1 || cfg->flusher_threads > 64 || cfg->node_id < 0 ||
-        cfg->open_segment_fds_max < 1)
+        cfg->max_message_bytes < 0 || cfg->flusher_threads < 1 || cfg->flusher_threads > 64 ||
+        cfg->node_id < 0 || cfg->open_segment_fds_max < 1)
         return -EINVAL;
     return 0;
 }
@@ -580,8 +598,7 @@ static int config_check(const struct gr_store_config *cfg)
 static int load_topics(struct gr_store *store)
 {
     int fd = dup(store->topics_dir_fd);
-    if (fd < 0)
-        return -errno;
+    if (fd < 0) return -errno;
     DIR *d = fdopendir(fd);
     if (!d) {
         close(fd);
@@ -595,13 +612,11 @@ static int load_topics(struct gr_store *store)
             gr_sys_unlinkat(store->topics_dir_fd, de->d_name, 0);
             continue;
         }
-        if (n <= 6 || strcmp(de->d_name + n - 6, ".topic") != 0)
-            continue;
+        if (n <= 6 || strcmp(de->d_name + n - 6, ".topic") != 0) continue;
         char *buf;
         size_t len;
         err = gr_file_read_all(store->topics_dir_fd, de->d_name, TOPIC_FILE_BYTES_MAX, &buf, &len);
-        if (err < 0)
-            break;
+        if (err < 0) break;
         struct gr_topic *t;
         err = topic_file_parse(store, buf, len, &t);
         free(buf);
@@ -609,7 +624,9 @@ static int load_topics(struct gr_store *store)
             GR_ERROR("storage: topic file %s/%s is invalid", TOPICS_DIR, de->d_name);
             break;
         }
-        if (strlen(t->name) != n - 6 || strncmp(t->name, de->d_name, n - 6) != 0 || topic_insert(store, t) < 0) {
+        char id[23];
+        gr_uuid_to_base64url(t->id, id);
+        if (n - 6 != 22 || strncmp(id, de->d_name, 22) != 0 || topic_insert(store, t) < 0) {
             GR_ERROR("storage: topic file %s names topic %s", de->d_name, t->name);
             topic_free(t);
             err = -EINVAL;
@@ -630,8 +647,7 @@ static void delete_dir_name(char *out, size_t cap, const char *topic, int32_t pa
     char suffix[64];
     int sl = snprintf(suffix, sizeof(suffix), "-%d.%s-delete", partition, hex);
     int prefix = (int)strlen(topic);
-    if (prefix > 255 - sl)
-        prefix = 255 - sl;
+    if (prefix > 255 - sl) prefix = 255 - sl;
     snprintf(out, cap, "%.*s%s", prefix, topic, suffix);
 }
 
@@ -642,8 +658,7 @@ static void queue_rmtree(struct gr_store *store, const char *dir_name)
         job->type = GR_JOB_RMTREE;
         job->dir_fd = dup(store->root_fd);
         job->names = calloc(1, sizeof(char *));
-        if (job->names && (job->names[0] = strdup(dir_name)))
-            job->name_count = 1;
+        if (job->names && (job->names[0] = strdup(dir_name))) job->name_count = 1;
         if (job->dir_fd >= 0 && job->name_count == 1) {
             gr_flusher_job(store, job);
             return;
@@ -659,8 +674,7 @@ static int move_aside(struct gr_store *store, const char *dir_name, const char *
     char aside[300];
     delete_dir_name(aside, sizeof(aside), topic, partition);
     int err = gr_sys_renameat(store->root_fd, dir_name, store->root_fd, aside);
-    if (err < 0)
-        return err;
+    if (err < 0) return err;
     queue_rmtree(store, aside);
     return 0;
 }
@@ -669,8 +683,7 @@ static int move_aside(struct gr_store *store, const char *dir_name, const char *
 static int scan_root(struct gr_store *store, char ***pending, int *pending_count)
 {
     int fd = dup(store->root_fd);
-    if (fd < 0)
-        return -errno;
+    if (fd < 0) return -errno;
     DIR *d = fdopendir(fd);
     if (!d) {
         close(fd);
@@ -680,11 +693,9 @@ static int scan_root(struct gr_store *store, char ***pending, int *pending_count
     struct dirent *de;
     while ((de = readdir(d)) != NULL && err == 0) {
         const char *name = de->d_name;
-        if (name[0] == '.' || strcmp(name, TOPICS_DIR) == 0)
-            continue;
+        if (name[0] == '.' || strcmp(name, TOPICS_DIR) == 0) continue;
         struct stat st;
-        if (fstatat(store->root_fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
-            continue;
+        if (fstatat(store->root_fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode)) continue;
         size_t n = strlen(name);
         if (n > 7 && strcmp(name + n - 7, "-delete") == 0) {
             err = push_str(pending, pending_count, name, n);
@@ -692,11 +703,9 @@ static int scan_root(struct gr_store *store, char ***pending, int *pending_count
         }
         const char *dash = strrchr(name, '-');
         int64_t part = -1;
-        if (dash && dash != name)
-            parse_long(dash + 1, 0, INT32_MAX, &part);
+        if (dash && dash != name) parse_long(dash + 1, 0, INT32_MAX, &part);
         struct gr_topic *t = part >= 0 ? gr_store_topic_find(store, name, (size_t)(dash - name)) : NULL;
-        if (t && part < t->partition_count)
-            continue;
+        if (t && part < t->partition_count) continue;
         GR_WARN("storage: %s/%s belongs to no topic: removing it", store->log_dir, name);
         char aside[300];
         delete_dir_name(aside, sizeof(aside), part >= 0 ? name : "stray", part >= 0 ? (int32_t)part : 0);
@@ -711,8 +720,7 @@ static int ckpt_load(struct gr_store *store, const char *name, struct gr_ckpt_en
 {
     int err = gr_ckpt_read(store->root_fd, name, e, n);
     if (err == -ENOENT || err == -EINVAL) {
-        if (err == -EINVAL)
-            GR_WARN("storage: %s/%s is malformed, ignored", store->log_dir, name);
+        if (err == -EINVAL) GR_WARN("storage: %s/%s is malformed, ignored", store->log_dir, name);
         *e = NULL;
         *n = 0;
         return 0;
@@ -725,10 +733,8 @@ static int load_logs(struct gr_store *store, bool clean)
     struct gr_ckpt_entry *rp = NULL, *ls = NULL, *hw = NULL;
     int nrp = 0, nls = 0, nhw = 0;
     int err = ckpt_load(store, CKPT_RECOVERY, &rp, &nrp);
-    if (err == 0)
-        err = ckpt_load(store, CKPT_LOG_START, &ls, &nls);
-    if (err == 0)
-        err = ckpt_load(store, CKPT_HWM, &hw, &nhw);
+    if (err == 0) err = ckpt_load(store, CKPT_LOG_START, &ls, &nls);
+    if (err == 0) err = ckpt_load(store, CKPT_HWM, &hw, &nhw);
     for (int i = 0; err == 0 && i < store->topic_count; i++) {
         struct gr_topic *t = store->topics[i];
         t->logs = calloc((size_t)t->partition_count, sizeof(*t->logs));
@@ -738,7 +744,8 @@ static int load_logs(struct gr_store *store, bool clean)
         }
         for (int32_t p = 0; err == 0 && p < t->partition_count; p++)
             err = gr_log_load(store, t, p, clean, gr_ckpt_lookup(rp, nrp, t->name, p),
-                              gr_ckpt_lookup(ls, nls, t->name, p), gr_ckpt_lookup(hw, nhw, t->name, p), &t->logs[p]);
+                              gr_ckpt_lookup(ls, nls, t->name, p), gr_ckpt_lookup(hw, nhw, t->name, p),
+                              &t->logs[p]);
     }
     gr_ckpt_free(rp, nrp);
     gr_ckpt_free(ls, nls);
@@ -763,11 +770,9 @@ static void store_free(struct gr_store *store)
 int gr_store_open(const struct gr_store_config *cfg, struct gr_store **out)
 {
     int err = config_check(cfg);
-    if (err < 0)
-        return err;
+    if (err < 0) return err;
     struct gr_store *store = calloc(1, sizeof(*store));
-    if (!store)
-        return -ENOMEM;
+    if (!store) return -ENOMEM;
     store->cfg = *cfg;
     store->root_fd = store->topics_dir_fd = -1;
     store->log_dir = strdup(cfg->log_dir);
@@ -781,35 +786,36 @@ int gr_store_open(const struct gr_store_config *cfg, struct gr_store **out)
         goto fail;
     }
     err = gr_sys_mkdirat(AT_FDCWD, store->log_dir, 0755);
-    if (err < 0 && err != -EEXIST)
-        goto fail;
+    if (err < 0 && err != -EEXIST) goto fail;
     if ((err = store->root_fd = gr_sys_openat(AT_FDCWD, store->log_dir, O_RDONLY | O_DIRECTORY, 0)) < 0)
         goto fail;
-    if ((err = meta_properties(store)) < 0)
-        goto fail;
+    bool fresh = false;
+    if ((err = meta_properties(store)) < 0) goto fail;
+    fresh = err == 1;
     clean = faccessat(store->root_fd, CLEAN_MARKER, F_OK, 0) == 0;
     err = gr_sys_mkdirat(store->root_fd, TOPICS_DIR, 0755);
-    if (err < 0 && err != -EEXIST)
+    if (err < 0 && err != -EEXIST) goto fail;
+    if ((err = store->topics_dir_fd = gr_sys_openat(store->root_fd, TOPICS_DIR, O_RDONLY | O_DIRECTORY, 0)) <
+        0)
         goto fail;
-    if ((err = store->topics_dir_fd = gr_sys_openat(store->root_fd, TOPICS_DIR, O_RDONLY | O_DIRECTORY, 0)) < 0)
-        goto fail;
-    if ((err = load_topics(store)) < 0 || (err = scan_root(store, &pending, &npending)) < 0)
-        goto fail;
-    if ((err = load_logs(store, clean)) < 0)
-        goto fail;
+    if ((err = load_topics(store)) < 0 || (err = scan_root(store, &pending, &npending)) < 0) goto fail;
+    if ((err = load_logs(store, clean)) < 0) goto fail;
     if (clean) {
         /* From here on a crash must trigger recovery again. */
-        if ((err = gr_sys_unlinkat(store->root_fd, CLEAN_MARKER, 0)) < 0 || (err = gr_dir_sync(store->root_fd)) < 0)
+        if ((err = gr_sys_unlinkat(store->root_fd, CLEAN_MARKER, 0)) < 0 ||
+            (err = gr_dir_sync(store->root_fd)) < 0)
             goto fail;
     } else if ((err = gr_dir_sync(store->root_fd)) < 0) {
         goto fail;
     }
-    if ((err = gr_flusher_start(store)) < 0)
-        goto fail;
+    if ((err = gr_flusher_start(store)) < 0) goto fail;
     for (int i = 0; i < npending; i++)
         queue_rmtree(store, pending[i]);
     free_strings(pending, npending);
-    GR_INFO("storage: opened %s (%s shutdown): %d topics, cluster id %s", store->log_dir, clean ? "clean" : "unclean",
+    GR_INFO("storage: opened %s (%s): %d topics, cluster id %s", store->log_dir,
+            fresh   ? "new"
+            : clean ? "clean shutdown"
+                    : "unclean shutdown",
             store->topic_count, store->cluster_id);
     *out = store;
     return 0;
@@ -820,24 +826,23 @@ fail:
     return err;
 }
 
-void gr_store_quiesce(struct gr_store *store) { gr_flusher_quiesce(store); }
+void gr_store_quiesce(struct gr_store *store)
+{
+    gr_flusher_quiesce(store);
+}
 
 void gr_store_close(struct gr_store *store)
 {
-    if (!store)
-        return;
+    if (!store) return;
     gr_flusher_stop(store);
     bool clean = true;
     for (int i = 0; i < store->topic_count; i++) {
         struct gr_topic *t = store->topics[i];
         for (int32_t p = 0; p < t->partition_count; p++)
-            if (gr_log_close_clean(t->logs[p]) < 0)
-                clean = false;
+            if (gr_log_close_clean(t->logs[p]) < 0) clean = false;
     }
-    if (gr_store_checkpoint(store) < 0)
-        clean = false;
-    if (clean && gr_file_write_atomic(store->root_fd, CLEAN_MARKER, "", 0) < 0)
-        clean = false;
+    if (gr_store_checkpoint_all(store, true) < 0) clean = false;
+    if (clean && gr_file_write_atomic(store->root_fd, CLEAN_MARKER, "", 0) < 0) clean = false;
     GR_INFO("storage: closed %s (%s)", store->log_dir, clean ? "clean" : "NOT clean: recovery at next open");
     store_free(store);
 }
@@ -850,10 +855,8 @@ static int load_new_logs(struct gr_store *store, struct gr_topic *t, int32_t fro
         char dir[GR_TOPIC_NAME_BYTES_MAX + 16];
         snprintf(dir, sizeof(dir), "%s-%d", t->name, p);
         int err = move_aside(store, dir, t->name, p); /* a leftover of an older incarnation */
-        if (err < 0 && err != -ENOENT)
-            return err;
-        if ((err = gr_log_load(store, t, p, false, -1, -1, -1, &t->logs[p])) < 0)
-            return err;
+        if (err < 0 && err != -ENOENT) return err;
+        if ((err = gr_log_load(store, t, p, false, -1, -1, -1, &t->logs[p])) < 0) return err;
     }
     return 0;
 }
@@ -862,8 +865,7 @@ static int load_new_logs(struct gr_store *store, struct gr_topic *t, int32_t fro
 static void unload_new_logs(struct gr_store *store, struct gr_topic *t, int32_t from, int32_t to)
 {
     for (int32_t p = from; p < to; p++) {
-        if (!t->logs[p])
-            continue;
+        if (!t->logs[p]) continue;
         gr_log_mark_deleted(t->logs[p]);
         gr_log_free(t->logs[p]);
         t->logs[p] = NULL;
@@ -880,13 +882,10 @@ int gr_store_topic_create(struct gr_store *store, const char *name, int32_t part
     if (!name || !topic_name_valid(name) || partitions < 1 || partitions > GR_PARTITIONS_PER_TOPIC_MAX)
         return -EINVAL;
     struct gr_log_config cfg;
-    if (configs_check(store, config_keys, config_values, config_count, &cfg) < 0)
-        return -EINVAL;
-    if (gr_store_topic_find(store, name, strlen(name)))
-        return -EEXIST;
+    if (configs_check(store, config_keys, config_values, config_count, &cfg) < 0) return -EINVAL;
+    if (gr_store_topic_find(store, name, strlen(name))) return -EEXIST;
     struct gr_topic *t = calloc(1, sizeof(*t));
-    if (!t)
-        return -ENOMEM;
+    if (!t) return -ENOMEM;
     t->store = store;
     t->cfg = cfg;
     int err = -ENOMEM;
@@ -895,15 +894,12 @@ int gr_store_topic_create(struct gr_store *store, const char *name, int32_t part
         goto fail;
     t->config_count = config_count;
     gr_uuid_random(t->id);
-    if (!(t->logs = calloc((size_t)partitions, sizeof(*t->logs))))
-        goto fail;
+    if (!(t->logs = calloc((size_t)partitions, sizeof(*t->logs)))) goto fail;
     t->partition_count = partitions;
-    if ((err = load_new_logs(store, t, 0, partitions)) < 0)
-        goto fail_logs;
+    if ((err = load_new_logs(store, t, 0, partitions)) < 0) goto fail_logs;
     if ((err = topic_file_write(store, t, partitions, t->config_keys, t->config_values, t->config_count)) < 0)
         goto fail_logs;
-    if ((err = topic_insert(store, t)) < 0)
-        goto fail_logs;
+    if ((err = topic_insert(store, t)) < 0) goto fail_logs;
     *out = t;
     return 0;
 fail_logs:
@@ -917,23 +913,20 @@ fail:
 int gr_store_topic_delete(struct gr_store *store, struct gr_topic *t)
 {
     int i = topic_search(store, t->name, strlen(t->name));
-    if (i < 0 || store->topics[i] != t)
-        return -ENOENT;
+    if (i < 0 || store->topics[i] != t) return -ENOENT;
     if (store->dead_count == store->dead_cap) {
         int ncap = store->dead_cap ? store->dead_cap * 2 : 8;
         struct gr_topic **n = realloc(store->dead, sizeof(*n) * (size_t)ncap);
-        if (!n)
-            return -ENOMEM;
+        if (!n) return -ENOMEM;
         store->dead = n;
         store->dead_cap = ncap;
     }
-    char fname[GR_TOPIC_NAME_BYTES_MAX + 16];
-    snprintf(fname, sizeof(fname), "%s.topic", t->name);
+    char fname[32], id[23];
+    gr_uuid_to_base64url(t->id, id);
+    snprintf(fname, sizeof(fname), "%s.topic", id);
     int err = gr_sys_unlinkat(store->topics_dir_fd, fname, 0);
-    if (err == 0)
-        err = gr_dir_sync(store->topics_dir_fd);
-    if (err < 0)
-        return err; /* the topic file is the commit point: the topic stays live */
+    if (err == 0) err = gr_dir_sync(store->topics_dir_fd);
+    if (err < 0) return err; /* the topic file is the commit point: the topic stays live */
     for (int32_t p = 0; p < t->partition_count; p++) {
         gr_log_mark_deleted(t->logs[p]);
         char dir[GR_TOPIC_NAME_BYTES_MAX + 16];
@@ -943,7 +936,8 @@ int gr_store_topic_delete(struct gr_store *store, struct gr_topic *t)
             GR_WARN("storage: renaming %s for deletion failed (%s)", dir, strerror(-e));
     }
     gr_dir_sync(store->root_fd);
-    memmove(store->topics + i, store->topics + i + 1, sizeof(*store->topics) * (size_t)(store->topic_count - i - 1));
+    memmove(store->topics + i, store->topics + i + 1,
+            sizeof(*store->topics) * (size_t)(store->topic_count - i - 1));
     store->topic_count--;
     t->deleted = true;
     store->dead[store->dead_count++] = t;
@@ -954,11 +948,9 @@ int gr_store_topic_delete(struct gr_store *store, struct gr_topic *t)
 int gr_store_topic_add_partitions(struct gr_store *store, struct gr_topic *t, int32_t new_total)
 {
     int32_t old = t->partition_count;
-    if (t->deleted || new_total <= old || new_total > GR_PARTITIONS_PER_TOPIC_MAX)
-        return -EINVAL;
+    if (t->deleted || new_total <= old || new_total > GR_PARTITIONS_PER_TOPIC_MAX) return -EINVAL;
     struct gr_log **logs = realloc(t->logs, sizeof(*logs) * (size_t)new_total);
-    if (!logs)
-        return -ENOMEM;
+    if (!logs) return -ENOMEM;
     t->logs = logs;
     for (int32_t p = old; p < new_total; p++)
         logs[p] = NULL;
@@ -977,11 +969,9 @@ int gr_topic_config_set_all(struct gr_store *store, struct gr_topic *t, const ch
                             const char *const *values, int count)
 {
     struct gr_log_config cfg;
-    if (t->deleted || configs_check(store, keys, values, count, &cfg) < 0)
-        return -EINVAL;
+    if (t->deleted || configs_check(store, keys, values, count, &cfg) < 0) return -EINVAL;
     char **nk, **nv;
-    if (copy_strings(keys, count, &nk) < 0)
-        return -ENOMEM;
+    if (copy_strings(keys, count, &nk) < 0) return -ENOMEM;
     if (copy_strings(values, count, &nv) < 0) {
         free_strings(nk, count);
         return -ENOMEM;
@@ -1008,6 +998,5 @@ void gr_store_retention_run(struct gr_store *store, int64_t now_ms)
         for (int32_t p = 0; p < t->partition_count; p++)
             gr_log_retention(t->logs[p], now_ms);
     }
-    if (store->ls_checkpoint_dirty)
-        gr_store_checkpoint(store);
+    if (store->ls_checkpoint_dirty) gr_store_checkpoint(store);
 }

@@ -4,15 +4,15 @@
  *
  *   <log_dir>/meta.properties                      cluster.id, node.id, version (Kafka's properties format)
  *   <log_dir>/.kafka_cleanshutdown                 present only between a clean close and the next open
- *   <log_dir>/recovery-point-offset-checkpoint     "0\n<count>\n<topic> <partition> <offset>\n..." (Kafka text)
- *   <log_dir>/log-start-offset-checkpoint          same format: the log start offset of each partition
+ *   <log_dir>/recovery-point-offset-checkpoint     "0\n<count>\n<topic> <partition> <offset>\n..." (Kafka
+ * text) <log_dir>/log-start-offset-checkpoint          same format: the log start offset of each partition
  *   <log_dir>/replication-offset-checkpoint        same format: the high watermark the server last reported
- *   <log_dir>/__gregor_topics/<topic>.topic        topic metadata: name, topic id, partitions, configs
+ *   <log_dir>/__gregor_topics/<topic id>.topic     topic metadata: name, topic id, partitions, configs
  *   <log_dir>/<topic>-<partition>/                 one partition log, see storage/log.h and storage/segment.h
  *   <log_dir>/<topic>-<partition>.<32 hex>-delete  a deleted partition waiting for its files to be unlinked
  *
  * Every file other than segments and indexes is replaced atomically: write "<name>.tmp", fdatasync, rename,
- * fsync the directory (storage/checkpoint.h). The formats are tables in storage/format.md.
+ * fsync the directory (storage/checkpoint.c). The formats are tables in storage/format.md.
  *
  * Threading: every function here and in log.h is called from ONE thread (the server's network thread).
  * The store runs `flusher_threads` threads that only fdatasync files, write snapshot files and unlink
@@ -33,18 +33,18 @@ struct gr_store;
 struct gr_topic;
 struct gr_log;
 
-struct gr_store_config {            /* Kafka config names in comments */
-    const char *log_dir;              /* log.dirs (one directory); created if missing */
-    int64_t segment_bytes;            /* log.segment.bytes, default 1073741824, at most 2^31-1 */
-    int64_t segment_ms;               /* log.roll.ms, default 7 days */
-    int64_t retention_ms;             /* log.retention.ms, default 7 days, -1 unlimited */
-    int64_t retention_bytes;          /* log.retention.bytes, default -1 (unlimited) */
-    int32_t index_interval_bytes;     /* log.index.interval.bytes, default 4096 */
-    int32_t segment_index_bytes;      /* log.index.size.max.bytes, default 10485760 */
-    int64_t flush_interval_messages;  /* log.flush.interval.messages, default INT64_MAX */
-    int64_t flush_interval_ms;        /* log.flush.interval.ms, default INT64_MAX (= never by time) */
-    int32_t max_message_bytes;        /* message.max.bytes, default 1048588 */
-    int flusher_threads;              /* Gregor: threads doing fdatasync, default 2 */
+struct gr_store_config {             /* Kafka config names in comments */
+    const char *log_dir;             /* log.dirs (one directory); created if missing */
+    int64_t segment_bytes;           /* log.segment.bytes, default 1073741824, at most 2^31-1 */
+    int64_t segment_ms;              /* log.roll.ms, default 7 days */
+    int64_t retention_ms;            /* log.retention.ms, default 7 days, -1 unlimited */
+    int64_t retention_bytes;         /* log.retention.bytes, default -1 (unlimited) */
+    int32_t index_interval_bytes;    /* log.index.interval.bytes, default 4096 */
+    int32_t segment_index_bytes;     /* log.index.size.max.bytes, default 10485760 */
+    int64_t flush_interval_messages; /* log.flush.interval.messages, default INT64_MAX */
+    int64_t flush_interval_ms;       /* log.flush.interval.ms, default INT64_MAX (= never by time) */
+    int32_t max_message_bytes;       /* message.max.bytes, default 1048588 */
+    int flusher_threads;             /* Gregor: threads doing fdatasync, default 2 */
     /* Called on a flusher thread after an fdatasync made offsets < durable_end_offset durable in `log`,
        or with err < 0 (-EIO...) when the flush failed and the partition went offline. Must be
        thread-safe (the server wakes its loop with ev_async). May be NULL. The log pointer stays valid
@@ -52,8 +52,8 @@ struct gr_store_config {            /* Kafka config names in comments */
     void (*on_flushed)(void *ctx, struct gr_log *log, int64_t durable_end_offset, int err);
     void *on_flushed_ctx;
     /* Additions beyond the first contract (defaults set by gr_store_config_defaults): */
-    int32_t node_id;                  /* node.id written to meta.properties, default 1 */
-    int32_t open_segment_fds_max;     /* Gregor: sealed segment files kept open at once (LRU), default 1024 */
+    int32_t node_id;              /* node.id written to meta.properties, default 1 */
+    int32_t open_segment_fds_max; /* Gregor: sealed segment files kept open at once (LRU), default 1024 */
 };
 
 /* Fills `cfg` with the defaults above (log_dir NULL, on_flushed NULL). */
@@ -73,10 +73,11 @@ void gr_store_close(struct gr_store *store);
 /* Returns borrowed: the 22-char base64url cluster id from meta.properties. */
 const char *gr_store_cluster_id(const struct gr_store *store);
 
-/* Writes the three offset checkpoint files (recovery point, log start offset, high watermark) and the
-   leader-epoch checkpoints that changed. Gregor addition: call it periodically (Kafka does every
-   log.flush.offset.checkpoint.interval.ms, 60 s); gr_store_close and gr_store_retention_run also do.
-   Returns 0 or -errno of the first failed write. */
+/* Queues writes of the three offset checkpoint files (recovery point, log start offset, high watermark)
+   and of the leader-epoch checkpoints that changed to the housekeeping thread (no disk wait on the
+   caller). Gregor addition: call it periodically (Kafka does every log.flush.offset.checkpoint.interval.ms,
+   60 s); gr_store_retention_run does when log start offsets moved; gr_store_close writes them itself.
+   Returns 0, or -ENOMEM when a write could not be queued (failed writes are logged). */
 int gr_store_checkpoint(struct gr_store *store);
 
 /* Waits until the flusher threads have no queued or running flush or housekeeping job (snapshot writes,

@@ -50,23 +50,23 @@ struct gr_sys_ops gr_sys = {
     .mkdirat = mkdirat,
 };
 
-void gr_sys_reset(void) { gr_sys = sys_default; }
+void gr_sys_reset(void)
+{
+    gr_sys = sys_default;
+}
 
 int gr_sys_openat(int dirfd, const char *path, int flags, int mode)
 {
     for (;;) {
         int fd = gr_sys.openat(dirfd, path, flags | O_CLOEXEC, mode);
-        if (fd >= 0)
-            return fd;
-        if (errno != EINTR)
-            return -errno;
+        if (fd >= 0) return fd;
+        if (errno != EINTR) return -errno;
     }
 }
 
 int gr_sys_close(int fd)
 {
-    if (fd < 0)
-        return 0;
+    if (fd < 0) return 0;
     /* Linux closes the descriptor even when close() reports EINTR: never retry. */
     return gr_sys.close(fd) == 0 ? 0 : -errno;
 }
@@ -77,12 +77,10 @@ ssize_t gr_sys_pread_full(int fd, void *buf, size_t n, int64_t pos)
     while (done < n) {
         ssize_t r = gr_sys.pread(fd, (char *)buf + done, n - done, (off_t)(pos + (int64_t)done));
         if (r < 0) {
-            if (errno == EINTR)
-                continue;
+            if (errno == EINTR) continue;
             return -errno;
         }
-        if (r == 0)
-            break;
+        if (r == 0) break;
         done += (size_t)r;
     }
     return (ssize_t)done;
@@ -92,10 +90,8 @@ ssize_t gr_sys_pwrite(int fd, const void *buf, size_t n, int64_t pos)
 {
     for (;;) {
         ssize_t r = gr_sys.pwrite(fd, buf, n, (off_t)pos);
-        if (r >= 0)
-            return r;
-        if (errno != EINTR)
-            return -errno;
+        if (r >= 0) return r;
+        if (errno != EINTR) return -errno;
     }
 }
 
@@ -103,10 +99,8 @@ ssize_t gr_sys_pwritev(int fd, const struct iovec *iov, int iovcnt, int64_t pos)
 {
     for (;;) {
         ssize_t r = gr_sys.pwritev(fd, iov, iovcnt, (off_t)pos);
-        if (r >= 0)
-            return r;
-        if (errno != EINTR)
-            return -errno;
+        if (r >= 0) return r;
+        if (errno != EINTR) return -errno;
     }
 }
 
@@ -115,10 +109,8 @@ int gr_sys_pwrite_full(int fd, const void *buf, size_t n, int64_t pos)
     size_t done = 0;
     while (done < n) {
         ssize_t r = gr_sys_pwrite(fd, (const char *)buf + done, n - done, pos + (int64_t)done);
-        if (r < 0)
-            return (int)r;
-        if (r == 0)
-            return -ENOSPC;
+        if (r < 0) return (int)r;
+        if (r == 0) return -ENOSPC;
         done += (size_t)r;
     }
     return 0;
@@ -130,15 +122,16 @@ int gr_sys_fdatasync(int fd)
     return gr_sys.fdatasync(fd) == 0 ? 0 : -errno;
 }
 
-int gr_sys_fsync(int fd) { return gr_sys.fsync(fd) == 0 ? 0 : -errno; }
+int gr_sys_fsync(int fd)
+{
+    return gr_sys.fsync(fd) == 0 ? 0 : -errno;
+}
 
 int gr_sys_ftruncate(int fd, int64_t len)
 {
     for (;;) {
-        if (gr_sys.ftruncate(fd, (off_t)len) == 0)
-            return 0;
-        if (errno != EINTR)
-            return -errno;
+        if (gr_sys.ftruncate(fd, (off_t)len) == 0) return 0;
+        if (errno != EINTR) return -errno;
     }
 }
 

@@ -9,7 +9,7 @@
  * test can fail them.
  *
  * Invariant: the table is changed only while no store is open (the flusher threads read it unlocked).
- * Read next: storage/segment.h.
+ * Read next: storage/segment.c, storage/tests/fault.h.
  */
 #ifndef GR_STORAGE_SYS_H
 #define GR_STORAGE_SYS_H

@@ -1,0 +1,53 @@
+/*
+ * dump_fixture.c: writes a log directory for kafka_dump_check.sh, which runs Apache Kafka's own
+ * DumpLogSegments over it. Topic "dump", 1 partition, segment.bytes 3000: 60 batches of 1..4 records
+ * cycling through the five codecs, producer ids on every third batch, one LogAppendTime batch (number 7),
+ * values "<batch>:<record>". Prints "batches 60 records <n> last_offset <n-1>" and exits 0.
+ * Usage: dump_fixture <empty dir>
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "storage/store.h"
+#include "storage/tests/helpers.h"
+
+int main(int argc, char **argv)
+{
+    if (argc != 2) {
+        fprintf(stderr, "usage: %s <dir>\n", argv[0]);
+        return 2;
+    }
+    struct gr_store_config cfg;
+    gr_store_config_defaults(&cfg);
+    cfg.log_dir = argv[1];
+    cfg.index_interval_bytes = 200;
+    struct gr_store *store;
+    if (gr_store_open(&cfg, &store) < 0) return 1;
+    struct gr_topic *t;
+    const char *k[] = {"segment.bytes"}, *v[] = {"3000"};
+    if (gr_store_topic_create(store, "dump", 1, k, v, 1, &t) < 0) return 1;
+    struct gr_log *log = gr_topic_log(t, 0);
+    enum gr_codec codecs[] = {GR_CODEC_NONE, GR_CODEC_GZIP, GR_CODEC_SNAPPY, GR_CODEC_LZ4, GR_CODEC_ZSTD};
+    int64_t records = 0;
+    for (uint32_t i = 0; i < 60; i++) {
+        struct th_batch_spec s = {.count = (int32_t)(i % 4) + 1,
+                                  .ts0 = 1700000000000 + 1000 * i,
+                                  .ts_step = 7,
+                                  .tag = i,
+                                  .codec = codecs[i % 5],
+                                  .producer_id = i % 3 == 0 ? 4000 + (int64_t)(i % 2) : -1,
+                                  .producer_epoch = 3,
+                                  .base_sequence = (int32_t)i * 10,
+                                  .value_bytes = 20};
+        size_t len;
+        uint8_t *b = th_batch(&s, &len);
+        struct gr_append_result res;
+        if (gr_log_append(log, b, len, i == 7 ? 1800000000000 : -1, &res) < 0) return 1;
+        free(b);
+        records += s.count;
+    }
+    printf("batches 60 records %lld last_offset %lld segments %d\n", (long long)records,
+           (long long)records - 1, gr_log_segment_count(log));
+    gr_store_close(store);
+    return 0;
+}

@@ -1,0 +1,71 @@
+#!/bin/sh
+# kafka_dump_check.sh: Apache Kafka's own DumpLogSegments (kafka_2.13 4.1.1 from the local Maven
+# repository) must read the segments and indexes Gregor writes. Runs dump_fixture (60 batches, five
+# codecs, producer ids, one LogAppendTime batch, several segments), dumps every .log with
+# --deep-iteration --print-data-log and every .index/.timeindex, and checks what Kafka printed.
+# Exit 77 (ctest: skipped) when java or the jars are missing. Usage: kafka_dump_check.sh <dump_fixture>
+set -u
+FIXTURE=$1
+M=${HOME}/.m2/repository
+command -v java >/dev/null 2>&1 || { echo "java not found: skipped"; exit 77; }
+[ -f "$M/org/apache/kafka/kafka_2.13/4.1.1/kafka_2.13-4.1.1.jar" ] || { echo "kafka_2.13 jar not found: skipped"; exit 77; }
+CP=$(find "$M/org/apache/kafka" -name "*-4.1.1.jar" | tr '\n' ':')$(find "$M/org/scala-lang" "$M/net/sf/jopt-simple" \
+    "$M/org/slf4j" "$M/org/apache/logging/log4j" "$M/org/lz4" "$M/org/xerial" "$M/com/github/luben" \
+    "$M/com/fasterxml" -name "*.jar" 2>/dev/null | tr '\n' ':')
+
+DIR=$(mktemp -d /tmp/gr-kafka-dump-XXXXXX)
+trap 'rm -rf "$DIR"' EXIT
+PASS=0
+FAIL=0
+check() { # check <description> <condition result 0/1>
+    if [ "$2" -eq 0 ]; then PASS=$((PASS + 1)); else FAIL=$((FAIL + 1)); echo "FAIL: $1"; fi
+}
+
+SUMMARY=$("$FIXTURE" "$DIR/logs" 2>/dev/null)
+check "fixture ran" $?
+RECORDS=$(echo "$SUMMARY" | awk '{print $4}')
+PART="$DIR/logs/dump-0"
+LOGS=$(ls "$PART"/*.log | paste -sd, -)
+OUT="$DIR/log.txt"
+java -cp "$CP" kafka.tools.DumpLogSegments --deep-iteration --print-data-log --files "$LOGS" >"$OUT" 2>&1
+check "DumpLogSegments on .log exits 0" $?
+
+N=$(grep -c '^baseOffset:' "$OUT")
+[ "$N" -eq 60 ]; check "60 batches (got $N)" $?
+N=$(grep -c 'isvalid: true' "$OUT")
+[ "$N" -eq 60 ]; check "60 batches with isvalid: true (got $N)" $?
+N=$(grep -c '^| offset:' "$OUT")
+[ "$N" -eq "$RECORDS" ]; check "$RECORDS records (got $N)" $?
+# Record offsets are exactly 0..n-1, in order.
+grep '^| offset:' "$OUT" | awk '{ if ($3 != NR - 1) { bad = 1 } } END { exit bad }'
+check "record offsets contiguous from 0" $?
+# Batch i carries payloads "i:0".."i:k" in order.
+grep '^| offset:' "$OUT" | sed 's/.*payload: //' | awk -F: 'NR == 1 { if ($1 != 0 || $2 != 0) bad = 1 }
+    NR > 1 { if (($1 == prev && $2 != last + 1) || ($1 != prev && ($1 != prev + 1 || $2 != 0))) bad = 1 }
+    { prev = $1; last = $2 } END { exit bad }'
+check "payloads in batch order" $?
+for codec in none gzip snappy lz4 zstd; do
+    grep -q "compresscodec: $codec " "$OUT"; check "a $codec batch" $?
+done
+N=$(grep -c 'LogAppendTime: 1800000000000' "$OUT")
+[ "$N" -ge 1 ]; check "the LogAppendTime batch is seen as LogAppendTime" $?
+N=$(grep -c 'producerId: 400[01] producerEpoch: 3' "$OUT")
+[ "$N" -eq 20 ]; check "20 idempotent batches (got $N)" $?
+! grep -qiE 'exception|corrupt|error' "$OUT"; check "no exception or corruption reported" $?
+
+IDX=$(ls "$PART"/*.index "$PART"/*.timeindex | paste -sd, -)
+OUT2="$DIR/idx.txt"
+java -cp "$CP" kafka.tools.DumpLogSegments --files "$IDX" >"$OUT2" 2>&1
+check "DumpLogSegments on indexes exits 0" $?
+N=$(grep -c '^offset: [0-9]* position: [0-9]*' "$OUT2")
+[ "$N" -gt 10 ]; check "offset index entries read (got $N)" $?
+N=$(grep -c '^timestamp: [0-9]* offset: [0-9]*' "$OUT2")
+[ "$N" -gt 5 ]; check "time index entries read (got $N)" $?
+! grep -qiE 'mismatch|exception|corrupt|error' "$OUT2"; check "no index mismatch reported" $?
+
+if [ "$FAIL" -ne 0 ]; then
+    echo "--- Kafka output (first lines):"
+    head -20 "$OUT" "$OUT2"
+fi
+echo "$PASS passed, $FAIL failed"
+[ "$FAIL" -eq 0 ]
