@@ -21,8 +21,8 @@ while read -r suite budget; do
     timeout -k 10 "$budget" "$script" 2>&1 | tee "$out"
     rc=${PIPESTATUS[0]}
     line=$(grep -E '^([A-Za-z0-9_./-]+: )?[0-9]+ passed, [0-9]+ failed' "$out" | tail -1)
-    p=$(echo "$line" | sed -E 's/.*[^0-9]?([0-9]+) passed.*/\1/')
-    f=$(echo "$line" | sed -E 's/.* ([0-9]+) failed.*/\1/')
+    p=$(echo "$line" | grep -oE '[0-9]+ passed' | grep -oE '[0-9]+')
+    f=$(echo "$line" | grep -oE '[0-9]+ failed' | grep -oE '[0-9]+')
     [ -n "$line" ] || { p=0; f=1; }
     [ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && f=1
     total_pass=$((total_pass + p))

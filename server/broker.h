@@ -112,6 +112,7 @@ struct gr_broker {
     int conn_count;
     struct gr_conn *conns;       /* all live connections (for idle checks and shutdown) */
     int64_t held_request_bytes;  /* frames held by requests not yet answered */
+    bool reading_blocked;        /* some connection stopped reading because of queued.max.request.bytes */
     int64_t last_retention_ms;
     bool hwm_durable;            /* gregor.acks.all.fsync */
     bool stopping;
@@ -148,6 +149,8 @@ int gr_net_listen(struct gr_broker *b);
 void gr_net_conn_kick(struct gr_conn *conn);
 void gr_net_close_all(struct gr_broker *b);
 void gr_net_close_idle(struct gr_broker *b, int64_t now_mono_ms);
+/* Resumes reading on connections stopped by queued.max.request.bytes once held bytes fall below it. */
+void gr_net_budget_released(struct gr_broker *b);
 /* Closes a connection (deferred free: safe from inside a handler). */
 void gr_conn_close(struct gr_conn *conn, const char *why);
 bool gr_conn_is_closing(const struct gr_conn *conn);

@@ -48,7 +48,6 @@ static const struct gr_config_def defs[] = {
     {"compression.type", GR_CFG_STRING, "producer", 0, 0, "Topic compression: producer keeps what the producer sent."},
     {"socket.request.max.bytes", GR_CFG_INT, "104857600", 1, INT32_MAX, "Largest request frame accepted, in bytes."},
     {"queued.max.request.bytes", GR_CFG_LONG, "-1", -1, INT64_MAX, "Bytes of requests held before sockets stop being read; -1 unlimited."},
-    {"queued.max.requests", GR_CFG_INT, "500", 1, INT32_MAX, "Requests held per connection before it stops being read (Gregor: per connection)."},
     {"max.connections", GR_CFG_INT, "2147483647", 0, INT32_MAX, "Maximum concurrent connections."},
     {"connections.max.idle.ms", GR_CFG_LONG, "600000", -1, INT64_MAX, "Idle connections are closed after this (ms); -1 never."},
     {"fetch.max.bytes", GR_CFG_INT, "57671680", 1024, INT32_MAX, "Maximum bytes returned by one Fetch."},

@@ -21,9 +21,28 @@ static const struct gr_api apis[] = {
     {1, "Fetch", 4, 4, 18, gr_handle_fetch},
     {2, "ListOffsets", 1, 1, 9, gr_handle_list_offsets},
     {3, "Metadata", 0, 0, 13, gr_handle_metadata},
+    {8, "OffsetCommit", 2, 2, 9, gr_handle_offset_commit},
+    {9, "OffsetFetch", 1, 1, 9, gr_handle_offset_fetch},
     {10, "FindCoordinator", 0, 0, 6, gr_handle_find_coordinator},
+    {11, "JoinGroup", 0, 0, 9, gr_handle_join_group},
+    {12, "Heartbeat", 0, 0, 4, gr_handle_heartbeat},
+    {13, "LeaveGroup", 0, 0, 5, gr_handle_leave_group},
+    {14, "SyncGroup", 0, 0, 5, gr_handle_sync_group},
+    {15, "DescribeGroups", 0, 0, 6, gr_handle_describe_groups},
+    {16, "ListGroups", 0, 0, 5, gr_handle_list_groups},
     {18, "ApiVersions", 0, 0, 4, gr_handle_api_versions},
     {19, "CreateTopics", 2, 2, 7, gr_handle_create_topics},
+    {20, "DeleteTopics", 1, 1, 6, gr_handle_delete_topics},
+    {21, "DeleteRecords", 0, 0, 2, gr_handle_delete_records},
+    {23, "OffsetForLeaderEpoch", 2, 2, 4, gr_handle_offset_for_leader_epoch},
+    {32, "DescribeConfigs", 1, 1, 4, gr_handle_describe_configs},
+    {33, "AlterConfigs", 0, 0, 2, gr_handle_alter_configs},
+    {35, "DescribeLogDirs", 1, 1, 4, gr_handle_describe_log_dirs},
+    {37, "CreatePartitions", 0, 0, 3, gr_handle_create_partitions},
+    {42, "DeleteGroups", 0, 0, 2, gr_handle_delete_groups},
+    {44, "IncrementalAlterConfigs", 0, 0, 1, gr_handle_incremental_alter_configs},
+    {47, "OffsetDelete", 0, 0, 0, gr_handle_offset_delete},
+    {60, "DescribeCluster", 0, 0, 2, gr_handle_describe_cluster},
 };
 
 #define NAPIS ((int)(sizeof apis / sizeof apis[0]))
@@ -149,6 +168,7 @@ void gr_req_free(struct gr_req *req)
     unpark(req);
     for (struct gr_req_slice *s = req->slices; s; s = s->next) gr_log_slice_release(&s->slice);
     req->broker->held_request_bytes -= (int64_t)req->frame_len;
+    gr_net_budget_released(req->broker);
     free(req->frame);
     free(req->out_mem);
     gr_arena_reset(&req->arena);

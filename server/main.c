@@ -16,6 +16,7 @@
 #include "common/log.h"
 #include "common/time.h"
 #include "server/broker.h"
+#include "server/handlers/handlers.h"
 
 #ifndef GREGOR_VERSION
 #define GREGOR_VERSION "0.1.0"
@@ -145,6 +146,7 @@ int main(int argc, char **argv)
         struct gr_topic *t = gr_store_topic_at(b->store, i);
         for (int32_t p = 0; p < gr_topic_partition_count(t); p++) gr_broker_update_hwm(b, gr_topic_log(t, p));
     }
+    if (gr_groups_start(b)) return 1; /* replays __consumer_offsets before clients can connect */
     if (gr_net_listen(b)) return 1;
 
     ev_signal_init(&b->sigterm_w, stop_cb, SIGTERM);
@@ -163,6 +165,7 @@ int main(int argc, char **argv)
 
     gr_net_close_all(b);
     ev_run(b->loop, EVRUN_NOWAIT); /* let deferred connection frees run */
+    gr_groups_stop(b); /* before parked requests are freed: it drops the JoinGroup/SyncGroup waiters */
     while (b->parked_head) {
         struct gr_req *r = b->parked_head;
         r->conn = NULL;

@@ -212,7 +212,9 @@ static void conn_update_read(struct gr_conn *conn)
 {
     struct gr_broker *b = conn->broker;
     if (conn->closing) return;
-    bool want = !conn->closing && conn->outstanding < GR_CONN_PIPELINE_MAX && b->held_request_bytes < budget_max(b);
+    bool over_budget = b->held_request_bytes >= budget_max(b);
+    if (over_budget) b->reading_blocked = true;
+    bool want = !conn->closing && conn->outstanding < GR_CONN_PIPELINE_MAX && !over_budget;
     if (want && !conn->reading) ev_io_start(b->loop, &conn->rw);
     if (!want && conn->reading) ev_io_stop(b->loop, &conn->rw);
     conn->reading = want;
@@ -464,6 +466,13 @@ void gr_net_close_idle(struct gr_broker *b, int64_t now_mono_ms)
         if (!c->head && !c->closing && now_mono_ms - c->last_active_ms > idle) gr_conn_close(c, "idle");
         c = next;
     }
+}
+
+void gr_net_budget_released(struct gr_broker *b)
+{
+    if (!b->reading_blocked || b->held_request_bytes >= budget_max(b)) return;
+    b->reading_blocked = false;
+    for (struct gr_conn *c = b->conns; c; c = c->next) conn_update_read(c);
 }
 
 bool gr_conn_is_closing(const struct gr_conn *conn) { return conn->closing; }

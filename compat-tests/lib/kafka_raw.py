@@ -51,11 +51,13 @@ INVALID_REQUEST = 42
 INVALID_CONFIG = 40
 UNSUPPORTED_COMPRESSION_TYPE = 76
 MEMBER_ID_REQUIRED = 79
+GROUP_ID_NOT_FOUND = 69
 INVALID_RECORD = 87
 UNKNOWN_TOPIC_ID = 100
 
 API_KEYS = {'Produce': 0, 'Fetch': 1, 'ListOffsets': 2, 'Metadata': 3, 'FindCoordinator': 10,
-            'ApiVersions': 18, 'CreateTopics': 19}
+            'ApiVersions': 18, 'CreateTopics': 19, 'DescribeConfigs': 32, 'OffsetCommit': 8, 'OffsetFetch': 9,
+            'JoinGroup': 11, 'Heartbeat': 12, 'LeaveGroup': 13, 'SyncGroup': 14}
 
 
 class DecodeError(Exception):
@@ -249,6 +251,110 @@ SCHEMAS = {
                           F('read_only', 'bool', '5+'), F('config_source', 'int8', '5+', default=-1),
                           F('is_sensitive', 'bool', '5+')], '5+', nullable='5+'),
         ], '0+'),
+    ]),
+    'DescribeConfigs': (4, [
+        F('resources', [F('resource_type', 'int8', '0+'), F('resource_name', 'string', '0+'),
+                        F('configuration_keys', '[string]', '0+', nullable='0+')], '0+'),
+        F('include_synonyms', 'bool', '1+', default=False),
+        F('include_documentation', 'bool', '3+', default=False),
+    ], [
+        F('throttle_time_ms', 'int32', '0+'),
+        F('results', [
+            F('error_code', 'int16', '0+'), F('error_message', 'string', '0+', nullable='0+'),
+            F('resource_type', 'int8', '0+'), F('resource_name', 'string', '0+'),
+            F('configs', [
+                F('name', 'string', '0+'), F('value', 'string', '0+', nullable='0+'), F('read_only', 'bool', '0+'),
+                F('config_source', 'int8', '1+', default=-1), F('is_sensitive', 'bool', '0+'),
+                F('synonyms', [F('name', 'string', '1+'), F('value', 'string', '1+', nullable='0+'),
+                               F('source', 'int8', '1+')], '1+'),
+                F('config_type', 'int8', '3+'), F('documentation', 'string', '3+', nullable='0+'),
+            ], '0+'),
+        ], '0+'),
+    ]),
+    'JoinGroup': (6, [
+        F('group_id', 'string', '0+'), F('session_timeout_ms', 'int32', '0+', default=10000),
+        F('rebalance_timeout_ms', 'int32', '1+', default=-1), F('member_id', 'string', '0+'),
+        F('group_instance_id', 'string', '5+', nullable='5+'), F('protocol_type', 'string', '0+', default='consumer'),
+        F('protocols', [F('name', 'string', '0+'), F('metadata', 'bytes', '0+')], '0+'),
+        F('reason', 'string', '8+', nullable='8+'),
+    ], [
+        F('throttle_time_ms', 'int32', '2+'), F('error_code', 'int16', '0+'), F('generation_id', 'int32', '0+', default=-1),
+        F('protocol_type', 'string', '7+', nullable='7+'), F('protocol_name', 'string', '0+', nullable='7+'),
+        F('leader', 'string', '0+'), F('skip_assignment', 'bool', '9+'), F('member_id', 'string', '0+'),
+        F('members', [F('member_id', 'string', '0+'), F('group_instance_id', 'string', '5+', nullable='5+'),
+                      F('metadata', 'bytes', '0+')], '0+'),
+    ]),
+    'SyncGroup': (4, [
+        F('group_id', 'string', '0+'), F('generation_id', 'int32', '0+'), F('member_id', 'string', '0+'),
+        F('group_instance_id', 'string', '3+', nullable='3+'), F('protocol_type', 'string', '5+', nullable='5+'),
+        F('protocol_name', 'string', '5+', nullable='5+'),
+        F('assignments', [F('member_id', 'string', '0+'), F('assignment', 'bytes', '0+')], '0+'),
+    ], [
+        F('throttle_time_ms', 'int32', '1+'), F('error_code', 'int16', '0+'),
+        F('protocol_type', 'string', '5+', nullable='5+'), F('protocol_name', 'string', '5+', nullable='5+'),
+        F('assignment', 'bytes', '0+'),
+    ]),
+    'Heartbeat': (4, [
+        F('group_id', 'string', '0+'), F('generation_id', 'int32', '0+'), F('member_id', 'string', '0+'),
+        F('group_instance_id', 'string', '3+', nullable='3+'),
+    ], [
+        F('throttle_time_ms', 'int32', '1+'), F('error_code', 'int16', '0+'),
+    ]),
+    'LeaveGroup': (4, [
+        F('group_id', 'string', '0+'), F('member_id', 'string', '0-2'),
+        F('members', [F('member_id', 'string', '3+'), F('group_instance_id', 'string', '3+', nullable='3+'),
+                      F('reason', 'string', '5+', nullable='5+')], '3+'),
+    ], [
+        F('throttle_time_ms', 'int32', '1+'), F('error_code', 'int16', '0+'),
+        F('members', [F('member_id', 'string', '3+'), F('group_instance_id', 'string', '3+', nullable='3+'),
+                      F('error_code', 'int16', '3+')], '3+'),
+    ]),
+    'OffsetCommit': (8, [
+        F('group_id', 'string', '0+'), F('generation_id_or_member_epoch', 'int32', '1+', default=-1),
+        F('member_id', 'string', '1+'), F('group_instance_id', 'string', '7+', nullable='7+'),
+        F('retention_time_ms', 'int64', '2-4', default=-1),
+        F('topics', [
+            F('name', 'string', '0-9'), F('topic_id', 'uuid', '10+'),
+            F('partitions', [F('partition_index', 'int32', '0+'), F('committed_offset', 'int64', '0+'),
+                             F('committed_leader_epoch', 'int32', '6+', default=-1),
+                             F('committed_metadata', 'string', '0+', nullable='0+')], '0+'),
+        ], '0+'),
+    ], [
+        F('throttle_time_ms', 'int32', '3+'),
+        F('topics', [
+            F('name', 'string', '0-9'), F('topic_id', 'uuid', '10+'),
+            F('partitions', [F('partition_index', 'int32', '0+'), F('error_code', 'int16', '0+')], '0+'),
+        ], '0+'),
+    ]),
+    'OffsetFetch': (6, [
+        F('group_id', 'string', '0-7'),
+        F('topics', [F('name', 'string', '0-7'), F('partition_indexes', '[int32]', '0-7')], '0-7', nullable='2-7'),
+        F('groups', [
+            F('group_id', 'string', '8+'), F('member_id', 'string', '9+', nullable='9+'),
+            F('member_epoch', 'int32', '9+', default=-1),
+            F('topics', [F('name', 'string', '8-9'), F('topic_id', 'uuid', '10+'),
+                         F('partition_indexes', '[int32]', '8+')], '8+', nullable='8+'),
+        ], '8+'),
+        F('require_stable', 'bool', '7+'),
+    ], [
+        F('throttle_time_ms', 'int32', '3+'),
+        F('topics', [
+            F('name', 'string', '0-7'),
+            F('partitions', [F('partition_index', 'int32', '0-7'), F('committed_offset', 'int64', '0-7'),
+                             F('committed_leader_epoch', 'int32', '5-7', default=-1),
+                             F('metadata', 'string', '0-7', nullable='0-7'), F('error_code', 'int16', '0-7')], '0-7'),
+        ], '0-7'),
+        F('error_code', 'int16', '2-7'),
+        F('groups', [
+            F('group_id', 'string', '8+'),
+            F('topics', [
+                F('name', 'string', '8-9'), F('topic_id', 'uuid', '10+'),
+                F('partitions', [F('partition_index', 'int32', '8+'), F('committed_offset', 'int64', '8+'),
+                                 F('committed_leader_epoch', 'int32', '8+', default=-1),
+                                 F('metadata', 'string', '8+', nullable='8+'), F('error_code', 'int16', '8+')], '8+'),
+            ], '8+'),
+            F('error_code', 'int16', '8+'),
+        ], '8+'),
     ]),
 }
 
@@ -445,7 +551,12 @@ def _enc_struct(w, fields, values, version, flex):
     for f in fields:
         if not _in(f['versions'], version):
             continue
-        v = values.get(f['name'], _default(f))
+        if f['name'] in values:
+            v = values[f['name']]
+        elif f['type'] == 'string' and f['default'] is None and _in(f['nullable'], version):
+            v = None  # an omitted nullable string is null (Kafka's default for them)
+        else:
+            v = _default(f)
         if f['tag'] is not None:
             if flex and f['name'] in values:
                 tagged.append((f, v))
@@ -972,7 +1083,7 @@ def build_message_set_v1(key, value, timestamp=None):
     return struct.pack('>qi', 0, len(msg)) + msg
 
 
-def parse_batches(data, decode_records=True):
+def parse_batches(data, decode_records=True, check_crc=True):
     """Splits concatenated batches. Returns list of dicts with header fields and, for uncompressed and
     gzip batches, 'records': list of dicts {offset, timestamp, key, value, headers}. A truncated trailing
     batch is reported with 'truncated': True (clients drop it)."""
@@ -990,7 +1101,7 @@ def parse_batches(data, decode_records=True):
         (epoch, magic, crc, attrs, lod, base_ts, max_ts, pid, pepoch, bseq, count) = struct.unpack_from(
             '>ibIhiqqqhii', b, 12)
         batch = {'pos': p, 'base_offset': base_offset, 'length': length, 'size': 12 + length,
-                 'leader_epoch': epoch, 'magic': magic, 'crc': crc, 'crc_ok': crc32c(b[21:]) == crc,
+                 'leader_epoch': epoch, 'magic': magic, 'crc': crc, 'crc_ok': (crc32c(b[21:]) == crc) if check_crc else None,
                  'attributes': attrs, 'codec': attrs & 7, 'last_offset_delta': lod, 'base_timestamp': base_ts,
                  'max_timestamp': max_ts, 'producer_id': pid, 'producer_epoch': pepoch,
                  'base_sequence': bseq, 'record_count': count}

@@ -5,6 +5,7 @@
 #include "common/limits.h"
 #include "common/log.h"
 #include "server/handlers/handlers.h"
+#include "server/topic_configs.h"
 
 bool gr_topic_name_valid(struct gr_str name)
 {
@@ -55,15 +56,9 @@ struct gr_uuid gr_topic_uuid(const struct gr_topic *t)
     return u;
 }
 
-/* Values Gregor cannot honour yet are refused rather than accepted silently. */
-static const char *unsupported_config(const char *key, const char *value)
+bool gr_topic_is_internal(const char *name)
 {
-    if (!value) return NULL;
-    if (strcmp(key, "cleanup.policy") == 0 && strstr(value, "compact"))
-        return "cleanup.policy=compact is not supported yet: log compaction is not built";
-    if (strcmp(key, "min.insync.replicas") == 0 && strcmp(value, "1") != 0)
-        return "min.insync.replicas must be 1 on a single-node broker";
-    return NULL;
+    return strcmp(name, "__consumer_offsets") == 0 || strcmp(name, "__transaction_state") == 0;
 }
 
 int16_t gr_topic_create(struct gr_broker *b, struct gr_str name, int32_t partitions, const char *const *keys,
@@ -91,7 +86,7 @@ int16_t gr_topic_create(struct gr_broker *b, struct gr_str name, int32_t partiti
         return GR_ERR_INVALID_PARTITIONS;
     }
     for (int i = 0; i < count; i++) {
-        const char *why = unsupported_config(keys[i], values[i]);
+        const char *why = gr_tcfg_unsupported(keys[i], values[i]);
         if (!why && !gr_topic_config_key_known(keys[i])) why = "Unknown topic config name";
         if (why) {
             *error_message = why;

@@ -8,7 +8,10 @@
  * (not null) records. Long poll: while fewer than min_bytes are available the request is parked until
  * data arrives or max_wait_ms passes. Fetch sessions (KIP-227) are not kept: session id 0 every time,
  * which Kafka allows. Without transactions the last stable offset is the high watermark and
- * aborted_transactions is null for read_uncommitted, empty for read_committed.
+ * aborted_transactions is null for read_uncommitted, empty for read_committed. Errors carry Kafka's
+ * shapes: an unknown topic, topic id or partition (found before reading) answers HWM/LSO/log start -1 and
+ * an empty aborted list; an error from reading the log (offset out of range, leader epoch, storage)
+ * answers -1 for the offsets and a null aborted list, in both isolation levels.
  * Read next: storage/log.h (gr_log_read).
  */
 #include <errno.h>
@@ -30,6 +33,16 @@ static int16_t check_epoch(struct gr_log *log, int32_t current_leader_epoch)
     if (current_leader_epoch < epoch) return GR_ERR_FENCED_LEADER_EPOCH;
     if (current_leader_epoch > epoch) return GR_ERR_UNKNOWN_LEADER_EPOCH;
     return GR_ERR_NONE;
+}
+
+/* A partition that failed while reading its log: Kafka's read-error answer (see the file comment). */
+static void read_error(struct gr_fetch_response_partition_data *rp, int16_t code)
+{
+    rp->error_code = code;
+    rp->high_watermark = -1;
+    rp->last_stable_offset = -1;
+    rp->log_start_offset = -1;
+    rp->aborted_transactions.count = -1;
 }
 
 static void release_slices(struct gr_req *req)
@@ -82,20 +95,22 @@ static void fetch_fill(struct gr_req *req)
             rp->partition_index = qp->partition;
             rp->high_watermark = -1;
             rp->records = (struct gr_bytes){(const uint8_t *)"", 0};
-            rp->aborted_transactions.count = body->isolation_level == 1 ? 0 : -1;
+            rp->aborted_transactions.count = 0;
             struct gr_log *log = t ? gr_topic_log(t, qp->partition) : NULL;
             if (!log) {
                 rp->error_code = !t && v >= 13 ? GR_ERR_UNKNOWN_TOPIC_ID : GR_ERR_UNKNOWN_TOPIC_OR_PARTITION;
                 st->error = true;
                 continue;
             }
+            rp->aborted_transactions.count = body->isolation_level == 1 ? 0 : -1;
             int64_t hwm = gr_broker_update_hwm(b, log);
             rp->high_watermark = hwm;
             rp->last_stable_offset = hwm;
             rp->log_start_offset = gr_log_start_offset(log);
-            rp->error_code = check_epoch(log, qp->current_leader_epoch);
-            if (!rp->error_code && gr_log_offline(log)) rp->error_code = GR_ERR_KAFKA_STORAGE_ERROR;
-            if (rp->error_code) {
+            int16_t err = check_epoch(log, qp->current_leader_epoch);
+            if (!err && gr_log_offline(log)) err = GR_ERR_KAFKA_STORAGE_ERROR;
+            if (err) {
+                read_error(rp, err);
                 st->error = true;
                 continue;
             }
@@ -104,13 +119,8 @@ static void fetch_fill(struct gr_req *req)
             if (max < 0) max = 0;
             struct gr_log_slice slice;
             int rc = gr_log_read(log, qp->fetch_offset, max, hwm, !have_data, &slice);
-            if (rc == -ERANGE) {
-                rp->error_code = GR_ERR_OFFSET_OUT_OF_RANGE;
-                st->error = true;
-                continue;
-            }
             if (rc) {
-                rp->error_code = GR_ERR_KAFKA_STORAGE_ERROR;
+                read_error(rp, rc == -ERANGE ? GR_ERR_OFFSET_OUT_OF_RANGE : GR_ERR_KAFKA_STORAGE_ERROR);
                 st->error = true;
                 continue;
             }

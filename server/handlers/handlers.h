@@ -25,6 +25,28 @@ enum gr_handler_rc gr_handle_incremental_alter_configs(struct gr_req *req);
 enum gr_handler_rc gr_handle_describe_log_dirs(struct gr_req *req);
 enum gr_handler_rc gr_handle_create_partitions(struct gr_req *req);
 enum gr_handler_rc gr_handle_describe_cluster(struct gr_req *req);
+/* Consumer groups (coordinator/): */
+enum gr_handler_rc gr_handle_join_group(struct gr_req *req);
+enum gr_handler_rc gr_handle_sync_group(struct gr_req *req);
+enum gr_handler_rc gr_handle_heartbeat(struct gr_req *req);
+enum gr_handler_rc gr_handle_leave_group(struct gr_req *req);
+enum gr_handler_rc gr_handle_offset_commit(struct gr_req *req);
+enum gr_handler_rc gr_handle_offset_fetch(struct gr_req *req);
+enum gr_handler_rc gr_handle_offset_delete(struct gr_req *req);
+enum gr_handler_rc gr_handle_list_groups(struct gr_req *req);
+enum gr_handler_rc gr_handle_describe_groups(struct gr_req *req);
+enum gr_handler_rc gr_handle_delete_groups(struct gr_req *req);
+
+/* The group coordinator's server binding (handlers/join_group.c). gr_groups_start opens (creating when
+ * missing) __consumer_offsets, replays it into a new b->coord and starts its timers on b->loop; returns 0
+ * or -errno. gr_groups_stop stops the timers and frees b->coord without answering parked JoinGroup /
+ * SyncGroup requests (call it before freeing parked requests and before closing the store). */
+int gr_groups_start(struct gr_broker *b);
+void gr_groups_stop(struct gr_broker *b);
+/* Returns borrowed: the __consumer_offsets binding (durability checks), NULL when groups are not started. */
+struct gr_offsets_log *gr_groups_offsets_log(struct gr_broker *b);
+/* The client's address as Kafka shows a member's host ("/127.0.0.1"), in the request arena. */
+struct gr_str gr_req_client_host(struct gr_req *req);
 
 /* Shared helpers (handlers/common.c). */
 /* Validates a topic name as Kafka does (1..249 chars of [a-zA-Z0-9._-], not "." or ".."). */
@@ -43,5 +65,22 @@ struct gr_topic *gr_topic_lookup(struct gr_broker *b, struct gr_str name);
 char *gr_req_strdup(struct gr_req *req, struct gr_str s);
 /* The topic id as a gr_uuid. */
 struct gr_uuid gr_topic_uuid(const struct gr_topic *t);
+/* Whether `name` is one of Kafka's internal topics (__consumer_offsets, __transaction_state). */
+bool gr_topic_is_internal(const char *name);
+
+/* Resource checks shared by AlterConfigs and IncrementalAlterConfigs (handlers/alter_configs.c). Each
+ * returns a Kafka error code and sets *msg (static or in the request arena) when it is not NONE. */
+struct gr_tcfg_set;
+/* A TOPIC resource name: "" is INVALID_REQUEST, an invalid name INVALID_TOPIC_EXCEPTION. */
+int16_t gr_alter_topic_check(struct gr_req *req, struct gr_str name, const char **msg);
+/* UNKNOWN_TOPIC_OR_PARTITION with Kafka's "The topic 'x' does not exist." */
+int16_t gr_alter_topic_missing(struct gr_req *req, struct gr_str name, const char **msg);
+/* Replaces topic `t`'s topic-level configs with `set` durably; INVALID_CONFIG or KAFKA_STORAGE_ERROR. */
+int16_t gr_alter_topic_store(struct gr_req *req, struct gr_topic *t, const struct gr_tcfg_set *set, const char **msg);
+/* A BROKER or BROKER_LOGGER resource with `count` changes (first key `first_key`): its name must be "" (not
+ * for BROKER_LOGGER) or this node id; any change is INVALID_REQUEST: Gregor changes no broker config or log
+ * level at runtime. No change: NONE. */
+int16_t gr_alter_broker_check(struct gr_req *req, int8_t type, struct gr_str name, int count, const char *first_key,
+                              const char **msg);
 
 #endif

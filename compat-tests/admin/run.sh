@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# admin/run.sh: the admin APIs (DescribeCluster, DescribeConfigs, AlterConfigs, IncrementalAlterConfigs,
+# CreatePartitions, DeleteRecords, OffsetForLeaderEpoch, DescribeLogDirs, DeleteTopics) driven by real
+# clients: kafka-python 3 and confluent-kafka (admin/run.py), and Apache Kafka's own kafka-configs.sh,
+# kafka-topics.sh and kafka-log-dirs.sh when compat-tests/.cache/kafka-4.1.1 holds them
+# (compat-tests/kafka-dist/get-kafka.sh builds it).
+#
+#   run.sh                       Gregor (GREGOR_BIN, default build/bin/gregor) on a free loopback port with a
+#                                fresh data dir and message.max.bytes=2000000 (a static broker value); then a
+#                                restart (configs, partition counts, deletions, DeleteRecords persist) and a
+#                                restart with delete.topic.enable=false
+#   run.sh --bootstrap H:P       the Python part only, against a running broker (e.g. Apache Kafka 4.1.1 from
+#                                kafka-dist/start-kafka.sh): the same checks, Kafka's answers where Gregor
+#                                deliberately differs
+# Installs kafka-python and confluent-kafka with pip when they are missing.
+# Prints "admin: N passed, N failed" last and exits non-zero on failure.
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+source "$here/../lib/broker.sh"
+
+PY_PKGS=('kafka-python==3.0.12' 'confluent-kafka==2.16.1') # run.py uses kafka-python 3's request classes
+if ! python3 -c 'import kafka, confluent_kafka; assert kafka.__version__.startswith("3.")' 2>/dev/null; then
+    python3 -m pip install -q "${PY_PKGS[@]}" >&2 ||
+        python3 -m pip install -q --break-system-packages "${PY_PKGS[@]}" >&2 || # Debian's PEP 668 python
+        { fail "pip install ${PY_PKGS[*]} (needs python3-pip)"; summary admin; exit 1; }
+fi
+
+if [ "${1:-}" == --bootstrap ]; then
+    BROKER=$2 BROKER_DIR= run_py "admin/run.py" "$here/run.py" main
+    summary admin
+    exit
+fi
+
+trap broker_cleanup EXIT
+broker_start --override message.max.bytes=2000000 || { fail "broker starts"; summary admin; exit 1; }
+run_py "admin/run.py" "$here/run.py" main
+
+KAFKA_BIN=$REPO/compat-tests/.cache/kafka-4.1.1/bin
+if [ -x "$KAFKA_BIN/kafka-configs.sh" ] && command -v java >/dev/null; then
+    tool() { timeout 60 "$KAFKA_BIN/$1" --bootstrap-server "$BROKER" "${@:2}" 2>&1; }
+    out=$(tool kafka-configs.sh --describe --entity-type topics --entity-name adm-b --all)
+    check "kafka-configs.sh --describe --all: dynamic retention.ms with its synonym" \
+        grep -q 'retention.ms=2400000 sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:retention.ms=2400000}' <<<"$out"
+    check "kafka-configs.sh --describe --all: 33 topic configs" test "$(grep -c 'sensitive=' <<<"$out")" -eq 33
+    out=$(tool kafka-configs.sh --alter --entity-type topics --entity-name adm-b --add-config segment.bytes=2000000)
+    check "kafka-configs.sh --alter --add-config" grep -q 'Completed updating config' <<<"$out"
+    out=$(tool kafka-configs.sh --describe --entity-type topics --entity-name adm-b)
+    check "kafka-configs.sh --describe: the new override" grep -q 'segment.bytes=2000000' <<<"$out"
+    out=$(tool kafka-configs.sh --alter --entity-type topics --entity-name adm-b --add-config cleanup.policy=compact)
+    check "kafka-configs.sh --alter cleanup.policy=compact is refused with Gregor's message" \
+        grep -q 'log compaction is not built' <<<"$out"
+    out=$(tool kafka-configs.sh --alter --entity-type topics --entity-name adm-b --delete-config segment.bytes)
+    check "kafka-configs.sh --alter --delete-config" grep -q 'Completed updating config' <<<"$out"
+    out=$(tool kafka-topics.sh --alter --topic adm-b --partitions 2)
+    check "kafka-topics.sh --alter --partitions" test -z "$(grep -i error <<<"$out")"
+    out=$(tool kafka-topics.sh --describe --topic adm-b)
+    check "kafka-topics.sh --describe: 2 partitions" grep -q 'PartitionCount: 2' <<<"$out"
+    out=$(tool kafka-log-dirs.sh --describe --topic-list adm-a)
+    check "kafka-log-dirs.sh --describe: the data dir" grep -q "\"logDir\":\"$(realpath "$BROKER_DIR/data")\"" <<<"$out"
+    out=$(tool kafka-topics.sh --delete --topic adm-del7)
+    check "kafka-topics.sh --delete" test -z "$(grep -i error <<<"$out")"
+    out=$(tool kafka-topics.sh --create --topic adm-del7 --partitions 3)
+    check "kafka-topics.sh --create again (restart phase expects adm-del7 with 3 partitions)" grep -q 'Created topic' <<<"$out"
+    out=$(tool kafka-topics.sh --alter --topic adm-b --partitions 1)
+    check "kafka-topics.sh --alter --partitions 1: a decrease is refused" grep -q 'would not be an increase' <<<"$out"
+else
+    echo "  skip Kafka's command-line tools: run compat-tests/kafka-dist/get-kafka.sh to include them"
+fi
+
+broker_restart --override message.max.bytes=2000000 || fail "broker restarts"
+run_py "admin/run.py restarted" "$here/run.py" restarted
+broker_restart --override delete.topic.enable=false || fail "broker restarts with delete.topic.enable=false"
+run_py "admin/run.py nodelete" "$here/run.py" nodelete
+check "broker logged no assertion or crash" bash -c "! grep -Eiq 'assert|abort|sanitizer' '$BROKER_DIR/broker.log'"
+summary admin

@@ -1,0 +1,302 @@
+/*
+ * coordinator.h: the classic consumer-group coordinator (Kafka's GroupCoordinator for the "classic"
+ * protocol: JoinGroup/SyncGroup/Heartbeat/LeaveGroup) and the committed-offset store, as plain state and
+ * functions. No sockets, no event loop, no disk: time comes from injected clocks, durability from an
+ * injected append hook, and parked requests are opaque "waiters" the coordinator hands back through the
+ * join_done/sync_done hooks. The server (server/handlers/join_group.c) binds the hooks to the libev loop,
+ * to parked requests and to __consumer_offsets (coordinator/offsets_log.h).
+ *
+ * Semantics follow Kafka's GroupMetadataManager / ClassicGroup / OffsetMetadataManager (4.x):
+ *   states        Empty -> PreparingRebalance -> CompletingRebalance -> Stable (-> PreparingRebalance ...)
+ *   join          new dynamic members on JoinGroup v4+ get MEMBER_ID_REQUIRED and a pending id that expires
+ *                 after the session timeout; the join phase ends when every member has rejoined (or at the
+ *                 rebalance timeout: the largest member rebalance timeout; v0 uses the session timeout);
+ *                 the first rebalance of an Empty group waits group.initial.rebalance.delay.ms, extended
+ *                 while new members arrive, up to the rebalance timeout; the protocol is the one every
+ *                 member supports that wins the members' votes (each votes its first supported choice)
+ *   sync          the leader's assignments are kept byte for byte; a member it did not list gets an empty
+ *                 assignment with error 0
+ *   static        a known group.instance.id rejoining with an empty member id replaces the old member id
+ *                 (which gets FENCED_INSTANCE_ID) and keeps generation and assignment when the group is
+ *                 Stable and the selected protocol does not change
+ *   fencing       ILLEGAL_GENERATION / UNKNOWN_MEMBER_ID / REBALANCE_IN_PROGRESS exactly as ClassicGroup
+ *                 validateOffsetCommit / validateMember / the heartbeat and sync paths return them
+ *   offsets       commits with generation -1 and no member create an Empty "simple" group; offsets of
+ *                 empty groups expire after offsets.retention.minutes
+ * Everything the coordinator changes that Kafka persists (group metadata after a completed sync or when
+ * a group becomes empty, offsets, tombstones) is passed to hooks.append as __consumer_offsets records
+ * (coordinator/records.h) before it is acknowledged; replay (gr_coord_replay) rebuilds the state at start.
+ *
+ * Invariants: a waiter is answered exactly once (through join_done / sync_done), possibly inside the call
+ * that handed it over; after gr_coord_destroy no hook is called. Strings in results are borrowed and valid
+ * only during the hook call or until the next coordinator call.
+ * Read next: coordinator/records.h (formats), coordinator/offsets_log.h (storage binding).
+ */
+#ifndef GR_COORDINATOR_H
+#define GR_COORDINATOR_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "coordinator/records.h"
+#include "protocol/wire.h"
+
+struct gr_coordinator;
+struct gr_group;
+struct gr_member;
+
+enum gr_group_state {
+    GR_GROUP_EMPTY = 0,
+    GR_GROUP_PREPARING_REBALANCE,
+    GR_GROUP_COMPLETING_REBALANCE,
+    GR_GROUP_STABLE,
+    GR_GROUP_DEAD,
+};
+
+/* Kafka's name of a state ("Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead"). */
+const char *gr_group_state_name(enum gr_group_state state);
+
+struct gr_coord_config {                  /* Kafka config names in comments */
+    int32_t min_session_timeout_ms;       /* group.min.session.timeout.ms (6000) */
+    int32_t max_session_timeout_ms;       /* group.max.session.timeout.ms (1800000) */
+    int32_t initial_rebalance_delay_ms;   /* group.initial.rebalance.delay.ms (3000) */
+    int32_t max_size;                     /* group.max.size (INT32_MAX) */
+    int32_t new_member_join_timeout_ms;   /* Kafka's fixed classic new-member join timeout (300000) */
+    int64_t offsets_retention_ms;         /* offsets.retention.minutes * 60000 (7 days) */
+    int64_t offsets_retention_check_interval_ms; /* offsets.retention.check.interval.ms (600000) */
+    int32_t offset_metadata_max_bytes;    /* offset.metadata.max.bytes (4096; compared with Java's length) */
+    int32_t offsets_partitions;           /* partitions of __consumer_offsets (offsets.topic.num.partitions) */
+};
+
+/* Fills `cfg` with Kafka's defaults (offsets_partitions 50). */
+void gr_coord_config_defaults(struct gr_coord_config *cfg);
+
+/* One member of a JoinGroup response (the leader gets all of them). Borrowed views. */
+struct gr_join_member_out {
+    struct gr_str member_id;
+    struct gr_str group_instance_id; /* len -1: null */
+    struct gr_bytes metadata;
+};
+
+/* A JoinGroup answer, before version shaping (the handler turns a null protocol name into "" below v7). */
+struct gr_join_result {
+    int16_t error_code;
+    int32_t generation_id;          /* -1 on errors */
+    struct gr_str protocol_type;    /* len -1: null */
+    struct gr_str protocol_name;    /* len -1: null */
+    struct gr_str leader;           /* "" when none */
+    bool skip_assignment;
+    struct gr_str member_id;
+    const struct gr_join_member_out *members;
+    int32_t member_count;
+};
+
+/* A SyncGroup answer. */
+struct gr_sync_result {
+    int16_t error_code;
+    struct gr_str protocol_type;    /* len -1: null */
+    struct gr_str protocol_name;    /* len -1: null */
+    struct gr_bytes assignment;     /* empty (len 0) on errors */
+};
+
+struct gr_coord_hooks {
+    void *ctx;
+    /* Monotonic milliseconds, for timers. */
+    int64_t (*mono_ms)(void *ctx);
+    /* Wall-clock milliseconds, for commit and state timestamps written to __consumer_offsets. */
+    int64_t (*wall_ms)(void *ctx);
+    /* Appends `count` records to partition `partition` of __consumer_offsets in order. Returns 0 and the
+       log end offset after them (they are durable once the partition's durable offset reaches it), or
+       -errno (nothing appended). */
+    int (*append)(void *ctx, int32_t partition, const struct gr_coord_record *recs, int count, int64_t *end_offset);
+    /* Answers a parked JoinGroup / SyncGroup (exactly once per waiter). */
+    void (*join_done)(void *ctx, void *waiter, const struct gr_join_result *res);
+    void (*sync_done)(void *ctx, void *waiter, const struct gr_sync_result *res);
+    /* Optional: a timer deadline (monotonic ms) was set earlier than before; call gr_coord_tick then. */
+    void (*timer_hint)(void *ctx, int64_t deadline_ms);
+};
+
+/* Creates an empty coordinator. Takes copies of `cfg` and `hooks`. Returns new (gr_coord_destroy), or NULL
+ * when out of memory. */
+struct gr_coordinator *gr_coord_create(const struct gr_coord_config *cfg, const struct gr_coord_hooks *hooks);
+/* Returns borrowed: hooks.ctx as given to gr_coord_create. */
+void *gr_coord_hooks_ctx(const struct gr_coordinator *c);
+/* Frees everything. Waiters still held are dropped without a hook call (the server frees them). */
+void gr_coord_destroy(struct gr_coordinator *c);
+
+/* ---- JoinGroup / SyncGroup ---- */
+
+struct gr_join_protocol {
+    struct gr_str name;
+    struct gr_bytes metadata;
+};
+
+struct gr_join_params {
+    struct gr_str group_id, member_id, group_instance_id; /* group_instance_id len -1: null */
+    struct gr_str protocol_type, client_id, client_host, reason;
+    int32_t session_timeout_ms, rebalance_timeout_ms;   /* rebalance -1 (v0): the session timeout is used */
+    const struct gr_join_protocol *protocols;
+    int32_t protocol_count;
+    int16_t api_version;
+    void *waiter;                                       /* non-NULL */
+};
+
+enum gr_coord_wait { GR_COORD_ANSWERED = 0, GR_COORD_PARKED = 1 };
+
+/* JoinGroup. The answer goes to hooks->join_done(waiter): inside this call (returns GR_COORD_ANSWERED) or
+ * later, when the join phase completes, the member expires or is fenced (returns GR_COORD_PARKED). */
+enum gr_coord_wait gr_coord_join(struct gr_coordinator *c, const struct gr_join_params *p);
+
+struct gr_sync_assignment {
+    struct gr_str member_id;
+    struct gr_bytes assignment;
+};
+
+struct gr_sync_params {
+    struct gr_str group_id, member_id, group_instance_id; /* len -1: null */
+    struct gr_str protocol_type, protocol_name;          /* len -1: null (absent before v5) */
+    int32_t generation_id;
+    const struct gr_sync_assignment *assignments;
+    int32_t assignment_count;
+    int16_t api_version;
+    void *waiter;
+};
+
+/* SyncGroup; answers through hooks->sync_done as gr_coord_join does. */
+enum gr_coord_wait gr_coord_sync(struct gr_coordinator *c, const struct gr_sync_params *p);
+
+/* Heartbeat: returns the error code (0, UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, FENCED_INSTANCE_ID,
+ * REBALANCE_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, INVALID_GROUP_ID). */
+int16_t gr_coord_heartbeat(struct gr_coordinator *c, struct gr_str group_id, struct gr_str member_id,
+                           struct gr_str group_instance_id, int32_t generation_id);
+
+struct gr_leave_member {
+    struct gr_str member_id, group_instance_id, reason; /* in */
+    int16_t error_code;                                 /* out */
+};
+
+/* LeaveGroup (v3+ batch; v0-2 pass one member with a null instance id). Fills each member's error and
+ * returns the top-level error (INVALID_GROUP_ID, COORDINATOR_NOT_AVAILABLE; an unknown group gives 0 and
+ * UNKNOWN_MEMBER_ID for every member, as Kafka answers). */
+int16_t gr_coord_leave(struct gr_coordinator *c, struct gr_str group_id, struct gr_leave_member *members, int32_t count);
+
+/* ---- offsets ---- */
+
+struct gr_commit_partition {
+    int32_t partition;              /* in */
+    int64_t offset;                 /* in */
+    int32_t leader_epoch;           /* in, -1 none */
+    struct gr_str metadata;         /* in, len -1: null (stored as "") */
+    int16_t error_code;             /* out */
+};
+
+struct gr_commit_topic {
+    struct gr_str name;
+    struct gr_commit_partition *partitions;
+    int32_t count;
+};
+
+struct gr_commit_params {
+    struct gr_str group_id, member_id, group_instance_id; /* len -1: null */
+    int32_t generation_id;          /* -1: not a group member (simple consumer / admin) */
+    int64_t retention_time_ms;      /* -1: default (OffsetCommit v2-4 may set it) */
+    int16_t api_version;
+    struct gr_commit_topic *topics; /* topics and partitions the caller checked exist */
+    int32_t topic_count;
+};
+
+/* OffsetCommit. Validates the group as Kafka does (unknown group: created for generation < 0, else
+ * GROUP_ID_NOT_FOUND from v9 and ILLEGAL_GENERATION before), then appends one record per accepted
+ * partition and applies them. Every partition's error_code is set (the group-level error when the
+ * request is refused, OFFSET_METADATA_TOO_LARGE per partition, or the append error mapped to
+ * NOT_COORDINATOR / COORDINATOR_NOT_AVAILABLE). When records were appended, *wait_partition and
+ * *wait_end_offset say what must become durable before answering; else *wait_end_offset is -1. */
+void gr_coord_commit(struct gr_coordinator *c, const struct gr_commit_params *p, int32_t *wait_partition,
+                     int64_t *wait_end_offset);
+
+/* OffsetFetch: the committed offset of one partition: returns true and fills the outputs (metadata borrowed), or false
+ * when none is committed or the group does not exist (Kafka then answers offset -1). */
+bool gr_coord_offset_get(struct gr_coordinator *c, struct gr_str group_id, struct gr_str topic, int32_t partition,
+                         int64_t *offset, int32_t *leader_epoch, struct gr_str *metadata);
+/* Calls `fn` for every committed offset of a group, topic by topic (partitions ascending). */
+void gr_coord_offsets_foreach(struct gr_coordinator *c, struct gr_str group_id,
+                              void (*fn)(void *ctx, const char *topic, int32_t partition, int64_t offset,
+                                         int32_t leader_epoch, struct gr_str metadata),
+                              void *ctx);
+
+struct gr_offset_delete_partition {
+    int32_t partition;              /* in */
+    int16_t error_code;             /* out */
+};
+
+struct gr_offset_delete_topic {
+    struct gr_str name;
+    struct gr_offset_delete_partition *partitions;
+    int32_t count;
+};
+
+/* OffsetDelete. Returns the group-level error (GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP for a non-empty group
+ * that does not use the consumer protocol) or 0 with per-partition errors (GROUP_SUBSCRIBED_TO_TOPIC for a
+ * topic the members subscribe to, or the append error); tombstones are appended for committed offsets. */
+int16_t gr_coord_offset_delete(struct gr_coordinator *c, struct gr_str group_id, struct gr_offset_delete_topic *topics,
+                               int32_t count);
+
+/* ---- administration ---- */
+
+/* Number of groups, and group i (0 <= i < count, stable until the next group creation/deletion). */
+int32_t gr_coord_group_count(const struct gr_coordinator *c);
+struct gr_group *gr_coord_group_at(struct gr_coordinator *c, int32_t i);
+/* The group named `group_id`, or NULL. */
+struct gr_group *gr_coord_group_find(struct gr_coordinator *c, struct gr_str group_id);
+
+/* Read-only views of a group (borrowed strings; protocol type/name NULL when none). */
+const char *gr_group_id(const struct gr_group *grp);
+enum gr_group_state gr_group_state(const struct gr_group *grp);
+int32_t gr_group_generation(const struct gr_group *grp);
+const char *gr_group_protocol_type(const struct gr_group *grp);
+const char *gr_group_protocol_name(const struct gr_group *grp);
+const char *gr_group_leader(const struct gr_group *grp);
+int32_t gr_group_member_count(const struct gr_group *grp);
+const struct gr_member *gr_group_member_at(const struct gr_group *grp, int32_t i);
+const char *gr_member_id(const struct gr_member *m);
+const char *gr_member_instance_id(const struct gr_member *m); /* NULL when dynamic */
+const char *gr_member_client_id(const struct gr_member *m);
+const char *gr_member_client_host(const struct gr_member *m);
+/* The member's metadata for the group's selected protocol (len -1 when there is none). */
+struct gr_bytes gr_member_metadata(const struct gr_member *m, const struct gr_group *grp);
+struct gr_bytes gr_member_assignment(const struct gr_member *m);
+
+/* DeleteGroups, one group: 0, GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP, or an append error. Writes tombstones
+ * for every offset and for the group metadata, then forgets the group. */
+int16_t gr_coord_group_delete(struct gr_coordinator *c, struct gr_str group_id);
+
+/* ---- timers ---- */
+
+/* The earliest monotonic deadline of any timer (heartbeats, pending members, join/sync phases, the
+ * offset-expiration check), INT64_MAX when none. */
+int64_t gr_coord_next_deadline_ms(const struct gr_coordinator *c);
+/* Runs every timer that is due at hooks->mono_ms() (may call join_done/sync_done/append). */
+void gr_coord_tick(struct gr_coordinator *c);
+
+/* ---- persistence ---- */
+
+/* Applies one __consumer_offsets record during the load at start (value NULL: tombstone). Unknown key
+ * versions are skipped. Returns 0, or -1 for bytes that do not parse (the record is skipped). */
+int gr_coord_replay(struct gr_coordinator *c, const uint8_t *key, size_t key_len, const uint8_t *value, size_t value_len);
+/* Ends the load: starts session timers of loaded members (Kafka's onLoaded) and rebalances groups above
+ * group.max.size. */
+void gr_coord_load_done(struct gr_coordinator *c);
+
+/* Calls `emit` with the live record (latest value) of every key that belongs to `partition`: one group
+ * metadata record per non-simple group, one offset record per committed offset. Used to rewrite a
+ * partition without its dead records (coordinator/offsets_log.c). Returns 0, or the first non-zero emit
+ * result. */
+int gr_coord_snapshot_partition(struct gr_coordinator *c, int32_t partition,
+                                int (*emit)(void *ctx, const struct gr_coord_record *rec), void *ctx);
+/* Number of live keys of `partition` (what a snapshot would write). */
+int64_t gr_coord_live_records(const struct gr_coordinator *c, int32_t partition);
+
+/* The __consumer_offsets partition of a group id. */
+int32_t gr_coord_partition(const struct gr_coordinator *c, struct gr_str group_id);
+
+#endif

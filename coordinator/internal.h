@@ -1,0 +1,128 @@
+/*
+ * internal.h: the coordinator's private structures, shared by group.c (groups, members, the rebalance
+ * state machine, timers) and offsets.c (committed offsets, expiration, snapshots).
+ *
+ * Ownership: the coordinator owns every group (a vector for iteration plus a chained hash index by id);
+ * a group owns its members, pending member ids and committed offsets; a member owns its strings,
+ * protocols and assignment. Waiters (parked requests) are borrowed and handed back exactly once.
+ * Timers are deadlines in monotonic ms stored where they belong (member heartbeat, pending member,
+ * group join/sync phase, the coordinator's expiration check); INT64_MAX means "not scheduled".
+ * Read next: coordinator/group.c.
+ */
+#ifndef GR_COORD_INTERNAL_H
+#define GR_COORD_INTERNAL_H
+
+#include "coordinator/coordinator.h"
+
+#define GR_NO_DEADLINE INT64_MAX
+
+struct gr_member_protocol {
+    char *name;
+    uint8_t *metadata;
+    int32_t metadata_len;
+};
+
+struct gr_member {
+    char *member_id;
+    char *group_instance_id;      /* NULL: dynamic member */
+    char *client_id, *client_host, *protocol_type;
+    int32_t rebalance_timeout_ms, session_timeout_ms;
+    struct gr_member_protocol *protocols;
+    int32_t protocol_count;
+    uint8_t *assignment;          /* NULL and 0: empty */
+    int32_t assignment_len;
+    void *join_waiter;            /* a parked JoinGroup (awaiting join) */
+    void *sync_waiter;            /* a parked SyncGroup (awaiting sync) */
+    bool is_new;
+    bool pending_sync;
+    int64_t heartbeat_deadline_ms;
+};
+
+struct gr_pending_member {
+    char *member_id;
+    int64_t deadline_ms;
+};
+
+struct gr_offset_entry {
+    int32_t partition;
+    int64_t offset;
+    int32_t leader_epoch;         /* -1 none */
+    char *metadata;               /* never NULL */
+    int64_t commit_timestamp_ms;
+    int64_t expire_timestamp_ms;  /* -1 none */
+};
+
+struct gr_offset_topic {
+    char *name;
+    struct gr_offset_entry *parts; /* ascending partition */
+    int32_t count, cap;
+};
+
+enum gr_join_timer { GR_JOIN_TIMER_NONE = 0, GR_JOIN_TIMER_INITIAL, GR_JOIN_TIMER_NORMAL };
+
+struct gr_group {
+    char *group_id;
+    int32_t partition;             /* of __consumer_offsets */
+    int32_t index;                 /* in coordinator->groups */
+    struct gr_group *hash_next;
+    enum gr_group_state state, previous_state;
+    int32_t generation_id;
+    char *protocol_type, *protocol_name, *leader_id; /* NULL: none */
+    int64_t state_timestamp_ms;    /* wall ms of the last transition, -1 none */
+    struct gr_member **members;    /* join order */
+    int32_t member_count, member_cap;
+    struct gr_pending_member *pending;
+    int32_t pending_count, pending_cap;
+    int32_t awaiting_join_count;
+    bool new_member_added;
+    enum gr_join_timer join_timer;
+    int64_t join_deadline_ms;
+    int32_t initial_delay_ms, initial_remaining_ms;
+    int64_t sync_deadline_ms;
+    int32_t sync_generation;
+    bool subscribed_known;         /* Kafka's Optional<Set<String>> subscribedTopics is present */
+    char **subscribed;
+    int32_t subscribed_count, subscribed_cap;
+    struct gr_offset_topic *topics;
+    int32_t topic_count, topic_cap;
+    uint8_t *md_value;             /* last GroupMetadataValue written or replayed (for snapshots), NULL none */
+    size_t md_value_len;
+};
+
+struct gr_coordinator {
+    struct gr_coord_config cfg;
+    struct gr_coord_hooks hooks;
+    struct gr_group **groups;
+    int32_t group_count, group_cap;
+    struct gr_group **buckets;
+    int32_t bucket_count;
+    int64_t expiration_deadline_ms;
+    int64_t deadline_hint;
+    void *current_waiter;          /* the waiter of the call in progress */
+    bool current_answered;
+    uint64_t rng;
+};
+
+/* group.c */
+int64_t gr_coord_now(struct gr_coordinator *c);
+int64_t gr_coord_wall(struct gr_coordinator *c);
+void gr_coord_set_deadline(struct gr_coordinator *c, int64_t *slot, int64_t deadline_ms);
+struct gr_group *gr_coord_group_create(struct gr_coordinator *c, struct gr_str group_id);
+void gr_coord_group_remove(struct gr_coordinator *c, struct gr_group *grp);
+struct gr_member *gr_group_member_find(const struct gr_group *grp, const char *member_id, int32_t len);
+bool gr_group_uses_consumer_protocol(const struct gr_group *grp);
+bool gr_group_subscribed_to(const struct gr_group *grp, const char *topic, int32_t len);
+/* OffsetCommit in Stable/PreparingRebalance keeps the member's session alive (rescheduleHeartbeat). */
+void gr_coord_touch_member(struct gr_coordinator *c, struct gr_group *grp, struct gr_str member_id);
+/* Maps an append -errno to the error Kafka's coordinator answers (NOT_COORDINATOR, UNKNOWN_SERVER_ERROR). */
+int16_t gr_coord_append_error(int rc);
+char *gr_coord_strndup(const char *p, int32_t len);
+
+/* offsets.c */
+void gr_offsets_free(struct gr_group *grp);
+int32_t gr_offsets_count(const struct gr_group *grp);
+int gr_offsets_replay(struct gr_coordinator *c, const struct gr_offset_commit_key *key, const uint8_t *value,
+                      size_t value_len);
+void gr_offsets_expire(struct gr_coordinator *c);
+
+#endif

@@ -1,0 +1,272 @@
+/*
+ * offsets_log.c: __consumer_offsets on the segment store: create/find, append as RecordBatch v2, replay,
+ * durability checks and the bounded rewrite (see offsets_log.h for the rules).
+ */
+#include "coordinator/offsets_log.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "protocol/record_batch.h"
+
+struct rewrite {
+    bool active;
+    int64_t start_offset; /* where the copy begins: the new log start offset */
+    int64_t end_offset;   /* durable from here on */
+};
+
+struct gr_offsets_log {
+    struct gr_store *store;
+    struct gr_topic *topic;
+    int32_t partitions;
+    struct rewrite *rewrites;
+};
+
+int gr_offsets_log_open(struct gr_store *store, int32_t partitions, struct gr_offsets_log **out)
+{
+    struct gr_topic *t = gr_store_topic_find(store, GR_OFFSETS_TOPIC, strlen(GR_OFFSETS_TOPIC));
+    if (!t) {
+        static const char *const keys[] = {"cleanup.policy", "segment.bytes"};
+        char seg[32];
+        snprintf(seg, sizeof seg, "%d", GR_OFFSETS_SEGMENT_BYTES);
+        const char *const values[] = {"compact", seg};
+        int rc = gr_store_topic_create(store, GR_OFFSETS_TOPIC, partitions, keys, values, 2, &t);
+        if (rc) return rc;
+        GR_INFO("created %s with %d partitions", GR_OFFSETS_TOPIC, partitions);
+    } else if (gr_topic_partition_count(t) != partitions) {
+        GR_WARN("%s has %d partitions; offsets.topic.num.partitions=%d is ignored", GR_OFFSETS_TOPIC,
+                gr_topic_partition_count(t), partitions);
+    }
+    struct gr_offsets_log *ol = calloc(1, sizeof *ol);
+    if (!ol) return -ENOMEM;
+    ol->store = store;
+    ol->topic = t;
+    ol->partitions = gr_topic_partition_count(t);
+    ol->rewrites = calloc((size_t)ol->partitions, sizeof *ol->rewrites);
+    if (!ol->rewrites) {
+        free(ol);
+        return -ENOMEM;
+    }
+    *out = ol;
+    return 0;
+}
+
+void gr_offsets_log_close(struct gr_offsets_log *ol)
+{
+    if (!ol) return;
+    free(ol->rewrites);
+    free(ol);
+}
+
+int32_t gr_offsets_log_partitions(const struct gr_offsets_log *ol) { return ol->partitions; }
+
+struct gr_log *gr_offsets_log_log(struct gr_offsets_log *ol, int32_t partition) { return gr_topic_log(ol->topic, partition); }
+
+/* ---- append ---- */
+
+static int append_batch(struct gr_log *log, const struct gr_coord_record *recs, int count, int64_t wall_ms)
+{
+    struct gr_record_in *in = calloc((size_t)count, sizeof *in);
+    if (!in) return -ENOMEM;
+    for (int i = 0; i < count; i++) {
+        in[i].timestamp = wall_ms;
+        in[i].key = (struct gr_bytes){recs[i].key, (int32_t)recs[i].key_len};
+        in[i].value = recs[i].value ? (struct gr_bytes){recs[i].value, (int32_t)recs[i].value_len} : GR_BYTES_NULL;
+    }
+    struct gr_batch_params bp = {0, -1, GR_CODEC_NONE, 0, -1, -1, -1, -1};
+    uint8_t *batch;
+    size_t len;
+    int rc = gr_batch_build(&bp, in, count, &batch, &len);
+    free(in);
+    if (rc) return rc == GR_BATCH_ERR_TOO_LARGE ? -EMSGSIZE : -ENOMEM;
+    struct gr_append_result res;
+    rc = gr_log_append(log, batch, len, -1, &res);
+    free(batch);
+    return rc;
+}
+
+int gr_offsets_log_append(struct gr_offsets_log *ol, int32_t partition, const struct gr_coord_record *recs, int count,
+                          int64_t wall_ms, int64_t *end_offset)
+{
+    struct gr_log *log = gr_topic_log(ol->topic, partition);
+    if (!log) return -EINVAL;
+    int first = 0;
+    size_t bytes = 0;
+    for (int i = 0; i < count; i++) {
+        size_t rec_bytes = recs[i].key_len + recs[i].value_len + 32;
+        if (i > first && bytes + rec_bytes > GR_OFFSETS_BATCH_BYTES_MAX) {
+            int rc = append_batch(log, recs + first, i - first, wall_ms);
+            if (rc) return rc;
+            first = i;
+            bytes = 0;
+        }
+        bytes += rec_bytes;
+    }
+    if (count > first) {
+        int rc = append_batch(log, recs + first, count - first, wall_ms);
+        if (rc) return rc;
+    }
+    gr_log_flush_async(log);
+    *end_offset = gr_log_end_offset(log);
+    return 0;
+}
+
+int gr_offsets_log_durable(struct gr_offsets_log *ol, int32_t partition, int64_t end_offset)
+{
+    struct gr_log *log = gr_topic_log(ol->topic, partition);
+    if (!log || gr_log_offline(log)) return -EROFS;
+    return gr_log_durable_offset(log) >= end_offset ? 1 : 0;
+}
+
+/* ---- load ---- */
+
+static int read_slice(const struct gr_log_slice *s, uint8_t *buf)
+{
+    size_t done = 0;
+    while (done < (size_t)s->bytes) {
+        ssize_t n = pread(s->fd, buf + done, (size_t)s->bytes - done, s->file_pos + (off_t)done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) return -errno;
+        if (n == 0) return -EIO; /* the file is shorter than the index said */
+        done += (size_t)n;
+    }
+    return 0;
+}
+
+/* Replays the batches in buf; returns the next offset to read. */
+static int64_t replay_batches(struct gr_coordinator *c, const uint8_t *buf, size_t len, int64_t from, int64_t *count)
+{
+    size_t pos = 0;
+    const uint8_t *b;
+    size_t blen;
+    int64_t next = from;
+    while (gr_batch_next(buf, len, &pos, &b, &blen) == 1) {
+        int64_t last = gr_batch_last_offset(b);
+        if (last < from) continue;
+        next = last + 1;
+        if (gr_batch_attributes(b) & GR_BATCH_ATTR_CONTROL) continue;
+        struct gr_record_iter it;
+        if (gr_record_iter_init(&it, b, blen) == 0) {
+            struct gr_record rec;
+            int rc;
+            while ((rc = gr_record_iter_next(&it, &rec)) == 1) {
+                if (rec.offset < from || rec.key.len < 0) continue;
+                if (gr_coord_replay(c, rec.key.ptr, (size_t)rec.key.len, rec.value.len >= 0 ? rec.value.ptr : NULL,
+                                    rec.value.len >= 0 ? (size_t)rec.value.len : 0) < 0)
+                    GR_WARN("%s: record at offset %lld does not parse, skipped", GR_OFFSETS_TOPIC, (long long)rec.offset);
+                else
+                    (*count)++;
+            }
+            if (rc < 0) GR_WARN("%s: batch at offset %lld is corrupt (%d)", GR_OFFSETS_TOPIC, (long long)gr_batch_base_offset(b), rc);
+        }
+        gr_record_iter_close(&it);
+    }
+    return next;
+}
+
+int64_t gr_offsets_log_load(struct gr_offsets_log *ol, struct gr_coordinator *c)
+{
+    int64_t count = 0;
+    for (int32_t p = 0; p < ol->partitions; p++) {
+        struct gr_log *log = gr_topic_log(ol->topic, p);
+        int64_t off = gr_log_start_offset(log), end = gr_log_end_offset(log);
+        while (off < end) {
+            struct gr_log_slice s;
+            int rc = gr_log_read(log, off, 1 << 20, end, true, &s);
+            if (rc) {
+                GR_ERROR("%s-%d: reading offset %lld failed: %s", GR_OFFSETS_TOPIC, p, (long long)off, strerror(-rc));
+                return rc;
+            }
+            if (s.bytes == 0) break;
+            uint8_t *buf = malloc((size_t)s.bytes);
+            rc = buf ? read_slice(&s, buf) : -ENOMEM;
+            int64_t bytes = s.bytes;
+            gr_log_slice_release(&s);
+            if (rc) {
+                free(buf);
+                return rc;
+            }
+            int64_t next = replay_batches(c, buf, (size_t)bytes, off, &count);
+            free(buf);
+            if (next <= off) break; /* no whole batch advanced: a torn tail */
+            off = next;
+        }
+    }
+    gr_coord_load_done(c);
+    return count;
+}
+
+/* ---- bounded rewrite ---- */
+
+struct snap {
+    struct gr_coord_record *recs;
+    int count, cap;
+};
+
+static int snap_emit(void *ctx, const struct gr_coord_record *rec)
+{
+    struct snap *s = ctx;
+    if (s->count == s->cap) {
+        int cap = s->cap ? 2 * s->cap : 256;
+        struct gr_coord_record *r = realloc(s->recs, (size_t)cap * sizeof *r);
+        if (!r) return -ENOMEM;
+        s->recs = r;
+        s->cap = cap;
+    }
+    struct gr_coord_record *d = &s->recs[s->count];
+    d->key = malloc(rec->key_len);
+    d->value = rec->value ? malloc(rec->value_len ? rec->value_len : 1) : NULL;
+    if (!d->key || (rec->value && !d->value)) {
+        free(d->key);
+        free(d->value);
+        return -ENOMEM;
+    }
+    memcpy(d->key, rec->key, rec->key_len);
+    d->key_len = rec->key_len;
+    if (rec->value) memcpy(d->value, rec->value, rec->value_len);
+    d->value_len = rec->value_len;
+    s->count++;
+    return 0;
+}
+
+int gr_offsets_log_maintain(struct gr_offsets_log *ol, struct gr_coordinator *c, int64_t min_records, int64_t wall_ms)
+{
+    int started = 0;
+    for (int32_t p = 0; p < ol->partitions; p++) {
+        struct gr_log *log = gr_topic_log(ol->topic, p);
+        struct rewrite *rw = &ol->rewrites[p];
+        if (gr_log_offline(log)) continue;
+        if (rw->active) {
+            if (gr_log_durable_offset(log) < rw->end_offset) continue;
+            int rc = gr_log_delete_records(log, rw->start_offset);
+            if (rc) GR_WARN("%s-%d: moving the log start offset to %lld failed: %s", GR_OFFSETS_TOPIC, p,
+                            (long long)rw->start_offset, strerror(-rc));
+            else GR_INFO("%s-%d: rewritten, log start offset now %lld", GR_OFFSETS_TOPIC, p, (long long)rw->start_offset);
+            rw->active = false;
+            continue;
+        }
+        int64_t span = gr_log_end_offset(log) - gr_log_start_offset(log);
+        int64_t live = gr_coord_live_records(c, p);
+        if (span <= min_records || span <= 2 * live) continue;
+        struct snap s = {0};
+        int rc = gr_coord_snapshot_partition(c, p, snap_emit, &s);
+        int64_t start = gr_log_end_offset(log), end = start;
+        if (!rc && s.count) rc = gr_offsets_log_append(ol, p, s.recs, s.count, wall_ms, &end);
+        gr_coord_records_free(s.recs, s.count);
+        free(s.recs);
+        if (rc) {
+            GR_WARN("%s-%d: rewrite failed: %s", GR_OFFSETS_TOPIC, p, strerror(-rc));
+            continue;
+        }
+        gr_log_flush_async(log);
+        *rw = (struct rewrite){true, start, end};
+        started++;
+        GR_INFO("%s-%d: rewriting %lld live records (%lld records since the log start offset)", GR_OFFSETS_TOPIC, p,
+                (long long)live, (long long)span);
+    }
+    return started;
+}

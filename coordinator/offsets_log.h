@@ -1,0 +1,68 @@
+/*
+ * offsets_log.h: the coordinator's durable home, the internal topic __consumer_offsets, on top of the
+ * segment store. Records (coordinator/records.h) are appended as uncompressed RecordBatch v2 batches with
+ * no producer id, one batch per coordinator write when it fits (GR_OFFSETS_BATCH_BYTES_MAX), so a commit
+ * of many partitions lands atomically as Kafka's does. The topic is created at start when missing with
+ * offsets.topic.num.partitions partitions, cleanup.policy=compact (which also keeps time retention away
+ * from it) and Kafka's offsets.topic.segment.bytes (100 MiB); an existing topic keeps its partition count.
+ *
+ * Bounded size until log compaction exists: gr_offsets_log_maintain rewrites a partition whose records
+ * since its log start offset exceed both a floor and twice its live keys: the latest value of every live
+ * key (gr_coord_snapshot_partition) is appended again, and once that copy is durable the log start offset
+ * moves to where it began (gr_log_delete_records), so replay skips everything older and whole old segments
+ * are deleted. A crash at any point leaves a log whose replay gives the same state (the copy repeats the
+ * latest values; tombstoned keys are simply absent from it).
+ *
+ * Threading: the server's network thread only (as storage/log.h).
+ * Read next: coordinator/coordinator.h, server/handlers/join_group.c (the server binding).
+ */
+#ifndef GR_OFFSETS_LOG_H
+#define GR_OFFSETS_LOG_H
+
+#include <stdint.h>
+
+#include "coordinator/coordinator.h"
+#include "storage/log.h"
+#include "storage/store.h"
+
+#define GR_OFFSETS_TOPIC "__consumer_offsets"
+/* Kafka's offsets.topic.segment.bytes default. */
+#define GR_OFFSETS_SEGMENT_BYTES 104857600
+/* Bytes of records per batch before a write is split (below the 1 MiB message.max.bytes default). */
+#define GR_OFFSETS_BATCH_BYTES_MAX (512 * 1024)
+/* A partition is rewritten only above this many records since its log start offset. */
+#define GR_OFFSETS_REWRITE_RECORDS_MIN 50000
+
+struct gr_offsets_log;
+
+/* Finds or creates __consumer_offsets in `store` (borrowed; must outlive the offsets log) with
+ * `partitions` partitions when created. Returns 0 and *out (new; gr_offsets_log_close), or -errno from
+ * the store (-EINVAL, -ENOSPC, ...). */
+int gr_offsets_log_open(struct gr_store *store, int32_t partitions, struct gr_offsets_log **out);
+/* Frees the offsets log (not the topic). */
+void gr_offsets_log_close(struct gr_offsets_log *ol);
+
+/* Partitions of the topic (what gr_coord_partition_for must use). */
+int32_t gr_offsets_log_partitions(const struct gr_offsets_log *ol);
+/* Returns borrowed: the log of `partition`. */
+struct gr_log *gr_offsets_log_log(struct gr_offsets_log *ol, int32_t partition);
+
+/* Replays every partition from its log start offset to its log end offset into `c` (gr_coord_replay),
+ * skipping control batches; then calls gr_coord_load_done. Returns the number of records replayed, or
+ * -errno when a partition cannot be read (the state is then partial: the caller should not serve). */
+int64_t gr_offsets_log_load(struct gr_offsets_log *ol, struct gr_coordinator *c);
+
+/* Appends `count` records to `partition` with timestamp `wall_ms` and asks for an fsync. Returns 0 and
+ * *end_offset (durable once gr_offsets_log_durable says so), or -errno from gr_log_append / -ENOMEM. */
+int gr_offsets_log_append(struct gr_offsets_log *ol, int32_t partition, const struct gr_coord_record *recs, int count,
+                          int64_t wall_ms, int64_t *end_offset);
+/* 1 when every offset below `end_offset` of `partition` is durable, 0 when not yet, -EROFS when the
+ * partition went offline (the write will never be durable). */
+int gr_offsets_log_durable(struct gr_offsets_log *ol, int32_t partition, int64_t end_offset);
+
+/* Finishes pending rewrites whose copy became durable and starts new ones for partitions with more than
+ * max(`min_records`, 2 * live keys) records since their log start offset. Returns the number of rewrites
+ * started. Call periodically (the server does every few seconds). */
+int gr_offsets_log_maintain(struct gr_offsets_log *ol, struct gr_coordinator *c, int64_t min_records, int64_t wall_ms);
+
+#endif

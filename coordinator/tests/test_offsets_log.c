@@ -1,0 +1,234 @@
+/*
+ * test_offsets_log.c: the coordinator on the real segment store: __consumer_offsets is created with
+ * cleanup.policy=compact, commits are durable after the flusher's fsync, everything survives a close and
+ * reopen (replay), and the bounded rewrite moves the log start offset without losing live keys.
+ */
+
+#include <errno.h>
+#include <ftw.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "coordinator/offsets_log.h"
+#include "protocol/errors.h"
+
+struct env {
+    char dir[64];
+    struct gr_store *store;
+    struct gr_offsets_log *ol;
+    struct gr_coordinator *c;
+    int64_t mono;
+};
+
+static int64_t mono(void *ctx) { return ((struct env *)ctx)->mono; }
+static int64_t wall(void *ctx)
+{
+    (void)ctx;
+    return 1700000000000LL;
+}
+static int append(void *ctx, int32_t partition, const struct gr_coord_record *recs, int count, int64_t *end)
+{
+    struct env *e = ctx;
+    return gr_offsets_log_append(e->ol, partition, recs, count, 1700000000000LL, end);
+}
+static void join_done(void *ctx, void *waiter, const struct gr_join_result *res)
+{
+    (void)ctx;
+    *(int16_t *)waiter = res->error_code;
+}
+static void sync_done(void *ctx, void *waiter, const struct gr_sync_result *res)
+{
+    (void)ctx;
+    *(int16_t *)waiter = res->error_code;
+}
+
+static void open_all(struct env *e)
+{
+    struct gr_store_config sc;
+    gr_store_config_defaults(&sc);
+    sc.log_dir = e->dir;
+    assert_int_equal(gr_store_open(&sc, &e->store), 0);
+    assert_int_equal(gr_offsets_log_open(e->store, 3, &e->ol), 0);
+    struct gr_coord_config cfg;
+    gr_coord_config_defaults(&cfg);
+    cfg.offsets_partitions = gr_offsets_log_partitions(e->ol);
+    struct gr_coord_hooks hooks = {e, mono, wall, append, join_done, sync_done, NULL};
+    e->c = gr_coord_create(&cfg, &hooks);
+    assert_non_null(e->c);
+    assert_true(gr_offsets_log_load(e->ol, e->c) >= 0);
+}
+
+static void close_all(struct env *e)
+{
+    gr_coord_destroy(e->c);
+    gr_offsets_log_close(e->ol);
+    gr_store_close(e->store);
+}
+
+static int rm_cb(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb;
+    (void)flag;
+    (void)ftw;
+    return remove(p);
+}
+
+static int setup(void **state)
+{
+    struct env *e = calloc(1, sizeof *e);
+    strcpy(e->dir, "/tmp/gr-offsets-log-XXXXXX");
+    assert_non_null(mkdtemp(e->dir));
+    e->mono = 1000;
+    open_all(e);
+    *state = e;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct env *e = *state;
+    close_all(e);
+    nftw(e->dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+    free(e);
+    return 0;
+}
+
+static int16_t commit(struct env *e, const char *group, const char *topic, int32_t partition, int64_t offset,
+                      int32_t *wp, int64_t *we)
+{
+    struct gr_commit_partition cp = {partition, offset, 3, gr_str_c("meta"), -99};
+    struct gr_commit_topic ct = {gr_str_c(topic), &cp, 1};
+    struct gr_commit_params p = {gr_str_c(group), gr_str_c(""), GR_STR_NULL, -1, -1, 8, &ct, 1};
+    gr_coord_commit(e->c, &p, wp, we);
+    return cp.error_code;
+}
+
+static void wait_durable(struct env *e, int32_t partition, int64_t end)
+{
+    for (int i = 0; i < 500; i++) {
+        int d = gr_offsets_log_durable(e->ol, partition, end);
+        assert_true(d >= 0);
+        if (d) return;
+        usleep(10000);
+    }
+    fail_msg("offsets partition %d never became durable up to %lld", partition, (long long)end);
+}
+
+static int64_t fetch(struct env *e, const char *group, const char *topic, int32_t partition)
+{
+    int64_t off;
+    int32_t epoch;
+    struct gr_str md;
+    if (!gr_coord_offset_get(e->c, gr_str_c(group), gr_str_c(topic), partition, &off, &epoch, &md)) return -1;
+    assert_int_equal(epoch, 3);
+    assert_int_equal(md.len, 4);
+    return off;
+}
+
+static void test_topic_created_compacted(void **state)
+{
+    struct env *e = *state;
+    struct gr_topic *t = gr_store_topic_find(e->store, GR_OFFSETS_TOPIC, strlen(GR_OFFSETS_TOPIC));
+    assert_non_null(t);
+    assert_int_equal(gr_topic_partition_count(t), 3);
+    assert_string_equal(gr_topic_config_get(t, "cleanup.policy"), "compact");
+    assert_string_equal(gr_topic_config_get(t, "segment.bytes"), "104857600");
+}
+
+static void test_commit_durable_and_survives_restart(void **state)
+{
+    struct env *e = *state;
+    int32_t wp;
+    int64_t we;
+    assert_int_equal(commit(e, "grp-a", "t", 0, 100, &wp, &we), 0);
+    assert_int_equal(wp, gr_coord_partition(e->c, gr_str_c("grp-a")));
+    assert_int_equal(we, 1);
+    wait_durable(e, wp, we);
+    assert_int_equal(commit(e, "grp-b", "t", 1, 200, &wp, &we), 0);
+    assert_int_equal(commit(e, "grp-b", "t", 1, 201, &wp, &we), 0);
+    wait_durable(e, wp, we);
+    /* a consumer group through join/sync: its metadata is written too */
+    int16_t jerr = -99, serr = -99;
+    struct gr_join_protocol pr = {gr_str_c("range"), {(const uint8_t *)"m", 1}};
+    struct gr_join_params jp = {
+        .group_id = gr_str_c("cg"), .member_id = gr_str_c(""), .group_instance_id = gr_str_c("static-1"),
+        .protocol_type = gr_str_c("consumer"), .client_id = gr_str_c("c"), .client_host = gr_str_c("/h"),
+        .reason = GR_STR_NULL, .session_timeout_ms = 10000, .rebalance_timeout_ms = 10000,
+        .protocols = &pr, .protocol_count = 1, .api_version = 5, .waiter = &jerr,
+    };
+    assert_int_equal(gr_coord_join(e->c, &jp), GR_COORD_PARKED);
+    e->mono += 3000;
+    gr_coord_tick(e->c);
+    assert_int_equal(jerr, 0);
+    struct gr_group *g = gr_coord_group_find(e->c, gr_str_c("cg"));
+    char mid[128];
+    strcpy(mid, gr_member_id(gr_group_member_at(g, 0)));
+    struct gr_sync_assignment as = {gr_str_c(mid), {(const uint8_t *)"ASSIGN", 6}};
+    struct gr_sync_params sp = {gr_str_c("cg"), gr_str_c(mid), gr_str_c("static-1"), GR_STR_NULL, GR_STR_NULL, 1, &as, 1, 3, &serr};
+    assert_int_equal(gr_coord_sync(e->c, &sp), GR_COORD_ANSWERED);
+    assert_int_equal(serr, 0);
+
+    close_all(e);
+    open_all(e);
+    assert_int_equal(fetch(e, "grp-a", "t", 0), 100);
+    assert_int_equal(fetch(e, "grp-b", "t", 1), 201);
+    g = gr_coord_group_find(e->c, gr_str_c("cg"));
+    assert_non_null(g);
+    assert_int_equal(gr_group_state(g), GR_GROUP_STABLE);
+    assert_int_equal(gr_group_generation(g), 1);
+    assert_string_equal(gr_member_id(gr_group_member_at(g, 0)), mid);
+    assert_memory_equal(gr_member_assignment(gr_group_member_at(g, 0)).ptr, "ASSIGN", 6);
+    /* the restarted static member rejoins without a rebalance */
+    jerr = -99;
+    assert_int_equal(gr_coord_join(e->c, &jp), GR_COORD_ANSWERED);
+    assert_int_equal(jerr, 0);
+    assert_int_equal(gr_group_state(g), GR_GROUP_STABLE);
+}
+
+static void test_rewrite_bounds_the_log(void **state)
+{
+    struct env *e = *state;
+    int32_t wp = -1;
+    int64_t we = -1;
+    for (int i = 0; i < 300; i++) assert_int_equal(commit(e, "busy", "t", i % 3, i, &wp, &we), 0);
+    assert_int_equal(commit(e, "busy", "u", 0, 77, &wp, &we), 0);
+    wait_durable(e, wp, we);
+    struct gr_log *log = gr_offsets_log_log(e->ol, wp);
+    assert_int_equal(gr_log_start_offset(log), 0);
+    int64_t end_before = gr_log_end_offset(log);
+    /* below the floor nothing happens */
+    assert_int_equal(gr_offsets_log_maintain(e->ol, e->c, 1000, 1700000000000LL), 0);
+    assert_int_equal(gr_offsets_log_maintain(e->ol, e->c, 100, 1700000000000LL), 1);
+    int64_t live = gr_coord_live_records(e->c, wp);
+    assert_int_equal(live, 4); /* t/0, t/1, t/2, u/0 of a simple group: no group metadata */
+    assert_int_equal(gr_log_end_offset(log), end_before + live);
+    wait_durable(e, wp, gr_log_end_offset(log));
+    assert_int_equal(gr_offsets_log_maintain(e->ol, e->c, 100, 1700000000000LL), 0); /* finishes the rewrite */
+    assert_int_equal(gr_log_start_offset(log), end_before);
+    close_all(e);
+    open_all(e);
+    assert_int_equal(fetch(e, "busy", "t", 0), 297);
+    assert_int_equal(fetch(e, "busy", "t", 1), 298);
+    assert_int_equal(fetch(e, "busy", "t", 2), 299);
+    assert_int_equal(fetch(e, "busy", "u", 0), 77);
+    log = gr_offsets_log_log(e->ol, wp);
+    assert_int_equal(gr_log_start_offset(log), end_before);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_topic_created_compacted, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_commit_durable_and_survives_restart, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rewrite_bounds_the_log, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

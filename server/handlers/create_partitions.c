@@ -1,0 +1,155 @@
+/*
+ * create_partitions.c: CreatePartitions (key 37), v0-v3. Grows a topic to `count` partitions; the new
+ * logs start empty. Checks and messages follow Kafka 4.1's ControllerApis/ReplicationControlManager:
+ * a name given twice is INVALID_REQUEST "Duplicate topic name." (answered once); an unknown topic
+ * UNKNOWN_TOPIC_OR_PARTITION; a count equal to or below the current one INVALID_PARTITIONS; manual
+ * assignments must number exactly the added partitions and name only this broker, once, one replica each
+ * (INVALID_REPLICA_ASSIGNMENT). Above GR_PARTITIONS_PER_TOPIC_MAX is INVALID_PARTITIONS (Kafka fails such
+ * sizes with UNKNOWN_SERVER_ERROR). validate_only checks without changing anything. Gregor difference: the
+ * partition count of an internal topic is refused (INVALID_REQUEST): the group coordinator maps each group to
+ * a __consumer_offsets partition by that count. Kafka 4.1 allows it. Read next: storage/store.h
+ * (gr_store_topic_add_partitions).
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/limits.h"
+#include "common/log.h"
+#include "server/handlers/handlers.h"
+
+static const char *msgf(struct gr_req *req, const char *f, ...) __attribute__((format(printf, 2, 3)));
+static const char *msgf(struct gr_req *req, const char *f, ...)
+{
+    char buf[600];
+    va_list ap;
+    va_start(ap, f);
+    vsnprintf(buf, sizeof buf, f, ap);
+    va_end(ap);
+    const char *m = gr_arena_strndup(&req->arena, buf, strlen(buf));
+    return m ? m : "CreatePartitions failed";
+}
+
+static int cmp_i32(const void *a, const void *b)
+{
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* One manual assignment, checked as Kafka's validateManualPartitionAssignment does (broker ids in
+ * ascending order: unregistered, then repeated), with this broker the only one registered and existing
+ * partitions having one replica. */
+static int16_t check_assignment(struct gr_req *req, struct gr_int32_array ids, const char **msg)
+{
+    if (ids.count <= 0) {
+        *msg = "The manual partition assignment includes an empty replica list.";
+        return GR_ERR_INVALID_REPLICA_ASSIGNMENT;
+    }
+    int32_t *sorted = gr_arena_calloc(&req->arena, (size_t)ids.count, sizeof *sorted);
+    if (!sorted) return GR_ERR_UNKNOWN_SERVER_ERROR;
+    memcpy(sorted, ids.items, (size_t)ids.count * sizeof *sorted);
+    qsort(sorted, (size_t)ids.count, sizeof *sorted, cmp_i32);
+    for (int32_t k = 0; k < ids.count; k++) {
+        if (sorted[k] != req->broker->node_id) {
+            *msg = msgf(
+                req, "The manual partition assignment includes broker %d, but no such broker is registered.",
+                sorted[k]);
+            return GR_ERR_INVALID_REPLICA_ASSIGNMENT;
+        }
+        if (k > 0 && sorted[k] == sorted[k - 1]) {
+            *msg = msgf(req, "The manual partition assignment includes the broker %d more than once.",
+                        sorted[k]);
+            return GR_ERR_INVALID_REPLICA_ASSIGNMENT;
+        }
+    }
+    return GR_ERR_NONE; /* one distinct registered broker: exactly one replica, as the existing partitions */
+}
+
+static int16_t create(struct gr_req *req,
+                      const struct gr_create_partitions_request_create_partitions_topic *qt,
+                      bool validate_only, const char **msg)
+{
+    struct gr_broker *b = req->broker;
+    struct gr_topic *t = gr_topic_lookup(b, qt->name);
+    if (!t) return GR_ERR_UNKNOWN_TOPIC_OR_PARTITION;
+    const char *name = gr_topic_name(t);
+    if (gr_topic_is_internal(name)) {
+        *msg = "The partition count of an internal topic cannot change: the group coordinator maps groups to "
+               "its "
+               "partitions by that count";
+        return GR_ERR_INVALID_REQUEST;
+    }
+    int32_t cur = gr_topic_partition_count(t);
+    if (qt->count == cur) {
+        *msg = msgf(req, "Topic already has %d partition(s).", cur);
+        return GR_ERR_INVALID_PARTITIONS;
+    }
+    if (qt->count < cur) {
+        *msg = msgf(req, "The topic %s currently has %d partition(s); %d would not be an increase.", name,
+                    cur, qt->count);
+        return GR_ERR_INVALID_PARTITIONS;
+    }
+    if (qt->count > GR_PARTITIONS_PER_TOPIC_MAX) {
+        *msg = msgf(req, "A topic may have at most %d partitions.", GR_PARTITIONS_PER_TOPIC_MAX);
+        return GR_ERR_INVALID_PARTITIONS;
+    }
+    int32_t added = qt->count - cur;
+    if (qt->assignments.count >= 0) {
+        if (qt->assignments.count != added) {
+            *msg = msgf(
+                req, "Attempted to add %d additional partition(s), but only %d assignment(s) were specified.",
+                added, qt->assignments.count);
+            return GR_ERR_INVALID_REPLICA_ASSIGNMENT;
+        }
+        for (int32_t a = 0; a < qt->assignments.count; a++) {
+            int16_t err = check_assignment(req, qt->assignments.items[a].broker_ids, msg);
+            if (err) return err;
+        }
+    }
+    if (validate_only) return GR_ERR_NONE;
+    int rc = gr_store_topic_add_partitions(b->store, t, qt->count);
+    if (rc == -EINVAL) {
+        *msg = "The partition count is out of range";
+        return GR_ERR_INVALID_PARTITIONS;
+    }
+    if (rc) {
+        GR_ERROR("adding partitions to topic %s: %s", name, strerror(-rc));
+        *msg = "The broker could not create the new partitions' files";
+        return GR_ERR_KAFKA_STORAGE_ERROR;
+    }
+    for (int32_t p = cur; p < qt->count; p++)
+        gr_broker_update_hwm(b, gr_topic_log(t, p));
+    GR_INFO("topic %s now has %d partitions (was %d)", name, qt->count, cur);
+    return GR_ERR_NONE;
+}
+
+enum gr_handler_rc gr_handle_create_partitions(struct gr_req *req)
+{
+    struct gr_create_partitions_request *body = req->body;
+    struct gr_create_partitions_response *resp = req->resp;
+    int32_t n = body->topics.count > 0 ? body->topics.count : 0;
+    resp->results.items = gr_arena_calloc(&req->arena, (size_t)n + 1, sizeof *resp->results.items);
+    if (!resp->results.items) return GR_HANDLER_CLOSE;
+    for (int32_t i = 0; i < n; i++) {
+        const struct gr_create_partitions_request_create_partitions_topic *qt = &body->topics.items[i];
+        bool dup = false, earlier = false;
+        for (int32_t k = 0; k < n; k++)
+            if (k != i && gr_str_eq(body->topics.items[k].name, qt->name)) dup = true, earlier |= k < i;
+        if (earlier) continue; /* a duplicated name is answered once, as Kafka does */
+        struct gr_create_partitions_response_create_partitions_topic_result *r =
+            &resp->results.items[resp->results.count++];
+        gr_create_partitions_response_create_partitions_topic_result_init(r);
+        r->name = qt->name;
+        const char *msg = NULL;
+        if (dup) {
+            r->error_code = GR_ERR_INVALID_REQUEST;
+            msg = "Duplicate topic name.";
+        } else {
+            r->error_code = create(req, qt, body->validate_only, &msg);
+        }
+        r->error_message = msg ? gr_str_c(msg) : GR_STR_NULL;
+    }
+    return GR_HANDLER_DONE;
+}

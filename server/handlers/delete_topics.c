@@ -1,0 +1,148 @@
+/*
+ * delete_topics.c: DeleteTopics (key 20), v1-v6. v1-v5 name topics in topic_names; v6 names each topic
+ * either by name or by topic id in topics[]. Checks follow Kafka 4.1's ControllerApis.deleteTopics:
+ * delete.topic.enable=false answers every topic INVALID_REQUEST before v3 and TOPIC_DELETION_DISABLED
+ * from v3; a name and an id together, or neither, is INVALID_REQUEST; a name or id given twice is
+ * INVALID_REQUEST ("Duplicate topic name." / "Duplicate topic id.", answered once), as is a name and an id
+ * that resolve to the same topic; unknown names get UNKNOWN_TOPIC_OR_PARTITION, unknown ids UNKNOWN_TOPIC_ID.
+ * Gregor difference: Kafka 4.1 deletes __consumer_offsets when asked; Gregor refuses to delete an internal
+ * topic (INVALID_REQUEST with a message) because its group coordinator lives in it.
+ * Deletion is synchronous (storage renames the partition directories durably before returning), so the
+ * request's timeout_ms never expires; parked fetches are woken so they see the topic gone.
+ * Read next: storage/store.h (gr_store_topic_delete).
+ */
+#include <string.h>
+
+#include "common/log.h"
+#include "server/handlers/handlers.h"
+
+struct dt_entry {
+    struct gr_str name; /* as requested (null for by-id entries) */
+    struct gr_uuid id;  /* as requested (zero for by-name entries) */
+    struct gr_topic *t; /* resolved topic, NULL on error */
+};
+
+static bool uuid_zero(struct gr_uuid u)
+{
+    static const uint8_t zero[16];
+    return memcmp(u.b, zero, 16) == 0;
+}
+
+static bool uuid_eq(struct gr_uuid a, struct gr_uuid b)
+{
+    return memcmp(a.b, b.b, 16) == 0;
+}
+
+/* Both entries name a topic the same way: by the same name, or by the same (non-zero) id. */
+static bool same_key(const struct dt_entry *a, const struct dt_entry *b)
+{
+    if (a->name.len >= 0 && uuid_zero(a->id))
+        return b->name.len >= 0 && uuid_zero(b->id) && gr_str_eq(a->name, b->name);
+    if (a->name.len < 0 && !uuid_zero(a->id)) return b->name.len < 0 && uuid_eq(a->id, b->id);
+    return false;
+}
+
+static void fail(struct gr_delete_topics_response_deletable_topic_result *r, int16_t code, const char *msg)
+{
+    r->error_code = code;
+    r->error_message = gr_str_c(msg ? msg : gr_error_message(code));
+}
+
+/* Validates one entry against the request (shape, duplicates) and the store (existence); sets e->t and
+ * returns GR_ERR_NONE, or returns an error code with *msg (NULL: Kafka's default message). */
+static int16_t resolve(struct gr_req *req, struct dt_entry *e, int32_t i, const struct dt_entry *all,
+                       int32_t n, const char **msg)
+{
+    bool by_name = e->name.len >= 0;
+    *msg = NULL;
+    if (!by_name && uuid_zero(e->id))
+        return *msg = "Neither topic name nor id were specified.", GR_ERR_INVALID_REQUEST;
+    if (by_name && !uuid_zero(e->id))
+        return *msg = "You may not specify both topic name and topic id.", GR_ERR_INVALID_REQUEST;
+    for (int32_t k = 0; k < n; k++) {
+        if (k == i) continue;
+        if (by_name && uuid_zero(all[k].id) && gr_str_eq(all[k].name, e->name))
+            return *msg = "Duplicate topic name.", GR_ERR_INVALID_REQUEST;
+        if (!by_name && all[k].name.len < 0 && uuid_eq(all[k].id, e->id))
+            return *msg = "Duplicate topic id.", GR_ERR_INVALID_REQUEST;
+    }
+    e->t =
+        by_name ? gr_topic_lookup(req->broker, e->name) : gr_store_topic_find_id(req->broker->store, e->id.b);
+    if (!e->t) return by_name ? GR_ERR_UNKNOWN_TOPIC_OR_PARTITION : GR_ERR_UNKNOWN_TOPIC_ID;
+    if (gr_topic_is_internal(gr_topic_name(e->t))) {
+        e->t = NULL;
+        *msg = "Gregor keeps its consumer group state in this internal topic; it cannot be deleted";
+        return GR_ERR_INVALID_REQUEST;
+    }
+    return GR_ERR_NONE;
+}
+
+enum gr_handler_rc gr_handle_delete_topics(struct gr_req *req)
+{
+    struct gr_delete_topics_request *body = req->body;
+    struct gr_delete_topics_response *resp = req->resp;
+    struct gr_broker *b = req->broker;
+    int16_t v = req->hdr.request_api_version;
+    int32_t n = v >= 6 ? body->topics.count : body->topic_names.count;
+    if (n < 0) n = 0;
+    struct dt_entry *e = gr_arena_calloc(&req->arena, (size_t)n + 1, sizeof *e);
+    resp->responses.items = gr_arena_calloc(&req->arena, (size_t)n + 1, sizeof *resp->responses.items);
+    if (!e || !resp->responses.items) return GR_HANDLER_CLOSE;
+    resp->responses.count = n;
+    for (int32_t i = 0; i < n; i++) {
+        e[i].name = v >= 6 ? body->topics.items[i].name : body->topic_names.items[i];
+        e[i].id = v >= 6 ? body->topics.items[i].topic_id : (struct gr_uuid){{0}};
+        struct gr_delete_topics_response_deletable_topic_result *r = &resp->responses.items[i];
+        gr_delete_topics_response_deletable_topic_result_init(r);
+        r->name = e[i].name;
+        r->topic_id = e[i].id;
+    }
+    if (!gr_config_bool(&b->cfg, "delete.topic.enable")) {
+        for (int32_t i = 0; i < n; i++)
+            fail(&resp->responses.items[i], v < 3 ? GR_ERR_INVALID_REQUEST : GR_ERR_TOPIC_DELETION_DISABLED,
+                 "Topic deletion is disabled.");
+        return GR_HANDLER_DONE;
+    }
+    for (int32_t i = 0; i < n; i++) {
+        const char *msg;
+        int16_t err = resolve(req, &e[i], i, e, n, &msg);
+        if (err)
+            fail(&resp->responses.items[i], err, msg);
+        else if (e[i].name.len < 0) /* by id: answer with the name */
+            resp->responses.items[i].name = gr_str_c(gr_req_strdup(req, gr_str_c(gr_topic_name(e[i].t))));
+    }
+    /* a name and an id naming the same topic: both refused, nothing deleted for them */
+    for (int32_t i = 0; i < n; i++)
+        for (int32_t k = i + 1; k < n; k++)
+            if (e[i].t && e[i].t == e[k].t) {
+                fail(&resp->responses.items[i], GR_ERR_INVALID_REQUEST,
+                     "The provided topic name maps to an ID that was already supplied.");
+                fail(&resp->responses.items[k], GR_ERR_INVALID_REQUEST,
+                     "The provided topic name maps to an ID that was already supplied.");
+            }
+    bool deleted = false;
+    for (int32_t i = 0; i < n; i++) {
+        struct gr_delete_topics_response_deletable_topic_result *r = &resp->responses.items[i];
+        if (!e[i].t || r->error_code) continue;
+        r->topic_id = gr_topic_uuid(e[i].t);
+        const char *name = gr_req_strdup(req, gr_str_c(gr_topic_name(e[i].t)));
+        int rc = gr_store_topic_delete(b->store, e[i].t);
+        if (rc) {
+            GR_ERROR("deleting topic %s: %s", name, strerror(-rc));
+            fail(r, GR_ERR_KAFKA_STORAGE_ERROR, "The broker could not delete the topic's files");
+            continue;
+        }
+        GR_INFO("deleted topic %s", name);
+        deleted = true;
+    }
+    if (deleted) gr_broker_wake_parked(b);
+    int32_t kept = 0; /* a duplicated name or id is answered once, as Kafka does */
+    for (int32_t i = 0; i < n; i++) {
+        bool earlier = false;
+        for (int32_t k = 0; k < i && !earlier; k++)
+            earlier = same_key(&e[k], &e[i]);
+        if (!earlier) resp->responses.items[kept++] = resp->responses.items[i];
+    }
+    resp->responses.count = kept;
+    return GR_HANDLER_DONE;
+}

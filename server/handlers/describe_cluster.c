@@ -1,0 +1,56 @@
+/*
+ * describe_cluster.c: DescribeCluster (key 60), v0-v2. One broker, this node, at its advertised host and
+ * port; the cluster id from the log directory's meta.properties; the controller is this node too.
+ * endpoint_type (v1+): 1 (brokers) is answered; 2 (controllers) is MISMATCHED_ENDPOINT_TYPE, anything
+ * else UNSUPPORTED_ENDPOINT_TYPE, both with Kafka 4.1's messages, cluster id "" and controller -1.
+ * cluster_authorized_operations: INT32_MIN unless requested, then every cluster operation (no authorizer:
+ * CREATE, ALTER, DESCRIBE, CLUSTER_ACTION, DESCRIBE_CONFIGS, ALTER_CONFIGS, IDEMPOTENT_WRITE, the bits a
+ * Kafka 4.1 broker without an authorizer answers). No broker is fenced (v2 include_fenced_brokers).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "server/handlers/handlers.h"
+
+/* AclOperation codes 5, 7, 8, 9, 10, 11, 12 as bits. */
+#define CLUSTER_ALL_OPERATIONS ((1 << 5) | (1 << 7) | (1 << 8) | (1 << 9) | (1 << 10) | (1 << 11) | (1 << 12))
+
+enum gr_handler_rc gr_handle_describe_cluster(struct gr_req *req)
+{
+    struct gr_describe_cluster_request *body = req->body;
+    struct gr_describe_cluster_response *resp = req->resp;
+    struct gr_broker *b = req->broker;
+    int16_t v = req->hdr.request_api_version;
+    resp->endpoint_type = 1;
+    if (v >= 1 && body->endpoint_type != 1) {
+        if (body->endpoint_type == 2) {
+            resp->error_code = GR_ERR_MISMATCHED_ENDPOINT_TYPE;
+            resp->error_message =
+                gr_str_c("The request was sent to an endpoint of type BROKER, but we wanted an "
+                         "endpoint of type CONTROLLER");
+        } else {
+            char buf[64];
+            snprintf(buf, sizeof buf, "Unsupported endpoint type %d", body->endpoint_type);
+            resp->error_code = GR_ERR_UNSUPPORTED_ENDPOINT_TYPE;
+            resp->error_message = gr_str_c(gr_arena_strndup(&req->arena, buf, strlen(buf)));
+        }
+        resp->cluster_id = gr_str_c("");
+        resp->controller_id = -1;
+        return GR_HANDLER_DONE;
+    }
+    resp->cluster_id = gr_str_c(gr_store_cluster_id(b->store));
+    resp->controller_id = b->node_id;
+    resp->brokers.items = gr_arena_calloc(&req->arena, 1, sizeof *resp->brokers.items);
+    if (!resp->brokers.items) return GR_HANDLER_CLOSE;
+    resp->brokers.count = 1;
+    struct gr_describe_cluster_response_describe_cluster_broker *br = &resp->brokers.items[0];
+    gr_describe_cluster_response_describe_cluster_broker_init(br);
+    br->broker_id = b->node_id;
+    br->host = gr_str_c(b->advertised_host);
+    br->port = b->advertised_port;
+    br->rack = GR_STR_NULL;
+    br->is_fenced = false;
+    resp->cluster_authorized_operations =
+        body->include_cluster_authorized_operations ? CLUSTER_ALL_OPERATIONS : INT32_MIN;
+    return GR_HANDLER_DONE;
+}

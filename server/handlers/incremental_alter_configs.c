@@ -1,0 +1,111 @@
+/*
+ * incremental_alter_configs.c: IncrementalAlterConfigs (key 44), v0-v1. Applies SET, DELETE, APPEND and
+ * SUBTRACT operations to a topic's dynamic config set (APPEND/SUBTRACT only on LIST configs, starting from
+ * the current value or the default; server/topic_configs.h has the rules). The resource checks and their
+ * order are AlterConfigs' (alter_configs.c): duplicate resources, duplicate keys, null values for
+ * non-DELETE operations, the topic name, then the config values (INVALID_CONFIG with a message, values
+ * Gregor does not enforce included), then the topic's existence; validate_only stops before writing.
+ * BROKER resources are refused when they change anything (no dynamic broker configs); BROKER_LOGGER
+ * resources likewise (the log level is gregor.log.level, fixed at start).
+ * Read next: server/topic_configs.h (gr_tcfg_apply_ops).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "server/handlers/handlers.h"
+#include "server/topic_configs.h"
+
+/* The topic's current topic-level set, borrowed from storage. */
+static bool current_set(struct gr_req *req, struct gr_topic *t, struct gr_tcfg_set *cur)
+{
+    cur->count = 0;
+    cur->keys = cur->values = NULL;
+    if (!t) return true;
+    int n = gr_topic_config_count(t);
+    cur->keys = gr_arena_calloc(&req->arena, (size_t)n + 1, sizeof *cur->keys);
+    cur->values = gr_arena_calloc(&req->arena, (size_t)n + 1, sizeof *cur->values);
+    if (!cur->keys || !cur->values) return false;
+    for (int i = 0; i < n; i++)
+        gr_topic_config_at(t, i, &cur->keys[i], &cur->values[i]);
+    cur->count = n;
+    return true;
+}
+
+static int16_t alter_topic(struct gr_req *req,
+                           const struct gr_incremental_alter_configs_request_alter_configs_resource *res,
+                           const struct gr_tcfg_op *ops, int n, bool validate_only, const char **msg)
+{
+    struct gr_topic *t = res->resource_name.len > 0 ? gr_topic_lookup(req->broker, res->resource_name) : NULL;
+    struct gr_tcfg_set cur, next;
+    if (!current_set(req, t, &cur)) return GR_ERR_UNKNOWN_SERVER_ERROR;
+    int16_t cerr = gr_tcfg_apply_ops(&cur, ops, n, &req->arena, &next, msg);
+    if (cerr == GR_ERR_INVALID_REQUEST || cerr == GR_ERR_UNKNOWN_SERVER_ERROR) return cerr;
+    const char *nmsg = NULL;
+    int16_t err = gr_alter_topic_check(req, res->resource_name, &nmsg);
+    if (err) return *msg = nmsg, err;
+    if (cerr) return cerr;
+    if (!t) return gr_alter_topic_missing(req, res->resource_name, msg);
+    if (validate_only) return GR_ERR_NONE;
+    return gr_alter_topic_store(req, t, &next, msg);
+}
+
+static int16_t alter_one(struct gr_req *req,
+                         const struct gr_incremental_alter_configs_request_alter_configs_resource *res,
+                         bool validate_only, const char **msg)
+{
+    int n = res->configs.count > 0 ? res->configs.count : 0;
+    struct gr_tcfg_op *ops = gr_arena_calloc(&req->arena, (size_t)n + 1, sizeof *ops);
+    const char **keys = gr_arena_calloc(&req->arena, (size_t)n + 1, sizeof *keys);
+    const char **values = gr_arena_calloc(&req->arena, (size_t)n + 1, sizeof *values);
+    int8_t *opids = gr_arena_calloc(&req->arena, (size_t)n + 1, sizeof *opids);
+    if (!ops || !keys || !values || !opids) return GR_ERR_UNKNOWN_SERVER_ERROR;
+    for (int i = 0; i < n; i++) {
+        const struct gr_incremental_alter_configs_request_alterable_config *c = &res->configs.items[i];
+        keys[i] = ops[i].key = gr_req_strdup(req, c->name);
+        values[i] = ops[i].value = c->value.len < 0 ? NULL : gr_req_strdup(req, c->value);
+        opids[i] = ops[i].op = c->config_operation;
+        if (!ops[i].key || (c->value.len >= 0 && !ops[i].value)) return GR_ERR_UNKNOWN_SERVER_ERROR;
+    }
+    if (res->resource_type == GR_CFG_RESOURCE_TOPIC) return alter_topic(req, res, ops, n, validate_only, msg);
+    int16_t err = gr_tcfg_precheck(keys, values, opids, n, &req->arena, msg);
+    if (err) return err;
+    if (res->resource_type == GR_CFG_RESOURCE_BROKER || res->resource_type == GR_CFG_RESOURCE_BROKER_LOGGER)
+        return gr_alter_broker_check(req, res->resource_type, res->resource_name, n, n ? keys[0] : "", msg);
+    char buf[64];
+    snprintf(buf, sizeof buf, "Unknown resource type %d", res->resource_type);
+    *msg = gr_arena_strndup(&req->arena, buf, strlen(buf));
+    return GR_ERR_INVALID_REQUEST;
+}
+
+enum gr_handler_rc gr_handle_incremental_alter_configs(struct gr_req *req)
+{
+    struct gr_incremental_alter_configs_request *body = req->body;
+    struct gr_incremental_alter_configs_response *resp = req->resp;
+    int32_t n = body->resources.count > 0 ? body->resources.count : 0;
+    resp->responses.items = gr_arena_calloc(&req->arena, (size_t)n + 1, sizeof *resp->responses.items);
+    if (!resp->responses.items) return GR_HANDLER_CLOSE;
+    resp->responses.count = n;
+    for (int32_t i = 0; i < n; i++) {
+        const struct gr_incremental_alter_configs_request_alter_configs_resource *res =
+            &body->resources.items[i];
+        struct gr_incremental_alter_configs_response_alter_configs_resource_response *r =
+            &resp->responses.items[i];
+        gr_incremental_alter_configs_response_alter_configs_resource_response_init(r);
+        r->resource_type = res->resource_type;
+        r->resource_name = res->resource_name;
+        const char *msg = NULL;
+        bool dup = false;
+        for (int32_t k = 0; k < n; k++)
+            if (k != i && body->resources.items[k].resource_type == res->resource_type &&
+                gr_str_eq(body->resources.items[k].resource_name, res->resource_name))
+                dup = true;
+        if (dup) {
+            r->error_code = GR_ERR_INVALID_REQUEST;
+            msg = "Each resource must appear at most once.";
+        } else {
+            r->error_code = alter_one(req, res, body->validate_only, &msg);
+        }
+        r->error_message = msg ? gr_str_c(msg) : GR_STR_NULL;
+    }
+    return GR_HANDLER_DONE;
+}

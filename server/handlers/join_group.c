@@ -1,0 +1,277 @@
+/*
+ * join_group.c: JoinGroup (key 11), v0-9, and the server binding of the group coordinator.
+ *
+ * The binding (gr_groups_start/stop) opens __consumer_offsets (creating it with
+ * offsets.topic.num.partitions partitions when missing), replays it synchronously before the listener
+ * opens (so COORDINATOR_LOAD_IN_PROGRESS is never needed), creates b->coord, and drives its timers from
+ * two ev_timers: one armed at the coordinator's earliest deadline (session expiry, pending member ids,
+ * join/sync phases, offset expiration), one every GROUPS_MAINTENANCE_S seconds for the offsets-log
+ * rewrite and the high watermark of its partitions. Coordinator waiters are parked requests: a JoinGroup
+ * or SyncGroup that must wait is parked with no deadline and finished from the coordinator's join_done /
+ * sync_done hooks (which may run inside the same handler call, or later from another request or a timer).
+ * A waiter whose connection closed is still answered; gr_req_finish then frees it.
+ *
+ * JoinGroup versions: v0 has no rebalance timeout (the session timeout is used, KAFKA-8653); v4+ dynamic
+ * members with an empty member id get MEMBER_ID_REQUIRED (KIP-394); v5+ carry group.instance.id; the
+ * protocol name is "" below v7 when there is none and null from v7 when it is empty (Kafka's
+ * JoinGroupResponse); v9 adds skip_assignment. The member's client host is "/<ip>" as Kafka prints it.
+ * Read next: coordinator/coordinator.h, server/handlers/sync_group.c.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "common/time.h"
+#include "coordinator/coordinator.h"
+#include "coordinator/offsets_log.h"
+#include "server/handlers/handlers.h"
+
+#define GROUPS_MAINTENANCE_S 5.0
+/* Kafka's offsets.retention.check.interval.ms default (not a Gregor config key yet). */
+#define GROUPS_RETENTION_CHECK_MS 600000
+
+struct groups {
+    struct gr_broker *b;
+    struct gr_offsets_log *ol;
+    ev_timer timer;       /* the coordinator's earliest deadline */
+    int64_t armed_ms;     /* deadline the timer is armed for, INT64_MAX when idle */
+    ev_timer maintenance; /* offsets-log rewrite and high watermarks */
+};
+
+static struct groups *groups_of(struct gr_broker *b) { return b->coord ? gr_coord_hooks_ctx(b->coord) : NULL; }
+
+struct gr_offsets_log *gr_groups_offsets_log(struct gr_broker *b)
+{
+    struct groups *g = groups_of(b);
+    return g ? g->ol : NULL;
+}
+
+static void arm(struct groups *g, int64_t deadline_ms)
+{
+    ev_timer_stop(g->b->loop, &g->timer);
+    g->armed_ms = deadline_ms;
+    if (deadline_ms == INT64_MAX) return;
+    double after = (double)(deadline_ms - gr_time_mono_ms()) / 1000.0;
+    ev_timer_set(&g->timer, after > 0 ? after : 0, 0);
+    ev_timer_start(g->b->loop, &g->timer);
+}
+
+static void timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    (void)loop;
+    (void)revents;
+    struct groups *g = w->data;
+    g->armed_ms = INT64_MAX;
+    gr_coord_tick(g->b->coord);
+    arm(g, gr_coord_next_deadline_ms(g->b->coord));
+}
+
+static void maintenance_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    (void)loop;
+    (void)revents;
+    struct groups *g = w->data;
+    for (int32_t p = 0; p < gr_offsets_log_partitions(g->ol); p++) gr_broker_update_hwm(g->b, gr_offsets_log_log(g->ol, p));
+    gr_offsets_log_maintain(g->ol, g->b->coord, GR_OFFSETS_REWRITE_RECORDS_MIN, gr_time_wall_ms());
+}
+
+/* ---- coordinator hooks ---- */
+
+static int64_t hook_mono(void *ctx)
+{
+    (void)ctx;
+    return gr_time_mono_ms();
+}
+
+static int64_t hook_wall(void *ctx)
+{
+    (void)ctx;
+    return gr_time_wall_ms();
+}
+
+static int hook_append(void *ctx, int32_t partition, const struct gr_coord_record *recs, int count, int64_t *end_offset)
+{
+    struct groups *g = ctx;
+    return gr_offsets_log_append(g->ol, partition, recs, count, gr_time_wall_ms(), end_offset);
+}
+
+static void hook_timer(void *ctx, int64_t deadline_ms)
+{
+    struct groups *g = ctx;
+    if (deadline_ms < g->armed_ms) arm(g, deadline_ms);
+}
+
+/* Fills a JoinGroup response from a coordinator answer and sends it. The answer's views are only valid
+ * during this call; gr_req_finish encodes at once, so they are referenced, not copied. */
+static void hook_join_done(void *ctx, void *waiter, const struct gr_join_result *res)
+{
+    (void)ctx;
+    struct gr_req *req = waiter;
+    struct gr_join_group_response *resp = req->resp;
+    int16_t v = req->hdr.request_api_version;
+    resp->error_code = res->error_code;
+    resp->generation_id = res->generation_id;
+    resp->protocol_type = res->protocol_type;
+    resp->protocol_name = res->protocol_name;
+    if (v < 7 && resp->protocol_name.len < 0) resp->protocol_name = gr_str_c("");
+    if (v >= 7 && resp->protocol_name.len == 0) resp->protocol_name = GR_STR_NULL;
+    resp->leader = res->leader.len >= 0 ? res->leader : gr_str_c("");
+    resp->skip_assignment = res->skip_assignment;
+    resp->member_id = res->member_id.len >= 0 ? res->member_id : gr_str_c("");
+    resp->members.count = 0;
+    if (res->member_count > 0) {
+        resp->members.items = gr_arena_calloc(&req->arena, (size_t)res->member_count, sizeof *resp->members.items);
+        if (!resp->members.items) {
+            GR_ERROR("JoinGroup: out of request memory for %d members", res->member_count);
+            resp->error_code = GR_ERR_UNKNOWN_SERVER_ERROR;
+        } else {
+            for (int32_t i = 0; i < res->member_count; i++) {
+                struct gr_join_group_response_join_group_response_member *m = &resp->members.items[i];
+                gr_join_group_response_join_group_response_member_init(m);
+                m->member_id = res->members[i].member_id;
+                m->group_instance_id = res->members[i].group_instance_id;
+                m->metadata = res->members[i].metadata.len >= 0 ? res->members[i].metadata : (struct gr_bytes){(const uint8_t *)"", 0};
+            }
+            resp->members.count = res->member_count;
+        }
+    }
+    gr_req_finish(req);
+}
+
+static void hook_sync_done(void *ctx, void *waiter, const struct gr_sync_result *res)
+{
+    (void)ctx;
+    struct gr_req *req = waiter;
+    struct gr_sync_group_response *resp = req->resp;
+    resp->error_code = res->error_code;
+    resp->protocol_type = res->protocol_type;
+    resp->protocol_name = res->protocol_name;
+    resp->assignment = res->assignment.len >= 0 ? res->assignment : (struct gr_bytes){(const uint8_t *)"", 0};
+    gr_req_finish(req);
+}
+
+/* ---- life cycle ---- */
+
+int gr_groups_start(struct gr_broker *b)
+{
+    struct groups *g = calloc(1, sizeof *g);
+    if (!g) return -ENOMEM;
+    g->b = b;
+    g->armed_ms = INT64_MAX;
+    /* the watchers exist before the coordinator: replay already sets deadlines (hook_timer arms) */
+    ev_timer_init(&g->timer, timer_cb, 0, 0);
+    g->timer.data = g;
+    ev_timer_init(&g->maintenance, maintenance_cb, GROUPS_MAINTENANCE_S, GROUPS_MAINTENANCE_S);
+    g->maintenance.data = g;
+    int64_t t0 = gr_time_mono_ms();
+    int rc = gr_offsets_log_open(b->store, (int32_t)gr_config_int(&b->cfg, "offsets.topic.num.partitions"), &g->ol);
+    if (rc) {
+        GR_ERROR("cannot open %s: %s", GR_OFFSETS_TOPIC, strerror(-rc));
+        free(g);
+        return rc;
+    }
+    struct gr_coord_config cfg;
+    gr_coord_config_defaults(&cfg);
+    cfg.min_session_timeout_ms = (int32_t)gr_config_int(&b->cfg, "group.min.session.timeout.ms");
+    cfg.max_session_timeout_ms = (int32_t)gr_config_int(&b->cfg, "group.max.session.timeout.ms");
+    cfg.initial_rebalance_delay_ms = (int32_t)gr_config_int(&b->cfg, "group.initial.rebalance.delay.ms");
+    cfg.max_size = (int32_t)gr_config_int(&b->cfg, "group.max.size");
+    cfg.offsets_retention_ms = gr_config_int(&b->cfg, "offsets.retention.minutes") * 60000;
+    cfg.offsets_retention_check_interval_ms = GROUPS_RETENTION_CHECK_MS;
+    cfg.offset_metadata_max_bytes = (int32_t)gr_config_int(&b->cfg, "offset.metadata.max.bytes");
+    cfg.offsets_partitions = gr_offsets_log_partitions(g->ol);
+    struct gr_coord_hooks hooks = {g, hook_mono, hook_wall, hook_append, hook_join_done, hook_sync_done, hook_timer};
+    b->coord = gr_coord_create(&cfg, &hooks);
+    if (!b->coord) {
+        gr_offsets_log_close(g->ol);
+        free(g);
+        return -ENOMEM;
+    }
+    int64_t n = gr_offsets_log_load(g->ol, b->coord);
+    if (n < 0) {
+        GR_ERROR("cannot replay %s: %s", GR_OFFSETS_TOPIC, strerror((int)-n));
+        ev_timer_stop(b->loop, &g->timer);
+        gr_coord_destroy(b->coord);
+        b->coord = NULL;
+        gr_offsets_log_close(g->ol);
+        free(g);
+        return (int)n;
+    }
+    for (int32_t p = 0; p < gr_offsets_log_partitions(g->ol); p++) gr_broker_update_hwm(b, gr_offsets_log_log(g->ol, p));
+    ev_timer_start(b->loop, &g->maintenance);
+    arm(g, gr_coord_next_deadline_ms(b->coord));
+    GR_INFO("group coordinator loaded %lld records of %s (%d partitions, %d groups) in %lld ms", (long long)n,
+            GR_OFFSETS_TOPIC, gr_offsets_log_partitions(g->ol), gr_coord_group_count(b->coord),
+            (long long)(gr_time_mono_ms() - t0));
+    return 0;
+}
+
+void gr_groups_stop(struct gr_broker *b)
+{
+    struct groups *g = groups_of(b);
+    if (!g) return;
+    ev_timer_stop(b->loop, &g->timer);
+    ev_timer_stop(b->loop, &g->maintenance);
+    gr_coord_destroy(b->coord); /* parked JoinGroup/SyncGroup requests are dropped, not answered */
+    b->coord = NULL;
+    gr_offsets_log_close(g->ol);
+    free(g);
+}
+
+struct gr_str gr_req_client_host(struct gr_req *req)
+{
+    const char *peer = req->conn ? gr_conn_peer(req->conn) : "";
+    const char *colon = strrchr(peer, ':');
+    size_t n = colon ? (size_t)(colon - peer) : strlen(peer);
+    if (n >= 2 && peer[0] == '[' && peer[n - 1] == ']') { /* [v6]:port */
+        peer++;
+        n -= 2;
+    }
+    char *s = gr_arena_alloc(&req->arena, n + 2);
+    if (!s) return gr_str_c("");
+    s[0] = '/';
+    memcpy(s + 1, peer, n);
+    s[n + 1] = 0;
+    return gr_str_c(s);
+}
+
+/* ---- JoinGroup ---- */
+
+enum gr_handler_rc gr_handle_join_group(struct gr_req *req)
+{
+    struct gr_join_group_request *body = req->body;
+    struct gr_join_group_response *resp = req->resp;
+    struct gr_broker *b = req->broker;
+    if (!b->coord) {
+        resp->error_code = GR_ERR_COORDINATOR_NOT_AVAILABLE;
+        resp->member_id = body->member_id;
+        return GR_HANDLER_DONE;
+    }
+    int32_t n = body->protocols.count > 0 ? body->protocols.count : 0;
+    struct gr_join_protocol *protos = gr_arena_calloc(&req->arena, (size_t)n + 1, sizeof *protos);
+    if (!protos) return GR_HANDLER_CLOSE;
+    for (int32_t i = 0; i < n; i++)
+        protos[i] = (struct gr_join_protocol){body->protocols.items[i].name, body->protocols.items[i].metadata};
+    struct gr_join_params p = {
+        .group_id = body->group_id,
+        .member_id = body->member_id,
+        .group_instance_id = req->hdr.request_api_version >= 5 ? body->group_instance_id : GR_STR_NULL,
+        .protocol_type = body->protocol_type,
+        .client_id = req->hdr.client_id.len >= 0 ? req->hdr.client_id : gr_str_c(""),
+        .client_host = gr_req_client_host(req),
+        .reason = body->reason,
+        .session_timeout_ms = body->session_timeout_ms,
+        .rebalance_timeout_ms = body->rebalance_timeout_ms,
+        .protocols = protos,
+        .protocol_count = n,
+        .api_version = req->hdr.request_api_version,
+        .waiter = req,
+    };
+    req->recheck = NULL;
+    req->expire = NULL;
+    /* park first: the answer may come inside the call (then finishing unparks it) */
+    gr_broker_park(b, req, INT64_MAX);
+    gr_coord_join(b->coord, &p);
+    return GR_HANDLER_WAIT;
+}

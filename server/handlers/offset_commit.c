@@ -1,0 +1,128 @@
+/*
+ * offset_commit.c: OffsetCommit (key 8), v2-9. Partitions of unknown topics (or beyond a topic's
+ * partition count) get UNKNOWN_TOPIC_OR_PARTITION and never reach the coordinator, as in KafkaApis; the
+ * rest are validated against the group (ClassicGroup.validateOffsetCommit: generation, member, state),
+ * written to __consumer_offsets and applied. With gregor.acks.all.fsync (the default) the answer waits
+ * until the offsets partition's fdatasync covers the commit (parked; re-checked on every flush
+ * completion); after offsets.commit.timeout.ms (5 s, Kafka's default) the not-yet-durable partitions get
+ * COORDINATOR_NOT_AVAILABLE (Kafka maps a write timeout so), and NOT_COORDINATOR if the partition went
+ * offline. Without the fsync setting the answer follows the append (Kafka's page-cache behaviour).
+ * The committed values are visible to OffsetFetch as soon as they are appended.
+ * v2-4 carry retention_time_ms (kept as the record's expire timestamp when not -1); v7+ group.instance.id.
+ * Read next: coordinator/offsets.c (gr_coord_commit).
+ */
+#include "common/time.h"
+#include "coordinator/coordinator.h"
+#include "coordinator/offsets_log.h"
+#include "server/handlers/handlers.h"
+
+#define OFFSET_COMMIT_TIMEOUT_MS 5000 /* Kafka's offsets.commit.timeout.ms default */
+
+typedef struct gr_offset_commit_response_offset_commit_response_partition resp_partition;
+
+struct commit_state {
+    int32_t partition;       /* of __consumer_offsets */
+    int64_t end_offset;      /* durable from here */
+    struct gr_commit_partition *cps;
+    resp_partition **dst;
+    int32_t count;
+};
+
+static void copy_errors(struct commit_state *st, int16_t unresolved)
+{
+    for (int32_t i = 0; i < st->count; i++) {
+        int16_t e = st->cps[i].error_code;
+        st->dst[i]->error_code = e == GR_ERR_NONE && unresolved ? unresolved : e;
+    }
+}
+
+static bool commit_recheck(struct gr_req *req)
+{
+    struct commit_state *st = req->hstate;
+    struct gr_offsets_log *ol = gr_groups_offsets_log(req->broker);
+    int d = ol ? gr_offsets_log_durable(ol, st->partition, st->end_offset) : -1;
+    if (d == 0) return false;
+    copy_errors(st, d < 0 ? GR_ERR_NOT_COORDINATOR : GR_ERR_NONE);
+    gr_req_finish(req);
+    return true;
+}
+
+static void commit_expire(struct gr_req *req)
+{
+    copy_errors(req->hstate, GR_ERR_COORDINATOR_NOT_AVAILABLE);
+    gr_req_finish(req);
+}
+
+enum gr_handler_rc gr_handle_offset_commit(struct gr_req *req)
+{
+    struct gr_offset_commit_request *body = req->body;
+    struct gr_offset_commit_response *resp = req->resp;
+    struct gr_broker *b = req->broker;
+    int16_t v = req->hdr.request_api_version;
+    int32_t ntopics = body->topics.count > 0 ? body->topics.count : 0;
+    int32_t total = 0;
+    for (int32_t i = 0; i < ntopics; i++)
+        total += body->topics.items[i].partitions.count > 0 ? body->topics.items[i].partitions.count : 0;
+    struct commit_state *st = gr_arena_alloc(&req->arena, sizeof *st);
+    struct gr_commit_topic *cts = gr_arena_calloc(&req->arena, (size_t)ntopics + 1, sizeof *cts);
+    resp->topics.items = gr_arena_calloc(&req->arena, (size_t)ntopics + 1, sizeof *resp->topics.items);
+    if (!st || !cts || !resp->topics.items) return GR_HANDLER_CLOSE;
+    st->cps = gr_arena_calloc(&req->arena, (size_t)total + 1, sizeof *st->cps);
+    st->dst = gr_arena_calloc(&req->arena, (size_t)total + 1, sizeof *st->dst);
+    if (!st->cps || !st->dst) return GR_HANDLER_CLOSE;
+    resp->topics.count = ntopics;
+    int32_t k = 0, nct = 0;
+    for (int32_t i = 0; i < ntopics; i++) {
+        struct gr_offset_commit_request_offset_commit_request_topic *rt = &body->topics.items[i];
+        struct gr_offset_commit_response_offset_commit_response_topic *tr = &resp->topics.items[i];
+        gr_offset_commit_response_offset_commit_response_topic_init(tr);
+        tr->name = rt->name;
+        int32_t np = rt->partitions.count > 0 ? rt->partitions.count : 0;
+        tr->partitions.items = gr_arena_calloc(&req->arena, (size_t)np + 1, sizeof *tr->partitions.items);
+        if (!tr->partitions.items) return GR_HANDLER_CLOSE;
+        tr->partitions.count = np;
+        struct gr_topic *t = gr_topic_lookup(b, rt->name);
+        int32_t first = k;
+        for (int32_t j = 0; j < np; j++) {
+            struct gr_offset_commit_request_offset_commit_request_partition *rp = &rt->partitions.items[j];
+            resp_partition *pr = &tr->partitions.items[j];
+            gr_offset_commit_response_offset_commit_response_partition_init(pr);
+            pr->partition_index = rp->partition_index;
+            if (!t || rp->partition_index < 0 || rp->partition_index >= gr_topic_partition_count(t)) {
+                pr->error_code = GR_ERR_UNKNOWN_TOPIC_OR_PARTITION;
+                continue;
+            }
+            if (!b->coord) {
+                pr->error_code = GR_ERR_COORDINATOR_NOT_AVAILABLE;
+                continue;
+            }
+            st->cps[k] = (struct gr_commit_partition){rp->partition_index, rp->committed_offset,
+                                                      v >= 6 ? rp->committed_leader_epoch : -1, rp->committed_metadata, 0};
+            st->dst[k++] = pr;
+        }
+        if (k > first) cts[nct++] = (struct gr_commit_topic){rt->name, &st->cps[first], k - first};
+    }
+    st->count = k;
+    if (k == 0) return GR_HANDLER_DONE;
+    struct gr_commit_params p = {
+        .group_id = body->group_id,
+        .member_id = body->member_id,
+        .group_instance_id = v >= 7 ? body->group_instance_id : GR_STR_NULL,
+        .generation_id = body->generation_id_or_member_epoch,
+        .retention_time_ms = v <= 4 ? body->retention_time_ms : -1,
+        .api_version = v,
+        .topics = cts,
+        .topic_count = nct,
+    };
+    gr_coord_commit(b->coord, &p, &st->partition, &st->end_offset);
+    if (st->end_offset < 0 || !b->hwm_durable) {
+        copy_errors(st, GR_ERR_NONE);
+        return GR_HANDLER_DONE;
+    }
+    req->hstate = st;
+    req->recheck = commit_recheck;
+    req->expire = commit_expire;
+    if (commit_recheck(req)) return GR_HANDLER_WAIT; /* already durable: finished inside */
+    gr_broker_park(b, req, gr_time_mono_ms() + OFFSET_COMMIT_TIMEOUT_MS);
+    return GR_HANDLER_WAIT;
+}

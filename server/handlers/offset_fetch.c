@@ -1,0 +1,175 @@
+/*
+ * offset_fetch.c: OffsetFetch (key 9), v1-9. v1-7 name one group (topics null from v2 = every committed
+ * partition); v8+ a batch of groups. A partition with no committed offset (or an unknown group) answers
+ * offset -1, leader epoch -1, metadata "" and error 0, as Kafka does; the committed leader epoch is
+ * carried from v5. require_stable (v7+) has nothing to wait for without transactions. Views of the
+ * coordinator's strings are referenced, not copied: the response is encoded as soon as this returns.
+ * Read next: coordinator/offsets.c.
+ */
+#include "coordinator/coordinator.h"
+#include "server/handlers/handlers.h"
+
+typedef struct gr_offset_fetch_response_offset_fetch_response_topics topics_t;
+typedef struct gr_offset_fetch_response_offset_fetch_response_partitions parts_t;
+
+/* The v8+ shapes are built first; versions below 8 are copied into the older structs at the end. */
+struct all_ctx {
+    struct gr_req *req;
+    topics_t *topics;
+    int32_t topic_count, topic_cap;
+    bool fail;
+};
+
+static void add_committed(void *ctx, const char *topic, int32_t partition, int64_t offset, int32_t leader_epoch,
+                          struct gr_str metadata)
+{
+    struct all_ctx *a = ctx;
+    if (a->fail) return;
+    topics_t *t = a->topic_count ? &a->topics[a->topic_count - 1] : NULL;
+    if (!t || !gr_str_eq_c(t->name, topic)) {
+        if (a->topic_count == a->topic_cap) {
+            int32_t cap = a->topic_cap ? 2 * a->topic_cap : 8;
+            topics_t *n = gr_arena_calloc(&a->req->arena, (size_t)cap, sizeof *n);
+            if (!n) {
+                a->fail = true;
+                return;
+            }
+            if (a->topic_count) memcpy(n, a->topics, (size_t)a->topic_count * sizeof *n);
+            a->topics = n;
+            a->topic_cap = cap;
+        }
+        t = &a->topics[a->topic_count++];
+        gr_offset_fetch_response_offset_fetch_response_topics_init(t);
+        t->name = gr_str_c(topic);
+        t->partitions.count = 0;
+        t->partitions.items = NULL;
+    }
+    /* partitions grow by doubling inside the arena (old arrays are left behind: bounded by 2x) */
+    int32_t n = t->partitions.count;
+    if ((n & (n - 1)) == 0) {
+        int32_t cap = n ? 2 * n : 4;
+        parts_t *p = gr_arena_calloc(&a->req->arena, (size_t)cap, sizeof *p);
+        if (!p) {
+            a->fail = true;
+            return;
+        }
+        if (n) memcpy(p, t->partitions.items, (size_t)n * sizeof *p);
+        t->partitions.items = p;
+    }
+    parts_t *p = &t->partitions.items[t->partitions.count++];
+    gr_offset_fetch_response_offset_fetch_response_partitions_init(p);
+    p->partition_index = partition;
+    p->committed_offset = offset;
+    p->committed_leader_epoch = leader_epoch;
+    p->metadata = metadata;
+}
+
+/* One group: topics NULL (count -1) = everything committed. Returns false when out of request memory. */
+static bool fetch_group(struct gr_req *req, struct gr_str group_id, const struct gr_offset_fetch_request_offset_fetch_request_topics *rts,
+                        int32_t nrt, struct gr_offset_fetch_response_offset_fetch_response_group *out)
+{
+    struct gr_coordinator *c = req->broker->coord;
+    gr_offset_fetch_response_offset_fetch_response_group_init(out);
+    out->group_id = group_id;
+    if (!c) {
+        out->error_code = GR_ERR_COORDINATOR_NOT_AVAILABLE;
+        return true;
+    }
+    if (nrt < 0) {
+        struct all_ctx a = {req, NULL, 0, 0, false};
+        gr_coord_offsets_foreach(c, group_id, add_committed, &a);
+        if (a.fail) return false;
+        out->topics.items = a.topics;
+        out->topics.count = a.topic_count;
+        return true;
+    }
+    out->topics.items = gr_arena_calloc(&req->arena, (size_t)nrt + 1, sizeof *out->topics.items);
+    if (!out->topics.items) return false;
+    out->topics.count = nrt;
+    for (int32_t i = 0; i < nrt; i++) {
+        topics_t *t = &out->topics.items[i];
+        gr_offset_fetch_response_offset_fetch_response_topics_init(t);
+        t->name = rts[i].name;
+        int32_t np = rts[i].partition_indexes.count > 0 ? rts[i].partition_indexes.count : 0;
+        t->partitions.items = gr_arena_calloc(&req->arena, (size_t)np + 1, sizeof *t->partitions.items);
+        if (!t->partitions.items) return false;
+        t->partitions.count = np;
+        for (int32_t j = 0; j < np; j++) {
+            parts_t *p = &t->partitions.items[j];
+            gr_offset_fetch_response_offset_fetch_response_partitions_init(p);
+            p->partition_index = rts[i].partition_indexes.items[j];
+            int64_t off;
+            int32_t epoch;
+            struct gr_str md;
+            if (gr_coord_offset_get(c, group_id, t->name, p->partition_index, &off, &epoch, &md)) {
+                p->committed_offset = off;
+                p->committed_leader_epoch = epoch;
+                p->metadata = md;
+            } else {
+                p->committed_offset = -1;
+                p->committed_leader_epoch = -1;
+                p->metadata = gr_str_c("");
+            }
+        }
+    }
+    return true;
+}
+
+enum gr_handler_rc gr_handle_offset_fetch(struct gr_req *req)
+{
+    struct gr_offset_fetch_request *body = req->body;
+    struct gr_offset_fetch_response *resp = req->resp;
+    int16_t v = req->hdr.request_api_version;
+    if (v >= 8) {
+        int32_t ng = body->groups.count > 0 ? body->groups.count : 0;
+        resp->groups.items = gr_arena_calloc(&req->arena, (size_t)ng + 1, sizeof *resp->groups.items);
+        if (!resp->groups.items) return GR_HANDLER_CLOSE;
+        resp->groups.count = ng;
+        for (int32_t i = 0; i < ng; i++) {
+            struct gr_offset_fetch_request_offset_fetch_request_group *g = &body->groups.items[i];
+            if (!fetch_group(req, g->group_id, g->topics.items, g->topics.count, &resp->groups.items[i]))
+                return GR_HANDLER_CLOSE;
+        }
+        return GR_HANDLER_DONE;
+    }
+    /* v1-7: one group, in the older topic/partition structs */
+    int32_t nrt = body->topics.count;
+    struct gr_offset_fetch_request_offset_fetch_request_topics *rts = NULL;
+    if (nrt > 0) {
+        rts = gr_arena_calloc(&req->arena, (size_t)nrt, sizeof *rts);
+        if (!rts) return GR_HANDLER_CLOSE;
+        for (int32_t i = 0; i < nrt; i++) {
+            gr_offset_fetch_request_offset_fetch_request_topics_init(&rts[i]);
+            rts[i].name = body->topics.items[i].name;
+            rts[i].partition_indexes = body->topics.items[i].partition_indexes;
+        }
+    }
+    struct gr_offset_fetch_response_offset_fetch_response_group g;
+    if (!fetch_group(req, body->group_id, rts, nrt < 0 ? -1 : nrt, &g)) return GR_HANDLER_CLOSE;
+    resp->error_code = g.error_code;
+    int32_t nt = g.topics.count > 0 ? g.topics.count : 0;
+    resp->topics.items = gr_arena_calloc(&req->arena, (size_t)nt + 1, sizeof *resp->topics.items);
+    if (!resp->topics.items) return GR_HANDLER_CLOSE;
+    resp->topics.count = nt;
+    for (int32_t i = 0; i < nt; i++) {
+        struct gr_offset_fetch_response_offset_fetch_response_topic *t = &resp->topics.items[i];
+        gr_offset_fetch_response_offset_fetch_response_topic_init(t);
+        t->name = g.topics.items[i].name;
+        int32_t np = g.topics.items[i].partitions.count;
+        t->partitions.items = gr_arena_calloc(&req->arena, (size_t)np + 1, sizeof *t->partitions.items);
+        if (!t->partitions.items) return GR_HANDLER_CLOSE;
+        t->partitions.count = np;
+        for (int32_t j = 0; j < np; j++) {
+            parts_t *src = &g.topics.items[i].partitions.items[j];
+            struct gr_offset_fetch_response_offset_fetch_response_partition *p = &t->partitions.items[j];
+            gr_offset_fetch_response_offset_fetch_response_partition_init(p);
+            p->partition_index = src->partition_index;
+            p->committed_offset = src->committed_offset;
+            p->committed_leader_epoch = src->committed_leader_epoch;
+            p->metadata = src->metadata;
+            p->error_code = src->error_code;
+        }
+    }
+    /* v1 has no top-level error: Kafka puts a group error on every partition (none to put it on here) */
+    return GR_HANDLER_DONE;
+}

@@ -1,0 +1,87 @@
+/*
+ * offset_for_leader_epoch.c: OffsetForLeaderEpoch (key 23), v2-v4 (KIP-101/KIP-320). For each partition:
+ * the largest leader epoch <= the requested one and its end offset (the start offset of the next higher
+ * epoch, or the log end offset for the current epoch), following Kafka 4.1's LeaderEpochFileCache:
+ * epoch -1 or above the current epoch answers leader_epoch -1 and end_offset -1 (UNDEFINED_EPOCH and
+ * UNDEFINED_EPOCH_OFFSET) with no error; an epoch below the first known one answers that epoch with the
+ * start offset of the first known epoch (the log start offset in Gregor, which stamps every batch).
+ * current_leader_epoch (when >= 0) older than the partition's is FENCED_LEADER_EPOCH, newer is
+ * UNKNOWN_LEADER_EPOCH. replica_id (v3+: -1 consumers, -2 debug, >= 0 followers) changes nothing on one
+ * node: this broker leads every partition. Read next: storage/log.h (gr_log_end_offset_for_epoch).
+ */
+#include <errno.h>
+
+#include "server/handlers/handlers.h"
+
+static void answer(struct gr_log *log, int32_t epoch,
+                   struct gr_offset_for_leader_epoch_response_epoch_end_offset *rp)
+{
+    int32_t current = gr_log_leader_epoch(log);
+    rp->leader_epoch = -1;
+    rp->end_offset = -1;
+    if (epoch < 0 || epoch > current) return;
+    if (epoch ==
+        current) { /* the leader's current epoch ends at the log end offset, even with no batch yet */
+        rp->leader_epoch = epoch;
+        rp->end_offset = gr_log_end_offset(log);
+        return;
+    }
+    int64_t end;
+    int32_t found;
+    int rc = gr_log_end_offset_for_epoch(log, epoch, &end, &found);
+    if (rc == 0) {
+        rp->leader_epoch = found;
+        rp->end_offset = end;
+    } else if (rc == -ENOENT) { /* below the first known epoch */
+        rp->leader_epoch = epoch;
+        rp->end_offset = gr_log_start_offset(log);
+    }
+}
+
+enum gr_handler_rc gr_handle_offset_for_leader_epoch(struct gr_req *req)
+{
+    struct gr_offset_for_leader_epoch_request *body = req->body;
+    struct gr_offset_for_leader_epoch_response *resp = req->resp;
+    int32_t nt = body->topics.count > 0 ? body->topics.count : 0;
+    resp->topics.items = gr_arena_calloc(&req->arena, (size_t)nt + 1, sizeof *resp->topics.items);
+    if (!resp->topics.items) return GR_HANDLER_CLOSE;
+    resp->topics.count = nt;
+    for (int32_t i = 0; i < nt; i++) {
+        struct gr_offset_for_leader_epoch_request_offset_for_leader_topic *qt = &body->topics.items[i];
+        struct gr_offset_for_leader_epoch_response_offset_for_leader_topic_result *rt =
+            &resp->topics.items[i];
+        gr_offset_for_leader_epoch_response_offset_for_leader_topic_result_init(rt);
+        rt->topic = qt->topic;
+        struct gr_topic *t = gr_topic_lookup(req->broker, qt->topic);
+        int32_t np = qt->partitions.count > 0 ? qt->partitions.count : 0;
+        rt->partitions.items = gr_arena_calloc(&req->arena, (size_t)np + 1, sizeof *rt->partitions.items);
+        if (!rt->partitions.items) return GR_HANDLER_CLOSE;
+        rt->partitions.count = np;
+        for (int32_t p = 0; p < np; p++) {
+            struct gr_offset_for_leader_epoch_request_offset_for_leader_partition *qp =
+                &qt->partitions.items[p];
+            struct gr_offset_for_leader_epoch_response_epoch_end_offset *rp = &rt->partitions.items[p];
+            gr_offset_for_leader_epoch_response_epoch_end_offset_init(rp);
+            rp->partition = qp->partition;
+            rp->leader_epoch = -1;
+            rp->end_offset = -1;
+            struct gr_log *log = t ? gr_topic_log(t, qp->partition) : NULL;
+            if (!log) {
+                rp->error_code = GR_ERR_UNKNOWN_TOPIC_OR_PARTITION;
+                continue;
+            }
+            int32_t current = gr_log_leader_epoch(log);
+            if (qp->current_leader_epoch >= 0 && qp->current_leader_epoch != current) {
+                rp->error_code = qp->current_leader_epoch < current ? GR_ERR_FENCED_LEADER_EPOCH
+                                                                    : GR_ERR_UNKNOWN_LEADER_EPOCH;
+                continue;
+            }
+            if (gr_log_offline(log)) {
+                rp->error_code = GR_ERR_KAFKA_STORAGE_ERROR;
+                continue;
+            }
+            answer(log, qp->leader_epoch, rp);
+        }
+    }
+    return GR_HANDLER_DONE;
+}

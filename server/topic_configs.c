@@ -1,0 +1,846 @@
+/*
+ * topic_configs.c: the topic config table and the value/source/synonym rules of DescribeConfigs,
+ * AlterConfigs and IncrementalAlterConfigs; see topic_configs.h for the rules and where they come from.
+ * Invariant: the table is sorted by name and holds exactly Kafka 4.1.1's non-internal LogConfig keys.
+ */
+#include "server/topic_configs.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "protocol/errors.h"
+
+#define I64MAX_S "9223372036854775807"
+#define NOMIN INT64_MIN
+#define NOMAX INT64_MAX
+#define HOURS_MS 3600000
+#define MINUTES_MS 60000
+/* clang-format off */
+#define SYN1(n, d) {{n, 1, d}} /* one broker synonym with the same unit */
+#define NOSYN {{NULL, 0, NULL}}      /* no broker synonym */
+/* name, type, default, min, max, choices, doc, broker synonyms (Kafka 4.1.1 LogConfig and ServerTopicConfigSynonyms;
+ * the docs are Gregor's own). */
+static const struct gr_tcfg_def defs[] = {
+    {"cleanup.policy", GR_CFGT_LIST, "delete", 0, 0, "compact, delete",
+     "How old segments are cleaned up: delete removes them by age or size, compact keeps the last record per key (Gregor: delete only).",
+     SYN1("log.cleanup.policy", "delete")},
+    {"compression.gzip.level", GR_CFGT_INT, "-1", -1, 9, NULL,
+     "Level used when the broker itself compresses with gzip (1-9, -1 for the codec default).",
+     SYN1("compression.gzip.level", "-1")},
+    {"compression.lz4.level", GR_CFGT_INT, "9", 1, 17, NULL,
+     "Level used when the broker itself compresses with lz4.",
+     SYN1("compression.lz4.level", "9")},
+    {"compression.type", GR_CFGT_STRING, "producer", 0, 0, "uncompressed, zstd, lz4, snappy, gzip, producer",
+     "Codec of stored batches; producer keeps the producer's codec (Gregor: producer only, it never recompresses).",
+     SYN1("compression.type", "producer")},
+    {"compression.zstd.level", GR_CFGT_INT, "3", -131072, 22, NULL,
+     "Level used when the broker itself compresses with zstd.",
+     SYN1("compression.zstd.level", "3")},
+    {"delete.retention.ms", GR_CFGT_LONG, "86400000", 0, NOMAX, NULL,
+     "How long delete markers (tombstones) survive compaction, in ms.",
+     SYN1("log.cleaner.delete.retention.ms", "86400000")},
+    {"file.delete.delay.ms", GR_CFGT_LONG, "60000", 0, NOMAX, NULL,
+     "Wait before a deleted segment's files are removed from disk, in ms (Gregor: default only; it removes them once no reader holds them).",
+     SYN1("log.segment.delete.delay.ms", "60000")},
+    {"flush.messages", GR_CFGT_LONG, I64MAX_S, 1, NOMAX, NULL,
+     "Records appended to a partition before it is fsynced.",
+     SYN1("log.flush.interval.messages", I64MAX_S)},
+    {"flush.ms", GR_CFGT_LONG, I64MAX_S, 0, NOMAX, NULL,
+     "Longest time appended data stays unsynced, in ms.",
+     {{"log.flush.interval.ms", 1, NULL}, {"log.flush.scheduler.interval.ms", 1, I64MAX_S}}},
+    {"follower.replication.throttled.replicas", GR_CFGT_LIST, "", 0, 0, NULL,
+     "Replicas whose follower-side replication is throttled: * or partition:broker pairs (no effect on one node).",
+     NOSYN},
+    {"index.interval.bytes", GR_CFGT_INT, "4096", 0, NOMAX, NULL,
+     "Bytes of records between two offset index entries.",
+     SYN1("log.index.interval.bytes", "4096")},
+    {"leader.replication.throttled.replicas", GR_CFGT_LIST, "", 0, 0, NULL,
+     "Replicas whose leader-side replication is throttled: * or partition:broker pairs (no effect on one node).",
+     NOSYN},
+    {"local.retention.bytes", GR_CFGT_LONG, "-2", -2, NOMAX, NULL,
+     "Local size bound when tiered storage is on; -2 follows retention.bytes (no effect without tiered storage).",
+     SYN1("log.local.retention.bytes", "-2")},
+    {"local.retention.ms", GR_CFGT_LONG, "-2", -2, NOMAX, NULL,
+     "Local time bound when tiered storage is on; -2 follows retention.ms (no effect without tiered storage).",
+     SYN1("log.local.retention.ms", "-2")},
+    {"max.compaction.lag.ms", GR_CFGT_LONG, I64MAX_S, 1, NOMAX, NULL,
+     "Longest time a record may stay uncompacted, in ms.",
+     SYN1("log.cleaner.max.compaction.lag.ms", I64MAX_S)},
+    {"max.message.bytes", GR_CFGT_INT, "1048588", 0, NOMAX, NULL,
+     "Largest record batch the topic accepts, in bytes.",
+     SYN1("message.max.bytes", "1048588")},
+    {"message.timestamp.after.max.ms", GR_CFGT_LONG, "3600000", 0, NOMAX, NULL,
+     "How far a CreateTime timestamp may lie ahead of the broker clock, in ms.",
+     SYN1("log.message.timestamp.after.max.ms", "3600000")},
+    {"message.timestamp.before.max.ms", GR_CFGT_LONG, I64MAX_S, 0, NOMAX, NULL,
+     "How far a CreateTime timestamp may lie behind the broker clock, in ms.",
+     SYN1("log.message.timestamp.before.max.ms", I64MAX_S)},
+    {"message.timestamp.type", GR_CFGT_STRING, "CreateTime", 0, 0, "CreateTime, LogAppendTime",
+     "Whether batches keep the producer's timestamps (CreateTime) or get the broker's append time (LogAppendTime).",
+     SYN1("log.message.timestamp.type", "CreateTime")},
+    {"min.cleanable.dirty.ratio", GR_CFGT_DOUBLE, "0.5", 0, 1, NULL,
+     "Share of a log that must be uncompacted before compaction runs.",
+     SYN1("log.cleaner.min.cleanable.ratio", "0.5")},
+    {"min.compaction.lag.ms", GR_CFGT_LONG, "0", 0, NOMAX, NULL,
+     "Shortest time a record stays uncompacted, in ms.",
+     SYN1("log.cleaner.min.compaction.lag.ms", "0")},
+    {"min.insync.replicas", GR_CFGT_INT, "1", 1, NOMAX, NULL,
+     "Replicas that must hold a batch before acks=all succeeds (Gregor: one node, so 1).",
+     SYN1("min.insync.replicas", "1")},
+    {"preallocate", GR_CFGT_BOOLEAN, "false", 0, 0, NULL,
+     "Whether segment files are preallocated when created (Gregor: false only).",
+     SYN1("log.preallocate", "false")},
+    {"remote.log.copy.disable", GR_CFGT_BOOLEAN, "false", 0, 0, NULL,
+     "Stops copying segments to tiered storage (no effect without tiered storage).",
+     NOSYN},
+    {"remote.log.delete.on.disable", GR_CFGT_BOOLEAN, "false", 0, 0, NULL,
+     "Deletes tiered data when tiered storage is turned off (no effect without tiered storage).",
+     NOSYN},
+    {"remote.storage.enable", GR_CFGT_BOOLEAN, "false", 0, 0, NULL,
+     "Whether the topic uses tiered storage (Gregor: false only).",
+     NOSYN},
+    {"retention.bytes", GR_CFGT_LONG, "-1", NOMIN, NOMAX, NULL,
+     "Largest size of a partition before its oldest segments are deleted, in bytes; -1 unlimited.",
+     SYN1("log.retention.bytes", "-1")},
+    {"retention.ms", GR_CFGT_LONG, "604800000", -1, NOMAX, NULL,
+     "How long a segment is kept after its newest record, in ms; -1 unlimited.",
+     {{"log.retention.ms", 1, NULL}, {"log.retention.minutes", MINUTES_MS, NULL}, {"log.retention.hours", HOURS_MS, "168"}}},
+    {"segment.bytes", GR_CFGT_INT, "1073741824", 1048576, NOMAX, NULL,
+     "Size at which the active segment is rolled, in bytes.",
+     SYN1("log.segment.bytes", "1073741824")},
+    {"segment.index.bytes", GR_CFGT_INT, "10485760", 4, NOMAX, NULL,
+     "Largest size of a segment's offset index, in bytes.",
+     SYN1("log.index.size.max.bytes", "10485760")},
+    {"segment.jitter.ms", GR_CFGT_LONG, "0", 0, NOMAX, NULL,
+     "Random reduction of segment.ms per segment, in ms (Gregor: 0 only).",
+     {{"log.roll.jitter.ms", 1, NULL}, {"log.roll.jitter.hours", HOURS_MS, "0"}}},
+    {"segment.ms", GR_CFGT_LONG, "604800000", 1, NOMAX, NULL,
+     "Age at which the active segment is rolled even if not full, in ms.",
+     {{"log.roll.ms", 1, NULL}, {"log.roll.hours", HOURS_MS, "168"}}},
+    {"unclean.leader.election.enable", GR_CFGT_BOOLEAN, "false", 0, 0, NULL,
+     "Whether an out-of-sync replica may become leader (no effect on one node: its only replica leads).",
+     SYN1("unclean.leader.election.enable", "false")},
+};
+/* clang-format on */
+
+#define NDEFS ((int)(sizeof defs / sizeof defs[0]))
+
+const struct gr_tcfg_def *gr_tcfg_defs(int *count)
+{
+    *count = NDEFS;
+    return defs;
+}
+
+const struct gr_tcfg_def *gr_tcfg_find(const char *name)
+{
+    if (!name) return NULL;
+    for (int i = 0; i < NDEFS; i++)
+        if (strcmp(defs[i].name, name) == 0) return &defs[i];
+    return NULL;
+}
+
+const char *gr_tcfg_unsupported(const char *key, const char *value)
+{
+    if (!key || !value) return NULL;
+    if (strcmp(key, "cleanup.policy") == 0 && strstr(value, "compact"))
+        return "cleanup.policy=compact is not supported yet: log compaction is not built";
+    if (strcmp(key, "min.insync.replicas") == 0 && strcmp(value, "1") != 0)
+        return "min.insync.replicas must be 1 on a single-node broker";
+    if (strcmp(key, "compression.type") == 0 && strcmp(value, "producer") != 0)
+        return "compression.type must be producer: Gregor stores batches as the producer compressed them and "
+               "does not recompress";
+    if (strcmp(key, "remote.storage.enable") == 0 && strcmp(value, "false") != 0)
+        return "remote.storage.enable=true is not supported: Gregor has no tiered storage";
+    if (strcmp(key, "preallocate") == 0 && strcmp(value, "false") != 0)
+        return "preallocate=true is not supported: Gregor does not preallocate segment files";
+    if (strcmp(key, "segment.jitter.ms") == 0 && strcmp(value, "0") != 0)
+        return "segment.jitter.ms must be 0: Gregor rolls segments without jitter";
+    if (strcmp(key, "file.delete.delay.ms") == 0 && strcmp(value, "60000") != 0)
+        return "file.delete.delay.ms cannot be changed: Gregor removes a deleted segment's files as soon as "
+               "no "
+               "reader holds them";
+    return NULL;
+}
+
+/* ---- parsing and normalising values ---- */
+
+static char *arena_printf(struct gr_arena *arena, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static char *arena_printf(struct gr_arena *arena, const char *fmt, ...)
+{
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    if (n < 0) return NULL;
+    return gr_arena_strndup(arena, buf, strlen(buf));
+}
+
+/* The view of `s` without leading/trailing ASCII whitespace (Java's String.trim for printable text). */
+static void trim_view(const char *s, const char **start, size_t *len)
+{
+    const char *b = s, *e = s + strlen(s);
+    while (b < e && (unsigned char)*b <= ' ')
+        b++;
+    while (e > b && (unsigned char)e[-1] <= ' ')
+        e--;
+    *start = b;
+    *len = (size_t)(e - b);
+}
+
+/* Parses a whole decimal integer (optional sign) like Java's Long.parseLong. */
+static bool parse_i64(const char *s, size_t len, int64_t *out)
+{
+    char buf[32];
+    if (len == 0 || len >= sizeof buf) return false;
+    memcpy(buf, s, len);
+    buf[len] = 0;
+    size_t i = (buf[0] == '+' || buf[0] == '-') ? 1 : 0;
+    if (!buf[i]) return false;
+    for (size_t k = i; buf[k]; k++)
+        if (buf[k] < '0' || buf[k] > '9') return false;
+    errno = 0;
+    long long v = strtoll(buf, NULL, 10);
+    if (errno) return false;
+    *out = v;
+    return true;
+}
+
+/* Parses a double like Java's Double.parseDouble for the plain forms (digits, '.', exponent). */
+static bool parse_double(const char *s, size_t len, double *out)
+{
+    char buf[64];
+    if (len == 0 || len >= sizeof buf) return false;
+    memcpy(buf, s, len);
+    buf[len] = 0;
+    for (size_t k = 0; k < len; k++)
+        if (!strchr("0123456789+-.eE", buf[k])) return false;
+    char *end;
+    errno = 0;
+    double v = strtod(buf, &end);
+    if (errno || *end || end == buf) return false;
+    *out = v;
+    return true;
+}
+
+/* Java's Double.toString for finite values: shortest round-trip digits, plain notation for
+ * 1e-3 <= |v| < 1e7 ("0.5", "1.0", "12.25"), else computerized scientific ("1.0E-4", "1.5E7"). */
+static void format_double_java(double v, char *buf, size_t cap)
+{
+    if (v == 0) {
+        snprintf(buf, cap, "%s", signbit(v) ? "-0.0" : "0.0");
+        return;
+    }
+    char e[64];
+    int prec = 1;
+    for (; prec <= 17; prec++) {
+        snprintf(e, sizeof e, "%.*e", prec - 1, v);
+        if (strtod(e, NULL) == v) break;
+    }
+    /* e = "[-]d[.ddd]e[+-]xx" */
+    const char *p = e;
+    bool neg = *p == '-';
+    if (neg) p++;
+    char digits[24];
+    int nd = 0;
+    for (; *p && *p != 'e'; p++)
+        if (*p >= '0' && *p <= '9' && nd < (int)sizeof digits - 1) digits[nd++] = *p;
+    digits[nd] = 0;
+    while (nd > 1 && digits[nd - 1] == '0')
+        digits[--nd] = 0;
+    int exp10 = atoi(p + 1);
+    double a = fabs(v);
+    char out[64];
+    size_t o = 0;
+    if (neg) out[o++] = '-';
+    if (a >= 1e-3 && a < 1e7) {
+        if (exp10 >= 0) {
+            for (int k = 0; k <= exp10; k++)
+                out[o++] = k < nd ? digits[k] : '0';
+            out[o++] = '.';
+            if (nd > exp10 + 1)
+                for (int k = exp10 + 1; k < nd; k++)
+                    out[o++] = digits[k];
+            else
+                out[o++] = '0';
+        } else {
+            out[o++] = '0';
+            out[o++] = '.';
+            for (int k = 0; k < -exp10 - 1; k++)
+                out[o++] = '0';
+            for (int k = 0; k < nd; k++)
+                out[o++] = digits[k];
+        }
+        out[o] = 0;
+    } else {
+        out[o++] = digits[0];
+        out[o++] = '.';
+        if (nd > 1)
+            for (int k = 1; k < nd; k++)
+                out[o++] = digits[k];
+        else
+            out[o++] = '0';
+        out[o] = 0;
+        snprintf(out + o, sizeof out - o, "E%d", exp10);
+    }
+    snprintf(buf, cap, "%s", out);
+}
+
+/* Whether `item` (len bytes) is one of the ", "-separated `choices`. */
+static bool in_choices(const char *choices, const char *item, size_t len)
+{
+    const char *c = choices;
+    while (*c) {
+        const char *end = strchr(c, ',');
+        size_t n = end ? (size_t)(end - c) : strlen(c);
+        if (n == len && memcmp(c, item, len) == 0) return true;
+        if (!end) break;
+        c = end + 1;
+        while (*c == ' ')
+            c++;
+    }
+    return false;
+}
+
+static bool is_throttle_list(const struct gr_tcfg_def *def)
+{
+    return strcmp(def->name, "leader.replication.throttled.replicas") == 0 ||
+           strcmp(def->name, "follower.replication.throttled.replicas") == 0;
+}
+
+/* One "partition:broker" item of a throttled replicas list (Kafka also accepts an empty item). */
+static bool throttle_item_ok(const char *s, size_t len)
+{
+    if (len == 0) return true;
+    const char *colon = memchr(s, ':', len);
+    if (!colon || colon == s || colon == s + len - 1) return false;
+    for (const char *p = s; p < s + len; p++)
+        if (p != colon && (*p < '0' || *p > '9')) return false;
+    return true;
+}
+
+static int16_t invalid(struct gr_arena *arena, const char **msg, const char *key, const char *value,
+                       const char *why)
+{
+    *msg = arena_printf(arena, "Invalid value %s for configuration %s: %s", value, key, why);
+    if (!*msg) *msg = "Invalid configuration value";
+    return GR_ERR_INVALID_CONFIG;
+}
+
+static int16_t check_number(const struct gr_tcfg_def *def, const char *value, const char *s, size_t len,
+                            struct gr_arena *arena, const char **normalized, const char **msg)
+{
+    char why[96];
+    int64_t v;
+    if (!parse_i64(s, len, &v) || (def->type == GR_CFGT_INT && (v < INT32_MIN || v > INT32_MAX)))
+        return invalid(arena, msg, def->name, value,
+                       def->type == GR_CFGT_INT ? "Not a number of type INT" : "Not a number of type LONG");
+    if (strcmp(def->name, "compression.gzip.level") == 0) {
+        if (v != -1 && (v < 1 || v > 9))
+            return invalid(arena, msg, def->name, value, "Value must be -1 or in [1,...,9]");
+    } else if (v < def->min) {
+        snprintf(why, sizeof why, "Value must be at least %lld", (long long)def->min);
+        return invalid(arena, msg, def->name, value, why);
+    } else if (v > def->max) {
+        snprintf(why, sizeof why, "Value must be no more than %lld", (long long)def->max);
+        return invalid(arena, msg, def->name, value, why);
+    }
+    *normalized = arena_printf(arena, "%lld", (long long)v);
+    return *normalized ? GR_ERR_NONE : GR_ERR_UNKNOWN_SERVER_ERROR;
+}
+
+static int16_t check_list(const struct gr_tcfg_def *def, const char *value, const char *s, size_t len,
+                          struct gr_arena *arena, const char **normalized, const char **msg)
+{
+    char *out = gr_arena_alloc(arena, len + 1);
+    if (!out) return GR_ERR_UNKNOWN_SERVER_ERROR;
+    size_t o = 0;
+    bool star = len == 1 && s[0] == '*';
+    const char *p = s, *end = s + len;
+    while (len && p <= end) {
+        const char *comma = memchr(p, ',', (size_t)(end - p));
+        const char *ie = comma ? comma : end;
+        const char *ib = p;
+        while (ib < ie && (unsigned char)*ib <= ' ')
+            ib++;
+        while (ie > ib && (unsigned char)ie[-1] <= ' ')
+            ie--;
+        size_t n = (size_t)(ie - ib);
+        char item[256];
+        snprintf(item, sizeof item, "%.*s", (int)(n < 255 ? n : 255), ib);
+        if (def->choices && !in_choices(def->choices, ib, n)) {
+            char why[160];
+            snprintf(why, sizeof why, "String must be one of: %s", def->choices);
+            return invalid(arena, msg, def->name, item, why);
+        }
+        if (is_throttle_list(def) && !star && !throttle_item_ok(ib, n))
+            return invalid(arena, msg, def->name, value,
+                           "must be * or a list of partitionId:brokerId items separated by commas");
+        if (o) out[o++] = ',';
+        memcpy(out + o, ib, n);
+        o += n;
+        if (!comma) break;
+        p = comma + 1;
+    }
+    out[o] = 0;
+    *normalized = out;
+    return GR_ERR_NONE;
+}
+
+/* Validates and normalises without Gregor's refusals. */
+static int16_t check_value(const struct gr_tcfg_def *def, const char *value, struct gr_arena *arena,
+                           const char **normalized, const char **msg)
+{
+    const char *s;
+    size_t len;
+    trim_view(value, &s, &len);
+    switch (def->type) {
+    case GR_CFGT_BOOLEAN:
+        if (len == 4 && strncasecmp(s, "true", 4) == 0)
+            *normalized = "true";
+        else if (len == 5 && strncasecmp(s, "false", 5) == 0)
+            *normalized = "false";
+        else
+            return invalid(arena, msg, def->name, value, "Expected value to be either true or false");
+        return GR_ERR_NONE;
+    case GR_CFGT_INT:
+    case GR_CFGT_LONG:
+        return check_number(def, value, s, len, arena, normalized, msg);
+    case GR_CFGT_DOUBLE: {
+        double d;
+        char why[96], buf[64];
+        if (!parse_double(s, len, &d) || !isfinite(d))
+            return invalid(arena, msg, def->name, value, "Not a number of type DOUBLE");
+        if (d < (double)def->min) {
+            snprintf(why, sizeof why, "Value must be at least %lld", (long long)def->min);
+            return invalid(arena, msg, def->name, value, why);
+        }
+        if (d > (double)def->max) {
+            snprintf(why, sizeof why, "Value must be no more than %lld", (long long)def->max);
+            return invalid(arena, msg, def->name, value, why);
+        }
+        format_double_java(d, buf, sizeof buf);
+        *normalized = gr_arena_strndup(arena, buf, strlen(buf));
+        return *normalized ? GR_ERR_NONE : GR_ERR_UNKNOWN_SERVER_ERROR;
+    }
+    case GR_CFGT_LIST:
+        return check_list(def, value, s, len, arena, normalized, msg);
+    default: /* STRING */
+        if (def->choices && !in_choices(def->choices, s, len)) {
+            char why[160];
+            snprintf(why, sizeof why, "String must be one of: %s", def->choices);
+            return invalid(arena, msg, def->name, value, why);
+        }
+        *normalized = len == strlen(value) ? value : gr_arena_strndup(arena, s, len);
+        return *normalized ? GR_ERR_NONE : GR_ERR_UNKNOWN_SERVER_ERROR;
+    }
+}
+
+int16_t gr_tcfg_check(const char *key, const char *value, struct gr_arena *arena, const char **normalized,
+                      const char **msg)
+{
+    assert(key && value && normalized && msg);
+    *msg = NULL;
+    *normalized = NULL;
+    const struct gr_tcfg_def *def = gr_tcfg_find(key);
+    if (!def) {
+        *msg = arena_printf(arena, "Unknown topic config name: %s", key);
+        if (!*msg) *msg = "Unknown topic config name";
+        return GR_ERR_INVALID_CONFIG;
+    }
+    int16_t err = check_value(def, value, arena, normalized, msg);
+    if (err) return err;
+    const char *why = gr_tcfg_unsupported(key, *normalized);
+    if (why) {
+        *msg = why;
+        return GR_ERR_INVALID_CONFIG;
+    }
+    return GR_ERR_NONE;
+}
+
+/* ---- sets ---- */
+
+static int set_find(const struct gr_tcfg_set *set, const char *key)
+{
+    for (int i = 0; i < set->count; i++)
+        if (strcmp(set->keys[i], key) == 0) return i;
+    return -1;
+}
+
+static void set_put(struct gr_tcfg_set *set, const char *key, const char *value)
+{
+    int i = set_find(set, key);
+    if (i < 0) {
+        i = set->count++;
+        set->keys[i] = key;
+    }
+    set->values[i] = value;
+}
+
+static void set_remove(struct gr_tcfg_set *set, const char *key)
+{
+    int i = set_find(set, key);
+    if (i < 0) return;
+    set->count--;
+    set->keys[i] = set->keys[set->count];
+    set->values[i] = set->values[set->count];
+}
+
+static bool set_alloc(struct gr_tcfg_set *set, int capacity, struct gr_arena *arena)
+{
+    set->count = 0;
+    set->keys = gr_arena_calloc(arena, (size_t)capacity + 1, sizeof *set->keys);
+    set->values = gr_arena_calloc(arena, (size_t)capacity + 1, sizeof *set->values);
+    return set->keys && set->values;
+}
+
+/* Kafka's LogConfig.validateValues: min.compaction.lag.ms must not exceed max.compaction.lag.ms (values
+ * not set at topic level are the defaults: Gregor's broker table has no log.cleaner.* keys). */
+static int16_t cross_check(const struct gr_tcfg_set *set, struct gr_arena *arena, const char **msg)
+{
+    int i = set_find(set, "min.compaction.lag.ms"), k = set_find(set, "max.compaction.lag.ms");
+    long long lo = strtoll(i >= 0 ? set->values[i] : "0", NULL, 10);
+    long long hi = strtoll(k >= 0 ? set->values[k] : I64MAX_S, NULL, 10);
+    if (lo > hi) {
+        *msg = arena_printf(
+            arena,
+            "conflict topic config setting min.compaction.lag.ms (%lld) > max.compaction.lag.ms (%lld)", lo,
+            hi);
+        if (!*msg) *msg = "min.compaction.lag.ms > max.compaction.lag.ms";
+        return GR_ERR_INVALID_CONFIG;
+    }
+    return GR_ERR_NONE;
+}
+
+static bool has_duplicates(const char *const *keys, int count)
+{
+    for (int i = 0; i < count; i++)
+        for (int k = i + 1; k < count; k++)
+            if (keys[i] && keys[k] && strcmp(keys[i], keys[k]) == 0) return true;
+    return false;
+}
+
+/* "Null value not supported for : a, b" (Kafka's wording joins with ", "). */
+static int16_t null_values(const char *const *keys, const char *const *values, const int8_t *ops, int count,
+                           struct gr_arena *arena, const char **msg)
+{
+    size_t need = 40, used = 0;
+    bool any = false;
+    for (int i = 0; i < count; i++)
+        if (!values[i] && !(ops && ops[i] == GR_CFG_OP_DELETE)) {
+            need += strlen(keys[i]) + 2;
+            any = true;
+        }
+    if (!any) return GR_ERR_NONE;
+    char *m = gr_arena_alloc(arena, need);
+    if (!m) return GR_ERR_UNKNOWN_SERVER_ERROR;
+    used = (size_t)snprintf(m, need, "Null value not supported for : ");
+    bool first = true;
+    for (int i = 0; i < count; i++)
+        if (!values[i] && !(ops && ops[i] == GR_CFG_OP_DELETE)) {
+            used += (size_t)snprintf(m + used, need - used, "%s%s", first ? "" : ", ", keys[i]);
+            first = false;
+        }
+    *msg = m;
+    return GR_ERR_INVALID_REQUEST;
+}
+
+int16_t gr_tcfg_precheck(const char *const *keys, const char *const *values, const int8_t *ops, int count,
+                         struct gr_arena *arena, const char **msg)
+{
+    *msg = NULL;
+    if (has_duplicates(keys, count)) {
+        *msg = "Error due to duplicate config keys";
+        return GR_ERR_INVALID_REQUEST;
+    }
+    return null_values(keys, values, ops, count, arena, msg);
+}
+
+int16_t gr_tcfg_replace(const char *const *keys, const char *const *values, int count, struct gr_arena *arena,
+                        struct gr_tcfg_set *out, const char **msg)
+{
+    assert(count >= 0 && out && msg);
+    int16_t err = gr_tcfg_precheck(keys, values, NULL, count, arena, msg);
+    if (err) return err;
+    struct gr_tcfg_set set;
+    if (!set_alloc(&set, count, arena)) return GR_ERR_UNKNOWN_SERVER_ERROR;
+    for (int i = 0; i < count; i++) {
+        const char *norm;
+        err = gr_tcfg_check(keys[i], values[i], arena, &norm, msg);
+        if (err) return err;
+        set_put(&set, keys[i], norm);
+    }
+    err = cross_check(&set, arena, msg);
+    if (err) return err;
+    *out = set;
+    return GR_ERR_NONE;
+}
+
+static const char *op_name(int8_t op)
+{
+    return op == GR_CFG_OP_APPEND ? "APPEND" : "SUBTRACT";
+}
+
+/* APPEND/SUBTRACT on a LIST value: items of `base` (empty items dropped) plus/minus the items of `arg`. */
+static const char *list_op(const char *base, const char *arg, int8_t op, struct gr_arena *arena)
+{
+    size_t cap = strlen(base) + strlen(arg) + 2;
+    char *out = gr_arena_alloc(arena, cap);
+    char *args = gr_arena_strndup(arena, arg, strlen(arg));
+    char *items = gr_arena_strndup(arena, base, strlen(base));
+    if (!out || !args || !items) return NULL;
+    size_t nitems = 1;
+    for (const char *c = base; *c; c++)
+        nitems += *c == ',';
+    size_t nargs = 1;
+    for (const char *c = arg; *c; c++)
+        nargs += *c == ',';
+    char **list = gr_arena_calloc(arena, nitems + nargs, sizeof *list);
+    if (!list) return NULL;
+    size_t n = 0;
+    for (char *save = NULL, *t = strtok_r(items, ",", &save); t; t = strtok_r(NULL, ",", &save))
+        if (*t) list[n++] = t;
+    for (char *p = args;;) {
+        char *comma = strchr(p, ',');
+        if (comma) *comma = 0;
+        const char *it;
+        size_t len;
+        trim_view(p, &it, &len);
+        ((char *)it)[len] = 0; /* `args` is our own copy: end the trimmed item in place */
+        size_t k = 0;
+        while (k < n && strcmp(list[k], it) != 0)
+            k++;
+        if (op == GR_CFG_OP_APPEND && k == n && *it) list[n++] = (char *)it;
+        if (op == GR_CFG_OP_SUBTRACT && k < n) {
+            memmove(&list[k], &list[k + 1], (n - k - 1) * sizeof *list);
+            n--;
+        }
+        if (!comma) break;
+        p = comma + 1;
+    }
+    size_t o = 0;
+    out[0] = 0;
+    for (size_t k = 0; k < n; k++)
+        o += (size_t)snprintf(out + o, cap - o, "%s%s", k ? "," : "", list[k]);
+    return out;
+}
+
+int16_t gr_tcfg_apply_ops(const struct gr_tcfg_set *cur, const struct gr_tcfg_op *ops, int count,
+                          struct gr_arena *arena, struct gr_tcfg_set *out, const char **msg)
+{
+    assert(cur && count >= 0 && out && msg);
+    *msg = NULL;
+    const char **keys = gr_arena_calloc(arena, (size_t)count + 1, sizeof *keys);
+    const char **values = gr_arena_calloc(arena, (size_t)count + 1, sizeof *values);
+    int8_t *opids = gr_arena_calloc(arena, (size_t)count + 1, sizeof *opids);
+    bool *changed = gr_arena_calloc(arena, (size_t)count + 1, sizeof *changed);
+    struct gr_tcfg_set set;
+    if (!keys || !values || !opids || !changed || !set_alloc(&set, cur->count + count, arena))
+        return GR_ERR_UNKNOWN_SERVER_ERROR;
+    for (int i = 0; i < count; i++)
+        keys[i] = ops[i].key, values[i] = ops[i].value, opids[i] = ops[i].op;
+    int16_t err = gr_tcfg_precheck(keys, values, opids, count, arena, msg);
+    if (err) return err;
+    for (int i = 0; i < cur->count; i++)
+        set_put(&set, cur->keys[i], cur->values[i]);
+    for (int i = 0; i < count; i++) {
+        const struct gr_tcfg_op *op = &ops[i];
+        const struct gr_tcfg_def *def = gr_tcfg_find(op->key);
+        int at = set_find(&set, op->key);
+        switch (op->op) {
+        case GR_CFG_OP_SET:
+            set_put(&set, op->key, op->value);
+            changed[i] = true;
+            break;
+        case GR_CFG_OP_DELETE:
+            set_remove(&set, op->key);
+            break;
+        case GR_CFG_OP_APPEND:
+        case GR_CFG_OP_SUBTRACT: {
+            if (!def || def->type != GR_CFGT_LIST) {
+                *msg = arena_printf(arena, "Can't %s to key %s because its type is not LIST.",
+                                    op_name(op->op), op->key);
+                if (!*msg) *msg = "APPEND and SUBTRACT apply only to LIST configs";
+                return GR_ERR_INVALID_CONFIG;
+            }
+            const char *v = list_op(at >= 0 ? set.values[at] : def->default_value, op->value, op->op, arena);
+            if (!v) return GR_ERR_UNKNOWN_SERVER_ERROR;
+            set_put(&set, op->key, v);
+            changed[i] = true;
+            break;
+        }
+        default:
+            *msg = arena_printf(arena, "Unknown config operation %d for key %s", op->op, op->key);
+            if (!*msg) *msg = "Unknown config operation";
+            return GR_ERR_INVALID_REQUEST;
+        }
+    }
+    for (int i = 0; i < count; i++) {
+        if (!changed[i]) continue;
+        int at = set_find(&set, ops[i].key);
+        const char *norm;
+        err = gr_tcfg_check(ops[i].key, set.values[at], arena, &norm, msg);
+        if (err) return err;
+        set.values[at] = norm;
+    }
+    err = cross_check(&set, arena, msg);
+    if (err) return err;
+    *out = set;
+    return GR_ERR_NONE;
+}
+
+/* ---- DescribeConfigs ---- */
+
+/* A broker key's configured value (NULL = null) and whether it was set in the properties/overrides.
+ * Keys Gregor's broker table lacks have Kafka's default `fallback` and are never set. */
+static const char *broker_value(const struct gr_config *cfg, const char *name, const char *fallback,
+                                bool *is_set)
+{
+    int n;
+    const struct gr_config_def *bdefs = gr_config_defs(&n);
+    for (int i = 0; i < n; i++) {
+        if (strcmp(bdefs[i].name, name) != 0) continue;
+        *is_set = cfg->from_file[i];
+        return cfg->values[i] ? cfg->values[i] : bdefs[i].default_value;
+    }
+    *is_set = false;
+    return fallback;
+}
+
+/* Kafka's default of a broker key (Gregor's table default when it has the key, else the topic table's). */
+static const char *broker_default(const char *name)
+{
+    int n;
+    const struct gr_config_def *bdefs = gr_config_defs(&n);
+    for (int i = 0; i < n; i++)
+        if (strcmp(bdefs[i].name, name) == 0) return bdefs[i].default_value;
+    for (int i = 0; i < NDEFS; i++)
+        for (int s = 0; s < GR_TCFG_SYNONYMS_MAX && defs[i].synonyms[s].name; s++)
+            if (strcmp(defs[i].synonyms[s].name, name) == 0) return defs[i].synonyms[s].default_value;
+    return NULL;
+}
+
+/* Kafka's ConfigHelper.configSynonyms over the synonym group `names`: the ones set in the properties
+ * (STATIC_BROKER_CONFIG), then the ones with a default (DEFAULT_CONFIG), then every entry before the first
+ * one named `primary` dropped. Appends to out->synonyms. */
+static void broker_synonyms(const struct gr_config *cfg, const char *const *names, int count,
+                            const char *primary, struct gr_cfg_entry *out)
+{
+    struct gr_cfg_synonym tmp[2 * GR_TCFG_SYNONYMS_MAX];
+    int n = 0;
+    assert(count <= GR_TCFG_SYNONYMS_MAX);
+    for (int pass = 0; pass < 2; pass++) {
+        for (int i = 0; i < count; i++) {
+            bool set;
+            const char *d = broker_default(names[i]);
+            const char *v = broker_value(cfg, names[i], d, &set);
+            if (pass == 0 && set) tmp[n++] = (struct gr_cfg_synonym){names[i], v, GR_CFGS_STATIC_BROKER};
+            if (pass == 1 && d) tmp[n++] = (struct gr_cfg_synonym){names[i], d, GR_CFGS_DEFAULT};
+        }
+    }
+    int first = 0;
+    while (first < n && strcmp(tmp[first].name, primary) != 0)
+        first++;
+    for (int i = first; i < n && out->synonym_count < GR_CFG_ENTRY_SYNONYMS_MAX; i++)
+        out->synonyms[out->synonym_count++] = tmp[i];
+}
+
+int gr_tcfg_describe(const struct gr_tcfg_def *def, const char *topic_value, const struct gr_config *cfg,
+                     struct gr_arena *arena, struct gr_cfg_entry *out)
+{
+    memset(out, 0, sizeof *out);
+    out->name = def->name;
+    out->type = def->type;
+    out->doc = def->doc;
+    if (topic_value)
+        out->synonyms[out->synonym_count++] =
+            (struct gr_cfg_synonym){def->name, topic_value, GR_CFGS_DYNAMIC_TOPIC};
+    const char *names[GR_TCFG_SYNONYMS_MAX];
+    int nsyn = 0;
+    while (nsyn < GR_TCFG_SYNONYMS_MAX && def->synonyms[nsyn].name) {
+        names[nsyn] = def->synonyms[nsyn].name;
+        nsyn++;
+    }
+    if (nsyn) broker_synonyms(cfg, names, nsyn, names[0], out);
+    out->source = out->synonym_count ? out->synonyms[0].source : GR_CFGS_DEFAULT;
+    if (topic_value) {
+        out->value = topic_value;
+        return 0;
+    }
+    out->value = def->default_value;
+    for (int s = 0; s < nsyn; s++) {
+        bool set;
+        const char *v = broker_value(cfg, def->synonyms[s].name, def->synonyms[s].default_value, &set);
+        if (!v) continue;
+        const char *norm, *msg;
+        if (def->synonyms[s].unit_ms != 1) {
+            long long x = strtoll(v, NULL, 10);
+            if (x < 0 && strcmp(def->name, "retention.ms") == 0)
+                x = -1;
+            else
+                x *= def->synonyms[s].unit_ms;
+            norm = arena_printf(arena, "%lld", x);
+            if (!norm) return -1;
+        } else if (check_value(def, v, arena, &norm, &msg) != GR_ERR_NONE) {
+            norm = v; /* a broker value outside the topic validator (e.g. a small log.segment.bytes): as
+                         configured */
+        }
+        out->value = norm;
+        break;
+    }
+    return 0;
+}
+
+/* Kafka's DynamicBrokerConfig.brokerConfigSynonyms groups (primary first is the looked-up name's group). */
+static const char *const roll_group[] = {"log.roll.ms", "log.roll.hours"};
+static const char *const jitter_group[] = {"log.roll.jitter.ms", "log.roll.jitter.hours"};
+static const char *const flush_group[] = {"log.flush.interval.ms", "log.flush.scheduler.interval.ms"};
+static const char *const retention_group[] = {"log.retention.ms", "log.retention.minutes",
+                                              "log.retention.hours"};
+
+void gr_bcfg_describe(const struct gr_config_def *def, const struct gr_config *cfg, struct gr_cfg_entry *out)
+{
+    memset(out, 0, sizeof *out);
+    bool set;
+    out->name = def->name;
+    out->value = broker_value(cfg, def->name, def->default_value, &set);
+    out->type = gr_bcfg_kafka_type(def->type);
+    out->read_only = true;
+    out->doc = def->doc;
+    static const char *const *const groups[] = {roll_group, jitter_group, flush_group, retention_group};
+    static const int sizes[] = {2, 2, 2, 3};
+    const char *const *group = NULL;
+    int n = 0;
+    for (int g = 0; g < 4 && !group; g++)
+        for (int i = 0; i < sizes[g]; i++)
+            if (strcmp(groups[g][i], def->name) == 0) group = groups[g], n = sizes[g];
+    const char *const self[1] = {def->name};
+    if (!group) group = self, n = 1;
+    broker_synonyms(cfg, group, n, def->name, out);
+    out->source = out->synonym_count ? out->synonyms[0].source : GR_CFGS_DEFAULT;
+}
+
+int8_t gr_bcfg_kafka_type(enum gr_config_type type)
+{
+    switch (type) {
+    case GR_CFG_BOOLEAN:
+        return GR_CFGT_BOOLEAN;
+    case GR_CFG_INT:
+        return GR_CFGT_INT;
+    case GR_CFG_LONG:
+        return GR_CFGT_LONG;
+    case GR_CFG_STRING:
+        return GR_CFGT_STRING;
+    case GR_CFG_LIST:
+        return GR_CFGT_LIST;
+    case GR_CFG_DOUBLE:
+        return GR_CFGT_DOUBLE;
+    }
+    return GR_CFGT_UNKNOWN;
+}

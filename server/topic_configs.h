@@ -1,0 +1,181 @@
+/*
+ * topic_configs.h: Kafka's topic configurations as data (name, type, default, validator, broker synonyms,
+ * documentation), and the pure logic the config APIs are built on: validating and normalising a value,
+ * refusing values Gregor does not enforce, resolving what DescribeConfigs shows (value, config_source,
+ * synonyms) for a topic or for the broker, and computing the new topic-level set for AlterConfigs
+ * (replace) and IncrementalAlterConfigs (SET, DELETE, APPEND, SUBTRACT).
+ *
+ * Facts are those of Apache Kafka 4.1.1: the 33 non-internal LogConfig keys with their ConfigDef types,
+ * defaults and validators, ServerTopicConfigSynonyms (topic key -> broker keys, with hours/minutes
+ * converted to ms), DynamicBrokerConfig.brokerConfigSynonyms, and ConfigHelper's synonym rules:
+ *   - a topic entry lists [its topic-level value (DYNAMIC_TOPIC_CONFIG)] then, for its broker synonyms,
+ *     every one set in the properties (STATIC_BROKER_CONFIG), then every one with a non-null default
+ *     (DEFAULT_CONFIG), and drops the broker entries that come before the first one named like the primary
+ *     synonym (so retention.ms lists no broker synonym while log.retention.ms is unset);
+ *   - config_source is the source of the first synonym, DEFAULT_CONFIG when there is none;
+ *   - the value is the topic-level value, else the first broker synonym with a value (set or default)
+ *     converted to the topic's unit, else the topic default.
+ * Values are stored and shown normalised as Kafka's ConfigDef.convertToString prints a parsed value
+ * (trimmed, "TRUE" -> "true", list items trimmed and joined by ",", doubles as Java prints them: "1.0").
+ *
+ * Nothing here touches storage or the network: handlers fetch the topic's current set from storage, call
+ * these functions, and write the result back with gr_topic_config_set_all. Strings returned are borrowed
+ * from the table, the broker config, the inputs, or allocated in the caller's arena.
+ * Read next: server/handlers/describe_configs.c, alter_configs.c, incremental_alter_configs.c.
+ */
+#ifndef GR_TOPIC_CONFIGS_H
+#define GR_TOPIC_CONFIGS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/arena.h"
+#include "server/config.h"
+
+/* DescribeConfigs ConfigType (config_type, v3+), Kafka's DescribeConfigsResponse.ConfigType ids. */
+enum gr_cfg_kafka_type {
+    GR_CFGT_UNKNOWN = 0,
+    GR_CFGT_BOOLEAN = 1,
+    GR_CFGT_STRING = 2,
+    GR_CFGT_INT = 3,
+    GR_CFGT_SHORT = 4,
+    GR_CFGT_LONG = 5,
+    GR_CFGT_DOUBLE = 6,
+    GR_CFGT_LIST = 7,
+    GR_CFGT_CLASS = 8,
+    GR_CFGT_PASSWORD = 9,
+};
+
+/* DescribeConfigs ConfigSource ids (config_source and synonym source, v1+). */
+enum gr_cfg_source {
+    GR_CFGS_UNKNOWN = 0,
+    GR_CFGS_DYNAMIC_TOPIC = 1,
+    GR_CFGS_DYNAMIC_BROKER = 2,
+    GR_CFGS_DYNAMIC_DEFAULT_BROKER = 3,
+    GR_CFGS_STATIC_BROKER = 4,
+    GR_CFGS_DEFAULT = 5,
+    GR_CFGS_DYNAMIC_BROKER_LOGGER = 6,
+};
+
+/* IncrementalAlterConfigs config_operation ids (Kafka AlterConfigOp.OpType). */
+enum gr_cfg_op { GR_CFG_OP_SET = 0, GR_CFG_OP_DELETE = 1, GR_CFG_OP_APPEND = 2, GR_CFG_OP_SUBTRACT = 3 };
+
+/* ConfigResource.Type ids used by the config APIs. */
+enum gr_cfg_resource {
+    GR_CFG_RESOURCE_TOPIC = 2,
+    GR_CFG_RESOURCE_BROKER = 4,
+    GR_CFG_RESOURCE_BROKER_LOGGER = 8
+};
+
+/* Broker keys a topic key falls back to, most important first (at most 3, Kafka's ServerTopicConfigSynonyms).
+ */
+#define GR_TCFG_SYNONYMS_MAX 3
+
+struct gr_tcfg_synonym_def {
+    const char *name;          /* broker config name */
+    int64_t unit_ms;           /* 1 = used as is; 60000 (minutes) or 3600000 (hours) converted to ms */
+    const char *default_value; /* Kafka 4.1 broker default, NULL when the broker key has none */
+};
+
+struct gr_tcfg_def {
+    const char *name;          /* topic config name (Kafka TopicConfig) */
+    int8_t type;               /* enum gr_cfg_kafka_type */
+    const char *default_value; /* Kafka 4.1 LogConfig default, normalised */
+    int64_t min, max;          /* INT/LONG/DOUBLE inclusive range (INT64_MIN/MAX when unbounded) */
+    const char *choices; /* STRING/LIST: allowed values as Kafka lists them (", "-separated), NULL: any */
+    const char *doc;     /* one line, Gregor's own words */
+    struct gr_tcfg_synonym_def synonyms[GR_TCFG_SYNONYMS_MAX]; /* name NULL ends the list */
+};
+
+/* Returns borrowed: the table (alphabetical), `count` receives its length. */
+const struct gr_tcfg_def *gr_tcfg_defs(int *count);
+/* Returns borrowed: the row for `name`, or NULL when Kafka 4.1 has no such (non-internal) topic config. */
+const struct gr_tcfg_def *gr_tcfg_find(const char *name);
+
+/* Gregor's refusals: a static message when `value` (normalised, see gr_tcfg_check) asks for behaviour
+ * Gregor does not implement (compaction, broker-side recompression, tiered storage, preallocation, segment
+ * jitter, delayed file deletion, min.insync.replicas > 1), else NULL. NULL value: NULL. */
+const char *gr_tcfg_unsupported(const char *key, const char *value);
+
+/* Validates `value` for topic config `key` as Kafka's LogConfig does, then Gregor's refusals.
+ * Returns GR_ERR_NONE with *normalized (arena, or borrowed `value` when already normal), or
+ * GR_ERR_INVALID_CONFIG with *msg (arena or static): "Unknown topic config name: k",
+ * "Invalid value v for configuration k: ...", or a refusal. Returns GR_ERR_UNKNOWN_SERVER_ERROR when the
+ * arena is exhausted. */
+int16_t gr_tcfg_check(const char *key, const char *value, struct gr_arena *arena, const char **normalized,
+                      const char **msg);
+
+/* A topic-level config set: `count` distinct keys with non-NULL values. */
+struct gr_tcfg_set {
+    const char **keys;
+    const char **values;
+    int count;
+};
+
+/* One IncrementalAlterConfigs operation (op is enum gr_cfg_op; value NULL allowed only for DELETE). */
+struct gr_tcfg_op {
+    const char *key;
+    int8_t op;
+    const char *value;
+};
+
+/* The checks Kafka's brokers make on every AlterConfigs/IncrementalAlterConfigs resource before anything
+ * else, whatever its type: a key given twice -> GR_ERR_INVALID_REQUEST "Error due to duplicate config
+ * keys"; NULL values (allowed only where ops[i] is GR_CFG_OP_DELETE; `ops` NULL for AlterConfigs) ->
+ * GR_ERR_INVALID_REQUEST "Null value not supported for : k1, k2". Returns GR_ERR_NONE otherwise. */
+int16_t gr_tcfg_precheck(const char *const *keys, const char *const *values, const int8_t *ops, int count,
+                         struct gr_arena *arena, const char **msg);
+
+/* AlterConfigs (every version): the new set is exactly the given pairs; keys not given return to their
+ * defaults. Errors, in Kafka's order: duplicate keys -> GR_ERR_INVALID_REQUEST "Error due to duplicate
+ * config keys"; NULL values -> GR_ERR_INVALID_REQUEST "Null value not supported for : k,..."; then
+ * gr_tcfg_check of every pair and the cross-key rule (min.compaction.lag.ms <= max.compaction.lag.ms)
+ * -> GR_ERR_INVALID_CONFIG. `out` is filled only on GR_ERR_NONE (arrays and strings in `arena`). */
+int16_t gr_tcfg_replace(const char *const *keys, const char *const *values, int count, struct gr_arena *arena,
+                        struct gr_tcfg_set *out, const char **msg);
+
+/* IncrementalAlterConfigs: applies `ops` in order to a copy of `cur`. SET replaces, DELETE removes (a key
+ * not set, even an unknown one, is no error, as in Kafka), APPEND adds the comma-separated items not
+ * already present and SUBTRACT removes them, both starting from the current value or else the default,
+ * and only on LIST configs (else GR_ERR_INVALID_CONFIG "Can't APPEND to key k because its type is not
+ * LIST."). Then every key that got a value is checked (gr_tcfg_check) and the cross-key rule applied.
+ * Duplicate keys and NULL values for non-DELETE ops -> GR_ERR_INVALID_REQUEST as for replace; an unknown
+ * op id -> GR_ERR_INVALID_REQUEST (Kafka 4.1 answers UNKNOWN_SERVER_ERROR). `out` filled on success. */
+int16_t gr_tcfg_apply_ops(const struct gr_tcfg_set *cur, const struct gr_tcfg_op *ops, int count,
+                          struct gr_arena *arena, struct gr_tcfg_set *out, const char **msg);
+
+/* What DescribeConfigs shows for one config. */
+#define GR_CFG_ENTRY_SYNONYMS_MAX 8
+struct gr_cfg_synonym {
+    const char *name;
+    const char *value; /* NULL = null */
+    int8_t source;     /* enum gr_cfg_source */
+};
+struct gr_cfg_entry {
+    const char *name;
+    const char *value; /* NULL = null */
+    int8_t source;     /* enum gr_cfg_source */
+    int8_t type;       /* enum gr_cfg_kafka_type */
+    bool read_only;
+    bool is_sensitive;
+    const char *doc;
+    struct gr_cfg_synonym synonyms[GR_CFG_ENTRY_SYNONYMS_MAX];
+    int synonym_count; /* always filled; the handler drops them unless include_synonyms */
+};
+
+/* Fills `out` for topic config `def` of a topic whose topic-level value is `topic_value` (NULL when not
+ * set at topic level; already normalised), with broker values from `cfg` (keys Gregor's broker table lacks
+ * take Kafka's broker default). Returns 0, or -1 when the arena is exhausted. */
+int gr_tcfg_describe(const struct gr_tcfg_def *def, const char *topic_value, const struct gr_config *cfg,
+                     struct gr_arena *arena, struct gr_cfg_entry *out);
+
+/* Fills `out` for broker config row `def` (from gr_config_defs): value as configured (NULL when null),
+ * STATIC_BROKER_CONFIG when set in the properties/overrides else DEFAULT_CONFIG, read_only (Gregor changes
+ * no broker config at runtime), synonyms per Kafka's broker synonym groups (log.roll.ms/hours,
+ * log.retention.ms/minutes/hours, log.roll.jitter.*, log.flush.interval.ms). */
+void gr_bcfg_describe(const struct gr_config_def *def, const struct gr_config *cfg, struct gr_cfg_entry *out);
+
+/* Kafka's type id for a broker config row type. */
+int8_t gr_bcfg_kafka_type(enum gr_config_type type);
+
+#endif
