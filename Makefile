@@ -38,8 +38,28 @@ oracle:
 compat:
 	@if [ -x compat-tests/run.sh ]; then compat-tests/run.sh $(BUILD); else echo "compat: no suites yet"; fi
 
+# Longer client runs that do not fit make test's budget (five kill -9 rounds of 1,000,000 records, ...).
+compat-full: test-deps build
+	@GREGOR_BIN=$(BUILD)/bin/gregor compat-tests/e2e/full.sh
+
 sanitize:
 	@$(MAKE) BUILD=build-asan CMAKE_FLAGS="-DCMAKE_BUILD_TYPE=Debug -DGREGOR_SANITIZE=ON" build unit
 
 clean:
 	rm -rf $(BUILD) build-asan
+
+# Benchmarks (bench/, issue #10). `make bench`: Gregor against Apache Kafka 4.1.1 side by side, 3 alternating
+# rounds, about 25 minutes on 2 cores; writes bench/results.md. `make bench-quick`: Gregor alone for a few
+# seconds, a check that the harness works; ends with "bench-quick: N passed, N failed".
+.PHONY: bench bench-quick
+bench: test-deps
+	@python3 bench/run.py
+
+bench-quick: test-deps
+	@python3 bench/run.py --quick
+
+# Docker image smoke test (docker/, issue #12): builds a debian:bookworm-slim base with debootstrap (cached in
+# docker/.cache/), builds docker/Dockerfile with podman, runs the broker with buildah, produces and consumes
+# with kcat, checks the healthcheck and a clean SIGTERM stop. Needs root; ends with "docker-test: N passed, N failed".
+docker-test:
+	@docker/smoke-test.sh

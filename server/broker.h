@@ -93,16 +93,32 @@ struct gr_req {
     size_t chunk_off;   /* bytes of chunks[chunk_at] already sent */
 };
 
+/* Most listeners one broker binds (e.g. INTERNAL and EXTERNAL, as in a container setup). */
+#define GR_LISTENERS_MAX 8
+
+/* One bound listener: NAME://host:port from `listeners`, and what Metadata tells clients that came in
+ * through it (its entry in `advertised.listeners`, else its own address). */
+struct gr_listener {
+    struct gr_broker *broker;
+    char name[64];
+    char host[256];
+    int32_t port; /* the bound port (port 0 in the config binds a free one) */
+    char adv_host[256];
+    int32_t adv_port;
+    int fd;
+    ev_io w;
+};
+
 struct gr_broker {
     struct gr_config cfg;
     struct ev_loop *loop;
     struct gr_store *store;
     struct gr_coordinator *coord;
     int32_t node_id;
-    char advertised_host[256];
+    char advertised_host[256];   /* the first listener's advertised address */
     int32_t advertised_port;
-    int listen_fd;
-    ev_io listen_w;
+    struct gr_listener listeners[GR_LISTENERS_MAX];
+    int listener_count;
     ev_async flush_async;
     ev_timer wait_timer;        /* fires at the earliest parked deadline */
     ev_timer housekeeping_timer; /* retention, checkpoints, idle connections */
@@ -132,6 +148,9 @@ int64_t gr_broker_update_hwm(struct gr_broker *b, struct gr_log *log);
 void gr_req_finish(struct gr_req *req);
 /* Finishes a request that gets no response (acks=0). */
 void gr_req_finish_silent(struct gr_req *req);
+/* The advertised host and port of the listener `req` came in on (the first listener when its connection
+ * is gone): what Metadata, FindCoordinator and DescribeCluster tell this client. Returns borrowed. */
+void gr_req_advertised(const struct gr_req *req, const char **host, int32_t *port);
 /* Registers a file range as the content of a records field: returns the pointer to store in the
  * field's `ptr` (its `len` must be slice->bytes). The request takes the slice and releases it after sending. */
 const uint8_t *gr_req_add_slice(struct gr_req *req, const struct gr_log_slice *slice);

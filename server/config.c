@@ -16,8 +16,9 @@
 #define POS32 1, INT32_MAX
 
 static const struct gr_config_def defs[] = {
-    {"listeners", GR_CFG_LIST, "PLAINTEXT://127.0.0.1:9092", 0, 0, "Listener to bind: PLAINTEXT://host:port; port 0 binds a free port."},
-    {"advertised.listeners", GR_CFG_LIST, NULL, 0, 0, "Listener advertised to clients in Metadata; defaults to listeners."},
+    {"listeners", GR_CFG_LIST, "PLAINTEXT://127.0.0.1:9092", 0, 0, "Listeners to bind: NAME://host:port, comma-separated; port 0 binds a free port."},
+    {"advertised.listeners", GR_CFG_LIST, NULL, 0, 0, "Addresses advertised to clients, per listener name; a listener not named here advertises its own address."},
+    {"listener.security.protocol.map", GR_CFG_STRING, "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL", 0, 0, "Security protocol per listener name (Gregor serves PLAINTEXT only)."},
     {"node.id", GR_CFG_INT, "1", 0, INT32_MAX, "The node id of this broker."},
     {"broker.id", GR_CFG_INT, "-1", -1, INT32_MAX, "Alias of node.id, kept for ZooKeeper-era configs."},
     {"log.dirs", GR_CFG_STRING, NULL, 0, 0, "Directory holding the partition logs (one directory)."},

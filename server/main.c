@@ -110,7 +110,6 @@ int main(int argc, char **argv)
         b->node_id = (int32_t)gr_config_int(&b->cfg, "broker.id");
     b->hwm_durable = gr_config_bool(&b->cfg, "gregor.acks.all.fsync");
     b->loop = ev_default_loop(EVFLAG_AUTO);
-    b->listen_fd = -1;
     b->started_mono_ms = t0;
     gr_broker_init_watchers(b);
 

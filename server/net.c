@@ -6,8 +6,8 @@
  * into directly. Each complete frame becomes a request appended to the connection's FIFO and dispatched at
  * once. At most GR_CONN_PIPELINE_MAX requests may be outstanding per connection, and at most
  * queued.max.request.bytes across the broker; past either the connection stops reading until responses leave.
- * Writing: only the FIFO head is written, and only when finished: memory chunks with writev, file ranges
- * with sendfile, resuming after partial writes. The write watcher runs only while bytes remain.
+ * Writing: only the FIFO head is written, and only when finished: memory chunks with sendmsg (MSG_MORE when
+ * a file range follows), file ranges with sendfile, resuming after partial writes. The write watcher runs only while bytes remain.
  * Read next: server/dispatch.c.
  */
 #include <errno.h>
@@ -36,6 +36,7 @@
 
 struct gr_conn {
     struct gr_broker *broker;
+    struct gr_listener *listener; /* the listener it came in on: decides the advertised address */
     int fd;
     ev_io rw, ww;
     char peer[64];
@@ -244,13 +245,15 @@ static void conn_write(struct gr_conn *conn)
         ssize_t n;
         if (c->mem) {
             struct iovec iov[16];
-            int cnt = 0;
-            for (int i = r->chunk_at; i < r->chunk_count && cnt < 16 && r->chunks[i].mem; i++, cnt++) {
+            int cnt = 0, i = r->chunk_at;
+            for (; i < r->chunk_count && cnt < 16 && r->chunks[i].mem; i++, cnt++) {
                 size_t skip = i == r->chunk_at ? r->chunk_off : 0;
                 iov[cnt].iov_base = (void *)(r->chunks[i].mem + skip);
                 iov[cnt].iov_len = r->chunks[i].len - skip;
             }
-            n = writev(conn->fd, iov, cnt);
+            /* MSG_MORE when a file range of the same response follows: header and data share packets */
+            struct msghdr msg = {.msg_iov = iov, .msg_iovlen = (size_t)cnt};
+            n = sendmsg(conn->fd, &msg, i < r->chunk_count ? MSG_MORE : 0);
         } else {
             off_t pos = c->file_pos + (off_t)r->chunk_off;
             n = sendfile(conn->fd, c->fd, &pos, c->len - r->chunk_off);
@@ -301,11 +304,12 @@ void gr_net_conn_kick(struct gr_conn *conn)
 static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
     (void)revents;
-    struct gr_broker *b = w->data;
+    struct gr_listener *listener = w->data;
+    struct gr_broker *b = listener->broker;
     for (int i = 0; i < 64; i++) {
         struct sockaddr_storage ss;
         socklen_t sl = sizeof ss;
-        int fd = accept4(b->listen_fd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        int fd = accept4(listener->fd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
             if (errno != EAGAIN && errno != EINTR) GR_WARN("accept: %s", strerror(errno));
             return;
@@ -325,6 +329,7 @@ static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
             continue;
         }
         conn->broker = b;
+        conn->listener = listener;
         conn->fd = fd;
         char host[INET6_ADDRSTRLEN] = "?";
         int port = 0;
@@ -351,57 +356,98 @@ static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
     }
 }
 
-/* Parses PLAINTEXT://host:port (first entry of a list). */
-static int parse_listener(const char *spec, char *host, size_t host_len, int *port)
+/* One entry of a listener list: NAME://host:port, host may be empty or [v6]. Returns 0 or -1. */
+static int parse_endpoint(const char *p, size_t len, char *name, size_t name_len, char *host, size_t host_len, int *port)
 {
-    const char *p = strstr(spec, "://");
-    p = p ? p + 3 : spec;
-    const char *end = strchr(p, ',');
-    size_t len = end ? (size_t)(end - p) : strlen(p);
-    char buf[250];
+    char buf[300];
     if (len >= sizeof buf) return -1;
     memcpy(buf, p, len);
     buf[len] = 0;
-    char *colon = strrchr(buf, ':');
+    char *sep = strstr(buf, "://");
+    if (!sep) return -1;
+    *sep = 0;
+    if (!buf[0] || strlen(buf) >= name_len) return -1;
+    snprintf(name, name_len, "%s", buf);
+    char *hp = sep + 3;
+    char *colon = strrchr(hp, ':');
     if (!colon) return -1;
     *colon = 0;
-    char *h = buf;
-    if (*h == '[') { /* [::1] */
-        h++;
-        char *rb = strchr(h, ']');
+    if (*hp == '[') { /* [::1] */
+        hp++;
+        char *rb = strchr(hp, ']');
         if (rb) *rb = 0;
     }
-    snprintf(host, host_len, "%s", h);
+    if (strlen(hp) >= host_len) return -1;
+    snprintf(host, host_len, "%s", hp);
     char *e;
     long pv = strtol(colon + 1, &e, 10);
-    if (*e || pv < 0 || pv > 65535) return -1;
+    if (*e || colon[1] == 0 || pv < 0 || pv > 65535) return -1;
     *port = (int)pv;
     return 0;
 }
 
-int gr_net_listen(struct gr_broker *b)
+/* Splits a comma-separated listener list into `out` (at most GR_LISTENERS_MAX); returns the count or -1. */
+static int parse_listener_list(const char *spec, struct gr_listener *out, bool advertised)
 {
-    char host[256];
-    int port;
-    const char *spec = gr_config_str(&b->cfg, "listeners");
-    if (parse_listener(spec, host, sizeof host, &port)) {
-        GR_ERROR("config: listeners: cannot parse '%s' (expected PLAINTEXT://host:port)", spec);
-        return -1;
+    int n = 0;
+    const char *p = spec;
+    while (*p) {
+        while (*p == ' ') p++;
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        while (len && p[len - 1] == ' ') len--;
+        if (len) {
+            if (n == GR_LISTENERS_MAX) return -1;
+            struct gr_listener *l = &out[n++];
+            char host[256];
+            int port;
+            if (parse_endpoint(p, len, l->name, sizeof l->name, host, sizeof host, &port)) return -1;
+            if (advertised) {
+                snprintf(l->adv_host, sizeof l->adv_host, "%s", host);
+                l->adv_port = port;
+            } else {
+                snprintf(l->host, sizeof l->host, "%s", host);
+                l->port = port;
+            }
+        }
+        if (!end) break;
+        p = end + 1;
     }
+    return n;
+}
+
+/* listener.security.protocol.map lookup: the security protocol of a listener name. */
+static bool listener_plaintext(struct gr_broker *b, const char *name)
+{
+    const char *map = gr_config_str(&b->cfg, "listener.security.protocol.map");
+    size_t nl = strlen(name);
+    for (const char *p = map; p && *p;) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (len > nl && strncmp(p, name, nl) == 0 && p[nl] == ':')
+            return len - nl - 1 == strlen("PLAINTEXT") && strncmp(p + nl + 1, "PLAINTEXT", len - nl - 1) == 0;
+        if (!end) break;
+        p = end + 1;
+    }
+    return false;
+}
+
+static int bind_listener(struct gr_broker *b, struct gr_listener *l)
+{
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE};
     struct addrinfo *ai;
     char portstr[16];
-    snprintf(portstr, sizeof portstr, "%d", port);
-    int rc = getaddrinfo(host[0] ? host : NULL, portstr, &hints, &ai);
+    snprintf(portstr, sizeof portstr, "%d", l->port);
+    int rc = getaddrinfo(l->host[0] ? l->host : NULL, portstr, &hints, &ai);
     if (rc) {
-        GR_ERROR("listeners: cannot resolve '%s': %s", host, gai_strerror(rc));
+        GR_ERROR("listeners: cannot resolve '%s': %s", l->host, gai_strerror(rc));
         return -1;
     }
     int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     int one = 1;
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (fd >= 0) setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
     if (fd < 0 || bind(fd, ai->ai_addr, ai->ai_addrlen) || listen(fd, 1024)) {
-        GR_ERROR("listeners: cannot listen on %s:%d: %s", host, port, strerror(errno));
+        GR_ERROR("listeners: cannot listen on %s:%d: %s", l->host, l->port, strerror(errno));
         freeaddrinfo(ai);
         if (fd >= 0) close(fd);
         return -1;
@@ -410,35 +456,86 @@ int gr_net_listen(struct gr_broker *b)
     struct sockaddr_storage ss;
     socklen_t sl = sizeof ss;
     getsockname(fd, (struct sockaddr *)&ss, &sl);
-    int bound = ss.ss_family == AF_INET ? ntohs(((struct sockaddr_in *)&ss)->sin_port)
-                                        : ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
-    b->listen_fd = fd;
-    /* advertised.listeners defaults to listeners (with the bound port when port 0 was asked for) */
+    l->port = ss.ss_family == AF_INET ? ntohs(((struct sockaddr_in *)&ss)->sin_port)
+                                      : ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+    l->fd = fd;
+    l->broker = b;
+    ev_io_init(&l->w, accept_cb, fd, EV_READ);
+    l->w.data = l;
+    ev_io_start(b->loop, &l->w);
+    return 0;
+}
+
+int gr_net_listen(struct gr_broker *b)
+{
+    const char *spec = gr_config_str(&b->cfg, "listeners");
+    int n = parse_listener_list(spec, b->listeners, false);
+    if (n <= 0) {
+        GR_ERROR("config: listeners: cannot parse '%s' (expected NAME://host:port[,NAME://host:port])", spec);
+        return -1;
+    }
+    b->listener_count = n;
+    for (int i = 0; i < n; i++) {
+        for (int k = 0; k < i; k++)
+            if (strcmp(b->listeners[k].name, b->listeners[i].name) == 0) {
+                GR_ERROR("config: listeners: listener name %s appears twice", b->listeners[i].name);
+                return -1;
+            }
+        if (!listener_plaintext(b, b->listeners[i].name)) {
+            GR_ERROR("config: listeners: %s is not mapped to PLAINTEXT in listener.security.protocol.map "
+                     "(Gregor serves PLAINTEXT only for now)", b->listeners[i].name);
+            return -1;
+        }
+        b->listeners[i].fd = -1;
+    }
+    /* advertised.listeners: by listener name; a listener not named there advertises its own address */
     const char *adv = gr_config_str(&b->cfg, "advertised.listeners");
-    int adv_port = bound;
-    char adv_host[256];
-    snprintf(adv_host, sizeof adv_host, "%s", host);
-    if (adv && parse_listener(adv, adv_host, sizeof adv_host, &adv_port)) {
+    struct gr_listener advl[GR_LISTENERS_MAX];
+    int nadv = adv ? parse_listener_list(adv, advl, true) : 0;
+    if (nadv < 0) {
         GR_ERROR("config: advertised.listeners: cannot parse '%s'", adv);
         return -1;
     }
-    if (!adv_host[0] || strcmp(adv_host, "0.0.0.0") == 0 || strcmp(adv_host, "::") == 0) {
-        char hn[200];
-        if (gethostname(hn, sizeof hn)) snprintf(hn, sizeof hn, "localhost");
-        snprintf(adv_host, sizeof adv_host, "%s", hn);
+    for (int i = 0; i < n; i++) {
+        struct gr_listener *l = &b->listeners[i];
+        if (bind_listener(b, l)) return -1;
+        snprintf(l->adv_host, sizeof l->adv_host, "%s", l->host);
+        l->adv_port = l->port;
+        for (int k = 0; k < nadv; k++)
+            if (strcmp(advl[k].name, l->name) == 0) {
+                snprintf(l->adv_host, sizeof l->adv_host, "%s", advl[k].adv_host);
+                l->adv_port = advl[k].adv_port ? advl[k].adv_port : l->port;
+            }
+        if (!l->adv_host[0] || strcmp(l->adv_host, "0.0.0.0") == 0 || strcmp(l->adv_host, "::") == 0) {
+            char hn[200];
+            if (gethostname(hn, sizeof hn)) snprintf(hn, sizeof hn, "localhost");
+            snprintf(l->adv_host, sizeof l->adv_host, "%s", hn);
+        }
+        GR_INFO("listening on %s://%s:%d, advertised as %s:%d", l->name, l->host, l->port, l->adv_host, l->adv_port);
     }
-    snprintf(b->advertised_host, sizeof b->advertised_host, "%s", adv_host);
-    b->advertised_port = adv_port;
-    ev_io_init(&b->listen_w, accept_cb, fd, EV_READ);
-    b->listen_w.data = b;
-    ev_io_start(b->loop, &b->listen_w);
-    GR_INFO("listening on %s:%d, advertised as %s:%d", host, bound, b->advertised_host, b->advertised_port);
+    for (int k = 0; k < nadv; k++) {
+        bool found = false;
+        for (int i = 0; i < n; i++) found |= strcmp(advl[k].name, b->listeners[i].name) == 0;
+        if (!found) {
+            GR_ERROR("config: advertised.listeners names %s, which is not in listeners", advl[k].name);
+            return -1;
+        }
+    }
+    snprintf(b->advertised_host, sizeof b->advertised_host, "%s", b->listeners[0].adv_host);
+    b->advertised_port = b->listeners[0].adv_port;
     const char *lf = gr_config_str(&b->cfg, "gregor.listener.file");
     if (lf) {
+        /* first line host:port of the first listener (what tests connect to), then NAME host:port lines */
         char tmp[4200];
         snprintf(tmp, sizeof tmp, "%s.tmp", lf);
         FILE *f = fopen(tmp, "w");
-        if (!f || fprintf(f, "%s:%d\n", host, bound) < 0 || fclose(f) || rename(tmp, lf)) {
+        bool ok = f != NULL;
+        const char *h0 = b->listeners[0].host[0] ? b->listeners[0].host : "127.0.0.1";
+        if (ok) ok = fprintf(f, "%s:%d\n", h0, b->listeners[0].port) > 0;
+        for (int i = 1; ok && i < n; i++)
+            ok = fprintf(f, "%s %s:%d\n", b->listeners[i].name, b->listeners[i].host, b->listeners[i].port) > 0;
+        if (f && fclose(f)) ok = false;
+        if (!ok || rename(tmp, lf)) {
             GR_ERROR("gregor.listener.file: cannot write %s", lf);
             return -1;
         }
@@ -446,13 +543,22 @@ int gr_net_listen(struct gr_broker *b)
     return 0;
 }
 
+void gr_req_advertised(const struct gr_req *req, const char **host, int32_t *port)
+{
+    const struct gr_broker *b = req->broker;
+    const struct gr_listener *l = req->conn ? req->conn->listener : &b->listeners[0];
+    *host = l->adv_host;
+    *port = l->adv_port;
+}
+
 void gr_net_close_all(struct gr_broker *b)
 {
     for (struct gr_conn *c = b->conns; c; c = c->next) gr_conn_close(c, NULL);
-    if (b->listen_fd >= 0) {
-        ev_io_stop(b->loop, &b->listen_w);
-        close(b->listen_fd);
-        b->listen_fd = -1;
+    for (int i = 0; i < b->listener_count; i++) {
+        if (b->listeners[i].fd < 0) continue;
+        ev_io_stop(b->loop, &b->listeners[i].w);
+        close(b->listeners[i].fd);
+        b->listeners[i].fd = -1;
     }
 }
 

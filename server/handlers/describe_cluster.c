@@ -46,8 +46,9 @@ enum gr_handler_rc gr_handle_describe_cluster(struct gr_req *req)
     struct gr_describe_cluster_response_describe_cluster_broker *br = &resp->brokers.items[0];
     gr_describe_cluster_response_describe_cluster_broker_init(br);
     br->broker_id = b->node_id;
-    br->host = gr_str_c(b->advertised_host);
-    br->port = b->advertised_port;
+    const char *adv_host;
+    gr_req_advertised(req, &adv_host, &br->port);
+    br->host = gr_str_c(adv_host);
     br->rack = GR_STR_NULL;
     br->is_fenced = false;
     resp->cluster_authorized_operations =

@@ -21,14 +21,17 @@ enum gr_handler_rc gr_handle_find_coordinator(struct gr_req *req)
     struct gr_find_coordinator_request *body = req->body;
     struct gr_find_coordinator_response *resp = req->resp;
     struct gr_broker *b = req->broker;
-    struct gr_str host = gr_str_c(b->advertised_host);
+    const char *adv_host;
+    int32_t adv_port;
+    gr_req_advertised(req, &adv_host, &adv_port);
+    struct gr_str host = gr_str_c(adv_host);
     if (req->hdr.request_api_version < 4) {
         const char *msg = NULL;
         resp->error_code = answer(body->key_type, &msg);
         resp->error_message = msg ? gr_str_c(msg) : GR_STR_NULL;
         resp->node_id = resp->error_code ? -1 : b->node_id;
         resp->host = resp->error_code ? gr_str_c("") : host;
-        resp->port = resp->error_code ? -1 : b->advertised_port;
+        resp->port = resp->error_code ? -1 : adv_port;
         return GR_HANDLER_DONE;
     }
     int32_t n = body->coordinator_keys.count > 0 ? body->coordinator_keys.count : 0;
@@ -43,7 +46,7 @@ enum gr_handler_rc gr_handle_find_coordinator(struct gr_req *req)
         c->error_message = msg ? gr_str_c(msg) : GR_STR_NULL;
         c->node_id = c->error_code ? -1 : b->node_id;
         c->host = c->error_code ? gr_str_c("") : host;
-        c->port = c->error_code ? -1 : b->advertised_port;
+        c->port = c->error_code ? -1 : adv_port;
     }
     return GR_HANDLER_DONE;
 }

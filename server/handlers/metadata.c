@@ -57,8 +57,9 @@ enum gr_handler_rc gr_handle_metadata(struct gr_req *req)
     resp->brokers.count = 1;
     gr_metadata_response_metadata_response_broker_init(&resp->brokers.items[0]);
     resp->brokers.items[0].node_id = b->node_id;
-    resp->brokers.items[0].host = gr_str_c(b->advertised_host);
-    resp->brokers.items[0].port = b->advertised_port;
+    const char *adv_host;
+    gr_req_advertised(req, &adv_host, &resp->brokers.items[0].port);
+    resp->brokers.items[0].host = gr_str_c(adv_host);
     resp->cluster_id = gr_str_c(gr_store_cluster_id(b->store));
     resp->controller_id = b->node_id;
     bool want_ops = v >= 8 && body->include_topic_authorized_operations;
