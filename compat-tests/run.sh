@@ -11,14 +11,14 @@ export GREGOR_BIN=$build/bin/gregor
 total_pass=0
 total_fail=0
 failed_suites=()
-while read -r suite budget; do
+while read -r suite budget args; do
     case "$suite" in ''|'#'*) continue ;; esac
     script=$here/$suite
     [ -x "$script" ] || { echo "compat: $suite missing"; failed_suites+=("$suite"); total_fail=$((total_fail + 1)); continue; }
     echo "== compat: $suite (budget ${budget}s)"
     start=$(date +%s)
     out=$(mktemp)
-    timeout -k 10 "$budget" "$script" 2>&1 | tee "$out"
+    timeout -k 10 "$budget" "$script" $args 2>&1 | tee "$out"
     rc=${PIPESTATUS[0]}
     line=$(grep -E '^([A-Za-z0-9_./-]+: )?[0-9]+ passed, [0-9]+ failed' "$out" | tail -1)
     p=$(echo "$line" | grep -oE '[0-9]+ passed' | grep -oE '[0-9]+')

@@ -152,9 +152,6 @@ const char *gr_tcfg_unsupported(const char *key, const char *value)
         return "cleanup.policy=compact is not supported yet: log compaction is not built";
     if (strcmp(key, "min.insync.replicas") == 0 && strcmp(value, "1") != 0)
         return "min.insync.replicas must be 1 on a single-node broker";
-    if (strcmp(key, "compression.type") == 0 && strcmp(value, "producer") != 0)
-        return "compression.type must be producer: Gregor stores batches as the producer compressed them and "
-               "does not recompress";
     if (strcmp(key, "remote.storage.enable") == 0 && strcmp(value, "false") != 0)
         return "remote.storage.enable=true is not supported: Gregor has no tiered storage";
     if (strcmp(key, "preallocate") == 0 && strcmp(value, "false") != 0)

@@ -340,7 +340,7 @@ def t_alter_configs():
           alter([(BROKER_RES, str(NODE + 1), [('log.retention.ms', '5')])], validate=True))
     # values Kafka accepts but Gregor would not enforce: refused with a message, never accepted silently
     refused = [('cleanup.policy', 'compact'), ('cleanup.policy', 'delete,compact'), ('min.insync.replicas', '2'),
-               ('compression.type', 'zstd'), ('remote.storage.enable', 'true'), ('preallocate', 'true'),
+               ('remote.storage.enable', 'true'), ('preallocate', 'true'),
                ('segment.jitter.ms', '100'), ('file.delete.delay.ms', '1000')]
     for k, val in refused:
         got = alter([(TOPIC, 'adm-b', [(k, val)])], validate=True)

@@ -11,7 +11,8 @@
  * aborted_transactions is null for read_uncommitted, empty for read_committed. Errors carry Kafka's
  * shapes: an unknown topic, topic id or partition (found before reading) answers HWM/LSO/log start -1 and
  * an empty aborted list; an error from reading the log (offset out of range, leader epoch, storage)
- * answers -1 for the offsets and a null aborted list, in both isolation levels.
+ * answers -1 for the offsets and a null aborted list, in both isolation levels. Fetch v4-v9 on a topic
+ * with compression.type=zstd answers UNSUPPORTED_COMPRESSION_TYPE (those versions cannot carry zstd).
  * Read next: storage/log.h (gr_log_read).
  */
 #include <errno.h>
@@ -43,6 +44,15 @@ static void read_error(struct gr_fetch_response_partition_data *rp, int16_t code
     rp->last_stable_offset = -1;
     rp->log_start_offset = -1;
     rp->aborted_transactions.count = -1;
+}
+
+/* Fetch before v10 cannot carry zstd (KIP-110): a topic whose compression.type is zstd answers
+ * UNSUPPORTED_COMPRESSION_TYPE to such fetches, as Kafka 2.1-3.x did (Kafka 4 sends the batches anyway). */
+static bool topic_is_zstd(struct gr_broker *b, struct gr_topic *t)
+{
+    const char *v = gr_topic_config_get(t, "compression.type");
+    if (!v) v = gr_config_str(&b->cfg, "compression.type");
+    return strcmp(v, "zstd") == 0;
 }
 
 static void release_slices(struct gr_req *req)
@@ -108,6 +118,7 @@ static void fetch_fill(struct gr_req *req)
             rp->last_stable_offset = hwm;
             rp->log_start_offset = gr_log_start_offset(log);
             int16_t err = check_epoch(log, qp->current_leader_epoch);
+            if (!err && v < 10 && topic_is_zstd(b, t)) err = GR_ERR_UNSUPPORTED_COMPRESSION_TYPE;
             if (!err && gr_log_offline(log)) err = GR_ERR_KAFKA_STORAGE_ERROR;
             if (err) {
                 read_error(rp, err);

@@ -8,6 +8,9 @@
  *   acks=1   written: answered once the batch is in the page cache
  *   acks=-1  durable: with gregor.acks.all.fsync (default) answered once a group-commit fdatasync covers
  *            the batch, or REQUEST_TIMED_OUT after timeout_ms; otherwise as acks=1 (Kafka's behaviour)
+ * A topic whose compression.type names a codec (uncompressed, gzip, snappy, lz4, zstd) gets every batch in
+ * that codec: a batch in another codec is decompressed and recompressed by the broker, as Kafka does
+ * (snappy in the xerial framing Java readers expect); compression.type=producer stores batches as sent.
  * Transactions are not built: a transactional id or transactional/control batches are refused.
  * Read next: server/handlers/fetch.c.
  */
@@ -17,6 +20,8 @@
 
 #include "common/log.h"
 #include "common/time.h"
+#include "common/limits.h"
+#include "protocol/compress.h"
 #include "protocol/record_batch.h"
 #include "server/handlers/handlers.h"
 
@@ -48,6 +53,52 @@ static int64_t topic_config_long(struct gr_broker *b, struct gr_topic *t, const 
 {
     const char *v = gr_topic_config_get(t, topic_key);
     return v ? strtoll(v, NULL, 10) : gr_config_int(&b->cfg, broker_key);
+}
+
+/* The codec a topic's compression.type asks for, or -1 for "producer" (keep the batch as sent). */
+static int topic_codec(struct gr_broker *b, struct gr_topic *t)
+{
+    const char *v = gr_topic_config_get(t, "compression.type");
+    if (!v) v = gr_config_str(&b->cfg, "compression.type");
+    static const struct {
+        const char *name;
+        enum gr_codec codec;
+    } names[] = {{"uncompressed", GR_CODEC_NONE}, {"gzip", GR_CODEC_GZIP}, {"snappy", GR_CODEC_SNAPPY},
+                 {"lz4", GR_CODEC_LZ4}, {"zstd", GR_CODEC_ZSTD}};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strcmp(v, names[i].name) == 0) return (int)names[i].codec;
+    return -1;
+}
+
+/* Rewrites a validated batch with `codec`: the same records, header fields and producer fields, a new
+ * CRC. Returns 0 and a new buffer (caller frees), or a Kafka error code. */
+static int16_t recompress(const uint8_t *batch, size_t len, const struct gr_batch_info *info, enum gr_codec codec,
+                          uint8_t **out, size_t *out_len)
+{
+    const uint8_t *records = batch + GR_BATCH_HEADER_BYTES;
+    size_t records_len = len - GR_BATCH_HEADER_BYTES;
+    uint8_t *plain = NULL;
+    if (info->codec != GR_CODEC_NONE) {
+        size_t plain_len;
+        if (gr_decompress(info->codec, records, records_len, GR_DECOMPRESSED_BATCH_BYTES_MAX, &plain, &plain_len))
+            return GR_ERR_CORRUPT_MESSAGE;
+        records = plain;
+        records_len = plain_len;
+    }
+    struct gr_batch_params bp = {
+        .base_offset = 0,
+        .partition_leader_epoch = -1,
+        .codec = codec,
+        .attributes = (int16_t)(info->attributes & ~GR_BATCH_ATTR_CODEC_MASK & ~GR_BATCH_ATTR_LOG_APPEND_TIME),
+        .log_append_time = -1,
+        .producer_id = info->producer_id,
+        .producer_epoch = info->producer_epoch,
+        .base_sequence = info->base_sequence,
+    };
+    int rc = gr_batch_assemble(&bp, info->record_count, info->last_offset_delta, info->base_timestamp,
+                               info->max_timestamp, records, records_len, out, out_len);
+    free(plain);
+    return rc ? GR_ERR_UNKNOWN_SERVER_ERROR : GR_ERR_NONE;
 }
 
 static void set_error(struct gr_produce_response_partition_produce_response *pr, int16_t code, const char *msg)
@@ -108,8 +159,25 @@ static struct gr_log *produce_partition(struct gr_req *req, struct gr_topic *t, 
             return NULL;
         }
     }
+    uint8_t *batch = (uint8_t *)records.ptr, *rewritten = NULL;
+    size_t batch_len = (size_t)records.len;
+    int want = topic_codec(b, t);
+    if (want >= 0 && want != (int)info.codec) {
+        int16_t err = recompress(batch, batch_len, &info, (enum gr_codec)want, &rewritten, &batch_len);
+        if (err) {
+            set_error(pr, err, "The broker could not recompress the batch for the topic's compression.type");
+            return NULL;
+        }
+        batch = rewritten;
+        if (batch_len > (size_t)topic_max_message_bytes(b, t)) {
+            free(rewritten);
+            set_error(pr, GR_ERR_MESSAGE_TOO_LARGE, "The recompressed record batch is larger than max.message.bytes");
+            return NULL;
+        }
+    }
     struct gr_append_result res;
-    rc = gr_log_append(log, (uint8_t *)records.ptr, (size_t)records.len, lat ? now : -1, &res);
+    rc = gr_log_append(log, batch, batch_len, lat ? now : -1, &res);
+    free(rewritten);
     if (rc == -EMSGSIZE) {
         set_error(pr, GR_ERR_MESSAGE_TOO_LARGE, "The record batch is larger than max.message.bytes");
         return NULL;
