@@ -42,6 +42,10 @@ compat:
 compat-full: test-deps build
 	@GREGOR_BIN=$(BUILD)/bin/gregor compat-tests/e2e/full.sh
 
+# Every broker test of librdkafka 2.0.2's own suite, one per process; writes compat-tests/librdkafka/results.md.
+compat-librdkafka: test-deps build
+	@GREGOR_BIN=$(BUILD)/bin/gregor compat-tests/librdkafka/run.sh --all
+
 sanitize:
 	@$(MAKE) BUILD=build-asan CMAKE_FLAGS="-DCMAKE_BUILD_TYPE=Debug -DGREGOR_SANITIZE=ON" build unit
 

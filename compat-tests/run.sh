@@ -8,6 +8,8 @@ export REPO=$(cd "$here/.." && pwd)
 build=${1:-$REPO/build}
 case "$build" in /*) ;; *) build=$REPO/$build ;; esac
 export GREGOR_BIN=$build/bin/gregor
+# librdkafka stage: must-pass list first, then other broker tests while this budget (seconds) lasts
+export RDK_BUDGET_S=${RDK_BUDGET_S:-900}
 total_pass=0
 total_fail=0
 failed_suites=()
