@@ -23,7 +23,7 @@ run: build
 	$(BUILD)/bin/gregor $(ARGS)
 
 # Every test stage that fits the 45-minute budget; ends with one summary line per stage.
-test: test-deps build codegen-check unit oracle compat
+test: test-deps build codegen-check unit oracle compat bench-quick
 
 codegen-check:
 	@scripts/codegen-check.sh

@@ -75,10 +75,33 @@ const struct gr_config_def *gr_config_defs(int *count)
     return defs;
 }
 
+/* Key -> row index through an open-addressing table built on first use (lookups sit on the produce
+ * path: handlers read broker defaults per request). */
+#define KEY_SLOTS 256
+_Static_assert(KEY_SLOTS >= 2 * (sizeof defs / sizeof defs[0]), "grow KEY_SLOTS");
+static int16_t key_slots[KEY_SLOTS];
+static bool key_slots_ready;
+
+static uint32_t key_hash(const char *key)
+{
+    uint32_t h = 2166136261u; /* FNV-1a */
+    for (; *key; key++) h = (h ^ (uint8_t)*key) * 16777619u;
+    return h;
+}
+
 static int find(const char *key)
 {
-    for (int i = 0; i < NDEFS; i++)
-        if (strcmp(defs[i].name, key) == 0) return i;
+    if (!key_slots_ready) {
+        for (int i = 0; i < KEY_SLOTS; i++) key_slots[i] = -1;
+        for (int i = 0; i < NDEFS; i++) {
+            uint32_t h = key_hash(defs[i].name) % KEY_SLOTS;
+            while (key_slots[h] >= 0) h = (h + 1) % KEY_SLOTS;
+            key_slots[h] = (int16_t)i;
+        }
+        key_slots_ready = true;
+    }
+    for (uint32_t h = key_hash(key) % KEY_SLOTS; key_slots[h] >= 0; h = (h + 1) % KEY_SLOTS)
+        if (strcmp(defs[key_slots[h]].name, key) == 0) return key_slots[h];
     return -1;
 }
 

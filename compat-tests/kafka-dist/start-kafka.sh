@@ -86,8 +86,16 @@ for o in "${OVERRIDES[@]+"${OVERRIDES[@]}"}"; do
   echo "$o" >> "$DIR/server.properties"
 done
 
-# Cluster id: 16 random bytes, base64url without padding (Kafka's Uuid form).
-CLUSTER_ID="$(python3 -c 'import base64,os;print(base64.urlsafe_b64encode(os.urandom(16)).decode().rstrip("="))')"
+# Cluster id: 16 random bytes, base64url without padding (Kafka's Uuid form). Drawn again while it starts
+# with '-', which kafka-storage's argument parser would take for an option.
+CLUSTER_ID="$(python3 -c '
+import base64, os
+while True:
+    c = base64.urlsafe_b64encode(os.urandom(16)).decode().rstrip("=")
+    if not c.startswith("-"):
+        print(c)
+        break
+')"
 "$KAFKA_HOME/bin/kafka-storage.sh" format -t "$CLUSTER_ID" -c "$DIR/server.properties" \
   > "$DIR/format.log" 2>&1 || { cat "$DIR/format.log" >&2; exit 1; }
 
