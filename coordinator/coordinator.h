@@ -114,7 +114,16 @@ struct gr_coord_hooks {
     void (*sync_done)(void *ctx, void *waiter, const struct gr_sync_result *res);
     /* Optional: a timer deadline (monotonic ms) was set earlier than before; call gr_coord_tick then. */
     void (*timer_hint)(void *ctx, int64_t deadline_ms);
+    /* Optional: 1 when partition `partition` is durable up to `end_offset` (an append's end), 0 when not
+       yet, -errno when it never will be (the partition went offline). NULL: everything appended counts as
+       durable at once. The leader's SyncGroup assignment is propagated only once its record is durable
+       (Kafka propagates it once the write is committed); the coordinator polls this from its timer every
+       GR_COORD_DURABLE_POLL_MS while it waits. */
+    int (*durable)(void *ctx, int32_t partition, int64_t end_offset);
 };
+
+/* How often a pending group-metadata write is re-checked for durability (ms). */
+#define GR_COORD_DURABLE_POLL_MS 2
 
 /* Creates an empty coordinator. Takes copies of `cfg` and `hooks`. Returns new (gr_coord_destroy), or NULL
  * when out of memory. */

@@ -7,9 +7,10 @@
  * side by side. Departures, on purpose: a waiter that Kafka would silently drop (a member removed while
  * its JoinGroup or SyncGroup is parked, or a second JoinGroup from the same member replacing the first)
  * is answered with UNKNOWN_MEMBER_ID / REBALANCE_IN_PROGRESS, because a Gregor parked request holds its
- * connection's response order until it is answered. Group-metadata writes are applied as soon as the
- * append returns (Kafka waits for the write to be committed); offset commits do wait for fsync (the
- * OffsetCommit handler parks until the offsets partition is durable).
+ * connection's response order until it is answered. The leader's SyncGroup assignment is propagated once
+ * its record is durable (hooks.durable, polled from the timer), as Kafka propagates it once committed;
+ * other group-metadata writes (empty group, static member replacement) take effect when the append returns;
+ * offset commits wait for fsync in the OffsetCommit handler.
  * Read next: coordinator/offsets.c.
  */
 #include <errno.h>
@@ -187,6 +188,7 @@ struct gr_group *gr_coord_group_create(struct gr_coordinator *c, struct gr_str g
     grp->state_timestamp_ms = -1;
     grp->join_deadline_ms = GR_NO_DEADLINE;
     grp->sync_deadline_ms = GR_NO_DEADLINE;
+    grp->assignment_poll_ms = GR_NO_DEADLINE;
     if (c->group_count == c->group_cap) {
         c->group_cap = c->group_cap ? 2 * c->group_cap : 16;
         c->groups = xrealloc(c->groups, (size_t)c->group_cap * sizeof *c->groups);
@@ -218,6 +220,7 @@ static void member_free(struct gr_member *m)
     }
     free(m->protocols);
     free(m->assignment);
+    free(m->next_assignment);
     free(m);
 }
 
@@ -592,9 +595,39 @@ bool gr_group_subscribed_to(const struct gr_group *grp, const char *topic, int32
 
 /* ---- group metadata records ---- */
 
+static int append_group_value(struct gr_coordinator *c, struct gr_group *grp, const struct gr_group_metadata_value *v,
+                              int64_t *end)
+{
+    struct gr_coord_record rec;
+    int rc = gr_group_metadata_record(&rec, grp->group_id, v);
+    if (rc) return rc;
+    rc = c->hooks.append(c->hooks.ctx, grp->partition, &rec, 1, end);
+    if (rc == 0) {
+        free(grp->md_value);
+        grp->md_value = rec.value;
+        grp->md_value_len = rec.value_len;
+        rec.value = NULL;
+    } else {
+        GR_WARN("group %s: writing group metadata failed: %s", grp->group_id, strerror(-rc));
+    }
+    gr_coord_records_free(&rec, 1);
+    return rc;
+}
+
+/* GroupCoordinatorRecordHelpers.newEmptyGroupMetadataRecord: what a new group writes (no protocol, no
+ * members, generation 0), whatever the JoinGroup that created it did to it. */
+static int write_empty_group_metadata(struct gr_coordinator *c, struct gr_group *grp)
+{
+    struct gr_group_metadata_value v = {gr_str_c(""), 0, GR_STR_NULL, GR_STR_NULL, grp->state_timestamp_ms, NULL, 0};
+    int64_t end;
+    return append_group_value(c, grp, &v, &end);
+}
+
 /* GroupCoordinatorRecordHelpers.newGroupMetadataRecord: the group as it is, with `assign` (NULL: the
- * members' current assignments) for member i. Appends it and keeps the value for snapshots. */
-static int write_group_metadata(struct gr_coordinator *c, struct gr_group *grp, const struct gr_bytes *assign)
+ * members' current assignments) for member i. Appends it (*end: the log end offset after it) and keeps
+ * the value for snapshots. */
+static int write_group_metadata_end(struct gr_coordinator *c, struct gr_group *grp, const struct gr_bytes *assign,
+                                    int64_t *end)
 {
     struct gr_group_metadata_member *mm = xmalloc((size_t)(grp->member_count + 1) * sizeof *mm);
     for (int32_t i = 0; i < grp->member_count; i++) {
@@ -618,22 +651,15 @@ static int write_group_metadata(struct gr_coordinator *c, struct gr_group *grp, 
         .members = mm,
         .member_count = grp->member_count,
     };
-    struct gr_coord_record rec;
-    int rc = gr_group_metadata_record(&rec, grp->group_id, &v);
+    int rc = append_group_value(c, grp, &v, end);
     free(mm);
-    if (rc) return rc;
-    int64_t end;
-    rc = c->hooks.append(c->hooks.ctx, grp->partition, &rec, 1, &end);
-    if (rc == 0) {
-        free(grp->md_value);
-        grp->md_value = rec.value;
-        grp->md_value_len = rec.value_len;
-        rec.value = NULL;
-    } else {
-        GR_WARN("group %s: writing group metadata failed: %s", grp->group_id, strerror(-rc));
-    }
-    gr_coord_records_free(&rec, 1);
     return rc;
+}
+
+static int write_group_metadata(struct gr_coordinator *c, struct gr_group *grp, const struct gr_bytes *assign)
+{
+    int64_t end;
+    return write_group_metadata_end(c, grp, assign, &end);
 }
 
 /* ---- the rebalance state machine ---- */
@@ -688,9 +714,21 @@ static bool has_received_sync_from_all(const struct gr_group *grp)
     return true;
 }
 
+static void drop_pending_assignment(struct gr_group *grp)
+{
+    for (int32_t i = 0; i < grp->member_count; i++) {
+        free(grp->members[i]->next_assignment);
+        grp->members[i]->next_assignment = NULL;
+        grp->members[i]->next_assignment_len = 0;
+    }
+    grp->assignment_pending = false;
+    grp->assignment_poll_ms = GR_NO_DEADLINE;
+}
+
 /* prepareRebalance */
 static void prepare_rebalance(struct gr_coordinator *c, struct gr_group *grp, const char *reason)
 {
+    drop_pending_assignment(grp); /* a write still on its way no longer applies (Kafka checks the state) */
     if (grp->state == GR_GROUP_COMPLETING_REBALANCE)
         reset_and_propagate_assignment_with_error(c, grp, GR_ERR_REBALANCE_IN_PROGRESS);
     remove_sync_expiration(grp);
@@ -1167,7 +1205,7 @@ static void join_impl(struct gr_coordinator *c, const struct gr_join_params *p)
     } else {
         join_existing_member(c, grp, p, rebalance_timeout_ms);
     }
-    if (new_group) write_group_metadata(c, grp, NULL); /* newEmptyGroupMetadataRecord: the group exists */
+    if (new_group) write_empty_group_metadata(c, grp); /* the group exists from now on */
 }
 
 enum gr_coord_wait gr_coord_join(struct gr_coordinator *c, const struct gr_join_params *p)
@@ -1208,6 +1246,42 @@ static void remove_pending_sync(struct gr_group *grp, struct gr_member *m)
     }
 }
 
+/* The completion of the leader's assignment write (classicGroupSyncToClassicGroup's appendFuture): once the
+ * record is durable, and only if the group is still CompletingRebalance in the same generation, every
+ * member gets its assignment and the group is Stable; if the write failed, everyone gets the error and
+ * the group rebalances. Not yet durable: checked again from the timer. */
+static void assignment_commit_check(struct gr_coordinator *c, struct gr_group *grp)
+{
+    if (!grp->assignment_pending) return;
+    if (grp->state != GR_GROUP_COMPLETING_REBALANCE || grp->generation_id != grp->assignment_generation) {
+        drop_pending_assignment(grp);
+        return;
+    }
+    int d = c->hooks.durable ? c->hooks.durable(c->hooks.ctx, grp->partition, grp->assignment_end_offset) : 1;
+    if (d == 0) {
+        gr_coord_set_deadline(c, &grp->assignment_poll_ms, gr_coord_now(c) + GR_COORD_DURABLE_POLL_MS);
+        return;
+    }
+    if (d < 0) {
+        drop_pending_assignment(grp);
+        reset_and_propagate_assignment_with_error(c, grp, gr_coord_append_error(d));
+        maybe_prepare_rebalance_or_complete_join(c, grp, "error storing the group assignment");
+        return;
+    }
+    for (int32_t i = 0; i < grp->member_count; i++) {
+        struct gr_member *m = grp->members[i];
+        free(m->assignment);
+        m->assignment = m->next_assignment;
+        m->assignment_len = m->next_assignment_len;
+        m->next_assignment = NULL;
+        m->next_assignment_len = 0;
+    }
+    grp->assignment_pending = false;
+    grp->assignment_poll_ms = GR_NO_DEADLINE;
+    propagate_assignment(c, grp, GR_ERR_NONE);
+    transition(c, grp, GR_GROUP_STABLE);
+}
+
 static void sync_from_leader(struct gr_coordinator *c, struct gr_group *grp, const struct gr_sync_params *p)
 {
     GR_INFO("assignment received from leader %s for group %s generation %d", grp->leader_id, grp->group_id,
@@ -1220,17 +1294,26 @@ static void sync_from_leader(struct gr_coordinator *c, struct gr_group *grp, con
             if (cstr_eq(grp->members[i]->member_id, p->assignments[k].member_id))
                 assign[i] = p->assignments[k].assignment.len > 0 ? p->assignments[k].assignment : (struct gr_bytes){(const uint8_t *)"", 0};
     }
-    int rc = write_group_metadata(c, grp, assign);
+    drop_pending_assignment(grp); /* a leader's retried SyncGroup replaces its earlier write */
+    int64_t end = -1;
+    int rc = write_group_metadata_end(c, grp, assign, &end);
     if (rc) {
         free(assign);
         reset_and_propagate_assignment_with_error(c, grp, gr_coord_append_error(rc));
         maybe_prepare_rebalance_or_complete_join(c, grp, "error storing the group assignment");
         return;
     }
-    for (int32_t i = 0; i < grp->member_count; i++) set_assignment(grp->members[i], assign[i].ptr, assign[i].len);
+    for (int32_t i = 0; i < grp->member_count; i++) {
+        struct gr_member *m = grp->members[i];
+        m->next_assignment = assign[i].len > 0 ? xmalloc((size_t)assign[i].len) : NULL;
+        if (assign[i].len > 0) memcpy(m->next_assignment, assign[i].ptr, (size_t)assign[i].len);
+        m->next_assignment_len = assign[i].len;
+    }
     free(assign);
-    propagate_assignment(c, grp, GR_ERR_NONE);
-    transition(c, grp, GR_GROUP_STABLE);
+    grp->assignment_pending = true;
+    grp->assignment_generation = grp->generation_id;
+    grp->assignment_end_offset = end;
+    assignment_commit_check(c, grp);
 }
 
 static void sync_impl(struct gr_coordinator *c, const struct gr_sync_params *p)
@@ -1434,6 +1517,7 @@ int64_t gr_coord_next_deadline_ms(const struct gr_coordinator *c)
         const struct gr_group *grp = c->groups[g];
         if (grp->join_deadline_ms < next) next = grp->join_deadline_ms;
         if (grp->sync_deadline_ms < next) next = grp->sync_deadline_ms;
+        if (grp->assignment_poll_ms < next) next = grp->assignment_poll_ms;
         for (int32_t i = 0; i < grp->member_count; i++)
             if (grp->members[i]->heartbeat_deadline_ms < next) next = grp->members[i]->heartbeat_deadline_ms;
         for (int32_t i = 0; i < grp->pending_count; i++)
@@ -1519,6 +1603,10 @@ static void group_timers(struct gr_coordinator *c, struct gr_group *grp, int64_t
     if (grp->sync_deadline_ms <= now) {
         grp->sync_deadline_ms = GR_NO_DEADLINE;
         pending_sync_timer(c, grp);
+    }
+    if (grp->assignment_poll_ms <= now) {
+        grp->assignment_poll_ms = GR_NO_DEADLINE;
+        assignment_commit_check(c, grp);
     }
 }
 

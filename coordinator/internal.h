@@ -36,6 +36,8 @@ struct gr_member {
     bool is_new;
     bool pending_sync;
     int64_t heartbeat_deadline_ms;
+    uint8_t *next_assignment;     /* the leader's assignment while its record becomes durable */
+    int32_t next_assignment_len;
 };
 
 struct gr_pending_member {
@@ -85,6 +87,10 @@ struct gr_group {
     int32_t subscribed_count, subscribed_cap;
     struct gr_offset_topic *topics;
     int32_t topic_count, topic_cap;
+    bool assignment_pending;       /* the leader's assignment is written, not yet durable */
+    int32_t assignment_generation;
+    int64_t assignment_end_offset;
+    int64_t assignment_poll_ms;    /* next durability check */
     uint8_t *md_value;             /* last GroupMetadataValue written or replayed (for snapshots), NULL none */
     size_t md_value_len;
 };

@@ -499,7 +499,8 @@ int gr_net_listen(struct gr_broker *b)
     for (int i = 0; i < n; i++) {
         struct gr_listener *l = &b->listeners[i];
         if (bind_listener(b, l)) return -1;
-        snprintf(l->adv_host, sizeof l->adv_host, "%s", l->host);
+        _Static_assert(sizeof l->adv_host == sizeof l->host, "same size");
+        memcpy(l->adv_host, l->host, sizeof l->host); /* both NUL-terminated within */
         l->adv_port = l->port;
         for (int k = 0; k < nadv; k++)
             if (strcmp(advl[k].name, l->name) == 0) {

@@ -105,6 +105,14 @@ static void sync_done(void *ctx, void *waiter, const struct gr_sync_result *res)
 
 static void hint(void *ctx, int64_t deadline_ms) { ((struct fake_env *)ctx)->hint_ms = deadline_ms; }
 
+static int durable(void *ctx, int32_t partition, int64_t end_offset)
+{
+    (void)partition;
+    (void)end_offset;
+    struct fake_env *env = ctx;
+    return env->not_durable < 0 ? env->not_durable : !env->not_durable;
+}
+
 struct gr_coordinator *fake_coord(struct fake_env *env, const struct gr_coord_config *cfg)
 {
     struct gr_coord_config def;
@@ -115,7 +123,7 @@ struct gr_coordinator *fake_coord(struct fake_env *env, const struct gr_coord_co
     }
     if (!env->wall_ms) env->wall_ms = 1700000000000LL;
     if (!env->mono_ms) env->mono_ms = 1000;
-    struct gr_coord_hooks hooks = {env, mono, wall, append, join_done, sync_done, hint};
+    struct gr_coord_hooks hooks = {env, mono, wall, append, join_done, sync_done, hint, durable};
     return gr_coord_create(cfg, &hooks);
 }
 

@@ -29,6 +29,7 @@ struct fake_env {
     int fail_append;       /* a -errno returned by every append while non-zero */
     int64_t end_offsets[64];
     int64_t hint_ms;
+    int not_durable;       /* while non-zero the durable hook answers 0 (not yet), or this when negative */
 };
 
 /* What a JoinGroup waiter was answered (deep copies). */

@@ -5,6 +5,7 @@
  * membership (KIP-345), protocol selection and the group-level errors. Expected values are Kafka's
  * (GroupMetadataManager / ClassicGroup) and those of /work/shared/cases/pitfalls.md C08, C10, C20.
  */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -586,6 +587,73 @@ static void test_pending_sync_expiry(void **state)
     assert_int_equal(gr_group_member_count(gr_coord_group_find(w->c, gr_str_c("g"))), 1);
 }
 
+/* The leader's assignment reaches the members only once its record is durable (Kafka: once committed);
+ * a follower's SyncGroup that arrives meanwhile waits for it instead of seeing REBALANCE_IN_PROGRESS; a
+ * write that can never become durable fails the sync with NOT_COORDINATOR and the group rebalances. */
+static void test_sync_waits_for_durable_assignment(void **state)
+{
+    struct world *w = *state;
+    join_all(w, "g", 2);
+    const char *mids[2] = {w->ids[0], w->ids[1]};
+    const char *as[2] = {"A", "B"};
+    w->env.not_durable = 1;
+    assert_int_equal(fake_sync(w->c, "g", w->ids[0], NULL, 1, 2, mids, as, &w->s[0]), GR_COORD_PARKED);
+    assert_int_equal(state_of(w, "g"), GR_GROUP_COMPLETING_REBALANCE);
+    assert_int_equal(fake_sync(w->c, "g", w->ids[1], NULL, 1, 0, NULL, NULL, &w->s[1]), GR_COORD_PARKED);
+    fake_advance(w->c, &w->env, 10);
+    assert_int_equal(w->s[0].answers, 0);
+    w->env.not_durable = 0;
+    fake_advance(w->c, &w->env, GR_COORD_DURABLE_POLL_MS);
+    assert_int_equal(w->s[0].answers, 1);
+    assert_int_equal(w->s[1].answers, 1);
+    assert_string_equal(w->s[0].assignment, "A");
+    assert_string_equal(w->s[1].assignment, "B");
+    assert_int_equal(state_of(w, "g"), GR_GROUP_STABLE);
+
+    /* the next generation's write fails for good */
+    fake_join_reset(&w->j[0]);
+    fake_join_reset(&w->j[1]);
+    assert_int_equal(fake_join(w->c, "g", w->ids[0], NULL, 5, SESSION, SESSION, "range", "meta", &w->j[0]), GR_COORD_PARKED);
+    assert_int_equal(fake_join(w->c, "g", w->ids[1], NULL, 5, SESSION, SESSION, "range", "meta", &w->j[1]), GR_COORD_ANSWERED);
+    assert_int_equal(w->j[0].generation, 2);
+    fake_sync_reset(&w->s[0]);
+    fake_sync_reset(&w->s[1]);
+    w->env.not_durable = -EROFS;
+    assert_int_equal(fake_sync(w->c, "g", w->ids[0], NULL, 2, 2, mids, as, &w->s[0]), GR_COORD_ANSWERED);
+    assert_int_equal(w->s[0].error, GR_ERR_NOT_COORDINATOR);
+    assert_int_equal(state_of(w, "g"), GR_GROUP_PREPARING_REBALANCE);
+    w->env.not_durable = 0;
+}
+
+/* A group created by a JoinGroup is persisted as Kafka's empty group record (generation 0, no members),
+ * whatever state the join left it in; a replay gives an Empty group. */
+static void test_new_group_record_is_empty(void **state)
+{
+    struct world *w = *state;
+    assert_int_equal(fake_join(w->c, "g", "", NULL, 3, SESSION, SESSION, "range", "m", &w->j[0]), GR_COORD_PARKED);
+    assert_int_equal(w->env.rec_count, 1);
+    struct gr_arena arena;
+    gr_arena_init(&arena, 0);
+    struct gr_group_metadata_value v;
+    assert_int_equal(gr_group_metadata_value_decode(w->env.recs[0].value, w->env.recs[0].value_len, &arena, &v), 0);
+    assert_int_equal(v.member_count, 0);
+    assert_int_equal(v.generation, 0);
+    assert_int_equal(v.protocol_type.len, 0);
+    assert_int_equal(v.protocol.len, -1);
+    assert_int_equal(v.leader.len, -1);
+    assert_true(v.current_state_timestamp_ms > 0); /* the move to PreparingRebalance */
+    gr_arena_reset(&arena);
+    struct fake_env env2 = {0};
+    struct gr_coordinator *c2 = fake_coord(&env2, NULL);
+    fake_replay_all(&w->env, c2);
+    struct gr_group *g = gr_coord_group_find(c2, gr_str_c("g"));
+    assert_non_null(g);
+    assert_int_equal(gr_group_state(g), GR_GROUP_EMPTY);
+    assert_int_equal(gr_group_member_count(g), 0);
+    gr_coord_destroy(c2);
+    fake_env_free(&env2);
+}
+
 /* Describe/List views. */
 static void test_views(void **state)
 {
@@ -632,6 +700,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_leave_batch, setup, teardown),
         cmocka_unit_test_setup_teardown(test_delete_groups, setup, teardown),
         cmocka_unit_test_setup_teardown(test_pending_sync_expiry, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sync_waits_for_durable_assignment, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_new_group_record_is_empty, setup, teardown),
         cmocka_unit_test_setup_teardown(test_views, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

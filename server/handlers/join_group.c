@@ -96,6 +96,15 @@ static int hook_append(void *ctx, int32_t partition, const struct gr_coord_recor
     return gr_offsets_log_append(g->ol, partition, recs, count, gr_time_wall_ms(), end_offset);
 }
 
+/* With gregor.acks.all.fsync (default) a group-metadata write counts once fsynced; without it, at once
+ * (Kafka's page-cache behaviour). */
+static int hook_durable(void *ctx, int32_t partition, int64_t end_offset)
+{
+    struct groups *g = ctx;
+    if (!g->b->hwm_durable) return 1;
+    return gr_offsets_log_durable(g->ol, partition, end_offset);
+}
+
 static void hook_timer(void *ctx, int64_t deadline_ms)
 {
     struct groups *g = ctx;
@@ -181,7 +190,8 @@ int gr_groups_start(struct gr_broker *b)
     cfg.offsets_retention_check_interval_ms = GROUPS_RETENTION_CHECK_MS;
     cfg.offset_metadata_max_bytes = (int32_t)gr_config_int(&b->cfg, "offset.metadata.max.bytes");
     cfg.offsets_partitions = gr_offsets_log_partitions(g->ol);
-    struct gr_coord_hooks hooks = {g, hook_mono, hook_wall, hook_append, hook_join_done, hook_sync_done, hook_timer};
+    struct gr_coord_hooks hooks = {g,          hook_mono,      hook_wall,  hook_append,
+                                   hook_join_done, hook_sync_done, hook_timer, hook_durable};
     b->coord = gr_coord_create(&cfg, &hooks);
     if (!b->coord) {
         gr_offsets_log_close(g->ol);
