@@ -4,9 +4,15 @@
 set -euo pipefail
 mode=${1:-build}
 build_pkgs=(build-essential cmake pkg-config python3 libev-dev libzstd-dev libsnappy-dev liblz4-dev zlib1g-dev libcmocka-dev)
-test_pkgs=(kcat librdkafka-dev wamerican netcat-openbsd)
+# kcat and librdkafka drive the compat tests; Java 17 and Maven run the codec oracle and Kafka's own tools;
+# pip installs the Python clients the admin and group suites use.
+test_pkgs=(kcat librdkafka-dev wamerican netcat-openbsd python3-pip python3-venv)
 pkgs=("${build_pkgs[@]}")
-[ "$mode" = test ] && pkgs+=("${test_pkgs[@]}")
+if [ "$mode" = test ]; then
+    pkgs+=("${test_pkgs[@]}")
+    command -v javac >/dev/null 2>&1 || pkgs+=(openjdk-17-jdk-headless)
+    command -v mvn >/dev/null 2>&1 || pkgs+=(maven)
+fi
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -130,6 +130,7 @@ struct gr_broker {
     int64_t held_request_bytes;  /* frames held by requests not yet answered */
     bool reading_blocked;        /* some connection stopped reading because of queued.max.request.bytes */
     int64_t last_retention_ms;
+    int64_t last_checkpoint_ms;
     bool hwm_durable;            /* gregor.acks.all.fsync */
     bool stopping;
     int64_t started_mono_ms;

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #define I32 INT32_MIN, INT32_MAX
 #define I64 INT64_MIN, INT64_MAX
@@ -148,6 +149,11 @@ static int validate(const struct gr_config_def *d, const char *value)
     default:
         if (strcmp(d->name, "log.message.timestamp.type") == 0 && strcmp(value, "CreateTime") && strcmp(value, "LogAppendTime")) {
             fprintf(stderr, "config: log.message.timestamp.type must be CreateTime or LogAppendTime, got '%s'\n", value);
+            return -1;
+        }
+        if (strcmp(d->name, "gregor.log.level") == 0 && strcasecmp(value, "DEBUG") && strcasecmp(value, "INFO") &&
+            strcasecmp(value, "WARN") && strcasecmp(value, "ERROR")) {
+            fprintf(stderr, "config: gregor.log.level must be DEBUG, INFO, WARN or ERROR, got '%s'\n", value);
             return -1;
         }
         if (strcmp(d->name, "log.cleanup.policy") == 0 && strcmp(value, "delete")) {

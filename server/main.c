@@ -10,7 +10,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/log.h"
@@ -53,7 +56,39 @@ static void housekeeping_cb(struct ev_loop *loop, ev_timer *w, int revents)
         b->last_retention_ms = now;
         gr_store_retention_run(b->store, gr_time_wall_ms());
     }
-    gr_store_checkpoint(b->store);
+    /* checkpoints every log.flush.offset.checkpoint.interval.ms (Kafka's default, 60 s) */
+    if (now - b->last_checkpoint_ms >= 60000) {
+        b->last_checkpoint_ms = now;
+        gr_store_checkpoint(b->store);
+    }
+}
+
+/* Takes an exclusive lock on <log dir>/.lock (Kafka's guard against two brokers on one directory).
+ * Returns the descriptor (kept open for the process's life) or -1 after logging why. */
+static int lock_log_dir(const char *dir)
+{
+    char parents[4096];
+    snprintf(parents, sizeof parents, "%s", dir);
+    for (char *p = parents + 1; *p; p++) { /* mkdir -p */
+        if (*p != '/') continue;
+        *p = 0;
+        mkdir(parents, 0755);
+        *p = '/';
+    }
+    if (mkdir(dir, 0755) && errno != EEXIST) {
+        GR_ERROR("cannot create log directory %s: %s", dir, strerror(errno));
+        return -1;
+    }
+    char path[4200];
+    snprintf(path, sizeof path, "%s/.lock", dir);
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB)) {
+        GR_ERROR("log directory %s is in use by another process (%s): only one broker may use it",
+                 dir, fd < 0 ? strerror(errno) : "locked");
+        if (fd >= 0) close(fd);
+        return -1;
+    }
+    return fd;
 }
 
 static int parse_args(int argc, char **argv, struct gr_config *cfg, int *mode)
@@ -136,6 +171,9 @@ int main(int argc, char **argv)
     sc.node_id = b->node_id;
     sc.on_flushed = gr_broker_on_flushed;
     sc.on_flushed_ctx = b;
+    /* listeners first: a bad listener or a busy port stops the broker before it touches the data */
+    if (gr_net_listen(b)) return 1;
+    if (lock_log_dir(dir) < 0) return 1;
     int rc = gr_store_open(&sc, &b->store);
     if (rc) {
         GR_ERROR("cannot open log directory %s: %s", dir, strerror(-rc));
@@ -145,8 +183,7 @@ int main(int argc, char **argv)
         struct gr_topic *t = gr_store_topic_at(b->store, i);
         for (int32_t p = 0; p < gr_topic_partition_count(t); p++) gr_broker_update_hwm(b, gr_topic_log(t, p));
     }
-    if (gr_groups_start(b)) return 1; /* replays __consumer_offsets before clients can connect */
-    if (gr_net_listen(b)) return 1;
+    if (gr_groups_start(b)) return 1; /* replays __consumer_offsets before the loop serves clients */
 
     ev_signal_init(&b->sigterm_w, stop_cb, SIGTERM);
     ev_signal_init(&b->sigint_w, stop_cb, SIGINT);
