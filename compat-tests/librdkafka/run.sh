@@ -16,7 +16,8 @@
 #   --keep-data (keep the broker data dirs, removed by default).
 #
 # Output: one line per test as it finishes, then a markdown table, then the
-# last line `N passed, N failed, N skipped` (TIMEOUT counts as failed).
+# last line `N passed, N failed, N skipped` (TIMEOUT counts as failed); with --must-pass the last line
+# is `librdkafka-must-pass: N passed, N failed` and the other tests are reported on the line before it.
 # Logs: per-test output, test.conf, broker logs in the run dir printed at the end.
 #
 # On a fresh Debian bookworm (root) it installs what is missing: librdkafka-dev,
