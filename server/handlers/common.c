@@ -38,6 +38,12 @@ bool gr_topic_name_collides(struct gr_broker *b, struct gr_str name)
     return false;
 }
 
+const char *gr_topic_compression_type(struct gr_broker *b, const struct gr_topic *t)
+{
+    const char *v = gr_topic_config_get(t, "compression.type");
+    return v ? v : gr_config_str(&b->cfg, "compression.type");
+}
+
 struct gr_topic *gr_topic_lookup(struct gr_broker *b, struct gr_str name)
 {
     if (name.len <= 0) return NULL;

@@ -50,9 +50,7 @@ static void read_error(struct gr_fetch_response_partition_data *rp, int16_t code
  * UNSUPPORTED_COMPRESSION_TYPE to such fetches, as Kafka 2.1-3.x did (Kafka 4 sends the batches anyway). */
 static bool topic_is_zstd(struct gr_broker *b, struct gr_topic *t)
 {
-    const char *v = gr_topic_config_get(t, "compression.type");
-    if (!v) v = gr_config_str(&b->cfg, "compression.type");
-    return strcmp(v, "zstd") == 0;
+    return strcmp(gr_topic_compression_type(b, t), "zstd") == 0;
 }
 
 static void release_slices(struct gr_req *req)

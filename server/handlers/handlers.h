@@ -59,6 +59,9 @@ bool gr_topic_name_collides(struct gr_broker *b, struct gr_str name);
 int16_t gr_topic_create(struct gr_broker *b, struct gr_str name, int32_t partitions, const char *const *keys,
                         const char *const *values, int count, bool validate_only, const char **error_message,
                         struct gr_topic **out);
+/* The topic's compression.type, else the broker's (Kafka's synonym rule): "producer", "uncompressed", "gzip",
+ * "snappy", "lz4" or "zstd". Returns borrowed. */
+const char *gr_topic_compression_type(struct gr_broker *b, const struct gr_topic *t);
 /* Looks a topic up by a name view. */
 struct gr_topic *gr_topic_lookup(struct gr_broker *b, struct gr_str name);
 /* A NUL-terminated copy of a view in the request arena. */

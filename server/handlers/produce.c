@@ -58,8 +58,7 @@ static int64_t topic_config_long(struct gr_broker *b, struct gr_topic *t, const 
 /* The codec a topic's compression.type asks for, or -1 for "producer" (keep the batch as sent). */
 static int topic_codec(struct gr_broker *b, struct gr_topic *t)
 {
-    const char *v = gr_topic_config_get(t, "compression.type");
-    if (!v) v = gr_config_str(&b->cfg, "compression.type");
+    const char *v = gr_topic_compression_type(b, t);
     static const struct {
         const char *name;
         enum gr_codec codec;
