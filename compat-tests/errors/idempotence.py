@@ -1,6 +1,7 @@
 """errors/idempotence.py: the broker side of the idempotent producer over raw sockets (BROKER in the
-environment). Usage: idempotence.py before STATE_FILE | after STATE_FILE (run.sh restarts the broker with
-SIGTERM between the two phases; the state file carries producer ids and offsets across).
+environment). Usage: idempotence.py before|after|expire STATE_FILE (run.sh restarts the broker with SIGTERM
+between the phases, the last time with producer.id.expiration.ms=3000; the state file carries producer ids
+and offsets across).
 
 Kafka 4.1.1's rules (TransactionCoordinator.handleInitProducerId, ProducerAppendInfo, UnifiedLog):
   InitProducerId null transactional id   -> error 0, a fresh producer id (never seen before, also after a
@@ -15,6 +16,7 @@ Kafka 4.1.1's rules (TransactionCoordinator.handleInitProducerId, ProducerAppend
   DescribeProducers                       -> per partition: producer id, epoch, last sequence, last timestamp,
                                              coordinator epoch -1, current txn start offset -1; unknown topic
                                              or partition 3 UNKNOWN_TOPIC_OR_PARTITION
+  producer.id.expiration.ms of silence      -> the producer's state is dropped: any sequence accepted again
   a retry answered on another connection while the original waits for its fsync is answered only once the
   original is durable (acks=-1: the high watermark covers it when the answer arrives)
 """
@@ -192,5 +194,26 @@ def after():
               [(a['producer_id'], a['producer_epoch'], a['last_sequence']) for a in p0])
 
 
-tk.run(f'idempotence ({PHASE})', before if PHASE == 'before' else after)
+def expire():
+    # The broker runs with producer.id.expiration.ms=3000 and a 200 ms check interval; the producers of the
+    # earlier phases carry batch timestamps older than that (Kafka compares the last batch's max timestamp).
+    with open(STATE) as f:
+        st = json.load(f)
+    with k.Conn(B) as c:
+        deadline = time.monotonic() + 10
+        while describe(c)[0]['active_producers'] and time.monotonic() < deadline:
+            time.sleep(0.2)
+        tk.eq('producer.id.expiration.ms: the silent producer is dropped (DescribeProducers lists none)', [],
+              describe(c)[0]['active_producers'])
+        hwm = k.high_watermark(B, TOPIC, 0)
+        now = int(time.time() * 1000)
+        pr = k.produce(c, TOPIC, 0, batch(st['pid'], 1, 500, 1, now, 'expired'))
+        tk.eq('an expired producer is unknown again: sequence 500 accepted at the log end', (0, hwm),
+              (pr['error_code'], pr['base_offset']))
+        p0 = describe(c)[0]['active_producers']
+        tk.eq('a producer that just wrote is not expired: listed with last sequence 500', [(st['pid'], 500)],
+              [(a['producer_id'], a['last_sequence']) for a in p0])
+
+
+tk.run(f'idempotence ({PHASE})', {'before': before, 'after': after, 'expire': expire}[PHASE])
 tk.finish()
