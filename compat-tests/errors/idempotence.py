@@ -17,8 +17,7 @@ Kafka 4.1.1's rules (TransactionCoordinator.handleInitProducerId, ProducerAppend
                                              coordinator epoch -1, current txn start offset -1; unknown topic
                                              or partition 3 UNKNOWN_TOPIC_OR_PARTITION
   producer.id.expiration.ms of silence      -> the producer's state is dropped: any sequence accepted again
-  a retry answered on another connection while the original waits for its fsync is answered only once the
-  original is durable (acks=-1: the high watermark covers it when the answer arrives)
+  a retry sent on another connection right behind the original -> both answered with the same offset
 """
 import json
 import sys
@@ -154,8 +153,9 @@ def before():
         tk.eq('DescribeProducers unknown partition 7: 3 UNKNOWN_TOPIC_OR_PARTITION', 3, parts[2]['error_code'])
         tk.eq('DescribeProducers unknown topic: 3', 3, describe(c, 'idem-raw-missing')[0]['error_code'])
 
-        # A retry sent on a second connection right behind the original (acks=-1): both get offset 20, and
-        # when the retry's answer arrives the original is durable (the HWM follows fsync, so it covers it).
+        # A retry sent on a second connection right behind the original (acks=-1): both get offset 20. (That
+        # the retry's answer waits for the original's fsync needs a held fsync: server/tests/
+        # test_produce_idempotence.c; from outside the window is too short to observe.)
         b_last = batch(pid, 1, 2, 4, ts, 'race')
         with k.Conn(B) as c2:
             corr1 = c.send('Produce', 9, {'transactional_id': None, 'acks': -1, 'timeout_ms': 10000, 'topic_data': [
@@ -163,12 +163,9 @@ def before():
             corr2 = c2.send('Produce', 9, {'transactional_id': None, 'acks': -1, 'timeout_ms': 10000, 'topic_data': [
                 {'name': TOPIC, 'topic_id': k.ZERO_UUID, 'partition_data': [{'index': 0, 'records': b_last}]}]})
             r2 = c2.recv('Produce', 9, corr2)[1]['responses'][0]['partition_responses'][0]
-            hwm_at_dup = k.high_watermark(B, TOPIC, 0)
             r1 = c.recv('Produce', 9, corr1)[1]['responses'][0]['partition_responses'][0]
         tk.eq('original and concurrent retry on two connections: both offset 20', [(0, 20), (0, 20)],
               [(r1['error_code'], r1['base_offset']), (r2['error_code'], r2['base_offset'])])
-        tk.check('the retry was answered only once the original was durable (HWM >= 24 when it arrived)',
-                 hwm_at_dup >= 24, f'HWM {hwm_at_dup}')
         tk.eq('the retry appended nothing: HWM 24', 24, k.high_watermark(B, TOPIC, 0))
     with open(STATE, 'w') as f:
         json.dump({'ids': seen, 'pid': pid, 'ts': ts, 'b_last': b_last.hex()}, f)
