@@ -116,12 +116,12 @@ class Tools:
     def t5(self):
         rc, out, err = self.tool("kafka-console-consumer.sh", [
             "--bootstrap-server", self.b, "--topic", self.topic, "--group", self.group, "--from-beginning",
-            "--max-messages", str(self.n), "--timeout-ms", "30000", "--formatter-property", "print.key=true",
-            "--formatter-property", "key.separator=:", "--formatter-property", "print.partition=true"], timeout=120)
+            "--max-messages", str(self.n), "--timeout-ms", "30000", "--property", "print.key=true",
+            "--property", "key.separator=:", "--property", "print.partition=true"], timeout=120)
         lines = [l for l in out.splitlines() if l.strip()]
         got = {}
         for l in lines:
-            m = re.match(r"Partition:(\d+)\s+(k\d+):value-(\d+)$", l)
+            m = re.match(r"Partition:(\d+)[\s:](k\d+):value-(\d+)$", l)
             if not m:
                 raise Failed("unexpected line %r" % l[:80])
             got[int(m.group(3))] = (int(m.group(1)), m.group(2))

@@ -394,7 +394,6 @@ public final class Scenario {
         byte[] big = new byte[100000];
         new Random(1).nextBytes(big);
         Properties p = producerProps("none", idempotentOk);
-        p.put(ProducerConfig.RETRIES_CONFIG, 0);
         try (KafkaProducer<byte[], byte[]> pr = new KafkaProducer<>(p)) {
             pr.send(new ProducerRecord<>(bigTopic, "big".getBytes(), big)).get(30, TimeUnit.SECONDS);
             throw new Failed("100 KB record accepted by a topic with max.message.bytes=65536");
