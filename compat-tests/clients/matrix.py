@@ -116,14 +116,16 @@ def render(d, out, mode, broker, partial, clients):
     def cell(r, i):
         for s in r["steps"]:
             if s["id"] == i:
-                return "ok" if s["ok"] is True else ("n/a" if s["ok"] is None else "**FAIL**")
+                if s["ok"] is True:
+                    return "ok (part n/a)" if s.get("partial") else "ok"
+                return "n/a" if s["ok"] is None else "**FAIL**"
         return ""
 
     def table(rows, cols, names):
         if not rows:
             return
-        L.append("| client | version | " + " | ".join("%s %s" % (i, names.get(i, "")) for i in cols) + " | run |")
-        L.append("|---|---|" + "---|" * len(cols) + "---|")
+        L.append("| client | version | language | " + " | ".join("%s %s" % (i, names.get(i, "")) for i in cols) + " | run |")
+        L.append("|---|---|---|" + "---|" * len(cols) + "---|")
         for c, r in rows:
             harness = "**FAIL**" if any(s["id"] in ("run", "broker") for s in r["steps"]) else "ok"
             if r.get("install_error"):
@@ -131,8 +133,8 @@ def render(d, out, mode, broker, partial, clients):
                 harness = "**FAIL**"
             else:
                 cells = [cell(r, i) for i in cols]
-            L.append("| %s | %s | %s | %s |" % (r.get("client") or c, r.get("version") or "?",
-                                                 " | ".join(cells), harness))
+            L.append("| %s | %s | %s | %s | %s |" % (r.get("client") or c, r.get("version") or "?",
+                                                      esc(r.get("language") or ""), " | ".join(cells), harness))
         L.append("")
 
     names = dict(STEP_NAMES)
@@ -158,6 +160,8 @@ def render(d, out, mode, broker, partial, clients):
                 fails.append("- %s %s %s: %s" % (c, s["id"], s.get("name") or "", esc(s.get("error"))))
             elif s["ok"] is None:
                 nas.append("- %s %s %s: %s" % (c, s["id"], s.get("name") or "", esc(s.get("error"))))
+            elif s.get("partial"):
+                nas.append("- %s %s %s (part): %s" % (c, s["id"], s.get("name") or "", esc(s["partial"])))
     if fails:
         L.append("Failures:\n")
         L.extend(fails)

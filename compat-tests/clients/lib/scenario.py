@@ -573,9 +573,12 @@ class Scenario:
                 if mb.error:
                     raise Failed("member %s: %s" % (mb.name_, mb.error))
             time.sleep(0.1)
-        # both members hold partitions once the group is stable
+        # once the group is stable both members hold partitions, and the assignment splits the 6
         deadline = time.time() + 20
-        while time.time() < deadline and not all(mb.assigned for mb in self.members.values()):
+        while time.time() < deadline:
+            asg = [mb.assigned for mb in self.members.values()]
+            if all(asg) and sum(map(len, asg)) == 6 and set().union(*asg) == set(range(6)):
+                break
             time.sleep(0.1)
         with self.lock:
             recs = list(self.seen.values())
@@ -583,8 +586,9 @@ class Scenario:
         assigned = {k: sorted(mb.assigned) for k, mb in self.members.items()}
         if not all(assigned.values()):
             raise Failed("a member holds no partition: %s" % assigned)
-        if set().union(*[set(v) for v in assigned.values()]) != set(range(6)):
-            raise Failed("assignment does not cover the 6 partitions: %s" % assigned)
+        if set().union(*[set(v) for v in assigned.values()]) != set(range(6)) or \
+                sum(len(v) for v in assigned.values()) != 6:
+            raise Failed("assignment does not split the 6 partitions: %s" % assigned)
         for mb in self.members.values():
             mb.commit()
         self.end3 = {}

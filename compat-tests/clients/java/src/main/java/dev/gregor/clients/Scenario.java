@@ -286,13 +286,20 @@ public final class Scenario {
             Thread.sleep(100);
         }
         deadline = System.currentTimeMillis() + 20000;
-        while (System.currentTimeMillis() < deadline && members.values().stream().anyMatch(x -> x.assigned.isEmpty())) Thread.sleep(100);
+        while (System.currentTimeMillis() < deadline) { // stable: both hold partitions, split of the 6
+            Set<Integer> u = new HashSet<>();
+            int total = 0;
+            for (Member mb : members.values()) { u.addAll(mb.assigned); total += mb.assigned.size(); }
+            if (members.values().stream().noneMatch(x -> x.assigned.isEmpty()) && u.size() == 6 && total == 6) break;
+            Thread.sleep(100);
+        }
         int got = checkRecords(new ArrayList<>(seen.values()), 0, n);
         Map<String, Set<Integer>> asg = new TreeMap<>();
         Set<Integer> all = new HashSet<>();
         for (Member mb : members.values()) { asg.put(mb.name, new TreeSet<>(mb.assigned)); all.addAll(mb.assigned); }
         if (asg.values().stream().anyMatch(Set::isEmpty)) throw new Failed("a member holds no partition: " + asg);
-        if (all.size() != 6) throw new Failed("assignment does not cover the 6 partitions: " + asg);
+        if (all.size() != 6 || asg.values().stream().mapToInt(Set::size).sum() != 6)
+            throw new Failed("assignment does not split the 6 partitions: " + asg);
         for (Member mb : members.values()) mb.commit();
         for (Rec r : seen.values()) end3.merge(r.p, r.off + 1, Math::max);
         return got + " records, " + dups + " redelivered by the first rebalance, assignment " + asg + ", per member " + byMember + "; committed";
