@@ -102,7 +102,7 @@ def render(d, out, mode, broker, partial, clients):
     tool_ids = [i for i in extra if i.startswith("t")]
     other = [i for i in extra if not i.startswith("t")]
     present = set(s["id"] for _, r in rows for s in r["steps"])
-    scen = [i for i in ids + other if i in present and not i.startswith("t")]
+    scen = [i for i in ids + other if i in present and not i.startswith("t") and i not in ("run", "broker")]
     tp = tf = 0
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     L = []
@@ -146,7 +146,7 @@ def render(d, out, mode, broker, partial, clients):
     table(scen_rows, scen, names)
     if tool_rows:
         L.append("Apache Kafka's command-line tools:\n")
-        table(tool_rows, [i for i in tool_ids], names)
+        table(tool_rows, [i for i in tool_ids if i in present], names)
     fails = []
     nas = []
     for c, r in rows:
