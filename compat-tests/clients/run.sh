@@ -40,7 +40,7 @@ fi
 export GREGOR_BIN REPO
 
 # Order: the table in README.md, then any other client directory alphabetically.
-ORDER=(java kafka-python confluent-kafka kafka-python-debian confluent-kafka-debian kcat kafka-tools
+ORDER=(java java-latest kafka-python confluent-kafka kafka-python-debian confluent-kafka-debian kcat kafka-tools
        franz-go sarama kafkajs platformatic)
 clients=()
 for c in "${ORDER[@]}"; do [ -x "$here/$c/run.sh" ] && clients+=("$c"); done

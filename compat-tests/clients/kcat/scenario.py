@@ -247,6 +247,16 @@ class Scenario:
             if all(asg) and sum(map(len, asg)) == 6 and set().union(*asg) == set(range(6)):
                 break
             time.sleep(0.2)
+        # quiet for 1.5 s: members that re-read partitions after the first rebalance have caught up
+        last, since = -1, time.time()
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            total = sum(len(mb.lines) for mb in self.members.values())
+            if total != last:
+                last, since = total, time.time()
+            elif time.time() - since >= 1.5:
+                break
+            time.sleep(0.1)
         u, dups = self.unique()
         n = self.check(u.values(), range(self.n))
         asg = {k: sorted(mb.assigned()) for k, mb in self.members.items()}

@@ -447,6 +447,8 @@ class Scenario:
         self.members = {}
         self.done = set()
         self.idempotent_ok = True
+        self.last_delivery = 0.0
+        self.dup_log = []  # (member, partition, offset) of every record delivered again
 
     def save(self):
         with open(self.out + ".tmp", "w") as f:
@@ -482,13 +484,23 @@ class Scenario:
     # ---- helpers ---------------------------------------------------------------------------------------
     def sink(self, member, recs):
         with self.lock:
+            self.last_delivery = time.time()
             for r in recs:
                 k = (r[0], r[1])
                 if k in self.seen:
                     self.dups += 1
+                    self.dup_log.append((member, r[0], r[1]))
                 else:
                     self.seen[k] = r
                 self.by_member[member] = self.by_member.get(member, 0) + 1
+
+    def wait_quiet(self, quiet_s=1.5, timeout_s=20):
+        """Waits until no member has been handed a record for quiet_s: after the first rebalance a member
+        re-reads, from the last commit, the partitions another member read before; committing before it has
+        caught up would make step 4 see those records again."""
+        deadline = time.time() + timeout_s
+        while time.time() < deadline and time.time() - self.last_delivery < quiet_s:
+            time.sleep(0.1)
 
     def check_records(self, recs, seqs):
         """recs: unique records; seqs: the expected sequence numbers. Checks count, content, headers and
@@ -580,6 +592,7 @@ class Scenario:
             if all(asg) and sum(map(len, asg)) == 6 and set().union(*asg) == set(range(6)):
                 break
             time.sleep(0.1)
+        self.wait_quiet()
         with self.lock:
             recs = list(self.seen.values())
         n = self.check_records(recs, range(self.n))
@@ -633,7 +646,12 @@ class Scenario:
         for mb in self.members.values():
             mb.commit()
         if old_redelivered:
-            raise Failed("%d records below the committed offsets were delivered again after the restart" % old_redelivered)
+            where = {}
+            for (mb, p, off) in self.dup_log[dups_before:]:
+                lo, hi, c = where.get((mb, p), (off, off, 0))
+                where[(mb, p)] = (min(lo, off), max(hi, off), c + 1)
+            raise Failed("%d records below the committed offsets were delivered again after the restart: %s" % (
+                old_redelivered, "; ".join("member %s p%d offsets %d..%d (%d)" % (k + v) for k, v in sorted(where.items()))))
         return "member a left, member c joined; %d new records consumed from the committed offsets, none redelivered; committed" % n
 
     def s5_describe(self):

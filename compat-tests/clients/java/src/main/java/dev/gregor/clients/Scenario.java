@@ -28,7 +28,7 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
 
 public final class Scenario {
     static final int KEYS = 50;
-    static final String CLIENT = "java";
+    static final String CLIENT = System.getenv().getOrDefault("CLIENT_NAME", "java");
 
     static final class Failed extends Exception {
         Failed(String m) { super(m); }
@@ -60,14 +60,26 @@ public final class Scenario {
         this.n = mode.equals("full") ? 10000 : 300;
         this.m = mode.equals("full") ? 1000 : 100;
         String sfx = UUID.randomUUID().toString().substring(0, 6);
-        topic = "java-main-" + sfx;
-        bigTopic = "java-big-" + sfx;
-        group = "java-group-" + sfx;
+        topic = CLIENT + "-main-" + sfx;
+        bigTopic = CLIENT + "-big-" + sfx;
+        group = CLIENT + "-group-" + sfx;
         result.put("client", CLIENT);
-        result.put("version", org.apache.kafka.common.utils.AppInfoParser.getVersion());
+        result.put("version", clientVersion());
         result.put("language", "Java " + System.getProperty("java.version"));
         result.put("install_error", null);
         result.put("steps", steps);
+    }
+
+    /** kafka-clients' version from the kafka/kafka-version.properties resource in its jar (AppInfoParser moved
+     * between 4.x releases). */
+    static String clientVersion() {
+        try (var in = Admin.class.getResourceAsStream("/kafka/kafka-version.properties")) {
+            Properties p = new Properties();
+            p.load(in);
+            return p.getProperty("version", "?");
+        } catch (Exception e) {
+            return "?";
+        }
     }
 
     // ---- records --------------------------------------------------------------------------------------
@@ -131,7 +143,18 @@ public final class Scenario {
         return c;
     }
 
+    volatile long lastDeliveryMs = 0;
+
+    /** Waits until no member has been handed a record for 1.5 s: after the first rebalance a member re-reads,
+     * from the last commit, partitions another member read before; committing before it has caught up would
+     * make step 4 see those records again. */
+    void waitQuiet() throws InterruptedException {
+        long deadline = System.currentTimeMillis() + 20000;
+        while (System.currentTimeMillis() < deadline && System.currentTimeMillis() - lastDeliveryMs < 1500) Thread.sleep(100);
+    }
+
     synchronized void sink(String member, List<Rec> recs) {
+        lastDeliveryMs = System.currentTimeMillis();
         for (Rec r : recs) {
             String k = r.p + ":" + r.off;
             if (seen.putIfAbsent(k, r) != null) dups++;
@@ -293,6 +316,7 @@ public final class Scenario {
             if (members.values().stream().noneMatch(x -> x.assigned.isEmpty()) && u.size() == 6 && total == 6) break;
             Thread.sleep(100);
         }
+        waitQuiet();
         int got = checkRecords(new ArrayList<>(seen.values()), 0, n);
         Map<String, Set<Integer>> asg = new TreeMap<>();
         Set<Integer> all = new HashSet<>();
@@ -380,7 +404,7 @@ public final class Scenario {
     }
 
     String s6a() throws Exception {
-        String t = "java-missing-" + UUID.randomUUID().toString().substring(0, 6);
+        String t = CLIENT + "-missing-" + UUID.randomUUID().toString().substring(0, 6);
         Properties p = producerProps("none", false);
         p.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, 6000);
         String err;
@@ -442,7 +466,7 @@ public final class Scenario {
     }
 
     String s2codec(String c) throws Exception {
-        String t = "java-" + c + "-" + UUID.randomUUID().toString().substring(0, 6);
+        String t = CLIENT + "-" + c + "-" + UUID.randomUUID().toString().substring(0, 6);
         admin.createTopics(List.of(new NewTopic(t, 1, (short) 1))).all().get(20, TimeUnit.SECONDS);
         String note = produce(t, 0, 1000, c, idempotentOk);
         List<Rec> got = new ArrayList<>();
