@@ -27,10 +27,13 @@ if [ "$src" = pypi ]; then
         { python3 -m venv "$venv" && "$venv/bin/pip" install -q "${PYPI_PKGS[@]}"; } >"$venv.install.log" 2>&1 ||
             install_error "pip install into a venv failed: $(tail -2 "$venv.install.log" | tr '\n' ' ')"
     fi
-    py=$venv/bin/python
+    py=("$venv/bin/python")
 else
     pkg=python3-${kind}; [ "$kind" = kafka-python ] && pkg=python3-kafka
-    py=/usr/bin/python3
+    # Only Debian's packages: no site-packages from pip (/usr/local/lib/python3*/dist-packages, where the admin
+    # suite's `pip install --break-system-packages` puts kafka-python 3 and would shadow Debian's 2.0.2).
+    export PYTHONPATH=/usr/lib/python3/dist-packages
+    py=(/usr/bin/python3 -s -S)
     if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed'; then
         SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo -n"
         { $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends \
@@ -38,5 +41,10 @@ else
             install_error "apt-get install $pkg failed: $(tail -2 /tmp/gregor-apt-$client.log | tr '\n' ' ')"
     fi
 fi
-"$py" -c "import $mod" 2>/tmp/gregor-import-$client.log || install_error "import $mod with $py: $(tail -1 /tmp/gregor-import-$client.log)"
-exec "$py" "$here/scenario.py" "$kind" "$client" "$B" "$mode" "$out"
+"${py[@]}" -c "import $mod" 2>/tmp/gregor-import-$client.log ||
+    install_error "import $mod with ${py[*]}: $(tail -1 /tmp/gregor-import-$client.log)"
+if [ "$src" = debian ]; then # the module imported must be the Debian package's
+    where=$("${py[@]}" -c "import $mod; print($mod.__file__)")
+    case "$where" in /usr/lib/python3/dist-packages/*) ;; *) install_error "$mod imports from $where, not from $pkg" ;; esac
+fi
+exec "${py[@]}" "$here/scenario.py" "$kind" "$client" "$B" "$mode" "$out"
