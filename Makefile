@@ -38,9 +38,12 @@ oracle:
 compat:
 	@if [ -x compat-tests/run.sh ]; then compat-tests/run.sh $(BUILD); else echo "compat: no suites yet"; fi
 
-# Longer client runs that do not fit make test's budget (five kill -9 rounds of 1,000,000 records, ...).
+# Longer client runs that do not fit make test's budget (five kill -9 rounds of 1,000,000 records, ...),
+# then the full stock client matrix (10,000 records, every codec; writes compat-tests/clients/matrix.md).
 compat-full: test-deps build
-	@GREGOR_BIN=$(BUILD)/bin/gregor compat-tests/e2e/full.sh
+	@GREGOR_BIN=$(BUILD)/bin/gregor compat-tests/e2e/full.sh; e2e=$$?; \
+	GREGOR_BIN=$(BUILD)/bin/gregor compat-tests/clients/run.sh --full $(BUILD); clients=$$?; \
+	[ $$e2e -eq 0 ] && [ $$clients -eq 0 ]
 
 # Every broker test of librdkafka 2.0.2's own suite, one per process; writes compat-tests/librdkafka/results.md.
 compat-librdkafka: test-deps build

@@ -1,0 +1,3 @@
+#!/usr/bin/env bash
+# confluent-kafka from PyPI: compat-tests/clients/lib/pyclient.sh runs the scenario (lib/scenario.py).
+exec "$(cd "$(dirname "$0")" && pwd)/../lib/pyclient.sh" pypi confluent-kafka confluent-kafka "$@"
