@@ -27,11 +27,11 @@ func newFranz(seed string) (client, error) {
 	return &franz{seed: seed, cl: cl, adm: kadm.NewClient(cl)}, nil
 }
 
-func (f *franz) name() string       { return "franz-go" }
-func (f *franz) modulePath() string { return "github.com/twmb/franz-go" }
-func (f *franz) codecs() []string   { return []string{"none", "gzip", "snappy", "lz4", "zstd"} }
+func (f *franz) name() string        { return "franz-go" }
+func (f *franz) modulePath() string  { return "github.com/twmb/franz-go" }
+func (f *franz) codecs() []string    { return []string{"none", "gzip", "snappy", "lz4", "zstd"} }
 func (f *franz) idempotence() string { return f.pid }
-func (f *franz) close()             { f.cl.Close() }
+func (f *franz) close()              { f.cl.Close() }
 
 func franzCodec(codec string) (kgo.CompressionCodec, error) {
 	switch codec {

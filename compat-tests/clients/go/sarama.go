@@ -49,7 +49,7 @@ func (s *saramaClient) codecs() []string   { return []string{"none", "gzip", "sn
 func (s *saramaClient) idempotence() string {
 	return "Producer.Idempotent=true (sarama fails the produce if the broker cannot give a producer id)"
 }
-func (s *saramaClient) close()             { s.admin.Close() }
+func (s *saramaClient) close() { s.admin.Close() }
 
 func (s *saramaClient) createTopic(ctx context.Context, topic string, partitions int, configs map[string]string) error {
 	cfg := map[string]*string{}

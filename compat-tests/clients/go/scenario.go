@@ -50,7 +50,7 @@ type groupInfo struct {
 type client interface {
 	name() string
 	modulePath() string
-	codecs() []string // compression codecs the client can produce, "none" first
+	codecs() []string    // compression codecs the client can produce, "none" first
 	idempotence() string // what the last produce ran with: idempotence on (producer id) or why not
 	createTopic(ctx context.Context, topic string, partitions int, configs map[string]string) error
 	// produce sends recs in batches with the codec, acks=all; returns when all are acknowledged.
