@@ -13,6 +13,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -83,10 +84,12 @@ type stepResult struct {
 }
 
 type result struct {
-	Client   string       `json:"client"`
-	Version  string       `json:"version"`
-	Language string       `json:"language"`
-	Steps    []stepResult `json:"steps"`
+	Client   string `json:"client"`
+	Version  string `json:"version"`
+	Language string `json:"language"`
+	// InstallError is null here: run-client.sh writes the install failures itself
+	InstallError *string      `json:"install_error"`
+	Steps        []stepResult `json:"steps"`
 }
 
 func moduleVersion(path string) string {
@@ -117,7 +120,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "unknown -client", *which)
 		os.Exit(2)
 	}
-	res := result{Client: *which, Language: "Go", Version: "unknown"}
+	res := result{Client: *which, Language: "Go " + strings.TrimPrefix(runtime.Version(), "go"), Version: "unknown"}
 	if err != nil {
 		res.Steps = append(res.Steps, fail("1", "create-topic", err, "client did not start"))
 		writeResult(*out, res)
