@@ -296,7 +296,7 @@ func (s *saramaClient) outOfRangeNone(ctx context.Context, topic string, offset 
 	defer c.Close()
 	pc, err := c.ConsumePartition(topic, 0, offset)
 	if err != nil {
-		return err
+		return fmt.Errorf("ConsumePartition at %d (sarama checks the offset with ListOffsets before it fetches): %w", offset, err)
 	}
 	pc.Close()
 	return nil
