@@ -1154,9 +1154,10 @@ int gr_log_clean_now(struct gr_log *log, int64_t now_ms, struct gr_clean_stats *
 }
 
 /* The log with the highest dirty ratio worth cleaning (one past max.compaction.lag.ms first). */
-static struct clean_job *pick(struct gr_store *store, int64_t now_ms)
+static struct clean_job *pick(struct gr_store *store, int64_t now_ms, bool *busy)
 {
     struct gr_log *best = NULL;
+    *busy = false;
     double best_ratio = -1;
     bool best_due = false;
     for (int i = 0; i < store->topic_count; i++) {
@@ -1165,9 +1166,11 @@ static struct clean_job *pick(struct gr_store *store, int64_t now_ms)
         for (int32_t p = 0; p < t->partition_count; p++) {
             struct gr_log *log = t->logs[p];
             int64_t fd, unc;
-            if (log->cleaning || atomic_load(&log->clean_finishes) > 0 || !dirty_bounds(log, now_ms, &fd, &unc) ||
-                fd >= unc)
+            if (log->cleaning || atomic_load(&log->clean_finishes) > 0) {
+                *busy = true; /* its last swap is still finishing: look again at the next tick */
                 continue;
+            }
+            if (!dirty_bounds(log, now_ms, &fd, &unc) || fd >= unc) continue;
             bool due;
             double r = ratio_for(log, fd, unc, &due, now_ms);
             if (!due && (r <= 0.0 || r < t->cfg.min_cleanable_ratio)) continue;
@@ -1199,9 +1202,10 @@ int gr_store_cleaner_tick(struct gr_store *store, int64_t now_ms, struct gr_clea
     }
     int64_t mono = gr_time_mono_ms();
     if (!idle || (!done && mono < c->next_pick_mono_ms)) return installed;
-    struct clean_job *job = pick(store, now_ms);
+    bool busy;
+    struct clean_job *job = pick(store, now_ms, &busy);
     if (!job) {
-        c->next_pick_mono_ms = mono + store->cfg.cleaner_backoff_ms; /* log.cleaner.backoff.ms */
+        if (!busy) c->next_pick_mono_ms = mono + store->cfg.cleaner_backoff_ms; /* log.cleaner.backoff.ms */
         return installed;
     }
     if (start_thread(store) < 0) {
