@@ -46,7 +46,7 @@ static const struct gr_tcfg_def defs[] = {
      "How long delete markers (tombstones) survive compaction, in ms.",
      SYN1("log.cleaner.delete.retention.ms", "86400000")},
     {"file.delete.delay.ms", GR_CFGT_LONG, "60000", 0, NOMAX, NULL,
-     "Wait before a deleted segment's files are removed from disk, in ms (Gregor: default only; it removes them once no reader holds them).",
+     "Wait before a deleted segment's files are removed from disk, in ms (Gregor: accepted, no effect; readers keep a deleted segment's descriptor, so its files are unlinked at once).",
      SYN1("log.segment.delete.delay.ms", "60000")},
     {"flush.messages", GR_CFGT_LONG, I64MAX_S, 1, NOMAX, NULL,
      "Records appended to a partition before it is fsynced.",
@@ -158,10 +158,8 @@ const char *gr_tcfg_unsupported(const char *key, const char *value)
         return "preallocate=true is not supported: Gregor does not preallocate segment files";
     if (strcmp(key, "segment.jitter.ms") == 0 && strcmp(value, "0") != 0)
         return "segment.jitter.ms must be 0: Gregor rolls segments without jitter";
-    if (strcmp(key, "file.delete.delay.ms") == 0 && strcmp(value, "60000") != 0)
-        return "file.delete.delay.ms cannot be changed: Gregor removes a deleted segment's files as soon as "
-               "no "
-               "reader holds them";
+    /* file.delete.delay.ms is accepted and has no effect: Kafka's delay protects readers of a deleted
+       segment, which Gregor's readers get by holding the segment's descriptor (librdkafka 0077 sets it). */
     return NULL;
 }
 

@@ -341,7 +341,7 @@ def t_alter_configs():
     # values Kafka accepts but Gregor would not enforce: refused with a message, never accepted silently
     refused = [('min.insync.replicas', '2'),
                ('remote.storage.enable', 'true'), ('preallocate', 'true'),
-               ('segment.jitter.ms', '100'), ('file.delete.delay.ms', '1000')]
+               ('segment.jitter.ms', '100')]
     for k, val in refused:
         got = alter([(TOPIC, 'adm-b', [(k, val)])], validate=True)
         if GREGOR:
@@ -352,6 +352,7 @@ def t_alter_configs():
     # values with no effect on one node without compaction or tiered storage are accepted by both
     tk.eq('AlterConfigs: inert values accepted', [(0, None)],
           alter([(TOPIC, 'adm-b', [('delete.retention.ms', '1000'), ('unclean.leader.election.enable', 'true'),
+                                   ('file.delete.delay.ms', '1000'),
                                    ('compression.zstd.level', '5'), ('local.retention.ms', '-2')])], validate=True))
     got = alter([(BROKER_RES, str(NODE), [('log.retention.ms', '5')])], validate=True)
     if GREGOR:
