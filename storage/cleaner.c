@@ -946,9 +946,13 @@ static int finish_swap(void *p)
             err = gr_sys_renameat(a->dir_fd, from, a->dir_fd, to);
         }
         if (err == 0) err = gr_dir_sync(a->dir_fd);
-        if (err < 0)
+        if (err < 0) {
+            /* The files keep their interim names until the next open completes the swap; the new segment
+               stays pinned so that its descriptor is never closed and reopened by a name that is not its. */
             GR_WARN("storage: finishing the swap of cleaned segment %" PRId64 " failed (%s); completed at next open",
                     a->new_base, strerror(-err));
+            a->pin = NULL;
+        }
     }
     if (a->pin) gr_segment_unref(a->pin);
     atomic_fetch_sub(&a->log->clean_finishes, 1);
