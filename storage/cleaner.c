@@ -60,8 +60,8 @@ struct map_slot {
 
 struct offset_map {
     struct map_slot *slots;
-    size_t cap;       /* allocated slots */
-    size_t cap_max;   /* dedupe buffer / 24 */
+    size_t cap;     /* allocated slots */
+    size_t cap_max; /* dedupe buffer / 24 */
     size_t count;
     size_t count_max; /* cap_max * 0.9 */
 };
@@ -238,7 +238,8 @@ static const struct gr_log_config *lcfg(const struct gr_log *log)
 static bool dirty_bounds(struct gr_log *log, int64_t now_ms, int64_t *first_dirty, int64_t *uncleanable)
 {
     const struct gr_log_config *cfg = lcfg(log);
-    if (log->deleted || atomic_load(&log->offline) || !cfg->compact_policy || log->seg_count < 2) return false;
+    if (log->deleted || atomic_load(&log->offline) || !cfg->compact_policy || log->seg_count < 2)
+        return false;
     int64_t fd = log->cleaner_checkpoint;
     if (fd < log->log_start_offset || fd > log->log_end_offset) fd = log->log_start_offset;
     int64_t bound = log->hwm_from_server ? log->high_watermark : atomic_load(&log->durable_offset);
@@ -304,7 +305,8 @@ static void job_free(struct clean_job *job)
 
 static int cmp_producer(const void *a, const void *b)
 {
-    int64_t x = ((const struct producer_last *)a)->producer_id, y = ((const struct producer_last *)b)->producer_id;
+    int64_t x = ((const struct producer_last *)a)->producer_id,
+            y = ((const struct producer_last *)b)->producer_id;
     return x < y ? -1 : x > y;
 }
 
@@ -313,7 +315,8 @@ static struct clean_job *job_prepare(struct gr_log *log, int64_t now_ms, bool fo
 {
     int64_t first_dirty, unc;
     /* One swap at a time per log: the next cleaning reuses the .swap names of the previous one. */
-    if (log->cleaning || atomic_load(&log->clean_finishes) > 0 || !dirty_bounds(log, now_ms, &first_dirty, &unc))
+    if (log->cleaning || atomic_load(&log->clean_finishes) > 0 ||
+        !dirty_bounds(log, now_ms, &first_dirty, &unc))
         return NULL;
     bool due = false;
     double ratio = ratio_for(log, first_dirty, unc, &due, now_ms);
@@ -353,8 +356,8 @@ static struct clean_job *job_prepare(struct gr_log *log, int64_t now_ms, bool fo
             return NULL;
         }
         gr_segment_ref(s);
-        job->segs[i] = (struct clean_seg){s, fd, s->base_offset, log->segs[i + 1]->base_offset, s->size_bytes,
-                                          s->modified_ms};
+        job->segs[i] = (struct clean_seg){
+            s, fd, s->base_offset, log->segs[i + 1]->base_offset, s->size_bytes, s->modified_ms};
         job->nsegs = i + 1;
     }
     size_t cursor = 0;
@@ -426,7 +429,8 @@ static int scan_segment(struct clean_job *job, const struct clean_seg *cs, batch
         while (rc == 0 && off + GR_BATCH_HEADER_BYTES <= (size_t)got) {
             const uint8_t *b = buf + off;
             int64_t total = gr_batch_total_bytes(b);
-            if (gr_batch_magic(b) != 2 || total < GR_BATCH_HEADER_BYTES || pos + (int64_t)off + total > cs->size_bytes) {
+            if (gr_batch_magic(b) != 2 || total < GR_BATCH_HEADER_BYTES ||
+                pos + (int64_t)off + total > cs->size_bytes) {
                 rc = -EIO;
                 break;
             }
@@ -570,10 +574,10 @@ static int encode_record(struct growbuf *g, const struct gr_record *rec, int64_t
 struct writer {
     struct gr_segment *seg; /* in-memory indexes and counters of the new segment */
     int fd;
-    int64_t file_pos;      /* bytes written to the file */
-    struct growbuf out;    /* batches not yet written */
-    struct growbuf recs;   /* scratch: retained records of one batch */
-    int64_t group_end;     /* the group's end offset: its last batch is kept */
+    int64_t file_pos;    /* bytes written to the file */
+    struct growbuf out;  /* batches not yet written */
+    struct growbuf recs; /* scratch: retained records of one batch */
+    int64_t group_end;   /* the group's end offset: its last batch is kept */
 };
 
 static int writer_flush(struct clean_job *job, struct writer *w)
@@ -758,8 +762,8 @@ static int write_index_files(struct clean_job *job, struct gr_segment *seg)
         if (!n) return -ENOMEM;
         seg->tidx = n;
         seg->tidx_cap = seg->tidx_count + 1;
-        seg->tidx[seg->tidx_count++] =
-            (struct gr_time_entry){seg->max_timestamp_ms, (int32_t)(seg->max_timestamp_offset - seg->base_offset)};
+        seg->tidx[seg->tidx_count++] = (struct gr_time_entry){
+            seg->max_timestamp_ms, (int32_t)(seg->max_timestamp_offset - seg->base_offset)};
     }
     size_t n1 = (size_t)seg->idx_count * 8, n2 = (size_t)seg->tidx_count * 12;
     uint8_t *buf = malloc(n1 + n2 + 1);
@@ -949,7 +953,8 @@ static int finish_swap(void *p)
         if (err < 0) {
             /* The files keep their interim names until the next open completes the swap; the new segment
                stays pinned so that its descriptor is never closed and reopened by a name that is not its. */
-            GR_WARN("storage: finishing the swap of cleaned segment %" PRId64 " failed (%s); completed at next open",
+            GR_WARN("storage: finishing the swap of cleaned segment %" PRId64
+                    " failed (%s); completed at next open",
                     a->new_base, strerror(-err));
             a->pin = NULL;
         }
@@ -1011,7 +1016,8 @@ static void write_checkpoint(struct gr_store *store)
         if (!t->cfg.compact_policy) continue;
         for (int32_t p = 0; p < t->partition_count; p++) {
             struct gr_log *l = t->logs[p];
-            int64_t v = l->cleaner_checkpoint > l->log_start_offset ? l->cleaner_checkpoint : l->log_start_offset;
+            int64_t v =
+                l->cleaner_checkpoint > l->log_start_offset ? l->cleaner_checkpoint : l->log_start_offset;
             n += (size_t)snprintf(buf + n, cap - n, "%s %d %" PRId64 "\n", t->name, p, v);
         }
     }
@@ -1042,8 +1048,8 @@ static int job_apply(struct clean_job *job, int64_t now_ms)
         if (at < 0) {
             /* The group changed meanwhile: drop the replacement (its files go in FIFO order after any unlink
                retention queued for the old segments). */
-            GR_INFO("storage: %s: cleaned segment %" PRId64 " discarded: the log changed meanwhile", log->dir_name,
-                    job->segs[g->first].base);
+            GR_INFO("storage: %s: cleaned segment %" PRId64 " discarded: the log changed meanwhile",
+                    log->dir_name, job->segs[g->first].base);
             struct gr_segment *out = g->out;
             out->deleted = true;
             g->out = out;

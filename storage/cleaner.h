@@ -50,10 +50,10 @@ struct gr_clean_stats {
     int64_t bytes_written;      /* bytes of their replacements */
     int64_t records_read;
     int64_t records_kept;
-    int64_t keys_mapped;    /* entries in the key map */
-    int32_t segments_in;    /* segments replaced */
-    int32_t segments_out;   /* segments written */
-    int64_t duration_ms;    /* map + rewrite + fsyncs (cleaner thread) */
+    int64_t keys_mapped;  /* entries in the key map */
+    int32_t segments_in;  /* segments replaced */
+    int32_t segments_out; /* segments written */
+    int64_t duration_ms;  /* map + rewrite + fsyncs (cleaner thread) */
     double dirty_ratio_before;
     double dirty_ratio_after;
 };

@@ -36,7 +36,7 @@ struct model {
 
 struct rec_seen {
     int64_t offset;
-    int key; /* -1 keyless */
+    int key;       /* -1 keyless */
     int64_t value; /* -2 tombstone */
 };
 
@@ -84,9 +84,15 @@ static void append_sentinel(struct gr_log *log, struct model *m, int64_t ts)
 {
     static char big[3000];
     memset(big, 's', sizeof(big));
-    struct gr_record_in r = {.timestamp = ts, .key = {(const uint8_t *)"zzzz", 4}, .value = {(const uint8_t *)big, (int32_t)sizeof(big)}};
-    struct gr_batch_params bp = {.partition_leader_epoch = -1, .codec = GR_CODEC_NONE, .log_append_time = -1,
-                                 .producer_id = -1, .producer_epoch = -1, .base_sequence = -1};
+    struct gr_record_in r = {.timestamp = ts,
+                             .key = {(const uint8_t *)"zzzz", 4},
+                             .value = {(const uint8_t *)big, (int32_t)sizeof(big)}};
+    struct gr_batch_params bp = {.partition_leader_epoch = -1,
+                                 .codec = GR_CODEC_NONE,
+                                 .log_append_time = -1,
+                                 .producer_id = -1,
+                                 .producer_epoch = -1,
+                                 .base_sequence = -1};
     uint8_t *b;
     size_t len;
     assert_int_equal(gr_batch_build(&bp, &r, 1, &b, &len), 0);
@@ -171,10 +177,13 @@ static void check_against_model(struct gr_log *log, const struct model *m, bool 
     }
     for (int k = 0; k < NKEYS; k++) {
         if (m->latest[k] == -2) {
-            if (exact) assert_int_equal(times[k], 0);
-            else assert_true(last[k] == -2 || last[k] == -1);
+            if (exact)
+                assert_int_equal(times[k], 0);
+            else
+                assert_true(last[k] == -2 || last[k] == -1);
         } else if (m->latest[k] >= 0) {
-            if (last[k] != m->latest[k]) fail_msg("key %d: read %lld, model %lld", k, (long long)last[k], (long long)m->latest[k]);
+            if (last[k] != m->latest[k])
+                fail_msg("key %d: read %lld, model %lld", k, (long long)last[k], (long long)m->latest[k]);
             if (exact) assert_int_equal(times[k], 1);
         } else {
             assert_int_equal(times[k], 0);
@@ -222,7 +231,8 @@ static int teardown(void **state)
     return 0;
 }
 
-static const enum gr_codec codecs[] = {GR_CODEC_NONE, GR_CODEC_GZIP, GR_CODEC_SNAPPY, GR_CODEC_LZ4, GR_CODEC_ZSTD};
+static const enum gr_codec codecs[] = {GR_CODEC_NONE, GR_CODEC_GZIP, GR_CODEC_SNAPPY, GR_CODEC_LZ4,
+                                       GR_CODEC_ZSTD};
 
 static void fill(struct fx *f, struct model *m, int batches, int64_t ts)
 {
@@ -252,7 +262,7 @@ static void test_random_streams_against_model(void **state)
     }
     append_sentinel(f->log, &m, now);
     gr_log_set_high_watermark(f->log, gr_log_end_offset(f->log));
-    assert_int_equal(gr_log_clean_now(f->log, now, NULL), 0);      /* stamps horizons on new tombstones */
+    assert_int_equal(gr_log_clean_now(f->log, now, NULL), 0);        /* stamps horizons on new tombstones */
     assert_int_equal(gr_log_clean_now(f->log, now + 5000, NULL), 0); /* every horizon passed */
     check_against_model(f->log, &m, true);
     assert_true(gr_log_dirty_ratio(f->log, now + 5000) < 0.01);
@@ -330,9 +340,13 @@ static void test_producer_last_batch_kept_empty(void **state)
         snprintf(key, sizeof(key), "k%03d", k);
         int vl = snprintf(val, sizeof(val), "v%lld", (long long)++m.seq);
         m.latest[k] = m.seq;
-        struct gr_record_in r = {.timestamp = T0, .key = {(const uint8_t *)key, 4}, .value = {(const uint8_t *)val, vl}};
-        struct gr_batch_params bp = {.partition_leader_epoch = -1, .log_append_time = -1, .producer_id = -1,
-                                     .producer_epoch = -1, .base_sequence = -1};
+        struct gr_record_in r = {
+            .timestamp = T0, .key = {(const uint8_t *)key, 4}, .value = {(const uint8_t *)val, vl}};
+        struct gr_batch_params bp = {.partition_leader_epoch = -1,
+                                     .log_append_time = -1,
+                                     .producer_id = -1,
+                                     .producer_epoch = -1,
+                                     .base_sequence = -1};
         uint8_t *b;
         size_t len;
         assert_int_equal(gr_batch_build(&bp, &r, 1, &b, &len), 0);
@@ -458,12 +472,12 @@ static void test_metrics(void **state)
     int64_t t0 = gr_time_mono_ms();
     assert_int_equal(gr_log_clean_now(log, T0, &st), 0);
     int64_t ms = gr_time_mono_ms() - t0;
-    print_message("cleaning: %d segments %lld bytes -> %d segments %lld bytes, %lld/%lld records kept, %lld ms "
-                  "(%.1f MB/s read), dirty ratio %.3f -> %.3f\n",
-                  st.segments_in, (long long)st.bytes_read, st.segments_out, (long long)st.bytes_written,
-                  (long long)st.records_kept, (long long)st.records_read, (long long)ms,
-                  ms ? (double)st.bytes_read / (double)ms / 1000.0 : 0.0, st.dirty_ratio_before,
-                  st.dirty_ratio_after);
+    print_message(
+        "cleaning: %d segments %lld bytes -> %d segments %lld bytes, %lld/%lld records kept, %lld ms "
+        "(%.1f MB/s read), dirty ratio %.3f -> %.3f\n",
+        st.segments_in, (long long)st.bytes_read, st.segments_out, (long long)st.bytes_written,
+        (long long)st.records_kept, (long long)st.records_read, (long long)ms,
+        ms ? (double)st.bytes_read / (double)ms / 1000.0 : 0.0, st.dirty_ratio_before, st.dirty_ratio_after);
     assert_true(st.dirty_ratio_before > 0.9);
     assert_true(st.dirty_ratio_after < 0.1);
     assert_true(st.bytes_written < st.bytes_read / 10);
@@ -549,7 +563,9 @@ static void crash_check(const char *dir, const struct model *m, int64_t leo, lon
     int err = gr_store_open(&cfg, &store);
     if (err) fail_msg("crash at I/O %ld: reopen failed (%d)", point, err);
     struct gr_log *log = gr_topic_log(gr_store_topic_find(store, "c", 1), 0);
-    if (gr_log_end_offset(log) != leo) fail_msg("crash at I/O %ld: log end %lld, want %lld", point, (long long)gr_log_end_offset(log), (long long)leo);
+    if (gr_log_end_offset(log) != leo)
+        fail_msg("crash at I/O %ld: log end %lld, want %lld", point, (long long)gr_log_end_offset(log),
+                 (long long)leo);
     check_against_model(log, m, false);
     /* No leftovers of the swap. */
     char pdir[128];
