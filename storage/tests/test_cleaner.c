@@ -483,6 +483,37 @@ static void test_metrics(void **state)
     assert_true(st.bytes_written < st.bytes_read / 10);
 }
 
+/* log.cleaner.io.max.bytes.per.second bounds the cleaner's reads + writes. */
+static void test_io_rate_bounded(void **state)
+{
+    struct fx *f = *state;
+    struct model m;
+    memset(&m, 0xff, sizeof(m));
+    m.seq = 0;
+    const char *k[] = {"cleanup.policy", "segment.bytes"};
+    const char *v[] = {"compact", "1048576"};
+    struct gr_topic *t;
+    assert_int_equal(gr_store_topic_create(f->store, "rate", 1, k, v, 2, &t), 0);
+    struct gr_log *log = gr_topic_log(t, 0);
+    for (int i = 0; i < 8000; i++)
+        append_random(log, &m, 16, GR_CODEC_NONE, T0 + i, -1, 0);
+    append_sentinel(log, &m, T0);
+    gr_log_set_high_watermark(log, gr_log_end_offset(log));
+    f->store->cfg.cleaner_io_bytes_per_second = 4e6; /* about 2.4 MB to read: >= 0.6 s */
+    struct gr_clean_stats st;
+    int64_t t0 = gr_time_mono_ms();
+    assert_int_equal(gr_log_clean_now(log, T0, &st), 0);
+    int64_t ms = gr_time_mono_ms() - t0;
+    double floor_ms =
+        (double)(2 * st.bytes_read + st.bytes_written) * 1000.0 / 4e6; /* map pass + copy pass */
+    print_message(
+        "rate-limited cleaning: %lld bytes read twice, %lld written in %lld ms (floor %.0f ms at 4 MB/s)\n",
+        (long long)st.bytes_read, (long long)st.bytes_written, (long long)ms, floor_ms);
+    assert_true(st.bytes_read > 1500000);
+    assert_true((double)ms >= floor_ms * 0.9);
+    check_against_model(log, &m, false);
+}
+
 /* A dedupe buffer too small for the dirty section: the cleaning stops where the map filled and the next
    ones finish the job. */
 static void test_small_dedupe_buffer(void **state)
@@ -637,6 +668,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_reader_never_goes_backwards, setup, teardown),
         cmocka_unit_test_setup_teardown(test_small_dedupe_buffer, setup, teardown),
         cmocka_unit_test_setup_teardown(test_metrics, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_io_rate_bounded, setup, teardown),
         cmocka_unit_test(test_crash_at_every_step),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
