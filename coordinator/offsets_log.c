@@ -1,6 +1,7 @@
 /*
  * offsets_log.c: __consumer_offsets on the segment store: create/find, append as RecordBatch v2, replay,
- * durability checks and the bounded rewrite (see offsets_log.h for the rules).
+ * durability checks (see offsets_log.h for the rules). Its size is bounded by log compaction
+ * (storage/cleaner.c), as in Kafka.
  */
 #include "coordinator/offsets_log.h"
 
@@ -13,17 +14,11 @@
 #include "common/log.h"
 #include "protocol/record_batch.h"
 
-struct rewrite {
-    bool active;
-    int64_t start_offset; /* where the copy begins: the new log start offset */
-    int64_t end_offset;   /* durable from here on */
-};
 
 struct gr_offsets_log {
     struct gr_store *store;
     struct gr_topic *topic;
     int32_t partitions;
-    struct rewrite *rewrites;
 };
 
 int gr_offsets_log_open(struct gr_store *store, int32_t partitions, struct gr_offsets_log **out)
@@ -46,11 +41,6 @@ int gr_offsets_log_open(struct gr_store *store, int32_t partitions, struct gr_of
     ol->store = store;
     ol->topic = t;
     ol->partitions = gr_topic_partition_count(t);
-    ol->rewrites = calloc((size_t)ol->partitions, sizeof *ol->rewrites);
-    if (!ol->rewrites) {
-        free(ol);
-        return -ENOMEM;
-    }
     *out = ol;
     return 0;
 }
@@ -58,7 +48,6 @@ int gr_offsets_log_open(struct gr_store *store, int32_t partitions, struct gr_of
 void gr_offsets_log_close(struct gr_offsets_log *ol)
 {
     if (!ol) return;
-    free(ol->rewrites);
     free(ol);
 }
 
@@ -198,75 +187,4 @@ int64_t gr_offsets_log_load(struct gr_offsets_log *ol, struct gr_coordinator *c)
     }
     gr_coord_load_done(c);
     return count;
-}
-
-/* ---- bounded rewrite ---- */
-
-struct snap {
-    struct gr_coord_record *recs;
-    int count, cap;
-};
-
-static int snap_emit(void *ctx, const struct gr_coord_record *rec)
-{
-    struct snap *s = ctx;
-    if (s->count == s->cap) {
-        int cap = s->cap ? 2 * s->cap : 256;
-        struct gr_coord_record *r = realloc(s->recs, (size_t)cap * sizeof *r);
-        if (!r) return -ENOMEM;
-        s->recs = r;
-        s->cap = cap;
-    }
-    struct gr_coord_record *d = &s->recs[s->count];
-    d->key = malloc(rec->key_len);
-    d->value = rec->value ? malloc(rec->value_len ? rec->value_len : 1) : NULL;
-    if (!d->key || (rec->value && !d->value)) {
-        free(d->key);
-        free(d->value);
-        return -ENOMEM;
-    }
-    memcpy(d->key, rec->key, rec->key_len);
-    d->key_len = rec->key_len;
-    if (rec->value) memcpy(d->value, rec->value, rec->value_len);
-    d->value_len = rec->value_len;
-    s->count++;
-    return 0;
-}
-
-int gr_offsets_log_maintain(struct gr_offsets_log *ol, struct gr_coordinator *c, int64_t min_records, int64_t wall_ms)
-{
-    int started = 0;
-    for (int32_t p = 0; p < ol->partitions; p++) {
-        struct gr_log *log = gr_topic_log(ol->topic, p);
-        struct rewrite *rw = &ol->rewrites[p];
-        if (gr_log_offline(log)) continue;
-        if (rw->active) {
-            if (gr_log_durable_offset(log) < rw->end_offset) continue;
-            int rc = gr_log_delete_records(log, rw->start_offset);
-            if (rc) GR_WARN("%s-%d: moving the log start offset to %lld failed: %s", GR_OFFSETS_TOPIC, p,
-                            (long long)rw->start_offset, strerror(-rc));
-            else GR_INFO("%s-%d: rewritten, log start offset now %lld", GR_OFFSETS_TOPIC, p, (long long)rw->start_offset);
-            rw->active = false;
-            continue;
-        }
-        int64_t span = gr_log_end_offset(log) - gr_log_start_offset(log);
-        int64_t live = gr_coord_live_records(c, p);
-        if (span <= min_records || span <= 2 * live) continue;
-        struct snap s = {0};
-        int rc = gr_coord_snapshot_partition(c, p, snap_emit, &s);
-        int64_t start = gr_log_end_offset(log), end = start;
-        if (!rc && s.count) rc = gr_offsets_log_append(ol, p, s.recs, s.count, wall_ms, &end);
-        gr_coord_records_free(s.recs, s.count);
-        free(s.recs);
-        if (rc) {
-            GR_WARN("%s-%d: rewrite failed: %s", GR_OFFSETS_TOPIC, p, strerror(-rc));
-            continue;
-        }
-        gr_log_flush_async(log);
-        *rw = (struct rewrite){true, start, end};
-        started++;
-        GR_INFO("%s-%d: rewriting %lld live records (%lld records since the log start offset)", GR_OFFSETS_TOPIC, p,
-                (long long)live, (long long)span);
-    }
-    return started;
 }

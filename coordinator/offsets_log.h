@@ -6,12 +6,9 @@
  * offsets.topic.num.partitions partitions, cleanup.policy=compact (which also keeps time retention away
  * from it) and Kafka's offsets.topic.segment.bytes (100 MiB); an existing topic keeps its partition count.
  *
- * Bounded size until log compaction exists: gr_offsets_log_maintain rewrites a partition whose records
- * since its log start offset exceed both a floor and twice its live keys: the latest value of every live
- * key (gr_coord_snapshot_partition) is appended again, and once that copy is durable the log start offset
- * moves to where it began (gr_log_delete_records), so replay skips everything older and whole old segments
- * are deleted. A crash at any point leaves a log whose replay gives the same state (the copy repeats the
- * latest values; tombstoned keys are simply absent from it).
+ * Bounded size by log compaction (storage/cleaner.c, as in Kafka): the store's cleaner keeps the latest
+ * record per key and drops tombstones after delete.retention.ms; replay reads what is left (offset gaps
+ * included) and gives the same state.
  *
  * Threading: the server's network thread only (as storage/log.h).
  * Read next: coordinator/coordinator.h, server/handlers/join_group.c (the server binding).
@@ -30,8 +27,6 @@
 #define GR_OFFSETS_SEGMENT_BYTES 104857600
 /* Bytes of records per batch before a write is split (below the 1 MiB message.max.bytes default). */
 #define GR_OFFSETS_BATCH_BYTES_MAX (512 * 1024)
-/* A partition is rewritten only above this many records since its log start offset. */
-#define GR_OFFSETS_REWRITE_RECORDS_MIN 50000
 
 struct gr_offsets_log;
 
@@ -60,9 +55,5 @@ int gr_offsets_log_append(struct gr_offsets_log *ol, int32_t partition, const st
  * partition went offline (the write will never be durable). */
 int gr_offsets_log_durable(struct gr_offsets_log *ol, int32_t partition, int64_t end_offset);
 
-/* Finishes pending rewrites whose copy became durable and starts new ones for partitions with more than
- * max(`min_records`, 2 * live keys) records since their log start offset. Returns the number of rewrites
- * started. Call periodically (the server does every few seconds). */
-int gr_offsets_log_maintain(struct gr_offsets_log *ol, struct gr_coordinator *c, int64_t min_records, int64_t wall_ms);
 
 #endif

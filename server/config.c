@@ -43,7 +43,15 @@ static const struct gr_config_def defs[] = {
     {"log.index.size.max.bytes", GR_CFG_INT, "10485760", 4, INT32_MAX, "Maximum size of an offset index, in bytes."},
     {"log.flush.interval.messages", GR_CFG_LONG, "9223372036854775807", 1, INT64_MAX, "Messages appended before a flush."},
     {"log.flush.interval.ms", GR_CFG_LONG, NULL, 0, INT64_MAX, "Maximum time data stays unflushed (ms)."},
-    {"log.cleanup.policy", GR_CFG_LIST, "delete", 0, 0, "Default cleanup policy (compaction is not built yet)."},
+    {"log.cleanup.policy", GR_CFG_LIST, "delete", 0, 0, "Default cleanup policy: delete, compact, or compact,delete."},
+    {"log.cleaner.enable", GR_CFG_BOOLEAN, "true", 0, 0, "Whether the log cleaner (compaction) runs."},
+    {"log.cleaner.dedupe.buffer.size", GR_CFG_LONG, "134217728", 24, INT64_MAX, "Memory of the cleaner's key map, in bytes (24 per key)."},
+    {"log.cleaner.io.max.bytes.per.second", GR_CFG_DOUBLE, "1.7976931348623157E308", 0, 0, "Cleaner read+write rate limit, in bytes per second."},
+    {"log.cleaner.backoff.ms", GR_CFG_LONG, "15000", 0, INT64_MAX, "Sleep of the cleaner when no log needs cleaning (ms)."},
+    {"log.cleaner.delete.retention.ms", GR_CFG_LONG, "86400000", 0, INT64_MAX, "How long tombstones survive compaction (ms)."},
+    {"log.cleaner.min.cleanable.ratio", GR_CFG_DOUBLE, "0.5", 0, 0, "Dirty share of a log that triggers its compaction."},
+    {"log.cleaner.min.compaction.lag.ms", GR_CFG_LONG, "0", 0, INT64_MAX, "Shortest time a record stays uncompacted (ms)."},
+    {"log.cleaner.max.compaction.lag.ms", GR_CFG_LONG, "9223372036854775807", 1, INT64_MAX, "Longest time a record may stay uncompacted (ms)."},
     {"log.message.timestamp.type", GR_CFG_STRING, "CreateTime", 0, 0, "CreateTime or LogAppendTime."},
     {"log.message.timestamp.before.max.ms", GR_CFG_LONG, "9223372036854775807", 0, INT64_MAX, "Largest allowed age of a record timestamp (ms)."},
     {"log.message.timestamp.after.max.ms", GR_CFG_LONG, "3600000", 0, INT64_MAX, "Largest allowed lead of a record timestamp over the broker clock (ms)."},
@@ -157,9 +165,19 @@ static int validate(const struct gr_config_def *d, const char *value)
             fprintf(stderr, "config: gregor.log.level must be DEBUG, INFO, WARN or ERROR, got '%s'\n", value);
             return -1;
         }
-        if (strcmp(d->name, "log.cleanup.policy") == 0 && strcmp(value, "delete")) {
-            fprintf(stderr, "config: log.cleanup.policy=%s is not supported yet (only delete)\n", value);
+        if (strcmp(d->name, "log.cleanup.policy") == 0 && strcmp(value, "delete") && strcmp(value, "compact") &&
+            strcmp(value, "compact,delete") && strcmp(value, "delete,compact")) {
+            fprintf(stderr, "config: log.cleanup.policy must be delete, compact or compact,delete, got '%s'\n", value);
             return -1;
+        }
+        if (d->type == GR_CFG_DOUBLE) {
+            char *end;
+            errno = 0;
+            double x = strtod(value, &end);
+            if (errno || end == value || *end || x < 0) {
+                fprintf(stderr, "config: %s must be a non-negative number, got '%s'\n", d->name, value);
+                return -1;
+            }
         }
         return 0;
     }

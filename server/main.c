@@ -19,6 +19,7 @@
 #include "common/log.h"
 #include "common/time.h"
 #include "server/broker.h"
+#include "storage/cleaner.h"
 #include "server/handlers/handlers.h"
 
 #ifndef GREGOR_VERSION
@@ -70,6 +71,7 @@ static void housekeeping_cb(struct ev_loop *loop, ev_timer *w, int revents)
         b->last_producer_expiry_ms = now;
         expire_producers(b);
     }
+    gr_store_cleaner_tick(b->store, gr_time_wall_ms(), NULL); /* compaction: installs / hands out work */
     /* checkpoints every log.flush.offset.checkpoint.interval.ms (Kafka's default, 60 s) */
     if (now - b->last_checkpoint_ms >= 60000) {
         b->last_checkpoint_ms = now;
@@ -182,6 +184,15 @@ int main(int argc, char **argv)
                                                                                : INT64_MAX;
     sc.max_message_bytes = (int32_t)gr_config_int(&b->cfg, "message.max.bytes");
     sc.flusher_threads = (int)gr_config_int(&b->cfg, "gregor.flusher.threads");
+    sc.cleaner_enable = gr_config_bool(&b->cfg, "log.cleaner.enable");
+    sc.cleaner_dedupe_buffer_bytes = gr_config_int(&b->cfg, "log.cleaner.dedupe.buffer.size");
+    sc.cleaner_io_bytes_per_second = strtod(gr_config_str(&b->cfg, "log.cleaner.io.max.bytes.per.second"), NULL);
+    if (sc.cleaner_io_bytes_per_second >= 1e300) sc.cleaner_io_bytes_per_second = 0; /* Kafka's default: unlimited */
+    sc.cleaner_backoff_ms = gr_config_int(&b->cfg, "log.cleaner.backoff.ms");
+    sc.delete_retention_ms = gr_config_int(&b->cfg, "log.cleaner.delete.retention.ms");
+    sc.min_cleanable_ratio = strtod(gr_config_str(&b->cfg, "log.cleaner.min.cleanable.ratio"), NULL);
+    sc.min_compaction_lag_ms = gr_config_int(&b->cfg, "log.cleaner.min.compaction.lag.ms");
+    sc.max_compaction_lag_ms = gr_config_int(&b->cfg, "log.cleaner.max.compaction.lag.ms");
     sc.node_id = b->node_id;
     sc.on_flushed = gr_broker_on_flushed;
     sc.on_flushed_ctx = b;

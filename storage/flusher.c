@@ -88,6 +88,10 @@ int gr_job_run(struct gr_job *job)
     case GR_JOB_RMTREE:
         rmtree(job->dir_fd, job->names[0]);
         break;
+    case GR_JOB_CALL:
+        err = job->fn(job->arg);
+        job->arg = NULL;
+        break;
     }
     return err;
 }

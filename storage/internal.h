@@ -80,6 +80,12 @@ struct gr_log_config {
     int64_t flush_messages;
     int64_t flush_ms;
     bool delete_policy; /* cleanup.policy contains "delete" */
+    /* Compaction (storage/cleaner.c); Kafka's topic configs of the same names. */
+    bool compact_policy;           /* cleanup.policy contains "compact" */
+    int64_t delete_retention_ms;   /* delete.retention.ms, default 86400000 */
+    double min_cleanable_ratio;    /* min.cleanable.dirty.ratio, default 0.5 */
+    int64_t min_compaction_lag_ms; /* min.compaction.lag.ms, default 0 */
+    int64_t max_compaction_lag_ms; /* max.compaction.lag.ms, default INT64_MAX */
 };
 
 struct gr_log {
@@ -107,6 +113,9 @@ struct gr_log {
     atomic_bool on_timed_list; /* [store flusher mu] written; read unlocked as a hint */
     int64_t flush_deadline_mono_ms;
     struct gr_log *timed_next;
+    int64_t cleaner_checkpoint; /* first dirty offset (cleaner-offset-checkpoint), -1 none; cleaner.c */
+    bool cleaning;              /* a clean job holds segments of this log; cleaner.c */
+    atomic_int clean_finishes;  /* swaps of this log still to be finished by the housekeeping thread */
 
     pthread_mutex_t mu;
     _Atomic int64_t durable_offset; /* [mu] written; atomic for unlocked reads */
@@ -133,7 +142,7 @@ struct gr_topic {
     bool deleted;
 };
 
-enum gr_job_type { GR_JOB_WRITE_FILE, GR_JOB_UNLINK, GR_JOB_RMTREE };
+enum gr_job_type { GR_JOB_WRITE_FILE, GR_JOB_UNLINK, GR_JOB_RMTREE, GR_JOB_CALL };
 
 /* Housekeeping work run in FIFO order on flusher thread 0 (flushes run on any flusher thread). */
 struct gr_job {
@@ -149,6 +158,9 @@ struct gr_job {
     bool wait;     /* a caller waits for it: the thread marks it finished instead of freeing it */
     bool finished; /* [fl.mu] */
     int result;    /* [fl.mu] 0 or -errno */
+    /* GR_JOB_CALL: fn(arg) runs on the housekeeping thread and owns arg (frees it). */
+    int (*fn)(void *arg);
+    void *arg;
 };
 
 struct gr_flusher {
@@ -180,6 +192,7 @@ struct gr_store {
     struct gr_segment *lru_head, *lru_tail; /* most recently used first */
     int32_t lru_count;
     bool ls_checkpoint_dirty;
+    struct gr_cleaner *cleaner; /* log compaction (storage/cleaner.c), NULL until first used */
 };
 
 /* --- segment.c --- */

@@ -27,6 +27,7 @@
 #include "common/time.h"
 #include "protocol/crc32c.h"
 #include "protocol/record_batch.h"
+#include "storage/cleaner.h"
 #include "storage/internal.h"
 #include "storage/sys.h"
 
@@ -1349,6 +1350,7 @@ int gr_log_load(struct gr_store *store, struct gr_topic *topic, int32_t partitio
     int64_t *bases = NULL;
     int nb = 0;
     int err = open_dir(log);
+    if (err == 0) err = gr_cleaner_recover_dir(log->dir_fd, log->dir_name); /* half-done compaction swaps */
     if (err == 0) err = list_dir(log, &bases, &nb);
     if (err == 0) err = open_segments(log, bases, nb, ckpt_log_start);
     free(bases);

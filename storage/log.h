@@ -20,7 +20,9 @@
  * deleted). Producer state is rebuilt from the last snapshot plus the batches after it.
  *
  * Threading: all functions run on the network thread; a per-log mutex guards only what the flushers share
- * (durable offset, offline flag, the list of segments awaiting fdatasync).
+ * (durable offset, offline flag, the list of segments awaiting fdatasync). Compaction (storage/cleaner.h)
+ * reads sealed segments on its own thread through descriptors its segment references pin, and changes the
+ * segment list only on the network thread.
  *
  * Read next: storage/segment.c (files and indexes), storage/producer_state.h, storage/format.md.
  */

@@ -558,8 +558,8 @@ int gr_segment_recover(struct gr_segment *seg, const struct gr_log_config *cfg, 
             *why = "magic is not 2";
             break;
         }
-        if (gr_batch_base_offset(hdr) != expected) {
-            *why = "base offset not contiguous";
+        if (gr_batch_base_offset(hdr) < expected) { /* compaction leaves gaps: only order is required */
+            *why = "base offset below the previous batch's end";
             break;
         }
         if (gr_batch_last_offset_delta(hdr) < 0 || gr_batch_last_offset(hdr) - seg->base_offset > INT32_MAX) {

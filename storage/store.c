@@ -36,6 +36,7 @@
 #include "common/limits.h"
 #include "common/log.h"
 #include "common/time.h"
+#include "storage/cleaner.h"
 #include "storage/internal.h"
 #include "storage/sys.h"
 
@@ -62,6 +63,14 @@ void gr_store_config_defaults(struct gr_store_config *cfg)
     cfg->flusher_threads = 2;
     cfg->node_id = 1;
     cfg->open_segment_fds_max = 1024;
+    cfg->delete_retention_ms = DAY_MS;
+    cfg->min_cleanable_ratio = 0.5;
+    cfg->min_compaction_lag_ms = 0;
+    cfg->max_compaction_lag_ms = INT64_MAX;
+    cfg->cleaner_dedupe_buffer_bytes = 134217728;
+    cfg->cleaner_io_bytes_per_second = 0;
+    cfg->cleaner_enable = true;
+    cfg->cleaner_backoff_ms = 15000;
 }
 
 const char *gr_store_cluster_id(const struct gr_store *store)
@@ -204,8 +213,8 @@ static int config_apply(struct gr_log_config *cfg, const char *key, const char *
         if (parse_long(value, 0, INT64_MAX, &v) < 0) return -EINVAL;
         cfg->flush_ms = v;
     } else if (strcmp(key, "cleanup.policy") == 0) {
-        /* A comma-separated list of "delete" and "compact" (compaction itself is not implemented). */
-        bool del = false;
+        /* A comma-separated list of "delete" and "compact" (compaction: storage/cleaner.c). */
+        bool del = false, compact = false;
         const char *p = value;
         while (*p) {
             while (*p == ' ')
@@ -216,12 +225,30 @@ static int config_apply(struct gr_log_config *cfg, const char *key, const char *
                 m--;
             if (m == 6 && strncmp(p, "delete", 6) == 0)
                 del = true;
-            else if (!(m == 7 && strncmp(p, "compact", 7) == 0))
+            else if (m == 7 && strncmp(p, "compact", 7) == 0)
+                compact = true;
+            else
                 return -EINVAL;
             p += n;
             if (*p == ',') p++;
         }
         cfg->delete_policy = del;
+        cfg->compact_policy = compact;
+    } else if (strcmp(key, "delete.retention.ms") == 0) {
+        if (parse_long(value, 0, INT64_MAX, &v) < 0) return -EINVAL;
+        cfg->delete_retention_ms = v;
+    } else if (strcmp(key, "min.compaction.lag.ms") == 0) {
+        if (parse_long(value, 0, INT64_MAX, &v) < 0) return -EINVAL;
+        cfg->min_compaction_lag_ms = v;
+    } else if (strcmp(key, "max.compaction.lag.ms") == 0) {
+        if (parse_long(value, 1, INT64_MAX, &v) < 0) return -EINVAL;
+        cfg->max_compaction_lag_ms = v;
+    } else if (strcmp(key, "min.cleanable.dirty.ratio") == 0) {
+        char *end;
+        errno = 0;
+        double d = strtod(value, &end);
+        if (errno || end == value || *end || !(d >= 0.0 && d <= 1.0)) return -EINVAL;
+        cfg->min_cleanable_ratio = d;
     } else if (strcmp(key, "message.timestamp.type") == 0) {
         if (strcmp(value, "CreateTime") != 0 && strcmp(value, "LogAppendTime") != 0) return -EINVAL;
     }
@@ -240,6 +267,11 @@ static void store_defaults_cfg(const struct gr_store_config *sc, struct gr_log_c
     cfg->flush_messages = sc->flush_interval_messages;
     cfg->flush_ms = sc->flush_interval_ms;
     cfg->delete_policy = true;
+    cfg->compact_policy = false;
+    cfg->delete_retention_ms = sc->delete_retention_ms;
+    cfg->min_cleanable_ratio = sc->min_cleanable_ratio;
+    cfg->min_compaction_lag_ms = sc->min_compaction_lag_ms;
+    cfg->max_compaction_lag_ms = sc->max_compaction_lag_ms;
 }
 
 /* Validates a config set and computes the effective config it gives. */
@@ -800,6 +832,7 @@ int gr_store_open(const struct gr_store_config *cfg, struct gr_store **out)
         goto fail;
     if ((err = load_topics(store)) < 0 || (err = scan_root(store, &pending, &npending)) < 0) goto fail;
     if ((err = load_logs(store, clean)) < 0) goto fail;
+    gr_cleaner_load_checkpoint(store);
     if (clean) {
         /* From here on a crash must trigger recovery again. */
         if ((err = gr_sys_unlinkat(store->root_fd, CLEAN_MARKER, 0)) < 0 ||
@@ -834,6 +867,7 @@ void gr_store_quiesce(struct gr_store *store)
 void gr_store_close(struct gr_store *store)
 {
     if (!store) return;
+    gr_cleaner_stop(store); /* before the flushers: its last swap finishes on the housekeeping thread */
     gr_flusher_stop(store);
     bool clean = true;
     for (int i = 0; i < store->topic_count; i++) {

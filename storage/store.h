@@ -54,6 +54,17 @@ struct gr_store_config {             /* Kafka config names in comments */
     /* Additions beyond the first contract (defaults set by gr_store_config_defaults): */
     int32_t node_id;              /* node.id written to meta.properties, default 1 */
     int32_t open_segment_fds_max; /* Gregor: sealed segment files kept open at once (LRU), default 1024 */
+    /* Log compaction (storage/cleaner.h). Broker-level defaults of the topic configs: */
+    int64_t delete_retention_ms;   /* log.cleaner.delete.retention.ms, default 86400000 */
+    double min_cleanable_ratio;    /* log.cleaner.min.cleanable.ratio, default 0.5 */
+    int64_t min_compaction_lag_ms; /* log.cleaner.min.compaction.lag.ms, default 0 */
+    int64_t max_compaction_lag_ms; /* log.cleaner.max.compaction.lag.ms, default INT64_MAX */
+    int64_t cleaner_dedupe_buffer_bytes; /* log.cleaner.dedupe.buffer.size, default 134217728: the key map's
+                                            memory bound (24 bytes per key, at most 90% full) */
+    double cleaner_io_bytes_per_second;  /* log.cleaner.io.max.bytes.per.second; 0 = unlimited (Kafka's
+                                            default is Double.MaxValue) */
+    bool cleaner_enable;                 /* log.cleaner.enable, default true */
+    int64_t cleaner_backoff_ms;          /* log.cleaner.backoff.ms, default 15000: idle check interval */
 };
 
 /* Fills `cfg` with the defaults above (log_dir NULL, on_flushed NULL). */

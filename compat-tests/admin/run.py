@@ -339,9 +339,9 @@ def t_alter_configs():
     tk.eq('AlterConfigs: broker of another node', [(42, f'Unexpected broker id, expected {NODE}, but received {NODE + 1}')],
           alter([(BROKER_RES, str(NODE + 1), [('log.retention.ms', '5')])], validate=True))
     # values Kafka accepts but Gregor would not enforce: refused with a message, never accepted silently
-    refused = [('cleanup.policy', 'compact'), ('cleanup.policy', 'delete,compact'), ('min.insync.replicas', '2'),
+    refused = [('min.insync.replicas', '2'),
                ('remote.storage.enable', 'true'), ('preallocate', 'true'),
-               ('segment.jitter.ms', '100'), ('file.delete.delay.ms', '1000')]
+               ('segment.jitter.ms', '100')]
     for k, val in refused:
         got = alter([(TOPIC, 'adm-b', [(k, val)])], validate=True)
         if GREGOR:
@@ -352,6 +352,7 @@ def t_alter_configs():
     # values with no effect on one node without compaction or tiered storage are accepted by both
     tk.eq('AlterConfigs: inert values accepted', [(0, None)],
           alter([(TOPIC, 'adm-b', [('delete.retention.ms', '1000'), ('unclean.leader.election.enable', 'true'),
+                                   ('file.delete.delay.ms', '1000'),
                                    ('compression.zstd.level', '5'), ('local.retention.ms', '-2')])], validate=True))
     got = alter([(BROKER_RES, str(NODE), [('log.retention.ms', '5')])], validate=True)
     if GREGOR:
@@ -407,11 +408,10 @@ def t_incremental_alter_configs():
     got = ialter([(TOPIC, 'adm-b', [('retention.ms', 7, '5')])], validate=True)
     tk.eq('IncrementalAlterConfigs: unknown operation', 42 if GREGOR else -1, got[0][0])
     got = ialter([(TOPIC, 'adm-b', [('cleanup.policy', 2, 'compact')])], validate=True)
-    if GREGOR:
-        tk.eq('IncrementalAlterConfigs: Gregor refuses APPEND compact',
-              [(40, 'cleanup.policy=compact is not supported yet: log compaction is not built')], got)
-    else:
-        tk.eq('IncrementalAlterConfigs: Kafka accepts APPEND compact', [(0, None)], got)
+    tk.eq('IncrementalAlterConfigs: APPEND compact accepted (log compaction is built)', [(0, None)], got)
+    for val in ('compact', 'delete,compact'):
+        tk.eq(f'AlterConfigs: cleanup.policy={val} accepted', [(0, None)],
+              alter([(TOPIC, 'adm-b', [('cleanup.policy', val)])], validate=True))
     got = ialter([(LOGGER_RES, str(NODE), [('root', 0, 'DEBUG')])], validate=True)
     tk.eq('IncrementalAlterConfigs: broker logger', 42 if GREGOR else 0, got[0][0])
     # confluent-kafka

@@ -15,12 +15,14 @@
 # checked with --help once at install time.
 #
 # Usage: get-kafka.sh [--print-home]   prints KAFKA_HOME on the last line.
+# KAFKA_VERSION=4.0.2 get-kafka.sh builds .cache/kafka-4.0.2 the same way: librdkafka's 0077 needs
+# Kafka 4.0's kafka-topics.sh (4.1's refuses segment.bytes=10000 before asking the broker).
 # Needs: java >= 17, mvn (reaches Maven Central or uses ~/.m2).
 # Read next: start-kafka.sh (runs a single-node KRaft broker from this).
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-KAFKA_VERSION=4.1.1
+KAFKA_VERSION="${KAFKA_VERSION:-4.1.1}" # another 4.x: KAFKA_VERSION=4.0.2 get-kafka.sh (tools only matter)
 KAFKA_HOME="${KAFKA_HOME:-$HERE/../.cache/kafka-$KAFKA_VERSION}"
 mkdir -p "$KAFKA_HOME"
 KAFKA_HOME="$(cd "$KAFKA_HOME" && pwd)"
@@ -64,7 +66,7 @@ command -v mvn >/dev/null || { log "mvn not found (apt-get install maven)"; exit
 if ! ls "$KAFKA_HOME/libs/kafka_2.13-$KAFKA_VERSION.jar" >/dev/null 2>&1; then
   log "fetching Kafka $KAFKA_VERSION jars with Maven into $KAFKA_HOME/libs"
   mkdir -p "$KAFKA_HOME/libs"
-  mvn -B -q -f "$HERE/pom.xml" dependency:copy-dependencies \
+  mvn -B -q -f "$HERE/pom.xml" dependency:copy-dependencies -Dkafka.version="$KAFKA_VERSION" \
       -DoutputDirectory="$KAFKA_HOME/libs" -DincludeScope=runtime >&2
 fi
 

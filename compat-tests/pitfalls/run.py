@@ -570,15 +570,34 @@ def c25():
     tk.eq('C25 raw fetch of the kcat records: k1 value null, k2 value empty', [(b'k1', None), (b'k2', b'')],
           [(r['key'], r['value']) for r in k.records_of(p)])
     err = topic_config_accepted('c25-compact', 'cleanup.policy', 'compact')
-    if err == k.INVALID_CONFIG:
-        tk.ok('C25 CreateTopics cleanup.policy=compact refused with 40 (not accepted silently)')
-        tk.xfail('C25 compacted topic: null key rejected with 87, only null values are tombstones', 'log compaction')
-    else:
-        tk.eq('C25 CreateTopics cleanup.policy=compact: accepted or refused with 40', 0, err)
-        create('c25-compact', 1, {'cleanup.policy': 'compact'})
-        pr = produce('c25-compact', 0, k.build_batch([(None, b'v')]))
-        tk.eq('C25 compacted topic: a null key is rejected with 87', k.INVALID_RECORD, pr['error_code'])
-        tk.check('C25 compacted topic: the rejection carries a message', pr['error_message'] is not None)
+    tk.eq('C25 CreateTopics cleanup.policy=compact accepted', 0, err)
+    create('c25-compact', 1, {'cleanup.policy': 'compact', 'segment.bytes': '100', 'delete.retention.ms': '0',
+                              'min.cleanable.dirty.ratio': '0.01'})
+    pr = produce('c25-compact', 0, k.build_batch([(None, b'v')]))
+    tk.eq('C25 compacted topic: a null key is rejected with 87', k.INVALID_RECORD, pr['error_code'])
+    tk.check('C25 compacted topic: the rejection carries a message about the missing key',
+             'without key' in (pr['error_message'] or ''), pr['error_message'])
+    # Only null values are tombstones: an empty value survives compaction, a null value goes once its
+    # delete horizon (delete.retention.ms=0) passed; one batch per produce, so every key has its own batch.
+    for recs in ([(b'empty', b'old'), (b'null', b'old')], [(b'empty', b'')], [(b'null', None)]):
+        tk.eq('C25 compacted topic: keyed produce accepted', 0, produce('c25-compact', 0, k.build_batch(recs))['error_code'])
+    got, deadline, n = None, time.monotonic() + 40, 0
+    while time.monotonic() < deadline:
+        n += 1  # a new batch rolls the segment (segment.bytes=100) so the ones before become cleanable
+        produce('c25-compact', 0, k.build_batch([(b'roll', str(n).encode())]))
+        got, off = [], 0
+        while True:  # a Fetch answers from one segment: continue after the last batch until the end
+            p = fetch(12, 'c25-compact', None, [(0, off, 1 << 20)])['responses'][0]['partitions'][0]
+            batches = [b for b in k.parse_batches(p['records'] or b'') if not b.get('truncated')]
+            if not batches:
+                break
+            got += [(r['key'], r['value']) for b in batches for r in b.get('records', []) if r['key'] != b'roll']
+            off = batches[-1]['base_offset'] + batches[-1]['last_offset_delta'] + 1
+        if got == [(b'empty', b'')]:
+            break
+        time.sleep(0.5)
+    tk.eq('C25 after compaction: the empty value is kept, the null value (tombstone) and older values are gone',
+          [(b'empty', b'')], got)
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -73,7 +73,6 @@ static void maintenance_cb(struct ev_loop *loop, ev_timer *w, int revents)
     (void)revents;
     struct groups *g = w->data;
     for (int32_t p = 0; p < gr_offsets_log_partitions(g->ol); p++) gr_broker_update_hwm(g->b, gr_offsets_log_log(g->ol, p));
-    gr_offsets_log_maintain(g->ol, g->b->coord, GR_OFFSETS_REWRITE_RECORDS_MIN, gr_time_wall_ms());
 }
 
 /* ---- coordinator hooks ---- */

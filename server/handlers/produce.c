@@ -19,6 +19,7 @@
  * Read next: server/handlers/fetch.c.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -57,6 +58,14 @@ static int64_t topic_config_long(struct gr_broker *b, struct gr_topic *t, const 
 {
     const char *v = gr_topic_config_get(t, topic_key);
     return v ? strtoll(v, NULL, 10) : gr_config_int(&b->cfg, broker_key);
+}
+
+/* True when the topic's cleanup.policy (else log.cleanup.policy) contains "compact". */
+static bool topic_compacted(struct gr_broker *b, struct gr_topic *t)
+{
+    const char *v = gr_topic_config_get(t, "cleanup.policy");
+    if (!v) v = gr_config_str(&b->cfg, "log.cleanup.policy");
+    return v && strstr(v, "compact") != NULL;
 }
 
 /* The codec a topic's compression.type asks for, or -1 for "producer" (keep the batch as sent). */
@@ -147,6 +156,14 @@ static struct gr_log *produce_partition(struct gr_req *req, struct gr_topic *t, 
     }
     if (info.attributes & (GR_BATCH_ATTR_TRANSACTIONAL | GR_BATCH_ATTR_CONTROL)) {
         set_error(pr, GR_ERR_INVALID_RECORD, "Transactional and control batches are not supported by this broker yet");
+        return NULL;
+    }
+    if (info.has_null_key && topic_compacted(b, t)) {
+        /* Kafka's LogValidator.validateKey: INVALID_RECORD with this message. */
+        char msg[GR_TOPIC_NAME_BYTES_MAX + 96];
+        snprintf(msg, sizeof msg, "Compacted topic cannot accept message without key in topic partition %s-%d",
+                 gr_topic_name(t), partition);
+        set_error(pr, GR_ERR_INVALID_RECORD, gr_arena_strndup(&req->arena, msg, strlen(msg)));
         return NULL;
     }
     if (info.codec == GR_CODEC_ZSTD && v < 7) {

@@ -60,7 +60,7 @@ static void test_table_is_kafka_41(void **state)
     assert_non_null(seg);
     assert_int_equal(seg->type, GR_CFGT_INT);
     assert_string_equal(seg->default_value, "1073741824");
-    assert_int_equal(seg->min, 1048576);
+    assert_int_equal(seg->min, 14); /* Kafka 4.0's minimum (4.1 raised it to 1 MiB): see README */
     assert_int_equal(gr_tcfg_find("cleanup.policy")->type, GR_CFGT_LIST);
     assert_int_equal(gr_tcfg_find("min.cleanable.dirty.ratio")->type, GR_CFGT_DOUBLE);
     assert_int_equal(gr_tcfg_find("preallocate")->type, GR_CFGT_BOOLEAN);
@@ -113,8 +113,9 @@ static void test_check_messages_match_kafka(void **state)
         "Invalid value 1.5 for configuration min.cleanable.dirty.ratio: Value must be no more than 1");
     expect_invalid(f, "max.message.bytes", "2147483648",
                    "Invalid value 2147483648 for configuration max.message.bytes: Not a number of type INT");
-    expect_invalid(f, "segment.bytes", "1000",
-                   "Invalid value 1000 for configuration segment.bytes: Value must be at least 1048576");
+    expect_invalid(f, "segment.bytes", "13",
+                   "Invalid value 13 for configuration segment.bytes: Value must be at least 14");
+    expect_normal(f, "segment.bytes", "10000", "10000"); /* librdkafka 0077's value */
 }
 
 static void test_check_normalises_like_kafka(void **state)
@@ -144,10 +145,9 @@ static void test_gregor_refusals(void **state)
 {
     struct fixture *f = *state;
     /* valid for Kafka, but Gregor would not enforce them: refused with a message, never accepted */
-    expect_invalid(f, "cleanup.policy", "delete,compact",
-                   "cleanup.policy=compact is not supported yet: log compaction is not built");
-    expect_invalid(f, "cleanup.policy", "compact",
-                   "cleanup.policy=compact is not supported yet: log compaction is not built");
+    /* compaction is built (storage/cleaner.c): every cleanup.policy Kafka takes is accepted */
+    expect_normal(f, "cleanup.policy", "compact", "compact");
+    expect_normal(f, "cleanup.policy", "compact,delete", "compact,delete");
     expect_invalid(f, "min.insync.replicas", "2", "min.insync.replicas must be 1 on a single-node broker");
     const char *norm, *m;
     /* compression.type: the broker recompresses (produce.c), so every Kafka value is accepted */
@@ -163,7 +163,8 @@ static void test_gregor_refusals(void **state)
     expect_normal(f, "preallocate", "false", "false");
     expect_normal(f, "segment.jitter.ms", "0", "0");
     /* the same rule CreateTopics uses */
-    assert_non_null(gr_tcfg_unsupported("cleanup.policy", "compact,delete"));
+    assert_null(gr_tcfg_unsupported("cleanup.policy", "compact,delete"));
+    assert_non_null(gr_tcfg_unsupported("preallocate", "true"));
     assert_null(gr_tcfg_unsupported("cleanup.policy", "delete"));
     assert_null(gr_tcfg_unsupported("retention.ms", "1"));
 }
@@ -269,10 +270,10 @@ static void test_incremental_append_subtract(void **state)
     struct gr_tcfg_op a3[] = {{"cleanup.policy", GR_CFG_OP_APPEND, "delete"}};
     assert_int_equal(gr_tcfg_apply_ops(&cur, a3, 1, &f->arena, &out, &msg), GR_ERR_NONE);
     assert_string_equal(value_of(&out, "cleanup.policy"), "delete");
-    /* APPEND compact is valid for Kafka but refused by Gregor */
+    /* APPEND compact to the default delete: compact,delete applies both (storage/cleaner.c) */
     struct gr_tcfg_op a4[] = {{"cleanup.policy", GR_CFG_OP_APPEND, "compact"}};
-    assert_int_equal(gr_tcfg_apply_ops(&cur, a4, 1, &f->arena, &out, &msg), GR_ERR_INVALID_CONFIG);
-    assert_string_equal(msg, "cleanup.policy=compact is not supported yet: log compaction is not built");
+    assert_int_equal(gr_tcfg_apply_ops(&cur, a4, 1, &f->arena, &out, &msg), GR_ERR_NONE);
+    assert_string_equal(value_of(&out, "cleanup.policy"), "delete,compact");
 }
 
 static void test_incremental_errors(void **state)

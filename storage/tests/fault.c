@@ -382,6 +382,25 @@ long fault_count(enum fault_op op)
     return c;
 }
 
+/* Files present when tracking starts were written by a store closed cleanly: durable as they are. */
+static int existing_cb(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)ftw;
+    if (flag != FTW_F || !S_ISREG(st->st_mode)) return 0;
+    uint8_t *data = malloc((size_t)st->st_size + 1);
+    int fd = open(path, O_RDONLY);
+    ssize_t n = fd >= 0 ? pread(fd, data, (size_t)st->st_size, 0) : -1;
+    if (fd >= 0) close(fd);
+    if (n < 0) n = 0;
+    struct rec *r = calloc(1, sizeof(*r));
+    r->path = strdup(path);
+    r->data = data;
+    r->len = (size_t)n;
+    r->next = recs;
+    recs = r;
+    return 0;
+}
+
 void fault_crash_track(const char *dir)
 {
     pthread_mutex_lock(&mu);
@@ -392,6 +411,7 @@ void fault_crash_track(const char *dir)
     io_count = 0;
     crash_at = 0;
     clear_records();
+    nftw(root, existing_cb, 16, FTW_PHYS);
     pthread_mutex_unlock(&mu);
 }
 

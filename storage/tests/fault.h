@@ -42,7 +42,7 @@ void fault_short_write(int nth, size_t bytes);
 /* Calls of `op` since install. */
 long fault_count(enum fault_op op);
 
-/* Crash mode: track files under `root` (absolute path). */
+/* Crash mode: track files under `root` (absolute path); files already there count as durable. */
 void fault_crash_track(const char *root);
 /* Crash when the mutating-call counter reaches `nth` (1-based, counted since fault_crash_track). */
 void fault_crash_at(long nth);

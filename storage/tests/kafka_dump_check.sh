@@ -2,7 +2,8 @@
 # kafka_dump_check.sh: Apache Kafka's own DumpLogSegments (kafka_2.13 4.1.1 from the local Maven
 # repository) must read the segments and indexes Gregor writes. Runs dump_fixture (60 batches, five
 # codecs, producer ids, one LogAppendTime batch, several segments), dumps every .log with
-# --deep-iteration --print-data-log and every .index/.timeindex, and checks what Kafka printed.
+# --deep-iteration --print-data-log and every .index/.timeindex, and checks what Kafka printed; then the
+# same for a segment the cleaner rewrote (topic cdump: offset gaps, delete horizons, emptied batches).
 # Exit 77 (ctest: skipped) when java or the jars are missing. Usage: kafka_dump_check.sh <dump_fixture>
 set -u
 FIXTURE=$1
@@ -23,7 +24,8 @@ check() { # check <description> <condition result 0/1>
 
 SUMMARY=$("$FIXTURE" "$DIR/logs" 2>/dev/null)
 check "fixture ran" $?
-RECORDS=$(echo "$SUMMARY" | awk '{print $4}')
+RECORDS=$(echo "$SUMMARY" | head -1 | awk '{print $4}')
+KEPT=$(echo "$SUMMARY" | awk '/^compacted/ {print $3}')
 PART="$DIR/logs/dump-0"
 LOGS=$(ls "$PART"/*.log | paste -sd, -)
 OUT="$DIR/log.txt"
@@ -63,9 +65,25 @@ N=$(grep -c '^timestamp: [0-9]* offset: [0-9]*' "$OUT2")
 [ "$N" -gt 5 ]; check "time index entries read (got $N)" $?
 ! grep -qiE 'mismatch|exception|corrupt|error' "$OUT2"; check "no index mismatch reported" $?
 
+# A cleaned segment (log compaction, storage/cleaner.c).
+CLEANED="$DIR/logs/cdump-0/00000000000000000000.log"
+OUT3="$DIR/cleaned.txt"
+java -cp "$CP" kafka.tools.DumpLogSegments --deep-iteration --print-data-log --files "$CLEANED" >"$OUT3" 2>&1
+check "DumpLogSegments on a cleaned segment exits 0" $?
+N=$(grep -c '^baseOffset:' "$OUT3")
+[ "$N" -ge 1 ]; check "cleaned segment: batches read (got $N)" $?
+[ "$(grep -c 'isvalid: true' "$OUT3")" -eq "$N" ]; check "cleaned segment: every batch isvalid: true" $?
+N=$(grep -c '^| offset:' "$OUT3")
+[ "$N" -eq "${KEPT:--1}" ]; check "cleaned segment: the $KEPT records the cleaner kept (got $N)" $?
+grep '^| offset:' "$OUT3" | awk '{ if (NR > 1 && $3 <= prev) bad = 1; prev = $3 } END { exit bad }'
+check "cleaned segment: record offsets strictly increasing (gaps allowed)" $?
+grep -q 'deleteHorizonMs: OptionalLong\[1800086400000\]' "$OUT3"
+check "cleaned segment: a kept tombstone's batch carries the delete horizon Kafka reads" $?
+! grep -qiE 'exception|corrupt|error' "$OUT3"; check "cleaned segment: no exception or corruption reported" $?
+
 if [ "$FAIL" -ne 0 ]; then
     echo "--- Kafka output (first lines):"
-    head -20 "$OUT" "$OUT2"
+    head -20 "$OUT" "$OUT2" "$OUT3"
 fi
 echo "$PASS passed, $FAIL failed"
 [ "$FAIL" -eq 0 ]
