@@ -29,6 +29,7 @@ struct gr_conn;
 struct gr_req;
 struct gr_broker;
 struct gr_coordinator;
+struct gr_producer_ids;
 
 /* Handler results. */
 enum gr_handler_rc {
@@ -114,6 +115,7 @@ struct gr_broker {
     struct ev_loop *loop;
     struct gr_store *store;
     struct gr_coordinator *coord;
+    struct gr_producer_ids *producer_ids; /* InitProducerId (handlers/init_producer_id.c) */
     int32_t node_id;
     char advertised_host[256];   /* the first listener's advertised address */
     int32_t advertised_port;
@@ -131,6 +133,7 @@ struct gr_broker {
     bool reading_blocked;        /* some connection stopped reading because of queued.max.request.bytes */
     int64_t last_retention_ms;
     int64_t last_checkpoint_ms;
+    int64_t last_producer_expiry_ms;
     bool hwm_durable;            /* gregor.acks.all.fsync */
     bool stopping;
     int64_t started_mono_ms;

@@ -61,6 +61,7 @@ static const struct gr_config_def defs[] = {
     {"offsets.retention.minutes", GR_CFG_INT, "10080", 1, INT32_MAX, "Committed offsets of empty groups expire after this."},
     {"offset.metadata.max.bytes", GR_CFG_INT, "4096", 0, INT32_MAX, "Largest offset commit metadata, in bytes."},
     {"producer.id.expiration.ms", GR_CFG_INT, "86400000", 1, INT32_MAX, "Producer ids expire after this much silence (ms)."},
+    {"producer.id.expiration.check.interval.ms", GR_CFG_INT, "600000", 1, INT32_MAX, "How often expired producer ids are dropped (ms)."},
     {"gregor.listener.file", GR_CFG_STRING, NULL, 0, 0, "Gregor: file that receives host:port of the bound listener (for tests using port 0)."},
     {"gregor.acks.all.fsync", GR_CFG_BOOLEAN, "true", 0, 0, "Gregor: acks=-1 is answered once the batch is fsynced, and the high watermark follows the fsynced offset. false: Kafka's page-cache behaviour."},
     {"gregor.flusher.threads", GR_CFG_INT, "2", 1, 64, "Gregor: threads running fdatasync for group commit."},

@@ -45,6 +45,16 @@ static void stop_cb(struct ev_loop *loop, ev_signal *w, int revents)
     ev_break(loop, EVBREAK_ALL);
 }
 
+/* Drops the idempotence state of producers silent for producer.id.expiration.ms, on every partition. */
+static void expire_producers(struct gr_broker *b)
+{
+    int64_t now = gr_time_wall_ms(), expiration = gr_config_int(&b->cfg, "producer.id.expiration.ms");
+    for (int i = 0; i < gr_store_topic_count(b->store); i++) {
+        struct gr_topic *t = gr_store_topic_at(b->store, i);
+        for (int32_t p = 0; p < gr_topic_partition_count(t); p++) gr_log_expire_producers(gr_topic_log(t, p), now, expiration);
+    }
+}
+
 static void housekeeping_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
     (void)loop;
@@ -55,6 +65,10 @@ static void housekeeping_cb(struct ev_loop *loop, ev_timer *w, int revents)
     if (now - b->last_retention_ms >= gr_config_int(&b->cfg, "log.retention.check.interval.ms")) {
         b->last_retention_ms = now;
         gr_store_retention_run(b->store, gr_time_wall_ms());
+    }
+    if (now - b->last_producer_expiry_ms >= gr_config_int(&b->cfg, "producer.id.expiration.check.interval.ms")) {
+        b->last_producer_expiry_ms = now;
+        expire_producers(b);
     }
     /* checkpoints every log.flush.offset.checkpoint.interval.ms (Kafka's default, 60 s) */
     if (now - b->last_checkpoint_ms >= 60000) {
@@ -183,6 +197,7 @@ int main(int argc, char **argv)
         struct gr_topic *t = gr_store_topic_at(b->store, i);
         for (int32_t p = 0; p < gr_topic_partition_count(t); p++) gr_broker_update_hwm(b, gr_topic_log(t, p));
     }
+    if (gr_producer_ids_start(b)) return 1;
     if (gr_groups_start(b)) return 1; /* replays __consumer_offsets before the loop serves clients */
 
     ev_signal_init(&b->sigterm_w, stop_cb, SIGTERM);
@@ -193,7 +208,7 @@ int main(int argc, char **argv)
     ev_timer_init(&b->housekeeping_timer, housekeeping_cb, 1.0, 1.0);
     b->housekeeping_timer.data = b;
     ev_timer_start(b->loop, &b->housekeeping_timer);
-    b->last_retention_ms = gr_time_mono_ms();
+    b->last_retention_ms = b->last_producer_expiry_ms = gr_time_mono_ms();
 
     GR_INFO("gregor %s started in %lld ms: node %d, cluster %s, log dir %s, %d topics", GREGOR_VERSION,
             (long long)(gr_time_mono_ms() - t0), b->node_id, gr_store_cluster_id(b->store), dir, gr_store_topic_count(b->store));
@@ -207,6 +222,7 @@ int main(int argc, char **argv)
         r->conn = NULL;
         gr_req_free(r);
     }
+    gr_producer_ids_stop(b);
     gr_store_close(b->store);
     GR_INFO("stopped cleanly");
     gr_config_free(&b->cfg);

@@ -78,6 +78,11 @@ int gr_log_segment_count(const struct gr_log *log)
 {
     return log->seg_count;
 }
+size_t gr_log_expire_producers(struct gr_log *log, int64_t now_ms, int64_t expiration_ms)
+{
+    return gr_producer_state_expire(&log->ps, now_ms, expiration_ms);
+}
+
 const struct gr_producer_state *gr_log_producer_state(const struct gr_log *log)
 {
     return &log->ps;
@@ -528,6 +533,27 @@ int gr_log_append(struct gr_log *log, uint8_t *batch, size_t len, int64_t log_ap
         gr_batch_last_offset_delta(batch) < 0)
         return -EINVAL;
     if (len > (size_t)cfg->max_message_bytes) return -EMSGSIZE;
+    int64_t pid = gr_batch_producer_id(batch);
+    if (pid >= 0) {
+        /* Idempotence: judged here and applied below in the same call (one step, see log.h). */
+        const struct gr_producer_batch *dup;
+        switch (gr_producer_state_check(&log->ps, batch, &dup)) {
+        case GR_PRODUCER_DUPLICATE:
+            res->base_offset = dup->last_offset - dup->offset_delta;
+            res->last_offset = dup->last_offset;
+            res->log_append_time_ms = dup->timestamp_ms;
+            res->log_start_offset = log->log_start_offset;
+            res->duplicate = true;
+            return 0;
+        case GR_PRODUCER_INVALID_EPOCH:
+            return GR_LOG_ERR_INVALID_PRODUCER_EPOCH;
+        case GR_PRODUCER_OUT_OF_ORDER:
+            return GR_LOG_ERR_OUT_OF_ORDER_SEQUENCE;
+        case GR_PRODUCER_ACCEPT:
+            break;
+        }
+        if (gr_producer_state_reserve(&log->ps, pid) < 0) return -ENOMEM;
+    }
     int64_t now = gr_time_wall_ms();
     if (log_append_time_ms >= 0) {
         /* LogAppendTime (Kafka's LogValidator): the broker's clock becomes the max timestamp and the
@@ -559,6 +585,8 @@ int gr_log_append(struct gr_log *log, uint8_t *batch, size_t len, int64_t log_ap
     pthread_mutex_unlock(&log->mu);
     log->size_bytes += (int64_t)len;
     res->base_offset = base;
+    res->last_offset = gr_batch_last_offset(batch);
+    res->duplicate = false;
     res->log_append_time_ms = log_append_time_ms >= 0 ? log_append_time_ms : -1;
     res->log_start_offset = log->log_start_offset;
 

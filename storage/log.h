@@ -36,10 +36,16 @@ struct gr_topic;
 struct gr_producer_state;
 
 struct gr_append_result {
-    int64_t base_offset;        /* offset assigned to the first record */
-    int64_t log_append_time_ms; /* the append time used, or -1 for CreateTime */
+    int64_t base_offset;        /* offset assigned to the first record (a duplicate: the original's) */
+    int64_t last_offset;        /* offset of the last record (a duplicate: the original's) */
+    int64_t log_append_time_ms; /* the append time used, or -1 for CreateTime (a duplicate: see below) */
     int64_t log_start_offset;   /* log start offset after the append */
+    bool duplicate;             /* the batch repeats one already in the log and was not written again */
 };
+
+/* gr_log_append's refusals by the idempotence rules (storage/producer_state.h), outside the errno range. */
+#define GR_LOG_ERR_OUT_OF_ORDER_SEQUENCE (-4045) /* Kafka OUT_OF_ORDER_SEQUENCE_NUMBER (45) */
+#define GR_LOG_ERR_INVALID_PRODUCER_EPOCH (-4047) /* Kafka INVALID_PRODUCER_EPOCH (47) */
 
 /* Appends ONE already-validated record batch (the caller ran the validator; magic 2, lengths and CRC are
    trusted). Patches base offset and partition leader epoch IN PLACE in `batch` (outside the CRC span), then
@@ -48,7 +54,14 @@ struct gr_append_result {
    state and the log end offset, and asks the flushers for a group commit when flush.messages/flush.ms say
    so. If `log_append_time_ms >= 0` the batch becomes LogAppendTime as Kafka's broker does: max timestamp :=
    log_append_time_ms, attribute bit 3 set, and the CRC-32C is RECOMPUTED (these bytes are in the CRC span).
-   Returns 0 and fills `res`, or: -EMSGSIZE (len > the topic's max.message.bytes, else the store's),
+   A batch with a producer id is first judged by the idempotence rules (gr_producer_state_check) against the
+   partition's producer state, and the state is updated by the same call once the write succeeded, so the
+   check and the append are one step. A DUPLICATE is not written: 0 is returned with res->duplicate set and
+   res filled as Kafka answers a duplicate (the original's base and last offset, log_append_time_ms := the
+   original batch's max timestamp, the current log start offset); the caller must not acknowledge it
+   before the original's last offset is as durable as the request asks.
+   Returns 0 and fills `res`, or: GR_LOG_ERR_OUT_OF_ORDER_SEQUENCE, GR_LOG_ERR_INVALID_PRODUCER_EPOCH (log
+   unchanged), -ENOMEM (no room for the producer's state; log unchanged), -EMSGSIZE (len > the topic's max.message.bytes, else the store's),
    -EINVAL (len < 61 or the batch's length field disagrees with `len`), -ENOSPC/-EIO (the write failed;
    the partial write was truncated away and the log is unchanged), -EROFS (the log is offline: the undo
    itself failed earlier or now, or an fsync failed). */
@@ -136,6 +149,10 @@ int32_t gr_log_epoch_for_offset(struct gr_log *log, int64_t offset);
 int64_t gr_log_size_bytes(const struct gr_log *log);
 /* Number of segments (>= 1). */
 int gr_log_segment_count(const struct gr_log *log);
+
+/* Drops the state of producers silent for producer.id.expiration.ms (gr_producer_state_expire); later
+   batches of such a producer are accepted at any sequence. Returns the number dropped. */
+size_t gr_log_expire_producers(struct gr_log *log, int64_t now_ms, int64_t expiration_ms);
 
 /* Returns borrowed: the idempotence state of this partition (storage/producer_state.h). */
 const struct gr_producer_state *gr_log_producer_state(const struct gr_log *log);

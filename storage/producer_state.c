@@ -147,6 +147,38 @@ static int32_t seq_add(int32_t seq, int32_t delta)
     return seq + delta;
 }
 
+/* Kafka's ProducerAppendInfo.inSequence: next == last + 1, or 0 after INT32_MAX. */
+static bool in_sequence(int32_t last_seq, int32_t next_seq)
+{
+    return (int64_t)next_seq == (int64_t)last_seq + 1 || (next_seq == 0 && last_seq == INT32_MAX);
+}
+
+enum gr_producer_verdict gr_producer_state_check(const struct gr_producer_state *ps, const uint8_t *b,
+                                                 const struct gr_producer_batch **dup)
+{
+    *dup = NULL;
+    int64_t pid = gr_batch_producer_id(b);
+    if (pid < 0 || (gr_batch_attributes(b) & GR_BATCH_ATTR_CONTROL)) return GR_PRODUCER_ACCEPT;
+    const struct gr_producer_entry *e = ps_lookup(ps, pid);
+    if (!e || e->producer_epoch < 0) return GR_PRODUCER_ACCEPT; /* no state: any sequence (Kafka 4.x) */
+    int16_t epoch = gr_batch_producer_epoch(b);
+    int32_t first_seq = gr_batch_base_sequence(b);
+    if (epoch == e->producer_epoch) {
+        *dup = gr_producer_entry_find_batch(e, first_seq, seq_add(first_seq, gr_batch_last_offset_delta(b)));
+        if (*dup) return GR_PRODUCER_DUPLICATE;
+    }
+    if (epoch < e->producer_epoch) return GR_PRODUCER_INVALID_EPOCH;
+    if (epoch != e->producer_epoch) return first_seq == 0 ? GR_PRODUCER_ACCEPT : GR_PRODUCER_OUT_OF_ORDER;
+    return in_sequence(gr_producer_entry_last_seq(e), first_seq) ? GR_PRODUCER_ACCEPT : GR_PRODUCER_OUT_OF_ORDER;
+}
+
+int gr_producer_state_reserve(struct gr_producer_state *ps, int64_t producer_id)
+{
+    if (producer_id < 0 || ps_lookup(ps, producer_id)) return 0;
+    if ((ps->count + 1) * 4 > ps->cap * 3) return ps_grow(ps);
+    return 0;
+}
+
 int gr_producer_state_update(struct gr_producer_state *ps, const uint8_t *b)
 {
     int64_t last_offset = gr_batch_last_offset(b);
@@ -193,6 +225,22 @@ static int64_t entry_last_offset(const struct gr_producer_entry *e)
 {
     if (e->batch_count) return e->batches[e->batch_count - 1].last_offset;
     return e->current_txn_first_offset;
+}
+
+size_t gr_producer_state_expire(struct gr_producer_state *ps, int64_t now_ms, int64_t expiration_ms)
+{
+    size_t dropped = 0;
+    for (size_t i = 0; i < ps->cap;) {
+        struct gr_producer_entry *e = &ps->slots[i];
+        if (e->producer_id >= 0 && e->current_txn_first_offset < 0 &&
+            e->last_timestamp_ms <= now_ms - expiration_ms) {
+            ps_remove_slot(ps, i); /* the slot may now hold a shifted entry: look at it again */
+            dropped++;
+            continue;
+        }
+        i++;
+    }
+    return dropped;
 }
 
 void gr_producer_state_truncate_head(struct gr_producer_state *ps, int64_t log_start_offset)

@@ -8,7 +8,9 @@
  * The state always describes exactly the batches of the log below `end_offset`: appends update it, a
  * snapshot fixes it at an offset, recovery rebuilds it from a snapshot plus the batches after it,
  * retention/DeleteRecords drop producers whose last batch fell below the log start offset.
- * The idempotence RULES (sequence checks) are a later issue; this file keeps state and answers lookups.
+ * The idempotence rules (gr_producer_state_check) are Kafka 4.1.1's ProducerAppendInfo.checkProducerEpoch /
+ * checkSequence and ProducerStateEntry.findDuplicateBatch for client appends; the log runs the check and the
+ * update inside one gr_log_append, so two batches of one producer can never both pass the same check.
  *
  * Snapshot file "<20-digit end offset>.snapshot" (Gregor's format, big-endian):
  *   OFFSET SIZE MEANING
@@ -83,9 +85,38 @@ int32_t gr_producer_entry_last_seq(const struct gr_producer_entry *e);
 const struct gr_producer_batch *gr_producer_entry_find_batch(const struct gr_producer_entry *e,
                                                              int32_t first_seq, int32_t last_seq);
 
+/* The verdict on a client batch (Kafka 4.1.1, UnifiedLog.analyzeAndValidateProducerState + ProducerAppendInfo),
+   checked in this order:
+     DUPLICATE     same producer id and epoch, and first/last sequence equal to one of the producer's last 5
+                   batches: not written again; answered with success and the original batch's offsets
+     INVALID_EPOCH the batch's epoch is below the producer's current epoch: INVALID_PRODUCER_EPOCH (47)
+     OUT_OF_ORDER  OUT_OF_ORDER_SEQUENCE_NUMBER (45): a higher epoch whose first sequence is not 0, or the same
+                   epoch with a first sequence that is not last sequence + 1 (INT32_MAX is followed by 0)
+     ACCEPT        otherwise; also any sequence of a producer the partition holds no state for (new, expired,
+                   or dropped with its batches by retention/DeleteRecords), as Kafka 4.x accepts it. */
+enum gr_producer_verdict {
+    GR_PRODUCER_ACCEPT = 0,
+    GR_PRODUCER_DUPLICATE = 1,
+    GR_PRODUCER_INVALID_EPOCH = 2,
+    GR_PRODUCER_OUT_OF_ORDER = 3,
+};
+/* Judges one client data batch by its header (producer id >= 0, base sequence >= 0, not a control batch:
+   the validator and the produce handler ensure these; other batches are ACCEPT). On DUPLICATE, *dup
+   (borrowed, valid until the next change of `ps`) is the original batch; otherwise *dup is NULL. */
+enum gr_producer_verdict gr_producer_state_check(const struct gr_producer_state *ps, const uint8_t *batch_header,
+                                                 const struct gr_producer_batch **dup);
+/* Makes room so that a following gr_producer_state_update for `producer_id` cannot fail. Returns 0 or
+   -ENOMEM (nothing changed). */
+int gr_producer_state_reserve(struct gr_producer_state *ps, int64_t producer_id);
+
 /* Applies one appended batch given its header (the first 61 bytes, base offset already assigned).
    Batches with producer id < 0 only advance end_offset. Returns 0, or -ENOMEM (state unchanged). */
 int gr_producer_state_update(struct gr_producer_state *ps, const uint8_t *batch_header);
+
+/* Drops producers silent for `expiration_ms` or more: last timestamp (the max timestamp of their last batch,
+   as Kafka keeps it) <= now_ms - expiration_ms and no open transaction (Kafka's
+   ProducerStateManager.isProducerExpired, producer.id.expiration.ms). Returns the number dropped. */
+size_t gr_producer_state_expire(struct gr_producer_state *ps, int64_t now_ms, int64_t expiration_ms);
 
 /* Drops producers whose last batch offset is below `log_start_offset` (retention, DeleteRecords). */
 void gr_producer_state_truncate_head(struct gr_producer_state *ps, int64_t log_start_offset);

@@ -1000,3 +1000,21 @@ void gr_store_retention_run(struct gr_store *store, int64_t now_ms)
     }
     if (store->ls_checkpoint_dirty) gr_store_checkpoint(store);
 }
+
+int gr_store_meta_write(struct gr_store *store, const char *name, const void *data, size_t len)
+{
+    return gr_file_write_atomic(store->root_fd, name, data, len);
+}
+
+int gr_store_meta_read(struct gr_store *store, const char *name, void *buf, size_t len)
+{
+    char *data;
+    size_t n;
+    int err = gr_file_read_all(store->root_fd, name, len, &data, &n);
+    if (err == -EFBIG) return -EINVAL;
+    if (err < 0) return err;
+    if (n != len) err = -EINVAL;
+    else memcpy(buf, data, len);
+    free(data);
+    return err;
+}

@@ -144,4 +144,11 @@ bool gr_topic_config_key_known(const char *key);
    state and leader epochs, and writes checkpoints. Call periodically (~log.retention.check.interval.ms). */
 void gr_store_retention_run(struct gr_store *store, int64_t now_ms);
 
+/* Small files of the log directory kept by upper layers (e.g. the producer id block). meta_write durably
+   replaces `name` (atomic replace: "<name>.tmp" written, fdatasynced, renamed, directory fsynced; the old or
+   the new content survives a crash). Runs on the caller's thread and waits for the disk: call rarely.
+   Returns 0 or -errno. meta_read reads exactly `len` bytes: 0, -ENOENT, -EINVAL (another size) or -errno. */
+int gr_store_meta_write(struct gr_store *store, const char *name, const void *data, size_t len);
+int gr_store_meta_read(struct gr_store *store, const char *name, void *buf, size_t len);
+
 #endif

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # errors/run.sh: raw-socket error paths (errors/run.py) against a fresh broker started with
-# socket.request.max.bytes=1048576; the broker process must still be running at the end.
+# socket.request.max.bytes=1048576; the broker process must still be running at the end. Then the idempotent
+# producer's broker rules (errors/idempotence.py), before and after a SIGTERM restart.
 # Prints "errors: N passed, N failed" and exits non-zero on failure.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -8,6 +9,12 @@ source "$here/../lib/broker.sh"
 trap broker_cleanup EXIT
 broker_start --override socket.request.max.bytes=1048576 || { fail "broker starts"; summary errors; exit 1; }
 run_py "errors/run.py" "$here/run.py"
+# The idempotent producer's broker rules, then the same producer after a SIGTERM restart.
+idem_state=$(mktemp)
+run_py "errors/idempotence.py" "$here/idempotence.py" before "$idem_state"
+broker_restart || fail "broker restarts after SIGTERM"
+run_py "errors/idempotence.py after restart" "$here/idempotence.py" after "$idem_state"
+rm -f "$idem_state"
 check "broker process still running after every error case" kill -0 "$BROKER_PID"
 check "broker logged no assertion or crash" bash -c "! grep -Eiq 'assert|abort|sanitizer' '$BROKER_DIR/broker.log'"
 summary errors

@@ -12,7 +12,7 @@ depend on APIs still being built are expected only once the broker advertises th
   Sasl                    JoinGroup 0 (librdkafka ties its GSSAPI feature to JoinGroup)
   SaslHandshake           SaslHandshake 0
   SaslAuthReq             SaslHandshake 1 and SaslAuthenticate 0-1
-  IdempotentProducer      InitProducerId 0
+  IdempotentProducer      InitProducerId 0 (advertised since the idempotent producer, issue 7)
 Prints "enabled: ..." and "expected: ..." (sorted, comma-separated) and, per connection, any disagreement.
 """
 import os

@@ -103,6 +103,9 @@ check_eq "librdkafka 2.0.2 enables exactly the expected features" \
 check "base features ApiVersion,BrokerGroupCoordinator,LZ4,MsgVer2,OffsetTime,ZSTD all on" \
     python3 -c "import sys; s=set(sys.argv[1].split(',')); sys.exit(0 if {'ApiVersion','MsgVer2','OffsetTime','ZSTD','LZ4','BrokerGroupCoordinator'} <= s else 1)" \
     "$(sed -n 's/^enabled: //p' "$T/feat.txt")"
+check "IdempotentProducer on (InitProducerId v0 advertised)" \
+    python3 -c "import sys; sys.exit(0 if 'IdempotentProducer' in sys.argv[1].split(',') else 1)" \
+    "$(sed -n 's/^enabled: //p' "$T/feat.txt")"
 check_eq "MsgVer1 and ThrottleTime off" "True" "$(sed -n 's/^msgver1_throttle_off: //p' "$T/feat.txt")"
 
 # ---- SIGTERM restart: the same bytes come back -------------------------------------------------------

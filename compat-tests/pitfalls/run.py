@@ -763,8 +763,8 @@ def waiting():
     feature_missing('C03 ApiVersions fallback before SASL on a SASL_PLAINTEXT listener', [17, 36], 'SASL (SaslHandshake)')
     feature_missing('C04 SaslHandshake v0/v1 then SaslAuthenticate', [17, 36], 'SASL (SaslHandshake/SaslAuthenticate)')
     feature_missing('C29 SASL state machine and mechanism negotiation', [17, 36], 'SASL')
-    feature_missing('C12 read_uncommitted returns aborted data; aborted list only for read_committed', [22, 24, 26],
-                    'transactions (InitProducerId/AddPartitionsToTxn/EndTxn)')
+    feature_missing('C12 read_uncommitted returns aborted data; aborted list only for read_committed', [24, 26],
+                    'transactions (AddPartitionsToTxn/EndTxn)')
 
 
 def c08():

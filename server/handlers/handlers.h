@@ -25,6 +25,8 @@ enum gr_handler_rc gr_handle_incremental_alter_configs(struct gr_req *req);
 enum gr_handler_rc gr_handle_describe_log_dirs(struct gr_req *req);
 enum gr_handler_rc gr_handle_create_partitions(struct gr_req *req);
 enum gr_handler_rc gr_handle_describe_cluster(struct gr_req *req);
+enum gr_handler_rc gr_handle_init_producer_id(struct gr_req *req);
+enum gr_handler_rc gr_handle_describe_producers(struct gr_req *req);
 /* Consumer groups (coordinator/): */
 enum gr_handler_rc gr_handle_join_group(struct gr_req *req);
 enum gr_handler_rc gr_handle_sync_group(struct gr_req *req);
@@ -47,6 +49,12 @@ void gr_groups_stop(struct gr_broker *b);
 struct gr_offsets_log *gr_groups_offsets_log(struct gr_broker *b);
 /* The client's address as Kafka shows a member's host ("/127.0.0.1"), in the request arena. */
 struct gr_str gr_req_client_host(struct gr_req *req);
+
+/* The producer id allocator's server binding (handlers/init_producer_id.c). gr_producer_ids_start loads the
+ * saved block end from the log directory into a new b->producer_ids (b->store must be open); returns 0 or
+ * -errno (a damaged file is -EINVAL: the broker must not start). gr_producer_ids_stop frees it. */
+int gr_producer_ids_start(struct gr_broker *b);
+void gr_producer_ids_stop(struct gr_broker *b);
 
 /* Shared helpers (handlers/common.c). */
 /* Validates a topic name as Kafka does (1..249 chars of [a-zA-Z0-9._-], not "." or ".."). */

@@ -11,6 +11,10 @@
  * A topic whose compression.type names a codec (uncompressed, gzip, snappy, lz4, zstd) gets every batch in
  * that codec: a batch in another codec is decompressed and recompressed by the broker, as Kafka does
  * (snappy in the xerial framing Java readers expect); compression.type=producer stores batches as sent.
+ * Idempotence: storage judges each batch with a producer id (storage/producer_state.h) as it appends it;
+ * OUT_OF_ORDER_SEQUENCE_NUMBER and INVALID_PRODUCER_EPOCH are per-partition errors, and a duplicate of one
+ * of the producer's last 5 batches is answered with the original's offsets once the ORIGINAL batch is as
+ * durable as acks asks (a retry is never acknowledged before the batch it repeats).
  * Transactions are not built: a transactional id or transactional/control batches are refused.
  * Read next: server/handlers/fetch.c.
  */
@@ -107,9 +111,11 @@ static void set_error(struct gr_produce_response_partition_produce_response *pr,
     pr->error_message = msg ? gr_str_c(msg) : GR_STR_NULL;
 }
 
-/* Validates and appends one partition's records; fills `pr`. Returns the appended log or NULL. */
+/* Validates and appends one partition's records; fills `pr`. Returns the appended log (and in *end_offset
+ * the offset after the batch, or after the original batch of a duplicate: what must be durable before the
+ * answer) or NULL. */
 static struct gr_log *produce_partition(struct gr_req *req, struct gr_topic *t, int32_t partition, struct gr_bytes records,
-                                        struct gr_produce_response_partition_produce_response *pr)
+                                        struct gr_produce_response_partition_produce_response *pr, int64_t *end_offset)
 {
     struct gr_broker *b = req->broker;
     int16_t v = req->hdr.request_api_version;
@@ -177,6 +183,15 @@ static struct gr_log *produce_partition(struct gr_req *req, struct gr_topic *t, 
     struct gr_append_result res;
     rc = gr_log_append(log, batch, batch_len, lat ? now : -1, &res);
     free(rewritten);
+    if (rc == GR_LOG_ERR_OUT_OF_ORDER_SEQUENCE) {
+        set_error(pr, GR_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER,
+                  "The batch's sequence number does not follow the producer's last sequence on this partition");
+        return NULL;
+    }
+    if (rc == GR_LOG_ERR_INVALID_PRODUCER_EPOCH) {
+        set_error(pr, GR_ERR_INVALID_PRODUCER_EPOCH, "The batch's producer epoch is older than the producer's current epoch");
+        return NULL;
+    }
     if (rc == -EMSGSIZE) {
         set_error(pr, GR_ERR_MESSAGE_TOO_LARGE, "The record batch is larger than max.message.bytes");
         return NULL;
@@ -188,8 +203,10 @@ static struct gr_log *produce_partition(struct gr_req *req, struct gr_topic *t, 
     }
     pr->error_code = GR_ERR_NONE;
     pr->base_offset = res.base_offset;
-    pr->log_append_time_ms = lat ? res.log_append_time_ms : -1;
+    /* A duplicate is answered as Kafka does: the original's offsets, its max timestamp as log append time. */
+    pr->log_append_time_ms = lat || res.duplicate ? res.log_append_time_ms : -1;
     pr->log_start_offset = res.log_start_offset;
+    *end_offset = res.last_offset + 1;
     return log;
 }
 
@@ -269,12 +286,13 @@ enum gr_handler_rc gr_handle_produce(struct gr_req *req)
                 any_error = true;
                 continue;
             }
-            struct gr_log *log = produce_partition(req, t, pd->index, pd->records, pr);
+            int64_t end_offset = -1;
+            struct gr_log *log = produce_partition(req, t, pd->index, pd->records, pr, &end_offset);
             if (!log) {
                 any_error = true;
                 continue;
             }
-            st->waits[st->count++] = (struct produce_wait){pr, log, gr_log_end_offset(log)};
+            st->waits[st->count++] = (struct produce_wait){pr, log, end_offset};
         }
     }
     for (int i = 0; i < st->count; i++) {

@@ -29,6 +29,7 @@ int main(int argc, char **argv)
     struct gr_log *log = gr_topic_log(t, 0);
     enum gr_codec codecs[] = {GR_CODEC_NONE, GR_CODEC_GZIP, GR_CODEC_SNAPPY, GR_CODEC_LZ4, GR_CODEC_ZSTD};
     int64_t records = 0;
+    int32_t next_seq[2] = {0, 0}; /* per producer: the idempotence rules want each batch to follow the last */
     for (uint32_t i = 0; i < 60; i++) {
         struct th_batch_spec s = {.count = (int32_t)(i % 4) + 1,
                                   .ts0 = 1700000000000 + 1000 * i,
@@ -37,7 +38,7 @@ int main(int argc, char **argv)
                                   .codec = codecs[i % 5],
                                   .producer_id = i % 3 == 0 ? 4000 + (int64_t)(i % 2) : -1,
                                   .producer_epoch = 3,
-                                  .base_sequence = (int32_t)i * 10,
+                                  .base_sequence = i % 3 == 0 ? next_seq[i % 2] : -1,
                                   .value_bytes = 20};
         size_t len;
         uint8_t *b = th_batch(&s, &len);
@@ -45,6 +46,7 @@ int main(int argc, char **argv)
         if (gr_log_append(log, b, len, i == 7 ? 1800000000000 : -1, &res) < 0) return 1;
         free(b);
         records += s.count;
+        if (i % 3 == 0) next_seq[i % 2] += s.count;
     }
     printf("batches 60 records %lld last_offset %lld segments %d\n", (long long)records,
            (long long)records - 1, gr_log_segment_count(log));

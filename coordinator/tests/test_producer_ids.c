@@ -1,0 +1,171 @@
+/*
+ * test_producer_ids.c: producer id block allocation (coordinator/producer_ids.h): ids in order from 0, one
+ * durable save per block of 1000 and always BEFORE the block's first id is handed out, no reuse across
+ * restarts (a restart skips the rest of the block), a failed save hands out nothing, a damaged record
+ * refuses to open, the record codec.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "coordinator/producer_ids.h"
+
+struct mem_disk {
+    uint8_t rec[GR_PRODUCER_ID_RECORD_BYTES];
+    bool present;
+    int saves;
+    int fail_save; /* next save returns this when non-zero */
+};
+
+static int mem_load(void *ctx, uint8_t *buf, size_t len)
+{
+    struct mem_disk *d = ctx;
+    if (!d->present) return -ENOENT;
+    assert_int_equal(len, sizeof d->rec);
+    memcpy(buf, d->rec, len);
+    return 0;
+}
+
+static int mem_save(void *ctx, const uint8_t *buf, size_t len)
+{
+    struct mem_disk *d = ctx;
+    if (d->fail_save) {
+        int e = d->fail_save;
+        d->fail_save = 0;
+        return e;
+    }
+    assert_int_equal(len, sizeof d->rec);
+    memcpy(d->rec, buf, len);
+    d->present = true;
+    d->saves++;
+    return 0;
+}
+
+static int64_t saved_end(const struct mem_disk *d)
+{
+    int64_t v = -1;
+    assert_int_equal(gr_producer_ids_decode(d->rec, sizeof d->rec, &v), 0);
+    return v;
+}
+
+static void test_fresh_and_blocks(void **state)
+{
+    (void)state;
+    struct mem_disk d = {0};
+    struct gr_producer_id_io io = {mem_load, mem_save, &d};
+    struct gr_producer_ids ids;
+    assert_int_equal(gr_producer_ids_open(&ids, &io), 0);
+    assert_int_equal(d.saves, 0);
+    for (int64_t i = 0; i < 2500; i++) {
+        int64_t pid;
+        assert_int_equal(gr_producer_ids_next(&ids, &pid), 0);
+        assert_int_equal(pid, i);
+        /* every id handed out is below the durable block end */
+        assert_true(pid < saved_end(&d));
+    }
+    assert_int_equal(d.saves, 3);
+    assert_int_equal(saved_end(&d), 3000);
+}
+
+static void test_no_reuse_across_restarts(void **state)
+{
+    (void)state;
+    struct mem_disk d = {0};
+    struct gr_producer_id_io io = {mem_load, mem_save, &d};
+    int64_t highest = -1;
+    for (int round = 0; round < 4; round++) {
+        struct gr_producer_ids ids; /* a restart: the in-memory position is lost */
+        assert_int_equal(gr_producer_ids_open(&ids, &io), 0);
+        for (int i = 0; i < 10 + 700 * round; i++) {
+            int64_t pid;
+            assert_int_equal(gr_producer_ids_next(&ids, &pid), 0);
+            assert_true(pid > highest);
+            highest = pid;
+        }
+    }
+    /* rounds hand out 10, 710, 1410, 2110 ids from 0, 1000, 2000 and 4000: each restart skips the rest of
+       the block it finds saved */
+    assert_int_equal(highest, 4000 + 2110 - 1);
+    assert_int_equal(saved_end(&d), 7000);
+}
+
+static void test_failed_save_hands_out_nothing(void **state)
+{
+    (void)state;
+    struct mem_disk d = {0};
+    struct gr_producer_id_io io = {mem_load, mem_save, &d};
+    struct gr_producer_ids ids;
+    assert_int_equal(gr_producer_ids_open(&ids, &io), 0);
+    int64_t pid = 77;
+    d.fail_save = -EIO;
+    assert_int_equal(gr_producer_ids_next(&ids, &pid), -EIO);
+    assert_int_equal(pid, 77);
+    assert_false(d.present);
+    assert_int_equal(gr_producer_ids_next(&ids, &pid), 0);
+    assert_int_equal(pid, 0);
+    for (int i = 1; i < 1000; i++)
+        assert_int_equal(gr_producer_ids_next(&ids, &pid), 0);
+    assert_int_equal(pid, 999);
+    d.fail_save = -ENOSPC; /* the next block's save fails: nothing from it is handed out */
+    assert_int_equal(gr_producer_ids_next(&ids, &pid), -ENOSPC);
+    assert_int_equal(saved_end(&d), 1000);
+    assert_int_equal(gr_producer_ids_next(&ids, &pid), 0);
+    assert_int_equal(pid, 1000);
+    assert_int_equal(saved_end(&d), 2000);
+}
+
+static void test_damaged_record(void **state)
+{
+    (void)state;
+    struct mem_disk d = {0};
+    gr_producer_ids_encode(5000, d.rec);
+    d.present = true;
+    struct gr_producer_id_io io = {mem_load, mem_save, &d};
+    struct gr_producer_ids ids;
+    assert_int_equal(gr_producer_ids_open(&ids, &io), 0);
+    int64_t pid;
+    assert_int_equal(gr_producer_ids_next(&ids, &pid), 0);
+    assert_int_equal(pid, 5000);
+    d.rec[9] ^= 1; /* a flipped bit in the value: CRC mismatch */
+    assert_int_equal(gr_producer_ids_open(&ids, &io), -EINVAL);
+    gr_producer_ids_encode(-8, d.rec); /* a negative value never comes from us */
+    assert_int_equal(gr_producer_ids_open(&ids, &io), -EINVAL);
+    int64_t v;
+    assert_int_equal(gr_producer_ids_decode(d.rec, 13, &v), -EINVAL);
+    gr_producer_ids_encode(123456789012LL, d.rec);
+    assert_int_equal(gr_producer_ids_decode(d.rec, sizeof d.rec, &v), 0);
+    assert_int_equal(v, 123456789012LL);
+    d.rec[0] = 9; /* unknown version */
+    assert_int_equal(gr_producer_ids_decode(d.rec, sizeof d.rec, &v), -EINVAL);
+}
+
+static void test_exhausted(void **state)
+{
+    (void)state;
+    struct mem_disk d = {0};
+    gr_producer_ids_encode(INT64_MAX - 10, d.rec);
+    d.present = true;
+    struct gr_producer_id_io io = {mem_load, mem_save, &d};
+    struct gr_producer_ids ids;
+    assert_int_equal(gr_producer_ids_open(&ids, &io), 0);
+    int64_t pid;
+    assert_int_equal(gr_producer_ids_next(&ids, &pid), -EOVERFLOW);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_fresh_and_blocks),
+        cmocka_unit_test(test_no_reuse_across_restarts),
+        cmocka_unit_test(test_failed_save_hands_out_nothing),
+        cmocka_unit_test(test_damaged_record),
+        cmocka_unit_test(test_exhausted),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
