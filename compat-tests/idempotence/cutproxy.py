@@ -15,13 +15,18 @@ and for each Produce request draws (seeded random.Random) whether to cut the con
   mid_request   forwards only part of the request frame, then closes (the broker sees a truncated frame).
   before_send   closes without forwarding the request at all.
   mid_response  forwards part of the response frame, then closes.
+On SIGUSR1 the proxy starts holding back every Produce response (the connection stays open, the client
+waits, the broker has appended); SIGUSR2 ends that. run.sh sends SIGUSR1 just before it kills the broker, so
+batches the broker appended before its death are retried by the client against the restarted broker, which
+must recognise them from the producer state it rebuilt.
 Invariants: bytes are forwarded unchanged and in order until a cut; a cut closes both sockets; nothing is
 cut before --warmup-s has passed (the client can fetch metadata and a producer id) nor after --stop-after
 cuts. Connections to the broker that fail (broker down) close the client side at once.
 
 Usage: cutproxy.py --upstream-file FILE --port-file FILE [--seed N] [--rate P] [--rate-file F] [--stats FILE]
 Writes its listening address (127.0.0.1:PORT) to --port-file, prints the seed, and on SIGTERM or every
-second writes counts to --stats as `key value` lines: connections, produce_requests, cuts_<kind>, cuts.
+second writes counts to --stats as `key value` lines: connections, produce_requests, cuts_<kind>, cuts,
+held_responses, upstream_refused.
 Read next: run.sh (how the broker is pointed at the proxy), idem_client.c.
 """
 
@@ -40,7 +45,7 @@ KINDS = ("after_append", "mid_request", "before_send", "mid_response")
 
 class Stats:
     def __init__(self):
-        self.c = {"connections": 0, "produce_requests": 0, "upstream_refused": 0}
+        self.c = {"connections": 0, "produce_requests": 0, "upstream_refused": 0, "held_responses": 0}
         for k in KINDS:
             self.c["cuts_" + k] = 0
 
@@ -64,6 +69,7 @@ class Proxy:
         self.rng = random.Random(args.seed)
         self.stats = Stats()
         self.t0 = time.monotonic()
+        self.hold = False
 
     def upstream(self):
         try:
@@ -135,8 +141,7 @@ class Proxy:
                             await uwriter.drain()
                             close_both()
                             return
-                        if kind in ("after_append", "mid_response"):
-                            conn["pending_cut"][corr] = kind
+                        conn["pending_cut"][corr] = kind
                 uwriter.write(hdr + body)
                 await uwriter.drain()
 
@@ -148,7 +153,11 @@ class Proxy:
                     raise ConnectionError("bad frame size")
                 body = await ureader.readexactly(size)
                 corr = struct.unpack(">i", body[:4])[0] if size >= 4 else None
+                is_produce = corr in conn["pending_cut"]
                 kind = conn["pending_cut"].pop(corr, None)
+                if is_produce and self.hold:
+                    self.stats.inc("held_responses")
+                    continue
                 if kind == "after_append":
                     self.stats.inc("cuts_after_append")
                     close_both()
@@ -194,6 +203,8 @@ class Proxy:
         loop = asyncio.get_running_loop()
         for s in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(s, stop.set)
+        loop.add_signal_handler(signal.SIGUSR1, lambda: setattr(self, "hold", True))
+        loop.add_signal_handler(signal.SIGUSR2, lambda: setattr(self, "hold", False))
         st = asyncio.ensure_future(self.stats_loop())
         await stop.wait()
         st.cancel()

@@ -10,10 +10,13 @@
  *           any run), small batches (batch.num.messages=50) so that there are many Produce requests to cut,
  *           and fast reconnects. LOG gets one line per delivery report: "i ok partition offset" or
  *           "i err <code> <name>"; it is flushed every 100 ms so run.sh can follow progress. At the end it
- *           prints "produce: delivered D failed F retries R disconnects X fatal 0|1" (retries and
- *           disconnects: sums of the brokers' txretries and disconnects from librdkafka's statistics).
+ *           prints "produce: delivered D failed F resent S request-retries R disconnects X epochs E fatal 0|1"
+ *           from librdkafka's statistics: resent = records transmitted (top-level txmsgs) minus records
+ *           delivered or failed, i.e. records sent more than once; request-retries and disconnects = sums of
+ *           the brokers' txretries and disconnects; epochs = the idempotence state's epoch_cnt.
  *           Exit 0 when every record was delivered, 1 when some delivery failed, 3 on a fatal error
  *           (e.g. the broker does not support the idempotent producer).
+ *           IDEM_STATS_DUMP=FILE in the environment: the last statistics JSON is written there (debugging).
  *           --no-idempotence turns idempotence off (and allows 5 in flight with retries): the suite's
  *           self-check that the proxy really makes duplicates, which the checker must then find.
  *   dump    BROKER TOPIC PARTITIONS OUT       assign() every partition from the beginning (no group), read
@@ -32,7 +35,7 @@
 static FILE *log_fp;
 static long long delivered, failed;
 static int fatal;
-static long long stat_retries, stat_disconnects;
+static long long stat_retries, stat_disconnects, stat_txmsgs, stat_epochs, stats_seen;
 
 static double now_s(void)
 {
@@ -87,6 +90,16 @@ static void error_cb(rd_kafka_t *rk, int err, const char *reason, void *opaque)
 }
 
 /* Sum of every `"key":<int>` in a statistics JSON document (only broker objects carry these keys). */
+/* The value of the first (or last) `"key":<int>` in a statistics JSON document; 0 when absent. */
+static long long nth_key(const char *json, const char *key, int last)
+{
+    char pat[64];
+    const char *found = NULL;
+    snprintf(pat, sizeof pat, "\"%s\":", key);
+    for (const char *p = strstr(json, pat); p; p = last ? strstr(p + 1, pat) : NULL) found = p;
+    return found ? strtoll(found + strlen(pat), NULL, 10) : 0;
+}
+
 static long long sum_key(const char *json, const char *key)
 {
     char pat[64];
@@ -110,6 +123,9 @@ static int stats_cb(rd_kafka_t *rk, char *json, size_t len, void *opaque)
     }
     stat_retries = sum_key(json, "txretries");
     stat_disconnects = sum_key(json, "disconnects");
+    stat_txmsgs = nth_key(json, "txmsgs", 1); /* the top-level count comes last, after "topics" */
+    stat_epochs = nth_key(json, "epoch_cnt", 0);
+    stats_seen++;
     return 0;
 }
 
@@ -192,10 +208,14 @@ static int do_produce(const char *broker, const char *topic, int parts, long lon
         rd_kafka_poll(rk, 100);
         fflush(log_fp);
     }
-    rd_kafka_poll(rk, 600); /* one more statistics callback */
+    /* statistics taken after the last delivery (one interval is 500 ms) */
+    long long seen = stats_seen;
+    for (double until = now_s() + 2; stats_seen < seen + 1 && now_s() < until;) rd_kafka_poll(rk, 100);
     fflush(log_fp);
-    printf("produce: delivered %lld failed %lld retries %lld disconnects %lld fatal %d in %.1f s\n", delivered, failed,
-           stat_retries, stat_disconnects, fatal, now_s() - t0);
+    printf("produce: delivered %lld failed %lld resent %lld request-retries %lld disconnects %lld epochs %lld fatal %d"
+           " in %.1f s\n",
+           delivered, failed, stat_txmsgs > delivered + failed ? stat_txmsgs - delivered - failed : 0, stat_retries,
+           stat_disconnects, stat_epochs, fatal, now_s() - t0);
     fflush(stdout);
     if (fatal) {
         /* the remaining messages fail with the fatal error; their reports do not matter here */

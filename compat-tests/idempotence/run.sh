@@ -11,8 +11,11 @@
 #   stored that was not sent, per-partition order.
 #   0. self-check: the same with enable.idempotence=false must show duplicates (the check can fail).
 #   1. IDEM_RECORDS (default 20,000) records through the cutting proxy.
-#   2. The same with IDEM_KILL_ROUNDS (default 1) kill -9 and restarts of the broker during the produce.
-# Env: IDEM_RECORDS, IDEM_KILL_ROUNDS, IDEM_SEED, IDEM_CUT_RATE (per Produce request, default 0.03),
+#   2. The same with IDEM_KILL_ROUNDS (default 1) kill -9 and restarts of the broker during the produce;
+#      for half a second before each kill the proxy holds back every Produce response, so batches the
+#      broker appended just before it died are retried against the restarted broker (which must know them
+#      from the producer state it rebuilt, answering with their original offsets).
+# Env: IDEM_RECORDS, IDEM_KILL_ROUNDS, IDEM_SEED, IDEM_CUT_RATE (per Produce request, default 0.05),
 #   IDEM_BROKER=gregor|kafka (kafka: Apache Kafka 4.1.1 from compat-tests/kafka-dist, the reference),
 #   IDEM_PRODUCE_TIMEOUT_S (default 240). Prints "idempotence: N passed, N failed"; exits non-zero on failure.
 # Read next: cutproxy.py, idem_client.c, check.py; full.sh is the long form for `make compat-full`.
@@ -22,7 +25,7 @@ source "$here/../lib/broker.sh"
 N=${IDEM_RECORDS:-20000}
 ROUNDS=${IDEM_KILL_ROUNDS:-1}
 SEED=${IDEM_SEED:-$(( $(od -An -N4 -tu4 /dev/urandom) ))}
-RATE=${IDEM_CUT_RATE:-0.03}
+RATE=${IDEM_CUT_RATE:-0.05}
 KIND=${IDEM_BROKER:-gregor}
 PTIMEOUT=${IDEM_PRODUCE_TIMEOUT_S:-240}
 PARTS=4
@@ -126,8 +129,13 @@ run_part() {
             sleep 0.1
         done
         if kill -0 "$CLIENT_PID" 2>/dev/null; then
+            # The proxy holds back Produce responses for a moment before the kill: the batches the broker
+            # appends meanwhile are retried by the client against the restarted broker.
+            kill -USR1 "$PROXY_PID"
+            sleep 0.5
             echo "  ..   $name: kill -9 of the broker after $done_n deliveries"
             broker_kill_restart || fail "$name: broker restarts after kill -9 $k"
+            kill -USR2 "$PROXY_PID"
         else
             fail "$name: producer still running at kill $k" "it ended before $target deliveries"
         fi
@@ -142,7 +150,10 @@ run_part() {
         "cuts: $(proxy_delta "$T/$name.before" "$T/$name.after" cuts_after_append) after append," \
         "$(proxy_delta "$T/$name.before" "$T/$name.after" cuts_mid_request) mid-request," \
         "$(proxy_delta "$T/$name.before" "$T/$name.after" cuts_before_send) before send," \
-        "$(proxy_delta "$T/$name.before" "$T/$name.after" cuts_mid_response) mid-response; $(( $(date +%s) - t0 ))s"
+        "$(proxy_delta "$T/$name.before" "$T/$name.after" cuts_mid_response) mid-response;" \
+        "$(proxy_delta "$T/$name.before" "$T/$name.after" held_responses) responses held back before a kill; $(( $(date +%s) - t0 ))s"
+    RESENT=$(sed -n 's/^produce: .* resent \([0-9]*\) .*/\1/p' "$T/$name.out")
+    RESENT=${RESENT:-0}
     PRODUCE_RC=$rc
     check "$name: dump $topic" "$C" dump "$BROKER" "$topic" "$PARTS" "$T/$name.dump"
     python3 "$here/check.py" "$T/$name.log" "$T/$name.dump" "$n" "$PARTS" >"$T/$name.check" 2>&1
@@ -151,11 +162,12 @@ run_part() {
 }
 
 # ---- 0. self-check: without idempotence the same cuts make duplicates, and check.py finds them ---------
-# A higher cut rate makes at least one after-append cut (hence a duplicate) all but certain.
-set_rate 0.1
+# A higher cut rate makes at least one cut after an append (after-append or mid-response, hence a
+# duplicate) all but certain.
+set_rate 0.15
 run_part control idem-control 5000 0 --no-idempotence
-check_eq "self-check: without idempotence the proxy's cuts forced retries (after-append cuts > 0)" yes \
-    "$([ "$(proxy_delta "$T/control.before" "$T/control.after" cuts_after_append)" -gt 0 ] && echo yes || echo no)"
+check_eq "self-check: without idempotence the proxy cut connections after the broker appended (after-append or mid-response cuts > 0)" yes \
+    "$([ $(( $(proxy_delta "$T/control.before" "$T/control.after" cuts_after_append) + $(proxy_delta "$T/control.before" "$T/control.after" cuts_mid_response) )) -gt 0 ] && echo yes || echo no)"
 check_eq "self-check: without idempotence check.py finds duplicates" yes \
     "$([ "$PART_RC" -ne 0 ] && grep -q 'duplicate' "$T/control.check" && echo yes || echo no)"
 
@@ -165,11 +177,15 @@ run_part cuts idem-cuts "$N" 0
 check_eq "cuts: the idempotent producer delivered all $N records (exit 0)" 0 "$PRODUCE_RC"
 check_eq "cuts: the proxy cut connections after the broker appended a batch (> 0)" yes \
     "$([ "$(proxy_delta "$T/cuts.before" "$T/cuts.after" cuts_after_append)" -gt 0 ] && echo yes || echo no)"
+check_eq "cuts: the client re-sent records the broker had already appended (resent > 0)" yes "$([ "$RESENT" -gt 0 ] && echo yes || echo no)"
 check_eq "cuts: every acknowledged record exactly once at its offset, in order, nothing unsent" 0 "$PART_RC"
 
 # ---- 2. cuts and kill -9 ------------------------------------------------------------------------------
 run_part kill idem-kill "$N" "$ROUNDS"
 check_eq "kill -9 x$ROUNDS: the idempotent producer delivered all $N records (exit 0)" 0 "$PRODUCE_RC"
+check_eq "kill -9 x$ROUNDS: Produce responses were held back before each kill (> 0: batches the broker appended before it died)" yes \
+    "$([ "$(proxy_delta "$T/kill.before" "$T/kill.after" held_responses)" -gt 0 ] && echo yes || echo no)"
+check_eq "kill -9 x$ROUNDS: the client re-sent records (resent > 0)" yes "$([ "$RESENT" -gt 0 ] && echo yes || echo no)"
 check_eq "kill -9 x$ROUNDS: every acknowledged record exactly once at its offset, in order, nothing unsent" 0 "$PART_RC"
 
 summary idempotence
