@@ -535,7 +535,11 @@ int gr_log_append(struct gr_log *log, uint8_t *batch, size_t len, int64_t log_ap
     if (len > (size_t)cfg->max_message_bytes) return -EMSGSIZE;
     int64_t pid = gr_batch_producer_id(batch);
     if (pid >= 0) {
-        /* Idempotence: judged here and applied below in the same call (one step, see log.h). */
+        /* Idempotence: judged here and applied by gr_producer_state_update below, in the same synchronous
+           call, so no other batch can be judged against the state in between (log.h). If the write ever
+           leaves this call (queued to another thread), the state must be applied when the batch is
+           accepted, after any roll's snapshot, and undone if the write fails; otherwise a retry arriving
+           meanwhile would pass as new and be written twice. */
         const struct gr_producer_batch *dup;
         switch (gr_producer_state_check(&log->ps, batch, &dup)) {
         case GR_PRODUCER_DUPLICATE:

@@ -3,7 +3,8 @@
 # CreatePartitions, DeleteRecords, OffsetForLeaderEpoch, DescribeLogDirs, DeleteTopics) driven by real
 # clients: kafka-python 3 and confluent-kafka (admin/run.py), and Apache Kafka's own kafka-configs.sh,
 # kafka-topics.sh and kafka-log-dirs.sh when compat-tests/.cache/kafka-4.1.1 holds them
-# (compat-tests/kafka-dist/get-kafka.sh builds it).
+# (compat-tests/kafka-dist/get-kafka.sh builds it); with them also the Java console producer with its default
+# enable.idempotence=true, checked with kafka-transactions.sh describe-producers (DescribeProducers).
 #
 #   run.sh                       Gregor (GREGOR_BIN, default build/bin/gregor) on a free loopback port with a
 #                                fresh data dir and message.max.bytes=2000000 (a static broker value); then a
@@ -63,6 +64,11 @@ if [ -x "$KAFKA_BIN/kafka-configs.sh" ] && command -v java >/dev/null; then
     check "kafka-topics.sh --create again (restart phase expects adm-del7 with 3 partitions)" grep -q 'Created topic' <<<"$out"
     out=$(tool kafka-topics.sh --alter --topic adm-b --partitions 1)
     check "kafka-topics.sh --alter --partitions 1: a decrease is refused" grep -q 'would not be an increase' <<<"$out"
+    # The Java producer's defaults (enable.idempotence=true, acks=all): InitProducerId, then sequences 0..299.
+    seq 1 300 | timeout 90 "$KAFKA_BIN/kafka-console-producer.sh" --bootstrap-server "$BROKER" --topic adm-idem >/dev/null 2>&1
+    out=$(tool kafka-transactions.sh describe-producers --topic adm-idem --partition 0)
+    check "kafka-console-producer.sh (idempotent by default), then kafka-transactions.sh describe-producers: one producer, epoch 0, coordinator epoch -1, last sequence 299" \
+        awk 'NR == 2 && $2 == 0 && $3 == -1 && $4 == 299 { ok = 1 } END { exit !(ok && NR == 2) }' <<<"$out"
 else
     echo "  skip Kafka's command-line tools: run compat-tests/kafka-dist/get-kafka.sh to include them"
 fi

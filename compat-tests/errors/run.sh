@@ -14,6 +14,9 @@ idem_state=$(mktemp)
 run_py "errors/idempotence.py" "$here/idempotence.py" before "$idem_state"
 broker_restart || fail "broker restarts after SIGTERM"
 run_py "errors/idempotence.py after restart" "$here/idempotence.py" after "$idem_state"
+broker_restart --override producer.id.expiration.ms=3000 --override producer.id.expiration.check.interval.ms=200 ||
+    fail "broker restarts with producer.id.expiration.ms=3000"
+run_py "errors/idempotence.py expire" "$here/idempotence.py" expire "$idem_state"
 rm -f "$idem_state"
 check "broker process still running after every error case" kill -0 "$BROKER_PID"
 check "broker logged no assertion or crash" bash -c "! grep -Eiq 'assert|abort|sanitizer' '$BROKER_DIR/broker.log'"
