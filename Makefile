@@ -38,12 +38,15 @@ oracle:
 compat:
 	@if [ -x compat-tests/run.sh ]; then compat-tests/run.sh $(BUILD); else echo "compat: no suites yet"; fi
 
-# Longer client runs that do not fit make test's budget (five kill -9 rounds of 1,000,000 records, ...),
-# then the full stock client matrix (10,000 records, every codec; writes compat-tests/clients/matrix.md).
+# Longer client runs that do not fit make test's budget: five kill -9 rounds of 1,000,000 records; the
+# idempotent producer with 200,000 records through a connection-cutting proxy and three kill -9; the full
+# stock client matrix (10,000 records, every codec; writes compat-tests/clients/matrix.md).
+# Every suite runs even when an earlier one failed; each ends with its own "N passed, N failed" line.
 compat-full: test-deps build
-	@GREGOR_BIN=$(BUILD)/bin/gregor compat-tests/e2e/full.sh; e2e=$$?; \
-	GREGOR_BIN=$(BUILD)/bin/gregor compat-tests/clients/run.sh --full $(BUILD); clients=$$?; \
-	[ $$e2e -eq 0 ] && [ $$clients -eq 0 ]
+	@GREGOR_BIN=$(BUILD)/bin/gregor compat-tests/e2e/full.sh; e=$$?; \
+	GREGOR_BIN=$(BUILD)/bin/gregor compat-tests/idempotence/full.sh; i=$$?; \
+	GREGOR_BIN=$(BUILD)/bin/gregor compat-tests/clients/run.sh --full $(BUILD); c=$$?; \
+	[ $$e -eq 0 ] && [ $$i -eq 0 ] && [ $$c -eq 0 ]
 
 # Every broker test of librdkafka 2.0.2's own suite, one per process; writes compat-tests/librdkafka/results.md.
 compat-librdkafka: test-deps build

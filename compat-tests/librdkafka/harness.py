@@ -11,7 +11,11 @@ reading each run's TEST_REPORT json. Prints a table and a last line
 Units and results:
 - A unit is a test number (e.g. 0022) in one scenario: "0022" is the default
   scenario (auto topic creation on), "0107:noautocreate" runs against a broker
-  with auto.create.topics.enable=false. A number can contain several sub-tests
+  with auto.create.topics.enable=false. An id ending in "+P" ("0001+P") runs
+  the same sub-tests with the runner's -P flag (every client the suite
+  creates gets enable.idempotence=true): a separate unit with its own result,
+  run only when listed in must-pass.txt or named on the command line.
+  A number can contain several sub-tests
   (0022_consume_batch, 0022_consume_batch_local): local sub-tests (TEST_F_LOCAL,
   no broker) and sub-tests of other scenarios are not part of the unit.
 - Result of a unit: FAILED if any of its sub-tests failed or was still running;
@@ -98,12 +102,33 @@ def broker_units(table):
     return dict(sorted(units.items(), key=lambda kv: (unit_scenario(kv[0]) != "default", kv[0])))
 
 
+IDEMPOTENT_SUFFIX = "+P"  # unit id suffix: run with test-runner -P (idempotent producer everywhere)
+
+
+def unit_base(uid):
+    """The id without the +P suffix."""
+    return uid[:-len(IDEMPOTENT_SUFFIX)] if uid.endswith(IDEMPOTENT_SUFFIX) else uid
+
+
+def unit_idempotent(uid):
+    return uid.endswith(IDEMPOTENT_SUFFIX)
+
+
 def unit_num(uid):
-    return uid.split(":")[0]
+    return unit_base(uid).split(":")[0]
 
 
 def unit_scenario(uid):
-    return uid.split(":")[1] if ":" in uid else "default"
+    b = unit_base(uid)
+    return b.split(":")[1] if ":" in b else "default"
+
+
+def add_idempotent_units(units, ids):
+    """Adds the "+P" ids among `ids` whose base id is a broker unit; returns the units, re-sorted."""
+    for uid in ids:
+        if unit_idempotent(uid) and unit_base(uid) in units:
+            units[uid] = units[unit_base(uid)]
+    return dict(sorted(units.items(), key=lambda kv: (unit_scenario(kv[0]) != "default", kv[0])))
 
 
 def read_list(path, with_reason=False):
@@ -380,7 +405,7 @@ SLOW_TESTS_S = {"0077": 300}
 
 def run_unit(uid, subtests, runner, broker, work_root, args, env_base):
     num, scen = unit_num(uid), unit_scenario(uid)
-    wd = os.path.join(work_root, uid.replace(":", "-"))
+    wd = os.path.join(work_root, uid.replace(":", "-").replace("+", "-"))
     os.makedirs(wd, exist_ok=True)
     if args.java_dir and not os.path.exists(os.path.join(wd, "java")):
         # test_run_java() runs `make -s java` then java/run-class.sh from the
@@ -403,6 +428,8 @@ def run_unit(uid, subtests, runner, broker, work_root, args, env_base):
     })
     limit = max(args.timeout, SLOW_TESTS_S.get(num, 0))
     cmd = ["timeout", "-k", "5", str(limit), runner, "-p1", "-L", "-K"]
+    if unit_idempotent(uid):
+        cmd.append("-P")
     if args.quick:
         cmd.append("-Q")
     t0 = time.time()
@@ -498,7 +525,7 @@ def main():
                       help="run must-pass.txt (all must PASS), then others while the budget lasts")
     mode.add_argument("--all", action="store_true", help="run every broker test, write results.md")
     mode.add_argument("--list", action="store_true", help="list broker test units and exit")
-    ap.add_argument("tests", nargs="*", help="test ids: 0001 0003 0107:noautocreate")
+    ap.add_argument("tests", nargs="*", help="test ids: 0001 0003 0107:noautocreate 0001+P (+P: with -P, idempotent producer)")
     br = ap.add_mutually_exclusive_group()
     br.add_argument("--kafka", action="store_true", help="start Apache Kafka 4.1.1 instead of Gregor")
     br.add_argument("--bootstrap", metavar="HOST:PORT", help="use a running broker (not restarted)")
@@ -528,6 +555,7 @@ def main():
     units = broker_units(table_)
     must = read_list(os.path.join(HERE, "must-pass.txt"))
     na = read_list(os.path.join(HERE, "not-applicable.txt"), with_reason=True)
+    units = add_idempotent_units(units, list(must) + list(args.tests))
 
     if args.list:
         for uid, subs in units.items():

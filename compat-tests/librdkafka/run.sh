@@ -7,6 +7,8 @@
 #   run.sh --all              every broker test except not-applicable.txt;
 #                             writes results.md
 #   run.sh 0001 0003 ...      just those (ids as in `run.sh --list`)
+#                             (0001+P: 0001 with the runner's -P flag,
+#                             enable.idempotence=true in every client)
 #   run.sh --list             broker test ids, sub-tests, must-pass / n/a tags
 # Broker (default: Gregor at build/bin/gregor, or GREGOR_BIN / --gregor PATH):
 #   --kafka                   start Apache Kafka 4.1.1 (compat-tests/kafka-dist)
