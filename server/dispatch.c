@@ -239,6 +239,7 @@ void gr_dispatch(struct gr_req *req)
         return;
     }
     req->resp_ops->init(req->resp);
+    if (!req->broker->coord && gr_api_uses_groups(key)) gr_groups_ensure(req->broker); /* first group use */
     switch (api->handler(req)) {
     case GR_HANDLER_DONE:
         gr_req_finish(req);

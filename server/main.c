@@ -21,6 +21,7 @@
 #include "server/broker.h"
 #include "storage/cleaner.h"
 #include "server/handlers/handlers.h"
+#include "coordinator/offsets_log.h"
 
 #ifndef GREGOR_VERSION
 #define GREGOR_VERSION "0.1.0"
@@ -209,7 +210,9 @@ int main(int argc, char **argv)
         for (int32_t p = 0; p < gr_topic_partition_count(t); p++) gr_broker_update_hwm(b, gr_topic_log(t, p));
     }
     if (gr_producer_ids_start(b)) return 1;
-    if (gr_groups_start(b)) return 1; /* replays __consumer_offsets before the loop serves clients */
+    /* An existing __consumer_offsets is replayed before the loop serves clients; a missing one is created on
+       the first group request (gr_groups_ensure), as Kafka does. */
+    if (gr_store_topic_find(b->store, GR_OFFSETS_TOPIC, strlen(GR_OFFSETS_TOPIC)) && gr_groups_start(b)) return 1;
 
     ev_signal_init(&b->sigterm_w, stop_cb, SIGTERM);
     ev_signal_init(&b->sigint_w, stop_cb, SIGINT);

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # startup/run.sh: how the broker starts and refuses to start. A second broker on a log directory in use is
 # refused (Kafka's .lock), bad values stop it with a message naming the key, a bad listener stops it before
-# the data directory is touched, and --healthcheck / --version answer.
+# the data directory is touched, and --healthcheck / --version answer. A new broker does not create
+# __consumer_offsets at start (Kafka creates it on first group use, and so start-up stays in milliseconds).
 set -u
 . "$(dirname "$0")/../lib/broker.sh"
 trap broker_cleanup EXIT
@@ -25,4 +26,29 @@ check_eq "a bad listeners value stops the broker (exit 1)" "1" "$?"
 check_eq "before the log directory is created" "no" "$([ -e "$tmp/d" ] && echo yes || echo no)"
 check_eq "--version" "gregor" "$("$GREGOR_BIN" --version | cut -d' ' -f1)"
 rm -rf "$tmp"
+
+# __consumer_offsets: created on first group use, replayed at the next start.
+offsets_step() { # offsets_step STEP: one pass/fail per line that offsets_topic.py prints
+    local line
+    while IFS= read -r line; do
+        case "$line" in "ok   "*) pass "${line#ok   }" ;; "FAIL "*) fail "${line#FAIL }" ;; esac
+    done < <(python3 "$(dirname "$0")/offsets_topic.py" "$BROKER" "$1" 2>&1)
+}
+BROKER_DIR=$(mktemp -d /tmp/gregor-test.XXXXXX)
+broker_start || { fail "start"; summary startup; exit 1; }
+ms=$(sed -n 's/.* started in \([0-9]*\) ms.*/\1/p' "$BROKER_DIR/broker.log" | head -1)
+case "$ms" in [0-9]*) pass "a new broker reports its start-up time ($ms ms, no __consumer_offsets to create)" ;;
+    *) fail "a new broker reports its start-up time" "$(tail -3 "$BROKER_DIR/broker.log")" ;; esac
+offsets_step absent
+offsets_step group
+broker_restart
+offsets_step present
+check "the restart replayed __consumer_offsets at start" grep -q "group coordinator loaded" "$BROKER_DIR/broker.log"
+broker_stop
+rm -rf "$BROKER_DIR"
+BROKER_DIR=$(mktemp -d /tmp/gregor-test.XXXXXX)
+broker_start || { fail "start"; summary startup; exit 1; }
+offsets_step create
+broker_stop
+rm -rf "$BROKER_DIR"
 summary startup

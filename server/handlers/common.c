@@ -4,6 +4,7 @@
 
 #include "common/limits.h"
 #include "common/log.h"
+#include "coordinator/offsets_log.h"
 #include "server/handlers/handlers.h"
 #include "server/topic_configs.h"
 
@@ -79,6 +80,9 @@ int16_t gr_topic_create(struct gr_broker *b, struct gr_str name, int32_t partiti
         *error_message = "Topic name is illegal: it must be 1 to 249 characters of [a-zA-Z0-9._-], not '.' or '..'";
         return GR_ERR_INVALID_TOPIC_EXCEPTION;
     }
+    /* __consumer_offsets is the coordinator's: created by it, with its partition count and configs */
+    if (!b->coord && name.len == (int32_t)strlen(GR_OFFSETS_TOPIC) && memcmp(name.ptr, GR_OFFSETS_TOPIC, (size_t)name.len) == 0)
+        gr_groups_ensure(b);
     if (gr_topic_lookup(b, name)) {
         *error_message = "Topic already exists.";
         return GR_ERR_TOPIC_ALREADY_EXISTS;

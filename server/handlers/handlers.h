@@ -44,6 +44,17 @@ enum gr_handler_rc gr_handle_delete_groups(struct gr_req *req);
  * or -errno. gr_groups_stop stops the timers and frees b->coord without answering parked JoinGroup /
  * SyncGroup requests (call it before freeing parked requests and before closing the store). */
 int gr_groups_start(struct gr_broker *b);
+/* Lazy start, as Kafka creates __consumer_offsets on first group use: at broker start the coordinator is
+ * started only when __consumer_offsets already exists (its replay takes milliseconds); on a new data
+ * directory the first group request (any API of gr_api_uses_groups) or a Metadata / CreateTopics naming
+ * __consumer_offsets calls gr_groups_ensure, which creates the topic (offsets.topic.num.partitions
+ * partitions, compacted) and starts the coordinator synchronously, once. Returns 0 when b->coord exists
+ * afterwards, else -errno (logged, retried by the next group request; handlers then answer
+ * COORDINATOR_NOT_AVAILABLE as they do for a missing b->coord). */
+int gr_groups_ensure(struct gr_broker *b);
+/* True for the APIs served by the group coordinator (OffsetCommit, OffsetFetch, FindCoordinator, JoinGroup,
+ * Heartbeat, LeaveGroup, SyncGroup, DescribeGroups, ListGroups, DeleteGroups, OffsetDelete). */
+bool gr_api_uses_groups(int16_t api_key);
 void gr_groups_stop(struct gr_broker *b);
 /* Returns borrowed: the __consumer_offsets binding (durability checks), NULL when groups are not started. */
 struct gr_offsets_log *gr_groups_offsets_log(struct gr_broker *b);

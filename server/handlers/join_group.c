@@ -2,8 +2,10 @@
  * join_group.c: JoinGroup (key 11), v0-9, and the server binding of the group coordinator.
  *
  * The binding (gr_groups_start/stop) opens __consumer_offsets (creating it with
- * offsets.topic.num.partitions partitions when missing), replays it synchronously before the listener
- * opens (so COORDINATOR_LOAD_IN_PROGRESS is never needed), creates b->coord, and drives its timers from
+ * offsets.topic.num.partitions partitions when missing), replays it synchronously (so
+ * COORDINATOR_LOAD_IN_PROGRESS is never needed): at broker start when the topic exists, else on the first
+ * group request (gr_groups_ensure, as Kafka creates the topic on first use: a new broker starts without
+ * 50 partitions' worth of file creation and fsyncs), creates b->coord, and drives its timers from
  * two ev_timers: one armed at the coordinator's earliest deadline (session expiry, pending member ids,
  * join/sync phases, offset expiration), one every GROUPS_MAINTENANCE_S seconds for the offsets-log
  * rewrite and the high watermark of its partitions. Coordinator waiters are parked requests: a JoinGroup
@@ -214,6 +216,35 @@ int gr_groups_start(struct gr_broker *b)
             GR_OFFSETS_TOPIC, gr_offsets_log_partitions(g->ol), gr_coord_group_count(b->coord),
             (long long)(gr_time_mono_ms() - t0));
     return 0;
+}
+
+int gr_groups_ensure(struct gr_broker *b)
+{
+    if (b->coord) return 0;
+    int64_t t0 = gr_time_mono_ms();
+    int rc = gr_groups_start(b);
+    if (rc == 0) GR_INFO("group coordinator started on first use in %lld ms", (long long)(gr_time_mono_ms() - t0));
+    return rc;
+}
+
+bool gr_api_uses_groups(int16_t api_key)
+{
+    switch (api_key) {
+    case 8:  /* OffsetCommit */
+    case 9:  /* OffsetFetch */
+    case 10: /* FindCoordinator */
+    case 11: /* JoinGroup */
+    case 12: /* Heartbeat */
+    case 13: /* LeaveGroup */
+    case 14: /* SyncGroup */
+    case 15: /* DescribeGroups */
+    case 16: /* ListGroups */
+    case 42: /* DeleteGroups */
+    case 47: /* OffsetDelete */
+        return true;
+    default:
+        return false;
+    }
 }
 
 void gr_groups_stop(struct gr_broker *b)
