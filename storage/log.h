@@ -104,6 +104,16 @@ int gr_log_read(struct gr_log *log, int64_t offset, int64_t max_bytes, int64_t u
                 struct gr_log_slice *slice);
 /* Drops the slice's reference (closing the fd if the segment was deleted meanwhile). Idempotent. */
 void gr_log_slice_release(struct gr_log_slice *slice);
+/* Cold reads (storage/residency.c). Returns 1 when every page of the slice's range is in the page cache,
+   0 when some page is not (sending it would wait for the disk), -errno when it cannot be told. Never
+   waits for the disk; network thread. */
+int gr_log_slice_resident(const struct gr_log_slice *slice);
+/* Copies `slice` into `copy` with a reference of its own (release both). Thread-safe. */
+void gr_log_slice_retain(const struct gr_log_slice *slice, struct gr_log_slice *copy);
+/* Reads the slice's whole range (pread, 1 MiB at a time) so that it is in the page cache afterwards. BLOCKS
+   on the disk: call it on an I/O pool thread (storage/iopool.h) with a slice of its own (retained).
+   Returns 0, or -errno (-EIO if the file ended early). */
+int gr_log_slice_prefetch(const struct gr_log_slice *slice);
 
 /* ListOffsets by time: the first record (at or above the log start offset, in a batch whose last offset is
    below upper_bound) with timestamp >= ts; the time index finds the batch, then its records are scanned

@@ -197,6 +197,26 @@ static ssize_t f_pread(int fd, void *buf, size_t n, off_t pos)
     return pread(fd, buf, n, pos);
 }
 
+static int f_cachestat(int fd, int64_t pos, int64_t len, int64_t *cached_pages)
+{
+    int err = account(F_CACHESTAT, false);
+    if (err) {
+        errno = err;
+        return -1;
+    }
+    return gr_sys_libc.cachestat(fd, pos, len, cached_pages);
+}
+
+static ssize_t f_preadv2(int fd, const struct iovec *iov, int iovcnt, off_t pos, int flags)
+{
+    int err = account(F_PREADV2, false);
+    if (err) {
+        errno = err;
+        return -1;
+    }
+    return preadv2(fd, iov, iovcnt, pos, flags);
+}
+
 static size_t short_check(size_t n)
 {
     pthread_mutex_lock(&mu);
@@ -339,6 +359,8 @@ void fault_install(void)
     gr_sys.renameat = f_renameat;
     gr_sys.unlinkat = f_unlinkat;
     gr_sys.mkdirat = f_mkdirat;
+    gr_sys.cachestat = f_cachestat;
+    gr_sys.preadv2 = f_preadv2;
 }
 
 void fault_uninstall(void)

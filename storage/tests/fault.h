@@ -27,6 +27,8 @@ enum fault_op {
     F_UNLINK,
     F_MKDIR,
     F_PREAD,
+    F_CACHESTAT, /* a failing cachestat makes residency fall back to preadv2 (ENOSYS) or report -errno */
+    F_PREADV2,   /* an EAGAIN here reads as "not in the page cache" */
     F_OPS
 };
 

@@ -1,0 +1,256 @@
+/*
+ * test_io.c: the I/O thread pool (storage/iopool.h) and cold reads (storage/residency.c): jobs run on pool
+ * threads and complete on the owner's thread, in full, also at destroy; a slice evicted from the page
+ * cache (posix_fadvise DONTNEED after an fdatasync) reads as not resident, a pool prefetch makes it
+ * resident again with the right bytes; the preadv2 fallback when cachestat is missing; read errors in a
+ * prefetch are reported.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "storage/iopool.h"
+#include "storage/sys.h"
+#include "storage/tests/fault.h"
+#include "storage/tests/helpers.h"
+
+/* ---- the pool ---- */
+
+struct tjob {
+    struct gr_io_job job;
+    pthread_t owner;
+    bool ran_elsewhere;
+    int *done_count;
+    int index;
+    int *order;
+    int *order_n;
+};
+
+static atomic_int notified;
+
+static void notify_cb(void *ctx)
+{
+    (void)ctx;
+    atomic_fetch_add(&notified, 1);
+}
+
+static void tjob_run(struct gr_io_job *job)
+{
+    struct tjob *t = (struct tjob *)job;
+    t->ran_elsewhere = !pthread_equal(pthread_self(), t->owner);
+    usleep(100);
+    job->result = t->index;
+}
+
+static void tjob_done(struct gr_io_job *job)
+{
+    struct tjob *t = (struct tjob *)job;
+    assert_true(pthread_equal(pthread_self(), t->owner)); /* done() runs on the owner's thread */
+    assert_int_equal(job->result, t->index);
+    (*t->done_count)++;
+}
+
+static void test_pool_runs_and_completes(void **state)
+{
+    (void)state;
+    struct gr_iopool *pool;
+    atomic_store(&notified, 0);
+    assert_int_equal(gr_iopool_create(3, notify_cb, NULL, &pool), 0);
+    enum { N = 200 };
+    struct tjob *jobs = calloc(N, sizeof(*jobs));
+    int done = 0;
+    for (int i = 0; i < N; i++) {
+        jobs[i] = (struct tjob){.job = {.run = tjob_run, .done = tjob_done}, .owner = pthread_self(),
+                                .done_count = &done, .index = i};
+        gr_iopool_submit(pool, &jobs[i].job);
+    }
+    gr_iopool_drain(pool);
+    assert_int_equal(done, N);
+    assert_int_equal(gr_iopool_pending(pool), 0);
+    assert_true(atomic_load(&notified) >= 1);
+    assert_true(atomic_load(&notified) <= N);
+    for (int i = 0; i < N; i++)
+        assert_true(jobs[i].ran_elsewhere);
+    /* complete() with nothing finished runs nothing */
+    assert_int_equal(gr_iopool_complete(pool), 0);
+    gr_iopool_destroy(pool);
+    free(jobs);
+}
+
+static void test_pool_destroy_finishes_everything(void **state)
+{
+    (void)state;
+    struct gr_iopool *pool;
+    assert_int_equal(gr_iopool_create(1, NULL, NULL, &pool), 0);
+    enum { N = 50 };
+    struct tjob jobs[N];
+    int done = 0;
+    for (int i = 0; i < N; i++) {
+        jobs[i] = (struct tjob){.job = {.run = tjob_run, .done = tjob_done}, .owner = pthread_self(),
+                                .done_count = &done, .index = i};
+        gr_iopool_submit(pool, &jobs[i].job);
+    }
+    gr_iopool_destroy(pool); /* no notify, nobody polled: destroy must still run every done() */
+    assert_int_equal(done, N);
+}
+
+/* ---- cold reads ---- */
+
+struct fx {
+    char dir[64];
+    struct gr_store_config cfg;
+    struct gr_store *store;
+    struct gr_log *log;
+    uint8_t *expect;
+    size_t expect_len;
+};
+
+static int setup(void **state)
+{
+    struct fx *f = calloc(1, sizeof(*f));
+    th_tmpdir(f->dir, sizeof(f->dir));
+    th_config(&f->cfg, f->dir);
+    th_flush_reset();
+    fault_install(); /* before the store opens: the table is not changed under running flushers */
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fx *f = *state;
+    for (int op = 0; op < F_OPS; op++)
+        fault_clear((enum fault_op)op);
+    if (f->store) gr_store_close(f->store);
+    fault_uninstall();
+    th_rmtree(f->dir);
+    free(f->expect);
+    free(f);
+    return 0;
+}
+
+/* A log with ~2 MiB of batches, made durable (so that DONTNEED can drop the pages). */
+static void fill(struct fx *f)
+{
+    assert_int_equal(gr_store_open(&f->cfg, &f->store), 0);
+    struct gr_topic *t;
+    assert_int_equal(gr_store_topic_create(f->store, "cold", 1, NULL, NULL, 0, &t), 0);
+    f->log = gr_topic_log(t, 0);
+    f->expect = malloc(4 << 20);
+    for (int i = 0; i < 32; i++) {
+        struct th_batch_spec spec = {.count = 16, .ts0 = 1000 + i, .ts_step = 0, .tag = (uint32_t)i,
+                                     .value_bytes = 4000, .producer_id = -1};
+        size_t len;
+        uint8_t *b = th_batch(&spec, &len);
+        struct gr_append_result res;
+        assert_int_equal(gr_log_append(f->log, b, len, -1, &res), 0);
+        memcpy(f->expect + f->expect_len, b, len); /* as patched in place by the append */
+        f->expect_len += len;
+        free(b);
+    }
+    gr_log_flush_async(f->log);
+    assert_int_equal(th_wait_durable(f->log, gr_log_end_offset(f->log)), 0);
+}
+
+static void read_whole(struct fx *f, struct gr_log_slice *s)
+{
+    int64_t end = gr_log_end_offset(f->log);
+    assert_int_equal(gr_log_read(f->log, 0, 64 << 20, end, true, s), 0);
+    assert_int_equal(s->bytes, (int64_t)f->expect_len);
+}
+
+struct prefetch_job {
+    struct gr_io_job job;
+    struct gr_log_slice slice;
+    bool done;
+};
+
+static void prefetch_run(struct gr_io_job *job)
+{
+    struct prefetch_job *p = (struct prefetch_job *)job;
+    job->result = gr_log_slice_prefetch(&p->slice);
+}
+
+static void prefetch_done(struct gr_io_job *job)
+{
+    struct prefetch_job *p = (struct prefetch_job *)job;
+    gr_log_slice_release(&p->slice);
+    p->done = true;
+}
+
+static void test_evicted_slice_is_cold_then_prefetched(void **state)
+{
+    struct fx *f = *state;
+    fill(f);
+    struct gr_log_slice s;
+    read_whole(f, &s);
+    assert_int_equal(gr_log_slice_resident(&s), 1); /* just written: in the page cache */
+    assert_int_equal(posix_fadvise(s.fd, 0, 0, POSIX_FADV_DONTNEED), 0);
+    assert_int_equal(gr_log_slice_resident(&s), 0);
+
+    struct gr_iopool *pool;
+    assert_int_equal(gr_iopool_create(2, NULL, NULL, &pool), 0);
+    struct prefetch_job pj = {.job = {.run = prefetch_run, .done = prefetch_done}};
+    gr_log_slice_retain(&s, &pj.slice);
+    gr_iopool_submit(pool, &pj.job);
+    gr_iopool_drain(pool);
+    assert_true(pj.done);
+    assert_int_equal(pj.job.result, 0);
+    assert_int_equal(gr_log_slice_resident(&s), 1);
+    uint8_t *got = th_slice_bytes(&s);
+    assert_memory_equal(got, f->expect, f->expect_len);
+    free(got);
+    gr_log_slice_release(&s);
+    gr_iopool_destroy(pool);
+}
+
+static void test_fallback_without_cachestat(void **state)
+{
+    struct fx *f = *state;
+    fill(f);
+    fault_fail(F_CACHESTAT, 1, ENOSYS, true);
+    struct gr_log_slice s;
+    read_whole(f, &s);
+    assert_int_equal(gr_log_slice_resident(&s), 1);
+    long probes = fault_count(F_PREADV2);
+    assert_true(probes >= 1); /* answered by the preadv2 probe */
+    fault_fail(F_PREADV2, 1, EAGAIN, false); /* the kernel would have to read the page */
+    assert_int_equal(gr_log_slice_resident(&s), 0);
+    fault_fail(F_CACHESTAT, 1, EBADF, false); /* a real error is reported, not guessed */
+    assert_int_equal(gr_log_slice_resident(&s), -EBADF);
+    gr_log_slice_release(&s);
+}
+
+static void test_prefetch_read_error(void **state)
+{
+    struct fx *f = *state;
+    fill(f);
+    struct gr_log_slice s;
+    read_whole(f, &s);
+    fault_fail(F_PREAD, 1, EIO, false);
+    assert_int_equal(gr_log_slice_prefetch(&s), -EIO);
+    assert_int_equal(gr_log_slice_prefetch(&s), 0);
+    gr_log_slice_release(&s);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_pool_runs_and_completes),
+        cmocka_unit_test(test_pool_destroy_finishes_everything),
+        cmocka_unit_test_setup_teardown(test_evicted_slice_is_cold_then_prefetched, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fallback_without_cachestat, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_prefetch_read_error, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
