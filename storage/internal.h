@@ -104,6 +104,7 @@ struct gr_log {
     int snapshot_count, snapshot_cap;
     int64_t messages_since_flush;
     bool deleted;
+    void *user; /* the server's per-log pointer (gr_log_set_user); storage never reads it */
     atomic_bool on_timed_list; /* [store flusher mu] written; read unlocked as a hint */
     int64_t flush_deadline_mono_ms;
     struct gr_log *timed_next;

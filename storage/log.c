@@ -82,6 +82,14 @@ const struct gr_producer_state *gr_log_producer_state(const struct gr_log *log)
 {
     return &log->ps;
 }
+void gr_log_set_user(struct gr_log *log, void *user)
+{
+    log->user = user;
+}
+void *gr_log_user(const struct gr_log *log)
+{
+    return log->user;
+}
 int64_t gr_log_high_watermark(const struct gr_log *log)
 {
     return log->high_watermark;

@@ -70,6 +70,11 @@ bool gr_log_offline(const struct gr_log *log);
    offset in leader-epoch-checkpoint). */
 int32_t gr_log_leader_epoch(const struct gr_log *log);
 
+/* A pointer the server keeps per log (its wait list of parked requests); NULL until set. Storage never
+   reads it; the log (and so the pointer) lives until gr_store_close. Network thread only. */
+void gr_log_set_user(struct gr_log *log, void *user);
+void *gr_log_user(const struct gr_log *log);
+
 /* Returns borrowed: the topic and partition index this log belongs to. */
 struct gr_topic *gr_log_topic(const struct gr_log *log);
 int32_t gr_log_partition(const struct gr_log *log);

@@ -7,7 +7,12 @@
  * data returns at least one whole batch even when it is larger. Partitions without data carry empty
  * (not null) records. Long poll: while fewer than min_bytes are available the request is parked until
  * data arrives or max_wait_ms passes. Fetch sessions (KIP-227) are not kept: session id 0 every time,
- * which Kafka allows. Without transactions the last stable offset is the high watermark and
+ * which Kafka allows. Cold reads: before answering, every file range is checked for page-cache residency
+ * (gr_log_slice_resident: cachestat, no disk wait); if some range is not resident the request stays parked
+ * while an I/O pool thread reads those ranges in (gr_log_slice_prefetch), and is then answered from the
+ * page cache, so the network thread's sendfile never waits for the disk. A range evicted again between
+ * the read-in and the send is sent as is (one read-in per request, no loop). A parked fetch waits on the
+ * logs of its partitions only (gr_broker_wait_log): an append elsewhere does not re-check it. Without transactions the last stable offset is the high watermark and
  * aborted_transactions is null for read_uncommitted, empty for read_committed. Errors carry Kafka's
  * shapes: an unknown topic, topic id or partition (found before reading) answers HWM/LSO/log start -1 and
  * an empty aborted list; an error from reading the log (offset out of range, leader epoch, storage)
@@ -16,6 +21,7 @@
  * Read next: storage/log.h (gr_log_read).
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/time.h"
@@ -23,8 +29,18 @@
 
 struct fetch_state {
     bool allocated;
-    int64_t bytes; /* bytes gathered by the last fill */
-    bool error;    /* some partition has an error: answer at once */
+    int64_t bytes;    /* bytes gathered by the last fill */
+    bool error;       /* some partition has an error: answer at once */
+    bool prefetched;  /* cold ranges were read in once: answer after the next fill, whatever it finds */
+    bool prefetching; /* an I/O pool job is reading cold ranges in: rechecks and the deadline wait */
+};
+
+/* The I/O pool job reading a request's cold ranges into the page cache. */
+struct fetch_prefetch {
+    struct gr_io_job job;
+    struct gr_req *req;
+    int count;
+    struct gr_log_slice slices[]; /* retained copies: valid even if the log is deleted meanwhile */
 };
 
 static int16_t check_epoch(struct gr_log *log, int32_t current_leader_epoch)
@@ -144,12 +160,57 @@ static void fetch_fill(struct gr_req *req)
     }
 }
 
+static void prefetch_run(struct gr_io_job *job)
+{
+    struct fetch_prefetch *p = (struct fetch_prefetch *)job;
+    job->result = 0;
+    for (int i = 0; i < p->count; i++) {
+        int r = gr_log_slice_prefetch(&p->slices[i]);
+        if (r < 0) job->result = r; /* the send will meet the same error and close the connection */
+    }
+}
+
+static void prefetch_done(struct gr_io_job *job)
+{
+    struct fetch_prefetch *p = (struct fetch_prefetch *)job;
+    struct gr_req *req = p->req;
+    struct fetch_state *st = req->hstate;
+    for (int i = 0; i < p->count; i++) gr_log_slice_release(&p->slices[i]);
+    free(p);
+    st->prefetching = false;
+    fetch_fill(req); /* the state may have moved meanwhile; the ranges read in are in the page cache */
+    gr_req_finish(req);
+}
+
+/* Before answering: hands the ranges of the filled response that are not in the page cache to the I/O pool.
+ * Returns true when a read-in started (the request must stay parked until prefetch_done answers it). */
+static bool start_prefetch(struct gr_req *req)
+{
+    struct fetch_state *st = req->hstate;
+    struct gr_broker *b = req->broker;
+    if (st->prefetched || !b->iopool) return false;
+    int cold = 0;
+    for (struct gr_req_slice *s = req->slices; s; s = s->next)
+        if (gr_log_slice_resident(&s->slice) == 0) cold++;
+    if (!cold) return false;
+    struct fetch_prefetch *p = malloc(sizeof *p + (size_t)cold * sizeof p->slices[0]);
+    if (!p) return false; /* send as is: slower, still correct */
+    *p = (struct fetch_prefetch){.job = {.run = prefetch_run, .done = prefetch_done}, .req = req};
+    for (struct gr_req_slice *s = req->slices; s; s = s->next)
+        if (p->count < cold && gr_log_slice_resident(&s->slice) == 0) gr_log_slice_retain(&s->slice, &p->slices[p->count++]);
+    st->prefetched = st->prefetching = true;
+    gr_iopool_submit(b->iopool, &p->job);
+    return true;
+}
+
 static bool fetch_recheck(struct gr_req *req)
 {
     struct gr_fetch_request *body = req->body;
     struct fetch_state *st = req->hstate;
+    if (st->prefetching) return false; /* prefetch_done answers */
     fetch_fill(req);
     if (st->error || st->bytes >= body->min_bytes) {
+        if (start_prefetch(req)) return false;
         gr_req_finish(req);
         return true;
     }
@@ -158,8 +219,27 @@ static bool fetch_recheck(struct gr_req *req)
 
 static void fetch_expire(struct gr_req *req)
 {
+    struct fetch_state *st = req->hstate;
+    if (st->prefetching) return; /* prefetch_done answers */
     fetch_fill(req);
+    if (start_prefetch(req)) return;
     gr_req_finish(req);
+}
+
+/* Makes the parked request wait on the log of every partition it names. */
+static void wait_on_logs(struct gr_req *req)
+{
+    struct gr_fetch_request *body = req->body;
+    struct gr_broker *b = req->broker;
+    int16_t v = req->hdr.request_api_version;
+    for (int32_t i = 0; i < body->topics.count; i++) {
+        struct gr_fetch_request_fetch_topic *qt = &body->topics.items[i];
+        struct gr_topic *t = v >= 13 ? gr_store_topic_find_id(b->store, qt->topic_id.b) : gr_topic_lookup(b, qt->topic);
+        for (int32_t p = 0; t && p < qt->partitions.count; p++) {
+            struct gr_log *log = gr_topic_log(t, qt->partitions.items[p].partition);
+            if (log) gr_broker_wait_log(b, req, log);
+        }
+    }
 }
 
 enum gr_handler_rc gr_handle_fetch(struct gr_req *req)
@@ -168,14 +248,19 @@ enum gr_handler_rc gr_handle_fetch(struct gr_req *req)
     struct gr_fetch_response *resp = req->resp;
     resp->error_code = GR_ERR_NONE;
     resp->session_id = 0;
-    req->hstate = gr_arena_alloc(&req->arena, sizeof(struct fetch_state));
+    req->hstate = gr_arena_calloc(&req->arena, 1, sizeof(struct fetch_state));
     if (!req->hstate) return GR_HANDLER_CLOSE;
     struct fetch_state *st = req->hstate;
-    fetch_fill(req);
-    if (st->error || st->bytes >= body->min_bytes || body->max_wait_ms <= 0) return GR_HANDLER_DONE;
-    release_slices(req);
     req->recheck = fetch_recheck;
     req->expire = fetch_expire;
+    fetch_fill(req);
+    if (st->error || st->bytes >= body->min_bytes || body->max_wait_ms <= 0) {
+        if (!start_prefetch(req)) return GR_HANDLER_DONE;
+        gr_broker_park(req->broker, req, INT64_MAX); /* prefetch_done answers */
+        return GR_HANDLER_WAIT;
+    }
+    release_slices(req);
     gr_broker_park(req->broker, req, gr_time_mono_ms() + body->max_wait_ms);
+    wait_on_logs(req);
     return GR_HANDLER_WAIT;
 }
