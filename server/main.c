@@ -174,6 +174,7 @@ int main(int argc, char **argv)
                                                                                : INT64_MAX;
     sc.max_message_bytes = (int32_t)gr_config_int(&b->cfg, "message.max.bytes");
     sc.flusher_threads = (int)gr_config_int(&b->cfg, "gregor.flusher.threads");
+    sc.flush_syncfs_min_logs = (int32_t)gr_config_int(&b->cfg, "gregor.flush.syncfs.min.partitions");
     sc.node_id = b->node_id;
     sc.on_flushed = gr_broker_on_flushed;
     sc.on_flushed_ctx = b;

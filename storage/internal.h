@@ -250,6 +250,19 @@ void gr_log_mark_deleted(struct gr_log *log);
 /* The flush body run by a flusher thread (or inline at close): fdatasync every unsynced segment, sync
    the directory, advance the durable offset. Reports through on_flushed when `report`. Returns 0/-errno. */
 int gr_log_flush_now(struct gr_log *log, bool report);
+/* The flush in two halves, for a group commit of many logs by one syncfs (flusher.c): begin takes the
+   log's unsynced segments and the end offset they cover (-EROFS when offline: nothing taken); end applies
+   the outcome `err` of whatever made them durable (0: durable offset advanced; < 0: the log goes offline),
+   drops the references and reports through on_flushed when `report`. Returns err. */
+struct gr_flush_ticket {
+    int64_t target;
+    struct gr_segment **segs;
+    int n;
+    bool dir;
+    bool *index_too;
+};
+int gr_log_flush_begin(struct gr_log *log, struct gr_flush_ticket *t);
+int gr_log_flush_end(struct gr_log *log, struct gr_flush_ticket *t, int err, const char *what, bool report);
 /* Retention for one log (see gr_store_retention_run). */
 void gr_log_retention(struct gr_log *log, int64_t now_ms);
 /* Writes leader-epoch-checkpoint if it changed (queued unless `sync`). 0 or -errno. */

@@ -309,53 +309,64 @@ void gr_log_flush_async(struct gr_log *log)
     gr_flusher_request(log);
 }
 
-int gr_log_flush_now(struct gr_log *log, bool report)
+int gr_log_flush_begin(struct gr_log *log, struct gr_flush_ticket *t)
 {
+    memset(t, 0, sizeof(*t));
     pthread_mutex_lock(&log->mu);
     if (atomic_load(&log->offline)) {
         pthread_mutex_unlock(&log->mu);
         return -EROFS;
     }
-    int64_t target = log->log_end_offset;
-    struct gr_segment **segs = log->unsynced;
-    int n = log->unsynced_count;
+    t->target = log->log_end_offset;
+    t->segs = log->unsynced;
+    t->n = log->unsynced_count;
     log->unsynced = NULL;
     log->unsynced_count = log->unsynced_cap = 0;
-    bool dir = log->dir_dirty;
+    t->dir = log->dir_dirty;
     log->dir_dirty = false;
     /* Whether a segment's index files need syncing is decided now, under the lock: a roll may set the
        flag while we sync, and then a later flush owns those files. */
-    bool *index_too = calloc((size_t)n + 1, sizeof(bool));
-    for (int i = 0; i < n; i++) {
-        segs[i]->in_unsynced = false;
-        if (index_too) index_too[i] = segs[i]->index_unsynced;
+    t->index_too = calloc((size_t)t->n + 1, sizeof(bool));
+    for (int i = 0; i < t->n; i++) {
+        t->segs[i]->in_unsynced = false;
+        if (t->index_too) t->index_too[i] = t->segs[i]->index_unsynced;
     }
     pthread_mutex_unlock(&log->mu);
+    return 0;
+}
 
-    int err = index_too ? 0 : -ENOMEM;
-    const char *what = "fdatasync";
-    for (int i = 0; i < n && err == 0; i++) {
-        struct gr_segment *seg = segs[i];
+/* The per-file syncs of one ticket: every unsynced segment (and sealed index files), then the directory. */
+static int flush_sync_files(struct gr_log *log, struct gr_flush_ticket *t, const char **what)
+{
+    int err = t->index_too ? 0 : -ENOMEM;
+    *what = "fdatasync";
+    for (int i = 0; i < t->n && err == 0; i++) {
+        struct gr_segment *seg = t->segs[i];
         if (seg->fd >= 0) err = gr_sys_fdatasync(seg->fd);
-        if (err == 0 && index_too[i]) {
+        if (err == 0 && t->index_too[i]) {
             if (seg->index_fd >= 0) err = gr_sys_fdatasync(seg->index_fd);
             if (err == 0 && seg->timeindex_fd >= 0) err = gr_sys_fdatasync(seg->timeindex_fd);
         }
     }
-    if (err == 0 && dir) {
-        what = "directory fsync";
+    if (err == 0 && t->dir) {
+        *what = "directory fsync";
         err = gr_dir_sync(log->dir_fd);
     }
+    return err;
+}
 
+int gr_log_flush_end(struct gr_log *log, struct gr_flush_ticket *t, int err, const char *what, bool report)
+{
+    if (err == 0 && !t->index_too) err = -ENOMEM;
     pthread_mutex_lock(&log->mu);
     if (err < 0) {
         atomic_store(&log->offline, true);
     } else {
-        if (target > atomic_load(&log->durable_offset)) atomic_store(&log->durable_offset, target);
+        if (t->target > atomic_load(&log->durable_offset)) atomic_store(&log->durable_offset, t->target);
         log->recovery_point = atomic_load(&log->durable_offset);
-        for (int i = 0; i < n; i++) {
-            struct gr_segment *seg = segs[i];
-            if (index_too[i]) {
+        for (int i = 0; i < t->n; i++) {
+            struct gr_segment *seg = t->segs[i];
+            if (t->index_too[i]) {
                 /* Sealed indexes are durable: their descriptors are no longer needed. */
                 gr_sys_close(seg->index_fd);
                 gr_sys_close(seg->timeindex_fd);
@@ -369,13 +380,25 @@ int gr_log_flush_now(struct gr_log *log, bool report)
     if (err < 0)
         GR_ERROR("storage: %s: %s failed (%s): partition offline until restart", log->dir_name, what,
                  strerror(-err));
-    for (int i = 0; i < n; i++)
-        gr_segment_unref(segs[i]);
-    free(segs);
-    free(index_too);
+    for (int i = 0; i < t->n; i++)
+        gr_segment_unref(t->segs[i]);
+    free(t->segs);
+    free(t->index_too);
+    t->segs = NULL;
+    t->index_too = NULL;
     if (report && log->store->cfg.on_flushed)
         log->store->cfg.on_flushed(log->store->cfg.on_flushed_ctx, log, durable, err);
     return err;
+}
+
+int gr_log_flush_now(struct gr_log *log, bool report)
+{
+    struct gr_flush_ticket t;
+    int err = gr_log_flush_begin(log, &t);
+    if (err < 0) return err;
+    const char *what;
+    err = flush_sync_files(log, &t, &what);
+    return gr_log_flush_end(log, &t, err, what, report);
 }
 
 /* ---------------------------------------------------------------- leader epochs */

@@ -62,6 +62,7 @@ void gr_store_config_defaults(struct gr_store_config *cfg)
     cfg->flusher_threads = 2;
     cfg->node_id = 1;
     cfg->open_segment_fds_max = 1024;
+    cfg->flush_syncfs_min_logs = 16;
 }
 
 const char *gr_store_cluster_id(const struct gr_store *store)

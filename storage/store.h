@@ -54,6 +54,12 @@ struct gr_store_config {             /* Kafka config names in comments */
     /* Additions beyond the first contract (defaults set by gr_store_config_defaults): */
     int32_t node_id;              /* node.id written to meta.properties, default 1 */
     int32_t open_segment_fds_max; /* Gregor: sealed segment files kept open at once (LRU), default 1024 */
+    /* Gregor: group commit by one syncfs(2) of the log directory's file system instead of one fdatasync
+       per file when at least this many logs wait for a flush at once (0: never). Default 16: measured with
+       bench/storage_bench (sync table), syncfs made 10 dirty files durable 2-3x faster and 1,000 files 7-9x
+       faster than fdatasync on 2 threads. A syncfs error names no file: every log of that round goes
+       offline. syncfs also writes back other dirty data of the same file system. */
+    int32_t flush_syncfs_min_logs;
 };
 
 /* Fills `cfg` with the defaults above (log_dir NULL, on_flushed NULL). */

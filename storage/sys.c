@@ -61,6 +61,7 @@ const struct gr_sys_ops gr_sys_libc = {
     .mkdirat = mkdirat,
     .cachestat = sys_cachestat,
     .preadv2 = preadv2,
+    .syncfs = syncfs,
 };
 
 struct gr_sys_ops gr_sys = {
@@ -77,6 +78,7 @@ struct gr_sys_ops gr_sys = {
     .mkdirat = mkdirat,
     .cachestat = sys_cachestat,
     .preadv2 = preadv2,
+    .syncfs = syncfs,
 };
 
 void gr_sys_reset(void)
@@ -154,6 +156,11 @@ int gr_sys_fdatasync(int fd)
 int gr_sys_fsync(int fd)
 {
     return gr_sys.fsync(fd) == 0 ? 0 : -errno;
+}
+
+int gr_sys_syncfs(int fd)
+{
+    return gr_sys.syncfs(fd) == 0 ? 0 : -errno;
 }
 
 int gr_sys_ftruncate(int fd, int64_t len)

@@ -36,6 +36,8 @@ struct gr_sys_ops {
     int (*cachestat)(int fd, int64_t pos, int64_t len, int64_t *cached_pages);
     /* preadv2(2); storage uses it with RWF_NOWAIT to probe residency without blocking. */
     ssize_t (*preadv2)(int fd, const struct iovec *iov, int iovcnt, off_t pos, int flags);
+    /* syncfs(2): every file of the file system holding fd (group commit of many logs at once). */
+    int (*syncfs)(int fd);
 };
 
 extern struct gr_sys_ops gr_sys;
@@ -57,6 +59,9 @@ ssize_t gr_sys_pwritev(int fd, const struct iovec *iov, int iovcnt, int64_t pos)
 int gr_sys_pwrite_full(int fd, const void *buf, size_t n, int64_t pos);
 int gr_sys_fdatasync(int fd);
 int gr_sys_fsync(int fd);
+/* One syncfs of the file system holding fd: 0 or -errno. The error (Linux >= 5.8 reports writeback errors
+   here) names no file: the caller must treat every file it relied on as failed. Never retried. */
+int gr_sys_syncfs(int fd);
 int gr_sys_ftruncate(int fd, int64_t len);
 int gr_sys_renameat(int olddirfd, const char *oldpath, int newdirfd, const char *newpath);
 int gr_sys_unlinkat(int dirfd, const char *path, int flags);

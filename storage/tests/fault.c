@@ -144,6 +144,29 @@ static void record_durable(int fd)
     pthread_mutex_unlock(&mu);
 }
 
+static int record_tree_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+    (void)ftw;
+    if (type != FTW_F || !S_ISREG(st->st_mode)) return 0;
+    int fd = open(path, O_RDONLY);
+    if (fd >= 0) {
+        record_durable(fd);
+        close(fd);
+    }
+    return 0;
+}
+
+/* After a successful syncfs: every file under the root is durable as it is now. */
+static void record_all_durable(void)
+{
+    pthread_mutex_lock(&mu);
+    bool t = tracking;
+    char r[PATH_MAX];
+    snprintf(r, sizeof(r), "%s", root);
+    pthread_mutex_unlock(&mu);
+    if (t) nftw(r, record_tree_entry, 16, FTW_PHYS);
+}
+
 static void records_rename(const char *from, const char *to)
 {
     pthread_mutex_lock(&mu);
@@ -279,6 +302,18 @@ static int f_fsync(int fd)
     return f_sync(fd, false);
 }
 
+static int f_syncfs(int fd)
+{
+    int err = account(F_SYNCFS, true);
+    if (err) {
+        errno = err;
+        return -1; /* nothing reached the disk */
+    }
+    int r = syncfs(fd);
+    if (r == 0) record_all_durable();
+    return r;
+}
+
 static int f_ftruncate(int fd, off_t len)
 {
     int err = account(F_FTRUNCATE, true);
@@ -361,6 +396,7 @@ void fault_install(void)
     gr_sys.mkdirat = f_mkdirat;
     gr_sys.cachestat = f_cachestat;
     gr_sys.preadv2 = f_preadv2;
+    gr_sys.syncfs = f_syncfs;
 }
 
 void fault_uninstall(void)

@@ -3,7 +3,9 @@
  * threads and complete on the owner's thread, in full, also at destroy; a slice evicted from the page
  * cache (posix_fadvise DONTNEED after an fdatasync) reads as not resident, a pool prefetch makes it
  * resident again with the right bytes; the preadv2 fallback when cachestat is missing; read errors in a
- * prefetch are reported.
+ * prefetch are reported. Group commit by syncfs (cfg.flush_syncfs_min_logs): many logs made durable by one
+ * syncfs; a failing syncfs takes every log of its round offline and reports the error for each; crashes at
+ * a sweep of I/O points of a many-log syncfs workload keep every batch reported durable.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -19,6 +21,7 @@
 
 #include <cmocka.h>
 
+#include "common/log.h"
 #include "storage/iopool.h"
 #include "storage/sys.h"
 #include "storage/tests/fault.h"
@@ -243,6 +246,164 @@ static void test_prefetch_read_error(void **state)
     gr_log_slice_release(&s);
 }
 
+/* ---- group commit by syncfs ---- */
+
+enum { SYNC_LOGS = 24, SYNC_ROUNDS = 3 };
+
+struct sync_run {
+    int64_t durable[SYNC_LOGS]; /* reported durable end offset per partition */
+};
+
+/* Appends a 2-record batch to every partition, asks for a flush of each, waits for every report. */
+static void sync_round(struct gr_log **logs, int round, struct sync_run *run, int *errors)
+{
+    int64_t want[SYNC_LOGS];
+    for (int p = 0; p < SYNC_LOGS; p++) {
+        size_t len;
+        uint8_t *b = th_simple(2, 1000 + round, (uint32_t)(round * 100 + p), &len);
+        struct gr_append_result res;
+        want[p] = gr_log_append(logs[p], b, len, -1, &res) == 0 ? res.base_offset + 2 : -1;
+        free(b);
+    }
+    for (int p = 0; p < SYNC_LOGS; p++)
+        gr_log_flush_async(logs[p]);
+    for (int p = 0; p < SYNC_LOGS; p++) {
+        if (want[p] < 0) continue;
+        if (gr_log_offline(logs[p]) && gr_log_durable_offset(logs[p]) < want[p]) {
+            (*errors)++; /* an offline log is not flushed again: nothing will be reported */
+            continue;
+        }
+        int err = th_wait_durable(logs[p], want[p]);
+        if (err == 0 && gr_log_durable_offset(logs[p]) >= want[p]) {
+            if (want[p] > run->durable[p]) run->durable[p] = want[p];
+        } else {
+            (*errors)++;
+        }
+    }
+}
+
+static void sync_config(struct gr_store_config *cfg, const char *dir)
+{
+    th_config(cfg, dir);
+    cfg->flusher_threads = 1;
+    cfg->flush_syncfs_min_logs = 4;
+}
+
+static struct gr_topic *sync_open(const struct gr_store_config *cfg, struct gr_store **store, struct gr_log **logs)
+{
+    *store = NULL;
+    if (gr_store_open(cfg, store) != 0) return NULL; /* only under a crash point */
+    struct gr_topic *t = gr_store_topic_find(*store, "s", 1);
+    if (!t && gr_store_topic_create(*store, "s", SYNC_LOGS, NULL, NULL, 0, &t) != 0) return NULL;
+    for (int p = 0; t && p < SYNC_LOGS; p++)
+        logs[p] = gr_topic_log(t, p);
+    return t;
+}
+
+static void test_syncfs_group_commit(void **state)
+{
+    struct fx *f = *state;
+    sync_config(&f->cfg, f->dir);
+    struct gr_log *logs[SYNC_LOGS];
+    assert_non_null(sync_open(&f->cfg, &f->store, logs));
+    struct sync_run run = {{0}};
+    int errors = 0;
+    for (int r = 0; r < SYNC_ROUNDS; r++)
+        sync_round(logs, r, &run, &errors);
+    assert_int_equal(errors, 0);
+    assert_true(fault_count(F_SYNCFS) >= 1); /* 24 queued flushes >= 4: some rounds used syncfs */
+    for (int p = 0; p < SYNC_LOGS; p++)
+        assert_int_equal(run.durable[p], gr_log_end_offset(logs[p]));
+
+    /* A failing syncfs: every log of that round goes offline and gets the error; none is reported durable
+       past what an earlier sync covered. */
+    fault_fail(F_SYNCFS, 1, EIO, true);
+    fault_fail(F_FDATASYNC, 1, EIO, true); /* and the single-log path as well: nothing can sync now */
+    int64_t before[SYNC_LOGS];
+    for (int p = 0; p < SYNC_LOGS; p++)
+        before[p] = gr_log_durable_offset(logs[p]);
+    errors = 0;
+    sync_round(logs, SYNC_ROUNDS, &run, &errors);
+    assert_int_equal(errors, SYNC_LOGS);
+    int last = 0;
+    assert_true(th_flush_errors(&last) >= SYNC_LOGS);
+    assert_int_equal(last, -EIO);
+    for (int p = 0; p < SYNC_LOGS; p++) {
+        assert_true(gr_log_offline(logs[p]));
+        assert_int_equal(gr_log_durable_offset(logs[p]), before[p]);
+    }
+}
+
+static void test_syncfs_crash_keeps_durable(void **state)
+{
+    (void)state;
+    gr_log_set_level((enum gr_log_level)(GR_LOG_ERROR + 1));
+    char dir[64];
+    struct gr_store_config cfg;
+    struct gr_log *logs[SYNC_LOGS];
+    /* dry run: count the I/O points */
+    th_tmpdir(dir, sizeof(dir));
+    sync_config(&cfg, dir);
+    th_flush_reset();
+    fault_install();
+    fault_crash_track(dir);
+    struct gr_store *store;
+    struct sync_run run = {{0}};
+    int errors = 0;
+    assert_non_null(sync_open(&cfg, &store, logs));
+    for (int r = 0; r < SYNC_ROUNDS; r++)
+        sync_round(logs, r, &run, &errors);
+    gr_store_close(store);
+    long total = fault_io_count(), syncfs_calls = fault_count(F_SYNCFS);
+    fault_uninstall();
+    th_rmtree(dir);
+    assert_true(syncfs_calls >= 1);
+    long step = total / 40 + 1, checked = 0, with_data = 0;
+    for (long point = 1; point <= total; point += step) {
+        th_tmpdir(dir, sizeof(dir));
+        sync_config(&cfg, dir);
+        th_flush_reset();
+        fault_install();
+        fault_crash_track(dir);
+        fault_crash_at(point);
+        memset(&run, 0, sizeof(run));
+        struct gr_topic *t = sync_open(&cfg, &store, logs);
+        for (int r = 0; t && r < SYNC_ROUNDS; r++)
+            sync_round(logs, r, &run, &errors);
+        if (store) gr_store_close(store);
+        fault_crash_apply((unsigned)point, point % 2 == 0);
+        fault_uninstall();
+        th_flush_reset();
+        t = sync_open(&cfg, &store, logs);
+        assert_non_null(store); /* after the crash the store must open */
+        for (int p = 0; p < SYNC_LOGS; p++) {
+            if (!t) {
+                assert_int_equal(run.durable[p], 0);
+                continue;
+            }
+            int64_t leo = gr_log_end_offset(logs[p]);
+            if (leo < run.durable[p]) {
+                print_error("crash point %ld: partition %d ends at %ld, %ld reported durable\n", point, p,
+                            (long)leo, (long)run.durable[p]);
+                fail();
+            }
+            struct th_seen *seen;
+            int n = th_read_all(logs[p], gr_log_start_offset(logs[p]), INT64_MAX, &seen);
+            assert_true(n >= 0);
+            assert_int_equal(n ? seen[n - 1].last_offset + 1 : gr_log_start_offset(logs[p]), leo);
+            free(seen);
+            with_data += run.durable[p] > 0;
+        }
+        checked++;
+        gr_store_close(store);
+        th_rmtree(dir);
+    }
+    gr_log_set_level(GR_LOG_INFO);
+    print_message("syncfs crash sweep: %ld I/O points, %ld crashes checked, %ld partition-states with durable data\n",
+                  total, checked, with_data);
+    assert_true(with_data > 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -251,6 +412,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_evicted_slice_is_cold_then_prefetched, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fallback_without_cachestat, setup, teardown),
         cmocka_unit_test_setup_teardown(test_prefetch_read_error, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_syncfs_group_commit, setup, teardown),
+        cmocka_unit_test(test_syncfs_crash_keeps_durable),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
