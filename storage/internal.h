@@ -52,7 +52,8 @@ struct gr_segment {
     int64_t bytes_since_index;
     bool sealed;
     bool index_loaded;   /* idx/tidx hold the whole index (always true for the active segment) */
-    bool index_unsynced; /* [mu] sealed, index files written but not yet fdatasynced */
+    bool index_unsynced; /* [mu] sealed, index files written (or to write) but not yet fdatasynced */
+    bool index_unwritten; /* [mu] sealed by a roll: the next flush writes the index files, then syncs them */
     bool in_unsynced;    /* [mu] listed in log->unsynced */
     bool deleted;        /* removed from its log; files unlinked by a flusher job */
     struct gr_index_entry *idx;
@@ -201,6 +202,12 @@ int gr_segment_note_batch(struct gr_segment *seg, const uint8_t *hdr, int64_t po
 bool gr_segment_index_full(const struct gr_segment *seg, const struct gr_log_config *cfg);
 /* Seals: final time index entry, writes both index files (best effort: they are rebuildable). */
 void gr_segment_seal(struct gr_segment *seg);
+/* Seals without writing: final time index entry only; the caller marks index_unwritten so that the flush
+   (a flusher thread) writes the files with gr_segment_write_indexes_existing. Network thread: no I/O. */
+void gr_segment_seal_deferred(struct gr_segment *seg);
+/* Writes the in-memory indexes into the EXISTING index files (never creates one: a segment deleted
+   meanwhile must not get its files back). 0, -ENOENT, or -errno. Safe on a flusher thread once sealed. */
+int gr_segment_write_indexes_existing(struct gr_segment *seg);
 /* Writes the in-memory indexes to their files (ftruncate + pwrite). 0 or -errno. */
 int gr_segment_write_indexes(struct gr_segment *seg);
 /* Loads the indexes of a sealed segment (sanity-checked; rebuilt by a header scan if bad). 0 or -errno. */
@@ -259,7 +266,7 @@ struct gr_flush_ticket {
     struct gr_segment **segs;
     int n;
     bool dir;
-    bool *index_too;
+    uint8_t *index_too; /* per segment: 0 nothing, 1 fdatasync the index files, 2 write them first */
 };
 int gr_log_flush_begin(struct gr_log *log, struct gr_flush_ticket *t);
 int gr_log_flush_end(struct gr_log *log, struct gr_flush_ticket *t, int err, const char *what, bool report);

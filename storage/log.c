@@ -326,10 +326,14 @@ int gr_log_flush_begin(struct gr_log *log, struct gr_flush_ticket *t)
     log->dir_dirty = false;
     /* Whether a segment's index files need syncing is decided now, under the lock: a roll may set the
        flag while we sync, and then a later flush owns those files. */
-    t->index_too = calloc((size_t)t->n + 1, sizeof(bool));
+    t->index_too = calloc((size_t)t->n + 1, sizeof(uint8_t));
     for (int i = 0; i < t->n; i++) {
-        t->segs[i]->in_unsynced = false;
-        if (t->index_too) t->index_too[i] = t->segs[i]->index_unsynced;
+        struct gr_segment *seg = t->segs[i];
+        seg->in_unsynced = false;
+        if (t->index_too && seg->index_unsynced) {
+            t->index_too[i] = seg->index_unwritten ? 2 : 1;
+            seg->index_unwritten = false; /* this flush writes them */
+        }
     }
     pthread_mutex_unlock(&log->mu);
     return 0;
@@ -343,6 +347,14 @@ static int flush_sync_files(struct gr_log *log, struct gr_flush_ticket *t, const
     for (int i = 0; i < t->n && err == 0; i++) {
         struct gr_segment *seg = t->segs[i];
         if (seg->fd >= 0) err = gr_sys_fdatasync(seg->fd);
+        if (err == 0 && t->index_too[i] == 2) {
+            /* Sealed by a roll: the index files are written here, off the network thread. They are
+               rebuildable from the .log, so a failure costs a rebuild at the next load, not durability. */
+            int werr = gr_segment_write_indexes_existing(seg);
+            if (werr < 0 && werr != -ENOENT) /* ENOENT: retention deleted the segment meanwhile */
+                GR_WARN("storage: %s: writing indexes of segment %" PRId64 " failed (%s); rebuilt on next load",
+                        log->dir_name, seg->base_offset, strerror(-werr));
+        }
         if (err == 0 && t->index_too[i]) {
             if (seg->index_fd >= 0) err = gr_sys_fdatasync(seg->index_fd);
             if (err == 0 && seg->timeindex_fd >= 0) err = gr_sys_fdatasync(seg->timeindex_fd);
@@ -487,10 +499,11 @@ static int log_roll(struct gr_log *log)
         gr_segment_unref(seg);
         return err;
     }
-    gr_segment_seal(old);
+    gr_segment_seal_deferred(old); /* the flush requested below writes the index files */
     pthread_mutex_lock(&log->mu);
     unsynced_add_locked(log, old);
     old->index_unsynced = true;
+    old->index_unwritten = true;
     unsynced_add_locked(log, seg);
     log->dir_dirty = true;
     pthread_mutex_unlock(&log->mu);

@@ -286,12 +286,13 @@ static void reset_indexes(struct gr_segment *seg)
     seg->max_timestamp_ms = seg->max_timestamp_offset = seg->rolling_timestamp_ms = -1;
 }
 
-static int write_file(struct gr_segment *seg, int *fdp, const char *sfx, const uint8_t *buf, size_t len)
+static int write_file(struct gr_segment *seg, int *fdp, const char *sfx, const uint8_t *buf, size_t len,
+                      bool create)
 {
     if (*fdp < 0) {
         char name[GR_SEGMENT_NAME_BYTES];
         gr_segment_file_name(name, seg->base_offset, sfx);
-        int fd = gr_sys_openat(seg->log->dir_fd, name, O_RDWR | O_CREAT, 0644);
+        int fd = gr_sys_openat(seg->log->dir_fd, name, O_RDWR | (create ? O_CREAT : 0), 0644);
         if (fd < 0) return fd;
         *fdp = fd;
     }
@@ -300,7 +301,7 @@ static int write_file(struct gr_segment *seg, int *fdp, const char *sfx, const u
     return err;
 }
 
-int gr_segment_write_indexes(struct gr_segment *seg)
+static int write_indexes(struct gr_segment *seg, bool create)
 {
     size_t n1 = (size_t)seg->idx_count * 8, n2 = (size_t)seg->tidx_count * 12;
     uint8_t *buf = malloc(n1 + n2 + 1);
@@ -313,10 +314,26 @@ int gr_segment_write_indexes(struct gr_segment *seg)
         gr_put_be64(buf + n1 + 12 * i, (uint64_t)seg->tidx[i].timestamp_ms);
         gr_put_be32(buf + n1 + 12 * i + 8, (uint32_t)seg->tidx[i].rel_offset);
     }
-    int err = write_file(seg, &seg->index_fd, ".index", buf, n1);
-    int err2 = write_file(seg, &seg->timeindex_fd, ".timeindex", buf + n1, n2);
+    int err = write_file(seg, &seg->index_fd, ".index", buf, n1, create);
+    int err2 = write_file(seg, &seg->timeindex_fd, ".timeindex", buf + n1, n2, create);
     free(buf);
     return err ? err : err2;
+}
+
+int gr_segment_write_indexes(struct gr_segment *seg)
+{
+    return write_indexes(seg, true);
+}
+
+int gr_segment_write_indexes_existing(struct gr_segment *seg)
+{
+    return write_indexes(seg, false);
+}
+
+void gr_segment_seal_deferred(struct gr_segment *seg)
+{
+    time_index_maybe_append(seg, seg->max_timestamp_ms, seg->max_timestamp_offset);
+    seg->sealed = true;
 }
 
 void gr_segment_seal(struct gr_segment *seg)

@@ -45,8 +45,16 @@ static struct rec *recs;
 /* ---- bookkeeping ---- */
 
 /* Counts a call of op; returns the errno to fail it with, or 0. */
+static _Thread_local long thread_counts[F_OPS];
+
+long fault_count_this_thread(enum fault_op op)
+{
+    return thread_counts[op];
+}
+
 static int account(enum fault_op op, bool mutating)
 {
+    thread_counts[op]++;
     pthread_mutex_lock(&mu);
     long c = ++counts[op];
     int err = 0;

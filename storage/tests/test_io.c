@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -246,6 +247,56 @@ static void test_prefetch_read_error(void **state)
     gr_log_slice_release(&s);
 }
 
+/* ---- roll: sealing writes no index file on the appending thread ---- */
+
+static void test_roll_writes_indexes_on_flusher(void **state)
+{
+    struct fx *f = *state;
+    f->cfg.segment_bytes = 64 * 1024;
+    assert_int_equal(gr_store_open(&f->cfg, &f->store), 0);
+    struct gr_topic *t;
+    assert_int_equal(gr_store_topic_create(f->store, "r", 1, NULL, NULL, 0, &t), 0);
+    f->log = gr_topic_log(t, 0);
+    struct th_batch_spec spec = {.count = 4, .ts0 = 5000, .ts_step = 1, .value_bytes = 1000, .producer_id = -1};
+    size_t len;
+    uint8_t *b = th_batch(&spec, &len);
+    struct gr_append_result res;
+    while (gr_log_segment_count(f->log) == 1) {
+        long w0 = fault_count_this_thread(F_PWRITE), tr0 = fault_count_this_thread(F_FTRUNCATE);
+        int segs = gr_log_segment_count(f->log);
+        assert_int_equal(gr_log_append(f->log, b, len, -1, &res), 0);
+        if (gr_log_segment_count(f->log) > segs) {
+            /* this append rolled: one pwrite (the batch), no index file written or truncated here */
+            assert_int_equal(fault_count_this_thread(F_PWRITE) - w0, 1);
+            assert_int_equal(fault_count_this_thread(F_FTRUNCATE) - tr0, 0);
+        }
+    }
+    free(b);
+    gr_store_quiesce(f->store); /* the roll asked for a flush: it writes and syncs the sealed indexes */
+    struct stat st;
+    char path[256];
+    snprintf(path, sizeof(path), "%s/r-0/00000000000000000000.index", f->dir);
+    assert_int_equal(stat(path, &st), 0);
+    assert_true(st.st_size > 0);
+    assert_int_equal(st.st_size % 8, 0);
+    snprintf(path, sizeof(path), "%s/r-0/00000000000000000000.timeindex", f->dir);
+    assert_int_equal(stat(path, &st), 0);
+    assert_true(st.st_size >= 12);
+    /* reopen without the clean marker's help is not needed: a clean reopen trusts and reads these files */
+    gr_store_close(f->store);
+    assert_int_equal(gr_store_open(&f->cfg, &f->store), 0);
+    f->log = gr_topic_log(gr_store_topic_find(f->store, "r", 1), 0);
+    struct th_seen *seen;
+    int n = th_read_all(f->log, 0, INT64_MAX, &seen);
+    assert_true(n > 0);
+    assert_int_equal(seen[n - 1].last_offset + 1, gr_log_end_offset(f->log));
+    int64_t off, ts;
+    int32_t ep;
+    assert_int_equal(gr_log_offset_for_time(f->log, 5002, INT64_MAX, &off, &ts, &ep), 0);
+    assert_int_equal(ts, 5002);
+    free(seen);
+}
+
 /* ---- group commit by syncfs ---- */
 
 enum { SYNC_LOGS = 24, SYNC_ROUNDS = 3 };
@@ -412,6 +463,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_evicted_slice_is_cold_then_prefetched, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fallback_without_cachestat, setup, teardown),
         cmocka_unit_test_setup_teardown(test_prefetch_read_error, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_roll_writes_indexes_on_flusher, setup, teardown),
         cmocka_unit_test_setup_teardown(test_syncfs_group_commit, setup, teardown),
         cmocka_unit_test(test_syncfs_crash_keeps_durable),
     };
