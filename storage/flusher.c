@@ -92,6 +92,9 @@ int gr_job_run(struct gr_job *job)
     case GR_JOB_RMTREE:
         rmtree(job->dir_fd, job->names[0]);
         break;
+    case GR_JOB_SPARE:
+        gr_roll_spare_job_run(job);
+        break;
     }
     return err;
 }

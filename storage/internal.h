@@ -56,6 +56,8 @@ struct gr_segment {
     bool index_unwritten; /* [mu] sealed by a roll: the next flush writes the index files, then syncs them */
     bool in_unsynced;    /* [mu] listed in log->unsynced */
     bool deleted;        /* removed from its log; files unlinked by a flusher job */
+    uint8_t name_state;  /* [mu] GR_NAME_*: a segment made from a spare (O_TMPFILE) gets its names in a flush */
+    bool unlink_after_naming; /* [mu] dropped while a flush was naming it: that flush unlinks the names */
     struct gr_index_entry *idx;
     int32_t idx_count, idx_cap;
     struct gr_time_entry *tidx;
@@ -63,6 +65,8 @@ struct gr_segment {
     struct gr_segment *lru_prev, *lru_next; /* store LRU of open sealed fds */
     bool in_lru;
 };
+
+enum { GR_NAME_DONE = 0, GR_NAME_PENDING = 1, GR_NAME_NAMING = 2 };
 
 struct gr_epoch_entry {
     int32_t epoch;
@@ -106,6 +110,8 @@ struct gr_log {
     int64_t messages_since_flush;
     bool deleted;
     void *user; /* the server's per-log pointer (gr_log_set_user); storage never reads it */
+    atomic_int spare_fd;        /* an unnamed (O_TMPFILE) file for the next segment, or -1 (storage/roll.c) */
+    atomic_bool spare_requested; /* a spare job is queued */
     atomic_bool on_timed_list; /* [store flusher mu] written; read unlocked as a hint */
     int64_t flush_deadline_mono_ms;
     struct gr_log *timed_next;
@@ -135,7 +141,7 @@ struct gr_topic {
     bool deleted;
 };
 
-enum gr_job_type { GR_JOB_WRITE_FILE, GR_JOB_UNLINK, GR_JOB_RMTREE };
+enum gr_job_type { GR_JOB_WRITE_FILE, GR_JOB_UNLINK, GR_JOB_RMTREE, GR_JOB_SPARE };
 
 /* Housekeeping work run in FIFO order on flusher thread 0 (flushes run on any flusher thread). */
 struct gr_job {
@@ -148,6 +154,7 @@ struct gr_job {
     size_t len;
     dev_t dev; /* UNLINK: if ino != 0, names[0] is unlinked only if it is still this file */
     ino_t ino;
+    struct gr_log *log; /* SPARE: the log that gets the file (valid until gr_store_close) */
     bool wait;     /* a caller waits for it: the thread marks it finished instead of freeing it */
     bool finished; /* [fl.mu] */
     int result;    /* [fl.mu] 0 or -errno */
@@ -243,6 +250,22 @@ int gr_segment_find(struct gr_segment *seg, const struct gr_log_config *cfg, int
 /* Largest batch boundary <= limit, scanning from boundary `from` (<= limit). Returns it or -errno. */
 int64_t gr_segment_boundary_before(struct gr_segment *seg, int64_t from, int64_t limit);
 
+/* --- roll.c: the next segment's file made ahead of a roll, off the network thread --- */
+/* After an append: when the active segment is past half of any roll limit (segment.bytes, segment.ms,
+   index size) and no spare exists or is queued, queues a housekeeping job that opens an unnamed file
+   (O_TMPFILE) in the partition directory and leaves it in log->spare_fd. Network thread; no I/O. */
+void gr_roll_prepare(struct gr_log *log, const struct gr_segment *active, int64_t now_ms);
+/* At a roll: a new segment at `base` made from the spare file (no file-system call but fstat), with
+   name_state PENDING, or NULL when there is no spare (the caller creates the files itself). */
+struct gr_segment *gr_roll_take_spare(struct gr_log *log, int64_t base);
+/* The housekeeping job body (flusher thread 0). */
+void gr_roll_spare_job_run(struct gr_job *job);
+/* In a flush (flusher thread): links the segment's file as <base>.log and creates its .index/.timeindex.
+   0 or -errno (the flush then fails: the data could not be made durable under its name). */
+int gr_roll_name_segment(struct gr_segment *seg);
+/* Unlinks the three names of a segment now (a flush that named a segment dropped meanwhile). */
+void gr_roll_unlink_names(struct gr_segment *seg);
+
 /* --- log.c --- */
 /* Opens or creates the log of topic/partition and recovers it. `clean`: a clean-shutdown marker was found;
    `ckpt_*`: checkpointed values, -1 if absent. */
@@ -267,6 +290,7 @@ struct gr_flush_ticket {
     int n;
     bool dir;
     uint8_t *index_too; /* per segment: 0 nothing, 1 fdatasync the index files, 2 write them first */
+    bool *naming;       /* per segment: this flush gives it its names (GR_NAME_NAMING) */
 };
 int gr_log_flush_begin(struct gr_log *log, struct gr_flush_ticket *t);
 int gr_log_flush_end(struct gr_log *log, struct gr_flush_ticket *t, int err, const char *what, bool report);

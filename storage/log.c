@@ -225,7 +225,12 @@ static void drop_segment(struct gr_log *log, struct gr_segment *seg)
 {
     seg->deleted = true;
     gr_segment_lru_remove(seg);
-    unlink_segment_files(log, seg);
+    pthread_mutex_lock(&log->mu);
+    uint8_t state = seg->name_state;
+    if (state == GR_NAME_PENDING) seg->name_state = GR_NAME_DONE; /* never named: no file to unlink */
+    if (state == GR_NAME_NAMING) seg->unlink_after_naming = true; /* the naming flush unlinks */
+    pthread_mutex_unlock(&log->mu);
+    if (state == GR_NAME_DONE) unlink_segment_files(log, seg);
     gr_segment_unref(seg);
 }
 
@@ -327,9 +332,15 @@ int gr_log_flush_begin(struct gr_log *log, struct gr_flush_ticket *t)
     /* Whether a segment's index files need syncing is decided now, under the lock: a roll may set the
        flag while we sync, and then a later flush owns those files. */
     t->index_too = calloc((size_t)t->n + 1, sizeof(uint8_t));
+    t->naming = calloc((size_t)t->n + 1, sizeof(bool));
     for (int i = 0; i < t->n; i++) {
         struct gr_segment *seg = t->segs[i];
         seg->in_unsynced = false;
+        if (t->naming && seg->name_state == GR_NAME_PENDING) { /* made from a spare: named by this flush */
+            seg->name_state = GR_NAME_NAMING;
+            t->naming[i] = true;
+            t->dir = true;
+        }
         if (t->index_too && seg->index_unsynced) {
             t->index_too[i] = seg->index_unwritten ? 2 : 1;
             seg->index_unwritten = false; /* this flush writes them */
@@ -342,11 +353,12 @@ int gr_log_flush_begin(struct gr_log *log, struct gr_flush_ticket *t)
 /* The per-file syncs of one ticket: every unsynced segment (and sealed index files), then the directory. */
 static int flush_sync_files(struct gr_log *log, struct gr_flush_ticket *t, const char **what)
 {
-    int err = t->index_too ? 0 : -ENOMEM;
+    int err = t->index_too && t->naming ? 0 : -ENOMEM;
     *what = "fdatasync";
     for (int i = 0; i < t->n && err == 0; i++) {
         struct gr_segment *seg = t->segs[i];
-        if (seg->fd >= 0) err = gr_sys_fdatasync(seg->fd);
+        if (t->naming[i] && (err = gr_roll_name_segment(seg)) < 0) *what = "naming a new segment";
+        if (err == 0 && seg->fd >= 0) err = gr_sys_fdatasync(seg->fd);
         if (err == 0 && t->index_too[i] == 2) {
             /* Sealed by a roll: the index files are written here, off the network thread. They are
                rebuildable from the .log, so a failure costs a rebuild at the next load, not durability. */
@@ -369,8 +381,15 @@ static int flush_sync_files(struct gr_log *log, struct gr_flush_ticket *t, const
 
 int gr_log_flush_end(struct gr_log *log, struct gr_flush_ticket *t, int err, const char *what, bool report)
 {
-    if (err == 0 && !t->index_too) err = -ENOMEM;
+    if (err == 0 && (!t->index_too || !t->naming)) err = -ENOMEM;
     pthread_mutex_lock(&log->mu);
+    bool unlink_named = false;
+    for (int i = 0; t->naming && i < t->n; i++) {
+        if (!t->naming[i]) continue;
+        struct gr_segment *seg = t->segs[i];
+        seg->name_state = err == 0 ? GR_NAME_DONE : GR_NAME_PENDING;
+        unlink_named = unlink_named || (seg->unlink_after_naming && err == 0);
+    }
     if (err < 0) {
         atomic_store(&log->offline, true);
     } else {
@@ -392,12 +411,16 @@ int gr_log_flush_end(struct gr_log *log, struct gr_flush_ticket *t, int err, con
     if (err < 0)
         GR_ERROR("storage: %s: %s failed (%s): partition offline until restart", log->dir_name, what,
                  strerror(-err));
+    for (int i = 0; unlink_named && i < t->n; i++)
+        if (t->naming[i] && t->segs[i]->unlink_after_naming) gr_roll_unlink_names(t->segs[i]);
     for (int i = 0; i < t->n; i++)
         gr_segment_unref(t->segs[i]);
     free(t->segs);
     free(t->index_too);
+    free(t->naming);
     t->segs = NULL;
     t->index_too = NULL;
+    t->naming = NULL;
     if (report && log->store->cfg.on_flushed)
         log->store->cfg.on_flushed(log->store->cfg.on_flushed_ctx, log, durable, err);
     return err;
@@ -491,13 +514,16 @@ static int log_roll(struct gr_log *log)
     if (old->size_bytes == 0 && old->base_offset == base) return 0;
     int err = segs_reserve(log, 1);
     if (err < 0) return err;
-    struct gr_segment *seg = gr_segment_new(log, base);
-    if (!seg) return -ENOMEM;
-    err = gr_segment_create(seg);
-    if (err < 0) {
-        GR_WARN("storage: %s: creating segment %" PRId64 " failed (%s)", log->dir_name, base, strerror(-err));
-        gr_segment_unref(seg);
-        return err;
+    struct gr_segment *seg = gr_roll_take_spare(log, base); /* made ahead: no file-system call here */
+    if (!seg) {
+        seg = gr_segment_new(log, base);
+        if (!seg) return -ENOMEM;
+        err = gr_segment_create(seg);
+        if (err < 0) {
+            GR_WARN("storage: %s: creating segment %" PRId64 " failed (%s)", log->dir_name, base, strerror(-err));
+            gr_segment_unref(seg);
+            return err;
+        }
     }
     gr_segment_seal_deferred(old); /* the flush requested below writes the index files */
     pthread_mutex_lock(&log->mu);
@@ -602,6 +628,7 @@ int gr_log_append(struct gr_log *log, uint8_t *batch, size_t len, int64_t log_ap
     unsynced_add_locked(log, seg);
     pthread_mutex_unlock(&log->mu);
     log->size_bytes += (int64_t)len;
+    gr_roll_prepare(log, seg, now);
     res->base_offset = base;
     res->log_append_time_ms = log_append_time_ms >= 0 ? log_append_time_ms : -1;
     res->log_start_offset = log->log_start_offset;
@@ -1290,6 +1317,8 @@ static struct gr_log *log_alloc(struct gr_store *store, struct gr_topic *topic, 
     pthread_mutex_init(&log->mu, NULL);
     atomic_init(&log->durable_offset, 0);
     atomic_init(&log->offline, false);
+    atomic_init(&log->spare_fd, -1);
+    atomic_init(&log->spare_requested, false);
     gr_producer_state_init(&log->ps);
     return log;
 }
@@ -1471,6 +1500,7 @@ void gr_log_mark_deleted(struct gr_log *log)
     for (int i = 0; i < log->seg_count; i++)
         log->segs[i]->deleted = true;
     log_release_segments(log);
+    gr_sys_close(atomic_exchange(&log->spare_fd, -1));
     gr_sys_close(log->dir_fd);
     log->dir_fd = -1;
 }
@@ -1483,6 +1513,7 @@ void gr_log_free(struct gr_log *log)
     free(log->epochs);
     free(log->snapshots);
     gr_producer_state_free(&log->ps);
+    gr_sys_close(atomic_exchange(&log->spare_fd, -1));
     gr_sys_close(log->dir_fd);
     pthread_mutex_destroy(&log->mu);
     free(log->dir_name);

@@ -62,6 +62,7 @@ const struct gr_sys_ops gr_sys_libc = {
     .cachestat = sys_cachestat,
     .preadv2 = preadv2,
     .syncfs = syncfs,
+    .linkat = linkat,
 };
 
 struct gr_sys_ops gr_sys = {
@@ -79,6 +80,7 @@ struct gr_sys_ops gr_sys = {
     .cachestat = sys_cachestat,
     .preadv2 = preadv2,
     .syncfs = syncfs,
+    .linkat = linkat,
 };
 
 void gr_sys_reset(void)
@@ -156,6 +158,13 @@ int gr_sys_fdatasync(int fd)
 int gr_sys_fsync(int fd)
 {
     return gr_sys.fsync(fd) == 0 ? 0 : -errno;
+}
+
+int gr_sys_link_fd(int fd, int dirfd, const char *name)
+{
+    char proc[64];
+    snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+    return gr_sys.linkat(AT_FDCWD, proc, dirfd, name, AT_SYMLINK_FOLLOW) == 0 ? 0 : -errno;
 }
 
 int gr_sys_syncfs(int fd)

@@ -38,6 +38,8 @@ struct gr_sys_ops {
     ssize_t (*preadv2)(int fd, const struct iovec *iov, int iovcnt, off_t pos, int flags);
     /* syncfs(2): every file of the file system holding fd (group commit of many logs at once). */
     int (*syncfs)(int fd);
+    /* linkat(2): gives a name to a segment file created unnamed (O_TMPFILE) ahead of a roll. */
+    int (*linkat)(int olddirfd, const char *oldpath, int newdirfd, const char *newpath, int flags);
 };
 
 extern struct gr_sys_ops gr_sys;
@@ -66,6 +68,9 @@ int gr_sys_ftruncate(int fd, int64_t len);
 int gr_sys_renameat(int olddirfd, const char *oldpath, int newdirfd, const char *newpath);
 int gr_sys_unlinkat(int dirfd, const char *path, int flags);
 int gr_sys_mkdirat(int dirfd, const char *path, int mode);
+/* Links the open file `fd` (e.g. an O_TMPFILE) as dirfd/name (through /proc/self/fd, which needs no
+   privilege, unlike AT_EMPTY_PATH). 0 or -errno. */
+int gr_sys_link_fd(int fd, int dirfd, const char *name);
 /* Residency of [pos, pos + len) of fd: 1 when every page is in the page cache, 0 when some page is not,
    -errno when it cannot be told. Never waits for the disk (cachestat, else a 1-byte preadv2 RWF_NOWAIT of
    the first and last page). */

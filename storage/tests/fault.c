@@ -125,12 +125,46 @@ static void rec_drop(const char *path)
     free(r);
 }
 
+/* Names given by linkat to unnamed (O_TMPFILE) files, by inode: /proc/self/fd still shows the old text. */
+#define LINKED_MAX 4096
+static struct {
+    ino_t ino;
+    char path[PATH_MAX];
+} linked[LINKED_MAX];
+static int linked_count;
+
+static void linked_note(ino_t ino, const char *path)
+{
+    pthread_mutex_lock(&mu);
+    int i = linked_count < LINKED_MAX ? linked_count++ : (int)(ino % LINKED_MAX);
+    linked[i].ino = ino;
+    snprintf(linked[i].path, sizeof(linked[i].path), "%s", path);
+    pthread_mutex_unlock(&mu);
+}
+
+static bool linked_path(ino_t ino, char *out, size_t cap)
+{
+    bool found = false;
+    pthread_mutex_lock(&mu);
+    for (int i = linked_count - 1; i >= 0 && !found; i--)
+        if (linked[i].ino == ino) {
+            snprintf(out, cap, "%s", linked[i].path);
+            found = true;
+        }
+    pthread_mutex_unlock(&mu);
+    return found;
+}
+
 /* After a successful sync: the file's current content is durable. */
 static void record_durable(int fd)
 {
     char path[PATH_MAX];
     struct stat st;
     if (!fd_path(fd, path, sizeof(path)) || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) return;
+    if (st.st_nlink == 0) return; /* unlinked, or an O_TMPFILE not yet named: no name survives a crash */
+    size_t pl = strlen(path);
+    if (pl > 10 && strcmp(path + pl - 10, " (deleted)") == 0 && !linked_path(st.st_ino, path, sizeof(path)))
+        return; /* a named O_TMPFILE keeps its old /proc text: use the name linkat gave it */
     pthread_mutex_lock(&mu);
     if (under_root(path)) {
         uint8_t *data = malloc((size_t)st.st_size + 1);
@@ -210,7 +244,7 @@ static int f_openat(int dirfd, const char *path, int flags, ...)
         mode = (mode_t)va_arg(ap, int);
         va_end(ap);
     }
-    int err = account(F_OPEN, (flags & (O_CREAT | O_TRUNC)) != 0);
+    int err = account(F_OPEN, (flags & (O_CREAT | O_TRUNC | O_TMPFILE)) != 0);
     if (err) {
         errno = err;
         return -1;
@@ -322,6 +356,20 @@ static int f_syncfs(int fd)
     return r;
 }
 
+static int f_linkat(int od, const char *op, int nd, const char *np, int flags)
+{
+    int err = account(F_LINK, true);
+    if (err) {
+        errno = err;
+        return -1;
+    }
+    int r = linkat(od, op, nd, np, flags);
+    char to[PATH_MAX];
+    struct stat st;
+    if (r == 0 && at_path(nd, np, to, sizeof(to)) && stat(to, &st) == 0) linked_note(st.st_ino, to);
+    return r;
+}
+
 static int f_ftruncate(int fd, off_t len)
 {
     int err = account(F_FTRUNCATE, true);
@@ -390,6 +438,7 @@ void fault_install(void)
     short_target = 0;
     tracking = crashed = false;
     io_count = crash_at = 0;
+    linked_count = 0;
     clear_records();
     pthread_mutex_unlock(&mu);
     gr_sys.openat = f_openat;
@@ -405,6 +454,7 @@ void fault_install(void)
     gr_sys.cachestat = f_cachestat;
     gr_sys.preadv2 = f_preadv2;
     gr_sys.syncfs = f_syncfs;
+    gr_sys.linkat = f_linkat;
 }
 
 void fault_uninstall(void)

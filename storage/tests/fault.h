@@ -30,6 +30,7 @@ enum fault_op {
     F_CACHESTAT, /* a failing cachestat makes residency fall back to preadv2 (ENOSYS) or report -errno */
     F_PREADV2,   /* an EAGAIN here reads as "not in the page cache" */
     F_SYNCFS,    /* crash mode: a successful syncfs makes every tracked file's content durable */
+    F_LINK,      /* linkat: naming a segment file created unnamed ahead of a roll */
     F_OPS
 };
 

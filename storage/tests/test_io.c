@@ -261,18 +261,27 @@ static void test_roll_writes_indexes_on_flusher(void **state)
     size_t len;
     uint8_t *b = th_batch(&spec, &len);
     struct gr_append_result res;
+    char next_log[256];
     while (gr_log_segment_count(f->log) == 1) {
+        gr_store_quiesce(f->store); /* a spare requested at half the segment is ready before the roll */
         long w0 = fault_count_this_thread(F_PWRITE), tr0 = fault_count_this_thread(F_FTRUNCATE);
+        long o0 = fault_count_this_thread(F_OPEN);
         int segs = gr_log_segment_count(f->log);
+        int64_t leo = gr_log_end_offset(f->log);
         assert_int_equal(gr_log_append(f->log, b, len, -1, &res), 0);
         if (gr_log_segment_count(f->log) > segs) {
-            /* this append rolled: one pwrite (the batch), no index file written or truncated here */
+            /* this append rolled: one pwrite (the batch); no file opened, no index file written here */
             assert_int_equal(fault_count_this_thread(F_PWRITE) - w0, 1);
             assert_int_equal(fault_count_this_thread(F_FTRUNCATE) - tr0, 0);
+            assert_int_equal(fault_count_this_thread(F_OPEN) - o0, 0);
+            snprintf(next_log, sizeof(next_log), "%s/r-0/%020lld.log", f->dir, (long long)leo);
         }
     }
     free(b);
-    gr_store_quiesce(f->store); /* the roll asked for a flush: it writes and syncs the sealed indexes */
+    gr_store_quiesce(f->store); /* the roll asked for a flush: it names the new segment, writes the sealed
+                                   indexes and syncs them */
+    assert_true(fault_count(F_LINK) >= 1);
+    assert_int_equal(access(next_log, F_OK), 0);
     struct stat st;
     char path[256];
     snprintf(path, sizeof(path), "%s/r-0/00000000000000000000.index", f->dir);
@@ -295,6 +304,51 @@ static void test_roll_writes_indexes_on_flusher(void **state)
     assert_int_equal(gr_log_offset_for_time(f->log, 5002, INT64_MAX, &off, &ts, &ep), 0);
     assert_int_equal(ts, 5002);
     free(seen);
+}
+
+/* Segments made from spares and dropped by DeleteRecords right after the roll (before or while the
+   flush names them, whichever the threads make of it) leave no file behind: the directory holds exactly
+   the log's segments. */
+static void test_dropped_spare_segment_leaves_no_file(void **state)
+{
+    struct fx *f = *state;
+    f->cfg.segment_bytes = 16 * 1024;
+    f->cfg.flusher_threads = 1;
+    assert_int_equal(gr_store_open(&f->cfg, &f->store), 0);
+    struct gr_topic *t;
+    assert_int_equal(gr_store_topic_create(f->store, "d", 1, NULL, NULL, 0, &t), 0);
+    f->log = gr_topic_log(t, 0);
+    struct th_batch_spec spec = {.count = 1, .ts0 = 1, .value_bytes = 5000, .producer_id = -1};
+    size_t blen;
+    uint8_t *bb = th_batch(&spec, &blen);
+    uint8_t *copy = malloc(blen);
+    struct gr_append_result res;
+    for (int round = 0; round < 6; round++) {
+        int segs = gr_log_segment_count(f->log);
+        while (gr_log_segment_count(f->log) == segs) {
+            gr_store_quiesce(f->store); /* lets the spare job run once the segment is half full */
+            memcpy(copy, bb, blen);
+            assert_int_equal(gr_log_append(f->log, copy, blen, -1, &res), 0);
+        }
+        /* at once, while the roll's flush may not have named the new segment yet */
+        memcpy(copy, bb, blen);
+        assert_int_equal(gr_log_append(f->log, copy, blen, -1, &res), 0);
+        assert_int_equal(gr_log_delete_records(f->log, res.base_offset), 0);
+    }
+    gr_store_quiesce(f->store);
+    assert_true(fault_count(F_LINK) >= 1); /* spares were used */
+    char cmd[256], path[128];
+    snprintf(path, sizeof(path), "%s/count", f->dir);
+    snprintf(cmd, sizeof(cmd), "ls %s/d-0/ | grep -c '\\.log$' > %s", f->dir, path);
+    assert_int_equal(system(cmd), 0);
+    FILE *fp = fopen(path, "r");
+    int files = -1;
+    assert_non_null(fp);
+    assert_int_equal(fscanf(fp, "%d", &files), 1);
+    fclose(fp);
+    assert_int_equal(files, gr_log_segment_count(f->log));
+    free(bb);
+    free(copy);
 }
 
 /* ---- group commit by syncfs ---- */
@@ -464,6 +518,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_fallback_without_cachestat, setup, teardown),
         cmocka_unit_test_setup_teardown(test_prefetch_read_error, setup, teardown),
         cmocka_unit_test_setup_teardown(test_roll_writes_indexes_on_flusher, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_dropped_spare_segment_leaves_no_file, setup, teardown),
         cmocka_unit_test_setup_teardown(test_syncfs_group_commit, setup, teardown),
         cmocka_unit_test(test_syncfs_crash_keeps_durable),
     };
