@@ -19,6 +19,8 @@
 /* The wait list of one log, reached through gr_log_user. */
 struct gr_log_waiters {
     struct gr_waitq q;
+    uint64_t last_park_seq; /* park_seq of the request that last registered here (dedupes a partition named
+                               twice; a sequence, not a pointer: a freed request's address is reused) */
     uint64_t woken_gen;
     struct gr_log_waiters *all_next;
 };
@@ -41,6 +43,7 @@ static void deadline_cb(struct ev_loop *loop, ev_timer *w, int revents)
 void gr_broker_park(struct gr_broker *b, struct gr_req *req, int64_t deadline_ms)
 {
     req->deadline_ms = deadline_ms;
+    req->park_seq = ++b->park_seq;
     req->parked = true;
     req->wait_prev = NULL;
     req->wait_next = b->parked_head;
@@ -65,11 +68,12 @@ bool gr_broker_wait_log(struct gr_broker *b, struct gr_req *req, struct gr_log *
         b->log_waiters = lw;
         gr_log_set_user(log, lw);
     }
-    for (struct gr_wait_node *n = req->waits; n; n = n->owner_next)
-        if (n->q == &lw->q) return true; /* already waiting on it (a partition named twice) */
+    if (lw->last_park_seq == req->park_seq) return true; /* already waiting on it (a partition named twice):
+                                                            one request's registrations come one after another */
     struct gr_wait_node *n = gr_arena_calloc(&req->arena, 1, sizeof *n);
     if (!n) return false;
     gr_waitq_add(&lw->q, n, req);
+    lw->last_park_seq = req->park_seq;
     n->owner_next = req->waits;
     req->waits = n;
     return true;

@@ -75,6 +75,7 @@ struct gr_req {
     struct gr_req *wait_prev, *wait_next; /* broker's parked list */
     struct gr_wait_node *waits;           /* per-log wait nodes (arena), see gr_broker_wait_log */
     ev_timer deadline_w;                  /* the parked deadline (inactive without one) */
+    uint64_t park_seq;                    /* unique per park (gr_broker_wait_log dedupes with it) */
     bool parked;
     bool done;                  /* response ready (or none needed) */
     bool no_response;
@@ -134,6 +135,7 @@ struct gr_broker {
     int flushed_count, flushed_cap;
     struct gr_log_waiters *log_waiters; /* every per-log wait list allocated (freed at shutdown) */
     uint64_t wake_gen;           /* dedupes wakes of one log within one drain of flushed[] */
+    uint64_t park_seq;           /* last req->park_seq given */
     int64_t rechecks;            /* recheck calls made (a measure for tests and debug logs) */
     ev_timer housekeeping_timer; /* retention, checkpoints, idle connections */
     ev_signal sigterm_w, sigint_w;

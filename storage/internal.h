@@ -52,6 +52,7 @@ struct gr_segment {
     int64_t bytes_since_index;
     bool sealed;
     bool index_loaded;   /* idx/tidx hold the whole index (always true for the active segment) */
+    bool index_warm;     /* its index files were read into the page cache for a no-wait read */
     bool index_unsynced; /* [mu] sealed, index files written (or to write) but not yet fdatasynced */
     bool index_unwritten; /* [mu] sealed by a roll: the next flush writes the index files, then syncs them */
     bool in_unsynced;    /* [mu] listed in log->unsynced */
@@ -237,7 +238,19 @@ struct gr_seg_reader {
     size_t cap;
     int64_t buf_pos;
     size_t buf_len;
+    int64_t end; /* bytes of whole batches in the file when known (nowait checks stop there), else 0 */
 };
+
+/* No-wait reads (gr_log_read_nowait): while one is set on this thread, a segment read that would wait for
+   the disk (a header page not in the page cache, index files not loaded) fails with -EAGAIN and notes here
+   what to read in. */
+struct gr_read_nowait {
+    int kind; /* 0 none, 1 a range of the .log (fd, pos, len), 2 the index files of seg */
+    struct gr_segment *seg;
+    int fd;
+    int64_t pos, len;
+};
+void gr_segment_nowait_set(struct gr_read_nowait *nw); /* NULL ends it */
 int gr_seg_reader_init(struct gr_seg_reader *r, int fd, size_t cap);
 void gr_seg_reader_free(struct gr_seg_reader *r);
 /* Returns a pointer to `n` bytes at `pos` (n <= cap), or NULL with *err = -errno or 0 at end of file. */

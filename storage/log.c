@@ -696,6 +696,10 @@ int gr_log_read(struct gr_log *log, int64_t offset, int64_t max_bytes, int64_t u
 
 void gr_log_slice_release(struct gr_log_slice *slice)
 {
+    if (slice->bytes < 0 && slice->fd >= 0) { /* a cold slice naming index files (gr_log_read_nowait) */
+        gr_sys_close(slice->fd);
+        if (slice->ref) ((struct gr_segment *)slice->ref)->index_warm = true; /* read in: load may read */
+    }
     if (slice->ref) gr_segment_unref(slice->ref);
     slice->ref = NULL;
     slice->fd = -1;

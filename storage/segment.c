@@ -348,8 +348,16 @@ void gr_segment_seal(struct gr_segment *seg)
 
 /* ---- buffered reader ---- */
 
+static _Thread_local struct gr_read_nowait *nowait;
+
+void gr_segment_nowait_set(struct gr_read_nowait *nw)
+{
+    nowait = nw;
+}
+
 int gr_seg_reader_init(struct gr_seg_reader *r, int fd, size_t cap)
 {
+    r->end = 0;
     r->fd = fd;
     r->cap = cap;
     r->buf_pos = 0;
@@ -373,6 +381,17 @@ const uint8_t *gr_seg_reader_get(struct gr_seg_reader *r, int64_t pos, size_t n,
     }
     if (pos >= r->buf_pos && pos + (int64_t)n <= r->buf_pos + (int64_t)r->buf_len)
         return r->buf + (pos - r->buf_pos);
+    if (nowait && r->end > pos) {
+        int64_t len = r->end - pos < (int64_t)r->cap ? r->end - pos : (int64_t)r->cap;
+        if (gr_sys_range_resident(r->fd, pos, len) == 0) {
+            nowait->kind = 1;
+            nowait->fd = r->fd;
+            nowait->pos = pos;
+            nowait->len = len;
+            *err = -EAGAIN;
+            return NULL;
+        }
+    }
     ssize_t got = gr_sys_pread_full(r->fd, r->buf, r->cap, pos);
     if (got < 0) {
         r->buf_len = 0;
@@ -492,6 +511,11 @@ static int rebuild_indexes(struct gr_segment *seg, const struct gr_log_config *c
 int gr_segment_load_index(struct gr_segment *seg, const struct gr_log_config *cfg)
 {
     if (seg->index_loaded) return 0;
+    if (nowait && !seg->index_warm) { /* reading the index files may wait for the disk: read them in first */
+        nowait->kind = 2;
+        nowait->seg = seg;
+        return -EAGAIN;
+    }
     int err = parse_indexes(seg);
     if (err == -ENOMEM) return err;
     if (err < 0) {
@@ -664,6 +688,8 @@ int gr_segment_find(struct gr_segment *seg, const struct gr_log_config *cfg, int
     if (fd < 0) return fd;
     struct gr_seg_reader r;
     if (gr_seg_reader_init(&r, fd, LOOKUP_READ_BYTES) < 0) return -ENOMEM;
+    r.end = seg->size_bytes;
+    if (nowait) nowait->seg = seg;
     int64_t pos = start;
     int found = 0;
     while (pos < seg->size_bytes) {
@@ -706,6 +732,8 @@ int64_t gr_segment_boundary_before(struct gr_segment *seg, int64_t from, int64_t
     if (fd < 0) return fd;
     struct gr_seg_reader r;
     if (gr_seg_reader_init(&r, fd, LOOKUP_READ_BYTES) < 0) return -ENOMEM;
+    r.end = seg->size_bytes;
+    if (nowait) nowait->seg = seg;
     int64_t pos = start;
     int err = 0;
     while (pos < limit) {

@@ -247,6 +247,72 @@ static void test_prefetch_read_error(void **state)
     gr_log_slice_release(&s);
 }
 
+/* No-wait lookups: with the segment evicted, gr_log_read_nowait answers -EAGAIN naming the header page it
+   needs; once that is read in it answers the slice. After a clean reopen a sealed segment's index files are
+   not loaded: the no-wait read names them first (bytes -1), then proceeds once they were read in. */
+static void evict_file(const char *path)
+{
+    int fd = open(path, O_RDONLY);
+    assert_true(fd >= 0);
+    assert_int_equal(posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0);
+    close(fd);
+}
+
+static void test_nowait_lookup_names_cold_pages(void **state)
+{
+    struct fx *f = *state;
+    fill(f);
+    char path[256];
+    snprintf(path, sizeof(path), "%s/cold-0/00000000000000000000.log", f->dir);
+    evict_file(path);
+    int64_t end = gr_log_end_offset(f->log);
+    struct gr_log_slice s, cold;
+    int rounds = 0, rc;
+    while ((rc = gr_log_read_nowait(f->log, 200, 64 << 20, end, true, &s, &cold)) == -EAGAIN) {
+        assert_true(cold.fd >= 0);
+        assert_true(cold.bytes > 0 && cold.bytes <= 8192); /* a header page, not the data */
+        assert_int_equal(gr_log_slice_resident(&cold), 0);
+        assert_int_equal(gr_log_slice_prefetch(&cold), 0);
+        assert_int_equal(gr_log_slice_resident(&cold), 1);
+        gr_log_slice_release(&cold);
+        assert_true(++rounds < 64);
+    }
+    assert_int_equal(rc, 0);
+    assert_true(rounds >= 1);
+    assert_null(cold.ref);
+    struct gr_log_slice hot;
+    assert_int_equal(gr_log_read(f->log, 200, 64 << 20, end, true, &hot), 0);
+    assert_int_equal(s.file_pos, hot.file_pos); /* the same answer as the blocking read */
+    assert_int_equal(s.bytes, hot.bytes);
+    gr_log_slice_release(&s);
+    gr_log_slice_release(&hot);
+}
+
+static void test_nowait_lookup_reads_index_files_first(void **state)
+{
+    struct fx *f = *state;
+    f->cfg.segment_bytes = 256 * 1024;
+    fill(f);
+    assert_true(gr_log_segment_count(f->log) > 2);
+    gr_store_close(f->store); /* clean: sealed segments' indexes are loaded lazily at the next open */
+    assert_int_equal(gr_store_open(&f->cfg, &f->store), 0);
+    f->log = gr_topic_log(gr_store_topic_find(f->store, "cold", 4), 0);
+    int64_t end = gr_log_end_offset(f->log);
+    struct gr_log_slice s, cold;
+    int index_rounds = 0, rc, rounds = 0;
+    while ((rc = gr_log_read_nowait(f->log, 1, 1 << 20, end, true, &s, &cold)) == -EAGAIN) {
+        if (cold.bytes < 0) index_rounds++;
+        assert_int_equal(gr_log_slice_prefetch(&cold), 0);
+        gr_log_slice_release(&cold);
+        assert_true(++rounds < 64);
+    }
+    assert_int_equal(rc, 0);
+    assert_int_equal(index_rounds, 1);
+    assert_true(s.bytes > 0);
+    assert_int_equal(s.first_batch_offset, 0);
+    gr_log_slice_release(&s);
+}
+
 /* ---- roll: sealing writes no index file on the appending thread ---- */
 
 static void test_roll_writes_indexes_on_flusher(void **state)
@@ -517,6 +583,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_evicted_slice_is_cold_then_prefetched, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fallback_without_cachestat, setup, teardown),
         cmocka_unit_test_setup_teardown(test_prefetch_read_error, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_nowait_lookup_names_cold_pages, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_nowait_lookup_reads_index_files_first, setup, teardown),
         cmocka_unit_test_setup_teardown(test_roll_writes_indexes_on_flusher, setup, teardown),
         cmocka_unit_test_setup_teardown(test_dropped_spare_segment_leaves_no_file, setup, teardown),
         cmocka_unit_test_setup_teardown(test_syncfs_group_commit, setup, teardown),
