@@ -322,11 +322,27 @@ static void flush_batch_syncfs(struct gr_store *store, struct gr_log **logs, int
             gr_log_flush_now(logs[i], true);
         return;
     }
-    for (int i = 0; i < n; i++)
+    int *werr = calloc((size_t)n, sizeof(int));
+    const char **what = calloc((size_t)n, sizeof(char *));
+    if (!werr || !what) {
+        free(t);
+        free(began);
+        free(werr);
+        free(what);
+        for (int i = 0; i < n; i++)
+            gr_log_flush_now(logs[i], true);
+        return;
+    }
+    for (int i = 0; i < n; i++) {
         began[i] = gr_log_flush_begin(logs[i], &t[i]) == 0;
+        /* names and index files first: the syncfs must cover them (nothing durable without its name) */
+        if (began[i]) werr[i] = gr_log_flush_write(logs[i], &t[i], &what[i]);
+    }
     int err = gr_sys_syncfs(store->root_fd);
     for (int i = 0; i < n; i++)
-        if (began[i]) gr_log_flush_end(logs[i], &t[i], err, "syncfs", true);
+        if (began[i]) gr_log_flush_end(logs[i], &t[i], werr[i] ? werr[i] : err, werr[i] ? what[i] : "syncfs", true);
+    free(werr);
+    free(what);
     free(t);
     free(began);
 }

@@ -306,6 +306,9 @@ struct gr_flush_ticket {
     bool *naming;       /* per segment: this flush gives it its names (GR_NAME_NAMING) */
 };
 int gr_log_flush_begin(struct gr_log *log, struct gr_flush_ticket *t);
+/* The writes a ticket needs before any sync covers it: names of segments made from spares (storage/roll.c)
+   and index files of segments sealed by a roll. 0 or -errno (*what names the step). */
+int gr_log_flush_write(struct gr_log *log, struct gr_flush_ticket *t, const char **what);
 int gr_log_flush_end(struct gr_log *log, struct gr_flush_ticket *t, int err, const char *what, bool report);
 /* Retention for one log (see gr_store_retention_run). */
 void gr_log_retention(struct gr_log *log, int64_t now_ms);

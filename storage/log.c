@@ -350,15 +350,13 @@ int gr_log_flush_begin(struct gr_log *log, struct gr_flush_ticket *t)
     return 0;
 }
 
-/* The per-file syncs of one ticket: every unsynced segment (and sealed index files), then the directory. */
-static int flush_sync_files(struct gr_log *log, struct gr_flush_ticket *t, const char **what)
+int gr_log_flush_write(struct gr_log *log, struct gr_flush_ticket *t, const char **what)
 {
     int err = t->index_too && t->naming ? 0 : -ENOMEM;
-    *what = "fdatasync";
+    *what = "naming a new segment";
     for (int i = 0; i < t->n && err == 0; i++) {
         struct gr_segment *seg = t->segs[i];
-        if (t->naming[i] && (err = gr_roll_name_segment(seg)) < 0) *what = "naming a new segment";
-        if (err == 0 && seg->fd >= 0) err = gr_sys_fdatasync(seg->fd);
+        if (t->naming[i]) err = gr_roll_name_segment(seg);
         if (err == 0 && t->index_too[i] == 2) {
             /* Sealed by a roll: the index files are written here, off the network thread. They are
                rebuildable from the .log, so a failure costs a rebuild at the next load, not durability. */
@@ -367,6 +365,20 @@ static int flush_sync_files(struct gr_log *log, struct gr_flush_ticket *t, const
                 GR_WARN("storage: %s: writing indexes of segment %" PRId64 " failed (%s); rebuilt on next load",
                         log->dir_name, seg->base_offset, strerror(-werr));
         }
+    }
+    return err;
+}
+
+/* The per-file syncs of one ticket: names and index files first, every unsynced segment (and sealed index
+   files), then the directory. */
+static int flush_sync_files(struct gr_log *log, struct gr_flush_ticket *t, const char **what)
+{
+    int err = gr_log_flush_write(log, t, what);
+    if (err < 0) return err;
+    *what = "fdatasync";
+    for (int i = 0; i < t->n && err == 0; i++) {
+        struct gr_segment *seg = t->segs[i];
+        if (seg->fd >= 0) err = gr_sys_fdatasync(seg->fd);
         if (err == 0 && t->index_too[i]) {
             if (seg->index_fd >= 0) err = gr_sys_fdatasync(seg->index_fd);
             if (err == 0 && seg->timeindex_fd >= 0) err = gr_sys_fdatasync(seg->timeindex_fd);
