@@ -15,8 +15,11 @@
  * fsync the directory (storage/checkpoint.c). The formats are tables in storage/format.md.
  *
  * Threading: every function here and in log.h is called from ONE thread (the server's network thread).
- * The store runs `flusher_threads` threads that only fdatasync files, write snapshot files and unlink
- * deleted files; they report durability through cfg->on_flushed. Invariants: topic names are unique among
+ * The store runs `flusher_threads` threads that do the blocking file work: fdatasync (or one syncfs for many
+ * logs), naming segments made ahead of a roll and writing sealed index files (storage/roll.c), making the
+ * next segment's unnamed file, writing snapshot files and unlinking deleted files; they report durability
+ * through cfg->on_flushed. Reads that might wait for the disk are the server's to hand to an I/O pool
+ * (storage/iopool.h, gr_log_read_nowait, gr_log_slice_prefetch). Invariants: topic names are unique among
  * live topics; a deleted topic's gr_topic and gr_log structs stay allocated (marked deleted, offline) until
  * gr_store_close so a pointer held by the server never dangles.
  *
