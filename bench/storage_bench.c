@@ -11,8 +11,11 @@
  *   read, sendfile        gr_log_read slices (1 MiB) of the whole log sent with sendfile(2) to a loopback
  *                         TCP socket drained by a thread, vs the same slices pread into a buffer and sent
  *                         with writev(2); both from the page cache (the log was just written)
+ *   group commit policy   N files (1, 10, 100, 1000) each get a 4 KiB append, then are made durable either
+ *                         by fdatasync of every file on 2 threads (Gregor's flusher threads) or by one
+ *                         syncfs(2) of the file system; rounds alternate between the two, medians printed
  *
- * Usage: storage_bench [dir (default /tmp)] [MiB per run (default 256)]
+ * Usage: storage_bench [dir (default /tmp)] [MiB per run (default 256)] [sync (only the policy table)]
  * Read next: storage/log.h.
  */
 #include <errno.h>
@@ -85,7 +88,7 @@ static void on_flushed(void *ctx, struct gr_log *log, int64_t durable, int err)
 
 static void rm_rf(const char *path)
 {
-    char cmd[600];
+    char cmd[700];
     snprintf(cmd, sizeof(cmd), "rm -rf '%s'", path);
     if (system(cmd) != 0) fprintf(stderr, "cleanup of %s failed\n", path);
 }
@@ -265,6 +268,79 @@ static double read_run(struct gr_log *log, bool use_sendfile)
     return (double)sent / t;
 }
 
+/* ---- group commit policy: per-file fdatasync on flusher threads vs one syncfs ---- */
+
+struct sync_slice {
+    int *fds;
+    int from, to;
+};
+
+static void *fdatasync_main(void *p)
+{
+    struct sync_slice *s = p;
+    for (int i = s->from; i < s->to; i++)
+        if (fdatasync(s->fds[i]) != 0) perror("fdatasync");
+    return NULL;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void sync_policy(const char *dir)
+{
+    printf("\n%-10s %8s %22s %22s %8s\n", "dirty", "rounds", "fdatasync x N, 2 thr", "syncfs", "ratio");
+    static const int counts[] = {1, 10, 100, 1000};
+    static char page[4096];
+    memset(page, 'g', sizeof(page));
+    for (int ci = 0; ci < 4; ci++) {
+        int n = counts[ci], rounds = n >= 1000 ? 8 : 20;
+        char sub[600];
+        snprintf(sub, sizeof(sub), "%s/sync-%d", dir, n);
+        mkdir(sub, 0755);
+        int dfd = open(sub, O_RDONLY | O_DIRECTORY);
+        int *fds = calloc((size_t)n, sizeof(int));
+        for (int i = 0; i < n; i++) {
+            char name[32];
+            snprintf(name, sizeof(name), "%d.log", i);
+            fds[i] = openat(dfd, name, O_RDWR | O_CREAT | O_TRUNC, 0644);
+        }
+        syncfs(dfd);
+        double *tf = calloc((size_t)rounds, sizeof(double)), *ts = calloc((size_t)rounds, sizeof(double));
+        for (int r = 0; r < 2 * rounds; r++) {
+            for (int i = 0; i < n; i++)
+                if (pwrite(fds[i], page, sizeof(page), (off_t)r * (off_t)sizeof(page)) < 0) perror("pwrite");
+            double t0 = now_s();
+            if (r % 2 == 0) {
+                pthread_t th[2];
+                struct sync_slice sl[2] = {{fds, 0, n / 2}, {fds, n / 2, n}};
+                for (int k = 0; k < 2; k++) pthread_create(&th[k], NULL, fdatasync_main, &sl[k]);
+                for (int k = 0; k < 2; k++) pthread_join(th[k], NULL);
+                tf[r / 2] = now_s() - t0;
+            } else {
+                if (syncfs(dfd) != 0) perror("syncfs");
+                ts[r / 2] = now_s() - t0;
+            }
+        }
+        qsort(tf, (size_t)rounds, sizeof(double), cmp_double);
+        qsort(ts, (size_t)rounds, sizeof(double), cmp_double);
+        double mf = tf[rounds / 2] * 1e3, ms = ts[rounds / 2] * 1e3;
+        char a[32], b[32];
+        snprintf(a, sizeof(a), "%.2f ms", mf);
+        snprintf(b, sizeof(b), "%.2f ms", ms);
+        printf("%-10d %8d %22s %22s %8.2f\n", n, rounds, a, b, ms / mf);
+        for (int i = 0; i < n; i++) close(fds[i]);
+        close(dfd);
+        free(fds);
+        free(tf);
+        free(ts);
+        rm_rf(sub);
+    }
+    printf("(median time to make one round of N dirty files durable; ratio = syncfs / fdatasync)\n");
+}
+
 int main(int argc, char **argv)
 {
     const char *base = argc > 1 ? argv[1] : "/tmp";
@@ -276,6 +352,11 @@ int main(int argc, char **argv)
     if (mkdir(dir, 0755) != 0) {
         perror("mkdir");
         return 1;
+    }
+    if (argc > 3 && strcmp(argv[3], "sync") == 0) {
+        sync_policy(dir);
+        rm_rf(dir);
+        return 0;
     }
     printf("storage_bench: %ld MiB per run in %s\n", mib, dir);
     printf("%-34s %10s %10s %8s %s\n", "case", "MB/s", "write(2)", "ratio", "notes");
@@ -318,6 +399,7 @@ int main(int argc, char **argv)
                "ratio to pread+writev; loopback TCP");
         gr_store_close(store);
     }
+    sync_policy(dir);
     rm_rf(dir);
     return 0;
 }

@@ -3,8 +3,11 @@
  *
  * One network thread runs a libev loop: it accepts connections, reads frames, decodes them, runs the
  * handler and writes responses. A handler either answers at once or parks the request (acks=-1 waiting
- * for fsync, a long-poll fetch waiting for data); parked requests are re-checked whenever durable offsets
- * or high watermarks move, and by their own timer. Responses leave a connection strictly in request order:
+ * for fsync, a long-poll fetch waiting for data, a fetch waiting for the I/O pool to read cold data into
+ * the page cache); a parked request names the logs it waits on (gr_broker_wait_log) and is re-checked
+ * only when one of those logs moves (append, flush completion), and by its own timer. Blocking disk work
+ * (cold reads, statvfs) runs on the I/O pool (storage/iopool.h), whose completions come back to the loop
+ * through an ev_async. Responses leave a connection strictly in request order:
  * a finished response waits behind an unfinished earlier one.
  * Invariants: a request belongs to exactly one connection (or none once the connection is gone, then it
  * is freed when it finishes); its frame, arena and output chain live until its response is fully sent.
@@ -22,6 +25,8 @@
 #include "protocol/gen/messages.h"
 #include "protocol/header.h"
 #include "server/config.h"
+#include "server/waitq.h"
+#include "storage/iopool.h"
 #include "storage/log.h"
 #include "storage/store.h"
 
@@ -69,6 +74,9 @@ struct gr_req {
     struct gr_conn *conn;       /* NULL once the connection is gone */
     struct gr_req *next;        /* connection FIFO */
     struct gr_req *wait_prev, *wait_next; /* broker's parked list */
+    struct gr_wait_node *waits;           /* per-log wait nodes (arena), see gr_broker_wait_log */
+    ev_timer deadline_w;                  /* the parked deadline (inactive without one) */
+    uint64_t park_seq;                    /* unique per park (gr_broker_wait_log dedupes with it) */
     bool parked;
     bool done;                  /* response ready (or none needed) */
     bool no_response;
@@ -122,7 +130,15 @@ struct gr_broker {
     struct gr_listener listeners[GR_LISTENERS_MAX];
     int listener_count;
     ev_async flush_async;
-    ev_timer wait_timer;        /* fires at the earliest parked deadline */
+    ev_async io_async;           /* the I/O pool has completions */
+    struct gr_iopool *iopool;    /* gregor.io.threads threads: cold reads, statvfs */
+    pthread_mutex_t flushed_mu;  /* guards flushed[]: logs reported by flusher threads, not yet woken */
+    struct gr_log **flushed;
+    int flushed_count, flushed_cap;
+    struct gr_log_waiters *log_waiters; /* every per-log wait list allocated (freed at shutdown) */
+    uint64_t wake_gen;           /* dedupes wakes of one log within one drain of flushed[] */
+    uint64_t park_seq;           /* last req->park_seq given */
+    int64_t rechecks;            /* recheck calls made (a measure for tests and debug logs) */
     ev_timer housekeeping_timer; /* retention, checkpoints, idle connections */
     ev_signal sigterm_w, sigint_w;
     struct gr_req *parked_head;
@@ -141,8 +157,16 @@ struct gr_broker {
 
 /* Parks `req` until recheck() returns true or `deadline_ms` (monotonic) passes, then expire() runs. */
 void gr_broker_park(struct gr_broker *b, struct gr_req *req, int64_t deadline_ms);
-/* Re-checks every parked request now (after appends, flush completions, topic deletion). */
+/* Makes the parked `req` wait on `log`: gr_broker_wake_log(log) re-checks it. Call after gr_broker_park;
+ * the wait ends when the request is unparked. Returns false when out of arena memory (the request then
+ * still has its deadline). */
+bool gr_broker_wait_log(struct gr_broker *b, struct gr_req *req, struct gr_log *log);
+/* Re-checks the requests waiting on `log` (after an append to it, or its flush completed). */
+void gr_broker_wake_log(struct gr_broker *b, struct gr_log *log);
+/* Re-checks every parked request now (topic deletion). O(parked): not for the append path. */
 void gr_broker_wake_parked(struct gr_broker *b);
+/* Frees the per-log wait lists (shutdown, after every parked request is gone). */
+void gr_broker_free_waiters(struct gr_broker *b);
 /* Updates the high watermark of `log` from its durable or end offset (per gregor.acks.all.fsync) and
  * returns it. */
 int64_t gr_broker_update_hwm(struct gr_broker *b, struct gr_log *log);

@@ -73,6 +73,8 @@ static const struct gr_config_def defs[] = {
     {"gregor.listener.file", GR_CFG_STRING, NULL, 0, 0, "Gregor: file that receives host:port of the bound listener (for tests using port 0)."},
     {"gregor.acks.all.fsync", GR_CFG_BOOLEAN, "true", 0, 0, "Gregor: acks=-1 is answered once the batch is fsynced, and the high watermark follows the fsynced offset. false: Kafka's page-cache behaviour."},
     {"gregor.flusher.threads", GR_CFG_INT, "2", 1, 64, "Gregor: threads running fdatasync for group commit."},
+    {"gregor.flush.syncfs.min.partitions", GR_CFG_INT, "16", 0, INT32_MAX, "Gregor: group commit makes the waiting partitions durable with one syncfs of the log directory's file system instead of one fdatasync per file when at least this many wait at once; 0 never. A syncfs error names no file: every partition of that round goes offline."},
+    {"gregor.io.threads", GR_CFG_INT, "2", 1, 64, "Gregor: threads of the I/O pool doing disk work that may block (reading cold data into the page cache before a Fetch sends it, statvfs)."},
     {"gregor.log.level", GR_CFG_STRING, "INFO", 0, 0, "Gregor: DEBUG, INFO, WARN or ERROR."},
 };
 

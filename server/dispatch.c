@@ -139,6 +139,9 @@ static void unpark(struct gr_req *req)
     req->wait_prev = req->wait_next = NULL;
     req->parked = false;
     b->parked_count--;
+    for (struct gr_wait_node *n = req->waits; n; n = n->owner_next) gr_waitq_remove(n);
+    req->waits = NULL;
+    ev_timer_stop(b->loop, &req->deadline_w);
 }
 
 void gr_req_finish(struct gr_req *req)

@@ -29,6 +29,7 @@
 
 void gr_broker_on_flushed(void *ctx, struct gr_log *log, int64_t durable_end_offset, int err);
 void gr_broker_init_watchers(struct gr_broker *b);
+void gr_broker_on_io_done(void *ctx);
 int gr_healthcheck(struct gr_config *cfg);
 
 static void usage(FILE *f)
@@ -164,6 +165,11 @@ int main(int argc, char **argv)
     b->loop = ev_default_loop(EVFLAG_AUTO);
     b->started_mono_ms = t0;
     gr_broker_init_watchers(b);
+    int io_err = gr_iopool_create((int)gr_config_int(&b->cfg, "gregor.io.threads"), gr_broker_on_io_done, b, &b->iopool);
+    if (io_err) {
+        GR_ERROR("cannot start the I/O threads: %s", strerror(-io_err));
+        return 1;
+    }
 
     struct gr_store_config sc;
     gr_store_config_defaults(&sc);
@@ -194,6 +200,7 @@ int main(int argc, char **argv)
     sc.min_cleanable_ratio = strtod(gr_config_str(&b->cfg, "log.cleaner.min.cleanable.ratio"), NULL);
     sc.min_compaction_lag_ms = gr_config_int(&b->cfg, "log.cleaner.min.compaction.lag.ms");
     sc.max_compaction_lag_ms = gr_config_int(&b->cfg, "log.cleaner.max.compaction.lag.ms");
+    sc.flush_syncfs_min_logs = (int32_t)gr_config_int(&b->cfg, "gregor.flush.syncfs.min.partitions");
     sc.node_id = b->node_id;
     sc.on_flushed = gr_broker_on_flushed;
     sc.on_flushed_ctx = b;
@@ -230,6 +237,8 @@ int main(int argc, char **argv)
 
     gr_net_close_all(b);
     ev_run(b->loop, EVRUN_NOWAIT); /* let deferred connection frees run */
+    gr_iopool_destroy(b->iopool); /* runs the pending completions: cold-read fetches finish (and are freed) */
+    b->iopool = NULL;
     gr_groups_stop(b); /* before parked requests are freed: it drops the JoinGroup/SyncGroup waiters */
     while (b->parked_head) {
         struct gr_req *r = b->parked_head;
@@ -237,8 +246,9 @@ int main(int argc, char **argv)
         gr_req_free(r);
     }
     gr_producer_ids_stop(b);
+    gr_broker_free_waiters(b);
     gr_store_close(b->store);
-    GR_INFO("stopped cleanly");
+    GR_INFO("stopped cleanly (%lld parked-request re-checks since start)", (long long)b->rechecks);
     gr_config_free(&b->cfg);
     free(b);
     return 0;

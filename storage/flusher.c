@@ -7,7 +7,11 @@
  * Invariants: a log is at most once in the flush queue and flushed by at most one thread at a time
  * (flush_queued / flush_running / flush_again, under fl.mu); housekeeping jobs run in FIFO order on thread
  * 0 only, so a write and a later unlink of the same name never race; flushes run on every thread.
- * gr_flusher_stop drains everything queued before joining. Read next: log.c (gr_log_flush_now).
+ * gr_flusher_stop drains everything queued before joining. Group commit policy: a thread that finds at
+ * least cfg.flush_syncfs_min_logs logs queued takes them all and makes them durable with ONE syncfs of
+ * the log directory's file system (gr_log_flush_begin for each, syncfs, gr_log_flush_end for each with
+ * its result: a failed syncfs takes every one of them offline, since it names no file); otherwise each log
+ * gets its own fdatasync calls. Read next: log.c (gr_log_flush_now).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -91,6 +95,9 @@ int gr_job_run(struct gr_job *job)
     case GR_JOB_CALL:
         err = job->fn(job->arg);
         job->arg = NULL;
+        break;
+    case GR_JOB_SPARE:
+        gr_roll_spare_job_run(job);
         break;
     }
     return err;
@@ -307,9 +314,47 @@ static void wait_until(struct gr_flusher *fl, int64_t deadline_mono_ms)
     pthread_cond_timedwait(&fl->cv, &fl->mu, &ts);
 }
 
+/* One syncfs for `n` logs (each marked flush_running by the caller). */
+static void flush_batch_syncfs(struct gr_store *store, struct gr_log **logs, int n)
+{
+    struct gr_flush_ticket *t = calloc((size_t)n, sizeof(*t));
+    bool *began = calloc((size_t)n, sizeof(bool));
+    if (!t || !began) {
+        free(t);
+        free(began);
+        for (int i = 0; i < n; i++)
+            gr_log_flush_now(logs[i], true);
+        return;
+    }
+    int *werr = calloc((size_t)n, sizeof(int));
+    const char **what = calloc((size_t)n, sizeof(char *));
+    if (!werr || !what) {
+        free(t);
+        free(began);
+        free(werr);
+        free(what);
+        for (int i = 0; i < n; i++)
+            gr_log_flush_now(logs[i], true);
+        return;
+    }
+    for (int i = 0; i < n; i++) {
+        began[i] = gr_log_flush_begin(logs[i], &t[i]) == 0;
+        /* names and index files first: the syncfs must cover them (nothing durable without its name) */
+        if (began[i]) werr[i] = gr_log_flush_write(logs[i], &t[i], &what[i]);
+    }
+    int err = gr_sys_syncfs(store->root_fd);
+    for (int i = 0; i < n; i++)
+        if (began[i]) gr_log_flush_end(logs[i], &t[i], werr[i] ? werr[i] : err, werr[i] ? what[i] : "syncfs", true);
+    free(werr);
+    free(what);
+    free(t);
+    free(began);
+}
+
 static void *flusher_main(void *p)
 {
     struct thread_arg *arg = p;
+    struct gr_store *store = arg->store;
     struct gr_flusher *fl = &arg->store->fl;
     int index = arg->index;
     free(arg);
@@ -332,6 +377,33 @@ static void *flusher_main(void *p)
             fl->busy--;
             pthread_cond_broadcast(&fl->idle_cv);
             continue;
+        }
+        int batch_min = store->cfg.flush_syncfs_min_logs;
+        if (batch_min > 0 && fl->queue_count >= batch_min) {
+            int n = fl->queue_count;
+            struct gr_log **logs = malloc(sizeof(*logs) * (size_t)n);
+            if (logs) {
+                for (int i = 0; i < n; i++) {
+                    logs[i] = queue_pop_locked(fl);
+                    logs[i]->flush_running = true;
+                }
+                fl->busy++;
+                pthread_mutex_unlock(&fl->mu);
+                flush_batch_syncfs(store, logs, n);
+                pthread_mutex_lock(&fl->mu);
+                for (int i = 0; i < n; i++) {
+                    logs[i]->flush_running = false;
+                    if (logs[i]->flush_again) {
+                        logs[i]->flush_again = false;
+                        queue_push_locked(fl, logs[i]);
+                    }
+                }
+                free(logs);
+                fl->busy--;
+                pthread_cond_broadcast(&fl->cv);
+                pthread_cond_broadcast(&fl->idle_cv);
+                continue;
+            }
         }
         struct gr_log *log = queue_pop_locked(fl);
         if (log) {

@@ -52,9 +52,13 @@ struct gr_segment {
     int64_t bytes_since_index;
     bool sealed;
     bool index_loaded;   /* idx/tidx hold the whole index (always true for the active segment) */
-    bool index_unsynced; /* [mu] sealed, index files written but not yet fdatasynced */
+    bool index_warm;     /* its index files were read into the page cache for a no-wait read */
+    bool index_unsynced; /* [mu] sealed, index files written (or to write) but not yet fdatasynced */
+    bool index_unwritten; /* [mu] sealed by a roll: the next flush writes the index files, then syncs them */
     bool in_unsynced;    /* [mu] listed in log->unsynced */
     bool deleted;        /* removed from its log; files unlinked by a flusher job */
+    uint8_t name_state;  /* [mu] GR_NAME_*: a segment made from a spare (O_TMPFILE) gets its names in a flush */
+    bool unlink_after_naming; /* [mu] dropped while a flush was naming it: that flush unlinks the names */
     struct gr_index_entry *idx;
     int32_t idx_count, idx_cap;
     struct gr_time_entry *tidx;
@@ -62,6 +66,8 @@ struct gr_segment {
     struct gr_segment *lru_prev, *lru_next; /* store LRU of open sealed fds */
     bool in_lru;
 };
+
+enum { GR_NAME_DONE = 0, GR_NAME_PENDING = 1, GR_NAME_NAMING = 2 };
 
 struct gr_epoch_entry {
     int32_t epoch;
@@ -110,6 +116,9 @@ struct gr_log {
     int snapshot_count, snapshot_cap;
     int64_t messages_since_flush;
     bool deleted;
+    void *user; /* the server's per-log pointer (gr_log_set_user); storage never reads it */
+    atomic_int spare_fd;        /* an unnamed (O_TMPFILE) file for the next segment, or -1 (storage/roll.c) */
+    atomic_bool spare_requested; /* a spare job is queued */
     atomic_bool on_timed_list; /* [store flusher mu] written; read unlocked as a hint */
     int64_t flush_deadline_mono_ms;
     struct gr_log *timed_next;
@@ -142,7 +151,7 @@ struct gr_topic {
     bool deleted;
 };
 
-enum gr_job_type { GR_JOB_WRITE_FILE, GR_JOB_UNLINK, GR_JOB_RMTREE, GR_JOB_CALL };
+enum gr_job_type { GR_JOB_WRITE_FILE, GR_JOB_UNLINK, GR_JOB_RMTREE, GR_JOB_CALL, GR_JOB_SPARE };
 
 /* Housekeeping work run in FIFO order on flusher thread 0 (flushes run on any flusher thread). */
 struct gr_job {
@@ -155,6 +164,7 @@ struct gr_job {
     size_t len;
     dev_t dev; /* UNLINK: if ino != 0, names[0] is unlinked only if it is still this file */
     ino_t ino;
+    struct gr_log *log; /* SPARE: the log that gets the file (valid until gr_store_close) */
     bool wait;     /* a caller waits for it: the thread marks it finished instead of freeing it */
     bool finished; /* [fl.mu] */
     int result;    /* [fl.mu] 0 or -errno */
@@ -213,6 +223,12 @@ int gr_segment_note_batch(struct gr_segment *seg, const uint8_t *hdr, int64_t po
 bool gr_segment_index_full(const struct gr_segment *seg, const struct gr_log_config *cfg);
 /* Seals: final time index entry, writes both index files (best effort: they are rebuildable). */
 void gr_segment_seal(struct gr_segment *seg);
+/* Seals without writing: final time index entry only; the caller marks index_unwritten so that the flush
+   (a flusher thread) writes the files with gr_segment_write_indexes_existing. Network thread: no I/O. */
+void gr_segment_seal_deferred(struct gr_segment *seg);
+/* Writes the in-memory indexes into the EXISTING index files (never creates one: a segment deleted
+   meanwhile must not get its files back). 0, -ENOENT, or -errno. Safe on a flusher thread once sealed. */
+int gr_segment_write_indexes_existing(struct gr_segment *seg);
 /* Writes the in-memory indexes to their files (ftruncate + pwrite). 0 or -errno. */
 int gr_segment_write_indexes(struct gr_segment *seg);
 /* Loads the indexes of a sealed segment (sanity-checked; rebuilt by a header scan if bad). 0 or -errno. */
@@ -235,7 +251,19 @@ struct gr_seg_reader {
     size_t cap;
     int64_t buf_pos;
     size_t buf_len;
+    int64_t end; /* bytes of whole batches in the file when known (nowait checks stop there), else 0 */
 };
+
+/* No-wait reads (gr_log_read_nowait): while one is set on this thread, a segment read that would wait for
+   the disk (a header page not in the page cache, index files not loaded) fails with -EAGAIN and notes here
+   what to read in. */
+struct gr_read_nowait {
+    int kind; /* 0 none, 1 a range of the .log (fd, pos, len), 2 the index files of seg */
+    struct gr_segment *seg;
+    int fd;
+    int64_t pos, len;
+};
+void gr_segment_nowait_set(struct gr_read_nowait *nw); /* NULL ends it */
 int gr_seg_reader_init(struct gr_seg_reader *r, int fd, size_t cap);
 void gr_seg_reader_free(struct gr_seg_reader *r);
 /* Returns a pointer to `n` bytes at `pos` (n <= cap), or NULL with *err = -errno or 0 at end of file. */
@@ -247,6 +275,22 @@ int gr_segment_find(struct gr_segment *seg, const struct gr_log_config *cfg, int
                     uint8_t *hdr);
 /* Largest batch boundary <= limit, scanning from boundary `from` (<= limit). Returns it or -errno. */
 int64_t gr_segment_boundary_before(struct gr_segment *seg, int64_t from, int64_t limit);
+
+/* --- roll.c: the next segment's file made ahead of a roll, off the network thread --- */
+/* After an append: when the active segment is past half of any roll limit (segment.bytes, segment.ms,
+   index size) and no spare exists or is queued, queues a housekeeping job that opens an unnamed file
+   (O_TMPFILE) in the partition directory and leaves it in log->spare_fd. Network thread; no I/O. */
+void gr_roll_prepare(struct gr_log *log, const struct gr_segment *active, int64_t now_ms);
+/* At a roll: a new segment at `base` made from the spare file (no file-system call but fstat), with
+   name_state PENDING, or NULL when there is no spare (the caller creates the files itself). */
+struct gr_segment *gr_roll_take_spare(struct gr_log *log, int64_t base);
+/* The housekeeping job body (flusher thread 0). */
+void gr_roll_spare_job_run(struct gr_job *job);
+/* In a flush (flusher thread): links the segment's file as <base>.log and creates its .index/.timeindex.
+   0 or -errno (the flush then fails: the data could not be made durable under its name). */
+int gr_roll_name_segment(struct gr_segment *seg);
+/* Unlinks the three names of a segment now (a flush that named a segment dropped meanwhile). */
+void gr_roll_unlink_names(struct gr_segment *seg);
 
 /* --- log.c --- */
 /* Opens or creates the log of topic/partition and recovers it. `clean`: a clean-shutdown marker was found;
@@ -262,6 +306,23 @@ void gr_log_mark_deleted(struct gr_log *log);
 /* The flush body run by a flusher thread (or inline at close): fdatasync every unsynced segment, sync
    the directory, advance the durable offset. Reports through on_flushed when `report`. Returns 0/-errno. */
 int gr_log_flush_now(struct gr_log *log, bool report);
+/* The flush in two halves, for a group commit of many logs by one syncfs (flusher.c): begin takes the
+   log's unsynced segments and the end offset they cover (-EROFS when offline: nothing taken); end applies
+   the outcome `err` of whatever made them durable (0: durable offset advanced; < 0: the log goes offline),
+   drops the references and reports through on_flushed when `report`. Returns err. */
+struct gr_flush_ticket {
+    int64_t target;
+    struct gr_segment **segs;
+    int n;
+    bool dir;
+    uint8_t *index_too; /* per segment: 0 nothing, 1 fdatasync the index files, 2 write them first */
+    bool *naming;       /* per segment: this flush gives it its names (GR_NAME_NAMING) */
+};
+int gr_log_flush_begin(struct gr_log *log, struct gr_flush_ticket *t);
+/* The writes a ticket needs before any sync covers it: names of segments made from spares (storage/roll.c)
+   and index files of segments sealed by a roll. 0 or -errno (*what names the step). */
+int gr_log_flush_write(struct gr_log *log, struct gr_flush_ticket *t, const char **what);
+int gr_log_flush_end(struct gr_log *log, struct gr_flush_ticket *t, int err, const char *what, bool report);
 /* Retention for one log (see gr_store_retention_run). */
 void gr_log_retention(struct gr_log *log, int64_t now_ms);
 /* Writes leader-epoch-checkpoint if it changed (queued unless `sync`). 0 or -errno. */

@@ -88,6 +88,14 @@ const struct gr_producer_state *gr_log_producer_state(const struct gr_log *log)
 {
     return &log->ps;
 }
+void gr_log_set_user(struct gr_log *log, void *user)
+{
+    log->user = user;
+}
+void *gr_log_user(const struct gr_log *log)
+{
+    return log->user;
+}
 int64_t gr_log_high_watermark(const struct gr_log *log)
 {
     return log->high_watermark;
@@ -223,7 +231,12 @@ static void drop_segment(struct gr_log *log, struct gr_segment *seg)
 {
     seg->deleted = true;
     gr_segment_lru_remove(seg);
-    unlink_segment_files(log, seg);
+    pthread_mutex_lock(&log->mu);
+    uint8_t state = seg->name_state;
+    if (state == GR_NAME_PENDING) seg->name_state = GR_NAME_DONE; /* never named: no file to unlink */
+    if (state == GR_NAME_NAMING) seg->unlink_after_naming = true; /* the naming flush unlinks */
+    pthread_mutex_unlock(&log->mu);
+    if (state == GR_NAME_DONE) unlink_segment_files(log, seg);
     gr_segment_unref(seg);
 }
 
@@ -307,53 +320,102 @@ void gr_log_flush_async(struct gr_log *log)
     gr_flusher_request(log);
 }
 
-int gr_log_flush_now(struct gr_log *log, bool report)
+int gr_log_flush_begin(struct gr_log *log, struct gr_flush_ticket *t)
 {
+    memset(t, 0, sizeof(*t));
     pthread_mutex_lock(&log->mu);
     if (atomic_load(&log->offline)) {
         pthread_mutex_unlock(&log->mu);
         return -EROFS;
     }
-    int64_t target = log->log_end_offset;
-    struct gr_segment **segs = log->unsynced;
-    int n = log->unsynced_count;
+    t->target = log->log_end_offset;
+    t->segs = log->unsynced;
+    t->n = log->unsynced_count;
     log->unsynced = NULL;
     log->unsynced_count = log->unsynced_cap = 0;
-    bool dir = log->dir_dirty;
+    t->dir = log->dir_dirty;
     log->dir_dirty = false;
     /* Whether a segment's index files need syncing is decided now, under the lock: a roll may set the
        flag while we sync, and then a later flush owns those files. */
-    bool *index_too = calloc((size_t)n + 1, sizeof(bool));
-    for (int i = 0; i < n; i++) {
-        segs[i]->in_unsynced = false;
-        if (index_too) index_too[i] = segs[i]->index_unsynced;
+    t->index_too = calloc((size_t)t->n + 1, sizeof(uint8_t));
+    t->naming = calloc((size_t)t->n + 1, sizeof(bool));
+    for (int i = 0; i < t->n; i++) {
+        struct gr_segment *seg = t->segs[i];
+        seg->in_unsynced = false;
+        if (t->naming && seg->name_state == GR_NAME_PENDING) { /* made from a spare: named by this flush */
+            seg->name_state = GR_NAME_NAMING;
+            t->naming[i] = true;
+            t->dir = true;
+        }
+        if (t->index_too && seg->index_unsynced) {
+            t->index_too[i] = seg->index_unwritten ? 2 : 1;
+            seg->index_unwritten = false; /* this flush writes them */
+        }
     }
     pthread_mutex_unlock(&log->mu);
+    return 0;
+}
 
-    int err = index_too ? 0 : -ENOMEM;
-    const char *what = "fdatasync";
-    for (int i = 0; i < n && err == 0; i++) {
-        struct gr_segment *seg = segs[i];
+int gr_log_flush_write(struct gr_log *log, struct gr_flush_ticket *t, const char **what)
+{
+    int err = t->index_too && t->naming ? 0 : -ENOMEM;
+    *what = "naming a new segment";
+    for (int i = 0; i < t->n && err == 0; i++) {
+        struct gr_segment *seg = t->segs[i];
+        if (t->naming[i]) err = gr_roll_name_segment(seg);
+        if (err == 0 && t->index_too[i] == 2) {
+            /* Sealed by a roll: the index files are written here, off the network thread. They are
+               rebuildable from the .log, so a failure costs a rebuild at the next load, not durability. */
+            int werr = gr_segment_write_indexes_existing(seg);
+            if (werr < 0 && werr != -ENOENT) /* ENOENT: retention deleted the segment meanwhile */
+                GR_WARN("storage: %s: writing indexes of segment %" PRId64 " failed (%s); rebuilt on next load",
+                        log->dir_name, seg->base_offset, strerror(-werr));
+        }
+    }
+    return err;
+}
+
+/* The per-file syncs of one ticket: names and index files first, every unsynced segment (and sealed index
+   files), then the directory. */
+static int flush_sync_files(struct gr_log *log, struct gr_flush_ticket *t, const char **what)
+{
+    int err = gr_log_flush_write(log, t, what);
+    if (err < 0) return err;
+    *what = "fdatasync";
+    for (int i = 0; i < t->n && err == 0; i++) {
+        struct gr_segment *seg = t->segs[i];
         if (seg->fd >= 0) err = gr_sys_fdatasync(seg->fd);
-        if (err == 0 && index_too[i]) {
+        if (err == 0 && t->index_too[i]) {
             if (seg->index_fd >= 0) err = gr_sys_fdatasync(seg->index_fd);
             if (err == 0 && seg->timeindex_fd >= 0) err = gr_sys_fdatasync(seg->timeindex_fd);
         }
     }
-    if (err == 0 && dir) {
-        what = "directory fsync";
+    if (err == 0 && t->dir) {
+        *what = "directory fsync";
         err = gr_dir_sync(log->dir_fd);
     }
+    return err;
+}
 
+int gr_log_flush_end(struct gr_log *log, struct gr_flush_ticket *t, int err, const char *what, bool report)
+{
+    if (err == 0 && (!t->index_too || !t->naming)) err = -ENOMEM;
     pthread_mutex_lock(&log->mu);
+    bool unlink_named = false;
+    for (int i = 0; t->naming && i < t->n; i++) {
+        if (!t->naming[i]) continue;
+        struct gr_segment *seg = t->segs[i];
+        seg->name_state = err == 0 ? GR_NAME_DONE : GR_NAME_PENDING;
+        unlink_named = unlink_named || (seg->unlink_after_naming && err == 0);
+    }
     if (err < 0) {
         atomic_store(&log->offline, true);
     } else {
-        if (target > atomic_load(&log->durable_offset)) atomic_store(&log->durable_offset, target);
+        if (t->target > atomic_load(&log->durable_offset)) atomic_store(&log->durable_offset, t->target);
         log->recovery_point = atomic_load(&log->durable_offset);
-        for (int i = 0; i < n; i++) {
-            struct gr_segment *seg = segs[i];
-            if (index_too[i]) {
+        for (int i = 0; i < t->n; i++) {
+            struct gr_segment *seg = t->segs[i];
+            if (t->index_too[i]) {
                 /* Sealed indexes are durable: their descriptors are no longer needed. */
                 gr_sys_close(seg->index_fd);
                 gr_sys_close(seg->timeindex_fd);
@@ -367,13 +429,29 @@ int gr_log_flush_now(struct gr_log *log, bool report)
     if (err < 0)
         GR_ERROR("storage: %s: %s failed (%s): partition offline until restart", log->dir_name, what,
                  strerror(-err));
-    for (int i = 0; i < n; i++)
-        gr_segment_unref(segs[i]);
-    free(segs);
-    free(index_too);
+    for (int i = 0; unlink_named && i < t->n; i++)
+        if (t->naming[i] && t->segs[i]->unlink_after_naming) gr_roll_unlink_names(t->segs[i]);
+    for (int i = 0; i < t->n; i++)
+        gr_segment_unref(t->segs[i]);
+    free(t->segs);
+    free(t->index_too);
+    free(t->naming);
+    t->segs = NULL;
+    t->index_too = NULL;
+    t->naming = NULL;
     if (report && log->store->cfg.on_flushed)
         log->store->cfg.on_flushed(log->store->cfg.on_flushed_ctx, log, durable, err);
     return err;
+}
+
+int gr_log_flush_now(struct gr_log *log, bool report)
+{
+    struct gr_flush_ticket t;
+    int err = gr_log_flush_begin(log, &t);
+    if (err < 0) return err;
+    const char *what;
+    err = flush_sync_files(log, &t, &what);
+    return gr_log_flush_end(log, &t, err, what, report);
 }
 
 /* ---------------------------------------------------------------- leader epochs */
@@ -454,18 +532,22 @@ static int log_roll(struct gr_log *log)
     if (old->size_bytes == 0 && old->base_offset == base) return 0;
     int err = segs_reserve(log, 1);
     if (err < 0) return err;
-    struct gr_segment *seg = gr_segment_new(log, base);
-    if (!seg) return -ENOMEM;
-    err = gr_segment_create(seg);
-    if (err < 0) {
-        GR_WARN("storage: %s: creating segment %" PRId64 " failed (%s)", log->dir_name, base, strerror(-err));
-        gr_segment_unref(seg);
-        return err;
+    struct gr_segment *seg = gr_roll_take_spare(log, base); /* made ahead: no file-system call here */
+    if (!seg) {
+        seg = gr_segment_new(log, base);
+        if (!seg) return -ENOMEM;
+        err = gr_segment_create(seg);
+        if (err < 0) {
+            GR_WARN("storage: %s: creating segment %" PRId64 " failed (%s)", log->dir_name, base, strerror(-err));
+            gr_segment_unref(seg);
+            return err;
+        }
     }
-    gr_segment_seal(old);
+    gr_segment_seal_deferred(old); /* the flush requested below writes the index files */
     pthread_mutex_lock(&log->mu);
     unsynced_add_locked(log, old);
     old->index_unsynced = true;
+    old->index_unwritten = true;
     unsynced_add_locked(log, seg);
     log->dir_dirty = true;
     pthread_mutex_unlock(&log->mu);
@@ -589,6 +671,7 @@ int gr_log_append(struct gr_log *log, uint8_t *batch, size_t len, int64_t log_ap
     unsynced_add_locked(log, seg);
     pthread_mutex_unlock(&log->mu);
     log->size_bytes += (int64_t)len;
+    gr_roll_prepare(log, seg, now);
     res->base_offset = base;
     res->last_offset = gr_batch_last_offset(batch);
     res->duplicate = false;
@@ -658,6 +741,10 @@ int gr_log_read(struct gr_log *log, int64_t offset, int64_t max_bytes, int64_t u
 
 void gr_log_slice_release(struct gr_log_slice *slice)
 {
+    if (slice->bytes < 0 && slice->fd >= 0) { /* a cold slice naming index files (gr_log_read_nowait) */
+        gr_sys_close(slice->fd);
+        if (slice->ref) ((struct gr_segment *)slice->ref)->index_warm = true; /* read in: load may read */
+    }
     if (slice->ref) gr_segment_unref(slice->ref);
     slice->ref = NULL;
     slice->fd = -1;
@@ -1279,6 +1366,8 @@ static struct gr_log *log_alloc(struct gr_store *store, struct gr_topic *topic, 
     pthread_mutex_init(&log->mu, NULL);
     atomic_init(&log->durable_offset, 0);
     atomic_init(&log->offline, false);
+    atomic_init(&log->spare_fd, -1);
+    atomic_init(&log->spare_requested, false);
     gr_producer_state_init(&log->ps);
     return log;
 }
@@ -1461,6 +1550,7 @@ void gr_log_mark_deleted(struct gr_log *log)
     for (int i = 0; i < log->seg_count; i++)
         log->segs[i]->deleted = true;
     log_release_segments(log);
+    gr_sys_close(atomic_exchange(&log->spare_fd, -1));
     gr_sys_close(log->dir_fd);
     log->dir_fd = -1;
 }
@@ -1473,6 +1563,7 @@ void gr_log_free(struct gr_log *log)
     free(log->epochs);
     free(log->snapshots);
     gr_producer_state_free(&log->ps);
+    gr_sys_close(atomic_exchange(&log->spare_fd, -1));
     gr_sys_close(log->dir_fd);
     pthread_mutex_destroy(&log->mu);
     free(log->dir_name);

@@ -85,6 +85,11 @@ bool gr_log_offline(const struct gr_log *log);
    offset in leader-epoch-checkpoint). */
 int32_t gr_log_leader_epoch(const struct gr_log *log);
 
+/* A pointer the server keeps per log (its wait list of parked requests); NULL until set. Storage never
+   reads it; the log (and so the pointer) lives until gr_store_close. Network thread only. */
+void gr_log_set_user(struct gr_log *log, void *user);
+void *gr_log_user(const struct gr_log *log);
+
 /* Returns borrowed: the topic and partition index this log belongs to. */
 struct gr_topic *gr_log_topic(const struct gr_log *log);
 int32_t gr_log_partition(const struct gr_log *log);
@@ -119,6 +124,22 @@ int gr_log_read(struct gr_log *log, int64_t offset, int64_t max_bytes, int64_t u
                 struct gr_log_slice *slice);
 /* Drops the slice's reference (closing the fd if the segment was deleted meanwhile). Idempotent. */
 void gr_log_slice_release(struct gr_log_slice *slice);
+/* gr_log_read that never waits for the disk (storage/residency.c): when the lookup would read a page of
+   batch headers that is not in the page cache, or index files not loaded yet, returns -EAGAIN and fills
+   `cold` with what to read in (give it to gr_log_slice_prefetch on an I/O pool thread, release it after),
+   then call again. Otherwise as gr_log_read (cold is then empty). Network thread. */
+int gr_log_read_nowait(struct gr_log *log, int64_t offset, int64_t max_bytes, int64_t upper_bound, bool min_one,
+                       struct gr_log_slice *slice, struct gr_log_slice *cold);
+/* Cold reads (storage/residency.c). Returns 1 when every page of the slice's range is in the page cache,
+   0 when some page is not (sending it would wait for the disk), -errno when it cannot be told. Never
+   waits for the disk; network thread. */
+int gr_log_slice_resident(const struct gr_log_slice *slice);
+/* Copies `slice` into `copy` with a reference of its own (release both). Thread-safe. */
+void gr_log_slice_retain(const struct gr_log_slice *slice, struct gr_log_slice *copy);
+/* Reads the slice's whole range (pread, 1 MiB at a time) so that it is in the page cache afterwards. BLOCKS
+   on the disk: call it on an I/O pool thread (storage/iopool.h) with a slice of its own (retained), or
+   with a `cold` slice from gr_log_read_nowait. Returns 0, or -errno (-EIO if the file ended early). */
+int gr_log_slice_prefetch(const struct gr_log_slice *slice);
 
 /* ListOffsets by time: the first record (at or above the log start offset, in a batch whose last offset is
    below upper_bound) with timestamp >= ts; the time index finds the batch, then its records are scanned

@@ -286,12 +286,13 @@ static void reset_indexes(struct gr_segment *seg)
     seg->max_timestamp_ms = seg->max_timestamp_offset = seg->rolling_timestamp_ms = -1;
 }
 
-static int write_file(struct gr_segment *seg, int *fdp, const char *sfx, const uint8_t *buf, size_t len)
+static int write_file(struct gr_segment *seg, int *fdp, const char *sfx, const uint8_t *buf, size_t len,
+                      bool create)
 {
     if (*fdp < 0) {
         char name[GR_SEGMENT_NAME_BYTES];
         gr_segment_file_name(name, seg->base_offset, sfx);
-        int fd = gr_sys_openat(seg->log->dir_fd, name, O_RDWR | O_CREAT, 0644);
+        int fd = gr_sys_openat(seg->log->dir_fd, name, O_RDWR | (create ? O_CREAT : 0), 0644);
         if (fd < 0) return fd;
         *fdp = fd;
     }
@@ -300,7 +301,7 @@ static int write_file(struct gr_segment *seg, int *fdp, const char *sfx, const u
     return err;
 }
 
-int gr_segment_write_indexes(struct gr_segment *seg)
+static int write_indexes(struct gr_segment *seg, bool create)
 {
     size_t n1 = (size_t)seg->idx_count * 8, n2 = (size_t)seg->tidx_count * 12;
     uint8_t *buf = malloc(n1 + n2 + 1);
@@ -313,10 +314,26 @@ int gr_segment_write_indexes(struct gr_segment *seg)
         gr_put_be64(buf + n1 + 12 * i, (uint64_t)seg->tidx[i].timestamp_ms);
         gr_put_be32(buf + n1 + 12 * i + 8, (uint32_t)seg->tidx[i].rel_offset);
     }
-    int err = write_file(seg, &seg->index_fd, ".index", buf, n1);
-    int err2 = write_file(seg, &seg->timeindex_fd, ".timeindex", buf + n1, n2);
+    int err = write_file(seg, &seg->index_fd, ".index", buf, n1, create);
+    int err2 = write_file(seg, &seg->timeindex_fd, ".timeindex", buf + n1, n2, create);
     free(buf);
     return err ? err : err2;
+}
+
+int gr_segment_write_indexes(struct gr_segment *seg)
+{
+    return write_indexes(seg, true);
+}
+
+int gr_segment_write_indexes_existing(struct gr_segment *seg)
+{
+    return write_indexes(seg, false);
+}
+
+void gr_segment_seal_deferred(struct gr_segment *seg)
+{
+    time_index_maybe_append(seg, seg->max_timestamp_ms, seg->max_timestamp_offset);
+    seg->sealed = true;
 }
 
 void gr_segment_seal(struct gr_segment *seg)
@@ -331,8 +348,16 @@ void gr_segment_seal(struct gr_segment *seg)
 
 /* ---- buffered reader ---- */
 
+static _Thread_local struct gr_read_nowait *nowait;
+
+void gr_segment_nowait_set(struct gr_read_nowait *nw)
+{
+    nowait = nw;
+}
+
 int gr_seg_reader_init(struct gr_seg_reader *r, int fd, size_t cap)
 {
+    r->end = 0;
     r->fd = fd;
     r->cap = cap;
     r->buf_pos = 0;
@@ -356,6 +381,17 @@ const uint8_t *gr_seg_reader_get(struct gr_seg_reader *r, int64_t pos, size_t n,
     }
     if (pos >= r->buf_pos && pos + (int64_t)n <= r->buf_pos + (int64_t)r->buf_len)
         return r->buf + (pos - r->buf_pos);
+    if (nowait && r->end > pos) {
+        int64_t len = r->end - pos < (int64_t)r->cap ? r->end - pos : (int64_t)r->cap;
+        if (gr_sys_range_resident(r->fd, pos, len) == 0) {
+            nowait->kind = 1;
+            nowait->fd = r->fd;
+            nowait->pos = pos;
+            nowait->len = len;
+            *err = -EAGAIN;
+            return NULL;
+        }
+    }
     ssize_t got = gr_sys_pread_full(r->fd, r->buf, r->cap, pos);
     if (got < 0) {
         r->buf_len = 0;
@@ -475,6 +511,11 @@ static int rebuild_indexes(struct gr_segment *seg, const struct gr_log_config *c
 int gr_segment_load_index(struct gr_segment *seg, const struct gr_log_config *cfg)
 {
     if (seg->index_loaded) return 0;
+    if (nowait && !seg->index_warm) { /* reading the index files may wait for the disk: read them in first */
+        nowait->kind = 2;
+        nowait->seg = seg;
+        return -EAGAIN;
+    }
     int err = parse_indexes(seg);
     if (err == -ENOMEM) return err;
     if (err < 0) {
@@ -647,6 +688,8 @@ int gr_segment_find(struct gr_segment *seg, const struct gr_log_config *cfg, int
     if (fd < 0) return fd;
     struct gr_seg_reader r;
     if (gr_seg_reader_init(&r, fd, LOOKUP_READ_BYTES) < 0) return -ENOMEM;
+    r.end = seg->size_bytes;
+    if (nowait) nowait->seg = seg;
     int64_t pos = start;
     int found = 0;
     while (pos < seg->size_bytes) {
@@ -689,6 +732,8 @@ int64_t gr_segment_boundary_before(struct gr_segment *seg, int64_t from, int64_t
     if (fd < 0) return fd;
     struct gr_seg_reader r;
     if (gr_seg_reader_init(&r, fd, LOOKUP_READ_BYTES) < 0) return -ENOMEM;
+    r.end = seg->size_bytes;
+    if (nowait) nowait->seg = seg;
     int64_t pos = start;
     int err = 0;
     while (pos < limit) {

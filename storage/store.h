@@ -15,8 +15,11 @@
  * fsync the directory (storage/checkpoint.c). The formats are tables in storage/format.md.
  *
  * Threading: every function here and in log.h is called from ONE thread (the server's network thread).
- * The store runs `flusher_threads` threads that only fdatasync files, write snapshot files and unlink
- * deleted files; they report durability through cfg->on_flushed. Invariants: topic names are unique among
+ * The store runs `flusher_threads` threads that do the blocking file work: fdatasync (or one syncfs for many
+ * logs), naming segments made ahead of a roll and writing sealed index files (storage/roll.c), making the
+ * next segment's unnamed file, writing snapshot files and unlinking deleted files; they report durability
+ * through cfg->on_flushed. Reads that might wait for the disk are the server's to hand to an I/O pool
+ * (storage/iopool.h, gr_log_read_nowait, gr_log_slice_prefetch). Invariants: topic names are unique among
  * live topics; a deleted topic's gr_topic and gr_log structs stay allocated (marked deleted, offline) until
  * gr_store_close so a pointer held by the server never dangles.
  *
@@ -65,6 +68,12 @@ struct gr_store_config {             /* Kafka config names in comments */
                                             default is Double.MaxValue) */
     bool cleaner_enable;                 /* log.cleaner.enable, default true */
     int64_t cleaner_backoff_ms;          /* log.cleaner.backoff.ms, default 15000: idle check interval */
+    /* Gregor: group commit by one syncfs(2) of the log directory's file system instead of one fdatasync
+       per file when at least this many logs wait for a flush at once (0: never). Default 16: measured with
+       bench/storage_bench (sync table), syncfs made 10 dirty files durable 2-3x faster and 1,000 files 7-9x
+       faster than fdatasync on 2 threads. A syncfs error names no file: every log of that round goes
+       offline. syncfs also writes back other dirty data of the same file system. */
+    int32_t flush_syncfs_min_logs;
 };
 
 /* Fills `cfg` with the defaults above (log_dir NULL, on_flushed NULL). */

@@ -7,7 +7,9 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 static int sys_openat(int dirfd, const char *path, int flags, ...)
@@ -22,7 +24,30 @@ static int sys_openat(int dirfd, const char *path, int flags, ...)
     return openat(dirfd, path, flags, mode);
 }
 
-static const struct gr_sys_ops sys_default = {
+#if defined(__linux__) && !defined(SYS_cachestat)
+#define SYS_cachestat 451 /* the same number on every architecture (added in Linux 6.5) */
+#endif
+
+static int sys_cachestat(int fd, int64_t pos, int64_t len, int64_t *cached_pages)
+{
+#ifdef SYS_cachestat
+    struct {
+        uint64_t off, len;
+    } range = {(uint64_t)pos, (uint64_t)len};
+    struct {
+        uint64_t nr_cache, nr_dirty, nr_writeback, nr_evicted, nr_recently_evicted;
+    } cs;
+    if (syscall(SYS_cachestat, (unsigned)fd, &range, &cs, 0u) < 0) return -1;
+    *cached_pages = (int64_t)cs.nr_cache;
+    return 0;
+#else
+    (void)fd, (void)pos, (void)len, (void)cached_pages;
+    errno = ENOSYS;
+    return -1;
+#endif
+}
+
+const struct gr_sys_ops gr_sys_libc = {
     .openat = sys_openat,
     .close = close,
     .pread = pread,
@@ -34,6 +59,10 @@ static const struct gr_sys_ops sys_default = {
     .renameat = renameat,
     .unlinkat = unlinkat,
     .mkdirat = mkdirat,
+    .cachestat = sys_cachestat,
+    .preadv2 = preadv2,
+    .syncfs = syncfs,
+    .linkat = linkat,
 };
 
 struct gr_sys_ops gr_sys = {
@@ -48,11 +77,15 @@ struct gr_sys_ops gr_sys = {
     .renameat = renameat,
     .unlinkat = unlinkat,
     .mkdirat = mkdirat,
+    .cachestat = sys_cachestat,
+    .preadv2 = preadv2,
+    .syncfs = syncfs,
+    .linkat = linkat,
 };
 
 void gr_sys_reset(void)
 {
-    gr_sys = sys_default;
+    gr_sys = gr_sys_libc;
 }
 
 int gr_sys_openat(int dirfd, const char *path, int flags, int mode)
@@ -127,6 +160,18 @@ int gr_sys_fsync(int fd)
     return gr_sys.fsync(fd) == 0 ? 0 : -errno;
 }
 
+int gr_sys_link_fd(int fd, int dirfd, const char *name)
+{
+    char proc[64];
+    snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+    return gr_sys.linkat(AT_FDCWD, proc, dirfd, name, AT_SYMLINK_FOLLOW) == 0 ? 0 : -errno;
+}
+
+int gr_sys_syncfs(int fd)
+{
+    return gr_sys.syncfs(fd) == 0 ? 0 : -errno;
+}
+
 int gr_sys_ftruncate(int fd, int64_t len)
 {
     for (;;) {
@@ -148,4 +193,24 @@ int gr_sys_unlinkat(int dirfd, const char *path, int flags)
 int gr_sys_mkdirat(int dirfd, const char *path, int mode)
 {
     return gr_sys.mkdirat(dirfd, path, (mode_t)mode) == 0 ? 0 : -errno;
+}
+
+int gr_sys_range_resident(int fd, int64_t pos, int64_t len)
+{
+    if (len <= 0) return 1;
+    long page = sysconf(_SC_PAGESIZE);
+    int64_t first = pos / page, last = (pos + len - 1) / page, cached = 0;
+    if (gr_sys.cachestat(fd, first * page, (last - first + 1) * page, &cached) == 0)
+        return cached >= last - first + 1;
+    if (errno != ENOSYS && errno != EOPNOTSUPP) return -errno;
+    /* No cachestat: probe the first and the last page without waiting (RWF_NOWAIT fails with EAGAIN when
+       the page would have to be read). */
+    char byte;
+    struct iovec v = {&byte, 1};
+    int64_t probes[2] = {pos, pos + len - 1};
+    for (int i = 0; i < 2; i++) {
+        ssize_t r = gr_sys.preadv2(fd, &v, 1, (off_t)probes[i], RWF_NOWAIT);
+        if (r < 0) return errno == EAGAIN ? 0 : -errno;
+    }
+    return 1;
 }

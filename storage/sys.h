@@ -31,9 +31,20 @@ struct gr_sys_ops {
     int (*renameat)(int olddirfd, const char *oldpath, int newdirfd, const char *newpath);
     int (*unlinkat)(int dirfd, const char *path, int flags);
     int (*mkdirat)(int dirfd, const char *path, mode_t mode);
+    /* Page-cache residency of [pos, pos + len): the number of cached pages into *cached_pages. Default:
+       Linux cachestat(2) (6.5+); -1/ENOSYS where it is missing (callers then fall back to preadv2). */
+    int (*cachestat)(int fd, int64_t pos, int64_t len, int64_t *cached_pages);
+    /* preadv2(2); storage uses it with RWF_NOWAIT to probe residency without blocking. */
+    ssize_t (*preadv2)(int fd, const struct iovec *iov, int iovcnt, off_t pos, int flags);
+    /* syncfs(2): every file of the file system holding fd (group commit of many logs at once). */
+    int (*syncfs)(int fd);
+    /* linkat(2): gives a name to a segment file created unnamed (O_TMPFILE) ahead of a roll. */
+    int (*linkat)(int olddirfd, const char *oldpath, int newdirfd, const char *newpath, int flags);
 };
 
 extern struct gr_sys_ops gr_sys;
+/* libc's entries (what gr_sys_reset restores), for a test wrapper that calls through. */
+extern const struct gr_sys_ops gr_sys_libc;
 
 /* Restores libc's functions in every entry. */
 void gr_sys_reset(void);
@@ -50,9 +61,19 @@ ssize_t gr_sys_pwritev(int fd, const struct iovec *iov, int iovcnt, int64_t pos)
 int gr_sys_pwrite_full(int fd, const void *buf, size_t n, int64_t pos);
 int gr_sys_fdatasync(int fd);
 int gr_sys_fsync(int fd);
+/* One syncfs of the file system holding fd: 0 or -errno. The error (Linux >= 5.8 reports writeback errors
+   here) names no file: the caller must treat every file it relied on as failed. Never retried. */
+int gr_sys_syncfs(int fd);
 int gr_sys_ftruncate(int fd, int64_t len);
 int gr_sys_renameat(int olddirfd, const char *oldpath, int newdirfd, const char *newpath);
 int gr_sys_unlinkat(int dirfd, const char *path, int flags);
 int gr_sys_mkdirat(int dirfd, const char *path, int mode);
+/* Links the open file `fd` (e.g. an O_TMPFILE) as dirfd/name (through /proc/self/fd, which needs no
+   privilege, unlike AT_EMPTY_PATH). 0 or -errno. */
+int gr_sys_link_fd(int fd, int dirfd, const char *name);
+/* Residency of [pos, pos + len) of fd: 1 when every page is in the page cache, 0 when some page is not,
+   -errno when it cannot be told. Never waits for the disk (cachestat, else a 1-byte preadv2 RWF_NOWAIT of
+   the first and last page). */
+int gr_sys_range_resident(int fd, int64_t pos, int64_t len);
 
 #endif

@@ -4,7 +4,8 @@
  * unknown topics and partitions are left out, as Kafka does) and its size in bytes (the .log files),
  * offset_lag 0 (this broker is the leader) and is_future_key false (no replica moves between directories).
  * From v4, total_bytes and usable_bytes of the file system holding it (statvfs: f_blocks and f_bavail in
- * f_frsize units; -1 when statvfs fails). A topic listed twice in the request is answered once with the
+ * f_frsize units; -1 when statvfs fails). realpath and statvfs run on the I/O pool (they may wait for the
+ * disk); the request is parked meanwhile and the sizes are read when the answer is built. A topic listed twice in the request is answered once with the
  * union of its partitions.
  */
 #include <limits.h>
@@ -94,24 +95,33 @@ static bool fill_topics(struct gr_req *req,
     return true;
 }
 
-enum gr_handler_rc gr_handle_describe_log_dirs(struct gr_req *req)
-{
-    struct gr_describe_log_dirs_response *resp = req->resp;
-    struct gr_broker *b = req->broker;
-    resp->results.items = gr_arena_calloc(&req->arena, 1, sizeof *resp->results.items);
-    if (!resp->results.items) return GR_HANDLER_CLOSE;
-    resp->results.count = 1;
-    struct gr_describe_log_dirs_response_describe_log_dirs_result *res = &resp->results.items[0];
-    gr_describe_log_dirs_response_describe_log_dirs_result_init(res);
-    const char *dir = gr_config_str(&b->cfg, "log.dirs");
-    if (!dir) dir = gr_config_str(&b->cfg, "log.dir");
-    char *abs = gr_arena_alloc(&req->arena, PATH_MAX);
-    if (!abs) return GR_HANDLER_CLOSE;
-    res->log_dir = gr_str_c(realpath(dir, abs) ? abs : dir);
+/* realpath and statvfs may wait for the disk: they run on the I/O pool while the request is parked. */
+struct dir_probe {
+    struct gr_io_job job;
+    struct gr_req *req;
+    const char *dir;
+    char *abs; /* PATH_MAX bytes (arena) */
+    bool abs_ok, stat_ok;
     struct statvfs sv;
-    if (statvfs(dir, &sv) == 0) {
-        res->total_bytes = (int64_t)sv.f_blocks * (int64_t)sv.f_frsize;
-        res->usable_bytes = (int64_t)sv.f_bavail * (int64_t)sv.f_frsize;
+};
+
+static void probe_run(struct gr_io_job *job)
+{
+    struct dir_probe *p = (struct dir_probe *)job;
+    p->abs_ok = realpath(p->dir, p->abs) != NULL;
+    p->stat_ok = statvfs(p->dir, &p->sv) == 0;
+}
+
+/* Fills the result from the probe and the logs' current sizes. */
+static void answer(struct dir_probe *p)
+{
+    struct gr_req *req = p->req;
+    struct gr_describe_log_dirs_response *resp = req->resp;
+    struct gr_describe_log_dirs_response_describe_log_dirs_result *res = &resp->results.items[0];
+    res->log_dir = gr_str_c(p->abs_ok ? p->abs : p->dir);
+    if (p->stat_ok) {
+        res->total_bytes = (int64_t)p->sv.f_blocks * (int64_t)p->sv.f_frsize;
+        res->usable_bytes = (int64_t)p->sv.f_bavail * (int64_t)p->sv.f_frsize;
     } else {
         res->total_bytes = res->usable_bytes = -1;
     }
@@ -120,5 +130,35 @@ enum gr_handler_rc gr_handle_describe_log_dirs(struct gr_req *req)
         res->error_code = GR_ERR_UNKNOWN_SERVER_ERROR;
         resp->error_code = GR_ERR_UNKNOWN_SERVER_ERROR;
     }
-    return GR_HANDLER_DONE;
+}
+
+static void probe_done(struct gr_io_job *job)
+{
+    struct dir_probe *p = (struct dir_probe *)job;
+    answer(p);
+    gr_req_finish(p->req);
+}
+
+enum gr_handler_rc gr_handle_describe_log_dirs(struct gr_req *req)
+{
+    struct gr_describe_log_dirs_response *resp = req->resp;
+    struct gr_broker *b = req->broker;
+    resp->results.items = gr_arena_calloc(&req->arena, 1, sizeof *resp->results.items);
+    if (!resp->results.items) return GR_HANDLER_CLOSE;
+    resp->results.count = 1;
+    gr_describe_log_dirs_response_describe_log_dirs_result_init(&resp->results.items[0]);
+    const char *dir = gr_config_str(&b->cfg, "log.dirs");
+    if (!dir) dir = gr_config_str(&b->cfg, "log.dir");
+    struct dir_probe *p = gr_arena_calloc(&req->arena, 1, sizeof *p);
+    char *abs = gr_arena_alloc(&req->arena, PATH_MAX);
+    if (!p || !abs) return GR_HANDLER_CLOSE;
+    *p = (struct dir_probe){.job = {.run = probe_run, .done = probe_done}, .req = req, .dir = dir, .abs = abs};
+    if (!b->iopool) { /* no pool (never in the broker): probe inline */
+        probe_run(&p->job);
+        answer(p);
+        return GR_HANDLER_DONE;
+    }
+    gr_broker_park(b, req, INT64_MAX); /* probe_done answers */
+    gr_iopool_submit(b->iopool, &p->job);
+    return GR_HANDLER_WAIT;
 }

@@ -7,7 +7,14 @@
  * data returns at least one whole batch even when it is larger. Partitions without data carry empty
  * (not null) records. Long poll: while fewer than min_bytes are available the request is parked until
  * data arrives or max_wait_ms passes. Fetch sessions (KIP-227) are not kept: session id 0 every time,
- * which Kafka allows. Without transactions the last stable offset is the high watermark and
+ * which Kafka allows. Cold reads: before answering, every file range is checked for page-cache residency
+ * (gr_log_slice_resident: cachestat, no disk wait); if some range is not resident the request stays parked
+ * while an I/O pool thread reads those ranges in (gr_log_slice_prefetch), and is then answered from the
+ * page cache, so the network thread's sendfile never waits for the disk. The lookups that find the range
+ * (batch headers from the index position, index files not loaded yet) run without waiting too
+ * (gr_log_read_nowait): a page they need is read in by the pool first, then the fill is redone. A range
+ * evicted again between the read-in and the send is sent as is (one read-in per request, no loop). A parked fetch waits on the
+ * logs of its partitions only (gr_broker_wait_log): an append elsewhere does not re-check it. Without transactions the last stable offset is the high watermark and
  * aborted_transactions is null for read_uncommitted, empty for read_committed. Errors carry Kafka's
  * shapes: an unknown topic, topic id or partition (found before reading) answers HWM/LSO/log start -1 and
  * an empty aborted list; an error from reading the log (offset out of range, leader epoch, storage)
@@ -16,15 +23,40 @@
  * Read next: storage/log.h (gr_log_read).
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/time.h"
 #include "server/handlers/handlers.h"
 
+/* Rounds of reading in pages a lookup needed (headers, index files) before a fill reads them itself: a
+ * lookup touches a few pages at most, so this bounds a pathological case, not a normal one. */
+#define FETCH_COLD_LOOKUP_ROUNDS_MAX 16
+
+struct cold_node {
+    struct gr_log_slice cold; /* from gr_log_read_nowait: owned */
+    struct cold_node *next;
+};
+
 struct fetch_state {
     bool allocated;
-    int64_t bytes; /* bytes gathered by the last fill */
-    bool error;    /* some partition has an error: answer at once */
+    int64_t bytes;    /* bytes gathered by the last fill */
+    bool error;       /* some partition has an error: answer at once */
+    bool final;       /* answer after the next fill whatever it finds (no long poll, or the deadline passed) */
+    bool prefetched;  /* the data ranges were checked and read in once: later fills send as they find */
+    bool prefetching; /* an I/O pool job is reading pages in: rechecks and the deadline wait for it */
+    int lookup_rounds;            /* pool rounds spent on lookups (FETCH_COLD_LOOKUP_ROUNDS_MAX) */
+    struct cold_node *cold;       /* lookups of the last fill that need pages read in */
+    struct cold_node *cold_free;  /* spare nodes (arena) */
+    bool waiting_logs;            /* registered on its partitions' wait lists */
+};
+
+/* The I/O pool job reading a request's cold pages and ranges into the page cache. */
+struct fetch_prefetch {
+    struct gr_io_job job;
+    struct gr_req *req;
+    int count;
+    struct gr_log_slice slices[]; /* retained copies or moved cold lookups: valid even if the log goes */
 };
 
 static int16_t check_epoch(struct gr_log *log, int32_t current_leader_epoch)
@@ -59,6 +91,43 @@ static void release_slices(struct gr_req *req)
     req->slices = NULL;
 }
 
+static void release_cold(struct fetch_state *st)
+{
+    while (st->cold) {
+        struct cold_node *n = st->cold;
+        st->cold = n->next;
+        gr_log_slice_release(&n->cold);
+        n->next = st->cold_free;
+        st->cold_free = n;
+    }
+}
+
+/* Reads one partition: without waiting for the disk while lookup rounds remain (a lookup that needs pages
+ * read in is noted in st->cold and answered -EAGAIN), else as gr_log_read. */
+static int read_partition(struct gr_req *req, struct gr_log *log, int64_t offset, int64_t max, int64_t hwm, bool min_one,
+                          struct gr_log_slice *slice)
+{
+    struct fetch_state *st = req->hstate;
+    if (!req->broker->iopool || st->lookup_rounds >= FETCH_COLD_LOOKUP_ROUNDS_MAX)
+        return gr_log_read(log, offset, max, hwm, min_one, slice);
+    struct gr_log_slice cold;
+    int rc = gr_log_read_nowait(log, offset, max, hwm, min_one, slice, &cold);
+    if (rc != -EAGAIN) return rc;
+    struct cold_node *n = st->cold_free;
+    if (n)
+        st->cold_free = n->next;
+    else
+        n = gr_arena_alloc(&req->arena, sizeof *n);
+    if (!n) { /* no memory to note it: read it the blocking way */
+        gr_log_slice_release(&cold);
+        return gr_log_read(log, offset, max, hwm, min_one, slice);
+    }
+    n->cold = cold;
+    n->next = st->cold;
+    st->cold = n;
+    return -EAGAIN;
+}
+
 /* Computes the whole response from the logs' current state. */
 static void fetch_fill(struct gr_req *req)
 {
@@ -68,6 +137,7 @@ static void fetch_fill(struct gr_req *req)
     struct gr_broker *b = req->broker;
     int16_t v = req->hdr.request_api_version;
     release_slices(req);
+    release_cold(st);
     int32_t ntopics = body->topics.count > 0 ? body->topics.count : 0;
     if (!st->allocated) {
         resp->responses.items = gr_arena_calloc(&req->arena, (size_t)ntopics + 1, sizeof *resp->responses.items);
@@ -127,7 +197,8 @@ static void fetch_fill(struct gr_req *req)
             if (max > budget) max = budget;
             if (max < 0) max = 0;
             struct gr_log_slice slice;
-            int rc = gr_log_read(log, qp->fetch_offset, max, hwm, !have_data, &slice);
+            int rc = read_partition(req, log, qp->fetch_offset, max, hwm, !have_data, &slice);
+            if (rc == -EAGAIN) continue; /* pages to read in first: the fill is redone after that */
             if (rc) {
                 read_error(rp, rc == -ERANGE ? GR_ERR_OFFSET_OUT_OF_RANGE : GR_ERR_KAFKA_STORAGE_ERROR);
                 st->error = true;
@@ -144,22 +215,115 @@ static void fetch_fill(struct gr_req *req)
     }
 }
 
-static bool fetch_recheck(struct gr_req *req)
+static void prefetch_run(struct gr_io_job *job)
+{
+    struct fetch_prefetch *p = (struct fetch_prefetch *)job;
+    job->result = 0;
+    for (int i = 0; i < p->count; i++) {
+        int r = gr_log_slice_prefetch(&p->slices[i]);
+        if (r < 0) job->result = r; /* the send (or the blocking lookup) meets the same error */
+    }
+}
+
+static bool try_answer(struct gr_req *req);
+static void wait_on_logs(struct gr_req *req);
+
+static void prefetch_done(struct gr_io_job *job)
+{
+    struct fetch_prefetch *p = (struct fetch_prefetch *)job;
+    struct gr_req *req = p->req;
+    struct fetch_state *st = req->hstate;
+    for (int i = 0; i < p->count; i++) gr_log_slice_release(&p->slices[i]);
+    free(p);
+    st->prefetching = false;
+    fetch_fill(req); /* the state may have moved meanwhile; what was read in is in the page cache */
+    if (try_answer(req)) return;
+    release_slices(req); /* not enough data yet: keep waiting (parked) for appends */
+    if (!st->waiting_logs) wait_on_logs(req);
+}
+
+/* Hands what the last fill could not do without the disk to the I/O pool: the lookups noted in st->cold,
+ * and (once per request) the data ranges not in the page cache. Returns true when a job started (the
+ * request stays parked until prefetch_done). */
+static bool start_prefetch(struct gr_req *req, bool check_ranges)
+{
+    struct fetch_state *st = req->hstate;
+    struct gr_broker *b = req->broker;
+    if (!b->iopool) return false;
+    check_ranges = check_ranges && !st->prefetched;
+    int ranges = 0, lookups = 0;
+    for (struct gr_req_slice *s = req->slices; check_ranges && s; s = s->next)
+        if (gr_log_slice_resident(&s->slice) == 0) ranges++;
+    for (struct cold_node *n = st->cold; n; n = n->next) lookups++;
+    if (ranges + lookups == 0) return false;
+    struct fetch_prefetch *p = malloc(sizeof *p + (size_t)(ranges + lookups) * sizeof p->slices[0]);
+    if (!p) return false; /* the caller reads the blocking way */
+    *p = (struct fetch_prefetch){.job = {.run = prefetch_run, .done = prefetch_done}, .req = req};
+    for (struct gr_req_slice *s = req->slices; ranges && s; s = s->next)
+        if (p->count < ranges && gr_log_slice_resident(&s->slice) == 0) gr_log_slice_retain(&s->slice, &p->slices[p->count++]);
+    for (struct cold_node *n = st->cold; n; n = n->next) {
+        p->slices[p->count++] = n->cold; /* moved: the job releases it */
+        n->cold = (struct gr_log_slice){.fd = -1};
+    }
+    release_cold(st);
+    if (ranges) st->prefetched = true;
+    if (lookups) st->lookup_rounds++;
+    st->prefetching = true;
+    gr_iopool_submit(b->iopool, &p->job);
+    return true;
+}
+
+/* After a fill: answers, hands pages to the I/O pool, or returns false (keep waiting for data). */
+static bool try_answer(struct gr_req *req)
 {
     struct gr_fetch_request *body = req->body;
     struct fetch_state *st = req->hstate;
-    fetch_fill(req);
-    if (st->error || st->bytes >= body->min_bytes) {
-        gr_req_finish(req);
-        return true;
+    if (st->cold) {
+        if (start_prefetch(req, false)) return true;
+        st->lookup_rounds = FETCH_COLD_LOOKUP_ROUNDS_MAX; /* could not hand it off: read the blocking way */
+        fetch_fill(req);
     }
+    if (!(st->error || st->bytes >= body->min_bytes || st->final)) return false;
+    if (start_prefetch(req, true)) return true;
+    gr_req_finish(req);
+    return true;
+}
+
+static bool fetch_recheck(struct gr_req *req)
+{
+    struct fetch_state *st = req->hstate;
+    if (st->prefetching) return false; /* prefetch_done goes on */
+    fetch_fill(req);
+    if (try_answer(req)) return true;
+    release_slices(req);
     return false;
 }
 
 static void fetch_expire(struct gr_req *req)
 {
+    struct fetch_state *st = req->hstate;
+    st->final = true;
+    if (st->prefetching) return; /* prefetch_done answers */
     fetch_fill(req);
-    gr_req_finish(req);
+    try_answer(req); /* final: answers or hands off */
+}
+
+/* Makes the parked request wait on the log of every partition it names. */
+static void wait_on_logs(struct gr_req *req)
+{
+    struct gr_fetch_request *body = req->body;
+    struct gr_broker *b = req->broker;
+    struct fetch_state *st = req->hstate;
+    int16_t v = req->hdr.request_api_version;
+    st->waiting_logs = true;
+    for (int32_t i = 0; i < body->topics.count; i++) {
+        struct gr_fetch_request_fetch_topic *qt = &body->topics.items[i];
+        struct gr_topic *t = v >= 13 ? gr_store_topic_find_id(b->store, qt->topic_id.b) : gr_topic_lookup(b, qt->topic);
+        for (int32_t p = 0; t && p < qt->partitions.count; p++) {
+            struct gr_log *log = gr_topic_log(t, qt->partitions.items[p].partition);
+            if (log) gr_broker_wait_log(b, req, log);
+        }
+    }
 }
 
 enum gr_handler_rc gr_handle_fetch(struct gr_req *req)
@@ -168,14 +332,18 @@ enum gr_handler_rc gr_handle_fetch(struct gr_req *req)
     struct gr_fetch_response *resp = req->resp;
     resp->error_code = GR_ERR_NONE;
     resp->session_id = 0;
-    req->hstate = gr_arena_alloc(&req->arena, sizeof(struct fetch_state));
+    req->hstate = gr_arena_calloc(&req->arena, 1, sizeof(struct fetch_state));
     if (!req->hstate) return GR_HANDLER_CLOSE;
     struct fetch_state *st = req->hstate;
-    fetch_fill(req);
-    if (st->error || st->bytes >= body->min_bytes || body->max_wait_ms <= 0) return GR_HANDLER_DONE;
-    release_slices(req);
     req->recheck = fetch_recheck;
     req->expire = fetch_expire;
-    gr_broker_park(req->broker, req, gr_time_mono_ms() + body->max_wait_ms);
+    st->final = body->max_wait_ms <= 0;
+    /* Parked from the start: a request handed to the I/O pool must outlive its connection (a parked
+     * request is freed only once finished); finishing it unparks it. */
+    gr_broker_park(req->broker, req, st->final ? INT64_MAX : gr_time_mono_ms() + body->max_wait_ms);
+    fetch_fill(req);
+    if (try_answer(req)) return GR_HANDLER_WAIT; /* answered inside, or the I/O pool goes on */
+    release_slices(req);
+    wait_on_logs(req);
     return GR_HANDLER_WAIT;
 }

@@ -3,8 +3,8 @@
  * partition count) get UNKNOWN_TOPIC_OR_PARTITION and never reach the coordinator, as in KafkaApis; the
  * rest are validated against the group (ClassicGroup.validateOffsetCommit: generation, member, state),
  * written to __consumer_offsets and applied. With gregor.acks.all.fsync (the default) the answer waits
- * until the offsets partition's fdatasync covers the commit (parked; re-checked on every flush
- * completion); after offsets.commit.timeout.ms (5 s, Kafka's default) the not-yet-durable partitions get
+ * until the offsets partition's fdatasync covers the commit (parked; re-checked on each flush completion of
+ * that partition); after offsets.commit.timeout.ms (5 s, Kafka's default) the not-yet-durable partitions get
  * COORDINATOR_NOT_AVAILABLE (Kafka maps a write timeout so), and NOT_COORDINATOR if the partition went
  * offline. Without the fsync setting the answer follows the append (Kafka's page-cache behaviour).
  * The committed values are visible to OffsetFetch as soon as they are appended.
@@ -124,5 +124,8 @@ enum gr_handler_rc gr_handle_offset_commit(struct gr_req *req)
     req->expire = commit_expire;
     if (commit_recheck(req)) return GR_HANDLER_WAIT; /* already durable: finished inside */
     gr_broker_park(b, req, gr_time_mono_ms() + OFFSET_COMMIT_TIMEOUT_MS);
+    struct gr_offsets_log *ol = gr_groups_offsets_log(b);
+    struct gr_log *olog = ol ? gr_offsets_log_log(ol, st->partition) : NULL;
+    if (olog) gr_broker_wait_log(b, req, olog); /* re-checked when that partition's flush completes */
     return GR_HANDLER_WAIT;
 }

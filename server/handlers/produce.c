@@ -314,10 +314,13 @@ enum gr_handler_rc gr_handle_produce(struct gr_req *req)
     }
     for (int i = 0; i < st->count; i++) {
         struct gr_log *log = st->waits[i].log;
-        if (b->hwm_durable) gr_log_flush_async(log); /* the high watermark follows fsync: flush soon */
-        else gr_broker_update_hwm(b, log);
+        if (b->hwm_durable) {
+            gr_log_flush_async(log); /* the high watermark follows fsync: flush soon */
+        } else {
+            gr_broker_update_hwm(b, log);
+            gr_broker_wake_log(b, log); /* long-poll fetches on this partition see the new data */
+        }
     }
-    if (st->count && !b->hwm_durable) gr_broker_wake_parked(b); /* long-poll fetches see the new data */
     if (body->acks == 0) return any_error ? GR_HANDLER_CLOSE : GR_HANDLER_NO_RESPONSE;
     if (body->acks == -1 && b->hwm_durable && st->count) {
         req->hstate = st;
@@ -326,6 +329,8 @@ enum gr_handler_rc gr_handle_produce(struct gr_req *req)
         if (produce_recheck(req)) return GR_HANDLER_WAIT; /* already durable: finished inside recheck */
         int64_t timeout = body->timeout_ms > 0 ? body->timeout_ms : 0;
         gr_broker_park(b, req, gr_time_mono_ms() + timeout);
+        for (int i = 0; i < st->count; i++)
+            if (st->waits[i].log) gr_broker_wait_log(b, req, st->waits[i].log); /* woken by its flush */
         return GR_HANDLER_WAIT;
     }
     return GR_HANDLER_DONE;

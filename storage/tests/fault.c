@@ -45,8 +45,16 @@ static struct rec *recs;
 /* ---- bookkeeping ---- */
 
 /* Counts a call of op; returns the errno to fail it with, or 0. */
+static _Thread_local long thread_counts[F_OPS];
+
+long fault_count_this_thread(enum fault_op op)
+{
+    return thread_counts[op];
+}
+
 static int account(enum fault_op op, bool mutating)
 {
+    thread_counts[op]++;
     pthread_mutex_lock(&mu);
     long c = ++counts[op];
     int err = 0;
@@ -117,12 +125,46 @@ static void rec_drop(const char *path)
     free(r);
 }
 
+/* Names given by linkat to unnamed (O_TMPFILE) files, by inode: /proc/self/fd still shows the old text. */
+#define LINKED_MAX 4096
+static struct {
+    ino_t ino;
+    char path[PATH_MAX];
+} linked[LINKED_MAX];
+static int linked_count;
+
+static void linked_note(ino_t ino, const char *path)
+{
+    pthread_mutex_lock(&mu);
+    int i = linked_count < LINKED_MAX ? linked_count++ : (int)(ino % LINKED_MAX);
+    linked[i].ino = ino;
+    snprintf(linked[i].path, sizeof(linked[i].path), "%s", path);
+    pthread_mutex_unlock(&mu);
+}
+
+static bool linked_path(ino_t ino, char *out, size_t cap)
+{
+    bool found = false;
+    pthread_mutex_lock(&mu);
+    for (int i = linked_count - 1; i >= 0 && !found; i--)
+        if (linked[i].ino == ino) {
+            snprintf(out, cap, "%s", linked[i].path);
+            found = true;
+        }
+    pthread_mutex_unlock(&mu);
+    return found;
+}
+
 /* After a successful sync: the file's current content is durable. */
 static void record_durable(int fd)
 {
     char path[PATH_MAX];
     struct stat st;
     if (!fd_path(fd, path, sizeof(path)) || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) return;
+    if (st.st_nlink == 0) return; /* unlinked, or an O_TMPFILE not yet named: no name survives a crash */
+    size_t pl = strlen(path);
+    if (pl > 10 && strcmp(path + pl - 10, " (deleted)") == 0 && !linked_path(st.st_ino, path, sizeof(path)))
+        return; /* a named O_TMPFILE keeps its old /proc text: use the name linkat gave it */
     pthread_mutex_lock(&mu);
     if (under_root(path)) {
         uint8_t *data = malloc((size_t)st.st_size + 1);
@@ -142,6 +184,29 @@ static void record_durable(int fd)
         recs = r;
     }
     pthread_mutex_unlock(&mu);
+}
+
+static int record_tree_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+    (void)ftw;
+    if (type != FTW_F || !S_ISREG(st->st_mode)) return 0;
+    int fd = open(path, O_RDONLY);
+    if (fd >= 0) {
+        record_durable(fd);
+        close(fd);
+    }
+    return 0;
+}
+
+/* After a successful syncfs: every file under the root is durable as it is now. */
+static void record_all_durable(void)
+{
+    pthread_mutex_lock(&mu);
+    bool t = tracking;
+    char r[PATH_MAX];
+    snprintf(r, sizeof(r), "%s", root);
+    pthread_mutex_unlock(&mu);
+    if (t) nftw(r, record_tree_entry, 16, FTW_PHYS);
 }
 
 static void records_rename(const char *from, const char *to)
@@ -179,7 +244,7 @@ static int f_openat(int dirfd, const char *path, int flags, ...)
         mode = (mode_t)va_arg(ap, int);
         va_end(ap);
     }
-    int err = account(F_OPEN, (flags & (O_CREAT | O_TRUNC)) != 0);
+    int err = account(F_OPEN, (flags & (O_CREAT | O_TRUNC | O_TMPFILE)) != 0);
     if (err) {
         errno = err;
         return -1;
@@ -195,6 +260,26 @@ static ssize_t f_pread(int fd, void *buf, size_t n, off_t pos)
         return -1;
     }
     return pread(fd, buf, n, pos);
+}
+
+static int f_cachestat(int fd, int64_t pos, int64_t len, int64_t *cached_pages)
+{
+    int err = account(F_CACHESTAT, false);
+    if (err) {
+        errno = err;
+        return -1;
+    }
+    return gr_sys_libc.cachestat(fd, pos, len, cached_pages);
+}
+
+static ssize_t f_preadv2(int fd, const struct iovec *iov, int iovcnt, off_t pos, int flags)
+{
+    int err = account(F_PREADV2, false);
+    if (err) {
+        errno = err;
+        return -1;
+    }
+    return preadv2(fd, iov, iovcnt, pos, flags);
 }
 
 static size_t short_check(size_t n)
@@ -257,6 +342,32 @@ static int f_fdatasync(int fd)
 static int f_fsync(int fd)
 {
     return f_sync(fd, false);
+}
+
+static int f_syncfs(int fd)
+{
+    int err = account(F_SYNCFS, true);
+    if (err) {
+        errno = err;
+        return -1; /* nothing reached the disk */
+    }
+    int r = syncfs(fd);
+    if (r == 0) record_all_durable();
+    return r;
+}
+
+static int f_linkat(int od, const char *op, int nd, const char *np, int flags)
+{
+    int err = account(F_LINK, true);
+    if (err) {
+        errno = err;
+        return -1;
+    }
+    int r = linkat(od, op, nd, np, flags);
+    char to[PATH_MAX];
+    struct stat st;
+    if (r == 0 && at_path(nd, np, to, sizeof(to)) && stat(to, &st) == 0) linked_note(st.st_ino, to);
+    return r;
 }
 
 static int f_ftruncate(int fd, off_t len)
@@ -327,6 +438,7 @@ void fault_install(void)
     short_target = 0;
     tracking = crashed = false;
     io_count = crash_at = 0;
+    linked_count = 0;
     clear_records();
     pthread_mutex_unlock(&mu);
     gr_sys.openat = f_openat;
@@ -339,6 +451,10 @@ void fault_install(void)
     gr_sys.renameat = f_renameat;
     gr_sys.unlinkat = f_unlinkat;
     gr_sys.mkdirat = f_mkdirat;
+    gr_sys.cachestat = f_cachestat;
+    gr_sys.preadv2 = f_preadv2;
+    gr_sys.syncfs = f_syncfs;
+    gr_sys.linkat = f_linkat;
 }
 
 void fault_uninstall(void)

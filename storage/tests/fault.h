@@ -27,6 +27,10 @@ enum fault_op {
     F_UNLINK,
     F_MKDIR,
     F_PREAD,
+    F_CACHESTAT, /* a failing cachestat makes residency fall back to preadv2 (ENOSYS) or report -errno */
+    F_PREADV2,   /* an EAGAIN here reads as "not in the page cache" */
+    F_SYNCFS,    /* crash mode: a successful syncfs makes every tracked file's content durable */
+    F_LINK,      /* linkat: naming a segment file created unnamed ahead of a roll */
     F_OPS
 };
 
@@ -41,6 +45,8 @@ void fault_clear(enum fault_op op);
 void fault_short_write(int nth, size_t bytes);
 /* Calls of `op` since install. */
 long fault_count(enum fault_op op);
+/* Calls of `op` made by the calling thread (since it started): tells network-thread work from flusher work. */
+long fault_count_this_thread(enum fault_op op);
 
 /* Crash mode: track files under `root` (absolute path); files already there count as durable. */
 void fault_crash_track(const char *root);
