@@ -765,17 +765,9 @@ static int write_index_files(struct clean_job *job, struct gr_segment *seg)
         seg->tidx[seg->tidx_count++] = (struct gr_time_entry){
             seg->max_timestamp_ms, (int32_t)(seg->max_timestamp_offset - seg->base_offset)};
     }
-    size_t n1 = (size_t)seg->idx_count * 8, n2 = (size_t)seg->tidx_count * 12;
-    uint8_t *buf = malloc(n1 + n2 + 1);
+    size_t n1, n2;
+    uint8_t *buf = gr_segment_index_encode(seg, &n1, &n2);
     if (!buf) return -ENOMEM;
-    for (int32_t i = 0; i < seg->idx_count; i++) {
-        gr_put_be32(buf + 8 * i, (uint32_t)seg->idx[i].rel_offset);
-        gr_put_be32(buf + 8 * i + 4, (uint32_t)seg->idx[i].position);
-    }
-    for (int32_t i = 0; i < seg->tidx_count; i++) {
-        gr_put_be64(buf + n1 + 12 * i, (uint64_t)seg->tidx[i].timestamp_ms);
-        gr_put_be32(buf + n1 + 12 * i + 8, (uint32_t)seg->tidx[i].rel_offset);
-    }
     int err = 0;
     const char *sfx[2] = {".index.cleaned", ".timeindex.cleaned"};
     const uint8_t *data[2] = {buf, buf + n1};
@@ -1292,19 +1284,6 @@ void gr_cleaner_load_checkpoint(struct gr_store *store)
     gr_ckpt_free(e, n);
 }
 
-static bool parse_base(const char *name, const char *suffix, int64_t *off)
-{
-    size_t n = strlen(name), sl = strlen(suffix);
-    if (n != 20 + sl || strcmp(name + 20, suffix) != 0) return false;
-    int64_t v = 0;
-    for (int i = 0; i < 20; i++) {
-        if (name[i] < '0' || name[i] > '9' || v > (INT64_MAX - 9) / 10) return false;
-        v = v * 10 + (name[i] - '0');
-    }
-    *off = v;
-    return true;
-}
-
 /* End offset of the batches in a .swap file (last batch's last offset + 1), or -errno if it does not
    parse (then the swap is not trusted). */
 static int64_t swap_end_offset(int dir_fd, const char *name, int64_t base)
@@ -1348,10 +1327,10 @@ int gr_cleaner_recover_dir(int dir_fd, const char *dir_name)
         int64_t off;
         int64_t **arr = NULL;
         int *cnt = NULL;
-        if (parse_base(de->d_name, ".log.swap", &off)) {
+        if (gr_segment_name_parse(de->d_name, ".log.swap", &off)) {
             arr = &swaps;
             cnt = &ns;
-        } else if (parse_base(de->d_name, ".log", &off)) {
+        } else if (gr_segment_name_parse(de->d_name, ".log", &off)) {
             arr = &logs;
             cnt = &nl;
         }

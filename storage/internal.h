@@ -207,6 +207,12 @@ struct gr_store {
 
 /* --- segment.c --- */
 void gr_segment_file_name(char *buf, int64_t base_offset, const char *suffix);
+/* Parses "<20 digits><suffix>" (a segment-named file). Returns true and *base_offset, false for any other name. */
+bool gr_segment_name_parse(const char *name, const char *suffix, int64_t *base_offset);
+/* Encodes the in-memory indexes as the .index (8-byte entries: relative offset, position) and .timeindex
+   (12-byte entries: timestamp ms, relative offset) files, big-endian, in one buffer: .index bytes first,
+   then .timeindex bytes. Returns new (free) with the two lengths, or NULL when out of memory. */
+uint8_t *gr_segment_index_encode(const struct gr_segment *seg, size_t *index_bytes, size_t *timeindex_bytes);
 struct gr_segment *gr_segment_new(struct gr_log *log, int64_t base_offset);
 /* Creates empty .log/.index/.timeindex files for an active segment. Returns 0 or -errno (files removed). */
 int gr_segment_create(struct gr_segment *seg);

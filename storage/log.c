@@ -1021,19 +1021,6 @@ void gr_log_retention(struct gr_log *log, int64_t now_ms)
 
 /* ---------------------------------------------------------------- open and recovery */
 
-static bool parse_offset_name(const char *name, const char *suffix, int64_t *off)
-{
-    size_t n = strlen(name), sl = strlen(suffix);
-    if (n != 20 + sl || strcmp(name + 20, suffix) != 0) return false;
-    int64_t v = 0;
-    for (int i = 0; i < 20; i++) {
-        if (name[i] < '0' || name[i] > '9' || v > (INT64_MAX - 9) / 10) return false;
-        v = v * 10 + (name[i] - '0');
-    }
-    *off = v;
-    return true;
-}
-
 static int cmp_i64(const void *a, const void *b)
 {
     int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
@@ -1067,7 +1054,7 @@ static int list_dir(struct gr_log *log, int64_t **bases_out, int *count_out)
         if (has_suffix(name, ".tmp") || has_suffix(name, ".deleted") || has_suffix(name, ".cleaned") ||
             has_suffix(name, ".swap")) {
             gr_sys_unlinkat(log->dir_fd, name, 0);
-        } else if (parse_offset_name(name, ".log", &off)) {
+        } else if (gr_segment_name_parse(name, ".log", &off)) {
             if (n == cap) {
                 cap = cap ? cap * 2 : 16;
                 int64_t *nb = realloc(bases, sizeof(int64_t) * (size_t)cap);
@@ -1078,7 +1065,7 @@ static int list_dir(struct gr_log *log, int64_t **bases_out, int *count_out)
                 bases = nb;
             }
             bases[n++] = off;
-        } else if (parse_offset_name(name, ".snapshot", &off)) {
+        } else if (gr_segment_name_parse(name, ".snapshot", &off)) {
             if (log->snapshot_count == log->snapshot_cap) {
                 int ncap = log->snapshot_cap ? log->snapshot_cap * 2 : 8;
                 int64_t *ns = realloc(log->snapshots, sizeof(int64_t) * (size_t)ncap);

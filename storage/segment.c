@@ -301,11 +301,11 @@ static int write_file(struct gr_segment *seg, int *fdp, const char *sfx, const u
     return err;
 }
 
-static int write_indexes(struct gr_segment *seg, bool create)
+uint8_t *gr_segment_index_encode(const struct gr_segment *seg, size_t *index_bytes, size_t *timeindex_bytes)
 {
     size_t n1 = (size_t)seg->idx_count * 8, n2 = (size_t)seg->tidx_count * 12;
     uint8_t *buf = malloc(n1 + n2 + 1);
-    if (!buf) return -ENOMEM;
+    if (!buf) return NULL;
     for (int32_t i = 0; i < seg->idx_count; i++) {
         gr_put_be32(buf + 8 * i, (uint32_t)seg->idx[i].rel_offset);
         gr_put_be32(buf + 8 * i + 4, (uint32_t)seg->idx[i].position);
@@ -314,6 +314,29 @@ static int write_indexes(struct gr_segment *seg, bool create)
         gr_put_be64(buf + n1 + 12 * i, (uint64_t)seg->tidx[i].timestamp_ms);
         gr_put_be32(buf + n1 + 12 * i + 8, (uint32_t)seg->tidx[i].rel_offset);
     }
+    *index_bytes = n1;
+    *timeindex_bytes = n2;
+    return buf;
+}
+
+bool gr_segment_name_parse(const char *name, const char *suffix, int64_t *base_offset)
+{
+    size_t n = strlen(name), sl = strlen(suffix);
+    if (n != 20 + sl || strcmp(name + 20, suffix) != 0) return false;
+    int64_t v = 0;
+    for (int i = 0; i < 20; i++) {
+        if (name[i] < '0' || name[i] > '9' || v > (INT64_MAX - 9) / 10) return false;
+        v = v * 10 + (name[i] - '0');
+    }
+    *base_offset = v;
+    return true;
+}
+
+static int write_indexes(struct gr_segment *seg, bool create)
+{
+    size_t n1, n2;
+    uint8_t *buf = gr_segment_index_encode(seg, &n1, &n2);
+    if (!buf) return -ENOMEM;
     int err = write_file(seg, &seg->index_fd, ".index", buf, n1, create);
     int err2 = write_file(seg, &seg->timeindex_fd, ".timeindex", buf + n1, n2, create);
     free(buf);
