@@ -250,6 +250,7 @@ int main(int argc, char **argv)
     gr_store_close(b->store);
     GR_INFO("stopped cleanly (%lld parked-request re-checks since start)", (long long)b->rechecks);
     gr_config_free(&b->cfg);
+    free(b->flushed); /* flush completions that arrived after the loop stopped */
     free(b);
     return 0;
 }

@@ -943,12 +943,13 @@ static int finish_swap(void *p)
         }
         if (err == 0) err = gr_dir_sync(a->dir_fd);
         if (err < 0) {
-            /* The files keep their interim names until the next open completes the swap; the new segment
-               stays pinned so that its descriptor is never closed and reopened by a name that is not its. */
+            /* The files keep their interim names until the next open completes the swap; the new segment's
+               descriptor is kept open (never closed by the LRU and reopened by a name that is not its). Set
+               before the pin is dropped below, so the LRU never sees the segment unpinned without it. */
             GR_WARN("storage: finishing the swap of cleaned segment %" PRId64
                     " failed (%s); completed at next open",
                     a->new_base, strerror(-err));
-            a->pin = NULL;
+            if (a->pin) atomic_store(&a->pin->keep_fd, true);
         }
     }
     if (a->pin) gr_segment_unref(a->pin);

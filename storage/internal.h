@@ -65,6 +65,9 @@ struct gr_segment {
     int32_t tidx_count, tidx_cap;
     struct gr_segment *lru_prev, *lru_next; /* store LRU of open sealed fds */
     bool in_lru;
+    /* Set (any thread) when the files lost their final names (a cleaner swap whose renames failed, completed
+       at the next open): the descriptor must never be closed by the LRU and reopened by a name. */
+    atomic_bool keep_fd;
 };
 
 enum { GR_NAME_DONE = 0, GR_NAME_PENDING = 1, GR_NAME_NAMING = 2 };

@@ -56,6 +56,7 @@ struct gr_segment *gr_segment_new(struct gr_log *log, int64_t base_offset)
     seg->log = log;
     seg->base_offset = base_offset;
     atomic_init(&seg->refs, 1);
+    atomic_init(&seg->keep_fd, false);
     seg->fd = seg->index_fd = seg->timeindex_fd = -1;
     seg->next_offset = base_offset;
     seg->max_timestamp_ms = seg->max_timestamp_offset = seg->rolling_timestamp_ms = -1;
@@ -181,7 +182,7 @@ static void lru_evict(struct gr_store *store, struct gr_segment *keep)
     struct gr_segment *s = store->lru_tail;
     while (store->lru_count > store->cfg.open_segment_fds_max && s) {
         struct gr_segment *prev = s->lru_prev;
-        if (s != keep && atomic_load(&s->refs) == 1) {
+        if (s != keep && atomic_load(&s->refs) == 1 && !atomic_load(&s->keep_fd)) {
             gr_segment_lru_remove(s);
             gr_sys_close(s->fd);
             s->fd = -1;

@@ -75,6 +75,8 @@ static int teardown(void **state)
     gr_sys_reset();
     ev_loop_destroy(f->b->loop);
     gr_config_free(&f->b->cfg);
+    gr_broker_free_waiters(f->b); /* as main.c does at shutdown */
+    free(f->b->flushed); /* completions queued for the loop this test does not run */
     free(f->b);
     th_rmtree(f->dir);
     free(f);
