@@ -128,6 +128,9 @@ static void flush_async_cb(struct ev_loop *loop, ev_async *w, int revents)
     pthread_mutex_unlock(&b->flushed_mu);
     uint64_t gen = ++b->wake_gen;
     for (int i = 0; i < n; i++) {
+        /* The high watermark follows the durable offset even when nobody reads: retention and compaction
+           are bounded by it, so a write-only partition must see it move too. */
+        gr_broker_update_hwm(b, logs[i]);
         struct gr_log_waiters *lw = gr_log_user(logs[i]);
         if (!lw || lw->woken_gen == gen) continue; /* no waiters, or already woken in this round */
         lw->woken_gen = gen;

@@ -713,6 +713,35 @@ static int move_aside(struct gr_store *store, const char *dir_name, const char *
 }
 
 /* Classifies the log directory's subdirectories: finishes pending deletions, moves strays aside. */
+/* A log directory without meta.properties is new: it may hold files, but a subdirectory (other than
+ * lost+found and hidden ones) means somebody else's data, which Gregor would otherwise take for stray
+ * partitions and remove. Returns 0, or -ENOTEMPTY (logged, naming the subdirectory), or -errno. */
+static int refuse_foreign(struct gr_store *store)
+{
+    int fd = dup(store->root_fd);
+    if (fd < 0) return -errno;
+    DIR *d = fdopendir(fd);
+    if (!d) {
+        close(fd);
+        return -errno;
+    }
+    int err = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        const char *name = de->d_name;
+        struct stat st;
+        if (name[0] == '.' || strcmp(name, "lost+found") == 0 || strcmp(name, TOPICS_DIR) == 0) continue;
+        if (fstatat(store->root_fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode)) continue;
+        GR_ERROR("storage: %s has no meta.properties but holds the directory %s: not a Gregor log directory, "
+                 "refusing to use it (point log.dirs at an empty or Gregor directory)",
+                 store->log_dir, name);
+        err = -ENOTEMPTY;
+        break;
+    }
+    closedir(d);
+    return err;
+}
+
 static int scan_root(struct gr_store *store, char ***pending, int *pending_count)
 {
     int fd = dup(store->root_fd);
@@ -734,14 +763,29 @@ static int scan_root(struct gr_store *store, char ***pending, int *pending_count
             err = push_str(pending, pending_count, name, n);
             continue;
         }
+        if (strcmp(name, "lost+found") == 0) continue; /* a file system's, at a mount point */
         const char *dash = strrchr(name, '-');
         int64_t part = -1;
         if (dash && dash != name) parse_long(dash + 1, 0, INT32_MAX, &part);
+        char topic[GR_TOPIC_NAME_BYTES_MAX + 1];
+        size_t tl = dash ? (size_t)(dash - name) : 0;
+        if (tl < sizeof topic) {
+            memcpy(topic, name, tl);
+            topic[tl] = 0;
+        }
+        if (part < 0 || tl == 0 || tl >= sizeof topic || !topic_name_valid(topic)) {
+            /* Not ours (Kafka refuses such a directory too): never delete what Gregor did not write. */
+            GR_ERROR("storage: %s/%s is not a partition directory (<topic>-<partition>): refusing to use this "
+                     "log directory; move it elsewhere",
+                     store->log_dir, name);
+            err = -ENOTEMPTY;
+            break;
+        }
         struct gr_topic *t = part >= 0 ? gr_store_topic_find(store, name, (size_t)(dash - name)) : NULL;
         if (t && part < t->partition_count) continue;
         GR_WARN("storage: %s/%s belongs to no topic: removing it", store->log_dir, name);
         char aside[300];
-        delete_dir_name(aside, sizeof(aside), part >= 0 ? name : "stray", part >= 0 ? (int32_t)part : 0);
+        delete_dir_name(aside, sizeof(aside), name, (int32_t)part);
         if (gr_sys_renameat(store->root_fd, name, store->root_fd, aside) == 0)
             err = push_str(pending, pending_count, aside, strlen(aside));
     }
@@ -823,6 +867,7 @@ int gr_store_open(const struct gr_store_config *cfg, struct gr_store **out)
     if ((err = store->root_fd = gr_sys_openat(AT_FDCWD, store->log_dir, O_RDONLY | O_DIRECTORY, 0)) < 0)
         goto fail;
     bool fresh = false;
+    if (faccessat(store->root_fd, "meta.properties", F_OK, 0) < 0 && (err = refuse_foreign(store)) < 0) goto fail;
     if ((err = meta_properties(store)) < 0) goto fail;
     fresh = err == 1;
     clean = faccessat(store->root_fd, CLEAN_MARKER, F_OK, 0) == 0;

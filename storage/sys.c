@@ -15,7 +15,9 @@
 static int sys_openat(int dirfd, const char *path, int flags, ...)
 {
     mode_t mode = 0;
-    if (flags & O_CREAT) {
+    /* O_TMPFILE creates a file too and takes the mode (without it the file gets mode 0000, which a
+       non-root broker cannot reopen after the roll names it). O_TMPFILE includes O_DIRECTORY's bit. */
+    if ((flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE) {
         va_list ap;
         va_start(ap, flags);
         mode = (mode_t)va_arg(ap, int);

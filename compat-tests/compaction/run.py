@@ -181,6 +181,36 @@ def t_kafka_dump_reads_cleaned_segment():
     tk.check('and no exception or corruption', not any(w in out.lower() for w in ('exception', 'corrupt')), out[-400:])
 
 
+def log_files(topic):
+    return sorted(os.path.basename(p) for p in glob.glob(os.path.join(DATA, f'{topic}-0', '*.log')))
+
+
+def t_write_only_topics():
+    """Compaction and time retention on partitions nobody reads: nothing but produces (no Fetch, ListOffsets
+    or group that would move the high watermark on their behalf); the broker log and the files tell."""
+    create('wo', dict(SMALL, **{'cleanup.policy': 'compact'}))
+    create('rt', {'segment.bytes': '1000', 'retention.ms': '1000'})
+    stream, _ = model_stream()
+    rc, _, err = kcat(['-P', '-t', 'wo', '-K:', '-Z', '-X', 'linger.ms=5'], stream)
+    tk.eq('kcat -P into a compacted topic nobody reads exits 0', 0, rc)
+    rc, _, err = kcat(['-P', '-t', 'rt', '-K:', '-X', 'linger.ms=5'], stream)
+    tk.eq('kcat -P into a 1 s retention topic nobody reads exits 0', 0, rc)
+    cleaned = deleted = False
+    end = time.monotonic() + 30
+    n = 100
+    while time.monotonic() < end and not (cleaned and deleted):
+        with open(os.path.join(os.environ['BROKER_DIR'], 'broker.log'), errors='replace') as f:
+            cleaned = 'wo-0: cleaned offsets' in f.read()
+        deleted = '00000000000000000000.log' not in log_files('rt')  # the first segment expired and went
+        if not cleaned:
+            n += 1
+            sentinel('wo', n)  # new dirty data, still no reader
+        time.sleep(1)
+    tk.check('a compacted partition nobody reads is cleaned (broker log: "wo-0: cleaned offsets")', cleaned)
+    tk.check('a partition nobody reads loses its expired segments (retention.ms=1000)', deleted,
+             f'segments after 30 s: {log_files("rt")}')
+
+
 def t_after_restart():
     with open(os.path.join(DATA, 'cmp-0', '.expected')) as f:
         latest = eval(f.read())  # noqa: S307 (our own repr of a dict of str)
@@ -201,4 +231,5 @@ else:
     tk.run('null key refused', t_null_key_refused)
     tk.run('policy change', t_policy_change_takes_effect)
     tk.run('kafka-dump-log', t_kafka_dump_reads_cleaned_segment)
+    tk.run('write-only topics', t_write_only_topics)
 tk.finish()

@@ -27,6 +27,24 @@ check_eq "before the log directory is created" "no" "$([ -e "$tmp/d" ] && echo y
 check_eq "--version" "gregor" "$("$GREGOR_BIN" --version | cut -d' ' -f1)"
 rm -rf "$tmp"
 
+# A log directory holding somebody else's directories is refused, never cleaned up.
+tmp=$(mktemp -d /tmp/gregor-test.XXXXXX)
+mkdir -p "$tmp/home/Documents" "$tmp/home/projects-2" && echo keep >"$tmp/home/Documents/a.txt" && echo keep >"$tmp/home/projects-2/b.txt"
+out=$("$GREGOR_BIN" --override listeners=PLAINTEXT://127.0.0.1:0 --override "log.dirs=$tmp/home" 2>&1)
+check_eq "log.dirs at a directory with other subdirectories and no meta.properties: exit 1" "1" "$?"
+case "$out" in *"not a Gregor log directory"*) pass "saying it is not a Gregor log directory" ;; *) fail "saying it is not a Gregor log directory" "$out" ;; esac
+check_eq "its subdirectories and files are untouched" "keep keep" "$(cat "$tmp/home/Documents/a.txt" "$tmp/home/projects-2/b.txt" 2>&1 | tr '\n' ' ' | sed 's/ $//')"
+check_eq "and nothing was written into it" "no" "$([ -e "$tmp/home/meta.properties" ] && echo yes || echo no)"
+BROKER_DIR="$tmp/b" && mkdir -p "$BROKER_DIR"
+broker_start || fail "start"
+broker_stop
+mkdir -p "$BROKER_DIR/data/backup" && echo keep >"$BROKER_DIR/data/backup/x"
+out=$("$GREGOR_BIN" --override listeners=PLAINTEXT://127.0.0.1:0 --override "log.dirs=$BROKER_DIR/data" 2>&1)
+check_eq "a Gregor log directory with a non-partition subdirectory added: exit 1" "1" "$?"
+case "$out" in *"is not a partition directory"*) pass "naming the directory" ;; *) fail "naming the directory" "$out" ;; esac
+check_eq "which is untouched" "keep" "$(cat "$BROKER_DIR/data/backup/x" 2>&1)"
+rm -rf "$tmp"
+
 # __consumer_offsets: created on first group use, replayed at the next start.
 offsets_step() { # offsets_step STEP: one pass/fail per line that offsets_topic.py prints
     local line

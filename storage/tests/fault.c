@@ -238,7 +238,7 @@ static void records_rename(const char *from, const char *to)
 static int f_openat(int dirfd, const char *path, int flags, ...)
 {
     mode_t mode = 0;
-    if (flags & O_CREAT) {
+    if ((flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE) { /* as storage/sys.c */
         va_list ap;
         va_start(ap, flags);
         mode = (mode_t)va_arg(ap, int);
