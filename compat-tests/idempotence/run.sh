@@ -10,7 +10,7 @@
 #   topic: every acknowledged record stored exactly once at its reported offset, no duplicate, nothing
 #   stored that was not sent, per-partition order.
 #   0. self-check: the same with enable.idempotence=false must show duplicates (the check can fail).
-#   1. IDEM_RECORDS (default 20,000) records through the cutting proxy.
+#   1. IDEM_RECORDS (default 200,000, the issue's figure) records through the cutting proxy.
 #   2. The same with IDEM_KILL_ROUNDS (default 1) kill -9 and restarts of the broker during the produce;
 #      just before each kill the proxy holds back every Produce response (until at least one was), so batches the
 #      broker appended just before it died are retried against the restarted broker (which must know them
@@ -22,7 +22,7 @@
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/../lib/broker.sh"
-N=${IDEM_RECORDS:-20000}
+N=${IDEM_RECORDS:-200000}
 ROUNDS=${IDEM_KILL_ROUNDS:-1}
 SEED=${IDEM_SEED:-$(( $(od -An -N4 -tu4 /dev/urandom) ))}
 RATE=${IDEM_CUT_RATE:-0.05}
