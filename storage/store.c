@@ -628,15 +628,25 @@ static int config_check(const struct gr_store_config *cfg)
     return 0;
 }
 
+/* Opens a directory stream on a duplicate of `dir_fd` (which stays open). Returns 0 and *out, or -errno. */
+static int dir_open(int dir_fd, DIR **out)
+{
+    int fd = dup(dir_fd);
+    if (fd < 0) return -errno;
+    *out = fdopendir(fd);
+    if (!*out) {
+        int err = -errno;
+        close(fd);
+        return err;
+    }
+    return 0;
+}
+
 static int load_topics(struct gr_store *store)
 {
-    int fd = dup(store->topics_dir_fd);
-    if (fd < 0) return -errno;
-    DIR *d = fdopendir(fd);
-    if (!d) {
-        close(fd);
-        return -errno;
-    }
+    DIR *d;
+    int derr = dir_open(store->topics_dir_fd, &d);
+    if (derr < 0) return derr;
     int err = 0;
     struct dirent *de;
     while ((de = readdir(d)) != NULL && err == 0) {
@@ -712,19 +722,14 @@ static int move_aside(struct gr_store *store, const char *dir_name, const char *
     return 0;
 }
 
-/* Classifies the log directory's subdirectories: finishes pending deletions, moves strays aside. */
 /* A log directory without meta.properties is new: it may hold files, but a subdirectory (other than
  * lost+found and hidden ones) means somebody else's data, which Gregor would otherwise take for stray
  * partitions and remove. Returns 0, or -ENOTEMPTY (logged, naming the subdirectory), or -errno. */
 static int refuse_foreign(struct gr_store *store)
 {
-    int fd = dup(store->root_fd);
-    if (fd < 0) return -errno;
-    DIR *d = fdopendir(fd);
-    if (!d) {
-        close(fd);
-        return -errno;
-    }
+    DIR *d;
+    int derr = dir_open(store->root_fd, &d);
+    if (derr < 0) return derr;
     int err = 0;
     struct dirent *de;
     while ((de = readdir(d)) != NULL) {
@@ -742,15 +747,14 @@ static int refuse_foreign(struct gr_store *store)
     return err;
 }
 
+/* Classifies the log directory's subdirectories: finishes pending deletions, moves strays of Gregor's own
+ * (partition directories of no topic: a crash during topic creation or deletion) aside, and refuses a
+ * directory that is not a partition directory (-ENOTEMPTY). */
 static int scan_root(struct gr_store *store, char ***pending, int *pending_count)
 {
-    int fd = dup(store->root_fd);
-    if (fd < 0) return -errno;
-    DIR *d = fdopendir(fd);
-    if (!d) {
-        close(fd);
-        return -errno;
-    }
+    DIR *d;
+    int derr = dir_open(store->root_fd, &d);
+    if (derr < 0) return derr;
     int err = 0;
     struct dirent *de;
     while ((de = readdir(d)) != NULL && err == 0) {
