@@ -144,6 +144,33 @@ static void unpark(struct gr_req *req)
     ev_timer_stop(b->loop, &req->deadline_w);
 }
 
+void gr_req_unpark(struct gr_req *req)
+{
+    unpark(req);
+}
+
+void gr_req_complete(struct gr_req *req, enum gr_handler_rc rc)
+{
+    switch (rc) {
+    case GR_HANDLER_DONE:
+        gr_req_finish(req);
+        break;
+    case GR_HANDLER_WAIT:
+        break;
+    case GR_HANDLER_NO_RESPONSE:
+        gr_req_finish_silent(req);
+        break;
+    case GR_HANDLER_CLOSE:
+        unpark(req);
+        req->done = req->no_response = true;
+        if (req->conn)
+            gr_conn_close(req->conn, "handler asked to close");
+        else
+            gr_req_free(req);
+        break;
+    }
+}
+
 void gr_req_finish(struct gr_req *req)
 {
     unpark(req);

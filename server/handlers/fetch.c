@@ -233,10 +233,13 @@ static void prefetch_done(struct gr_io_job *job)
     struct fetch_prefetch *p = (struct fetch_prefetch *)job;
     struct gr_req *req = p->req;
     struct fetch_state *st = req->hstate;
-    for (int i = 0; i < p->count; i++) gr_log_slice_release(&p->slices[i]);
-    free(p);
+    /* What the pool opened or loaded goes to its segments; the references stay until the refill is done,
+       so the fd cap cannot close a file just reopened for this request before it is read. */
+    for (int i = 0; i < p->count; i++) gr_log_slice_install(&p->slices[i]);
     st->prefetching = false;
     fetch_fill(req); /* the state may have moved meanwhile; what was read in is in the page cache */
+    for (int i = 0; i < p->count; i++) gr_log_slice_release(&p->slices[i]);
+    free(p);
     if (try_answer(req)) return;
     release_slices(req); /* not enough data yet: keep waiting (parked) for appends */
     if (!st->waiting_logs) wait_on_logs(req);
