@@ -126,7 +126,12 @@ int gr_sys_close(int fd)
 
 ssize_t gr_sys_pread_full(int fd, void *buf, size_t n, int64_t pos)
 {
-    if (audit_report && n > 0 && gr_sys_range_resident(fd, pos, (int64_t)n) == 0) audit_report("cold pread", fd, NULL);
+    if (audit_report && n > 0) { /* only the part inside the file: pages past its end are never read */
+        struct stat st;
+        int64_t end = pos + (int64_t)n;
+        if (fstat(fd, &st) == 0 && end > st.st_size) end = st.st_size;
+        if (end > pos && gr_sys_range_resident(fd, pos, end - pos) == 0) audit_report("cold pread", fd, NULL);
+    }
     size_t done = 0;
     while (done < n) {
         ssize_t r = gr_sys.pread(fd, (char *)buf + done, n - done, (off_t)(pos + (int64_t)done));
