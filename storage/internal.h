@@ -125,6 +125,7 @@ struct gr_log {
     atomic_bool spare_requested; /* a spare job is queued */
     atomic_bool on_timed_list; /* [store flusher mu] written; read unlocked as a hint */
     int64_t flush_deadline_mono_ms;
+    bool retention_roll_deferred; /* retention waited one run for a spare to roll an expired active segment */
     struct gr_log *timed_next;
     int64_t cleaner_checkpoint; /* first dirty offset (cleaner-offset-checkpoint), -1 none; cleaner.c */
     bool cleaning;              /* a clean job holds segments of this log; cleaner.c */
@@ -313,6 +314,10 @@ int64_t gr_segment_boundary_before(struct gr_segment *seg, int64_t from, int64_t
    index size) and no spare exists or is queued, queues a housekeeping job that opens an unnamed file
    (O_TMPFILE) in the partition directory and leaves it in log->spare_fd. Network thread; no I/O. */
 void gr_roll_prepare(struct gr_log *log, const struct gr_segment *active, int64_t now_ms);
+/* Asks for a spare now, whatever the active segment's size (retention rolling an expired active segment).
+   Returns true when a spare is ready; otherwise queues the job unless one is queued (or no flusher thread
+   runs) and returns false. Network thread; no I/O. */
+bool gr_roll_request_spare(struct gr_log *log);
 /* At a roll: a new segment at `base` made from the spare file (no file-system call but fstat), with
    name_state PENDING, or NULL when there is no spare (the caller creates the files itself). */
 struct gr_segment *gr_roll_take_spare(struct gr_log *log, int64_t base);

@@ -1060,8 +1060,18 @@ void gr_log_retention(struct gr_log *log, int64_t now_ms)
     }
     if (del == 0) return;
     if (del == n) {
-        /* Everything expired, the active segment too: roll so that it can go (Kafka does the same). */
-        if (log_roll(log) < 0) del = n - 1;
+        /* Everything expired, the active segment too: roll so that it can go (Kafka does the same). The
+           roll takes a spare made ahead by a flusher, so that this timer creates no file: without one it
+           asks for one and waits for the next run (once; then it rolls the blocking way, e.g. without
+           O_TMPFILE support). */
+        if (!gr_roll_request_spare(log) && !log->retention_roll_deferred) {
+            log->retention_roll_deferred = true;
+            del = n - 1;
+        } else if (log_roll(log) < 0) {
+            del = n - 1;
+        } else {
+            log->retention_roll_deferred = false;
+        }
     }
     if (del == 0) return;
     remove_head_segments(log, del);

@@ -35,17 +35,25 @@ void gr_roll_prepare(struct gr_log *log, const struct gr_segment *active, int64_
     bool near = active->size_bytes > cfg->segment_bytes / 2 || age > cfg->segment_ms / 2 ||
                 active->idx_count > cfg->segment_index_bytes / 16;
     if (!near) return;
+    gr_roll_request_spare(log);
+}
+
+bool gr_roll_request_spare(struct gr_log *log)
+{
+    if (atomic_load(&log->spare_fd) >= 0) return true;
+    if (atomic_load(&log->spare_requested) || !log->store->fl.threads) return false;
     struct gr_job *job = calloc(1, sizeof(*job));
-    if (!job) return;
+    if (!job) return false;
     job->type = GR_JOB_SPARE;
     job->log = log;
     job->dir_fd = dup(log->dir_fd);
     if (job->dir_fd < 0) {
         free(job);
-        return;
+        return false;
     }
     atomic_store(&log->spare_requested, true);
     gr_flusher_job(log->store, job);
+    return false;
 }
 
 void gr_roll_spare_job_run(struct gr_job *job)
