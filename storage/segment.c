@@ -20,7 +20,14 @@
  * increasing timestamps; every position is a batch start below size_bytes. The active segment's indexes
  * live in memory and reach their files when it is sealed or the store closes cleanly (an unclean restart
  * rebuilds them from the .log); a sealed segment's indexes are loaded on first use and rebuilt by a header
- * scan if they fail the sanity checks. Read next: log.c.
+ * scan if they fail the sanity checks.
+ *
+ * Open files: every open .log descriptor (sealed or active) is in the store's LRU, capped by
+ * open_segment_fds_max; a segment nobody else references (refs == 1: no unsynced data, no flush, no slice,
+ * no pool load) may have its descriptor closed, and it is reopened on demand. During a no-wait read
+ * (gr_segment_nowait_set) nothing here opens, reads a cold page or loads an index: it notes the work and
+ * returns -EAGAIN; gr_seg_load does that work on an I/O pool thread in a private shadow segment, and
+ * gr_seg_load_install moves the result in on the network thread. Read next: log.c, residency.c.
  */
 #include <assert.h>
 #include <errno.h>

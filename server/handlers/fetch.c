@@ -11,8 +11,9 @@
  * (gr_log_slice_resident: cachestat, no disk wait); if some range is not resident the request stays parked
  * while an I/O pool thread reads those ranges in (gr_log_slice_prefetch), and is then answered from the
  * page cache, so the network thread's sendfile never waits for the disk. The lookups that find the range
- * (batch headers from the index position, index files not loaded yet) run without waiting too
- * (gr_log_read_nowait): a page they need is read in by the pool first, then the fill is redone. A range
+ * (batch headers from the index position, index files not loaded yet or missing, a segment file closed by
+ * the fd cap) run without waiting too (gr_log_read_nowait): the pool reads the page in, opens the file,
+ * loads or rebuilds the indexes, then the fill is redone with that work pinned (gr_log_slice_install). A range
  * evicted again between the read-in and the send is sent as is (one read-in per request, no loop). A parked fetch waits on the
  * logs of its partitions only (gr_broker_wait_log): an append elsewhere does not re-check it. Without transactions the last stable offset is the high watermark and
  * aborted_transactions is null for read_uncommitted, empty for read_committed. Errors carry Kafka's
