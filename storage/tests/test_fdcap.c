@@ -9,7 +9,8 @@
  * /proc/self/fd, never exceed the cap at any observation point, the caller's thread opens no file
  * (fault_count_this_thread(F_OPEN)), and every batch reads back with the right offsets and tags, also
  * after a crash (crash-mode recovery from the fault shim). A sealed segment whose .index was deleted gets
- * it rebuilt (and rewritten) by the pool thread, not by the caller.
+ * it rebuilt (and rewritten) by the pool thread, not by the caller. Compaction of segments whose files the
+ * cap closed opens them on the cleaner's side (job_open_files), never through gr_segment_fd, and is right.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -27,6 +28,9 @@
 #include <cmocka.h>
 
 #include "common/log.h"
+#include "common/time.h"
+#include "protocol/record_batch.h"
+#include "storage/cleaner.h"
 #include "storage/internal.h"
 #include "storage/iopool.h"
 #include "storage/tests/fault.h"
@@ -365,12 +369,81 @@ static void test_missing_index_rebuilt_on_pool(void **state)
     free(seen);
 }
 
+static void append_keyed(struct gr_log *log, int i)
+{
+    char key[8], value[256];
+    snprintf(key, sizeof(key), "k%d", i % 5);
+    memset(value, 'x', sizeof(value));
+    int vl = snprintf(value, sizeof(value), "v%d", i);
+    value[vl] = 'x';
+    struct gr_record_in r = {.timestamp = gr_time_wall_ms(), .key = {(const uint8_t *)key, (int32_t)strlen(key)},
+                             .value = {(const uint8_t *)value, (int32_t)sizeof(value)}};
+    struct gr_batch_params bp = {.partition_leader_epoch = -1, .codec = GR_CODEC_NONE, .log_append_time = -1,
+                                 .producer_id = -1, .producer_epoch = -1, .base_sequence = -1};
+    uint8_t *b;
+    size_t len;
+    assert_int_equal(gr_batch_build(&bp, &r, 1, &b, &len), 0);
+    struct gr_append_result res;
+    assert_int_equal(gr_log_append(log, b, len, -1, &res), 0);
+    free(b);
+}
+
+static void test_compaction_of_closed_files(void **state)
+{
+    struct fx *f = *state;
+    open_store(f);
+    const char *k[] = {"cleanup.policy", "segment.bytes"}, *v[] = {"compact", "4096"};
+    struct gr_topic *t;
+    assert_int_equal(gr_store_topic_create(f->store, "cmp", 1, k, v, 2, &t), 0);
+    for (int i = 0; i < 80; i++) append_keyed(gr_topic_log(t, 0), i);
+    gr_store_close(f->store);
+    open_store(f); /* clean: sealed files stay closed until used */
+    t = gr_store_topic_find(f->store, "cmp", 3);
+    struct gr_log *log = gr_topic_log(t, 0);
+    int n = gr_log_segment_count(log);
+    assert_true(n >= 4);
+    for (int i = 0; i + 1 < n; i++) assert_true(log->segs[i]->fd < 0);
+    assert_int_equal(gr_log_clean_now(log, gr_time_wall_ms(), NULL), 0);
+    /* the old segments were read through the job's own descriptors: the cap's LRU did not grow past it */
+    assert_true(gr_store_open_segment_fds(f->store) <= CAP);
+    /* each key's latest value below the active segment is there, and fewer records than written */
+    int64_t records = 0;
+    bool latest[5] = {false};
+    int64_t off = gr_log_start_offset(log), end = gr_log_end_offset(log);
+    for (int guard = 0; off < end; guard++) {
+        assert_true(guard < 1000);
+        struct gr_log_slice s;
+        assert_int_equal(gr_log_read(log, off, 1 << 20, end, true, &s), 0);
+        if (s.bytes == 0) break;
+        uint8_t *buf = th_slice_bytes(&s);
+        size_t pos = 0, blen;
+        const uint8_t *b;
+        while (gr_batch_next(buf, (size_t)s.bytes, &pos, &b, &blen) == 1) {
+            struct gr_record_iter it;
+            assert_int_equal(gr_record_iter_init(&it, b, blen), 0);
+            struct gr_record rec;
+            while (gr_record_iter_next(&it, &rec) == 1) {
+                records++;
+                int key = rec.key.ptr[1] - '0', val = atoi((const char *)rec.value.ptr + 1);
+                if (val >= 75) latest[key] = latest[key] || val % 5 == key; /* the last 5 writes, one per key */
+            }
+            gr_record_iter_close(&it);
+            off = gr_batch_last_offset(b) + 1;
+        }
+        free(buf);
+        gr_log_slice_release(&s);
+    }
+    assert_true(records < 80);
+    for (int i = 0; i < 5; i++) assert_true(latest[i]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_cap_produce_and_fetch_all, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cap_crash_recovery, setup, teardown),
         cmocka_unit_test_setup_teardown(test_missing_index_rebuilt_on_pool, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_compaction_of_closed_files, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
