@@ -58,6 +58,10 @@ run_py "io/run.py capped_check" "$here/run.py" capped_check
 sleep 1.5 # the housekeeping timer closes files pinned by the last requests
 check "the broker's open segment files are within gregor.open.files.max=8 (/proc/PID/fd)" \
     test "$(ls -l /proc/$BROKER_PID/fd 2>/dev/null | grep -c '/data/.*\.log$')" -le 8
+check "the deleted .index of many-0's first segment was rebuilt (on the I/O pool: no audit line above)" \
+    grep -q "many-0: rebuilt indexes of segment 0 " "$BROKER_DIR/broker.log"
+test -s "$BROKER_DIR/data/many-0/00000000000000000000.index" && pass "the rebuilt .index was written back" ||
+    fail "the rebuilt .index was written back"
 broker_stop TERM
 grep -q "stopped cleanly" "$BROKER_DIR/broker.log" || fail "broker stops cleanly after the capped run"
 summary io
