@@ -1151,7 +1151,8 @@ static int begin_grow(struct gr_store *store, struct gr_topic_op *op)
 static int begin_config(struct gr_store *store, struct gr_topic_op *op)
 {
     struct gr_topic *t = op->topic;
-    if (t->deleted || configs_check(store, (const char *const *)op->keys, (const char *const *)op->values,
+    if (t->deleted) return -ENOENT;
+    if (configs_check(store, (const char *const *)op->keys, (const char *const *)op->values,
                                     op->count, &op->cfg) < 0)
         return -EINVAL;
     return topic_file_format(t, t->partition_count, op->keys, op->values, op->count, &op->file, &op->file_len,

@@ -148,7 +148,7 @@ struct gr_topic_op *gr_topic_op_create(const char *name, int32_t partitions, con
 struct gr_topic_op *gr_topic_op_delete(struct gr_topic *topic);
 /* CreatePartitions: like gr_store_topic_add_partitions. */
 struct gr_topic_op *gr_topic_op_add_partitions(struct gr_topic *topic, int32_t new_total);
-/* AlterConfigs/IncrementalAlterConfigs: like gr_topic_config_set_all. */
+/* AlterConfigs/IncrementalAlterConfigs: like gr_topic_config_set_all (a deleted topic: -ENOENT). */
 struct gr_topic_op *gr_topic_op_set_configs(struct gr_topic *topic, const char *const *keys,
                                             const char *const *values, int count);
 /* Step 1, network thread, one operation at a time per store (the next begin after the previous finish).
@@ -198,7 +198,7 @@ int gr_topic_config_count(const struct gr_topic *t);
 void gr_topic_config_at(const struct gr_topic *t, int i, const char **key, const char **value);
 /* Replaces the whole topic-level config set durably (IncrementalAlterConfigs/AlterConfigs computed the
    new set). Takes effect for the next append/roll/retention run. Returns 0, -EINVAL (unknown key or bad
-   value; nothing changed) or -errno (nothing changed). */
+   value; nothing changed), -ENOENT (the topic was deleted) or -errno (nothing changed). */
 int gr_topic_config_set_all(struct gr_store *store, struct gr_topic *t, const char *const *keys,
                             const char *const *values, int count);
 /* True if Kafka knows `key` as a topic config name (TopicConfig), i.e. gr_store_topic_create accepts it. */
