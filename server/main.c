@@ -22,6 +22,7 @@
 #include "storage/cleaner.h"
 #include "server/handlers/handlers.h"
 #include "coordinator/offsets_log.h"
+#include "storage/sys.h"
 
 #ifndef GREGOR_VERSION
 #define GREGOR_VERSION "0.1.0"
@@ -83,6 +84,28 @@ static void housekeeping_cb(struct ev_loop *loop, ev_timer *w, int revents)
 
 /* Takes an exclusive lock on <log dir>/.lock (Kafka's guard against two brokers on one directory).
  * Returns the descriptor (kept open for the process's life) or -1 after logging why. */
+/* GREGOR_NET_THREAD_AUDIT=1: one WARN line per call that may wait for the disk made on the network thread
+   after start (storage/sys.h gr_sys_audit_this_thread); =/absolute/path: the same lines are also appended
+   to that file (compat-tests/run.sh collects them from every broker a suite starts). Tests assert there
+   are none. */
+static int audit_fd = -1;
+
+static void net_thread_audit_report(const char *op, int fd, const char *path)
+{
+    char proc[64], where[512] = "?", line[1200];
+    snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+    ssize_t n = fd >= 0 ? readlink(proc, where, sizeof where - 1) : -1;
+    where[n > 0 ? n : 0] = 0;
+    GR_WARN("net-thread disk call: %s %s%s%s", op, n > 0 ? where : "", path ? "/" : "", path ? path : "");
+    if (audit_fd >= 0) {
+        int len = snprintf(line, sizeof line, "%d %s %s%s%s\n", (int)getpid(), op, n > 0 ? where : "",
+                           path ? "/" : "", path ? path : "");
+        if (len > 0 && write(audit_fd, line, (size_t)len < sizeof line ? (size_t)len : sizeof line - 1) < 0) {
+            /* best effort: the WARN line above was logged */
+        }
+    }
+}
+
 static int lock_log_dir(const char *dir)
 {
     char parents[4096];
@@ -231,9 +254,17 @@ int main(int argc, char **argv)
     ev_timer_start(b->loop, &b->housekeeping_timer);
     b->last_retention_ms = b->last_producer_expiry_ms = gr_time_mono_ms();
 
+    const char *audit = getenv("GREGOR_NET_THREAD_AUDIT");
+    if (audit && *audit && strcmp(audit, "0") != 0) {
+        if (audit[0] == '/' && (audit_fd = open(audit, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644)) < 0)
+            GR_WARN("GREGOR_NET_THREAD_AUDIT: cannot open %s: %s", audit, strerror(errno));
+        gr_sys_audit_this_thread(net_thread_audit_report);
+        GR_INFO("network thread audit on: calls that may wait for the disk are logged");
+    }
     GR_INFO("gregor %s started in %lld ms: node %d, cluster %s, log dir %s, %d topics", GREGOR_VERSION,
             (long long)(gr_time_mono_ms() - t0), b->node_id, gr_store_cluster_id(b->store), dir, gr_store_topic_count(b->store));
     ev_run(b->loop, 0);
+    gr_sys_audit_this_thread(NULL); /* shutdown may wait for the disk: nobody is served any more */
 
     gr_net_close_all(b);
     ev_run(b->loop, EVRUN_NOWAIT); /* let deferred connection frees run */

@@ -1037,6 +1037,7 @@ static bool has_suffix(const char *s, const char *sfx)
    removes leftovers of interrupted atomic writes and Kafka's .deleted/.cleaned/.swap files. */
 static int list_dir(struct gr_log *log, int64_t **bases_out, int *count_out)
 {
+    gr_sys_audit_note("readdir", log->dir_fd, NULL);
     int fd = dup(log->dir_fd);
     if (fd < 0) return -errno;
     DIR *d = fdopendir(fd);

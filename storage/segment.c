@@ -114,6 +114,7 @@ int gr_segment_open(struct gr_segment *seg, bool active)
     char name[GR_SEGMENT_NAME_BYTES];
     gr_segment_file_name(name, seg->base_offset, ".log");
     struct stat st;
+    gr_sys_audit_note("fstatat", seg->log->dir_fd, name);
     if (fstatat(seg->log->dir_fd, name, &st, 0) < 0) return -errno;
     seg->dev = st.st_dev;
     seg->ino = st.st_ino;
@@ -558,6 +559,7 @@ int gr_segment_load_max_timestamp(struct gr_segment *seg, const struct gr_log_co
     char name[GR_SEGMENT_NAME_BYTES];
     gr_segment_file_name(name, seg->base_offset, ".timeindex");
     struct stat st;
+    gr_sys_audit_note("fstatat", seg->log->dir_fd, name);
     if (fstatat(seg->log->dir_fd, name, &st, 0) == 0 && st.st_size >= 12 && st.st_size % 12 == 0) {
         int fd = gr_sys_openat(seg->log->dir_fd, name, O_RDONLY, 0);
         if (fd >= 0) {

@@ -633,6 +633,7 @@ static int config_check(const struct gr_store_config *cfg)
 /* Opens a directory stream on a duplicate of `dir_fd` (which stays open). Returns 0 and *out, or -errno. */
 static int dir_open(int dir_fd, DIR **out)
 {
+    gr_sys_audit_note("readdir", dir_fd, NULL);
     int fd = dup(dir_fd);
     if (fd < 0) return -errno;
     *out = fdopendir(fd);

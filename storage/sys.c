@@ -90,8 +90,26 @@ void gr_sys_reset(void)
     gr_sys = gr_sys_libc;
 }
 
+static _Thread_local void (*audit_report)(const char *op, int fd, const char *path);
+
+void gr_sys_audit_this_thread(void (*report)(const char *op, int fd, const char *path))
+{
+    audit_report = report;
+}
+
+void gr_sys_audit_note(const char *op, int fd, const char *path)
+{
+    if (audit_report) audit_report(op, fd, path);
+}
+
+#define AUDIT(op, fd, path)                                                                                    \
+    do {                                                                                                       \
+        if (audit_report) audit_report(op, fd, path);                                                          \
+    } while (0)
+
 int gr_sys_openat(int dirfd, const char *path, int flags, int mode)
 {
+    AUDIT("openat", dirfd, path);
     for (;;) {
         int fd = gr_sys.openat(dirfd, path, flags | O_CLOEXEC, mode);
         if (fd >= 0) return fd;
@@ -108,6 +126,12 @@ int gr_sys_close(int fd)
 
 ssize_t gr_sys_pread_full(int fd, void *buf, size_t n, int64_t pos)
 {
+    if (audit_report && n > 0) { /* only the part inside the file: pages past its end are never read */
+        struct stat st;
+        int64_t end = pos + (int64_t)n;
+        if (fstat(fd, &st) == 0 && end > st.st_size) end = st.st_size;
+        if (end > pos && gr_sys_range_resident(fd, pos, end - pos) == 0) audit_report("cold pread", fd, NULL);
+    }
     size_t done = 0;
     while (done < n) {
         ssize_t r = gr_sys.pread(fd, (char *)buf + done, n - done, (off_t)(pos + (int64_t)done));
@@ -153,17 +177,20 @@ int gr_sys_pwrite_full(int fd, const void *buf, size_t n, int64_t pos)
 
 int gr_sys_fdatasync(int fd)
 {
+    AUDIT("fdatasync", fd, NULL);
     /* No EINTR retry: a failed fdatasync is never retried as proof of anything (fsyncgate). */
     return gr_sys.fdatasync(fd) == 0 ? 0 : -errno;
 }
 
 int gr_sys_fsync(int fd)
 {
+    AUDIT("fsync", fd, NULL);
     return gr_sys.fsync(fd) == 0 ? 0 : -errno;
 }
 
 int gr_sys_link_fd(int fd, int dirfd, const char *name)
 {
+    AUDIT("linkat", dirfd, name);
     char proc[64];
     snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
     return gr_sys.linkat(AT_FDCWD, proc, dirfd, name, AT_SYMLINK_FOLLOW) == 0 ? 0 : -errno;
@@ -171,11 +198,13 @@ int gr_sys_link_fd(int fd, int dirfd, const char *name)
 
 int gr_sys_syncfs(int fd)
 {
+    AUDIT("syncfs", fd, NULL);
     return gr_sys.syncfs(fd) == 0 ? 0 : -errno;
 }
 
 int gr_sys_ftruncate(int fd, int64_t len)
 {
+    AUDIT("ftruncate", fd, NULL);
     for (;;) {
         if (gr_sys.ftruncate(fd, (off_t)len) == 0) return 0;
         if (errno != EINTR) return -errno;
@@ -184,16 +213,19 @@ int gr_sys_ftruncate(int fd, int64_t len)
 
 int gr_sys_renameat(int olddirfd, const char *oldpath, int newdirfd, const char *newpath)
 {
+    AUDIT("renameat", olddirfd, oldpath);
     return gr_sys.renameat(olddirfd, oldpath, newdirfd, newpath) == 0 ? 0 : -errno;
 }
 
 int gr_sys_unlinkat(int dirfd, const char *path, int flags)
 {
+    AUDIT("unlinkat", dirfd, path);
     return gr_sys.unlinkat(dirfd, path, flags) == 0 ? 0 : -errno;
 }
 
 int gr_sys_mkdirat(int dirfd, const char *path, int mode)
 {
+    AUDIT("mkdirat", dirfd, path);
     return gr_sys.mkdirat(dirfd, path, (mode_t)mode) == 0 ? 0 : -errno;
 }
 

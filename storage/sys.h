@@ -76,4 +76,16 @@ int gr_sys_link_fd(int fd, int dirfd, const char *name);
    the first and last page). */
 int gr_sys_range_resident(int fd, int64_t pos, int64_t len);
 
+/* Audit of blocking calls on one thread (the server's network thread must never wait for the disk; issue
+   #4). After gr_sys_audit_this_thread(report) on a thread, every wrapper above that may block on the disk
+   (openat, fdatasync, fsync, syncfs, ftruncate, renameat, unlinkat, mkdirat, link_fd, and a pread_full of
+   a range not in the page cache) and every gr_sys_audit_note made on THAT thread calls
+   report(op, fd, path) before the call (fd -1 or path NULL when the call has none). Append pwrites to the
+   page cache are not reported. report NULL turns the audit off for the calling thread. Costs one
+   thread-local test per call when off. */
+void gr_sys_audit_this_thread(void (*report)(const char *op, int fd, const char *path));
+/* For blocking calls made outside the wrappers (fstatat, directory listings): reports `op` as above when
+   the calling thread is audited. */
+void gr_sys_audit_note(const char *op, int fd, const char *path);
+
 #endif
