@@ -95,6 +95,7 @@ struct gr_req {
     void *hstate;                        /* handler state (arena) */
     struct gr_req_topic_ops *topic_ops;  /* storage topic operations the response waits for (arena) */
     bool groups_deferred;                /* waited once for the group coordinator's start (gr_groups_defer) */
+    bool topic_barrier_passed;           /* waited once for earlier topic operations (gr_req_topic_barrier) */
     /* output */
     struct gr_req_slice *slices;
     uint8_t *out_mem;

@@ -260,6 +260,10 @@ void gr_dispatch_handler(struct gr_req *req)
         gr_req_finish_silent(req);
         break;
     case GR_HANDLER_CLOSE:
+        if (!req->conn) { /* it waited before its handler ran and the connection went away meanwhile */
+            gr_req_free(req);
+            break;
+        }
         req->done = req->no_response = true;
         gr_conn_close(req->conn, "handler asked to close");
         break;

@@ -939,7 +939,7 @@ void gr_store_close(struct gr_store *store)
  *   config: the topic file replaced atomically.
  */
 
-enum topic_op_kind { OP_CREATE, OP_DELETE, OP_GROW, OP_CONFIG };
+enum topic_op_kind { OP_CREATE, OP_DELETE, OP_GROW, OP_CONFIG, OP_BARRIER };
 
 struct gr_topic_op {
     struct gr_io_job job; /* first: the pool hands it back */
@@ -1054,6 +1054,11 @@ struct gr_topic_op *gr_topic_op_set_configs(struct gr_topic *topic, const char *
     struct gr_topic_op *op = op_new(OP_CONFIG, keys, values, count);
     if (op) op->topic = topic;
     return op;
+}
+
+struct gr_topic_op *gr_topic_op_barrier(void)
+{
+    return op_new(OP_BARRIER, NULL, NULL, 0);
 }
 
 /* Kafka's Topic.hasCollision: equal once '.' and '_' are treated alike, but not identical. */
@@ -1172,7 +1177,8 @@ int gr_topic_op_begin(struct gr_store *store, struct gr_topic_op *op)
     case OP_CREATE: err = begin_create(store, op); break;
     case OP_DELETE: err = begin_delete(store, op); break;
     case OP_GROW: err = begin_grow(store, op); break;
-    default: err = begin_config(store, op); break;
+    case OP_CONFIG: err = begin_config(store, op); break;
+    default: err = 0; break; /* barrier */
     }
     if (op->kind == OP_CREATE && err == 0 && !(op->logs = calloc((size_t)op->to, sizeof(*op->logs))))
         err = -ENOMEM;
@@ -1256,7 +1262,10 @@ void gr_topic_op_run(struct gr_topic_op *op)
     case OP_CREATE:
     case OP_GROW: op->result = run_create_or_grow(op); break;
     case OP_DELETE: op->result = run_delete(op); break;
-    default: op->result = gr_file_write_atomic(op->topics_dir_fd, op->fname, op->file, op->file_len); break;
+    case OP_CONFIG:
+        op->result = gr_file_write_atomic(op->topics_dir_fd, op->fname, op->file, op->file_len);
+        break;
+    default: break; /* barrier */
     }
 }
 
@@ -1307,6 +1316,7 @@ int gr_topic_op_finish(struct gr_store *store, struct gr_topic_op *op, struct gr
         GR_INFO("storage: deleted topic %s", t->name);
         break;
     }
+    case OP_BARRIER: t = NULL; break;
     default:
         free_strings(t->config_keys, t->config_count);
         free_strings(t->config_values, t->config_count);

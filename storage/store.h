@@ -151,6 +151,9 @@ struct gr_topic_op *gr_topic_op_add_partitions(struct gr_topic *topic, int32_t n
 /* AlterConfigs/IncrementalAlterConfigs: like gr_topic_config_set_all (a deleted topic: -ENOENT). */
 struct gr_topic_op *gr_topic_op_set_configs(struct gr_topic *topic, const char *const *keys,
                                             const char *const *values, int count);
+/* An operation that changes nothing: it completes once every operation submitted before it completed (a
+   request that must see their results before it checks anything). */
+struct gr_topic_op *gr_topic_op_barrier(void);
 /* Step 1, network thread, one operation at a time per store (the next begin after the previous finish).
    Returns 0, or the operation's error (-EEXIST, -ENOTUNIQ, -EINVAL, -ENOENT, -ENOMEM): run then does
    nothing and finish returns that error. */

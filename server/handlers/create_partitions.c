@@ -144,6 +144,7 @@ enum gr_handler_rc gr_handle_create_partitions(struct gr_req *req)
 {
     struct gr_create_partitions_request *body = req->body;
     struct gr_create_partitions_response *resp = req->resp;
+    if (gr_req_topic_barrier(req)) return GR_HANDLER_WAIT; /* earlier topic operations first */
     int32_t n = body->topics.count > 0 ? body->topics.count : 0;
     resp->results.items = gr_arena_calloc(&req->arena, (size_t)n + 1, sizeof *resp->results.items);
     if (!resp->results.items) return GR_HANDLER_CLOSE;

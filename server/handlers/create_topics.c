@@ -29,6 +29,7 @@ enum gr_handler_rc gr_handle_create_topics(struct gr_req *req)
     struct gr_create_topics_request *body = req->body;
     struct gr_create_topics_response *resp = req->resp;
     struct gr_broker *b = req->broker;
+    if (gr_req_topic_barrier(req)) return GR_HANDLER_WAIT; /* earlier topic operations first */
     int32_t n = body->topics.count > 0 ? body->topics.count : 0;
     /* __consumer_offsets belongs to the group coordinator: it is created by the coordinator's start */
     for (int32_t i = 0; i < n && !b->coord; i++)

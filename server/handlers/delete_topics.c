@@ -126,6 +126,7 @@ enum gr_handler_rc gr_handle_delete_topics(struct gr_req *req)
     struct gr_delete_topics_response *resp = req->resp;
     struct gr_broker *b = req->broker;
     int16_t v = req->hdr.request_api_version;
+    if (gr_req_topic_barrier(req)) return GR_HANDLER_WAIT; /* earlier topic operations first */
     int32_t n = v >= 6 ? body->topics.count : body->topic_names.count;
     if (n < 0) n = 0;
     struct dt_entry *e = gr_arena_calloc(&req->arena, (size_t)n + 1, sizeof *e);

@@ -109,6 +109,13 @@ bool gr_req_topic_op(struct gr_req *req, struct gr_topic_op *op, gr_req_topic_cb
  * be NULL) and returns GR_HANDLER_DONE; else parks the request (no deadline: the operations always
  * complete, at shutdown too) and returns GR_HANDLER_WAIT; the last completion runs all_done and answers. */
 enum gr_handler_rc gr_req_topic_ops_wait(struct gr_req *req, void (*all_done)(struct gr_req *req));
+/* For the topic admin APIs (CreateTopics, DeleteTopics, CreatePartitions, AlterConfigs,
+ * IncrementalAlterConfigs), called first by the handler: when topic operations submitted earlier have not
+ * completed (e.g. a DeleteTopics pipelined just before on the same connection), parks `req` behind them and
+ * returns true (the handler returns GR_HANDLER_WAIT; it runs again from the start once they completed, so
+ * its checks see their results, as when every operation was synchronous). Returns false (go on) when none
+ * is pending, when `req` already waited once, or out of memory. */
+bool gr_req_topic_barrier(struct gr_req *req);
 /* The topic's compression.type, else the broker's (Kafka's synonym rule): "producer", "uncompressed", "gzip",
  * "snappy", "lz4" or "zstd". Returns borrowed. */
 const char *gr_topic_compression_type(struct gr_broker *b, const struct gr_topic *t);

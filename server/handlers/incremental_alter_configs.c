@@ -83,6 +83,7 @@ enum gr_handler_rc gr_handle_incremental_alter_configs(struct gr_req *req)
 {
     struct gr_incremental_alter_configs_request *body = req->body;
     struct gr_incremental_alter_configs_response *resp = req->resp;
+    if (gr_req_topic_barrier(req)) return GR_HANDLER_WAIT; /* earlier topic operations first */
     int32_t n = body->resources.count > 0 ? body->resources.count : 0;
     resp->responses.items = gr_arena_calloc(&req->arena, (size_t)n + 1, sizeof *resp->responses.items);
     if (!resp->responses.items) return GR_HANDLER_CLOSE;

@@ -76,3 +76,26 @@ enum gr_handler_rc gr_req_topic_ops_wait(struct gr_req *req, void (*all_done)(st
     s->pending--;                                /* the handler's hold */
     return GR_HANDLER_WAIT;
 }
+
+static void barrier_done(void *ctx, int err, struct gr_topic *t)
+{
+    (void)err;
+    (void)t;
+    struct gr_req *req = ctx;
+    gr_req_unpark(req);
+    /* again from the start, now seeing every earlier operation's result; also when the connection closed
+       meanwhile: the request was received, so its changes are made (as Kafka's controller does) */
+    gr_dispatch_handler(req);
+}
+
+bool gr_req_topic_barrier(struct gr_req *req)
+{
+    struct gr_broker *b = req->broker;
+    if (req->topic_barrier_passed || gr_store_topic_ops_pending(b->store) == 0) return false;
+    struct gr_topic_op *op = gr_topic_op_barrier();
+    if (!op) return false;
+    req->topic_barrier_passed = true;
+    gr_broker_park(b, req, INT64_MAX); /* barrier_done runs the handler */
+    gr_store_topic_op_submit(b->store, b->iopool, op, barrier_done, req);
+    return true;
+}

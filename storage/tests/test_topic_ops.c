@@ -4,7 +4,7 @@
  * Checks: a create through the pool makes no blocking call on the submitting thread (the sys.h audit) and
  * the topic is invisible until finish; operations run one at a time in submission order (a second create of
  * the same name gets -EEXIST, a colliding name -ENOTUNIQ, a delete followed at once by a create of the same
- * name gives a new empty topic, a delete of a topic deleted meanwhile -ENOENT); ENOSPC/EIO injected at
+ * name gives a new empty topic, a delete of a topic deleted meanwhile -ENOENT, a barrier completes last); ENOSPC/EIO injected at
  * every point of a create's run leaves no topic, no partition directory, no topic file, and the name usable;
  * failed delete/grow/config leave the topic as it was (also after a reopen); crashes at every I/O point of
  * an async create + delete reopen to all-or-nothing topics.
@@ -194,11 +194,16 @@ static void test_fifo_serializes(void **state)
     gr_store_topic_op_submit(f->store, f->pool, gr_topic_op_create("a_b", 1, NULL, NULL, 0, true), cb, &c[3]);
     /* bad arguments: reported by begin, in turn */
     gr_store_topic_op_submit(f->store, f->pool, gr_topic_op_create("bad/name", 1, NULL, NULL, 0, true), cb, &c[4]);
+    /* a barrier completes after everything before it */
+    gr_store_topic_op_submit(f->store, f->pool, gr_topic_op_barrier(), cb, &c[5]);
     assert_int_equal(rec.count, 0); /* everything waits behind the first create */
+    assert_int_equal(gr_store_topic_ops_pending(f->store), 6);
     gr_iopool_drain(f->pool);
-    assert_int_equal(rec.count, 5);
-    for (int i = 0; i < 5; i++)
+    assert_int_equal(rec.count, 6);
+    for (int i = 0; i < 6; i++)
         assert_int_equal(rec.order[i], i);
+    assert_int_equal(rec.err[5], 0);
+    assert_null(rec.topic[5]);
     assert_int_equal(rec.err[0], 0);
     assert_int_equal(rec.err[1], -EEXIST);
     assert_int_equal(rec.err[2], 0);
