@@ -909,6 +909,9 @@ void gr_store_quiesce(struct gr_store *store)
 void gr_store_close(struct gr_store *store)
 {
     if (!store) return;
+    if (store->op_running || store->ops_head) /* the owner drains its I/O pool first (server/main.c) */
+        GR_ERROR("storage: closing with %d topic operations not completed (their I/O pool was not drained)",
+                 gr_store_topic_ops_pending(store));
     gr_cleaner_stop(store); /* before the flushers: its last swap finishes on the housekeeping thread */
     gr_flusher_stop(store);
     bool clean = true;

@@ -19,7 +19,9 @@
  * logs), naming segments made ahead of a roll and writing sealed index files (storage/roll.c), making the
  * next segment's unnamed file, writing snapshot files and unlinking deleted files; they report durability
  * through cfg->on_flushed. Reads that might wait for the disk are the server's to hand to an I/O pool
- * (storage/iopool.h, gr_log_read_nowait, gr_log_slice_prefetch). Invariants: topic names are unique among
+ * (storage/iopool.h, gr_log_read_nowait, gr_log_slice_prefetch), and so is the file work of topic
+ * metadata operations (gr_topic_op_*: only their run step leaves the network thread, touching nothing but
+ * the files and the operation's private state). Invariants: topic names are unique among
  * live topics; a deleted topic's gr_topic and gr_log structs stay allocated (marked deleted, offline) until
  * gr_store_close so a pointer held by the server never dangles.
  *
@@ -85,7 +87,7 @@ void gr_store_config_defaults(struct gr_store_config *cfg);
    (-EINVAL for a bad config or unreadable metadata, -ENOTDIR, -EACCES...). */
 int gr_store_open(const struct gr_store_config *cfg, struct gr_store **out);
 
-/* Clean shutdown: stops the flushers, fdatasyncs every log, writes indexes of active segments, producer
+/* Clean shutdown (after every submitted topic operation completed: drain the I/O pool first): stops the flushers, fdatasyncs every log, writes indexes of active segments, producer
    snapshots, checkpoints and the clean-shutdown marker (only if every step succeeded), frees everything.
    Outstanding slices must have been released. */
 void gr_store_close(struct gr_store *store);
