@@ -4,9 +4,9 @@
  * submission never answers early; all_done runs once, before the answer); CreateTopics with 50 partitions
  * returns GR_HANDLER_WAIT with the topic invisible, the network thread (this thread) makes no blocking
  * call meanwhile (storage/sys.h audit) and can serve another request; a CreateTopics pipelined right
- * behind a DeleteTopics of the same name waits for it (gr_req_topic_barrier) and creates the new topic; the lazy __consumer_offsets creation parks a group
- * request and runs its handler afterwards.
- * Read next: server/handlers/topic_ops.c, storage/tests/test_topic_ops.c.
+ * behind a DeleteTopics of the same name waits for it (gr_req_topic_barrier) and creates the new topic; the
+ * lazy __consumer_offsets creation parks a group request and runs its handler afterwards. Read next:
+ * server/handlers/topic_ops.c, storage/tests/test_topic_ops.c.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -66,7 +66,8 @@ static int teardown(void **state)
 }
 
 /* A request without a connection: gr_req_finish frees it. */
-static struct gr_req *new_req(struct fx *f, int16_t key, int16_t version, size_t body_bytes, size_t resp_bytes)
+static struct gr_req *new_req(struct fx *f, int16_t key, int16_t version, size_t body_bytes,
+                              size_t resp_bytes)
 {
     struct gr_req *req = calloc(1, sizeof *req);
     req->broker = f->b;
@@ -108,7 +109,8 @@ static void test_helper_parks_until_last(void **state)
     memset(&R, 0, sizeof R);
     struct gr_req *req = new_req(f, 19, 7, 8, 8);
     /* a begin error completes during submission: the request must not be answered yet */
-    assert_true(gr_req_topic_op(req, gr_topic_op_create("bad/name", 1, NULL, NULL, 0, true), op_cb, (void *)0));
+    assert_true(
+        gr_req_topic_op(req, gr_topic_op_create("bad/name", 1, NULL, NULL, 0, true), op_cb, (void *)0));
     assert_int_equal(R.cbs, 1);
     assert_int_equal(R.errs[0], -EINVAL);
     assert_true(gr_req_topic_op(req, gr_topic_op_create("h1", 10, NULL, NULL, 0, true), op_cb, (void *)1));
@@ -138,8 +140,8 @@ static void test_helper_parks_until_last(void **state)
 
 static struct gr_req *create_topics_req(struct fx *f, const char *name, int32_t partitions)
 {
-    struct gr_req *req = new_req(f, 19, 7, sizeof(struct gr_create_topics_request),
-                                 sizeof(struct gr_create_topics_response));
+    struct gr_req *req =
+        new_req(f, 19, 7, sizeof(struct gr_create_topics_request), sizeof(struct gr_create_topics_response));
     struct gr_create_topics_request *body = req->body;
     gr_create_topics_request_init(body);
     gr_create_topics_response_init(req->resp);
@@ -190,8 +192,8 @@ static void test_delete_then_create_same_name(void **state)
     struct fx *f = *state;
     struct gr_topic *old;
     assert_int_equal(gr_store_topic_create(f->b->store, "dc", 4, NULL, NULL, 0, &old), 0);
-    struct gr_req *del = new_req(f, 20, 6, sizeof(struct gr_delete_topics_request),
-                                 sizeof(struct gr_delete_topics_response));
+    struct gr_req *del =
+        new_req(f, 20, 6, sizeof(struct gr_delete_topics_request), sizeof(struct gr_delete_topics_response));
     struct gr_delete_topics_request *body = del->body;
     gr_delete_topics_request_init(body);
     gr_delete_topics_response_init(del->resp);

@@ -4,10 +4,10 @@
  * Checks: a create through the pool makes no blocking call on the submitting thread (the sys.h audit) and
  * the topic is invisible until finish; operations run one at a time in submission order (a second create of
  * the same name gets -EEXIST, a colliding name -ENOTUNIQ, a delete followed at once by a create of the same
- * name gives a new empty topic, a delete of a topic deleted meanwhile -ENOENT, a barrier completes last); ENOSPC/EIO injected at
- * every point of a create's run leaves no topic, no partition directory, no topic file, and the name usable;
- * failed delete/grow/config leave the topic as it was (also after a reopen); crashes at every I/O point of
- * an async create + delete reopen to all-or-nothing topics.
+ * name gives a new empty topic, a delete of a topic deleted meanwhile -ENOENT, a barrier completes last);
+ * ENOSPC/EIO injected at every point of a create's run leaves no topic, no partition directory, no topic
+ * file, and the name usable; failed delete/grow/config leave the topic as it was (also after a reopen);
+ * crashes at every I/O point of an async create + delete reopen to all-or-nothing topics.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -97,7 +97,8 @@ static int live_dirs(const char *dir, const char *prefix)
     struct dirent *de;
     while ((de = readdir(d)) != NULL) {
         size_t l = strlen(de->d_name);
-        if (strncmp(de->d_name, prefix, strlen(prefix)) == 0 && !(l > 7 && strcmp(de->d_name + l - 7, "-delete") == 0))
+        if (strncmp(de->d_name, prefix, strlen(prefix)) == 0 &&
+            !(l > 7 && strcmp(de->d_name + l - 7, "-delete") == 0))
             n++;
     }
     closedir(d);
@@ -193,7 +194,8 @@ static void test_fifo_serializes(void **state)
     gr_store_topic_op_submit(f->store, f->pool, gr_topic_op_create("a.b", 1, NULL, NULL, 0, true), cb, &c[2]);
     gr_store_topic_op_submit(f->store, f->pool, gr_topic_op_create("a_b", 1, NULL, NULL, 0, true), cb, &c[3]);
     /* bad arguments: reported by begin, in turn */
-    gr_store_topic_op_submit(f->store, f->pool, gr_topic_op_create("bad/name", 1, NULL, NULL, 0, true), cb, &c[4]);
+    gr_store_topic_op_submit(f->store, f->pool, gr_topic_op_create("bad/name", 1, NULL, NULL, 0, true), cb,
+                             &c[4]);
     /* a barrier completes after everything before it */
     gr_store_topic_op_submit(f->store, f->pool, gr_topic_op_barrier(), cb, &c[5]);
     assert_int_equal(rec.count, 0); /* everything waits behind the first create */
@@ -236,7 +238,7 @@ static void test_fifo_serializes(void **state)
     assert_memory_not_equal(gr_topic_id(s2), old_id, 16);
     assert_int_equal(gr_topic_partition_count(s2), 2);
     assert_int_equal(gr_log_end_offset(gr_topic_log(s2, 0)), 0); /* the old data is gone */
-    assert_null(gr_topic_log(s, 0));                              /* the old topic: deleted */
+    assert_null(gr_topic_log(s, 0));                             /* the old topic: deleted */
 
     /* no pool: the same FIFO runs inline */
     rec.count = 0;
@@ -266,8 +268,8 @@ static void test_create_faults(void **state)
     static const struct {
         enum fault_op op;
         int err;
-    } kinds[] = {{F_MKDIR, ENOSPC}, {F_OPEN, ENOSPC}, {F_PWRITE, ENOSPC}, {F_FDATASYNC, EIO},
-                 {F_FSYNC, EIO},    {F_RENAME, EIO}};
+    } kinds[] = {{F_MKDIR, ENOSPC},  {F_OPEN, ENOSPC}, {F_PWRITE, ENOSPC},
+                 {F_FDATASYNC, EIO}, {F_FSYNC, EIO},   {F_RENAME, EIO}};
     gr_iopool_destroy(f->pool);
     f->pool = NULL;
     gr_store_close(f->store);
@@ -284,7 +286,8 @@ static void test_create_faults(void **state)
             struct done_rec rec = {0};
             struct cb_ctx c = {&rec, 0};
             gr_log_set_level((enum gr_log_level)(GR_LOG_ERROR + 1));
-            gr_store_topic_op_submit(f->store, f->pool, gr_topic_op_create("e", 3, NULL, NULL, 0, true), cb, &c);
+            gr_store_topic_op_submit(f->store, f->pool, gr_topic_op_create("e", 3, NULL, NULL, 0, true), cb,
+                                     &c);
             gr_iopool_drain(f->pool);
             gr_log_set_level(GR_LOG_INFO);
             bool hit = fault_count(kinds[k].op) - before >= nth;
@@ -312,7 +315,8 @@ static void test_create_faults(void **state)
             /* the name is usable again at once */
             struct done_rec r3 = {0};
             struct cb_ctx c3 = {&r3, 0};
-            gr_store_topic_op_submit(f->store, f->pool, gr_topic_op_create("e", 2, NULL, NULL, 0, true), cb, &c3);
+            gr_store_topic_op_submit(f->store, f->pool, gr_topic_op_create("e", 2, NULL, NULL, 0, true), cb,
+                                     &c3);
             gr_iopool_drain(f->pool);
             assert_int_equal(r3.err[0], 0);
             gr_store_topic_op_submit(f->store, f->pool, gr_topic_op_delete(r3.topic[0]), cb, &c3);
