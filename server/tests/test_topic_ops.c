@@ -21,6 +21,7 @@
 #include "coordinator/offsets_log.h"
 #include "server/handlers/handlers.h"
 #include "storage/sys.h"
+#include "storage/tests/fault.h"
 #include "storage/tests/helpers.h"
 
 void gr_broker_init_watchers(struct gr_broker *b);
@@ -239,6 +240,84 @@ static void test_lazy_offsets_topic_defers_group_request(void **state)
     assert_string_equal(gr_topic_config_get(t, "cleanup.policy"), "compact");
 }
 
+static struct {
+    int calls;
+    int16_t code;
+    const char *msg;
+    struct gr_topic *t;
+} C;
+
+static void record_created(struct gr_req *req, void *item, int16_t code, const char *msg, struct gr_topic *t)
+{
+    (void)req;
+    (void)item;
+    C.calls++;
+    C.code = code;
+    C.msg = msg;
+    C.t = t;
+}
+
+/* ENOSPC while the pool creates the files: KAFKA_STORAGE_ERROR, as before the split; nothing visible. An EIO
+ * on the delete's commit point: the topic stays live. */
+static void test_disk_errors_map_to_storage_error(void **state)
+{
+    struct fx *f = *state;
+    struct gr_store_config sc;
+    th_config(&sc, f->dir);
+    gr_iopool_drain(f->b->iopool);
+    gr_store_close(f->b->store);
+    fault_install(); /* the syscall table changes only while no store is open */
+    assert_int_equal(gr_store_open(&sc, &f->b->store), 0);
+    struct gr_topic *keep;
+    assert_int_equal(gr_store_topic_create(f->b->store, "keep", 2, NULL, NULL, 0, &keep), 0);
+    gr_store_quiesce(f->b->store);
+
+    memset(&C, 0, sizeof C);
+    fault_fail(F_MKDIR, 1, ENOSPC, true);
+    struct gr_req *req = new_req(f, 19, 7, 8, 8);
+    const char *msg = NULL;
+    assert_int_equal(
+        gr_topic_create(req, gr_str_c("nospace"), 3, NULL, NULL, 0, false, &msg, record_created, NULL),
+        GR_ERR_NONE);
+    assert_int_equal(gr_req_topic_ops_wait(req, NULL), GR_HANDLER_WAIT);
+    gr_iopool_drain(f->b->iopool);
+    fault_clear(F_MKDIR);
+    assert_int_equal(C.calls, 1);
+    assert_int_equal(C.code, GR_ERR_KAFKA_STORAGE_ERROR);
+    assert_string_equal(C.msg, "The broker could not create the topic's files");
+    assert_null(C.t);
+    assert_null(gr_store_topic_find(f->b->store, "nospace", 7));
+
+    fault_fail(F_UNLINK, 1, EIO, true);
+    struct gr_req *del =
+        new_req(f, 20, 6, sizeof(struct gr_delete_topics_request), sizeof(struct gr_delete_topics_response));
+    struct gr_delete_topics_request *body = del->body;
+    gr_delete_topics_request_init(body);
+    gr_delete_topics_response_init(del->resp);
+    body->topics.items = gr_arena_calloc(&del->arena, 1, sizeof *body->topics.items);
+    body->topics.count = 1;
+    body->topics.items[0].name = gr_str_c("keep");
+    assert_int_equal(gr_handle_delete_topics(del), GR_HANDLER_WAIT);
+    gr_iopool_drain(f->b->iopool);
+    fault_clear(F_UNLINK);
+    assert_ptr_equal(gr_store_topic_find(f->b->store, "keep", 4), keep);
+    assert_false(gr_log_offline(gr_topic_log(keep, 1)));
+
+    /* the same name works once the disk does */
+    memset(&C, 0, sizeof C);
+    req = new_req(f, 19, 7, 8, 8);
+    assert_int_equal(
+        gr_topic_create(req, gr_str_c("nospace"), 3, NULL, NULL, 0, false, &msg, record_created, NULL),
+        GR_ERR_NONE);
+    assert_int_equal(gr_req_topic_ops_wait(req, NULL), GR_HANDLER_WAIT);
+    gr_iopool_drain(f->b->iopool);
+    assert_int_equal(C.code, GR_ERR_NONE);
+    assert_int_equal(gr_topic_partition_count(C.t), 3);
+    gr_store_close(f->b->store);
+    fault_uninstall();
+    assert_int_equal(gr_store_open(&sc, &f->b->store), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -246,6 +325,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_create_topics_waits_off_thread, setup, teardown),
         cmocka_unit_test_setup_teardown(test_delete_then_create_same_name, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lazy_offsets_topic_defers_group_request, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_disk_errors_map_to_storage_error, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
