@@ -93,6 +93,9 @@ struct gr_req {
     void (*expire)(struct gr_req *req);  /* deadline reached: finish with what is there */
     int64_t deadline_ms;                 /* monotonic */
     void *hstate;                        /* handler state (arena) */
+    struct gr_req_topic_ops *topic_ops;  /* storage topic operations the response waits for (arena) */
+    bool groups_deferred;                /* waited once for the group coordinator's start (gr_groups_defer) */
+    bool topic_barrier_passed;           /* waited once for earlier topic operations (gr_req_topic_barrier) */
     /* output */
     struct gr_req_slice *slices;
     uint8_t *out_mem;
@@ -152,6 +155,7 @@ struct gr_broker {
     int64_t last_producer_expiry_ms;
     bool hwm_durable;            /* gregor.acks.all.fsync */
     bool stopping;
+    struct gr_groups_wait *groups_wait; /* requests waiting for __consumer_offsets' creation (join_group.c) */
     int64_t started_mono_ms;
 };
 
@@ -190,6 +194,11 @@ const struct gr_api *gr_api_find(int16_t api_key);
 const struct gr_api *gr_api_table(int *count);
 /* Decodes, dispatches and answers one complete request frame. */
 void gr_dispatch(struct gr_req *req);
+/* Runs the handler of a decoded request (req->api, body, resp set) and acts on its result: what
+ * gr_dispatch does after decoding; for a request that waited before its handler ran (gr_groups_defer). */
+void gr_dispatch_handler(struct gr_req *req);
+/* Takes a parked request out of the parked list (its waits and deadline end) without finishing it. */
+void gr_req_unpark(struct gr_req *req);
 
 /* Network (net.c). */
 int gr_net_listen(struct gr_broker *b);
