@@ -21,15 +21,25 @@ struct gr_offsets_log {
     int32_t partitions;
 };
 
+struct gr_topic_op *gr_offsets_log_create_op(int32_t partitions)
+{
+    static const char *const keys[] = {"cleanup.policy", "segment.bytes"};
+    char seg[32];
+    snprintf(seg, sizeof seg, "%d", GR_OFFSETS_SEGMENT_BYTES);
+    const char *const values[] = {"compact", seg};
+    return gr_topic_op_create(GR_OFFSETS_TOPIC, partitions, keys, values, 2, false);
+}
+
 int gr_offsets_log_open(struct gr_store *store, int32_t partitions, struct gr_offsets_log **out)
 {
     struct gr_topic *t = gr_store_topic_find(store, GR_OFFSETS_TOPIC, strlen(GR_OFFSETS_TOPIC));
-    if (!t) {
-        static const char *const keys[] = {"cleanup.policy", "segment.bytes"};
-        char seg[32];
-        snprintf(seg, sizeof seg, "%d", GR_OFFSETS_SEGMENT_BYTES);
-        const char *const values[] = {"compact", seg};
-        int rc = gr_store_topic_create(store, GR_OFFSETS_TOPIC, partitions, keys, values, 2, &t);
+    if (!t) { /* synchronous: at start, or without an I/O pool (tests) */
+        struct gr_topic_op *op = gr_offsets_log_create_op(partitions);
+        if (!op) return -ENOMEM;
+        gr_topic_op_begin(store, op);
+        gr_topic_op_run(op);
+        int rc = gr_topic_op_finish(store, op, &t);
+        gr_topic_op_free(op);
         if (rc) return rc;
         GR_INFO("created %s with %d partitions", GR_OFFSETS_TOPIC, partitions);
     } else if (gr_topic_partition_count(t) != partitions) {

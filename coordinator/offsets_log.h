@@ -34,6 +34,11 @@ struct gr_offsets_log;
  * `partitions` partitions when created. Returns 0 and *out (new; gr_offsets_log_close), or -errno from
  * the store (-EINVAL, -ENOSPC, ...). */
 int gr_offsets_log_open(struct gr_store *store, int32_t partitions, struct gr_offsets_log **out);
+/* The creation of __consumer_offsets with `partitions` partitions and the coordinator's configs
+ * (cleanup.policy=compact, segment.bytes) as a storage topic operation (store.h gr_topic_op_create), for a
+ * caller that runs it off the network thread; gr_offsets_log_open then finds the topic. NULL when out of
+ * memory. */
+struct gr_topic_op *gr_offsets_log_create_op(int32_t partitions);
 /* Frees the offsets log (not the topic). */
 void gr_offsets_log_close(struct gr_offsets_log *ol);
 

@@ -93,6 +93,9 @@ struct gr_req {
     void (*expire)(struct gr_req *req);  /* deadline reached: finish with what is there */
     int64_t deadline_ms;                 /* monotonic */
     void *hstate;                        /* handler state (arena) */
+    struct gr_req_topic_ops *topic_ops;  /* storage topic operations the response waits for (arena) */
+    bool groups_deferred;                /* waited once for the group coordinator's start (gr_groups_defer) */
+    bool topic_barrier_passed;           /* waited once for earlier topic operations (gr_req_topic_barrier) */
     /* output */
     struct gr_req_slice *slices;
     uint8_t *out_mem;
@@ -152,6 +155,7 @@ struct gr_broker {
     int64_t last_producer_expiry_ms;
     bool hwm_durable;            /* gregor.acks.all.fsync */
     bool stopping;
+    struct gr_groups_wait *groups_wait; /* requests waiting for __consumer_offsets' creation (join_group.c) */
     int64_t started_mono_ms;
     /* Produce requests waiting before their appends (a partition's file reopened on the I/O pool), in
      * arrival order; a later Produce naming one of their partitions queues behind them (handlers/produce.c). */
@@ -179,9 +183,6 @@ int64_t gr_broker_update_hwm(struct gr_broker *b, struct gr_log *log);
 void gr_req_finish(struct gr_req *req);
 /* Finishes a request that gets no response (acks=0). */
 void gr_req_finish_silent(struct gr_req *req);
-/* Takes a parked request off the parked list (its waits and deadline end) without finishing it: a handler
- * that parked it before its work (Produce waiting for a file reopen) runs that work now and may park again. */
-void gr_req_unpark(struct gr_req *req);
 /* Completes a handler run outside dispatch (from an I/O pool completion) as gr_dispatch does for its return
  * code: finish, finish silently, close the connection, or nothing for GR_HANDLER_WAIT. */
 void gr_req_complete(struct gr_req *req, enum gr_handler_rc rc);
@@ -199,6 +200,13 @@ const struct gr_api *gr_api_find(int16_t api_key);
 const struct gr_api *gr_api_table(int *count);
 /* Decodes, dispatches and answers one complete request frame. */
 void gr_dispatch(struct gr_req *req);
+/* Runs the handler of a decoded request (req->api, body, resp set) and acts on its result: what
+ * gr_dispatch does after decoding; for a request that waited before its handler ran (gr_groups_defer). */
+void gr_dispatch_handler(struct gr_req *req);
+/* Takes a parked request out of the parked list (its waits and deadline end) without finishing it: e.g. a
+ * handler that parked it before its work (Produce waiting for a file reopen) runs that work now and may
+ * park again. */
+void gr_req_unpark(struct gr_req *req);
 
 /* Network (net.c). */
 int gr_net_listen(struct gr_broker *b);

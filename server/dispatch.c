@@ -129,7 +129,7 @@ static void encode_response(struct gr_req *req)
     }
 }
 
-static void unpark(struct gr_req *req)
+void gr_req_unpark(struct gr_req *req)
 {
     struct gr_broker *b = req->broker;
     if (!req->parked) return;
@@ -144,11 +144,6 @@ static void unpark(struct gr_req *req)
     ev_timer_stop(b->loop, &req->deadline_w);
 }
 
-void gr_req_unpark(struct gr_req *req)
-{
-    unpark(req);
-}
-
 void gr_req_complete(struct gr_req *req, enum gr_handler_rc rc)
 {
     switch (rc) {
@@ -161,7 +156,7 @@ void gr_req_complete(struct gr_req *req, enum gr_handler_rc rc)
         gr_req_finish_silent(req);
         break;
     case GR_HANDLER_CLOSE:
-        unpark(req);
+        gr_req_unpark(req);
         req->done = req->no_response = true;
         if (req->conn)
             gr_conn_close(req->conn, "handler asked to close");
@@ -173,7 +168,7 @@ void gr_req_complete(struct gr_req *req, enum gr_handler_rc rc)
 
 void gr_req_finish(struct gr_req *req)
 {
-    unpark(req);
+    gr_req_unpark(req);
     if (!req->conn) { /* the connection went away while the request was parked */
         gr_req_free(req);
         return;
@@ -185,7 +180,7 @@ void gr_req_finish(struct gr_req *req)
 
 void gr_req_finish_silent(struct gr_req *req)
 {
-    unpark(req);
+    gr_req_unpark(req);
     req->no_response = true;
     req->done = true;
     if (!req->conn) {
@@ -197,7 +192,7 @@ void gr_req_finish_silent(struct gr_req *req)
 
 void gr_req_free(struct gr_req *req)
 {
-    unpark(req);
+    gr_req_unpark(req);
     for (struct gr_req_slice *s = req->slices; s; s = s->next) gr_log_slice_release(&s->slice);
     req->broker->held_request_bytes -= (int64_t)req->frame_len;
     gr_net_budget_released(req->broker);
@@ -269,19 +264,12 @@ void gr_dispatch(struct gr_req *req)
         return;
     }
     req->resp_ops->init(req->resp);
-    if (!req->broker->coord && gr_api_uses_groups(key)) gr_groups_ensure(req->broker); /* first group use */
-    switch (api->handler(req)) {
-    case GR_HANDLER_DONE:
-        gr_req_finish(req);
-        break;
-    case GR_HANDLER_WAIT:
-        break;
-    case GR_HANDLER_NO_RESPONSE:
-        gr_req_finish_silent(req);
-        break;
-    case GR_HANDLER_CLOSE:
-        req->done = req->no_response = true;
-        gr_conn_close(req->conn, "handler asked to close");
-        break;
-    }
+    /* first group use: the request waits while __consumer_offsets is created on the I/O pool */
+    if (!req->broker->coord && gr_api_uses_groups(key) && gr_groups_defer(req)) return;
+    gr_dispatch_handler(req);
+}
+
+void gr_dispatch_handler(struct gr_req *req)
+{
+    gr_req_complete(req, req->api->handler(req));
 }

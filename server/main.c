@@ -305,7 +305,9 @@ int main(int argc, char **argv)
 
     gr_net_close_all(b);
     ev_run(b->loop, EVRUN_NOWAIT); /* let deferred connection frees run */
-    gr_iopool_destroy(b->iopool); /* runs the pending completions: cold-read fetches finish (and are freed) */
+    /* runs the pending completions: cold-read fetches finish (and are freed); topic operations in flight or
+       queued (storage's FIFO) complete and their requests are freed, all before the store closes */
+    gr_iopool_destroy(b->iopool);
     b->iopool = NULL;
     gr_groups_stop(b); /* before parked requests are freed: it drops the JoinGroup/SyncGroup waiters */
     while (b->parked_head) {

@@ -208,6 +208,10 @@ struct gr_store {
     int32_t lru_count;
     bool ls_checkpoint_dirty;
     struct gr_cleaner *cleaner; /* log compaction (storage/cleaner.c), NULL until first used */
+    /* Topic metadata operations (store.c, gr_store_topic_op_submit): FIFO of ops not begun yet, and the one
+       begun and not finished (at most one). Network thread only. */
+    struct gr_topic_op *ops_head, *ops_tail, *op_running;
+    bool ops_pumping;
 };
 
 /* --- segment.c --- */
@@ -334,6 +338,16 @@ void gr_roll_unlink_names(struct gr_segment *seg);
    `ckpt_*`: checkpointed values, -1 if absent. */
 int gr_log_load(struct gr_store *store, struct gr_topic *topic, int32_t partition, bool clean,
                 int64_t ckpt_recovery_point, int64_t ckpt_log_start, int64_t ckpt_hwm, struct gr_log **out);
+/* The file half of gr_log_load for a partition whose directory does not exist (moved aside by the caller):
+   creates the directory, partition.metadata, the first segment and the leader-epoch checkpoint, all durable,
+   into a new log that nothing else references yet. Touches no store-wide state (LRU, flusher queue, topic
+   list), so it may run on an I/O pool thread; the caller publishes the log on the network thread. Returns 0
+   and *out, -EEXIST when the directory already holds segments or snapshots, or -errno (nothing left open;
+   the directory may remain: the caller moves it aside). */
+int gr_log_create_new(struct gr_store *store, struct gr_topic *topic, int32_t partition, struct gr_log **out);
+/* Puts the log's open .log descriptors in the store's LRU (the fd cap), for a log made or loaded on another
+   thread; may close other idle files. Network thread; no I/O beyond close(). */
+void gr_log_files_admit(struct gr_log *log);
 /* Clean close of one log: flush, indexes, snapshot. Returns 0 if everything is durable. */
 int gr_log_close_clean(struct gr_log *log);
 /* Frees a log (segments unreferenced, fds closed); no I/O beyond close(). */

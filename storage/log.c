@@ -976,6 +976,12 @@ int gr_log_max_timestamp_nowait(struct gr_log *log, int64_t upper_bound, int64_t
     return r == -EAGAIN ? gr_log_nowait_cold(&nw, cold) : r;
 }
 
+void gr_log_files_admit(struct gr_log *log)
+{
+    for (int i = 0; i < log->seg_count; i++)
+        if (log->segs[i]->fd >= 0) gr_segment_fd(log->segs[i]);
+}
+
 bool gr_log_append_ready(struct gr_log *log)
 {
     return log->deleted || atomic_load(&log->offline) || log_active(log)->fd >= 0;
@@ -1539,6 +1545,58 @@ int gr_log_load(struct gr_store *store, struct gr_topic *topic, int32_t partitio
         return err;
     }
     snapshots_prune(log);
+    *out = log;
+    return 0;
+}
+
+/* The file half of gr_log_load for a partition that does not exist yet (topic create, CreatePartitions):
+   runs on an I/O pool thread. It touches only the new, private log and the file system: no LRU, no flusher
+   queue, no store list (the checks below refuse a directory holding data instead of recovering it). */
+int gr_log_create_new(struct gr_store *store, struct gr_topic *topic, int32_t partition, struct gr_log **out)
+{
+    struct gr_log *log = log_alloc(store, topic, partition);
+    if (!log) return -ENOMEM;
+    int64_t *bases = NULL;
+    int nb = 0;
+    int err = open_dir(log); /* mkdir, fsync of the log directory, partition.metadata */
+    if (err == 0) err = list_dir(log, &bases, &nb);
+    free(bases);
+    if (err == 0 && (nb > 0 || log->snapshot_count > 0)) err = -EEXIST; /* not new: the caller moved it aside */
+    if (err == 0) err = segs_reserve(log, 1);
+    struct gr_segment *seg = NULL;
+    if (err == 0 && !(seg = gr_segment_new(log, 0))) err = -ENOMEM;
+    if (err == 0 && (err = gr_segment_create(seg)) < 0) {
+        gr_segment_unref(seg);
+        seg = NULL;
+    }
+    if (err == 0) {
+        log->segs[log->seg_count++] = seg;
+        err = gr_dir_sync(log->dir_fd);
+    }
+    /* load_epochs on an empty directory: epoch 0 from offset 0, written now (directly: not through the
+       flusher queue, which belongs to the network thread). */
+    if (err == 0) err = epochs_push(log, 0, 0);
+    if (err == 0) {
+        uint8_t *buf;
+        size_t len;
+        err = gr_epoch_ckpt_format(log->epochs, log->epoch_count, &buf, &len);
+        if (err == 0) {
+            err = gr_file_write_atomic(log->dir_fd, "leader-epoch-checkpoint", buf, len);
+            free(buf);
+        }
+    }
+    if (err < 0) {
+        GR_ERROR("storage: %s: create failed (%s)", log->dir_name, strerror(-err));
+        gr_log_free(log);
+        return err;
+    }
+    log->epochs_dirty = false;
+    log->leader_epoch = 0;
+    log->log_start_offset = log->log_end_offset = 0;
+    atomic_store(&log->durable_offset, 0);
+    log->recovery_point = 0;
+    gr_producer_state_reset(&log->ps, 0);
+    log->ps.end_offset = 0;
     *out = log;
     return 0;
 }

@@ -38,6 +38,7 @@
 #include "common/time.h"
 #include "storage/cleaner.h"
 #include "storage/internal.h"
+#include "storage/iopool.h"
 #include "storage/sys.h"
 
 #define TOPICS_DIR "__gregor_topics"
@@ -347,8 +348,10 @@ static bool topic_name_valid(const char *name)
     return true;
 }
 
-static int topic_file_write(struct gr_store *store, const struct gr_topic *t, int32_t partitions, char **keys,
-                            char **values, int count)
+/* Formats the topic file of `t` with `partitions` and the given configs: *out (new) and *len, and its file
+   name "<id>.topic" into fname (32 bytes). Returns 0 or -ENOMEM. */
+static int topic_file_format(const struct gr_topic *t, int32_t partitions, char **keys, char **values, int count,
+                             char **out, size_t *len, char fname[32])
 {
     size_t cap = 256 + strlen(t->name);
     for (int i = 0; i < count; i++)
@@ -360,11 +363,10 @@ static int topic_file_write(struct gr_store *store, const struct gr_topic *t, in
                                 partitions);
     for (int i = 0; i < count; i++)
         n += (size_t)snprintf(buf + n, cap - n, "config.%s=%s\n", keys[i], values[i]);
-    char fname[32];
-    snprintf(fname, sizeof(fname), "%s.topic", id);
-    int err = gr_file_write_atomic(store->topics_dir_fd, fname, buf, n);
-    free(buf);
-    return err;
+    snprintf(fname, 32, "%s.topic", id);
+    *out = buf;
+    *len = n;
+    return 0;
 }
 
 static int push_str(char ***v, int *n, const char *s, size_t len)
@@ -712,17 +714,6 @@ static void queue_rmtree(struct gr_store *store, const char *dir_name)
     GR_WARN("storage: could not schedule removal of %s", dir_name);
 }
 
-/* Moves a directory aside in the "-delete" form and schedules its removal. */
-static int move_aside(struct gr_store *store, const char *dir_name, const char *topic, int32_t partition)
-{
-    char aside[300];
-    delete_dir_name(aside, sizeof(aside), topic, partition);
-    int err = gr_sys_renameat(store->root_fd, dir_name, store->root_fd, aside);
-    if (err < 0) return err;
-    queue_rmtree(store, aside);
-    return 0;
-}
-
 /* A log directory without meta.properties is new: it may hold files, but a subdirectory (other than
  * lost+found and hidden ones) means somebody else's data, which Gregor would otherwise take for stray
  * partitions and remove. Returns 0, or -ENOTEMPTY (logged, naming the subdirectory), or -errno. */
@@ -918,6 +909,9 @@ void gr_store_quiesce(struct gr_store *store)
 void gr_store_close(struct gr_store *store)
 {
     if (!store) return;
+    if (store->op_running || store->ops_head) /* the owner drains its I/O pool first (server/main.c) */
+        GR_ERROR("storage: closing with %d topic operations not completed (their I/O pool was not drained)",
+                 gr_store_topic_ops_pending(store));
     gr_cleaner_stop(store); /* before the flushers: its last swap finishes on the housekeeping thread */
     gr_flusher_stop(store);
     bool clean = true;
@@ -932,148 +926,525 @@ void gr_store_close(struct gr_store *store)
     store_free(store);
 }
 
-/* ---------------------------------------------------------------- topic operations */
+/* ---------------------------------------------------------------- topic operations
+ *
+ * Create, delete, grow and config changes run as begin (network thread: checks against the live state,
+ * allocation, reservation, the topic file formatted), run (any thread: file work on the op's private state
+ * only: directories, segment files, partition.metadata, epochs, the topic file, fsyncs) and finish (network
+ * thread: publish or drop). The store's FIFO runs one at a time (gr_store_topic_op_submit). The synchronous
+ * gr_store_topic_* functions are the three steps in a row. Orders of file operations, and so the crash
+ * states, are those of the synchronous code before the split:
+ *   create: partition directories (each made durable: mkdir + root fsync, files, dir fsync), then the topic
+ *           file (commit point); a crash before it leaves strays, removed at the next open;
+ *   delete: the topic file unlinked + fsync (commit point), then the directories renamed "-delete"
+ *           (removed at the next open if the crash came first), root fsync;
+ *   grow:   the new partition directories, then the topic file with the new count (commit point);
+ *   config: the topic file replaced atomically.
+ */
 
-static int load_new_logs(struct gr_store *store, struct gr_topic *t, int32_t from, int32_t to)
+enum topic_op_kind { OP_CREATE, OP_DELETE, OP_GROW, OP_CONFIG, OP_BARRIER };
+
+struct gr_topic_op {
+    struct gr_io_job job; /* first: the pool hands it back */
+    enum topic_op_kind kind;
+    struct gr_store *store;
+    struct gr_iopool *pool;
+    gr_topic_op_cb cb;
+    void *cb_ctx;
+    struct gr_topic_op *next; /* store FIFO */
+    /* arguments */
+    char *name;
+    int32_t partitions; /* create: count; grow: new total */
+    char **keys, **values;
+    int count;
+    bool refuse_collision;
+    struct gr_topic *topic; /* create: the new private topic; others: the target */
+    /* prepared by begin, used by run (borrowed store fds never change while the store is open) */
+    bool begun;
+    int result; /* begin's error, then run's */
+    int root_fd, topics_dir_fd;
+    int32_t from, to;      /* partitions whose logs are created (create, grow) or renamed (delete) */
+    struct gr_log **logs;  /* [to - from]: created by run */
+    char *file;            /* topic file content (create, grow, config) */
+    size_t file_len;
+    char fname[32];        /* "<id>.topic" */
+    struct gr_log_config cfg; /* config: the new effective config */
+    char **aside;          /* directories run renamed to "-delete": finish schedules their removal */
+    int aside_count;
+};
+
+static void op_free_logs(struct gr_topic_op *op)
 {
-    for (int32_t p = from; p < to; p++) {
-        char dir[GR_TOPIC_NAME_BYTES_MAX + 16];
-        snprintf(dir, sizeof(dir), "%s-%d", t->name, p);
-        int err = move_aside(store, dir, t->name, p); /* a leftover of an older incarnation */
-        if (err < 0 && err != -ENOENT) return err;
-        if ((err = gr_log_load(store, t, p, false, -1, -1, -1, &t->logs[p])) < 0) return err;
+    for (int32_t i = 0; op->logs && i < op->to - op->from; i++)
+        gr_log_free(op->logs[i]);
+    free(op->logs);
+    op->logs = NULL;
+}
+
+void gr_topic_op_free(struct gr_topic_op *op)
+{
+    if (!op) return;
+    op_free_logs(op);
+    if (op->kind == OP_CREATE) topic_free(op->topic); /* still private: never published */
+    free(op->name);
+    free_strings(op->keys, op->count);
+    free_strings(op->values, op->count);
+    free(op->file);
+    free_strings(op->aside, op->aside_count);
+    free(op);
+}
+
+static struct gr_topic_op *op_new(enum topic_op_kind kind, const char *const *keys, const char *const *values,
+                                  int count)
+{
+    struct gr_topic_op *op = calloc(1, sizeof(*op));
+    if (!op) return NULL;
+    op->kind = kind;
+    op->root_fd = op->topics_dir_fd = -1;
+    if (count < 0 || (count > 0 && (!keys || !values))) {
+        op->result = -EINVAL; /* reported by begin */
+        return op;
     }
+    for (int i = 0; i < count; i++)
+        if (!keys[i] || !values[i]) {
+            op->result = -EINVAL;
+            return op;
+        }
+    if (copy_strings(keys, count, &op->keys) < 0 || copy_strings(values, count, &op->values) < 0) {
+        free_strings(op->keys, count);
+        free(op);
+        return NULL;
+    }
+    op->count = count;
+    return op;
+}
+
+struct gr_topic_op *gr_topic_op_create(const char *name, int32_t partitions, const char *const *config_keys,
+                                       const char *const *config_values, int config_count,
+                                       bool refuse_collision)
+{
+    struct gr_topic_op *op = op_new(OP_CREATE, config_keys, config_values, config_count);
+    if (!op) return NULL;
+    op->partitions = partitions;
+    op->refuse_collision = refuse_collision;
+    if (!name) op->result = -EINVAL;
+    else if (!(op->name = strdup(name))) {
+        gr_topic_op_free(op);
+        return NULL;
+    }
+    return op;
+}
+
+struct gr_topic_op *gr_topic_op_delete(struct gr_topic *topic)
+{
+    struct gr_topic_op *op = op_new(OP_DELETE, NULL, NULL, 0);
+    if (op) op->topic = topic;
+    return op;
+}
+
+struct gr_topic_op *gr_topic_op_add_partitions(struct gr_topic *topic, int32_t new_total)
+{
+    struct gr_topic_op *op = op_new(OP_GROW, NULL, NULL, 0);
+    if (!op) return NULL;
+    op->topic = topic;
+    op->partitions = new_total;
+    return op;
+}
+
+struct gr_topic_op *gr_topic_op_set_configs(struct gr_topic *topic, const char *const *keys,
+                                            const char *const *values, int count)
+{
+    struct gr_topic_op *op = op_new(OP_CONFIG, keys, values, count);
+    if (op) op->topic = topic;
+    return op;
+}
+
+struct gr_topic_op *gr_topic_op_barrier(void)
+{
+    return op_new(OP_BARRIER, NULL, NULL, 0);
+}
+
+/* Kafka's Topic.hasCollision: equal once '.' and '_' are treated alike, but not identical. */
+static bool names_collide(const char *a, const char *b)
+{
+    if (strlen(a) != strlen(b) || strcmp(a, b) == 0) return false;
+    for (; *a; a++, b++) {
+        char x = *a == '_' ? '.' : *a, y = *b == '_' ? '.' : *b;
+        if (x != y) return false;
+    }
+    return true;
+}
+
+static int topics_reserve(struct gr_store *store, int extra)
+{
+    if (store->topic_count + extra <= store->topic_cap) return 0;
+    int ncap = store->topic_cap ? store->topic_cap * 2 : 16;
+    struct gr_topic **n = realloc(store->topics, sizeof(*n) * (size_t)ncap);
+    if (!n) return -ENOMEM;
+    store->topics = n;
+    store->topic_cap = ncap;
     return 0;
 }
 
-/* Undo of a failed create/grow: frees logs [from, to) and moves their directories aside. */
-static void unload_new_logs(struct gr_store *store, struct gr_topic *t, int32_t from, int32_t to)
+static int begin_create(struct gr_store *store, struct gr_topic_op *op)
 {
-    for (int32_t p = from; p < to; p++) {
-        if (!t->logs[p]) continue;
-        gr_log_mark_deleted(t->logs[p]);
-        gr_log_free(t->logs[p]);
-        t->logs[p] = NULL;
-        char dir[GR_TOPIC_NAME_BYTES_MAX + 16];
-        snprintf(dir, sizeof(dir), "%s-%d", t->name, p);
-        move_aside(store, dir, t->name, p);
-    }
-}
-
-int gr_store_topic_create(struct gr_store *store, const char *name, int32_t partitions,
-                          const char *const *config_keys, const char *const *config_values, int config_count,
-                          struct gr_topic **out)
-{
-    if (!name || !topic_name_valid(name) || partitions < 1 || partitions > GR_PARTITIONS_PER_TOPIC_MAX)
+    if (!topic_name_valid(op->name) || op->partitions < 1 || op->partitions > GR_PARTITIONS_PER_TOPIC_MAX)
         return -EINVAL;
     struct gr_log_config cfg;
-    if (configs_check(store, config_keys, config_values, config_count, &cfg) < 0) return -EINVAL;
-    if (gr_store_topic_find(store, name, strlen(name))) return -EEXIST;
+    if (configs_check(store, (const char *const *)op->keys, (const char *const *)op->values, op->count, &cfg) <
+        0)
+        return -EINVAL;
+    if (gr_store_topic_find(store, op->name, strlen(op->name))) return -EEXIST;
+    if (op->refuse_collision)
+        for (int i = 0; i < store->topic_count; i++)
+            if (names_collide(op->name, store->topics[i]->name)) return -ENOTUNIQ;
+    if (topics_reserve(store, 1) < 0) return -ENOMEM; /* finish's insert cannot fail */
     struct gr_topic *t = calloc(1, sizeof(*t));
     if (!t) return -ENOMEM;
+    op->topic = t; /* freed with the op unless finish publishes it */
     t->store = store;
     t->cfg = cfg;
-    int err = -ENOMEM;
-    if (!(t->name = strdup(name)) || copy_strings(config_keys, config_count, &t->config_keys) < 0 ||
-        copy_strings(config_values, config_count, &t->config_values) < 0)
-        goto fail;
-    t->config_count = config_count;
+    t->name = op->name;
+    op->name = NULL;
+    t->config_keys = op->keys;
+    t->config_values = op->values;
+    t->config_count = op->count;
+    op->keys = op->values = NULL;
+    op->count = 0;
     gr_uuid_random(t->id);
-    if (!(t->logs = calloc((size_t)partitions, sizeof(*t->logs)))) goto fail;
-    t->partition_count = partitions;
-    if ((err = load_new_logs(store, t, 0, partitions)) < 0) goto fail_logs;
-    if ((err = topic_file_write(store, t, partitions, t->config_keys, t->config_values, t->config_count)) < 0)
-        goto fail_logs;
-    if ((err = topic_insert(store, t)) < 0) goto fail_logs;
-    *out = t;
-    return 0;
-fail_logs:
-    unload_new_logs(store, t, 0, partitions);
-fail:
-    GR_WARN("storage: creating topic %s failed (%s)", name, strerror(-err));
-    topic_free(t);
-    return err;
+    if (!(t->logs = calloc((size_t)op->partitions, sizeof(*t->logs)))) return -ENOMEM;
+    /* partition_count stays 0 until finish: topic_free frees only published logs */
+    op->from = 0;
+    op->to = op->partitions;
+    return topic_file_format(t, op->partitions, t->config_keys, t->config_values, t->config_count, &op->file,
+                             &op->file_len, op->fname);
 }
 
-int gr_store_topic_delete(struct gr_store *store, struct gr_topic *t)
+static int begin_delete(struct gr_store *store, struct gr_topic_op *op)
 {
-    int i = topic_search(store, t->name, strlen(t->name));
+    struct gr_topic *t = op->topic;
+    int i = t ? topic_search(store, t->name, strlen(t->name)) : -1;
     if (i < 0 || store->topics[i] != t) return -ENOENT;
-    if (store->dead_count == store->dead_cap) {
+    if (store->dead_count == store->dead_cap) { /* finish's move to the dead list cannot fail */
         int ncap = store->dead_cap ? store->dead_cap * 2 : 8;
         struct gr_topic **n = realloc(store->dead, sizeof(*n) * (size_t)ncap);
         if (!n) return -ENOMEM;
         store->dead = n;
         store->dead_cap = ncap;
     }
-    char fname[32], id[23];
+    if (!(op->name = strdup(t->name))) return -ENOMEM;
+    char id[23];
     gr_uuid_to_base64url(t->id, id);
-    snprintf(fname, sizeof(fname), "%s.topic", id);
-    int err = gr_sys_unlinkat(store->topics_dir_fd, fname, 0);
-    if (err == 0) err = gr_dir_sync(store->topics_dir_fd);
-    if (err < 0) return err; /* the topic file is the commit point: the topic stays live */
-    for (int32_t p = 0; p < t->partition_count; p++) {
-        gr_log_mark_deleted(t->logs[p]);
+    snprintf(op->fname, sizeof(op->fname), "%s.topic", id);
+    op->from = 0;
+    op->to = t->partition_count;
+    return 0;
+}
+
+static int begin_grow(struct gr_store *store, struct gr_topic_op *op)
+{
+    (void)store;
+    struct gr_topic *t = op->topic;
+    int32_t old = t->partition_count;
+    if (t->deleted || op->partitions <= old || op->partitions > GR_PARTITIONS_PER_TOPIC_MAX) return -EINVAL;
+    struct gr_log **logs = realloc(t->logs, sizeof(*logs) * (size_t)op->partitions); /* finish cannot fail */
+    if (!logs) return -ENOMEM;
+    t->logs = logs;
+    op->from = old;
+    op->to = op->partitions;
+    if (!(op->logs = calloc((size_t)(op->to - op->from), sizeof(*op->logs)))) return -ENOMEM;
+    return topic_file_format(t, op->partitions, t->config_keys, t->config_values, t->config_count, &op->file,
+                             &op->file_len, op->fname);
+}
+
+static int begin_config(struct gr_store *store, struct gr_topic_op *op)
+{
+    struct gr_topic *t = op->topic;
+    if (t->deleted) return -ENOENT;
+    if (configs_check(store, (const char *const *)op->keys, (const char *const *)op->values,
+                                    op->count, &op->cfg) < 0)
+        return -EINVAL;
+    return topic_file_format(t, t->partition_count, op->keys, op->values, op->count, &op->file, &op->file_len,
+                             op->fname);
+}
+
+int gr_topic_op_begin(struct gr_store *store, struct gr_topic_op *op)
+{
+    op->store = store;
+    op->begun = true;
+    op->root_fd = store->root_fd;
+    op->topics_dir_fd = store->topics_dir_fd;
+    if (op->result < 0) return op->result; /* bad arguments seen by the constructor */
+    int err;
+    switch (op->kind) {
+    case OP_CREATE: err = begin_create(store, op); break;
+    case OP_DELETE: err = begin_delete(store, op); break;
+    case OP_GROW: err = begin_grow(store, op); break;
+    case OP_CONFIG: err = begin_config(store, op); break;
+    default: err = 0; break; /* barrier */
+    }
+    if (op->kind == OP_CREATE && err == 0 && !(op->logs = calloc((size_t)op->to, sizeof(*op->logs))))
+        err = -ENOMEM;
+    op->result = err;
+    return err;
+}
+
+/* Run side: renames `dir` (a name in the log directory) to the "-delete" form and remembers the new name
+   for finish, which schedules its removal. Returns 0, -ENOENT (nothing there) or -errno. */
+static int run_move_aside(struct gr_topic_op *op, const char *dir, const char *topic, int32_t partition)
+{
+    char aside[300];
+    delete_dir_name(aside, sizeof(aside), topic, partition);
+    int err = gr_sys_renameat(op->root_fd, dir, op->root_fd, aside);
+    if (err < 0) return err;
+    if (push_str(&op->aside, &op->aside_count, aside, strlen(aside)) < 0)
+        GR_WARN("storage: %s: out of memory, removed at the next open", aside); /* a stray: cleaned at open */
+    return 0;
+}
+
+/* Run side of a failed create/grow: frees the new logs and moves their directories aside. */
+static void run_unload(struct gr_topic_op *op, const char *topic)
+{
+    for (int32_t p = op->from; p < op->to; p++) {
+        struct gr_log **slot = &op->logs[p - op->from];
+        if (*slot) {
+            gr_log_free(*slot);
+            *slot = NULL;
+        }
+        char dir[GR_TOPIC_NAME_BYTES_MAX + 16];
+        snprintf(dir, sizeof(dir), "%s-%d", topic, p);
+        run_move_aside(op, dir, topic, p);
+    }
+}
+
+static int run_new_logs(struct gr_topic_op *op)
+{
+    struct gr_topic *t = op->topic;
+    for (int32_t p = op->from; p < op->to; p++) {
         char dir[GR_TOPIC_NAME_BYTES_MAX + 16];
         snprintf(dir, sizeof(dir), "%s-%d", t->name, p);
-        int e = move_aside(store, dir, t->name, p);
+        int err = run_move_aside(op, dir, t->name, p); /* a leftover of an older incarnation */
+        if (err < 0 && err != -ENOENT) return err;
+        if ((err = gr_log_create_new(op->store, t, p, &op->logs[p - op->from])) < 0) return err;
+    }
+    return 0;
+}
+
+static int run_create_or_grow(struct gr_topic_op *op)
+{
+    int err = run_new_logs(op);
+    if (err == 0) err = gr_file_write_atomic(op->topics_dir_fd, op->fname, op->file, op->file_len);
+    if (err < 0) {
+        if (op->kind == OP_CREATE) /* the file may have been renamed in before a failed fsync: not a topic */
+            gr_sys_unlinkat(op->topics_dir_fd, op->fname, 0);
+        run_unload(op, op->topic->name);
+    }
+    return err;
+}
+
+static int run_delete(struct gr_topic_op *op)
+{
+    int err = gr_sys_unlinkat(op->topics_dir_fd, op->fname, 0);
+    if (err == 0) err = gr_dir_sync(op->topics_dir_fd);
+    if (err < 0) return err; /* the topic file is the commit point: the topic stays live */
+    for (int32_t p = op->from; p < op->to; p++) {
+        char dir[GR_TOPIC_NAME_BYTES_MAX + 16];
+        snprintf(dir, sizeof(dir), "%s-%d", op->name, p);
+        int e = run_move_aside(op, dir, op->name, p);
         if (e < 0) /* removed as a stray at the next open */
             GR_WARN("storage: renaming %s for deletion failed (%s)", dir, strerror(-e));
     }
-    gr_dir_sync(store->root_fd);
-    memmove(store->topics + i, store->topics + i + 1,
-            sizeof(*store->topics) * (size_t)(store->topic_count - i - 1));
-    store->topic_count--;
-    t->deleted = true;
-    store->dead[store->dead_count++] = t;
-    GR_INFO("storage: deleted topic %s", t->name);
+    gr_dir_sync(op->root_fd);
     return 0;
+}
+
+void gr_topic_op_run(struct gr_topic_op *op)
+{
+    if (!op->begun || op->result < 0) return;
+    switch (op->kind) {
+    case OP_CREATE:
+    case OP_GROW: op->result = run_create_or_grow(op); break;
+    case OP_DELETE: op->result = run_delete(op); break;
+    case OP_CONFIG:
+        op->result = gr_file_write_atomic(op->topics_dir_fd, op->fname, op->file, op->file_len);
+        break;
+    default: break; /* barrier */
+    }
+}
+
+int gr_topic_op_finish(struct gr_store *store, struct gr_topic_op *op, struct gr_topic **topic)
+{
+    if (topic) *topic = NULL;
+    for (int i = 0; i < op->aside_count; i++)
+        queue_rmtree(store, op->aside[i]);
+    free_strings(op->aside, op->aside_count);
+    op->aside = NULL;
+    op->aside_count = 0;
+    int err = op->begun ? op->result : -EINVAL;
+    struct gr_topic *t = op->topic;
+    if (err < 0) {
+        const char *name = t ? t->name : op->name ? op->name : "?";
+        if (op->kind == OP_CREATE && err != -EEXIST && err != -EINVAL && err != -ENOTUNIQ)
+            GR_WARN("storage: creating topic %s failed (%s)", name, strerror(-err));
+        else if (op->kind == OP_GROW && err != -EINVAL)
+            GR_WARN("storage: adding partitions to topic %s failed (%s)", name, strerror(-err));
+        return err;
+    }
+    switch (op->kind) {
+    case OP_CREATE:
+        for (int32_t p = 0; p < op->to; p++) {
+            t->logs[p] = op->logs[p];
+            gr_log_files_admit(t->logs[p]); /* its open file counts against the fd cap from now on */
+        }
+        free(op->logs);
+        op->logs = NULL;
+        t->partition_count = op->to;
+        topic_insert(store, t); /* cannot fail: reserved by begin, and begin checked the name */
+        op->topic = NULL;       /* published */
+        break;
+    case OP_GROW:
+        for (int32_t p = op->from; p < op->to; p++) {
+            t->logs[p] = op->logs[p - op->from];
+            gr_log_files_admit(t->logs[p]);
+        }
+        free(op->logs);
+        op->logs = NULL;
+        t->partition_count = op->to;
+        break;
+    case OP_DELETE: {
+        for (int32_t p = 0; p < t->partition_count; p++)
+            gr_log_mark_deleted(t->logs[p]);
+        int i = topic_search(store, t->name, strlen(t->name)); /* live: nothing else changed the list */
+        memmove(store->topics + i, store->topics + i + 1,
+                sizeof(*store->topics) * (size_t)(store->topic_count - i - 1));
+        store->topic_count--;
+        t->deleted = true;
+        store->dead[store->dead_count++] = t; /* reserved by begin */
+        GR_INFO("storage: deleted topic %s", t->name);
+        break;
+    }
+    case OP_BARRIER: t = NULL; break;
+    default:
+        free_strings(t->config_keys, t->config_count);
+        free_strings(t->config_values, t->config_count);
+        t->config_keys = op->keys;
+        t->config_values = op->values;
+        t->config_count = op->count;
+        op->keys = op->values = NULL;
+        op->count = 0;
+        t->cfg = op->cfg;
+        break;
+    }
+    if (topic) *topic = t;
+    return 0;
+}
+
+/* The three steps in a row, on the caller's thread (the synchronous API). */
+static int op_sync(struct gr_store *store, struct gr_topic_op *op, struct gr_topic **out)
+{
+    if (!op) return -ENOMEM;
+    gr_topic_op_begin(store, op);
+    gr_topic_op_run(op);
+    int err = gr_topic_op_finish(store, op, out);
+    gr_topic_op_free(op);
+    return err;
+}
+
+int gr_store_topic_create(struct gr_store *store, const char *name, int32_t partitions,
+                          const char *const *config_keys, const char *const *config_values, int config_count,
+                          struct gr_topic **out)
+{
+    return op_sync(store, gr_topic_op_create(name, partitions, config_keys, config_values, config_count, false),
+                   out);
+}
+
+int gr_store_topic_delete(struct gr_store *store, struct gr_topic *t)
+{
+    return op_sync(store, gr_topic_op_delete(t), NULL);
 }
 
 int gr_store_topic_add_partitions(struct gr_store *store, struct gr_topic *t, int32_t new_total)
 {
-    int32_t old = t->partition_count;
-    if (t->deleted || new_total <= old || new_total > GR_PARTITIONS_PER_TOPIC_MAX) return -EINVAL;
-    struct gr_log **logs = realloc(t->logs, sizeof(*logs) * (size_t)new_total);
-    if (!logs) return -ENOMEM;
-    t->logs = logs;
-    for (int32_t p = old; p < new_total; p++)
-        logs[p] = NULL;
-    int err = load_new_logs(store, t, old, new_total);
-    if (err == 0)
-        err = topic_file_write(store, t, new_total, t->config_keys, t->config_values, t->config_count);
-    if (err < 0) {
-        unload_new_logs(store, t, old, new_total);
-        return err;
-    }
-    t->partition_count = new_total;
-    return 0;
+    return op_sync(store, gr_topic_op_add_partitions(t, new_total), NULL);
 }
 
 int gr_topic_config_set_all(struct gr_store *store, struct gr_topic *t, const char *const *keys,
                             const char *const *values, int count)
 {
-    struct gr_log_config cfg;
-    if (t->deleted || configs_check(store, keys, values, count, &cfg) < 0) return -EINVAL;
-    char **nk, **nv;
-    if (copy_strings(keys, count, &nk) < 0) return -ENOMEM;
-    if (copy_strings(values, count, &nv) < 0) {
-        free_strings(nk, count);
-        return -ENOMEM;
+    return op_sync(store, gr_topic_op_set_configs(t, keys, values, count), NULL);
+}
+
+/* ---- the FIFO: one operation at a time */
+
+static void op_complete(struct gr_store *store, struct gr_topic_op *op)
+{
+    struct gr_topic *t;
+    int err = gr_topic_op_finish(store, op, &t);
+    if (op->cb) op->cb(op->cb_ctx, err, t);
+    gr_topic_op_free(op);
+}
+
+static void ops_pump(struct gr_store *store);
+
+static void op_job_run(struct gr_io_job *job)
+{
+    gr_topic_op_run((struct gr_topic_op *)job);
+}
+
+static void op_job_done(struct gr_io_job *job)
+{
+    struct gr_topic_op *op = (struct gr_topic_op *)job;
+    struct gr_store *store = op->store;
+    store->op_running = NULL;
+    op_complete(store, op);
+    ops_pump(store);
+}
+
+static void ops_pump(struct gr_store *store)
+{
+    if (store->ops_pumping) return; /* a callback submitted: the loop below takes it */
+    store->ops_pumping = true;
+    while (!store->op_running && store->ops_head) {
+        struct gr_topic_op *op = store->ops_head;
+        store->ops_head = op->next;
+        if (!store->ops_head) store->ops_tail = NULL;
+        if (gr_topic_op_begin(store, op) < 0 || !op->pool) {
+            gr_topic_op_run(op); /* nothing to do after a begin error */
+            op_complete(store, op);
+            continue;
+        }
+        store->op_running = op;
+        op->job = (struct gr_io_job){.run = op_job_run, .done = op_job_done};
+        gr_iopool_submit(op->pool, &op->job);
     }
-    int err = topic_file_write(store, t, t->partition_count, nk, nv, count);
-    if (err < 0) {
-        free_strings(nk, count);
-        free_strings(nv, count);
-        return err;
+    store->ops_pumping = false;
+}
+
+void gr_store_topic_op_submit(struct gr_store *store, struct gr_iopool *pool, struct gr_topic_op *op,
+                              gr_topic_op_cb cb, void *ctx)
+{
+    if (!op) {
+        if (cb) cb(ctx, -ENOMEM, NULL);
+        return;
     }
-    free_strings(t->config_keys, t->config_count);
-    free_strings(t->config_values, t->config_count);
-    t->config_keys = nk;
-    t->config_values = nv;
-    t->config_count = count;
-    t->cfg = cfg;
-    return 0;
+    op->pool = pool;
+    op->cb = cb;
+    op->cb_ctx = ctx;
+    op->next = NULL;
+    if (store->ops_tail)
+        store->ops_tail->next = op;
+    else
+        store->ops_head = op;
+    store->ops_tail = op;
+    ops_pump(store);
+}
+
+int gr_store_topic_ops_pending(const struct gr_store *store)
+{
+    int n = store->op_running ? 1 : 0;
+    for (const struct gr_topic_op *op = store->ops_head; op; op = op->next)
+        n++;
+    return n;
 }
 
 void gr_store_retention_run(struct gr_store *store, int64_t now_ms)

@@ -19,7 +19,9 @@
  * logs), naming segments made ahead of a roll and writing sealed index files (storage/roll.c), making the
  * next segment's unnamed file, writing snapshot files and unlinking deleted files; they report durability
  * through cfg->on_flushed. Reads that might wait for the disk are the server's to hand to an I/O pool
- * (storage/iopool.h, gr_log_read_nowait, gr_log_slice_prefetch). Invariants: topic names are unique among
+ * (storage/iopool.h, gr_log_read_nowait, gr_log_slice_prefetch), and so is the file work of topic
+ * metadata operations (gr_topic_op_*: only their run step leaves the network thread, touching nothing but
+ * the files and the operation's private state). Invariants: topic names are unique among
  * live topics; a deleted topic's gr_topic and gr_log structs stay allocated (marked deleted, offline) until
  * gr_store_close so a pointer held by the server never dangles.
  *
@@ -86,7 +88,7 @@ void gr_store_config_defaults(struct gr_store_config *cfg);
    (-EINVAL for a bad config or unreadable metadata, -ENOTDIR, -EACCES...). */
 int gr_store_open(const struct gr_store_config *cfg, struct gr_store **out);
 
-/* Clean shutdown: stops the flushers, fdatasyncs every log, writes indexes of active segments, producer
+/* Clean shutdown (after every submitted topic operation completed: drain the I/O pool first): stops the flushers, fdatasyncs every log, writes indexes of active segments, producer
    snapshots, checkpoints and the clean-shutdown marker (only if every step succeeded), frees everything.
    Outstanding slices must have been released. */
 void gr_store_close(struct gr_store *store);
@@ -126,6 +128,58 @@ int gr_store_topic_delete(struct gr_store *store, struct gr_topic *topic);
    new_total <= current count or above GR_PARTITIONS_PER_TOPIC_MAX, or -errno. */
 int gr_store_topic_add_partitions(struct gr_store *store, struct gr_topic *topic, int32_t new_total);
 
+/* Topic metadata operations split for an I/O pool (Gregor issue #4: nothing that can block on the disk runs
+   on the network thread). Each operation runs in three steps:
+     begin  (network thread): validates against the store's current state, allocates, reserves memory so
+            that finish cannot fail, formats the topic file;
+     run    (any thread, e.g. an I/O pool thread): file work only, on private state: directory renames and
+            creation, segment files, partition.metadata, epochs, the topic file, fsyncs; undoes its own
+            file work on failure;
+     finish (network thread): publishes the result into the store (or drops it), returns the result.
+   The commit points are those of the synchronous functions above (the topic file for create and delete).
+   Constructors copy their arguments and validate nothing (begin does, against the state at that time);
+   they return NULL when out of memory. The topic of delete/add_partitions/set_configs must stay allocated
+   (it does: topics are freed only by gr_store_close). */
+struct gr_topic_op;
+struct gr_iopool;
+/* CreateTopics: like gr_store_topic_create. With `refuse_collision`, begin also refuses (-ENOTUNIQ) a name
+   equal to a live topic's once '.' and '_' are treated alike (Kafka's Topic.hasCollision). */
+struct gr_topic_op *gr_topic_op_create(const char *name, int32_t partitions, const char *const *config_keys,
+                                       const char *const *config_values, int config_count,
+                                       bool refuse_collision);
+/* DeleteTopics: like gr_store_topic_delete (begin: -ENOENT when `topic` is no longer live). */
+struct gr_topic_op *gr_topic_op_delete(struct gr_topic *topic);
+/* CreatePartitions: like gr_store_topic_add_partitions. */
+struct gr_topic_op *gr_topic_op_add_partitions(struct gr_topic *topic, int32_t new_total);
+/* AlterConfigs/IncrementalAlterConfigs: like gr_topic_config_set_all (a deleted topic: -ENOENT). */
+struct gr_topic_op *gr_topic_op_set_configs(struct gr_topic *topic, const char *const *keys,
+                                            const char *const *values, int count);
+/* An operation that changes nothing: it completes once every operation submitted before it completed (a
+   request that must see their results before it checks anything). */
+struct gr_topic_op *gr_topic_op_barrier(void);
+/* Step 1, network thread, one operation at a time per store (the next begin after the previous finish).
+   Returns 0, or the operation's error (-EEXIST, -ENOTUNIQ, -EINVAL, -ENOENT, -ENOMEM): run then does
+   nothing and finish returns that error. */
+int gr_topic_op_begin(struct gr_store *store, struct gr_topic_op *op);
+/* Step 2, any thread: the file work. Touches no store-wide state. */
+void gr_topic_op_run(struct gr_topic_op *op);
+/* Step 3, network thread: publishes (or drops) the result. Returns 0 or -errno (the begin error, or the
+   disk's: -ENOSPC, -EIO...; the store is then as before the operation); *topic (may be NULL) gets the
+   created or changed topic (NULL on error). Does not free the op. */
+int gr_topic_op_finish(struct gr_store *store, struct gr_topic_op *op, struct gr_topic **topic);
+/* Frees an operation (after finish, or one never begun). NULL is ignored. */
+void gr_topic_op_free(struct gr_topic_op *op);
+/* Callback of a submitted operation, on the network thread: err as gr_topic_op_finish returns it. */
+typedef void (*gr_topic_op_cb)(void *ctx, int err, struct gr_topic *topic);
+/* Queues `op` (taken over) behind every operation submitted before it: its begin runs once the previous
+   operation finished, so its checks see every earlier result; run goes to `pool` (inline when NULL);
+   finish and then cb(ctx, ...) run on the network thread (inside gr_iopool_complete), then the op is freed.
+   cb may run before this returns (a begin error, or no pool). Network thread only. */
+void gr_store_topic_op_submit(struct gr_store *store, struct gr_iopool *pool, struct gr_topic_op *op,
+                              gr_topic_op_cb cb, void *ctx);
+/* Operations submitted and not completed (queued or running). */
+int gr_store_topic_ops_pending(const struct gr_store *store);
+
 /* Returns borrowed: the live topic named by `name` (not NUL-terminated, `name_len` bytes), or NULL. */
 struct gr_topic *gr_store_topic_find(struct gr_store *store, const char *name, size_t name_len);
 /* Returns borrowed: the live topic with this 16-byte topic id, or NULL. */
@@ -150,7 +204,7 @@ int gr_topic_config_count(const struct gr_topic *t);
 void gr_topic_config_at(const struct gr_topic *t, int i, const char **key, const char **value);
 /* Replaces the whole topic-level config set durably (IncrementalAlterConfigs/AlterConfigs computed the
    new set). Takes effect for the next append/roll/retention run. Returns 0, -EINVAL (unknown key or bad
-   value; nothing changed) or -errno (nothing changed). */
+   value; nothing changed), -ENOENT (the topic was deleted) or -errno (nothing changed). */
 int gr_topic_config_set_all(struct gr_store *store, struct gr_topic *t, const char *const *keys,
                             const char *const *values, int count);
 /* True if Kafka knows `key` as a topic config name (TopicConfig), i.e. gr_store_topic_create accepts it. */

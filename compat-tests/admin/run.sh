@@ -9,7 +9,9 @@
 #   run.sh                       Gregor (GREGOR_BIN, default build/bin/gregor) on a free loopback port with a
 #                                fresh data dir and message.max.bytes=2000000 (a static broker value); then a
 #                                restart (configs, partition counts, deletions, DeleteRecords persist) and a
-#                                restart with delete.topic.enable=false
+#                                restart with delete.topic.enable=false; then a new broker with
+#                                GREGOR_NET_THREAD_AUDIT=1 for admin/net_thread.py (topic operations make no
+#                                blocking call on the network thread; answer times printed as "figure:")
 #   run.sh --bootstrap H:P       the Python part only, against a running broker (e.g. Apache Kafka 4.1.1 from
 #                                kafka-dist/start-kafka.sh): the same checks, Kafka's answers where Gregor
 #                                deliberately differs
@@ -80,4 +82,16 @@ run_py "admin/run.py restarted" "$here/run.py" restarted
 broker_restart --override delete.topic.enable=false || fail "broker restarts with delete.topic.enable=false"
 run_py "admin/run.py nodelete" "$here/run.py" nodelete
 check "broker logged no assertion or crash" bash -c "! grep -Eiq 'assert|abort|sanitizer' '$BROKER_DIR/broker.log'"
+
+# Topic metadata operations keep the network thread free (admin/net_thread.py): a new broker with the
+# network-thread audit on (GREGOR_NET_THREAD_AUDIT=1, README), so that __consumer_offsets is created lazily.
+broker_stop
+rm -rf "$BROKER_DIR"
+BROKER_DIR=$(mktemp -d /tmp/gregor-test.XXXXXX)
+export GREGOR_NET_THREAD_AUDIT=1
+broker_start || fail "broker starts with GREGOR_NET_THREAD_AUDIT=1"
+unset GREGOR_NET_THREAD_AUDIT
+run_py "admin/net_thread.py" "$here/net_thread.py"
+broker_stop TERM
+check "audit broker closed cleanly after the topic operations" grep -q "storage: closed .* (clean)" "$BROKER_DIR/broker.log"
 summary admin

@@ -11,8 +11,9 @@
  *   - BROKER: a name other than "" or this node id INVALID_REQUEST (Kafka's messages); any change is
  *     INVALID_REQUEST: Gregor has no dynamic broker configs (Kafka accepts the dynamic ones);
  *   - any other type: INVALID_REQUEST "Unknown resource type N".
- * The new set is written durably by storage (gr_topic_config_set_all) and applies from the next append,
- * roll or retention run. Read next: incremental_alter_configs.c, server/topic_configs.h.
+ * The new set is written durably by storage (gr_topic_op_set_configs: the topic file is replaced on the
+ * I/O pool while the request waits) and applies from the next append, roll or retention run.
+ * Read next: incremental_alter_configs.c, server/topic_configs.h.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -61,21 +62,55 @@ int16_t gr_alter_topic_missing(struct gr_req *req, struct gr_str name, const cha
     return GR_ERR_UNKNOWN_TOPIC_OR_PARTITION;
 }
 
-int16_t gr_alter_topic_store(struct gr_req *req, struct gr_topic *t, const struct gr_tcfg_set *set,
-                             const char **msg)
+/* One topic's config write: its outcome is copied into the response entry by gr_alter_topics_stored,
+ * after the handler filled every entry (a completion may come before the handler's own assignment). */
+struct alter_slot {
+    int16_t *code_out;
+    struct gr_str *message_out;
+    int16_t code;
+    const char *msg;
+    struct alter_slot *next;
+};
+
+static void stored(struct gr_req *req, void *item, int err, struct gr_topic *t)
 {
-    int rc = gr_topic_config_set_all(req->broker->store, t, set->keys, set->values, set->count);
-    if (rc == -EINVAL) {
-        *msg = "The storage layer refused the configuration";
-        return GR_ERR_INVALID_CONFIG;
+    (void)req;
+    struct alter_slot *slot = item;
+    if (err == -EINVAL) {
+        slot->code = GR_ERR_INVALID_CONFIG;
+        slot->msg = "The storage layer refused the configuration";
+    } else if (err == -ENOENT) {
+        slot->code = GR_ERR_UNKNOWN_TOPIC_OR_PARTITION;
+        slot->msg = "The topic was deleted.";
+    } else if (err) {
+        GR_ERROR("writing topic configs: %s", strerror(-err));
+        slot->code = GR_ERR_KAFKA_STORAGE_ERROR;
+        slot->msg = "The broker could not write the topic's configuration";
+    } else {
+        GR_INFO("topic %s: configuration changed (%d topic-level keys)", gr_topic_name(t),
+                gr_topic_config_count(t));
     }
-    if (rc) {
-        GR_ERROR("writing the configs of topic %s: %s", gr_topic_name(t), strerror(-rc));
-        *msg = "The broker could not write the topic's configuration";
-        return GR_ERR_KAFKA_STORAGE_ERROR;
-    }
-    GR_INFO("topic %s: configuration changed (%d topic-level keys)", gr_topic_name(t), set->count);
+}
+
+int16_t gr_alter_topic_store(struct gr_req *req, struct gr_topic *t, const struct gr_tcfg_set *set,
+                             const char **msg, int16_t *code_out, struct gr_str *message_out)
+{
+    struct alter_slot *slot = gr_arena_calloc(&req->arena, 1, sizeof *slot);
+    if (!slot) return *msg = "Out of memory", GR_ERR_UNKNOWN_SERVER_ERROR;
+    *slot = (struct alter_slot){code_out, message_out, GR_ERR_NONE, NULL, req->hstate};
+    if (!gr_req_topic_op(req, gr_topic_op_set_configs(t, set->keys, set->values, set->count), stored, slot))
+        return *msg = "Out of memory", GR_ERR_UNKNOWN_SERVER_ERROR;
+    req->hstate = slot;
     return GR_ERR_NONE;
+}
+
+void gr_alter_topics_stored(struct gr_req *req)
+{
+    for (struct alter_slot *slot = req->hstate; slot; slot = slot->next)
+        if (slot->code) {
+            *slot->code_out = slot->code;
+            *slot->message_out = gr_str_c(slot->msg);
+        }
 }
 
 /* Kafka's ConfigAdminManager.validateResourceNameIsCurrentNodeId for a non-empty broker name. */
@@ -130,7 +165,7 @@ int16_t gr_alter_broker_check(struct gr_req *req, int8_t type, struct gr_str nam
 static int16_t alter_topic(struct gr_req *req,
                            const struct gr_alter_configs_request_alter_configs_resource *res,
                            const char *const *keys, const char *const *values, int n, bool validate_only,
-                           const char **msg)
+                           const char **msg, struct gr_alter_configs_response_alter_configs_resource_response *r)
 {
     struct gr_tcfg_set set;
     int16_t cerr = gr_tcfg_replace(keys, values, n, &req->arena, &set, msg);
@@ -142,12 +177,13 @@ static int16_t alter_topic(struct gr_req *req,
     struct gr_topic *t = gr_topic_lookup(req->broker, res->resource_name);
     if (!t) return gr_alter_topic_missing(req, res->resource_name, msg);
     if (validate_only) return GR_ERR_NONE;
-    return gr_alter_topic_store(req, t, &set, msg);
+    return gr_alter_topic_store(req, t, &set, msg, &r->error_code, &r->error_message);
 }
 
 static int16_t alter_one(struct gr_req *req,
                          const struct gr_alter_configs_request_alter_configs_resource *res,
-                         bool validate_only, const char **msg)
+                         bool validate_only, const char **msg,
+                         struct gr_alter_configs_response_alter_configs_resource_response *r)
 {
     int n = res->configs.count > 0 ? res->configs.count : 0;
     const char **keys = gr_arena_calloc(&req->arena, (size_t)n + 1, sizeof *keys);
@@ -161,7 +197,7 @@ static int16_t alter_one(struct gr_req *req,
             return GR_ERR_UNKNOWN_SERVER_ERROR;
     }
     if (res->resource_type == GR_CFG_RESOURCE_TOPIC)
-        return alter_topic(req, res, keys, values, n, validate_only, msg);
+        return alter_topic(req, res, keys, values, n, validate_only, msg, r);
     int16_t err = gr_tcfg_precheck(keys, values, NULL, n, &req->arena, msg);
     if (err) return err;
     if (res->resource_type == GR_CFG_RESOURCE_BROKER)
@@ -174,6 +210,7 @@ enum gr_handler_rc gr_handle_alter_configs(struct gr_req *req)
 {
     struct gr_alter_configs_request *body = req->body;
     struct gr_alter_configs_response *resp = req->resp;
+    if (gr_req_topic_barrier(req)) return GR_HANDLER_WAIT; /* earlier topic operations first */
     int32_t n = body->resources.count > 0 ? body->resources.count : 0;
     resp->responses.items = gr_arena_calloc(&req->arena, (size_t)n + 1, sizeof *resp->responses.items);
     if (!resp->responses.items) return GR_HANDLER_CLOSE;
@@ -194,9 +231,9 @@ enum gr_handler_rc gr_handle_alter_configs(struct gr_req *req)
             r->error_code = GR_ERR_INVALID_REQUEST;
             msg = "Each resource must appear at most once.";
         } else {
-            r->error_code = alter_one(req, res, body->validate_only, &msg);
+            r->error_code = alter_one(req, res, body->validate_only, &msg, r);
         }
         r->error_message = msg ? gr_str_c(msg) : GR_STR_NULL;
     }
-    return GR_HANDLER_DONE;
+    return gr_req_topic_ops_wait(req, gr_alter_topics_stored);
 }

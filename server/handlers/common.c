@@ -4,7 +4,6 @@
 
 #include "common/limits.h"
 #include "common/log.h"
-#include "coordinator/offsets_log.h"
 #include "server/handlers/handlers.h"
 #include "server/topic_configs.h"
 
@@ -68,21 +67,50 @@ bool gr_topic_is_internal(const char *name)
     return strcmp(name, "__consumer_offsets") == 0 || strcmp(name, "__transaction_state") == 0;
 }
 
-int16_t gr_topic_create(struct gr_broker *b, struct gr_str name, int32_t partitions, const char *const *keys,
-                        const char *const *values, int count, bool validate_only, const char **error_message,
-                        struct gr_topic **out)
+struct create_ctx {
+    gr_topic_created_fn done;
+    void *item;
+    const char *name; /* request arena */
+};
+
+static void created(struct gr_req *req, void *item, int err, struct gr_topic *t)
 {
+    struct create_ctx *c = item;
+    struct gr_broker *b = req->broker;
+    int16_t code = GR_ERR_NONE;
+    const char *msg = NULL;
+    if (err == -EEXIST) {
+        code = GR_ERR_TOPIC_ALREADY_EXISTS; /* created meanwhile by an earlier request */
+        msg = "Topic already exists.";
+    } else if (err == -ENOTUNIQ) {
+        code = GR_ERR_INVALID_TOPIC_EXCEPTION;
+        msg = "Topic name collides with an existing topic once '.' and '_' are treated alike";
+    } else if (err == -EINVAL) {
+        code = GR_ERR_INVALID_CONFIG;
+        msg = "Invalid topic configuration";
+    } else if (err) {
+        GR_ERROR("creating topic %s: %s", c->name, strerror(-err));
+        code = GR_ERR_KAFKA_STORAGE_ERROR;
+        msg = "The broker could not create the topic's files";
+    } else {
+        GR_INFO("created topic %s with %d partitions", c->name, gr_topic_partition_count(t));
+        for (int32_t p = 0; p < gr_topic_partition_count(t); p++) gr_broker_update_hwm(b, gr_topic_log(t, p));
+    }
+    if (c->done) c->done(req, c->item, code, msg, err ? NULL : t);
+}
+
+int16_t gr_topic_create(struct gr_req *req, struct gr_str name, int32_t partitions, const char *const *keys,
+                        const char *const *values, int count, bool validate_only, const char **error_message,
+                        gr_topic_created_fn done, void *item)
+{
+    struct gr_broker *b = req->broker;
     const char *dummy;
     if (!error_message) error_message = &dummy;
     *error_message = NULL;
-    if (out) *out = NULL;
     if (!gr_topic_name_valid(name)) {
         *error_message = "Topic name is illegal: it must be 1 to 249 characters of [a-zA-Z0-9._-], not '.' or '..'";
         return GR_ERR_INVALID_TOPIC_EXCEPTION;
     }
-    /* __consumer_offsets is the coordinator's: created by it, with its partition count and configs */
-    if (!b->coord && name.len == (int32_t)strlen(GR_OFFSETS_TOPIC) && memcmp(name.ptr, GR_OFFSETS_TOPIC, (size_t)name.len) == 0)
-        gr_groups_ensure(b);
     if (gr_topic_lookup(b, name)) {
         *error_message = "Topic already exists.";
         return GR_ERR_TOPIC_ALREADY_EXISTS;
@@ -104,26 +132,17 @@ int16_t gr_topic_create(struct gr_broker *b, struct gr_str name, int32_t partiti
         }
     }
     if (validate_only) return GR_ERR_NONE;
-    char namebuf[GR_TOPIC_NAME_BYTES_MAX + 1];
-    memcpy(namebuf, name.ptr, (size_t)name.len);
-    namebuf[name.len] = 0;
-    struct gr_topic *t;
-    int rc = gr_store_topic_create(b->store, namebuf, partitions, keys, values, count, &t);
-    if (rc == -EEXIST) {
-        *error_message = "Topic already exists.";
-        return GR_ERR_TOPIC_ALREADY_EXISTS;
+    struct create_ctx *c = gr_arena_alloc(&req->arena, sizeof *c);
+    const char *namez = gr_req_strdup(req, name);
+    if (!c || !namez) {
+        *error_message = "Out of memory";
+        return GR_ERR_UNKNOWN_SERVER_ERROR;
     }
-    if (rc == -EINVAL) {
-        *error_message = "Invalid topic configuration";
-        return GR_ERR_INVALID_CONFIG;
+    *c = (struct create_ctx){done, item, namez};
+    struct gr_topic_op *op = gr_topic_op_create(namez, partitions, keys, values, count, true);
+    if (!gr_req_topic_op(req, op, created, c)) {
+        *error_message = "Out of memory";
+        return GR_ERR_UNKNOWN_SERVER_ERROR;
     }
-    if (rc) {
-        GR_ERROR("creating topic %s: %s", namebuf, strerror(-rc));
-        *error_message = "The broker could not create the topic's files";
-        return GR_ERR_KAFKA_STORAGE_ERROR;
-    }
-    GR_INFO("created topic %s with %d partitions", namebuf, partitions);
-    for (int32_t p = 0; p < partitions; p++) gr_broker_update_hwm(b, gr_topic_log(t, p));
-    if (out) *out = t;
     return GR_ERR_NONE;
 }

@@ -7,8 +7,9 @@
  * (INVALID_REPLICA_ASSIGNMENT). Above GR_PARTITIONS_PER_TOPIC_MAX is INVALID_PARTITIONS (Kafka fails such
  * sizes with UNKNOWN_SERVER_ERROR). validate_only checks without changing anything. Gregor difference: the
  * partition count of an internal topic is refused (INVALID_REQUEST): the group coordinator maps each group to
- * a __consumer_offsets partition by that count. Kafka 4.1 allows it. Read next: storage/store.h
- * (gr_store_topic_add_partitions).
+ * a __consumer_offsets partition by that count. Kafka 4.1 allows it. The new partitions' files are made on
+ * the I/O pool (storage's topic operation FIFO); the response waits for every topic of the request.
+ * Read next: storage/store.h (gr_topic_op_add_partitions).
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -67,9 +68,32 @@ static int16_t check_assignment(struct gr_req *req, struct gr_int32_array ids, c
     return GR_ERR_NONE; /* one distinct registered broker: exactly one replica, as the existing partitions */
 }
 
+typedef struct gr_create_partitions_response_create_partitions_topic_result result_t;
+
+/* The growth of one topic completed. */
+static void grown(struct gr_req *req, void *item, int err, struct gr_topic *t)
+{
+    result_t *r = item;
+    if (err == -EINVAL) { /* another request grew it meanwhile */
+        r->error_code = GR_ERR_INVALID_PARTITIONS;
+        r->error_message = gr_str_c("The partition count is out of range");
+        return;
+    }
+    if (err) {
+        GR_ERROR("adding partitions to topic %.*s: %s", (int)r->name.len, r->name.ptr, strerror(-err));
+        r->error_code = GR_ERR_KAFKA_STORAGE_ERROR;
+        r->error_message = gr_str_c("The broker could not create the new partitions' files");
+        return;
+    }
+    int32_t total = gr_topic_partition_count(t);
+    for (int32_t p = 0; p < total; p++)
+        gr_broker_update_hwm(req->broker, gr_topic_log(t, p));
+    GR_INFO("topic %s now has %d partitions", gr_topic_name(t), total);
+}
+
 static int16_t create(struct gr_req *req,
                       const struct gr_create_partitions_request_create_partitions_topic *qt,
-                      bool validate_only, const char **msg)
+                      bool validate_only, const char **msg, result_t *r)
 {
     struct gr_broker *b = req->broker;
     struct gr_topic *t = gr_topic_lookup(b, qt->name);
@@ -109,19 +133,10 @@ static int16_t create(struct gr_req *req,
         }
     }
     if (validate_only) return GR_ERR_NONE;
-    int rc = gr_store_topic_add_partitions(b->store, t, qt->count);
-    if (rc == -EINVAL) {
-        *msg = "The partition count is out of range";
-        return GR_ERR_INVALID_PARTITIONS;
+    if (!gr_req_topic_op(req, gr_topic_op_add_partitions(t, qt->count), grown, r)) {
+        *msg = "Out of memory";
+        return GR_ERR_UNKNOWN_SERVER_ERROR;
     }
-    if (rc) {
-        GR_ERROR("adding partitions to topic %s: %s", name, strerror(-rc));
-        *msg = "The broker could not create the new partitions' files";
-        return GR_ERR_KAFKA_STORAGE_ERROR;
-    }
-    for (int32_t p = cur; p < qt->count; p++)
-        gr_broker_update_hwm(b, gr_topic_log(t, p));
-    GR_INFO("topic %s now has %d partitions (was %d)", name, qt->count, cur);
     return GR_ERR_NONE;
 }
 
@@ -129,6 +144,7 @@ enum gr_handler_rc gr_handle_create_partitions(struct gr_req *req)
 {
     struct gr_create_partitions_request *body = req->body;
     struct gr_create_partitions_response *resp = req->resp;
+    if (gr_req_topic_barrier(req)) return GR_HANDLER_WAIT; /* earlier topic operations first */
     int32_t n = body->topics.count > 0 ? body->topics.count : 0;
     resp->results.items = gr_arena_calloc(&req->arena, (size_t)n + 1, sizeof *resp->results.items);
     if (!resp->results.items) return GR_HANDLER_CLOSE;
@@ -138,18 +154,19 @@ enum gr_handler_rc gr_handle_create_partitions(struct gr_req *req)
         for (int32_t k = 0; k < n; k++)
             if (k != i && gr_str_eq(body->topics.items[k].name, qt->name)) dup = true, earlier |= k < i;
         if (earlier) continue; /* a duplicated name is answered once, as Kafka does */
-        struct gr_create_partitions_response_create_partitions_topic_result *r =
-            &resp->results.items[resp->results.count++];
+        result_t *r = &resp->results.items[resp->results.count++];
         gr_create_partitions_response_create_partitions_topic_result_init(r);
         r->name = qt->name;
+        r->error_message = GR_STR_NULL;
         const char *msg = NULL;
         if (dup) {
             r->error_code = GR_ERR_INVALID_REQUEST;
             msg = "Duplicate topic name.";
         } else {
-            r->error_code = create(req, qt, body->validate_only, &msg);
+            int16_t code = create(req, qt, body->validate_only, &msg, r); /* NONE: grown() may set one */
+            if (code) r->error_code = code;
         }
-        r->error_message = msg ? gr_str_c(msg) : GR_STR_NULL;
+        if (msg) r->error_message = gr_str_c(msg);
     }
-    return GR_HANDLER_DONE;
+    return gr_req_topic_ops_wait(req, NULL);
 }

@@ -2,18 +2,39 @@
  * create_topics.c: CreateTopics (key 19), v2-v7. num_partitions/replication_factor -1 take the broker
  * defaults (num.partitions, default.replication.factor); one node means a replication factor of 1 and
  * manual assignments naming only this node. validate_only checks without creating. Names repeated within
- * one request get INVALID_REQUEST, as Kafka answers duplicates.
+ * one request get INVALID_REQUEST, as Kafka answers duplicates. The files are created on the I/O pool
+ * (gr_topic_create); the response waits until every topic of the request is live or failed.
  */
 #include <string.h>
 
+#include "coordinator/offsets_log.h"
 #include "server/handlers/handlers.h"
+
+/* A topic's creation completed: its result entry gets the outcome. */
+static void created(struct gr_req *req, void *item, int16_t code, const char *msg, struct gr_topic *t)
+{
+    (void)req;
+    struct gr_create_topics_response_creatable_topic_result *rt = item;
+    rt->error_code = code;
+    rt->error_message = msg ? gr_str_c(msg) : GR_STR_NULL;
+    if (code) return;
+    rt->topic_id = gr_topic_uuid(t);
+    rt->num_partitions = gr_topic_partition_count(t);
+    rt->replication_factor = 1;
+    rt->configs = (struct gr_create_topics_response_creatable_topic_configs_array){NULL, 0};
+}
 
 enum gr_handler_rc gr_handle_create_topics(struct gr_req *req)
 {
     struct gr_create_topics_request *body = req->body;
     struct gr_create_topics_response *resp = req->resp;
     struct gr_broker *b = req->broker;
+    if (gr_req_topic_barrier(req)) return GR_HANDLER_WAIT; /* earlier topic operations first */
     int32_t n = body->topics.count > 0 ? body->topics.count : 0;
+    /* __consumer_offsets belongs to the group coordinator: it is created by the coordinator's start */
+    for (int32_t i = 0; i < n && !b->coord; i++)
+        if (gr_str_eq(body->topics.items[i].name, gr_str_c(GR_OFFSETS_TOPIC)) && gr_groups_defer(req))
+            return GR_HANDLER_WAIT;
     resp->topics.items = gr_arena_calloc(&req->arena, (size_t)n + 1, sizeof *resp->topics.items);
     resp->topics.count = n;
     for (int32_t i = 0; i < n; i++) {
@@ -64,10 +85,12 @@ enum gr_handler_rc gr_handle_create_topics(struct gr_req *req)
                     msg = "Null value not supported for topic configs";
                 }
             }
-            struct gr_topic *t = NULL;
-            if (!rt->error_code)
-                rt->error_code = gr_topic_create(b, qt->name, parts, keys, values, nc, body->validate_only, &msg, &t);
-            if (t) rt->topic_id = gr_topic_uuid(t);
+            if (!rt->error_code) {
+                int16_t code = gr_topic_create(req, qt->name, parts, keys, values, nc, body->validate_only, &msg,
+                                               created, rt);
+                if (!code && !body->validate_only) continue; /* created() fills the entry (maybe already) */
+                rt->error_code = code;
+            }
         }
         rt->error_message = msg ? gr_str_c(msg) : GR_STR_NULL;
         if (!rt->error_code) {
@@ -76,5 +99,5 @@ enum gr_handler_rc gr_handle_create_topics(struct gr_req *req)
             rt->configs = (struct gr_create_topics_response_creatable_topic_configs_array){NULL, 0};
         }
     }
-    return GR_HANDLER_DONE;
+    return gr_req_topic_ops_wait(req, NULL);
 }

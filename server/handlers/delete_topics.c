@@ -7,10 +7,13 @@
  * that resolve to the same topic; unknown names get UNKNOWN_TOPIC_OR_PARTITION, unknown ids UNKNOWN_TOPIC_ID.
  * Gregor difference: Kafka 4.1 deletes __consumer_offsets when asked; Gregor refuses to delete an internal
  * topic (INVALID_REQUEST with a message) because its group coordinator lives in it.
- * Deletion is synchronous (storage renames the partition directories durably before returning), so the
- * request's timeout_ms never expires; parked fetches are woken so they see the topic gone.
+ * Each deletion runs on the I/O pool (storage's topic operation FIFO: after every operation submitted
+ * before it); the response waits until every deletion of the request is durable (the topic file removed,
+ * the partition directories renamed), so the request's timeout_ms never expires; parked fetches are then
+ * woken so they see the topic gone.
  * Read next: storage/store.h (gr_store_topic_delete).
  */
+#include <errno.h>
 #include <string.h>
 
 #include "common/log.h"
@@ -77,17 +80,61 @@ static int16_t resolve(struct gr_req *req, struct dt_entry *e, int32_t i, const 
     return GR_ERR_NONE;
 }
 
+struct dt_state {
+    struct dt_entry *e;
+    int32_t n;
+    bool deleted;
+};
+
+/* One deletion completed. */
+static void deleted_one(struct gr_req *req, void *item, int err, struct gr_topic *t)
+{
+    (void)t;
+    struct dt_state *st = req->hstate;
+    struct gr_delete_topics_response_deletable_topic_result *r = item;
+    struct dt_entry *e = &st->e[r - ((struct gr_delete_topics_response *)req->resp)->responses.items];
+    if (err == -ENOENT) { /* deleted meanwhile by an earlier request */
+        fail(r, e->name.len >= 0 ? GR_ERR_UNKNOWN_TOPIC_OR_PARTITION : GR_ERR_UNKNOWN_TOPIC_ID, NULL);
+    } else if (err) {
+        GR_ERROR("deleting topic %.*s: %s", (int)r->name.len, r->name.ptr, strerror(-err));
+        fail(r, GR_ERR_KAFKA_STORAGE_ERROR, "The broker could not delete the topic's files");
+    } else {
+        GR_INFO("deleted topic %.*s", (int)r->name.len, r->name.ptr);
+        st->deleted = true;
+    }
+}
+
+/* Every deletion completed: wake parked fetches, answer each distinct key once. */
+static void all_deleted(struct gr_req *req)
+{
+    struct dt_state *st = req->hstate;
+    struct gr_delete_topics_response *resp = req->resp;
+    if (st->deleted) gr_broker_wake_parked(req->broker);
+    int32_t kept = 0; /* a duplicated name or id is answered once, as Kafka does */
+    for (int32_t i = 0; i < st->n; i++) {
+        bool earlier = false;
+        for (int32_t k = 0; k < i && !earlier; k++)
+            earlier = same_key(&st->e[k], &st->e[i]);
+        if (!earlier) resp->responses.items[kept++] = resp->responses.items[i];
+    }
+    resp->responses.count = kept;
+}
+
 enum gr_handler_rc gr_handle_delete_topics(struct gr_req *req)
 {
     struct gr_delete_topics_request *body = req->body;
     struct gr_delete_topics_response *resp = req->resp;
     struct gr_broker *b = req->broker;
     int16_t v = req->hdr.request_api_version;
+    if (gr_req_topic_barrier(req)) return GR_HANDLER_WAIT; /* earlier topic operations first */
     int32_t n = v >= 6 ? body->topics.count : body->topic_names.count;
     if (n < 0) n = 0;
     struct dt_entry *e = gr_arena_calloc(&req->arena, (size_t)n + 1, sizeof *e);
+    struct dt_state *st = gr_arena_calloc(&req->arena, 1, sizeof *st);
     resp->responses.items = gr_arena_calloc(&req->arena, (size_t)n + 1, sizeof *resp->responses.items);
-    if (!e || !resp->responses.items) return GR_HANDLER_CLOSE;
+    if (!e || !st || !resp->responses.items) return GR_HANDLER_CLOSE;
+    *st = (struct dt_state){e, n, false};
+    req->hstate = st;
     resp->responses.count = n;
     for (int32_t i = 0; i < n; i++) {
         e[i].name = v >= 6 ? body->topics.items[i].name : body->topic_names.items[i];
@@ -120,29 +167,13 @@ enum gr_handler_rc gr_handle_delete_topics(struct gr_req *req)
                 fail(&resp->responses.items[k], GR_ERR_INVALID_REQUEST,
                      "The provided topic name maps to an ID that was already supplied.");
             }
-    bool deleted = false;
     for (int32_t i = 0; i < n; i++) {
         struct gr_delete_topics_response_deletable_topic_result *r = &resp->responses.items[i];
         if (!e[i].t || r->error_code) continue;
         r->topic_id = gr_topic_uuid(e[i].t);
-        const char *name = gr_req_strdup(req, gr_str_c(gr_topic_name(e[i].t)));
-        int rc = gr_store_topic_delete(b->store, e[i].t);
-        if (rc) {
-            GR_ERROR("deleting topic %s: %s", name, strerror(-rc));
-            fail(r, GR_ERR_KAFKA_STORAGE_ERROR, "The broker could not delete the topic's files");
-            continue;
-        }
-        GR_INFO("deleted topic %s", name);
-        deleted = true;
+        if (r->name.len < 0) r->name = gr_str_c(gr_req_strdup(req, gr_str_c(gr_topic_name(e[i].t))));
+        if (!gr_req_topic_op(req, gr_topic_op_delete(e[i].t), deleted_one, r))
+            fail(r, GR_ERR_UNKNOWN_SERVER_ERROR, NULL);
     }
-    if (deleted) gr_broker_wake_parked(b);
-    int32_t kept = 0; /* a duplicated name or id is answered once, as Kafka does */
-    for (int32_t i = 0; i < n; i++) {
-        bool earlier = false;
-        for (int32_t k = 0; k < i && !earlier; k++)
-            earlier = same_key(&e[k], &e[i]);
-        if (!earlier) resp->responses.items[kept++] = resp->responses.items[i];
-    }
-    resp->responses.count = kept;
-    return GR_HANDLER_DONE;
+    return gr_req_topic_ops_wait(req, all_deleted);
 }

@@ -47,8 +47,9 @@ int gr_groups_start(struct gr_broker *b);
 /* Lazy start, as Kafka creates __consumer_offsets on first group use: at broker start the coordinator is
  * started only when __consumer_offsets already exists (its replay takes milliseconds); on a new data
  * directory the first group request (any API of gr_api_uses_groups) or a Metadata / CreateTopics naming
- * __consumer_offsets calls gr_groups_ensure, which creates the topic (offsets.topic.num.partitions
- * partitions, compacted) and starts the coordinator synchronously, once. Returns 0 when b->coord exists
+ * __consumer_offsets goes through gr_groups_defer, which has the topic (offsets.topic.num.partitions
+ * partitions, compacted) created on the I/O pool and then calls this. Called with the topic missing (no
+ * I/O pool, tests) it creates the topic synchronously on the calling thread. Returns 0 when b->coord exists
  * afterwards, else -errno (logged, retried by the next group request; handlers then answer
  * COORDINATOR_NOT_AVAILABLE as they do for a missing b->coord). */
 int gr_groups_ensure(struct gr_broker *b);
@@ -56,6 +57,15 @@ int gr_groups_ensure(struct gr_broker *b);
  * Heartbeat, LeaveGroup, SyncGroup, DescribeGroups, ListGroups, DeleteGroups, OffsetDelete). */
 bool gr_api_uses_groups(int16_t api_key);
 void gr_groups_stop(struct gr_broker *b);
+/* Lazy coordinator start without blocking the network thread: for a request that needs the coordinator
+ * (or names __consumer_offsets) while b->coord is NULL. When __consumer_offsets exists it starts the
+ * coordinator now (gr_groups_ensure) and returns false; else it parks `req`, submits the topic's creation
+ * to the I/O pool (once for all waiting requests) and returns true: when the creation completed the
+ * coordinator is started and every waiting request's handler runs (gr_dispatch_handler), or the request is
+ * freed when its connection closed meanwhile. Returns false (go on now: handlers answer
+ * COORDINATOR_NOT_AVAILABLE without b->coord) when b->coord exists, when `req` already waited once, or out
+ * of memory. */
+bool gr_groups_defer(struct gr_req *req);
 /* Returns borrowed: the __consumer_offsets binding (durability checks), NULL when groups are not started. */
 struct gr_offsets_log *gr_groups_offsets_log(struct gr_broker *b);
 /* The client's address as Kafka shows a member's host ("/127.0.0.1"), in the request arena. */
@@ -72,12 +82,40 @@ void gr_producer_ids_stop(struct gr_broker *b);
 bool gr_topic_name_valid(struct gr_str name);
 /* Whether another live topic collides with `name` once '.' and '_' are treated alike (Kafka's rule). */
 bool gr_topic_name_collides(struct gr_broker *b, struct gr_str name);
-/* Creates a topic with the broker's defaults for an auto-create or CreateTopics; returns a Kafka error
- * code (NONE, INVALID_TOPIC_EXCEPTION, TOPIC_ALREADY_EXISTS, INVALID_PARTITIONS, INVALID_CONFIG,
- * KAFKA_STORAGE_ERROR). `error_message` (may be NULL) receives a static message. */
-int16_t gr_topic_create(struct gr_broker *b, struct gr_str name, int32_t partitions, const char *const *keys,
+/* Outcome of a topic creation submitted by gr_topic_create: a Kafka error code (NONE,
+ * TOPIC_ALREADY_EXISTS, INVALID_TOPIC_EXCEPTION, INVALID_CONFIG, KAFKA_STORAGE_ERROR), a static message
+ * (NULL with NONE) and the live topic (NULL on error). On the network thread; `req` has not been answered. */
+typedef void (*gr_topic_created_fn)(struct gr_req *req, void *item, int16_t code, const char *msg,
+                                    struct gr_topic *t);
+/* Creates a topic for an auto-create or CreateTopics. Checks the request now (name, existence, collision,
+ * partition count, config names) and returns a Kafka error code (NONE, INVALID_TOPIC_EXCEPTION,
+ * TOPIC_ALREADY_EXISTS, INVALID_PARTITIONS, INVALID_CONFIG) with a static `error_message` (may be NULL).
+ * When the checks pass and not `validate_only`, submits the creation (storage: checked again against the
+ * state when its turn comes, file work on the I/O pool) and returns NONE; `done(req, item, ...)` then
+ * reports the outcome (gr_req_topic_ops_wait makes the response wait for it). */
+int16_t gr_topic_create(struct gr_req *req, struct gr_str name, int32_t partitions, const char *const *keys,
                         const char *const *values, int count, bool validate_only, const char **error_message,
-                        struct gr_topic **out);
+                        gr_topic_created_fn done, void *item);
+
+/* Topic metadata operations of one request (handlers/topic_ops.c, storage/store.h gr_topic_op_*): the
+ * file work runs on the I/O pool, one operation at a time in submission order (storage's FIFO), while the
+ * request waits; the network thread serves other connections meanwhile (Gregor issue #4). */
+typedef void (*gr_req_topic_cb)(struct gr_req *req, void *item, int err, struct gr_topic *t);
+/* Submits `op` (taken over; NULL = out of memory, reported as -ENOMEM) for `req`: cb(req, item, err, t)
+ * runs on the network thread when it completed (err as gr_topic_op_finish returns it), possibly before
+ * this returns. Returns false when out of arena memory (op freed, cb not called). */
+bool gr_req_topic_op(struct gr_req *req, struct gr_topic_op *op, gr_req_topic_cb cb, void *item);
+/* Ends a handler that may have submitted topic operations: when none is pending, runs all_done(req) (may
+ * be NULL) and returns GR_HANDLER_DONE; else parks the request (no deadline: the operations always
+ * complete, at shutdown too) and returns GR_HANDLER_WAIT; the last completion runs all_done and answers. */
+enum gr_handler_rc gr_req_topic_ops_wait(struct gr_req *req, void (*all_done)(struct gr_req *req));
+/* For the topic admin APIs (CreateTopics, DeleteTopics, CreatePartitions, AlterConfigs,
+ * IncrementalAlterConfigs), called first by the handler: when topic operations submitted earlier have not
+ * completed (e.g. a DeleteTopics pipelined just before on the same connection), parks `req` behind them and
+ * returns true (the handler returns GR_HANDLER_WAIT; it runs again from the start once they completed, so
+ * its checks see their results, as when every operation was synchronous). Returns false (go on) when none
+ * is pending, when `req` already waited once, or out of memory. */
+bool gr_req_topic_barrier(struct gr_req *req);
 /* The topic's compression.type, else the broker's (Kafka's synonym rule): "producer", "uncompressed", "gzip",
  * "snappy", "lz4" or "zstd". Returns borrowed. */
 const char *gr_topic_compression_type(struct gr_broker *b, const struct gr_topic *t);
@@ -97,8 +135,15 @@ struct gr_tcfg_set;
 int16_t gr_alter_topic_check(struct gr_req *req, struct gr_str name, const char **msg);
 /* UNKNOWN_TOPIC_OR_PARTITION with Kafka's "The topic 'x' does not exist." */
 int16_t gr_alter_topic_missing(struct gr_req *req, struct gr_str name, const char **msg);
-/* Replaces topic `t`'s topic-level configs with `set` durably; INVALID_CONFIG or KAFKA_STORAGE_ERROR. */
-int16_t gr_alter_topic_store(struct gr_req *req, struct gr_topic *t, const struct gr_tcfg_set *set, const char **msg);
+/* Submits the durable replacement of topic `t`'s topic-level configs with `set` (storage's topic
+ * operation FIFO, file work on the I/O pool) and returns NONE (UNKNOWN_SERVER_ERROR with *msg when out of
+ * memory). Its failure (INVALID_CONFIG, UNKNOWN_TOPIC_OR_PARTITION when deleted meanwhile,
+ * KAFKA_STORAGE_ERROR) is written to *code_out and *message_out by gr_alter_topics_stored, which the
+ * handler passes to gr_req_topic_ops_wait. Uses req->hstate. */
+int16_t gr_alter_topic_store(struct gr_req *req, struct gr_topic *t, const struct gr_tcfg_set *set, const char **msg,
+                             int16_t *code_out, struct gr_str *message_out);
+/* Copies the outcomes of the config writes submitted by gr_alter_topic_store into their response entries. */
+void gr_alter_topics_stored(struct gr_req *req);
 /* A BROKER or BROKER_LOGGER resource with `count` changes (first key `first_key`): its name must be "" (not
  * for BROKER_LOGGER) or this node id; any change is INVALID_REQUEST: Gregor changes no broker config or log
  * level at runtime. No change: NONE. */

@@ -31,9 +31,11 @@ static bool current_set(struct gr_req *req, struct gr_topic *t, struct gr_tcfg_s
     return true;
 }
 
+typedef struct gr_incremental_alter_configs_response_alter_configs_resource_response result_t;
+
 static int16_t alter_topic(struct gr_req *req,
                            const struct gr_incremental_alter_configs_request_alter_configs_resource *res,
-                           const struct gr_tcfg_op *ops, int n, bool validate_only, const char **msg)
+                           const struct gr_tcfg_op *ops, int n, bool validate_only, const char **msg, result_t *r)
 {
     struct gr_topic *t = res->resource_name.len > 0 ? gr_topic_lookup(req->broker, res->resource_name) : NULL;
     struct gr_tcfg_set cur, next;
@@ -46,12 +48,12 @@ static int16_t alter_topic(struct gr_req *req,
     if (cerr) return cerr;
     if (!t) return gr_alter_topic_missing(req, res->resource_name, msg);
     if (validate_only) return GR_ERR_NONE;
-    return gr_alter_topic_store(req, t, &next, msg);
+    return gr_alter_topic_store(req, t, &next, msg, &r->error_code, &r->error_message);
 }
 
 static int16_t alter_one(struct gr_req *req,
                          const struct gr_incremental_alter_configs_request_alter_configs_resource *res,
-                         bool validate_only, const char **msg)
+                         bool validate_only, const char **msg, result_t *r)
 {
     int n = res->configs.count > 0 ? res->configs.count : 0;
     struct gr_tcfg_op *ops = gr_arena_calloc(&req->arena, (size_t)n + 1, sizeof *ops);
@@ -66,7 +68,7 @@ static int16_t alter_one(struct gr_req *req,
         opids[i] = ops[i].op = c->config_operation;
         if (!ops[i].key || (c->value.len >= 0 && !ops[i].value)) return GR_ERR_UNKNOWN_SERVER_ERROR;
     }
-    if (res->resource_type == GR_CFG_RESOURCE_TOPIC) return alter_topic(req, res, ops, n, validate_only, msg);
+    if (res->resource_type == GR_CFG_RESOURCE_TOPIC) return alter_topic(req, res, ops, n, validate_only, msg, r);
     int16_t err = gr_tcfg_precheck(keys, values, opids, n, &req->arena, msg);
     if (err) return err;
     if (res->resource_type == GR_CFG_RESOURCE_BROKER || res->resource_type == GR_CFG_RESOURCE_BROKER_LOGGER)
@@ -81,6 +83,7 @@ enum gr_handler_rc gr_handle_incremental_alter_configs(struct gr_req *req)
 {
     struct gr_incremental_alter_configs_request *body = req->body;
     struct gr_incremental_alter_configs_response *resp = req->resp;
+    if (gr_req_topic_barrier(req)) return GR_HANDLER_WAIT; /* earlier topic operations first */
     int32_t n = body->resources.count > 0 ? body->resources.count : 0;
     resp->responses.items = gr_arena_calloc(&req->arena, (size_t)n + 1, sizeof *resp->responses.items);
     if (!resp->responses.items) return GR_HANDLER_CLOSE;
@@ -103,9 +106,9 @@ enum gr_handler_rc gr_handle_incremental_alter_configs(struct gr_req *req)
             r->error_code = GR_ERR_INVALID_REQUEST;
             msg = "Each resource must appear at most once.";
         } else {
-            r->error_code = alter_one(req, res, body->validate_only, &msg);
+            r->error_code = alter_one(req, res, body->validate_only, &msg, r);
         }
         r->error_message = msg ? gr_str_c(msg) : GR_STR_NULL;
     }
-    return GR_HANDLER_DONE;
+    return gr_req_topic_ops_wait(req, gr_alter_topics_stored);
 }

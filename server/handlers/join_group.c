@@ -4,8 +4,9 @@
  * The binding (gr_groups_start/stop) opens __consumer_offsets (creating it with
  * offsets.topic.num.partitions partitions when missing), replays it synchronously (so
  * COORDINATOR_LOAD_IN_PROGRESS is never needed): at broker start when the topic exists, else on the first
- * group request (gr_groups_ensure, as Kafka creates the topic on first use: a new broker starts without
- * 50 partitions' worth of file creation and fsyncs), creates b->coord, and drives its timers from
+ * group request (as Kafka creates the topic on first use: a new broker starts without 50 partitions' worth
+ * of file creation and fsyncs; gr_groups_defer parks the request while the files are made on the I/O pool,
+ * so the network thread keeps serving), creates b->coord, and drives its timers from
  * two ev_timers: one armed at the coordinator's earliest deadline (session expiry, pending member ids,
  * join/sync phases, offset expiration), one every GROUPS_MAINTENANCE_S seconds for the offsets-log
  * rewrite and the high watermark of its partitions. Coordinator waiters are parked requests: a JoinGroup
@@ -247,8 +248,71 @@ bool gr_api_uses_groups(int16_t api_key)
     }
 }
 
+/* Requests parked until __consumer_offsets exists (gr_groups_defer). */
+struct gr_groups_wait {
+    struct gr_req **reqs;
+    int count, cap;
+};
+
+/* The creation of __consumer_offsets completed: start the coordinator, run the waiting handlers. */
+static void offsets_created(void *ctx, int err, struct gr_topic *t)
+{
+    (void)t;
+    struct gr_broker *b = ctx;
+    if (err && err != -EEXIST)
+        GR_ERROR("cannot create %s: %s", GR_OFFSETS_TOPIC, strerror(-err));
+    else
+        gr_groups_ensure(b);
+    struct gr_groups_wait *w = b->groups_wait;
+    struct gr_req **reqs = w->reqs;
+    int n = w->count;
+    w->reqs = NULL;
+    w->count = w->cap = 0;
+    for (int i = 0; i < n; i++) {
+        struct gr_req *req = reqs[i];
+        gr_req_unpark(req);
+        if (!req->conn)
+            gr_req_free(req); /* the connection closed while it waited */
+        else
+            gr_dispatch_handler(req); /* without b->coord: COORDINATOR_NOT_AVAILABLE, as before */
+    }
+    free(reqs);
+}
+
+bool gr_groups_defer(struct gr_req *req)
+{
+    struct gr_broker *b = req->broker;
+    if (b->coord || req->groups_deferred) return false;
+    req->groups_deferred = true;
+    if (gr_store_topic_find(b->store, GR_OFFSETS_TOPIC, strlen(GR_OFFSETS_TOPIC))) {
+        gr_groups_ensure(b); /* the topic exists: only its replay is left */
+        return false;
+    }
+    if (!b->groups_wait && !(b->groups_wait = calloc(1, sizeof *b->groups_wait))) return false;
+    struct gr_groups_wait *w = b->groups_wait;
+    if (w->count == w->cap) {
+        int ncap = w->cap ? w->cap * 2 : 8;
+        struct gr_req **n = realloc(w->reqs, sizeof *n * (size_t)ncap);
+        if (!n) return false;
+        w->reqs = n;
+        w->cap = ncap;
+    }
+    w->reqs[w->count++] = req;
+    gr_broker_park(b, req, INT64_MAX); /* offsets_created runs its handler */
+    if (w->count == 1) { /* the first waiter starts the creation; later ones join it */
+        int32_t parts = (int32_t)gr_config_int(&b->cfg, "offsets.topic.num.partitions");
+        gr_store_topic_op_submit(b->store, b->iopool, gr_offsets_log_create_op(parts), offsets_created, b);
+    }
+    return true;
+}
+
 void gr_groups_stop(struct gr_broker *b)
 {
+    if (b->groups_wait) {
+        free(b->groups_wait->reqs); /* waiters are parked requests: main frees them */
+        free(b->groups_wait);
+        b->groups_wait = NULL;
+    }
     struct groups *g = groups_of(b);
     if (!g) return;
     ev_timer_stop(b->loop, &g->timer);

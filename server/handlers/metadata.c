@@ -3,11 +3,14 @@
  * only replica. Topic lists: v0 empty = all topics; v1+ null = all, empty = none. Topics are auto-created
  * here only (auto.create.topics.enable, and the request's allow_auto_topic_creation from v4; always
  * allowed before): the creating answer is UNKNOWN_TOPIC_OR_PARTITION, as KRaft Kafka answers while it
- * creates, and the next Metadata shows the partitions. Invalid names get INVALID_TOPIC_EXCEPTION.
+ * creates, and the next Metadata shows the partitions. Invalid names get INVALID_TOPIC_EXCEPTION. The
+ * creation's files are made on the I/O pool: the request waits until it completed (so the next Metadata
+ * does show the partitions), and gets the creation's error code instead when it failed.
  */
 #include <string.h>
 
 #include "common/log.h"
+#include "coordinator/offsets_log.h"
 #include "server/handlers/handlers.h"
 
 /* Kafka AclOperation bits for a topic when no authorizer is set: READ, WRITE, CREATE, DELETE, ALTER,
@@ -46,6 +49,16 @@ static void fill_topic(struct gr_req *req, struct gr_metadata_response_metadata_
     }
 }
 
+/* An auto-creation completed: the answer stays UNKNOWN_TOPIC_OR_PARTITION unless it failed otherwise. */
+static void auto_created(struct gr_req *req, void *item, int16_t code, const char *msg, struct gr_topic *t)
+{
+    (void)req;
+    (void)msg;
+    (void)t;
+    struct gr_metadata_response_metadata_response_topic *rt = item;
+    if (code && code != GR_ERR_TOPIC_ALREADY_EXISTS) rt->error_code = code;
+}
+
 enum gr_handler_rc gr_handle_metadata(struct gr_req *req)
 {
     struct gr_metadata_request *body = req->body;
@@ -77,6 +90,10 @@ enum gr_handler_rc gr_handle_metadata(struct gr_req *req)
     }
     bool may_create = gr_config_bool(&b->cfg, "auto.create.topics.enable") && (v < 4 || body->allow_auto_topic_creation);
     int32_t n = body->topics.count;
+    /* __consumer_offsets is created by the group coordinator's start (before anything else is submitted) */
+    for (int32_t i = 0; i < n && may_create && !b->coord; i++)
+        if (gr_str_eq(body->topics.items[i].name, gr_str_c(GR_OFFSETS_TOPIC)) && gr_groups_defer(req))
+            return GR_HANDLER_WAIT;
     resp->topics.items = gr_arena_calloc(&req->arena, (size_t)n + 1, sizeof *resp->topics.items);
     resp->topics.count = n;
     for (int32_t i = 0; i < n; i++) {
@@ -103,9 +120,9 @@ enum gr_handler_rc gr_handle_metadata(struct gr_req *req)
         rt->error_code = GR_ERR_UNKNOWN_TOPIC_OR_PARTITION;
         if (may_create) {
             int32_t parts = (int32_t)gr_config_int(&b->cfg, "num.partitions");
-            int16_t err = gr_topic_create(b, qt->name, parts, NULL, NULL, 0, false, NULL, NULL);
+            int16_t err = gr_topic_create(req, qt->name, parts, NULL, NULL, 0, false, NULL, auto_created, rt);
             if (err && err != GR_ERR_TOPIC_ALREADY_EXISTS) rt->error_code = err;
         }
     }
-    return GR_HANDLER_DONE;
+    return gr_req_topic_ops_wait(req, NULL);
 }
