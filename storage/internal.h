@@ -229,7 +229,10 @@ int gr_segment_create(struct gr_segment *seg);
 int gr_segment_open(struct gr_segment *seg, bool active);
 void gr_segment_ref(struct gr_segment *seg);
 void gr_segment_unref(struct gr_segment *seg);
-/* Returns the .log fd, opening a sealed segment's file on demand (LRU bounded). -errno on failure. */
+/* Returns the .log fd, reopening a file the fd cap closed (read-only when sealed, read-write when active)
+   and moving the segment to the front of the store's LRU (open_segment_fds_max; may close idle others).
+   During a no-wait read it never opens: a closed file gives -EAGAIN (kind 3 noted). -errno on failure.
+   Network thread (a shadow segment: any thread, its own descriptor). */
 int gr_segment_fd(struct gr_segment *seg);
 void gr_segment_lru_remove(struct gr_segment *seg);
 /* Notes one batch (header at file position `pos`) in the indexes and counters. */
