@@ -153,8 +153,8 @@ static void produce(struct fx *f, int p, int32_t count, int64_t ts, uint32_t tag
         on_pool(f, &pin);
         assert_true(gr_log_append_ready(log));
     }
-    struct th_batch_spec spec = {.count = count, .ts0 = ts, .ts_step = 1, .tag = tag, .value_bytes = 100,
-                                 .producer_id = -1};
+    struct th_batch_spec spec = {
+        .count = count, .ts0 = ts, .ts_step = 1, .tag = tag, .value_bytes = 100, .producer_id = -1};
     size_t len;
     uint8_t *b = th_batch(&spec, &len);
     struct gr_append_result res;
@@ -245,7 +245,8 @@ static void test_cap_produce_and_fetch_all(void **state)
         }
     }
     assert_true(reopened >= PARTS * 10); /* the active files really were closed and reopened */
-    for (int p = 0; p < PARTS; p++) assert_true(gr_log_segment_count(gr_topic_log(f->topic, p)) > 1);
+    for (int p = 0; p < PARTS; p++)
+        assert_true(gr_log_segment_count(gr_topic_log(f->topic, p)) > 1);
     for (int p = 0; p < PARTS; p++) {
         int64_t records;
         assert_int_equal(read_nowait_all(f, p, 0, &records), 12);
@@ -323,7 +324,8 @@ static void test_cap_crash_recovery(void **state)
         produce(f, p, 5, 9000 + p, (uint32_t)(p * 1000 + 6));
         gr_store_fds_trim(f->store);
     }
-    for (int p = 0; p < PARTS; p++) check_partition(f, p);
+    for (int p = 0; p < PARTS; p++)
+        check_partition(f, p);
     gr_log_set_level(GR_LOG_INFO);
 }
 
@@ -334,7 +336,8 @@ static void test_missing_index_rebuilt_on_pool(void **state)
     struct fx *f = *state;
     open_store(f);
     assert_int_equal(gr_store_topic_create(f->store, "capped", 1, NULL, NULL, 0, &f->topic), 0);
-    for (int i = 0; i < 40; i++) produce(f, 0, 5, 1000 + i * 10, (uint32_t)i);
+    for (int i = 0; i < 40; i++)
+        produce(f, 0, 5, 1000 + i * 10, (uint32_t)i);
     struct gr_log *log = gr_topic_log(f->topic, 0);
     assert_true(gr_log_segment_count(log) > 2);
     gr_store_close(f->store); /* clean: sealed indexes are loaded lazily at the next open */
@@ -365,7 +368,8 @@ static void test_missing_index_rebuilt_on_pool(void **state)
     gr_log_slice_release(&s);
     struct th_seen *seen;
     assert_int_equal(th_read_all(log, 0, INT64_MAX, &seen), 40);
-    for (int i = 0; i < 40; i++) assert_int_equal(seen[i].tag, (uint32_t)i);
+    for (int i = 0; i < 40; i++)
+        assert_int_equal(seen[i].tag, (uint32_t)i);
     free(seen);
 }
 
@@ -376,10 +380,15 @@ static void append_keyed(struct gr_log *log, int i)
     memset(value, 'x', sizeof(value));
     int vl = snprintf(value, sizeof(value), "v%d", i);
     value[vl] = 'x';
-    struct gr_record_in r = {.timestamp = gr_time_wall_ms(), .key = {(const uint8_t *)key, (int32_t)strlen(key)},
+    struct gr_record_in r = {.timestamp = gr_time_wall_ms(),
+                             .key = {(const uint8_t *)key, (int32_t)strlen(key)},
                              .value = {(const uint8_t *)value, (int32_t)sizeof(value)}};
-    struct gr_batch_params bp = {.partition_leader_epoch = -1, .codec = GR_CODEC_NONE, .log_append_time = -1,
-                                 .producer_id = -1, .producer_epoch = -1, .base_sequence = -1};
+    struct gr_batch_params bp = {.partition_leader_epoch = -1,
+                                 .codec = GR_CODEC_NONE,
+                                 .log_append_time = -1,
+                                 .producer_id = -1,
+                                 .producer_epoch = -1,
+                                 .base_sequence = -1};
     uint8_t *b;
     size_t len;
     assert_int_equal(gr_batch_build(&bp, &r, 1, &b, &len), 0);
@@ -395,14 +404,16 @@ static void test_compaction_of_closed_files(void **state)
     const char *k[] = {"cleanup.policy", "segment.bytes"}, *v[] = {"compact", "4096"};
     struct gr_topic *t;
     assert_int_equal(gr_store_topic_create(f->store, "cmp", 1, k, v, 2, &t), 0);
-    for (int i = 0; i < 80; i++) append_keyed(gr_topic_log(t, 0), i);
+    for (int i = 0; i < 80; i++)
+        append_keyed(gr_topic_log(t, 0), i);
     gr_store_close(f->store);
     open_store(f); /* clean: sealed files stay closed until used */
     t = gr_store_topic_find(f->store, "cmp", 3);
     struct gr_log *log = gr_topic_log(t, 0);
     int n = gr_log_segment_count(log);
     assert_true(n >= 4);
-    for (int i = 0; i + 1 < n; i++) assert_true(log->segs[i]->fd < 0);
+    for (int i = 0; i + 1 < n; i++)
+        assert_true(log->segs[i]->fd < 0);
     assert_int_equal(gr_log_clean_now(log, gr_time_wall_ms(), NULL), 0);
     /* the old segments were read through the job's own descriptors: the cap's LRU did not grow past it */
     assert_true(gr_store_open_segment_fds(f->store) <= CAP);
@@ -425,7 +436,8 @@ static void test_compaction_of_closed_files(void **state)
             while (gr_record_iter_next(&it, &rec) == 1) {
                 records++;
                 int key = rec.key.ptr[1] - '0', val = atoi((const char *)rec.value.ptr + 1);
-                if (val >= 75) latest[key] = latest[key] || val % 5 == key; /* the last 5 writes, one per key */
+                if (val >= 75)
+                    latest[key] = latest[key] || val % 5 == key; /* the last 5 writes, one per key */
             }
             gr_record_iter_close(&it);
             off = gr_batch_last_offset(b) + 1;
@@ -434,7 +446,8 @@ static void test_compaction_of_closed_files(void **state)
         gr_log_slice_release(&s);
     }
     assert_true(records < 80);
-    for (int i = 0; i < 5; i++) assert_true(latest[i]);
+    for (int i = 0; i < 5; i++)
+        assert_true(latest[i]);
 }
 
 int main(void)
