@@ -253,6 +253,7 @@ int gr_store_write_file(struct gr_store *store, int dir_fd, const char *name, ui
     job->wait = sync;
     gr_flusher_job(store, job);
     if (!sync) return 0;
+    gr_sys_audit_note("wait for a file write", dir_fd, name);
     pthread_mutex_lock(&fl->mu);
     while (!job->finished)
         pthread_cond_wait(&fl->idle_cv, &fl->mu);

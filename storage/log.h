@@ -153,11 +153,25 @@ int gr_log_offset_for_time(struct gr_log *log, int64_t ts, int64_t upper_bound, 
 int gr_log_max_timestamp(struct gr_log *log, int64_t upper_bound, int64_t *offset, int64_t *timestamp,
                          int32_t *leader_epoch);
 
-/* DeleteRecords: advances the log start offset to `offset` (the caller checked offset <= high watermark),
-   writes log-start-offset-checkpoint durably before returning, deletes whole segments wholly below it,
-   prunes producer state and leader epochs. Returns 0 (also when offset <= log start: nothing to do),
-   -ERANGE if offset > log end offset, -EROFS when offline, or -errno if the checkpoint failed (the log
-   start offset is then unchanged). */
+/* DeleteRecords, in two halves so that the network thread never waits for the checkpoint file:
+   begin: validates `offset` (the caller checked offset <= high watermark) and notes it as in flight:
+   returns 1 (then write the checkpoint with gr_store_log_start_checkpoint_async and, once
+   gr_store_checkpoint_poll says it is done, call end), 0 when offset <= log start offset (nothing to do;
+   do not call end), -ERANGE if offset > log end offset, -EROFS when offline. No I/O.
+   end: `err` is the checkpoint's outcome (0 durable, or -errno, or any -errno to give up, e.g. a request
+   timeout). With err 0 it advances the log start offset to `offset` (unless already further), deletes
+   whole segments wholly below it (unlinked by the housekeeping thread), prunes producer state and leader
+   epochs; returns 0, or -EROFS when the log went offline or was deleted meanwhile. With err < 0 the log
+   start offset is unchanged and err is returned.
+   The checkpoint file never goes below an offset in flight: every checkpoint written between begin and end
+   carries max(log start offset, offsets in flight). So after a failed or abandoned DeleteRecords the
+   file may still hold its offset (a restart then starts the log there), as the outcome of a Kafka
+   DeleteRecords that failed is unknown to its client; an answered one is always in the file. */
+int gr_log_delete_records_begin(struct gr_log *log, int64_t offset);
+int gr_log_delete_records_end(struct gr_log *log, int64_t offset, int err);
+/* begin, checkpoint, WAIT for it, end: BLOCKS on the housekeeping thread's write. Tests and tools only.
+   Returns 0 (also when offset <= log start: nothing to do), -ERANGE, -EROFS, or the checkpoint's -errno
+   (log start offset unchanged). */
 int gr_log_delete_records(struct gr_log *log, int64_t offset);
 
 /* OffsetForLeaderEpoch (KIP-320): for the largest known epoch <= `epoch`, its end offset: the start offset

@@ -100,6 +100,19 @@ const char *gr_store_cluster_id(const struct gr_store *store);
    Returns 0, or -ENOMEM when a write could not be queued (failed writes are logged). */
 int gr_store_checkpoint(struct gr_store *store);
 
+/* DeleteRecords' durable log start offsets (storage/log.h gr_log_delete_records_begin): queues one write
+   of log-start-offset-checkpoint (every live log at max(log start offset, DeleteRecords in flight)) to the
+   housekeeping thread, in FIFO order with every other checkpoint write (one writer per file), and returns
+   its *ticket. When it finished, on_flushed is called (err 0, the log's current durable offset) for every
+   log with a DeleteRecords in flight, so that parked requests are re-checked. Without flusher threads the
+   write runs inline and nothing is called back. No disk wait on the caller. 0 or -ENOMEM. */
+int gr_store_log_start_checkpoint_async(struct gr_store *store, int64_t *ticket);
+/* 1 when the write of `ticket` (or a later one, which carries the same offsets) is durable, 0 while in
+   progress, -errno when it failed. Thread-safe, no I/O. */
+int gr_store_checkpoint_poll(struct gr_store *store, int64_t ticket);
+/* Waits for `ticket`: 0 or -errno. BLOCKS: tests and tools only. */
+int gr_store_checkpoint_wait(struct gr_store *store, int64_t ticket);
+
 /* Waits until the flusher threads have no queued or running flush or housekeeping job (snapshot writes,
    unlinks). For tests and orderly shutdown; appends made meanwhile may queue more work. */
 void gr_store_quiesce(struct gr_store *store);
