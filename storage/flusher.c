@@ -1,8 +1,9 @@
 /*
  * flusher.c: the store's background threads. They do the only blocking disk work the network thread
  * hands off: fdatasync of logs (group commit: one fdatasync covers every append made before it started),
- * flush.ms deadlines, and housekeeping jobs (writing producer snapshots, unlinking deleted segments and
- * snapshots, removing deleted partition directories).
+ * flush.ms deadlines, and housekeeping jobs (writing producer snapshots and checkpoints, DeleteRecords'
+ * log-start checkpoint with its completion, truncating the bytes of a failed write, making spare segment
+ * files, unlinking deleted segments and snapshots, removing deleted partition directories).
  *
  * Invariants: a log is at most once in the flush queue and flushed by at most one thread at a time
  * (flush_queued / flush_running / flush_again, under fl.mu); housekeeping jobs run in FIFO order on thread

@@ -19,7 +19,9 @@
  * contiguous offsets), its indexes rebuilt, and the log is truncated at the first bad byte (later segments
  * deleted). Producer state is rebuilt from the last snapshot plus the batches after it.
  *
- * Threading: all functions run on the network thread; a per-log mutex guards only what the flushers share
+ * Threading: all functions run on the network thread and never wait for the disk there (appends, rolls,
+ * retention and DeleteRecords hand their file work to the flusher/housekeeping threads; gr_log_read_nowait
+ * for reads); a per-log mutex guards only what the flushers share
  * (durable offset, offline flag, the list of segments awaiting fdatasync). Compaction (storage/cleaner.h)
  * reads sealed segments on its own thread through descriptors its segment references pin, and changes the
  * segment list only on the network thread.
@@ -65,8 +67,14 @@ struct gr_append_result {
    Returns 0 and fills `res`, or: GR_LOG_ERR_OUT_OF_ORDER_SEQUENCE, GR_LOG_ERR_INVALID_PRODUCER_EPOCH (log
    unchanged), -ENOMEM (no room for the producer's state; log unchanged), -EMSGSIZE (len > the topic's max.message.bytes, else the store's),
    -EINVAL (len < 61 or the batch's length field disagrees with `len`), -ENOSPC/-EIO (the write failed;
-   the partial write was truncated away and the log is unchanged), -EROFS (the log is offline: the undo
-   itself failed earlier or now, or an fsync failed). */
+   the log is unchanged: readers never see the partial bytes, and the housekeeping thread truncates them
+   away), -EAGAIN (that truncation is not done yet: nothing may be appended after a torn batch; retriable,
+   Kafka's KAFKA_STORAGE_ERROR), -EROFS (the log is offline: the undo itself failed, or an fsync failed).
+   No file is created, truncated or synced on the calling thread: a roll due by segment.bytes, segment.ms
+   or a full index uses a spare file made ahead by the housekeeping thread, and when none is ready yet the
+   batch goes to the active segment, which then exceeds segment.bytes until the first append after the
+   spare is ready (storage/roll.c; only a roll forced by a 31-bit position or relative offset overflow
+   still creates its files here, and the spare is asked for at half of those limits too). */
 int gr_log_append(struct gr_log *log, uint8_t *batch, size_t len, int64_t log_append_time_ms,
                   struct gr_append_result *res);
 

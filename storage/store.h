@@ -17,7 +17,8 @@
  * Threading: every function here and in log.h is called from ONE thread (the server's network thread).
  * The store runs `flusher_threads` threads that do the blocking file work: fdatasync (or one syncfs for many
  * logs), naming segments made ahead of a roll and writing sealed index files (storage/roll.c), making the
- * next segment's unnamed file, writing snapshot files and unlinking deleted files; they report durability
+ * next segment's unnamed file, writing snapshot and checkpoint files (DeleteRecords' too), truncating the
+ * bytes of a failed write and unlinking deleted files; they report durability
  * through cfg->on_flushed. Reads that might wait for the disk are the server's to hand to an I/O pool
  * (storage/iopool.h, gr_log_read_nowait, gr_log_slice_prefetch). Invariants: topic names are unique among
  * live topics; a deleted topic's gr_topic and gr_log structs stay allocated (marked deleted, offline) until
