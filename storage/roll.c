@@ -1,6 +1,7 @@
 /*
  * roll.c: the next segment's file is made ahead of the roll, so that rolling does no file-system call on
- * the network thread. When the active segment passes half of a roll limit, flusher thread 0 opens an
+ * the network thread. When the active segment passes half of a roll limit (and right after each roll, so a
+ * log that rolls keeps one spare: one more open descriptor per such partition), flusher thread 0 opens an
  * unnamed file in the partition directory (open(dir, O_TMPFILE)) and leaves its descriptor in
  * log->spare_fd. The roll takes it (the base offset is only known then) and appends to it at once; the
  * file gets its names (<base>.log linked, .index and .timeindex created) in the flush that the roll

@@ -412,6 +412,32 @@ static void test_delete_records_async(void **state)
     assert_int_equal(gr_log_end_offset(f->log), 120);
 }
 
+/* A roll forced by a hard limit (a relative offset past 2^31-1) never waits: with no spare ready it
+   creates its files at once (the last resort), so no offset is ever stored relative to the wrong base. */
+static void test_hard_limit_rolls_at_once(void **state)
+{
+    struct fx *f = *state;
+    int64_t base;
+    gate_close(f->store); /* no spare can be made */
+    assert_int_equal(try_append(f->log, 0, &base), 0);
+    size_t len;
+    uint8_t *b = th_simple(3, 2000, 1, &len);
+    gr_put_be32(b + GR_BATCH_OFF_LAST_OFFSET_DELTA, (uint32_t)(INT32_MAX - 4)); /* offsets 3 .. 2^31 - 2 */
+    gr_batch_crc_store(b, len);
+    struct gr_append_result res;
+    assert_int_equal(gr_log_append(f->log, b, len, -1, &res), 0);
+    free(b);
+    assert_int_equal(gr_log_segment_count(f->log), 1);
+    int64_t leo = gr_log_end_offset(f->log);
+    assert_int_equal(leo, (int64_t)INT32_MAX);
+    assert_true(atomic_load(&f->log->spare_requested)); /* asked for at half the relative offset range */
+    assert_int_equal(try_append(f->log, 2, &base), 0); /* its last offset 2^31 + 1 is too far from base 0 */
+    assert_int_equal(base, leo);
+    assert_int_equal(gr_log_segment_count(f->log), 2);
+    assert_int_equal(f->log->segs[1]->base_offset, leo);
+    gate_open();
+}
+
 static void test_eio_on_fsync_offline(void **state)
 {
     struct fx *f = *state;
@@ -627,6 +653,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_deferred_roll, setup, teardown),
         cmocka_unit_test_setup_teardown(test_retention_roll_waits_for_spare, setup, teardown),
         cmocka_unit_test_setup_teardown(test_delete_records_async, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_hard_limit_rolls_at_once, setup, teardown),
         cmocka_unit_test_setup_teardown(test_eio_on_fsync_offline, setup, teardown),
         cmocka_unit_test(test_crash_at_every_io_point),
     };
