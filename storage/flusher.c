@@ -7,7 +7,9 @@
  *
  * Invariants: a log is at most once in the flush queue and flushed by at most one thread at a time
  * (flush_queued / flush_running / flush_again, under fl.mu); housekeeping jobs run in FIFO order on thread
- * 0 only, so a write and a later unlink of the same name never race; flushes run on every thread.
+ * 0 only, so a write and a later unlink of the same name never race; flushes run on every thread; jobs
+ * marked any_thread (spare segment files, undoing a failed write) run first on whichever thread is free,
+ * so a roll or an undo never waits behind a slow fdatasync on thread 0.
  * gr_flusher_stop drains everything queued before joining. Group commit policy: a thread that finds at
  * least cfg.flush_syncfs_min_logs logs queued takes them all and makes them durable with ONE syncfs of
  * the log directory's file system (gr_log_flush_begin for each, syncfs, gr_log_flush_end for each with
@@ -217,11 +219,13 @@ void gr_flusher_job(struct gr_store *store, struct gr_job *job)
     }
     pthread_mutex_lock(&fl->mu);
     job->next = NULL;
-    if (fl->jobs_tail)
-        fl->jobs_tail->next = job;
+    struct gr_job **head = job->any_thread ? &fl->any_head : &fl->jobs_head;
+    struct gr_job **tail = job->any_thread ? &fl->any_tail : &fl->jobs_tail;
+    if (*tail)
+        (*tail)->next = job;
     else
-        fl->jobs_head = job;
-    fl->jobs_tail = job;
+        *head = job;
+    *tail = job;
     pthread_cond_broadcast(&fl->cv);
     pthread_mutex_unlock(&fl->mu);
 }
@@ -269,7 +273,7 @@ void gr_flusher_quiesce(struct gr_store *store)
     struct gr_flusher *fl = &store->fl;
     if (!fl->threads) return;
     pthread_mutex_lock(&fl->mu);
-    while (fl->queue_count || fl->jobs_head || fl->busy)
+    while (fl->queue_count || fl->jobs_head || fl->any_head || fl->busy)
         pthread_cond_wait(&fl->idle_cv, &fl->mu);
     pthread_mutex_unlock(&fl->mu);
 }
@@ -362,10 +366,13 @@ static void *flusher_main(void *p)
     free(arg);
     pthread_mutex_lock(&fl->mu);
     for (;;) {
-        if (index == 0 && fl->jobs_head) {
-            struct gr_job *job = fl->jobs_head;
-            fl->jobs_head = job->next;
-            if (!fl->jobs_head) fl->jobs_tail = NULL;
+        bool any = fl->any_head != NULL;
+        if (any || (index == 0 && fl->jobs_head)) {
+            struct gr_job **head = any ? &fl->any_head : &fl->jobs_head;
+            struct gr_job **tail = any ? &fl->any_tail : &fl->jobs_tail;
+            struct gr_job *job = *head;
+            *head = job->next;
+            if (!*head) *tail = NULL;
             fl->busy++;
             pthread_mutex_unlock(&fl->mu);
             int result = gr_job_run(job);
@@ -478,6 +485,13 @@ void gr_flusher_stop(struct gr_store *store)
     fl->threads = NULL;
     fl->thread_count = 0;
     /* Anything queued after the threads left runs here (none in practice: stop drains first). */
+    while (fl->any_head) {
+        struct gr_job *job = fl->any_head;
+        fl->any_head = job->next;
+        gr_job_run(job);
+        gr_job_free(job);
+    }
+    fl->any_tail = NULL;
     while (fl->jobs_head) {
         struct gr_job *job = fl->jobs_head;
         fl->jobs_head = job->next;

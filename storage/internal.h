@@ -179,6 +179,7 @@ struct gr_job {
     ino_t ino;
     struct gr_log *log; /* SPARE: the log that gets the file (valid until gr_store_close) */
     bool wait;     /* a caller waits for it: the thread marks it finished instead of freeing it */
+    bool any_thread; /* independent of every other job: run by the first free flusher thread */
     bool finished; /* [fl.mu] */
     int result;    /* [fl.mu] 0 or -errno */
     /* GR_JOB_CALL: fn(arg) runs on the housekeeping thread and owns arg (frees it). */
@@ -193,6 +194,9 @@ struct gr_flusher {
     struct gr_log **queue;                  /* logs waiting for a flush */
     int queue_head, queue_count, queue_cap; /* ring buffer */
     struct gr_job *jobs_head, *jobs_tail;
+    /* Jobs any thread may run, before flushes (making a spare segment file, undoing a failed write): they
+       must not wait behind a slow fdatasync on thread 0, and no other job's order matters to them. */
+    struct gr_job *any_head, *any_tail;
     struct gr_log *timed; /* logs with a flush.ms deadline */
     int busy;             /* flushes + jobs running */
     bool stop;

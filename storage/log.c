@@ -567,7 +567,8 @@ static int log_roll(struct gr_log *log)
 enum roll_need { ROLL_NO, ROLL_SOFT, ROLL_HARD };
 
 /* Whether `batch` needs a new segment first. SOFT: segment.bytes, segment.ms or a full index (may wait for
-   a spare file, storage/roll.c); HARD: the file position or a relative offset would not fit 31 bits. */
+   a spare file, storage/roll.c); HARD: the file position or a relative offset would not fit 31 bits, or
+   the segment would pass twice segment.bytes. */
 static enum roll_need need_roll(const struct gr_log *log, const struct gr_segment *seg, const uint8_t *batch,
                                 size_t len, int64_t now_ms)
 {
@@ -576,6 +577,9 @@ static enum roll_need need_roll(const struct gr_log *log, const struct gr_segmen
     if (seg->size_bytes + (int64_t)len > INT32_MAX ||
         log->log_end_offset + gr_batch_last_offset_delta(batch) - seg->base_offset > INT32_MAX)
         return ROLL_HARD;
+    /* A roll waiting for its spare stops waiting at twice segment.bytes: a burst of appends (or a stalled
+       housekeeping thread) cannot grow a segment without bound. */
+    if (seg->size_bytes + (int64_t)len > 2 * cfg->segment_bytes) return ROLL_HARD;
     if (seg->size_bytes + (int64_t)len > cfg->segment_bytes) return ROLL_SOFT;
     int64_t waited = seg->rolling_timestamp_ms >= 0
                          ? gr_batch_max_timestamp(batch) - seg->rolling_timestamp_ms
@@ -644,6 +648,7 @@ static int write_batch(struct gr_log *log, struct gr_segment *seg, const uint8_t
     }
     *u = (struct undo){.log = log, .fd = fd, .pos = pos};
     job->type = GR_JOB_CALL;
+    job->any_thread = true; /* not behind a slow fdatasync: the partition refuses appends meanwhile */
     job->dir_fd = -1;
     job->fn = undo_job;
     job->arg = u;

@@ -73,8 +73,9 @@ struct gr_append_result {
    No file is created, truncated or synced on the calling thread: a roll due by segment.bytes, segment.ms
    or a full index uses a spare file made ahead by the housekeeping thread, and when none is ready yet the
    batch goes to the active segment, which then exceeds segment.bytes until the first append after the
-   spare is ready (storage/roll.c; only a roll forced by a 31-bit position or relative offset overflow
-   still creates its files here, and the spare is asked for at half of those limits too). */
+   spare is ready, never past twice segment.bytes (storage/roll.c; only a roll at that bound or forced by a
+   31-bit position or relative offset overflow still creates its files here, and the spare is asked for at
+   half of every limit). */
 int gr_log_append(struct gr_log *log, uint8_t *batch, size_t len, int64_t log_append_time_ms,
                   struct gr_append_result *res);
 

@@ -18,9 +18,9 @@
  * segment.ms, a full index) waits: the spare is requested, appends go on to the active segment, and the
  * first append after the spare is ready rolls. A segment may so exceed segment.bytes (and its index
  * segment.index.bytes) by the batches appended while the housekeeping thread makes the spare (Kafka never
- * lets a segment pass segment.bytes: it creates the files inside the append). A HARD limit (file
- * position or relative offset past 2^31-1) rolls at once, creating the files on the network thread as the
- * last resort; the spare is asked for at half of every limit, hard ones included, so that is practically
+ * lets a segment pass segment.bytes: it creates the files inside the append): typically the requests read
+ * in one burst. A HARD limit (file position or relative offset past 2^31-1, or twice segment.bytes: the
+ * bound on that excess) rolls at once, creating the files on the network thread as the last resort; the spare is asked for at half of every limit, hard ones included, so that is practically
  * unreachable. Without flusher threads (unit tests), or when the last spare job failed (no O_TMPFILE
  * support), the roll creates its files itself.
  * Read next: log.c (log_roll, gr_log_flush_begin), flusher.c (GR_JOB_SPARE).
@@ -45,6 +45,7 @@ static void roll_request(struct gr_log *log)
     struct gr_job *job = calloc(1, sizeof(*job));
     if (!job) return;
     job->type = GR_JOB_SPARE;
+    job->any_thread = true;
     job->log = log;
     job->dir_fd = dup(log->dir_fd);
     if (job->dir_fd < 0) {

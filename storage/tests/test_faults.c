@@ -49,30 +49,37 @@ static int setup(void **state)
     return 0;
 }
 
-/* A housekeeping job that holds flusher thread 0 (the housekeeping queue) until released. */
-static atomic_int gate_state; /* 0 open, 1 closed, 2 a job is held */
+/* Holds every flusher thread (two: th_config) with a job each, until released: no spare file, no undo, no
+   flush, no housekeeping job runs meanwhile. */
+static atomic_int gate_closed, gate_held;
 static int gate_job(void *arg)
 {
     (void)arg;
-    atomic_store(&gate_state, 2);
-    while (atomic_load(&gate_state) != 0)
+    atomic_fetch_add(&gate_held, 1);
+    while (atomic_load(&gate_closed))
         usleep(1000);
+    atomic_fetch_sub(&gate_held, 1);
     return 0;
 }
 static void gate_close(struct gr_store *store)
 {
-    struct gr_job *job = calloc(1, sizeof(*job));
-    job->type = GR_JOB_CALL;
-    job->dir_fd = -1;
-    job->fn = gate_job;
-    atomic_store(&gate_state, 1);
-    gr_flusher_job(store, job);
-    while (atomic_load(&gate_state) != 2)
+    atomic_store(&gate_closed, 1);
+    for (int i = 0; i < 2; i++) {
+        struct gr_job *job = calloc(1, sizeof(*job));
+        job->type = GR_JOB_CALL;
+        job->any_thread = true;
+        job->dir_fd = -1;
+        job->fn = gate_job;
+        gr_flusher_job(store, job);
+    }
+    while (atomic_load(&gate_held) != 2)
         usleep(1000);
 }
 static void gate_open(void)
 {
-    atomic_store(&gate_state, 0);
+    atomic_store(&gate_closed, 0);
+    while (atomic_load(&gate_held) != 0)
+        usleep(1000);
 }
 
 static int teardown(void **state)
@@ -273,14 +280,14 @@ static void test_deferred_roll(void **state)
     assert_true(f->log->segs[0]->size_bytes > seg_bytes);
     assert_int_equal(gr_log_end_offset(f->log), 3 * (int64_t)i);
     check_tags(f->log, (int)i);
-    /* Flushes run on the other flusher thread: the oversized segment becomes durable. */
+    /* The oversized segment becomes durable with the roll still pending (no append since), then a crash. */
     fault_crash_track(f->dir);
+    gate_open();
     gr_log_flush_async(f->log);
     assert_int_equal(th_wait_durable(f->log, 3 * (int64_t)i), 0);
     int64_t durable_tags = i;
-    assert_int_equal(try_append(f->log, i++, &base), 0); /* written, not durable */
+    assert_int_equal(gr_log_segment_count(f->log), 1);
     fault_crash_now();
-    gate_open();
     gr_store_close(f->store);
     f->store = NULL;
     fault_crash_apply(7, true);
@@ -303,6 +310,24 @@ static void test_deferred_roll(void **state)
 }
 
 /* Retention's roll of an expired active segment waits for a spare as well. */
+/* A roll waiting for its spare stops waiting at twice segment.bytes (here 1000): the segment never grows
+   past 2000 bytes, even when no spare ever comes. */
+static void test_deferred_roll_bounded(void **state)
+{
+    struct fx *f = *state;
+    int64_t base;
+    gate_close(f->store); /* no spare can be made */
+    uint32_t i = 0;
+    while (gr_log_segment_count(f->log) == 1 && i < 200)
+        assert_int_equal(try_append(f->log, i++, &base), 0);
+    assert_int_equal(gr_log_segment_count(f->log), 2);
+    assert_true(f->log->segs[0]->size_bytes > 1000);  /* the roll did wait */
+    assert_true(f->log->segs[0]->size_bytes <= 2000); /* but not past the bound */
+    assert_int_equal(f->log->segs[1]->base_offset, base);
+    gate_open();
+    check_tags(f->log, (int)i);
+}
+
 static void test_retention_roll_waits_for_spare(void **state)
 {
     struct fx *f = *state;
@@ -651,6 +676,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_failed_undo_goes_offline, setup, teardown),
         cmocka_unit_test_setup_teardown(test_enospc_on_roll, setup, teardown),
         cmocka_unit_test_setup_teardown(test_deferred_roll, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_deferred_roll_bounded, setup, teardown),
         cmocka_unit_test_setup_teardown(test_retention_roll_waits_for_spare, setup, teardown),
         cmocka_unit_test_setup_teardown(test_delete_records_async, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hard_limit_rolls_at_once, setup, teardown),
