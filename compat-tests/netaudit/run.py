@@ -60,6 +60,8 @@ def work():
     state = {}
     with k.Conn(B, timeout=30.0) as c:
         tk.eq('create topic roll (2 partitions)', 0, k.create_topic(c, 'roll', 2)['error_code'])
+        tk.eq('create topic ret (retention.ms 1000)', 0,
+              k.create_topic(c, 'ret', 1, {'retention.ms': '1000'})['error_code'])
         # Topic creation is not part of this check (it makes directories and files: issue #4's topic work).
         with open(MARK, 'w') as f:
             f.write(str(os.path.getsize(os.path.join(os.environ['BROKER_DIR'], 'broker.log'))))
@@ -92,6 +94,20 @@ def work():
         r = delete_records(c, 'roll', {0: 100})
         tk.eq('DeleteRecords again once the checkpoint is writable', (0, 100),
               (r[0]['error_code'], r[0]['low_watermark']))
+        # Retention (every second here) deletes every segment of `ret`, the active one too (its roll).
+        for i in range(20):
+            r = k.produce(c, 'ret', 0, k.build_batch([(b'r%d' % i, b'%04d' % i * 250)], base_timestamp=1000 + i),
+                          acks=-1)
+            bad += r['error_code'] != 0
+        tk.eq('20 produces to ret with timestamps long expired', 0, bad)
+        ret_end, deadline = 0, time.monotonic() + 10
+        while time.monotonic() < deadline:
+            ret_end = k.list_offsets(c, 'ret', 0, -1)['offset']
+            if earliest(c, 'ret', 0) == ret_end:
+                break
+            time.sleep(0.2)
+        tk.eq('retention emptied ret (log start offset = log end offset, active segment rolled)',
+              (ret_end, 20), (earliest(c, 'ret', 0), ret_end))
         # Producer ids: three blocks, saved on the I/O pool.
         ids = []
         errors = 0

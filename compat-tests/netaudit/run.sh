@@ -4,6 +4,8 @@
 # the network thread after start) and log.segment.bytes=4096; netaudit/run.py then
 #   - produces 2 x 150 batches of ~1 KB with acks=-1 (about 40 rolls per partition, each from a spare file),
 #   - DeleteRecords twice (half-way, then the high watermark): answered after the checkpoint is durable,
+#   - retention (run every second) of a topic whose records are long expired: every segment deleted, the
+#     active one after its roll,
 #   - DeleteRecords while log-start-offset-checkpoint.tmp is a directory (the write fails): KAFKA_STORAGE_ERROR
 #     and the log start offset unchanged; answered normally again once it is gone,
 #   - 2,100 InitProducerIds (three producer id blocks, each saved on the I/O pool): ids unique, increasing,
@@ -18,7 +20,8 @@ source "$here/../lib/broker.sh"
 trap 'broker_cleanup' EXIT
 
 export GREGOR_NET_THREAD_AUDIT=1
-broker_start --override log.segment.bytes=4096 --override num.partitions=2 || { fail "broker starts"; summary netaudit; exit 1; }
+broker_start --override log.segment.bytes=4096 --override num.partitions=2 \
+    --override log.retention.check.interval.ms=1000 || { fail "broker starts"; summary netaudit; exit 1; }
 check "the audit is on" grep -q "network thread audit on" "$BROKER_DIR/broker.log"
 run_py "netaudit/run.py" "$here/run.py" work
 # Counted from the moment the topic exists (its creation makes files: not a write-path call).
