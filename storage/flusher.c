@@ -1,12 +1,15 @@
 /*
  * flusher.c: the store's background threads. They do the only blocking disk work the network thread
  * hands off: fdatasync of logs (group commit: one fdatasync covers every append made before it started),
- * flush.ms deadlines, and housekeeping jobs (writing producer snapshots, unlinking deleted segments and
- * snapshots, removing deleted partition directories).
+ * flush.ms deadlines, and housekeeping jobs (writing producer snapshots and checkpoints, DeleteRecords'
+ * log-start checkpoint with its completion, truncating the bytes of a failed write, making spare segment
+ * files, unlinking deleted segments and snapshots, removing deleted partition directories).
  *
  * Invariants: a log is at most once in the flush queue and flushed by at most one thread at a time
  * (flush_queued / flush_running / flush_again, under fl.mu); housekeeping jobs run in FIFO order on thread
- * 0 only, so a write and a later unlink of the same name never race; flushes run on every thread.
+ * 0 only, so a write and a later unlink of the same name never race; flushes run on every thread; jobs
+ * marked any_thread (spare segment files, undoing a failed write) run first on whichever thread is free,
+ * so a roll or an undo never waits behind a slow fdatasync on thread 0.
  * gr_flusher_stop drains everything queued before joining. Group commit policy: a thread that finds at
  * least cfg.flush_syncfs_min_logs logs queued takes them all and makes them durable with ONE syncfs of
  * the log directory's file system (gr_log_flush_begin for each, syncfs, gr_log_flush_end for each with
@@ -216,11 +219,13 @@ void gr_flusher_job(struct gr_store *store, struct gr_job *job)
     }
     pthread_mutex_lock(&fl->mu);
     job->next = NULL;
-    if (fl->jobs_tail)
-        fl->jobs_tail->next = job;
+    struct gr_job **head = job->any_thread ? &fl->any_head : &fl->jobs_head;
+    struct gr_job **tail = job->any_thread ? &fl->any_tail : &fl->jobs_tail;
+    if (*tail)
+        (*tail)->next = job;
     else
-        fl->jobs_head = job;
-    fl->jobs_tail = job;
+        *head = job;
+    *tail = job;
     pthread_cond_broadcast(&fl->cv);
     pthread_mutex_unlock(&fl->mu);
 }
@@ -253,6 +258,7 @@ int gr_store_write_file(struct gr_store *store, int dir_fd, const char *name, ui
     job->wait = sync;
     gr_flusher_job(store, job);
     if (!sync) return 0;
+    gr_sys_audit_note("wait for a file write", dir_fd, name);
     pthread_mutex_lock(&fl->mu);
     while (!job->finished)
         pthread_cond_wait(&fl->idle_cv, &fl->mu);
@@ -267,7 +273,7 @@ void gr_flusher_quiesce(struct gr_store *store)
     struct gr_flusher *fl = &store->fl;
     if (!fl->threads) return;
     pthread_mutex_lock(&fl->mu);
-    while (fl->queue_count || fl->jobs_head || fl->busy)
+    while (fl->queue_count || fl->jobs_head || fl->any_head || fl->busy)
         pthread_cond_wait(&fl->idle_cv, &fl->mu);
     pthread_mutex_unlock(&fl->mu);
 }
@@ -360,10 +366,13 @@ static void *flusher_main(void *p)
     free(arg);
     pthread_mutex_lock(&fl->mu);
     for (;;) {
-        if (index == 0 && fl->jobs_head) {
-            struct gr_job *job = fl->jobs_head;
-            fl->jobs_head = job->next;
-            if (!fl->jobs_head) fl->jobs_tail = NULL;
+        bool any = fl->any_head != NULL;
+        if (any || (index == 0 && fl->jobs_head)) {
+            struct gr_job **head = any ? &fl->any_head : &fl->jobs_head;
+            struct gr_job **tail = any ? &fl->any_tail : &fl->jobs_tail;
+            struct gr_job *job = *head;
+            *head = job->next;
+            if (!*head) *tail = NULL;
             fl->busy++;
             pthread_mutex_unlock(&fl->mu);
             int result = gr_job_run(job);
@@ -476,6 +485,13 @@ void gr_flusher_stop(struct gr_store *store)
     fl->threads = NULL;
     fl->thread_count = 0;
     /* Anything queued after the threads left runs here (none in practice: stop drains first). */
+    while (fl->any_head) {
+        struct gr_job *job = fl->any_head;
+        fl->any_head = job->next;
+        gr_job_run(job);
+        gr_job_free(job);
+    }
+    fl->any_tail = NULL;
     while (fl->jobs_head) {
         struct gr_job *job = fl->jobs_head;
         fl->jobs_head = job->next;

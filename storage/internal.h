@@ -123,9 +123,18 @@ struct gr_log {
     void *user; /* the server's per-log pointer (gr_log_set_user); storage never reads it */
     atomic_int spare_fd;        /* an unnamed (O_TMPFILE) file for the next segment, or -1 (storage/roll.c) */
     atomic_bool spare_requested; /* a spare job is queued */
+    atomic_bool spare_failed;    /* the last spare job could not make a file: the next roll creates its own */
+    /* A failed write left bytes after size_bytes of the active segment: appends are refused (-EAGAIN) until
+       the housekeeping thread truncated them away (log.c undo_job); a failed truncation takes the log
+       offline. Set on the network thread, cleared by the job. */
+    atomic_bool undo_pending;
+    /* DeleteRecords in flight (gr_log_delete_records_begin..end): the largest offset asked for (log start
+       offset when none) and how many. Checkpoint writes carry max(log start, ls_pending) so that the file
+       never goes back below an offset a DeleteRecords is about to answer. Network thread. */
+    int64_t ls_pending;
+    int ls_pending_ops;
     atomic_bool on_timed_list; /* [store flusher mu] written; read unlocked as a hint */
     int64_t flush_deadline_mono_ms;
-    bool retention_roll_deferred; /* retention waited one run for a spare to roll an expired active segment */
     struct gr_log *timed_next;
     int64_t cleaner_checkpoint; /* first dirty offset (cleaner-offset-checkpoint), -1 none; cleaner.c */
     bool cleaning;              /* a clean job holds segments of this log; cleaner.c */
@@ -171,6 +180,7 @@ struct gr_job {
     ino_t ino;
     struct gr_log *log; /* SPARE: the log that gets the file (valid until gr_store_close) */
     bool wait;     /* a caller waits for it: the thread marks it finished instead of freeing it */
+    bool any_thread; /* independent of every other job: run by the first free flusher thread */
     bool finished; /* [fl.mu] */
     int result;    /* [fl.mu] 0 or -errno */
     /* GR_JOB_CALL: fn(arg) runs on the housekeeping thread and owns arg (frees it). */
@@ -185,6 +195,9 @@ struct gr_flusher {
     struct gr_log **queue;                  /* logs waiting for a flush */
     int queue_head, queue_count, queue_cap; /* ring buffer */
     struct gr_job *jobs_head, *jobs_tail;
+    /* Jobs any thread may run, before flushes (making a spare segment file, undoing a failed write): they
+       must not wait behind a slow fdatasync on thread 0, and no other job's order matters to them. */
+    struct gr_job *any_head, *any_tail;
     struct gr_log *timed; /* logs with a flush.ms deadline */
     int busy;             /* flushes + jobs running */
     bool stop;
@@ -207,6 +220,13 @@ struct gr_store {
     struct gr_segment *lru_head, *lru_tail; /* most recently used first */
     int32_t lru_count;
     bool ls_checkpoint_dirty;
+    /* Asynchronous log-start-offset-checkpoint writes (DeleteRecords): tickets given (network thread), the
+       last one finished and the last one that succeeded (set by the housekeeping thread; jobs finish in
+       ticket order), the error of the last failed one. */
+    int64_t ls_ckpt_ticket;
+    _Atomic int64_t ls_ckpt_done;
+    _Atomic int64_t ls_ckpt_ok;
+    atomic_int ls_ckpt_err;
     struct gr_cleaner *cleaner; /* log compaction (storage/cleaner.c), NULL until first used */
     /* Topic metadata operations (store.c, gr_store_topic_op_submit): FIFO of ops not begun yet, and the one
        begun and not finished (at most one). Network thread only. */
@@ -321,15 +341,18 @@ int64_t gr_segment_boundary_before(struct gr_segment *seg, int64_t from, int64_t
    index size) and no spare exists or is queued, queues a housekeeping job that opens an unnamed file
    (O_TMPFILE) in the partition directory and leaves it in log->spare_fd. Network thread; no I/O. */
 void gr_roll_prepare(struct gr_log *log, const struct gr_segment *active, int64_t now_ms);
-/* Asks for a spare now, whatever the active segment's size (retention rolling an expired active segment).
-   Returns true when a spare is ready; otherwise queues the job unless one is queued (or no flusher thread
-   runs) and returns false. Network thread; no I/O. */
-bool gr_roll_request_spare(struct gr_log *log);
 /* At a roll: a new segment at `base` made from the spare file (no file-system call but fstat), with
    name_state PENDING, or NULL when there is no spare (the caller creates the files itself). */
 struct gr_segment *gr_roll_take_spare(struct gr_log *log, int64_t base);
 /* The housekeeping job body (flusher thread 0). */
 void gr_roll_spare_job_run(struct gr_job *job);
+/* A roll is due only by a soft limit (segment.bytes, segment.ms, a full index) and no spare file is ready:
+   returns true when the roll should wait (the spare is requested now if it was not; the caller keeps
+   appending to the active segment and rolls at the first append after the spare is ready), false when
+   the caller must roll now creating its own files: no flusher threads (tests), or the last spare job
+   failed (no O_TMPFILE support, EMFILE...: then the roll is synchronous as the last resort). Network
+   thread; no I/O. */
+bool gr_roll_defer(struct gr_log *log);
 /* In a flush (flusher thread): links the segment's file as <base>.log and creates its .index/.timeindex.
    0 or -errno (the flush then fails: the data could not be made durable under its name). */
 int gr_roll_name_segment(struct gr_segment *seg);
@@ -385,8 +408,8 @@ int64_t gr_log_recovery_point(struct gr_log *log);
 void gr_log_config_effective(struct gr_store *store, struct gr_topic *topic);
 
 /* --- store.c --- */
-/* Writes log-start-offset-checkpoint for every live log, durably before returning. 0 or -errno. */
-int gr_store_write_log_start_checkpoint(struct gr_store *store);
+/* The log start offset a checkpoint records for `log`: max(log start offset, a DeleteRecords in flight). */
+int64_t gr_log_start_offset_for_checkpoint(const struct gr_log *log);
 /* The three offset checkpoints and dirty epoch files; queued unless `sync`. 0 or -errno. */
 int gr_store_checkpoint_all(struct gr_store *store, bool sync);
 

@@ -561,24 +561,62 @@ static int log_roll(struct gr_log *log)
         GR_WARN("storage: %s: producer snapshot at %" PRId64 " failed (%s)", log->dir_name, base,
                 strerror(-serr));
     gr_log_flush_async(log); /* as Kafka does at roll: the sealed segment becomes durable soon */
+    gr_roll_prepare(log, seg, INT64_MIN); /* a log that rolls keeps the next spare ready (storage/roll.c) */
     return 0;
 }
 
-static bool need_roll(const struct gr_log *log, const struct gr_segment *seg, const uint8_t *batch,
-                      size_t len, int64_t now_ms)
+enum roll_need { ROLL_NO, ROLL_SOFT, ROLL_HARD };
+
+/* Whether `batch` needs a new segment first. SOFT: segment.bytes, segment.ms or a full index (may wait for
+   a spare file, storage/roll.c); HARD: the file position or a relative offset would not fit 31 bits, or
+   the segment would pass twice segment.bytes. */
+static enum roll_need need_roll(const struct gr_log *log, const struct gr_segment *seg, const uint8_t *batch,
+                                size_t len, int64_t now_ms)
 {
     const struct gr_log_config *cfg = log_cfg(log);
-    if (seg->size_bytes == 0) return false;
-    if (seg->size_bytes + (int64_t)len > cfg->segment_bytes) return true;
+    if (seg->size_bytes == 0) return ROLL_NO;
+    if (seg->size_bytes + (int64_t)len > INT32_MAX ||
+        log->log_end_offset + gr_batch_last_offset_delta(batch) - seg->base_offset > INT32_MAX)
+        return ROLL_HARD;
+    /* A roll waiting for its spare stops waiting at twice segment.bytes: a burst of appends (or a stalled
+       housekeeping thread) cannot grow a segment without bound. */
+    if (seg->size_bytes + (int64_t)len > 2 * cfg->segment_bytes) return ROLL_HARD;
+    if (seg->size_bytes + (int64_t)len > cfg->segment_bytes) return ROLL_SOFT;
     int64_t waited = seg->rolling_timestamp_ms >= 0
                          ? gr_batch_max_timestamp(batch) - seg->rolling_timestamp_ms
                          : now_ms - seg->created_ms;
-    if (waited > cfg->segment_ms) return true;
-    if (gr_segment_index_full(seg, cfg)) return true;
-    return log->log_end_offset + gr_batch_last_offset_delta(batch) - seg->base_offset > INT32_MAX;
+    if (waited > cfg->segment_ms) return ROLL_SOFT;
+    return gr_segment_index_full(seg, cfg) ? ROLL_SOFT : ROLL_NO;
 }
 
-/* One pwrite of the whole batch; continues after a short write; undoes everything on failure. */
+/* Housekeeping job: truncates the bytes a failed write left after `pos` (write_batch). */
+struct undo {
+    struct gr_log *log; /* valid until gr_store_close, which drains the jobs first */
+    int fd;             /* a duplicate of the segment's descriptor: the segment may be sealed meanwhile */
+    int64_t pos;
+};
+
+static int undo_job(void *arg)
+{
+    struct undo *u = arg;
+    struct gr_log *log = u->log;
+    int err = gr_sys_ftruncate(u->fd, u->pos);
+    gr_sys_close(u->fd);
+    free(u);
+    if (err < 0) {
+        log_go_offline(log, "truncating a failed write", err);
+        if (log->store->cfg.on_flushed) /* parked acks=-1 produces see the partition offline */
+            log->store->cfg.on_flushed(log->store->cfg.on_flushed_ctx, log, atomic_load(&log->durable_offset),
+                                       err);
+    }
+    atomic_store(&log->undo_pending, false);
+    return err;
+}
+
+/* One pwrite of the whole batch; continues after a short write. On failure the bytes written are undone
+   before anything else is appended: the truncation is queued to the housekeeping thread (runs inline
+   without flusher threads) and the log refuses appends until it is done (undo_pending). size_bytes never
+   covered the failed bytes, so no reader sees them meanwhile. */
 static int write_batch(struct gr_log *log, struct gr_segment *seg, const uint8_t *batch, size_t len,
                        int64_t pos)
 {
@@ -597,13 +635,26 @@ static int write_batch(struct gr_log *log, struct gr_segment *seg, const uint8_t
         done += (size_t)r;
     }
     if (err == 0) return 0;
-    int uerr = gr_sys_ftruncate(seg->fd, pos);
-    if (uerr < 0) {
-        log_go_offline(log, "truncating a failed write", uerr);
-    } else {
-        GR_WARN("storage: %s: append of %zu bytes at %" PRId64 " failed (%s), %zu bytes undone",
-                log->dir_name, len, pos, strerror(-err), done);
+    GR_WARN("storage: %s: append of %zu bytes at %" PRId64 " failed (%s), %zu bytes to undo", log->dir_name,
+            len, pos, strerror(-err), done);
+    if (done == 0) return err; /* a failed pwrite writes nothing: the file is as it was */
+    struct undo *u = malloc(sizeof(*u));
+    struct gr_job *job = u ? calloc(1, sizeof(*job)) : NULL;
+    int fd = job ? dup(seg->fd) : -1;
+    if (fd < 0) {
+        free(u);
+        free(job);
+        log_go_offline(log, "queueing the undo of a failed write", -ENOMEM);
+        return err;
     }
+    *u = (struct undo){.log = log, .fd = fd, .pos = pos};
+    job->type = GR_JOB_CALL;
+    job->any_thread = true; /* not behind a slow fdatasync: the partition refuses appends meanwhile */
+    job->dir_fd = -1;
+    job->fn = undo_job;
+    job->arg = u;
+    atomic_store(&log->undo_pending, true);
+    gr_flusher_job(log->store, job);
     return err;
 }
 
@@ -612,6 +663,7 @@ int gr_log_append(struct gr_log *log, uint8_t *batch, size_t len, int64_t log_ap
 {
     assert(log && batch && res);
     if (log->deleted || atomic_load(&log->offline)) return -EROFS;
+    if (atomic_load(&log->undo_pending)) return -EAGAIN; /* a failed write is being undone */
     const struct gr_log_config *cfg = log_cfg(log);
     if (len < GR_BATCH_HEADER_BYTES || (int64_t)len != gr_batch_total_bytes(batch) ||
         gr_batch_last_offset_delta(batch) < 0)
@@ -655,7 +707,8 @@ int gr_log_append(struct gr_log *log, uint8_t *batch, size_t len, int64_t log_ap
     gr_batch_set_base_offset(batch, base);
     gr_batch_set_leader_epoch(batch, log->leader_epoch);
     struct gr_segment *seg = log_active(log);
-    if (need_roll(log, seg, batch, len, now)) {
+    enum roll_need need = need_roll(log, seg, batch, len, now);
+    if (need == ROLL_HARD || (need == ROLL_SOFT && !gr_roll_defer(log))) {
         int err = log_roll(log);
         if (err < 0) return err;
         seg = log_active(log);
@@ -1023,24 +1076,46 @@ static void after_start_moved(struct gr_log *log)
     log->store->ls_checkpoint_dirty = true;
 }
 
-int gr_log_delete_records(struct gr_log *log, int64_t offset)
+int64_t gr_log_start_offset_for_checkpoint(const struct gr_log *log)
+{
+    return log->ls_pending_ops > 0 && log->ls_pending > log->log_start_offset ? log->ls_pending
+                                                                              : log->log_start_offset;
+}
+
+int gr_log_delete_records_begin(struct gr_log *log, int64_t offset)
 {
     if (log->deleted || atomic_load(&log->offline)) return -EROFS;
     if (offset > log->log_end_offset) return -ERANGE;
     if (offset <= log->log_start_offset) return 0;
-    int64_t old = log->log_start_offset;
+    if (log->ls_pending_ops == 0 || offset > log->ls_pending) log->ls_pending = offset;
+    log->ls_pending_ops++;
+    return 1;
+}
+
+int gr_log_delete_records_end(struct gr_log *log, int64_t offset, int err)
+{
+    assert(log->ls_pending_ops > 0);
+    if (--log->ls_pending_ops == 0) log->ls_pending = log->log_start_offset;
+    if (err < 0) return err;
+    if (log->deleted || atomic_load(&log->offline)) return -EROFS;
+    if (offset <= log->log_start_offset) return 0; /* retention or another DeleteRecords went further */
     log->log_start_offset = offset;
-    int err = gr_store_write_log_start_checkpoint(log->store);
-    if (err < 0) {
-        log->log_start_offset = old;
-        return err;
-    }
     int del = 0;
     while (del + 1 < log->seg_count && log->segs[del + 1]->base_offset <= offset)
         del++;
     if (del) remove_head_segments(log, del);
     after_start_moved(log);
     return 0;
+}
+
+int gr_log_delete_records(struct gr_log *log, int64_t offset)
+{
+    int r = gr_log_delete_records_begin(log, offset);
+    if (r <= 0) return r;
+    int64_t ticket;
+    int err = gr_store_log_start_checkpoint_async(log->store, &ticket);
+    if (err == 0) err = gr_store_checkpoint_wait(log->store, ticket);
+    return gr_log_delete_records_end(log, offset, err);
 }
 
 void gr_log_retention(struct gr_log *log, int64_t now_ms)
@@ -1066,18 +1141,10 @@ void gr_log_retention(struct gr_log *log, int64_t now_ms)
     }
     if (del == 0) return;
     if (del == n) {
-        /* Everything expired, the active segment too: roll so that it can go (Kafka does the same). The
-           roll takes a spare made ahead by a flusher, so that this timer creates no file: without one it
-           asks for one and waits for the next run (once; then it rolls the blocking way, e.g. without
-           O_TMPFILE support). */
-        if (!gr_roll_request_spare(log) && !log->retention_roll_deferred) {
-            log->retention_roll_deferred = true;
-            del = n - 1;
-        } else if (log_roll(log) < 0) {
-            del = n - 1;
-        } else {
-            log->retention_roll_deferred = false;
-        }
+        /* Everything expired, the active segment too: roll so that it can go (Kafka does the same). With
+           no spare file ready the roll waits for one (storage/roll.c): the active segment goes at a later
+           run. */
+        if (gr_roll_defer(log) || log_roll(log) < 0) del = n - 1;
     }
     if (del == 0) return;
     remove_head_segments(log, del);
@@ -1421,6 +1488,8 @@ static struct gr_log *log_alloc(struct gr_store *store, struct gr_topic *topic, 
     atomic_init(&log->offline, false);
     atomic_init(&log->spare_fd, -1);
     atomic_init(&log->spare_requested, false);
+    atomic_init(&log->spare_failed, false);
+    atomic_init(&log->undo_pending, false);
     gr_producer_state_init(&log->ps);
     return log;
 }

@@ -19,7 +19,9 @@
  * contiguous offsets), its indexes rebuilt, and the log is truncated at the first bad byte (later segments
  * deleted). Producer state is rebuilt from the last snapshot plus the batches after it.
  *
- * Threading: all functions run on the network thread; a per-log mutex guards only what the flushers share
+ * Threading: all functions run on the network thread and never wait for the disk there (appends, rolls,
+ * retention and DeleteRecords hand their file work to the flusher/housekeeping threads; gr_log_read_nowait
+ * for reads); a per-log mutex guards only what the flushers share
  * (durable offset, offline flag, the list of segments awaiting fdatasync). Compaction (storage/cleaner.h)
  * reads sealed segments on its own thread through descriptors its segment references pin, and changes the
  * segment list only on the network thread.
@@ -65,8 +67,15 @@ struct gr_append_result {
    Returns 0 and fills `res`, or: GR_LOG_ERR_OUT_OF_ORDER_SEQUENCE, GR_LOG_ERR_INVALID_PRODUCER_EPOCH (log
    unchanged), -ENOMEM (no room for the producer's state; log unchanged), -EMSGSIZE (len > the topic's max.message.bytes, else the store's),
    -EINVAL (len < 61 or the batch's length field disagrees with `len`), -ENOSPC/-EIO (the write failed;
-   the partial write was truncated away and the log is unchanged), -EROFS (the log is offline: the undo
-   itself failed earlier or now, or an fsync failed). */
+   the log is unchanged: readers never see the partial bytes, and the housekeeping thread truncates them
+   away), -EAGAIN (that truncation is not done yet: nothing may be appended after a torn batch; retriable,
+   Kafka's KAFKA_STORAGE_ERROR), -EROFS (the log is offline: the undo itself failed, or an fsync failed).
+   No file is created, truncated or synced on the calling thread: a roll due by segment.bytes, segment.ms
+   or a full index uses a spare file made ahead by the housekeeping thread, and when none is ready yet the
+   batch goes to the active segment, which then exceeds segment.bytes until the first append after the
+   spare is ready, never past twice segment.bytes (storage/roll.c; only a roll at that bound or forced by a
+   31-bit position or relative offset overflow still creates its files here, and the spare is asked for at
+   half of every limit). */
 int gr_log_append(struct gr_log *log, uint8_t *batch, size_t len, int64_t log_append_time_ms,
                   struct gr_append_result *res);
 
@@ -171,11 +180,25 @@ int gr_log_offset_for_time(struct gr_log *log, int64_t ts, int64_t upper_bound, 
 int gr_log_max_timestamp(struct gr_log *log, int64_t upper_bound, int64_t *offset, int64_t *timestamp,
                          int32_t *leader_epoch);
 
-/* DeleteRecords: advances the log start offset to `offset` (the caller checked offset <= high watermark),
-   writes log-start-offset-checkpoint durably before returning, deletes whole segments wholly below it,
-   prunes producer state and leader epochs. Returns 0 (also when offset <= log start: nothing to do),
-   -ERANGE if offset > log end offset, -EROFS when offline, or -errno if the checkpoint failed (the log
-   start offset is then unchanged). */
+/* DeleteRecords, in two halves so that the network thread never waits for the checkpoint file:
+   begin: validates `offset` (the caller checked offset <= high watermark) and notes it as in flight:
+   returns 1 (then write the checkpoint with gr_store_log_start_checkpoint_async and, once
+   gr_store_checkpoint_poll says it is done, call end), 0 when offset <= log start offset (nothing to do;
+   do not call end), -ERANGE if offset > log end offset, -EROFS when offline. No I/O.
+   end: `err` is the checkpoint's outcome (0 durable, or -errno, or any -errno to give up, e.g. a request
+   timeout). With err 0 it advances the log start offset to `offset` (unless already further), deletes
+   whole segments wholly below it (unlinked by the housekeeping thread), prunes producer state and leader
+   epochs; returns 0, or -EROFS when the log went offline or was deleted meanwhile. With err < 0 the log
+   start offset is unchanged and err is returned.
+   The checkpoint file never goes below an offset in flight: every checkpoint written between begin and end
+   carries max(log start offset, offsets in flight). So after a failed or abandoned DeleteRecords the
+   file may still hold its offset (a restart then starts the log there), as the outcome of a Kafka
+   DeleteRecords that failed is unknown to its client; an answered one is always in the file. */
+int gr_log_delete_records_begin(struct gr_log *log, int64_t offset);
+int gr_log_delete_records_end(struct gr_log *log, int64_t offset, int err);
+/* begin, checkpoint, WAIT for it, end: BLOCKS on the housekeeping thread's write. Tests and tools only.
+   Returns 0 (also when offset <= log start: nothing to do), -ERANGE, -EROFS, or the checkpoint's -errno
+   (log start offset unchanged). */
 int gr_log_delete_records(struct gr_log *log, int64_t offset);
 
 /* OffsetForLeaderEpoch (KIP-320): for the largest known epoch <= `epoch`, its end offset: the start offset

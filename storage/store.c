@@ -511,14 +511,15 @@ static int64_t value_recovery(struct gr_log *log)
 }
 static int64_t value_log_start(struct gr_log *log)
 {
-    return log->log_start_offset;
+    return gr_log_start_offset_for_checkpoint(log);
 }
 static int64_t value_hwm(struct gr_log *log)
 {
     return log->hwm_from_server ? log->high_watermark : gr_log_durable_offset(log);
 }
 
-static int ckpt_write(struct gr_store *store, const char *name, ckpt_value_fn fn, bool sync)
+/* Kafka's offset checkpoint text for every live log; returns new (free) with *len, or NULL (ENOMEM). */
+static char *ckpt_format(struct gr_store *store, ckpt_value_fn fn, size_t *len)
 {
     size_t cap = 64, count = 0;
     for (int i = 0; i < store->topic_count; i++) {
@@ -526,21 +527,108 @@ static int ckpt_write(struct gr_store *store, const char *name, ckpt_value_fn fn
         count += (size_t)store->topics[i]->partition_count;
     }
     char *buf = malloc(cap);
-    if (!buf) return -ENOMEM;
+    if (!buf) return NULL;
     size_t n = (size_t)snprintf(buf, cap, "0\n%zu\n", count);
     for (int i = 0; i < store->topic_count; i++) {
         struct gr_topic *t = store->topics[i];
         for (int32_t p = 0; p < t->partition_count; p++)
             n += (size_t)snprintf(buf + n, cap - n, "%s %d %" PRId64 "\n", t->name, p, fn(t->logs[p]));
     }
+    *len = n;
+    return buf;
+}
+
+static int ckpt_write(struct gr_store *store, const char *name, ckpt_value_fn fn, bool sync)
+{
+    size_t n;
+    char *buf = ckpt_format(store, fn, &n);
+    if (!buf) return -ENOMEM;
     return gr_store_write_file(store, store->root_fd, name, (uint8_t *)buf, n, sync);
 }
 
-int gr_store_write_log_start_checkpoint(struct gr_store *store)
+/* The housekeeping job of gr_store_log_start_checkpoint_async. */
+struct ls_ckpt {
+    struct gr_store *store;
+    char *data;
+    size_t len;
+    int64_t ticket;
+    struct gr_log **logs; /* logs with a DeleteRecords in flight: their waiters are woken */
+    int log_count;
+};
+
+static int ls_ckpt_job(void *arg)
 {
-    int err = ckpt_write(store, CKPT_LOG_START, value_log_start, true);
-    if (err == 0) store->ls_checkpoint_dirty = false;
+    struct ls_ckpt *c = arg;
+    struct gr_store *store = c->store;
+    int err = gr_file_write_atomic(store->root_fd, CKPT_LOG_START, c->data, c->len);
+    if (err < 0) {
+        GR_WARN("storage: writing %s failed (%s)", CKPT_LOG_START, strerror(-err));
+        atomic_store(&store->ls_ckpt_err, err);
+    } else {
+        atomic_store(&store->ls_ckpt_ok, c->ticket);
+    }
+    atomic_store(&store->ls_ckpt_done, c->ticket);
+    for (int i = 0; i < c->log_count && store->cfg.on_flushed; i++)
+        store->cfg.on_flushed(store->cfg.on_flushed_ctx, c->logs[i], gr_log_durable_offset(c->logs[i]), 0);
+    free(c->logs);
+    free(c->data);
+    free(c);
     return err;
+}
+
+int gr_store_log_start_checkpoint_async(struct gr_store *store, int64_t *ticket)
+{
+    struct ls_ckpt *c = calloc(1, sizeof(*c));
+    struct gr_job *job = c ? calloc(1, sizeof(*job)) : NULL;
+    if (c) c->data = ckpt_format(store, value_log_start, &c->len);
+    int waiting = 0;
+    for (int i = 0; i < store->topic_count; i++)
+        for (int32_t p = 0; p < store->topics[i]->partition_count; p++)
+            waiting += store->topics[i]->logs[p]->ls_pending_ops > 0;
+    if (c) c->logs = calloc((size_t)waiting + 1, sizeof(*c->logs));
+    if (!job || !c->data || !c->logs) {
+        if (c) {
+            free(c->data);
+            free(c->logs);
+        }
+        free(c);
+        free(job);
+        return -ENOMEM;
+    }
+    for (int i = 0; i < store->topic_count; i++)
+        for (int32_t p = 0; p < store->topics[i]->partition_count; p++)
+            if (store->topics[i]->logs[p]->ls_pending_ops > 0) c->logs[c->log_count++] = store->topics[i]->logs[p];
+    c->store = store;
+    c->ticket = *ticket = ++store->ls_ckpt_ticket;
+    job->type = GR_JOB_CALL;
+    job->dir_fd = -1;
+    job->fn = ls_ckpt_job;
+    job->arg = c;
+    if (!store->fl.threads) c->log_count = 0; /* inline: the caller polls at once, nobody to wake */
+    gr_flusher_job(store, job);
+    return 0;
+}
+
+int gr_store_checkpoint_poll(struct gr_store *store, int64_t ticket)
+{
+    if (atomic_load(&store->ls_ckpt_ok) >= ticket) return 1;
+    if (atomic_load(&store->ls_ckpt_done) < ticket) return 0;
+    int err = atomic_load(&store->ls_ckpt_err);
+    return err < 0 ? err : -EIO;
+}
+
+int gr_store_checkpoint_wait(struct gr_store *store, int64_t ticket)
+{
+    struct gr_flusher *fl = &store->fl;
+    int r = gr_store_checkpoint_poll(store, ticket);
+    if (r == 0 && fl->threads) {
+        gr_sys_audit_note("wait for a checkpoint write", store->root_fd, CKPT_LOG_START);
+        pthread_mutex_lock(&fl->mu);
+        while ((r = gr_store_checkpoint_poll(store, ticket)) == 0)
+            pthread_cond_wait(&fl->idle_cv, &fl->mu);
+        pthread_mutex_unlock(&fl->mu);
+    }
+    return r > 0 ? 0 : r;
 }
 
 int gr_store_checkpoint_all(struct gr_store *store, bool sync)

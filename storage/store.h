@@ -17,7 +17,8 @@
  * Threading: every function here and in log.h is called from ONE thread (the server's network thread).
  * The store runs `flusher_threads` threads that do the blocking file work: fdatasync (or one syncfs for many
  * logs), naming segments made ahead of a roll and writing sealed index files (storage/roll.c), making the
- * next segment's unnamed file, writing snapshot files and unlinking deleted files; they report durability
+ * next segment's unnamed file, writing snapshot and checkpoint files (DeleteRecords' too), truncating the
+ * bytes of a failed write and unlinking deleted files; they report durability
  * through cfg->on_flushed. Reads that might wait for the disk are the server's to hand to an I/O pool
  * (storage/iopool.h, gr_log_read_nowait, gr_log_slice_prefetch), and so is the file work of topic
  * metadata operations (gr_topic_op_*: only their run step leaves the network thread, touching nothing but
@@ -102,6 +103,19 @@ const char *gr_store_cluster_id(const struct gr_store *store);
    60 s); gr_store_retention_run does when log start offsets moved; gr_store_close writes them itself.
    Returns 0, or -ENOMEM when a write could not be queued (failed writes are logged). */
 int gr_store_checkpoint(struct gr_store *store);
+
+/* DeleteRecords' durable log start offsets (storage/log.h gr_log_delete_records_begin): queues one write
+   of log-start-offset-checkpoint (every live log at max(log start offset, DeleteRecords in flight)) to the
+   housekeeping thread, in FIFO order with every other checkpoint write (one writer per file), and returns
+   its *ticket. When it finished, on_flushed is called (err 0, the log's current durable offset) for every
+   log with a DeleteRecords in flight, so that parked requests are re-checked. Without flusher threads the
+   write runs inline and nothing is called back. No disk wait on the caller. 0 or -ENOMEM. */
+int gr_store_log_start_checkpoint_async(struct gr_store *store, int64_t *ticket);
+/* 1 when the write of `ticket` (or a later one, which carries the same offsets) is durable, 0 while in
+   progress, -errno when it failed. Thread-safe, no I/O. */
+int gr_store_checkpoint_poll(struct gr_store *store, int64_t ticket);
+/* Waits for `ticket`: 0 or -errno. BLOCKS: tests and tools only. */
+int gr_store_checkpoint_wait(struct gr_store *store, int64_t ticket);
 
 /* Waits until the flusher threads have no queued or running flush or housekeeping job (snapshot writes,
    unlinks). For tests and orderly shutdown; appends made meanwhile may queue more work. */

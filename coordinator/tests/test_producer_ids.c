@@ -158,6 +158,80 @@ static void test_exhausted(void **state)
     assert_int_equal(gr_producer_ids_next(&ids, &pid), -EOVERFLOW);
 }
 
+/* Asynchronous use (Kafka's prefetch): the next block's save starts when 90% of the block is handed out,
+   runs "elsewhere" (here: completed later by the test), and no id is ever handed out before its block end
+   is durable: a take that finds the block used up with the save still in flight gets -EAGAIN. */
+static void test_prefetch_async(void **state)
+{
+    (void)state;
+    struct mem_disk d = {0};
+    struct gr_producer_id_io io = {mem_load, mem_save, &d};
+    struct gr_producer_ids ids;
+    assert_int_equal(gr_producer_ids_open(&ids, &io), 0);
+    int64_t pid = -7;
+    uint8_t rec[GR_PRODUCER_ID_RECORD_BYTES];
+    assert_int_equal(gr_producer_ids_take(&ids, &pid), -EAGAIN); /* nothing saved yet */
+    assert_true(gr_producer_ids_prefetch(&ids, rec));
+    assert_false(gr_producer_ids_prefetch(&ids, rec)); /* one save in flight at most */
+    assert_int_equal(gr_producer_ids_take(&ids, &pid), -EAGAIN);
+    assert_int_equal(pid, -7);
+    assert_int_equal(mem_save(&d, rec, sizeof rec), 0);
+    gr_producer_ids_saved(&ids, 0);
+    assert_int_equal(saved_end(&d), 1000);
+    for (int64_t i = 0; i < 900; i++) {
+        assert_int_equal(gr_producer_ids_take(&ids, &pid), 0);
+        assert_int_equal(pid, i);
+        if (i < 899) assert_false(gr_producer_ids_prefetch(&ids, rec)); /* not before 90% */
+    }
+    assert_true(gr_producer_ids_prefetch(&ids, rec)); /* 100 left: fetch the next block */
+    int64_t v;
+    assert_int_equal(gr_producer_ids_decode(rec, sizeof rec, &v), 0);
+    assert_int_equal(v, 2000);
+    for (int64_t i = 900; i < 1000; i++)
+        assert_int_equal(gr_producer_ids_take(&ids, &pid), 0);
+    assert_int_equal(pid, 999);
+    assert_int_equal(gr_producer_ids_take(&ids, &pid), -EAGAIN); /* 1000's block end not durable yet */
+    /* The save fails: still nothing; a new prefetch retries it. */
+    gr_producer_ids_saved(&ids, -EIO);
+    assert_int_equal(gr_producer_ids_take(&ids, &pid), -EAGAIN);
+    assert_int_equal(saved_end(&d), 1000);
+    assert_true(gr_producer_ids_prefetch(&ids, rec));
+    assert_int_equal(mem_save(&d, rec, sizeof rec), 0);
+    gr_producer_ids_saved(&ids, 0);
+    assert_int_equal(gr_producer_ids_take(&ids, &pid), 0);
+    assert_int_equal(pid, 1000);
+    /* Many ids through a slow disk: saves complete only when a take would otherwise wait. */
+    int saves = d.saves;
+    bool in_flight = false;
+    for (int64_t want = 1001; want < 4500; want++) {
+        int r = gr_producer_ids_take(&ids, &pid);
+        if (r == -EAGAIN) {
+            assert_true(in_flight);
+            assert_int_equal(mem_save(&d, rec, sizeof rec), 0);
+            gr_producer_ids_saved(&ids, 0);
+            in_flight = false;
+            r = gr_producer_ids_take(&ids, &pid);
+        }
+        assert_int_equal(r, 0);
+        assert_int_equal(pid, want);
+        assert_true(pid < saved_end(&d)); /* never beyond a durable block end */
+        if (!in_flight && gr_producer_ids_prefetch(&ids, rec)) in_flight = true;
+    }
+    assert_int_equal(d.saves - saves, 3); /* 2000, 3000, 4000: one per block */
+    /* A restart resumes above everything saved (the prefetched block is skipped, never reused). */
+    if (in_flight) {
+        assert_int_equal(mem_save(&d, rec, sizeof rec), 0);
+        gr_producer_ids_saved(&ids, 0);
+    }
+    struct gr_producer_ids again;
+    assert_int_equal(gr_producer_ids_open(&again, &io), 0);
+    assert_true(gr_producer_ids_prefetch(&again, rec));
+    assert_int_equal(mem_save(&d, rec, sizeof rec), 0);
+    gr_producer_ids_saved(&again, 0);
+    assert_int_equal(gr_producer_ids_take(&again, &pid), 0);
+    assert_true(pid > 4499);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -166,6 +240,7 @@ int main(void)
         cmocka_unit_test(test_failed_save_hands_out_nothing),
         cmocka_unit_test(test_damaged_record),
         cmocka_unit_test(test_exhausted),
+        cmocka_unit_test(test_prefetch_async),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

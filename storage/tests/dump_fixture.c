@@ -51,6 +51,7 @@ int main(int argc, char **argv)
         uint8_t *b = th_batch(&s, &len);
         struct gr_append_result res;
         if (gr_log_append(log, b, len, i == 7 ? 1800000000000 : -1, &res) < 0) return 1;
+        gr_store_quiesce(store); /* spare ready at the roll (storage/roll.c) */
         free(b);
         records += s.count;
         if (i % 3 == 0) next_seq[i % 2] += s.count;
@@ -85,6 +86,7 @@ int main(int argc, char **argv)
         if (gr_batch_build(&bp, recs, cnt, &b, &len)) return 1;
         struct gr_append_result res;
         if (gr_log_append(log, b, len, -1, &res) < 0) return 1;
+        gr_store_quiesce(store); /* spare ready at the roll (storage/roll.c) */
         free(b);
         if (i % 4 == 0) cseq += cnt;
     }

@@ -7,6 +7,7 @@
  * a log start offset DeleteRecords acknowledged is kept).
  */
 #include <errno.h>
+#include <stdatomic.h>
 #include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -20,7 +21,9 @@
 #include <cmocka.h>
 
 #include "common/log.h"
+#include "common/time.h"
 #include "storage/internal.h"
+#include "storage/sys.h"
 #include "storage/tests/fault.h"
 #include "storage/tests/helpers.h"
 
@@ -46,9 +49,44 @@ static int setup(void **state)
     return 0;
 }
 
+/* Holds every flusher thread (two: th_config) with a job each, until released: no spare file, no undo, no
+   flush, no housekeeping job runs meanwhile. */
+static atomic_int gate_closed, gate_held;
+static int gate_job(void *arg)
+{
+    (void)arg;
+    atomic_fetch_add(&gate_held, 1);
+    while (atomic_load(&gate_closed))
+        usleep(1000);
+    atomic_fetch_sub(&gate_held, 1);
+    return 0;
+}
+static void gate_close(struct gr_store *store)
+{
+    atomic_store(&gate_closed, 1);
+    for (int i = 0; i < 2; i++) {
+        struct gr_job *job = calloc(1, sizeof(*job));
+        job->type = GR_JOB_CALL;
+        job->any_thread = true;
+        job->dir_fd = -1;
+        job->fn = gate_job;
+        gr_flusher_job(store, job);
+    }
+    while (atomic_load(&gate_held) != 2)
+        usleep(1000);
+}
+static void gate_open(void)
+{
+    atomic_store(&gate_closed, 0);
+    while (atomic_load(&gate_held) != 0)
+        usleep(1000);
+}
+
 static int teardown(void **state)
 {
     struct fx *f = *state;
+    gate_open(); /* a failed assertion may have left the housekeeping thread held */
+    gr_sys_audit_this_thread(NULL);
     if (f->store) gr_store_close(f->store);
     fault_uninstall(); /* the syscall table changes only while no store runs (sys.h) */
     th_rmtree(f->dir);
@@ -98,20 +136,49 @@ static void test_short_write_completed(void **state)
     check_tags(f->log, 2);
 }
 
+/* Calls the network thread (here: the test thread) made that may wait for the disk (storage/sys.h). */
+static int audit_calls;
+static char audit_last[64];
+static void audit_count(const char *op, int fd, const char *path)
+{
+    (void)fd;
+    (void)path;
+    audit_calls++;
+    snprintf(audit_last, sizeof(audit_last), "%s", op);
+}
+
 static void test_short_write_then_enospc_undone(void **state)
 {
     struct fx *f = *state;
     int64_t base;
     assert_int_equal(try_append(f->log, 0, &base), 0);
     int64_t size = active_file_size(f);
+    gr_store_quiesce(f->store);
+    gate_close(f->store); /* the undo waits in the housekeeping queue */
+    audit_calls = 0;
+    gr_sys_audit_this_thread(audit_count);
     fault_short_write(1, 10);
     fault_fail(F_PWRITE, 2, ENOSPC, false);
+    long truncs = fault_count(F_FTRUNCATE);
     assert_int_equal(try_append(f->log, 1, &base), -ENOSPC);
-    assert_int_equal(active_file_size(f), size); /* the 10 bytes were truncated away */
+    /* Not undone yet: appends are refused, readers never see the 10 stray bytes. */
+    assert_int_equal(active_file_size(f), size + 10);
+    assert_int_equal(try_append(f->log, 1, &base), -EAGAIN);
     assert_int_equal(gr_log_end_offset(f->log), 3);
     assert_false(gr_log_offline(f->log));
+    gr_sys_audit_this_thread(NULL);
+    if (audit_calls) /* no ftruncate (nor anything else) on the network thread */
+        fail_msg("%d blocking calls on the network thread, last %s", audit_calls, audit_last);
+    check_tags(f->log, 1);
+    assert_int_equal(fault_count(F_FTRUNCATE), truncs);
+    gate_open();
+    gr_store_quiesce(f->store);
+    assert_int_equal(fault_count(F_FTRUNCATE), truncs + 1);
+    assert_int_equal(active_file_size(f), size); /* the 10 bytes were truncated away */
+    assert_false(gr_log_offline(f->log));
     fault_fail(F_PWRITE, 1, ENOSPC, false);
-    assert_int_equal(try_append(f->log, 1, &base), -ENOSPC);
+    assert_int_equal(try_append(f->log, 1, &base), -ENOSPC); /* nothing written: nothing to undo */
+    assert_int_equal(fault_count(F_FTRUNCATE), truncs + 1);
     assert_int_equal(try_append(f->log, 1, &base), 0); /* space is back */
     assert_int_equal(base, 3);
     check_tags(f->log, 2);
@@ -129,11 +196,17 @@ static void test_failed_undo_goes_offline(void **state)
     int64_t base;
     for (uint32_t i = 0; i < 3; i++)
         assert_int_equal(try_append(f->log, i, &base), 0);
+    gr_store_quiesce(f->store);
+    th_flush_reset();
     fault_short_write(1, 10);
     fault_fail(F_PWRITE, 2, EIO, false);
     fault_fail(F_FTRUNCATE, 1, EIO, false);
     assert_int_equal(try_append(f->log, 3, &base), -EIO);
+    gr_store_quiesce(f->store); /* the undo ran on the housekeeping thread and failed */
     assert_true(gr_log_offline(f->log));
+    int last;
+    assert_int_equal(th_flush_errors(&last), 1); /* waiters were told (on_flushed with the error) */
+    assert_int_equal(last, -EIO);
     assert_int_equal(try_append(f->log, 3, &base), -EROFS);
     struct gr_log_slice s;
     assert_int_equal(gr_log_read(f->log, 0, 100, INT64_MAX, true, &s), -EROFS);
@@ -156,15 +229,16 @@ static void test_enospc_on_roll(void **state)
     uint32_t i = 0;
     while (gr_log_segment_count(f->log) < 2)
         assert_int_equal(try_append(f->log, i++, &base), 0);
-    /* The next roll that must create its files cannot: the append that needs it fails, nothing else
-       changes. (A roll may first use a spare file made before the disk filled, storage/roll.c: then the
-       roll after it is the one that fails.) */
+    /* No file can be created any more: the spare job fails, so the roll after it creates its own files
+       (the last resort) and cannot: the append that needs it fails, nothing else changes. (A roll may
+       first use a spare made before the disk filled, or wait for the spare job: storage/roll.c.) */
     fault_fail(F_OPEN, 1, ENOSPC, true);
     int err, segs;
     for (;;) {
         segs = gr_log_segment_count(f->log);
         if ((err = try_append(f->log, i, &base)) != 0) break;
         i++;
+        gr_store_quiesce(f->store);
     }
     assert_int_equal(err, -ENOSPC);
     int64_t leo = gr_log_end_offset(f->log);
@@ -175,10 +249,218 @@ static void test_enospc_on_roll(void **state)
     snprintf(path, sizeof(path), "%s/f-0/%020lld.log", f->dir, (long long)leo);
     assert_int_equal(access(path, F_OK), -1); /* no half-created segment left behind */
     fault_clear(F_OPEN);
+    /* The next roll asks for a spare first and appends to the active segment meanwhile. */
     assert_int_equal(try_append(f->log, i, &base), 0);
     assert_int_equal(base, leo);
+    assert_int_equal(gr_log_segment_count(f->log), segs);
+    gr_store_quiesce(f->store);
+    assert_int_equal(try_append(f->log, i + 1, &base), 0);
     assert_int_equal(gr_log_segment_count(f->log), segs + 1);
-    check_tags(f->log, (int)i + 1);
+    assert_int_equal(f->log->segs[segs]->base_offset, leo + 3);
+    check_tags(f->log, (int)i + 2);
+}
+
+/* A roll due while no spare file is ready waits for one: the active segment takes the batches meanwhile
+   (past segment.bytes), the network thread creates no file, and the first append after the spare is
+   ready rolls. A crash while the roll is pending loses nothing that was durable. */
+static void test_deferred_roll(void **state)
+{
+    struct fx *f = *state;
+    int64_t base;
+    uint32_t i = 0;
+    gate_close(f->store); /* no spare can be made */
+    audit_calls = 0;
+    gr_sys_audit_this_thread(audit_count);
+    int64_t seg_bytes = 1000;
+    while (f->log->segs[0]->size_bytes <= seg_bytes + 200)
+        assert_int_equal(try_append(f->log, i++, &base), 0);
+    gr_sys_audit_this_thread(NULL);
+    if (audit_calls) fail_msg("%d blocking calls on the network thread, last %s", audit_calls, audit_last);
+    assert_int_equal(gr_log_segment_count(f->log), 1);
+    assert_true(f->log->segs[0]->size_bytes > seg_bytes);
+    assert_int_equal(gr_log_end_offset(f->log), 3 * (int64_t)i);
+    check_tags(f->log, (int)i);
+    /* The oversized segment becomes durable with the roll still pending (no append since), then a crash. */
+    fault_crash_track(f->dir);
+    gate_open();
+    gr_log_flush_async(f->log);
+    assert_int_equal(th_wait_durable(f->log, 3 * (int64_t)i), 0);
+    int64_t durable_tags = i;
+    assert_int_equal(gr_log_segment_count(f->log), 1);
+    fault_crash_now();
+    gr_store_close(f->store);
+    f->store = NULL;
+    fault_crash_apply(7, true);
+    fault_uninstall();
+    assert_int_equal(gr_store_open(&f->cfg, &f->store), 0);
+    f->log = gr_topic_log(gr_store_topic_find(f->store, "f", 1), 0);
+    assert_false(gr_log_offline(f->log));
+    int64_t leo = gr_log_end_offset(f->log);
+    assert_true(leo >= 3 * durable_tags);
+    assert_int_equal(gr_log_segment_count(f->log), 1);
+    check_tags(f->log, (int)(leo / 3));
+    /* Rolls again once a spare is there. */
+    uint32_t t = (uint32_t)(leo / 3);
+    assert_int_equal(try_append(f->log, t++, &base), 0); /* asks for the spare */
+    gr_store_quiesce(f->store);
+    assert_int_equal(try_append(f->log, t++, &base), 0);
+    assert_int_equal(gr_log_segment_count(f->log), 2);
+    assert_int_equal(f->log->segs[1]->base_offset, base);
+    check_tags(f->log, (int)t);
+}
+
+/* Retention's roll of an expired active segment waits for a spare as well. */
+/* A roll waiting for its spare stops waiting at twice segment.bytes (here 1000): the segment never grows
+   past 2000 bytes, even when no spare ever comes. */
+static void test_deferred_roll_bounded(void **state)
+{
+    struct fx *f = *state;
+    int64_t base;
+    gate_close(f->store); /* no spare can be made */
+    uint32_t i = 0;
+    while (gr_log_segment_count(f->log) == 1 && i < 200)
+        assert_int_equal(try_append(f->log, i++, &base), 0);
+    assert_int_equal(gr_log_segment_count(f->log), 2);
+    assert_true(f->log->segs[0]->size_bytes > 1000);  /* the roll did wait */
+    assert_true(f->log->segs[0]->size_bytes <= 2000); /* but not past the bound */
+    assert_int_equal(f->log->segs[1]->base_offset, base);
+    gate_open();
+    check_tags(f->log, (int)i);
+}
+
+static void test_retention_roll_waits_for_spare(void **state)
+{
+    struct fx *f = *state;
+    int64_t base;
+    const char *k[] = {"segment.bytes", "retention.ms"}, *v[] = {"1000", "1000"};
+    assert_int_equal(gr_topic_config_set_all(f->store, f->log->topic, k, v, 2), 0);
+    for (uint32_t i = 0; i < 2; i++)
+        assert_int_equal(try_append(f->log, i, &base), 0); /* timestamps ~1000 ms: long expired */
+    gr_log_flush_async(f->log);
+    assert_int_equal(th_wait_durable(f->log, 6), 0);
+    gr_store_quiesce(f->store);
+    gate_close(f->store);
+    audit_calls = 0;
+    gr_sys_audit_this_thread(audit_count);
+    gr_store_retention_run(f->store, gr_time_wall_ms());
+    gr_sys_audit_this_thread(NULL);
+    assert_int_equal(audit_calls, 0);
+    assert_int_equal(gr_log_segment_count(f->log), 1); /* not rolled: no spare yet */
+    assert_int_equal(gr_log_start_offset(f->log), 0);
+    gate_open();
+    gr_store_quiesce(f->store);
+    gr_store_retention_run(f->store, gr_time_wall_ms());
+    assert_int_equal(gr_log_segment_count(f->log), 1);
+    assert_int_equal(gr_log_start_offset(f->log), 6); /* rolled and the expired segment deleted */
+    assert_int_equal(f->log->segs[0]->base_offset, 6);
+}
+
+/* log-start-offset-checkpoint's line for partition f-0 ("f 0 <offset>"), -1 when absent. */
+static int64_t ckpt_log_start(struct fx *f)
+{
+    char path[512], buf[4096];
+    snprintf(path, sizeof(path), "%s/log-start-offset-checkpoint", f->dir);
+    FILE *fp = fopen(path, "r");
+    if (!fp) return -1;
+    size_t n = fread(buf, 1, sizeof(buf) - 1, fp);
+    fclose(fp);
+    buf[n] = 0;
+    char *at = strstr(buf, "\nf 0 ");
+    return at ? strtoll(at + 5, NULL, 10) : -1;
+}
+
+/* DeleteRecords in two halves: the checkpoint is written by the housekeeping thread (nothing on the
+   network thread), the log start offset moves only once it is durable, a failed write leaves it (and the
+   file) unchanged, and a periodic checkpoint queued while a DeleteRecords is in flight never writes the
+   file back below it. */
+static void test_delete_records_async(void **state)
+{
+    struct fx *f = *state;
+    int64_t base;
+    for (uint32_t i = 0; i < 40; i++) {
+        assert_int_equal(try_append(f->log, i, &base), 0);
+        gr_store_quiesce(f->store);
+    }
+    assert_true(gr_log_segment_count(f->log) > 2);
+    gr_log_flush_async(f->log);
+    assert_int_equal(th_wait_durable(f->log, 120), 0);
+    gr_store_quiesce(f->store);
+    gate_close(f->store);
+    audit_calls = 0;
+    gr_sys_audit_this_thread(audit_count);
+    assert_int_equal(gr_log_delete_records_begin(f->log, 121), -ERANGE);
+    assert_int_equal(gr_log_delete_records_begin(f->log, 0), 0); /* nothing to do */
+    assert_int_equal(gr_log_delete_records_begin(f->log, 31), 1);
+    int64_t ticket;
+    assert_int_equal(gr_store_log_start_checkpoint_async(f->store, &ticket), 0);
+    assert_int_equal(gr_store_checkpoint_poll(f->store, ticket), 0);
+    assert_int_equal(gr_log_start_offset(f->log), 0); /* not before the file is durable */
+    gr_sys_audit_this_thread(NULL);
+    if (audit_calls) fail_msg("%d blocking calls on the network thread, last %s", audit_calls, audit_last);
+    int segs = gr_log_segment_count(f->log);
+    gate_open();
+    assert_int_equal(gr_store_checkpoint_wait(f->store, ticket), 0);
+    assert_int_equal(gr_store_checkpoint_poll(f->store, ticket), 1);
+    assert_int_equal(ckpt_log_start(f), 31);
+    assert_int_equal(gr_log_delete_records_end(f->log, 31, 0), 0);
+    assert_int_equal(gr_log_start_offset(f->log), 31);
+    assert_true(gr_log_segment_count(f->log) < segs);
+    assert_true(f->log->segs[0]->base_offset <= 31);
+    /* A failed write: the request fails, nothing moves, the file keeps 31. */
+    assert_int_equal(gr_log_delete_records_begin(f->log, 40), 1);
+    fault_fail(F_RENAME, 1, EIO, false);
+    assert_int_equal(gr_store_log_start_checkpoint_async(f->store, &ticket), 0);
+    assert_int_equal(gr_store_checkpoint_wait(f->store, ticket), -EIO);
+    assert_int_equal(gr_log_delete_records_end(f->log, 40, -EIO), -EIO);
+    assert_int_equal(gr_log_start_offset(f->log), 31);
+    assert_int_equal(ckpt_log_start(f), 31);
+    gr_store_checkpoint(f->store); /* nothing in flight: 31 */
+    gr_store_quiesce(f->store);
+    assert_int_equal(ckpt_log_start(f), 31);
+    /* A periodic checkpoint built while a DeleteRecords is in flight carries its offset. */
+    gate_close(f->store);
+    assert_int_equal(gr_log_delete_records_begin(f->log, 45), 1);
+    assert_int_equal(gr_store_log_start_checkpoint_async(f->store, &ticket), 0);
+    gr_store_checkpoint(f->store); /* queued after the DeleteRecords write */
+    gate_open();
+    gr_store_quiesce(f->store);
+    assert_int_equal(ckpt_log_start(f), 45);
+    assert_int_equal(gr_store_checkpoint_poll(f->store, ticket), 1);
+    assert_int_equal(gr_log_delete_records_end(f->log, 45, 0), 0);
+    assert_int_equal(gr_log_start_offset(f->log), 45);
+    /* And a restart starts there. */
+    gr_store_close(f->store);
+    fault_uninstall();
+    assert_int_equal(gr_store_open(&f->cfg, &f->store), 0);
+    f->log = gr_topic_log(gr_store_topic_find(f->store, "f", 1), 0);
+    assert_int_equal(gr_log_start_offset(f->log), 45);
+    assert_int_equal(gr_log_end_offset(f->log), 120);
+}
+
+/* A roll forced by a hard limit (a relative offset past 2^31-1) never waits: with no spare ready it
+   creates its files at once (the last resort), so no offset is ever stored relative to the wrong base. */
+static void test_hard_limit_rolls_at_once(void **state)
+{
+    struct fx *f = *state;
+    int64_t base;
+    gate_close(f->store); /* no spare can be made */
+    assert_int_equal(try_append(f->log, 0, &base), 0);
+    size_t len;
+    uint8_t *b = th_simple(3, 2000, 1, &len);
+    gr_put_be32(b + GR_BATCH_OFF_LAST_OFFSET_DELTA, (uint32_t)(INT32_MAX - 4)); /* offsets 3 .. 2^31 - 2 */
+    gr_batch_crc_store(b, len);
+    struct gr_append_result res;
+    assert_int_equal(gr_log_append(f->log, b, len, -1, &res), 0);
+    free(b);
+    assert_int_equal(gr_log_segment_count(f->log), 1);
+    int64_t leo = gr_log_end_offset(f->log);
+    assert_int_equal(leo, (int64_t)INT32_MAX);
+    assert_true(atomic_load(&f->log->spare_requested)); /* asked for at half the relative offset range */
+    assert_int_equal(try_append(f->log, 2, &base), 0); /* its last offset 2^31 + 1 is too far from base 0 */
+    assert_int_equal(base, leo);
+    assert_int_equal(gr_log_segment_count(f->log), 2);
+    assert_int_equal(f->log->segs[1]->base_offset, leo);
+    gate_open();
 }
 
 static void test_eio_on_fsync_offline(void **state)
@@ -393,6 +675,11 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_short_write_then_enospc_undone, setup, teardown),
         cmocka_unit_test_setup_teardown(test_failed_undo_goes_offline, setup, teardown),
         cmocka_unit_test_setup_teardown(test_enospc_on_roll, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_deferred_roll, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_deferred_roll_bounded, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_retention_roll_waits_for_spare, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_delete_records_async, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_hard_limit_rolls_at_once, setup, teardown),
         cmocka_unit_test_setup_teardown(test_eio_on_fsync_offline, setup, teardown),
         cmocka_unit_test(test_crash_at_every_io_point),
     };

@@ -81,6 +81,7 @@ static int send(struct gr_log *log, int64_t pid, int16_t epoch, int32_t seq, int
     memset(res, 0xab, sizeof(*res));
     int err = gr_log_append(log, b, len, -1, res);
     free(b);
+    gr_store_quiesce(log->store); /* a spare asked for at half a limit is ready at the roll (storage/roll.c) */
     return err;
 }
 

@@ -158,6 +158,7 @@ static void fill(struct fx *f)
         uint8_t *b = th_batch(&spec, &len);
         struct gr_append_result res;
         assert_int_equal(gr_log_append(f->log, b, len, -1, &res), 0);
+        gr_store_quiesce(f->store); /* spare ready at the roll (storage/roll.c) */
         memcpy(f->expect + f->expect_len, b, len); /* as patched in place by the append */
         f->expect_len += len;
         free(b);

@@ -65,6 +65,9 @@ static int64_t append_spec(struct gr_log *log, const struct th_batch_spec *spec)
     int err = gr_log_append(log, b, len, -1, &res);
     free(b);
     assert_int_equal(err, 0);
+    /* Lets a spare segment file asked for at half a roll limit be made before the next append, so that
+       rolls happen where Kafka's do (a roll without a spare waits for one: storage/roll.c). */
+    gr_store_quiesce(log->store);
     return res.base_offset;
 }
 
