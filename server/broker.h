@@ -157,6 +157,9 @@ struct gr_broker {
     bool stopping;
     struct gr_groups_wait *groups_wait; /* requests waiting for __consumer_offsets' creation (join_group.c) */
     int64_t started_mono_ms;
+    /* Produce requests waiting before their appends (a partition's file reopened on the I/O pool), in
+     * arrival order; a later Produce naming one of their partitions queues behind them (handlers/produce.c). */
+    struct gr_req *produce_gate_head, *produce_gate_tail;
 };
 
 /* Parks `req` until recheck() returns true or `deadline_ms` (monotonic) passes, then expire() runs. */
@@ -180,6 +183,9 @@ int64_t gr_broker_update_hwm(struct gr_broker *b, struct gr_log *log);
 void gr_req_finish(struct gr_req *req);
 /* Finishes a request that gets no response (acks=0). */
 void gr_req_finish_silent(struct gr_req *req);
+/* Completes a handler run outside dispatch (from an I/O pool completion) as gr_dispatch does for its return
+ * code: finish, finish silently, close the connection, or nothing for GR_HANDLER_WAIT. */
+void gr_req_complete(struct gr_req *req, enum gr_handler_rc rc);
 /* The advertised host and port of the listener `req` came in on (the first listener when its connection
  * is gone): what Metadata, FindCoordinator and DescribeCluster tell this client. Returns borrowed. */
 void gr_req_advertised(const struct gr_req *req, const char **host, int32_t *port);
@@ -197,7 +203,9 @@ void gr_dispatch(struct gr_req *req);
 /* Runs the handler of a decoded request (req->api, body, resp set) and acts on its result: what
  * gr_dispatch does after decoding; for a request that waited before its handler ran (gr_groups_defer). */
 void gr_dispatch_handler(struct gr_req *req);
-/* Takes a parked request out of the parked list (its waits and deadline end) without finishing it. */
+/* Takes a parked request out of the parked list (its waits and deadline end) without finishing it: e.g. a
+ * handler that parked it before its work (Produce waiting for a file reopen) runs that work now and may
+ * park again. */
 void gr_req_unpark(struct gr_req *req);
 
 /* Network (net.c). */

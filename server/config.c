@@ -75,6 +75,7 @@ static const struct gr_config_def defs[] = {
     {"gregor.flusher.threads", GR_CFG_INT, "2", 1, 64, "Gregor: threads running fdatasync for group commit."},
     {"gregor.flush.syncfs.min.partitions", GR_CFG_INT, "16", 0, INT32_MAX, "Gregor: group commit makes the waiting partitions durable with one syncfs of the log directory's file system instead of one fdatasync per file when at least this many wait at once; 0 never. A syncfs error names no file: every partition of that round goes offline."},
     {"gregor.io.threads", GR_CFG_INT, "2", 1, 64, "Gregor: threads of the I/O pool doing disk work that may block (reading cold data into the page cache before a Fetch sends it, statvfs)."},
+    {"gregor.open.files.max", GR_CFG_INT, "1024", 4, INT32_MAX, "Gregor: segment files (.log) kept open at once, active segments included; the least recently used idle ones are closed and reopened on the I/O pool when needed. Partition directories (one descriptor each) and connections come on top; the soft RLIMIT_NOFILE is raised to the hard limit at start."},
     {"gregor.log.level", GR_CFG_STRING, "INFO", 0, 0, "Gregor: DEBUG, INFO, WARN or ERROR."},
 };
 

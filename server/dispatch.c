@@ -144,6 +144,28 @@ void gr_req_unpark(struct gr_req *req)
     ev_timer_stop(b->loop, &req->deadline_w);
 }
 
+void gr_req_complete(struct gr_req *req, enum gr_handler_rc rc)
+{
+    switch (rc) {
+    case GR_HANDLER_DONE:
+        gr_req_finish(req);
+        break;
+    case GR_HANDLER_WAIT:
+        break;
+    case GR_HANDLER_NO_RESPONSE:
+        gr_req_finish_silent(req);
+        break;
+    case GR_HANDLER_CLOSE:
+        gr_req_unpark(req);
+        req->done = req->no_response = true;
+        if (req->conn)
+            gr_conn_close(req->conn, "handler asked to close");
+        else
+            gr_req_free(req);
+        break;
+    }
+}
+
 void gr_req_finish(struct gr_req *req)
 {
     gr_req_unpark(req);
@@ -249,23 +271,5 @@ void gr_dispatch(struct gr_req *req)
 
 void gr_dispatch_handler(struct gr_req *req)
 {
-    const struct gr_api *api = req->api;
-    switch (api->handler(req)) {
-    case GR_HANDLER_DONE:
-        gr_req_finish(req);
-        break;
-    case GR_HANDLER_WAIT:
-        break;
-    case GR_HANDLER_NO_RESPONSE:
-        gr_req_finish_silent(req);
-        break;
-    case GR_HANDLER_CLOSE:
-        if (!req->conn) { /* it waited before its handler ran and the connection went away meanwhile */
-            gr_req_free(req);
-            break;
-        }
-        req->done = req->no_response = true;
-        gr_conn_close(req->conn, "handler asked to close");
-        break;
-    }
+    gr_req_complete(req, req->api->handler(req));
 }

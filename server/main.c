@@ -9,7 +9,9 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <inttypes.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/socket.h>
@@ -59,6 +61,35 @@ static void expire_producers(struct gr_broker *b)
     }
 }
 
+/* Raises the soft RLIMIT_NOFILE to the hard limit and says whether the descriptors the broker may hold fit:
+   gregor.open.files.max segment files, one directory per partition, max.connections sockets, plus a
+   reserve for the rest (listeners, checkpoints, the I/O pool's and flushers' short-lived files). */
+#define OPEN_FILES_RESERVE 64
+static void check_open_files(struct gr_broker *b, int64_t partitions)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return;
+    if (rl.rlim_cur < rl.rlim_max) {
+        rlim_t old = rl.rlim_cur;
+        rl.rlim_cur = rl.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &rl) != 0) rl.rlim_cur = old;
+    }
+    int64_t segs = gr_config_int(&b->cfg, "gregor.open.files.max");
+    int64_t conns = gr_config_int(&b->cfg, "max.connections");
+    int64_t limit = rl.rlim_cur == RLIM_INFINITY ? INT64_MAX : (int64_t)rl.rlim_cur;
+    int64_t fixed = segs + partitions + OPEN_FILES_RESERVE;
+    if (fixed > limit)
+        GR_WARN("open files: gregor.open.files.max (%" PRId64 ") + %" PRId64 " partition directories + %d reserved "
+                "exceed RLIMIT_NOFILE (%" PRId64 "): opens will fail with EMFILE; lower gregor.open.files.max or raise "
+                "the limit", segs, partitions, OPEN_FILES_RESERVE, limit);
+    else if (conns > limit - fixed)
+        GR_WARN("open files: RLIMIT_NOFILE %" PRId64 " leaves room for %" PRId64 " connections beside "
+                "gregor.open.files.max (%" PRId64 ") and %" PRId64 " partition directories; max.connections is %" PRId64,
+                limit, limit - fixed, segs, partitions, conns);
+    else
+        GR_INFO("open files: RLIMIT_NOFILE %" PRId64 ", gregor.open.files.max %" PRId64, limit, segs);
+}
+
 static void housekeeping_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
     (void)loop;
@@ -66,6 +97,7 @@ static void housekeeping_cb(struct ev_loop *loop, ev_timer *w, int revents)
     struct gr_broker *b = w->data;
     int64_t now = gr_time_mono_ms();
     gr_net_close_idle(b, now);
+    gr_store_fds_trim(b->store); /* files pinned by flushes or reads earlier may be closable now */
     if (now - b->last_retention_ms >= gr_config_int(&b->cfg, "log.retention.check.interval.ms")) {
         b->last_retention_ms = now;
         gr_store_retention_run(b->store, gr_time_wall_ms());
@@ -224,6 +256,7 @@ int main(int argc, char **argv)
     sc.min_compaction_lag_ms = gr_config_int(&b->cfg, "log.cleaner.min.compaction.lag.ms");
     sc.max_compaction_lag_ms = gr_config_int(&b->cfg, "log.cleaner.max.compaction.lag.ms");
     sc.flush_syncfs_min_logs = (int32_t)gr_config_int(&b->cfg, "gregor.flush.syncfs.min.partitions");
+    sc.open_segment_fds_max = (int32_t)gr_config_int(&b->cfg, "gregor.open.files.max");
     sc.node_id = b->node_id;
     sc.on_flushed = gr_broker_on_flushed;
     sc.on_flushed_ctx = b;
@@ -235,10 +268,14 @@ int main(int argc, char **argv)
         GR_ERROR("cannot open log directory %s: %s", dir, strerror(-rc));
         return 1;
     }
+    int64_t partitions = 0;
     for (int i = 0; i < gr_store_topic_count(b->store); i++) {
         struct gr_topic *t = gr_store_topic_at(b->store, i);
+        partitions += gr_topic_partition_count(t);
         for (int32_t p = 0; p < gr_topic_partition_count(t); p++) gr_broker_update_hwm(b, gr_topic_log(t, p));
     }
+    gr_store_fds_trim(b->store); /* the load opened every active segment: back under the cap */
+    check_open_files(b, partitions);
     if (gr_producer_ids_start(b)) return 1;
     /* An existing __consumer_offsets is replayed before the loop serves clients; a missing one is created on
        the first group request (gr_groups_ensure), as Kafka does. */

@@ -178,7 +178,8 @@ static int64_t map_get(struct offset_map *m, uint64_t h1, uint64_t h2)
 
 struct clean_seg {
     struct gr_segment *seg; /* reference held by the job */
-    int fd;                 /* its .log descriptor, pinned by the reference */
+    int fd;                 /* its .log descriptor, pinned by the reference (or the job's own, own_fd) */
+    bool own_fd;            /* the fd cap had closed it: the cleaner thread opened it by name (job_open_files) */
     int64_t base, end;      /* end: the next segment's base offset */
     int64_t size_bytes;
     int64_t modified_ms;
@@ -294,8 +295,10 @@ double gr_log_dirty_ratio(struct gr_log *log, int64_t now_ms)
 static void job_free(struct clean_job *job)
 {
     if (!job) return;
-    for (int i = 0; i < job->nsegs; i++)
+    for (int i = 0; i < job->nsegs; i++) {
+        if (job->segs[i].own_fd) gr_sys_close(job->segs[i].fd);
         gr_segment_unref(job->segs[i].seg);
+    }
     free(job->segs);
     free(job->groups);
     free(job->producers);
@@ -350,14 +353,11 @@ static struct clean_job *job_prepare(struct gr_log *log, int64_t now_ms, bool fo
     atomic_init(&job->abort, false);
     for (int i = 0; i < n; i++) {
         struct gr_segment *s = log->segs[i];
-        int fd = gr_segment_fd(s);
-        if (fd < 0) {
-            job_free(job);
-            return NULL;
-        }
+        /* A file the fd cap closed is opened by the cleaner thread (job_open_files), not here. */
+        int fd = s->fd >= 0 ? gr_segment_fd(s) : -1;
         gr_segment_ref(s);
         job->segs[i] = (struct clean_seg){
-            s, fd, s->base_offset, log->segs[i + 1]->base_offset, s->size_bytes, s->modified_ms};
+            s, fd, false, s->base_offset, log->segs[i + 1]->base_offset, s->size_bytes, s->modified_ms};
         job->nsegs = i + 1;
     }
     size_t cursor = 0;
@@ -849,12 +849,29 @@ static int clean_group(struct clean_job *job, struct clean_group *g)
 }
 
 /* Cleaner thread (or inline): the whole run of a prepared job. */
+/* Opens (on the cleaner thread) the .log files of the job's segments that the fd cap had closed; the
+   segments are pinned by the job's references, so their files keep their names. 0 or -errno. */
+static int job_open_files(struct clean_job *job)
+{
+    for (int i = 0; i < job->nsegs; i++) {
+        struct clean_seg *cs = &job->segs[i];
+        if (cs->fd >= 0) continue;
+        char name[GR_SEGMENT_NAME_BYTES];
+        gr_segment_file_name(name, cs->base, ".log");
+        int fd = gr_sys_openat(job->dir_fd, name, O_RDONLY, 0);
+        if (fd < 0) return fd;
+        cs->fd = fd;
+        cs->own_fd = true;
+    }
+    return 0;
+}
+
 static void job_run(struct clean_job *job, struct offset_map *m)
 {
     int64_t t0 = gr_time_mono_ms();
     job->map = m;
     job->end_offset = job->uncleanable;
-    int err = 0;
+    int err = job_open_files(job);
     if (m->cap) {
         for (size_t i = 0; i < m->cap; i++)
             m->slots[i].offset = -1;

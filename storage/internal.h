@@ -37,7 +37,7 @@ struct gr_segment {
     struct gr_log *log;
     int64_t base_offset;
     atomic_int refs;
-    int fd;       /* .log; -1 while closed by the LRU (sealed segments only) */
+    int fd;       /* .log; -1 while closed by the LRU (sealed, or an idle active segment: see gr_segment_fd) */
     int index_fd; /* .index/.timeindex: open from seal (or clean close) until a flusher synced them */
     int timeindex_fd;
     dev_t dev; /* identity of the .log file, checked before unlinking by name */
@@ -52,7 +52,8 @@ struct gr_segment {
     int64_t bytes_since_index;
     bool sealed;
     bool index_loaded;   /* idx/tidx hold the whole index (always true for the active segment) */
-    bool index_warm;     /* its index files were read into the page cache for a no-wait read */
+    bool shadow;         /* a pool thread's private copy loading indexes (gr_seg_load): never in the LRU */
+    int load_dir_fd;     /* shadow only: the partition directory to read/write index files in, else -1 */
     bool index_unsynced; /* [mu] sealed, index files written (or to write) but not yet fdatasynced */
     bool index_unwritten; /* [mu] sealed by a roll: the next flush writes the index files, then syncs them */
     bool in_unsynced;    /* [mu] listed in log->unsynced */
@@ -63,7 +64,7 @@ struct gr_segment {
     int32_t idx_count, idx_cap;
     struct gr_time_entry *tidx;
     int32_t tidx_count, tidx_cap;
-    struct gr_segment *lru_prev, *lru_next; /* store LRU of open sealed fds */
+    struct gr_segment *lru_prev, *lru_next; /* store LRU of open .log fds (sealed and active) */
     bool in_lru;
     /* Set (any thread) when the files lost their final names (a cleaner swap whose renames failed, completed
        at the next open): the descriptor must never be closed by the LRU and reopened by a name. */
@@ -248,7 +249,10 @@ int gr_segment_create(struct gr_segment *seg);
 int gr_segment_open(struct gr_segment *seg, bool active);
 void gr_segment_ref(struct gr_segment *seg);
 void gr_segment_unref(struct gr_segment *seg);
-/* Returns the .log fd, opening a sealed segment's file on demand (LRU bounded). -errno on failure. */
+/* Returns the .log fd, reopening a file the fd cap closed (read-only when sealed, read-write when active)
+   and moving the segment to the front of the store's LRU (open_segment_fds_max; may close idle others).
+   During a no-wait read it never opens: a closed file gives -EAGAIN (kind 3 noted). -errno on failure.
+   Network thread (a shadow segment: any thread, its own descriptor). */
 int gr_segment_fd(struct gr_segment *seg);
 void gr_segment_lru_remove(struct gr_segment *seg);
 /* Notes one batch (header at file position `pos`) in the indexes and counters. */
@@ -292,12 +296,34 @@ struct gr_seg_reader {
    the disk (a header page not in the page cache, index files not loaded) fails with -EAGAIN and notes here
    what to read in. */
 struct gr_read_nowait {
-    int kind; /* 0 none, 1 a range of the .log (fd, pos, len), 2 the index files of seg */
+    int kind; /* 0 none, 1 a range of the .log (fd, pos, len), 2 load the indexes of seg (opening its .log
+                 too if closed), 3 open the .log of seg (closed by the fd cap) */
     struct gr_segment *seg;
     int fd;
     int64_t pos, len;
 };
 void gr_segment_nowait_set(struct gr_read_nowait *nw); /* NULL ends it */
+/* True while a no-wait read is set on this thread (segment code must not wait for the disk). */
+bool gr_segment_nowait_active(void);
+/* Notes a .log range to read in (kind 1) on the set no-wait read; returns -EAGAIN. */
+int gr_segment_nowait_cold_range(struct gr_segment *seg, int fd, int64_t pos, int64_t len);
+
+/* Work a pool thread does for a no-wait read (kinds 2 and 3): open the segment's .log and/or load (or
+   rebuild) its indexes into a private shadow segment, without touching the segment or the store.
+   gr_seg_load_new (network thread; no I/O but dup) snapshots what the load needs; gr_seg_load_run (pool
+   thread; blocks on the disk); gr_seg_load_install (network thread) moves the results into `seg` when it
+   still wants them (else drops them) and frees the load. The caller holds a reference on seg throughout. */
+struct gr_seg_load;
+struct gr_seg_load *gr_seg_load_new(struct gr_segment *seg, bool want_fd, bool want_index);
+void gr_seg_load_run(struct gr_seg_load *ld);
+void gr_seg_load_install(struct gr_segment *seg, struct gr_seg_load *ld);
+void gr_seg_load_free(struct gr_seg_load *ld);
+/* The outcome of gr_seg_load_run: 0 or -errno. */
+int gr_seg_load_err(const struct gr_seg_load *ld);
+/* After a read with `nw` set returned -EAGAIN: fills `cold` (retaining nw->seg) and returns -EAGAIN, or
+   -errno when the work cannot be noted. */
+int gr_log_nowait_cold(struct gr_read_nowait *nw, struct gr_log_slice *cold);
+
 int gr_seg_reader_init(struct gr_seg_reader *r, int fd, size_t cap);
 void gr_seg_reader_free(struct gr_seg_reader *r);
 /* Returns a pointer to `n` bytes at `pos` (n <= cap), or NULL with *err = -errno or 0 at end of file. */
@@ -345,6 +371,9 @@ int gr_log_load(struct gr_store *store, struct gr_topic *topic, int32_t partitio
    and *out, -EEXIST when the directory already holds segments or snapshots, or -errno (nothing left open;
    the directory may remain: the caller moves it aside). */
 int gr_log_create_new(struct gr_store *store, struct gr_topic *topic, int32_t partition, struct gr_log **out);
+/* Puts the log's open .log descriptors in the store's LRU (the fd cap), for a log made or loaded on another
+   thread; may close other idle files. Network thread; no I/O beyond close(). */
+void gr_log_files_admit(struct gr_log *log);
 /* Clean close of one log: flush, indexes, snapshot. Returns 0 if everything is durable. */
 int gr_log_close_clean(struct gr_log *log);
 /* Frees a log (segments unreferenced, fds closed); no I/O beyond close(). */

@@ -552,8 +552,9 @@ static int log_roll(struct gr_log *log)
     log->dir_dirty = true;
     pthread_mutex_unlock(&log->mu);
     log->segs[log->seg_count++] = seg;
-    /* The sealed segment joins the LRU of open files (it keeps its read-write descriptor). */
-    gr_segment_fd(old);
+    /* The sealed segment stays in the LRU of open files when its descriptor is open (the fd cap may have
+       closed it while idle: then it stays closed, nothing to sync in it). */
+    if (old->fd >= 0) gr_segment_fd(old);
     GR_DEBUG("storage: %s: rolled to segment %" PRId64, log->dir_name, base);
     int serr = snapshot_write(log, false);
     if (serr < 0)
@@ -712,6 +713,13 @@ int gr_log_append(struct gr_log *log, uint8_t *batch, size_t len, int64_t log_ap
         if (err < 0) return err;
         seg = log_active(log);
     }
+    {
+        /* The fd cap may have closed an idle active segment: the Produce handler reopens it on the pool
+           first (gr_log_append_prepare); other writers (the coordinator) reopen it here. Also keeps it at
+           the front of the LRU. */
+        int fd = gr_segment_fd(seg);
+        if (fd < 0) return fd;
+    }
     int64_t pos = seg->size_bytes;
     int err = write_batch(log, seg, batch, len, pos);
     if (err < 0) return err;
@@ -794,10 +802,7 @@ int gr_log_read(struct gr_log *log, int64_t offset, int64_t max_bytes, int64_t u
 
 void gr_log_slice_release(struct gr_log_slice *slice)
 {
-    if (slice->bytes < 0 && slice->fd >= 0) { /* a cold slice naming index files (gr_log_read_nowait) */
-        gr_sys_close(slice->fd);
-        if (slice->ref) ((struct gr_segment *)slice->ref)->index_warm = true; /* read in: load may read */
-    }
+    gr_log_slice_install(slice); /* a cold slice's pool work: its results go to the segment first */
     if (slice->ref) gr_segment_unref(slice->ref);
     slice->ref = NULL;
     slice->fd = -1;
@@ -809,6 +814,8 @@ static int read_batch(struct gr_segment *seg, int64_t pos, int64_t total, uint8_
 {
     int fd = gr_segment_fd(seg);
     if (fd < 0) return fd;
+    if (gr_segment_nowait_active() && gr_sys_range_resident(fd, pos, total) == 0)
+        return gr_segment_nowait_cold_range(seg, fd, pos, total);
     uint8_t *buf = malloc((size_t)total);
     if (!buf) return -ENOMEM;
     ssize_t r = gr_sys_pread_full(fd, buf, (size_t)total, pos);
@@ -874,8 +881,11 @@ int gr_log_offset_for_time(struct gr_log *log, int64_t ts, int64_t upper_bound, 
         int r = gr_segment_find(seg, cfg, from, &pos, hdr);
         if (r < 0) return r;
         if (r == 0) continue;
+        int fd = gr_segment_fd(seg);
+        if (fd < 0) return fd;
         struct gr_seg_reader rd;
-        if (gr_seg_reader_init(&rd, gr_segment_fd(seg), HEADER_READ_BYTES) < 0) return -ENOMEM;
+        if (gr_seg_reader_init(&rd, fd, HEADER_READ_BYTES) < 0) return -ENOMEM;
+        rd.end = seg->size_bytes; /* no-wait reads check residency up to here */
         int result = 0;
         while (pos < seg->size_bytes && result == 0) {
             const uint8_t *h = gr_seg_reader_get(&rd, pos, GR_BATCH_HEADER_BYTES, &err);
@@ -932,8 +942,11 @@ static int seg_max_below(struct gr_segment *seg, const struct gr_log_config *cfg
     uint8_t hdr[GR_BATCH_HEADER_BYTES];
     int r = gr_segment_find(seg, cfg, from, &pos, hdr);
     if (r <= 0) return r;
+    int fd = gr_segment_fd(seg);
+    if (fd < 0) return fd;
     struct gr_seg_reader rd;
-    if (gr_seg_reader_init(&rd, gr_segment_fd(seg), HEADER_READ_BYTES) < 0) return -ENOMEM;
+    if (gr_seg_reader_init(&rd, fd, HEADER_READ_BYTES) < 0) return -ENOMEM;
+    rd.end = seg->size_bytes;
     while (pos < seg->size_bytes) {
         const uint8_t *h = gr_seg_reader_get(&rd, pos, GR_BATCH_HEADER_BYTES, &err);
         if (!h) {
@@ -992,6 +1005,48 @@ int gr_log_max_timestamp(struct gr_log *log, int64_t upper_bound, int64_t *offse
     if (r < 0) return r;
     *leader_epoch = gr_batch_leader_epoch(hdr);
     return 0;
+}
+
+int gr_log_offset_for_time_nowait(struct gr_log *log, int64_t ts, int64_t upper_bound, int64_t *offset,
+                                  int64_t *timestamp, int32_t *leader_epoch, struct gr_log_slice *cold)
+{
+    struct gr_read_nowait nw = {0};
+    *cold = (struct gr_log_slice){.fd = -1, .first_batch_offset = -1};
+    gr_segment_nowait_set(&nw);
+    int r = gr_log_offset_for_time(log, ts, upper_bound, offset, timestamp, leader_epoch);
+    gr_segment_nowait_set(NULL);
+    return r == -EAGAIN ? gr_log_nowait_cold(&nw, cold) : r;
+}
+
+int gr_log_max_timestamp_nowait(struct gr_log *log, int64_t upper_bound, int64_t *offset, int64_t *timestamp,
+                                int32_t *leader_epoch, struct gr_log_slice *cold)
+{
+    struct gr_read_nowait nw = {0};
+    *cold = (struct gr_log_slice){.fd = -1, .first_batch_offset = -1};
+    gr_segment_nowait_set(&nw);
+    int r = gr_log_max_timestamp(log, upper_bound, offset, timestamp, leader_epoch);
+    gr_segment_nowait_set(NULL);
+    return r == -EAGAIN ? gr_log_nowait_cold(&nw, cold) : r;
+}
+
+void gr_log_files_admit(struct gr_log *log)
+{
+    for (int i = 0; i < log->seg_count; i++)
+        if (log->segs[i]->fd >= 0) gr_segment_fd(log->segs[i]);
+}
+
+bool gr_log_append_ready(struct gr_log *log)
+{
+    return log->deleted || atomic_load(&log->offline) || log_active(log)->fd >= 0;
+}
+
+int gr_log_append_prepare(struct gr_log *log, struct gr_log_slice *cold)
+{
+    *cold = (struct gr_log_slice){.fd = -1, .first_batch_offset = -1};
+    if (log->deleted || atomic_load(&log->offline)) return -EROFS;
+    struct gr_read_nowait nw = {.kind = 3, .seg = log_active(log)};
+    int r = gr_log_nowait_cold(&nw, cold);
+    return r == -EAGAIN ? 0 : r;
 }
 
 /* ---------------------------------------------------------------- start offset, retention */

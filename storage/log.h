@@ -119,6 +119,7 @@ struct gr_log_slice {
     int64_t bytes;
     int64_t first_batch_offset;
     void *ref;
+    void *work; /* a cold slice's pool work (open / index load, storage-private), else NULL */
 };
 /* Fills `slice` with whole batches from the first batch containing `offset`. Only batches whose last
    offset < upper_bound (the high watermark) are included; at most max_bytes bytes of whole batches, except
@@ -139,6 +140,23 @@ void gr_log_slice_release(struct gr_log_slice *slice);
    then call again. Otherwise as gr_log_read (cold is then empty). Network thread. */
 int gr_log_read_nowait(struct gr_log *log, int64_t offset, int64_t max_bytes, int64_t upper_bound, bool min_one,
                        struct gr_log_slice *slice, struct gr_log_slice *cold);
+/* Network thread, after gr_log_slice_prefetch of a `cold` slice returned: moves what the pool opened or
+   loaded (a .log descriptor, indexes) into the segment, keeping the slice's reference (the descriptor stays
+   pinned until gr_log_slice_release). Idempotent; gr_log_slice_release does it too. */
+void gr_log_slice_install(struct gr_log_slice *slice);
+/* No-wait forms of gr_log_offset_for_time and gr_log_max_timestamp (ListOffsets): -EAGAIN with `cold` to
+   prefetch on the pool as for gr_log_read_nowait (an index to load, a closed file to open, a header or
+   batch page not in the page cache), else as the blocking forms. Network thread. */
+int gr_log_offset_for_time_nowait(struct gr_log *log, int64_t ts, int64_t upper_bound, int64_t *offset,
+                                  int64_t *timestamp, int32_t *leader_epoch, struct gr_log_slice *cold);
+int gr_log_max_timestamp_nowait(struct gr_log *log, int64_t upper_bound, int64_t *offset, int64_t *timestamp,
+                                int32_t *leader_epoch, struct gr_log_slice *cold);
+/* Appends need the active segment's .log open; the fd cap (open_segment_fds_max) closes it while the
+   partition is idle. Returns true when it is open (gr_log_append will not open a file). Network thread. */
+bool gr_log_append_ready(struct gr_log *log);
+/* A `cold` slice whose prefetch (pool thread) reopens the active segment's .log; install it, append, then
+   release it (the descriptor is pinned meanwhile). Returns 0 or -errno (-EROFS offline/deleted). */
+int gr_log_append_prepare(struct gr_log *log, struct gr_log_slice *cold);
 /* Cold reads (storage/residency.c). Returns 1 when every page of the slice's range is in the page cache,
    0 when some page is not (sending it would wait for the disk), -errno when it cannot be told. Never
    waits for the disk; network thread. */

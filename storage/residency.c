@@ -27,9 +27,24 @@ void gr_log_slice_retain(const struct gr_log_slice *slice, struct gr_log_slice *
     if (slice->ref) gr_segment_ref(slice->ref);
 }
 
-/* A `cold` slice naming index files: fd is an owned duplicate of the partition directory, bytes -1,
-   first_batch_offset the segment's base offset. */
-#define COLD_INDEX_FILES (-1)
+/* A `cold` slice carrying pool work (open the .log, load indexes): bytes -1, fd -1, work the gr_seg_load. */
+#define COLD_SEG_LOAD (-1)
+
+int gr_log_nowait_cold(struct gr_read_nowait *nw, struct gr_log_slice *cold)
+{
+    if (!nw->seg || nw->kind == 0) return -EIO; /* cannot happen: -EAGAIN comes only from a noted read */
+    if (nw->kind == 1) {
+        *cold = (struct gr_log_slice){.fd = nw->fd, .file_pos = nw->pos, .bytes = nw->len,
+                                      .first_batch_offset = nw->seg->base_offset, .ref = nw->seg};
+    } else {
+        struct gr_seg_load *ld = gr_seg_load_new(nw->seg, true, nw->kind == 2);
+        if (!ld) return -ENOMEM;
+        *cold = (struct gr_log_slice){.fd = -1, .file_pos = 0, .bytes = COLD_SEG_LOAD,
+                                      .first_batch_offset = nw->seg->base_offset, .ref = nw->seg, .work = ld};
+    }
+    gr_segment_ref(nw->seg);
+    return -EAGAIN;
+}
 
 int gr_log_read_nowait(struct gr_log *log, int64_t offset, int64_t max_bytes, int64_t upper_bound, bool min_one,
                        struct gr_log_slice *slice, struct gr_log_slice *cold)
@@ -40,46 +55,23 @@ int gr_log_read_nowait(struct gr_log *log, int64_t offset, int64_t max_bytes, in
     int r = gr_log_read(log, offset, max_bytes, upper_bound, min_one, slice);
     gr_segment_nowait_set(NULL);
     if (r != -EAGAIN) return r;
-    if (!nw.seg || nw.kind == 0) return -EIO; /* cannot happen: -EAGAIN comes only from a noted read */
-    if (nw.kind == 1) {
-        *cold = (struct gr_log_slice){.fd = nw.fd, .file_pos = nw.pos, .bytes = nw.len,
-                                      .first_batch_offset = nw.seg->base_offset, .ref = nw.seg};
-    } else {
-        int dfd = dup(log->dir_fd);
-        if (dfd < 0) return -errno;
-        *cold = (struct gr_log_slice){.fd = dfd, .file_pos = 0, .bytes = COLD_INDEX_FILES,
-                                      .first_batch_offset = nw.seg->base_offset, .ref = nw.seg};
-    }
-    gr_segment_ref(nw.seg);
-    return -EAGAIN;
+    return gr_log_nowait_cold(&nw, cold);
 }
 
-/* Reads a whole small file into the page cache (index files). */
-static int read_in_file(int dir_fd, const char *name)
+void gr_log_slice_install(struct gr_log_slice *slice)
 {
-    int fd = gr_sys_openat(dir_fd, name, O_RDONLY, 0);
-    if (fd < 0) return fd == -ENOENT ? 0 : fd; /* missing: the load rebuilds it */
-    uint8_t buf[64 * 1024];
-    int err = 0;
-    for (int64_t pos = 0;;) {
-        ssize_t r = gr_sys_pread_full(fd, buf, sizeof(buf), pos);
-        if (r < 0) err = (int)r;
-        if (r <= 0 || (size_t)r < sizeof(buf)) break;
-        pos += r;
-    }
-    gr_sys_close(fd);
-    return err;
+    if (!slice->work) return;
+    if (slice->ref) gr_seg_load_install(slice->ref, slice->work);
+    gr_seg_load_free(slice->work);
+    slice->work = NULL;
 }
 
 int gr_log_slice_prefetch(const struct gr_log_slice *slice)
 {
-    if (slice->bytes == COLD_INDEX_FILES && slice->fd >= 0) {
-        char name[GR_SEGMENT_NAME_BYTES];
-        gr_segment_file_name(name, slice->first_batch_offset, ".index");
-        int err = read_in_file(slice->fd, name);
-        gr_segment_file_name(name, slice->first_batch_offset, ".timeindex");
-        int err2 = read_in_file(slice->fd, name);
-        return err ? err : err2;
+    if (slice->work) {
+        struct gr_seg_load *ld = slice->work;
+        gr_seg_load_run(ld);
+        return gr_seg_load_err(ld);
     }
     if (slice->bytes <= 0 || slice->fd < 0) return 0;
     size_t cap = slice->bytes < PREFETCH_CHUNK_BYTES ? (size_t)slice->bytes : PREFETCH_CHUNK_BYTES;

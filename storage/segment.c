@@ -20,7 +20,14 @@
  * increasing timestamps; every position is a batch start below size_bytes. The active segment's indexes
  * live in memory and reach their files when it is sealed or the store closes cleanly (an unclean restart
  * rebuilds them from the .log); a sealed segment's indexes are loaded on first use and rebuilt by a header
- * scan if they fail the sanity checks. Read next: log.c.
+ * scan if they fail the sanity checks.
+ *
+ * Open files: every open .log descriptor (sealed or active) is in the store's LRU, capped by
+ * open_segment_fds_max; a segment nobody else references (refs == 1: no unsynced data, no flush, no slice,
+ * no pool load) may have its descriptor closed, and it is reopened on demand. During a no-wait read
+ * (gr_segment_nowait_set) nothing here opens, reads a cold page or loads an index: it notes the work and
+ * returns -EAGAIN; gr_seg_load does that work on an I/O pool thread in a private shadow segment, and
+ * gr_seg_load_install moves the result in on the network thread. Read next: log.c, residency.c.
  */
 #include <assert.h>
 #include <errno.h>
@@ -44,6 +51,8 @@
 #define LOOKUP_READ_BYTES (8 * 1024)             /* header scans in reads: a few batches per pread */
 #define RECOVERY_READ_BYTES (1024 * 1024)        /* validating scans read big chunks */
 
+static _Thread_local struct gr_read_nowait *nowait; /* set during a no-wait read (gr_segment_nowait_set) */
+
 void gr_segment_file_name(char *buf, int64_t base_offset, const char *suffix)
 {
     snprintf(buf, GR_SEGMENT_NAME_BYTES, "%020" PRId64 "%s", base_offset, suffix);
@@ -58,6 +67,7 @@ struct gr_segment *gr_segment_new(struct gr_log *log, int64_t base_offset)
     atomic_init(&seg->refs, 1);
     atomic_init(&seg->keep_fd, false);
     seg->fd = seg->index_fd = seg->timeindex_fd = -1;
+    seg->load_dir_fd = -1;
     seg->next_offset = base_offset;
     seg->max_timestamp_ms = seg->max_timestamp_offset = seg->rolling_timestamp_ms = -1;
     seg->created_ms = seg->modified_ms = gr_time_wall_ms();
@@ -177,11 +187,15 @@ static void lru_push_front(struct gr_segment *seg)
     store->lru_count++;
 }
 
-/* Closes least recently used sealed files nobody else references until under the limit. */
-static void lru_evict(struct gr_store *store, struct gr_segment *keep)
+/* Closes least recently used .log files nobody else references until under the limit, looking at most
+   `steps` entries (the tail holds the idle ones; pinned ones are recent, so the walk is short). An active
+   segment qualifies like a sealed one: with refs == 1 it has no unsynced data (log->unsynced holds a
+   reference), no flush naming it, no slice or pool load holding it; its next append reopens it
+   (gr_log_append_prepare on the pool, or gr_log_append itself). */
+static void lru_evict(struct gr_store *store, struct gr_segment *keep, int steps)
 {
     struct gr_segment *s = store->lru_tail;
-    while (store->lru_count > store->cfg.open_segment_fds_max && s) {
+    while (store->lru_count > store->cfg.open_segment_fds_max && s && steps-- > 0) {
         struct gr_segment *prev = s->lru_prev;
         if (s != keep && atomic_load(&s->refs) == 1 && !atomic_load(&s->keep_fd)) {
             gr_segment_lru_remove(s);
@@ -192,28 +206,51 @@ static void lru_evict(struct gr_store *store, struct gr_segment *keep)
     }
 }
 
+#define LRU_EVICT_STEPS 64 /* entries looked at per open: bounds the work on the append and read paths */
+
+void gr_store_fds_trim(struct gr_store *store)
+{
+    lru_evict(store, NULL, INT32_MAX);
+}
+
+int32_t gr_store_open_segment_fds(const struct gr_store *store)
+{
+    return store->lru_count;
+}
+
+/* A descriptor just opened or installed: joins the LRU (unless deleted) and may push others out. */
+static void lru_admit(struct gr_segment *seg)
+{
+    if (seg->deleted || seg->in_lru) return;
+    lru_push_front(seg);
+    lru_evict(seg->log->store, seg, LRU_EVICT_STEPS);
+}
+
 int gr_segment_fd(struct gr_segment *seg)
 {
+    if (seg->shadow) return seg->fd; /* a pool thread's private copy: its own descriptor */
     if (seg->fd >= 0) {
         if (seg->in_lru && seg->log->store->lru_head != seg) {
             gr_segment_lru_remove(seg);
             lru_push_front(seg);
-        } else if (!seg->in_lru && seg->sealed && !seg->deleted) {
-            lru_push_front(seg); /* just sealed: its descriptor now counts against the limit */
+        } else if (!seg->in_lru && !seg->deleted) {
+            lru_push_front(seg); /* opened before it could count (creation, load): it counts now */
         }
         if (seg->log->store->lru_count > seg->log->store->cfg.open_segment_fds_max)
-            lru_evict(seg->log->store, seg); /* files pinned by flushes or slices earlier may be free now */
+            lru_evict(seg->log->store, seg, LRU_EVICT_STEPS); /* files pinned earlier may be free now */
         return seg->fd;
+    }
+    if (nowait) { /* opening may wait for the disk: the pool opens it (gr_seg_load) */
+        nowait->kind = 3;
+        nowait->seg = seg;
+        return -EAGAIN;
     }
     char name[GR_SEGMENT_NAME_BYTES];
     gr_segment_file_name(name, seg->base_offset, ".log");
-    int fd = gr_sys_openat(seg->log->dir_fd, name, O_RDONLY, 0);
+    int fd = gr_sys_openat(seg->log->dir_fd, name, seg->sealed ? O_RDONLY : O_RDWR, 0);
     if (fd < 0) return fd;
     seg->fd = fd;
-    if (seg->sealed && !seg->deleted) {
-        lru_push_front(seg);
-        lru_evict(seg->log->store, seg);
-    }
+    lru_admit(seg);
     return fd;
 }
 
@@ -288,13 +325,19 @@ static void reset_indexes(struct gr_segment *seg)
     seg->max_timestamp_ms = seg->max_timestamp_offset = seg->rolling_timestamp_ms = -1;
 }
 
+/* The directory holding the segment's files: a shadow's own duplicate (the log's may close meanwhile). */
+static int seg_dir_fd(const struct gr_segment *seg)
+{
+    return seg->shadow ? seg->load_dir_fd : seg->log->dir_fd;
+}
+
 static int write_file(struct gr_segment *seg, int *fdp, const char *sfx, const uint8_t *buf, size_t len,
                       bool create)
 {
     if (*fdp < 0) {
         char name[GR_SEGMENT_NAME_BYTES];
         gr_segment_file_name(name, seg->base_offset, sfx);
-        int fd = gr_sys_openat(seg->log->dir_fd, name, O_RDWR | (create ? O_CREAT : 0), 0644);
+        int fd = gr_sys_openat(seg_dir_fd(seg), name, O_RDWR | (create ? O_CREAT : 0), 0644);
         if (fd < 0) return fd;
         *fdp = fd;
     }
@@ -373,11 +416,24 @@ void gr_segment_seal(struct gr_segment *seg)
 
 /* ---- buffered reader ---- */
 
-static _Thread_local struct gr_read_nowait *nowait;
-
 void gr_segment_nowait_set(struct gr_read_nowait *nw)
 {
     nowait = nw;
+}
+
+int gr_segment_nowait_cold_range(struct gr_segment *seg, int fd, int64_t pos, int64_t len)
+{
+    nowait->kind = 1;
+    nowait->seg = seg;
+    nowait->fd = fd;
+    nowait->pos = pos;
+    nowait->len = len;
+    return -EAGAIN;
+}
+
+bool gr_segment_nowait_active(void)
+{
+    return nowait != NULL;
 }
 
 int gr_seg_reader_init(struct gr_seg_reader *r, int fd, size_t cap)
@@ -462,7 +518,7 @@ static int read_index_file(struct gr_segment *seg, const char *sfx, char **buf, 
 {
     char name[GR_SEGMENT_NAME_BYTES];
     gr_segment_file_name(name, seg->base_offset, sfx);
-    return gr_file_read_all(seg->log->dir_fd, name, INDEX_FILE_BYTES_MAX, buf, len);
+    return gr_file_read_all(seg_dir_fd(seg), name, INDEX_FILE_BYTES_MAX, buf, len);
 }
 
 /* Parses and sanity-checks both index files against size_bytes/next_offset. 0 or -EINVAL/-errno. */
@@ -536,7 +592,7 @@ static int rebuild_indexes(struct gr_segment *seg, const struct gr_log_config *c
 int gr_segment_load_index(struct gr_segment *seg, const struct gr_log_config *cfg)
 {
     if (seg->index_loaded) return 0;
-    if (nowait && !seg->index_warm) { /* reading the index files may wait for the disk: read them in first */
+    if (nowait) { /* reading (or rebuilding) the index files may wait for the disk: the pool loads them */
         nowait->kind = 2;
         nowait->seg = seg;
         return -EAGAIN;
@@ -779,4 +835,133 @@ int64_t gr_segment_boundary_before(struct gr_segment *seg, int64_t from, int64_t
     }
     gr_seg_reader_free(&r);
     return pos;
+}
+
+/* ---- index loads and opens on a pool thread (no-wait reads) ---- */
+
+struct gr_seg_load {
+    int dir_fd;               /* owned duplicate of the partition directory */
+    bool want_fd, want_index; /* open the .log / load the indexes */
+    bool active;              /* the active segment: opened read-write */
+    int64_t base_offset, size_bytes, next_offset;
+    struct gr_log_config cfg; /* copied: the topic's settings may change meanwhile */
+    struct gr_log *log;       /* for names in messages only (lives until the store closes) */
+    int fd;                   /* result: the opened .log, or -1 */
+    struct gr_segment *shadow; /* result: loaded indexes */
+    int err;
+};
+
+struct gr_seg_load *gr_seg_load_new(struct gr_segment *seg, bool want_fd, bool want_index)
+{
+    struct gr_seg_load *ld = calloc(1, sizeof(*ld));
+    if (!ld) return NULL;
+    ld->dir_fd = dup(seg->log->dir_fd);
+    if (ld->dir_fd < 0) {
+        free(ld);
+        return NULL;
+    }
+    ld->want_fd = want_fd && seg->fd < 0;
+    ld->want_index = want_index && !seg->index_loaded;
+    ld->active = !seg->sealed;
+    ld->base_offset = seg->base_offset;
+    ld->size_bytes = seg->size_bytes;
+    ld->next_offset = seg->next_offset;
+    ld->cfg = seg->log->topic->cfg;
+    ld->log = seg->log;
+    ld->fd = -1;
+    return ld;
+}
+
+void gr_seg_load_run(struct gr_seg_load *ld)
+{
+    char name[GR_SEGMENT_NAME_BYTES];
+    gr_segment_file_name(name, ld->base_offset, ".log");
+    int own = -1;
+    if (ld->want_fd) {
+        ld->fd = gr_sys_openat(ld->dir_fd, name, ld->active ? O_RDWR : O_RDONLY, 0);
+        if (ld->fd < 0) {
+            ld->err = ld->fd;
+            ld->fd = -1;
+            return;
+        }
+    }
+    if (!ld->want_index) return;
+    if (ld->fd < 0) { /* a descriptor of its own: the segment's may be closed by the LRU meanwhile */
+        own = gr_sys_openat(ld->dir_fd, name, O_RDONLY, 0);
+        if (own < 0) {
+            ld->err = own;
+            return;
+        }
+    }
+    struct gr_segment *sh = gr_segment_new(ld->log, ld->base_offset);
+    if (!sh) {
+        gr_sys_close(own);
+        ld->err = -ENOMEM;
+        return;
+    }
+    sh->shadow = true;
+    sh->load_dir_fd = ld->dir_fd;
+    sh->sealed = !ld->active;
+    sh->size_bytes = ld->size_bytes;
+    sh->next_offset = ld->next_offset;
+    sh->fd = ld->fd >= 0 ? ld->fd : own;
+    int err = parse_indexes(sh);
+    if (err < 0 && err != -ENOMEM) {
+        GR_WARN("storage: %s: index of segment %" PRId64 " missing or invalid (%s), rebuilding",
+                ld->log->dir_name, ld->base_offset, strerror(-err));
+        err = rebuild_indexes(sh, &ld->cfg);
+    }
+    sh->fd = own; /* the shadow closes only its own descriptor */
+    if (err < 0) {
+        gr_segment_unref(sh);
+        ld->err = err;
+        return;
+    }
+    gr_sys_close(sh->fd);
+    sh->fd = -1;
+    ld->shadow = sh;
+}
+
+void gr_seg_load_install(struct gr_segment *seg, struct gr_seg_load *ld)
+{
+    if (ld->fd >= 0) {
+        if (seg->fd < 0 && !seg->deleted) {
+            seg->fd = ld->fd;
+            lru_admit(seg);
+        } else {
+            gr_sys_close(ld->fd); /* opened meanwhile by someone else, or gone */
+        }
+        ld->fd = -1;
+    }
+    struct gr_segment *sh = ld->shadow;
+    if (sh && !seg->index_loaded && seg->size_bytes == sh->size_bytes) {
+        struct gr_index_entry *idx = seg->idx;
+        struct gr_time_entry *tidx = seg->tidx;
+        int32_t ic = seg->idx_cap, tc = seg->tidx_cap;
+        seg->idx = sh->idx;
+        seg->idx_count = sh->idx_count;
+        seg->idx_cap = sh->idx_cap;
+        seg->tidx = sh->tidx;
+        seg->tidx_count = sh->tidx_count;
+        seg->tidx_cap = sh->tidx_cap;
+        sh->idx = idx;
+        sh->idx_cap = ic;
+        sh->tidx = tidx;
+        sh->tidx_cap = tc;
+        seg->index_loaded = true;
+    }
+}
+
+int gr_seg_load_err(const struct gr_seg_load *ld)
+{
+    return ld->err;
+}
+
+void gr_seg_load_free(struct gr_seg_load *ld)
+{
+    if (!ld) return;
+    gr_sys_close(ld->fd);
+    gr_sys_close(ld->dir_fd);
+    if (ld->shadow) gr_segment_unref(ld->shadow);
+    free(ld);
 }

@@ -1380,8 +1380,10 @@ int gr_topic_op_finish(struct gr_store *store, struct gr_topic_op *op, struct gr
     }
     switch (op->kind) {
     case OP_CREATE:
-        for (int32_t p = 0; p < op->to; p++)
+        for (int32_t p = 0; p < op->to; p++) {
             t->logs[p] = op->logs[p];
+            gr_log_files_admit(t->logs[p]); /* its open file counts against the fd cap from now on */
+        }
         free(op->logs);
         op->logs = NULL;
         t->partition_count = op->to;
@@ -1389,8 +1391,10 @@ int gr_topic_op_finish(struct gr_store *store, struct gr_topic_op *op, struct gr
         op->topic = NULL;       /* published */
         break;
     case OP_GROW:
-        for (int32_t p = op->from; p < op->to; p++)
+        for (int32_t p = op->from; p < op->to; p++) {
             t->logs[p] = op->logs[p - op->from];
+            gr_log_files_admit(t->logs[p]);
+        }
         free(op->logs);
         op->logs = NULL;
         t->partition_count = op->to;

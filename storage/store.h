@@ -59,7 +59,8 @@ struct gr_store_config {             /* Kafka config names in comments */
     void *on_flushed_ctx;
     /* Additions beyond the first contract (defaults set by gr_store_config_defaults): */
     int32_t node_id;              /* node.id written to meta.properties, default 1 */
-    int32_t open_segment_fds_max; /* Gregor: sealed segment files kept open at once (LRU), default 1024 */
+    int32_t open_segment_fds_max; /* Gregor: .log files kept open at once, active ones included (LRU; idle
+                                     ones closed, reopened on the I/O pool), default 1024 */
     /* Log compaction (storage/cleaner.h). Broker-level defaults of the topic configs: */
     int64_t delete_retention_ms;   /* log.cleaner.delete.retention.ms, default 86400000 */
     double min_cleanable_ratio;    /* log.cleaner.min.cleanable.ratio, default 0.5 */
@@ -231,6 +232,13 @@ bool gr_topic_config_key_known(const char *key);
    Also drops segments wholly below the log start offset, advances the log start offset, prunes producer
    state and leader epochs, and writes checkpoints. Call periodically (~log.retention.check.interval.ms). */
 void gr_store_retention_run(struct gr_store *store, int64_t now_ms);
+/* The fd cap (open_segment_fds_max): closes least recently used .log files nobody pins (no unsynced data, no
+   flush naming them, no read, slice or pool load holding them) until at most the cap are open. Files
+   pinned past the cap are closed by a later call (the server calls it every second). No I/O beyond
+   close(); network thread. */
+void gr_store_fds_trim(struct gr_store *store);
+/* .log descriptors open now (the LRU's count; for tests and metrics). */
+int32_t gr_store_open_segment_fds(const struct gr_store *store);
 
 /* Small files of the log directory kept by upper layers (e.g. the producer id block). meta_write durably
    replaces `name` (atomic replace: "<name>.tmp" written, fdatasynced, renamed, directory fsynced; the old or

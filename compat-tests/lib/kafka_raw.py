@@ -57,7 +57,7 @@ UNKNOWN_TOPIC_ID = 100
 
 API_KEYS = {'Produce': 0, 'Fetch': 1, 'ListOffsets': 2, 'Metadata': 3, 'FindCoordinator': 10,
             'ApiVersions': 18, 'CreateTopics': 19, 'DescribeConfigs': 32, 'OffsetCommit': 8, 'OffsetFetch': 9,
-            'JoinGroup': 11, 'Heartbeat': 12, 'LeaveGroup': 13, 'SyncGroup': 14}
+            'JoinGroup': 11, 'Heartbeat': 12, 'LeaveGroup': 13, 'SyncGroup': 14, 'OffsetForLeaderEpoch': 23}
 
 
 class DecodeError(Exception):
@@ -308,6 +308,22 @@ SCHEMAS = {
         F('throttle_time_ms', 'int32', '1+'), F('error_code', 'int16', '0+'),
         F('members', [F('member_id', 'string', '3+'), F('group_instance_id', 'string', '3+', nullable='3+'),
                       F('error_code', 'int16', '3+')], '3+'),
+    ]),
+    'OffsetForLeaderEpoch': (4, [
+        F('replica_id', 'int32', '3+', default=-2),
+        F('topics', [
+            F('topic', 'string', '0+'),
+            F('partitions', [F('partition', 'int32', '0+'), F('current_leader_epoch', 'int32', '2+', default=-1),
+                             F('leader_epoch', 'int32', '0+')], '0+'),
+        ], '0+'),
+    ], [
+        F('throttle_time_ms', 'int32', '2+'),
+        F('topics', [
+            F('topic', 'string', '0+'),
+            F('partitions', [F('error_code', 'int16', '0+'), F('partition', 'int32', '0+'),
+                             F('leader_epoch', 'int32', '1+', default=-1), F('end_offset', 'int64', '0+', default=-1)],
+              '0+'),
+        ], '0+'),
     ]),
     'OffsetCommit': (8, [
         F('group_id', 'string', '0+'), F('generation_id_or_member_epoch', 'int32', '1+', default=-1),

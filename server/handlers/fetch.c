@@ -11,8 +11,9 @@
  * (gr_log_slice_resident: cachestat, no disk wait); if some range is not resident the request stays parked
  * while an I/O pool thread reads those ranges in (gr_log_slice_prefetch), and is then answered from the
  * page cache, so the network thread's sendfile never waits for the disk. The lookups that find the range
- * (batch headers from the index position, index files not loaded yet) run without waiting too
- * (gr_log_read_nowait): a page they need is read in by the pool first, then the fill is redone. A range
+ * (batch headers from the index position, index files not loaded yet or missing, a segment file closed by
+ * the fd cap) run without waiting too (gr_log_read_nowait): the pool reads the page in, opens the file,
+ * loads or rebuilds the indexes, then the fill is redone with that work pinned (gr_log_slice_install). A range
  * evicted again between the read-in and the send is sent as is (one read-in per request, no loop). A parked fetch waits on the
  * logs of its partitions only (gr_broker_wait_log): an append elsewhere does not re-check it. Without transactions the last stable offset is the high watermark and
  * aborted_transactions is null for read_uncommitted, empty for read_committed. Errors carry Kafka's
@@ -233,10 +234,13 @@ static void prefetch_done(struct gr_io_job *job)
     struct fetch_prefetch *p = (struct fetch_prefetch *)job;
     struct gr_req *req = p->req;
     struct fetch_state *st = req->hstate;
-    for (int i = 0; i < p->count; i++) gr_log_slice_release(&p->slices[i]);
-    free(p);
+    /* What the pool opened or loaded goes to its segments; the references stay until the refill is done,
+       so the fd cap cannot close a file just reopened for this request before it is read. */
+    for (int i = 0; i < p->count; i++) gr_log_slice_install(&p->slices[i]);
     st->prefetching = false;
     fetch_fill(req); /* the state may have moved meanwhile; what was read in is in the page cache */
+    for (int i = 0; i < p->count; i++) gr_log_slice_release(&p->slices[i]);
+    free(p);
     if (try_answer(req)) return;
     release_slices(req); /* not enough data yet: keep waiting (parked) for appends */
     if (!st->waiting_logs) wait_on_logs(req);

@@ -6,8 +6,60 @@
  * timestamp at or after it; when there is none the answer is offset -1, timestamp -1 (never a real
  * offset with timestamp -1, which Java's offsetsForTimes rejects). Nothing at or above the high watermark
  * is returned.
+ *
+ * Nothing here waits for the disk on the network thread: the lookups by time (-3 and ts >= 0) run in their
+ * no-wait forms (gr_log_offset_for_time_nowait, gr_log_max_timestamp_nowait); when one needs a segment
+ * file opened (the fd cap closed it), its indexes loaded or rebuilt, or a page read in, the request is
+ * parked while the I/O pool does that (gr_log_slice_prefetch), then the whole answer is recomputed. After
+ * LIST_OFFSETS_COLD_ROUNDS_MAX rounds (data evicted again each time) the lookups read the blocking way.
+ * Read next: storage/log.h (no-wait reads), server/handlers/fetch.c (the same pattern).
  */
+#include <errno.h>
+#include <stdlib.h>
+
 #include "server/handlers/handlers.h"
+
+#define LIST_OFFSETS_COLD_ROUNDS_MAX 16 /* pool rounds before the lookups may wait for the disk */
+
+struct lo_state {
+    int rounds;                   /* pool rounds done */
+    struct gr_log_slice *cold;    /* work the last fill could not do without the disk (arena) */
+    int cold_count, cold_cap;
+};
+
+/* The pool job of one round: runs each cold slice's prefetch (open, index load, read-in). */
+struct lo_job {
+    struct gr_io_job job;
+    struct gr_req *req;
+    int count;
+    struct gr_log_slice slices[]; /* moved from the state: the job releases them */
+};
+
+/* Runs a lookup without waiting for the disk while rounds remain; -EAGAIN notes its cold work. */
+static int lookup(struct gr_req *req, struct gr_log *log, int64_t ts, int64_t hwm, int64_t *off, int64_t *t,
+                  int32_t *epoch)
+{
+    struct lo_state *st = req->hstate;
+    if (!st || !req->broker->iopool || st->rounds >= LIST_OFFSETS_COLD_ROUNDS_MAX)
+        return ts == -3 ? gr_log_max_timestamp(log, hwm, off, t, epoch) : gr_log_offset_for_time(log, ts, hwm, off, t, epoch);
+    struct gr_log_slice cold;
+    int rc = ts == -3 ? gr_log_max_timestamp_nowait(log, hwm, off, t, epoch, &cold)
+                      : gr_log_offset_for_time_nowait(log, ts, hwm, off, t, epoch, &cold);
+    if (rc != -EAGAIN) return rc;
+    if (st->cold_count == st->cold_cap) {
+        int ncap = st->cold_cap ? st->cold_cap * 2 : 8;
+        struct gr_log_slice *n = gr_arena_calloc(&req->arena, (size_t)ncap, sizeof *n);
+        if (!n) { /* no memory to note it: the blocking way */
+            gr_log_slice_release(&cold);
+            return ts == -3 ? gr_log_max_timestamp(log, hwm, off, t, epoch) : gr_log_offset_for_time(log, ts, hwm, off, t, epoch);
+        }
+        for (int i = 0; i < st->cold_count; i++) n[i] = st->cold[i];
+        st->cold = n;
+        st->cold_cap = ncap;
+    }
+    st->cold[st->cold_count++] = cold;
+    return -EAGAIN;
+}
 
 static void answer(struct gr_req *req, struct gr_log *log, int64_t ts,
                    struct gr_list_offsets_response_list_offsets_partition_response *rp)
@@ -26,12 +78,9 @@ static void answer(struct gr_req *req, struct gr_log *log, int64_t ts,
         epoch = gr_log_epoch_for_offset(log, off);
         if (epoch < 0) epoch = gr_log_leader_epoch(log);
         break;
-    case -3:
-        if (gr_log_max_timestamp(log, hwm, &off, &t, &epoch)) off = t = -1, epoch = -1;
-        break;
     default:
-        if (ts < 0) break; /* -5 and other tiered-storage lookups: nothing tiered */
-        if (gr_log_offset_for_time(log, ts, hwm, &off, &t, &epoch)) off = t = -1, epoch = -1;
+        if (ts < 0 && ts != -3) break; /* -5 and other tiered-storage lookups: nothing tiered */
+        if (lookup(req, log, ts, hwm, &off, &t, &epoch)) off = t = -1, epoch = -1; /* -EAGAIN: redone */
         break;
     }
     rp->offset = off;
@@ -39,7 +88,8 @@ static void answer(struct gr_req *req, struct gr_log *log, int64_t ts,
     rp->leader_epoch = epoch;
 }
 
-enum gr_handler_rc gr_handle_list_offsets(struct gr_req *req)
+/* Computes the whole response from the logs' current state (again after each pool round). */
+static void fill(struct gr_req *req)
 {
     struct gr_list_offsets_request *body = req->body;
     struct gr_list_offsets_response *resp = req->resp;
@@ -77,5 +127,58 @@ enum gr_handler_rc gr_handle_list_offsets(struct gr_req *req)
             answer(req, log, qp->timestamp, rp);
         }
     }
-    return GR_HANDLER_DONE;
+}
+
+static void lo_job_run(struct gr_io_job *job)
+{
+    struct lo_job *j = (struct lo_job *)job;
+    for (int i = 0; i < j->count; i++) gr_log_slice_prefetch(&j->slices[i]); /* errors: met again by the lookup */
+}
+
+static bool start_round(struct gr_req *req);
+
+static void lo_job_done(struct gr_io_job *job)
+{
+    struct lo_job *j = (struct lo_job *)job;
+    struct gr_req *req = j->req;
+    struct lo_state *st = req->hstate;
+    for (int i = 0; i < j->count; i++) gr_log_slice_install(&j->slices[i]);
+    st->rounds++;
+    fill(req); /* with what the pool opened and loaded pinned by the job's references */
+    for (int i = 0; i < j->count; i++) gr_log_slice_release(&j->slices[i]);
+    free(j);
+    if (!start_round(req)) gr_req_finish(req);
+}
+
+/* Hands the cold work of the last fill to the pool; false when there is none (the answer is complete). */
+static bool start_round(struct gr_req *req)
+{
+    struct lo_state *st = req->hstate;
+    if (st->cold_count == 0) return false;
+    struct lo_job *j = malloc(sizeof *j + (size_t)st->cold_count * sizeof j->slices[0]);
+    if (!j) { /* the blocking way */
+        for (int i = 0; i < st->cold_count; i++) gr_log_slice_release(&st->cold[i]);
+        st->cold_count = 0;
+        st->rounds = LIST_OFFSETS_COLD_ROUNDS_MAX;
+        fill(req);
+        return false;
+    }
+    *j = (struct lo_job){.job = {.run = lo_job_run, .done = lo_job_done}, .req = req, .count = st->cold_count};
+    for (int i = 0; i < st->cold_count; i++) j->slices[i] = st->cold[i];
+    st->cold_count = 0;
+    gr_iopool_submit(req->broker->iopool, &j->job);
+    return true;
+}
+
+enum gr_handler_rc gr_handle_list_offsets(struct gr_req *req)
+{
+    req->hstate = gr_arena_calloc(&req->arena, 1, sizeof(struct lo_state));
+    if (!req->hstate) return GR_HANDLER_CLOSE;
+    fill(req);
+    if (((struct lo_state *)req->hstate)->cold_count == 0) return GR_HANDLER_DONE;
+    /* Parked until the pool rounds end (no recheck, no deadline): a request handed to the pool must outlive
+       its connection, and finishing it unparks it. */
+    gr_broker_park(req->broker, req, INT64_MAX);
+    if (!start_round(req)) gr_req_finish(req);
+    return GR_HANDLER_WAIT;
 }

@@ -16,6 +16,13 @@
  * of the producer's last 5 batches is answered with the original's offsets once the ORIGINAL batch is as
  * durable as acks asks (a retry is never acknowledged before the batch it repeats).
  * Transactions are not built: a transactional id or transactional/control batches are refused.
+ *
+ * Files closed by the fd cap (gregor.open.files.max): an idle partition's active segment file may be
+ * closed. A Produce naming such a partition is parked BEFORE any append while the I/O pool reopens the file
+ * (gr_log_append_prepare), so the network thread never opens a file; the reopened file stays pinned until
+ * the request's appends are done. To keep the order of appends to a partition (idempotent producers
+ * pipeline), a later Produce naming a partition of a parked one queues behind it (the broker's produce
+ * gate, a FIFO); a Produce sharing no partition with the gate goes ahead at once.
  * Read next: server/handlers/fetch.c.
  */
 #include <errno.h>
@@ -39,6 +46,19 @@ struct produce_wait {
 struct produce_state {
     struct produce_wait *waits;
     int count;
+    /* the produce gate (see the top of the file) */
+    struct gr_log **logs;        /* the request's partitions that exist (arena) */
+    int nlogs;
+    struct gr_log_slice *opens;  /* reopen work: pinned until the appends are done (arena, nlogs) */
+    int nopens;
+    struct gr_req *gate_next;
+    bool open_pending;           /* a pool job is reopening files for this request */
+};
+
+/* The pool job reopening a gated request's files (arena of the request, which outlives it: parked). */
+struct produce_open_job {
+    struct gr_io_job job;
+    struct gr_req *req;
 };
 
 static int32_t topic_max_message_bytes(struct gr_broker *b, struct gr_topic *t)
@@ -254,7 +274,8 @@ static void produce_expire(struct gr_req *req)
     gr_req_finish(req);
 }
 
-enum gr_handler_rc gr_handle_produce(struct gr_req *req)
+/* Validates and appends every partition, then answers or parks for durability. */
+static enum gr_handler_rc produce_run(struct gr_req *req)
 {
     struct gr_produce_request *body = req->body;
     struct gr_produce_response *resp = req->resp;
@@ -263,11 +284,8 @@ enum gr_handler_rc gr_handle_produce(struct gr_req *req)
     bool bad_acks = body->acks != 0 && body->acks != 1 && body->acks != -1;
     bool txn = body->transactional_id.len >= 0;
     int32_t ntopics = body->topic_data.count > 0 ? body->topic_data.count : 0;
-    int total = 0;
-    for (int32_t i = 0; i < ntopics; i++)
-        total += body->topic_data.items[i].partition_data.count > 0 ? body->topic_data.items[i].partition_data.count : 0;
-    struct produce_state *st = gr_arena_alloc(&req->arena, sizeof *st);
-    st->waits = gr_arena_calloc(&req->arena, (size_t)total + 1, sizeof *st->waits);
+    struct produce_state *st = req->hstate;
+    st->count = 0;
     resp->responses.items = gr_arena_calloc(&req->arena, (size_t)ntopics + 1, sizeof *resp->responses.items);
     resp->responses.count = ntopics;
     bool any_error = false;
@@ -323,7 +341,6 @@ enum gr_handler_rc gr_handle_produce(struct gr_req *req)
     }
     if (body->acks == 0) return any_error ? GR_HANDLER_CLOSE : GR_HANDLER_NO_RESPONSE;
     if (body->acks == -1 && b->hwm_durable && st->count) {
-        req->hstate = st;
         req->recheck = produce_recheck;
         req->expire = produce_expire;
         if (produce_recheck(req)) return GR_HANDLER_WAIT; /* already durable: finished inside recheck */
@@ -334,4 +351,158 @@ enum gr_handler_rc gr_handle_produce(struct gr_req *req)
         return GR_HANDLER_WAIT;
     }
     return GR_HANDLER_DONE;
+}
+
+/* ---- the produce gate ---- */
+
+static struct produce_state *gate_state(struct gr_req *req)
+{
+    return req->hstate;
+}
+
+static bool shares_log(const struct produce_state *a, const struct produce_state *b)
+{
+    for (int i = 0; i < a->nlogs; i++)
+        for (int j = 0; j < b->nlogs; j++)
+            if (a->logs[i] == b->logs[j]) return true;
+    return false;
+}
+
+static void produce_open_run(struct gr_io_job *job)
+{
+    struct produce_open_job *j = (struct produce_open_job *)job;
+    struct produce_state *st = gate_state(j->req);
+    for (int i = 0; i < st->nopens; i++) gr_log_slice_prefetch(&st->opens[i]); /* errors: the append meets them */
+}
+
+static void gate_pump(struct gr_broker *b);
+
+static void produce_open_done(struct gr_io_job *job)
+{
+    struct produce_open_job *j = (struct produce_open_job *)job;
+    struct produce_state *st = gate_state(j->req);
+    for (int i = 0; i < st->nopens; i++) gr_log_slice_install(&st->opens[i]); /* pinned until released */
+    st->open_pending = false;
+    gate_pump(j->req->broker);
+}
+
+/* Starts a pool job reopening the request's closed files; false when there is nothing to open or no memory
+   (the append then opens them itself). */
+static bool start_open(struct gr_req *req)
+{
+    struct produce_state *st = gate_state(req);
+    for (int i = 0; i < st->nopens; i++) gr_log_slice_release(&st->opens[i]);
+    st->nopens = 0;
+    for (int i = 0; i < st->nlogs; i++) {
+        if (gr_log_append_ready(st->logs[i])) continue;
+        if (gr_log_append_prepare(st->logs[i], &st->opens[st->nopens]) == 0) st->nopens++;
+    }
+    struct produce_open_job *j = st->nopens ? gr_arena_calloc(&req->arena, 1, sizeof *j) : NULL;
+    if (!j) return false;
+    *j = (struct produce_open_job){.job = {.run = produce_open_run, .done = produce_open_done}, .req = req};
+    st->open_pending = true;
+    gr_iopool_submit(req->broker->iopool, &j->job);
+    return true;
+}
+
+/* Runs every gated request that no earlier gated request shares a partition with and whose files are open,
+   in arrival order; starts reopen jobs for the others. */
+static void gate_pump_once(struct gr_broker *b)
+{
+    struct gr_req *prev = NULL;
+    for (struct gr_req *r = b->produce_gate_head; r;) {
+        struct produce_state *st = gate_state(r);
+        struct gr_req *next = st->gate_next;
+        bool blocked = st->open_pending;
+        for (struct gr_req *q = b->produce_gate_head; q != r && !blocked; q = gate_state(q)->gate_next)
+            blocked = shares_log(gate_state(q), st);
+        bool ready = true;
+        for (int i = 0; i < st->nlogs && ready && !blocked; i++) ready = gr_log_append_ready(st->logs[i]);
+        if (blocked || (!ready && start_open(r))) {
+            prev = r;
+            r = next;
+            continue;
+        }
+        if (prev)
+            gate_state(prev)->gate_next = next;
+        else
+            b->produce_gate_head = next;
+        if (b->produce_gate_tail == r) b->produce_gate_tail = prev;
+        st->gate_next = NULL;
+        gr_req_unpark(r);
+        enum gr_handler_rc rc = produce_run(r);
+        for (int i = 0; i < st->nopens; i++) gr_log_slice_release(&st->opens[i]); /* unpinned */
+        st->nopens = 0;
+        gr_req_complete(r, rc);
+        r = next;
+    }
+}
+
+/* Answering a request may make its connection read and dispatch the next one (which may gate itself and
+   pump): a nested pump only asks the running one to go over the FIFO again. One network thread. */
+static bool pumping, repump;
+
+static void gate_pump(struct gr_broker *b)
+{
+    if (pumping) {
+        repump = true;
+        return;
+    }
+    pumping = true;
+    do {
+        repump = false;
+        gate_pump_once(b);
+    } while (repump);
+    pumping = false;
+}
+
+/* The request's partitions that exist, found as produce_run finds them. */
+static void collect_logs(struct gr_req *req, struct produce_state *st, int total)
+{
+    struct gr_produce_request *body = req->body;
+    struct gr_broker *b = req->broker;
+    int16_t v = req->hdr.request_api_version;
+    st->logs = gr_arena_calloc(&req->arena, (size_t)total + 1, sizeof *st->logs);
+    st->opens = gr_arena_calloc(&req->arena, (size_t)total + 1, sizeof *st->opens);
+    if (!st->logs || !st->opens) return;
+    for (int32_t i = 0; i < body->topic_data.count; i++) {
+        struct gr_produce_request_topic_produce_data *td = &body->topic_data.items[i];
+        struct gr_topic *t = v >= 13 ? gr_store_topic_find_id(b->store, td->topic_id.b) : gr_topic_lookup(b, td->name);
+        for (int32_t p = 0; t && p < td->partition_data.count; p++) {
+            struct gr_log *log = gr_topic_log(t, td->partition_data.items[p].index);
+            if (log && st->nlogs < total) st->logs[st->nlogs++] = log;
+        }
+    }
+}
+
+enum gr_handler_rc gr_handle_produce(struct gr_req *req)
+{
+    struct gr_produce_request *body = req->body;
+    struct gr_broker *b = req->broker;
+    int32_t ntopics = body->topic_data.count > 0 ? body->topic_data.count : 0;
+    int total = 0;
+    for (int32_t i = 0; i < ntopics; i++)
+        total += body->topic_data.items[i].partition_data.count > 0 ? body->topic_data.items[i].partition_data.count : 0;
+    struct produce_state *st = gr_arena_calloc(&req->arena, 1, sizeof *st);
+    if (!st) return GR_HANDLER_CLOSE;
+    st->waits = gr_arena_calloc(&req->arena, (size_t)total + 1, sizeof *st->waits);
+    if (!st->waits) return GR_HANDLER_CLOSE;
+    req->hstate = st;
+    bool bad_acks = body->acks != 0 && body->acks != 1 && body->acks != -1;
+    if (!b->iopool || bad_acks || body->transactional_id.len >= 0) return produce_run(req); /* no appends */
+    collect_logs(req, st, total);
+    bool gate = false;
+    for (struct gr_req *q = b->produce_gate_head; q && !gate; q = gate_state(q)->gate_next)
+        gate = shares_log(gate_state(q), st);
+    for (int i = 0; i < st->nlogs && !gate; i++) gate = !gr_log_append_ready(st->logs[i]);
+    if (!gate || !st->opens) return produce_run(req);
+    /* Parked before any append (no recheck, no deadline: the gate runs it); finishing it unparks it. */
+    gr_broker_park(b, req, INT64_MAX);
+    if (b->produce_gate_tail)
+        gate_state(b->produce_gate_tail)->gate_next = req;
+    else
+        b->produce_gate_head = req;
+    b->produce_gate_tail = req;
+    gate_pump(b);
+    return GR_HANDLER_WAIT;
 }
