@@ -104,6 +104,7 @@ struct gr_log {
     int32_t partition;
     char *dir_name; /* "<topic>-<partition>" relative to the log dir */
     int dir_fd;
+    bool active_fd_kept;      /* gr_log_keep_active_open: the fd cap never closes the active segment's file */
     struct gr_segment **segs; /* by base offset; last = active */
     int seg_count, seg_cap;
     int64_t log_start_offset;

@@ -1035,6 +1035,14 @@ void gr_log_files_admit(struct gr_log *log)
         if (log->segs[i]->fd >= 0) gr_segment_fd(log->segs[i]);
 }
 
+int gr_log_keep_active_open(struct gr_log *log)
+{
+    log->active_fd_kept = true;
+    if (log->deleted || atomic_load(&log->offline)) return 0;
+    int fd = gr_segment_fd(log_active(log));
+    return fd < 0 ? fd : 0;
+}
+
 bool gr_log_append_ready(struct gr_log *log)
 {
     return log->deleted || atomic_load(&log->offline) || log_active(log)->fd >= 0;

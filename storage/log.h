@@ -110,6 +110,13 @@ void gr_log_set_high_watermark(struct gr_log *log, int64_t high_watermark);
 /* The last high watermark set, else the one restored from replication-offset-checkpoint at open, else -1. */
 int64_t gr_log_high_watermark(const struct gr_log *log);
 
+/* Exempts the active segment's file of `log` from the open-file cap (gregor.open.files.max) from now on,
+   the next active segments after rolls too; reopens it now if the cap had closed it (that open may wait
+   for the disk: call it where waiting is allowed, e.g. at the group coordinator's start). For logs whose
+   appenders cannot park for a reopen on the I/O pool: the group coordinator's __consumer_offsets
+   partitions (at most offsets.topic.num.partitions files). Returns 0, or -errno from the open. */
+int gr_log_keep_active_open(struct gr_log *log);
+
 /* A read: whole batches as a file range for sendfile.
    `fd`/`file_pos`/`bytes`: the range; `first_batch_offset`: base offset of its first batch (may be below
    the requested offset: a batch is never split); `ref`: the segment reference the slice holds. */

@@ -197,7 +197,8 @@ static void lru_evict(struct gr_store *store, struct gr_segment *keep, int steps
     struct gr_segment *s = store->lru_tail;
     while (store->lru_count > store->cfg.open_segment_fds_max && s && steps-- > 0) {
         struct gr_segment *prev = s->lru_prev;
-        if (s != keep && atomic_load(&s->refs) == 1 && !atomic_load(&s->keep_fd)) {
+        if (s != keep && atomic_load(&s->refs) == 1 && !atomic_load(&s->keep_fd) &&
+            !(s->log->active_fd_kept && !s->sealed)) {
             gr_segment_lru_remove(s);
             gr_sys_close(s->fd);
             s->fd = -1;

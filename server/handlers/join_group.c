@@ -210,7 +210,13 @@ int gr_groups_start(struct gr_broker *b)
         free(g);
         return (int)n;
     }
-    for (int32_t p = 0; p < gr_offsets_log_partitions(g->ol); p++) gr_broker_update_hwm(b, gr_offsets_log_log(g->ol, p));
+    for (int32_t p = 0; p < gr_offsets_log_partitions(g->ol); p++) {
+        struct gr_log *log = gr_offsets_log_log(g->ol, p);
+        gr_broker_update_hwm(b, log);
+        /* the coordinator appends without parking: its partitions' active files stay open under the cap */
+        int kerr = gr_log_keep_active_open(log);
+        if (kerr < 0) GR_WARN("%s-%d: cannot open the active segment (%s)", GR_OFFSETS_TOPIC, (int)p, strerror(-kerr));
+    }
     ev_timer_start(b->loop, &g->maintenance);
     arm(g, gr_coord_next_deadline_ms(b->coord));
     GR_INFO("group coordinator loaded %lld records of %s (%d partitions, %d groups) in %lld ms", (long long)n,

@@ -450,6 +450,34 @@ static void test_compaction_of_closed_files(void **state)
         assert_true(latest[i]);
 }
 
+/* A log whose appender cannot park (the group coordinator's __consumer_offsets partitions) keeps its active
+   file open under the cap, across rolls, while every other partition's idle file is closed. */
+static void test_kept_active_file_stays_open(void **state)
+{
+    struct fx *f = *state;
+    open_store(f);
+    assert_int_equal(gr_store_topic_create(f->store, "capped", PARTS, NULL, NULL, 0, &f->topic), 0);
+    struct gr_log *kept = gr_topic_log(f->topic, 0);
+    assert_int_equal(gr_log_keep_active_open(kept), 0);
+    for (int round = 0; round < 12; round++) {
+        for (int p = 0; p < PARTS; p++) {
+            produce(f, p, 5, 1000 * round + p, (uint32_t)(p * 1000 + round));
+            struct gr_log *log = gr_topic_log(f->topic, p);
+            gr_log_flush_async(log);
+            assert_int_equal(th_wait_durable(log, gr_log_end_offset(log)), 0);
+            gr_store_quiesce(f->store);
+            gr_store_fds_trim(f->store);
+            assert_true(gr_log_append_ready(kept)); /* never closed, not even right after its own roll */
+        }
+    }
+    assert_true(gr_log_segment_count(kept) > 1); /* it rolled: the exemption followed the new active segment */
+    int closed = 0;
+    for (int p = 1; p < PARTS; p++)
+        closed += !gr_log_append_ready(gr_topic_log(f->topic, p));
+    assert_true(closed >= PARTS - 1 - CAP); /* the others were still capped */
+    check_partition(f, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -457,6 +485,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_cap_crash_recovery, setup, teardown),
         cmocka_unit_test_setup_teardown(test_missing_index_rebuilt_on_pool, setup, teardown),
         cmocka_unit_test_setup_teardown(test_compaction_of_closed_files, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_kept_active_file_stays_open, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
