@@ -22,13 +22,22 @@ while read -r suite budget args; do
     echo "== compat: $suite (budget ${budget}s)"
     start=$(date +%s)
     out=$(mktemp)
-    timeout -k 10 "$budget" "$script" $args 2>&1 | tee "$out"
+    # Every broker the suite starts logs calls that may wait for the disk made on its network thread here.
+    audit=$(mktemp)
+    GREGOR_NET_THREAD_AUDIT=$audit timeout -k 10 "$budget" "$script" $args 2>&1 | tee "$out"
     rc=${PIPESTATUS[0]}
     line=$(grep -E '^([A-Za-z0-9_./-]+: )?[0-9]+ passed, [0-9]+ failed' "$out" | tail -1)
     p=$(echo "$line" | grep -oE '[0-9]+ passed' | grep -oE '[0-9]+')
     f=$(echo "$line" | grep -oE '[0-9]+ failed' | grep -oE '[0-9]+')
     [ -n "$line" ] || { p=0; f=1; }
     [ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && f=1
+    if [ -s "$audit" ]; then
+        echo "  FAIL $suite: the network thread made $(wc -l <"$audit") calls that may wait for the disk:"
+        cut -d' ' -f2- "$audit" | sed -E 's/[0-9]{20}/<offset>/g' | sort | uniq -c | sort -rn | head -10
+        f=$((f + 1))
+        rc=1
+    fi
+    rm -f "$audit"
     total_pass=$((total_pass + p))
     total_fail=$((total_fail + f))
     [ "$rc" -ne 0 ] && failed_suites+=("$suite")
