@@ -250,6 +250,13 @@ struct gr_offset_delete_topic {
 int16_t gr_coord_offset_delete(struct gr_coordinator *c, struct gr_str group_id, struct gr_offset_delete_topic *topics,
                                int32_t count);
 
+/* A topic was deleted (DeleteTopics): every group's committed offsets of `topic` (NUL-terminated name) are
+ * removed, with a tombstone appended to the group's __consumer_offsets partition first, as Kafka's
+ * GroupCoordinatorService.onPartitionsDeleted does, so that a topic re-created under the same name is not
+ * read from the old positions. A group whose append fails keeps its offsets (logged). Returns the number of
+ * offsets removed. */
+int32_t gr_coord_topic_deleted(struct gr_coordinator *c, const char *topic);
+
 /* ---- administration ---- */
 
 /* Number of groups, and group i (0 <= i < count, stable until the next group creation/deletion). */

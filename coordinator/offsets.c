@@ -316,6 +316,45 @@ int16_t gr_coord_offset_delete(struct gr_coordinator *c, struct gr_str group_id,
     return GR_ERR_NONE;
 }
 
+/* ---- a deleted topic (GroupCoordinatorService.onPartitionsDeleted) ---- */
+
+int32_t gr_coord_topic_deleted(struct gr_coordinator *c, const char *topic)
+{
+    struct gr_str name = gr_str_c(topic);
+    int32_t removed = 0;
+    for (int32_t g = 0; g < gr_coord_group_count(c); g++) {
+        struct gr_group *grp = gr_coord_group_at(c, g);
+        const struct gr_offset_topic *ot = topic_find(grp, name);
+        if (!ot || grp->state == GR_GROUP_DEAD) continue;
+        int32_t n = ot->count, k = 0;
+        struct gr_coord_record *recs = calloc((size_t)n + 1, sizeof *recs);
+        int32_t *parts = calloc((size_t)n + 1, sizeof *parts);
+        if (!recs || !parts) {
+            free(recs);
+            free(parts);
+            GR_ERROR("coordinator: out of memory removing the offsets of deleted topic %s", topic);
+            return removed;
+        }
+        for (int32_t i = 0; i < n; i++) {
+            parts[i] = ot->parts[i].partition;
+            if (gr_offset_commit_record(&recs[k], grp->group_id, topic, parts[i], NULL) == 0) k++;
+        }
+        int64_t end;
+        int rc = k == n ? c->hooks.append(c->hooks.ctx, grp->partition, recs, k, &end) : -ENOMEM;
+        gr_coord_records_free(recs, k);
+        free(recs);
+        if (rc) { /* memory stays as the log says: a later deletion of the topic's name retries nothing */
+            GR_ERROR("coordinator: group %s: removing the offsets of deleted topic %s failed (%d)", grp->group_id,
+                     topic, rc);
+        } else {
+            for (int32_t i = 0; i < n; i++) offset_remove(grp, name, parts[i]);
+            removed += n;
+        }
+        free(parts);
+    }
+    return removed;
+}
+
 /* ---- expiration (GroupCoordinatorShard.cleanupGroupMetadata) ---- */
 
 /* ClassicGroup.offsetExpirationCondition: returns false when no offset of the group may expire now; else

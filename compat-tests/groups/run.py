@@ -280,6 +280,53 @@ def test_commit_half():
         json.dump(seen, f)
 
 
+def group_offset(group, topic, partition):
+    from confluent_kafka import ConsumerGroupTopicPartitions
+    res = admin().list_consumer_group_offsets([ConsumerGroupTopicPartitions(group, [TopicPartition(topic, partition)])])
+    return res[group].result().topic_partitions[0].offset
+
+
+def consume_values(group, topic, want, commit):
+    c = Consumer({'bootstrap.servers': B, 'group.id': group, 'enable.auto.commit': False,
+                  'auto.offset.reset': 'earliest'})
+    c.subscribe([topic])
+    got = []
+    t0 = time.monotonic()
+    while len(got) < want and time.monotonic() - t0 < 30:
+        m = c.poll(0.5)
+        if m is None or m.error():
+            continue
+        got.append(m.value().decode())
+        if commit:
+            c.commit(message=m, asynchronous=False)
+    c.close()
+    return got
+
+
+def produce_values(topic, values):
+    p = Producer({'bootstrap.servers': B})
+    for v in values:
+        p.produce(topic, v.encode(), partition=0)
+    tk.eq(f'{topic}: every record acknowledged', 0, p.flush(15))
+
+
+def test_deleted_topic_offsets():
+    """Kafka drops every group's committed offsets of a deleted topic: a topic re-created under the same name
+    is read from its start, not from the old incarnation's positions (records would be skipped)."""
+    t = 'grp-deleted-topic'
+    admin().create_topics([NewTopic(t, 1, 1)])[t].result()
+    produce_values(t, ['old0', 'old1', 'old2'])
+    tk.eq('the group consumed and committed the first incarnation', ['old0', 'old1', 'old2'],
+          consume_values('grp-del', t, 3, True))
+    tk.eq('committed offset 3 before the deletion', 3, group_offset('grp-del', t, 0))
+    admin().delete_topics([t])[t].result()
+    tk.eq('after DeleteTopics the group has no committed offset for the topic', -1001, group_offset('grp-del', t, 0))
+    wait_until(lambda: not admin().create_topics([NewTopic(t, 1, 1)])[t].exception(), 10)
+    produce_values(t, ['new0', 'new1', 'new2'])
+    tk.eq('the re-created topic is read from its start by the same group', ['new0', 'new1', 'new2'],
+          consume_values('grp-del', t, 3, False))
+
+
 def test_dump_log():
     from_group = 'grp-dur'
     # Kafka's partition for the group, from Java's String.hashCode
@@ -360,6 +407,7 @@ def phase1():
     tk.run('admin', test_admin)
     tk.run('commit half', test_commit_half)
     tk.run('kafka-dump-log', test_dump_log)
+    tk.run('offsets of a deleted topic', test_deleted_topic_offsets)
 
 
 def phase2():
@@ -385,6 +433,8 @@ def phase2():
     tk.eq('after a broker SIGKILL and restart the group resumes: nothing repeated', [], sorted(first & set(second)))
     tk.eq('after the restart: nothing lost (both halves make the topic)', N, len(first | set(second)))
     tk.eq('after the restart: no record delivered twice in the second half', len(second), len(set(second)))
+    tk.eq('after the restart: the deleted topic\'s old offset stays deleted (tombstone replayed)', -1001,
+          group_offset('grp-del', 'grp-deleted-topic', 0))
     groups = {g.group_id for g in admin().list_consumer_groups(request_timeout=10).result().valid}
     tk.check('after the restart: the groups are listed again', {'grp-range', 'grp-a', 'grp-dur'} <= groups,
              sorted(groups))

@@ -262,6 +262,32 @@ static void test_offset_delete(void **state)
     assert_int_equal(gr_coord_offset_delete(w->c, gr_str_c("conn"), dt, 2), GR_ERR_NON_EMPTY_GROUP);
 }
 
+/* A deleted topic takes every group's committed offsets of it along (tombstones first), also from a
+ * group whose members are subscribed to it; other topics' offsets stay; a failed append keeps them. */
+static void test_topic_deleted(void **state)
+{
+    struct world *w = *state;
+    assert_int_equal(commit(w, "a", "", -1, 8, "gone", 0, 5, NULL), 0);
+    assert_int_equal(commit(w, "a", "", -1, 8, "gone", 3, 7, NULL), 0);
+    assert_int_equal(commit(w, "a", "", -1, 8, "kept", 0, 9, NULL), 0);
+    assert_int_equal(commit(w, "b", "", -1, 8, "gone", 1, 2, NULL), 0);
+    assert_int_equal(commit(w, "c", "", -1, 8, "kept", 1, 4, NULL), 0);
+    int tombs = fake_count_records(&w->env, GR_COORD_KEY_OFFSET_COMMIT, true);
+    w->env.fail_append = -EIO; /* group "a" or "b" cannot write its tombstones: nothing removed */
+    assert_int_equal(gr_coord_topic_deleted(w->c, "gone"), 0);
+    assert_int_equal(fetch(w, "a", "gone", 0), 5);
+    w->env.fail_append = 0;
+    assert_int_equal(gr_coord_topic_deleted(w->c, "gone"), 3);
+    assert_int_equal(fake_count_records(&w->env, GR_COORD_KEY_OFFSET_COMMIT, true), tombs + 3);
+    assert_int_equal(fetch(w, "a", "gone", 0), -1);
+    assert_int_equal(fetch(w, "a", "gone", 3), -1);
+    assert_int_equal(fetch(w, "b", "gone", 1), -1);
+    assert_int_equal(fetch(w, "a", "kept", 0), 9);
+    assert_int_equal(fetch(w, "c", "kept", 1), 4);
+    assert_int_equal(gr_coord_topic_deleted(w->c, "gone"), 0); /* nothing left: no more tombstones */
+    assert_int_equal(fake_count_records(&w->env, GR_COORD_KEY_OFFSET_COMMIT, true), tombs + 3);
+}
+
 /* offsets.retention: a simple group's offsets expire from their commit time; an empty consumer group's
  * from the time it became empty; a Stable consumer group keeps subscribed topics. Empty groups with no
  * offsets left are deleted. */
@@ -417,6 +443,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_metadata_too_large, setup, teardown),
         cmocka_unit_test_setup_teardown(test_append_failure, setup, teardown),
         cmocka_unit_test_setup_teardown(test_offset_delete, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_topic_deleted, setup, teardown),
         cmocka_unit_test_setup_teardown(test_expiration, setup, teardown),
         cmocka_unit_test_setup_teardown(test_replay_and_snapshot, setup, teardown),
     };

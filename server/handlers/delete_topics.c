@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "coordinator/coordinator.h"
 #include "server/handlers/handlers.h"
 
 struct dt_entry {
@@ -101,6 +102,10 @@ static void deleted_one(struct gr_req *req, void *item, int err, struct gr_topic
     } else {
         GR_INFO("deleted topic %.*s", (int)r->name.len, r->name.ptr);
         st->deleted = true;
+        if (req->broker->coord) { /* the groups' committed offsets of the topic go with it (Kafka does) */
+            char *name = gr_req_strdup(req, r->name);
+            if (name) gr_coord_topic_deleted(req->broker->coord, name);
+        }
     }
 }
 
