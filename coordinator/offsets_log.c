@@ -27,7 +27,9 @@ struct gr_topic_op *gr_offsets_log_create_op(int32_t partitions)
     char seg[32];
     snprintf(seg, sizeof seg, "%d", GR_OFFSETS_SEGMENT_BYTES);
     const char *const values[] = {"compact", seg};
-    return gr_topic_op_create(GR_OFFSETS_TOPIC, partitions, keys, values, 2, false);
+    struct gr_topic_op *op = gr_topic_op_create(GR_OFFSETS_TOPIC, partitions, keys, values, 2, false);
+    if (op) gr_topic_op_keep_active_open(op); /* the coordinator appends without waiting for a reopen */
+    return op;
 }
 
 int gr_offsets_log_open(struct gr_store *store, int32_t partitions, struct gr_offsets_log **out)

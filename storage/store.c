@@ -1046,6 +1046,7 @@ struct gr_topic_op {
     char **keys, **values;
     int count;
     bool refuse_collision;
+    bool keep_active_open;  /* create: gr_topic_op_keep_active_open */
     struct gr_topic *topic; /* create: the new private topic; others: the target */
     /* prepared by begin, used by run (borrowed store fds never change while the store is open) */
     bool begun;
@@ -1121,6 +1122,11 @@ struct gr_topic_op *gr_topic_op_create(const char *name, int32_t partitions, con
         return NULL;
     }
     return op;
+}
+
+void gr_topic_op_keep_active_open(struct gr_topic_op *op)
+{
+    op->keep_active_open = true;
 }
 
 struct gr_topic_op *gr_topic_op_delete(struct gr_topic *topic)
@@ -1382,6 +1388,7 @@ int gr_topic_op_finish(struct gr_store *store, struct gr_topic_op *op, struct gr
     case OP_CREATE:
         for (int32_t p = 0; p < op->to; p++) {
             t->logs[p] = op->logs[p];
+            t->logs[p]->active_fd_kept = op->keep_active_open;
             gr_log_files_admit(t->logs[p]); /* its open file counts against the fd cap from now on */
         }
         free(op->logs);

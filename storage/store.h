@@ -161,6 +161,9 @@ struct gr_iopool;
 struct gr_topic_op *gr_topic_op_create(const char *name, int32_t partitions, const char *const *config_keys,
                                        const char *const *config_values, int config_count,
                                        bool refuse_collision);
+/* For a create op: the new logs' active segment files are exempt from the open-file cap from the start
+   (gr_log_keep_active_open before they are published), so that no later open is needed. */
+void gr_topic_op_keep_active_open(struct gr_topic_op *op);
 /* DeleteTopics: like gr_store_topic_delete (begin: -ENOENT when `topic` is no longer live). */
 struct gr_topic_op *gr_topic_op_delete(struct gr_topic *topic);
 /* CreatePartitions: like gr_store_topic_add_partitions. */

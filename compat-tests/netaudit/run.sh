@@ -11,26 +11,43 @@
 #   - 2,100 InitProducerIds (three producer id blocks, each saved on the I/O pool): ids unique, increasing,
 #   - InitProducerIds while producer-id-block.tmp is a directory (the block save fails): Kafka's
 #     COORDINATOR_LOAD_IN_PROGRESS once the block in use is spent, ids again (higher) once it is gone.
-# Then the broker log must hold no audit line from the topic's creation on, and a restart finds every
-# acknowledged offset.
+# Then the broker log must hold no audit line, and a restart finds every acknowledged offset.
+# A second broker with gregor.open.files.max=4 (below __consumer_offsets' 50 partitions): kcat produces to 6
+# topics and a kcat group consumes them, before and after a restart: no audit line either (the
+# coordinator's active files stay open under the cap; other partitions' files are reopened on the pool).
 # Prints "netaudit: N passed, N failed" and exits non-zero on failure.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/../lib/broker.sh"
 trap 'broker_cleanup' EXIT
 
-export GREGOR_NET_THREAD_AUDIT=1
+export GREGOR_NET_THREAD_AUDIT=${GREGOR_NET_THREAD_AUDIT:-1} # compat-tests/run.sh sets a file
 broker_start --override log.segment.bytes=4096 --override num.partitions=2 \
     --override log.retention.check.interval.ms=1000 || { fail "broker starts"; summary netaudit; exit 1; }
 check "the audit is on" grep -q "network thread audit on" "$BROKER_DIR/broker.log"
 run_py "netaudit/run.py" "$here/run.py" work
-# Counted from the moment the topic exists (its creation makes files: not a write-path call).
-mark=$(cat "$BROKER_DIR/netaudit.mark" 2>/dev/null || echo 0)
-tail -c +$((mark + 1)) "$BROKER_DIR/broker.log" >"$BROKER_DIR/audited.log"
-audit=$(grep -c "net-thread disk call" "$BROKER_DIR/audited.log")
-check_eq "network-thread disk calls logged by the audit during produce/roll/DeleteRecords/InitProducerId" 0 "$audit"
-[ "$audit" -gt 0 ] && grep "net-thread disk call" "$BROKER_DIR/audited.log" | cut -d' ' -f3- | sort | uniq -c | sort -rn | head -10
+audit_none() { # NAME: no audit line in this broker's log
+    local n
+    n=$(grep -c "net-thread disk call" "$BROKER_DIR/broker.log")
+    check_eq "$1" 0 "$n"
+    [ "$n" -gt 0 ] && grep "net-thread disk call" "$BROKER_DIR/broker.log" | cut -d' ' -f3- | sort | uniq -c | sort -rn | head -10
+}
+audit_none "network-thread disk calls logged by the audit during create/produce/roll/DeleteRecords/InitProducerId"
 broker_restart
 run_py "netaudit/run.py after restart" "$here/run.py" after
+broker_cleanup
+
+# ---- an open-file cap below __consumer_offsets' partition count ----
+BROKER_DIR=$(mktemp -d /tmp/gregor-test.XXXXXX)
+broker_start --override gregor.open.files.max=4 --override group.initial.rebalance.delay.ms=0 ||
+    { fail "broker with gregor.open.files.max=4 starts"; summary netaudit; exit 1; }
+for t in a b c d e f; do seq 1 100 | kcat -b "$BROKER" -P -t "cap-$t" 2>/dev/null; done
+group_read() { timeout 30 kcat -b "$BROKER" -G "$1" cap-a cap-b cap-c cap-d cap-e cap-f -e -q "${@:2}" 2>/dev/null | wc -l; }
+check_eq "cap 4: a new group reads the 6 topics (first group use creates __consumer_offsets)" 600 "$(group_read capg -o beginning)"
+broker_restart --override gregor.open.files.max=4 --override group.initial.rebalance.delay.ms=0
+for t in a b c; do seq 101 200 | kcat -b "$BROKER" -P -t "cap-$t" 2>/dev/null; done
+check_eq "cap 4, after a restart: the group resumes from its commits" 300 "$(group_read capg)"
+check_eq "cap 4, after a restart: another group reads everything" 900 "$(group_read capg2 -o beginning)"
+audit_none "cap 4: network-thread disk calls logged by the audit (groups, produce, fetch, restart)"
 unset GREGOR_NET_THREAD_AUDIT
 summary netaudit
