@@ -98,6 +98,8 @@ struct gr_req {
     bool topic_barrier_passed;           /* waited once for earlier topic operations (gr_req_topic_barrier) */
     /* output */
     struct gr_req_slice *slices;
+    struct gr_req_slice *pins;  /* work the I/O pool did for this request (files opened, indexes loaded),
+                                   kept until the request is freed so the fd cap cannot undo it meanwhile */
     uint8_t *out_mem;
     struct gr_chunk *chunks;
     int chunk_count;

@@ -194,6 +194,7 @@ void gr_req_free(struct gr_req *req)
 {
     gr_req_unpark(req);
     for (struct gr_req_slice *s = req->slices; s; s = s->next) gr_log_slice_release(&s->slice);
+    for (struct gr_req_slice *s = req->pins; s; s = s->next) gr_log_slice_release(&s->slice);
     req->broker->held_request_bytes -= (int64_t)req->frame_len;
     gr_net_budget_released(req->broker);
     free(req->frame);

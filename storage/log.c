@@ -1039,6 +1039,7 @@ int gr_log_keep_active_open(struct gr_log *log)
 {
     log->active_fd_kept = true;
     if (log->deleted || atomic_load(&log->offline)) return 0;
+    gr_segment_lru_remove(log_active(log)); /* exempt from now on: no longer counted (segment.c) */
     int fd = gr_segment_fd(log_active(log));
     return fd < 0 ? fd : 0;
 }

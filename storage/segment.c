@@ -197,8 +197,7 @@ static void lru_evict(struct gr_store *store, struct gr_segment *keep, int steps
     struct gr_segment *s = store->lru_tail;
     while (store->lru_count > store->cfg.open_segment_fds_max && s && steps-- > 0) {
         struct gr_segment *prev = s->lru_prev;
-        if (s != keep && atomic_load(&s->refs) == 1 && !atomic_load(&s->keep_fd) &&
-            !(s->log->active_fd_kept && !s->sealed)) {
+        if (s != keep && atomic_load(&s->refs) == 1 && !atomic_load(&s->keep_fd)) {
             gr_segment_lru_remove(s);
             gr_sys_close(s->fd);
             s->fd = -1;
@@ -219,10 +218,17 @@ int32_t gr_store_open_segment_fds(const struct gr_store *store)
     return store->lru_count;
 }
 
-/* A descriptor just opened or installed: joins the LRU (unless deleted) and may push others out. */
+/* The active segment of a log whose active file is kept open (gr_log_keep_active_open): outside the LRU,
+   so it neither counts against the cap nor sits in the eviction walk. Sealed by a roll, it joins. */
+static bool lru_exempt(const struct gr_segment *seg)
+{
+    return seg->log->active_fd_kept && !seg->sealed;
+}
+
+/* A descriptor just opened or installed: joins the LRU (unless deleted or exempt) and may push others out. */
 static void lru_admit(struct gr_segment *seg)
 {
-    if (seg->deleted || seg->in_lru) return;
+    if (seg->deleted || seg->in_lru || lru_exempt(seg)) return;
     lru_push_front(seg);
     lru_evict(seg->log->store, seg, LRU_EVICT_STEPS);
 }
@@ -234,7 +240,7 @@ int gr_segment_fd(struct gr_segment *seg)
         if (seg->in_lru && seg->log->store->lru_head != seg) {
             gr_segment_lru_remove(seg);
             lru_push_front(seg);
-        } else if (!seg->in_lru && !seg->deleted) {
+        } else if (!seg->in_lru && !seg->deleted && !lru_exempt(seg)) {
             lru_push_front(seg); /* opened before it could count (creation, load): it counts now */
         }
         if (seg->log->store->lru_count > seg->log->store->cfg.open_segment_fds_max)

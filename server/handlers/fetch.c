@@ -57,6 +57,7 @@ struct fetch_prefetch {
     struct gr_io_job job;
     struct gr_req *req;
     int count;
+    int ranges;                   /* slices[0, ranges): data ranges; the rest: lookups (pinned after) */
     struct gr_log_slice slices[]; /* retained copies or moved cold lookups: valid even if the log goes */
 };
 
@@ -234,12 +235,24 @@ static void prefetch_done(struct gr_io_job *job)
     struct fetch_prefetch *p = (struct fetch_prefetch *)job;
     struct gr_req *req = p->req;
     struct fetch_state *st = req->hstate;
-    /* What the pool opened or loaded goes to its segments; the references stay until the refill is done,
-       so the fd cap cannot close a file just reopened for this request before it is read. */
+    /* What the pool opened or loaded goes to its segments; the lookups' references stay with the request
+       until it is freed (req->pins), so the fd cap cannot close a file reopened for this request before it
+       is read, nor between the rounds of a partition that needs several (open, then index, then a page):
+       without that, with a cap below the request's partition count, rounds undid each other until the
+       round limit sent the fill to blocking opens. */
     for (int i = 0; i < p->count; i++) gr_log_slice_install(&p->slices[i]);
     st->prefetching = false;
     fetch_fill(req); /* the state may have moved meanwhile; what was read in is in the page cache */
-    for (int i = 0; i < p->count; i++) gr_log_slice_release(&p->slices[i]);
+    for (int i = 0; i < p->count; i++) {
+        struct gr_req_slice *pin = i >= p->ranges ? gr_arena_alloc(&req->arena, sizeof *pin) : NULL;
+        if (!pin) {
+            gr_log_slice_release(&p->slices[i]);
+            continue;
+        }
+        pin->slice = p->slices[i];
+        pin->next = req->pins;
+        req->pins = pin;
+    }
     free(p);
     if (try_answer(req)) return;
     release_slices(req); /* not enough data yet: keep waiting (parked) for appends */
@@ -265,6 +278,7 @@ static bool start_prefetch(struct gr_req *req, bool check_ranges)
     *p = (struct fetch_prefetch){.job = {.run = prefetch_run, .done = prefetch_done}, .req = req};
     for (struct gr_req_slice *s = req->slices; ranges && s; s = s->next)
         if (p->count < ranges && gr_log_slice_resident(&s->slice) == 0) gr_log_slice_retain(&s->slice, &p->slices[p->count++]);
+    p->ranges = p->count;
     for (struct cold_node *n = st->cold; n; n = n->next) {
         p->slices[p->count++] = n->cold; /* moved: the job releases it */
         n->cold = (struct gr_log_slice){.fd = -1};
