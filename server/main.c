@@ -82,6 +82,9 @@ static void check_open_files(struct gr_broker *b, int64_t partitions)
         GR_WARN("open files: gregor.open.files.max (%" PRId64 ") + %" PRId64 " partition directories + %d reserved "
                 "exceed RLIMIT_NOFILE (%" PRId64 "): opens will fail with EMFILE; lower gregor.open.files.max or raise "
                 "the limit", segs, partitions, OPEN_FILES_RESERVE, limit);
+    else if (conns == INT32_MAX) /* Kafka's default, no limit: say how many fit, no warning */
+        GR_INFO("open files: RLIMIT_NOFILE %" PRId64 ", gregor.open.files.max %" PRId64 ", room for %" PRId64
+                " connections", limit, segs, limit - fixed);
     else if (conns > limit - fixed)
         GR_WARN("open files: RLIMIT_NOFILE %" PRId64 " leaves room for %" PRId64 " connections beside "
                 "gregor.open.files.max (%" PRId64 ") and %" PRId64 " partition directories; max.connections is %" PRId64,

@@ -16,6 +16,8 @@ check_eq "a second broker on the same log.dirs exits 1" "1" "$rc"
 case "$out" in *"is in use by another process"*) pass "and says the directory is in use" ;; *) fail "and says the directory is in use" "$out" ;; esac
 check "the first broker still serves" kcat -L -b "$BROKER" -m 5
 broker_stop
+check_eq "a start with the defaults logs no warning (max.connections unlimited is not one)" "" \
+    "$(grep ' WARN ' "$BROKER_DIR/broker.log")"
 
 tmp=$(mktemp -d /tmp/gregor-test.XXXXXX)
 out=$("$GREGOR_BIN" --override gregor.log.level=TRACE --override "log.dirs=$tmp/d" 2>&1)
