@@ -9,7 +9,9 @@
  * (flush_queued / flush_running / flush_again, under fl.mu); housekeeping jobs run in FIFO order on thread
  * 0 only, so a write and a later unlink of the same name never race; flushes run on every thread; jobs
  * marked any_thread (spare segment files, undoing a failed write) run first on whichever thread is free,
- * so a roll or an undo never waits behind a slow fdatasync on thread 0.
+ * and one extra thread runs nothing else, so a roll's next file or an undo never waits behind fdatasyncs
+ * (with a small segment.bytes and acks=all, every flusher thread can be in an fdatasync when a log asks
+ * for its next file; the roll would then create it on the network thread, storage/roll.c).
  * gr_flusher_stop drains everything queued before joining. Group commit policy: a thread that finds at
  * least cfg.flush_syncfs_min_logs logs queued takes them all and makes them durable with ONE syncfs of
  * the log directory's file system (gr_log_flush_begin for each, syncfs, gr_log_flush_end for each with
@@ -32,7 +34,7 @@
 
 struct thread_arg {
     struct gr_store *store;
-    int index;
+    int index; /* 0..flusher_threads-1; flusher_threads: the any_thread-jobs-only thread */
 };
 
 void gr_job_free(struct gr_job *job)
@@ -363,10 +365,16 @@ static void *flusher_main(void *p)
     struct gr_store *store = arg->store;
     struct gr_flusher *fl = &arg->store->fl;
     int index = arg->index;
+    bool any_only = index == fl->thread_count_flushing;
     free(arg);
     pthread_mutex_lock(&fl->mu);
     for (;;) {
         bool any = fl->any_head != NULL;
+        if (any_only && !any) {
+            if (fl->stop) break;
+            pthread_cond_wait(&fl->cv, &fl->mu);
+            continue;
+        }
         if (any || (index == 0 && fl->jobs_head)) {
             struct gr_job **head = any ? &fl->any_head : &fl->jobs_head;
             struct gr_job **tail = any ? &fl->any_tail : &fl->jobs_tail;
@@ -451,9 +459,10 @@ int gr_flusher_start(struct gr_store *store)
     pthread_condattr_destroy(&ca);
     pthread_cond_init(&fl->idle_cv, NULL);
     pthread_mutex_init(&fl->mu, NULL);
-    fl->threads = calloc((size_t)n, sizeof(pthread_t));
+    fl->thread_count_flushing = n;
+    fl->threads = calloc((size_t)n + 1, sizeof(pthread_t));
     if (!fl->threads) return -ENOMEM;
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i <= n; i++) { /* thread n: any_thread jobs only */
         struct thread_arg *arg = malloc(sizeof(*arg));
         if (arg) {
             arg->store = store;

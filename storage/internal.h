@@ -203,7 +203,8 @@ struct gr_flusher {
     int busy;             /* flushes + jobs running */
     bool stop;
     pthread_t *threads;
-    int thread_count;
+    int thread_count;           /* started: flushing threads + the any_thread-jobs-only one */
+    int thread_count_flushing;  /* cfg.flusher_threads (>= 1) */
 };
 
 struct gr_store {

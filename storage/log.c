@@ -569,7 +569,7 @@ enum roll_need { ROLL_NO, ROLL_SOFT, ROLL_HARD };
 
 /* Whether `batch` needs a new segment first. SOFT: segment.bytes, segment.ms or a full index (may wait for
    a spare file, storage/roll.c); HARD: the file position or a relative offset would not fit 31 bits, or
-   the segment would pass twice segment.bytes. */
+   the segment already holds max(2 x segment.bytes, roll_wait_bytes_min). */
 static enum roll_need need_roll(const struct gr_log *log, const struct gr_segment *seg, const uint8_t *batch,
                                 size_t len, int64_t now_ms)
 {
@@ -578,9 +578,12 @@ static enum roll_need need_roll(const struct gr_log *log, const struct gr_segmen
     if (seg->size_bytes + (int64_t)len > INT32_MAX ||
         log->log_end_offset + gr_batch_last_offset_delta(batch) - seg->base_offset > INT32_MAX)
         return ROLL_HARD;
-    /* A roll waiting for its spare stops waiting at twice segment.bytes: a burst of appends (or a stalled
-       housekeeping thread) cannot grow a segment without bound. */
-    if (seg->size_bytes + (int64_t)len > 2 * cfg->segment_bytes) return ROLL_HARD;
+    /* A roll waiting for its spare stops waiting at max(2 x segment.bytes, roll_wait_bytes_min) already in
+       the segment: a stalled spare thread cannot grow a segment without bound, while a burst of large
+       batches on a small segment.bytes waits for its file instead of creating it here. */
+    int64_t wait_max = 2 * cfg->segment_bytes;
+    if (wait_max < log->store->cfg.roll_wait_bytes_min) wait_max = log->store->cfg.roll_wait_bytes_min;
+    if (seg->size_bytes > wait_max) return ROLL_HARD;
     if (seg->size_bytes + (int64_t)len > cfg->segment_bytes) return ROLL_SOFT;
     int64_t waited = seg->rolling_timestamp_ms >= 0
                          ? gr_batch_max_timestamp(batch) - seg->rolling_timestamp_ms

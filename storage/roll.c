@@ -17,11 +17,13 @@
  * When a roll is due and no spare is ready (gr_roll_defer): a roll due to a SOFT limit (segment.bytes,
  * segment.ms, a full index) waits: the spare is requested, appends go on to the active segment, and the
  * first append after the spare is ready rolls. A segment may so exceed segment.bytes (and its index
- * segment.index.bytes) by the batches appended while the housekeeping thread makes the spare (Kafka never
- * lets a segment pass segment.bytes: it creates the files inside the append): typically the requests read
- * in one burst. A HARD limit (file position or relative offset past 2^31-1, or twice segment.bytes: the
- * bound on that excess) rolls at once, creating the files on the network thread as the last resort; the spare is asked for at half of every limit, hard ones included, so that is practically
- * unreachable. Without flusher threads (unit tests), or when the last spare job failed (no O_TMPFILE
+ * segment.index.bytes) by the batches appended while the flusher's spare thread (flusher.c: one thread
+ * runs only these jobs and undos) makes the spare (Kafka never lets a segment pass segment.bytes: it
+ * creates the files inside the append): typically the requests read in one burst. A HARD limit (file
+ * position or relative offset past 2^31-1, or a segment already holding max(2 x segment.bytes,
+ * cfg.roll_wait_bytes_min = 64 MiB): the bound on that excess) rolls at once, creating the files on the
+ * network thread as the last resort; the spare is asked for at half of every limit and right after each
+ * roll, so that is practically unreachable. Without flusher threads (unit tests), or when the last spare job failed (no O_TMPFILE
  * support), the roll creates its files itself.
  * Read next: log.c (log_roll, gr_log_flush_begin), flusher.c (GR_JOB_SPARE).
  */

@@ -73,6 +73,7 @@ void gr_store_config_defaults(struct gr_store_config *cfg)
     cfg->cleaner_enable = true;
     cfg->cleaner_backoff_ms = 15000;
     cfg->flush_syncfs_min_logs = 16;
+    cfg->roll_wait_bytes_min = 64 << 20;
 }
 
 const char *gr_store_cluster_id(const struct gr_store *store)

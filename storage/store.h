@@ -78,6 +78,11 @@ struct gr_store_config {             /* Kafka config names in comments */
        faster than fdatasync on 2 threads. A syncfs error names no file: every log of that round goes
        offline. syncfs also writes back other dirty data of the same file system. */
     int32_t flush_syncfs_min_logs;
+    /* Gregor: a roll waiting for its next file (made ahead by the flusher's spare thread, storage/roll.c)
+       stops waiting, and creates the files itself, once the active segment holds more than
+       max(2 x segment.bytes, this many bytes). Default 67108864 (64 MiB): with a small segment.bytes and
+       large batches a per-batch bound of 2 x segment.bytes was reached at nearly every roll. */
+    int64_t roll_wait_bytes_min;
 };
 
 /* Fills `cfg` with the defaults above (log_dir NULL, on_flushed NULL). */
