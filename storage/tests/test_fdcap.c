@@ -168,6 +168,18 @@ static void produce(struct fx *f, int p, int32_t count, int64_t ts, uint32_t tag
     if (gr_log_segment_count(log) == segs) assert_int_equal(fault_count_this_thread(F_OPEN), opens);
 }
 
+/* One batch of 5 records to partition p in `round`, made durable, then the server's idle work (housekeeping
+   jobs, the once-a-second cap pass). */
+static void produce_durable(struct fx *f, int p, int round)
+{
+    produce(f, p, 5, 1000 * round + p, (uint32_t)(p * 1000 + round));
+    struct gr_log *log = gr_topic_log(f->topic, p);
+    gr_log_flush_async(log);
+    assert_int_equal(th_wait_durable(log, gr_log_end_offset(log)), 0);
+    gr_store_quiesce(f->store);
+    gr_store_fds_trim(f->store);
+}
+
 /* Reads partition p from `from` to its end through no-wait reads with pool rounds; checks every batch
    against a blocking read and returns the batches seen. */
 static int read_nowait_all(struct fx *f, int p, int64_t from, int64_t *tags_sum)
@@ -235,12 +247,7 @@ static void test_cap_produce_and_fetch_all(void **state)
     for (int round = 0; round < 12; round++) {
         for (int p = 0; p < PARTS; p++) {
             reopened += !gr_log_append_ready(gr_topic_log(f->topic, p));
-            produce(f, p, 5, 1000 * round + p, (uint32_t)(p * 1000 + round));
-            struct gr_log *log = gr_topic_log(f->topic, p);
-            gr_log_flush_async(log);
-            assert_int_equal(th_wait_durable(log, gr_log_end_offset(log)), 0);
-            gr_store_quiesce(f->store);
-            gr_store_fds_trim(f->store); /* the server does this every second */
+            produce_durable(f, p, round);
             assert_under_cap(f);
         }
     }
@@ -296,12 +303,7 @@ static void test_cap_crash_recovery(void **state)
     assert_int_equal(gr_store_topic_create(f->store, "capped", PARTS, NULL, NULL, 0, &f->topic), 0);
     for (int round = 0; round < 6; round++) {
         for (int p = 0; p < PARTS; p++) {
-            produce(f, p, 5, 1000 * round + p, (uint32_t)(p * 1000 + round));
-            struct gr_log *log = gr_topic_log(f->topic, p);
-            gr_log_flush_async(log);
-            assert_int_equal(th_wait_durable(log, gr_log_end_offset(log)), 0);
-            gr_store_quiesce(f->store);
-            gr_store_fds_trim(f->store);
+            produce_durable(f, p, round);
             assert_under_cap(f);
         }
     }
@@ -462,12 +464,7 @@ static void test_kept_active_file_stays_open(void **state)
     assert_int_equal(gr_log_keep_active_open(kept), 0);
     for (int round = 0; round < 12; round++) {
         for (int p = 0; p < PARTS; p++) {
-            produce(f, p, 5, 1000 * round + p, (uint32_t)(p * 1000 + round));
-            struct gr_log *log = gr_topic_log(f->topic, p);
-            gr_log_flush_async(log);
-            assert_int_equal(th_wait_durable(log, gr_log_end_offset(log)), 0);
-            gr_store_quiesce(f->store);
-            gr_store_fds_trim(f->store);
+            produce_durable(f, p, round);
             assert_true(gr_log_append_ready(kept)); /* never closed, not even right after its own roll */
             assert_true(gr_store_open_segment_fds(f->store) <= CAP); /* and not counted: the others keep the cap */
             assert_true(open_log_files(f) <= CAP + 1);
