@@ -62,8 +62,10 @@ static void expire_producers(struct gr_broker *b)
 }
 
 /* Raises the soft RLIMIT_NOFILE to the hard limit and says whether the descriptors the broker may hold fit:
-   gregor.open.files.max segment files, one directory per partition, max.connections sockets, plus a
-   reserve for the rest (listeners, checkpoints, the I/O pool's and flushers' short-lived files). */
+   gregor.open.files.max segment files; per partition its directory and the next segment's file made
+   ahead of a roll; the active files of __consumer_offsets (outside the cap: offsets.topic.num.partitions,
+   counted even before the topic exists); max.connections sockets; and a reserve for the rest (listeners,
+   checkpoints, the I/O pool's and flushers' short-lived files). */
 #define OPEN_FILES_RESERVE 64
 static void check_open_files(struct gr_broker *b, int64_t partitions)
 {
@@ -76,19 +78,22 @@ static void check_open_files(struct gr_broker *b, int64_t partitions)
     }
     int64_t segs = gr_config_int(&b->cfg, "gregor.open.files.max");
     int64_t conns = gr_config_int(&b->cfg, "max.connections");
+    int64_t kept = gr_config_int(&b->cfg, "offsets.topic.num.partitions");
     int64_t limit = rl.rlim_cur == RLIM_INFINITY ? INT64_MAX : (int64_t)rl.rlim_cur;
-    int64_t fixed = segs + partitions + OPEN_FILES_RESERVE;
+    int64_t fixed = segs + 2 * partitions + kept + OPEN_FILES_RESERVE;
     if (fixed > limit)
-        GR_WARN("open files: gregor.open.files.max (%" PRId64 ") + %" PRId64 " partition directories + %d reserved "
-                "exceed RLIMIT_NOFILE (%" PRId64 "): opens will fail with EMFILE; lower gregor.open.files.max or raise "
-                "the limit", segs, partitions, OPEN_FILES_RESERVE, limit);
+        GR_WARN("open files: gregor.open.files.max (%" PRId64 ") + 2 x %" PRId64 " partitions + %" PRId64
+                " __consumer_offsets files + %d reserved exceed RLIMIT_NOFILE (%" PRId64 "): opens may fail with "
+                "EMFILE; lower gregor.open.files.max or raise the limit",
+                segs, partitions, kept, OPEN_FILES_RESERVE, limit);
     else if (conns == INT32_MAX) /* Kafka's default, no limit: say how many fit, no warning */
         GR_INFO("open files: RLIMIT_NOFILE %" PRId64 ", gregor.open.files.max %" PRId64 ", room for %" PRId64
                 " connections", limit, segs, limit - fixed);
     else if (conns > limit - fixed)
         GR_WARN("open files: RLIMIT_NOFILE %" PRId64 " leaves room for %" PRId64 " connections beside "
-                "gregor.open.files.max (%" PRId64 ") and %" PRId64 " partition directories; max.connections is %" PRId64,
-                limit, limit - fixed, segs, partitions, conns);
+                "gregor.open.files.max (%" PRId64 "), 2 x %" PRId64 " partitions and %" PRId64
+                " __consumer_offsets files; max.connections is %" PRId64,
+                limit, limit - fixed, segs, partitions, kept, conns);
     else
         GR_INFO("open files: RLIMIT_NOFILE %" PRId64 ", gregor.open.files.max %" PRId64, limit, segs);
 }
