@@ -157,6 +157,20 @@ static struct gr_req *create_topics_req(struct fx *f, const char *name, int32_t 
     return req;
 }
 
+/* DeleteTopics v6 naming one topic. */
+static struct gr_req *delete_topics_req(struct fx *f, const char *name)
+{
+    struct gr_req *req =
+        new_req(f, 20, 6, sizeof(struct gr_delete_topics_request), sizeof(struct gr_delete_topics_response));
+    struct gr_delete_topics_request *body = req->body;
+    gr_delete_topics_request_init(body);
+    gr_delete_topics_response_init(req->resp);
+    body->topics.items = gr_arena_calloc(&req->arena, 1, sizeof *body->topics.items);
+    body->topics.count = 1;
+    body->topics.items[0].name = gr_str_c(name);
+    return req;
+}
+
 static int audit_calls;
 static void audit(const char *op, int fd, const char *path)
 {
@@ -193,14 +207,7 @@ static void test_delete_then_create_same_name(void **state)
     struct fx *f = *state;
     struct gr_topic *old;
     assert_int_equal(gr_store_topic_create(f->b->store, "dc", 4, NULL, NULL, 0, &old), 0);
-    struct gr_req *del =
-        new_req(f, 20, 6, sizeof(struct gr_delete_topics_request), sizeof(struct gr_delete_topics_response));
-    struct gr_delete_topics_request *body = del->body;
-    gr_delete_topics_request_init(body);
-    gr_delete_topics_response_init(del->resp);
-    body->topics.items = gr_arena_calloc(&del->arena, 1, sizeof *body->topics.items);
-    body->topics.count = 1;
-    body->topics.items[0].name = gr_str_c("dc");
+    struct gr_req *del = delete_topics_req(f, "dc");
     assert_int_equal(gr_handle_delete_topics(del), GR_HANDLER_WAIT);
     assert_ptr_equal(gr_store_topic_find(f->b->store, "dc", 2), old); /* live until the delete is durable */
     /* the create arrives before the delete finished (pipelined): it waits behind the delete, then runs */
@@ -289,14 +296,7 @@ static void test_disk_errors_map_to_storage_error(void **state)
     assert_null(gr_store_topic_find(f->b->store, "nospace", 7));
 
     fault_fail(F_UNLINK, 1, EIO, true);
-    struct gr_req *del =
-        new_req(f, 20, 6, sizeof(struct gr_delete_topics_request), sizeof(struct gr_delete_topics_response));
-    struct gr_delete_topics_request *body = del->body;
-    gr_delete_topics_request_init(body);
-    gr_delete_topics_response_init(del->resp);
-    body->topics.items = gr_arena_calloc(&del->arena, 1, sizeof *body->topics.items);
-    body->topics.count = 1;
-    body->topics.items[0].name = gr_str_c("keep");
+    struct gr_req *del = delete_topics_req(f, "keep");
     assert_int_equal(gr_handle_delete_topics(del), GR_HANDLER_WAIT);
     gr_iopool_drain(f->b->iopool);
     fault_clear(F_UNLINK);
