@@ -904,10 +904,21 @@ static int load_logs(struct gr_store *store, bool clean)
             err = -ENOMEM;
             break;
         }
-        for (int32_t p = 0; err == 0 && p < t->partition_count; p++)
-            err = gr_log_load(store, t, p, clean, gr_ckpt_lookup(rp, nrp, t->name, p),
-                              gr_ckpt_lookup(ls, nls, t->name, p), gr_ckpt_lookup(hw, nhw, t->name, p),
-                              &t->logs[p]);
+        for (int32_t p = 0; err == 0 && p < t->partition_count; p++) {
+            int64_t crp = gr_ckpt_lookup(rp, nrp, t->name, p), cls = gr_ckpt_lookup(ls, nls, t->name, p),
+                    chw = gr_ckpt_lookup(hw, nhw, t->name, p);
+            err = gr_log_load(store, t, p, clean, crp, cls, chw, &t->logs[p]);
+            if (err < 0 && err != -ENOMEM) {
+                /* One partition that cannot open goes offline; the rest of the directory serves (Kafka
+                   takes a whole log directory offline; with one directory that would stop the broker,
+                   and with it DeleteTopics, DeleteRecords and retention, the operator's ways to free
+                   space). The error was logged by gr_log_load. */
+                GR_ERROR("storage: %s-%d: offline (%s); its files are left as they are", t->name, p,
+                         strerror(-err));
+                store->offline_at_open++;
+                err = gr_log_new_offline(store, t, p, crp, cls, chw, &t->logs[p]);
+            }
+        }
     }
     gr_ckpt_free(rp, nrp);
     gr_ckpt_free(ls, nls);
@@ -981,6 +992,10 @@ int gr_store_open(const struct gr_store_config *cfg, struct gr_store **out)
             : clean ? "clean shutdown"
                     : "unclean shutdown",
             store->topic_count, store->cluster_id);
+    if (store->offline_at_open)
+        GR_ERROR("storage: %d partitions could not be opened and are offline (KAFKA_STORAGE_ERROR) until a "
+                 "restart opens them or DeleteTopics removes them",
+                 store->offline_at_open);
     *out = store;
     return 0;
 fail:
