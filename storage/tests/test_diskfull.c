@@ -3,7 +3,8 @@
  * failed dup in gr_store_write_file (defect 2). Faults come through the syscall shim (fault.h): ENOSPC on
  * every write stands for a full file system. Checked: an open rewrites no file it did not change (counted
  * renames); an open on a full disk serves what is there and appends again once space returns; a leader epoch
- * checkpoint whose write failed is written by the next checkpoint pass; a partition whose files cannot be
+ * checkpoint whose write failed is written by the next checkpoint pass, and an open after a crash with the
+ * file lagging the log derives a higher epoch from the log; a partition whose files cannot be
  * opened is offline while the others serve; DeleteRecords frees space even when its checkpoint cannot be
  * written; gr_store_write_file returns EMFILE, not ENOMEM, when dup fails.
  * Read next: test_faults.c.
@@ -202,6 +203,42 @@ static void test_epoch_write_retried(void **state)
     assert_false(atomic_load(&log->epochs_write_failed));
 }
 
+/* The epoch checkpoint lags the log (its write failed for lack of space, and so did the clean close): the
+   next open takes the last batch's epoch into account, restores its entry and starts a higher epoch, so no
+   epoch number is handed out twice. */
+static void test_epoch_derived_from_log(void **state)
+{
+    struct fx *f = *state;
+    assert_int_equal(gr_store_open(&f->cfg, &f->store), 0);
+    create_with_data(f, "t", 1, 2); /* offsets 0..3, epoch 0 */
+    gr_store_close(f->store);
+    f->store = NULL;
+    fault_install();
+    assert_int_equal(gr_store_open(&f->cfg, &f->store), 0);
+    struct gr_log *log = log_of(f, "t", 0);
+    assert_int_equal(gr_log_leader_epoch(log), 1);
+    fault_fail(F_OPEN, 1, ENOSPC, true);     /* no new file anywhere: .tmp files, snapshots, the marker */
+    assert_int_equal(append_tag(log, 2), 0); /* offsets 4..5, epoch 1 */
+    gr_store_close(f->store);                /* not clean: nothing could be created */
+    f->store = NULL;
+    fault_uninstall();
+    char buf[64];
+    read_text(f, "t-0/leader-epoch-checkpoint", buf, sizeof(buf));
+    assert_string_equal(buf, "0\n1\n0 0\n");
+    assert_int_equal(gr_store_open(&f->cfg, &f->store), 0);
+    log = log_of(f, "t", 0);
+    check_tags(log, 3);
+    assert_int_equal(gr_log_leader_epoch(log), 2);
+    int64_t end;
+    int32_t e;
+    assert_int_equal(gr_log_end_offset_for_epoch(log, 0, &end, &e), 0);
+    assert_int_equal(end, 4);
+    assert_int_equal(gr_log_end_offset_for_epoch(log, 1, &end, &e), 0);
+    assert_int_equal(end, 6);
+    assert_int_equal(e, 1);
+    assert_int_equal(gr_log_epoch_for_offset(log, 5), 1);
+}
+
 /* A partition whose active segment cannot be opened goes offline; the other partitions serve, the
    checkpoints keep its values, and DeleteTopics removes it. */
 static void test_unopenable_partition_offline(void **state)
@@ -303,6 +340,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_open_rewrites_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_open_on_full_disk_serves, setup, teardown),
         cmocka_unit_test_setup_teardown(test_epoch_write_retried, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_epoch_derived_from_log, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unopenable_partition_offline, setup, teardown),
         cmocka_unit_test_setup_teardown(test_delete_records_on_full_disk, setup, teardown),
         cmocka_unit_test_setup_teardown(test_write_file_dup_errno, setup, teardown),
