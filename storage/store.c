@@ -789,9 +789,11 @@ static void delete_dir_name(char *out, size_t cap, const char *topic, int32_t pa
 static void queue_rmtree(struct gr_store *store, const char *dir_name)
 {
     struct gr_job *job = calloc(1, sizeof(*job));
+    int err = ENOMEM;
     if (job) {
         job->type = GR_JOB_RMTREE;
         job->dir_fd = dup(store->root_fd);
+        if (job->dir_fd < 0) err = errno; /* EMFILE/ENFILE, reported as such */
         job->names = calloc(1, sizeof(char *));
         if (job->names && (job->names[0] = strdup(dir_name))) job->name_count = 1;
         if (job->dir_fd >= 0 && job->name_count == 1) {
@@ -800,7 +802,8 @@ static void queue_rmtree(struct gr_store *store, const char *dir_name)
         }
         gr_job_free(job);
     }
-    GR_WARN("storage: could not schedule removal of %s", dir_name);
+    GR_WARN("storage: could not schedule removal of %s (%s): removed at the next open", dir_name,
+            strerror(err));
 }
 
 /* A log directory without meta.properties is new: it may hold files, but a subdirectory (other than
