@@ -1,8 +1,11 @@
 """diskfull/run.py: the Python steps of diskfull/run.sh (issue 26, defect 3), with the raw client.
-  fill    group use (creates __consumer_offsets), a 12 MiB filler topic, then acks=-1 produces to `main`
+  fill    group use (creates __consumer_offsets), two 6 MiB filler topics, then acks=-1 produces to `main`
           until KAFKA_STORAGE_ERROR; every acknowledged batch (offset, seq) goes to diskfull.json
-  verify  after the restart: every acknowledged record read back at its offset with its content
-  free    DeleteRecords of the filler frees space; a produce to `main` is acknowledged again and read back
+  verify  after the restart: every partition served, every acknowledged record read back at its offset with
+          its content (verify_end: the same once DeleteTopics removed filler2)
+  free    DeleteRecords of `filler` frees space; produces to `main` are acknowledged again; `main` fills the
+          disk again until KAFKA_STORAGE_ERROR; DeleteTopics of `filler2` frees space; produces are
+          acknowledged again; every acknowledged record is read back
 """
 import json
 import os
@@ -23,6 +26,13 @@ k.SCHEMAS.setdefault('DeleteRecords', (2, [
     F('topics', [F('name', 'string', '0+'),
                  F('partitions', [F('partition_index', 'int32', '0+'), F('low_watermark', 'int64', '0+'),
                                   F('error_code', 'int16', '0+')], '0+')], '0+'),
+]))
+k.API_KEYS.setdefault('DeleteTopics', 20)
+k.SCHEMAS.setdefault('DeleteTopics', (4, [  # first flexible version
+    F('topic_names', '[string]', '0+'), F('timeout_ms', 'int32', '0+', default=30000),
+], [
+    F('throttle_time_ms', 'int32', '1+'),
+    F('responses', [F('name', 'string', '0+'), F('error_code', 'int16', '0+')], '0+'),
 ]))
 B = tk.broker()
 STATE = os.path.join(os.environ['BROKER_DIR'], 'diskfull.json')
@@ -45,12 +55,13 @@ def fill():
     with k.Conn(B, timeout=30.0) as c:
         r = c.request('FindCoordinator', 3, {'key': 'diskfull-group', 'key_type': 0})
         tk.eq('FindCoordinator (creates __consumer_offsets)', 0, r['error_code'])
-        tk.eq('create topic filler', 0, k.create_topic(c, 'filler', 1)['error_code'])
-        tk.eq('create topic main', 0, k.create_topic(c, 'main', 1)['error_code'])
+        for t in ('filler', 'filler2', 'main'):
+            tk.eq(f'create topic {t}', 0, k.create_topic(c, t, 1)['error_code'])
         filler_bad = 0
-        for i in range(12 * 1024 * 1024 // (RECORDS_PER_BATCH * VALUE_BYTES)):
-            filler_bad += k.produce(c, 'filler', 0, batch(100000 + i), acks=-1)['error_code'] != 0
-        tk.eq('12 MiB into filler (acks=-1)', 0, filler_bad)
+        for t in ('filler', 'filler2'):
+            for i in range(6 * 1024 * 1024 // (RECORDS_PER_BATCH * VALUE_BYTES)):
+                filler_bad += k.produce(c, t, 0, batch(100000 + i), acks=-1)['error_code'] != 0
+        tk.eq('6 MiB each into filler and filler2 (acks=-1)', 0, filler_bad)
         storage_errors = 0
         for seq in range(4000):  # 4000 x 64 KiB: far more than the file system holds
             r = k.produce(c, 'main', 0, batch(seq), acks=-1)
@@ -101,15 +112,31 @@ def check_acked(c, acked, label):
     return end
 
 
-def verify():
+def verify(topics=('main', 'filler', 'filler2', '__consumer_offsets')):
     with open(STATE) as f:
         acked = json.load(f)['acked']
     with k.Conn(B, timeout=30.0) as c:
-        md = k.metadata(c, ['main', 'filler', '__consumer_offsets'], allow_auto=False)
-        errs = {t['name']: sorted({p['error_code'] for p in t['partitions']}) for t in md['topics']}
-        tk.eq('after the restart: main, filler and __consumer_offsets served (partition errors)',
-              {'main': [0], 'filler': [0], '__consumer_offsets': [0]}, errs)
+        md = k.metadata(c, list(topics), allow_auto=False)
+        errs = {t['name']: (t['error_code'], sorted({p['error_code'] for p in t['partitions']})) for t in md['topics']}
+        tk.eq(f'after the restart: {", ".join(topics)} served (topic and partition errors)',
+              {t: (0, [0]) for t in topics}, errs)
         check_acked(c, acked, 'after the restart')
+
+
+def produce_after_freeing(c, acked, seq, label):
+    """20 acks=-1 batches to main, retried while the freed files are still being unlinked."""
+    ok, deadline, errors = 0, time.monotonic() + 20, {}
+    while ok < 20 and time.monotonic() < deadline:
+        r = k.produce(c, 'main', 0, batch(seq), acks=-1)
+        if r['error_code'] == 0:
+            acked.append([r['base_offset'], seq])
+            ok += 1
+            seq += 1
+        else:
+            errors[r['error_code']] = errors.get(r['error_code'], 0) + 1
+            time.sleep(0.2)  # the freed files are unlinked by the housekeeping thread
+    tk.eq(f'{label}: 20 more batches acknowledged (errors meanwhile {errors})', 20, ok)
+    return seq
 
 
 def free():
@@ -122,22 +149,28 @@ def free():
         hwm = k.list_offsets(c, 'filler', 0, -1)['offset']
         tk.eq('DeleteRecords of the filler on the full disk: no error, low watermark = high watermark',
               (0, hwm), (p['error_code'], p['low_watermark']))
-        ok, deadline, errors, seq = 0, time.monotonic() + 20, {}, 10000
-        while ok < 20 and time.monotonic() < deadline:
+        seq = produce_after_freeing(c, acked, 10000, 'after DeleteRecords')
+        # Full again: then DeleteTopics of filler2 frees space.
+        storage_errors, refill = 0, 0
+        while storage_errors == 0 and refill < 2000:
             r = k.produce(c, 'main', 0, batch(seq), acks=-1)
             if r['error_code'] == 0:
                 acked.append([r['base_offset'], seq])
-                ok += 1
+                refill += 1
                 seq += 1
             else:
-                errors[r['error_code']] = errors.get(r['error_code'], 0) + 1
-                time.sleep(0.2)  # the freed segments are unlinked by the housekeeping thread
-        tk.eq(f'after DeleteRecords: 20 more batches acknowledged (errors meanwhile {errors})', 20, ok)
+                storage_errors += r['error_code'] == STORAGE_ERROR
+        tk.check(f'main fills the disk again ({refill} batches, then KAFKA_STORAGE_ERROR)', storage_errors == 1)
+        r = c.request('DeleteTopics', 1, {'topic_names': ['filler2'], 'timeout_ms': 30000})
+        tk.eq('DeleteTopics of filler2 on the full disk', [('filler2', 0)],
+              [(t['name'], t['error_code']) for t in r['responses']])
+        produce_after_freeing(c, acked, seq, 'after DeleteTopics')
         check_acked(c, acked, 'after freeing space')
     with open(STATE, 'w') as f:
         json.dump({'acked': acked}, f)
 
 
 if __name__ == '__main__':
-    tk.run(sys.argv[1], {'fill': fill, 'verify': verify, 'free': free}[sys.argv[1]])
+    tk.run(sys.argv[1], {'fill': fill, 'verify': verify, 'free': free,
+                         'verify_end': lambda: verify(('main', 'filler', '__consumer_offsets'))}[sys.argv[1]])
     tk.finish()

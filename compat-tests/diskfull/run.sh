@@ -4,12 +4,14 @@
 # a 48 MiB ext4 file system on a loop device (mkfs.ext4 -m 0: no blocks reserved for root, the broker runs
 # as root here); where a loop mount is impossible (or DISKFULL_TMPFS=1), a tmpfs with size=48m (said in the
 # output). Steps:
-#   - a group request creates __consumer_offsets (50 partitions), 12 MiB go into topic `filler`, then
+#   - a group request creates __consumer_offsets (50 partitions), 6 MiB each go into `filler` and `filler2`, then
 #     acks=-1 produces of 64 KiB batches to `main` until KAFKA_STORAGE_ERROR (every acknowledged offset kept),
 #   - SIGTERM (the clean close may fail for lack of space: the next start then recovers), start again: the
 #     broker starts, every partition is served, every acknowledged record is read back at its offset,
 #   - DeleteRecords of `filler` to its high watermark (its checkpoint cannot be written on the full disk:
-#     applied anyway, written later), then 20 more acks=-1 batches are acknowledged and read back,
+#     applied anyway, written later), then 20 more acks=-1 batches are acknowledged; `main` fills the disk
+#     again until KAFKA_STORAGE_ERROR, DeleteTopics of `filler2` frees it, 20 more batches are acknowledged,
+#     and every acknowledged record is read back,
 #   - a restart after that closes cleanly and still has every acknowledged record.
 # The network-thread audit (GREGOR_NET_THREAD_AUDIT, set by compat-tests/run.sh) must log nothing.
 # Prints "diskfull: N passed, N failed" and exits non-zero on failure.
@@ -72,10 +74,10 @@ pass "the broker starts again on the full disk"
 check_eq "no partition offline at the start on the full disk" 0 "$(grep -c 'could not be opened and are offline' "$BROKER_DIR/broker.log")"
 run_py "diskfull/run.py verify" "$here/run.py" verify
 run_py "diskfull/run.py free" "$here/run.py" free
-audit_none "network-thread disk calls logged by the audit (full disk, start, DeleteRecords, produce)"
+audit_none "network-thread disk calls logged by the audit (full disk, start, DeleteRecords, DeleteTopics, produce)"
 broker_stop TERM
 check "with space again the stop is clean" grep -q "storage: closed .* (clean)" <(tail -3 "$BROKER_DIR/broker.log")
 broker_restart && started 3 || fail "the broker starts a third time"
-run_py "diskfull/run.py verify after the last restart" "$here/run.py" verify
+run_py "diskfull/run.py verify_end (after the last restart)" "$here/run.py" verify_end
 echo "  diskfull ran in $(( $(date +%s) - start )) s"
 summary diskfull
