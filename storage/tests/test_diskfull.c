@@ -143,7 +143,7 @@ static void test_open_on_full_disk_serves(void **state)
     f->store = NULL;
     char path[256];
     snprintf(path, sizeof(path), "%s/.kafka_cleanshutdown", f->dir);
-    assert_int_equal(unlink(path), 0); /* recovery runs: segments rescanned, sealed indexes rewritten */
+    assert_int_equal(unlink(path), 0); /* unclean: recovery rescans the active segment */
     snprintf(path, sizeof(path), "%s/t-1/partition.metadata", f->dir);
     assert_int_equal(unlink(path), 0);
     fault_install();
