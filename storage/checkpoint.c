@@ -52,6 +52,23 @@ int gr_file_write_atomic(int dir_fd, const char *name, const void *data, size_t 
     return err;
 }
 
+int gr_file_write_if_changed(int dir_fd, const char *name, const void *data, size_t len)
+{
+    int fd = gr_sys_openat(dir_fd, name, O_RDONLY, 0);
+    if (fd >= 0) {
+        struct stat st;
+        bool same = false;
+        if (fstat(fd, &st) == 0 && (uint64_t)st.st_size == len) {
+            char *buf = malloc(len + 1);
+            same = buf && gr_sys_pread_full(fd, buf, len, 0) == (ssize_t)len && memcmp(buf, data, len) == 0;
+            free(buf);
+        }
+        gr_sys_close(fd);
+        if (same) return gr_dir_sync(dir_fd);
+    }
+    return gr_file_write_atomic(dir_fd, name, data, len);
+}
+
 int gr_file_read_all(int dir_fd, const char *name, size_t max_bytes, char **out, size_t *len)
 {
     int fd = gr_sys_openat(dir_fd, name, O_RDONLY, 0);

@@ -77,8 +77,9 @@ int gr_job_run(struct gr_job *job)
     int err = 0;
     switch (job->type) {
     case GR_JOB_WRITE_FILE:
-        err = gr_file_write_atomic(job->dir_fd, job->names[0], job->data, job->len);
+        err = gr_file_write_if_changed(job->dir_fd, job->names[0], job->data, job->len);
         if (err < 0) GR_WARN("storage: writing %s failed (%s)", job->names[0], strerror(-err));
+        if (err < 0 && job->failed) atomic_store(job->failed, true); /* the owner writes it again later */
         break;
     case GR_JOB_UNLINK:
         if (job->ino) {
@@ -232,31 +233,35 @@ void gr_flusher_job(struct gr_store *store, struct gr_job *job)
     pthread_mutex_unlock(&fl->mu);
 }
 
-int gr_store_write_file(struct gr_store *store, int dir_fd, const char *name, uint8_t *data, size_t len,
-                        bool sync)
+/* The body of gr_store_write_file and gr_store_write_file_flagged. */
+static int write_file(struct gr_store *store, int dir_fd, const char *name, uint8_t *data, size_t len,
+                      bool sync, atomic_bool *failed)
 {
     struct gr_flusher *fl = &store->fl;
     if (!fl->threads) {
-        int err = gr_file_write_atomic(dir_fd, name, data, len);
+        int err = gr_file_write_if_changed(dir_fd, name, data, len);
         free(data);
+        if (err < 0 && failed) atomic_store(failed, true);
         return err;
     }
     struct gr_job *job = calloc(1, sizeof(*job));
-    if (job) {
-        job->type = GR_JOB_WRITE_FILE;
-        job->data = data;
-        job->len = len;
-        job->dir_fd = dup(dir_fd);
-        job->names = calloc(1, sizeof(char *));
-        if (job->names && (job->names[0] = strdup(name))) job->name_count = 1;
-    }
-    if (!job || job->dir_fd < 0 || job->name_count != 1) {
-        if (job)
-            gr_job_free(job);
-        else
-            free(data);
+    if (!job) {
+        free(data);
         return -ENOMEM;
     }
+    job->type = GR_JOB_WRITE_FILE;
+    job->data = data; /* owned by the job from here: gr_job_free frees it */
+    job->len = len;
+    job->failed = failed;
+    job->dir_fd = dup(dir_fd);
+    int err = job->dir_fd < 0 ? -errno : 0; /* EMFILE/ENFILE as it is, not as ENOMEM (issue 26) */
+    if (err == 0 && (!(job->names = calloc(1, sizeof(char *))) || !(job->names[0] = strdup(name))))
+        err = -ENOMEM;
+    if (err < 0) {
+        gr_job_free(job);
+        return err;
+    }
+    job->name_count = 1;
     job->wait = sync;
     gr_flusher_job(store, job);
     if (!sync) return 0;
@@ -264,10 +269,22 @@ int gr_store_write_file(struct gr_store *store, int dir_fd, const char *name, ui
     pthread_mutex_lock(&fl->mu);
     while (!job->finished)
         pthread_cond_wait(&fl->idle_cv, &fl->mu);
-    int err = job->result;
+    err = job->result;
     pthread_mutex_unlock(&fl->mu);
     gr_job_free(job);
     return err;
+}
+
+int gr_store_write_file(struct gr_store *store, int dir_fd, const char *name, uint8_t *data, size_t len,
+                        bool sync)
+{
+    return write_file(store, dir_fd, name, data, len, sync, NULL);
+}
+
+int gr_store_write_file_flagged(struct gr_store *store, int dir_fd, const char *name, uint8_t *data,
+                                size_t len, atomic_bool *failed)
+{
+    return write_file(store, dir_fd, name, data, len, false, failed);
 }
 
 void gr_flusher_quiesce(struct gr_store *store)

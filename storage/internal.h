@@ -11,6 +11,7 @@
 #ifndef GR_STORAGE_INTERNAL_H
 #define GR_STORAGE_INTERNAL_H
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -47,6 +48,8 @@ struct gr_segment {
     int64_t max_timestamp_ms;     /* largest batch max timestamp, -1 none */
     int64_t max_timestamp_offset; /* last offset of the first batch carrying it, -1 none */
     int64_t rolling_timestamp_ms; /* max timestamp of the first batch (segment.ms base), -1 none */
+    int32_t last_leader_epoch; /* partition leader epoch of the last batch noted (scan or append), -1 none */
+    int64_t last_epoch_start;  /* base offset of the first noted batch carrying it (as far as scanned) */
     int64_t created_ms;           /* wall clock at creation/open (segment.ms base without timestamps) */
     int64_t modified_ms;          /* wall clock of the last append (retention without timestamps) */
     int64_t bytes_since_index;
@@ -116,6 +119,9 @@ struct gr_log {
     struct gr_epoch_entry *epochs;
     int epoch_count, epoch_cap;
     bool epochs_dirty;
+    /* An async write of leader-epoch-checkpoint failed (set by the housekeeping thread): the next
+       gr_log_write_epochs writes it again (ENOSPC: "retry later", issue 26). */
+    atomic_bool epochs_write_failed;
     struct gr_producer_state ps;
     int64_t *snapshots; /* offsets of snapshot files on disk, ascending */
     int snapshot_count, snapshot_cap;
@@ -180,6 +186,7 @@ struct gr_job {
     dev_t dev; /* UNLINK: if ino != 0, names[0] is unlinked only if it is still this file */
     ino_t ino;
     struct gr_log *log; /* SPARE: the log that gets the file (valid until gr_store_close) */
+    atomic_bool *failed; /* WRITE_FILE: set when the write fails (gr_store_write_file_flagged), or NULL */
     bool wait;     /* a caller waits for it: the thread marks it finished instead of freeing it */
     bool any_thread; /* independent of every other job: run by the first free flusher thread */
     bool finished; /* [fl.mu] */
@@ -222,6 +229,7 @@ struct gr_store {
     struct gr_segment *lru_head, *lru_tail; /* most recently used first */
     int32_t lru_count;
     bool ls_checkpoint_dirty;
+    int offline_at_open; /* partitions whose load failed at open: offline (gr_log_new_offline) */
     /* Asynchronous log-start-offset-checkpoint writes (DeleteRecords): tickets given (network thread), the
        last one finished and the last one that succeeded (set by the housekeeping thread; jobs finish in
        ticket order), the error of the last failed one. */
@@ -261,8 +269,9 @@ void gr_segment_lru_remove(struct gr_segment *seg);
 int gr_segment_note_batch(struct gr_segment *seg, const uint8_t *hdr, int64_t pos,
                           const struct gr_log_config *cfg);
 bool gr_segment_index_full(const struct gr_segment *seg, const struct gr_log_config *cfg);
-/* Seals: final time index entry, writes both index files (best effort: they are rebuildable). */
-void gr_segment_seal(struct gr_segment *seg);
+/* Seals: final time index entry, writes both index files (best effort: they are rebuildable, a failure is
+   warned about). Returns 0 or the write's -errno (the segment is sealed either way). */
+int gr_segment_seal(struct gr_segment *seg);
 /* Seals without writing: final time index entry only; the caller marks index_unwritten so that the flush
    (a flusher thread) writes the files with gr_segment_write_indexes_existing. Network thread: no I/O. */
 void gr_segment_seal_deferred(struct gr_segment *seg);
@@ -376,7 +385,16 @@ int gr_log_create_new(struct gr_store *store, struct gr_topic *topic, int32_t pa
 /* Puts the log's open .log descriptors in the store's LRU (the fd cap), for a log made or loaded on another
    thread; may close other idle files. Network thread; no I/O beyond close(). */
 void gr_log_files_admit(struct gr_log *log);
-/* Clean close of one log: flush, indexes, snapshot. Returns 0 if everything is durable. */
+/* A log that could not be opened (its load failed with `err`): offline from the start, no segments, the
+   checkpointed values kept so that checkpoint files written meanwhile do not lose them (Kafka's offline
+   partition: every request naming it gets KAFKA_STORAGE_ERROR; DeleteTopics removes it). Returns 0 and
+   *out, or -ENOMEM. */
+int gr_log_new_offline(struct gr_store *store, struct gr_topic *topic, int32_t partition,
+                       int64_t ckpt_recovery_point, int64_t ckpt_log_start, int64_t ckpt_hwm,
+                       struct gr_log **out);
+/* Clean close of one log: the data made durable first, then indexes, snapshot and leader epochs. Returns 0
+   if everything is durable; after a failure (e.g. ENOSPC on a snapshot) the data flushed stays durable and
+   the caller skips the clean-shutdown marker (recovery at the next open). */
 int gr_log_close_clean(struct gr_log *log);
 /* Frees a log (segments unreferenced, fds closed); no I/O beyond close(). */
 void gr_log_free(struct gr_log *log);
@@ -404,7 +422,8 @@ int gr_log_flush_write(struct gr_log *log, struct gr_flush_ticket *t, const char
 int gr_log_flush_end(struct gr_log *log, struct gr_flush_ticket *t, int err, const char *what, bool report);
 /* Retention for one log (see gr_store_retention_run). */
 void gr_log_retention(struct gr_log *log, int64_t now_ms);
-/* Writes leader-epoch-checkpoint if it changed (queued unless `sync`). 0 or -errno. */
+/* Writes leader-epoch-checkpoint if it changed and a batch carries the newest epoch (queued unless `sync`;
+   a failed queued write is redone by the next call). 0 or -errno. */
 int gr_log_write_epochs(struct gr_log *log, bool sync);
 int64_t gr_log_recovery_point(struct gr_log *log);
 void gr_log_config_effective(struct gr_store *store, struct gr_topic *topic);
@@ -429,15 +448,32 @@ void gr_flusher_quiesce(struct gr_store *store);
 int gr_job_run(struct gr_job *job);
 /* Atomically replaces dir_fd/name with data (takes ownership of `data`, malloc'd) on the housekeeping
    thread, in FIFO order with every other job, so an older queued write never lands after a newer one.
-   `sync`: waits and returns the write's result; otherwise returns 0 at once (-ENOMEM if it could not be
-   queued). Runs inline when no flusher threads run (open, close). */
+   `sync`: waits and returns the write's result; otherwise returns 0 at once (-ENOMEM, or dup's own errno
+   such as -EMFILE, if it could not be queued). Runs inline when no flusher threads run (open, close). */
 int gr_store_write_file(struct gr_store *store, int dir_fd, const char *name, uint8_t *data, size_t len,
                         bool sync);
+/* As gr_store_write_file without waiting, and the write's failure is remembered: *failed (owned by the
+   caller, alive until gr_store_close drains the jobs) is set true when it fails (ENOSPC on a rebuildable
+   file: the owner marks the file for another write later). Returns 0 once queued, or -errno (-ENOMEM, or
+   dup's errno such as -EMFILE) when it could not be queued (data freed). */
+int gr_store_write_file_flagged(struct gr_store *store, int dir_fd, const char *name, uint8_t *data,
+                                size_t len, atomic_bool *failed);
+/* True for the errors that mean "no room" (ENOSPC, EDQUOT): on a rebuildable file (index, checkpoint,
+   producer snapshot, leader-epoch checkpoint) they are warned about and retried later, never fatal. */
+static inline bool gr_err_no_space(int err)
+{
+    return err == -ENOSPC || err == -EDQUOT;
+}
 void gr_job_free(struct gr_job *job);
 
 /* --- checkpoint.c --- */
 /* Atomic replace: "<name>.tmp" written, fdatasynced, renamed over `name`, directory fsynced. 0 or -errno. */
 int gr_file_write_atomic(int dir_fd, const char *name, const void *data, size_t len);
+/* As gr_file_write_atomic, unless `name` already holds exactly `data`: then only the directory is fsynced
+   (the name may come from a write whose directory fsync failed) and nothing is written, so a file that did
+   not change costs no space (issue 26: a full disk). Used for every rebuildable file the flusher writes.
+   0 or -errno. */
+int gr_file_write_if_changed(int dir_fd, const char *name, const void *data, size_t len);
 /* Reads a whole small file (at most max_bytes). 0 with *out (malloc'd, NUL-terminated), -ENOENT, -EFBIG... */
 int gr_file_read_all(int dir_fd, const char *name, size_t max_bytes, char **out, size_t *len);
 /* Kafka's offset checkpoint text file: "0\n<count>\n<topic> <partition> <offset>\n"... */

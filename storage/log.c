@@ -485,14 +485,28 @@ static void epochs_truncate_start(struct gr_log *log)
     log->epochs_dirty = true;
 }
 
+/* Whether the leader epoch file must be written: it differs from memory AND a batch carries the newest
+   epoch. Until a batch does, the file may lack the entry an open added (load_epochs): the next open derives
+   the same epoch again, and no batch or answer can tell the difference. */
+static bool epochs_write_needed(const struct gr_log *log)
+{
+    return log->epochs_dirty &&
+           (log->epoch_count == 0 || log->log_end_offset > log->epochs[log->epoch_count - 1].start_offset);
+}
+
 int gr_log_write_epochs(struct gr_log *log, bool sync)
 {
-    if (!log->epochs_dirty || log->deleted) return 0;
+    if (atomic_exchange(&log->epochs_write_failed, false))
+        log->epochs_dirty = true; /* an async write failed */
+    if (!epochs_write_needed(log) || log->deleted || log->dir_fd < 0) return 0;
     uint8_t *buf;
     size_t len;
     int err = gr_epoch_ckpt_format(log->epochs, log->epoch_count, &buf, &len);
-    if (err == 0)
-        err = gr_store_write_file(log->store, log->dir_fd, "leader-epoch-checkpoint", buf, len, sync);
+    if (err == 0 && sync)
+        err = gr_store_write_file(log->store, log->dir_fd, "leader-epoch-checkpoint", buf, len, true);
+    else if (err == 0) /* a failure sets epochs_write_failed: written again at the next checkpoint pass */
+        err = gr_store_write_file_flagged(log->store, log->dir_fd, "leader-epoch-checkpoint", buf, len,
+                                          &log->epochs_write_failed);
     if (err == 0) log->epochs_dirty = false;
     return err;
 }
@@ -742,6 +756,13 @@ int gr_log_append(struct gr_log *log, uint8_t *batch, size_t len, int64_t log_ap
     res->log_append_time_ms = log_append_time_ms >= 0 ? log_append_time_ms : -1;
     res->log_start_offset = log->log_start_offset;
 
+    if (log->epochs_dirty) {
+        /* The first batch of a new epoch: its entry must reach the file (queued; no disk call here). */
+        int eerr = gr_log_write_epochs(log, false);
+        if (eerr < 0)
+            GR_WARN("storage: %s: queueing the leader-epoch-checkpoint write failed (%s): retried later",
+                    log->dir_name, strerror(-eerr));
+    }
     log->messages_since_flush += gr_batch_record_count(batch);
     if (log->messages_since_flush >= cfg->flush_messages)
         gr_log_flush_async(log);
@@ -1108,6 +1129,15 @@ int gr_log_delete_records_end(struct gr_log *log, int64_t offset, int err)
 {
     assert(log->ls_pending_ops > 0);
     if (--log->ls_pending_ops == 0) log->ls_pending = log->log_start_offset;
+    if (gr_err_no_space(err)) {
+        /* The checkpoint cannot be written for lack of space, and deleting the segments is what frees it:
+           go ahead (Kafka writes this checkpoint only periodically too); the next checkpoint pass retries.
+           Until then a crash can bring back the records below `offset` (never lose any above). */
+        GR_WARN("storage: %s: DeleteRecords to %" PRId64 " applied although the log start checkpoint could "
+                "not be written (%s): written again later",
+                log->dir_name, offset, strerror(-err));
+        err = 0;
+    }
     if (err < 0) return err;
     if (log->deleted || atomic_load(&log->offline)) return -EROFS;
     if (offset <= log->log_start_offset) return 0; /* retention or another DeleteRecords went further */
@@ -1407,7 +1437,8 @@ static int load_producer_state(struct gr_log *log)
     return 0;
 }
 
-/* Each open of the log starts a new leader epoch at the log end offset (persisted now). */
+/* Each open of the log starts a new leader epoch at the log end offset (kept in memory: written once a batch
+   carries it, see epochs_write_needed). */
 static int load_epochs(struct gr_log *log)
 {
     struct gr_epoch_entry *e;
@@ -1421,6 +1452,23 @@ static int load_epochs(struct gr_log *log)
         n = 0;
     }
     int32_t last_epoch = n ? e[n - 1].epoch : -1;
+    /* The file may lag the log (its write failed for lack of space, then a crash): the epoch of the last
+       batch counts too, so an epoch is never handed out twice; its entry is restored (start offset as far
+       as the scan saw it: the active segment's first batch with that epoch, or later). */
+    const struct gr_segment *act = log_active(log);
+    if (act->last_leader_epoch > last_epoch && act->last_epoch_start < log->log_end_offset) {
+        struct gr_epoch_entry *ne = realloc(e, sizeof(*e) * (size_t)(n + 1));
+        if (ne) {
+            e = ne;
+            int64_t start = act->last_epoch_start;
+            if (n && start < e[n - 1].start_offset) start = e[n - 1].start_offset;
+            e[n++] = (struct gr_epoch_entry){act->last_leader_epoch, start};
+            last_epoch = act->last_leader_epoch;
+            GR_WARN("storage: %s: leader-epoch-checkpoint lacks epoch %" PRId32 " of the log's last batch: "
+                    "restored from offset %" PRId64,
+                    log->dir_name, last_epoch, start);
+        }
+    }
     /* Kafka's truncateFromEnd: epochs starting at or after the log end offset have no batches left. */
     while (n && e[n - 1].start_offset >= log->log_end_offset)
         n--;
@@ -1432,12 +1480,15 @@ static int load_epochs(struct gr_log *log)
     }
     epochs_truncate_start(log);
     log->leader_epoch = last_epoch + 1;
-    err = epochs_push(log, log->leader_epoch, log->log_end_offset);
-    if (err < 0) return err;
-    return gr_log_write_epochs(log, true);
+    /* Not written here: an open rewrites no file whose content it did not change in a way a batch or an
+       answer depends on (issue 26: a full disk must not stop the start). The first append in this epoch
+       queues the write (gr_log_append), the periodic checkpoint and a clean close retry it. */
+    return epochs_push(log, log->leader_epoch, log->log_end_offset);
 }
 
-static int partition_metadata(struct gr_log *log)
+/* Checks or writes partition.metadata. `loading` (an existing partition at open): a write failing for
+   lack of space is warned about and left to the next open (the file is rebuilt from the topic file). */
+static int partition_metadata(struct gr_log *log, bool loading)
 {
     char want[64], id[23];
     gr_uuid_to_base64url(log->topic->id, id);
@@ -1451,10 +1502,17 @@ static int partition_metadata(struct gr_log *log)
         if (same) return 0;
         return -EEXIST; /* another incarnation of the topic */
     }
-    return gr_file_write_atomic(log->dir_fd, "partition.metadata", want, (size_t)n);
+    err = gr_file_write_atomic(log->dir_fd, "partition.metadata", want, (size_t)n);
+    if (gr_err_no_space(err) && loading) {
+        /* Rebuildable from the topic file: an open on a full disk goes on; the next open writes it. */
+        GR_WARN("storage: %s: writing partition.metadata failed (%s): written at the next open",
+                log->dir_name, strerror(-err));
+        err = 0;
+    }
+    return err;
 }
 
-static int open_dir(struct gr_log *log)
+static int open_dir(struct gr_log *log, bool loading)
 {
     struct gr_store *store = log->store;
     for (int attempt = 0; attempt < 2; attempt++) {
@@ -1464,7 +1522,7 @@ static int open_dir(struct gr_log *log)
         if (created && (err = gr_dir_sync(store->root_fd)) < 0) return err;
         log->dir_fd = gr_sys_openat(store->root_fd, log->dir_name, O_RDONLY | O_DIRECTORY, 0);
         if (log->dir_fd < 0) return log->dir_fd;
-        err = partition_metadata(log);
+        err = partition_metadata(log, loading);
         if (err != -EEXIST) return err;
         /* The directory belongs to an older topic of the same name: move it out of the way. */
         uint8_t u[16];
@@ -1572,7 +1630,7 @@ int gr_log_load(struct gr_store *store, struct gr_topic *topic, int32_t partitio
     if (!log) return -ENOMEM;
     int64_t *bases = NULL;
     int nb = 0;
-    int err = open_dir(log);
+    int err = open_dir(log, true);
     if (err == 0) err = gr_cleaner_recover_dir(log->dir_fd, log->dir_name); /* half-done compaction swaps */
     if (err == 0) err = list_dir(log, &bases, &nb);
     if (err == 0) err = open_segments(log, bases, nb, ckpt_log_start);
@@ -1630,6 +1688,27 @@ int gr_log_load(struct gr_store *store, struct gr_topic *topic, int32_t partitio
     return 0;
 }
 
+int gr_log_new_offline(struct gr_store *store, struct gr_topic *topic, int32_t partition,
+                       int64_t ckpt_recovery_point, int64_t ckpt_log_start, int64_t ckpt_hwm,
+                       struct gr_log **out)
+{
+    struct gr_log *log = log_alloc(store, topic, partition);
+    if (!log) return -ENOMEM;
+    atomic_store(&log->offline, true);
+    /* What the checkpoint files said, so that the files written while it is offline keep saying it. */
+    log->log_start_offset = ckpt_log_start > 0 ? ckpt_log_start : 0;
+    log->recovery_point =
+        ckpt_recovery_point > log->log_start_offset ? ckpt_recovery_point : log->log_start_offset;
+    log->log_end_offset = log->log_start_offset; /* nothing to read: a reader of every log skips it */
+    atomic_store(&log->durable_offset, log->log_start_offset);
+    log->high_watermark = ckpt_hwm >= 0 ? ckpt_hwm : log->recovery_point;
+    log->hwm_from_server = true; /* the checkpoint writes this value back */
+    log->leader_epoch = -1;
+    gr_producer_state_reset(&log->ps, log->log_start_offset);
+    *out = log;
+    return 0;
+}
+
 /* The file half of gr_log_load for a partition that does not exist yet (topic create, CreatePartitions):
    runs on an I/O pool thread. It touches only the new, private log and the file system: no LRU, no flusher
    queue, no store list (the checks below refuse a directory holding data instead of recovering it). */
@@ -1639,7 +1718,7 @@ int gr_log_create_new(struct gr_store *store, struct gr_topic *topic, int32_t pa
     if (!log) return -ENOMEM;
     int64_t *bases = NULL;
     int nb = 0;
-    int err = open_dir(log); /* mkdir, fsync of the log directory, partition.metadata */
+    int err = open_dir(log, false); /* mkdir, fsync of the log directory, partition.metadata */
     if (err == 0) err = list_dir(log, &bases, &nb);
     free(bases);
     if (err == 0 && (nb > 0 || log->snapshot_count > 0)) err = -EEXIST; /* not new: the caller moved it aside */
@@ -1689,17 +1768,19 @@ int gr_log_close_clean(struct gr_log *log)
     if (log->deleted) return 0;
     if (atomic_load(&log->offline)) return -EROFS;
     struct gr_segment *seg = log_active(log);
-    gr_segment_seal(seg); /* final time entry + index files; the segment is active again at next open */
-    seg->sealed = false;
-    int err = 0;
-    if (seg->index_fd >= 0) err = gr_sys_fdatasync(seg->index_fd);
-    if (err == 0 && seg->timeindex_fd >= 0) err = gr_sys_fdatasync(seg->timeindex_fd);
-    if (err == 0) {
-        pthread_mutex_lock(&log->mu);
-        unsynced_add_locked(log, seg);
-        pthread_mutex_unlock(&log->mu);
-        err = gr_log_flush_now(log, false);
+    /* The data first: a full disk may fail the index, snapshot or epoch files below, never this. */
+    pthread_mutex_lock(&log->mu);
+    unsynced_add_locked(log, seg);
+    pthread_mutex_unlock(&log->mu);
+    int err = gr_log_flush_now(log, false);
+    if (err < 0) {
+        GR_ERROR("storage: %s: clean close failed (%s)", log->dir_name, strerror(-err));
+        return err;
     }
+    err = gr_segment_seal(seg); /* final time entry + index files; the segment is active again at next open */
+    seg->sealed = false;
+    if (err == 0 && seg->index_fd >= 0) err = gr_sys_fdatasync(seg->index_fd);
+    if (err == 0 && seg->timeindex_fd >= 0) err = gr_sys_fdatasync(seg->timeindex_fd);
     if (err == 0) err = snapshot_write(log, true);
     if (err == 0) err = gr_log_write_epochs(log, true);
     if (err < 0) GR_ERROR("storage: %s: clean close failed (%s)", log->dir_name, strerror(-err));

@@ -70,6 +70,8 @@ struct gr_segment *gr_segment_new(struct gr_log *log, int64_t base_offset)
     seg->load_dir_fd = -1;
     seg->next_offset = base_offset;
     seg->max_timestamp_ms = seg->max_timestamp_offset = seg->rolling_timestamp_ms = -1;
+    seg->last_leader_epoch = -1;
+    seg->last_epoch_start = -1;
     seg->created_ms = seg->modified_ms = gr_time_wall_ms();
     return seg;
 }
@@ -291,6 +293,11 @@ static void note_batch(struct gr_segment *seg, const uint8_t *hdr, int64_t pos,
     int64_t max_ts = gr_batch_max_timestamp(hdr);
     int64_t total = gr_batch_total_bytes(hdr);
     if (pos == 0) seg->rolling_timestamp_ms = max_ts;
+    int32_t epoch = gr_batch_leader_epoch(hdr);
+    if (epoch != seg->last_leader_epoch) {
+        seg->last_leader_epoch = epoch;
+        seg->last_epoch_start = gr_batch_base_offset(hdr);
+    }
     if (max_ts > seg->max_timestamp_ms) {
         seg->max_timestamp_ms = max_ts;
         seg->max_timestamp_offset = last;
@@ -411,7 +418,7 @@ void gr_segment_seal_deferred(struct gr_segment *seg)
     seg->sealed = true;
 }
 
-void gr_segment_seal(struct gr_segment *seg)
+int gr_segment_seal(struct gr_segment *seg)
 {
     time_index_maybe_append(seg, seg->max_timestamp_ms, seg->max_timestamp_offset);
     int err = gr_segment_write_indexes(seg);
@@ -419,6 +426,7 @@ void gr_segment_seal(struct gr_segment *seg)
         GR_WARN("storage: %s: writing indexes of segment %" PRId64 " failed (%s); rebuilt on next load",
                 seg->log->dir_name, seg->base_offset, strerror(-err));
     seg->sealed = true;
+    return err;
 }
 
 /* ---- buffered reader ---- */

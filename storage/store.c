@@ -789,9 +789,11 @@ static void delete_dir_name(char *out, size_t cap, const char *topic, int32_t pa
 static void queue_rmtree(struct gr_store *store, const char *dir_name)
 {
     struct gr_job *job = calloc(1, sizeof(*job));
+    int err = ENOMEM;
     if (job) {
         job->type = GR_JOB_RMTREE;
         job->dir_fd = dup(store->root_fd);
+        if (job->dir_fd < 0) err = errno; /* EMFILE/ENFILE, reported as such */
         job->names = calloc(1, sizeof(char *));
         if (job->names && (job->names[0] = strdup(dir_name))) job->name_count = 1;
         if (job->dir_fd >= 0 && job->name_count == 1) {
@@ -800,7 +802,8 @@ static void queue_rmtree(struct gr_store *store, const char *dir_name)
         }
         gr_job_free(job);
     }
-    GR_WARN("storage: could not schedule removal of %s", dir_name);
+    GR_WARN("storage: could not schedule removal of %s (%s): removed at the next open", dir_name,
+            strerror(err));
 }
 
 /* A log directory without meta.properties is new: it may hold files, but a subdirectory (other than
@@ -904,10 +907,21 @@ static int load_logs(struct gr_store *store, bool clean)
             err = -ENOMEM;
             break;
         }
-        for (int32_t p = 0; err == 0 && p < t->partition_count; p++)
-            err = gr_log_load(store, t, p, clean, gr_ckpt_lookup(rp, nrp, t->name, p),
-                              gr_ckpt_lookup(ls, nls, t->name, p), gr_ckpt_lookup(hw, nhw, t->name, p),
-                              &t->logs[p]);
+        for (int32_t p = 0; err == 0 && p < t->partition_count; p++) {
+            int64_t crp = gr_ckpt_lookup(rp, nrp, t->name, p), cls = gr_ckpt_lookup(ls, nls, t->name, p),
+                    chw = gr_ckpt_lookup(hw, nhw, t->name, p);
+            err = gr_log_load(store, t, p, clean, crp, cls, chw, &t->logs[p]);
+            if (err < 0 && err != -ENOMEM) {
+                /* One partition that cannot open goes offline; the rest of the directory serves (Kafka
+                   takes a whole log directory offline; with one directory that would stop the broker,
+                   and with it DeleteTopics, DeleteRecords and retention, the operator's ways to free
+                   space). The error was logged by gr_log_load. */
+                GR_ERROR("storage: %s-%d: offline (%s); its files are left as they are", t->name, p,
+                         strerror(-err));
+                store->offline_at_open++;
+                err = gr_log_new_offline(store, t, p, crp, cls, chw, &t->logs[p]);
+            }
+        }
     }
     gr_ckpt_free(rp, nrp);
     gr_ckpt_free(ls, nls);
@@ -981,6 +995,10 @@ int gr_store_open(const struct gr_store_config *cfg, struct gr_store **out)
             : clean ? "clean shutdown"
                     : "unclean shutdown",
             store->topic_count, store->cluster_id);
+    if (store->offline_at_open)
+        GR_ERROR("storage: %d partitions could not be opened and are offline (KAFKA_STORAGE_ERROR) until a "
+                 "restart opens them or DeleteTopics removes them",
+                 store->offline_at_open);
     *out = store;
     return 0;
 fail:
