@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "common/time.h"
 #include "coordinator/internal.h"
 #include "protocol/errors.h"
 
@@ -403,7 +404,7 @@ static bool expire_group(struct gr_coordinator *c, struct gr_group *grp, int64_t
                     expired = now >= e->expire_timestamp_ms;
                 } else {
                     int64_t base = use_state_ts ? grp->state_timestamp_ms : e->commit_timestamp_ms;
-                    expired = now - base >= c->cfg.offsets_retention_ms;
+                    expired = gr_ms_sub_sat(now, base) >= c->cfg.offsets_retention_ms; /* base: stored data */
                 }
                 if (expired && gr_offset_commit_record(&recs[k], grp->group_id, ot->name, e->partition, NULL) == 0) {
                     gone[k].topic = ot->name;

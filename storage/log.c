@@ -585,9 +585,10 @@ static enum roll_need need_roll(const struct gr_log *log, const struct gr_segmen
     if (wait_max < log->store->cfg.roll_wait_bytes_min) wait_max = log->store->cfg.roll_wait_bytes_min;
     if (seg->size_bytes > wait_max) return ROLL_HARD;
     if (seg->size_bytes + (int64_t)len > cfg->segment_bytes) return ROLL_SOFT;
+    /* Header timestamps come off the wire: saturating, never an overflow (Kafka's Java long wraps). */
     int64_t waited = seg->rolling_timestamp_ms >= 0
-                         ? gr_batch_max_timestamp(batch) - seg->rolling_timestamp_ms
-                         : now_ms - seg->created_ms;
+                         ? gr_ms_sub_sat(gr_batch_max_timestamp(batch), seg->rolling_timestamp_ms)
+                         : gr_ms_sub_sat(now_ms, seg->created_ms);
     if (waited > cfg->segment_ms) return ROLL_SOFT;
     return gr_segment_index_full(seg, cfg) ? ROLL_SOFT : ROLL_NO;
 }
@@ -1145,7 +1146,7 @@ void gr_log_retention(struct gr_log *log, int64_t now_ms)
         bool go = del + 1 < n && log->segs[del + 1]->base_offset <= log->log_start_offset;
         if (cfg->delete_policy && cfg->retention_ms >= 0) {
             int64_t t = seg->max_timestamp_ms >= 0 ? seg->max_timestamp_ms : seg->modified_ms;
-            go = go || now_ms - t > cfg->retention_ms;
+            go = go || gr_ms_sub_sat(now_ms, t) > cfg->retention_ms;
         }
         if (cfg->delete_policy && cfg->retention_bytes >= 0) go = go || excess - seg->size_bytes >= 0;
         if (!go) break;
