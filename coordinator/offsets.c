@@ -226,7 +226,7 @@ void gr_coord_commit(struct gr_coordinator *c, const struct gr_commit_params *p,
     int64_t end = -1;
     if (k) rc = c->hooks.append(c->hooks.ctx, grp->partition, recs, k, &end);
     if (rc) {
-        GR_WARN("group %s: offset commit append failed: %s", grp->group_id, strerror(-rc));
+        GR_WARN_RATELIMITED("group %s: offset commit append failed: %s", grp->group_id, strerror(-rc));
         for (int32_t t = 0; t < p->topic_count; t++)
             for (int32_t i = 0; i < p->topics[t].count; i++)
                 if (p->topics[t].partitions[i].error_code == GR_ERR_NONE)
@@ -425,7 +425,8 @@ static bool expire_group(struct gr_coordinator *c, struct gr_group *grp, int64_t
         int64_t end;
         int rc = c->hooks.append(c->hooks.ctx, grp->partition, recs, k, &end);
         if (rc) {
-            GR_WARN("group %s: writing expiration tombstones failed: %s", grp->group_id, strerror(-rc));
+            GR_WARN_RATELIMITED("group %s: writing expiration tombstones failed: %s", grp->group_id,
+                                strerror(-rc));
         } else {
             if (offsets_expired) GR_INFO("group %s: %d committed offsets expired", grp->group_id, offsets_expired);
             for (int32_t i = offsets_expired - 1; i >= 0; i--)

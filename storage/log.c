@@ -368,8 +368,9 @@ int gr_log_flush_write(struct gr_log *log, struct gr_flush_ticket *t, const char
                rebuildable from the .log, so a failure costs a rebuild at the next load, not durability. */
             int werr = gr_segment_write_indexes_existing(seg);
             if (werr < 0 && werr != -ENOENT) /* ENOENT: retention deleted the segment meanwhile */
-                GR_WARN("storage: %s: writing indexes of segment %" PRId64 " failed (%s); rebuilt on next load",
-                        log->dir_name, seg->base_offset, strerror(-werr));
+                GR_WARN_RATELIMITED("storage: %s: writing indexes of segment %" PRId64
+                                    " failed (%s); rebuilt on next load",
+                                    log->dir_name, seg->base_offset, strerror(-werr));
         }
     }
     return err;
@@ -538,7 +539,8 @@ static int log_roll(struct gr_log *log)
         if (!seg) return -ENOMEM;
         err = gr_segment_create(seg);
         if (err < 0) {
-            GR_WARN("storage: %s: creating segment %" PRId64 " failed (%s)", log->dir_name, base, strerror(-err));
+            GR_WARN_RATELIMITED("storage: %s: creating segment %" PRId64 " failed (%s)", log->dir_name, base,
+                                strerror(-err));
             gr_segment_unref(seg);
             return err;
         }
@@ -558,8 +560,8 @@ static int log_roll(struct gr_log *log)
     GR_DEBUG("storage: %s: rolled to segment %" PRId64, log->dir_name, base);
     int serr = snapshot_write(log, false);
     if (serr < 0)
-        GR_WARN("storage: %s: producer snapshot at %" PRId64 " failed (%s)", log->dir_name, base,
-                strerror(-serr));
+        GR_WARN_RATELIMITED("storage: %s: producer snapshot at %" PRId64 " failed (%s)", log->dir_name, base,
+                            strerror(-serr));
     gr_log_flush_async(log); /* as Kafka does at roll: the sealed segment becomes durable soon */
     gr_roll_prepare(log, seg, INT64_MIN); /* a log that rolls keeps the next spare ready (storage/roll.c) */
     return 0;
@@ -639,8 +641,8 @@ static int write_batch(struct gr_log *log, struct gr_segment *seg, const uint8_t
         done += (size_t)r;
     }
     if (err == 0) return 0;
-    GR_WARN("storage: %s: append of %zu bytes at %" PRId64 " failed (%s), %zu bytes to undo", log->dir_name,
-            len, pos, strerror(-err), done);
+    GR_WARN_RATELIMITED("storage: %s: append of %zu bytes at %" PRId64 " failed (%s), %zu bytes to undo",
+                        log->dir_name, len, pos, strerror(-err), done);
     if (done == 0) return err; /* a failed pwrite writes nothing: the file is as it was */
     struct undo *u = malloc(sizeof(*u));
     struct gr_job *job = u ? calloc(1, sizeof(*job)) : NULL;

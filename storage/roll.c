@@ -139,8 +139,8 @@ int gr_roll_name_segment(struct gr_segment *seg)
         gr_segment_file_name(name, seg->base_offset, sfx[i]);
         int fd = gr_sys_openat(dir, name, O_RDWR | O_CREAT, 0644); /* a clean close may have written it */
         if (fd < 0)
-            GR_WARN("storage: %s: creating %s failed (%s); rebuilt on next load", seg->log->dir_name, name,
-                    strerror(-fd));
+            GR_WARN_RATELIMITED("storage: %s: creating %s failed (%s); rebuilt on next load",
+                                seg->log->dir_name, name, strerror(-fd));
         gr_sys_close(fd);
     }
     if (err < 0)

@@ -239,7 +239,7 @@ static struct gr_log *produce_partition(struct gr_req *req, struct gr_topic *t, 
         return NULL;
     }
     if (rc) {
-        GR_WARN("append to %s-%d failed: %s", gr_topic_name(t), partition, strerror(-rc));
+        GR_WARN_RATELIMITED("append to %s-%d failed: %s", gr_topic_name(t), partition, strerror(-rc));
         set_error(pr, GR_ERR_KAFKA_STORAGE_ERROR, "The broker could not write the batch");
         return NULL;
     }
