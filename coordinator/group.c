@@ -19,6 +19,7 @@
 #include <string.h>
 #include <sys/random.h>
 
+#include "common/limits.h"
 #include "common/log.h"
 #include "coordinator/internal.h"
 #include "protocol/errors.h"
@@ -106,6 +107,7 @@ void gr_coord_config_defaults(struct gr_coord_config *cfg)
     cfg->offsets_retention_ms = 7LL * 24 * 3600 * 1000;
     cfg->offsets_retention_check_interval_ms = 600000;
     cfg->offset_metadata_max_bytes = 4096;
+    cfg->offsets_max_message_bytes = GR_MESSAGE_BYTES_DEFAULT;
     cfg->offsets_partitions = 50;
 }
 

@@ -928,6 +928,17 @@ int gr_batch_assemble(const struct gr_batch_params *bp, int32_t record_count, in
     return 0;
 }
 
+uint64_t gr_batch_build_bytes(const struct gr_record_in *recs, int32_t count)
+{
+    assert(count >= 1 && recs);
+    uint64_t section = 0;
+    for (int32_t i = 0; i < count; i++) {
+        uint64_t body = record_body_bytes(&recs[i], recs[0].timestamp, i);
+        section += sz_uvarint(zigzag32(body > INT32_MAX ? INT32_MAX : (int32_t)body)) + body;
+    }
+    return GR_BATCH_HEADER_BYTES + section;
+}
+
 int gr_batch_build(const struct gr_batch_params *bp, const struct gr_record_in *recs, int32_t count,
                    uint8_t **out, size_t *out_len)
 {

@@ -333,6 +333,11 @@ struct gr_batch_params {
 int gr_batch_build(const struct gr_batch_params *bp, const struct gr_record_in *recs, int32_t count,
                    uint8_t **out, size_t *out_len);
 
+/* The exact size in bytes of the batch gr_batch_build would make of `count` (>= 1) records (borrowed)
+ * with GR_CODEC_NONE: header plus encoded records, no allocation. Lets a writer check a limit such as
+ * max.message.bytes before building. */
+uint64_t gr_batch_build_bytes(const struct gr_record_in *recs, int32_t count);
+
 /* Lower level: wraps an already encoded records section (`records_len` bytes, uncompressed, borrowed)
  * into a batch: compresses it with bp->codec, writes the header with the given counts and timestamps,
  * sets the CRC. Lets callers re-wrap records (recompression) and tests craft malformed record bytes
