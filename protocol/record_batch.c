@@ -803,7 +803,8 @@ int gr_record_iter_next(struct gr_record_iter *it, struct gr_record *rec)
     it->prev_offset_delta = f.offset_delta;
     it->records_read++;
     rec->offset_delta = f.offset_delta;
-    rec->offset = it->base_offset + f.offset_delta;
+    rec->offset =
+        (int64_t)((uint64_t)it->base_offset + (uint64_t)(int64_t)f.offset_delta); /* wraps as Java's */
     rec->timestamp = it->log_append_time
                          ? it->max_timestamp
                          : (int64_t)((uint64_t)it->base_timestamp + (uint64_t)f.timestamp_delta);

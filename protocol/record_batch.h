@@ -92,8 +92,12 @@ static inline int64_t gr_batch_producer_id(const uint8_t *b) { return (int64_t)g
 static inline int16_t gr_batch_producer_epoch(const uint8_t *b) { return (int16_t)gr_be16(b + GR_BATCH_OFF_PRODUCER_EPOCH); }
 static inline int32_t gr_batch_base_sequence(const uint8_t *b) { return (int32_t)gr_be32(b + GR_BATCH_OFF_BASE_SEQUENCE); }
 static inline int32_t gr_batch_record_count(const uint8_t *b) { return (int32_t)gr_be32(b + GR_BATCH_OFF_RECORD_COUNT); }
-/* Offset of the last record in the batch: base offset + last offset delta. */
-static inline int64_t gr_batch_last_offset(const uint8_t *b) { return gr_batch_base_offset(b) + gr_batch_last_offset_delta(b); }
+/* Offset of the last record in the batch: base offset + last offset delta (both off the wire or the disk:
+ * wraps as Kafka's Java long does instead of overflowing). */
+static inline int64_t gr_batch_last_offset(const uint8_t *b)
+{
+    return (int64_t)((uint64_t)gr_batch_base_offset(b) + (uint64_t)(int64_t)gr_batch_last_offset_delta(b));
+}
 
 /* Patches the fields outside the CRC span (no CRC recompute needed). */
 static inline void gr_batch_set_base_offset(uint8_t *b, int64_t off) { gr_put_be64(b + GR_BATCH_OFF_BASE_OFFSET, (uint64_t)off); }
