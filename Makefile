@@ -4,7 +4,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo
 
-.PHONY: all build deps test-deps run test unit oracle codegen-check compat compat-full compat-librdkafka bench docker-test clean sanitize
+.PHONY: all build deps test-deps run test unit oracle codegen-check compat compat-full compat-librdkafka bench docker-test clean sanitize sanitize-check
 
 all: build
 
@@ -23,7 +23,7 @@ run: build
 	$(BUILD)/bin/gregor $(ARGS)
 
 # Every test stage that fits the 45-minute budget; ends with one summary line per stage.
-test: test-deps build codegen-check unit oracle compat bench-quick
+test: test-deps build codegen-check unit sanitize-check oracle compat bench-quick
 
 codegen-check:
 	@scripts/codegen-check.sh
@@ -54,6 +54,11 @@ compat-librdkafka: test-deps build
 
 sanitize:
 	@$(MAKE) BUILD=build-asan CMAKE_FLAGS="-DCMAKE_BUILD_TYPE=Debug -DGREGOR_SANITIZE=ON" build unit
+
+# make test's sanitizer stage: in the ASan + UBSan build (build-asan, only the targets it runs), the protocol
+# malformed-input and timestamp tests and 60 s of the fuzz corpus and its mutants, UBSan aborting on any finding.
+sanitize-check: deps
+	@scripts/sanitize-check.sh build-asan 60
 
 clean:
 	rm -rf $(BUILD) build-asan

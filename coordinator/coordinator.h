@@ -66,6 +66,8 @@ struct gr_coord_config {                  /* Kafka config names in comments */
     int64_t offsets_retention_check_interval_ms; /* offsets.retention.check.interval.ms (600000) */
     int32_t offset_metadata_max_bytes;    /* offset.metadata.max.bytes (4096; compared with Java's length) */
     int32_t offsets_partitions;           /* partitions of __consumer_offsets (offsets.topic.num.partitions) */
+    int32_t offsets_max_message_bytes;    /* max.message.bytes of __consumer_offsets (message.max.bytes,
+                                             1048588): a commit's records must fit one batch of this size */
 };
 
 /* Fills `cfg` with Kafka's defaults (offsets_partitions 50). */
@@ -217,9 +219,11 @@ struct gr_commit_params {
 /* OffsetCommit. Validates the group as Kafka does (unknown group: created for generation < 0, else
  * GROUP_ID_NOT_FOUND from v9 and ILLEGAL_GENERATION before), then appends one record per accepted
  * partition and applies them. Every partition's error_code is set (the group-level error when the
- * request is refused, OFFSET_METADATA_TOO_LARGE per partition, or the append error mapped to
- * NOT_COORDINATOR / COORDINATOR_NOT_AVAILABLE). When records were appended, *wait_partition and
- * *wait_end_offset say what must become durable before answering; else *wait_end_offset is -1. */
+ * request is refused, OFFSET_METADATA_TOO_LARGE per partition, INVALID_COMMIT_OFFSET_SIZE on every
+ * other partition when the records as one batch exceed cfg.offsets_max_message_bytes (nothing written),
+ * or the append error mapped to NOT_COORDINATOR / UNKNOWN_SERVER_ERROR). When records were appended,
+ * *wait_partition and *wait_end_offset say what must become durable before answering; else *wait_end_offset
+ * is -1. */
 void gr_coord_commit(struct gr_coordinator *c, const struct gr_commit_params *p, int32_t *wait_partition,
                      int64_t *wait_end_offset);
 

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <sys/random.h>
 
+#include "common/limits.h"
 #include "common/log.h"
 #include "coordinator/internal.h"
 #include "protocol/errors.h"
@@ -106,6 +107,7 @@ void gr_coord_config_defaults(struct gr_coord_config *cfg)
     cfg->offsets_retention_ms = 7LL * 24 * 3600 * 1000;
     cfg->offsets_retention_check_interval_ms = 600000;
     cfg->offset_metadata_max_bytes = 4096;
+    cfg->offsets_max_message_bytes = GR_MESSAGE_BYTES_DEFAULT;
     cfg->offsets_partitions = 50;
 }
 
@@ -576,8 +578,9 @@ static void compute_subscribed_topics(struct gr_group *grp)
         const struct gr_member_protocol *mp = member_protocol(grp->members[i], grp->protocol_name);
         struct gr_bytes md = mp ? (struct gr_bytes){mp->metadata, mp->metadata_len} : GR_BYTES_NULL;
         if (gr_consumer_subscription_topics(md, subscribed_add, grp) < 0) {
-            GR_WARN("group %s: a member's consumer protocol subscription does not parse; subscribed topics unknown",
-                    grp->group_id);
+            GR_WARN_RATELIMITED("group %s: a member's consumer protocol subscription does not parse; "
+                                "subscribed topics unknown",
+                                grp->group_id);
             subscribed_clear(grp);
             return;
         }
@@ -608,7 +611,7 @@ static int append_group_value(struct gr_coordinator *c, struct gr_group *grp, co
         grp->md_value_len = rec.value_len;
         rec.value = NULL;
     } else {
-        GR_WARN("group %s: writing group metadata failed: %s", grp->group_id, strerror(-rc));
+        GR_WARN_RATELIMITED("group %s: writing group metadata failed: %s", grp->group_id, strerror(-rc));
     }
     gr_coord_records_free(&rec, 1);
     return rc;

@@ -14,8 +14,10 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "common/time.h"
 #include "coordinator/internal.h"
 #include "protocol/errors.h"
+#include "protocol/record_batch.h"
 
 static void *xrealloc(void *p, size_t n)
 {
@@ -163,6 +165,24 @@ static void commit_set_all(const struct gr_commit_params *p, int16_t err)
         for (int32_t i = 0; i < p->topics[t].count; i++) p->topics[t].partitions[i].error_code = err;
 }
 
+/* True when the `k` commit records, as the one batch the offsets log writes them in (records at `now_ms`,
+   uncompressed), exceed max.message.bytes of __consumer_offsets. No memory: false (the append decides). */
+static bool commit_too_large(const struct gr_coordinator *c, const struct gr_coord_record *recs, int32_t k,
+                             int64_t now_ms)
+{
+    struct gr_record_in *in = calloc((size_t)k, sizeof *in);
+    if (!in) return false;
+    for (int32_t i = 0; i < k; i++)
+        in[i] = (struct gr_record_in){
+            .timestamp = now_ms,
+            .key = {recs[i].key, (int32_t)recs[i].key_len},
+            .value =
+                recs[i].value ? (struct gr_bytes){recs[i].value, (int32_t)recs[i].value_len} : GR_BYTES_NULL};
+    uint64_t bytes = gr_batch_build_bytes(in, k);
+    free(in);
+    return bytes > (uint64_t)c->cfg.offsets_max_message_bytes;
+}
+
 void gr_coord_commit(struct gr_coordinator *c, const struct gr_commit_params *p, int32_t *wait_partition,
                      int64_t *wait_end_offset)
 {
@@ -223,9 +243,20 @@ void gr_coord_commit(struct gr_coordinator *c, const struct gr_commit_params *p,
     }
     int rc = 0;
     int64_t end = -1;
+    if (k && commit_too_large(c, recs, k, now)) {
+        /* Kafka's rule (GroupMetadataManager.storeOffsets): the commit's records are one batch; over the
+           offsets topic's max.message.bytes every partition written gets INVALID_COMMIT_OFFSET_SIZE,
+           those refused for their metadata keep OFFSET_METADATA_TOO_LARGE. */
+        for (int32_t t = 0; t < p->topic_count; t++)
+            for (int32_t i = 0; i < p->topics[t].count; i++)
+                if (p->topics[t].partitions[i].error_code == GR_ERR_NONE)
+                    p->topics[t].partitions[i].error_code = GR_ERR_INVALID_COMMIT_OFFSET_SIZE;
+        gr_coord_records_free(recs, k);
+        k = 0;
+    }
     if (k) rc = c->hooks.append(c->hooks.ctx, grp->partition, recs, k, &end);
     if (rc) {
-        GR_WARN("group %s: offset commit append failed: %s", grp->group_id, strerror(-rc));
+        GR_WARN_RATELIMITED("group %s: offset commit append failed: %s", grp->group_id, strerror(-rc));
         for (int32_t t = 0; t < p->topic_count; t++)
             for (int32_t i = 0; i < p->topics[t].count; i++)
                 if (p->topics[t].partitions[i].error_code == GR_ERR_NONE)
@@ -403,7 +434,7 @@ static bool expire_group(struct gr_coordinator *c, struct gr_group *grp, int64_t
                     expired = now >= e->expire_timestamp_ms;
                 } else {
                     int64_t base = use_state_ts ? grp->state_timestamp_ms : e->commit_timestamp_ms;
-                    expired = now - base >= c->cfg.offsets_retention_ms;
+                    expired = gr_ms_sub_sat(now, base) >= c->cfg.offsets_retention_ms; /* base: stored data */
                 }
                 if (expired && gr_offset_commit_record(&recs[k], grp->group_id, ot->name, e->partition, NULL) == 0) {
                     gone[k].topic = ot->name;
@@ -424,7 +455,8 @@ static bool expire_group(struct gr_coordinator *c, struct gr_group *grp, int64_t
         int64_t end;
         int rc = c->hooks.append(c->hooks.ctx, grp->partition, recs, k, &end);
         if (rc) {
-            GR_WARN("group %s: writing expiration tombstones failed: %s", grp->group_id, strerror(-rc));
+            GR_WARN_RATELIMITED("group %s: writing expiration tombstones failed: %s", grp->group_id,
+                                strerror(-rc));
         } else {
             if (offsets_expired) GR_INFO("group %s: %d committed offsets expired", grp->group_id, offsets_expired);
             for (int32_t i = offsets_expired - 1; i >= 0; i--)

@@ -158,11 +158,14 @@ static int64_t replay_batches(struct gr_coordinator *c, const uint8_t *buf, size
                 if (rec.offset < from || rec.key.len < 0) continue;
                 if (gr_coord_replay(c, rec.key.ptr, (size_t)rec.key.len, rec.value.len >= 0 ? rec.value.ptr : NULL,
                                     rec.value.len >= 0 ? (size_t)rec.value.len : 0) < 0)
-                    GR_WARN("%s: record at offset %lld does not parse, skipped", GR_OFFSETS_TOPIC, (long long)rec.offset);
+                    GR_WARN_RATELIMITED("%s: record at offset %lld does not parse, skipped", GR_OFFSETS_TOPIC,
+                                        (long long)rec.offset);
                 else
                     (*count)++;
             }
-            if (rc < 0) GR_WARN("%s: batch at offset %lld is corrupt (%d)", GR_OFFSETS_TOPIC, (long long)gr_batch_base_offset(b), rc);
+            if (rc < 0)
+                GR_WARN_RATELIMITED("%s: batch at offset %lld is corrupt (%d)", GR_OFFSETS_TOPIC,
+                                    (long long)gr_batch_base_offset(b), rc);
         }
         gr_record_iter_close(&it);
     }

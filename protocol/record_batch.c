@@ -57,6 +57,8 @@ int16_t gr_batch_err_kafka(int err)
         return 10; /* MESSAGE_TOO_LARGE */
     case GR_BATCH_ERR_NO_MEMORY:
         return -1; /* UNKNOWN_SERVER_ERROR */
+    case GR_BATCH_ERR_TIMESTAMP:
+        return 32; /* INVALID_TIMESTAMP */
     case GR_BATCH_ERR_TRUNCATED:
     case GR_BATCH_ERR_EXTRA_BYTES:
     case GR_BATCH_ERR_MAGIC:
@@ -506,6 +508,7 @@ static void read_info(const uint8_t *p, struct gr_batch_info *info)
     info->record_count = gr_batch_record_count(p);
     info->records_max_timestamp = -1;
     info->records_max_timestamp_offset_delta = -1;
+    info->records_min_timestamp = -1;
     info->has_null_key = false;
     info->records_bytes = 0;
 }
@@ -532,7 +535,7 @@ static int check_counts(const struct gr_batch_info *info, unsigned flags, const 
 static int scan_records(struct gr_records_src *s, unsigned flags, struct gr_batch_info *info,
                         const char **why)
 {
-    int64_t max_ts = -1;
+    int64_t max_ts = -1, min_ts = -1;
     int32_t max_ts_delta = -1, prev_delta = -1;
     bool null_key = false, client = flags & GR_BATCH_CHECK_CLIENT;
     const char *reason = NULL;
@@ -551,6 +554,7 @@ static int scan_records(struct gr_records_src *s, unsigned flags, struct gr_batc
             max_ts = ts;
             max_ts_delta = f.offset_delta;
         }
+        if (ts != -1 && (min_ts == -1 || ts < min_ts)) min_ts = ts;
         null_key |= f.key_len < 0;
     }
     int64_t left = src_fill(s, 1);
@@ -558,6 +562,7 @@ static int scan_records(struct gr_records_src *s, unsigned flags, struct gr_batc
     if (left > 0) FAIL(GR_BATCH_ERR_TRAILING, "bytes after the last record");
     info->records_max_timestamp = max_ts;
     info->records_max_timestamp_offset_delta = max_ts_delta;
+    info->records_min_timestamp = min_ts;
     info->has_null_key = null_key;
     return 0;
 }
@@ -629,6 +634,46 @@ int gr_batch_validate_ex(const uint8_t *p, size_t len, unsigned flags, struct gr
 int gr_batch_validate(const uint8_t *p, size_t len, struct gr_batch_info *info, const char **why)
 {
     return gr_batch_validate_ex(p, len, GR_BATCH_CHECK_CLIENT, info, why);
+}
+
+/* ---- timestamps (Kafka LogValidator.validateTimestamp, DefaultRecordBatch.setMaxTimestamp) ---- */
+
+/* True when `ts` is outside [now - before, now + after], computed without overflow: a difference that
+   does not fit in int64 is beyond any bound (bounds are at most INT64_MAX). */
+static bool ts_out_of_bounds(int64_t ts, int64_t now, int64_t before, int64_t after)
+{
+    int64_t age;
+    if (__builtin_sub_overflow(now, ts, &age)) return true;
+    return age > before || (age < 0 && age < -after);
+}
+
+int gr_batch_apply_timestamps(uint8_t *b, size_t len, struct gr_batch_info *info, bool log_append_time,
+                              int64_t before_max_ms, int64_t after_max_ms, int64_t now_ms, const char **why)
+{
+    assert(b && len >= GR_BATCH_HEADER_BYTES && info && before_max_ms >= 0 && after_max_ms >= 0);
+    bool producer_lat = (info->attributes & GR_BATCH_ATTR_LOG_APPEND_TIME) != 0;
+    if (log_append_time) {
+        if (producer_lat)
+            FAIL(GR_BATCH_ERR_TIMESTAMP, "Producer should not set timestamp type to LogAppendTime");
+        return 0;
+    }
+    /* Under a producer-set LogAppendTime bit every record reads as the header's max timestamp. */
+    int64_t lo = producer_lat ? info->max_timestamp : info->records_min_timestamp;
+    int64_t hi = producer_lat ? info->max_timestamp : info->records_max_timestamp;
+    if (producer_lat && hi == -1)
+        FAIL(GR_BATCH_ERR_TIMESTAMP, "Producer should not set timestamp type to LogAppendTime");
+    if ((lo != -1 && ts_out_of_bounds(lo, now_ms, before_max_ms, after_max_ms)) ||
+        (hi != -1 && ts_out_of_bounds(hi, now_ms, before_max_ms, after_max_ms)))
+        FAIL(GR_BATCH_ERR_TIMESTAMP,
+             "A record timestamp is outside message.timestamp.before.max.ms / after.max.ms");
+    int64_t max_ts = hi > -1 ? hi : -1; /* Kafka's running max starts at NO_TIMESTAMP (-1) */
+    if (!producer_lat && max_ts == info->max_timestamp) return 0; /* as sent: no write, no CRC pass */
+    info->attributes = (int16_t)(info->attributes & ~GR_BATCH_ATTR_LOG_APPEND_TIME);
+    info->max_timestamp = max_ts;
+    gr_put_be16(b + GR_BATCH_OFF_ATTRIBUTES, (uint16_t)info->attributes);
+    gr_put_be64(b + GR_BATCH_OFF_MAX_TIMESTAMP, (uint64_t)max_ts);
+    gr_batch_crc_store(b, len);
+    return 0;
 }
 
 /* ---- splitting ---- */
@@ -758,7 +803,8 @@ int gr_record_iter_next(struct gr_record_iter *it, struct gr_record *rec)
     it->prev_offset_delta = f.offset_delta;
     it->records_read++;
     rec->offset_delta = f.offset_delta;
-    rec->offset = it->base_offset + f.offset_delta;
+    rec->offset =
+        (int64_t)((uint64_t)it->base_offset + (uint64_t)(int64_t)f.offset_delta); /* wraps as Java's */
     rec->timestamp = it->log_append_time
                          ? it->max_timestamp
                          : (int64_t)((uint64_t)it->base_timestamp + (uint64_t)f.timestamp_delta);
@@ -881,6 +927,17 @@ int gr_batch_assemble(const struct gr_batch_params *bp, int32_t record_count, in
     *out = b;
     *out_len = total;
     return 0;
+}
+
+uint64_t gr_batch_build_bytes(const struct gr_record_in *recs, int32_t count)
+{
+    assert(count >= 1 && recs);
+    uint64_t section = 0;
+    for (int32_t i = 0; i < count; i++) {
+        uint64_t body = record_body_bytes(&recs[i], recs[0].timestamp, i);
+        section += sz_uvarint(zigzag32(body > INT32_MAX ? INT32_MAX : (int32_t)body)) + body;
+    }
+    return GR_BATCH_HEADER_BYTES + section;
 }
 
 int gr_batch_build(const struct gr_batch_params *bp, const struct gr_record_in *recs, int32_t count,

@@ -92,8 +92,12 @@ static inline int64_t gr_batch_producer_id(const uint8_t *b) { return (int64_t)g
 static inline int16_t gr_batch_producer_epoch(const uint8_t *b) { return (int16_t)gr_be16(b + GR_BATCH_OFF_PRODUCER_EPOCH); }
 static inline int32_t gr_batch_base_sequence(const uint8_t *b) { return (int32_t)gr_be32(b + GR_BATCH_OFF_BASE_SEQUENCE); }
 static inline int32_t gr_batch_record_count(const uint8_t *b) { return (int32_t)gr_be32(b + GR_BATCH_OFF_RECORD_COUNT); }
-/* Offset of the last record in the batch: base offset + last offset delta. */
-static inline int64_t gr_batch_last_offset(const uint8_t *b) { return gr_batch_base_offset(b) + gr_batch_last_offset_delta(b); }
+/* Offset of the last record in the batch: base offset + last offset delta (both off the wire or the disk:
+ * wraps as Kafka's Java long does instead of overflowing). */
+static inline int64_t gr_batch_last_offset(const uint8_t *b)
+{
+    return (int64_t)((uint64_t)gr_batch_base_offset(b) + (uint64_t)(int64_t)gr_batch_last_offset_delta(b));
+}
 
 /* Patches the fields outside the CRC span (no CRC recompute needed). */
 static inline void gr_batch_set_base_offset(uint8_t *b, int64_t off) { gr_put_be64(b + GR_BATCH_OFF_BASE_OFFSET, (uint64_t)off); }
@@ -139,6 +143,9 @@ enum gr_batch_err {
     GR_BATCH_ERR_TOO_LARGE = -14,
     /* Allocation failed: UNKNOWN_SERVER_ERROR (-1). */
     GR_BATCH_ERR_NO_MEMORY = -15,
+    /* A record timestamp outside message.timestamp.before/after.max.ms, or a producer-set LogAppendTime
+     * the topic does not allow (gr_batch_apply_timestamps): INVALID_TIMESTAMP (32). */
+    GR_BATCH_ERR_TIMESTAMP = -16,
 };
 
 /* Returns the Kafka error code for a gr_batch_err (0 for GR_BATCH_OK). */
@@ -164,6 +171,8 @@ struct gr_batch_info {
                                       NO_TIMESTAMP start); Kafka rewrites the header's max timestamp to
                                       this value when they differ */
     int32_t records_max_timestamp_offset_delta; /* offset delta of the first record with that maximum, -1 */
+    int64_t records_min_timestamp; /* min of the records' create times other than -1 (NO_TIMESTAMP, which
+                                      no bound applies to), -1 if every record has -1 */
     bool has_null_key;      /* some record has a null key (compacted topics refuse those) */
     uint64_t records_bytes; /* size of the records section after decompression */
 };
@@ -195,6 +204,24 @@ int gr_batch_validate(const uint8_t *p, size_t len, struct gr_batch_info *info, 
  * compressed ones use this thread's reusable decompressor (see gr_batch_thread_cleanup). */
 int gr_batch_validate_ex(const uint8_t *p, size_t len, unsigned flags, struct gr_batch_info *info,
                          const char **why);
+
+/* Kafka LogValidator's timestamp rules for a client batch that gr_batch_validate_ex accepted (`info` from
+ * it), applied in place to the `len` bytes at `b` (borrowed, writable: the request buffer):
+ * - CreateTime topic (`log_append_time` false): every record's timestamp other than -1 must lie within
+ *   [now_ms - before_max_ms, now_ms + after_max_ms] (KIP-937; exact arithmetic, no overflow). A record's
+ *   timestamp is base timestamp + delta, or the header's max timestamp when the producer set the
+ *   LogAppendTime bit (then a max timestamp of -1 is refused, as Kafka does). The header's max timestamp
+ *   then becomes the records' maximum (-1 when none is above -1) and the LogAppendTime bit is cleared
+ *   (DefaultRecordBatch.setMaxTimestamp(CREATE_TIME, max)); when that changes covered bytes the CRC-32C
+ *   is recomputed (one pass over the batch), otherwise nothing is written.
+ * - LogAppendTime topic: no bounds apply; a batch whose producer already set the LogAppendTime bit is
+ *   refused (Kafka: "Producer should not set timestamp type to LogAppendTime"). Setting max timestamp :=
+ *   now and the bit is left to the append (storage's gr_log_append), which recomputes the CRC once.
+ * Bounds are ms >= 0 (INT64_MAX: unlimited). Returns 0 (info->max_timestamp and info->attributes updated
+ * to what the header now says) or GR_BATCH_ERR_TIMESTAMP with *why (may be NULL) set to a static reason;
+ * the batch is not modified on error. */
+int gr_batch_apply_timestamps(uint8_t *b, size_t len, struct gr_batch_info *info, bool log_append_time,
+                              int64_t before_max_ms, int64_t after_max_ms, int64_t now_ms, const char **why);
 
 /* Frees the calling thread's cached decompressor and window (call before a thread that validated
  * compressed batches exits; harmless otherwise). */
@@ -309,6 +336,11 @@ struct gr_batch_params {
  * GR_BATCH_ERR_TOO_LARGE (batch over INT32_MAX bytes) / GR_BATCH_ERR_NO_MEMORY. */
 int gr_batch_build(const struct gr_batch_params *bp, const struct gr_record_in *recs, int32_t count,
                    uint8_t **out, size_t *out_len);
+
+/* The exact size in bytes of the batch gr_batch_build would make of `count` (>= 1) records (borrowed)
+ * with GR_CODEC_NONE: header plus encoded records, no allocation. Lets a writer check a limit such as
+ * max.message.bytes before building. */
+uint64_t gr_batch_build_bytes(const struct gr_record_in *recs, int32_t count);
 
 /* Lower level: wraps an already encoded records section (`records_len` bytes, uncompressed, borrowed)
  * into a batch: compresses it with bp->codec, writes the header with the given counts and timestamps,

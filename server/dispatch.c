@@ -233,7 +233,7 @@ void gr_dispatch(struct gr_req *req)
     const struct gr_api *api = gr_api_find(key);
     const char *peer = gr_conn_peer(req->conn);
     if (!api) {
-        GR_WARN("connection %s: unsupported api key %d, closing", peer, key);
+        GR_WARN_RATELIMITED("connection %s: unsupported api key %d, closing", peer, key);
         req->done = req->no_response = true;
         gr_conn_close(req->conn, "unknown api key");
         return;
@@ -244,8 +244,8 @@ void gr_dispatch(struct gr_req *req)
             answer_api_versions_unsupported(req, api);
             return;
         }
-        GR_WARN("connection %s: %s v%d is not served (v%d-%d), closing", peer, api->name, version, api->served_min,
-                api->served_max);
+        GR_WARN_RATELIMITED("connection %s: %s v%d is not served (v%d-%d), closing", peer, api->name, version,
+                            api->served_min, api->served_max);
         req->done = req->no_response = true;
         gr_conn_close(req->conn, "unsupported version");
         return;
@@ -259,7 +259,8 @@ void gr_dispatch(struct gr_req *req)
     req->resp = gr_arena_alloc(&req->arena, req->resp_ops->struct_bytes);
     if (!err && req->body && req->resp) err = req->req_ops->decode(&rd, version, req->body);
     if (err || !req->body || !req->resp) {
-        GR_WARN("connection %s: malformed %s v%d request (error %d), closing", peer, api->name, version, err);
+        GR_WARN_RATELIMITED("connection %s: malformed %s v%d request (error %d), closing", peer, api->name,
+                            version, err);
         req->done = req->no_response = true;
         gr_conn_close(req->conn, "malformed request");
         return;

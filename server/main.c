@@ -105,6 +105,7 @@ static void housekeeping_cb(struct ev_loop *loop, ev_timer *w, int revents)
     struct gr_broker *b = w->data;
     int64_t now = gr_time_mono_ms();
     gr_net_close_idle(b, now);
+    gr_log_ratelimit_flush(now); /* counts of rate-limited warnings whose window ended */
     gr_store_fds_trim(b->store); /* files pinned by flushes or reads earlier may be closable now */
     if (now - b->last_retention_ms >= gr_config_int(&b->cfg, "log.retention.check.interval.ms")) {
         b->last_retention_ms = now;
@@ -326,6 +327,7 @@ int main(int argc, char **argv)
     gr_producer_ids_stop(b);
     gr_broker_free_waiters(b);
     gr_store_close(b->store);
+    gr_log_ratelimit_flush(INT64_MAX); /* every count of suppressed warnings still pending */
     GR_INFO("stopped cleanly (%lld parked-request re-checks since start)", (long long)b->rechecks);
     gr_config_free(&b->cfg);
     free(b->flushed); /* flush completions that arrived after the loop stopped */

@@ -138,8 +138,8 @@ static bool conn_parse(struct gr_conn *conn)
         const uint8_t *p = conn->rbuf + off;
         int32_t size = (int32_t)((uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]);
         if (size < GR_FRAME_BYTES_MIN || size > frame_max) {
-            GR_WARN("connection %s: frame size %d outside [%d, %lld], closing", conn->peer, size, GR_FRAME_BYTES_MIN,
-                    (long long)frame_max);
+            GR_WARN_RATELIMITED("connection %s: frame size %d outside [%d, %lld], closing", conn->peer, size,
+                                GR_FRAME_BYTES_MIN, (long long)frame_max);
             gr_conn_close(conn, "bad frame size");
             return false;
         }
@@ -316,7 +316,7 @@ static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
         }
         if (b->conn_count >= gr_config_int(&b->cfg, "max.connections")) {
             close(fd);
-            GR_WARN("max.connections reached, connection refused");
+            GR_WARN_RATELIMITED("max.connections reached, connection refused");
             continue;
         }
         int one = 1;

@@ -251,7 +251,7 @@ static bool dirty_bounds(struct gr_log *log, int64_t now_ms, int64_t *first_dirt
             struct gr_segment *s = log->segs[i];
             if (log->segs[i + 1]->base_offset <= fd) continue;
             int64_t t = s->max_timestamp_ms >= 0 ? s->max_timestamp_ms : s->modified_ms;
-            if (now_ms - t < cfg->min_compaction_lag_ms) {
+            if (gr_ms_sub_sat(now_ms, t) < cfg->min_compaction_lag_ms) {
                 if (s->base_offset < unc) unc = s->base_offset;
                 break;
             }
@@ -276,7 +276,7 @@ static double ratio_for(struct gr_log *log, int64_t first_dirty, int64_t unclean
         } else if (end <= uncleanable) {
             if (dirty == 0 && due && cfg->max_compaction_lag_ms != INT64_MAX) {
                 int64_t t = s->rolling_timestamp_ms >= 0 ? s->rolling_timestamp_ms : s->created_ms;
-                if (now_ms - t > cfg->max_compaction_lag_ms) *due = true;
+                if (gr_ms_sub_sat(now_ms, t) > cfg->max_compaction_lag_ms) *due = true;
             }
             dirty += s->size_bytes;
         }
@@ -669,7 +669,7 @@ static int clean_batch(struct clean_job *job, const uint8_t *b, size_t len, void
         /* Rebuild with the retained records: same base offset, last offset delta, epoch, producer fields
            and codec; a new delete horizon when tombstones stay and none was set. */
         bool new_horizon = tombstones && !horizon_set;
-        int64_t h = new_horizon ? job->now_ms + job->cfg.delete_retention_ms : horizon;
+        int64_t h = new_horizon ? gr_ms_add_sat(job->now_ms, job->cfg.delete_retention_ms) : horizon;
         bool with_horizon = new_horizon || horizon_set;
         int64_t base_ts = with_horizon ? h : first_ts;
         bool lat = (attrs & GR_BATCH_ATTR_LOG_APPEND_TIME) != 0;
@@ -679,7 +679,9 @@ static int clean_batch(struct clean_job *job, const uint8_t *b, size_t len, void
         while (r == 0 && err == 0 && (r = gr_record_iter_next(&it, &rec)) == 1) {
             r = 0;
             if (i < kept && rec.offset_delta == ks[i].delta) {
-                err = encode_record(&w->recs, &rec, rec.timestamp - base_ts, rec.offset_delta);
+                /* a delta on the wire wraps as Kafka's long does (record timestamps are client data) */
+                err = encode_record(&w->recs, &rec, (int64_t)((uint64_t)rec.timestamp - (uint64_t)base_ts),
+                                    rec.offset_delta);
                 i++;
             }
         }

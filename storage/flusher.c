@@ -61,14 +61,15 @@ static void rmtree(int parent_fd, const char *name)
                 if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0) continue;
                 int err = gr_sys_unlinkat(dirfd(d), de->d_name, 0);
                 if (err < 0)
-                    GR_WARN("storage: unlinking %s/%s failed (%s)", name, de->d_name, strerror(-err));
+                    GR_WARN_RATELIMITED("storage: unlinking %s/%s failed (%s)", name, de->d_name,
+                                        strerror(-err));
             }
             closedir(d);
         }
     }
     int err = gr_sys_unlinkat(parent_fd, name, AT_REMOVEDIR);
     if (err < 0 && err != -ENOENT)
-        GR_WARN("storage: removing directory %s failed (%s)", name, strerror(-err));
+        GR_WARN_RATELIMITED("storage: removing directory %s failed (%s)", name, strerror(-err));
     gr_dir_sync(parent_fd);
 }
 
@@ -78,7 +79,7 @@ int gr_job_run(struct gr_job *job)
     switch (job->type) {
     case GR_JOB_WRITE_FILE:
         err = gr_file_write_if_changed(job->dir_fd, job->names[0], job->data, job->len);
-        if (err < 0) GR_WARN("storage: writing %s failed (%s)", job->names[0], strerror(-err));
+        if (err < 0) GR_WARN_RATELIMITED("storage: writing %s failed (%s)", job->names[0], strerror(-err));
         if (err < 0 && job->failed) atomic_store(job->failed, true); /* the owner writes it again later */
         break;
     case GR_JOB_UNLINK:
@@ -91,7 +92,7 @@ int gr_job_run(struct gr_job *job)
         for (int i = 0; i < job->name_count; i++) {
             err = gr_sys_unlinkat(job->dir_fd, job->names[i], 0);
             if (err < 0 && err != -ENOENT)
-                GR_WARN("storage: unlinking %s failed (%s)", job->names[i], strerror(-err));
+                GR_WARN_RATELIMITED("storage: unlinking %s failed (%s)", job->names[i], strerror(-err));
         }
         gr_dir_sync(job->dir_fd);
         break;

@@ -368,8 +368,9 @@ int gr_log_flush_write(struct gr_log *log, struct gr_flush_ticket *t, const char
                rebuildable from the .log, so a failure costs a rebuild at the next load, not durability. */
             int werr = gr_segment_write_indexes_existing(seg);
             if (werr < 0 && werr != -ENOENT) /* ENOENT: retention deleted the segment meanwhile */
-                GR_WARN("storage: %s: writing indexes of segment %" PRId64 " failed (%s); rebuilt on next load",
-                        log->dir_name, seg->base_offset, strerror(-werr));
+                GR_WARN_RATELIMITED("storage: %s: writing indexes of segment %" PRId64
+                                    " failed (%s); rebuilt on next load",
+                                    log->dir_name, seg->base_offset, strerror(-werr));
         }
     }
     return err;
@@ -552,7 +553,8 @@ static int log_roll(struct gr_log *log)
         if (!seg) return -ENOMEM;
         err = gr_segment_create(seg);
         if (err < 0) {
-            GR_WARN("storage: %s: creating segment %" PRId64 " failed (%s)", log->dir_name, base, strerror(-err));
+            GR_WARN_RATELIMITED("storage: %s: creating segment %" PRId64 " failed (%s)", log->dir_name, base,
+                                strerror(-err));
             gr_segment_unref(seg);
             return err;
         }
@@ -572,8 +574,8 @@ static int log_roll(struct gr_log *log)
     GR_DEBUG("storage: %s: rolled to segment %" PRId64, log->dir_name, base);
     int serr = snapshot_write(log, false);
     if (serr < 0)
-        GR_WARN("storage: %s: producer snapshot at %" PRId64 " failed (%s)", log->dir_name, base,
-                strerror(-serr));
+        GR_WARN_RATELIMITED("storage: %s: producer snapshot at %" PRId64 " failed (%s)", log->dir_name, base,
+                            strerror(-serr));
     gr_log_flush_async(log); /* as Kafka does at roll: the sealed segment becomes durable soon */
     gr_roll_prepare(log, seg, INT64_MIN); /* a log that rolls keeps the next spare ready (storage/roll.c) */
     return 0;
@@ -599,9 +601,10 @@ static enum roll_need need_roll(const struct gr_log *log, const struct gr_segmen
     if (wait_max < log->store->cfg.roll_wait_bytes_min) wait_max = log->store->cfg.roll_wait_bytes_min;
     if (seg->size_bytes > wait_max) return ROLL_HARD;
     if (seg->size_bytes + (int64_t)len > cfg->segment_bytes) return ROLL_SOFT;
+    /* Header timestamps come off the wire: saturating, never an overflow (Kafka's Java long wraps). */
     int64_t waited = seg->rolling_timestamp_ms >= 0
-                         ? gr_batch_max_timestamp(batch) - seg->rolling_timestamp_ms
-                         : now_ms - seg->created_ms;
+                         ? gr_ms_sub_sat(gr_batch_max_timestamp(batch), seg->rolling_timestamp_ms)
+                         : gr_ms_sub_sat(now_ms, seg->created_ms);
     if (waited > cfg->segment_ms) return ROLL_SOFT;
     return gr_segment_index_full(seg, cfg) ? ROLL_SOFT : ROLL_NO;
 }
@@ -652,8 +655,8 @@ static int write_batch(struct gr_log *log, struct gr_segment *seg, const uint8_t
         done += (size_t)r;
     }
     if (err == 0) return 0;
-    GR_WARN("storage: %s: append of %zu bytes at %" PRId64 " failed (%s), %zu bytes to undo", log->dir_name,
-            len, pos, strerror(-err), done);
+    GR_WARN_RATELIMITED("storage: %s: append of %zu bytes at %" PRId64 " failed (%s), %zu bytes to undo",
+                        log->dir_name, len, pos, strerror(-err), done);
     if (done == 0) return err; /* a failed pwrite writes nothing: the file is as it was */
     struct undo *u = malloc(sizeof(*u));
     struct gr_job *job = u ? calloc(1, sizeof(*job)) : NULL;
@@ -760,7 +763,7 @@ int gr_log_append(struct gr_log *log, uint8_t *batch, size_t len, int64_t log_ap
         /* The first batch of a new epoch: its entry must reach the file (queued; no disk call here). */
         int eerr = gr_log_write_epochs(log, false);
         if (eerr < 0)
-            GR_WARN("storage: %s: queueing the leader-epoch-checkpoint write failed (%s): retried later",
+            GR_WARN_RATELIMITED("storage: %s: queueing the leader-epoch-checkpoint write failed (%s): retried later",
                     log->dir_name, strerror(-eerr));
     }
     log->messages_since_flush += gr_batch_record_count(batch);
@@ -1133,7 +1136,7 @@ int gr_log_delete_records_end(struct gr_log *log, int64_t offset, int err)
         /* The checkpoint cannot be written for lack of space, and deleting the segments is what frees it:
            go ahead (Kafka writes this checkpoint only periodically too); the next checkpoint pass retries.
            Until then a crash can bring back the records below `offset` (never lose any above). */
-        GR_WARN("storage: %s: DeleteRecords to %" PRId64 " applied although the log start checkpoint could "
+        GR_WARN_RATELIMITED("storage: %s: DeleteRecords to %" PRId64 " applied although the log start checkpoint could "
                 "not be written (%s): written again later",
                 log->dir_name, offset, strerror(-err));
         err = 0;
@@ -1175,7 +1178,7 @@ void gr_log_retention(struct gr_log *log, int64_t now_ms)
         bool go = del + 1 < n && log->segs[del + 1]->base_offset <= log->log_start_offset;
         if (cfg->delete_policy && cfg->retention_ms >= 0) {
             int64_t t = seg->max_timestamp_ms >= 0 ? seg->max_timestamp_ms : seg->modified_ms;
-            go = go || now_ms - t > cfg->retention_ms;
+            go = go || gr_ms_sub_sat(now_ms, t) > cfg->retention_ms;
         }
         if (cfg->delete_policy && cfg->retention_bytes >= 0) go = go || excess - seg->size_bytes >= 0;
         if (!go) break;
@@ -1505,7 +1508,7 @@ static int partition_metadata(struct gr_log *log, bool loading)
     err = gr_file_write_atomic(log->dir_fd, "partition.metadata", want, (size_t)n);
     if (gr_err_no_space(err) && loading) {
         /* Rebuildable from the topic file: an open on a full disk goes on; the next open writes it. */
-        GR_WARN("storage: %s: writing partition.metadata failed (%s): written at the next open",
+        GR_WARN_RATELIMITED("storage: %s: writing partition.metadata failed (%s): written at the next open",
                 log->dir_name, strerror(-err));
         err = 0;
     }

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/time.h"
 #include "protocol/record_batch.h"
 #include "protocol/crc32c.h"
 
@@ -233,7 +234,7 @@ size_t gr_producer_state_expire(struct gr_producer_state *ps, int64_t now_ms, in
     for (size_t i = 0; i < ps->cap;) {
         struct gr_producer_entry *e = &ps->slots[i];
         if (e->producer_id >= 0 && e->current_txn_first_offset < 0 &&
-            e->last_timestamp_ms <= now_ms - expiration_ms) {
+            e->last_timestamp_ms <= gr_ms_sub_sat(now_ms, expiration_ms)) {
             ps_remove_slot(ps, i); /* the slot may now hold a shifted entry: look at it again */
             dropped++;
             continue;

@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/time.h"
 #include "storage/internal.h"
 #include "storage/sys.h"
 
@@ -67,11 +68,14 @@ void gr_roll_prepare(struct gr_log *log, const struct gr_segment *active, int64_
         return;
     }
     const struct gr_log_config *cfg = &log->topic->cfg;
-    int64_t age = now_ms - active->created_ms; /* a hint: the roll itself uses record timestamps */
+    int64_t age =
+        gr_ms_sub_sat(now_ms, active->created_ms); /* a hint: the roll itself uses record timestamps */
     /* Half of every limit, the hard ones too (file position and relative offset must fit 31 bits; only
        those rolls may still create files on the network thread, when even a spare asked for at half-way
        is not there). */
-    int64_t ts_age = active->rolling_timestamp_ms >= 0 ? active->max_timestamp_ms - active->rolling_timestamp_ms : 0;
+    int64_t ts_age = active->rolling_timestamp_ms >= 0
+                         ? gr_ms_sub_sat(active->max_timestamp_ms, active->rolling_timestamp_ms)
+                         : 0;
     bool near = active->size_bytes > cfg->segment_bytes / 2 || age > cfg->segment_ms / 2 ||
                 ts_age > cfg->segment_ms / 2 ||
                 active->idx_count > cfg->segment_index_bytes / 16 ||
@@ -135,8 +139,8 @@ int gr_roll_name_segment(struct gr_segment *seg)
         gr_segment_file_name(name, seg->base_offset, sfx[i]);
         int fd = gr_sys_openat(dir, name, O_RDWR | O_CREAT, 0644); /* a clean close may have written it */
         if (fd < 0)
-            GR_WARN("storage: %s: creating %s failed (%s); rebuilt on next load", seg->log->dir_name, name,
-                    strerror(-fd));
+            GR_WARN_RATELIMITED("storage: %s: creating %s failed (%s); rebuilt on next load",
+                                seg->log->dir_name, name, strerror(-fd));
         gr_sys_close(fd);
     }
     if (err < 0)

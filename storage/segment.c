@@ -423,8 +423,9 @@ int gr_segment_seal(struct gr_segment *seg)
     time_index_maybe_append(seg, seg->max_timestamp_ms, seg->max_timestamp_offset);
     int err = gr_segment_write_indexes(seg);
     if (err < 0)
-        GR_WARN("storage: %s: writing indexes of segment %" PRId64 " failed (%s); rebuilt on next load",
-                seg->log->dir_name, seg->base_offset, strerror(-err));
+        GR_WARN_RATELIMITED("storage: %s: writing indexes of segment %" PRId64
+                            " failed (%s); rebuilt on next load",
+                            seg->log->dir_name, seg->base_offset, strerror(-err));
     seg->sealed = true;
     return err;
 }

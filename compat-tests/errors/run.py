@@ -14,6 +14,13 @@ Cases (Kafka's rules, from its network layer and request handlers):
                                                      UNKNOWN_TOPIC_ID by id (v13); the topic is not created
   batch timestamp now+2h                          -> 32 INVALID_TIMESTAMP (after.max.ms default 1 h), HWM same
   acks=2, acks=-2                                 -> 21 INVALID_REQUIRED_ACKS, nothing appended
+  batch header max timestamp now+10y, records now -> stored with the header's max timestamp corrected to the
+                                                     records' (Kafka's LogValidator), ListOffsets -3 answers the
+                                                     record's time, retention.ms deletes it and the batch after it
+  OffsetCommit whose records exceed the offsets -> 28 INVALID_COMMIT_OFFSET_SIZE on every partition, nothing
+  topic's max.message.bytes (1048588)               committed; a smaller commit of the same group: 0
+  300 bad frames in a row                         -> at most 10 "frame size" warnings per 10 s window in the
+                                                     broker log (rate limited; run.sh checks the suppressed count)
 """
 import os
 import socket
@@ -199,9 +206,88 @@ def required_acks():
     alive('acks')
 
 
+def header_timestamp():
+    """Records say now, the header says now + 10 years (issue 26 defect 6): Kafka stores the records' max."""
+    ten_years = 3650 * 24 * 3600 * 1000
+    with k.Conn(B) as c:
+        r = k.create_topic(c, 'err-hdrts', 1, configs={'retention.ms': '3000', 'segment.ms': '1000'})
+        tk.eq('header timestamp: CreateTopics err-hdrts (retention.ms 3000, segment.ms 1000)', 0, r['error_code'])
+        now = int(time.time() * 1000)
+        t0 = time.time()
+        pr = k.produce(c, 'err-hdrts', 0, k.build_batch([(b'k', b'a'), (b'k', b'b')], base_timestamp=now,
+                                                         timestamp_deltas=[0, 5], max_timestamp=now + ten_years))
+        tk.eq('header now+10y, records now: accepted at offset 0', (0, 0), (pr['error_code'], pr['base_offset']))
+        lo = k.list_offsets(c, 'err-hdrts', 0, -3)
+        tk.eq('ListOffsets -3 (max timestamp): the record\'s own time and offset, not 10 years ahead',
+              (0, now + 5, 1), (lo['error_code'], lo['timestamp'], lo['offset']))
+        f = k.fetch(c, 'err-hdrts', 0, 0)
+        batches = k.parse_batches(f['responses'][0]['partitions'][0]['records'])  # CRC checked
+        tk.eq('stored header max timestamp is the records\' max (CRC valid)', [now + 5],
+              [b['max_timestamp'] for b in batches])
+        time.sleep(1.2)
+        pr = k.produce(c, 'err-hdrts', 0, k.build_batch([(b'k', b'c')]))
+        tk.eq('a later batch: accepted at offset 2', (0, 2), (pr['error_code'], pr['base_offset']))
+        # retention.ms 3000 after the records' time (log.retention.check.interval.ms 500, run.sh)
+        earliest = -1
+        while time.time() - t0 < 15 and earliest < 3:
+            earliest = k.list_offsets(c, 'err-hdrts', 0, -2)['offset']
+            if earliest < 3:
+                time.sleep(0.25)
+        took = time.time() - t0
+        tk.check('retention.ms deletes the header-lied batch and the one after it (log start offset 3)',
+                 earliest == 3, f'log start offset {earliest} after {took:.1f} s')
+        tk.check('... not before retention.ms', took >= 3.0, f'{took:.1f} s')
+    alive('header timestamp')
+
+
+def big_commit():
+    """An OffsetCommit whose records, as one batch, exceed max.message.bytes of __consumer_offsets (1048588):
+    300 entries of a 2000-byte group id (in every record key) and 2000-byte metadata, a 0.6 MB request."""
+    group = 'err-big-commit-' + 'g' * 2000
+
+    def commit(n):
+        vals = {'group_id': group, 'generation_id_or_member_epoch': -1, 'member_id': '', 'group_instance_id': None,
+                'topics': [{'name': 'err-acks', 'partitions': [
+                    {'partition_index': 0, 'committed_offset': i, 'committed_leader_epoch': -1,
+                     'committed_metadata': 'm' * 2000} for i in range(n)]}]}
+        r = c.request('OffsetCommit', 8, vals, timeout=30)
+        return sorted({p['error_code'] for t in r['topics'] for p in t['partitions']})
+
+    with k.Conn(B) as c:
+        tk.eq('OffsetCommit of 300 x 4 KB records (1.2 MB > 1048588): 28 INVALID_COMMIT_OFFSET_SIZE on each',
+              [k.INVALID_COMMIT_OFFSET_SIZE], commit(300))
+        r = c.request('OffsetFetch', 7, {'group_id': group, 'topics': None, 'require_stable': False})
+        tk.eq('... nothing committed', 0, sum(len(t['partitions']) for t in r['topics']))
+        tk.eq('OffsetCommit of 10 such entries: accepted', [0], commit(10))
+    alive('big commit')
+
+
+def log_flood():
+    """300 frames of size -1 on 300 connections: the per-frame warning is rate limited (issue 26 defect 8)."""
+    log = os.path.join(os.environ['BROKER_DIR'], 'broker.log')
+    start = os.path.getsize(log)
+    for _ in range(300):
+        with k.Conn(B) as c:
+            try:
+                c.send_raw(struct.pack('>i', -1))
+                c.closed_by_peer(2.0)
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+    time.sleep(0.3)
+    with open(log, 'rb') as fh:
+        fh.seek(start)
+        text = fh.read().decode('utf-8', 'replace')
+    n = sum(1 for line in text.splitlines() if 'frame size -1 outside' in line)
+    tk.check('300 bad frames: at most 20 "frame size" warnings logged (10 per 10 s window)', 1 <= n <= 20,
+             f'{n} lines')
+    alive('log flood')
+
+
 for name, fn in (('oversized frame', oversized_frame), ('frame at the limit', frame_at_limit),
                  ('short frames', short_frames), ('malformed requests', malformed),
                  ('unsupported versions', unsupported_versions), ('produce to a missing topic', missing_topic),
-                 ('future-dated batch', future_timestamp), ('required acks', required_acks)):
+                 ('future-dated batch', future_timestamp), ('required acks', required_acks),
+                 ('header max timestamp', header_timestamp), ('big offset commit', big_commit),
+                 ('log flood', log_flood)):
     tk.run(name, fn)
 tk.finish()

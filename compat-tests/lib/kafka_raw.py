@@ -42,6 +42,7 @@ INVALID_REQUIRED_ACKS = 21
 ILLEGAL_GENERATION = 22
 UNKNOWN_MEMBER_ID = 25
 REBALANCE_IN_PROGRESS = 27
+INVALID_COMMIT_OFFSET_SIZE = 28
 INVALID_TIMESTAMP = 32
 UNSUPPORTED_VERSION = 35
 TOPIC_ALREADY_EXISTS = 36
@@ -1058,8 +1059,9 @@ def encode_record(offset_delta, key, value, headers=(), timestamp_delta=0):
 
 def build_batch(records, codec=CODEC_NONE, base_timestamp=None, attributes_extra=0, producer_id=-1,
                 producer_epoch=-1, base_sequence=-1, last_offset_delta=None, record_count=None,
-                timestamp_deltas=None, raw_records=None):
-    """records: list of (key, value) or (key, value, headers). Overrides exist for negative tests."""
+                timestamp_deltas=None, raw_records=None, max_timestamp=None):
+    """records: list of (key, value) or (key, value, headers). Overrides exist for negative tests
+    (max_timestamp: the header's max timestamp, else base + the largest delta)."""
     if base_timestamp is None:
         base_timestamp = int(time.time() * 1000)
     deltas = timestamp_deltas or [0] * len(records)
@@ -1071,7 +1073,9 @@ def build_batch(records, codec=CODEC_NONE, base_timestamp=None, attributes_extra
     body = compress(codec, body)
     n = len(records) if record_count is None else record_count
     lod = len(records) - 1 if last_offset_delta is None else last_offset_delta
-    tail = struct.pack('>hiqqqhii', codec | attributes_extra, lod, base_timestamp, base_timestamp + max(deltas or [0]),
+    if max_timestamp is None:
+        max_timestamp = base_timestamp + max(deltas or [0])
+    tail = struct.pack('>hiqqqhii', codec | attributes_extra, lod, base_timestamp, max_timestamp,
                        producer_id, producer_epoch, base_sequence, n) + body
     crc = crc32c(tail)
     head = struct.pack('>qiibI', 0, len(tail) + 9, -1, 2, crc)

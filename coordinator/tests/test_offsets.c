@@ -211,6 +211,47 @@ static void test_metadata_too_large(void **state)
     free(big);
 }
 
+/* A commit whose records, as one batch, exceed the offsets topic's max.message.bytes (message.max.bytes,
+   1048588 by default): every written partition INVALID_COMMIT_OFFSET_SIZE, a partition refused for its
+   metadata keeps OFFSET_METADATA_TOO_LARGE, nothing appended or applied, no group created (Kafka's
+   GroupMetadataManager.storeOffsets). Under the limit by one record: accepted. */
+static void test_commit_over_max_message_bytes(void **state)
+{
+    struct world *w = *state;
+    enum { N = 300 };
+    struct gr_commit_partition cps[N + 1];
+    char *md = malloc(4001);
+    memset(md, 'm', 4000);
+    md[4000] = 0;
+    char *big = malloc(5001);
+    memset(big, 'b', 5000);
+    big[5000] = 0;
+    for (int i = 0; i < N; i++)
+        cps[i] = (struct gr_commit_partition){i, 100 + i, -1, gr_str_c(md), -99};
+    cps[N] = (struct gr_commit_partition){N, 7, -1, gr_str_c(big), -99};
+    struct gr_commit_topic ct = {gr_str_c("t"), cps, N + 1};
+    struct gr_commit_params p = {gr_str_c("s"), gr_str_c(""), GR_STR_NULL, -1, -1, 8, &ct, 1};
+    int32_t wp;
+    int64_t we;
+    gr_coord_commit(w->c, &p, &wp, &we); /* 300 x ~4 KB of records: about 1.2 MB */
+    for (int i = 0; i < N; i++)
+        assert_int_equal(cps[i].error_code, GR_ERR_INVALID_COMMIT_OFFSET_SIZE);
+    assert_int_equal(cps[N].error_code, GR_ERR_OFFSET_METADATA_TOO_LARGE);
+    assert_int_equal(we, -1);
+    assert_int_equal(w->env.rec_count, 0);
+    assert_null(gr_coord_group_find(w->c, gr_str_c("s")));
+    assert_int_equal(fetch(w, "s", "t", 0), -1);
+    /* 250 of them fit in 1048588 bytes (about 1.0 MB): accepted, all applied. */
+    ct.count = 250;
+    gr_coord_commit(w->c, &p, &wp, &we);
+    for (int i = 0; i < 250; i++)
+        assert_int_equal(cps[i].error_code, GR_ERR_NONE);
+    assert_int_equal(w->env.rec_count, 250);
+    assert_int_equal(fetch(w, "s", "t", 249), 349);
+    free(md);
+    free(big);
+}
+
 /* A failed append: NOT_COORDINATOR, nothing applied, no group created. */
 static void test_append_failure(void **state)
 {
@@ -442,6 +483,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_fetch_all, setup, teardown),
         cmocka_unit_test_setup_teardown(test_metadata_too_large, setup, teardown),
         cmocka_unit_test_setup_teardown(test_append_failure, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_commit_over_max_message_bytes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_offset_delete, setup, teardown),
         cmocka_unit_test_setup_teardown(test_topic_deleted, setup, teardown),
         cmocka_unit_test_setup_teardown(test_expiration, setup, teardown),

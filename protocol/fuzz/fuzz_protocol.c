@@ -30,10 +30,11 @@
  *   - when a batch validates: the iterator accepts it too and yields exactly record_count records whose
  *     offsets are base offset + 0..n-1 (client rules) and increasing (stored-data rules), with the
  *     validator's maximum create timestamp and null-key answer; the looser modes (stored-data rules,
- *     header only) accept it too; gr_batch_next / gr_batches_count find exactly one batch; recompressed
- *     (gr_decompress whole + gr_batch_assemble) it validates again and holds the same records.
- * Produce requests that decode also have each partition's records validated and iterated (client rules).
- * Seeds: protocol/fuzz/make_seeds.c and the golden frames (protocol/tests/golden/). Run:
+ *     header only) accept it too; the produce handler's timestamp rules (gr_batch_apply_timestamps) leave
+ *     a client batch valid with the records' maximum in its header; gr_batch_next / gr_batches_count find
+ * exactly one batch; recompressed (gr_decompress whole + gr_batch_assemble) it validates again and holds the
+ * same records. Produce requests that decode also have each partition's records validated and iterated
+ * (client rules). Seeds: protocol/fuzz/make_seeds.c and the golden frames (protocol/tests/golden/). Run:
  * protocol/fuzz/run.sh.
  */
 #include <stdint.h>
@@ -75,7 +76,8 @@ static void check_iterate(const uint8_t *b, size_t len, unsigned flags, const st
         if (flags & GR_BATCH_CHECK_CLIENT)
             FUZZ_CHECK(rec.offset_delta == n, "record %d has offset delta %d", n, rec.offset_delta);
         FUZZ_CHECK(rec.offset_delta > prev, "offset delta %d after %lld", rec.offset_delta, (long long)prev);
-        FUZZ_CHECK(rec.offset == info->base_offset + rec.offset_delta, "offset");
+        FUZZ_CHECK(rec.offset == (int64_t)((uint64_t)info->base_offset + (uint64_t)(int64_t)rec.offset_delta),
+                   "offset");
         FUZZ_CHECK(rec.key.len >= -1 && rec.value.len >= -1, "lengths");
         if (log_append)
             FUZZ_CHECK(rec.timestamp == info->max_timestamp, "log append time");
@@ -171,6 +173,41 @@ static void check_recompress(const uint8_t *b, size_t len, unsigned flags, const
     free(out);
 }
 
+/* The produce handler's timestamp rules on a copy of a client batch that validated, with the clock and the
+ * bounds taken from the batch's own header fields (so that mutated extremes reach them): the answer is 0
+ * or GR_BATCH_ERR_TIMESTAMP; after 0 the copy validates again (CRC recomputed) and under CreateTime its
+ * header says the records' maximum with the LogAppendTime bit clear. */
+static void check_timestamps(const uint8_t *b, size_t len, const struct gr_batch_info *info)
+{
+    uint8_t *copy = malloc(len);
+    FUZZ_CHECK(copy != NULL, "malloc");
+    memcpy(copy, b, len);
+    struct gr_batch_info ci = *info;
+    bool lat = info->producer_epoch & 1;
+    int64_t before = (int64_t)((uint64_t)info->producer_id & INT64_MAX);
+    int64_t after = info->base_sequence & INT32_MAX;
+    const char *why = NULL;
+    int rc = gr_batch_apply_timestamps(copy, len, &ci, lat, before, after, info->base_timestamp, &why);
+    FUZZ_CHECK(rc == 0 || (rc == GR_BATCH_ERR_TIMESTAMP && why), "apply_timestamps returned %d", rc);
+    if (rc == 0) {
+        struct gr_batch_info again;
+        rc = gr_batch_validate_ex(copy, len, GR_BATCH_CHECK_CLIENT, &again, &why);
+        FUZZ_CHECK(rc == 0, "batch no longer validates after apply_timestamps: %d (%s)", rc, why);
+        FUZZ_CHECK(again.max_timestamp == ci.max_timestamp && again.attributes == ci.attributes, "info");
+        if (!lat) {
+            bool was_lat = info->attributes & GR_BATCH_ATTR_LOG_APPEND_TIME;
+            int64_t want =
+                was_lat ? (info->max_timestamp > -1 ? info->max_timestamp : -1) : info->records_max_timestamp;
+            FUZZ_CHECK(again.max_timestamp == want && !(again.attributes & GR_BATCH_ATTR_LOG_APPEND_TIME),
+                       "header max timestamp %lld, want %lld", (long long)again.max_timestamp,
+                       (long long)want);
+        } else {
+            FUZZ_CHECK(memcmp(copy, b, len) == 0, "LogAppendTime changed the batch before the append");
+        }
+    }
+    free(copy);
+}
+
 /* Validates one batch (any outcome is fine) and, if it validated fully, iterates it and checks that the
  * looser modes accept it too: client rules imply stored-data rules, a full check implies the header check. */
 static void fuzz_batch(const uint8_t *b, size_t len, unsigned flags, int recompress_codec)
@@ -192,6 +229,7 @@ static void fuzz_batch(const uint8_t *b, size_t len, unsigned flags, int recompr
         if (flags & GR_BATCH_CHECK_CLIENT) {
             rc = gr_batch_validate_ex(b, len, 0, NULL, &why);
             FUZZ_CHECK(rc == 0, "client rules passed, stored-data rules failed: %d (%s)", rc, why);
+            check_timestamps(b, len, &info);
         }
         /* The handler recompresses producer batches, which hold >= 1 record. A stored batch may hold none
          * and have an empty records section even with a codec set (Kafka's cleaner writes such header-only

@@ -191,6 +191,7 @@ int gr_groups_start(struct gr_broker *b)
     cfg.offsets_retention_ms = gr_config_int(&b->cfg, "offsets.retention.minutes") * 60000;
     cfg.offsets_retention_check_interval_ms = GROUPS_RETENTION_CHECK_MS;
     cfg.offset_metadata_max_bytes = (int32_t)gr_config_int(&b->cfg, "offset.metadata.max.bytes");
+    cfg.offsets_max_message_bytes = (int32_t)gr_config_int(&b->cfg, "message.max.bytes");
     cfg.offsets_partitions = gr_offsets_log_partitions(g->ol);
     struct gr_coord_hooks hooks = {g,          hook_mono,      hook_wall,  hook_append,
                                    hook_join_done, hook_sync_done, hook_timer, hook_durable};

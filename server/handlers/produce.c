@@ -2,8 +2,10 @@
  * produce.c: Produce (key 0), served v3-v13 (advertised from v0; v0-v2 close the connection in dispatch).
  *
  * Per partition: exactly one RecordBatch v2, validated in place (CRC-32C, lengths, offset deltas, records),
- * size against max.message.bytes, zstd only from v7, timestamps against log.message.timestamp.*.max.ms,
- * then appended as it came (storage patches base offset and leader epoch). Durability, named:
+ * size against max.message.bytes, zstd only from v7, every record's timestamp against
+ * message.timestamp.before/after.max.ms, the header's max timestamp set to the records' maximum (CreateTime)
+ * or to the append time (LogAppendTime, by storage) with the CRC recomputed when it changes (Kafka's
+ * LogValidator), then appended in place (storage patches base offset and leader epoch). Durability, named:
  *   acks=0   accepted: no response at all; any partition error closes the connection (as Kafka does)
  *   acks=1   written: answered once the batch is in the page cache
  *   acks=-1  durable: with gregor.acks.all.fsync (default) answered once a group-commit fdatasync covers
@@ -192,17 +194,20 @@ static struct gr_log *produce_partition(struct gr_req *req, struct gr_topic *t, 
     }
     int64_t now = gr_time_wall_ms();
     bool lat = topic_log_append_time(b, t);
-    if (!lat) {
-        int64_t after = topic_config_long(b, t, "message.timestamp.after.max.ms", "log.message.timestamp.after.max.ms");
-        int64_t before = topic_config_long(b, t, "message.timestamp.before.max.ms", "log.message.timestamp.before.max.ms");
-        int64_t ts_max = info.records_max_timestamp;
-        if ((ts_max >= 0 && ts_max - now > after) || (info.base_timestamp >= 0 && now - info.base_timestamp > before)) {
-            set_error(pr, GR_ERR_INVALID_TIMESTAMP, "A record timestamp is outside log.message.timestamp.before/after.max.ms");
-            return NULL;
-        }
-    }
-    uint8_t *batch = (uint8_t *)records.ptr, *rewritten = NULL;
+    uint8_t *batch = (uint8_t *)records.ptr, *rewritten = NULL; /* the request buffer: ours to patch */
     size_t batch_len = (size_t)records.len;
+    /* Every record's timestamp within the bounds; the header's max timestamp := the records' maximum
+       (CreateTime; CRC recomputed only when it changes) as Kafka's LogValidator does. */
+    int64_t after =
+        topic_config_long(b, t, "message.timestamp.after.max.ms", "log.message.timestamp.after.max.ms");
+    int64_t before =
+        topic_config_long(b, t, "message.timestamp.before.max.ms", "log.message.timestamp.before.max.ms");
+    rc = gr_batch_apply_timestamps(batch, batch_len, &info, lat, before < 0 ? 0 : before,
+                                   after < 0 ? 0 : after, now, &why);
+    if (rc) {
+        set_error(pr, gr_batch_err_kafka(rc), why);
+        return NULL;
+    }
     int want = topic_codec(b, t);
     if (want >= 0 && want != (int)info.codec) {
         int16_t err = recompress(batch, batch_len, &info, (enum gr_codec)want, &rewritten, &batch_len);
@@ -234,7 +239,7 @@ static struct gr_log *produce_partition(struct gr_req *req, struct gr_topic *t, 
         return NULL;
     }
     if (rc) {
-        GR_WARN("append to %s-%d failed: %s", gr_topic_name(t), partition, strerror(-rc));
+        GR_WARN_RATELIMITED("append to %s-%d failed: %s", gr_topic_name(t), partition, strerror(-rc));
         set_error(pr, GR_ERR_KAFKA_STORAGE_ERROR, "The broker could not write the batch");
         return NULL;
     }

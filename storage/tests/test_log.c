@@ -15,6 +15,7 @@
 
 #include <cmocka.h>
 
+#include "common/time.h"
 #include "storage/internal.h"
 #include "storage/tests/helpers.h"
 
@@ -489,6 +490,57 @@ static void test_roll_triggers(void **state)
     assert_int_equal(gr_log_end_offset(f->log), (int64_t)INT32_MAX + 12);
 }
 
+/* Appends one record whose header says max timestamp `max_ts` (the record itself at ts 10000, CRC valid),
+   as a batch from before Produce corrected headers, or from a crafted segment, would. */
+static void append_header_ts(struct gr_log *log, int64_t max_ts)
+{
+    size_t len;
+    uint8_t *b = th_simple(1, 10000, 0, &len);
+    gr_put_be64(b + GR_BATCH_OFF_MAX_TIMESTAMP, (uint64_t)max_ts);
+    gr_batch_crc_store(b, len);
+    struct gr_append_result res;
+    assert_int_equal(gr_log_append(log, b, len, -1, &res), 0);
+    free(b);
+    gr_store_quiesce(log->store);
+}
+
+/* Header timestamps at INT64_MIN / INT64_MAX: segment.ms and retention use saturating differences (no
+   signed overflow: the sanitizer build aborts on one), so a header far in the past does not roll and a
+   retention pass at any clock value neither overflows nor deletes what is not expired. */
+static void test_extreme_header_timestamps(void **state)
+{
+    struct fx *f = *state;
+    th_flush_hook(&f->cfg);
+    open_store(f);
+    const char *k[] = {"segment.ms", "retention.ms"}, *v[] = {"1000", "60000"};
+    create(f, "ext", k, v, 2);
+    append(f->log, 1, 10000, 0);
+    append(f->log, 1, 10900, 1); /* past half of segment.ms: the next segment's file is made ahead */
+    append(f->log, 1, 12000, 2); /* segment.ms passed: roll; rolling timestamp 12000 */
+    assert_int_equal(gr_log_segment_count(f->log), 2);
+    append_header_ts(f->log, INT64_MIN); /* INT64_MIN - 12000 saturates: far in the past, no roll */
+    assert_int_equal(gr_log_segment_count(f->log), 2);
+    append_header_ts(f->log, INT64_MAX); /* far ahead: segment.ms passed, roll */
+    assert_int_equal(gr_log_segment_count(f->log), 3);
+    append_header_ts(f->log, INT64_MIN); /* INT64_MIN - INT64_MAX saturates: no roll */
+    assert_int_equal(gr_log_segment_count(f->log), 3);
+    assert_int_equal(f->log->segs[1]->max_timestamp_ms, 12000);
+    assert_int_equal(f->log->segs[2]->max_timestamp_ms, INT64_MAX);
+    gr_log_flush_async(f->log);
+    assert_int_equal(th_wait_durable(f->log, 6), 0);
+    /* A clock at INT64_MIN: nothing is older than retention.ms (and no overflow). */
+    gr_log_retention(f->log, INT64_MIN);
+    assert_int_equal(gr_log_start_offset(f->log), 0);
+    /* Now: the first two segments (max timestamps 10900, 12000) are expired; the INT64_MAX one never is. */
+    gr_log_retention(f->log, gr_time_wall_ms());
+    gr_store_quiesce(f->store);
+    assert_int_equal(gr_log_start_offset(f->log), 4);
+    assert_int_equal(gr_log_segment_count(f->log), 1);
+    /* A clock at INT64_MAX: the INT64_MAX segment is still not older than retention.ms. */
+    gr_log_retention(f->log, INT64_MAX);
+    assert_int_equal(gr_log_start_offset(f->log), 4);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -502,6 +554,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_leader_epochs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_group_commit_flush, setup, teardown),
         cmocka_unit_test_setup_teardown(test_roll_triggers, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_extreme_header_timestamps, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,274 @@
+/*
+ * test_produce_timestamps.c: the Produce handler's timestamp rules (Kafka's LogValidator) against a real
+ * store: a batch whose records say "now" and whose header says now + 10 years is stored with the header's
+ * max timestamp corrected to the records' maximum and a valid CRC-32C (uncompressed and each codec), so
+ * ListOffsets max-timestamp answers the record's real time; LogAppendTime stores the broker's clock; the
+ * before/after bounds apply to every record, not only the first or the header; a producer-set
+ * LogAppendTime bit is handled as Kafka does. Read next: server/handlers/produce.c,
+ * protocol/record_batch.h (gr_batch_apply_timestamps).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "common/time.h"
+#include "server/handlers/handlers.h"
+#include "storage/sys.h"
+#include "storage/tests/helpers.h"
+
+void gr_broker_init_watchers(struct gr_broker *b);
+
+#define TEN_YEARS_MS (3650LL * 24 * 3600 * 1000)
+#define HOUR_MS (3600LL * 1000)
+
+struct fx {
+    char dir[64];
+    struct gr_broker *b;
+};
+
+static int setup(void **state)
+{
+    struct fx *f = calloc(1, sizeof *f);
+    th_tmpdir(f->dir, sizeof f->dir);
+    struct gr_broker *b = calloc(1, sizeof *b);
+    gr_config_init(&b->cfg);
+    b->loop = ev_loop_new(EVFLAG_AUTO);
+    gr_broker_init_watchers(b);
+    struct gr_store_config sc;
+    th_config(&sc, f->dir);
+    assert_int_equal(gr_store_open(&sc, &b->store), 0);
+    struct gr_topic *t;
+    assert_int_equal(gr_store_topic_create(b->store, "c", 1, NULL, NULL, 0, &t), 0);
+    const char *lk[] = {"message.timestamp.type"}, *lv[] = {"LogAppendTime"};
+    assert_int_equal(gr_store_topic_create(b->store, "l", 1, lk, lv, 1, &t), 0);
+    const char *bk[] = {"message.timestamp.before.max.ms"}, *bv[] = {"3600000"};
+    assert_int_equal(gr_store_topic_create(b->store, "b", 1, bk, bv, 1, &t), 0);
+    f->b = b;
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fx *f = *state;
+    gr_store_close(f->b->store);
+    gr_sys_reset();
+    ev_loop_destroy(f->b->loop);
+    gr_config_free(&f->b->cfg);
+    gr_broker_free_waiters(f->b);
+    free(f->b->flushed);
+    free(f->b);
+    th_rmtree(f->dir);
+    free(f);
+    return 0;
+}
+
+/* A batch of `n` records with the given timestamps (each value "v"), codec `codec`; then, as a lying
+   client would, the header's max timestamp set to `header_max` (unless -2) and extra attribute bits
+   `attrs` set, with a CRC that matches. Returns malloc'd bytes. */
+static uint8_t *lying_batch(const int64_t *ts, int n, enum gr_codec codec, int64_t header_max, int16_t attrs,
+                            size_t *len)
+{
+    struct gr_record_in recs[8];
+    assert_true(n <= 8);
+    for (int i = 0; i < n; i++)
+        recs[i] =
+            (struct gr_record_in){.timestamp = ts[i], .key = {NULL, -1}, .value = {(const uint8_t *)"v", 1}};
+    struct gr_batch_params bp = {.partition_leader_epoch = -1,
+                                 .codec = codec,
+                                 .log_append_time = -1,
+                                 .producer_id = -1,
+                                 .producer_epoch = -1,
+                                 .base_sequence = -1};
+    uint8_t *b;
+    assert_int_equal(gr_batch_build(&bp, recs, n, &b, len), 0);
+    if (header_max != -2) gr_put_be64(b + GR_BATCH_OFF_MAX_TIMESTAMP, (uint64_t)header_max);
+    gr_put_be16(b + GR_BATCH_OFF_ATTRIBUTES, (uint16_t)(gr_batch_attributes(b) | attrs));
+    gr_batch_crc_store(b, *len);
+    return b;
+}
+
+/* Sends one Produce v9 acks=1 of `batch` to `topic`-0 and returns the partition's error code. */
+static int16_t produce(struct fx *f, const char *topic, const uint8_t *batch, size_t len)
+{
+    struct gr_req *req = calloc(1, sizeof *req);
+    req->broker = f->b;
+    gr_arena_init(&req->arena, 1 << 20);
+    req->hdr.request_api_key = 0;
+    req->hdr.request_api_version = 9;
+    uint8_t *copy = gr_arena_alloc(&req->arena, len);
+    memcpy(copy, batch, len);
+    struct gr_produce_request *body = gr_arena_alloc(&req->arena, sizeof *body);
+    gr_produce_request_init(body);
+    body->transactional_id = GR_STR_NULL;
+    body->acks = 1;
+    body->timeout_ms = 30000;
+    body->topic_data.items = gr_arena_calloc(&req->arena, 1, sizeof *body->topic_data.items);
+    body->topic_data.count = 1;
+    body->topic_data.items[0].name = gr_str_c(topic);
+    body->topic_data.items[0].partition_data.items =
+        gr_arena_calloc(&req->arena, 1, sizeof *body->topic_data.items[0].partition_data.items);
+    body->topic_data.items[0].partition_data.count = 1;
+    body->topic_data.items[0].partition_data.items[0].records = (struct gr_bytes){copy, (int32_t)len};
+    req->body = body;
+    struct gr_produce_response *resp = gr_arena_alloc(&req->arena, sizeof *resp);
+    gr_produce_response_init(resp);
+    req->resp = resp;
+    assert_int_equal(gr_handle_produce(req), GR_HANDLER_DONE);
+    int16_t err = resp->responses.items[0].partition_responses.items[0].error_code;
+    gr_req_free(req);
+    return err;
+}
+
+static struct gr_log *log_of(struct fx *f, const char *topic)
+{
+    return gr_topic_log(gr_store_topic_find(f->b->store, topic, strlen(topic)), 0);
+}
+
+/* The stored batches of `topic`-0: count returned, headers (CRC checked by th_read_all) in *seen. */
+static int stored(struct fx *f, const char *topic, struct th_seen **seen)
+{
+    struct gr_log *log = log_of(f, topic);
+    return th_read_all(log, 0, gr_log_end_offset(log), seen);
+}
+
+static void test_header_max_timestamp_corrected_each_codec(void **state)
+{
+    struct fx *f = *state;
+    int64_t now = gr_time_wall_ms();
+    enum gr_codec codecs[] = {GR_CODEC_NONE, GR_CODEC_GZIP, GR_CODEC_SNAPPY, GR_CODEC_LZ4, GR_CODEC_ZSTD};
+    for (int c = 0; c < 5; c++) {
+        int64_t ts[] = {now - 5, now - 3, now - 4}; /* max in the middle */
+        size_t len;
+        uint8_t *b = lying_batch(ts, 3, codecs[c], now + TEN_YEARS_MS, 0, &len);
+        assert_int_equal(produce(f, "c", b, len), GR_ERR_NONE);
+        free(b);
+    }
+    struct th_seen *seen;
+    assert_int_equal(stored(f, "c", &seen), 5); /* th_read_all fails on a bad CRC */
+    for (int c = 0; c < 5; c++)
+        assert_int_equal(seen[c].max_timestamp, now - 3);
+    free(seen);
+    int64_t off, ts;
+    int32_t epoch;
+    struct gr_log *log = log_of(f, "c");
+    assert_int_equal(gr_log_max_timestamp(log, gr_log_end_offset(log), &off, &ts, &epoch), 0);
+    assert_int_equal(ts, now - 3); /* ListOffsets -3: the record's real time, not 10 years ahead */
+    assert_int_equal(off, 1);
+}
+
+static void test_header_max_timestamp_below_records_raised(void **state)
+{
+    struct fx *f = *state;
+    int64_t now = gr_time_wall_ms();
+    int64_t ts[] = {now - 10, now - 2};
+    size_t len;
+    uint8_t *b = lying_batch(ts, 2, GR_CODEC_LZ4, INT64_MIN, 0, &len); /* header near INT64_MIN */
+    assert_int_equal(produce(f, "c", b, len), GR_ERR_NONE);
+    free(b);
+    struct th_seen *seen;
+    assert_int_equal(stored(f, "c", &seen), 1);
+    assert_int_equal(seen[0].max_timestamp, now - 2);
+    free(seen);
+}
+
+static void test_log_append_time(void **state)
+{
+    struct fx *f = *state;
+    int64_t t0 = gr_time_wall_ms();
+    int64_t ts[] = {1000, 2000};
+    size_t len;
+    uint8_t *b = lying_batch(ts, 2, GR_CODEC_NONE, t0 + TEN_YEARS_MS, 0, &len);
+    assert_int_equal(produce(f, "l", b, len), GR_ERR_NONE);
+    free(b);
+    int64_t t1 = gr_time_wall_ms();
+    struct th_seen *seen;
+    assert_int_equal(stored(f, "l", &seen), 1);
+    assert_true(seen[0].max_timestamp >= t0 && seen[0].max_timestamp <= t1);
+    free(seen);
+    /* A producer that sets the LogAppendTime bit itself: Kafka refuses it on a LogAppendTime topic. */
+    b = lying_batch(ts, 2, GR_CODEC_NONE, -2, GR_BATCH_ATTR_LOG_APPEND_TIME, &len);
+    assert_int_equal(produce(f, "l", b, len), GR_ERR_INVALID_TIMESTAMP);
+    free(b);
+}
+
+static void test_bounds_apply_to_every_record(void **state)
+{
+    struct fx *f = *state;
+    int64_t now = gr_time_wall_ms();
+    size_t len;
+    uint8_t *b;
+    /* after.max.ms (1 h by default): a record in the middle 2 h ahead, the header saying "now". */
+    int64_t ahead[] = {now, now + 2 * HOUR_MS, now};
+    b = lying_batch(ahead, 3, GR_CODEC_NONE, now, 0, &len);
+    assert_int_equal(produce(f, "c", b, len), GR_ERR_INVALID_TIMESTAMP);
+    free(b);
+    /* before.max.ms = 1 h on topic b: the first record (base timestamp) is now, the second 2 h old. */
+    int64_t old[] = {now, now - 2 * HOUR_MS};
+    b = lying_batch(old, 2, GR_CODEC_NONE, now, 0, &len);
+    assert_int_equal(produce(f, "b", b, len), GR_ERR_INVALID_TIMESTAMP);
+    free(b);
+    b = lying_batch(old, 2, GR_CODEC_ZSTD, now, 0, &len); /* from the decompressed records too */
+    assert_int_equal(produce(f, "b", b, len), GR_ERR_INVALID_TIMESTAMP);
+    free(b);
+    /* INT64_MIN with the default unlimited before.max.ms: now - INT64_MIN does not fit in 64 bits, beyond
+       any bound (Kafka refuses it too, through its wrapped difference). */
+    int64_t extreme[] = {now, INT64_MIN};
+    b = lying_batch(extreme, 2, GR_CODEC_NONE, now, 0, &len);
+    assert_int_equal(produce(f, "c", b, len), GR_ERR_INVALID_TIMESTAMP);
+    free(b);
+    /* Within the bounds, and -1 (no timestamp) exempt: accepted. */
+    int64_t fine[] = {now - HOUR_MS / 2, -1, now + HOUR_MS / 2};
+    b = lying_batch(fine, 3, GR_CODEC_NONE, -2, 0, &len);
+    assert_int_equal(produce(f, "b", b, len), GR_ERR_NONE);
+    free(b);
+    assert_int_equal(gr_log_end_offset(log_of(f, "c")), 0);
+    assert_int_equal(gr_log_end_offset(log_of(f, "b")), 3);
+}
+
+static void test_producer_log_append_time_bit_on_create_time_topic(void **state)
+{
+    struct fx *f = *state;
+    int64_t now = gr_time_wall_ms();
+    int64_t ts[] = {now - 7, now - 6};
+    size_t len;
+    /* Kafka reads every record as the header's max timestamp, checks that, and stores CreateTime. */
+    uint8_t *b = lying_batch(ts, 2, GR_CODEC_NONE, now - 1, GR_BATCH_ATTR_LOG_APPEND_TIME, &len);
+    assert_int_equal(produce(f, "c", b, len), GR_ERR_NONE);
+    free(b);
+    b = lying_batch(ts, 2, GR_CODEC_NONE, now + TEN_YEARS_MS, GR_BATCH_ATTR_LOG_APPEND_TIME, &len);
+    assert_int_equal(produce(f, "c", b, len), GR_ERR_INVALID_TIMESTAMP);
+    free(b);
+    b = lying_batch(ts, 2, GR_CODEC_NONE, -1, GR_BATCH_ATTR_LOG_APPEND_TIME, &len);
+    assert_int_equal(produce(f, "c", b, len), GR_ERR_INVALID_TIMESTAMP);
+    free(b);
+    struct th_seen *seen;
+    assert_int_equal(stored(f, "c", &seen), 1);
+    assert_int_equal(seen[0].max_timestamp, now - 1);
+    free(seen);
+    struct gr_log_slice s;
+    struct gr_log *log = log_of(f, "c");
+    assert_int_equal(gr_log_read(log, 0, 1 << 20, gr_log_end_offset(log), true, &s), 0);
+    uint8_t *bytes = th_slice_bytes(&s);
+    assert_int_equal(gr_batch_attributes(bytes) & GR_BATCH_ATTR_LOG_APPEND_TIME, 0);
+    free(bytes);
+    gr_log_slice_release(&s);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_header_max_timestamp_corrected_each_codec, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_header_max_timestamp_below_records_raised, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_log_append_time, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bounds_apply_to_every_record, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_producer_log_append_time_bit_on_create_time_topic, setup,
+                                        teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
