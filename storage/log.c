@@ -763,8 +763,9 @@ int gr_log_append(struct gr_log *log, uint8_t *batch, size_t len, int64_t log_ap
         /* The first batch of a new epoch: its entry must reach the file (queued; no disk call here). */
         int eerr = gr_log_write_epochs(log, false);
         if (eerr < 0)
-            GR_WARN_RATELIMITED("storage: %s: queueing the leader-epoch-checkpoint write failed (%s): retried later",
-                    log->dir_name, strerror(-eerr));
+            GR_WARN_RATELIMITED("storage: %s: queueing the leader-epoch-checkpoint write failed (%s): "
+                                "retried later",
+                                log->dir_name, strerror(-eerr));
     }
     log->messages_since_flush += gr_batch_record_count(batch);
     if (log->messages_since_flush >= cfg->flush_messages)
@@ -1136,9 +1137,9 @@ int gr_log_delete_records_end(struct gr_log *log, int64_t offset, int err)
         /* The checkpoint cannot be written for lack of space, and deleting the segments is what frees it:
            go ahead (Kafka writes this checkpoint only periodically too); the next checkpoint pass retries.
            Until then a crash can bring back the records below `offset` (never lose any above). */
-        GR_WARN_RATELIMITED("storage: %s: DeleteRecords to %" PRId64 " applied although the log start checkpoint could "
-                "not be written (%s): written again later",
-                log->dir_name, offset, strerror(-err));
+        GR_WARN_RATELIMITED("storage: %s: DeleteRecords to %" PRId64 " applied although the log start "
+                            "checkpoint could not be written (%s): written again later",
+                            log->dir_name, offset, strerror(-err));
         err = 0;
     }
     if (err < 0) return err;
@@ -1509,7 +1510,7 @@ static int partition_metadata(struct gr_log *log, bool loading)
     if (gr_err_no_space(err) && loading) {
         /* Rebuildable from the topic file: an open on a full disk goes on; the next open writes it. */
         GR_WARN_RATELIMITED("storage: %s: writing partition.metadata failed (%s): written at the next open",
-                log->dir_name, strerror(-err));
+                            log->dir_name, strerror(-err));
         err = 0;
     }
     return err;
