@@ -12,7 +12,10 @@
  *     whose files stayed closed are not written (KAFKA_STORAGE_ERROR), the network thread opens nothing.
  *   - The same Produce while the broker stops: the job's completion does not run it (nothing appended, no
  *     new job), and freeing it drops its pins (the cap closes the files again).
- * Read next: server/handlers/produce.c.
+ *   - ListOffsets by time (-3, max timestamp) naming all 20 partitions: answered in a few pool rounds,
+ *     without an open on this thread (each round used to close what the last one opened, until the round
+ *     limit sent the lookups to blocking opens).
+ * Read next: server/handlers/produce.c, server/handlers/list_offsets.c.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -214,6 +217,50 @@ static void test_reopen_fails(void **state)
     fault_clear(F_OPEN);
 }
 
+static void test_list_offsets_over_cap(void **state)
+{
+    struct fx *f = *state;
+    for (int p = 0; p < PARTS; p++) { /* one record each, one partition at a time */
+        struct gr_req *w = produce_req(f, &all_parts[p], 1, 1, 1);
+        if (gr_handle_produce(w) == GR_HANDLER_WAIT)
+            assert_int_equal(run_pool(f, 8), 1);
+        else
+            gr_req_free(w);
+    }
+    assert_int_equal(f->b->parked_count, 0);
+    for (int p = 0; p < PARTS; p++) {
+        struct gr_log *log = gr_topic_log(f->topic, p);
+        gr_log_flush_async(log);
+        assert_int_equal(th_wait_durable(log, gr_log_end_offset(log)), 0);
+    }
+    gr_store_quiesce(f->b->store);
+    gr_store_fds_trim(f->b->store);
+    assert_true(gr_store_open_segment_fds(f->b->store) <= CAP);
+    long opens = fault_count_this_thread(F_OPEN);
+    struct gr_req *req = new_req(f, 2, 7);
+    struct gr_list_offsets_request *body = gr_arena_alloc(&req->arena, sizeof *body);
+    gr_list_offsets_request_init(body);
+    body->topics.items = gr_arena_calloc(&req->arena, 1, sizeof *body->topics.items);
+    body->topics.count = 1;
+    body->topics.items[0].name = gr_str_c("w");
+    body->topics.items[0].partitions.items =
+        gr_arena_calloc(&req->arena, PARTS, sizeof *body->topics.items[0].partitions.items);
+    body->topics.items[0].partitions.count = PARTS;
+    for (int p = 0; p < PARTS; p++) {
+        gr_list_offsets_request_list_offsets_partition_init(&body->topics.items[0].partitions.items[p]);
+        body->topics.items[0].partitions.items[p].partition_index = p;
+        body->topics.items[0].partitions.items[p].timestamp = -3; /* max timestamp: reads the file */
+    }
+    req->body = body;
+    req->resp = gr_arena_alloc(&req->arena, sizeof(struct gr_list_offsets_response));
+    gr_list_offsets_response_init(req->resp);
+    assert_int_equal(gr_handle_list_offsets(req), GR_HANDLER_WAIT);
+    int rounds = run_pool(f, 16);
+    assert_int_equal(f->b->parked_count, 0); /* answered (and freed) */
+    assert_true(rounds >= 1 && rounds <= 3);
+    assert_int_equal(fault_count_this_thread(F_OPEN), opens);
+}
+
 int main(void)
 {
     for (int p = 0; p < PARTS; p++)
@@ -222,6 +269,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_wide_produce_one_round, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stop_while_gated, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reopen_fails, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_list_offsets_over_cap, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
