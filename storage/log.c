@@ -1077,13 +1077,20 @@ bool gr_log_append_ready(struct gr_log *log)
     return log->deleted || atomic_load(&log->offline) || log_active(log)->fd >= 0;
 }
 
-int gr_log_append_prepare(struct gr_log *log, struct gr_log_slice *cold)
+int gr_log_append_prepare(struct gr_log *log, struct gr_log_slice *pin)
 {
-    *cold = (struct gr_log_slice){.fd = -1, .first_batch_offset = -1};
+    *pin = (struct gr_log_slice){.fd = -1, .first_batch_offset = -1};
     if (log->deleted || atomic_load(&log->offline)) return -EROFS;
-    struct gr_read_nowait nw = {.kind = 3, .seg = log_active(log)};
-    int r = gr_log_nowait_cold(&nw, cold);
-    return r == -EAGAIN ? 0 : r;
+    struct gr_segment *seg = log_active(log);
+    if (seg->fd >= 0) { /* open: a reference keeps the cap from closing it (segment.c lru_evict) */
+        gr_segment_ref(seg);
+        pin->first_batch_offset = seg->base_offset;
+        pin->ref = seg;
+        return 0;
+    }
+    struct gr_read_nowait nw = {.kind = 3, .seg = seg};
+    int r = gr_log_nowait_cold(&nw, pin);
+    return r == -EAGAIN ? 1 : r;
 }
 
 /* ---------------------------------------------------------------- start offset, retention */

@@ -161,9 +161,15 @@ int gr_log_max_timestamp_nowait(struct gr_log *log, int64_t upper_bound, int64_t
 /* Appends need the active segment's .log open; the fd cap (open_segment_fds_max) closes it while the
    partition is idle. Returns true when it is open (gr_log_append will not open a file). Network thread. */
 bool gr_log_append_ready(struct gr_log *log);
-/* A `cold` slice whose prefetch (pool thread) reopens the active segment's .log; install it, append, then
-   release it (the descriptor is pinned meanwhile). Returns 0 or -errno (-EROFS offline/deleted). */
-int gr_log_append_prepare(struct gr_log *log, struct gr_log_slice *cold);
+/* Pins the active segment's .log for appends: fills `pin` with a reference that keeps the fd cap from
+   closing that file (it may exceed the cap meanwhile; the next gr_store_fds_trim after the release closes
+   it). Returns 0 when the file is open (gr_log_append will not open it while pinned), 1 when the cap had
+   closed it: `pin` then carries pool work, so run gr_log_slice_prefetch on an I/O pool thread, then
+   gr_log_slice_install on this one, before appending. Release the pin after the appends (either case).
+   Returns -EROFS when the log is offline or deleted (the append answers that; `pin` empty), -ENOMEM.
+   A roll (retention of an expired active segment) makes another segment active: recheck
+   gr_log_append_ready. Network thread. */
+int gr_log_append_prepare(struct gr_log *log, struct gr_log_slice *pin);
 /* Cold reads (storage/residency.c). Returns 1 when every page of the slice's range is in the page cache,
    0 when some page is not (sending it would wait for the disk), -errno when it cannot be told. Never
    waits for the disk; network thread. */

@@ -50,6 +50,7 @@ struct fetch_state {
     struct cold_node *cold;       /* lookups of the last fill that need pages read in */
     struct cold_node *cold_free;  /* spare nodes (arena) */
     bool waiting_logs;            /* registered on its partitions' wait lists */
+    bool no_memory;               /* a fill ran out of request memory: the connection is closed */
 };
 
 /* The I/O pool job reading a request's cold pages and ranges into the page cache. */
@@ -130,8 +131,29 @@ static int read_partition(struct gr_req *req, struct gr_log *log, int64_t offset
     return -EAGAIN;
 }
 
-/* Computes the whole response from the logs' current state. */
-static void fetch_fill(struct gr_req *req)
+/* Allocates the response's topic and partition arrays once per request. Returns false when out of memory. */
+static bool alloc_response(struct gr_req *req)
+{
+    struct gr_fetch_request *body = req->body;
+    struct gr_fetch_response *resp = req->resp;
+    struct fetch_state *st = req->hstate;
+    if (st->allocated) return true;
+    int32_t ntopics = body->topics.count > 0 ? body->topics.count : 0;
+    resp->responses.items = gr_arena_calloc(&req->arena, (size_t)ntopics + 1, sizeof *resp->responses.items);
+    if (!resp->responses.items) return false;
+    resp->responses.count = ntopics;
+    for (int32_t i = 0; i < ntopics; i++) {
+        int32_t np = body->topics.items[i].partitions.count > 0 ? body->topics.items[i].partitions.count : 0;
+        resp->responses.items[i].partitions.items =
+            gr_arena_calloc(&req->arena, (size_t)np + 1, sizeof *resp->responses.items[i].partitions.items);
+        if (!resp->responses.items[i].partitions.items) return false;
+    }
+    st->allocated = true;
+    return true;
+}
+
+/* Computes the whole response from the logs' current state. Returns false when out of request memory. */
+static bool fetch_fill_all(struct gr_req *req)
 {
     struct gr_fetch_request *body = req->body;
     struct gr_fetch_response *resp = req->resp;
@@ -141,16 +163,7 @@ static void fetch_fill(struct gr_req *req)
     release_slices(req);
     release_cold(st);
     int32_t ntopics = body->topics.count > 0 ? body->topics.count : 0;
-    if (!st->allocated) {
-        resp->responses.items = gr_arena_calloc(&req->arena, (size_t)ntopics + 1, sizeof *resp->responses.items);
-        resp->responses.count = ntopics;
-        for (int32_t i = 0; i < ntopics; i++) {
-            int32_t np = body->topics.items[i].partitions.count > 0 ? body->topics.items[i].partitions.count : 0;
-            resp->responses.items[i].partitions.items =
-                gr_arena_calloc(&req->arena, (size_t)np + 1, sizeof *resp->responses.items[i].partitions.items);
-        }
-        st->allocated = true;
-    }
+    if (!alloc_response(req)) return false;
     int64_t budget = body->max_bytes;
     int64_t cap = gr_config_int(&b->cfg, "fetch.max.bytes");
     if (budget <= 0 || budget > cap) budget = cap;
@@ -207,7 +220,12 @@ static void fetch_fill(struct gr_req *req)
                 continue;
             }
             if (slice.bytes > 0) {
-                rp->records = (struct gr_bytes){gr_req_add_slice(req, &slice), (int32_t)slice.bytes};
+                const uint8_t *ptr = gr_req_add_slice(req, &slice);
+                if (!ptr) {
+                    gr_log_slice_release(&slice);
+                    return false;
+                }
+                rp->records = (struct gr_bytes){ptr, (int32_t)slice.bytes};
                 have_data = true;
                 budget -= slice.bytes;
                 if (budget < 0) budget = 0;
@@ -215,6 +233,15 @@ static void fetch_fill(struct gr_req *req)
             }
         }
     }
+    return true;
+}
+
+/* fetch_fill_all; out of request memory it sets st->no_memory (try_answer then closes the connection:
+   never a write through NULL). */
+static void fetch_fill(struct gr_req *req)
+{
+    struct fetch_state *st = req->hstate;
+    if (!fetch_fill_all(req)) st->no_memory = true;
 }
 
 static void prefetch_run(struct gr_io_job *job)
@@ -296,10 +323,16 @@ static bool try_answer(struct gr_req *req)
 {
     struct gr_fetch_request *body = req->body;
     struct fetch_state *st = req->hstate;
-    if (st->cold) {
+    if (!st->no_memory && st->cold) {
         if (start_prefetch(req, false)) return true;
         st->lookup_rounds = FETCH_COLD_LOOKUP_ROUNDS_MAX; /* could not hand it off: read the blocking way */
         fetch_fill(req);
+    }
+    if (st->no_memory) {
+        release_slices(req);
+        release_cold(st);
+        gr_req_complete(req, GR_HANDLER_CLOSE);
+        return true;
     }
     if (!(st->error || st->bytes >= body->min_bytes || st->final)) return false;
     if (start_prefetch(req, true)) return true;

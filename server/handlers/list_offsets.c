@@ -10,8 +10,10 @@
  * Nothing here waits for the disk on the network thread: the lookups by time (-3 and ts >= 0) run in their
  * no-wait forms (gr_log_offset_for_time_nowait, gr_log_max_timestamp_nowait); when one needs a segment
  * file opened (the fd cap closed it), its indexes loaded or rebuilt, or a page read in, the request is
- * parked while the I/O pool does that (gr_log_slice_prefetch), then the whole answer is recomputed. After
- * LIST_OFFSETS_COLD_ROUNDS_MAX rounds (data evicted again each time) the lookups read the blocking way.
+ * parked while the I/O pool does that (gr_log_slice_prefetch), then the whole answer is recomputed; what a
+ * round opened or loaded stays pinned for the request (req->pins), so a request naming more partitions than
+ * gregor.open.files.max needs a few rounds, not one per eviction. After LIST_OFFSETS_COLD_ROUNDS_MAX rounds
+ * (data evicted from the page cache again each time) the lookups read the blocking way.
  * Read next: storage/log.h (no-wait reads), server/handlers/fetch.c (the same pattern).
  */
 #include <errno.h>
@@ -22,6 +24,7 @@
 #define LIST_OFFSETS_COLD_ROUNDS_MAX 16 /* pool rounds before the lookups may wait for the disk */
 
 struct lo_state {
+    bool allocated;               /* the response arrays exist (allocated by the first fill) */
     int rounds;                   /* pool rounds done */
     struct gr_log_slice *cold;    /* work the last fill could not do without the disk (arena) */
     int cold_count, cold_cap;
@@ -88,22 +91,45 @@ static void answer(struct gr_req *req, struct gr_log *log, int64_t ts,
     rp->leader_epoch = epoch;
 }
 
-/* Computes the whole response from the logs' current state (again after each pool round). */
-static void fill(struct gr_req *req)
+/* Allocates the response's topic and partition arrays once per request. Returns false when out of memory
+   (the connection is then closed: never a write through NULL). */
+static bool alloc_response(struct gr_req *req)
 {
     struct gr_list_offsets_request *body = req->body;
     struct gr_list_offsets_response *resp = req->resp;
+    struct lo_state *st = req->hstate;
+    if (st->allocated) return true;
     int32_t nt = body->topics.count > 0 ? body->topics.count : 0;
     resp->topics.items = gr_arena_calloc(&req->arena, (size_t)nt + 1, sizeof *resp->topics.items);
+    if (!resp->topics.items) return false;
+    for (int32_t i = 0; i < nt; i++) {
+        int32_t np = body->topics.items[i].partitions.count > 0 ? body->topics.items[i].partitions.count : 0;
+        resp->topics.items[i].partitions.items =
+            gr_arena_calloc(&req->arena, (size_t)np + 1, sizeof *resp->topics.items[i].partitions.items);
+        if (!resp->topics.items[i].partitions.items) return false;
+    }
+    st->allocated = true;
+    return true;
+}
+
+/* Computes the whole response from the logs' current state (again after each pool round). Returns false
+   when out of memory. */
+static bool fill(struct gr_req *req)
+{
+    struct gr_list_offsets_request *body = req->body;
+    struct gr_list_offsets_response *resp = req->resp;
+    if (!alloc_response(req)) return false;
+    int32_t nt = body->topics.count > 0 ? body->topics.count : 0;
     resp->topics.count = nt;
     for (int32_t i = 0; i < nt; i++) {
         struct gr_list_offsets_request_list_offsets_topic *qt = &body->topics.items[i];
         struct gr_list_offsets_response_list_offsets_topic_response *rt = &resp->topics.items[i];
+        struct gr_list_offsets_response_list_offsets_partition_response *parts = rt->partitions.items;
         gr_list_offsets_response_list_offsets_topic_response_init(rt);
         rt->name = qt->name;
         struct gr_topic *t = gr_topic_lookup(req->broker, qt->name);
         int32_t np = qt->partitions.count > 0 ? qt->partitions.count : 0;
-        rt->partitions.items = gr_arena_calloc(&req->arena, (size_t)np + 1, sizeof *rt->partitions.items);
+        rt->partitions.items = parts;
         rt->partitions.count = np;
         for (int32_t p = 0; p < np; p++) {
             struct gr_list_offsets_request_list_offsets_partition *qp = &qt->partitions.items[p];
@@ -127,6 +153,7 @@ static void fill(struct gr_req *req)
             answer(req, log, qp->timestamp, rp);
         }
     }
+    return true;
 }
 
 static void lo_job_run(struct gr_io_job *job)
@@ -144,10 +171,26 @@ static void lo_job_done(struct gr_io_job *job)
     struct lo_state *st = req->hstate;
     for (int i = 0; i < j->count; i++) gr_log_slice_install(&j->slices[i]);
     st->rounds++;
-    fill(req); /* with what the pool opened and loaded pinned by the job's references */
-    for (int i = 0; i < j->count; i++) gr_log_slice_release(&j->slices[i]);
+    bool ok = fill(req); /* with what the pool opened and loaded pinned by the job's references */
+    /* The references stay with the request until it is freed (req->pins), as Fetch's do: the fd cap cannot
+       close a file reopened for it before a later round, so a request naming more partitions than
+       gregor.open.files.max ends in a few rounds (without that, each round's opens closed the files of the
+       partitions already answered, until the round limit sent the lookups to blocking opens). */
+    struct gr_req_slice *pins = gr_arena_calloc(&req->arena, (size_t)j->count, sizeof *pins);
+    for (int i = 0; i < j->count; i++) {
+        if (!pins) {
+            gr_log_slice_release(&j->slices[i]);
+            continue;
+        }
+        pins[i].slice = j->slices[i];
+        pins[i].next = req->pins;
+        req->pins = &pins[i];
+    }
     free(j);
-    if (!start_round(req)) gr_req_finish(req);
+    if (!ok)
+        gr_req_complete(req, GR_HANDLER_CLOSE);
+    else if (!start_round(req))
+        gr_req_finish(req);
 }
 
 /* Hands the cold work of the last fill to the pool; false when there is none (the answer is complete). */
@@ -160,7 +203,7 @@ static bool start_round(struct gr_req *req)
         for (int i = 0; i < st->cold_count; i++) gr_log_slice_release(&st->cold[i]);
         st->cold_count = 0;
         st->rounds = LIST_OFFSETS_COLD_ROUNDS_MAX;
-        fill(req);
+        fill(req); /* the arrays exist: cannot fail */
         return false;
     }
     *j = (struct lo_job){.job = {.run = lo_job_run, .done = lo_job_done}, .req = req, .count = st->cold_count};
@@ -174,7 +217,7 @@ enum gr_handler_rc gr_handle_list_offsets(struct gr_req *req)
 {
     req->hstate = gr_arena_calloc(&req->arena, 1, sizeof(struct lo_state));
     if (!req->hstate) return GR_HANDLER_CLOSE;
-    fill(req);
+    if (!fill(req)) return GR_HANDLER_CLOSE;
     if (((struct lo_state *)req->hstate)->cold_count == 0) return GR_HANDLER_DONE;
     /* Parked until the pool rounds end (no recheck, no deadline): a request handed to the pool must outlive
        its connection, and finishing it unparks it. */

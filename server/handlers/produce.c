@@ -20,14 +20,20 @@
  * Transactions are not built: a transactional id or transactional/control batches are refused.
  *
  * Files closed by the fd cap (gregor.open.files.max): an idle partition's active segment file may be
- * closed. A Produce naming such a partition is parked BEFORE any append while the I/O pool reopens the file
- * (gr_log_append_prepare), so the network thread never opens a file; the reopened file stays pinned until
- * the request's appends are done. To keep the order of appends to a partition (idempotent producers
- * pipeline), a later Produce naming a partition of a parked one queues behind it (the broker's produce
- * gate, a FIFO); a Produce sharing no partition with the gate goes ahead at once.
- * Read next: server/handlers/fetch.c.
+ * closed. Before its appends a Produce pins the active file of EVERY partition it names
+ * (gr_log_append_prepare), open or closed, so the cap closes none of them while the request runs, even when
+ * it names more partitions than the cap (they exceed it until the next cap pass after the appends). When
+ * some were closed, the request is parked BEFORE any append while one I/O pool job (allocated once per
+ * request) reopens them, so the network thread never opens a file; then it appends and drops the pins.
+ * Only a roll of one of its partitions meanwhile (retention rolling an expired active segment) takes
+ * another round; a file the pool could not open answers KAFKA_STORAGE_ERROR for its partition. To keep the
+ * order of appends to a partition (idempotent producers pipeline), a later Produce naming a partition of a
+ * parked one queues behind it (the broker's produce gate, a FIFO); a Produce sharing no partition with the
+ * gate goes ahead at once. Out of request memory, the connection is closed before any append. Read next:
+ * server/handlers/fetch.c.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,19 +51,27 @@ struct produce_wait {
     int64_t end_offset; /* durable once the log's durable offset reaches this */
 };
 
+/* Pool rounds reopening a request's files: one, plus one when a roll of one of its partitions (retention of
+   an expired active segment) made another segment active meanwhile. A file still closed after that failed
+   to open: its partition answers KAFKA_STORAGE_ERROR (the network thread never opens it). */
+#define PRODUCE_OPEN_ROUNDS_MAX 2
+
 struct produce_state {
     struct produce_wait *waits;
     int count;
     /* the produce gate (see the top of the file) */
     struct gr_log **logs;        /* the request's partitions that exist (arena) */
     int nlogs;
-    struct gr_log_slice *opens;  /* reopen work: pinned until the appends are done (arena, nlogs) */
-    int nopens;
+    struct gr_req_slice *pins;    /* one per log: its active file pinned (arena, nlogs; in req->pins) */
+    bool pinned;                  /* pins[] hold references (gr_log_append_prepare) */
+    struct produce_open_job *job; /* the one pool job reopening the files the cap closed (arena) */
+    int open_rounds;              /* times the job ran (PRODUCE_OPEN_ROUNDS_MAX) */
     struct gr_req *gate_next;
-    bool open_pending;           /* a pool job is reopening files for this request */
+    bool open_pending; /* the job is running */
 };
 
-/* The pool job reopening a gated request's files (arena of the request, which outlives it: parked). */
+/* The pool job reopening a gated request's closed files: allocated once per request, submitted again only
+   when a roll made another segment active meanwhile (arena of the request, which outlives it: parked). */
 struct produce_open_job {
     struct gr_io_job job;
     struct gr_req *req;
@@ -222,6 +236,11 @@ static struct gr_log *produce_partition(struct gr_req *req, struct gr_topic *t, 
             return NULL;
         }
     }
+    if (b->iopool && !gr_log_append_ready(log)) { /* the pool could not reopen it (see pin_or_open) */
+        free(rewritten);
+        set_error(pr, GR_ERR_KAFKA_STORAGE_ERROR, "The broker could not open the partition's log file");
+        return NULL;
+    }
     struct gr_append_result res;
     rc = gr_log_append(log, batch, batch_len, lat ? now : -1, &res);
     free(rewritten);
@@ -279,6 +298,29 @@ static void produce_expire(struct gr_req *req)
     gr_req_finish(req);
 }
 
+/* Allocates the response's topic and partition arrays (arena, initialised). Returns false when out of
+   memory: the caller closes the connection (never a write through NULL). */
+static bool alloc_responses(struct gr_req *req)
+{
+    struct gr_produce_request *body = req->body;
+    struct gr_produce_response *resp = req->resp;
+    int32_t ntopics = body->topic_data.count > 0 ? body->topic_data.count : 0;
+    resp->responses.items = gr_arena_calloc(&req->arena, (size_t)ntopics + 1, sizeof *resp->responses.items);
+    if (!resp->responses.items) return false;
+    resp->responses.count = ntopics;
+    for (int32_t i = 0; i < ntopics; i++) {
+        struct gr_produce_response_topic_produce_response *tr = &resp->responses.items[i];
+        gr_produce_response_topic_produce_response_init(tr);
+        int32_t np = body->topic_data.items[i].partition_data.count;
+        if (np < 0) np = 0;
+        tr->partition_responses.items =
+            gr_arena_calloc(&req->arena, (size_t)np + 1, sizeof *tr->partition_responses.items);
+        if (!tr->partition_responses.items) return false;
+        tr->partition_responses.count = np;
+    }
+    return true;
+}
+
 /* Validates and appends every partition, then answers or parks for durability. */
 static enum gr_handler_rc produce_run(struct gr_req *req)
 {
@@ -291,13 +333,11 @@ static enum gr_handler_rc produce_run(struct gr_req *req)
     int32_t ntopics = body->topic_data.count > 0 ? body->topic_data.count : 0;
     struct produce_state *st = req->hstate;
     st->count = 0;
-    resp->responses.items = gr_arena_calloc(&req->arena, (size_t)ntopics + 1, sizeof *resp->responses.items);
-    resp->responses.count = ntopics;
+    if (!alloc_responses(req)) return GR_HANDLER_CLOSE; /* before any append: nothing half done */
     bool any_error = false;
     for (int32_t i = 0; i < ntopics; i++) {
         struct gr_produce_request_topic_produce_data *td = &body->topic_data.items[i];
         struct gr_produce_response_topic_produce_response *tr = &resp->responses.items[i];
-        gr_produce_response_topic_produce_response_init(tr);
         tr->name = td->name;
         tr->topic_id = td->topic_id;
         struct gr_topic *t = v >= 13 ? gr_store_topic_find_id(b->store, td->topic_id.b) : gr_topic_lookup(b, td->name);
@@ -313,9 +353,7 @@ static enum gr_handler_rc produce_run(struct gr_req *req)
             topic_err = GR_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
             topic_msg = "Transactions are not supported by this broker yet";
         }
-        int32_t np = td->partition_data.count > 0 ? td->partition_data.count : 0;
-        tr->partition_responses.items = gr_arena_calloc(&req->arena, (size_t)np + 1, sizeof *tr->partition_responses.items);
-        tr->partition_responses.count = np;
+        int32_t np = tr->partition_responses.count;
         for (int32_t p = 0; p < np; p++) {
             struct gr_produce_request_partition_produce_data *pd = &td->partition_data.items[p];
             struct gr_produce_response_partition_produce_response *pr = &tr->partition_responses.items[p];
@@ -365,19 +403,59 @@ static struct produce_state *gate_state(struct gr_req *req)
     return req->hstate;
 }
 
+/* True when two requests name a partition in common: one merge pass over their logs, sorted by address
+   (collect_logs), so requests naming a thousand partitions each cost a few thousand steps, not a million. */
 static bool shares_log(const struct produce_state *a, const struct produce_state *b)
 {
-    for (int i = 0; i < a->nlogs; i++)
-        for (int j = 0; j < b->nlogs; j++)
-            if (a->logs[i] == b->logs[j]) return true;
+    for (int i = 0, j = 0; i < a->nlogs && j < b->nlogs;) {
+        uintptr_t x = (uintptr_t)a->logs[i], y = (uintptr_t)b->logs[j];
+        if (x == y) return true;
+        if (x < y)
+            i++;
+        else
+            j++;
+    }
     return false;
+}
+
+static int log_addr_cmp(const void *x, const void *y)
+{
+    uintptr_t a = (uintptr_t) * (struct gr_log *const *)x, b = (uintptr_t) * (struct gr_log *const *)y;
+    return a < b ? -1 : a > b;
+}
+
+/* Drops the pins (the next cap pass may close the files). Idempotent. */
+static void unpin_logs(struct produce_state *st)
+{
+    for (int i = 0; i < st->nlogs; i++)
+        gr_log_slice_release(&st->pins[i].slice);
+    st->pinned = false;
+}
+
+/* Pins the active file of every log of the request, open or not: a pinned file is never closed by the cap,
+   so once the pool reopened the closed ones, all are open at once whatever the request's partition count
+   against gregor.open.files.max. Returns how many need the pool, or -ENOMEM (nothing pinned then). */
+static int pin_logs(struct produce_state *st)
+{
+    int cold = 0;
+    for (int i = 0; i < st->nlogs; i++) {
+        int r = gr_log_append_prepare(st->logs[i], &st->pins[i].slice); /* -EROFS: the append answers it */
+        if (r == -ENOMEM) {
+            unpin_logs(st);
+            return -ENOMEM;
+        }
+        if (r == 1) cold++;
+    }
+    st->pinned = true;
+    return cold;
 }
 
 static void produce_open_run(struct gr_io_job *job)
 {
     struct produce_open_job *j = (struct produce_open_job *)job;
     struct produce_state *st = gate_state(j->req);
-    for (int i = 0; i < st->nopens; i++) gr_log_slice_prefetch(&st->opens[i]); /* errors: the append meets them */
+    for (int i = 0; i < st->nlogs; i++)
+        gr_log_slice_prefetch(&st->pins[i].slice); /* errors: the append meets them */
 }
 
 static void gate_pump(struct gr_broker *b);
@@ -386,32 +464,56 @@ static void produce_open_done(struct gr_io_job *job)
 {
     struct produce_open_job *j = (struct produce_open_job *)job;
     struct produce_state *st = gate_state(j->req);
-    for (int i = 0; i < st->nopens; i++) gr_log_slice_install(&st->opens[i]); /* pinned until released */
+    for (int i = 0; i < st->nlogs; i++)
+        gr_log_slice_install(&st->pins[i].slice); /* still pinned */
     st->open_pending = false;
     gate_pump(j->req->broker);
 }
 
-/* Starts a pool job reopening the request's closed files; false when there is nothing to open or no memory
-   (the append then opens them itself). */
-static bool start_open(struct gr_req *req)
+/* Pins the request's files and starts the pool job when some were closed. Returns true when the request
+   can run now, false when it waits for the job; *err is set to -ENOMEM when nothing could be pinned. */
+static bool pin_or_open(struct gr_req *req, int *err)
 {
     struct produce_state *st = gate_state(req);
-    for (int i = 0; i < st->nopens; i++) gr_log_slice_release(&st->opens[i]);
-    st->nopens = 0;
-    for (int i = 0; i < st->nlogs; i++) {
-        if (gr_log_append_ready(st->logs[i])) continue;
-        if (gr_log_append_prepare(st->logs[i], &st->opens[st->nopens]) == 0) st->nopens++;
+    *err = 0;
+    if (st->pinned) {
+        bool ready = true;
+        for (int i = 0; i < st->nlogs && ready; i++)
+            ready = gr_log_append_ready(st->logs[i]);
+        if (ready || st->open_rounds >= PRODUCE_OPEN_ROUNDS_MAX) return true;
+        unpin_logs(st); /* a roll made another segment active since: pin that one */
     }
-    struct produce_open_job *j = st->nopens ? gr_arena_calloc(&req->arena, 1, sizeof *j) : NULL;
-    if (!j) return false;
-    *j = (struct produce_open_job){.job = {.run = produce_open_run, .done = produce_open_done}, .req = req};
+    int cold = pin_logs(st);
+    if (cold < 0) *err = cold;
+    if (cold <= 0) return true;
     st->open_pending = true;
-    gr_iopool_submit(req->broker->iopool, &j->job);
-    return true;
+    st->open_rounds++;
+    gr_iopool_submit(req->broker->iopool, &st->job->job);
+    return false;
 }
 
-/* Runs every gated request that no earlier gated request shares a partition with and whose files are open,
-   in arrival order; starts reopen jobs for the others. */
+/* Takes `r` (after `prev`) out of the FIFO. */
+static void gate_remove(struct gr_broker *b, struct gr_req *prev, struct gr_req *r)
+{
+    struct produce_state *st = gate_state(r);
+    if (prev)
+        gate_state(prev)->gate_next = st->gate_next;
+    else
+        b->produce_gate_head = st->gate_next;
+    if (b->produce_gate_tail == r) b->produce_gate_tail = prev;
+    st->gate_next = NULL;
+}
+
+/* Appends every partition of a request whose files are pinned and open, then drops the pins. */
+static enum gr_handler_rc produce_run_pinned(struct gr_req *req)
+{
+    enum gr_handler_rc rc = produce_run(req);
+    unpin_logs(gate_state(req));
+    return rc;
+}
+
+/* Runs every gated request that no earlier gated request shares a partition with, in arrival order, once its
+   files are pinned and open; starts the reopen job for the others. */
 static void gate_pump_once(struct gr_broker *b)
 {
     struct gr_req *prev = NULL;
@@ -421,34 +523,27 @@ static void gate_pump_once(struct gr_broker *b)
         bool blocked = st->open_pending;
         for (struct gr_req *q = b->produce_gate_head; q != r && !blocked; q = gate_state(q)->gate_next)
             blocked = shares_log(gate_state(q), st);
-        bool ready = true;
-        for (int i = 0; i < st->nlogs && ready && !blocked; i++) ready = gr_log_append_ready(st->logs[i]);
-        if (blocked || (!ready && start_open(r))) {
+        int err = 0;
+        if (blocked || !pin_or_open(r, &err)) {
             prev = r;
             r = next;
             continue;
         }
-        if (prev)
-            gate_state(prev)->gate_next = next;
-        else
-            b->produce_gate_head = next;
-        if (b->produce_gate_tail == r) b->produce_gate_tail = prev;
-        st->gate_next = NULL;
+        gate_remove(b, prev, r);
         gr_req_unpark(r);
-        enum gr_handler_rc rc = produce_run(r);
-        for (int i = 0; i < st->nopens; i++) gr_log_slice_release(&st->opens[i]); /* unpinned */
-        st->nopens = 0;
-        gr_req_complete(r, rc);
+        gr_req_complete(r, err ? GR_HANDLER_CLOSE : produce_run_pinned(r));
         r = next;
     }
 }
 
 /* Answering a request may make its connection read and dispatch the next one (which may gate itself and
-   pump): a nested pump only asks the running one to go over the FIFO again. One network thread. */
+   pump): a nested pump only asks the running one to go over the FIFO again. One network thread. Nothing
+   runs once the broker stops (the I/O pool is being drained; gated requests are freed with the parked). */
 static bool pumping, repump;
 
 static void gate_pump(struct gr_broker *b)
 {
+    if (b->stopping) return;
     if (pumping) {
         repump = true;
         return;
@@ -461,23 +556,34 @@ static void gate_pump(struct gr_broker *b)
     pumping = false;
 }
 
-/* The request's partitions that exist, found as produce_run finds them. */
-static void collect_logs(struct gr_req *req, struct produce_state *st, int total)
+/* The request's partitions that exist, found as produce_run finds them, sorted by address, each with a pin
+   linked into req->pins (released by the request's free at the latest). Returns false when out of memory. */
+static bool collect_logs(struct gr_req *req, struct produce_state *st, int total)
 {
     struct gr_produce_request *body = req->body;
     struct gr_broker *b = req->broker;
     int16_t v = req->hdr.request_api_version;
     st->logs = gr_arena_calloc(&req->arena, (size_t)total + 1, sizeof *st->logs);
-    st->opens = gr_arena_calloc(&req->arena, (size_t)total + 1, sizeof *st->opens);
-    if (!st->logs || !st->opens) return;
+    st->pins = gr_arena_calloc(&req->arena, (size_t)total + 1, sizeof *st->pins);
+    st->job = gr_arena_calloc(&req->arena, 1, sizeof *st->job);
+    if (!st->logs || !st->pins || !st->job) return false;
+    *st->job =
+        (struct produce_open_job){.job = {.run = produce_open_run, .done = produce_open_done}, .req = req};
     for (int32_t i = 0; i < body->topic_data.count; i++) {
         struct gr_produce_request_topic_produce_data *td = &body->topic_data.items[i];
         struct gr_topic *t = v >= 13 ? gr_store_topic_find_id(b->store, td->topic_id.b) : gr_topic_lookup(b, td->name);
         for (int32_t p = 0; t && p < td->partition_data.count; p++) {
             struct gr_log *log = gr_topic_log(t, td->partition_data.items[p].index);
-            if (log && st->nlogs < total) st->logs[st->nlogs++] = log;
+            if (!log || st->nlogs >= total) continue;
+            struct gr_req_slice *pin = &st->pins[st->nlogs];
+            pin->slice = (struct gr_log_slice){.fd = -1, .first_batch_offset = -1};
+            pin->next = req->pins;
+            req->pins = pin;
+            st->logs[st->nlogs++] = log;
         }
     }
+    qsort(st->logs, (size_t)st->nlogs, sizeof *st->logs, log_addr_cmp); /* for shares_log */
+    return true;
 }
 
 enum gr_handler_rc gr_handle_produce(struct gr_req *req)
@@ -495,12 +601,12 @@ enum gr_handler_rc gr_handle_produce(struct gr_req *req)
     req->hstate = st;
     bool bad_acks = body->acks != 0 && body->acks != 1 && body->acks != -1;
     if (!b->iopool || bad_acks || body->transactional_id.len >= 0) return produce_run(req); /* no appends */
-    collect_logs(req, st, total);
-    bool gate = false;
-    for (struct gr_req *q = b->produce_gate_head; q && !gate; q = gate_state(q)->gate_next)
-        gate = shares_log(gate_state(q), st);
-    for (int i = 0; i < st->nlogs && !gate; i++) gate = !gr_log_append_ready(st->logs[i]);
-    if (!gate || !st->opens) return produce_run(req);
+    if (!collect_logs(req, st, total)) return GR_HANDLER_CLOSE;
+    bool blocked = false;
+    for (struct gr_req *q = b->produce_gate_head; q && !blocked; q = gate_state(q)->gate_next)
+        blocked = shares_log(gate_state(q), st);
+    int err = 0;
+    if (!blocked && pin_or_open(req, &err)) return err ? GR_HANDLER_CLOSE : produce_run_pinned(req);
     /* Parked before any append (no recheck, no deadline: the gate runs it); finishing it unparks it. */
     gr_broker_park(b, req, INT64_MAX);
     if (b->produce_gate_tail)
@@ -508,6 +614,5 @@ enum gr_handler_rc gr_handle_produce(struct gr_req *req)
     else
         b->produce_gate_head = req;
     b->produce_gate_tail = req;
-    gate_pump(b);
     return GR_HANDLER_WAIT;
 }

@@ -149,7 +149,7 @@ static void produce(struct fx *f, int p, int32_t count, int64_t ts, uint32_t tag
     struct gr_log_slice pin = {.fd = -1};
     long opens = fault_count_this_thread(F_OPEN);
     if (!gr_log_append_ready(log)) {
-        assert_int_equal(gr_log_append_prepare(log, &pin), 0);
+        assert_int_equal(gr_log_append_prepare(log, &pin), 1);
         on_pool(f, &pin);
         assert_true(gr_log_append_ready(log));
     }

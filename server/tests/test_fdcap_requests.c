@@ -1,0 +1,275 @@
+/*
+ * test_fdcap_requests.c: requests naming more partitions than the open-file cap (gregor.open.files.max),
+ * from the handlers' side, with a real store (cap 4, 20 partitions), a real I/O pool and the syscall shim
+ * counting the opens made on this (the network) thread. The once-a-second cap pass is modelled by a
+ * gr_store_fds_trim before every pool completion.
+ *   - A Produce naming all 20 idle partitions (16 closed) is parked, ONE pool job reopens the closed files,
+ *     and it appends every partition: no open on this thread, no second round (issue 26 defect 1: the gate
+ *     waited for all files open at once while each round's reopens closed the others, took a new job from
+ *     the arena every round, and wrote through NULL when the arena ran out). A Produce naming two of the
+ *     partitions, sent while the first waits, lands after it on both, with no pool job of its own.
+ *   - The same Produce when every reopen fails (EIO): two pool rounds, then the answer; the partitions
+ *     whose files stayed closed are not written (KAFKA_STORAGE_ERROR), the network thread opens nothing.
+ *   - The same Produce while the broker stops: the job's completion does not run it (nothing appended, no
+ *     new job), and freeing it drops its pins (the cap closes the files again).
+ *   - ListOffsets by time (-3, max timestamp) naming all 20 partitions: answered in a few pool rounds,
+ *     without an open on this thread (each round used to close what the last one opened, until the round
+ *     limit sent the lookups to blocking opens).
+ * Read next: server/handlers/produce.c, server/handlers/list_offsets.c.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "common/time.h"
+#include "server/handlers/handlers.h"
+#include "storage/tests/fault.h"
+#include "storage/tests/helpers.h"
+
+void gr_broker_init_watchers(struct gr_broker *b);
+
+#define CAP 4
+#define PARTS 20
+
+struct fx {
+    char dir[64];
+    struct gr_broker *b;
+    struct gr_topic *topic;
+};
+
+static int setup(void **state)
+{
+    struct fx *f = calloc(1, sizeof *f);
+    th_tmpdir(f->dir, sizeof f->dir);
+    fault_install();
+    struct gr_broker *b = calloc(1, sizeof *b);
+    gr_config_init(&b->cfg);
+    b->loop = ev_loop_new(EVFLAG_AUTO);
+    b->hwm_durable = false; /* acks=1 and acks=-1 answered once written: no flush to wait for */
+    gr_broker_init_watchers(b);
+    struct gr_store_config sc;
+    th_config(&sc, f->dir);
+    sc.open_segment_fds_max = CAP;
+    assert_int_equal(gr_store_open(&sc, &b->store), 0);
+    assert_int_equal(gr_iopool_create(2, NULL, NULL, &b->iopool), 0);
+    assert_int_equal(gr_store_topic_create(b->store, "w", PARTS, NULL, NULL, 0, &f->topic), 0);
+    gr_store_fds_trim(b->store);
+    assert_true(gr_store_open_segment_fds(b->store) <= CAP);
+    f->b = b;
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fx *f = *state;
+    gr_iopool_destroy(f->b->iopool);
+    f->b->iopool = NULL;
+    while (f->b->parked_head)
+        gr_req_free(f->b->parked_head);
+    gr_store_close(f->b->store);
+    fault_uninstall();
+    ev_loop_destroy(f->b->loop);
+    gr_config_free(&f->b->cfg);
+    gr_broker_free_waiters(f->b);
+    free(f->b->flushed);
+    free(f->b);
+    th_rmtree(f->dir);
+    free(f);
+    return 0;
+}
+
+static struct gr_req *new_req(struct fx *f, int16_t key, int16_t version)
+{
+    struct gr_req *req = calloc(1, sizeof *req);
+    req->broker = f->b;
+    gr_arena_init(&req->arena, 1 << 20);
+    req->hdr.request_api_key = key;
+    req->hdr.request_api_version = version;
+    return req;
+}
+
+/* A Produce v9 (no connection) with one 1-record batch tagged `tag` for each of `n` partitions. */
+static struct gr_req *produce_req(struct fx *f, const int32_t *parts, int n, int16_t acks, uint32_t tag)
+{
+    struct gr_req *req = new_req(f, 0, 9);
+    struct gr_produce_request *body = gr_arena_alloc(&req->arena, sizeof *body);
+    gr_produce_request_init(body);
+    body->transactional_id = GR_STR_NULL;
+    body->acks = acks;
+    body->timeout_ms = 30000;
+    body->topic_data.items = gr_arena_calloc(&req->arena, 1, sizeof *body->topic_data.items);
+    body->topic_data.count = 1;
+    struct gr_produce_request_topic_produce_data *td = &body->topic_data.items[0];
+    td->name = gr_str_c("w");
+    td->partition_data.items = gr_arena_calloc(&req->arena, (size_t)n, sizeof *td->partition_data.items);
+    td->partition_data.count = n;
+    for (int i = 0; i < n; i++) {
+        struct th_batch_spec s = {
+            .count = 1, .ts0 = gr_time_wall_ms(), .tag = tag, .value_bytes = 8, .producer_id = -1};
+        size_t len;
+        uint8_t *batch = th_batch(&s, &len);
+        uint8_t *copy = gr_arena_alloc(&req->arena, len);
+        memcpy(copy, batch, len);
+        free(batch);
+        td->partition_data.items[i].index = parts[i];
+        td->partition_data.items[i].records = (struct gr_bytes){copy, (int32_t)len};
+    }
+    req->body = body;
+    req->resp = gr_arena_alloc(&req->arena, sizeof(struct gr_produce_response));
+    gr_produce_response_init(req->resp);
+    return req;
+}
+
+/* The server loop's part: a cap pass, then the pool's completions, until nothing is parked or `jobs_max`
+   completions ran or 10 s passed. Returns the completions run. */
+static int run_pool(struct fx *f, int jobs_max)
+{
+    int jobs = 0;
+    int64_t deadline = gr_time_mono_ms() + 10000;
+    while (f->b->parked_count > 0 && jobs < jobs_max && gr_time_mono_ms() < deadline) {
+        gr_store_fds_trim(f->b->store);
+        int n = gr_iopool_complete(f->b->iopool);
+        jobs += n;
+        if (!n) usleep(1000);
+    }
+    return jobs;
+}
+
+static int32_t all_parts[PARTS];
+
+static void test_wide_produce_one_round(void **state)
+{
+    struct fx *f = *state;
+    long opens = fault_count_this_thread(F_OPEN);
+    struct gr_req *wide = produce_req(f, all_parts, PARTS, 1, 1);
+    assert_int_equal(gr_handle_produce(wide), GR_HANDLER_WAIT); /* files closed: parked before any append */
+    int32_t two[] = {0, 7};
+    struct gr_req *later = produce_req(f, two, 2, -1, 2);
+    assert_int_equal(gr_handle_produce(later), GR_HANDLER_WAIT); /* queued behind `wide` */
+    assert_int_equal(f->b->parked_count, 2);
+    for (int p = 0; p < PARTS; p++)
+        assert_int_equal(gr_log_end_offset(gr_topic_log(f->topic, p)), 0);
+    assert_int_equal(run_pool(f, 8), 1); /* one job; `later` found its files pinned open: none of its own */
+    assert_int_equal(f->b->parked_count, 0); /* both ran (and were freed: no connection) */
+    assert_int_equal(fault_count_this_thread(F_OPEN), opens);
+    for (int p = 0; p < PARTS; p++) {
+        struct gr_log *log = gr_topic_log(f->topic, p);
+        struct th_seen *seen;
+        int n = th_read_all(log, 0, INT64_MAX, &seen);
+        assert_int_equal(n, p == 0 || p == 7 ? 2 : 1);
+        assert_int_equal(seen[0].tag, 1);
+        if (n == 2) assert_int_equal(seen[1].tag, 2); /* in arrival order */
+        free(seen);
+    }
+    for (int p = 0; p < PARTS; p++) { /* unsynced data pins a file too: make it durable */
+        struct gr_log *log = gr_topic_log(f->topic, p);
+        gr_log_flush_async(log);
+        assert_int_equal(th_wait_durable(log, gr_log_end_offset(log)), 0);
+    }
+    gr_store_quiesce(f->b->store);
+    gr_store_fds_trim(f->b->store);
+    assert_true(gr_store_open_segment_fds(f->b->store) <= CAP); /* the pins went with the requests */
+}
+
+static void test_stop_while_gated(void **state)
+{
+    struct fx *f = *state;
+    struct gr_req *wide = produce_req(f, all_parts, PARTS, 1, 1);
+    assert_int_equal(gr_handle_produce(wide), GR_HANDLER_WAIT);
+    f->b->stopping = true; /* SIGTERM: main.c drains the pool, then frees what is parked */
+    gr_iopool_drain(f->b->iopool);
+    assert_int_equal(gr_iopool_pending(f->b->iopool), 0); /* no new job from the completion */
+    assert_int_equal(f->b->parked_count, 1);              /* not run */
+    for (int p = 0; p < PARTS; p++)
+        assert_int_equal(gr_log_end_offset(gr_topic_log(f->topic, p)), 0);
+    assert_true(gr_store_open_segment_fds(f->b->store) > CAP); /* pinned past the cap while it waits */
+    gr_req_free(wide);
+    gr_store_fds_trim(f->b->store);
+    assert_true(gr_store_open_segment_fds(f->b->store) <= CAP); /* freeing it dropped its pins */
+}
+
+static void test_reopen_fails(void **state)
+{
+    struct fx *f = *state;
+    int open_now = 0;
+    for (int p = 0; p < PARTS; p++)
+        open_now += gr_log_append_ready(gr_topic_log(f->topic, p));
+    assert_true(open_now > 0 && open_now < PARTS);
+    fault_fail(F_OPEN, 1, EIO, true); /* every open fails from now on: the pool's reopens too */
+    long opens = fault_count_this_thread(F_OPEN);
+    struct gr_req *wide = produce_req(f, all_parts, PARTS, 1, 1);
+    assert_int_equal(gr_handle_produce(wide), GR_HANDLER_WAIT);
+    assert_int_equal(run_pool(f, 8), 2); /* bounded: a second round, then the answer */
+    assert_int_equal(f->b->parked_count, 0);
+    assert_int_equal(fault_count_this_thread(F_OPEN), opens);
+    int appended = 0;
+    for (int p = 0; p < PARTS; p++)
+        appended += (int)gr_log_end_offset(gr_topic_log(f->topic, p));
+    assert_int_equal(appended, open_now); /* the others answered KAFKA_STORAGE_ERROR, nothing written */
+    fault_clear(F_OPEN);
+}
+
+static void test_list_offsets_over_cap(void **state)
+{
+    struct fx *f = *state;
+    for (int p = 0; p < PARTS; p++) { /* one record each, one partition at a time */
+        struct gr_req *w = produce_req(f, &all_parts[p], 1, 1, 1);
+        if (gr_handle_produce(w) == GR_HANDLER_WAIT)
+            assert_int_equal(run_pool(f, 8), 1);
+        else
+            gr_req_free(w);
+    }
+    assert_int_equal(f->b->parked_count, 0);
+    for (int p = 0; p < PARTS; p++) {
+        struct gr_log *log = gr_topic_log(f->topic, p);
+        gr_log_flush_async(log);
+        assert_int_equal(th_wait_durable(log, gr_log_end_offset(log)), 0);
+    }
+    gr_store_quiesce(f->b->store);
+    gr_store_fds_trim(f->b->store);
+    assert_true(gr_store_open_segment_fds(f->b->store) <= CAP);
+    long opens = fault_count_this_thread(F_OPEN);
+    struct gr_req *req = new_req(f, 2, 7);
+    struct gr_list_offsets_request *body = gr_arena_alloc(&req->arena, sizeof *body);
+    gr_list_offsets_request_init(body);
+    body->topics.items = gr_arena_calloc(&req->arena, 1, sizeof *body->topics.items);
+    body->topics.count = 1;
+    body->topics.items[0].name = gr_str_c("w");
+    body->topics.items[0].partitions.items =
+        gr_arena_calloc(&req->arena, PARTS, sizeof *body->topics.items[0].partitions.items);
+    body->topics.items[0].partitions.count = PARTS;
+    for (int p = 0; p < PARTS; p++) {
+        gr_list_offsets_request_list_offsets_partition_init(&body->topics.items[0].partitions.items[p]);
+        body->topics.items[0].partitions.items[p].partition_index = p;
+        body->topics.items[0].partitions.items[p].timestamp = -3; /* max timestamp: reads the file */
+    }
+    req->body = body;
+    req->resp = gr_arena_alloc(&req->arena, sizeof(struct gr_list_offsets_response));
+    gr_list_offsets_response_init(req->resp);
+    assert_int_equal(gr_handle_list_offsets(req), GR_HANDLER_WAIT);
+    int rounds = run_pool(f, 16);
+    assert_int_equal(f->b->parked_count, 0); /* answered (and freed) */
+    assert_true(rounds >= 1 && rounds <= 3);
+    assert_int_equal(fault_count_this_thread(F_OPEN), opens);
+}
+
+int main(void)
+{
+    for (int p = 0; p < PARTS; p++)
+        all_parts[p] = p;
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_wide_produce_one_round, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stop_while_gated, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_reopen_fails, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_list_offsets_over_cap, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
