@@ -155,9 +155,10 @@ struct gr_broker {
     int conn_count;
     struct gr_conn *conns;       /* all live connections (for idle checks and shutdown) */
     /* Connection memory bounds (net.c). */
-    struct gr_mempool request_pool; /* queued.max.request.bytes: frames reserved at their prefix, until answered */
+    struct gr_mempool request_pool; /* queued.max.request.bytes: frames, from size prefix to answer */
     struct gr_mempool unsent_pool;  /* gregor.unsent.bytes.max: answers built and not yet sent */
     int64_t conn_unsent_bytes_max;  /* gregor.connection.unsent.bytes.max */
+    int64_t conn_frame_bytes_max;   /* socket.request.max.bytes: unanswered frames per connection */
     struct gr_conn *stalled_head;   /* connections not reading because of a limit, re-checked on releases */
     int stalled_count;
     struct gr_conn **resume_buf;    /* the stalled list copied for one re-check pass */

@@ -65,6 +65,7 @@ struct gr_conn {
     uint8_t *big;                /* frame being read directly (big_len bytes reserved in the request pool) */
     size_t big_len, big_have;
     int64_t unsent_bytes;        /* answers built and not yet sent (see gr_net_answer_built) */
+    int64_t frame_bytes;         /* frames read or being read and not yet answered */
     int64_t last_active_ms;
     bool reading;
     bool closing;
@@ -117,11 +118,14 @@ static void request_pool_give(struct gr_broker *b, int64_t bytes)
     resume_schedule(b);
 }
 
-/* Whether the connection may take one more request by its pipeline and unsent-answer bounds. */
+/* Whether the connection may take one more request by its pipeline, frame and unsent-answer bounds. The frame
+ * bound holds with the default unbounded queued.max.request.bytes too: unanswered frames of one connection
+ * stop it at socket.request.max.bytes (Kafka reads one request per connection at a time), so it holds at
+ * most about two largest frames instead of GR_CONN_PIPELINE_MAX of them. */
 static bool conn_may_take(const struct gr_conn *conn)
 {
     const struct gr_broker *b = conn->broker;
-    return conn->outstanding < GR_CONN_PIPELINE_MAX &&
+    return conn->outstanding < GR_CONN_PIPELINE_MAX && conn->frame_bytes < b->conn_frame_bytes_max &&
            gr_netlimits_may_take(conn->unsent_bytes, b->conn_unsent_bytes_max, &b->unsent_pool);
 }
 
@@ -211,6 +215,7 @@ static bool conn_parse(struct gr_conn *conn)
             return false;
         }
         if (!gr_mempool_try_take(&b->request_pool, size)) break; /* stalled until bytes are given back */
+        conn->frame_bytes += size;
         size_t have = conn->rlen - off - 4;
         uint8_t *frame = malloc((size_t)size);
         if (!frame) {
@@ -340,6 +345,7 @@ void gr_net_answer_built(struct gr_req *req)
     struct gr_broker *b = req->broker;
     free(req->frame);
     req->frame = NULL;
+    if (req->conn) req->conn->frame_bytes -= req->pool_bytes;
     request_pool_give(b, req->pool_bytes);
     req->pool_bytes = 0;
     if (!req->conn || !req->out_mem) return;
@@ -351,6 +357,7 @@ void gr_net_answer_built(struct gr_req *req)
 void gr_net_req_released(struct gr_req *req)
 {
     struct gr_broker *b = req->broker;
+    if (req->conn) req->conn->frame_bytes -= req->pool_bytes;
     request_pool_give(b, req->pool_bytes);
     req->pool_bytes = 0;
     if (!req->answer_bytes) return;
@@ -673,6 +680,7 @@ void gr_net_init(struct gr_broker *b)
     gr_mempool_init(&b->request_pool, gr_config_int(&b->cfg, "queued.max.request.bytes"));
     gr_mempool_init(&b->unsent_pool, gr_config_int(&b->cfg, "gregor.unsent.bytes.max"));
     b->conn_unsent_bytes_max = gr_config_int(&b->cfg, "gregor.connection.unsent.bytes.max");
+    b->conn_frame_bytes_max = gr_config_int(&b->cfg, "socket.request.max.bytes");
     ev_timer_init(&b->resume_w, resume_cb, 0, 0);
     b->resume_w.data = b;
     ev_timer_init(&b->accept_w, accept_retry_cb, GR_ACCEPT_BACKOFF_MS / 1000.0, 0);
