@@ -524,6 +524,7 @@ static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
             if (err != EAGAIN && err != EWOULDBLOCK) GR_WARN("accept: %s", strerror(err));
             return;
         }
+        gr_accept_episode_ok(&b->accept_ep, gr_time_mono_ms());
         if (b->conn_count >= gr_config_int(&b->cfg, "max.connections")) {
             close(fd);
             GR_WARN("max.connections reached, connection refused");

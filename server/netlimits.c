@@ -52,6 +52,11 @@ bool gr_accept_episode_fail(struct gr_accept_episode *ep, int64_t now_ms, int er
     return starts;
 }
 
+void gr_accept_episode_ok(struct gr_accept_episode *ep, int64_t now_ms)
+{
+    if (ep->open) ep->last_ok_ms = now_ms;
+}
+
 void gr_accept_episode_refused(struct gr_accept_episode *ep)
 {
     if (ep->open) ep->refused++;
@@ -59,7 +64,7 @@ void gr_accept_episode_refused(struct gr_accept_episode *ep)
 
 bool gr_accept_episode_try_end(struct gr_accept_episode *ep, int64_t now_ms, int64_t quiet_ms)
 {
-    if (!ep->open || now_ms - ep->last_fail_ms < quiet_ms) return false;
+    if (!ep->open || ep->last_ok_ms < ep->last_fail_ms || now_ms - ep->last_fail_ms < quiet_ms) return false;
     ep->open = false;
     return true;
 }

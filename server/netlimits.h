@@ -47,6 +47,7 @@ struct gr_accept_episode {
     int err;              /* errno of the first failure (EMFILE or ENFILE) */
     int64_t start_ms;     /* monotonic */
     int64_t last_fail_ms; /* monotonic, last failure seen */
+    int64_t last_ok_ms;   /* monotonic, last accept that succeeded during the episode (0: none) */
     int64_t failures;     /* accept calls that failed with EMFILE/ENFILE */
     int64_t refused;      /* connections accepted on the spare descriptor and closed at once */
 };
@@ -54,9 +55,12 @@ struct gr_accept_episode {
 /* Records an accept failure for want of descriptors at `now_ms`; returns true when it starts an episode
  * (the caller logs the start, once). */
 bool gr_accept_episode_fail(struct gr_accept_episode *ep, int64_t now_ms, int err);
+/* Records an accept that succeeded at `now_ms` during an open episode (descriptors are free again). */
+void gr_accept_episode_ok(struct gr_accept_episode *ep, int64_t now_ms);
 /* Counts one connection closed unserved during the episode. */
 void gr_accept_episode_refused(struct gr_accept_episode *ep);
-/* Ends the open episode when no failure was seen for `quiet_ms`; returns true then (the caller logs the
+/* Ends the open episode once an accept succeeded after its last failure and no failure was seen for
+ * `quiet_ms` (a listener flapping at the limit stays one episode); returns true then (the caller logs the
  * counts, read before the next episode starts), false while it goes on or when none is open. */
 bool gr_accept_episode_try_end(struct gr_accept_episode *ep, int64_t now_ms, int64_t quiet_ms);
 

@@ -5,8 +5,8 @@
  * 64 MiB under the partial-frame flood of issue 26 (200 connections announcing 16 MiB each) reserves for 4
  * of them, the rest wait, and each release lets exactly one more in; the unsent-answer rule stops a
  * connection at its own bound and, when the broker-wide pool is spent, only connections that hold unsent
- * answers; an out-of-descriptors episode starts once, counts, and ends after a quiet period; the config
- * defaults equal the limits header.
+ * answers; an out-of-descriptors episode starts once, counts, and ends only once an accept succeeded and no
+ * failure came for a quiet period; the config defaults equal the limits header.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -113,8 +113,9 @@ static void accept_episode(void **state)
         assert_false(gr_accept_episode_fail(&ep, 5000 + 100 * i, EMFILE));
     for (int i = 0; i < 7; i++)
         gr_accept_episode_refused(&ep);
-    assert_false(gr_accept_episode_try_end(&ep, 9900 + 999, 1000)); /* last failure at 9900 */
-    assert_true(gr_accept_episode_try_end(&ep, 9900 + 1000, 1000));
+    assert_false(gr_accept_episode_try_end(&ep, 20000, 1000)); /* quiet, but no accept has succeeded yet */
+    gr_accept_episode_ok(&ep, 20500);
+    assert_true(gr_accept_episode_try_end(&ep, 20600, 1000));
     assert_int_equal(ep.failures, 50);
     assert_int_equal(ep.refused, 7);
     assert_int_equal(ep.last_fail_ms - ep.start_ms, 4900);
@@ -122,8 +123,16 @@ static void accept_episode(void **state)
     assert_false(ep.open);
     gr_accept_episode_refused(&ep); /* no episode: not counted */
     assert_int_equal(ep.refused, 7);
-    assert_true(gr_accept_episode_fail(&ep, 20000, ENFILE)); /* a new episode starts fresh */
+    assert_true(gr_accept_episode_fail(&ep, 30000, ENFILE)); /* a new episode starts fresh */
     assert_int_equal(ep.failures, 1);
+    /* flapping at the limit: a success then a failure again keeps the episode open */
+    gr_accept_episode_ok(&ep, 30050);
+    assert_false(gr_accept_episode_fail(&ep, 30100, ENFILE));
+    assert_false(gr_accept_episode_try_end(&ep, 31500, 1000)); /* no success since the last failure */
+    gr_accept_episode_ok(&ep, 31050);
+    assert_false(gr_accept_episode_try_end(&ep, 31050, 1000)); /* not quiet for 1 s yet */
+    assert_true(gr_accept_episode_try_end(&ep, 31100, 1000));
+    assert_int_equal(ep.failures, 2);
     assert_int_equal(ep.refused, 0);
     assert_int_equal(ep.err, ENFILE);
 }
