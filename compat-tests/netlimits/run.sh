@@ -48,8 +48,8 @@ probe_out=$BROKER_DIR/probe.out
 PYTHONPATH=$REPO/compat-tests/lib python3 "$here/run.py" startup_probe "$port" "$probe_out" &
 probe_pid=$!
 sleep 0.3
-broker_restart --override gregor.unsent.bytes.max=33554432 --override "listeners=PLAINTEXT://127.0.0.1:$port" ||
-    fail "the broker restarts on port $port"
+check "the broker restarts on port $port" broker_restart --override gregor.unsent.bytes.max=33554432 \
+    --override "listeners=PLAINTEXT://127.0.0.1:$port"
 wait "$probe_pid"
 read -r refused hung first_ok <"$probe_out" || { refused=0; hung=-1; first_ok=-1; }
 ms=$(sed -n 's/.* started in \([0-9]*\) ms.*/\1/p' "$BROKER_DIR/broker.log" | tail -1)
