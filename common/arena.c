@@ -57,6 +57,14 @@ char *gr_arena_strndup(struct gr_arena *a, const char *p, size_t len)
     return s;
 }
 
+size_t gr_arena_footprint_bytes(const struct gr_arena *a)
+{
+    size_t bytes = 0;
+    for (const struct gr_arena_chunk *c = a->head; c; c = c->next)
+        bytes += sizeof *c + c->cap;
+    return bytes;
+}
+
 void gr_arena_reset(struct gr_arena *a)
 {
     struct gr_arena_chunk *c = a->head;

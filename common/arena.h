@@ -24,6 +24,8 @@ void *gr_arena_alloc(struct gr_arena *a, size_t n);
 void *gr_arena_calloc(struct gr_arena *a, size_t count, size_t size);
 /* Returns a NUL-terminated copy of `len` bytes at `p`, or NULL. */
 char *gr_arena_strndup(struct gr_arena *a, const char *p, size_t len);
+/* Returns the bytes the arena holds from malloc (its chunks with their headers), >= used_bytes. */
+size_t gr_arena_footprint_bytes(const struct gr_arena *a);
 /* Frees every chunk; the arena is empty and reusable afterwards. */
 void gr_arena_reset(struct gr_arena *a);
 

@@ -30,4 +30,25 @@
 #define GR_LOG_RATELIMIT_LINES 10
 #define GR_LOG_RATELIMIT_WINDOW_MS 10000
 
+/* Answer bytes (response memory and its request's arena) built for one connection and not yet sent, past
+ * which the connection stops reading requests (gregor.connection.unsent.bytes.max default): a client that
+ * pipelines without reading its answers pins at most this plus one answer. Kafka sends one answer at a
+ * time per connection; Gregor pipelines up to 64 requests, so it needs a byte bound too. */
+#define GR_CONN_UNSENT_BYTES_DEFAULT (1024 * 1024)
+/* The same across the broker (gregor.unsent.bytes.max default): past it, connections with answers
+ * unsent stop reading until they drain; a connection with nothing unsent still takes one request, so the
+ * overshoot is at most one answer per connection. */
+#define GR_UNSENT_BYTES_DEFAULT (64 * 1024 * 1024)
+/* Back-off of the listeners after accept failed for want of descriptors (EMFILE/ENFILE): one retry per
+ * period instead of a spinning accept loop. */
+#define GR_ACCEPT_BACKOFF_MS 100
+/* An out-of-descriptors episode ends (and is logged with its counts) after this long without a failure. */
+#define GR_ACCEPT_EPISODE_QUIET_MS 1000
+/* Connections accepted on the spare descriptor and closed at once per failed accept round: drains the
+ * backlog so that waiting clients see a closed connection instead of hanging. */
+#define GR_ACCEPT_REFUSE_PER_ROUND_MAX 64
+/* Bytes of request frames and answers freed since the last malloc_trim(0) above which the once-a-second
+ * housekeeping gives freed heap memory back to the system (glibc keeps it otherwise). */
+#define GR_TRIM_RELEASED_BYTES_MIN (8 * 1024 * 1024)
+
 #endif

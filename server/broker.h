@@ -25,6 +25,7 @@
 #include "protocol/gen/messages.h"
 #include "protocol/header.h"
 #include "server/config.h"
+#include "server/netlimits.h"
 #include "server/waitq.h"
 #include "storage/iopool.h"
 #include "storage/log.h"
@@ -80,8 +81,10 @@ struct gr_req {
     bool parked;
     bool done;                  /* response ready (or none needed) */
     bool no_response;
-    uint8_t *frame;             /* the request bytes after the size prefix (owned) */
+    uint8_t *frame;             /* the request bytes after the size prefix (owned; freed once answered) */
     size_t frame_len;
+    int64_t pool_bytes;         /* frame bytes taken from the broker's request pool (given back once answered) */
+    int64_t answer_bytes;       /* memory of the built answer (response bytes and arena) counted as unsent */
     struct gr_request_header hdr;
     const struct gr_api *api;
     const struct gr_msg_ops *req_ops, *resp_ops;
@@ -101,6 +104,7 @@ struct gr_req {
     struct gr_req_slice *pins;  /* work the I/O pool did for this request (files opened, indexes loaded),
                                    kept until the request is freed so the fd cap cannot undo it meanwhile */
     uint8_t *out_mem;
+    size_t out_mem_bytes;
     struct gr_chunk *chunks;
     int chunk_count;
     int chunk_at;       /* first chunk not fully sent */
@@ -150,8 +154,21 @@ struct gr_broker {
     int parked_count;
     int conn_count;
     struct gr_conn *conns;       /* all live connections (for idle checks and shutdown) */
-    int64_t held_request_bytes;  /* frames held by requests not yet answered */
-    bool reading_blocked;        /* some connection stopped reading because of queued.max.request.bytes */
+    /* Connection memory bounds (net.c). */
+    struct gr_mempool request_pool; /* queued.max.request.bytes: frames, from size prefix to answer */
+    struct gr_mempool unsent_pool;  /* gregor.unsent.bytes.max: answers built and not yet sent */
+    int64_t conn_unsent_bytes_max;  /* gregor.connection.unsent.bytes.max */
+    int64_t conn_frame_bytes_max;   /* socket.request.max.bytes: unanswered frames per connection */
+    struct gr_conn *stalled_head;   /* connections not reading because of a limit, re-checked on releases */
+    int stalled_count;
+    struct gr_conn **resume_buf;    /* the stalled list copied for one re-check pass */
+    int resume_cap;
+    ev_timer resume_w;              /* the re-check pass, run from the loop's top level */
+    int64_t released_since_trim_bytes; /* freed frame and answer bytes not yet given back by malloc_trim */
+    /* Out of descriptors (net.c): the listeners back off and a spare descriptor refuses waiting clients. */
+    struct gr_accept_episode accept_ep;
+    ev_timer accept_w;              /* the listeners' back-off */
+    int spare_fd;                   /* /dev/null, given up to accept-and-close while out of descriptors */
     int64_t last_retention_ms;
     int64_t last_checkpoint_ms;
     int64_t last_producer_expiry_ms;
@@ -211,12 +228,26 @@ void gr_dispatch_handler(struct gr_req *req);
 void gr_req_unpark(struct gr_req *req);
 
 /* Network (net.c). */
-int gr_net_listen(struct gr_broker *b);
+/* Sets up the connection bounds and watchers from the config; call once before gr_net_bind. */
+void gr_net_init(struct gr_broker *b);
+/* Parses `listeners` and binds each (a busy port or bad address fails here, before the data is touched),
+ * without listening: a connect is refused until gr_net_serve. Returns 0 or -1 after logging why. */
+int gr_net_bind(struct gr_broker *b);
+/* Listens on the bound listeners, starts accepting and writes gregor.listener.file: call once the store is
+ * open. Returns 0 or -1 after logging why. */
+int gr_net_serve(struct gr_broker *b);
 void gr_net_conn_kick(struct gr_conn *conn);
+/* A request's answer is built (req->out_mem_bytes set): frees its frame (giving back its request-pool
+ * bytes) and counts the answer's memory as unsent on its connection and the broker until it is sent. */
+void gr_net_answer_built(struct gr_req *req);
+/* Gives back what a request holds in the connection bounds (its frame's pool bytes, its unsent answer);
+ * called by gr_req_free. */
+void gr_net_req_released(struct gr_req *req);
+/* Once a second: ends an out-of-descriptors episode (logging its counts) and gives freed heap memory back
+ * to the system after large releases (malloc_trim). */
+void gr_net_housekeeping(struct gr_broker *b, int64_t now_mono_ms);
 void gr_net_close_all(struct gr_broker *b);
 void gr_net_close_idle(struct gr_broker *b, int64_t now_mono_ms);
-/* Resumes reading on connections stopped by queued.max.request.bytes once held bytes fall below it. */
-void gr_net_budget_released(struct gr_broker *b);
 /* Closes a connection (deferred free: safe from inside a handler). */
 void gr_conn_close(struct gr_conn *conn, const char *why);
 bool gr_conn_is_closing(const struct gr_conn *conn);

@@ -76,6 +76,8 @@ static const struct gr_config_def defs[] = {
     {"gregor.flush.syncfs.min.partitions", GR_CFG_INT, "16", 0, INT32_MAX, "Gregor: group commit makes the waiting partitions durable with one syncfs of the log directory's file system instead of one fdatasync per file when at least this many wait at once; 0 never. A syncfs error names no file: every partition of that round goes offline."},
     {"gregor.io.threads", GR_CFG_INT, "2", 1, 64, "Gregor: threads of the I/O pool doing disk work that may block (reading cold data into the page cache before a Fetch sends it, statvfs)."},
     {"gregor.open.files.max", GR_CFG_INT, "1024", 4, INT32_MAX, "Gregor: segment files (.log) kept open at once, active segments included; the least recently used idle ones are closed and reopened on the I/O pool when needed. Partition directories (one descriptor each) and connections come on top; the soft RLIMIT_NOFILE is raised to the hard limit at start."},
+    {"gregor.connection.unsent.bytes.max", GR_CFG_LONG, "1048576", 1, INT64_MAX, "Gregor: bytes of answers built for one connection and not yet sent (a client not reading them) past which the connection stops reading requests until they drain; one answer may exceed it."},
+    {"gregor.unsent.bytes.max", GR_CFG_LONG, "67108864", 1, INT64_MAX, "Gregor: bytes of answers built and not yet sent across the broker past which connections holding unsent answers stop reading requests until they drain; a connection with nothing unsent still takes one request."},
     {"gregor.log.level", GR_CFG_STRING, "INFO", 0, 0, "Gregor: DEBUG, INFO, WARN or ERROR."},
 };
 

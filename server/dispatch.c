@@ -108,6 +108,7 @@ static void encode_response(struct gr_req *req)
     }
     size_t mem = 4 + total - ext_bytes;
     req->out_mem = malloc(mem);
+    req->out_mem_bytes = mem;
     req->chunks = gr_arena_calloc(&req->arena, (size_t)(2 * nslices + 2), sizeof *req->chunks);
     if (!req->out_mem || !req->chunks) {
         GR_ERROR("out of memory encoding a %zu-byte response", total);
@@ -175,7 +176,8 @@ void gr_req_finish(struct gr_req *req)
     }
     encode_response(req);
     req->done = true;
-    gr_net_conn_kick(req->conn);
+    gr_net_answer_built(req);
+    if (req->conn) gr_net_conn_kick(req->conn);
 }
 
 void gr_req_finish_silent(struct gr_req *req)
@@ -187,16 +189,17 @@ void gr_req_finish_silent(struct gr_req *req)
         gr_req_free(req);
         return;
     }
+    gr_net_answer_built(req);
     gr_net_conn_kick(req->conn);
 }
 
 void gr_req_free(struct gr_req *req)
 {
     gr_req_unpark(req);
+    gr_net_req_released(req);
     for (struct gr_req_slice *s = req->slices; s; s = s->next) gr_log_slice_release(&s->slice);
-    for (struct gr_req_slice *s = req->pins; s; s = s->next) gr_log_slice_release(&s->slice);
-    req->broker->held_request_bytes -= (int64_t)req->frame_len;
-    gr_net_budget_released(req->broker);
+    for (struct gr_req_slice *s = req->pins; s; s = s->next)
+        gr_log_slice_release(&s->slice);
     free(req->frame);
     free(req->out_mem);
     gr_arena_reset(&req->arena);

@@ -106,6 +106,7 @@ static void housekeeping_cb(struct ev_loop *loop, ev_timer *w, int revents)
     int64_t now = gr_time_mono_ms();
     gr_net_close_idle(b, now);
     gr_log_ratelimit_flush(now); /* counts of rate-limited warnings whose window ended */
+    gr_net_housekeeping(b, now);
     gr_store_fds_trim(b->store); /* files pinned by flushes or reads earlier may be closable now */
     if (now - b->last_retention_ms >= gr_config_int(&b->cfg, "log.retention.check.interval.ms")) {
         b->last_retention_ms = now;
@@ -269,8 +270,11 @@ int main(int argc, char **argv)
     sc.node_id = b->node_id;
     sc.on_flushed = gr_broker_on_flushed;
     sc.on_flushed_ctx = b;
-    /* listeners first: a bad listener or a busy port stops the broker before it touches the data */
-    if (gr_net_listen(b)) return 1;
+    /* listeners bound first: a bad listener or a busy port stops the broker before it touches the data; they
+       listen only once the store is open (gr_net_serve below), so a client connecting during a long load is
+       refused and retries instead of waiting unanswered */
+    gr_net_init(b);
+    if (gr_net_bind(b)) return 1;
     if (lock_log_dir(dir) < 0) return 1;
     int rc = gr_store_open(&sc, &b->store);
     if (rc) {
@@ -299,6 +303,7 @@ int main(int argc, char **argv)
     b->housekeeping_timer.data = b;
     ev_timer_start(b->loop, &b->housekeeping_timer);
     b->last_retention_ms = b->last_producer_expiry_ms = gr_time_mono_ms();
+    if (gr_net_serve(b)) return 1;
 
     const char *audit = getenv("GREGOR_NET_THREAD_AUDIT");
     if (audit && *audit && strcmp(audit, "0") != 0) {

@@ -1,17 +1,34 @@
 /*
- * net.c: the listener and the connections on the libev loop.
+ * net.c: the listeners and the connections on the libev loop.
  *
+ * Start: gr_net_bind binds every listener early (a busy port stops the broker before it touches the data)
+ * but listens only in gr_net_serve, once the store is open: until then a connect is refused rather than
+ * left waiting unanswered while partitions load.
  * Reading: a connection reads into a 64 KiB buffer and cuts frames out of it (int32 size prefix, bounded
  * by socket.request.max.bytes); a frame larger than what is buffered gets its own allocation and is read
  * into directly. Each complete frame becomes a request appended to the connection's FIFO and dispatched at
- * once. At most GR_CONN_PIPELINE_MAX requests may be outstanding per connection, and at most
- * queued.max.request.bytes across the broker; past either the connection stops reading until responses leave.
+ * once. Memory bounds, each stopping the connection from taking requests (its bytes stay in the kernel or
+ * in its buffer) until a release re-checks it (the stalled list, from a zero timer at the loop's top level):
+ *   - queued.max.request.bytes: a frame's announced size is reserved in the request pool when its prefix is
+ *     read, as Kafka's SimpleMemoryPool (non-strict: taken while the pool is not spent, so one frame may
+ *     overshoot and a frame larger than the pool passes when it is otherwise free); a connection that
+ *     cannot reserve stops, a connection inside a reserved frame keeps reading it (no deadlock between
+ *     partly received frames); the bytes are given back once the request is answered;
+ *   - GR_CONN_PIPELINE_MAX requests outstanding per connection;
+ *   - unsent answers: gregor.connection.unsent.bytes.max per connection and gregor.unsent.bytes.max
+ *     across the broker (a connection with nothing unsent may still take one request).
  * Writing: only the FIFO head is written, and only when finished: memory chunks with sendmsg (MSG_MORE when
- * a file range follows), file ranges with sendfile, resuming after partial writes. The write watcher runs only while bytes remain.
- * Read next: server/dispatch.c.
+ * a file range follows), file ranges with sendfile, resuming after partial writes. The write watcher runs
+ * only while bytes remain.
+ * Out of descriptors: accept failing with EMFILE/ENFILE closes a spare descriptor, accepts the waiting
+ * connections and closes them at once (their clients see a closed connection and retry), takes the spare
+ * again and stops the listeners for GR_ACCEPT_BACKOFF_MS; the episode is logged when it starts and, with
+ * its counts, when it ends.
+ * Read next: server/netlimits.h, server/dispatch.c.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -45,21 +62,71 @@ struct gr_conn {
     int outstanding;
     uint8_t *rbuf;
     size_t rlen;                 /* bytes buffered in rbuf */
-    uint8_t *big;                /* frame being read directly */
+    uint8_t *big;                /* frame being read directly (big_len bytes reserved in the request pool) */
     size_t big_len, big_have;
+    int64_t unsent_bytes;        /* answers built and not yet sent (see gr_net_answer_built) */
+    int64_t frame_bytes;         /* frames read or being read and not yet answered */
     int64_t last_active_ms;
     bool reading;
     bool closing;
+    bool stalled;                /* in the broker's stalled list */
+    struct gr_conn *stall_prev, *stall_next;
     ev_timer close_w;            /* frees the connection from the loop's top level */
 };
 
 static void conn_write(struct gr_conn *conn);
 static void conn_update_read(struct gr_conn *conn);
 
-static int64_t budget_max(struct gr_broker *b)
+static void stall_add(struct gr_conn *conn)
 {
-    int64_t q = gr_config_int(&b->cfg, "queued.max.request.bytes");
-    return q <= 0 ? INT64_MAX : q;
+    struct gr_broker *b = conn->broker;
+    if (conn->stalled) return;
+    conn->stalled = true;
+    conn->stall_prev = NULL;
+    conn->stall_next = b->stalled_head;
+    if (b->stalled_head) b->stalled_head->stall_prev = conn;
+    b->stalled_head = conn;
+    b->stalled_count++;
+}
+
+static void stall_remove(struct gr_conn *conn)
+{
+    struct gr_broker *b = conn->broker;
+    if (!conn->stalled) return;
+    if (conn->stall_prev)
+        conn->stall_prev->stall_next = conn->stall_next;
+    else
+        b->stalled_head = conn->stall_next;
+    if (conn->stall_next) conn->stall_next->stall_prev = conn->stall_prev;
+    conn->stall_prev = conn->stall_next = NULL;
+    conn->stalled = false;
+    b->stalled_count--;
+}
+
+/* Something was released: re-check the stalled connections from the loop's top level (never from inside
+ * the caller, which may be in the middle of writing or dispatching on one of them). */
+static void resume_schedule(struct gr_broker *b)
+{
+    if (b->stalled_count && !ev_is_active(&b->resume_w)) ev_timer_start(b->loop, &b->resume_w);
+}
+
+static void request_pool_give(struct gr_broker *b, int64_t bytes)
+{
+    if (!bytes) return;
+    gr_mempool_give(&b->request_pool, bytes);
+    b->released_since_trim_bytes += bytes;
+    resume_schedule(b);
+}
+
+/* Whether the connection may take one more request by its pipeline, frame and unsent-answer bounds. The frame
+ * bound holds with the default unbounded queued.max.request.bytes too: unanswered frames of one connection
+ * stop it at socket.request.max.bytes (Kafka reads one request per connection at a time), so it holds at
+ * most about two largest frames instead of GR_CONN_PIPELINE_MAX of them. */
+static bool conn_may_take(const struct gr_conn *conn)
+{
+    const struct gr_broker *b = conn->broker;
+    return conn->outstanding < GR_CONN_PIPELINE_MAX && conn->frame_bytes < b->conn_frame_bytes_max &&
+           gr_netlimits_may_take(conn->unsent_bytes, b->conn_unsent_bytes_max, &b->unsent_pool);
 }
 
 /* Frees a closed connection; runs from its own zero timer so that no caller still holds it. */
@@ -84,6 +151,8 @@ static void conn_free_cb(struct ev_loop *loop, ev_timer *w, int revents)
     else b->conns = conn->next;
     if (conn->next) conn->next->prev = conn->prev;
     b->conn_count--;
+    stall_remove(conn);
+    if (conn->big) request_pool_give(b, (int64_t)conn->big_len);
     free(conn->rbuf);
     free(conn->big);
     free(conn);
@@ -111,6 +180,7 @@ static void conn_add_request(struct gr_conn *conn, uint8_t *frame, size_t len)
     struct gr_req *req = calloc(1, sizeof *req);
     if (!req) {
         free(frame);
+        request_pool_give(b, (int64_t)len);
         gr_conn_close(conn, "out of memory");
         return;
     }
@@ -118,9 +188,9 @@ static void conn_add_request(struct gr_conn *conn, uint8_t *frame, size_t len)
     req->conn = conn;
     req->frame = frame;
     req->frame_len = len;
+    req->pool_bytes = (int64_t)len; /* reserved when its size prefix was read */
     /* arrays decoded from a frame can take at most ~32 bytes of memory per wire byte (see gen_codec.py) */
     gr_arena_init(&req->arena, 32 * len + (1 << 20));
-    b->held_request_bytes += (int64_t)len;
     if (conn->tail) conn->tail->next = req;
     else conn->head = req;
     conn->tail = req;
@@ -128,13 +198,14 @@ static void conn_add_request(struct gr_conn *conn, uint8_t *frame, size_t len)
     gr_dispatch(req);
 }
 
-/* Cuts complete frames out of rbuf; returns false if the connection was closed. */
+/* Cuts complete frames out of rbuf while the connection may take requests and the request pool lets their
+ * sizes be reserved; what is left waits in rbuf. Returns false if the connection was closed. */
 static bool conn_parse(struct gr_conn *conn)
 {
     struct gr_broker *b = conn->broker;
     int64_t frame_max = gr_config_int(&b->cfg, "socket.request.max.bytes");
     size_t off = 0;
-    while (conn->rlen - off >= 4 && !conn->big) {
+    while (conn->rlen - off >= 4 && !conn->big && conn_may_take(conn)) {
         const uint8_t *p = conn->rbuf + off;
         int32_t size = (int32_t)((uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]);
         if (size < GR_FRAME_BYTES_MIN || size > frame_max) {
@@ -143,9 +214,12 @@ static bool conn_parse(struct gr_conn *conn)
             gr_conn_close(conn, "bad frame size");
             return false;
         }
+        if (!gr_mempool_try_take(&b->request_pool, size)) break; /* stalled until bytes are given back */
+        conn->frame_bytes += size;
         size_t have = conn->rlen - off - 4;
         uint8_t *frame = malloc((size_t)size);
         if (!frame) {
+            request_pool_give(b, size);
             gr_conn_close(conn, "out of memory");
             return false;
         }
@@ -209,16 +283,51 @@ static void conn_read_cb(struct ev_loop *loop, ev_io *w, int revents)
     if (!conn->closing) conn_write(conn);
 }
 
+/* Reads while inside a reserved frame (it must be able to complete), else only when nothing waits in
+ * rbuf (rlen < 4), the connection may take a request and the request pool is not spent. A connection that
+ * stops for a limit joins the stalled list. */
 static void conn_update_read(struct gr_conn *conn)
 {
     struct gr_broker *b = conn->broker;
     if (conn->closing) return;
-    bool over_budget = b->held_request_bytes >= budget_max(b);
-    if (over_budget) b->reading_blocked = true;
-    bool want = !conn->closing && conn->outstanding < GR_CONN_PIPELINE_MAX && !over_budget;
+    bool want = conn->big || (conn->rlen < 4 && conn_may_take(conn) && !gr_mempool_spent(&b->request_pool));
     if (want && !conn->reading) ev_io_start(b->loop, &conn->rw);
     if (!want && conn->reading) ev_io_stop(b->loop, &conn->rw);
     conn->reading = want;
+    if (want)
+        stall_remove(conn);
+    else
+        stall_add(conn);
+}
+
+/* The re-check pass over the stalled connections (copied first: a pass may change the list). */
+static void resume_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    (void)loop;
+    (void)revents;
+    struct gr_broker *b = w->data;
+    if (b->stalled_count > b->resume_cap) {
+        int cap = b->stalled_count * 2;
+        struct gr_conn **buf = realloc(b->resume_buf, (size_t)cap * sizeof *buf);
+        if (!buf) {
+            ev_timer_set(&b->resume_w, 0.01, 0); /* retry shortly */
+            ev_timer_start(b->loop, &b->resume_w);
+            return;
+        }
+        b->resume_buf = buf;
+        b->resume_cap = cap;
+    }
+    int n = 0;
+    for (struct gr_conn *c = b->stalled_head; c; c = c->stall_next)
+        b->resume_buf[n++] = c;
+    ev_timer_set(&b->resume_w, 0, 0);
+    /* connections are freed only by their own close timers, never inside this pass */
+    for (int i = 0; i < n; i++) {
+        struct gr_conn *c = b->resume_buf[i];
+        if (c->closing || !c->stalled) continue;
+        if (c->rlen >= 4 && !c->big && !conn_parse(c)) continue;
+        conn_update_read(c);
+    }
 }
 
 static void release_head(struct gr_conn *conn)
@@ -228,6 +337,50 @@ static void release_head(struct gr_conn *conn)
     if (!conn->head) conn->tail = NULL;
     conn->outstanding--;
     gr_req_free(r);
+    if (conn->stalled) resume_schedule(conn->broker);
+}
+
+void gr_net_answer_built(struct gr_req *req)
+{
+    struct gr_broker *b = req->broker;
+    free(req->frame);
+    req->frame = NULL;
+    if (req->conn) req->conn->frame_bytes -= req->pool_bytes;
+    request_pool_give(b, req->pool_bytes);
+    req->pool_bytes = 0;
+    if (!req->conn || !req->out_mem) return;
+    req->answer_bytes = (int64_t)(req->out_mem_bytes + gr_arena_footprint_bytes(&req->arena));
+    req->conn->unsent_bytes += req->answer_bytes;
+    gr_mempool_take(&b->unsent_pool, req->answer_bytes);
+}
+
+void gr_net_req_released(struct gr_req *req)
+{
+    struct gr_broker *b = req->broker;
+    if (req->conn) req->conn->frame_bytes -= req->pool_bytes;
+    request_pool_give(b, req->pool_bytes);
+    req->pool_bytes = 0;
+    if (!req->answer_bytes) return;
+    if (req->conn) req->conn->unsent_bytes -= req->answer_bytes;
+    gr_mempool_give(&b->unsent_pool, req->answer_bytes);
+    b->released_since_trim_bytes += req->answer_bytes;
+    req->answer_bytes = 0;
+    resume_schedule(b);
+}
+
+void gr_net_housekeeping(struct gr_broker *b, int64_t now_mono_ms)
+{
+    struct gr_accept_episode *ep = &b->accept_ep;
+    if (gr_accept_episode_try_end(ep, now_mono_ms, GR_ACCEPT_EPISODE_QUIET_MS))
+        GR_WARN(
+            "accept: out of file descriptors (%s) for %lld ms, ended: %lld failed accepts, %lld connections "
+            "closed unserved",
+            strerror(ep->err), (long long)(ep->last_fail_ms - ep->start_ms), (long long)ep->failures,
+            (long long)ep->refused);
+    if (b->released_since_trim_bytes >= GR_TRIM_RELEASED_BYTES_MIN) {
+        b->released_since_trim_bytes = 0;
+        malloc_trim(0); /* glibc keeps freed heap pages otherwise: RSS would stay at a flood's mark */
+    }
 }
 
 /* Writes finished responses from the FIFO head; returns when the socket is full or the head is not done. */
@@ -301,6 +454,57 @@ void gr_net_conn_kick(struct gr_conn *conn)
     if (!conn->closing) conn_write(conn);
 }
 
+/* The spare descriptor given up when accept runs out of descriptors (see accept_out_of_fds). */
+static int spare_open(void)
+{
+    return open("/dev/null", O_RDONLY | O_CLOEXEC);
+}
+
+static void listeners_watch(struct gr_broker *b, bool on)
+{
+    for (int i = 0; i < b->listener_count; i++) {
+        struct gr_listener *l = &b->listeners[i];
+        if (l->fd < 0) continue;
+        if (on)
+            ev_io_start(b->loop, &l->w);
+        else
+            ev_io_stop(b->loop, &l->w);
+    }
+}
+
+/* accept failed with EMFILE/ENFILE: refuse the waiting connections through the spare descriptor (a client
+ * sees its connection closed and retries, instead of waiting in the backlog), then stop the listeners for
+ * GR_ACCEPT_BACKOFF_MS instead of spinning on a listener that stays readable. */
+static void accept_out_of_fds(struct gr_broker *b, struct gr_listener *l, int err)
+{
+    if (gr_accept_episode_fail(&b->accept_ep, gr_time_mono_ms(), err))
+        GR_WARN("accept on %s: %s: refusing new connections (closed at once), retrying every %d ms until "
+                "descriptors free up; logged again when this ends",
+                l->name, strerror(err), GR_ACCEPT_BACKOFF_MS);
+    if (b->spare_fd >= 0) {
+        close(b->spare_fd);
+        b->spare_fd = -1;
+        for (int i = 0; i < GR_ACCEPT_REFUSE_PER_ROUND_MAX; i++) {
+            int fd = accept4(l->fd, NULL, NULL, SOCK_CLOEXEC);
+            if (fd < 0) break;
+            close(fd);
+            gr_accept_episode_refused(&b->accept_ep);
+        }
+        b->spare_fd = spare_open(); /* retried at the next round when this fails */
+    }
+    listeners_watch(b, false);
+    if (!ev_is_active(&b->accept_w)) ev_timer_start(b->loop, &b->accept_w); /* one shot of GR_ACCEPT_BACKOFF_MS */
+}
+
+static void accept_retry_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    (void)loop;
+    (void)revents;
+    struct gr_broker *b = w->data;
+    if (b->spare_fd < 0) b->spare_fd = spare_open();
+    listeners_watch(b, true);
+}
+
 static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
     (void)revents;
@@ -311,9 +515,16 @@ static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
         socklen_t sl = sizeof ss;
         int fd = accept4(listener->fd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
-            if (errno != EAGAIN && errno != EINTR) GR_WARN("accept: %s", strerror(errno));
+            int err = errno;
+            if (err == EMFILE || err == ENFILE) {
+                accept_out_of_fds(b, listener, err);
+                return;
+            }
+            if (err == EINTR || err == ECONNABORTED) continue; /* a client gone before it was accepted */
+            if (err != EAGAIN && err != EWOULDBLOCK) GR_WARN("accept: %s", strerror(err));
             return;
         }
+        gr_accept_episode_ok(&b->accept_ep, gr_time_mono_ms());
         if (b->conn_count >= gr_config_int(&b->cfg, "max.connections")) {
             close(fd);
             GR_WARN_RATELIMITED("max.connections reached, connection refused");
@@ -446,7 +657,7 @@ static int bind_listener(struct gr_broker *b, struct gr_listener *l)
     int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     int one = 1;
     if (fd >= 0) setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (fd < 0 || bind(fd, ai->ai_addr, ai->ai_addrlen) || listen(fd, 1024)) {
+    if (fd < 0 || bind(fd, ai->ai_addr, ai->ai_addrlen)) {
         GR_ERROR("listeners: cannot listen on %s:%d: %s", l->host, l->port, strerror(errno));
         freeaddrinfo(ai);
         if (fd >= 0) close(fd);
@@ -462,11 +673,23 @@ static int bind_listener(struct gr_broker *b, struct gr_listener *l)
     l->broker = b;
     ev_io_init(&l->w, accept_cb, fd, EV_READ);
     l->w.data = l;
-    ev_io_start(b->loop, &l->w);
     return 0;
 }
 
-int gr_net_listen(struct gr_broker *b)
+void gr_net_init(struct gr_broker *b)
+{
+    gr_mempool_init(&b->request_pool, gr_config_int(&b->cfg, "queued.max.request.bytes"));
+    gr_mempool_init(&b->unsent_pool, gr_config_int(&b->cfg, "gregor.unsent.bytes.max"));
+    b->conn_unsent_bytes_max = gr_config_int(&b->cfg, "gregor.connection.unsent.bytes.max");
+    b->conn_frame_bytes_max = gr_config_int(&b->cfg, "socket.request.max.bytes");
+    ev_timer_init(&b->resume_w, resume_cb, 0, 0);
+    b->resume_w.data = b;
+    ev_timer_init(&b->accept_w, accept_retry_cb, GR_ACCEPT_BACKOFF_MS / 1000.0, 0);
+    b->accept_w.data = b;
+    b->spare_fd = spare_open();
+}
+
+int gr_net_bind(struct gr_broker *b)
 {
     const char *spec = gr_config_str(&b->cfg, "listeners");
     int n = parse_listener_list(spec, b->listeners, false);
@@ -512,7 +735,6 @@ int gr_net_listen(struct gr_broker *b)
             if (gethostname(hn, sizeof hn)) snprintf(hn, sizeof hn, "localhost");
             snprintf(l->adv_host, sizeof l->adv_host, "%s", hn);
         }
-        GR_INFO("listening on %s://%s:%d, advertised as %s:%d", l->name, l->host, l->port, l->adv_host, l->adv_port);
     }
     for (int k = 0; k < nadv; k++) {
         bool found = false;
@@ -524,6 +746,22 @@ int gr_net_listen(struct gr_broker *b)
     }
     snprintf(b->advertised_host, sizeof b->advertised_host, "%s", b->listeners[0].adv_host);
     b->advertised_port = b->listeners[0].adv_port;
+    return 0;
+}
+
+int gr_net_serve(struct gr_broker *b)
+{
+    int n = b->listener_count;
+    for (int i = 0; i < n; i++) {
+        struct gr_listener *l = &b->listeners[i];
+        if (listen(l->fd, 1024)) {
+            GR_ERROR("listeners: cannot listen on %s:%d: %s", l->host, l->port, strerror(errno));
+            return -1;
+        }
+        ev_io_start(b->loop, &l->w);
+        GR_INFO("listening on %s://%s:%d, advertised as %s:%d", l->name, l->host, l->port, l->adv_host,
+                l->adv_port);
+    }
     const char *lf = gr_config_str(&b->cfg, "gregor.listener.file");
     if (lf) {
         /* first line host:port of the first listener (what tests connect to), then NAME host:port lines */
@@ -561,6 +799,13 @@ void gr_net_close_all(struct gr_broker *b)
         close(b->listeners[i].fd);
         b->listeners[i].fd = -1;
     }
+    ev_timer_stop(b->loop, &b->resume_w);
+    ev_timer_stop(b->loop, &b->accept_w);
+    if (b->spare_fd >= 0) close(b->spare_fd);
+    b->spare_fd = -1;
+    free(b->resume_buf);
+    b->resume_buf = NULL;
+    b->resume_cap = 0;
 }
 
 void gr_net_close_idle(struct gr_broker *b, int64_t now_mono_ms)
@@ -573,13 +818,6 @@ void gr_net_close_idle(struct gr_broker *b, int64_t now_mono_ms)
         if (!c->head && !c->closing && now_mono_ms - c->last_active_ms > idle) gr_conn_close(c, "idle");
         c = next;
     }
-}
-
-void gr_net_budget_released(struct gr_broker *b)
-{
-    if (!b->reading_blocked || b->held_request_bytes >= budget_max(b)) return;
-    b->reading_blocked = false;
-    for (struct gr_conn *c = b->conns; c; c = c->next) conn_update_read(c);
 }
 
 bool gr_conn_is_closing(const struct gr_conn *conn) { return conn->closing; }

@@ -30,7 +30,9 @@ _broker_launch() {
     "$GREGOR_BIN" --override listeners=PLAINTEXT://127.0.0.1:0 --override "gregor.listener.file=$BROKER_DIR/listener" \
         --override "log.dirs=$BROKER_DIR/data" "${BROKER_ARGS[@]}" >>"$BROKER_DIR/broker.log" 2>&1 &
     BROKER_PID=$!
-    for _ in $(seq 1 200); do
+    # The listener file is written once the broker serves, after its log directory is loaded (recovery after
+    # kill -9, thousands of partitions): up to 60 s on a loaded machine.
+    for _ in $(seq 1 1200); do
         [ -s "$BROKER_DIR/listener" ] && break
         kill -0 "$BROKER_PID" 2>/dev/null || { echo "broker exited at start:"; tail -20 "$BROKER_DIR/broker.log"; return 1; }
         sleep 0.05
