@@ -2,8 +2,8 @@
  * slowread.c: an LD_PRELOAD library for the io suite that models a slow disk: every pread(2) of at least
  * 64 KiB from a file whose name ends in ".log" sleeps GREGOR_TEST_SLOW_PREAD_MS first. Only the I/O pool's
  * read-in of cold ranges (1 MiB preads) and start-up scans read that much at once; the network thread's
- * header lookups read 8 KiB and are not slowed. With GREGOR_TEST_SLOW_OPEN_MS, every openat(2) of a
- * segment file (.log, .index, .timeindex) sleeps that long while the file named by
+ * header lookups read 8 KiB and are not slowed. With GREGOR_TEST_SLOW_OPEN_MS (or _US, microseconds), every
+ * openat(2) of a segment file (.log, .index, .timeindex) sleeps that long while the file named by
  * GREGOR_TEST_SLOW_OPEN_FLAG exists (the test creates it once the broker has started, so the start-up
  * opens are not slowed). Built by io/run.sh with cc; test support only.
  */
@@ -53,10 +53,11 @@ static int has_suffix(const char *s, const char *sfx)
 
 static void maybe_sleep_open(const char *path)
 {
-    const char *ms = getenv("GREGOR_TEST_SLOW_OPEN_MS"), *flag = getenv("GREGOR_TEST_SLOW_OPEN_FLAG");
-    if (!ms || !flag || !path) return;
+    const char *ms = getenv("GREGOR_TEST_SLOW_OPEN_MS"), *us = getenv("GREGOR_TEST_SLOW_OPEN_US");
+    const char *flag = getenv("GREGOR_TEST_SLOW_OPEN_FLAG");
+    if ((!ms && !us) || !flag || !path) return;
     if (!has_suffix(path, ".log") && !has_suffix(path, ".index") && !has_suffix(path, ".timeindex")) return;
-    if (access(flag, F_OK) == 0) usleep((useconds_t)atoi(ms) * 1000);
+    if (access(flag, F_OK) == 0) usleep(us ? (useconds_t)atoi(us) : (useconds_t)atoi(ms) * 1000);
 }
 
 int openat(int dirfd, const char *path, int flags, ...)

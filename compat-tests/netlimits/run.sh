@@ -48,8 +48,16 @@ probe_out=$BROKER_DIR/probe.out
 PYTHONPATH=$REPO/compat-tests/lib python3 "$here/run.py" startup_probe "$port" "$probe_out" &
 probe_pid=$!
 sleep 0.3
+# The load must take long enough for the probe to see it: since opens write no checkpoint (issue 26, defect 3)
+# 3,000 partitions load in a few hundred ms, so io/slowread.c slows each segment-file open by 50 us (a few seconds in all).
+shim=$BROKER_DIR/slowread.so
+cc -shared -fPIC -O2 -o "$shim" "$here/../io/slowread.c" -ldl || fail "io/slowread.c builds"
+touch "$BROKER_DIR/slow-open"
+export GREGOR_TEST_SLOW_OPEN_US=50 GREGOR_TEST_SLOW_OPEN_FLAG=$BROKER_DIR/slow-open LD_PRELOAD=$shim
 check "the broker restarts on port $port" broker_restart --override gregor.unsent.bytes.max=33554432 \
     --override "listeners=PLAINTEXT://127.0.0.1:$port"
+unset GREGOR_TEST_SLOW_OPEN_US GREGOR_TEST_SLOW_OPEN_FLAG LD_PRELOAD
+rm -f "$BROKER_DIR/slow-open"
 wait "$probe_pid"
 read -r refused hung first_ok <"$probe_out" || { refused=0; hung=-1; first_ok=-1; }
 ms=$(sed -n 's/.* started in \([0-9]*\) ms.*/\1/p' "$BROKER_DIR/broker.log" | tail -1)
