@@ -521,7 +521,7 @@ static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
                 return;
             }
             if (err == EINTR || err == ECONNABORTED) continue; /* a client gone before it was accepted */
-            if (err != EAGAIN && err != EWOULDBLOCK) GR_WARN("accept: %s", strerror(err));
+            if (err != EAGAIN && err != EWOULDBLOCK) GR_WARN_RATELIMITED("accept: %s", strerror(err));
             return;
         }
         gr_accept_episode_ok(&b->accept_ep, gr_time_mono_ms());
