@@ -14,6 +14,8 @@ Cases (Kafka's rules, from its network layer and request handlers):
                                                      UNKNOWN_TOPIC_ID by id (v13); the topic is not created
   batch timestamp now+2h                          -> 32 INVALID_TIMESTAMP (after.max.ms default 1 h), HWM same
   acks=2, acks=-2                                 -> 21 INVALID_REQUIRED_ACKS, nothing appended
+  DeleteRecords on cleanup.policy=compact         -> 44 POLICY_VIOLATION, low_watermark -1, log start offset
+                                                     and records kept; compact,delete is accepted (Kafka 4.4)
   batch header max timestamp now+10y, records now -> stored with the header's max timestamp corrected to the
                                                      records' (Kafka's LogValidator), ListOffsets -3 answers the
                                                      record's time, retention.ms deletes it and the batch after it
@@ -196,6 +198,37 @@ def future_timestamp():
     alive('future timestamp')
 
 
+def delete_records(c, topic, partition, offset):
+    resp = c.request('DeleteRecords', 2, {'timeout_ms': 10000, 'topics': [
+        {'name': topic, 'partitions': [{'partition_index': partition, 'offset': offset}]}]})
+    return resp['topics'][0]['partitions'][0]
+
+
+def delete_records_compact():
+    """Issue 17 item 1: Kafka's Partition.deleteRecordsOnLeader refuses compact-without-delete topics."""
+    with k.Conn(B) as c:
+        for topic, policy in (('err-dr-compact', 'compact'), ('err-dr-both', 'compact,delete')):
+            r = k.create_topic(c, topic, 1, configs={'cleanup.policy': policy})
+            tk.eq(f'CreateTopics {topic} (cleanup.policy={policy})', 0, r['error_code'])
+            pr = k.produce(c, topic, 0, k.build_batch([(b'a', b'1'), (b'b', b'2'), (b'c', b'3')]))
+            tk.eq(f'{topic}: 3 keyed records at offset 0', (0, 0), (pr['error_code'], pr['base_offset']))
+        dr = delete_records(c, 'err-dr-compact', 0, 2)
+        tk.eq('DeleteRecords on cleanup.policy=compact: 44 POLICY_VIOLATION, low_watermark -1',
+              (k.POLICY_VIOLATION, -1), (dr['error_code'], dr['low_watermark']))
+        dr = delete_records(c, 'err-dr-compact', 0, -1)
+        tk.eq('DeleteRecords -1 (high watermark) on cleanup.policy=compact: 44', k.POLICY_VIOLATION, dr['error_code'])
+        lo = k.list_offsets(c, 'err-dr-compact', 0, -2)
+        tk.eq('... the data is kept: ListOffsets earliest still 0', (0, 0), (lo['error_code'], lo['offset']))
+        f = k.fetch(c, 'err-dr-compact', 0, 0)
+        tk.eq('... and the 3 records still read from offset 0', [b'1', b'2', b'3'],
+              [r['value'] for r in k.records_of(f['responses'][0]['partitions'][0])])
+        dr = delete_records(c, 'err-dr-both', 0, 2)
+        tk.eq('DeleteRecords on cleanup.policy=compact,delete: accepted, low_watermark 2', (0, 2),
+              (dr['error_code'], dr['low_watermark']))
+        tk.eq('... ListOffsets earliest 2', 2, k.list_offsets(c, 'err-dr-both', 0, -2)['offset'])
+    alive('delete records compact')
+
+
 def required_acks():
     with k.Conn(B) as c:
         k.create_topic(c, 'err-acks', 1)
@@ -287,6 +320,7 @@ for name, fn in (('oversized frame', oversized_frame), ('frame at the limit', fr
                  ('short frames', short_frames), ('malformed requests', malformed),
                  ('unsupported versions', unsupported_versions), ('produce to a missing topic', missing_topic),
                  ('future-dated batch', future_timestamp), ('required acks', required_acks),
+                 ('DeleteRecords on a compacted topic', delete_records_compact),
                  ('header max timestamp', header_timestamp), ('big offset commit', big_commit),
                  ('log flood', log_flood)):
     tk.run(name, fn)

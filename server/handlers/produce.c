@@ -96,14 +96,6 @@ static int64_t topic_config_long(struct gr_broker *b, struct gr_topic *t, const 
     return v ? strtoll(v, NULL, 10) : gr_config_int(&b->cfg, broker_key);
 }
 
-/* True when the topic's cleanup.policy (else log.cleanup.policy) contains "compact". */
-static bool topic_compacted(struct gr_broker *b, struct gr_topic *t)
-{
-    const char *v = gr_topic_config_get(t, "cleanup.policy");
-    if (!v) v = gr_config_str(&b->cfg, "log.cleanup.policy");
-    return v && strstr(v, "compact") != NULL;
-}
-
 /* The codec a topic's compression.type asks for, or -1 for "producer" (keep the batch as sent). */
 static int topic_codec(struct gr_broker *b, struct gr_topic *t)
 {
@@ -194,7 +186,7 @@ static struct gr_log *produce_partition(struct gr_req *req, struct gr_topic *t, 
         set_error(pr, GR_ERR_INVALID_RECORD, "Transactional and control batches are not supported by this broker yet");
         return NULL;
     }
-    if (info.has_null_key && topic_compacted(b, t)) {
+    if (info.has_null_key && gr_topic_cleanup_policy_has(b, t, "compact")) {
         /* Kafka's LogValidator.validateKey: INVALID_RECORD with this message. */
         char msg[GR_TOPIC_NAME_BYTES_MAX + 96];
         snprintf(msg, sizeof msg, "Compacted topic cannot accept message without key in topic partition %s-%d",
