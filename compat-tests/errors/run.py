@@ -14,6 +14,8 @@ Cases (Kafka's rules, from its network layer and request handlers):
                                                      UNKNOWN_TOPIC_ID by id (v13); the topic is not created
   batch timestamp now+2h                          -> 32 INVALID_TIMESTAMP (after.max.ms default 1 h), HWM same
   acks=2, acks=-2                                 -> 21 INVALID_REQUIRED_ACKS, nothing appended
+  transactional batch, null transactional id     -> 53 TRANSACTIONAL_ID_AUTHORIZATION_FAILED on every partition,
+                                                     no message, log_start_offset -1, nothing appended
   DeleteRecords on cleanup.policy=compact         -> 44 POLICY_VIOLATION, low_watermark -1, log start offset
                                                      and records kept; compact,delete is accepted (Kafka 4.4)
   batch header max timestamp now+10y, records now -> stored with the header's max timestamp corrected to the
@@ -229,6 +231,28 @@ def delete_records_compact():
     alive('delete records compact')
 
 
+def transactional_without_id():
+    """Issue 17 item 5: Kafka's handleProduceRequest refuses the whole request when a partition's first batch
+    has the transactional bit and the request has no transactional id."""
+    with k.Conn(B) as c:
+        k.create_topic(c, 'err-txn', 2)
+        txn = k.build_batch([(b'k', b'v')], attributes_extra=0x10, producer_id=1000, producer_epoch=0,
+                            base_sequence=0)
+        plain = k.build_batch([(b'k', b'plain')])
+        resp = c.request('Produce', 9, {'transactional_id': None, 'acks': -1, 'timeout_ms': 10000, 'topic_data': [
+            {'name': 'err-txn', 'partition_data': [{'index': 0, 'records': plain}, {'index': 1, 'records': txn}]},
+            {'name': 'err-txn-missing', 'partition_data': [{'index': 0, 'records': plain}]}]})
+        got = [(t['name'], p['index'], p['error_code'], p['base_offset'], p['log_start_offset'], p['error_message'],
+                p['record_errors']) for t in resp['responses'] for p in t['partition_responses']]
+        tk.eq('transactional batch, no transactional id: 53 on every partition of the request (also the plain '
+              'batch and the unknown topic), base_offset -1, log_start_offset -1, no message, no record_errors',
+              [('err-txn', 0, 53, -1, -1, None, []), ('err-txn', 1, 53, -1, -1, None, []),
+               ('err-txn-missing', 0, 53, -1, -1, None, [])], got)
+        tk.eq('... nothing appended to either partition', (0, 0),
+              (k.high_watermark(B, 'err-txn', 0), k.high_watermark(B, 'err-txn', 1)))
+    alive('transactional batch without id')
+
+
 def required_acks():
     with k.Conn(B) as c:
         k.create_topic(c, 'err-acks', 1)
@@ -321,6 +345,7 @@ for name, fn in (('oversized frame', oversized_frame), ('frame at the limit', fr
                  ('unsupported versions', unsupported_versions), ('produce to a missing topic', missing_topic),
                  ('future-dated batch', future_timestamp), ('required acks', required_acks),
                  ('DeleteRecords on a compacted topic', delete_records_compact),
+                 ('transactional batch without a transactional id', transactional_without_id),
                  ('header max timestamp', header_timestamp), ('big offset commit', big_commit),
                  ('log flood', log_flood)):
     tk.run(name, fn)

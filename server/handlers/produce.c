@@ -17,7 +17,9 @@
  * OUT_OF_ORDER_SEQUENCE_NUMBER and INVALID_PRODUCER_EPOCH are per-partition errors, and a duplicate of one
  * of the producer's last 5 batches is answered with the original's offsets once the ORIGINAL batch is as
  * durable as acks asks (a retry is never acknowledged before the batch it repeats).
- * Transactions are not built: a transactional id or transactional/control batches are refused.
+ * Transactions are not built: a request with a transactional id, or whose first batch of some partition has
+ * the transactional bit, is refused on every partition with TRANSACTIONAL_ID_AUTHORIZATION_FAILED (the
+ * latter is Kafka's answer without a transactional id); control batches are INVALID_RECORD.
  *
  * Files closed by the fd cap (gregor.open.files.max): an idle partition's active segment file may be
  * closed. Before its appends a Produce pins the active file of EVERY partition it names
@@ -68,6 +70,7 @@ struct produce_state {
     int open_rounds;              /* times the job ran (PRODUCE_OPEN_ROUNDS_MAX) */
     struct gr_req *gate_next;
     bool open_pending; /* the job is running */
+    bool txn_refused;  /* every partition answers TRANSACTIONAL_ID_AUTHORIZATION_FAILED (no appends) */
 };
 
 /* The pool job reopening a gated request's closed files: allocated once per request, submitted again only
@@ -313,6 +316,26 @@ static bool alloc_responses(struct gr_req *req)
     return true;
 }
 
+/* Kafka's KafkaApis.handleProduceRequest: a request is refused as a whole (TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+   on every partition) when it has a transactional id (transactions are not built) or, without one, when the
+   first batch of any partition has the transactional bit (RequestUtils.hasTransactionalRecords). */
+static bool produce_txn_refused(const struct gr_produce_request *body)
+{
+    if (body->transactional_id.len >= 0) return true;
+    for (int32_t i = 0; i < body->topic_data.count; i++) {
+        const struct gr_produce_request_topic_produce_data *td = &body->topic_data.items[i];
+        for (int32_t p = 0; p < td->partition_data.count; p++) {
+            struct gr_bytes rec = td->partition_data.items[p].records;
+            size_t pos = 0, len;
+            const uint8_t *batch;
+            if (rec.len > 0 && gr_batch_next(rec.ptr, (size_t)rec.len, &pos, &batch, &len) == 1 &&
+                (gr_batch_attributes(batch) & GR_BATCH_ATTR_TRANSACTIONAL))
+                return true;
+        }
+    }
+    return false;
+}
+
 /* Validates and appends every partition, then answers or parks for durability. */
 static enum gr_handler_rc produce_run(struct gr_req *req)
 {
@@ -321,7 +344,6 @@ static enum gr_handler_rc produce_run(struct gr_req *req)
     struct gr_broker *b = req->broker;
     int16_t v = req->hdr.request_api_version;
     bool bad_acks = body->acks != 0 && body->acks != 1 && body->acks != -1;
-    bool txn = body->transactional_id.len >= 0;
     int32_t ntopics = body->topic_data.count > 0 ? body->topic_data.count : 0;
     struct produce_state *st = req->hstate;
     st->count = 0;
@@ -341,9 +363,10 @@ static enum gr_handler_rc produce_run(struct gr_req *req)
             topic_msg = "Clients may not write to the internal topic __consumer_offsets";
         }
         if (bad_acks) topic_err = GR_ERR_INVALID_REQUIRED_ACKS;
-        if (txn) {
+        if (st->txn_refused) {
             topic_err = GR_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
-            topic_msg = "Transactions are not supported by this broker yet";
+            /* Kafka sends no message for a transactional batch without a transactional id */
+            topic_msg = body->transactional_id.len >= 0 ? "Transactions are not supported by this broker yet" : NULL;
         }
         int32_t np = tr->partition_responses.count;
         for (int32_t p = 0; p < np; p++) {
@@ -591,8 +614,9 @@ enum gr_handler_rc gr_handle_produce(struct gr_req *req)
     st->waits = gr_arena_calloc(&req->arena, (size_t)total + 1, sizeof *st->waits);
     if (!st->waits) return GR_HANDLER_CLOSE;
     req->hstate = st;
+    st->txn_refused = produce_txn_refused(body);
     bool bad_acks = body->acks != 0 && body->acks != 1 && body->acks != -1;
-    if (!b->iopool || bad_acks || body->transactional_id.len >= 0) return produce_run(req); /* no appends */
+    if (!b->iopool || bad_acks || st->txn_refused) return produce_run(req); /* no appends */
     if (!collect_logs(req, st, total)) return GR_HANDLER_CLOSE;
     bool blocked = false;
     for (struct gr_req *q = b->produce_gate_head; q && !blocked; q = gate_state(q)->gate_next)
