@@ -16,6 +16,8 @@ Cases (Kafka's rules, from its network layer and request handlers):
   acks=2, acks=-2                                 -> 21 INVALID_REQUIRED_ACKS, nothing appended
   transactional batch, null transactional id     -> 53 TRANSACTIONAL_ID_AUTHORIZATION_FAILED on every partition,
                                                      no message, log_start_offset -1, nothing appended
+  ListOffsets naming a partition twice           -> one entry for it, 42 INVALID_REQUEST; a topic named twice
+                                                     gets one topic entry (Kafka keys answers by partition)
   DeleteRecords on cleanup.policy=compact         -> 44 POLICY_VIOLATION, low_watermark -1, log start offset
                                                      and records kept; compact,delete is accepted (Kafka 4.4)
   batch header max timestamp now+10y, records now -> stored with the header's max timestamp corrected to the
@@ -253,6 +255,34 @@ def transactional_without_id():
     alive('transactional batch without id')
 
 
+def list_offsets_duplicates():
+    """Issue 17 item 7: ListOffsetsRequest.duplicatePartitions; ReplicaManager.fetchOffset keys its answers by
+    TopicPartition (one entry per partition named, INVALID_REQUEST for a repeated one) and groups them by topic."""
+    def ask(c, topics):
+        resp = c.request('ListOffsets', 6, {'replica_id': -1, 'isolation_level': 0, 'topics': [
+            {'name': n, 'partitions': [{'partition_index': p, 'timestamp': ts} for p, ts in parts]}
+            for n, parts in topics]})
+        return sorted((t['name'], sorted((p['partition_index'], p['error_code'], p['timestamp'], p['offset'],
+                                          p['leader_epoch']) for p in t['partitions'])) for t in resp['topics'])
+
+    with k.Conn(B) as c:
+        k.create_topic(c, 'err-lodup', 2)
+        for p in (0, 1):
+            k.produce(c, 'err-lodup', p, k.build_batch([(b'k', b'v')]))
+        got = ask(c, [('err-lodup', [(0, -1), (0, -2), (1, -1)])])
+        tk.eq('ListOffsets naming partition 0 twice: one entry for it, 42 INVALID_REQUEST (timestamp, offset, '
+              'epoch -1); partition 1 answered', [('err-lodup', [(0, 42, -1, -1, -1), (1, 0, -1, 1, 0)])], got)
+        got = ask(c, [('err-lodup', [(0, -1)]), ('err-lodup', [(0, -1), (1, -1)])])
+        tk.eq('the same partition under the topic named twice: one topic entry, partition 0 42, 1 answered',
+              [('err-lodup', [(0, 42, -1, -1, -1), (1, 0, -1, 1, 0)])], got)
+        got = ask(c, [('err-lodup', [(1, -1), (1, -1), (1, -2)]), ('err-lodup-missing', [(0, -1), (0, -1)])])
+        tk.eq('a partition named three times, and an unknown one twice: one entry each, 42 (before 3)',
+              [('err-lodup', [(1, 42, -1, -1, -1)]), ('err-lodup-missing', [(0, 42, -1, -1, -1)])], got)
+        got = ask(c, [('err-lodup', [(1, -1), (0, -1)])])
+        tk.eq('no repeat: answered as before', [('err-lodup', [(0, 0, -1, 1, 0), (1, 0, -1, 1, 0)])], got)
+    alive('list offsets duplicates')
+
+
 def required_acks():
     with k.Conn(B) as c:
         k.create_topic(c, 'err-acks', 1)
@@ -346,6 +376,7 @@ for name, fn in (('oversized frame', oversized_frame), ('frame at the limit', fr
                  ('future-dated batch', future_timestamp), ('required acks', required_acks),
                  ('DeleteRecords on a compacted topic', delete_records_compact),
                  ('transactional batch without a transactional id', transactional_without_id),
+                 ('ListOffsets naming a partition twice', list_offsets_duplicates),
                  ('header max timestamp', header_timestamp), ('big offset commit', big_commit),
                  ('log flood', log_flood)):
     tk.run(name, fn)
