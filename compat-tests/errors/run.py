@@ -14,6 +14,9 @@ Cases (Kafka's rules, from its network layer and request handlers):
                                                      UNKNOWN_TOPIC_ID by id (v13); the topic is not created
   batch timestamp now+2h                          -> 32 INVALID_TIMESTAMP (after.max.ms default 1 h), HWM same
   acks=2, acks=-2                                 -> 21 INVALID_REQUIRED_ACKS, nothing appended
+  keyless records on a compacted topic, records  -> 87 / 32 with record_errors naming each refused record
+  older than before.max.ms                           (batch_index, Kafka's message), Kafka's error_message, the
+                                                     partition's log_start_offset, nothing appended
   transactional batch, null transactional id     -> 53 TRANSACTIONAL_ID_AUTHORIZATION_FAILED on every partition,
                                                      no message, log_start_offset -1, nothing appended
   ListOffsets naming a partition twice           -> one entry for it, 42 INVALID_REQUEST; a topic named twice
@@ -29,6 +32,7 @@ Cases (Kafka's rules, from its network layer and request handlers):
                                                      broker log (rate limited; run.sh checks the suppressed count)
 """
 import os
+import re
 import socket
 import struct
 import time
@@ -283,6 +287,47 @@ def list_offsets_duplicates():
     alive('list offsets duplicates')
 
 
+def record_errors():
+    """Issue 17 items 3 and 4 (KIP-467, Kafka's LogValidator and ReplicaManager): every refused record named in
+    record_errors with Kafka's message, error_message as Kafka words it, the partition's log start offset."""
+    key_msg = 'Compacted topic cannot accept message without key in topic partition err-rec-key-0'
+    with k.Conn(B) as c:
+        r = k.create_topic(c, 'err-rec-key', 1, configs={'cleanup.policy': 'compact,delete'})
+        tk.eq('CreateTopics err-rec-key (compact,delete)', 0, r['error_code'])
+        k.produce(c, 'err-rec-key', 0, k.build_batch([(b'a', b'0'), (b'b', b'1')]))
+        tk.eq('DeleteRecords err-rec-key to 2', 0, delete_records(c, 'err-rec-key', 0, 2)['error_code'])
+        pr = k.produce(c, 'err-rec-key', 0, k.build_batch([(b'a', b'1'), (None, b'2'), (b'c', b'3'), (None, b'4')]))
+        tk.eq('keyless records 1 and 3 on a compacted topic: 87, record_errors [(1, msg), (3, msg)], log_start_offset 2',
+              (k.INVALID_RECORD, [(1, key_msg), (3, key_msg)], 2, -1),
+              (pr['error_code'], [(e['batch_index'], e['batch_index_error_message']) for e in pr['record_errors']],
+               pr['log_start_offset'], pr['base_offset']))
+        tk.eq('... error_message as Kafka\'s RecordValidationException words it',
+              'One or more records have been rejected due to 2 record errors in total, and only showing the first '
+              f"three errors at most: [RecordError(batchIndex=1, message='{key_msg}'), "
+              f"RecordError(batchIndex=3, message='{key_msg}')]", pr['error_message'])
+        tk.eq('... nothing appended (HWM 2)', 2, k.high_watermark(B, 'err-rec-key'))
+
+        r = k.create_topic(c, 'err-rec-ts', 1, configs={'message.timestamp.before.max.ms': '3600000'})
+        tk.eq('CreateTopics err-rec-ts (before.max.ms 1 h)', 0, r['error_code'])
+        now = int(time.time() * 1000)
+        h2, h3 = 2 * 3600 * 1000, 3 * 3600 * 1000
+        pr = k.produce(c, 'err-rec-ts', 0, k.build_batch([(b'a', b'0'), (b'b', b'1'), (b'c', b'2'), (b'd', b'3')],
+                                                          base_timestamp=now, timestamp_deltas=[0, -h2, 0, -h3]))
+        tk.eq('records 1 and 3 older than before.max.ms: 32, record_errors at indexes 1 and 3, log_start_offset 0',
+              (k.INVALID_TIMESTAMP, [1, 3], 0), (pr['error_code'], [e['batch_index'] for e in pr['record_errors']],
+                                                 pr['log_start_offset']))
+        tk.eq('... error_message as Kafka words it', 'One or more records have been rejected due to invalid timestamp',
+              pr['error_message'])
+        for e, off, ts in zip(pr['record_errors'], (1, 3), (now - h2, now - h3)):
+            m = re.fullmatch(rf'Timestamp {ts} of message with offset {off} is out of range\. The timestamp should be '
+                             r'within \[(-?\d+), (-?\d+)\]', e['batch_index_error_message'] or '')
+            tk.check(f'... record {off}: Kafka\'s message, bounds [now - 1 h, now + 1 h]',
+                     m is not None and abs(int(m.group(1)) - (now - 3600000)) < 60000 and
+                     int(m.group(2)) - int(m.group(1)) == 2 * 3600000, e['batch_index_error_message'])
+        tk.eq('... nothing appended (HWM 0)', 0, k.high_watermark(B, 'err-rec-ts'))
+    alive('record errors')
+
+
 def required_acks():
     with k.Conn(B) as c:
         k.create_topic(c, 'err-acks', 1)
@@ -377,6 +422,7 @@ for name, fn in (('oversized frame', oversized_frame), ('frame at the limit', fr
                  ('DeleteRecords on a compacted topic', delete_records_compact),
                  ('transactional batch without a transactional id', transactional_without_id),
                  ('ListOffsets naming a partition twice', list_offsets_duplicates),
+                 ('record_errors of refused records', record_errors),
                  ('header max timestamp', header_timestamp), ('big offset commit', big_commit),
                  ('log flood', log_flood)):
     tk.run(name, fn)
