@@ -5,8 +5,8 @@
  * tiered (none without tiered storage: offset -1). A timestamp >= 0 finds the first record with a
  * timestamp at or after it; when there is none the answer is offset -1, timestamp -1 (never a real
  * offset with timestamp -1, which Java's offsetsForTimes rejects). Nothing at or above the high watermark
- * is returned. A partition named twice answers one entry, INVALID_REQUEST (Kafka's duplicatePartitions), and a
- * topic named twice one topic entry.
+ * is returned. A partition named twice answers one entry, INVALID_REQUEST (Kafka's duplicatePartitions), and
+ * a topic named twice one topic entry.
  *
  * Nothing here waits for the disk on the network thread: the lookups by time (-3 and ts >= 0) run in their
  * no-wait forms (gr_log_offset_for_time_nowait, gr_log_max_timestamp_nowait); when one needs a segment
@@ -33,9 +33,9 @@ struct lo_state {
     /* Kafka answers one entry per distinct topic and partition (ReplicaManager.fetchOffset keys its answers
        by TopicPartition), a partition named twice with INVALID_REQUEST. Set by lo_plan only when the request
        repeats a topic name or a partition; NULL otherwise (the answer then mirrors the request). */
-    int32_t *out_topic; /* per request topic: its response topic */
-    uint8_t *mark;      /* per request partition, in request order: enum lo_mark */
-    int32_t nt_out;     /* response topics */
+    int32_t *out_topic;           /* per request topic: its response topic */
+    uint8_t *mark;                /* per request partition, in request order: enum lo_mark */
+    int32_t nt_out;               /* response topics */
     int rounds;                   /* pool rounds done */
     struct gr_log_slice *cold;    /* work the last fill could not do without the disk (arena) */
     int cold_count, cold_cap;
@@ -191,7 +191,8 @@ static bool alloc_response(struct gr_req *req)
     }
     for (int32_t i = 0; i < nt_out; i++) {
         struct gr_list_offsets_response_list_offsets_topic_response *rt = &resp->topics.items[i];
-        rt->partitions.items = gr_arena_calloc(&req->arena, (size_t)rt->partitions.count + 1, sizeof *rt->partitions.items);
+        rt->partitions.items =
+            gr_arena_calloc(&req->arena, (size_t)rt->partitions.count + 1, sizeof *rt->partitions.items);
         if (!rt->partitions.items) return false;
     }
     st->allocated = true;
