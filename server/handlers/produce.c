@@ -295,7 +295,8 @@ static struct gr_log *produce_partition(struct gr_req *req, struct gr_topic *t, 
         topic_config_long(b, t, "message.timestamp.after.max.ms", "log.message.timestamp.after.max.ms");
     int64_t before =
         topic_config_long(b, t, "message.timestamp.before.max.ms", "log.message.timestamp.before.max.ms");
-    struct gr_record_rules rules = {.key_required = gr_topic_cleanup_policy_has(b, t, "compact"),
+    struct gr_record_rules rules = {.key_required =
+                                        info.has_null_key && gr_topic_cleanup_policy_has(b, t, "compact"),
                                     .log_append_time = topic_log_append_time(b, t),
                                     .before_max_ms = before < 0 ? 0 : before,
                                     .after_max_ms = after < 0 ? 0 : after,
@@ -306,7 +307,7 @@ static struct gr_log *produce_partition(struct gr_req *req, struct gr_topic *t, 
     /* Kafka's LogValidator: keys (compacted topics), then every record's timestamp within the bounds; the
        header's max timestamp := the records' maximum (CreateTime; CRC recomputed only when it changes). A
        refusal walks the records again to name each refused one (record_errors). */
-    rc = info.has_null_key && rules.key_required
+    rc = rules.key_required /* only looked up for a batch with a null key */
              ? GR_BATCH_ERR_RECORD_KEY
              : gr_batch_apply_timestamps(batch, batch_len, &info, lat, rules.before_max_ms,
                                          rules.after_max_ms, now, &why);

@@ -15,7 +15,7 @@
  *   - ListOffsets by time (-3, max timestamp) naming all 20 partitions: answered in a few pool rounds,
  *     without an open on this thread (each round used to close what the last one opened, until the round
  *     limit sent the lookups to blocking opens).
- *   - ListOffsets naming partitions twice (issue 17 item 7): one entry each, INVALID_REQUEST, one topic entry.
+ *   - ListOffsets naming partitions twice (issue 17 item 7): one entry each (INVALID_REQUEST), one topic.
  * Read next: server/handlers/produce.c, server/handlers/list_offsets.c.
  */
 #include <errno.h>
