@@ -23,6 +23,11 @@
 #define GR_MESSAGE_BYTES_DEFAULT 1048588
 /* Decompressed size of one record batch accepted while validating: bounds a decompression bomb. */
 #define GR_DECOMPRESSED_BATCH_BYTES_MAX (256 * 1024 * 1024)
+/* Refused records listed in one Produce partition's record_errors (KIP-467). Kafka lists every one; a
+ * compressed batch may hold tens of millions of 7-byte records, and each entry costs ~150 bytes of response
+ * memory, so the list stops here (~1.5 MB) while error_message still counts them all. An uncompressed batch
+ * under the default max.message.bytes holds at most ~150,000 records. */
+#define GR_PRODUCE_RECORD_ERRORS_MAX 10000
 /* Rate limit of repeated log lines (GR_WARN_RATELIMITED and friends): at most this many lines per call
  * site per window, then one line with the count of those suppressed. A hostile peer can make a warning
  * per frame (22 MB of log in 3 minutes from 8 connections was measured); 10 lines per 10 s per site keeps

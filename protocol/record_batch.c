@@ -58,7 +58,9 @@ int16_t gr_batch_err_kafka(int err)
     case GR_BATCH_ERR_NO_MEMORY:
         return -1; /* UNKNOWN_SERVER_ERROR */
     case GR_BATCH_ERR_TIMESTAMP:
+    case GR_BATCH_ERR_TIMESTAMP_TYPE:
         return 32; /* INVALID_TIMESTAMP */
+    case GR_BATCH_ERR_RECORD_KEY:
     case GR_BATCH_ERR_TRUNCATED:
     case GR_BATCH_ERR_EXTRA_BYTES:
     case GR_BATCH_ERR_MAGIC:
@@ -674,6 +676,37 @@ int gr_batch_apply_timestamps(uint8_t *b, size_t len, struct gr_batch_info *info
     gr_put_be64(b + GR_BATCH_OFF_MAX_TIMESTAMP, (uint64_t)max_ts);
     gr_batch_crc_store(b, len);
     return 0;
+}
+
+/* The refusal of one record under `rules`, or 0 (Kafka's validateKey, then validateTimestamp). */
+static int record_refused(const struct gr_record *rec, bool producer_lat, const struct gr_record_rules *rules)
+{
+    if (rules->key_required && rec->key.len < 0) return GR_BATCH_ERR_RECORD_KEY;
+    if (!rules->log_append_time && rec->timestamp != -1)
+        return ts_out_of_bounds(rec->timestamp, rules->now_ms, rules->before_max_ms, rules->after_max_ms)
+                   ? GR_BATCH_ERR_TIMESTAMP
+                   : 0;
+    return producer_lat ? GR_BATCH_ERR_TIMESTAMP_TYPE : 0;
+}
+
+int gr_batch_refused_records(const uint8_t *b, size_t len, const struct gr_record_rules *rules,
+                             struct gr_record_refusal *out, int32_t out_max)
+{
+    assert(b && rules && (out || out_max == 0));
+    bool producer_lat = (gr_batch_attributes(b) & GR_BATCH_ATTR_LOG_APPEND_TIME) != 0;
+    struct gr_record_iter it;
+    struct gr_record rec;
+    int r = gr_record_iter_init(&it, b, len), n = 0;
+    for (int32_t i = 0; r == 0 && (r = gr_record_iter_next(&it, &rec)) == 1; i++) {
+        int err = record_refused(&rec, producer_lat, rules);
+        if (err && n < out_max)
+            out[n] =
+                (struct gr_record_refusal){i, err, rec.offset, rec.timestamp, rec.key.len, rec.value.len};
+        n += err != 0;
+        r = 0;
+    }
+    gr_record_iter_close(&it);
+    return r < 0 ? r : n;
 }
 
 /* ---- splitting ---- */

@@ -146,6 +146,10 @@ enum gr_batch_err {
     /* A record timestamp outside message.timestamp.before/after.max.ms, or a producer-set LogAppendTime
      * the topic does not allow (gr_batch_apply_timestamps): INVALID_TIMESTAMP (32). */
     GR_BATCH_ERR_TIMESTAMP = -16,
+    /* A null key on a compacted topic (gr_batch_refused_records): INVALID_RECORD. */
+    GR_BATCH_ERR_RECORD_KEY = -17,
+    /* A producer-set LogAppendTime where Kafka refuses it (gr_batch_refused_records): INVALID_TIMESTAMP. */
+    GR_BATCH_ERR_TIMESTAMP_TYPE = -18,
 };
 
 /* Returns the Kafka error code for a gr_batch_err (0 for GR_BATCH_OK). */
@@ -222,6 +226,31 @@ int gr_batch_validate_ex(const uint8_t *p, size_t len, unsigned flags, struct gr
  * the batch is not modified on error. */
 int gr_batch_apply_timestamps(uint8_t *b, size_t len, struct gr_batch_info *info, bool log_append_time,
                               int64_t before_max_ms, int64_t after_max_ms, int64_t now_ms, const char **why);
+
+/* Kafka LogValidator's per-record rules (validateKey, then validateTimestamp) for a client batch. */
+struct gr_record_rules {
+    bool key_required;                           /* compacted topic: a null key is refused */
+    bool log_append_time;                        /* the topic's message.timestamp.type is LogAppendTime */
+    int64_t before_max_ms, after_max_ms, now_ms; /* bounds as for gr_batch_apply_timestamps */
+};
+
+/* One record a rule refuses (Kafka's ProduceResponse.RecordError, before its message is written). */
+struct gr_record_refusal {
+    int32_t batch_index; /* the record's position in the batch, from 0 */
+    int err;             /* GR_BATCH_ERR_RECORD_KEY, GR_BATCH_ERR_TIMESTAMP (out of bounds) or
+                            GR_BATCH_ERR_TIMESTAMP_TYPE (the producer set LogAppendTime) */
+    int64_t offset;      /* base offset as sent + offset delta */
+    int64_t timestamp;   /* the record's timestamp (the header's max under the LogAppendTime bit) */
+    int32_t key_bytes, value_bytes; /* lengths as sent, -1 null (Kafka prints them in the type message) */
+};
+
+/* Walks every record of a batch that gr_batch_validate_ex accepted (`b`, `len` borrowed) and applies
+ * `rules` to each, as Kafka's LogValidator does (a record gets at most one refusal: its key first). Writes
+ * the first `out_max` refusals to `out` (may be NULL when out_max is 0) and returns how many records were
+ * refused in all (0: none), or a negative gr_batch_err when the records cannot be read. Meant for the error
+ * path: the accepted path needs only gr_batch_apply_timestamps. */
+int gr_batch_refused_records(const uint8_t *b, size_t len, const struct gr_record_rules *rules,
+                             struct gr_record_refusal *out, int32_t out_max);
 
 /* Frees the calling thread's cached decompressor and window (call before a thread that validated
  * compressed batches exits; harmless otherwise). */

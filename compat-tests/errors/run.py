@@ -14,6 +14,15 @@ Cases (Kafka's rules, from its network layer and request handlers):
                                                      UNKNOWN_TOPIC_ID by id (v13); the topic is not created
   batch timestamp now+2h                          -> 32 INVALID_TIMESTAMP (after.max.ms default 1 h), HWM same
   acks=2, acks=-2                                 -> 21 INVALID_REQUIRED_ACKS, nothing appended
+  keyless records on a compacted topic, records  -> 87 / 32 with record_errors naming each refused record
+  older than before.max.ms                           (batch_index, Kafka's message), Kafka's error_message, the
+                                                     partition's log_start_offset, nothing appended
+  transactional batch, null transactional id     -> 53 TRANSACTIONAL_ID_AUTHORIZATION_FAILED on every partition,
+                                                     no message, log_start_offset -1, nothing appended
+  ListOffsets naming a partition twice           -> one entry for it, 42 INVALID_REQUEST; a topic named twice
+                                                     gets one topic entry (Kafka keys answers by partition)
+  DeleteRecords on cleanup.policy=compact         -> 44 POLICY_VIOLATION, low_watermark -1, log start offset
+                                                     and records kept; compact,delete is accepted (Kafka 4.4)
   batch header max timestamp now+10y, records now -> stored with the header's max timestamp corrected to the
                                                      records' (Kafka's LogValidator), ListOffsets -3 answers the
                                                      record's time, retention.ms deletes it and the batch after it
@@ -23,6 +32,7 @@ Cases (Kafka's rules, from its network layer and request handlers):
                                                      broker log (rate limited; run.sh checks the suppressed count)
 """
 import os
+import re
 import socket
 import struct
 import time
@@ -196,6 +206,128 @@ def future_timestamp():
     alive('future timestamp')
 
 
+def delete_records(c, topic, partition, offset):
+    resp = c.request('DeleteRecords', 2, {'timeout_ms': 10000, 'topics': [
+        {'name': topic, 'partitions': [{'partition_index': partition, 'offset': offset}]}]})
+    return resp['topics'][0]['partitions'][0]
+
+
+def delete_records_compact():
+    """Issue 17 item 1: Kafka's Partition.deleteRecordsOnLeader refuses compact-without-delete topics."""
+    with k.Conn(B) as c:
+        for topic, policy in (('err-dr-compact', 'compact'), ('err-dr-both', 'compact,delete')):
+            r = k.create_topic(c, topic, 1, configs={'cleanup.policy': policy})
+            tk.eq(f'CreateTopics {topic} (cleanup.policy={policy})', 0, r['error_code'])
+            pr = k.produce(c, topic, 0, k.build_batch([(b'a', b'1'), (b'b', b'2'), (b'c', b'3')]))
+            tk.eq(f'{topic}: 3 keyed records at offset 0', (0, 0), (pr['error_code'], pr['base_offset']))
+        dr = delete_records(c, 'err-dr-compact', 0, 2)
+        tk.eq('DeleteRecords on cleanup.policy=compact: 44 POLICY_VIOLATION, low_watermark -1',
+              (k.POLICY_VIOLATION, -1), (dr['error_code'], dr['low_watermark']))
+        dr = delete_records(c, 'err-dr-compact', 0, -1)
+        tk.eq('DeleteRecords -1 (high watermark) on cleanup.policy=compact: 44', k.POLICY_VIOLATION, dr['error_code'])
+        lo = k.list_offsets(c, 'err-dr-compact', 0, -2)
+        tk.eq('... the data is kept: ListOffsets earliest still 0', (0, 0), (lo['error_code'], lo['offset']))
+        f = k.fetch(c, 'err-dr-compact', 0, 0)
+        tk.eq('... and the 3 records still read from offset 0', [b'1', b'2', b'3'],
+              [r['value'] for r in k.records_of(f['responses'][0]['partitions'][0])])
+        dr = delete_records(c, 'err-dr-both', 0, 2)
+        tk.eq('DeleteRecords on cleanup.policy=compact,delete: accepted, low_watermark 2', (0, 2),
+              (dr['error_code'], dr['low_watermark']))
+        tk.eq('... ListOffsets earliest 2', 2, k.list_offsets(c, 'err-dr-both', 0, -2)['offset'])
+    alive('delete records compact')
+
+
+def transactional_without_id():
+    """Issue 17 item 5: Kafka's handleProduceRequest refuses the whole request when a partition's first batch
+    has the transactional bit and the request has no transactional id."""
+    with k.Conn(B) as c:
+        k.create_topic(c, 'err-txn', 2)
+        txn = k.build_batch([(b'k', b'v')], attributes_extra=0x10, producer_id=1000, producer_epoch=0,
+                            base_sequence=0)
+        plain = k.build_batch([(b'k', b'plain')])
+        resp = c.request('Produce', 9, {'transactional_id': None, 'acks': -1, 'timeout_ms': 10000, 'topic_data': [
+            {'name': 'err-txn', 'partition_data': [{'index': 0, 'records': plain}, {'index': 1, 'records': txn}]},
+            {'name': 'err-txn-missing', 'partition_data': [{'index': 0, 'records': plain}]}]})
+        got = [(t['name'], p['index'], p['error_code'], p['base_offset'], p['log_start_offset'], p['error_message'],
+                p['record_errors']) for t in resp['responses'] for p in t['partition_responses']]
+        tk.eq('transactional batch, no transactional id: 53 on every partition of the request (also the plain '
+              'batch and the unknown topic), base_offset -1, log_start_offset -1, no message, no record_errors',
+              [('err-txn', 0, 53, -1, -1, None, []), ('err-txn', 1, 53, -1, -1, None, []),
+               ('err-txn-missing', 0, 53, -1, -1, None, [])], got)
+        tk.eq('... nothing appended to either partition', (0, 0),
+              (k.high_watermark(B, 'err-txn', 0), k.high_watermark(B, 'err-txn', 1)))
+    alive('transactional batch without id')
+
+
+def list_offsets_duplicates():
+    """Issue 17 item 7: ListOffsetsRequest.duplicatePartitions; ReplicaManager.fetchOffset keys its answers by
+    TopicPartition (one entry per partition named, INVALID_REQUEST for a repeated one) and groups them by topic."""
+    def ask(c, topics):
+        resp = c.request('ListOffsets', 6, {'replica_id': -1, 'isolation_level': 0, 'topics': [
+            {'name': n, 'partitions': [{'partition_index': p, 'timestamp': ts} for p, ts in parts]}
+            for n, parts in topics]})
+        return sorted((t['name'], sorted((p['partition_index'], p['error_code'], p['timestamp'], p['offset'],
+                                          p['leader_epoch']) for p in t['partitions'])) for t in resp['topics'])
+
+    with k.Conn(B) as c:
+        k.create_topic(c, 'err-lodup', 2)
+        for p in (0, 1):
+            k.produce(c, 'err-lodup', p, k.build_batch([(b'k', b'v')]))
+        got = ask(c, [('err-lodup', [(0, -1), (0, -2), (1, -1)])])
+        tk.eq('ListOffsets naming partition 0 twice: one entry for it, 42 INVALID_REQUEST (timestamp, offset, '
+              'epoch -1); partition 1 answered', [('err-lodup', [(0, 42, -1, -1, -1), (1, 0, -1, 1, 0)])], got)
+        got = ask(c, [('err-lodup', [(0, -1)]), ('err-lodup', [(0, -1), (1, -1)])])
+        tk.eq('the same partition under the topic named twice: one topic entry, partition 0 42, 1 answered',
+              [('err-lodup', [(0, 42, -1, -1, -1), (1, 0, -1, 1, 0)])], got)
+        got = ask(c, [('err-lodup', [(1, -1), (1, -1), (1, -2)]), ('err-lodup-missing', [(0, -1), (0, -1)])])
+        tk.eq('a partition named three times, and an unknown one twice: one entry each, 42 (before 3)',
+              [('err-lodup', [(1, 42, -1, -1, -1)]), ('err-lodup-missing', [(0, 42, -1, -1, -1)])], got)
+        got = ask(c, [('err-lodup', [(1, -1), (0, -1)])])
+        tk.eq('no repeat: answered as before', [('err-lodup', [(0, 0, -1, 1, 0), (1, 0, -1, 1, 0)])], got)
+    alive('list offsets duplicates')
+
+
+def record_errors():
+    """Issue 17 items 3 and 4 (KIP-467, Kafka's LogValidator and ReplicaManager): every refused record named in
+    record_errors with Kafka's message, error_message as Kafka words it, the partition's log start offset."""
+    key_msg = 'Compacted topic cannot accept message without key in topic partition err-rec-key-0'
+    with k.Conn(B) as c:
+        r = k.create_topic(c, 'err-rec-key', 1, configs={'cleanup.policy': 'compact,delete'})
+        tk.eq('CreateTopics err-rec-key (compact,delete)', 0, r['error_code'])
+        k.produce(c, 'err-rec-key', 0, k.build_batch([(b'a', b'0'), (b'b', b'1')]))
+        tk.eq('DeleteRecords err-rec-key to 2', 0, delete_records(c, 'err-rec-key', 0, 2)['error_code'])
+        pr = k.produce(c, 'err-rec-key', 0, k.build_batch([(b'a', b'1'), (None, b'2'), (b'c', b'3'), (None, b'4')]))
+        tk.eq('keyless records 1 and 3 on a compacted topic: 87, record_errors [(1, msg), (3, msg)], log_start_offset 2',
+              (k.INVALID_RECORD, [(1, key_msg), (3, key_msg)], 2, -1),
+              (pr['error_code'], [(e['batch_index'], e['batch_index_error_message']) for e in pr['record_errors']],
+               pr['log_start_offset'], pr['base_offset']))
+        tk.eq('... error_message as Kafka\'s RecordValidationException words it',
+              'One or more records have been rejected due to 2 record errors in total, and only showing the first '
+              f"three errors at most: [RecordError(batchIndex=1, message='{key_msg}'), "
+              f"RecordError(batchIndex=3, message='{key_msg}')]", pr['error_message'])
+        tk.eq('... nothing appended (HWM 2)', 2, k.high_watermark(B, 'err-rec-key'))
+
+        r = k.create_topic(c, 'err-rec-ts', 1, configs={'message.timestamp.before.max.ms': '3600000'})
+        tk.eq('CreateTopics err-rec-ts (before.max.ms 1 h)', 0, r['error_code'])
+        now = int(time.time() * 1000)
+        h2, h3 = 2 * 3600 * 1000, 3 * 3600 * 1000
+        pr = k.produce(c, 'err-rec-ts', 0, k.build_batch([(b'a', b'0'), (b'b', b'1'), (b'c', b'2'), (b'd', b'3')],
+                                                          base_timestamp=now, timestamp_deltas=[0, -h2, 0, -h3]))
+        tk.eq('records 1 and 3 older than before.max.ms: 32, record_errors at indexes 1 and 3, log_start_offset 0',
+              (k.INVALID_TIMESTAMP, [1, 3], 0), (pr['error_code'], [e['batch_index'] for e in pr['record_errors']],
+                                                 pr['log_start_offset']))
+        tk.eq('... error_message as Kafka words it', 'One or more records have been rejected due to invalid timestamp',
+              pr['error_message'])
+        for e, off, ts in zip(pr['record_errors'], (1, 3), (now - h2, now - h3)):
+            m = re.fullmatch(rf'Timestamp {ts} of message with offset {off} is out of range\. The timestamp should be '
+                             r'within \[(-?\d+), (-?\d+)\]', e['batch_index_error_message'] or '')
+            tk.check(f'... record {off}: Kafka\'s message, bounds [now - 1 h, now + 1 h]',
+                     m is not None and abs(int(m.group(1)) - (now - 3600000)) < 60000 and
+                     int(m.group(2)) - int(m.group(1)) == 2 * 3600000, e['batch_index_error_message'])
+        tk.eq('... nothing appended (HWM 0)', 0, k.high_watermark(B, 'err-rec-ts'))
+    alive('record errors')
+
+
 def required_acks():
     with k.Conn(B) as c:
         k.create_topic(c, 'err-acks', 1)
@@ -287,6 +419,10 @@ for name, fn in (('oversized frame', oversized_frame), ('frame at the limit', fr
                  ('short frames', short_frames), ('malformed requests', malformed),
                  ('unsupported versions', unsupported_versions), ('produce to a missing topic', missing_topic),
                  ('future-dated batch', future_timestamp), ('required acks', required_acks),
+                 ('DeleteRecords on a compacted topic', delete_records_compact),
+                 ('transactional batch without a transactional id', transactional_without_id),
+                 ('ListOffsets naming a partition twice', list_offsets_duplicates),
+                 ('record_errors of refused records', record_errors),
                  ('header max timestamp', header_timestamp), ('big offset commit', big_commit),
                  ('log flood', log_flood)):
     tk.run(name, fn)

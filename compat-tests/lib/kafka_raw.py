@@ -49,6 +49,8 @@ TOPIC_ALREADY_EXISTS = 36
 INVALID_PARTITIONS = 37
 INVALID_REPLICATION_FACTOR = 38
 INVALID_REQUEST = 42
+POLICY_VIOLATION = 44
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53
 INVALID_CONFIG = 40
 UNSUPPORTED_COMPRESSION_TYPE = 76
 MEMBER_ID_REQUIRED = 79
@@ -58,7 +60,8 @@ UNKNOWN_TOPIC_ID = 100
 
 API_KEYS = {'Produce': 0, 'Fetch': 1, 'ListOffsets': 2, 'Metadata': 3, 'FindCoordinator': 10,
             'ApiVersions': 18, 'CreateTopics': 19, 'DescribeConfigs': 32, 'OffsetCommit': 8, 'OffsetFetch': 9,
-            'JoinGroup': 11, 'Heartbeat': 12, 'LeaveGroup': 13, 'SyncGroup': 14, 'OffsetForLeaderEpoch': 23}
+            'JoinGroup': 11, 'Heartbeat': 12, 'LeaveGroup': 13, 'SyncGroup': 14, 'OffsetForLeaderEpoch': 23,
+            'DeleteRecords': 21}
 
 
 class DecodeError(Exception):
@@ -220,6 +223,20 @@ SCHEMAS = {
             F('partitions', [F('partition_index', 'int32', '0+'), F('error_code', 'int16', '0+'),
                              F('timestamp', 'int64', '1+', default=-1), F('offset', 'int64', '1+', default=-1),
                              F('leader_epoch', 'int32', '4+', default=-1)], '0+'),
+        ], '0+'),
+    ]),
+    'DeleteRecords': (2, [
+        F('topics', [
+            F('name', 'string', '0+'),
+            F('partitions', [F('partition_index', 'int32', '0+'), F('offset', 'int64', '0+')], '0+'),
+        ], '0+'),
+        F('timeout_ms', 'int32', '0+', default=30000),
+    ], [
+        F('throttle_time_ms', 'int32', '0+'),
+        F('topics', [
+            F('name', 'string', '0+'),
+            F('partitions', [F('partition_index', 'int32', '0+'), F('low_watermark', 'int64', '0+'),
+                             F('error_code', 'int16', '0+')], '0+'),
         ], '0+'),
     ]),
     'FindCoordinator': (3, [

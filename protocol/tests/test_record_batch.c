@@ -854,6 +854,59 @@ static void test_log_append_time_iteration(void **state)
     free(b);
 }
 
+/* Kafka LogValidator's per-record rules: each refused record once (its key first), all of them counted,
+   only out_max written. */
+static void test_refused_records(void **state)
+{
+    (void)state;
+    int64_t now = 1700000000000LL, hour = 3600000;
+    struct gr_record_in recs[5];
+    int64_t ts[] = {now, now - 2 * hour, now, now + 2 * hour, -1};
+    bool keyed[] = {true, false, true, false, true};
+    for (int i = 0; i < 5; i++)
+        recs[i] = (struct gr_record_in){.timestamp = ts[i],
+                                        .key = keyed[i] ? (struct gr_bytes){(const uint8_t *)"k", 1}
+                                                        : (struct gr_bytes){NULL, -1},
+                                        .value = {(const uint8_t *)"vvv", 3}};
+    enum gr_codec codecs[] = {GR_CODEC_NONE, GR_CODEC_ZSTD};
+    for (int c = 0; c < 2; c++) {
+        struct gr_batch_params bp = params(codecs[c]);
+        uint8_t *b;
+        size_t len;
+        assert_int_equal(gr_batch_build(&bp, recs, 5, &b, &len), 0);
+        struct gr_record_rules rules = {
+            .key_required = true, .before_max_ms = hour, .after_max_ms = hour, .now_ms = now};
+        struct gr_record_refusal out[4];
+        /* record 1: null key (checked before its timestamp); 3: null key; -1 is exempt from the bounds */
+        assert_int_equal(gr_batch_refused_records(b, len, &rules, out, 4), 2);
+        assert_int_equal(out[0].batch_index, 1);
+        assert_int_equal(out[0].err, GR_BATCH_ERR_RECORD_KEY);
+        assert_int_equal(out[1].batch_index, 3);
+        assert_int_equal(out[1].err, GR_BATCH_ERR_RECORD_KEY);
+        rules.key_required = false; /* now the timestamps of records 1 and 3 */
+        assert_int_equal(gr_batch_refused_records(b, len, &rules, out, 1), 2); /* counted, one written */
+        assert_int_equal(out[0].batch_index, 1);
+        assert_int_equal(out[0].err, GR_BATCH_ERR_TIMESTAMP);
+        assert_int_equal(out[0].timestamp, now - 2 * hour);
+        assert_int_equal(out[0].offset, 1);
+        assert_int_equal(out[0].key_bytes, -1);
+        assert_int_equal(out[0].value_bytes, 3);
+        assert_int_equal(gr_batch_refused_records(b, len, &rules, NULL, 0), 2);
+        rules.log_append_time = true; /* no bounds, and no LogAppendTime bit from the producer */
+        assert_int_equal(gr_batch_refused_records(b, len, &rules, NULL, 0), 0);
+        free(b);
+        bp.attributes = GR_BATCH_ATTR_LOG_APPEND_TIME; /* the producer set it: every record refused */
+        bp.log_append_time = now;
+        assert_int_equal(gr_batch_build(&bp, recs, 5, &b, &len), 0);
+        assert_int_equal(gr_batch_refused_records(b, len, &rules, out, 4), 5);
+        assert_int_equal(out[3].err, GR_BATCH_ERR_TIMESTAMP_TYPE);
+        assert_int_equal(out[3].timestamp, now); /* read as the header's max timestamp */
+        assert_int_equal(gr_batch_err_kafka(GR_BATCH_ERR_TIMESTAMP_TYPE), 32);
+        assert_int_equal(gr_batch_err_kafka(GR_BATCH_ERR_RECORD_KEY), 87);
+        free(b);
+    }
+}
+
 static void test_header_only_mode(void **state)
 {
     (void)state;
@@ -1174,6 +1227,7 @@ int main(void)
         cmocka_unit_test(test_count_zero_stored_batch),
         cmocka_unit_test(test_snappy_raw_and_xerial_batches),
         cmocka_unit_test(test_log_append_time_iteration),
+        cmocka_unit_test(test_refused_records),
         cmocka_unit_test(test_header_only_mode),
         cmocka_unit_test(test_split_batches),
         cmocka_unit_test(test_corrupt_compressed_records),

@@ -3,7 +3,8 @@
  * (-1 means the high watermark) and answers low_watermark = the new log start offset. As in Kafka 4.1:
  * an offset above the high watermark, or negative other than -1, is OFFSET_OUT_OF_RANGE; an offset at or
  * below the current log start offset changes nothing and answers the current log start offset; internal
- * topics are INVALID_TOPIC_EXCEPTION; unknown topics or partitions UNKNOWN_TOPIC_OR_PARTITION. Errors
+ * topics are INVALID_TOPIC_EXCEPTION; unknown topics or partitions UNKNOWN_TOPIC_OR_PARTITION; a topic whose
+ * cleanup.policy has compact without delete is POLICY_VIOLATION and keeps its records (Kafka 4.4). Errors
  * answer low_watermark -1.
  *
  * The new log start offsets are made durable before the answer, without waiting on the network thread:
@@ -47,6 +48,10 @@ static int16_t delete_records(struct gr_req *req, struct gr_topic *t, int32_t pa
     if (!log) return GR_ERR_UNKNOWN_TOPIC_OR_PARTITION;
     if (gr_topic_is_internal(gr_topic_name(t))) return GR_ERR_INVALID_TOPIC_EXCEPTION;
     if (gr_log_offline(log)) return GR_ERR_KAFKA_STORAGE_ERROR;
+    /* Kafka's Partition.deleteRecordsOnLeader: compact without delete keeps every record. */
+    if (gr_topic_cleanup_policy_has(req->broker, t, "compact") &&
+        !gr_topic_cleanup_policy_has(req->broker, t, "delete"))
+        return GR_ERR_POLICY_VIOLATION;
     int64_t hwm = gr_broker_update_hwm(req->broker, log);
     int64_t target = offset == -1 ? hwm : offset;
     if (target < 0 || target > hwm) return GR_ERR_OFFSET_OUT_OF_RANGE;

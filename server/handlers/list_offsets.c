@@ -5,7 +5,8 @@
  * tiered (none without tiered storage: offset -1). A timestamp >= 0 finds the first record with a
  * timestamp at or after it; when there is none the answer is offset -1, timestamp -1 (never a real
  * offset with timestamp -1, which Java's offsetsForTimes rejects). Nothing at or above the high watermark
- * is returned.
+ * is returned. A partition named twice answers one entry, INVALID_REQUEST (Kafka's duplicatePartitions), and
+ * a topic named twice one topic entry.
  *
  * Nothing here waits for the disk on the network thread: the lookups by time (-3 and ts >= 0) run in their
  * no-wait forms (gr_log_offset_for_time_nowait, gr_log_max_timestamp_nowait); when one needs a segment
@@ -18,13 +19,23 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "server/handlers/handlers.h"
 
 #define LIST_OFFSETS_COLD_ROUNDS_MAX 16 /* pool rounds before the lookups may wait for the disk */
 
+/* A request partition's place in the answer when the request names a partition twice (see lo_plan). */
+enum lo_mark { LO_ANSWER = 0, LO_DUPLICATE, LO_REPEAT };
+
 struct lo_state {
     bool allocated;               /* the response arrays exist (allocated by the first fill) */
+    /* Kafka answers one entry per distinct topic and partition (ReplicaManager.fetchOffset keys its answers
+       by TopicPartition), a partition named twice with INVALID_REQUEST. Set by lo_plan only when the request
+       repeats a topic name or a partition; NULL otherwise (the answer then mirrors the request). */
+    int32_t *out_topic;           /* per request topic: its response topic */
+    uint8_t *mark;                /* per request partition, in request order: enum lo_mark */
+    int32_t nt_out;               /* response topics */
     int rounds;                   /* pool rounds done */
     struct gr_log_slice *cold;    /* work the last fill could not do without the disk (arena) */
     int cold_count, cold_cap;
@@ -64,6 +75,76 @@ static int lookup(struct gr_req *req, struct gr_log *log, int64_t ts, int64_t hw
     return -EAGAIN;
 }
 
+/* A request partition or topic, sorted by name (and partition) to find repeats: O(n log n), as a request
+   may name thousands of partitions. */
+struct lo_key {
+    struct gr_str name;
+    int32_t partition; /* -1 for a topic key */
+    int32_t pos;       /* request topic index (topic key) or request partition index in request order */
+};
+
+static bool lo_key_same(const struct lo_key *a, const struct lo_key *b)
+{
+    return a->name.len == b->name.len && a->partition == b->partition &&
+           (a->name.len <= 0 || memcmp(a->name.ptr, b->name.ptr, (size_t)a->name.len) == 0);
+}
+
+static int lo_key_cmp(const void *x, const void *y)
+{
+    const struct lo_key *a = x, *b = y;
+    int32_t n = a->name.len < b->name.len ? a->name.len : b->name.len;
+    int c = n > 0 ? memcmp(a->name.ptr, b->name.ptr, (size_t)n) : 0;
+    if (c) return c;
+    if (a->name.len != b->name.len) return a->name.len < b->name.len ? -1 : 1;
+    if (a->partition != b->partition) return a->partition < b->partition ? -1 : 1;
+    return a->pos < b->pos ? -1 : a->pos > b->pos;
+}
+
+/* Finds repeated topic names and partitions (ListOffsetsRequest.duplicatePartitions) and, when there are
+   any, sets st->out_topic, st->mark and st->nt_out: the first occurrence of a repeated partition answers
+   INVALID_REQUEST, later ones get no entry, and a repeated topic name shares the first one's entry. Returns
+   false when out of memory. */
+static bool lo_plan(struct gr_req *req, struct lo_state *st)
+{
+    struct gr_list_offsets_request *body = req->body;
+    int32_t nt = body->topics.count > 0 ? body->topics.count : 0, total = 0;
+    for (int32_t i = 0; i < nt; i++)
+        total += body->topics.items[i].partitions.count > 0 ? body->topics.items[i].partitions.count : 0;
+    struct lo_key *keys = gr_arena_calloc(&req->arena, (size_t)(nt > total ? nt : total) + 1, sizeof *keys);
+    int32_t *out_topic = gr_arena_calloc(&req->arena, (size_t)nt + 1, sizeof *out_topic);
+    uint8_t *mark = gr_arena_calloc(&req->arena, (size_t)total + 1, 1);
+    if (!keys || !out_topic || !mark) return false;
+    for (int32_t i = 0; i < nt; i++)
+        keys[i] = (struct lo_key){body->topics.items[i].name, -1, i};
+    qsort(keys, (size_t)nt, sizeof *keys, lo_key_cmp);
+    bool repeats = false;
+    for (int32_t i = 0; i < nt; i++) { /* a topic's first request topic of its name: sorted first */
+        bool same = i > 0 && lo_key_same(&keys[i - 1], &keys[i]);
+        out_topic[keys[i].pos] = same ? out_topic[keys[i - 1].pos] : keys[i].pos;
+        repeats |= same;
+    }
+    int32_t n = 0;
+    for (int32_t i = 0, k = 0; i < nt; i++)
+        for (int32_t p = 0; p < body->topics.items[i].partitions.count; p++, n++)
+            keys[n] = (struct lo_key){body->topics.items[out_topic[i]].name,
+                                      body->topics.items[i].partitions.items[p].partition_index, k++};
+    qsort(keys, (size_t)n, sizeof *keys, lo_key_cmp);
+    for (int32_t i = 1; i < n; i++) {
+        if (!lo_key_same(&keys[i - 1], &keys[i])) continue;
+        mark[keys[i - 1].pos] = mark[keys[i - 1].pos] == LO_ANSWER ? LO_DUPLICATE : mark[keys[i - 1].pos];
+        mark[keys[i].pos] = LO_REPEAT;
+        repeats = true;
+    }
+    if (!repeats) return true;
+    int32_t nt_out = 0;
+    for (int32_t i = 0; i < nt; i++) /* response topics in request order */
+        out_topic[i] = out_topic[i] == i ? nt_out++ : out_topic[out_topic[i]];
+    st->out_topic = out_topic;
+    st->mark = mark;
+    st->nt_out = nt_out;
+    return true;
+}
+
 static void answer(struct gr_req *req, struct gr_log *log, int64_t ts,
                    struct gr_list_offsets_response_list_offsets_partition_response *rp)
 {
@@ -100,13 +181,19 @@ static bool alloc_response(struct gr_req *req)
     struct lo_state *st = req->hstate;
     if (st->allocated) return true;
     int32_t nt = body->topics.count > 0 ? body->topics.count : 0;
-    resp->topics.items = gr_arena_calloc(&req->arena, (size_t)nt + 1, sizeof *resp->topics.items);
+    if (!lo_plan(req, st)) return false;
+    int32_t nt_out = st->out_topic ? st->nt_out : nt;
+    resp->topics.items = gr_arena_calloc(&req->arena, (size_t)nt_out + 1, sizeof *resp->topics.items);
     if (!resp->topics.items) return false;
-    for (int32_t i = 0; i < nt; i++) {
+    for (int32_t i = 0; i < nt; i++) { /* capacities first (count reset by fill) */
         int32_t np = body->topics.items[i].partitions.count > 0 ? body->topics.items[i].partitions.count : 0;
-        resp->topics.items[i].partitions.items =
-            gr_arena_calloc(&req->arena, (size_t)np + 1, sizeof *resp->topics.items[i].partitions.items);
-        if (!resp->topics.items[i].partitions.items) return false;
+        resp->topics.items[st->out_topic ? st->out_topic[i] : i].partitions.count += np;
+    }
+    for (int32_t i = 0; i < nt_out; i++) {
+        struct gr_list_offsets_response_list_offsets_topic_response *rt = &resp->topics.items[i];
+        rt->partitions.items =
+            gr_arena_calloc(&req->arena, (size_t)rt->partitions.count + 1, sizeof *rt->partitions.items);
+        if (!rt->partitions.items) return false;
     }
     st->allocated = true;
     return true;
@@ -118,24 +205,35 @@ static bool fill(struct gr_req *req)
 {
     struct gr_list_offsets_request *body = req->body;
     struct gr_list_offsets_response *resp = req->resp;
+    struct lo_state *st = req->hstate;
     if (!alloc_response(req)) return false;
     int32_t nt = body->topics.count > 0 ? body->topics.count : 0;
-    resp->topics.count = nt;
-    for (int32_t i = 0; i < nt; i++) {
-        struct gr_list_offsets_request_list_offsets_topic *qt = &body->topics.items[i];
+    resp->topics.count = st->out_topic ? st->nt_out : nt;
+    for (int32_t i = 0; i < resp->topics.count; i++) {
         struct gr_list_offsets_response_list_offsets_topic_response *rt = &resp->topics.items[i];
         struct gr_list_offsets_response_list_offsets_partition_response *parts = rt->partitions.items;
         gr_list_offsets_response_list_offsets_topic_response_init(rt);
+        rt->partitions.items = parts;
+        rt->partitions.count = 0; /* filled below */
+    }
+    for (int32_t i = 0, k = 0; i < nt; i++) {
+        struct gr_list_offsets_request_list_offsets_topic *qt = &body->topics.items[i];
+        struct gr_list_offsets_response_list_offsets_topic_response *rt =
+            &resp->topics.items[st->out_topic ? st->out_topic[i] : i];
         rt->name = qt->name;
         struct gr_topic *t = gr_topic_lookup(req->broker, qt->name);
         int32_t np = qt->partitions.count > 0 ? qt->partitions.count : 0;
-        rt->partitions.items = parts;
-        rt->partitions.count = np;
-        for (int32_t p = 0; p < np; p++) {
+        for (int32_t p = 0; p < np; p++, k++) {
             struct gr_list_offsets_request_list_offsets_partition *qp = &qt->partitions.items[p];
-            struct gr_list_offsets_response_list_offsets_partition_response *rp = &rt->partitions.items[p];
+            if (st->mark && st->mark[k] == LO_REPEAT) continue; /* one entry per partition */
+            struct gr_list_offsets_response_list_offsets_partition_response *rp =
+                &rt->partitions.items[rt->partitions.count++];
             gr_list_offsets_response_list_offsets_partition_response_init(rp);
             rp->partition_index = qp->partition_index;
+            if (st->mark && st->mark[k] == LO_DUPLICATE) {
+                rp->error_code = GR_ERR_INVALID_REQUEST;
+                continue;
+            }
             struct gr_log *log = t ? gr_topic_log(t, qp->partition_index) : NULL;
             if (!log) {
                 rp->error_code = GR_ERR_UNKNOWN_TOPIC_OR_PARTITION;

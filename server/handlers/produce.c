@@ -2,10 +2,12 @@
  * produce.c: Produce (key 0), served v3-v13 (advertised from v0; v0-v2 close the connection in dispatch).
  *
  * Per partition: exactly one RecordBatch v2, validated in place (CRC-32C, lengths, offset deltas, records),
- * size against max.message.bytes, zstd only from v7, every record's timestamp against
- * message.timestamp.before/after.max.ms, the header's max timestamp set to the records' maximum (CreateTime)
- * or to the append time (LogAppendTime, by storage) with the CRC recomputed when it changes (Kafka's
- * LogValidator), then appended in place (storage patches base offset and leader epoch). Durability, named:
+ * size against max.message.bytes, zstd only from v7, keys on compacted topics and every record's timestamp
+ * against message.timestamp.before/after.max.ms (a refused batch names each refused record in record_errors,
+ * KIP-467, as Kafka's LogValidator; the records are walked again only then), the header's max timestamp set
+ * to the records' maximum (CreateTime) or to the append time (LogAppendTime, by storage) with the CRC
+ * recomputed when it changes (Kafka's LogValidator), then appended in place (storage patches base offset
+ * and leader epoch). Durability, named:
  *   acks=0   accepted: no response at all; any partition error closes the connection (as Kafka does)
  *   acks=1   written: answered once the batch is in the page cache
  *   acks=-1  durable: with gregor.acks.all.fsync (default) answered once a group-commit fdatasync covers
@@ -17,7 +19,9 @@
  * OUT_OF_ORDER_SEQUENCE_NUMBER and INVALID_PRODUCER_EPOCH are per-partition errors, and a duplicate of one
  * of the producer's last 5 batches is answered with the original's offsets once the ORIGINAL batch is as
  * durable as acks asks (a retry is never acknowledged before the batch it repeats).
- * Transactions are not built: a transactional id or transactional/control batches are refused.
+ * Transactions are not built: a request with a transactional id, or whose first batch of some partition has
+ * the transactional bit, is refused on every partition with TRANSACTIONAL_ID_AUTHORIZATION_FAILED (the
+ * latter is Kafka's answer without a transactional id); control batches are INVALID_RECORD.
  *
  * Files closed by the fd cap (gregor.open.files.max): an idle partition's active segment file may be
  * closed. Before its appends a Produce pins the active file of EVERY partition it names
@@ -68,6 +72,7 @@ struct produce_state {
     int open_rounds;              /* times the job ran (PRODUCE_OPEN_ROUNDS_MAX) */
     struct gr_req *gate_next;
     bool open_pending; /* the job is running */
+    bool txn_refused;  /* every partition answers TRANSACTIONAL_ID_AUTHORIZATION_FAILED (no appends) */
 };
 
 /* The pool job reopening a gated request's closed files: allocated once per request, submitted again only
@@ -94,14 +99,6 @@ static int64_t topic_config_long(struct gr_broker *b, struct gr_topic *t, const 
 {
     const char *v = gr_topic_config_get(t, topic_key);
     return v ? strtoll(v, NULL, 10) : gr_config_int(&b->cfg, broker_key);
-}
-
-/* True when the topic's cleanup.policy (else log.cleanup.policy) contains "compact". */
-static bool topic_compacted(struct gr_broker *b, struct gr_topic *t)
-{
-    const char *v = gr_topic_config_get(t, "cleanup.policy");
-    if (!v) v = gr_config_str(&b->cfg, "log.cleanup.policy");
-    return v && strstr(v, "compact") != NULL;
 }
 
 /* The codec a topic's compression.type asks for, or -1 for "producer" (keep the batch as sent). */
@@ -156,6 +153,99 @@ static void set_error(struct gr_produce_response_partition_produce_response *pr,
     pr->error_message = msg ? gr_str_c(msg) : GR_STR_NULL;
 }
 
+/* One refused record's message, as Kafka's LogValidator words it (in the request arena; NULL when out of
+   memory). `key_msg` is the shared message of null-key refusals; `partial` names the record as Kafka's
+   skip-key-value iterator prints it (a compressed batch kept in its codec). */
+static struct gr_str refusal_message(struct gr_req *req, const struct gr_record_refusal *rf,
+                                     const struct gr_record_rules *rules, bool partial, struct gr_str key_msg)
+{
+    char buf[320];
+    if (rf->err == GR_BATCH_ERR_RECORD_KEY) return key_msg;
+    if (rf->err == GR_BATCH_ERR_TIMESTAMP) /* Java's long arithmetic wraps: so does the message's */
+        snprintf(buf, sizeof buf,
+                 "Timestamp %lld of message with offset %lld is out of range. The timestamp should be within "
+                 "[%lld, %lld]",
+                 (long long)rf->timestamp, (long long)rf->offset,
+                 (long long)(int64_t)((uint64_t)rules->now_ms - (uint64_t)rules->before_max_ms),
+                 (long long)(int64_t)((uint64_t)rules->now_ms + (uint64_t)rules->after_max_ms));
+    else
+        snprintf(buf, sizeof buf,
+                 "Invalid timestamp type in message %s(offset=%lld, timestamp=%lld, key=%d bytes, "
+                 "value=%d bytes). Producer should not set timestamp type to LogAppendTime.",
+                 partial ? "PartialDefaultRecord" : "DefaultRecord", (long long)rf->offset,
+                 (long long)rf->timestamp, partial || rf->key_bytes >= 0 ? rf->key_bytes : 0,
+                 partial || rf->value_bytes >= 0 ? rf->value_bytes : 0);
+    char *m = gr_arena_strndup(&req->arena, buf, strlen(buf));
+    return m ? gr_str_c(m) : GR_STR_NULL;
+}
+
+/* Kafka's error_message of a RecordValidationException: a fixed text for timestamps, else the count and
+   the first three record errors as Java prints a List of RecordError. */
+static const char *refusals_summary(struct gr_req *req, int total, bool timestamp,
+                                    const struct gr_produce_response_batch_index_and_error_message *items,
+                                    int n)
+{
+    if (timestamp) return "One or more records have been rejected due to invalid timestamp";
+    char buf[1536];
+    int len =
+        snprintf(buf, sizeof buf,
+                 "One or more records have been rejected due to %d record errors in total, and only showing "
+                 "the first three errors at most: [",
+                 total);
+    for (int i = 0; i < n && i < 3 && len < (int)sizeof buf; i++)
+        len += snprintf(buf + len, sizeof buf - (size_t)len, "%sRecordError(batchIndex=%d, message='%.*s')",
+                        i ? ", " : "", items[i].batch_index, items[i].batch_index_error_message.len,
+                        items[i].batch_index_error_message.ptr ? items[i].batch_index_error_message.ptr : "");
+    if (len < (int)sizeof buf) len += snprintf(buf + len, sizeof buf - (size_t)len, "]");
+    if (len >= (int)sizeof buf) len = (int)sizeof buf - 1;
+    return gr_arena_strndup(&req->arena, buf, (size_t)len);
+}
+
+/* Answers a batch some records of which the per-record rules refuse as Kafka answers its
+   RecordValidationException: INVALID_TIMESTAMP when any refusal is a timestamp one, else INVALID_RECORD;
+   record_errors lists the refused records (batch_index, message; at most GR_PRODUCE_RECORD_ERRORS_MAX);
+   error_message summarises; log_start_offset is the partition's. Returns false (nothing set) when no
+   record is refused or memory ran out: the caller then answers with the batch-level error. */
+static bool refuse_records(struct gr_req *req, struct gr_topic *t, int32_t partition, struct gr_log *log,
+                           const uint8_t *batch, size_t len, const struct gr_record_rules *rules,
+                           bool partial, struct gr_produce_response_partition_produce_response *pr)
+{
+    int total = gr_batch_refused_records(batch, len, rules, NULL, 0);
+    if (total <= 0) return false;
+    int n = total < GR_PRODUCE_RECORD_ERRORS_MAX ? total : GR_PRODUCE_RECORD_ERRORS_MAX;
+    struct gr_record_refusal *rf = gr_arena_calloc(&req->arena, (size_t)n, sizeof *rf);
+    struct gr_produce_response_batch_index_and_error_message *items =
+        gr_arena_calloc(&req->arena, (size_t)n, sizeof *items);
+    char key_buf[GR_TOPIC_NAME_BYTES_MAX + 96];
+    snprintf(key_buf, sizeof key_buf,
+             "Compacted topic cannot accept message without key in topic partition %s-%d", gr_topic_name(t),
+             partition);
+    char *key_msg = gr_arena_strndup(&req->arena, key_buf, strlen(key_buf));
+    if (!rf || !items || !key_msg || gr_batch_refused_records(batch, len, rules, rf, n) != total)
+        return false;
+    bool timestamp = false;
+    for (int i = 0; i < n; i++) {
+        gr_produce_response_batch_index_and_error_message_init(&items[i]);
+        items[i].batch_index = rf[i].batch_index;
+        items[i].batch_index_error_message = refusal_message(req, &rf[i], rules, partial, gr_str_c(key_msg));
+        timestamp |= rf[i].err != GR_BATCH_ERR_RECORD_KEY;
+    }
+    set_error(pr, timestamp ? GR_ERR_INVALID_TIMESTAMP : GR_ERR_INVALID_RECORD,
+              refusals_summary(req, total, timestamp, items, n));
+    pr->record_errors.items = items;
+    pr->record_errors.count = n;
+    pr->log_start_offset = gr_log_start_offset(log);
+    return true;
+}
+
+/* Batch errors Kafka meets inside the log (LogValidator's batch checks, the record iterator): answered with
+   the partition's log start offset; framing, CRC and size errors come before the log and answer -1. */
+static bool batch_err_in_log(int rc)
+{
+    return rc == GR_BATCH_ERR_OFFSETS || rc == GR_BATCH_ERR_CONTROL || rc == GR_BATCH_ERR_SEQUENCE ||
+           rc == GR_BATCH_ERR_RECORD || rc == GR_BATCH_ERR_COUNT || rc == GR_BATCH_ERR_TRAILING;
+}
+
 /* Validates and appends one partition's records; fills `pr`. Returns the appended log (and in *end_offset
  * the offset after the batch, or after the original batch of a duplicate: what must be durable before the
  * answer) or NULL. */
@@ -188,41 +278,47 @@ static struct gr_log *produce_partition(struct gr_req *req, struct gr_topic *t, 
     int rc = gr_batch_validate_ex(records.ptr, (size_t)records.len, GR_BATCH_CHECK_CLIENT, &info, &why);
     if (rc) {
         set_error(pr, gr_batch_err_kafka(rc), why);
+        if (batch_err_in_log(rc)) pr->log_start_offset = gr_log_start_offset(log);
         return NULL;
     }
     if (info.attributes & (GR_BATCH_ATTR_TRANSACTIONAL | GR_BATCH_ATTR_CONTROL)) {
         set_error(pr, GR_ERR_INVALID_RECORD, "Transactional and control batches are not supported by this broker yet");
         return NULL;
     }
-    if (info.has_null_key && topic_compacted(b, t)) {
-        /* Kafka's LogValidator.validateKey: INVALID_RECORD with this message. */
-        char msg[GR_TOPIC_NAME_BYTES_MAX + 96];
-        snprintf(msg, sizeof msg, "Compacted topic cannot accept message without key in topic partition %s-%d",
-                 gr_topic_name(t), partition);
-        set_error(pr, GR_ERR_INVALID_RECORD, gr_arena_strndup(&req->arena, msg, strlen(msg)));
-        return NULL;
-    }
     if (info.codec == GR_CODEC_ZSTD && v < 7) {
         set_error(pr, GR_ERR_UNSUPPORTED_COMPRESSION_TYPE, "zstd needs Produce v7 or later");
         return NULL;
     }
-    int64_t now = gr_time_wall_ms();
-    bool lat = topic_log_append_time(b, t);
     uint8_t *batch = (uint8_t *)records.ptr, *rewritten = NULL; /* the request buffer: ours to patch */
     size_t batch_len = (size_t)records.len;
-    /* Every record's timestamp within the bounds; the header's max timestamp := the records' maximum
-       (CreateTime; CRC recomputed only when it changes) as Kafka's LogValidator does. */
     int64_t after =
         topic_config_long(b, t, "message.timestamp.after.max.ms", "log.message.timestamp.after.max.ms");
     int64_t before =
         topic_config_long(b, t, "message.timestamp.before.max.ms", "log.message.timestamp.before.max.ms");
-    rc = gr_batch_apply_timestamps(batch, batch_len, &info, lat, before < 0 ? 0 : before,
-                                   after < 0 ? 0 : after, now, &why);
+    struct gr_record_rules rules = {.key_required =
+                                        info.has_null_key && gr_topic_cleanup_policy_has(b, t, "compact"),
+                                    .log_append_time = topic_log_append_time(b, t),
+                                    .before_max_ms = before < 0 ? 0 : before,
+                                    .after_max_ms = after < 0 ? 0 : after,
+                                    .now_ms = gr_time_wall_ms()};
+    int64_t now = rules.now_ms;
+    bool lat = rules.log_append_time;
+    int want = topic_codec(b, t);
+    /* Kafka's LogValidator: keys (compacted topics), then every record's timestamp within the bounds; the
+       header's max timestamp := the records' maximum (CreateTime; CRC recomputed only when it changes). A
+       refusal walks the records again to name each refused one (record_errors). */
+    rc = rules.key_required /* only looked up for a batch with a null key */
+             ? GR_BATCH_ERR_RECORD_KEY
+             : gr_batch_apply_timestamps(batch, batch_len, &info, lat, rules.before_max_ms,
+                                         rules.after_max_ms, now, &why);
     if (rc) {
-        set_error(pr, gr_batch_err_kafka(rc), why);
+        bool partial = info.codec != GR_CODEC_NONE && (want < 0 || want == (int)info.codec);
+        if (!refuse_records(req, t, partition, log, batch, batch_len, &rules, partial, pr))
+            set_error(pr, gr_batch_err_kafka(rc),
+                      rc == GR_BATCH_ERR_RECORD_KEY ? "Compacted topic cannot accept message without key"
+                                                    : why);
         return NULL;
     }
-    int want = topic_codec(b, t);
     if (want >= 0 && want != (int)info.codec) {
         int16_t err = recompress(batch, batch_len, &info, (enum gr_codec)want, &rewritten, &batch_len);
         if (err) {
@@ -247,10 +343,12 @@ static struct gr_log *produce_partition(struct gr_req *req, struct gr_topic *t, 
     if (rc == GR_LOG_ERR_OUT_OF_ORDER_SEQUENCE) {
         set_error(pr, GR_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER,
                   "The batch's sequence number does not follow the producer's last sequence on this partition");
+        pr->log_start_offset = gr_log_start_offset(log); /* as Kafka: an error met in the log */
         return NULL;
     }
     if (rc == GR_LOG_ERR_INVALID_PRODUCER_EPOCH) {
         set_error(pr, GR_ERR_INVALID_PRODUCER_EPOCH, "The batch's producer epoch is older than the producer's current epoch");
+        pr->log_start_offset = gr_log_start_offset(log);
         return NULL;
     }
     if (rc == -EMSGSIZE) {
@@ -321,6 +419,27 @@ static bool alloc_responses(struct gr_req *req)
     return true;
 }
 
+/* Kafka's KafkaApis.handleProduceRequest: a request is refused as a whole
+   (TRANSACTIONAL_ID_AUTHORIZATION_FAILED on every partition) when it has a transactional id (transactions are
+   not built) or, without one, when the first batch of any partition has the transactional bit
+   (RequestUtils.hasTransactionalRecords). */
+static bool produce_txn_refused(const struct gr_produce_request *body)
+{
+    if (body->transactional_id.len >= 0) return true;
+    for (int32_t i = 0; i < body->topic_data.count; i++) {
+        const struct gr_produce_request_topic_produce_data *td = &body->topic_data.items[i];
+        for (int32_t p = 0; p < td->partition_data.count; p++) {
+            struct gr_bytes rec = td->partition_data.items[p].records;
+            size_t pos = 0, len;
+            const uint8_t *batch;
+            if (rec.len > 0 && gr_batch_next(rec.ptr, (size_t)rec.len, &pos, &batch, &len) == 1 &&
+                (gr_batch_attributes(batch) & GR_BATCH_ATTR_TRANSACTIONAL))
+                return true;
+        }
+    }
+    return false;
+}
+
 /* Validates and appends every partition, then answers or parks for durability. */
 static enum gr_handler_rc produce_run(struct gr_req *req)
 {
@@ -329,7 +448,6 @@ static enum gr_handler_rc produce_run(struct gr_req *req)
     struct gr_broker *b = req->broker;
     int16_t v = req->hdr.request_api_version;
     bool bad_acks = body->acks != 0 && body->acks != 1 && body->acks != -1;
-    bool txn = body->transactional_id.len >= 0;
     int32_t ntopics = body->topic_data.count > 0 ? body->topic_data.count : 0;
     struct produce_state *st = req->hstate;
     st->count = 0;
@@ -349,9 +467,11 @@ static enum gr_handler_rc produce_run(struct gr_req *req)
             topic_msg = "Clients may not write to the internal topic __consumer_offsets";
         }
         if (bad_acks) topic_err = GR_ERR_INVALID_REQUIRED_ACKS;
-        if (txn) {
+        if (st->txn_refused) {
             topic_err = GR_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
-            topic_msg = "Transactions are not supported by this broker yet";
+            /* Kafka sends no message for a transactional batch without a transactional id */
+            topic_msg =
+                body->transactional_id.len >= 0 ? "Transactions are not supported by this broker yet" : NULL;
         }
         int32_t np = tr->partition_responses.count;
         for (int32_t p = 0; p < np; p++) {
@@ -599,8 +719,9 @@ enum gr_handler_rc gr_handle_produce(struct gr_req *req)
     st->waits = gr_arena_calloc(&req->arena, (size_t)total + 1, sizeof *st->waits);
     if (!st->waits) return GR_HANDLER_CLOSE;
     req->hstate = st;
+    st->txn_refused = produce_txn_refused(body);
     bool bad_acks = body->acks != 0 && body->acks != 1 && body->acks != -1;
-    if (!b->iopool || bad_acks || body->transactional_id.len >= 0) return produce_run(req); /* no appends */
+    if (!b->iopool || bad_acks || st->txn_refused) return produce_run(req); /* no appends */
     if (!collect_logs(req, st, total)) return GR_HANDLER_CLOSE;
     bool blocked = false;
     for (struct gr_req *q = b->produce_gate_head; q && !blocked; q = gate_state(q)->gate_next)

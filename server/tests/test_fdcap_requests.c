@@ -15,6 +15,7 @@
  *   - ListOffsets by time (-3, max timestamp) naming all 20 partitions: answered in a few pool rounds,
  *     without an open on this thread (each round used to close what the last one opened, until the round
  *     limit sent the lookups to blocking opens).
+ *   - ListOffsets naming partitions twice (issue 17 item 7): one entry each (INVALID_REQUEST), one topic.
  * Read next: server/handlers/produce.c, server/handlers/list_offsets.c.
  */
 #include <errno.h>
@@ -261,6 +262,51 @@ static void test_list_offsets_over_cap(void **state)
     assert_int_equal(fault_count_this_thread(F_OPEN), opens);
 }
 
+/* A partition named twice (Kafka's ListOffsetsRequest.duplicatePartitions): one entry, INVALID_REQUEST; the
+   topic named twice: one topic entry; the other partitions answered. Issue 17 item 7. */
+static void test_list_offsets_duplicates(void **state)
+{
+    struct fx *f = *state;
+    static const int32_t first[] = {0, 1, 0, 2, 2, 2}, second[] = {3, 1};
+    const int32_t *lists[] = {first, second};
+    int counts[] = {6, 2};
+    struct gr_req *req = new_req(f, 2, 7);
+    struct gr_list_offsets_request *body = gr_arena_alloc(&req->arena, sizeof *body);
+    gr_list_offsets_request_init(body);
+    body->topics.items = gr_arena_calloc(&req->arena, 2, sizeof *body->topics.items);
+    body->topics.count = 2;
+    for (int i = 0; i < 2; i++) {
+        struct gr_list_offsets_request_list_offsets_topic *qt = &body->topics.items[i];
+        qt->name = gr_str_c("w");
+        qt->partitions.items = gr_arena_calloc(&req->arena, (size_t)counts[i], sizeof *qt->partitions.items);
+        qt->partitions.count = counts[i];
+        for (int p = 0; p < counts[i]; p++) {
+            gr_list_offsets_request_list_offsets_partition_init(&qt->partitions.items[p]);
+            qt->partitions.items[p].partition_index = lists[i][p];
+            qt->partitions.items[p].timestamp = -1;
+        }
+    }
+    req->body = body;
+    struct gr_list_offsets_response *resp = gr_arena_alloc(&req->arena, sizeof *resp);
+    gr_list_offsets_response_init(resp);
+    req->resp = resp;
+    assert_int_equal(gr_handle_list_offsets(req), GR_HANDLER_DONE);
+    assert_int_equal(resp->topics.count, 1);
+    assert_int_equal(resp->topics.items[0].partitions.count, 4);
+    static const int32_t want_index[] = {0, 1, 2, 3};
+    static const int16_t want_error[] = {GR_ERR_INVALID_REQUEST, GR_ERR_INVALID_REQUEST,
+                                         GR_ERR_INVALID_REQUEST, 0};
+    for (int p = 0; p < 4; p++) {
+        struct gr_list_offsets_response_list_offsets_partition_response *rp =
+            &resp->topics.items[0].partitions.items[p];
+        assert_int_equal(rp->partition_index, want_index[p]);
+        assert_int_equal(rp->error_code, want_error[p]);
+        assert_int_equal(rp->offset, p < 3 ? -1 : 0); /* partition 3: the high watermark of an empty log */
+        assert_int_equal(rp->timestamp, -1);
+    }
+    gr_req_free(req);
+}
+
 int main(void)
 {
     for (int p = 0; p < PARTS; p++)
@@ -270,6 +316,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_stop_while_gated, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reopen_fails, setup, teardown),
         cmocka_unit_test_setup_teardown(test_list_offsets_over_cap, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_list_offsets_duplicates, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -4,13 +4,15 @@
  * max timestamp corrected to the records' maximum and a valid CRC-32C (uncompressed and each codec), so
  * ListOffsets max-timestamp answers the record's real time; LogAppendTime stores the broker's clock; the
  * before/after bounds apply to every record, not only the first or the header; a producer-set
- * LogAppendTime bit is handled as Kafka does. Read next: server/handlers/produce.c,
- * protocol/record_batch.h (gr_batch_apply_timestamps).
+ * LogAppendTime bit is handled as Kafka does; a refused batch names every refused record in record_errors
+ * (batch index, Kafka's message), sums them up in error_message and reports the log start offset. Read next:
+ * server/handlers/produce.c, protocol/record_batch.h (gr_batch_apply_timestamps).
  */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -48,6 +50,8 @@ static int setup(void **state)
     assert_int_equal(gr_store_topic_create(b->store, "l", 1, lk, lv, 1, &t), 0);
     const char *bk[] = {"message.timestamp.before.max.ms"}, *bv[] = {"3600000"};
     assert_int_equal(gr_store_topic_create(b->store, "b", 1, bk, bv, 1, &t), 0);
+    const char *kk[] = {"cleanup.policy", "message.timestamp.before.max.ms"}, *kv[] = {"compact", "3600000"};
+    assert_int_equal(gr_store_topic_create(b->store, "k", 1, kk, kv, 2, &t), 0);
     f->b = b;
     *state = f;
     return 0;
@@ -93,8 +97,44 @@ static uint8_t *lying_batch(const int64_t *ts, int n, enum gr_codec codec, int64
     return b;
 }
 
-/* Sends one Produce v9 acks=1 of `batch` to `topic`-0 and returns the partition's error code. */
-static int16_t produce(struct fx *f, const char *topic, const uint8_t *batch, size_t len)
+/* A batch of `n` records with the given timestamps, record i keyed ("k") when keyed[i], else null. */
+static uint8_t *keyed_batch(const int64_t *ts, const bool *keyed, int n, enum gr_codec codec, size_t *len)
+{
+    struct gr_record_in recs[8];
+    assert_true(n <= 8);
+    for (int i = 0; i < n; i++)
+        recs[i] = (struct gr_record_in){.timestamp = ts[i],
+                                        .key = keyed[i] ? (struct gr_bytes){(const uint8_t *)"k", 1}
+                                                        : (struct gr_bytes){NULL, -1},
+                                        .value = {(const uint8_t *)"vv", 2}};
+    struct gr_batch_params bp = {.partition_leader_epoch = -1,
+                                 .codec = codec,
+                                 .log_append_time = -1,
+                                 .producer_id = -1,
+                                 .producer_epoch = -1,
+                                 .base_sequence = -1};
+    uint8_t *b;
+    assert_int_equal(gr_batch_build(&bp, recs, n, &b, len), 0);
+    return b;
+}
+
+/* What a test checks of one partition answer (copied out of the request arena). */
+struct answer {
+    int16_t err;
+    int64_t log_start_offset;
+    int nerr;
+    int32_t index[8];
+    char msg[8][320];
+    char summary[1600]; /* "(null)" when null */
+};
+
+static void copy_str(char *dst, size_t cap, struct gr_str s)
+{
+    snprintf(dst, cap, "%.*s", s.len < 0 ? 6 : s.len, s.len < 0 ? "(null)" : s.ptr);
+}
+
+/* Sends one Produce v9 acks=1 of `batch` to `topic`-0 and copies the partition's answer to *a. */
+static void produce_full(struct fx *f, const char *topic, const uint8_t *batch, size_t len, struct answer *a)
 {
     struct gr_req *req = calloc(1, sizeof *req);
     req->broker = f->b;
@@ -120,9 +160,26 @@ static int16_t produce(struct fx *f, const char *topic, const uint8_t *batch, si
     gr_produce_response_init(resp);
     req->resp = resp;
     assert_int_equal(gr_handle_produce(req), GR_HANDLER_DONE);
-    int16_t err = resp->responses.items[0].partition_responses.items[0].error_code;
+    struct gr_produce_response_partition_produce_response *pr =
+        &resp->responses.items[0].partition_responses.items[0];
+    memset(a, 0, sizeof *a);
+    a->err = pr->error_code;
+    a->log_start_offset = pr->log_start_offset;
+    a->nerr = pr->record_errors.count;
+    for (int i = 0; i < a->nerr && i < 8; i++) {
+        a->index[i] = pr->record_errors.items[i].batch_index;
+        copy_str(a->msg[i], sizeof a->msg[i], pr->record_errors.items[i].batch_index_error_message);
+    }
+    copy_str(a->summary, sizeof a->summary, pr->error_message);
     gr_req_free(req);
-    return err;
+}
+
+/* Sends one Produce v9 acks=1 of `batch` to `topic`-0 and returns the partition's error code. */
+static int16_t produce(struct fx *f, const char *topic, const uint8_t *batch, size_t len)
+{
+    struct answer a;
+    produce_full(f, topic, batch, len, &a);
+    return a.err;
 }
 
 static struct gr_log *log_of(struct fx *f, const char *topic)
@@ -260,6 +317,100 @@ static void test_producer_log_append_time_bit_on_create_time_topic(void **state)
     gr_log_slice_release(&s);
 }
 
+#define KEY_MSG "Compacted topic cannot accept message without key in topic partition k-0"
+
+/* KIP-467 as Kafka's LogValidator fills it: every keyless record of a batch to a compacted topic listed. */
+static void test_record_errors_null_keys(void **state)
+{
+    struct fx *f = *state;
+    int64_t now = gr_time_wall_ms();
+    int64_t ts[] = {now, now, now, now};
+    bool keyed[] = {true, false, true, false};
+    enum gr_codec codecs[] = {GR_CODEC_NONE, GR_CODEC_LZ4};
+    for (int c = 0; c < 2; c++) {
+        size_t len;
+        uint8_t *b = keyed_batch(ts, keyed, 4, codecs[c], &len);
+        struct answer a;
+        produce_full(f, "k", b, len, &a);
+        free(b);
+        assert_int_equal(a.err, GR_ERR_INVALID_RECORD);
+        assert_int_equal(a.log_start_offset, 0); /* the partition's, not -1 */
+        assert_int_equal(a.nerr, 2);
+        assert_int_equal(a.index[0], 1);
+        assert_int_equal(a.index[1], 3);
+        assert_string_equal(a.msg[0], KEY_MSG);
+        assert_string_equal(a.msg[1], KEY_MSG);
+        assert_string_equal(a.summary,
+                            "One or more records have been rejected due to 2 record errors in total, and "
+                            "only showing the first three errors at most: [RecordError(batchIndex=1, "
+                            "message='" KEY_MSG "'), RecordError(batchIndex=3, message='" KEY_MSG "')]");
+    }
+    assert_int_equal(gr_log_end_offset(log_of(f, "k")), 0);
+}
+
+/* Every out-of-bounds record listed with Kafka's message; a timestamp refusal makes the whole answer
+   INVALID_TIMESTAMP even beside key refusals (LogValidator.processRecordErrors). */
+static void test_record_errors_timestamps(void **state)
+{
+    struct fx *f = *state;
+    int64_t now = gr_time_wall_ms();
+    int64_t ts[] = {now, now - 2 * HOUR_MS, now, now - 3 * HOUR_MS};
+    bool keyed[] = {false, true, true, true};
+    size_t len;
+    uint8_t *b = keyed_batch(ts, keyed, 4, GR_CODEC_NONE, &len);
+    struct answer a;
+    produce_full(f, "k", b, len, &a);
+    free(b);
+    assert_int_equal(a.err, GR_ERR_INVALID_TIMESTAMP);
+    assert_int_equal(a.log_start_offset, 0);
+    assert_string_equal(a.summary, "One or more records have been rejected due to invalid timestamp");
+    assert_int_equal(a.nerr, 3);
+    assert_int_equal(a.index[0], 0);
+    assert_string_equal(a.msg[0], KEY_MSG); /* the key is checked first */
+    for (int i = 1; i < 3; i++) {
+        int64_t t = i == 1 ? now - 2 * HOUR_MS : now - 3 * HOUR_MS;
+        long long lo, hi;
+        char head[160];
+        snprintf(head, sizeof head, "Timestamp %lld of message with offset %d is out of range. ",
+                 (long long)t, 2 * i - 1);
+        assert_int_equal(a.index[i], 2 * i - 1);
+        assert_memory_equal(a.msg[i], head, strlen(head));
+        assert_int_equal(
+            sscanf(a.msg[i] + strlen(head), "The timestamp should be within [%lld, %lld]", &lo, &hi), 2);
+        assert_true(lo >= now - HOUR_MS && lo <= now - HOUR_MS + 60000); /* now - before.max.ms */
+        assert_true(hi == lo + HOUR_MS + HOUR_MS);                       /* now + after.max.ms (1 h) */
+    }
+}
+
+/* A producer-set LogAppendTime bit on a LogAppendTime topic: every record named, printed as Kafka's
+   DefaultRecord (a compressed batch kept in its codec: PartialDefaultRecord, raw key size). */
+static void test_record_errors_timestamp_type(void **state)
+{
+    struct fx *f = *state;
+    int64_t ts[] = {1000, 2000};
+    enum gr_codec codecs[] = {GR_CODEC_NONE, GR_CODEC_ZSTD};
+    const char *want[] = {
+        "Invalid timestamp type in message DefaultRecord(offset=%d, timestamp=2000, key=0 bytes, "
+        "value=1 bytes). Producer should not set timestamp type to LogAppendTime.",
+        "Invalid timestamp type in message PartialDefaultRecord(offset=%d, timestamp=2000, key=-1 "
+        "bytes, value=1 bytes). Producer should not set timestamp type to LogAppendTime."};
+    for (int c = 0; c < 2; c++) {
+        size_t len;
+        uint8_t *b = lying_batch(ts, 2, codecs[c], -2, GR_BATCH_ATTR_LOG_APPEND_TIME, &len);
+        struct answer a;
+        produce_full(f, "l", b, len, &a);
+        free(b);
+        assert_int_equal(a.err, GR_ERR_INVALID_TIMESTAMP);
+        assert_int_equal(a.nerr, 2);
+        for (int i = 0; i < 2; i++) {
+            char m[320];
+            snprintf(m, sizeof m, want[c], i);
+            assert_int_equal(a.index[i], i);
+            assert_string_equal(a.msg[i], m);
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -269,6 +420,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_bounds_apply_to_every_record, setup, teardown),
         cmocka_unit_test_setup_teardown(test_producer_log_append_time_bit_on_create_time_topic, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_record_errors_null_keys, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_record_errors_timestamps, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_record_errors_timestamp_type, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
