@@ -22,7 +22,7 @@ import uuid
 
 import testkit as tk
 from kafka.admin import KafkaAdminClient
-from kafka.protocol.admin import (AlterConfigsRequest, CreatePartitionsRequest, DeleteRecordsRequest,
+from kafka.protocol.admin import (AlterConfigsRequest, CreatePartitionsRequest, CreateTopicsRequest, DeleteRecordsRequest,
                                   DeleteTopicsRequest, DescribeClusterRequest, DescribeConfigsRequest,
                                   DescribeLogDirsRequest, IncrementalAlterConfigsRequest)
 from kafka.protocol.consumer.offsets import OffsetForLeaderEpochRequest
@@ -283,6 +283,40 @@ def t_describe_configs_broker():
     res = wait(adm.describe_configs([ConfigResource('BROKER', str(NODE))]))
     entries = list(res.values())[0]
     tk.eq('AdminClient.describe_configs broker: message.max.bytes', m['value'], entries['message.max.bytes'].value)
+
+
+# ---------------------------------------------------------------- CreateTopics configs (v5+)
+
+def t_create_topics_configs():
+    """Kafka's ReplicationControlManager lists every topic config of the new topic, sorted by name, with the
+    value and source DescribeConfigs shows (validate_only too); Gregor used to send an empty list. Topic-level
+    values come back as the request gave them (KafkaConfigSchema.toConfigEntry keeps a String as is)."""
+    for v in (5, 7):
+        for validate in (True, False):
+            name = f'adm-ctc{v}'
+            r = send(CreateTopicsRequest, v, topics=[(name, 1, -1, [], [('retention.ms', ' 3600000'),
+                                                                        ('cleanup.policy', 'compact, delete')])],
+                     timeout_ms=30000, validate_only=validate)
+            t = r['topics'][0]
+            what = f'CreateTopics v{v} validate_only={validate}'
+            tk.eq(f'{what}: created', (0, 1, 1), (t['error_code'], t['num_partitions'], t['replication_factor']))
+            got = {c['name']: c for c in t['configs']}
+            tk.eq(f'{what}: every topic config, sorted by name', (33, sorted(got)), (len(t['configs']),
+                                                                                    [c['name'] for c in t['configs']]))
+            tk.eq(f'{what}: topic-level values as given (KafkaConfigSchema), source DYNAMIC_TOPIC_CONFIG',
+                  {'retention.ms': (' 3600000', DYNAMIC_TOPIC), 'cleanup.policy': ('compact, delete', DYNAMIC_TOPIC)},
+                  {k: (got[k]['value'], got[k]['config_source']) for k in ('retention.ms', 'cleanup.policy')})
+            tk.eq(f'{what}: message.max.bytes from the static broker value (STATIC_BROKER_CONFIG)',
+                  ('2000000', STATIC_BROKER), (got['max.message.bytes']['value'], got['max.message.bytes']['config_source']))
+            tk.eq(f'{what}: segment.ms default from log.roll.hours (DEFAULT_CONFIG)',
+                  ('604800000', DEFAULT), (got['segment.ms']['value'], got['segment.ms']['config_source']))
+            tk.check(f'{what}: none read-only or sensitive',
+                     not any(c['read_only'] or c['is_sensitive'] for c in t['configs']))
+            d = cfg(TOPIC, name) if not validate else None
+            if d:
+                tk.eq(f'{what}: the same values and sources as DescribeConfigs',
+                      {k: (x['value'], x['config_source']) for k, x in d.items()},
+                      {k: (x['value'], x['config_source']) for k, x in got.items()})
 
 
 # ---------------------------------------------------------------- AlterConfigs
@@ -675,6 +709,7 @@ def main_phase():
     tk.run('commit an offset', commit_offset)
     tk.run('DescribeConfigs topic', t_describe_configs_topic)
     tk.run('DescribeConfigs broker', t_describe_configs_broker)
+    tk.run('CreateTopics configs', t_create_topics_configs)
     tk.run('AlterConfigs', t_alter_configs)
     tk.run('IncrementalAlterConfigs', t_incremental_alter_configs)
     tk.run('CreatePartitions', t_create_partitions)
