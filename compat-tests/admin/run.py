@@ -254,14 +254,15 @@ def t_describe_configs_broker():
     h = c['log.retention.hours']
     tk.eq('DescribeConfigs broker: log.retention.hours default', ('168', DEFAULT, [('log.retention.hours', '168', DEFAULT)]),
           (h['value'], h['config_source'], syn(h)))
+    tk.eq('DescribeConfigs broker: read-only unless dynamic (DynamicBrokerConfig.AllDynamicConfigs)',
+          {'message.max.bytes': False, 'log.retention.ms': False, 'log.retention.hours': True,
+           'num.partitions': True, 'log.dirs': True}, {k: c[k]['read_only'] for k in
+                                                        ('message.max.bytes', 'log.retention.ms', 'log.retention.hours',
+                                                         'num.partitions', 'log.dirs')})
     if GREGOR:
-        tk.check('DescribeConfigs broker: Gregor marks every broker config read-only (none is dynamic)',
-                 all(x['read_only'] for x in c.values()))
         tk.check('DescribeConfigs broker: documented', all(x['documentation'] for x in c.values()))
     r = describe(BROKER_RES, '')
-    tk.eq('DescribeConfigs broker "": cluster-wide dynamic defaults', 0, r['error_code'])
-    if GREGOR:
-        tk.eq('DescribeConfigs broker "": Gregor has none', [], r['configs'])
+    tk.eq('DescribeConfigs broker "": cluster-wide dynamic defaults, none set yet', (0, []), (r['error_code'], r['configs']))
     r = describe(BROKER_RES, str(NODE + 1))
     tk.eq('DescribeConfigs broker: another node id',
           (42, f'Unexpected broker id, expected {NODE} or empty string, but received {NODE + 1}'),
@@ -389,11 +390,7 @@ def t_alter_configs():
                                    ('file.delete.delay.ms', '1000'),
                                    ('compression.zstd.level', '5'), ('local.retention.ms', '-2')])], validate=True))
     got = alter([(BROKER_RES, str(NODE), [('log.retention.ms', '5')])], validate=True)
-    if GREGOR:
-        tk.check('AlterConfigs broker: Gregor has no dynamic broker configs (INVALID_REQUEST, message)',
-                 got[0][0] == 42 and 'restart' in got[0][1], got)
-    else:
-        tk.eq('AlterConfigs broker: Kafka accepts a dynamic broker config', [(0, None)], got)
+    tk.eq('AlterConfigs broker: a dynamic broker config is accepted (validate_only)', [(0, None)], got)
     tk.eq('AlterConfigs broker: nothing to change is no error', [(0, None)], alter([(BROKER_RES, str(NODE), [])]))
     # confluent-kafka's alter_configs (AlterConfigs v0-v2 under the hood)
     res = wait(adm.alter_configs([ConfigResource('TOPIC', 'adm-b', set_config={'retention.bytes': '100000000'})]))
@@ -447,7 +444,7 @@ def t_incremental_alter_configs():
         tk.eq(f'AlterConfigs: cleanup.policy={val} accepted', [(0, None)],
               alter([(TOPIC, 'adm-b', [('cleanup.policy', val)])], validate=True))
     got = ialter([(LOGGER_RES, str(NODE), [('root', 0, 'DEBUG')])], validate=True)
-    tk.eq('IncrementalAlterConfigs: broker logger', 42 if GREGOR else 0, got[0][0])
+    tk.eq('IncrementalAlterConfigs: broker logger (validate_only)', 0, got[0][0])
     # confluent-kafka
     res = wait(adm.incremental_alter_configs([ConfigResource('TOPIC', 'adm-b', incremental_configs=[
         ConfigEntry('retention.ms', '2400000', incremental_operation=AlterConfigOpType.SET),
@@ -467,6 +464,107 @@ def t_incremental_alter_configs():
         tk.eq('AdminClient.incremental_alter_configs: Kafka accepts min.insync.replicas=2', None, e)
         wait(adm.incremental_alter_configs([ConfigResource('TOPIC', 'adm-b', incremental_configs=[
             ConfigEntry('min.insync.replicas', None, incremental_operation=AlterConfigOpType.DELETE)])]))
+
+
+# ---------------------------------------------------------------- dynamic broker configs
+
+DYNAMIC_BROKER, DYNAMIC_DEFAULT = 2, 3
+
+
+def bsyn(name, key, rtype=BROKER_RES):
+    e = cfg(rtype, name, [key], synonyms=True)[key]
+    return (e['value'], e['config_source'], e['read_only'], syn(e))
+
+
+def segment_files(topic, partition):
+    d = os.path.join(os.environ.get('BROKER_DIR', ''), 'data', f'{topic}-{partition}')
+    return len([f for f in os.listdir(d) if f.endswith('.log')]) if os.path.isdir(d) else -1
+
+
+def t_dynamic_broker_configs():
+    """kafka-configs.sh --alter --entity-type brokers (--entity-name 1 / --entity-default) as Kafka 4.x answers
+    it: ConfigAdminManager's checks, ConfigHelper's sources and synonym order, the topic that inherits."""
+    node = str(NODE)
+    tk.eq('IncrementalAlterConfigs broker: SET log.retention.ms', [(0, None)],
+          ialter([(BROKER_RES, node, [('log.retention.ms', 0, '3600000')])]))
+    tk.eq('DescribeConfigs broker: DYNAMIC_BROKER_CONFIG, then the default synonym',
+          ('3600000', DYNAMIC_BROKER, False, [('log.retention.ms', '3600000', DYNAMIC_BROKER),
+                                              ('log.retention.hours', '168', DEFAULT)]),
+          bsyn(node, 'log.retention.ms'))
+    create('adm-dyn', 1)
+    tk.eq('a topic without retention.ms follows log.retention.ms (DYNAMIC_BROKER_CONFIG)',
+          ('3600000', DYNAMIC_BROKER), tuple(bsyn('adm-dyn', 'retention.ms', TOPIC)[:2]))
+    tk.eq('IncrementalAlterConfigs default: SET log.segment.bytes', [(0, None)],
+          ialter([(BROKER_RES, '', [('log.segment.bytes', 0, '16384')])]))
+    tk.eq('DescribeConfigs broker "": the default level only', [('log.segment.bytes', '16384', DYNAMIC_DEFAULT, False,
+                                                                 [('log.segment.bytes', '16384', DYNAMIC_DEFAULT)])],
+          [(x['name'], x['value'], x['config_source'], x['read_only'], syn(x))
+           for x in describe(BROKER_RES, '', synonyms=True)['configs']])
+    tk.eq('a topic follows the new default at once (DYNAMIC_DEFAULT_BROKER_CONFIG)',
+          ('16384', DYNAMIC_DEFAULT, False, [('log.segment.bytes', '16384', DYNAMIC_DEFAULT),
+                                             ('log.segment.bytes', '1073741824', DEFAULT)]),
+          bsyn('adm-dyn', 'segment.bytes', TOPIC))
+    tk.eq('per-broker over default: SET log.segment.bytes on the node', [(0, None)],
+          ialter([(BROKER_RES, node, [('log.segment.bytes', 0, '32768')])]))
+    tk.eq('synonyms in Kafka\'s order: per-broker, default, DEFAULT_CONFIG',
+          ('32768', DYNAMIC_BROKER, False, [('log.segment.bytes', '32768', DYNAMIC_BROKER),
+                                            ('log.segment.bytes', '16384', DYNAMIC_DEFAULT),
+                                            ('log.segment.bytes', '1073741824', DEFAULT)]),
+          bsyn('adm-dyn', 'segment.bytes', TOPIC))
+    tk.eq('DELETE the per-broker value: the default applies again', [(0, None)],
+          ialter([(BROKER_RES, node, [('log.segment.bytes', 1, None)])]))
+    tk.eq('after DELETE', ('16384', DYNAMIC_DEFAULT), tuple(bsyn('adm-dyn', 'segment.bytes', TOPIC)[:2]))
+    p = Producer({'bootstrap.servers': BOOT, 'acks': 'all', 'linger.ms': 0})
+    for i in range(40):
+        p.produce('adm-dyn', value=b'x' * 1000, partition=0)
+        p.flush(10)
+    if GREGOR and os.environ.get('BROKER_DIR'):
+        tk.check('behaviour: 40 KB into a topic inheriting log.segment.bytes=16384 rolls segments',
+                 segment_files('adm-dyn', 0) >= 2, segment_files('adm-dyn', 0))
+    for key in ('num.partitions', 'log.retention.hours', 'log.roll.hours'):
+        tk.eq(f'IncrementalAlterConfigs broker: {key} is not dynamic in Kafka',
+              [(42, f'Cannot update these configs dynamically: Set({key})')],
+              ialter([(BROKER_RES, node, [(key, 0, '3')])]))
+    tk.eq('a bad value: INVALID_REQUEST with ConfigDef\'s message',
+          [(42, 'Invalid value abc for configuration log.retention.ms: Not a number of type LONG')],
+          ialter([(BROKER_RES, node, [('log.retention.ms', 0, 'abc')])]))
+    tk.eq('APPEND on a non-list config', [(40, 'Config value append is not allowed for config key: log.retention.ms')],
+          ialter([(BROKER_RES, node, [('log.retention.ms', 2, '5')])]))
+    tk.eq('validate_only changes nothing', [(0, None)],
+          ialter([(BROKER_RES, node, [('log.retention.bytes', 0, '1000')])], validate=True))
+    tk.eq('validate_only: still the default', ('-1', DEFAULT), tuple(bsyn(node, 'log.retention.bytes')[:2]))
+    tk.eq('APPEND compact to log.cleanup.policy (default level)', [(0, None)],
+          ialter([(BROKER_RES, '', [('log.cleanup.policy', 2, 'compact')])]))
+    tk.eq('APPEND result', ('delete,compact', DYNAMIC_DEFAULT), tuple(bsyn('', 'log.cleanup.policy')[:2]))
+    tk.eq('SUBTRACT delete', [(0, None)], ialter([(BROKER_RES, '', [('log.cleanup.policy', 3, 'delete')])]))
+    tk.eq('the topic follows cleanup.policy=compact', ('compact', DYNAMIC_DEFAULT),
+          tuple(bsyn('adm-dyn', 'cleanup.policy', TOPIC)[:2]))
+    tk.eq('DELETE log.cleanup.policy', [(0, None)], ialter([(BROKER_RES, '', [('log.cleanup.policy', 1, None)])]))
+    tk.eq('AlterConfigs broker replaces the whole per-broker set', [(0, None)],
+          alter([(BROKER_RES, node, [('log.retention.bytes', '100000000'), ('log.retention.ms', '7200000')])]))
+    tk.eq('AlterConfigs result', {'log.retention.bytes': ('100000000', DYNAMIC_BROKER),
+                                  'log.retention.ms': ('7200000', DYNAMIC_BROKER),
+                                  'log.segment.bytes': ('16384', DYNAMIC_DEFAULT)},
+          {k: (x['value'], x['config_source']) for k, x in
+           cfg(BROKER_RES, node, ['log.retention.bytes', 'log.retention.ms', 'log.segment.bytes']).items()})
+    tk.eq('AlterConfigs broker: refused key', [(42, 'Cannot update these configs dynamically: Set(num.partitions)')],
+          alter([(BROKER_RES, node, [('num.partitions', '3')])]))
+    # the broker logger (Kafka's RuntimeLoggerManager): Gregor's one logger is root
+    tk.eq('broker logger: SET root=DEBUG', [(0, None)], ialter([(LOGGER_RES, node, [('root', 0, 'DEBUG')])]))
+    tk.eq('broker logger: described at DEBUG', ('DEBUG', 6, False),
+          next((x['value'], x['config_source'], x['read_only']) for x in describe(LOGGER_RES, node)['configs']
+               if x['name'] == 'root'))
+    tk.eq('broker logger: SET root=INFO', [(0, None)], ialter([(LOGGER_RES, node, [('root', 0, 'INFO')])]))
+    tk.eq('broker logger: a bad level', [(40, 'Cannot set the log level of root to LOUD as it is not a supported log '
+                                              'level. Valid log levels are DEBUG, ERROR, FATAL, INFO, TRACE, WARN')],
+          ialter([(LOGGER_RES, node, [('root', 0, 'LOUD')])]))
+    tk.eq('broker logger: DELETE root', [(42, 'Removing the log level of the root logger is not allowed')],
+          ialter([(LOGGER_RES, node, [('root', 1, None)])]))
+    tk.eq('broker logger: APPEND', [(42, 'APPEND operation is not allowed for the BROKER_LOGGER resource')],
+          ialter([(LOGGER_RES, node, [('root', 2, 'x')])]))
+    if GREGOR:
+        tk.eq('broker logger: Gregor has no other logger', [(40, 'Logger kafka.server does not exist!')],
+              ialter([(LOGGER_RES, node, [('kafka.server', 0, 'DEBUG')])]))
 
 
 # ---------------------------------------------------------------- CreatePartitions
@@ -717,6 +815,7 @@ def main_phase():
     tk.run('OffsetForLeaderEpoch', t_offset_for_leader_epoch)
     tk.run('DescribeLogDirs', t_describe_log_dirs)
     tk.run('DeleteTopics', t_delete_topics)
+    tk.run('dynamic broker configs', t_dynamic_broker_configs)
 
 
 def restarted_phase():
@@ -735,6 +834,14 @@ def restarted_phase():
         e = parts[0]['leader_epoch']
         got = ofle([('adm-a', [(0, -1, e - 1)])])
         tk.eq('after restart: the previous epoch ends where the new one starts', [('adm-a', 0, 0, e - 1, 10)], got)
+        tk.eq('after restart: dynamic broker configs persisted, both levels',
+              {'log.retention.bytes': ('100000000', 2), 'log.retention.ms': ('7200000', 2),
+               'log.segment.bytes': ('16384', 3), 'log.cleanup.policy': ('delete', DEFAULT)},
+              {k: (x['value'], x['config_source']) for k, x in
+               cfg(BROKER_RES, str(NODE), ['log.retention.bytes', 'log.retention.ms', 'log.segment.bytes',
+                                           'log.cleanup.policy']).items()})
+        tk.eq('after restart: the topic still inherits them', ('16384', 3),
+              tuple((lambda e: (e['value'], e['config_source']))(cfg(TOPIC, 'adm-dyn', ['segment.bytes'])['segment.bytes'])))
     tk.run('restart', t)
 
 
