@@ -81,6 +81,14 @@ static bool put(struct gr_req *req, const struct gr_cfg_entry *e, entry_t *out)
     return true;
 }
 
+/* The topic-level value of `name`, normalised as Kafka's LogConfig prints it (CreateTopics stores values as
+ * the request gave them, as Kafka's metadata does: " 3600000" is shown "3600000"). */
+static const char *topic_value(struct gr_req *req, const struct gr_topic *t, const char *name)
+{
+    const char *v = gr_topic_config_get(t, name), *norm, *msg;
+    return v && gr_tcfg_check(name, v, &req->arena, &norm, &msg) == GR_ERR_NONE ? norm : v;
+}
+
 static void describe_topic(struct gr_req *req,
                            const struct gr_describe_configs_request_describe_configs_resource *res,
                            result_t *r)
@@ -114,7 +122,7 @@ static void describe_topic(struct gr_req *req,
     for (int i = 0; i < n; i++) {
         if (!wanted(res, defs[i].name)) continue;
         struct gr_cfg_entry e;
-        if (gr_tcfg_describe(&defs[i], gr_topic_config_get(t, defs[i].name), &b->cfg, &req->arena, &e) ||
+        if (gr_tcfg_describe(&defs[i], topic_value(req, t, defs[i].name), &b->cfg, &req->arena, &e) ||
             !put(req, &e, &r->configs.items[r->configs.count++])) {
             fail(r, GR_ERR_UNKNOWN_SERVER_ERROR, "Out of request memory");
             return;
