@@ -987,13 +987,18 @@ static int16_t bcfg_check(const char *key, const char *value, struct gr_arena *a
 }
 
 /* Kafka's DynamicBrokerConfig.validateConfigs over the whole new set; every failure is INVALID_REQUEST
- * (ConfigAdminManager wraps it, KAFKA-13609). Normalises the values in place. */
+ * (ConfigAdminManager wraps it, KAFKA-13609), except the controller's refusal of a broker-level
+ * min.insync.replicas (INVALID_CONFIG, seen on Kafka 4.1.1). Normalises the values in place. */
 static int16_t bcfg_validate(struct gr_tcfg_set *set, struct gr_arena *arena, const char **msg)
 {
     if ((*msg = key_list(set, kafka_static_only, "Cannot update these configs dynamically", arena)))
         return GR_ERR_INVALID_REQUEST;
     if ((*msg = key_list(set, gregor_not_dynamic, "Gregor cannot update these configs dynamically", arena)))
         return GR_ERR_INVALID_REQUEST;
+    if (set_find(set, "min.insync.replicas") >= 0) { /* Kafka 4.1+'s controller, ELR on by default */
+        *msg = "Broker-level min.insync.replicas cannot be altered while ELR is enabled.";
+        return GR_ERR_INVALID_CONFIG;
+    }
     for (int i = 0; i < set->count; i++)
         if (bcfg_check(set->keys[i], set->values[i], arena, &set->values[i], msg))
             return GR_ERR_INVALID_REQUEST;

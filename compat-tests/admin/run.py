@@ -542,6 +542,9 @@ def t_dynamic_broker_configs():
         tk.eq(f'IncrementalAlterConfigs broker: {key} is not dynamic in Kafka',
               [(42, f'Cannot update these configs dynamically: Set({key})')],
               ialter([(BROKER_RES, node, [(key, 0, '3')])]))
+    tk.eq('broker-level min.insync.replicas: refused while ELR is on (Kafka 4.1+)',
+          [(40, 'Broker-level min.insync.replicas cannot be altered while ELR is enabled.')],
+          ialter([(BROKER_RES, node, [('min.insync.replicas', 0, '2')])]))
     tk.eq('a bad value: INVALID_REQUEST with ConfigDef\'s message',
           [(42, 'Invalid value abc for configuration log.retention.ms: Not a number of type LONG')],
           ialter([(BROKER_RES, node, [('log.retention.ms', 0, 'abc')])]))

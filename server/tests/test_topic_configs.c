@@ -560,8 +560,9 @@ static void test_dynamic_allowed_and_refused(void **state)
     assert_int_equal(gr_bcfg_replace(k5, v5, 2, &f->arena, &set, &msg), GR_ERR_NONE);
     assert_string_equal(value_of(&set, "log.cleanup.policy"), "compact,delete");
     assert_string_equal(value_of(&set, "log.segment.bytes"), "1000");
-    const char *k6[1] = {"min.insync.replicas"}, *v6[1] = {"2"};
-    assert_int_equal(gr_bcfg_replace(k6, v6, 1, &f->arena, &set, &msg), GR_ERR_INVALID_REQUEST);
+    const char *k6[1] = {"min.insync.replicas"}, *v6[1] = {"2"}; /* Kafka 4.1.1's answer */
+    assert_int_equal(gr_bcfg_replace(k6, v6, 1, &f->arena, &set, &msg), GR_ERR_INVALID_CONFIG);
+    assert_string_equal(msg, "Broker-level min.insync.replicas cannot be altered while ELR is enabled.");
 }
 
 static void test_dynamic_incremental_ops(void **state)
