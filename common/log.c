@@ -23,6 +23,11 @@ static int64_t (*rl_clock)(void) = gr_time_mono_ms;
 
 void gr_log_set_level(enum gr_log_level level) { min_level = level; }
 
+enum gr_log_level gr_log_get_level(void)
+{
+    return min_level;
+}
+
 void gr_log_set_clock(int64_t (*mono_ms)(void))
 {
     rl_clock = mono_ms ? mono_ms : gr_time_mono_ms;

@@ -12,6 +12,8 @@ enum gr_log_level { GR_LOG_DEBUG = 0, GR_LOG_INFO = 1, GR_LOG_WARN = 2, GR_LOG_E
 
 /* Sets the lowest level printed (default GR_LOG_INFO). */
 void gr_log_set_level(enum gr_log_level level);
+/* The lowest level printed now. */
+enum gr_log_level gr_log_get_level(void);
 /* Prints one formatted line at `level` if it is at or above the configured level. */
 void gr_log_write(enum gr_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

@@ -124,7 +124,11 @@ void gr_config_init(struct gr_config *cfg) { memset(cfg, 0, sizeof *cfg); }
 
 void gr_config_free(struct gr_config *cfg)
 {
-    for (int i = 0; i < NDEFS; i++) free(cfg->values[i]);
+    for (int i = 0; i < NDEFS; i++) {
+        free(cfg->values[i]);
+        free(cfg->dynamic[0][i]);
+        free(cfg->dynamic[1][i]);
+    }
     memset(cfg, 0, sizeof *cfg);
 }
 
@@ -252,6 +256,8 @@ const char *gr_config_str(const struct gr_config *cfg, const char *key)
 {
     int i = find(key);
     assert(i >= 0 && "unknown config key");
+    if (cfg->dynamic[GR_CFG_LEVEL_BROKER][i]) return cfg->dynamic[GR_CFG_LEVEL_BROKER][i];
+    if (cfg->dynamic[GR_CFG_LEVEL_DEFAULT][i]) return cfg->dynamic[GR_CFG_LEVEL_DEFAULT][i];
     return cfg->values[i] ? cfg->values[i] : defs[i].default_value;
 }
 
@@ -273,7 +279,28 @@ bool gr_config_is_set(const struct gr_config *cfg, const char *key)
 {
     int i = find(key);
     assert(i >= 0);
-    return cfg->from_file[i];
+    return cfg->from_file[i] || cfg->dynamic[0][i] || cfg->dynamic[1][i];
+}
+
+void gr_config_set_dynamic(struct gr_config *cfg, enum gr_config_level level, const char *const *keys,
+                           const char *const *values, int count)
+{
+    for (int i = 0; i < NDEFS; i++) {
+        free(cfg->dynamic[level][i]);
+        cfg->dynamic[level][i] = NULL;
+    }
+    for (int k = 0; k < count; k++) {
+        int i = find(keys[k]);
+        assert(i >= 0 && "unknown config key");
+        free(cfg->dynamic[level][i]);
+        cfg->dynamic[level][i] = strdup(values[k]);
+    }
+}
+
+const char *gr_config_dynamic(const struct gr_config *cfg, enum gr_config_level level, const char *key)
+{
+    int i = find(key);
+    return i < 0 ? NULL : cfg->dynamic[level][i];
 }
 
 int64_t gr_config_retention_ms(const struct gr_config *cfg)

@@ -24,9 +24,13 @@ struct gr_config_def {
 /* The broker config definitions, in a stable order; `count` receives the number of rows. */
 const struct gr_config_def *gr_config_defs(int *count);
 
+/* Dynamic broker config levels (kafka-configs.sh --entity-name <id> / --entity-default). */
+enum gr_config_level { GR_CFG_LEVEL_BROKER = 0, GR_CFG_LEVEL_DEFAULT = 1 };
+
 struct gr_config {
     char *values[128];    /* current value per definition row (NULL = default) */
     bool from_file[128];  /* set by file or override (config_source STATIC_BROKER_CONFIG) */
+    char *dynamic[2][128]; /* per enum gr_config_level: set at runtime (server/dynconf.h), NULL = unset */
 };
 
 /* Starts with every key at its default. */
@@ -44,8 +48,14 @@ int gr_config_set(struct gr_config *cfg, const char *key, const char *value);
 const char *gr_config_str(const struct gr_config *cfg, const char *key);
 int64_t gr_config_int(const struct gr_config *cfg, const char *key);
 bool gr_config_bool(const struct gr_config *cfg, const char *key);
-/* Whether `key` was set explicitly (file or override). */
+/* Whether `key` was set explicitly (file, override or a dynamic level). */
 bool gr_config_is_set(const struct gr_config *cfg, const char *key);
+/* Replaces the whole dynamic set of `level` (Kafka's precedence: dynamic per-broker > dynamic default >
+ * static > default, as gr_config_str reads it). Keys must be table rows, values already validated; copies. */
+void gr_config_set_dynamic(struct gr_config *cfg, enum gr_config_level level, const char *const *keys,
+                           const char *const *values, int count);
+/* Returns borrowed: the dynamic value of `key` at `level`, NULL when unset (or not a table row). */
+const char *gr_config_dynamic(const struct gr_config *cfg, enum gr_config_level level, const char *key);
 /* log.retention.ms resolved from log.retention.ms / .minutes / .hours as Kafka does, in milliseconds. */
 int64_t gr_config_retention_ms(const struct gr_config *cfg);
 /* log.roll.ms resolved from log.roll.ms / log.roll.hours, in milliseconds. */

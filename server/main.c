@@ -21,6 +21,7 @@
 #include "common/log.h"
 #include "common/time.h"
 #include "server/broker.h"
+#include "server/dynconf.h"
 #include "storage/cleaner.h"
 #include "server/handlers/handlers.h"
 #include "coordinator/offsets_log.h"
@@ -245,26 +246,14 @@ int main(int argc, char **argv)
         return 2;
     }
     sc.log_dir = dir;
-    sc.segment_bytes = gr_config_int(&b->cfg, "log.segment.bytes");
-    sc.segment_ms = gr_config_roll_ms(&b->cfg);
-    sc.retention_ms = gr_config_retention_ms(&b->cfg);
-    sc.retention_bytes = gr_config_int(&b->cfg, "log.retention.bytes");
-    sc.index_interval_bytes = (int32_t)gr_config_int(&b->cfg, "log.index.interval.bytes");
-    sc.segment_index_bytes = (int32_t)gr_config_int(&b->cfg, "log.index.size.max.bytes");
-    sc.flush_interval_messages = gr_config_int(&b->cfg, "log.flush.interval.messages");
-    sc.flush_interval_ms = gr_config_is_set(&b->cfg, "log.flush.interval.ms") ? gr_config_int(&b->cfg, "log.flush.interval.ms")
-                                                                               : INT64_MAX;
-    sc.max_message_bytes = (int32_t)gr_config_int(&b->cfg, "message.max.bytes");
+    if (gr_dynconf_load(&b->cfg, dir) < 0) return 2; /* kafka-configs.sh --entity-type brokers */
+    gr_dynconf_store_config(&b->cfg, &sc);
     sc.flusher_threads = (int)gr_config_int(&b->cfg, "gregor.flusher.threads");
     sc.cleaner_enable = gr_config_bool(&b->cfg, "log.cleaner.enable");
     sc.cleaner_dedupe_buffer_bytes = gr_config_int(&b->cfg, "log.cleaner.dedupe.buffer.size");
     sc.cleaner_io_bytes_per_second = strtod(gr_config_str(&b->cfg, "log.cleaner.io.max.bytes.per.second"), NULL);
     if (sc.cleaner_io_bytes_per_second >= 1e300) sc.cleaner_io_bytes_per_second = 0; /* Kafka's default: unlimited */
     sc.cleaner_backoff_ms = gr_config_int(&b->cfg, "log.cleaner.backoff.ms");
-    sc.delete_retention_ms = gr_config_int(&b->cfg, "log.cleaner.delete.retention.ms");
-    sc.min_cleanable_ratio = strtod(gr_config_str(&b->cfg, "log.cleaner.min.cleanable.ratio"), NULL);
-    sc.min_compaction_lag_ms = gr_config_int(&b->cfg, "log.cleaner.min.compaction.lag.ms");
-    sc.max_compaction_lag_ms = gr_config_int(&b->cfg, "log.cleaner.max.compaction.lag.ms");
     sc.flush_syncfs_min_logs = (int32_t)gr_config_int(&b->cfg, "gregor.flush.syncfs.min.partitions");
     sc.open_segment_fds_max = (int32_t)gr_config_int(&b->cfg, "gregor.open.files.max");
     sc.node_id = b->node_id;

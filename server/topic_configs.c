@@ -692,7 +692,7 @@ int16_t gr_tcfg_apply_ops(const struct gr_tcfg_set *cur, const struct gr_tcfg_op
 
 /* ---- DescribeConfigs ---- */
 
-/* A broker key's configured value (NULL = null) and whether it was set in the properties/overrides.
+/* A broker key's static value (NULL = null) and whether it was set in the properties/overrides.
  * Keys Gregor's broker table lacks have Kafka's default `fallback` and are never set. */
 static const char *broker_value(const struct gr_config *cfg, const char *name, const char *fallback,
                                 bool *is_set)
@@ -721,29 +721,42 @@ static const char *broker_default(const char *name)
     return NULL;
 }
 
-/* Kafka's ConfigHelper.configSynonyms over the synonym group `names`: the ones set in the properties
- * (STATIC_BROKER_CONFIG), then the ones with a default (DEFAULT_CONFIG), then every entry before the first
- * one named `primary` dropped. Appends to out->synonyms. */
-static void broker_synonyms(const struct gr_config *cfg, const char *const *names, int count,
-                            const char *primary, struct gr_cfg_entry *out)
+/* Kafka's ConfigHelper.configSynonyms over the synonym group `names`, in its order: the ones set at the
+ * dynamic per-broker level, then the dynamic default level, then in the properties (STATIC_BROKER_CONFIG),
+ * then the ones with a default (DEFAULT_CONFIG). Fills `all` (4 x count entries at most), returns the count.
+ */
+static int broker_synonyms_all(const struct gr_config *cfg, const char *const *names, int count,
+                               struct gr_cfg_synonym *all)
 {
-    struct gr_cfg_synonym tmp[2 * GR_TCFG_SYNONYMS_MAX];
     int n = 0;
     assert(count <= GR_TCFG_SYNONYMS_MAX);
-    for (int pass = 0; pass < 2; pass++) {
+    for (int pass = 0; pass < 4; pass++) {
         for (int i = 0; i < count; i++) {
             bool set;
             const char *d = broker_default(names[i]);
             const char *v = broker_value(cfg, names[i], d, &set);
-            if (pass == 0 && set) tmp[n++] = (struct gr_cfg_synonym){names[i], v, GR_CFGS_STATIC_BROKER};
-            if (pass == 1 && d) tmp[n++] = (struct gr_cfg_synonym){names[i], d, GR_CFGS_DEFAULT};
+            const char *dyn = pass < 2 ? gr_config_dynamic(cfg, (enum gr_config_level)pass, names[i]) : NULL;
+            if (dyn)
+                all[n++] = (struct gr_cfg_synonym){
+                    names[i], dyn, pass == 0 ? GR_CFGS_DYNAMIC_BROKER : GR_CFGS_DYNAMIC_DEFAULT_BROKER};
+            if (pass == 2 && set) all[n++] = (struct gr_cfg_synonym){names[i], v, GR_CFGS_STATIC_BROKER};
+            if (pass == 3 && d) all[n++] = (struct gr_cfg_synonym){names[i], d, GR_CFGS_DEFAULT};
         }
     }
+    return n;
+}
+
+/* Appends to out->synonyms the entries of `all` from the first one named `primary` on (Kafka drops the
+ * ones before it), keeping only `source` entries when it is not GR_CFGS_UNKNOWN. */
+static void put_synonyms(const struct gr_cfg_synonym *all, int n, const char *primary, int8_t source,
+                         struct gr_cfg_entry *out)
+{
     int first = 0;
-    while (first < n && strcmp(tmp[first].name, primary) != 0)
+    while (first < n && strcmp(all[first].name, primary) != 0)
         first++;
     for (int i = first; i < n && out->synonym_count < GR_CFG_ENTRY_SYNONYMS_MAX; i++)
-        out->synonyms[out->synonym_count++] = tmp[i];
+        if (source == GR_CFGS_UNKNOWN || all[i].source == source)
+            out->synonyms[out->synonym_count++] = all[i];
 }
 
 int gr_tcfg_describe(const struct gr_tcfg_def *def, const char *topic_value, const struct gr_config *cfg,
@@ -757,22 +770,28 @@ int gr_tcfg_describe(const struct gr_tcfg_def *def, const char *topic_value, con
         out->synonyms[out->synonym_count++] =
             (struct gr_cfg_synonym){def->name, topic_value, GR_CFGS_DYNAMIC_TOPIC};
     const char *names[GR_TCFG_SYNONYMS_MAX];
-    int nsyn = 0;
+    struct gr_cfg_synonym all[4 * GR_TCFG_SYNONYMS_MAX];
+    int nsyn = 0, nall = 0;
     while (nsyn < GR_TCFG_SYNONYMS_MAX && def->synonyms[nsyn].name) {
         names[nsyn] = def->synonyms[nsyn].name;
         nsyn++;
     }
-    if (nsyn) broker_synonyms(cfg, names, nsyn, names[0], out);
+    if (nsyn) {
+        nall = broker_synonyms_all(cfg, names, nsyn, all);
+        put_synonyms(all, nall, names[0], GR_CFGS_UNKNOWN, out);
+    }
     out->source = out->synonym_count ? out->synonyms[0].source : GR_CFGS_DEFAULT;
     if (topic_value) {
         out->value = topic_value;
         return 0;
     }
     out->value = def->default_value;
-    for (int s = 0; s < nsyn; s++) {
-        bool set;
-        const char *v = broker_value(cfg, def->synonyms[s].name, def->synonyms[s].default_value, &set);
-        if (!v) continue;
+    for (int k = 0; k < nall; k++) { /* the effective broker value: Kafka's resolveEffectiveTopicConfig */
+        const char *v = all[k].value;
+        int s = 0;
+        while (s < nsyn && strcmp(names[s], all[k].name) != 0)
+            s++;
+        if (!v || s == nsyn) continue;
         const char *norm, *msg;
         if (def->synonyms[s].unit_ms != 1) {
             long long x = strtoll(v, NULL, 10);
@@ -799,14 +818,54 @@ static const char *const flush_group[] = {"log.flush.interval.ms", "log.flush.sc
 static const char *const retention_group[] = {"log.retention.ms", "log.retention.minutes",
                                               "log.retention.hours"};
 
-void gr_bcfg_describe(const struct gr_config_def *def, const struct gr_config *cfg, struct gr_cfg_entry *out)
+/* Kafka 4.x's dynamic broker configs (DynamicBrokerConfig.AllDynamicConfigs) that Gregor has and applies at
+ * runtime: the first broker synonym of each topic config (DynamicLogConfig), max.connections (SocketServer,
+ * cluster-wide) and producer.id.expiration.ms (DynamicProducerStateManagerConfig). None is per-broker only.
+ */
+static const char *const dynamic_keys[] = {
+    "compression.type",
+    "log.cleaner.delete.retention.ms",
+    "log.cleaner.max.compaction.lag.ms",
+    "log.cleaner.min.cleanable.ratio",
+    "log.cleaner.min.compaction.lag.ms",
+    "log.cleanup.policy",
+    "log.flush.interval.messages",
+    "log.flush.interval.ms",
+    "log.index.interval.bytes",
+    "log.index.size.max.bytes",
+    "log.message.timestamp.after.max.ms",
+    "log.message.timestamp.before.max.ms",
+    "log.message.timestamp.type",
+    "log.retention.bytes",
+    "log.retention.ms",
+    "log.roll.ms",
+    "log.segment.bytes",
+    "max.connections",
+    "message.max.bytes",
+    "min.insync.replicas",
+    "producer.id.expiration.ms",
+};
+/* Kafka dynamic configs in Gregor's table that Gregor does not change at runtime (the cleaner thread reads
+ * them). */
+static const char *const dynamic_not_applied[] = {"log.cleaner.backoff.ms", "log.cleaner.dedupe.buffer.size",
+                                                  "log.cleaner.io.max.bytes.per.second"};
+
+bool gr_bcfg_dynamic(const char *name)
+{
+    for (size_t i = 0; i < sizeof dynamic_keys / sizeof dynamic_keys[0]; i++)
+        if (strcmp(dynamic_keys[i], name) == 0) return true;
+    return false;
+}
+
+void gr_bcfg_describe(const struct gr_config_def *def, const struct gr_config *cfg, bool per_broker,
+                      struct gr_cfg_entry *out)
 {
     memset(out, 0, sizeof *out);
     bool set;
     out->name = def->name;
     out->value = broker_value(cfg, def->name, def->default_value, &set);
     out->type = gr_bcfg_kafka_type(def->type);
-    out->read_only = true;
+    out->read_only = !gr_bcfg_dynamic(def->name);
     out->doc = def->doc;
     static const char *const *const groups[] = {roll_group, jitter_group, flush_group, retention_group};
     static const int sizes[] = {2, 2, 2, 3};
@@ -817,8 +876,14 @@ void gr_bcfg_describe(const struct gr_config_def *def, const struct gr_config *c
             if (strcmp(groups[g][i], def->name) == 0) group = groups[g], n = sizes[g];
     const char *const self[1] = {def->name};
     if (!group) group = self, n = 1;
-    broker_synonyms(cfg, group, n, def->name, out);
+    struct gr_cfg_synonym all[4 * GR_TCFG_SYNONYMS_MAX];
+    int nall = broker_synonyms_all(cfg, group, n, all);
+    put_synonyms(all, nall, def->name, per_broker ? GR_CFGS_UNKNOWN : GR_CFGS_DYNAMIC_DEFAULT_BROKER, out);
     out->source = out->synonym_count ? out->synonyms[0].source : GR_CFGS_DEFAULT;
+    const char *dyn = gr_config_dynamic(cfg, GR_CFG_LEVEL_BROKER, def->name);
+    if (!dyn) dyn = gr_config_dynamic(cfg, GR_CFG_LEVEL_DEFAULT, def->name);
+    if (!per_broker) dyn = gr_config_dynamic(cfg, GR_CFG_LEVEL_DEFAULT, def->name);
+    if (dyn) out->value = dyn;
 }
 
 int8_t gr_bcfg_kafka_type(enum gr_config_type type)
@@ -838,4 +903,149 @@ int8_t gr_bcfg_kafka_type(enum gr_config_type type)
         return GR_CFGT_DOUBLE;
     }
     return GR_CFGT_UNKNOWN;
+}
+
+/* ---- dynamic broker configs ---- */
+
+int gr_bcfg_current(const struct gr_config *cfg, enum gr_config_level level, struct gr_arena *arena,
+                    struct gr_tcfg_set *out)
+{
+    int n;
+    const struct gr_config_def *bdefs = gr_config_defs(&n);
+    if (!set_alloc(out, n, arena)) return -1;
+    for (int i = 0; i < n; i++)
+        if (cfg->dynamic[level][i]) set_put(out, bdefs[i].name, cfg->dynamic[level][i]);
+    return 0;
+}
+
+static const struct gr_config_def *broker_row(const char *name)
+{
+    int n;
+    const struct gr_config_def *bdefs = gr_config_defs(&n);
+    for (int i = 0; i < n; i++)
+        if (strcmp(bdefs[i].name, name) == 0) return &bdefs[i];
+    return NULL;
+}
+
+static bool in_list(const char *const *list, size_t n, const char *name)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(list[i], name) == 0) return true;
+    return false;
+}
+
+/* "<prefix>: Set(a, b)" over the keys of `set` that `pick` selects (Scala's Set.toString), or NULL. */
+static const char *key_list(const struct gr_tcfg_set *set, bool (*pick)(const char *), const char *prefix,
+                            struct gr_arena *arena)
+{
+    char buf[900];
+    size_t o = (size_t)snprintf(buf, sizeof buf, "%s: Set(", prefix);
+    int found = 0;
+    for (int i = 0; i < set->count && o < sizeof buf; i++)
+        if (pick(set->keys[i]))
+            o += (size_t)snprintf(buf + o, sizeof buf - o, "%s%s", found++ ? ", " : "", set->keys[i]);
+    if (!found) return NULL;
+    if (o < sizeof buf) snprintf(buf + o, sizeof buf - o, ")");
+    const char *m = gr_arena_strndup(arena, buf, strlen(buf));
+    return m ? m : prefix;
+}
+
+static bool kafka_static_only(const char *name)
+{
+    return broker_row(name) && !gr_bcfg_dynamic(name) &&
+           !in_list(dynamic_not_applied, sizeof dynamic_not_applied / sizeof dynamic_not_applied[0], name);
+}
+
+static bool gregor_not_dynamic(const char *name)
+{
+    return !gr_bcfg_dynamic(name) && !kafka_static_only(name);
+}
+
+/* Validates and normalises one dynamic value as Kafka's DynamicConfig.Broker.validate (ConfigDef types and
+ * validators; for a topic config's broker synonym those of the topic config) plus Gregor's refusals. */
+static int16_t bcfg_check(const char *key, const char *value, struct gr_arena *arena, const char **norm,
+                          const char **msg)
+{
+    const struct gr_tcfg_def *topic = NULL;
+    for (int i = 0; i < NDEFS && !topic; i++)
+        if (defs[i].synonyms[0].name && strcmp(defs[i].synonyms[0].name, key) == 0) topic = &defs[i];
+    struct gr_tcfg_def d = {key, GR_CFGT_INT, NULL, 0, INT64_MAX, NULL, NULL, NOSYN};
+    if (topic) {
+        d = *topic;
+        d.name = key;
+    } else {
+        const struct gr_config_def *row = broker_row(key);
+        assert(row);
+        d.type = gr_bcfg_kafka_type(row->type);
+        d.min = row->min, d.max = row->max;
+    }
+    int16_t err = check_value(&d, value, arena, norm, msg);
+    if (err) return err;
+    const char *why = topic ? gr_tcfg_unsupported(topic->name, *norm) : NULL;
+    if (why) *msg = why;
+    return why ? GR_ERR_INVALID_CONFIG : GR_ERR_NONE;
+}
+
+/* Kafka's DynamicBrokerConfig.validateConfigs over the whole new set; every failure is INVALID_REQUEST
+ * (ConfigAdminManager wraps it, KAFKA-13609), except the controller's refusal of a broker-level
+ * min.insync.replicas (INVALID_CONFIG, seen on Kafka 4.1.1). Normalises the values in place. */
+static int16_t bcfg_validate(struct gr_tcfg_set *set, struct gr_arena *arena, const char **msg)
+{
+    if ((*msg = key_list(set, kafka_static_only, "Cannot update these configs dynamically", arena)))
+        return GR_ERR_INVALID_REQUEST;
+    if ((*msg = key_list(set, gregor_not_dynamic, "Gregor cannot update these configs dynamically", arena)))
+        return GR_ERR_INVALID_REQUEST;
+    if (set_find(set, "min.insync.replicas") >= 0) { /* Kafka 4.1+'s controller, ELR on by default */
+        *msg = "Broker-level min.insync.replicas cannot be altered while ELR is enabled.";
+        return GR_ERR_INVALID_CONFIG;
+    }
+    for (int i = 0; i < set->count; i++)
+        if (bcfg_check(set->keys[i], set->values[i], arena, &set->values[i], msg))
+            return GR_ERR_INVALID_REQUEST;
+    return GR_ERR_NONE;
+}
+
+int16_t gr_bcfg_replace(const char *const *keys, const char *const *values, int count, struct gr_arena *arena,
+                        struct gr_tcfg_set *out, const char **msg)
+{
+    int16_t err = gr_tcfg_precheck(keys, values, NULL, count, arena, msg);
+    if (err) return err;
+    if (!set_alloc(out, count, arena)) return GR_ERR_UNKNOWN_SERVER_ERROR;
+    for (int i = 0; i < count; i++)
+        set_put(out, keys[i], values[i]);
+    return bcfg_validate(out, arena, msg);
+}
+
+int16_t gr_bcfg_apply_ops(const struct gr_tcfg_set *cur, const struct gr_tcfg_op *ops, int count,
+                          struct gr_arena *arena, struct gr_tcfg_set *out, const char **msg)
+{
+    *msg = NULL;
+    if (!set_alloc(out, cur->count + count, arena)) return GR_ERR_UNKNOWN_SERVER_ERROR;
+    for (int i = 0; i < cur->count; i++)
+        set_put(out, cur->keys[i], cur->values[i]);
+    for (int i = 0; i < count; i++) {
+        const struct gr_tcfg_op *op = &ops[i];
+        const struct gr_config_def *row = broker_row(op->key);
+        int at = set_find(out, op->key);
+        if (op->op == GR_CFG_OP_SET) {
+            set_put(out, op->key, op->value);
+        } else if (op->op == GR_CFG_OP_DELETE) {
+            set_remove(out, op->key);
+        } else if (op->op == GR_CFG_OP_APPEND || op->op == GR_CFG_OP_SUBTRACT) {
+            if (!row || (row->type != GR_CFG_LIST && strcmp(op->key, "log.cleanup.policy") != 0)) {
+                *msg = arena_printf(arena, "Config value append is not allowed for config key: %s", op->key);
+                if (!*msg) *msg = "Config value append is not allowed";
+                return GR_ERR_INVALID_CONFIG;
+            }
+            const char *base = at >= 0 ? out->values[at] : row->default_value ? row->default_value : "";
+            const char *v = list_op(base, op->value, op->op, arena);
+            if (!v) return GR_ERR_UNKNOWN_SERVER_ERROR;
+            set_put(out, op->key, v);
+        } else {
+            *msg = arena_printf(arena, "Unknown operations type %d", op->op);
+            if (!*msg) *msg = "Unknown operations type";
+            return GR_ERR_INVALID_REQUEST;
+        }
+    }
+    return bcfg_validate(out, arena, msg);
 }

@@ -169,11 +169,34 @@ struct gr_cfg_entry {
 int gr_tcfg_describe(const struct gr_tcfg_def *def, const char *topic_value, const struct gr_config *cfg,
                      struct gr_arena *arena, struct gr_cfg_entry *out);
 
-/* Fills `out` for broker config row `def` (from gr_config_defs): value as configured (NULL when null),
- * STATIC_BROKER_CONFIG when set in the properties/overrides else DEFAULT_CONFIG, read_only (Gregor changes
- * no broker config at runtime), synonyms per Kafka's broker synonym groups (log.roll.ms/hours,
- * log.retention.ms/minutes/hours, log.roll.jitter.*, log.flush.interval.ms). */
-void gr_bcfg_describe(const struct gr_config_def *def, const struct gr_config *cfg, struct gr_cfg_entry *out);
+/* Fills `out` for broker config row `def` (from gr_config_defs) as Kafka's ConfigHelper does: value as
+ * configured (dynamic per-broker, else dynamic default, else static, NULL when null), source of the first
+ * synonym (DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG),
+ * read_only unless gr_bcfg_dynamic, synonyms per Kafka's broker synonym groups (log.roll.ms/hours,
+ * log.retention.ms/minutes/hours, log.roll.jitter.*, log.flush.interval.ms) in Kafka's level order.
+ * `per_broker` false describes the cluster-wide default resource (only DYNAMIC_DEFAULT synonyms). */
+void gr_bcfg_describe(const struct gr_config_def *def, const struct gr_config *cfg, bool per_broker,
+                      struct gr_cfg_entry *out);
+
+/* Whether broker config `name` can change at runtime: Kafka 4.x's dynamic broker configs that Gregor has
+ * and applies (the first broker synonym of each topic config, max.connections, producer.id.expiration.ms). */
+bool gr_bcfg_dynamic(const char *name);
+/* The dynamic set of `level` in `cfg` (strings borrowed, arrays in `arena`). Returns 0, -1 out of memory. */
+int gr_bcfg_current(const struct gr_config *cfg, enum gr_config_level level, struct gr_arena *arena,
+                    struct gr_tcfg_set *out);
+/* AlterConfigs on a BROKER resource: the new dynamic set of that level is exactly the given pairs. Errors
+ * as Kafka's ConfigAdminManager: duplicates / nulls (gr_tcfg_precheck), then INVALID_REQUEST "Cannot update
+ * these configs dynamically: Set(k, ...)" for a broker config Kafka does not change at runtime, "Gregor
+ * cannot update these configs dynamically: Set(k)" for one Gregor lacks or does not apply at runtime, then
+ * INVALID_CONFIG "Broker-level min.insync.replicas cannot be altered while ELR is enabled." (Kafka 4.1+),
+ * then INVALID_REQUEST "Invalid value v for configuration k: ..." (Gregor's refusals). Values normalised. */
+int16_t gr_bcfg_replace(const char *const *keys, const char *const *values, int count, struct gr_arena *arena,
+                        struct gr_tcfg_set *out, const char **msg);
+/* IncrementalAlterConfigs on a BROKER resource: `ops` applied to `cur` (SET, DELETE, APPEND/SUBTRACT on
+ * log.cleanup.policy and other LIST configs, else INVALID_CONFIG "Config value append is not allowed for
+ * config key: k"), then the checks of gr_bcfg_replace. The caller runs gr_tcfg_precheck first. */
+int16_t gr_bcfg_apply_ops(const struct gr_tcfg_set *cur, const struct gr_tcfg_op *ops, int count,
+                          struct gr_arena *arena, struct gr_tcfg_set *out, const char **msg);
 
 /* Kafka's type id for a broker config row type. */
 int8_t gr_bcfg_kafka_type(enum gr_config_type type);

@@ -73,6 +73,7 @@ void gr_store_config_defaults(struct gr_store_config *cfg)
     cfg->cleaner_enable = true;
     cfg->cleaner_backoff_ms = 15000;
     cfg->flush_syncfs_min_logs = 16;
+    cfg->cleanup_delete = true;
     cfg->roll_wait_bytes_min = 64 << 20;
 }
 
@@ -269,8 +270,8 @@ static void store_defaults_cfg(const struct gr_store_config *sc, struct gr_log_c
     cfg->max_message_bytes = sc->max_message_bytes;
     cfg->flush_messages = sc->flush_interval_messages;
     cfg->flush_ms = sc->flush_interval_ms;
-    cfg->delete_policy = true;
-    cfg->compact_policy = false;
+    cfg->delete_policy = sc->cleanup_delete;
+    cfg->compact_policy = sc->cleanup_compact;
     cfg->delete_retention_ms = sc->delete_retention_ms;
     cfg->min_cleanable_ratio = sc->min_cleanable_ratio;
     cfg->min_compaction_lag_ms = sc->min_compaction_lag_ms;
@@ -1049,7 +1050,7 @@ void gr_store_close(struct gr_store *store)
  *   config: the topic file replaced atomically.
  */
 
-enum topic_op_kind { OP_CREATE, OP_DELETE, OP_GROW, OP_CONFIG, OP_BARRIER };
+enum topic_op_kind { OP_CREATE, OP_DELETE, OP_GROW, OP_CONFIG, OP_BARRIER, OP_META };
 
 struct gr_topic_op {
     struct gr_io_job job; /* first: the pool hands it back */
@@ -1175,6 +1176,44 @@ struct gr_topic_op *gr_topic_op_set_configs(struct gr_topic *topic, const char *
 struct gr_topic_op *gr_topic_op_barrier(void)
 {
     return op_new(OP_BARRIER, NULL, NULL, 0);
+}
+
+struct gr_topic_op *gr_topic_op_meta_write(const char *name, const void *data, size_t len)
+{
+    struct gr_topic_op *op = op_new(OP_META, NULL, NULL, 0);
+    if (!op) return NULL;
+    op->name = strdup(name);
+    op->file = malloc(len ? len : 1);
+    if (!op->name || !op->file) {
+        gr_topic_op_free(op);
+        return NULL;
+    }
+    memcpy(op->file, data, len);
+    op->file_len = len;
+    return op;
+}
+
+void gr_store_set_defaults(struct gr_store *store, const struct gr_store_config *cfg)
+{
+    struct gr_store_config *sc = &store->cfg;
+    sc->segment_bytes = cfg->segment_bytes;
+    sc->segment_ms = cfg->segment_ms;
+    sc->retention_ms = cfg->retention_ms;
+    sc->retention_bytes = cfg->retention_bytes;
+    sc->index_interval_bytes = cfg->index_interval_bytes;
+    sc->segment_index_bytes = cfg->segment_index_bytes;
+    sc->flush_interval_messages = cfg->flush_interval_messages;
+    sc->flush_interval_ms = cfg->flush_interval_ms;
+    sc->max_message_bytes = cfg->max_message_bytes;
+    sc->delete_retention_ms = cfg->delete_retention_ms;
+    sc->min_cleanable_ratio = cfg->min_cleanable_ratio;
+    sc->min_compaction_lag_ms = cfg->min_compaction_lag_ms;
+    sc->max_compaction_lag_ms = cfg->max_compaction_lag_ms;
+    sc->cleanup_delete = cfg->cleanup_delete;
+    sc->cleanup_compact = cfg->cleanup_compact;
+    store_defaults_cfg(sc, &store->defaults);
+    for (int i = 0; i < store->topic_count; i++)
+        gr_log_config_effective(store, store->topics[i]);
 }
 
 /* Kafka's Topic.hasCollision: equal once '.' and '_' are treated alike, but not identical. */
@@ -1381,6 +1420,9 @@ void gr_topic_op_run(struct gr_topic_op *op)
     case OP_CONFIG:
         op->result = gr_file_write_atomic(op->topics_dir_fd, op->fname, op->file, op->file_len);
         break;
+    case OP_META:
+        op->result = gr_file_write_atomic(op->root_fd, op->name, op->file, op->file_len);
+        break;
     default: break; /* barrier */
     }
 }
@@ -1437,7 +1479,10 @@ int gr_topic_op_finish(struct gr_store *store, struct gr_topic_op *op, struct gr
         GR_INFO("storage: deleted topic %s", t->name);
         break;
     }
-    case OP_BARRIER: t = NULL; break;
+    case OP_BARRIER:
+    case OP_META:
+        t = NULL;
+        break;
     default:
         free_strings(t->config_keys, t->config_count);
         free_strings(t->config_values, t->config_count);

@@ -83,6 +83,8 @@ struct gr_store_config {             /* Kafka config names in comments */
        max(2 x segment.bytes, this many bytes). Default 67108864 (64 MiB): with a small segment.bytes and
        large batches a per-batch bound of 2 x segment.bytes was reached at nearly every roll. */
     int64_t roll_wait_bytes_min;
+    /* log.cleanup.policy, the broker default of cleanup.policy: delete (default true), compact (false). */
+    bool cleanup_delete, cleanup_compact;
 };
 
 /* Fills `cfg` with the defaults above (log_dir NULL, on_flushed NULL). */
@@ -98,6 +100,14 @@ int gr_store_open(const struct gr_store_config *cfg, struct gr_store **out);
    snapshots, checkpoints and the clean-shutdown marker (only if every step succeeded), frees everything.
    Outstanding slices must have been released. */
 void gr_store_close(struct gr_store *store);
+
+/* Dynamic broker configs: replaces the broker-level defaults of the topic configs (segment_bytes,
+   segment_ms, retention_ms, retention_bytes, index_interval_bytes, segment_index_bytes,
+   flush_interval_messages, flush_interval_ms, max_message_bytes, delete_retention_ms, min_cleanable_ratio,
+   min/max_compaction_lag_ms, cleanup_delete/compact; the other fields of `cfg` are ignored) and recomputes
+   every live topic's effective config, so topics without their own value follow at once (next append, roll,
+   retention or cleaning run). Memory only; network thread. */
+void gr_store_set_defaults(struct gr_store *store, const struct gr_store_config *cfg);
 
 /* Returns borrowed: the 22-char base64url cluster id from meta.properties. */
 const char *gr_store_cluster_id(const struct gr_store *store);
@@ -176,6 +186,9 @@ struct gr_topic_op *gr_topic_op_add_partitions(struct gr_topic *topic, int32_t n
 /* AlterConfigs/IncrementalAlterConfigs: like gr_topic_config_set_all (a deleted topic: -ENOENT). */
 struct gr_topic_op *gr_topic_op_set_configs(struct gr_topic *topic, const char *const *keys,
                                             const char *const *values, int count);
+/* Durably replaces the small file `name` of the log directory with `data` (atomic replace as
+   gr_store_meta_write, on the pool) in the FIFO of topic operations (e.g. the dynamic broker configs). */
+struct gr_topic_op *gr_topic_op_meta_write(const char *name, const void *data, size_t len);
 /* An operation that changes nothing: it completes once every operation submitted before it completed (a
    request that must see their results before it checks anything). */
 struct gr_topic_op *gr_topic_op_barrier(void);

@@ -22,7 +22,7 @@ import uuid
 
 import testkit as tk
 from kafka.admin import KafkaAdminClient
-from kafka.protocol.admin import (AlterConfigsRequest, CreatePartitionsRequest, DeleteRecordsRequest,
+from kafka.protocol.admin import (AlterConfigsRequest, CreatePartitionsRequest, CreateTopicsRequest, DeleteRecordsRequest,
                                   DeleteTopicsRequest, DescribeClusterRequest, DescribeConfigsRequest,
                                   DescribeLogDirsRequest, IncrementalAlterConfigsRequest)
 from kafka.protocol.consumer.offsets import OffsetForLeaderEpochRequest
@@ -254,14 +254,17 @@ def t_describe_configs_broker():
     h = c['log.retention.hours']
     tk.eq('DescribeConfigs broker: log.retention.hours default', ('168', DEFAULT, [('log.retention.hours', '168', DEFAULT)]),
           (h['value'], h['config_source'], syn(h)))
+    tk.eq('DescribeConfigs broker: read-only unless dynamic (DynamicBrokerConfig.AllDynamicConfigs)',
+          {'message.max.bytes': False, 'log.retention.ms': False, 'log.retention.hours': True,
+           'num.partitions': True, 'log.dirs': True}, {k: c[k]['read_only'] for k in
+                                                        ('message.max.bytes', 'log.retention.ms', 'log.retention.hours',
+                                                         'num.partitions', 'log.dirs')})
     if GREGOR:
-        tk.check('DescribeConfigs broker: Gregor marks every broker config read-only (none is dynamic)',
-                 all(x['read_only'] for x in c.values()))
         tk.check('DescribeConfigs broker: documented', all(x['documentation'] for x in c.values()))
     r = describe(BROKER_RES, '')
     tk.eq('DescribeConfigs broker "": cluster-wide dynamic defaults', 0, r['error_code'])
-    if GREGOR:
-        tk.eq('DescribeConfigs broker "": Gregor has none', [], r['configs'])
+    if GREGOR:  # Kafka's storage format tool sets min.insync.replicas there
+        tk.eq('DescribeConfigs broker "": none set yet', [], r['configs'])
     r = describe(BROKER_RES, str(NODE + 1))
     tk.eq('DescribeConfigs broker: another node id',
           (42, f'Unexpected broker id, expected {NODE} or empty string, but received {NODE + 1}'),
@@ -283,6 +286,41 @@ def t_describe_configs_broker():
     res = wait(adm.describe_configs([ConfigResource('BROKER', str(NODE))]))
     entries = list(res.values())[0]
     tk.eq('AdminClient.describe_configs broker: message.max.bytes', m['value'], entries['message.max.bytes'].value)
+
+
+# ---------------------------------------------------------------- CreateTopics configs (v5+)
+
+def t_create_topics_configs():
+    """Kafka's ReplicationControlManager lists every topic config of the new topic, sorted by name, with the
+    value and source DescribeConfigs shows (validate_only too); Gregor used to send an empty list. Topic-level
+    values come back as the request gave them (KafkaConfigSchema.toConfigEntry keeps a String as is)."""
+    for v in (5, 7):
+        for validate in (True, False):
+            name = f'adm-ctc{v}'
+            r = send(CreateTopicsRequest, v, topics=[(name, 1, -1, [], [('retention.ms', ' 3600000'),
+                                                                        ('cleanup.policy', 'compact, delete')])],
+                     timeout_ms=30000, validate_only=validate)
+            t = r['topics'][0]
+            what = f'CreateTopics v{v} validate_only={validate}'
+            tk.eq(f'{what}: created', (0, 1, 1), (t['error_code'], t['num_partitions'], t['replication_factor']))
+            got = {c['name']: c for c in t['configs']}
+            tk.eq(f'{what}: every topic config, sorted by name', (33, sorted(got)), (len(t['configs']),
+                                                                                    [c['name'] for c in t['configs']]))
+            tk.eq(f'{what}: topic-level values as given (KafkaConfigSchema), source DYNAMIC_TOPIC_CONFIG',
+                  {'retention.ms': (' 3600000', DYNAMIC_TOPIC), 'cleanup.policy': ('compact, delete', DYNAMIC_TOPIC)},
+                  {k: (got[k]['value'], got[k]['config_source']) for k in ('retention.ms', 'cleanup.policy')})
+            tk.eq(f'{what}: message.max.bytes from the static broker value (STATIC_BROKER_CONFIG)',
+                  ('2000000', STATIC_BROKER), (got['max.message.bytes']['value'], got['max.message.bytes']['config_source']))
+            tk.eq(f'{what}: segment.ms default from log.roll.hours (DEFAULT_CONFIG)',
+                  ('604800000', DEFAULT), (got['segment.ms']['value'], got['segment.ms']['config_source']))
+            tk.check(f'{what}: none read-only or sensitive',
+                     not any(c['read_only'] or c['is_sensitive'] for c in t['configs']))
+            d = cfg(TOPIC, name) if not validate else None
+            if d:  # DescribeConfigs normalises what CreateTopics echoed (Kafka 4.1.1 checked side by side)
+                norm = {'retention.ms': '3600000', 'cleanup.policy': 'compact,delete'}
+                tk.eq(f'{what}: the same values and sources as DescribeConfigs, which normalises',
+                      {k: (x['value'], x['config_source']) for k, x in d.items()},
+                      {k: (norm.get(k, x['value']), x['config_source']) for k, x in got.items()})
 
 
 # ---------------------------------------------------------------- AlterConfigs
@@ -355,11 +393,7 @@ def t_alter_configs():
                                    ('file.delete.delay.ms', '1000'),
                                    ('compression.zstd.level', '5'), ('local.retention.ms', '-2')])], validate=True))
     got = alter([(BROKER_RES, str(NODE), [('log.retention.ms', '5')])], validate=True)
-    if GREGOR:
-        tk.check('AlterConfigs broker: Gregor has no dynamic broker configs (INVALID_REQUEST, message)',
-                 got[0][0] == 42 and 'restart' in got[0][1], got)
-    else:
-        tk.eq('AlterConfigs broker: Kafka accepts a dynamic broker config', [(0, None)], got)
+    tk.eq('AlterConfigs broker: a dynamic broker config is accepted (validate_only)', [(0, None)], got)
     tk.eq('AlterConfigs broker: nothing to change is no error', [(0, None)], alter([(BROKER_RES, str(NODE), [])]))
     # confluent-kafka's alter_configs (AlterConfigs v0-v2 under the hood)
     res = wait(adm.alter_configs([ConfigResource('TOPIC', 'adm-b', set_config={'retention.bytes': '100000000'})]))
@@ -413,7 +447,7 @@ def t_incremental_alter_configs():
         tk.eq(f'AlterConfigs: cleanup.policy={val} accepted', [(0, None)],
               alter([(TOPIC, 'adm-b', [('cleanup.policy', val)])], validate=True))
     got = ialter([(LOGGER_RES, str(NODE), [('root', 0, 'DEBUG')])], validate=True)
-    tk.eq('IncrementalAlterConfigs: broker logger', 42 if GREGOR else 0, got[0][0])
+    tk.eq('IncrementalAlterConfigs: broker logger (validate_only)', 0, got[0][0])
     # confluent-kafka
     res = wait(adm.incremental_alter_configs([ConfigResource('TOPIC', 'adm-b', incremental_configs=[
         ConfigEntry('retention.ms', '2400000', incremental_operation=AlterConfigOpType.SET),
@@ -433,6 +467,126 @@ def t_incremental_alter_configs():
         tk.eq('AdminClient.incremental_alter_configs: Kafka accepts min.insync.replicas=2', None, e)
         wait(adm.incremental_alter_configs([ConfigResource('TOPIC', 'adm-b', incremental_configs=[
             ConfigEntry('min.insync.replicas', None, incremental_operation=AlterConfigOpType.DELETE)])]))
+
+
+# ---------------------------------------------------------------- dynamic broker configs
+
+DYNAMIC_BROKER, DYNAMIC_DEFAULT = 2, 3
+
+
+def bsyn(name, key, rtype=BROKER_RES):
+    e = cfg(rtype, name, [key], synonyms=True)[key]
+    return (e['value'], e['config_source'], e['read_only'], syn(e))
+
+
+def segment_files(topic, partition):
+    d = os.path.join(os.environ.get('BROKER_DIR', ''), 'data', f'{topic}-{partition}')
+    return len([f for f in os.listdir(d) if f.endswith('.log')]) if os.path.isdir(d) else -1
+
+
+def eventually(name, expected, fn, timeout=5.0):
+    """tk.eq once fn() returns `expected` or `timeout` passed: a KRaft broker applies a committed config change
+    a few milliseconds after the controller answered (Gregor before it answers)."""
+    deadline = time.time() + timeout
+    got = fn()
+    while got != expected and time.time() < deadline:
+        time.sleep(0.1)
+        got = fn()
+    return tk.eq(name, expected, got)
+
+
+def t_dynamic_broker_configs():
+    """kafka-configs.sh --alter --entity-type brokers (--entity-name 1 / --entity-default) as Kafka 4.x answers
+    it: ConfigAdminManager's checks, ConfigHelper's sources and synonym order, the topic that inherits."""
+    node = str(NODE)
+    tk.eq('IncrementalAlterConfigs broker: SET log.retention.ms', [(0, None)],
+          ialter([(BROKER_RES, node, [('log.retention.ms', 0, '3600000')])]))
+    eventually('DescribeConfigs broker: DYNAMIC_BROKER_CONFIG, then the default synonym',
+               ('3600000', DYNAMIC_BROKER, False, [('log.retention.ms', '3600000', DYNAMIC_BROKER),
+                                                   ('log.retention.hours', '168', DEFAULT)]),
+               lambda: bsyn(node, 'log.retention.ms'))
+    create('adm-dyn', 1)
+    eventually('a topic without retention.ms follows log.retention.ms (DYNAMIC_BROKER_CONFIG)',
+               ('3600000', DYNAMIC_BROKER), lambda: tuple(bsyn('adm-dyn', 'retention.ms', TOPIC)[:2]))
+    mib, two_mib = str(1 << 20), str(2 << 20)  # Kafka 4.1's smallest log.segment.bytes is 1 MiB
+    tk.eq('IncrementalAlterConfigs default: SET log.segment.bytes', [(0, None)],
+          ialter([(BROKER_RES, '', [('log.segment.bytes', 0, mib)])]))
+    eventually('DescribeConfigs broker "": the default level only',
+               [('log.segment.bytes', mib, DYNAMIC_DEFAULT, False, [('log.segment.bytes', mib, DYNAMIC_DEFAULT)])],
+               lambda: [(x['name'], x['value'], x['config_source'], x['read_only'], syn(x))
+                        for x in describe(BROKER_RES, '', synonyms=True)['configs'] if x['name'] == 'log.segment.bytes'])
+    eventually('a topic follows the new default at once (DYNAMIC_DEFAULT_BROKER_CONFIG)',
+               (mib, DYNAMIC_DEFAULT, False, [('log.segment.bytes', mib, DYNAMIC_DEFAULT),
+                                              ('log.segment.bytes', '1073741824', DEFAULT)]),
+               lambda: bsyn('adm-dyn', 'segment.bytes', TOPIC))
+    tk.eq('per-broker over default: SET log.segment.bytes on the node', [(0, None)],
+          ialter([(BROKER_RES, node, [('log.segment.bytes', 0, two_mib)])]))
+    eventually('synonyms in Kafka\'s order: per-broker, default, DEFAULT_CONFIG',
+               (two_mib, DYNAMIC_BROKER, False, [('log.segment.bytes', two_mib, DYNAMIC_BROKER),
+                                                 ('log.segment.bytes', mib, DYNAMIC_DEFAULT),
+                                                 ('log.segment.bytes', '1073741824', DEFAULT)]),
+               lambda: bsyn('adm-dyn', 'segment.bytes', TOPIC))
+    tk.eq('DELETE the per-broker value: the default applies again', [(0, None)],
+          ialter([(BROKER_RES, node, [('log.segment.bytes', 1, None)])]))
+    eventually('after DELETE', (mib, DYNAMIC_DEFAULT), lambda: tuple(bsyn('adm-dyn', 'segment.bytes', TOPIC)[:2]))
+    p = Producer({'bootstrap.servers': BOOT, 'acks': 'all', 'linger.ms': 5, 'batch.size': 65536})
+    for i in range(2400):
+        p.produce('adm-dyn', value=b'x' * 1000, partition=0)
+        if i % 200 == 199:
+            p.flush(30)
+    tk.eq('2.4 MB produced', 0, p.flush(30))
+    if GREGOR and os.environ.get('BROKER_DIR'):
+        tk.check('behaviour: 2.4 MB into a topic inheriting log.segment.bytes=1 MiB rolls segments',
+                 segment_files('adm-dyn', 0) >= 2, segment_files('adm-dyn', 0))
+    for key in ('num.partitions', 'log.retention.hours', 'log.roll.hours'):
+        tk.eq(f'IncrementalAlterConfigs broker: {key} is not dynamic in Kafka',
+              [(42, f'Cannot update these configs dynamically: Set({key})')],
+              ialter([(BROKER_RES, node, [(key, 0, '3')])]))
+    tk.eq('broker-level min.insync.replicas: refused while ELR is on (Kafka 4.1+)',
+          [(40, 'Broker-level min.insync.replicas cannot be altered while ELR is enabled.')],
+          ialter([(BROKER_RES, node, [('min.insync.replicas', 0, '2')])]))
+    tk.eq('a bad value: INVALID_REQUEST with ConfigDef\'s message',
+          [(42, 'Invalid value abc for configuration log.retention.ms: Not a number of type LONG')],
+          ialter([(BROKER_RES, node, [('log.retention.ms', 0, 'abc')])]))
+    tk.eq('APPEND on a non-list config', [(40, 'Config value append is not allowed for config key: log.retention.ms')],
+          ialter([(BROKER_RES, node, [('log.retention.ms', 2, '5')])]))
+    tk.eq('validate_only changes nothing', [(0, None)],
+          ialter([(BROKER_RES, node, [('log.retention.bytes', 0, '1000')])], validate=True))
+    time.sleep(0.5 if not GREGOR else 0)
+    tk.eq('validate_only: still the default', ('-1', DEFAULT), tuple(bsyn(node, 'log.retention.bytes')[:2]))
+    tk.eq('APPEND compact to log.cleanup.policy (default level)', [(0, None)],
+          ialter([(BROKER_RES, '', [('log.cleanup.policy', 2, 'compact')])]))
+    eventually('APPEND result', ('delete,compact', DYNAMIC_DEFAULT),
+               lambda: tuple(bsyn('', 'log.cleanup.policy')[:2]) if 'log.cleanup.policy' in cfg(BROKER_RES, '') else None)
+    tk.eq('SUBTRACT delete', [(0, None)], ialter([(BROKER_RES, '', [('log.cleanup.policy', 3, 'delete')])]))
+    eventually('the topic follows cleanup.policy=compact', ('compact', DYNAMIC_DEFAULT),
+               lambda: tuple(bsyn('adm-dyn', 'cleanup.policy', TOPIC)[:2]))
+    tk.eq('DELETE log.cleanup.policy', [(0, None)], ialter([(BROKER_RES, '', [('log.cleanup.policy', 1, None)])]))
+    tk.eq('AlterConfigs broker replaces the whole per-broker set', [(0, None)],
+          alter([(BROKER_RES, node, [('log.retention.bytes', '100000000'), ('log.retention.ms', '7200000')])]))
+    eventually('AlterConfigs result', {'log.retention.bytes': ('100000000', DYNAMIC_BROKER),
+                                       'log.retention.ms': ('7200000', DYNAMIC_BROKER),
+                                       'log.segment.bytes': (mib, DYNAMIC_DEFAULT)},
+               lambda: {k: (x['value'], x['config_source']) for k, x in
+                        cfg(BROKER_RES, node, ['log.retention.bytes', 'log.retention.ms', 'log.segment.bytes']).items()})
+    tk.eq('AlterConfigs broker: refused key', [(42, 'Cannot update these configs dynamically: Set(num.partitions)')],
+          alter([(BROKER_RES, node, [('num.partitions', '3')])]))
+    # the broker logger (Kafka's RuntimeLoggerManager): Gregor's one logger is root
+    tk.eq('broker logger: SET root=DEBUG', [(0, None)], ialter([(LOGGER_RES, node, [('root', 0, 'DEBUG')])]))
+    eventually('broker logger: described at DEBUG', ('DEBUG', 6, False),
+               lambda: next((x['value'], x['config_source'], x['read_only'])
+                            for x in describe(LOGGER_RES, node)['configs'] if x['name'] == 'root'))
+    tk.eq('broker logger: SET root=INFO', [(0, None)], ialter([(LOGGER_RES, node, [('root', 0, 'INFO')])]))
+    tk.eq('broker logger: a bad level', [(40, 'Cannot set the log level of root to LOUD as it is not a supported log '
+                                              'level. Valid log levels are DEBUG, ERROR, FATAL, INFO, TRACE, WARN')],
+          ialter([(LOGGER_RES, node, [('root', 0, 'LOUD')])]))
+    tk.eq('broker logger: DELETE root', [(42, 'Removing the log level of the root logger is not allowed')],
+          ialter([(LOGGER_RES, node, [('root', 1, None)])]))
+    tk.eq('broker logger: APPEND', [(42, 'APPEND operation is not allowed for the BROKER_LOGGER resource')],
+          ialter([(LOGGER_RES, node, [('root', 2, 'x')])]))
+    if GREGOR:
+        tk.eq('broker logger: Gregor has no other logger', [(40, 'Logger kafka.server does not exist!')],
+              ialter([(LOGGER_RES, node, [('kafka.server', 0, 'DEBUG')])]))
 
 
 # ---------------------------------------------------------------- CreatePartitions
@@ -675,6 +829,7 @@ def main_phase():
     tk.run('commit an offset', commit_offset)
     tk.run('DescribeConfigs topic', t_describe_configs_topic)
     tk.run('DescribeConfigs broker', t_describe_configs_broker)
+    tk.run('CreateTopics configs', t_create_topics_configs)
     tk.run('AlterConfigs', t_alter_configs)
     tk.run('IncrementalAlterConfigs', t_incremental_alter_configs)
     tk.run('CreatePartitions', t_create_partitions)
@@ -682,6 +837,7 @@ def main_phase():
     tk.run('OffsetForLeaderEpoch', t_offset_for_leader_epoch)
     tk.run('DescribeLogDirs', t_describe_log_dirs)
     tk.run('DeleteTopics', t_delete_topics)
+    tk.run('dynamic broker configs', t_dynamic_broker_configs)
 
 
 def restarted_phase():
@@ -700,6 +856,14 @@ def restarted_phase():
         e = parts[0]['leader_epoch']
         got = ofle([('adm-a', [(0, -1, e - 1)])])
         tk.eq('after restart: the previous epoch ends where the new one starts', [('adm-a', 0, 0, e - 1, 10)], got)
+        tk.eq('after restart: dynamic broker configs persisted, both levels',
+              {'log.retention.bytes': ('100000000', 2), 'log.retention.ms': ('7200000', 2),
+               'log.segment.bytes': (str(1 << 20), 3), 'log.cleanup.policy': ('delete', DEFAULT)},
+              {k: (x['value'], x['config_source']) for k, x in
+               cfg(BROKER_RES, str(NODE), ['log.retention.bytes', 'log.retention.ms', 'log.segment.bytes',
+                                           'log.cleanup.policy']).items()})
+        tk.eq('after restart: the topic still inherits them', (str(1 << 20), 3),
+              tuple((lambda e: (e['value'], e['config_source']))(cfg(TOPIC, 'adm-dyn', ['segment.bytes'])['segment.bytes'])))
     tk.run('restart', t)
 
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # admin/run.sh: the admin APIs (DescribeCluster, DescribeConfigs, AlterConfigs, IncrementalAlterConfigs,
 # CreatePartitions, DeleteRecords, OffsetForLeaderEpoch, DescribeLogDirs, DeleteTopics) driven by real
-# clients: kafka-python 3 and confluent-kafka (admin/run.py), and Apache Kafka's own kafka-configs.sh,
+# clients: kafka-python 3 and confluent-kafka (admin/run.py), and Apache Kafka's own kafka-configs.sh (topics,
+# dynamic broker configs per broker and cluster-wide, broker loggers),
 # kafka-topics.sh and kafka-log-dirs.sh when compat-tests/.cache/kafka-4.1.1 holds them
 # (compat-tests/kafka-dist/get-kafka.sh builds it); with them also the Java console producer with its default
 # enable.idempotence=true, checked with kafka-transactions.sh describe-producers (DescribeProducers).
@@ -42,8 +43,9 @@ KAFKA_BIN=$REPO/compat-tests/.cache/kafka-4.1.1/bin
 if [ -x "$KAFKA_BIN/kafka-configs.sh" ] && command -v java >/dev/null; then
     tool() { timeout 60 "$KAFKA_BIN/$1" --bootstrap-server "$BROKER" "${@:2}" 2>&1; }
     out=$(tool kafka-configs.sh --describe --entity-type topics --entity-name adm-b --all)
-    check "kafka-configs.sh --describe --all: dynamic retention.ms with its synonym" \
-        grep -q 'retention.ms=2400000 sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:retention.ms=2400000}' <<<"$out"
+    # run.py's main phase left log.retention.ms=7200000 as this broker's dynamic config: Kafka's synonym order
+    check "kafka-configs.sh --describe --all: dynamic retention.ms with its synonyms" \
+        grep -q 'retention.ms=2400000 sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:retention.ms=2400000, DYNAMIC_BROKER_CONFIG:log.retention.ms=7200000, DEFAULT_CONFIG:log.retention.hours=168}' <<<"$out"
     check "kafka-configs.sh --describe --all: 33 topic configs" test "$(grep -c 'sensitive=' <<<"$out")" -eq 33
     out=$(tool kafka-configs.sh --alter --entity-type topics --entity-name adm-b --add-config segment.bytes=2000000)
     check "kafka-configs.sh --alter --add-config" grep -q 'Completed updating config' <<<"$out"
@@ -66,6 +68,34 @@ if [ -x "$KAFKA_BIN/kafka-configs.sh" ] && command -v java >/dev/null; then
     check "kafka-topics.sh --delete" test -z "$(grep -i error <<<"$out")"
     out=$(tool kafka-topics.sh --create --topic adm-del7 --partitions 3)
     check "kafka-topics.sh --create again (restart phase expects adm-del7 with 3 partitions)" grep -q 'Created topic' <<<"$out"
+    # Dynamic broker configs (issue 17 item 8): per broker and the cluster-wide default, as Kafka 4.x answers.
+    out=$(tool kafka-configs.sh --alter --entity-type brokers --entity-name 1 --add-config log.flush.interval.messages=50000)
+    check "kafka-configs.sh --alter --entity-type brokers --entity-name 1 --add-config log.flush.interval.messages" \
+        grep -q 'Completed updating config for broker 1' <<<"$out"
+    out=$(tool kafka-configs.sh --alter --entity-type brokers --entity-default --add-config log.cleaner.delete.retention.ms=3600000)
+    check "kafka-configs.sh --alter --entity-type brokers --entity-default --add-config log.cleaner.delete.retention.ms" \
+        grep -q 'Completed updating default config for brokers in the cluster' <<<"$out"
+    out=$(tool kafka-configs.sh --describe --entity-type brokers --entity-name 1)
+    check "kafka-configs.sh --describe broker 1: the per-broker value, DYNAMIC_BROKER_CONFIG" \
+        grep -q 'log.flush.interval.messages=50000 sensitive=false synonyms={DYNAMIC_BROKER_CONFIG:log.flush.interval.messages=50000, DEFAULT_CONFIG:log.flush.interval.messages=9223372036854775807}' <<<"$out"
+    out=$(tool kafka-configs.sh --describe --entity-type brokers --entity-default)
+    check "kafka-configs.sh --describe --entity-default: DYNAMIC_DEFAULT_BROKER_CONFIG" \
+        grep -q 'log.cleaner.delete.retention.ms=3600000 sensitive=false synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:log.cleaner.delete.retention.ms=3600000}' <<<"$out"
+    out=$(tool kafka-configs.sh --describe --entity-type topics --entity-name adm-a --all)
+    check "kafka-configs.sh --describe topic --all: delete.retention.ms inherited from the default level" \
+        grep -q ' delete.retention.ms=3600000 sensitive=false synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:log.cleaner.delete.retention.ms=3600000, DEFAULT_CONFIG:log.cleaner.delete.retention.ms=86400000}' <<<"$out"
+    out=$(tool kafka-configs.sh --alter --entity-type brokers --entity-name 1 --add-config num.partitions=3)
+    check "kafka-configs.sh --alter broker num.partitions: Kafka's refusal" \
+        grep -q 'Cannot update these configs dynamically: Set(num.partitions)' <<<"$out"
+    out=$(tool kafka-configs.sh --alter --entity-type broker-loggers --entity-name 1 --add-config root=WARN)
+    check "kafka-configs.sh --alter --entity-type broker-loggers root=WARN" grep -q 'Completed updating config' <<<"$out"
+    out=$(tool kafka-configs.sh --describe --entity-type broker-loggers --entity-name 1)
+    check "kafka-configs.sh --describe broker-loggers: root=WARN" grep -q 'root=WARN' <<<"$out"
+    tool kafka-configs.sh --alter --entity-type broker-loggers --entity-name 1 --add-config root=INFO >/dev/null
+    out=$(tool kafka-configs.sh --alter --entity-type brokers --entity-name 1 --delete-config log.flush.interval.messages)
+    check "kafka-configs.sh --alter broker --delete-config" grep -q 'Completed updating config for broker 1' <<<"$out"
+    out=$(tool kafka-configs.sh --alter --entity-type brokers --entity-default --delete-config log.cleaner.delete.retention.ms)
+    check "kafka-configs.sh --alter --entity-default --delete-config" grep -q 'Completed updating default config' <<<"$out"
     out=$(tool kafka-topics.sh --alter --topic adm-b --partitions 1)
     check "kafka-topics.sh --alter --partitions 1: a decrease is refused" grep -q 'would not be an increase' <<<"$out"
     # The Java producer's defaults (enable.idempotence=true, acks=all): InitProducerId, then sequences 0..299.

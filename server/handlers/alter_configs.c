@@ -8,8 +8,9 @@
  *     INVALID_TOPIC_EXCEPTION, then unknown keys / bad values / values Gregor does not enforce
  *     INVALID_CONFIG with a message (server/topic_configs.h), then an unknown topic
  *     UNKNOWN_TOPIC_OR_PARTITION "The topic 'x' does not exist."; validate_only stops there;
- *   - BROKER: a name other than "" or this node id INVALID_REQUEST (Kafka's messages); any change is
- *     INVALID_REQUEST: Gregor has no dynamic broker configs (Kafka accepts the dynamic ones);
+ *   - BROKER: a name other than "" (the cluster-wide default) or this node id INVALID_REQUEST (Kafka's
+ *     messages), then the dynamic broker config rules (server/topic_configs.h gr_bcfg_replace); the new
+ *     set is written to the log directory (server/dynconf.h, on the I/O pool) and then applied;
  *   - any other type: INVALID_REQUEST "Unknown resource type N".
  * The new set is written durably by storage (gr_topic_op_set_configs: the topic file is replaced on the
  * I/O pool while the request waits) and applies from the next append, roll or retention run.
@@ -22,6 +23,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "server/dynconf.h"
 #include "server/handlers/handlers.h"
 #include "server/topic_configs.h"
 
@@ -70,13 +72,20 @@ struct alter_slot {
     int16_t code;
     const char *msg;
     struct alter_slot *next;
+    int level;              /* BROKER resources: enum gr_config_level; topics: -1 */
+    struct gr_tcfg_set set; /* BROKER resources: the new dynamic set of `level` */
 };
 
 static void stored(struct gr_req *req, void *item, int err, struct gr_topic *t)
 {
-    (void)req;
     struct alter_slot *slot = item;
-    if (err == -EINVAL) {
+    if (slot->level >= 0 && err) {
+        GR_ERROR("writing %s: %s", GR_DYNCONF_FILE, strerror(-err));
+        slot->code = GR_ERR_KAFKA_STORAGE_ERROR;
+        slot->msg = "The broker could not write its dynamic configuration";
+    } else if (slot->level >= 0) {
+        gr_dynconf_commit(req->broker, (enum gr_config_level)slot->level, &slot->set);
+    } else if (err == -EINVAL) {
         slot->code = GR_ERR_INVALID_CONFIG;
         slot->msg = "The storage layer refused the configuration";
     } else if (err == -ENOENT) {
@@ -97,7 +106,7 @@ int16_t gr_alter_topic_store(struct gr_req *req, struct gr_topic *t, const struc
 {
     struct alter_slot *slot = gr_arena_calloc(&req->arena, 1, sizeof *slot);
     if (!slot) return *msg = "Out of memory", GR_ERR_UNKNOWN_SERVER_ERROR;
-    *slot = (struct alter_slot){code_out, message_out, GR_ERR_NONE, NULL, req->hstate};
+    *slot = (struct alter_slot){code_out, message_out, GR_ERR_NONE, NULL, req->hstate, -1, {NULL, NULL, 0}};
     if (!gr_req_topic_op(req, gr_topic_op_set_configs(t, set->keys, set->values, set->count), stored, slot))
         return *msg = "Out of memory", GR_ERR_UNKNOWN_SERVER_ERROR;
     req->hstate = slot;
@@ -138,27 +147,27 @@ static int16_t node_name_check(struct gr_req *req, struct gr_str name, const cha
     return GR_ERR_NONE;
 }
 
-int16_t gr_alter_broker_check(struct gr_req *req, int8_t type, struct gr_str name, int count,
-                              const char *first_key, const char **msg)
+int16_t gr_alter_broker_name(struct gr_req *req, struct gr_str name, const char **msg)
 {
-    if (type == GR_CFG_RESOURCE_BROKER_LOGGER && name.len <= 0) {
-        *msg = "Broker id must not be empty";
-        return GR_ERR_INVALID_REQUEST;
-    }
-    if (name.len > 0) {
-        int16_t err = node_name_check(req, name, msg);
-        if (err) return err;
-    }
-    if (count == 0) return GR_ERR_NONE; /* nothing to change */
-    if (type == GR_CFG_RESOURCE_BROKER_LOGGER) {
-        *msg = "Gregor's log level is set at start by gregor.log.level and cannot change at runtime";
-        return GR_ERR_INVALID_REQUEST;
-    }
-    *msg = msgf(req,
-                "Gregor does not change broker configs at runtime (no dynamic broker configs): set %s in the "
-                "properties file or with --override, and restart",
-                first_key);
-    return GR_ERR_INVALID_REQUEST;
+    return name.len > 0 ? node_name_check(req, name, msg) : GR_ERR_NONE;
+}
+
+int16_t gr_alter_broker_store(struct gr_req *req, struct gr_str name, const struct gr_tcfg_set *set,
+                              const char **msg, int16_t *code_out, struct gr_str *message_out)
+{
+    int level = name.len > 0 ? GR_CFG_LEVEL_BROKER : GR_CFG_LEVEL_DEFAULT;
+    struct alter_slot *slot = gr_arena_calloc(&req->arena, 1, sizeof *slot);
+    if (!slot) return *msg = "Out of memory", GR_ERR_UNKNOWN_SERVER_ERROR;
+    *slot = (struct alter_slot){code_out, message_out, GR_ERR_NONE, NULL, req->hstate, level, *set};
+    const struct gr_tcfg_set *sets[2] = {NULL, NULL}; /* the file holds both levels: pending ones included */
+    for (struct alter_slot *s = slot; s; s = s->next)
+        if (s->level >= 0 && !sets[s->level]) sets[s->level] = &s->set;
+    size_t len;
+    char *file = gr_dynconf_format(&req->broker->cfg, sets[0], sets[1], &req->arena, &len);
+    if (!file || !gr_req_topic_op(req, gr_topic_op_meta_write(GR_DYNCONF_FILE, file, len), stored, slot))
+        return *msg = "Out of memory", GR_ERR_UNKNOWN_SERVER_ERROR;
+    req->hstate = slot;
+    return GR_ERR_NONE;
 }
 
 /* One TOPIC resource: new set = exactly the given pairs. */
@@ -200,8 +209,12 @@ static int16_t alter_one(struct gr_req *req,
         return alter_topic(req, res, keys, values, n, validate_only, msg, r);
     int16_t err = gr_tcfg_precheck(keys, values, NULL, n, &req->arena, msg);
     if (err) return err;
-    if (res->resource_type == GR_CFG_RESOURCE_BROKER)
-        return gr_alter_broker_check(req, res->resource_type, res->resource_name, n, n ? keys[0] : "", msg);
+    if (res->resource_type == GR_CFG_RESOURCE_BROKER) {
+        struct gr_tcfg_set set;
+        if ((err = gr_alter_broker_name(req, res->resource_name, msg))) return err;
+        if ((err = gr_bcfg_replace(keys, values, n, &req->arena, &set, msg)) || validate_only) return err;
+        return gr_alter_broker_store(req, res->resource_name, &set, msg, &r->error_code, &r->error_message);
+    }
     *msg = msgf(req, "Unknown resource type %d", res->resource_type);
     return GR_ERR_INVALID_REQUEST;
 }

@@ -4,16 +4,55 @@
  * manual assignments naming only this node. validate_only checks without creating. Names repeated within
  * one request get INVALID_REQUEST, as Kafka answers duplicates. The files are created on the I/O pool
  * (gr_topic_create); the response waits until every topic of the request is live or failed.
+ * Every created (or validated) topic lists its full config set (v5+), as Kafka's ReplicationControlManager
+ * does: every topic config sorted by name, with the value, source and read-only/sensitive flags that
+ * DescribeConfigs would show (server/topic_configs.h gr_tcfg_describe, one rule for both).
  */
 #include <string.h>
 
 #include "coordinator/offsets_log.h"
 #include "server/handlers/handlers.h"
+#include "server/topic_configs.h"
+
+typedef struct gr_create_topics_response_creatable_topic_result result_t;
+
+/* The topic-level value of `key`: the live topic's, else (validate_only) the request's. Kafka's
+ * KafkaConfigSchema.resolveEffectiveTopicConfig shows it as given (not normalised), as both do here. */
+static const char *topic_value(const struct gr_topic *t, const char *const *keys, const char *const *values,
+                               int count, const char *key)
+{
+    if (t) return gr_topic_config_get(t, key);
+    for (int i = 0; i < count; i++)
+        if (strcmp(keys[i], key) == 0) return values[i];
+    return NULL;
+}
+
+/* Fills rt->configs with every topic config of the new topic (Kafka's CreateTopicsResult.config()). */
+static void fill_configs(struct gr_req *req, result_t *rt, const struct gr_topic *t, const char *const *keys,
+                         const char *const *values, int count)
+{
+    int n;
+    const struct gr_tcfg_def *defs = gr_tcfg_defs(&n);
+    rt->configs.items = gr_arena_calloc(&req->arena, (size_t)n, sizeof *rt->configs.items);
+    rt->configs.count = 0;
+    if (!rt->configs.items) return;
+    for (int i = 0; i < n; i++) {
+        struct gr_cfg_entry e;
+        const char *v = topic_value(t, keys, values, count, defs[i].name);
+        if (gr_tcfg_describe(&defs[i], v, &req->broker->cfg, &req->arena, &e)) return;
+        struct gr_create_topics_response_creatable_topic_configs *c = &rt->configs.items[rt->configs.count++];
+        gr_create_topics_response_creatable_topic_configs_init(c);
+        c->name = gr_str_c(e.name);
+        c->value = e.is_sensitive || !e.value ? GR_STR_NULL : gr_str_c(e.value);
+        c->read_only = e.read_only;
+        c->config_source = e.source;
+        c->is_sensitive = e.is_sensitive;
+    }
+}
 
 /* A topic's creation completed: its result entry gets the outcome. */
 static void created(struct gr_req *req, void *item, int16_t code, const char *msg, struct gr_topic *t)
 {
-    (void)req;
     struct gr_create_topics_response_creatable_topic_result *rt = item;
     rt->error_code = code;
     rt->error_message = msg ? gr_str_c(msg) : GR_STR_NULL;
@@ -21,7 +60,7 @@ static void created(struct gr_req *req, void *item, int16_t code, const char *ms
     rt->topic_id = gr_topic_uuid(t);
     rt->num_partitions = gr_topic_partition_count(t);
     rt->replication_factor = 1;
-    rt->configs = (struct gr_create_topics_response_creatable_topic_configs_array){NULL, 0};
+    fill_configs(req, rt, t, NULL, NULL, 0);
 }
 
 enum gr_handler_rc gr_handle_create_topics(struct gr_req *req)
@@ -90,13 +129,13 @@ enum gr_handler_rc gr_handle_create_topics(struct gr_req *req)
                                                created, rt);
                 if (!code && !body->validate_only) continue; /* created() fills the entry (maybe already) */
                 rt->error_code = code;
+                if (!code) fill_configs(req, rt, NULL, keys, values, nc); /* validate_only */
             }
         }
         rt->error_message = msg ? gr_str_c(msg) : GR_STR_NULL;
         if (!rt->error_code) {
             rt->num_partitions = parts;
             rt->replication_factor = 1;
-            rt->configs = (struct gr_create_topics_response_creatable_topic_configs_array){NULL, 0};
         }
     }
     return gr_req_topic_ops_wait(req, NULL);

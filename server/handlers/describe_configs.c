@@ -4,9 +4,11 @@
  *                      the broker synonym's, else the default, with config_source and synonyms. An empty or
  *                      invalid name is INVALID_TOPIC_EXCEPTION, an unknown topic UNKNOWN_TOPIC_OR_PARTITION.
  *   BROKER (4)         name = this node id: every row of the broker config table (server/config.c) with
- *                      STATIC_BROKER_CONFIG or DEFAULT_CONFIG; name "" = the cluster-wide dynamic defaults,
- *                      of which Gregor has none (empty list); another id or a non-number INVALID_REQUEST.
- *   BROKER_LOGGER (8)  name = this node id: Gregor's one logger, "root", at gregor.log.level.
+ *                      its source (DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG, STATIC_BROKER_CONFIG
+ *                      or DEFAULT_CONFIG); name "" = the cluster-wide dynamic defaults that are set (Kafka's
+ *                      ConfigHelper); another id or a non-number INVALID_REQUEST.
+ *   BROKER_LOGGER (8)  name = this node id: Gregor's one logger, "root", at its current level (not
+ *                      read-only: IncrementalAlterConfigs changes it).
  *   anything else      INVALID_REQUEST (Gregor has no client-metrics or group configs).
  * configuration_keys (null or empty = all) filters by name; unknown names are left out silently.
  * Synonyms are sent only when include_synonyms; documentation (v3+) only when include_documentation;
@@ -18,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/log.h"
 #include "server/handlers/handlers.h"
 #include "server/topic_configs.h"
 
@@ -78,6 +81,14 @@ static bool put(struct gr_req *req, const struct gr_cfg_entry *e, entry_t *out)
     return true;
 }
 
+/* The topic-level value of `name`, normalised as Kafka's LogConfig prints it (CreateTopics stores values as
+ * the request gave them, as Kafka's metadata does: " 3600000" is shown "3600000"). */
+static const char *topic_value(struct gr_req *req, const struct gr_topic *t, const char *name)
+{
+    const char *v = gr_topic_config_get(t, name), *norm, *msg;
+    return v && gr_tcfg_check(name, v, &req->arena, &norm, &msg) == GR_ERR_NONE ? norm : v;
+}
+
 static void describe_topic(struct gr_req *req,
                            const struct gr_describe_configs_request_describe_configs_resource *res,
                            result_t *r)
@@ -111,7 +122,7 @@ static void describe_topic(struct gr_req *req,
     for (int i = 0; i < n; i++) {
         if (!wanted(res, defs[i].name)) continue;
         struct gr_cfg_entry e;
-        if (gr_tcfg_describe(&defs[i], gr_topic_config_get(t, defs[i].name), &b->cfg, &req->arena, &e) ||
+        if (gr_tcfg_describe(&defs[i], topic_value(req, t, defs[i].name), &b->cfg, &req->arena, &e) ||
             !put(req, &e, &r->configs.items[r->configs.count++])) {
             fail(r, GR_ERR_UNKNOWN_SERVER_ERROR, "Out of request memory");
             return;
@@ -139,14 +150,14 @@ static void describe_broker(struct gr_req *req,
                             result_t *r)
 {
     struct gr_broker *b = req->broker;
-    if (res->resource_name.len <= 0) return; /* cluster-wide dynamic defaults: Gregor has none */
+    bool per_broker = res->resource_name.len > 0; /* else the cluster-wide dynamic defaults */
     int32_t id;
-    if (parse_node(res->resource_name, &id)) {
+    if (per_broker && parse_node(res->resource_name, &id)) {
         fail(r, GR_ERR_INVALID_REQUEST,
              msgf(req, "Broker id must be an integer, but it is: %.*s", STR_ARG(res->resource_name)));
         return;
     }
-    if (id != b->node_id) {
+    if (per_broker && id != b->node_id) {
         fail(r, GR_ERR_INVALID_REQUEST,
              msgf(req, "Unexpected broker id, expected %d or empty string, but received %.*s", b->node_id,
                   STR_ARG(res->resource_name)));
@@ -161,8 +172,9 @@ static void describe_broker(struct gr_req *req,
     }
     for (int i = 0; i < n; i++) {
         if (!wanted(res, defs[i].name)) continue;
+        if (!per_broker && !gr_config_dynamic(&b->cfg, GR_CFG_LEVEL_DEFAULT, defs[i].name)) continue;
         struct gr_cfg_entry e;
-        gr_bcfg_describe(&defs[i], &b->cfg, &e);
+        gr_bcfg_describe(&defs[i], &b->cfg, per_broker, &e);
         if (!put(req, &e, &r->configs.items[r->configs.count++])) {
             fail(r, GR_ERR_UNKNOWN_SERVER_ERROR, "Out of request memory");
             return;
@@ -195,11 +207,11 @@ static void describe_logger(struct gr_req *req,
     struct gr_cfg_entry e;
     memset(&e, 0, sizeof e);
     e.name = "root";
-    e.value = gr_config_str(&b->cfg, "gregor.log.level");
+    static const char *const level_names[] = {"DEBUG", "INFO", "WARN", "ERROR"};
+    e.value = level_names[gr_log_get_level()];
     e.source = GR_CFGS_DYNAMIC_BROKER_LOGGER;
     e.type = GR_CFGT_UNKNOWN;
-    e.read_only = true; /* set at start by gregor.log.level; IncrementalAlterConfigs cannot change it */
-    e.doc = "Gregor's only logger; its level is gregor.log.level.";
+    e.doc = "Gregor's only logger: gregor.log.level at start, IncrementalAlterConfigs at runtime.";
     r->configs.items = gr_arena_calloc(&req->arena, 1, sizeof *r->configs.items);
     if (!r->configs.items || !put(req, &e, &r->configs.items[0])) {
         fail(r, GR_ERR_UNKNOWN_SERVER_ERROR, "Out of request memory");

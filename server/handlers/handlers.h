@@ -147,10 +147,14 @@ int16_t gr_alter_topic_store(struct gr_req *req, struct gr_topic *t, const struc
                              int16_t *code_out, struct gr_str *message_out);
 /* Copies the outcomes of the config writes submitted by gr_alter_topic_store into their response entries. */
 void gr_alter_topics_stored(struct gr_req *req);
-/* A BROKER or BROKER_LOGGER resource with `count` changes (first key `first_key`): its name must be "" (not
- * for BROKER_LOGGER) or this node id; any change is INVALID_REQUEST: Gregor changes no broker config or log
- * level at runtime. No change: NONE. */
-int16_t gr_alter_broker_check(struct gr_req *req, int8_t type, struct gr_str name, int count, const char *first_key,
-                              const char **msg);
+/* A BROKER resource name: "" (the cluster-wide default) or this node id, else INVALID_REQUEST with Kafka's
+ * messages (ConfigAdminManager.validateResourceNameIsCurrentNodeId). */
+int16_t gr_alter_broker_name(struct gr_req *req, struct gr_str name, const char **msg);
+/* Submits the durable replacement of the dynamic broker set of resource `name` ("" = the cluster-wide
+ * default level, else this broker's) with `set` (validated, e.g. by gr_bcfg_replace; arrays must live as
+ * long as the request): the file (server/dynconf.h) is written on the I/O pool, then the set applies at
+ * once (gr_dynconf_commit). Failure reporting, hstate use and returns as gr_alter_topic_store. */
+int16_t gr_alter_broker_store(struct gr_req *req, struct gr_str name, const struct gr_tcfg_set *set,
+                              const char **msg, int16_t *code_out, struct gr_str *message_out);
 
 #endif

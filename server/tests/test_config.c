@@ -10,6 +10,69 @@
 #include <cmocka.h>
 
 #include "server/config.h"
+#include "server/dynconf.h"
+#include "server/topic_configs.h"
+
+/* Writes `text` as <dir>/GR_DYNCONF_FILE. */
+static void write_dynconf(const char *dir, const char *text)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s", dir, GR_DYNCONF_FILE);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* The dynamic broker configs file: loaded at start into both levels, Kafka's precedence over the static
+ * value, and the content written after a change reads back the same. */
+static void test_dynamic_file_reload(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/gregor-dynconf-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    struct gr_config c;
+    gr_config_init(&c);
+    assert_int_equal(gr_dynconf_load(&c, dir), 0); /* no file: nothing dynamic */
+    assert_int_equal(gr_config_set(&c, "log.segment.bytes", "50000"), 0);
+    write_dynconf(dir, "# comment\nbroker.log.retention.ms=60000\ndefault.log.segment.bytes=40000\n"
+                       "default.log.retention.ms=120000\n");
+    assert_int_equal(gr_dynconf_load(&c, dir), 0);
+    assert_int_equal(gr_config_retention_ms(&c), 60000);             /* per-broker over default */
+    assert_int_equal(gr_config_int(&c, "log.segment.bytes"), 40000); /* default over static */
+    struct gr_store_config sc;
+    gr_dynconf_store_config(&c, &sc);
+    assert_int_equal(sc.retention_ms, 60000);
+    assert_int_equal(sc.segment_bytes, 40000);
+    /* what a change writes reads back the same */
+    struct gr_arena arena;
+    gr_arena_init(&arena, 0);
+    size_t len;
+    char *text = gr_dynconf_format(&c, NULL, NULL, &arena, &len);
+    assert_non_null(text);
+    write_dynconf(dir, text);
+    struct gr_config c2;
+    gr_config_init(&c2);
+    assert_int_equal(gr_dynconf_load(&c2, dir), 0);
+    assert_string_equal(gr_config_dynamic(&c2, GR_CFG_LEVEL_BROKER, "log.retention.ms"), "60000");
+    assert_string_equal(gr_config_dynamic(&c2, GR_CFG_LEVEL_DEFAULT, "log.retention.ms"), "120000");
+    assert_string_equal(gr_config_dynamic(&c2, GR_CFG_LEVEL_DEFAULT, "log.segment.bytes"), "40000");
+    assert_null(gr_config_dynamic(&c2, GR_CFG_LEVEL_BROKER, "log.segment.bytes"));
+    /* a key Kafka does not change dynamically, a bad value or a bad line stop the start */
+    write_dynconf(dir, "broker.num.partitions=3\n");
+    assert_int_equal(gr_dynconf_load(&c2, dir), -1);
+    write_dynconf(dir, "default.log.retention.ms=abc\n");
+    assert_int_equal(gr_dynconf_load(&c2, dir), -1);
+    write_dynconf(dir, "log.retention.ms=5\n");
+    assert_int_equal(gr_dynconf_load(&c2, dir), -1);
+    gr_arena_reset(&arena);
+    gr_config_free(&c);
+    gr_config_free(&c2);
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s", dir, GR_DYNCONF_FILE);
+    unlink(path);
+    rmdir(dir);
+}
 
 static void test_defaults(void **state)
 {
@@ -73,6 +136,7 @@ int main(void)
         cmocka_unit_test(test_defaults),
         cmocka_unit_test(test_file_and_overrides),
         cmocka_unit_test(test_bad_values),
+        cmocka_unit_test(test_dynamic_file_reload),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -424,35 +425,170 @@ static void test_describe_broker(void **state)
     struct fixture *f = *state;
     struct gr_cfg_entry e;
     assert_int_equal(gr_config_set(&f->cfg, "message.max.bytes", "10000000"), 0);
-    gr_bcfg_describe(broker_def("message.max.bytes"), &f->cfg, &e);
+    gr_bcfg_describe(broker_def("message.max.bytes"), &f->cfg, true, &e);
     assert_string_equal(e.value, "10000000");
     assert_int_equal(e.source, GR_CFGS_STATIC_BROKER);
     assert_int_equal(e.type, GR_CFGT_INT);
-    assert_true(e.read_only);
+    assert_false(e.read_only); /* a dynamic broker config in Kafka 4.x (DynamicLogConfig) */
     assert_int_equal(e.synonym_count, 2);
     assert_int_equal(e.synonyms[1].source, GR_CFGS_DEFAULT);
     /* log.retention.ms: null value, no synonyms, DEFAULT_CONFIG (as Kafka 4.1.1 answered) */
-    gr_bcfg_describe(broker_def("log.retention.ms"), &f->cfg, &e);
+    gr_bcfg_describe(broker_def("log.retention.ms"), &f->cfg, true, &e);
     assert_null(e.value);
     assert_int_equal(e.source, GR_CFGS_DEFAULT);
     assert_int_equal(e.synonym_count, 0);
     assert_int_equal(e.type, GR_CFGT_LONG);
     /* log.retention.hours: its own default only */
-    gr_bcfg_describe(broker_def("log.retention.hours"), &f->cfg, &e);
+    gr_bcfg_describe(broker_def("log.retention.hours"), &f->cfg, true, &e);
     assert_string_equal(e.value, "168");
     assert_int_equal(e.synonym_count, 1);
     assert_string_equal(e.synonyms[0].name, "log.retention.hours");
     assert_int_equal(e.synonyms[0].source, GR_CFGS_DEFAULT);
     /* log.roll.ms set: roll.ms static, then roll.hours default */
     assert_int_equal(gr_config_set(&f->cfg, "log.roll.ms", "5000"), 0);
-    gr_bcfg_describe(broker_def("log.roll.ms"), &f->cfg, &e);
+    gr_bcfg_describe(broker_def("log.roll.ms"), &f->cfg, true, &e);
     assert_string_equal(e.value, "5000");
     assert_int_equal(e.source, GR_CFGS_STATIC_BROKER);
     assert_int_equal(e.synonym_count, 2);
     assert_string_equal(e.synonyms[1].name, "log.roll.hours");
-    gr_bcfg_describe(broker_def("auto.create.topics.enable"), &f->cfg, &e);
+    gr_bcfg_describe(broker_def("auto.create.topics.enable"), &f->cfg, true, &e);
     assert_int_equal(e.type, GR_CFGT_BOOLEAN);
     assert_string_equal(e.value, "true");
+}
+
+/* ---- dynamic broker configs ---- */
+
+/* Sets the dynamic level `level` to one pair. */
+static void set_dynamic(struct gr_config *cfg, enum gr_config_level level, const char *key, const char *value)
+{
+    const char *keys[1] = {key}, *values[1] = {value};
+    gr_config_set_dynamic(cfg, level, keys, values, 1);
+}
+
+static void test_dynamic_precedence(void **state)
+{
+    struct fixture *f = *state;
+    struct gr_cfg_entry e;
+    assert_int_equal(gr_config_set(&f->cfg, "log.segment.bytes", "50000"), 0);
+    assert_string_equal(gr_config_str(&f->cfg, "log.segment.bytes"), "50000");
+    set_dynamic(&f->cfg, GR_CFG_LEVEL_DEFAULT, "log.segment.bytes", "40000");
+    assert_string_equal(gr_config_str(&f->cfg, "log.segment.bytes"), "40000"); /* default over static */
+    set_dynamic(&f->cfg, GR_CFG_LEVEL_BROKER, "log.segment.bytes", "30000");
+    assert_string_equal(gr_config_str(&f->cfg, "log.segment.bytes"), "30000"); /* per-broker over default */
+    /* a topic without its own value: the per-broker value, synonyms in ConfigHelper's level order */
+    assert_int_equal(gr_tcfg_describe(gr_tcfg_find("segment.bytes"), NULL, &f->cfg, &f->arena, &e), 0);
+    assert_string_equal(e.value, "30000");
+    assert_int_equal(e.source, GR_CFGS_DYNAMIC_BROKER);
+    assert_int_equal(e.synonym_count, 4);
+    const int8_t order[4] = {GR_CFGS_DYNAMIC_BROKER, GR_CFGS_DYNAMIC_DEFAULT_BROKER, GR_CFGS_STATIC_BROKER,
+                             GR_CFGS_DEFAULT};
+    const char *values[4] = {"30000", "40000", "50000", "1073741824"};
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(e.synonyms[i].source, order[i]);
+        assert_string_equal(e.synonyms[i].value, values[i]);
+    }
+    /* the topic's own value wins over all of them */
+    assert_int_equal(gr_tcfg_describe(gr_tcfg_find("segment.bytes"), "20000", &f->cfg, &f->arena, &e), 0);
+    assert_string_equal(e.value, "20000");
+    assert_int_equal(e.source, GR_CFGS_DYNAMIC_TOPIC);
+    /* the broker resource: its value and source; the cluster-default resource: only the default level */
+    gr_bcfg_describe(broker_def("log.segment.bytes"), &f->cfg, true, &e);
+    assert_string_equal(e.value, "30000");
+    assert_int_equal(e.source, GR_CFGS_DYNAMIC_BROKER);
+    assert_false(e.read_only);
+    gr_bcfg_describe(broker_def("log.segment.bytes"), &f->cfg, false, &e);
+    assert_string_equal(e.value, "40000");
+    assert_int_equal(e.source, GR_CFGS_DYNAMIC_DEFAULT_BROKER);
+    assert_int_equal(e.synonym_count, 1);
+    /* removing the per-broker level: the default applies again */
+    gr_config_set_dynamic(&f->cfg, GR_CFG_LEVEL_BROKER, NULL, NULL, 0);
+    assert_string_equal(gr_config_str(&f->cfg, "log.segment.bytes"), "40000");
+    /* log.retention.ms set dynamically takes over log.retention.hours, as Kafka's KafkaConfig resolves it */
+    set_dynamic(&f->cfg, GR_CFG_LEVEL_BROKER, "log.retention.ms", "60000");
+    assert_int_equal(gr_config_retention_ms(&f->cfg), 60000);
+    assert_int_equal(gr_tcfg_describe(gr_tcfg_find("retention.ms"), NULL, &f->cfg, &f->arena, &e), 0);
+    assert_string_equal(e.value, "60000");
+    assert_int_equal(e.source, GR_CFGS_DYNAMIC_BROKER);
+}
+
+static void test_dynamic_allowed_and_refused(void **state)
+{
+    struct fixture *f = *state;
+    struct gr_tcfg_set set;
+    const char *msg;
+    /* Kafka 4.x's DynamicLogConfig keys Gregor has, plus max.connections and producer.id.expiration.ms */
+    const char *allowed[] = {"log.retention.ms",
+                             "log.retention.bytes",
+                             "log.segment.bytes",
+                             "log.roll.ms",
+                             "log.cleanup.policy",
+                             "log.flush.interval.messages",
+                             "log.flush.interval.ms",
+                             "log.message.timestamp.type",
+                             "message.max.bytes",
+                             "compression.type",
+                             "log.cleaner.delete.retention.ms",
+                             "max.connections",
+                             "producer.id.expiration.ms"};
+    for (size_t i = 0; i < sizeof allowed / sizeof allowed[0]; i++)
+        assert_true(gr_bcfg_dynamic(allowed[i]));
+    /* read-only in Kafka (num.partitions, the hours/minutes synonyms, listeners...) */
+    const char *refused[] = {
+        "num.partitions", "log.retention.hours", "log.retention.minutes",    "log.roll.hours", "log.dirs",
+        "node.id",        "gregor.log.level",    "auto.create.topics.enable"};
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        const char *k[1] = {refused[i]}, *v[1] = {"3"};
+        char want[200];
+        snprintf(want, sizeof want, "Cannot update these configs dynamically: Set(%s)", refused[i]);
+        assert_false(gr_bcfg_dynamic(refused[i]));
+        assert_int_equal(gr_bcfg_replace(k, v, 1, &f->arena, &set, &msg), GR_ERR_INVALID_REQUEST);
+        assert_string_equal(msg, want);
+    }
+    const char *k2[2] = {"num.partitions", "log.roll.hours"}, *v2[2] = {"3", "4"};
+    assert_int_equal(gr_bcfg_replace(k2, v2, 2, &f->arena, &set, &msg), GR_ERR_INVALID_REQUEST);
+    assert_string_equal(msg, "Cannot update these configs dynamically: Set(num.partitions, log.roll.hours)");
+    /* Kafka-dynamic but not applied by Gregor at runtime, or unknown to Gregor */
+    const char *k3[1] = {"log.cleaner.backoff.ms"}, *v3[1] = {"100"};
+    assert_int_equal(gr_bcfg_replace(k3, v3, 1, &f->arena, &set, &msg), GR_ERR_INVALID_REQUEST);
+    assert_string_equal(msg, "Gregor cannot update these configs dynamically: Set(log.cleaner.backoff.ms)");
+    /* values: ConfigDef's messages (INVALID_REQUEST, as ConfigAdminManager wraps them), normalised */
+    const char *k4[1] = {"log.retention.ms"}, *v4[1] = {"abc"};
+    assert_int_equal(gr_bcfg_replace(k4, v4, 1, &f->arena, &set, &msg), GR_ERR_INVALID_REQUEST);
+    assert_string_equal(msg,
+                        "Invalid value abc for configuration log.retention.ms: Not a number of type LONG");
+    const char *k5[2] = {"log.cleanup.policy", "log.segment.bytes"}, *v5[2] = {" compact , delete", " 1000 "};
+    assert_int_equal(gr_bcfg_replace(k5, v5, 2, &f->arena, &set, &msg), GR_ERR_NONE);
+    assert_string_equal(value_of(&set, "log.cleanup.policy"), "compact,delete");
+    assert_string_equal(value_of(&set, "log.segment.bytes"), "1000");
+    const char *k6[1] = {"min.insync.replicas"}, *v6[1] = {"2"}; /* Kafka 4.1.1's answer */
+    assert_int_equal(gr_bcfg_replace(k6, v6, 1, &f->arena, &set, &msg), GR_ERR_INVALID_CONFIG);
+    assert_string_equal(msg, "Broker-level min.insync.replicas cannot be altered while ELR is enabled.");
+}
+
+static void test_dynamic_incremental_ops(void **state)
+{
+    struct fixture *f = *state;
+    struct gr_tcfg_set cur, next;
+    const char *msg;
+    set_dynamic(&f->cfg, GR_CFG_LEVEL_BROKER, "log.retention.ms", "60000");
+    assert_int_equal(gr_bcfg_current(&f->cfg, GR_CFG_LEVEL_BROKER, &f->arena, &cur), 0);
+    assert_int_equal(cur.count, 1);
+    struct gr_tcfg_op ops[3] = {{"log.cleanup.policy", GR_CFG_OP_APPEND, "compact"},
+                                {"log.retention.ms", GR_CFG_OP_DELETE, NULL},
+                                {"log.segment.bytes", GR_CFG_OP_SET, "4096"}};
+    assert_int_equal(gr_bcfg_apply_ops(&cur, ops, 3, &f->arena, &next, &msg), GR_ERR_NONE);
+    assert_int_equal(next.count, 2);
+    assert_string_equal(value_of(&next, "log.cleanup.policy"), "delete,compact"); /* from the default */
+    assert_null(value_of(&next, "log.retention.ms"));
+    assert_string_equal(value_of(&next, "log.segment.bytes"), "4096");
+    struct gr_tcfg_op sub = {"log.cleanup.policy", GR_CFG_OP_SUBTRACT, "delete"};
+    assert_int_equal(gr_bcfg_apply_ops(&next, &sub, 1, &f->arena, &cur, &msg), GR_ERR_NONE);
+    assert_string_equal(value_of(&cur, "log.cleanup.policy"), "compact");
+    struct gr_tcfg_op bad = {"log.retention.ms", GR_CFG_OP_APPEND, "5"};
+    assert_int_equal(gr_bcfg_apply_ops(&cur, &bad, 1, &f->arena, &next, &msg), GR_ERR_INVALID_CONFIG);
+    assert_string_equal(msg, "Config value append is not allowed for config key: log.retention.ms");
+    struct gr_tcfg_op unknown = {"log.retention.ms", 9, "5"};
+    assert_int_equal(gr_bcfg_apply_ops(&cur, &unknown, 1, &f->arena, &next, &msg), GR_ERR_INVALID_REQUEST);
 }
 
 int main(void)
@@ -471,6 +607,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_describe_topic_override_and_static_broker, setup, teardown),
         cmocka_unit_test_setup_teardown(test_describe_hours_conversion_and_drop_rule, setup, teardown),
         cmocka_unit_test_setup_teardown(test_describe_broker, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_dynamic_precedence, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_dynamic_allowed_and_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_dynamic_incremental_ops, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
