@@ -34,7 +34,7 @@ static const struct gr_api apis[] = {
     {19, "CreateTopics", 2, 2, 7, gr_handle_create_topics},
     {20, "DeleteTopics", 1, 1, 6, gr_handle_delete_topics},
     {21, "DeleteRecords", 0, 0, 2, gr_handle_delete_records},
-    {22, "InitProducerId", 0, 0, 6, gr_handle_init_producer_id},
+    {22, "InitProducerId", 0, 0, 5, gr_handle_init_producer_id},
     {23, "OffsetForLeaderEpoch", 2, 2, 4, gr_handle_offset_for_leader_epoch},
     {32, "DescribeConfigs", 1, 1, 4, gr_handle_describe_configs},
     {33, "AlterConfigs", 0, 0, 2, gr_handle_alter_configs},
