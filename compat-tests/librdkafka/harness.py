@@ -549,6 +549,11 @@ def main():
     ap.add_argument("--kafka40-path", default="", help=argparse.SUPPRESS)
     ap.add_argument("--java-dir", default="", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    # The broker and the tests run in other working directories (the broker in its data directory):
+    # a relative GREGOR_BIN or --run-dir (make compat-librdkafka passes build/bin/gregor) is the caller's.
+    args.gregor = os.path.abspath(args.gregor)
+    if args.run_dir:
+        args.run_dir = os.path.abspath(args.run_dir)
 
     test_c = os.environ.get("RDK_TEST_C") or find_test_c(args.runner)
     table_ = parse_test_table(test_c)
