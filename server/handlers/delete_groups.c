@@ -1,9 +1,9 @@
 /*
  * delete_groups.c: DeleteGroups (key 42), v0-3. Each distinct group name (KafkaApis de-duplicates) gets
  * 0 when it was Empty (tombstones for its offsets and metadata are written, then it is forgotten),
- * NON_EMPTY_GROUP while it has members, GROUP_ID_NOT_FOUND when unknown. v3's error_message: null for
- * those three, as Kafka 4.4's group coordinator shard sets none; the error's default text when there is no
- * coordinator (Kafka's ApiError.message() for an error raised without one).
+ * NON_EMPTY_GROUP while it has members, GROUP_ID_NOT_FOUND when unknown. v3's error_message stays null, as
+ * Kafka 4.4 answers for these and for a coordinator error (NOT_COORDINATOR seen with a null message); Kafka
+ * fills it for GROUP_DELETION_FAILED, which Gregor never answers.
  * Read next: coordinator/group.c (gr_coord_group_delete).
  */
 #include "coordinator/coordinator.h"
@@ -27,7 +27,6 @@ enum gr_handler_rc gr_handle_delete_groups(struct gr_req *req)
         gr_delete_groups_response_deletable_group_result_init(r);
         r->group_id = name;
         r->error_code = b->coord ? gr_coord_group_delete(b->coord, name) : GR_ERR_COORDINATOR_NOT_AVAILABLE;
-        if (!b->coord) r->error_message = gr_str_c(gr_error_message(r->error_code));
     }
     return GR_HANDLER_DONE;
 }

@@ -9,7 +9,8 @@
  *   - ListOffsets: each special timestamp from its first version (-3 v7, -4 v8, -5 v9, -6 v11:
  *     earliest pending upload, offset -1 without tiered storage); below it, and any timestamp under -6,
  *     UNSUPPORTED_VERSION (35) for the partition.
- *   - DeleteGroups v3: a group result with an error carries the error's text when no coordinator runs.
+ *   - DeleteGroups v3: a group result with a coordinator error carries a null error message (Kafka 4.4
+ *     answered NOT_COORDINATOR with a null message), and a name given twice is answered once.
  * Read next: server/handlers/api_versions.c, server/handlers/list_offsets.c, server/handlers/delete_groups.c.
  */
 #include <setjmp.h>
@@ -224,7 +225,7 @@ static void test_delete_groups_v3_message(void **state)
     struct gr_delete_groups_response *resp = req->resp;
     assert_int_equal(resp->results.count, 1); /* de-duplicated, as KafkaApis */
     assert_int_equal(resp->results.items[0].error_code, GR_ERR_COORDINATOR_NOT_AVAILABLE);
-    assert_true(gr_str_eq_c(resp->results.items[0].error_message, "The coordinator is not available."));
+    assert_int_equal(resp->results.items[0].error_message.len, -1); /* null */
     gr_req_free(req);
 }
 
