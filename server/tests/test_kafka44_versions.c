@@ -3,12 +3,14 @@
  * (a real store with one empty topic, no connection). Expected values are those Apache Kafka 4.4.0 (KRaft,
  * one node, compat-tests/kafka-dist/start-kafka.sh) answered to the same raw requests on 2026-12-01.
  *   - ApiVersions: the ranges Kafka 4.4 advertises for the APIs whose maximum moved (ListOffsets 1-11,
- *     ApiVersions 0-5, DescribeLogDirs 1-5, DeleteGroups 0-3) and InitProducerId 0-5; v5 (KIP-1242)
- *     with the broker's cluster id and node id is answered, with another cluster id or node id is
- *     REBOOTSTRAP_REQUIRED (129), with only one of the two is INVALID_REQUEST (42), both without an API list.
+ *     OffsetCommit 2-10, OffsetFetch 1-10, ApiVersions 0-5, DescribeLogDirs 1-5, DeleteGroups 0-3) and
+ * InitProducerId 0-5; v5 (KIP-1242) with the broker's cluster id and node id is answered, with another
+ * cluster id or node id is REBOOTSTRAP_REQUIRED (129), with only one of the two is INVALID_REQUEST (42), both
+ * without an API list.
  *   - ListOffsets: each special timestamp from its first version (-3 v7, -4 v8, -5 v9, -6 v11:
  *     earliest pending upload, offset -1 without tiered storage); below it, and any timestamp under -6,
  *     UNSUPPORTED_VERSION (35) for the partition.
+ *   - OffsetCommit v10: topics by id; an unknown or zero id is UNKNOWN_TOPIC_ID (100) for its partitions.
  *   - DeleteGroups v3: a group result with a coordinator error carries a null error message (Kafka 4.4
  *     answered NOT_COORDINATOR with a null message), and a name given twice is answered once.
  * Read next: server/handlers/api_versions.c, server/handlers/list_offsets.c, server/handlers/delete_groups.c.
@@ -101,7 +103,7 @@ static void test_api_versions_ranges(void **state)
     assert_int_equal(resp->error_code, 0);
     static const struct {
         int16_t key, min, max;
-    } kafka44[] = {{2, 1, 11}, {18, 0, 5}, {22, 0, 5}, {35, 1, 5}, {42, 0, 3}};
+    } kafka44[] = {{2, 1, 11}, {8, 2, 10}, {9, 1, 10}, {18, 0, 5}, {22, 0, 5}, {35, 1, 5}, {42, 0, 3}};
     for (size_t i = 0; i < sizeof kafka44 / sizeof kafka44[0]; i++) {
         bool found = false;
         for (int32_t k = 0; k < resp->api_keys.count; k++) {
@@ -229,6 +231,57 @@ static void test_delete_groups_v3_message(void **state)
     gr_req_free(req);
 }
 
+/* OffsetCommit v10 names topics by id: an id no topic has is UNKNOWN_TOPIC_ID (100) for its partitions, a
+   known id resolves to the topic (here the next check answers: no coordinator runs in this fixture). */
+static void test_offset_commit_v10_topic_ids(void **state)
+{
+    struct fx *f = *state;
+    struct gr_req *req = new_req(f, 8, 10);
+    struct gr_offset_commit_request *body = gr_arena_alloc(&req->arena, sizeof *body);
+    gr_offset_commit_request_init(body);
+    body->group_id = gr_str_c("g");
+    body->member_id = gr_str_c("");
+    body->group_instance_id = GR_STR_NULL;
+    struct gr_uuid known = gr_topic_uuid(gr_store_topic_find(f->b->store, "t", 1)), unknown = {{0}};
+    for (int i = 0; i < 16; i++)
+        unknown.b[i] = (uint8_t)i;
+    const struct {
+        struct gr_uuid id;
+        int32_t partition;
+        int16_t error;
+    } cases[] = {{known, 0, GR_ERR_COORDINATOR_NOT_AVAILABLE},
+                 {known, 9, GR_ERR_UNKNOWN_TOPIC_OR_PARTITION},
+                 {unknown, 0, GR_ERR_UNKNOWN_TOPIC_ID},
+                 {{{0}}, 0, GR_ERR_UNKNOWN_TOPIC_ID}};
+    int n = (int)(sizeof cases / sizeof cases[0]);
+    body->topics.items = gr_arena_calloc(&req->arena, (size_t)n, sizeof *body->topics.items);
+    body->topics.count = n;
+    for (int i = 0; i < n; i++) {
+        struct gr_offset_commit_request_offset_commit_request_topic *t = &body->topics.items[i];
+        gr_offset_commit_request_offset_commit_request_topic_init(t);
+        t->topic_id = cases[i].id;
+        t->partitions.items = gr_arena_calloc(&req->arena, 1, sizeof *t->partitions.items);
+        t->partitions.count = 1;
+        gr_offset_commit_request_offset_commit_request_partition_init(&t->partitions.items[0]);
+        t->partitions.items[0].partition_index = cases[i].partition;
+        t->partitions.items[0].committed_offset = 5;
+    }
+    req->body = body;
+    req->resp = gr_arena_alloc(&req->arena, sizeof(struct gr_offset_commit_response));
+    gr_offset_commit_response_init(req->resp);
+    assert_int_equal(gr_handle_offset_commit(req), GR_HANDLER_DONE);
+    struct gr_offset_commit_response *resp = req->resp;
+    assert_int_equal(resp->topics.count, n);
+    for (int i = 0; i < n; i++) {
+        assert_memory_equal(resp->topics.items[i].topic_id.b, cases[i].id.b, 16);
+        assert_int_equal(resp->topics.items[i].partitions.count, 1);
+        if (resp->topics.items[i].partitions.items[0].error_code != cases[i].error)
+            fail_msg("case %d: error %d, expected %d", i,
+                     resp->topics.items[i].partitions.items[0].error_code, cases[i].error);
+    }
+    gr_req_free(req);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -236,6 +289,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_api_versions_v5_cluster_and_node, setup, teardown),
         cmocka_unit_test_setup_teardown(test_list_offsets_special_timestamps, setup, teardown),
         cmocka_unit_test_setup_teardown(test_delete_groups_v3_message, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_offset_commit_v10_topic_ids, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
