@@ -337,7 +337,7 @@ def test_dump_log():
     part = (0 if h == -(1 << 31) else abs(h)) % 50
     d = os.path.join(DIR, 'data', f'__consumer_offsets-{part}')
     segs = sorted(f for f in os.listdir(d) if f.endswith('.log'))
-    tool = os.path.join(REPO, 'compat-tests', '.cache', 'kafka-4.1.1', 'bin', 'kafka-dump-log.sh')
+    tool = os.path.join(REPO, 'compat-tests', '.cache', 'kafka-4.4.0', 'bin', 'kafka-dump-log.sh')
     if not os.path.exists(tool):
         tk.xfail("Kafka's kafka-dump-log decodes __consumer_offsets", 'the Kafka distribution (compat-tests/kafka-dist)')
         return
