@@ -63,7 +63,7 @@ sanitize-check: deps
 clean:
 	rm -rf $(BUILD) build-asan
 
-# Benchmarks (bench/, issue #10). `make bench`: Gregor against Apache Kafka 4.1.1 side by side, 3 alternating
+# Benchmarks (bench/, issue #10). `make bench`: Gregor against Apache Kafka 4.4.0 side by side, 3 alternating
 # rounds, about 25 minutes on 2 cores; writes bench/results.md. `make bench-quick`: Gregor alone for a few
 # seconds, a check that the harness works; ends with "bench-quick: N passed, N failed".
 .PHONY: bench bench-quick

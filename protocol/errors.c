@@ -18,7 +18,7 @@ static const struct err_row rows[] = {
 
 static const struct err_row *find(int16_t code)
 {
-    /* codes -1..120 are dense: index = code + 1 */
+    /* codes -1..134 are dense: index = code + 1 */
     size_t i = (size_t)(code + 1);
     if (code >= -1 && i < sizeof rows / sizeof rows[0] && rows[i].code == code) return &rows[i];
     return NULL;

@@ -132,7 +132,21 @@
     X(117, UNKNOWN_SUBSCRIPTION_ID, false, "Client sent a push telemetry request with an invalid or outdated subscription ID.") \
     X(118, TELEMETRY_TOO_LARGE, false, "Client sent a push telemetry request larger than the maximum size the broker will accept.") \
     X(119, INVALID_REGISTRATION, false, "The controller has considered the broker registration to be invalid.") \
-    X(120, TRANSACTION_ABORTABLE, false, "The server encountered an error with the transaction. The client can abort the transaction to continue using this transactional ID.")
+    X(120, TRANSACTION_ABORTABLE, false, "The server encountered an error with the transaction. The client can abort the transaction to continue using this transactional ID.") \
+    X(121, INVALID_RECORD_STATE, false, "The record state is invalid. The acknowledgement of delivery could not be completed.") \
+    X(122, SHARE_SESSION_NOT_FOUND, true, "The share session was not found.")                              \
+    X(123, INVALID_SHARE_SESSION_EPOCH, true, "The share session epoch is invalid.")                       \
+    X(124, FENCED_STATE_EPOCH, false, "The coordinator rejected the request because the state epoch did not match.") \
+    X(125, INVALID_VOTER_KEY, false, "The voter key doesn't match the receiving replica's key.")         \
+    X(126, DUPLICATE_VOTER, false, "The voter is already part of the set of voters.")                     \
+    X(127, VOTER_NOT_FOUND, false, "The voter is not part of the set of voters.")                          \
+    X(128, INVALID_REGULAR_EXPRESSION, false, "The regular expression is not valid.")                      \
+    X(129, REBOOTSTRAP_REQUIRED, false, "Client metadata is stale. The client should rebootstrap to obtain new metadata.") \
+    X(130, STREAMS_INVALID_TOPOLOGY, false, "The supplied topology is invalid.")                           \
+    X(131, STREAMS_INVALID_TOPOLOGY_EPOCH, false, "The supplied topology epoch is invalid.")               \
+    X(132, STREAMS_TOPOLOGY_FENCED, false, "The supplied topology epoch is outdated.")                     \
+    X(133, SHARE_SESSION_LIMIT_REACHED, true, "The limit of share sessions has been reached.")             \
+    X(134, GROUP_DELETION_FAILED, false, "DeleteGroups could not complete; see the error message on the per-group result for details.")
 
 enum gr_error {
 #define GR_ERR_ENUM(code, name, retriable, msg) GR_ERR_##name = code,

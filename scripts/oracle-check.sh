@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# oracle-check.sh: Gregor's codec against Apache Kafka's own generated message classes (kafka-clients 4.1.1).
+# oracle-check.sh: Gregor's codec against Apache Kafka's own generated message classes (kafka-clients 4.4.0).
 #  1. Kafka writes random messages for every API x version (protocol/oracle gen).
 #  2. Gregor decodes each, must consume every byte and re-encode the same bytes, and renders its JSON.
 #  3. Kafka decodes the same bytes and compares its reading with Gregor's JSON (protocol/oracle check).

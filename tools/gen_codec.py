@@ -297,7 +297,7 @@ def gen_header(msgs, out):
     w('    int16_t api_key;')
     w('    bool response;')
     w('    const char *name;')
-    w('    int16_t version_min, version_max; /* Kafka 4.1.1 validVersions */')
+    w('    int16_t version_min, version_max; /* Kafka 4.4.0 validVersions */')
     w('    int16_t flexible_min;             /* first flexible version, -1 none */')
     w('    size_t struct_bytes;')
     w('    void (*init)(void *m);')

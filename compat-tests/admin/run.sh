@@ -3,7 +3,7 @@
 # CreatePartitions, DeleteRecords, OffsetForLeaderEpoch, DescribeLogDirs, DeleteTopics) driven by real
 # clients: kafka-python 3 and confluent-kafka (admin/run.py), and Apache Kafka's own kafka-configs.sh (topics,
 # dynamic broker configs per broker and cluster-wide, broker loggers),
-# kafka-topics.sh and kafka-log-dirs.sh when compat-tests/.cache/kafka-4.1.1 holds them
+# kafka-topics.sh and kafka-log-dirs.sh when compat-tests/.cache/kafka-4.4.0 holds them
 # (compat-tests/kafka-dist/get-kafka.sh builds it); with them also the Java console producer with its default
 # enable.idempotence=true, checked with kafka-transactions.sh describe-producers (DescribeProducers).
 #
@@ -13,7 +13,7 @@
 #                                restart with delete.topic.enable=false; then a new broker with
 #                                GREGOR_NET_THREAD_AUDIT=1 for admin/net_thread.py (topic operations make no
 #                                blocking call on the network thread; answer times printed as "figure:")
-#   run.sh --bootstrap H:P       the Python part only, against a running broker (e.g. Apache Kafka 4.1.1 from
+#   run.sh --bootstrap H:P       the Python part only, against a running broker (e.g. Apache Kafka 4.4.0 from
 #                                kafka-dist/start-kafka.sh): the same checks, Kafka's answers where Gregor
 #                                deliberately differs
 # Installs kafka-python and confluent-kafka with pip when they are missing.
@@ -39,7 +39,7 @@ trap broker_cleanup EXIT
 broker_start --override message.max.bytes=2000000 || { fail "broker starts"; summary admin; exit 1; }
 run_py "admin/run.py" "$here/run.py" main
 
-KAFKA_BIN=$REPO/compat-tests/.cache/kafka-4.1.1/bin
+KAFKA_BIN=$REPO/compat-tests/.cache/kafka-4.4.0/bin
 if [ -x "$KAFKA_BIN/kafka-configs.sh" ] && command -v java >/dev/null; then
     tool() { timeout 60 "$KAFKA_BIN/$1" --bootstrap-server "$BROKER" "${@:2}" 2>&1; }
     out=$(tool kafka-configs.sh --describe --entity-type topics --entity-name adm-b --all)

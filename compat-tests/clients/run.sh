@@ -8,7 +8,7 @@
 #
 # Usage: run.sh [BUDGET_S] [--quick|--full] [--only a,b] [--bootstrap HOST:PORT] [BUILD]
 #   BUDGET_S (optional, a bare number first) only caps the per-client timeout so the whole run fits.
-#   --bootstrap: run against a running broker (e.g. Kafka 4.1.1 from kafka-dist/start-kafka.sh) instead.
+#   --bootstrap: run against a running broker (e.g. Kafka 4.4.0 from kafka-dist/start-kafka.sh) instead.
 # Writes results/<client>.json, .log (the client's output) and .broker.log; the matrix goes to matrix.md
 # (a whole --full run against Gregor) or results/matrix.md (any other run).
 # Last line: "clients: N passed, N failed" (steps); exits non-zero on any failure.

@@ -164,19 +164,20 @@ def t_policy_change_takes_effect():
 
 def t_kafka_dump_reads_cleaned_segment():
     m2 = os.path.expanduser('~/.m2/repository')
-    jar = os.path.join(m2, 'org/apache/kafka/kafka_2.13/4.1.1/kafka_2.13-4.1.1.jar')
+    jar = os.path.join(m2, 'org/apache/kafka/kafka-tools/4.4.0/kafka-tools-4.4.0.jar')
     if not os.path.exists(jar) or subprocess.run(['which', 'java'], capture_output=True).returncode:
         tk.ok('kafka-dump-log: Kafka jars or java missing here, covered by storage test_storage_kafka_dump')
         return
-    cp = [p for p in glob.glob(os.path.join(m2, 'org/apache/kafka/**/*-4.1.1.jar'), recursive=True)]
+    cp = [p for p in glob.glob(os.path.join(m2, 'org/apache/kafka/**/*-4.4.0.jar'), recursive=True)]
     for d in ('org/scala-lang', 'net/sf/jopt-simple', 'org/slf4j', 'org/apache/logging/log4j', 'org/lz4',
               'org/xerial', 'com/github/luben', 'com/fasterxml'):
         cp += glob.glob(os.path.join(m2, d, '**/*.jar'), recursive=True)
     logs = sorted(glob.glob(os.path.join(DATA, 'cmp-0', '*.log')))
-    p = subprocess.run(['java', '-cp', ':'.join(cp), 'kafka.tools.DumpLogSegments', '--deep-iteration',
+    # org.apache.kafka.tools in Kafka 4.4 (kafka.tools.DumpLogSegments in kafka_2.13 up to 4.1)
+    p = subprocess.run(['java', '-cp', ':'.join(cp), 'org.apache.kafka.tools.DumpLogSegments', '--deep-iteration',
                         '--print-data-log', '--files', logs[0]], capture_output=True, timeout=120)
     out = p.stdout.decode(errors='replace')
-    tk.eq('Kafka 4.1.1 DumpLogSegments on the first cleaned segment exits 0', 0, p.returncode)
+    tk.eq('Kafka 4.4.0 DumpLogSegments on the first cleaned segment exits 0', 0, p.returncode)
     tk.check('it reads every batch as valid', 'isvalid: true' in out and 'isvalid: false' not in out, out[-400:])
     tk.check('and no exception or corruption', not any(w in out.lower() for w in ('exception', 'corrupt')), out[-400:])
 

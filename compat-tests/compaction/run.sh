@@ -7,7 +7,7 @@
 #   - a record without a key is refused (INVALID_RECORD, Kafka's message) on a compacted topic;
 #   - changing cleanup.policy from delete to compact through IncrementalAlterConfigs takes effect;
 #   - the cleaned segments are still RecordBatch v2 with valid CRCs (compat-tests/lib/segments.py), and
-#     Apache Kafka 4.1.1's kafka-dump-log reads one when its jars are there (compat-tests/kafka-dist);
+#     Apache Kafka 4.4.0's kafka-dump-log reads one when its jars are there (compat-tests/kafka-dist);
 #   - a compacted topic and a 1 s retention topic that nobody reads are still cleaned and trimmed (the
 #     high watermark, their bound, follows fsync without a reader);
 #   - everything read again after a SIGTERM restart.

@@ -337,7 +337,7 @@ def test_dump_log():
     part = (0 if h == -(1 << 31) else abs(h)) % 50
     d = os.path.join(DIR, 'data', f'__consumer_offsets-{part}')
     segs = sorted(f for f in os.listdir(d) if f.endswith('.log'))
-    tool = os.path.join(REPO, 'compat-tests', '.cache', 'kafka-4.1.1', 'bin', 'kafka-dump-log.sh')
+    tool = os.path.join(REPO, 'compat-tests', '.cache', 'kafka-4.4.0', 'bin', 'kafka-dump-log.sh')
     if not os.path.exists(tool):
         tk.xfail("Kafka's kafka-dump-log decodes __consumer_offsets", 'the Kafka distribution (compat-tests/kafka-dist)')
         return
@@ -387,6 +387,30 @@ def test_raw_offsets():
               (g['never-seen']['topics'], g['never-seen']['error_code']))
         r = c.request('OffsetFetch', 1, {'group_id': 'raw-simple', 'topics': [{'name': TOPIC, 'partition_indexes': [0]}]})
         tk.eq('OffsetFetch v1 reads the same offset', 5, r['topics'][0]['partitions'][0]['committed_offset'])
+        # v10 (KIP-848) names topics by id; the values are those Kafka 4.4.0 answered to the same requests.
+        tid, bad = k.topic_id(B, TOPIC), bytes(range(16))
+        r = c.request('OffsetCommit', 10, {
+            'group_id': 'raw-v10', 'generation_id_or_member_epoch': -1, 'member_id': '', 'group_instance_id': None,
+            'topics': [{'topic_id': t, 'partitions': [{'partition_index': p, 'committed_offset': 9,
+                                                       'committed_leader_epoch': -1, 'committed_metadata': 'md'}]}
+                       for t, p in ((tid, 0), (tid, 99), (bad, 0), (k.ZERO_UUID, 0))]})
+        tk.eq('OffsetCommit v10 by topic id: known 0, unknown partition 3, unknown id and zero id 100 UNKNOWN_TOPIC_ID',
+              [(tid, 0), (tid, 3), (bad, 100), (k.ZERO_UUID, 100)],
+              [(t['topic_id'], p['error_code']) for t in r['topics'] for p in t['partitions']])
+        r = c.request('OffsetFetch', 10, {'groups': [
+            {'group_id': 'raw-v10', 'member_id': None, 'member_epoch': -1,
+             'topics': [{'topic_id': tid, 'partition_indexes': [0, 1]}, {'topic_id': bad, 'partition_indexes': [0]}]},
+            {'group_id': 'raw-v10', 'member_id': None, 'member_epoch': -1, 'topics': None}], 'require_stable': False})
+        tk.eq('OffsetFetch v10 by id: committed 9 / uncommitted -1; an unknown id -1 with 100 UNKNOWN_TOPIC_ID',
+              [(tid, 0, 9, 'md', 0), (tid, 1, -1, '', 0), (bad, 0, -1, '', 100)],
+              [(t['topic_id'], p['partition_index'], p['committed_offset'], p['metadata'], p['error_code'])
+               for t in r['groups'][0]['topics'] for p in t['partitions']])
+        tk.eq('OffsetFetch v10 topics=null: the committed topic by its id', [(tid, [0])],
+              [(t['topic_id'], [p['partition_index'] for p in t['partitions']]) for t in r['groups'][1]['topics']])
+        r = c.request('OffsetFetch', 9, {'groups': [{'group_id': 'raw-v10', 'member_id': None, 'member_epoch': -1,
+                                                      'topics': [{'name': TOPIC, 'partition_indexes': [0]}]}],
+                                         'require_stable': False})
+        tk.eq('OffsetFetch v9 by name reads the v10 commit', 9, r['groups'][0]['topics'][0]['partitions'][0]['committed_offset'])
         r = c.request('Heartbeat', 4, {'group_id': 'raw-simple', 'generation_id': 0, 'member_id': 'nobody',
                                        'group_instance_id': None})
         tk.eq('Heartbeat v4 from an unknown member of a simple group -> 25', k.UNKNOWN_MEMBER_ID, r['error_code'])

@@ -16,7 +16,7 @@
 #      broker appended just before it died are retried against the restarted broker (which must know them
 #      from the producer state it rebuilt, answering with their original offsets).
 # Env: IDEM_RECORDS, IDEM_KILL_ROUNDS, IDEM_SEED, IDEM_CUT_RATE (per Produce request, default 0.05),
-#   IDEM_BROKER=gregor|kafka (kafka: Apache Kafka 4.1.1 from compat-tests/kafka-dist, the reference),
+#   IDEM_BROKER=gregor|kafka (kafka: Apache Kafka 4.4.0 from compat-tests/kafka-dist, the reference),
 #   IDEM_PRODUCE_TIMEOUT_S (default 240). Prints "idempotence: N passed, N failed"; exits non-zero on failure.
 # Read next: cutproxy.py, idem_client.c, check.py; full.sh is the long form for `make compat-full`.
 set -uo pipefail

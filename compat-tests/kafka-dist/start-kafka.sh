@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# start-kafka.sh: start a throw-away single-node Apache Kafka 4.1.1 in KRaft
+# start-kafka.sh: start a throw-away single-node Apache Kafka 4.4.0 in KRaft
 # mode (broker and controller in one JVM) on free loopback ports, for
 # side-by-side comparison with Gregor.
 #
@@ -32,7 +32,7 @@ while [[ $# -gt 0 ]]; do
 done
 
 KAFKA_HOME="$("$HERE/get-kafka.sh" | tail -1)"
-[[ -n "$DIR" ]] || DIR="$(mktemp -d /tmp/kafka-4.1.1-XXXXXX)"
+[[ -n "$DIR" ]] || DIR="$(mktemp -d /tmp/kafka-4.4.0-XXXXXX)"
 mkdir -p "$DIR"
 DIR="$(cd "$DIR" && pwd)"
 
@@ -123,5 +123,5 @@ until grep -q 'Kafka Server started' "$DIR/server.log" 2>/dev/null &&
   sleep 0.5
 done
 
-echo "start-kafka: Kafka 4.1.1 pid $PID at 127.0.0.1:$PORT, dir $DIR (stop: $HERE/stop-kafka.sh $DIR)" >&2
+echo "start-kafka: Kafka 4.4.0 pid $PID at 127.0.0.1:$PORT, dir $DIR (stop: $HERE/stop-kafka.sh $DIR)" >&2
 echo "127.0.0.1:$PORT"

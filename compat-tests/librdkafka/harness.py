@@ -2,7 +2,7 @@
 """Run librdkafka's own regression tests, one test per process, against one broker.
 
 What it does: reads the suite's test table (tests/test.c), picks the tests that
-need a broker, starts the broker (Gregor by default, or Apache Kafka 4.1.1 via
+need a broker, starts the broker (Gregor by default, or Apache Kafka 4.4.0 via
 compat-tests/kafka-dist, or an external bootstrap address), writes the suite's
 test.conf, and runs `test-runner -p1 -L -K` once per test under `timeout`,
 reading each run's TEST_REPORT json. Prints a table and a last line
@@ -286,7 +286,7 @@ class KafkaBroker(Broker):
         self.pid = None
 
     def describe(self):
-        return "Apache Kafka 4.1.1 (KRaft, single node)"
+        return "Apache Kafka 4.4.0 (KRaft, single node)"
 
     def start(self):
         self.generation += 1
@@ -527,7 +527,7 @@ def main():
     mode.add_argument("--list", action="store_true", help="list broker test units and exit")
     ap.add_argument("tests", nargs="*", help="test ids: 0001 0003 0107:noautocreate 0001+P (+P: with -P, idempotent producer)")
     br = ap.add_mutually_exclusive_group()
-    br.add_argument("--kafka", action="store_true", help="start Apache Kafka 4.1.1 instead of Gregor")
+    br.add_argument("--kafka", action="store_true", help="start Apache Kafka 4.4.0 instead of Gregor")
     br.add_argument("--bootstrap", metavar="HOST:PORT", help="use a running broker (not restarted)")
     ap.add_argument("--gregor", default=os.environ.get("GREGOR_BIN", os.path.join(REPO, "build", "bin", "gregor")),
                     help="Gregor binary (env GREGOR_BIN; default build/bin/gregor)")
@@ -549,6 +549,11 @@ def main():
     ap.add_argument("--kafka40-path", default="", help=argparse.SUPPRESS)
     ap.add_argument("--java-dir", default="", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    # The broker and the tests run in other working directories (the broker in its data directory):
+    # a relative GREGOR_BIN or --run-dir (make compat-librdkafka passes build/bin/gregor) is the caller's.
+    args.gregor = os.path.abspath(args.gregor)
+    if args.run_dir:
+        args.run_dir = os.path.abspath(args.run_dir)
 
     test_c = os.environ.get("RDK_TEST_C") or find_test_c(args.runner)
     table_ = parse_test_table(test_c)
@@ -578,7 +583,7 @@ def main():
         order_run = [u for u in units if args.include_na or u not in na]
         if args.results is None:
             # Gregor's table is the one kept in the repo; the others are for comparison.
-            args.results = os.path.join(HERE, "results-kafka-4.1.1.md" if args.kafka else
+            args.results = os.path.join(HERE, "results-kafka-4.4.0.md" if args.kafka else
                                         "results-external.md" if args.bootstrap else "results.md")
     elif args.tests:
         order_run = list(dict.fromkeys(args.tests))
@@ -607,7 +612,7 @@ def main():
         log.flush()
 
     env_base = {k: v for k, v in os.environ.items() if k not in ("CI", "TESTS", "SUBTESTS", "TESTS_SKIP")}
-    env_base["TEST_KAFKA_VERSION"] = os.environ.get("TEST_KAFKA_VERSION", "4.1.1")
+    env_base["TEST_KAFKA_VERSION"] = os.environ.get("TEST_KAFKA_VERSION", "4.4.0")
     env_base.setdefault("TEST_LEVEL", "2")
     if args.kafka_path:
         env_base["KAFKA_PATH"] = args.kafka_path
@@ -717,7 +722,7 @@ def main():
                     "Per-test timeout %ds%s; total time %.0fs.\n\n" % (
                         user_args(sys.argv[1:]),
                         datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M"),
-                        "Apache Kafka 4.1.1" if args.kafka else (args.bootstrap or "Gregor"),
+                        "Apache Kafka 4.4.0" if args.kafka else (args.bootstrap or "Gregor"),
                         args.timeout, ", quick mode (-Q)" if args.quick else "", total))
             f.write("%d passed, %d failed, %d timed out, %d skipped, %d not run, %d not applicable.\n\n" % (
                 c["PASSED"], c["FAILED"], c["TIMEOUT"], c["SKIPPED"], c["NOT RUN"], c["N/A"]))
@@ -725,7 +730,7 @@ def main():
         print("wrote %s" % args.results)
     if args.must_pass:
         # The gate is the must-pass list; other broker tests are informational (features not built yet,
-        # tests that fail on Kafka 4.1.1 too), so the closing line counts the must-pass tests only.
+        # tests that fail on Kafka too), so the closing line counts the must-pass tests only.
         mp = [u for u in report_order if u in must]
         ok = sum(1 for u in mp if results[u]["result"] == "PASSED")
         print("other broker tests (informational): %d passed, %d failed or timed out, %d skipped, %d not run" % (

@@ -11,7 +11,7 @@
 #                             enable.idempotence=true in every client)
 #   run.sh --list             broker test ids, sub-tests, must-pass / n/a tags
 # Broker (default: Gregor at build/bin/gregor, or GREGOR_BIN / --gregor PATH):
-#   --kafka                   start Apache Kafka 4.1.1 (compat-tests/kafka-dist)
+#   --kafka                   start Apache Kafka 4.4.0 (compat-tests/kafka-dist)
 #   --bootstrap HOST:PORT     use a running broker (no restarts; default scenario)
 # Other options: --timeout S (per test, default 120), --quick (suite's -Q),
 #   --include-na, --results FILE, --run-dir DIR, --override k=v (Gregor setting),

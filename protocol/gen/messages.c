@@ -11427,6 +11427,8 @@ void gr_api_versions_request_init(struct gr_api_versions_request *m)
 {
     m->client_software_name = ((struct gr_str){"", 0});
     m->client_software_version = ((struct gr_str){"", 0});
+    m->cluster_id = GR_STR_NULL;
+    m->node_id = -1;
     m->unknown_tags.items = NULL;
     m->unknown_tags.count = 0;
 }
@@ -11435,6 +11437,8 @@ static bool isdef_gr_api_versions_request(const struct gr_api_versions_request *
 {
     return gr_str_eq(m->client_software_name, gr_str_c("")) &&
            gr_str_eq(m->client_software_version, gr_str_c("")) &&
+           m->cluster_id.len < 0 &&
+           (m->node_id == -1) &&
            m->unknown_tags.count == 0;
 }
 
@@ -11446,6 +11450,8 @@ static size_t minsz_gr_api_versions_request(int16_t v)
     size_t n = fx ? 1 : 0;
     if (v >= 3) n += (fx ? 1 : 2);
     if (v >= 3) n += (fx ? 1 : 2);
+    if (v >= 5) n += (fx ? 1 : 2);
+    if (v >= 5) n += 4;
     (void)v;
     return n;
 }
@@ -11461,6 +11467,12 @@ static void dec_gr_api_versions_request(struct gr_rd *rd, int16_t v, struct gr_a
     }
     if (v >= 3) {
         m->client_software_version = gr_rd_string(rd, fx, 0);
+    }
+    if (v >= 5) {
+        m->cluster_id = gr_rd_string(rd, fx, v >= 5);
+    }
+    if (v >= 5) {
+        m->node_id = gr_rd_int32(rd);
     }
     if (!fx || rd->err) return;
     uint32_t ntags = gr_rd_tag_count(rd);
@@ -11499,6 +11511,12 @@ static size_t sz_gr_api_versions_request(const struct gr_api_versions_request *m
     if (v >= 3) {
         n += gr_sz_string(m->client_software_version, fx);
     }
+    if (v >= 5) {
+        n += gr_sz_string(m->cluster_id, fx);
+    }
+    if (v >= 5) {
+        n += 4;
+    }
     if (fx) {
         uint32_t count = (uint32_t)m->unknown_tags.count;
         n += gr_sz_uvarint(count) + gr_sz_unknown_tags(&m->unknown_tags);
@@ -11517,6 +11535,12 @@ static void enc_gr_api_versions_request(struct gr_wr *wr, int16_t v, const struc
     }
     if (v >= 3) {
         gr_wr_string(wr, m->client_software_version, fx);
+    }
+    if (v >= 5) {
+        gr_wr_string(wr, m->cluster_id, fx);
+    }
+    if (v >= 5) {
+        gr_wr_int32(wr, m->node_id);
     }
     if (!fx) return;
     uint32_t count = (uint32_t)m->unknown_tags.count;
@@ -17533,6 +17557,7 @@ void gr_describe_log_dirs_response_describe_log_dirs_result_init(struct gr_descr
     m->topics.count = 0;
     m->total_bytes = -1LL;
     m->usable_bytes = -1LL;
+    m->is_cordoned = false;
     m->unknown_tags.items = NULL;
     m->unknown_tags.count = 0;
 }
@@ -17544,6 +17569,7 @@ static bool isdef_gr_describe_log_dirs_response_describe_log_dirs_result(const s
            m->topics.count == 0 &&
            (m->total_bytes == -1LL) &&
            (m->usable_bytes == -1LL) &&
+           (m->is_cordoned == false) &&
            m->unknown_tags.count == 0;
 }
 
@@ -17558,6 +17584,7 @@ static size_t minsz_gr_describe_log_dirs_response_describe_log_dirs_result(int16
     if (1) n += (fx ? 1 : 4);
     if (v >= 4) n += 8;
     if (v >= 4) n += 8;
+    if (v >= 5) n += 1;
     (void)v;
     return n;
 }
@@ -17592,6 +17619,9 @@ static void dec_gr_describe_log_dirs_response_describe_log_dirs_result(struct gr
     }
     if (v >= 4) {
         m->usable_bytes = gr_rd_int64(rd);
+    }
+    if (v >= 5) {
+        m->is_cordoned = gr_rd_bool(rd);
     }
     if (!fx || rd->err) return;
     uint32_t ntags = gr_rd_tag_count(rd);
@@ -17641,6 +17671,9 @@ static size_t sz_gr_describe_log_dirs_response_describe_log_dirs_result(const st
     if (v >= 4) {
         n += 8;
     }
+    if (v >= 5) {
+        n += 1;
+    }
     if (fx) {
         uint32_t count = (uint32_t)m->unknown_tags.count;
         n += gr_sz_uvarint(count) + gr_sz_unknown_tags(&m->unknown_tags);
@@ -17670,6 +17703,9 @@ static void enc_gr_describe_log_dirs_response_describe_log_dirs_result(struct gr
     }
     if (v >= 4) {
         gr_wr_int64(wr, m->usable_bytes);
+    }
+    if (v >= 5) {
+        gr_wr_bool(wr, m->is_cordoned);
     }
     if (!fx) return;
     uint32_t count = (uint32_t)m->unknown_tags.count;
@@ -18577,6 +18613,7 @@ void gr_delete_groups_response_deletable_group_result_init(struct gr_delete_grou
 {
     m->group_id = ((struct gr_str){"", 0});
     m->error_code = 0;
+    m->error_message = GR_STR_NULL;
     m->unknown_tags.items = NULL;
     m->unknown_tags.count = 0;
 }
@@ -18585,6 +18622,7 @@ static bool isdef_gr_delete_groups_response_deletable_group_result(const struct 
 {
     return gr_str_eq(m->group_id, gr_str_c("")) &&
            (m->error_code == 0) &&
+           m->error_message.len < 0 &&
            m->unknown_tags.count == 0;
 }
 
@@ -18596,6 +18634,7 @@ static size_t minsz_gr_delete_groups_response_deletable_group_result(int16_t v)
     size_t n = fx ? 1 : 0;
     if (1) n += (fx ? 1 : 2);
     if (1) n += 2;
+    if (v >= 3) n += (fx ? 1 : 2);
     (void)v;
     return n;
 }
@@ -18611,6 +18650,9 @@ static void dec_gr_delete_groups_response_deletable_group_result(struct gr_rd *r
     }
     if (1) {
         m->error_code = gr_rd_int16(rd);
+    }
+    if (v >= 3) {
+        m->error_message = gr_rd_string(rd, fx, v >= 3);
     }
     if (!fx || rd->err) return;
     uint32_t ntags = gr_rd_tag_count(rd);
@@ -18649,6 +18691,9 @@ static size_t sz_gr_delete_groups_response_deletable_group_result(const struct g
     if (1) {
         n += 2;
     }
+    if (v >= 3) {
+        n += gr_sz_string(m->error_message, fx);
+    }
     if (fx) {
         uint32_t count = (uint32_t)m->unknown_tags.count;
         n += gr_sz_uvarint(count) + gr_sz_unknown_tags(&m->unknown_tags);
@@ -18667,6 +18712,9 @@ static void enc_gr_delete_groups_response_deletable_group_result(struct gr_wr *w
     }
     if (1) {
         gr_wr_int16(wr, m->error_code);
+    }
+    if (v >= 3) {
+        gr_wr_string(wr, m->error_message, fx);
     }
     if (!fx) return;
     uint32_t count = (uint32_t)m->unknown_tags.count;
@@ -21416,8 +21464,8 @@ const struct gr_msg_ops gr_msg_ops_table[] = {
     {0, true, "produce_response", 3, 13, 9, sizeof(struct gr_produce_response), ops_init_gr_produce_response, ops_decode_gr_produce_response, ops_size_gr_produce_response, ops_encode_gr_produce_response},
     {1, false, "fetch_request", 4, 18, 12, sizeof(struct gr_fetch_request), ops_init_gr_fetch_request, ops_decode_gr_fetch_request, ops_size_gr_fetch_request, ops_encode_gr_fetch_request},
     {1, true, "fetch_response", 4, 18, 12, sizeof(struct gr_fetch_response), ops_init_gr_fetch_response, ops_decode_gr_fetch_response, ops_size_gr_fetch_response, ops_encode_gr_fetch_response},
-    {2, false, "list_offsets_request", 1, 10, 6, sizeof(struct gr_list_offsets_request), ops_init_gr_list_offsets_request, ops_decode_gr_list_offsets_request, ops_size_gr_list_offsets_request, ops_encode_gr_list_offsets_request},
-    {2, true, "list_offsets_response", 1, 10, 6, sizeof(struct gr_list_offsets_response), ops_init_gr_list_offsets_response, ops_decode_gr_list_offsets_response, ops_size_gr_list_offsets_response, ops_encode_gr_list_offsets_response},
+    {2, false, "list_offsets_request", 1, 11, 6, sizeof(struct gr_list_offsets_request), ops_init_gr_list_offsets_request, ops_decode_gr_list_offsets_request, ops_size_gr_list_offsets_request, ops_encode_gr_list_offsets_request},
+    {2, true, "list_offsets_response", 1, 11, 6, sizeof(struct gr_list_offsets_response), ops_init_gr_list_offsets_response, ops_decode_gr_list_offsets_response, ops_size_gr_list_offsets_response, ops_encode_gr_list_offsets_response},
     {3, false, "metadata_request", 0, 13, 9, sizeof(struct gr_metadata_request), ops_init_gr_metadata_request, ops_decode_gr_metadata_request, ops_size_gr_metadata_request, ops_encode_gr_metadata_request},
     {3, true, "metadata_response", 0, 13, 9, sizeof(struct gr_metadata_response), ops_init_gr_metadata_response, ops_decode_gr_metadata_response, ops_size_gr_metadata_response, ops_encode_gr_metadata_response},
     {8, false, "offset_commit_request", 2, 10, 8, sizeof(struct gr_offset_commit_request), ops_init_gr_offset_commit_request, ops_decode_gr_offset_commit_request, ops_size_gr_offset_commit_request, ops_encode_gr_offset_commit_request},
@@ -21438,8 +21486,8 @@ const struct gr_msg_ops gr_msg_ops_table[] = {
     {15, true, "describe_groups_response", 0, 6, 5, sizeof(struct gr_describe_groups_response), ops_init_gr_describe_groups_response, ops_decode_gr_describe_groups_response, ops_size_gr_describe_groups_response, ops_encode_gr_describe_groups_response},
     {16, false, "list_groups_request", 0, 5, 3, sizeof(struct gr_list_groups_request), ops_init_gr_list_groups_request, ops_decode_gr_list_groups_request, ops_size_gr_list_groups_request, ops_encode_gr_list_groups_request},
     {16, true, "list_groups_response", 0, 5, 3, sizeof(struct gr_list_groups_response), ops_init_gr_list_groups_response, ops_decode_gr_list_groups_response, ops_size_gr_list_groups_response, ops_encode_gr_list_groups_response},
-    {18, false, "api_versions_request", 0, 4, 3, sizeof(struct gr_api_versions_request), ops_init_gr_api_versions_request, ops_decode_gr_api_versions_request, ops_size_gr_api_versions_request, ops_encode_gr_api_versions_request},
-    {18, true, "api_versions_response", 0, 4, 3, sizeof(struct gr_api_versions_response), ops_init_gr_api_versions_response, ops_decode_gr_api_versions_response, ops_size_gr_api_versions_response, ops_encode_gr_api_versions_response},
+    {18, false, "api_versions_request", 0, 5, 3, sizeof(struct gr_api_versions_request), ops_init_gr_api_versions_request, ops_decode_gr_api_versions_request, ops_size_gr_api_versions_request, ops_encode_gr_api_versions_request},
+    {18, true, "api_versions_response", 0, 5, 3, sizeof(struct gr_api_versions_response), ops_init_gr_api_versions_response, ops_decode_gr_api_versions_response, ops_size_gr_api_versions_response, ops_encode_gr_api_versions_response},
     {19, false, "create_topics_request", 2, 7, 5, sizeof(struct gr_create_topics_request), ops_init_gr_create_topics_request, ops_decode_gr_create_topics_request, ops_size_gr_create_topics_request, ops_encode_gr_create_topics_request},
     {19, true, "create_topics_response", 2, 7, 5, sizeof(struct gr_create_topics_response), ops_init_gr_create_topics_response, ops_decode_gr_create_topics_response, ops_size_gr_create_topics_response, ops_encode_gr_create_topics_response},
     {20, false, "delete_topics_request", 1, 6, 4, sizeof(struct gr_delete_topics_request), ops_init_gr_delete_topics_request, ops_decode_gr_delete_topics_request, ops_size_gr_delete_topics_request, ops_encode_gr_delete_topics_request},
@@ -21454,12 +21502,12 @@ const struct gr_msg_ops gr_msg_ops_table[] = {
     {32, true, "describe_configs_response", 1, 4, 4, sizeof(struct gr_describe_configs_response), ops_init_gr_describe_configs_response, ops_decode_gr_describe_configs_response, ops_size_gr_describe_configs_response, ops_encode_gr_describe_configs_response},
     {33, false, "alter_configs_request", 0, 2, 2, sizeof(struct gr_alter_configs_request), ops_init_gr_alter_configs_request, ops_decode_gr_alter_configs_request, ops_size_gr_alter_configs_request, ops_encode_gr_alter_configs_request},
     {33, true, "alter_configs_response", 0, 2, 2, sizeof(struct gr_alter_configs_response), ops_init_gr_alter_configs_response, ops_decode_gr_alter_configs_response, ops_size_gr_alter_configs_response, ops_encode_gr_alter_configs_response},
-    {35, false, "describe_log_dirs_request", 1, 4, 2, sizeof(struct gr_describe_log_dirs_request), ops_init_gr_describe_log_dirs_request, ops_decode_gr_describe_log_dirs_request, ops_size_gr_describe_log_dirs_request, ops_encode_gr_describe_log_dirs_request},
-    {35, true, "describe_log_dirs_response", 1, 4, 2, sizeof(struct gr_describe_log_dirs_response), ops_init_gr_describe_log_dirs_response, ops_decode_gr_describe_log_dirs_response, ops_size_gr_describe_log_dirs_response, ops_encode_gr_describe_log_dirs_response},
+    {35, false, "describe_log_dirs_request", 1, 5, 2, sizeof(struct gr_describe_log_dirs_request), ops_init_gr_describe_log_dirs_request, ops_decode_gr_describe_log_dirs_request, ops_size_gr_describe_log_dirs_request, ops_encode_gr_describe_log_dirs_request},
+    {35, true, "describe_log_dirs_response", 1, 5, 2, sizeof(struct gr_describe_log_dirs_response), ops_init_gr_describe_log_dirs_response, ops_decode_gr_describe_log_dirs_response, ops_size_gr_describe_log_dirs_response, ops_encode_gr_describe_log_dirs_response},
     {37, false, "create_partitions_request", 0, 3, 2, sizeof(struct gr_create_partitions_request), ops_init_gr_create_partitions_request, ops_decode_gr_create_partitions_request, ops_size_gr_create_partitions_request, ops_encode_gr_create_partitions_request},
     {37, true, "create_partitions_response", 0, 3, 2, sizeof(struct gr_create_partitions_response), ops_init_gr_create_partitions_response, ops_decode_gr_create_partitions_response, ops_size_gr_create_partitions_response, ops_encode_gr_create_partitions_response},
-    {42, false, "delete_groups_request", 0, 2, 2, sizeof(struct gr_delete_groups_request), ops_init_gr_delete_groups_request, ops_decode_gr_delete_groups_request, ops_size_gr_delete_groups_request, ops_encode_gr_delete_groups_request},
-    {42, true, "delete_groups_response", 0, 2, 2, sizeof(struct gr_delete_groups_response), ops_init_gr_delete_groups_response, ops_decode_gr_delete_groups_response, ops_size_gr_delete_groups_response, ops_encode_gr_delete_groups_response},
+    {42, false, "delete_groups_request", 0, 3, 2, sizeof(struct gr_delete_groups_request), ops_init_gr_delete_groups_request, ops_decode_gr_delete_groups_request, ops_size_gr_delete_groups_request, ops_encode_gr_delete_groups_request},
+    {42, true, "delete_groups_response", 0, 3, 2, sizeof(struct gr_delete_groups_response), ops_init_gr_delete_groups_response, ops_decode_gr_delete_groups_response, ops_size_gr_delete_groups_response, ops_encode_gr_delete_groups_response},
     {44, false, "incremental_alter_configs_request", 0, 1, 1, sizeof(struct gr_incremental_alter_configs_request), ops_init_gr_incremental_alter_configs_request, ops_decode_gr_incremental_alter_configs_request, ops_size_gr_incremental_alter_configs_request, ops_encode_gr_incremental_alter_configs_request},
     {44, true, "incremental_alter_configs_response", 0, 1, 1, sizeof(struct gr_incremental_alter_configs_response), ops_init_gr_incremental_alter_configs_response, ops_decode_gr_incremental_alter_configs_response, ops_size_gr_incremental_alter_configs_response, ops_encode_gr_incremental_alter_configs_response},
     {47, false, "offset_delete_request", 0, 0, -1, sizeof(struct gr_offset_delete_request), ops_init_gr_offset_delete_request, ops_decode_gr_offset_delete_request, ops_size_gr_offset_delete_request, ops_encode_gr_offset_delete_request},

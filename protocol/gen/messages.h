@@ -467,7 +467,7 @@ size_t gr_fetch_response_size(const struct gr_fetch_response *m, int16_t version
 /* Encodes `m` at `version`; the writer must have gr_fetch_response_size() bytes of room. */
 void gr_fetch_response_encode(struct gr_wr *wr, const struct gr_fetch_response *m, int16_t version);
 
-/* ---- list_offsets_request (api key 2 request, versions 1-10, flexible 6+) ---- */
+/* ---- list_offsets_request (api key 2 request, versions 1-11, flexible 6+) ---- */
 struct gr_list_offsets_request_list_offsets_partition {
     int32_t partition_index; /* v0+ */
     int32_t current_leader_epoch; /* v4+ */
@@ -500,7 +500,7 @@ struct gr_list_offsets_request {
 };
 /* Sets every field to its default (Kafka's "default", else 0 / empty / null for records). */
 void gr_list_offsets_request_init(struct gr_list_offsets_request *m);
-/* Decodes a list_offsets_request body at `version` (1-10) from `rd`; arrays come from rd->arena. Returns 0 or the
+/* Decodes a list_offsets_request body at `version` (1-11) from `rd`; arrays come from rd->arena. Returns 0 or the
  * reader's sticky enum gr_wire_err. Does not check that the reader is exhausted. */
 int gr_list_offsets_request_decode(struct gr_rd *rd, int16_t version, struct gr_list_offsets_request *m);
 /* Bytes that gr_list_offsets_request_encode writes for `m` at `version`. */
@@ -508,7 +508,7 @@ size_t gr_list_offsets_request_size(const struct gr_list_offsets_request *m, int
 /* Encodes `m` at `version`; the writer must have gr_list_offsets_request_size() bytes of room. */
 void gr_list_offsets_request_encode(struct gr_wr *wr, const struct gr_list_offsets_request *m, int16_t version);
 
-/* ---- list_offsets_response (api key 2 response, versions 1-10, flexible 6+) ---- */
+/* ---- list_offsets_response (api key 2 response, versions 1-11, flexible 6+) ---- */
 struct gr_list_offsets_response_list_offsets_partition_response {
     int32_t partition_index; /* v0+ */
     int16_t error_code; /* v0+ */
@@ -541,7 +541,7 @@ struct gr_list_offsets_response {
 };
 /* Sets every field to its default (Kafka's "default", else 0 / empty / null for records). */
 void gr_list_offsets_response_init(struct gr_list_offsets_response *m);
-/* Decodes a list_offsets_response body at `version` (1-10) from `rd`; arrays come from rd->arena. Returns 0 or the
+/* Decodes a list_offsets_response body at `version` (1-11) from `rd`; arrays come from rd->arena. Returns 0 or the
  * reader's sticky enum gr_wire_err. Does not check that the reader is exhausted. */
 int gr_list_offsets_response_decode(struct gr_rd *rd, int16_t version, struct gr_list_offsets_response *m);
 /* Bytes that gr_list_offsets_response_encode writes for `m` at `version`. */
@@ -1236,15 +1236,17 @@ size_t gr_list_groups_response_size(const struct gr_list_groups_response *m, int
 /* Encodes `m` at `version`; the writer must have gr_list_groups_response_size() bytes of room. */
 void gr_list_groups_response_encode(struct gr_wr *wr, const struct gr_list_groups_response *m, int16_t version);
 
-/* ---- api_versions_request (api key 18 request, versions 0-4, flexible 3+) ---- */
+/* ---- api_versions_request (api key 18 request, versions 0-5, flexible 3+) ---- */
 struct gr_api_versions_request {
     struct gr_str client_software_name; /* v3+ */
     struct gr_str client_software_version; /* v3+ */
+    struct gr_str cluster_id; /* v5+, nullable v5+ */
+    int32_t node_id; /* v5+ */
     struct gr_tags unknown_tags;
 };
 /* Sets every field to its default (Kafka's "default", else 0 / empty / null for records). */
 void gr_api_versions_request_init(struct gr_api_versions_request *m);
-/* Decodes a api_versions_request body at `version` (0-4) from `rd`; arrays come from rd->arena. Returns 0 or the
+/* Decodes a api_versions_request body at `version` (0-5) from `rd`; arrays come from rd->arena. Returns 0 or the
  * reader's sticky enum gr_wire_err. Does not check that the reader is exhausted. */
 int gr_api_versions_request_decode(struct gr_rd *rd, int16_t version, struct gr_api_versions_request *m);
 /* Bytes that gr_api_versions_request_encode writes for `m` at `version`. */
@@ -1252,7 +1254,7 @@ size_t gr_api_versions_request_size(const struct gr_api_versions_request *m, int
 /* Encodes `m` at `version`; the writer must have gr_api_versions_request_size() bytes of room. */
 void gr_api_versions_request_encode(struct gr_wr *wr, const struct gr_api_versions_request *m, int16_t version);
 
-/* ---- api_versions_response (api key 18 response, versions 0-4, flexible 3+) ---- */
+/* ---- api_versions_response (api key 18 response, versions 0-5, flexible 3+) ---- */
 struct gr_api_versions_response_api_version {
     int16_t api_key; /* v0+ */
     int16_t min_version; /* v0+ */
@@ -1301,7 +1303,7 @@ struct gr_api_versions_response {
 };
 /* Sets every field to its default (Kafka's "default", else 0 / empty / null for records). */
 void gr_api_versions_response_init(struct gr_api_versions_response *m);
-/* Decodes a api_versions_response body at `version` (0-4) from `rd`; arrays come from rd->arena. Returns 0 or the
+/* Decodes a api_versions_response body at `version` (0-5) from `rd`; arrays come from rd->arena. Returns 0 or the
  * reader's sticky enum gr_wire_err. Does not check that the reader is exhausted. */
 int gr_api_versions_response_decode(struct gr_rd *rd, int16_t version, struct gr_api_versions_response *m);
 /* Bytes that gr_api_versions_response_encode writes for `m` at `version`. */
@@ -1818,7 +1820,7 @@ size_t gr_alter_configs_response_size(const struct gr_alter_configs_response *m,
 /* Encodes `m` at `version`; the writer must have gr_alter_configs_response_size() bytes of room. */
 void gr_alter_configs_response_encode(struct gr_wr *wr, const struct gr_alter_configs_response *m, int16_t version);
 
-/* ---- describe_log_dirs_request (api key 35 request, versions 1-4, flexible 2+) ---- */
+/* ---- describe_log_dirs_request (api key 35 request, versions 1-5, flexible 2+) ---- */
 struct gr_describe_log_dirs_request_describable_log_dir_topic {
     struct gr_str topic; /* v0+ */
     struct gr_int32_array partitions; /* v0+ */
@@ -1836,7 +1838,7 @@ struct gr_describe_log_dirs_request {
 };
 /* Sets every field to its default (Kafka's "default", else 0 / empty / null for records). */
 void gr_describe_log_dirs_request_init(struct gr_describe_log_dirs_request *m);
-/* Decodes a describe_log_dirs_request body at `version` (1-4) from `rd`; arrays come from rd->arena. Returns 0 or the
+/* Decodes a describe_log_dirs_request body at `version` (1-5) from `rd`; arrays come from rd->arena. Returns 0 or the
  * reader's sticky enum gr_wire_err. Does not check that the reader is exhausted. */
 int gr_describe_log_dirs_request_decode(struct gr_rd *rd, int16_t version, struct gr_describe_log_dirs_request *m);
 /* Bytes that gr_describe_log_dirs_request_encode writes for `m` at `version`. */
@@ -1844,7 +1846,7 @@ size_t gr_describe_log_dirs_request_size(const struct gr_describe_log_dirs_reque
 /* Encodes `m` at `version`; the writer must have gr_describe_log_dirs_request_size() bytes of room. */
 void gr_describe_log_dirs_request_encode(struct gr_wr *wr, const struct gr_describe_log_dirs_request *m, int16_t version);
 
-/* ---- describe_log_dirs_response (api key 35 response, versions 1-4, flexible 2+) ---- */
+/* ---- describe_log_dirs_response (api key 35 response, versions 1-5, flexible 2+) ---- */
 struct gr_describe_log_dirs_response_describe_log_dirs_partition {
     int32_t partition_index; /* v0+ */
     int64_t partition_size; /* v0+ */
@@ -1875,6 +1877,7 @@ struct gr_describe_log_dirs_response_describe_log_dirs_result {
     struct gr_describe_log_dirs_response_describe_log_dirs_topic_array topics; /* v0+ */
     int64_t total_bytes; /* v4+ */
     int64_t usable_bytes; /* v4+ */
+    bool is_cordoned; /* v5+ */
     struct gr_tags unknown_tags;
 };
 struct gr_describe_log_dirs_response_describe_log_dirs_result_array {
@@ -1891,7 +1894,7 @@ struct gr_describe_log_dirs_response {
 };
 /* Sets every field to its default (Kafka's "default", else 0 / empty / null for records). */
 void gr_describe_log_dirs_response_init(struct gr_describe_log_dirs_response *m);
-/* Decodes a describe_log_dirs_response body at `version` (1-4) from `rd`; arrays come from rd->arena. Returns 0 or the
+/* Decodes a describe_log_dirs_response body at `version` (1-5) from `rd`; arrays come from rd->arena. Returns 0 or the
  * reader's sticky enum gr_wire_err. Does not check that the reader is exhausted. */
 int gr_describe_log_dirs_response_decode(struct gr_rd *rd, int16_t version, struct gr_describe_log_dirs_response *m);
 /* Bytes that gr_describe_log_dirs_response_encode writes for `m` at `version`. */
@@ -1966,14 +1969,14 @@ size_t gr_create_partitions_response_size(const struct gr_create_partitions_resp
 /* Encodes `m` at `version`; the writer must have gr_create_partitions_response_size() bytes of room. */
 void gr_create_partitions_response_encode(struct gr_wr *wr, const struct gr_create_partitions_response *m, int16_t version);
 
-/* ---- delete_groups_request (api key 42 request, versions 0-2, flexible 2+) ---- */
+/* ---- delete_groups_request (api key 42 request, versions 0-3, flexible 2+) ---- */
 struct gr_delete_groups_request {
     struct gr_str_array groups_names; /* v0+ */
     struct gr_tags unknown_tags;
 };
 /* Sets every field to its default (Kafka's "default", else 0 / empty / null for records). */
 void gr_delete_groups_request_init(struct gr_delete_groups_request *m);
-/* Decodes a delete_groups_request body at `version` (0-2) from `rd`; arrays come from rd->arena. Returns 0 or the
+/* Decodes a delete_groups_request body at `version` (0-3) from `rd`; arrays come from rd->arena. Returns 0 or the
  * reader's sticky enum gr_wire_err. Does not check that the reader is exhausted. */
 int gr_delete_groups_request_decode(struct gr_rd *rd, int16_t version, struct gr_delete_groups_request *m);
 /* Bytes that gr_delete_groups_request_encode writes for `m` at `version`. */
@@ -1981,10 +1984,11 @@ size_t gr_delete_groups_request_size(const struct gr_delete_groups_request *m, i
 /* Encodes `m` at `version`; the writer must have gr_delete_groups_request_size() bytes of room. */
 void gr_delete_groups_request_encode(struct gr_wr *wr, const struct gr_delete_groups_request *m, int16_t version);
 
-/* ---- delete_groups_response (api key 42 response, versions 0-2, flexible 2+) ---- */
+/* ---- delete_groups_response (api key 42 response, versions 0-3, flexible 2+) ---- */
 struct gr_delete_groups_response_deletable_group_result {
     struct gr_str group_id; /* v0+ */
     int16_t error_code; /* v0+ */
+    struct gr_str error_message; /* v3+, nullable v3+ */
     struct gr_tags unknown_tags;
 };
 struct gr_delete_groups_response_deletable_group_result_array {
@@ -2000,7 +2004,7 @@ struct gr_delete_groups_response {
 };
 /* Sets every field to its default (Kafka's "default", else 0 / empty / null for records). */
 void gr_delete_groups_response_init(struct gr_delete_groups_response *m);
-/* Decodes a delete_groups_response body at `version` (0-2) from `rd`; arrays come from rd->arena. Returns 0 or the
+/* Decodes a delete_groups_response body at `version` (0-3) from `rd`; arrays come from rd->arena. Returns 0 or the
  * reader's sticky enum gr_wire_err. Does not check that the reader is exhausted. */
 int gr_delete_groups_response_decode(struct gr_rd *rd, int16_t version, struct gr_delete_groups_response *m);
 /* Bytes that gr_delete_groups_response_encode writes for `m` at `version`. */
@@ -2292,7 +2296,7 @@ struct gr_msg_ops {
     int16_t api_key;
     bool response;
     const char *name;
-    int16_t version_min, version_max; /* Kafka 4.1.1 validVersions */
+    int16_t version_min, version_max; /* Kafka 4.4.0 validVersions */
     int16_t flexible_min;             /* first flexible version, -1 none */
     size_t struct_bytes;
     void (*init)(void *m);

@@ -4493,6 +4493,14 @@ static void json_gr_api_versions_request(struct gr_sb *sb, int16_t v, const stru
         gr_sb_json_key(sb, "clientSoftwareVersion", &first);
         gr_sb_json_str(sb, m->client_software_version);
     }
+    if (v >= 5) {
+        gr_sb_json_key(sb, "clusterId", &first);
+        gr_sb_json_str(sb, m->cluster_id);
+    }
+    if (v >= 5) {
+        gr_sb_json_key(sb, "nodeId", &first);
+        gr_sb_json_int(sb, m->node_id);
+    }
     gr_sb_putc(sb, '}');
     (void)v;
     (void)first;
@@ -4507,6 +4515,12 @@ static void rnd_gr_api_versions_request(struct gr_rng *rng, struct gr_arena *a, 
     }
     if (v >= 3) {
         m->client_software_version = gr_rng_str(rng, a, 0);
+    }
+    if (v >= 5) {
+        m->cluster_id = gr_rng_str(rng, a, v >= 5);
+    }
+    if (v >= 5) {
+        m->node_id = gr_rng_int32(rng);
     }
     if ((v >= 3) && gr_rng_below(rng, 4) == 0)
         gr_rng_unknown_tags(rng, a, &m->unknown_tags);
@@ -6820,6 +6834,10 @@ static void json_gr_describe_log_dirs_response_describe_log_dirs_result(struct g
         gr_sb_json_key(sb, "usableBytes", &first);
         gr_sb_json_int(sb, m->usable_bytes);
     }
+    if (v >= 5) {
+        gr_sb_json_key(sb, "isCordoned", &first);
+        gr_sb_json_bool(sb, m->is_cordoned);
+    }
     gr_sb_putc(sb, '}');
     (void)v;
     (void)first;
@@ -6850,6 +6868,9 @@ static void rnd_gr_describe_log_dirs_response_describe_log_dirs_result(struct gr
     }
     if (v >= 4) {
         m->usable_bytes = gr_rng_int64(rng);
+    }
+    if (v >= 5) {
+        m->is_cordoned = gr_rng_bool(rng);
     }
     if ((v >= 2) && gr_rng_below(rng, 4) == 0)
         gr_rng_unknown_tags(rng, a, &m->unknown_tags);
@@ -7206,6 +7227,10 @@ static void json_gr_delete_groups_response_deletable_group_result(struct gr_sb *
         gr_sb_json_key(sb, "errorCode", &first);
         gr_sb_json_int(sb, m->error_code);
     }
+    if (v >= 3) {
+        gr_sb_json_key(sb, "errorMessage", &first);
+        gr_sb_json_str(sb, m->error_message);
+    }
     gr_sb_putc(sb, '}');
     (void)v;
     (void)first;
@@ -7220,6 +7245,9 @@ static void rnd_gr_delete_groups_response_deletable_group_result(struct gr_rng *
     }
     if (1) {
         m->error_code = (int16_t)gr_rng_u64(rng);
+    }
+    if (v >= 3) {
+        m->error_message = gr_rng_str(rng, a, v >= 3);
     }
     if ((v >= 2) && gr_rng_below(rng, 4) == 0)
         gr_rng_unknown_tags(rng, a, &m->unknown_tags);

@@ -338,13 +338,13 @@ static void test_unknown_api_key(void **state)
 static void test_version_ranges_are_kafkas(void **state)
 {
     (void)state;
-    /* api key, validVersions and first flexible version of Kafka 4.1.1's message definitions */
+    /* api key, validVersions and first flexible version of Kafka 4.4.0's message definitions */
     static const struct {
         int16_t key, min, max, flexible;
     } kafka[] = {
-        {0, 3, 13, 9}, {1, 4, 18, 12}, {2, 1, 10, 6}, {3, 0, 13, 9}, {8, 2, 10, 8},
-        {9, 1, 10, 6}, {10, 0, 6, 3},  {11, 0, 9, 6}, {12, 0, 4, 4}, {13, 0, 5, 4},
-        {14, 0, 5, 4}, {18, 0, 4, 3},  {19, 2, 7, 5}, {22, 0, 6, 2}, {61, 0, 0, 0},
+        {0, 3, 13, 9}, {1, 4, 18, 12}, {2, 1, 11, 6}, {3, 0, 13, 9}, {8, 2, 10, 8}, {9, 1, 10, 6},
+        {10, 0, 6, 3}, {11, 0, 9, 6},  {12, 0, 4, 4}, {13, 0, 5, 4}, {14, 0, 5, 4}, {18, 0, 5, 3},
+        {19, 2, 7, 5}, {22, 0, 6, 2},  {35, 1, 5, 2}, {42, 0, 3, 2}, {61, 0, 0, 0},
     };
     for (size_t i = 0; i < sizeof kafka / sizeof kafka[0]; i++) {
         for (int r = 0; r < 2; r++) {
@@ -352,7 +352,7 @@ static void test_version_ranges_are_kafkas(void **state)
             assert_non_null(ops);
             if (ops->version_min != kafka[i].min || ops->version_max != kafka[i].max ||
                 ops->flexible_min != kafka[i].flexible)
-                fail_msg("%s: v%d-%d flexible %d, Kafka 4.1.1 has v%d-%d flexible %d", ops->name,
+                fail_msg("%s: v%d-%d flexible %d, Kafka 4.4.0 has v%d-%d flexible %d", ops->name,
                          ops->version_min, ops->version_max, ops->flexible_min, kafka[i].min, kafka[i].max,
                          kafka[i].flexible);
         }

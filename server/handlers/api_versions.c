@@ -1,8 +1,10 @@
 /*
  * api_versions.c: ApiVersions (key 18). Lists every API with a handler, advertised min to served max.
  * v3+ carries the client's software name and version, which must match KIP-511's pattern
- * [a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])? or the answer is INVALID_REQUEST. The unsupported-version
- * fallback lives in dispatch.c.
+ * [a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])? or the answer is INVALID_REQUEST. v5 (KIP-1242) names the
+ * cluster id and node id the client means to reach, both or neither (null and -1): one without the other
+ * is INVALID_REQUEST, either differing from this broker's is REBOOTSTRAP_REQUIRED; both answers carry no
+ * API list, as Kafka 4.4 answers. The unsupported-version fallback lives in dispatch.c.
  */
 #include "server/handlers/handlers.h"
 
@@ -26,6 +28,19 @@ enum gr_handler_rc gr_handle_api_versions(struct gr_req *req)
         (!kip511_valid(body->client_software_name) || !kip511_valid(body->client_software_version))) {
         resp->error_code = GR_ERR_INVALID_REQUEST;
         return GR_HANDLER_DONE;
+    }
+    if (req->hdr.request_api_version >= 5) {
+        struct gr_broker *b = req->broker;
+        bool has_cluster = body->cluster_id.len >= 0, has_node = body->node_id != -1;
+        if (has_cluster != has_node) {
+            resp->error_code = GR_ERR_INVALID_REQUEST;
+            return GR_HANDLER_DONE;
+        }
+        if (has_cluster &&
+            (!gr_str_eq_c(body->cluster_id, gr_store_cluster_id(b->store)) || body->node_id != b->node_id)) {
+            resp->error_code = GR_ERR_REBOOTSTRAP_REQUIRED;
+            return GR_HANDLER_DONE;
+        }
     }
     int n;
     const struct gr_api *apis = gr_api_table(&n);

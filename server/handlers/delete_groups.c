@@ -1,7 +1,9 @@
 /*
- * delete_groups.c: DeleteGroups (key 42), v0-2. Each distinct group name (KafkaApis de-duplicates) gets
+ * delete_groups.c: DeleteGroups (key 42), v0-3. Each distinct group name (KafkaApis de-duplicates) gets
  * 0 when it was Empty (tombstones for its offsets and metadata are written, then it is forgotten),
- * NON_EMPTY_GROUP while it has members, GROUP_ID_NOT_FOUND when unknown.
+ * NON_EMPTY_GROUP while it has members, GROUP_ID_NOT_FOUND when unknown. v3's error_message stays null, as
+ * Kafka 4.4 answers for these and for a coordinator error (NOT_COORDINATOR seen with a null message); Kafka
+ * fills it for GROUP_DELETION_FAILED, which Gregor never answers.
  * Read next: coordinator/group.c (gr_coord_group_delete).
  */
 #include "coordinator/coordinator.h"

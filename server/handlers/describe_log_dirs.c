@@ -1,12 +1,13 @@
 /*
- * describe_log_dirs.c: DescribeLogDirs (key 35), v1-v4. Gregor has one log directory: one result naming its
+ * describe_log_dirs.c: DescribeLogDirs (key 35), v1-v5. Gregor has one log directory: one result naming its
  * absolute path, with every requested partition that exists (topics null = all topics and partitions;
  * unknown topics and partitions are left out, as Kafka does) and its size in bytes (the .log files),
  * offset_lag 0 (this broker is the leader) and is_future_key false (no replica moves between directories).
  * From v4, total_bytes and usable_bytes of the file system holding it (statvfs: f_blocks and f_bavail in
  * f_frsize units; -1 when statvfs fails). realpath and statvfs run on the I/O pool (they may wait for the
  * disk); the request is parked meanwhile and the sizes are read when the answer is built. A topic listed twice in the request is answered once with the
- * union of its partitions.
+ * union of its partitions. From v5, is_cordoned false: Gregor cannot cordon its directory (KIP-1066's
+ * cordoned.log.dirs, empty by default in Kafka 4.4, which then answers false too).
  */
 #include <limits.h>
 #include <stdlib.h>

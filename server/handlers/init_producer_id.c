@@ -1,5 +1,6 @@
 /*
- * init_producer_id.c: InitProducerId (key 22), v0-v6, for idempotent producers only, as Kafka 4.1.1's
+ * init_producer_id.c: InitProducerId (key 22), v0-v5 (v6, KIP-939's two-phase commit, is unstable in Kafka
+ * 4.x and not advertised), for idempotent producers only, as Kafka 4.4's
  * TransactionCoordinator.handleInitProducerId answers a null transactional id: always a fresh producer id
  * with epoch 0, whatever producer id and epoch the request carries (the KIP-360 epoch bump of an idempotent
  * producer happens in the client). An empty transactional id is INVALID_REQUEST; any other transactional

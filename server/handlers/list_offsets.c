@@ -1,9 +1,12 @@
 /*
- * list_offsets.c: ListOffsets (key 2), v1-v9. Special timestamps: -1 latest (the high watermark; the last
+ * list_offsets.c: ListOffsets (key 2), v1-v11. Special timestamps: -1 latest (the high watermark; the last
  * stable offset for read_committed, equal without transactions), -2 earliest (log start offset), -3 the
- * record with the largest timestamp (KIP-734), -4 earliest local (log start offset, KIP-405), -5 latest
- * tiered (none without tiered storage: offset -1). A timestamp >= 0 finds the first record with a
- * timestamp at or after it; when there is none the answer is offset -1, timestamp -1 (never a real
+ * record with the largest timestamp (KIP-734, v7+), -4 earliest local (log start offset, KIP-405, v8+), -5
+ * latest tiered (KIP-1005, v9+) and -6 earliest pending upload (KIP-1023, v11+): none without tiered
+ * storage, so offset -1, timestamp -1, as Kafka 4.4 answers. A special timestamp the request's version does
+ * not know, or any other negative one, is UNSUPPORTED_VERSION for that partition (Kafka 4.4). v10's
+ * timeout_ms bounds remote-storage lookups, which Gregor has none of. A timestamp >= 0 finds the first record
+ * with a timestamp at or after it; when there is none the answer is offset -1, timestamp -1 (never a real
  * offset with timestamp -1, which Java's offsetsForTimes rejects). Nothing at or above the high watermark
  * is returned. A partition named twice answers one entry, INVALID_REQUEST (Kafka's duplicatePartitions), and
  * a topic named twice one topic entry.
@@ -145,9 +148,22 @@ static bool lo_plan(struct gr_req *req, struct lo_state *st)
     return true;
 }
 
+/* The first version that knows special timestamp `ts` (< 0), or INT16_MAX for one no version knows. */
+static int16_t special_timestamp_version_min(int64_t ts)
+{
+    static const int16_t min_version[] = {0, 0, 0, 7, 8, 9, 11}; /* index -ts: -1 .. -6 */
+    return ts >= -6 ? min_version[-ts] : INT16_MAX;
+}
+
 static void answer(struct gr_req *req, struct gr_log *log, int64_t ts,
                    struct gr_list_offsets_response_list_offsets_partition_response *rp)
 {
+    if (ts < 0 && req->hdr.request_api_version < special_timestamp_version_min(ts)) {
+        rp->error_code = GR_ERR_UNSUPPORTED_VERSION;
+        rp->offset = rp->timestamp = -1;
+        rp->leader_epoch = -1;
+        return;
+    }
     int64_t hwm = gr_broker_update_hwm(req->broker, log);
     int64_t off = -1, t = -1;
     int32_t epoch = -1;
@@ -163,7 +179,7 @@ static void answer(struct gr_req *req, struct gr_log *log, int64_t ts,
         if (epoch < 0) epoch = gr_log_leader_epoch(log);
         break;
     default:
-        if (ts < 0 && ts != -3) break; /* -5 and other tiered-storage lookups: nothing tiered */
+        if (ts < 0 && ts != -3) break; /* -5 and -6, tiered-storage lookups: nothing tiered */
         if (lookup(req, log, ts, hwm, &off, &t, &epoch)) off = t = -1, epoch = -1; /* -EAGAIN: redone */
         break;
     }

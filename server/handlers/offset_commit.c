@@ -1,6 +1,8 @@
 /*
- * offset_commit.c: OffsetCommit (key 8), v2-9. Partitions of unknown topics (or beyond a topic's
- * partition count) get UNKNOWN_TOPIC_OR_PARTITION and never reach the coordinator, as in KafkaApis; the
+ * offset_commit.c: OffsetCommit (key 8), v2-10. Partitions of unknown topics (or beyond a topic's
+ * partition count) get UNKNOWN_TOPIC_OR_PARTITION and never reach the coordinator, as in KafkaApis; v10
+ * names topics by id (KIP-848), and an id no topic has (the zero id too) is UNKNOWN_TOPIC_ID for each of
+ * its partitions, as Kafka 4.4 answers; the commit itself is stored by topic name, as before. The
  * rest are validated against the group (ClassicGroup.validateOffsetCommit: generation, member, state),
  * written to __consumer_offsets and applied. With gregor.acks.all.fsync (the default) the answer waits
  * until the offsets partition's fdatasync covers the commit (parked; re-checked on each flush completion of
@@ -77,11 +79,14 @@ enum gr_handler_rc gr_handle_offset_commit(struct gr_req *req)
         struct gr_offset_commit_response_offset_commit_response_topic *tr = &resp->topics.items[i];
         gr_offset_commit_response_offset_commit_response_topic_init(tr);
         tr->name = rt->name;
+        tr->topic_id = rt->topic_id;
         int32_t np = rt->partitions.count > 0 ? rt->partitions.count : 0;
         tr->partitions.items = gr_arena_calloc(&req->arena, (size_t)np + 1, sizeof *tr->partitions.items);
         if (!tr->partitions.items) return GR_HANDLER_CLOSE;
         tr->partitions.count = np;
-        struct gr_topic *t = gr_topic_lookup(b, rt->name);
+        struct gr_topic *t =
+            v >= 10 ? gr_store_topic_find_id(b->store, rt->topic_id.b) : gr_topic_lookup(b, rt->name);
+        struct gr_str name = t ? gr_str_c(gr_topic_name(t)) : rt->name;
         int32_t first = k;
         for (int32_t j = 0; j < np; j++) {
             struct gr_offset_commit_request_offset_commit_request_partition *rp = &rt->partitions.items[j];
@@ -89,7 +94,7 @@ enum gr_handler_rc gr_handle_offset_commit(struct gr_req *req)
             gr_offset_commit_response_offset_commit_response_partition_init(pr);
             pr->partition_index = rp->partition_index;
             if (!t || rp->partition_index < 0 || rp->partition_index >= gr_topic_partition_count(t)) {
-                pr->error_code = GR_ERR_UNKNOWN_TOPIC_OR_PARTITION;
+                pr->error_code = !t && v >= 10 ? GR_ERR_UNKNOWN_TOPIC_ID : GR_ERR_UNKNOWN_TOPIC_OR_PARTITION;
                 continue;
             }
             if (!b->coord) {
@@ -100,7 +105,7 @@ enum gr_handler_rc gr_handle_offset_commit(struct gr_req *req)
                                                       v >= 6 ? rp->committed_leader_epoch : -1, rp->committed_metadata, 0};
             st->dst[k++] = pr;
         }
-        if (k > first) cts[nct++] = (struct gr_commit_topic){rt->name, &st->cps[first], k - first};
+        if (k > first) cts[nct++] = (struct gr_commit_topic){name, &st->cps[first], k - first};
     }
     st->count = k;
     if (k == 0) return GR_HANDLER_DONE;

@@ -1,10 +1,12 @@
 /*
- * offset_fetch.c: OffsetFetch (key 9), v1-9. v1-7 name one group (topics null from v2 = every committed
- * partition); v8+ a batch of groups. A partition with no committed offset (or an unknown group) answers
- * offset -1, leader epoch -1, metadata "" and error 0, as Kafka does; the committed leader epoch is
- * carried from v5. require_stable (v7+) has nothing to wait for without transactions. Views of the
- * coordinator's strings are referenced, not copied: the response is encoded as soon as this returns.
- * Read next: coordinator/offsets.c.
+ * offset_fetch.c: OffsetFetch (key 9), v1-10. v1-7 name one group (topics null from v2 = every committed
+ * partition); v8+ a batch of groups; v10 names topics by id (KIP-848): an id no topic has answers its
+ * partitions UNKNOWN_TOPIC_ID with offset -1, as Kafka 4.4, and "every committed partition" lists the
+ * topics that exist, with their ids (offsets are stored by name; a topic gone has no id to name it by). A
+ * partition with no committed offset (or an unknown group) answers offset -1, leader epoch -1, metadata ""
+ * and error 0, as Kafka does; the committed leader epoch is carried from v5. require_stable (v7+) has nothing
+ * to wait for without transactions. Views of the coordinator's strings are referenced, not copied: the
+ * response is encoded as soon as this returns. Read next: coordinator/offsets.c.
  */
 #include "coordinator/coordinator.h"
 #include "server/handlers/handlers.h"
@@ -27,6 +29,10 @@ static void add_committed(void *ctx, const char *topic, int32_t partition, int64
     if (a->fail) return;
     topics_t *t = a->topic_count ? &a->topics[a->topic_count - 1] : NULL;
     if (!t || !gr_str_eq_c(t->name, topic)) {
+        struct gr_topic *live = NULL;
+        if (a->req->hdr.request_api_version >= 10 &&
+            !(live = gr_store_topic_find(a->req->broker->store, topic, strlen(topic))))
+            return; /* v10 names topics by id: a topic that no longer exists has none */
         if (a->topic_count == a->topic_cap) {
             int32_t cap = a->topic_cap ? 2 * a->topic_cap : 8;
             topics_t *n = gr_arena_calloc(&a->req->arena, (size_t)cap, sizeof *n);
@@ -41,6 +47,7 @@ static void add_committed(void *ctx, const char *topic, int32_t partition, int64
         t = &a->topics[a->topic_count++];
         gr_offset_fetch_response_offset_fetch_response_topics_init(t);
         t->name = gr_str_c(topic);
+        if (live) t->topic_id = gr_topic_uuid(live);
         t->partitions.count = 0;
         t->partitions.items = NULL;
     }
@@ -90,6 +97,15 @@ static bool fetch_group(struct gr_req *req, struct gr_str group_id, const struct
         topics_t *t = &out->topics.items[i];
         gr_offset_fetch_response_offset_fetch_response_topics_init(t);
         t->name = rts[i].name;
+        t->topic_id = rts[i].topic_id;
+        int16_t topic_error = 0;
+        if (req->hdr.request_api_version >= 10) {
+            struct gr_topic *live = gr_store_topic_find_id(req->broker->store, rts[i].topic_id.b);
+            if (live)
+                t->name = gr_str_c(gr_topic_name(live));
+            else
+                topic_error = GR_ERR_UNKNOWN_TOPIC_ID;
+        }
         int32_t np = rts[i].partition_indexes.count > 0 ? rts[i].partition_indexes.count : 0;
         t->partitions.items = gr_arena_calloc(&req->arena, (size_t)np + 1, sizeof *t->partitions.items);
         if (!t->partitions.items) return false;
@@ -101,7 +117,9 @@ static bool fetch_group(struct gr_req *req, struct gr_str group_id, const struct
             int64_t off;
             int32_t epoch;
             struct gr_str md;
-            if (gr_coord_offset_get(c, group_id, t->name, p->partition_index, &off, &epoch, &md)) {
+            p->error_code = topic_error;
+            if (!topic_error &&
+                gr_coord_offset_get(c, group_id, t->name, p->partition_index, &off, &epoch, &md)) {
                 p->committed_offset = off;
                 p->committed_leader_epoch = epoch;
                 p->metadata = md;

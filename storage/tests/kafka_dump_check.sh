@@ -1,6 +1,6 @@
 #!/bin/sh
-# kafka_dump_check.sh: Apache Kafka's own DumpLogSegments (kafka_2.13 4.1.1 from the local Maven
-# repository) must read the segments and indexes Gregor writes. Runs dump_fixture (60 batches, five
+# kafka_dump_check.sh: Apache Kafka's own DumpLogSegments (kafka-tools 4.4.0 from the local Maven
+# repository, which compat-tests/kafka-dist/get-kafka.sh fills) must read the segments and indexes Gregor writes. Runs dump_fixture (60 batches, five
 # codecs, producer ids, one LogAppendTime batch, several segments), dumps every .log with
 # --deep-iteration --print-data-log and every .index/.timeindex, and checks what Kafka printed; then the
 # same for a segment the cleaner rewrote (topic cdump: offset gaps, delete horizons, emptied batches).
@@ -9,8 +9,10 @@ set -u
 FIXTURE=$1
 M=${HOME}/.m2/repository
 command -v java >/dev/null 2>&1 || { echo "java not found: skipped"; exit 77; }
-[ -f "$M/org/apache/kafka/kafka_2.13/4.1.1/kafka_2.13-4.1.1.jar" ] || { echo "kafka_2.13 jar not found: skipped"; exit 77; }
-CP=$(find "$M/org/apache/kafka" -name "*-4.1.1.jar" | tr '\n' ':')$(find "$M/org/scala-lang" "$M/net/sf/jopt-simple" \
+KV=4.4.0
+DUMP=org.apache.kafka.tools.DumpLogSegments # kafka.tools.DumpLogSegments (kafka_2.13) until 4.1
+[ -f "$M/org/apache/kafka/kafka-tools/$KV/kafka-tools-$KV.jar" ] || { echo "kafka-tools $KV jar not found: skipped"; exit 77; }
+CP=$(find "$M/org/apache/kafka" -name "*-$KV.jar" | tr '\n' ':')$(find "$M/org/scala-lang" "$M/net/sf/jopt-simple" \
     "$M/org/slf4j" "$M/org/apache/logging/log4j" "$M/org/lz4" "$M/org/xerial" "$M/com/github/luben" \
     "$M/com/fasterxml" -name "*.jar" 2>/dev/null | tr '\n' ':')
 
@@ -29,7 +31,7 @@ KEPT=$(echo "$SUMMARY" | awk '/^compacted/ {print $3}')
 PART="$DIR/logs/dump-0"
 LOGS=$(ls "$PART"/*.log | paste -sd, -)
 OUT="$DIR/log.txt"
-java -cp "$CP" kafka.tools.DumpLogSegments --deep-iteration --print-data-log --files "$LOGS" >"$OUT" 2>&1
+java -cp "$CP" "$DUMP" --deep-iteration --print-data-log --files "$LOGS" >"$OUT" 2>&1
 check "DumpLogSegments on .log exits 0" $?
 
 N=$(grep -c '^baseOffset:' "$OUT")
@@ -57,7 +59,7 @@ N=$(grep -c 'producerId: 400[01] producerEpoch: 3' "$OUT")
 
 IDX=$(ls "$PART"/*.index "$PART"/*.timeindex | paste -sd, -)
 OUT2="$DIR/idx.txt"
-java -cp "$CP" kafka.tools.DumpLogSegments --files "$IDX" >"$OUT2" 2>&1
+java -cp "$CP" "$DUMP" --files "$IDX" >"$OUT2" 2>&1
 check "DumpLogSegments on indexes exits 0" $?
 N=$(grep -c '^offset: [0-9]* position: [0-9]*' "$OUT2")
 [ "$N" -gt 10 ]; check "offset index entries read (got $N)" $?
@@ -68,7 +70,7 @@ N=$(grep -c '^timestamp: [0-9]* offset: [0-9]*' "$OUT2")
 # A cleaned segment (log compaction, storage/cleaner.c).
 CLEANED="$DIR/logs/cdump-0/00000000000000000000.log"
 OUT3="$DIR/cleaned.txt"
-java -cp "$CP" kafka.tools.DumpLogSegments --deep-iteration --print-data-log --files "$CLEANED" >"$OUT3" 2>&1
+java -cp "$CP" "$DUMP" --deep-iteration --print-data-log --files "$CLEANED" >"$OUT3" 2>&1
 check "DumpLogSegments on a cleaned segment exits 0" $?
 N=$(grep -c '^baseOffset:' "$OUT3")
 [ "$N" -ge 1 ]; check "cleaned segment: batches read (got $N)" $?

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # java/run.sh BOOTSTRAP MODE RESULT_JSON: the scenario (../README.md) with org.apache.kafka:kafka-clients from
-# Maven Central: the version in pom.xml (4.1.1, Kafka's reference), or env KAFKA_CLIENTS_VERSION (the
+# Maven Central: the version in pom.xml (4.1.1, an older 4.x client; java-latest runs 4.4.0, the tested Kafka's), or env KAFKA_CLIENTS_VERSION (the
 # java-latest row sets it); env CLIENT_NAME names the row (default java). Compiles with Maven on first use
 # (or when a source is newer than the classpath file), then runs dev.gregor.clients.Scenario. On a build or
 # download failure writes install_error.

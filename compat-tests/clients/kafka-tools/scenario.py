@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""kafka-tools/scenario.py: Apache Kafka 4.1.1's command-line tools against the broker (../README.md, the
+"""kafka-tools/scenario.py: Apache Kafka 4.4.0's command-line tools against the broker (../README.md, the
 kafka-tools row: steps t1..t10).
 
   scenario.py BOOTSTRAP quick|full RESULT_JSON KAFKA_BIN
@@ -30,7 +30,7 @@ class Tools:
         self.topic = "tools-main-" + sfx
         self.perf_topic = "tools-perf-" + sfx
         self.group = "tools-group-" + sfx
-        self.result = {"client": "kafka-tools", "version": "4.1.1", "language": "Java (Apache Kafka's bin/ tools)",
+        self.result = {"client": "kafka-tools", "version": "4.4.0", "language": "Java (Apache Kafka's bin/ tools)",
                        "install_error": None, "steps": []}
         self.done = set()
         self.bg = None
@@ -102,8 +102,9 @@ class Tools:
     def t4(self):
         data = "".join("k%d:value-%d\n" % (i % 50, i) for i in range(self.n))
         rc, out, err = self.tool("kafka-console-producer.sh", [
-            "--bootstrap-server", self.b, "--topic", self.topic, "--property", "parse.key=true",
-            "--property", "key.separator=:", "--producer-property", "compression.type=lz4",
+            # --reader-property / --formatter-property: Kafka 4.4 deprecates --property (and says so on stdout)
+            "--bootstrap-server", self.b, "--topic", self.topic, "--reader-property", "parse.key=true",
+            "--reader-property", "key.separator=:", "--producer-property", "compression.type=lz4",
             "--producer-property", "linger.ms=20"], inp=data, timeout=120)
         if rc or "ERROR" in err or "Exception" in err:
             raise Failed("kafka-console-producer.sh exit %d: %s" % (rc, self.short(err)))
@@ -116,8 +117,8 @@ class Tools:
     def t5(self):
         rc, out, err = self.tool("kafka-console-consumer.sh", [
             "--bootstrap-server", self.b, "--topic", self.topic, "--group", self.group, "--from-beginning",
-            "--max-messages", str(self.n), "--timeout-ms", "30000", "--property", "print.key=true",
-            "--property", "key.separator=:", "--property", "print.partition=true"], timeout=120)
+            "--max-messages", str(self.n), "--timeout-ms", "30000", "--formatter-property", "print.key=true",
+            "--formatter-property", "key.separator=:", "--formatter-property", "print.partition=true"], timeout=120)
         lines = [l for l in out.splitlines() if l.strip()]
         got = {}
         for l in lines:
@@ -217,7 +218,7 @@ class Tools:
             raise Failed("kafka-topics.sh --create: %s" % self.short(out + err))
         rc, out, err = self.tool("kafka-producer-perf-test.sh", [
             "--topic", self.perf_topic, "--num-records", str(self.perf_n), "--record-size", "100", "--throughput", "-1",
-            "--producer-props", "bootstrap.servers=" + self.b, "acks=all"], timeout=300)
+            "--command-property", "bootstrap.servers=" + self.b, "acks=all"], timeout=300)  # --producer-props until 4.1
         m = re.search(r"^(\d+) records sent, ([\d.]+) records/sec \(([\d.]+) MB/sec\), ([\d.]+) ms avg latency", out, re.M)
         if rc or not m or int(m.group(1)) != self.perf_n or "ERROR" in err or "Exception" in err:
             raise Failed("kafka-producer-perf-test.sh exit %d: %s" % (rc, self.short(err or out)))

@@ -1,5 +1,5 @@
 /*
- * Oracle: Kafka's own message classes (kafka-clients 4.1.1) as the reference
+ * Oracle: Kafka's own message classes (kafka-clients 4.4.0) as the reference
  * for Gregor's C codec. Two modes:
  *
  *   gen OUTFILE [SEED] [PER_VERSION]   write random test vectors
