@@ -407,6 +407,12 @@ def main():
             dt = time.monotonic() - t0
             if dt > 5:
                 print(f'  ..   {s.label} {case["api"]} v{v} {case["name"]} took {dt:.1f}s')
+    if os.environ.get('DIFF_DUMP'):  # every normalised answer of both sides, for review
+        import json
+        with open(os.environ['DIFF_DUMP'], 'w') as f:
+            for i, (case, v) in enumerate(plan):
+                f.write(json.dumps({'case': f'{case["api"]} v{v} {case["name"]}', 'gregor': answers['gregor'][i],
+                                    'kafka': answers['kafka'][i]}, default=repr) + '\n')
     passed = failed = 0
     per_api = {}
     for i, (case, v) in enumerate(plan):
