@@ -156,6 +156,9 @@ case('Metadata', 'unknown-topic-no-auto', version=[4, 5, 6, 7, 8, 9, 10, 11, 12,
 case('Metadata', 'old-version-auto-creates', version=[0, 1, 2, 3],
      request=lambda s, v: {'topics': _topics([f'd-old-{v}'])}, settle=settle_topics(['d-old-{v}']))
 case('Metadata', 'empty-list', versions='minmax', request={'topics': [], 'allow_auto_topic_creation': False})
+case('Metadata', 'all-topics', version=[1, 13], request={'topics': None, 'allow_auto_topic_creation': False})
+case('Metadata', 'name-too-long', versions='max',
+     request={'topics': _topics(['x' * 250]), 'allow_auto_topic_creation': True})
 case('Metadata', 'invalid-name', versions='max',
      request={'topics': _topics(['bad/name']), 'allow_auto_topic_creation': True})
 case('Metadata', 'by-unknown-topic-id', version=[12, 13],
@@ -181,6 +184,9 @@ def _produce(topic, partition, records_fn, acks=-1, txn=None):
 case('Produce', 'normal', versions='all', request=_produce(MAIN, 0, lambda: batch(2)))
 case('Produce', 'gzip', versions='max', request=_produce(MAIN, 0, lambda: batch(2, codec=kr.CODEC_GZIP)))
 case('Produce', 'acks-1', versions='max', request=_produce(MAIN, 0, lambda: batch(1), acks=1))
+# Gregor's high watermark is the fsynced offset (README "Durability"): an acks=-1 append right after the
+# acks=1 one makes it cover both, so later Fetch and ListOffsets answers do not depend on flush timing.
+case('Produce', 'acks-all-after-acks-1', versions='max', request=_produce(MAIN, 0, lambda: batch(1)))
 case('Produce', 'unknown-topic', versions='max', request=_produce(MISSING, 0, lambda: batch(1)))
 case('Produce', 'unknown-partition', versions='max', request=_produce(MAIN, 99, lambda: batch(1)))
 case('Produce', 'bad-crc', versions='max', request=_produce(MAIN, 0, lambda: kr.flip_crc_byte(batch(1))))
@@ -196,6 +202,7 @@ case('Produce', 'future-timestamp', versions='max',
 case('Produce', 'later-record-too-old', versions='max',
      request=_produce(TS, 0, lambda: kr.build_batch([(b'k', b'a'), (b'k', b'b')], base_timestamp=T0,
                                                     timestamp_deltas=[0, -7200 * 1000])))
+case('Produce', 'to-consumer-offsets', versions='max', request=_produce('__consumer_offsets', 0, lambda: batch(1)))
 case('Produce', 'empty-topic-data', versions='max', request={'acks': -1, 'timeout_ms': 10000, 'topic_data': []})
 case('Produce', 'null-records', versions='max', request=_produce(MAIN, 1, lambda: None), timeout=5.0)
 case('Produce', 'magic-1', versions='max', request=_produce(MAIN, 1, lambda: kr.build_message_set_v1(b'k', b'v', T0)))
@@ -229,6 +236,18 @@ case('Fetch', 'unknown-topic-id', versions='max', request=_fetch('', 0, 0, topic
 case('Fetch', 'empty-topics', versions='max',
      request={'max_wait_ms': 0, 'min_bytes': 1, 'max_bytes': 1000, 'session_id': 0, 'session_epoch': -1,
               'topics': []})
+case('Fetch', 'max-bytes-smaller-than-batch', versions='max',
+     request=lambda s, v: dict(_fetch(MAIN, 0, 0)(s, v), max_bytes=10))
+case('Fetch', 'partition-max-bytes-small', versions='max',
+     request=lambda s, v: {**_fetch(MAIN, 0, 0)(s, v), 'topics': [
+         {'topic': MAIN, 'topic_id': tid(s, MAIN),
+          'partitions': [{'partition': 0, 'fetch_offset': 0, 'partition_max_bytes': 10}]}]})
+case('Fetch', 'long-poll-expires', versions='max',
+     request=lambda s, v: dict(_fetch(DEL, 0, 10)(s, v), max_wait_ms=300, min_bytes=1000))
+case('Fetch', 'two-partitions', versions='all',
+     request=lambda s, v: {**_fetch(MAIN, 0, 0)(s, v), 'topics': [
+         {'topic': MAIN, 'topic_id': tid(s, MAIN),
+          'partitions': [{'partition': p, 'fetch_offset': 0, 'partition_max_bytes': 1048576} for p in (0, 1)]}]})
 case('Fetch', 'compacted-topic', versions='max', request=_fetch(COMPACT, 0, 0))
 unsupported('Fetch', [3, 99])
 
@@ -292,6 +311,19 @@ case('CreateTopics', 'normal', versions='all', request=_create('d-ct-{v}'), afte
 case('CreateTopics', 'with-configs', versions='max',
      request=_create('d-ct-cfg', 1, configs={'retention.ms': '1000', 'cleanup.policy': 'compact'}),
      after=_capture_created, settle=settle_topics(['d-ct-cfg'], 1))
+case('CreateTopics', 'manual-assignment', versions='max',
+     request=lambda s, v: {'topics': [{'name': 'd-ct-manual', 'num_partitions': -1, 'replication_factor': -1,
+                                       'assignments': [{'partition_index': 0, 'broker_ids': [1]},
+                                                       {'partition_index': 1, 'broker_ids': [1]}],
+                                       'configs': []}], 'timeout_ms': 10000},
+     after=_capture_created, settle=settle_topics(['d-ct-manual'], 2))
+case('CreateTopics', 'default-partitions', versions='max', request=_create('d-ct-default', -1),
+     after=_capture_created, settle=settle_topics(['d-ct-default'], 1))
+case('CreateTopics', 'assignment-unknown-broker', versions='max',
+     request=lambda s, v: {'topics': [{'name': 'd-ct-badassign', 'num_partitions': -1, 'replication_factor': -1,
+                                       'assignments': [{'partition_index': 0, 'broker_ids': [7]}],
+                                       'configs': []}], 'timeout_ms': 10000})
+case('CreateTopics', 'consumer-offsets', versions='max', request=_create('__consumer_offsets', 1))
 case('CreateTopics', 'already-exists', versions='max', request=_create(MAIN))
 case('CreateTopics', 'zero-partitions', versions='max', request=_create('d-ct-zero', 0))
 case('CreateTopics', 'replication-factor-3', versions='max', request=_create('d-ct-rf', 1, rf=3))
@@ -448,15 +480,27 @@ case('IncrementalAlterConfigs', 'broker-logger', versions='max',
 case('IncrementalAlterConfigs', 'empty-list', versions='max', request={'resources': []})
 unsupported('IncrementalAlterConfigs', [99])
 
+def _without_internal_topics(ans):
+    """DescribeLogDirs of every topic: the internal topics' sizes depend on each broker's own records."""
+    if isinstance(ans, dict):
+        for d in (ans.get('results') or {}).values():
+            if isinstance(d.get('topics'), dict):
+                d['topics'] = {k: t for k, t in d['topics'].items() if not k.startswith('__')}
+    return ans
+
+
 # --- DescribeLogDirs / DescribeCluster ----------------------------------------------------------
 case('DescribeLogDirs', 'topics', versions='all',
      request={'topics': [{'topic': MAIN, 'partitions': [0, 1]}, {'topic': DEL, 'partitions': [0]}]})
+case('DescribeLogDirs', 'all-topics', versions='minmax', request={'topics': None},
+     normalise=lambda s, v, ans: _without_internal_topics(ans))
 case('DescribeLogDirs', 'unknown-topic', versions='max', request={'topics': [{'topic': MISSING, 'partitions': [0]}]})
 case('DescribeLogDirs', 'unknown-partition', versions='max', request={'topics': [{'topic': MAIN, 'partitions': [99]}]})
 case('DescribeLogDirs', 'empty-list', versions='max', request={'topics': []})
 unsupported('DescribeLogDirs', [0, 99])
 
 case('DescribeCluster', 'brokers', versions='all', request={'include_cluster_authorized_operations': False})
+case('DescribeCluster', 'include-fenced', version=[2], request={'include_fenced_brokers': True})
 case('DescribeCluster', 'controllers-endpoint', version=[1, 2], request={'endpoint_type': 2})
 unsupported('DescribeCluster', [99])
 
@@ -491,6 +535,8 @@ def _keep_member(side, v, resp):
         side.ctx['generation'] = resp['generation_id']
 
 
+case('JoinGroup', 'new-group-each-version', versions='all',
+     request=lambda s, v: dict(_join(group=f'dg-join-{v}')(s, v), session_timeout_ms=6000), timeout=30.0)
 case('JoinGroup', 'member-id-required', versions='max', request=_join(), after=_keep_member)
 case('JoinGroup', 'join', versions='max', request=_join('member'), after=_keep_member, timeout=30.0)
 case('SyncGroup', 'leader-assigns', versions='max',
@@ -599,3 +645,6 @@ unsupported('SyncGroup', [99])
 case('DeleteGroups', 'groups', versions='max', request={'groups_names': [SIMPLE, GROUP, 'dg-none']})
 case('DeleteGroups', 'empty-list', versions='all', request={'groups_names': []})
 unsupported('DeleteGroups', [99])
+
+# Last, since it is destructive on Kafka (it deletes the group coordinator's topic and every group with it).
+case('DeleteTopics', 'consumer-offsets', versions='max', request=_delete_topics(['__consumer_offsets']))
