@@ -536,7 +536,8 @@ def _keep_member(side, v, resp):
 
 
 case('JoinGroup', 'new-group-each-version', versions='all',
-     request=lambda s, v: dict(_join(group=f'dg-join-{v}')(s, v), session_timeout_ms=6000), timeout=30.0)
+     request=lambda s, v: dict(_join(group=f'dg-join-{v}')(s, v), session_timeout_ms=6000), timeout=30.0,
+     after=lambda s, v, r: s.ctx.__setitem__(f'join-{v}', r.get('member_id', '')))
 case('JoinGroup', 'member-id-required', versions='max', request=_join(), after=_keep_member)
 case('JoinGroup', 'join', versions='max', request=_join('member'), after=_keep_member, timeout=30.0)
 case('SyncGroup', 'leader-assigns', versions='max',
@@ -577,7 +578,7 @@ def _commit(group, member=True, parts=((0, 3),), topic=MAIN, metadata='m'):
     return build
 
 
-case('OffsetCommit', 'member', versions='max', request=_commit(GROUP))
+case('OffsetCommit', 'member', versions='all', request=_commit(GROUP))
 case('OffsetCommit', 'simple', versions='all', request=_commit(SIMPLE, member=False, parts=((0, 2), (1, 0))))
 case('OffsetCommit', 'wrong-generation', versions='max',
      request=lambda s, v: dict(_commit(GROUP)(s, v), generation_id_or_member_epoch=77))
@@ -633,6 +634,9 @@ unsupported('OffsetDelete', [99])
 case('LeaveGroup', 'member', versions='max',
      request=lambda s, v: {'group_id': GROUP, 'member_id': s.ctx.get('member', ''), 'members': [
          {'member_id': s.ctx.get('member', ''), 'group_instance_id': None, 'reason': None}]})
+case('LeaveGroup', 'each-version-group', versions='all',
+     request=lambda s, v: {'group_id': f'dg-join-{v}', 'member_id': s.ctx.get(f'join-{v}', ''), 'members': [
+         {'member_id': s.ctx.get(f'join-{v}', ''), 'group_instance_id': None, 'reason': None}]})
 case('LeaveGroup', 'unknown-member', versions='max',
      request={'group_id': GROUP, 'member_id': 'nobody', 'members': [{'member_id': 'nobody', 'group_instance_id': None}]})
 case('LeaveGroup', 'unknown-group', versions='max',

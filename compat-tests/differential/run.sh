@@ -30,6 +30,7 @@ cleanup() {
     [ -n "$KDIR" ] && "$REPO/compat-tests/kafka-dist/stop-kafka.sh" "$KDIR" >/dev/null 2>&1
 }
 trap cleanup EXIT
+trap 'exit 143' TERM INT # a killed run (make test's timeout) still stops both brokers through the EXIT trap
 
 if [ -z "${KAFKA:-}" ]; then
     # get-kafka.sh also checks every tool wrapper; the broker needs only the jars and the server and storage
