@@ -351,7 +351,19 @@ def ranges_of(side):
     return {k['api_key']: (k['min_version'], k['max_version']) for k in resp['api_keys']}
 
 
+def self_test():
+    """Every run first proves its comparator can fail: a changed, a missing and a reordered field."""
+    side = Side('self', '127.0.0.1:0')
+    a = normalise(side, {'throttle_time_ms': 5, 'topics': [{'name': 'x', 'error_code': 0}, {'name': 'y', 'error_code': 0}]})
+    b = normalise(side, {'throttle_time_ms': 9, 'topics': [{'name': 'y', 'error_code': 0}, {'name': 'x', 'error_code': 3}]})
+    got = list(compare(a, b))
+    assert got == [('/topics/x/error_code', 0, 3)], got
+    assert list(compare({'p': [1, 2]}, {'p': [1]})) == [('/p', [1, 2], [1])]
+    assert list(compare(CLOSED, {'error_code': 0})) == [('/', CLOSED, {'error_code': 0})]
+
+
 def main():
+    self_test()
     gregor = Side('gregor', os.environ['GREGOR'])
     kafka = Side('kafka', os.environ['KAFKA'])
     repo = os.environ.get('REPO', os.path.join(HERE, '..', '..'))

@@ -6,7 +6,8 @@
 # `differential: N passed, N failed`. Both brokers are stopped by the EXIT trap; every wait is bounded.
 # Env: REPO, GREGOR_BIN (as broker.sh), DIFF_KAFKA_VERSION (default 4.4.0), KAFKA (host:port of a Kafka
 #      already running: used instead of starting one), DIFF_VERBOSE=1 (print every allowed difference),
-#      ALLOW (another allow-list file), RESULTS (where results.md goes).
+#      ALLOW (another allow-list file), RESULTS (where results.md goes), DIFF_GREGOR_ARGS (more Gregor
+#      arguments, e.g. "--override auto.create.topics.enable=false" to see the suite catch a change).
 # Read next: diff.py, cases.py, allow.txt.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -50,7 +51,7 @@ fi
 # The static settings start-kafka.sh gives Kafka (those Gregor has), so both report the same values and sources.
 broker_start --override group.initial.rebalance.delay.ms=0 --override group.min.session.timeout.ms=1000 \
     --override offsets.topic.num.partitions=10 --override num.partitions=1 --override auto.create.topics.enable=true \
-    --override message.max.bytes=10000000 --override socket.request.max.bytes=104857600 ||
+    --override message.max.bytes=10000000 --override socket.request.max.bytes=104857600 ${DIFF_GREGOR_ARGS:-} ||
     { echo "differential: 0 passed, 1 failed (Gregor did not start)"; exit 1; }
 echo "differential: gregor at $BROKER, kafka $KAFKA_VERSION at $KAFKA (started in $(( $(date +%s) - t0 ))s)"
 GREGOR=$BROKER KAFKA=$KAFKA PYTHONPATH=$REPO/compat-tests/lib python3 "$here/diff.py" | tee /tmp/diff-out.$$
