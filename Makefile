@@ -40,13 +40,15 @@ compat:
 
 # Longer client runs that do not fit make test's budget: five kill -9 rounds of 1,000,000 records; the
 # idempotent producer with 200,000 records through a connection-cutting proxy and three kill -9; the full
-# stock client matrix (10,000 records, every codec; writes compat-tests/clients/matrix.md).
+# stock client matrix (10,000 records, every codec; writes compat-tests/clients/matrix.md); the differential
+# suite against Apache Kafka 4.4.0 (also in make test; writes compat-tests/differential/results.md).
 # Every suite runs even when an earlier one failed; each ends with its own "N passed, N failed" line.
 compat-full: test-deps build
 	@GREGOR_BIN=$(BUILD)/bin/gregor compat-tests/e2e/full.sh; e=$$?; \
 	GREGOR_BIN=$(BUILD)/bin/gregor compat-tests/idempotence/full.sh; i=$$?; \
 	GREGOR_BIN=$(BUILD)/bin/gregor compat-tests/clients/run.sh --full $(BUILD); c=$$?; \
-	[ $$e -eq 0 ] && [ $$i -eq 0 ] && [ $$c -eq 0 ]
+	REPO=$(CURDIR) GREGOR_BIN=$(abspath $(BUILD))/bin/gregor compat-tests/differential/run.sh; d=$$?; \
+	[ $$e -eq 0 ] && [ $$i -eq 0 ] && [ $$c -eq 0 ] && [ $$d -eq 0 ]
 
 # Every broker test of librdkafka 2.0.2's own suite, one per process; writes compat-tests/librdkafka/results.md.
 compat-librdkafka: test-deps build

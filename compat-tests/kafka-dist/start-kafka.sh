@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# start-kafka.sh: start a throw-away single-node Apache Kafka 4.4.0 in KRaft
+# start-kafka.sh: start a throw-away single-node Apache Kafka (4.4.0, or
+# KAFKA_VERSION / KAFKA_HOME as get-kafka.sh builds it) in KRaft
 # mode (broker and controller in one JVM) on free loopback ports, for
 # side-by-side comparison with Gregor.
 #
@@ -15,7 +16,9 @@
 #   stdout: one line, the bootstrap address (127.0.0.1:PORT)
 #   files:  DIR/kafka.pid, DIR/bootstrap, DIR/server.log, DIR/server.properties
 #   stop:   stop-kafka.sh DIR   (or kill $(cat DIR/kafka.pid))
-# Env: KAFKA_HEAP_OPTS (default -Xmx512m -Xms256m), START_TIMEOUT_S (default 90).
+# Env: KAFKA_HEAP_OPTS (default -Xmx512m -Xms256m), START_TIMEOUT_S (default 90),
+#      KAFKA_VERSION (passed to get-kafka.sh; default its own), KAFKA_HOME (a distribution
+#      get-kafka.sh already built: used as it is, get-kafka.sh is not run).
 # Read next: get-kafka.sh (builds the distribution), stop-kafka.sh.
 set -euo pipefail
 
@@ -31,8 +34,14 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 
-KAFKA_HOME="$("$HERE/get-kafka.sh" | tail -1)"
-[[ -n "$DIR" ]] || DIR="$(mktemp -d /tmp/kafka-4.4.0-XXXXXX)"
+if [[ -n "${KAFKA_HOME:-}" && -x "${KAFKA_HOME}/bin/kafka-server-start.sh" ]]; then
+  KAFKA_HOME="$(cd "$KAFKA_HOME" && pwd)"
+else
+  KAFKA_HOME="$("$HERE/get-kafka.sh" | tail -1)"
+fi
+KVER="$(basename "$(ls "$KAFKA_HOME"/libs/kafka_2.13-*.jar | head -1)" .jar)"
+KVER="${KVER#kafka_2.13-}"
+[[ -n "$DIR" ]] || DIR="$(mktemp -d "/tmp/kafka-$KVER-XXXXXX")"
 mkdir -p "$DIR"
 DIR="$(cd "$DIR" && pwd)"
 
@@ -123,5 +132,5 @@ until grep -q 'Kafka Server started' "$DIR/server.log" 2>/dev/null &&
   sleep 0.5
 done
 
-echo "start-kafka: Kafka 4.4.0 pid $PID at 127.0.0.1:$PORT, dir $DIR (stop: $HERE/stop-kafka.sh $DIR)" >&2
+echo "start-kafka: Kafka $KVER pid $PID at 127.0.0.1:$PORT, dir $DIR (stop: $HERE/stop-kafka.sh $DIR)" >&2
 echo "127.0.0.1:$PORT"

@@ -75,16 +75,21 @@ enum gr_handler_rc gr_handle_create_topics(struct gr_req *req)
         if (gr_str_eq(body->topics.items[i].name, gr_str_c(GR_OFFSETS_TOPIC)) && gr_groups_defer(req))
             return GR_HANDLER_WAIT;
     resp->topics.items = gr_arena_calloc(&req->arena, (size_t)n + 1, sizeof *resp->topics.items);
-    resp->topics.count = n;
+    int32_t out = 0; /* result entries: a name repeated in the request gets one, as Kafka's ControllerApis */
     for (int32_t i = 0; i < n; i++) {
         struct gr_create_topics_request_creatable_topic *qt = &body->topics.items[i];
-        struct gr_create_topics_response_creatable_topic_result *rt = &resp->topics.items[i];
+        bool dup = false, answered = false;
+        for (int32_t k = 0; k < n; k++) {
+            if (k == i || !gr_str_eq(body->topics.items[k].name, qt->name)) continue;
+            dup = true;
+            if (k < i) answered = true;
+        }
+        if (answered) continue;
+        struct gr_create_topics_response_creatable_topic_result *rt = &resp->topics.items[out++];
+        resp->topics.count = out;
         gr_create_topics_response_creatable_topic_result_init(rt);
         rt->name = qt->name;
         const char *msg = NULL;
-        bool dup = false;
-        for (int32_t k = 0; k < n; k++)
-            if (k != i && gr_str_eq(body->topics.items[k].name, qt->name)) dup = true;
         int32_t parts = qt->num_partitions;
         if (dup) {
             rt->error_code = GR_ERR_INVALID_REQUEST;

@@ -222,6 +222,33 @@ static void test_delete_then_create_same_name(void **state)
     assert_int_equal(gr_topic_partition_count(t), 2);
 }
 
+/* A name repeated in one request gets one INVALID_REQUEST result (Kafka's ControllerApis collects the
+ * repeated names in a set), not one per occurrence; the other names are answered as usual. */
+static void test_create_topics_duplicate_name_answered_once(void **state)
+{
+    struct fx *f = *state;
+    struct gr_req *req = create_topics_req(f, "dup", 1);
+    struct gr_create_topics_request *body = req->body;
+    const char *names[] = {"dup", "bad/name", "dup", "dup"};
+    body->topics.items = gr_arena_calloc(&req->arena, 4, sizeof *body->topics.items);
+    body->topics.count = 4;
+    for (int i = 0; i < 4; i++) {
+        gr_create_topics_request_creatable_topic_init(&body->topics.items[i]);
+        body->topics.items[i].name = gr_str_c(names[i]);
+        body->topics.items[i].num_partitions = 1;
+        body->topics.items[i].replication_factor = -1;
+    }
+    assert_int_not_equal(gr_handle_create_topics(req), GR_HANDLER_WAIT); /* nothing to create */
+    struct gr_create_topics_response *resp = req->resp;
+    assert_int_equal(resp->topics.count, 2);
+    assert_true(gr_str_eq(resp->topics.items[0].name, gr_str_c("dup")));
+    assert_int_equal(resp->topics.items[0].error_code, GR_ERR_INVALID_REQUEST);
+    assert_true(gr_str_eq(resp->topics.items[1].name, gr_str_c("bad/name")));
+    assert_int_equal(resp->topics.items[1].error_code, GR_ERR_INVALID_TOPIC_EXCEPTION);
+    assert_null(gr_store_topic_find(f->b->store, "dup", 3));
+    gr_req_free(req);
+}
+
 static void test_lazy_offsets_topic_defers_group_request(void **state)
 {
     struct fx *f = *state;
@@ -324,6 +351,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_helper_parks_until_last, setup, teardown),
         cmocka_unit_test_setup_teardown(test_create_topics_waits_off_thread, setup, teardown),
         cmocka_unit_test_setup_teardown(test_delete_then_create_same_name, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_create_topics_duplicate_name_answered_once, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lazy_offsets_topic_defers_group_request, setup, teardown),
         cmocka_unit_test_setup_teardown(test_disk_errors_map_to_storage_error, setup, teardown),
     };
