@@ -492,9 +492,6 @@ int gr_epoch_ckpt_format(const struct gr_epoch_entry *e, int count, uint8_t **ou
 /* base64url without padding of 16 bytes (22 chars + NUL) and back; decode returns 0 or -EINVAL. */
 void gr_uuid_to_base64url(const uint8_t id[16], char out[23]);
 int gr_uuid_from_base64url(const char *s, size_t len, uint8_t id[16]);
-/* Random v4 UUID that Kafka would accept as a topic/cluster id (not zero, not the metadata topic id, text
-   not starting with '-'). */
-void gr_uuid_random(uint8_t id[16]);
 /* fsyncs a directory fd: 0 or -errno. */
 int gr_dir_sync(int dir_fd);
 

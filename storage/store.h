@@ -268,4 +268,10 @@ int32_t gr_store_open_segment_fds(const struct gr_store *store);
 int gr_store_meta_write(struct gr_store *store, const char *name, const void *data, size_t len);
 int gr_store_meta_read(struct gr_store *store, const char *name, void *buf, size_t len);
 
+/* Writes a random v4 UUID that Kafka would accept as a topic or cluster id into `id` (16 bytes): not zero,
+   not the metadata topic id (...0001), its base64url text not starting with '-' (Kafka's Uuid.randomUuid
+   rules). Used for new topics, and for the id a validate_only CreateTopics reports (as Kafka's controller
+   does). Never fails (getrandom is retried). */
+void gr_uuid_random(uint8_t id[16]);
+
 #endif

@@ -134,7 +134,10 @@ enum gr_handler_rc gr_handle_create_topics(struct gr_req *req)
                                                created, rt);
                 if (!code && !body->validate_only) continue; /* created() fills the entry (maybe already) */
                 rt->error_code = code;
-                if (!code) fill_configs(req, rt, NULL, keys, values, nc); /* validate_only */
+                if (!code) { /* validate_only: the id the topic would get, as Kafka's controller answers */
+                    gr_uuid_random(rt->topic_id.b);
+                    fill_configs(req, rt, NULL, keys, values, nc);
+                }
             }
         }
         rt->error_message = msg ? gr_str_c(msg) : GR_STR_NULL;
