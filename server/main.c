@@ -62,7 +62,17 @@ static void expire_producers(struct gr_broker *b)
     }
 }
 
-/* Raises the soft RLIMIT_NOFILE to the hard limit and says whether the descriptors the broker may hold fit:
+/* Raises the soft RLIMIT_NOFILE to the hard limit. Called before the store opens: loading many partitions
+   under a soft limit of 1024 ran out of descriptors and took partitions offline. */
+static void raise_open_files_limit(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= rl.rlim_max) return;
+    rl.rlim_cur = rl.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &rl) != 0) GR_WARN("open files: raising RLIMIT_NOFILE failed: %s", strerror(errno));
+}
+
+/* Says whether the descriptors the broker may hold fit RLIMIT_NOFILE (raised by raise_open_files_limit):
    gregor.open.files.max segment files; per partition its directory and the next segment's file made
    ahead of a roll; the active files of __consumer_offsets (outside the cap: offsets.topic.num.partitions,
    counted even before the topic exists); max.connections sockets; and a reserve for the rest (listeners,
@@ -72,11 +82,6 @@ static void check_open_files(struct gr_broker *b, int64_t partitions)
 {
     struct rlimit rl;
     if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return;
-    if (rl.rlim_cur < rl.rlim_max) {
-        rlim_t old = rl.rlim_cur;
-        rl.rlim_cur = rl.rlim_max;
-        if (setrlimit(RLIMIT_NOFILE, &rl) != 0) rl.rlim_cur = old;
-    }
     int64_t segs = gr_config_int(&b->cfg, "gregor.open.files.max");
     int64_t conns = gr_config_int(&b->cfg, "max.connections");
     int64_t kept = gr_config_int(&b->cfg, "offsets.topic.num.partitions");
@@ -265,6 +270,7 @@ int main(int argc, char **argv)
     gr_net_init(b);
     if (gr_net_bind(b)) return 1;
     if (lock_log_dir(dir) < 0) return 1;
+    raise_open_files_limit();
     int rc = gr_store_open(&sc, &b->store);
     if (rc) {
         GR_ERROR("cannot open log directory %s: %s", dir, strerror(-rc));

@@ -464,6 +464,14 @@ static inline bool gr_err_no_space(int err)
 {
     return err == -ENOSPC || err == -EDQUOT;
 }
+/* True for the errors that mean a rebuildable file's content is damaged (-EINVAL: bad format or checksum,
+   -EFBIG: larger than such a file can be): it may be deleted or ignored and rebuilt. Every other error of an
+   open or read (EMFILE, ENFILE, ENOMEM, EIO, EACCES...) says nothing about the file, which is kept: the
+   partition fails to load (offline, KAFKA_STORAGE_ERROR) and the next start tries again. */
+static inline bool gr_err_damaged(int err)
+{
+    return err == -EINVAL || err == -EFBIG;
+}
 void gr_job_free(struct gr_job *job);
 
 /* --- checkpoint.c --- */

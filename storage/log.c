@@ -1435,6 +1435,10 @@ static int load_producer_state(struct gr_log *log)
             from = log->segs[0]->base_offset;
             break;
         }
+        if (!gr_err_damaged(err) && err != -ENOENT) { /* e.g. out of descriptors: keep it, fail the load */
+            GR_ERROR("storage: %s: producer snapshot %s cannot be read (%s)", log->dir_name, name, strerror(-err));
+            return err;
+        }
         GR_WARN("storage: %s: producer snapshot %s unusable (%s), deleted", log->dir_name, name,
                 strerror(-err));
         gr_sys_unlinkat(log->dir_fd, name, 0);
@@ -1455,6 +1459,7 @@ static int load_epochs(struct gr_log *log)
     struct gr_epoch_entry *e;
     int n;
     int err = gr_epoch_ckpt_read(log->dir_fd, &e, &n);
+    if (err < 0 && err != -ENOENT && !gr_err_damaged(err)) return err; /* e.g. EMFILE: the load fails */
     if (err < 0 && err != -ENOENT)
         GR_WARN("storage: %s: leader-epoch-checkpoint unreadable (%s), starting afresh", log->dir_name,
                 strerror(-err));

@@ -97,4 +97,28 @@ broker_start || { fail "start"; summary startup; exit 1; }
 offsets_step create
 broker_stop
 rm -rf "$BROKER_DIR"
+# A soft RLIMIT_NOFILE far below what loading the log directory needs: the broker raises it to the hard limit
+# before it opens the store (it used to raise it after, so with 400 partitions and a soft limit of 256 part
+# of them failed with EMFILE and stayed offline, and their producer snapshots were deleted as "unusable").
+BROKER_DIR=$(mktemp -d /tmp/gregor-test.XXXXXX)
+broker_start --override num.partitions=400 || { fail "start"; summary startup; exit 1; }
+kcat -L -b "$BROKER" -t wide400 -m 10 >/dev/null 2>&1 # auto-creates the topic
+seq 1 2000 | kcat -P -b "$BROKER" -t wide400 -K: 2>/dev/null
+broker_stop
+soft=$(ulimit -Sn)
+if [ "$(ulimit -Hn)" = unlimited ] || [ "$(ulimit -Hn)" -gt 4096 ]; then
+    ulimit -Sn 256
+    broker_restart --override num.partitions=400
+    ulimit -Sn "$soft"
+    check_eq "a start under a soft limit of 256 opens all 400 partitions (none offline)" "" \
+        "$(grep -E 'could not be opened|open failed' "$BROKER_DIR/broker.log")"
+    check "the broker's soft limit was raised to the hard limit" \
+        awk '/Max open files/ { exit !($4 == $5) }' "/proc/$BROKER_PID/limits"
+    check_eq "every record of the 400 partitions reads back" 2000 \
+        "$(timeout 60 kcat -C -b "$BROKER" -t wide400 -e -q 2>/dev/null | wc -l)"
+else
+    fail "the hard RLIMIT_NOFILE is above 4096" "hard $(ulimit -Hn)"
+fi
+broker_stop
+rm -rf "$BROKER_DIR"
 summary startup

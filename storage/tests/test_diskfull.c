@@ -280,6 +280,48 @@ static void test_unopenable_partition_offline(void **state)
     check_tags(u, 2);
 }
 
+/* A rebuildable file that cannot be read for a reason that says nothing about its content (here EISDIR; at
+   start typically EMFILE under a low RLIMIT_NOFILE) is kept and its partition fails to load (offline) until
+   the next start; only a damaged file (bad content) is deleted and rebuilt. Before: a snapshot that could not
+   be read for any reason was deleted, and an unreadable leader-epoch-checkpoint was replaced afresh. */
+static void test_unreadable_file_kept(void **state)
+{
+    struct fx *f = *state;
+    assert_int_equal(gr_store_open(&f->cfg, &f->store), 0);
+    create_with_data(f, "t", 3, 3);
+    gr_store_close(f->store);
+    f->store = NULL;
+    char path[300];
+    struct stat st;
+    /* t-0: a producer snapshot at the log end (6) that is a directory: kept, the partition offline. */
+    snprintf(path, sizeof(path), "%s/t-0/%020d.snapshot", f->dir, 6);
+    unlink(path);
+    assert_int_equal(mkdir(path, 0755), 0);
+    /* t-1: its leader-epoch-checkpoint a directory: kept, the partition offline. */
+    char epochs[300];
+    snprintf(epochs, sizeof(epochs), "%s/t-1/leader-epoch-checkpoint", f->dir);
+    unlink(epochs);
+    assert_int_equal(mkdir(epochs, 0755), 0);
+    /* t-2: a damaged snapshot (bad content): deleted, the partition serves. */
+    char damaged[300];
+    snprintf(damaged, sizeof(damaged), "%s/t-2/%020d.snapshot", f->dir, 6);
+    FILE *fp = fopen(damaged, "w");
+    assert_non_null(fp);
+    fputs("not a snapshot", fp);
+    fclose(fp);
+    assert_int_equal(gr_store_open(&f->cfg, &f->store), 0);
+    assert_int_equal(f->store->offline_at_open, 2);
+    assert_true(gr_log_offline(log_of(f, "t", 0)));
+    assert_true(gr_log_offline(log_of(f, "t", 1)));
+    assert_false(gr_log_offline(log_of(f, "t", 2)));
+    assert_int_equal(stat(path, &st), 0);
+    assert_true(S_ISDIR(st.st_mode));
+    assert_int_equal(stat(epochs, &st), 0);
+    assert_true(S_ISDIR(st.st_mode));
+    assert_int_equal(stat(damaged, &st), -1);
+    check_tags(log_of(f, "t", 2), 3);
+}
+
 /* DeleteRecords on a full disk: its checkpoint cannot be written, yet the segments go (that is what frees
    space); the checkpoint is written by the next checkpoint pass once there is room. */
 static void test_delete_records_on_full_disk(void **state)
@@ -342,6 +384,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_epoch_write_retried, setup, teardown),
         cmocka_unit_test_setup_teardown(test_epoch_derived_from_log, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unopenable_partition_offline, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unreadable_file_kept, setup, teardown),
         cmocka_unit_test_setup_teardown(test_delete_records_on_full_disk, setup, teardown),
         cmocka_unit_test_setup_teardown(test_write_file_dup_errno, setup, teardown),
     };
