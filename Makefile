@@ -29,7 +29,10 @@ codegen-check:
 	@scripts/codegen-check.sh
 
 unit:
-	@cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
+	@cd $(BUILD) && { ctest --output-on-failure -j$(JOBS) >ctest.out 2>&1; rc=$$?; cat ctest.out; \
+	t=$$(sed -n 's/.*tests failed out of \([0-9]*\).*/\1/p' ctest.out); \
+	f=$$(sed -n 's/.*, \([0-9]*\) tests failed out of.*/\1/p' ctest.out); \
+	echo "unit: $$(( $${t:-0} - $${f:-1} )) passed, $${f:-1} failed"; exit $$rc; }
 
 # The codec against Apache Kafka's own message classes, both directions (needs Java 17 and Maven).
 oracle:
@@ -47,7 +50,7 @@ compat-full: test-deps build
 	@GREGOR_BIN=$(BUILD)/bin/gregor compat-tests/e2e/full.sh; e=$$?; \
 	GREGOR_BIN=$(BUILD)/bin/gregor compat-tests/idempotence/full.sh; i=$$?; \
 	GREGOR_BIN=$(BUILD)/bin/gregor compat-tests/clients/run.sh --full $(BUILD); c=$$?; \
-	REPO=$(CURDIR) GREGOR_BIN=$(abspath $(BUILD))/bin/gregor compat-tests/differential/run.sh; d=$$?; \
+	REPO=$(CURDIR) RESULTS=$(CURDIR)/compat-tests/differential/results.md GREGOR_BIN=$(abspath $(BUILD))/bin/gregor compat-tests/differential/run.sh; d=$$?; \
 	[ $$e -eq 0 ] && [ $$i -eq 0 ] && [ $$c -eq 0 ] && [ $$d -eq 0 ]
 
 # Every broker test of librdkafka 2.0.2's own suite, one per process; writes compat-tests/librdkafka/results.md.

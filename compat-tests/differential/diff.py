@@ -473,7 +473,10 @@ def main():
 
 
 def write_results(per_api, results, allow, passed, failed):
-    path = os.environ.get('RESULTS', os.path.join(HERE, 'results.md'))
+    # make test writes beside the other caches (no tracked file changes); compat-full and a refresh of
+    # README's table set RESULTS=compat-tests/differential/results.md.
+    path = os.environ.get('RESULTS') or os.path.join(HERE, '..', '.cache', 'differential-results.md')
+    os.makedirs(os.path.dirname(path), exist_ok=True)
     now = datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')
     kv = os.environ.get('KAFKA_VERSION', '?')
     lines = [f'# Differential suite: Gregor against Apache Kafka {kv}', '',

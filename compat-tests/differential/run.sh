@@ -2,11 +2,12 @@
 # run.sh: the differential suite. Starts Gregor (compat-tests/lib/broker.sh) and Apache Kafka 4.4.0 from Maven
 # Central (kafka-dist/get-kafka.sh + start-kafka.sh, KRaft, one node), both on free loopback ports, sends
 # both the same raw requests (cases.py), compares the normalised answers field by field (diff.py) and fails
-# on any difference that allow.txt does not list. Writes results.md; the last line is
+# on any difference that allow.txt does not list. Writes compat-tests/.cache/differential-results.md (or
+# $RESULTS: make compat-full writes the tracked results.md); the last line is
 # `differential: N passed, N failed`. Both brokers are stopped by the EXIT trap; every wait is bounded.
 # Env: REPO, GREGOR_BIN (as broker.sh), DIFF_KAFKA_VERSION (default 4.4.0), KAFKA (host:port of a fresh Kafka
 #      already running, with none of the suite's topics or groups: used instead of starting one), DIFF_VERBOSE=1 (print every allowed difference),
-#      ALLOW (another allow-list file), RESULTS (where results.md goes), DIFF_GREGOR_ARGS (more Gregor
+#      ALLOW (another allow-list file), RESULTS (where the results table goes), DIFF_GREGOR_ARGS (more Gregor
 #      arguments, e.g. "--override auto.create.topics.enable=false" to see the suite catch a change).
 # Read next: diff.py, cases.py, allow.txt.
 set -uo pipefail

@@ -518,7 +518,12 @@ def counts(results):
 # ------------------------------------------------------------------ main
 
 
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt  # SIGTERM (kill, timeout) stops the run as Ctrl-C does: the broker is stopped
+
+
 def main():
+    signal.signal(signal.SIGTERM, _interrupt)
     ap = argparse.ArgumentParser(description="librdkafka test suite against Gregor (or Kafka).")
     mode = ap.add_mutually_exclusive_group()
     mode.add_argument("--must-pass", action="store_true",
@@ -715,6 +720,9 @@ def main():
     if c["N/A"]:
         extra.append("%d not applicable (not-applicable.txt)" % c["N/A"])
     print("total time %.0fs; logs in %s%s" % (total, run_dir, "; " + ", ".join(extra) if extra else ""))
+    if args.results and exit_code == 130:
+        # An interrupted run does not replace the table kept in the repo: it goes beside the logs.
+        args.results = os.path.join(run_dir, os.path.basename(args.results))
     if args.results:
         with open(args.results, "w") as f:
             f.write("# librdkafka %s test suite results\n\n" % librdkafka_version())
