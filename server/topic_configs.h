@@ -5,7 +5,7 @@
  * synonyms) for a topic or for the broker, and computing the new topic-level set for AlterConfigs
  * (replace) and IncrementalAlterConfigs (SET, DELETE, APPEND, SUBTRACT).
  *
- * Facts are those of Apache Kafka 4.1.1: the 33 non-internal LogConfig keys with their ConfigDef types,
+ * Facts are those of Apache Kafka 4.4.0: the 37 non-internal LogConfig keys with their ConfigDef types,
  * defaults and validators, ServerTopicConfigSynonyms (topic key -> broker keys, with hours/minutes
  * converted to ms), DynamicBrokerConfig.brokerConfigSynonyms, and ConfigHelper's synonym rules:
  *   - a topic entry lists [its topic-level value (DYNAMIC_TOPIC_CONFIG)] then, for its broker synonyms,
@@ -89,7 +89,7 @@ struct gr_tcfg_def {
 
 /* Returns borrowed: the table (alphabetical), `count` receives its length. */
 const struct gr_tcfg_def *gr_tcfg_defs(int *count);
-/* Returns borrowed: the row for `name`, or NULL when Kafka 4.1 has no such (non-internal) topic config. */
+/* Returns borrowed: the row for `name`, or NULL when Kafka 4.4 has no such (non-internal) topic config. */
 const struct gr_tcfg_def *gr_tcfg_find(const char *name);
 
 /* Gregor's refusals: a static message when `value` (normalised, see gr_tcfg_check) asks for behaviour

@@ -2,8 +2,9 @@
  * produce.c: Produce (key 0), served v3-v13 (advertised from v0; v0-v2 close the connection in dispatch).
  *
  * Per partition: exactly one RecordBatch v2, validated in place (CRC-32C, lengths, offset deltas, records),
- * size against max.message.bytes, zstd only from v7, keys on compacted topics and every record's timestamp
- * against message.timestamp.before/after.max.ms (a refused batch names each refused record in record_errors,
+ * size against max.message.bytes, each record of a compressed batch against max.decompressed.message.bytes
+ * (Kafka 4.4: INVALID_RECORD, no message), zstd only from v7, keys on compacted topics and every record's
+ * timestamp against message.timestamp.before/after.max.ms (a refused batch names each refused record in record_errors,
  * KIP-467, as Kafka's LogValidator; the records are walked again only then), the header's max timestamp set
  * to the records' maximum (CreateTime) or to the append time (LogAppendTime, by storage) with the CRC
  * recomputed when it changes (Kafka's LogValidator), then appended in place (storage patches base offset
@@ -86,6 +87,14 @@ static int32_t topic_max_message_bytes(struct gr_broker *b, struct gr_topic *t)
 {
     const char *v = gr_topic_config_get(t, "max.message.bytes");
     return v ? atoi(v) : (int32_t)gr_config_int(&b->cfg, "message.max.bytes");
+}
+
+/* Kafka 4.4's max.decompressed.message.bytes of a topic: the topic-level value, else Kafka's default (Gregor
+   has no broker-level key of that name). */
+static int32_t topic_max_decompressed_bytes(struct gr_topic *t)
+{
+    const char *v = gr_topic_config_get(t, "max.decompressed.message.bytes");
+    return v ? atoi(v) : GR_MAX_DECOMPRESSED_MESSAGE_BYTES_DEFAULT;
 }
 
 static bool topic_log_append_time(struct gr_broker *b, struct gr_topic *t)
@@ -273,10 +282,15 @@ static struct gr_log *produce_partition(struct gr_req *req, struct gr_topic *t, 
         set_error(pr, GR_ERR_MESSAGE_TOO_LARGE, "The record batch is larger than max.message.bytes");
         return NULL;
     }
-    struct gr_batch_info info;
+    struct gr_batch_info info = {0}; /* codec NONE and no record length when framing fails */
     const char *why = NULL;
     int rc = gr_batch_validate_ex(records.ptr, (size_t)records.len, GR_BATCH_CHECK_CLIENT, &info, &why);
-    if (rc) {
+    /* Kafka 4.4 reads a compressed batch's records with max.decompressed.message.bytes as the largest record
+       it takes: a longer record's length stops the read, before any later record (or its own bytes) is
+       checked. Its InvalidRecordException carries no message to the client. */
+    bool too_long =
+        info.codec != GR_CODEC_NONE && info.records_body_bytes_max > topic_max_decompressed_bytes(t);
+    if (rc && !too_long) {
         set_error(pr, gr_batch_err_kafka(rc), why);
         if (batch_err_in_log(rc)) pr->log_start_offset = gr_log_start_offset(log);
         return NULL;
@@ -287,6 +301,11 @@ static struct gr_log *produce_partition(struct gr_req *req, struct gr_topic *t, 
     }
     if (info.codec == GR_CODEC_ZSTD && v < 7) {
         set_error(pr, GR_ERR_UNSUPPORTED_COMPRESSION_TYPE, "zstd needs Produce v7 or later");
+        return NULL;
+    }
+    if (too_long) {
+        set_error(pr, GR_ERR_INVALID_RECORD, NULL);
+        pr->log_start_offset = gr_log_start_offset(log); /* met in the log, as Kafka */
         return NULL;
     }
     uint8_t *batch = (uint8_t *)records.ptr, *rewritten = NULL; /* the request buffer: ours to patch */
