@@ -386,6 +386,84 @@ static void test_max_decompressed_message_bytes(void **state)
     free(b);
 }
 
+/* A partition named twice, in one topic entry and in a topic named twice, as Kafka 4.4 keeps them: one
+   topic entry, one partition entry, only the LAST occurrence's records appended. */
+static void test_duplicate_partitions_merged(void **state)
+{
+    struct fx *f = *state;
+    int64_t now = gr_time_wall_ms();
+    int64_t ts[] = {now, now, now};
+    size_t len[3];
+    uint8_t *bs[3];
+    for (int i = 0; i < 3; i++)
+        bs[i] = lying_batch(ts, i + 1, GR_CODEC_NONE, -2, 0, &len[i]); /* 1, 2 and 3 records */
+    struct gr_req *req = calloc(1, sizeof *req);
+    req->broker = f->b;
+    gr_arena_init(&req->arena, 1 << 20);
+    req->hdr.request_api_key = 0;
+    req->hdr.request_api_version = 9;
+    struct gr_produce_request *body = gr_arena_alloc(&req->arena, sizeof *body);
+    gr_produce_request_init(body);
+    body->transactional_id = GR_STR_NULL;
+    body->acks = 1;
+    body->timeout_ms = 30000;
+    body->topic_data.items = gr_arena_calloc(&req->arena, 2, sizeof *body->topic_data.items);
+    body->topic_data.count = 2;
+    static const int in_topic[] = {2, 1}; /* c:[0 <- 1 record, 0 <- 3 records], c:[0 <- 2 records] */
+    static const int batch_of[2][2] = {{0, 2}, {1, -1}};
+    for (int t = 0; t < 2; t++) {
+        struct gr_produce_request_topic_produce_data *td = &body->topic_data.items[t];
+        td->name = gr_str_c("c");
+        td->partition_data.items = gr_arena_calloc(&req->arena, 2, sizeof *td->partition_data.items);
+        td->partition_data.count = in_topic[t];
+        for (int p = 0; p < in_topic[t]; p++) {
+            int k = batch_of[t][p];
+            uint8_t *copy = gr_arena_alloc(&req->arena, len[k]);
+            memcpy(copy, bs[k], len[k]);
+            td->partition_data.items[p].index = 0;
+            td->partition_data.items[p].records = (struct gr_bytes){copy, (int32_t)len[k]};
+        }
+    }
+    req->body = body;
+    struct gr_produce_response *resp = gr_arena_alloc(&req->arena, sizeof *resp);
+    gr_produce_response_init(resp);
+    req->resp = resp;
+    assert_int_equal(gr_handle_produce(req), GR_HANDLER_DONE);
+    assert_int_equal(resp->responses.count, 1);
+    assert_int_equal(resp->responses.items[0].partition_responses.count, 1);
+    assert_int_equal(resp->responses.items[0].partition_responses.items[0].error_code, GR_ERR_NONE);
+    assert_int_equal(resp->responses.items[0].partition_responses.items[0].base_offset, 0);
+    gr_req_free(req);
+    assert_int_equal(gr_log_end_offset(log_of(f, "c")), 2); /* the 2-record batch alone */
+    for (int i = 0; i < 3; i++)
+        free(bs[i]);
+}
+
+/* Errors Kafka 4.4 meets in the log carry no error_message (CRC, batch framing, batch-level INVALID_RECORD);
+   only record validation refusals have one (see test_record_errors_*). */
+static void test_log_errors_have_no_message(void **state)
+{
+    struct fx *f = *state;
+    int64_t now = gr_time_wall_ms();
+    int64_t ts[] = {now, now};
+    size_t len;
+    struct answer a;
+    uint8_t *b = lying_batch(ts, 2, GR_CODEC_NONE, -2, 0, &len);
+    b[len - 1] ^= 1; /* CRC mismatch */
+    produce_full(f, "c", b, len, &a);
+    assert_int_equal(a.err, GR_ERR_CORRUPT_MESSAGE);
+    assert_string_equal(a.summary, "(null)");
+    free(b);
+    b = lying_batch(ts, 2, GR_CODEC_NONE, -2, 0, &len);
+    gr_put_be32(b + GR_BATCH_OFF_LAST_OFFSET_DELTA, 5); /* record count 2, last offset delta 5 */
+    gr_batch_crc_store(b, len);
+    produce_full(f, "c", b, len, &a);
+    assert_int_equal(a.err, GR_ERR_INVALID_RECORD);
+    assert_string_equal(a.summary, "(null)");
+    free(b);
+    assert_int_equal(gr_log_end_offset(log_of(f, "c")), 0);
+}
+
 #define KEY_MSG "Compacted topic cannot accept message without key in topic partition k-0"
 
 /* KIP-467 as Kafka's LogValidator fills it: every keyless record of a batch to a compacted topic listed. */
@@ -493,6 +571,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_record_errors_timestamps, setup, teardown),
         cmocka_unit_test_setup_teardown(test_record_errors_timestamp_type, setup, teardown),
         cmocka_unit_test_setup_teardown(test_max_decompressed_message_bytes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_duplicate_partitions_merged, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_log_errors_have_no_message, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
