@@ -946,18 +946,19 @@ static bool in_list(const char *const *list, size_t n, const char *name)
     return false;
 }
 
-/* "<prefix>: Set(a, b)" over the keys of `set` that `pick` selects (Scala's Set.toString), or NULL. */
+/* "<prefix>: [a, b]" over the keys of `set` that `pick` selects (Java's Set.toString, Kafka 4.4; 4.1 printed
+   Scala's "Set(a, b)"), in request order, or NULL. */
 static const char *key_list(const struct gr_tcfg_set *set, bool (*pick)(const char *), const char *prefix,
                             struct gr_arena *arena)
 {
     char buf[900];
-    size_t o = (size_t)snprintf(buf, sizeof buf, "%s: Set(", prefix);
+    size_t o = (size_t)snprintf(buf, sizeof buf, "%s: [", prefix);
     int found = 0;
     for (int i = 0; i < set->count && o < sizeof buf; i++)
         if (pick(set->keys[i]))
             o += (size_t)snprintf(buf + o, sizeof buf - o, "%s%s", found++ ? ", " : "", set->keys[i]);
     if (!found) return NULL;
-    if (o < sizeof buf) snprintf(buf + o, sizeof buf - o, ")");
+    if (o < sizeof buf) snprintf(buf + o, sizeof buf - o, "]");
     const char *m = gr_arena_strndup(arena, buf, strlen(buf));
     return m ? m : prefix;
 }

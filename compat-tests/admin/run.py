@@ -545,7 +545,7 @@ def t_dynamic_broker_configs():
                  segment_files('adm-dyn', 0) >= 2, segment_files('adm-dyn', 0))
     for key in ('num.partitions', 'log.retention.hours', 'log.roll.hours'):
         tk.eq(f'IncrementalAlterConfigs broker: {key} is not dynamic in Kafka',
-              [(42, f'Cannot update these configs dynamically: Set({key})')],
+              [(42, f'Cannot update these configs dynamically: [{key}]')],
               ialter([(BROKER_RES, node, [(key, 0, '3')])]))
     tk.eq('broker-level min.insync.replicas: refused while ELR is on (Kafka 4.1+)',
           [(40, 'Broker-level min.insync.replicas cannot be altered while ELR is enabled.')],
@@ -574,7 +574,7 @@ def t_dynamic_broker_configs():
                                        'log.segment.bytes': (mib, DYNAMIC_DEFAULT)},
                lambda: {k: (x['value'], x['config_source']) for k, x in
                         cfg(BROKER_RES, node, ['log.retention.bytes', 'log.retention.ms', 'log.segment.bytes']).items()})
-    tk.eq('AlterConfigs broker: refused key', [(42, 'Cannot update these configs dynamically: Set(num.partitions)')],
+    tk.eq('AlterConfigs broker: refused key', [(42, 'Cannot update these configs dynamically: [num.partitions]')],
           alter([(BROKER_RES, node, [('num.partitions', '3')])]))
     # the broker logger (Kafka's RuntimeLoggerManager): Gregor's one logger is root
     tk.eq('broker logger: SET root=DEBUG', [(0, None)], ialter([(LOGGER_RES, node, [('root', 0, 'DEBUG')])]))

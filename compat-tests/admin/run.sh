@@ -86,7 +86,7 @@ if [ -x "$KAFKA_BIN/kafka-configs.sh" ] && command -v java >/dev/null; then
         grep -q ' delete.retention.ms=3600000 sensitive=false synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:log.cleaner.delete.retention.ms=3600000, DEFAULT_CONFIG:log.cleaner.delete.retention.ms=86400000}' <<<"$out"
     out=$(tool kafka-configs.sh --alter --entity-type brokers --entity-name 1 --add-config num.partitions=3)
     check "kafka-configs.sh --alter broker num.partitions: Kafka's refusal" \
-        grep -q 'Cannot update these configs dynamically: Set(num.partitions)' <<<"$out"
+        grep -q 'Cannot update these configs dynamically: \[num.partitions\]' <<<"$out"
     out=$(tool kafka-configs.sh --alter --entity-type broker-loggers --entity-name 1 --add-config root=WARN)
     check "kafka-configs.sh --alter --entity-type broker-loggers root=WARN" grep -q 'Completed updating config' <<<"$out"
     out=$(tool kafka-configs.sh --describe --entity-type broker-loggers --entity-name 1)

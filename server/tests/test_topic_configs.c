@@ -614,18 +614,18 @@ static void test_dynamic_allowed_and_refused(void **state)
     for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
         const char *k[1] = {refused[i]}, *v[1] = {"3"};
         char want[200];
-        snprintf(want, sizeof want, "Cannot update these configs dynamically: Set(%s)", refused[i]);
+        snprintf(want, sizeof want, "Cannot update these configs dynamically: [%s]", refused[i]);
         assert_false(gr_bcfg_dynamic(refused[i]));
         assert_int_equal(gr_bcfg_replace(k, v, 1, &f->arena, &set, &msg), GR_ERR_INVALID_REQUEST);
         assert_string_equal(msg, want);
     }
     const char *k2[2] = {"num.partitions", "log.roll.hours"}, *v2[2] = {"3", "4"};
     assert_int_equal(gr_bcfg_replace(k2, v2, 2, &f->arena, &set, &msg), GR_ERR_INVALID_REQUEST);
-    assert_string_equal(msg, "Cannot update these configs dynamically: Set(num.partitions, log.roll.hours)");
+    assert_string_equal(msg, "Cannot update these configs dynamically: [num.partitions, log.roll.hours]");
     /* Kafka-dynamic but not applied by Gregor at runtime, or unknown to Gregor */
     const char *k3[1] = {"log.cleaner.backoff.ms"}, *v3[1] = {"100"};
     assert_int_equal(gr_bcfg_replace(k3, v3, 1, &f->arena, &set, &msg), GR_ERR_INVALID_REQUEST);
-    assert_string_equal(msg, "Gregor cannot update these configs dynamically: Set(log.cleaner.backoff.ms)");
+    assert_string_equal(msg, "Gregor cannot update these configs dynamically: [log.cleaner.backoff.ms]");
     /* values: ConfigDef's messages (INVALID_REQUEST, as ConfigAdminManager wraps them), normalised */
     const char *k4[1] = {"log.retention.ms"}, *v4[1] = {"abc"};
     assert_int_equal(gr_bcfg_replace(k4, v4, 1, &f->arena, &set, &msg), GR_ERR_INVALID_REQUEST);
