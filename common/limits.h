@@ -21,6 +21,9 @@
 #define GR_VARLONG_BYTES_MAX 10
 /* Default message.max.bytes (Kafka 4.x: 1048588 = 1 MiB + record batch overhead). */
 #define GR_MESSAGE_BYTES_DEFAULT 1048588
+/* Default max.decompressed.message.bytes (Kafka 4.4: the largest Java array, no bound beyond it); Gregor's
+ * GR_DECOMPRESSED_BATCH_BYTES_MAX bounds a whole batch first. */
+#define GR_MAX_DECOMPRESSED_MESSAGE_BYTES_DEFAULT 2147483639
 /* Decompressed size of one record batch accepted while validating: bounds a decompression bomb. */
 #define GR_DECOMPRESSED_BATCH_BYTES_MAX (256 * 1024 * 1024)
 /* Refused records listed in one Produce partition's record_errors (KIP-467). Kafka lists every one; a

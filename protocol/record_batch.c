@@ -438,6 +438,7 @@ static int read_record(struct gr_records_src *s, struct rec_fields *f, bool need
         return GR_BATCH_ERR_RECORD;
     }
     int32_t len = unzigzag32(raw);
+    if (len > s->record_len_max) s->record_len_max = len;
     s->p = p;
     have = (size_t)(s->end - p);
     if (have < (size_t)len && !s->eof) {
@@ -513,6 +514,7 @@ static void read_info(const uint8_t *p, struct gr_batch_info *info)
     info->records_min_timestamp = -1;
     info->has_null_key = false;
     info->records_bytes = 0;
+    info->records_body_bytes_max = 0;
 }
 
 /* The batch-level rules of Kafka's LogValidator.validateBatch, before any record is read. */
@@ -544,6 +546,7 @@ static int scan_records(struct gr_records_src *s, unsigned flags, struct gr_batc
     for (int32_t i = 0; i < info->record_count; i++) {
         struct rec_fields f;
         int r = read_record(s, &f, false, &reason);
+        info->records_body_bytes_max = s->record_len_max;
         if (r < 0) FAIL(r, reason);
         if (r == 0) FAIL(GR_BATCH_ERR_COUNT, "fewer records than the record count");
         if (client ? f.offset_delta != i

@@ -179,6 +179,10 @@ struct gr_batch_info {
                                       no bound applies to), -1 if every record has -1 */
     bool has_null_key;      /* some record has a null key (compacted topics refuse those) */
     uint64_t records_bytes; /* size of the records section after decompression */
+    int32_t records_body_bytes_max; /* largest record length (the varint: the record's bytes after it) read,
+                                       including the record a scan failed on once its length was read: what
+                                       Kafka 4.4 bounds by max.decompressed.message.bytes in a compressed
+                                       batch; 0 when no record length was read */
 };
 
 /* Flags of gr_batch_validate_ex.
@@ -308,6 +312,7 @@ struct gr_records_src {
     size_t cap_max;        /* above cap: the window may be reallocated up to this (its owner frees buf) */
     struct gr_dstream *ds; /* NULL when the records are at hand whole */
     bool eof;              /* nothing more will arrive */
+    int32_t record_len_max; /* largest record length varint read so far (0 before the first) */
 };
 
 /* Iterator over the records of one batch (validate it first; the iterator re-checks record structure

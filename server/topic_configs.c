@@ -1,7 +1,7 @@
 /*
  * topic_configs.c: the topic config table and the value/source/synonym rules of DescribeConfigs,
  * AlterConfigs and IncrementalAlterConfigs; see topic_configs.h for the rules and where they come from.
- * Invariant: the table is sorted by name and holds exactly Kafka 4.1.1's non-internal LogConfig keys.
+ * Invariant: the table is sorted by name and holds exactly Kafka 4.4.0's non-internal LogConfig keys.
  */
 #include "server/topic_configs.h"
 
@@ -24,7 +24,7 @@
 /* clang-format off */
 #define SYN1(n, d) {{n, 1, d}} /* one broker synonym with the same unit */
 #define NOSYN {{NULL, 0, NULL}}      /* no broker synonym */
-/* name, type, default, min, max, choices, doc, broker synonyms (Kafka 4.1.1 LogConfig and ServerTopicConfigSynonyms;
+/* name, type, default, min, max, choices, doc, broker synonyms (Kafka 4.4.0 LogConfig and ServerTopicConfigSynonyms;
  * the docs are Gregor's own). */
 static const struct gr_tcfg_def defs[] = {
     {"cleanup.policy", GR_CFGT_LIST, "delete", 0, 0, "compact, delete",
@@ -45,6 +45,9 @@ static const struct gr_tcfg_def defs[] = {
     {"delete.retention.ms", GR_CFGT_LONG, "86400000", 0, NOMAX, NULL,
      "How long delete markers (tombstones) survive compaction, in ms.",
      SYN1("log.cleaner.delete.retention.ms", "86400000")},
+    {"errors.deadletterqueue.group.enable", GR_CFGT_BOOLEAN, "false", 0, 0, NULL,
+     "Whether share groups may use the topic as a dead-letter queue (Kafka 4.4; Gregor: accepted, no effect, it has no share groups).",
+     NOSYN},
     {"file.delete.delay.ms", GR_CFGT_LONG, "60000", 0, NOMAX, NULL,
      "Wait before a deleted segment's files are removed from disk, in ms (Gregor: accepted, no effect; readers keep a deleted segment's descriptor, so its files are unlinked at once).",
      SYN1("log.segment.delete.delay.ms", "60000")},
@@ -72,6 +75,9 @@ static const struct gr_tcfg_def defs[] = {
     {"max.compaction.lag.ms", GR_CFGT_LONG, I64MAX_S, 1, NOMAX, NULL,
      "Longest time a record may stay uncompacted, in ms.",
      SYN1("log.cleaner.max.compaction.lag.ms", I64MAX_S)},
+    {"max.decompressed.message.bytes", GR_CFGT_INT, "2147483639", 1, 2147483639, NULL,
+     "Largest decompressed size of one record in a compressed batch the topic accepts, in bytes (Kafka 4.4).",
+     SYN1("max.decompressed.message.bytes", "2147483639")},
     {"max.message.bytes", GR_CFGT_INT, "1048588", 0, NOMAX, NULL,
      "Largest record batch the topic accepts, in bytes.",
      SYN1("message.max.bytes", "1048588")},
@@ -96,6 +102,12 @@ static const struct gr_tcfg_def defs[] = {
     {"preallocate", GR_CFGT_BOOLEAN, "false", 0, 0, NULL,
      "Whether segment files are preallocated when created (Gregor: false only).",
      SYN1("log.preallocate", "false")},
+    {"remote.copy.lag.bytes", GR_CFGT_LONG, "-1", -1, NOMAX, NULL,
+     "Newer local bytes after a segment before it may be copied to tiered storage; -1 follows local.retention.bytes (Kafka 4.4; no effect without tiered storage).",
+     SYN1("log.remote.copy.lag.bytes", "-1")},
+    {"remote.copy.lag.ms", GR_CFGT_LONG, "0", -1, NOMAX, NULL,
+     "Age of a segment's newest record before it may be copied to tiered storage, in ms; -1 follows local.retention.ms (Kafka 4.4; no effect without tiered storage).",
+     SYN1("log.remote.copy.lag.ms", "0")},
     {"remote.log.copy.disable", GR_CFGT_BOOLEAN, "false", 0, 0, NULL,
      "Stops copying segments to tiered storage (no effect without tiered storage).",
      NOSYN},
@@ -934,18 +946,19 @@ static bool in_list(const char *const *list, size_t n, const char *name)
     return false;
 }
 
-/* "<prefix>: Set(a, b)" over the keys of `set` that `pick` selects (Scala's Set.toString), or NULL. */
+/* "<prefix>: [a, b]" over the keys of `set` that `pick` selects (Java's Set.toString, Kafka 4.4; 4.1 printed
+   Scala's "Set(a, b)"), in request order, or NULL. */
 static const char *key_list(const struct gr_tcfg_set *set, bool (*pick)(const char *), const char *prefix,
                             struct gr_arena *arena)
 {
     char buf[900];
-    size_t o = (size_t)snprintf(buf, sizeof buf, "%s: Set(", prefix);
+    size_t o = (size_t)snprintf(buf, sizeof buf, "%s: [", prefix);
     int found = 0;
     for (int i = 0; i < set->count && o < sizeof buf; i++)
         if (pick(set->keys[i]))
             o += (size_t)snprintf(buf + o, sizeof buf - o, "%s%s", found++ ? ", " : "", set->keys[i]);
     if (!found) return NULL;
-    if (o < sizeof buf) snprintf(buf + o, sizeof buf - o, ")");
+    if (o < sizeof buf) snprintf(buf + o, sizeof buf - o, "]");
     const char *m = gr_arena_strndup(arena, buf, strlen(buf));
     return m ? m : prefix;
 }

@@ -5,7 +5,7 @@
  * synonyms) for a topic or for the broker, and computing the new topic-level set for AlterConfigs
  * (replace) and IncrementalAlterConfigs (SET, DELETE, APPEND, SUBTRACT).
  *
- * Facts are those of Apache Kafka 4.1.1: the 33 non-internal LogConfig keys with their ConfigDef types,
+ * Facts are those of Apache Kafka 4.4.0: the 37 non-internal LogConfig keys with their ConfigDef types,
  * defaults and validators, ServerTopicConfigSynonyms (topic key -> broker keys, with hours/minutes
  * converted to ms), DynamicBrokerConfig.brokerConfigSynonyms, and ConfigHelper's synonym rules:
  *   - a topic entry lists [its topic-level value (DYNAMIC_TOPIC_CONFIG)] then, for its broker synonyms,
@@ -89,7 +89,7 @@ struct gr_tcfg_def {
 
 /* Returns borrowed: the table (alphabetical), `count` receives its length. */
 const struct gr_tcfg_def *gr_tcfg_defs(int *count);
-/* Returns borrowed: the row for `name`, or NULL when Kafka 4.1 has no such (non-internal) topic config. */
+/* Returns borrowed: the row for `name`, or NULL when Kafka 4.4 has no such (non-internal) topic config. */
 const struct gr_tcfg_def *gr_tcfg_find(const char *name);
 
 /* Gregor's refusals: a static message when `value` (normalised, see gr_tcfg_check) asks for behaviour
@@ -186,10 +186,11 @@ int gr_bcfg_current(const struct gr_config *cfg, enum gr_config_level level, str
                     struct gr_tcfg_set *out);
 /* AlterConfigs on a BROKER resource: the new dynamic set of that level is exactly the given pairs. Errors
  * as Kafka's ConfigAdminManager: duplicates / nulls (gr_tcfg_precheck), then INVALID_REQUEST "Cannot update
- * these configs dynamically: Set(k, ...)" for a broker config Kafka does not change at runtime, "Gregor
- * cannot update these configs dynamically: Set(k)" for one Gregor lacks or does not apply at runtime, then
- * INVALID_CONFIG "Broker-level min.insync.replicas cannot be altered while ELR is enabled." (Kafka 4.1+),
- * then INVALID_REQUEST "Invalid value v for configuration k: ..." (Gregor's refusals). Values normalised. */
+ * these configs dynamically: [k, ...]" (Kafka 4.4's wording) for a broker config Kafka does not change at
+ * runtime, "Gregor cannot update these configs dynamically: [k]" for one Gregor lacks or does not apply at
+ * runtime, then INVALID_CONFIG "Broker-level min.insync.replicas cannot be altered while ELR is enabled."
+ * (Kafka 4.1+), then INVALID_REQUEST "Invalid value v for configuration k: ..." (Gregor's refusals). Values
+ * normalised. */
 int16_t gr_bcfg_replace(const char *const *keys, const char *const *values, int count, struct gr_arena *arena,
                         struct gr_tcfg_set *out, const char **msg);
 /* IncrementalAlterConfigs on a BROKER resource: `ops` applied to `cur` (SET, DELETE, APPEND/SUBTRACT on

@@ -128,7 +128,8 @@ struct gr_topic *gr_store_topic_at(struct gr_store *store, int i)
 
 /* ---------------------------------------------------------------- configs */
 
-/* Kafka's topic config names (TopicConfig and LogConfig of Kafka 4.1). */
+/* Kafka's topic config names (TopicConfig and LogConfig of Kafka 4.4), and message.downconversion.enable
+ * (removed in Kafka 4.0). */
 static const char *const known_keys[] = {
     "cleanup.policy",
     "compression.gzip.level",
@@ -136,6 +137,7 @@ static const char *const known_keys[] = {
     "compression.type",
     "compression.zstd.level",
     "delete.retention.ms",
+    "errors.deadletterqueue.group.enable",
     "file.delete.delay.ms",
     "flush.messages",
     "flush.ms",
@@ -145,6 +147,7 @@ static const char *const known_keys[] = {
     "local.retention.bytes",
     "local.retention.ms",
     "max.compaction.lag.ms",
+    "max.decompressed.message.bytes",
     "max.message.bytes",
     "message.downconversion.enable",
     "message.timestamp.after.max.ms",
@@ -154,6 +157,8 @@ static const char *const known_keys[] = {
     "min.compaction.lag.ms",
     "min.insync.replicas",
     "preallocate",
+    "remote.copy.lag.bytes",
+    "remote.copy.lag.ms",
     "remote.log.copy.disable",
     "remote.log.delete.on.disable",
     "remote.storage.enable",

@@ -8,7 +8,7 @@ Two clients, both independent of Gregor's codec:
 Phases (argv[1]): "main" (everything below, against a fresh broker), "restarted" (after the suite restarted
 Gregor on the same data: configs and partition counts persisted), "nodelete" (delete.topic.enable=false).
 
-The same script runs against Apache Kafka 4.1.1 (run.sh --bootstrap HOST:PORT): the target is detected by
+The same script runs against Apache Kafka 4.4.0 (run.sh --bootstrap HOST:PORT): the target is detected by
 DescribeConfigs on the broker (Gregor has gregor.* keys). Where Gregor deliberately differs, both answers are
 written down (`if GREGOR ... else ...`), so a comparison run shows exactly those differences and nothing
 else; checks that would damage a Kafka broker (deleting __consumer_offsets) are Gregor-only.
@@ -161,17 +161,17 @@ def t_describe_cluster():
 
 # ---------------------------------------------------------------- DescribeConfigs
 
-# Kafka 4.1.1's 33 topic configs with their types (what a Kafka 4.1.1 broker answers).
+# Kafka 4.4.0's 37 topic configs with their types (what a Kafka 4.4.0 broker answers).
 TOPIC_TYPES = {
     'cleanup.policy': LIST, 'compression.gzip.level': INT, 'compression.lz4.level': INT,
     'compression.type': STRING, 'compression.zstd.level': INT, 'delete.retention.ms': LONG,
-    'file.delete.delay.ms': LONG, 'flush.messages': LONG, 'flush.ms': LONG,
+    'errors.deadletterqueue.group.enable': BOOLEAN, 'file.delete.delay.ms': LONG, 'flush.messages': LONG, 'flush.ms': LONG,
     'follower.replication.throttled.replicas': LIST, 'index.interval.bytes': INT,
     'leader.replication.throttled.replicas': LIST, 'local.retention.bytes': LONG, 'local.retention.ms': LONG,
-    'max.compaction.lag.ms': LONG, 'max.message.bytes': INT, 'message.timestamp.after.max.ms': LONG,
+    'max.compaction.lag.ms': LONG, 'max.decompressed.message.bytes': INT, 'max.message.bytes': INT, 'message.timestamp.after.max.ms': LONG,
     'message.timestamp.before.max.ms': LONG, 'message.timestamp.type': STRING, 'min.cleanable.dirty.ratio': DOUBLE,
     'min.compaction.lag.ms': LONG, 'min.insync.replicas': INT, 'preallocate': BOOLEAN,
-    'remote.log.copy.disable': BOOLEAN, 'remote.log.delete.on.disable': BOOLEAN, 'remote.storage.enable': BOOLEAN,
+    'remote.copy.lag.bytes': LONG, 'remote.copy.lag.ms': LONG, 'remote.log.copy.disable': BOOLEAN, 'remote.log.delete.on.disable': BOOLEAN, 'remote.storage.enable': BOOLEAN,
     'retention.bytes': LONG, 'retention.ms': LONG, 'segment.bytes': INT, 'segment.index.bytes': INT,
     'segment.jitter.ms': LONG, 'segment.ms': LONG, 'unclean.leader.election.enable': BOOLEAN,
 }
@@ -187,6 +187,11 @@ TOPIC_DEFAULTS = {
     'leader.replication.throttled.replicas': ('', []),
     'unclean.leader.election.enable': ('false', [('unclean.leader.election.enable', 'false', DEFAULT)]),
     'local.retention.ms': ('-2', [('log.local.retention.ms', '-2', DEFAULT)]),
+    # Kafka 4.4's additions
+    'max.decompressed.message.bytes': ('2147483639', [('max.decompressed.message.bytes', '2147483639', DEFAULT)]),
+    'remote.copy.lag.ms': ('0', [('log.remote.copy.lag.ms', '0', DEFAULT)]),
+    'remote.copy.lag.bytes': ('-1', [('log.remote.copy.lag.bytes', '-1', DEFAULT)]),
+    'errors.deadletterqueue.group.enable': ('false', []),
 }
 
 
@@ -200,7 +205,7 @@ def t_describe_configs_topic():
         res = describe(TOPIC, 'adm-a', version=v, synonyms=True, doc=v >= 3)
         tk.eq(f'DescribeConfigs v{v} topic: error', 0, res['error_code'])
         c = {x['name']: x for x in res['configs']}
-        tk.eq(f'DescribeConfigs v{v} topic: Kafka 4.1 full topic config set', sorted(TOPIC_TYPES), sorted(c))
+        tk.eq(f'DescribeConfigs v{v} topic: Kafka 4.4 full topic config set', sorted(TOPIC_TYPES), sorted(c))
         r = c['retention.ms']
         tk.eq(f'DescribeConfigs v{v} topic: override value, source, synonyms',
               ('3600000', DYNAMIC_TOPIC, [('retention.ms', '3600000', DYNAMIC_TOPIC)]),
@@ -234,7 +239,7 @@ def t_describe_configs_topic():
     # confluent-kafka (librdkafka) reads the same answer
     res = wait(adm.describe_configs([ConfigResource('TOPIC', 'adm-a')]))
     entries = list(res.values())[0]
-    tk.eq('AdminClient.describe_configs topic: 33 entries', 33, len(entries))
+    tk.eq('AdminClient.describe_configs topic: 37 entries', 37, len(entries))
     tk.eq('AdminClient.describe_configs topic: retention.ms is a dynamic topic config',
           ('3600000', ConfigSource.DYNAMIC_TOPIC_CONFIG.value),
           (entries['retention.ms'].value, entries['retention.ms'].source))
@@ -304,7 +309,7 @@ def t_create_topics_configs():
             what = f'CreateTopics v{v} validate_only={validate}'
             tk.eq(f'{what}: created', (0, 1, 1), (t['error_code'], t['num_partitions'], t['replication_factor']))
             got = {c['name']: c for c in t['configs']}
-            tk.eq(f'{what}: every topic config, sorted by name', (33, sorted(got)), (len(t['configs']),
+            tk.eq(f'{what}: every topic config, sorted by name', (37, sorted(got)), (len(t['configs']),
                                                                                     [c['name'] for c in t['configs']]))
             tk.eq(f'{what}: topic-level values as given (KafkaConfigSchema), source DYNAMIC_TOPIC_CONFIG',
                   {'retention.ms': (' 3600000', DYNAMIC_TOPIC), 'cleanup.policy': ('compact, delete', DYNAMIC_TOPIC)},
@@ -540,7 +545,7 @@ def t_dynamic_broker_configs():
                  segment_files('adm-dyn', 0) >= 2, segment_files('adm-dyn', 0))
     for key in ('num.partitions', 'log.retention.hours', 'log.roll.hours'):
         tk.eq(f'IncrementalAlterConfigs broker: {key} is not dynamic in Kafka',
-              [(42, f'Cannot update these configs dynamically: Set({key})')],
+              [(42, f'Cannot update these configs dynamically: [{key}]')],
               ialter([(BROKER_RES, node, [(key, 0, '3')])]))
     tk.eq('broker-level min.insync.replicas: refused while ELR is on (Kafka 4.1+)',
           [(40, 'Broker-level min.insync.replicas cannot be altered while ELR is enabled.')],
@@ -569,7 +574,7 @@ def t_dynamic_broker_configs():
                                        'log.segment.bytes': (mib, DYNAMIC_DEFAULT)},
                lambda: {k: (x['value'], x['config_source']) for k, x in
                         cfg(BROKER_RES, node, ['log.retention.bytes', 'log.retention.ms', 'log.segment.bytes']).items()})
-    tk.eq('AlterConfigs broker: refused key', [(42, 'Cannot update these configs dynamically: Set(num.partitions)')],
+    tk.eq('AlterConfigs broker: refused key', [(42, 'Cannot update these configs dynamically: [num.partitions]')],
           alter([(BROKER_RES, node, [('num.partitions', '3')])]))
     # the broker logger (Kafka's RuntimeLoggerManager): Gregor's one logger is root
     tk.eq('broker logger: SET root=DEBUG', [(0, None)], ialter([(LOGGER_RES, node, [('root', 0, 'DEBUG')])]))

@@ -46,7 +46,7 @@ if [ -x "$KAFKA_BIN/kafka-configs.sh" ] && command -v java >/dev/null; then
     # run.py's main phase left log.retention.ms=7200000 as this broker's dynamic config: Kafka's synonym order
     check "kafka-configs.sh --describe --all: dynamic retention.ms with its synonyms" \
         grep -q 'retention.ms=2400000 sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:retention.ms=2400000, DYNAMIC_BROKER_CONFIG:log.retention.ms=7200000, DEFAULT_CONFIG:log.retention.hours=168}' <<<"$out"
-    check "kafka-configs.sh --describe --all: 33 topic configs" test "$(grep -c 'sensitive=' <<<"$out")" -eq 33
+    check "kafka-configs.sh --describe --all: 37 topic configs" test "$(grep -c 'sensitive=' <<<"$out")" -eq 37
     out=$(tool kafka-configs.sh --alter --entity-type topics --entity-name adm-b --add-config segment.bytes=2000000)
     check "kafka-configs.sh --alter --add-config" grep -q 'Completed updating config' <<<"$out"
     out=$(tool kafka-configs.sh --describe --entity-type topics --entity-name adm-b)
@@ -86,7 +86,7 @@ if [ -x "$KAFKA_BIN/kafka-configs.sh" ] && command -v java >/dev/null; then
         grep -q ' delete.retention.ms=3600000 sensitive=false synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:log.cleaner.delete.retention.ms=3600000, DEFAULT_CONFIG:log.cleaner.delete.retention.ms=86400000}' <<<"$out"
     out=$(tool kafka-configs.sh --alter --entity-type brokers --entity-name 1 --add-config num.partitions=3)
     check "kafka-configs.sh --alter broker num.partitions: Kafka's refusal" \
-        grep -q 'Cannot update these configs dynamically: Set(num.partitions)' <<<"$out"
+        grep -q 'Cannot update these configs dynamically: \[num.partitions\]' <<<"$out"
     out=$(tool kafka-configs.sh --alter --entity-type broker-loggers --entity-name 1 --add-config root=WARN)
     check "kafka-configs.sh --alter --entity-type broker-loggers root=WARN" grep -q 'Completed updating config' <<<"$out"
     out=$(tool kafka-configs.sh --describe --entity-type broker-loggers --entity-name 1)

@@ -32,6 +32,9 @@ TS = 'd-ts'            # message.timestamp.before.max.ms=3600000
 GROUP = 'dg-classic'   # the classic group of the group cases
 SIMPLE = 'dg-simple'   # offsets committed without membership
 MISSING = 'd-missing'  # never created (auto-creation off in requests that allow it)
+DUP = 'd-dup'          # Produce naming its partition twice
+SEQ = 'd-seq'          # idempotence errors (sequence gap, old epoch)
+DCMP = 'd-dcmp'        # max.decompressed.message.bytes=40 (Kafka 4.4)
 
 
 def batch(n=1, key=b'k', compact_ok=True, **kw):
@@ -87,7 +90,8 @@ def produce_ready(side, topic, partition, timeout=30.0):
 
 def setup(side):
     topics = [(MAIN, 2, {}), (COMPACT, 1, {'cleanup.policy': 'compact'}), (DEL, 1, {}), (IDEM, 1, {}),
-              (CP, 1, {}), (ALTER, 1, {}), (TS, 1, {'message.timestamp.before.max.ms': '3600000'})]
+              (CP, 1, {}), (ALTER, 1, {}), (TS, 1, {'message.timestamp.before.max.ms': '3600000'}),
+              (DUP, 1, {}), (SEQ, 1, {}), (DCMP, 1, {'max.decompressed.message.bytes': '40'})]
     with side.conn() as c:
         for name, parts, cfg in topics:
             r = kr.create_topic(c, name, parts, cfg, version=7)
@@ -203,9 +207,55 @@ case('Produce', 'later-record-too-old', versions='max',
      request=_produce(TS, 0, lambda: kr.build_batch([(b'k', b'a'), (b'k', b'b')], base_timestamp=T0,
                                                     timestamp_deltas=[0, -7200 * 1000])))
 case('Produce', 'to-consumer-offsets', versions='max', request=_produce('__consumer_offsets', 0, lambda: batch(1)))
+case('Produce', 'to-consumer-offsets-by-name', version=[9], request=_produce('__consumer_offsets', 0, lambda: batch(1)))
 case('Produce', 'empty-topic-data', versions='max', request={'acks': -1, 'timeout_ms': 10000, 'topic_data': []})
 case('Produce', 'null-records', versions='max', request=_produce(MAIN, 1, lambda: None), timeout=5.0)
 case('Produce', 'magic-1', versions='max', request=_produce(MAIN, 1, lambda: kr.build_message_set_v1(b'k', b'v', T0)))
+# A partition named twice in one request (Kafka keeps one of the two), then what the log holds.
+case('Produce', 'duplicate-partition', versions='max',
+     request=lambda s, v: {'acks': -1, 'timeout_ms': 10000, 'topic_data': [
+         {'name': DUP, 'topic_id': tid(s, DUP),
+          'partition_data': [{'index': 0, 'records': batch(1)}, {'index': 0, 'records': batch(3)}]}]})
+case('Produce', 'duplicate-topic', versions='max',
+     request=lambda s, v: {'acks': -1, 'timeout_ms': 10000, 'topic_data': [
+         {'name': DUP, 'topic_id': tid(s, DUP), 'partition_data': [{'index': 0, 'records': batch(2)}]},
+         {'name': DUP, 'topic_id': tid(s, DUP), 'partition_data': [{'index': 0, 'records': batch(1)}]}]})
+case('ListOffsets', 'after-duplicate-produce', versions='max', request=lambda s, v: {
+    'replica_id': -1, 'isolation_level': 0, 'timeout_ms': 10000, 'topics': [
+        {'name': DUP, 'partitions': [{'partition_index': 0, 'current_leader_epoch': -1, 'timestamp': -1}]}]})
+# Errors Kafka meets inside the log: which carry an error_message (compared as null or not).
+case('Produce', 'sequence-first', versions='max',
+     request=lambda s, v: _produce(SEQ, 0, lambda: batch(1, producer_id=s.ctx['idem_pid'], producer_epoch=0,
+                                                         base_sequence=0))(s, v))
+case('Produce', 'sequence-gap', versions='max',
+     request=lambda s, v: _produce(SEQ, 0, lambda: batch(1, producer_id=s.ctx['idem_pid'], producer_epoch=0,
+                                                         base_sequence=5))(s, v))
+case('Produce', 'new-epoch', versions='max',
+     request=lambda s, v: _produce(SEQ, 0, lambda: batch(1, producer_id=s.ctx['idem_pid'], producer_epoch=1,
+                                                         base_sequence=0))(s, v))
+case('Produce', 'old-epoch', versions='max',
+     request=lambda s, v: _produce(SEQ, 0, lambda: batch(1, producer_id=s.ctx['idem_pid'], producer_epoch=0,
+                                                         base_sequence=1))(s, v))
+case('Produce', 'negative-sequence', versions='max',
+     request=lambda s, v: _produce(SEQ, 0, lambda: batch(1, producer_id=s.ctx['idem_pid'], producer_epoch=1,
+                                                         base_sequence=-1))(s, v))
+case('Produce', 'wrong-last-offset-delta', versions='max',
+     request=_produce(MAIN, 1, lambda: batch(2, last_offset_delta=5)))
+case('Produce', 'record-count-too-high', versions='max',
+     request=_produce(MAIN, 1, lambda: batch(2, record_count=3, last_offset_delta=2)))
+case('Produce', 'garbage-records', versions='max',
+     request=_produce(MAIN, 1, lambda: kr.build_batch([(b'k', b'v')], base_timestamp=T0,
+                                                      raw_records=b'\x7f\x00\x00\x00\x00')))
+case('Produce', 'truncated-batch', versions='max', request=_produce(MAIN, 1, lambda: batch(1)[:-3]))
+# Kafka 4.4's max.decompressed.message.bytes (40): a gzip batch whose second record is 41 bytes long.
+case('Produce', 'decompressed-record-too-long', versions='max',
+     request=_produce(DCMP, 0, lambda: kr.build_batch([(b'k', b'x' * 33), (b'k', b'x' * 34)], base_timestamp=T0,
+                                                      codec=kr.CODEC_GZIP)))
+case('Produce', 'decompressed-record-at-bound', versions='max',
+     request=_produce(DCMP, 0, lambda: kr.build_batch([(b'k', b'x' * 33)], base_timestamp=T0,
+                                                      codec=kr.CODEC_GZIP)))
+case('Produce', 'uncompressed-record-over-bound', versions='max',
+     request=_produce(DCMP, 0, lambda: kr.build_batch([(b'k', b'x' * 60)], base_timestamp=T0)))
 case('Produce', 'unknown-topic-id', version=[13],
      request={'acks': -1, 'timeout_ms': 10000, 'topic_data': [
          {'name': '', 'topic_id': b'\x02' * 16, 'partition_data': [{'index': 0, 'records': batch(1)}]}]})
@@ -269,6 +319,13 @@ case('ListOffsets', 'unknown-topic', versions='max', request=_list_offsets(MISSI
 case('ListOffsets', 'unknown-partition', versions='max', request=_list_offsets(MAIN, [(99, -1)]))
 case('ListOffsets', 'duplicate-partition', versions='max', request=_list_offsets(MAIN, [(0, -1), (0, -2)]))
 case('ListOffsets', 'empty-topics', versions='max', request={'replica_id': -1, 'topics': []})
+case('ListOffsets', 'topic-without-partitions', versions='all',
+     request={'replica_id': -1, 'isolation_level': 0, 'timeout_ms': 10000,
+              'topics': [{'name': MAIN, 'partitions': []}]})
+case('ListOffsets', 'one-topic-without-partitions', versions='max', request=lambda s, v: {
+    'replica_id': -1, 'isolation_level': 0, 'timeout_ms': 10000, 'topics': [
+        {'name': DEL, 'partitions': []},
+        {'name': MAIN, 'partitions': [{'partition_index': 0, 'current_leader_epoch': -1, 'timestamp': -2}]}]})
 unsupported('ListOffsets', [0, 99])
 
 # --- OffsetForLeaderEpoch -----------------------------------------------------------------------

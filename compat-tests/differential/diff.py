@@ -10,9 +10,9 @@ What it does, in order:
   3. runs the setup and then every case against Gregor, then against Kafka, on fresh connections, each side
      with its own context (generated member ids, producer ids and topic ids captured by earlier cases);
   4. normalises each answer (normalise() below: generated ids mapped to symbols, cluster ids, hosts,
-     ports, throttle times, free-text error messages, disk sizes dropped; arrays whose order Kafka leaves
-     unspecified keyed by their identifying field) and compares field by field; each difference is one
-     line `<case> <path>: gregor <value> kafka <value>`;
+     ports, throttle times, disk sizes dropped, free-text error messages reduced to null or <text>; arrays
+     whose order Kafka leaves unspecified keyed by their identifying field) and compares field by field;
+     each difference is one line `<case> <path>: gregor <value> kafka <value>`;
   5. a difference matching an entry of allow.txt (case glob, path glob, optional value glob, reason) is
      allowed; any other fails the case. Writes results.md (per-API agreement) and prints
      `differential: N passed, N failed` last.
@@ -195,8 +195,6 @@ def send_case(side, api, version, values, raw=None, timeout=15.0):
 # Fields dropped before comparing, with the reason (the table README publishes).
 DROP = {
     'throttle_time_ms': 'quota throttling: timing, not protocol content',
-    'error_message': 'free text; the error code carries the meaning',
-    'batch_index_error_message': 'free text; the batch index carries the meaning',
     'total_bytes': 'file-system size of the log directory: differs by machine and moment',
     'usable_bytes': 'file-system free space: differs by machine and moment',
     'documentation': 'free text',
@@ -204,6 +202,12 @@ DROP = {
     'supported_features': 'Kafka feature flags (KRaft, share groups...): Gregor has none',
     'finalized_features': 'Kafka feature flags: Gregor has none',
     '_unknown_tags': 'tagged fields this schema does not know',
+}
+# Free-text fields compared only as null or not: the wording is each broker's, but whether a client gets a
+# message at all (Kafka often sends null, e.g. for errors it meets inside the log) is protocol content.
+TEXTS = {
+    'error_message': 'free text; the error code carries the meaning',
+    'batch_index_error_message': 'free text; the batch index carries the meaning',
 }
 # Fields whose value is generated: mapped to per-side symbols in order of first appearance.
 GENERATED = {'member_id': 'member', 'leader': 'member', 'producer_id': 'producer', 'cluster_id': 'cluster'}
@@ -247,6 +251,8 @@ def normalise(side, value, fname=None):
         return items
     if isinstance(value, bytes) and len(value) == 16 and fname and fname.endswith('_id'):
         return _norm_uuid(side, value)
+    if fname in TEXTS and isinstance(value, str):
+        return '<text>'
     if fname in ('host',):
         return '<host>'
     if fname in ('port',):
@@ -504,6 +510,7 @@ def write_results(per_api, results, allow, passed, failed):
         lines.append(f'| {e["line"]} | `{entry}` | {len(seen)} | `{example}` | {e["reason"]} |')
     lines += ['', '## Normalisation', '', 'Dropped before comparing: ' +
               '; '.join(f'`{k}` ({v})' for k, v in DROP.items() if not k.startswith('_')) + '.',
+              'Compared only as null or `<text>`: ' + '; '.join(f'`{k}` ({v})' for k, v in TEXTS.items()) + '.',
               'Generated values are mapped to per-broker symbols in order of first appearance (' +
               ', '.join(f'`{k}`' for k in GENERATED) + '); topic ids to the name of the topic they belong to; '
               'hosts, ports and log directory paths to placeholders; arrays of structs are keyed by their '

@@ -105,11 +105,12 @@ def heartbeat(conn, version, group, gen, member):
     return conn.request('Heartbeat', version, {'group_id': group, 'generation_id': gen, 'member_id': member})
 
 
-def commit(conn, version, group, gen, member, topic, offset):
+def commit(conn, version, group, gen, member, topic, offset, topic_id=k.ZERO_UUID):
+    """topic_id: v10 names topics by id only (KIP-848); a zero id is UNKNOWN_TOPIC_ID there."""
     resp = conn.request('OffsetCommit', version, {
         'group_id': group, 'generation_id_or_member_epoch': gen, 'member_id': member,
-        'topics': [{'name': topic, 'partitions': [{'partition_index': 0, 'committed_offset': offset,
-                                                   'committed_metadata': ''}]}]})
+        'topics': [{'name': topic, 'topic_id': topic_id,
+                    'partitions': [{'partition_index': 0, 'committed_offset': offset, 'committed_metadata': ''}]}]})
     return resp['topics'][0]['partitions'][0]['error_code']
 
 
@@ -309,4 +310,4 @@ def c28(B, ranges, create):
         for v in sorted({min(ranges[8][1], 8), ranges[8][1]}):
             want = k.GROUP_ID_NOT_FOUND if v >= 9 else k.ILLEGAL_GENERATION
             tk.eq(f'C28 (6) OffsetCommit v{v} generation 5 to a never-seen group: {want}', want,
-                  commit(c, v, f'c28-k{v}', 5, 'm', 'c28-t', 1))
+                  commit(c, v, f'c28-k{v}', 5, 'm', 'c28-t', 1, k.topic_id(B, 'c28-t')))

@@ -1206,6 +1206,32 @@ static int teardown(void **state)
     return 0;
 }
 
+/* records_body_bytes_max: the largest record length varint of the batch, after decompression, in every
+   codec (what Kafka 4.4 bounds by max.decompressed.message.bytes); 0 when the header checks fail first. */
+static void test_records_body_bytes_max(void **state)
+{
+    (void)state;
+    static const uint8_t xs[100] = {0};
+    /* bodies: attributes, timestamp delta, offset delta, key length -1, value length, value, header count:
+       6 + n bytes for n < 64 (value length 1 byte), 7 + n for 64 <= n < 8192 */
+    struct gr_record_in recs[3] = {{.timestamp = 1, .key = {NULL, -1}, .value = {xs, 10}},
+                                   {.timestamp = 1, .key = {NULL, -1}, .value = {xs, 70}},
+                                   {.timestamp = 1, .key = {NULL, -1}, .value = {xs, 3}}};
+    for (size_t c = 0; c < sizeof all_codecs / sizeof all_codecs[0]; c++) {
+        struct gr_batch_params bp = params(all_codecs[c]);
+        uint8_t *b;
+        size_t len;
+        assert_int_equal(gr_batch_build(&bp, recs, 3, &b, &len), 0);
+        struct gr_batch_info info;
+        assert_int_equal(gr_batch_validate(b, len, &info, NULL), 0);
+        assert_int_equal(info.records_body_bytes_max, 77);
+        b[GR_BATCH_OFF_CRC] ^= 1; /* CRC mismatch: nothing read */
+        assert_int_equal(gr_batch_validate(b, len, &info, NULL), GR_BATCH_ERR_CRC);
+        assert_int_equal(info.records_body_bytes_max, 0);
+        free(b);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1232,6 +1258,7 @@ int main(void)
         cmocka_unit_test(test_split_batches),
         cmocka_unit_test(test_corrupt_compressed_records),
         cmocka_unit_test(test_random_damage),
+        cmocka_unit_test(test_records_body_bytes_max),
     };
     return cmocka_run_group_tests(tests, NULL, teardown);
 }

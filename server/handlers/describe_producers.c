@@ -58,6 +58,10 @@ enum gr_handler_rc gr_handle_describe_producers(struct gr_req *req)
             gr_describe_producers_response_partition_response_init(rp);
             rp->partition_index = qt->partition_indexes.items[p];
             rp->error_code = describe_partition(req, t, rp);
+            /* Kafka 4.4 names an unknown topic with the error's default message (Errors.message()); an
+               unknown partition of a known topic gets none */
+            if (!t && rp->error_code == GR_ERR_UNKNOWN_TOPIC_OR_PARTITION)
+                rp->error_message = gr_str_c("This server does not host this topic-partition.");
         }
     }
     return GR_HANDLER_DONE;

@@ -28,7 +28,8 @@ enum gr_handler_rc gr_handle_find_coordinator(struct gr_req *req)
     if (req->hdr.request_api_version < 4) {
         const char *msg = NULL;
         resp->error_code = answer(body->key_type, &msg);
-        resp->error_message = msg ? gr_str_c(msg) : GR_STR_NULL;
+        /* Kafka names the error even on success: "NONE" (Errors.NONE.message()) */
+        resp->error_message = gr_str_c(msg ? msg : "NONE");
         resp->node_id = resp->error_code ? -1 : b->node_id;
         resp->host = resp->error_code ? gr_str_c("") : host;
         resp->port = resp->error_code ? -1 : adv_port;
@@ -43,7 +44,7 @@ enum gr_handler_rc gr_handle_find_coordinator(struct gr_req *req)
         const char *msg = NULL;
         c->key = body->coordinator_keys.items[i];
         c->error_code = answer(body->key_type, &msg);
-        c->error_message = msg ? gr_str_c(msg) : GR_STR_NULL;
+        c->error_message = gr_str_c(msg ? msg : ""); /* Kafka 4.4: "" on success from v4 */
         c->node_id = c->error_code ? -1 : b->node_id;
         c->host = c->error_code ? gr_str_c("") : host;
         c->port = c->error_code ? -1 : adv_port;

@@ -39,6 +39,10 @@ struct lo_state {
     int32_t *out_topic;           /* per request topic: its response topic */
     uint8_t *mark;                /* per request partition, in request order: enum lo_mark */
     int32_t nt_out;               /* response topics */
+    /* Kafka answers only the topics that have partitions to answer (a topic named with an empty partition
+       list gets no entry): fill lays out every response topic in `all`, then copies those with partitions
+       to `shown`, which the response points at (both arena, allocated once). */
+    struct gr_list_offsets_response_list_offsets_topic_response *all, *shown;
     int rounds;                   /* pool rounds done */
     struct gr_log_slice *cold;    /* work the last fill could not do without the disk (arena) */
     int cold_count, cold_cap;
@@ -200,7 +204,9 @@ static bool alloc_response(struct gr_req *req)
     if (!lo_plan(req, st)) return false;
     int32_t nt_out = st->out_topic ? st->nt_out : nt;
     resp->topics.items = gr_arena_calloc(&req->arena, (size_t)nt_out + 1, sizeof *resp->topics.items);
-    if (!resp->topics.items) return false;
+    st->shown = gr_arena_calloc(&req->arena, (size_t)nt_out + 1, sizeof *st->shown);
+    if (!resp->topics.items || !st->shown) return false;
+    st->all = resp->topics.items;
     for (int32_t i = 0; i < nt; i++) { /* capacities first (count reset by fill) */
         int32_t np = body->topics.items[i].partitions.count > 0 ? body->topics.items[i].partitions.count : 0;
         resp->topics.items[st->out_topic ? st->out_topic[i] : i].partitions.count += np;
@@ -224,6 +230,7 @@ static bool fill(struct gr_req *req)
     struct lo_state *st = req->hstate;
     if (!alloc_response(req)) return false;
     int32_t nt = body->topics.count > 0 ? body->topics.count : 0;
+    resp->topics.items = st->all;
     resp->topics.count = st->out_topic ? st->nt_out : nt;
     for (int32_t i = 0; i < resp->topics.count; i++) {
         struct gr_list_offsets_response_list_offsets_topic_response *rt = &resp->topics.items[i];
@@ -267,6 +274,11 @@ static bool fill(struct gr_req *req)
             answer(req, log, qp->timestamp, rp);
         }
     }
+    int32_t n = 0;
+    for (int32_t i = 0; i < resp->topics.count; i++)
+        if (st->all[i].partitions.count > 0) st->shown[n++] = st->all[i];
+    resp->topics.items = st->shown;
+    resp->topics.count = n;
     return true;
 }
 

@@ -2,8 +2,9 @@
  * produce.c: Produce (key 0), served v3-v13 (advertised from v0; v0-v2 close the connection in dispatch).
  *
  * Per partition: exactly one RecordBatch v2, validated in place (CRC-32C, lengths, offset deltas, records),
- * size against max.message.bytes, zstd only from v7, keys on compacted topics and every record's timestamp
- * against message.timestamp.before/after.max.ms (a refused batch names each refused record in record_errors,
+ * size against max.message.bytes, each record of a compressed batch against max.decompressed.message.bytes
+ * (Kafka 4.4: INVALID_RECORD, no message), zstd only from v7, keys on compacted topics and every record's
+ * timestamp against message.timestamp.before/after.max.ms (a refused batch names each refused record in record_errors,
  * KIP-467, as Kafka's LogValidator; the records are walked again only then), the header's max timestamp set
  * to the records' maximum (CreateTime) or to the append time (LogAppendTime, by storage) with the CRC
  * recomputed when it changes (Kafka's LogValidator), then appended in place (storage patches base offset
@@ -88,6 +89,14 @@ static int32_t topic_max_message_bytes(struct gr_broker *b, struct gr_topic *t)
     return v ? atoi(v) : (int32_t)gr_config_int(&b->cfg, "message.max.bytes");
 }
 
+/* Kafka 4.4's max.decompressed.message.bytes of a topic: the topic-level value, else Kafka's default (Gregor
+   has no broker-level key of that name). */
+static int32_t topic_max_decompressed_bytes(struct gr_topic *t)
+{
+    const char *v = gr_topic_config_get(t, "max.decompressed.message.bytes");
+    return v ? atoi(v) : GR_MAX_DECOMPRESSED_MESSAGE_BYTES_DEFAULT;
+}
+
 static bool topic_log_append_time(struct gr_broker *b, struct gr_topic *t)
 {
     const char *v = gr_topic_config_get(t, "message.timestamp.type");
@@ -146,6 +155,10 @@ static int16_t recompress(const uint8_t *batch, size_t len, const struct gr_batc
     return rc ? GR_ERR_UNKNOWN_SERVER_ERROR : GR_ERR_NONE;
 }
 
+/* A partition's error. Kafka 4.4 sends an error_message only for record validation refusals (its
+   RecordValidationException: refused keys and timestamps, with record_errors) and a few request-level
+   refusals; errors met in the log (batch framing and CRC, batch-level INVALID_RECORD, sequence and epoch,
+   sizes, storage) and timeouts carry null: `msg` is NULL for those. */
 static void set_error(struct gr_produce_response_partition_produce_response *pr, int16_t code, const char *msg)
 {
     pr->error_code = code;
@@ -260,33 +273,43 @@ static struct gr_log *produce_partition(struct gr_req *req, struct gr_topic *t, 
         return NULL;
     }
     if (records.len <= 0) {
-        set_error(pr, GR_ERR_INVALID_RECORD, "Produce requests must carry exactly one record batch per partition");
+        set_error(pr, GR_ERR_INVALID_RECORD, NULL);
         return NULL;
     }
     size_t tail = 0;
     int nbatches = gr_batches_count(records.ptr, (size_t)records.len, &tail);
     if (nbatches != 1 || tail) {
-        set_error(pr, GR_ERR_INVALID_RECORD, "Produce v3+ must carry exactly one record batch per partition");
+        set_error(pr, GR_ERR_INVALID_RECORD, NULL);
         return NULL;
     }
     if (records.len > topic_max_message_bytes(b, t)) {
-        set_error(pr, GR_ERR_MESSAGE_TOO_LARGE, "The record batch is larger than max.message.bytes");
+        set_error(pr, GR_ERR_MESSAGE_TOO_LARGE, NULL);
         return NULL;
     }
-    struct gr_batch_info info;
+    struct gr_batch_info info = {0}; /* codec NONE and no record length when framing fails */
     const char *why = NULL;
     int rc = gr_batch_validate_ex(records.ptr, (size_t)records.len, GR_BATCH_CHECK_CLIENT, &info, &why);
-    if (rc) {
-        set_error(pr, gr_batch_err_kafka(rc), why);
+    /* Kafka 4.4 reads a compressed batch's records with max.decompressed.message.bytes as the largest record
+       it takes: a longer record's length stops the read, before any later record (or its own bytes) is
+       checked. Its InvalidRecordException carries no message to the client. */
+    bool too_long =
+        info.codec != GR_CODEC_NONE && info.records_body_bytes_max > topic_max_decompressed_bytes(t);
+    if (rc && !too_long) {
+        set_error(pr, gr_batch_err_kafka(rc), NULL);
         if (batch_err_in_log(rc)) pr->log_start_offset = gr_log_start_offset(log);
         return NULL;
     }
     if (info.attributes & (GR_BATCH_ATTR_TRANSACTIONAL | GR_BATCH_ATTR_CONTROL)) {
-        set_error(pr, GR_ERR_INVALID_RECORD, "Transactional and control batches are not supported by this broker yet");
+        set_error(pr, GR_ERR_INVALID_RECORD, NULL);
         return NULL;
     }
     if (info.codec == GR_CODEC_ZSTD && v < 7) {
-        set_error(pr, GR_ERR_UNSUPPORTED_COMPRESSION_TYPE, "zstd needs Produce v7 or later");
+        set_error(pr, GR_ERR_UNSUPPORTED_COMPRESSION_TYPE, NULL);
+        return NULL;
+    }
+    if (too_long) {
+        set_error(pr, GR_ERR_INVALID_RECORD, NULL);
+        pr->log_start_offset = gr_log_start_offset(log); /* met in the log, as Kafka */
         return NULL;
     }
     uint8_t *batch = (uint8_t *)records.ptr, *rewritten = NULL; /* the request buffer: ours to patch */
@@ -322,42 +345,41 @@ static struct gr_log *produce_partition(struct gr_req *req, struct gr_topic *t, 
     if (want >= 0 && want != (int)info.codec) {
         int16_t err = recompress(batch, batch_len, &info, (enum gr_codec)want, &rewritten, &batch_len);
         if (err) {
-            set_error(pr, err, "The broker could not recompress the batch for the topic's compression.type");
+            set_error(pr, err, NULL);
             return NULL;
         }
         batch = rewritten;
         if (batch_len > (size_t)topic_max_message_bytes(b, t)) {
             free(rewritten);
-            set_error(pr, GR_ERR_MESSAGE_TOO_LARGE, "The recompressed record batch is larger than max.message.bytes");
+            set_error(pr, GR_ERR_MESSAGE_TOO_LARGE, NULL);
             return NULL;
         }
     }
     if (b->iopool && !gr_log_append_ready(log)) { /* the pool could not reopen it (see pin_or_open) */
         free(rewritten);
-        set_error(pr, GR_ERR_KAFKA_STORAGE_ERROR, "The broker could not open the partition's log file");
+        set_error(pr, GR_ERR_KAFKA_STORAGE_ERROR, NULL);
         return NULL;
     }
     struct gr_append_result res;
     rc = gr_log_append(log, batch, batch_len, lat ? now : -1, &res);
     free(rewritten);
     if (rc == GR_LOG_ERR_OUT_OF_ORDER_SEQUENCE) {
-        set_error(pr, GR_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER,
-                  "The batch's sequence number does not follow the producer's last sequence on this partition");
+        set_error(pr, GR_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER, NULL);
         pr->log_start_offset = gr_log_start_offset(log); /* as Kafka: an error met in the log */
         return NULL;
     }
     if (rc == GR_LOG_ERR_INVALID_PRODUCER_EPOCH) {
-        set_error(pr, GR_ERR_INVALID_PRODUCER_EPOCH, "The batch's producer epoch is older than the producer's current epoch");
+        set_error(pr, GR_ERR_INVALID_PRODUCER_EPOCH, NULL);
         pr->log_start_offset = gr_log_start_offset(log);
         return NULL;
     }
     if (rc == -EMSGSIZE) {
-        set_error(pr, GR_ERR_MESSAGE_TOO_LARGE, "The record batch is larger than max.message.bytes");
+        set_error(pr, GR_ERR_MESSAGE_TOO_LARGE, NULL);
         return NULL;
     }
     if (rc) {
         GR_WARN_RATELIMITED("append to %s-%d failed: %s", gr_topic_name(t), partition, strerror(-rc));
-        set_error(pr, GR_ERR_KAFKA_STORAGE_ERROR, "The broker could not write the batch");
+        set_error(pr, GR_ERR_KAFKA_STORAGE_ERROR, NULL);
         return NULL;
     }
     pr->error_code = GR_ERR_NONE;
@@ -376,7 +398,7 @@ static bool produce_recheck(struct gr_req *req)
         struct produce_wait *w = &st->waits[i];
         if (!w->log) continue;
         if (gr_log_offline(w->log)) {
-            set_error(w->pr, GR_ERR_KAFKA_STORAGE_ERROR, "The partition went offline before the batch was durable");
+            set_error(w->pr, GR_ERR_KAFKA_STORAGE_ERROR, NULL);
             w->log = NULL;
         } else if (gr_log_durable_offset(w->log) >= w->end_offset) {
             w->log = NULL;
@@ -392,7 +414,7 @@ static void produce_expire(struct gr_req *req)
 {
     struct produce_state *st = req->hstate;
     for (int i = 0; i < st->count; i++)
-        if (st->waits[i].log) set_error(st->waits[i].pr, GR_ERR_REQUEST_TIMED_OUT, "The batch was written but not yet durable");
+        if (st->waits[i].log) set_error(st->waits[i].pr, GR_ERR_REQUEST_TIMED_OUT, NULL);
     gr_req_finish(req);
 }
 
@@ -463,8 +485,7 @@ static enum gr_handler_rc produce_run(struct gr_req *req)
         const char *topic_msg = NULL;
         if (!t) topic_err = v >= 13 ? GR_ERR_UNKNOWN_TOPIC_ID : GR_ERR_UNKNOWN_TOPIC_OR_PARTITION;
         else if (strcmp(gr_topic_name(t), "__consumer_offsets") == 0) {
-            topic_err = GR_ERR_INVALID_TOPIC_EXCEPTION;
-            topic_msg = "Clients may not write to the internal topic __consumer_offsets";
+            topic_err = GR_ERR_INVALID_TOPIC_EXCEPTION; /* no message, as Kafka 4.4 */
         }
         if (bad_acks) topic_err = GR_ERR_INVALID_REQUIRED_ACKS;
         if (st->txn_refused) {
@@ -706,10 +727,73 @@ static bool collect_logs(struct gr_req *req, struct produce_state *st, int total
     return true;
 }
 
+/* Kafka keeps the request's partitions in a map: a topic named twice is one topic, and a partition named
+   twice is one partition whose records are those of its LAST occurrence (the earlier ones are neither
+   appended nor answered). Rewrites body->topic_data so: topics in order of first occurrence (by name, by
+   topic id from v13), each partition at its first occurrence with its last occurrence's records. Returns
+   false when out of memory (arena). */
+static bool merge_duplicates(struct gr_req *req)
+{
+    struct gr_produce_request *body = req->body;
+    bool by_id = req->hdr.request_api_version >= 13;
+    int32_t nt = body->topic_data.count > 0 ? body->topic_data.count : 0;
+    struct gr_produce_request_topic_produce_data *td = body->topic_data.items;
+    int32_t *first = gr_arena_calloc(&req->arena, (size_t)nt + 1, sizeof *first);
+    if (!first) return false;
+    bool dup = false;
+    for (int32_t i = 0; i < nt; i++) {
+        first[i] = i;
+        for (int32_t j = 0; j < i && first[i] == i; j++)
+            if (first[j] == j && (by_id ? memcmp(td[i].topic_id.b, td[j].topic_id.b, 16) == 0
+                                        : gr_str_eq(td[i].name, td[j].name)))
+                first[i] = j;
+        dup |= first[i] != i;
+        for (int32_t p = 0; p < td[i].partition_data.count && !dup; p++)
+            for (int32_t q = 0; q < p && !dup; q++)
+                dup = td[i].partition_data.items[p].index == td[i].partition_data.items[q].index;
+    }
+    if (!dup) return true;
+    struct gr_produce_request_topic_produce_data *out = gr_arena_calloc(&req->arena, (size_t)nt, sizeof *out);
+    if (!out) return false;
+    int32_t n = 0;
+    for (int32_t i = 0; i < nt; i++) {
+        if (first[i] != i) continue;
+        int32_t all = 0;
+        for (int32_t k = i; k < nt; k++)
+            if (first[k] == i && td[k].partition_data.count > 0) all += td[k].partition_data.count;
+        struct gr_produce_request_partition_produce_data *pd =
+            gr_arena_calloc(&req->arena, (size_t)all + 1, sizeof *pd);
+        if (!pd) return false;
+        int32_t m = 0;
+        for (int32_t k = i; k < nt; k++)
+            for (int32_t p = 0; first[k] == i && p < td[k].partition_data.count; p++)
+                pd[m++] = td[k].partition_data.items[p];
+        int32_t kept = 0;
+        for (int32_t p = 0; p < m; p++) {
+            int32_t q = 0;
+            while (q < kept && pd[q].index != pd[p].index)
+                q++;
+            if (q < kept)
+                pd[q].records = pd[p].records; /* a later occurrence replaces the records */
+            else
+                pd[kept++] = pd[p];
+        }
+        out[n] = td[i];
+        out[n].partition_data.items = pd;
+        out[n].partition_data.count =
+            td[i].partition_data.count < 0 && kept == 0 ? td[i].partition_data.count : kept;
+        n++;
+    }
+    body->topic_data.items = out;
+    body->topic_data.count = n;
+    return true;
+}
+
 enum gr_handler_rc gr_handle_produce(struct gr_req *req)
 {
     struct gr_produce_request *body = req->body;
     struct gr_broker *b = req->broker;
+    if (!merge_duplicates(req)) return GR_HANDLER_CLOSE; /* before any append: nothing half done */
     int32_t ntopics = body->topic_data.count > 0 ? body->topic_data.count : 0;
     int total = 0;
     for (int32_t i = 0; i < ntopics; i++)

@@ -307,6 +307,46 @@ static void test_list_offsets_duplicates(void **state)
     gr_req_free(req);
 }
 
+/* A topic named with an empty partition list gets no entry, known or not (Kafka 4.4 answers only the
+   partitions asked for); the topic beside it is answered. */
+static void test_list_offsets_empty_partition_list(void **state)
+{
+    struct fx *f = *state;
+    static const char *const names[] = {"w", "nosuch", "w", "w"};
+    static const int counts[] = {0, 0, 1, 0};
+    for (int n = 1; n <= 4; n += 3) { /* the first topic alone (nothing to answer), then all four */
+        struct gr_req *req = new_req(f, 2, 7);
+        struct gr_list_offsets_request *body = gr_arena_alloc(&req->arena, sizeof *body);
+        gr_list_offsets_request_init(body);
+        body->topics.items = gr_arena_calloc(&req->arena, (size_t)n, sizeof *body->topics.items);
+        body->topics.count = n;
+        for (int i = 0; i < n; i++) {
+            struct gr_list_offsets_request_list_offsets_topic *qt = &body->topics.items[i];
+            qt->name = gr_str_c(names[i]);
+            qt->partitions.items = gr_arena_calloc(&req->arena, 1, sizeof *qt->partitions.items);
+            qt->partitions.count = counts[i];
+            gr_list_offsets_request_list_offsets_partition_init(&qt->partitions.items[0]);
+            qt->partitions.items[0].partition_index = 1;
+            qt->partitions.items[0].timestamp = -1;
+        }
+        req->body = body;
+        struct gr_list_offsets_response *resp = gr_arena_alloc(&req->arena, sizeof *resp);
+        gr_list_offsets_response_init(resp);
+        req->resp = resp;
+        assert_int_equal(gr_handle_list_offsets(req), GR_HANDLER_DONE);
+        if (n == 1) {
+            assert_int_equal(resp->topics.count, 0);
+        } else {
+            assert_int_equal(resp->topics.count, 1);
+            assert_true(gr_str_eq_c(resp->topics.items[0].name, "w"));
+            assert_int_equal(resp->topics.items[0].partitions.count, 1);
+            assert_int_equal(resp->topics.items[0].partitions.items[0].partition_index, 1);
+            assert_int_equal(resp->topics.items[0].partitions.items[0].error_code, 0);
+        }
+        gr_req_free(req);
+    }
+}
+
 int main(void)
 {
     for (int p = 0; p < PARTS; p++)
@@ -317,6 +357,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_reopen_fails, setup, teardown),
         cmocka_unit_test_setup_teardown(test_list_offsets_over_cap, setup, teardown),
         cmocka_unit_test_setup_teardown(test_list_offsets_duplicates, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_list_offsets_empty_partition_list, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -5,7 +5,8 @@
  * ListOffsets max-timestamp answers the record's real time; LogAppendTime stores the broker's clock; the
  * before/after bounds apply to every record, not only the first or the header; a producer-set
  * LogAppendTime bit is handled as Kafka does; a refused batch names every refused record in record_errors
- * (batch index, Kafka's message), sums them up in error_message and reports the log start offset. Read next:
+ * (batch index, Kafka's message), sums them up in error_message and reports the log start offset; Kafka
+ * 4.4's max.decompressed.message.bytes bounds each record of a compressed batch. Read next:
  * server/handlers/produce.c, protocol/record_batch.h (gr_batch_apply_timestamps).
  */
 #include <setjmp.h>
@@ -52,6 +53,8 @@ static int setup(void **state)
     assert_int_equal(gr_store_topic_create(b->store, "b", 1, bk, bv, 1, &t), 0);
     const char *kk[] = {"cleanup.policy", "message.timestamp.before.max.ms"}, *kv[] = {"compact", "3600000"};
     assert_int_equal(gr_store_topic_create(b->store, "k", 1, kk, kv, 2, &t), 0);
+    const char *dk[] = {"cleanup.policy", "max.decompressed.message.bytes"}, *dv[] = {"compact", "40"};
+    assert_int_equal(gr_store_topic_create(b->store, "d", 1, dk, dv, 2, &t), 0);
     f->b = b;
     *state = f;
     return 0;
@@ -317,6 +320,150 @@ static void test_producer_log_append_time_bit_on_create_time_topic(void **state)
     gr_log_slice_release(&s);
 }
 
+/* A batch of `n` records timestamped now, record i with value_bytes[i] bytes of 'x' and key "k" unless
+   keyless[i]: the record's body is 7 + value_bytes[i] bytes while that is below 64. */
+static uint8_t *sized_batch(const int *value_bytes, const bool *keyless, int n, enum gr_codec codec,
+                            size_t *len)
+{
+    static const uint8_t xs[64] = {[0 ... 63] = 'x'};
+    struct gr_record_in recs[8];
+    assert_true(n <= 8);
+    int64_t now = gr_time_wall_ms();
+    for (int i = 0; i < n; i++)
+        recs[i] = (struct gr_record_in){.timestamp = now,
+                                        .key = keyless[i] ? (struct gr_bytes){NULL, -1}
+                                                          : (struct gr_bytes){(const uint8_t *)"k", 1},
+                                        .value = {xs, value_bytes[i]}};
+    struct gr_batch_params bp = {.partition_leader_epoch = -1,
+                                 .codec = codec,
+                                 .log_append_time = -1,
+                                 .producer_id = -1,
+                                 .producer_epoch = -1,
+                                 .base_sequence = -1};
+    uint8_t *b;
+    assert_int_equal(gr_batch_build(&bp, recs, n, &b, len), 0);
+    return b;
+}
+
+/* Kafka 4.4's max.decompressed.message.bytes (topic "d": 40, compacted): a compressed batch with a record
+   whose body exceeds it is INVALID_RECORD with no message and no record_errors, even when an earlier record
+   broke another rule (the read stops there); records at the bound and uncompressed batches pass. */
+static void test_max_decompressed_message_bytes(void **state)
+{
+    struct fx *f = *state;
+    int at[] = {33, 10}, over[] = {10, 34};
+    bool keyed[] = {false, false}, first_keyless[] = {true, false};
+    enum gr_codec codecs[] = {GR_CODEC_GZIP, GR_CODEC_LZ4, GR_CODEC_ZSTD};
+    struct answer a;
+    size_t len;
+    uint8_t *b;
+    for (int c = 0; c < 3; c++) {
+        b = sized_batch(over, keyed, 2, codecs[c], &len);
+        produce_full(f, "d", b, len, &a);
+        free(b);
+        assert_int_equal(a.err, GR_ERR_INVALID_RECORD);
+        assert_int_equal(a.nerr, 0);
+        assert_string_equal(a.summary, "(null)");
+        assert_int_equal(a.log_start_offset, 0); /* met in the log */
+        b = sized_batch(over, first_keyless, 2, codecs[c], &len);
+        produce_full(f, "d", b, len, &a);
+        free(b);
+        assert_int_equal(a.err, GR_ERR_INVALID_RECORD);
+        assert_int_equal(a.nerr, 0); /* not the keyless record 0: the long record 1 ends the read */
+        assert_string_equal(a.summary, "(null)");
+    }
+    assert_int_equal(gr_log_end_offset(log_of(f, "d")), 0);
+    b = sized_batch(at, keyed, 2, GR_CODEC_LZ4, &len);
+    assert_int_equal(produce(f, "d", b, len), GR_ERR_NONE);
+    free(b);
+    b = sized_batch(over, keyed, 2, GR_CODEC_NONE, &len); /* Kafka checks only what it decompresses */
+    assert_int_equal(produce(f, "d", b, len), GR_ERR_NONE);
+    free(b);
+    assert_int_equal(gr_log_end_offset(log_of(f, "d")), 4);
+    /* the default bound (no topic-level value) takes the same long record */
+    b = sized_batch(over, keyed, 2, GR_CODEC_LZ4, &len);
+    assert_int_equal(produce(f, "c", b, len), GR_ERR_NONE);
+    free(b);
+}
+
+/* A partition named twice, in one topic entry and in a topic named twice, as Kafka 4.4 keeps them: one
+   topic entry, one partition entry, only the LAST occurrence's records appended. */
+static void test_duplicate_partitions_merged(void **state)
+{
+    struct fx *f = *state;
+    int64_t now = gr_time_wall_ms();
+    int64_t ts[] = {now, now, now};
+    size_t len[3];
+    uint8_t *bs[3];
+    for (int i = 0; i < 3; i++)
+        bs[i] = lying_batch(ts, i + 1, GR_CODEC_NONE, -2, 0, &len[i]); /* 1, 2 and 3 records */
+    struct gr_req *req = calloc(1, sizeof *req);
+    req->broker = f->b;
+    gr_arena_init(&req->arena, 1 << 20);
+    req->hdr.request_api_key = 0;
+    req->hdr.request_api_version = 9;
+    struct gr_produce_request *body = gr_arena_alloc(&req->arena, sizeof *body);
+    gr_produce_request_init(body);
+    body->transactional_id = GR_STR_NULL;
+    body->acks = 1;
+    body->timeout_ms = 30000;
+    body->topic_data.items = gr_arena_calloc(&req->arena, 2, sizeof *body->topic_data.items);
+    body->topic_data.count = 2;
+    static const int in_topic[] = {2, 1}; /* c:[0 <- 1 record, 0 <- 3 records], c:[0 <- 2 records] */
+    static const int batch_of[2][2] = {{0, 2}, {1, -1}};
+    for (int t = 0; t < 2; t++) {
+        struct gr_produce_request_topic_produce_data *td = &body->topic_data.items[t];
+        td->name = gr_str_c("c");
+        td->partition_data.items = gr_arena_calloc(&req->arena, 2, sizeof *td->partition_data.items);
+        td->partition_data.count = in_topic[t];
+        for (int p = 0; p < in_topic[t]; p++) {
+            int k = batch_of[t][p];
+            uint8_t *copy = gr_arena_alloc(&req->arena, len[k]);
+            memcpy(copy, bs[k], len[k]);
+            td->partition_data.items[p].index = 0;
+            td->partition_data.items[p].records = (struct gr_bytes){copy, (int32_t)len[k]};
+        }
+    }
+    req->body = body;
+    struct gr_produce_response *resp = gr_arena_alloc(&req->arena, sizeof *resp);
+    gr_produce_response_init(resp);
+    req->resp = resp;
+    assert_int_equal(gr_handle_produce(req), GR_HANDLER_DONE);
+    assert_int_equal(resp->responses.count, 1);
+    assert_int_equal(resp->responses.items[0].partition_responses.count, 1);
+    assert_int_equal(resp->responses.items[0].partition_responses.items[0].error_code, GR_ERR_NONE);
+    assert_int_equal(resp->responses.items[0].partition_responses.items[0].base_offset, 0);
+    gr_req_free(req);
+    assert_int_equal(gr_log_end_offset(log_of(f, "c")), 2); /* the 2-record batch alone */
+    for (int i = 0; i < 3; i++)
+        free(bs[i]);
+}
+
+/* Errors Kafka 4.4 meets in the log carry no error_message (CRC, batch framing, batch-level INVALID_RECORD);
+   only record validation refusals have one (see test_record_errors_*). */
+static void test_log_errors_have_no_message(void **state)
+{
+    struct fx *f = *state;
+    int64_t now = gr_time_wall_ms();
+    int64_t ts[] = {now, now};
+    size_t len;
+    struct answer a;
+    uint8_t *b = lying_batch(ts, 2, GR_CODEC_NONE, -2, 0, &len);
+    b[len - 1] ^= 1; /* CRC mismatch */
+    produce_full(f, "c", b, len, &a);
+    assert_int_equal(a.err, GR_ERR_CORRUPT_MESSAGE);
+    assert_string_equal(a.summary, "(null)");
+    free(b);
+    b = lying_batch(ts, 2, GR_CODEC_NONE, -2, 0, &len);
+    gr_put_be32(b + GR_BATCH_OFF_LAST_OFFSET_DELTA, 5); /* record count 2, last offset delta 5 */
+    gr_batch_crc_store(b, len);
+    produce_full(f, "c", b, len, &a);
+    assert_int_equal(a.err, GR_ERR_INVALID_RECORD);
+    assert_string_equal(a.summary, "(null)");
+    free(b);
+    assert_int_equal(gr_log_end_offset(log_of(f, "c")), 0);
+}
+
 #define KEY_MSG "Compacted topic cannot accept message without key in topic partition k-0"
 
 /* KIP-467 as Kafka's LogValidator fills it: every keyless record of a batch to a compacted topic listed. */
@@ -423,6 +570,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_record_errors_null_keys, setup, teardown),
         cmocka_unit_test_setup_teardown(test_record_errors_timestamps, setup, teardown),
         cmocka_unit_test_setup_teardown(test_record_errors_timestamp_type, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_max_decompressed_message_bytes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_duplicate_partitions_merged, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_log_errors_have_no_message, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

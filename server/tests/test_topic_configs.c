@@ -49,12 +49,12 @@ static const char *value_of(const struct gr_tcfg_set *set, const char *key)
 
 /* ---- the table ---- */
 
-static void test_table_is_kafka_41(void **state)
+static void test_table_is_kafka_44(void **state)
 {
     (void)state;
     int n;
     const struct gr_tcfg_def *d = gr_tcfg_defs(&n);
-    assert_int_equal(n, 33);
+    assert_int_equal(n, 37); /* Kafka 4.4.0: 4.1.1's 33 and the four below */
     for (int i = 1; i < n; i++)
         assert_true(strcmp(d[i - 1].name, d[i].name) < 0);
     const struct gr_tcfg_def *seg = gr_tcfg_find("segment.bytes");
@@ -307,6 +307,81 @@ static void test_incremental_errors(void **state)
 
 /* ---- DescribeConfigs ---- */
 
+/* The four topic configs Kafka 4.4.0 adds to 4.1.1's (LogConfig.configDef, ServerTopicConfigSynonyms). */
+static void test_table_kafka_44_additions(void **state)
+{
+    struct fixture *f = *state;
+    const struct gr_tcfg_def *d = gr_tcfg_find("max.decompressed.message.bytes");
+    assert_non_null(d);
+    assert_int_equal(d->type, GR_CFGT_INT);
+    assert_string_equal(d->default_value, "2147483639");
+    assert_int_equal(d->min, 1);
+    assert_int_equal(d->max, 2147483639);
+    d = gr_tcfg_find("errors.deadletterqueue.group.enable");
+    assert_non_null(d);
+    assert_int_equal(d->type, GR_CFGT_BOOLEAN);
+    assert_string_equal(d->default_value, "false");
+    assert_null(d->synonyms[0].name);
+    d = gr_tcfg_find("remote.copy.lag.ms");
+    assert_non_null(d);
+    assert_int_equal(d->type, GR_CFGT_LONG);
+    assert_string_equal(d->default_value, "0");
+    assert_int_equal(d->min, -1);
+    d = gr_tcfg_find("remote.copy.lag.bytes");
+    assert_non_null(d);
+    assert_int_equal(d->type, GR_CFGT_LONG);
+    assert_string_equal(d->default_value, "-1");
+    assert_int_equal(d->min, -1);
+
+    expect_invalid(
+        f, "max.decompressed.message.bytes", "0",
+        "Invalid value 0 for configuration max.decompressed.message.bytes: Value must be at least 1");
+    expect_invalid(
+        f, "max.decompressed.message.bytes", "2147483640",
+        "Invalid value 2147483640 for configuration max.decompressed.message.bytes: Value must be no more "
+        "than 2147483639");
+    expect_normal(f, "max.decompressed.message.bytes", " 1000 ", "1000");
+    expect_invalid(f, "remote.copy.lag.ms", "-2",
+                   "Invalid value -2 for configuration remote.copy.lag.ms: Value must be at least -1");
+    expect_invalid(f, "remote.copy.lag.bytes", "-2",
+                   "Invalid value -2 for configuration remote.copy.lag.bytes: Value must be at least -1");
+    expect_normal(f, "remote.copy.lag.bytes", "-1", "-1");
+    expect_normal(f, "errors.deadletterqueue.group.enable", "TRUE", "true"); /* accepted, no effect */
+    expect_invalid(
+        f, "errors.deadletterqueue.group.enable", "1",
+        "Invalid value 1 for configuration errors.deadletterqueue.group.enable: Expected value to be "
+        "either true or false");
+
+    /* DescribeConfigs: each with Kafka 4.4's broker synonym (DEFAULT_CONFIG), the DLQ flag with none */
+    struct gr_cfg_entry e;
+    assert_int_equal(
+        gr_tcfg_describe(gr_tcfg_find("max.decompressed.message.bytes"), NULL, &f->cfg, &f->arena, &e), 0);
+    assert_string_equal(e.value, "2147483639");
+    assert_int_equal(e.type, GR_CFGT_INT);
+    assert_int_equal(e.synonym_count, 1);
+    assert_string_equal(e.synonyms[0].name, "max.decompressed.message.bytes");
+    assert_string_equal(e.synonyms[0].value, "2147483639");
+    assert_int_equal(e.synonyms[0].source, GR_CFGS_DEFAULT);
+    assert_int_equal(gr_tcfg_describe(gr_tcfg_find("remote.copy.lag.ms"), NULL, &f->cfg, &f->arena, &e), 0);
+    assert_string_equal(e.value, "0");
+    assert_int_equal(e.synonym_count, 1);
+    assert_string_equal(e.synonyms[0].name, "log.remote.copy.lag.ms");
+    assert_string_equal(e.synonyms[0].value, "0");
+    assert_int_equal(gr_tcfg_describe(gr_tcfg_find("remote.copy.lag.bytes"), NULL, &f->cfg, &f->arena, &e),
+                     0);
+    assert_string_equal(e.value, "-1");
+    assert_int_equal(e.synonym_count, 1);
+    assert_string_equal(e.synonyms[0].name, "log.remote.copy.lag.bytes");
+    assert_string_equal(e.synonyms[0].value, "-1");
+    assert_int_equal(
+        gr_tcfg_describe(gr_tcfg_find("errors.deadletterqueue.group.enable"), "true", &f->cfg, &f->arena, &e),
+        0);
+    assert_string_equal(e.value, "true");
+    assert_int_equal(e.source, GR_CFGS_DYNAMIC_TOPIC);
+    assert_int_equal(e.type, GR_CFGT_BOOLEAN);
+    assert_int_equal(e.synonym_count, 1); /* only the topic-level entry */
+}
+
 static void test_describe_defaults(void **state)
 {
     struct fixture *f = *state;
@@ -539,18 +614,18 @@ static void test_dynamic_allowed_and_refused(void **state)
     for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
         const char *k[1] = {refused[i]}, *v[1] = {"3"};
         char want[200];
-        snprintf(want, sizeof want, "Cannot update these configs dynamically: Set(%s)", refused[i]);
+        snprintf(want, sizeof want, "Cannot update these configs dynamically: [%s]", refused[i]);
         assert_false(gr_bcfg_dynamic(refused[i]));
         assert_int_equal(gr_bcfg_replace(k, v, 1, &f->arena, &set, &msg), GR_ERR_INVALID_REQUEST);
         assert_string_equal(msg, want);
     }
     const char *k2[2] = {"num.partitions", "log.roll.hours"}, *v2[2] = {"3", "4"};
     assert_int_equal(gr_bcfg_replace(k2, v2, 2, &f->arena, &set, &msg), GR_ERR_INVALID_REQUEST);
-    assert_string_equal(msg, "Cannot update these configs dynamically: Set(num.partitions, log.roll.hours)");
+    assert_string_equal(msg, "Cannot update these configs dynamically: [num.partitions, log.roll.hours]");
     /* Kafka-dynamic but not applied by Gregor at runtime, or unknown to Gregor */
     const char *k3[1] = {"log.cleaner.backoff.ms"}, *v3[1] = {"100"};
     assert_int_equal(gr_bcfg_replace(k3, v3, 1, &f->arena, &set, &msg), GR_ERR_INVALID_REQUEST);
-    assert_string_equal(msg, "Gregor cannot update these configs dynamically: Set(log.cleaner.backoff.ms)");
+    assert_string_equal(msg, "Gregor cannot update these configs dynamically: [log.cleaner.backoff.ms]");
     /* values: ConfigDef's messages (INVALID_REQUEST, as ConfigAdminManager wraps them), normalised */
     const char *k4[1] = {"log.retention.ms"}, *v4[1] = {"abc"};
     assert_int_equal(gr_bcfg_replace(k4, v4, 1, &f->arena, &set, &msg), GR_ERR_INVALID_REQUEST);
@@ -594,7 +669,8 @@ static void test_dynamic_incremental_ops(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_table_is_kafka_41, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_table_is_kafka_44, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_table_kafka_44_additions, setup, teardown),
         cmocka_unit_test_setup_teardown(test_check_messages_match_kafka, setup, teardown),
         cmocka_unit_test_setup_teardown(test_check_normalises_like_kafka, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gregor_refusals, setup, teardown),
