@@ -439,6 +439,57 @@ static void test_duplicate_partitions_merged(void **state)
         free(bs[i]);
 }
 
+/* Repeats across topics and partitions (sorted, not compared pairwise: a Produce may name millions of
+   entries): topics answered in order of first occurrence, each partition once at its first place. Unknown
+   topics, so the answer's shape is all there is: a [0, 1], b [0], a [1, 2] and 30,000 entries of z naming
+   partitions 0-14,999 twice -> a [0, 1, 2], b [0], z [0..14999]. */
+static void test_duplicate_shape(void **state)
+{
+    struct fx *f = *state;
+    struct gr_req *req = calloc(1, sizeof *req);
+    req->broker = f->b;
+    gr_arena_init(&req->arena, 8 << 20);
+    req->hdr.request_api_key = 0;
+    req->hdr.request_api_version = 9;
+    struct gr_produce_request *body = gr_arena_alloc(&req->arena, sizeof *body);
+    gr_produce_request_init(body);
+    body->transactional_id = GR_STR_NULL;
+    body->acks = 1;
+    body->timeout_ms = 30000;
+    static const char *names[] = {"a", "b", "a", "z"};
+    static const int counts[] = {2, 1, 2, 30000};
+    static const int first_index[] = {0, 0, 1, 0};
+    body->topic_data.items = gr_arena_calloc(&req->arena, 4, sizeof *body->topic_data.items);
+    body->topic_data.count = 4;
+    for (int t = 0; t < 4; t++) {
+        struct gr_produce_request_topic_produce_data *td = &body->topic_data.items[t];
+        td->name = gr_str_c(names[t]);
+        td->partition_data.items = gr_arena_calloc(&req->arena, (size_t)counts[t], sizeof *td->partition_data.items);
+        td->partition_data.count = counts[t];
+        for (int p = 0; p < counts[t]; p++) {
+            td->partition_data.items[p].index = t == 3 ? p % 15000 : first_index[t] + p;
+            td->partition_data.items[p].records = (struct gr_bytes){NULL, -1};
+        }
+    }
+    req->body = body;
+    struct gr_produce_response *resp = gr_arena_alloc(&req->arena, sizeof *resp);
+    gr_produce_response_init(resp);
+    req->resp = resp;
+    assert_int_equal(gr_handle_produce(req), GR_HANDLER_DONE);
+    assert_int_equal(resp->responses.count, 3);
+    static const char *want_names[] = {"a", "b", "z"};
+    static const int want_counts[] = {3, 1, 15000};
+    for (int t = 0; t < 3; t++) {
+        assert_true(gr_str_eq_c(resp->responses.items[t].name, want_names[t]));
+        assert_int_equal(resp->responses.items[t].partition_responses.count, want_counts[t]);
+        for (int p = 0; p < want_counts[t]; p++) {
+            assert_int_equal(resp->responses.items[t].partition_responses.items[p].index, p);
+            assert_int_not_equal(resp->responses.items[t].partition_responses.items[p].error_code, GR_ERR_NONE);
+        }
+    }
+    gr_req_free(req);
+}
+
 /* Errors Kafka 4.4 meets in the log carry no error_message (CRC, batch framing, batch-level INVALID_RECORD);
    only record validation refusals have one (see test_record_errors_*). */
 static void test_log_errors_have_no_message(void **state)
@@ -572,6 +623,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_record_errors_timestamp_type, setup, teardown),
         cmocka_unit_test_setup_teardown(test_max_decompressed_message_bytes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_duplicate_partitions_merged, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_duplicate_shape, setup, teardown),
         cmocka_unit_test_setup_teardown(test_log_errors_have_no_message, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
