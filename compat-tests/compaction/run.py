@@ -131,8 +131,13 @@ def t_null_key_refused():
     with k.Conn(B) as c:
         pr = k.produce(c, 'cmp', 0, k.build_batch([(None, b'v')]))
     tk.eq('a record without a key on a compacted topic: INVALID_RECORD (87)', k.INVALID_RECORD, pr['error_code'])
-    tk.eq('with Kafka\'s message', 'Compacted topic cannot accept message without key in topic partition cmp-0',
-          pr['error_message'])
+    # Kafka's LogValidator: the record's reason in record_errors, the partition's message the summary (4.4).
+    tk.eq('with Kafka\'s message', "One or more records have been rejected due to 1 record errors in total, and "
+          "only showing the first three errors at most: [RecordError(batchIndex=0, message='Compacted topic cannot "
+          "accept message without key in topic partition cmp-0')]", pr['error_message'])
+    tk.eq('record_errors names the record and the reason',
+          [(0, 'Compacted topic cannot accept message without key in topic partition cmp-0')],
+          [(e['batch_index'], e['batch_index_error_message']) for e in pr.get('record_errors') or []])
     with k.Conn(B) as c:
         pr = k.produce(c, 'cmp', 0, k.build_batch([(b'k99', b'')]))
     tk.eq('an empty value is a value, not a tombstone: accepted', 0, pr['error_code'])
