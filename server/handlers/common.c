@@ -1,5 +1,6 @@
 /* common.c: helpers shared by handlers (topic names, topic creation, lookups); see handlers.h. */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/limits.h"
@@ -77,6 +78,37 @@ struct gr_uuid gr_topic_uuid(const struct gr_topic *t)
     struct gr_uuid u;
     memcpy(u.b, gr_topic_id(t), 16);
     return u;
+}
+
+static int req_key_cmp(const void *x, const void *y)
+{
+    const struct gr_req_key *a = x, *b = y;
+    if (a->kind != b->kind) return a->kind < b->kind ? -1 : 1;
+    int32_t n = a->name.len < b->name.len ? a->name.len : b->name.len;
+    int c = n > 0 ? memcmp(a->name.ptr, b->name.ptr, (size_t)n) : 0;
+    if (c) return c;
+    if (a->name.len != b->name.len) return a->name.len < b->name.len ? -1 : 1;
+    return (a->pos > b->pos) - (a->pos < b->pos);
+}
+
+int32_t *gr_req_keys_first(struct gr_req *req, struct gr_req_key *keys, int32_t n, bool **repeated)
+{
+    int32_t *first = gr_arena_calloc(&req->arena, (size_t)n + 1, sizeof *first);
+    bool *rep = gr_arena_calloc(&req->arena, (size_t)n + 1, sizeof *rep);
+    if (!first || !rep) return NULL;
+    qsort(keys, (size_t)n, sizeof *keys, req_key_cmp);
+    for (int32_t i = 0, run = 0; i < n; i++) { /* equal keys sort by position: a run starts at the first */
+        if (i > 0 && keys[i].kind == keys[i - 1].kind && gr_str_eq(keys[i].name, keys[i - 1].name)) {
+            rep[keys[i].pos] = rep[keys[run].pos] = true;
+        } else {
+            run = i;
+        }
+        first[keys[i].pos] = keys[run].pos;
+    }
+    for (int32_t i = 0; i < n; i++) /* every member of a repeated run */
+        rep[i] = rep[first[i]];
+    *repeated = rep;
+    return first;
 }
 
 bool gr_topic_is_internal(const char *name)

@@ -147,13 +147,17 @@ enum gr_handler_rc gr_handle_create_partitions(struct gr_req *req)
     if (gr_req_topic_barrier(req)) return GR_HANDLER_WAIT; /* earlier topic operations first */
     int32_t n = body->topics.count > 0 ? body->topics.count : 0;
     resp->results.items = gr_arena_calloc(&req->arena, (size_t)n + 1, sizeof *resp->results.items);
-    if (!resp->results.items) return GR_HANDLER_CLOSE;
+    struct gr_req_key *keys = gr_arena_calloc(&req->arena, (size_t)n + 1, sizeof *keys);
+    if (!resp->results.items || !keys) return GR_HANDLER_CLOSE;
+    for (int32_t i = 0; i < n; i++)
+        keys[i] = (struct gr_req_key){body->topics.items[i].name, 0, i};
+    bool *repeated;
+    int32_t *first = gr_req_keys_first(req, keys, n, &repeated);
+    if (!first) return GR_HANDLER_CLOSE;
     for (int32_t i = 0; i < n; i++) {
         const struct gr_create_partitions_request_create_partitions_topic *qt = &body->topics.items[i];
-        bool dup = false, earlier = false;
-        for (int32_t k = 0; k < n; k++)
-            if (k != i && gr_str_eq(body->topics.items[k].name, qt->name)) dup = true, earlier |= k < i;
-        if (earlier) continue; /* a duplicated name is answered once, as Kafka does */
+        bool dup = repeated[i];
+        if (first[i] != i) continue; /* a duplicated name is answered once, as Kafka does */
         result_t *r = &resp->results.items[resp->results.count++];
         gr_create_partitions_response_create_partitions_topic_result_init(r);
         r->name = qt->name;

@@ -75,16 +75,18 @@ enum gr_handler_rc gr_handle_create_topics(struct gr_req *req)
         if (gr_str_eq(body->topics.items[i].name, gr_str_c(GR_OFFSETS_TOPIC)) && gr_groups_defer(req))
             return GR_HANDLER_WAIT;
     resp->topics.items = gr_arena_calloc(&req->arena, (size_t)n + 1, sizeof *resp->topics.items);
+    struct gr_req_key *names = gr_arena_calloc(&req->arena, (size_t)n + 1, sizeof *names);
+    if (!resp->topics.items || !names) return GR_HANDLER_CLOSE;
+    for (int32_t i = 0; i < n; i++)
+        names[i] = (struct gr_req_key){body->topics.items[i].name, 0, i};
+    bool *repeated;
+    int32_t *first = gr_req_keys_first(req, names, n, &repeated);
+    if (!first) return GR_HANDLER_CLOSE;
     int32_t out = 0; /* result entries: a name repeated in the request gets one, as Kafka's ControllerApis */
     for (int32_t i = 0; i < n; i++) {
         struct gr_create_topics_request_creatable_topic *qt = &body->topics.items[i];
-        bool dup = false, answered = false;
-        for (int32_t k = 0; k < n; k++) {
-            if (k == i || !gr_str_eq(body->topics.items[k].name, qt->name)) continue;
-            dup = true;
-            if (k < i) answered = true;
-        }
-        if (answered) continue;
+        bool dup = repeated[i];
+        if (first[i] != i) continue; /* answered at its first occurrence */
         struct gr_create_topics_response_creatable_topic_result *rt = &resp->topics.items[out++];
         resp->topics.count = out;
         gr_create_topics_response_creatable_topic_result_init(rt);

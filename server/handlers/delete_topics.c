@@ -32,20 +32,6 @@ static bool uuid_zero(struct gr_uuid u)
     return memcmp(u.b, zero, 16) == 0;
 }
 
-static bool uuid_eq(struct gr_uuid a, struct gr_uuid b)
-{
-    return memcmp(a.b, b.b, 16) == 0;
-}
-
-/* Both entries name a topic the same way: by the same name, or by the same (non-zero) id. */
-static bool same_key(const struct dt_entry *a, const struct dt_entry *b)
-{
-    if (a->name.len >= 0 && uuid_zero(a->id))
-        return b->name.len >= 0 && uuid_zero(b->id) && gr_str_eq(a->name, b->name);
-    if (a->name.len < 0 && !uuid_zero(a->id)) return b->name.len < 0 && uuid_eq(a->id, b->id);
-    return false;
-}
-
 static void fail(struct gr_delete_topics_response_deletable_topic_result *r, int16_t code, const char *msg)
 {
     r->error_code = code;
@@ -54,8 +40,7 @@ static void fail(struct gr_delete_topics_response_deletable_topic_result *r, int
 
 /* Validates one entry against the request (shape, duplicates) and the store (existence); sets e->t and
  * returns GR_ERR_NONE, or returns an error code with *msg (NULL: Kafka's default message). */
-static int16_t resolve(struct gr_req *req, struct dt_entry *e, int32_t i, const struct dt_entry *all,
-                       int32_t n, const char **msg)
+static int16_t resolve(struct gr_req *req, struct dt_entry *e, bool repeated, const char **msg)
 {
     bool by_name = e->name.len >= 0;
     *msg = NULL;
@@ -63,13 +48,7 @@ static int16_t resolve(struct gr_req *req, struct dt_entry *e, int32_t i, const 
         return *msg = "Neither topic name nor id were specified.", GR_ERR_INVALID_REQUEST;
     if (by_name && !uuid_zero(e->id))
         return *msg = "You may not specify both topic name and topic id.", GR_ERR_INVALID_REQUEST;
-    for (int32_t k = 0; k < n; k++) {
-        if (k == i) continue;
-        if (by_name && uuid_zero(all[k].id) && gr_str_eq(all[k].name, e->name))
-            return *msg = "Duplicate topic name.", GR_ERR_INVALID_REQUEST;
-        if (!by_name && all[k].name.len < 0 && uuid_eq(all[k].id, e->id))
-            return *msg = "Duplicate topic id.", GR_ERR_INVALID_REQUEST;
-    }
+    if (repeated) return *msg = by_name ? "Duplicate topic name." : "Duplicate topic id.", GR_ERR_INVALID_REQUEST;
     e->t =
         by_name ? gr_topic_lookup(req->broker, e->name) : gr_store_topic_find_id(req->broker->store, e->id.b);
     if (!e->t) return by_name ? GR_ERR_UNKNOWN_TOPIC_OR_PARTITION : GR_ERR_UNKNOWN_TOPIC_ID;
@@ -85,7 +64,17 @@ struct dt_state {
     struct dt_entry *e;
     int32_t n;
     bool deleted;
+    int32_t *first; /* first[i]: the first entry naming the topic the way entry i does (gr_req_keys_first) */
 };
+
+/* Entry i's key: kind 0 a name, kind 1 an id (its 16 bytes), an entry of neither shape a kind of its own. */
+static struct gr_req_key entry_key(const struct dt_entry *e, int32_t i)
+{
+    if (e->name.len >= 0 && uuid_zero(e->id)) return (struct gr_req_key){e->name, 0, i};
+    if (e->name.len < 0 && !uuid_zero(e->id))
+        return (struct gr_req_key){{(const char *)e->id.b, 16}, 1, i};
+    return (struct gr_req_key){GR_STR_NULL, 2 + i, i};
+}
 
 /* One deletion completed. */
 static void deleted_one(struct gr_req *req, void *item, int err, struct gr_topic *t)
@@ -116,12 +105,8 @@ static void all_deleted(struct gr_req *req)
     struct gr_delete_topics_response *resp = req->resp;
     if (st->deleted) gr_broker_wake_parked(req->broker);
     int32_t kept = 0; /* a duplicated name or id is answered once, as Kafka does */
-    for (int32_t i = 0; i < st->n; i++) {
-        bool earlier = false;
-        for (int32_t k = 0; k < i && !earlier; k++)
-            earlier = same_key(&st->e[k], &st->e[i]);
-        if (!earlier) resp->responses.items[kept++] = resp->responses.items[i];
-    }
+    for (int32_t i = 0; i < st->n; i++)
+        if (st->first[i] == i) resp->responses.items[kept++] = resp->responses.items[i];
     resp->responses.count = kept;
 }
 
@@ -138,7 +123,7 @@ enum gr_handler_rc gr_handle_delete_topics(struct gr_req *req)
     struct dt_state *st = gr_arena_calloc(&req->arena, 1, sizeof *st);
     resp->responses.items = gr_arena_calloc(&req->arena, (size_t)n + 1, sizeof *resp->responses.items);
     if (!e || !st || !resp->responses.items) return GR_HANDLER_CLOSE;
-    *st = (struct dt_state){e, n, false};
+    *st = (struct dt_state){e, n, false, NULL};
     req->hstate = st;
     resp->responses.count = n;
     for (int32_t i = 0; i < n; i++) {
@@ -155,9 +140,15 @@ enum gr_handler_rc gr_handle_delete_topics(struct gr_req *req)
                  "Topic deletion is disabled.");
         return GR_HANDLER_DONE;
     }
+    struct gr_req_key *keys = gr_arena_calloc(&req->arena, (size_t)n + 1, sizeof *keys);
+    if (!keys) return GR_HANDLER_CLOSE;
+    for (int32_t i = 0; i < n; i++)
+        keys[i] = entry_key(&e[i], i);
+    bool *repeated;
+    if (!(st->first = gr_req_keys_first(req, keys, n, &repeated))) return GR_HANDLER_CLOSE;
     for (int32_t i = 0; i < n; i++) {
         const char *msg;
-        int16_t err = resolve(req, &e[i], i, e, n, &msg);
+        int16_t err = resolve(req, &e[i], repeated[i], &msg);
         if (err)
             fail(&resp->responses.items[i], err, msg);
         else if (e[i].name.len < 0) /* by id: answer with the name */
@@ -165,13 +156,14 @@ enum gr_handler_rc gr_handle_delete_topics(struct gr_req *req)
     }
     /* a name and an id naming the same topic: both refused, nothing deleted for them */
     for (int32_t i = 0; i < n; i++)
-        for (int32_t k = i + 1; k < n; k++)
-            if (e[i].t && e[i].t == e[k].t) {
-                fail(&resp->responses.items[i], GR_ERR_INVALID_REQUEST,
-                     "The provided topic name maps to an ID that was already supplied.");
-                fail(&resp->responses.items[k], GR_ERR_INVALID_REQUEST,
-                     "The provided topic name maps to an ID that was already supplied.");
-            }
+        keys[i] = e[i].t ? (struct gr_req_key){{(const char *)&e[i].t, sizeof e[i].t}, 0, i}
+                         : (struct gr_req_key){GR_STR_NULL, 1 + i, i};
+    bool *same_topic;
+    if (!gr_req_keys_first(req, keys, n, &same_topic)) return GR_HANDLER_CLOSE;
+    for (int32_t i = 0; i < n; i++)
+        if (same_topic[i])
+            fail(&resp->responses.items[i], GR_ERR_INVALID_REQUEST,
+                 "The provided topic name maps to an ID that was already supplied.");
     for (int32_t i = 0; i < n; i++) {
         struct gr_delete_topics_response_deletable_topic_result *r = &resp->responses.items[i];
         if (!e[i].t || r->error_code) continue;

@@ -128,6 +128,20 @@ struct gr_topic *gr_topic_lookup(struct gr_broker *b, struct gr_str name);
 char *gr_req_strdup(struct gr_req *req, struct gr_str s);
 /* The topic id as a gr_uuid. */
 struct gr_uuid gr_topic_uuid(const struct gr_topic *t);
+/* A request entry's key for gr_req_keys_first: the bytes of a name (or a topic id's 16 bytes as a view) and a
+ * kind that separates key spaces (a config resource type; by name versus by id). */
+struct gr_req_key {
+    struct gr_str name;
+    int32_t kind;
+    int32_t pos; /* the entry's index in the request; set by the caller to i for keys[i] */
+};
+/* Finds repeated entries of a request in O(n log n) (a frame may name millions of entries, so never
+ * pairwise): sorts `keys` (n entries, keys[i].pos == i on entry) and returns an arena array first[n] where
+ * first[i] is the index of the first entry whose kind and bytes equal entry i's (first[i] == i for a first
+ * occurrence); *repeated (arena, n bools) is true for every entry whose key occurs more than once. Returns
+ * NULL when out of memory (the caller closes the connection). Kafka answers such duplicates once, or refuses
+ * them (CreateTopics, CreatePartitions, DeleteTopics, AlterConfigs, IncrementalAlterConfigs). */
+int32_t *gr_req_keys_first(struct gr_req *req, struct gr_req_key *keys, int32_t n, bool **repeated);
 /* Whether `name` is one of Kafka's internal topics (__consumer_offsets, __transaction_state). */
 bool gr_topic_is_internal(const char *name);
 

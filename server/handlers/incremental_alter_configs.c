@@ -189,7 +189,13 @@ enum gr_handler_rc gr_handle_incremental_alter_configs(struct gr_req *req)
     if (gr_req_topic_barrier(req)) return GR_HANDLER_WAIT; /* earlier topic operations first */
     int32_t n = body->resources.count > 0 ? body->resources.count : 0;
     resp->responses.items = gr_arena_calloc(&req->arena, (size_t)n + 1, sizeof *resp->responses.items);
-    if (!resp->responses.items) return GR_HANDLER_CLOSE;
+    struct gr_req_key *keys = gr_arena_calloc(&req->arena, (size_t)n + 1, sizeof *keys);
+    if (!resp->responses.items || !keys) return GR_HANDLER_CLOSE;
+    for (int32_t i = 0; i < n; i++)
+        keys[i] = (struct gr_req_key){body->resources.items[i].resource_name,
+                                      body->resources.items[i].resource_type, i};
+    bool *repeated;
+    if (!gr_req_keys_first(req, keys, n, &repeated)) return GR_HANDLER_CLOSE;
     resp->responses.count = n;
     for (int32_t i = 0; i < n; i++) {
         const struct gr_incremental_alter_configs_request_alter_configs_resource *res =
@@ -200,12 +206,7 @@ enum gr_handler_rc gr_handle_incremental_alter_configs(struct gr_req *req)
         r->resource_type = res->resource_type;
         r->resource_name = res->resource_name;
         const char *msg = NULL;
-        bool dup = false;
-        for (int32_t k = 0; k < n; k++)
-            if (k != i && body->resources.items[k].resource_type == res->resource_type &&
-                gr_str_eq(body->resources.items[k].resource_name, res->resource_name))
-                dup = true;
-        if (dup) {
+        if (repeated[i]) {
             r->error_code = GR_ERR_INVALID_REQUEST;
             msg = "Each resource must appear at most once.";
         } else {

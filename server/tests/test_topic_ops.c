@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -345,6 +346,43 @@ static void test_disk_errors_map_to_storage_error(void **state)
     assert_int_equal(gr_store_open(&sc, &f->b->store), 0);
 }
 
+/* gr_req_keys_first: repeats found by sorting (kind and bytes), first occurrences and every repeated entry
+   marked; a null name equals nothing; 200,000 entries with one repeat far apart. */
+static void test_req_keys_first(void **state)
+{
+    (void)state;
+    struct gr_req *req = calloc(1, sizeof *req);
+    gr_arena_init(&req->arena, 16 << 20);
+    struct gr_req_key k[7] = {{gr_str_c("b"), 0, 0}, {gr_str_c("a"), 0, 1}, {gr_str_c("b"), 0, 2},
+                              {gr_str_c("a"), 1, 3}, {gr_str_c("c"), 0, 4}, {gr_str_c("b"), 0, 5},
+                              {GR_STR_NULL, 0, 6}};
+    bool *rep;
+    int32_t *first = gr_req_keys_first(req, k, 7, &rep);
+    assert_non_null(first);
+    static const int32_t want_first[] = {0, 1, 0, 3, 4, 0, 6};
+    static const bool want_rep[] = {true, false, true, false, false, true, false};
+    for (int i = 0; i < 7; i++) {
+        assert_int_equal(first[i], want_first[i]);
+        assert_int_equal(rep[i], want_rep[i]);
+    }
+    int32_t n = 200000;
+    struct gr_req_key *big = gr_arena_calloc(&req->arena, (size_t)n, sizeof *big);
+    char *names = gr_arena_calloc(&req->arena, (size_t)n, 8);
+    for (int32_t i = 0; i < n; i++) {
+        snprintf(names + 8 * i, 8, "%07d", i == n - 1 ? 17 : i);
+        big[i] = (struct gr_req_key){{names + 8 * i, 7}, 0, i};
+    }
+    first = gr_req_keys_first(req, big, n, &rep);
+    assert_non_null(first);
+    assert_int_equal(first[n - 1], 17);
+    assert_true(rep[17] && rep[n - 1]);
+    assert_false(rep[16] || rep[18]);
+    for (int32_t i = 0; i < n - 1; i++)
+        assert_int_equal(first[i], i);
+    gr_arena_reset(&req->arena);
+    free(req);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -352,6 +390,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_create_topics_waits_off_thread, setup, teardown),
         cmocka_unit_test_setup_teardown(test_delete_then_create_same_name, setup, teardown),
         cmocka_unit_test_setup_teardown(test_create_topics_duplicate_name_answered_once, setup, teardown),
+        cmocka_unit_test(test_req_keys_first),
         cmocka_unit_test_setup_teardown(test_lazy_offsets_topic_defers_group_request, setup, teardown),
         cmocka_unit_test_setup_teardown(test_disk_errors_map_to_storage_error, setup, teardown),
     };
