@@ -16,9 +16,10 @@
  * Settings every mode makes explicit (librdkafka 2.0.2 defaults otherwise): linger.ms (--linger, default
  * 5; rdkafka_performance's own default is 1000), acks (--acks), compression.codec (--codec),
  * queue.buffering.max.messages=500000, queue.buffering.max.kbytes=65536 (bounds the flush tail of a
- * timed run), statistics.interval.ms=250 (produce reports librdkafka's average batch size); consumers get a group.id but only assign(), never join or commit. Prints one JSON object on stdout; exit 0 only when every message
- * was delivered (produce, e2e) or read (consume).
- * Read next: bench/run.py (orchestration), bench/replay.c (the broker-limited load generator).
+ * timed run), statistics.interval.ms=250 (produce reports librdkafka's average batch size); consumers get a
+ * group.id but only assign(), never join or commit. Prints one JSON object on stdout; exit 0 only when every
+ * message was delivered (produce, e2e) or read (consume). Read next: bench/run.py (orchestration),
+ * bench/replay.c (the broker-limited load generator).
  */
 #include <inttypes.h>
 #include <librdkafka/rdkafka.h>
@@ -146,10 +147,9 @@ static uint8_t *payload_pool(void)
 static bool produce_one(rd_kafka_t *rk, const struct opts *o, int32_t partition, void *val)
 {
     for (;;) {
-        rd_kafka_resp_err_t err =
-            rd_kafka_producev(rk, RD_KAFKA_V_TOPIC(o->topic), RD_KAFKA_V_PARTITION(partition),
-                              RD_KAFKA_V_VALUE(val, (size_t)o->size), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-                              RD_KAFKA_V_END);
+        rd_kafka_resp_err_t err = rd_kafka_producev(
+            rk, RD_KAFKA_V_TOPIC(o->topic), RD_KAFKA_V_PARTITION(partition),
+            RD_KAFKA_V_VALUE(val, (size_t)o->size), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
         if (!err) return true;
         if (err != RD_KAFKA_RESP_ERR__QUEUE_FULL) {
             fprintf(stderr, "rdk_perf: produce: %s\n", rd_kafka_err2str(err));
@@ -175,13 +175,15 @@ static int run_produce(const struct opts *o)
     rd_kafka_poll(rk, 300); /* one more statistics interval */
     double secs = (double)(pstats.last_dr_ns - t0) / 1e9;
     if (secs <= 0) secs = 1e-9;
-    printf("{\"mode\": \"produce\", \"sent\": %lld, \"delivered\": %lld, \"failed\": %lld, \"first_error\": \"%s\", "
+    printf("{\"mode\": \"produce\", \"sent\": %lld, \"delivered\": %lld, \"failed\": %lld, \"first_error\": "
+           "\"%s\", "
            "\"value_bytes\": %lld, \"seconds\": %.4f, \"msgs_per_s\": %.1f, \"mb_per_s\": %.3f, "
            "\"batch_bytes_avg\": %.0f, \"batch_msgs_avg\": %.1f}\n",
            sent, (long long)pstats.ok, (long long)pstats.failed,
            pstats.failed ? rd_kafka_err2name(pstats.first_error) : "", (long long)pstats.bytes, secs,
            (double)pstats.ok / secs, (double)pstats.bytes / secs / 1e6,
-           batch_bytes_cnt ? batch_bytes_sum / batch_bytes_cnt : 0, batch_msgs_cnt ? batch_msgs_sum / batch_msgs_cnt : 0);
+           batch_bytes_cnt ? batch_bytes_sum / batch_bytes_cnt : 0,
+           batch_msgs_cnt ? batch_msgs_sum / batch_msgs_cnt : 0);
     rd_kafka_destroy(rk);
     free(pool);
     return ok && pstats.failed == 0 && pstats.ok == sent ? 0 : 1;
@@ -256,7 +258,8 @@ static int run_consume(const struct opts *o)
     }
     double secs = (double)(last - t0) / 1e9;
     if (secs <= 0) secs = 1e-9;
-    printf("{\"mode\": \"consume\", \"expected\": %lld, \"msgs\": %lld, \"value_bytes\": %lld, \"seconds\": %.4f, "
+    printf("{\"mode\": \"consume\", \"expected\": %lld, \"msgs\": %lld, \"value_bytes\": %lld, \"seconds\": "
+           "%.4f, "
            "\"msgs_per_s\": %.1f, \"mb_per_s\": %.3f}\n",
            want, msgs, bytes, secs, (double)msgs / secs, (double)bytes / secs / 1e6);
     rd_kafka_consumer_close(rk);
@@ -328,7 +331,8 @@ static int run_e2e(const struct opts *o)
     /* A consumer takes about a second to find its partition leader and offset; messages sent meanwhile
      * would measure that. Wait for the first record already in the topic (bench/replay create leaves one). */
     int64_t ready_by = now_ns() + 10LL * 1000000000LL;
-    while (!e.ready && now_ns() < ready_by) usleep(1000);
+    while (!e.ready && now_ns() < ready_by)
+        usleep(1000);
     if (!e.ready) fprintf(stderr, "rdk_perf: e2e: consumer received nothing in 10 s; measuring anyway\n");
     int64_t t0 = now_ns(), end = t0 + (int64_t)(o->seconds * 1e9);
     e.count_from_ns = t0 + (int64_t)(o->warmup_s * 1e9);
@@ -351,16 +355,18 @@ static int run_e2e(const struct opts *o)
     }
     rd_kafka_flush(rk, 30000);
     int64_t wait_end = now_ns() + 10LL * 1000000000LL;
-    while (e.received < pstats.ok && now_ns() < wait_end) usleep(1000);
+    while (e.received < pstats.ok && now_ns() < wait_end)
+        usleep(1000);
     e.stop = true;
     pthread_join(th, NULL);
     qsort(e.lat_ns, e.nlat, sizeof *e.lat_ns, cmp_i64);
     double recv_s = (double)(e.last_recv_ns - t0) / 1e9;
     printf("{\"mode\": \"e2e\", \"rate\": %.0f, \"sent\": %lld, \"delivered\": %lld, \"received\": %lld, "
-           "\"recv_msgs_per_s\": %.1f, \"lat_count\": %zu, \"p50_ms\": %.3f, \"p99_ms\": %.3f, \"p999_ms\": %.3f, "
+           "\"recv_msgs_per_s\": %.1f, \"lat_count\": %zu, \"p50_ms\": %.3f, \"p99_ms\": %.3f, \"p999_ms\": "
+           "%.3f, "
            "\"max_ms\": %.3f}\n",
-           o->rate, sent, (long long)pstats.ok, (long long)e.received, recv_s > 0 ? (double)e.received / recv_s : 0,
-           e.nlat, pct_ms(e.lat_ns, e.nlat, 0.5),
+           o->rate, sent, (long long)pstats.ok, (long long)e.received,
+           recv_s > 0 ? (double)e.received / recv_s : 0, e.nlat, pct_ms(e.lat_ns, e.nlat, 0.5),
            pct_ms(e.lat_ns, e.nlat, 0.99), pct_ms(e.lat_ns, e.nlat, 0.999), pct_ms(e.lat_ns, e.nlat, 1.0));
     rd_kafka_destroy(rk);
     rd_kafka_consumer_close(e.consumer);
@@ -371,15 +377,21 @@ static int run_e2e(const struct opts *o)
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: rdk_perf produce|consume|e2e -b HOST:PORT -t TOPIC [-P partitions] [-s value bytes]\n"
-                    "       [-d seconds] [-n count] [--acks 1|all] [--codec none|zstd] [--linger ms] [--rate msg/s]\n"
-                    "       [--warmup s (e2e: messages sent in the first s seconds are not counted, 1)]\n");
+    fprintf(stderr,
+            "usage: rdk_perf produce|consume|e2e -b HOST:PORT -t TOPIC [-P partitions] [-s value bytes]\n"
+            "       [-d seconds] [-n count] [--acks 1|all] [--codec none|zstd] [--linger ms] [--rate msg/s]\n"
+            "       [--warmup s (e2e: messages sent in the first s seconds are not counted, 1)]\n");
     exit(2);
 }
 
 int main(int argc, char **argv)
 {
-    struct opts o = {.acks = "1", .codec = "none", .partitions = 1, .size = 100, .linger_ms = 5, .seconds = 3,
+    struct opts o = {.acks = "1",
+                     .codec = "none",
+                     .partitions = 1,
+                     .size = 100,
+                     .linger_ms = 5,
+                     .seconds = 3,
                      .warmup_s = 1};
     if (argc < 2) usage();
     o.mode = argv[1];
@@ -387,20 +399,33 @@ int main(int argc, char **argv)
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!v) usage();
         i++;
-        if (!strcmp(a, "-b")) o.brokers = v;
-        else if (!strcmp(a, "-t")) o.topic = v;
-        else if (!strcmp(a, "-P")) o.partitions = atoi(v);
-        else if (!strcmp(a, "-s")) o.size = atoi(v);
-        else if (!strcmp(a, "-d")) o.seconds = atof(v);
-        else if (!strcmp(a, "-n")) o.count = atoll(v);
-        else if (!strcmp(a, "--acks")) o.acks = v;
-        else if (!strcmp(a, "--codec")) o.codec = v;
-        else if (!strcmp(a, "--linger")) o.linger_ms = atoi(v);
-        else if (!strcmp(a, "--rate")) o.rate = atof(v);
-        else if (!strcmp(a, "--warmup")) o.warmup_s = atof(v);
-        else usage();
+        if (!strcmp(a, "-b"))
+            o.brokers = v;
+        else if (!strcmp(a, "-t"))
+            o.topic = v;
+        else if (!strcmp(a, "-P"))
+            o.partitions = atoi(v);
+        else if (!strcmp(a, "-s"))
+            o.size = atoi(v);
+        else if (!strcmp(a, "-d"))
+            o.seconds = atof(v);
+        else if (!strcmp(a, "-n"))
+            o.count = atoll(v);
+        else if (!strcmp(a, "--acks"))
+            o.acks = v;
+        else if (!strcmp(a, "--codec"))
+            o.codec = v;
+        else if (!strcmp(a, "--linger"))
+            o.linger_ms = atoi(v);
+        else if (!strcmp(a, "--rate"))
+            o.rate = atof(v);
+        else if (!strcmp(a, "--warmup"))
+            o.warmup_s = atof(v);
+        else
+            usage();
     }
-    if (!o.brokers || !o.topic || o.partitions < 1 || o.partitions > PARTITIONS_MAX || o.size < 1 || o.size > 65536)
+    if (!o.brokers || !o.topic || o.partitions < 1 || o.partitions > PARTITIONS_MAX || o.size < 1 ||
+        o.size > 65536)
         usage();
     signal(SIGPIPE, SIG_IGN);
     if (!strcmp(o.mode, "produce")) return run_produce(&o);

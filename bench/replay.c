@@ -97,7 +97,8 @@ static void buf_reserve(struct buf *b, size_t more)
 {
     if (b->len + more <= b->cap) return;
     size_t cap = b->cap ? b->cap : 256;
-    while (cap < b->len + more) cap *= 2;
+    while (cap < b->len + more)
+        cap *= 2;
     b->p = realloc(b->p, cap);
     if (!b->p) die("%s", "out of memory");
     b->cap = cap;
@@ -108,7 +109,10 @@ static void put_raw(struct buf *b, const void *p, size_t n)
     memcpy(b->p + b->len, p, n);
     b->len += n;
 }
-static void put_i8(struct buf *b, int8_t v) { put_raw(b, &v, 1); }
+static void put_i8(struct buf *b, int8_t v)
+{
+    put_raw(b, &v, 1);
+}
 static void put_i16(struct buf *b, int16_t v)
 {
     uint16_t x = htons((uint16_t)v);
@@ -147,8 +151,14 @@ static void set_i32(uint8_t *p, int32_t v)
     uint32_t x = htonl((uint32_t)v);
     memcpy(p, &x, 4);
 }
-static uint32_t be32(const uint8_t *p) { return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3]; }
-static uint64_t be64(const uint8_t *p) { return ((uint64_t)be32(p) << 32) | be32(p + 4); }
+static uint32_t be32(const uint8_t *p)
+{
+    return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3];
+}
+static uint64_t be64(const uint8_t *p)
+{
+    return ((uint64_t)be32(p) << 32) | be32(p + 4);
+}
 
 /* Request header v1 into `b` after a 4-byte size placeholder; finish with frame_done. */
 static void frame_start(struct buf *b, int16_t key, int16_t version, int32_t corr)
@@ -160,7 +170,10 @@ static void frame_start(struct buf *b, int16_t key, int16_t version, int32_t cor
     put_i32(b, corr);
     put_str(b, CLIENT_ID);
 }
-static void frame_done(struct buf *b) { set_i32(b->p, (int32_t)(b->len - 4)); }
+static void frame_done(struct buf *b)
+{
+    set_i32(b->p, (int32_t)(b->len - 4));
+}
 
 /* ---- a bounds-checked reader over a response ---- */
 
@@ -177,7 +190,10 @@ static bool rd_need(struct rd *r, size_t n)
     }
     return true;
 }
-static int8_t rd_i8(struct rd *r) { return rd_need(r, 1) ? (int8_t)*r->p++ : 0; }
+static int8_t rd_i8(struct rd *r)
+{
+    return rd_need(r, 1) ? (int8_t)*r->p++ : 0;
+}
 static int16_t rd_i16(struct rd *r)
 {
     if (!rd_need(r, 2)) return 0;
@@ -203,7 +219,10 @@ static void rd_skip(struct rd *r, int64_t n)
 {
     if (n > 0 && rd_need(r, (size_t)n)) r->p += n;
 }
-static void rd_skip_str(struct rd *r) { rd_skip(r, rd_i16(r)); }
+static void rd_skip_str(struct rd *r)
+{
+    rd_skip(r, rd_i16(r));
+}
 /* An array count; a count that cannot fit in the bytes left (min_elem_bytes each) marks the reader bad. */
 static int32_t rd_count(struct rd *r, size_t min_elem_bytes)
 {
@@ -224,17 +243,20 @@ static uint32_t crc32c(const uint8_t *p, size_t n)
     if (!table[1])
         for (uint32_t i = 0; i < 256; i++) {
             uint32_t c = i;
-            for (int k = 0; k < 8; k++) c = (c & 1) ? (c >> 1) ^ 0x82F63B78u : c >> 1;
+            for (int k = 0; k < 8; k++)
+                c = (c & 1) ? (c >> 1) ^ 0x82F63B78u : c >> 1;
             table[i] = c;
         }
     uint32_t c = 0xffffffffu;
-    for (size_t i = 0; i < n; i++) c = table[(c ^ p[i]) & 0xff] ^ (c >> 8);
+    for (size_t i = 0; i < n; i++)
+        c = table[(c ^ p[i]) & 0xff] ^ (c >> 8);
     return c ^ 0xffffffffu;
 }
 
 /* ---- RecordBatch v2 ---- */
 
-/* Fills `v` with `n` random upper-case letters (Kafka's ProducerPerformance payload: compressible like text). */
+/* Fills `v` with `n` random upper-case letters (Kafka's ProducerPerformance payload: compressible like text).
+ */
 static void fill_payload(uint8_t *v, size_t n, uint64_t *seed)
 {
     for (size_t i = 0; i < n; i++) {
@@ -273,19 +295,19 @@ static void build_batch(struct buf *out, int count, int value_bytes, int codec, 
         recs = (struct buf){z, zn, cap};
     }
     out->len = 0;
-    put_i64(out, 0);                          /* base offset (the broker assigns) */
-    put_i32(out, (int32_t)(49 + recs.len));   /* batch length: bytes after this field */
-    put_i32(out, -1);                         /* partition leader epoch */
-    put_i8(out, 2);                           /* magic */
-    put_i32(out, 0);                          /* CRC, set below */
-    put_i16(out, (int16_t)codec);             /* attributes */
-    put_i32(out, count - 1);                  /* last offset delta */
-    put_i64(out, ts_ms);                      /* base timestamp */
-    put_i64(out, ts_ms);                      /* max timestamp */
-    put_i64(out, -1);                         /* producer id */
-    put_i16(out, -1);                         /* producer epoch */
-    put_i32(out, -1);                         /* base sequence */
-    put_i32(out, count);                      /* record count */
+    put_i64(out, 0);                        /* base offset (the broker assigns) */
+    put_i32(out, (int32_t)(49 + recs.len)); /* batch length: bytes after this field */
+    put_i32(out, -1);                       /* partition leader epoch */
+    put_i8(out, 2);                         /* magic */
+    put_i32(out, 0);                        /* CRC, set below */
+    put_i16(out, (int16_t)codec);           /* attributes */
+    put_i32(out, count - 1);                /* last offset delta */
+    put_i64(out, ts_ms);                    /* base timestamp */
+    put_i64(out, ts_ms);                    /* max timestamp */
+    put_i64(out, -1);                       /* producer id */
+    put_i16(out, -1);                       /* producer epoch */
+    put_i32(out, -1);                       /* base sequence */
+    put_i32(out, count);                    /* record count */
     put_raw(out, recs.p, recs.len);
     set_i32(out->p + 17, (int32_t)crc32c(out->p + 21, out->len - 21));
     free(recs.p);
@@ -308,8 +330,8 @@ struct opts {
     int inflight;
     double seconds;
     long long requests; /* produce: stop after this many requests (0 = run for --seconds) */
-    double rate; /* requests per second, 0 = unlimited */
-    bool round_robin; /* one partition per request instead of all partitions per request */
+    double rate;        /* requests per second, 0 = unlimited */
+    bool round_robin;   /* one partition per request instead of all partitions per request */
     int fetch_partition_bytes;
     int fetch_max_bytes;
     const char *configs[32];
@@ -505,8 +527,8 @@ static double pct_ms(const struct stats *s, double q)
     return (double)s->lat_ns[i] / 1e6;
 }
 
-static void conn_start_request(struct conn *c, const struct opts *o, const struct produce_req *pr, int64_t rr_index,
-                               int64_t sched_ns)
+static void conn_start_request(struct conn *c, const struct opts *o, const struct produce_req *pr,
+                               int64_t rr_index, int64_t sched_ns)
 {
     /* Fits: header 14 + client id, prefix <= 18 + TOPIC_NAME_BYTES_MAX, index 4 (checked in main). */
     struct buf h = {c->head, 0, sizeof c->head};
@@ -598,8 +620,8 @@ static int conn_read(struct conn *c, const struct produce_req *pr, struct stats 
 static void print_latency_json(struct stats *st)
 {
     qsort(st->lat_ns, st->nlat, sizeof *st->lat_ns, cmp_i64);
-    printf(", \"lat_count\": %zu, \"p50_ms\": %.3f, \"p99_ms\": %.3f, \"p999_ms\": %.3f, \"max_ms\": %.3f", st->nlat,
-           pct_ms(st, 0.50), pct_ms(st, 0.99), pct_ms(st, 0.999), pct_ms(st, 1.0));
+    printf(", \"lat_count\": %zu, \"p50_ms\": %.3f, \"p99_ms\": %.3f, \"p999_ms\": %.3f, \"max_ms\": %.3f",
+           st->nlat, pct_ms(st, 0.50), pct_ms(st, 0.99), pct_ms(st, 0.999), pct_ms(st, 1.0));
 }
 
 static int run_produce(const struct opts *o)
@@ -694,10 +716,11 @@ out:;
     double secs = (double)(t_last - t0) / 1e9;
     if (secs <= 0) secs = 1e-9;
     printf("{\"mode\": \"produce\", \"requests\": %" PRId64 ", \"failed\": %" PRId64 ", \"first_error\": %d, "
-           "\"records\": %" PRId64 ", \"value_bytes\": %" PRId64 ", \"wire_bytes\": %" PRId64 ", \"seconds\": %.4f, "
+           "\"records\": %" PRId64 ", \"value_bytes\": %" PRId64 ", \"wire_bytes\": %" PRId64
+           ", \"seconds\": %.4f, "
            "\"msgs_per_s\": %.1f, \"mb_per_s\": %.3f, \"records_per_batch\": %d, \"batch_wire_bytes\": %zu",
-           st.requests_ok, st.requests_failed, st.first_error, st.records, st.value_bytes, st.wire_bytes, secs,
-           (double)st.records / secs, (double)st.value_bytes / secs / 1e6, pr.records_per_batch,
+           st.requests_ok, st.requests_failed, st.first_error, st.records, st.value_bytes, st.wire_bytes,
+           secs, (double)st.records / secs, (double)st.value_bytes / secs / 1e6, pr.records_per_batch,
            pr.batch_wire_bytes);
     if (lat) print_latency_json(&st);
     printf("}\n");
@@ -712,7 +735,8 @@ static int run_fetch(const struct opts *o)
     if (fd < 0) return 2;
     int64_t *next = calloc((size_t)o->partitions, sizeof *next);
     int64_t *target = calloc((size_t)o->partitions, sizeof *target);
-    for (int p = 0; p < o->partitions; p++) target[p] = -1;
+    for (int p = 0; p < o->partitions; p++)
+        target[p] = -1;
     struct buf req = {0}, resp = {0};
     int64_t records = 0, bytes = 0, fetches = 0, t0 = now_ns(), last_progress = t0;
     int16_t first_error = 0;
@@ -803,8 +827,9 @@ static int run_fetch(const struct opts *o)
         if (first_error) break;
     }
     double secs = (double)(now_ns() - t0) / 1e9;
-    printf("{\"mode\": \"fetch\", \"fetches\": %" PRId64 ", \"records\": %" PRId64 ", \"wire_bytes\": %" PRId64
-           ", \"value_bytes\": %" PRId64 ", \"seconds\": %.4f, \"msgs_per_s\": %.1f, \"mb_per_s\": %.3f, "
+    printf("{\"mode\": \"fetch\", \"fetches\": %" PRId64 ", \"records\": %" PRId64
+           ", \"wire_bytes\": %" PRId64 ", \"value_bytes\": %" PRId64
+           ", \"seconds\": %.4f, \"msgs_per_s\": %.1f, \"mb_per_s\": %.3f, "
            "\"first_error\": %d}\n",
            fetches, records, bytes, records * o->record_bytes, secs, (double)records / secs,
            (double)records * o->record_bytes / secs / 1e6, first_error);
@@ -855,7 +880,8 @@ static int metadata_ready(int fd, const struct opts *o, bool auto_create, int32_
             rd_i32(&r);
             int32_t leader = rd_i32(&r);
             rd_i32(&r); /* leader epoch */
-            for (int a = 0; a < 3; a++) rd_skip(&r, (int64_t)rd_count(&r, 4) * 4);
+            for (int a = 0; a < 3; a++)
+                rd_skip(&r, (int64_t)rd_count(&r, 4) * 4);
             if (!perr && leader >= 0) ready++;
             if (perr && !*err) *err = perr;
         }
@@ -892,7 +918,8 @@ static int produce_probe(int fd, const struct opts *o, int32_t partition, int32_
         rd_i32(&r);
         struct produce_result res = {0};
         produce_resp_parse(&r, &res);
-        if (!r.bad && res.partitions_ok + res.partitions_failed == 1) rc = res.partitions_ok ? 0 : res.first_error;
+        if (!r.bad && res.partitions_ok + res.partitions_failed == 1)
+            rc = res.partitions_ok ? 0 : res.first_error;
     }
     free(batch.p);
     free(req.p);
@@ -1084,8 +1111,15 @@ static void usage(void)
 
 int main(int argc, char **argv)
 {
-    struct opts o = {.partitions = 1, .record_bytes = 100, .batch_bytes = 65536, .acks = 1, .conns = 4,
-                     .inflight = 4, .seconds = 3, .fetch_partition_bytes = 1048576, .fetch_max_bytes = 52428800,
+    struct opts o = {.partitions = 1,
+                     .record_bytes = 100,
+                     .batch_bytes = 65536,
+                     .acks = 1,
+                     .conns = 4,
+                     .inflight = 4,
+                     .seconds = 3,
+                     .fetch_partition_bytes = 1048576,
+                     .fetch_max_bytes = 52428800,
                      .timeout_ms = 30000};
     if (argc < 2) usage();
     o.mode = argv[1];
@@ -1093,28 +1127,50 @@ int main(int argc, char **argv)
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
 #define ARG(name) (strcmp(a, name) == 0 && v && ++i)
-        if (ARG("--bootstrap")) set_bootstrap(&o, v);
-        else if (ARG("--topic")) o.topic = v;
-        else if (ARG("--partitions")) o.partitions = atoi(v);
-        else if (ARG("--record-bytes")) o.record_bytes = atoi(v);
-        else if (ARG("--batch-bytes")) o.batch_bytes = atoi(v);
-        else if (ARG("--batch-records")) o.batch_records = atoi(v);
-        else if (ARG("--acks")) o.acks = strcmp(v, "all") == 0 ? -1 : atoi(v);
-        else if (ARG("--codec")) o.codec = strcmp(v, "zstd") == 0 ? 4 : strcmp(v, "none") == 0 ? 0 : -1;
-        else if (ARG("--conns")) o.conns = atoi(v);
-        else if (ARG("--inflight")) o.inflight = atoi(v);
-        else if (ARG("--seconds")) o.seconds = atof(v);
-        else if (ARG("--rate")) o.rate = atof(v);
-        else if (ARG("--requests")) o.requests = atoll(v);
-        else if (ARG("--fetch-partition-bytes")) o.fetch_partition_bytes = atoi(v);
-        else if (ARG("--fetch-max-bytes")) o.fetch_max_bytes = atoi(v);
-        else if (ARG("--config") && o.nconfigs < 32) o.configs[o.nconfigs++] = v;
-        else if (ARG("--since-ns")) o.since_ns = atoll(v);
-        else if (ARG("--pid")) o.pid = atoi(v);
-        else if (ARG("--listener-file")) o.listener_file = v;
-        else if (ARG("--timeout-ms")) o.timeout_ms = atoi(v);
-        else if (strcmp(a, "--round-robin") == 0) o.round_robin = true;
-        else usage();
+        if (ARG("--bootstrap"))
+            set_bootstrap(&o, v);
+        else if (ARG("--topic"))
+            o.topic = v;
+        else if (ARG("--partitions"))
+            o.partitions = atoi(v);
+        else if (ARG("--record-bytes"))
+            o.record_bytes = atoi(v);
+        else if (ARG("--batch-bytes"))
+            o.batch_bytes = atoi(v);
+        else if (ARG("--batch-records"))
+            o.batch_records = atoi(v);
+        else if (ARG("--acks"))
+            o.acks = strcmp(v, "all") == 0 ? -1 : atoi(v);
+        else if (ARG("--codec"))
+            o.codec = strcmp(v, "zstd") == 0 ? 4 : strcmp(v, "none") == 0 ? 0 : -1;
+        else if (ARG("--conns"))
+            o.conns = atoi(v);
+        else if (ARG("--inflight"))
+            o.inflight = atoi(v);
+        else if (ARG("--seconds"))
+            o.seconds = atof(v);
+        else if (ARG("--rate"))
+            o.rate = atof(v);
+        else if (ARG("--requests"))
+            o.requests = atoll(v);
+        else if (ARG("--fetch-partition-bytes"))
+            o.fetch_partition_bytes = atoi(v);
+        else if (ARG("--fetch-max-bytes"))
+            o.fetch_max_bytes = atoi(v);
+        else if (ARG("--config") && o.nconfigs < 32)
+            o.configs[o.nconfigs++] = v;
+        else if (ARG("--since-ns"))
+            o.since_ns = atoll(v);
+        else if (ARG("--pid"))
+            o.pid = atoi(v);
+        else if (ARG("--listener-file"))
+            o.listener_file = v;
+        else if (ARG("--timeout-ms"))
+            o.timeout_ms = atoi(v);
+        else if (strcmp(a, "--round-robin") == 0)
+            o.round_robin = true;
+        else
+            usage();
 #undef ARG
     }
     if (o.codec < 0) die("%s", "--codec none|zstd");

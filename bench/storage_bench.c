@@ -316,8 +316,10 @@ static void sync_policy(const char *dir)
             if (r % 2 == 0) {
                 pthread_t th[2];
                 struct sync_slice sl[2] = {{fds, 0, n / 2}, {fds, n / 2, n}};
-                for (int k = 0; k < 2; k++) pthread_create(&th[k], NULL, fdatasync_main, &sl[k]);
-                for (int k = 0; k < 2; k++) pthread_join(th[k], NULL);
+                for (int k = 0; k < 2; k++)
+                    pthread_create(&th[k], NULL, fdatasync_main, &sl[k]);
+                for (int k = 0; k < 2; k++)
+                    pthread_join(th[k], NULL);
                 tf[r / 2] = now_s() - t0;
             } else {
                 if (syncfs(dfd) != 0) perror("syncfs");
@@ -331,7 +333,8 @@ static void sync_policy(const char *dir)
         snprintf(a, sizeof(a), "%.2f ms", mf);
         snprintf(b, sizeof(b), "%.2f ms", ms);
         printf("%-10d %8d %22s %22s %8.2f\n", n, rounds, a, b, ms / mf);
-        for (int i = 0; i < n; i++) close(fds[i]);
+        for (int i = 0; i < n; i++)
+            close(fds[i]);
         close(dfd);
         free(fds);
         free(tf);

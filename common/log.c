@@ -21,7 +21,10 @@ static pthread_mutex_t rl_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct gr_log_site *rl_sites; /* sites with drops (under rl_mu) */
 static int64_t (*rl_clock)(void) = gr_time_mono_ms;
 
-void gr_log_set_level(enum gr_log_level level) { min_level = level; }
+void gr_log_set_level(enum gr_log_level level)
+{
+    min_level = level;
+}
 
 enum gr_log_level gr_log_get_level(void)
 {

@@ -56,18 +56,18 @@ enum gr_group_state {
 /* Kafka's name of a state ("Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead"). */
 const char *gr_group_state_name(enum gr_group_state state);
 
-struct gr_coord_config {                  /* Kafka config names in comments */
-    int32_t min_session_timeout_ms;       /* group.min.session.timeout.ms (6000) */
-    int32_t max_session_timeout_ms;       /* group.max.session.timeout.ms (1800000) */
-    int32_t initial_rebalance_delay_ms;   /* group.initial.rebalance.delay.ms (3000) */
-    int32_t max_size;                     /* group.max.size (INT32_MAX) */
-    int32_t new_member_join_timeout_ms;   /* Kafka's fixed classic new-member join timeout (300000) */
-    int64_t offsets_retention_ms;         /* offsets.retention.minutes * 60000 (7 days) */
+struct gr_coord_config {                         /* Kafka config names in comments */
+    int32_t min_session_timeout_ms;              /* group.min.session.timeout.ms (6000) */
+    int32_t max_session_timeout_ms;              /* group.max.session.timeout.ms (1800000) */
+    int32_t initial_rebalance_delay_ms;          /* group.initial.rebalance.delay.ms (3000) */
+    int32_t max_size;                            /* group.max.size (INT32_MAX) */
+    int32_t new_member_join_timeout_ms;          /* Kafka's fixed classic new-member join timeout (300000) */
+    int64_t offsets_retention_ms;                /* offsets.retention.minutes * 60000 (7 days) */
     int64_t offsets_retention_check_interval_ms; /* offsets.retention.check.interval.ms (600000) */
-    int32_t offset_metadata_max_bytes;    /* offset.metadata.max.bytes (4096; compared with Java's length) */
-    int32_t offsets_partitions;           /* partitions of __consumer_offsets (offsets.topic.num.partitions) */
-    int32_t offsets_max_message_bytes;    /* max.message.bytes of __consumer_offsets (message.max.bytes,
-                                             1048588): a commit's records must fit one batch of this size */
+    int32_t offset_metadata_max_bytes; /* offset.metadata.max.bytes (4096; compared with Java's length) */
+    int32_t offsets_partitions;        /* partitions of __consumer_offsets (offsets.topic.num.partitions) */
+    int32_t offsets_max_message_bytes; /* max.message.bytes of __consumer_offsets (message.max.bytes,
+                                          1048588): a commit's records must fit one batch of this size */
 };
 
 /* Fills `cfg` with Kafka's defaults (offsets_partitions 50). */
@@ -83,10 +83,10 @@ struct gr_join_member_out {
 /* A JoinGroup answer, before version shaping (the handler turns a null protocol name into "" below v7). */
 struct gr_join_result {
     int16_t error_code;
-    int32_t generation_id;          /* -1 on errors */
-    struct gr_str protocol_type;    /* len -1: null */
-    struct gr_str protocol_name;    /* len -1: null */
-    struct gr_str leader;           /* "" when none */
+    int32_t generation_id;       /* -1 on errors */
+    struct gr_str protocol_type; /* len -1: null */
+    struct gr_str protocol_name; /* len -1: null */
+    struct gr_str leader;        /* "" when none */
     bool skip_assignment;
     struct gr_str member_id;
     const struct gr_join_member_out *members;
@@ -96,9 +96,9 @@ struct gr_join_result {
 /* A SyncGroup answer. */
 struct gr_sync_result {
     int16_t error_code;
-    struct gr_str protocol_type;    /* len -1: null */
-    struct gr_str protocol_name;    /* len -1: null */
-    struct gr_bytes assignment;     /* empty (len 0) on errors */
+    struct gr_str protocol_type; /* len -1: null */
+    struct gr_str protocol_name; /* len -1: null */
+    struct gr_bytes assignment;  /* empty (len 0) on errors */
 };
 
 struct gr_coord_hooks {
@@ -110,7 +110,8 @@ struct gr_coord_hooks {
     /* Appends `count` records to partition `partition` of __consumer_offsets in order. Returns 0 and the
        log end offset after them (they are durable once the partition's durable offset reaches it), or
        -errno (nothing appended). */
-    int (*append)(void *ctx, int32_t partition, const struct gr_coord_record *recs, int count, int64_t *end_offset);
+    int (*append)(void *ctx, int32_t partition, const struct gr_coord_record *recs, int count,
+                  int64_t *end_offset);
     /* Answers a parked JoinGroup / SyncGroup (exactly once per waiter). */
     void (*join_done)(void *ctx, void *waiter, const struct gr_join_result *res);
     void (*sync_done)(void *ctx, void *waiter, const struct gr_sync_result *res);
@@ -145,11 +146,11 @@ struct gr_join_protocol {
 struct gr_join_params {
     struct gr_str group_id, member_id, group_instance_id; /* group_instance_id len -1: null */
     struct gr_str protocol_type, client_id, client_host, reason;
-    int32_t session_timeout_ms, rebalance_timeout_ms;   /* rebalance -1 (v0): the session timeout is used */
+    int32_t session_timeout_ms, rebalance_timeout_ms; /* rebalance -1 (v0): the session timeout is used */
     const struct gr_join_protocol *protocols;
     int32_t protocol_count;
     int16_t api_version;
-    void *waiter;                                       /* non-NULL */
+    void *waiter; /* non-NULL */
 };
 
 enum gr_coord_wait { GR_COORD_ANSWERED = 0, GR_COORD_PARKED = 1 };
@@ -165,7 +166,7 @@ struct gr_sync_assignment {
 
 struct gr_sync_params {
     struct gr_str group_id, member_id, group_instance_id; /* len -1: null */
-    struct gr_str protocol_type, protocol_name;          /* len -1: null (absent before v5) */
+    struct gr_str protocol_type, protocol_name;           /* len -1: null (absent before v5) */
     int32_t generation_id;
     const struct gr_sync_assignment *assignments;
     int32_t assignment_count;
@@ -189,16 +190,17 @@ struct gr_leave_member {
 /* LeaveGroup (v3+ batch; v0-2 pass one member with a null instance id). Fills each member's error and
  * returns the top-level error (INVALID_GROUP_ID, COORDINATOR_NOT_AVAILABLE; an unknown group gives 0 and
  * UNKNOWN_MEMBER_ID for every member, as Kafka answers). */
-int16_t gr_coord_leave(struct gr_coordinator *c, struct gr_str group_id, struct gr_leave_member *members, int32_t count);
+int16_t gr_coord_leave(struct gr_coordinator *c, struct gr_str group_id, struct gr_leave_member *members,
+                       int32_t count);
 
 /* ---- offsets ---- */
 
 struct gr_commit_partition {
-    int32_t partition;              /* in */
-    int64_t offset;                 /* in */
-    int32_t leader_epoch;           /* in, -1 none */
-    struct gr_str metadata;         /* in, len -1: null (stored as "") */
-    int16_t error_code;             /* out */
+    int32_t partition;      /* in */
+    int64_t offset;         /* in */
+    int32_t leader_epoch;   /* in, -1 none */
+    struct gr_str metadata; /* in, len -1: null (stored as "") */
+    int16_t error_code;     /* out */
 };
 
 struct gr_commit_topic {
@@ -209,8 +211,8 @@ struct gr_commit_topic {
 
 struct gr_commit_params {
     struct gr_str group_id, member_id, group_instance_id; /* len -1: null */
-    int32_t generation_id;          /* -1: not a group member (simple consumer / admin) */
-    int64_t retention_time_ms;      /* -1: default (OffsetCommit v2-4 may set it) */
+    int32_t generation_id;     /* -1: not a group member (simple consumer / admin) */
+    int64_t retention_time_ms; /* -1: default (OffsetCommit v2-4 may set it) */
     int16_t api_version;
     struct gr_commit_topic *topics; /* topics and partitions the caller checked exist */
     int32_t topic_count;
@@ -227,10 +229,10 @@ struct gr_commit_params {
 void gr_coord_commit(struct gr_coordinator *c, const struct gr_commit_params *p, int32_t *wait_partition,
                      int64_t *wait_end_offset);
 
-/* OffsetFetch: the committed offset of one partition: returns true and fills the outputs (metadata borrowed), or false
- * when none is committed or the group does not exist (Kafka then answers offset -1). */
-bool gr_coord_offset_get(struct gr_coordinator *c, struct gr_str group_id, struct gr_str topic, int32_t partition,
-                         int64_t *offset, int32_t *leader_epoch, struct gr_str *metadata);
+/* OffsetFetch: the committed offset of one partition: returns true and fills the outputs (metadata borrowed),
+ * or false when none is committed or the group does not exist (Kafka then answers offset -1). */
+bool gr_coord_offset_get(struct gr_coordinator *c, struct gr_str group_id, struct gr_str topic,
+                         int32_t partition, int64_t *offset, int32_t *leader_epoch, struct gr_str *metadata);
 /* Calls `fn` for every committed offset of a group, topic by topic (partitions ascending). */
 void gr_coord_offsets_foreach(struct gr_coordinator *c, struct gr_str group_id,
                               void (*fn)(void *ctx, const char *topic, int32_t partition, int64_t offset,
@@ -238,8 +240,8 @@ void gr_coord_offsets_foreach(struct gr_coordinator *c, struct gr_str group_id,
                               void *ctx);
 
 struct gr_offset_delete_partition {
-    int32_t partition;              /* in */
-    int16_t error_code;             /* out */
+    int32_t partition;  /* in */
+    int16_t error_code; /* out */
 };
 
 struct gr_offset_delete_topic {
@@ -251,8 +253,8 @@ struct gr_offset_delete_topic {
 /* OffsetDelete. Returns the group-level error (GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP for a non-empty group
  * that does not use the consumer protocol) or 0 with per-partition errors (GROUP_SUBSCRIBED_TO_TOPIC for a
  * topic the members subscribe to, or the append error); tombstones are appended for committed offsets. */
-int16_t gr_coord_offset_delete(struct gr_coordinator *c, struct gr_str group_id, struct gr_offset_delete_topic *topics,
-                               int32_t count);
+int16_t gr_coord_offset_delete(struct gr_coordinator *c, struct gr_str group_id,
+                               struct gr_offset_delete_topic *topics, int32_t count);
 
 /* A topic was deleted (DeleteTopics): every group's committed offsets of `topic` (NUL-terminated name) are
  * removed, with a tombstone appended to the group's __consumer_offsets partition first, as Kafka's
@@ -302,7 +304,8 @@ void gr_coord_tick(struct gr_coordinator *c);
 
 /* Applies one __consumer_offsets record during the load at start (value NULL: tombstone). Unknown key
  * versions are skipped. Returns 0, or -1 for bytes that do not parse (the record is skipped). */
-int gr_coord_replay(struct gr_coordinator *c, const uint8_t *key, size_t key_len, const uint8_t *value, size_t value_len);
+int gr_coord_replay(struct gr_coordinator *c, const uint8_t *key, size_t key_len, const uint8_t *value,
+                    size_t value_len);
 /* Ends the load: starts session timers of loaded members (Kafka's onLoaded) and rebalances groups above
  * group.max.size. */
 void gr_coord_load_done(struct gr_coordinator *c);

@@ -55,7 +55,10 @@ char *gr_coord_strndup(const char *p, int32_t len)
     return s;
 }
 
-static char *xstrdup(const char *s) { return s ? gr_coord_strndup(s, (int32_t)strlen(s)) : NULL; }
+static char *xstrdup(const char *s)
+{
+    return s ? gr_coord_strndup(s, (int32_t)strlen(s)) : NULL;
+}
 
 static bool cstr_eq(const char *a, struct gr_str b)
 {
@@ -63,10 +66,19 @@ static bool cstr_eq(const char *a, struct gr_str b)
     return b.len >= 0 && (size_t)b.len == strlen(a) && memcmp(a, b.ptr, (size_t)b.len) == 0;
 }
 
-static struct gr_str view(const char *s) { return s ? gr_str_c(s) : GR_STR_NULL; }
+static struct gr_str view(const char *s)
+{
+    return s ? gr_str_c(s) : GR_STR_NULL;
+}
 
-int64_t gr_coord_now(struct gr_coordinator *c) { return c->hooks.mono_ms(c->hooks.ctx); }
-int64_t gr_coord_wall(struct gr_coordinator *c) { return c->hooks.wall_ms(c->hooks.ctx); }
+int64_t gr_coord_now(struct gr_coordinator *c)
+{
+    return c->hooks.mono_ms(c->hooks.ctx);
+}
+int64_t gr_coord_wall(struct gr_coordinator *c)
+{
+    return c->hooks.wall_ms(c->hooks.ctx);
+}
 
 void gr_coord_set_deadline(struct gr_coordinator *c, int64_t *slot, int64_t deadline_ms)
 {
@@ -88,11 +100,16 @@ int16_t gr_coord_append_error(int rc)
 const char *gr_group_state_name(enum gr_group_state state)
 {
     switch (state) {
-    case GR_GROUP_EMPTY: return "Empty";
-    case GR_GROUP_PREPARING_REBALANCE: return "PreparingRebalance";
-    case GR_GROUP_COMPLETING_REBALANCE: return "CompletingRebalance";
-    case GR_GROUP_STABLE: return "Stable";
-    case GR_GROUP_DEAD: return "Dead";
+    case GR_GROUP_EMPTY:
+        return "Empty";
+    case GR_GROUP_PREPARING_REBALANCE:
+        return "PreparingRebalance";
+    case GR_GROUP_COMPLETING_REBALANCE:
+        return "CompletingRebalance";
+    case GR_GROUP_STABLE:
+        return "Stable";
+    case GR_GROUP_DEAD:
+        return "Dead";
     }
     return "Unknown";
 }
@@ -154,7 +171,8 @@ static char *generate_member_id(struct gr_coordinator *c, struct gr_str client_i
 static uint32_t hash_str(const char *p, size_t len)
 {
     uint32_t h = 2166136261u; /* FNV-1a */
-    for (size_t i = 0; i < len; i++) h = (h ^ (uint8_t)p[i]) * 16777619u;
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ (uint8_t)p[i]) * 16777619u;
     return h;
 }
 
@@ -207,7 +225,8 @@ struct gr_group *gr_coord_group_create(struct gr_coordinator *c, struct gr_str g
     return grp;
 }
 
-static void member_release_waiters(struct gr_coordinator *c, struct gr_group *grp, struct gr_member *m, int16_t err);
+static void member_release_waiters(struct gr_coordinator *c, struct gr_group *grp, struct gr_member *m,
+                                   int16_t err);
 
 static void member_free(struct gr_member *m)
 {
@@ -228,7 +247,8 @@ static void member_free(struct gr_member *m)
 
 static void subscribed_clear(struct gr_group *grp)
 {
-    for (int32_t i = 0; i < grp->subscribed_count; i++) free(grp->subscribed[i]);
+    for (int32_t i = 0; i < grp->subscribed_count; i++)
+        free(grp->subscribed[i]);
     grp->subscribed_count = 0;
     grp->subscribed_known = false;
 }
@@ -237,7 +257,8 @@ void gr_coord_group_remove(struct gr_coordinator *c, struct gr_group *grp)
 {
     uint32_t h = hash_str(grp->group_id, strlen(grp->group_id)) % (uint32_t)c->bucket_count;
     struct gr_group **pp = &c->buckets[h];
-    while (*pp != grp) pp = &(*pp)->hash_next;
+    while (*pp != grp)
+        pp = &(*pp)->hash_next;
     *pp = grp->hash_next;
     int32_t last = c->group_count - 1;
     c->groups[grp->index] = c->groups[last];
@@ -248,7 +269,8 @@ void gr_coord_group_remove(struct gr_coordinator *c, struct gr_group *grp)
         member_free(grp->members[i]);
     }
     free(grp->members);
-    for (int32_t i = 0; i < grp->pending_count; i++) free(grp->pending[i].member_id);
+    for (int32_t i = 0; i < grp->pending_count; i++)
+        free(grp->pending[i].member_id);
     free(grp->pending);
     subscribed_clear(grp);
     free(grp->subscribed);
@@ -261,8 +283,14 @@ void gr_coord_group_remove(struct gr_coordinator *c, struct gr_group *grp)
     free(grp);
 }
 
-int32_t gr_coord_group_count(const struct gr_coordinator *c) { return c->group_count; }
-struct gr_group *gr_coord_group_at(struct gr_coordinator *c, int32_t i) { return i >= 0 && i < c->group_count ? c->groups[i] : NULL; }
+int32_t gr_coord_group_count(const struct gr_coordinator *c)
+{
+    return c->group_count;
+}
+struct gr_group *gr_coord_group_at(struct gr_coordinator *c, int32_t i)
+{
+    return i >= 0 && i < c->group_count ? c->groups[i] : NULL;
+}
 int32_t gr_coord_partition(const struct gr_coordinator *c, struct gr_str group_id)
 {
     return gr_coord_partition_for(group_id, c->cfg.offsets_partitions);
@@ -295,7 +323,8 @@ static void sync_error(struct gr_coordinator *c, void *waiter, int16_t err)
 }
 
 /* ClassicGroup.completeJoinFuture */
-static bool complete_join(struct gr_coordinator *c, struct gr_group *grp, struct gr_member *m, const struct gr_join_result *res)
+static bool complete_join(struct gr_coordinator *c, struct gr_group *grp, struct gr_member *m,
+                          const struct gr_join_result *res)
 {
     if (!m->join_waiter) return false;
     void *w = m->join_waiter;
@@ -316,7 +345,8 @@ static bool complete_sync(struct gr_coordinator *c, struct gr_member *m, const s
 }
 
 /* Answers what a removed member still holds (Kafka drops these futures; see the file comment). */
-static void member_release_waiters(struct gr_coordinator *c, struct gr_group *grp, struct gr_member *m, int16_t err)
+static void member_release_waiters(struct gr_coordinator *c, struct gr_group *grp, struct gr_member *m,
+                                   int16_t err)
 {
     if (m->join_waiter) {
         void *w = m->join_waiter;
@@ -337,7 +367,8 @@ struct gr_member *gr_group_member_find(const struct gr_group *grp, const char *m
 {
     for (int32_t i = 0; i < grp->member_count; i++) {
         struct gr_member *m = grp->members[i];
-        if ((int32_t)strlen(m->member_id) == len && memcmp(m->member_id, member_id, (size_t)len) == 0) return m;
+        if ((int32_t)strlen(m->member_id) == len && memcmp(m->member_id, member_id, (size_t)len) == 0)
+            return m;
     }
     return NULL;
 }
@@ -379,7 +410,8 @@ static void set_protocols(struct gr_member *m, const struct gr_join_protocol *pr
     m->protocols = xmalloc((size_t)(count > 0 ? count : 1) * sizeof *m->protocols);
     m->protocol_count = count;
     for (int32_t i = 0; i < count; i++) {
-        m->protocols[i].name = gr_coord_strndup(protos[i].name.ptr, protos[i].name.len > 0 ? protos[i].name.len : 0);
+        m->protocols[i].name =
+            gr_coord_strndup(protos[i].name.ptr, protos[i].name.len > 0 ? protos[i].name.len : 0);
         int32_t n = protos[i].metadata.len > 0 ? protos[i].metadata.len : 0;
         m->protocols[i].metadata = xmalloc((size_t)n);
         if (n) memcpy(m->protocols[i].metadata, protos[i].metadata.ptr, (size_t)n);
@@ -428,7 +460,8 @@ static int32_t protocol_support(const struct gr_group *grp, const char *name, in
     for (int32_t i = 0; i < grp->member_count; i++) {
         const struct gr_member *m = grp->members[i];
         for (int32_t k = 0; k < m->protocol_count; k++) {
-            if ((int32_t)strlen(m->protocols[k].name) == len && !memcmp(m->protocols[k].name, name, (size_t)len)) {
+            if ((int32_t)strlen(m->protocols[k].name) == len &&
+                !memcmp(m->protocols[k].name, name, (size_t)len)) {
                 n++;
                 break;
             }
@@ -438,12 +471,14 @@ static int32_t protocol_support(const struct gr_group *grp, const char *name, in
 }
 
 /* ClassicGroup.supportsProtocols */
-static bool supports_protocols(const struct gr_group *grp, struct gr_str type, const struct gr_join_protocol *protos, int32_t count)
+static bool supports_protocols(const struct gr_group *grp, struct gr_str type,
+                               const struct gr_join_protocol *protos, int32_t count)
 {
     if (grp->state == GR_GROUP_EMPTY) return type.len > 0 && count > 0;
     if (!grp->protocol_type || !cstr_eq(grp->protocol_type, type)) return false;
     for (int32_t i = 0; i < count; i++)
-        if (protos[i].name.len >= 0 && protocol_support(grp, protos[i].name.ptr, protos[i].name.len) == grp->member_count)
+        if (protos[i].name.len >= 0 &&
+            protocol_support(grp, protos[i].name.ptr, protos[i].name.len) == grp->member_count)
             return true;
     return false;
 }
@@ -519,13 +554,15 @@ static void group_add(struct gr_group *grp, struct gr_member *m, void *waiter)
 }
 
 /* ClassicGroup.remove (the member struct is freed; its parked requests are answered with `err`) */
-static void group_remove_member(struct gr_coordinator *c, struct gr_group *grp, struct gr_member *m, int16_t err)
+static void group_remove_member(struct gr_coordinator *c, struct gr_group *grp, struct gr_member *m,
+                                int16_t err)
 {
     int32_t at = -1;
     for (int32_t i = 0; i < grp->member_count; i++)
         if (grp->members[i] == m) at = i;
     if (at < 0) return;
-    memmove(&grp->members[at], &grp->members[at + 1], (size_t)(grp->member_count - at - 1) * sizeof *grp->members);
+    memmove(&grp->members[at], &grp->members[at + 1],
+            (size_t)(grp->member_count - at - 1) * sizeof *grp->members);
     grp->member_count--;
     member_release_waiters(c, grp, m, err);
     if (is_leader(grp, m->member_id)) set_leader(grp, grp->member_count ? grp->members[0]->member_id : NULL);
@@ -592,14 +629,15 @@ bool gr_group_subscribed_to(const struct gr_group *grp, const char *topic, int32
 {
     if (!grp->subscribed_known) return gr_group_uses_consumer_protocol(grp);
     for (int32_t i = 0; i < grp->subscribed_count; i++)
-        if ((int32_t)strlen(grp->subscribed[i]) == len && !memcmp(grp->subscribed[i], topic, (size_t)len)) return true;
+        if ((int32_t)strlen(grp->subscribed[i]) == len && !memcmp(grp->subscribed[i], topic, (size_t)len))
+            return true;
     return false;
 }
 
 /* ---- group metadata records ---- */
 
-static int append_group_value(struct gr_coordinator *c, struct gr_group *grp, const struct gr_group_metadata_value *v,
-                              int64_t *end)
+static int append_group_value(struct gr_coordinator *c, struct gr_group *grp,
+                              const struct gr_group_metadata_value *v, int64_t *end)
 {
     struct gr_coord_record rec;
     int rc = gr_group_metadata_record(&rec, grp->group_id, v);
@@ -621,7 +659,8 @@ static int append_group_value(struct gr_coordinator *c, struct gr_group *grp, co
  * members, generation 0), whatever the JoinGroup that created it did to it. */
 static int write_empty_group_metadata(struct gr_coordinator *c, struct gr_group *grp)
 {
-    struct gr_group_metadata_value v = {gr_str_c(""), 0, GR_STR_NULL, GR_STR_NULL, grp->state_timestamp_ms, NULL, 0};
+    struct gr_group_metadata_value v = {gr_str_c(""), 0, GR_STR_NULL, GR_STR_NULL, grp->state_timestamp_ms,
+                                        NULL,         0};
     int64_t end;
     return append_group_value(c, grp, &v, &end);
 }
@@ -629,8 +668,8 @@ static int write_empty_group_metadata(struct gr_coordinator *c, struct gr_group 
 /* GroupCoordinatorRecordHelpers.newGroupMetadataRecord: the group as it is, with `assign` (NULL: the
  * members' current assignments) for member i. Appends it (*end: the log end offset after it) and keeps
  * the value for snapshots. */
-static int write_group_metadata_end(struct gr_coordinator *c, struct gr_group *grp, const struct gr_bytes *assign,
-                                    int64_t *end)
+static int write_group_metadata_end(struct gr_coordinator *c, struct gr_group *grp,
+                                    const struct gr_bytes *assign, int64_t *end)
 {
     struct gr_group_metadata_member *mm = xmalloc((size_t)(grp->member_count + 1) * sizeof *mm);
     for (int32_t i = 0; i < grp->member_count; i++) {
@@ -642,8 +681,11 @@ static int write_group_metadata_end(struct gr_coordinator *c, struct gr_group *g
         mm[i].client_host = gr_str_c(m->client_host);
         mm[i].rebalance_timeout_ms = m->rebalance_timeout_ms;
         mm[i].session_timeout_ms = m->session_timeout_ms;
-        mm[i].subscription = mp ? (struct gr_bytes){mp->metadata, mp->metadata_len} : (struct gr_bytes){(const uint8_t *)"", 0};
-        mm[i].assignment = assign ? assign[i] : (struct gr_bytes){m->assignment ? m->assignment : (const uint8_t *)"", m->assignment_len};
+        mm[i].subscription = mp ? (struct gr_bytes){mp->metadata, mp->metadata_len}
+                                : (struct gr_bytes){(const uint8_t *)"", 0};
+        mm[i].assignment = assign ? assign[i]
+                                  : (struct gr_bytes){m->assignment ? m->assignment : (const uint8_t *)"",
+                                                      m->assignment_len};
     }
     struct gr_group_metadata_value v = {
         .protocol_type = gr_str_c(grp->protocol_type ? grp->protocol_type : ""),
@@ -673,14 +715,18 @@ static void complete_join_phase(struct gr_coordinator *c, struct gr_group *grp);
 
 static bool can_rebalance(const struct gr_group *grp)
 {
-    return grp->state == GR_GROUP_STABLE || grp->state == GR_GROUP_COMPLETING_REBALANCE || grp->state == GR_GROUP_EMPTY;
+    return grp->state == GR_GROUP_STABLE || grp->state == GR_GROUP_COMPLETING_REBALANCE ||
+           grp->state == GR_GROUP_EMPTY;
 }
 
 /* maybePrepareRebalanceOrCompleteJoin */
-static void maybe_prepare_rebalance_or_complete_join(struct gr_coordinator *c, struct gr_group *grp, const char *reason)
+static void maybe_prepare_rebalance_or_complete_join(struct gr_coordinator *c, struct gr_group *grp,
+                                                     const char *reason)
 {
-    if (can_rebalance(grp)) prepare_rebalance(c, grp, reason);
-    else maybe_complete_join_phase(c, grp);
+    if (can_rebalance(grp))
+        prepare_rebalance(c, grp, reason);
+    else
+        maybe_complete_join_phase(c, grp);
 }
 
 /* propagateAssignment */
@@ -689,7 +735,9 @@ static void propagate_assignment(struct gr_coordinator *c, struct gr_group *grp,
     for (int32_t i = 0; i < grp->member_count; i++) {
         struct gr_member *m = grp->members[i];
         struct gr_sync_result r = {
-            err, err ? GR_STR_NULL : view(grp->protocol_type), err ? GR_STR_NULL : view(grp->protocol_name),
+            err,
+            err ? GR_STR_NULL : view(grp->protocol_type),
+            err ? GR_STR_NULL : view(grp->protocol_name),
             {m->assignment ? m->assignment : (const uint8_t *)"", m->assignment_len},
         };
         if (complete_sync(c, m, &r)) schedule_heartbeat(c, m, m->session_timeout_ms);
@@ -697,16 +745,19 @@ static void propagate_assignment(struct gr_coordinator *c, struct gr_group *grp,
 }
 
 /* resetAndPropagateAssignmentWithError */
-static void reset_and_propagate_assignment_with_error(struct gr_coordinator *c, struct gr_group *grp, int16_t err)
+static void reset_and_propagate_assignment_with_error(struct gr_coordinator *c, struct gr_group *grp,
+                                                      int16_t err)
 {
-    for (int32_t i = 0; i < grp->member_count; i++) set_assignment(grp->members[i], NULL, 0);
+    for (int32_t i = 0; i < grp->member_count; i++)
+        set_assignment(grp->members[i], NULL, 0);
     propagate_assignment(c, grp, err);
 }
 
 /* removeSyncExpiration */
 static void remove_sync_expiration(struct gr_group *grp)
 {
-    for (int32_t i = 0; i < grp->member_count; i++) grp->members[i]->pending_sync = false;
+    for (int32_t i = 0; i < grp->member_count; i++)
+        grp->members[i]->pending_sync = false;
     grp->sync_deadline_ms = GR_NO_DEADLINE;
 }
 
@@ -745,8 +796,8 @@ static void prepare_rebalance(struct gr_coordinator *c, struct gr_group *grp, co
         gr_coord_set_deadline(c, &grp->join_deadline_ms, gr_coord_now(c) + delay);
     }
     transition(c, grp, GR_GROUP_PREPARING_REBALANCE);
-    GR_INFO("preparing to rebalance group %s with old generation %d (reason: %s)", grp->group_id, grp->generation_id,
-            reason);
+    GR_INFO("preparing to rebalance group %s with old generation %d (reason: %s)", grp->group_id,
+            grp->generation_id, reason);
     if (initial) return;
     /* maybeCompleteJoinElseSchedule */
     if (has_all_members_joined(grp)) {
@@ -774,8 +825,8 @@ static bool maybe_elect_new_joined_leader(struct gr_group *grp)
     if (leader && leader->join_waiter) return true;
     for (int32_t i = 0; i < grp->member_count; i++) {
         if (grp->members[i]->join_waiter) {
-            GR_INFO("group %s: leader %s did not rejoin in time; %s is the new leader", grp->group_id, grp->leader_id,
-                    grp->members[i]->member_id);
+            GR_INFO("group %s: leader %s did not rejoin in time; %s is the new leader", grp->group_id,
+                    grp->leader_id, grp->members[i]->member_id);
             set_leader(grp, grp->members[i]->member_id);
             return true;
         }
@@ -799,8 +850,15 @@ static struct gr_join_member_out *current_members(const struct gr_group *grp)
 
 static struct gr_join_result join_ok(const struct gr_group *grp, const char *member_id, const char *leader)
 {
-    struct gr_join_result r = {0, grp->generation_id, view(grp->protocol_type), view(grp->protocol_name),
-                               gr_str_c(leader ? leader : ""), false, gr_str_c(member_id), NULL, 0};
+    struct gr_join_result r = {0,
+                               grp->generation_id,
+                               view(grp->protocol_type),
+                               view(grp->protocol_name),
+                               gr_str_c(leader ? leader : ""),
+                               false,
+                               gr_str_c(member_id),
+                               NULL,
+                               0};
     return r;
 }
 
@@ -818,7 +876,8 @@ static void init_next_generation(struct gr_coordinator *c, struct gr_group *grp)
         compute_subscribed_topics(grp);
         transition(c, grp, GR_GROUP_EMPTY);
     }
-    for (int32_t i = 0; i < grp->member_count; i++) grp->members[i]->pending_sync = false;
+    for (int32_t i = 0; i < grp->member_count; i++)
+        grp->members[i]->pending_sync = false;
 }
 
 /* completeClassicGroupJoin */
@@ -848,8 +907,8 @@ static void complete_join_phase(struct gr_coordinator *c, struct gr_group *grp)
         write_group_metadata(c, grp, NULL);
         return;
     }
-    GR_INFO("stabilized group %s generation %d (protocol %s) with %d members", grp->group_id, grp->generation_id,
-            grp->protocol_name, grp->member_count);
+    GR_INFO("stabilized group %s generation %d (protocol %s) with %d members", grp->group_id,
+            grp->generation_id, grp->protocol_name, grp->member_count);
     struct gr_join_member_out *all = current_members(grp);
     /* answering may not change membership: walk a snapshot of the member pointers */
     int32_t n = grp->member_count;
@@ -875,10 +934,19 @@ static void complete_join_phase(struct gr_coordinator *c, struct gr_group *grp)
 }
 
 /* removeMemberAndUpdateClassicGroup */
-static void remove_member_and_update(struct gr_coordinator *c, struct gr_group *grp, struct gr_member *m, const char *reason)
+static void remove_member_and_update(struct gr_coordinator *c, struct gr_group *grp, struct gr_member *m,
+                                     const char *reason)
 {
     if (m->join_waiter) {
-        struct gr_join_result r = {GR_ERR_UNKNOWN_MEMBER_ID, -1, GR_STR_NULL, GR_STR_NULL, gr_str_c(""), false, gr_str_c(""), NULL, 0};
+        struct gr_join_result r = {GR_ERR_UNKNOWN_MEMBER_ID,
+                                   -1,
+                                   GR_STR_NULL,
+                                   GR_STR_NULL,
+                                   gr_str_c(""),
+                                   false,
+                                   gr_str_c(""),
+                                   NULL,
+                                   0};
         complete_join(c, grp, m, &r);
     }
     group_remove_member(c, grp, m, GR_ERR_UNKNOWN_MEMBER_ID);
@@ -891,8 +959,8 @@ static void remove_member_and_update(struct gr_coordinator *c, struct gr_group *
 /* ---- JoinGroup ---- */
 
 /* updateMember (ClassicGroup): new protocols and timeouts; the waiter replaces any earlier one. */
-static void update_member(struct gr_coordinator *c, struct gr_group *grp, struct gr_member *m, const struct gr_join_params *p,
-                          int32_t rebalance_timeout_ms, void *waiter)
+static void update_member(struct gr_coordinator *c, struct gr_group *grp, struct gr_member *m,
+                          const struct gr_join_params *p, int32_t rebalance_timeout_ms, void *waiter)
 {
     set_protocols(m, p->protocols, p->protocol_count);
     m->rebalance_timeout_ms = rebalance_timeout_ms;
@@ -907,14 +975,16 @@ static void update_member(struct gr_coordinator *c, struct gr_group *grp, struct
     m->join_waiter = waiter;
 }
 
-static struct gr_member *member_new(const struct gr_join_params *p, char *member_id, int32_t rebalance_timeout_ms)
+static struct gr_member *member_new(const struct gr_join_params *p, char *member_id,
+                                    int32_t rebalance_timeout_ms)
 {
     struct gr_member *m = xmalloc(sizeof *m);
     m->member_id = member_id;
     m->group_instance_id = gr_coord_strndup(p->group_instance_id.ptr, p->group_instance_id.len);
     m->client_id = gr_coord_strndup(p->client_id.ptr, p->client_id.len > 0 ? p->client_id.len : 0);
     m->client_host = gr_coord_strndup(p->client_host.ptr, p->client_host.len > 0 ? p->client_host.len : 0);
-    m->protocol_type = gr_coord_strndup(p->protocol_type.ptr, p->protocol_type.len > 0 ? p->protocol_type.len : 0);
+    m->protocol_type =
+        gr_coord_strndup(p->protocol_type.ptr, p->protocol_type.len > 0 ? p->protocol_type.len : 0);
     m->rebalance_timeout_ms = rebalance_timeout_ms;
     m->session_timeout_ms = p->session_timeout_ms;
     m->heartbeat_deadline_ms = GR_NO_DEADLINE;
@@ -923,12 +993,14 @@ static struct gr_member *member_new(const struct gr_join_params *p, char *member
 }
 
 /* addMemberThenRebalanceOrCompleteJoin (takes member_id) */
-static void add_member_then_rebalance(struct gr_coordinator *c, struct gr_group *grp, const struct gr_join_params *p,
-                                      char *member_id, int32_t rebalance_timeout_ms)
+static void add_member_then_rebalance(struct gr_coordinator *c, struct gr_group *grp,
+                                      const struct gr_join_params *p, char *member_id,
+                                      int32_t rebalance_timeout_ms)
 {
     struct gr_member *m = member_new(p, member_id, rebalance_timeout_ms);
     m->is_new = true;
-    if (grp->state == GR_GROUP_PREPARING_REBALANCE && grp->previous_state == GR_GROUP_EMPTY) grp->new_member_added = true;
+    if (grp->state == GR_GROUP_PREPARING_REBALANCE && grp->previous_state == GR_GROUP_EMPTY)
+        grp->new_member_added = true;
     group_add(grp, m, p->waiter);
     /* new members cannot heartbeat yet: their JoinGroup times out after the new-member join timeout */
     schedule_heartbeat(c, m, c->cfg.new_member_join_timeout_ms);
@@ -936,16 +1008,24 @@ static void add_member_then_rebalance(struct gr_coordinator *c, struct gr_group 
 }
 
 /* ClassicGroup.replaceStaticMember: the old member's parked requests get FENCED_INSTANCE_ID. */
-static struct gr_member *replace_static_member(struct gr_coordinator *c, struct gr_group *grp, struct gr_member *old,
-                                               char *new_member_id)
+static struct gr_member *replace_static_member(struct gr_coordinator *c, struct gr_group *grp,
+                                               struct gr_member *old, char *new_member_id)
 {
     if (old->join_waiter) {
-        struct gr_join_result r = {GR_ERR_FENCED_INSTANCE_ID, -1, GR_STR_NULL, GR_STR_NULL, gr_str_c(""), false,
-                                   gr_str_c(old->member_id), NULL, 0};
+        struct gr_join_result r = {GR_ERR_FENCED_INSTANCE_ID,
+                                   -1,
+                                   GR_STR_NULL,
+                                   GR_STR_NULL,
+                                   gr_str_c(""),
+                                   false,
+                                   gr_str_c(old->member_id),
+                                   NULL,
+                                   0};
         complete_join(c, grp, old, &r);
     }
     if (old->sync_waiter) {
-        struct gr_sync_result r = {GR_ERR_FENCED_INSTANCE_ID, GR_STR_NULL, GR_STR_NULL, {(const uint8_t *)"", 0}};
+        struct gr_sync_result r = {
+            GR_ERR_FENCED_INSTANCE_ID, GR_STR_NULL, GR_STR_NULL, {(const uint8_t *)"", 0}};
         complete_sync(c, old, &r);
     }
     struct gr_member *m = xmalloc(sizeof *m);
@@ -973,8 +1053,9 @@ static struct gr_member *replace_static_member(struct gr_coordinator *c, struct 
 }
 
 /* updateStaticMemberThenRebalanceOrCompleteJoin */
-static void update_static_member(struct gr_coordinator *c, struct gr_group *grp, const struct gr_join_params *p,
-                                 struct gr_member *old, char *new_member_id, int32_t rebalance_timeout_ms)
+static void update_static_member(struct gr_coordinator *c, struct gr_group *grp,
+                                 const struct gr_join_params *p, struct gr_member *old, char *new_member_id,
+                                 int32_t rebalance_timeout_ms)
 {
     char *current_leader = xstrdup(grp->leader_id);
     char *old_member_id = xstrdup(old->member_id);
@@ -1053,7 +1134,8 @@ static void update_static_member(struct gr_coordinator *c, struct gr_group *grp,
 }
 
 /* acceptJoiningMember */
-static bool accept_joining_member(const struct gr_coordinator *c, const struct gr_group *grp, struct gr_str member_id)
+static bool accept_joining_member(const struct gr_coordinator *c, const struct gr_group *grp,
+                                  struct gr_str member_id)
 {
     struct gr_member *m;
     switch (grp->state) {
@@ -1071,7 +1153,8 @@ static bool accept_joining_member(const struct gr_coordinator *c, const struct g
 }
 
 /* classicGroupJoinNewMember and its static/dynamic branches */
-static void join_new_member(struct gr_coordinator *c, struct gr_group *grp, const struct gr_join_params *p, int32_t rebalance_timeout_ms)
+static void join_new_member(struct gr_coordinator *c, struct gr_group *grp, const struct gr_join_params *p,
+                            int32_t rebalance_timeout_ms)
 {
     if (grp->state == GR_GROUP_DEAD) {
         join_error(c, p->waiter, GR_ERR_COORDINATOR_NOT_AVAILABLE, gr_str_c(""));
@@ -1084,8 +1167,10 @@ static void join_new_member(struct gr_coordinator *c, struct gr_group *grp, cons
     char *new_id = generate_member_id(c, p->client_id, p->group_instance_id);
     if (p->group_instance_id.len >= 0) {
         struct gr_member *existing = find_static(grp, p->group_instance_id);
-        if (existing) update_static_member(c, grp, p, existing, new_id, rebalance_timeout_ms);
-        else add_member_then_rebalance(c, grp, p, new_id, rebalance_timeout_ms);
+        if (existing)
+            update_static_member(c, grp, p, existing, new_id, rebalance_timeout_ms);
+        else
+            add_member_then_rebalance(c, grp, p, new_id, rebalance_timeout_ms);
         return;
     }
     if (p->api_version >= 4) { /* KIP-394: the member id must be known before joining */
@@ -1104,7 +1189,8 @@ static void join_new_member(struct gr_coordinator *c, struct gr_group *grp, cons
 }
 
 /* classicGroupJoinExistingMember */
-static void join_existing_member(struct gr_coordinator *c, struct gr_group *grp, const struct gr_join_params *p, int32_t rebalance_timeout_ms)
+static void join_existing_member(struct gr_coordinator *c, struct gr_group *grp,
+                                 const struct gr_join_params *p, int32_t rebalance_timeout_ms)
 {
     if (grp->state == GR_GROUP_DEAD) {
         join_error(c, p->waiter, GR_ERR_COORDINATOR_NOT_AVAILABLE, p->member_id);
@@ -1120,7 +1206,8 @@ static void join_existing_member(struct gr_coordinator *c, struct gr_group *grp,
             join_error(c, p->waiter, GR_ERR_UNKNOWN_SERVER_ERROR, gr_str_c(""));
             return;
         }
-        add_member_then_rebalance(c, grp, p, gr_coord_strndup(p->member_id.ptr, p->member_id.len), rebalance_timeout_ms);
+        add_member_then_rebalance(c, grp, p, gr_coord_strndup(p->member_id.ptr, p->member_id.len),
+                                  rebalance_timeout_ms);
         return;
     }
     /* ClassicGroup.validateMember */
@@ -1157,14 +1244,16 @@ static void join_existing_member(struct gr_coordinator *c, struct gr_group *grp,
             free(all);
         } else {
             update_member(c, grp, m, p, rebalance_timeout_ms, p->waiter);
-            maybe_prepare_rebalance_or_complete_join(c, grp, "member metadata changed during CompletingRebalance");
+            maybe_prepare_rebalance_or_complete_join(c, grp,
+                                                     "member metadata changed during CompletingRebalance");
         }
         return;
     case GR_GROUP_STABLE:
         if (is_leader(grp, m->member_id) || !member_matches(m, p->protocols, p->protocol_count)) {
             /* the leader rejoining forces a rebalance (e.g. topic metadata changed) */
             update_member(c, grp, m, p, rebalance_timeout_ms, p->waiter);
-            maybe_prepare_rebalance_or_complete_join(c, grp, "leader rejoin or member metadata change during Stable");
+            maybe_prepare_rebalance_or_complete_join(c, grp,
+                                                     "leader rejoin or member metadata change during Stable");
         } else {
             struct gr_join_result r = join_ok(grp, m->member_id, grp->leader_id);
             deliver_join(c, p->waiter, &r);
@@ -1182,7 +1271,8 @@ static void join_impl(struct gr_coordinator *c, const struct gr_join_params *p)
         join_error(c, p->waiter, GR_ERR_INVALID_GROUP_ID, p->member_id);
         return;
     }
-    if (p->session_timeout_ms < c->cfg.min_session_timeout_ms || p->session_timeout_ms > c->cfg.max_session_timeout_ms) {
+    if (p->session_timeout_ms < c->cfg.min_session_timeout_ms ||
+        p->session_timeout_ms > c->cfg.max_session_timeout_ms) {
         join_error(c, p->waiter, GR_ERR_INVALID_SESSION_TIMEOUT, p->member_id);
         return;
     }
@@ -1295,7 +1385,8 @@ static void sync_from_leader(struct gr_coordinator *c, struct gr_group *grp, con
         assign[i] = (struct gr_bytes){(const uint8_t *)"", 0};
         for (int32_t k = 0; k < p->assignment_count; k++)
             if (cstr_eq(grp->members[i]->member_id, p->assignments[k].member_id))
-                assign[i] = p->assignments[k].assignment.len > 0 ? p->assignments[k].assignment : (struct gr_bytes){(const uint8_t *)"", 0};
+                assign[i] = p->assignments[k].assignment.len > 0 ? p->assignments[k].assignment
+                                                                 : (struct gr_bytes){(const uint8_t *)"", 0};
     }
     drop_pending_assignment(grp); /* a leader's retried SyncGroup replaces its earlier write */
     int64_t end = -1;
@@ -1362,7 +1453,9 @@ static void sync_impl(struct gr_coordinator *c, const struct gr_sync_params *p)
         if (is_leader(grp, m->member_id)) sync_from_leader(c, grp, p);
     } else if (grp->state == GR_GROUP_STABLE) {
         remove_pending_sync(grp, m);
-        struct gr_sync_result r = {0, view(grp->protocol_type), view(grp->protocol_name),
+        struct gr_sync_result r = {0,
+                                   view(grp->protocol_type),
+                                   view(grp->protocol_name),
                                    {m->assignment ? m->assignment : (const uint8_t *)"", m->assignment_len}};
         deliver_sync(c, p->waiter, &r);
     }
@@ -1407,23 +1500,34 @@ int16_t gr_coord_heartbeat(struct gr_coordinator *c, struct gr_str group_id, str
 }
 
 /* removeCurrentMemberFromClassicGroup */
-static void remove_current_member(struct gr_coordinator *c, struct gr_group *grp, struct gr_member *m, struct gr_str reason)
+static void remove_current_member(struct gr_coordinator *c, struct gr_group *grp, struct gr_member *m,
+                                  struct gr_str reason)
 {
-    GR_INFO("group %s: member %s left (reason: %.*s)", grp->group_id, m->member_id, reason.len > 0 ? (int)reason.len : 12,
-            reason.len > 0 ? reason.ptr : "not provided");
+    GR_INFO("group %s: member %s left (reason: %.*s)", grp->group_id, m->member_id,
+            reason.len > 0 ? (int)reason.len : 12, reason.len > 0 ? reason.ptr : "not provided");
     if (m->join_waiter) {
-        struct gr_join_result r = {GR_ERR_UNKNOWN_MEMBER_ID, -1, GR_STR_NULL, GR_STR_NULL, gr_str_c(""), false, gr_str_c(""), NULL, 0};
+        struct gr_join_result r = {GR_ERR_UNKNOWN_MEMBER_ID,
+                                   -1,
+                                   GR_STR_NULL,
+                                   GR_STR_NULL,
+                                   gr_str_c(""),
+                                   false,
+                                   gr_str_c(""),
+                                   NULL,
+                                   0};
         complete_join(c, grp, m, &r);
     }
     group_remove_member(c, grp, m, GR_ERR_UNKNOWN_MEMBER_ID);
 }
 
-int16_t gr_coord_leave(struct gr_coordinator *c, struct gr_str group_id, struct gr_leave_member *members, int32_t count)
+int16_t gr_coord_leave(struct gr_coordinator *c, struct gr_str group_id, struct gr_leave_member *members,
+                       int32_t count)
 {
     if (group_id.len <= 0) return GR_ERR_INVALID_GROUP_ID;
     struct gr_group *grp = gr_coord_group_find(c, group_id);
     if (!grp) {
-        for (int32_t i = 0; i < count; i++) members[i].error_code = GR_ERR_UNKNOWN_MEMBER_ID;
+        for (int32_t i = 0; i < count; i++)
+            members[i].error_code = GR_ERR_UNKNOWN_MEMBER_ID;
         return GR_ERR_NONE;
     }
     if (grp->state == GR_GROUP_DEAD) return GR_ERR_COORDINATOR_NOT_AVAILABLE;
@@ -1434,8 +1538,10 @@ int16_t gr_coord_leave(struct gr_coordinator *c, struct gr_str group_id, struct 
         if (lm->member_id.len <= 0) {
             /* administrative removal by group.instance.id */
             struct gr_member *s = find_static(grp, lm->group_instance_id);
-            if (s) remove_current_member(c, grp, s, lm->reason);
-            else lm->error_code = GR_ERR_UNKNOWN_MEMBER_ID;
+            if (s)
+                remove_current_member(c, grp, s, lm->reason);
+            else
+                lm->error_code = GR_ERR_UNKNOWN_MEMBER_ID;
         } else if (pending_index(grp, lm->member_id) >= 0) {
             pending_remove_at(grp, pending_index(grp, lm->member_id));
         } else {
@@ -1461,21 +1567,54 @@ void gr_coord_touch_member(struct gr_coordinator *c, struct gr_group *grp, struc
 
 /* ---- views ---- */
 
-const char *gr_group_id(const struct gr_group *grp) { return grp->group_id; }
-enum gr_group_state gr_group_state(const struct gr_group *grp) { return grp->state; }
-int32_t gr_group_generation(const struct gr_group *grp) { return grp->generation_id; }
-const char *gr_group_protocol_type(const struct gr_group *grp) { return grp->protocol_type; }
-const char *gr_group_protocol_name(const struct gr_group *grp) { return grp->protocol_name; }
-const char *gr_group_leader(const struct gr_group *grp) { return grp->leader_id; }
-int32_t gr_group_member_count(const struct gr_group *grp) { return grp->member_count; }
+const char *gr_group_id(const struct gr_group *grp)
+{
+    return grp->group_id;
+}
+enum gr_group_state gr_group_state(const struct gr_group *grp)
+{
+    return grp->state;
+}
+int32_t gr_group_generation(const struct gr_group *grp)
+{
+    return grp->generation_id;
+}
+const char *gr_group_protocol_type(const struct gr_group *grp)
+{
+    return grp->protocol_type;
+}
+const char *gr_group_protocol_name(const struct gr_group *grp)
+{
+    return grp->protocol_name;
+}
+const char *gr_group_leader(const struct gr_group *grp)
+{
+    return grp->leader_id;
+}
+int32_t gr_group_member_count(const struct gr_group *grp)
+{
+    return grp->member_count;
+}
 const struct gr_member *gr_group_member_at(const struct gr_group *grp, int32_t i)
 {
     return i >= 0 && i < grp->member_count ? grp->members[i] : NULL;
 }
-const char *gr_member_id(const struct gr_member *m) { return m->member_id; }
-const char *gr_member_instance_id(const struct gr_member *m) { return m->group_instance_id; }
-const char *gr_member_client_id(const struct gr_member *m) { return m->client_id; }
-const char *gr_member_client_host(const struct gr_member *m) { return m->client_host; }
+const char *gr_member_id(const struct gr_member *m)
+{
+    return m->member_id;
+}
+const char *gr_member_instance_id(const struct gr_member *m)
+{
+    return m->group_instance_id;
+}
+const char *gr_member_client_id(const struct gr_member *m)
+{
+    return m->client_id;
+}
+const char *gr_member_client_host(const struct gr_member *m)
+{
+    return m->client_host;
+}
 struct gr_bytes gr_member_metadata(const struct gr_member *m, const struct gr_group *grp)
 {
     const struct gr_member_protocol *mp = member_protocol(m, grp->protocol_name);
@@ -1498,7 +1637,8 @@ int16_t gr_coord_group_delete(struct gr_coordinator *c, struct gr_str group_id)
     int32_t k = 0;
     for (int32_t t = 0; t < grp->topic_count; t++)
         for (int32_t i = 0; i < grp->topics[t].count; i++)
-            if (gr_offset_commit_record(&recs[k], grp->group_id, grp->topics[t].name, grp->topics[t].parts[i].partition, NULL) == 0)
+            if (gr_offset_commit_record(&recs[k], grp->group_id, grp->topics[t].name,
+                                        grp->topics[t].parts[i].partition, NULL) == 0)
                 k++;
     if (gr_group_metadata_record(&recs[k], grp->group_id, NULL) == 0) k++;
     int64_t end;
@@ -1535,7 +1675,8 @@ static void initial_rebalance_timer(struct gr_coordinator *c, struct gr_group *g
     int32_t delay = grp->initial_delay_ms, remaining = grp->initial_remaining_ms;
     if (grp->new_member_added && remaining != 0) {
         grp->new_member_added = false;
-        int32_t new_delay = c->cfg.initial_rebalance_delay_ms < remaining ? c->cfg.initial_rebalance_delay_ms : remaining;
+        int32_t new_delay =
+            c->cfg.initial_rebalance_delay_ms < remaining ? c->cfg.initial_rebalance_delay_ms : remaining;
         int32_t new_remaining = remaining - delay > 0 ? remaining - delay : 0;
         grp->initial_delay_ms = new_delay;
         grp->initial_remaining_ms = new_remaining;
@@ -1555,7 +1696,8 @@ static void pending_sync_timer(struct gr_coordinator *c, struct gr_group *grp)
     for (int32_t i = 0; i < grp->member_count;) {
         struct gr_member *m = grp->members[i];
         if (m->pending_sync) {
-            GR_INFO("group %s: removing member %s, which did not send SyncGroup in time", grp->group_id, m->member_id);
+            GR_INFO("group %s: removing member %s, which did not send SyncGroup in time", grp->group_id,
+                    m->member_id);
             group_remove_member(c, grp, m, GR_ERR_UNKNOWN_MEMBER_ID);
         } else {
             i++;
@@ -1583,7 +1725,8 @@ static void group_timers(struct gr_coordinator *c, struct gr_group *grp, int64_t
             GR_INFO("group %s: pending member %s expired", grp->group_id, grp->pending[i].member_id);
             pending_remove_at(grp, i);
             /* removePendingMemberAndUpdateClassicGroup */
-            if (grp->state == GR_GROUP_PREPARING_REBALANCE && has_all_members_joined(grp)) complete_join_phase(c, grp);
+            if (grp->state == GR_GROUP_PREPARING_REBALANCE && has_all_members_joined(grp))
+                complete_join_phase(c, grp);
         } else {
             i++;
         }
@@ -1600,8 +1743,10 @@ static void group_timers(struct gr_coordinator *c, struct gr_group *grp, int64_t
         enum gr_join_timer kind = grp->join_timer;
         grp->join_timer = GR_JOIN_TIMER_NONE;
         grp->join_deadline_ms = GR_NO_DEADLINE;
-        if (kind == GR_JOIN_TIMER_INITIAL) initial_rebalance_timer(c, grp);
-        else if (kind == GR_JOIN_TIMER_NORMAL) complete_join_phase(c, grp);
+        if (kind == GR_JOIN_TIMER_INITIAL)
+            initial_rebalance_timer(c, grp);
+        else if (kind == GR_JOIN_TIMER_NORMAL)
+            complete_join_phase(c, grp);
     }
     if (grp->sync_deadline_ms <= now) {
         grp->sync_deadline_ms = GR_NO_DEADLINE;
@@ -1616,7 +1761,8 @@ static void group_timers(struct gr_coordinator *c, struct gr_group *grp, int64_t
 void gr_coord_tick(struct gr_coordinator *c)
 {
     int64_t now = gr_coord_now(c);
-    for (int32_t g = 0; g < c->group_count; g++) group_timers(c, c->groups[g], now);
+    for (int32_t g = 0; g < c->group_count; g++)
+        group_timers(c, c->groups[g], now);
     if (c->expiration_deadline_ms <= now) {
         c->expiration_deadline_ms = now + c->cfg.offsets_retention_check_interval_ms;
         gr_offsets_expire(c);
@@ -1640,7 +1786,10 @@ struct gr_coordinator *gr_coord_create(const struct gr_coord_config *cfg, const 
     return c;
 }
 
-void *gr_coord_hooks_ctx(const struct gr_coordinator *c) { return c->hooks.ctx; }
+void *gr_coord_hooks_ctx(const struct gr_coordinator *c)
+{
+    return c->hooks.ctx;
+}
 
 void gr_coord_destroy(struct gr_coordinator *c)
 {
@@ -1651,7 +1800,8 @@ void gr_coord_destroy(struct gr_coordinator *c)
             c->groups[g]->members[i]->join_waiter = NULL;
             c->groups[g]->members[i]->sync_waiter = NULL;
         }
-    while (c->group_count) gr_coord_group_remove(c, c->groups[c->group_count - 1]);
+    while (c->group_count)
+        gr_coord_group_remove(c, c->groups[c->group_count - 1]);
     free(c->groups);
     free(c->buckets);
     free(c);
@@ -1661,12 +1811,15 @@ void gr_coord_destroy(struct gr_coordinator *c)
 
 static void group_reset_members(struct gr_coordinator *c, struct gr_group *grp)
 {
-    while (grp->member_count) group_remove_member(c, grp, grp->members[grp->member_count - 1], GR_ERR_UNKNOWN_MEMBER_ID);
-    for (int32_t i = 0; i < grp->pending_count; i++) free(grp->pending[i].member_id);
+    while (grp->member_count)
+        group_remove_member(c, grp, grp->members[grp->member_count - 1], GR_ERR_UNKNOWN_MEMBER_ID);
+    for (int32_t i = 0; i < grp->pending_count; i++)
+        free(grp->pending[i].member_id);
     grp->pending_count = 0;
 }
 
-static int replay_group(struct gr_coordinator *c, struct gr_str group_id, const uint8_t *value, size_t value_len)
+static int replay_group(struct gr_coordinator *c, struct gr_str group_id, const uint8_t *value,
+                        size_t value_len)
 {
     struct gr_group *grp = gr_coord_group_find(c, group_id);
     if (!value) {
@@ -1700,7 +1853,8 @@ static int replay_group(struct gr_coordinator *c, struct gr_str group_id, const 
     free(grp->protocol_type);
     free(grp->protocol_name);
     free(grp->leader_id);
-    grp->protocol_type = v.protocol_type.len > 0 ? gr_coord_strndup(v.protocol_type.ptr, v.protocol_type.len) : NULL;
+    grp->protocol_type =
+        v.protocol_type.len > 0 ? gr_coord_strndup(v.protocol_type.ptr, v.protocol_type.len) : NULL;
     grp->protocol_name = gr_coord_strndup(v.protocol.ptr, v.protocol.len);
     grp->leader_id = gr_coord_strndup(v.leader.ptr, v.leader.len);
     grp->state_timestamp_ms = v.current_state_timestamp_ms;
@@ -1714,7 +1868,8 @@ static int replay_group(struct gr_coordinator *c, struct gr_str group_id, const 
         m->client_id = gr_coord_strndup(mm->client_id.ptr, mm->client_id.len);
         m->client_host = gr_coord_strndup(mm->client_host.ptr, mm->client_host.len);
         m->protocol_type = xstrdup(grp->protocol_type ? grp->protocol_type : "");
-        m->rebalance_timeout_ms = mm->rebalance_timeout_ms == -1 ? mm->session_timeout_ms : mm->rebalance_timeout_ms;
+        m->rebalance_timeout_ms =
+            mm->rebalance_timeout_ms == -1 ? mm->session_timeout_ms : mm->rebalance_timeout_ms;
         m->session_timeout_ms = mm->session_timeout_ms;
         m->heartbeat_deadline_ms = GR_NO_DEADLINE;
         struct gr_join_protocol jp = {v.protocol.len >= 0 ? v.protocol : gr_str_c(""), mm->subscription};
@@ -1734,7 +1889,8 @@ static int replay_group(struct gr_coordinator *c, struct gr_str group_id, const 
     return 0;
 }
 
-int gr_coord_replay(struct gr_coordinator *c, const uint8_t *key, size_t key_len, const uint8_t *value, size_t value_len)
+int gr_coord_replay(struct gr_coordinator *c, const uint8_t *key, size_t key_len, const uint8_t *value,
+                    size_t value_len)
 {
     struct gr_offset_commit_key ok;
     struct gr_str group;
@@ -1755,7 +1911,9 @@ void gr_coord_load_done(struct gr_coordinator *c)
         struct gr_group *grp = c->groups[g];
         for (int32_t i = 0; i < grp->member_count; i++)
             schedule_heartbeat(c, grp->members[i], grp->members[i]->session_timeout_ms);
-        if (grp->member_count > c->cfg.max_size) prepare_rebalance(c, grp, "loaded group is over group.max.size");
+        if (grp->member_count > c->cfg.max_size)
+            prepare_rebalance(c, grp, "loaded group is over group.max.size");
     }
-    gr_coord_set_deadline(c, &c->expiration_deadline_ms, gr_coord_now(c) + c->cfg.offsets_retention_check_interval_ms);
+    gr_coord_set_deadline(c, &c->expiration_deadline_ms,
+                          gr_coord_now(c) + c->cfg.offsets_retention_check_interval_ms);
 }

@@ -24,19 +24,19 @@ struct gr_member_protocol {
 
 struct gr_member {
     char *member_id;
-    char *group_instance_id;      /* NULL: dynamic member */
+    char *group_instance_id; /* NULL: dynamic member */
     char *client_id, *client_host, *protocol_type;
     int32_t rebalance_timeout_ms, session_timeout_ms;
     struct gr_member_protocol *protocols;
     int32_t protocol_count;
-    uint8_t *assignment;          /* NULL and 0: empty */
+    uint8_t *assignment; /* NULL and 0: empty */
     int32_t assignment_len;
-    void *join_waiter;            /* a parked JoinGroup (awaiting join) */
-    void *sync_waiter;            /* a parked SyncGroup (awaiting sync) */
+    void *join_waiter; /* a parked JoinGroup (awaiting join) */
+    void *sync_waiter; /* a parked SyncGroup (awaiting sync) */
     bool is_new;
     bool pending_sync;
     int64_t heartbeat_deadline_ms;
-    uint8_t *next_assignment;     /* the leader's assignment while its record becomes durable */
+    uint8_t *next_assignment; /* the leader's assignment while its record becomes durable */
     int32_t next_assignment_len;
 };
 
@@ -48,10 +48,10 @@ struct gr_pending_member {
 struct gr_offset_entry {
     int32_t partition;
     int64_t offset;
-    int32_t leader_epoch;         /* -1 none */
-    char *metadata;               /* never NULL */
+    int32_t leader_epoch; /* -1 none */
+    char *metadata;       /* never NULL */
     int64_t commit_timestamp_ms;
-    int64_t expire_timestamp_ms;  /* -1 none */
+    int64_t expire_timestamp_ms; /* -1 none */
 };
 
 struct gr_offset_topic {
@@ -64,14 +64,14 @@ enum gr_join_timer { GR_JOIN_TIMER_NONE = 0, GR_JOIN_TIMER_INITIAL, GR_JOIN_TIME
 
 struct gr_group {
     char *group_id;
-    int32_t partition;             /* of __consumer_offsets */
-    int32_t index;                 /* in coordinator->groups */
+    int32_t partition; /* of __consumer_offsets */
+    int32_t index;     /* in coordinator->groups */
     struct gr_group *hash_next;
     enum gr_group_state state, previous_state;
     int32_t generation_id;
     char *protocol_type, *protocol_name, *leader_id; /* NULL: none */
-    int64_t state_timestamp_ms;    /* wall ms of the last transition, -1 none */
-    struct gr_member **members;    /* join order */
+    int64_t state_timestamp_ms;                      /* wall ms of the last transition, -1 none */
+    struct gr_member **members;                      /* join order */
     int32_t member_count, member_cap;
     struct gr_pending_member *pending;
     int32_t pending_count, pending_cap;
@@ -82,16 +82,16 @@ struct gr_group {
     int32_t initial_delay_ms, initial_remaining_ms;
     int64_t sync_deadline_ms;
     int32_t sync_generation;
-    bool subscribed_known;         /* Kafka's Optional<Set<String>> subscribedTopics is present */
+    bool subscribed_known; /* Kafka's Optional<Set<String>> subscribedTopics is present */
     char **subscribed;
     int32_t subscribed_count, subscribed_cap;
     struct gr_offset_topic *topics;
     int32_t topic_count, topic_cap;
-    bool assignment_pending;       /* the leader's assignment is written, not yet durable */
+    bool assignment_pending; /* the leader's assignment is written, not yet durable */
     int32_t assignment_generation;
     int64_t assignment_end_offset;
-    int64_t assignment_poll_ms;    /* next durability check */
-    uint8_t *md_value;             /* last GroupMetadataValue written or replayed (for snapshots), NULL none */
+    int64_t assignment_poll_ms; /* next durability check */
+    uint8_t *md_value;          /* last GroupMetadataValue written or replayed (for snapshots), NULL none */
     size_t md_value_len;
 };
 
@@ -104,7 +104,7 @@ struct gr_coordinator {
     int32_t bucket_count;
     int64_t expiration_deadline_ms;
     int64_t deadline_hint;
-    void *current_waiter;          /* the waiter of the call in progress */
+    void *current_waiter; /* the waiter of the call in progress */
     bool current_answered;
     uint64_t rng;
 };

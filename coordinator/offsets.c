@@ -37,7 +37,8 @@ static bool name_eq(const char *a, struct gr_str b)
 void gr_offsets_free(struct gr_group *grp)
 {
     for (int32_t t = 0; t < grp->topic_count; t++) {
-        for (int32_t i = 0; i < grp->topics[t].count; i++) free(grp->topics[t].parts[i].metadata);
+        for (int32_t i = 0; i < grp->topics[t].count; i++)
+            free(grp->topics[t].parts[i].metadata);
         free(grp->topics[t].parts);
         free(grp->topics[t].name);
     }
@@ -49,7 +50,8 @@ void gr_offsets_free(struct gr_group *grp)
 int32_t gr_offsets_count(const struct gr_group *grp)
 {
     int32_t n = 0;
-    for (int32_t t = 0; t < grp->topic_count; t++) n += grp->topics[t].count;
+    for (int32_t t = 0; t < grp->topic_count; t++)
+        n += grp->topics[t].count;
     return n;
 }
 
@@ -67,13 +69,16 @@ static int32_t part_search(const struct gr_offset_topic *ot, int32_t partition)
     while (lo <= hi) {
         int32_t mid = lo + (hi - lo) / 2;
         if (ot->parts[mid].partition == partition) return mid;
-        if (ot->parts[mid].partition < partition) lo = mid + 1;
-        else hi = mid - 1;
+        if (ot->parts[mid].partition < partition)
+            lo = mid + 1;
+        else
+            hi = mid - 1;
     }
     return -lo - 1;
 }
 
-static const struct gr_offset_entry *offset_find(const struct gr_group *grp, struct gr_str topic, int32_t partition)
+static const struct gr_offset_entry *offset_find(const struct gr_group *grp, struct gr_str topic,
+                                                 int32_t partition)
 {
     const struct gr_offset_topic *ot = topic_find(grp, topic);
     if (!ot) return NULL;
@@ -82,7 +87,8 @@ static const struct gr_offset_entry *offset_find(const struct gr_group *grp, str
 }
 
 /* Offsets.put */
-static void offset_put(struct gr_group *grp, struct gr_str topic, int32_t partition, const struct gr_offset_commit_value *v)
+static void offset_put(struct gr_group *grp, struct gr_str topic, int32_t partition,
+                       const struct gr_offset_commit_value *v)
 {
     struct gr_offset_topic *ot = topic_find(grp, topic);
     if (!ot) {
@@ -110,7 +116,8 @@ static void offset_put(struct gr_group *grp, struct gr_str topic, int32_t partit
     e->partition = partition;
     e->offset = v->offset;
     e->leader_epoch = v->leader_epoch;
-    e->metadata = gr_coord_strndup(v->metadata.ptr ? v->metadata.ptr : "", v->metadata.len > 0 ? v->metadata.len : 0);
+    e->metadata =
+        gr_coord_strndup(v->metadata.ptr ? v->metadata.ptr : "", v->metadata.len > 0 ? v->metadata.len : 0);
     e->commit_timestamp_ms = v->commit_timestamp_ms;
     e->expire_timestamp_ms = v->expire_timestamp_ms;
 }
@@ -139,12 +146,14 @@ static bool offset_remove(struct gr_group *grp, struct gr_str topic, int32_t par
 static int16_t validate_commit(struct gr_group *grp, const struct gr_commit_params *p)
 {
     if (grp->state == GR_GROUP_DEAD) return GR_ERR_COORDINATOR_NOT_AVAILABLE;
-    if (p->generation_id < 0 && grp->state == GR_GROUP_EMPTY) return GR_ERR_NONE; /* admin or simple consumer */
+    if (p->generation_id < 0 && grp->state == GR_GROUP_EMPTY)
+        return GR_ERR_NONE; /* admin or simple consumer */
     if (p->generation_id >= 0 || p->member_id.len > 0 || p->group_instance_id.len >= 0) {
         if (p->group_instance_id.len >= 0) {
             const struct gr_member *s = NULL;
             for (int32_t i = 0; i < grp->member_count; i++)
-                if (grp->members[i]->group_instance_id && name_eq(grp->members[i]->group_instance_id, p->group_instance_id))
+                if (grp->members[i]->group_instance_id &&
+                    name_eq(grp->members[i]->group_instance_id, p->group_instance_id))
                     s = grp->members[i];
             if (!s) return GR_ERR_UNKNOWN_MEMBER_ID;
             if (!name_eq(s->member_id, p->member_id)) return GR_ERR_FENCED_INSTANCE_ID;
@@ -162,7 +171,8 @@ static int16_t validate_commit(struct gr_group *grp, const struct gr_commit_para
 static void commit_set_all(const struct gr_commit_params *p, int16_t err)
 {
     for (int32_t t = 0; t < p->topic_count; t++)
-        for (int32_t i = 0; i < p->topics[t].count; i++) p->topics[t].partitions[i].error_code = err;
+        for (int32_t i = 0; i < p->topics[t].count; i++)
+            p->topics[t].partitions[i].error_code = err;
 }
 
 /* True when the `k` commit records, as the one batch the offsets log writes them in (records at `now_ms`,
@@ -196,7 +206,8 @@ void gr_coord_commit(struct gr_coordinator *c, const struct gr_commit_params *p,
             commit_set_all(p, p->api_version >= 9 ? GR_ERR_GROUP_ID_NOT_FOUND : GR_ERR_ILLEGAL_GENERATION);
             return;
         }
-        GR_INFO("creating simple consumer group %.*s via a manual offset commit", (int)p->group_id.len, p->group_id.ptr);
+        GR_INFO("creating simple consumer group %.*s via a manual offset commit", (int)p->group_id.len,
+                p->group_id.ptr);
         grp = gr_coord_group_create(c, p->group_id);
         created = true;
     }
@@ -211,7 +222,8 @@ void gr_coord_commit(struct gr_coordinator *c, const struct gr_commit_params *p,
     int64_t now = gr_coord_wall(c);
     int64_t expire = p->retention_time_ms == -1 ? -1 : now + p->retention_time_ms;
     int32_t n = 0;
-    for (int32_t t = 0; t < p->topic_count; t++) n += p->topics[t].count;
+    for (int32_t t = 0; t < p->topic_count; t++)
+        n += p->topics[t].count;
     struct gr_coord_record *recs = calloc((size_t)n + 1, sizeof *recs);
     struct gr_offset_commit_value *vals = calloc((size_t)n + 1, sizeof *vals);
     if (!recs || !vals) {
@@ -226,12 +238,14 @@ void gr_coord_commit(struct gr_coordinator *c, const struct gr_commit_params *p,
         char *topic = gr_coord_strndup(ct->name.ptr, ct->name.len > 0 ? ct->name.len : 0);
         for (int32_t i = 0; i < ct->count; i++) {
             struct gr_commit_partition *cp = &ct->partitions[i];
-            if (cp->metadata.len >= 0 && gr_java_string_length(cp->metadata) > c->cfg.offset_metadata_max_bytes) {
+            if (cp->metadata.len >= 0 &&
+                gr_java_string_length(cp->metadata) > c->cfg.offset_metadata_max_bytes) {
                 cp->error_code = GR_ERR_OFFSET_METADATA_TOO_LARGE;
                 continue;
             }
             vals[k] = (struct gr_offset_commit_value){cp->offset, cp->leader_epoch,
-                                                      cp->metadata.len >= 0 ? cp->metadata : gr_str_c(""), now, expire};
+                                                      cp->metadata.len >= 0 ? cp->metadata : gr_str_c(""),
+                                                      now, expire};
             if (gr_offset_commit_record(&recs[k], grp->group_id, topic, cp->partition, &vals[k])) {
                 cp->error_code = GR_ERR_UNKNOWN_SERVER_ERROR;
                 continue;
@@ -279,8 +293,8 @@ void gr_coord_commit(struct gr_coordinator *c, const struct gr_commit_params *p,
 
 /* ---- OffsetFetch ---- */
 
-bool gr_coord_offset_get(struct gr_coordinator *c, struct gr_str group_id, struct gr_str topic, int32_t partition,
-                         int64_t *offset, int32_t *leader_epoch, struct gr_str *metadata)
+bool gr_coord_offset_get(struct gr_coordinator *c, struct gr_str group_id, struct gr_str topic,
+                         int32_t partition, int64_t *offset, int32_t *leader_epoch, struct gr_str *metadata)
 {
     struct gr_group *grp = gr_coord_group_find(c, group_id);
     if (!grp || grp->state == GR_GROUP_DEAD) return false;
@@ -309,8 +323,8 @@ void gr_coord_offsets_foreach(struct gr_coordinator *c, struct gr_str group_id,
 
 /* ---- OffsetDelete ---- */
 
-int16_t gr_coord_offset_delete(struct gr_coordinator *c, struct gr_str group_id, struct gr_offset_delete_topic *topics,
-                               int32_t count)
+int16_t gr_coord_offset_delete(struct gr_coordinator *c, struct gr_str group_id,
+                               struct gr_offset_delete_topic *topics, int32_t count)
 {
     if (group_id.len <= 0) return GR_ERR_INVALID_GROUP_ID;
     struct gr_group *grp = gr_coord_group_find(c, group_id);
@@ -318,7 +332,8 @@ int16_t gr_coord_offset_delete(struct gr_coordinator *c, struct gr_str group_id,
     /* ClassicGroup.validateOffsetDelete */
     if (grp->state != GR_GROUP_EMPTY && !gr_group_uses_consumer_protocol(grp)) return GR_ERR_NON_EMPTY_GROUP;
     int32_t n = 0;
-    for (int32_t t = 0; t < count; t++) n += topics[t].count;
+    for (int32_t t = 0; t < count; t++)
+        n += topics[t].count;
     struct gr_coord_record *recs = calloc((size_t)n + 1, sizeof *recs);
     if (!recs) return GR_ERR_UNKNOWN_SERVER_ERROR;
     int32_t k = 0;
@@ -329,7 +344,8 @@ int16_t gr_coord_offset_delete(struct gr_coordinator *c, struct gr_str group_id,
         for (int32_t i = 0; i < dt->count; i++) {
             dt->partitions[i].error_code = subscribed ? GR_ERR_GROUP_SUBSCRIBED_TO_TOPIC : GR_ERR_NONE;
             if (!subscribed && offset_find(grp, dt->name, dt->partitions[i].partition) &&
-                gr_offset_commit_record(&recs[k], grp->group_id, topic, dt->partitions[i].partition, NULL) == 0)
+                gr_offset_commit_record(&recs[k], grp->group_id, topic, dt->partitions[i].partition, NULL) ==
+                    0)
                 k++;
         }
         free(topic);
@@ -375,10 +391,11 @@ int32_t gr_coord_topic_deleted(struct gr_coordinator *c, const char *topic)
         gr_coord_records_free(recs, k);
         free(recs);
         if (rc) { /* memory stays as the log says: a later deletion of the topic's name retries nothing */
-            GR_ERROR("coordinator: group %s: removing the offsets of deleted topic %s failed (%d)", grp->group_id,
-                     topic, rc);
+            GR_ERROR("coordinator: group %s: removing the offsets of deleted topic %s failed (%d)",
+                     grp->group_id, topic, rc);
         } else {
-            for (int32_t i = 0; i < n; i++) offset_remove(grp, name, parts[i]);
+            for (int32_t i = 0; i < n; i++)
+                offset_remove(grp, name, parts[i]);
             removed += n;
         }
         free(parts);
@@ -408,7 +425,10 @@ static bool expire_group(struct gr_coordinator *c, struct gr_group *grp, int64_t
     bool all_expired;
     int32_t n = gr_offsets_count(grp);
     struct gr_coord_record *recs = calloc((size_t)n + 2, sizeof *recs);
-    struct { const char *topic; int32_t partition; } *gone = calloc((size_t)n + 1, sizeof *gone);
+    struct {
+        const char *topic;
+        int32_t partition;
+    } *gone = calloc((size_t)n + 1, sizeof *gone);
     if (!recs || !gone) {
         free(recs);
         free(gone);
@@ -436,7 +456,8 @@ static bool expire_group(struct gr_coordinator *c, struct gr_group *grp, int64_t
                     int64_t base = use_state_ts ? grp->state_timestamp_ms : e->commit_timestamp_ms;
                     expired = gr_ms_sub_sat(now, base) >= c->cfg.offsets_retention_ms; /* base: stored data */
                 }
-                if (expired && gr_offset_commit_record(&recs[k], grp->group_id, ot->name, e->partition, NULL) == 0) {
+                if (expired &&
+                    gr_offset_commit_record(&recs[k], grp->group_id, ot->name, e->partition, NULL) == 0) {
                     gone[k].topic = ot->name;
                     gone[k].partition = e->partition;
                     k++;
@@ -448,8 +469,10 @@ static bool expire_group(struct gr_coordinator *c, struct gr_group *grp, int64_t
     }
     int32_t offsets_expired = k;
     bool delete_group = all_expired && grp->state == GR_GROUP_EMPTY;
-    if (delete_group && gr_group_metadata_record(&recs[k], grp->group_id, NULL) == 0) k++;
-    else delete_group = false;
+    if (delete_group && gr_group_metadata_record(&recs[k], grp->group_id, NULL) == 0)
+        k++;
+    else
+        delete_group = false;
     bool removed = false;
     if (k) {
         int64_t end;
@@ -458,7 +481,8 @@ static bool expire_group(struct gr_coordinator *c, struct gr_group *grp, int64_t
             GR_WARN_RATELIMITED("group %s: writing expiration tombstones failed: %s", grp->group_id,
                                 strerror(-rc));
         } else {
-            if (offsets_expired) GR_INFO("group %s: %d committed offsets expired", grp->group_id, offsets_expired);
+            if (offsets_expired)
+                GR_INFO("group %s: %d committed offsets expired", grp->group_id, offsets_expired);
             for (int32_t i = offsets_expired - 1; i >= 0; i--)
                 offset_remove(grp, gr_str_c(gone[i].topic), gone[i].partition);
             if (delete_group) {
@@ -485,7 +509,8 @@ void gr_offsets_expire(struct gr_coordinator *c)
 
 /* ---- replay (OffsetMetadataManager.replay) ---- */
 
-int gr_offsets_replay(struct gr_coordinator *c, const struct gr_offset_commit_key *key, const uint8_t *value, size_t value_len)
+int gr_offsets_replay(struct gr_coordinator *c, const struct gr_offset_commit_key *key, const uint8_t *value,
+                      size_t value_len)
 {
     struct gr_group *grp = gr_coord_group_find(c, key->group);
     if (!value) {

@@ -14,7 +14,6 @@
 #include "common/log.h"
 #include "protocol/record_batch.h"
 
-
 struct gr_offsets_log {
     struct gr_store *store;
     struct gr_topic *topic;
@@ -63,9 +62,15 @@ void gr_offsets_log_close(struct gr_offsets_log *ol)
     free(ol);
 }
 
-int32_t gr_offsets_log_partitions(const struct gr_offsets_log *ol) { return ol->partitions; }
+int32_t gr_offsets_log_partitions(const struct gr_offsets_log *ol)
+{
+    return ol->partitions;
+}
 
-struct gr_log *gr_offsets_log_log(struct gr_offsets_log *ol, int32_t partition) { return gr_topic_log(ol->topic, partition); }
+struct gr_log *gr_offsets_log_log(struct gr_offsets_log *ol, int32_t partition)
+{
+    return gr_topic_log(ol->topic, partition);
+}
 
 /* ---- append ---- */
 
@@ -76,7 +81,8 @@ static int append_batch(struct gr_log *log, const struct gr_coord_record *recs, 
     for (int i = 0; i < count; i++) {
         in[i].timestamp = wall_ms;
         in[i].key = (struct gr_bytes){recs[i].key, (int32_t)recs[i].key_len};
-        in[i].value = recs[i].value ? (struct gr_bytes){recs[i].value, (int32_t)recs[i].value_len} : GR_BYTES_NULL;
+        in[i].value =
+            recs[i].value ? (struct gr_bytes){recs[i].value, (int32_t)recs[i].value_len} : GR_BYTES_NULL;
     }
     struct gr_batch_params bp = {0, -1, GR_CODEC_NONE, 0, -1, -1, -1, -1};
     uint8_t *batch;
@@ -90,8 +96,8 @@ static int append_batch(struct gr_log *log, const struct gr_coord_record *recs, 
     return rc;
 }
 
-int gr_offsets_log_append(struct gr_offsets_log *ol, int32_t partition, const struct gr_coord_record *recs, int count,
-                          int64_t wall_ms, int64_t *end_offset)
+int gr_offsets_log_append(struct gr_offsets_log *ol, int32_t partition, const struct gr_coord_record *recs,
+                          int count, int64_t wall_ms, int64_t *end_offset)
 {
     struct gr_log *log = gr_topic_log(ol->topic, partition);
     if (!log) return -EINVAL;
@@ -139,7 +145,8 @@ static int read_slice(const struct gr_log_slice *s, uint8_t *buf)
 }
 
 /* Replays the batches in buf; returns the next offset to read. */
-static int64_t replay_batches(struct gr_coordinator *c, const uint8_t *buf, size_t len, int64_t from, int64_t *count)
+static int64_t replay_batches(struct gr_coordinator *c, const uint8_t *buf, size_t len, int64_t from,
+                              int64_t *count)
 {
     size_t pos = 0;
     const uint8_t *b;
@@ -156,7 +163,8 @@ static int64_t replay_batches(struct gr_coordinator *c, const uint8_t *buf, size
             int rc;
             while ((rc = gr_record_iter_next(&it, &rec)) == 1) {
                 if (rec.offset < from || rec.key.len < 0) continue;
-                if (gr_coord_replay(c, rec.key.ptr, (size_t)rec.key.len, rec.value.len >= 0 ? rec.value.ptr : NULL,
+                if (gr_coord_replay(c, rec.key.ptr, (size_t)rec.key.len,
+                                    rec.value.len >= 0 ? rec.value.ptr : NULL,
                                     rec.value.len >= 0 ? (size_t)rec.value.len : 0) < 0)
                     GR_WARN_RATELIMITED("%s: record at offset %lld does not parse, skipped", GR_OFFSETS_TOPIC,
                                         (long long)rec.offset);
@@ -182,7 +190,8 @@ int64_t gr_offsets_log_load(struct gr_offsets_log *ol, struct gr_coordinator *c)
             struct gr_log_slice s;
             int rc = gr_log_read(log, off, 1 << 20, end, true, &s);
             if (rc) {
-                GR_ERROR("%s-%d: reading offset %lld failed: %s", GR_OFFSETS_TOPIC, p, (long long)off, strerror(-rc));
+                GR_ERROR("%s-%d: reading offset %lld failed: %s", GR_OFFSETS_TOPIC, p, (long long)off,
+                         strerror(-rc));
                 return rc;
             }
             if (s.bytes == 0) break;

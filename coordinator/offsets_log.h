@@ -54,11 +54,10 @@ int64_t gr_offsets_log_load(struct gr_offsets_log *ol, struct gr_coordinator *c)
 
 /* Appends `count` records to `partition` with timestamp `wall_ms` and asks for an fsync. Returns 0 and
  * *end_offset (durable once gr_offsets_log_durable says so), or -errno from gr_log_append / -ENOMEM. */
-int gr_offsets_log_append(struct gr_offsets_log *ol, int32_t partition, const struct gr_coord_record *recs, int count,
-                          int64_t wall_ms, int64_t *end_offset);
+int gr_offsets_log_append(struct gr_offsets_log *ol, int32_t partition, const struct gr_coord_record *recs,
+                          int count, int64_t wall_ms, int64_t *end_offset);
 /* 1 when every offset below `end_offset` of `partition` is durable, 0 when not yet, -EROFS when the
  * partition went offline (the write will never be durable). */
 int gr_offsets_log_durable(struct gr_offsets_log *ol, int32_t partition, int64_t end_offset);
-
 
 #endif

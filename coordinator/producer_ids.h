@@ -47,10 +47,10 @@ struct gr_producer_id_io {
 
 struct gr_producer_ids {
     struct gr_producer_id_io io;
-    int64_t next;       /* next id to hand out */
-    int64_t block_end;  /* end of the block in use */
-    int64_t saved_end;  /* first id not covered by a completed save (>= block_end: the next block when >) */
-    bool saving;        /* a save of saving_end is in flight (prefetch .. saved) */
+    int64_t next;      /* next id to hand out */
+    int64_t block_end; /* end of the block in use */
+    int64_t saved_end; /* first id not covered by a completed save (>= block_end: the next block when >) */
+    bool saving;       /* a save of saving_end is in flight (prefetch .. saved) */
     int64_t saving_end;
 };
 

@@ -109,8 +109,8 @@ static uint8_t *alloc_writer(struct gr_wr *wr, size_t n)
     return p;
 }
 
-int gr_offset_commit_record(struct gr_coord_record *rec, const char *group, const char *topic, int32_t partition,
-                            const struct gr_offset_commit_value *value)
+int gr_offset_commit_record(struct gr_coord_record *rec, const char *group, const char *topic,
+                            int32_t partition, const struct gr_offset_commit_value *value)
 {
     struct gr_str g = gr_str_c(group), t = gr_str_c(topic);
     size_t klen = 2 + gr_sz_string(g, false) + gr_sz_string(t, false) + 4;
@@ -156,7 +156,8 @@ static size_t group_value_size(const struct gr_group_metadata_value *v)
     return n;
 }
 
-int gr_group_metadata_record(struct gr_coord_record *rec, const char *group, const struct gr_group_metadata_value *value)
+int gr_group_metadata_record(struct gr_coord_record *rec, const char *group,
+                             const struct gr_group_metadata_value *value)
 {
     struct gr_str g = gr_str_c(group);
     size_t klen = 2 + gr_sz_string(g, false);
@@ -255,7 +256,8 @@ int32_t gr_java_string_length(struct gr_str s)
 {
     int32_t n = 0;
     const uint8_t *p = (const uint8_t *)s.ptr;
-    for (int32_t i = 0; i < s.len;) n += utf8_next(p, s.len, &i) >= 0x10000 ? 2 : 1;
+    for (int32_t i = 0; i < s.len;)
+        n += utf8_next(p, s.len, &i) >= 0x10000 ? 2 : 1;
     return n;
 }
 
@@ -266,7 +268,8 @@ int32_t gr_coord_partition_for(struct gr_str group_id, int32_t partitions)
     return a % partitions;
 }
 
-int gr_consumer_subscription_topics(struct gr_bytes metadata, void (*fn)(void *ctx, struct gr_str topic), void *ctx)
+int gr_consumer_subscription_topics(struct gr_bytes metadata, void (*fn)(void *ctx, struct gr_str topic),
+                                    void *ctx)
 {
     if (metadata.len < 0) return -1;
     struct gr_rd rd;
@@ -277,9 +280,11 @@ int gr_consumer_subscription_topics(struct gr_bytes metadata, void (*fn)(void *c
     if (rd.err) return -1;
     /* parse everything first so a malformed list reports no topics at all */
     const uint8_t *start = rd.p;
-    for (int32_t i = 0; i < n && !rd.err; i++) (void)gr_rd_string(&rd, false, false);
+    for (int32_t i = 0; i < n && !rd.err; i++)
+        (void)gr_rd_string(&rd, false, false);
     if (rd.err) return -1;
     gr_rd_init(&rd, start, (size_t)(metadata.ptr + metadata.len - start), NULL);
-    for (int32_t i = 0; i < n; i++) fn(ctx, gr_rd_string(&rd, false, false));
+    for (int32_t i = 0; i < n; i++)
+        fn(ctx, gr_rd_string(&rd, false, false));
     return 0;
 }

@@ -69,24 +69,24 @@ struct gr_offset_commit_key {
 
 struct gr_offset_commit_value {
     int64_t offset;
-    int32_t leader_epoch;         /* -1 none */
-    struct gr_str metadata;       /* never null after decode ("" when absent) */
+    int32_t leader_epoch;   /* -1 none */
+    struct gr_str metadata; /* never null after decode ("" when absent) */
     int64_t commit_timestamp_ms;
-    int64_t expire_timestamp_ms;  /* -1 none (only version 1 carries one) */
+    int64_t expire_timestamp_ms; /* -1 none (only version 1 carries one) */
 };
 
 struct gr_group_metadata_member {
     struct gr_str member_id, group_instance_id, client_id, client_host; /* group_instance_id len -1: null */
-    int32_t rebalance_timeout_ms;  /* -1 when absent (v0) */
+    int32_t rebalance_timeout_ms;                                       /* -1 when absent (v0) */
     int32_t session_timeout_ms;
     struct gr_bytes subscription, assignment;
 };
 
 struct gr_group_metadata_value {
-    struct gr_str protocol_type;   /* "" = none */
+    struct gr_str protocol_type; /* "" = none */
     int32_t generation;
-    struct gr_str protocol, leader; /* len -1: null */
-    int64_t current_state_timestamp_ms; /* -1 none */
+    struct gr_str protocol, leader;           /* len -1: null */
+    int64_t current_state_timestamp_ms;       /* -1 none */
     struct gr_group_metadata_member *members; /* in the decode arena */
     int32_t member_count;
 };
@@ -107,7 +107,8 @@ int gr_group_metadata_value_decode(const uint8_t *value, size_t len, struct gr_a
                                    struct gr_group_metadata_value *out);
 
 /* Encoders: fill `rec` with newly allocated key/value bytes. Return 0 or -ENOMEM (rec untouched). */
-int gr_offset_commit_record(struct gr_coord_record *rec, const char *group, const char *topic, int32_t partition,
+int gr_offset_commit_record(struct gr_coord_record *rec, const char *group, const char *topic,
+                            int32_t partition,
                             const struct gr_offset_commit_value *value); /* value NULL: tombstone */
 int gr_group_metadata_record(struct gr_coord_record *rec, const char *group,
                              const struct gr_group_metadata_value *value); /* value NULL: tombstone */
@@ -124,6 +125,7 @@ int32_t gr_coord_partition_for(struct gr_str group_id, int32_t partitions);
 /* Calls `fn` for each topic of a consumer-protocol subscription (`protocol_type` "consumer": int16
  * version, then the v0 layout every version starts with: int32 count of int16-length topic names).
  * Returns 0, or -1 when the bytes do not parse (then the subscribed topics are unknown, as in Kafka). */
-int gr_consumer_subscription_topics(struct gr_bytes metadata, void (*fn)(void *ctx, struct gr_str topic), void *ctx);
+int gr_consumer_subscription_topics(struct gr_bytes metadata, void (*fn)(void *ctx, struct gr_str topic),
+                                    void *ctx);
 
 #endif

@@ -1,7 +1,8 @@
 /* header.c: request/response header codec; see header.h for the layouts. */
 #include "protocol/header.h"
 
-int gr_request_header_peek(const uint8_t *p, size_t len, int16_t *api_key, int16_t *api_version, int32_t *correlation_id)
+int gr_request_header_peek(const uint8_t *p, size_t len, int16_t *api_key, int16_t *api_version,
+                           int32_t *correlation_id)
 {
     struct gr_rd rd;
     gr_rd_init(&rd, p, len, NULL);
@@ -35,7 +36,8 @@ int gr_request_header_decode(struct gr_rd *rd, int16_t header_version, struct gr
                 gr_rd_fail(rd, GR_WIRE_SHORT);
                 break;
             }
-            if (!h->unknown_tags.items) h->unknown_tags.items = gr_rd_alloc(rd, n, sizeof *h->unknown_tags.items);
+            if (!h->unknown_tags.items)
+                h->unknown_tags.items = gr_rd_alloc(rd, n, sizeof *h->unknown_tags.items);
             if (rd->err) break;
             h->unknown_tags.items[h->unknown_tags.count++] = (struct gr_tag){tag, {rd->p, (int32_t)sz}};
             rd->p += sz;
@@ -55,7 +57,10 @@ int16_t gr_response_header_version(int16_t api_key, int16_t api_version, int16_t
     return (flexible_min >= 0 && api_version >= flexible_min) ? 1 : 0;
 }
 
-size_t gr_response_header_size(int16_t header_version) { return header_version >= 1 ? 5 : 4; }
+size_t gr_response_header_size(int16_t header_version)
+{
+    return header_version >= 1 ? 5 : 4;
+}
 
 void gr_response_header_encode(struct gr_wr *wr, int16_t header_version, int32_t correlation_id)
 {
@@ -66,7 +71,8 @@ void gr_response_header_encode(struct gr_wr *wr, int16_t header_version, int32_t
 size_t gr_request_header_size(const struct gr_request_header *h, int16_t header_version)
 {
     size_t n = 8 + gr_sz_string(h->client_id, false);
-    if (header_version >= 2) n += gr_sz_uvarint((uint32_t)h->unknown_tags.count) + gr_sz_unknown_tags(&h->unknown_tags);
+    if (header_version >= 2)
+        n += gr_sz_uvarint((uint32_t)h->unknown_tags.count) + gr_sz_unknown_tags(&h->unknown_tags);
     return n;
 }
 

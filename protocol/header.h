@@ -25,7 +25,8 @@ struct gr_request_header {
 
 /* Decodes the fixed part (api key, version, correlation id) without the client id: enough to answer
  * an unsupported version. Returns 0 or a gr_wire_err. */
-int gr_request_header_peek(const uint8_t *p, size_t len, int16_t *api_key, int16_t *api_version, int32_t *correlation_id);
+int gr_request_header_peek(const uint8_t *p, size_t len, int16_t *api_key, int16_t *api_version,
+                           int32_t *correlation_id);
 /* Decodes a request header of `header_version` (1 or 2) from `rd`; unknown tags are kept (views).
  * Returns 0 or the reader's gr_wire_err. */
 int gr_request_header_decode(struct gr_rd *rd, int16_t header_version, struct gr_request_header *h);

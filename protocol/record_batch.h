@@ -50,14 +50,26 @@
 #define GR_BATCH_ATTR_CONTROL 0x20
 #define GR_BATCH_ATTR_DELETE_HORIZON 0x40
 
-enum gr_codec { GR_CODEC_NONE = 0, GR_CODEC_GZIP = 1, GR_CODEC_SNAPPY = 2, GR_CODEC_LZ4 = 3, GR_CODEC_ZSTD = 4 };
+enum gr_codec {
+    GR_CODEC_NONE = 0,
+    GR_CODEC_GZIP = 1,
+    GR_CODEC_SNAPPY = 2,
+    GR_CODEC_LZ4 = 3,
+    GR_CODEC_ZSTD = 4
+};
 
-static inline uint16_t gr_be16(const uint8_t *p) { return (uint16_t)((p[0] << 8) | p[1]); }
+static inline uint16_t gr_be16(const uint8_t *p)
+{
+    return (uint16_t)((p[0] << 8) | p[1]);
+}
 static inline uint32_t gr_be32(const uint8_t *p)
 {
     return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3];
 }
-static inline uint64_t gr_be64(const uint8_t *p) { return ((uint64_t)gr_be32(p) << 32) | gr_be32(p + 4); }
+static inline uint64_t gr_be64(const uint8_t *p)
+{
+    return ((uint64_t)gr_be32(p) << 32) | gr_be32(p + 4);
+}
 static inline void gr_put_be16(uint8_t *p, uint16_t v)
 {
     p[0] = (uint8_t)(v >> 8);
@@ -77,21 +89,63 @@ static inline void gr_put_be64(uint8_t *p, uint64_t v)
 }
 
 /* Header accessors over a batch whose first GR_BATCH_HEADER_BYTES bytes are present (caller checks). */
-static inline int64_t gr_batch_base_offset(const uint8_t *b) { return (int64_t)gr_be64(b + GR_BATCH_OFF_BASE_OFFSET); }
-static inline int32_t gr_batch_length(const uint8_t *b) { return (int32_t)gr_be32(b + GR_BATCH_OFF_LENGTH); }
+static inline int64_t gr_batch_base_offset(const uint8_t *b)
+{
+    return (int64_t)gr_be64(b + GR_BATCH_OFF_BASE_OFFSET);
+}
+static inline int32_t gr_batch_length(const uint8_t *b)
+{
+    return (int32_t)gr_be32(b + GR_BATCH_OFF_LENGTH);
+}
 /* Total bytes of the batch on the wire / on disk: 12 + batch length. */
-static inline int64_t gr_batch_total_bytes(const uint8_t *b) { return GR_BATCH_LOG_OVERHEAD + (int64_t)gr_batch_length(b); }
-static inline int32_t gr_batch_leader_epoch(const uint8_t *b) { return (int32_t)gr_be32(b + GR_BATCH_OFF_LEADER_EPOCH); }
-static inline int8_t gr_batch_magic(const uint8_t *b) { return (int8_t)b[GR_BATCH_OFF_MAGIC]; }
-static inline uint32_t gr_batch_crc(const uint8_t *b) { return gr_be32(b + GR_BATCH_OFF_CRC); }
-static inline int16_t gr_batch_attributes(const uint8_t *b) { return (int16_t)gr_be16(b + GR_BATCH_OFF_ATTRIBUTES); }
-static inline int32_t gr_batch_last_offset_delta(const uint8_t *b) { return (int32_t)gr_be32(b + GR_BATCH_OFF_LAST_OFFSET_DELTA); }
-static inline int64_t gr_batch_base_timestamp(const uint8_t *b) { return (int64_t)gr_be64(b + GR_BATCH_OFF_BASE_TIMESTAMP); }
-static inline int64_t gr_batch_max_timestamp(const uint8_t *b) { return (int64_t)gr_be64(b + GR_BATCH_OFF_MAX_TIMESTAMP); }
-static inline int64_t gr_batch_producer_id(const uint8_t *b) { return (int64_t)gr_be64(b + GR_BATCH_OFF_PRODUCER_ID); }
-static inline int16_t gr_batch_producer_epoch(const uint8_t *b) { return (int16_t)gr_be16(b + GR_BATCH_OFF_PRODUCER_EPOCH); }
-static inline int32_t gr_batch_base_sequence(const uint8_t *b) { return (int32_t)gr_be32(b + GR_BATCH_OFF_BASE_SEQUENCE); }
-static inline int32_t gr_batch_record_count(const uint8_t *b) { return (int32_t)gr_be32(b + GR_BATCH_OFF_RECORD_COUNT); }
+static inline int64_t gr_batch_total_bytes(const uint8_t *b)
+{
+    return GR_BATCH_LOG_OVERHEAD + (int64_t)gr_batch_length(b);
+}
+static inline int32_t gr_batch_leader_epoch(const uint8_t *b)
+{
+    return (int32_t)gr_be32(b + GR_BATCH_OFF_LEADER_EPOCH);
+}
+static inline int8_t gr_batch_magic(const uint8_t *b)
+{
+    return (int8_t)b[GR_BATCH_OFF_MAGIC];
+}
+static inline uint32_t gr_batch_crc(const uint8_t *b)
+{
+    return gr_be32(b + GR_BATCH_OFF_CRC);
+}
+static inline int16_t gr_batch_attributes(const uint8_t *b)
+{
+    return (int16_t)gr_be16(b + GR_BATCH_OFF_ATTRIBUTES);
+}
+static inline int32_t gr_batch_last_offset_delta(const uint8_t *b)
+{
+    return (int32_t)gr_be32(b + GR_BATCH_OFF_LAST_OFFSET_DELTA);
+}
+static inline int64_t gr_batch_base_timestamp(const uint8_t *b)
+{
+    return (int64_t)gr_be64(b + GR_BATCH_OFF_BASE_TIMESTAMP);
+}
+static inline int64_t gr_batch_max_timestamp(const uint8_t *b)
+{
+    return (int64_t)gr_be64(b + GR_BATCH_OFF_MAX_TIMESTAMP);
+}
+static inline int64_t gr_batch_producer_id(const uint8_t *b)
+{
+    return (int64_t)gr_be64(b + GR_BATCH_OFF_PRODUCER_ID);
+}
+static inline int16_t gr_batch_producer_epoch(const uint8_t *b)
+{
+    return (int16_t)gr_be16(b + GR_BATCH_OFF_PRODUCER_EPOCH);
+}
+static inline int32_t gr_batch_base_sequence(const uint8_t *b)
+{
+    return (int32_t)gr_be32(b + GR_BATCH_OFF_BASE_SEQUENCE);
+}
+static inline int32_t gr_batch_record_count(const uint8_t *b)
+{
+    return (int32_t)gr_be32(b + GR_BATCH_OFF_RECORD_COUNT);
+}
 /* Offset of the last record in the batch: base offset + last offset delta (both off the wire or the disk:
  * wraps as Kafka's Java long does instead of overflowing). */
 static inline int64_t gr_batch_last_offset(const uint8_t *b)
@@ -100,8 +154,14 @@ static inline int64_t gr_batch_last_offset(const uint8_t *b)
 }
 
 /* Patches the fields outside the CRC span (no CRC recompute needed). */
-static inline void gr_batch_set_base_offset(uint8_t *b, int64_t off) { gr_put_be64(b + GR_BATCH_OFF_BASE_OFFSET, (uint64_t)off); }
-static inline void gr_batch_set_leader_epoch(uint8_t *b, int32_t e) { gr_put_be32(b + GR_BATCH_OFF_LEADER_EPOCH, (uint32_t)e); }
+static inline void gr_batch_set_base_offset(uint8_t *b, int64_t off)
+{
+    gr_put_be64(b + GR_BATCH_OFF_BASE_OFFSET, (uint64_t)off);
+}
+static inline void gr_batch_set_leader_epoch(uint8_t *b, int32_t e)
+{
+    gr_put_be32(b + GR_BATCH_OFF_LEADER_EPOCH, (uint32_t)e);
+}
 
 /* ---- Validation, splitting, iteration and building: protocol/record_batch.c ---- */
 
@@ -175,10 +235,10 @@ struct gr_batch_info {
                                       NO_TIMESTAMP start); Kafka rewrites the header's max timestamp to
                                       this value when they differ */
     int32_t records_max_timestamp_offset_delta; /* offset delta of the first record with that maximum, -1 */
-    int64_t records_min_timestamp; /* min of the records' create times other than -1 (NO_TIMESTAMP, which
-                                      no bound applies to), -1 if every record has -1 */
-    bool has_null_key;      /* some record has a null key (compacted topics refuse those) */
-    uint64_t records_bytes; /* size of the records section after decompression */
+    int64_t records_min_timestamp;  /* min of the records' create times other than -1 (NO_TIMESTAMP, which
+                                       no bound applies to), -1 if every record has -1 */
+    bool has_null_key;              /* some record has a null key (compacted topics refuse those) */
+    uint64_t records_bytes;         /* size of the records section after decompression */
     int32_t records_body_bytes_max; /* largest record length (the varint: the record's bytes after it) read,
                                        including the record a scan failed on once its length was read: what
                                        Kafka 4.4 bounds by max.decompressed.message.bytes in a compressed
@@ -305,13 +365,13 @@ struct gr_dstream;
 /* Where a batch's record bytes come from: the batch itself (uncompressed), a whole decompressed buffer,
  * or a decompressor feeding a window. Private to record_batch.c; here so iterators can live on the stack. */
 struct gr_records_src {
-    const uint8_t *p;      /* next unread byte */
-    const uint8_t *end;    /* end of the bytes at hand */
-    uint8_t *buf;          /* window the decompressor fills */
-    size_t cap;            /* window size */
-    size_t cap_max;        /* above cap: the window may be reallocated up to this (its owner frees buf) */
-    struct gr_dstream *ds; /* NULL when the records are at hand whole */
-    bool eof;              /* nothing more will arrive */
+    const uint8_t *p;       /* next unread byte */
+    const uint8_t *end;     /* end of the bytes at hand */
+    uint8_t *buf;           /* window the decompressor fills */
+    size_t cap;             /* window size */
+    size_t cap_max;         /* above cap: the window may be reallocated up to this (its owner frees buf) */
+    struct gr_dstream *ds;  /* NULL when the records are at hand whole */
+    bool eof;               /* nothing more will arrive */
     int32_t record_len_max; /* largest record length varint read so far (0 before the first) */
 };
 

@@ -32,17 +32,24 @@ uint16_t gr_rd_uint16(struct gr_rd *rd)
     return v;
 }
 
-int16_t gr_rd_int16(struct gr_rd *rd) { return (int16_t)gr_rd_uint16(rd); }
+int16_t gr_rd_int16(struct gr_rd *rd)
+{
+    return (int16_t)gr_rd_uint16(rd);
+}
 
 uint32_t gr_rd_uint32(struct gr_rd *rd)
 {
     if (!need(rd, 4)) return 0;
-    uint32_t v = ((uint32_t)rd->p[0] << 24) | ((uint32_t)rd->p[1] << 16) | ((uint32_t)rd->p[2] << 8) | rd->p[3];
+    uint32_t v =
+        ((uint32_t)rd->p[0] << 24) | ((uint32_t)rd->p[1] << 16) | ((uint32_t)rd->p[2] << 8) | rd->p[3];
     rd->p += 4;
     return v;
 }
 
-int32_t gr_rd_int32(struct gr_rd *rd) { return (int32_t)gr_rd_uint32(rd); }
+int32_t gr_rd_int32(struct gr_rd *rd)
+{
+    return (int32_t)gr_rd_uint32(rd);
+}
 
 int64_t gr_rd_int64(struct gr_rd *rd)
 {
@@ -59,7 +66,10 @@ double gr_rd_float64(struct gr_rd *rd)
     return d;
 }
 
-bool gr_rd_bool(struct gr_rd *rd) { return gr_rd_int8(rd) != 0; }
+bool gr_rd_bool(struct gr_rd *rd)
+{
+    return gr_rd_int8(rd) != 0;
+}
 
 struct gr_uuid gr_rd_uuid(struct gr_rd *rd)
 {
@@ -118,8 +128,10 @@ static const uint8_t *rd_span(struct gr_rd *rd, bool compact, bool nullable, boo
     *len_out = -1;
     if (rd->err) return NULL;
     if (len < 0) {
-        if (len != -1) gr_rd_fail(rd, GR_WIRE_BAD_LENGTH);
-        else if (!nullable) gr_rd_fail(rd, GR_WIRE_NULL);
+        if (len != -1)
+            gr_rd_fail(rd, GR_WIRE_BAD_LENGTH);
+        else if (!nullable)
+            gr_rd_fail(rd, GR_WIRE_NULL);
         return NULL;
     }
     if (len > INT32_MAX || (uint64_t)len > gr_rd_left(rd)) {
@@ -153,8 +165,10 @@ int32_t gr_rd_array_len(struct gr_rd *rd, bool compact, bool nullable, size_t el
     int64_t n = rd_len(rd, compact, true);
     if (rd->err) return 0;
     if (n < 0) {
-        if (n != -1) gr_rd_fail(rd, GR_WIRE_BAD_LENGTH);
-        else if (!nullable) gr_rd_fail(rd, GR_WIRE_NULL);
+        if (n != -1)
+            gr_rd_fail(rd, GR_WIRE_BAD_LENGTH);
+        else if (!nullable)
+            gr_rd_fail(rd, GR_WIRE_NULL);
         return rd->err ? 0 : -1;
     }
     if (elem_bytes_min == 0) elem_bytes_min = 1;
@@ -212,7 +226,10 @@ void gr_wr_uint16(struct gr_wr *wr, uint16_t v)
     wr->p += 2;
 }
 
-void gr_wr_int16(struct gr_wr *wr, int16_t v) { gr_wr_uint16(wr, (uint16_t)v); }
+void gr_wr_int16(struct gr_wr *wr, int16_t v)
+{
+    gr_wr_uint16(wr, (uint16_t)v);
+}
 
 void gr_wr_uint32(struct gr_wr *wr, uint32_t v)
 {
@@ -224,7 +241,10 @@ void gr_wr_uint32(struct gr_wr *wr, uint32_t v)
     wr->p += 4;
 }
 
-void gr_wr_int32(struct gr_wr *wr, int32_t v) { gr_wr_uint32(wr, (uint32_t)v); }
+void gr_wr_int32(struct gr_wr *wr, int32_t v)
+{
+    gr_wr_uint32(wr, (uint32_t)v);
+}
 
 void gr_wr_int64(struct gr_wr *wr, int64_t v)
 {
@@ -239,9 +259,15 @@ void gr_wr_float64(struct gr_wr *wr, double v)
     gr_wr_int64(wr, (int64_t)u);
 }
 
-void gr_wr_bool(struct gr_wr *wr, bool v) { gr_wr_int8(wr, v ? 1 : 0); }
+void gr_wr_bool(struct gr_wr *wr, bool v)
+{
+    gr_wr_int8(wr, v ? 1 : 0);
+}
 
-void gr_wr_uuid(struct gr_wr *wr, struct gr_uuid v) { gr_wr_raw(wr, v.b, 16); }
+void gr_wr_uuid(struct gr_wr *wr, struct gr_uuid v)
+{
+    gr_wr_raw(wr, v.b, 16);
+}
 
 static void wr_uvarlong(struct gr_wr *wr, uint64_t v)
 {
@@ -254,9 +280,18 @@ static void wr_uvarlong(struct gr_wr *wr, uint64_t v)
     *wr->p++ = (uint8_t)v;
 }
 
-void gr_wr_uvarint(struct gr_wr *wr, uint32_t v) { wr_uvarlong(wr, v); }
-void gr_wr_varint(struct gr_wr *wr, int32_t v) { wr_uvarlong(wr, ((uint32_t)v << 1) ^ (uint32_t)(v >> 31)); }
-void gr_wr_varlong(struct gr_wr *wr, int64_t v) { wr_uvarlong(wr, ((uint64_t)v << 1) ^ (uint64_t)(v >> 63)); }
+void gr_wr_uvarint(struct gr_wr *wr, uint32_t v)
+{
+    wr_uvarlong(wr, v);
+}
+void gr_wr_varint(struct gr_wr *wr, int32_t v)
+{
+    wr_uvarlong(wr, ((uint32_t)v << 1) ^ (uint32_t)(v >> 31));
+}
+void gr_wr_varlong(struct gr_wr *wr, int64_t v)
+{
+    wr_uvarlong(wr, ((uint64_t)v << 1) ^ (uint64_t)(v >> 63));
+}
 
 void gr_wr_raw(struct gr_wr *wr, const void *p, size_t n)
 {
@@ -267,9 +302,12 @@ void gr_wr_raw(struct gr_wr *wr, const void *p, size_t n)
 
 static void wr_len(struct gr_wr *wr, int32_t len, bool compact, bool wide)
 {
-    if (compact) gr_wr_uvarint(wr, (uint32_t)(len + 1));
-    else if (wide) gr_wr_int32(wr, len);
-    else gr_wr_int16(wr, (int16_t)len);
+    if (compact)
+        gr_wr_uvarint(wr, (uint32_t)(len + 1));
+    else if (wide)
+        gr_wr_int32(wr, len);
+    else
+        gr_wr_int16(wr, (int16_t)len);
 }
 
 void gr_wr_string(struct gr_wr *wr, struct gr_str s, bool compact)
@@ -285,7 +323,10 @@ void gr_wr_bytes(struct gr_wr *wr, struct gr_bytes b, bool compact)
     if (b.len > 0) gr_wr_raw(wr, b.ptr, (size_t)b.len);
 }
 
-void gr_wr_array_len(struct gr_wr *wr, int32_t count, bool compact) { wr_len(wr, count < 0 ? -1 : count, compact, true); }
+void gr_wr_array_len(struct gr_wr *wr, int32_t count, bool compact)
+{
+    wr_len(wr, count < 0 ? -1 : count, compact, true);
+}
 
 size_t gr_sz_uvarint(uint32_t v)
 {
@@ -297,7 +338,10 @@ size_t gr_sz_uvarint(uint32_t v)
     return n;
 }
 
-size_t gr_sz_varint(int32_t v) { return gr_sz_uvarint(((uint32_t)v << 1) ^ (uint32_t)(v >> 31)); }
+size_t gr_sz_varint(int32_t v)
+{
+    return gr_sz_uvarint(((uint32_t)v << 1) ^ (uint32_t)(v >> 31));
+}
 
 size_t gr_sz_varlong(int64_t v)
 {

@@ -12,8 +12,8 @@
  *   string / bytes                         int16 / int32 length, -1 = null
  *   compact string / bytes                 unsigned varint length + 1, 0 = null
  *   array / compact array                  int32 count (-1 null) / unsigned varint count + 1 (0 null)
- *   tagged fields                          uvarint count, then (uvarint tag, uvarint size, bytes), tags ascending
- * Read next: protocol/gen/messages.h (generated), protocol/header.h.
+ *   tagged fields                          uvarint count, then (uvarint tag, uvarint size, bytes), tags
+ * ascending Read next: protocol/gen/messages.h (generated), protocol/header.h.
  */
 #ifndef GR_WIRE_H
 #define GR_WIRE_H
@@ -75,19 +75,25 @@ struct gr_str_array {
 #define GR_STR_NULL ((struct gr_str){NULL, -1})
 #define GR_BYTES_NULL ((struct gr_bytes){NULL, -1})
 /* A string view of a C string literal or NUL-terminated buffer (borrows it). */
-static inline struct gr_str gr_str_c(const char *s) { return (struct gr_str){s, s ? (int32_t)strlen(s) : -1}; }
+static inline struct gr_str gr_str_c(const char *s)
+{
+    return (struct gr_str){s, s ? (int32_t)strlen(s) : -1};
+}
 /* True when both views are non-null and hold the same bytes. */
 static inline bool gr_str_eq(struct gr_str a, struct gr_str b)
 {
     return a.len >= 0 && a.len == b.len && (a.len == 0 || memcmp(a.ptr, b.ptr, (size_t)a.len) == 0);
 }
 /* True when the view equals the NUL-terminated string `s`. */
-static inline bool gr_str_eq_c(struct gr_str a, const char *s) { return gr_str_eq(a, gr_str_c(s)); }
+static inline bool gr_str_eq_c(struct gr_str a, const char *s)
+{
+    return gr_str_eq(a, gr_str_c(s));
+}
 
 struct gr_rd {
-    const uint8_t *p;   /* next byte */
-    const uint8_t *end; /* one past the last byte */
-    int err;            /* enum gr_wire_err, sticky */
+    const uint8_t *p;       /* next byte */
+    const uint8_t *end;     /* one past the last byte */
+    int err;                /* enum gr_wire_err, sticky */
     struct gr_arena *arena; /* where arrays are allocated (borrowed) */
 };
 
@@ -115,7 +121,10 @@ static inline void gr_rd_init(struct gr_rd *rd, const void *p, size_t len, struc
     rd->arena = arena;
 }
 /* Bytes left to read. */
-static inline size_t gr_rd_left(const struct gr_rd *rd) { return (size_t)(rd->end - rd->p); }
+static inline size_t gr_rd_left(const struct gr_rd *rd)
+{
+    return (size_t)(rd->end - rd->p);
+}
 /* Sets the sticky error (first error wins). */
 static inline void gr_rd_fail(struct gr_rd *rd, int err)
 {

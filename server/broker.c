@@ -68,8 +68,9 @@ bool gr_broker_wait_log(struct gr_broker *b, struct gr_req *req, struct gr_log *
         b->log_waiters = lw;
         gr_log_set_user(log, lw);
     }
-    if (lw->last_park_seq == req->park_seq) return true; /* already waiting on it (a partition named twice):
-                                                            one request's registrations come one after another */
+    if (lw->last_park_seq == req->park_seq)
+        return true; /* already waiting on it (a partition named twice):
+                        one request's registrations come one after another */
     struct gr_wait_node *n = gr_arena_calloc(&req->arena, 1, sizeof *n);
     if (!n) return false;
     gr_waitq_add(&lw->q, n, req);

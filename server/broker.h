@@ -72,24 +72,24 @@ struct gr_req_slice {
 
 struct gr_req {
     struct gr_broker *broker;
-    struct gr_conn *conn;       /* NULL once the connection is gone */
-    struct gr_req *next;        /* connection FIFO */
+    struct gr_conn *conn;                 /* NULL once the connection is gone */
+    struct gr_req *next;                  /* connection FIFO */
     struct gr_req *wait_prev, *wait_next; /* broker's parked list */
     struct gr_wait_node *waits;           /* per-log wait nodes (arena), see gr_broker_wait_log */
     ev_timer deadline_w;                  /* the parked deadline (inactive without one) */
     uint64_t park_seq;                    /* unique per park (gr_broker_wait_log dedupes with it) */
     bool parked;
-    bool done;                  /* response ready (or none needed) */
+    bool done; /* response ready (or none needed) */
     bool no_response;
-    uint8_t *frame;             /* the request bytes after the size prefix (owned; freed once answered) */
+    uint8_t *frame; /* the request bytes after the size prefix (owned; freed once answered) */
     size_t frame_len;
-    int64_t pool_bytes;         /* frame bytes taken from the broker's request pool (given back once answered) */
-    int64_t answer_bytes;       /* memory of the built answer (response bytes and arena) counted as unsent */
+    int64_t pool_bytes;   /* frame bytes taken from the broker's request pool (given back once answered) */
+    int64_t answer_bytes; /* memory of the built answer (response bytes and arena) counted as unsent */
     struct gr_request_header hdr;
     const struct gr_api *api;
     const struct gr_msg_ops *req_ops, *resp_ops;
-    void *body;                 /* decoded request struct (in arena) */
-    void *resp;                 /* response struct (in arena), initialised to defaults */
+    void *body; /* decoded request struct (in arena) */
+    void *resp; /* response struct (in arena), initialised to defaults */
     struct gr_arena arena;
     /* parked state */
     bool (*recheck)(struct gr_req *req); /* returns true when it finished the request */
@@ -101,14 +101,14 @@ struct gr_req {
     bool topic_barrier_passed;           /* waited once for earlier topic operations (gr_req_topic_barrier) */
     /* output */
     struct gr_req_slice *slices;
-    struct gr_req_slice *pins;  /* work the I/O pool did for this request (files opened, indexes loaded),
-                                   kept until the request is freed so the fd cap cannot undo it meanwhile */
+    struct gr_req_slice *pins; /* work the I/O pool did for this request (files opened, indexes loaded),
+                                  kept until the request is freed so the fd cap cannot undo it meanwhile */
     uint8_t *out_mem;
     size_t out_mem_bytes;
     struct gr_chunk *chunks;
     int chunk_count;
-    int chunk_at;       /* first chunk not fully sent */
-    size_t chunk_off;   /* bytes of chunks[chunk_at] already sent */
+    int chunk_at;     /* first chunk not fully sent */
+    size_t chunk_off; /* bytes of chunks[chunk_at] already sent */
 };
 
 /* Most listeners one broker binds (e.g. INTERNAL and EXTERNAL, as in a container setup). */
@@ -134,26 +134,26 @@ struct gr_broker {
     struct gr_coordinator *coord;
     struct gr_producer_ids *producer_ids; /* InitProducerId (handlers/init_producer_id.c) */
     int32_t node_id;
-    char advertised_host[256];   /* the first listener's advertised address */
+    char advertised_host[256]; /* the first listener's advertised address */
     int32_t advertised_port;
     struct gr_listener listeners[GR_LISTENERS_MAX];
     int listener_count;
     ev_async flush_async;
-    ev_async io_async;           /* the I/O pool has completions */
-    struct gr_iopool *iopool;    /* gregor.io.threads threads: cold reads, statvfs */
-    pthread_mutex_t flushed_mu;  /* guards flushed[]: logs reported by flusher threads, not yet woken */
+    ev_async io_async;          /* the I/O pool has completions */
+    struct gr_iopool *iopool;   /* gregor.io.threads threads: cold reads, statvfs */
+    pthread_mutex_t flushed_mu; /* guards flushed[]: logs reported by flusher threads, not yet woken */
     struct gr_log **flushed;
     int flushed_count, flushed_cap;
     struct gr_log_waiters *log_waiters; /* every per-log wait list allocated (freed at shutdown) */
-    uint64_t wake_gen;           /* dedupes wakes of one log within one drain of flushed[] */
-    uint64_t park_seq;           /* last req->park_seq given */
-    int64_t rechecks;            /* recheck calls made (a measure for tests and debug logs) */
-    ev_timer housekeeping_timer; /* retention, checkpoints, idle connections */
+    uint64_t wake_gen;                  /* dedupes wakes of one log within one drain of flushed[] */
+    uint64_t park_seq;                  /* last req->park_seq given */
+    int64_t rechecks;                   /* recheck calls made (a measure for tests and debug logs) */
+    ev_timer housekeeping_timer;        /* retention, checkpoints, idle connections */
     ev_signal sigterm_w, sigint_w;
     struct gr_req *parked_head;
     int parked_count;
     int conn_count;
-    struct gr_conn *conns;       /* all live connections (for idle checks and shutdown) */
+    struct gr_conn *conns; /* all live connections (for idle checks and shutdown) */
     /* Connection memory bounds (net.c). */
     struct gr_mempool request_pool; /* queued.max.request.bytes: frames, from size prefix to answer */
     struct gr_mempool unsent_pool;  /* gregor.unsent.bytes.max: answers built and not yet sent */
@@ -161,23 +161,24 @@ struct gr_broker {
     int64_t conn_frame_bytes_max;   /* socket.request.max.bytes: unanswered frames per connection */
     struct gr_conn *stalled_head;   /* connections not reading because of a limit, re-checked on releases */
     int stalled_count;
-    struct gr_conn **resume_buf;    /* the stalled list copied for one re-check pass */
+    struct gr_conn **resume_buf; /* the stalled list copied for one re-check pass */
     int resume_cap;
-    ev_timer resume_w;              /* the re-check pass, run from the loop's top level */
+    ev_timer resume_w;                 /* the re-check pass, run from the loop's top level */
     int64_t released_since_trim_bytes; /* freed frame and answer bytes not yet given back by malloc_trim */
     /* Out of descriptors (net.c): the listeners back off and a spare descriptor refuses waiting clients. */
     struct gr_accept_episode accept_ep;
-    ev_timer accept_w;              /* the listeners' back-off */
-    int spare_fd;                   /* /dev/null, given up to accept-and-close while out of descriptors */
+    ev_timer accept_w; /* the listeners' back-off */
+    int spare_fd;      /* /dev/null, given up to accept-and-close while out of descriptors */
     int64_t last_retention_ms;
     int64_t last_checkpoint_ms;
     int64_t last_producer_expiry_ms;
-    bool hwm_durable;            /* gregor.acks.all.fsync */
+    bool hwm_durable; /* gregor.acks.all.fsync */
     bool stopping;
     struct gr_groups_wait *groups_wait; /* requests waiting for __consumer_offsets' creation (join_group.c) */
     int64_t started_mono_ms;
     /* Produce requests waiting before their appends (a partition's file reopened on the I/O pool), in
-     * arrival order; a later Produce naming one of their partitions queues behind them (handlers/produce.c). */
+     * arrival order; a later Produce naming one of their partitions queues behind them (handlers/produce.c).
+     */
     struct gr_req *produce_gate_head, *produce_gate_tail;
 };
 
@@ -209,7 +210,8 @@ void gr_req_complete(struct gr_req *req, enum gr_handler_rc rc);
  * is gone): what Metadata, FindCoordinator and DescribeCluster tell this client. Returns borrowed. */
 void gr_req_advertised(const struct gr_req *req, const char **host, int32_t *port);
 /* Registers a file range as the content of a records field: returns the pointer to store in the
- * field's `ptr` (its `len` must be slice->bytes). The request takes the slice and releases it after sending. */
+ * field's `ptr` (its `len` must be slice->bytes). The request takes the slice and releases it after sending.
+ */
 const uint8_t *gr_req_add_slice(struct gr_req *req, const struct gr_log_slice *slice);
 /* Frees a request and everything it owns. */
 void gr_req_free(struct gr_req *req);

@@ -17,67 +17,116 @@
 #define POS32 1, INT32_MAX
 
 static const struct gr_config_def defs[] = {
-    {"listeners", GR_CFG_LIST, "PLAINTEXT://127.0.0.1:9092", 0, 0, "Listeners to bind: NAME://host:port, comma-separated; port 0 binds a free port."},
-    {"advertised.listeners", GR_CFG_LIST, NULL, 0, 0, "Addresses advertised to clients, per listener name; a listener not named here advertises its own address."},
-    {"listener.security.protocol.map", GR_CFG_STRING, "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL", 0, 0, "Security protocol per listener name (Gregor serves PLAINTEXT only)."},
+    {"listeners", GR_CFG_LIST, "PLAINTEXT://127.0.0.1:9092", 0, 0,
+     "Listeners to bind: NAME://host:port, comma-separated; port 0 binds a free port."},
+    {"advertised.listeners", GR_CFG_LIST, NULL, 0, 0,
+     "Addresses advertised to clients, per listener name; a listener not named here advertises its own "
+     "address."},
+    {"listener.security.protocol.map", GR_CFG_STRING,
+     "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL", 0, 0,
+     "Security protocol per listener name (Gregor serves PLAINTEXT only)."},
     {"node.id", GR_CFG_INT, "1", 0, INT32_MAX, "The node id of this broker."},
     {"broker.id", GR_CFG_INT, "-1", -1, INT32_MAX, "Alias of node.id, kept for ZooKeeper-era configs."},
     {"log.dirs", GR_CFG_STRING, NULL, 0, 0, "Directory holding the partition logs (one directory)."},
     {"log.dir", GR_CFG_STRING, "data", 0, 0, "Used when log.dirs is not set."},
     {"num.partitions", GR_CFG_INT, "1", POS32, "Default partition count for auto-created topics."},
     {"auto.create.topics.enable", GR_CFG_BOOLEAN, "true", 0, 0, "Create a topic when Metadata asks for it."},
-    {"default.replication.factor", GR_CFG_INT, "1", 1, 1, "Replication factor of auto-created topics (one node: 1)."},
-    {"offsets.topic.replication.factor", GR_CFG_INT, "1", 1, 1, "Replication factor of __consumer_offsets (one node: 1)."},
+    {"default.replication.factor", GR_CFG_INT, "1", 1, 1,
+     "Replication factor of auto-created topics (one node: 1)."},
+    {"offsets.topic.replication.factor", GR_CFG_INT, "1", 1, 1,
+     "Replication factor of __consumer_offsets (one node: 1)."},
     {"offsets.topic.num.partitions", GR_CFG_INT, "50", POS32, "Partitions of __consumer_offsets."},
     {"min.insync.replicas", GR_CFG_INT, "1", 1, 1, "One node: 1."},
-    {"message.max.bytes", GR_CFG_INT, "1048588", 0, INT32_MAX, "Largest record batch size allowed, in bytes."},
+    {"message.max.bytes", GR_CFG_INT, "1048588", 0, INT32_MAX,
+     "Largest record batch size allowed, in bytes."},
     {"log.segment.bytes", GR_CFG_INT, "1073741824", 14, INT32_MAX, "Size of a single log segment, in bytes."},
     {"log.roll.ms", GR_CFG_LONG, NULL, 1, INT64_MAX, "Maximum time before a new segment is rolled (ms)."},
     {"log.roll.hours", GR_CFG_INT, "168", POS32, "Maximum time before a new segment is rolled (hours)."},
     {"log.retention.ms", GR_CFG_LONG, NULL, -1, INT64_MAX, "Time to keep a segment (ms); -1 unlimited."},
     {"log.retention.minutes", GR_CFG_INT, NULL, -1, INT32_MAX, "Time to keep a segment (minutes)."},
     {"log.retention.hours", GR_CFG_INT, "168", -1, INT32_MAX, "Time to keep a segment (hours)."},
-    {"log.retention.bytes", GR_CFG_LONG, "-1", I64, "Maximum partition size before old segments are deleted; -1 unlimited."},
-    {"log.retention.check.interval.ms", GR_CFG_LONG, "300000", 1, INT64_MAX, "How often retention runs (ms)."},
+    {"log.retention.bytes", GR_CFG_LONG, "-1", I64,
+     "Maximum partition size before old segments are deleted; -1 unlimited."},
+    {"log.retention.check.interval.ms", GR_CFG_LONG, "300000", 1, INT64_MAX,
+     "How often retention runs (ms)."},
     {"log.index.interval.bytes", GR_CFG_INT, "4096", 0, INT32_MAX, "Bytes between offset index entries."},
-    {"log.index.size.max.bytes", GR_CFG_INT, "10485760", 4, INT32_MAX, "Maximum size of an offset index, in bytes."},
-    {"log.flush.interval.messages", GR_CFG_LONG, "9223372036854775807", 1, INT64_MAX, "Messages appended before a flush."},
+    {"log.index.size.max.bytes", GR_CFG_INT, "10485760", 4, INT32_MAX,
+     "Maximum size of an offset index, in bytes."},
+    {"log.flush.interval.messages", GR_CFG_LONG, "9223372036854775807", 1, INT64_MAX,
+     "Messages appended before a flush."},
     {"log.flush.interval.ms", GR_CFG_LONG, NULL, 0, INT64_MAX, "Maximum time data stays unflushed (ms)."},
-    {"log.cleanup.policy", GR_CFG_LIST, "delete", 0, 0, "Default cleanup policy: delete, compact, or compact,delete."},
+    {"log.cleanup.policy", GR_CFG_LIST, "delete", 0, 0,
+     "Default cleanup policy: delete, compact, or compact,delete."},
     {"log.cleaner.enable", GR_CFG_BOOLEAN, "true", 0, 0, "Whether the log cleaner (compaction) runs."},
-    {"log.cleaner.dedupe.buffer.size", GR_CFG_LONG, "134217728", 24, INT64_MAX, "Memory of the cleaner's key map, in bytes (24 per key)."},
-    {"log.cleaner.io.max.bytes.per.second", GR_CFG_DOUBLE, "1.7976931348623157E308", 0, 0, "Cleaner read+write rate limit, in bytes per second."},
-    {"log.cleaner.backoff.ms", GR_CFG_LONG, "15000", 0, INT64_MAX, "Sleep of the cleaner when no log needs cleaning (ms)."},
-    {"log.cleaner.delete.retention.ms", GR_CFG_LONG, "86400000", 0, INT64_MAX, "How long tombstones survive compaction (ms)."},
-    {"log.cleaner.min.cleanable.ratio", GR_CFG_DOUBLE, "0.5", 0, 0, "Dirty share of a log that triggers its compaction."},
-    {"log.cleaner.min.compaction.lag.ms", GR_CFG_LONG, "0", 0, INT64_MAX, "Shortest time a record stays uncompacted (ms)."},
-    {"log.cleaner.max.compaction.lag.ms", GR_CFG_LONG, "9223372036854775807", 1, INT64_MAX, "Longest time a record may stay uncompacted (ms)."},
+    {"log.cleaner.dedupe.buffer.size", GR_CFG_LONG, "134217728", 24, INT64_MAX,
+     "Memory of the cleaner's key map, in bytes (24 per key)."},
+    {"log.cleaner.io.max.bytes.per.second", GR_CFG_DOUBLE, "1.7976931348623157E308", 0, 0,
+     "Cleaner read+write rate limit, in bytes per second."},
+    {"log.cleaner.backoff.ms", GR_CFG_LONG, "15000", 0, INT64_MAX,
+     "Sleep of the cleaner when no log needs cleaning (ms)."},
+    {"log.cleaner.delete.retention.ms", GR_CFG_LONG, "86400000", 0, INT64_MAX,
+     "How long tombstones survive compaction (ms)."},
+    {"log.cleaner.min.cleanable.ratio", GR_CFG_DOUBLE, "0.5", 0, 0,
+     "Dirty share of a log that triggers its compaction."},
+    {"log.cleaner.min.compaction.lag.ms", GR_CFG_LONG, "0", 0, INT64_MAX,
+     "Shortest time a record stays uncompacted (ms)."},
+    {"log.cleaner.max.compaction.lag.ms", GR_CFG_LONG, "9223372036854775807", 1, INT64_MAX,
+     "Longest time a record may stay uncompacted (ms)."},
     {"log.message.timestamp.type", GR_CFG_STRING, "CreateTime", 0, 0, "CreateTime or LogAppendTime."},
-    {"log.message.timestamp.before.max.ms", GR_CFG_LONG, "9223372036854775807", 0, INT64_MAX, "Largest allowed age of a record timestamp (ms)."},
-    {"log.message.timestamp.after.max.ms", GR_CFG_LONG, "3600000", 0, INT64_MAX, "Largest allowed lead of a record timestamp over the broker clock (ms)."},
-    {"compression.type", GR_CFG_STRING, "producer", 0, 0, "Topic compression: producer keeps what the producer sent."},
-    {"socket.request.max.bytes", GR_CFG_INT, "104857600", 1, INT32_MAX, "Largest request frame accepted, in bytes."},
-    {"queued.max.request.bytes", GR_CFG_LONG, "-1", -1, INT64_MAX, "Bytes of requests held before sockets stop being read; -1 unlimited."},
+    {"log.message.timestamp.before.max.ms", GR_CFG_LONG, "9223372036854775807", 0, INT64_MAX,
+     "Largest allowed age of a record timestamp (ms)."},
+    {"log.message.timestamp.after.max.ms", GR_CFG_LONG, "3600000", 0, INT64_MAX,
+     "Largest allowed lead of a record timestamp over the broker clock (ms)."},
+    {"compression.type", GR_CFG_STRING, "producer", 0, 0,
+     "Topic compression: producer keeps what the producer sent."},
+    {"socket.request.max.bytes", GR_CFG_INT, "104857600", 1, INT32_MAX,
+     "Largest request frame accepted, in bytes."},
+    {"queued.max.request.bytes", GR_CFG_LONG, "-1", -1, INT64_MAX,
+     "Bytes of requests held before sockets stop being read; -1 unlimited."},
     {"max.connections", GR_CFG_INT, "2147483647", 0, INT32_MAX, "Maximum concurrent connections."},
-    {"connections.max.idle.ms", GR_CFG_LONG, "600000", -1, INT64_MAX, "Idle connections are closed after this (ms); -1 never."},
+    {"connections.max.idle.ms", GR_CFG_LONG, "600000", -1, INT64_MAX,
+     "Idle connections are closed after this (ms); -1 never."},
     {"fetch.max.bytes", GR_CFG_INT, "57671680", 1024, INT32_MAX, "Maximum bytes returned by one Fetch."},
     {"delete.topic.enable", GR_CFG_BOOLEAN, "true", 0, 0, "Whether topics can be deleted."},
-    {"group.min.session.timeout.ms", GR_CFG_INT, "6000", 0, INT32_MAX, "Smallest session timeout a group member may use (ms)."},
-    {"group.max.session.timeout.ms", GR_CFG_INT, "1800000", 0, INT32_MAX, "Largest session timeout a group member may use (ms)."},
-    {"group.initial.rebalance.delay.ms", GR_CFG_INT, "3000", 0, INT32_MAX, "Delay of the first rebalance of an empty group (ms)."},
+    {"group.min.session.timeout.ms", GR_CFG_INT, "6000", 0, INT32_MAX,
+     "Smallest session timeout a group member may use (ms)."},
+    {"group.max.session.timeout.ms", GR_CFG_INT, "1800000", 0, INT32_MAX,
+     "Largest session timeout a group member may use (ms)."},
+    {"group.initial.rebalance.delay.ms", GR_CFG_INT, "3000", 0, INT32_MAX,
+     "Delay of the first rebalance of an empty group (ms)."},
     {"group.max.size", GR_CFG_INT, "2147483647", 1, INT32_MAX, "Maximum members of one group."},
-    {"offsets.retention.minutes", GR_CFG_INT, "10080", 1, INT32_MAX, "Committed offsets of empty groups expire after this."},
-    {"offset.metadata.max.bytes", GR_CFG_INT, "4096", 0, INT32_MAX, "Largest offset commit metadata, in bytes."},
-    {"producer.id.expiration.ms", GR_CFG_INT, "86400000", 1, INT32_MAX, "Producer ids expire after this much silence (ms)."},
-    {"producer.id.expiration.check.interval.ms", GR_CFG_INT, "600000", 1, INT32_MAX, "How often expired producer ids are dropped (ms)."},
-    {"gregor.listener.file", GR_CFG_STRING, NULL, 0, 0, "Gregor: file that receives host:port of the bound listener (for tests using port 0)."},
-    {"gregor.acks.all.fsync", GR_CFG_BOOLEAN, "true", 0, 0, "Gregor: acks=-1 is answered once the batch is fsynced, and the high watermark follows the fsynced offset. false: Kafka's page-cache behaviour."},
+    {"offsets.retention.minutes", GR_CFG_INT, "10080", 1, INT32_MAX,
+     "Committed offsets of empty groups expire after this."},
+    {"offset.metadata.max.bytes", GR_CFG_INT, "4096", 0, INT32_MAX,
+     "Largest offset commit metadata, in bytes."},
+    {"producer.id.expiration.ms", GR_CFG_INT, "86400000", 1, INT32_MAX,
+     "Producer ids expire after this much silence (ms)."},
+    {"producer.id.expiration.check.interval.ms", GR_CFG_INT, "600000", 1, INT32_MAX,
+     "How often expired producer ids are dropped (ms)."},
+    {"gregor.listener.file", GR_CFG_STRING, NULL, 0, 0,
+     "Gregor: file that receives host:port of the bound listener (for tests using port 0)."},
+    {"gregor.acks.all.fsync", GR_CFG_BOOLEAN, "true", 0, 0,
+     "Gregor: acks=-1 is answered once the batch is fsynced, and the high watermark follows the fsynced "
+     "offset. false: Kafka's page-cache behaviour."},
     {"gregor.flusher.threads", GR_CFG_INT, "2", 1, 64, "Gregor: threads running fdatasync for group commit."},
-    {"gregor.flush.syncfs.min.partitions", GR_CFG_INT, "16", 0, INT32_MAX, "Gregor: group commit makes the waiting partitions durable with one syncfs of the log directory's file system instead of one fdatasync per file when at least this many wait at once; 0 never. A syncfs error names no file: every partition of that round goes offline."},
-    {"gregor.io.threads", GR_CFG_INT, "2", 1, 64, "Gregor: threads of the I/O pool doing disk work that may block (reading cold data into the page cache before a Fetch sends it, statvfs)."},
-    {"gregor.open.files.max", GR_CFG_INT, "1024", 4, INT32_MAX, "Gregor: segment files (.log) kept open at once, active segments included; the least recently used idle ones are closed and reopened on the I/O pool when needed. Partition directories (one descriptor each) and connections come on top; the soft RLIMIT_NOFILE is raised to the hard limit at start."},
-    {"gregor.connection.unsent.bytes.max", GR_CFG_LONG, "1048576", 1, INT64_MAX, "Gregor: bytes of answers built for one connection and not yet sent (a client not reading them) past which the connection stops reading requests until they drain; one answer may exceed it."},
-    {"gregor.unsent.bytes.max", GR_CFG_LONG, "67108864", 1, INT64_MAX, "Gregor: bytes of answers built and not yet sent across the broker past which connections holding unsent answers stop reading requests until they drain; a connection with nothing unsent still takes one request."},
+    {"gregor.flush.syncfs.min.partitions", GR_CFG_INT, "16", 0, INT32_MAX,
+     "Gregor: group commit makes the waiting partitions durable with one syncfs of the log directory's file "
+     "system instead of one fdatasync per file when at least this many wait at once; 0 never. A syncfs error "
+     "names no file: every partition of that round goes offline."},
+    {"gregor.io.threads", GR_CFG_INT, "2", 1, 64,
+     "Gregor: threads of the I/O pool doing disk work that may block (reading cold data into the page cache "
+     "before a Fetch sends it, statvfs)."},
+    {"gregor.open.files.max", GR_CFG_INT, "1024", 4, INT32_MAX,
+     "Gregor: segment files (.log) kept open at once, active segments included; the least recently used idle "
+     "ones are closed and reopened on the I/O pool when needed. Partition directories (one descriptor each) "
+     "and connections come on top; the soft RLIMIT_NOFILE is raised to the hard limit at start."},
+    {"gregor.connection.unsent.bytes.max", GR_CFG_LONG, "1048576", 1, INT64_MAX,
+     "Gregor: bytes of answers built for one connection and not yet sent (a client not reading them) past "
+     "which the connection stops reading requests until they drain; one answer may exceed it."},
+    {"gregor.unsent.bytes.max", GR_CFG_LONG, "67108864", 1, INT64_MAX,
+     "Gregor: bytes of answers built and not yet sent across the broker past which connections holding "
+     "unsent answers stop reading requests until they drain; a connection with nothing unsent still takes "
+     "one request."},
     {"gregor.log.level", GR_CFG_STRING, "INFO", 0, 0, "Gregor: DEBUG, INFO, WARN or ERROR."},
 };
 
@@ -100,17 +149,20 @@ static bool key_slots_ready;
 static uint32_t key_hash(const char *key)
 {
     uint32_t h = 2166136261u; /* FNV-1a */
-    for (; *key; key++) h = (h ^ (uint8_t)*key) * 16777619u;
+    for (; *key; key++)
+        h = (h ^ (uint8_t)*key) * 16777619u;
     return h;
 }
 
 static int find(const char *key)
 {
     if (!key_slots_ready) {
-        for (int i = 0; i < KEY_SLOTS; i++) key_slots[i] = -1;
+        for (int i = 0; i < KEY_SLOTS; i++)
+            key_slots[i] = -1;
         for (int i = 0; i < NDEFS; i++) {
             uint32_t h = key_hash(defs[i].name) % KEY_SLOTS;
-            while (key_slots[h] >= 0) h = (h + 1) % KEY_SLOTS;
+            while (key_slots[h] >= 0)
+                h = (h + 1) % KEY_SLOTS;
             key_slots[h] = (int16_t)i;
         }
         key_slots_ready = true;
@@ -120,7 +172,10 @@ static int find(const char *key)
     return -1;
 }
 
-void gr_config_init(struct gr_config *cfg) { memset(cfg, 0, sizeof *cfg); }
+void gr_config_init(struct gr_config *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+}
 
 void gr_config_free(struct gr_config *cfg)
 {
@@ -155,28 +210,34 @@ static int validate(const struct gr_config_def *d, const char *value)
     case GR_CFG_INT:
     case GR_CFG_LONG:
         if (!parse_long(value, &v) || (d->type == GR_CFG_INT && (v < INT32_MIN || v > INT32_MAX))) {
-            fprintf(stderr, "config: %s must be a%s integer, got '%s'\n", d->name, d->type == GR_CFG_INT ? " 32-bit" : "n", value);
+            fprintf(stderr, "config: %s must be a%s integer, got '%s'\n", d->name,
+                    d->type == GR_CFG_INT ? " 32-bit" : "n", value);
             return -1;
         }
         if ((d->min || d->max) && (v < d->min || v > d->max)) {
-            fprintf(stderr, "config: %s must be in [%lld, %lld], got %lld\n", d->name, (long long)d->min, (long long)d->max,
-                    (long long)v);
+            fprintf(stderr, "config: %s must be in [%lld, %lld], got %lld\n", d->name, (long long)d->min,
+                    (long long)d->max, (long long)v);
             return -1;
         }
         return 0;
     default:
-        if (strcmp(d->name, "log.message.timestamp.type") == 0 && strcmp(value, "CreateTime") && strcmp(value, "LogAppendTime")) {
-            fprintf(stderr, "config: log.message.timestamp.type must be CreateTime or LogAppendTime, got '%s'\n", value);
+        if (strcmp(d->name, "log.message.timestamp.type") == 0 && strcmp(value, "CreateTime") &&
+            strcmp(value, "LogAppendTime")) {
+            fprintf(stderr,
+                    "config: log.message.timestamp.type must be CreateTime or LogAppendTime, got '%s'\n",
+                    value);
             return -1;
         }
-        if (strcmp(d->name, "gregor.log.level") == 0 && strcasecmp(value, "DEBUG") && strcasecmp(value, "INFO") &&
-            strcasecmp(value, "WARN") && strcasecmp(value, "ERROR")) {
+        if (strcmp(d->name, "gregor.log.level") == 0 && strcasecmp(value, "DEBUG") &&
+            strcasecmp(value, "INFO") && strcasecmp(value, "WARN") && strcasecmp(value, "ERROR")) {
             fprintf(stderr, "config: gregor.log.level must be DEBUG, INFO, WARN or ERROR, got '%s'\n", value);
             return -1;
         }
-        if (strcmp(d->name, "log.cleanup.policy") == 0 && strcmp(value, "delete") && strcmp(value, "compact") &&
-            strcmp(value, "compact,delete") && strcmp(value, "delete,compact")) {
-            fprintf(stderr, "config: log.cleanup.policy must be delete, compact or compact,delete, got '%s'\n", value);
+        if (strcmp(d->name, "log.cleanup.policy") == 0 && strcmp(value, "delete") &&
+            strcmp(value, "compact") && strcmp(value, "compact,delete") && strcmp(value, "delete,compact")) {
+            fprintf(stderr,
+                    "config: log.cleanup.policy must be delete, compact or compact,delete, got '%s'\n",
+                    value);
             return -1;
         }
         if (d->type == GR_CFG_DOUBLE) {
@@ -208,9 +269,11 @@ int gr_config_set(struct gr_config *cfg, const char *key, const char *value)
 
 static char *trim(char *s)
 {
-    while (isspace((unsigned char)*s)) s++;
+    while (isspace((unsigned char)*s))
+        s++;
     char *e = s + strlen(s);
-    while (e > s && isspace((unsigned char)e[-1])) *--e = 0;
+    while (e > s && isspace((unsigned char)e[-1]))
+        *--e = 0;
     return s;
 }
 

@@ -28,8 +28,8 @@ const struct gr_config_def *gr_config_defs(int *count);
 enum gr_config_level { GR_CFG_LEVEL_BROKER = 0, GR_CFG_LEVEL_DEFAULT = 1 };
 
 struct gr_config {
-    char *values[128];    /* current value per definition row (NULL = default) */
-    bool from_file[128];  /* set by file or override (config_source STATIC_BROKER_CONFIG) */
+    char *values[128];     /* current value per definition row (NULL = default) */
+    bool from_file[128];   /* set by file or override (config_source STATIC_BROKER_CONFIG) */
     char *dynamic[2][128]; /* per enum gr_config_level: set at runtime (server/dynconf.h), NULL = unset */
 };
 

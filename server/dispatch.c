@@ -86,7 +86,8 @@ static bool chain_take(struct gr_wr_ext *ext, struct gr_wr *wr, const uint8_t *p
     struct gr_req *req = cb->req;
     for (struct gr_req_slice *s = req->slices; s; s = s->next) {
         if ((const uint8_t *)s != ptr) continue;
-        if (wr->p > cb->mark) req->chunks[req->chunk_count++] = (struct gr_chunk){cb->mark, (size_t)(wr->p - cb->mark), -1, 0};
+        if (wr->p > cb->mark)
+            req->chunks[req->chunk_count++] = (struct gr_chunk){cb->mark, (size_t)(wr->p - cb->mark), -1, 0};
         req->chunks[req->chunk_count++] = (struct gr_chunk){NULL, len, s->slice.fd, s->slice.file_pos};
         cb->mark = wr->p;
         return true;
@@ -123,9 +124,11 @@ static void encode_response(struct gr_req *req)
     struct chain_builder cb = {{chain_take}, req, req->out_mem};
     if (nslices) wr.ext = &cb.ext;
     req->resp_ops->encode(&wr, req->resp, v);
-    if (wr.p > cb.mark) req->chunks[req->chunk_count++] = (struct gr_chunk){cb.mark, (size_t)(wr.p - cb.mark), -1, 0};
+    if (wr.p > cb.mark)
+        req->chunks[req->chunk_count++] = (struct gr_chunk){cb.mark, (size_t)(wr.p - cb.mark), -1, 0};
     if ((size_t)(wr.p - req->out_mem) != mem) {
-        GR_ERROR("%s v%d: encoded %zu bytes, size() said %zu", req->api->name, v, (size_t)(wr.p - req->out_mem), mem);
+        GR_ERROR("%s v%d: encoded %zu bytes, size() said %zu", req->api->name, v,
+                 (size_t)(wr.p - req->out_mem), mem);
         abort();
     }
 }
@@ -134,13 +137,16 @@ void gr_req_unpark(struct gr_req *req)
 {
     struct gr_broker *b = req->broker;
     if (!req->parked) return;
-    if (req->wait_prev) req->wait_prev->wait_next = req->wait_next;
-    else b->parked_head = req->wait_next;
+    if (req->wait_prev)
+        req->wait_prev->wait_next = req->wait_next;
+    else
+        b->parked_head = req->wait_next;
     if (req->wait_next) req->wait_next->wait_prev = req->wait_prev;
     req->wait_prev = req->wait_next = NULL;
     req->parked = false;
     b->parked_count--;
-    for (struct gr_wait_node *n = req->waits; n; n = n->owner_next) gr_waitq_remove(n);
+    for (struct gr_wait_node *n = req->waits; n; n = n->owner_next)
+        gr_waitq_remove(n);
     req->waits = NULL;
     ev_timer_stop(b->loop, &req->deadline_w);
 }
@@ -197,7 +203,8 @@ void gr_req_free(struct gr_req *req)
 {
     gr_req_unpark(req);
     gr_net_req_released(req);
-    for (struct gr_req_slice *s = req->slices; s; s = s->next) gr_log_slice_release(&s->slice);
+    for (struct gr_req_slice *s = req->slices; s; s = s->next)
+        gr_log_slice_release(&s->slice);
     for (struct gr_req_slice *s = req->pins; s; s = s->next)
         gr_log_slice_release(&s->slice);
     free(req->frame);
@@ -257,7 +264,8 @@ void gr_dispatch(struct gr_req *req)
     req->resp_ops = gr_msg_ops_find(key, true);
     struct gr_rd rd;
     gr_rd_init(&rd, req->frame, req->frame_len, &req->arena);
-    int err = gr_request_header_decode(&rd, gr_request_header_version(version, req->req_ops->flexible_min), &req->hdr);
+    int err = gr_request_header_decode(&rd, gr_request_header_version(version, req->req_ops->flexible_min),
+                                       &req->hdr);
     req->body = gr_arena_alloc(&req->arena, req->req_ops->struct_bytes);
     req->resp = gr_arena_alloc(&req->arena, req->resp_ops->struct_bytes);
     if (!err && req->body && req->resp) err = req->req_ops->decode(&rd, version, req->body);

@@ -58,7 +58,8 @@ static void expire_producers(struct gr_broker *b)
     int64_t now = gr_time_wall_ms(), expiration = gr_config_int(&b->cfg, "producer.id.expiration.ms");
     for (int i = 0; i < gr_store_topic_count(b->store); i++) {
         struct gr_topic *t = gr_store_topic_at(b->store, i);
-        for (int32_t p = 0; p < gr_topic_partition_count(t); p++) gr_log_expire_producers(gr_topic_log(t, p), now, expiration);
+        for (int32_t p = 0; p < gr_topic_partition_count(t); p++)
+            gr_log_expire_producers(gr_topic_log(t, p), now, expiration);
     }
 }
 
@@ -69,7 +70,8 @@ static void raise_open_files_limit(void)
     struct rlimit rl;
     if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= rl.rlim_max) return;
     rl.rlim_cur = rl.rlim_max;
-    if (setrlimit(RLIMIT_NOFILE, &rl) != 0) GR_WARN("open files: raising RLIMIT_NOFILE failed: %s", strerror(errno));
+    if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+        GR_WARN("open files: raising RLIMIT_NOFILE failed: %s", strerror(errno));
 }
 
 /* Says whether the descriptors the broker may hold fit RLIMIT_NOFILE (raised by raise_open_files_limit):
@@ -89,12 +91,14 @@ static void check_open_files(struct gr_broker *b, int64_t partitions)
     int64_t fixed = segs + 2 * partitions + kept + OPEN_FILES_RESERVE;
     if (fixed > limit)
         GR_WARN("open files: gregor.open.files.max (%" PRId64 ") + 2 x %" PRId64 " partitions + %" PRId64
-                " __consumer_offsets files + %d reserved exceed RLIMIT_NOFILE (%" PRId64 "): opens may fail with "
+                " __consumer_offsets files + %d reserved exceed RLIMIT_NOFILE (%" PRId64
+                "): opens may fail with "
                 "EMFILE; lower gregor.open.files.max or raise the limit",
                 segs, partitions, kept, OPEN_FILES_RESERVE, limit);
     else if (conns == INT32_MAX) /* Kafka's default, no limit: say how many fit, no warning */
         GR_INFO("open files: RLIMIT_NOFILE %" PRId64 ", gregor.open.files.max %" PRId64 ", room for %" PRId64
-                " connections", limit, segs, limit - fixed);
+                " connections",
+                limit, segs, limit - fixed);
     else if (conns > limit - fixed)
         GR_WARN("open files: RLIMIT_NOFILE %" PRId64 " leaves room for %" PRId64 " connections beside "
                 "gregor.open.files.max (%" PRId64 "), 2 x %" PRId64 " partitions and %" PRId64
@@ -118,7 +122,8 @@ static void housekeeping_cb(struct ev_loop *loop, ev_timer *w, int revents)
         b->last_retention_ms = now;
         gr_store_retention_run(b->store, gr_time_wall_ms());
     }
-    if (now - b->last_producer_expiry_ms >= gr_config_int(&b->cfg, "producer.id.expiration.check.interval.ms")) {
+    if (now - b->last_producer_expiry_ms >=
+        gr_config_int(&b->cfg, "producer.id.expiration.check.interval.ms")) {
         b->last_producer_expiry_ms = now;
         expire_producers(b);
     }
@@ -172,8 +177,8 @@ static int lock_log_dir(const char *dir)
     snprintf(path, sizeof path, "%s/.lock", dir);
     int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
     if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB)) {
-        GR_ERROR("log directory %s is in use by another process (%s): only one broker may use it",
-                 dir, fd < 0 ? strerror(errno) : "locked");
+        GR_ERROR("log directory %s is in use by another process (%s): only one broker may use it", dir,
+                 fd < 0 ? strerror(errno) : "locked");
         if (fd >= 0) close(fd);
         return -1;
     }
@@ -185,9 +190,12 @@ static int parse_args(int argc, char **argv, struct gr_config *cfg, int *mode)
     *mode = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        if (!strcmp(a, "--version")) *mode = 1;
-        else if (!strcmp(a, "--help") || !strcmp(a, "-h")) *mode = 2;
-        else if (!strcmp(a, "--healthcheck")) *mode = 3;
+        if (!strcmp(a, "--version"))
+            *mode = 1;
+        else if (!strcmp(a, "--help") || !strcmp(a, "-h"))
+            *mode = 2;
+        else if (!strcmp(a, "--healthcheck"))
+            *mode = 3;
         else if (!strcmp(a, "--override")) {
             if (++i >= argc) {
                 fprintf(stderr, "--override needs key=value\n");
@@ -226,8 +234,10 @@ int main(int argc, char **argv)
     }
     if (mode == 3) return gr_healthcheck(&b->cfg);
     const char *lvl = gr_config_str(&b->cfg, "gregor.log.level");
-    gr_log_set_level(!strcasecmp(lvl, "DEBUG") ? GR_LOG_DEBUG : !strcasecmp(lvl, "WARN") ? GR_LOG_WARN
-                     : !strcasecmp(lvl, "ERROR") ? GR_LOG_ERROR : GR_LOG_INFO);
+    gr_log_set_level(!strcasecmp(lvl, "DEBUG")   ? GR_LOG_DEBUG
+                     : !strcasecmp(lvl, "WARN")  ? GR_LOG_WARN
+                     : !strcasecmp(lvl, "ERROR") ? GR_LOG_ERROR
+                                                 : GR_LOG_INFO);
 
     b->node_id = (int32_t)gr_config_int(&b->cfg, "node.id");
     if (gr_config_is_set(&b->cfg, "broker.id") && gr_config_int(&b->cfg, "broker.id") >= 0)
@@ -236,7 +246,8 @@ int main(int argc, char **argv)
     b->loop = ev_default_loop(EVFLAG_AUTO);
     b->started_mono_ms = t0;
     gr_broker_init_watchers(b);
-    int io_err = gr_iopool_create((int)gr_config_int(&b->cfg, "gregor.io.threads"), gr_broker_on_io_done, b, &b->iopool);
+    int io_err = gr_iopool_create((int)gr_config_int(&b->cfg, "gregor.io.threads"), gr_broker_on_io_done, b,
+                                  &b->iopool);
     if (io_err) {
         GR_ERROR("cannot start the I/O threads: %s", strerror(-io_err));
         return 1;
@@ -256,8 +267,10 @@ int main(int argc, char **argv)
     sc.flusher_threads = (int)gr_config_int(&b->cfg, "gregor.flusher.threads");
     sc.cleaner_enable = gr_config_bool(&b->cfg, "log.cleaner.enable");
     sc.cleaner_dedupe_buffer_bytes = gr_config_int(&b->cfg, "log.cleaner.dedupe.buffer.size");
-    sc.cleaner_io_bytes_per_second = strtod(gr_config_str(&b->cfg, "log.cleaner.io.max.bytes.per.second"), NULL);
-    if (sc.cleaner_io_bytes_per_second >= 1e300) sc.cleaner_io_bytes_per_second = 0; /* Kafka's default: unlimited */
+    sc.cleaner_io_bytes_per_second =
+        strtod(gr_config_str(&b->cfg, "log.cleaner.io.max.bytes.per.second"), NULL);
+    if (sc.cleaner_io_bytes_per_second >= 1e300)
+        sc.cleaner_io_bytes_per_second = 0; /* Kafka's default: unlimited */
     sc.cleaner_backoff_ms = gr_config_int(&b->cfg, "log.cleaner.backoff.ms");
     sc.flush_syncfs_min_logs = (int32_t)gr_config_int(&b->cfg, "gregor.flush.syncfs.min.partitions");
     sc.open_segment_fds_max = (int32_t)gr_config_int(&b->cfg, "gregor.open.files.max");
@@ -280,14 +293,16 @@ int main(int argc, char **argv)
     for (int i = 0; i < gr_store_topic_count(b->store); i++) {
         struct gr_topic *t = gr_store_topic_at(b->store, i);
         partitions += gr_topic_partition_count(t);
-        for (int32_t p = 0; p < gr_topic_partition_count(t); p++) gr_broker_update_hwm(b, gr_topic_log(t, p));
+        for (int32_t p = 0; p < gr_topic_partition_count(t); p++)
+            gr_broker_update_hwm(b, gr_topic_log(t, p));
     }
     gr_store_fds_trim(b->store); /* the load opened every active segment: back under the cap */
     check_open_files(b, partitions);
     if (gr_producer_ids_start(b)) return 1;
     /* An existing __consumer_offsets is replayed before the loop serves clients; a missing one is created on
        the first group request (gr_groups_ensure), as Kafka does. */
-    if (gr_store_topic_find(b->store, GR_OFFSETS_TOPIC, strlen(GR_OFFSETS_TOPIC)) && gr_groups_start(b)) return 1;
+    if (gr_store_topic_find(b->store, GR_OFFSETS_TOPIC, strlen(GR_OFFSETS_TOPIC)) && gr_groups_start(b))
+        return 1;
 
     ev_signal_init(&b->sigterm_w, stop_cb, SIGTERM);
     ev_signal_init(&b->sigint_w, stop_cb, SIGINT);
@@ -308,7 +323,8 @@ int main(int argc, char **argv)
         GR_INFO("network thread audit on: calls that may wait for the disk are logged");
     }
     GR_INFO("gregor %s started in %lld ms: node %d, cluster %s, log dir %s, %d topics", GREGOR_VERSION,
-            (long long)(gr_time_mono_ms() - t0), b->node_id, gr_store_cluster_id(b->store), dir, gr_store_topic_count(b->store));
+            (long long)(gr_time_mono_ms() - t0), b->node_id, gr_store_cluster_id(b->store), dir,
+            gr_store_topic_count(b->store));
     ev_run(b->loop, 0);
     gr_sys_audit_this_thread(NULL); /* shutdown may wait for the disk: nobody is served any more */
 

@@ -61,17 +61,17 @@ struct gr_conn {
     struct gr_req *head, *tail;  /* FIFO */
     int outstanding;
     uint8_t *rbuf;
-    size_t rlen;                 /* bytes buffered in rbuf */
-    uint8_t *big;                /* frame being read directly (big_len bytes reserved in the request pool) */
+    size_t rlen;  /* bytes buffered in rbuf */
+    uint8_t *big; /* frame being read directly (big_len bytes reserved in the request pool) */
     size_t big_len, big_have;
-    int64_t unsent_bytes;        /* answers built and not yet sent (see gr_net_answer_built) */
-    int64_t frame_bytes;         /* frames read or being read and not yet answered */
+    int64_t unsent_bytes; /* answers built and not yet sent (see gr_net_answer_built) */
+    int64_t frame_bytes;  /* frames read or being read and not yet answered */
     int64_t last_active_ms;
     bool reading;
     bool closing;
-    bool stalled;                /* in the broker's stalled list */
+    bool stalled; /* in the broker's stalled list */
     struct gr_conn *stall_prev, *stall_next;
-    ev_timer close_w;            /* frees the connection from the loop's top level */
+    ev_timer close_w; /* frees the connection from the loop's top level */
 };
 
 static void conn_write(struct gr_conn *conn);
@@ -147,8 +147,10 @@ static void conn_free_cb(struct ev_loop *loop, ev_timer *w, int revents)
         /* a parked request is freed when it finishes (its handler holds it in the parked list) */
         r = next;
     }
-    if (conn->prev) conn->prev->next = conn->next;
-    else b->conns = conn->next;
+    if (conn->prev)
+        conn->prev->next = conn->next;
+    else
+        b->conns = conn->next;
     if (conn->next) conn->next->prev = conn->prev;
     b->conn_count--;
     stall_remove(conn);
@@ -191,8 +193,10 @@ static void conn_add_request(struct gr_conn *conn, uint8_t *frame, size_t len)
     req->pool_bytes = (int64_t)len; /* reserved when its size prefix was read */
     /* arrays decoded from a frame can take at most ~32 bytes of memory per wire byte (see gen_codec.py) */
     gr_arena_init(&req->arena, 32 * len + (1 << 20));
-    if (conn->tail) conn->tail->next = req;
-    else conn->head = req;
+    if (conn->tail)
+        conn->tail->next = req;
+    else
+        conn->head = req;
     conn->tail = req;
     conn->outstanding++;
     gr_dispatch(req);
@@ -493,7 +497,8 @@ static void accept_out_of_fds(struct gr_broker *b, struct gr_listener *l, int er
         b->spare_fd = spare_open(); /* retried at the next round when this fails */
     }
     listeners_watch(b, false);
-    if (!ev_is_active(&b->accept_w)) ev_timer_start(b->loop, &b->accept_w); /* one shot of GR_ACCEPT_BACKOFF_MS */
+    if (!ev_is_active(&b->accept_w))
+        ev_timer_start(b->loop, &b->accept_w); /* one shot of GR_ACCEPT_BACKOFF_MS */
 }
 
 static void accept_retry_cb(struct ev_loop *loop, ev_timer *w, int revents)
@@ -568,7 +573,8 @@ static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 }
 
 /* One entry of a listener list: NAME://host:port, host may be empty or [v6]. Returns 0 or -1. */
-static int parse_endpoint(const char *p, size_t len, char *name, size_t name_len, char *host, size_t host_len, int *port)
+static int parse_endpoint(const char *p, size_t len, char *name, size_t name_len, char *host, size_t host_len,
+                          int *port)
 {
     char buf[300];
     if (len >= sizeof buf) return -1;
@@ -603,10 +609,12 @@ static int parse_listener_list(const char *spec, struct gr_listener *out, bool a
     int n = 0;
     const char *p = spec;
     while (*p) {
-        while (*p == ' ') p++;
+        while (*p == ' ')
+            p++;
         const char *end = strchr(p, ',');
         size_t len = end ? (size_t)(end - p) : strlen(p);
-        while (len && p[len - 1] == ' ') len--;
+        while (len && p[len - 1] == ' ')
+            len--;
         if (len) {
             if (n == GR_LISTENERS_MAX) return -1;
             struct gr_listener *l = &out[n++];
@@ -706,7 +714,8 @@ int gr_net_bind(struct gr_broker *b)
             }
         if (!listener_plaintext(b, b->listeners[i].name)) {
             GR_ERROR("config: listeners: %s is not mapped to PLAINTEXT in listener.security.protocol.map "
-                     "(Gregor serves PLAINTEXT only for now)", b->listeners[i].name);
+                     "(Gregor serves PLAINTEXT only for now)",
+                     b->listeners[i].name);
             return -1;
         }
         b->listeners[i].fd = -1;
@@ -738,7 +747,8 @@ int gr_net_bind(struct gr_broker *b)
     }
     for (int k = 0; k < nadv; k++) {
         bool found = false;
-        for (int i = 0; i < n; i++) found |= strcmp(advl[k].name, b->listeners[i].name) == 0;
+        for (int i = 0; i < n; i++)
+            found |= strcmp(advl[k].name, b->listeners[i].name) == 0;
         if (!found) {
             GR_ERROR("config: advertised.listeners names %s, which is not in listeners", advl[k].name);
             return -1;
@@ -772,7 +782,8 @@ int gr_net_serve(struct gr_broker *b)
         const char *h0 = b->listeners[0].host[0] ? b->listeners[0].host : "127.0.0.1";
         if (ok) ok = fprintf(f, "%s:%d\n", h0, b->listeners[0].port) > 0;
         for (int i = 1; ok && i < n; i++)
-            ok = fprintf(f, "%s %s:%d\n", b->listeners[i].name, b->listeners[i].host, b->listeners[i].port) > 0;
+            ok = fprintf(f, "%s %s:%d\n", b->listeners[i].name, b->listeners[i].host, b->listeners[i].port) >
+                 0;
         if (f && fclose(f)) ok = false;
         if (!ok || rename(tmp, lf)) {
             GR_ERROR("gregor.listener.file: cannot write %s", lf);
@@ -792,7 +803,8 @@ void gr_req_advertised(const struct gr_req *req, const char **host, int32_t *por
 
 void gr_net_close_all(struct gr_broker *b)
 {
-    for (struct gr_conn *c = b->conns; c; c = c->next) gr_conn_close(c, NULL);
+    for (struct gr_conn *c = b->conns; c; c = c->next)
+        gr_conn_close(c, NULL);
     for (int i = 0; i < b->listener_count; i++) {
         if (b->listeners[i].fd < 0) continue;
         ev_io_stop(b->loop, &b->listeners[i].w);
@@ -820,5 +832,11 @@ void gr_net_close_idle(struct gr_broker *b, int64_t now_mono_ms)
     }
 }
 
-bool gr_conn_is_closing(const struct gr_conn *conn) { return conn->closing; }
-const char *gr_conn_peer(const struct gr_conn *conn) { return conn->peer; }
+bool gr_conn_is_closing(const struct gr_conn *conn)
+{
+    return conn->closing;
+}
+const char *gr_conn_peer(const struct gr_conn *conn)
+{
+    return conn->peer;
+}

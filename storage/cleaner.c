@@ -179,8 +179,8 @@ static int64_t map_get(struct offset_map *m, uint64_t h1, uint64_t h2)
 struct clean_seg {
     struct gr_segment *seg; /* reference held by the job */
     int fd;                 /* its .log descriptor, pinned by the reference (or the job's own, own_fd) */
-    bool own_fd;            /* the fd cap had closed it: the cleaner thread opened it by name (job_open_files) */
-    int64_t base, end;      /* end: the next segment's base offset */
+    bool own_fd;       /* the fd cap had closed it: the cleaner thread opened it by name (job_open_files) */
+    int64_t base, end; /* end: the next segment's base offset */
     int64_t size_bytes;
     int64_t modified_ms;
 };

@@ -370,7 +370,8 @@ static void flush_batch_syncfs(struct gr_store *store, struct gr_log **logs, int
     }
     int err = gr_sys_syncfs(store->root_fd);
     for (int i = 0; i < n; i++)
-        if (began[i]) gr_log_flush_end(logs[i], &t[i], werr[i] ? werr[i] : err, werr[i] ? what[i] : "syncfs", true);
+        if (began[i])
+            gr_log_flush_end(logs[i], &t[i], werr[i] ? werr[i] : err, werr[i] ? what[i] : "syncfs", true);
     free(werr);
     free(what);
     free(t);

@@ -38,7 +38,7 @@ struct gr_segment {
     struct gr_log *log;
     int64_t base_offset;
     atomic_int refs;
-    int fd;       /* .log; -1 while closed by the LRU (sealed, or an idle active segment: see gr_segment_fd) */
+    int fd; /* .log; -1 while closed by the LRU (sealed, or an idle active segment: see gr_segment_fd) */
     int index_fd; /* .index/.timeindex: open from seal (or clean close) until a flusher synced them */
     int timeindex_fd;
     dev_t dev; /* identity of the .log file, checked before unlinking by name */
@@ -50,18 +50,19 @@ struct gr_segment {
     int64_t rolling_timestamp_ms; /* max timestamp of the first batch (segment.ms base), -1 none */
     int32_t last_leader_epoch; /* partition leader epoch of the last batch noted (scan or append), -1 none */
     int64_t last_epoch_start;  /* base offset of the first noted batch carrying it (as far as scanned) */
-    int64_t created_ms;           /* wall clock at creation/open (segment.ms base without timestamps) */
-    int64_t modified_ms;          /* wall clock of the last append (retention without timestamps) */
+    int64_t created_ms;        /* wall clock at creation/open (segment.ms base without timestamps) */
+    int64_t modified_ms;       /* wall clock of the last append (retention without timestamps) */
     int64_t bytes_since_index;
     bool sealed;
-    bool index_loaded;   /* idx/tidx hold the whole index (always true for the active segment) */
-    bool shadow;         /* a pool thread's private copy loading indexes (gr_seg_load): never in the LRU */
-    int load_dir_fd;     /* shadow only: the partition directory to read/write index files in, else -1 */
-    bool index_unsynced; /* [mu] sealed, index files written (or to write) but not yet fdatasynced */
+    bool index_loaded;    /* idx/tidx hold the whole index (always true for the active segment) */
+    bool shadow;          /* a pool thread's private copy loading indexes (gr_seg_load): never in the LRU */
+    int load_dir_fd;      /* shadow only: the partition directory to read/write index files in, else -1 */
+    bool index_unsynced;  /* [mu] sealed, index files written (or to write) but not yet fdatasynced */
     bool index_unwritten; /* [mu] sealed by a roll: the next flush writes the index files, then syncs them */
-    bool in_unsynced;    /* [mu] listed in log->unsynced */
-    bool deleted;        /* removed from its log; files unlinked by a flusher job */
-    uint8_t name_state;  /* [mu] GR_NAME_*: a segment made from a spare (O_TMPFILE) gets its names in a flush */
+    bool in_unsynced;     /* [mu] listed in log->unsynced */
+    bool deleted;         /* removed from its log; files unlinked by a flusher job */
+    uint8_t
+        name_state; /* [mu] GR_NAME_*: a segment made from a spare (O_TMPFILE) gets its names in a flush */
     bool unlink_after_naming; /* [mu] dropped while a flush was naming it: that flush unlinks the names */
     struct gr_index_entry *idx;
     int32_t idx_count, idx_cap;
@@ -127,8 +128,8 @@ struct gr_log {
     int snapshot_count, snapshot_cap;
     int64_t messages_since_flush;
     bool deleted;
-    void *user; /* the server's per-log pointer (gr_log_set_user); storage never reads it */
-    atomic_int spare_fd;        /* an unnamed (O_TMPFILE) file for the next segment, or -1 (storage/roll.c) */
+    void *user;          /* the server's per-log pointer (gr_log_set_user); storage never reads it */
+    atomic_int spare_fd; /* an unnamed (O_TMPFILE) file for the next segment, or -1 (storage/roll.c) */
     atomic_bool spare_requested; /* a spare job is queued */
     atomic_bool spare_failed;    /* the last spare job could not make a file: the next roll creates its own */
     /* A failed write left bytes after size_bytes of the active segment: appends are refused (-EAGAIN) until
@@ -185,12 +186,12 @@ struct gr_job {
     size_t len;
     dev_t dev; /* UNLINK: if ino != 0, names[0] is unlinked only if it is still this file */
     ino_t ino;
-    struct gr_log *log; /* SPARE: the log that gets the file (valid until gr_store_close) */
+    struct gr_log *log;  /* SPARE: the log that gets the file (valid until gr_store_close) */
     atomic_bool *failed; /* WRITE_FILE: set when the write fails (gr_store_write_file_flagged), or NULL */
-    bool wait;     /* a caller waits for it: the thread marks it finished instead of freeing it */
-    bool any_thread; /* independent of every other job: run by the first free flusher thread */
-    bool finished; /* [fl.mu] */
-    int result;    /* [fl.mu] 0 or -errno */
+    bool wait;           /* a caller waits for it: the thread marks it finished instead of freeing it */
+    bool any_thread;     /* independent of every other job: run by the first free flusher thread */
+    bool finished;       /* [fl.mu] */
+    int result;          /* [fl.mu] 0 or -errno */
     /* GR_JOB_CALL: fn(arg) runs on the housekeeping thread and owns arg (frees it). */
     int (*fn)(void *arg);
     void *arg;
@@ -210,8 +211,8 @@ struct gr_flusher {
     int busy;             /* flushes + jobs running */
     bool stop;
     pthread_t *threads;
-    int thread_count;           /* started: flushing threads + the any_thread-jobs-only one */
-    int thread_count_flushing;  /* cfg.flusher_threads (>= 1) */
+    int thread_count;          /* started: flushing threads + the any_thread-jobs-only one */
+    int thread_count_flushing; /* cfg.flusher_threads (>= 1) */
 };
 
 struct gr_store {
@@ -246,7 +247,8 @@ struct gr_store {
 
 /* --- segment.c --- */
 void gr_segment_file_name(char *buf, int64_t base_offset, const char *suffix);
-/* Parses "<20 digits><suffix>" (a segment-named file). Returns true and *base_offset, false for any other name. */
+/* Parses "<20 digits><suffix>" (a segment-named file). Returns true and *base_offset, false for any other
+ * name. */
 bool gr_segment_name_parse(const char *name, const char *suffix, int64_t *base_offset);
 /* Encodes the in-memory indexes as the .index (8-byte entries: relative offset, position) and .timeindex
    (12-byte entries: timestamp ms, relative offset) files, big-endian, in one buffer: .index bytes first,

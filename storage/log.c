@@ -576,7 +576,7 @@ static int log_roll(struct gr_log *log)
     if (serr < 0)
         GR_WARN_RATELIMITED("storage: %s: producer snapshot at %" PRId64 " failed (%s)", log->dir_name, base,
                             strerror(-serr));
-    gr_log_flush_async(log); /* as Kafka does at roll: the sealed segment becomes durable soon */
+    gr_log_flush_async(log);              /* as Kafka does at roll: the sealed segment becomes durable soon */
     gr_roll_prepare(log, seg, INT64_MIN); /* a log that rolls keeps the next spare ready (storage/roll.c) */
     return 0;
 }
@@ -1436,7 +1436,8 @@ static int load_producer_state(struct gr_log *log)
             break;
         }
         if (!gr_err_damaged(err) && err != -ENOENT) { /* e.g. out of descriptors: keep it, fail the load */
-            GR_ERROR("storage: %s: producer snapshot %s cannot be read (%s)", log->dir_name, name, strerror(-err));
+            GR_ERROR("storage: %s: producer snapshot %s cannot be read (%s)", log->dir_name, name,
+                     strerror(-err));
             return err;
         }
         GR_WARN("storage: %s: producer snapshot %s unusable (%s), deleted", log->dir_name, name,
@@ -1737,7 +1738,8 @@ int gr_log_create_new(struct gr_store *store, struct gr_topic *topic, int32_t pa
     int err = open_dir(log, false); /* mkdir, fsync of the log directory, partition.metadata */
     if (err == 0) err = list_dir(log, &bases, &nb);
     free(bases);
-    if (err == 0 && (nb > 0 || log->snapshot_count > 0)) err = -EEXIST; /* not new: the caller moved it aside */
+    if (err == 0 && (nb > 0 || log->snapshot_count > 0))
+        err = -EEXIST; /* not new: the caller moved it aside */
     if (err == 0) err = segs_reserve(log, 1);
     struct gr_segment *seg = NULL;
     if (err == 0 && !(seg = gr_segment_new(log, 0))) err = -ENOMEM;

@@ -48,7 +48,7 @@ struct gr_append_result {
 };
 
 /* gr_log_append's refusals by the idempotence rules (storage/producer_state.h), outside the errno range. */
-#define GR_LOG_ERR_OUT_OF_ORDER_SEQUENCE (-4045) /* Kafka OUT_OF_ORDER_SEQUENCE_NUMBER (45) */
+#define GR_LOG_ERR_OUT_OF_ORDER_SEQUENCE (-4045)  /* Kafka OUT_OF_ORDER_SEQUENCE_NUMBER (45) */
 #define GR_LOG_ERR_INVALID_PRODUCER_EPOCH (-4047) /* Kafka INVALID_PRODUCER_EPOCH (47) */
 
 /* Appends ONE already-validated record batch (the caller ran the validator; magic 2, lengths and CRC are
@@ -65,17 +65,17 @@ struct gr_append_result {
    original batch's max timestamp, the current log start offset); the caller must not acknowledge it
    before the original's last offset is as durable as the request asks.
    Returns 0 and fills `res`, or: GR_LOG_ERR_OUT_OF_ORDER_SEQUENCE, GR_LOG_ERR_INVALID_PRODUCER_EPOCH (log
-   unchanged), -ENOMEM (no room for the producer's state; log unchanged), -EMSGSIZE (len > the topic's max.message.bytes, else the store's),
-   -EINVAL (len < 61 or the batch's length field disagrees with `len`), -ENOSPC/-EIO (the write failed;
-   the log is unchanged: readers never see the partial bytes, and the housekeeping thread truncates them
-   away), -EAGAIN (that truncation is not done yet: nothing may be appended after a torn batch; retriable,
-   Kafka's KAFKA_STORAGE_ERROR), -EROFS (the log is offline: the undo itself failed, or an fsync failed).
-   No file is created, truncated or synced on the calling thread: a roll due by segment.bytes, segment.ms
-   or a full index uses a spare file made ahead by the housekeeping thread, and when none is ready yet the
-   batch goes to the active segment, which then exceeds segment.bytes until the first append after the
-   spare is ready, never past twice segment.bytes (storage/roll.c; only a roll at that bound or forced by a
-   31-bit position or relative offset overflow still creates its files here, and the spare is asked for at
-   half of every limit). */
+   unchanged), -ENOMEM (no room for the producer's state; log unchanged), -EMSGSIZE (len > the topic's
+   max.message.bytes, else the store's), -EINVAL (len < 61 or the batch's length field disagrees with `len`),
+   -ENOSPC/-EIO (the write failed; the log is unchanged: readers never see the partial bytes, and the
+   housekeeping thread truncates them away), -EAGAIN (that truncation is not done yet: nothing may be appended
+   after a torn batch; retriable, Kafka's KAFKA_STORAGE_ERROR), -EROFS (the log is offline: the undo itself
+   failed, or an fsync failed). No file is created, truncated or synced on the calling thread: a roll due by
+   segment.bytes, segment.ms or a full index uses a spare file made ahead by the housekeeping thread, and when
+   none is ready yet the batch goes to the active segment, which then exceeds segment.bytes until the first
+   append after the spare is ready, never past twice segment.bytes (storage/roll.c; only a roll at that bound
+   or forced by a 31-bit position or relative offset overflow still creates its files here, and the spare is
+   asked for at half of every limit). */
 int gr_log_append(struct gr_log *log, uint8_t *batch, size_t len, int64_t log_append_time_ms,
                   struct gr_append_result *res);
 
@@ -145,8 +145,8 @@ void gr_log_slice_release(struct gr_log_slice *slice);
    batch headers that is not in the page cache, or index files not loaded yet, returns -EAGAIN and fills
    `cold` with what to read in (give it to gr_log_slice_prefetch on an I/O pool thread, release it after),
    then call again. Otherwise as gr_log_read (cold is then empty). Network thread. */
-int gr_log_read_nowait(struct gr_log *log, int64_t offset, int64_t max_bytes, int64_t upper_bound, bool min_one,
-                       struct gr_log_slice *slice, struct gr_log_slice *cold);
+int gr_log_read_nowait(struct gr_log *log, int64_t offset, int64_t max_bytes, int64_t upper_bound,
+                       bool min_one, struct gr_log_slice *slice, struct gr_log_slice *cold);
 /* Network thread, after gr_log_slice_prefetch of a `cold` slice returned: moves what the pool opened or
    loaded (a .log descriptor, indexes) into the segment, keeping the slice's reference (the descriptor stays
    pinned until gr_log_slice_release). Idempotent; gr_log_slice_release does it too. */

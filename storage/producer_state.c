@@ -170,7 +170,8 @@ enum gr_producer_verdict gr_producer_state_check(const struct gr_producer_state 
     }
     if (epoch < e->producer_epoch) return GR_PRODUCER_INVALID_EPOCH;
     if (epoch != e->producer_epoch) return first_seq == 0 ? GR_PRODUCER_ACCEPT : GR_PRODUCER_OUT_OF_ORDER;
-    return in_sequence(gr_producer_entry_last_seq(e), first_seq) ? GR_PRODUCER_ACCEPT : GR_PRODUCER_OUT_OF_ORDER;
+    return in_sequence(gr_producer_entry_last_seq(e), first_seq) ? GR_PRODUCER_ACCEPT
+                                                                 : GR_PRODUCER_OUT_OF_ORDER;
 }
 
 int gr_producer_state_reserve(struct gr_producer_state *ps, int64_t producer_id)

@@ -85,15 +85,14 @@ int32_t gr_producer_entry_last_seq(const struct gr_producer_entry *e);
 const struct gr_producer_batch *gr_producer_entry_find_batch(const struct gr_producer_entry *e,
                                                              int32_t first_seq, int32_t last_seq);
 
-/* The verdict on a client batch (Kafka 4.1.1, UnifiedLog.analyzeAndValidateProducerState + ProducerAppendInfo),
-   checked in this order:
-     DUPLICATE     same producer id and epoch, and first/last sequence equal to one of the producer's last 5
-                   batches: not written again; answered with success and the original batch's offsets
-     INVALID_EPOCH the batch's epoch is below the producer's current epoch: INVALID_PRODUCER_EPOCH (47)
-     OUT_OF_ORDER  OUT_OF_ORDER_SEQUENCE_NUMBER (45): a higher epoch whose first sequence is not 0, or the same
-                   epoch with a first sequence that is not last sequence + 1 (INT32_MAX is followed by 0)
-     ACCEPT        otherwise; also any sequence of a producer the partition holds no state for (new, expired,
-                   or dropped with its batches by retention/DeleteRecords), as Kafka 4.x accepts it. */
+/* The verdict on a client batch (Kafka 4.1.1, UnifiedLog.analyzeAndValidateProducerState +
+   ProducerAppendInfo), checked in this order: DUPLICATE     same producer id and epoch, and first/last
+   sequence equal to one of the producer's last 5 batches: not written again; answered with success and the
+   original batch's offsets INVALID_EPOCH the batch's epoch is below the producer's current epoch:
+   INVALID_PRODUCER_EPOCH (47) OUT_OF_ORDER  OUT_OF_ORDER_SEQUENCE_NUMBER (45): a higher epoch whose first
+   sequence is not 0, or the same epoch with a first sequence that is not last sequence + 1 (INT32_MAX is
+   followed by 0) ACCEPT        otherwise; also any sequence of a producer the partition holds no state for
+   (new, expired, or dropped with its batches by retention/DeleteRecords), as Kafka 4.x accepts it. */
 enum gr_producer_verdict {
     GR_PRODUCER_ACCEPT = 0,
     GR_PRODUCER_DUPLICATE = 1,
@@ -103,7 +102,8 @@ enum gr_producer_verdict {
 /* Judges one client data batch by its header (producer id >= 0, base sequence >= 0, not a control batch:
    the validator and the produce handler ensure these; other batches are ACCEPT). On DUPLICATE, *dup
    (borrowed, valid until the next change of `ps`) is the original batch; otherwise *dup is NULL. */
-enum gr_producer_verdict gr_producer_state_check(const struct gr_producer_state *ps, const uint8_t *batch_header,
+enum gr_producer_verdict gr_producer_state_check(const struct gr_producer_state *ps,
+                                                 const uint8_t *batch_header,
                                                  const struct gr_producer_batch **dup);
 /* Makes room so that a following gr_producer_state_update for `producer_id` cannot fail. Returns 0 or
    -ENOMEM (nothing changed). */

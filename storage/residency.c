@@ -34,20 +34,27 @@ int gr_log_nowait_cold(struct gr_read_nowait *nw, struct gr_log_slice *cold)
 {
     if (!nw->seg || nw->kind == 0) return -EIO; /* cannot happen: -EAGAIN comes only from a noted read */
     if (nw->kind == 1) {
-        *cold = (struct gr_log_slice){.fd = nw->fd, .file_pos = nw->pos, .bytes = nw->len,
-                                      .first_batch_offset = nw->seg->base_offset, .ref = nw->seg};
+        *cold = (struct gr_log_slice){.fd = nw->fd,
+                                      .file_pos = nw->pos,
+                                      .bytes = nw->len,
+                                      .first_batch_offset = nw->seg->base_offset,
+                                      .ref = nw->seg};
     } else {
         struct gr_seg_load *ld = gr_seg_load_new(nw->seg, true, nw->kind == 2);
         if (!ld) return -ENOMEM;
-        *cold = (struct gr_log_slice){.fd = -1, .file_pos = 0, .bytes = COLD_SEG_LOAD,
-                                      .first_batch_offset = nw->seg->base_offset, .ref = nw->seg, .work = ld};
+        *cold = (struct gr_log_slice){.fd = -1,
+                                      .file_pos = 0,
+                                      .bytes = COLD_SEG_LOAD,
+                                      .first_batch_offset = nw->seg->base_offset,
+                                      .ref = nw->seg,
+                                      .work = ld};
     }
     gr_segment_ref(nw->seg);
     return -EAGAIN;
 }
 
-int gr_log_read_nowait(struct gr_log *log, int64_t offset, int64_t max_bytes, int64_t upper_bound, bool min_one,
-                       struct gr_log_slice *slice, struct gr_log_slice *cold)
+int gr_log_read_nowait(struct gr_log *log, int64_t offset, int64_t max_bytes, int64_t upper_bound,
+                       bool min_one, struct gr_log_slice *slice, struct gr_log_slice *cold)
 {
     struct gr_read_nowait nw = {0};
     *cold = (struct gr_log_slice){.fd = -1, .file_pos = 0, .bytes = 0, .first_batch_offset = -1, .ref = NULL};
@@ -81,8 +88,10 @@ int gr_log_slice_prefetch(const struct gr_log_slice *slice)
     for (int64_t done = 0; done < slice->bytes && err == 0;) {
         size_t n = slice->bytes - done < (int64_t)cap ? (size_t)(slice->bytes - done) : cap;
         ssize_t r = gr_sys_pread_full(slice->fd, buf, n, slice->file_pos + done);
-        if (r < 0) err = (int)r;
-        else if ((size_t)r < n) err = -EIO; /* the file ended early: the sender will see it too */
+        if (r < 0)
+            err = (int)r;
+        else if ((size_t)r < n)
+            err = -EIO; /* the file ended early: the sender will see it too */
         done += (int64_t)n;
     }
     free(buf);

@@ -23,9 +23,9 @@
  * position or relative offset past 2^31-1, or a segment already holding max(2 x segment.bytes,
  * cfg.roll_wait_bytes_min = 64 MiB): the bound on that excess) rolls at once, creating the files on the
  * network thread as the last resort; the spare is asked for at half of every limit and right after each
- * roll, so that is practically unreachable. Without flusher threads (unit tests), or when the last spare job failed (no O_TMPFILE
- * support), the roll creates its files itself.
- * Read next: log.c (log_roll, gr_log_flush_begin), flusher.c (GR_JOB_SPARE).
+ * roll, so that is practically unreachable. Without flusher threads (unit tests), or when the last spare job
+ * failed (no O_TMPFILE support), the roll creates its files itself. Read next: log.c (log_roll,
+ * gr_log_flush_begin), flusher.c (GR_JOB_SPARE).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -77,8 +77,7 @@ void gr_roll_prepare(struct gr_log *log, const struct gr_segment *active, int64_
                          ? gr_ms_sub_sat(active->max_timestamp_ms, active->rolling_timestamp_ms)
                          : 0;
     bool near = active->size_bytes > cfg->segment_bytes / 2 || age > cfg->segment_ms / 2 ||
-                ts_age > cfg->segment_ms / 2 ||
-                active->idx_count > cfg->segment_index_bytes / 16 ||
+                ts_age > cfg->segment_ms / 2 || active->idx_count > cfg->segment_index_bytes / 16 ||
                 active->tidx_count > cfg->segment_index_bytes / 24 || active->size_bytes > INT32_MAX / 2 ||
                 active->next_offset - active->base_offset > INT32_MAX / 2;
     if (near) roll_request(log);
@@ -87,7 +86,7 @@ void gr_roll_prepare(struct gr_log *log, const struct gr_segment *active, int64_
 bool gr_roll_defer(struct gr_log *log)
 {
     if (!log->store->fl.threads) return false;
-    if (atomic_load(&log->spare_fd) >= 0) return false;         /* ready: roll now */
+    if (atomic_load(&log->spare_fd) >= 0) return false;           /* ready: roll now */
     if (atomic_exchange(&log->spare_failed, false)) return false; /* none can be made: roll the old way */
     roll_request(log);
     return true;
@@ -98,7 +97,8 @@ void gr_roll_spare_job_run(struct gr_job *job)
     struct gr_log *log = job->log;
     int fd = gr_sys_openat(job->dir_fd, ".", O_TMPFILE | O_RDWR, 0644);
     if (fd < 0) {
-        GR_DEBUG("storage: %s: no spare segment file (%s): the roll creates it", log->dir_name, strerror(-fd));
+        GR_DEBUG("storage: %s: no spare segment file (%s): the roll creates it", log->dir_name,
+                 strerror(-fd));
         atomic_store(&log->spare_failed, true);
     } else {
         int old = atomic_exchange(&log->spare_fd, fd);

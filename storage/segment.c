@@ -860,9 +860,9 @@ struct gr_seg_load {
     bool want_fd, want_index; /* open the .log / load the indexes */
     bool active;              /* the active segment: opened read-write */
     int64_t base_offset, size_bytes, next_offset;
-    struct gr_log_config cfg; /* copied: the topic's settings may change meanwhile */
-    struct gr_log *log;       /* for names in messages only (lives until the store closes) */
-    int fd;                   /* result: the opened .log, or -1 */
+    struct gr_log_config cfg;  /* copied: the topic's settings may change meanwhile */
+    struct gr_log *log;        /* for names in messages only (lives until the store closes) */
+    int fd;                    /* result: the opened .log, or -1 */
     struct gr_segment *shadow; /* result: loaded indexes */
     int err;
 };

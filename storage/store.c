@@ -357,8 +357,8 @@ static bool topic_name_valid(const char *name)
 
 /* Formats the topic file of `t` with `partitions` and the given configs: *out (new) and *len, and its file
    name "<id>.topic" into fname (32 bytes). Returns 0 or -ENOMEM. */
-static int topic_file_format(const struct gr_topic *t, int32_t partitions, char **keys, char **values, int count,
-                             char **out, size_t *len, char fname[32])
+static int topic_file_format(const struct gr_topic *t, int32_t partitions, char **keys, char **values,
+                             int count, char **out, size_t *len, char fname[32])
 {
     size_t cap = 256 + strlen(t->name);
     for (int i = 0; i < count; i++)
@@ -604,7 +604,8 @@ int gr_store_log_start_checkpoint_async(struct gr_store *store, int64_t *ticket)
     }
     for (int i = 0; i < store->topic_count; i++)
         for (int32_t p = 0; p < store->topics[i]->partition_count; p++)
-            if (store->topics[i]->logs[p]->ls_pending_ops > 0) c->logs[c->log_count++] = store->topics[i]->logs[p];
+            if (store->topics[i]->logs[p]->ls_pending_ops > 0)
+                c->logs[c->log_count++] = store->topics[i]->logs[p];
     c->store = store;
     c->ticket = *ticket = ++store->ls_ckpt_ticket;
     job->type = GR_JOB_CALL;
@@ -869,9 +870,10 @@ static int scan_root(struct gr_store *store, char ***pending, int *pending_count
         }
         if (part < 0 || tl == 0 || tl >= sizeof topic || !topic_name_valid(topic)) {
             /* Not ours (Kafka refuses such a directory too): never delete what Gregor did not write. */
-            GR_ERROR("storage: %s/%s is not a partition directory (<topic>-<partition>): refusing to use this "
-                     "log directory; move it elsewhere",
-                     store->log_dir, name);
+            GR_ERROR(
+                "storage: %s/%s is not a partition directory (<topic>-<partition>): refusing to use this "
+                "log directory; move it elsewhere",
+                store->log_dir, name);
             err = -ENOTEMPTY;
             break;
         }
@@ -972,7 +974,8 @@ int gr_store_open(const struct gr_store_config *cfg, struct gr_store **out)
     if ((err = store->root_fd = gr_sys_openat(AT_FDCWD, store->log_dir, O_RDONLY | O_DIRECTORY, 0)) < 0)
         goto fail;
     bool fresh = false;
-    if (faccessat(store->root_fd, "meta.properties", F_OK, 0) < 0 && (err = refuse_foreign(store)) < 0) goto fail;
+    if (faccessat(store->root_fd, "meta.properties", F_OK, 0) < 0 && (err = refuse_foreign(store)) < 0)
+        goto fail;
     if ((err = meta_properties(store)) < 0) goto fail;
     fresh = err == 1;
     clean = faccessat(store->root_fd, CLEAN_MARKER, F_OK, 0) == 0;
@@ -1077,13 +1080,13 @@ struct gr_topic_op {
     bool begun;
     int result; /* begin's error, then run's */
     int root_fd, topics_dir_fd;
-    int32_t from, to;      /* partitions whose logs are created (create, grow) or renamed (delete) */
-    struct gr_log **logs;  /* [to - from]: created by run */
-    char *file;            /* topic file content (create, grow, config) */
+    int32_t from, to;     /* partitions whose logs are created (create, grow) or renamed (delete) */
+    struct gr_log **logs; /* [to - from]: created by run */
+    char *file;           /* topic file content (create, grow, config) */
     size_t file_len;
-    char fname[32];        /* "<id>.topic" */
+    char fname[32];           /* "<id>.topic" */
     struct gr_log_config cfg; /* config: the new effective config */
-    char **aside;          /* directories run renamed to "-delete": finish schedules their removal */
+    char **aside;             /* directories run renamed to "-delete": finish schedules their removal */
     int aside_count;
 };
 
@@ -1141,7 +1144,8 @@ struct gr_topic_op *gr_topic_op_create(const char *name, int32_t partitions, con
     if (!op) return NULL;
     op->partitions = partitions;
     op->refuse_collision = refuse_collision;
-    if (!name) op->result = -EINVAL;
+    if (!name)
+        op->result = -EINVAL;
     else if (!(op->name = strdup(name))) {
         gr_topic_op_free(op);
         return NULL;
@@ -1248,8 +1252,8 @@ static int begin_create(struct gr_store *store, struct gr_topic_op *op)
     if (!topic_name_valid(op->name) || op->partitions < 1 || op->partitions > GR_PARTITIONS_PER_TOPIC_MAX)
         return -EINVAL;
     struct gr_log_config cfg;
-    if (configs_check(store, (const char *const *)op->keys, (const char *const *)op->values, op->count, &cfg) <
-        0)
+    if (configs_check(store, (const char *const *)op->keys, (const char *const *)op->values, op->count,
+                      &cfg) < 0)
         return -EINVAL;
     if (gr_store_topic_find(store, op->name, strlen(op->name))) return -EEXIST;
     if (op->refuse_collision)
@@ -1318,8 +1322,8 @@ static int begin_config(struct gr_store *store, struct gr_topic_op *op)
 {
     struct gr_topic *t = op->topic;
     if (t->deleted) return -ENOENT;
-    if (configs_check(store, (const char *const *)op->keys, (const char *const *)op->values,
-                                    op->count, &op->cfg) < 0)
+    if (configs_check(store, (const char *const *)op->keys, (const char *const *)op->values, op->count,
+                      &op->cfg) < 0)
         return -EINVAL;
     return topic_file_format(t, t->partition_count, op->keys, op->values, op->count, &op->file, &op->file_len,
                              op->fname);
@@ -1334,11 +1338,21 @@ int gr_topic_op_begin(struct gr_store *store, struct gr_topic_op *op)
     if (op->result < 0) return op->result; /* bad arguments seen by the constructor */
     int err;
     switch (op->kind) {
-    case OP_CREATE: err = begin_create(store, op); break;
-    case OP_DELETE: err = begin_delete(store, op); break;
-    case OP_GROW: err = begin_grow(store, op); break;
-    case OP_CONFIG: err = begin_config(store, op); break;
-    default: err = 0; break; /* barrier */
+    case OP_CREATE:
+        err = begin_create(store, op);
+        break;
+    case OP_DELETE:
+        err = begin_delete(store, op);
+        break;
+    case OP_GROW:
+        err = begin_grow(store, op);
+        break;
+    case OP_CONFIG:
+        err = begin_config(store, op);
+        break;
+    default:
+        err = 0;
+        break; /* barrier */
     }
     if (op->kind == OP_CREATE && err == 0 && !(op->logs = calloc((size_t)op->to, sizeof(*op->logs))))
         err = -ENOMEM;
@@ -1420,15 +1434,20 @@ void gr_topic_op_run(struct gr_topic_op *op)
     if (!op->begun || op->result < 0) return;
     switch (op->kind) {
     case OP_CREATE:
-    case OP_GROW: op->result = run_create_or_grow(op); break;
-    case OP_DELETE: op->result = run_delete(op); break;
+    case OP_GROW:
+        op->result = run_create_or_grow(op);
+        break;
+    case OP_DELETE:
+        op->result = run_delete(op);
+        break;
     case OP_CONFIG:
         op->result = gr_file_write_atomic(op->topics_dir_fd, op->fname, op->file, op->file_len);
         break;
     case OP_META:
         op->result = gr_file_write_atomic(op->root_fd, op->name, op->file, op->file_len);
         break;
-    default: break; /* barrier */
+    default:
+        break; /* barrier */
     }
 }
 
@@ -1518,8 +1537,8 @@ int gr_store_topic_create(struct gr_store *store, const char *name, int32_t part
                           const char *const *config_keys, const char *const *config_values, int config_count,
                           struct gr_topic **out)
 {
-    return op_sync(store, gr_topic_op_create(name, partitions, config_keys, config_values, config_count, false),
-                   out);
+    return op_sync(
+        store, gr_topic_op_create(name, partitions, config_keys, config_values, config_count, false), out);
 }
 
 int gr_store_topic_delete(struct gr_store *store, struct gr_topic *t)
@@ -1633,8 +1652,10 @@ int gr_store_meta_read(struct gr_store *store, const char *name, void *buf, size
     int err = gr_file_read_all(store->root_fd, name, len, &data, &n);
     if (err == -EFBIG) return -EINVAL;
     if (err < 0) return err;
-    if (n != len) err = -EINVAL;
-    else memcpy(buf, data, len);
+    if (n != len)
+        err = -EINVAL;
+    else
+        memcpy(buf, data, len);
     free(data);
     return err;
 }

@@ -62,10 +62,10 @@ struct gr_store_config {             /* Kafka config names in comments */
     int32_t open_segment_fds_max; /* Gregor: .log files kept open at once, active ones included (LRU; idle
                                      ones closed, reopened on the I/O pool), default 1024 */
     /* Log compaction (storage/cleaner.h). Broker-level defaults of the topic configs: */
-    int64_t delete_retention_ms;   /* log.cleaner.delete.retention.ms, default 86400000 */
-    double min_cleanable_ratio;    /* log.cleaner.min.cleanable.ratio, default 0.5 */
-    int64_t min_compaction_lag_ms; /* log.cleaner.min.compaction.lag.ms, default 0 */
-    int64_t max_compaction_lag_ms; /* log.cleaner.max.compaction.lag.ms, default INT64_MAX */
+    int64_t delete_retention_ms;         /* log.cleaner.delete.retention.ms, default 86400000 */
+    double min_cleanable_ratio;          /* log.cleaner.min.cleanable.ratio, default 0.5 */
+    int64_t min_compaction_lag_ms;       /* log.cleaner.min.compaction.lag.ms, default 0 */
+    int64_t max_compaction_lag_ms;       /* log.cleaner.max.compaction.lag.ms, default INT64_MAX */
     int64_t cleaner_dedupe_buffer_bytes; /* log.cleaner.dedupe.buffer.size, default 134217728: the key map's
                                             memory bound (24 bytes per key, at most 90% full) */
     double cleaner_io_bytes_per_second;  /* log.cleaner.io.max.bytes.per.second; 0 = unlimited (Kafka's
@@ -96,9 +96,10 @@ void gr_store_config_defaults(struct gr_store_config *cfg);
    (-EINVAL for a bad config or unreadable metadata, -ENOTDIR, -EACCES...). */
 int gr_store_open(const struct gr_store_config *cfg, struct gr_store **out);
 
-/* Clean shutdown (after every submitted topic operation completed: drain the I/O pool first): stops the flushers, fdatasyncs every log, writes indexes of active segments, producer
-   snapshots, checkpoints and the clean-shutdown marker (only if every step succeeded), frees everything.
-   Outstanding slices must have been released. */
+/* Clean shutdown (after every submitted topic operation completed: drain the I/O pool first): stops the
+   flushers, fdatasyncs every log, writes indexes of active segments, producer snapshots, checkpoints and the
+   clean-shutdown marker (only if every step succeeded), frees everything. Outstanding slices must have been
+   released. */
 void gr_store_close(struct gr_store *store);
 
 /* Dynamic broker configs: replaces the broker-level defaults of the topic configs (segment_bytes,

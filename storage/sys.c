@@ -102,9 +102,9 @@ void gr_sys_audit_note(const char *op, int fd, const char *path)
     if (audit_report) audit_report(op, fd, path);
 }
 
-#define AUDIT(op, fd, path)                                                                                    \
-    do {                                                                                                       \
-        if (audit_report) audit_report(op, fd, path);                                                          \
+#define AUDIT(op, fd, path)                                                                                  \
+    do {                                                                                                     \
+        if (audit_report) audit_report(op, fd, path);                                                        \
     } while (0)
 
 int gr_sys_openat(int dirfd, const char *path, int flags, int mode)

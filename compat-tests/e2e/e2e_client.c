@@ -3,19 +3,17 @@
  * e2e/run.sh compiles it with `cc ... -lrdkafka` into a temporary directory).
  *
  * Modes:
- *   create   BROKER TOPIC PARTITIONS            CreateTopics through rd_kafka_CreateTopics; exit 0 when created
- *   produce  BROKER TOPIC PARTITIONS N SIZE [ACKLOG]
- *            N records of SIZE bytes with acks=-1, linger.ms=5; record `seq` goes to partition seq % PARTITIONS
- *            and its payload is payload_fill(seq) (the sequence number in decimal, then bytes derived from
- *            it). Every acknowledged record is appended to ACKLOG as "partition offset seq\n" (one write(2)
- *            per line, so a kill -9 of this process leaves whole lines). Exits 0 when all N are acknowledged.
- *   verify   BROKER TOPIC PARTITIONS N SIZE      assign() every partition from the beginning (no group) and
- *            check every record: partition p holds exactly the seqs p, p+P, p+2P, ... at offsets 0, 1, 2, ...
- *            with payload_fill(seq) byte for byte. Exits 0 when all N were seen and correct.
- *   dump     BROKER TOPIC PARTITIONS OUT         consume every partition from the beginning to its end
- *            (partition EOF) and write "partition offset payload-seq\n" per record to OUT.
- * Invariants: the payload of a record is a pure function of its sequence number, so a consumer can check
- * it without the producer's state. Read next: e2e/run.sh.
+ *   create   BROKER TOPIC PARTITIONS            CreateTopics through rd_kafka_CreateTopics; exit 0 when
+ * created produce  BROKER TOPIC PARTITIONS N SIZE [ACKLOG] N records of SIZE bytes with acks=-1, linger.ms=5;
+ * record `seq` goes to partition seq % PARTITIONS and its payload is payload_fill(seq) (the sequence number
+ * in decimal, then bytes derived from it). Every acknowledged record is appended to ACKLOG as "partition
+ * offset seq\n" (one write(2) per line, so a kill -9 of this process leaves whole lines). Exits 0 when all N
+ * are acknowledged. verify   BROKER TOPIC PARTITIONS N SIZE      assign() every partition from the beginning
+ * (no group) and check every record: partition p holds exactly the seqs p, p+P, p+2P, ... at offsets 0, 1, 2,
+ * ... with payload_fill(seq) byte for byte. Exits 0 when all N were seen and correct. dump     BROKER TOPIC
+ * PARTITIONS OUT         consume every partition from the beginning to its end (partition EOF) and write
+ * "partition offset payload-seq\n" per record to OUT. Invariants: the payload of a record is a pure function
+ * of its sequence number, so a consumer can check it without the producer's state. Read next: e2e/run.sh.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -36,7 +34,8 @@ static char last_error[512];
 static void payload_fill(char *buf, size_t size, long long seq)
 {
     int n = snprintf(buf, size, "%012lld:", seq);
-    for (size_t i = (size_t)n; i < size; i++) buf[i] = (char)('a' + (seq * 7 + (long long)i) % 26);
+    for (size_t i = (size_t)n; i < size; i++)
+        buf[i] = (char)('a' + (seq * 7 + (long long)i) % 26);
 }
 
 static long long payload_seq(const char *p, size_t len)
@@ -85,9 +84,12 @@ static int mode_create(const char *broker, const char *topic, int partitions)
     int rc = 1;
     if (ev && rd_kafka_event_error(ev) == RD_KAFKA_RESP_ERR_NO_ERROR) {
         size_t n;
-        const rd_kafka_topic_result_t **res = rd_kafka_CreateTopics_result_topics(rd_kafka_event_CreateTopics_result(ev), &n);
-        if (n == 1 && rd_kafka_topic_result_error(res[0]) == RD_KAFKA_RESP_ERR_NO_ERROR) rc = 0;
-        else if (n == 1) fprintf(stderr, "create %s: %s\n", topic, rd_kafka_err2str(rd_kafka_topic_result_error(res[0])));
+        const rd_kafka_topic_result_t **res =
+            rd_kafka_CreateTopics_result_topics(rd_kafka_event_CreateTopics_result(ev), &n);
+        if (n == 1 && rd_kafka_topic_result_error(res[0]) == RD_KAFKA_RESP_ERR_NO_ERROR)
+            rc = 0;
+        else if (n == 1)
+            fprintf(stderr, "create %s: %s\n", topic, rd_kafka_err2str(rd_kafka_topic_result_error(res[0])));
     } else {
         fprintf(stderr, "create %s: %s\n", topic, ev ? rd_kafka_event_error_string(ev) : "timed out");
     }
@@ -119,7 +121,8 @@ static void dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
     }
 }
 
-static int mode_produce(const char *broker, const char *topic, int partitions, long long n, size_t size, const char *acklog)
+static int mode_produce(const char *broker, const char *topic, int partitions, long long n, size_t size,
+                        const char *acklog)
 {
     char err[512];
     if (acklog) {
@@ -145,7 +148,9 @@ static int mode_produce(const char *broker, const char *topic, int partitions, l
     for (long long seq = 0; seq < n; seq++) {
         payload_fill(buf, size, seq);
         for (;;) {
-            if (rd_kafka_produce(rkt, (int32_t)(seq % partitions), RD_KAFKA_MSG_F_COPY, buf, size, NULL, 0, NULL) == 0) break;
+            if (rd_kafka_produce(rkt, (int32_t)(seq % partitions), RD_KAFKA_MSG_F_COPY, buf, size, NULL, 0,
+                                 NULL) == 0)
+                break;
             if (rd_kafka_last_error() != RD_KAFKA_RESP_ERR__QUEUE_FULL) {
                 fprintf(stderr, "produce: %s\n", rd_kafka_err2str(rd_kafka_last_error()));
                 return 1;
@@ -154,7 +159,8 @@ static int mode_produce(const char *broker, const char *topic, int partitions, l
         }
         rd_kafka_poll(rk, 0);
     }
-    while (rd_kafka_outq_len(rk) > 0) rd_kafka_poll(rk, 50);
+    while (rd_kafka_outq_len(rk) > 0)
+        rd_kafka_poll(rk, 50);
     free(buf);
     rd_kafka_topic_destroy(rkt);
     rd_kafka_destroy(rk);
@@ -177,7 +183,8 @@ static rd_kafka_t *assigned_consumer(const char *broker, const char *topic, int 
         exit(2);
     }
     rd_kafka_topic_partition_list_t *tp = rd_kafka_topic_partition_list_new(partitions);
-    for (int p = 0; p < partitions; p++) rd_kafka_topic_partition_list_add(tp, topic, p)->offset = RD_KAFKA_OFFSET_BEGINNING;
+    for (int p = 0; p < partitions; p++)
+        rd_kafka_topic_partition_list_add(tp, topic, p)->offset = RD_KAFKA_OFFSET_BEGINNING;
     rd_kafka_resp_err_t e = rd_kafka_assign(rk, tp);
     rd_kafka_topic_partition_list_destroy(tp);
     if (e) {
@@ -192,7 +199,8 @@ static int mode_verify(const char *broker, const char *topic, int partitions, lo
     rd_kafka_t *rk = assigned_consumer(broker, topic, partitions);
     long long *next_offset = calloc((size_t)partitions, sizeof *next_offset);
     long long *next_seq = calloc((size_t)partitions, sizeof *next_seq);
-    for (int p = 0; p < partitions; p++) next_seq[p] = p;
+    for (int p = 0; p < partitions; p++)
+        next_seq[p] = p;
     char *want = malloc(size);
     long long seen = 0, bad = 0;
     time_t last_progress = time(NULL);
@@ -223,11 +231,14 @@ static int mode_verify(const char *broker, const char *topic, int partitions, lo
         } else {
             payload_fill(want, size, next_seq[p]);
             if (m->offset != next_offset[p]) {
-                fprintf(stderr, "partition %d: offset %" PRId64 ", expected %lld\n", p, m->offset, next_offset[p]);
+                fprintf(stderr, "partition %d: offset %" PRId64 ", expected %lld\n", p, m->offset,
+                        next_offset[p]);
                 bad++;
             } else if (m->len != size || memcmp(m->payload, want, size) != 0) {
-                fprintf(stderr, "partition %d offset %" PRId64 ": payload of seq %lld expected, got seq %lld (%zu bytes)\n", p,
-                        m->offset, next_seq[p], payload_seq(m->payload, m->len), m->len);
+                fprintf(stderr,
+                        "partition %d offset %" PRId64
+                        ": payload of seq %lld expected, got seq %lld (%zu bytes)\n",
+                        p, m->offset, next_seq[p], payload_seq(m->payload, m->len), m->len);
                 bad++;
             }
             next_offset[p] = m->offset + 1;
@@ -265,7 +276,8 @@ static int mode_dump(const char *broker, const char *topic, int partitions, cons
         } else if (m->err) {
             fprintf(stderr, "consume: %s\n", rd_kafka_message_errstr(m));
         } else {
-            fprintf(f, "%" PRId32 " %" PRId64 " %lld\n", m->partition, m->offset, payload_seq(m->payload, m->len));
+            fprintf(f, "%" PRId32 " %" PRId64 " %lld\n", m->partition, m->offset,
+                    payload_seq(m->payload, m->len));
             n++;
         }
         rd_kafka_message_destroy(m);
@@ -283,7 +295,8 @@ int main(int argc, char **argv)
     if ((argc == 7 || argc == 8) && strcmp(argv[1], "produce") == 0) {
         size_t size = (size_t)atol(argv[6]);
         if (size < 16 || size > SIZE_MAX_BYTES) return 2;
-        return mode_produce(argv[2], argv[3], atoi(argv[4]), atoll(argv[5]), size, argc == 8 ? argv[7] : NULL);
+        return mode_produce(argv[2], argv[3], atoi(argv[4]), atoll(argv[5]), size,
+                            argc == 8 ? argv[7] : NULL);
     }
     if (argc == 7 && strcmp(argv[1], "verify") == 0) {
         size_t size = (size_t)atol(argv[6]);

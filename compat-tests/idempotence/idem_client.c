@@ -10,13 +10,12 @@
  *           any run), small batches (batch.num.messages=50) so that there are many Produce requests to cut,
  *           and fast reconnects. LOG gets one line per delivery report: "i ok partition offset" or
  *           "i err <code> <name>"; it is flushed every 100 ms so run.sh can follow progress. At the end it
- *           prints "produce: delivered D failed F resent S request-retries R disconnects X epochs E fatal 0|1"
- *           from librdkafka's statistics: resent = records transmitted (top-level txmsgs) minus records
- *           delivered or failed, i.e. records sent more than once; request-retries and disconnects = sums of
- *           the brokers' txretries and disconnects; epochs = the idempotence state's epoch_cnt.
- *           Exit 0 when every record was delivered, 1 when some delivery failed, 3 on a fatal error
- *           (e.g. the broker does not support the idempotent producer).
- *           IDEM_STATS_DUMP=FILE in the environment: the last statistics JSON is written there (debugging).
+ *           prints "produce: delivered D failed F resent S request-retries R disconnects X epochs E fatal
+ * 0|1" from librdkafka's statistics: resent = records transmitted (top-level txmsgs) minus records delivered
+ * or failed, i.e. records sent more than once; request-retries and disconnects = sums of the brokers'
+ * txretries and disconnects; epochs = the idempotence state's epoch_cnt. Exit 0 when every record was
+ * delivered, 1 when some delivery failed, 3 on a fatal error (e.g. the broker does not support the idempotent
+ * producer). IDEM_STATS_DUMP=FILE in the environment: the last statistics JSON is written there (debugging).
  *           --no-idempotence turns idempotence off (and allows 5 in flight with retries): the suite's
  *           self-check that the proxy really makes duplicates, which the checker must then find.
  *   dump    BROKER TOPIC PARTITIONS OUT       assign() every partition from the beginning (no group), read
@@ -59,7 +58,8 @@ static void set(rd_kafka_conf_t *conf, const char *k, const char *v)
 /* value of record i: "idem:%09lld:" then a tag derived from i */
 static int value_of(char *buf, size_t size, long long i)
 {
-    return snprintf(buf, size, "idem:%09lld:%08llx", i, (unsigned long long)((i * 2654435761ULL) & 0xffffffffULL));
+    return snprintf(buf, size, "idem:%09lld:%08llx", i,
+                    (unsigned long long)((i * 2654435761ULL) & 0xffffffffULL));
 }
 
 static void dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
@@ -96,7 +96,8 @@ static long long nth_key(const char *json, const char *key, int last)
     char pat[64];
     const char *found = NULL;
     snprintf(pat, sizeof pat, "\"%s\":", key);
-    for (const char *p = strstr(json, pat); p; p = last ? strstr(p + 1, pat) : NULL) found = p;
+    for (const char *p = strstr(json, pat); p; p = last ? strstr(p + 1, pat) : NULL)
+        found = p;
     return found ? strtoll(found + strlen(pat), NULL, 10) : 0;
 }
 
@@ -105,7 +106,8 @@ static long long sum_key(const char *json, const char *key)
     char pat[64];
     long long sum = 0;
     snprintf(pat, sizeof pat, "\"%s\":", key);
-    for (const char *p = strstr(json, pat); p; p = strstr(p + 1, pat)) sum += strtoll(p + strlen(pat), NULL, 10);
+    for (const char *p = strstr(json, pat); p; p = strstr(p + 1, pat))
+        sum += strtoll(p + strlen(pat), NULL, 10);
     return sum;
 }
 
@@ -148,9 +150,12 @@ static int do_create(const char *broker, const char *topic, int parts)
         fprintf(stderr, "create: %s\n", rd_kafka_event_error_string(ev));
     } else {
         size_t n;
-        const rd_kafka_topic_result_t **r = rd_kafka_CreateTopics_result_topics(rd_kafka_event_CreateTopics_result(ev), &n);
-        if (n == 1 && rd_kafka_topic_result_error(r[0]) == RD_KAFKA_RESP_ERR_NO_ERROR) rc = 0;
-        else if (n == 1) fprintf(stderr, "create: %s\n", rd_kafka_topic_result_error_string(r[0]));
+        const rd_kafka_topic_result_t **r =
+            rd_kafka_CreateTopics_result_topics(rd_kafka_event_CreateTopics_result(ev), &n);
+        if (n == 1 && rd_kafka_topic_result_error(r[0]) == RD_KAFKA_RESP_ERR_NO_ERROR)
+            rc = 0;
+        else if (n == 1)
+            fprintf(stderr, "create: %s\n", rd_kafka_topic_result_error_string(r[0]));
     }
     if (ev) rd_kafka_event_destroy(ev);
     rd_kafka_NewTopic_destroy(nt);
@@ -159,7 +164,8 @@ static int do_create(const char *broker, const char *topic, int parts)
     return rc;
 }
 
-static int do_produce(const char *broker, const char *topic, int parts, long long n, const char *log_path, int idempotence)
+static int do_produce(const char *broker, const char *topic, int parts, long long n, const char *log_path,
+                      int idempotence)
 {
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
     char err[256];
@@ -187,9 +193,10 @@ static int do_produce(const char *broker, const char *topic, int parts, long lon
     for (long long i = 0; i < n && !fatal; i++) {
         int len = value_of(val, sizeof val, i);
         for (;;) {
-            rd_kafka_resp_err_t e = rd_kafka_producev(rk, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_PARTITION((int32_t)(i % parts)),
-                                                      RD_KAFKA_V_VALUE(val, (size_t)len), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-                                                      RD_KAFKA_V_OPAQUE((void *)(intptr_t)i), RD_KAFKA_V_END);
+            rd_kafka_resp_err_t e = rd_kafka_producev(
+                rk, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_PARTITION((int32_t)(i % parts)),
+                RD_KAFKA_V_VALUE(val, (size_t)len), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                RD_KAFKA_V_OPAQUE((void *)(intptr_t)i), RD_KAFKA_V_END);
             if (e == RD_KAFKA_RESP_ERR_NO_ERROR) break;
             if (e != RD_KAFKA_RESP_ERR__QUEUE_FULL) {
                 fprintf(log_fp, "%lld err %d %s\n", i, (int)e, rd_kafka_err2name(e));
@@ -210,16 +217,19 @@ static int do_produce(const char *broker, const char *topic, int parts, long lon
     }
     /* statistics taken after the last delivery (one interval is 500 ms) */
     long long seen = stats_seen;
-    for (double until = now_s() + 2; stats_seen < seen + 1 && now_s() < until;) rd_kafka_poll(rk, 100);
+    for (double until = now_s() + 2; stats_seen < seen + 1 && now_s() < until;)
+        rd_kafka_poll(rk, 100);
     fflush(log_fp);
-    printf("produce: delivered %lld failed %lld resent %lld request-retries %lld disconnects %lld epochs %lld fatal %d"
+    printf("produce: delivered %lld failed %lld resent %lld request-retries %lld disconnects %lld epochs "
+           "%lld fatal %d"
            " in %.1f s\n",
-           delivered, failed, stat_txmsgs > delivered + failed ? stat_txmsgs - delivered - failed : 0, stat_retries,
-           stat_disconnects, stat_epochs, fatal, now_s() - t0);
+           delivered, failed, stat_txmsgs > delivered + failed ? stat_txmsgs - delivered - failed : 0,
+           stat_retries, stat_disconnects, stat_epochs, fatal, now_s() - t0);
     fflush(stdout);
     if (fatal) {
         /* the remaining messages fail with the fatal error; their reports do not matter here */
-        rd_kafka_purge(rk, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT | RD_KAFKA_PURGE_F_NON_BLOCKING);
+        rd_kafka_purge(rk,
+                       RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT | RD_KAFKA_PURGE_F_NON_BLOCKING);
         rd_kafka_flush(rk, 2000);
         fflush(log_fp);
     }
@@ -252,14 +262,16 @@ static int do_dump(const char *broker, const char *topic, int parts, const char 
     rd_kafka_assign(rk, tp);
     rd_kafka_topic_partition_list_destroy(tp);
     int done = 0;
-    for (int p = 0; p < parts; p++) done += hwm[p] == 0;
+    for (int p = 0; p < parts; p++)
+        done += hwm[p] == 0;
     double deadline = now_s() + 300;
     long long records = 0;
     while (done < parts && now_s() < deadline) {
         rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 500);
         if (!m) continue;
         if (m->err == RD_KAFKA_RESP_ERR_NO_ERROR && m->partition >= 0 && m->partition < parts) {
-            fprintf(out, "%d %" PRId64 " %.*s\n", (int)m->partition, m->offset, (int)m->len, (const char *)m->payload);
+            fprintf(out, "%d %" PRId64 " %.*s\n", (int)m->partition, m->offset, (int)m->len,
+                    (const char *)m->payload);
             records++;
             if (m->offset + 1 >= hwm[m->partition] && next[m->partition] < hwm[m->partition]) done++;
             next[m->partition] = m->offset + 1;
@@ -269,7 +281,8 @@ static int do_dump(const char *broker, const char *topic, int parts, const char 
         rd_kafka_message_destroy(m);
     }
     fclose(out);
-    printf("dump: %lld records from %d partitions%s\n", records, parts, done < parts ? " (TIMED OUT before the end)" : "");
+    printf("dump: %lld records from %d partitions%s\n", records, parts,
+           done < parts ? " (TIMED OUT before the end)" : "");
     rd_kafka_consumer_close(rk);
     rd_kafka_destroy(rk);
     free(hwm);
@@ -284,6 +297,7 @@ int main(int argc, char **argv)
         return do_produce(argv[2], argv[3], atoi(argv[4]), atoll(argv[5]), argv[6],
                           !(argc >= 8 && !strcmp(argv[7], "--no-idempotence")));
     if (argc >= 6 && !strcmp(argv[1], "dump")) return do_dump(argv[2], argv[3], atoi(argv[4]), argv[5]);
-    fprintf(stderr, "usage: idem_client create|produce|dump ... (see the comment at the top of idem_client.c)\n");
+    fprintf(stderr,
+            "usage: idem_client create|produce|dump ... (see the comment at the top of idem_client.c)\n");
     return 2;
 }

@@ -33,7 +33,7 @@ static void maybe_sleep(int fd, size_t n)
 
 ssize_t pread(int fd, void *buf, size_t n, off_t pos)
 {
-    if (!real_pread) real_pread = (ssize_t (*)(int, void *, size_t, off_t))dlsym(RTLD_NEXT, "pread");
+    if (!real_pread) real_pread = (ssize_t(*)(int, void *, size_t, off_t))dlsym(RTLD_NEXT, "pread");
     maybe_sleep(fd, n);
     return real_pread(fd, buf, n, pos);
 }

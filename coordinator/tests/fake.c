@@ -13,10 +13,17 @@ static char *dup_view(struct gr_str s)
     return p;
 }
 
-static int64_t mono(void *ctx) { return ((struct fake_env *)ctx)->mono_ms; }
-static int64_t wall(void *ctx) { return ((struct fake_env *)ctx)->wall_ms; }
+static int64_t mono(void *ctx)
+{
+    return ((struct fake_env *)ctx)->mono_ms;
+}
+static int64_t wall(void *ctx)
+{
+    return ((struct fake_env *)ctx)->wall_ms;
+}
 
-static int append(void *ctx, int32_t partition, const struct gr_coord_record *recs, int count, int64_t *end_offset)
+static int append(void *ctx, int32_t partition, const struct gr_coord_record *recs, int count,
+                  int64_t *end_offset)
 {
     struct fake_env *env = ctx;
     if (env->fail_append) return env->fail_append;
@@ -103,7 +110,10 @@ static void sync_done(void *ctx, void *waiter, const struct gr_sync_result *res)
     s->assignment_len = res->assignment.len;
 }
 
-static void hint(void *ctx, int64_t deadline_ms) { ((struct fake_env *)ctx)->hint_ms = deadline_ms; }
+static void hint(void *ctx, int64_t deadline_ms)
+{
+    ((struct fake_env *)ctx)->hint_ms = deadline_ms;
+}
 
 static int durable(void *ctx, int32_t partition, int64_t end_offset)
 {
@@ -155,61 +165,103 @@ void fake_advance(struct gr_coordinator *c, struct fake_env *env, int64_t ms)
     gr_coord_tick(c);
 }
 
-static struct gr_str s_or_null(const char *s) { return s ? gr_str_c(s) : GR_STR_NULL; }
+static struct gr_str s_or_null(const char *s)
+{
+    return s ? gr_str_c(s) : GR_STR_NULL;
+}
 
-enum gr_coord_wait fake_join_protocols(struct gr_coordinator *c, const char *group, const char *member, const char *type,
-                                       int16_t version, int32_t session_ms, int n, const char *const *names,
-                                       const char *const *metas, struct fake_join *out)
+enum gr_coord_wait fake_join_protocols(struct gr_coordinator *c, const char *group, const char *member,
+                                       const char *type, int16_t version, int32_t session_ms, int n,
+                                       const char *const *names, const char *const *metas,
+                                       struct fake_join *out)
 {
     struct gr_join_protocol protos[8];
-    for (int i = 0; i < n; i++) protos[i] = (struct gr_join_protocol){gr_str_c(names[i]), {(const uint8_t *)metas[i], (int32_t)strlen(metas[i])}};
+    for (int i = 0; i < n; i++)
+        protos[i] = (struct gr_join_protocol){gr_str_c(names[i]),
+                                              {(const uint8_t *)metas[i], (int32_t)strlen(metas[i])}};
     struct gr_join_params p = {
-        .group_id = gr_str_c(group), .member_id = gr_str_c(member ? member : ""), .group_instance_id = GR_STR_NULL,
-        .protocol_type = gr_str_c(type), .client_id = gr_str_c("client"), .client_host = gr_str_c("/127.0.0.1"),
-        .reason = GR_STR_NULL, .session_timeout_ms = session_ms, .rebalance_timeout_ms = version ? session_ms : -1,
-        .protocols = protos, .protocol_count = n, .api_version = version, .waiter = out,
+        .group_id = gr_str_c(group),
+        .member_id = gr_str_c(member ? member : ""),
+        .group_instance_id = GR_STR_NULL,
+        .protocol_type = gr_str_c(type),
+        .client_id = gr_str_c("client"),
+        .client_host = gr_str_c("/127.0.0.1"),
+        .reason = GR_STR_NULL,
+        .session_timeout_ms = session_ms,
+        .rebalance_timeout_ms = version ? session_ms : -1,
+        .protocols = protos,
+        .protocol_count = n,
+        .api_version = version,
+        .waiter = out,
     };
     return gr_coord_join(c, &p);
 }
 
-enum gr_coord_wait fake_join(struct gr_coordinator *c, const char *group, const char *member, const char *instance,
-                             int16_t version, int32_t session_ms, int32_t rebalance_ms, const char *proto, const char *meta,
-                             struct fake_join *out)
+enum gr_coord_wait fake_join(struct gr_coordinator *c, const char *group, const char *member,
+                             const char *instance, int16_t version, int32_t session_ms, int32_t rebalance_ms,
+                             const char *proto, const char *meta, struct fake_join *out)
 {
     struct gr_join_protocol pr = {gr_str_c(proto), {(const uint8_t *)meta, (int32_t)strlen(meta)}};
     struct gr_join_params p = {
-        .group_id = gr_str_c(group), .member_id = gr_str_c(member ? member : ""), .group_instance_id = s_or_null(instance),
-        .protocol_type = gr_str_c("consumer"), .client_id = gr_str_c("client"), .client_host = gr_str_c("/127.0.0.1"),
-        .reason = GR_STR_NULL, .session_timeout_ms = session_ms, .rebalance_timeout_ms = rebalance_ms,
-        .protocols = &pr, .protocol_count = 1, .api_version = version, .waiter = out,
+        .group_id = gr_str_c(group),
+        .member_id = gr_str_c(member ? member : ""),
+        .group_instance_id = s_or_null(instance),
+        .protocol_type = gr_str_c("consumer"),
+        .client_id = gr_str_c("client"),
+        .client_host = gr_str_c("/127.0.0.1"),
+        .reason = GR_STR_NULL,
+        .session_timeout_ms = session_ms,
+        .rebalance_timeout_ms = rebalance_ms,
+        .protocols = &pr,
+        .protocol_count = 1,
+        .api_version = version,
+        .waiter = out,
     };
     return gr_coord_join(c, &p);
 }
 
-enum gr_coord_wait fake_join_bytes(struct gr_coordinator *c, const char *group, const char *member, const char *proto,
-                                   const uint8_t *meta, int32_t meta_len, struct fake_join *out)
+enum gr_coord_wait fake_join_bytes(struct gr_coordinator *c, const char *group, const char *member,
+                                   const char *proto, const uint8_t *meta, int32_t meta_len,
+                                   struct fake_join *out)
 {
     struct gr_join_protocol pr = {gr_str_c(proto), {meta, meta_len}};
     struct gr_join_params p = {
-        .group_id = gr_str_c(group), .member_id = gr_str_c(member ? member : ""), .group_instance_id = GR_STR_NULL,
-        .protocol_type = gr_str_c("consumer"), .client_id = gr_str_c("client"), .client_host = gr_str_c("/127.0.0.1"),
-        .reason = GR_STR_NULL, .session_timeout_ms = 10000, .rebalance_timeout_ms = 10000,
-        .protocols = &pr, .protocol_count = 1, .api_version = 5, .waiter = out,
+        .group_id = gr_str_c(group),
+        .member_id = gr_str_c(member ? member : ""),
+        .group_instance_id = GR_STR_NULL,
+        .protocol_type = gr_str_c("consumer"),
+        .client_id = gr_str_c("client"),
+        .client_host = gr_str_c("/127.0.0.1"),
+        .reason = GR_STR_NULL,
+        .session_timeout_ms = 10000,
+        .rebalance_timeout_ms = 10000,
+        .protocols = &pr,
+        .protocol_count = 1,
+        .api_version = 5,
+        .waiter = out,
     };
     return gr_coord_join(c, &p);
 }
 
-enum gr_coord_wait fake_sync(struct gr_coordinator *c, const char *group, const char *member, const char *instance,
-                             int32_t generation, int n, const char *const *member_ids, const char *const *assigns,
-                             struct fake_sync *out)
+enum gr_coord_wait fake_sync(struct gr_coordinator *c, const char *group, const char *member,
+                             const char *instance, int32_t generation, int n, const char *const *member_ids,
+                             const char *const *assigns, struct fake_sync *out)
 {
     struct gr_sync_assignment as[FAKE_MEMBERS_MAX];
     for (int i = 0; i < n; i++)
-        as[i] = (struct gr_sync_assignment){gr_str_c(member_ids[i]), {(const uint8_t *)assigns[i], (int32_t)strlen(assigns[i])}};
+        as[i] = (struct gr_sync_assignment){gr_str_c(member_ids[i]),
+                                            {(const uint8_t *)assigns[i], (int32_t)strlen(assigns[i])}};
     struct gr_sync_params p = {
-        .group_id = gr_str_c(group), .member_id = gr_str_c(member), .group_instance_id = s_or_null(instance),
-        .protocol_type = GR_STR_NULL, .protocol_name = GR_STR_NULL, .generation_id = generation,
-        .assignments = as, .assignment_count = n, .api_version = 3, .waiter = out,
+        .group_id = gr_str_c(group),
+        .member_id = gr_str_c(member),
+        .group_instance_id = s_or_null(instance),
+        .protocol_type = GR_STR_NULL,
+        .protocol_name = GR_STR_NULL,
+        .generation_id = generation,
+        .assignments = as,
+        .assignment_count = n,
+        .api_version = 3,
+        .waiter = out,
     };
     return gr_coord_sync(c, &p);
 }
@@ -243,7 +295,8 @@ int fake_count_records(const struct fake_env *env, enum gr_coord_key_type type, 
     for (int i = 0; i < env->rec_count; i++) {
         struct gr_offset_commit_key ok;
         struct gr_str g;
-        if (gr_coord_key_decode(env->recs[i].key, env->recs[i].key_len, &ok, &g) == type && (env->recs[i].value == NULL) == tombstones)
+        if (gr_coord_key_decode(env->recs[i].key, env->recs[i].key_len, &ok, &g) == type &&
+            (env->recs[i].value == NULL) == tombstones)
             n++;
     }
     return n;
@@ -252,6 +305,7 @@ int fake_count_records(const struct fake_env *env, enum gr_coord_key_type type, 
 void fake_replay_all(const struct fake_env *env, struct gr_coordinator *c)
 {
     for (int i = 0; i < env->rec_count; i++)
-        gr_coord_replay(c, env->recs[i].key, env->recs[i].key_len, env->recs[i].value, env->recs[i].value_len);
+        gr_coord_replay(c, env->recs[i].key, env->recs[i].key_len, env->recs[i].value,
+                        env->recs[i].value_len);
     gr_coord_load_done(c);
 }

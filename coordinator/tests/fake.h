@@ -26,10 +26,10 @@ struct fake_env {
     int64_t mono_ms, wall_ms;
     struct fake_rec *recs;
     int rec_count, rec_cap;
-    int fail_append;       /* a -errno returned by every append while non-zero */
+    int fail_append; /* a -errno returned by every append while non-zero */
     int64_t end_offsets[64];
     int64_t hint_ms;
-    int not_durable;       /* while non-zero the durable hook answers 0 (not yet), or this when negative */
+    int not_durable; /* while non-zero the durable hook answers 0 (not yet), or this when negative */
 };
 
 /* What a JoinGroup waiter was answered (deep copies). */
@@ -66,20 +66,22 @@ void fake_advance(struct gr_coordinator *c, struct fake_env *env, int64_t ms);
 
 /* JoinGroup with one protocol (name `proto`, metadata `meta` as text) of type "consumer".
  * instance NULL: dynamic. Returns the gr_coord_wait. */
-enum gr_coord_wait fake_join(struct gr_coordinator *c, const char *group, const char *member, const char *instance,
-                             int16_t version, int32_t session_ms, int32_t rebalance_ms, const char *proto, const char *meta,
-                             struct fake_join *out);
+enum gr_coord_wait fake_join(struct gr_coordinator *c, const char *group, const char *member,
+                             const char *instance, int16_t version, int32_t session_ms, int32_t rebalance_ms,
+                             const char *proto, const char *meta, struct fake_join *out);
 /* JoinGroup with `n` protocols (names[i], metas[i]) and protocol type `type`. */
-enum gr_coord_wait fake_join_protocols(struct gr_coordinator *c, const char *group, const char *member, const char *type,
-                                       int16_t version, int32_t session_ms, int n, const char *const *names,
-                                       const char *const *metas, struct fake_join *out);
+enum gr_coord_wait fake_join_protocols(struct gr_coordinator *c, const char *group, const char *member,
+                                       const char *type, int16_t version, int32_t session_ms, int n,
+                                       const char *const *names, const char *const *metas,
+                                       struct fake_join *out);
 /* JoinGroup v5 of a dynamic consumer with protocol `proto` and binary metadata. */
-enum gr_coord_wait fake_join_bytes(struct gr_coordinator *c, const char *group, const char *member, const char *proto,
-                                   const uint8_t *meta, int32_t meta_len, struct fake_join *out);
+enum gr_coord_wait fake_join_bytes(struct gr_coordinator *c, const char *group, const char *member,
+                                   const char *proto, const uint8_t *meta, int32_t meta_len,
+                                   struct fake_join *out);
 /* SyncGroup v3 (no protocol fields); `n` assignments member_ids[i] -> assigns[i] (text). */
-enum gr_coord_wait fake_sync(struct gr_coordinator *c, const char *group, const char *member, const char *instance,
-                             int32_t generation, int n, const char *const *member_ids, const char *const *assigns,
-                             struct fake_sync *out);
+enum gr_coord_wait fake_sync(struct gr_coordinator *c, const char *group, const char *member,
+                             const char *instance, int32_t generation, int n, const char *const *member_ids,
+                             const char *const *assigns, struct fake_sync *out);
 
 /* A consumer-protocol subscription (version 0) for `n` topics; returns the byte length; `out` has room
  * for 256 bytes. */

@@ -61,7 +61,8 @@ static void join_all(struct world *w, const char *group, int n)
 {
     for (int i = 0; i < n; i++) {
         fake_join_reset(&w->j[i]);
-        assert_int_equal(fake_join(w->c, group, "", NULL, 3, SESSION, SESSION, "range", "meta", &w->j[i]), GR_COORD_PARKED);
+        assert_int_equal(fake_join(w->c, group, "", NULL, 3, SESSION, SESSION, "range", "meta", &w->j[i]),
+                         GR_COORD_PARKED);
     }
     assert_int_equal(state_of(w, group), GR_GROUP_PREPARING_REBALANCE);
     /* the initial delay (3 s) is restarted once when more members arrive during it (6 s in all) */
@@ -86,8 +87,11 @@ static void stable(struct world *w, const char *group, int n)
         mids[i] = w->ids[i];
         fake_sync_reset(&w->s[i]);
     }
-    for (int i = 1; i < n; i++) assert_int_equal(fake_sync(w->c, group, w->ids[i], NULL, w->j[i].generation, 0, NULL, NULL, &w->s[i]), GR_COORD_PARKED);
-    assert_int_equal(fake_sync(w->c, group, w->ids[0], NULL, w->j[0].generation, n, mids, as, &w->s[0]), GR_COORD_ANSWERED);
+    for (int i = 1; i < n; i++)
+        assert_int_equal(fake_sync(w->c, group, w->ids[i], NULL, w->j[i].generation, 0, NULL, NULL, &w->s[i]),
+                         GR_COORD_PARKED);
+    assert_int_equal(fake_sync(w->c, group, w->ids[0], NULL, w->j[0].generation, n, mids, as, &w->s[0]),
+                     GR_COORD_ANSWERED);
     for (int i = 0; i < n; i++) {
         assert_int_equal(w->s[i].answers, 1);
         assert_int_equal(w->s[i].error, 0);
@@ -100,7 +104,8 @@ static void stable(struct world *w, const char *group, int n)
 static void test_member_id_required(void **state)
 {
     struct world *w = *state;
-    assert_int_equal(fake_join(w->c, "g", "", NULL, 5, SESSION, SESSION, "range", "m", &w->j[0]), GR_COORD_ANSWERED);
+    assert_int_equal(fake_join(w->c, "g", "", NULL, 5, SESSION, SESSION, "range", "m", &w->j[0]),
+                     GR_COORD_ANSWERED);
     assert_int_equal(w->j[0].error, GR_ERR_MEMBER_ID_REQUIRED);
     assert_int_equal(w->j[0].generation, -1);
     assert_non_null(w->j[0].member_id);
@@ -108,7 +113,8 @@ static void test_member_id_required(void **state)
     assert_memory_equal(w->j[0].member_id, "client-", 7);
     char id[128];
     strcpy(id, w->j[0].member_id);
-    assert_int_equal(fake_join(w->c, "g", id, NULL, 5, SESSION, SESSION, "range", "m", &w->j[0]), GR_COORD_PARKED);
+    assert_int_equal(fake_join(w->c, "g", id, NULL, 5, SESSION, SESSION, "range", "m", &w->j[0]),
+                     GR_COORD_PARKED);
     fake_advance(w->c, &w->env, 2999);
     assert_int_equal(w->j[0].answers, 1); /* still waiting for the initial rebalance delay */
     fake_advance(w->c, &w->env, 1);
@@ -122,9 +128,11 @@ static void test_member_id_required(void **state)
     assert_int_equal(w->j[0].member_count, 1);
     assert_string_equal(w->j[0].member_meta[0], "m");
     /* v3 gets no 79: it joins at once */
-    assert_int_equal(fake_join(w->c, "h", "", NULL, 3, SESSION, SESSION, "range", "m", &w->j[1]), GR_COORD_PARKED);
+    assert_int_equal(fake_join(w->c, "h", "", NULL, 3, SESSION, SESSION, "range", "m", &w->j[1]),
+                     GR_COORD_PARKED);
     /* a static member never gets 79 */
-    assert_int_equal(fake_join(w->c, "k", "", "inst", 5, SESSION, SESSION, "range", "m", &w->j[2]), GR_COORD_PARKED);
+    assert_int_equal(fake_join(w->c, "k", "", "inst", 5, SESSION, SESSION, "range", "m", &w->j[2]),
+                     GR_COORD_PARKED);
 }
 
 /* C08: a pending id that never comes back is dropped after the session timeout and stops blocking. */
@@ -133,10 +141,12 @@ static void test_pending_member_expires(void **state)
     struct world *w = *state;
     stable(w, "g", 1);
     /* B asks for an id (pending) and never comes back */
-    assert_int_equal(fake_join(w->c, "g", "", NULL, 4, 7000, 7000, "range", "m", &w->j[1]), GR_COORD_ANSWERED);
+    assert_int_equal(fake_join(w->c, "g", "", NULL, 4, 7000, 7000, "range", "m", &w->j[1]),
+                     GR_COORD_ANSWERED);
     assert_int_equal(w->j[1].error, GR_ERR_MEMBER_ID_REQUIRED);
     /* the leader rejoins: a rebalance that waits for the pending member */
-    assert_int_equal(fake_join(w->c, "g", w->ids[0], NULL, 5, SESSION, SESSION, "range", "meta", &w->j[0]), GR_COORD_PARKED);
+    assert_int_equal(fake_join(w->c, "g", w->ids[0], NULL, 5, SESSION, SESSION, "range", "meta", &w->j[0]),
+                     GR_COORD_PARKED);
     assert_int_equal(state_of(w, "g"), GR_GROUP_PREPARING_REBALANCE);
     fake_advance(w->c, &w->env, 6999);
     assert_int_equal(w->j[0].answers, 1);
@@ -148,7 +158,8 @@ static void test_pending_member_expires(void **state)
     /* the expired id is unknown now */
     char pending[128];
     strcpy(pending, w->j[1].member_id);
-    assert_int_equal(fake_join(w->c, "g", pending, NULL, 5, 7000, 7000, "range", "m", &w->j[1]), GR_COORD_ANSWERED);
+    assert_int_equal(fake_join(w->c, "g", pending, NULL, 5, 7000, 7000, "range", "m", &w->j[1]),
+                     GR_COORD_ANSWERED);
     assert_int_equal(w->j[1].error, GR_ERR_UNKNOWN_MEMBER_ID);
 }
 
@@ -189,10 +200,14 @@ static void test_join_sync_heartbeat(void **state)
     assert_int_equal(fake_sync(w->c, "g", w->ids[1], NULL, 1, 0, NULL, NULL, &w->s[1]), GR_COORD_ANSWERED);
     assert_string_equal(w->s[1].assignment, "B\x03");
     /* fencing */
-    assert_int_equal(gr_coord_heartbeat(w->c, gr_str_c("g"), gr_str_c(w->ids[0]), GR_STR_NULL, 0), GR_ERR_ILLEGAL_GENERATION);
-    assert_int_equal(gr_coord_heartbeat(w->c, gr_str_c("g"), gr_str_c("nobody"), GR_STR_NULL, 1), GR_ERR_UNKNOWN_MEMBER_ID);
-    assert_int_equal(gr_coord_heartbeat(w->c, gr_str_c("nogroup"), gr_str_c(w->ids[0]), GR_STR_NULL, 1), GR_ERR_UNKNOWN_MEMBER_ID);
-    assert_int_equal(gr_coord_heartbeat(w->c, gr_str_c(""), gr_str_c(w->ids[0]), GR_STR_NULL, 1), GR_ERR_INVALID_GROUP_ID);
+    assert_int_equal(gr_coord_heartbeat(w->c, gr_str_c("g"), gr_str_c(w->ids[0]), GR_STR_NULL, 0),
+                     GR_ERR_ILLEGAL_GENERATION);
+    assert_int_equal(gr_coord_heartbeat(w->c, gr_str_c("g"), gr_str_c("nobody"), GR_STR_NULL, 1),
+                     GR_ERR_UNKNOWN_MEMBER_ID);
+    assert_int_equal(gr_coord_heartbeat(w->c, gr_str_c("nogroup"), gr_str_c(w->ids[0]), GR_STR_NULL, 1),
+                     GR_ERR_UNKNOWN_MEMBER_ID);
+    assert_int_equal(gr_coord_heartbeat(w->c, gr_str_c(""), gr_str_c(w->ids[0]), GR_STR_NULL, 1),
+                     GR_ERR_INVALID_GROUP_ID);
     fake_sync_reset(&w->s[2]);
     assert_int_equal(fake_sync(w->c, "g", w->ids[0], NULL, 7, 0, NULL, NULL, &w->s[2]), GR_COORD_ANSWERED);
     assert_int_equal(w->s[2].error, GR_ERR_ILLEGAL_GENERATION);
@@ -221,9 +236,11 @@ static void test_unlisted_member_gets_empty_assignment(void **state)
 static void test_initial_delay_extension(void **state)
 {
     struct world *w = *state;
-    assert_int_equal(fake_join(w->c, "g", "", NULL, 3, SESSION, SESSION, "range", "m", &w->j[0]), GR_COORD_PARKED);
+    assert_int_equal(fake_join(w->c, "g", "", NULL, 3, SESSION, SESSION, "range", "m", &w->j[0]),
+                     GR_COORD_PARKED);
     fake_advance(w->c, &w->env, 2000);
-    assert_int_equal(fake_join(w->c, "g", "", NULL, 3, SESSION, SESSION, "range", "m", &w->j[1]), GR_COORD_PARKED);
+    assert_int_equal(fake_join(w->c, "g", "", NULL, 3, SESSION, SESSION, "range", "m", &w->j[1]),
+                     GR_COORD_PARKED);
     fake_advance(w->c, &w->env, 1000); /* t=3000: a member was added, the delay restarts (3000, 4000 left) */
     assert_int_equal(w->j[0].answers, 0);
     fake_advance(w->c, &w->env, 2999);
@@ -249,12 +266,14 @@ static void test_member_expiry(void **state)
     }
     assert_int_equal(state_of(w, "g"), GR_GROUP_PREPARING_REBALANCE);
     assert_int_equal(gr_group_member_count(gr_coord_group_find(w->c, gr_str_c("g"))), 1);
-    assert_int_equal(fake_join(w->c, "g", w->ids[0], NULL, 5, SESSION, SESSION, "range", "meta", &w->j[0]), GR_COORD_ANSWERED);
+    assert_int_equal(fake_join(w->c, "g", w->ids[0], NULL, 5, SESSION, SESSION, "range", "meta", &w->j[0]),
+                     GR_COORD_ANSWERED);
     assert_int_equal(w->j[0].error, 0);
     assert_int_equal(w->j[0].generation, 2);
     assert_int_equal(w->j[0].member_count, 1);
     /* the expired member is gone */
-    assert_int_equal(gr_coord_heartbeat(w->c, gr_str_c("g"), gr_str_c(w->ids[1]), GR_STR_NULL, 1), GR_ERR_UNKNOWN_MEMBER_ID);
+    assert_int_equal(gr_coord_heartbeat(w->c, gr_str_c("g"), gr_str_c(w->ids[1]), GR_STR_NULL, 1),
+                     GR_ERR_UNKNOWN_MEMBER_ID);
 }
 
 /* A member joining a Stable group triggers a rebalance; heartbeats answer 27; everyone rejoins. */
@@ -262,15 +281,19 @@ static void test_join_mid_rebalance(void **state)
 {
     struct world *w = *state;
     stable(w, "g", 2);
-    assert_int_equal(fake_join(w->c, "g", "", NULL, 3, SESSION, SESSION, "range", "meta", &w->j[2]), GR_COORD_PARKED);
+    assert_int_equal(fake_join(w->c, "g", "", NULL, 3, SESSION, SESSION, "range", "meta", &w->j[2]),
+                     GR_COORD_PARKED);
     assert_int_equal(state_of(w, "g"), GR_GROUP_PREPARING_REBALANCE);
-    assert_int_equal(gr_coord_heartbeat(w->c, gr_str_c("g"), gr_str_c(w->ids[0]), GR_STR_NULL, 1), GR_ERR_REBALANCE_IN_PROGRESS);
-    assert_int_equal(fake_join(w->c, "g", w->ids[0], NULL, 5, SESSION, SESSION, "range", "meta", &w->j[0]), GR_COORD_PARKED);
+    assert_int_equal(gr_coord_heartbeat(w->c, gr_str_c("g"), gr_str_c(w->ids[0]), GR_STR_NULL, 1),
+                     GR_ERR_REBALANCE_IN_PROGRESS);
+    assert_int_equal(fake_join(w->c, "g", w->ids[0], NULL, 5, SESSION, SESSION, "range", "meta", &w->j[0]),
+                     GR_COORD_PARKED);
     /* a SyncGroup during PreparingRebalance */
     fake_sync_reset(&w->s[1]);
     assert_int_equal(fake_sync(w->c, "g", w->ids[1], NULL, 1, 0, NULL, NULL, &w->s[1]), GR_COORD_ANSWERED);
     assert_int_equal(w->s[1].error, GR_ERR_REBALANCE_IN_PROGRESS);
-    assert_int_equal(fake_join(w->c, "g", w->ids[1], NULL, 5, SESSION, SESSION, "range", "meta", &w->j[1]), GR_COORD_ANSWERED);
+    assert_int_equal(fake_join(w->c, "g", w->ids[1], NULL, 5, SESSION, SESSION, "range", "meta", &w->j[1]),
+                     GR_COORD_ANSWERED);
     for (int i = 0; i < 3; i++) {
         assert_int_equal(w->j[i].error, 0);
         assert_int_equal(w->j[i].generation, 2);
@@ -292,7 +315,8 @@ static void test_leader_leaves_during_completing(void **state)
     assert_int_equal(w->s[1].answers, 1);
     assert_int_equal(w->s[1].error, GR_ERR_REBALANCE_IN_PROGRESS);
     assert_int_equal(state_of(w, "g"), GR_GROUP_PREPARING_REBALANCE);
-    assert_int_equal(fake_join(w->c, "g", w->ids[1], NULL, 5, SESSION, SESSION, "range", "meta", &w->j[1]), GR_COORD_ANSWERED);
+    assert_int_equal(fake_join(w->c, "g", w->ids[1], NULL, 5, SESSION, SESSION, "range", "meta", &w->j[1]),
+                     GR_COORD_ANSWERED);
     assert_int_equal(w->j[1].error, 0);
     assert_int_equal(w->j[1].generation, 2);
     assert_string_equal(w->j[1].leader, w->ids[1]);
@@ -303,7 +327,8 @@ static void test_leader_leaves_during_completing(void **state)
 static void test_v0_rebalance_timeout(void **state)
 {
     struct world *w = *state;
-    assert_int_equal(fake_join(w->c, "g", "", NULL, 0, SESSION, -1, "range", "meta", &w->j[0]), GR_COORD_PARKED);
+    assert_int_equal(fake_join(w->c, "g", "", NULL, 0, SESSION, -1, "range", "meta", &w->j[0]),
+                     GR_COORD_PARKED);
     fake_advance(w->c, &w->env, 3000);
     assert_int_equal(w->j[0].error, 0);
     strcpy(w->ids[0], w->j[0].member_id);
@@ -311,12 +336,15 @@ static void test_v0_rebalance_timeout(void **state)
     const char *as[1] = {"p0p1"};
     assert_int_equal(fake_sync(w->c, "g", w->ids[0], NULL, 1, 1, mids, as, &w->s[0]), GR_COORD_ANSWERED);
     /* B joins with v0: A gets 27 on its heartbeat about 1 s later and has up to 10 s to rejoin */
-    assert_int_equal(fake_join(w->c, "g", "", NULL, 0, SESSION, -1, "range", "meta", &w->j[1]), GR_COORD_PARKED);
+    assert_int_equal(fake_join(w->c, "g", "", NULL, 0, SESSION, -1, "range", "meta", &w->j[1]),
+                     GR_COORD_PARKED);
     fake_advance(w->c, &w->env, 1000);
-    assert_int_equal(gr_coord_heartbeat(w->c, gr_str_c("g"), gr_str_c(w->ids[0]), GR_STR_NULL, 1), GR_ERR_REBALANCE_IN_PROGRESS);
+    assert_int_equal(gr_coord_heartbeat(w->c, gr_str_c("g"), gr_str_c(w->ids[0]), GR_STR_NULL, 1),
+                     GR_ERR_REBALANCE_IN_PROGRESS);
     fake_advance(w->c, &w->env, 4000);
     assert_int_equal(w->j[1].answers, 0); /* a -1 rebalance timeout would have completed (and evicted A) */
-    assert_int_equal(fake_join(w->c, "g", w->ids[0], NULL, 0, SESSION, -1, "range", "meta", &w->j[0]), GR_COORD_ANSWERED);
+    assert_int_equal(fake_join(w->c, "g", w->ids[0], NULL, 0, SESSION, -1, "range", "meta", &w->j[0]),
+                     GR_COORD_ANSWERED);
     assert_int_equal(w->j[1].answers, 1);
     assert_int_equal(w->j[0].generation, 2);
     assert_int_equal(w->j[1].generation, 2); /* one generation bump, both in it */
@@ -327,18 +355,21 @@ static void test_v0_rebalance_timeout(void **state)
 static void test_v0_rebalance_timeout_evicts(void **state)
 {
     struct world *w = *state;
-    assert_int_equal(fake_join(w->c, "g", "", NULL, 0, SESSION, -1, "range", "meta", &w->j[0]), GR_COORD_PARKED);
+    assert_int_equal(fake_join(w->c, "g", "", NULL, 0, SESSION, -1, "range", "meta", &w->j[0]),
+                     GR_COORD_PARKED);
     fake_advance(w->c, &w->env, 3000);
     strcpy(w->ids[0], w->j[0].member_id);
     assert_int_equal(fake_sync(w->c, "g", w->ids[0], NULL, 1, 0, NULL, NULL, &w->s[0]), GR_COORD_ANSWERED);
-    assert_int_equal(fake_join(w->c, "g", "", NULL, 0, SESSION, -1, "range", "meta", &w->j[1]), GR_COORD_PARKED);
+    assert_int_equal(fake_join(w->c, "g", "", NULL, 0, SESSION, -1, "range", "meta", &w->j[1]),
+                     GR_COORD_PARKED);
     fake_advance(w->c, &w->env, SESSION - 1);
     assert_int_equal(w->j[1].answers, 0);
     fake_advance(w->c, &w->env, 1);
     assert_int_equal(w->j[1].answers, 1);
     assert_int_equal(w->j[1].generation, 2);
     assert_int_equal(w->j[1].member_count, 1);
-    assert_int_equal(gr_coord_heartbeat(w->c, gr_str_c("g"), gr_str_c(w->ids[0]), GR_STR_NULL, 1), GR_ERR_UNKNOWN_MEMBER_ID);
+    assert_int_equal(gr_coord_heartbeat(w->c, gr_str_c("g"), gr_str_c(w->ids[0]), GR_STR_NULL, 1),
+                     GR_ERR_UNKNOWN_MEMBER_ID);
 }
 
 /* KIP-345: a static member restarting keeps generation and assignment without a rebalance; the old
@@ -346,7 +377,8 @@ static void test_v0_rebalance_timeout_evicts(void **state)
 static void test_static_restart(void **state)
 {
     struct world *w = *state;
-    assert_int_equal(fake_join(w->c, "g", "", "i1", 5, SESSION, SESSION, "range", "meta", &w->j[0]), GR_COORD_PARKED);
+    assert_int_equal(fake_join(w->c, "g", "", "i1", 5, SESSION, SESSION, "range", "meta", &w->j[0]),
+                     GR_COORD_PARKED);
     fake_advance(w->c, &w->env, 3000);
     assert_int_equal(w->j[0].error, 0);
     strcpy(w->ids[0], w->j[0].member_id);
@@ -358,7 +390,8 @@ static void test_static_restart(void **state)
 
     /* restart: empty member id, same instance id */
     fake_join_reset(&w->j[1]);
-    assert_int_equal(fake_join(w->c, "g", "", "i1", 5, SESSION, SESSION, "range", "meta", &w->j[1]), GR_COORD_ANSWERED);
+    assert_int_equal(fake_join(w->c, "g", "", "i1", 5, SESSION, SESSION, "range", "meta", &w->j[1]),
+                     GR_COORD_ANSWERED);
     assert_int_equal(w->j[1].error, 0);
     assert_int_equal(w->j[1].generation, 1);
     assert_string_not_equal(w->j[1].member_id, w->ids[0]);
@@ -366,26 +399,38 @@ static void test_static_restart(void **state)
     assert_int_equal(w->j[1].member_count, 0);
     assert_false(w->j[1].skip_assignment);
     assert_int_equal(state_of(w, "g"), GR_GROUP_STABLE);
-    assert_int_equal(fake_count_records(&w->env, GR_COORD_KEY_GROUP_METADATA, false), records + 1); /* persisted */
+    assert_int_equal(fake_count_records(&w->env, GR_COORD_KEY_GROUP_METADATA, false),
+                     records + 1); /* persisted */
     strcpy(w->ids[1], w->j[1].member_id);
     fake_sync_reset(&w->s[1]);
     assert_int_equal(fake_sync(w->c, "g", w->ids[1], "i1", 1, 0, NULL, NULL, &w->s[1]), GR_COORD_ANSWERED);
     assert_int_equal(w->s[1].error, 0);
     assert_string_equal(w->s[1].assignment, "X");
     /* the old member id is fenced everywhere */
-    assert_int_equal(gr_coord_heartbeat(w->c, gr_str_c("g"), gr_str_c(w->ids[0]), gr_str_c("i1"), 1), GR_ERR_FENCED_INSTANCE_ID);
+    assert_int_equal(gr_coord_heartbeat(w->c, gr_str_c("g"), gr_str_c(w->ids[0]), gr_str_c("i1"), 1),
+                     GR_ERR_FENCED_INSTANCE_ID);
     fake_join_reset(&w->j[2]);
-    assert_int_equal(fake_join(w->c, "g", w->ids[0], "i1", 5, SESSION, SESSION, "range", "meta", &w->j[2]), GR_COORD_ANSWERED);
+    assert_int_equal(fake_join(w->c, "g", w->ids[0], "i1", 5, SESSION, SESSION, "range", "meta", &w->j[2]),
+                     GR_COORD_ANSWERED);
     assert_int_equal(w->j[2].error, GR_ERR_FENCED_INSTANCE_ID);
 
     /* v9: the leader is told it leads, gets the members, and skips the assignment */
     fake_join_reset(&w->j[3]);
     struct gr_join_protocol pr = {gr_str_c("range"), {(const uint8_t *)"meta", 4}};
     struct gr_join_params p = {
-        .group_id = gr_str_c("g"), .member_id = gr_str_c(""), .group_instance_id = gr_str_c("i1"),
-        .protocol_type = gr_str_c("consumer"), .client_id = gr_str_c("c"), .client_host = gr_str_c("/h"),
-        .reason = GR_STR_NULL, .session_timeout_ms = SESSION, .rebalance_timeout_ms = SESSION,
-        .protocols = &pr, .protocol_count = 1, .api_version = 9, .waiter = &w->j[3],
+        .group_id = gr_str_c("g"),
+        .member_id = gr_str_c(""),
+        .group_instance_id = gr_str_c("i1"),
+        .protocol_type = gr_str_c("consumer"),
+        .client_id = gr_str_c("c"),
+        .client_host = gr_str_c("/h"),
+        .reason = GR_STR_NULL,
+        .session_timeout_ms = SESSION,
+        .rebalance_timeout_ms = SESSION,
+        .protocols = &pr,
+        .protocol_count = 1,
+        .api_version = 9,
+        .waiter = &w->j[3],
     };
     assert_int_equal(gr_coord_join(w->c, &p), GR_COORD_ANSWERED);
     assert_int_equal(w->j[3].error, 0);
@@ -400,8 +445,10 @@ static void test_static_restart(void **state)
 static void test_static_replace_fences_parked(void **state)
 {
     struct world *w = *state;
-    assert_int_equal(fake_join(w->c, "g", "", "i1", 5, SESSION, SESSION, "range", "meta", &w->j[0]), GR_COORD_PARKED);
-    assert_int_equal(fake_join(w->c, "g", "", "i1", 5, SESSION, SESSION, "range", "meta", &w->j[1]), GR_COORD_PARKED);
+    assert_int_equal(fake_join(w->c, "g", "", "i1", 5, SESSION, SESSION, "range", "meta", &w->j[0]),
+                     GR_COORD_PARKED);
+    assert_int_equal(fake_join(w->c, "g", "", "i1", 5, SESSION, SESSION, "range", "meta", &w->j[1]),
+                     GR_COORD_PARKED);
     assert_int_equal(w->j[0].answers, 1);
     assert_int_equal(w->j[0].error, GR_ERR_FENCED_INSTANCE_ID);
     fake_advance(w->c, &w->env, 3000);
@@ -417,15 +464,20 @@ static void test_protocol_selection(void **state)
     const char *a[2] = {"roundrobin", "range"}, *am[2] = {"a-rr", "a-range"};
     const char *b[2] = {"range", "roundrobin"}, *bm[2] = {"b-range", "b-rr"};
     const char *c3[1] = {"roundrobin"}, *cm[1] = {"c-rr"};
-    assert_int_equal(fake_join_protocols(w->c, "g", "", "consumer", 3, SESSION, 2, a, am, &w->j[0]), GR_COORD_PARKED);
-    assert_int_equal(fake_join_protocols(w->c, "g", "", "consumer", 3, SESSION, 2, b, bm, &w->j[1]), GR_COORD_PARKED);
-    assert_int_equal(fake_join_protocols(w->c, "g", "", "consumer", 3, SESSION, 1, c3, cm, &w->j[2]), GR_COORD_PARKED);
+    assert_int_equal(fake_join_protocols(w->c, "g", "", "consumer", 3, SESSION, 2, a, am, &w->j[0]),
+                     GR_COORD_PARKED);
+    assert_int_equal(fake_join_protocols(w->c, "g", "", "consumer", 3, SESSION, 2, b, bm, &w->j[1]),
+                     GR_COORD_PARKED);
+    assert_int_equal(fake_join_protocols(w->c, "g", "", "consumer", 3, SESSION, 1, c3, cm, &w->j[2]),
+                     GR_COORD_PARKED);
     /* a member with no common protocol, and one with another protocol type */
     const char *d[1] = {"sticky"}, *dm[1] = {"d"};
-    assert_int_equal(fake_join_protocols(w->c, "g", "", "consumer", 3, SESSION, 1, d, dm, &w->j[3]), GR_COORD_ANSWERED);
+    assert_int_equal(fake_join_protocols(w->c, "g", "", "consumer", 3, SESSION, 1, d, dm, &w->j[3]),
+                     GR_COORD_ANSWERED);
     assert_int_equal(w->j[3].error, GR_ERR_INCONSISTENT_GROUP_PROTOCOL);
     fake_join_reset(&w->j[3]);
-    assert_int_equal(fake_join_protocols(w->c, "g", "", "connect", 3, SESSION, 1, c3, cm, &w->j[3]), GR_COORD_ANSWERED);
+    assert_int_equal(fake_join_protocols(w->c, "g", "", "connect", 3, SESSION, 1, c3, cm, &w->j[3]),
+                     GR_COORD_ANSWERED);
     assert_int_equal(w->j[3].error, GR_ERR_INCONSISTENT_GROUP_PROTOCOL);
     fake_advance(w->c, &w->env, 6000);
     assert_string_equal(w->j[0].protocol_name, "roundrobin");
@@ -435,10 +487,12 @@ static void test_protocol_selection(void **state)
     assert_string_equal(w->j[0].member_meta[2], "c-rr");
     /* an empty group refuses an empty protocol type or an empty protocol list */
     fake_join_reset(&w->j[3]);
-    assert_int_equal(fake_join_protocols(w->c, "h", "", "", 3, SESSION, 1, c3, cm, &w->j[3]), GR_COORD_ANSWERED);
+    assert_int_equal(fake_join_protocols(w->c, "h", "", "", 3, SESSION, 1, c3, cm, &w->j[3]),
+                     GR_COORD_ANSWERED);
     assert_int_equal(w->j[3].error, GR_ERR_INCONSISTENT_GROUP_PROTOCOL);
     fake_join_reset(&w->j[3]);
-    assert_int_equal(fake_join_protocols(w->c, "h", "", "consumer", 3, SESSION, 0, c3, cm, &w->j[3]), GR_COORD_ANSWERED);
+    assert_int_equal(fake_join_protocols(w->c, "h", "", "consumer", 3, SESSION, 0, c3, cm, &w->j[3]),
+                     GR_COORD_ANSWERED);
     assert_int_equal(w->j[3].error, GR_ERR_INCONSISTENT_GROUP_PROTOCOL);
 }
 
@@ -448,9 +502,12 @@ static void test_protocol_votes(void **state)
     struct world *w = *state;
     const char *a[2] = {"roundrobin", "range"}, *m2[2] = {"x", "y"};
     const char *b[2] = {"range", "roundrobin"};
-    assert_int_equal(fake_join_protocols(w->c, "g", "", "consumer", 3, SESSION, 2, a, m2, &w->j[0]), GR_COORD_PARKED);
-    assert_int_equal(fake_join_protocols(w->c, "g", "", "consumer", 3, SESSION, 2, b, m2, &w->j[1]), GR_COORD_PARKED);
-    assert_int_equal(fake_join_protocols(w->c, "g", "", "consumer", 3, SESSION, 2, b, m2, &w->j[2]), GR_COORD_PARKED);
+    assert_int_equal(fake_join_protocols(w->c, "g", "", "consumer", 3, SESSION, 2, a, m2, &w->j[0]),
+                     GR_COORD_PARKED);
+    assert_int_equal(fake_join_protocols(w->c, "g", "", "consumer", 3, SESSION, 2, b, m2, &w->j[1]),
+                     GR_COORD_PARKED);
+    assert_int_equal(fake_join_protocols(w->c, "g", "", "consumer", 3, SESSION, 2, b, m2, &w->j[2]),
+                     GR_COORD_PARKED);
     fake_advance(w->c, &w->env, 6000);
     assert_string_equal(w->j[1].protocol_name, "range");
 }
@@ -458,17 +515,21 @@ static void test_protocol_votes(void **state)
 static void test_session_timeout_bounds_and_max_size(void **state)
 {
     struct world *w = *state;
-    assert_int_equal(fake_join(w->c, "g", "", NULL, 5, 5999, 5999, "range", "m", &w->j[0]), GR_COORD_ANSWERED);
+    assert_int_equal(fake_join(w->c, "g", "", NULL, 5, 5999, 5999, "range", "m", &w->j[0]),
+                     GR_COORD_ANSWERED);
     assert_int_equal(w->j[0].error, GR_ERR_INVALID_SESSION_TIMEOUT);
     fake_join_reset(&w->j[0]);
-    assert_int_equal(fake_join(w->c, "g", "", NULL, 5, 1800001, 1800001, "range", "m", &w->j[0]), GR_COORD_ANSWERED);
+    assert_int_equal(fake_join(w->c, "g", "", NULL, 5, 1800001, 1800001, "range", "m", &w->j[0]),
+                     GR_COORD_ANSWERED);
     assert_int_equal(w->j[0].error, GR_ERR_INVALID_SESSION_TIMEOUT);
     fake_join_reset(&w->j[0]);
-    assert_int_equal(fake_join(w->c, "", "", NULL, 5, SESSION, SESSION, "range", "m", &w->j[0]), GR_COORD_ANSWERED);
+    assert_int_equal(fake_join(w->c, "", "", NULL, 5, SESSION, SESSION, "range", "m", &w->j[0]),
+                     GR_COORD_ANSWERED);
     assert_int_equal(w->j[0].error, GR_ERR_INVALID_GROUP_ID);
     /* an unknown group with a member id */
     fake_join_reset(&w->j[0]);
-    assert_int_equal(fake_join(w->c, "nope", "someone", NULL, 5, SESSION, SESSION, "range", "m", &w->j[0]), GR_COORD_ANSWERED);
+    assert_int_equal(fake_join(w->c, "nope", "someone", NULL, 5, SESSION, SESSION, "range", "m", &w->j[0]),
+                     GR_COORD_ANSWERED);
     assert_int_equal(w->j[0].error, GR_ERR_UNKNOWN_MEMBER_ID);
 
     /* group.max.size = 2 */
@@ -480,7 +541,8 @@ static void test_session_timeout_bounds_and_max_size(void **state)
     w->c = fake_coord(&w->env, &cfg);
     stable(w, "g", 2);
     fake_join_reset(&w->j[2]);
-    assert_int_equal(fake_join(w->c, "g", "", NULL, 3, SESSION, SESSION, "range", "meta", &w->j[2]), GR_COORD_ANSWERED);
+    assert_int_equal(fake_join(w->c, "g", "", NULL, 3, SESSION, SESSION, "range", "meta", &w->j[2]),
+                     GR_COORD_ANSWERED);
     assert_int_equal(w->j[2].error, GR_ERR_GROUP_MAX_SIZE_REACHED);
     assert_string_equal(w->j[2].member_id, "");
     assert_int_equal(state_of(w, "g"), GR_GROUP_STABLE);
@@ -491,9 +553,16 @@ static void test_sync_protocol_checks_v5(void **state)
     struct world *w = *state;
     join_all(w, "g", 1);
     struct gr_sync_params p = {
-        .group_id = gr_str_c("g"), .member_id = gr_str_c(w->ids[0]), .group_instance_id = GR_STR_NULL,
-        .protocol_type = GR_STR_NULL, .protocol_name = gr_str_c("range"), .generation_id = 1,
-        .assignments = NULL, .assignment_count = 0, .api_version = 5, .waiter = &w->s[0],
+        .group_id = gr_str_c("g"),
+        .member_id = gr_str_c(w->ids[0]),
+        .group_instance_id = GR_STR_NULL,
+        .protocol_type = GR_STR_NULL,
+        .protocol_name = gr_str_c("range"),
+        .generation_id = 1,
+        .assignments = NULL,
+        .assignment_count = 0,
+        .api_version = 5,
+        .waiter = &w->s[0],
     };
     assert_int_equal(gr_coord_sync(w->c, &p), GR_COORD_ANSWERED);
     assert_int_equal(w->s[0].error, GR_ERR_INCONSISTENT_GROUP_PROTOCOL);
@@ -539,7 +608,8 @@ static void test_leave_batch(void **state)
     assert_int_equal(gr_coord_leave(w->c, gr_str_c(""), &x, 1), GR_ERR_INVALID_GROUP_ID);
 
     /* removal by group.instance.id with an empty member id */
-    assert_int_equal(fake_join(w->c, "s", "", "inst-7", 5, SESSION, SESSION, "range", "m", &w->j[3]), GR_COORD_PARKED);
+    assert_int_equal(fake_join(w->c, "s", "", "inst-7", 5, SESSION, SESSION, "range", "m", &w->j[3]),
+                     GR_COORD_PARKED);
     struct gr_leave_member y = {gr_str_c(""), gr_str_c("inst-7"), GR_STR_NULL, -2};
     assert_int_equal(gr_coord_leave(w->c, gr_str_c("s"), &y, 1), 0);
     assert_int_equal(y.error_code, 0);
@@ -583,7 +653,8 @@ static void test_pending_sync_expiry(void **state)
     fake_advance(w->c, &w->env, 3000);
     assert_int_equal(gr_coord_heartbeat(w->c, gr_str_c("g"), gr_str_c(w->ids[0]), GR_STR_NULL, 1), 0);
     fake_advance(w->c, &w->env, 1000); /* 10 s after the join completed */
-    assert_int_equal(gr_coord_heartbeat(w->c, gr_str_c("g"), gr_str_c(w->ids[0]), GR_STR_NULL, 1), GR_ERR_REBALANCE_IN_PROGRESS);
+    assert_int_equal(gr_coord_heartbeat(w->c, gr_str_c("g"), gr_str_c(w->ids[0]), GR_STR_NULL, 1),
+                     GR_ERR_REBALANCE_IN_PROGRESS);
     assert_int_equal(gr_group_member_count(gr_coord_group_find(w->c, gr_str_c("g"))), 1);
 }
 
@@ -613,8 +684,10 @@ static void test_sync_waits_for_durable_assignment(void **state)
     /* the next generation's write fails for good */
     fake_join_reset(&w->j[0]);
     fake_join_reset(&w->j[1]);
-    assert_int_equal(fake_join(w->c, "g", w->ids[0], NULL, 5, SESSION, SESSION, "range", "meta", &w->j[0]), GR_COORD_PARKED);
-    assert_int_equal(fake_join(w->c, "g", w->ids[1], NULL, 5, SESSION, SESSION, "range", "meta", &w->j[1]), GR_COORD_ANSWERED);
+    assert_int_equal(fake_join(w->c, "g", w->ids[0], NULL, 5, SESSION, SESSION, "range", "meta", &w->j[0]),
+                     GR_COORD_PARKED);
+    assert_int_equal(fake_join(w->c, "g", w->ids[1], NULL, 5, SESSION, SESSION, "range", "meta", &w->j[1]),
+                     GR_COORD_ANSWERED);
     assert_int_equal(w->j[0].generation, 2);
     fake_sync_reset(&w->s[0]);
     fake_sync_reset(&w->s[1]);
@@ -630,12 +703,14 @@ static void test_sync_waits_for_durable_assignment(void **state)
 static void test_new_group_record_is_empty(void **state)
 {
     struct world *w = *state;
-    assert_int_equal(fake_join(w->c, "g", "", NULL, 3, SESSION, SESSION, "range", "m", &w->j[0]), GR_COORD_PARKED);
+    assert_int_equal(fake_join(w->c, "g", "", NULL, 3, SESSION, SESSION, "range", "m", &w->j[0]),
+                     GR_COORD_PARKED);
     assert_int_equal(w->env.rec_count, 1);
     struct gr_arena arena;
     gr_arena_init(&arena, 0);
     struct gr_group_metadata_value v;
-    assert_int_equal(gr_group_metadata_value_decode(w->env.recs[0].value, w->env.recs[0].value_len, &arena, &v), 0);
+    assert_int_equal(
+        gr_group_metadata_value_decode(w->env.recs[0].value, w->env.recs[0].value_len, &arena, &v), 0);
     assert_int_equal(v.member_count, 0);
     assert_int_equal(v.generation, 0);
     assert_int_equal(v.protocol_type.len, 0);
@@ -659,7 +734,8 @@ static void test_views(void **state)
 {
     struct world *w = *state;
     stable(w, "g", 2);
-    assert_int_equal(fake_join(w->c, "h", "", NULL, 3, SESSION, SESSION, "range", "meta", &w->j[2]), GR_COORD_PARKED);
+    assert_int_equal(fake_join(w->c, "h", "", NULL, 3, SESSION, SESSION, "range", "meta", &w->j[2]),
+                     GR_COORD_PARKED);
     assert_int_equal(gr_coord_group_count(w->c), 2);
     struct gr_group *g = gr_coord_group_find(w->c, gr_str_c("g"));
     assert_string_equal(gr_group_state_name(gr_group_state(g)), "Stable");

@@ -48,12 +48,14 @@ static int teardown(void **state)
 }
 
 /* One-partition commit; returns the partition's error code. */
-static int16_t commit(struct world *w, const char *group, const char *member, int32_t generation, int16_t version,
-                      const char *topic, int32_t partition, int64_t offset, const char *metadata)
+static int16_t commit(struct world *w, const char *group, const char *member, int32_t generation,
+                      int16_t version, const char *topic, int32_t partition, int64_t offset,
+                      const char *metadata)
 {
     struct gr_commit_partition cp = {partition, offset, 7, metadata ? gr_str_c(metadata) : GR_STR_NULL, -99};
     struct gr_commit_topic ct = {gr_str_c(topic), &cp, 1};
-    struct gr_commit_params p = {gr_str_c(group), gr_str_c(member), GR_STR_NULL, generation, -1, version, &ct, 1};
+    struct gr_commit_params p = {
+        gr_str_c(group), gr_str_c(member), GR_STR_NULL, generation, -1, version, &ct, 1};
     int32_t wp;
     int64_t we;
     gr_coord_commit(w->c, &p, &wp, &we);
@@ -72,7 +74,8 @@ static int64_t fetch(struct world *w, const char *group, const char *topic, int3
 /* A joins `group` alone (generation 1) and syncs. */
 static void one_member(struct world *w, const char *group)
 {
-    assert_int_equal(fake_join(w->c, group, "", NULL, 3, SESSION, SESSION, "range", "m", &w->j[0]), GR_COORD_PARKED);
+    assert_int_equal(fake_join(w->c, group, "", NULL, 3, SESSION, SESSION, "range", "m", &w->j[0]),
+                     GR_COORD_PARKED);
     fake_advance(w->c, &w->env, 3000);
     assert_int_equal(w->j[0].error, 0);
     strcpy(w->ids[0], w->j[0].member_id);
@@ -85,11 +88,14 @@ static void test_c28_fencing(void **state)
     struct world *w = *state;
     one_member(w, "g");
     /* (1) B joins; before A rejoins, A commits with generation 1 */
-    assert_int_equal(fake_join(w->c, "g", "", NULL, 3, SESSION, SESSION, "range", "m", &w->j[1]), GR_COORD_PARKED);
+    assert_int_equal(fake_join(w->c, "g", "", NULL, 3, SESSION, SESSION, "range", "m", &w->j[1]),
+                     GR_COORD_PARKED);
     assert_int_equal(commit(w, "g", w->ids[0], 1, 8, "t", 0, 10, NULL), 0);
-    assert_int_equal(gr_coord_heartbeat(w->c, gr_str_c("g"), gr_str_c(w->ids[0]), GR_STR_NULL, 1), GR_ERR_REBALANCE_IN_PROGRESS);
+    assert_int_equal(gr_coord_heartbeat(w->c, gr_str_c("g"), gr_str_c(w->ids[0]), GR_STR_NULL, 1),
+                     GR_ERR_REBALANCE_IN_PROGRESS);
     /* (2) A rejoins: generation 2, CompletingRebalance; gen 1 -> 22, gen 2 -> 27 */
-    assert_int_equal(fake_join(w->c, "g", w->ids[0], NULL, 5, SESSION, SESSION, "range", "m", &w->j[0]), GR_COORD_ANSWERED);
+    assert_int_equal(fake_join(w->c, "g", w->ids[0], NULL, 5, SESSION, SESSION, "range", "m", &w->j[0]),
+                     GR_COORD_ANSWERED);
     assert_int_equal(w->j[0].generation, 2);
     assert_int_equal(commit(w, "g", w->ids[0], 1, 8, "t", 0, 11, NULL), GR_ERR_ILLEGAL_GENERATION);
     assert_int_equal(commit(w, "g", w->ids[0], 2, 8, "t", 0, 12, NULL), GR_ERR_REBALANCE_IN_PROGRESS);
@@ -132,7 +138,8 @@ static void test_commit_fetch_and_wait_handle(void **state)
     int32_t wp;
     int64_t we;
     gr_coord_commit(w->c, &p, &wp, &we);
-    for (int i = 0; i < 3; i++) assert_int_equal(cps[i].error_code, 0);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(cps[i].error_code, 0);
     assert_int_equal(wp, gr_coord_partition(w->c, gr_str_c("simple")));
     assert_int_equal(we, 3); /* three records appended to that partition */
     int64_t off;
@@ -152,7 +159,8 @@ static void test_commit_fetch_and_wait_handle(void **state)
     assert_int_equal(fake_count_records(&w->env, GR_COORD_KEY_OFFSET_COMMIT, false), 3);
 }
 
-static void collect(void *ctx, const char *topic, int32_t partition, int64_t offset, int32_t leader_epoch, struct gr_str metadata)
+static void collect(void *ctx, const char *topic, int32_t partition, int64_t offset, int32_t leader_epoch,
+                    struct gr_str metadata)
 {
     (void)topic;
     (void)leader_epoch;
@@ -299,7 +307,8 @@ static void test_offset_delete(void **state)
 
     /* a non-empty group of another protocol type: NON_EMPTY_GROUP */
     const char *names[1] = {"p"}, *metas[1] = {"x"};
-    assert_int_equal(fake_join_protocols(w->c, "conn", "", "connect", 3, SESSION, 1, names, metas, &w->j[1]), GR_COORD_PARKED);
+    assert_int_equal(fake_join_protocols(w->c, "conn", "", "connect", 3, SESSION, 1, names, metas, &w->j[1]),
+                     GR_COORD_PARKED);
     assert_int_equal(gr_coord_offset_delete(w->c, gr_str_c("conn"), dt, 2), GR_ERR_NON_EMPTY_GROUP);
 }
 
@@ -418,8 +427,10 @@ static void test_replay_and_snapshot(void **state)
 {
     struct world *w = *state;
     /* a Stable group with two members and assignments, offsets, a simple group, a deleted group */
-    assert_int_equal(fake_join(w->c, "g", "", "inst-a", 5, SESSION, SESSION, "range", "ma", &w->j[0]), GR_COORD_PARKED);
-    assert_int_equal(fake_join(w->c, "g", "", NULL, 3, SESSION, SESSION, "range", "mb", &w->j[1]), GR_COORD_PARKED);
+    assert_int_equal(fake_join(w->c, "g", "", "inst-a", 5, SESSION, SESSION, "range", "ma", &w->j[0]),
+                     GR_COORD_PARKED);
+    assert_int_equal(fake_join(w->c, "g", "", NULL, 3, SESSION, SESSION, "range", "mb", &w->j[1]),
+                     GR_COORD_PARKED);
     fake_advance(w->c, &w->env, 6000); /* the initial delay, restarted once for the second member */
     assert_int_equal(w->j[0].error, 0);
     assert_int_equal(w->j[1].error, 0);

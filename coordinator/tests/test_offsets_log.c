@@ -29,7 +29,10 @@ struct env {
     int64_t mono;
 };
 
-static int64_t mono(void *ctx) { return ((struct env *)ctx)->mono; }
+static int64_t mono(void *ctx)
+{
+    return ((struct env *)ctx)->mono;
+}
 static int64_t wall(void *ctx)
 {
     (void)ctx;
@@ -165,10 +168,19 @@ static void test_commit_durable_and_survives_restart(void **state)
     int16_t jerr = -99, serr = -99;
     struct gr_join_protocol pr = {gr_str_c("range"), {(const uint8_t *)"m", 1}};
     struct gr_join_params jp = {
-        .group_id = gr_str_c("cg"), .member_id = gr_str_c(""), .group_instance_id = gr_str_c("static-1"),
-        .protocol_type = gr_str_c("consumer"), .client_id = gr_str_c("c"), .client_host = gr_str_c("/h"),
-        .reason = GR_STR_NULL, .session_timeout_ms = 10000, .rebalance_timeout_ms = 10000,
-        .protocols = &pr, .protocol_count = 1, .api_version = 5, .waiter = &jerr,
+        .group_id = gr_str_c("cg"),
+        .member_id = gr_str_c(""),
+        .group_instance_id = gr_str_c("static-1"),
+        .protocol_type = gr_str_c("consumer"),
+        .client_id = gr_str_c("c"),
+        .client_host = gr_str_c("/h"),
+        .reason = GR_STR_NULL,
+        .session_timeout_ms = 10000,
+        .rebalance_timeout_ms = 10000,
+        .protocols = &pr,
+        .protocol_count = 1,
+        .api_version = 5,
+        .waiter = &jerr,
     };
     assert_int_equal(gr_coord_join(e->c, &jp), GR_COORD_PARKED);
     e->mono += 3000;
@@ -178,7 +190,8 @@ static void test_commit_durable_and_survives_restart(void **state)
     char mid[128];
     strcpy(mid, gr_member_id(gr_group_member_at(g, 0)));
     struct gr_sync_assignment as = {gr_str_c(mid), {(const uint8_t *)"ASSIGN", 6}};
-    struct gr_sync_params sp = {gr_str_c("cg"), gr_str_c(mid), gr_str_c("static-1"), GR_STR_NULL, GR_STR_NULL, 1, &as, 1, 3, &serr};
+    struct gr_sync_params sp = {
+        gr_str_c("cg"), gr_str_c(mid), gr_str_c("static-1"), GR_STR_NULL, GR_STR_NULL, 1, &as, 1, 3, &serr};
     /* the assignment is answered once its record is fsynced: the coordinator polls from its timer */
     gr_coord_sync(e->c, &sp);
     for (int i = 0; i < 500 && serr == -99; i++) {

@@ -89,9 +89,11 @@ static void test_offset_commit_decode(void **state)
     assert_int_equal(gr_coord_key_decode(b, n, &ok, &g), GR_COORD_KEY_UNKNOWN);
 }
 
-#define GVAL3                                                                                                          \
-    "00030008636f6e73756d657200000007000572616e676500036d2d3100000000000004d20000000200036d2d3100026931000163000a2f31" \
-    "32372e302e302e31000075300000271000000003000102000000010900036d2d32ffff0002633200022f68ffffffff00001770000000000000" \
+#define GVAL3                                                                                                \
+    "00030008636f6e73756d657200000007000572616e676500036d2d3100000000000004d20000000200036d2d31000269310001" \
+    "63000a2f31"                                                                                             \
+    "32372e302e302e31000075300000271000000003000102000000010900036d2d32ffff0002633200022f68ffffffff00001770" \
+    "000000000000"                                                                                           \
     "0000"
 
 /* GroupMetadataValue {consumer, 7, range, m-1, 1234, [m-1/i1/c//127.0.0.1/30000/10000/000102/09,
@@ -100,12 +102,25 @@ static void test_group_metadata_encode(void **state)
 {
     (void)state;
     struct gr_group_metadata_member ms[2] = {
-        {gr_str_c("m-1"), gr_str_c("i1"), gr_str_c("c"), gr_str_c("/127.0.0.1"), 30000, 10000,
-         {(const uint8_t *)"\x00\x01\x02", 3}, {(const uint8_t *)"\x09", 1}},
-        {gr_str_c("m-2"), GR_STR_NULL, gr_str_c("c2"), gr_str_c("/h"), -1, 6000, {(const uint8_t *)"", 0},
+        {gr_str_c("m-1"),
+         gr_str_c("i1"),
+         gr_str_c("c"),
+         gr_str_c("/127.0.0.1"),
+         30000,
+         10000,
+         {(const uint8_t *)"\x00\x01\x02", 3},
+         {(const uint8_t *)"\x09", 1}},
+        {gr_str_c("m-2"),
+         GR_STR_NULL,
+         gr_str_c("c2"),
+         gr_str_c("/h"),
+         -1,
+         6000,
+         {(const uint8_t *)"", 0},
          {(const uint8_t *)"", 0}},
     };
-    struct gr_group_metadata_value v = {gr_str_c("consumer"), 7, gr_str_c("range"), gr_str_c("m-1"), 1234, ms, 2};
+    struct gr_group_metadata_value v = {
+        gr_str_c("consumer"), 7, gr_str_c("range"), gr_str_c("m-1"), 1234, ms, 2};
     struct gr_coord_record rec;
     assert_int_equal(gr_group_metadata_record(&rec, "grp", &v), 0);
     assert_bytes_hex(rec.key, rec.key_len, "00020003677270");
@@ -124,10 +139,12 @@ static void test_group_metadata_decode(void **state)
     const char *vals[] = {
         GVAL3,
         /* v4, flexible */
-        "000409636f6e73756d6572000000070672616e6765046d2d3100000000000004d203046d2d3103693102630b2f3132372e302e302e3100"
+        "000409636f6e73756d6572000000070672616e6765046d2d3100000000000004d203046d2d3103693102630b2f3132372e30"
+        "2e302e3100"
         "0075300000271004000102020900046d2d3200036332032f68ffffffff0000177001010000",
         /* v0: no instance id, no rebalance timeout, no state timestamp */
-        "00000008636f6e73756d657200000007000572616e676500036d2d310000000200036d2d31000163000a2f3132372e302e302e310000"
+        "00000008636f6e73756d657200000007000572616e676500036d2d310000000200036d2d31000163000a2f3132372e302e30"
+        "2e310000"
         "271000000003000102000000010900036d2d320002633200022f68000017700000000000000000",
     };
     uint8_t b[512];
@@ -144,8 +161,10 @@ static void test_group_metadata_decode(void **state)
         assert_int_equal(v.current_state_timestamp_ms, i == 2 ? -1 : 1234);
         assert_int_equal(v.member_count, 2);
         assert_memory_equal(v.members[0].member_id.ptr, "m-1", 3);
-        if (i == 2) assert_int_equal(v.members[0].group_instance_id.len, -1);
-        else assert_memory_equal(v.members[0].group_instance_id.ptr, "i1", 2);
+        if (i == 2)
+            assert_int_equal(v.members[0].group_instance_id.len, -1);
+        else
+            assert_memory_equal(v.members[0].group_instance_id.ptr, "i1", 2);
         assert_int_equal(v.members[1].group_instance_id.len, -1);
         assert_memory_equal(v.members[0].client_host.ptr, "/127.0.0.1", 10);
         assert_int_equal(v.members[0].rebalance_timeout_ms, i == 2 ? -1 : 30000);
@@ -179,8 +198,8 @@ static void test_partition_hash(void **state)
         {"67", 103, 3, 1},
         {"6d792d67726f7570", -1906497762, 12, 8},
         {"636f6e736f6c652d636f6e73756d65722d3132333435", 158455506, 6, 22},
-        {"6772c3bcc39f65", 98768023, 23, 5},          /* grüße */
-        {"f09f9880656d6f6a69", -1233692477, 27, 7},   /* U+1F600 then "emoji": a surrogate pair */
+        {"6772c3bcc39f65", 98768023, 23, 5},        /* grüße */
+        {"f09f9880656d6f6a69", -1233692477, 27, 7}, /* U+1F600 then "emoji": a surrogate pair */
         {"706f6c7967656e656c7562726963616e7473", INT32_MIN, 0, 18}, /* abs(MIN_VALUE) -> 0 */
     };
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
@@ -206,12 +225,15 @@ static void test_subscription_topics(void **state)
 {
     (void)state;
     uint8_t b[256];
-    size_t n = unhex("0003000000020005616c70686100026262000000020102000000010005616c70686100000001000000010000000500057261636b31", b);
+    size_t n = unhex("0003000000020005616c70686100026262000000020102000000010005616c7068610000000100000001000"
+                     "0000500057261636b31",
+                     b);
     char acc[64] = "";
     assert_int_equal(gr_consumer_subscription_topics((struct gr_bytes){b, (int32_t)n}, add_topic, acc), 0);
     assert_string_equal(acc, "alpha,bb,");
     acc[0] = 0;
-    assert_int_equal(gr_consumer_subscription_topics((struct gr_bytes){b, 12}, add_topic, acc), -1); /* cut in a name */
+    assert_int_equal(gr_consumer_subscription_topics((struct gr_bytes){b, 12}, add_topic, acc),
+                     -1); /* cut in a name */
     assert_string_equal(acc, "");
     assert_int_equal(gr_consumer_subscription_topics((struct gr_bytes){b, 1}, add_topic, acc), -1);
 }
@@ -219,12 +241,9 @@ static void test_subscription_topics(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_offset_commit_encode),
-        cmocka_unit_test(test_offset_commit_decode),
-        cmocka_unit_test(test_group_metadata_encode),
-        cmocka_unit_test(test_group_metadata_decode),
-        cmocka_unit_test(test_partition_hash),
-        cmocka_unit_test(test_subscription_topics),
+        cmocka_unit_test(test_offset_commit_encode),  cmocka_unit_test(test_offset_commit_decode),
+        cmocka_unit_test(test_group_metadata_encode), cmocka_unit_test(test_group_metadata_decode),
+        cmocka_unit_test(test_partition_hash),        cmocka_unit_test(test_subscription_topics),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

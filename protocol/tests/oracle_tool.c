@@ -64,7 +64,8 @@ static int decode_file(const char *in, const char *out)
         int err = n < 0 ? -1 : ops->decode(&rd, v, m);
         bool ok = err == 0 && gr_rd_left(&rd) == 0;
         if (!ok) {
-            fprintf(stderr, "FAIL decode %s v%d: err %d, %zu bytes left\n", ops->name, v, err, gr_rd_left(&rd));
+            fprintf(stderr, "FAIL decode %s v%d: err %d, %zu bytes left\n", ops->name, v, err,
+                    gr_rd_left(&rd));
         } else {
             size_t sz = ops->size(m, v);
             uint8_t *re = malloc(sz + 1);
@@ -74,9 +75,10 @@ static int decode_file(const char *in, const char *out)
             if (sz != (size_t)n || memcmp(re, bytes, sz) != 0) {
                 ok = false;
                 size_t at = 0;
-                while (at < sz && at < (size_t)n && re[at] == bytes[at]) at++;
-                fprintf(stderr, "FAIL re-encode %s v%d: size %zu vs %ld, first difference at byte %zu\n", ops->name, v, sz, n,
-                        at);
+                while (at < sz && at < (size_t)n && re[at] == bytes[at])
+                    at++;
+                fprintf(stderr, "FAIL re-encode %s v%d: size %zu vs %ld, first difference at byte %zu\n",
+                        ops->name, v, sz, n, at);
             }
             free(re);
         }
@@ -148,7 +150,8 @@ static int gen_file(const char *out, uint64_t seed, int per_version)
 int main(int argc, char **argv)
 {
     if (argc == 4 && strcmp(argv[1], "decode") == 0) return decode_file(argv[2], argv[3]);
-    if (argc == 5 && strcmp(argv[1], "gen") == 0) return gen_file(argv[2], strtoull(argv[3], NULL, 10), atoi(argv[4]));
+    if (argc == 5 && strcmp(argv[1], "gen") == 0)
+        return gen_file(argv[2], strtoull(argv[3], NULL, 10), atoi(argv[4]));
     fprintf(stderr, "usage: gr_oracle_tool decode IN OUT | gen OUT SEED N\n");
     return 2;
 }

@@ -23,7 +23,8 @@ static void sb_reserve(struct gr_sb *sb, size_t extra)
 {
     if (sb->len + extra + 1 <= sb->cap) return;
     size_t cap = sb->cap ? sb->cap : 256;
-    while (cap < sb->len + extra + 1) cap *= 2;
+    while (cap < sb->len + extra + 1)
+        cap *= 2;
     sb->buf = realloc(sb->buf, cap);
     if (!sb->buf) abort();
     sb->cap = cap;
@@ -73,14 +74,23 @@ void gr_sb_json_key(struct gr_sb *sb, const char *key, bool *first)
     gr_sb_puts(sb, "\":");
 }
 
-void gr_sb_json_bool(struct gr_sb *sb, bool v) { gr_sb_puts(sb, v ? "true" : "false"); }
-void gr_sb_json_int(struct gr_sb *sb, int64_t v) { gr_sb_printf(sb, "%lld", (long long)v); }
+void gr_sb_json_bool(struct gr_sb *sb, bool v)
+{
+    gr_sb_puts(sb, v ? "true" : "false");
+}
+void gr_sb_json_int(struct gr_sb *sb, int64_t v)
+{
+    gr_sb_printf(sb, "%lld", (long long)v);
+}
 
 void gr_sb_json_double(struct gr_sb *sb, double v)
 {
-    if (isnan(v)) gr_sb_puts(sb, "\"NaN\"");
-    else if (isinf(v)) gr_sb_puts(sb, v > 0 ? "\"Infinity\"" : "\"-Infinity\"");
-    else gr_sb_printf(sb, "%.17g", v);
+    if (isnan(v))
+        gr_sb_puts(sb, "\"NaN\"");
+    else if (isinf(v))
+        gr_sb_puts(sb, v > 0 ? "\"Infinity\"" : "\"-Infinity\"");
+    else
+        gr_sb_printf(sb, "%.17g", v);
 }
 
 void gr_sb_json_str(struct gr_sb *sb, struct gr_str s)
@@ -141,7 +151,10 @@ void gr_sb_json_bytes(struct gr_sb *sb, struct gr_bytes b)
     gr_sb_putc(sb, '"');
 }
 
-void gr_sb_json_records(struct gr_sb *sb, struct gr_bytes b) { gr_sb_json_bytes(sb, b); }
+void gr_sb_json_records(struct gr_sb *sb, struct gr_bytes b)
+{
+    gr_sb_json_bytes(sb, b);
+}
 
 void gr_sb_json_uuid(struct gr_sb *sb, struct gr_uuid u)
 {
@@ -150,7 +163,10 @@ void gr_sb_json_uuid(struct gr_sb *sb, struct gr_uuid u)
     gr_sb_putc(sb, '"');
 }
 
-void gr_rng_seed(struct gr_rng *rng, uint64_t seed) { rng->s = seed ? seed : 0x9E3779B97F4A7C15ull; }
+void gr_rng_seed(struct gr_rng *rng, uint64_t seed)
+{
+    rng->s = seed ? seed : 0x9E3779B97F4A7C15ull;
+}
 
 uint64_t gr_rng_u64(struct gr_rng *rng)
 {
@@ -160,8 +176,14 @@ uint64_t gr_rng_u64(struct gr_rng *rng)
     return rng->s * 0x2545F4914F6CDD1Dull;
 }
 
-uint32_t gr_rng_below(struct gr_rng *rng, uint32_t n) { return n ? (uint32_t)(gr_rng_u64(rng) % n) : 0; }
-bool gr_rng_bool(struct gr_rng *rng) { return gr_rng_u64(rng) & 1; }
+uint32_t gr_rng_below(struct gr_rng *rng, uint32_t n)
+{
+    return n ? (uint32_t)(gr_rng_u64(rng) % n) : 0;
+}
+bool gr_rng_bool(struct gr_rng *rng)
+{
+    return gr_rng_u64(rng) & 1;
+}
 
 int32_t gr_rng_int32(struct gr_rng *rng)
 {
@@ -177,7 +199,10 @@ int64_t gr_rng_int64(struct gr_rng *rng)
     return (int64_t)gr_rng_u64(rng);
 }
 
-double gr_rng_double(struct gr_rng *rng) { return ((double)(int64_t)gr_rng_u64(rng)) / 1e6; }
+double gr_rng_double(struct gr_rng *rng)
+{
+    return ((double)(int64_t)gr_rng_u64(rng)) / 1e6;
+}
 
 struct gr_uuid gr_rng_uuid(struct gr_rng *rng)
 {
@@ -210,7 +235,8 @@ struct gr_bytes gr_rng_bytes(struct gr_rng *rng, struct gr_arena *a, bool nullab
     if (nullable && gr_rng_below(rng, 5) == 0) return GR_BYTES_NULL;
     uint32_t n = gr_rng_below(rng, 41);
     uint8_t *p = gr_arena_alloc(a, n + 1);
-    for (uint32_t i = 0; i < n; i++) p[i] = (uint8_t)gr_rng_u64(rng);
+    for (uint32_t i = 0; i < n; i++)
+        p[i] = (uint8_t)gr_rng_u64(rng);
     return (struct gr_bytes){p, (int32_t)n};
 }
 

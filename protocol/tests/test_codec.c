@@ -19,8 +19,8 @@
 
 #define ROUNDS_PER_VERSION 40
 
-static void roundtrip_one(const struct gr_msg_ops *ops, const struct gr_msg_test_ops *tops, int16_t v, struct gr_rng *rng,
-                          int *tags_seen)
+static void roundtrip_one(const struct gr_msg_ops *ops, const struct gr_msg_test_ops *tops, int16_t v,
+                          struct gr_rng *rng, int *tags_seen)
 {
     struct gr_arena a;
     gr_arena_init(&a, 0);
@@ -51,8 +51,10 @@ static void roundtrip_one(const struct gr_msg_ops *ops, const struct gr_msg_test
     tops->json(&j2, m2, v);
     if (strcmp(j1.buf, j2.buf) != 0) fail_msg("%s v%d: json differs\n%s\n%s", ops->name, v, j1.buf, j2.buf);
     /* look for unknown tags in the top struct: they must have been carried over */
-    const struct gr_tags *t1 = (const struct gr_tags *)((const char *)m1 + ops->struct_bytes - sizeof(struct gr_tags));
-    const struct gr_tags *t2 = (const struct gr_tags *)((const char *)m2 + ops->struct_bytes - sizeof(struct gr_tags));
+    const struct gr_tags *t1 =
+        (const struct gr_tags *)((const char *)m1 + ops->struct_bytes - sizeof(struct gr_tags));
+    const struct gr_tags *t2 =
+        (const struct gr_tags *)((const char *)m2 + ops->struct_bytes - sizeof(struct gr_tags));
     if (ops->flexible_min >= 0 && v >= ops->flexible_min && t1->count > 0) {
         assert_int_equal(t1->count, t2->count);
         assert_int_equal(t1->items[0].tag, t2->items[0].tag);
@@ -76,7 +78,8 @@ static void test_random_roundtrip_all(void **state)
         const struct gr_msg_test_ops *tops = gr_msg_test_ops_find(ops->api_key, ops->response);
         assert_non_null(tops);
         for (int16_t v = ops->version_min; v <= ops->version_max; v++)
-            for (int r = 0; r < ROUNDS_PER_VERSION; r++, total++) roundtrip_one(ops, tops, v, &rng, &tags_seen);
+            for (int r = 0; r < ROUNDS_PER_VERSION; r++, total++)
+                roundtrip_one(ops, tops, v, &rng, &tags_seen);
     }
     assert_true(total > 1000);
     assert_true(tags_seen > 10); /* unknown tags were exercised and survived */

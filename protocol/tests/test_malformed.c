@@ -115,9 +115,12 @@ static void test_arena_ceiling(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_descending_tags),       cmocka_unit_test(test_duplicate_tags),
-        cmocka_unit_test(test_tag_length_past_end),   cmocka_unit_test(test_oversized_array_count),
-        cmocka_unit_test(test_compact_zero_on_non_nullable), cmocka_unit_test(test_truncated_body),
+        cmocka_unit_test(test_descending_tags),
+        cmocka_unit_test(test_duplicate_tags),
+        cmocka_unit_test(test_tag_length_past_end),
+        cmocka_unit_test(test_oversized_array_count),
+        cmocka_unit_test(test_compact_zero_on_non_nullable),
+        cmocka_unit_test(test_truncated_body),
         cmocka_unit_test(test_arena_ceiling),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -32,8 +32,13 @@ static void test_varints(void **state)
         int64_t v;
         uint8_t enc[10];
         size_t n;
-    } cases[] = {{0, {0}, 1}, {-1, {1}, 1}, {1, {2}, 1}, {-64, {0x7f}, 1}, {64, {0x80, 1}, 2},
-                 {INT32_MAX, {0xfe, 0xff, 0xff, 0xff, 0x0f}, 5}, {INT32_MIN, {0xff, 0xff, 0xff, 0xff, 0x0f}, 5}};
+    } cases[] = {{0, {0}, 1},
+                 {-1, {1}, 1},
+                 {1, {2}, 1},
+                 {-64, {0x7f}, 1},
+                 {64, {0x80, 1}, 2},
+                 {INT32_MAX, {0xfe, 0xff, 0xff, 0xff, 0x0f}, 5},
+                 {INT32_MIN, {0xff, 0xff, 0xff, 0xff, 0x0f}, 5}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         uint8_t buf[10];
         struct gr_wr wr;
@@ -146,8 +151,8 @@ static void test_sticky_error(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_fixed_width),     cmocka_unit_test(test_varints),
-        cmocka_unit_test(test_overlong_varint), cmocka_unit_test(test_strings),
+        cmocka_unit_test(test_fixed_width),       cmocka_unit_test(test_varints),
+        cmocka_unit_test(test_overlong_varint),   cmocka_unit_test(test_strings),
         cmocka_unit_test(test_array_len_bounded), cmocka_unit_test(test_sticky_error),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -174,7 +174,8 @@ int16_t gr_alter_broker_store(struct gr_req *req, struct gr_str name, const stru
 static int16_t alter_topic(struct gr_req *req,
                            const struct gr_alter_configs_request_alter_configs_resource *res,
                            const char *const *keys, const char *const *values, int n, bool validate_only,
-                           const char **msg, struct gr_alter_configs_response_alter_configs_resource_response *r)
+                           const char **msg,
+                           struct gr_alter_configs_response_alter_configs_resource_response *r)
 {
     struct gr_tcfg_set set;
     int16_t cerr = gr_tcfg_replace(keys, values, n, &req->arena, &set, msg);

@@ -11,10 +11,12 @@
 bool gr_topic_name_valid(struct gr_str name)
 {
     if (name.len <= 0 || name.len > GR_TOPIC_NAME_BYTES_MAX) return false;
-    if ((name.len == 1 && name.ptr[0] == '.') || (name.len == 2 && name.ptr[0] == '.' && name.ptr[1] == '.')) return false;
+    if ((name.len == 1 && name.ptr[0] == '.') || (name.len == 2 && name.ptr[0] == '.' && name.ptr[1] == '.'))
+        return false;
     for (int32_t i = 0; i < name.len; i++) {
         char c = name.ptr[i];
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-'))
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+              c == '_' || c == '-'))
             return false;
     }
     return true;
@@ -143,7 +145,8 @@ static void created(struct gr_req *req, void *item, int err, struct gr_topic *t)
         msg = "The broker could not create the topic's files";
     } else {
         GR_INFO("created topic %s with %d partitions", c->name, gr_topic_partition_count(t));
-        for (int32_t p = 0; p < gr_topic_partition_count(t); p++) gr_broker_update_hwm(b, gr_topic_log(t, p));
+        for (int32_t p = 0; p < gr_topic_partition_count(t); p++)
+            gr_broker_update_hwm(b, gr_topic_log(t, p));
     }
     if (c->done) c->done(req, c->item, code, msg, err ? NULL : t);
 }
@@ -157,7 +160,8 @@ int16_t gr_topic_create(struct gr_req *req, struct gr_str name, int32_t partitio
     if (!error_message) error_message = &dummy;
     *error_message = NULL;
     if (!gr_topic_name_valid(name)) {
-        *error_message = "Topic name is illegal: it must be 1 to 249 characters of [a-zA-Z0-9._-], not '.' or '..'";
+        *error_message =
+            "Topic name is illegal: it must be 1 to 249 characters of [a-zA-Z0-9._-], not '.' or '..'";
         return GR_ERR_INVALID_TOPIC_EXCEPTION;
     }
     if (gr_topic_lookup(b, name)) {

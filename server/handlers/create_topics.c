@@ -104,16 +104,19 @@ enum gr_handler_rc gr_handle_create_topics(struct gr_req *req)
                 parts = qt->assignments.count;
                 for (int32_t a = 0; a < qt->assignments.count && !rt->error_code; a++) {
                     struct gr_int32_array ids = qt->assignments.items[a].broker_ids;
-                    if (ids.count != 1 || ids.items[0] != b->node_id || qt->assignments.items[a].partition_index != a) {
+                    if (ids.count != 1 || ids.items[0] != b->node_id ||
+                        qt->assignments.items[a].partition_index != a) {
                         rt->error_code = GR_ERR_INVALID_REPLICA_ASSIGNMENT;
-                        msg = "Replica assignments must name only this broker, one replica per partition, partitions 0..n-1";
+                        msg = "Replica assignments must name only this broker, one replica per partition, "
+                              "partitions 0..n-1";
                     }
                 }
             }
         } else {
             if (parts == -1) parts = (int32_t)gr_config_int(&b->cfg, "num.partitions");
-            int16_t rf = qt->replication_factor == -1 ? (int16_t)gr_config_int(&b->cfg, "default.replication.factor")
-                                                      : qt->replication_factor;
+            int16_t rf = qt->replication_factor == -1
+                             ? (int16_t)gr_config_int(&b->cfg, "default.replication.factor")
+                             : qt->replication_factor;
             if (rf != 1) {
                 rt->error_code = GR_ERR_INVALID_REPLICATION_FACTOR;
                 msg = "Replication factor must be 1: this cluster has one broker";
@@ -125,15 +128,17 @@ enum gr_handler_rc gr_handle_create_topics(struct gr_req *req)
             const char **values = gr_arena_calloc(&req->arena, (size_t)nc + 1, sizeof *values);
             for (int32_t c = 0; c < nc; c++) {
                 keys[c] = gr_req_strdup(req, qt->configs.items[c].name);
-                values[c] = qt->configs.items[c].value.len < 0 ? NULL : gr_req_strdup(req, qt->configs.items[c].value);
+                values[c] = qt->configs.items[c].value.len < 0
+                                ? NULL
+                                : gr_req_strdup(req, qt->configs.items[c].value);
                 if (!values[c]) {
                     rt->error_code = GR_ERR_INVALID_CONFIG;
                     msg = "Null value not supported for topic configs";
                 }
             }
             if (!rt->error_code) {
-                int16_t code = gr_topic_create(req, qt->name, parts, keys, values, nc, body->validate_only, &msg,
-                                               created, rt);
+                int16_t code = gr_topic_create(req, qt->name, parts, keys, values, nc, body->validate_only,
+                                               &msg, created, rt);
                 if (!code && !body->validate_only) continue; /* created() fills the entry (maybe already) */
                 rt->error_code = code;
                 if (!code) { /* validate_only: the id the topic would get, as Kafka's controller answers */

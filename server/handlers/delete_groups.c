@@ -21,9 +21,11 @@ enum gr_handler_rc gr_handle_delete_groups(struct gr_req *req)
     for (int32_t i = 0; i < n; i++) {
         struct gr_str name = body->groups_names.items[i];
         bool seen = false;
-        for (int32_t k = 0; k < i && !seen; k++) seen = gr_str_eq(body->groups_names.items[k], name);
+        for (int32_t k = 0; k < i && !seen; k++)
+            seen = gr_str_eq(body->groups_names.items[k], name);
         if (seen) continue;
-        struct gr_delete_groups_response_deletable_group_result *r = &resp->results.items[resp->results.count++];
+        struct gr_delete_groups_response_deletable_group_result *r =
+            &resp->results.items[resp->results.count++];
         gr_delete_groups_response_deletable_group_result_init(r);
         r->group_id = name;
         r->error_code = b->coord ? gr_coord_group_delete(b->coord, name) : GR_ERR_COORDINATOR_NOT_AVAILABLE;

@@ -162,7 +162,8 @@ enum gr_handler_rc gr_handle_delete_records(struct gr_req *req)
     req->hstate = st;
     req->recheck = dr_recheck;
     req->expire = dr_expire;
-    int64_t wait_ms = body->timeout_ms > DELETE_RECORDS_WAIT_MS_MIN ? body->timeout_ms : DELETE_RECORDS_WAIT_MS_MIN;
+    int64_t wait_ms =
+        body->timeout_ms > DELETE_RECORDS_WAIT_MS_MIN ? body->timeout_ms : DELETE_RECORDS_WAIT_MS_MIN;
     gr_broker_park(b, req, gr_time_mono_ms() + wait_ms);
     for (int i = 0; i < st->count; i++)
         gr_broker_wait_log(b, req, st->waits[i].log); /* on failure the deadline still ends the wait */

@@ -48,7 +48,8 @@ static int16_t resolve(struct gr_req *req, struct dt_entry *e, bool repeated, co
         return *msg = "Neither topic name nor id were specified.", GR_ERR_INVALID_REQUEST;
     if (by_name && !uuid_zero(e->id))
         return *msg = "You may not specify both topic name and topic id.", GR_ERR_INVALID_REQUEST;
-    if (repeated) return *msg = by_name ? "Duplicate topic name." : "Duplicate topic id.", GR_ERR_INVALID_REQUEST;
+    if (repeated)
+        return *msg = by_name ? "Duplicate topic name." : "Duplicate topic id.", GR_ERR_INVALID_REQUEST;
     e->t =
         by_name ? gr_topic_lookup(req->broker, e->name) : gr_store_topic_find_id(req->broker->store, e->id.b);
     if (!e->t) return by_name ? GR_ERR_UNKNOWN_TOPIC_OR_PARTITION : GR_ERR_UNKNOWN_TOPIC_ID;
@@ -71,8 +72,7 @@ struct dt_state {
 static struct gr_req_key entry_key(const struct dt_entry *e, int32_t i)
 {
     if (e->name.len >= 0 && uuid_zero(e->id)) return (struct gr_req_key){e->name, 0, i};
-    if (e->name.len < 0 && !uuid_zero(e->id))
-        return (struct gr_req_key){{(const char *)e->id.b, 16}, 1, i};
+    if (e->name.len < 0 && !uuid_zero(e->id)) return (struct gr_req_key){{(const char *)e->id.b, 16}, 1, i};
     return (struct gr_req_key){GR_STR_NULL, 2 + i, i};
 }
 

@@ -62,7 +62,8 @@ enum gr_handler_rc gr_handle_describe_groups(struct gr_req *req)
             struct gr_describe_groups_response_described_group_member *dm = &dg->members.items[k];
             gr_describe_groups_response_described_group_member_init(dm);
             dm->member_id = gr_str_c(gr_member_id(m));
-            dm->group_instance_id = gr_member_instance_id(m) ? gr_str_c(gr_member_instance_id(m)) : GR_STR_NULL;
+            dm->group_instance_id =
+                gr_member_instance_id(m) ? gr_str_c(gr_member_instance_id(m)) : GR_STR_NULL;
             dm->client_id = gr_str_c(gr_member_client_id(m));
             dm->client_host = gr_str_c(gr_member_client_host(m));
             if (stable) {

@@ -5,9 +5,10 @@
  * offset_lag 0 (this broker is the leader) and is_future_key false (no replica moves between directories).
  * From v4, total_bytes and usable_bytes of the file system holding it (statvfs: f_blocks and f_bavail in
  * f_frsize units; -1 when statvfs fails). realpath and statvfs run on the I/O pool (they may wait for the
- * disk); the request is parked meanwhile and the sizes are read when the answer is built. A topic listed twice in the request is answered once with the
- * union of its partitions. From v5, is_cordoned false: Gregor cannot cordon its directory (KIP-1066's
- * cordoned.log.dirs, empty by default in Kafka 4.4, which then answers false too).
+ * disk); the request is parked meanwhile and the sizes are read when the answer is built. A topic listed
+ * twice in the request is answered once with the union of its partitions. From v5, is_cordoned false: Gregor
+ * cannot cordon its directory (KIP-1066's cordoned.log.dirs, empty by default in Kafka 4.4, which then
+ * answers false too).
  */
 #include <limits.h>
 #include <stdlib.h>
@@ -153,7 +154,8 @@ enum gr_handler_rc gr_handle_describe_log_dirs(struct gr_req *req)
     struct dir_probe *p = gr_arena_calloc(&req->arena, 1, sizeof *p);
     char *abs = gr_arena_alloc(&req->arena, PATH_MAX);
     if (!p || !abs) return GR_HANDLER_CLOSE;
-    *p = (struct dir_probe){.job = {.run = probe_run, .done = probe_done}, .req = req, .dir = dir, .abs = abs};
+    *p =
+        (struct dir_probe){.job = {.run = probe_run, .done = probe_done}, .req = req, .dir = dir, .abs = abs};
     if (!b->iopool) { /* no pool (never in the broker): probe inline */
         probe_run(&p->job);
         answer(p);

@@ -13,15 +13,15 @@
  * page cache, so the network thread's sendfile never waits for the disk. The lookups that find the range
  * (batch headers from the index position, index files not loaded yet or missing, a segment file closed by
  * the fd cap) run without waiting too (gr_log_read_nowait): the pool reads the page in, opens the file,
- * loads or rebuilds the indexes, then the fill is redone with that work pinned (gr_log_slice_install). A range
- * evicted again between the read-in and the send is sent as is (one read-in per request, no loop). A parked fetch waits on the
- * logs of its partitions only (gr_broker_wait_log): an append elsewhere does not re-check it. Without transactions the last stable offset is the high watermark and
- * aborted_transactions is null for read_uncommitted, empty for read_committed. Errors carry Kafka's
- * shapes: an unknown topic, topic id or partition (found before reading) answers HWM/LSO/log start -1 and
- * an empty aborted list; an error from reading the log (offset out of range, leader epoch, storage)
- * answers -1 for the offsets and a null aborted list, in both isolation levels. Fetch v4-v9 on a topic
- * with compression.type=zstd answers UNSUPPORTED_COMPRESSION_TYPE (those versions cannot carry zstd).
- * Read next: storage/log.h (gr_log_read).
+ * loads or rebuilds the indexes, then the fill is redone with that work pinned (gr_log_slice_install). A
+ * range evicted again between the read-in and the send is sent as is (one read-in per request, no loop). A
+ * parked fetch waits on the logs of its partitions only (gr_broker_wait_log): an append elsewhere does not
+ * re-check it. Without transactions the last stable offset is the high watermark and aborted_transactions is
+ * null for read_uncommitted, empty for read_committed. Errors carry Kafka's shapes: an unknown topic, topic
+ * id or partition (found before reading) answers HWM/LSO/log start -1 and an empty aborted list; an error
+ * from reading the log (offset out of range, leader epoch, storage) answers -1 for the offsets and a null
+ * aborted list, in both isolation levels. Fetch v4-v9 on a topic with compression.type=zstd answers
+ * UNSUPPORTED_COMPRESSION_TYPE (those versions cannot carry zstd). Read next: storage/log.h (gr_log_read).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -41,16 +41,16 @@ struct cold_node {
 
 struct fetch_state {
     bool allocated;
-    int64_t bytes;    /* bytes gathered by the last fill */
-    bool error;       /* some partition has an error: answer at once */
-    bool final;       /* answer after the next fill whatever it finds (no long poll, or the deadline passed) */
-    bool prefetched;  /* the data ranges were checked and read in once: later fills send as they find */
-    bool prefetching; /* an I/O pool job is reading pages in: rechecks and the deadline wait for it */
-    int lookup_rounds;            /* pool rounds spent on lookups (FETCH_COLD_LOOKUP_ROUNDS_MAX) */
-    struct cold_node *cold;       /* lookups of the last fill that need pages read in */
-    struct cold_node *cold_free;  /* spare nodes (arena) */
-    bool waiting_logs;            /* registered on its partitions' wait lists */
-    bool no_memory;               /* a fill ran out of request memory: the connection is closed */
+    int64_t bytes;   /* bytes gathered by the last fill */
+    bool error;      /* some partition has an error: answer at once */
+    bool final;      /* answer after the next fill whatever it finds (no long poll, or the deadline passed) */
+    bool prefetched; /* the data ranges were checked and read in once: later fills send as they find */
+    bool prefetching;       /* an I/O pool job is reading pages in: rechecks and the deadline wait for it */
+    int lookup_rounds;      /* pool rounds spent on lookups (FETCH_COLD_LOOKUP_ROUNDS_MAX) */
+    struct cold_node *cold; /* lookups of the last fill that need pages read in */
+    struct cold_node *cold_free; /* spare nodes (arena) */
+    bool waiting_logs;           /* registered on its partitions' wait lists */
+    bool no_memory;              /* a fill ran out of request memory: the connection is closed */
 };
 
 /* The I/O pool job reading a request's cold pages and ranges into the page cache. */
@@ -90,7 +90,8 @@ static bool topic_is_zstd(struct gr_broker *b, struct gr_topic *t)
 
 static void release_slices(struct gr_req *req)
 {
-    for (struct gr_req_slice *s = req->slices; s; s = s->next) gr_log_slice_release(&s->slice);
+    for (struct gr_req_slice *s = req->slices; s; s = s->next)
+        gr_log_slice_release(&s->slice);
     req->slices = NULL;
 }
 
@@ -107,8 +108,8 @@ static void release_cold(struct fetch_state *st)
 
 /* Reads one partition: without waiting for the disk while lookup rounds remain (a lookup that needs pages
  * read in is noted in st->cold and answered -EAGAIN), else as gr_log_read. */
-static int read_partition(struct gr_req *req, struct gr_log *log, int64_t offset, int64_t max, int64_t hwm, bool min_one,
-                          struct gr_log_slice *slice)
+static int read_partition(struct gr_req *req, struct gr_log *log, int64_t offset, int64_t max, int64_t hwm,
+                          bool min_one, struct gr_log_slice *slice)
 {
     struct fetch_state *st = req->hstate;
     if (!req->broker->iopool || st->lookup_rounds >= FETCH_COLD_LOOKUP_ROUNDS_MAX)
@@ -178,7 +179,8 @@ static bool fetch_fill_all(struct gr_req *req)
         rt->partitions.items = parts;
         rt->topic = qt->topic;
         rt->topic_id = qt->topic_id;
-        struct gr_topic *t = v >= 13 ? gr_store_topic_find_id(b->store, qt->topic_id.b) : gr_topic_lookup(b, qt->topic);
+        struct gr_topic *t =
+            v >= 13 ? gr_store_topic_find_id(b->store, qt->topic_id.b) : gr_topic_lookup(b, qt->topic);
         int32_t np = qt->partitions.count > 0 ? qt->partitions.count : 0;
         rt->partitions.count = np;
         for (int32_t p = 0; p < np; p++) {
@@ -267,7 +269,8 @@ static void prefetch_done(struct gr_io_job *job)
        is read, nor between the rounds of a partition that needs several (open, then index, then a page):
        without that, with a cap below the request's partition count, rounds undid each other until the
        round limit sent the fill to blocking opens. */
-    for (int i = 0; i < p->count; i++) gr_log_slice_install(&p->slices[i]);
+    for (int i = 0; i < p->count; i++)
+        gr_log_slice_install(&p->slices[i]);
     st->prefetching = false;
     fetch_fill(req); /* the state may have moved meanwhile; what was read in is in the page cache */
     for (int i = 0; i < p->count; i++) {
@@ -298,13 +301,15 @@ static bool start_prefetch(struct gr_req *req, bool check_ranges)
     int ranges = 0, lookups = 0;
     for (struct gr_req_slice *s = req->slices; check_ranges && s; s = s->next)
         if (gr_log_slice_resident(&s->slice) == 0) ranges++;
-    for (struct cold_node *n = st->cold; n; n = n->next) lookups++;
+    for (struct cold_node *n = st->cold; n; n = n->next)
+        lookups++;
     if (ranges + lookups == 0) return false;
     struct fetch_prefetch *p = malloc(sizeof *p + (size_t)(ranges + lookups) * sizeof p->slices[0]);
     if (!p) return false; /* the caller reads the blocking way */
     *p = (struct fetch_prefetch){.job = {.run = prefetch_run, .done = prefetch_done}, .req = req};
     for (struct gr_req_slice *s = req->slices; ranges && s; s = s->next)
-        if (p->count < ranges && gr_log_slice_resident(&s->slice) == 0) gr_log_slice_retain(&s->slice, &p->slices[p->count++]);
+        if (p->count < ranges && gr_log_slice_resident(&s->slice) == 0)
+            gr_log_slice_retain(&s->slice, &p->slices[p->count++]);
     p->ranges = p->count;
     for (struct cold_node *n = st->cold; n; n = n->next) {
         p->slices[p->count++] = n->cold; /* moved: the job releases it */
@@ -369,7 +374,8 @@ static void wait_on_logs(struct gr_req *req)
     st->waiting_logs = true;
     for (int32_t i = 0; i < body->topics.count; i++) {
         struct gr_fetch_request_fetch_topic *qt = &body->topics.items[i];
-        struct gr_topic *t = v >= 13 ? gr_store_topic_find_id(b->store, qt->topic_id.b) : gr_topic_lookup(b, qt->topic);
+        struct gr_topic *t =
+            v >= 13 ? gr_store_topic_find_id(b->store, qt->topic_id.b) : gr_topic_lookup(b, qt->topic);
         for (int32_t p = 0; t && p < qt->partitions.count; p++) {
             struct gr_log *log = gr_topic_log(t, qt->partitions.items[p].partition);
             if (log) gr_broker_wait_log(b, req, log);

@@ -157,8 +157,8 @@ int16_t gr_alter_topic_missing(struct gr_req *req, struct gr_str name, const cha
  * memory). Its failure (INVALID_CONFIG, UNKNOWN_TOPIC_OR_PARTITION when deleted meanwhile,
  * KAFKA_STORAGE_ERROR) is written to *code_out and *message_out by gr_alter_topics_stored, which the
  * handler passes to gr_req_topic_ops_wait. Uses req->hstate. */
-int16_t gr_alter_topic_store(struct gr_req *req, struct gr_topic *t, const struct gr_tcfg_set *set, const char **msg,
-                             int16_t *code_out, struct gr_str *message_out);
+int16_t gr_alter_topic_store(struct gr_req *req, struct gr_topic *t, const struct gr_tcfg_set *set,
+                             const char **msg, int16_t *code_out, struct gr_str *message_out);
 /* Copies the outcomes of the config writes submitted by gr_alter_topic_store into their response entries. */
 void gr_alter_topics_stored(struct gr_req *req);
 /* A BROKER resource name: "" (the cluster-wide default) or this node id, else INVALID_REQUEST with Kafka's

@@ -16,6 +16,7 @@ enum gr_handler_rc gr_handle_heartbeat(struct gr_req *req)
         return GR_HANDLER_DONE;
     }
     struct gr_str instance = req->hdr.request_api_version >= 3 ? body->group_instance_id : GR_STR_NULL;
-    resp->error_code = gr_coord_heartbeat(b->coord, body->group_id, body->member_id, instance, body->generation_id);
+    resp->error_code =
+        gr_coord_heartbeat(b->coord, body->group_id, body->member_id, instance, body->generation_id);
     return GR_HANDLER_DONE;
 }

@@ -41,7 +41,8 @@ typedef struct gr_incremental_alter_configs_response_alter_configs_resource_resp
 
 static int16_t alter_topic(struct gr_req *req,
                            const struct gr_incremental_alter_configs_request_alter_configs_resource *res,
-                           const struct gr_tcfg_op *ops, int n, bool validate_only, const char **msg, result_t *r)
+                           const struct gr_tcfg_op *ops, int n, bool validate_only, const char **msg,
+                           result_t *r)
 {
     struct gr_topic *t = res->resource_name.len > 0 ? gr_topic_lookup(req->broker, res->resource_name) : NULL;
     struct gr_tcfg_set cur, next;
@@ -169,7 +170,8 @@ static int16_t alter_one(struct gr_req *req,
         opids[i] = ops[i].op = c->config_operation;
         if (!ops[i].key || (c->value.len >= 0 && !ops[i].value)) return GR_ERR_UNKNOWN_SERVER_ERROR;
     }
-    if (res->resource_type == GR_CFG_RESOURCE_TOPIC) return alter_topic(req, res, ops, n, validate_only, msg, r);
+    if (res->resource_type == GR_CFG_RESOURCE_TOPIC)
+        return alter_topic(req, res, ops, n, validate_only, msg, r);
     int16_t err = gr_tcfg_precheck(keys, values, opids, n, &req->arena, msg);
     if (err) return err;
     if (res->resource_type == GR_CFG_RESOURCE_BROKER)

@@ -42,7 +42,10 @@ struct groups {
     ev_timer maintenance; /* offsets-log rewrite and high watermarks */
 };
 
-static struct groups *groups_of(struct gr_broker *b) { return b->coord ? gr_coord_hooks_ctx(b->coord) : NULL; }
+static struct groups *groups_of(struct gr_broker *b)
+{
+    return b->coord ? gr_coord_hooks_ctx(b->coord) : NULL;
+}
 
 struct gr_offsets_log *gr_groups_offsets_log(struct gr_broker *b)
 {
@@ -75,7 +78,8 @@ static void maintenance_cb(struct ev_loop *loop, ev_timer *w, int revents)
     (void)loop;
     (void)revents;
     struct groups *g = w->data;
-    for (int32_t p = 0; p < gr_offsets_log_partitions(g->ol); p++) gr_broker_update_hwm(g->b, gr_offsets_log_log(g->ol, p));
+    for (int32_t p = 0; p < gr_offsets_log_partitions(g->ol); p++)
+        gr_broker_update_hwm(g->b, gr_offsets_log_log(g->ol, p));
 }
 
 /* ---- coordinator hooks ---- */
@@ -92,7 +96,8 @@ static int64_t hook_wall(void *ctx)
     return gr_time_wall_ms();
 }
 
-static int hook_append(void *ctx, int32_t partition, const struct gr_coord_record *recs, int count, int64_t *end_offset)
+static int hook_append(void *ctx, int32_t partition, const struct gr_coord_record *recs, int count,
+                       int64_t *end_offset)
 {
     struct groups *g = ctx;
     return gr_offsets_log_append(g->ol, partition, recs, count, gr_time_wall_ms(), end_offset);
@@ -132,7 +137,8 @@ static void hook_join_done(void *ctx, void *waiter, const struct gr_join_result 
     resp->member_id = res->member_id.len >= 0 ? res->member_id : gr_str_c("");
     resp->members.count = 0;
     if (res->member_count > 0) {
-        resp->members.items = gr_arena_calloc(&req->arena, (size_t)res->member_count, sizeof *resp->members.items);
+        resp->members.items =
+            gr_arena_calloc(&req->arena, (size_t)res->member_count, sizeof *resp->members.items);
         if (!resp->members.items) {
             GR_ERROR("JoinGroup: out of request memory for %d members", res->member_count);
             resp->error_code = GR_ERR_UNKNOWN_SERVER_ERROR;
@@ -142,7 +148,8 @@ static void hook_join_done(void *ctx, void *waiter, const struct gr_join_result 
                 gr_join_group_response_join_group_response_member_init(m);
                 m->member_id = res->members[i].member_id;
                 m->group_instance_id = res->members[i].group_instance_id;
-                m->metadata = res->members[i].metadata.len >= 0 ? res->members[i].metadata : (struct gr_bytes){(const uint8_t *)"", 0};
+                m->metadata = res->members[i].metadata.len >= 0 ? res->members[i].metadata
+                                                                : (struct gr_bytes){(const uint8_t *)"", 0};
             }
             resp->members.count = res->member_count;
         }
@@ -176,7 +183,8 @@ int gr_groups_start(struct gr_broker *b)
     ev_timer_init(&g->maintenance, maintenance_cb, GROUPS_MAINTENANCE_S, GROUPS_MAINTENANCE_S);
     g->maintenance.data = g;
     int64_t t0 = gr_time_mono_ms();
-    int rc = gr_offsets_log_open(b->store, (int32_t)gr_config_int(&b->cfg, "offsets.topic.num.partitions"), &g->ol);
+    int rc = gr_offsets_log_open(b->store, (int32_t)gr_config_int(&b->cfg, "offsets.topic.num.partitions"),
+                                 &g->ol);
     if (rc) {
         GR_ERROR("cannot open %s: %s", GR_OFFSETS_TOPIC, strerror(-rc));
         free(g);
@@ -193,8 +201,8 @@ int gr_groups_start(struct gr_broker *b)
     cfg.offset_metadata_max_bytes = (int32_t)gr_config_int(&b->cfg, "offset.metadata.max.bytes");
     cfg.offsets_max_message_bytes = (int32_t)gr_config_int(&b->cfg, "message.max.bytes");
     cfg.offsets_partitions = gr_offsets_log_partitions(g->ol);
-    struct gr_coord_hooks hooks = {g,          hook_mono,      hook_wall,  hook_append,
-                                   hook_join_done, hook_sync_done, hook_timer, hook_durable};
+    struct gr_coord_hooks hooks = {
+        g, hook_mono, hook_wall, hook_append, hook_join_done, hook_sync_done, hook_timer, hook_durable};
     b->coord = gr_coord_create(&cfg, &hooks);
     if (!b->coord) {
         gr_offsets_log_close(g->ol);
@@ -216,7 +224,8 @@ int gr_groups_start(struct gr_broker *b)
         gr_broker_update_hwm(b, log);
         /* the coordinator appends without parking: its partitions' active files stay open under the cap */
         int kerr = gr_log_keep_active_open(log);
-        if (kerr < 0) GR_WARN("%s-%d: cannot open the active segment (%s)", GR_OFFSETS_TOPIC, (int)p, strerror(-kerr));
+        if (kerr < 0)
+            GR_WARN("%s-%d: cannot open the active segment (%s)", GR_OFFSETS_TOPIC, (int)p, strerror(-kerr));
     }
     ev_timer_start(b->loop, &g->maintenance);
     arm(g, gr_coord_next_deadline_ms(b->coord));
@@ -231,7 +240,8 @@ int gr_groups_ensure(struct gr_broker *b)
     if (b->coord) return 0;
     int64_t t0 = gr_time_mono_ms();
     int rc = gr_groups_start(b);
-    if (rc == 0) GR_INFO("group coordinator started on first use in %lld ms", (long long)(gr_time_mono_ms() - t0));
+    if (rc == 0)
+        GR_INFO("group coordinator started on first use in %lld ms", (long long)(gr_time_mono_ms() - t0));
     return rc;
 }
 
@@ -306,7 +316,7 @@ bool gr_groups_defer(struct gr_req *req)
     }
     w->reqs[w->count++] = req;
     gr_broker_park(b, req, INT64_MAX); /* offsets_created runs its handler */
-    if (w->count == 1) { /* the first waiter starts the creation; later ones join it */
+    if (w->count == 1) {               /* the first waiter starts the creation; later ones join it */
         int32_t parts = (int32_t)gr_config_int(&b->cfg, "offsets.topic.num.partitions");
         gr_store_topic_op_submit(b->store, b->iopool, gr_offsets_log_create_op(parts), offsets_created, b);
     }
@@ -363,7 +373,8 @@ enum gr_handler_rc gr_handle_join_group(struct gr_req *req)
     struct gr_join_protocol *protos = gr_arena_calloc(&req->arena, (size_t)n + 1, sizeof *protos);
     if (!protos) return GR_HANDLER_CLOSE;
     for (int32_t i = 0; i < n; i++)
-        protos[i] = (struct gr_join_protocol){body->protocols.items[i].name, body->protocols.items[i].metadata};
+        protos[i] =
+            (struct gr_join_protocol){body->protocols.items[i].name, body->protocols.items[i].metadata};
     struct gr_join_params p = {
         .group_id = body->group_id,
         .member_id = body->member_id,

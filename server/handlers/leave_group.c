@@ -29,7 +29,8 @@ enum gr_handler_rc gr_handle_leave_group(struct gr_req *req)
     if (!ms || !resp->members.items) return GR_HANDLER_CLOSE;
     for (int32_t i = 0; i < n; i++) {
         struct gr_leave_group_request_member_identity *mi = &body->members.items[i];
-        ms[i] = (struct gr_leave_member){mi->member_id, mi->group_instance_id, v >= 5 ? mi->reason : GR_STR_NULL, 0};
+        ms[i] = (struct gr_leave_member){mi->member_id, mi->group_instance_id,
+                                         v >= 5 ? mi->reason : GR_STR_NULL, 0};
     }
     resp->error_code = gr_coord_leave(b->coord, body->group_id, ms, n);
     if (resp->error_code) return GR_HANDLER_DONE; /* a top-level error carries no member list */

@@ -16,8 +16,10 @@ static bool in_filter(const struct gr_str_array *filter, const char *value)
     for (int32_t i = 0; i < filter->count; i++) {
         struct gr_str f = filter->items[i];
         /* Kafka trims and lower-cases the state filter */
-        while (f.len > 0 && (f.ptr[0] == ' ' || f.ptr[0] == '\t')) f.ptr++, f.len--;
-        while (f.len > 0 && (f.ptr[f.len - 1] == ' ' || f.ptr[f.len - 1] == '\t')) f.len--;
+        while (f.len > 0 && (f.ptr[0] == ' ' || f.ptr[0] == '\t'))
+            f.ptr++, f.len--;
+        while (f.len > 0 && (f.ptr[f.len - 1] == ' ' || f.ptr[f.len - 1] == '\t'))
+            f.len--;
         if (f.len >= 0 && (size_t)f.len == n && strncasecmp(f.ptr, value, n) == 0) return true;
     }
     return false;

@@ -32,19 +32,19 @@
 enum lo_mark { LO_ANSWER = 0, LO_DUPLICATE, LO_REPEAT };
 
 struct lo_state {
-    bool allocated;               /* the response arrays exist (allocated by the first fill) */
+    bool allocated; /* the response arrays exist (allocated by the first fill) */
     /* Kafka answers one entry per distinct topic and partition (ReplicaManager.fetchOffset keys its answers
        by TopicPartition), a partition named twice with INVALID_REQUEST. Set by lo_plan only when the request
        repeats a topic name or a partition; NULL otherwise (the answer then mirrors the request). */
-    int32_t *out_topic;           /* per request topic: its response topic */
-    uint8_t *mark;                /* per request partition, in request order: enum lo_mark */
-    int32_t nt_out;               /* response topics */
+    int32_t *out_topic; /* per request topic: its response topic */
+    uint8_t *mark;      /* per request partition, in request order: enum lo_mark */
+    int32_t nt_out;     /* response topics */
     /* Kafka answers only the topics that have partitions to answer (a topic named with an empty partition
        list gets no entry): fill lays out every response topic in `all`, then copies those with partitions
        to `shown`, which the response points at (both arena, allocated once). */
     struct gr_list_offsets_response_list_offsets_topic_response *all, *shown;
-    int rounds;                   /* pool rounds done */
-    struct gr_log_slice *cold;    /* work the last fill could not do without the disk (arena) */
+    int rounds;                /* pool rounds done */
+    struct gr_log_slice *cold; /* work the last fill could not do without the disk (arena) */
     int cold_count, cold_cap;
 };
 
@@ -62,7 +62,8 @@ static int lookup(struct gr_req *req, struct gr_log *log, int64_t ts, int64_t hw
 {
     struct lo_state *st = req->hstate;
     if (!st || !req->broker->iopool || st->rounds >= LIST_OFFSETS_COLD_ROUNDS_MAX)
-        return ts == -3 ? gr_log_max_timestamp(log, hwm, off, t, epoch) : gr_log_offset_for_time(log, ts, hwm, off, t, epoch);
+        return ts == -3 ? gr_log_max_timestamp(log, hwm, off, t, epoch)
+                        : gr_log_offset_for_time(log, ts, hwm, off, t, epoch);
     struct gr_log_slice cold;
     int rc = ts == -3 ? gr_log_max_timestamp_nowait(log, hwm, off, t, epoch, &cold)
                       : gr_log_offset_for_time_nowait(log, ts, hwm, off, t, epoch, &cold);
@@ -72,9 +73,11 @@ static int lookup(struct gr_req *req, struct gr_log *log, int64_t ts, int64_t hw
         struct gr_log_slice *n = gr_arena_calloc(&req->arena, (size_t)ncap, sizeof *n);
         if (!n) { /* no memory to note it: the blocking way */
             gr_log_slice_release(&cold);
-            return ts == -3 ? gr_log_max_timestamp(log, hwm, off, t, epoch) : gr_log_offset_for_time(log, ts, hwm, off, t, epoch);
+            return ts == -3 ? gr_log_max_timestamp(log, hwm, off, t, epoch)
+                            : gr_log_offset_for_time(log, ts, hwm, off, t, epoch);
         }
-        for (int i = 0; i < st->cold_count; i++) n[i] = st->cold[i];
+        for (int i = 0; i < st->cold_count; i++)
+            n[i] = st->cold[i];
         st->cold = n;
         st->cold_cap = ncap;
     }
@@ -263,8 +266,9 @@ static bool fill(struct gr_req *req)
                 continue;
             }
             if (qp->current_leader_epoch >= 0 && qp->current_leader_epoch != gr_log_leader_epoch(log)) {
-                rp->error_code = qp->current_leader_epoch < gr_log_leader_epoch(log) ? GR_ERR_FENCED_LEADER_EPOCH
-                                                                                      : GR_ERR_UNKNOWN_LEADER_EPOCH;
+                rp->error_code = qp->current_leader_epoch < gr_log_leader_epoch(log)
+                                     ? GR_ERR_FENCED_LEADER_EPOCH
+                                     : GR_ERR_UNKNOWN_LEADER_EPOCH;
                 continue;
             }
             if (gr_log_offline(log)) {
@@ -285,7 +289,8 @@ static bool fill(struct gr_req *req)
 static void lo_job_run(struct gr_io_job *job)
 {
     struct lo_job *j = (struct lo_job *)job;
-    for (int i = 0; i < j->count; i++) gr_log_slice_prefetch(&j->slices[i]); /* errors: met again by the lookup */
+    for (int i = 0; i < j->count; i++)
+        gr_log_slice_prefetch(&j->slices[i]); /* errors: met again by the lookup */
 }
 
 static bool start_round(struct gr_req *req);
@@ -295,7 +300,8 @@ static void lo_job_done(struct gr_io_job *job)
     struct lo_job *j = (struct lo_job *)job;
     struct gr_req *req = j->req;
     struct lo_state *st = req->hstate;
-    for (int i = 0; i < j->count; i++) gr_log_slice_install(&j->slices[i]);
+    for (int i = 0; i < j->count; i++)
+        gr_log_slice_install(&j->slices[i]);
     st->rounds++;
     bool ok = fill(req); /* with what the pool opened and loaded pinned by the job's references */
     /* The references stay with the request until it is freed (req->pins), as Fetch's do: the fd cap cannot
@@ -326,14 +332,17 @@ static bool start_round(struct gr_req *req)
     if (st->cold_count == 0) return false;
     struct lo_job *j = malloc(sizeof *j + (size_t)st->cold_count * sizeof j->slices[0]);
     if (!j) { /* the blocking way */
-        for (int i = 0; i < st->cold_count; i++) gr_log_slice_release(&st->cold[i]);
+        for (int i = 0; i < st->cold_count; i++)
+            gr_log_slice_release(&st->cold[i]);
         st->cold_count = 0;
         st->rounds = LIST_OFFSETS_COLD_ROUNDS_MAX;
         fill(req); /* the arrays exist: cannot fail */
         return false;
     }
-    *j = (struct lo_job){.job = {.run = lo_job_run, .done = lo_job_done}, .req = req, .count = st->cold_count};
-    for (int i = 0; i < st->cold_count; i++) j->slices[i] = st->cold[i];
+    *j =
+        (struct lo_job){.job = {.run = lo_job_run, .done = lo_job_done}, .req = req, .count = st->cold_count};
+    for (int i = 0; i < st->cold_count; i++)
+        j->slices[i] = st->cold[i];
     st->cold_count = 0;
     gr_iopool_submit(req->broker->iopool, &j->job);
     return true;

@@ -15,10 +15,11 @@
 
 /* Kafka AclOperation bits for a topic when no authorizer is set: READ, WRITE, CREATE, DELETE, ALTER,
  * DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS. */
-#define TOPIC_ALL_OPERATIONS ((1 << 3) | (1 << 4) | (1 << 5) | (1 << 6) | (1 << 7) | (1 << 8) | (1 << 10) | (1 << 11))
+#define TOPIC_ALL_OPERATIONS                                                                                 \
+    ((1 << 3) | (1 << 4) | (1 << 5) | (1 << 6) | (1 << 7) | (1 << 8) | (1 << 10) | (1 << 11))
 
-static void fill_topic(struct gr_req *req, struct gr_metadata_response_metadata_response_topic *rt, struct gr_topic *t,
-                       bool want_ops)
+static void fill_topic(struct gr_req *req, struct gr_metadata_response_metadata_response_topic *rt,
+                       struct gr_topic *t, bool want_ops)
 {
     struct gr_broker *b = req->broker;
     rt->error_code = GR_ERR_NONE;
@@ -88,7 +89,8 @@ enum gr_handler_rc gr_handle_metadata(struct gr_req *req)
         }
         return GR_HANDLER_DONE;
     }
-    bool may_create = gr_config_bool(&b->cfg, "auto.create.topics.enable") && (v < 4 || body->allow_auto_topic_creation);
+    bool may_create =
+        gr_config_bool(&b->cfg, "auto.create.topics.enable") && (v < 4 || body->allow_auto_topic_creation);
     int32_t n = body->topics.count;
     /* __consumer_offsets is created by the group coordinator's start (before anything else is submitted) */
     for (int32_t i = 0; i < n && may_create && !b->coord; i++)
@@ -103,8 +105,10 @@ enum gr_handler_rc gr_handle_metadata(struct gr_req *req)
         rt->name = qt->name;
         rt->topic_id = qt->topic_id;
         struct gr_topic *t = NULL;
-        if (qt->name.len >= 0) t = gr_topic_lookup(b, qt->name);
-        else t = gr_store_topic_find_id(b->store, qt->topic_id.b);
+        if (qt->name.len >= 0)
+            t = gr_topic_lookup(b, qt->name);
+        else
+            t = gr_store_topic_find_id(b->store, qt->topic_id.b);
         if (t) {
             fill_topic(req, rt, t, want_ops);
             continue;

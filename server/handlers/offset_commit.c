@@ -23,8 +23,8 @@
 typedef struct gr_offset_commit_response_offset_commit_response_partition resp_partition;
 
 struct commit_state {
-    int32_t partition;       /* of __consumer_offsets */
-    int64_t end_offset;      /* durable from here */
+    int32_t partition;  /* of __consumer_offsets */
+    int64_t end_offset; /* durable from here */
     struct gr_commit_partition *cps;
     resp_partition **dst;
     int32_t count;
@@ -102,7 +102,8 @@ enum gr_handler_rc gr_handle_offset_commit(struct gr_req *req)
                 continue;
             }
             st->cps[k] = (struct gr_commit_partition){rp->partition_index, rp->committed_offset,
-                                                      v >= 6 ? rp->committed_leader_epoch : -1, rp->committed_metadata, 0};
+                                                      v >= 6 ? rp->committed_leader_epoch : -1,
+                                                      rp->committed_metadata, 0};
             st->dst[k++] = pr;
         }
         if (k > first) cts[nct++] = (struct gr_commit_topic){name, &st->cps[first], k - first};

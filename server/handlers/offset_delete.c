@@ -60,6 +60,7 @@ enum gr_handler_rc gr_handle_offset_delete(struct gr_req *req)
         resp->topics.count = 0;
         return GR_HANDLER_DONE;
     }
-    for (int32_t i = 0; i < k; i++) dst[i]->error_code = dps[i].error_code;
+    for (int32_t i = 0; i < k; i++)
+        dst[i]->error_code = dps[i].error_code;
     return GR_HANDLER_DONE;
 }

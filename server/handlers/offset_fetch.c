@@ -22,8 +22,8 @@ struct all_ctx {
     bool fail;
 };
 
-static void add_committed(void *ctx, const char *topic, int32_t partition, int64_t offset, int32_t leader_epoch,
-                          struct gr_str metadata)
+static void add_committed(void *ctx, const char *topic, int32_t partition, int64_t offset,
+                          int32_t leader_epoch, struct gr_str metadata)
 {
     struct all_ctx *a = ctx;
     if (a->fail) return;
@@ -72,8 +72,9 @@ static void add_committed(void *ctx, const char *topic, int32_t partition, int64
 }
 
 /* One group: topics NULL (count -1) = everything committed. Returns false when out of request memory. */
-static bool fetch_group(struct gr_req *req, struct gr_str group_id, const struct gr_offset_fetch_request_offset_fetch_request_topics *rts,
-                        int32_t nrt, struct gr_offset_fetch_response_offset_fetch_response_group *out)
+static bool fetch_group(struct gr_req *req, struct gr_str group_id,
+                        const struct gr_offset_fetch_request_offset_fetch_request_topics *rts, int32_t nrt,
+                        struct gr_offset_fetch_response_offset_fetch_response_group *out)
 {
     struct gr_coordinator *c = req->broker->coord;
     gr_offset_fetch_response_offset_fetch_response_group_init(out);

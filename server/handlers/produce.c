@@ -4,13 +4,12 @@
  * Per partition: exactly one RecordBatch v2, validated in place (CRC-32C, lengths, offset deltas, records),
  * size against max.message.bytes, each record of a compressed batch against max.decompressed.message.bytes
  * (Kafka 4.4: INVALID_RECORD, no message), zstd only from v7, keys on compacted topics and every record's
- * timestamp against message.timestamp.before/after.max.ms (a refused batch names each refused record in record_errors,
- * KIP-467, as Kafka's LogValidator; the records are walked again only then), the header's max timestamp set
- * to the records' maximum (CreateTime) or to the append time (LogAppendTime, by storage) with the CRC
- * recomputed when it changes (Kafka's LogValidator), then appended in place (storage patches base offset
- * and leader epoch). Durability, named:
- *   acks=0   accepted: no response at all; any partition error closes the connection (as Kafka does)
- *   acks=1   written: answered once the batch is in the page cache
+ * timestamp against message.timestamp.before/after.max.ms (a refused batch names each refused record in
+ * record_errors, KIP-467, as Kafka's LogValidator; the records are walked again only then), the header's max
+ * timestamp set to the records' maximum (CreateTime) or to the append time (LogAppendTime, by storage) with
+ * the CRC recomputed when it changes (Kafka's LogValidator), then appended in place (storage patches base
+ * offset and leader epoch). Durability, named: acks=0   accepted: no response at all; any partition error
+ * closes the connection (as Kafka does) acks=1   written: answered once the batch is in the page cache
  *   acks=-1  durable: with gregor.acks.all.fsync (default) answered once a group-commit fdatasync covers
  *            the batch, or REQUEST_TIMED_OUT after timeout_ms; otherwise as acks=1 (Kafka's behaviour)
  * A topic whose compression.type names a codec (uncompressed, gzip, snappy, lz4, zstd) gets every batch in
@@ -65,7 +64,7 @@ struct produce_state {
     struct produce_wait *waits;
     int count;
     /* the produce gate (see the top of the file) */
-    struct gr_log **logs;        /* the request's partitions that exist (arena) */
+    struct gr_log **logs; /* the request's partitions that exist (arena) */
     int nlogs;
     struct gr_req_slice *pins;    /* one per log: its active file pinned (arena, nlogs; in req->pins) */
     bool pinned;                  /* pins[] hold references (gr_log_append_prepare) */
@@ -104,7 +103,8 @@ static bool topic_log_append_time(struct gr_broker *b, struct gr_topic *t)
     return strcmp(v, "LogAppendTime") == 0;
 }
 
-static int64_t topic_config_long(struct gr_broker *b, struct gr_topic *t, const char *topic_key, const char *broker_key)
+static int64_t topic_config_long(struct gr_broker *b, struct gr_topic *t, const char *topic_key,
+                                 const char *broker_key)
 {
     const char *v = gr_topic_config_get(t, topic_key);
     return v ? strtoll(v, NULL, 10) : gr_config_int(&b->cfg, broker_key);
@@ -117,8 +117,11 @@ static int topic_codec(struct gr_broker *b, struct gr_topic *t)
     static const struct {
         const char *name;
         enum gr_codec codec;
-    } names[] = {{"uncompressed", GR_CODEC_NONE}, {"gzip", GR_CODEC_GZIP}, {"snappy", GR_CODEC_SNAPPY},
-                 {"lz4", GR_CODEC_LZ4}, {"zstd", GR_CODEC_ZSTD}};
+    } names[] = {{"uncompressed", GR_CODEC_NONE},
+                 {"gzip", GR_CODEC_GZIP},
+                 {"snappy", GR_CODEC_SNAPPY},
+                 {"lz4", GR_CODEC_LZ4},
+                 {"zstd", GR_CODEC_ZSTD}};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (strcmp(v, names[i].name) == 0) return (int)names[i].codec;
     return -1;
@@ -126,15 +129,16 @@ static int topic_codec(struct gr_broker *b, struct gr_topic *t)
 
 /* Rewrites a validated batch with `codec`: the same records, header fields and producer fields, a new
  * CRC. Returns 0 and a new buffer (caller frees), or a Kafka error code. */
-static int16_t recompress(const uint8_t *batch, size_t len, const struct gr_batch_info *info, enum gr_codec codec,
-                          uint8_t **out, size_t *out_len)
+static int16_t recompress(const uint8_t *batch, size_t len, const struct gr_batch_info *info,
+                          enum gr_codec codec, uint8_t **out, size_t *out_len)
 {
     const uint8_t *records = batch + GR_BATCH_HEADER_BYTES;
     size_t records_len = len - GR_BATCH_HEADER_BYTES;
     uint8_t *plain = NULL;
     if (info->codec != GR_CODEC_NONE) {
         size_t plain_len;
-        if (gr_decompress(info->codec, records, records_len, GR_DECOMPRESSED_BATCH_BYTES_MAX, &plain, &plain_len))
+        if (gr_decompress(info->codec, records, records_len, GR_DECOMPRESSED_BATCH_BYTES_MAX, &plain,
+                          &plain_len))
             return GR_ERR_CORRUPT_MESSAGE;
         records = plain;
         records_len = plain_len;
@@ -143,7 +147,8 @@ static int16_t recompress(const uint8_t *batch, size_t len, const struct gr_batc
         .base_offset = 0,
         .partition_leader_epoch = -1,
         .codec = codec,
-        .attributes = (int16_t)(info->attributes & ~GR_BATCH_ATTR_CODEC_MASK & ~GR_BATCH_ATTR_LOG_APPEND_TIME),
+        .attributes =
+            (int16_t)(info->attributes & ~GR_BATCH_ATTR_CODEC_MASK & ~GR_BATCH_ATTR_LOG_APPEND_TIME),
         .log_append_time = -1,
         .producer_id = info->producer_id,
         .producer_epoch = info->producer_epoch,
@@ -159,7 +164,8 @@ static int16_t recompress(const uint8_t *batch, size_t len, const struct gr_batc
    RecordValidationException: refused keys and timestamps, with record_errors) and a few request-level
    refusals; errors met in the log (batch framing and CRC, batch-level INVALID_RECORD, sequence and epoch,
    sizes, storage) and timeouts carry null: `msg` is NULL for those. */
-static void set_error(struct gr_produce_response_partition_produce_response *pr, int16_t code, const char *msg)
+static void set_error(struct gr_produce_response_partition_produce_response *pr, int16_t code,
+                      const char *msg)
 {
     pr->error_code = code;
     pr->base_offset = -1;
@@ -262,8 +268,10 @@ static bool batch_err_in_log(int rc)
 /* Validates and appends one partition's records; fills `pr`. Returns the appended log (and in *end_offset
  * the offset after the batch, or after the original batch of a duplicate: what must be durable before the
  * answer) or NULL. */
-static struct gr_log *produce_partition(struct gr_req *req, struct gr_topic *t, int32_t partition, struct gr_bytes records,
-                                        struct gr_produce_response_partition_produce_response *pr, int64_t *end_offset)
+static struct gr_log *produce_partition(struct gr_req *req, struct gr_topic *t, int32_t partition,
+                                        struct gr_bytes records,
+                                        struct gr_produce_response_partition_produce_response *pr,
+                                        int64_t *end_offset)
 {
     struct gr_broker *b = req->broker;
     int16_t v = req->hdr.request_api_version;
@@ -480,10 +488,12 @@ static enum gr_handler_rc produce_run(struct gr_req *req)
         struct gr_produce_response_topic_produce_response *tr = &resp->responses.items[i];
         tr->name = td->name;
         tr->topic_id = td->topic_id;
-        struct gr_topic *t = v >= 13 ? gr_store_topic_find_id(b->store, td->topic_id.b) : gr_topic_lookup(b, td->name);
+        struct gr_topic *t =
+            v >= 13 ? gr_store_topic_find_id(b->store, td->topic_id.b) : gr_topic_lookup(b, td->name);
         int16_t topic_err = GR_ERR_NONE;
         const char *topic_msg = NULL;
-        if (!t) topic_err = v >= 13 ? GR_ERR_UNKNOWN_TOPIC_ID : GR_ERR_UNKNOWN_TOPIC_OR_PARTITION;
+        if (!t)
+            topic_err = v >= 13 ? GR_ERR_UNKNOWN_TOPIC_ID : GR_ERR_UNKNOWN_TOPIC_OR_PARTITION;
         else if (strcmp(gr_topic_name(t), "__consumer_offsets") == 0) {
             topic_err = GR_ERR_INVALID_TOPIC_EXCEPTION; /* no message, as Kafka 4.4 */
         }
@@ -712,7 +722,8 @@ static bool collect_logs(struct gr_req *req, struct produce_state *st, int total
         (struct produce_open_job){.job = {.run = produce_open_run, .done = produce_open_done}, .req = req};
     for (int32_t i = 0; i < body->topic_data.count; i++) {
         struct gr_produce_request_topic_produce_data *td = &body->topic_data.items[i];
-        struct gr_topic *t = v >= 13 ? gr_store_topic_find_id(b->store, td->topic_id.b) : gr_topic_lookup(b, td->name);
+        struct gr_topic *t =
+            v >= 13 ? gr_store_topic_find_id(b->store, td->topic_id.b) : gr_topic_lookup(b, td->name);
         for (int32_t p = 0; t && p < td->partition_data.count; p++) {
             struct gr_log *log = gr_topic_log(t, td->partition_data.items[p].index);
             if (!log || st->nlogs >= total) continue;
@@ -851,7 +862,9 @@ enum gr_handler_rc gr_handle_produce(struct gr_req *req)
     int32_t ntopics = body->topic_data.count > 0 ? body->topic_data.count : 0;
     int total = 0;
     for (int32_t i = 0; i < ntopics; i++)
-        total += body->topic_data.items[i].partition_data.count > 0 ? body->topic_data.items[i].partition_data.count : 0;
+        total += body->topic_data.items[i].partition_data.count > 0
+                     ? body->topic_data.items[i].partition_data.count
+                     : 0;
     struct produce_state *st = gr_arena_calloc(&req->arena, 1, sizeof *st);
     if (!st) return GR_HANDLER_CLOSE;
     st->waits = gr_arena_calloc(&req->arena, (size_t)total + 1, sizeof *st->waits);

@@ -22,7 +22,8 @@ enum gr_handler_rc gr_handle_sync_group(struct gr_req *req)
     struct gr_sync_assignment *as = gr_arena_calloc(&req->arena, (size_t)n + 1, sizeof *as);
     if (!as) return GR_HANDLER_CLOSE;
     for (int32_t i = 0; i < n; i++)
-        as[i] = (struct gr_sync_assignment){body->assignments.items[i].member_id, body->assignments.items[i].assignment};
+        as[i] = (struct gr_sync_assignment){body->assignments.items[i].member_id,
+                                            body->assignments.items[i].assignment};
     struct gr_sync_params p = {
         .group_id = body->group_id,
         .member_id = body->member_id,

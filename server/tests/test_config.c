@@ -1,4 +1,5 @@
-/* test_config.c: the broker configuration: defaults, files, overrides, validation, Kafka's resolution rules. */
+/* test_config.c: the broker configuration: defaults, files, overrides, validation, Kafka's resolution rules.
+ */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -97,7 +98,8 @@ static void test_file_and_overrides(void **state)
     int fd = mkstemp(path);
     assert_true(fd >= 0);
     FILE *f = fdopen(fd, "w");
-    fprintf(f, "# comment\n! also a comment\nnum.partitions = 4\nlog.retention.minutes: 10\nlisteners=PLAINTEXT://\\\n127.0.0.1:0\n");
+    fprintf(f, "# comment\n! also a comment\nnum.partitions = 4\nlog.retention.minutes: "
+               "10\nlisteners=PLAINTEXT://\\\n127.0.0.1:0\n");
     fclose(f);
     struct gr_config c;
     gr_config_init(&c);
@@ -119,7 +121,7 @@ static void test_bad_values(void **state)
     struct gr_config c;
     gr_config_init(&c);
     assert_int_equal(gr_config_set(&c, "num.partitions", "zero"), -1);
-    assert_int_equal(gr_config_set(&c, "num.partitions", "0"), -1);          /* below its minimum of 1 */
+    assert_int_equal(gr_config_set(&c, "num.partitions", "0"), -1);             /* below its minimum of 1 */
     assert_int_equal(gr_config_set(&c, "message.max.bytes", "3000000000"), -1); /* not a 32-bit int */
     assert_int_equal(gr_config_set(&c, "auto.create.topics.enable", "yes"), -1);
     assert_int_equal(gr_config_set(&c, "log.message.timestamp.type", "Whenever"), -1);

@@ -77,7 +77,7 @@ static int teardown(void **state)
     ev_loop_destroy(f->b->loop);
     gr_config_free(&f->b->cfg);
     gr_broker_free_waiters(f->b); /* as main.c does at shutdown */
-    free(f->b->flushed); /* completions queued for the loop this test does not run */
+    free(f->b->flushed);          /* completions queued for the loop this test does not run */
     free(f->b);
     th_rmtree(f->dir);
     free(f);
@@ -85,15 +85,22 @@ static int teardown(void **state)
 }
 
 /* A Produce v9 request (no connection) carrying a fresh copy of one batch of producer pid/epoch/seq. */
-static struct gr_req *produce_req(struct fx *f, int16_t acks, int64_t pid, int16_t epoch, int32_t seq, int32_t n)
+static struct gr_req *produce_req(struct fx *f, int16_t acks, int64_t pid, int16_t epoch, int32_t seq,
+                                  int32_t n)
 {
     struct gr_req *req = calloc(1, sizeof *req);
     req->broker = f->b;
     gr_arena_init(&req->arena, 1 << 20);
     req->hdr.request_api_key = 0;
     req->hdr.request_api_version = 9;
-    struct th_batch_spec s = {.count = n, .ts0 = 1700000000000, .ts_step = 1, .tag = (uint32_t)seq,
-                              .value_bytes = 8, .producer_id = pid, .producer_epoch = epoch, .base_sequence = seq};
+    struct th_batch_spec s = {.count = n,
+                              .ts0 = 1700000000000,
+                              .ts_step = 1,
+                              .tag = (uint32_t)seq,
+                              .value_bytes = 8,
+                              .producer_id = pid,
+                              .producer_epoch = epoch,
+                              .base_sequence = seq};
     size_t len;
     uint8_t *b = th_batch(&s, &len);
     uint8_t *copy = gr_arena_alloc(&req->arena, len);
@@ -141,7 +148,7 @@ static void test_retry_waits_for_the_original(void **state)
     gr_broker_wake_parked(f->b); /* finishes (and frees: no connection) the first request */
     assert_int_equal(f->b->parked_count, 0);
 
-    atomic_store(&gate_closed, true); /* from here no fdatasync completes */
+    atomic_store(&gate_closed, true);                     /* from here no fdatasync completes */
     struct gr_req *orig = produce_req(f, -1, 5, 0, 2, 3); /* offsets 2-4 */
     assert_int_equal(gr_handle_produce(orig), GR_HANDLER_WAIT);
     assert_int_equal(pr_of(orig)->base_offset, 2);

@@ -464,7 +464,8 @@ static void test_duplicate_shape(void **state)
     for (int t = 0; t < 4; t++) {
         struct gr_produce_request_topic_produce_data *td = &body->topic_data.items[t];
         td->name = gr_str_c(names[t]);
-        td->partition_data.items = gr_arena_calloc(&req->arena, (size_t)counts[t], sizeof *td->partition_data.items);
+        td->partition_data.items =
+            gr_arena_calloc(&req->arena, (size_t)counts[t], sizeof *td->partition_data.items);
         td->partition_data.count = counts[t];
         for (int p = 0; p < counts[t]; p++) {
             td->partition_data.items[p].index = t == 3 ? p % 15000 : first_index[t] + p;
@@ -484,7 +485,8 @@ static void test_duplicate_shape(void **state)
         assert_int_equal(resp->responses.items[t].partition_responses.count, want_counts[t]);
         for (int p = 0; p < want_counts[t]; p++) {
             assert_int_equal(resp->responses.items[t].partition_responses.items[p].index, p);
-            assert_int_not_equal(resp->responses.items[t].partition_responses.items[p].error_code, GR_ERR_NONE);
+            assert_int_not_equal(resp->responses.items[t].partition_responses.items[p].error_code,
+                                 GR_ERR_NONE);
         }
     }
     gr_req_free(req);

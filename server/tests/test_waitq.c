@@ -25,7 +25,8 @@ static int wake_seq;
 
 static void owner_remove_all(struct owner *o)
 {
-    for (int i = 0; i < o->n; i++) gr_waitq_remove(&o->nodes[i]);
+    for (int i = 0; i < o->n; i++)
+        gr_waitq_remove(&o->nodes[i]);
 }
 
 static void on_wake(void *owner, void *ctx)
@@ -84,7 +85,8 @@ static void test_remove_middle_and_tail(void **state)
     (void)state;
     struct gr_waitq q = {0};
     struct owner o[5] = {0};
-    for (int i = 0; i < 5; i++) wait_on(&o[i], &q);
+    for (int i = 0; i < 5; i++)
+        wait_on(&o[i], &q);
     gr_waitq_remove(&o[2].nodes[0]);
     gr_waitq_remove(&o[4].nodes[0]);
     gr_waitq_remove(&o[4].nodes[0]); /* twice: nothing */
@@ -105,11 +107,14 @@ static void test_many_waiters_cost_per_queue(void **state)
     enum { QUEUES = 1000, OWNERS = 10000 };
     struct gr_waitq *qs = calloc(QUEUES, sizeof *qs);
     struct owner *os = calloc(OWNERS, sizeof *os);
-    for (int i = 0; i < OWNERS; i++) wait_on(&os[i], &qs[i % QUEUES]);
+    for (int i = 0; i < OWNERS; i++)
+        wait_on(&os[i], &qs[i % QUEUES]);
     int calls = 0;
-    for (int k = 0; k < 100; k++) calls += gr_waitq_wake(&qs[7], on_wake, NULL);
+    for (int k = 0; k < 100; k++)
+        calls += gr_waitq_wake(&qs[7], on_wake, NULL);
     assert_int_equal(calls, 100 * (OWNERS / QUEUES)); /* 100 wakes x 10 waiters, not x 10,000 */
-    for (int i = 0; i < OWNERS; i++) assert_int_equal(os[i].woken, i % QUEUES == 7 ? 100 : 0);
+    for (int i = 0; i < OWNERS; i++)
+        assert_int_equal(os[i].woken, i % QUEUES == 7 ? 100 : 0);
     free(qs);
     free(os);
 }

@@ -71,9 +71,10 @@ int main(int argc, char **argv)
             snprintf(keys[r], sizeof keys[r], "k%d", n % 10);
             int vl = snprintf(vals[r], sizeof vals[r], "v%d", n);
             bool tomb = n % 7 == 3;
-            recs[r] = (struct gr_record_in){.timestamp = 1700000000000 + n,
-                                            .key = {(const uint8_t *)keys[r], (int32_t)strlen(keys[r])},
-                                            .value = {tomb ? NULL : (const uint8_t *)vals[r], tomb ? -1 : vl}};
+            recs[r] =
+                (struct gr_record_in){.timestamp = 1700000000000 + n,
+                                      .key = {(const uint8_t *)keys[r], (int32_t)strlen(keys[r])},
+                                      .value = {tomb ? NULL : (const uint8_t *)vals[r], tomb ? -1 : vl}};
         }
         struct gr_batch_params bp = {.partition_leader_epoch = -1,
                                      .codec = codecs[i % 5],
@@ -92,7 +93,8 @@ int main(int argc, char **argv)
     }
     gr_log_set_high_watermark(log, gr_log_end_offset(log));
     struct gr_clean_stats st1, st2;
-    if (gr_log_clean_now(log, 1800000000000, &st1) < 0 || gr_log_clean_now(log, 1800000001000, &st2) < 0) return 1;
+    if (gr_log_clean_now(log, 1800000000000, &st1) < 0 || gr_log_clean_now(log, 1800000001000, &st2) < 0)
+        return 1;
     gr_store_quiesce(store);
     printf("compacted records %lld last_offset %lld\n", (long long)st2.records_kept,
            (long long)gr_log_end_offset(log) - 1);

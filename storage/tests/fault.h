@@ -45,7 +45,8 @@ void fault_clear(enum fault_op op);
 void fault_short_write(int nth, size_t bytes);
 /* Calls of `op` since install. */
 long fault_count(enum fault_op op);
-/* Calls of `op` made by the calling thread (since it started): tells network-thread work from flusher work. */
+/* Calls of `op` made by the calling thread (since it started): tells network-thread work from flusher work.
+ */
 long fault_count_this_thread(enum fault_op op);
 
 /* Crash mode: track files under `root` (absolute path); files already there count as durable. */

@@ -77,7 +77,8 @@ static void append_random(struct gr_log *log, struct model *m, int n, enum gr_co
     struct gr_append_result res;
     assert_int_equal(gr_log_append(log, b, len, -1, &res), 0);
     free(b);
-    gr_store_quiesce(log->store); /* a spare asked for at half a limit is ready at the roll (storage/roll.c) */
+    gr_store_quiesce(
+        log->store); /* a spare asked for at half a limit is ready at the roll (storage/roll.c) */
 }
 
 /* A batch for the sentinel key, large enough to roll the segment, so every random record is sealed. */
@@ -100,7 +101,8 @@ static void append_sentinel(struct gr_log *log, struct model *m, int64_t ts)
     struct gr_append_result res;
     assert_int_equal(gr_log_append(log, b, len, -1, &res), 0);
     free(b);
-    gr_store_quiesce(log->store); /* a spare asked for at half a limit is ready at the roll (storage/roll.c) */
+    gr_store_quiesce(
+        log->store); /* a spare asked for at half a limit is ready at the roll (storage/roll.c) */
     m->latest[NKEYS] = ++m->seq;
 }
 

@@ -318,13 +318,14 @@ static void test_deferred_roll_bounded(void **state)
     struct fx *f = *state;
     int64_t base;
     f->store->cfg.roll_wait_bytes_min = 0; /* the bound is then 2 x segment.bytes (1000 here) */
-    gate_close(f->store); /* no spare can be made */
+    gate_close(f->store);                  /* no spare can be made */
     uint32_t i = 0;
     while (gr_log_segment_count(f->log) == 1 && i < 200)
         assert_int_equal(try_append(f->log, i++, &base), 0);
     assert_int_equal(gr_log_segment_count(f->log), 2);
-    assert_true(f->log->segs[0]->size_bytes > 1000);       /* the roll did wait */
-    assert_true(f->log->segs[0]->size_bytes <= 2000 + 91); /* but not past the bound (plus the batch in hand) */
+    assert_true(f->log->segs[0]->size_bytes > 1000); /* the roll did wait */
+    assert_true(f->log->segs[0]->size_bytes <=
+                2000 + 91); /* but not past the bound (plus the batch in hand) */
     assert_int_equal(f->log->segs[1]->base_offset, base);
     gate_open();
     check_tags(f->log, (int)i);
@@ -458,7 +459,7 @@ static void test_hard_limit_rolls_at_once(void **state)
     int64_t leo = gr_log_end_offset(f->log);
     assert_int_equal(leo, (int64_t)INT32_MAX);
     assert_true(atomic_load(&f->log->spare_requested)); /* asked for at half the relative offset range */
-    assert_int_equal(try_append(f->log, 2, &base), 0); /* its last offset 2^31 + 1 is too far from base 0 */
+    assert_int_equal(try_append(f->log, 2, &base), 0);  /* its last offset 2^31 + 1 is too far from base 0 */
     assert_int_equal(base, leo);
     assert_int_equal(gr_log_segment_count(f->log), 2);
     assert_int_equal(f->log->segs[1]->base_offset, leo);

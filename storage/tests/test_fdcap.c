@@ -466,11 +466,13 @@ static void test_kept_active_file_stays_open(void **state)
         for (int p = 0; p < PARTS; p++) {
             produce_durable(f, p, round);
             assert_true(gr_log_append_ready(kept)); /* never closed, not even right after its own roll */
-            assert_true(gr_store_open_segment_fds(f->store) <= CAP); /* and not counted: the others keep the cap */
+            assert_true(gr_store_open_segment_fds(f->store) <=
+                        CAP); /* and not counted: the others keep the cap */
             assert_true(open_log_files(f) <= CAP + 1);
         }
     }
-    assert_true(gr_log_segment_count(kept) > 1); /* it rolled: the exemption followed the new active segment */
+    assert_true(gr_log_segment_count(kept) >
+                1); /* it rolled: the exemption followed the new active segment */
     int closed = 0;
     for (int p = 1; p < PARTS; p++)
         closed += !gr_log_append_ready(gr_topic_log(f->topic, p));

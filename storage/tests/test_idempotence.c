@@ -81,7 +81,8 @@ static int send(struct gr_log *log, int64_t pid, int16_t epoch, int32_t seq, int
     memset(res, 0xab, sizeof(*res));
     int err = gr_log_append(log, b, len, -1, res);
     free(b);
-    gr_store_quiesce(log->store); /* a spare asked for at half a limit is ready at the roll (storage/roll.c) */
+    gr_store_quiesce(
+        log->store); /* a spare asked for at half a limit is ready at the roll (storage/roll.c) */
     return err;
 }
 
@@ -139,10 +140,10 @@ static void test_new_producer_any_sequence(void **state)
 static void test_out_of_order(void **state)
 {
     struct fx *f = *state;
-    send_ok(f->log, 7, 0, 0, 3); /* 0..2 */
-    send_err(f->log, 7, 0, 4, 1, GR_LOG_ERR_OUT_OF_ORDER_SEQUENCE);  /* gap */
-    send_err(f->log, 7, 0, 2, 1, GR_LOG_ERR_OUT_OF_ORDER_SEQUENCE);  /* inside the last batch, not equal */
-    send_err(f->log, 7, 0, 0, 2, GR_LOG_ERR_OUT_OF_ORDER_SEQUENCE);  /* same first seq, other last seq */
+    send_ok(f->log, 7, 0, 0, 3);                                    /* 0..2 */
+    send_err(f->log, 7, 0, 4, 1, GR_LOG_ERR_OUT_OF_ORDER_SEQUENCE); /* gap */
+    send_err(f->log, 7, 0, 2, 1, GR_LOG_ERR_OUT_OF_ORDER_SEQUENCE); /* inside the last batch, not equal */
+    send_err(f->log, 7, 0, 0, 2, GR_LOG_ERR_OUT_OF_ORDER_SEQUENCE); /* same first seq, other last seq */
     send_err(f->log, 7, 0, -5 + 5, 4, GR_LOG_ERR_OUT_OF_ORDER_SEQUENCE);
     assert_int_equal(last_seq(f->log, 7), 2);
     send_ok(f->log, 7, 0, 3, 2); /* refusals changed nothing: the next sequence still fits */
@@ -154,8 +155,8 @@ static void test_duplicates_of_last_five(void **state)
     int64_t base[7];
     for (int i = 0; i < 7; i++)
         base[i] = send_ok(f->log, 9, 1, 2 * i, 2); /* batches seq 0-1, 2-3, ..., 12-13 */
-    send_ok(f->log, 10, 0, 0, 1);                   /* another producer in between */
-    for (int i = 2; i < 7; i++)                     /* the last 5 are remembered */
+    send_ok(f->log, 10, 0, 0, 1);                  /* another producer in between */
+    for (int i = 2; i < 7; i++)                    /* the last 5 are remembered */
         send_dup(f->log, 9, 1, 2 * i, 2, base[i]);
     send_err(f->log, 9, 1, 2, 2, GR_LOG_ERR_OUT_OF_ORDER_SEQUENCE); /* 6th-oldest: forgotten */
     send_err(f->log, 9, 1, 0, 2, GR_LOG_ERR_OUT_OF_ORDER_SEQUENCE);
@@ -233,7 +234,7 @@ static void test_expiration(void **state)
     send_ok(f->log, 17, 0, 0, 2); /* timestamps ~1700000000000 */
     send_ok(f->log, 18, 0, 0, 2);
     int64_t last_ts = gr_producer_state_find(gr_log_producer_state(f->log), 17)->last_timestamp_ms;
-    assert_int_equal(gr_log_expire_producers(f->log, last_ts + 999, 1000), 0); /* silent 999 ms: kept */
+    assert_int_equal(gr_log_expire_producers(f->log, last_ts + 999, 1000), 0);  /* silent 999 ms: kept */
     assert_int_equal(gr_log_expire_producers(f->log, last_ts + 1000, 1000), 1); /* 1000 ms: 17 expires */
     assert_null(gr_producer_state_find(gr_log_producer_state(f->log), 17));
     assert_non_null(gr_producer_state_find(gr_log_producer_state(f->log), 18));
@@ -328,8 +329,13 @@ static void test_check_verdicts_direct(void **state)
     /* The pure check on a state fed by headers, without a log. */
     struct gr_producer_state ps;
     gr_producer_state_init(&ps);
-    struct th_batch_spec s = {.count = 2, .ts0 = 5, .ts_step = 1, .value_bytes = 4, .producer_id = 99,
-                              .producer_epoch = 0, .base_sequence = 0};
+    struct th_batch_spec s = {.count = 2,
+                              .ts0 = 5,
+                              .ts_step = 1,
+                              .value_bytes = 4,
+                              .producer_id = 99,
+                              .producer_epoch = 0,
+                              .base_sequence = 0};
     size_t len;
     uint8_t *b = th_batch(&s, &len);
     const struct gr_producer_batch *dup;

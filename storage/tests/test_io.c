@@ -74,8 +74,10 @@ static void test_pool_runs_and_completes(void **state)
     struct tjob *jobs = calloc(N, sizeof(*jobs));
     int done = 0;
     for (int i = 0; i < N; i++) {
-        jobs[i] = (struct tjob){.job = {.run = tjob_run, .done = tjob_done}, .owner = pthread_self(),
-                                .done_count = &done, .index = i};
+        jobs[i] = (struct tjob){.job = {.run = tjob_run, .done = tjob_done},
+                                .owner = pthread_self(),
+                                .done_count = &done,
+                                .index = i};
         gr_iopool_submit(pool, &jobs[i].job);
     }
     gr_iopool_drain(pool);
@@ -100,8 +102,10 @@ static void test_pool_destroy_finishes_everything(void **state)
     struct tjob jobs[N];
     int done = 0;
     for (int i = 0; i < N; i++) {
-        jobs[i] = (struct tjob){.job = {.run = tjob_run, .done = tjob_done}, .owner = pthread_self(),
-                                .done_count = &done, .index = i};
+        jobs[i] = (struct tjob){.job = {.run = tjob_run, .done = tjob_done},
+                                .owner = pthread_self(),
+                                .done_count = &done,
+                                .index = i};
         gr_iopool_submit(pool, &jobs[i].job);
     }
     gr_iopool_destroy(pool); /* no notify, nobody polled: destroy must still run every done() */
@@ -152,13 +156,17 @@ static void fill(struct fx *f)
     f->log = gr_topic_log(t, 0);
     f->expect = malloc(4 << 20);
     for (int i = 0; i < 32; i++) {
-        struct th_batch_spec spec = {.count = 16, .ts0 = 1000 + i, .ts_step = 0, .tag = (uint32_t)i,
-                                     .value_bytes = 4000, .producer_id = -1};
+        struct th_batch_spec spec = {.count = 16,
+                                     .ts0 = 1000 + i,
+                                     .ts_step = 0,
+                                     .tag = (uint32_t)i,
+                                     .value_bytes = 4000,
+                                     .producer_id = -1};
         size_t len;
         uint8_t *b = th_batch(&spec, &len);
         struct gr_append_result res;
         assert_int_equal(gr_log_append(f->log, b, len, -1, &res), 0);
-        gr_store_quiesce(f->store); /* spare ready at the roll (storage/roll.c) */
+        gr_store_quiesce(f->store);                /* spare ready at the roll (storage/roll.c) */
         memcpy(f->expect + f->expect_len, b, len); /* as patched in place by the append */
         f->expect_len += len;
         free(b);
@@ -228,7 +236,7 @@ static void test_fallback_without_cachestat(void **state)
     read_whole(f, &s);
     assert_int_equal(gr_log_slice_resident(&s), 1);
     long probes = fault_count(F_PREADV2);
-    assert_true(probes >= 1); /* answered by the preadv2 probe */
+    assert_true(probes >= 1);                /* answered by the preadv2 probe */
     fault_fail(F_PREADV2, 1, EAGAIN, false); /* the kernel would have to read the page */
     assert_int_equal(gr_log_slice_resident(&s), 0);
     fault_fail(F_CACHESTAT, 1, EBADF, false); /* a real error is reported, not guessed */
@@ -324,7 +332,8 @@ static void test_roll_writes_indexes_on_flusher(void **state)
     struct gr_topic *t;
     assert_int_equal(gr_store_topic_create(f->store, "r", 1, NULL, NULL, 0, &t), 0);
     f->log = gr_topic_log(t, 0);
-    struct th_batch_spec spec = {.count = 4, .ts0 = 5000, .ts_step = 1, .value_bytes = 1000, .producer_id = -1};
+    struct th_batch_spec spec = {
+        .count = 4, .ts0 = 5000, .ts_step = 1, .value_bytes = 1000, .producer_id = -1};
     size_t len;
     uint8_t *b = th_batch(&spec, &len);
     struct gr_append_result res;
@@ -468,7 +477,8 @@ static void sync_config(struct gr_store_config *cfg, const char *dir)
     cfg->segment_bytes = 200; /* a roll every other round: segments made from spares, named in the flush */
 }
 
-static struct gr_topic *sync_open(const struct gr_store_config *cfg, struct gr_store **store, struct gr_log **logs)
+static struct gr_topic *sync_open(const struct gr_store_config *cfg, struct gr_store **store,
+                                  struct gr_log **logs)
 {
     *store = NULL;
     if (gr_store_open(cfg, store) != 0) return NULL; /* only under a crash point */
@@ -583,8 +593,9 @@ static void test_syncfs_crash_keeps_durable(void **state)
         th_rmtree(dir);
     }
     gr_log_set_level(GR_LOG_INFO);
-    print_message("syncfs crash sweep: %ld I/O points, %ld crashes checked, %ld partition-states with durable data\n",
-                  total, checked, with_data);
+    print_message(
+        "syncfs crash sweep: %ld I/O points, %ld crashes checked, %ld partition-states with durable data\n",
+        total, checked, with_data);
     assert_true(with_data > 0);
 }
 

@@ -69,7 +69,8 @@ static void fill(struct fx *f, const char *segment_bytes, int n)
         struct gr_append_result res;
         assert_int_equal(gr_log_append(f->log, b, len, -1, &res), 0);
         free(b);
-        gr_store_quiesce(f->store); /* a spare asked for at half a limit is ready at the roll (storage/roll.c) */
+        gr_store_quiesce(
+            f->store); /* a spare asked for at half a limit is ready at the roll (storage/roll.c) */
         f->base[i] = res.base_offset;
     }
     f->nbatches = n;
