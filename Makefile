@@ -4,7 +4,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo
 
-.PHONY: all build deps test-deps run test unit oracle codegen-check compat compat-full compat-librdkafka bench docker-test clean sanitize sanitize-check
+.PHONY: all build deps test-deps run test lint unit oracle codegen-check compat compat-full compat-librdkafka bench docker-test clean sanitize sanitize-check
 
 all: build
 
@@ -23,7 +23,11 @@ run: build
 	$(BUILD)/bin/gregor $(ARGS)
 
 # Every test stage that fits the 45-minute budget; ends with one summary line per stage.
-test: test-deps build codegen-check unit sanitize-check oracle compat bench-quick
+test: test-deps build lint codegen-check unit sanitize-check oracle compat bench-quick
+
+# Guards: clang-format-14 over hand-written C, and includes pointing down the layer order (scripts/lint.py).
+lint:
+	@scripts/lint.py
 
 codegen-check:
 	@scripts/codegen-check.sh

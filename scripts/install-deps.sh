@@ -7,7 +7,7 @@ build_pkgs=(build-essential cmake pkg-config python3 libev-dev libzstd-dev libsn
 # kcat and librdkafka drive the compat tests; Java 17 and Maven run the codec oracle and Kafka's own tools;
 # pip installs the Python clients the admin and group suites use; the client matrix (compat-tests/clients)
 # also runs Debian's own (older) python3-kafka and python3-confluent-kafka with their codec modules.
-test_pkgs=(kcat librdkafka-dev wamerican netcat-openbsd python3-pip python3-venv
+test_pkgs=(clang-format-14 kcat librdkafka-dev wamerican netcat-openbsd python3-pip python3-venv
            python3-kafka python3-confluent-kafka python3-lz4 python3-snappy python3-zstandard)
 pkgs=("${build_pkgs[@]}")
 if [ "$mode" = test ]; then
