@@ -160,6 +160,11 @@ struct gr_bytes gr_rd_bytes(struct gr_rd *rd, bool compact, bool nullable)
     return b;
 }
 
+struct gr_records gr_rd_records(struct gr_rd *rd, bool compact, bool nullable)
+{
+    return gr_records_mem(gr_rd_bytes(rd, compact, nullable));
+}
+
 int32_t gr_rd_array_len(struct gr_rd *rd, bool compact, bool nullable, size_t elem_bytes_min)
 {
     int64_t n = rd_len(rd, compact, true);
@@ -319,8 +324,48 @@ void gr_wr_string(struct gr_wr *wr, struct gr_str s, bool compact)
 void gr_wr_bytes(struct gr_wr *wr, struct gr_bytes b, bool compact)
 {
     wr_len(wr, b.len < 0 ? -1 : b.len, compact, true);
-    if (b.len > 0 && wr->ext && wr->ext->take(wr->ext, wr, b.ptr, (size_t)b.len)) return;
     if (b.len > 0) gr_wr_raw(wr, b.ptr, (size_t)b.len);
+}
+
+/* Cuts the memory written since the last cut into a chunk (none when empty). */
+static void chunks_cut(struct gr_wr *wr)
+{
+    struct gr_chunks *c = wr->chunks;
+    if (wr->p == c->mark) return;
+    assert(c->count < c->cap && "chunk list smaller than 2 * file ranges + 1");
+    c->items[c->count++] = (struct gr_chunk){c->mark, (size_t)(wr->p - c->mark), -1, 0};
+    c->mark = wr->p;
+}
+
+void gr_wr_records(struct gr_wr *wr, struct gr_records r, bool compact)
+{
+    if (r.kind == GR_RECORDS_MEM) {
+        gr_wr_bytes(wr, r.mem, compact);
+        return;
+    }
+    assert(r.kind == GR_RECORDS_FILE && r.file.bytes >= 0);
+    wr_len(wr, r.file.bytes, compact, true);
+    if (r.file.bytes == 0) return;
+    assert(wr->chunks && "a file-kind records field needs a chunk list (gr_wr_chunks_begin)");
+    chunks_cut(wr);
+    struct gr_chunks *c = wr->chunks;
+    assert(c->count < c->cap && "chunk list smaller than 2 * file ranges + 1");
+    c->items[c->count++] = (struct gr_chunk){NULL, (size_t)r.file.bytes, r.file.fd, r.file.pos};
+}
+
+void gr_wr_chunks_begin(struct gr_wr *wr, struct gr_chunks *chunks, struct gr_chunk *items, int cap)
+{
+    *chunks = (struct gr_chunks){items, 0, cap, wr->p};
+    wr->chunks = chunks;
+}
+
+int gr_wr_chunks_end(struct gr_wr *wr)
+{
+    assert(wr->chunks);
+    chunks_cut(wr);
+    int n = wr->chunks->count;
+    wr->chunks = NULL;
+    return n;
 }
 
 void gr_wr_array_len(struct gr_wr *wr, int32_t count, bool compact)
@@ -364,6 +409,11 @@ size_t gr_sz_bytes(struct gr_bytes b, bool compact)
 {
     size_t body = b.len > 0 ? (size_t)b.len : 0;
     return (compact ? gr_sz_uvarint((uint32_t)((b.len < 0 ? -1 : b.len) + 1)) : 4) + body;
+}
+
+size_t gr_sz_records(struct gr_records r, bool compact)
+{
+    return gr_sz_bytes((struct gr_bytes){NULL, gr_records_len(r)}, compact);
 }
 
 size_t gr_sz_array_len(int32_t count, bool compact)

@@ -3,13 +3,17 @@
  * range with a sticky error: every read is bounds-checked, a failed read returns 0/empty and sets `err`,
  * and later reads do nothing, so decoders check once per struct. A writer (struct gr_wr) fills a buffer
  * whose size the caller computed with the matching size functions; overrunning it is a programmer error
- * (assert). Strings, bytes and records decoded from a frame are views into it, never copies.
+ * (assert). Strings, bytes and records decoded from a frame are views into it, never copies. A records
+ * field to encode may instead name a range of an open file (struct gr_records, file kind): the writer
+ * writes its length prefix and appends the range to its chunk list (struct gr_chunks), so a message
+ * leaves as memory chunks and file ranges in wire order (zero-copy Fetch: writev plus sendfile).
  *
  * Encodings (Kafka protocol guide, KIP-482 for the compact/flexible forms):
  *   int8..int64, uint16, uint32, float64  big-endian fixed width
  *   varint / varlong                       zig-zag, 7 bits per byte, at most 5 / 10 bytes
  *   unsigned varint                        7 bits per byte, at most 5 bytes
  *   string / bytes                         int16 / int32 length, -1 = null
+ *   records                                as bytes (memory or a file range)
  *   compact string / bytes                 unsigned varint length + 1, 0 = null
  *   array / compact array                  int32 count (-1 null) / unsigned varint count + 1 (0 null)
  *   tagged fields                          uvarint count, then (uvarint tag, uvarint size, bytes), tags
@@ -97,19 +101,65 @@ struct gr_rd {
     struct gr_arena *arena; /* where arrays are allocated (borrowed) */
 };
 
-struct gr_wr_ext;
+/* A range of an open file: the content of a records field sent with sendfile. protocol/ never reads it;
+ * whoever fills it keeps the descriptor open until the bytes are sent (the server: the request's slices). */
+struct gr_file_range {
+    int fd;
+    int64_t pos;   /* offset of the first byte in the file */
+    int32_t bytes; /* at least 0 */
+};
+
+/* A records field (Kafka's "records" type): bytes in memory, or a file range. Decoding always gives the
+ * memory kind, a view into the frame (len -1 = null). The file kind is never null; size() counts its bytes
+ * and encode() writes its length prefix, then hands the range to the writer's chunk list. */
+enum gr_records_kind { GR_RECORDS_MEM = 0, GR_RECORDS_FILE = 1 };
+struct gr_records {
+    enum gr_records_kind kind;
+    union {
+        struct gr_bytes mem;       /* GR_RECORDS_MEM */
+        struct gr_file_range file; /* GR_RECORDS_FILE */
+    };
+};
+
+#define GR_RECORDS_NULL ((struct gr_records){.kind = GR_RECORDS_MEM, .mem = {NULL, -1}})
+/* A memory-kind records value viewing `b` (borrows it; len -1 = null). */
+static inline struct gr_records gr_records_mem(struct gr_bytes b)
+{
+    return (struct gr_records){.kind = GR_RECORDS_MEM, .mem = b};
+}
+/* A file-kind records value: `bytes` bytes of descriptor `fd` from `pos` (borrows the descriptor). */
+static inline struct gr_records gr_records_file(int fd, int64_t pos, int32_t bytes)
+{
+    return (struct gr_records){.kind = GR_RECORDS_FILE, .file = {fd, pos, bytes}};
+}
+/* Length of the records on the wire, -1 for null. */
+static inline int32_t gr_records_len(struct gr_records r)
+{
+    return r.kind == GR_RECORDS_FILE ? r.file.bytes : r.mem.len;
+}
+
+/* One piece of an encoded message: written memory, or a file range (mem NULL) sent with sendfile. */
+struct gr_chunk {
+    const uint8_t *mem; /* NULL for a file range */
+    size_t len;
+    int fd;
+    int64_t file_pos;
+};
+
+/* The output sink of an encoding that may meet file-kind records: the writer cuts its memory into chunks
+ * around each file range, so the message goes out as memory, file range, memory, ... in wire order. An
+ * encoding with R file ranges needs room for 2 * R + 1 chunks (the generated *_file_bytes() counts R). */
+struct gr_chunks {
+    struct gr_chunk *items; /* room for `cap` chunks (borrowed) */
+    int count;
+    int cap;
+    const uint8_t *mark; /* first written byte not yet in a chunk */
+};
 
 struct gr_wr {
     uint8_t *p;
     uint8_t *end;
-    struct gr_wr_ext *ext; /* optional: takes bytes fields that are not in memory (zero-copy fetch) */
-};
-
-/* A hook for bytes/records fields whose data is not in memory (a file range sent with sendfile). When
- * gr_wr_bytes meets a non-empty field it first offers the pointer to `take`; if `take` returns true it
- * has recorded the range itself and the writer does not copy anything (the length prefix is written). */
-struct gr_wr_ext {
-    bool (*take)(struct gr_wr_ext *ext, struct gr_wr *wr, const uint8_t *ptr, size_t len);
+    struct gr_chunks *chunks; /* NULL: a file-kind records field is a programmer error */
 };
 
 /* Starts a reader over [p, p+len) allocating arrays from `arena` (borrowed). */
@@ -137,7 +187,7 @@ static inline void gr_wr_init(struct gr_wr *wr, void *p, size_t len)
 {
     wr->p = p;
     wr->end = wr->p + len;
-    wr->ext = NULL;
+    wr->chunks = NULL;
 }
 
 /* Fixed-width reads: return the value, or 0 with the error set. */
@@ -158,6 +208,8 @@ int64_t gr_rd_varlong(struct gr_rd *rd);
  * otherwise null sets GR_WIRE_NULL. */
 struct gr_str gr_rd_string(struct gr_rd *rd, bool compact, bool nullable);
 struct gr_bytes gr_rd_bytes(struct gr_rd *rd, bool compact, bool nullable);
+/* A records field: the memory kind viewing the frame, read as bytes. */
+struct gr_records gr_rd_records(struct gr_rd *rd, bool compact, bool nullable);
 /* Reads an array count (-1 = null if nullable) and checks that count * `elem_bytes_min` fits in the
  * bytes left, so no allocation is made for elements that cannot be there. */
 int32_t gr_rd_array_len(struct gr_rd *rd, bool compact, bool nullable, size_t elem_bytes_min);
@@ -184,6 +236,14 @@ void gr_wr_varlong(struct gr_wr *wr, int64_t v);
 void gr_wr_raw(struct gr_wr *wr, const void *p, size_t n);
 void gr_wr_string(struct gr_wr *wr, struct gr_str s, bool compact);
 void gr_wr_bytes(struct gr_wr *wr, struct gr_bytes b, bool compact);
+/* Writes a records field: the length prefix (bytes form), then the memory bytes, or for the file kind
+ * the range as a chunk of wr->chunks (which must be attached and have room for two more chunks). */
+void gr_wr_records(struct gr_wr *wr, struct gr_records r, bool compact);
+/* Attaches `chunks` to `wr` with room for `cap` chunks in `items`; memory chunks start at wr->p. */
+void gr_wr_chunks_begin(struct gr_wr *wr, struct gr_chunks *chunks, struct gr_chunk *items, int cap);
+/* Closes the last memory chunk of an attached chunk list (the bytes written since the last file range) and
+ * detaches it; returns the number of chunks. */
+int gr_wr_chunks_end(struct gr_wr *wr);
 /* Writes an array count (-1 for null), in the compact or classic form. */
 void gr_wr_array_len(struct gr_wr *wr, int32_t count, bool compact);
 
@@ -193,6 +253,8 @@ size_t gr_sz_varint(int32_t v);
 size_t gr_sz_varlong(int64_t v);
 size_t gr_sz_string(struct gr_str s, bool compact);
 size_t gr_sz_bytes(struct gr_bytes b, bool compact);
+/* Wire bytes of a records field, prefix included, file-kind bytes included. */
+size_t gr_sz_records(struct gr_records r, bool compact);
 size_t gr_sz_array_len(int32_t count, bool compact);
 
 /* Unknown tagged fields: size and write of a list kept from decoding (already sorted by tag). */

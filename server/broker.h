@@ -56,15 +56,8 @@ struct gr_api {
     gr_handler_fn handler;
 };
 
-/* One piece of a response on its way out: memory, or a file range sent with sendfile. */
-struct gr_chunk {
-    const uint8_t *mem; /* NULL for a file range */
-    size_t len;
-    int fd;
-    int64_t file_pos;
-};
-
-/* A file range promised by a handler as the content of a records field (see gr_req_add_slice). */
+/* A retained file range the request holds until it is freed: the content of a file-kind records field
+ * of its response (gr_req_own_slice), or pool work kept pinned (req->pins). */
 struct gr_req_slice {
     struct gr_log_slice slice;
     struct gr_req_slice *next;
@@ -99,10 +92,10 @@ struct gr_req {
     struct gr_req_topic_ops *topic_ops;  /* storage topic operations the response waits for (arena) */
     bool groups_deferred;                /* waited once for the group coordinator's start (gr_groups_defer) */
     bool topic_barrier_passed;           /* waited once for earlier topic operations (gr_req_topic_barrier) */
-    /* output */
-    struct gr_req_slice *slices;
-    struct gr_req_slice *pins; /* work the I/O pool did for this request (files opened, indexes loaded),
-                                  kept until the request is freed so the fd cap cannot undo it meanwhile */
+    /* output: the response goes out as chunks (protocol/wire.h), memory and sendfile ranges */
+    struct gr_req_slice *slices; /* the file ranges its records fields name (gr_req_own_slice) */
+    struct gr_req_slice *pins;   /* work the I/O pool did for this request (files opened, indexes loaded),
+                                    kept until the request is freed so the fd cap cannot undo it meanwhile */
     uint8_t *out_mem;
     size_t out_mem_bytes;
     struct gr_chunk *chunks;
@@ -209,10 +202,10 @@ void gr_req_complete(struct gr_req *req, enum gr_handler_rc rc);
 /* The advertised host and port of the listener `req` came in on (the first listener when its connection
  * is gone): what Metadata, FindCoordinator and DescribeCluster tell this client. Returns borrowed. */
 void gr_req_advertised(const struct gr_req *req, const char **host, int32_t *port);
-/* Registers a file range as the content of a records field: returns the pointer to store in the
- * field's `ptr` (its `len` must be slice->bytes). The request takes the slice and releases it after sending.
- */
-const uint8_t *gr_req_add_slice(struct gr_req *req, const struct gr_log_slice *slice);
+/* Takes `slice` into the request, which releases it once the response is sent (gr_req_free): the caller
+ * names its range in a records field (gr_records_file). Returns 0, or -ENOMEM (the arena is spent) with
+ * the slice still the caller's. */
+int gr_req_own_slice(struct gr_req *req, const struct gr_log_slice *slice);
 /* Frees a request and everything it owns. */
 void gr_req_free(struct gr_req *req);
 

@@ -8,6 +8,7 @@
  * UNSUPPORTED_VERSION and its own entry (KIP-511). A request that does not decode closes the connection.
  * Read next: server/handlers/handlers.h.
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -62,55 +63,32 @@ const struct gr_api *gr_api_table(int *count)
     return apis;
 }
 
-/* ---- output chain: records fields promised as file ranges ---- */
+/* ---- output chain: memory chunks and the file ranges of file-kind records fields ---- */
 
-struct chain_builder {
-    struct gr_wr_ext ext;
-    struct gr_req *req;
-    uint8_t *mark; /* start of memory not yet put in a chunk */
-};
-
-const uint8_t *gr_req_add_slice(struct gr_req *req, const struct gr_log_slice *slice)
+int gr_req_own_slice(struct gr_req *req, const struct gr_log_slice *slice)
 {
     struct gr_req_slice *s = gr_arena_alloc(&req->arena, sizeof *s);
-    if (!s) return NULL;
+    if (!s) return -ENOMEM;
     s->slice = *slice;
     s->next = req->slices;
     req->slices = s;
-    return (const uint8_t *)s;
+    return 0;
 }
 
-static bool chain_take(struct gr_wr_ext *ext, struct gr_wr *wr, const uint8_t *ptr, size_t len)
-{
-    struct chain_builder *cb = (struct chain_builder *)ext;
-    struct gr_req *req = cb->req;
-    for (struct gr_req_slice *s = req->slices; s; s = s->next) {
-        if ((const uint8_t *)s != ptr) continue;
-        if (wr->p > cb->mark)
-            req->chunks[req->chunk_count++] = (struct gr_chunk){cb->mark, (size_t)(wr->p - cb->mark), -1, 0};
-        req->chunks[req->chunk_count++] = (struct gr_chunk){NULL, len, s->slice.fd, s->slice.file_pos};
-        cb->mark = wr->p;
-        return true;
-    }
-    return false;
-}
-
+/* Encodes the response into out_mem and the chunk list: the writer cuts the memory around each file-kind
+ * records field (protocol/wire.h), so the chain is memory, file range, memory, ... in wire order. */
 static void encode_response(struct gr_req *req)
 {
     int16_t v = req->hdr.request_api_version;
     int16_t hv = gr_response_header_version(req->hdr.request_api_key, v, req->resp_ops->flexible_min);
     size_t body = req->resp_ops->size(req->resp, v);
     size_t total = gr_response_header_size(hv) + body;
-    size_t ext_bytes = 0;
-    int nslices = 0;
-    for (struct gr_req_slice *s = req->slices; s; s = s->next) {
-        ext_bytes += (size_t)s->slice.bytes;
-        nslices++;
-    }
-    size_t mem = 4 + total - ext_bytes;
+    int ranges = 0;
+    size_t file_bytes = req->resp_ops->file_bytes ? req->resp_ops->file_bytes(req->resp, v, &ranges) : 0;
+    size_t mem = 4 + total - file_bytes;
     req->out_mem = malloc(mem);
     req->out_mem_bytes = mem;
-    req->chunks = gr_arena_calloc(&req->arena, (size_t)(2 * nslices + 2), sizeof *req->chunks);
+    req->chunks = gr_arena_calloc(&req->arena, (size_t)(2 * ranges + 1), sizeof *req->chunks);
     if (!req->out_mem || !req->chunks) {
         GR_ERROR("out of memory encoding a %zu-byte response", total);
         req->no_response = true;
@@ -118,14 +96,13 @@ static void encode_response(struct gr_req *req)
         return;
     }
     struct gr_wr wr;
+    struct gr_chunks chunks;
     gr_wr_init(&wr, req->out_mem, mem);
+    gr_wr_chunks_begin(&wr, &chunks, req->chunks, 2 * ranges + 1);
     gr_wr_int32(&wr, (int32_t)total);
     gr_response_header_encode(&wr, hv, req->hdr.correlation_id);
-    struct chain_builder cb = {{chain_take}, req, req->out_mem};
-    if (nslices) wr.ext = &cb.ext;
     req->resp_ops->encode(&wr, req->resp, v);
-    if (wr.p > cb.mark)
-        req->chunks[req->chunk_count++] = (struct gr_chunk){cb.mark, (size_t)(wr.p - cb.mark), -1, 0};
+    req->chunk_count = gr_wr_chunks_end(&wr);
     if ((size_t)(wr.p - req->out_mem) != mem) {
         GR_ERROR("%s v%d: encoded %zu bytes, size() said %zu", req->api->name, v,
                  (size_t)(wr.p - req->out_mem), mem);

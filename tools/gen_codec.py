@@ -24,7 +24,7 @@ PRIMS = {
     'bool': ('bool', 1), 'int8': ('int8_t', 1), 'int16': ('int16_t', 2), 'uint16': ('uint16_t', 2),
     'int32': ('int32_t', 4), 'uint32': ('uint32_t', 4), 'int64': ('int64_t', 8), 'float64': ('double', 8),
     'uuid': ('struct gr_uuid', 16), 'string': ('struct gr_str', None), 'bytes': ('struct gr_bytes', None),
-    'records': ('struct gr_bytes', None),
+    'records': ('struct gr_records', None),
 }
 PRIM_ARRAYS = {'int32': 'struct gr_int32_array', 'int64': 'struct gr_int64_array', 'string': 'struct gr_str_array'}
 C_KEYWORDS = {'default', 'register', 'signed', 'unsigned', 'int', 'char', 'long', 'short', 'struct', 'union',
@@ -216,8 +216,12 @@ def default_expr(f):
             return 'GR_STR_NULL'
         s = '' if d in (None, '""') else d
         return '((struct gr_str){"%s", %d})' % (s, len(s))
-    if t in ('bytes', 'records'):
-        if d == 'null' or (t == 'records' and d is None):
+    if t == 'records':
+        if d == 'null' or d is None:
+            return 'GR_RECORDS_NULL'
+        return 'gr_records_mem((struct gr_bytes){(const uint8_t *)"", 0})'
+    if t == 'bytes':
+        if d == 'null':
             return 'GR_BYTES_NULL'
         return '((struct gr_bytes){(const uint8_t *)"", 0})'
     if t == 'uuid':
@@ -251,7 +255,9 @@ def gen_header(msgs, out):
     w('/*')
     w(' * messages.h: one C struct per Kafka request/response body and per nested struct, with init, decode,')
     w(' * size and encode functions. Field names are the snake_case of Kafka\'s; strings, bytes and records')
-    w(' * are views into the decoded frame; arrays live in the reader\'s arena. Fields absent at a version')
+    w(' * are views into the decoded frame; arrays live in the reader\'s arena. A records field to encode may')
+    w(' * instead be a file range (struct gr_records): size() counts its bytes, encode() hands it to the')
+    w(' * writer\'s chunk list, and *_file_bytes() tells how much of size() that is. Fields absent at a version')
     w(' * keep their defaults on decode and are skipped on encode. Unknown tagged fields are kept in')
     w(' * `unknown_tags` and written back in tag order. Read next: protocol/wire.h, protocol/api.h.')
     w(' */')
@@ -291,6 +297,11 @@ def gen_header(msgs, out):
         w('size_t %s_size(const struct %s *m, int16_t version);' % (c, c))
         w('/* Encodes `m` at `version`; the writer must have %s_size() bytes of room. */' % c)
         w('void %s_encode(struct gr_wr *wr, const struct %s *m, int16_t version);' % (c, c))
+        if has_records(m.top):
+            w('/* Bytes of the file-kind records fields of `m` at `version`: counted by %s_size() but sent from' % c)
+            w(' * files, not written to memory. Sets *ranges to their number (the writer then needs a chunk list with')
+            w(' * room for 2 * *ranges + 1 chunks). */')
+            w('size_t %s_file_bytes(const struct %s *m, int16_t version, int *ranges);' % (c, c))
         w('')
     w('/* One row per message: the generic face of the codec, for tests and tools. */')
     w('struct gr_msg_ops {')
@@ -304,6 +315,8 @@ def gen_header(msgs, out):
     w('    int (*decode)(struct gr_rd *rd, int16_t version, void *m);')
     w('    size_t (*size)(const void *m, int16_t version);')
     w('    void (*encode)(struct gr_wr *wr, const void *m, int16_t version);')
+    w('    /* the *_file_bytes() function; NULL when the message has no records field */')
+    w('    size_t (*file_bytes)(const void *m, int16_t version, int *ranges);')
     w('};')
     w('extern const struct gr_msg_ops gr_msg_ops_table[];')
     w('extern const int gr_msg_ops_count;')
@@ -348,7 +361,7 @@ def read_prim(t, nullable):
     if t == 'string':
         return 'gr_rd_string(rd, fx, %s)' % nullable
     if t in ('bytes', 'records'):
-        return 'gr_rd_bytes(rd, fx, %s)' % nullable
+        return 'gr_rd_%s(rd, fx, %s)' % (t, nullable)
     return 'gr_rd_%s(rd)' % t
 
 
@@ -356,7 +369,7 @@ def write_prim(t, val):
     if t == 'string':
         return 'gr_wr_string(wr, %s, fx);' % val
     if t in ('bytes', 'records'):
-        return 'gr_wr_bytes(wr, %s, fx);' % val
+        return 'gr_wr_%s(wr, %s, fx);' % (t, val)
     return 'gr_wr_%s(wr, %s);' % (t, val)
 
 
@@ -364,7 +377,7 @@ def size_prim(t, val):
     if t == 'string':
         return 'gr_sz_string(%s, fx)' % val
     if t in ('bytes', 'records'):
-        return 'gr_sz_bytes(%s, fx)' % val
+        return 'gr_sz_%s(%s, fx)' % (t, val)
     return str(PRIMS[t][1])
 
 
@@ -441,7 +454,9 @@ def isdef_expr(f, val):
             return '%s.len < 0' % val
         d = '' if f.default in (None, '""') else f.default
         return 'gr_str_eq(%s, gr_str_c("%s"))' % (val, d)
-    if t in ('bytes', 'records'):
+    if t == 'records':
+        return 'gr_records_len(%s) %s' % (val, '< 0' if default_expr(f) == 'GR_RECORDS_NULL' else '== 0')
+    if t == 'bytes':
         return '%s.len %s' % (val, '< 0' if default_expr(f) == 'GR_BYTES_NULL' else '== 0')
     if t == 'uuid':
         return 'uuid_is_zero(%s)' % val
@@ -490,6 +505,8 @@ def gen_codec(msgs, out):
             w('static size_t sz_%s(const struct %s *m, int16_t v);' % (s.cname, s.cname))
             w('static size_t minsz_%s(int16_t v) __attribute__((unused));' % s.cname)
             w('static bool isdef_%s(const struct %s *m) __attribute__((unused));' % (s.cname, s.cname))
+            if has_records(s):
+                w('static size_t fb_%s(const struct %s *m, int16_t v, int *ranges);' % (s.cname, s.cname))
     w('')
     for m in msgs:
         for s in m.structs:
@@ -505,19 +522,29 @@ def gen_codec(msgs, out):
         w('')
         w('void %s_encode(struct gr_wr *wr, const struct %s *m, int16_t version) { enc_%s(wr, version, m); }' % (c, c, c))
         w('')
+        if has_records(m.top):
+            w('size_t %s_file_bytes(const struct %s *m, int16_t version, int *ranges)' % (c, c))
+            w('{')
+            w('    *ranges = 0;')
+            w('    return fb_%s(m, version, ranges);' % c)
+            w('}')
+            w('')
         for fn, sig in (('init', 'void *m'),):
             pass
         w('static void ops_init_%s(void *m) { %s_init(m); }' % (c, c))
         w('static int ops_decode_%s(struct gr_rd *rd, int16_t v, void *m) { return %s_decode(rd, v, m); }' % (c, c))
         w('static size_t ops_size_%s(const void *m, int16_t v) { return %s_size(m, v); }' % (c, c))
         w('static void ops_encode_%s(struct gr_wr *wr, const void *m, int16_t v) { %s_encode(wr, m, v); }' % (c, c))
+        if has_records(m.top):
+            w('static size_t ops_file_bytes_%s(const void *m, int16_t v, int *ranges) { return %s_file_bytes(m, v, ranges); }' % (c, c))
         w('')
     w('const struct gr_msg_ops gr_msg_ops_table[] = {')
     for m in msgs:
         c = m.top.cname
-        w('    {%d, %s, "%s", %d, %d, %d, sizeof(struct %s), ops_init_%s, ops_decode_%s, ops_size_%s, ops_encode_%s},' %
+        w('    {%d, %s, "%s", %d, %d, %d, sizeof(struct %s), ops_init_%s, ops_decode_%s, ops_size_%s, ops_encode_%s, %s},' %
           (m.api_key, 'true' if m.kind == 'response' else 'false', m.name, m.valid.lo, m.valid.hi,
-           -1 if m.flexible.empty() else m.flexible.lo, c, c, c, c, c))
+           -1 if m.flexible.empty() else m.flexible.lo, c, c, c, c, c,
+           'ops_file_bytes_' + c if has_records(m.top) else 'NULL'))
     w('};')
     w('const int gr_msg_ops_count = %d;' % len(msgs))
     w('')
@@ -681,6 +708,44 @@ def gen_struct_codec(w, m, s):
     w('        write_unknown_tag(wr, &m->unknown_tags.items[u++]);')
     w('}')
     w('')
+    if has_records(s):
+        gen_file_bytes(w, m, s)
+
+
+def has_records(s):
+    """True when struct s holds a records field, directly or in a nested struct."""
+    return any(f.typ == 'records' or (f.is_struct and has_records(f.struct)) for f in s.fields)
+
+
+def gen_file_bytes(w, m, s):
+    """fb_<struct>: bytes and number of the file-kind records fields that encode() would hand to the chunk list."""
+    c = s.cname
+    w('static size_t fb_%s(const struct %s *m, int16_t v, int *ranges)' % (c, c))
+    w('{')
+    w('    ' + fx_decl(m))
+    w('    size_t n = 0;')
+    for f in s.regular() + s.tagged():
+        if f.versions.empty() or not (f.typ == 'records' or (f.is_struct and has_records(f.struct))):
+            continue
+        cond = f.versions.cond()
+        if f.tagged:
+            cond = 'fx && %s && !(%s)' % (f.tagged.cond(), isdef_expr(f, 'm->' + f.name))
+        val = 'm->' + f.name
+        w('    if (%s) {' % cond)
+        if f.typ == 'records':
+            w('        if (%s.kind == GR_RECORDS_FILE && %s.file.bytes > 0) {' % (val, val))
+            w('            n += (size_t)%s.file.bytes;' % val)
+            w('            (*ranges)++;')
+            w('        }')
+        elif f.is_array:
+            w('        for (int32_t i = 0; i < %s.count; i++)' % val)
+            w('            n += fb_%s(&%s.items[i], v, ranges);' % (f.struct.cname, val))
+        else:
+            w('        n += fb_%s(&%s, v, ranges);' % (f.struct.cname, val))
+        w('    }')
+    w('    return n;')
+    w('}')
+    w('')
 
 
 # ---------------------------------------------------------------- test support
@@ -735,7 +800,7 @@ def rnd_prim(t, nullable):
         'uint16': '(uint16_t)gr_rng_u64(rng)', 'int32': 'gr_rng_int32(rng)', 'uint32': '(uint32_t)gr_rng_u64(rng)',
         'int64': 'gr_rng_int64(rng)', 'float64': 'gr_rng_double(rng)',
         'string': 'gr_rng_str(rng, a, %s)' % nullable, 'bytes': 'gr_rng_bytes(rng, a, %s)' % nullable,
-        'records': 'gr_rng_bytes(rng, a, %s)' % nullable, 'uuid': 'gr_rng_uuid(rng)',
+        'records': 'gr_records_mem(gr_rng_bytes(rng, a, %s))' % nullable, 'uuid': 'gr_rng_uuid(rng)',
     }[t]
 
 

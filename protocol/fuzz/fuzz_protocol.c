@@ -306,7 +306,7 @@ static void fuzz_produce_records(const struct gr_produce_request *req)
     for (int32_t t = 0; t < req->topic_data.count; t++) {
         const struct gr_produce_request_topic_produce_data *td = &req->topic_data.items[t];
         for (int32_t p = 0; p < td->partition_data.count; p++) {
-            struct gr_bytes r = td->partition_data.items[p].records;
+            struct gr_bytes r = td->partition_data.items[p].records.mem;
             if (r.len > 0) fuzz_batch(r.ptr, (size_t)r.len, GR_BATCH_CHECK_CLIENT, -1);
         }
     }

@@ -34,16 +34,19 @@ static void enc_gr_produce_request_partition_produce_data(struct gr_wr *wr, int1
 static size_t sz_gr_produce_request_partition_produce_data(const struct gr_produce_request_partition_produce_data *m, int16_t v);
 static size_t minsz_gr_produce_request_partition_produce_data(int16_t v) __attribute__((unused));
 static bool isdef_gr_produce_request_partition_produce_data(const struct gr_produce_request_partition_produce_data *m) __attribute__((unused));
+static size_t fb_gr_produce_request_partition_produce_data(const struct gr_produce_request_partition_produce_data *m, int16_t v, int *ranges);
 static void dec_gr_produce_request_topic_produce_data(struct gr_rd *rd, int16_t v, struct gr_produce_request_topic_produce_data *m);
 static void enc_gr_produce_request_topic_produce_data(struct gr_wr *wr, int16_t v, const struct gr_produce_request_topic_produce_data *m);
 static size_t sz_gr_produce_request_topic_produce_data(const struct gr_produce_request_topic_produce_data *m, int16_t v);
 static size_t minsz_gr_produce_request_topic_produce_data(int16_t v) __attribute__((unused));
 static bool isdef_gr_produce_request_topic_produce_data(const struct gr_produce_request_topic_produce_data *m) __attribute__((unused));
+static size_t fb_gr_produce_request_topic_produce_data(const struct gr_produce_request_topic_produce_data *m, int16_t v, int *ranges);
 static void dec_gr_produce_request(struct gr_rd *rd, int16_t v, struct gr_produce_request *m);
 static void enc_gr_produce_request(struct gr_wr *wr, int16_t v, const struct gr_produce_request *m);
 static size_t sz_gr_produce_request(const struct gr_produce_request *m, int16_t v);
 static size_t minsz_gr_produce_request(int16_t v) __attribute__((unused));
 static bool isdef_gr_produce_request(const struct gr_produce_request *m) __attribute__((unused));
+static size_t fb_gr_produce_request(const struct gr_produce_request *m, int16_t v, int *ranges);
 static void dec_gr_produce_response_batch_index_and_error_message(struct gr_rd *rd, int16_t v, struct gr_produce_response_batch_index_and_error_message *m);
 static void enc_gr_produce_response_batch_index_and_error_message(struct gr_wr *wr, int16_t v, const struct gr_produce_response_batch_index_and_error_message *m);
 static size_t sz_gr_produce_response_batch_index_and_error_message(const struct gr_produce_response_batch_index_and_error_message *m, int16_t v);
@@ -124,11 +127,13 @@ static void enc_gr_fetch_response_partition_data(struct gr_wr *wr, int16_t v, co
 static size_t sz_gr_fetch_response_partition_data(const struct gr_fetch_response_partition_data *m, int16_t v);
 static size_t minsz_gr_fetch_response_partition_data(int16_t v) __attribute__((unused));
 static bool isdef_gr_fetch_response_partition_data(const struct gr_fetch_response_partition_data *m) __attribute__((unused));
+static size_t fb_gr_fetch_response_partition_data(const struct gr_fetch_response_partition_data *m, int16_t v, int *ranges);
 static void dec_gr_fetch_response_fetchable_topic_response(struct gr_rd *rd, int16_t v, struct gr_fetch_response_fetchable_topic_response *m);
 static void enc_gr_fetch_response_fetchable_topic_response(struct gr_wr *wr, int16_t v, const struct gr_fetch_response_fetchable_topic_response *m);
 static size_t sz_gr_fetch_response_fetchable_topic_response(const struct gr_fetch_response_fetchable_topic_response *m, int16_t v);
 static size_t minsz_gr_fetch_response_fetchable_topic_response(int16_t v) __attribute__((unused));
 static bool isdef_gr_fetch_response_fetchable_topic_response(const struct gr_fetch_response_fetchable_topic_response *m) __attribute__((unused));
+static size_t fb_gr_fetch_response_fetchable_topic_response(const struct gr_fetch_response_fetchable_topic_response *m, int16_t v, int *ranges);
 static void dec_gr_fetch_response_node_endpoint(struct gr_rd *rd, int16_t v, struct gr_fetch_response_node_endpoint *m);
 static void enc_gr_fetch_response_node_endpoint(struct gr_wr *wr, int16_t v, const struct gr_fetch_response_node_endpoint *m);
 static size_t sz_gr_fetch_response_node_endpoint(const struct gr_fetch_response_node_endpoint *m, int16_t v);
@@ -139,6 +144,7 @@ static void enc_gr_fetch_response(struct gr_wr *wr, int16_t v, const struct gr_f
 static size_t sz_gr_fetch_response(const struct gr_fetch_response *m, int16_t v);
 static size_t minsz_gr_fetch_response(int16_t v) __attribute__((unused));
 static bool isdef_gr_fetch_response(const struct gr_fetch_response *m) __attribute__((unused));
+static size_t fb_gr_fetch_response(const struct gr_fetch_response *m, int16_t v, int *ranges);
 static void dec_gr_list_offsets_request_list_offsets_partition(struct gr_rd *rd, int16_t v, struct gr_list_offsets_request_list_offsets_partition *m);
 static void enc_gr_list_offsets_request_list_offsets_partition(struct gr_wr *wr, int16_t v, const struct gr_list_offsets_request_list_offsets_partition *m);
 static size_t sz_gr_list_offsets_request_list_offsets_partition(const struct gr_list_offsets_request_list_offsets_partition *m, int16_t v);
@@ -773,7 +779,7 @@ static bool isdef_gr_describe_producers_response(const struct gr_describe_produc
 void gr_produce_request_partition_produce_data_init(struct gr_produce_request_partition_produce_data *m)
 {
     m->index = 0;
-    m->records = GR_BYTES_NULL;
+    m->records = GR_RECORDS_NULL;
     m->unknown_tags.items = NULL;
     m->unknown_tags.count = 0;
 }
@@ -781,7 +787,7 @@ void gr_produce_request_partition_produce_data_init(struct gr_produce_request_pa
 static bool isdef_gr_produce_request_partition_produce_data(const struct gr_produce_request_partition_produce_data *m)
 {
     return (m->index == 0) &&
-           m->records.len < 0 &&
+           gr_records_len(m->records) < 0 &&
            m->unknown_tags.count == 0;
 }
 
@@ -807,7 +813,7 @@ static void dec_gr_produce_request_partition_produce_data(struct gr_rd *rd, int1
         m->index = gr_rd_int32(rd);
     }
     if (1) {
-        m->records = gr_rd_bytes(rd, fx, 1);
+        m->records = gr_rd_records(rd, fx, 1);
     }
     if (!fx || rd->err) return;
     uint32_t ntags = gr_rd_tag_count(rd);
@@ -844,7 +850,7 @@ static size_t sz_gr_produce_request_partition_produce_data(const struct gr_produ
         n += 4;
     }
     if (1) {
-        n += gr_sz_bytes(m->records, fx);
+        n += gr_sz_records(m->records, fx);
     }
     if (fx) {
         uint32_t count = (uint32_t)m->unknown_tags.count;
@@ -863,7 +869,7 @@ static void enc_gr_produce_request_partition_produce_data(struct gr_wr *wr, int1
         gr_wr_int32(wr, m->index);
     }
     if (1) {
-        gr_wr_bytes(wr, m->records, fx);
+        gr_wr_records(wr, m->records, fx);
     }
     if (!fx) return;
     uint32_t count = (uint32_t)m->unknown_tags.count;
@@ -871,6 +877,21 @@ static void enc_gr_produce_request_partition_produce_data(struct gr_wr *wr, int1
     int32_t u = 0;
     while (u < m->unknown_tags.count)
         write_unknown_tag(wr, &m->unknown_tags.items[u++]);
+}
+
+static size_t fb_gr_produce_request_partition_produce_data(const struct gr_produce_request_partition_produce_data *m, int16_t v, int *ranges)
+{
+    const bool fx = v >= 9;
+    (void)fx;
+    (void)v;
+    size_t n = 0;
+    if (1) {
+        if (m->records.kind == GR_RECORDS_FILE && m->records.file.bytes > 0) {
+            n += (size_t)m->records.file.bytes;
+            (*ranges)++;
+        }
+    }
+    return n;
 }
 
 void gr_produce_request_topic_produce_data_init(struct gr_produce_request_topic_produce_data *m)
@@ -1001,6 +1022,19 @@ static void enc_gr_produce_request_topic_produce_data(struct gr_wr *wr, int16_t 
     int32_t u = 0;
     while (u < m->unknown_tags.count)
         write_unknown_tag(wr, &m->unknown_tags.items[u++]);
+}
+
+static size_t fb_gr_produce_request_topic_produce_data(const struct gr_produce_request_topic_produce_data *m, int16_t v, int *ranges)
+{
+    const bool fx = v >= 9;
+    (void)fx;
+    (void)v;
+    size_t n = 0;
+    if (1) {
+        for (int32_t i = 0; i < m->partition_data.count; i++)
+            n += fb_gr_produce_request_partition_produce_data(&m->partition_data.items[i], v, ranges);
+    }
+    return n;
 }
 
 void gr_produce_request_init(struct gr_produce_request *m)
@@ -1145,6 +1179,19 @@ static void enc_gr_produce_request(struct gr_wr *wr, int16_t v, const struct gr_
         write_unknown_tag(wr, &m->unknown_tags.items[u++]);
 }
 
+static size_t fb_gr_produce_request(const struct gr_produce_request *m, int16_t v, int *ranges)
+{
+    const bool fx = v >= 9;
+    (void)fx;
+    (void)v;
+    size_t n = 0;
+    if (1) {
+        for (int32_t i = 0; i < m->topic_data.count; i++)
+            n += fb_gr_produce_request_topic_produce_data(&m->topic_data.items[i], v, ranges);
+    }
+    return n;
+}
+
 int gr_produce_request_decode(struct gr_rd *rd, int16_t version, struct gr_produce_request *m)
 {
     dec_gr_produce_request(rd, version, m);
@@ -1155,10 +1202,17 @@ size_t gr_produce_request_size(const struct gr_produce_request *m, int16_t versi
 
 void gr_produce_request_encode(struct gr_wr *wr, const struct gr_produce_request *m, int16_t version) { enc_gr_produce_request(wr, version, m); }
 
+size_t gr_produce_request_file_bytes(const struct gr_produce_request *m, int16_t version, int *ranges)
+{
+    *ranges = 0;
+    return fb_gr_produce_request(m, version, ranges);
+}
+
 static void ops_init_gr_produce_request(void *m) { gr_produce_request_init(m); }
 static int ops_decode_gr_produce_request(struct gr_rd *rd, int16_t v, void *m) { return gr_produce_request_decode(rd, v, m); }
 static size_t ops_size_gr_produce_request(const void *m, int16_t v) { return gr_produce_request_size(m, v); }
 static void ops_encode_gr_produce_request(struct gr_wr *wr, const void *m, int16_t v) { gr_produce_request_encode(wr, m, v); }
+static size_t ops_file_bytes_gr_produce_request(const void *m, int16_t v, int *ranges) { return gr_produce_request_file_bytes(m, v, ranges); }
 
 void gr_produce_response_batch_index_and_error_message_init(struct gr_produce_response_batch_index_and_error_message *m)
 {
@@ -3347,7 +3401,7 @@ void gr_fetch_response_partition_data_init(struct gr_fetch_response_partition_da
     m->aborted_transactions.items = NULL;
     m->aborted_transactions.count = 0;
     m->preferred_read_replica = -1;
-    m->records = GR_BYTES_NULL;
+    m->records = GR_RECORDS_NULL;
     m->unknown_tags.items = NULL;
     m->unknown_tags.count = 0;
 }
@@ -3364,7 +3418,7 @@ static bool isdef_gr_fetch_response_partition_data(const struct gr_fetch_respons
            isdef_gr_fetch_response_snapshot_id(&m->snapshot_id) &&
            m->aborted_transactions.count == 0 &&
            (m->preferred_read_replica == -1) &&
-           m->records.len < 0 &&
+           gr_records_len(m->records) < 0 &&
            m->unknown_tags.count == 0;
 }
 
@@ -3424,7 +3478,7 @@ static void dec_gr_fetch_response_partition_data(struct gr_rd *rd, int16_t v, st
         m->preferred_read_replica = gr_rd_int32(rd);
     }
     if (1) {
-        m->records = gr_rd_bytes(rd, fx, 1);
+        m->records = gr_rd_records(rd, fx, 1);
     }
     if (!fx || rd->err) return;
     uint32_t ntags = gr_rd_tag_count(rd);
@@ -3535,7 +3589,7 @@ static size_t sz_gr_fetch_response_partition_data(const struct gr_fetch_response
         n += 4;
     }
     if (1) {
-        n += gr_sz_bytes(m->records, fx);
+        n += gr_sz_records(m->records, fx);
     }
     if (fx) {
         uint32_t count = (uint32_t)m->unknown_tags.count;
@@ -3592,7 +3646,7 @@ static void enc_gr_fetch_response_partition_data(struct gr_wr *wr, int16_t v, co
         gr_wr_int32(wr, m->preferred_read_replica);
     }
     if (1) {
-        gr_wr_bytes(wr, m->records, fx);
+        gr_wr_records(wr, m->records, fx);
     }
     if (!fx) return;
     uint32_t count = (uint32_t)m->unknown_tags.count;
@@ -3631,6 +3685,21 @@ static void enc_gr_fetch_response_partition_data(struct gr_wr *wr, int16_t v, co
     }
     while (u < m->unknown_tags.count)
         write_unknown_tag(wr, &m->unknown_tags.items[u++]);
+}
+
+static size_t fb_gr_fetch_response_partition_data(const struct gr_fetch_response_partition_data *m, int16_t v, int *ranges)
+{
+    const bool fx = v >= 12;
+    (void)fx;
+    (void)v;
+    size_t n = 0;
+    if (1) {
+        if (m->records.kind == GR_RECORDS_FILE && m->records.file.bytes > 0) {
+            n += (size_t)m->records.file.bytes;
+            (*ranges)++;
+        }
+    }
+    return n;
 }
 
 void gr_fetch_response_fetchable_topic_response_init(struct gr_fetch_response_fetchable_topic_response *m)
@@ -3761,6 +3830,19 @@ static void enc_gr_fetch_response_fetchable_topic_response(struct gr_wr *wr, int
     int32_t u = 0;
     while (u < m->unknown_tags.count)
         write_unknown_tag(wr, &m->unknown_tags.items[u++]);
+}
+
+static size_t fb_gr_fetch_response_fetchable_topic_response(const struct gr_fetch_response_fetchable_topic_response *m, int16_t v, int *ranges)
+{
+    const bool fx = v >= 12;
+    (void)fx;
+    (void)v;
+    size_t n = 0;
+    if (1) {
+        for (int32_t i = 0; i < m->partitions.count; i++)
+            n += fb_gr_fetch_response_partition_data(&m->partitions.items[i], v, ranges);
+    }
+    return n;
 }
 
 void gr_fetch_response_node_endpoint_init(struct gr_fetch_response_node_endpoint *m)
@@ -4084,6 +4166,19 @@ static void enc_gr_fetch_response(struct gr_wr *wr, int16_t v, const struct gr_f
         write_unknown_tag(wr, &m->unknown_tags.items[u++]);
 }
 
+static size_t fb_gr_fetch_response(const struct gr_fetch_response *m, int16_t v, int *ranges)
+{
+    const bool fx = v >= 12;
+    (void)fx;
+    (void)v;
+    size_t n = 0;
+    if (1) {
+        for (int32_t i = 0; i < m->responses.count; i++)
+            n += fb_gr_fetch_response_fetchable_topic_response(&m->responses.items[i], v, ranges);
+    }
+    return n;
+}
+
 int gr_fetch_response_decode(struct gr_rd *rd, int16_t version, struct gr_fetch_response *m)
 {
     dec_gr_fetch_response(rd, version, m);
@@ -4094,10 +4189,17 @@ size_t gr_fetch_response_size(const struct gr_fetch_response *m, int16_t version
 
 void gr_fetch_response_encode(struct gr_wr *wr, const struct gr_fetch_response *m, int16_t version) { enc_gr_fetch_response(wr, version, m); }
 
+size_t gr_fetch_response_file_bytes(const struct gr_fetch_response *m, int16_t version, int *ranges)
+{
+    *ranges = 0;
+    return fb_gr_fetch_response(m, version, ranges);
+}
+
 static void ops_init_gr_fetch_response(void *m) { gr_fetch_response_init(m); }
 static int ops_decode_gr_fetch_response(struct gr_rd *rd, int16_t v, void *m) { return gr_fetch_response_decode(rd, v, m); }
 static size_t ops_size_gr_fetch_response(const void *m, int16_t v) { return gr_fetch_response_size(m, v); }
 static void ops_encode_gr_fetch_response(struct gr_wr *wr, const void *m, int16_t v) { gr_fetch_response_encode(wr, m, v); }
+static size_t ops_file_bytes_gr_fetch_response(const void *m, int16_t v, int *ranges) { return gr_fetch_response_file_bytes(m, v, ranges); }
 
 void gr_list_offsets_request_list_offsets_partition_init(struct gr_list_offsets_request_list_offsets_partition *m)
 {
@@ -21460,62 +21562,62 @@ static size_t ops_size_gr_describe_producers_response(const void *m, int16_t v) 
 static void ops_encode_gr_describe_producers_response(struct gr_wr *wr, const void *m, int16_t v) { gr_describe_producers_response_encode(wr, m, v); }
 
 const struct gr_msg_ops gr_msg_ops_table[] = {
-    {0, false, "produce_request", 3, 13, 9, sizeof(struct gr_produce_request), ops_init_gr_produce_request, ops_decode_gr_produce_request, ops_size_gr_produce_request, ops_encode_gr_produce_request},
-    {0, true, "produce_response", 3, 13, 9, sizeof(struct gr_produce_response), ops_init_gr_produce_response, ops_decode_gr_produce_response, ops_size_gr_produce_response, ops_encode_gr_produce_response},
-    {1, false, "fetch_request", 4, 18, 12, sizeof(struct gr_fetch_request), ops_init_gr_fetch_request, ops_decode_gr_fetch_request, ops_size_gr_fetch_request, ops_encode_gr_fetch_request},
-    {1, true, "fetch_response", 4, 18, 12, sizeof(struct gr_fetch_response), ops_init_gr_fetch_response, ops_decode_gr_fetch_response, ops_size_gr_fetch_response, ops_encode_gr_fetch_response},
-    {2, false, "list_offsets_request", 1, 11, 6, sizeof(struct gr_list_offsets_request), ops_init_gr_list_offsets_request, ops_decode_gr_list_offsets_request, ops_size_gr_list_offsets_request, ops_encode_gr_list_offsets_request},
-    {2, true, "list_offsets_response", 1, 11, 6, sizeof(struct gr_list_offsets_response), ops_init_gr_list_offsets_response, ops_decode_gr_list_offsets_response, ops_size_gr_list_offsets_response, ops_encode_gr_list_offsets_response},
-    {3, false, "metadata_request", 0, 13, 9, sizeof(struct gr_metadata_request), ops_init_gr_metadata_request, ops_decode_gr_metadata_request, ops_size_gr_metadata_request, ops_encode_gr_metadata_request},
-    {3, true, "metadata_response", 0, 13, 9, sizeof(struct gr_metadata_response), ops_init_gr_metadata_response, ops_decode_gr_metadata_response, ops_size_gr_metadata_response, ops_encode_gr_metadata_response},
-    {8, false, "offset_commit_request", 2, 10, 8, sizeof(struct gr_offset_commit_request), ops_init_gr_offset_commit_request, ops_decode_gr_offset_commit_request, ops_size_gr_offset_commit_request, ops_encode_gr_offset_commit_request},
-    {8, true, "offset_commit_response", 2, 10, 8, sizeof(struct gr_offset_commit_response), ops_init_gr_offset_commit_response, ops_decode_gr_offset_commit_response, ops_size_gr_offset_commit_response, ops_encode_gr_offset_commit_response},
-    {9, false, "offset_fetch_request", 1, 10, 6, sizeof(struct gr_offset_fetch_request), ops_init_gr_offset_fetch_request, ops_decode_gr_offset_fetch_request, ops_size_gr_offset_fetch_request, ops_encode_gr_offset_fetch_request},
-    {9, true, "offset_fetch_response", 1, 10, 6, sizeof(struct gr_offset_fetch_response), ops_init_gr_offset_fetch_response, ops_decode_gr_offset_fetch_response, ops_size_gr_offset_fetch_response, ops_encode_gr_offset_fetch_response},
-    {10, false, "find_coordinator_request", 0, 6, 3, sizeof(struct gr_find_coordinator_request), ops_init_gr_find_coordinator_request, ops_decode_gr_find_coordinator_request, ops_size_gr_find_coordinator_request, ops_encode_gr_find_coordinator_request},
-    {10, true, "find_coordinator_response", 0, 6, 3, sizeof(struct gr_find_coordinator_response), ops_init_gr_find_coordinator_response, ops_decode_gr_find_coordinator_response, ops_size_gr_find_coordinator_response, ops_encode_gr_find_coordinator_response},
-    {11, false, "join_group_request", 0, 9, 6, sizeof(struct gr_join_group_request), ops_init_gr_join_group_request, ops_decode_gr_join_group_request, ops_size_gr_join_group_request, ops_encode_gr_join_group_request},
-    {11, true, "join_group_response", 0, 9, 6, sizeof(struct gr_join_group_response), ops_init_gr_join_group_response, ops_decode_gr_join_group_response, ops_size_gr_join_group_response, ops_encode_gr_join_group_response},
-    {12, false, "heartbeat_request", 0, 4, 4, sizeof(struct gr_heartbeat_request), ops_init_gr_heartbeat_request, ops_decode_gr_heartbeat_request, ops_size_gr_heartbeat_request, ops_encode_gr_heartbeat_request},
-    {12, true, "heartbeat_response", 0, 4, 4, sizeof(struct gr_heartbeat_response), ops_init_gr_heartbeat_response, ops_decode_gr_heartbeat_response, ops_size_gr_heartbeat_response, ops_encode_gr_heartbeat_response},
-    {13, false, "leave_group_request", 0, 5, 4, sizeof(struct gr_leave_group_request), ops_init_gr_leave_group_request, ops_decode_gr_leave_group_request, ops_size_gr_leave_group_request, ops_encode_gr_leave_group_request},
-    {13, true, "leave_group_response", 0, 5, 4, sizeof(struct gr_leave_group_response), ops_init_gr_leave_group_response, ops_decode_gr_leave_group_response, ops_size_gr_leave_group_response, ops_encode_gr_leave_group_response},
-    {14, false, "sync_group_request", 0, 5, 4, sizeof(struct gr_sync_group_request), ops_init_gr_sync_group_request, ops_decode_gr_sync_group_request, ops_size_gr_sync_group_request, ops_encode_gr_sync_group_request},
-    {14, true, "sync_group_response", 0, 5, 4, sizeof(struct gr_sync_group_response), ops_init_gr_sync_group_response, ops_decode_gr_sync_group_response, ops_size_gr_sync_group_response, ops_encode_gr_sync_group_response},
-    {15, false, "describe_groups_request", 0, 6, 5, sizeof(struct gr_describe_groups_request), ops_init_gr_describe_groups_request, ops_decode_gr_describe_groups_request, ops_size_gr_describe_groups_request, ops_encode_gr_describe_groups_request},
-    {15, true, "describe_groups_response", 0, 6, 5, sizeof(struct gr_describe_groups_response), ops_init_gr_describe_groups_response, ops_decode_gr_describe_groups_response, ops_size_gr_describe_groups_response, ops_encode_gr_describe_groups_response},
-    {16, false, "list_groups_request", 0, 5, 3, sizeof(struct gr_list_groups_request), ops_init_gr_list_groups_request, ops_decode_gr_list_groups_request, ops_size_gr_list_groups_request, ops_encode_gr_list_groups_request},
-    {16, true, "list_groups_response", 0, 5, 3, sizeof(struct gr_list_groups_response), ops_init_gr_list_groups_response, ops_decode_gr_list_groups_response, ops_size_gr_list_groups_response, ops_encode_gr_list_groups_response},
-    {18, false, "api_versions_request", 0, 5, 3, sizeof(struct gr_api_versions_request), ops_init_gr_api_versions_request, ops_decode_gr_api_versions_request, ops_size_gr_api_versions_request, ops_encode_gr_api_versions_request},
-    {18, true, "api_versions_response", 0, 5, 3, sizeof(struct gr_api_versions_response), ops_init_gr_api_versions_response, ops_decode_gr_api_versions_response, ops_size_gr_api_versions_response, ops_encode_gr_api_versions_response},
-    {19, false, "create_topics_request", 2, 7, 5, sizeof(struct gr_create_topics_request), ops_init_gr_create_topics_request, ops_decode_gr_create_topics_request, ops_size_gr_create_topics_request, ops_encode_gr_create_topics_request},
-    {19, true, "create_topics_response", 2, 7, 5, sizeof(struct gr_create_topics_response), ops_init_gr_create_topics_response, ops_decode_gr_create_topics_response, ops_size_gr_create_topics_response, ops_encode_gr_create_topics_response},
-    {20, false, "delete_topics_request", 1, 6, 4, sizeof(struct gr_delete_topics_request), ops_init_gr_delete_topics_request, ops_decode_gr_delete_topics_request, ops_size_gr_delete_topics_request, ops_encode_gr_delete_topics_request},
-    {20, true, "delete_topics_response", 1, 6, 4, sizeof(struct gr_delete_topics_response), ops_init_gr_delete_topics_response, ops_decode_gr_delete_topics_response, ops_size_gr_delete_topics_response, ops_encode_gr_delete_topics_response},
-    {21, false, "delete_records_request", 0, 2, 2, sizeof(struct gr_delete_records_request), ops_init_gr_delete_records_request, ops_decode_gr_delete_records_request, ops_size_gr_delete_records_request, ops_encode_gr_delete_records_request},
-    {21, true, "delete_records_response", 0, 2, 2, sizeof(struct gr_delete_records_response), ops_init_gr_delete_records_response, ops_decode_gr_delete_records_response, ops_size_gr_delete_records_response, ops_encode_gr_delete_records_response},
-    {22, false, "init_producer_id_request", 0, 6, 2, sizeof(struct gr_init_producer_id_request), ops_init_gr_init_producer_id_request, ops_decode_gr_init_producer_id_request, ops_size_gr_init_producer_id_request, ops_encode_gr_init_producer_id_request},
-    {22, true, "init_producer_id_response", 0, 6, 2, sizeof(struct gr_init_producer_id_response), ops_init_gr_init_producer_id_response, ops_decode_gr_init_producer_id_response, ops_size_gr_init_producer_id_response, ops_encode_gr_init_producer_id_response},
-    {23, false, "offset_for_leader_epoch_request", 2, 4, 4, sizeof(struct gr_offset_for_leader_epoch_request), ops_init_gr_offset_for_leader_epoch_request, ops_decode_gr_offset_for_leader_epoch_request, ops_size_gr_offset_for_leader_epoch_request, ops_encode_gr_offset_for_leader_epoch_request},
-    {23, true, "offset_for_leader_epoch_response", 2, 4, 4, sizeof(struct gr_offset_for_leader_epoch_response), ops_init_gr_offset_for_leader_epoch_response, ops_decode_gr_offset_for_leader_epoch_response, ops_size_gr_offset_for_leader_epoch_response, ops_encode_gr_offset_for_leader_epoch_response},
-    {32, false, "describe_configs_request", 1, 4, 4, sizeof(struct gr_describe_configs_request), ops_init_gr_describe_configs_request, ops_decode_gr_describe_configs_request, ops_size_gr_describe_configs_request, ops_encode_gr_describe_configs_request},
-    {32, true, "describe_configs_response", 1, 4, 4, sizeof(struct gr_describe_configs_response), ops_init_gr_describe_configs_response, ops_decode_gr_describe_configs_response, ops_size_gr_describe_configs_response, ops_encode_gr_describe_configs_response},
-    {33, false, "alter_configs_request", 0, 2, 2, sizeof(struct gr_alter_configs_request), ops_init_gr_alter_configs_request, ops_decode_gr_alter_configs_request, ops_size_gr_alter_configs_request, ops_encode_gr_alter_configs_request},
-    {33, true, "alter_configs_response", 0, 2, 2, sizeof(struct gr_alter_configs_response), ops_init_gr_alter_configs_response, ops_decode_gr_alter_configs_response, ops_size_gr_alter_configs_response, ops_encode_gr_alter_configs_response},
-    {35, false, "describe_log_dirs_request", 1, 5, 2, sizeof(struct gr_describe_log_dirs_request), ops_init_gr_describe_log_dirs_request, ops_decode_gr_describe_log_dirs_request, ops_size_gr_describe_log_dirs_request, ops_encode_gr_describe_log_dirs_request},
-    {35, true, "describe_log_dirs_response", 1, 5, 2, sizeof(struct gr_describe_log_dirs_response), ops_init_gr_describe_log_dirs_response, ops_decode_gr_describe_log_dirs_response, ops_size_gr_describe_log_dirs_response, ops_encode_gr_describe_log_dirs_response},
-    {37, false, "create_partitions_request", 0, 3, 2, sizeof(struct gr_create_partitions_request), ops_init_gr_create_partitions_request, ops_decode_gr_create_partitions_request, ops_size_gr_create_partitions_request, ops_encode_gr_create_partitions_request},
-    {37, true, "create_partitions_response", 0, 3, 2, sizeof(struct gr_create_partitions_response), ops_init_gr_create_partitions_response, ops_decode_gr_create_partitions_response, ops_size_gr_create_partitions_response, ops_encode_gr_create_partitions_response},
-    {42, false, "delete_groups_request", 0, 3, 2, sizeof(struct gr_delete_groups_request), ops_init_gr_delete_groups_request, ops_decode_gr_delete_groups_request, ops_size_gr_delete_groups_request, ops_encode_gr_delete_groups_request},
-    {42, true, "delete_groups_response", 0, 3, 2, sizeof(struct gr_delete_groups_response), ops_init_gr_delete_groups_response, ops_decode_gr_delete_groups_response, ops_size_gr_delete_groups_response, ops_encode_gr_delete_groups_response},
-    {44, false, "incremental_alter_configs_request", 0, 1, 1, sizeof(struct gr_incremental_alter_configs_request), ops_init_gr_incremental_alter_configs_request, ops_decode_gr_incremental_alter_configs_request, ops_size_gr_incremental_alter_configs_request, ops_encode_gr_incremental_alter_configs_request},
-    {44, true, "incremental_alter_configs_response", 0, 1, 1, sizeof(struct gr_incremental_alter_configs_response), ops_init_gr_incremental_alter_configs_response, ops_decode_gr_incremental_alter_configs_response, ops_size_gr_incremental_alter_configs_response, ops_encode_gr_incremental_alter_configs_response},
-    {47, false, "offset_delete_request", 0, 0, -1, sizeof(struct gr_offset_delete_request), ops_init_gr_offset_delete_request, ops_decode_gr_offset_delete_request, ops_size_gr_offset_delete_request, ops_encode_gr_offset_delete_request},
-    {47, true, "offset_delete_response", 0, 0, -1, sizeof(struct gr_offset_delete_response), ops_init_gr_offset_delete_response, ops_decode_gr_offset_delete_response, ops_size_gr_offset_delete_response, ops_encode_gr_offset_delete_response},
-    {60, false, "describe_cluster_request", 0, 2, 0, sizeof(struct gr_describe_cluster_request), ops_init_gr_describe_cluster_request, ops_decode_gr_describe_cluster_request, ops_size_gr_describe_cluster_request, ops_encode_gr_describe_cluster_request},
-    {60, true, "describe_cluster_response", 0, 2, 0, sizeof(struct gr_describe_cluster_response), ops_init_gr_describe_cluster_response, ops_decode_gr_describe_cluster_response, ops_size_gr_describe_cluster_response, ops_encode_gr_describe_cluster_response},
-    {61, false, "describe_producers_request", 0, 0, 0, sizeof(struct gr_describe_producers_request), ops_init_gr_describe_producers_request, ops_decode_gr_describe_producers_request, ops_size_gr_describe_producers_request, ops_encode_gr_describe_producers_request},
-    {61, true, "describe_producers_response", 0, 0, 0, sizeof(struct gr_describe_producers_response), ops_init_gr_describe_producers_response, ops_decode_gr_describe_producers_response, ops_size_gr_describe_producers_response, ops_encode_gr_describe_producers_response},
+    {0, false, "produce_request", 3, 13, 9, sizeof(struct gr_produce_request), ops_init_gr_produce_request, ops_decode_gr_produce_request, ops_size_gr_produce_request, ops_encode_gr_produce_request, ops_file_bytes_gr_produce_request},
+    {0, true, "produce_response", 3, 13, 9, sizeof(struct gr_produce_response), ops_init_gr_produce_response, ops_decode_gr_produce_response, ops_size_gr_produce_response, ops_encode_gr_produce_response, NULL},
+    {1, false, "fetch_request", 4, 18, 12, sizeof(struct gr_fetch_request), ops_init_gr_fetch_request, ops_decode_gr_fetch_request, ops_size_gr_fetch_request, ops_encode_gr_fetch_request, NULL},
+    {1, true, "fetch_response", 4, 18, 12, sizeof(struct gr_fetch_response), ops_init_gr_fetch_response, ops_decode_gr_fetch_response, ops_size_gr_fetch_response, ops_encode_gr_fetch_response, ops_file_bytes_gr_fetch_response},
+    {2, false, "list_offsets_request", 1, 11, 6, sizeof(struct gr_list_offsets_request), ops_init_gr_list_offsets_request, ops_decode_gr_list_offsets_request, ops_size_gr_list_offsets_request, ops_encode_gr_list_offsets_request, NULL},
+    {2, true, "list_offsets_response", 1, 11, 6, sizeof(struct gr_list_offsets_response), ops_init_gr_list_offsets_response, ops_decode_gr_list_offsets_response, ops_size_gr_list_offsets_response, ops_encode_gr_list_offsets_response, NULL},
+    {3, false, "metadata_request", 0, 13, 9, sizeof(struct gr_metadata_request), ops_init_gr_metadata_request, ops_decode_gr_metadata_request, ops_size_gr_metadata_request, ops_encode_gr_metadata_request, NULL},
+    {3, true, "metadata_response", 0, 13, 9, sizeof(struct gr_metadata_response), ops_init_gr_metadata_response, ops_decode_gr_metadata_response, ops_size_gr_metadata_response, ops_encode_gr_metadata_response, NULL},
+    {8, false, "offset_commit_request", 2, 10, 8, sizeof(struct gr_offset_commit_request), ops_init_gr_offset_commit_request, ops_decode_gr_offset_commit_request, ops_size_gr_offset_commit_request, ops_encode_gr_offset_commit_request, NULL},
+    {8, true, "offset_commit_response", 2, 10, 8, sizeof(struct gr_offset_commit_response), ops_init_gr_offset_commit_response, ops_decode_gr_offset_commit_response, ops_size_gr_offset_commit_response, ops_encode_gr_offset_commit_response, NULL},
+    {9, false, "offset_fetch_request", 1, 10, 6, sizeof(struct gr_offset_fetch_request), ops_init_gr_offset_fetch_request, ops_decode_gr_offset_fetch_request, ops_size_gr_offset_fetch_request, ops_encode_gr_offset_fetch_request, NULL},
+    {9, true, "offset_fetch_response", 1, 10, 6, sizeof(struct gr_offset_fetch_response), ops_init_gr_offset_fetch_response, ops_decode_gr_offset_fetch_response, ops_size_gr_offset_fetch_response, ops_encode_gr_offset_fetch_response, NULL},
+    {10, false, "find_coordinator_request", 0, 6, 3, sizeof(struct gr_find_coordinator_request), ops_init_gr_find_coordinator_request, ops_decode_gr_find_coordinator_request, ops_size_gr_find_coordinator_request, ops_encode_gr_find_coordinator_request, NULL},
+    {10, true, "find_coordinator_response", 0, 6, 3, sizeof(struct gr_find_coordinator_response), ops_init_gr_find_coordinator_response, ops_decode_gr_find_coordinator_response, ops_size_gr_find_coordinator_response, ops_encode_gr_find_coordinator_response, NULL},
+    {11, false, "join_group_request", 0, 9, 6, sizeof(struct gr_join_group_request), ops_init_gr_join_group_request, ops_decode_gr_join_group_request, ops_size_gr_join_group_request, ops_encode_gr_join_group_request, NULL},
+    {11, true, "join_group_response", 0, 9, 6, sizeof(struct gr_join_group_response), ops_init_gr_join_group_response, ops_decode_gr_join_group_response, ops_size_gr_join_group_response, ops_encode_gr_join_group_response, NULL},
+    {12, false, "heartbeat_request", 0, 4, 4, sizeof(struct gr_heartbeat_request), ops_init_gr_heartbeat_request, ops_decode_gr_heartbeat_request, ops_size_gr_heartbeat_request, ops_encode_gr_heartbeat_request, NULL},
+    {12, true, "heartbeat_response", 0, 4, 4, sizeof(struct gr_heartbeat_response), ops_init_gr_heartbeat_response, ops_decode_gr_heartbeat_response, ops_size_gr_heartbeat_response, ops_encode_gr_heartbeat_response, NULL},
+    {13, false, "leave_group_request", 0, 5, 4, sizeof(struct gr_leave_group_request), ops_init_gr_leave_group_request, ops_decode_gr_leave_group_request, ops_size_gr_leave_group_request, ops_encode_gr_leave_group_request, NULL},
+    {13, true, "leave_group_response", 0, 5, 4, sizeof(struct gr_leave_group_response), ops_init_gr_leave_group_response, ops_decode_gr_leave_group_response, ops_size_gr_leave_group_response, ops_encode_gr_leave_group_response, NULL},
+    {14, false, "sync_group_request", 0, 5, 4, sizeof(struct gr_sync_group_request), ops_init_gr_sync_group_request, ops_decode_gr_sync_group_request, ops_size_gr_sync_group_request, ops_encode_gr_sync_group_request, NULL},
+    {14, true, "sync_group_response", 0, 5, 4, sizeof(struct gr_sync_group_response), ops_init_gr_sync_group_response, ops_decode_gr_sync_group_response, ops_size_gr_sync_group_response, ops_encode_gr_sync_group_response, NULL},
+    {15, false, "describe_groups_request", 0, 6, 5, sizeof(struct gr_describe_groups_request), ops_init_gr_describe_groups_request, ops_decode_gr_describe_groups_request, ops_size_gr_describe_groups_request, ops_encode_gr_describe_groups_request, NULL},
+    {15, true, "describe_groups_response", 0, 6, 5, sizeof(struct gr_describe_groups_response), ops_init_gr_describe_groups_response, ops_decode_gr_describe_groups_response, ops_size_gr_describe_groups_response, ops_encode_gr_describe_groups_response, NULL},
+    {16, false, "list_groups_request", 0, 5, 3, sizeof(struct gr_list_groups_request), ops_init_gr_list_groups_request, ops_decode_gr_list_groups_request, ops_size_gr_list_groups_request, ops_encode_gr_list_groups_request, NULL},
+    {16, true, "list_groups_response", 0, 5, 3, sizeof(struct gr_list_groups_response), ops_init_gr_list_groups_response, ops_decode_gr_list_groups_response, ops_size_gr_list_groups_response, ops_encode_gr_list_groups_response, NULL},
+    {18, false, "api_versions_request", 0, 5, 3, sizeof(struct gr_api_versions_request), ops_init_gr_api_versions_request, ops_decode_gr_api_versions_request, ops_size_gr_api_versions_request, ops_encode_gr_api_versions_request, NULL},
+    {18, true, "api_versions_response", 0, 5, 3, sizeof(struct gr_api_versions_response), ops_init_gr_api_versions_response, ops_decode_gr_api_versions_response, ops_size_gr_api_versions_response, ops_encode_gr_api_versions_response, NULL},
+    {19, false, "create_topics_request", 2, 7, 5, sizeof(struct gr_create_topics_request), ops_init_gr_create_topics_request, ops_decode_gr_create_topics_request, ops_size_gr_create_topics_request, ops_encode_gr_create_topics_request, NULL},
+    {19, true, "create_topics_response", 2, 7, 5, sizeof(struct gr_create_topics_response), ops_init_gr_create_topics_response, ops_decode_gr_create_topics_response, ops_size_gr_create_topics_response, ops_encode_gr_create_topics_response, NULL},
+    {20, false, "delete_topics_request", 1, 6, 4, sizeof(struct gr_delete_topics_request), ops_init_gr_delete_topics_request, ops_decode_gr_delete_topics_request, ops_size_gr_delete_topics_request, ops_encode_gr_delete_topics_request, NULL},
+    {20, true, "delete_topics_response", 1, 6, 4, sizeof(struct gr_delete_topics_response), ops_init_gr_delete_topics_response, ops_decode_gr_delete_topics_response, ops_size_gr_delete_topics_response, ops_encode_gr_delete_topics_response, NULL},
+    {21, false, "delete_records_request", 0, 2, 2, sizeof(struct gr_delete_records_request), ops_init_gr_delete_records_request, ops_decode_gr_delete_records_request, ops_size_gr_delete_records_request, ops_encode_gr_delete_records_request, NULL},
+    {21, true, "delete_records_response", 0, 2, 2, sizeof(struct gr_delete_records_response), ops_init_gr_delete_records_response, ops_decode_gr_delete_records_response, ops_size_gr_delete_records_response, ops_encode_gr_delete_records_response, NULL},
+    {22, false, "init_producer_id_request", 0, 6, 2, sizeof(struct gr_init_producer_id_request), ops_init_gr_init_producer_id_request, ops_decode_gr_init_producer_id_request, ops_size_gr_init_producer_id_request, ops_encode_gr_init_producer_id_request, NULL},
+    {22, true, "init_producer_id_response", 0, 6, 2, sizeof(struct gr_init_producer_id_response), ops_init_gr_init_producer_id_response, ops_decode_gr_init_producer_id_response, ops_size_gr_init_producer_id_response, ops_encode_gr_init_producer_id_response, NULL},
+    {23, false, "offset_for_leader_epoch_request", 2, 4, 4, sizeof(struct gr_offset_for_leader_epoch_request), ops_init_gr_offset_for_leader_epoch_request, ops_decode_gr_offset_for_leader_epoch_request, ops_size_gr_offset_for_leader_epoch_request, ops_encode_gr_offset_for_leader_epoch_request, NULL},
+    {23, true, "offset_for_leader_epoch_response", 2, 4, 4, sizeof(struct gr_offset_for_leader_epoch_response), ops_init_gr_offset_for_leader_epoch_response, ops_decode_gr_offset_for_leader_epoch_response, ops_size_gr_offset_for_leader_epoch_response, ops_encode_gr_offset_for_leader_epoch_response, NULL},
+    {32, false, "describe_configs_request", 1, 4, 4, sizeof(struct gr_describe_configs_request), ops_init_gr_describe_configs_request, ops_decode_gr_describe_configs_request, ops_size_gr_describe_configs_request, ops_encode_gr_describe_configs_request, NULL},
+    {32, true, "describe_configs_response", 1, 4, 4, sizeof(struct gr_describe_configs_response), ops_init_gr_describe_configs_response, ops_decode_gr_describe_configs_response, ops_size_gr_describe_configs_response, ops_encode_gr_describe_configs_response, NULL},
+    {33, false, "alter_configs_request", 0, 2, 2, sizeof(struct gr_alter_configs_request), ops_init_gr_alter_configs_request, ops_decode_gr_alter_configs_request, ops_size_gr_alter_configs_request, ops_encode_gr_alter_configs_request, NULL},
+    {33, true, "alter_configs_response", 0, 2, 2, sizeof(struct gr_alter_configs_response), ops_init_gr_alter_configs_response, ops_decode_gr_alter_configs_response, ops_size_gr_alter_configs_response, ops_encode_gr_alter_configs_response, NULL},
+    {35, false, "describe_log_dirs_request", 1, 5, 2, sizeof(struct gr_describe_log_dirs_request), ops_init_gr_describe_log_dirs_request, ops_decode_gr_describe_log_dirs_request, ops_size_gr_describe_log_dirs_request, ops_encode_gr_describe_log_dirs_request, NULL},
+    {35, true, "describe_log_dirs_response", 1, 5, 2, sizeof(struct gr_describe_log_dirs_response), ops_init_gr_describe_log_dirs_response, ops_decode_gr_describe_log_dirs_response, ops_size_gr_describe_log_dirs_response, ops_encode_gr_describe_log_dirs_response, NULL},
+    {37, false, "create_partitions_request", 0, 3, 2, sizeof(struct gr_create_partitions_request), ops_init_gr_create_partitions_request, ops_decode_gr_create_partitions_request, ops_size_gr_create_partitions_request, ops_encode_gr_create_partitions_request, NULL},
+    {37, true, "create_partitions_response", 0, 3, 2, sizeof(struct gr_create_partitions_response), ops_init_gr_create_partitions_response, ops_decode_gr_create_partitions_response, ops_size_gr_create_partitions_response, ops_encode_gr_create_partitions_response, NULL},
+    {42, false, "delete_groups_request", 0, 3, 2, sizeof(struct gr_delete_groups_request), ops_init_gr_delete_groups_request, ops_decode_gr_delete_groups_request, ops_size_gr_delete_groups_request, ops_encode_gr_delete_groups_request, NULL},
+    {42, true, "delete_groups_response", 0, 3, 2, sizeof(struct gr_delete_groups_response), ops_init_gr_delete_groups_response, ops_decode_gr_delete_groups_response, ops_size_gr_delete_groups_response, ops_encode_gr_delete_groups_response, NULL},
+    {44, false, "incremental_alter_configs_request", 0, 1, 1, sizeof(struct gr_incremental_alter_configs_request), ops_init_gr_incremental_alter_configs_request, ops_decode_gr_incremental_alter_configs_request, ops_size_gr_incremental_alter_configs_request, ops_encode_gr_incremental_alter_configs_request, NULL},
+    {44, true, "incremental_alter_configs_response", 0, 1, 1, sizeof(struct gr_incremental_alter_configs_response), ops_init_gr_incremental_alter_configs_response, ops_decode_gr_incremental_alter_configs_response, ops_size_gr_incremental_alter_configs_response, ops_encode_gr_incremental_alter_configs_response, NULL},
+    {47, false, "offset_delete_request", 0, 0, -1, sizeof(struct gr_offset_delete_request), ops_init_gr_offset_delete_request, ops_decode_gr_offset_delete_request, ops_size_gr_offset_delete_request, ops_encode_gr_offset_delete_request, NULL},
+    {47, true, "offset_delete_response", 0, 0, -1, sizeof(struct gr_offset_delete_response), ops_init_gr_offset_delete_response, ops_decode_gr_offset_delete_response, ops_size_gr_offset_delete_response, ops_encode_gr_offset_delete_response, NULL},
+    {60, false, "describe_cluster_request", 0, 2, 0, sizeof(struct gr_describe_cluster_request), ops_init_gr_describe_cluster_request, ops_decode_gr_describe_cluster_request, ops_size_gr_describe_cluster_request, ops_encode_gr_describe_cluster_request, NULL},
+    {60, true, "describe_cluster_response", 0, 2, 0, sizeof(struct gr_describe_cluster_response), ops_init_gr_describe_cluster_response, ops_decode_gr_describe_cluster_response, ops_size_gr_describe_cluster_response, ops_encode_gr_describe_cluster_response, NULL},
+    {61, false, "describe_producers_request", 0, 0, 0, sizeof(struct gr_describe_producers_request), ops_init_gr_describe_producers_request, ops_decode_gr_describe_producers_request, ops_size_gr_describe_producers_request, ops_encode_gr_describe_producers_request, NULL},
+    {61, true, "describe_producers_response", 0, 0, 0, sizeof(struct gr_describe_producers_response), ops_init_gr_describe_producers_response, ops_decode_gr_describe_producers_response, ops_size_gr_describe_producers_response, ops_encode_gr_describe_producers_response, NULL},
 };
 const int gr_msg_ops_count = 56;
 

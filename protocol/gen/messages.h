@@ -2,7 +2,9 @@
 /*
  * messages.h: one C struct per Kafka request/response body and per nested struct, with init, decode,
  * size and encode functions. Field names are the snake_case of Kafka's; strings, bytes and records
- * are views into the decoded frame; arrays live in the reader's arena. Fields absent at a version
+ * are views into the decoded frame; arrays live in the reader's arena. A records field to encode may
+ * instead be a file range (struct gr_records): size() counts its bytes, encode() hands it to the
+ * writer's chunk list, and *_file_bytes() tells how much of size() that is. Fields absent at a version
  * keep their defaults on decode and are skipped on encode. Unknown tagged fields are kept in
  * `unknown_tags` and written back in tag order. Read next: protocol/wire.h, protocol/api.h.
  */
@@ -162,7 +164,7 @@ struct gr_describe_producers_response;
 /* ---- produce_request (api key 0 request, versions 3-13, flexible 9+) ---- */
 struct gr_produce_request_partition_produce_data {
     int32_t index; /* v0+ */
-    struct gr_bytes records; /* v0+, nullable v0+ */
+    struct gr_records records; /* v0+, nullable v0+ */
     struct gr_tags unknown_tags;
 };
 struct gr_produce_request_partition_produce_data_array {
@@ -199,6 +201,10 @@ int gr_produce_request_decode(struct gr_rd *rd, int16_t version, struct gr_produ
 size_t gr_produce_request_size(const struct gr_produce_request *m, int16_t version);
 /* Encodes `m` at `version`; the writer must have gr_produce_request_size() bytes of room. */
 void gr_produce_request_encode(struct gr_wr *wr, const struct gr_produce_request *m, int16_t version);
+/* Bytes of the file-kind records fields of `m` at `version`: counted by gr_produce_request_size() but sent from
+ * files, not written to memory. Sets *ranges to their number (the writer then needs a chunk list with
+ * room for 2 * *ranges + 1 chunks). */
+size_t gr_produce_request_file_bytes(const struct gr_produce_request *m, int16_t version, int *ranges);
 
 /* ---- produce_response (api key 0 response, versions 3-13, flexible 9+) ---- */
 struct gr_produce_response_batch_index_and_error_message {
@@ -415,7 +421,7 @@ struct gr_fetch_response_partition_data {
     struct gr_fetch_response_snapshot_id snapshot_id; /* v12+, tag 2 v12+ */
     struct gr_fetch_response_aborted_transaction_array aborted_transactions; /* v4+, nullable v4+ */
     int32_t preferred_read_replica; /* v11+ */
-    struct gr_bytes records; /* v0+, nullable v0+ */
+    struct gr_records records; /* v0+, nullable v0+ */
     struct gr_tags unknown_tags;
 };
 struct gr_fetch_response_partition_data_array {
@@ -466,6 +472,10 @@ int gr_fetch_response_decode(struct gr_rd *rd, int16_t version, struct gr_fetch_
 size_t gr_fetch_response_size(const struct gr_fetch_response *m, int16_t version);
 /* Encodes `m` at `version`; the writer must have gr_fetch_response_size() bytes of room. */
 void gr_fetch_response_encode(struct gr_wr *wr, const struct gr_fetch_response *m, int16_t version);
+/* Bytes of the file-kind records fields of `m` at `version`: counted by gr_fetch_response_size() but sent from
+ * files, not written to memory. Sets *ranges to their number (the writer then needs a chunk list with
+ * room for 2 * *ranges + 1 chunks). */
+size_t gr_fetch_response_file_bytes(const struct gr_fetch_response *m, int16_t version, int *ranges);
 
 /* ---- list_offsets_request (api key 2 request, versions 1-11, flexible 6+) ---- */
 struct gr_list_offsets_request_list_offsets_partition {
@@ -2303,6 +2313,8 @@ struct gr_msg_ops {
     int (*decode)(struct gr_rd *rd, int16_t version, void *m);
     size_t (*size)(const void *m, int16_t version);
     void (*encode)(struct gr_wr *wr, const void *m, int16_t version);
+    /* the *_file_bytes() function; NULL when the message has no records field */
+    size_t (*file_bytes)(const void *m, int16_t version, int *ranges);
 };
 extern const struct gr_msg_ops gr_msg_ops_table[];
 extern const int gr_msg_ops_count;

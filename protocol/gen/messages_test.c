@@ -325,7 +325,7 @@ static void rnd_gr_produce_request_partition_produce_data(struct gr_rng *rng, st
         m->index = gr_rng_int32(rng);
     }
     if (1) {
-        m->records = gr_rng_bytes(rng, a, 1);
+        m->records = gr_records_mem(gr_rng_bytes(rng, a, 1));
     }
     if ((v >= 9) && gr_rng_below(rng, 4) == 0)
         gr_rng_unknown_tags(rng, a, &m->unknown_tags);
@@ -1348,7 +1348,7 @@ static void rnd_gr_fetch_response_partition_data(struct gr_rng *rng, struct gr_a
         m->preferred_read_replica = gr_rng_int32(rng);
     }
     if (1) {
-        m->records = gr_rng_bytes(rng, a, 1);
+        m->records = gr_records_mem(gr_rng_bytes(rng, a, 1));
     }
     if ((v >= 12) && gr_rng_below(rng, 4) == 0)
         gr_rng_unknown_tags(rng, a, &m->unknown_tags);

@@ -1,6 +1,7 @@
 /* support.c: string builder, JSON writers and random generator for the codec tests; see support.h. */
 #include "protocol/tests/support.h"
 
+#include <assert.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -151,9 +152,10 @@ void gr_sb_json_bytes(struct gr_sb *sb, struct gr_bytes b)
     gr_sb_putc(sb, '"');
 }
 
-void gr_sb_json_records(struct gr_sb *sb, struct gr_bytes b)
+void gr_sb_json_records(struct gr_sb *sb, struct gr_records r)
 {
-    gr_sb_json_bytes(sb, b);
+    assert(r.kind == GR_RECORDS_MEM && "only memory records render as JSON");
+    gr_sb_json_bytes(sb, r.mem);
 }
 
 void gr_sb_json_uuid(struct gr_sb *sb, struct gr_uuid u)

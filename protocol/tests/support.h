@@ -29,7 +29,7 @@ void gr_sb_json_int(struct gr_sb *sb, int64_t v);
 void gr_sb_json_double(struct gr_sb *sb, double v);
 void gr_sb_json_str(struct gr_sb *sb, struct gr_str s);
 void gr_sb_json_bytes(struct gr_sb *sb, struct gr_bytes b);
-void gr_sb_json_records(struct gr_sb *sb, struct gr_bytes b);
+void gr_sb_json_records(struct gr_sb *sb, struct gr_records r);
 void gr_sb_json_uuid(struct gr_sb *sb, struct gr_uuid u);
 
 struct gr_rng {

@@ -318,7 +318,7 @@ static void check_produce(const struct client *c, const char *file, int16_t vers
     }
     assert_int_equal(td->partition_data.count, 1);
     assert_int_equal(td->partition_data.items[0].index, 0);
-    check_produce_batch(rel, td->partition_data.items[0].records, e);
+    check_produce_batch(rel, td->partition_data.items[0].records.mem, e);
     frame_close(&fr);
 
     path(rel, sizeof rel, c, file);
@@ -687,7 +687,7 @@ static void check_fetch(const struct client *c, const char *file, int16_t versio
             assert_int_equal(pd->high_watermark, records);
             unsigned mask;
             int32_t b;
-            got += check_fetched_records(rel, pd->records, &b, &mask, records - 1);
+            got += check_fetched_records(rel, pd->records.mem, &b, &mask, records - 1);
             nb += b;
         }
     }
@@ -781,7 +781,7 @@ static void test_every_frame_decodes_exactly(void **state)
                 struct gr_produce_request *req = fr.body;
                 for (int32_t t = 0; t < req->topic_data.count; t++)
                     for (int32_t p = 0; p < req->topic_data.items[t].partition_data.count; p++) {
-                        struct gr_bytes r = req->topic_data.items[t].partition_data.items[p].records;
+                        struct gr_bytes r = req->topic_data.items[t].partition_data.items[p].records.mem;
                         assert_int_equal(gr_batch_validate(r.ptr, (size_t)r.len, NULL, NULL), 0);
                     }
             }

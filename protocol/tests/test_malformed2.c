@@ -388,7 +388,7 @@ static void test_produce_records_garbage(void **state)
     struct gr_produce_request m;
     assert_int_equal(gr_produce_request_decode(&rd, 3, &m), 0);
     assert_int_equal(gr_rd_left(&rd), 0);
-    struct gr_bytes r = m.topic_data.items[0].partition_data.items[0].records;
+    struct gr_bytes r = m.topic_data.items[0].partition_data.items[0].records.mem;
     assert_int_equal(r.len, 20);
     assert_ptr_equal(r.ptr, b + 27); /* a view into the frame */
     assert_int_equal(gr_batch_validate(r.ptr, (size_t)r.len, NULL, NULL), GR_BATCH_ERR_MAGIC);
@@ -396,7 +396,7 @@ static void test_produce_records_garbage(void **state)
     b[23] = b[24] = b[25] = b[26] = 0xff;
     gr_rd_init(&rd, b, 27, &a);
     assert_int_equal(gr_produce_request_decode(&rd, 3, &m), 0);
-    assert_int_equal(m.topic_data.items[0].partition_data.items[0].records.len, -1);
+    assert_int_equal(m.topic_data.items[0].partition_data.items[0].records.mem.len, -1);
     gr_arena_reset(&a);
 }
 

@@ -189,7 +189,7 @@ static bool fetch_fill_all(struct gr_req *req)
             gr_fetch_response_partition_data_init(rp);
             rp->partition_index = qp->partition;
             rp->high_watermark = -1;
-            rp->records = (struct gr_bytes){(const uint8_t *)"", 0};
+            rp->records = gr_records_mem((struct gr_bytes){(const uint8_t *)"", 0});
             rp->aborted_transactions.count = 0;
             struct gr_log *log = t ? gr_topic_log(t, qp->partition) : NULL;
             if (!log) {
@@ -222,12 +222,11 @@ static bool fetch_fill_all(struct gr_req *req)
                 continue;
             }
             if (slice.bytes > 0) {
-                const uint8_t *ptr = gr_req_add_slice(req, &slice);
-                if (!ptr) {
+                if (gr_req_own_slice(req, &slice) < 0) {
                     gr_log_slice_release(&slice);
                     return false;
                 }
-                rp->records = (struct gr_bytes){ptr, (int32_t)slice.bytes};
+                rp->records = gr_records_file(slice.fd, slice.file_pos, (int32_t)slice.bytes);
                 have_data = true;
                 budget -= slice.bytes;
                 if (budget < 0) budget = 0;

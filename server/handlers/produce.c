@@ -459,7 +459,7 @@ static bool produce_txn_refused(const struct gr_produce_request *body)
     for (int32_t i = 0; i < body->topic_data.count; i++) {
         const struct gr_produce_request_topic_produce_data *td = &body->topic_data.items[i];
         for (int32_t p = 0; p < td->partition_data.count; p++) {
-            struct gr_bytes rec = td->partition_data.items[p].records;
+            struct gr_bytes rec = td->partition_data.items[p].records.mem;
             size_t pos = 0, len;
             const uint8_t *batch;
             if (rec.len > 0 && gr_batch_next(rec.ptr, (size_t)rec.len, &pos, &batch, &len) == 1 &&
@@ -516,7 +516,7 @@ static enum gr_handler_rc produce_run(struct gr_req *req)
                 continue;
             }
             int64_t end_offset = -1;
-            struct gr_log *log = produce_partition(req, t, pd->index, pd->records, pr, &end_offset);
+            struct gr_log *log = produce_partition(req, t, pd->index, pd->records.mem, pr, &end_offset);
             if (!log) {
                 any_error = true;
                 continue;

@@ -121,7 +121,7 @@ static struct gr_req *produce_req(struct fx *f, const int32_t *parts, int n, int
         memcpy(copy, batch, len);
         free(batch);
         td->partition_data.items[i].index = parts[i];
-        td->partition_data.items[i].records = (struct gr_bytes){copy, (int32_t)len};
+        td->partition_data.items[i].records = gr_records_mem((struct gr_bytes){copy, (int32_t)len});
     }
     req->body = body;
     req->resp = gr_arena_alloc(&req->arena, sizeof(struct gr_produce_response));

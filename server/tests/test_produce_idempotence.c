@@ -118,7 +118,8 @@ static struct gr_req *produce_req(struct fx *f, int16_t acks, int64_t pid, int16
         gr_arena_calloc(&req->arena, 1, sizeof *body->topic_data.items[0].partition_data.items);
     body->topic_data.items[0].partition_data.count = 1;
     body->topic_data.items[0].partition_data.items[0].index = 0;
-    body->topic_data.items[0].partition_data.items[0].records = (struct gr_bytes){copy, (int32_t)len};
+    body->topic_data.items[0].partition_data.items[0].records =
+        gr_records_mem((struct gr_bytes){copy, (int32_t)len});
     req->body = body;
     struct gr_produce_response *resp = gr_arena_alloc(&req->arena, sizeof *resp);
     gr_produce_response_init(resp);

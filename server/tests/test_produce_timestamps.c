@@ -157,7 +157,8 @@ static void produce_full(struct fx *f, const char *topic, const uint8_t *batch, 
     body->topic_data.items[0].partition_data.items =
         gr_arena_calloc(&req->arena, 1, sizeof *body->topic_data.items[0].partition_data.items);
     body->topic_data.items[0].partition_data.count = 1;
-    body->topic_data.items[0].partition_data.items[0].records = (struct gr_bytes){copy, (int32_t)len};
+    body->topic_data.items[0].partition_data.items[0].records =
+        gr_records_mem((struct gr_bytes){copy, (int32_t)len});
     req->body = body;
     struct gr_produce_response *resp = gr_arena_alloc(&req->arena, sizeof *resp);
     gr_produce_response_init(resp);
@@ -421,7 +422,7 @@ static void test_duplicate_partitions_merged(void **state)
             uint8_t *copy = gr_arena_alloc(&req->arena, len[k]);
             memcpy(copy, bs[k], len[k]);
             td->partition_data.items[p].index = 0;
-            td->partition_data.items[p].records = (struct gr_bytes){copy, (int32_t)len[k]};
+            td->partition_data.items[p].records = gr_records_mem((struct gr_bytes){copy, (int32_t)len[k]});
         }
     }
     req->body = body;
@@ -469,7 +470,7 @@ static void test_duplicate_shape(void **state)
         td->partition_data.count = counts[t];
         for (int p = 0; p < counts[t]; p++) {
             td->partition_data.items[p].index = t == 3 ? p % 15000 : first_index[t] + p;
-            td->partition_data.items[p].records = (struct gr_bytes){NULL, -1};
+            td->partition_data.items[p].records = gr_records_mem((struct gr_bytes){NULL, -1});
         }
     }
     req->body = body;
