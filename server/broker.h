@@ -231,6 +231,10 @@ int gr_net_bind(struct gr_broker *b);
 /* Listens on the bound listeners, starts accepting and writes gregor.listener.file: call once the store is
  * open. Returns 0 or -1 after logging why. */
 int gr_net_serve(struct gr_broker *b);
+/* Allocates a new connection's state and its read buffer (bytes; returns NULL when out of memory, and the
+ * accepted connection is then closed at once and logged, rate-limited). malloc; a test seam
+ * (server/tests/test_net_accept.c makes it fail), read once per accepted connection. */
+extern void *(*gr_net_conn_alloc)(size_t bytes);
 void gr_net_conn_kick(struct gr_conn *conn);
 /* A request's answer is built (req->out_mem_bytes set): frees its frame (giving back its request-pool
  * bytes) and counts the answer's memory as unsent on its connection and the broker until it is sent. */

@@ -20,6 +20,8 @@
  * Writing: only the FIFO head is written, and only when finished: memory chunks with sendmsg (MSG_MORE when
  * a file range follows), file ranges with sendfile, resuming after partial writes. The write watcher runs
  * only while bytes remain.
+ * Out of memory: a connection whose state or read buffer cannot be allocated is closed at once (logged,
+ * rate-limited) and the listener keeps accepting.
  * Out of descriptors: accept failing with EMFILE/ENFILE closes a spare descriptor, accepts the waiting
  * connections and closes them at once (their clients see a closed connection and retry), takes the spare
  * again and stops the listeners for GR_ACCEPT_BACKOFF_MS; the episode is logged when it starts and, with
@@ -510,6 +512,22 @@ static void accept_retry_cb(struct ev_loop *loop, ev_timer *w, int revents)
     listeners_watch(b, true);
 }
 
+void *(*gr_net_conn_alloc)(size_t bytes) = malloc;
+
+/* A zeroed connection with its read buffer, from gr_net_conn_alloc; NULL when either allocation fails. */
+static struct gr_conn *conn_alloc(void)
+{
+    struct gr_conn *conn = gr_net_conn_alloc(sizeof *conn);
+    if (!conn) return NULL;
+    memset(conn, 0, sizeof *conn);
+    conn->rbuf = gr_net_conn_alloc(GR_CONN_READ_BUF_BYTES);
+    if (!conn->rbuf) {
+        free(conn);
+        return NULL;
+    }
+    return conn;
+}
+
 static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
     (void)revents;
@@ -537,11 +555,10 @@ static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
         }
         int one = 1;
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-        struct gr_conn *conn = calloc(1, sizeof *conn);
-        conn->rbuf = malloc(GR_CONN_READ_BUF_BYTES);
-        if (!conn || !conn->rbuf) {
-            close(fd);
-            free(conn);
+        struct gr_conn *conn = conn_alloc();
+        if (!conn) {
+            close(fd); /* the client sees the connection closed and may retry */
+            GR_WARN_RATELIMITED("accept on %s: out of memory for a new connection, closed", listener->name);
             continue;
         }
         conn->broker = b;

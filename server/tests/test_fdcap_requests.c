@@ -31,10 +31,9 @@
 
 #include "common/time.h"
 #include "server/handlers/handlers.h"
+#include "server/tests/fixture.h"
 #include "storage/tests/fault.h"
 #include "storage/tests/helpers.h"
-
-void gr_broker_init_watchers(struct gr_broker *b);
 
 #define CAP 4
 #define PARTS 20
@@ -48,18 +47,10 @@ struct fx {
 static int setup(void **state)
 {
     struct fx *f = calloc(1, sizeof *f);
-    th_tmpdir(f->dir, sizeof f->dir);
     fault_install();
-    struct gr_broker *b = calloc(1, sizeof *b);
-    gr_config_init(&b->cfg);
-    b->loop = ev_loop_new(EVFLAG_AUTO);
-    b->hwm_durable = false; /* acks=1 and acks=-1 answered once written: no flush to wait for */
-    gr_broker_init_watchers(b);
-    struct gr_store_config sc;
-    th_config(&sc, f->dir);
-    sc.open_segment_fds_max = CAP;
-    assert_int_equal(gr_store_open(&sc, &b->store), 0);
-    assert_int_equal(gr_iopool_create(2, NULL, NULL, &b->iopool), 0);
+    /* hwm_durable off: acks=1 and acks=-1 answered once written, no flush to wait for */
+    struct gr_broker *b = srv_broker_open(
+        f->dir, sizeof f->dir, &(struct srv_broker_opts){.iopool = true, .open_segment_fds_max = CAP});
     assert_int_equal(gr_store_topic_create(b->store, "w", PARTS, NULL, NULL, 0, &f->topic), 0);
     gr_store_fds_trim(b->store);
     assert_true(gr_store_open_segment_fds(b->store) <= CAP);
@@ -71,30 +62,14 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     struct fx *f = *state;
-    gr_iopool_destroy(f->b->iopool);
-    f->b->iopool = NULL;
-    while (f->b->parked_head)
-        gr_req_free(f->b->parked_head);
-    gr_store_close(f->b->store);
-    fault_uninstall();
-    ev_loop_destroy(f->b->loop);
-    gr_config_free(&f->b->cfg);
-    gr_broker_free_waiters(f->b);
-    free(f->b->flushed);
-    free(f->b);
-    th_rmtree(f->dir);
+    srv_broker_close(f->b, f->dir, fault_uninstall);
     free(f);
     return 0;
 }
 
 static struct gr_req *new_req(struct fx *f, int16_t key, int16_t version)
 {
-    struct gr_req *req = calloc(1, sizeof *req);
-    req->broker = f->b;
-    gr_arena_init(&req->arena, 1 << 20);
-    req->hdr.request_api_key = key;
-    req->hdr.request_api_version = version;
-    return req;
+    return srv_req_new(f->b, key, version, 1 << 20);
 }
 
 /* A Produce v9 (no connection) with one 1-record batch tagged `tag` for each of `n` partitions. */

@@ -25,9 +25,8 @@
 #include <cmocka.h>
 
 #include "server/handlers/handlers.h"
+#include "server/tests/fixture.h"
 #include "storage/tests/helpers.h"
-
-void gr_broker_init_watchers(struct gr_broker *b);
 
 struct fx {
     char dir[64];
@@ -37,16 +36,7 @@ struct fx {
 static int setup(void **state)
 {
     struct fx *f = calloc(1, sizeof *f);
-    th_tmpdir(f->dir, sizeof f->dir);
-    struct gr_broker *b = calloc(1, sizeof *b);
-    gr_config_init(&b->cfg);
-    b->loop = ev_loop_new(EVFLAG_AUTO);
-    b->hwm_durable = false;
-    b->node_id = 1;
-    gr_broker_init_watchers(b);
-    struct gr_store_config sc;
-    th_config(&sc, f->dir);
-    assert_int_equal(gr_store_open(&sc, &b->store), 0);
+    struct gr_broker *b = srv_broker_open(f->dir, sizeof f->dir, &(struct srv_broker_opts){.node_id = 1});
     struct gr_topic *t;
     assert_int_equal(gr_store_topic_create(b->store, "t", 1, NULL, NULL, 0, &t), 0);
     f->b = b;
@@ -57,25 +47,14 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     struct fx *f = *state;
-    gr_store_close(f->b->store);
-    ev_loop_destroy(f->b->loop);
-    gr_config_free(&f->b->cfg);
-    gr_broker_free_waiters(f->b);
-    free(f->b->flushed);
-    free(f->b);
-    th_rmtree(f->dir);
+    srv_broker_close(f->b, f->dir, NULL);
     free(f);
     return 0;
 }
 
 static struct gr_req *new_req(struct fx *f, int16_t key, int16_t version)
 {
-    struct gr_req *req = calloc(1, sizeof *req);
-    req->broker = f->b;
-    gr_arena_init(&req->arena, 1 << 16);
-    req->hdr.request_api_key = key;
-    req->hdr.request_api_version = version;
-    return req;
+    return srv_req_new(f->b, key, version, 1 << 16);
 }
 
 /* Runs an ApiVersions request at `version` naming `cluster_id` and `node_id` (v5 fields). */

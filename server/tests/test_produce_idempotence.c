@@ -19,11 +19,9 @@
 #include <cmocka.h>
 
 #include "server/handlers/handlers.h"
+#include "server/tests/fixture.h"
 #include "storage/sys.h"
 #include "storage/tests/helpers.h"
-
-void gr_broker_init_watchers(struct gr_broker *b);
-void gr_broker_on_flushed(void *ctx, struct gr_log *log, int64_t durable_end_offset, int err);
 
 static atomic_bool gate_closed;
 
@@ -43,19 +41,10 @@ struct fx {
 static int setup(void **state)
 {
     struct fx *f = calloc(1, sizeof *f);
-    th_tmpdir(f->dir, sizeof f->dir);
     gr_sys.fdatasync = gated_fdatasync;
     atomic_store(&gate_closed, false);
-    struct gr_broker *b = calloc(1, sizeof *b);
-    gr_config_init(&b->cfg);
-    b->loop = ev_loop_new(EVFLAG_AUTO);
-    b->hwm_durable = true;
-    gr_broker_init_watchers(b);
-    struct gr_store_config sc;
-    th_config(&sc, f->dir);
-    sc.on_flushed = gr_broker_on_flushed;
-    sc.on_flushed_ctx = b;
-    assert_int_equal(gr_store_open(&sc, &b->store), 0);
+    struct gr_broker *b = srv_broker_open(f->dir, sizeof f->dir,
+                                          &(struct srv_broker_opts){.hwm_durable = true, .on_flushed = true});
     struct gr_topic *t;
     assert_int_equal(gr_store_topic_create(b->store, "p", 1, NULL, NULL, 0, &t), 0);
     f->log = gr_topic_log(t, 0);
@@ -68,18 +57,7 @@ static int teardown(void **state)
 {
     struct fx *f = *state;
     atomic_store(&gate_closed, false);
-    while (f->b->parked_head) {
-        struct gr_req *r = f->b->parked_head;
-        gr_req_free(r);
-    }
-    gr_store_close(f->b->store);
-    gr_sys_reset();
-    ev_loop_destroy(f->b->loop);
-    gr_config_free(&f->b->cfg);
-    gr_broker_free_waiters(f->b); /* as main.c does at shutdown */
-    free(f->b->flushed);          /* completions queued for the loop this test does not run */
-    free(f->b);
-    th_rmtree(f->dir);
+    srv_broker_close(f->b, f->dir, gr_sys_reset);
     free(f);
     return 0;
 }
@@ -88,11 +66,7 @@ static int teardown(void **state)
 static struct gr_req *produce_req(struct fx *f, int16_t acks, int64_t pid, int16_t epoch, int32_t seq,
                                   int32_t n)
 {
-    struct gr_req *req = calloc(1, sizeof *req);
-    req->broker = f->b;
-    gr_arena_init(&req->arena, 1 << 20);
-    req->hdr.request_api_key = 0;
-    req->hdr.request_api_version = 9;
+    struct gr_req *req = srv_req_new(f->b, 0, 9, 1 << 20);
     struct th_batch_spec s = {.count = n,
                               .ts0 = 1700000000000,
                               .ts_step = 1,

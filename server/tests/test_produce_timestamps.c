@@ -21,10 +21,9 @@
 
 #include "common/time.h"
 #include "server/handlers/handlers.h"
+#include "server/tests/fixture.h"
 #include "storage/sys.h"
 #include "storage/tests/helpers.h"
-
-void gr_broker_init_watchers(struct gr_broker *b);
 
 #define TEN_YEARS_MS (3650LL * 24 * 3600 * 1000)
 #define HOUR_MS (3600LL * 1000)
@@ -37,14 +36,7 @@ struct fx {
 static int setup(void **state)
 {
     struct fx *f = calloc(1, sizeof *f);
-    th_tmpdir(f->dir, sizeof f->dir);
-    struct gr_broker *b = calloc(1, sizeof *b);
-    gr_config_init(&b->cfg);
-    b->loop = ev_loop_new(EVFLAG_AUTO);
-    gr_broker_init_watchers(b);
-    struct gr_store_config sc;
-    th_config(&sc, f->dir);
-    assert_int_equal(gr_store_open(&sc, &b->store), 0);
+    struct gr_broker *b = srv_broker_open(f->dir, sizeof f->dir, &(struct srv_broker_opts){0});
     struct gr_topic *t;
     assert_int_equal(gr_store_topic_create(b->store, "c", 1, NULL, NULL, 0, &t), 0);
     const char *lk[] = {"message.timestamp.type"}, *lv[] = {"LogAppendTime"};
@@ -63,14 +55,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     struct fx *f = *state;
-    gr_store_close(f->b->store);
-    gr_sys_reset();
-    ev_loop_destroy(f->b->loop);
-    gr_config_free(&f->b->cfg);
-    gr_broker_free_waiters(f->b);
-    free(f->b->flushed);
-    free(f->b);
-    th_rmtree(f->dir);
+    srv_broker_close(f->b, f->dir, gr_sys_reset);
     free(f);
     return 0;
 }
@@ -139,11 +124,7 @@ static void copy_str(char *dst, size_t cap, struct gr_str s)
 /* Sends one Produce v9 acks=1 of `batch` to `topic`-0 and copies the partition's answer to *a. */
 static void produce_full(struct fx *f, const char *topic, const uint8_t *batch, size_t len, struct answer *a)
 {
-    struct gr_req *req = calloc(1, sizeof *req);
-    req->broker = f->b;
-    gr_arena_init(&req->arena, 1 << 20);
-    req->hdr.request_api_key = 0;
-    req->hdr.request_api_version = 9;
+    struct gr_req *req = srv_req_new(f->b, 0, 9, 1 << 20);
     uint8_t *copy = gr_arena_alloc(&req->arena, len);
     memcpy(copy, batch, len);
     struct gr_produce_request *body = gr_arena_alloc(&req->arena, sizeof *body);
@@ -398,11 +379,7 @@ static void test_duplicate_partitions_merged(void **state)
     uint8_t *bs[3];
     for (int i = 0; i < 3; i++)
         bs[i] = lying_batch(ts, i + 1, GR_CODEC_NONE, -2, 0, &len[i]); /* 1, 2 and 3 records */
-    struct gr_req *req = calloc(1, sizeof *req);
-    req->broker = f->b;
-    gr_arena_init(&req->arena, 1 << 20);
-    req->hdr.request_api_key = 0;
-    req->hdr.request_api_version = 9;
+    struct gr_req *req = srv_req_new(f->b, 0, 9, 1 << 20);
     struct gr_produce_request *body = gr_arena_alloc(&req->arena, sizeof *body);
     gr_produce_request_init(body);
     body->transactional_id = GR_STR_NULL;
@@ -447,11 +424,7 @@ static void test_duplicate_partitions_merged(void **state)
 static void test_duplicate_shape(void **state)
 {
     struct fx *f = *state;
-    struct gr_req *req = calloc(1, sizeof *req);
-    req->broker = f->b;
-    gr_arena_init(&req->arena, 8 << 20);
-    req->hdr.request_api_key = 0;
-    req->hdr.request_api_version = 9;
+    struct gr_req *req = srv_req_new(f->b, 0, 9, 8 << 20);
     struct gr_produce_request *body = gr_arena_alloc(&req->arena, sizeof *body);
     gr_produce_request_init(body);
     body->transactional_id = GR_STR_NULL;

@@ -21,11 +21,10 @@
 
 #include "coordinator/offsets_log.h"
 #include "server/handlers/handlers.h"
+#include "server/tests/fixture.h"
 #include "storage/sys.h"
 #include "storage/tests/fault.h"
 #include "storage/tests/helpers.h"
-
-void gr_broker_init_watchers(struct gr_broker *b);
 
 struct fx {
     char dir[64];
@@ -35,16 +34,7 @@ struct fx {
 static int setup(void **state)
 {
     struct fx *f = calloc(1, sizeof *f);
-    th_tmpdir(f->dir, sizeof f->dir);
-    struct gr_broker *b = calloc(1, sizeof *b);
-    gr_config_init(&b->cfg);
-    b->loop = ev_loop_new(EVFLAG_AUTO);
-    gr_broker_init_watchers(b);
-    struct gr_store_config sc;
-    th_config(&sc, f->dir);
-    assert_int_equal(gr_store_open(&sc, &b->store), 0);
-    assert_int_equal(gr_iopool_create(2, NULL, NULL, &b->iopool), 0);
-    f->b = b;
+    f->b = srv_broker_open(f->dir, sizeof f->dir, &(struct srv_broker_opts){.iopool = true});
     *state = f;
     return 0;
 }
@@ -52,17 +42,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     struct fx *f = *state;
-    gr_iopool_destroy(f->b->iopool);
-    gr_groups_stop(f->b);
-    while (f->b->parked_head)
-        gr_req_free(f->b->parked_head);
-    gr_store_close(f->b->store);
-    ev_loop_destroy(f->b->loop);
-    gr_config_free(&f->b->cfg);
-    gr_broker_free_waiters(f->b);
-    free(f->b->flushed);
-    free(f->b);
-    th_rmtree(f->dir);
+    srv_broker_close(f->b, f->dir, NULL);
     free(f);
     return 0;
 }
@@ -71,11 +51,7 @@ static int teardown(void **state)
 static struct gr_req *new_req(struct fx *f, int16_t key, int16_t version, size_t body_bytes,
                               size_t resp_bytes)
 {
-    struct gr_req *req = calloc(1, sizeof *req);
-    req->broker = f->b;
-    gr_arena_init(&req->arena, 1 << 20);
-    req->hdr.request_api_key = key;
-    req->hdr.request_api_version = version;
+    struct gr_req *req = srv_req_new(f->b, key, version, 1 << 20);
     req->api = gr_api_find(key);
     req->body = gr_arena_calloc(&req->arena, 1, body_bytes);
     req->resp = gr_arena_calloc(&req->arena, 1, resp_bytes);
