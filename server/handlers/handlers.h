@@ -9,35 +9,13 @@
 #include "protocol/errors.h"
 #include "server/broker.h"
 
-enum gr_handler_rc gr_handle_produce(struct gr_req *req);
-enum gr_handler_rc gr_handle_fetch(struct gr_req *req);
-enum gr_handler_rc gr_handle_list_offsets(struct gr_req *req);
-enum gr_handler_rc gr_handle_metadata(struct gr_req *req);
-enum gr_handler_rc gr_handle_find_coordinator(struct gr_req *req);
-enum gr_handler_rc gr_handle_api_versions(struct gr_req *req);
-enum gr_handler_rc gr_handle_create_topics(struct gr_req *req);
-enum gr_handler_rc gr_handle_delete_topics(struct gr_req *req);
-enum gr_handler_rc gr_handle_delete_records(struct gr_req *req);
-enum gr_handler_rc gr_handle_offset_for_leader_epoch(struct gr_req *req);
-enum gr_handler_rc gr_handle_describe_configs(struct gr_req *req);
-enum gr_handler_rc gr_handle_alter_configs(struct gr_req *req);
-enum gr_handler_rc gr_handle_incremental_alter_configs(struct gr_req *req);
-enum gr_handler_rc gr_handle_describe_log_dirs(struct gr_req *req);
-enum gr_handler_rc gr_handle_create_partitions(struct gr_req *req);
-enum gr_handler_rc gr_handle_describe_cluster(struct gr_req *req);
-enum gr_handler_rc gr_handle_init_producer_id(struct gr_req *req);
-enum gr_handler_rc gr_handle_describe_producers(struct gr_req *req);
-/* Consumer groups (coordinator/): */
-enum gr_handler_rc gr_handle_join_group(struct gr_req *req);
-enum gr_handler_rc gr_handle_sync_group(struct gr_req *req);
-enum gr_handler_rc gr_handle_heartbeat(struct gr_req *req);
-enum gr_handler_rc gr_handle_leave_group(struct gr_req *req);
-enum gr_handler_rc gr_handle_offset_commit(struct gr_req *req);
-enum gr_handler_rc gr_handle_offset_fetch(struct gr_req *req);
-enum gr_handler_rc gr_handle_offset_delete(struct gr_req *req);
-enum gr_handler_rc gr_handle_list_groups(struct gr_req *req);
-enum gr_handler_rc gr_handle_describe_groups(struct gr_req *req);
-enum gr_handler_rc gr_handle_delete_groups(struct gr_req *req);
+/* One handler per row of server/apis.def: enum gr_handler_rc gr_handle_<handler>(struct gr_req *req), e.g.
+ * gr_handle_produce. Each takes a decoded request (req->body, req->resp initialised), fills req->resp and
+ * returns DONE, WAIT (parked), NO_RESPONSE or CLOSE; its own file's opening paragraph gives the rules. */
+#define GR_API(key, id, name, advertised_min, served_min, served_max, handler, needs_groups)                 \
+    enum gr_handler_rc gr_handle_##handler(struct gr_req *req);
+#include "server/apis.def"
+#undef GR_API
 
 /* The group coordinator's server binding (handlers/join_group.c). gr_groups_start opens (creating when
  * missing) __consumer_offsets, replays it into a new b->coord and starts its timers on b->loop; returns 0
@@ -46,16 +24,13 @@ enum gr_handler_rc gr_handle_delete_groups(struct gr_req *req);
 int gr_groups_start(struct gr_broker *b);
 /* Lazy start, as Kafka creates __consumer_offsets on first group use: at broker start the coordinator is
  * started only when __consumer_offsets already exists (its replay takes milliseconds); on a new data
- * directory the first group request (any API of gr_api_uses_groups) or a Metadata / CreateTopics naming
- * __consumer_offsets goes through gr_groups_defer, which has the topic (offsets.topic.num.partitions
- * partitions, compacted) created on the I/O pool and then calls this. Called with the topic missing (no
- * I/O pool, tests) it creates the topic synchronously on the calling thread. Returns 0 when b->coord exists
- * afterwards, else -errno (logged, retried by the next group request; handlers then answer
- * COORDINATOR_NOT_AVAILABLE as they do for a missing b->coord). */
+ * directory the first group request (any API marked needs_groups in server/apis.def) or a Metadata /
+ * CreateTopics naming __consumer_offsets goes through gr_groups_defer, which has the topic
+ * (offsets.topic.num.partitions partitions, compacted) created on the I/O pool and then calls this. Called
+ * with the topic missing (no I/O pool, tests) it creates the topic synchronously on the calling thread.
+ * Returns 0 when b->coord exists afterwards, else -errno (logged, retried by the next group request;
+ * handlers then answer COORDINATOR_NOT_AVAILABLE as they do for a missing b->coord). */
 int gr_groups_ensure(struct gr_broker *b);
-/* True for the APIs served by the group coordinator (OffsetCommit, OffsetFetch, FindCoordinator, JoinGroup,
- * Heartbeat, LeaveGroup, SyncGroup, DescribeGroups, ListGroups, DeleteGroups, OffsetDelete). */
-bool gr_api_uses_groups(int16_t api_key);
 void gr_groups_stop(struct gr_broker *b);
 /* Lazy coordinator start without blocking the network thread: for a request that needs the coordinator
  * (or names __consumer_offsets) while b->coord is NULL. When __consumer_offsets exists it starts the

@@ -245,26 +245,6 @@ int gr_groups_ensure(struct gr_broker *b)
     return rc;
 }
 
-bool gr_api_uses_groups(int16_t api_key)
-{
-    switch (api_key) {
-    case 8:  /* OffsetCommit */
-    case 9:  /* OffsetFetch */
-    case 10: /* FindCoordinator */
-    case 11: /* JoinGroup */
-    case 12: /* Heartbeat */
-    case 13: /* LeaveGroup */
-    case 14: /* SyncGroup */
-    case 15: /* DescribeGroups */
-    case 16: /* ListGroups */
-    case 42: /* DeleteGroups */
-    case 47: /* OffsetDelete */
-        return true;
-    default:
-        return false;
-    }
-}
-
 /* Requests parked until __consumer_offsets exists (gr_groups_defer). */
 struct gr_groups_wait {
     struct gr_req **reqs;
