@@ -6,7 +6,7 @@
  * Produce, advertised from v0 as Kafka 4.x does (librdkafka 2.0.2 only compresses when v0 is in range) and
  * served from v3; any request outside the served range closes the connection, except ApiVersions, which is
  * answered as v0 with UNSUPPORTED_VERSION and its own entry (KIP-511). A request that does not decode closes
- * the connection. An API marked needs_groups first has the group coordinator's binding (gr_groups_defer)
+ * the connection. An API marked needs_groups first has the group coordinator's binding (server/groups.c)
  * start the coordinator; dispatch calls a handler only through its table row.
  * Read next: server/apis.def, server/handlers/handlers.h.
  */
@@ -16,7 +16,7 @@
 #include "common/log.h"
 #include "protocol/errors.h"
 #include "server/broker.h"
-#include "server/handlers/handlers.h"
+#include "server/groups.h"
 
 /* ---- output chain: records fields promised as file ranges ---- */
 
