@@ -5,7 +5,14 @@
      clang-format-14 (the tree was reformatted in one commit of its own; a diff here means a file was not);
   2. includes point down the layer order common <- protocol <- storage <- partition <- coordinator <- cluster
      <- server (DESIGN.md), no folder includes another folder's internal.h, and partition/ and coordinator/
-     include no libev, socket or server/ header (they answer through hooks, not through the event loop).
+     include no libev, socket or server/ header (they answer through hooks, not through the event loop);
+  3. every API is declared once, in server/apis.def: no numeric API key in the product C code of the layers
+     that can see the list (server/, cluster/, coordinator/, partition/; tests and protocol/ are left out).
+     A finding is a number compared with or assigned to something named *key (api_key, request_api_key,
+     key), a number passed to gr_msg_ops_find / gr_api_find, a `case <n>:` inside a switch on such a key, a
+     `case <n>:` commented with an API's name, or a table row `{<n>, "<ApiName>"`; the list itself must have
+     one row per key, in key order (ApiVersions lists them so). The check runs on known bad and good
+     snippets first, so it is seen to fail.
 
 Prints one line per finding and ends with "lint: N passed, N failed" (N counts checks). Exit 1 on a finding.
 Usage: scripts/lint.py [--no-format]
@@ -72,6 +79,111 @@ def check_includes(files, failures):
     return checks
 
 
+API_KEY_DIRS = ("server/", "cluster/", "coordinator/", "partition/")
+API_DEF = "server/apis.def"
+API_ROW = re.compile(r"^GR_API\(\s*(\d+)\s*,\s*(\w+)\s*,\s*(\w+)\s*,")
+KEY_NUM = re.compile(r"\b\w*key\b\s*(?:==|!=|=(?!=))\s*\(?\s*-?\d+\b|\b\d+\s*(?:==|!=)\s*[\w.>-]*key\b", re.I)
+FIND_NUM = re.compile(r"\bgr_(?:msg_ops|api)_find\s*\(\s*-?\d+")
+CASE_NUM = re.compile(r"\bcase\s+\d+\s*:")
+SWITCH_KEY = re.compile(r"\bswitch\s*\(([^)]*)\)")
+
+
+def api_names(failures):
+    """The API names of server/apis.def (for the comment and table patterns); checks one row per key, in
+    key order."""
+    names, keys = [], []
+    with open(os.path.join(ROOT, API_DEF), encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            m = API_ROW.match(line)
+            if not m:
+                continue
+            key = int(m.group(1))
+            if keys and key <= keys[-1]:
+                failures.append(f"api-key: {API_DEF}:{lineno}: key {key} repeated or out of key order")
+            keys.append(key)
+            names.append(m.group(3))
+    if not names:
+        failures.append(f"api-key: {API_DEF}: no GR_API rows")
+    return names
+
+
+def api_key_findings(text, names):
+    """(line number, what) for every numeric API key in C source `text`."""
+    found = []
+    named_case = re.compile(r"\bcase\s+\d+\s*:\s*/[*/]\s*(?:%s)\b" % "|".join(map(re.escape, names)))
+    named_row = re.compile(r"\{\s*\d+\s*,\s*\"(?:%s)\"" % "|".join(map(re.escape, names)))
+    key_switch_depth = []  # brace depths of the open switch statements on a key
+    depth = 0
+    for lineno, line in enumerate(text.split("\n"), 1):
+        code = line.split("//", 1)[0]
+        what = None
+        if KEY_NUM.search(code):
+            what = "a number compared with or assigned to a key"
+        elif FIND_NUM.search(code):
+            what = "a number passed to a lookup by API key"
+        elif named_case.search(line) or named_row.search(code):
+            what = "a number next to an API's name"
+        elif CASE_NUM.search(code) and key_switch_depth:
+            what = "a numbered case in a switch on a key"
+        if what:
+            found.append((lineno, what))
+        sw = SWITCH_KEY.search(code)
+        if sw and re.search(r"key", sw.group(1), re.I):
+            key_switch_depth.append(depth)
+        for ch in code:
+            if ch == "{":
+                depth += 1
+            elif ch == "}":
+                depth -= 1
+                while key_switch_depth and depth <= key_switch_depth[-1]:
+                    key_switch_depth.pop()
+    return found
+
+
+# Snippets the API key check must flag (each once) and must pass: it runs on them first, so a pattern that
+# stops matching fails the lint instead of passing silently.
+API_KEY_BAD = [
+    "if (key == 18 && version > api->served_max) {",
+    "resp->api_keys.items[0].api_key = 18;",
+    "req->hdr.request_api_key = 0;",
+    "if (42 == req->hdr.request_api_key) return;",
+    "req->resp_ops = gr_msg_ops_find(18, true);",
+    "const struct gr_api *a = gr_api_find(3);",
+    "switch (api_key) {\ncase 8:\n    return true;\n}",
+    "switch (x) {\ncase 12: /* Heartbeat */\n    return true;\n}",
+    "static const struct gr_api apis[] = {\n    {0, \"Produce\", 0, 3, 13, gr_handle_produce},\n};",
+]
+API_KEY_GOOD = [
+    "if (key == GR_API_API_VERSIONS && version > api->served_max) {",
+    "req->resp_ops = gr_msg_ops_find(GR_API_API_VERSIONS, true);",
+    "switch (rc) {\ncase 3:\n    break;\n}\nswitch (api_key) {\ncase GR_API_HEARTBEAT:\n    break;\n}\nswitch (v) {\ncase 2:\n}",
+    "if (keys[i].kind == 2) return; /* a resource type, not an API */",
+    "int n = key_count; int keys = 3;",
+]
+
+
+def check_api_keys(files, failures):
+    names = api_names(failures)
+    checks = 0
+    for snippet in API_KEY_BAD:
+        checks += 1
+        if len(api_key_findings(snippet, names)) != 1:
+            failures.append(f"api-key: self-test: not flagged exactly once: {snippet!r}")
+    for snippet in API_KEY_GOOD:
+        checks += 1
+        if api_key_findings(snippet, names):
+            failures.append(f"api-key: self-test: flagged although it names no API by number: {snippet!r}")
+    for f in files:
+        if not f.startswith(API_KEY_DIRS) or "/tests/" in f:
+            continue
+        with open(os.path.join(ROOT, f), encoding="utf-8", errors="replace") as fh:
+            text = fh.read()
+        checks += 1
+        for lineno, what in api_key_findings(text, names):
+            failures.append(f"api-key: {f}:{lineno}: {what}: name the API by its GR_API_ constant ({API_DEF})")
+    return checks
+
+
 def main():
     os.chdir(ROOT)
     files = tracked_c_files()
@@ -80,6 +192,7 @@ def main():
     if "--no-format" not in sys.argv:
         checks += check_format(files, failures)
     checks += check_includes(files, failures)
+    checks += check_api_keys(files, failures)
     for line in failures:
         print(line)
     print(f"lint: {checks - len(failures)} passed, {len(failures)} failed")

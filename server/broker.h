@@ -11,7 +11,7 @@
  * a finished response waits behind an unfinished earlier one.
  * Invariants: a request belongs to exactly one connection (or none once the connection is gone, then it
  * is freed when it finishes); its frame, arena and output chain live until its response is fully sent.
- * Read next: server/net.c (connections), server/dispatch.c (API table), server/handlers/.
+ * Read next: server/net.c (connections), server/apis.def (API list), server/dispatch.c, server/handlers/.
  */
 #ifndef GR_BROKER_H
 #define GR_BROKER_H
@@ -24,6 +24,7 @@
 #include "common/arena.h"
 #include "protocol/gen/messages.h"
 #include "protocol/header.h"
+#include "server/apis.h"
 #include "server/config.h"
 #include "server/netlimits.h"
 #include "server/waitq.h"
@@ -47,13 +48,15 @@ enum gr_handler_rc {
 
 typedef enum gr_handler_rc (*gr_handler_fn)(struct gr_req *req);
 
-/* One API row: drives dispatch and the ApiVersions response. */
+/* One API row, generated from server/apis.def (server/apis.c): drives dispatch and the ApiVersions response.
+ */
 struct gr_api {
-    int16_t api_key;
+    int16_t api_key; /* GR_API_<ID> (server/apis.h) */
     const char *name;
     int16_t advertised_min; /* differs from served_min only for Produce (advertised from v0) */
     int16_t served_min, served_max;
     gr_handler_fn handler;
+    bool needs_groups; /* served by the group coordinator: dispatch has gr_groups_defer start it first */
 };
 
 /* A retained file range the request holds until it is freed: the content of a file-kind records field
@@ -167,7 +170,7 @@ struct gr_broker {
     int64_t last_producer_expiry_ms;
     bool hwm_durable; /* gregor.acks.all.fsync */
     bool stopping;
-    struct gr_groups_wait *groups_wait; /* requests waiting for __consumer_offsets' creation (join_group.c) */
+    struct gr_groups_wait *groups_wait; /* requests waiting for __consumer_offsets' creation (groups.c) */
     int64_t started_mono_ms;
     /* Produce requests waiting before their appends (a partition's file reopened on the I/O pool), in
      * arrival order; a later Produce naming one of their partitions queues behind them (handlers/produce.c).
@@ -209,7 +212,8 @@ int gr_req_own_slice(struct gr_req *req, const struct gr_log_slice *slice);
 /* Frees a request and everything it owns. */
 void gr_req_free(struct gr_req *req);
 
-/* The API table (dispatch.c). */
+/* The API table (apis.c, from apis.def). gr_api_find returns the row of `api_key` (borrowed, static), NULL
+ * when Gregor does not serve it; gr_api_table returns every row in key order and sets *count. */
 const struct gr_api *gr_api_find(int16_t api_key);
 const struct gr_api *gr_api_table(int *count);
 /* Decodes, dispatches and answers one complete request frame. */

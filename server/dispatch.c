@@ -1,12 +1,14 @@
 /*
- * dispatch.c: the API table, request decoding, response encoding and the request lifecycle.
+ * dispatch.c: request decoding, response encoding and the request lifecycle.
  *
- * The table drives both dispatch and the ApiVersions response: an API is advertised only when it has a
- * handler. The advertised minimum differs from the served minimum only for Produce, advertised from v0 as
- * Kafka 4.x does (librdkafka 2.0.2 only compresses when v0 is in range) and served from v3; any request
- * outside the served range closes the connection, except ApiVersions, which is answered as v0 with
- * UNSUPPORTED_VERSION and its own entry (KIP-511). A request that does not decode closes the connection.
- * Read next: server/handlers/handlers.h.
+ * The API table (server/apis.def, server/apis.c) drives both dispatch and the ApiVersions response: an API
+ * is advertised only when it has a handler. The advertised minimum differs from the served minimum only for
+ * Produce, advertised from v0 as Kafka 4.x does (librdkafka 2.0.2 only compresses when v0 is in range) and
+ * served from v3; any request outside the served range closes the connection, except ApiVersions, which is
+ * answered as v0 with UNSUPPORTED_VERSION and its own entry (KIP-511). A request that does not decode closes
+ * the connection. An API marked needs_groups first has the group coordinator's binding (server/groups.c)
+ * start the coordinator; dispatch calls a handler only through its table row.
+ * Read next: server/apis.def, server/handlers/handlers.h.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -15,53 +17,7 @@
 #include "common/log.h"
 #include "protocol/errors.h"
 #include "server/broker.h"
-#include "server/handlers/handlers.h"
-
-static const struct gr_api apis[] = {
-    {0, "Produce", 0, 3, 13, gr_handle_produce},
-    {1, "Fetch", 4, 4, 18, gr_handle_fetch},
-    {2, "ListOffsets", 1, 1, 11, gr_handle_list_offsets},
-    {3, "Metadata", 0, 0, 13, gr_handle_metadata},
-    {8, "OffsetCommit", 2, 2, 10, gr_handle_offset_commit},
-    {9, "OffsetFetch", 1, 1, 10, gr_handle_offset_fetch},
-    {10, "FindCoordinator", 0, 0, 6, gr_handle_find_coordinator},
-    {11, "JoinGroup", 0, 0, 9, gr_handle_join_group},
-    {12, "Heartbeat", 0, 0, 4, gr_handle_heartbeat},
-    {13, "LeaveGroup", 0, 0, 5, gr_handle_leave_group},
-    {14, "SyncGroup", 0, 0, 5, gr_handle_sync_group},
-    {15, "DescribeGroups", 0, 0, 6, gr_handle_describe_groups},
-    {16, "ListGroups", 0, 0, 5, gr_handle_list_groups},
-    {18, "ApiVersions", 0, 0, 5, gr_handle_api_versions},
-    {19, "CreateTopics", 2, 2, 7, gr_handle_create_topics},
-    {20, "DeleteTopics", 1, 1, 6, gr_handle_delete_topics},
-    {21, "DeleteRecords", 0, 0, 2, gr_handle_delete_records},
-    {22, "InitProducerId", 0, 0, 5, gr_handle_init_producer_id},
-    {23, "OffsetForLeaderEpoch", 2, 2, 4, gr_handle_offset_for_leader_epoch},
-    {32, "DescribeConfigs", 1, 1, 4, gr_handle_describe_configs},
-    {33, "AlterConfigs", 0, 0, 2, gr_handle_alter_configs},
-    {35, "DescribeLogDirs", 1, 1, 5, gr_handle_describe_log_dirs},
-    {37, "CreatePartitions", 0, 0, 3, gr_handle_create_partitions},
-    {42, "DeleteGroups", 0, 0, 3, gr_handle_delete_groups},
-    {44, "IncrementalAlterConfigs", 0, 0, 1, gr_handle_incremental_alter_configs},
-    {47, "OffsetDelete", 0, 0, 0, gr_handle_offset_delete},
-    {60, "DescribeCluster", 0, 0, 2, gr_handle_describe_cluster},
-    {61, "DescribeProducers", 0, 0, 0, gr_handle_describe_producers},
-};
-
-#define NAPIS ((int)(sizeof apis / sizeof apis[0]))
-
-const struct gr_api *gr_api_find(int16_t api_key)
-{
-    for (int i = 0; i < NAPIS; i++)
-        if (apis[i].api_key == api_key && apis[i].handler) return &apis[i];
-    return NULL;
-}
-
-const struct gr_api *gr_api_table(int *count)
-{
-    *count = NAPIS;
-    return apis;
-}
+#include "server/groups.h"
 
 /* ---- output chain: memory chunks and the file ranges of file-kind records fields ---- */
 
@@ -194,14 +150,14 @@ void gr_req_free(struct gr_req *req)
  * ApiVersions entry, so the client can retry with a version we serve. */
 static void answer_api_versions_unsupported(struct gr_req *req, const struct gr_api *api)
 {
-    req->resp_ops = gr_msg_ops_find(18, true);
+    req->resp_ops = gr_msg_ops_find(GR_API_API_VERSIONS, true);
     req->hdr.request_api_version = 0;
     struct gr_api_versions_response *resp = gr_arena_alloc(&req->arena, sizeof *resp);
     gr_api_versions_response_init(resp);
     resp->error_code = GR_ERR_UNSUPPORTED_VERSION;
     resp->api_keys.items = gr_arena_alloc(&req->arena, sizeof *resp->api_keys.items);
     gr_api_versions_response_api_version_init(&resp->api_keys.items[0]);
-    resp->api_keys.items[0].api_key = 18;
+    resp->api_keys.items[0].api_key = GR_API_API_VERSIONS;
     resp->api_keys.items[0].min_version = api->advertised_min;
     resp->api_keys.items[0].max_version = api->served_max;
     resp->api_keys.count = 1;
@@ -227,7 +183,7 @@ void gr_dispatch(struct gr_req *req)
     }
     req->api = api;
     if (version < api->served_min || version > api->served_max) {
-        if (key == 18 && version > api->served_max) {
+        if (key == GR_API_API_VERSIONS && version > api->served_max) {
             answer_api_versions_unsupported(req, api);
             return;
         }
@@ -255,7 +211,7 @@ void gr_dispatch(struct gr_req *req)
     }
     req->resp_ops->init(req->resp);
     /* first group use: the request waits while __consumer_offsets is created on the I/O pool */
-    if (!req->broker->coord && gr_api_uses_groups(key) && gr_groups_defer(req)) return;
+    if (!req->broker->coord && api->needs_groups && gr_groups_defer(req)) return;
     gr_dispatch_handler(req);
 }
 

@@ -23,6 +23,7 @@
 #include "server/broker.h"
 #include "server/dynconf.h"
 #include "storage/cleaner.h"
+#include "server/groups.h"
 #include "server/handlers/handlers.h"
 #include "coordinator/offsets_log.h"
 #include "storage/sys.h"

@@ -199,3 +199,20 @@ int16_t gr_topic_create(struct gr_req *req, struct gr_str name, int32_t partitio
     }
     return GR_ERR_NONE;
 }
+
+struct gr_str gr_req_client_host(struct gr_req *req)
+{
+    const char *peer = req->conn ? gr_conn_peer(req->conn) : "";
+    const char *colon = strrchr(peer, ':');
+    size_t n = colon ? (size_t)(colon - peer) : strlen(peer);
+    if (n >= 2 && peer[0] == '[' && peer[n - 1] == ']') { /* [v6]:port */
+        peer++;
+        n -= 2;
+    }
+    char *s = gr_arena_alloc(&req->arena, n + 2);
+    if (!s) return gr_str_c("");
+    s[0] = '/';
+    memcpy(s + 1, peer, n);
+    s[n + 1] = 0;
+    return gr_str_c(s);
+}

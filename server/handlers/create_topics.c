@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "coordinator/offsets_log.h"
+#include "server/groups.h"
 #include "server/handlers/handlers.h"
 #include "server/topic_configs.h"
 

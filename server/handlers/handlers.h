@@ -9,67 +9,23 @@
 #include "protocol/errors.h"
 #include "server/broker.h"
 
-enum gr_handler_rc gr_handle_produce(struct gr_req *req);
-enum gr_handler_rc gr_handle_fetch(struct gr_req *req);
-enum gr_handler_rc gr_handle_list_offsets(struct gr_req *req);
-enum gr_handler_rc gr_handle_metadata(struct gr_req *req);
-enum gr_handler_rc gr_handle_find_coordinator(struct gr_req *req);
-enum gr_handler_rc gr_handle_api_versions(struct gr_req *req);
-enum gr_handler_rc gr_handle_create_topics(struct gr_req *req);
-enum gr_handler_rc gr_handle_delete_topics(struct gr_req *req);
-enum gr_handler_rc gr_handle_delete_records(struct gr_req *req);
-enum gr_handler_rc gr_handle_offset_for_leader_epoch(struct gr_req *req);
-enum gr_handler_rc gr_handle_describe_configs(struct gr_req *req);
-enum gr_handler_rc gr_handle_alter_configs(struct gr_req *req);
-enum gr_handler_rc gr_handle_incremental_alter_configs(struct gr_req *req);
-enum gr_handler_rc gr_handle_describe_log_dirs(struct gr_req *req);
-enum gr_handler_rc gr_handle_create_partitions(struct gr_req *req);
-enum gr_handler_rc gr_handle_describe_cluster(struct gr_req *req);
-enum gr_handler_rc gr_handle_init_producer_id(struct gr_req *req);
-enum gr_handler_rc gr_handle_describe_producers(struct gr_req *req);
-/* Consumer groups (coordinator/): */
-enum gr_handler_rc gr_handle_join_group(struct gr_req *req);
-enum gr_handler_rc gr_handle_sync_group(struct gr_req *req);
-enum gr_handler_rc gr_handle_heartbeat(struct gr_req *req);
-enum gr_handler_rc gr_handle_leave_group(struct gr_req *req);
-enum gr_handler_rc gr_handle_offset_commit(struct gr_req *req);
-enum gr_handler_rc gr_handle_offset_fetch(struct gr_req *req);
-enum gr_handler_rc gr_handle_offset_delete(struct gr_req *req);
-enum gr_handler_rc gr_handle_list_groups(struct gr_req *req);
-enum gr_handler_rc gr_handle_describe_groups(struct gr_req *req);
-enum gr_handler_rc gr_handle_delete_groups(struct gr_req *req);
+/* One handler per row of server/apis.def: enum gr_handler_rc gr_handle_<handler>(struct gr_req *req), e.g.
+ * gr_handle_produce. Each takes a decoded request (req->body, req->resp initialised), fills req->resp and
+ * returns DONE, WAIT (parked), NO_RESPONSE or CLOSE; its own file's opening paragraph gives the rules. */
+#define GR_API(key, id, name, advertised_min, served_min, served_max, handler, needs_groups)                 \
+    enum gr_handler_rc gr_handle_##handler(struct gr_req *req);
+#include "server/apis.def"
+#undef GR_API
 
-/* The group coordinator's server binding (handlers/join_group.c). gr_groups_start opens (creating when
- * missing) __consumer_offsets, replays it into a new b->coord and starts its timers on b->loop; returns 0
- * or -errno. gr_groups_stop stops the timers and frees b->coord without answering parked JoinGroup /
- * SyncGroup requests (call it before freeing parked requests and before closing the store). */
-int gr_groups_start(struct gr_broker *b);
-/* Lazy start, as Kafka creates __consumer_offsets on first group use: at broker start the coordinator is
- * started only when __consumer_offsets already exists (its replay takes milliseconds); on a new data
- * directory the first group request (any API of gr_api_uses_groups) or a Metadata / CreateTopics naming
- * __consumer_offsets goes through gr_groups_defer, which has the topic (offsets.topic.num.partitions
- * partitions, compacted) created on the I/O pool and then calls this. Called with the topic missing (no
- * I/O pool, tests) it creates the topic synchronously on the calling thread. Returns 0 when b->coord exists
- * afterwards, else -errno (logged, retried by the next group request; handlers then answer
- * COORDINATOR_NOT_AVAILABLE as they do for a missing b->coord). */
-int gr_groups_ensure(struct gr_broker *b);
-/* True for the APIs served by the group coordinator (OffsetCommit, OffsetFetch, FindCoordinator, JoinGroup,
- * Heartbeat, LeaveGroup, SyncGroup, DescribeGroups, ListGroups, DeleteGroups, OffsetDelete). */
-bool gr_api_uses_groups(int16_t api_key);
-void gr_groups_stop(struct gr_broker *b);
-/* Lazy coordinator start without blocking the network thread: for a request that needs the coordinator
- * (or names __consumer_offsets) while b->coord is NULL. When __consumer_offsets exists it starts the
- * coordinator now (gr_groups_ensure) and returns false; else it parks `req`, submits the topic's creation
- * to the I/O pool (once for all waiting requests) and returns true: when the creation completed the
- * coordinator is started and every waiting request's handler runs (gr_dispatch_handler), or the request is
- * freed when its connection closed meanwhile. Returns false (go on now: handlers answer
- * COORDINATOR_NOT_AVAILABLE without b->coord) when b->coord exists, when `req` already waited once, or out
- * of memory. */
-bool gr_groups_defer(struct gr_req *req);
-/* Returns borrowed: the __consumer_offsets binding (durability checks), NULL when groups are not started. */
-struct gr_offsets_log *gr_groups_offsets_log(struct gr_broker *b);
-/* The client's address as Kafka shows a member's host ("/127.0.0.1"), in the request arena. */
-struct gr_str gr_req_client_host(struct gr_req *req);
+/* The late answers of the group APIs, called by server/groups.c's coordinator hooks for a parked waiter:
+ * each fills req->resp from the coordinator's result (views valid only during the call: the caller sends
+ * the response at once, so they are referenced, not copied). */
+struct gr_join_result;
+struct gr_sync_result;
+/* JoinGroup (handlers/join_group.c): error, generation, protocol (per version), leader, member list. */
+void gr_join_group_fill(struct gr_req *req, const struct gr_join_result *res);
+/* SyncGroup (handlers/sync_group.c): error, protocol type and name, the member's assignment. */
+void gr_sync_group_fill(struct gr_req *req, const struct gr_sync_result *res);
 
 /* The producer id allocator's server binding (handlers/init_producer_id.c). gr_producer_ids_start loads the
  * saved block end from the log directory into a new b->producer_ids (b->store must be open); returns 0 or
@@ -78,6 +34,9 @@ int gr_producer_ids_start(struct gr_broker *b);
 void gr_producer_ids_stop(struct gr_broker *b);
 
 /* Shared helpers (handlers/common.c). */
+/* The client's address as Kafka shows a member's host ("/127.0.0.1"), in the request arena ("" when out of
+ * memory; "/" when the connection is gone). */
+struct gr_str gr_req_client_host(struct gr_req *req);
 /* Validates a topic name as Kafka does (1..249 chars of [a-zA-Z0-9._-], not "." or ".."). */
 bool gr_topic_name_valid(struct gr_str name);
 /* Whether another live topic collides with `name` once '.' and '_' are treated alike (Kafka's rule). */

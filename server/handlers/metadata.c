@@ -11,6 +11,7 @@
 
 #include "common/log.h"
 #include "coordinator/offsets_log.h"
+#include "server/groups.h"
 #include "server/handlers/handlers.h"
 
 /* Kafka AclOperation bits for a topic when no authorizer is set: READ, WRITE, CREATE, DELETE, ALTER,

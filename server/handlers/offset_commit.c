@@ -16,6 +16,7 @@
 #include "common/time.h"
 #include "coordinator/coordinator.h"
 #include "coordinator/offsets_log.h"
+#include "server/groups.h"
 #include "server/handlers/handlers.h"
 
 #define OFFSET_COMMIT_TIMEOUT_MS 5000 /* Kafka's offsets.commit.timeout.ms default */

@@ -3,7 +3,8 @@
  * waits (parked, no deadline) until the leader's SyncGroup arrives or the group rebalances. v3+ carry
  * group.instance.id; from v5 protocol type and name are required (INCONSISTENT_GROUP_PROTOCOL when null,
  * as KafkaApis checks) and compared with the group's; the answer carries them on success.
- * Read next: coordinator/group.c (sync_impl), server/handlers/join_group.c (the answer hook).
+ * The coordinator's answer comes through server/groups.c's sync_done hook, which has gr_sync_group_fill
+ * fill the response here and sends it. Read next: coordinator/group.c (sync_impl), server/groups.c.
  */
 #include "coordinator/coordinator.h"
 #include "server/handlers/handlers.h"
@@ -41,4 +42,15 @@ enum gr_handler_rc gr_handle_sync_group(struct gr_req *req)
     gr_broker_park(b, req, INT64_MAX); /* the answer may come inside the call (finishing unparks it) */
     gr_coord_sync(b->coord, &p);
     return GR_HANDLER_WAIT;
+}
+
+/* ---- the late answer (server/groups.c's sync_done hook) ---- */
+
+void gr_sync_group_fill(struct gr_req *req, const struct gr_sync_result *res)
+{
+    struct gr_sync_group_response *resp = req->resp;
+    resp->error_code = res->error_code;
+    resp->protocol_type = res->protocol_type;
+    resp->protocol_name = res->protocol_name;
+    resp->assignment = res->assignment.len >= 0 ? res->assignment : (struct gr_bytes){(const uint8_t *)"", 0};
 }

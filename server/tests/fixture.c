@@ -11,6 +11,7 @@
 
 #include <cmocka.h>
 
+#include "server/groups.h"
 #include "server/handlers/handlers.h"
 #include "server/tests/fixture.h"
 #include "storage/tests/helpers.h"

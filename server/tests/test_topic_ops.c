@@ -20,6 +20,7 @@
 #include <cmocka.h>
 
 #include "coordinator/offsets_log.h"
+#include "server/groups.h"
 #include "server/handlers/handlers.h"
 #include "server/tests/fixture.h"
 #include "storage/sys.h"

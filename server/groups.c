@@ -1,0 +1,286 @@
+/*
+ * groups.c: the server binding of the group coordinator (coordinator/ is plain state with hooks; this file
+ * gives it a log, a clock, timers and a way to answer requests).
+ *
+ * gr_groups_start opens __consumer_offsets (creating it with offsets.topic.num.partitions partitions when
+ * missing) and replays it synchronously (so COORDINATOR_LOAD_IN_PROGRESS is never needed): at broker start
+ * when the topic exists, else on the first group request (as Kafka creates the topic on first use: a new
+ * broker starts without 50 partitions' worth of file creation and fsyncs; gr_groups_defer parks the request
+ * while the files are made on the I/O pool, so the network thread keeps serving). Dispatch calls
+ * gr_groups_defer for every API marked needs_groups in server/apis.def. It creates b->coord, and drives its
+ * timers from two ev_timers: one armed at the coordinator's earliest deadline (session expiry, pending
+ * member ids, join/sync phases, offset expiration), one every GROUPS_MAINTENANCE_S seconds for the
+ * offsets-log rewrite and the high watermark of its partitions. Coordinator waiters are parked requests: a
+ * JoinGroup or SyncGroup that must wait is parked with no deadline by its handler and finished from the
+ * coordinator's join_done / sync_done hooks (which may run inside the same handler call, or later from
+ * another request or a timer); the response is filled by the API's own file (gr_join_group_fill in
+ * handlers/join_group.c, gr_sync_group_fill in handlers/sync_group.c). A waiter whose connection closed is
+ * still answered; gr_req_finish then frees it.
+ * Read next: coordinator/coordinator.h, server/handlers/join_group.c.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "common/time.h"
+#include "coordinator/coordinator.h"
+#include "coordinator/offsets_log.h"
+#include "server/groups.h"
+#include "server/handlers/handlers.h"
+
+#define GROUPS_MAINTENANCE_S 5.0
+/* Kafka's offsets.retention.check.interval.ms default (not a Gregor config key yet). */
+#define GROUPS_RETENTION_CHECK_MS 600000
+
+struct groups {
+    struct gr_broker *b;
+    struct gr_offsets_log *ol;
+    ev_timer timer;       /* the coordinator's earliest deadline */
+    int64_t armed_ms;     /* deadline the timer is armed for, INT64_MAX when idle */
+    ev_timer maintenance; /* offsets-log rewrite and high watermarks */
+};
+
+static struct groups *groups_of(struct gr_broker *b)
+{
+    return b->coord ? gr_coord_hooks_ctx(b->coord) : NULL;
+}
+
+struct gr_offsets_log *gr_groups_offsets_log(struct gr_broker *b)
+{
+    struct groups *g = groups_of(b);
+    return g ? g->ol : NULL;
+}
+
+static void arm(struct groups *g, int64_t deadline_ms)
+{
+    ev_timer_stop(g->b->loop, &g->timer);
+    g->armed_ms = deadline_ms;
+    if (deadline_ms == INT64_MAX) return;
+    double after = (double)(deadline_ms - gr_time_mono_ms()) / 1000.0;
+    ev_timer_set(&g->timer, after > 0 ? after : 0, 0);
+    ev_timer_start(g->b->loop, &g->timer);
+}
+
+static void timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    (void)loop;
+    (void)revents;
+    struct groups *g = w->data;
+    g->armed_ms = INT64_MAX;
+    gr_coord_tick(g->b->coord);
+    arm(g, gr_coord_next_deadline_ms(g->b->coord));
+}
+
+static void maintenance_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    (void)loop;
+    (void)revents;
+    struct groups *g = w->data;
+    for (int32_t p = 0; p < gr_offsets_log_partitions(g->ol); p++)
+        gr_broker_update_hwm(g->b, gr_offsets_log_log(g->ol, p));
+}
+
+/* ---- coordinator hooks ---- */
+
+static int64_t hook_mono(void *ctx)
+{
+    (void)ctx;
+    return gr_time_mono_ms();
+}
+
+static int64_t hook_wall(void *ctx)
+{
+    (void)ctx;
+    return gr_time_wall_ms();
+}
+
+static int hook_append(void *ctx, int32_t partition, const struct gr_coord_record *recs, int count,
+                       int64_t *end_offset)
+{
+    struct groups *g = ctx;
+    return gr_offsets_log_append(g->ol, partition, recs, count, gr_time_wall_ms(), end_offset);
+}
+
+/* With gregor.acks.all.fsync (default) a group-metadata write counts once fsynced; without it, at once
+ * (Kafka's page-cache behaviour). */
+static int hook_durable(void *ctx, int32_t partition, int64_t end_offset)
+{
+    struct groups *g = ctx;
+    if (!g->b->hwm_durable) return 1;
+    return gr_offsets_log_durable(g->ol, partition, end_offset);
+}
+
+static void hook_timer(void *ctx, int64_t deadline_ms)
+{
+    struct groups *g = ctx;
+    if (deadline_ms < g->armed_ms) arm(g, deadline_ms);
+}
+
+/* Answers a JoinGroup waiter: the response is filled by join_group.c, then sent at once (the result's
+ * views are only valid during this call). */
+static void hook_join_done(void *ctx, void *waiter, const struct gr_join_result *res)
+{
+    (void)ctx;
+    gr_join_group_fill(waiter, res);
+    gr_req_finish(waiter);
+}
+
+/* Answers a SyncGroup waiter: the response is filled by sync_group.c, then sent at once. */
+static void hook_sync_done(void *ctx, void *waiter, const struct gr_sync_result *res)
+{
+    (void)ctx;
+    gr_sync_group_fill(waiter, res);
+    gr_req_finish(waiter);
+}
+
+/* ---- life cycle ---- */
+
+int gr_groups_start(struct gr_broker *b)
+{
+    struct groups *g = calloc(1, sizeof *g);
+    if (!g) return -ENOMEM;
+    g->b = b;
+    g->armed_ms = INT64_MAX;
+    /* the watchers exist before the coordinator: replay already sets deadlines (hook_timer arms) */
+    ev_timer_init(&g->timer, timer_cb, 0, 0);
+    g->timer.data = g;
+    ev_timer_init(&g->maintenance, maintenance_cb, GROUPS_MAINTENANCE_S, GROUPS_MAINTENANCE_S);
+    g->maintenance.data = g;
+    int64_t t0 = gr_time_mono_ms();
+    int rc = gr_offsets_log_open(b->store, (int32_t)gr_config_int(&b->cfg, "offsets.topic.num.partitions"),
+                                 &g->ol);
+    if (rc) {
+        GR_ERROR("cannot open %s: %s", GR_OFFSETS_TOPIC, strerror(-rc));
+        free(g);
+        return rc;
+    }
+    struct gr_coord_config cfg;
+    gr_coord_config_defaults(&cfg);
+    cfg.min_session_timeout_ms = (int32_t)gr_config_int(&b->cfg, "group.min.session.timeout.ms");
+    cfg.max_session_timeout_ms = (int32_t)gr_config_int(&b->cfg, "group.max.session.timeout.ms");
+    cfg.initial_rebalance_delay_ms = (int32_t)gr_config_int(&b->cfg, "group.initial.rebalance.delay.ms");
+    cfg.max_size = (int32_t)gr_config_int(&b->cfg, "group.max.size");
+    cfg.offsets_retention_ms = gr_config_int(&b->cfg, "offsets.retention.minutes") * 60000;
+    cfg.offsets_retention_check_interval_ms = GROUPS_RETENTION_CHECK_MS;
+    cfg.offset_metadata_max_bytes = (int32_t)gr_config_int(&b->cfg, "offset.metadata.max.bytes");
+    cfg.offsets_max_message_bytes = (int32_t)gr_config_int(&b->cfg, "message.max.bytes");
+    cfg.offsets_partitions = gr_offsets_log_partitions(g->ol);
+    struct gr_coord_hooks hooks = {
+        g, hook_mono, hook_wall, hook_append, hook_join_done, hook_sync_done, hook_timer, hook_durable};
+    b->coord = gr_coord_create(&cfg, &hooks);
+    if (!b->coord) {
+        gr_offsets_log_close(g->ol);
+        free(g);
+        return -ENOMEM;
+    }
+    int64_t n = gr_offsets_log_load(g->ol, b->coord);
+    if (n < 0) {
+        GR_ERROR("cannot replay %s: %s", GR_OFFSETS_TOPIC, strerror((int)-n));
+        ev_timer_stop(b->loop, &g->timer);
+        gr_coord_destroy(b->coord);
+        b->coord = NULL;
+        gr_offsets_log_close(g->ol);
+        free(g);
+        return (int)n;
+    }
+    for (int32_t p = 0; p < gr_offsets_log_partitions(g->ol); p++) {
+        struct gr_log *log = gr_offsets_log_log(g->ol, p);
+        gr_broker_update_hwm(b, log);
+        /* the coordinator appends without parking: its partitions' active files stay open under the cap */
+        int kerr = gr_log_keep_active_open(log);
+        if (kerr < 0)
+            GR_WARN("%s-%d: cannot open the active segment (%s)", GR_OFFSETS_TOPIC, (int)p, strerror(-kerr));
+    }
+    ev_timer_start(b->loop, &g->maintenance);
+    arm(g, gr_coord_next_deadline_ms(b->coord));
+    GR_INFO("group coordinator loaded %lld records of %s (%d partitions, %d groups) in %lld ms", (long long)n,
+            GR_OFFSETS_TOPIC, gr_offsets_log_partitions(g->ol), gr_coord_group_count(b->coord),
+            (long long)(gr_time_mono_ms() - t0));
+    return 0;
+}
+
+int gr_groups_ensure(struct gr_broker *b)
+{
+    if (b->coord) return 0;
+    int64_t t0 = gr_time_mono_ms();
+    int rc = gr_groups_start(b);
+    if (rc == 0)
+        GR_INFO("group coordinator started on first use in %lld ms", (long long)(gr_time_mono_ms() - t0));
+    return rc;
+}
+
+/* Requests parked until __consumer_offsets exists (gr_groups_defer). */
+struct gr_groups_wait {
+    struct gr_req **reqs;
+    int count, cap;
+};
+
+/* The creation of __consumer_offsets completed: start the coordinator, run the waiting handlers. */
+static void offsets_created(void *ctx, int err, struct gr_topic *t)
+{
+    (void)t;
+    struct gr_broker *b = ctx;
+    if (err && err != -EEXIST)
+        GR_ERROR("cannot create %s: %s", GR_OFFSETS_TOPIC, strerror(-err));
+    else
+        gr_groups_ensure(b);
+    struct gr_groups_wait *w = b->groups_wait;
+    struct gr_req **reqs = w->reqs;
+    int n = w->count;
+    w->reqs = NULL;
+    w->count = w->cap = 0;
+    for (int i = 0; i < n; i++) {
+        struct gr_req *req = reqs[i];
+        gr_req_unpark(req);
+        if (!req->conn)
+            gr_req_free(req); /* the connection closed while it waited */
+        else
+            gr_dispatch_handler(req); /* without b->coord: COORDINATOR_NOT_AVAILABLE, as before */
+    }
+    free(reqs);
+}
+
+bool gr_groups_defer(struct gr_req *req)
+{
+    struct gr_broker *b = req->broker;
+    if (b->coord || req->groups_deferred) return false;
+    req->groups_deferred = true;
+    if (gr_store_topic_find(b->store, GR_OFFSETS_TOPIC, strlen(GR_OFFSETS_TOPIC))) {
+        gr_groups_ensure(b); /* the topic exists: only its replay is left */
+        return false;
+    }
+    if (!b->groups_wait && !(b->groups_wait = calloc(1, sizeof *b->groups_wait))) return false;
+    struct gr_groups_wait *w = b->groups_wait;
+    if (w->count == w->cap) {
+        int ncap = w->cap ? w->cap * 2 : 8;
+        struct gr_req **n = realloc(w->reqs, sizeof *n * (size_t)ncap);
+        if (!n) return false;
+        w->reqs = n;
+        w->cap = ncap;
+    }
+    w->reqs[w->count++] = req;
+    gr_broker_park(b, req, INT64_MAX); /* offsets_created runs its handler */
+    if (w->count == 1) {               /* the first waiter starts the creation; later ones join it */
+        int32_t parts = (int32_t)gr_config_int(&b->cfg, "offsets.topic.num.partitions");
+        gr_store_topic_op_submit(b->store, b->iopool, gr_offsets_log_create_op(parts), offsets_created, b);
+    }
+    return true;
+}
+
+void gr_groups_stop(struct gr_broker *b)
+{
+    if (b->groups_wait) {
+        free(b->groups_wait->reqs); /* waiters are parked requests: main frees them */
+        free(b->groups_wait);
+        b->groups_wait = NULL;
+    }
+    struct groups *g = groups_of(b);
+    if (!g) return;
+    ev_timer_stop(b->loop, &g->timer);
+    ev_timer_stop(b->loop, &g->maintenance);
+    gr_coord_destroy(b->coord); /* parked JoinGroup/SyncGroup requests are dropped, not answered */
+    b->coord = NULL;
+    gr_offsets_log_close(g->ol);
+    free(g);
+}

@@ -1,0 +1,43 @@
+/*
+ * groups.h: the group coordinator's server binding (server/groups.c): starting and stopping b->coord over
+ * __consumer_offsets, its lazy creation on first group use, the coordinator's timers and hooks. Dispatch
+ * calls gr_groups_defer for the APIs marked needs_groups in server/apis.def; handlers only use b->coord.
+ * Read next: server/groups.c, coordinator/coordinator.h.
+ */
+#ifndef GR_GROUPS_H
+#define GR_GROUPS_H
+
+#include <stdbool.h>
+
+#include "server/broker.h"
+
+struct gr_offsets_log;
+
+/* gr_groups_start opens (creating when missing) __consumer_offsets, replays it into a new b->coord and
+ * starts its timers on b->loop; returns 0 or -errno. gr_groups_stop stops the timers and frees b->coord
+ * without answering parked JoinGroup / SyncGroup requests (call it before freeing parked requests and before
+ * closing the store). */
+int gr_groups_start(struct gr_broker *b);
+/* Lazy start, as Kafka creates __consumer_offsets on first group use: at broker start the coordinator is
+ * started only when __consumer_offsets already exists (its replay takes milliseconds); on a new data
+ * directory the first group request (any API marked needs_groups in server/apis.def) or a Metadata /
+ * CreateTopics naming __consumer_offsets goes through gr_groups_defer, which has the topic
+ * (offsets.topic.num.partitions partitions, compacted) created on the I/O pool and then calls this. Called
+ * with the topic missing (no I/O pool, tests) it creates the topic synchronously on the calling thread.
+ * Returns 0 when b->coord exists afterwards, else -errno (logged, retried by the next group request;
+ * handlers then answer COORDINATOR_NOT_AVAILABLE as they do for a missing b->coord). */
+int gr_groups_ensure(struct gr_broker *b);
+void gr_groups_stop(struct gr_broker *b);
+/* Lazy coordinator start without blocking the network thread: for a request that needs the coordinator
+ * (or names __consumer_offsets) while b->coord is NULL. When __consumer_offsets exists it starts the
+ * coordinator now (gr_groups_ensure) and returns false; else it parks `req`, submits the topic's creation
+ * to the I/O pool (once for all waiting requests) and returns true: when the creation completed the
+ * coordinator is started and every waiting request's handler runs (gr_dispatch_handler), or the request is
+ * freed when its connection closed meanwhile. Returns false (go on now: handlers answer
+ * COORDINATOR_NOT_AVAILABLE without b->coord) when b->coord exists, when `req` already waited once, or out
+ * of memory. */
+bool gr_groups_defer(struct gr_req *req);
+/* Returns borrowed: the __consumer_offsets binding (durability checks), NULL when groups are not started. */
+struct gr_offsets_log *gr_groups_offsets_log(struct gr_broker *b);
+
+#endif
