@@ -75,6 +75,14 @@ void gr_store_config_defaults(struct gr_store_config *cfg)
     cfg->flush_syncfs_min_logs = 16;
     cfg->cleanup_delete = true;
     cfg->roll_wait_bytes_min = 64 << 20;
+    cfg->timestamp_before_max_ms = INT64_MAX;
+    cfg->timestamp_after_max_ms = 3600000;
+    cfg->compression_type = GR_COMPRESSION_PRODUCER;
+}
+
+const struct gr_log_config *gr_topic_policy(const struct gr_topic *t)
+{
+    return &t->cfg;
 }
 
 const char *gr_store_cluster_id(const struct gr_store *store)
@@ -260,6 +268,15 @@ static int config_apply(struct gr_log_config *cfg, const char *key, const char *
         cfg->min_cleanable_ratio = d;
     } else if (strcmp(key, "message.timestamp.type") == 0) {
         if (strcmp(value, "CreateTime") != 0 && strcmp(value, "LogAppendTime") != 0) return -EINVAL;
+        cfg->log_append_time = strcmp(value, "LogAppendTime") == 0;
+    } else if (strcmp(key, "max.decompressed.message.bytes") == 0) {
+        cfg->max_decompressed_message_bytes = atoi(value); /* validated by the config APIs */
+    } else if (strcmp(key, "message.timestamp.before.max.ms") == 0) {
+        cfg->message_timestamp_before_max_ms = strtoll(value, NULL, 10);
+    } else if (strcmp(key, "message.timestamp.after.max.ms") == 0) {
+        cfg->message_timestamp_after_max_ms = strtoll(value, NULL, 10);
+    } else if (strcmp(key, "compression.type") == 0) {
+        cfg->compression_type = gr_compression_type_parse(value);
     }
     return 0;
 }
@@ -281,6 +298,11 @@ static void store_defaults_cfg(const struct gr_store_config *sc, struct gr_log_c
     cfg->min_cleanable_ratio = sc->min_cleanable_ratio;
     cfg->min_compaction_lag_ms = sc->min_compaction_lag_ms;
     cfg->max_compaction_lag_ms = sc->max_compaction_lag_ms;
+    cfg->max_decompressed_message_bytes = GR_MAX_DECOMPRESSED_MESSAGE_BYTES_DEFAULT;
+    cfg->log_append_time = sc->log_append_time;
+    cfg->message_timestamp_before_max_ms = sc->timestamp_before_max_ms;
+    cfg->message_timestamp_after_max_ms = sc->timestamp_after_max_ms;
+    cfg->compression_type = sc->compression_type;
 }
 
 /* Validates a config set and computes the effective config it gives. */
@@ -1220,6 +1242,10 @@ void gr_store_set_defaults(struct gr_store *store, const struct gr_store_config 
     sc->max_compaction_lag_ms = cfg->max_compaction_lag_ms;
     sc->cleanup_delete = cfg->cleanup_delete;
     sc->cleanup_compact = cfg->cleanup_compact;
+    sc->log_append_time = cfg->log_append_time;
+    sc->timestamp_before_max_ms = cfg->timestamp_before_max_ms;
+    sc->timestamp_after_max_ms = cfg->timestamp_after_max_ms;
+    sc->compression_type = cfg->compression_type;
     store_defaults_cfg(sc, &store->defaults);
     for (int i = 0; i < store->topic_count; i++)
         gr_log_config_effective(store, store->topics[i]);
