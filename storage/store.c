@@ -40,6 +40,7 @@
 #include "storage/internal.h"
 #include "storage/iopool.h"
 #include "storage/sys.h"
+#include "storage/topic_config.h"
 
 #define TOPICS_DIR "__gregor_topics"
 #define CLEAN_MARKER ".kafka_cleanshutdown"
@@ -136,54 +137,11 @@ struct gr_topic *gr_store_topic_at(struct gr_store *store, int i)
 
 /* ---------------------------------------------------------------- configs */
 
-/* Kafka's topic config names (TopicConfig and LogConfig of Kafka 4.4), and message.downconversion.enable
- * (removed in Kafka 4.0). */
-static const char *const known_keys[] = {
-    "cleanup.policy",
-    "compression.gzip.level",
-    "compression.lz4.level",
-    "compression.type",
-    "compression.zstd.level",
-    "delete.retention.ms",
-    "errors.deadletterqueue.group.enable",
-    "file.delete.delay.ms",
-    "flush.messages",
-    "flush.ms",
-    "follower.replication.throttled.replicas",
-    "index.interval.bytes",
-    "leader.replication.throttled.replicas",
-    "local.retention.bytes",
-    "local.retention.ms",
-    "max.compaction.lag.ms",
-    "max.decompressed.message.bytes",
-    "max.message.bytes",
-    "message.downconversion.enable",
-    "message.timestamp.after.max.ms",
-    "message.timestamp.before.max.ms",
-    "message.timestamp.type",
-    "min.cleanable.dirty.ratio",
-    "min.compaction.lag.ms",
-    "min.insync.replicas",
-    "preallocate",
-    "remote.copy.lag.bytes",
-    "remote.copy.lag.ms",
-    "remote.log.copy.disable",
-    "remote.log.delete.on.disable",
-    "remote.storage.enable",
-    "retention.bytes",
-    "retention.ms",
-    "segment.bytes",
-    "segment.index.bytes",
-    "segment.jitter.ms",
-    "segment.ms",
-    "unclean.leader.election.enable",
-};
-
 bool gr_topic_config_key_known(const char *key)
 {
-    for (size_t i = 0; i < sizeof(known_keys) / sizeof(known_keys[0]); i++)
-        if (strcmp(known_keys[i], key) == 0) return true;
-    return false;
+    /* The table of topic keys (storage/topic_config.c), and message.downconversion.enable, removed in Kafka
+       4.0, which CreateTopics and topic files written before still accept. */
+    return gr_tcfg_find(key) != NULL || (key && strcmp(key, "message.downconversion.enable") == 0);
 }
 
 static int parse_long(const char *s, int64_t min, int64_t max, int64_t *out)

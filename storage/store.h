@@ -311,7 +311,8 @@ void gr_topic_config_at(const struct gr_topic *t, int i, const char **key, const
    value; nothing changed), -ENOENT (the topic was deleted) or -errno (nothing changed). */
 int gr_topic_config_set_all(struct gr_store *store, struct gr_topic *t, const char *const *keys,
                             const char *const *values, int count);
-/* True if Kafka knows `key` as a topic config name (TopicConfig), i.e. gr_store_topic_create accepts it. */
+/* True if `key` is a row of the table of topic keys (storage/topic_config.h) or message.downconversion.enable
+   (removed in Kafka 4.0), i.e. gr_store_topic_create accepts it. */
 bool gr_topic_config_key_known(const char *key);
 
 /* Retention: for every live log whose cleanup.policy includes "delete", deletes (oldest first) segments
