@@ -3,7 +3,10 @@
  * Sources, later ones win: embedded defaults, a Java-style properties file, `--override key=value`.
  * Unknown keys are reported at start (a warning); a bad value stops the broker with a message naming the key.
  * Every key is a row of one table (name, type, default, documentation), which DescribeConfigs also serves.
- * Read next: server/main.c.
+ * Values are kept as text (what DescribeConfigs shows) and parsed once into typed fields, cfg.settings
+ * (struct gr_broker_settings), by every setter: at load and on each dynamic broker config change. Code past
+ * start-up reads only cfg.settings; topic-level values are the topic's typed policy (storage/store.h).
+ * Read next: server/main.c, server/dynconf.h.
  */
 #ifndef GR_CONFIG_H
 #define GR_CONFIG_H
