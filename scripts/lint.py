@@ -13,6 +13,10 @@
      `case <n>:` commented with an API's name, or a table row `{<n>, "<ApiName>"`; the list itself must have
      one row per key, in key order (ApiVersions lists them so). The check runs on known bad and good
      snippets first, so it is seen to fail.
+  4. no string-keyed configuration read (gr_config_str/int/bool/is_set/dynamic, gr_topic_config_get) outside
+     the config module, the config APIs and start-up (CONFIG_READERS): everything else reads the typed
+     broker settings (server/config.h struct gr_broker_settings) or a topic's typed policy
+     (storage/store.h gr_topic_policy), parsed once when a config changes.
 
 Prints one line per finding and ends with "lint: N passed, N failed" (N counts checks). Exit 1 on a finding.
 Usage: scripts/lint.py [--no-format]
@@ -184,6 +188,51 @@ def check_api_keys(files, failures):
     return checks
 
 
+CONFIG_READ = re.compile(r"\b(gr_config_(?:str|int|bool|is_set|dynamic)|gr_topic_config_get)\s*\(")
+# Files that may look a configuration up by its key string, and why.
+CONFIG_READERS = {
+    "server/config.c": "the config module: parses the strings into struct gr_broker_settings",
+    "server/config.h": "declares them",
+    "server/dynconf.c": "dynamic broker configs: persistence and the store's broker defaults",
+    "server/topic_configs.c": "Kafka's sources, synonyms and validation for the config APIs",
+    "server/handlers/describe_configs.c": "DescribeConfigs shows the strings",
+    "server/handlers/alter_configs.c": "AlterConfigs",
+    "server/handlers/incremental_alter_configs.c": "IncrementalAlterConfigs",
+    "server/handlers/create_topics.c": "CreateTopics' result lists the new topic's configs as DescribeConfigs",
+    "server/main.c": "start-up: reads the keys that set up the store, the pools and logging",
+    "server/healthcheck.c": "the --healthcheck mode (a start-up of its own, no broker)",
+    "storage/store.c": "defines gr_topic_config_get and parses the topic strings into the typed policy",
+    "storage/store.h": "declares gr_topic_config_get",
+}
+
+
+def strip_comments(text):
+    """The C text with comments and string literals blanked (line count kept)."""
+    out = re.sub(r"/\*.*?\*/", lambda m: re.sub(r"[^\n]", " ", m.group(0)), text, flags=re.S)
+    out = re.sub(r"//[^\n]*", "", out)
+    return re.sub(r'"(?:\\.|[^"\\\n])*"', '""', out)
+
+
+def check_config_reads(files, failures):
+    checks = 0
+    for f in files:
+        top = f.split("/", 1)[0]
+        if top not in LAYERS or "/tests/" in f or f in CONFIG_READERS:
+            continue
+        checks += 1
+        with open(os.path.join(ROOT, f), encoding="utf-8", errors="replace") as fh:
+            text = strip_comments(fh.read())
+        for lineno, line in enumerate(text.split("\n"), 1):
+            m = CONFIG_READ.search(line)
+            if m:
+                failures.append(
+                    f"config: {f}:{lineno}: {m.group(1)}() reads configuration by its key string outside the "
+                    "config module and start-up; read cfg.settings (server/config.h) or gr_topic_policy "
+                    "(storage/store.h), or list the file in scripts/lint.py CONFIG_READERS with the reason"
+                )
+    return checks
+
+
 def main():
     os.chdir(ROOT)
     files = tracked_c_files()
@@ -193,6 +242,7 @@ def main():
         checks += check_format(files, failures)
     checks += check_includes(files, failures)
     checks += check_api_keys(files, failures)
+    checks += check_config_reads(files, failures)
     for line in failures:
         print(line)
     print(f"lint: {checks - len(failures)} passed, {len(failures)} failed")

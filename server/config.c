@@ -175,6 +175,7 @@ static int find(const char *key)
 void gr_config_init(struct gr_config *cfg)
 {
     memset(cfg, 0, sizeof *cfg);
+    gr_config_resolve(cfg);
 }
 
 void gr_config_free(struct gr_config *cfg)
@@ -264,6 +265,7 @@ int gr_config_set(struct gr_config *cfg, const char *key, const char *value)
     free(cfg->values[i]);
     cfg->values[i] = strdup(value);
     cfg->from_file[i] = true;
+    gr_config_resolve(cfg);
     return 0;
 }
 
@@ -358,6 +360,7 @@ void gr_config_set_dynamic(struct gr_config *cfg, enum gr_config_level level, co
         free(cfg->dynamic[level][i]);
         cfg->dynamic[level][i] = strdup(values[k]);
     }
+    gr_config_resolve(cfg);
 }
 
 const char *gr_config_dynamic(const struct gr_config *cfg, enum gr_config_level level, const char *key)
@@ -381,4 +384,51 @@ int64_t gr_config_roll_ms(const struct gr_config *cfg)
 {
     if (gr_config_is_set(cfg, "log.roll.ms")) return gr_config_int(cfg, "log.roll.ms");
     return gr_config_int(cfg, "log.roll.hours") * 3600000;
+}
+
+void gr_config_resolve(struct gr_config *cfg)
+{
+    struct gr_broker_settings *s = &cfg->settings;
+    s->node_id = (int32_t)gr_config_int(cfg, "node.id");
+    if (gr_config_is_set(cfg, "broker.id") && gr_config_int(cfg, "broker.id") >= 0)
+        s->node_id = (int32_t)gr_config_int(cfg, "broker.id");
+    s->log_dir = gr_config_str(cfg, "log.dirs");
+    if (!s->log_dir) s->log_dir = gr_config_str(cfg, "log.dir");
+    s->listeners = gr_config_str(cfg, "listeners");
+    s->advertised_listeners = gr_config_str(cfg, "advertised.listeners");
+    s->listener_security_protocol_map = gr_config_str(cfg, "listener.security.protocol.map");
+    s->gregor_listener_file = gr_config_str(cfg, "gregor.listener.file");
+    s->num_partitions = (int32_t)gr_config_int(cfg, "num.partitions");
+    s->auto_create_topics_enable = gr_config_bool(cfg, "auto.create.topics.enable");
+    s->default_replication_factor = (int16_t)gr_config_int(cfg, "default.replication.factor");
+    s->offsets_topic_num_partitions = (int32_t)gr_config_int(cfg, "offsets.topic.num.partitions");
+    s->message_max_bytes = (int32_t)gr_config_int(cfg, "message.max.bytes");
+    s->log_message_timestamp_type_log_append_time =
+        strcmp(gr_config_str(cfg, "log.message.timestamp.type"), "LogAppendTime") == 0;
+    s->log_message_timestamp_before_max_ms = gr_config_int(cfg, "log.message.timestamp.before.max.ms");
+    s->log_message_timestamp_after_max_ms = gr_config_int(cfg, "log.message.timestamp.after.max.ms");
+    s->compression_type = gr_compression_type_parse(gr_config_str(cfg, "compression.type"));
+    const char *policy = gr_config_str(cfg, "log.cleanup.policy");
+    s->log_cleanup_policy_delete = strstr(policy, "delete") != NULL;
+    s->log_cleanup_policy_compact = strstr(policy, "compact") != NULL;
+    s->log_retention_check_interval_ms = gr_config_int(cfg, "log.retention.check.interval.ms");
+    s->socket_request_max_bytes = (int32_t)gr_config_int(cfg, "socket.request.max.bytes");
+    s->queued_max_request_bytes = gr_config_int(cfg, "queued.max.request.bytes");
+    s->max_connections = (int32_t)gr_config_int(cfg, "max.connections");
+    s->connections_max_idle_ms = gr_config_int(cfg, "connections.max.idle.ms");
+    s->fetch_max_bytes = (int32_t)gr_config_int(cfg, "fetch.max.bytes");
+    s->delete_topic_enable = gr_config_bool(cfg, "delete.topic.enable");
+    s->group_min_session_timeout_ms = (int32_t)gr_config_int(cfg, "group.min.session.timeout.ms");
+    s->group_max_session_timeout_ms = (int32_t)gr_config_int(cfg, "group.max.session.timeout.ms");
+    s->group_initial_rebalance_delay_ms = (int32_t)gr_config_int(cfg, "group.initial.rebalance.delay.ms");
+    s->group_max_size = (int32_t)gr_config_int(cfg, "group.max.size");
+    s->offsets_retention_ms = gr_config_int(cfg, "offsets.retention.minutes") * 60000;
+    s->offset_metadata_max_bytes = (int32_t)gr_config_int(cfg, "offset.metadata.max.bytes");
+    s->producer_id_expiration_ms = gr_config_int(cfg, "producer.id.expiration.ms");
+    s->producer_id_expiration_check_interval_ms =
+        gr_config_int(cfg, "producer.id.expiration.check.interval.ms");
+    s->gregor_acks_all_fsync = gr_config_bool(cfg, "gregor.acks.all.fsync");
+    s->gregor_open_files_max = (int32_t)gr_config_int(cfg, "gregor.open.files.max");
+    s->gregor_connection_unsent_bytes_max = gr_config_int(cfg, "gregor.connection.unsent.bytes.max");
+    s->gregor_unsent_bytes_max = gr_config_int(cfg, "gregor.unsent.bytes.max");
 }

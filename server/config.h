@@ -3,13 +3,18 @@
  * Sources, later ones win: embedded defaults, a Java-style properties file, `--override key=value`.
  * Unknown keys are reported at start (a warning); a bad value stops the broker with a message naming the key.
  * Every key is a row of one table (name, type, default, documentation), which DescribeConfigs also serves.
- * Read next: server/main.c.
+ * Values are kept as text (what DescribeConfigs shows) and parsed once into typed fields, cfg.settings
+ * (struct gr_broker_settings), by every setter: at load and on each dynamic broker config change. Code past
+ * start-up reads only cfg.settings; topic-level values are the topic's typed policy (storage/store.h).
+ * Read next: server/main.c, server/dynconf.h.
  */
 #ifndef GR_CONFIG_H
 #define GR_CONFIG_H
 
 #include <stdbool.h>
 #include <stdint.h>
+
+#include "storage/store.h" /* enum gr_compression_type */
 
 enum gr_config_type { GR_CFG_BOOLEAN, GR_CFG_INT, GR_CFG_LONG, GR_CFG_STRING, GR_CFG_LIST, GR_CFG_DOUBLE };
 
@@ -27,9 +32,52 @@ const struct gr_config_def *gr_config_defs(int *count);
 /* Dynamic broker config levels (kafka-configs.sh --entity-name <id> / --entity-default). */
 enum gr_config_level { GR_CFG_LEVEL_BROKER = 0, GR_CFG_LEVEL_DEFAULT = 1 };
 
+/* The effective broker configuration as typed fields, named after the keys (units last). Filled from the
+ * string table by gr_config_set / gr_config_set_dynamic (start-up and each dynamic broker config change);
+ * every reader after start-up reads these fields, never a key string (scripts/lint.py checks it). */
+struct gr_broker_settings {
+    int32_t node_id;                                  /* node.id, or broker.id when set and >= 0 */
+    const char *log_dir;                              /* log.dirs, else log.dir (borrowed from the table) */
+    const char *listeners;                            /* listeners (borrowed, like the strings below) */
+    const char *advertised_listeners;                 /* advertised.listeners, NULL when unset */
+    const char *listener_security_protocol_map;       /* listener.security.protocol.map */
+    const char *gregor_listener_file;                 /* gregor.listener.file, NULL when unset */
+    int32_t num_partitions;                           /* num.partitions */
+    bool auto_create_topics_enable;                   /* auto.create.topics.enable */
+    int16_t default_replication_factor;               /* default.replication.factor */
+    int32_t offsets_topic_num_partitions;             /* offsets.topic.num.partitions */
+    int32_t message_max_bytes;                        /* message.max.bytes */
+    bool log_message_timestamp_type_log_append_time;  /* log.message.timestamp.type == LogAppendTime */
+    int64_t log_message_timestamp_before_max_ms;      /* log.message.timestamp.before.max.ms */
+    int64_t log_message_timestamp_after_max_ms;       /* log.message.timestamp.after.max.ms */
+    enum gr_compression_type compression_type;        /* compression.type */
+    bool log_cleanup_policy_delete;                   /* log.cleanup.policy lists delete */
+    bool log_cleanup_policy_compact;                  /* log.cleanup.policy lists compact */
+    int64_t log_retention_check_interval_ms;          /* log.retention.check.interval.ms */
+    int32_t socket_request_max_bytes;                 /* socket.request.max.bytes */
+    int64_t queued_max_request_bytes;                 /* queued.max.request.bytes, -1 unlimited */
+    int32_t max_connections;                          /* max.connections */
+    int64_t connections_max_idle_ms;                  /* connections.max.idle.ms, -1 never */
+    int32_t fetch_max_bytes;                          /* fetch.max.bytes */
+    bool delete_topic_enable;                         /* delete.topic.enable */
+    int32_t group_min_session_timeout_ms;             /* group.min.session.timeout.ms */
+    int32_t group_max_session_timeout_ms;             /* group.max.session.timeout.ms */
+    int32_t group_initial_rebalance_delay_ms;         /* group.initial.rebalance.delay.ms */
+    int32_t group_max_size;                           /* group.max.size */
+    int64_t offsets_retention_ms;                     /* offsets.retention.minutes, in ms */
+    int32_t offset_metadata_max_bytes;                /* offset.metadata.max.bytes */
+    int64_t producer_id_expiration_ms;                /* producer.id.expiration.ms */
+    int64_t producer_id_expiration_check_interval_ms; /* producer.id.expiration.check.interval.ms */
+    bool gregor_acks_all_fsync;                       /* gregor.acks.all.fsync */
+    int32_t gregor_open_files_max;                    /* gregor.open.files.max */
+    int64_t gregor_connection_unsent_bytes_max;       /* gregor.connection.unsent.bytes.max */
+    int64_t gregor_unsent_bytes_max;                  /* gregor.unsent.bytes.max */
+};
+
 struct gr_config {
-    char *values[128];     /* current value per definition row (NULL = default) */
-    bool from_file[128];   /* set by file or override (config_source STATIC_BROKER_CONFIG) */
+    struct gr_broker_settings settings; /* typed view of the values below, kept current by the setters */
+    char *values[128];                  /* current value per definition row (NULL = default) */
+    bool from_file[128];                /* set by file or override (config_source STATIC_BROKER_CONFIG) */
     char *dynamic[2][128]; /* per enum gr_config_level: set at runtime (server/dynconf.h), NULL = unset */
 };
 
@@ -44,7 +92,9 @@ int gr_config_load_file(struct gr_config *cfg, const char *path);
 int gr_config_set_kv(struct gr_config *cfg, const char *kv);
 /* Sets `key` to `value` after validating it; same returns as gr_config_set_kv. */
 int gr_config_set(struct gr_config *cfg, const char *key, const char *value);
-/* Current value of `key` as a string (NULL when null). Asserts that the key exists. */
+/* Current value of `key` as a string (NULL when null). Asserts that the key exists. String-keyed reads are
+ * for start-up, the config module and the config APIs (DescribeConfigs, dynconf); everything else reads
+ * cfg->settings. */
 const char *gr_config_str(const struct gr_config *cfg, const char *key);
 int64_t gr_config_int(const struct gr_config *cfg, const char *key);
 bool gr_config_bool(const struct gr_config *cfg, const char *key);
@@ -56,6 +106,8 @@ void gr_config_set_dynamic(struct gr_config *cfg, enum gr_config_level level, co
                            const char *const *values, int count);
 /* Returns borrowed: the dynamic value of `key` at `level`, NULL when unset (or not a table row). */
 const char *gr_config_dynamic(const struct gr_config *cfg, enum gr_config_level level, const char *key);
+/* Recomputes cfg->settings from the string values (called by the setters; exposed for tests). */
+void gr_config_resolve(struct gr_config *cfg);
 /* log.retention.ms resolved from log.retention.ms / .minutes / .hours as Kafka does, in milliseconds. */
 int64_t gr_config_retention_ms(const struct gr_config *cfg);
 /* log.roll.ms resolved from log.roll.ms / log.roll.hours, in milliseconds. */

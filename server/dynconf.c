@@ -30,9 +30,13 @@ void gr_dynconf_store_config(const struct gr_config *cfg, struct gr_store_config
     sc->min_cleanable_ratio = strtod(gr_config_str(cfg, "log.cleaner.min.cleanable.ratio"), NULL);
     sc->min_compaction_lag_ms = gr_config_int(cfg, "log.cleaner.min.compaction.lag.ms");
     sc->max_compaction_lag_ms = gr_config_int(cfg, "log.cleaner.max.compaction.lag.ms");
-    const char *policy = gr_config_str(cfg, "log.cleanup.policy");
-    sc->cleanup_delete = strstr(policy, "delete") != NULL;
-    sc->cleanup_compact = strstr(policy, "compact") != NULL;
+    const struct gr_broker_settings *s = &cfg->settings;
+    sc->cleanup_delete = s->log_cleanup_policy_delete;
+    sc->cleanup_compact = s->log_cleanup_policy_compact;
+    sc->log_append_time = s->log_message_timestamp_type_log_append_time;
+    sc->timestamp_before_max_ms = s->log_message_timestamp_before_max_ms;
+    sc->timestamp_after_max_ms = s->log_message_timestamp_after_max_ms;
+    sc->compression_type = s->compression_type;
 }
 
 /* One "broker.k=v" / "default.k=v" line into `sets`; 0 or -1 (printed). */

@@ -8,9 +8,10 @@
  *                                                per dynamic value, replaced atomically on the I/O pool
  *                                                (storage's topic operation FIFO), read once at start
  *
- * A change is written first, then applied (gr_dynconf_commit): the store's broker defaults are recomputed
- * so topics without their own value follow at once; values read per request (message.max.bytes,
- * compression.type, log.message.timestamp.*, max.connections...) come from gr_config_str.
+ * A change is written first, then applied (gr_dynconf_commit): gr_config_set_dynamic re-resolves the typed
+ * broker settings (cfg.settings: message.max.bytes, compression.type, log.message.timestamp.*,
+ * max.connections...), and the store's broker defaults are recomputed so every topic's typed policy
+ * (storage/store.h gr_topic_policy) follows at once for topics without their own value.
  * Read next: server/handlers/alter_configs.c (gr_alter_broker_*).
  */
 #ifndef GR_DYNCONF_H
@@ -28,7 +29,8 @@ struct gr_broker;
 struct gr_tcfg_set;
 
 /* Fills the broker-default fields of `sc` (log.segment.bytes, log.roll.*, log.retention.*, flush, index,
- * message.max.bytes, log.cleaner.*, log.cleanup.policy) from the effective values of `cfg`. */
+ * message.max.bytes, log.cleaner.*, log.cleanup.policy, log.message.timestamp.*, compression.type) from the
+ * effective values of `cfg`. */
 void gr_dynconf_store_config(const struct gr_config *cfg, struct gr_store_config *sc);
 /* Loads <log_dir>/GR_DYNCONF_FILE into cfg's dynamic levels (start-up, main thread, may wait for the
  * disk). A missing file is no error. Returns 0, or -1 after printing why (unreadable, a bad line or value).

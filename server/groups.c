@@ -148,8 +148,7 @@ int gr_groups_start(struct gr_broker *b)
     ev_timer_init(&g->maintenance, maintenance_cb, GROUPS_MAINTENANCE_S, GROUPS_MAINTENANCE_S);
     g->maintenance.data = g;
     int64_t t0 = gr_time_mono_ms();
-    int rc = gr_offsets_log_open(b->store, (int32_t)gr_config_int(&b->cfg, "offsets.topic.num.partitions"),
-                                 &g->ol);
+    int rc = gr_offsets_log_open(b->store, b->cfg.settings.offsets_topic_num_partitions, &g->ol);
     if (rc) {
         GR_ERROR("cannot open %s: %s", GR_OFFSETS_TOPIC, strerror(-rc));
         free(g);
@@ -157,14 +156,14 @@ int gr_groups_start(struct gr_broker *b)
     }
     struct gr_coord_config cfg;
     gr_coord_config_defaults(&cfg);
-    cfg.min_session_timeout_ms = (int32_t)gr_config_int(&b->cfg, "group.min.session.timeout.ms");
-    cfg.max_session_timeout_ms = (int32_t)gr_config_int(&b->cfg, "group.max.session.timeout.ms");
-    cfg.initial_rebalance_delay_ms = (int32_t)gr_config_int(&b->cfg, "group.initial.rebalance.delay.ms");
-    cfg.max_size = (int32_t)gr_config_int(&b->cfg, "group.max.size");
-    cfg.offsets_retention_ms = gr_config_int(&b->cfg, "offsets.retention.minutes") * 60000;
+    cfg.min_session_timeout_ms = b->cfg.settings.group_min_session_timeout_ms;
+    cfg.max_session_timeout_ms = b->cfg.settings.group_max_session_timeout_ms;
+    cfg.initial_rebalance_delay_ms = b->cfg.settings.group_initial_rebalance_delay_ms;
+    cfg.max_size = b->cfg.settings.group_max_size;
+    cfg.offsets_retention_ms = b->cfg.settings.offsets_retention_ms;
     cfg.offsets_retention_check_interval_ms = GROUPS_RETENTION_CHECK_MS;
-    cfg.offset_metadata_max_bytes = (int32_t)gr_config_int(&b->cfg, "offset.metadata.max.bytes");
-    cfg.offsets_max_message_bytes = (int32_t)gr_config_int(&b->cfg, "message.max.bytes");
+    cfg.offset_metadata_max_bytes = b->cfg.settings.offset_metadata_max_bytes;
+    cfg.offsets_max_message_bytes = b->cfg.settings.message_max_bytes;
     cfg.offsets_partitions = gr_offsets_log_partitions(g->ol);
     struct gr_coord_hooks hooks = {
         g, hook_mono, hook_wall, hook_append, hook_join_done, hook_sync_done, hook_timer, hook_durable};
@@ -262,7 +261,7 @@ bool gr_groups_defer(struct gr_req *req)
     w->reqs[w->count++] = req;
     gr_broker_park(b, req, INT64_MAX); /* offsets_created runs its handler */
     if (w->count == 1) {               /* the first waiter starts the creation; later ones join it */
-        int32_t parts = (int32_t)gr_config_int(&b->cfg, "offsets.topic.num.partitions");
+        int32_t parts = b->cfg.settings.offsets_topic_num_partitions;
         gr_store_topic_op_submit(b->store, b->iopool, gr_offsets_log_create_op(parts), offsets_created, b);
     }
     return true;

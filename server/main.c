@@ -56,7 +56,7 @@ static void stop_cb(struct ev_loop *loop, ev_signal *w, int revents)
 /* Drops the idempotence state of producers silent for producer.id.expiration.ms, on every partition. */
 static void expire_producers(struct gr_broker *b)
 {
-    int64_t now = gr_time_wall_ms(), expiration = gr_config_int(&b->cfg, "producer.id.expiration.ms");
+    int64_t now = gr_time_wall_ms(), expiration = b->cfg.settings.producer_id_expiration_ms;
     for (int i = 0; i < gr_store_topic_count(b->store); i++) {
         struct gr_topic *t = gr_store_topic_at(b->store, i);
         for (int32_t p = 0; p < gr_topic_partition_count(t); p++)
@@ -119,12 +119,11 @@ static void housekeeping_cb(struct ev_loop *loop, ev_timer *w, int revents)
     gr_log_ratelimit_flush(now); /* counts of rate-limited warnings whose window ended */
     gr_net_housekeeping(b, now);
     gr_store_fds_trim(b->store); /* files pinned by flushes or reads earlier may be closable now */
-    if (now - b->last_retention_ms >= gr_config_int(&b->cfg, "log.retention.check.interval.ms")) {
+    if (now - b->last_retention_ms >= b->cfg.settings.log_retention_check_interval_ms) {
         b->last_retention_ms = now;
         gr_store_retention_run(b->store, gr_time_wall_ms());
     }
-    if (now - b->last_producer_expiry_ms >=
-        gr_config_int(&b->cfg, "producer.id.expiration.check.interval.ms")) {
+    if (now - b->last_producer_expiry_ms >= b->cfg.settings.producer_id_expiration_check_interval_ms) {
         b->last_producer_expiry_ms = now;
         expire_producers(b);
     }

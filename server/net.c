@@ -209,7 +209,7 @@ static void conn_add_request(struct gr_conn *conn, uint8_t *frame, size_t len)
 static bool conn_parse(struct gr_conn *conn)
 {
     struct gr_broker *b = conn->broker;
-    int64_t frame_max = gr_config_int(&b->cfg, "socket.request.max.bytes");
+    int64_t frame_max = b->cfg.settings.socket_request_max_bytes;
     size_t off = 0;
     while (conn->rlen - off >= 4 && !conn->big && conn_may_take(conn)) {
         const uint8_t *p = conn->rbuf + off;
@@ -548,7 +548,7 @@ static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
             return;
         }
         gr_accept_episode_ok(&b->accept_ep, gr_time_mono_ms());
-        if (b->conn_count >= gr_config_int(&b->cfg, "max.connections")) {
+        if (b->conn_count >= b->cfg.settings.max_connections) {
             close(fd);
             GR_WARN_RATELIMITED("max.connections reached, connection refused");
             continue;
@@ -655,7 +655,7 @@ static int parse_listener_list(const char *spec, struct gr_listener *out, bool a
 /* listener.security.protocol.map lookup: the security protocol of a listener name. */
 static bool listener_plaintext(struct gr_broker *b, const char *name)
 {
-    const char *map = gr_config_str(&b->cfg, "listener.security.protocol.map");
+    const char *map = b->cfg.settings.listener_security_protocol_map;
     size_t nl = strlen(name);
     for (const char *p = map; p && *p;) {
         const char *end = strchr(p, ',');
@@ -703,10 +703,10 @@ static int bind_listener(struct gr_broker *b, struct gr_listener *l)
 
 void gr_net_init(struct gr_broker *b)
 {
-    gr_mempool_init(&b->request_pool, gr_config_int(&b->cfg, "queued.max.request.bytes"));
-    gr_mempool_init(&b->unsent_pool, gr_config_int(&b->cfg, "gregor.unsent.bytes.max"));
-    b->conn_unsent_bytes_max = gr_config_int(&b->cfg, "gregor.connection.unsent.bytes.max");
-    b->conn_frame_bytes_max = gr_config_int(&b->cfg, "socket.request.max.bytes");
+    gr_mempool_init(&b->request_pool, b->cfg.settings.queued_max_request_bytes);
+    gr_mempool_init(&b->unsent_pool, b->cfg.settings.gregor_unsent_bytes_max);
+    b->conn_unsent_bytes_max = b->cfg.settings.gregor_connection_unsent_bytes_max;
+    b->conn_frame_bytes_max = b->cfg.settings.socket_request_max_bytes;
     ev_timer_init(&b->resume_w, resume_cb, 0, 0);
     b->resume_w.data = b;
     ev_timer_init(&b->accept_w, accept_retry_cb, GR_ACCEPT_BACKOFF_MS / 1000.0, 0);
@@ -716,7 +716,7 @@ void gr_net_init(struct gr_broker *b)
 
 int gr_net_bind(struct gr_broker *b)
 {
-    const char *spec = gr_config_str(&b->cfg, "listeners");
+    const char *spec = b->cfg.settings.listeners;
     int n = parse_listener_list(spec, b->listeners, false);
     if (n <= 0) {
         GR_ERROR("config: listeners: cannot parse '%s' (expected NAME://host:port[,NAME://host:port])", spec);
@@ -738,7 +738,7 @@ int gr_net_bind(struct gr_broker *b)
         b->listeners[i].fd = -1;
     }
     /* advertised.listeners: by listener name; a listener not named there advertises its own address */
-    const char *adv = gr_config_str(&b->cfg, "advertised.listeners");
+    const char *adv = b->cfg.settings.advertised_listeners;
     struct gr_listener advl[GR_LISTENERS_MAX];
     int nadv = adv ? parse_listener_list(adv, advl, true) : 0;
     if (nadv < 0) {
@@ -789,7 +789,7 @@ int gr_net_serve(struct gr_broker *b)
         GR_INFO("listening on %s://%s:%d, advertised as %s:%d", l->name, l->host, l->port, l->adv_host,
                 l->adv_port);
     }
-    const char *lf = gr_config_str(&b->cfg, "gregor.listener.file");
+    const char *lf = b->cfg.settings.gregor_listener_file;
     if (lf) {
         /* first line host:port of the first listener (what tests connect to), then NAME host:port lines */
         char tmp[4200];
@@ -839,7 +839,7 @@ void gr_net_close_all(struct gr_broker *b)
 
 void gr_net_close_idle(struct gr_broker *b, int64_t now_mono_ms)
 {
-    int64_t idle = gr_config_int(&b->cfg, "connections.max.idle.ms");
+    int64_t idle = b->cfg.settings.connections_max_idle_ms;
     if (idle < 0) return;
     struct gr_conn *c = b->conns;
     while (c) {

@@ -6,8 +6,9 @@
  * (replace) and IncrementalAlterConfigs (SET, DELETE, APPEND, SUBTRACT).
  *
  * Facts are those of Apache Kafka 4.4.0: the 37 non-internal LogConfig keys with their ConfigDef types,
- * defaults and validators, ServerTopicConfigSynonyms (topic key -> broker keys, with hours/minutes
- * converted to ms), DynamicBrokerConfig.brokerConfigSynonyms, and ConfigHelper's synonym rules:
+ * defaults and validators (the one table of topic keys, storage/topic_config.h, which storage also uses),
+ * ServerTopicConfigSynonyms (topic key -> broker keys, with hours/minutes converted to ms),
+ * DynamicBrokerConfig.brokerConfigSynonyms, and ConfigHelper's synonym rules:
  *   - a topic entry lists [its topic-level value (DYNAMIC_TOPIC_CONFIG)] then, for its broker synonyms,
  *     every one set in the properties (STATIC_BROKER_CONFIG), then every one with a non-null default
  *     (DEFAULT_CONFIG), and drops the broker entries that come before the first one named like the primary
@@ -31,20 +32,7 @@
 
 #include "common/arena.h"
 #include "server/config.h"
-
-/* DescribeConfigs ConfigType (config_type, v3+), Kafka's DescribeConfigsResponse.ConfigType ids. */
-enum gr_cfg_kafka_type {
-    GR_CFGT_UNKNOWN = 0,
-    GR_CFGT_BOOLEAN = 1,
-    GR_CFGT_STRING = 2,
-    GR_CFGT_INT = 3,
-    GR_CFGT_SHORT = 4,
-    GR_CFGT_LONG = 5,
-    GR_CFGT_DOUBLE = 6,
-    GR_CFGT_LIST = 7,
-    GR_CFGT_CLASS = 8,
-    GR_CFGT_PASSWORD = 9,
-};
+#include "storage/topic_config.h" /* the table of topic keys */
 
 /* DescribeConfigs ConfigSource ids (config_source and synonym source, v1+). */
 enum gr_cfg_source {
@@ -66,31 +54,6 @@ enum gr_cfg_resource {
     GR_CFG_RESOURCE_BROKER = 4,
     GR_CFG_RESOURCE_BROKER_LOGGER = 8
 };
-
-/* Broker keys a topic key falls back to, most important first (at most 3, Kafka's ServerTopicConfigSynonyms).
- */
-#define GR_TCFG_SYNONYMS_MAX 3
-
-struct gr_tcfg_synonym_def {
-    const char *name;          /* broker config name */
-    int64_t unit_ms;           /* 1 = used as is; 60000 (minutes) or 3600000 (hours) converted to ms */
-    const char *default_value; /* Kafka 4.1 broker default, NULL when the broker key has none */
-};
-
-struct gr_tcfg_def {
-    const char *name;          /* topic config name (Kafka TopicConfig) */
-    int8_t type;               /* enum gr_cfg_kafka_type */
-    const char *default_value; /* Kafka 4.1 LogConfig default, normalised */
-    int64_t min, max;          /* INT/LONG/DOUBLE inclusive range (INT64_MIN/MAX when unbounded) */
-    const char *choices; /* STRING/LIST: allowed values as Kafka lists them (", "-separated), NULL: any */
-    const char *doc;     /* one line, Gregor's own words */
-    struct gr_tcfg_synonym_def synonyms[GR_TCFG_SYNONYMS_MAX]; /* name NULL ends the list */
-};
-
-/* Returns borrowed: the table (alphabetical), `count` receives its length. */
-const struct gr_tcfg_def *gr_tcfg_defs(int *count);
-/* Returns borrowed: the row for `name`, or NULL when Kafka 4.4 has no such (non-internal) topic config. */
-const struct gr_tcfg_def *gr_tcfg_find(const char *name);
 
 /* Gregor's refusals: a static message when `value` (normalised, see gr_tcfg_check) asks for behaviour
  * Gregor does not implement (compaction, broker-side recompression, tiered storage, preallocation, segment

@@ -82,26 +82,6 @@ struct gr_epoch_entry {
     int64_t start_offset;
 };
 
-/* Effective per-topic settings: topic config if set, else the store's. */
-struct gr_log_config {
-    int64_t segment_bytes;
-    int64_t segment_ms;
-    int64_t retention_ms;
-    int64_t retention_bytes;
-    int32_t index_interval_bytes;
-    int32_t segment_index_bytes;
-    int32_t max_message_bytes;
-    int64_t flush_messages;
-    int64_t flush_ms;
-    bool delete_policy; /* cleanup.policy contains "delete" */
-    /* Compaction (storage/cleaner.c); Kafka's topic configs of the same names. */
-    bool compact_policy;           /* cleanup.policy contains "compact" */
-    int64_t delete_retention_ms;   /* delete.retention.ms, default 86400000 */
-    double min_cleanable_ratio;    /* min.cleanable.dirty.ratio, default 0.5 */
-    int64_t min_compaction_lag_ms; /* min.compaction.lag.ms, default 0 */
-    int64_t max_compaction_lag_ms; /* max.compaction.lag.ms, default INT64_MAX */
-};
-
 struct gr_log {
     struct gr_store *store;
     struct gr_topic *topic;

@@ -40,6 +40,7 @@
 #include "storage/internal.h"
 #include "storage/iopool.h"
 #include "storage/sys.h"
+#include "storage/topic_config.h"
 
 #define TOPICS_DIR "__gregor_topics"
 #define CLEAN_MARKER ".kafka_cleanshutdown"
@@ -75,6 +76,14 @@ void gr_store_config_defaults(struct gr_store_config *cfg)
     cfg->flush_syncfs_min_logs = 16;
     cfg->cleanup_delete = true;
     cfg->roll_wait_bytes_min = 64 << 20;
+    cfg->timestamp_before_max_ms = INT64_MAX;
+    cfg->timestamp_after_max_ms = 3600000;
+    cfg->compression_type = GR_COMPRESSION_PRODUCER;
+}
+
+const struct gr_log_config *gr_topic_policy(const struct gr_topic *t)
+{
+    return &t->cfg;
 }
 
 const char *gr_store_cluster_id(const struct gr_store *store)
@@ -128,54 +137,11 @@ struct gr_topic *gr_store_topic_at(struct gr_store *store, int i)
 
 /* ---------------------------------------------------------------- configs */
 
-/* Kafka's topic config names (TopicConfig and LogConfig of Kafka 4.4), and message.downconversion.enable
- * (removed in Kafka 4.0). */
-static const char *const known_keys[] = {
-    "cleanup.policy",
-    "compression.gzip.level",
-    "compression.lz4.level",
-    "compression.type",
-    "compression.zstd.level",
-    "delete.retention.ms",
-    "errors.deadletterqueue.group.enable",
-    "file.delete.delay.ms",
-    "flush.messages",
-    "flush.ms",
-    "follower.replication.throttled.replicas",
-    "index.interval.bytes",
-    "leader.replication.throttled.replicas",
-    "local.retention.bytes",
-    "local.retention.ms",
-    "max.compaction.lag.ms",
-    "max.decompressed.message.bytes",
-    "max.message.bytes",
-    "message.downconversion.enable",
-    "message.timestamp.after.max.ms",
-    "message.timestamp.before.max.ms",
-    "message.timestamp.type",
-    "min.cleanable.dirty.ratio",
-    "min.compaction.lag.ms",
-    "min.insync.replicas",
-    "preallocate",
-    "remote.copy.lag.bytes",
-    "remote.copy.lag.ms",
-    "remote.log.copy.disable",
-    "remote.log.delete.on.disable",
-    "remote.storage.enable",
-    "retention.bytes",
-    "retention.ms",
-    "segment.bytes",
-    "segment.index.bytes",
-    "segment.jitter.ms",
-    "segment.ms",
-    "unclean.leader.election.enable",
-};
-
 bool gr_topic_config_key_known(const char *key)
 {
-    for (size_t i = 0; i < sizeof(known_keys) / sizeof(known_keys[0]); i++)
-        if (strcmp(known_keys[i], key) == 0) return true;
-    return false;
+    /* The table of topic keys (storage/topic_config.c), and message.downconversion.enable, removed in Kafka
+       4.0, which CreateTopics and topic files written before still accept. */
+    return gr_tcfg_find(key) != NULL || (key && strcmp(key, "message.downconversion.enable") == 0);
 }
 
 static int parse_long(const char *s, int64_t min, int64_t max, int64_t *out)
@@ -260,6 +226,15 @@ static int config_apply(struct gr_log_config *cfg, const char *key, const char *
         cfg->min_cleanable_ratio = d;
     } else if (strcmp(key, "message.timestamp.type") == 0) {
         if (strcmp(value, "CreateTime") != 0 && strcmp(value, "LogAppendTime") != 0) return -EINVAL;
+        cfg->log_append_time = strcmp(value, "LogAppendTime") == 0;
+    } else if (strcmp(key, "max.decompressed.message.bytes") == 0) {
+        cfg->max_decompressed_message_bytes = atoi(value); /* validated by the config APIs */
+    } else if (strcmp(key, "message.timestamp.before.max.ms") == 0) {
+        cfg->message_timestamp_before_max_ms = strtoll(value, NULL, 10);
+    } else if (strcmp(key, "message.timestamp.after.max.ms") == 0) {
+        cfg->message_timestamp_after_max_ms = strtoll(value, NULL, 10);
+    } else if (strcmp(key, "compression.type") == 0) {
+        cfg->compression_type = gr_compression_type_parse(value);
     }
     return 0;
 }
@@ -281,6 +256,11 @@ static void store_defaults_cfg(const struct gr_store_config *sc, struct gr_log_c
     cfg->min_cleanable_ratio = sc->min_cleanable_ratio;
     cfg->min_compaction_lag_ms = sc->min_compaction_lag_ms;
     cfg->max_compaction_lag_ms = sc->max_compaction_lag_ms;
+    cfg->max_decompressed_message_bytes = GR_MAX_DECOMPRESSED_MESSAGE_BYTES_DEFAULT;
+    cfg->log_append_time = sc->log_append_time;
+    cfg->message_timestamp_before_max_ms = sc->timestamp_before_max_ms;
+    cfg->message_timestamp_after_max_ms = sc->timestamp_after_max_ms;
+    cfg->compression_type = sc->compression_type;
 }
 
 /* Validates a config set and computes the effective config it gives. */
@@ -1220,6 +1200,10 @@ void gr_store_set_defaults(struct gr_store *store, const struct gr_store_config 
     sc->max_compaction_lag_ms = cfg->max_compaction_lag_ms;
     sc->cleanup_delete = cfg->cleanup_delete;
     sc->cleanup_compact = cfg->cleanup_compact;
+    sc->log_append_time = cfg->log_append_time;
+    sc->timestamp_before_max_ms = cfg->timestamp_before_max_ms;
+    sc->timestamp_after_max_ms = cfg->timestamp_after_max_ms;
+    sc->compression_type = cfg->compression_type;
     store_defaults_cfg(sc, &store->defaults);
     for (int i = 0; i < store->topic_count; i++)
         gr_log_config_effective(store, store->topics[i]);

@@ -34,10 +34,39 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 struct gr_store;
 struct gr_topic;
 struct gr_log;
+
+/* compression.type (broker key and topic key), parsed: Kafka's names; an unknown name reads as PRODUCER
+ * (keep the producer's codec), as the string comparisons it replaces did. Values 0..4 are the codec ids
+ * of protocol/record_batch.h (enum gr_codec). */
+enum gr_compression_type {
+    GR_COMPRESSION_PRODUCER = -1,
+    GR_COMPRESSION_UNCOMPRESSED = 0,
+    GR_COMPRESSION_GZIP = 1,
+    GR_COMPRESSION_SNAPPY = 2,
+    GR_COMPRESSION_LZ4 = 3,
+    GR_COMPRESSION_ZSTD = 4,
+};
+
+/* compression.type text -> enum (an unknown name: GR_COMPRESSION_PRODUCER). */
+static inline enum gr_compression_type gr_compression_type_parse(const char *name)
+{
+    static const struct {
+        const char *name;
+        enum gr_compression_type type;
+    } names[] = {{"uncompressed", GR_COMPRESSION_UNCOMPRESSED},
+                 {"gzip", GR_COMPRESSION_GZIP},
+                 {"snappy", GR_COMPRESSION_SNAPPY},
+                 {"lz4", GR_COMPRESSION_LZ4},
+                 {"zstd", GR_COMPRESSION_ZSTD}};
+    for (size_t i = 0; name && i < sizeof names / sizeof names[0]; i++)
+        if (strcmp(name, names[i].name) == 0) return names[i].type;
+    return GR_COMPRESSION_PRODUCER;
+}
 
 struct gr_store_config {             /* Kafka config names in comments */
     const char *log_dir;             /* log.dirs (one directory); created if missing */
@@ -85,7 +114,45 @@ struct gr_store_config {             /* Kafka config names in comments */
     int64_t roll_wait_bytes_min;
     /* log.cleanup.policy, the broker default of cleanup.policy: delete (default true), compact (false). */
     bool cleanup_delete, cleanup_compact;
+    /* Broker defaults of the produce-validation topic configs: */
+    bool log_append_time;            /* log.message.timestamp.type == LogAppendTime, default false */
+    int64_t timestamp_before_max_ms; /* log.message.timestamp.before.max.ms, default INT64_MAX */
+    int64_t timestamp_after_max_ms;  /* log.message.timestamp.after.max.ms, default 3600000 */
+    enum gr_compression_type compression_type; /* compression.type, default producer */
 };
+
+/* A topic's typed policy: each field is the topic-level config when set, else the broker default
+   (struct gr_store_config), parsed once when the topic's configs or the broker defaults change
+   (gr_store_topic_create/open, gr_topic_config_set_all, gr_store_set_defaults), never per request. Written
+   and read on the network thread; work on other threads (cleaning, segment loads) copies it there first. */
+struct gr_log_config {
+    int64_t segment_bytes;
+    int64_t segment_ms;
+    int64_t retention_ms;
+    int64_t retention_bytes;
+    int32_t index_interval_bytes;
+    int32_t segment_index_bytes;
+    int32_t max_message_bytes; /* max.message.bytes: largest batch appended, in bytes */
+    int64_t flush_messages;
+    int64_t flush_ms;
+    bool delete_policy; /* cleanup.policy contains "delete" */
+    /* Compaction (storage/cleaner.c); Kafka's topic configs of the same names. */
+    bool compact_policy;           /* cleanup.policy contains "compact" */
+    int64_t delete_retention_ms;   /* delete.retention.ms, default 86400000 */
+    double min_cleanable_ratio;    /* min.cleanable.dirty.ratio, default 0.5 */
+    int64_t min_compaction_lag_ms; /* min.compaction.lag.ms, default 0 */
+    int64_t max_compaction_lag_ms; /* max.compaction.lag.ms, default INT64_MAX */
+    /* Produce validation (server/handlers/produce.c, Kafka's LogValidator). */
+    int32_t max_decompressed_message_bytes;    /* max.decompressed.message.bytes (no broker key) */
+    bool log_append_time;                      /* message.timestamp.type == LogAppendTime */
+    int64_t message_timestamp_before_max_ms;   /* message.timestamp.before.max.ms */
+    int64_t message_timestamp_after_max_ms;    /* message.timestamp.after.max.ms */
+    enum gr_compression_type compression_type; /* compression.type */
+};
+
+/* Returns borrowed: the typed policy of topic `t` (valid until its configs or the broker defaults change;
+   network thread). */
+const struct gr_log_config *gr_topic_policy(const struct gr_topic *t);
 
 /* Fills `cfg` with the defaults above (log_dir NULL, on_flushed NULL). */
 void gr_store_config_defaults(struct gr_store_config *cfg);
@@ -105,7 +172,8 @@ void gr_store_close(struct gr_store *store);
 /* Dynamic broker configs: replaces the broker-level defaults of the topic configs (segment_bytes,
    segment_ms, retention_ms, retention_bytes, index_interval_bytes, segment_index_bytes,
    flush_interval_messages, flush_interval_ms, max_message_bytes, delete_retention_ms, min_cleanable_ratio,
-   min/max_compaction_lag_ms, cleanup_delete/compact; the other fields of `cfg` are ignored) and recomputes
+   min/max_compaction_lag_ms, cleanup_delete/compact, log_append_time, timestamp_before/after_max_ms,
+   compression_type; the other fields of `cfg` are ignored) and recomputes
    every live topic's effective config, so topics without their own value follow at once (next append, roll,
    retention or cleaning run). Memory only; network thread. */
 void gr_store_set_defaults(struct gr_store *store, const struct gr_store_config *cfg);
@@ -243,7 +311,8 @@ void gr_topic_config_at(const struct gr_topic *t, int i, const char **key, const
    value; nothing changed), -ENOENT (the topic was deleted) or -errno (nothing changed). */
 int gr_topic_config_set_all(struct gr_store *store, struct gr_topic *t, const char *const *keys,
                             const char *const *values, int count);
-/* True if Kafka knows `key` as a topic config name (TopicConfig), i.e. gr_store_topic_create accepts it. */
+/* True if `key` is a row of the table of topic keys (storage/topic_config.h) or message.downconversion.enable
+   (removed in Kafka 4.0), i.e. gr_store_topic_create accepts it. */
 bool gr_topic_config_key_known(const char *key);
 
 /* Retention: for every live log whose cleanup.policy includes "delete", deletes (oldest first) segments

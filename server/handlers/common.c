@@ -41,29 +41,6 @@ bool gr_topic_name_collides(struct gr_broker *b, struct gr_str name)
     return false;
 }
 
-const char *gr_topic_compression_type(struct gr_broker *b, const struct gr_topic *t)
-{
-    const char *v = gr_topic_config_get(t, "compression.type");
-    return v ? v : gr_config_str(&b->cfg, "compression.type");
-}
-
-bool gr_topic_cleanup_policy_has(struct gr_broker *b, const struct gr_topic *t, const char *policy)
-{
-    const char *v = gr_topic_config_get(t, "cleanup.policy");
-    if (!v) v = gr_config_str(&b->cfg, "log.cleanup.policy");
-    size_t want = strlen(policy);
-    for (const char *p = v; p && *p;) {
-        p += strspn(p, " ,");
-        size_t n = strcspn(p, ",");
-        size_t m = n;
-        while (m && p[m - 1] == ' ')
-            m--;
-        if (m == want && strncmp(p, policy, m) == 0) return true;
-        p += n;
-    }
-    return false;
-}
-
 struct gr_topic *gr_topic_lookup(struct gr_broker *b, struct gr_str name)
 {
     if (name.len <= 0) return NULL;

@@ -114,10 +114,9 @@ enum gr_handler_rc gr_handle_create_topics(struct gr_req *req)
                 }
             }
         } else {
-            if (parts == -1) parts = (int32_t)gr_config_int(&b->cfg, "num.partitions");
-            int16_t rf = qt->replication_factor == -1
-                             ? (int16_t)gr_config_int(&b->cfg, "default.replication.factor")
-                             : qt->replication_factor;
+            if (parts == -1) parts = b->cfg.settings.num_partitions;
+            int16_t rf = qt->replication_factor == -1 ? b->cfg.settings.default_replication_factor
+                                                      : qt->replication_factor;
             if (rf != 1) {
                 rt->error_code = GR_ERR_INVALID_REPLICATION_FACTOR;
                 msg = "Replication factor must be 1: this cluster has one broker";

@@ -49,9 +49,8 @@ static int16_t delete_records(struct gr_req *req, struct gr_topic *t, int32_t pa
     if (gr_topic_is_internal(gr_topic_name(t))) return GR_ERR_INVALID_TOPIC_EXCEPTION;
     if (gr_log_offline(log)) return GR_ERR_KAFKA_STORAGE_ERROR;
     /* Kafka's Partition.deleteRecordsOnLeader: compact without delete keeps every record. */
-    if (gr_topic_cleanup_policy_has(req->broker, t, "compact") &&
-        !gr_topic_cleanup_policy_has(req->broker, t, "delete"))
-        return GR_ERR_POLICY_VIOLATION;
+    const struct gr_log_config *policy = gr_topic_policy(t);
+    if (policy->compact_policy && !policy->delete_policy) return GR_ERR_POLICY_VIOLATION;
     int64_t hwm = gr_broker_update_hwm(req->broker, log);
     int64_t target = offset == -1 ? hwm : offset;
     if (target < 0 || target > hwm) return GR_ERR_OFFSET_OUT_OF_RANGE;

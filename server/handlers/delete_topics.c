@@ -134,7 +134,7 @@ enum gr_handler_rc gr_handle_delete_topics(struct gr_req *req)
         r->name = e[i].name;
         r->topic_id = e[i].id;
     }
-    if (!gr_config_bool(&b->cfg, "delete.topic.enable")) {
+    if (!b->cfg.settings.delete_topic_enable) {
         for (int32_t i = 0; i < n; i++)
             fail(&resp->responses.items[i], v < 3 ? GR_ERR_INVALID_REQUEST : GR_ERR_TOPIC_DELETION_DISABLED,
                  "Topic deletion is disabled.");

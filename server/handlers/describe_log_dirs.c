@@ -149,8 +149,7 @@ enum gr_handler_rc gr_handle_describe_log_dirs(struct gr_req *req)
     if (!resp->results.items) return GR_HANDLER_CLOSE;
     resp->results.count = 1;
     gr_describe_log_dirs_response_describe_log_dirs_result_init(&resp->results.items[0]);
-    const char *dir = gr_config_str(&b->cfg, "log.dirs");
-    if (!dir) dir = gr_config_str(&b->cfg, "log.dir");
+    const char *dir = b->cfg.settings.log_dir;
     struct dir_probe *p = gr_arena_calloc(&req->arena, 1, sizeof *p);
     char *abs = gr_arena_alloc(&req->arena, PATH_MAX);
     if (!p || !abs) return GR_HANDLER_CLOSE;

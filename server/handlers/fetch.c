@@ -83,9 +83,9 @@ static void read_error(struct gr_fetch_response_partition_data *rp, int16_t code
 
 /* Fetch before v10 cannot carry zstd (KIP-110): a topic whose compression.type is zstd answers
  * UNSUPPORTED_COMPRESSION_TYPE to such fetches, as Kafka 2.1-3.x did (Kafka 4 sends the batches anyway). */
-static bool topic_is_zstd(struct gr_broker *b, struct gr_topic *t)
+static bool topic_is_zstd(const struct gr_topic *t)
 {
-    return strcmp(gr_topic_compression_type(b, t), "zstd") == 0;
+    return gr_topic_policy(t)->compression_type == GR_COMPRESSION_ZSTD;
 }
 
 static void release_slices(struct gr_req *req)
@@ -166,7 +166,7 @@ static bool fetch_fill_all(struct gr_req *req)
     int32_t ntopics = body->topics.count > 0 ? body->topics.count : 0;
     if (!alloc_response(req)) return false;
     int64_t budget = body->max_bytes;
-    int64_t cap = gr_config_int(&b->cfg, "fetch.max.bytes");
+    int64_t cap = b->cfg.settings.fetch_max_bytes;
     if (budget <= 0 || budget > cap) budget = cap;
     bool have_data = false;
     st->bytes = 0;
@@ -203,7 +203,7 @@ static bool fetch_fill_all(struct gr_req *req)
             rp->last_stable_offset = hwm;
             rp->log_start_offset = gr_log_start_offset(log);
             int16_t err = check_epoch(log, qp->current_leader_epoch);
-            if (!err && v < 10 && topic_is_zstd(b, t)) err = GR_ERR_UNSUPPORTED_COMPRESSION_TYPE;
+            if (!err && v < 10 && topic_is_zstd(t)) err = GR_ERR_UNSUPPORTED_COMPRESSION_TYPE;
             if (!err && gr_log_offline(log)) err = GR_ERR_KAFKA_STORAGE_ERROR;
             if (err) {
                 read_error(rp, err);

@@ -75,12 +75,6 @@ enum gr_handler_rc gr_req_topic_ops_wait(struct gr_req *req, void (*all_done)(st
  * its checks see their results, as when every operation was synchronous). Returns false (go on) when none
  * is pending, when `req` already waited once, or out of memory. */
 bool gr_req_topic_barrier(struct gr_req *req);
-/* The topic's compression.type, else the broker's (Kafka's synonym rule): "producer", "uncompressed", "gzip",
- * "snappy", "lz4" or "zstd". Returns borrowed. */
-const char *gr_topic_compression_type(struct gr_broker *b, const struct gr_topic *t);
-/* Whether the topic's cleanup.policy (else the broker's log.cleanup.policy) lists `policy` ("delete" or
- * "compact"). */
-bool gr_topic_cleanup_policy_has(struct gr_broker *b, const struct gr_topic *t, const char *policy);
 /* Looks a topic up by a name view. */
 struct gr_topic *gr_topic_lookup(struct gr_broker *b, struct gr_str name);
 /* A NUL-terminated copy of a view in the request arena. */

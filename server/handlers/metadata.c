@@ -90,8 +90,7 @@ enum gr_handler_rc gr_handle_metadata(struct gr_req *req)
         }
         return GR_HANDLER_DONE;
     }
-    bool may_create =
-        gr_config_bool(&b->cfg, "auto.create.topics.enable") && (v < 4 || body->allow_auto_topic_creation);
+    bool may_create = b->cfg.settings.auto_create_topics_enable && (v < 4 || body->allow_auto_topic_creation);
     int32_t n = body->topics.count;
     /* __consumer_offsets is created by the group coordinator's start (before anything else is submitted) */
     for (int32_t i = 0; i < n && may_create && !b->coord; i++)
@@ -124,7 +123,7 @@ enum gr_handler_rc gr_handle_metadata(struct gr_req *req)
         }
         rt->error_code = GR_ERR_UNKNOWN_TOPIC_OR_PARTITION;
         if (may_create) {
-            int32_t parts = (int32_t)gr_config_int(&b->cfg, "num.partitions");
+            int32_t parts = b->cfg.settings.num_partitions;
             int16_t err = gr_topic_create(req, qt->name, parts, NULL, NULL, 0, false, NULL, auto_created, rt);
             if (err && err != GR_ERR_TOPIC_ALREADY_EXISTS) rt->error_code = err;
         }

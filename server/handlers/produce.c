@@ -82,51 +82,6 @@ struct produce_open_job {
     struct gr_req *req;
 };
 
-static int32_t topic_max_message_bytes(struct gr_broker *b, struct gr_topic *t)
-{
-    const char *v = gr_topic_config_get(t, "max.message.bytes");
-    return v ? atoi(v) : (int32_t)gr_config_int(&b->cfg, "message.max.bytes");
-}
-
-/* Kafka 4.4's max.decompressed.message.bytes of a topic: the topic-level value, else Kafka's default (Gregor
-   has no broker-level key of that name). */
-static int32_t topic_max_decompressed_bytes(struct gr_topic *t)
-{
-    const char *v = gr_topic_config_get(t, "max.decompressed.message.bytes");
-    return v ? atoi(v) : GR_MAX_DECOMPRESSED_MESSAGE_BYTES_DEFAULT;
-}
-
-static bool topic_log_append_time(struct gr_broker *b, struct gr_topic *t)
-{
-    const char *v = gr_topic_config_get(t, "message.timestamp.type");
-    if (!v) v = gr_config_str(&b->cfg, "log.message.timestamp.type");
-    return strcmp(v, "LogAppendTime") == 0;
-}
-
-static int64_t topic_config_long(struct gr_broker *b, struct gr_topic *t, const char *topic_key,
-                                 const char *broker_key)
-{
-    const char *v = gr_topic_config_get(t, topic_key);
-    return v ? strtoll(v, NULL, 10) : gr_config_int(&b->cfg, broker_key);
-}
-
-/* The codec a topic's compression.type asks for, or -1 for "producer" (keep the batch as sent). */
-static int topic_codec(struct gr_broker *b, struct gr_topic *t)
-{
-    const char *v = gr_topic_compression_type(b, t);
-    static const struct {
-        const char *name;
-        enum gr_codec codec;
-    } names[] = {{"uncompressed", GR_CODEC_NONE},
-                 {"gzip", GR_CODEC_GZIP},
-                 {"snappy", GR_CODEC_SNAPPY},
-                 {"lz4", GR_CODEC_LZ4},
-                 {"zstd", GR_CODEC_ZSTD}};
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-        if (strcmp(v, names[i].name) == 0) return (int)names[i].codec;
-    return -1;
-}
-
 /* Rewrites a validated batch with `codec`: the same records, header fields and producer fields, a new
  * CRC. Returns 0 and a new buffer (caller frees), or a Kafka error code. */
 static int16_t recompress(const uint8_t *batch, size_t len, const struct gr_batch_info *info,
@@ -290,7 +245,11 @@ static struct gr_log *produce_partition(struct gr_req *req, struct gr_topic *t, 
         set_error(pr, GR_ERR_INVALID_RECORD, NULL);
         return NULL;
     }
-    if (records.len > topic_max_message_bytes(b, t)) {
+    /* Typed topic policy (storage/store.h), resolved against the broker defaults when configs change. */
+    const struct gr_log_config *policy = gr_topic_policy(t);
+    /* max.message.bytes, checked here once, on the batch as sent (before validation, as Kafka's
+       analyzeAndValidateRecords); a recompressed batch's size is checked by the log's append (-EMSGSIZE). */
+    if (records.len > policy->max_message_bytes) {
         set_error(pr, GR_ERR_MESSAGE_TOO_LARGE, NULL);
         return NULL;
     }
@@ -301,7 +260,7 @@ static struct gr_log *produce_partition(struct gr_req *req, struct gr_topic *t, 
        it takes: a longer record's length stops the read, before any later record (or its own bytes) is
        checked. Its InvalidRecordException carries no message to the client. */
     bool too_long =
-        info.codec != GR_CODEC_NONE && info.records_body_bytes_max > topic_max_decompressed_bytes(t);
+        info.codec != GR_CODEC_NONE && info.records_body_bytes_max > policy->max_decompressed_message_bytes;
     if (rc && !too_long) {
         set_error(pr, gr_batch_err_kafka(rc), NULL);
         if (batch_err_in_log(rc)) pr->log_start_offset = gr_log_start_offset(log);
@@ -322,19 +281,16 @@ static struct gr_log *produce_partition(struct gr_req *req, struct gr_topic *t, 
     }
     uint8_t *batch = (uint8_t *)records.ptr, *rewritten = NULL; /* the request buffer: ours to patch */
     size_t batch_len = (size_t)records.len;
-    int64_t after =
-        topic_config_long(b, t, "message.timestamp.after.max.ms", "log.message.timestamp.after.max.ms");
-    int64_t before =
-        topic_config_long(b, t, "message.timestamp.before.max.ms", "log.message.timestamp.before.max.ms");
-    struct gr_record_rules rules = {.key_required =
-                                        info.has_null_key && gr_topic_cleanup_policy_has(b, t, "compact"),
-                                    .log_append_time = topic_log_append_time(b, t),
+    int64_t after = policy->message_timestamp_after_max_ms;
+    int64_t before = policy->message_timestamp_before_max_ms;
+    struct gr_record_rules rules = {.key_required = info.has_null_key && policy->compact_policy,
+                                    .log_append_time = policy->log_append_time,
                                     .before_max_ms = before < 0 ? 0 : before,
                                     .after_max_ms = after < 0 ? 0 : after,
                                     .now_ms = gr_time_wall_ms()};
     int64_t now = rules.now_ms;
     bool lat = rules.log_append_time;
-    int want = topic_codec(b, t);
+    int want = (int)policy->compression_type; /* a codec, or -1: keep the producer's */
     /* Kafka's LogValidator: keys (compacted topics), then every record's timestamp within the bounds; the
        header's max timestamp := the records' maximum (CreateTime; CRC recomputed only when it changes). A
        refusal walks the records again to name each refused one (record_errors). */
@@ -357,11 +313,6 @@ static struct gr_log *produce_partition(struct gr_req *req, struct gr_topic *t, 
             return NULL;
         }
         batch = rewritten;
-        if (batch_len > (size_t)topic_max_message_bytes(b, t)) {
-            free(rewritten);
-            set_error(pr, GR_ERR_MESSAGE_TOO_LARGE, NULL);
-            return NULL;
-        }
     }
     if (b->iopool && !gr_log_append_ready(log)) { /* the pool could not reopen it (see pin_or_open) */
         free(rewritten);

@@ -132,13 +132,63 @@ static void test_bad_values(void **state)
     gr_config_free(&c);
 }
 
+/* The typed settings follow every setter: defaults, static values, and the dynamic levels (per-broker >
+ * cluster default > static), and fall back when a dynamic value is removed. */
+static void test_settings(void **state)
+{
+    (void)state;
+    struct gr_config c;
+    gr_config_init(&c);
+    const struct gr_broker_settings *s = &c.settings;
+    assert_int_equal(s->message_max_bytes, 1048588);
+    assert_int_equal(s->fetch_max_bytes, 57671680);
+    assert_int_equal(s->compression_type, GR_COMPRESSION_PRODUCER);
+    assert_false(s->log_message_timestamp_type_log_append_time);
+    assert_int_equal(s->log_message_timestamp_after_max_ms, 3600000);
+    assert_int_equal(s->log_message_timestamp_before_max_ms, INT64_MAX);
+    assert_true(s->log_cleanup_policy_delete);
+    assert_false(s->log_cleanup_policy_compact);
+    assert_int_equal(s->offsets_retention_ms, 10080LL * 60000);
+    assert_int_equal(s->connections_max_idle_ms, 600000);
+    assert_string_equal(s->log_dir, "data");
+    assert_null(s->advertised_listeners);
+    assert_int_equal(s->node_id, 1);
+    assert_int_equal(gr_config_set(&c, "message.max.bytes", "2000000"), 0);
+    assert_int_equal(gr_config_set(&c, "compression.type", "gzip"), 0);
+    assert_int_equal(gr_config_set(&c, "log.cleanup.policy", "compact,delete"), 0);
+    assert_int_equal(gr_config_set(&c, "log.dirs", "/tmp/x"), 0);
+    assert_int_equal(gr_config_set(&c, "broker.id", "7"), 0);
+    assert_int_equal(s->message_max_bytes, 2000000);
+    assert_int_equal(s->compression_type, GR_COMPRESSION_GZIP);
+    assert_true(s->log_cleanup_policy_delete && s->log_cleanup_policy_compact);
+    assert_string_equal(s->log_dir, "/tmp/x");
+    assert_int_equal(s->node_id, 7);
+    const char *dk[] = {"message.max.bytes", "log.message.timestamp.type"}, *dv[] = {"3000", "LogAppendTime"};
+    gr_config_set_dynamic(&c, GR_CFG_LEVEL_DEFAULT, dk, dv, 2);
+    assert_int_equal(s->message_max_bytes, 3000);
+    assert_true(s->log_message_timestamp_type_log_append_time);
+    const char *bk[] = {"message.max.bytes"}, *bv[] = {"4000"};
+    gr_config_set_dynamic(&c, GR_CFG_LEVEL_BROKER, bk, bv, 1);
+    assert_int_equal(s->message_max_bytes, 4000); /* per-broker over the cluster default */
+    gr_config_set_dynamic(&c, GR_CFG_LEVEL_BROKER, NULL, NULL, 0);
+    assert_int_equal(s->message_max_bytes, 3000);
+    gr_config_set_dynamic(&c, GR_CFG_LEVEL_DEFAULT, NULL, NULL, 0);
+    assert_int_equal(s->message_max_bytes, 2000000); /* back to the static value */
+    assert_false(s->log_message_timestamp_type_log_append_time);
+    struct gr_store_config sc;
+    gr_dynconf_store_config(&c, &sc);
+    assert_int_equal(sc.max_message_bytes, 2000000);
+    assert_int_equal(sc.compression_type, GR_COMPRESSION_GZIP);
+    assert_true(sc.cleanup_compact && sc.cleanup_delete);
+    gr_config_free(&c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_defaults),
-        cmocka_unit_test(test_file_and_overrides),
-        cmocka_unit_test(test_bad_values),
-        cmocka_unit_test(test_dynamic_file_reload),
+        cmocka_unit_test(test_defaults),   cmocka_unit_test(test_file_and_overrides),
+        cmocka_unit_test(test_bad_values), cmocka_unit_test(test_dynamic_file_reload),
+        cmocka_unit_test(test_settings),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

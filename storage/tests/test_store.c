@@ -17,6 +17,7 @@
 
 #include <cmocka.h>
 
+#include "common/limits.h"
 #include "storage/internal.h"
 #include "storage/tests/helpers.h"
 
@@ -191,6 +192,67 @@ static void test_topic_create_and_validate(void **state)
     assert_string_equal(gr_topic_config_get(a, "message.timestamp.type"), "LogAppendTime");
     assert_int_equal(a->cfg.segment_bytes, 5000);
     assert_int_equal(a->cfg.retention_ms, f->cfg.retention_ms);
+}
+
+/* The typed topic policy: topic-level values parsed once, the rest resolved against the broker defaults,
+ * and re-resolved when the topic's configs or the broker defaults change (gr_store_set_defaults). */
+static void test_topic_policy(void **state)
+{
+    struct fx *f = *state;
+    struct gr_topic *a, *b;
+    const char *k[] = {"max.message.bytes",
+                       "message.timestamp.type",
+                       "compression.type",
+                       "message.timestamp.after.max.ms",
+                       "max.decompressed.message.bytes",
+                       "cleanup.policy"};
+    const char *v[] = {"5000", "LogAppendTime", "zstd", "7200000", "4096", "compact"};
+    assert_int_equal(gr_store_topic_create(f->store, "pa", 1, k, v, 6, &a), 0);
+    assert_int_equal(gr_store_topic_create(f->store, "pb", 1, NULL, NULL, 0, &b), 0);
+    const struct gr_log_config *pa = gr_topic_policy(a), *pb = gr_topic_policy(b);
+    assert_int_equal(pa->max_message_bytes, 5000);
+    assert_true(pa->log_append_time);
+    assert_int_equal(pa->compression_type, GR_COMPRESSION_ZSTD);
+    assert_int_equal(pa->message_timestamp_after_max_ms, 7200000);
+    assert_int_equal(pa->max_decompressed_message_bytes, 4096);
+    assert_true(pa->compact_policy);
+    assert_false(pa->delete_policy);
+    /* unset: the broker defaults (storage's defaults here) */
+    assert_int_equal(pb->max_message_bytes, GR_MESSAGE_BYTES_DEFAULT);
+    assert_false(pb->log_append_time);
+    assert_int_equal(pb->compression_type, GR_COMPRESSION_PRODUCER);
+    assert_int_equal(pb->message_timestamp_after_max_ms, 3600000);
+    assert_int_equal(pb->message_timestamp_before_max_ms, INT64_MAX);
+    assert_int_equal(pb->max_decompressed_message_bytes, GR_MAX_DECOMPRESSED_MESSAGE_BYTES_DEFAULT);
+    assert_true(pb->delete_policy);
+    /* a broker default change reaches the topics without their own value, not the others */
+    struct gr_store_config sc;
+    gr_store_config_defaults(&sc);
+    sc.max_message_bytes = 777;
+    sc.log_append_time = true;
+    sc.compression_type = GR_COMPRESSION_LZ4;
+    sc.timestamp_after_max_ms = 1000;
+    sc.cleanup_compact = true;
+    gr_store_set_defaults(f->store, &sc);
+    assert_int_equal(pb->max_message_bytes, 777);
+    assert_true(pb->log_append_time);
+    assert_int_equal(pb->compression_type, GR_COMPRESSION_LZ4);
+    assert_int_equal(pb->message_timestamp_after_max_ms, 1000);
+    assert_true(pb->compact_policy && pb->delete_policy);
+    assert_int_equal(pa->max_message_bytes, 5000);
+    assert_int_equal(pa->compression_type, GR_COMPRESSION_ZSTD);
+    assert_int_equal(pa->message_timestamp_after_max_ms, 7200000);
+    /* a topic config change: the removed keys fall back to the (new) broker defaults */
+    const char *nk[] = {"compression.type"}, *nv[] = {"producer"};
+    assert_int_equal(gr_topic_config_set_all(f->store, a, nk, nv, 1), 0);
+    pa = gr_topic_policy(a);
+    assert_int_equal(pa->compression_type, GR_COMPRESSION_PRODUCER);
+    assert_int_equal(pa->max_message_bytes, 777);
+    assert_true(pa->log_append_time);
+    assert_int_equal(pa->max_decompressed_message_bytes, GR_MAX_DECOMPRESSED_MESSAGE_BYTES_DEFAULT);
+    assert_int_equal(gr_compression_type_parse("gzip"), GR_COMPRESSION_GZIP);
+    assert_int_equal(gr_compression_type_parse("uncompressed"), GR_COMPRESSION_UNCOMPRESSED);
+    assert_int_equal(gr_compression_type_parse("ZSTD"), GR_COMPRESSION_PRODUCER); /* as strcmp did */
 }
 
 static void test_node_id_mismatch(void **state)
@@ -618,6 +680,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_topic_create_and_validate, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_topic_policy, setup, teardown),
         cmocka_unit_test_setup_teardown(test_node_id_mismatch, setup, teardown),
         cmocka_unit_test_setup_teardown(test_delete_and_recreate, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stray_and_pending_delete_dirs, setup, teardown),
