@@ -53,12 +53,14 @@ static int setup(void **state)
     struct gr_broker *b = calloc(1, sizeof *b);
     gr_config_init(&b->cfg);
     b->loop = ev_loop_new(EVFLAG_AUTO);
-    b->hwm_durable = false; /* acks=1 and acks=-1 answered once written: no flush to wait for */
     gr_broker_init_watchers(b);
     struct gr_store_config sc;
     th_config(&sc, f->dir);
     sc.open_segment_fds_max = CAP;
     assert_int_equal(gr_store_open(&sc, &b->store), 0);
+    b->parts = gr_partitions_create(&(struct gr_partitions_config){
+        b->store, false}); /* acks=1 and acks=-1 answered once written: no flush to wait for */
+    assert_non_null(b->parts);
     assert_int_equal(gr_iopool_create(2, NULL, NULL, &b->iopool), 0);
     assert_int_equal(gr_store_topic_create(b->store, "w", PARTS, NULL, NULL, 0, &f->topic), 0);
     gr_store_fds_trim(b->store);
@@ -79,7 +81,7 @@ static int teardown(void **state)
     fault_uninstall();
     ev_loop_destroy(f->b->loop);
     gr_config_free(&f->b->cfg);
-    gr_broker_free_waiters(f->b);
+    gr_partitions_destroy(f->b->parts);
     free(f->b->flushed);
     free(f->b);
     th_rmtree(f->dir);

@@ -41,12 +41,13 @@ static int setup(void **state)
     struct gr_broker *b = calloc(1, sizeof *b);
     gr_config_init(&b->cfg);
     b->loop = ev_loop_new(EVFLAG_AUTO);
-    b->hwm_durable = false;
     b->node_id = 1;
     gr_broker_init_watchers(b);
     struct gr_store_config sc;
     th_config(&sc, f->dir);
     assert_int_equal(gr_store_open(&sc, &b->store), 0);
+    b->parts = gr_partitions_create(&(struct gr_partitions_config){b->store, false});
+    assert_non_null(b->parts);
     struct gr_topic *t;
     assert_int_equal(gr_store_topic_create(b->store, "t", 1, NULL, NULL, 0, &t), 0);
     f->b = b;
@@ -60,7 +61,7 @@ static int teardown(void **state)
     gr_store_close(f->b->store);
     ev_loop_destroy(f->b->loop);
     gr_config_free(&f->b->cfg);
-    gr_broker_free_waiters(f->b);
+    gr_partitions_destroy(f->b->parts);
     free(f->b->flushed);
     free(f->b);
     th_rmtree(f->dir);

@@ -49,13 +49,14 @@ static int setup(void **state)
     struct gr_broker *b = calloc(1, sizeof *b);
     gr_config_init(&b->cfg);
     b->loop = ev_loop_new(EVFLAG_AUTO);
-    b->hwm_durable = true;
     gr_broker_init_watchers(b);
     struct gr_store_config sc;
     th_config(&sc, f->dir);
     sc.on_flushed = gr_broker_on_flushed;
     sc.on_flushed_ctx = b;
     assert_int_equal(gr_store_open(&sc, &b->store), 0);
+    b->parts = gr_partitions_create(&(struct gr_partitions_config){b->store, true});
+    assert_non_null(b->parts);
     struct gr_topic *t;
     assert_int_equal(gr_store_topic_create(b->store, "p", 1, NULL, NULL, 0, &t), 0);
     f->log = gr_topic_log(t, 0);
@@ -76,8 +77,8 @@ static int teardown(void **state)
     gr_sys_reset();
     ev_loop_destroy(f->b->loop);
     gr_config_free(&f->b->cfg);
-    gr_broker_free_waiters(f->b); /* as main.c does at shutdown */
-    free(f->b->flushed);          /* completions queued for the loop this test does not run */
+    gr_partitions_destroy(f->b->parts); /* as main.c does at shutdown */
+    free(f->b->flushed);                /* completions queued for the loop this test does not run */
     free(f->b);
     th_rmtree(f->dir);
     free(f);

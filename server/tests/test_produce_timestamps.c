@@ -45,6 +45,8 @@ static int setup(void **state)
     struct gr_store_config sc;
     th_config(&sc, f->dir);
     assert_int_equal(gr_store_open(&sc, &b->store), 0);
+    b->parts = gr_partitions_create(&(struct gr_partitions_config){b->store, false});
+    assert_non_null(b->parts);
     struct gr_topic *t;
     assert_int_equal(gr_store_topic_create(b->store, "c", 1, NULL, NULL, 0, &t), 0);
     const char *lk[] = {"message.timestamp.type"}, *lv[] = {"LogAppendTime"};
@@ -67,7 +69,7 @@ static int teardown(void **state)
     gr_sys_reset();
     ev_loop_destroy(f->b->loop);
     gr_config_free(&f->b->cfg);
-    gr_broker_free_waiters(f->b);
+    gr_partitions_destroy(f->b->parts);
     free(f->b->flushed);
     free(f->b);
     th_rmtree(f->dir);
