@@ -168,6 +168,14 @@ static void collect(struct gr_partition *part, int k, int64_t visible)
     }
 }
 
+int gr_partition_append(struct gr_partition *part, uint8_t *batch, size_t len, int64_t log_append_time_ms,
+                        struct gr_append_result *res)
+{
+    int rc = gr_log_append(part->log, batch, len, log_append_time_ms, res);
+    if (rc == 0 && !res->duplicate) gr_partition_appended(part);
+    return rc;
+}
+
 void gr_partition_appended(struct gr_partition *part)
 {
     if (part->ps->cfg.visible_is_durable) {

@@ -87,6 +87,12 @@ struct gr_log *gr_partition_log(const struct gr_partition *part);
    Returns the offset (log start <= it <= log end). */
 int64_t gr_partition_visible_offset(struct gr_partition *part);
 
+/* Appends one validated record batch to the partition's log: gr_log_append, whose contract (arguments,
+   in-place patching, results, errors) it keeps, then, when a batch was written (0 and not a duplicate),
+   gr_partition_appended. The partition layer's append for callers that append batch by batch (the group
+   coordinator's __consumer_offsets writes). */
+int gr_partition_append(struct gr_partition *part, uint8_t *batch, size_t len, int64_t log_append_time_ms,
+                        struct gr_append_result *res);
 /* Told after records were appended to the log. With visible_is_durable it asks the flushers for a group
    commit (gr_log_flush_async: the visible offset follows fsync); otherwise the visible offset moved, and the
    committed and data waiters whose condition now holds are done. */

@@ -70,6 +70,7 @@ static void open_all(struct env *e)
     assert_int_equal(gr_offsets_log_open(e->store, 3, &e->ol), 0);
     struct gr_partitions_config pc = {e->store, true};
     assert_non_null(e->parts = gr_partitions_create(&pc));
+    gr_offsets_log_set_partitions(e->ol, e->parts);
     struct gr_coord_config cfg;
     gr_coord_config_defaults(&cfg);
     cfg.offsets_partitions = gr_offsets_log_partitions(e->ol);

@@ -8,7 +8,7 @@
  * when already satisfied, on the waking event, never after cancel, never by an event that does not
  * satisfy it; cancel after done is a no-op; failing a partition (deleted) and an offline log (EIO on
  * fdatasync) give done with an error; a done hook may cancel a waiter on the firing list or queue itself
- * again.
+ * again; gr_partition_append appends and tells the partition.
  * Read next: partition/partition.h.
  */
 #include <errno.h>
@@ -236,6 +236,28 @@ static void test_data_wait_durable_mode_wakes_on_flush(void **state)
     assert_int_equal(a.err, 0);
 }
 
+/* gr_partition_append: gr_log_append, then the partition is told (its data waiters see the records). */
+static void test_append_through_partition(void **state)
+{
+    struct fx *f = *state;
+    struct counted a;
+    counted_init(&a);
+    gr_partition_wait_data(f->part, &a.w, 0);
+    size_t len;
+    uint8_t *b = th_simple(3, 1000, 9, &len);
+    struct gr_append_result res;
+    assert_int_equal(gr_partition_append(f->part, b, len, -1, &res), 0);
+    free(b);
+    assert_int_equal(res.base_offset, 0);
+    assert_int_equal(res.last_offset, 2);
+    assert_int_equal(a.calls, 1);
+    assert_int_equal(gr_partition_visible_offset(f->part), 3);
+    uint8_t junk[8] = {0};
+    assert_int_equal(gr_partition_append(f->part, junk, sizeof junk, -1, &res),
+                     -EINVAL); /* as gr_log_append */
+    assert_int_equal(gr_log_end_offset(f->log), 3);
+}
+
 static void test_cancel(void **state)
 {
     struct fx *f = *state;
@@ -401,6 +423,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_committed_waits_for_flush, setup_durable, teardown),
         cmocka_unit_test_setup_teardown(test_data_wait, setup_end, teardown),
         cmocka_unit_test_setup_teardown(test_data_wait_durable_mode_wakes_on_flush, setup_durable, teardown),
+        cmocka_unit_test_setup_teardown(test_append_through_partition, setup_end, teardown),
         cmocka_unit_test_setup_teardown(test_cancel, setup_end, teardown),
         cmocka_unit_test_setup_teardown(test_cancel_from_done_while_firing, setup_end, teardown),
         cmocka_unit_test_setup_teardown(test_requeue_from_done, setup_end, teardown),

@@ -194,6 +194,7 @@ int gr_groups_start(struct gr_broker *b)
         free(g);
         return rc;
     }
+    gr_offsets_log_set_partitions(g->ol, b->parts); /* appends through the partition layer */
     struct gr_coord_config cfg;
     gr_coord_config_defaults(&cfg);
     cfg.min_session_timeout_ms = (int32_t)gr_config_int(&b->cfg, "group.min.session.timeout.ms");
