@@ -39,6 +39,7 @@
 #include <stdint.h>
 
 #include "coordinator/records.h"
+#include "partition/partition.h"
 #include "protocol/wire.h"
 
 struct gr_coordinator;
@@ -117,16 +118,16 @@ struct gr_coord_hooks {
     void (*sync_done)(void *ctx, void *waiter, const struct gr_sync_result *res);
     /* Optional: a timer deadline (monotonic ms) was set earlier than before; call gr_coord_tick then. */
     void (*timer_hint)(void *ctx, int64_t deadline_ms);
-    /* Optional: 1 when partition `partition` is durable up to `end_offset` (an append's end), 0 when not
-       yet, -errno when it never will be (the partition went offline). NULL: everything appended counts as
-       durable at once. The leader's SyncGroup assignment is propagated only once its record is durable
-       (Kafka propagates it once the write is committed); the coordinator polls this from its timer every
-       GR_COORD_DURABLE_POLL_MS while it waits. */
-    int (*durable)(void *ctx, int32_t partition, int64_t end_offset);
+    /* Optional: queues `w` (embedded in the coordinator's memory, its done hook set) to wait until
+       partition `partition` of __consumer_offsets is committed up to `end_offset` (an append's end):
+       partition/partition.h gr_partition_wait_committed on that partition, so the done hook runs exactly
+       once, at once when already committed, with -errno when it never will be (the partition went
+       offline); the coordinator cancels it with gr_partition_wait_cancel when the write no longer
+       matters. Returns 0, or -errno when it cannot wait (the done hook is then not called). NULL:
+       everything appended counts as committed at once. The leader's SyncGroup assignment is propagated only
+       once its record is committed (as Kafka propagates it), woken by the partition, never polled. */
+    int (*wait_committed)(void *ctx, int32_t partition, int64_t end_offset, struct gr_partition_waiter *w);
 };
-
-/* How often a pending group-metadata write is re-checked for durability (ms). */
-#define GR_COORD_DURABLE_POLL_MS 2
 
 /* Creates an empty coordinator. Takes copies of `cfg` and `hooks`. Returns new (gr_coord_destroy), or NULL
  * when out of memory. */

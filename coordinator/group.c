@@ -8,12 +8,14 @@
  * its JoinGroup or SyncGroup is parked, or a second JoinGroup from the same member replacing the first)
  * is answered with UNKNOWN_MEMBER_ID / REBALANCE_IN_PROGRESS, because a Gregor parked request holds its
  * connection's response order until it is answered. The leader's SyncGroup assignment is propagated once
- * its record is durable (hooks.durable, polled from the timer), as Kafka propagates it once committed;
+ * its record is committed (hooks.wait_committed: a partition wait, partition/partition.h), as Kafka
+ * propagates it once committed;
  * other group-metadata writes (empty group, static member replacement) take effect when the append returns;
  * offset commits wait for fsync in the OffsetCommit handler.
  * Read next: coordinator/offsets.c.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -208,7 +210,6 @@ struct gr_group *gr_coord_group_create(struct gr_coordinator *c, struct gr_str g
     grp->state_timestamp_ms = -1;
     grp->join_deadline_ms = GR_NO_DEADLINE;
     grp->sync_deadline_ms = GR_NO_DEADLINE;
-    grp->assignment_poll_ms = GR_NO_DEADLINE;
     if (c->group_count == c->group_cap) {
         c->group_cap = c->group_cap ? 2 * c->group_cap : 16;
         c->groups = xrealloc(c->groups, (size_t)c->group_cap * sizeof *c->groups);
@@ -260,6 +261,7 @@ void gr_coord_group_remove(struct gr_coordinator *c, struct gr_group *grp)
     while (*pp != grp)
         pp = &(*pp)->hash_next;
     *pp = grp->hash_next;
+    gr_partition_wait_cancel(&grp->assignment_wait);
     int32_t last = c->group_count - 1;
     c->groups[grp->index] = c->groups[last];
     c->groups[grp->index]->index = grp->index;
@@ -776,7 +778,7 @@ static void drop_pending_assignment(struct gr_group *grp)
         grp->members[i]->next_assignment_len = 0;
     }
     grp->assignment_pending = false;
-    grp->assignment_poll_ms = GR_NO_DEADLINE;
+    gr_partition_wait_cancel(&grp->assignment_wait); /* the write no longer applies */
 }
 
 /* prepareRebalance */
@@ -1342,22 +1344,17 @@ static void remove_pending_sync(struct gr_group *grp, struct gr_member *m)
 /* The completion of the leader's assignment write (classicGroupSyncToClassicGroup's appendFuture): once the
  * record is durable, and only if the group is still CompletingRebalance in the same generation, every
  * member gets its assignment and the group is Stable; if the write failed, everyone gets the error and
- * the group rebalances. Not yet durable: checked again from the timer. */
-static void assignment_commit_check(struct gr_coordinator *c, struct gr_group *grp)
+ * the group rebalances. `err`: 0 committed, else -errno (never will be). */
+static void assignment_committed(struct gr_coordinator *c, struct gr_group *grp, int err)
 {
     if (!grp->assignment_pending) return;
     if (grp->state != GR_GROUP_COMPLETING_REBALANCE || grp->generation_id != grp->assignment_generation) {
         drop_pending_assignment(grp);
         return;
     }
-    int d = c->hooks.durable ? c->hooks.durable(c->hooks.ctx, grp->partition, grp->assignment_end_offset) : 1;
-    if (d == 0) {
-        gr_coord_set_deadline(c, &grp->assignment_poll_ms, gr_coord_now(c) + GR_COORD_DURABLE_POLL_MS);
-        return;
-    }
-    if (d < 0) {
+    if (err < 0) {
         drop_pending_assignment(grp);
-        reset_and_propagate_assignment_with_error(c, grp, gr_coord_append_error(d));
+        reset_and_propagate_assignment_with_error(c, grp, gr_coord_append_error(err));
         maybe_prepare_rebalance_or_complete_join(c, grp, "error storing the group assignment");
         return;
     }
@@ -1370,9 +1367,15 @@ static void assignment_commit_check(struct gr_coordinator *c, struct gr_group *g
         m->next_assignment_len = 0;
     }
     grp->assignment_pending = false;
-    grp->assignment_poll_ms = GR_NO_DEADLINE;
     propagate_assignment(c, grp, GR_ERR_NONE);
     transition(c, grp, GR_GROUP_STABLE);
+}
+
+/* The partition's done hook of grp->assignment_wait (called once; never after drop_pending_assignment). */
+static void assignment_wait_done(struct gr_partition_waiter *w, int err)
+{
+    struct gr_group *grp = (struct gr_group *)((char *)w - offsetof(struct gr_group, assignment_wait));
+    assignment_committed(w->ctx, grp, err);
 }
 
 static void sync_from_leader(struct gr_coordinator *c, struct gr_group *grp, const struct gr_sync_params *p)
@@ -1407,7 +1410,13 @@ static void sync_from_leader(struct gr_coordinator *c, struct gr_group *grp, con
     grp->assignment_pending = true;
     grp->assignment_generation = grp->generation_id;
     grp->assignment_end_offset = end;
-    assignment_commit_check(c, grp);
+    if (!c->hooks.wait_committed) {
+        assignment_committed(c, grp, 0);
+        return;
+    }
+    gr_partition_waiter_init(&grp->assignment_wait, assignment_wait_done, c);
+    rc = c->hooks.wait_committed(c->hooks.ctx, grp->partition, end, &grp->assignment_wait);
+    if (rc < 0) assignment_committed(c, grp, rc); /* done at once (inside) otherwise, or later */
 }
 
 static void sync_impl(struct gr_coordinator *c, const struct gr_sync_params *p)
@@ -1660,7 +1669,6 @@ int64_t gr_coord_next_deadline_ms(const struct gr_coordinator *c)
         const struct gr_group *grp = c->groups[g];
         if (grp->join_deadline_ms < next) next = grp->join_deadline_ms;
         if (grp->sync_deadline_ms < next) next = grp->sync_deadline_ms;
-        if (grp->assignment_poll_ms < next) next = grp->assignment_poll_ms;
         for (int32_t i = 0; i < grp->member_count; i++)
             if (grp->members[i]->heartbeat_deadline_ms < next) next = grp->members[i]->heartbeat_deadline_ms;
         for (int32_t i = 0; i < grp->pending_count; i++)
@@ -1751,10 +1759,6 @@ static void group_timers(struct gr_coordinator *c, struct gr_group *grp, int64_t
     if (grp->sync_deadline_ms <= now) {
         grp->sync_deadline_ms = GR_NO_DEADLINE;
         pending_sync_timer(c, grp);
-    }
-    if (grp->assignment_poll_ms <= now) {
-        grp->assignment_poll_ms = GR_NO_DEADLINE;
-        assignment_commit_check(c, grp);
     }
 }
 

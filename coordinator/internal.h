@@ -90,8 +90,8 @@ struct gr_group {
     bool assignment_pending; /* the leader's assignment is written, not yet durable */
     int32_t assignment_generation;
     int64_t assignment_end_offset;
-    int64_t assignment_poll_ms; /* next durability check */
-    uint8_t *md_value;          /* last GroupMetadataValue written or replayed (for snapshots), NULL none */
+    struct gr_partition_waiter assignment_wait; /* until the assignment's record is committed */
+    uint8_t *md_value; /* last GroupMetadataValue written or replayed (for snapshots), NULL none */
     size_t md_value_len;
 };
 

@@ -18,6 +18,7 @@ struct gr_offsets_log {
     struct gr_store *store;
     struct gr_topic *topic;
     int32_t partitions;
+    struct gr_partitions *parts; /* appends go through the partition layer when set */
 };
 
 struct gr_topic_op *gr_offsets_log_create_op(int32_t partitions)
@@ -72,9 +73,15 @@ struct gr_log *gr_offsets_log_log(struct gr_offsets_log *ol, int32_t partition)
     return gr_topic_log(ol->topic, partition);
 }
 
+void gr_offsets_log_set_partitions(struct gr_offsets_log *ol, struct gr_partitions *parts)
+{
+    ol->parts = parts;
+}
+
 /* ---- append ---- */
 
-static int append_batch(struct gr_log *log, const struct gr_coord_record *recs, int count, int64_t wall_ms)
+static int append_batch(struct gr_offsets_log *ol, struct gr_log *log, const struct gr_coord_record *recs,
+                        int count, int64_t wall_ms)
 {
     struct gr_record_in *in = calloc((size_t)count, sizeof *in);
     if (!in) return -ENOMEM;
@@ -91,7 +98,12 @@ static int append_batch(struct gr_log *log, const struct gr_coord_record *recs, 
     free(in);
     if (rc) return rc == GR_BATCH_ERR_TOO_LARGE ? -EMSGSIZE : -ENOMEM;
     struct gr_append_result res;
-    rc = gr_log_append(log, batch, len, -1, &res);
+    if (!ol->parts) {
+        rc = gr_log_append(log, batch, len, -1, &res); /* no partition layer (tools, tests) */
+    } else {
+        struct gr_partition *part = gr_partition_get(ol->parts, log);
+        rc = part ? gr_partition_append(part, batch, len, -1, &res) : -ENOMEM;
+    }
     free(batch);
     return rc;
 }
@@ -106,7 +118,7 @@ int gr_offsets_log_append(struct gr_offsets_log *ol, int32_t partition, const st
     for (int i = 0; i < count; i++) {
         size_t rec_bytes = recs[i].key_len + recs[i].value_len + 32;
         if (i > first && bytes + rec_bytes > GR_OFFSETS_BATCH_BYTES_MAX) {
-            int rc = append_batch(log, recs + first, i - first, wall_ms);
+            int rc = append_batch(ol, log, recs + first, i - first, wall_ms);
             if (rc) return rc;
             first = i;
             bytes = 0;
@@ -114,10 +126,10 @@ int gr_offsets_log_append(struct gr_offsets_log *ol, int32_t partition, const st
         bytes += rec_bytes;
     }
     if (count > first) {
-        int rc = append_batch(log, recs + first, count - first, wall_ms);
+        int rc = append_batch(ol, log, recs + first, count - first, wall_ms);
         if (rc) return rc;
     }
-    gr_log_flush_async(log);
+    gr_log_flush_async(log); /* whatever the visible-offset rule: group state is made durable soon */
     *end_offset = gr_log_end_offset(log);
     return 0;
 }

@@ -10,7 +10,9 @@
  * record per key and drops tombstones after delete.retention.ms; replay reads what is left (offset gaps
  * included) and gives the same state.
  *
- * Threading: the server's network thread only (as storage/log.h).
+ * In the broker the appends go through the partition layer (gr_offsets_log_set_partitions: the partition's
+ * visible offset and waiters see them, and the coordinator waits "until committed" there, partition.h).
+ * Threading: the server's network thread only (as storage/log.h and partition/partition.h).
  * Read next: coordinator/coordinator.h, server/handlers/join_group.c (the server binding).
  */
 #ifndef GR_OFFSETS_LOG_H
@@ -19,6 +21,7 @@
 #include <stdint.h>
 
 #include "coordinator/coordinator.h"
+#include "partition/partition.h"
 #include "storage/log.h"
 #include "storage/store.h"
 
@@ -52,6 +55,10 @@ struct gr_log *gr_offsets_log_log(struct gr_offsets_log *ol, int32_t partition);
  * -errno when a partition cannot be read (the state is then partial: the caller should not serve). */
 int64_t gr_offsets_log_load(struct gr_offsets_log *ol, struct gr_coordinator *c);
 
+/* Sends the appends through the partition layer from now on (gr_partition_append on the partitions of
+ * `parts`, borrowed, which must outlive the offsets log): the partition then sees them (its visible offset,
+ * its waiters) as it sees a Produce's. Without it (tools, tests) appends go straight to storage. */
+void gr_offsets_log_set_partitions(struct gr_offsets_log *ol, struct gr_partitions *parts);
 /* Appends `count` records to `partition` with timestamp `wall_ms` and asks for an fsync. Returns 0 and
  * *end_offset (durable once gr_offsets_log_durable says so), or -errno from gr_log_append / -ENOMEM. */
 int gr_offsets_log_append(struct gr_offsets_log *ol, int32_t partition, const struct gr_coord_record *recs,

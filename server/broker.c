@@ -1,35 +1,34 @@
 /*
- * broker.c: parked requests, per-log wait lists, high watermarks, and the bridges from the storage
- * flusher threads and the I/O pool to the loop.
+ * broker.c: parked requests, their waits on partitions, and the bridges from the storage flusher threads
+ * and the I/O pool to the loop.
  *
  * Flusher threads call on_flushed(): it appends the log to `flushed` (under flushed_mu) and sends an
- * ev_async; the loop then re-checks the requests waiting on each of those logs (acks=-1 produces waiting
- * for durability, long-poll fetches waiting for the high watermark to move, offset commits). Appends wake
- * the waiters of the appended log the same way (gr_broker_wake_log). A parked request's deadline is its
- * own ev_timer (libev keeps timers in a heap: parking and expiry cost O(log parked)). The high watermark
- * of a partition is its durable offset when gregor.acks.all.fsync is on, else its log end offset.
- * Read next: server/waitq.h, server/handlers/produce.c, server/handlers/fetch.c.
+ * ev_async; the loop then tells each of those partitions (gr_partition_flushed), which recomputes its
+ * visible offset and calls the done hooks of exactly the waits whose condition now holds (acks=-1
+ * produces and offset commits waiting until committed, long-poll fetches waiting for data, DeleteRecords
+ * waiting for its checkpoint). Appends tell the partition the same way (gr_partition_appended). A wait's
+ * done hook re-checks its request (req->recheck). A parked request's deadline is its own ev_timer (libev
+ * keeps timers in a heap: parking and expiry cost O(log parked)); its expiry finishes the request, and
+ * finishing unparks it, which cancels its remaining waits. What is visible is the partition layer's rule
+ * (gr_partition_visible_offset), set once at start from gregor.acks.all.fsync.
+ * Read next: partition/partition.h, server/handlers/produce.c, server/handlers/fetch.c.
  */
+#include <errno.h>
 #include <stdlib.h>
 
 #include "common/log.h"
 #include "common/time.h"
 #include "server/broker.h"
 
-/* The wait list of one log, reached through gr_log_user. */
-struct gr_log_waiters {
-    struct gr_waitq q;
-    uint64_t last_park_seq; /* park_seq of the request that last registered here (dedupes a partition named
-                               twice; a sequence, not a pointer: a freed request's address is reused) */
-    uint64_t woken_gen;
-    struct gr_log_waiters *all_next;
-};
-
-int64_t gr_broker_update_hwm(struct gr_broker *b, struct gr_log *log)
+struct gr_partition *gr_broker_partition(struct gr_broker *b, struct gr_log *log)
 {
-    int64_t hwm = b->hwm_durable ? gr_log_durable_offset(log) : gr_log_end_offset(log);
-    if (hwm != gr_log_high_watermark(log)) gr_log_set_high_watermark(log, hwm);
-    return hwm;
+    struct gr_partition *part = gr_partition_get(b->parts, log);
+    if (!part) {
+        GR_ERROR("out of memory for the state of partition %s-%d", gr_topic_name(gr_log_topic(log)),
+                 gr_log_partition(log));
+        abort();
+    }
+    return part;
 }
 
 static void deadline_cb(struct ev_loop *loop, ev_timer *w, int revents)
@@ -58,40 +57,58 @@ void gr_broker_park(struct gr_broker *b, struct gr_req *req, int64_t deadline_ms
     }
 }
 
-bool gr_broker_wait_log(struct gr_broker *b, struct gr_req *req, struct gr_log *log)
+/* A wait's done hook: re-checks its request (see broker.h struct gr_req_wait). */
+static void req_wait_done(struct gr_partition_waiter *w, int err)
 {
-    struct gr_log_waiters *lw = gr_log_user(log);
-    if (!lw) {
-        lw = calloc(1, sizeof *lw);
-        if (!lw) return false;
-        lw->all_next = b->log_waiters;
-        b->log_waiters = lw;
-        gr_log_set_user(log, lw);
+    (void)err; /* the re-check reads the partition's state itself */
+    struct gr_req_wait *rw = (struct gr_req_wait *)w;
+    if (rw->arming) {
+        rw->held_at_once = true;
+        return;
     }
-    if (lw->last_park_seq == req->park_seq)
-        return true; /* already waiting on it (a partition named twice):
-                        one request's registrations come one after another */
-    struct gr_wait_node *n = gr_arena_calloc(&req->arena, 1, sizeof *n);
-    if (!n) return false;
-    gr_waitq_add(&lw->q, n, req);
-    lw->last_park_seq = req->park_seq;
-    n->owner_next = req->waits;
-    req->waits = n;
-    return true;
-}
-
-static void recheck_one(void *owner, void *ctx)
-{
-    struct gr_req *req = owner;
-    struct gr_broker *b = ctx;
+    struct gr_req *req = rw->req;
+    struct gr_broker *b = req->broker;
     b->rechecks++;
-    if (req->recheck) req->recheck(req);
+    if (!req->recheck || req->recheck(req)) return; /* finished (maybe freed) */
+    if (!rw->data || !req->parked || gr_partition_waiting(w)) return;
+    /* long poll: wait for the next data past what is visible now */
+    struct gr_partition *part = rw->part;
+    rw->arming = true;
+    gr_partition_wait_data(part, w, gr_partition_visible_offset(part));
+    rw->arming = false;
 }
 
-void gr_broker_wake_log(struct gr_broker *b, struct gr_log *log)
+/* Queues one wait of `req` on `log` with `start` (a gr_partition_wait_* call). */
+static int req_wait(struct gr_req *req, struct gr_log *log, bool data,
+                    void (*start)(struct gr_partition *, struct gr_partition_waiter *, int64_t), int64_t arg)
 {
-    struct gr_log_waiters *lw = gr_log_user(log);
-    if (lw && lw->q.head) gr_waitq_wake(&lw->q, recheck_one, b);
+    struct gr_req_wait *rw = gr_arena_calloc(&req->arena, 1, sizeof *rw);
+    if (!rw) return -ENOMEM;
+    gr_partition_waiter_init(&rw->w, req_wait_done, NULL);
+    rw->req = req;
+    rw->part = gr_broker_partition(req->broker, log);
+    rw->data = data;
+    rw->next = req->waits;
+    req->waits = rw;
+    rw->arming = true;
+    start(rw->part, &rw->w, arg);
+    rw->arming = false;
+    return rw->held_at_once ? 0 : 1;
+}
+
+int gr_req_wait_committed(struct gr_req *req, struct gr_log *log, int64_t end_offset)
+{
+    return req_wait(req, log, false, gr_partition_wait_committed, end_offset);
+}
+
+int gr_req_wait_data(struct gr_req *req, struct gr_log *log, int64_t offset)
+{
+    return req_wait(req, log, true, gr_partition_wait_data, offset);
+}
+
+int gr_req_wait_log_start(struct gr_req *req, struct gr_log *log, int64_t ticket)
+{
+    return req_wait(req, log, false, gr_partition_wait_log_start_durable, ticket);
 }
 
 void gr_broker_wake_parked(struct gr_broker *b)
@@ -106,16 +123,6 @@ void gr_broker_wake_parked(struct gr_broker *b)
     }
 }
 
-void gr_broker_free_waiters(struct gr_broker *b)
-{
-    while (b->log_waiters) {
-        struct gr_log_waiters *lw = b->log_waiters;
-        b->log_waiters = lw->all_next;
-        free(lw);
-    }
-    /* the logs keep a dangling user pointer: the store is closed right after */
-}
-
 static void flush_async_cb(struct ev_loop *loop, ev_async *w, int revents)
 {
     (void)loop;
@@ -127,16 +134,9 @@ static void flush_async_cb(struct ev_loop *loop, ev_async *w, int revents)
     b->flushed = NULL;
     b->flushed_count = b->flushed_cap = 0;
     pthread_mutex_unlock(&b->flushed_mu);
-    uint64_t gen = ++b->wake_gen;
-    for (int i = 0; i < n; i++) {
-        /* The high watermark follows the durable offset even when nobody reads: retention and compaction
-           are bounded by it, so a write-only partition must see it move too. */
-        gr_broker_update_hwm(b, logs[i]);
-        struct gr_log_waiters *lw = gr_log_user(logs[i]);
-        if (!lw || lw->woken_gen == gen) continue; /* no waiters, or already woken in this round */
-        lw->woken_gen = gen;
-        gr_broker_wake_log(b, logs[i]);
-    }
+    for (int i = 0; i < n; i++) /* the visible offset moves even when nobody waits: retention and
+                                   compaction are bounded by it, so a write-only partition must see it move */
+        gr_partition_flushed(gr_broker_partition(b, logs[i]));
     free(logs);
 }
 

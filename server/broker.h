@@ -4,8 +4,9 @@
  * One network thread runs a libev loop: it accepts connections, reads frames, decodes them, runs the
  * handler and writes responses. A handler either answers at once or parks the request (acks=-1 waiting
  * for fsync, a long-poll fetch waiting for data, a fetch waiting for the I/O pool to read cold data into
- * the page cache); a parked request names the logs it waits on (gr_broker_wait_log) and is re-checked
- * only when one of those logs moves (append, flush completion), and by its own timer. Blocking disk work
+ * the page cache); a parked request waits on named conditions of its partitions (gr_req_wait_committed,
+ * gr_req_wait_data, gr_req_wait_log_start: partition/partition.h) and is re-checked only when one of them
+ * holds, and by its own timer. Blocking disk work
  * (cold reads, statvfs) runs on the I/O pool (storage/iopool.h), whose completions come back to the loop
  * through an ev_async. Responses leave a connection strictly in request order:
  * a finished response waits behind an unfinished earlier one.
@@ -22,18 +23,19 @@
 #include <stdint.h>
 
 #include "common/arena.h"
+#include "partition/partition.h"
 #include "protocol/gen/messages.h"
 #include "protocol/header.h"
 #include "server/apis.h"
 #include "server/config.h"
 #include "server/netlimits.h"
-#include "server/waitq.h"
 #include "storage/iopool.h"
 #include "storage/log.h"
 #include "storage/store.h"
 
 struct gr_conn;
 struct gr_req;
+struct gr_req_wait;
 struct gr_broker;
 struct gr_coordinator;
 struct gr_producer_ids;
@@ -71,9 +73,9 @@ struct gr_req {
     struct gr_conn *conn;                 /* NULL once the connection is gone */
     struct gr_req *next;                  /* connection FIFO */
     struct gr_req *wait_prev, *wait_next; /* broker's parked list */
-    struct gr_wait_node *waits;           /* per-log wait nodes (arena), see gr_broker_wait_log */
+    struct gr_req_wait *waits;            /* partition waits (arena), see gr_req_wait_committed */
     ev_timer deadline_w;                  /* the parked deadline (inactive without one) */
-    uint64_t park_seq;                    /* unique per park (gr_broker_wait_log dedupes with it) */
+    uint64_t park_seq;                    /* unique per park */
     bool parked;
     bool done; /* response ready (or none needed) */
     bool no_response;
@@ -140,11 +142,10 @@ struct gr_broker {
     pthread_mutex_t flushed_mu; /* guards flushed[]: logs reported by flusher threads, not yet woken */
     struct gr_log **flushed;
     int flushed_count, flushed_cap;
-    struct gr_log_waiters *log_waiters; /* every per-log wait list allocated (freed at shutdown) */
-    uint64_t wake_gen;                  /* dedupes wakes of one log within one drain of flushed[] */
-    uint64_t park_seq;                  /* last req->park_seq given */
-    int64_t rechecks;                   /* recheck calls made (a measure for tests and debug logs) */
-    ev_timer housekeeping_timer;        /* retention, checkpoints, idle connections */
+    struct gr_partitions *parts; /* the partitions this (network) thread owns (partition/partition.h) */
+    uint64_t park_seq;           /* last req->park_seq given */
+    int64_t rechecks;            /* recheck calls made (a measure for tests and debug logs) */
+    ev_timer housekeeping_timer; /* retention, checkpoints, idle connections */
     ev_signal sigterm_w, sigint_w;
     struct gr_req *parked_head;
     int parked_count;
@@ -168,7 +169,6 @@ struct gr_broker {
     int64_t last_retention_ms;
     int64_t last_checkpoint_ms;
     int64_t last_producer_expiry_ms;
-    bool hwm_durable; /* gregor.acks.all.fsync */
     bool stopping;
     struct gr_groups_wait *groups_wait; /* requests waiting for __consumer_offsets' creation (groups.c) */
     int64_t started_mono_ms;
@@ -180,19 +180,32 @@ struct gr_broker {
 
 /* Parks `req` until recheck() returns true or `deadline_ms` (monotonic) passes, then expire() runs. */
 void gr_broker_park(struct gr_broker *b, struct gr_req *req, int64_t deadline_ms);
-/* Makes the parked `req` wait on `log`: gr_broker_wake_log(log) re-checks it. Call after gr_broker_park;
- * the wait ends when the request is unparked. Returns false when out of arena memory (the request then
- * still has its deadline). */
-bool gr_broker_wait_log(struct gr_broker *b, struct gr_req *req, struct gr_log *log);
-/* Re-checks the requests waiting on `log` (after an append to it, or its flush completed). */
-void gr_broker_wake_log(struct gr_broker *b, struct gr_log *log);
+/* A parked request's wait on one partition (arena): the done hook re-checks the request. */
+struct gr_req_wait {
+    struct gr_partition_waiter w;
+    struct gr_req *req;
+    struct gr_partition *part;
+    struct gr_req_wait *next; /* the request's other waits (gr_req_unpark cancels them all) */
+    bool data;                /* an until-data wait: queued again past the new visible offset when the
+                                 re-check did not finish the request */
+    bool arming;              /* inside its wait call: a done at once is noted, not re-checked */
+    bool held_at_once;
+};
+/* Makes the parked `req` wait on a named condition of `log`'s partition (partition/partition.h); when the
+ * condition holds (or fails) req->recheck runs; the waits end when the request is unparked. Call after
+ * gr_broker_park. Return 1 when queued, 0 when the condition already holds or failed (nothing queued, no
+ * re-check made: the caller re-checks), -ENOMEM when out of arena memory (the deadline still ends the wait).
+ * committed: the visible offset reaches end_offset (acks=-1, OffsetCommit);
+ * data: data is visible past `offset`, waited again after each re-check that did not finish (long poll);
+ * log start: the log-start-offset checkpoint `ticket` is durable (DeleteRecords). */
+int gr_req_wait_committed(struct gr_req *req, struct gr_log *log, int64_t end_offset);
+int gr_req_wait_data(struct gr_req *req, struct gr_log *log, int64_t offset);
+int gr_req_wait_log_start(struct gr_req *req, struct gr_log *log, int64_t ticket);
 /* Re-checks every parked request now (topic deletion). O(parked): not for the append path. */
 void gr_broker_wake_parked(struct gr_broker *b);
-/* Frees the per-log wait lists (shutdown, after every parked request is gone). */
-void gr_broker_free_waiters(struct gr_broker *b);
-/* Updates the high watermark of `log` from its durable or end offset (per gregor.acks.all.fsync) and
- * returns it. */
-int64_t gr_broker_update_hwm(struct gr_broker *b, struct gr_log *log);
+/* Returns borrowed: the partition object of `log` (gr_partition_get on b->parts). Out of memory for it
+ * (a few dozen bytes per partition, made once) aborts with a log line. */
+struct gr_partition *gr_broker_partition(struct gr_broker *b, struct gr_log *log);
 
 /* Finishes a request whose response struct is filled: encodes the response and lets the connection send
  * it in order. Safe to call for a request whose connection is gone (it is then freed). */

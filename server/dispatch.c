@@ -78,8 +78,8 @@ void gr_req_unpark(struct gr_req *req)
     req->wait_prev = req->wait_next = NULL;
     req->parked = false;
     b->parked_count--;
-    for (struct gr_wait_node *n = req->waits; n; n = n->owner_next)
-        gr_waitq_remove(n);
+    for (struct gr_req_wait *rw = req->waits; rw; rw = rw->next)
+        gr_partition_wait_cancel(&rw->w);
     req->waits = NULL;
     ev_timer_stop(b->loop, &req->deadline_w);
 }

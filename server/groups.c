@@ -78,7 +78,7 @@ static void maintenance_cb(struct ev_loop *loop, ev_timer *w, int revents)
     (void)revents;
     struct groups *g = w->data;
     for (int32_t p = 0; p < gr_offsets_log_partitions(g->ol); p++)
-        gr_broker_update_hwm(g->b, gr_offsets_log_log(g->ol, p));
+        gr_partition_visible_offset(gr_broker_partition(g->b, gr_offsets_log_log(g->ol, p)));
 }
 
 /* ---- coordinator hooks ---- */
@@ -102,13 +102,17 @@ static int hook_append(void *ctx, int32_t partition, const struct gr_coord_recor
     return gr_offsets_log_append(g->ol, partition, recs, count, gr_time_wall_ms(), end_offset);
 }
 
-/* With gregor.acks.all.fsync (default) a group-metadata write counts once fsynced; without it, at once
- * (Kafka's page-cache behaviour). */
-static int hook_durable(void *ctx, int32_t partition, int64_t end_offset)
+/* Until committed on the offsets partition (partition/partition.h): with gregor.acks.all.fsync (default) a
+ * group-metadata write counts once fsynced (its flush completion wakes `w`); without it, at once (Kafka's
+ * page-cache behaviour). */
+static int hook_wait_committed(void *ctx, int32_t partition, int64_t end_offset,
+                               struct gr_partition_waiter *w)
 {
     struct groups *g = ctx;
-    if (!g->b->hwm_durable) return 1;
-    return gr_offsets_log_durable(g->ol, partition, end_offset);
+    struct gr_log *log = gr_offsets_log_log(g->ol, partition);
+    if (!log) return -ENOENT;
+    gr_partition_wait_committed(gr_broker_partition(g->b, log), w, end_offset);
+    return 0;
 }
 
 static void hook_timer(void *ctx, int64_t deadline_ms)
@@ -154,6 +158,7 @@ int gr_groups_start(struct gr_broker *b)
         free(g);
         return rc;
     }
+    gr_offsets_log_set_partitions(g->ol, b->parts); /* appends through the partition layer */
     struct gr_coord_config cfg;
     gr_coord_config_defaults(&cfg);
     cfg.min_session_timeout_ms = b->cfg.settings.group_min_session_timeout_ms;
@@ -165,8 +170,9 @@ int gr_groups_start(struct gr_broker *b)
     cfg.offset_metadata_max_bytes = b->cfg.settings.offset_metadata_max_bytes;
     cfg.offsets_max_message_bytes = b->cfg.settings.message_max_bytes;
     cfg.offsets_partitions = gr_offsets_log_partitions(g->ol);
-    struct gr_coord_hooks hooks = {
-        g, hook_mono, hook_wall, hook_append, hook_join_done, hook_sync_done, hook_timer, hook_durable};
+    struct gr_coord_hooks hooks = {g,           hook_mono,          hook_wall,
+                                   hook_append, hook_join_done,     hook_sync_done,
+                                   hook_timer,  hook_wait_committed};
     b->coord = gr_coord_create(&cfg, &hooks);
     if (!b->coord) {
         gr_offsets_log_close(g->ol);
@@ -185,7 +191,7 @@ int gr_groups_start(struct gr_broker *b)
     }
     for (int32_t p = 0; p < gr_offsets_log_partitions(g->ol); p++) {
         struct gr_log *log = gr_offsets_log_log(g->ol, p);
-        gr_broker_update_hwm(b, log);
+        gr_partition_visible_offset(gr_broker_partition(b, log));
         /* the coordinator appends without parking: its partitions' active files stay open under the cap */
         int kerr = gr_log_keep_active_open(log);
         if (kerr < 0)

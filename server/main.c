@@ -242,7 +242,6 @@ int main(int argc, char **argv)
     b->node_id = (int32_t)gr_config_int(&b->cfg, "node.id");
     if (gr_config_is_set(&b->cfg, "broker.id") && gr_config_int(&b->cfg, "broker.id") >= 0)
         b->node_id = (int32_t)gr_config_int(&b->cfg, "broker.id");
-    b->hwm_durable = gr_config_bool(&b->cfg, "gregor.acks.all.fsync");
     b->loop = ev_default_loop(EVFLAG_AUTO);
     b->started_mono_ms = t0;
     gr_broker_init_watchers(b);
@@ -289,12 +288,18 @@ int main(int argc, char **argv)
         GR_ERROR("cannot open log directory %s: %s", dir, strerror(-rc));
         return 1;
     }
+    /* the visible-offset rule is the partition layer's, set once here (partition/partition.h) */
+    struct gr_partitions_config pc = {b->store, gr_config_bool(&b->cfg, "gregor.acks.all.fsync")};
+    if (!(b->parts = gr_partitions_create(&pc))) {
+        GR_ERROR("out of memory");
+        return 1;
+    }
     int64_t partitions = 0;
     for (int i = 0; i < gr_store_topic_count(b->store); i++) {
         struct gr_topic *t = gr_store_topic_at(b->store, i);
         partitions += gr_topic_partition_count(t);
         for (int32_t p = 0; p < gr_topic_partition_count(t); p++)
-            gr_broker_update_hwm(b, gr_topic_log(t, p));
+            gr_partition_visible_offset(gr_broker_partition(b, gr_topic_log(t, p)));
     }
     gr_store_fds_trim(b->store); /* the load opened every active segment: back under the cap */
     check_open_files(b, partitions);
@@ -341,7 +346,7 @@ int main(int argc, char **argv)
         gr_req_free(r);
     }
     gr_producer_ids_stop(b);
-    gr_broker_free_waiters(b);
+    gr_partitions_destroy(b->parts);
     gr_store_close(b->store);
     gr_log_ratelimit_flush(INT64_MAX); /* every count of suppressed warnings still pending */
     GR_INFO("stopped cleanly (%lld parked-request re-checks since start)", (long long)b->rechecks);

@@ -115,12 +115,23 @@ static void hint(void *ctx, int64_t deadline_ms)
     ((struct fake_env *)ctx)->hint_ms = deadline_ms;
 }
 
-static int durable(void *ctx, int32_t partition, int64_t end_offset)
+static int wait_committed(void *ctx, int32_t partition, int64_t end_offset, struct gr_partition_waiter *w)
 {
     (void)partition;
     (void)end_offset;
     struct fake_env *env = ctx;
-    return env->not_durable < 0 ? env->not_durable : !env->not_durable;
+    if (env->not_durable > 0)
+        env->commit_waiter = w;
+    else
+        w->done(w, env->not_durable); /* committed at once, or never (negative) */
+    return 0;
+}
+
+void fake_committed(struct fake_env *env, int err)
+{
+    struct gr_partition_waiter *w = env->commit_waiter;
+    env->commit_waiter = NULL;
+    if (w) w->done(w, err);
 }
 
 struct gr_coordinator *fake_coord(struct fake_env *env, const struct gr_coord_config *cfg)
@@ -133,7 +144,7 @@ struct gr_coordinator *fake_coord(struct fake_env *env, const struct gr_coord_co
     }
     if (!env->wall_ms) env->wall_ms = 1700000000000LL;
     if (!env->mono_ms) env->mono_ms = 1000;
-    struct gr_coord_hooks hooks = {env, mono, wall, append, join_done, sync_done, hint, durable};
+    struct gr_coord_hooks hooks = {env, mono, wall, append, join_done, sync_done, hint, wait_committed};
     return gr_coord_create(cfg, &hooks);
 }
 

@@ -29,7 +29,9 @@ struct fake_env {
     int fail_append; /* a -errno returned by every append while non-zero */
     int64_t end_offsets[64];
     int64_t hint_ms;
-    int not_durable; /* while non-zero the durable hook answers 0 (not yet), or this when negative */
+    int not_durable; /* while non-zero the wait_committed hook keeps its waiter (positive: fake_committed
+                        completes it) or completes it at once with this error (negative) */
+    struct gr_partition_waiter *commit_waiter; /* the waiter kept while not_durable > 0 */
 };
 
 /* What a JoinGroup waiter was answered (deep copies). */
@@ -91,5 +93,9 @@ int fake_subscription(uint8_t *out, int n, const char *const *topics);
 int fake_count_records(const struct fake_env *env, enum gr_coord_key_type type, bool tombstones);
 /* Replays every appended record into `c` (then gr_coord_load_done). */
 void fake_replay_all(const struct fake_env *env, struct gr_coordinator *c);
+
+/* Completes the waiter the wait_committed hook kept (not_durable > 0) with `err`, as a partition's flush
+   completion would; nothing when none is kept. */
+void fake_committed(struct fake_env *env, int err);
 
 #endif

@@ -26,6 +26,7 @@ struct env {
     struct gr_store *store;
     struct gr_offsets_log *ol;
     struct gr_coordinator *c;
+    struct gr_partitions *parts; /* the offsets partitions' waits (this test plays the owning thread) */
     int64_t mono;
 };
 
@@ -43,10 +44,11 @@ static int append(void *ctx, int32_t partition, const struct gr_coord_record *re
     struct env *e = ctx;
     return gr_offsets_log_append(e->ol, partition, recs, count, 1700000000000LL, end);
 }
-static int durable(void *ctx, int32_t partition, int64_t end)
+static int wait_committed(void *ctx, int32_t partition, int64_t end, struct gr_partition_waiter *w)
 {
     struct env *e = ctx;
-    return gr_offsets_log_durable(e->ol, partition, end);
+    gr_partition_wait_committed(gr_partition_get(e->parts, gr_offsets_log_log(e->ol, partition)), w, end);
+    return 0;
 }
 static void join_done(void *ctx, void *waiter, const struct gr_join_result *res)
 {
@@ -66,10 +68,13 @@ static void open_all(struct env *e)
     sc.log_dir = e->dir;
     assert_int_equal(gr_store_open(&sc, &e->store), 0);
     assert_int_equal(gr_offsets_log_open(e->store, 3, &e->ol), 0);
+    struct gr_partitions_config pc = {e->store, true};
+    assert_non_null(e->parts = gr_partitions_create(&pc));
+    gr_offsets_log_set_partitions(e->ol, e->parts);
     struct gr_coord_config cfg;
     gr_coord_config_defaults(&cfg);
     cfg.offsets_partitions = gr_offsets_log_partitions(e->ol);
-    struct gr_coord_hooks hooks = {e, mono, wall, append, join_done, sync_done, NULL, durable};
+    struct gr_coord_hooks hooks = {e, mono, wall, append, join_done, sync_done, NULL, wait_committed};
     e->c = gr_coord_create(&cfg, &hooks);
     assert_non_null(e->c);
     assert_true(gr_offsets_log_load(e->ol, e->c) >= 0);
@@ -78,6 +83,7 @@ static void open_all(struct env *e)
 static void close_all(struct env *e)
 {
     gr_coord_destroy(e->c);
+    gr_partitions_destroy(e->parts);
     gr_offsets_log_close(e->ol);
     gr_store_close(e->store);
 }
@@ -192,12 +198,13 @@ static void test_commit_durable_and_survives_restart(void **state)
     struct gr_sync_assignment as = {gr_str_c(mid), {(const uint8_t *)"ASSIGN", 6}};
     struct gr_sync_params sp = {
         gr_str_c("cg"), gr_str_c(mid), gr_str_c("static-1"), GR_STR_NULL, GR_STR_NULL, 1, &as, 1, 3, &serr};
-    /* the assignment is answered once its record is fsynced: the coordinator polls from its timer */
+    /* the assignment is answered once its record is fsynced: the partition's flush completion wakes it (the
+       test hands the completions over as the server's loop does; no timer is involved) */
     gr_coord_sync(e->c, &sp);
     for (int i = 0; i < 500 && serr == -99; i++) {
         usleep(10000);
-        e->mono += GR_COORD_DURABLE_POLL_MS;
-        gr_coord_tick(e->c);
+        for (int32_t p = 0; p < gr_offsets_log_partitions(e->ol); p++)
+            gr_partition_flushed(gr_partition_get(e->parts, gr_offsets_log_log(e->ol, p)));
     }
     assert_int_equal(serr, 0);
 

@@ -123,7 +123,7 @@ static void created(struct gr_req *req, void *item, int err, struct gr_topic *t)
     } else {
         GR_INFO("created topic %s with %d partitions", c->name, gr_topic_partition_count(t));
         for (int32_t p = 0; p < gr_topic_partition_count(t); p++)
-            gr_broker_update_hwm(b, gr_topic_log(t, p));
+            gr_partition_visible_offset(gr_broker_partition(b, gr_topic_log(t, p)));
     }
     if (c->done) c->done(req, c->item, code, msg, err ? NULL : t);
 }

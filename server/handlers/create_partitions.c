@@ -87,7 +87,7 @@ static void grown(struct gr_req *req, void *item, int err, struct gr_topic *t)
     }
     int32_t total = gr_topic_partition_count(t);
     for (int32_t p = 0; p < total; p++)
-        gr_broker_update_hwm(req->broker, gr_topic_log(t, p));
+        gr_partition_visible_offset(gr_broker_partition(req->broker, gr_topic_log(t, p)));
     GR_INFO("topic %s now has %d partitions", gr_topic_name(t), total);
 }
 

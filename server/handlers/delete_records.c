@@ -9,13 +9,13 @@
  *
  * The new log start offsets are made durable before the answer, without waiting on the network thread:
  * every partition that moves is begun (gr_log_delete_records_begin), ONE log-start-offset-checkpoint write
- * covering them all is queued to the storage housekeeping thread, and the request is parked on those
- * partitions' logs; the write's completion wakes them (on_flushed), the recheck sees the ticket durable
- * and ends each partition (segments wholly below the start are dropped, unlinked off the thread). A failed
- * write answers KAFKA_STORAGE_ERROR with the log start offset unchanged (storage/log.h says what the file
- * may then hold). One node means no replica to wait for: timeout_ms (at least
- * DELETE_RECORDS_WAIT_MS_MIN) only bounds the wait for the disk, then REQUEST_TIMED_OUT.
- * Read next: storage/log.h (gr_log_delete_records_begin).
+ * covering them all is queued to the storage housekeeping thread, and the request is parked until the log
+ * start offset is durable on those partitions (gr_partition_wait_log_start_durable); the write's completion
+ * (on_flushed) wakes them, the recheck sees the ticket durable and ends each partition (segments wholly below
+ * the start are dropped, unlinked off the thread). A failed write answers KAFKA_STORAGE_ERROR with the log
+ * start offset unchanged (storage/log.h says what the file may then hold). One node means no replica to wait
+ * for: timeout_ms (at least DELETE_RECORDS_WAIT_MS_MIN) only bounds the wait for the disk, then
+ * REQUEST_TIMED_OUT. Read next: storage/log.h (gr_log_delete_records_begin).
  */
 #include <errno.h>
 #include <string.h>
@@ -51,7 +51,7 @@ static int16_t delete_records(struct gr_req *req, struct gr_topic *t, int32_t pa
     /* Kafka's Partition.deleteRecordsOnLeader: compact without delete keeps every record. */
     const struct gr_log_config *policy = gr_topic_policy(t);
     if (policy->compact_policy && !policy->delete_policy) return GR_ERR_POLICY_VIOLATION;
-    int64_t hwm = gr_broker_update_hwm(req->broker, log);
+    int64_t hwm = gr_partition_visible_offset(gr_broker_partition(req->broker, log));
     int64_t target = offset == -1 ? hwm : offset;
     if (target < 0 || target > hwm) return GR_ERR_OFFSET_OUT_OF_RANGE;
     int rc = gr_log_delete_records_begin(log, target);
@@ -164,7 +164,12 @@ enum gr_handler_rc gr_handle_delete_records(struct gr_req *req)
     int64_t wait_ms =
         body->timeout_ms > DELETE_RECORDS_WAIT_MS_MIN ? body->timeout_ms : DELETE_RECORDS_WAIT_MS_MIN;
     gr_broker_park(b, req, gr_time_mono_ms() + wait_ms);
+    /* until the log start offset is durable, on every moved partition (out of memory: the deadline ends it)
+     */
     for (int i = 0; i < st->count; i++)
-        gr_broker_wait_log(b, req, st->waits[i].log); /* on failure the deadline still ends the wait */
+        if (gr_req_wait_log_start(req, st->waits[i].log, st->ticket) == 0) {
+            dr_recheck(req); /* written meanwhile: finishes it */
+            break;
+        }
     return GR_HANDLER_WAIT;
 }

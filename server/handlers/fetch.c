@@ -15,13 +15,14 @@
  * the fd cap) run without waiting too (gr_log_read_nowait): the pool reads the page in, opens the file,
  * loads or rebuilds the indexes, then the fill is redone with that work pinned (gr_log_slice_install). A
  * range evicted again between the read-in and the send is sent as is (one read-in per request, no loop). A
- * parked fetch waits on the logs of its partitions only (gr_broker_wait_log): an append elsewhere does not
- * re-check it. Without transactions the last stable offset is the high watermark and aborted_transactions is
- * null for read_uncommitted, empty for read_committed. Errors carry Kafka's shapes: an unknown topic, topic
- * id or partition (found before reading) answers HWM/LSO/log start -1 and an empty aborted list; an error
- * from reading the log (offset out of range, leader epoch, storage) answers -1 for the offsets and a null
- * aborted list, in both isolation levels. Fetch v4-v9 on a topic with compression.type=zstd answers
- * UNSUPPORTED_COMPRESSION_TYPE (those versions cannot carry zstd). Read next: storage/log.h (gr_log_read).
+ * parked fetch waits until data arrives on its partitions only (gr_req_wait_data, past each one's visible
+ * offset): an append elsewhere does not re-check it. Without transactions the last stable offset is the high
+ * watermark and aborted_transactions is null for read_uncommitted, empty for read_committed. Errors carry
+ * Kafka's shapes: an unknown topic, topic id or partition (found before reading) answers HWM/LSO/log start -1
+ * and an empty aborted list; an error from reading the log (offset out of range, leader epoch, storage)
+ * answers -1 for the offsets and a null aborted list, in both isolation levels. Fetch v4-v9 on a topic with
+ * compression.type=zstd answers UNSUPPORTED_COMPRESSION_TYPE (those versions cannot carry zstd). Read next:
+ * storage/log.h (gr_log_read).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -198,7 +199,7 @@ static bool fetch_fill_all(struct gr_req *req)
                 continue;
             }
             rp->aborted_transactions.count = body->isolation_level == 1 ? 0 : -1;
-            int64_t hwm = gr_broker_update_hwm(b, log);
+            int64_t hwm = gr_partition_visible_offset(gr_broker_partition(b, log));
             rp->high_watermark = hwm;
             rp->last_stable_offset = hwm;
             rp->log_start_offset = gr_log_start_offset(log);
@@ -363,7 +364,7 @@ static void fetch_expire(struct gr_req *req)
     try_answer(req); /* final: answers or hands off */
 }
 
-/* Makes the parked request wait on the log of every partition it names. */
+/* Makes the parked request wait until data arrives past what is visible now, on every partition it names. */
 static void wait_on_logs(struct gr_req *req)
 {
     struct gr_fetch_request *body = req->body;
@@ -377,7 +378,8 @@ static void wait_on_logs(struct gr_req *req)
             v >= 13 ? gr_store_topic_find_id(b->store, qt->topic_id.b) : gr_topic_lookup(b, qt->topic);
         for (int32_t p = 0; t && p < qt->partitions.count; p++) {
             struct gr_log *log = gr_topic_log(t, qt->partitions.items[p].partition);
-            if (log) gr_broker_wait_log(b, req, log);
+            if (log) /* 0 (offline now) needs no wait: the deadline answers, as the next fill would */
+                gr_req_wait_data(req, log, gr_partition_visible_offset(gr_broker_partition(b, log)));
         }
     }
 }

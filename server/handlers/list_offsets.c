@@ -171,7 +171,7 @@ static void answer(struct gr_req *req, struct gr_log *log, int64_t ts,
         rp->leader_epoch = -1;
         return;
     }
-    int64_t hwm = gr_broker_update_hwm(req->broker, log);
+    int64_t hwm = gr_partition_visible_offset(gr_broker_partition(req->broker, log));
     int64_t off = -1, t = -1;
     int32_t epoch = -1;
     switch (ts) {

@@ -4,14 +4,14 @@
  * names topics by id (KIP-848), and an id no topic has (the zero id too) is UNKNOWN_TOPIC_ID for each of
  * its partitions, as Kafka 4.4 answers; the commit itself is stored by topic name, as before. The
  * rest are validated against the group (ClassicGroup.validateOffsetCommit: generation, member, state),
- * written to __consumer_offsets and applied. With gregor.acks.all.fsync (the default) the answer waits
- * until the offsets partition's fdatasync covers the commit (parked; re-checked on each flush completion of
- * that partition); after offsets.commit.timeout.ms (5 s, Kafka's default) the not-yet-durable partitions get
- * COORDINATOR_NOT_AVAILABLE (Kafka maps a write timeout so), and NOT_COORDINATOR if the partition went
- * offline. Without the fsync setting the answer follows the append (Kafka's page-cache behaviour).
- * The committed values are visible to OffsetFetch as soon as they are appended.
- * v2-4 carry retention_time_ms (kept as the record's expire timestamp when not -1); v7+ group.instance.id.
- * Read next: coordinator/offsets.c (gr_coord_commit).
+ * written to __consumer_offsets and applied. The answer waits until the commit is committed (the offsets
+ * partition's visible offset passes it: with gregor.acks.all.fsync, the default, once its fdatasync covers
+ * the commit; partition/partition.h gr_partition_wait_committed); after offsets.commit.timeout.ms (5 s,
+ * Kafka's default) the not-yet-durable partitions get COORDINATOR_NOT_AVAILABLE (Kafka maps a write timeout
+ * so), and NOT_COORDINATOR if the partition went offline. Without the fsync setting the visible offset is the
+ * log end offset: the answer follows the append (Kafka's page-cache behaviour). The committed values are
+ * visible to OffsetFetch as soon as they are appended. v2-4 carry retention_time_ms (kept as the record's
+ * expire timestamp when not -1); v7+ group.instance.id. Read next: coordinator/offsets.c (gr_coord_commit).
  */
 #include "common/time.h"
 #include "coordinator/coordinator.h"
@@ -39,11 +39,20 @@ static void copy_errors(struct commit_state *st, int16_t unresolved)
     }
 }
 
+/* The offsets partition's log, or NULL when the coordinator is gone. */
+static struct gr_log *commit_log(struct gr_req *req, const struct commit_state *st)
+{
+    struct gr_offsets_log *ol = gr_groups_offsets_log(req->broker);
+    return ol ? gr_offsets_log_log(ol, st->partition) : NULL;
+}
+
 static bool commit_recheck(struct gr_req *req)
 {
     struct commit_state *st = req->hstate;
-    struct gr_offsets_log *ol = gr_groups_offsets_log(req->broker);
-    int d = ol ? gr_offsets_log_durable(ol, st->partition, st->end_offset) : -1;
+    struct gr_log *log = commit_log(req, st);
+    int d = !log || gr_log_offline(log)                                                            ? -1
+            : gr_partition_visible_offset(gr_broker_partition(req->broker, log)) >= st->end_offset ? 1
+                                                                                                   : 0;
     if (d == 0) return false;
     copy_errors(st, d < 0 ? GR_ERR_NOT_COORDINATOR : GR_ERR_NONE);
     gr_req_finish(req);
@@ -122,17 +131,16 @@ enum gr_handler_rc gr_handle_offset_commit(struct gr_req *req)
         .topic_count = nct,
     };
     gr_coord_commit(b->coord, &p, &st->partition, &st->end_offset);
-    if (st->end_offset < 0 || !b->hwm_durable) {
+    if (st->end_offset < 0) {
         copy_errors(st, GR_ERR_NONE);
         return GR_HANDLER_DONE;
     }
     req->hstate = st;
     req->recheck = commit_recheck;
     req->expire = commit_expire;
-    if (commit_recheck(req)) return GR_HANDLER_WAIT; /* already durable: finished inside */
+    if (commit_recheck(req)) return GR_HANDLER_WAIT; /* already committed: finished inside */
     gr_broker_park(b, req, gr_time_mono_ms() + OFFSET_COMMIT_TIMEOUT_MS);
-    struct gr_offsets_log *ol = gr_groups_offsets_log(b);
-    struct gr_log *olog = ol ? gr_offsets_log_log(ol, st->partition) : NULL;
-    if (olog) gr_broker_wait_log(b, req, olog); /* re-checked when that partition's flush completes */
+    /* until committed: re-checked once the offsets partition's visible offset passes the commit */
+    if (gr_req_wait_committed(req, commit_log(req, st), st->end_offset) == 0) commit_recheck(req);
     return GR_HANDLER_WAIT;
 }

@@ -359,7 +359,7 @@ static bool produce_recheck(struct gr_req *req)
         if (gr_log_offline(w->log)) {
             set_error(w->pr, GR_ERR_KAFKA_STORAGE_ERROR, NULL);
             w->log = NULL;
-        } else if (gr_log_durable_offset(w->log) >= w->end_offset) {
+        } else if (gr_partition_visible_offset(gr_broker_partition(req->broker, w->log)) >= w->end_offset) {
             w->log = NULL;
         } else {
             return false;
@@ -475,24 +475,21 @@ static enum gr_handler_rc produce_run(struct gr_req *req)
             st->waits[st->count++] = (struct produce_wait){pr, log, end_offset};
         }
     }
-    for (int i = 0; i < st->count; i++) {
-        struct gr_log *log = st->waits[i].log;
-        if (b->hwm_durable) {
-            gr_log_flush_async(log); /* the high watermark follows fsync: flush soon */
-        } else {
-            gr_broker_update_hwm(b, log);
-            gr_broker_wake_log(b, log); /* long-poll fetches on this partition see the new data */
-        }
-    }
+    for (int i = 0; i < st->count; i++) /* flushes soon, or wakes the waiters of the visible data */
+        gr_partition_appended(gr_broker_partition(b, st->waits[i].log));
     if (body->acks == 0) return any_error ? GR_HANDLER_CLOSE : GR_HANDLER_NO_RESPONSE;
-    if (body->acks == -1 && b->hwm_durable && st->count) {
+    if (body->acks == -1 && st->count) {
         req->recheck = produce_recheck;
         req->expire = produce_expire;
-        if (produce_recheck(req)) return GR_HANDLER_WAIT; /* already durable: finished inside recheck */
+        if (produce_recheck(req)) return GR_HANDLER_WAIT; /* already committed: finished inside recheck */
         int64_t timeout = body->timeout_ms > 0 ? body->timeout_ms : 0;
         gr_broker_park(b, req, gr_time_mono_ms() + timeout);
+        bool held = false; /* cannot be: the recheck above saw every waited partition short of its offset */
         for (int i = 0; i < st->count; i++)
-            if (st->waits[i].log) gr_broker_wait_log(b, req, st->waits[i].log); /* woken by its flush */
+            if (st->waits[i].log &&
+                gr_req_wait_committed(req, st->waits[i].log, st->waits[i].end_offset) == 0)
+                held = true;
+        if (held) produce_recheck(req);
         return GR_HANDLER_WAIT;
     }
     return GR_HANDLER_DONE;

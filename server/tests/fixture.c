@@ -26,7 +26,6 @@ struct gr_broker *srv_broker_open(char *dir, size_t cap, const struct srv_broker
     assert_non_null(b);
     gr_config_init(&b->cfg);
     b->loop = ev_loop_new(EVFLAG_AUTO);
-    b->hwm_durable = opts->hwm_durable;
     b->node_id = opts->node_id;
     gr_broker_init_watchers(b);
     struct gr_store_config sc;
@@ -37,6 +36,8 @@ struct gr_broker *srv_broker_open(char *dir, size_t cap, const struct srv_broker
         sc.on_flushed_ctx = b;
     }
     assert_int_equal(gr_store_open(&sc, &b->store), 0);
+    b->parts = gr_partitions_create(&(struct gr_partitions_config){b->store, opts->hwm_durable});
+    assert_non_null(b->parts);
     if (opts->iopool) assert_int_equal(gr_iopool_create(2, NULL, NULL, &b->iopool), 0);
     return b;
 }
@@ -52,8 +53,8 @@ void srv_broker_close(struct gr_broker *b, const char *dir, void (*after_store_c
     if (after_store_close) after_store_close();
     ev_loop_destroy(b->loop);
     gr_config_free(&b->cfg);
-    gr_broker_free_waiters(b); /* as main.c does at shutdown */
-    free(b->flushed);          /* completions queued for a loop the test did not run */
+    gr_partitions_destroy(b->parts); /* as main.c does at shutdown */
+    free(b->flushed);                /* completions queued for a loop the test did not run */
     free(b);
     th_rmtree(dir);
 }

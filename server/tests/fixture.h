@@ -19,7 +19,7 @@
 /* What differs between the tests' brokers; a zeroed struct is the plain broker. */
 struct srv_broker_opts {
     bool iopool;              /* an I/O pool of two threads in b->iopool */
-    bool hwm_durable;         /* b->hwm_durable: the high watermark waits for the flush */
+    bool hwm_durable;         /* b->parts' visible_is_durable: the high watermark waits for the flush */
     bool on_flushed;          /* the store reports flushes to the broker (gr_broker_on_flushed) */
     int32_t node_id;          /* b->node_id (0 by default, as a zeroed broker) */
     int open_segment_fds_max; /* the store's open-file cap; 0 keeps th_config's */

@@ -278,8 +278,10 @@ static void test_disk_errors_map_to_storage_error(void **state)
     th_config(&sc, f->dir);
     gr_iopool_drain(f->b->iopool);
     gr_store_close(f->b->store);
-    fault_install(); /* the syscall table changes only while no store is open */
+    gr_partitions_destroy(f->b->parts); /* a restart: the new store's logs get new partition objects */
+    fault_install();                    /* the syscall table changes only while no store is open */
     assert_int_equal(gr_store_open(&sc, &f->b->store), 0);
+    f->b->parts = gr_partitions_create(&(struct gr_partitions_config){f->b->store, false});
     struct gr_topic *keep;
     assert_int_equal(gr_store_topic_create(f->b->store, "keep", 2, NULL, NULL, 0, &keep), 0);
     gr_store_quiesce(f->b->store);
@@ -319,8 +321,10 @@ static void test_disk_errors_map_to_storage_error(void **state)
     assert_int_equal(C.code, GR_ERR_NONE);
     assert_int_equal(gr_topic_partition_count(C.t), 3);
     gr_store_close(f->b->store);
+    gr_partitions_destroy(f->b->parts); /* a restart: the new store's logs get new partition objects */
     fault_uninstall();
     assert_int_equal(gr_store_open(&sc, &f->b->store), 0);
+    f->b->parts = gr_partitions_create(&(struct gr_partitions_config){f->b->store, false});
 }
 
 /* gr_req_keys_first: repeats found by sorting (kind and bytes), first occurrences and every repeated entry

@@ -1,0 +1,264 @@
+/*
+ * partition.c: partition objects, the visible offset and the named waits (see partition.h).
+ *
+ * Each partition keeps one list per kind of wait (committed, data, log start) plus a firing list. An event
+ * (append, flush completion, failure) first moves every waiter whose condition holds to the firing list,
+ * then takes them off it one by one, oldest first, and calls each done hook. A done hook may cancel any
+ * other waiter (finishing a request cancels its other waits, which may sit on the firing list), queue new
+ * ones, or cause another event on the same partition: a waiter is always on exactly one list or idle, so
+ * cancelling from the firing list keeps its done hook from running, and a nested event drains the same
+ * firing list. Lists are doubly linked with head->prev pointing at the tail (appends at the tail keep the
+ * order in which waiters queued).
+ * Read next: server/broker.c (how requests use these waits).
+ */
+#include "partition/partition.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <stdlib.h>
+
+enum wait_kind { WAIT_COMMITTED = 0, WAIT_DATA = 1, WAIT_LOG_START = 2, WAIT_KINDS = 3 };
+
+#define NOT_YET 1 /* a condition's answer: keep waiting */
+
+struct gr_partition {
+    struct gr_partitions *ps;
+    struct gr_log *log;
+    struct gr_partition_waiter *lists[WAIT_KINDS];
+    struct gr_partition_waiter *firing;
+    int waiter_count;
+    struct gr_partition *all_next;
+};
+
+struct gr_partitions {
+    struct gr_partitions_config cfg;
+    struct gr_partition *all;
+};
+
+struct gr_partitions *gr_partitions_create(const struct gr_partitions_config *cfg)
+{
+    struct gr_partitions *ps = calloc(1, sizeof *ps);
+    if (ps) ps->cfg = *cfg;
+    return ps;
+}
+
+static void list_add(struct gr_partition_waiter **list, struct gr_partition_waiter *w)
+{
+    w->list = list;
+    w->next = NULL;
+    if (!*list) {
+        w->prev = w; /* head->prev is the tail */
+        *list = w;
+    } else {
+        struct gr_partition_waiter *tail = (*list)->prev;
+        tail->next = w;
+        w->prev = tail;
+        (*list)->prev = w;
+    }
+}
+
+static void list_del(struct gr_partition_waiter *w)
+{
+    struct gr_partition_waiter **list = w->list;
+    if (w == *list) {
+        *list = w->next;
+        if (*list) (*list)->prev = w->prev;
+    } else {
+        w->prev->next = w->next;
+        if (w->next)
+            w->next->prev = w->prev;
+        else
+            (*list)->prev = w->prev;
+    }
+    w->list = NULL;
+    w->prev = w->next = NULL;
+}
+
+void gr_partitions_destroy(struct gr_partitions *ps)
+{
+    if (!ps) return;
+    while (ps->all) {
+        struct gr_partition *part = ps->all;
+        ps->all = part->all_next;
+        for (int k = 0; k < WAIT_KINDS; k++)
+            while (part->lists[k]) {
+                struct gr_partition_waiter *w = part->lists[k];
+                list_del(w);
+                w->part = NULL;
+            }
+        while (part->firing) {
+            struct gr_partition_waiter *w = part->firing;
+            list_del(w);
+            w->part = NULL;
+        }
+        free(part);
+    }
+    free(ps);
+}
+
+bool gr_partitions_visible_is_durable(const struct gr_partitions *ps)
+{
+    return ps->cfg.visible_is_durable;
+}
+
+struct gr_partition *gr_partition_get(struct gr_partitions *ps, struct gr_log *log)
+{
+    struct gr_partition *part = gr_log_user(log);
+    if (part) return part;
+    part = calloc(1, sizeof *part);
+    if (!part) return NULL;
+    part->ps = ps;
+    part->log = log;
+    part->all_next = ps->all;
+    ps->all = part;
+    gr_log_set_user(log, part);
+    return part;
+}
+
+struct gr_log *gr_partition_log(const struct gr_partition *part)
+{
+    return part->log;
+}
+
+int64_t gr_partition_visible_offset(struct gr_partition *part)
+{
+    struct gr_log *log = part->log;
+    int64_t visible = part->ps->cfg.visible_is_durable ? gr_log_durable_offset(log) : gr_log_end_offset(log);
+    if (visible != gr_log_high_watermark(log)) gr_log_set_high_watermark(log, visible);
+    return visible;
+}
+
+/* NOT_YET, 0 (holds) or -errno (never will) for `w` given the partition's visible offset. */
+static int condition(struct gr_partition *part, const struct gr_partition_waiter *w, int64_t visible)
+{
+    if (w->kind == WAIT_LOG_START) {
+        int r = gr_store_checkpoint_poll(part->ps->cfg.store, w->arg);
+        return r == 0 ? NOT_YET : r > 0 ? 0 : r;
+    }
+    if (gr_log_offline(part->log)) return -EROFS;
+    if (w->kind == WAIT_COMMITTED) return visible >= w->arg ? 0 : NOT_YET;
+    return visible > w->arg ? 0 : NOT_YET;
+}
+
+/* Calls the done hooks of the firing list, oldest first (see the file comment). */
+static void fire(struct gr_partition *part)
+{
+    while (part->firing) {
+        struct gr_partition_waiter *w = part->firing;
+        list_del(w);
+        w->part = NULL;
+        part->waiter_count--;
+        w->done(w, (int)w->arg); /* arg holds the outcome once on the firing list */
+    }
+}
+
+/* Moves the waiters of list `k` whose condition holds to the firing list. */
+static void collect(struct gr_partition *part, int k, int64_t visible)
+{
+    struct gr_partition_waiter *w = part->lists[k];
+    while (w) {
+        struct gr_partition_waiter *next = w->next;
+        int r = condition(part, w, visible);
+        if (r != NOT_YET) {
+            list_del(w);
+            w->arg = r;
+            list_add(&part->firing, w);
+        }
+        w = next;
+    }
+}
+
+int gr_partition_append(struct gr_partition *part, uint8_t *batch, size_t len, int64_t log_append_time_ms,
+                        struct gr_append_result *res)
+{
+    int rc = gr_log_append(part->log, batch, len, log_append_time_ms, res);
+    if (rc == 0 && !res->duplicate) gr_partition_appended(part);
+    return rc;
+}
+
+void gr_partition_appended(struct gr_partition *part)
+{
+    if (part->ps->cfg.visible_is_durable) {
+        gr_log_flush_async(part->log); /* the visible offset follows fsync: flush soon */
+        return;
+    }
+    int64_t visible = gr_partition_visible_offset(part);
+    collect(part, WAIT_COMMITTED, visible);
+    collect(part, WAIT_DATA, visible);
+    fire(part);
+}
+
+void gr_partition_flushed(struct gr_partition *part)
+{
+    int64_t visible = gr_partition_visible_offset(part);
+    for (int k = 0; k < WAIT_KINDS; k++)
+        collect(part, k, visible);
+    fire(part);
+}
+
+void gr_partition_fail(struct gr_partition *part, int err)
+{
+    for (int k = 0; k < WAIT_KINDS; k++)
+        while (part->lists[k]) {
+            struct gr_partition_waiter *w = part->lists[k];
+            list_del(w);
+            w->arg = err;
+            list_add(&part->firing, w);
+        }
+    fire(part);
+}
+
+void gr_partition_waiter_init(struct gr_partition_waiter *w, gr_partition_done_fn done, void *ctx)
+{
+    *w = (struct gr_partition_waiter){.done = done, .ctx = ctx};
+}
+
+/* Queues `w` for `kind`, or calls its done hook at once when the condition already holds or failed. */
+static void wait_on(struct gr_partition *part, struct gr_partition_waiter *w, int kind, int64_t arg)
+{
+    assert(!w->part); /* a waiter is queued once at a time: a programmer error */
+    w->kind = kind;
+    w->arg = arg;
+    int r = condition(part, w, kind == WAIT_LOG_START ? 0 : gr_partition_visible_offset(part));
+    if (r != NOT_YET) {
+        w->done(w, r);
+        return;
+    }
+    w->part = part;
+    part->waiter_count++;
+    list_add(&part->lists[kind], w);
+}
+
+void gr_partition_wait_committed(struct gr_partition *part, struct gr_partition_waiter *w, int64_t end_offset)
+{
+    wait_on(part, w, WAIT_COMMITTED, end_offset);
+}
+
+void gr_partition_wait_data(struct gr_partition *part, struct gr_partition_waiter *w, int64_t offset)
+{
+    wait_on(part, w, WAIT_DATA, offset);
+}
+
+void gr_partition_wait_log_start_durable(struct gr_partition *part, struct gr_partition_waiter *w,
+                                         int64_t ticket)
+{
+    wait_on(part, w, WAIT_LOG_START, ticket);
+}
+
+void gr_partition_wait_cancel(struct gr_partition_waiter *w)
+{
+    if (!w->part) return;
+    w->part->waiter_count--;
+    list_del(w);
+    w->part = NULL;
+}
+
+bool gr_partition_waiting(const struct gr_partition_waiter *w)
+{
+    return w->part != NULL;
+}
+
+int gr_partition_waiter_count(const struct gr_partition *part)
+{
+    return part->waiter_count;
+}
