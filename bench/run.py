@@ -172,14 +172,14 @@ class Broker:
 class Gregor(Broker):
     kind = "gregor"
 
-    def __init__(self, fsync):
-        super().__init__("Gregor" + (" (fsync)" if fsync else ""))
-        self.fsync, self.proc = fsync, None
+    def __init__(self, fsync, binary=GREGOR, label=None):
+        super().__init__(label or ("Gregor" + (" (fsync)" if fsync else "")))
+        self.fsync, self.proc, self.binary = fsync, None, binary
 
     def start(self):
         self.dir = tempfile.mkdtemp(prefix="gregor-bench-")
         listener = os.path.join(self.dir, "listener")
-        args = [GREGOR, "--override", "listeners=PLAINTEXT://127.0.0.1:0",
+        args = [self.binary, "--override", "listeners=PLAINTEXT://127.0.0.1:0",
                 "--override", f"gregor.listener.file={listener}",
                 "--override", f"log.dirs={self.dir}/data",
                 "--override", f"gregor.acks.all.fsync={'true' if self.fsync else 'false'}"]
@@ -812,11 +812,25 @@ def goals(bench):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="Gregor only, a few seconds: harness check")
-    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=None, help="rounds (default 3; with --compare-before 5)")
     ap.add_argument("--kafka", action="store_true", help="with --quick: Kafka too (smoke-tests the full path)")
     ap.add_argument("--no-profile", action="store_true", help="full mode: skip bench/profile.py at the end")
-    ap.add_argument("--out", default=None, help="markdown report (default bench/results.md; quick: build-bench/)")
+    ap.add_argument("--out", default=None, help="markdown report (default bench/results.md; quick: build-bench/; "
+                    "--compare-before: bench/before-after.md)")
+    ap.add_argument("--compare-before", metavar="REV", default=None,
+                    help="Gregor at git REV against the working tree, no Kafka (bench/compare.py); --quick "
+                    "shortens every run")
+    ap.add_argument("--seconds", type=float, default=None,
+                    help="with --compare-before: seconds per produce row (default 3, --quick 0.5)")
+    ap.add_argument("--callgrind", action="store_true",
+                    help="with --compare-before: also user-space instructions per request under callgrind")
     args = ap.parse_args()
+    if args.compare_before:
+        import compare  # bench/compare.py
+        args.rounds = args.rounds or 5
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
+        return compare.main(args)
+    args.rounds = args.rounds or 3
     build(args.quick)
     bench = Bench(args.quick, 1 if args.quick else args.rounds)
     started = datetime.datetime.now(datetime.timezone.utc)
