@@ -82,6 +82,14 @@ bench: test-deps
 bench-quick: test-deps
 	@python3 bench/run.py --quick
 
+# Gregor before/after (issue #18's reshape): the release broker at BEFORE against the working tree, ROUNDS
+# alternating rounds, no Kafka; writes bench/before-after.md (bench/compare.py). About 13 minutes for 5 rounds.
+BEFORE ?= 5a4c1fd
+ROUNDS ?= 5
+.PHONY: bench-compare
+bench-compare: test-deps
+	@python3 bench/run.py --compare-before $(BEFORE) --rounds $(ROUNDS) --callgrind
+
 # Docker image smoke test (docker/, issue #12): builds a debian:bookworm-slim base with debootstrap (cached in
 # docker/.cache/), builds docker/Dockerfile with podman, runs the broker with buildah, produces and consumes
 # with kcat, checks the healthcheck and a clean SIGTERM stop. Needs root; ends with "docker-test: N passed, N failed".
