@@ -85,7 +85,6 @@ struct gr_req {
     struct gr_req *wait_prev, *wait_next; /* broker's parked list */
     struct gr_req_wait *waits;            /* partition waits (arena), see gr_req_wait_committed */
     ev_timer deadline_w;                  /* the parked deadline (inactive without one) */
-    uint64_t park_seq;                    /* unique per park */
     bool parked;
     bool done; /* response ready (or none needed) */
     bool no_response;
@@ -165,7 +164,6 @@ struct gr_broker {
     struct gr_log **flushed;
     int flushed_count, flushed_cap;
     struct gr_partitions *parts; /* the partitions this (network) thread owns (partition/partition.h) */
-    uint64_t park_seq;           /* last req->park_seq given */
     int64_t rechecks;            /* recheck calls made (a measure for tests and debug logs) */
     ev_timer housekeeping_timer; /* retention, checkpoints, idle connections */
     ev_signal sigterm_w, sigint_w;

@@ -133,7 +133,6 @@ void gr_req_park(struct gr_req *req, int64_t deadline_ms)
 {
     struct gr_broker *b = req->broker;
     req->deadline_ms = deadline_ms;
-    req->park_seq = ++b->park_seq;
     req->parked = true;
     req->wait_prev = NULL;
     req->wait_next = b->parked_head;
