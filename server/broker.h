@@ -153,8 +153,6 @@ struct gr_broker {
     struct gr_coordinator *coord;
     struct gr_producer_ids *producer_ids; /* InitProducerId (handlers/init_producer_id.c) */
     int32_t node_id;
-    char advertised_host[256]; /* the first listener's advertised address */
-    int32_t advertised_port;
     struct gr_listener listeners[GR_LISTENERS_MAX];
     int listener_count;
     ev_async flush_async;

@@ -797,8 +797,6 @@ int gr_net_bind(struct gr_broker *b)
             return -1;
         }
     }
-    snprintf(b->advertised_host, sizeof b->advertised_host, "%s", b->listeners[0].adv_host);
-    b->advertised_port = b->listeners[0].adv_port;
     return 0;
 }
 
