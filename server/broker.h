@@ -1,18 +1,22 @@
 /*
  * broker.h: the broker's state and the request object that moves through it.
  *
- * One network thread runs a libev loop: it accepts connections, reads frames, decodes them, runs the
- * handler and writes responses. A handler either answers at once or parks the request (acks=-1 waiting
- * for fsync, a long-poll fetch waiting for data, a fetch waiting for the I/O pool to read cold data into
- * the page cache); a parked request waits on named conditions of its partitions (gr_req_wait_committed,
- * gr_req_wait_data, gr_req_wait_log_start: partition/partition.h) and is re-checked only when one of them
- * holds, and by its own timer. Blocking disk work
- * (cold reads, statvfs) runs on the I/O pool (storage/iopool.h), whose completions come back to the loop
- * through an ev_async. Responses leave a connection strictly in request order:
- * a finished response waits behind an unfinished earlier one.
+ * One network thread runs a libev loop: it accepts connections and reads frames (server/net.c), decodes
+ * each and picks its API row (server/dispatch.c), runs the handler and carries the request to its answer
+ * (server/request.c). A handler either answers at once or parks the request (gr_req_park: acks=-1 waiting
+ * until committed, a long-poll fetch waiting for data, a fetch waiting for the I/O pool to read cold data);
+ * a parked request waits on named conditions of its partitions (gr_req_wait_committed, gr_req_wait_data,
+ * gr_req_wait_log_start: partition/partition.h) and is re-checked only when one of them holds, and by its
+ * own deadline. Blocking disk work (cold reads, statvfs) runs on the I/O pool (storage/iopool.h), whose
+ * completions come back to the loop through an ev_async (server/broker.c). Responses leave a connection
+ * strictly in request order: a finished response waits behind an unfinished earlier one.
+ * Calls between these files go one way: net -> dispatch -> request, net -> request, dispatch -> groups ->
+ * request, request -> broker; request.c reaches the connection only through b->req_sink, and a handler only
+ * through its API row.
  * Invariants: a request belongs to exactly one connection (or none once the connection is gone, then it
  * is freed when it finishes); its frame, arena and output chain live until its response is fully sent.
- * Read next: server/net.c (connections), server/apis.def (API list), server/dispatch.c, server/handlers/.
+ * Read next: server/request.c, server/net.c (connections), server/apis.def (API list), server/dispatch.c,
+ * server/handlers/.
  */
 #ifndef GR_BROKER_H
 #define GR_BROKER_H
@@ -36,7 +40,9 @@
 struct gr_conn;
 struct gr_req;
 struct gr_req_wait;
+struct gr_req_state_slot;
 struct gr_broker;
+struct gr_groups;
 struct gr_coordinator;
 struct gr_producer_ids;
 
@@ -68,6 +74,10 @@ struct gr_req_slice {
     struct gr_req_slice *next;
 };
 
+/* One request, from its frame to its sent answer. Only generic request machinery lives here: who it belongs
+ * to, its frame and decoded header/body/response, its arena, its parked state and its output chain; a
+ * module's own per-request state goes in a state slot (gr_req_state). Made by net.c, decoded by dispatch.c,
+ * parked, finished, encoded and freed by request.c. */
 struct gr_req {
     struct gr_broker *broker;
     struct gr_conn *conn;                 /* NULL once the connection is gone */
@@ -75,7 +85,6 @@ struct gr_req {
     struct gr_req *wait_prev, *wait_next; /* broker's parked list */
     struct gr_req_wait *waits;            /* partition waits (arena), see gr_req_wait_committed */
     ev_timer deadline_w;                  /* the parked deadline (inactive without one) */
-    uint64_t park_seq;                    /* unique per park */
     bool parked;
     bool done; /* response ready (or none needed) */
     bool no_response;
@@ -93,10 +102,8 @@ struct gr_req {
     bool (*recheck)(struct gr_req *req); /* returns true when it finished the request */
     void (*expire)(struct gr_req *req);  /* deadline reached: finish with what is there */
     int64_t deadline_ms;                 /* monotonic */
-    void *hstate;                        /* handler state (arena) */
-    struct gr_req_topic_ops *topic_ops;  /* storage topic operations the response waits for (arena) */
-    bool groups_deferred;                /* waited once for the group coordinator's start (gr_groups_defer) */
-    bool topic_barrier_passed;           /* waited once for earlier topic operations (gr_req_topic_barrier) */
+    void *hstate;                        /* the API handler's own state (arena) */
+    struct gr_req_state_slot *states;    /* other modules' per-request state (arena, gr_req_state) */
     /* output: the response goes out as chunks (protocol/wire.h), memory and sendfile ranges */
     struct gr_req_slice *slices; /* the file ranges its records fields name (gr_req_own_slice) */
     struct gr_req_slice *pins;   /* work the I/O pool did for this request (files opened, indexes loaded),
@@ -125,6 +132,20 @@ struct gr_listener {
     ev_io w;
 };
 
+/* What request.c tells a request's connection (set by gr_net_init in b->req_sink; NULL in unit tests that
+ * run handlers without connections): it is called only for a request whose connection is still there,
+ * except released, which runs for every freed request. */
+struct gr_req_sink {
+    void (*answered)(struct gr_req *req); /* the answer is built (or none is due): account for it, send */
+    void (*released)(struct gr_req *req); /* the request is being freed: give back what it held */
+    void (*close)(struct gr_req *req, const char *why); /* close the request's connection */
+    const char *(*peer)(const struct gr_req *req);      /* the connection's peer, for log lines */
+};
+
+/* The broker, owned by the network thread: its configuration, store and partitions, the loop and its
+ * bridges from other threads (broker.c), the parked requests (request.c), the connections and their memory
+ * bounds (net.c), and the bindings of the coordinators (b->coord and b->groups: groups.c; b->producer_ids:
+ * handlers/init_producer_id.c). */
 struct gr_broker {
     struct gr_config cfg;
     struct ev_loop *loop;
@@ -132,8 +153,6 @@ struct gr_broker {
     struct gr_coordinator *coord;
     struct gr_producer_ids *producer_ids; /* InitProducerId (handlers/init_producer_id.c) */
     int32_t node_id;
-    char advertised_host[256]; /* the first listener's advertised address */
-    int32_t advertised_port;
     struct gr_listener listeners[GR_LISTENERS_MAX];
     int listener_count;
     ev_async flush_async;
@@ -143,12 +162,12 @@ struct gr_broker {
     struct gr_log **flushed;
     int flushed_count, flushed_cap;
     struct gr_partitions *parts; /* the partitions this (network) thread owns (partition/partition.h) */
-    uint64_t park_seq;           /* last req->park_seq given */
     int64_t rechecks;            /* recheck calls made (a measure for tests and debug logs) */
     ev_timer housekeeping_timer; /* retention, checkpoints, idle connections */
     ev_signal sigterm_w, sigint_w;
-    struct gr_req *parked_head;
+    struct gr_req *parked_head; /* parked requests (request.c) */
     int parked_count;
+    const struct gr_req_sink *req_sink; /* the connections' side of a request (net.c) */
     int conn_count;
     struct gr_conn *conns; /* all live connections (for idle checks and shutdown) */
     /* Connection memory bounds (net.c). */
@@ -170,16 +189,25 @@ struct gr_broker {
     int64_t last_checkpoint_ms;
     int64_t last_producer_expiry_ms;
     bool stopping;
-    struct gr_groups_wait *groups_wait; /* requests waiting for __consumer_offsets' creation (groups.c) */
-    int64_t started_mono_ms;
+    struct gr_groups *groups; /* the group coordinator's server binding (groups.c), NULL until first used */
     /* Produce requests waiting before their appends (a partition's file reopened on the I/O pool), in
      * arrival order; a later Produce naming one of their partitions queues behind them (handlers/produce.c).
      */
     struct gr_req *produce_gate_head, *produce_gate_tail;
 };
 
-/* Parks `req` until recheck() returns true or `deadline_ms` (monotonic) passes, then expire() runs. */
-void gr_broker_park(struct gr_broker *b, struct gr_req *req, int64_t deadline_ms);
+/* ---- the request lifecycle (request.c) ---- */
+
+/* Parks `req` (not parked) in its broker's parked list until it is finished or unparked: its waits' done
+ * hooks run req->recheck (true when it finished the request); at `deadline_ms` (monotonic; INT64_MAX for
+ * none) req->expire runs. */
+void gr_req_park(struct gr_req *req, int64_t deadline_ms);
+/* The handlers' name for gr_req_park (`b` is req->broker). */
+static inline void gr_broker_park(struct gr_broker *b, struct gr_req *req, int64_t deadline_ms)
+{
+    (void)b;
+    gr_req_park(req, deadline_ms);
+}
 /* A parked request's wait on one partition (arena): the done hook re-checks the request. */
 struct gr_req_wait {
     struct gr_partition_waiter w;
@@ -193,7 +221,7 @@ struct gr_req_wait {
 };
 /* Makes the parked `req` wait on a named condition of `log`'s partition (partition/partition.h); when the
  * condition holds (or fails) req->recheck runs; the waits end when the request is unparked. Call after
- * gr_broker_park. Return 1 when queued, 0 when the condition already holds or failed (nothing queued, no
+ * gr_req_park. Return 1 when queued, 0 when the condition already holds or failed (nothing queued, no
  * re-check made: the caller re-checks), -ENOMEM when out of arena memory (the deadline still ends the wait).
  * committed: the visible offset reaches end_offset (acks=-1, OffsetCommit);
  * data: data is visible past `offset`, waited again after each re-check that did not finish (long poll);
@@ -203,18 +231,29 @@ int gr_req_wait_data(struct gr_req *req, struct gr_log *log, int64_t offset);
 int gr_req_wait_log_start(struct gr_req *req, struct gr_log *log, int64_t ticket);
 /* Re-checks every parked request now (topic deletion). O(parked): not for the append path. */
 void gr_broker_wake_parked(struct gr_broker *b);
-/* Returns borrowed: the partition object of `log` (gr_partition_get on b->parts). Out of memory for it
- * (a few dozen bytes per partition, made once) aborts with a log line. */
-struct gr_partition *gr_broker_partition(struct gr_broker *b, struct gr_log *log);
 
 /* Finishes a request whose response struct is filled: encodes the response and lets the connection send
  * it in order. Safe to call for a request whose connection is gone (it is then freed). */
 void gr_req_finish(struct gr_req *req);
 /* Finishes a request that gets no response (acks=0). */
 void gr_req_finish_silent(struct gr_req *req);
-/* Completes a handler run outside dispatch (from an I/O pool completion) as gr_dispatch does for its return
- * code: finish, finish silently, close the connection, or nothing for GR_HANDLER_WAIT. */
+/* Acts on a handler's return code: finish, finish silently, close the connection, or nothing for
+ * GR_HANDLER_WAIT. For a handler run outside gr_req_run (from an I/O pool completion). */
 void gr_req_complete(struct gr_req *req, enum gr_handler_rc rc);
+/* Runs the handler of a decoded request (req->api, body, resp set) through its API row and acts on its
+ * result (gr_req_complete): by dispatch, and again for a request that waited before its handler ran
+ * (gr_groups_defer, gr_req_topic_barrier). */
+void gr_req_run(struct gr_req *req);
+/* Closes the connection of `req` (deferred: safe inside a handler); nothing when it is gone. */
+void gr_req_close(struct gr_req *req, const char *why);
+/* Returns borrowed: the peer of the connection of `req` for log lines, "" when it is gone. */
+const char *gr_req_peer(const struct gr_req *req);
+/* Per-request state of a module, keyed by an address of its own (e.g. a static const char): gr_req_state
+ * returns the state added under `key` (NULL when none); gr_req_state_add adds `bytes` of zeroed state in
+ * the request's arena (16-byte aligned; bytes may be 0 for a mark) and returns it, NULL when out of arena
+ * memory. Freed with the request. A handler's own state is req->hstate. */
+void *gr_req_state(const struct gr_req *req, const void *key);
+void *gr_req_state_add(struct gr_req *req, const void *key, size_t bytes);
 /* The advertised host and port of the listener `req` came in on (the first listener when its connection
  * is gone): what Metadata, FindCoordinator and DescribeCluster tell this client. Returns borrowed. */
 void gr_req_advertised(const struct gr_req *req, const char **host, int32_t *port);
@@ -224,23 +263,26 @@ void gr_req_advertised(const struct gr_req *req, const char **host, int32_t *por
 int gr_req_own_slice(struct gr_req *req, const struct gr_log_slice *slice);
 /* Frees a request and everything it owns. */
 void gr_req_free(struct gr_req *req);
-
-/* The API table (apis.c, from apis.def). gr_api_find returns the row of `api_key` (borrowed, static), NULL
- * when Gregor does not serve it; gr_api_table returns every row in key order and sets *count. */
-const struct gr_api *gr_api_find(int16_t api_key);
-const struct gr_api *gr_api_table(int *count);
-/* Decodes, dispatches and answers one complete request frame. */
-void gr_dispatch(struct gr_req *req);
-/* Runs the handler of a decoded request (req->api, body, resp set) and acts on its result: what
- * gr_dispatch does after decoding; for a request that waited before its handler ran (gr_groups_defer). */
-void gr_dispatch_handler(struct gr_req *req);
 /* Takes a parked request out of the parked list (its waits and deadline end) without finishing it: e.g. a
  * handler that parked it before its work (Produce waiting for a file reopen) runs that work now and may
  * park again. */
 void gr_req_unpark(struct gr_req *req);
 
+/* The API table (apis.c, from apis.def). gr_api_find returns the row of `api_key` (borrowed, static), NULL
+ * when Gregor does not serve it; gr_api_table returns every row in key order and sets *count. */
+const struct gr_api *gr_api_find(int16_t api_key);
+const struct gr_api *gr_api_table(int *count);
+/* Decodes one complete request frame, picks its API row and runs its handler (dispatch.c); a frame that
+ * does not decode, or names an API or version not served, closes the connection. */
+void gr_dispatch(struct gr_req *req);
+
+/* Returns borrowed: the partition object of `log` (gr_partition_get on b->parts; broker.c). Out of memory
+ * for it (a few dozen bytes per partition, made once) aborts with a log line. */
+struct gr_partition *gr_broker_partition(struct gr_broker *b, struct gr_log *log);
+
 /* Network (net.c). */
-/* Sets up the connection bounds and watchers from the config; call once before gr_net_bind. */
+/* Sets up the connection bounds and watchers from the config and the request sink (b->req_sink); call
+ * once before gr_net_bind. */
 void gr_net_init(struct gr_broker *b);
 /* Parses `listeners` and binds each (a busy port or bad address fails here, before the data is touched),
  * without listening: a connect is refused until gr_net_serve. Returns 0 or -1 after logging why. */
@@ -252,13 +294,6 @@ int gr_net_serve(struct gr_broker *b);
  * accepted connection is then closed at once and logged, rate-limited). malloc; a test seam
  * (server/tests/test_net_accept.c makes it fail), read once per accepted connection. */
 extern void *(*gr_net_conn_alloc)(size_t bytes);
-void gr_net_conn_kick(struct gr_conn *conn);
-/* A request's answer is built (req->out_mem_bytes set): frees its frame (giving back its request-pool
- * bytes) and counts the answer's memory as unsent on its connection and the broker until it is sent. */
-void gr_net_answer_built(struct gr_req *req);
-/* Gives back what a request holds in the connection bounds (its frame's pool bytes, its unsent answer);
- * called by gr_req_free. */
-void gr_net_req_released(struct gr_req *req);
 /* Once a second: ends an out-of-descriptors episode (logging its counts) and gives freed heap memory back
  * to the system after large releases (malloc_trim). */
 void gr_net_housekeeping(struct gr_broker *b, int64_t now_mono_ms);

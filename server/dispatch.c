@@ -1,5 +1,5 @@
 /*
- * dispatch.c: request decoding, response encoding and the request lifecycle.
+ * dispatch.c: a request frame's decoding and routing: its header, its API row, its body, then its handler.
  *
  * The API table (server/apis.def, server/apis.c) drives both dispatch and the ApiVersions response: an API
  * is advertised only when it has a handler. The advertised minimum differs from the served minimum only for
@@ -7,144 +7,17 @@
  * served from v3; any request outside the served range closes the connection, except ApiVersions, which is
  * answered as v0 with UNSUPPORTED_VERSION and its own entry (KIP-511). A request that does not decode closes
  * the connection. An API marked needs_groups first has the group coordinator's binding (server/groups.c)
- * start the coordinator; dispatch calls a handler only through its table row.
- * Read next: server/apis.def, server/handlers/handlers.h.
+ * start the coordinator; dispatch calls a handler only through its table row (gr_req_run). Everything after
+ * (parking, the deadline, finishing, encoding, freeing) is server/request.c; dispatch calls no connection
+ * code (it closes and names the peer through request.c's sink).
+ * Read next: server/apis.def, server/request.c, server/handlers/handlers.h.
  */
-#include <errno.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "common/log.h"
 #include "protocol/errors.h"
 #include "server/broker.h"
 #include "server/groups.h"
-
-/* ---- output chain: memory chunks and the file ranges of file-kind records fields ---- */
-
-int gr_req_own_slice(struct gr_req *req, const struct gr_log_slice *slice)
-{
-    struct gr_req_slice *s = gr_arena_alloc(&req->arena, sizeof *s);
-    if (!s) return -ENOMEM;
-    s->slice = *slice;
-    s->next = req->slices;
-    req->slices = s;
-    return 0;
-}
-
-/* Encodes the response into out_mem and the chunk list: the writer cuts the memory around each file-kind
- * records field (protocol/wire.h), so the chain is memory, file range, memory, ... in wire order. */
-static void encode_response(struct gr_req *req)
-{
-    int16_t v = req->hdr.request_api_version;
-    int16_t hv = gr_response_header_version(req->hdr.request_api_key, v, req->resp_ops->flexible_min);
-    size_t body = req->resp_ops->size(req->resp, v);
-    size_t total = gr_response_header_size(hv) + body;
-    int ranges = 0;
-    size_t file_bytes = req->resp_ops->file_bytes ? req->resp_ops->file_bytes(req->resp, v, &ranges) : 0;
-    size_t mem = 4 + total - file_bytes;
-    req->out_mem = malloc(mem);
-    req->out_mem_bytes = mem;
-    req->chunks = gr_arena_calloc(&req->arena, (size_t)(2 * ranges + 1), sizeof *req->chunks);
-    if (!req->out_mem || !req->chunks) {
-        GR_ERROR("out of memory encoding a %zu-byte response", total);
-        req->no_response = true;
-        if (req->conn) gr_conn_close(req->conn, "out of memory");
-        return;
-    }
-    struct gr_wr wr;
-    struct gr_chunks chunks;
-    gr_wr_init(&wr, req->out_mem, mem);
-    gr_wr_chunks_begin(&wr, &chunks, req->chunks, 2 * ranges + 1);
-    gr_wr_int32(&wr, (int32_t)total);
-    gr_response_header_encode(&wr, hv, req->hdr.correlation_id);
-    req->resp_ops->encode(&wr, req->resp, v);
-    req->chunk_count = gr_wr_chunks_end(&wr);
-    if ((size_t)(wr.p - req->out_mem) != mem) {
-        GR_ERROR("%s v%d: encoded %zu bytes, size() said %zu", req->api->name, v,
-                 (size_t)(wr.p - req->out_mem), mem);
-        abort();
-    }
-}
-
-void gr_req_unpark(struct gr_req *req)
-{
-    struct gr_broker *b = req->broker;
-    if (!req->parked) return;
-    if (req->wait_prev)
-        req->wait_prev->wait_next = req->wait_next;
-    else
-        b->parked_head = req->wait_next;
-    if (req->wait_next) req->wait_next->wait_prev = req->wait_prev;
-    req->wait_prev = req->wait_next = NULL;
-    req->parked = false;
-    b->parked_count--;
-    for (struct gr_req_wait *rw = req->waits; rw; rw = rw->next)
-        gr_partition_wait_cancel(&rw->w);
-    req->waits = NULL;
-    ev_timer_stop(b->loop, &req->deadline_w);
-}
-
-void gr_req_complete(struct gr_req *req, enum gr_handler_rc rc)
-{
-    switch (rc) {
-    case GR_HANDLER_DONE:
-        gr_req_finish(req);
-        break;
-    case GR_HANDLER_WAIT:
-        break;
-    case GR_HANDLER_NO_RESPONSE:
-        gr_req_finish_silent(req);
-        break;
-    case GR_HANDLER_CLOSE:
-        gr_req_unpark(req);
-        req->done = req->no_response = true;
-        if (req->conn)
-            gr_conn_close(req->conn, "handler asked to close");
-        else
-            gr_req_free(req);
-        break;
-    }
-}
-
-void gr_req_finish(struct gr_req *req)
-{
-    gr_req_unpark(req);
-    if (!req->conn) { /* the connection went away while the request was parked */
-        gr_req_free(req);
-        return;
-    }
-    encode_response(req);
-    req->done = true;
-    gr_net_answer_built(req);
-    if (req->conn) gr_net_conn_kick(req->conn);
-}
-
-void gr_req_finish_silent(struct gr_req *req)
-{
-    gr_req_unpark(req);
-    req->no_response = true;
-    req->done = true;
-    if (!req->conn) {
-        gr_req_free(req);
-        return;
-    }
-    gr_net_answer_built(req);
-    gr_net_conn_kick(req->conn);
-}
-
-void gr_req_free(struct gr_req *req)
-{
-    gr_req_unpark(req);
-    gr_net_req_released(req);
-    for (struct gr_req_slice *s = req->slices; s; s = s->next)
-        gr_log_slice_release(&s->slice);
-    for (struct gr_req_slice *s = req->pins; s; s = s->next)
-        gr_log_slice_release(&s->slice);
-    free(req->frame);
-    free(req->out_mem);
-    gr_arena_reset(&req->arena);
-    free(req);
-}
 
 /* KIP-511: ApiVersions at a version we don't know gets a v0 response with UNSUPPORTED_VERSION listing the
  * ApiVersions entry, so the client can retry with a version we serve. */
@@ -174,11 +47,11 @@ void gr_dispatch(struct gr_req *req)
     req->hdr.request_api_version = version;
     req->hdr.correlation_id = corr;
     const struct gr_api *api = gr_api_find(key);
-    const char *peer = gr_conn_peer(req->conn);
+    const char *peer = gr_req_peer(req);
     if (!api) {
         GR_WARN_RATELIMITED("connection %s: unsupported api key %d, closing", peer, key);
         req->done = req->no_response = true;
-        gr_conn_close(req->conn, "unknown api key");
+        gr_req_close(req, "unknown api key");
         return;
     }
     req->api = api;
@@ -190,7 +63,7 @@ void gr_dispatch(struct gr_req *req)
         GR_WARN_RATELIMITED("connection %s: %s v%d is not served (v%d-%d), closing", peer, api->name, version,
                             api->served_min, api->served_max);
         req->done = req->no_response = true;
-        gr_conn_close(req->conn, "unsupported version");
+        gr_req_close(req, "unsupported version");
         return;
     }
     req->req_ops = gr_msg_ops_find(key, false);
@@ -206,16 +79,11 @@ void gr_dispatch(struct gr_req *req)
         GR_WARN_RATELIMITED("connection %s: malformed %s v%d request (error %d), closing", peer, api->name,
                             version, err);
         req->done = req->no_response = true;
-        gr_conn_close(req->conn, "malformed request");
+        gr_req_close(req, "malformed request");
         return;
     }
     req->resp_ops->init(req->resp);
     /* first group use: the request waits while __consumer_offsets is created on the I/O pool */
     if (!req->broker->coord && api->needs_groups && gr_groups_defer(req)) return;
-    gr_dispatch_handler(req);
-}
-
-void gr_dispatch_handler(struct gr_req *req)
-{
-    gr_req_complete(req, req->api->handler(req));
+    gr_req_run(req);
 }

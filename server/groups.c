@@ -33,26 +33,40 @@
 /* Kafka's offsets.retention.check.interval.ms default (not a Gregor config key yet). */
 #define GROUPS_RETENTION_CHECK_MS 600000
 
-struct groups {
+/* The binding (b->groups): made by the first gr_groups_start or gr_groups_defer, freed by gr_groups_stop.
+ * ol and the timers are in use while b->coord exists; reqs while __consumer_offsets is being created. */
+struct gr_groups {
     struct gr_broker *b;
     struct gr_offsets_log *ol;
     ev_timer timer;       /* the coordinator's earliest deadline */
     int64_t armed_ms;     /* deadline the timer is armed for, INT64_MAX when idle */
     ev_timer maintenance; /* offsets-log rewrite and high watermarks */
+    struct gr_req **reqs; /* requests parked until __consumer_offsets exists (gr_groups_defer) */
+    int count, cap;
 };
 
-static struct groups *groups_of(struct gr_broker *b)
+/* The per-request state key of gr_groups_defer (gr_req_state): present once the request waited. */
+static const char deferred_key;
+
+static struct gr_groups *groups_of(struct gr_broker *b)
 {
-    return b->coord ? gr_coord_hooks_ctx(b->coord) : NULL;
+    return b->coord ? b->groups : NULL;
+}
+
+/* Returns b->groups, made on first use; NULL when out of memory. */
+static struct gr_groups *binding(struct gr_broker *b)
+{
+    if (!b->groups && (b->groups = calloc(1, sizeof *b->groups))) b->groups->b = b;
+    return b->groups;
 }
 
 struct gr_offsets_log *gr_groups_offsets_log(struct gr_broker *b)
 {
-    struct groups *g = groups_of(b);
+    struct gr_groups *g = groups_of(b);
     return g ? g->ol : NULL;
 }
 
-static void arm(struct groups *g, int64_t deadline_ms)
+static void arm(struct gr_groups *g, int64_t deadline_ms)
 {
     ev_timer_stop(g->b->loop, &g->timer);
     g->armed_ms = deadline_ms;
@@ -66,7 +80,7 @@ static void timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
     (void)loop;
     (void)revents;
-    struct groups *g = w->data;
+    struct gr_groups *g = w->data;
     g->armed_ms = INT64_MAX;
     gr_coord_tick(g->b->coord);
     arm(g, gr_coord_next_deadline_ms(g->b->coord));
@@ -76,7 +90,7 @@ static void maintenance_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
     (void)loop;
     (void)revents;
-    struct groups *g = w->data;
+    struct gr_groups *g = w->data;
     for (int32_t p = 0; p < gr_offsets_log_partitions(g->ol); p++)
         gr_partition_visible_offset(gr_broker_partition(g->b, gr_offsets_log_log(g->ol, p)));
 }
@@ -98,7 +112,7 @@ static int64_t hook_wall(void *ctx)
 static int hook_append(void *ctx, int32_t partition, const struct gr_coord_record *recs, int count,
                        int64_t *end_offset)
 {
-    struct groups *g = ctx;
+    struct gr_groups *g = ctx;
     return gr_offsets_log_append(g->ol, partition, recs, count, gr_time_wall_ms(), end_offset);
 }
 
@@ -108,7 +122,7 @@ static int hook_append(void *ctx, int32_t partition, const struct gr_coord_recor
 static int hook_wait_committed(void *ctx, int32_t partition, int64_t end_offset,
                                struct gr_partition_waiter *w)
 {
-    struct groups *g = ctx;
+    struct gr_groups *g = ctx;
     struct gr_log *log = gr_offsets_log_log(g->ol, partition);
     if (!log) return -ENOENT;
     gr_partition_wait_committed(gr_broker_partition(g->b, log), w, end_offset);
@@ -117,7 +131,7 @@ static int hook_wait_committed(void *ctx, int32_t partition, int64_t end_offset,
 
 static void hook_timer(void *ctx, int64_t deadline_ms)
 {
-    struct groups *g = ctx;
+    struct gr_groups *g = ctx;
     if (deadline_ms < g->armed_ms) arm(g, deadline_ms);
 }
 
@@ -142,9 +156,8 @@ static void hook_sync_done(void *ctx, void *waiter, const struct gr_sync_result 
 
 int gr_groups_start(struct gr_broker *b)
 {
-    struct groups *g = calloc(1, sizeof *g);
+    struct gr_groups *g = binding(b);
     if (!g) return -ENOMEM;
-    g->b = b;
     g->armed_ms = INT64_MAX;
     /* the watchers exist before the coordinator: replay already sets deadlines (hook_timer arms) */
     ev_timer_init(&g->timer, timer_cb, 0, 0);
@@ -155,7 +168,7 @@ int gr_groups_start(struct gr_broker *b)
     int rc = gr_offsets_log_open(b->store, b->cfg.settings.offsets_topic_num_partitions, &g->ol);
     if (rc) {
         GR_ERROR("cannot open %s: %s", GR_OFFSETS_TOPIC, strerror(-rc));
-        free(g);
+        g->ol = NULL;
         return rc;
     }
     gr_offsets_log_set_partitions(g->ol, b->parts); /* appends through the partition layer */
@@ -176,7 +189,7 @@ int gr_groups_start(struct gr_broker *b)
     b->coord = gr_coord_create(&cfg, &hooks);
     if (!b->coord) {
         gr_offsets_log_close(g->ol);
-        free(g);
+        g->ol = NULL;
         return -ENOMEM;
     }
     int64_t n = gr_offsets_log_load(g->ol, b->coord);
@@ -186,7 +199,7 @@ int gr_groups_start(struct gr_broker *b)
         gr_coord_destroy(b->coord);
         b->coord = NULL;
         gr_offsets_log_close(g->ol);
-        free(g);
+        g->ol = NULL;
         return (int)n;
     }
     for (int32_t p = 0; p < gr_offsets_log_partitions(g->ol); p++) {
@@ -215,12 +228,6 @@ int gr_groups_ensure(struct gr_broker *b)
     return rc;
 }
 
-/* Requests parked until __consumer_offsets exists (gr_groups_defer). */
-struct gr_groups_wait {
-    struct gr_req **reqs;
-    int count, cap;
-};
-
 /* The creation of __consumer_offsets completed: start the coordinator, run the waiting handlers. */
 static void offsets_created(void *ctx, int err, struct gr_topic *t)
 {
@@ -230,7 +237,7 @@ static void offsets_created(void *ctx, int err, struct gr_topic *t)
         GR_ERROR("cannot create %s: %s", GR_OFFSETS_TOPIC, strerror(-err));
     else
         gr_groups_ensure(b);
-    struct gr_groups_wait *w = b->groups_wait;
+    struct gr_groups *w = b->groups;
     struct gr_req **reqs = w->reqs;
     int n = w->count;
     w->reqs = NULL;
@@ -241,7 +248,7 @@ static void offsets_created(void *ctx, int err, struct gr_topic *t)
         if (!req->conn)
             gr_req_free(req); /* the connection closed while it waited */
         else
-            gr_dispatch_handler(req); /* without b->coord: COORDINATOR_NOT_AVAILABLE, as before */
+            gr_req_run(req); /* without b->coord: COORDINATOR_NOT_AVAILABLE, as before */
     }
     free(reqs);
 }
@@ -249,14 +256,14 @@ static void offsets_created(void *ctx, int err, struct gr_topic *t)
 bool gr_groups_defer(struct gr_req *req)
 {
     struct gr_broker *b = req->broker;
-    if (b->coord || req->groups_deferred) return false;
-    req->groups_deferred = true;
+    if (b->coord || gr_req_state(req, &deferred_key)) return false;
+    if (!gr_req_state_add(req, &deferred_key, 0)) return false;
     if (gr_store_topic_find(b->store, GR_OFFSETS_TOPIC, strlen(GR_OFFSETS_TOPIC))) {
         gr_groups_ensure(b); /* the topic exists: only its replay is left */
         return false;
     }
-    if (!b->groups_wait && !(b->groups_wait = calloc(1, sizeof *b->groups_wait))) return false;
-    struct gr_groups_wait *w = b->groups_wait;
+    struct gr_groups *w = binding(b);
+    if (!w) return false;
     if (w->count == w->cap) {
         int ncap = w->cap ? w->cap * 2 : 8;
         struct gr_req **n = realloc(w->reqs, sizeof *n * (size_t)ncap);
@@ -265,8 +272,8 @@ bool gr_groups_defer(struct gr_req *req)
         w->cap = ncap;
     }
     w->reqs[w->count++] = req;
-    gr_broker_park(b, req, INT64_MAX); /* offsets_created runs its handler */
-    if (w->count == 1) {               /* the first waiter starts the creation; later ones join it */
+    gr_req_park(req, INT64_MAX); /* offsets_created runs its handler */
+    if (w->count == 1) {         /* the first waiter starts the creation; later ones join it */
         int32_t parts = b->cfg.settings.offsets_topic_num_partitions;
         gr_store_topic_op_submit(b->store, b->iopool, gr_offsets_log_create_op(parts), offsets_created, b);
     }
@@ -275,17 +282,16 @@ bool gr_groups_defer(struct gr_req *req)
 
 void gr_groups_stop(struct gr_broker *b)
 {
-    if (b->groups_wait) {
-        free(b->groups_wait->reqs); /* waiters are parked requests: main frees them */
-        free(b->groups_wait);
-        b->groups_wait = NULL;
-    }
-    struct groups *g = groups_of(b);
+    struct gr_groups *g = b->groups;
     if (!g) return;
-    ev_timer_stop(b->loop, &g->timer);
-    ev_timer_stop(b->loop, &g->maintenance);
-    gr_coord_destroy(b->coord); /* parked JoinGroup/SyncGroup requests are dropped, not answered */
-    b->coord = NULL;
-    gr_offsets_log_close(g->ol);
+    if (b->coord) {
+        ev_timer_stop(b->loop, &g->timer);
+        ev_timer_stop(b->loop, &g->maintenance);
+        gr_coord_destroy(b->coord); /* parked JoinGroup/SyncGroup requests are dropped, not answered */
+        b->coord = NULL;
+        gr_offsets_log_close(g->ol);
+    }
+    free(g->reqs); /* waiters are parked requests: main frees them */
     free(g);
+    b->groups = NULL;
 }

@@ -32,7 +32,7 @@ void gr_groups_stop(struct gr_broker *b);
  * (or names __consumer_offsets) while b->coord is NULL. When __consumer_offsets exists it starts the
  * coordinator now (gr_groups_ensure) and returns false; else it parks `req`, submits the topic's creation
  * to the I/O pool (once for all waiting requests) and returns true: when the creation completed the
- * coordinator is started and every waiting request's handler runs (gr_dispatch_handler), or the request is
+ * coordinator is started and every waiting request's handler runs (gr_req_run), or the request is
  * freed when its connection closed meanwhile. Returns false (go on now: handlers answer
  * COORDINATOR_NOT_AVAILABLE without b->coord) when b->coord exists, when `req` already waited once, or out
  * of memory. */

@@ -243,7 +243,6 @@ int main(int argc, char **argv)
     if (gr_config_is_set(&b->cfg, "broker.id") && gr_config_int(&b->cfg, "broker.id") >= 0)
         b->node_id = (int32_t)gr_config_int(&b->cfg, "broker.id");
     b->loop = ev_default_loop(EVFLAG_AUTO);
-    b->started_mono_ms = t0;
     gr_broker_init_watchers(b);
     int io_err = gr_iopool_create((int)gr_config_int(&b->cfg, "gregor.io.threads"), gr_broker_on_io_done, b,
                                   &b->iopool);

@@ -66,7 +66,7 @@ struct gr_conn {
     size_t rlen;  /* bytes buffered in rbuf */
     uint8_t *big; /* frame being read directly (big_len bytes reserved in the request pool) */
     size_t big_len, big_have;
-    int64_t unsent_bytes; /* answers built and not yet sent (see gr_net_answer_built) */
+    int64_t unsent_bytes; /* answers built and not yet sent (see req_answered) */
     int64_t frame_bytes;  /* frames read or being read and not yet answered */
     int64_t last_active_ms;
     bool reading;
@@ -77,6 +77,7 @@ struct gr_conn {
 };
 
 static void conn_write(struct gr_conn *conn);
+static void conn_kick(struct gr_conn *conn);
 static void conn_update_read(struct gr_conn *conn);
 
 static void stall_add(struct gr_conn *conn)
@@ -346,7 +347,10 @@ static void release_head(struct gr_conn *conn)
     if (conn->stalled) resume_schedule(conn->broker);
 }
 
-void gr_net_answer_built(struct gr_req *req)
+/* A request's answer is built (req->out_mem_bytes set; none for acks=0): frees its frame (giving back its
+ * request-pool bytes), counts the answer's memory as unsent on its connection and the broker until it is
+ * sent, and lets the connection write. */
+static void req_answered(struct gr_req *req)
 {
     struct gr_broker *b = req->broker;
     free(req->frame);
@@ -360,7 +364,15 @@ void gr_net_answer_built(struct gr_req *req)
     gr_mempool_take(&b->unsent_pool, req->answer_bytes);
 }
 
-void gr_net_req_released(struct gr_req *req)
+static void req_answered_kick(struct gr_req *req)
+{
+    req_answered(req);
+    if (req->conn) conn_kick(req->conn);
+}
+
+/* Gives back what a request holds in the connection bounds (its frame's pool bytes, its unsent answer);
+ * called by gr_req_free. */
+static void req_released(struct gr_req *req)
 {
     struct gr_broker *b = req->broker;
     if (req->conn) req->conn->frame_bytes -= req->pool_bytes;
@@ -455,7 +467,7 @@ static void conn_write_cb(struct ev_loop *loop, ev_io *w, int revents)
     conn_write(conn);
 }
 
-void gr_net_conn_kick(struct gr_conn *conn)
+static void conn_kick(struct gr_conn *conn)
 {
     if (!conn->closing) conn_write(conn);
 }
@@ -701,8 +713,22 @@ static int bind_listener(struct gr_broker *b, struct gr_listener *l)
     return 0;
 }
 
+static void req_close(struct gr_req *req, const char *why)
+{
+    gr_conn_close(req->conn, why);
+}
+
+static const char *req_peer(const struct gr_req *req)
+{
+    return gr_conn_peer(req->conn);
+}
+
+/* What request.c tells a request's connection (struct gr_req_sink). */
+static const struct gr_req_sink req_sink = {req_answered_kick, req_released, req_close, req_peer};
+
 void gr_net_init(struct gr_broker *b)
 {
+    b->req_sink = &req_sink;
     gr_mempool_init(&b->request_pool, b->cfg.settings.queued_max_request_bytes);
     gr_mempool_init(&b->unsent_pool, b->cfg.settings.gregor_unsent_bytes_max);
     b->conn_unsent_bytes_max = b->cfg.settings.gregor_connection_unsent_bytes_max;
@@ -771,8 +797,6 @@ int gr_net_bind(struct gr_broker *b)
             return -1;
         }
     }
-    snprintf(b->advertised_host, sizeof b->advertised_host, "%s", b->listeners[0].adv_host);
-    b->advertised_port = b->listeners[0].adv_port;
     return 0;
 }
 

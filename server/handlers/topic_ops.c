@@ -24,18 +24,24 @@ struct op_slot {
     void *item;
 };
 
+/* The per-request state keys (gr_req_state): the request's operations, and "waited behind the barrier". */
+static const char ops_key, barrier_key;
+
+static struct gr_req_topic_ops *ops_of(const struct gr_req *req)
+{
+    return gr_req_state(req, &ops_key);
+}
+
 static struct gr_req_topic_ops *state(struct gr_req *req)
 {
-    if (!req->topic_ops) {
-        req->topic_ops = gr_arena_calloc(&req->arena, 1, sizeof *req->topic_ops);
-        if (req->topic_ops) req->topic_ops->pending = 1; /* the handler's own hold */
-    }
-    return req->topic_ops;
+    struct gr_req_topic_ops *s = ops_of(req);
+    if (!s && (s = gr_req_state_add(req, &ops_key, sizeof *s))) s->pending = 1; /* the handler's own hold */
+    return s;
 }
 
 static void release(struct gr_req *req)
 {
-    struct gr_req_topic_ops *s = req->topic_ops;
+    struct gr_req_topic_ops *s = ops_of(req);
     if (--s->pending > 0 || !s->parked) return;
     if (s->all_done) s->all_done(req);
     gr_req_finish(req); /* frees the request when its connection is gone */
@@ -64,7 +70,7 @@ bool gr_req_topic_op(struct gr_req *req, struct gr_topic_op *op, gr_req_topic_cb
 
 enum gr_handler_rc gr_req_topic_ops_wait(struct gr_req *req, void (*all_done)(struct gr_req *req))
 {
-    struct gr_req_topic_ops *s = req->topic_ops;
+    struct gr_req_topic_ops *s = ops_of(req);
     if (!s || s->pending == 1) {
         if (s) s->pending = 0;
         if (all_done) all_done(req);
@@ -72,8 +78,8 @@ enum gr_handler_rc gr_req_topic_ops_wait(struct gr_req *req, void (*all_done)(st
     }
     s->all_done = all_done;
     s->parked = true;
-    gr_broker_park(req->broker, req, INT64_MAX); /* the last completion answers (release) */
-    s->pending--;                                /* the handler's hold */
+    gr_req_park(req, INT64_MAX); /* the last completion answers (release) */
+    s->pending--;                /* the handler's hold */
     return GR_HANDLER_WAIT;
 }
 
@@ -85,17 +91,20 @@ static void barrier_done(void *ctx, int err, struct gr_topic *t)
     gr_req_unpark(req);
     /* again from the start, now seeing every earlier operation's result; also when the connection closed
        meanwhile: the request was received, so its changes are made (as Kafka's controller does) */
-    gr_dispatch_handler(req);
+    gr_req_run(req);
 }
 
 bool gr_req_topic_barrier(struct gr_req *req)
 {
     struct gr_broker *b = req->broker;
-    if (req->topic_barrier_passed || gr_store_topic_ops_pending(b->store) == 0) return false;
+    if (gr_req_state(req, &barrier_key) || gr_store_topic_ops_pending(b->store) == 0) return false;
     struct gr_topic_op *op = gr_topic_op_barrier();
     if (!op) return false;
-    req->topic_barrier_passed = true;
-    gr_broker_park(b, req, INT64_MAX); /* barrier_done runs the handler */
+    if (!gr_req_state_add(req, &barrier_key, 0)) {
+        gr_topic_op_free(op);
+        return false;
+    }
+    gr_req_park(req, INT64_MAX); /* barrier_done runs the handler */
     gr_store_topic_op_submit(b->store, b->iopool, op, barrier_done, req);
     return true;
 }

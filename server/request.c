@@ -1,0 +1,300 @@
+/*
+ * request.c: the request lifecycle, the only place that parks a request, sets its deadline, finishes,
+ * encodes and frees it.
+ *
+ * A request is made by its connection (server/net.c), decoded and routed by server/dispatch.c, and run by
+ * its API's handler (gr_req_run, through the API row's pointer). The handler either answers at once
+ * (GR_HANDLER_DONE: gr_req_complete encodes and hands the answer to the connection) or parks it
+ * (gr_req_park): the request joins the broker's parked list, with its own ev_timer as deadline (libev keeps
+ * timers in a heap: parking and expiry cost O(log parked)) and waits on named conditions of its partitions
+ * (gr_req_wait_committed, gr_req_wait_data, gr_req_wait_log_start: partition/partition.h), whose done hooks
+ * run req->recheck; the deadline runs req->expire. Finishing unparks, which cancels its remaining waits and
+ * its deadline. The answer is encoded here into the output chain (memory chunks cut around file-kind records
+ * fields, protocol/wire.h); the connection sends it in request order and frees the request once sent.
+ * This file calls no connection code: what it tells the connection (answer built, request released, close,
+ * peer name) goes through the broker's request sink (b->req_sink), set by gr_net_init; without one (unit
+ * tests) there is no connection to tell. Modules keep per-request state in generic slots (gr_req_state),
+ * keyed by an address of their own, instead of fields of struct gr_req.
+ * Invariants: a request is parked at most once at a time; it belongs to one connection or none (then
+ * finishing it frees it); everything it owns (arena, frame, slices, pins, output) is freed by gr_req_free.
+ * Read next: server/broker.h (struct gr_req), server/dispatch.c, server/net.c.
+ */
+#include <errno.h>
+#include <stddef.h>
+#include <stdlib.h>
+
+#include "common/log.h"
+#include "common/time.h"
+#include "server/broker.h"
+
+/* ---- per-request state slots ---- */
+
+struct gr_req_state_slot {
+    const void *key;
+    struct gr_req_state_slot *next;
+    max_align_t data[]; /* the module's state, zeroed */
+};
+
+void *gr_req_state(const struct gr_req *req, const void *key)
+{
+    for (struct gr_req_state_slot *s = req->states; s; s = s->next)
+        if (s->key == key) return s->data;
+    return NULL;
+}
+
+void *gr_req_state_add(struct gr_req *req, const void *key, size_t bytes)
+{
+    struct gr_req_state_slot *s = gr_arena_calloc(&req->arena, 1, sizeof *s + bytes);
+    if (!s) return NULL;
+    s->key = key;
+    s->next = req->states;
+    req->states = s;
+    return s->data;
+}
+
+/* ---- the connection side, through the broker's sink ---- */
+
+void gr_req_close(struct gr_req *req, const char *why)
+{
+    const struct gr_req_sink *sink = req->broker->req_sink;
+    if (req->conn && sink) sink->close(req, why);
+}
+
+const char *gr_req_peer(const struct gr_req *req)
+{
+    const struct gr_req_sink *sink = req->broker->req_sink;
+    return req->conn && sink ? sink->peer(req) : "";
+}
+
+static void req_answered(struct gr_req *req)
+{
+    const struct gr_req_sink *sink = req->broker->req_sink;
+    if (sink) sink->answered(req);
+}
+
+/* ---- output chain: memory chunks and the file ranges of file-kind records fields ---- */
+
+int gr_req_own_slice(struct gr_req *req, const struct gr_log_slice *slice)
+{
+    struct gr_req_slice *s = gr_arena_alloc(&req->arena, sizeof *s);
+    if (!s) return -ENOMEM;
+    s->slice = *slice;
+    s->next = req->slices;
+    req->slices = s;
+    return 0;
+}
+
+/* Encodes the response into out_mem and the chunk list: the writer cuts the memory around each file-kind
+ * records field (protocol/wire.h), so the chain is memory, file range, memory, ... in wire order. */
+static void encode_response(struct gr_req *req)
+{
+    int16_t v = req->hdr.request_api_version;
+    int16_t hv = gr_response_header_version(req->hdr.request_api_key, v, req->resp_ops->flexible_min);
+    size_t body = req->resp_ops->size(req->resp, v);
+    size_t total = gr_response_header_size(hv) + body;
+    int ranges = 0;
+    size_t file_bytes = req->resp_ops->file_bytes ? req->resp_ops->file_bytes(req->resp, v, &ranges) : 0;
+    size_t mem = 4 + total - file_bytes;
+    req->out_mem = malloc(mem);
+    req->out_mem_bytes = mem;
+    req->chunks = gr_arena_calloc(&req->arena, (size_t)(2 * ranges + 1), sizeof *req->chunks);
+    if (!req->out_mem || !req->chunks) {
+        GR_ERROR("out of memory encoding a %zu-byte response", total);
+        req->no_response = true;
+        gr_req_close(req, "out of memory");
+        return;
+    }
+    struct gr_wr wr;
+    struct gr_chunks chunks;
+    gr_wr_init(&wr, req->out_mem, mem);
+    gr_wr_chunks_begin(&wr, &chunks, req->chunks, 2 * ranges + 1);
+    gr_wr_int32(&wr, (int32_t)total);
+    gr_response_header_encode(&wr, hv, req->hdr.correlation_id);
+    req->resp_ops->encode(&wr, req->resp, v);
+    req->chunk_count = gr_wr_chunks_end(&wr);
+    if ((size_t)(wr.p - req->out_mem) != mem) {
+        GR_ERROR("%s v%d: encoded %zu bytes, size() said %zu", req->api->name, v,
+                 (size_t)(wr.p - req->out_mem), mem);
+        abort();
+    }
+}
+
+/* ---- parking: the parked list, the deadline, the partition waits ---- */
+
+static void deadline_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    (void)loop;
+    (void)revents;
+    struct gr_req *req = w->data;
+    if (req->expire) req->expire(req);
+}
+
+void gr_req_park(struct gr_req *req, int64_t deadline_ms)
+{
+    struct gr_broker *b = req->broker;
+    req->deadline_ms = deadline_ms;
+    req->parked = true;
+    req->wait_prev = NULL;
+    req->wait_next = b->parked_head;
+    if (b->parked_head) b->parked_head->wait_prev = req;
+    b->parked_head = req;
+    b->parked_count++;
+    if (deadline_ms != INT64_MAX) {
+        int64_t after_ms = deadline_ms - gr_time_mono_ms();
+        ev_timer_init(&req->deadline_w, deadline_cb, after_ms > 0 ? (double)after_ms / 1000.0 : 0, 0);
+        req->deadline_w.data = req;
+        ev_timer_start(b->loop, &req->deadline_w);
+    }
+}
+
+void gr_req_unpark(struct gr_req *req)
+{
+    struct gr_broker *b = req->broker;
+    if (!req->parked) return;
+    if (req->wait_prev)
+        req->wait_prev->wait_next = req->wait_next;
+    else
+        b->parked_head = req->wait_next;
+    if (req->wait_next) req->wait_next->wait_prev = req->wait_prev;
+    req->wait_prev = req->wait_next = NULL;
+    req->parked = false;
+    b->parked_count--;
+    for (struct gr_req_wait *rw = req->waits; rw; rw = rw->next)
+        gr_partition_wait_cancel(&rw->w);
+    req->waits = NULL;
+    ev_timer_stop(b->loop, &req->deadline_w);
+}
+
+/* A wait's done hook: re-checks its request (see broker.h struct gr_req_wait). */
+static void req_wait_done(struct gr_partition_waiter *w, int err)
+{
+    (void)err; /* the re-check reads the partition's state itself */
+    struct gr_req_wait *rw = (struct gr_req_wait *)w;
+    if (rw->arming) {
+        rw->held_at_once = true;
+        return;
+    }
+    struct gr_req *req = rw->req;
+    struct gr_broker *b = req->broker;
+    b->rechecks++;
+    if (!req->recheck || req->recheck(req)) return; /* finished (maybe freed) */
+    if (!rw->data || !req->parked || gr_partition_waiting(w)) return;
+    /* long poll: wait for the next data past what is visible now */
+    struct gr_partition *part = rw->part;
+    rw->arming = true;
+    gr_partition_wait_data(part, w, gr_partition_visible_offset(part));
+    rw->arming = false;
+}
+
+/* Queues one wait of `req` on `log` with `start` (a gr_partition_wait_* call). */
+static int req_wait(struct gr_req *req, struct gr_log *log, bool data,
+                    void (*start)(struct gr_partition *, struct gr_partition_waiter *, int64_t), int64_t arg)
+{
+    struct gr_req_wait *rw = gr_arena_calloc(&req->arena, 1, sizeof *rw);
+    if (!rw) return -ENOMEM;
+    gr_partition_waiter_init(&rw->w, req_wait_done, NULL);
+    rw->req = req;
+    rw->part = gr_broker_partition(req->broker, log);
+    rw->data = data;
+    rw->next = req->waits;
+    req->waits = rw;
+    rw->arming = true;
+    start(rw->part, &rw->w, arg);
+    rw->arming = false;
+    return rw->held_at_once ? 0 : 1;
+}
+
+int gr_req_wait_committed(struct gr_req *req, struct gr_log *log, int64_t end_offset)
+{
+    return req_wait(req, log, false, gr_partition_wait_committed, end_offset);
+}
+
+int gr_req_wait_data(struct gr_req *req, struct gr_log *log, int64_t offset)
+{
+    return req_wait(req, log, true, gr_partition_wait_data, offset);
+}
+
+int gr_req_wait_log_start(struct gr_req *req, struct gr_log *log, int64_t ticket)
+{
+    return req_wait(req, log, false, gr_partition_wait_log_start_durable, ticket);
+}
+
+void gr_broker_wake_parked(struct gr_broker *b)
+{
+    struct gr_req *r = b->parked_head;
+    while (r) {
+        struct gr_req *next = r->wait_next;
+        /* recheck may finish (and unlink/free) r; `next` stays valid because only r is touched */
+        b->rechecks++;
+        if (r->recheck) r->recheck(r);
+        r = next;
+    }
+}
+
+/* ---- running, finishing, freeing ---- */
+
+void gr_req_run(struct gr_req *req)
+{
+    gr_req_complete(req, req->api->handler(req));
+}
+
+void gr_req_complete(struct gr_req *req, enum gr_handler_rc rc)
+{
+    switch (rc) {
+    case GR_HANDLER_DONE:
+        gr_req_finish(req);
+        break;
+    case GR_HANDLER_WAIT:
+        break;
+    case GR_HANDLER_NO_RESPONSE:
+        gr_req_finish_silent(req);
+        break;
+    case GR_HANDLER_CLOSE:
+        gr_req_unpark(req);
+        req->done = req->no_response = true;
+        if (req->conn)
+            gr_req_close(req, "handler asked to close");
+        else
+            gr_req_free(req);
+        break;
+    }
+}
+
+void gr_req_finish(struct gr_req *req)
+{
+    gr_req_unpark(req);
+    if (!req->conn) { /* the connection went away while the request was parked */
+        gr_req_free(req);
+        return;
+    }
+    encode_response(req);
+    req->done = true;
+    req_answered(req);
+}
+
+void gr_req_finish_silent(struct gr_req *req)
+{
+    gr_req_unpark(req);
+    req->no_response = true;
+    req->done = true;
+    if (!req->conn) {
+        gr_req_free(req);
+        return;
+    }
+    req_answered(req);
+}
+
+void gr_req_free(struct gr_req *req)
+{
+    gr_req_unpark(req);
+    const struct gr_req_sink *sink = req->broker->req_sink;
+    if (sink) sink->released(req);
+    for (struct gr_req_slice *s = req->slices; s; s = s->next)
+        gr_log_slice_release(&s->slice);
+    for (struct gr_req_slice *s = req->pins; s; s = s->next)
+        gr_log_slice_release(&s->slice);
+    free(req->frame);
+    free(req->out_mem);
+    gr_arena_reset(&req->arena);
+    free(req);
+}
