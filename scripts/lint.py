@@ -195,6 +195,7 @@ CONFIG_READERS = {
     "server/config.h": "declares them",
     "server/dynconf.c": "dynamic broker configs: persistence and the store's broker defaults",
     "server/topic_configs.c": "Kafka's sources, synonyms and validation for the config APIs",
+    "server/config_resources.c": "the config APIs' resources: DescribeConfigs shows a topic's strings",
     "server/handlers/describe_configs.c": "DescribeConfigs shows the strings",
     "server/handlers/alter_configs.c": "AlterConfigs",
     "server/handlers/incremental_alter_configs.c": "IncrementalAlterConfigs",
