@@ -12,7 +12,7 @@
  * broker settings (cfg.settings: message.max.bytes, compression.type, log.message.timestamp.*,
  * max.connections...), and the store's broker defaults are recomputed so every topic's typed policy
  * (storage/store.h gr_topic_policy) follows at once for topics without their own value.
- * Read next: server/handlers/alter_configs.c (gr_alter_broker_*).
+ * Read next: server/config_resources.h (gr_alter_broker_*).
  */
 #ifndef GR_DYNCONF_H
 #define GR_DYNCONF_H

@@ -64,6 +64,74 @@ static void created(struct gr_req *req, void *item, int16_t code, const char *ms
     fill_configs(req, rt, t, NULL, NULL, 0);
 }
 
+/* One topic of the request, answered at its first occurrence (`dup`: its name is repeated): checks the
+ * layout (Kafka's messages), then creates it (or validates it: validate_only) with its configs. */
+static void create_one(struct gr_req *req, const struct gr_create_topics_request_creatable_topic *qt,
+                       bool dup, result_t *rt)
+{
+    struct gr_create_topics_request *body = req->body;
+    struct gr_broker *b = req->broker;
+    const char *msg = NULL;
+    int32_t parts = qt->num_partitions;
+    if (dup) {
+        rt->error_code = GR_ERR_INVALID_REQUEST;
+        msg = "Create topics request from client contains duplicate topic name";
+    } else if (qt->assignments.count > 0) {
+        if (qt->num_partitions != -1 || qt->replication_factor != -1) {
+            rt->error_code = GR_ERR_INVALID_REQUEST;
+            msg = "Both numPartitions or replicationFactor and replicasAssignments were set";
+        } else {
+            parts = qt->assignments.count;
+            for (int32_t a = 0; a < qt->assignments.count && !rt->error_code; a++) {
+                struct gr_int32_array ids = qt->assignments.items[a].broker_ids;
+                if (ids.count != 1 || ids.items[0] != b->node_id ||
+                    qt->assignments.items[a].partition_index != a) {
+                    rt->error_code = GR_ERR_INVALID_REPLICA_ASSIGNMENT;
+                    msg = "Replica assignments must name only this broker, one replica per partition, "
+                          "partitions 0..n-1";
+                }
+            }
+        }
+    } else {
+        if (parts == -1) parts = b->cfg.settings.num_partitions;
+        int16_t rf = qt->replication_factor == -1 ? b->cfg.settings.default_replication_factor
+                                                  : qt->replication_factor;
+        if (rf != 1) {
+            rt->error_code = GR_ERR_INVALID_REPLICATION_FACTOR;
+            msg = "Replication factor must be 1: this cluster has one broker";
+        }
+    }
+    if (!rt->error_code) {
+        int32_t nc = qt->configs.count > 0 ? qt->configs.count : 0;
+        const char **keys = gr_arena_calloc(&req->arena, (size_t)nc + 1, sizeof *keys);
+        const char **values = gr_arena_calloc(&req->arena, (size_t)nc + 1, sizeof *values);
+        for (int32_t c = 0; c < nc; c++) {
+            keys[c] = gr_req_strdup(req, qt->configs.items[c].name);
+            values[c] =
+                qt->configs.items[c].value.len < 0 ? NULL : gr_req_strdup(req, qt->configs.items[c].value);
+            if (!values[c]) {
+                rt->error_code = GR_ERR_INVALID_CONFIG;
+                msg = "Null value not supported for topic configs";
+            }
+        }
+        if (!rt->error_code) {
+            int16_t code = gr_topic_create(req, qt->name, parts, keys, values, nc, body->validate_only, &msg,
+                                           created, rt);
+            if (!code && !body->validate_only) return; /* created() fills the entry (maybe already) */
+            rt->error_code = code;
+            if (!code) { /* validate_only: the id the topic would get, as Kafka's controller answers */
+                gr_uuid_random(rt->topic_id.b);
+                fill_configs(req, rt, NULL, keys, values, nc);
+            }
+        }
+    }
+    rt->error_message = msg ? gr_str_c(msg) : GR_STR_NULL;
+    if (!rt->error_code) {
+        rt->num_partitions = parts;
+        rt->replication_factor = 1;
+    }
+}
+
 enum gr_handler_rc gr_handle_create_topics(struct gr_req *req)
 {
     struct gr_create_topics_request *body = req->body;
@@ -86,72 +154,12 @@ enum gr_handler_rc gr_handle_create_topics(struct gr_req *req)
     int32_t out = 0; /* result entries: a name repeated in the request gets one, as Kafka's ControllerApis */
     for (int32_t i = 0; i < n; i++) {
         struct gr_create_topics_request_creatable_topic *qt = &body->topics.items[i];
-        bool dup = repeated[i];
         if (first[i] != i) continue; /* answered at its first occurrence */
         struct gr_create_topics_response_creatable_topic_result *rt = &resp->topics.items[out++];
         resp->topics.count = out;
         gr_create_topics_response_creatable_topic_result_init(rt);
         rt->name = qt->name;
-        const char *msg = NULL;
-        int32_t parts = qt->num_partitions;
-        if (dup) {
-            rt->error_code = GR_ERR_INVALID_REQUEST;
-            msg = "Create topics request from client contains duplicate topic name";
-        } else if (qt->assignments.count > 0) {
-            if (qt->num_partitions != -1 || qt->replication_factor != -1) {
-                rt->error_code = GR_ERR_INVALID_REQUEST;
-                msg = "Both numPartitions or replicationFactor and replicasAssignments were set";
-            } else {
-                parts = qt->assignments.count;
-                for (int32_t a = 0; a < qt->assignments.count && !rt->error_code; a++) {
-                    struct gr_int32_array ids = qt->assignments.items[a].broker_ids;
-                    if (ids.count != 1 || ids.items[0] != b->node_id ||
-                        qt->assignments.items[a].partition_index != a) {
-                        rt->error_code = GR_ERR_INVALID_REPLICA_ASSIGNMENT;
-                        msg = "Replica assignments must name only this broker, one replica per partition, "
-                              "partitions 0..n-1";
-                    }
-                }
-            }
-        } else {
-            if (parts == -1) parts = b->cfg.settings.num_partitions;
-            int16_t rf = qt->replication_factor == -1 ? b->cfg.settings.default_replication_factor
-                                                      : qt->replication_factor;
-            if (rf != 1) {
-                rt->error_code = GR_ERR_INVALID_REPLICATION_FACTOR;
-                msg = "Replication factor must be 1: this cluster has one broker";
-            }
-        }
-        if (!rt->error_code) {
-            int32_t nc = qt->configs.count > 0 ? qt->configs.count : 0;
-            const char **keys = gr_arena_calloc(&req->arena, (size_t)nc + 1, sizeof *keys);
-            const char **values = gr_arena_calloc(&req->arena, (size_t)nc + 1, sizeof *values);
-            for (int32_t c = 0; c < nc; c++) {
-                keys[c] = gr_req_strdup(req, qt->configs.items[c].name);
-                values[c] = qt->configs.items[c].value.len < 0
-                                ? NULL
-                                : gr_req_strdup(req, qt->configs.items[c].value);
-                if (!values[c]) {
-                    rt->error_code = GR_ERR_INVALID_CONFIG;
-                    msg = "Null value not supported for topic configs";
-                }
-            }
-            if (!rt->error_code) {
-                int16_t code = gr_topic_create(req, qt->name, parts, keys, values, nc, body->validate_only,
-                                               &msg, created, rt);
-                if (!code && !body->validate_only) continue; /* created() fills the entry (maybe already) */
-                rt->error_code = code;
-                if (!code) { /* validate_only: the id the topic would get, as Kafka's controller answers */
-                    gr_uuid_random(rt->topic_id.b);
-                    fill_configs(req, rt, NULL, keys, values, nc);
-                }
-            }
-        }
-        rt->error_message = msg ? gr_str_c(msg) : GR_STR_NULL;
-        if (!rt->error_code) {
-            rt->num_partitions = parts;
-            rt->replication_factor = 1;
-        }
+        create_one(req, qt, repeated[i], rt);
     }
     return gr_req_topic_ops_wait(req, NULL);
 }

@@ -12,17 +12,14 @@
  *   anything else      INVALID_REQUEST (Gregor has no client-metrics or group configs).
  * configuration_keys (null or empty = all) filters by name; unknown names are left out silently.
  * Synonyms are sent only when include_synonyms; documentation (v3+) only when include_documentation;
- * config_type (v3+) always. Read next: server/topic_configs.h.
+ * config_type (v3+) always. The resource checks are server/config_resources.h's, the entries
+ * server/topic_configs.h's. Read next: server/config_resources.h, server/topic_configs.h.
  */
-#include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
-#include "common/log.h"
+#include "server/config_resources.h"
 #include "server/handlers/handlers.h"
-#include "server/topic_configs.h"
 
 typedef struct gr_describe_configs_response_describe_configs_result result_t;
 typedef struct gr_describe_configs_response_describe_configs_resource_result entry_t;
@@ -34,20 +31,6 @@ static bool wanted(const struct gr_describe_configs_request_describe_configs_res
         if (gr_str_eq_c(res->configuration_keys.items[i], name)) return true;
     return false;
 }
-
-static const char *msgf(struct gr_req *req, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static const char *msgf(struct gr_req *req, const char *fmt, ...)
-{
-    char buf[600];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    return gr_arena_strndup(&req->arena, buf, strlen(buf));
-}
-
-/* A name view as printf arguments: "%.*s". */
-#define STR_ARG(s) (int)((s).len > 0 ? (s).len : 0), ((s).ptr ? (s).ptr : "")
 
 static void fail(result_t *r, int16_t code, const char *msg)
 {
@@ -81,30 +64,15 @@ static bool put(struct gr_req *req, const struct gr_cfg_entry *e, entry_t *out)
     return true;
 }
 
-/* The topic-level value of `name`, normalised as Kafka's LogConfig prints it (CreateTopics stores values as
- * the request gave them, as Kafka's metadata does: " 3600000" is shown "3600000"). */
-static const char *topic_value(struct gr_req *req, const struct gr_topic *t, const char *name)
-{
-    const char *v = gr_topic_config_get(t, name), *norm, *msg;
-    return v && gr_tcfg_check(name, v, &req->arena, &norm, &msg) == GR_ERR_NONE ? norm : v;
-}
-
 static void describe_topic(struct gr_req *req,
                            const struct gr_describe_configs_request_describe_configs_resource *res,
                            result_t *r)
 {
     struct gr_broker *b = req->broker;
-    if (res->resource_name.len <= 0) {
-        fail(r, GR_ERR_INVALID_TOPIC_EXCEPTION, "Topic name is invalid: the empty string is not allowed");
-        return;
-    }
-    if (!gr_topic_name_valid(res->resource_name)) {
-        fail(
-            r, GR_ERR_INVALID_TOPIC_EXCEPTION,
-            msgf(req,
-                 "Topic name is invalid: '%.*s' must be 1 to 249 characters of ASCII alphanumerics, '.', '_' "
-                 "and '-', and not '.' or '..'",
-                 STR_ARG(res->resource_name)));
+    const char *msg = NULL;
+    int16_t err = gr_describe_topic_check(req, res->resource_name, &msg);
+    if (err) {
+        fail(r, err, msg);
         return;
     }
     struct gr_topic *t = gr_topic_lookup(b, res->resource_name);
@@ -122,27 +90,13 @@ static void describe_topic(struct gr_req *req,
     for (int i = 0; i < n; i++) {
         if (!wanted(res, defs[i].name)) continue;
         struct gr_cfg_entry e;
-        if (gr_tcfg_describe(&defs[i], topic_value(req, t, defs[i].name), &b->cfg, &req->arena, &e) ||
+        if (gr_tcfg_describe(&defs[i], gr_describe_topic_value(req, t, defs[i].name), &b->cfg, &req->arena,
+                             &e) ||
             !put(req, &e, &r->configs.items[r->configs.count++])) {
             fail(r, GR_ERR_UNKNOWN_SERVER_ERROR, "Out of request memory");
             return;
         }
     }
-}
-
-/* The node id named by a broker resource: 0 and *id, or -1 when it is not a base-10 int. */
-static int parse_node(struct gr_str name, int32_t *id)
-{
-    char buf[16];
-    if (name.len <= 0 || name.len >= (int32_t)sizeof buf) return -1;
-    memcpy(buf, name.ptr, (size_t)name.len);
-    buf[name.len] = 0;
-    char *end;
-    errno = 0;
-    long v = strtol(buf, &end, 10);
-    if (errno || *end || end == buf || v < INT32_MIN || v > INT32_MAX) return -1;
-    *id = (int32_t)v;
-    return 0;
 }
 
 static void describe_broker(struct gr_req *req,
@@ -151,16 +105,10 @@ static void describe_broker(struct gr_req *req,
 {
     struct gr_broker *b = req->broker;
     bool per_broker = res->resource_name.len > 0; /* else the cluster-wide dynamic defaults */
-    int32_t id;
-    if (per_broker && parse_node(res->resource_name, &id)) {
-        fail(r, GR_ERR_INVALID_REQUEST,
-             msgf(req, "Broker id must be an integer, but it is: %.*s", STR_ARG(res->resource_name)));
-        return;
-    }
-    if (per_broker && id != b->node_id) {
-        fail(r, GR_ERR_INVALID_REQUEST,
-             msgf(req, "Unexpected broker id, expected %d or empty string, but received %.*s", b->node_id,
-                  STR_ARG(res->resource_name)));
+    const char *msg = NULL;
+    int16_t err = gr_describe_broker_check(req, res->resource_name, &msg);
+    if (err) {
+        fail(r, err, msg);
         return;
     }
     int n;
@@ -186,32 +134,15 @@ static void describe_logger(struct gr_req *req,
                             const struct gr_describe_configs_request_describe_configs_resource *res,
                             result_t *r)
 {
-    struct gr_broker *b = req->broker;
-    int32_t id;
-    if (res->resource_name.len <= 0) {
-        fail(r, GR_ERR_INVALID_REQUEST, "Broker id must not be empty");
-        return;
-    }
-    if (parse_node(res->resource_name, &id)) {
-        fail(r, GR_ERR_INVALID_REQUEST,
-             msgf(req, "Broker id must be an integer, but it is: %.*s", STR_ARG(res->resource_name)));
-        return;
-    }
-    if (id != b->node_id) {
-        fail(r, GR_ERR_INVALID_REQUEST,
-             msgf(req, "Unexpected broker id, expected %d but received %.*s", b->node_id,
-                  STR_ARG(res->resource_name)));
+    const char *msg = NULL;
+    int16_t err = gr_describe_logger_check(req, res->resource_name, &msg);
+    if (err) {
+        fail(r, err, msg);
         return;
     }
     if (!wanted(res, "root")) return;
     struct gr_cfg_entry e;
-    memset(&e, 0, sizeof e);
-    e.name = "root";
-    static const char *const level_names[] = {"DEBUG", "INFO", "WARN", "ERROR"};
-    e.value = level_names[gr_log_get_level()];
-    e.source = GR_CFGS_DYNAMIC_BROKER_LOGGER;
-    e.type = GR_CFGT_UNKNOWN;
-    e.doc = "Gregor's only logger: gregor.log.level at start, IncrementalAlterConfigs at runtime.";
+    gr_describe_logger_entry(&e);
     r->configs.items = gr_arena_calloc(&req->arena, 1, sizeof *r->configs.items);
     if (!r->configs.items || !put(req, &e, &r->configs.items[0])) {
         fail(r, GR_ERR_UNKNOWN_SERVER_ERROR, "Out of request memory");
@@ -245,7 +176,9 @@ enum gr_handler_rc gr_handle_describe_configs(struct gr_req *req)
             describe_logger(req, res, r);
             break;
         default: {
-            fail(r, GR_ERR_INVALID_REQUEST, msgf(req, "Unsupported resource type %d", res->resource_type));
+            char buf[64];
+            snprintf(buf, sizeof buf, "Unsupported resource type %d", res->resource_type);
+            fail(r, GR_ERR_INVALID_REQUEST, gr_arena_strndup(&req->arena, buf, strlen(buf)));
         }
         }
     }

@@ -98,30 +98,4 @@ int32_t *gr_req_keys_first(struct gr_req *req, struct gr_req_key *keys, int32_t 
 /* Whether `name` is one of Kafka's internal topics (__consumer_offsets, __transaction_state). */
 bool gr_topic_is_internal(const char *name);
 
-/* Resource checks shared by AlterConfigs and IncrementalAlterConfigs (handlers/alter_configs.c). Each
- * returns a Kafka error code and sets *msg (static or in the request arena) when it is not NONE. */
-struct gr_tcfg_set;
-/* A TOPIC resource name: "" is INVALID_REQUEST, an invalid name INVALID_TOPIC_EXCEPTION. */
-int16_t gr_alter_topic_check(struct gr_req *req, struct gr_str name, const char **msg);
-/* UNKNOWN_TOPIC_OR_PARTITION with Kafka's "The topic 'x' does not exist." */
-int16_t gr_alter_topic_missing(struct gr_req *req, struct gr_str name, const char **msg);
-/* Submits the durable replacement of topic `t`'s topic-level configs with `set` (storage's topic
- * operation FIFO, file work on the I/O pool) and returns NONE (UNKNOWN_SERVER_ERROR with *msg when out of
- * memory). Its failure (INVALID_CONFIG, UNKNOWN_TOPIC_OR_PARTITION when deleted meanwhile,
- * KAFKA_STORAGE_ERROR) is written to *code_out and *message_out by gr_alter_topics_stored, which the
- * handler passes to gr_req_topic_ops_wait. Uses req->hstate. */
-int16_t gr_alter_topic_store(struct gr_req *req, struct gr_topic *t, const struct gr_tcfg_set *set,
-                             const char **msg, int16_t *code_out, struct gr_str *message_out);
-/* Copies the outcomes of the config writes submitted by gr_alter_topic_store into their response entries. */
-void gr_alter_topics_stored(struct gr_req *req);
-/* A BROKER resource name: "" (the cluster-wide default) or this node id, else INVALID_REQUEST with Kafka's
- * messages (ConfigAdminManager.validateResourceNameIsCurrentNodeId). */
-int16_t gr_alter_broker_name(struct gr_req *req, struct gr_str name, const char **msg);
-/* Submits the durable replacement of the dynamic broker set of resource `name` ("" = the cluster-wide
- * default level, else this broker's) with `set` (validated, e.g. by gr_bcfg_replace; arrays must live as
- * long as the request): the file (server/dynconf.h) is written on the I/O pool, then the set applies at
- * once (gr_dynconf_commit). Failure reporting, hstate use and returns as gr_alter_topic_store. */
-int16_t gr_alter_broker_store(struct gr_req *req, struct gr_str name, const struct gr_tcfg_set *set,
-                              const char **msg, int16_t *code_out, struct gr_str *message_out);
-
 #endif

@@ -10,16 +10,14 @@
  * BROKER_LOGGER resources (Kafka's RuntimeLoggerManager) set the level of Gregor's one logger, "root"
  * (Kafka's root logger name), at once and not persisted, as in Kafka: SET to one of Kafka's levels (TRACE
  * runs as DEBUG and FATAL as ERROR: Gregor's log has four levels); DELETE of root is refused.
- * Read next: server/topic_configs.h (gr_tcfg_apply_ops).
+ * The resource checks, the logger and the writes are server/config_resources.h's.
+ * Read next: server/config_resources.h, server/topic_configs.h (gr_tcfg_apply_ops).
  */
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
-#include "common/log.h"
+#include "server/config_resources.h"
 #include "server/handlers/handlers.h"
-#include "server/topic_configs.h"
 
 /* The topic's current topic-level set, borrowed from storage. */
 static bool current_set(struct gr_req *req, struct gr_topic *t, struct gr_tcfg_set *cur)
@@ -56,86 +54,6 @@ static int16_t alter_topic(struct gr_req *req,
     if (!t) return gr_alter_topic_missing(req, res->resource_name, msg);
     if (validate_only) return GR_ERR_NONE;
     return gr_alter_topic_store(req, t, &next, msg, &r->error_code, &r->error_message);
-}
-
-/* Kafka's RuntimeLoggerManager.validateResourceNameIsNodeId (its message repeats the node id). */
-static int16_t logger_node(struct gr_req *req, struct gr_str name, const char **msg)
-{
-    char buf[16], out[160];
-    char *end = buf;
-    long v = 0;
-    if (name.len > 0 && name.len < (int32_t)sizeof buf) {
-        memcpy(buf, name.ptr, (size_t)name.len);
-        buf[name.len] = 0;
-        v = strtol(buf, &end, 10);
-    }
-    if (end == buf || *end)
-        snprintf(out, sizeof out, "Node id must be an integer, but it is: %.*s",
-                 (int)(name.len > 0 ? name.len : 0), name.ptr ? name.ptr : "");
-    else if (v != req->broker->node_id)
-        snprintf(out, sizeof out, "Unexpected node id. Expected %d, but received %d", req->broker->node_id,
-                 req->broker->node_id);
-    else
-        return GR_ERR_NONE;
-    *msg = gr_arena_strndup(&req->arena, out, strlen(out));
-    return GR_ERR_INVALID_REQUEST;
-}
-
-/* Gregor's level for one of Kafka's log levels, -1 when it is not one. */
-static int logger_level(const char *v)
-{
-    static const char *const names[] = {"TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL"};
-    static const int levels[] = {GR_LOG_DEBUG, GR_LOG_DEBUG, GR_LOG_INFO,
-                                 GR_LOG_WARN,  GR_LOG_ERROR, GR_LOG_ERROR};
-    for (int i = 0; v && i < 6; i++)
-        if (strcmp(v, names[i]) == 0) return levels[i];
-    return -1;
-}
-
-/* Kafka's RuntimeLoggerManager.validateLogLevelConfigs for one operation: a code, and the message in buf. */
-static int16_t logger_op_check(const struct gr_tcfg_op *op, char *buf, size_t cap)
-{
-    if (op->op == GR_CFG_OP_APPEND || op->op == GR_CFG_OP_SUBTRACT) {
-        snprintf(buf, cap, "%s operation is not allowed for the BROKER_LOGGER resource",
-                 op->op == GR_CFG_OP_APPEND ? "APPEND" : "SUBTRACT");
-        return GR_ERR_INVALID_REQUEST;
-    }
-    if (op->op != GR_CFG_OP_SET && op->op != GR_CFG_OP_DELETE) {
-        snprintf(buf, cap, "Unknown operation type %d is not allowed for the BROKER_LOGGER resource", op->op);
-        return GR_ERR_INVALID_REQUEST;
-    }
-    if (strcmp(op->key, "root") != 0) {
-        snprintf(buf, cap, "Logger %s does not exist!", op->key);
-        return GR_ERR_INVALID_CONFIG;
-    }
-    if (op->op == GR_CFG_OP_DELETE) {
-        snprintf(buf, cap, "Removing the log level of the root logger is not allowed");
-        return GR_ERR_INVALID_REQUEST;
-    }
-    if (logger_level(op->value) < 0) {
-        snprintf(buf, cap,
-                 "Cannot set the log level of %s to %s as it is not a supported log level. Valid log levels "
-                 "are DEBUG, ERROR, FATAL, INFO, TRACE, WARN",
-                 op->key, op->value);
-        return GR_ERR_INVALID_CONFIG;
-    }
-    return GR_ERR_NONE;
-}
-
-/* A BROKER_LOGGER resource: validates every operation first, then applies (Kafka's order). */
-static int16_t alter_logger(struct gr_req *req, struct gr_str name, const struct gr_tcfg_op *ops, int n,
-                            bool validate_only, const char **msg)
-{
-    char buf[300];
-    int16_t err = logger_node(req, name, msg);
-    for (int i = 0; i < n && !err; i++)
-        if ((err = logger_op_check(&ops[i], buf, sizeof buf)))
-            *msg = gr_arena_strndup(&req->arena, buf, strlen(buf));
-    for (int i = 0; i < n && !err && !validate_only; i++) {
-        gr_log_set_level((enum gr_log_level)logger_level(ops[i].value));
-        GR_WARN("Updated the log level of root to %s", ops[i].value);
-    }
-    return err;
 }
 
 static int16_t alter_broker(struct gr_req *req,
@@ -177,7 +95,7 @@ static int16_t alter_one(struct gr_req *req,
     if (res->resource_type == GR_CFG_RESOURCE_BROKER)
         return alter_broker(req, res, ops, n, validate_only, msg, r);
     if (res->resource_type == GR_CFG_RESOURCE_BROKER_LOGGER)
-        return alter_logger(req, res->resource_name, ops, n, validate_only, msg);
+        return gr_alter_logger(req, res->resource_name, ops, n, validate_only, msg);
     char buf[64];
     snprintf(buf, sizeof buf, "Unknown resource type %d", res->resource_type);
     *msg = gr_arena_strndup(&req->arena, buf, strlen(buf));

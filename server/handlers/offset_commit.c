@@ -65,6 +65,26 @@ static void commit_expire(struct gr_req *req)
     gr_req_finish(req);
 }
 
+/* Hands the request's valid partitions (`nct` topics) to the group coordinator: st->partition and
+ * st->end_offset get where the commit was appended (end_offset < 0: answered at once, nothing to wait for).
+ */
+static void commit_send(struct gr_req *req, struct commit_state *st, struct gr_commit_topic *cts, int32_t nct)
+{
+    struct gr_offset_commit_request *body = req->body;
+    int16_t v = req->hdr.request_api_version;
+    struct gr_commit_params p = {
+        .group_id = body->group_id,
+        .member_id = body->member_id,
+        .group_instance_id = v >= 7 ? body->group_instance_id : GR_STR_NULL,
+        .generation_id = body->generation_id_or_member_epoch,
+        .retention_time_ms = v <= 4 ? body->retention_time_ms : -1,
+        .api_version = v,
+        .topics = cts,
+        .topic_count = nct,
+    };
+    gr_coord_commit(req->broker->coord, &p, &st->partition, &st->end_offset);
+}
+
 enum gr_handler_rc gr_handle_offset_commit(struct gr_req *req)
 {
     struct gr_offset_commit_request *body = req->body;
@@ -120,17 +140,7 @@ enum gr_handler_rc gr_handle_offset_commit(struct gr_req *req)
     }
     st->count = k;
     if (k == 0) return GR_HANDLER_DONE;
-    struct gr_commit_params p = {
-        .group_id = body->group_id,
-        .member_id = body->member_id,
-        .group_instance_id = v >= 7 ? body->group_instance_id : GR_STR_NULL,
-        .generation_id = body->generation_id_or_member_epoch,
-        .retention_time_ms = v <= 4 ? body->retention_time_ms : -1,
-        .api_version = v,
-        .topics = cts,
-        .topic_count = nct,
-    };
-    gr_coord_commit(b->coord, &p, &st->partition, &st->end_offset);
+    commit_send(req, st, cts, nct);
     if (st->end_offset < 0) {
         copy_errors(st, GR_ERR_NONE);
         return GR_HANDLER_DONE;

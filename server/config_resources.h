@@ -1,0 +1,73 @@
+/*
+ * config_resources.h: the resources of the config APIs (DescribeConfigs, AlterConfigs,
+ * IncrementalAlterConfigs) as Kafka 4.x resolves them: the resource-name checks with Kafka's error codes
+ * and messages (topic names, this node's id, the logger resource), what DescribeConfigs shows for the one
+ * logger, IncrementalAlterConfigs on that logger (Kafka's RuntimeLoggerManager), and the durable writes of a
+ * new topic-level set (storage's topic operation FIFO) or dynamic broker set (server/dynconf.h), whose
+ * outcome the response waits for. The values themselves (validation, sources, synonyms) are
+ * server/topic_configs.h's. Called only on the network thread, from the config handlers; uses req->hstate
+ * for the pending writes. Read next: server/topic_configs.h, server/handlers/alter_configs.c.
+ */
+#ifndef GR_CONFIG_RESOURCES_H
+#define GR_CONFIG_RESOURCES_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "server/broker.h"
+#include "server/topic_configs.h"
+
+/* AlterConfigs and IncrementalAlterConfigs (Kafka's ConfigAdminManager, ConfigurationControlManager).
+ * Each check returns a Kafka error code and sets *msg (static or in the request arena) when it is not
+ * NONE. */
+/* A TOPIC resource name: "" is INVALID_REQUEST, an invalid name INVALID_TOPIC_EXCEPTION. */
+int16_t gr_alter_topic_check(struct gr_req *req, struct gr_str name, const char **msg);
+/* UNKNOWN_TOPIC_OR_PARTITION with Kafka's "The topic 'x' does not exist." */
+int16_t gr_alter_topic_missing(struct gr_req *req, struct gr_str name, const char **msg);
+/* Any other resource type: INVALID_REQUEST "Unknown resource type N". */
+int16_t gr_alter_unknown_type(struct gr_req *req, int8_t type, const char **msg);
+/* Submits the durable replacement of topic `t`'s topic-level configs with `set` (storage's topic
+ * operation FIFO, file work on the I/O pool) and returns NONE (UNKNOWN_SERVER_ERROR with *msg when out of
+ * memory). Its failure (INVALID_CONFIG, UNKNOWN_TOPIC_OR_PARTITION when deleted meanwhile,
+ * KAFKA_STORAGE_ERROR) is written to *code_out and *message_out by gr_alter_topics_stored, which the
+ * handler passes to gr_req_topic_ops_wait. Uses req->hstate. */
+int16_t gr_alter_topic_store(struct gr_req *req, struct gr_topic *t, const struct gr_tcfg_set *set,
+                             const char **msg, int16_t *code_out, struct gr_str *message_out);
+/* Copies the outcomes of the config writes submitted by gr_alter_topic_store into their response entries. */
+void gr_alter_topics_stored(struct gr_req *req);
+/* A BROKER resource name: "" (the cluster-wide default) or this node id, else INVALID_REQUEST with Kafka's
+ * messages (ConfigAdminManager.validateResourceNameIsCurrentNodeId). */
+int16_t gr_alter_broker_name(struct gr_req *req, struct gr_str name, const char **msg);
+/* Submits the durable replacement of the dynamic broker set of resource `name` ("" = the cluster-wide
+ * default level, else this broker's) with `set` (validated, e.g. by gr_bcfg_replace; arrays must live as
+ * long as the request): the file (server/dynconf.h) is written on the I/O pool, then the set applies at
+ * once (gr_dynconf_commit). Failure reporting, hstate use and returns as gr_alter_topic_store. */
+int16_t gr_alter_broker_store(struct gr_req *req, struct gr_str name, const struct gr_tcfg_set *set,
+                              const char **msg, int16_t *code_out, struct gr_str *message_out);
+
+/* IncrementalAlterConfigs on a BROKER_LOGGER resource (Kafka's RuntimeLoggerManager): `name` must be this
+ * node id ("Node id must be an integer, but it is: x", "Unexpected node id. Expected n, but received n");
+ * every operation is checked first (APPEND/SUBTRACT and unknown ops INVALID_REQUEST, a logger other than
+ * "root" INVALID_CONFIG, DELETE of root INVALID_REQUEST, a level other than Kafka's six INVALID_CONFIG),
+ * then, unless validate_only, each SET applies at once (TRACE runs as DEBUG, FATAL as ERROR; not
+ * persisted, as in Kafka). Returns the error code, *msg set when not NONE. */
+int16_t gr_alter_logger(struct gr_req *req, struct gr_str name, const struct gr_tcfg_op *ops, int n,
+                        bool validate_only, const char **msg);
+
+/* DescribeConfigs (Kafka's ConfigHelper). Checks return a Kafka error code, *msg set when not NONE (NULL
+ * when the arena is exhausted). */
+/* A TOPIC resource name: "" or an invalid name is INVALID_TOPIC_EXCEPTION. */
+int16_t gr_describe_topic_check(struct gr_req *req, struct gr_str name, const char **msg);
+/* Topic `t`'s topic-level value of `name`, normalised as Kafka's LogConfig prints it (CreateTopics stores
+ * values as the request gave them, as Kafka's metadata does: " 3600000" is shown "3600000"); NULL if unset.
+ */
+const char *gr_describe_topic_value(struct gr_req *req, const struct gr_topic *t, const char *name);
+/* A BROKER resource name: "" (the cluster-wide dynamic defaults) or this node id, else INVALID_REQUEST. */
+int16_t gr_describe_broker_check(struct gr_req *req, struct gr_str name, const char **msg);
+/* A BROKER_LOGGER resource name: this node id, else INVALID_REQUEST ("" included). */
+int16_t gr_describe_logger_check(struct gr_req *req, struct gr_str name, const char **msg);
+/* Fills `e` with the one logger, "root", at its current level (DYNAMIC_BROKER_LOGGER_CONFIG, not read-only:
+ * IncrementalAlterConfigs changes it). */
+void gr_describe_logger_entry(struct gr_cfg_entry *e);
+
+#endif
