@@ -38,7 +38,7 @@ struct gr_req;
 struct gr_req_wait;
 struct gr_broker;
 struct gr_coordinator;
-struct gr_producer_ids;
+struct gr_producer_id_manager;
 
 /* Handler results. */
 enum gr_handler_rc {
@@ -130,7 +130,7 @@ struct gr_broker {
     struct ev_loop *loop;
     struct gr_store *store;
     struct gr_coordinator *coord;
-    struct gr_producer_ids *producer_ids; /* InitProducerId (handlers/init_producer_id.c) */
+    struct gr_producer_id_manager *producer_ids; /* InitProducerId's ids (server/producer_ids.c) */
     int32_t node_id;
     char advertised_host[256]; /* the first listener's advertised address */
     int32_t advertised_port;
