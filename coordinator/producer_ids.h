@@ -31,7 +31,7 @@
  *    2      4   CRC-32C of bytes 6..13
  *    6      8   next block start: every id below it may have been handed out
  *
- * Read next: server/handlers/init_producer_id.c.
+ * Read next: server/producer_ids.c (the binding), server/handlers/init_producer_id.c (the one caller).
  */
 #ifndef GR_PRODUCER_IDS_H
 #define GR_PRODUCER_IDS_H
