@@ -44,7 +44,7 @@ struct gr_req_state_slot;
 struct gr_broker;
 struct gr_groups;
 struct gr_coordinator;
-struct gr_producer_ids;
+struct gr_producer_id_manager;
 
 /* Handler results. */
 enum gr_handler_rc {
@@ -151,7 +151,7 @@ struct gr_broker {
     struct ev_loop *loop;
     struct gr_store *store;
     struct gr_coordinator *coord;
-    struct gr_producer_ids *producer_ids; /* InitProducerId (handlers/init_producer_id.c) */
+    struct gr_producer_id_manager *producer_ids; /* InitProducerId's ids (server/producer_ids.c) */
     int32_t node_id;
     struct gr_listener listeners[GR_LISTENERS_MAX];
     int listener_count;

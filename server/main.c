@@ -24,6 +24,7 @@
 #include "server/dynconf.h"
 #include "storage/cleaner.h"
 #include "server/groups.h"
+#include "server/producer_ids.h"
 #include "server/handlers/handlers.h"
 #include "coordinator/offsets_log.h"
 #include "storage/sys.h"

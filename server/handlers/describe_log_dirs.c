@@ -4,18 +4,18 @@
  * unknown topics and partitions are left out, as Kafka does) and its size in bytes (the .log files),
  * offset_lag 0 (this broker is the leader) and is_future_key false (no replica moves between directories).
  * From v4, total_bytes and usable_bytes of the file system holding it (statvfs: f_blocks and f_bavail in
- * f_frsize units; -1 when statvfs fails). realpath and statvfs run on the I/O pool (they may wait for the
- * disk); the request is parked meanwhile and the sizes are read when the answer is built. A topic listed
+ * f_frsize units; -1 when statvfs fails). Both come from storage's "log dir usage" query
+ * (storage/log_dir_usage.h: realpath and statvfs may wait for the disk, so it runs on the I/O pool); the
+ * request is parked meanwhile and the partition sizes are read when the answer is built. A topic listed
  * twice in the request is answered once with the union of its partitions. From v5, is_cordoned false: Gregor
  * cannot cordon its directory (KIP-1066's cordoned.log.dirs, empty by default in Kafka 4.4, which then
  * answers false too).
  */
-#include <limits.h>
-#include <stdlib.h>
+#include <stdbool.h>
 #include <string.h>
-#include <sys/statvfs.h>
 
 #include "server/handlers/handlers.h"
+#include "storage/log_dir_usage.h"
 
 typedef struct gr_describe_log_dirs_response_describe_log_dirs_topic topic_t;
 typedef struct gr_describe_log_dirs_response_describe_log_dirs_partition part_t;
@@ -97,48 +97,29 @@ static bool fill_topics(struct gr_req *req,
     return true;
 }
 
-/* realpath and statvfs may wait for the disk: they run on the I/O pool while the request is parked. */
-struct dir_probe {
-    struct gr_io_job job;
+/* The request's usage query (arena). */
+struct dir_query {
+    struct gr_log_dir_usage u;
     struct gr_req *req;
-    const char *dir;
-    char *abs; /* PATH_MAX bytes (arena) */
-    bool abs_ok, stat_ok;
-    struct statvfs sv;
+    bool parked; /* the handler parked the request: the done hook finishes it */
 };
 
-static void probe_run(struct gr_io_job *job)
+/* Fills the result from the usage query and the logs' current sizes; finishes a parked request. */
+static void usage_done(struct gr_log_dir_usage *u)
 {
-    struct dir_probe *p = (struct dir_probe *)job;
-    p->abs_ok = realpath(p->dir, p->abs) != NULL;
-    p->stat_ok = statvfs(p->dir, &p->sv) == 0;
-}
-
-/* Fills the result from the probe and the logs' current sizes. */
-static void answer(struct dir_probe *p)
-{
-    struct gr_req *req = p->req;
+    struct dir_query *q = u->ctx;
+    struct gr_req *req = q->req;
     struct gr_describe_log_dirs_response *resp = req->resp;
     struct gr_describe_log_dirs_response_describe_log_dirs_result *res = &resp->results.items[0];
-    res->log_dir = gr_str_c(p->abs_ok ? p->abs : p->dir);
-    if (p->stat_ok) {
-        res->total_bytes = (int64_t)p->sv.f_blocks * (int64_t)p->sv.f_frsize;
-        res->usable_bytes = (int64_t)p->sv.f_bavail * (int64_t)p->sv.f_frsize;
-    } else {
-        res->total_bytes = res->usable_bytes = -1;
-    }
+    res->log_dir = gr_str_c(u->path);
+    res->total_bytes = u->total_bytes;
+    res->usable_bytes = u->usable_bytes;
     if (!fill_topics(req, res)) {
         res->topics.count = 0;
         res->error_code = GR_ERR_UNKNOWN_SERVER_ERROR;
         resp->error_code = GR_ERR_UNKNOWN_SERVER_ERROR;
     }
-}
-
-static void probe_done(struct gr_io_job *job)
-{
-    struct dir_probe *p = (struct dir_probe *)job;
-    answer(p);
-    gr_req_finish(p->req);
+    if (q->parked) gr_req_finish(req);
 }
 
 enum gr_handler_rc gr_handle_describe_log_dirs(struct gr_req *req)
@@ -146,21 +127,19 @@ enum gr_handler_rc gr_handle_describe_log_dirs(struct gr_req *req)
     struct gr_describe_log_dirs_response *resp = req->resp;
     struct gr_broker *b = req->broker;
     resp->results.items = gr_arena_calloc(&req->arena, 1, sizeof *resp->results.items);
-    if (!resp->results.items) return GR_HANDLER_CLOSE;
+    struct dir_query *q = gr_arena_calloc(&req->arena, 1, sizeof *q);
+    if (!resp->results.items || !q) return GR_HANDLER_CLOSE;
     resp->results.count = 1;
     gr_describe_log_dirs_response_describe_log_dirs_result_init(&resp->results.items[0]);
-    const char *dir = b->cfg.settings.log_dir;
-    struct dir_probe *p = gr_arena_calloc(&req->arena, 1, sizeof *p);
-    char *abs = gr_arena_alloc(&req->arena, PATH_MAX);
-    if (!p || !abs) return GR_HANDLER_CLOSE;
-    *p =
-        (struct dir_probe){.job = {.run = probe_run, .done = probe_done}, .req = req, .dir = dir, .abs = abs};
-    if (!b->iopool) { /* no pool (never in the broker): probe inline */
-        probe_run(&p->job);
-        answer(p);
+    q->req = req;
+    q->u.done = usage_done;
+    q->u.ctx = q;
+    if (!b->iopool) { /* no pool (never in the broker): answered inline */
+        gr_store_log_dir_usage(b->store, NULL, &q->u);
         return GR_HANDLER_DONE;
     }
-    gr_broker_park(b, req, INT64_MAX); /* probe_done answers */
-    gr_iopool_submit(b->iopool, &p->job);
+    q->parked = true;
+    gr_broker_park(b, req, INT64_MAX); /* usage_done answers */
+    gr_store_log_dir_usage(b->store, b->iopool, &q->u);
     return GR_HANDLER_WAIT;
 }

@@ -27,12 +27,6 @@ void gr_join_group_fill(struct gr_req *req, const struct gr_join_result *res);
 /* SyncGroup (handlers/sync_group.c): error, protocol type and name, the member's assignment. */
 void gr_sync_group_fill(struct gr_req *req, const struct gr_sync_result *res);
 
-/* The producer id allocator's server binding (handlers/init_producer_id.c). gr_producer_ids_start loads the
- * saved block end from the log directory into a new b->producer_ids (b->store must be open); returns 0 or
- * -errno (a damaged file is -EINVAL: the broker must not start). gr_producer_ids_stop frees it. */
-int gr_producer_ids_start(struct gr_broker *b);
-void gr_producer_ids_stop(struct gr_broker *b);
-
 /* Shared helpers (handlers/common.c). */
 /* The client's address as Kafka shows a member's host ("/127.0.0.1"), in the request arena ("" when out of
  * memory; "/" when the connection is gone). */
