@@ -33,6 +33,7 @@ struct gr_partition {
 struct gr_partitions {
     struct gr_partitions_config cfg;
     struct gr_partition *all;
+    bool stopped;
 };
 
 struct gr_partitions *gr_partitions_create(const struct gr_partitions_config *cfg)
@@ -99,6 +100,16 @@ void gr_partitions_destroy(struct gr_partitions *ps)
 bool gr_partitions_visible_is_durable(const struct gr_partitions *ps)
 {
     return ps->cfg.visible_is_durable;
+}
+
+void gr_partitions_stop(struct gr_partitions *ps)
+{
+    ps->stopped = true;
+}
+
+bool gr_partitions_stopped(const struct gr_partitions *ps)
+{
+    return ps->stopped;
 }
 
 struct gr_partition *gr_partition_get(struct gr_partitions *ps, struct gr_log *log)
