@@ -101,6 +101,7 @@ struct gr_req {
     struct gr_req_slice *slices; /* the file ranges its records fields name (gr_req_own_slice) */
     struct gr_req_slice *pins;   /* work the I/O pool did for this request (files opened, indexes loaded),
                                     kept until the request is freed so the fd cap cannot undo it meanwhile */
+    struct gr_cold cold; /* the request's cold-read engine (partition/partition.h): its rounds, its pins */
     uint8_t *out_mem;
     size_t out_mem_bytes;
     struct gr_chunk *chunks;

@@ -140,6 +140,7 @@ void gr_req_free(struct gr_req *req)
         gr_log_slice_release(&s->slice);
     for (struct gr_req_slice *s = req->pins; s; s = s->next)
         gr_log_slice_release(&s->slice);
+    gr_cold_release(&req->cold);
     free(req->frame);
     free(req->out_mem);
     gr_arena_reset(&req->arena);
