@@ -110,6 +110,24 @@ void gr_cold_check_range(struct gr_cold *c, const struct gr_log_slice *slice)
     if (!slices_push(&c->ranges, &c->range_count, &c->range_cap, &copy)) gr_log_slice_release(&copy);
 }
 
+int gr_cold_pin_append(struct gr_cold *c, struct gr_log *log)
+{
+    struct gr_log_slice pin;
+    int r = gr_log_append_prepare(log, &pin);
+    if (r < 0) return r;
+    if (r == 1 ? slices_push(&c->work, &c->work_count, &c->work_cap, &pin)
+               : slices_push(&c->pins, &c->pin_count, &c->pin_cap, &pin))
+        return r;
+    gr_log_slice_release(&pin);
+    return -ENOMEM;
+}
+
+void gr_cold_unpin(struct gr_cold *c)
+{
+    gr_cold_reset(c);
+    slices_release(c->pins, &c->pin_count);
+}
+
 bool gr_cold_pending(const struct gr_cold *c)
 {
     return c->work_count + c->range_count > 0;

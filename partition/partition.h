@@ -193,6 +193,13 @@ int gr_cold_max_timestamp(struct gr_cold *c, struct gr_log *log, int64_t upper_b
    is not resident (gr_log_slice_resident: no disk wait). Does nothing once a round read ranges in: a
    range evicted again before it is sent is sent as is (one read-in per caller, no loop). */
 void gr_cold_check_range(struct gr_cold *c, const struct gr_log_slice *slice);
+/* Pins the active segment file of `log` for appends (gr_log_append_prepare): the fd cap never closes it
+   until gr_cold_unpin or gr_cold_release. When the cap had closed it, its reopen is noted as work for the
+   next round (then pinned). Returns 0 (pinned, or 1: noted), -EROFS (offline or deleted: nothing pinned, the
+   append answers it) or -ENOMEM. */
+int gr_cold_pin_append(struct gr_cold *c, struct gr_log *log);
+/* Drops the pins (the next cap pass may close those files) and the noted work. Keeps the rounds count. */
+void gr_cold_unpin(struct gr_cold *c);
 /* True when work was noted since the last wait or reset. */
 bool gr_cold_pending(const struct gr_cold *c);
 /* Drops the work noted since the last wait (a caller starting its lookups over). Pins stay. */
@@ -209,6 +216,57 @@ int gr_cold_pin_count(const struct gr_cold *c);
 void gr_cold_cancel(struct gr_cold *c);
 /* Cancels, drops noted work and pins, frees the engine's memory; `c` is then as zeroed. Idempotent. */
 void gr_cold_release(struct gr_cold *c);
+
+/*
+ * The append gate (gate.c): named wait "until the partition is appendable", with per-partition order. An
+ * append needs the active segment file of each partition open; the fd cap closes idle ones. A caller about
+ * to append to a set of partitions (one Produce) enters the gate with them: every active file is pinned
+ * (its struct gr_cold: the cap closes none of them while it runs, even past the cap); when some were
+ * closed, the caller is queued while ONE pool round (the cold-read engine) reopens them. A later caller
+ * naming a partition of a queued one queues behind it on that partition (per-partition FIFO order:
+ * idempotent producers pipeline); a caller sharing no partition with a queued one goes ahead at once. Queued
+ * callers run in arrival order once no earlier one shares a partition with them and their files are open;
+ * only a roll of one of their partitions meanwhile (retention rolling an expired active segment) takes
+ * another round (GR_GATE_OPEN_ROUNDS_MAX), and a file still closed after that is left to the append
+ * (which answers KAFKA_STORAGE_ERROR for it). The done hook is called exactly once per queued caller, never
+ * once the set is stopped. Owning thread only.
+ */
+#define GR_GATE_OPEN_ROUNDS_MAX 2
+
+struct gr_append_gate;
+/* err 0: every partition is appendable and pinned: append now, then drop the pins (gr_cold_unpin);
+   -ENOMEM: nothing could be pinned (append nothing). The caller is already out of the gate. */
+typedef void (*gr_gate_done_fn)(struct gr_append_gate *g, int err);
+
+/* One caller's place in one partition's queue (caller memory, see gr_gate_enter). */
+struct gr_gate_entry {
+    struct gr_append_gate *g;
+    struct gr_partition *part;
+    struct gr_gate_entry *next;
+};
+
+/* A caller's gate state (in its memory). `done` and `ctx` are the caller's; the rest is private. */
+struct gr_append_gate {
+    gr_gate_done_fn done;
+    void *ctx;
+    /* private: */
+    struct gr_partitions *ps;
+    struct gr_cold *cold;          /* borrowed: pins and the reopen round */
+    struct gr_log **logs;          /* borrowed: distinct */
+    struct gr_gate_entry *entries; /* borrowed: one per log */
+    int count;
+    struct gr_append_gate *next; /* the set's FIFO */
+    bool pinned, queued;
+};
+
+/* Enters the gate to append to `logs` (n distinct logs; borrowed with `entries`, caller
+   memory for n entries, until done). `c` (borrowed, gr_cold_init'ed with the set's pool; the gate sets its
+   done hook) pins the files. Returns 1 when appendable now (no done call: append, then gr_cold_unpin),
+   0 when queued (done is called later, exactly once), or -ENOMEM (nothing pinned, nothing queued). */
+int gr_gate_enter(struct gr_append_gate *g, struct gr_partitions *ps, struct gr_cold *c, struct gr_log **logs,
+                  struct gr_gate_entry *entries, int n, gr_gate_done_fn done, void *ctx);
+/* Callers queued in the set's gate now (tests). */
+int gr_gate_queued(struct gr_partitions *ps);
 
 /*
  * Read planning (read.c): the partition's answers to Fetch, ListOffsets and OffsetForLeaderEpoch, from plain

@@ -173,10 +173,6 @@ struct gr_broker {
     bool stopping;
     struct gr_groups_wait *groups_wait; /* requests waiting for __consumer_offsets' creation (groups.c) */
     int64_t started_mono_ms;
-    /* Produce requests waiting before their appends (a partition's file reopened on the I/O pool), in
-     * arrival order; a later Produce naming one of their partitions queues behind them (handlers/produce.c).
-     */
-    struct gr_req *produce_gate_head, *produce_gate_tail;
 };
 
 /* Parks `req` until recheck() returns true or `deadline_ms` (monotonic) passes, then expire() runs. */

@@ -8,7 +8,9 @@
  * cancel nor once the set is stopped; without a pool lookups read the blocking way; gr_cold_check_range
  * notes a range once. Read planning: Fetch's epoch check, zstd rule, offset out of range, KIP-74 budget
  * (the first partition with data gets a whole batch past the budget, the next nothing), the visible-offset
- * bound (durable mode); ListOffsets' special timestamps per version and lookups; OffsetForLeaderEpoch.
+ * bound (durable mode); ListOffsets' special timestamps per version and lookups; OffsetForLeaderEpoch. The
+ * append gate (gate.c): produces queued behind a file reopen keep their order, a produce sharing no
+ * partition goes ahead, a stop while gated runs nothing.
  * Read next: partition/partition.h.
  */
 #include <errno.h>
@@ -394,6 +396,129 @@ static void test_epoch_end_offset(void **state)
     assert_int_equal(end, -1);
 }
 
+/* A Produce as the gate sees it: its logs, its entries, its engine; done appends one batch tagged `tag`. */
+struct gated {
+    struct fx *f;
+    struct gr_append_gate gate;
+    struct gr_cold cold;
+    struct gr_log *logs[PARTS];
+    struct gr_gate_entry entries[PARTS];
+    uint32_t tag;
+    int calls, err;
+    int *order, *order_n; /* done order (tags) */
+};
+
+static void gated_append(struct gated *g)
+{
+    for (int i = 0; i < g->gate.count; i++) {
+        assert_true(gr_log_append_ready(g->logs[i])); /* pinned and open: no open on this thread */
+        size_t len;
+        uint8_t *b = th_simple(1, 2000, g->tag, &len);
+        struct gr_append_result res;
+        assert_int_equal(gr_log_append(g->logs[i], b, len, -1, &res), 0);
+        free(b);
+    }
+    gr_cold_unpin(&g->cold);
+}
+
+static void gated_done(struct gr_append_gate *gate, int err)
+{
+    struct gated *g = gate->ctx;
+    g->calls++;
+    g->err = err;
+    g->order[(*g->order_n)++] = (int)g->tag;
+    gated_append(g);
+}
+
+/* Enters the gate with partitions parts[0..n). Returns gr_gate_enter's result. */
+static int gated_enter(struct fx *f, struct gated *g, const int *parts, int n, uint32_t tag, int *order,
+                       int *order_n)
+{
+    *g = (struct gated){.f = f, .tag = tag, .order = order, .order_n = order_n};
+    for (int i = 0; i < n; i++)
+        g->logs[i] = gr_topic_log(f->topic, parts[i]);
+    gr_cold_init(&g->cold, f->ps, f->pool, NULL, NULL);
+    return gr_gate_enter(&g->gate, f->ps, &g->cold, g->logs, g->entries, n, gated_done, g);
+}
+
+/* The tag of the record at `offset` of partition p. */
+static uint32_t tag_at(struct fx *f, int p, int64_t offset)
+{
+    struct th_seen *seen;
+    struct gr_log *log = gr_topic_log(f->topic, p);
+    int n = th_read_all(log, offset, gr_log_end_offset(log), &seen);
+    assert_true(n >= 1);
+    uint32_t tag = seen[0].tag;
+    free(seen);
+    return tag;
+}
+
+/* Produces queued behind a file reopen keep their order: A needs the pool to reopen p's file, B names p
+   too and waits behind A (even though B itself needs nothing), C names another closed partition only and
+   is not held by them; A runs before B, each done exactly once, and p's records are A's then B's. */
+static void test_gate_order(void **state)
+{
+    struct fx *f = *state;
+    int p = closed_partition(f);
+    assert_true(p >= 0);
+    int q = (p + 1) % PARTS, order[8], order_n = 0;
+    int64_t end_p = gr_log_end_offset(gr_topic_log(f->topic, p));
+    struct gated *a = calloc(3, sizeof *a), *b = a + 1, *c = a + 2;
+    assert_int_equal(gated_enter(f, a, (int[]){p}, 1, 1, order, &order_n), 0); /* a round reopens p */
+    assert_true(gr_cold_waiting(&a->cold));
+    assert_int_equal(gated_enter(f, b, (int[]){q, p}, 2, 2, order, &order_n), 0); /* behind a on p */
+    assert_false(gr_cold_waiting(&b->cold));                                      /* b waits, no round */
+    assert_int_equal(gr_gate_queued(f->ps), 2);
+    gr_iopool_drain(f->pool);
+    assert_int_equal(a->calls, 1);
+    assert_int_equal(b->calls, 1);
+    assert_int_equal(a->err, 0);
+    assert_int_equal(b->err, 0);
+    assert_int_equal(order_n, 2);
+    assert_int_equal(order[0], 1);
+    assert_int_equal(order[1], 2);
+    assert_int_equal(gr_gate_queued(f->ps), 0);
+    assert_int_equal(tag_at(f, p, end_p), 1);
+    assert_int_equal(tag_at(f, p, end_p + 1), 2);
+    /* a Produce sharing no partition with the queued ones is not held by them */
+    gr_store_fds_trim(f->store);
+    p = closed_partition(f);
+    assert_true(p >= 0);
+    q = -1;
+    for (int i = 0; i < PARTS && q < 0; i++)
+        if (i != p && gr_log_append_ready(gr_topic_log(f->topic, i))) q = i;
+    gr_cold_release(&a->cold);
+    assert_int_equal(gated_enter(f, a, (int[]){p}, 1, 3, order, &order_n), 0);
+    if (q >= 0) {
+        assert_int_equal(gated_enter(f, c, (int[]){q}, 1, 4, order, &order_n), 1); /* at once, no done */
+        gated_append(c);
+        assert_int_equal(c->calls, 0);
+    }
+    gr_iopool_drain(f->pool);
+    assert_int_equal(a->calls, 1);
+    assert_int_equal(order[order_n - 1], 3);
+    for (int i = 0; i < 3; i++)
+        gr_cold_release(&a[i].cold);
+    free(a);
+}
+
+/* A stop while a gated Produce waits for its reopen runs nothing. */
+static void test_gate_stop(void **state)
+{
+    struct fx *f = *state;
+    int p = closed_partition(f), order[4], order_n = 0;
+    assert_true(p >= 0);
+    struct gated *a = calloc(2, sizeof *a), *b = a + 1;
+    assert_int_equal(gated_enter(f, a, (int[]){p}, 1, 1, order, &order_n), 0);
+    assert_int_equal(gated_enter(f, b, (int[]){p}, 1, 2, order, &order_n), 0);
+    gr_partitions_stop(f->ps);
+    gr_iopool_drain(f->pool);
+    assert_int_equal(a->calls + b->calls, 0);
+    gr_cold_release(&a->cold);
+    gr_cold_release(&b->cold);
+    free(a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -407,6 +532,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_fetch_visible_bound, setup_durable, teardown),
         cmocka_unit_test_setup_teardown(test_list_offsets_plan, setup, teardown),
         cmocka_unit_test_setup_teardown(test_epoch_end_offset, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_gate_order, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_gate_stop, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
