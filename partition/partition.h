@@ -3,7 +3,10 @@
  * One struct gr_partition per partition log: it wraps that log (storage/log.h), decides what is visible
  * (the visible offset: today the durable offset when the set was created with visible_is_durable, Gregor's
  * gregor.acks.all.fsync default, else the log end offset; with replication it becomes the high watermark
- * driven by the followers) and owns the partition's named waits.
+ * driven by the followers) and owns the partition's named waits. Around the partitions: the cold-read engine
+ * (struct gr_cold, cold.c: until cold pages are resident / files are open), the append gate (gate.c: until
+ * the partition is appendable, per-partition order) and read planning (read.c: Fetch, ListOffsets and
+ * OffsetForLeaderEpoch from plain parameters to plain results), declared further down.
  *
  * Named waits: a caller embeds a struct gr_partition_waiter in its own memory, sets its done hook
  * (gr_partition_waiter_init) and queues it with one of
@@ -25,8 +28,8 @@
  * calls gr_partition_flushed. No event loop, socket or request type is known here: the server turns done
  * hooks into request re-checks.
  *
- * Read next: partition/partition.c, storage/log.h, server/broker.c (the server binding: flush completions,
- * request waits).
+ * Read next: partition/partition.c, partition/cold.c, partition/gate.c, partition/read.c, storage/log.h,
+ * server/broker.c (the server binding: flush completions, request waits).
  */
 #ifndef GR_PARTITION_H
 #define GR_PARTITION_H

@@ -62,7 +62,7 @@ struct gr_api {
 };
 
 /* A retained file range the request holds until it is freed: the content of a file-kind records field
- * of its response (gr_req_own_slice), or pool work kept pinned (req->pins). */
+ * of its response (gr_req_own_slice). Pool work kept pinned is in req->cold. */
 struct gr_req_slice {
     struct gr_log_slice slice;
     struct gr_req_slice *next;
@@ -99,8 +99,6 @@ struct gr_req {
     bool topic_barrier_passed;           /* waited once for earlier topic operations (gr_req_topic_barrier) */
     /* output: the response goes out as chunks (protocol/wire.h), memory and sendfile ranges */
     struct gr_req_slice *slices; /* the file ranges its records fields name (gr_req_own_slice) */
-    struct gr_req_slice *pins;   /* work the I/O pool did for this request (files opened, indexes loaded),
-                                    kept until the request is freed so the fd cap cannot undo it meanwhile */
     struct gr_cold cold; /* the request's cold-read engine (partition/partition.h): its rounds, its pins */
     uint8_t *out_mem;
     size_t out_mem_bytes;

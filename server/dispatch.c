@@ -138,8 +138,6 @@ void gr_req_free(struct gr_req *req)
     gr_net_req_released(req);
     for (struct gr_req_slice *s = req->slices; s; s = s->next)
         gr_log_slice_release(&s->slice);
-    for (struct gr_req_slice *s = req->pins; s; s = s->next)
-        gr_log_slice_release(&s->slice);
     gr_cold_release(&req->cold);
     free(req->frame);
     free(req->out_mem);
