@@ -12,6 +12,7 @@
  * Read next: server/broker.c (how requests use these waits).
  */
 #include "partition/partition.h"
+#include "partition/internal.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -28,11 +29,14 @@ struct gr_partition {
     struct gr_partition_waiter *firing;
     int waiter_count;
     struct gr_partition *all_next;
+    struct gr_gate_queue gate; /* gate.c */
 };
 
 struct gr_partitions {
     struct gr_partitions_config cfg;
     struct gr_partition *all;
+    bool stopped;
+    struct gr_gate_fifo gate; /* gate.c */
 };
 
 struct gr_partitions *gr_partitions_create(const struct gr_partitions_config *cfg)
@@ -99,6 +103,26 @@ void gr_partitions_destroy(struct gr_partitions *ps)
 bool gr_partitions_visible_is_durable(const struct gr_partitions *ps)
 {
     return ps->cfg.visible_is_durable;
+}
+
+void gr_partitions_stop(struct gr_partitions *ps)
+{
+    ps->stopped = true;
+}
+
+bool gr_partitions_stopped(const struct gr_partitions *ps)
+{
+    return ps->stopped;
+}
+
+struct gr_gate_fifo *gr_partitions_gate_fifo(struct gr_partitions *ps)
+{
+    return &ps->gate;
+}
+
+struct gr_gate_queue *gr_partition_gate_queue(struct gr_partition *part)
+{
+    return &part->gate;
 }
 
 struct gr_partition *gr_partition_get(struct gr_partitions *ps, struct gr_log *log)

@@ -3,7 +3,10 @@
  * One struct gr_partition per partition log: it wraps that log (storage/log.h), decides what is visible
  * (the visible offset: today the durable offset when the set was created with visible_is_durable, Gregor's
  * gregor.acks.all.fsync default, else the log end offset; with replication it becomes the high watermark
- * driven by the followers) and owns the partition's named waits.
+ * driven by the followers) and owns the partition's named waits. Around the partitions: the cold-read engine
+ * (struct gr_cold, cold.c: until cold pages are resident / files are open), the append gate (gate.c: until
+ * the partition is appendable, per-partition order) and read planning (read.c: Fetch, ListOffsets and
+ * OffsetForLeaderEpoch from plain parameters to plain results), declared further down.
  *
  * Named waits: a caller embeds a struct gr_partition_waiter in its own memory, sets its done hook
  * (gr_partition_waiter_init) and queues it with one of
@@ -29,8 +32,8 @@
  * transactions will add (append as follower, truncation, role and leader epoch, the high watermark from the
  * replicas' offsets, the last stable offset, aborted transactions), each naming its Kafka counterpart.
  *
- * Read next: partition/partition.c, storage/log.h, server/broker.c (the server binding: flush completions,
- * request waits).
+ * Read next: partition/partition.c, partition/cold.c, partition/gate.c, partition/read.c, storage/log.h,
+ * server/broker.c (the server binding: flush completions, request waits).
  */
 #ifndef GR_PARTITION_H
 #define GR_PARTITION_H
@@ -38,6 +41,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "storage/iopool.h"
 #include "storage/log.h"
 #include "storage/store.h"
 
@@ -78,6 +82,12 @@ struct gr_partitions *gr_partitions_create(const struct gr_partitions_config *cf
 void gr_partitions_destroy(struct gr_partitions *ps);
 /* Whether the visible offset is the durable offset (the setting given at create). */
 bool gr_partitions_visible_is_durable(const struct gr_partitions *ps);
+
+/* The owner is stopping (shutdown, before the pool is drained): from now on the cold-read engine's jobs
+   complete without calling any done hook (they release what they hold), so a stop while waiting runs
+   nothing. */
+void gr_partitions_stop(struct gr_partitions *ps);
+bool gr_partitions_stopped(const struct gr_partitions *ps);
 
 /* Returns borrowed: the partition object of `log`, created on first use (kept in the log's user pointer,
    storage/log.h gr_log_set_user) and living until gr_partitions_destroy. NULL only when out of memory. */
@@ -131,6 +141,205 @@ bool gr_partition_waiting(const struct gr_partition_waiter *w);
 
 /* Waiters queued on the partition now (all kinds): for tests and debug logs. */
 int gr_partition_waiter_count(const struct gr_partition *part);
+
+/*
+ * Cold reads: the one engine for "look up without waiting -> I/O-pool round -> install -> retry" (cold.c).
+ * A caller (one request) owns one struct gr_cold, zeroed or set by gr_cold_init. Its lookups and reads go
+ * through gr_cold_read / gr_cold_offset_for_time / gr_cold_max_timestamp (or the read plans below): each
+ * runs without waiting for the disk and, when it needs a closed file opened, indexes loaded or a page read
+ * in, notes that work and answers -EAGAIN (GR_PARTITION_COLD for a plan). Data ranges about to be sent are
+ * checked with gr_cold_check_range (once per caller). Then gr_cold_wait: named wait "until cold pages are
+ * resident / files are open": ONE pool job per round does every noted piece, the results are installed on
+ * the owning thread, and the done hook runs exactly once: at once (inside gr_cold_wait) when nothing was
+ * noted, else after the round; never after gr_cold_cancel or once the set is stopped. The caller then
+ * looks up again (its state may have moved meanwhile). What a round opened or loaded stays pinned (the fd
+ * cap never closes it) until gr_cold_release, so a caller naming more partitions than
+ * gregor.open.files.max needs a few rounds, not one per eviction. After GR_COLD_ROUNDS_MAX rounds with
+ * lookups (pages evicted again each time), without a pool, or out of memory, lookups read the blocking way.
+ * Owning thread only, as everything in this file.
+ */
+#define GR_COLD_ROUNDS_MAX 16
+
+struct gr_cold;
+struct gr_cold_job;
+/* The done hook of gr_cold_wait: called once per wait on the owning thread; may look up and wait again. */
+typedef void (*gr_cold_done_fn)(struct gr_cold *c);
+
+/* Lives in its caller's memory. `done` and `ctx` are the caller's; the rest is private. */
+struct gr_cold {
+    gr_cold_done_fn done;
+    void *ctx;
+    /* private: */
+    struct gr_partitions *ps;
+    struct gr_iopool *pool;
+    struct gr_log_slice *work; /* lookups noted since the last wait (pinned after their round) */
+    int work_count, work_cap;
+    struct gr_log_slice *ranges; /* retained copies of data ranges to read in (dropped after) */
+    int range_count, range_cap;
+    struct gr_log_slice *pins; /* what the rounds opened and loaded, kept until gr_cold_release */
+    int pin_count, pin_cap;
+    struct gr_cold_job *job; /* the round in flight */
+    int rounds;              /* rounds with lookups */
+    bool ranges_read;        /* data ranges were handed to a round (once per caller) */
+};
+
+/* Sets up `c` (zeroed, or released) for the partitions of `ps`, handing its rounds to `pool` (borrowed,
+   storage/iopool.h; NULL: every lookup reads the blocking way), with done hook `done` and `ctx`. */
+void gr_cold_init(struct gr_cold *c, struct gr_partitions *ps, struct gr_iopool *pool, gr_cold_done_fn done,
+                  void *ctx);
+/* gr_log_read (storage/log.h) the no-wait way: -EAGAIN with the work noted, else gr_log_read's results. */
+int gr_cold_read(struct gr_cold *c, struct gr_log *log, int64_t offset, int64_t max_bytes,
+                 int64_t upper_bound, bool min_one, struct gr_log_slice *slice);
+/* gr_log_offset_for_time and gr_log_max_timestamp the no-wait way: -EAGAIN with the work noted, else theirs.
+ */
+int gr_cold_offset_for_time(struct gr_cold *c, struct gr_log *log, int64_t ts, int64_t upper_bound,
+                            int64_t *offset, int64_t *timestamp, int32_t *leader_epoch);
+int gr_cold_max_timestamp(struct gr_cold *c, struct gr_log *log, int64_t upper_bound, int64_t *offset,
+                          int64_t *timestamp, int32_t *leader_epoch);
+/* Notes the range of `slice` (borrowed; a copy is retained) to be read into the page cache when some page
+   is not resident (gr_log_slice_resident: no disk wait). Does nothing once a round read ranges in: a
+   range evicted again before it is sent is sent as is (one read-in per caller, no loop). */
+void gr_cold_check_range(struct gr_cold *c, const struct gr_log_slice *slice);
+/* Pins the active segment file of `log` for appends (gr_log_append_prepare): the fd cap never closes it
+   until gr_cold_unpin or gr_cold_release. When the cap had closed it, its reopen is noted as work for the
+   next round (then pinned). Returns 0 (pinned, or 1: noted), -EROFS (offline or deleted: nothing pinned, the
+   append answers it) or -ENOMEM. */
+int gr_cold_pin_append(struct gr_cold *c, struct gr_log *log);
+/* Drops the pins (the next cap pass may close those files) and the noted work. Keeps the rounds count. */
+void gr_cold_unpin(struct gr_cold *c);
+/* True when work was noted since the last wait or reset. */
+bool gr_cold_pending(const struct gr_cold *c);
+/* Drops the work noted since the last wait (a caller starting its lookups over). Pins stay. */
+void gr_cold_reset(struct gr_cold *c);
+/* Until cold pages are resident / files are open: see above. Must not be called while waiting. */
+void gr_cold_wait(struct gr_cold *c);
+/* True while a round is in flight (its done hook not yet called). */
+bool gr_cold_waiting(const struct gr_cold *c);
+/* Rounds with lookups so far; pins held now (tests). */
+int gr_cold_rounds(const struct gr_cold *c);
+int gr_cold_pin_count(const struct gr_cold *c);
+/* The done hook of the round in flight will not be called (the job releases its work itself). Nothing
+   when not waiting. */
+void gr_cold_cancel(struct gr_cold *c);
+/* Cancels, drops noted work and pins, frees the engine's memory; `c` is then as zeroed. Idempotent. */
+void gr_cold_release(struct gr_cold *c);
+
+/*
+ * The append gate (gate.c): named wait "until the partition is appendable", with per-partition order. An
+ * append needs the active segment file of each partition open; the fd cap closes idle ones. A caller about
+ * to append to a set of partitions (one Produce) enters the gate with them: every active file is pinned
+ * (its struct gr_cold: the cap closes none of them while it runs, even past the cap); when some were
+ * closed, the caller is queued while ONE pool round (the cold-read engine) reopens them. A later caller
+ * naming a partition of a queued one queues behind it on that partition (per-partition FIFO order:
+ * idempotent producers pipeline); a caller sharing no partition with a queued one goes ahead at once. Queued
+ * callers run in arrival order once no earlier one shares a partition with them and their files are open;
+ * only a roll of one of their partitions meanwhile (retention rolling an expired active segment) takes
+ * another round (GR_GATE_OPEN_ROUNDS_MAX), and a file still closed after that is left to the append
+ * (which answers KAFKA_STORAGE_ERROR for it). The done hook is called exactly once per queued caller, never
+ * once the set is stopped. Owning thread only.
+ */
+#define GR_GATE_OPEN_ROUNDS_MAX 2
+
+struct gr_append_gate;
+/* err 0: every partition is appendable and pinned: append now, then drop the pins (gr_cold_unpin);
+   -ENOMEM: nothing could be pinned (append nothing). The caller is already out of the gate. */
+typedef void (*gr_gate_done_fn)(struct gr_append_gate *g, int err);
+
+/* One caller's place in one partition's queue (caller memory, see gr_gate_enter). */
+struct gr_gate_entry {
+    struct gr_append_gate *g;
+    struct gr_partition *part;
+    struct gr_gate_entry *next;
+};
+
+/* A caller's gate state (in its memory). `done` and `ctx` are the caller's; the rest is private. */
+struct gr_append_gate {
+    gr_gate_done_fn done;
+    void *ctx;
+    /* private: */
+    struct gr_partitions *ps;
+    struct gr_cold *cold;          /* borrowed: pins and the reopen round */
+    struct gr_log **logs;          /* borrowed: distinct */
+    struct gr_gate_entry *entries; /* borrowed: one per log */
+    int count;
+    struct gr_append_gate *next; /* the set's FIFO */
+    bool pinned, queued;
+};
+
+/* Enters the gate to append to `logs` (n distinct logs; borrowed with `entries`, caller
+   memory for n entries, until done). `c` (borrowed, gr_cold_init'ed with the set's pool; the gate sets its
+   done hook) pins the files. Returns 1 when appendable now (no done call: append, then gr_cold_unpin),
+   0 when queued (done is called later, exactly once), or -ENOMEM (nothing pinned, nothing queued). */
+int gr_gate_enter(struct gr_append_gate *g, struct gr_partitions *ps, struct gr_cold *c, struct gr_log **logs,
+                  struct gr_gate_entry *entries, int n, gr_gate_done_fn done, void *ctx);
+/* Callers queued in the set's gate now (tests). */
+int gr_gate_queued(struct gr_partitions *ps);
+
+/*
+ * Read planning (read.c): the partition's answers to Fetch, ListOffsets and OffsetForLeaderEpoch, from plain
+ * parameters to plain results, so handlers only translate request fields into these calls and results into
+ * response fields. Results are Kafka error codes (protocol/errors.h), or GR_PARTITION_COLD: the answer
+ * needs a cold-read round (noted in the engine): wait (gr_cold_wait) and plan again.
+ */
+#define GR_PARTITION_COLD (-1)
+
+/* The current_leader_epoch check of a request (KIP-320): NONE when `current_leader_epoch` < 0 (not given)
+   or equals the partition's leader epoch, FENCED_LEADER_EPOCH when older, UNKNOWN_LEADER_EPOCH when newer. */
+int gr_partition_check_epoch(const struct gr_partition *part, int32_t current_leader_epoch);
+
+/* A Fetch response's byte budget across its partitions (KIP-74). */
+struct gr_fetch_budget {
+    int64_t left;   /* bytes still allowed */
+    bool have_data; /* some partition returned data: later ones no longer get a whole first batch */
+};
+/* The budget of one Fetch: max_bytes (v3+), capped by the broker's fetch.max.bytes (`cap_bytes`); 0 or
+   less means the cap. */
+void gr_fetch_budget_init(struct gr_fetch_budget *bud, int64_t max_bytes, int64_t cap_bytes);
+
+/* One partition of a Fetch. */
+struct gr_fetch_read {
+    /* in */
+    int64_t fetch_offset;
+    int32_t current_leader_epoch;
+    int64_t partition_max_bytes;
+    int16_t version; /* the Fetch version (the zstd rule) */
+    /* out */
+    int64_t high_watermark;    /* the visible offset (also the last stable offset without transactions) */
+    int64_t log_start_offset;  /* both set before any error: the caller shows -1 on errors */
+    struct gr_log_slice slice; /* whole batches from fetch_offset below the high watermark (bytes 0: none;
+                                  else the caller takes it: gr_log_slice_release) */
+};
+/* Reads one partition of a Fetch: the epoch check (FENCED/UNKNOWN_LEADER_EPOCH), the zstd rule (Fetch v4-v9
+   on a topic with compression.type=zstd: UNSUPPORTED_COMPRESSION_TYPE, KIP-110, as Kafka 2.1-3.x), an
+   offline log (KAFKA_STORAGE_ERROR), then at most min(partition_max_bytes, what the budget has left) bytes
+   of whole batches below the visible offset, except that the first partition of the response that returns
+   data gets at least one whole batch even when larger (KIP-74); the budget is charged. Returns NONE,
+   OFFSET_OUT_OF_RANGE, another Kafka error, or GR_PARTITION_COLD (slice empty). */
+int gr_partition_fetch(struct gr_partition *part, struct gr_cold *c, struct gr_fetch_budget *bud,
+                       struct gr_fetch_read *rd);
+
+/* One ListOffsets answer. */
+struct gr_offset_answer {
+    int64_t offset;
+    int64_t timestamp;
+    int32_t leader_epoch;
+};
+/* ListOffsets for one partition, request version `version`: the epoch check, an offline log
+   (KAFKA_STORAGE_ERROR), a special timestamp the version does not know or any other negative one
+   (UNSUPPORTED_VERSION), then: -1 latest (the visible offset, the current leader epoch), -2 earliest and
+   -4 earliest local (the log start offset and its epoch), -3 max timestamp (v7+) and ts >= 0 by time (the
+   first record at or after it below the visible offset; none: -1/-1/-1), -5 and -6 (tiered storage: none,
+   -1/-1/-1). *out is -1/-1/-1 unless answered. Returns NONE, a Kafka error, or GR_PARTITION_COLD. */
+int gr_partition_list_offset(struct gr_partition *part, struct gr_cold *c, int16_t version,
+                             int32_t current_leader_epoch, int64_t ts, struct gr_offset_answer *out);
+
+/* OffsetForLeaderEpoch for one partition (KIP-101/KIP-320, Kafka's LeaderEpochFileCache): the epoch check,
+   an offline log (KAFKA_STORAGE_ERROR), then for `epoch` -1 or above the current one -1/-1; for the current
+   epoch the log end offset; else the largest known epoch <= it and its end offset; below the first known
+   epoch that epoch with the log start offset. *leader_epoch and *end_offset are -1 unless answered. Returns
+   a Kafka error code. */
+int gr_partition_epoch_end_offset(struct gr_partition *part, int32_t current_leader_epoch, int32_t epoch,
+                                  int32_t *leader_epoch, int64_t *end_offset);
 
 /* ==================================================================================================== *
  * REPLICATION AND TRANSACTIONS: DECLARED, NOT IMPLEMENTED.

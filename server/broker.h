@@ -68,7 +68,7 @@ struct gr_api {
 };
 
 /* A retained file range the request holds until it is freed: the content of a file-kind records field
- * of its response (gr_req_own_slice), or pool work kept pinned (req->pins). */
+ * of its response (gr_req_own_slice). Pool work kept pinned is in req->cold. */
 struct gr_req_slice {
     struct gr_log_slice slice;
     struct gr_req_slice *next;
@@ -106,8 +106,7 @@ struct gr_req {
     struct gr_req_state_slot *states;    /* other modules' per-request state (arena, gr_req_state) */
     /* output: the response goes out as chunks (protocol/wire.h), memory and sendfile ranges */
     struct gr_req_slice *slices; /* the file ranges its records fields name (gr_req_own_slice) */
-    struct gr_req_slice *pins;   /* work the I/O pool did for this request (files opened, indexes loaded),
-                                    kept until the request is freed so the fd cap cannot undo it meanwhile */
+    struct gr_cold cold; /* the request's cold-read engine (partition/partition.h): its rounds, its pins */
     uint8_t *out_mem;
     size_t out_mem_bytes;
     struct gr_chunk *chunks;
@@ -190,10 +189,6 @@ struct gr_broker {
     int64_t last_producer_expiry_ms;
     bool stopping;
     struct gr_groups *groups; /* the group coordinator's server binding (groups.c), NULL until first used */
-    /* Produce requests waiting before their appends (a partition's file reopened on the I/O pool), in
-     * arrival order; a later Produce naming one of their partitions queues behind them (handlers/produce.c).
-     */
-    struct gr_req *produce_gate_head, *produce_gate_tail;
 };
 
 /* ---- the request lifecycle (request.c) ---- */

@@ -337,6 +337,7 @@ int main(int argc, char **argv)
     ev_run(b->loop, EVRUN_NOWAIT); /* let deferred connection frees run */
     /* runs the pending completions: cold-read fetches finish (and are freed); topic operations in flight or
        queued (storage's FIFO) complete and their requests are freed, all before the store closes */
+    gr_partitions_stop(b->parts); /* a stop while a request waits for a cold-read round runs nothing */
     gr_iopool_destroy(b->iopool);
     b->iopool = NULL;
     gr_groups_stop(b); /* before parked requests are freed: it drops the JoinGroup/SyncGroup waiters */

@@ -16,8 +16,8 @@
  * tests) there is no connection to tell. Modules keep per-request state in generic slots (gr_req_state),
  * keyed by an address of their own, instead of fields of struct gr_req.
  * Invariants: a request is parked at most once at a time; it belongs to one connection or none (then
- * finishing it frees it); everything it owns (arena, frame, slices, pins, output) is freed by gr_req_free.
- * Read next: server/broker.h (struct gr_req), server/dispatch.c, server/net.c.
+ * finishing it frees it); everything it owns (arena, frame, slices, its cold-read engine's pins, output) is
+ * freed by gr_req_free. Read next: server/broker.h (struct gr_req), server/dispatch.c, server/net.c.
  */
 #include <errno.h>
 #include <stddef.h>
@@ -291,8 +291,7 @@ void gr_req_free(struct gr_req *req)
     if (sink) sink->released(req);
     for (struct gr_req_slice *s = req->slices; s; s = s->next)
         gr_log_slice_release(&s->slice);
-    for (struct gr_req_slice *s = req->pins; s; s = s->next)
-        gr_log_slice_release(&s->slice);
+    gr_cold_release(&req->cold);
     free(req->frame);
     free(req->out_mem);
     gr_arena_reset(&req->arena);

@@ -7,36 +7,10 @@
  * start offset of the first known epoch (the log start offset in Gregor, which stamps every batch).
  * current_leader_epoch (when >= 0) older than the partition's is FENCED_LEADER_EPOCH, newer is
  * UNKNOWN_LEADER_EPOCH. replica_id (v3+: -1 consumers, -2 debug, >= 0 followers) changes nothing on one
- * node: this broker leads every partition. Read next: storage/log.h (gr_log_end_offset_for_epoch).
+ * node: this broker leads every partition. The answer is the partition layer's
+ * (gr_partition_epoch_end_offset). Read next: partition/read.c.
  */
-#include <errno.h>
-
 #include "server/handlers/handlers.h"
-
-static void answer(struct gr_log *log, int32_t epoch,
-                   struct gr_offset_for_leader_epoch_response_epoch_end_offset *rp)
-{
-    int32_t current = gr_log_leader_epoch(log);
-    rp->leader_epoch = -1;
-    rp->end_offset = -1;
-    if (epoch < 0 || epoch > current) return;
-    if (epoch ==
-        current) { /* the leader's current epoch ends at the log end offset, even with no batch yet */
-        rp->leader_epoch = epoch;
-        rp->end_offset = gr_log_end_offset(log);
-        return;
-    }
-    int64_t end;
-    int32_t found;
-    int rc = gr_log_end_offset_for_epoch(log, epoch, &end, &found);
-    if (rc == 0) {
-        rp->leader_epoch = found;
-        rp->end_offset = end;
-    } else if (rc == -ENOENT) { /* below the first known epoch */
-        rp->leader_epoch = epoch;
-        rp->end_offset = gr_log_start_offset(log);
-    }
-}
 
 enum gr_handler_rc gr_handle_offset_for_leader_epoch(struct gr_req *req)
 {
@@ -70,17 +44,9 @@ enum gr_handler_rc gr_handle_offset_for_leader_epoch(struct gr_req *req)
                 rp->error_code = GR_ERR_UNKNOWN_TOPIC_OR_PARTITION;
                 continue;
             }
-            int32_t current = gr_log_leader_epoch(log);
-            if (qp->current_leader_epoch >= 0 && qp->current_leader_epoch != current) {
-                rp->error_code = qp->current_leader_epoch < current ? GR_ERR_FENCED_LEADER_EPOCH
-                                                                    : GR_ERR_UNKNOWN_LEADER_EPOCH;
-                continue;
-            }
-            if (gr_log_offline(log)) {
-                rp->error_code = GR_ERR_KAFKA_STORAGE_ERROR;
-                continue;
-            }
-            answer(log, qp->leader_epoch, rp);
+            rp->error_code = (int16_t)gr_partition_epoch_end_offset(
+                gr_broker_partition(req->broker, log), qp->current_leader_epoch, qp->leader_epoch,
+                &rp->leader_epoch, &rp->end_offset);
         }
     }
     return GR_HANDLER_DONE;

@@ -32,8 +32,8 @@
  * Only a roll of one of its partitions meanwhile (retention rolling an expired active segment) takes
  * another round; a file the pool could not open answers KAFKA_STORAGE_ERROR for its partition. To keep the
  * order of appends to a partition (idempotent producers pipeline), a later Produce naming a partition of a
- * parked one queues behind it (the broker's produce gate, a FIFO); a Produce sharing no partition with the
- * gate goes ahead at once. Out of request memory, the connection is closed before any append. Read next:
+ * parked one queues behind it (partition/gate.c, per-partition order); a Produce sharing no partition with
+ * the gate goes ahead at once. Out of request memory, the connection is closed before any append. Read next:
  * server/handlers/fetch.c.
  */
 #include <errno.h>
@@ -55,31 +55,15 @@ struct produce_wait {
     int64_t end_offset; /* durable once the log's durable offset reaches this */
 };
 
-/* Pool rounds reopening a request's files: one, plus one when a roll of one of its partitions (retention of
-   an expired active segment) made another segment active meanwhile. A file still closed after that failed
-   to open: its partition answers KAFKA_STORAGE_ERROR (the network thread never opens it). */
-#define PRODUCE_OPEN_ROUNDS_MAX 2
-
 struct produce_state {
     struct produce_wait *waits;
     int count;
-    /* the produce gate (see the top of the file) */
+    /* the append gate (see the top of the file; pins and the reopen round in req->cold) */
     struct gr_log **logs; /* the request's partitions that exist (arena) */
     int nlogs;
-    struct gr_req_slice *pins;    /* one per log: its active file pinned (arena, nlogs; in req->pins) */
-    bool pinned;                  /* pins[] hold references (gr_log_append_prepare) */
-    struct produce_open_job *job; /* the one pool job reopening the files the cap closed (arena) */
-    int open_rounds;              /* times the job ran (PRODUCE_OPEN_ROUNDS_MAX) */
-    struct gr_req *gate_next;
-    bool open_pending; /* the job is running */
-    bool txn_refused;  /* every partition answers TRANSACTIONAL_ID_AUTHORIZATION_FAILED (no appends) */
-};
-
-/* The pool job reopening a gated request's closed files: allocated once per request, submitted again only
-   when a roll made another segment active meanwhile (arena of the request, which outlives it: parked). */
-struct produce_open_job {
-    struct gr_io_job job;
-    struct gr_req *req;
+    struct gr_gate_entry *entries; /* its places in their gate queues (arena, nlogs) */
+    struct gr_append_gate gate;
+    bool txn_refused; /* every partition answers TRANSACTIONAL_ID_AUTHORIZATION_FAILED (no appends) */
 };
 
 /* Rewrites a validated batch with `codec`: the same records, header fields and producer fields, a new
@@ -495,194 +479,43 @@ static enum gr_handler_rc produce_run(struct gr_req *req)
     return GR_HANDLER_DONE;
 }
 
-/* ---- the produce gate ---- */
-
-static struct produce_state *gate_state(struct gr_req *req)
-{
-    return req->hstate;
-}
-
-/* True when two requests name a partition in common: one merge pass over their logs, sorted by address
-   (collect_logs), so requests naming a thousand partitions each cost a few thousand steps, not a million. */
-static bool shares_log(const struct produce_state *a, const struct produce_state *b)
-{
-    for (int i = 0, j = 0; i < a->nlogs && j < b->nlogs;) {
-        uintptr_t x = (uintptr_t)a->logs[i], y = (uintptr_t)b->logs[j];
-        if (x == y) return true;
-        if (x < y)
-            i++;
-        else
-            j++;
-    }
-    return false;
-}
-
-static int log_addr_cmp(const void *x, const void *y)
-{
-    uintptr_t a = (uintptr_t) * (struct gr_log *const *)x, b = (uintptr_t) * (struct gr_log *const *)y;
-    return a < b ? -1 : a > b;
-}
-
-/* Drops the pins (the next cap pass may close the files). Idempotent. */
-static void unpin_logs(struct produce_state *st)
-{
-    for (int i = 0; i < st->nlogs; i++)
-        gr_log_slice_release(&st->pins[i].slice);
-    st->pinned = false;
-}
-
-/* Pins the active file of every log of the request, open or not: a pinned file is never closed by the cap,
-   so once the pool reopened the closed ones, all are open at once whatever the request's partition count
-   against gregor.open.files.max. Returns how many need the pool, or -ENOMEM (nothing pinned then). */
-static int pin_logs(struct produce_state *st)
-{
-    int cold = 0;
-    for (int i = 0; i < st->nlogs; i++) {
-        int r = gr_log_append_prepare(st->logs[i], &st->pins[i].slice); /* -EROFS: the append answers it */
-        if (r == -ENOMEM) {
-            unpin_logs(st);
-            return -ENOMEM;
-        }
-        if (r == 1) cold++;
-    }
-    st->pinned = true;
-    return cold;
-}
-
-static void produce_open_run(struct gr_io_job *job)
-{
-    struct produce_open_job *j = (struct produce_open_job *)job;
-    struct produce_state *st = gate_state(j->req);
-    for (int i = 0; i < st->nlogs; i++)
-        gr_log_slice_prefetch(&st->pins[i].slice); /* errors: the append meets them */
-}
-
-static void gate_pump(struct gr_broker *b);
-
-static void produce_open_done(struct gr_io_job *job)
-{
-    struct produce_open_job *j = (struct produce_open_job *)job;
-    struct produce_state *st = gate_state(j->req);
-    for (int i = 0; i < st->nlogs; i++)
-        gr_log_slice_install(&st->pins[i].slice); /* still pinned */
-    st->open_pending = false;
-    gate_pump(j->req->broker);
-}
-
-/* Pins the request's files and starts the pool job when some were closed. Returns true when the request
-   can run now, false when it waits for the job; *err is set to -ENOMEM when nothing could be pinned. */
-static bool pin_or_open(struct gr_req *req, int *err)
-{
-    struct produce_state *st = gate_state(req);
-    *err = 0;
-    if (st->pinned) {
-        bool ready = true;
-        for (int i = 0; i < st->nlogs && ready; i++)
-            ready = gr_log_append_ready(st->logs[i]);
-        if (ready || st->open_rounds >= PRODUCE_OPEN_ROUNDS_MAX) return true;
-        unpin_logs(st); /* a roll made another segment active since: pin that one */
-    }
-    int cold = pin_logs(st);
-    if (cold < 0) *err = cold;
-    if (cold <= 0) return true;
-    st->open_pending = true;
-    st->open_rounds++;
-    gr_iopool_submit(req->broker->iopool, &st->job->job);
-    return false;
-}
-
-/* Takes `r` (after `prev`) out of the FIFO. */
-static void gate_remove(struct gr_broker *b, struct gr_req *prev, struct gr_req *r)
-{
-    struct produce_state *st = gate_state(r);
-    if (prev)
-        gate_state(prev)->gate_next = st->gate_next;
-    else
-        b->produce_gate_head = st->gate_next;
-    if (b->produce_gate_tail == r) b->produce_gate_tail = prev;
-    st->gate_next = NULL;
-}
+/* ---- the produce gate: until the partition is appendable (partition/gate.c) ---- */
 
 /* Appends every partition of a request whose files are pinned and open, then drops the pins. */
 static enum gr_handler_rc produce_run_pinned(struct gr_req *req)
 {
     enum gr_handler_rc rc = produce_run(req);
-    unpin_logs(gate_state(req));
+    gr_cold_unpin(&req->cold);
     return rc;
 }
 
-/* Runs every gated request that no earlier gated request shares a partition with, in arrival order, once its
-   files are pinned and open; starts the reopen job for the others. */
-static void gate_pump_once(struct gr_broker *b)
+/* A gated request's turn: its partitions are appendable (or nothing could be pinned: -ENOMEM). */
+static void gate_done(struct gr_append_gate *g, int err)
 {
-    struct gr_req *prev = NULL;
-    for (struct gr_req *r = b->produce_gate_head; r;) {
-        struct produce_state *st = gate_state(r);
-        struct gr_req *next = st->gate_next;
-        bool blocked = st->open_pending;
-        for (struct gr_req *q = b->produce_gate_head; q != r && !blocked; q = gate_state(q)->gate_next)
-            blocked = shares_log(gate_state(q), st);
-        int err = 0;
-        if (blocked || !pin_or_open(r, &err)) {
-            prev = r;
-            r = next;
-            continue;
-        }
-        gate_remove(b, prev, r);
-        gr_req_unpark(r);
-        gr_req_complete(r, err ? GR_HANDLER_CLOSE : produce_run_pinned(r));
-        r = next;
-    }
+    struct gr_req *req = g->ctx;
+    gr_req_unpark(req);
+    gr_req_complete(req, err ? GR_HANDLER_CLOSE : produce_run_pinned(req));
 }
 
-/* Answering a request may make its connection read and dispatch the next one (which may gate itself and
-   pump): a nested pump only asks the running one to go over the FIFO again. One network thread. Nothing
-   runs once the broker stops (the I/O pool is being drained; gated requests are freed with the parked). */
-static bool pumping, repump;
-
-static void gate_pump(struct gr_broker *b)
-{
-    if (b->stopping) return;
-    if (pumping) {
-        repump = true;
-        return;
-    }
-    pumping = true;
-    do {
-        repump = false;
-        gate_pump_once(b);
-    } while (repump);
-    pumping = false;
-}
-
-/* The request's partitions that exist, found as produce_run finds them, sorted by address, each with a pin
-   linked into req->pins (released by the request's free at the latest). Returns false when out of memory. */
+/* The request's partitions that exist, found as produce_run finds them (distinct: merge_duplicates ran),
+   with room for their gate entries. Returns false when out of memory. */
 static bool collect_logs(struct gr_req *req, struct produce_state *st, int total)
 {
     struct gr_produce_request *body = req->body;
     struct gr_broker *b = req->broker;
     int16_t v = req->hdr.request_api_version;
     st->logs = gr_arena_calloc(&req->arena, (size_t)total + 1, sizeof *st->logs);
-    st->pins = gr_arena_calloc(&req->arena, (size_t)total + 1, sizeof *st->pins);
-    st->job = gr_arena_calloc(&req->arena, 1, sizeof *st->job);
-    if (!st->logs || !st->pins || !st->job) return false;
-    *st->job =
-        (struct produce_open_job){.job = {.run = produce_open_run, .done = produce_open_done}, .req = req};
+    st->entries = gr_arena_calloc(&req->arena, (size_t)total + 1, sizeof *st->entries);
+    if (!st->logs || !st->entries) return false;
     for (int32_t i = 0; i < body->topic_data.count; i++) {
         struct gr_produce_request_topic_produce_data *td = &body->topic_data.items[i];
         struct gr_topic *t =
             v >= 13 ? gr_store_topic_find_id(b->store, td->topic_id.b) : gr_topic_lookup(b, td->name);
         for (int32_t p = 0; t && p < td->partition_data.count; p++) {
             struct gr_log *log = gr_topic_log(t, td->partition_data.items[p].index);
-            if (!log || st->nlogs >= total) continue;
-            struct gr_req_slice *pin = &st->pins[st->nlogs];
-            pin->slice = (struct gr_log_slice){.fd = -1, .first_batch_offset = -1};
-            pin->next = req->pins;
-            req->pins = pin;
-            st->logs[st->nlogs++] = log;
+            if (log && st->nlogs < total) st->logs[st->nlogs++] = log;
         }
     }
-    qsort(st->logs, (size_t)st->nlogs, sizeof *st->logs, log_addr_cmp); /* for shares_log */
     return true;
 }
 
@@ -822,17 +655,11 @@ enum gr_handler_rc gr_handle_produce(struct gr_req *req)
     bool bad_acks = body->acks != 0 && body->acks != 1 && body->acks != -1;
     if (!b->iopool || bad_acks || st->txn_refused) return produce_run(req); /* no appends */
     if (!collect_logs(req, st, total)) return GR_HANDLER_CLOSE;
-    bool blocked = false;
-    for (struct gr_req *q = b->produce_gate_head; q && !blocked; q = gate_state(q)->gate_next)
-        blocked = shares_log(gate_state(q), st);
-    int err = 0;
-    if (!blocked && pin_or_open(req, &err)) return err ? GR_HANDLER_CLOSE : produce_run_pinned(req);
+    gr_cold_init(&req->cold, b->parts, b->iopool, NULL, NULL); /* the gate sets its hook */
+    int r = gr_gate_enter(&st->gate, b->parts, &req->cold, st->logs, st->entries, st->nlogs, gate_done, req);
+    if (r < 0) return GR_HANDLER_CLOSE;
+    if (r == 1) return produce_run_pinned(req);
     /* Parked before any append (no recheck, no deadline: the gate runs it); finishing it unparks it. */
     gr_broker_park(b, req, INT64_MAX);
-    if (b->produce_gate_tail)
-        gate_state(b->produce_gate_tail)->gate_next = req;
-    else
-        b->produce_gate_head = req;
-    b->produce_gate_tail = req;
     return GR_HANDLER_WAIT;
 }

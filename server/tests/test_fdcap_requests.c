@@ -160,7 +160,8 @@ static void test_stop_while_gated(void **state)
     struct fx *f = *state;
     struct gr_req *wide = produce_req(f, all_parts, PARTS, 1, 1);
     assert_int_equal(gr_handle_produce(wide), GR_HANDLER_WAIT);
-    f->b->stopping = true; /* SIGTERM: main.c drains the pool, then frees what is parked */
+    f->b->stopping = true; /* SIGTERM: main.c stops the partitions, drains the pool, frees what is parked */
+    gr_partitions_stop(f->b->parts);
     gr_iopool_drain(f->b->iopool);
     assert_int_equal(gr_iopool_pending(f->b->iopool), 0); /* no new job from the completion */
     assert_int_equal(f->b->parked_count, 1);              /* not run */

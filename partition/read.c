@@ -1,0 +1,125 @@
+/*
+ * read.c: read planning (partition.h, "Read planning"): Fetch's per-partition read, ListOffsets' lookups
+ * and OffsetForLeaderEpoch's, from plain parameters to plain results (offsets, epochs, a file range, a
+ * Kafka error code). Every read is bounded by the visible offset (gr_partition_visible_offset) and goes
+ * through the cold-read engine (cold.c), so nothing here waits for the disk while rounds remain.
+ * Read next: partition/cold.c, server/handlers/fetch.c and list_offsets.c (the translation to fields).
+ */
+#include <errno.h>
+
+#include "partition/partition.h"
+#include "protocol/errors.h"
+
+int gr_partition_check_epoch(const struct gr_partition *part, int32_t current_leader_epoch)
+{
+    if (current_leader_epoch < 0) return GR_ERR_NONE;
+    int32_t epoch = gr_log_leader_epoch(gr_partition_log(part));
+    if (current_leader_epoch < epoch) return GR_ERR_FENCED_LEADER_EPOCH;
+    if (current_leader_epoch > epoch) return GR_ERR_UNKNOWN_LEADER_EPOCH;
+    return GR_ERR_NONE;
+}
+
+void gr_fetch_budget_init(struct gr_fetch_budget *bud, int64_t max_bytes, int64_t cap_bytes)
+{
+    bud->left = max_bytes <= 0 || max_bytes > cap_bytes ? cap_bytes : max_bytes;
+    bud->have_data = false;
+}
+
+int gr_partition_fetch(struct gr_partition *part, struct gr_cold *c, struct gr_fetch_budget *bud,
+                       struct gr_fetch_read *rd)
+{
+    struct gr_log *log = gr_partition_log(part);
+    rd->slice = (struct gr_log_slice){.fd = -1, .first_batch_offset = -1};
+    rd->high_watermark = gr_partition_visible_offset(part);
+    rd->log_start_offset = gr_log_start_offset(log);
+    int err = gr_partition_check_epoch(part, rd->current_leader_epoch);
+    if (!err && rd->version < 10 &&
+        gr_topic_policy(gr_log_topic(log))->compression_type == GR_COMPRESSION_ZSTD)
+        err = GR_ERR_UNSUPPORTED_COMPRESSION_TYPE; /* Fetch before v10 cannot carry zstd (KIP-110) */
+    if (!err && gr_log_offline(log)) err = GR_ERR_KAFKA_STORAGE_ERROR;
+    if (err) return err;
+    int64_t max = rd->partition_max_bytes;
+    if (max > bud->left) max = bud->left;
+    if (max < 0) max = 0;
+    int rc = gr_cold_read(c, log, rd->fetch_offset, max, rd->high_watermark, !bud->have_data, &rd->slice);
+    if (rc == -EAGAIN) return GR_PARTITION_COLD; /* pages to read in first */
+    if (rc) return rc == -ERANGE ? GR_ERR_OFFSET_OUT_OF_RANGE : GR_ERR_KAFKA_STORAGE_ERROR;
+    if (rd->slice.bytes > 0) {
+        bud->have_data = true;
+        bud->left -= rd->slice.bytes;
+        if (bud->left < 0) bud->left = 0;
+    }
+    return GR_ERR_NONE;
+}
+
+/* The first version that knows special timestamp `ts` (< 0), or INT16_MAX for one no version knows: -1, -2
+   always, -3 from v7 (KIP-734), -4 v8 (KIP-405), -5 v9 (KIP-1005), -6 v11 (KIP-1023). */
+static int16_t special_timestamp_version_min(int64_t ts)
+{
+    static const int16_t min_version[] = {0, 0, 0, 7, 8, 9, 11}; /* index -ts: -1 .. -6 */
+    return ts >= -6 ? min_version[-ts] : INT16_MAX;
+}
+
+int gr_partition_list_offset(struct gr_partition *part, struct gr_cold *c, int16_t version,
+                             int32_t current_leader_epoch, int64_t ts, struct gr_offset_answer *out)
+{
+    struct gr_log *log = gr_partition_log(part);
+    *out = (struct gr_offset_answer){-1, -1, -1};
+    int err = gr_partition_check_epoch(part, current_leader_epoch);
+    if (err) return err;
+    if (gr_log_offline(log)) return GR_ERR_KAFKA_STORAGE_ERROR;
+    if (ts < 0 && version < special_timestamp_version_min(ts)) return GR_ERR_UNSUPPORTED_VERSION;
+    int64_t visible = gr_partition_visible_offset(part);
+    int rc = 0;
+    switch (ts) {
+    case -1:
+        out->offset = visible;
+        out->leader_epoch = gr_log_leader_epoch(log);
+        return GR_ERR_NONE;
+    case -2:
+    case -4:
+        out->offset = gr_log_start_offset(log);
+        out->leader_epoch = gr_log_epoch_for_offset(log, out->offset);
+        if (out->leader_epoch < 0) out->leader_epoch = gr_log_leader_epoch(log);
+        return GR_ERR_NONE;
+    case -3:
+        rc = gr_cold_max_timestamp(c, log, visible, &out->offset, &out->timestamp, &out->leader_epoch);
+        break;
+    default:
+        if (ts < 0) return GR_ERR_NONE; /* -5 and -6, tiered-storage lookups: nothing tiered */
+        rc = gr_cold_offset_for_time(c, log, ts, visible, &out->offset, &out->timestamp, &out->leader_epoch);
+        break;
+    }
+    if (rc) *out = (struct gr_offset_answer){-1, -1, -1}; /* none (-ENOENT), a read error, or cold */
+    return rc == -EAGAIN ? GR_PARTITION_COLD : GR_ERR_NONE;
+}
+
+int gr_partition_epoch_end_offset(struct gr_partition *part, int32_t current_leader_epoch, int32_t epoch,
+                                  int32_t *leader_epoch, int64_t *end_offset)
+{
+    struct gr_log *log = gr_partition_log(part);
+    *leader_epoch = -1;
+    *end_offset = -1;
+    int err = gr_partition_check_epoch(part, current_leader_epoch);
+    if (err) return err;
+    if (gr_log_offline(log)) return GR_ERR_KAFKA_STORAGE_ERROR;
+    int32_t current = gr_log_leader_epoch(log);
+    if (epoch < 0 || epoch > current) return GR_ERR_NONE;
+    if (epoch ==
+        current) { /* the leader's current epoch ends at the log end offset, even with no batch yet */
+        *leader_epoch = epoch;
+        *end_offset = gr_log_end_offset(log);
+        return GR_ERR_NONE;
+    }
+    int64_t end;
+    int32_t found;
+    int rc = gr_log_end_offset_for_epoch(log, epoch, &end, &found);
+    if (rc == 0) {
+        *leader_epoch = found;
+        *end_offset = end;
+    } else if (rc == -ENOENT) { /* below the first known epoch */
+        *leader_epoch = epoch;
+        *end_offset = gr_log_start_offset(log);
+    }
+    return GR_ERR_NONE;
+}
