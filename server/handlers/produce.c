@@ -39,9 +39,8 @@
 #include "common/log.h"
 #include "common/time.h"
 #include "partition/partition.h"
-#include "protocol/record_batch.h"
 #include "server/handlers/handlers.h"
-#include "server/handlers/produce_merge.h"
+#include "server/handlers/produce_request.h"
 
 struct produce_wait {
     struct gr_produce_response_partition_produce_response *pr;
@@ -163,50 +162,6 @@ static void produce_expire(struct gr_req *req)
     gr_req_finish(req);
 }
 
-/* Allocates the response's topic and partition arrays (arena, initialised). Returns false when out of
-   memory: the caller closes the connection (never a write through NULL). */
-static bool alloc_responses(struct gr_req *req)
-{
-    struct gr_produce_request *body = req->body;
-    struct gr_produce_response *resp = req->resp;
-    int32_t ntopics = body->topic_data.count > 0 ? body->topic_data.count : 0;
-    resp->responses.items = gr_arena_calloc(&req->arena, (size_t)ntopics + 1, sizeof *resp->responses.items);
-    if (!resp->responses.items) return false;
-    resp->responses.count = ntopics;
-    for (int32_t i = 0; i < ntopics; i++) {
-        struct gr_produce_response_topic_produce_response *tr = &resp->responses.items[i];
-        gr_produce_response_topic_produce_response_init(tr);
-        int32_t np = body->topic_data.items[i].partition_data.count;
-        if (np < 0) np = 0;
-        tr->partition_responses.items =
-            gr_arena_calloc(&req->arena, (size_t)np + 1, sizeof *tr->partition_responses.items);
-        if (!tr->partition_responses.items) return false;
-        tr->partition_responses.count = np;
-    }
-    return true;
-}
-
-/* Kafka's KafkaApis.handleProduceRequest: a request is refused as a whole
-   (TRANSACTIONAL_ID_AUTHORIZATION_FAILED on every partition) when it has a transactional id (transactions are
-   not built) or, without one, when the first batch of any partition has the transactional bit
-   (RequestUtils.hasTransactionalRecords). */
-static bool produce_txn_refused(const struct gr_produce_request *body)
-{
-    if (body->transactional_id.len >= 0) return true;
-    for (int32_t i = 0; i < body->topic_data.count; i++) {
-        const struct gr_produce_request_topic_produce_data *td = &body->topic_data.items[i];
-        for (int32_t p = 0; p < td->partition_data.count; p++) {
-            struct gr_bytes rec = td->partition_data.items[p].records.mem;
-            size_t pos = 0, len;
-            const uint8_t *batch;
-            if (rec.len > 0 && gr_batch_next(rec.ptr, (size_t)rec.len, &pos, &batch, &len) == 1 &&
-                (gr_batch_attributes(batch) & GR_BATCH_ATTR_TRANSACTIONAL))
-                return true;
-        }
-    }
-    return false;
-}
-
 /* Validates and appends every partition, then answers or parks for durability. */
 static enum gr_handler_rc produce_run(struct gr_req *req)
 {
@@ -218,7 +173,8 @@ static enum gr_handler_rc produce_run(struct gr_req *req)
     int32_t ntopics = body->topic_data.count > 0 ? body->topic_data.count : 0;
     struct produce_state *st = req->hstate;
     st->count = 0;
-    if (!alloc_responses(req)) return GR_HANDLER_CLOSE; /* before any append: nothing half done */
+    if (!gr_produce_response_alloc(req->body, req->resp, &req->arena))
+        return GR_HANDLER_CLOSE; /* before any append: nothing half done */
     bool any_error = false;
     for (int32_t i = 0; i < ntopics; i++) {
         struct gr_produce_request_topic_produce_data *td = &body->topic_data.items[i];
@@ -487,7 +443,7 @@ enum gr_handler_rc gr_handle_produce(struct gr_req *req)
     st->waits = gr_arena_calloc(&req->arena, (size_t)total + 1, sizeof *st->waits);
     if (!st->waits) return GR_HANDLER_CLOSE;
     req->hstate = st;
-    st->txn_refused = produce_txn_refused(body);
+    st->txn_refused = gr_produce_request_transactional(body);
     bool bad_acks = body->acks != 0 && body->acks != 1 && body->acks != -1;
     if (!b->iopool || bad_acks || st->txn_refused) return produce_run(req); /* no appends */
     if (!collect_logs(req, st, total)) return GR_HANDLER_CLOSE;

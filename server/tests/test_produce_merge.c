@@ -1,8 +1,9 @@
 /*
- * test_produce_merge.c: gr_produce_merge_duplicates (server/handlers/produce_merge.h), pure over a decoded
+ * test_produce_merge.c: gr_produce_merge_duplicates (server/handlers/produce_request.h), pure over a decoded
  * ProduceRequest and an arena: a topic named twice is one topic in the place of its first occurrence, a
  * partition named twice keeps its first place and its last occurrence's records, by name before v13 and by
- * topic id from v13; a request without repeats is left untouched.
+ * topic id from v13; a request without repeats is left untouched; the transactional refusal check and the
+ * response arrays (server/handlers/produce_request.h).
  * Read next: server/handlers/produce.c.
  */
 #include <setjmp.h>
@@ -12,7 +13,8 @@
 
 #include <cmocka.h>
 
-#include "server/handlers/produce_merge.h"
+#include "protocol/record_batch.h"
+#include "server/handlers/produce_request.h"
 
 static const uint8_t REC_A[] = {1}, REC_B[] = {2, 2}, REC_C[] = {3, 3, 3};
 
@@ -100,12 +102,41 @@ static void test_no_repeats_untouched(void **state)
     gr_arena_reset(&arena);
 }
 
+/* The transactional refusal: a transactional id, else the first batch's transactional bit; and the response
+   arrays mirror the request's counts (a null partition array answers none). */
+static void test_transactional_and_response(void **state)
+{
+    (void)state;
+    uint8_t b[GR_BATCH_HEADER_BYTES] = {0};
+    gr_put_be16(b + 21, GR_BATCH_ATTR_TRANSACTIONAL); /* attributes */
+    gr_put_be32(b + 8, GR_BATCH_HEADER_BYTES - 12);   /* batch length: a header only */
+    b[16] = 2;                                        /* magic */
+    struct gr_produce_request_partition_produce_data p[] = {part(0, REC_A, 1), part(1, REC_B, 2)};
+    struct gr_produce_request_topic_produce_data td[] = {topic("a", 1, p, 2), topic("b", 2, NULL, -1)};
+    struct gr_produce_request body = {.transactional_id = GR_STR_NULL, .topic_data = {td, 2}};
+    assert_false(gr_produce_request_transactional(&body));
+    body.transactional_id = gr_str_c("tx");
+    assert_true(gr_produce_request_transactional(&body));
+    body.transactional_id = GR_STR_NULL;
+    p[1] = part(1, b, (int32_t)sizeof b);
+    assert_true(gr_produce_request_transactional(&body));
+    struct gr_produce_response resp = {0};
+    struct gr_arena arena;
+    gr_arena_init(&arena, 0);
+    assert_true(gr_produce_response_alloc(&body, &resp, &arena));
+    assert_int_equal(resp.responses.count, 2);
+    assert_int_equal(resp.responses.items[0].partition_responses.count, 2);
+    assert_int_equal(resp.responses.items[1].partition_responses.count, 0);
+    gr_arena_reset(&arena);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_by_name),
         cmocka_unit_test(test_by_id),
         cmocka_unit_test(test_no_repeats_untouched),
+        cmocka_unit_test(test_transactional_and_response),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

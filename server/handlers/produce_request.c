@@ -1,14 +1,16 @@
 /*
- * produce_merge.c: a Produce request's repeated topics and partitions merged as Kafka's map of them does
- * (produce_merge.h). Sorting keys, so O(n log n) in the request's topics and partitions: a Produce may name
- * millions of partitions (a 100 MiB frame of empty entries), so no pairwise comparison.
+ * produce_request.c: Produce request shaping, pure over the decoded request and an arena
+ * (produce_request.h): the repeated topics and partitions merged as Kafka's map of them does (sorting keys,
+ * so O(n log n) in the request's topics and partitions: a Produce may name millions of partitions (a 100 MiB
+ * frame of empty entries), so no pairwise comparison), the transactional refusal check, the response arrays.
  * Read next: server/handlers/produce.c.
  */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/handlers/produce_merge.h"
+#include "protocol/record_batch.h"
+#include "server/handlers/produce_request.h"
 
 /* A request topic (by name, or by topic id from v13) or partition, sortable to find repeats in O(n log n): a
    Produce may name millions of partitions (a 100 MiB frame of empty entries), so no pairwise comparison. */
@@ -115,4 +117,41 @@ bool gr_produce_merge_duplicates(struct gr_produce_request *body, bool by_id, st
     body->topic_data.items = out;
     body->topic_data.count = nout;
     return true;
+}
+
+bool gr_produce_response_alloc(const struct gr_produce_request *body, struct gr_produce_response *resp,
+                               struct gr_arena *arena)
+{
+    int32_t ntopics = body->topic_data.count > 0 ? body->topic_data.count : 0;
+    resp->responses.items = gr_arena_calloc(arena, (size_t)ntopics + 1, sizeof *resp->responses.items);
+    if (!resp->responses.items) return false;
+    resp->responses.count = ntopics;
+    for (int32_t i = 0; i < ntopics; i++) {
+        struct gr_produce_response_topic_produce_response *tr = &resp->responses.items[i];
+        gr_produce_response_topic_produce_response_init(tr);
+        int32_t np = body->topic_data.items[i].partition_data.count;
+        if (np < 0) np = 0;
+        tr->partition_responses.items =
+            gr_arena_calloc(arena, (size_t)np + 1, sizeof *tr->partition_responses.items);
+        if (!tr->partition_responses.items) return false;
+        tr->partition_responses.count = np;
+    }
+    return true;
+}
+
+bool gr_produce_request_transactional(const struct gr_produce_request *body)
+{
+    if (body->transactional_id.len >= 0) return true;
+    for (int32_t i = 0; i < body->topic_data.count; i++) {
+        const struct gr_produce_request_topic_produce_data *td = &body->topic_data.items[i];
+        for (int32_t p = 0; p < td->partition_data.count; p++) {
+            struct gr_bytes rec = td->partition_data.items[p].records.mem;
+            size_t pos = 0, len;
+            const uint8_t *batch;
+            if (rec.len > 0 && gr_batch_next(rec.ptr, (size_t)rec.len, &pos, &batch, &len) == 1 &&
+                (gr_batch_attributes(batch) & GR_BATCH_ATTR_TRANSACTIONAL))
+                return true;
+        }
+    }
+    return false;
 }
