@@ -29,8 +29,8 @@
  * calls gr_partition_flushed. No event loop, socket or request type is known here: the server turns done
  * hooks into request re-checks.
  *
- * Read next: partition/partition.c, partition/produce.c, storage/log.h, server/broker.c (the server binding:
- * flush completions, request waits).
+ * Read next: partition/partition.c, storage/log.h, server/broker.c (the server binding: flush completions,
+ * request waits).
  */
 #ifndef GR_PARTITION_H
 #define GR_PARTITION_H
@@ -98,40 +98,6 @@ int64_t gr_partition_visible_offset(struct gr_partition *part);
    coordinator's __consumer_offsets writes). */
 int gr_partition_append(struct gr_partition *part, uint8_t *batch, size_t len, int64_t log_append_time_ms,
                         struct gr_append_result *res);
-/* Told after records were appended to the log. With visible_is_durable it asks the flushers for a group
-   commit (gr_log_flush_async: the visible offset follows fsync); otherwise the visible offset moved, and the
-   committed and data waiters whose condition now holds are done. */
-void gr_partition_appended(struct gr_partition *part);
-/* Told on the owning thread after a flush or a log-start checkpoint covering this log completed (storage's
-   on_flushed, handed over by the server), or the log went offline: the visible offset is recomputed and
-   every waiter whose condition now holds is done (with -EROFS for committed and data waiters when the log
-   is offline). Calling it when nothing changed is harmless. */
-void gr_partition_flushed(struct gr_partition *part);
-/* The partition is gone (its topic deleted) or taken offline: every queued waiter is done with `err`
-   (< 0). Later waits still follow their conditions (a deleted log reads -EROFS, storage/log.h). */
-void gr_partition_fail(struct gr_partition *part, int err);
-
-/* Prepares an idle waiter (zeroes its private part). */
-void gr_partition_waiter_init(struct gr_partition_waiter *w, gr_partition_done_fn done, void *ctx);
-/* Until committed: done once gr_partition_visible_offset(part) >= end_offset (every offset below it is
-   visible: Kafka's "the high watermark passed the append"), or with -EROFS once the log is offline. `w` must
-   be idle. */
-void gr_partition_wait_committed(struct gr_partition *part, struct gr_partition_waiter *w,
-                                 int64_t end_offset);
-/* Until data arrives: done once gr_partition_visible_offset(part) > offset (a record at or past `offset`
-   is visible; appends and visible-offset moves wake it), or with -EROFS once the log is offline. */
-void gr_partition_wait_data(struct gr_partition *part, struct gr_partition_waiter *w, int64_t offset);
-/* Until the log start offset is durable: done once the log-start-offset checkpoint `ticket`
-   (gr_store_log_start_checkpoint_async) finished: err 0 when durable, its -errno when the write failed. */
-void gr_partition_wait_log_start_durable(struct gr_partition *part, struct gr_partition_waiter *w,
-                                         int64_t ticket);
-/* Takes `w` off its partition: its done hook will not be called for this wait. Nothing when idle. */
-void gr_partition_wait_cancel(struct gr_partition_waiter *w);
-/* True while `w` is queued (its done hook not yet called). */
-bool gr_partition_waiting(const struct gr_partition_waiter *w);
-
-/* Waiters queued on the partition now (all kinds): for tests and debug logs. */
-int gr_partition_waiter_count(const struct gr_partition *part);
 
 /* ---- Produce (partition/produce.c) ---- */
 
@@ -181,5 +147,40 @@ struct gr_produce_result {
 int16_t gr_partition_produce(struct gr_partition *part, const struct gr_log_config *policy,
                              const struct gr_produce_args *args, struct gr_arena *arena,
                              struct gr_produce_result *out);
+
+/* Told after records were appended to the log. With visible_is_durable it asks the flushers for a group
+   commit (gr_log_flush_async: the visible offset follows fsync); otherwise the visible offset moved, and the
+   committed and data waiters whose condition now holds are done. */
+void gr_partition_appended(struct gr_partition *part);
+/* Told on the owning thread after a flush or a log-start checkpoint covering this log completed (storage's
+   on_flushed, handed over by the server), or the log went offline: the visible offset is recomputed and
+   every waiter whose condition now holds is done (with -EROFS for committed and data waiters when the log
+   is offline). Calling it when nothing changed is harmless. */
+void gr_partition_flushed(struct gr_partition *part);
+/* The partition is gone (its topic deleted) or taken offline: every queued waiter is done with `err`
+   (< 0). Later waits still follow their conditions (a deleted log reads -EROFS, storage/log.h). */
+void gr_partition_fail(struct gr_partition *part, int err);
+
+/* Prepares an idle waiter (zeroes its private part). */
+void gr_partition_waiter_init(struct gr_partition_waiter *w, gr_partition_done_fn done, void *ctx);
+/* Until committed: done once gr_partition_visible_offset(part) >= end_offset (every offset below it is
+   visible: Kafka's "the high watermark passed the append"), or with -EROFS once the log is offline. `w` must
+   be idle. */
+void gr_partition_wait_committed(struct gr_partition *part, struct gr_partition_waiter *w,
+                                 int64_t end_offset);
+/* Until data arrives: done once gr_partition_visible_offset(part) > offset (a record at or past `offset`
+   is visible; appends and visible-offset moves wake it), or with -EROFS once the log is offline. */
+void gr_partition_wait_data(struct gr_partition *part, struct gr_partition_waiter *w, int64_t offset);
+/* Until the log start offset is durable: done once the log-start-offset checkpoint `ticket`
+   (gr_store_log_start_checkpoint_async) finished: err 0 when durable, its -errno when the write failed. */
+void gr_partition_wait_log_start_durable(struct gr_partition *part, struct gr_partition_waiter *w,
+                                         int64_t ticket);
+/* Takes `w` off its partition: its done hook will not be called for this wait. Nothing when idle. */
+void gr_partition_wait_cancel(struct gr_partition_waiter *w);
+/* True while `w` is queued (its done hook not yet called). */
+bool gr_partition_waiting(const struct gr_partition_waiter *w);
+
+/* Waiters queued on the partition now (all kinds): for tests and debug logs. */
+int gr_partition_waiter_count(const struct gr_partition *part);
 
 #endif
