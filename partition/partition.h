@@ -21,6 +21,10 @@
  * done hook the waiter may be queued again (from inside the hook too). The partition never allocates for a
  * wait and never frees a waiter.
  *
+ * Produce: gr_partition_produce validates one partition's batch with the topic's typed policy (Kafka's
+ * LogValidator), recompresses it to the topic's codec and appends it (partition/produce.c); the server
+ * turns its plain result into the response.
+ *
  * Ownership rule: a partition's state (its waiters, its visible offset) is touched only by the thread that
  * owns the partition: today the one network thread owns every partition of the broker; a later step may run
  * one event loop per core, each owning a set (struct gr_partitions) of partitions. Other threads (the
@@ -41,6 +45,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "common/arena.h"
 #include "storage/iopool.h"
 #include "storage/log.h"
 #include "storage/store.h"
@@ -107,6 +112,56 @@ int64_t gr_partition_visible_offset(struct gr_partition *part);
    coordinator's __consumer_offsets writes). */
 int gr_partition_append(struct gr_partition *part, uint8_t *batch, size_t len, int64_t log_append_time_ms,
                         struct gr_append_result *res);
+
+/* ---- Produce (partition/produce.c) ---- */
+
+/* What one partition's produce needs of its request. */
+struct gr_produce_args {
+    uint8_t *records;    /* the partition's records field, borrowed and writable (patched in place: the max
+                            timestamp, CRC, base offset, leader epoch); NULL when null on the wire */
+    int64_t records_len; /* its length in bytes (<= 0: null or empty) */
+    int16_t api_version; /* the Produce version (zstd only from v7) */
+    int64_t now_ms;      /* wall clock, ms: the timestamp bounds' "now" and LogAppendTime's time */
+    bool require_open;   /* the caller reopened the partition's closed files beforehand (the server's produce
+                            gate): an active file still closed answers KAFKA_STORAGE_ERROR, never opened here */
+};
+
+/* One refused record (Kafka's ProduceResponse.RecordError, KIP-467). */
+struct gr_produce_record_error {
+    int32_t batch_index; /* the record's index in the batch, from 0 */
+    const char *message; /* LogValidator's words (the arena given to gr_partition_produce); NULL: none */
+};
+
+/* One partition's produce answer: the fields of Kafka's PartitionProduceResponse. */
+struct gr_produce_result {
+    int16_t error_code;         /* a Kafka error code, 0 when appended */
+    const char *error_message;  /* NULL: null on the wire (Kafka sends one only for record refusals);
+                                   static or in the arena */
+    int64_t base_offset;        /* the batch's first offset (a duplicate's: the original's), else -1 */
+    int64_t log_append_time_ms; /* the append time under LogAppendTime (a duplicate: the original's max
+                                   timestamp), else -1 */
+    int64_t log_start_offset;   /* the partition's log start offset when appended or when the error was met
+                                   in the log (Kafka's answer), else -1 */
+    int64_t end_offset;         /* appended: the offset after the batch (after the original for a
+                                   duplicate): what must be committed before acks=-1 is answered; else -1 */
+    bool duplicate;             /* appended: a retry of one of the producer's last 5 batches (not written) */
+    struct gr_produce_record_error *record_errors; /* refused records (arena), in batch order */
+    int record_error_count; /* at most GR_PRODUCE_RECORD_ERRORS_MAX (common/limits.h) */
+};
+
+/* Validates one partition's records and appends them: Kafka's UnifiedLog.analyzeAndValidateRecords and
+   LogValidator in their order (exactly one RecordBatch v2; max.message.bytes on the batch as sent; framing,
+   CRC and records; transactional and control batches refused; zstd only from v7; a compressed record
+   longer than max.decompressed.message.bytes; null keys on compacted topics; each record's timestamp within
+   message.timestamp.before/after.max.ms under CreateTime, the max timestamp set, LogAppendTime stamped by
+   the append), recompresses to `policy`'s compression.type when it names another codec, then appends
+   through gr_partition_append (storage's producer-state checks: OUT_OF_ORDER_SEQUENCE_NUMBER,
+   INVALID_PRODUCER_EPOCH; duplicates). `policy` is the topic's typed policy (gr_topic_policy); refusal
+   messages are allocated in `arena`. Fills `out` and returns its error_code (0: appended). Owning thread. */
+int16_t gr_partition_produce(struct gr_partition *part, const struct gr_log_config *policy,
+                             const struct gr_produce_args *args, struct gr_arena *arena,
+                             struct gr_produce_result *out);
+
 /* Told after records were appended to the log. With visible_is_durable it asks the flushers for a group
    commit (gr_log_flush_async: the visible offset follows fsync); otherwise the visible offset moved, and the
    committed and data waiters whose condition now holds are done. */

@@ -142,7 +142,7 @@ struct gr_log_config {
     double min_cleanable_ratio;    /* min.cleanable.dirty.ratio, default 0.5 */
     int64_t min_compaction_lag_ms; /* min.compaction.lag.ms, default 0 */
     int64_t max_compaction_lag_ms; /* max.compaction.lag.ms, default INT64_MAX */
-    /* Produce validation (server/handlers/produce.c, Kafka's LogValidator). */
+    /* Produce validation (partition/produce.c, Kafka's LogValidator). */
     int32_t max_decompressed_message_bytes;    /* max.decompressed.message.bytes (no broker key) */
     bool log_append_time;                      /* message.timestamp.type == LogAppendTime */
     int64_t message_timestamp_before_max_ms;   /* message.timestamp.before.max.ms */

@@ -1,0 +1,35 @@
+/*
+ * produce_request.h: request shaping for Produce, before any partition is touched: Kafka keeps a
+ * ProduceRequest's partitions in a map, so a topic or partition named twice is one; a transactional request
+ * is refused as a whole; the response's arrays mirror the request's. Pure over the decoded
+ * request (protocol/gen) and an arena: no broker, no partition.
+ * Read next: server/handlers/produce.c (its caller).
+ */
+#ifndef GR_PRODUCE_REQUEST_H
+#define GR_PRODUCE_REQUEST_H
+
+#include <stdbool.h>
+
+#include "common/arena.h"
+#include "protocol/gen/messages.h"
+
+/* Kafka keeps the request's partitions in a map: a topic named twice is one topic, and a partition named
+   twice is one partition whose records are those of its LAST occurrence (the earlier ones are neither
+   appended nor answered). Rewrites the request's topic_data so: topics in order of first occurrence (by name,
+   or by topic id when `by_id`: Produce v13), each partition at its first occurrence with its last
+   occurrence's records. Sorts, so O(n log n) in the request's topics and partitions; a request without
+   repeats is left as it is. Returns false when out of memory (`arena`: the request's; the new arrays live
+   there). */
+bool gr_produce_merge_duplicates(struct gr_produce_request *body, bool by_id, struct gr_arena *arena);
+
+/* Allocates the response's topic and partition arrays (arena, initialised). Returns false when out of
+   memory: the caller closes the connection (never a write through NULL). */
+bool gr_produce_response_alloc(const struct gr_produce_request *body, struct gr_produce_response *resp,
+                               struct gr_arena *arena);
+/* Kafka's KafkaApis.handleProduceRequest: a request is refused as a whole
+   (TRANSACTIONAL_ID_AUTHORIZATION_FAILED on every partition) when it has a transactional id (transactions are
+   not built) or, without one, when the first batch of any partition has the transactional bit
+   (RequestUtils.hasTransactionalRecords). Returns true when refused so. */
+bool gr_produce_request_transactional(const struct gr_produce_request *body);
+
+#endif
