@@ -21,6 +21,10 @@
      entry function (gr_handle_*, from its definition line to its closing brace at column 0) at most
      HANDLER_FUNC_MAX. Files in SIZE_PENDING may be over for now, but not within: the set cannot go stale.
      The function finder runs on known snippets first, so it is seen to fail.
+  6. no call cycle between files of server/ and partition/ (issue #18: dispatch, the handlers and the
+     connections called each other in a ring): a file-level graph of calls to non-static gr_* functions
+     (comments stripped) must have no strongly connected group of two or more files. Runs on a known cyclic
+     snippet first, so it is seen to fail.
 
 Prints one line per finding and ends with "lint: N passed, N failed" (N counts checks). Exit 1 on a finding.
 Usage: scripts/lint.py [--no-format]
@@ -336,6 +340,70 @@ def check_sizes(files, failures):
     return checks
 
 
+CYCLE_DIRS = ("server/", "partition/")
+CYCLE_DEF = re.compile(r"^(?!static\b)[A-Za-z_][\w \*]*?\b(gr_\w+)\s*\([^;]*$", re.M)
+CYCLE_CALL = re.compile(r"\b(gr_\w+)\s*\(")
+
+
+def call_cycles(texts):
+    """texts: {file: C text}. Returns the strongly connected groups (sorted lists) of two or more files in the
+    graph of calls between them (a call to a non-static gr_* function another file defines)."""
+    defs = {}
+    for f, t in texts.items():
+        for m in CYCLE_DEF.finditer(t):
+            defs.setdefault(m.group(1), f)
+    edges = {f: set() for f in texts}
+    for f, t in texts.items():
+        for m in CYCLE_CALL.finditer(t):
+            g = defs.get(m.group(1))
+            if g and g != f:
+                edges[f].add(g)
+    index, low, stack, on, groups, counter = {}, {}, [], set(), [], [0]
+
+    def visit(v):  # Tarjan's strongly connected components
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in sorted(edges[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                groups.append(sorted(comp))
+
+    for v in sorted(texts):
+        if v not in index:
+            visit(v)
+    return groups
+
+
+def check_call_cycles(files, failures):
+    probe = {"a.c": "void gr_a(void)\n{\n    gr_b();\n}\n", "b.c": "void gr_b(void)\n{\n    gr_a();\n}\n",
+             "c.c": "static void gr_c(void)\n{\n    gr_a();\n}\n"}
+    if call_cycles(probe) != [["a.c", "b.c"]]:
+        failures.append("cycles: the call-cycle finder missed a known cycle (scripts/lint.py call_cycles)")
+        return 1
+    texts = {}
+    for f in files:
+        if f.startswith(CYCLE_DIRS) and f.endswith(".c") and "/tests/" not in f:
+            with open(os.path.join(ROOT, f), encoding="utf-8", errors="replace") as fh:
+                texts[f] = strip_comments(fh.read())
+    for g in call_cycles(texts):
+        failures.append("cycles: these files call each other in a ring: " + " ".join(g))
+    return 1 + len(texts)
+
+
 def main():
     os.chdir(ROOT)
     files = tracked_c_files()
@@ -347,6 +415,7 @@ def main():
     checks += check_api_keys(files, failures)
     checks += check_config_reads(files, failures)
     checks += check_sizes(files, failures)
+    checks += check_call_cycles(files, failures)
     for line in failures:
         print(line)
     print(f"lint: {checks - len(failures)} passed, {len(failures)} failed")

@@ -179,7 +179,7 @@ int16_t gr_topic_create(struct gr_req *req, struct gr_str name, int32_t partitio
 
 struct gr_str gr_req_client_host(struct gr_req *req)
 {
-    const char *peer = req->conn ? gr_conn_peer(req->conn) : "";
+    const char *peer = gr_req_peer(req);
     const char *colon = strrchr(peer, ':');
     size_t n = colon ? (size_t)(colon - peer) : strlen(peer);
     if (n >= 2 && peer[0] == '[' && peer[n - 1] == ']') { /* [v6]:port */
