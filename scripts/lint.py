@@ -21,6 +21,10 @@
      entry function (gr_handle_*, from its definition line to its closing brace at column 0) at most
      HANDLER_FUNC_MAX. Files in SIZE_PENDING may be over for now, but not within: the set cannot go stale.
      The function finder runs on known snippets first, so it is seen to fail.
+  6. handlers never park (issue #18): no file in server/handlers/ calls gr_req_park, gr_req_unpark or
+     gr_broker_park, or assigns a request's recheck, expire, deadline_ms or deadline_w; a handler declares
+     its wait with gr_req_await and server/request.c parks the request and arms its deadline. The check runs
+     on known bad and good snippets first, so it is seen to fail.
 
 Prints one line per finding and ends with "lint: N passed, N failed" (N counts checks). Exit 1 on a finding.
 Usage: scripts/lint.py [--no-format]
@@ -336,6 +340,49 @@ def check_sizes(files, failures):
     return checks
 
 
+PARK_CALL = re.compile(r"\b(gr_req_park|gr_req_unpark|gr_broker_park)\s*\(")
+PARK_FIELD = re.compile(r"(?:->|[\w\])]\.)\s*(recheck|expire|deadline_ms|deadline_w)\s*(?:=(?!=)|[-+*/|&]=)")
+# The parking check's self-test: snippet, expected number of findings.
+PARK_SELFTEST = [
+    ("    gr_broker_park(b, req, INT64_MAX);\n", 1),
+    ("    gr_req_park(req, gr_time_mono_ms() + 5);\n    gr_req_unpark (req);\n", 2),
+    ("    req->recheck = produce_recheck;\n    req->expire=NULL;\n    r->deadline_ms += 5;\n"
+     "    (*req).expire = f;\n    reqs[0].deadline_w = w;\n", 5),
+    ("    if (req->expire == NULL) x();\n    return gr_req_await(req, &(struct gr_await){.recheck = f,"
+     " .expire = g, .timeout_ms = 5});\n    /* gr_req_park(req) in a comment */\n"
+     "    gr_req_await(req, &(struct gr_await){.recheck = f,\n                   .expire = g});\n", 0),
+]
+
+
+def park_findings(path, text):
+    """Every park call or parked-field assignment in handler source `text` (comments and strings blanked)."""
+    found = []
+    for lineno, line in enumerate(strip_comments(text).split("\n"), 1):
+        for m in PARK_CALL.finditer(line):
+            found.append(f"park: {path}:{lineno}: {m.group(1)}() in a handler: return gr_req_await(...) "
+                         "and let server/request.c park the request")
+        for m in PARK_FIELD.finditer(line):  # not `.expire = f` (a designated initializer of struct gr_await)
+            found.append(f"park: {path}:{lineno}: assigns {m.group(1)} in a handler: declare it with "
+                         "gr_req_await (server/broker.h)")
+    return found
+
+
+def check_no_parking(files, failures):
+    checks = 0
+    for text, want in PARK_SELFTEST:
+        checks += 1
+        got = park_findings("selftest.c", text)
+        if len(got) != want:
+            failures.append(f"park: self-test: {len(got)} findings, expected {want}: {got}")
+    for f in files:
+        if not f.startswith(HANDLER_DIR) or "/tests/" in f:
+            continue
+        checks += 1
+        with open(os.path.join(ROOT, f), encoding="utf-8", errors="replace") as fh:
+            failures.extend(park_findings(f, fh.read()))
+    return checks
+
+
 def main():
     os.chdir(ROOT)
     files = tracked_c_files()
@@ -347,6 +394,7 @@ def main():
     checks += check_api_keys(files, failures)
     checks += check_config_reads(files, failures)
     checks += check_sizes(files, failures)
+    checks += check_no_parking(files, failures)
     for line in failures:
         print(line)
     print(f"lint: {checks - len(failures)} passed, {len(failures)} failed")

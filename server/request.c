@@ -3,10 +3,13 @@
  * encodes and frees it.
  *
  * A request is made by its connection (server/net.c), decoded and routed by server/dispatch.c, and run by
- * its API's handler (gr_req_run, through the API row's pointer). The handler either answers at once
- * (GR_HANDLER_DONE: gr_req_complete encodes and hands the answer to the connection) or parks it
- * (gr_req_park): the request joins the broker's parked list, with its own ev_timer as deadline (libev keeps
- * timers in a heap: parking and expiry cost O(log parked)) and waits on named conditions of its partitions
+ * its API's handler (gr_req_run, through the API row's pointer). gr_req_run parks every request before its
+ * handler runs (a list insert, no timer), so the handler may register waits at any point; the handler
+ * either answers at once (GR_HANDLER_DONE: gr_req_complete unparks, encodes and hands the answer to the
+ * connection) or declares what it waits for (gr_req_await: re-check, expire, timeout) and returns
+ * GR_HANDLER_WAIT. Handlers never park or arm a deadline themselves (scripts/lint.py checks it). A parked
+ * request has its own ev_timer as deadline (libev keeps timers in a heap: parking and expiry cost
+ * O(log parked)) and waits on named conditions of its partitions
  * (gr_req_wait_committed, gr_req_wait_data, gr_req_wait_log_start: partition/partition.h), whose done hooks
  * run req->recheck; the deadline runs req->expire. Finishing unparks, which cancels its remaining waits and
  * its deadline. The answer is encoded here into the output chain (memory chunks cut around file-kind records
@@ -15,6 +18,9 @@
  * peer name) goes through the broker's request sink (b->req_sink), set by gr_net_init; without one (unit
  * tests) there is no connection to tell. Modules keep per-request state in generic slots (gr_req_state),
  * keyed by an address of their own, instead of fields of struct gr_req.
+ * A request finished inside its handler (a wait already satisfied, a coordinator answering inside the call)
+ * may already be sent and freed when the handler returns GR_HANDLER_WAIT: nothing here touches it then,
+ * and gr_req_await leaves a finished request alone.
  * Invariants: a request is parked at most once at a time; it belongs to one connection or none (then
  * finishing it frees it); everything it owns (arena, frame, slices, its cold-read engine's pins, output) is
  * freed by gr_req_free. Read next: server/broker.h (struct gr_req), server/dispatch.c, server/net.c.
@@ -129,22 +135,41 @@ static void deadline_cb(struct ev_loop *loop, ev_timer *w, int revents)
     if (req->expire) req->expire(req);
 }
 
+/* Arms (or moves) the deadline of the parked `req`; INT64_MAX: none. */
+static void arm_deadline(struct gr_req *req, int64_t deadline_ms)
+{
+    struct gr_broker *b = req->broker;
+    ev_timer_stop(b->loop, &req->deadline_w);
+    req->deadline_ms = deadline_ms;
+    if (deadline_ms == INT64_MAX) return;
+    int64_t after_ms = deadline_ms - gr_time_mono_ms();
+    ev_timer_init(&req->deadline_w, deadline_cb, after_ms > 0 ? (double)after_ms / 1000.0 : 0, 0);
+    req->deadline_w.data = req;
+    ev_timer_start(b->loop, &req->deadline_w);
+}
+
 void gr_req_park(struct gr_req *req, int64_t deadline_ms)
 {
     struct gr_broker *b = req->broker;
-    req->deadline_ms = deadline_ms;
     req->parked = true;
     req->wait_prev = NULL;
     req->wait_next = b->parked_head;
     if (b->parked_head) b->parked_head->wait_prev = req;
     b->parked_head = req;
     b->parked_count++;
-    if (deadline_ms != INT64_MAX) {
-        int64_t after_ms = deadline_ms - gr_time_mono_ms();
-        ev_timer_init(&req->deadline_w, deadline_cb, after_ms > 0 ? (double)after_ms / 1000.0 : 0, 0);
-        req->deadline_w.data = req;
-        ev_timer_start(b->loop, &req->deadline_w);
-    }
+    arm_deadline(req, deadline_ms);
+}
+
+enum gr_handler_rc gr_req_await(struct gr_req *req, const struct gr_await *a)
+{
+    if (req->done) return GR_HANDLER_WAIT; /* finished inside its handler: never parked or armed again */
+    struct gr_await none = {0};
+    if (!a) a = &none;
+    req->recheck = a->recheck;
+    req->expire = a->expire;
+    if (!req->parked) gr_req_park(req, INT64_MAX);
+    arm_deadline(req, a->expire ? gr_time_mono_ms() + (a->timeout_ms > 0 ? a->timeout_ms : 0) : INT64_MAX);
+    return GR_HANDLER_WAIT;
 }
 
 void gr_req_unpark(struct gr_req *req)
@@ -235,6 +260,9 @@ void gr_broker_wake_parked(struct gr_broker *b)
 
 void gr_req_run(struct gr_req *req)
 {
+    /* parked while its handler runs: waits may be registered at any point, and a connection closed
+       meanwhile leaves the request to be freed when it finishes (server/net.c) */
+    if (!req->parked) gr_req_park(req, INT64_MAX);
     gr_req_complete(req, req->api->handler(req));
 }
 

@@ -203,11 +203,10 @@ static enum gr_handler_rc produce_run(struct gr_req *req)
     }
     if (body->acks == 0) return any_error ? GR_HANDLER_CLOSE : GR_HANDLER_NO_RESPONSE;
     if (body->acks == -1 && st->count) {
-        req->recheck = produce_recheck;
-        req->expire = produce_expire;
+        gr_req_await(req, &(struct gr_await){.recheck = produce_recheck,
+                                             .expire = produce_expire,
+                                             .timeout_ms = body->timeout_ms});
         if (produce_recheck(req)) return GR_HANDLER_WAIT; /* already committed: finished inside recheck */
-        int64_t timeout = body->timeout_ms > 0 ? body->timeout_ms : 0;
-        gr_broker_park(b, req, gr_time_mono_ms() + timeout);
         bool held = false; /* cannot be: the recheck above saw every waited partition short of its offset */
         for (int i = 0; i < st->count; i++)
             if (st->waits[i].log &&
@@ -232,8 +231,7 @@ static enum gr_handler_rc produce_run_pinned(struct gr_req *req)
 /* A gated request's turn: its partitions are appendable (or nothing could be pinned: -ENOMEM). */
 static void gate_done(struct gr_append_gate *g, int err)
 {
-    struct gr_req *req = g->ctx;
-    gr_req_unpark(req);
+    struct gr_req *req = g->ctx; /* parked, no deadline: the await below replaces that */
     gr_req_complete(req, err ? GR_HANDLER_CLOSE : produce_run_pinned(req));
 }
 
@@ -284,7 +282,6 @@ enum gr_handler_rc gr_handle_produce(struct gr_req *req)
     int r = gr_gate_enter(&st->gate, b->parts, &req->cold, st->logs, st->entries, st->nlogs, gate_done, req);
     if (r < 0) return GR_HANDLER_CLOSE;
     if (r == 1) return produce_run_pinned(req);
-    /* Parked before any append (no recheck, no deadline: the gate runs it); finishing it unparks it. */
-    gr_broker_park(b, req, INT64_MAX);
-    return GR_HANDLER_WAIT;
+    /* Waits before any append (no recheck, no deadline: the gate runs it); finishing it unparks it. */
+    return gr_req_await(req, NULL);
 }
