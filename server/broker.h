@@ -238,6 +238,25 @@ struct gr_req_wait {
 int gr_req_wait_committed(struct gr_req *req, struct gr_log *log, int64_t end_offset);
 int gr_req_wait_data(struct gr_req *req, struct gr_log *log, int64_t offset);
 int gr_req_wait_log_start(struct gr_req *req, struct gr_log *log, int64_t ticket);
+/* Until committed, on a set of partitions (Produce acks=-1): the request's commit set, a state slot made
+ * before its appends with room for `max` partitions (returns false when out of arena memory: nothing
+ * appended yet, close). gr_req_commits_add notes that `log`'s visible offset must reach `end_offset`
+ * before the answer (`ctx`: the caller's, given back to `failed`). gr_req_await_commits declares the wait
+ * (gr_req_await) with `timeout_ms` and returns GR_HANDLER_WAIT, or GR_HANDLER_DONE when nothing was noted;
+ * the request is finished once every noted partition is committed or failed: `failed` fills the answer
+ * of a partition that went offline (KAFKA_STORAGE_ERROR) or that the deadline caught short
+ * (REQUEST_TIMED_OUT). Checked at once: a set already committed finishes the request inside the call. */
+bool gr_req_commits_new(struct gr_req *req, int max);
+void gr_req_commits_add(struct gr_req *req, struct gr_log *log, int64_t end_offset, void *ctx);
+enum gr_handler_rc gr_req_await_commits(struct gr_req *req, int64_t timeout_ms,
+                                        void (*failed)(struct gr_req *req, void *ctx, int16_t error_code));
+/* Until the partitions are appendable (partition/gate.c, per-partition order): enters the request into the
+ * append gate with `logs` (n distinct, borrowed until `run` ran) and runs `run` (the appends) once every
+ * active file is pinned and open, then drops the pins; `run`'s result is acted on as a handler's (at once:
+ * returned; later: gr_req_complete). Returns `run`'s result, GR_HANDLER_WAIT while queued or reopening,
+ * or GR_HANDLER_CLOSE when out of memory (nothing appended). Needs the broker's I/O pool. */
+enum gr_handler_rc gr_req_await_appendable(struct gr_req *req, struct gr_log **logs, int n,
+                                           gr_handler_fn run);
 /* Re-checks every parked request now (topic deletion). O(parked): not for the append path. */
 void gr_broker_wake_parked(struct gr_broker *b);
 

@@ -31,6 +31,7 @@
 
 #include "common/log.h"
 #include "common/time.h"
+#include "protocol/errors.h"
 #include "server/broker.h"
 
 /* ---- per-request state slots ---- */
@@ -242,6 +243,119 @@ int gr_req_wait_data(struct gr_req *req, struct gr_log *log, int64_t offset)
 int gr_req_wait_log_start(struct gr_req *req, struct gr_log *log, int64_t ticket)
 {
     return req_wait(req, log, false, gr_partition_wait_log_start_durable, ticket);
+}
+
+/* ---- until committed on a set of partitions; until the partitions are appendable ---- */
+
+struct req_commit {
+    struct gr_log *log; /* NULL once committed or failed */
+    int64_t end_offset;
+    void *ctx;
+};
+
+struct req_commits {
+    struct req_commit *items;
+    int count, max;
+    void (*failed)(struct gr_req *req, void *ctx, int16_t error_code);
+};
+
+static const char commits_key;
+
+bool gr_req_commits_new(struct gr_req *req, int max)
+{
+    struct req_commits *cs = gr_req_state_add(req, &commits_key, sizeof *cs);
+    if (!cs || !(cs->items = gr_arena_calloc(&req->arena, (size_t)max + 1, sizeof *cs->items))) return false;
+    cs->max = max;
+    return true;
+}
+
+void gr_req_commits_add(struct gr_req *req, struct gr_log *log, int64_t end_offset, void *ctx)
+{
+    struct req_commits *cs = gr_req_state(req, &commits_key);
+    if (cs && cs->count < cs->max) cs->items[cs->count++] = (struct req_commit){log, end_offset, ctx};
+}
+
+static bool commits_recheck(struct gr_req *req)
+{
+    struct req_commits *cs = gr_req_state(req, &commits_key);
+    for (int i = 0; i < cs->count; i++) {
+        struct req_commit *c = &cs->items[i];
+        if (!c->log) continue;
+        if (gr_log_offline(c->log)) {
+            cs->failed(req, c->ctx, GR_ERR_KAFKA_STORAGE_ERROR);
+            c->log = NULL;
+        } else if (gr_partition_visible_offset(gr_broker_partition(req->broker, c->log)) >= c->end_offset) {
+            c->log = NULL;
+        } else {
+            return false;
+        }
+    }
+    gr_req_finish(req);
+    return true;
+}
+
+static void commits_expire(struct gr_req *req)
+{
+    struct req_commits *cs = gr_req_state(req, &commits_key);
+    for (int i = 0; i < cs->count; i++)
+        if (cs->items[i].log) cs->failed(req, cs->items[i].ctx, GR_ERR_REQUEST_TIMED_OUT);
+    gr_req_finish(req);
+}
+
+enum gr_handler_rc gr_req_await_commits(struct gr_req *req, int64_t timeout_ms,
+                                        void (*failed)(struct gr_req *req, void *ctx, int16_t error_code))
+{
+    struct req_commits *cs = gr_req_state(req, &commits_key);
+    if (!cs || cs->count == 0) return GR_HANDLER_DONE;
+    cs->failed = failed;
+    gr_req_await(req, &(struct gr_await){
+                          .recheck = commits_recheck, .expire = commits_expire, .timeout_ms = timeout_ms});
+    if (commits_recheck(req)) return GR_HANDLER_WAIT; /* already committed: finished inside */
+    bool held = false; /* cannot be: the recheck above saw every waited partition short of its offset */
+    for (int i = 0; i < cs->count; i++)
+        if (cs->items[i].log && gr_req_wait_committed(req, cs->items[i].log, cs->items[i].end_offset) == 0)
+            held = true;
+    if (held) commits_recheck(req);
+    return GR_HANDLER_WAIT;
+}
+
+struct req_gate {
+    struct gr_append_gate gate;
+    gr_handler_fn run;
+};
+
+static const char gate_key;
+
+/* Runs the appends of a request whose files are pinned and open, then drops the pins. */
+static enum gr_handler_rc run_pinned(struct gr_req *req, gr_handler_fn run)
+{
+    enum gr_handler_rc rc = run(req);
+    gr_cold_unpin(&req->cold);
+    return rc;
+}
+
+/* A gated request's turn: its partitions are appendable (or nothing could be pinned: -ENOMEM). It is
+   parked with no deadline; what `run` declares replaces that. */
+static void req_gate_done(struct gr_append_gate *g, int err)
+{
+    struct gr_req *req = g->ctx;
+    struct req_gate *rg = gr_req_state(req, &gate_key);
+    gr_req_complete(req, err ? GR_HANDLER_CLOSE : run_pinned(req, rg->run));
+}
+
+enum gr_handler_rc gr_req_await_appendable(struct gr_req *req, struct gr_log **logs, int n, gr_handler_fn run)
+{
+    struct gr_broker *b = req->broker;
+    struct req_gate *rg = gr_req_state_add(req, &gate_key, sizeof *rg);
+    struct gr_gate_entry *entries = gr_arena_calloc(&req->arena, (size_t)n + 1, sizeof *entries);
+    if (!rg || !entries) return GR_HANDLER_CLOSE;
+    rg->run = run;
+    gr_cold_init(&req->cold, b->parts, b->iopool, NULL, NULL); /* the gate sets its hook */
+    int r = gr_gate_enter(&rg->gate, b->parts, &req->cold, logs, entries, n, req_gate_done, req);
+    if (r < 0) return GR_HANDLER_CLOSE;
+    if (r == 1) return run_pinned(req, run);
+    /* waits before any append (no recheck, no deadline: the gate runs it); finishing it unparks it */
+    return gr_req_await(req, NULL);
 }
 
 void gr_broker_wake_parked(struct gr_broker *b)
