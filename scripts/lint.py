@@ -21,7 +21,11 @@
      entry function (gr_handle_*, from its definition line to its closing brace at column 0) at most
      HANDLER_FUNC_MAX. Files in SIZE_PENDING may be over for now, but not within: the set cannot go stale.
      The function finder runs on known snippets first, so it is seen to fail.
-  6. no call cycle between files of server/ and partition/ (issue #18: dispatch, the handlers and the
+  6. handlers never park (issue #18): no file in server/handlers/ calls gr_req_park, gr_req_unpark or
+     gr_broker_park, or assigns a request's recheck, expire, deadline_ms or deadline_w; a handler declares
+     its wait with gr_req_await and server/request.c parks the request and arms its deadline. The check runs
+     on known bad and good snippets first, so it is seen to fail.
+  7. no call cycle between files of server/ and partition/ (issue #18: dispatch, the handlers and the
      connections called each other in a ring): a file-level graph of calls to non-static gr_* functions
      (comments stripped) must have no strongly connected group of two or more files. Runs on a known cyclic
      snippet first, so it is seen to fail.
@@ -248,9 +252,7 @@ HANDLER_FUNC_MAX = 70
 # Handler files still being reshaped by issue #18 (partition/ planning, the one cold-read engine), allowed
 # over the limits until then. This set must be empty when issue #18 closes; a file in it that is already
 # within the limits fails the check, so remove it from the set as soon as it shrinks.
-SIZE_PENDING = {
-    "server/handlers/produce.c",
-}
+SIZE_PENDING = set()
 HANDLE_DEF = re.compile(r"^[A-Za-z_].*\b(gr_handle_\w+)\s*\(")
 
 
@@ -340,6 +342,49 @@ def check_sizes(files, failures):
     return checks
 
 
+PARK_CALL = re.compile(r"\b(gr_req_park|gr_req_unpark|gr_broker_park)\s*\(")
+PARK_FIELD = re.compile(r"(?:->|[\w\])]\.)\s*(recheck|expire|deadline_ms|deadline_w)\s*(?:=(?!=)|[-+*/|&]=)")
+# The parking check's self-test: snippet, expected number of findings.
+PARK_SELFTEST = [
+    ("    gr_broker_park(b, req, INT64_MAX);\n", 1),
+    ("    gr_req_park(req, gr_time_mono_ms() + 5);\n    gr_req_unpark (req);\n", 2),
+    ("    req->recheck = produce_recheck;\n    req->expire=NULL;\n    r->deadline_ms += 5;\n"
+     "    (*req).expire = f;\n    reqs[0].deadline_w = w;\n", 5),
+    ("    if (req->expire == NULL) x();\n    return gr_req_await(req, &(struct gr_await){.recheck = f,"
+     " .expire = g, .timeout_ms = 5});\n    /* gr_req_park(req) in a comment */\n"
+     "    gr_req_await(req, &(struct gr_await){.recheck = f,\n                   .expire = g});\n", 0),
+]
+
+
+def park_findings(path, text):
+    """Every park call or parked-field assignment in handler source `text` (comments and strings blanked)."""
+    found = []
+    for lineno, line in enumerate(strip_comments(text).split("\n"), 1):
+        for m in PARK_CALL.finditer(line):
+            found.append(f"park: {path}:{lineno}: {m.group(1)}() in a handler: return gr_req_await(...) "
+                         "and let server/request.c park the request")
+        for m in PARK_FIELD.finditer(line):  # not `.expire = f` (a designated initializer of struct gr_await)
+            found.append(f"park: {path}:{lineno}: assigns {m.group(1)} in a handler: declare it with "
+                         "gr_req_await (server/broker.h)")
+    return found
+
+
+def check_no_parking(files, failures):
+    checks = 0
+    for text, want in PARK_SELFTEST:
+        checks += 1
+        got = park_findings("selftest.c", text)
+        if len(got) != want:
+            failures.append(f"park: self-test: {len(got)} findings, expected {want}: {got}")
+    for f in files:
+        if not f.startswith(HANDLER_DIR) or "/tests/" in f:
+            continue
+        checks += 1
+        with open(os.path.join(ROOT, f), encoding="utf-8", errors="replace") as fh:
+            failures.extend(park_findings(f, fh.read()))
+    return checks
+
+
 CYCLE_DIRS = ("server/", "partition/")
 CYCLE_DEF = re.compile(r"^(?!static\b)[A-Za-z_][\w \*]*?\b(gr_\w+)\s*\([^;]*$", re.M)
 CYCLE_CALL = re.compile(r"\b(gr_\w+)\s*\(")
@@ -415,6 +460,7 @@ def main():
     checks += check_api_keys(files, failures)
     checks += check_config_reads(files, failures)
     checks += check_sizes(files, failures)
+    checks += check_no_parking(files, failures)
     checks += check_call_cycles(files, failures)
     for line in failures:
         print(line)

@@ -3,8 +3,9 @@
  *
  * One network thread runs a libev loop: it accepts connections and reads frames (server/net.c), decodes
  * each and picks its API row (server/dispatch.c), runs the handler and carries the request to its answer
- * (server/request.c). A handler either answers at once or parks the request (gr_req_park: acks=-1 waiting
- * until committed, a long-poll fetch waiting for data, a fetch waiting for the I/O pool to read cold data);
+ * (server/request.c). A handler either answers at once or declares what its request waits for (gr_req_await,
+ * and request.c keeps it parked: acks=-1 waiting until committed, a long-poll fetch waiting for data, a
+ * fetch waiting for the I/O pool to read cold data);
  * a parked request waits on named conditions of its partitions (gr_req_wait_committed, gr_req_wait_data,
  * gr_req_wait_log_start: partition/partition.h) and is re-checked only when one of them holds, and by its
  * own deadline. Blocking disk work (cold reads, statvfs) runs on the I/O pool (storage/iopool.h), whose
@@ -49,7 +50,7 @@ struct gr_producer_id_manager;
 /* Handler results. */
 enum gr_handler_rc {
     GR_HANDLER_DONE = 0,        /* response struct filled: encode and send */
-    GR_HANDLER_WAIT = 1,        /* parked: the handler's recheck/timeout will finish it */
+    GR_HANDLER_WAIT = 1,        /* waiting (gr_req_await): a re-check, expire or done hook will finish it */
     GR_HANDLER_NO_RESPONSE = 2, /* acks=0 produce: nothing is sent */
     GR_HANDLER_CLOSE = 3,       /* close the connection (e.g. acks=0 produce hit an error) */
 };
@@ -195,14 +196,27 @@ struct gr_broker {
 
 /* Parks `req` (not parked) in its broker's parked list until it is finished or unparked: its waits' done
  * hooks run req->recheck (true when it finished the request); at `deadline_ms` (monotonic; INT64_MAX for
- * none) req->expire runs. */
+ * none) req->expire runs. For request.c and the group binding's defer (groups.c), which parks a request
+ * before its handler runs; handlers never park (they declare their wait with gr_req_await; scripts/lint.py
+ * checks this). */
 void gr_req_park(struct gr_req *req, int64_t deadline_ms);
-/* The handlers' name for gr_req_park (`b` is req->broker). */
-static inline void gr_broker_park(struct gr_broker *b, struct gr_req *req, int64_t deadline_ms)
-{
-    (void)b;
-    gr_req_park(req, deadline_ms);
-}
+/* What a handler's request waits for (gr_req_await): `recheck` runs when one of its waits fires (true when
+ * it finished the request), `expire` when the deadline passes (it finishes the request with what is
+ * there). The deadline is armed only with an `expire`: `timeout_ms` milliseconds from now (monotonic;
+ * negative counts as 0). All zero: the request waits with no re-check and no deadline (a done hook of a
+ * coordinator waiter or pool job finishes it). */
+struct gr_await {
+    bool (*recheck)(struct gr_req *req);
+    void (*expire)(struct gr_req *req);
+    int64_t timeout_ms;
+};
+/* Declares that the running request `req` waits as `a` says (NULL: as all zero) and returns
+ * GR_HANDLER_WAIT for the handler to return. request.c keeps it parked (gr_req_run parks every request
+ * before its handler runs; a handler called otherwise is parked here) and arms the deadline. Call it
+ * before any call that may finish the request (a wait already satisfied, a coordinator answering inside
+ * the call): a request already finished is left alone (never parked or armed again). Called again (e.g.
+ * after Produce's gate), the new re-check, expire and deadline replace the old ones. */
+enum gr_handler_rc gr_req_await(struct gr_req *req, const struct gr_await *a);
 /* A parked request's wait on one partition (arena): the done hook re-checks the request. */
 struct gr_req_wait {
     struct gr_partition_waiter w;
@@ -216,14 +230,33 @@ struct gr_req_wait {
 };
 /* Makes the parked `req` wait on a named condition of `log`'s partition (partition/partition.h); when the
  * condition holds (or fails) req->recheck runs; the waits end when the request is unparked. Call after
- * gr_req_park. Return 1 when queued, 0 when the condition already holds or failed (nothing queued, no
- * re-check made: the caller re-checks), -ENOMEM when out of arena memory (the deadline still ends the wait).
- * committed: the visible offset reaches end_offset (acks=-1, OffsetCommit);
- * data: data is visible past `offset`, waited again after each re-check that did not finish (long poll);
- * log start: the log-start-offset checkpoint `ticket` is durable (DeleteRecords). */
+ * gr_req_await (or from inside the handler, where the request is parked). Return 1 when queued, 0 when the
+ * condition already holds or failed (nothing queued, no re-check made: the caller re-checks), -ENOMEM when
+ * out of arena memory (the deadline still ends the wait). committed: the visible offset reaches end_offset
+ * (acks=-1, OffsetCommit); data: data is visible past `offset`, waited again after each re-check that did not
+ * finish (long poll); log start: the log-start-offset checkpoint `ticket` is durable (DeleteRecords). */
 int gr_req_wait_committed(struct gr_req *req, struct gr_log *log, int64_t end_offset);
 int gr_req_wait_data(struct gr_req *req, struct gr_log *log, int64_t offset);
 int gr_req_wait_log_start(struct gr_req *req, struct gr_log *log, int64_t ticket);
+/* Until committed, on a set of partitions (Produce acks=-1): the request's commit set, a state slot made
+ * before its appends with room for `max` partitions (returns false when out of arena memory: nothing
+ * appended yet, close). gr_req_commits_add notes that `log`'s visible offset must reach `end_offset`
+ * before the answer (`ctx`: the caller's, given back to `failed`). gr_req_await_commits declares the wait
+ * (gr_req_await) with `timeout_ms` and returns GR_HANDLER_WAIT, or GR_HANDLER_DONE when nothing was noted;
+ * the request is finished once every noted partition is committed or failed: `failed` fills the answer
+ * of a partition that went offline (KAFKA_STORAGE_ERROR) or that the deadline caught short
+ * (REQUEST_TIMED_OUT). Checked at once: a set already committed finishes the request inside the call. */
+bool gr_req_commits_new(struct gr_req *req, int max);
+void gr_req_commits_add(struct gr_req *req, struct gr_log *log, int64_t end_offset, void *ctx);
+enum gr_handler_rc gr_req_await_commits(struct gr_req *req, int64_t timeout_ms,
+                                        void (*failed)(struct gr_req *req, void *ctx, int16_t error_code));
+/* Until the partitions are appendable (partition/gate.c, per-partition order): enters the request into the
+ * append gate with `logs` (n distinct, borrowed until `run` ran) and runs `run` (the appends) once every
+ * active file is pinned and open, then drops the pins; `run`'s result is acted on as a handler's (at once:
+ * returned; later: gr_req_complete). Returns `run`'s result, GR_HANDLER_WAIT while queued or reopening,
+ * or GR_HANDLER_CLOSE when out of memory (nothing appended). Needs the broker's I/O pool. */
+enum gr_handler_rc gr_req_await_appendable(struct gr_req *req, struct gr_log **logs, int n,
+                                           gr_handler_fn run);
 /* Re-checks every parked request now (topic deletion). O(parked): not for the append path. */
 void gr_broker_wake_parked(struct gr_broker *b);
 
@@ -258,9 +291,8 @@ void gr_req_advertised(const struct gr_req *req, const char **host, int32_t *por
 int gr_req_own_slice(struct gr_req *req, const struct gr_log_slice *slice);
 /* Frees a request and everything it owns. */
 void gr_req_free(struct gr_req *req);
-/* Takes a parked request out of the parked list (its waits and deadline end) without finishing it: e.g. a
- * handler that parked it before its work (Produce waiting for a file reopen) runs that work now and may
- * park again. */
+/* Takes a parked request out of the parked list (its waits and deadline end) without finishing it: the group
+ * binding's defer (groups.c) before it runs the request's handler, and request.c. Not for handlers. */
 void gr_req_unpark(struct gr_req *req);
 
 /* The API table (apis.c, from apis.def). gr_api_find returns the row of `api_key` (borrowed, static), NULL

@@ -3,10 +3,13 @@
  * encodes and frees it.
  *
  * A request is made by its connection (server/net.c), decoded and routed by server/dispatch.c, and run by
- * its API's handler (gr_req_run, through the API row's pointer). The handler either answers at once
- * (GR_HANDLER_DONE: gr_req_complete encodes and hands the answer to the connection) or parks it
- * (gr_req_park): the request joins the broker's parked list, with its own ev_timer as deadline (libev keeps
- * timers in a heap: parking and expiry cost O(log parked)) and waits on named conditions of its partitions
+ * its API's handler (gr_req_run, through the API row's pointer). gr_req_run parks every request before its
+ * handler runs (a list insert, no timer), so the handler may register waits at any point; the handler
+ * either answers at once (GR_HANDLER_DONE: gr_req_complete unparks, encodes and hands the answer to the
+ * connection) or declares what it waits for (gr_req_await: re-check, expire, timeout) and returns
+ * GR_HANDLER_WAIT. Handlers never park or arm a deadline themselves (scripts/lint.py checks it). A parked
+ * request has its own ev_timer as deadline (libev keeps timers in a heap: parking and expiry cost
+ * O(log parked)) and waits on named conditions of its partitions
  * (gr_req_wait_committed, gr_req_wait_data, gr_req_wait_log_start: partition/partition.h), whose done hooks
  * run req->recheck; the deadline runs req->expire. Finishing unparks, which cancels its remaining waits and
  * its deadline. The answer is encoded here into the output chain (memory chunks cut around file-kind records
@@ -15,6 +18,9 @@
  * peer name) goes through the broker's request sink (b->req_sink), set by gr_net_init; without one (unit
  * tests) there is no connection to tell. Modules keep per-request state in generic slots (gr_req_state),
  * keyed by an address of their own, instead of fields of struct gr_req.
+ * A request finished inside its handler (a wait already satisfied, a coordinator answering inside the call)
+ * may already be sent and freed when the handler returns GR_HANDLER_WAIT: nothing here touches it then,
+ * and gr_req_await leaves a finished request alone.
  * Invariants: a request is parked at most once at a time; it belongs to one connection or none (then
  * finishing it frees it); everything it owns (arena, frame, slices, its cold-read engine's pins, output) is
  * freed by gr_req_free. Read next: server/broker.h (struct gr_req), server/dispatch.c, server/net.c.
@@ -25,6 +31,7 @@
 
 #include "common/log.h"
 #include "common/time.h"
+#include "protocol/errors.h"
 #include "server/broker.h"
 
 /* ---- per-request state slots ---- */
@@ -129,22 +136,41 @@ static void deadline_cb(struct ev_loop *loop, ev_timer *w, int revents)
     if (req->expire) req->expire(req);
 }
 
+/* Arms (or moves) the deadline of the parked `req`; INT64_MAX: none. */
+static void arm_deadline(struct gr_req *req, int64_t deadline_ms)
+{
+    struct gr_broker *b = req->broker;
+    ev_timer_stop(b->loop, &req->deadline_w);
+    req->deadline_ms = deadline_ms;
+    if (deadline_ms == INT64_MAX) return;
+    int64_t after_ms = deadline_ms - gr_time_mono_ms();
+    ev_timer_init(&req->deadline_w, deadline_cb, after_ms > 0 ? (double)after_ms / 1000.0 : 0, 0);
+    req->deadline_w.data = req;
+    ev_timer_start(b->loop, &req->deadline_w);
+}
+
 void gr_req_park(struct gr_req *req, int64_t deadline_ms)
 {
     struct gr_broker *b = req->broker;
-    req->deadline_ms = deadline_ms;
     req->parked = true;
     req->wait_prev = NULL;
     req->wait_next = b->parked_head;
     if (b->parked_head) b->parked_head->wait_prev = req;
     b->parked_head = req;
     b->parked_count++;
-    if (deadline_ms != INT64_MAX) {
-        int64_t after_ms = deadline_ms - gr_time_mono_ms();
-        ev_timer_init(&req->deadline_w, deadline_cb, after_ms > 0 ? (double)after_ms / 1000.0 : 0, 0);
-        req->deadline_w.data = req;
-        ev_timer_start(b->loop, &req->deadline_w);
-    }
+    arm_deadline(req, deadline_ms);
+}
+
+enum gr_handler_rc gr_req_await(struct gr_req *req, const struct gr_await *a)
+{
+    if (req->done) return GR_HANDLER_WAIT; /* finished inside its handler: never parked or armed again */
+    struct gr_await none = {0};
+    if (!a) a = &none;
+    req->recheck = a->recheck;
+    req->expire = a->expire;
+    if (!req->parked) gr_req_park(req, INT64_MAX);
+    arm_deadline(req, a->expire ? gr_time_mono_ms() + (a->timeout_ms > 0 ? a->timeout_ms : 0) : INT64_MAX);
+    return GR_HANDLER_WAIT;
 }
 
 void gr_req_unpark(struct gr_req *req)
@@ -219,6 +245,119 @@ int gr_req_wait_log_start(struct gr_req *req, struct gr_log *log, int64_t ticket
     return req_wait(req, log, false, gr_partition_wait_log_start_durable, ticket);
 }
 
+/* ---- until committed on a set of partitions; until the partitions are appendable ---- */
+
+struct req_commit {
+    struct gr_log *log; /* NULL once committed or failed */
+    int64_t end_offset;
+    void *ctx;
+};
+
+struct req_commits {
+    struct req_commit *items;
+    int count, max;
+    void (*failed)(struct gr_req *req, void *ctx, int16_t error_code);
+};
+
+static const char commits_key;
+
+bool gr_req_commits_new(struct gr_req *req, int max)
+{
+    struct req_commits *cs = gr_req_state_add(req, &commits_key, sizeof *cs);
+    if (!cs || !(cs->items = gr_arena_calloc(&req->arena, (size_t)max + 1, sizeof *cs->items))) return false;
+    cs->max = max;
+    return true;
+}
+
+void gr_req_commits_add(struct gr_req *req, struct gr_log *log, int64_t end_offset, void *ctx)
+{
+    struct req_commits *cs = gr_req_state(req, &commits_key);
+    if (cs && cs->count < cs->max) cs->items[cs->count++] = (struct req_commit){log, end_offset, ctx};
+}
+
+static bool commits_recheck(struct gr_req *req)
+{
+    struct req_commits *cs = gr_req_state(req, &commits_key);
+    for (int i = 0; i < cs->count; i++) {
+        struct req_commit *c = &cs->items[i];
+        if (!c->log) continue;
+        if (gr_log_offline(c->log)) {
+            cs->failed(req, c->ctx, GR_ERR_KAFKA_STORAGE_ERROR);
+            c->log = NULL;
+        } else if (gr_partition_visible_offset(gr_broker_partition(req->broker, c->log)) >= c->end_offset) {
+            c->log = NULL;
+        } else {
+            return false;
+        }
+    }
+    gr_req_finish(req);
+    return true;
+}
+
+static void commits_expire(struct gr_req *req)
+{
+    struct req_commits *cs = gr_req_state(req, &commits_key);
+    for (int i = 0; i < cs->count; i++)
+        if (cs->items[i].log) cs->failed(req, cs->items[i].ctx, GR_ERR_REQUEST_TIMED_OUT);
+    gr_req_finish(req);
+}
+
+enum gr_handler_rc gr_req_await_commits(struct gr_req *req, int64_t timeout_ms,
+                                        void (*failed)(struct gr_req *req, void *ctx, int16_t error_code))
+{
+    struct req_commits *cs = gr_req_state(req, &commits_key);
+    if (!cs || cs->count == 0) return GR_HANDLER_DONE;
+    cs->failed = failed;
+    gr_req_await(req, &(struct gr_await){
+                          .recheck = commits_recheck, .expire = commits_expire, .timeout_ms = timeout_ms});
+    if (commits_recheck(req)) return GR_HANDLER_WAIT; /* already committed: finished inside */
+    bool held = false; /* cannot be: the recheck above saw every waited partition short of its offset */
+    for (int i = 0; i < cs->count; i++)
+        if (cs->items[i].log && gr_req_wait_committed(req, cs->items[i].log, cs->items[i].end_offset) == 0)
+            held = true;
+    if (held) commits_recheck(req);
+    return GR_HANDLER_WAIT;
+}
+
+struct req_gate {
+    struct gr_append_gate gate;
+    gr_handler_fn run;
+};
+
+static const char gate_key;
+
+/* Runs the appends of a request whose files are pinned and open, then drops the pins. */
+static enum gr_handler_rc run_pinned(struct gr_req *req, gr_handler_fn run)
+{
+    enum gr_handler_rc rc = run(req);
+    gr_cold_unpin(&req->cold);
+    return rc;
+}
+
+/* A gated request's turn: its partitions are appendable (or nothing could be pinned: -ENOMEM). It is
+   parked with no deadline; what `run` declares replaces that. */
+static void req_gate_done(struct gr_append_gate *g, int err)
+{
+    struct gr_req *req = g->ctx;
+    struct req_gate *rg = gr_req_state(req, &gate_key);
+    gr_req_complete(req, err ? GR_HANDLER_CLOSE : run_pinned(req, rg->run));
+}
+
+enum gr_handler_rc gr_req_await_appendable(struct gr_req *req, struct gr_log **logs, int n, gr_handler_fn run)
+{
+    struct gr_broker *b = req->broker;
+    struct req_gate *rg = gr_req_state_add(req, &gate_key, sizeof *rg);
+    struct gr_gate_entry *entries = gr_arena_calloc(&req->arena, (size_t)n + 1, sizeof *entries);
+    if (!rg || !entries) return GR_HANDLER_CLOSE;
+    rg->run = run;
+    gr_cold_init(&req->cold, b->parts, b->iopool, NULL, NULL); /* the gate sets its hook */
+    int r = gr_gate_enter(&rg->gate, b->parts, &req->cold, logs, entries, n, req_gate_done, req);
+    if (r < 0) return GR_HANDLER_CLOSE;
+    if (r == 1) return run_pinned(req, run);
+    /* waits before any append (no recheck, no deadline: the gate runs it); finishing it unparks it */
+    return gr_req_await(req, NULL);
+}
+
 void gr_broker_wake_parked(struct gr_broker *b)
 {
     struct gr_req *r = b->parked_head;
@@ -235,6 +374,9 @@ void gr_broker_wake_parked(struct gr_broker *b)
 
 void gr_req_run(struct gr_req *req)
 {
+    /* parked while its handler runs: waits may be registered at any point, and a connection closed
+       meanwhile leaves the request to be freed when it finishes (server/net.c) */
+    if (!req->parked) gr_req_park(req, INT64_MAX);
     gr_req_complete(req, req->api->handler(req));
 }
 

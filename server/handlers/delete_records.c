@@ -159,11 +159,9 @@ enum gr_handler_rc gr_handle_delete_records(struct gr_req *req)
         return GR_HANDLER_DONE;
     }
     req->hstate = st;
-    req->recheck = dr_recheck;
-    req->expire = dr_expire;
     int64_t wait_ms =
         body->timeout_ms > DELETE_RECORDS_WAIT_MS_MIN ? body->timeout_ms : DELETE_RECORDS_WAIT_MS_MIN;
-    gr_broker_park(b, req, gr_time_mono_ms() + wait_ms);
+    gr_req_await(req, &(struct gr_await){.recheck = dr_recheck, .expire = dr_expire, .timeout_ms = wait_ms});
     /* until the log start offset is durable, on every moved partition (out of memory: the deadline ends it)
      */
     for (int i = 0; i < st->count; i++)

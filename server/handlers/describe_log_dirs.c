@@ -139,7 +139,7 @@ enum gr_handler_rc gr_handle_describe_log_dirs(struct gr_req *req)
         return GR_HANDLER_DONE;
     }
     q->parked = true;
-    gr_broker_park(b, req, INT64_MAX); /* usage_done answers */
+    gr_req_await(req, NULL); /* usage_done answers */
     gr_store_log_dir_usage(b->store, b->iopool, &q->u);
     return GR_HANDLER_WAIT;
 }

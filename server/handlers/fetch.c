@@ -188,12 +188,12 @@ enum gr_handler_rc gr_handle_fetch(struct gr_req *req)
     req->hstate = gr_arena_calloc(&req->arena, 1, sizeof(struct fetch_state));
     if (!req->hstate) return GR_HANDLER_CLOSE;
     struct fetch_state *st = req->hstate;
-    req->recheck = fetch_recheck;
-    req->expire = fetch_expire;
     gr_cold_init(&req->cold, req->broker->parts, req->broker->iopool, fetch_cold_done, req);
     st->final = body->max_wait_ms <= 0;
-    /* Parked from the start (a parked request is freed only once finished; finishing it unparks it). */
-    gr_broker_park(req->broker, req, st->final ? INT64_MAX : gr_time_mono_ms() + body->max_wait_ms);
+    /* Declared from the start (a parked request is freed only once finished; finishing it unparks it). */
+    gr_req_await(req, &(struct gr_await){.recheck = fetch_recheck,
+                                         .expire = st->final ? NULL : fetch_expire,
+                                         .timeout_ms = body->max_wait_ms});
     fetch_step(req); /* answered inside, a cold-read round goes on, or it waits for data */
     return GR_HANDLER_WAIT;
 }

@@ -64,6 +64,5 @@ enum gr_handler_rc gr_handle_init_producer_id(struct gr_req *req)
     gr_producer_id_wait(b->producer_ids, &pr->w); /* may answer at once */
     if (!gr_producer_id_waiting(&pr->w)) return GR_HANDLER_DONE;
     pr->parked = true;
-    gr_broker_park(b, req, INT64_MAX); /* id_done finishes it */
-    return GR_HANDLER_WAIT;
+    return gr_req_await(req, NULL); /* id_done finishes it */
 }

@@ -82,10 +82,8 @@ enum gr_handler_rc gr_handle_join_group(struct gr_req *req)
         .api_version = req->hdr.request_api_version,
         .waiter = req,
     };
-    req->recheck = NULL;
-    req->expire = NULL;
-    /* park first: the answer may come inside the call (then finishing unparks it) */
-    gr_broker_park(b, req, INT64_MAX);
+    /* declared first: the answer may come inside the call (then finishing unparks it) */
+    gr_req_await(req, NULL);
     gr_coord_join(b->coord, &p);
     return GR_HANDLER_WAIT;
 }

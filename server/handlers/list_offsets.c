@@ -190,8 +190,8 @@ enum gr_handler_rc gr_handle_list_offsets(struct gr_req *req)
     gr_cold_init(&req->cold, req->broker->parts, req->broker->iopool, lo_cold_done, req);
     if (!fill(req)) return GR_HANDLER_CLOSE;
     if (!gr_cold_pending(&req->cold)) return GR_HANDLER_DONE;
-    /* Parked until the rounds end (no recheck, no deadline); finishing it unparks it. */
-    gr_broker_park(req->broker, req, INT64_MAX);
+    /* Waits until the rounds end (no recheck, no deadline); finishing it unparks it. */
+    gr_req_await(req, NULL);
     gr_cold_wait(&req->cold);
     return GR_HANDLER_WAIT;
 }

@@ -146,10 +146,10 @@ enum gr_handler_rc gr_handle_offset_commit(struct gr_req *req)
         return GR_HANDLER_DONE;
     }
     req->hstate = st;
-    req->recheck = commit_recheck;
-    req->expire = commit_expire;
+    gr_req_await(req, &(struct gr_await){.recheck = commit_recheck,
+                                         .expire = commit_expire,
+                                         .timeout_ms = OFFSET_COMMIT_TIMEOUT_MS});
     if (commit_recheck(req)) return GR_HANDLER_WAIT; /* already committed: finished inside */
-    gr_broker_park(b, req, gr_time_mono_ms() + OFFSET_COMMIT_TIMEOUT_MS);
     /* until committed: re-checked once the offsets partition's visible offset passes the commit */
     if (gr_req_wait_committed(req, commit_log(req, st), st->end_offset) == 0) commit_recheck(req);
     return GR_HANDLER_WAIT;

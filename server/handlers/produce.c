@@ -18,18 +18,12 @@
  * the transactional bit, is refused on every partition with TRANSACTIONAL_ID_AUTHORIZATION_FAILED (the
  * latter is Kafka's answer without a transactional id); control batches are INVALID_RECORD.
  *
- * Files closed by the fd cap (gregor.open.files.max): an idle partition's active segment file may be
- * closed. Before its appends a Produce pins the active file of EVERY partition it names
- * (gr_log_append_prepare), open or closed, so the cap closes none of them while the request runs, even when
- * it names more partitions than the cap (they exceed it until the next cap pass after the appends). When
- * some were closed, the request is parked BEFORE any append while one I/O pool job (allocated once per
- * request) reopens them, so the network thread never opens a file; then it appends and drops the pins.
- * Only a roll of one of its partitions meanwhile (retention rolling an expired active segment) takes
- * another round; a file the pool could not open answers KAFKA_STORAGE_ERROR for its partition. To keep the
- * order of appends to a partition (idempotent producers pipeline), a later Produce naming a partition of a
- * parked one queues behind it (partition/gate.c, per-partition order); a Produce sharing no partition with
- * the gate goes ahead at once. Out of request memory, the connection is closed before any append. Read next:
- * server/handlers/fetch.c.
+ * Files closed by the fd cap (gregor.open.files.max): before its appends a Produce waits until every
+ * partition it names is appendable (gr_req_await_appendable, server/request.c over partition/gate.c): their
+ * active files pinned, the closed ones reopened on the I/O pool, in per-partition order behind earlier
+ * Produces; a file the pool could not open answers KAFKA_STORAGE_ERROR for its partition. Out of request
+ * memory, the connection is closed before any append. acks=-1 waits until committed on every appended
+ * partition (gr_req_await_commits). Response shaping: produce_request.c. Read next: server/handlers/fetch.c.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -42,55 +36,17 @@
 #include "server/handlers/handlers.h"
 #include "server/handlers/produce_request.h"
 
-struct produce_wait {
-    struct gr_produce_response_partition_produce_response *pr;
-    struct gr_log *log;
-    int64_t end_offset; /* durable once the log's durable offset reaches this */
-};
-
 struct produce_state {
-    struct produce_wait *waits;
-    int count;
-    /* the append gate (see the top of the file; pins and the reopen round in req->cold) */
-    struct gr_log **logs; /* the request's partitions that exist (arena) */
+    struct gr_log **logs; /* the request's partitions that exist (arena), for the append gate */
     int nlogs;
-    struct gr_gate_entry *entries; /* its places in their gate queues (arena, nlogs) */
-    struct gr_append_gate gate;
     bool txn_refused; /* every partition answers TRANSACTIONAL_ID_AUTHORIZATION_FAILED (no appends) */
 };
 
-/* A partition's error with no message (null on the wire) or a static one. */
-static void set_error(struct gr_produce_response_partition_produce_response *pr, int16_t code,
-                      const char *msg)
+/* A partition the acks=-1 wait gave up on (offline, or timed out): its error. */
+static void commit_failed(struct gr_req *req, void *pr, int16_t error_code)
 {
-    pr->error_code = code;
-    pr->base_offset = -1;
-    pr->error_message = msg ? gr_str_c(msg) : GR_STR_NULL;
-}
-
-/* Copies one partition's produce result into its response entry (record errors into the request arena).
-   Returns false when out of memory. */
-static bool fill_partition(struct gr_req *req, const struct gr_produce_result *r,
-                           struct gr_produce_response_partition_produce_response *pr)
-{
-    pr->error_code = r->error_code;
-    pr->base_offset = r->base_offset;
-    pr->log_append_time_ms = r->log_append_time_ms;
-    pr->log_start_offset = r->log_start_offset;
-    pr->error_message = r->error_message ? gr_str_c(r->error_message) : GR_STR_NULL;
-    if (!r->record_error_count) return true;
-    struct gr_produce_response_batch_index_and_error_message *items =
-        gr_arena_calloc(&req->arena, (size_t)r->record_error_count, sizeof *items);
-    if (!items) return false;
-    for (int i = 0; i < r->record_error_count; i++) {
-        gr_produce_response_batch_index_and_error_message_init(&items[i]);
-        items[i].batch_index = r->record_errors[i].batch_index;
-        const char *m = r->record_errors[i].message;
-        items[i].batch_index_error_message = m ? gr_str_c(m) : GR_STR_NULL;
-    }
-    pr->record_errors.items = items;
-    pr->record_errors.count = r->record_error_count;
-    return true;
+    (void)req;
+    gr_produce_partition_error(pr, error_code, NULL);
 }
 
 /* Validates and appends one partition's records (gr_partition_produce) and fills `pr`. Returns the appended
@@ -102,7 +58,7 @@ static struct gr_log *produce_partition(struct gr_req *req, struct gr_topic *t, 
 {
     struct gr_log *log = t ? gr_topic_log(t, partition) : NULL;
     if (!log) {
-        set_error(pr, GR_ERR_UNKNOWN_TOPIC_OR_PARTITION, NULL);
+        gr_produce_partition_error(pr, GR_ERR_UNKNOWN_TOPIC_OR_PARTITION, NULL);
         return NULL;
     }
     struct gr_produce_args args = {.records = (uint8_t *)records.ptr, /* the request buffer: ours to patch */
@@ -113,37 +69,9 @@ static struct gr_log *produce_partition(struct gr_req *req, struct gr_topic *t, 
     struct gr_produce_result r;
     int16_t err = gr_partition_produce(gr_broker_partition(req->broker, log), gr_topic_policy(t), &args,
                                        &req->arena, &r);
-    if (!fill_partition(req, &r, pr)) /* out of memory: the refusal without its record list */
-        pr->record_errors.count = 0;
+    gr_produce_fill_partition(&r, pr, &req->arena);
     *end_offset = r.end_offset;
     return err ? NULL : log;
-}
-
-static bool produce_recheck(struct gr_req *req)
-{
-    struct produce_state *st = req->hstate;
-    for (int i = 0; i < st->count; i++) {
-        struct produce_wait *w = &st->waits[i];
-        if (!w->log) continue;
-        if (gr_log_offline(w->log)) {
-            set_error(w->pr, GR_ERR_KAFKA_STORAGE_ERROR, NULL);
-            w->log = NULL;
-        } else if (gr_partition_visible_offset(gr_broker_partition(req->broker, w->log)) >= w->end_offset) {
-            w->log = NULL;
-        } else {
-            return false;
-        }
-    }
-    gr_req_finish(req);
-    return true;
-}
-
-static void produce_expire(struct gr_req *req)
-{
-    struct produce_state *st = req->hstate;
-    for (int i = 0; i < st->count; i++)
-        if (st->waits[i].log) set_error(st->waits[i].pr, GR_ERR_REQUEST_TIMED_OUT, NULL);
-    gr_req_finish(req);
 }
 
 /* Validates and appends every partition, then answers or parks for durability. */
@@ -156,7 +84,6 @@ static enum gr_handler_rc produce_run(struct gr_req *req)
     bool bad_acks = body->acks != 0 && body->acks != 1 && body->acks != -1;
     int32_t ntopics = body->topic_data.count > 0 ? body->topic_data.count : 0;
     struct produce_state *st = req->hstate;
-    st->count = 0;
     if (!gr_produce_response_alloc(req->body, req->resp, &req->arena))
         return GR_HANDLER_CLOSE; /* before any append: nothing half done */
     bool any_error = false;
@@ -188,7 +115,7 @@ static enum gr_handler_rc produce_run(struct gr_req *req)
             gr_produce_response_partition_produce_response_init(pr);
             pr->index = pd->index;
             if (topic_err) {
-                set_error(pr, topic_err, topic_msg);
+                gr_produce_partition_error(pr, topic_err, topic_msg);
                 any_error = true;
                 continue;
             }
@@ -198,55 +125,23 @@ static enum gr_handler_rc produce_run(struct gr_req *req)
                 any_error = true;
                 continue;
             }
-            st->waits[st->count++] = (struct produce_wait){pr, log, end_offset};
+            gr_req_commits_add(req, log, end_offset, pr);
         }
     }
     if (body->acks == 0) return any_error ? GR_HANDLER_CLOSE : GR_HANDLER_NO_RESPONSE;
-    if (body->acks == -1 && st->count) {
-        req->recheck = produce_recheck;
-        req->expire = produce_expire;
-        if (produce_recheck(req)) return GR_HANDLER_WAIT; /* already committed: finished inside recheck */
-        int64_t timeout = body->timeout_ms > 0 ? body->timeout_ms : 0;
-        gr_broker_park(b, req, gr_time_mono_ms() + timeout);
-        bool held = false; /* cannot be: the recheck above saw every waited partition short of its offset */
-        for (int i = 0; i < st->count; i++)
-            if (st->waits[i].log &&
-                gr_req_wait_committed(req, st->waits[i].log, st->waits[i].end_offset) == 0)
-                held = true;
-        if (held) produce_recheck(req);
-        return GR_HANDLER_WAIT;
-    }
+    if (body->acks == -1) return gr_req_await_commits(req, body->timeout_ms, commit_failed);
     return GR_HANDLER_DONE;
 }
 
-/* ---- the produce gate: until the partition is appendable (partition/gate.c) ---- */
-
-/* Appends every partition of a request whose files are pinned and open, then drops the pins. */
-static enum gr_handler_rc produce_run_pinned(struct gr_req *req)
-{
-    enum gr_handler_rc rc = produce_run(req);
-    gr_cold_unpin(&req->cold);
-    return rc;
-}
-
-/* A gated request's turn: its partitions are appendable (or nothing could be pinned: -ENOMEM). */
-static void gate_done(struct gr_append_gate *g, int err)
-{
-    struct gr_req *req = g->ctx;
-    gr_req_unpark(req);
-    gr_req_complete(req, err ? GR_HANDLER_CLOSE : produce_run_pinned(req));
-}
-
-/* The request's partitions that exist, found as produce_run finds them (distinct: merge_duplicates ran),
-   with room for their gate entries. Returns false when out of memory. */
+/* The request's partitions that exist, found as produce_run finds them (distinct: merge_duplicates ran), for
+   the append gate. Returns false when out of memory. */
 static bool collect_logs(struct gr_req *req, struct produce_state *st, int total)
 {
     struct gr_produce_request *body = req->body;
     struct gr_broker *b = req->broker;
     int16_t v = req->hdr.request_api_version;
     st->logs = gr_arena_calloc(&req->arena, (size_t)total + 1, sizeof *st->logs);
-    st->entries = gr_arena_calloc(&req->arena, (size_t)total + 1, sizeof *st->entries);
-    if (!st->logs || !st->entries) return false;
+    if (!st->logs) return false;
     for (int32_t i = 0; i < body->topic_data.count; i++) {
         struct gr_produce_request_topic_produce_data *td = &body->topic_data.items[i];
         struct gr_topic *t =
@@ -272,19 +167,11 @@ enum gr_handler_rc gr_handle_produce(struct gr_req *req)
                      ? body->topic_data.items[i].partition_data.count
                      : 0;
     struct produce_state *st = gr_arena_calloc(&req->arena, 1, sizeof *st);
-    if (!st) return GR_HANDLER_CLOSE;
-    st->waits = gr_arena_calloc(&req->arena, (size_t)total + 1, sizeof *st->waits);
-    if (!st->waits) return GR_HANDLER_CLOSE;
+    if (!st || !gr_req_commits_new(req, total)) return GR_HANDLER_CLOSE;
     req->hstate = st;
     st->txn_refused = gr_produce_request_transactional(body);
     bool bad_acks = body->acks != 0 && body->acks != 1 && body->acks != -1;
     if (!b->iopool || bad_acks || st->txn_refused) return produce_run(req); /* no appends */
     if (!collect_logs(req, st, total)) return GR_HANDLER_CLOSE;
-    gr_cold_init(&req->cold, b->parts, b->iopool, NULL, NULL); /* the gate sets its hook */
-    int r = gr_gate_enter(&st->gate, b->parts, &req->cold, st->logs, st->entries, st->nlogs, gate_done, req);
-    if (r < 0) return GR_HANDLER_CLOSE;
-    if (r == 1) return produce_run_pinned(req);
-    /* Parked before any append (no recheck, no deadline: the gate runs it); finishing it unparks it. */
-    gr_broker_park(b, req, INT64_MAX);
-    return GR_HANDLER_WAIT;
+    return gr_req_await_appendable(req, st->logs, st->nlogs, produce_run);
 }

@@ -2,7 +2,8 @@
  * produce_request.c: Produce request shaping, pure over the decoded request and an arena
  * (produce_request.h): the repeated topics and partitions merged as Kafka's map of them does (sorting keys,
  * so O(n log n) in the request's topics and partitions: a Produce may name millions of partitions (a 100 MiB
- * frame of empty entries), so no pairwise comparison), the transactional refusal check, the response arrays.
+ * frame of empty entries), so no pairwise comparison), the transactional refusal check, the response arrays
+ * and a partition's entry filled from its produce result or an error.
  * Read next: server/handlers/produce.c.
  */
 #include <stdint.h>
@@ -154,4 +155,35 @@ bool gr_produce_request_transactional(const struct gr_produce_request *body)
         }
     }
     return false;
+}
+
+void gr_produce_partition_error(struct gr_produce_response_partition_produce_response *pr, int16_t code,
+                                const char *msg)
+{
+    pr->error_code = code;
+    pr->base_offset = -1;
+    pr->error_message = msg ? gr_str_c(msg) : GR_STR_NULL;
+}
+
+void gr_produce_fill_partition(const struct gr_produce_result *r,
+                               struct gr_produce_response_partition_produce_response *pr,
+                               struct gr_arena *arena)
+{
+    pr->error_code = r->error_code;
+    pr->base_offset = r->base_offset;
+    pr->log_append_time_ms = r->log_append_time_ms;
+    pr->log_start_offset = r->log_start_offset;
+    pr->error_message = r->error_message ? gr_str_c(r->error_message) : GR_STR_NULL;
+    if (!r->record_error_count) return;
+    struct gr_produce_response_batch_index_and_error_message *items =
+        gr_arena_calloc(arena, (size_t)r->record_error_count, sizeof *items);
+    if (!items) return; /* the refusal without its record list */
+    for (int i = 0; i < r->record_error_count; i++) {
+        gr_produce_response_batch_index_and_error_message_init(&items[i]);
+        items[i].batch_index = r->record_errors[i].batch_index;
+        const char *m = r->record_errors[i].message;
+        items[i].batch_index_error_message = m ? gr_str_c(m) : GR_STR_NULL;
+    }
+    pr->record_errors.items = items;
+    pr->record_errors.count = r->record_error_count;
 }

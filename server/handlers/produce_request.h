@@ -1,8 +1,9 @@
 /*
  * produce_request.h: request shaping for Produce, before any partition is touched: Kafka keeps a
  * ProduceRequest's partitions in a map, so a topic or partition named twice is one; a transactional request
- * is refused as a whole; the response's arrays mirror the request's. Pure over the decoded
- * request (protocol/gen) and an arena: no broker, no partition.
+ * is refused as a whole; the response's arrays mirror the request's, and a partition's entry is filled
+ * from its plain produce result (partition/partition.h gr_produce_result) or an error. Pure over the
+ * decoded request (protocol/gen), the result and an arena: no broker, no partition state.
  * Read next: server/handlers/produce.c (its caller).
  */
 #ifndef GR_PRODUCE_REQUEST_H
@@ -11,6 +12,7 @@
 #include <stdbool.h>
 
 #include "common/arena.h"
+#include "partition/partition.h"
 #include "protocol/gen/messages.h"
 
 /* Kafka keeps the request's partitions in a map: a topic named twice is one topic, and a partition named
@@ -31,5 +33,13 @@ bool gr_produce_response_alloc(const struct gr_produce_request *body, struct gr_
    not built) or, without one, when the first batch of any partition has the transactional bit
    (RequestUtils.hasTransactionalRecords). Returns true when refused so. */
 bool gr_produce_request_transactional(const struct gr_produce_request *body);
+/* Sets a partition's error with no message (`msg` NULL: null on the wire) or a static one; base_offset -1. */
+void gr_produce_partition_error(struct gr_produce_response_partition_produce_response *pr, int16_t code,
+                                const char *msg);
+/* Copies one partition's produce result into its response entry (record errors, KIP-467, into `arena`).
+   Out of memory: the refusal without its record list. */
+void gr_produce_fill_partition(const struct gr_produce_result *r,
+                               struct gr_produce_response_partition_produce_response *pr,
+                               struct gr_arena *arena);
 
 #endif

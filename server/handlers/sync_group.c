@@ -37,9 +37,7 @@ enum gr_handler_rc gr_handle_sync_group(struct gr_req *req)
         .api_version = v,
         .waiter = req,
     };
-    req->recheck = NULL;
-    req->expire = NULL;
-    gr_broker_park(b, req, INT64_MAX); /* the answer may come inside the call (finishing unparks it) */
+    gr_req_await(req, NULL); /* first: the answer may come inside the call (finishing unparks it) */
     gr_coord_sync(b->coord, &p);
     return GR_HANDLER_WAIT;
 }

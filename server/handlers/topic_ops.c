@@ -78,8 +78,8 @@ enum gr_handler_rc gr_req_topic_ops_wait(struct gr_req *req, void (*all_done)(st
     }
     s->all_done = all_done;
     s->parked = true;
-    gr_req_park(req, INT64_MAX); /* the last completion answers (release) */
-    s->pending--;                /* the handler's hold */
+    gr_req_await(req, NULL); /* the last completion answers (release) */
+    s->pending--;            /* the handler's hold */
     return GR_HANDLER_WAIT;
 }
 
@@ -87,8 +87,7 @@ static void barrier_done(void *ctx, int err, struct gr_topic *t)
 {
     (void)err;
     (void)t;
-    struct gr_req *req = ctx;
-    gr_req_unpark(req);
+    struct gr_req *req = ctx; /* still parked: gr_req_run keeps it so */
     /* again from the start, now seeing every earlier operation's result; also when the connection closed
        meanwhile: the request was received, so its changes are made (as Kafka's controller does) */
     gr_req_run(req);
@@ -104,7 +103,7 @@ bool gr_req_topic_barrier(struct gr_req *req)
         gr_topic_op_free(op);
         return false;
     }
-    gr_req_park(req, INT64_MAX); /* barrier_done runs the handler */
+    gr_req_await(req, NULL); /* barrier_done runs the handler */
     gr_store_topic_op_submit(b->store, b->iopool, op, barrier_done, req);
     return true;
 }
