@@ -17,17 +17,34 @@
 #include "server/dynconf.h"
 #include "server/handlers/handlers.h"
 
+/* A message formatted into at most `cap` bytes (the terminating NUL included) and copied into the request's
+   arena; `fallback` when the arena is exhausted. The two config APIs keep their own caps (below). */
+static const char *vmsg(struct gr_req *req, size_t cap, const char *fallback, const char *fmt, va_list ap)
+    __attribute__((format(printf, 4, 0)));
+static const char *vmsg(struct gr_req *req, size_t cap, const char *fallback, const char *fmt, va_list ap)
+{
+    char buf[700];
+    vsnprintf(buf, cap < sizeof buf ? cap : sizeof buf, fmt, ap);
+    const char *m = gr_arena_strndup(&req->arena, buf, strlen(buf));
+    return m ? m : fallback;
+}
+
+/* AlterConfigs' and IncrementalAlterConfigs' messages (700 bytes; a fixed text when the arena is exhausted).
+ */
 static const char *msgf(struct gr_req *req, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static const char *msgf(struct gr_req *req, const char *fmt, ...)
 {
-    char buf[700];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
+    const char *m = vmsg(req, 700, "config change refused", fmt, ap);
     va_end(ap);
-    const char *m = gr_arena_strndup(&req->arena, buf, strlen(buf));
-    return m ? m : "config change refused";
+    return m;
 }
+
+/* Kafka's InvalidTopicException text for a name outside Topic.validate's rule. */
+#define TOPIC_NAME_INVALID                                                                                   \
+    "Topic name is invalid: '%.*s' must be 1 to 249 characters of ASCII alphanumerics, '.', '_' and '-', "   \
+    "and not '.' or '..'"
 
 #define STR_ARG(s) (int)((s).len > 0 ? (s).len : 0), ((s).ptr ? (s).ptr : "")
 
@@ -38,11 +55,7 @@ int16_t gr_alter_topic_check(struct gr_req *req, struct gr_str name, const char 
         return GR_ERR_INVALID_REQUEST;
     }
     if (!gr_topic_name_valid(name)) {
-        *msg = msgf(
-            req,
-            "Topic name is invalid: '%.*s' must be 1 to 249 characters of ASCII alphanumerics, '.', '_' and "
-            "'-', and not '.' or '..'",
-            STR_ARG(name));
+        *msg = msgf(req, TOPIC_NAME_INVALID, STR_ARG(name));
         return GR_ERR_INVALID_TOPIC_EXCEPTION;
     }
     return GR_ERR_NONE;
@@ -266,12 +279,11 @@ static const char *describe_msgf(struct gr_req *req, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 static const char *describe_msgf(struct gr_req *req, const char *fmt, ...)
 {
-    char buf[600];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
+    const char *m = vmsg(req, 600, NULL, fmt, ap);
     va_end(ap);
-    return gr_arena_strndup(&req->arena, buf, strlen(buf));
+    return m;
 }
 
 int16_t gr_describe_topic_check(struct gr_req *req, struct gr_str name, const char **msg)
@@ -281,11 +293,7 @@ int16_t gr_describe_topic_check(struct gr_req *req, struct gr_str name, const ch
         return GR_ERR_INVALID_TOPIC_EXCEPTION;
     }
     if (!gr_topic_name_valid(name)) {
-        *msg = describe_msgf(
-            req,
-            "Topic name is invalid: '%.*s' must be 1 to 249 characters of ASCII alphanumerics, '.', '_' and "
-            "'-', and not '.' or '..'",
-            STR_ARG(name));
+        *msg = describe_msgf(req, TOPIC_NAME_INVALID, STR_ARG(name));
         return GR_ERR_INVALID_TOPIC_EXCEPTION;
     }
     return GR_ERR_NONE;
