@@ -258,10 +258,11 @@ static void conn_read_cb(struct ev_loop *loop, ev_io *w, int revents)
     conn->last_active_ms = gr_time_mono_ms();
     for (int rounds = 0; rounds < 16 && conn->reading && !conn->closing; rounds++) {
         ssize_t n;
+        size_t want = conn->big ? conn->big_len - conn->big_have : GR_CONN_READ_BUF_BYTES - conn->rlen;
         if (conn->big) {
-            n = read(conn->fd, conn->big + conn->big_have, conn->big_len - conn->big_have);
+            n = read(conn->fd, conn->big + conn->big_have, want);
         } else {
-            n = read(conn->fd, conn->rbuf + conn->rlen, GR_CONN_READ_BUF_BYTES - conn->rlen);
+            n = read(conn->fd, conn->rbuf + conn->rlen, want);
         }
         if (n == 0) {
             gr_conn_close(conn, "peer closed");
@@ -286,6 +287,10 @@ static void conn_read_cb(struct ev_loop *loop, ev_io *w, int revents)
             if (!conn_parse(conn)) return;
         }
         conn_update_read(conn);
+        /* A short read drained the socket: stop without the read that would only return EAGAIN (one
+           syscall of five per small request); the watcher is level-triggered, so bytes that arrive later
+           call back. */
+        if ((size_t)n < want) break;
     }
     if (!conn->closing) conn_write(conn);
 }
