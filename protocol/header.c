@@ -1,6 +1,8 @@
 /* header.c: request/response header codec; see header.h for the layouts. */
 #include "protocol/header.h"
 
+#include "protocol/gen/messages.h"
+
 int gr_request_header_peek(const uint8_t *p, size_t len, int16_t *api_key, int16_t *api_version,
                            int32_t *correlation_id)
 {
@@ -51,10 +53,10 @@ int16_t gr_request_header_version(int16_t api_version, int16_t flexible_min)
     return (flexible_min >= 0 && api_version >= flexible_min) ? 2 : 1;
 }
 
-int16_t gr_response_header_version(int16_t api_key, int16_t api_version, int16_t flexible_min)
+int16_t gr_response_header_version(const struct gr_msg_ops *ops, int16_t api_version)
 {
-    if (api_key == 18) return 0; /* ApiVersions: always v0 (KIP-511) */
-    return (flexible_min >= 0 && api_version >= flexible_min) ? 1 : 0;
+    if (ops->header_version >= 0) return ops->header_version;
+    return (ops->flexible_min >= 0 && api_version >= ops->flexible_min) ? 1 : 0;
 }
 
 size_t gr_response_header_size(int16_t header_version)

@@ -15,6 +15,8 @@
 
 #include "protocol/wire.h"
 
+struct gr_msg_ops;
+
 struct gr_request_header {
     int16_t request_api_key;
     int16_t request_api_version;
@@ -33,8 +35,10 @@ int gr_request_header_decode(struct gr_rd *rd, int16_t header_version, struct gr
 /* Request header version for an API version: 2 for flexible versions, else 1. `flexible_min` is the
  * first flexible version of the API (-1 = none). */
 int16_t gr_request_header_version(int16_t api_version, int16_t flexible_min);
-/* Response header version: 1 for flexible versions, else 0; always 0 for ApiVersions (api key 18). */
-int16_t gr_response_header_version(int16_t api_key, int16_t api_version, int16_t flexible_min);
+/* Response header version of the response message `ops` (its codec row, protocol/gen/messages.h) at
+ * `api_version`: the version its schema fixes when it fixes one (ApiVersions: always 0, so a client that
+ * does not know the broker's versions can read it: KIP-511), else 1 for flexible versions and 0 below. */
+int16_t gr_response_header_version(const struct gr_msg_ops *ops, int16_t api_version);
 /* Bytes of a response header of `header_version` (no tagged fields written). */
 size_t gr_response_header_size(int16_t header_version);
 /* Writes a response header (correlation id, and an empty tagged section for v1). */

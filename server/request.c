@@ -96,7 +96,7 @@ int gr_req_own_slice(struct gr_req *req, const struct gr_log_slice *slice)
 static void encode_response(struct gr_req *req)
 {
     int16_t v = req->hdr.request_api_version;
-    int16_t hv = gr_response_header_version(req->hdr.request_api_key, v, req->resp_ops->flexible_min);
+    int16_t hv = gr_response_header_version(req->resp_ops, v);
     size_t body = req->resp_ops->size(req->resp, v);
     size_t total = gr_response_header_size(hv) + body;
     int ranges = 0;

@@ -110,8 +110,9 @@ class Struct:
 
 
 class Message:
-    def __init__(self, api_key, kind, name, valid, flexible):
+    def __init__(self, api_key, kind, name, valid, flexible, header=-1):
         self.api_key = api_key
+        self.header = header  # response header version fixed by the schema (`header N`), -1: by flexible
         self.kind = kind
         self.name = name
         self.valid = Versions(valid)
@@ -137,7 +138,12 @@ def parse_schema(path):
                 api_key, api_name = int(toks[1]), toks[2]
                 continue
             if toks[0] in ('request', 'response'):
-                cur = Message(api_key, toks[0], toks[1], toks[3], toks[5])
+                header = -1
+                if len(toks) == 8 and toks[6] == 'header' and toks[0] == 'response':
+                    header = int(toks[7])
+                elif len(toks) != 6:
+                    raise SystemExit('%s:%d: expected <kind> <name> valid <v> flexible <v> [header <n>]' % (path, lineno))
+                cur = Message(api_key, toks[0], toks[1], toks[3], toks[5], header)
                 cur.api_name = api_name
                 cur.root_fields = []
                 stack = [(0, cur.root_fields)]
@@ -310,6 +316,7 @@ def gen_header(msgs, out):
     w('    const char *name;')
     w('    int16_t version_min, version_max; /* Kafka 4.4.0 validVersions */')
     w('    int16_t flexible_min;             /* first flexible version, -1 none */')
+    w('    int16_t header_version;           /* response header version fixed by the schema, -1: by flexible_min */')
     w('    size_t struct_bytes;')
     w('    void (*init)(void *m);')
     w('    int (*decode)(struct gr_rd *rd, int16_t version, void *m);')
@@ -541,9 +548,9 @@ def gen_codec(msgs, out):
     w('const struct gr_msg_ops gr_msg_ops_table[] = {')
     for m in msgs:
         c = m.top.cname
-        w('    {%d, %s, "%s", %d, %d, %d, sizeof(struct %s), ops_init_%s, ops_decode_%s, ops_size_%s, ops_encode_%s, %s},' %
+        w('    {%d, %s, "%s", %d, %d, %d, %d, sizeof(struct %s), ops_init_%s, ops_decode_%s, ops_size_%s, ops_encode_%s, %s},' %
           (m.api_key, 'true' if m.kind == 'response' else 'false', m.name, m.valid.lo, m.valid.hi,
-           -1 if m.flexible.empty() else m.flexible.lo, c, c, c, c, c,
+           -1 if m.flexible.empty() else m.flexible.lo, m.header, c, c, c, c, c,
            'ops_file_bytes_' + c if has_records(m.top) else 'NULL'))
     w('};')
     w('const int gr_msg_ops_count = %d;' % len(msgs))

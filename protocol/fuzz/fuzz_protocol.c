@@ -357,7 +357,7 @@ static void fuzz_response(const uint8_t *p, size_t len)
     struct gr_rd rd;
     gr_rd_init(&rd, p + 4, len - 4, &a);
     (void)gr_rd_int32(&rd); /* correlation id */
-    if (gr_response_header_version(key, version, ops->flexible_min) >= 1) {
+    if (gr_response_header_version(ops, version) >= 1) {
         uint32_t n = gr_rd_tag_count(&rd);
         for (uint32_t i = 0; i < n && !rd.err; i++) {
             (void)gr_rd_uvarint(&rd);

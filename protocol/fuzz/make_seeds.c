@@ -51,7 +51,7 @@ static int message_seed(const char *dir, const struct gr_msg_ops *ops, int16_t v
         tops->random(rng, &a, m, v);
         size_t body = ops->size(m, v);
         struct gr_request_header h = {ops->api_key, v, 1000 + v, gr_str_c("seed-client"), {NULL, 0}};
-        int16_t hv = ops->response ? gr_response_header_version(ops->api_key, v, ops->flexible_min)
+        int16_t hv = ops->response ? gr_response_header_version(ops, v)
                                    : gr_request_header_version(v, ops->flexible_min);
         size_t head = ops->response ? 4 + gr_response_header_size(hv) : gr_request_header_size(&h, hv);
         size_t n = 1 + head + body;

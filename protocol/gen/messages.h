@@ -2308,6 +2308,7 @@ struct gr_msg_ops {
     const char *name;
     int16_t version_min, version_max; /* Kafka 4.4.0 validVersions */
     int16_t flexible_min;             /* first flexible version, -1 none */
+    int16_t header_version;           /* response header version fixed by the schema, -1: by flexible_min */
     size_t struct_bytes;
     void (*init)(void *m);
     int (*decode)(struct gr_rd *rd, int16_t version, void *m);

@@ -139,8 +139,16 @@ static void test_request_header_v2(void **state)
     gr_rd_init(&rd, hdr_null, sizeof hdr_null, NULL);
     assert_int_equal(gr_request_header_decode(&rd, 1, &h), 0);
     assert_int_equal(h.client_id.len, -1);
-    assert_int_equal(gr_response_header_version(18, 3, 3), 0);
-    assert_int_equal(gr_response_header_version(3, 9, 9), 1);
+    /* ApiVersions (key 18) stays on header v0 at its flexible versions (KIP-511); Metadata (key 3) follows
+       its flexible versions (v9+) */
+    const struct gr_msg_ops *av = gr_msg_ops_find(18, true), *md = gr_msg_ops_find(3, true);
+    assert_non_null(av);
+    assert_non_null(md);
+    assert_int_equal(av->flexible_min, 3);
+    assert_int_equal(gr_response_header_version(av, 3), 0);
+    assert_int_equal(gr_response_header_version(av, 0), 0);
+    assert_int_equal(gr_response_header_version(md, 8), 0);
+    assert_int_equal(gr_response_header_version(md, 9), 1);
     assert_int_equal(gr_request_header_version(8, 9), 1);
 }
 

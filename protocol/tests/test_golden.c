@@ -138,7 +138,7 @@ static void *response_open(struct frame *fr, const char *rel, int16_t key, int16
     fr->version = version;
     fr->ops = gr_msg_ops_find(key, true);
     assert_non_null(fr->ops);
-    int16_t hv = gr_response_header_version(key, version, fr->ops->flexible_min);
+    int16_t hv = gr_response_header_version(fr->ops, version);
     struct gr_rd rd;
     gr_rd_init(&rd, fr->bytes, fr->len, &fr->arena);
     int32_t corr = gr_rd_int32(&rd);
