@@ -461,10 +461,21 @@ class Run:
         return e
 
     def broker(self, node_id=1, node=None, overrides=(), start=True, **kw):
+        """One Broker (started unless start=False); see Broker."""
         b = Broker(self, node_id, node=node, overrides=overrides, **kw)
         if start:
             b.start()
         return b
+
+    def brokers(self, n, netns=True, overrides=(), start=True, **kw):
+        """n brokers with node ids 1..n, each in a namespace of its own (netns=True; label broker-<id>) or
+        all on the host. overrides: a list for all, or a function (node_id, node) -> list."""
+        out = []
+        for i in range(1, n + 1):
+            node = self.netns(f'broker-{i}') if netns else None
+            ov = overrides(i, node) if callable(overrides) else overrides
+            out.append(self.broker(i, node=node, overrides=ov, start=start, **kw))
+        return out
 
 
 def _watchdog(run_pid, run_start, manifest_path, deadline_s):
@@ -825,9 +836,9 @@ class Etcd:
     def put(self, key, value, **kw):
         self.ctl('put', key, value, check=True, **kw)
 
-    def get(self, key, **kw):
-        """The value at key (str) or None."""
-        return self.range(key, prefix=False, **kw).get(key)
+    def get(self, key, rev=None, **kw):
+        """The value at key (str; at revision rev if given) or None."""
+        return self.range(key, prefix=False, rev=rev, **kw).get(key)
 
     def get_prefix(self, prefix, rev=None, **kw):
         """{key: value} for every key under prefix (at revision rev if given)."""
@@ -878,8 +889,19 @@ def b64(s):
 # ---------------------------------------------------------------------------------------------------
 # Gregor brokers.
 
+def api_versions(addr, timeout=3.0):
+    """Sends ApiVersions v3 to addr ('host:port') with compat-tests/lib/kafka_raw.py; returns (decoded
+    response, seconds from connect to answer). Raises socket.timeout after `timeout` s."""
+    sys.path.insert(0, os.path.join(os.path.dirname(HERE), 'lib'))
+    import kafka_raw
+    t0 = time.monotonic()
+    with kafka_raw.Conn(addr, timeout=timeout) as c:
+        r = c.request('ApiVersions', 3, timeout=timeout)
+    return r, time.monotonic() - t0
+
+
 class Broker:
-    """A gregor process with its own log dir (<run dir>/broker-<id>/data), INTERNAL and EXTERNAL listeners on
+    """A gregor process with its own log dir (<run dir>/broker-<id>[.k]/data), INTERNAL and EXTERNAL listeners on
     port 0 of its address (127.0.0.1 on the host, the namespace address in a namespace), and any extra
     `--override key=value` settings (applied after the harness's, so they win). After start(): .addrs
     {'INTERNAL': 'h:p', 'EXTERNAL': 'h:p'} from gregor.listener.file, .bootstrap (EXTERNAL)."""
@@ -889,7 +911,12 @@ class Broker:
         self.overrides = list(overrides)
         self.listener_names = list(listeners)
         self.bin = bin or GREGOR_BIN
-        self.dir = os.path.join(run.dir, f'broker-{node_id}')
+        self.name = f'broker-{node_id}'
+        k = 1
+        while os.path.exists(os.path.join(run.dir, self.name)):  # another Broker of this run had this id
+            k += 1
+            self.name = f'broker-{node_id}.{k}'
+        self.dir = os.path.join(run.dir, self.name)
         self.data_dir = os.path.join(self.dir, 'data')
         self.listener_file = os.path.join(self.dir, 'listener')
         os.makedirs(self.dir, exist_ok=True)
@@ -930,8 +957,7 @@ class Broker:
         ports = {n: int(a.rsplit(':', 1)[1]) for n, a in self.addrs.items()} if same_ports else None
         self.starts += 1
         self.proc = self.run.spawn(self.argv(ports, extra), node=self.node,
-                                   log_name=f'broker-{self.node_id}.log', env=env,
-                                   label=f'broker-{self.node_id}')
+                                   log_name=f'{self.name}.log', env=env, label=self.name)
 
         def ready():
             if not self.proc.alive():
@@ -972,6 +998,10 @@ class Broker:
 
     def alive(self):
         return self.proc is not None and self.proc.alive()
+
+    def api_versions(self, listener=None, timeout=3.0):
+        """api_versions() on this broker's listener (default: bootstrap)."""
+        return api_versions(self.addrs[listener] if listener else self.bootstrap, timeout)
 
     def log_tail(self, n=LOG_TAIL_LINES):
         return self.proc.log_tail(n) if self.proc else ''

@@ -10,7 +10,8 @@ What it checks, against a real etcd (Debian's etcd-server 3.4) and today's singl
     table; namespace-to-namespace cuts both ways and one way (UDP datagrams counted at the far end);
   - brokers: gregor inside a namespace answers ApiVersions from the host on both listeners; extra overrides
     reach it (node.id shows in Metadata); SIGSTOP -> ApiVersions times out, SIGCONT -> answers; kill -9
-    kills it (exit -9, connection refused); a restart on the same data dir and ports answers again;
+    kills it (exit -9, connection refused); a restart on the same data dir and ports answers again; three
+    brokers in three namespaces, one cut from another over TCP while both still reach the rest;
   - teardown: child runs that end by an exception, SIGTERM, SIGINT, kill -9 (the watchdog cleans up), the
     run deadline (the watchdog's SIGTERM) and the deadline with SIGTERM ignored (SIGKILL) leave no process,
     namespace, link, manifest or directory; the stale sweeper removes a `gr-<dead pid>-*` namespace and link;
@@ -92,6 +93,14 @@ def t_etcd_basic(run, e):
           isinstance(r['header']['revision'], str), repr(r['header']))
     rev = e.revision()
     eq('endpoint status revision equals the gateway header revision', int(r['header']['revision']), rev)
+    e.put('/selftest/a', 'uno')
+    eq('a read at the old revision sees the old value', 'one', e.get('/selftest/a', rev=rev))
+    e.compact(rev + 1)
+    cp = e.ctl('get', '/selftest/a', f'--rev={rev}')
+    check('after compact a read below the compacted revision fails as compacted',
+          cp.returncode != 0 and 'compacted' in cp.stderr, cp.stderr[-200:])
+    eq('... and the latest value is still there', 'uno', e.get('/selftest/a'))
+    e.put('/selftest/a', 'one')
 
 
 def t_etcd_three(run):
@@ -131,7 +140,7 @@ def t_netns_cut(run, e, a):
           h.host_nft_tables())
     cp, dt = timed(lambda: e.ctl('get', '/selftest/a', node=a, timeout=1))
     check('after cut the client fails', cp.returncode != 0, cp.stdout)
-    check(f'... within its bound (1 s timeout, took {dt:.2f} s)', 0.8 <= dt < 4, f'{dt:.2f} s')
+    check(f'... within its bound (1 s timeout, took {dt:.2f} s)', 0.8 <= dt < 5, f'{dt:.2f} s')
     cp = e.ctl('get', '/selftest/a', '--print-value-only')
     eq('the host still reaches etcd over loopback', 'one', cp.stdout.strip())
     run.net.heal(a, run.host)
@@ -223,7 +232,7 @@ def t_etcd_stop_restart_wipe(run, e):
     e.pause()
     cp, dt = timed(lambda: e.ctl('get', '/selftest/a', timeout=1))
     check('SIGSTOPped etcd: the request fails', cp.returncode != 0, cp.stdout)
-    check(f'... after its 1 s timeout, not before and not much after ({dt:.2f} s)', 0.9 <= dt < 4, f'{dt:.2f}')
+    check(f'... after its 1 s timeout, not before and not much after ({dt:.2f} s)', 0.9 <= dt < 5, f'{dt:.2f}')
     e.resume()
     eq('SIGCONT: etcd answers again', 'one', e.ctl('get', '/selftest/a', '--print-value-only').stdout.strip())
     port = e.members[0].client_port
@@ -239,8 +248,7 @@ def t_etcd_stop_restart_wipe(run, e):
 
 
 def api_versions(addr, timeout=3.0):
-    with k.Conn(addr, timeout=timeout) as c:
-        return c.request('ApiVersions', 3, timeout=timeout)
+    return h.api_versions(addr, timeout)[0]
 
 
 def refused(addr):
@@ -286,6 +294,28 @@ def t_broker(run, a):
     check('its log was collected', 'listening on' in b.log_tail(200), b.log_tail(5))
 
 
+def t_three_brokers(run):
+    bs = run.brokers(3)
+    eq('three brokers, three namespaces, three addresses', 3, len({b.ip for b in bs}))
+    eq('each answers ApiVersions from the host', [0, 0, 0], [b.api_versions()[0]['error_code'] for b in bs])
+    b1, b2, b3 = bs
+    host, port = b2.addrs['INTERNAL'].rsplit(':', 1)
+    eq('broker-1\'s namespace reaches broker-2 over TCP', 'connected',
+       b1.node.exec([sys.executable, '-c', TCP_CONNECT, host, port]).stdout.strip())
+    run.cut(b1.node, b2.node)
+    eq('cut(1, 2): broker-1\'s namespace no longer reaches broker-2 (timeout)', 'timeout',
+       b1.node.exec([sys.executable, '-c', TCP_CONNECT, host, port]).stdout.strip())
+    host3, port3 = b3.addrs['INTERNAL'].rsplit(':', 1)
+    eq('... but still reaches broker-3', 'connected',
+       b1.node.exec([sys.executable, '-c', TCP_CONNECT, host3, port3]).stdout.strip())
+    eq('... and the host still reaches broker-2', 0, b2.api_versions()[0]['error_code'])
+    run.heal(b1.node, b2.node)
+    eq('heal(1, 2): reached again', 'connected',
+       b1.node.exec([sys.executable, '-c', TCP_CONNECT, host, port]).stdout.strip())
+    for b in bs:
+        b.stop()
+
+
 # ---------------------------------------------------------------------------------------------------
 # Teardown, proven on child runs.
 
@@ -295,7 +325,7 @@ CHILD_MODES = ['exception', 'sigterm', 'sigint', 'sigkill', 'deadline', 'deadlin
 def child(mode, out):
     """A run that makes a namespace with a cut, a process tree inside it and one on the host, reports what
     it made to `out`, then ends as `mode` says."""
-    deadline = 3.0 if mode.startswith('deadline') else 60.0
+    deadline = 4.0 if mode.startswith('deadline') else 60.0
     with h.Run(deadline_s=deadline, label=f'child-{mode}') as run:
         a = run.netns('a')
         b = run.netns('b')
@@ -418,6 +448,7 @@ def main():
         section('namespace to namespace: cut, one-way cut, heal', t_ns_ns, run, a, b)
         section('etcd SIGSTOP, restart, wipe', t_etcd_stop_restart_wipe, run, e)
         section('a broker in a namespace', t_broker, run, a)
+        section('three brokers in three namespaces', t_three_brokers, run)
         section('teardown of child runs', t_teardown, run)
         section('stale sweeper', t_sweeper, run)
     finally:
