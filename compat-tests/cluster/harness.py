@@ -311,7 +311,12 @@ class Run:
     directory goes through it. Attributes: seed, rng (random.Random(seed)), dir (a temp dir, removed at the
     end unless keep=True or KEEP_DATA is set), host (the host as a cut endpoint once a Net exists)."""
 
+    _open = None  # the one open Run of this process (names carry the pid, so two would collide)
+
     def __init__(self, seed=None, deadline_s=300.0, keep=None, label='cluster'):
+        if Run._open is not None:
+            raise HarnessError('one Run per process at a time: close the first one')
+        Run._open = self
         removed = sweep_stale()
         if removed:
             log(f'swept leftovers of dead runs: {", ".join(removed)}')
@@ -395,7 +400,7 @@ class Run:
     def close(self):
         """Stops every process (SIGKILL: a test that wants a clean stop does it first), deletes every
         namespace, link and (unless keep) directory, removes the manifest and ends the watchdog."""
-        if self._closed:
+        if self._closed or os.getpid() != self.pid:  # not in a forked child
             return
         self._closed = True
         for sig in (signal.SIGINT, signal.SIGTERM):  # a second signal must not cut the cleanup short
@@ -422,6 +427,7 @@ class Run:
             os.waitpid(self.watchdog_pid, 0)
         for sig, h in self._old_handlers.items():
             signal.signal(sig, h)
+        Run._open = None
 
     def log_tails(self, n=LOG_TAIL_LINES):
         """The last n lines of every process's log, labelled: what a suite prints when a check fails."""
@@ -906,8 +912,9 @@ class Broker:
     `--override key=value` settings (applied after the harness's, so they win). After start(): .addrs
     {'INTERNAL': 'h:p', 'EXTERNAL': 'h:p'} from gregor.listener.file, .bootstrap (EXTERNAL)."""
 
-    def __init__(self, run, node_id=1, node=None, overrides=(), listeners=('INTERNAL', 'EXTERNAL'), bin=None):
-        self.run, self.node_id, self.node = run, node_id, node
+    def __init__(self, run, node_id=1, node=None, overrides=(), listeners=('INTERNAL', 'EXTERNAL'), bin=None,
+                 bind=None):
+        self.run, self.node_id, self.node, self.bind = run, node_id, node, bind
         self.overrides = list(overrides)
         self.listener_names = list(listeners)
         self.bin = bin or GREGOR_BIN
@@ -926,6 +933,10 @@ class Broker:
 
     @property
     def ip(self):
+        """The listeners' address: bind if given (e.g. run.host.addr, for a host broker that namespaces
+        must reach), else the namespace's address, else 127.0.0.1."""
+        if self.bind:
+            return self.bind
         return self.node.addr if self.node is not None and self.node.name else '127.0.0.1'
 
     @property

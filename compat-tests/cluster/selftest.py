@@ -312,8 +312,17 @@ def t_three_brokers(run):
     run.heal(b1.node, b2.node)
     eq('heal(1, 2): reached again', 'connected',
        b1.node.exec([sys.executable, '-c', TCP_CONNECT, host, port]).stdout.strip())
-    for b in bs:
-        b.stop()
+    hb = run.broker(4, bind=run.host.addr)
+    hhost, hport = hb.bootstrap.rsplit(':', 1)
+    eq('a host broker bound to the bridge address is reached from a namespace', 'connected',
+       b1.node.exec([sys.executable, '-c', TCP_CONNECT, hhost, hport]).stdout.strip())
+    for b in bs + [hb]:
+        eq(f'{b.name} stops cleanly on SIGTERM', 0, b.stop())
+    try:
+        h.Run()
+        fail('a second Run in the same process is refused')
+    except h.HarnessError:
+        ok('a second Run in the same process is refused')
 
 
 # ---------------------------------------------------------------------------------------------------
