@@ -49,9 +49,10 @@
 #define GR_CLUSTER_SMALL_VALUE_BYTES_MAX (16 * 1024)
 /* Producer ids per block taken from etcd's counter (Kafka's ProducerIdsBlock.PRODUCER_ID_BLOCK_SIZE). */
 #define GR_CLUSTER_PRODUCER_ID_BLOCK_SIZE 1000
-/* etcd endpoints in gregor.metadata.etcd.endpoints, and the length of one ("http://host:port"). */
+/* etcd endpoints in gregor.metadata.etcd.endpoints (etcd clusters have 3 or 5 members; 8 leaves room), and
+ * the length of one: "http://" + a 255-byte host + ":" + a 5-digit port. */
 #define GR_ETCD_ENDPOINTS_MAX 8
-#define GR_ETCD_ENDPOINT_BYTES_MAX 263
+#define GR_ETCD_ENDPOINT_BYTES_MAX (7 + GR_CLUSTER_HOST_BYTES_MAX + 1 + 5)
 
 /* Tagged fields in one tagged-field section: each needs an arena slot, the frame bounds the rest. */
 #define GR_TAGGED_FIELDS_MAX 1024
