@@ -227,12 +227,65 @@ static void test_parse_malformed(void **state)
     }
 }
 
+/* Rebuilds the key `k` names with the builders. */
+static int rebuild(const struct gr_cluster_key *k, char *out)
+{
+    switch (k->kind) {
+    case GR_CLUSTER_KEY_FEATURES:
+        return gr_cluster_key_features(&lay, out);
+    case GR_CLUSTER_KEY_CONTROLLER:
+        return gr_cluster_key_controller(&lay, out);
+    case GR_CLUSTER_KEY_PRODUCER_IDS:
+        return gr_cluster_key_producer_ids(&lay, out);
+    case GR_CLUSTER_KEY_BROKER:
+        return gr_cluster_key_broker(&lay, k->node_id, out);
+    case GR_CLUSTER_KEY_TOPIC:
+        return gr_cluster_key_topic(&lay, k->topic, k->topic_len, out);
+    default:
+        return gr_cluster_key_partition(&lay, k->topic_id, k->partition, out);
+    }
+}
+
+/* The parser accepts only canonical keys: 50,000 random tails after the root, drawn from the characters
+ * and words keys are made of; every one it accepts is rebuilt byte for byte by the builders. */
+static void test_parse_canonical(void **state)
+{
+    (void)state;
+    static const char *const parts[] = {"brokers/",   "topics/",    "partitions/", "AAECAwQFBgcICQoLDA0ODw",
+                                        "/",          "0",          "1",           "01",
+                                        "9999",       "10000",      "-",           ".",
+                                        "a",          "features",   "controller",  "producer_ids",
+                                        "2147483647", "2147483648", "\xff",        ""};
+    uint64_t x = 88172645463325252ULL;
+    int accepted = 0;
+    for (int i = 0; i < 50000; i++) {
+        char k[2 * GR_CLUSTER_KEY_BUF];
+        size_t n = (size_t)snprintf(k, sizeof k, "%s", lay.root);
+        for (int p = 0, count = 1 + (int)(x % 4); p < count; p++) {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            n += (size_t)snprintf(k + n, sizeof k - n, "%s", parts[x % (sizeof parts / sizeof parts[0])]);
+        }
+        struct gr_cluster_key key;
+        int rc = gr_cluster_key_parse(&lay, k, n, &key);
+        assert_true(rc == 0 || rc == -EINVAL || rc == -ENOENT);
+        if (rc) continue;
+        accepted++;
+        char again[GR_CLUSTER_KEY_BUF];
+        int m = rebuild(&key, again);
+        if (m != (int)n || memcmp(again, k, n)) fail_msg("'%s' parsed but rebuilds as '%s'", k, again);
+    }
+    print_message("keys: %d of 50000 accepted\n", accepted);
+    assert_true(accepted > 1000);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_prefix_check),    cmocka_unit_test(test_builders),
         cmocka_unit_test(test_longest_key),     cmocka_unit_test(test_parse_round_trip),
-        cmocka_unit_test(test_parse_malformed),
+        cmocka_unit_test(test_parse_malformed), cmocka_unit_test(test_parse_canonical),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

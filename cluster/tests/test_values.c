@@ -469,6 +469,136 @@ static void test_malformed(void **state)
     assert_int_equal(failures, 0);
 }
 
+/* xorshift64*: the mutation source of the property test below (deterministic). */
+static uint64_t rnd(uint64_t *x)
+{
+    *x ^= *x >> 12;
+    *x ^= *x << 25;
+    *x ^= *x >> 27;
+    return *x * 2685821657736338717ULL;
+}
+
+/* Decodes `text` as `kind` (0..6, the order of test_malformed's enum); on success encodes the result and
+ * decodes that again: a value a decoder accepts is one the encoder writes, and the round trip is stable. */
+static int decode_any(int kind, const char *text, size_t len)
+{
+    char err[GR_CLUSTER_ERR_BYTES], *out = NULL;
+    size_t olen = 0;
+    int rc, rc2 = 0;
+    switch (kind) {
+    case 0: {
+        struct gr_cluster_id_value v;
+        if (!(rc = gr_cluster_id_decode(text, len, &v, err)))
+            rc2 = gr_cluster_id_encode(&v, &out, &olen, err);
+        break;
+    }
+    case 1: {
+        struct gr_cluster_broker v, w;
+        if (!(rc = gr_cluster_broker_decode(text, len, &v, err)) &&
+            !(rc2 = gr_cluster_broker_encode(&v, &out, &olen, err))) {
+            assert_int_equal(gr_cluster_broker_decode(out, olen, &w, err), 0);
+            assert_memory_equal(&v, &w, sizeof v);
+        }
+        break;
+    }
+    case 2: {
+        struct gr_cluster_controller v;
+        if (!(rc = gr_cluster_controller_decode(text, len, &v, err)))
+            rc2 = gr_cluster_controller_encode(&v, &out, &olen, err);
+        break;
+    }
+    case 3: {
+        struct gr_cluster_topic v;
+        if (!(rc = gr_cluster_topic_decode(text, len, &v, err))) {
+            rc2 = gr_cluster_topic_encode(&v, &out, &olen, err);
+            gr_cluster_topic_free(&v);
+        }
+        break;
+    }
+    case 4: {
+        struct gr_cluster_partition v, w;
+        if (!(rc = gr_cluster_partition_decode(text, len, &v, err)) &&
+            !(rc2 = gr_cluster_partition_encode(&v, &out, &olen, err))) {
+            assert_int_equal(gr_cluster_partition_decode(out, olen, &w, err), 0);
+            assert_memory_equal(&v, &w, sizeof v);
+        }
+        break;
+    }
+    case 5: {
+        struct gr_cluster_producer_ids v;
+        if (!(rc = gr_cluster_producer_ids_decode(text, len, &v, err)))
+            rc2 = gr_cluster_producer_ids_encode(&v, &out, &olen, err);
+        break;
+    }
+    default: {
+        struct gr_cluster_features v;
+        if (!(rc = gr_cluster_features_decode(text, len, &v, err)))
+            rc2 = gr_cluster_features_encode(&v, &out, &olen, err);
+        break;
+    }
+    }
+    free(out);
+    if (rc2) fail_msg("kind %d: decoded '%.*s' but the encoder refused it: %s", kind, (int)len, text, err);
+    assert_true(rc == 0 || rc == -EINVAL || rc == -EMSGSIZE);
+    return rc;
+}
+
+/* 20,000 mutants of valid values (bytes flipped, replaced by JSON punctuation or digits, cut, doubled):
+ * each decodes or is refused cleanly, and what decodes survives encode and decode (run under ASan by
+ * `make sanitize`). */
+static void test_mutants(void **state)
+{
+    (void)state;
+    const char *seeds[] = {
+        "{\"version\":1,\"cluster_id\":\"" CID "\"}",
+        "{\"version\":1,\"node_id\":3,\"listeners\":[{\"name\":\"INTERNAL\",\"host\":\"b3\",\"port\":9093},{"
+        "\"name\":"
+        "\"EXTERNAL\",\"host\":\"::1\",\"port\":9092}],\"rack\":\"r1\",\"shutting_down\":false}",
+        "{\"version\":1,\"node_id\":2,\"broker_epoch\":41}",
+        "{\"version\":1,\"topic_id\":\"" TID
+        "\",\"partitions\":[[1],[2,3],[3]],\"configs\":{\"retention.ms\":\"10\"}}",
+        "{\"version\":1,\"leader\":2,\"leader_epoch\":5,\"isr\":[2,0],\"controller_epoch\":12}",
+        "{\"version\":1,\"next_producer_id\":1000,\"broker_id\":1,\"broker_epoch\":7}",
+        "{\"version\":1,\"features\":{\"metadata.version\":27}}",
+    };
+    static const char alphabet[] = "{}[]\":,-0123456789 tfn\\u\xff";
+    uint64_t x = 0x9e3779b97f4a7c15ULL;
+    int accepted = 0, refused = 0;
+    for (int kind = 0; kind < 7; kind++)
+        assert_int_equal(decode_any(kind, seeds[kind], strlen(seeds[kind])), 0);
+    for (int i = 0; i < 20000; i++) {
+        int kind = i % 7;
+        char buf[512];
+        size_t len = strlen(seeds[kind]);
+        memcpy(buf, seeds[kind], len);
+        for (int m = 0, edits = 1 + (int)(rnd(&x) % 3); m < edits; m++) {
+            size_t at = rnd(&x) % len;
+            switch (rnd(&x) % 4) {
+            case 0:
+                buf[at] = (char)(rnd(&x) & 0xff);
+                break;
+            case 1:
+                buf[at] = alphabet[rnd(&x) % (sizeof alphabet - 1)];
+                break;
+            case 2:
+                len = at ? at : 1;
+                break; /* cut */
+            default:   /* double a span */
+                if (len * 2 < sizeof buf) {
+                    memmove(buf + len, buf + at, len - at);
+                    len += len - at;
+                }
+            }
+        }
+        if (decode_any(kind, buf, len) == 0)
+            accepted++;
+        else
+            refused++;
+    }
+    print_message("mutants: %d decoded, %d refused\n", accepted, refused);
+    assert_true(accepted > 0 && refused > 0); /* the mutants reach both outcomes */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -480,6 +610,7 @@ int main(void)
         cmocka_unit_test(test_topic_caps),
         cmocka_unit_test(test_huge_arrays),
         cmocka_unit_test(test_malformed),
+        cmocka_unit_test(test_mutants),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
