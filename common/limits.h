@@ -14,6 +14,46 @@
 #define GR_TOPIC_NAME_BYTES_MAX 249
 /* Partitions per topic accepted by CreateTopics/CreatePartitions: bounds memory and open files. */
 #define GR_PARTITIONS_PER_TOPIC_MAX 10000
+
+/* Cluster metadata in etcd (cluster/layout.h keys, cluster/values.h values). Everything read from etcd is
+ * bounded by these before it is allocated. */
+/* Longest gregor.metadata.etcd.prefix: keys stay short (etcd keeps every key in memory, per revision). */
+#define GR_CLUSTER_PREFIX_BYTES_MAX 128
+/* Longest key of the layout: prefix + "/" + cluster id (22) + "/topics/" + a 249-byte topic name, rounded
+ * up (cluster/layout.c checks the sum at compile time). */
+#define GR_CLUSTER_KEY_BYTES_MAX 512
+/* Replicas of one partition in a topic record and node ids in one ISR. Kafka bounds it only by the broker
+ * count (and a short); 16 is far above any replication factor in practice (3 is usual) and keeps a
+ * 10,000-partition assignment under the topic value cap. */
+#define GR_CLUSTER_REPLICAS_MAX 16
+/* Listeners in one broker registration (server/broker.h GR_LISTENERS_MAX is the same number). */
+#define GR_CLUSTER_LISTENERS_MAX 8
+/* Listener names (Gregor keeps 63 bytes, struct gr_listener), advertised host names (DNS: 253; 255 with
+ * room), broker.rack. */
+#define GR_CLUSTER_LISTENER_NAME_BYTES_MAX 63
+#define GR_CLUSTER_HOST_BYTES_MAX 255
+#define GR_CLUSTER_RACK_BYTES_MAX 255
+/* Topic configs in one topic record (Kafka 4.4 defines 37 topic configs), the length of a config name
+ * and of its value (Kafka bounds neither; the longest real values are replica lists). */
+#define GR_CLUSTER_TOPIC_CONFIGS_MAX 128
+#define GR_CLUSTER_CONFIG_NAME_BYTES_MAX 255
+#define GR_CLUSTER_CONFIG_VALUE_BYTES_MAX 65536
+/* Finalized features in the features value (Kafka 4.x finalizes 4: metadata.version, kraft.version,
+ * transaction.version, group.version) and the length of a feature name. */
+#define GR_CLUSTER_FEATURES_MAX 32
+#define GR_CLUSTER_FEATURE_NAME_BYTES_MAX 63
+/* Byte caps of one value, per key kind: a decoder refuses a longer value before parsing it. The topic
+ * record is the only large one: 10,000 partitions x 16 replicas of short node ids fit in 1 MiB, and a
+ * txn carrying it stays under etcd's 1.5 MiB request limit (--max-request-bytes default). */
+#define GR_CLUSTER_TOPIC_VALUE_BYTES_MAX (1024 * 1024)
+#define GR_CLUSTER_SMALL_VALUE_BYTES_MAX (16 * 1024)
+/* Producer ids per block taken from etcd's counter (Kafka's ProducerIdsBlock.PRODUCER_ID_BLOCK_SIZE). */
+#define GR_CLUSTER_PRODUCER_ID_BLOCK_SIZE 1000
+/* etcd endpoints in gregor.metadata.etcd.endpoints (etcd clusters have 3 or 5 members; 8 leaves room), and
+ * the length of one: "http://" + a 255-byte host + ":" + a 5-digit port. */
+#define GR_ETCD_ENDPOINTS_MAX 8
+#define GR_ETCD_ENDPOINT_BYTES_MAX (7 + GR_CLUSTER_HOST_BYTES_MAX + 1 + 5)
+
 /* Tagged fields in one tagged-field section: each needs an arena slot, the frame bounds the rest. */
 #define GR_TAGGED_FIELDS_MAX 1024
 /* Longest varint (5 bytes) and varlong (10 bytes) encodings: a longer one is malformed. */

@@ -12,6 +12,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "cluster/layout.h" /* gr_cluster_prefix_check */
+
 #define I32 INT32_MIN, INT32_MAX
 #define I64 INT64_MIN, INT64_MAX
 #define POS32 1, INT32_MAX
@@ -128,6 +130,31 @@ static const struct gr_config_def defs[] = {
      "unsent answers stop reading requests until they drain; a connection with nothing unsent still takes "
      "one request."},
     {"gregor.log.level", GR_CFG_STRING, "INFO", 0, 0, "Gregor: DEBUG, INFO, WARN or ERROR."},
+    {"gregor.metadata.etcd.endpoints", GR_CFG_LIST, NULL, 0, 0,
+     "Gregor: the etcd cluster that keeps the cluster metadata, as http://host:port, comma-separated (at "
+     "most "
+     "8). Unset or empty: a single-node broker, its metadata in its log directory and no etcd. Set: a "
+     "cluster member (topics, partition leaders, brokers and producer ids in etcd, under "
+     "gregor.metadata.etcd.prefix)."},
+    {"gregor.metadata.etcd.prefix", GR_CFG_STRING, "/gregor", 0, 0,
+     "Gregor: the etcd key prefix of the cluster: <prefix>/cluster_id holds the cluster id and every other "
+     "key lives under <prefix>/<cluster id>/. Absolute, no trailing '/', [a-zA-Z0-9._-] segments, at most "
+     "128 "
+     "bytes."},
+    {"broker.session.timeout.ms", GR_CFG_INT, "9000", 1, INT32_MAX,
+     "The length of time in milliseconds that a broker lease lasts if no heartbeats are made (Gregor: the "
+     "TTL "
+     "of the etcd lease its registration is bound to, rounded up to whole seconds)."},
+    {"broker.heartbeat.interval.ms", GR_CFG_INT, "2000", 1, INT32_MAX,
+     "The length of time in milliseconds between broker heartbeats (Gregor: etcd lease keepalives); must be "
+     "less than broker.session.timeout.ms."},
+    {"broker.rack", GR_CFG_STRING, NULL, 0, 0,
+     "Rack of the broker, used by rack-aware replica placement and reported in Metadata and DescribeCluster "
+     "(1 to 255 printable ASCII characters)."},
+    {"inter.broker.listener.name", GR_CFG_STRING, NULL, 0, 0,
+     "Name of the listener brokers use to reach each other; must be one of the names in listeners. Unset: "
+     "the "
+     "listener named PLAINTEXT, else the first in listeners."},
 };
 
 #define NDEFS ((int)(sizeof defs / sizeof defs[0]))
@@ -198,6 +225,99 @@ static bool parse_long(const char *s, int64_t *out)
     return true;
 }
 
+/* One entry of gregor.metadata.etcd.endpoints, trimmed: http://host:port with a host of [a-zA-Z0-9.-] or a
+   bracketed IPv6 address and a port in 1..65535. Returns 0 or -1 with the reason in `why`. */
+static int endpoint_check(const char *e, size_t len, const char **why)
+{
+    *why = "is not http://host:port";
+    if (len > GR_ETCD_ENDPOINT_BYTES_MAX) return -1;
+    if (len >= 8 && !strncmp(e, "https://", 8)) {
+        *why = "uses https, which Gregor does not speak to etcd (plain http only)";
+        return -1;
+    }
+    if (len < 7 || strncmp(e, "http://", 7)) return -1;
+    const char *h = e + 7, *end = e + len, *colon = NULL;
+    if (h < end && *h == '[') {
+        const char *rb = memchr(h, ']', (size_t)(end - h));
+        if (!rb || rb == h + 1 || rb + 1 >= end || rb[1] != ':') return -1;
+        for (const char *p = h + 1; p < rb; p++)
+            if (!isxdigit((unsigned char)*p) && *p != ':' && *p != '.') return -1;
+        colon = rb + 1;
+    } else {
+        for (colon = h; colon < end && *colon != ':'; colon++)
+            if (!isalnum((unsigned char)*colon) && *colon != '.' && *colon != '-') return -1;
+        if (colon == h || colon >= end) return -1;
+    }
+    int64_t port = 0;
+    const char *p = colon + 1;
+    if (p == end || end - p > 5) return -1;
+    for (; p < end; p++) {
+        if (!isdigit((unsigned char)*p)) return -1;
+        port = port * 10 + (*p - '0');
+    }
+    if (port < 1 || port > 65535) {
+        *why = "has a port outside [1, 65535]";
+        return -1;
+    }
+    return 0;
+}
+
+/* Splits gregor.metadata.etcd.endpoints at commas, trims spaces and checks each entry; copies them into
+   `out` when it is not NULL. Returns the count (0 for an empty list) or -1 after printing why. */
+static int endpoints_parse(const char *list, char out[][GR_ETCD_ENDPOINT_BYTES_MAX + 1])
+{
+    int count = 0;
+    for (const char *p = list; *p;) {
+        const char *comma = strchr(p, ',');
+        const char *end = comma ? comma : p + strlen(p), *b = p;
+        while (b < end && isspace((unsigned char)*b))
+            b++;
+        const char *e = end;
+        while (e > b && isspace((unsigned char)e[-1]))
+            e--;
+        const char *why = NULL;
+        if (e == b && (comma || count)) why = "is empty";
+        if (!why && e > b && count == GR_ETCD_ENDPOINTS_MAX) why = "is one too many (at most 8 endpoints)";
+        if (!why && e > b && endpoint_check(b, (size_t)(e - b), &why) == 0) why = NULL;
+        if (why) {
+            fprintf(stderr, "config: gregor.metadata.etcd.endpoints: entry '%.*s' %s\n", (int)(e - b), b,
+                    why);
+            return -1;
+        }
+        if (e > b && out) snprintf(out[count], GR_ETCD_ENDPOINT_BYTES_MAX + 1, "%.*s", (int)(e - b), b);
+        count += e > b;
+        p = comma ? comma + 1 : end;
+    }
+    return count;
+}
+
+/* The cluster-mode keys' own rules (gr_config_check has those between keys). 0 or -1 after printing. */
+static int validate_cluster(const char *name, const char *value)
+{
+    if (!strcmp(name, "gregor.metadata.etcd.endpoints")) return endpoints_parse(value, NULL) < 0 ? -1 : 0;
+    if (!strcmp(name, "gregor.metadata.etcd.prefix")) {
+        char err[300];
+        if (gr_cluster_prefix_check(value, err, sizeof err) == 0) return 0;
+        fprintf(stderr, "config: %s\n", err);
+        return -1;
+    }
+    if (!strcmp(name, "broker.rack")) {
+        size_t n = strlen(value);
+        bool ok = n >= 1 && n <= GR_CLUSTER_RACK_BYTES_MAX;
+        for (size_t i = 0; ok && i < n; i++)
+            ok = value[i] >= ' ' && value[i] <= '~';
+        if (ok) return 0;
+        fprintf(stderr, "config: broker.rack must be 1 to %d printable ASCII characters, got '%.64s'\n",
+                GR_CLUSTER_RACK_BYTES_MAX, value);
+        return -1;
+    }
+    if (!strcmp(name, "inter.broker.listener.name") && !*value) {
+        fprintf(stderr, "config: inter.broker.listener.name must name a listener, got ''\n");
+        return -1;
+    }
+    return 0;
+}
+
 static int validate(const struct gr_config_def *d, const char *value)
 {
     int64_t v;
@@ -241,6 +361,7 @@ static int validate(const struct gr_config_def *d, const char *value)
                     value);
             return -1;
         }
+        if (validate_cluster(d->name, value)) return -1;
         if (d->type == GR_CFG_DOUBLE) {
             char *end;
             errno = 0;
@@ -431,4 +552,54 @@ void gr_config_resolve(struct gr_config *cfg)
     s->gregor_open_files_max = (int32_t)gr_config_int(cfg, "gregor.open.files.max");
     s->gregor_connection_unsent_bytes_max = gr_config_int(cfg, "gregor.connection.unsent.bytes.max");
     s->gregor_unsent_bytes_max = gr_config_int(cfg, "gregor.unsent.bytes.max");
+    const char *endpoints = gr_config_str(cfg, "gregor.metadata.etcd.endpoints");
+    int n = endpoints ? endpoints_parse(endpoints, s->gregor_metadata_etcd_endpoints) : 0;
+    s->gregor_metadata_etcd_endpoint_count = n > 0 ? n : 0; /* values were validated when set */
+    s->gregor_metadata_etcd_prefix = gr_config_str(cfg, "gregor.metadata.etcd.prefix");
+    s->broker_session_timeout_ms = (int32_t)gr_config_int(cfg, "broker.session.timeout.ms");
+    s->broker_heartbeat_interval_ms = (int32_t)gr_config_int(cfg, "broker.heartbeat.interval.ms");
+    s->broker_rack = gr_config_str(cfg, "broker.rack");
+    s->inter_broker_listener_name = gr_config_str(cfg, "inter.broker.listener.name");
+}
+
+/* Whether `name` is the name of one of `listeners` ("NAME://host:port, ..."), as Gregor compares listener
+   names (exactly). Lists the names into `names` for the message. */
+static bool listener_named(const char *listeners, const char *name, char *names, size_t cap)
+{
+    bool found = false;
+    size_t o = 0;
+    names[0] = '\0';
+    for (const char *p = listeners; p && *p;) {
+        while (*p == ' ' || *p == ',')
+            p++;
+        const char *sep = strstr(p, "://"), *comma = strchr(p, ',');
+        if (!sep || (comma && comma < sep)) break;
+        found |= (size_t)(sep - p) == strlen(name) && !strncmp(p, name, (size_t)(sep - p));
+        if (o < cap) o += (size_t)snprintf(names + o, cap - o, "%s%.*s", o ? "," : "", (int)(sep - p), p);
+        p = comma ? comma + 1 : sep + strlen(sep);
+    }
+    return found;
+}
+
+int gr_config_check(const struct gr_config *cfg)
+{
+    const struct gr_broker_settings *s = &cfg->settings;
+    if (s->broker_heartbeat_interval_ms >= s->broker_session_timeout_ms) {
+        fprintf(
+            stderr,
+            "config: broker.heartbeat.interval.ms (%d) must be less than broker.session.timeout.ms (%d)\n",
+            (int)s->broker_heartbeat_interval_ms, (int)s->broker_session_timeout_ms);
+        return -1;
+    }
+    char names[512];
+    if (s->inter_broker_listener_name &&
+        !listener_named(s->listeners, s->inter_broker_listener_name, names, sizeof names)) {
+        fprintf(stderr,
+                "config: inter.broker.listener.name must be a listener name defined in listeners. The valid "
+                "options "
+                "based on currently configured listeners are %s\n",
+                names);
+        return -1;
+    }
+    return 0;
 }

@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "common/limits.h"
 #include "storage/store.h" /* enum gr_compression_type */
 
 enum gr_config_type { GR_CFG_BOOLEAN, GR_CFG_INT, GR_CFG_LONG, GR_CFG_STRING, GR_CFG_LIST, GR_CFG_DOUBLE };
@@ -72,6 +73,15 @@ struct gr_broker_settings {
     int32_t gregor_open_files_max;                    /* gregor.open.files.max */
     int64_t gregor_connection_unsent_bytes_max;       /* gregor.connection.unsent.bytes.max */
     int64_t gregor_unsent_bytes_max;                  /* gregor.unsent.bytes.max */
+    /* Cluster mode (issue #19; read-only, as in Kafka). */
+    int32_t gregor_metadata_etcd_endpoint_count; /* gregor.metadata.etcd.endpoints: 0 = single node */
+    char gregor_metadata_etcd_endpoints[GR_ETCD_ENDPOINTS_MAX]
+                                       [GR_ETCD_ENDPOINT_BYTES_MAX + 1]; /* http://h:p */
+    const char *gregor_metadata_etcd_prefix;                             /* gregor.metadata.etcd.prefix */
+    int32_t broker_session_timeout_ms;                                   /* broker.session.timeout.ms */
+    int32_t broker_heartbeat_interval_ms;                                /* broker.heartbeat.interval.ms */
+    const char *broker_rack;                                             /* broker.rack, NULL when unset */
+    const char *inter_broker_listener_name; /* inter.broker.listener.name, NULL when unset */
 };
 
 struct gr_config {
@@ -106,6 +116,12 @@ void gr_config_set_dynamic(struct gr_config *cfg, enum gr_config_level level, co
                            const char *const *values, int count);
 /* Returns borrowed: the dynamic value of `key` at `level`, NULL when unset (or not a table row). */
 const char *gr_config_dynamic(const struct gr_config *cfg, enum gr_config_level level, const char *key);
+/* The rules between keys, checked once every source is loaded (a single key's value is checked when it
+ * is set): broker.heartbeat.interval.ms below broker.session.timeout.ms (a lease kept alive less often than
+ * it expires is lost between keepalives), and inter.broker.listener.name, when set, one of the names in
+ * listeners (Kafka's KafkaConfig.validateValues requires it in advertised.listeners; Gregor advertises every
+ * listener). Returns 0, or -1 after printing the first broken rule, naming both keys, to stderr. */
+int gr_config_check(const struct gr_config *cfg);
 /* Recomputes cfg->settings from the string values (called by the setters; exposed for tests). */
 void gr_config_resolve(struct gr_config *cfg);
 /* log.retention.ms resolved from log.retention.ms / .minutes / .hours as Kafka does, in milliseconds. */

@@ -234,6 +234,7 @@ int main(int argc, char **argv)
         return 0;
     }
     if (mode == 3) return gr_healthcheck(&b->cfg);
+    if (gr_config_check(&b->cfg) < 0) return 2; /* the rules between keys, once every source is read */
     const char *lvl = gr_config_str(&b->cfg, "gregor.log.level");
     gr_log_set_level(!strcasecmp(lvl, "DEBUG")   ? GR_LOG_DEBUG
                      : !strcasecmp(lvl, "WARN")  ? GR_LOG_WARN

@@ -479,9 +479,6 @@ int64_t gr_ckpt_lookup(const struct gr_ckpt_entry *e, int count, const char *top
 int gr_epoch_ckpt_read(int dir_fd, struct gr_epoch_entry **out, int *count);
 /* Formats the file text (malloc'd) into *out / *len. 0 or -ENOMEM. */
 int gr_epoch_ckpt_format(const struct gr_epoch_entry *e, int count, uint8_t **out, size_t *len);
-/* base64url without padding of 16 bytes (22 chars + NUL) and back; decode returns 0 or -EINVAL. */
-void gr_uuid_to_base64url(const uint8_t id[16], char out[23]);
-int gr_uuid_from_base64url(const char *s, size_t len, uint8_t id[16]);
 /* fsyncs a directory fd: 0 or -errno. */
 int gr_dir_sync(int dir_fd);
 

@@ -343,5 +343,10 @@ int gr_store_meta_read(struct gr_store *store, const char *name, void *buf, size
    rules). Used for new topics, and for the id a validate_only CreateTopics reports (as Kafka's controller
    does). Never fails (getrandom is retried). */
 void gr_uuid_random(uint8_t id[16]);
+/* Kafka's Uuid text: 16 bytes as 22 base64url characters without padding, NUL-terminated (`out` 23 bytes),
+   and back: decode takes exactly 22 canonical characters (the last one's 4 low bits zero) and returns 0 or
+   -EINVAL. Topic ids in partition.metadata, the cluster id in meta.properties, cluster keys (cluster/). */
+void gr_uuid_to_base64url(const uint8_t id[16], char out[23]);
+int gr_uuid_from_base64url(const char *s, size_t len, uint8_t id[16]);
 
 #endif

@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -183,12 +184,94 @@ static void test_settings(void **state)
     gr_config_free(&c);
 }
 
+/* The cluster-mode keys (issue #19): defaults (single node), the parsed endpoint list, each key's own
+ * refusals, and the rules between keys that gr_config_check applies once everything is loaded. */
+static void test_cluster_keys(void **state)
+{
+    (void)state;
+    struct gr_config c;
+    gr_config_init(&c);
+    const struct gr_broker_settings *s = &c.settings;
+    assert_int_equal(s->gregor_metadata_etcd_endpoint_count, 0); /* unset: single node */
+    assert_string_equal(s->gregor_metadata_etcd_prefix, "/gregor");
+    assert_int_equal(s->broker_session_timeout_ms, 9000);
+    assert_int_equal(s->broker_heartbeat_interval_ms, 2000);
+    assert_null(s->broker_rack);
+    assert_null(s->inter_broker_listener_name);
+    assert_int_equal(gr_config_check(&c), 0);
+
+    assert_int_equal(gr_config_set(&c, "gregor.metadata.etcd.endpoints",
+                                   "http://10.0.0.1:2379, http://etcd-2:2379,"
+                                   "http://[::1]:23790"),
+                     0);
+    assert_int_equal(s->gregor_metadata_etcd_endpoint_count, 3);
+    assert_string_equal(s->gregor_metadata_etcd_endpoints[0], "http://10.0.0.1:2379");
+    assert_string_equal(s->gregor_metadata_etcd_endpoints[1], "http://etcd-2:2379"); /* trimmed */
+    assert_string_equal(s->gregor_metadata_etcd_endpoints[2], "http://[::1]:23790");
+    assert_int_equal(gr_config_set(&c, "gregor.metadata.etcd.endpoints", ""), 0); /* empty: single node */
+    assert_int_equal(s->gregor_metadata_etcd_endpoint_count, 0);
+    const char *bad_endpoints[] = {
+        "10.0.0.1:2379",  "http://h",     "http://h:0",      "http://h:65536",
+        "https://h:2379", "http://h:1/x", "http://:1",       "http://h:1,,http://g:2",
+        "http://[]:1",    "http://h h:1", "http://h:123456", "ftp://h:1"};
+    for (size_t i = 0; i < sizeof bad_endpoints / sizeof bad_endpoints[0]; i++)
+        if (gr_config_set(&c, "gregor.metadata.etcd.endpoints", bad_endpoints[i]) != -1)
+            fail_msg("endpoints '%s' accepted", bad_endpoints[i]);
+    char nine[9 * 24] = "";
+    for (int i = 0; i < 9; i++)
+        snprintf(nine + strlen(nine), sizeof nine - strlen(nine), "%shttp://e%d:2379", i ? "," : "", i);
+    assert_int_equal(gr_config_set(&c, "gregor.metadata.etcd.endpoints", nine), -1); /* at most 8 */
+    nine[strrchr(nine, ',') - nine] = '\0';
+    assert_int_equal(gr_config_set(&c, "gregor.metadata.etcd.endpoints", nine), 0);
+    assert_int_equal(s->gregor_metadata_etcd_endpoint_count, 8);
+    assert_string_equal(s->gregor_metadata_etcd_endpoints[7], "http://e7:2379");
+
+    assert_int_equal(gr_config_set(&c, "gregor.metadata.etcd.prefix", "/kafka/prod-1"), 0);
+    assert_string_equal(s->gregor_metadata_etcd_prefix, "/kafka/prod-1");
+    assert_int_equal(gr_config_set(&c, "gregor.metadata.etcd.prefix", "gregor"), -1);
+    assert_int_equal(gr_config_set(&c, "gregor.metadata.etcd.prefix", "/gregor/"), -1);
+    assert_int_equal(gr_config_set(&c, "gregor.metadata.etcd.prefix", "/a//b"), -1);
+    assert_string_equal(s->gregor_metadata_etcd_prefix, "/kafka/prod-1"); /* unchanged by the failures */
+
+    assert_int_equal(gr_config_set(&c, "broker.rack", "eu-west-1a"), 0);
+    assert_string_equal(s->broker_rack, "eu-west-1a");
+    assert_int_equal(gr_config_set(&c, "broker.rack", ""), -1);
+    assert_int_equal(gr_config_set(&c, "broker.rack", "tab\there"), -1);
+    assert_int_equal(gr_config_set(&c, "broker.session.timeout.ms", "0"), -1);
+    assert_int_equal(gr_config_set(&c, "broker.heartbeat.interval.ms", "-5"), -1);
+    assert_int_equal(gr_config_set(&c, "broker.session.timeout.ms", "nine"), -1);
+
+    /* the pair rule: the heartbeat must come more often than the session expires */
+    assert_int_equal(gr_config_set(&c, "broker.session.timeout.ms", "3000"), 0);
+    assert_int_equal(gr_config_set(&c, "broker.heartbeat.interval.ms", "3000"), 0); /* alone it is fine */
+    assert_int_equal(gr_config_check(&c), -1);
+    assert_int_equal(gr_config_set(&c, "broker.heartbeat.interval.ms", "2999"), 0);
+    assert_int_equal(gr_config_check(&c), 0);
+    assert_int_equal(s->broker_session_timeout_ms, 3000);
+    assert_int_equal(s->broker_heartbeat_interval_ms, 2999);
+
+    /* inter.broker.listener.name names one of the listeners */
+    assert_int_equal(gr_config_set(&c, "listeners", "INTERNAL://0.0.0.0:9093, EXTERNAL://0.0.0.0:9092"), 0);
+    assert_int_equal(gr_config_set(&c, "inter.broker.listener.name", "EXTERNAL"), 0);
+    assert_int_equal(gr_config_check(&c), 0);
+    assert_string_equal(s->inter_broker_listener_name, "EXTERNAL");
+    assert_int_equal(gr_config_set(&c, "inter.broker.listener.name", "INTERNAL"), 0);
+    assert_int_equal(gr_config_check(&c), 0);
+    assert_int_equal(gr_config_set(&c, "inter.broker.listener.name", "PLAINTEXT"), 0);
+    assert_int_equal(gr_config_check(&c), -1);
+    assert_int_equal(gr_config_set(&c, "inter.broker.listener.name", "INTER"),
+                     0); /* a prefix is not a name */
+    assert_int_equal(gr_config_check(&c), -1);
+    assert_int_equal(gr_config_set(&c, "inter.broker.listener.name", ""), -1);
+    gr_config_free(&c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_defaults),   cmocka_unit_test(test_file_and_overrides),
         cmocka_unit_test(test_bad_values), cmocka_unit_test(test_dynamic_file_reload),
-        cmocka_unit_test(test_settings),
+        cmocka_unit_test(test_settings),   cmocka_unit_test(test_cluster_keys),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
