@@ -274,14 +274,15 @@ static void drop_easy(struct gr_etcd *etcd, CURL **easy)
     *easy = NULL;
 }
 
-/* Whether a failed transfer never reached etcd (safe to retry elsewhere). */
+/* Whether a failed transfer never sent its request (safe to retry elsewhere): a refused or timed-out
+ * connect. A reused connection has no connect time, so "sent" is judged by the request bytes written. */
 static bool connect_failure(CURLcode rc, CURL *easy)
 {
     if (rc == CURLE_COULDNT_CONNECT || rc == CURLE_COULDNT_RESOLVE_HOST) return true;
     if (rc != CURLE_OPERATION_TIMEDOUT) return false;
-    curl_off_t connected_us = 0;
-    curl_easy_getinfo(easy, CURLINFO_CONNECT_TIME_T, &connected_us);
-    return connected_us == 0;
+    long sent_bytes = 0;
+    curl_easy_getinfo(easy, CURLINFO_REQUEST_SIZE, &sent_bytes);
+    return sent_bytes == 0;
 }
 
 /* ---- one-shot requests ---- */
@@ -505,7 +506,8 @@ static void req_done(struct gr_etcd_req *req, CURLcode rc)
     drop_easy(etcd, &req->easy);
     if (!before_send)
         req_fail(req, rc == CURLE_OPERATION_TIMEDOUT ? GR_ETCD_TIMEOUT : GR_ETCD_UNREACHABLE,
-                 "etcd request failed after it was sent, outcome unknown (%s)", req->last_fail);
+                 "etcd request %s after it was sent, outcome unknown (%s)",
+                 rc == CURLE_OPERATION_TIMEDOUT ? "timed out" : "failed", req->last_fail);
     else if (gr_time_mono_ms() + 2 >= req->deadline_ms)
         req_fail(req, GR_ETCD_TIMEOUT, "etcd request timed out (%s)", req->last_fail);
     else
