@@ -15,6 +15,10 @@
  *   reopened stream (start_revision = next_rev) repeats nothing; etcd sends all events of one revision in
  *   one message (no fragmentation is asked for).
  *
+ * Logging: a watch's troubles (stream errors, cancels, resyncs that fail) are rate-limited warnings, since
+ * an etcd that keeps failing would repeat them at every back-off; a resync after compaction is one INFO.
+ * Requests log nothing: their callers get the status and message.
+ *
  * Read next: cluster/etcd_codec.c (bodies and parsing), cluster/tests/test_etcd.c.
  */
 #include "cluster/etcd.h"
@@ -111,6 +115,10 @@ struct gr_etcd_watch {
     gr_etcd_watch_cb *cb;
     void *ctx;
 };
+
+/* Decoded structs per byte of JSON: the smallest KeyValue ({"key":"YQ=="}, 14 bytes) decodes into a
+ * 64-byte struct plus two 16-byte arena slots, so 8x bounds any answer under the response cap. */
+#define GR_ETCD_ARENA_PER_RESPONSE_BYTE 8
 
 static void after_action(struct gr_etcd *etcd);
 
@@ -406,6 +414,7 @@ static void req_submit(struct gr_etcd_req *req)
 }
 
 static void paged_page(struct gr_etcd_req *req, struct gr_etcd_result *res);
+static bool paged_next(struct gr_etcd_req *req);
 
 static void req_finish(struct gr_etcd_req *req, struct gr_etcd_result *res)
 {
@@ -414,6 +423,10 @@ static void req_finish(struct gr_etcd_req *req, struct gr_etcd_result *res)
     if (req->kind == K_PAGED && res->status == GR_ETCD_OK) {
         paged_page(req, res);
         return;
+    }
+    if (req->kind == K_PAGED && res->status == GR_ETCD_TOO_LARGE && req->page_keys > 1) {
+        req->page_keys /= 2; /* the same page again, smaller: only a single key over the cap fails */
+        if (paged_next(req)) return;
     }
     if (!res->message) res->message = "";
     req->in_cb = true;
@@ -432,7 +445,7 @@ static void req_parse(struct gr_etcd_req *req, long http_code)
         return;
     }
     struct gr_arena arena;
-    gr_arena_init(&arena, etcd->response_bytes_max * 2 + 65536);
+    gr_arena_init(&arena, GR_ETCD_ARENA_PER_RESPONSE_BYTE * etcd->response_bytes_max + 65536);
     struct gr_etcd_result res = {.status = GR_ETCD_OK};
     int code;
     const char *msg;
@@ -645,6 +658,20 @@ static json_t *paged_body(struct gr_etcd_req *req)
     return gr_etcd_codec_op(&op);
 }
 
+/* Asks for the page at req->key (page_keys keys at req->revision). Returns false when out of memory. */
+static bool paged_next(struct gr_etcd_req *req)
+{
+    json_t *body = paged_body(req);
+    char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+    json_decref(body);
+    if (!text) return false;
+    free(req->body);
+    req->body = text;
+    req->body_len = strlen(text);
+    req_submit(req);
+    return true;
+}
+
 /* One page of a paged range arrived: hand it over, then ask for the next or finish. */
 static void paged_page(struct gr_etcd_req *req, struct gr_etcd_result *res)
 {
@@ -659,25 +686,15 @@ static void paged_page(struct gr_etcd_req *req, struct gr_etcd_result *res)
     if (res->op.more && res->op.kv_count) {
         const struct gr_etcd_kv *last = &res->op.kvs[res->op.kv_count - 1];
         char *key = malloc(last->key_len + 1); /* the next page starts just after the last key */
-        json_t *body = NULL;
         if (key) {
             memcpy(key, last->key, last->key_len);
             key[last->key_len] = 0;
             free(req->key);
             req->key = key;
             req->key_len = last->key_len + 1;
-            body = paged_body(req);
+            if (paged_next(req)) return;
         }
-        char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
-        json_decref(body);
-        if (!text) {
-            req_fail(req, GR_ETCD_BAD_RESPONSE, "out of memory paging an etcd range");
-            return;
-        }
-        free(req->body);
-        req->body = text;
-        req->body_len = strlen(text);
-        req_submit(req);
+        req_fail(req, GR_ETCD_BAD_RESPONSE, "out of memory paging an etcd range");
         return;
     }
     struct gr_etcd_result done = {.status = GR_ETCD_OK, .message = "", .revision = req->revision};
@@ -816,7 +833,7 @@ static bool watch_message(struct gr_etcd_watch *w, const json_t *j, bool *alive)
     int code;
     const char *msg;
     if (gr_etcd_codec_error(j, &code, &msg)) {
-        GR_WARN("etcd watch: stream error %d: %s; reopening", code, msg);
+        GR_WARN_RATELIMITED("etcd watch: stream error %d: %s; reopening", code, msg);
         watch_again(w, false);
         return false;
     }
@@ -825,7 +842,7 @@ static bool watch_message(struct gr_etcd_watch *w, const json_t *j, bool *alive)
     int64_t header_rev = 0, compact_rev = 0;
     if (!json_is_object(r) || (h && !gr_etcd_codec_get_i64(h, "revision", &header_rev)) ||
         !gr_etcd_codec_get_i64(r, "compact_revision", &compact_rev)) {
-        GR_WARN("etcd watch: malformed message; reopening");
+        GR_WARN_RATELIMITED("etcd watch: malformed message; reopening");
         watch_again(w, false);
         return false;
     }
@@ -844,10 +861,10 @@ static bool watch_message(struct gr_etcd_watch *w, const json_t *j, bool *alive)
             drop_easy(etcd, &w->easy);
             watch_start_resync(w);
         } else {
-            GR_WARN("etcd watch cancelled by etcd (%s); reopening",
-                    json_is_string(json_object_get(r, "cancel_reason"))
-                        ? json_string_value(json_object_get(r, "cancel_reason"))
-                        : "no reason");
+            GR_WARN_RATELIMITED("etcd watch cancelled by etcd (%s); reopening",
+                                json_is_string(json_object_get(r, "cancel_reason"))
+                                    ? json_string_value(json_object_get(r, "cancel_reason"))
+                                    : "no reason");
             watch_again(w, false);
         }
         return false;
@@ -856,7 +873,7 @@ static bool watch_message(struct gr_etcd_watch *w, const json_t *j, bool *alive)
     size_t n = json_is_array(events) ? json_array_size(events) : 0;
     int64_t from = w->next_rev, last = 0;
     struct gr_arena arena;
-    gr_arena_init(&arena, etcd->response_bytes_max * 2 + 65536);
+    gr_arena_init(&arena, GR_ETCD_ARENA_PER_RESPONSE_BYTE * etcd->response_bytes_max + 65536);
     for (size_t i = 0; i < n; i++) {
         const json_t *e = json_array_get(events, i);
         struct gr_etcd_kv kv = {0}, prev = {0};
@@ -865,7 +882,7 @@ static bool watch_message(struct gr_etcd_watch *w, const json_t *j, bool *alive)
         if (!gr_etcd_codec_kv(json_object_get(e, "kv"), &arena, &kv) ||
             (pj && !gr_etcd_codec_kv(pj, &arena, &prev)) || (type && !json_is_string(type))) {
             gr_arena_reset(&arena);
-            GR_WARN("etcd watch: malformed event; reopening at %lld", (long long)w->next_rev);
+            GR_WARN_RATELIMITED("etcd watch: malformed event; reopening at %lld", (long long)w->next_rev);
             watch_again(w, false);
             return false;
         }
@@ -904,7 +921,7 @@ static bool watch_drain(struct gr_etcd_watch *w)
         off += len + 1;
         if (!len) continue;
         if (!j) {
-            GR_WARN("etcd watch: bad JSON (%s); reopening", jerr.text);
+            GR_WARN_RATELIMITED("etcd watch: bad JSON (%s); reopening", jerr.text);
             watch_again(w, false);
             break;
         }
@@ -925,7 +942,7 @@ static void watch_done(struct gr_etcd_watch *w, CURLcode rc)
 {
     if (!watch_drain(w) || !w->easy) return;
     if (w->buf.too_large) {
-        GR_WARN("etcd watch: a message over %zu bytes; resyncing", w->etcd->response_bytes_max);
+        GR_WARN_RATELIMITED("etcd watch: a message over %zu bytes; resyncing", w->etcd->response_bytes_max);
         drop_easy(w->etcd, &w->easy);
         watch_start_resync(w);
         return;
@@ -955,7 +972,7 @@ static void resync_done(void *ctx, const struct gr_etcd_result *res)
     struct gr_etcd_watch *w = ctx;
     w->resync = NULL;
     if (res->status != GR_ETCD_OK) {
-        GR_WARN("etcd watch resync failed: %s; retrying", res->message);
+        GR_WARN_RATELIMITED("etcd watch resync failed: %s; retrying", res->message);
         watch_again(w, true);
         return;
     }

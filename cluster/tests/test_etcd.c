@@ -584,6 +584,60 @@ static void test_restart(void)
     gr_etcd_watch_stop(c.self);
 }
 
+/* A client with a closed endpoint first and a 64 KiB cap: its watch fails over to the real endpoint; a
+ * message over the cap makes it resync, which cannot finish while one value is over the cap (the resync is
+ * retried, nothing is delivered), and completes once that key is gone; a paged read whose pages exceed
+ * the cap halves them until they fit. */
+static void test_watch_failover_and_cap(void)
+{
+    char list[512];
+    snprintf(list, sizeof list, "%s,%s", getenv("ETCD_CLOSED"), endpoint);
+    struct gr_etcd *c = client(list, 3000, 64 * 1024);
+    struct cache w = {0};
+    char end[64];
+    size_t end_len = gr_etcd_prefix_end("/t14/", 5, end);
+    w.self = gr_etcd_watch_start(c, "/t14/", 0, end, end_len, 0, false, on_event, &w);
+    CHECK(w.self != NULL);
+    int64_t t0 = gr_time_mono_ms();
+    while (gr_etcd_watch_connects(w.self) == 0 && gr_time_mono_ms() - t0 < 5000)
+        run_for(20);
+    CHECK(gr_etcd_watch_connects(w.self) == 1);
+    put(etcd, "/t14/small", "s", 0);
+    while (w.events < 1 && gr_time_mono_ms() - t0 < 5000)
+        run_for(20);
+    CHECK(w.events == 1 && w.puts == 1);
+
+    static char big[100 * 1024];
+    memset(big, 'b', sizeof big - 1);
+    CHECK(put(etcd, "/t14/big", big, 0).status == GR_ETCD_OK);
+    run_for(500);
+    CHECK(w.events == 1 && w.begins == 0 &&
+          gr_etcd_watch_resyncs(w.self) == 0); /* stuck, nothing wrong given */
+    struct outcome d = del("/t14/big");
+    CHECK(d.status == GR_ETCD_OK && d.count == 1);
+    put(etcd, "/t14/after", "a", 0);
+    t0 = gr_time_mono_ms();
+    while ((w.ends == 0 || cache_find(&w, "/t14/after") < 0) && gr_time_mono_ms() - t0 < 8000)
+        run_for(20);
+    CHECK(gr_etcd_watch_resyncs(w.self) >= 1 && w.ends >= 1 && w.snapshot_rev >= d.revision);
+    CHECK(w.n == 2 && cache_find(&w, "/t14/small") >= 0 && cache_find(&w, "/t14/after") >= 0);
+    CHECK(cache_find(&w, "/t14/big") < 0);
+    gr_etcd_watch_stop(w.self);
+
+    static char mid[10 * 1024];
+    memset(mid, 'm', sizeof mid - 1);
+    for (int i = 0; i < 40; i++) {
+        char key[32];
+        snprintf(key, sizeof key, "/t15/%02d", i);
+        put(etcd, key, mid, 0);
+    }
+    struct cache got = {0};
+    struct paged_probe p = {.c = &got};
+    wait_req(gr_etcd_range_paged(c, "/t15/", 0, "/t150", 0, 0, page_into, on_done, &p), &p.o, 10000);
+    CHECK(p.o.status == GR_ETCD_OK && got.n == 40 && got.kvs == 40 && p.pages >= 10);
+    gr_etcd_free(c);
+}
+
 struct ticker {
     ev_timer t;
     int64_t last_us, max_gap_us;
@@ -691,6 +745,7 @@ int main(void)
         {"paged range at one revision", test_paged_range},
         {"etcd error code, cancel", test_server_error_and_cancel},
         {"watch resync after compaction", test_compaction_resync},
+        {"watch failover, a message over the cap", test_watch_failover_and_cap},
         {"watch across an etcd restart", test_restart},
         {"paused etcd never blocks the loop", test_paused_etcd},
     };
