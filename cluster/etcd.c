@@ -26,6 +26,9 @@
 #include <curl/curl.h>
 #include <ev.h>
 #include <jansson.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -235,6 +238,16 @@ static size_t write_cb(char *ptr, size_t size, size_t nmemb, void *userdata)
     return n;
 }
 
+/* libcurl 7.88 sets keepalive idle and interval but not the probe count: 3 probes, so a dead path ends a
+ * connection GR_ETCD_TCP_KEEPIDLE_S + 3 * GR_ETCD_TCP_KEEPINTVL_S seconds after it went quiet. */
+static int sockopt_cb(void *clientp, curl_socket_t fd, curlsocktype purpose)
+{
+    (void)clientp;
+    int probes = GR_ETCD_TCP_KEEPCNT;
+    if (purpose == CURLSOCKTYPE_IPCXN) setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &probes, sizeof probes);
+    return CURL_SOCKOPT_OK;
+}
+
 /* A new easy handle for `path` at `endpoint` posting `body`; total timeout `timeout_ms` (0: none). */
 static CURL *make_easy(struct gr_etcd *etcd, int endpoint, const char *path, const char *body,
                        size_t body_len, int64_t timeout_ms, struct curl_slist **headers, struct rbuf *b,
@@ -262,6 +275,7 @@ static CURL *make_easy(struct gr_etcd *etcd, int endpoint, const char *path, con
     curl_easy_setopt(easy, CURLOPT_TCP_KEEPALIVE, 1L);
     curl_easy_setopt(easy, CURLOPT_TCP_KEEPIDLE, (long)GR_ETCD_TCP_KEEPIDLE_S);
     curl_easy_setopt(easy, CURLOPT_TCP_KEEPINTVL, (long)GR_ETCD_TCP_KEEPINTVL_S);
+    curl_easy_setopt(easy, CURLOPT_SOCKOPTFUNCTION, sockopt_cb);
     curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, write_cb);
     curl_easy_setopt(easy, CURLOPT_WRITEDATA, b);
     curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, err);

@@ -67,9 +67,11 @@ struct ev_loop;
 #define GR_ETCD_ENDPOINT_BYTES_MAX 256
 /* Keys per page of gr_etcd_range_paged when the caller passes 0. */
 #define GR_ETCD_PAGE_KEYS_DEFAULT 500
-/* TCP keepalive of every connection (seconds): a watch on a dead path ends within idle + 3 probes. */
+/* TCP keepalive of every connection (seconds, probes): a watch on a dead path ends within idle + 3 probes
+ * (11 s) and is reopened. */
 #define GR_ETCD_TCP_KEEPIDLE_S 5
 #define GR_ETCD_TCP_KEEPINTVL_S 2
+#define GR_ETCD_TCP_KEEPCNT 3
 
 struct gr_etcd_config {
     const char *endpoints;      /* "http://h:p[,http://h:p...]", borrowed during gr_etcd_new */
