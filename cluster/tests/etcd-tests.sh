@@ -3,8 +3,8 @@
 # etcd-server) that it starts on free loopback ports (client and peer) with a temporary data directory and
 # --auto-compaction-retention=0 (the tests read history), and always stops (also on failure or timeout).
 # Usage: cluster/tests/etcd-tests.sh [BUILD_DIR]   (default build; ends with "cluster: N passed, N failed")
-# The test binary acts on that etcd through "etcd-tests.sh ctl ACTION" (kill | start | stop | cont |
-# compact REV), with ETCD_TEST_DIR naming the run's directory.
+# The test binary acts on that etcd through "etcd-tests.sh ctl ACTION" (kill | start | start-wait | stop |
+# cont | compact REV | put-compact KEY VALUE), with ETCD_TEST_DIR naming the run's directory.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 
@@ -38,6 +38,19 @@ if [ "${1:-}" = ctl ]; then
     stop) kill -STOP "$(cat "$dir/pid")" ;;
     cont) kill -CONT "$(cat "$dir/pid")" ;;
     compact) ETCDCTL_API=3 timeout 10 etcdctl --endpoints="127.0.0.1:$c" compact "$3" >/dev/null ;;
+    start-wait) # start, then wait (at most 10 s) until etcd answers
+        start_etcd "$dir"
+        for _ in $(seq 100); do
+            ETCDCTL_API=3 etcdctl --endpoints="127.0.0.1:$c" --command-timeout=1s endpoint health >/dev/null 2>&1 &&
+                exit 0
+            sleep 0.1
+        done
+        exit 1 ;;
+    put-compact) # put $3=$4 twice, then compact etcd's history up to the second put's revision
+        ETCDCTL_API=3 timeout 10 etcdctl --endpoints="127.0.0.1:$c" put "$3" "$4" >/dev/null || exit 1
+        rev=$(ETCDCTL_API=3 timeout 10 etcdctl --endpoints="127.0.0.1:$c" -w json put "$3" "$4" |
+            python3 -c 'import json,sys; print(json.load(sys.stdin)["header"]["revision"])') || exit 1
+        ETCDCTL_API=3 timeout 10 etcdctl --endpoints="127.0.0.1:$c" compact "$rev" >/dev/null ;;
     *) echo "etcd-tests.sh ctl: unknown action ${2:-}" >&2; exit 2 ;;
     esac
     exit $?

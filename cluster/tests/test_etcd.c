@@ -1,17 +1,20 @@
 /*
  * test_etcd.c: the etcd client (cluster/etcd.h) against a real etcd, started by cluster/tests/etcd-tests.sh,
  * which passes ETCD_ENDPOINT (http://127.0.0.1:port), ETCD_CLOSED (an endpoint where nothing listens) and
- * ETCD_CTL (a command taking kill | start | stop | cont | compact REV to act on that etcd). Each test runs
- * the libev loop until what it waits for happens or a deadline passes; every check is a real value
- * compared. Covers: endpoint failover and a timeout when none answers; CAS create (create_revision 0),
- * update on mod_revision, a stale compare taking the failure branch with its ops' results; int64 fields
- * (lease ids above 2^53) exact; a lease's expiry deleting its key (seen by a watch) and keepalive reporting
- * the lease gone; PUT and DELETE events; a response over the cap; a txn of 129 ops and a 1.6 MiB put
- * refused locally; a paged range pinned at one revision; an etcd error with its gRPC code; cancel; a watch
- * started at a compacted revision resyncing to a cache equal to a fresh range; a watch surviving an etcd
- * kill -9 and restart with nothing lost or repeated; a request to a SIGSTOPped etcd timing out at its
- * timeout while the loop keeps turning (no iteration works 10 ms; a 1 ms timer keeps firing).
- * Ends with "etcd client: N passed, N failed". ETCD_TEST_ONLY=<substring of a test's name> runs only those.
+ * ETCD_CTL (a command taking kill | start | start-wait | stop | cont | compact REV | put-compact KEY VALUE
+ * to act on that etcd). Each test runs the libev loop until what it waits for happens or a deadline
+ * passes; every check is a real value compared. Covers: endpoint failover and a timeout when none answers;
+ * CAS create (create_revision 0), update on mod_revision, a stale compare taking the failure branch with
+ * its ops' results; int64 fields (lease ids above 2^53) exact; a lease's expiry deleting its key (seen by a
+ * watch) and keepalive reporting the lease gone; PUT and DELETE events; a response over the cap; a txn of
+ * 129 ops and a 1.6 MiB put refused locally; a paged range pinned at one revision, and one halving pages
+ * over the cap; an etcd error with its gRPC code; cancel; a watch started at a compacted revision
+ * resyncing to a cache equal to a fresh range; a watch failing over from a closed endpoint and resyncing
+ * after a message over the cap; a watch surviving an etcd kill -9 and restart with nothing lost or
+ * repeated, and one reopened after etcd compacted past it while it was away; a request to a SIGSTOPped
+ * etcd timing out at its timeout while the loop keeps turning (no iteration works 10 ms; a 1 ms timer
+ * keeps firing). Ends with "etcd client: N passed, N failed". ETCD_TEST_ONLY=<part of a test's name> runs
+ * only the tests whose names contain it.
  */
 #include <ev.h>
 #include <inttypes.h>
@@ -638,6 +641,42 @@ static void test_watch_failover_and_cap(void)
     gr_etcd_free(c);
 }
 
+/* The realistic compaction: a watch loses its connection, and before it is back, etcd writes and compacts
+ * past the watch's next revision (two puts, the compaction at the second; ctl runs while the loop is stopped,
+ * so the watch cannot reconnect in between). Reopened at a compacted revision, the watch resyncs: a snapshot,
+ * then events from after it; the first event is not repeated and the cache equals a fresh range. */
+static void test_compaction_while_away(void)
+{
+    struct cache c = {0};
+    CHECK(watch_prefix("/t16/", 0, true, &c) != NULL);
+    int64_t t0 = gr_time_mono_ms();
+    while (gr_etcd_watch_connects(c.self) == 0 && gr_time_mono_ms() - t0 < 5000)
+        run_for(20);
+    struct outcome a = put(etcd, "/t16/a", "a1", 0);
+    while (c.events < 1 && gr_time_mono_ms() - t0 < 5000)
+        run_for(20);
+    CHECK(c.events == 1 && gr_etcd_watch_next_revision(c.self) == a.revision + 1);
+    CHECK(ctl("kill"));
+    run_for(300); /* the stream ends; reconnects fail */
+    CHECK(ctl("start-wait"));
+    CHECK(ctl("put-compact /t16/b b1"));
+    t0 = gr_time_mono_ms();
+    while (c.ends == 0 && gr_time_mono_ms() - t0 < 10000)
+        run_for(20);
+    CHECK(gr_etcd_watch_resyncs(c.self) == 1 && c.begins == 1 && c.ends == 1 && c.kvs == 2);
+    CHECK(c.events == 1 && c.n == 2 && cache_find(&c, "/t16/b") >= 0);
+    struct outcome d = put(etcd, "/t16/c", "c1", 0);
+    t0 = gr_time_mono_ms();
+    while (c.events < 2 && gr_time_mono_ms() - t0 < 5000)
+        run_for(20);
+    run_for(100);
+    CHECK(c.events == 2 && c.last_rev == d.revision && c.out_of_order == 0);
+    struct cache fresh = {0};
+    CHECK(read_prefix("/t16/", &fresh, 0).status == GR_ETCD_OK);
+    CHECK(cache_equal(&c, &fresh) && c.n == 3);
+    gr_etcd_watch_stop(c.self);
+}
+
 struct ticker {
     ev_timer t;
     int64_t last_us, max_gap_us;
@@ -747,6 +786,7 @@ int main(void)
         {"watch resync after compaction", test_compaction_resync},
         {"watch failover, a message over the cap", test_watch_failover_and_cap},
         {"watch across an etcd restart", test_restart},
+        {"watch resync after compaction while away", test_compaction_while_away},
         {"paused etcd never blocks the loop", test_paused_etcd},
     };
     const char *only = getenv("ETCD_TEST_ONLY"); /* a substring of the names to run, for debugging */
