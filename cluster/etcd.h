@@ -228,8 +228,8 @@ typedef void gr_etcd_page_cb(void *ctx, const struct gr_etcd_kv *kvs, size_t kv_
  * pages at the revision of the first, in key order: page_cb for each page, then done exactly once (its
  * res->revision is that revision; an error ends the read, pages already given stay given). Each page has
  * the request timeout. A page over the response cap is asked again with half as many keys, down to one:
- * only a single key-value over the cap fails the read (GR_ETCD_TOO_LARGE). Cancel with gr_etcd_cancel (then
- * neither callback runs again). */
+ * only a single key-value over the cap fails the read (GR_ETCD_TOO_LARGE). ctx goes to both callbacks. Cancel
+ * with gr_etcd_cancel (then neither callback runs again). */
 struct gr_etcd_req *gr_etcd_range_paged(struct gr_etcd *etcd, const char *key, size_t key_len,
                                         const char *range_end, size_t range_end_len, int64_t page_keys,
                                         gr_etcd_page_cb *page_cb, gr_etcd_cb *done, void *ctx);
