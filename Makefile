@@ -4,7 +4,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo
 
-.PHONY: all build deps test-deps run test lint unit oracle codegen-check compat compat-full compat-librdkafka bench docker-test clean sanitize sanitize-check
+.PHONY: all build deps test-deps run test lint unit cluster-check oracle codegen-check compat compat-full compat-librdkafka bench docker-test clean sanitize sanitize-check
 
 all: build
 
@@ -23,7 +23,7 @@ run: build
 	$(BUILD)/bin/gregor $(ARGS)
 
 # Every test stage that fits the 45-minute budget; ends with one summary line per stage.
-test: test-deps build lint codegen-check unit sanitize-check oracle compat bench-quick
+test: test-deps build lint codegen-check unit cluster-check sanitize-check oracle compat bench-quick
 
 # Guards: clang-format-14 over hand-written C, and includes pointing down the layer order (scripts/lint.py).
 lint:
@@ -37,6 +37,10 @@ unit:
 	t=$$(sed -n 's/.*tests failed out of \([0-9]*\).*/\1/p' ctest.out); \
 	f=$$(sed -n 's/.*, \([0-9]*\) tests failed out of.*/\1/p' ctest.out); \
 	echo "unit: $$(( $${t:-0} - $${f:-1} )) passed, $${f:-1} failed"; exit $$rc; }
+
+# The etcd client (cluster/etcd.h) against a real etcd started on free loopback ports; under a minute.
+cluster-check:
+	@cluster/tests/etcd-tests.sh $(BUILD)
 
 # The codec against Apache Kafka's own message classes, both directions (needs Java 17 and Maven).
 oracle:

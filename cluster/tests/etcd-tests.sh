@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# etcd-tests.sh: runs the etcd client's tests (cluster/tests/test_etcd.c) against a real etcd (Debian's
+# etcd-server) that it starts on free loopback ports (client and peer) with a temporary data directory and
+# --auto-compaction-retention=0 (the tests read history), and always stops (also on failure or timeout).
+# Usage: cluster/tests/etcd-tests.sh [BUILD_DIR]   (default build; ends with "cluster: N passed, N failed")
+# The test binary acts on that etcd through "etcd-tests.sh ctl ACTION" (kill | start | start-wait | stop |
+# cont | compact REV | put-compact KEY VALUE), with ETCD_TEST_DIR naming the run's directory.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+
+start_etcd() { # $1 = run directory (holds ports, data/, pid, etcd.log); returns at once
+    local dir=$1 c p
+    read -r c p <"$dir/ports"
+    setsid etcd --name gr-test --data-dir "$dir/data" \
+        --listen-client-urls "http://127.0.0.1:$c" --advertise-client-urls "http://127.0.0.1:$c" \
+        --listen-peer-urls "http://127.0.0.1:$p" --initial-advertise-peer-urls "http://127.0.0.1:$p" \
+        --initial-cluster "gr-test=http://127.0.0.1:$p" --auto-compaction-retention=0 \
+        >>"$dir/etcd.log" 2>&1 </dev/null &
+    echo $! >"$dir/pid"
+    disown $! 2>/dev/null # its kill -9 is expected: no "Killed" line from bash
+}
+
+stop_etcd() { # kill -9, then wait (at most 5 s) until the process is gone
+    local dir=$1 pid
+    pid=$(cat "$dir/pid" 2>/dev/null) || return 0
+    kill -CONT "$pid" 2>/dev/null
+    kill -9 "$pid" 2>/dev/null
+    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    rm -f "$dir/pid"
+}
+
+if [ "${1:-}" = ctl ]; then
+    dir=${ETCD_TEST_DIR:?}
+    read -r c _ <"$dir/ports"
+    case "${2:-}" in
+    kill) stop_etcd "$dir" ;;
+    start) start_etcd "$dir" ;;
+    stop) kill -STOP "$(cat "$dir/pid")" ;;
+    cont) kill -CONT "$(cat "$dir/pid")" ;;
+    compact) ETCDCTL_API=3 timeout 10 etcdctl --endpoints="127.0.0.1:$c" compact "$3" >/dev/null ;;
+    start-wait) # start, then wait (at most 10 s) until etcd answers
+        start_etcd "$dir"
+        for _ in $(seq 100); do
+            ETCDCTL_API=3 etcdctl --endpoints="127.0.0.1:$c" --command-timeout=1s endpoint health >/dev/null 2>&1 &&
+                exit 0
+            sleep 0.1
+        done
+        exit 1 ;;
+    put-compact) # put $3=$4 twice, then compact etcd's history up to the second put's revision
+        ETCDCTL_API=3 timeout 10 etcdctl --endpoints="127.0.0.1:$c" put "$3" "$4" >/dev/null || exit 1
+        rev=$(ETCDCTL_API=3 timeout 10 etcdctl --endpoints="127.0.0.1:$c" -w json put "$3" "$4" |
+            python3 -c 'import json,sys; print(json.load(sys.stdin)["header"]["revision"])') || exit 1
+        ETCDCTL_API=3 timeout 10 etcdctl --endpoints="127.0.0.1:$c" compact "$rev" >/dev/null ;;
+    *) echo "etcd-tests.sh ctl: unknown action ${2:-}" >&2; exit 2 ;;
+    esac
+    exit $?
+fi
+
+build=${1:-build}
+bin=$build/tests/test_etcd
+if ! command -v etcd >/dev/null || ! command -v etcdctl >/dev/null; then
+    echo "cluster: etcd or etcdctl missing (scripts/install-deps.sh test installs etcd-server, etcd-client)"
+    echo "cluster: 0 passed, 1 failed"
+    exit 1
+fi
+[ -x "$bin" ] || { echo "cluster: $bin not built"; echo "cluster: 0 passed, 1 failed"; exit 1; }
+
+dir=$(mktemp -d /tmp/gregor-etcd-test.XXXXXX)
+cleanup() { stop_etcd "$dir"; rm -rf "$dir"; }
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+# Three free loopback ports: etcd's client and peer ports, and one where nothing listens (failover).
+python3 -c 'import socket
+ss=[socket.socket() for _ in range(3)]
+[s.bind(("127.0.0.1",0)) for s in ss]
+print(*[s.getsockname()[1] for s in ss])' >"$dir/allports"
+read -r cport pport closed <"$dir/allports"
+echo "$cport $pport" >"$dir/ports"
+start_etcd "$dir"
+healthy=0
+for _ in $(seq 100); do
+    if ETCDCTL_API=3 etcdctl --endpoints="127.0.0.1:$cport" --command-timeout=1s endpoint health >/dev/null 2>&1; then
+        healthy=1
+        break
+    fi
+    sleep 0.1
+done
+if [ $healthy -ne 1 ]; then
+    echo "cluster: etcd did not become healthy on 127.0.0.1:$cport"; tail -5 "$dir/etcd.log"
+    echo "cluster: 0 passed, 1 failed"
+    exit 1
+fi
+out=$dir/test.out
+ETCD_TEST_DIR=$dir ETCD_ENDPOINT="http://127.0.0.1:$cport" ETCD_CLOSED="http://127.0.0.1:$closed" \
+    ETCD_CTL="$here/etcd-tests.sh ctl" timeout -k 5 150 "$bin" 2>&1 | tee "$out"
+rc=${PIPESTATUS[0]}
+line=$(grep -E '^etcd client: [0-9]+ passed, [0-9]+ failed' "$out" | tail -1)
+p=$(echo "$line" | sed -n 's/.*: \([0-9]*\) passed.*/\1/p')
+f=$(echo "$line" | sed -n 's/.* \([0-9]*\) failed.*/\1/p')
+[ -n "$p" ] || p=0
+if [ -z "$f" ] || { [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; }; then
+    echo "cluster: test_etcd exited with $rc before its summary"; f=$(( ${f:-0} + 1 )); fi
+[ "$f" -gt 0 ] && tail -20 "$dir/etcd.log" | sed 's/^/etcd.log: /'
+echo "cluster: $p passed, $f failed"
+[ "$f" -eq 0 ]
