@@ -28,6 +28,7 @@
 #include <stdint.h>
 
 #include "common/arena.h"
+#include "common/limits.h"
 #include "partition/partition.h"
 #include "protocol/gen/messages.h"
 #include "protocol/header.h"
@@ -115,9 +116,6 @@ struct gr_req {
     int chunk_at;     /* first chunk not fully sent */
     size_t chunk_off; /* bytes of chunks[chunk_at] already sent */
 };
-
-/* Most listeners one broker binds (e.g. INTERNAL and EXTERNAL, as in a container setup). */
-#define GR_LISTENERS_MAX 8
 
 /* One bound listener: NAME://host:port from `listeners`, and what Metadata tells clients that came in
  * through it (its entry in `advertised.listeners`, else its own address). */
