@@ -1,14 +1,12 @@
 /*
  * metadata.c: Metadata (key 3), v0-v13. Brokers, controller, cluster id, topics and partition states come
- * from the metadata image (cluster/image.h), each broker through the listener the client connected on (one
- * without it is left out; a partition led by one without it is LISTENER_NOT_FOUND from v6,
- * LEADER_NOT_AVAILABLE before; a partition without a leader LEADER_NOT_AVAILABLE, leader -1, its stored
- * epoch, replicas and ISR). Topic lists: v0 empty = all topics; v1+ null = all, empty = none. Topics are
- * auto-created here only (auto.create.topics.enable, and the request's allow_auto_topic_creation from v4;
- * always allowed before): the creating answer is UNKNOWN_TOPIC_OR_PARTITION, as KRaft Kafka answers while it
- * creates, and the next Metadata shows the partitions. Invalid names get INVALID_TOPIC_EXCEPTION. The
- * creation's files are made on the I/O pool: the request waits until it completed (so the next Metadata
- * does show the partitions), and gets the creation's error code instead when it failed.
+ * from the metadata image (cluster/image.h); each live broker through the listener the client connected
+ * on, one without it left out (partition errors: fill_partition). Topic lists: v0 empty = all topics; v1+
+ * null = all, empty = none. Topics are auto-created here only (auto.create.topics.enable, and the request's
+ * allow_auto_topic_creation from v4; always allowed before): the creating answer is
+ * UNKNOWN_TOPIC_OR_PARTITION, as KRaft Kafka answers while it creates, and the next Metadata shows the
+ * partitions. Invalid names get INVALID_TOPIC_EXCEPTION. The request waits until the creation (files on the
+ * I/O pool) completed, so the next Metadata shows the partitions, and gets its error code when it failed.
  */
 #include <string.h>
 
@@ -23,34 +21,38 @@
 #define TOPIC_ALL_OPERATIONS                                                                                 \
     ((1 << 3) | (1 << 4) | (1 << 5) | (1 << 6) | (1 << 7) | (1 << 8) | (1 << 10) | (1 << 11))
 
-/* The partition's node lists copied into the request (the image may change while the request waits for an
-   auto-creation), its offline replicas with the brokers that are gone, fenced or lack the listener added
-   (Kafka's KRaftMetadataCache.getOfflineReplicas). Returns false when out of memory. */
-static bool fill_nodes(struct gr_req *req, struct gr_metadata_response_metadata_response_partition *rp,
-                       const struct gr_image_partition *p, const char *listener)
+/* The partition's node lists copied into the request (the image may change while it waits for an
+   auto-creation): replicas and ISR (v0: only the reachable ones), offline replicas (the unreachable ones and
+   those stored offline). Returns -1 when out of memory, 1 when v0 left a node out, else 0. */
+static int fill_nodes(struct gr_req *req, struct gr_metadata_response_metadata_response_partition *rp,
+                      const struct gr_image_partition *p)
 {
+    bool v0 = req->hdr.request_api_version == 0;
     int32_t *n = gr_arena_alloc(&req->arena, sizeof *n * ((size_t)p->replica_count * 2 + p->isr_count + 1));
-    if (!n) return false;
-    memcpy(n, gr_image_replicas(p), sizeof *n * (size_t)p->replica_count);
-    memcpy(n + p->replica_count, gr_image_isr(p), sizeof *n * (size_t)p->isr_count);
-    rp->replica_nodes = (struct gr_int32_array){n, p->replica_count};
-    rp->isr_nodes = (struct gr_int32_array){n + p->replica_count, p->isr_count};
-    int32_t *off = n + p->replica_count + p->isr_count, k = 0;
+    if (!n) return -1;
+    int32_t nr = 0, ni = 0, k = 0;
+    for (int32_t i = 0; i < p->replica_count; i++)
+        if (!v0 || gr_route_endpoint(req, gr_image_replicas(p)[i], NULL)) n[nr++] = gr_image_replicas(p)[i];
+    for (int32_t i = 0; i < p->isr_count; i++)
+        if (!v0 || gr_route_endpoint(req, gr_image_isr(p)[i], NULL)) n[nr + ni++] = gr_image_isr(p)[i];
+    int32_t *off = n + nr + ni;
     for (int32_t i = 0; i < p->replica_count; i++) {
-        const struct gr_image_broker *br = gr_image_broker(req->broker->image, n[i]);
-        bool gone = !br || br->fenced || !gr_image_broker_listener(br, listener, strlen(listener));
+        int32_t id = gr_image_replicas(p)[i];
+        bool gone = !gr_route_endpoint(req, id, NULL); /* unknown, fenced, no listener */
         for (int32_t j = 0; j < p->offline_count && !gone; j++)
-            gone = gr_image_offline(p)[j] == n[i];
-        if (gone) off[k++] = n[i];
+            gone = gr_image_offline(p)[j] == id;
+        if (gone) off[k++] = id;
     }
+    rp->replica_nodes = (struct gr_int32_array){n, nr};
+    rp->isr_nodes = (struct gr_int32_array){n + nr, ni};
     rp->offline_replicas = (struct gr_int32_array){off, k};
-    return true;
+    return nr < p->replica_count || ni < p->isr_count;
 }
 
-/* One partition from the image: led (NONE), no leader (LEADER_NOT_AVAILABLE), a leader without the
-   request's listener (LISTENER_NOT_FOUND from v6, else LEADER_NOT_AVAILABLE: Kafka's
-   errorUnavailableListeners), or led here by a log that went offline (KAFKA_STORAGE_ERROR, ISR empty, this
-   node offline: a local fact). */
+/* One partition from the image, as Kafka's KRaftMetadataCache: a leader unknown to the image (or -1) is
+   LEADER_NOT_AVAILABLE; a leader without the request's listener LISTENER_NOT_FOUND from v6, else
+   LEADER_NOT_AVAILABLE (both leader -1); v0 with a replica left out REPLICA_NOT_AVAILABLE; led here by a log
+   that went offline KAFKA_STORAGE_ERROR (ISR without this node, this node offline: a local fact). */
 static bool fill_partition(struct gr_req *req, struct gr_metadata_response_metadata_response_partition *rp,
                            const struct gr_image_topic *it, int32_t p)
 {
@@ -60,16 +62,18 @@ static bool fill_partition(struct gr_req *req, struct gr_metadata_response_metad
     rp->partition_index = p;
     rp->leader_id = ip->leader;
     rp->leader_epoch = ip->leader_epoch;
-    if (!fill_nodes(req, rp, ip, listener)) return false;
-    const struct gr_image_broker *lb =
-        ip->leader >= 0 ? gr_image_broker(req->broker->image, ip->leader) : NULL;
-    if (!lb || lb->fenced) {
+    int left_out = fill_nodes(req, rp, ip);
+    if (left_out < 0) return false;
+    const struct gr_image_broker *lb = gr_image_broker(req->broker->image, ip->leader); /* -1: none */
+    if (!lb) {
         rp->error_code = GR_ERR_LEADER_NOT_AVAILABLE;
         rp->leader_id = -1;
     } else if (!gr_image_broker_listener(lb, listener, strlen(listener))) {
         rp->error_code =
             req->hdr.request_api_version >= 6 ? GR_ERR_LISTENER_NOT_FOUND : GR_ERR_LEADER_NOT_AVAILABLE;
         rp->leader_id = -1;
+    } else if (left_out) {
+        rp->error_code = GR_ERR_REPLICA_NOT_AVAILABLE;
     } else if (ip->leader == req->broker->image->node_id && it->local &&
                gr_log_offline(gr_topic_log(it->local, p))) {
         rp->error_code = GR_ERR_KAFKA_STORAGE_ERROR; /* a local log fact: this node leaves the ISR */
@@ -126,9 +130,7 @@ static bool fill_brokers(struct gr_req *req, struct gr_metadata_response *resp)
 /* An auto-creation completed: the answer stays UNKNOWN_TOPIC_OR_PARTITION unless it failed otherwise. */
 static void auto_created(struct gr_req *req, void *item, int16_t code, const char *msg, struct gr_topic *t)
 {
-    (void)req;
-    (void)msg;
-    (void)t;
+    (void)req, (void)msg, (void)t;
     struct gr_metadata_response_metadata_response_topic *rt = item;
     if (code && code != GR_ERR_TOPIC_ALREADY_EXISTS) rt->error_code = code;
 }

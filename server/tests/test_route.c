@@ -6,7 +6,7 @@
  *   broker 3              INTERNAL only (lacks the client's listener, PLAINTEXT)
  *   broker 4              PLAINTEXT, fenced
  *   t/0 led here; t/1 led by 2 (epoch 5); t/2 led by 3 (epoch 6)
- *   "remote" (not held here): p0 led by 2 (epoch 1), p1 led by fenced 4 (epoch 2)
+ *   "remote" (not held here): p0 led by 2 (epoch 1, replicas and ISR {2, 3}), p1 led by fenced 4 (epoch 2)
  *   "off" (not held here): no leader, epoch 4, replicas {2}, ISR {}
  *   controller 2
  * and each API's exact answer is checked: NOT_LEADER_OR_FOLLOWER with Produce v10+ CurrentLeader and
@@ -84,7 +84,10 @@ static int setup(void **state)
     memset(f->remote_id, 0x11, 16);
     memset(f->off_id, 0x22, 16);
     assert_int_equal(gr_image_put_topic(img, "remote", 6, f->remote_id, false, 2, NULL, &it), 0);
-    set_part(img, it, 0, 2, 1, 2, true);
+    int32_t two[] = {2, 3}; /* replicas and ISR: 3 lacks the listener */
+    struct gr_image_partition_state st = {
+        .leader = 2, .leader_epoch = 1, .replicas = two, .replica_count = 2, .isr = two, .isr_count = 2};
+    assert_int_equal(gr_image_set_partition(img, it, 0, &st), 0);
     set_part(img, it, 1, 4, 2, 4, true);
     assert_int_equal(gr_image_put_topic(img, "off", 3, f->off_id, false, 1, NULL, &it), 0);
     set_part(img, it, 0, -1, 4, 2, false);
@@ -475,16 +478,45 @@ static void test_metadata(void **state)
         check_nodes(p[0].replica_nodes, 1, 2);
         check_nodes(p[0].isr_nodes, 0, 0);
         check_nodes(p[0].offline_replicas, 0, 0);
-        /* led by a fenced broker: LEADER_NOT_AVAILABLE, its replica offline */
+        /* a replica without the listener is offline; a fenced leader is still named (Kafka's
+           KRaftMetadataCache: BrokerRegistration.node ignores fencing), its replica offline */
         p = topic_named(resp, "remote")->partitions.items;
         assert_int_equal(p[0].error_code, GR_ERR_NONE);
         assert_int_equal(p[0].leader_id, 2);
-        assert_int_equal(p[1].error_code, GR_ERR_LEADER_NOT_AVAILABLE);
-        assert_int_equal(p[1].leader_id, -1);
+        check_nodes(p[0].replica_nodes, 2, 2);
+        check_nodes(p[0].isr_nodes, 2, 2);
+        check_nodes(p[0].offline_replicas, 1, 3);
+        assert_int_equal(p[1].error_code, GR_ERR_NONE);
+        assert_int_equal(p[1].leader_id, 4);
         assert_int_equal(p[1].leader_epoch, 2);
         check_nodes(p[1].offline_replicas, 1, 4);
         gr_req_free(req);
     }
+    /* v0 (Kafka's errorUnavailableEndpoints): replicas and ISR only the reachable ones, REPLICA_NOT_AVAILABLE
+       when one was left out */
+    struct gr_req *req0 = srv_req_new(f->b, 3, 0, 1 << 16);
+    struct gr_metadata_request *body0 = NEW(req0, gr_metadata_request);
+    gr_metadata_request_init(body0);
+    body0->topics.count = 0; /* v0: empty = all */
+    req0->body = body0;
+    req0->resp = NEW(req0, gr_metadata_response);
+    gr_metadata_response_init(req0->resp);
+    assert_int_equal(gr_handle_metadata(req0), GR_HANDLER_DONE);
+    struct gr_metadata_response *resp0 = req0->resp;
+    assert_int_equal(resp0->topics.count, 3);
+    struct gr_metadata_response_metadata_response_partition *p =
+        topic_named(resp0, "remote")->partitions.items;
+    assert_int_equal(p[0].error_code, GR_ERR_REPLICA_NOT_AVAILABLE);
+    assert_int_equal(p[0].leader_id, 2);
+    check_nodes(p[0].replica_nodes, 1, 2);
+    check_nodes(p[0].isr_nodes, 1, 2);
+    assert_int_equal(p[1].error_code, GR_ERR_REPLICA_NOT_AVAILABLE); /* fenced 4 left out */
+    check_nodes(p[1].replica_nodes, 0, 0);
+    p = topic_named(resp0, "t")->partitions.items;
+    assert_int_equal(p[0].error_code, GR_ERR_NONE);
+    assert_int_equal(p[2].error_code, GR_ERR_LEADER_NOT_AVAILABLE);
+    check_nodes(p[2].replica_nodes, 0, 0);
+    gr_req_free(req0);
     /* by id (v12): a topic held elsewhere, an unknown id */
     struct gr_req *req = srv_req_new(f->b, 3, 12, 1 << 16);
     struct gr_metadata_request *body = NEW(req, gr_metadata_request);
