@@ -99,4 +99,27 @@
  * housekeeping gives freed heap memory back to the system (glibc keeps it otherwise). */
 #define GR_TRIM_RELEASED_BYTES_MIN (8 * 1024 * 1024)
 
+/* ---- cluster metadata (cluster/image.h): what one broker knows about the cluster ---- */
+/* Listeners of one broker (e.g. INTERNAL and EXTERNAL, as in a container setup): bounds the listener table
+ * of this broker and of every broker registration read from etcd. */
+#define GR_LISTENERS_MAX 8
+/* Longest listener name and advertised host (bytes, without the NUL): a name is a short token
+ * (PLAINTEXT, INTERNAL); a host is a DNS name (at most 253) or an address. */
+#define GR_LISTENER_NAME_BYTES_MAX 63
+#define GR_HOST_BYTES_MAX 255
+/* Longest broker.rack (bytes): Kafka sets no bound; one DNS label-ish token is plenty. */
+#define GR_RACK_BYTES_MAX 255
+/* Longest cluster id (bytes): Kafka's is 22 chars of base64url; a hand-set one may be longer. */
+#define GR_CLUSTER_ID_BYTES_MAX 64
+/* Brokers in one cluster image: Kafka sets no bound; the image is an array searched by node id, and every
+ * Metadata answer lists each live broker, so the count is kept far below what a 1 MiB answer can hold. */
+#define GR_IMAGE_BROKERS_MAX 1024
+/* Replicas (and so ISR and offline replicas) of one partition: Kafka bounds it by the broker count; a
+ * replication factor above 16 buys nothing and costs memory per partition. */
+#define GR_IMAGE_REPLICAS_MAX 16
+/* Topics and partitions the image holds: bound what an etcd prefix can make one broker allocate (about
+ * 100 bytes per partition, 400 per topic). */
+#define GR_IMAGE_TOPICS_MAX 100000
+#define GR_IMAGE_PARTITIONS_MAX 1000000
+
 #endif

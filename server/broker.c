@@ -11,9 +11,11 @@
  * Parked requests and their waits are server/request.c; connections server/net.c.
  * Read next: partition/partition.h, server/request.c.
  */
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "common/log.h"
+#include "cluster/local.h"
 #include "server/broker.h"
 
 struct gr_partition *gr_broker_partition(struct gr_broker *b, struct gr_log *log)
@@ -93,4 +95,17 @@ void gr_broker_init_watchers(struct gr_broker *b)
     ev_async_init(&b->io_async, io_async_cb);
     b->io_async.data = b;
     ev_async_start(b->loop, &b->io_async);
+}
+
+int gr_broker_image_load(struct gr_broker *b)
+{
+    struct gr_image_listener ls[GR_LISTENERS_MAX];
+    int n = b->listener_count < GR_LISTENERS_MAX ? b->listener_count : GR_LISTENERS_MAX;
+    for (int i = 0; i < n; i++) {
+        const struct gr_listener *l = &b->listeners[i];
+        snprintf(ls[i].name, sizeof ls[i].name, "%s", l->name);
+        snprintf(ls[i].host, sizeof ls[i].host, "%s", l->adv_host);
+        ls[i].port = l->adv_port;
+    }
+    return gr_image_local_load(b->image, b->store, ls, n);
 }

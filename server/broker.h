@@ -28,6 +28,7 @@
 #include <stdint.h>
 
 #include "common/arena.h"
+#include "common/limits.h"
 #include "partition/partition.h"
 #include "protocol/gen/messages.h"
 #include "protocol/header.h"
@@ -46,6 +47,7 @@ struct gr_broker;
 struct gr_groups;
 struct gr_coordinator;
 struct gr_producer_id_manager;
+struct gr_image;
 
 /* Handler results. */
 enum gr_handler_rc {
@@ -116,9 +118,6 @@ struct gr_req {
     size_t chunk_off; /* bytes of chunks[chunk_at] already sent */
 };
 
-/* Most listeners one broker binds (e.g. INTERNAL and EXTERNAL, as in a container setup). */
-#define GR_LISTENERS_MAX 8
-
 /* One bound listener: NAME://host:port from `listeners`, and what Metadata tells clients that came in
  * through it (its entry in `advertised.listeners`, else its own address). */
 struct gr_listener {
@@ -151,6 +150,8 @@ struct gr_broker {
     struct ev_loop *loop;
     struct gr_store *store;
     struct gr_coordinator *coord;
+    struct gr_image *image; /* what this broker knows about the cluster (cluster/image.h): read through
+                               server/route.h; fed by cluster/local.h in single-node mode */
     struct gr_producer_id_manager *producer_ids; /* InitProducerId's ids (server/producer_ids.c) */
     int32_t node_id;
     struct gr_listener listeners[GR_LISTENERS_MAX];
@@ -285,6 +286,10 @@ void *gr_req_state_add(struct gr_req *req, const void *key, size_t bytes);
 /* The advertised host and port of the listener `req` came in on (the first listener when its connection
  * is gone): what Metadata, FindCoordinator and DescribeCluster tell this client. Returns borrowed. */
 void gr_req_advertised(const struct gr_req *req, const char **host, int32_t *port);
+/* Returns borrowed: the name of the listener `req` came in on (the first listener's when its connection is
+ * gone): the listener whose endpoints Metadata, FindCoordinator, DescribeCluster and the leader hints of
+ * Produce and Fetch name (Kafka answers through the request's listener name). */
+const char *gr_req_listener_name(const struct gr_req *req);
 /* Takes `slice` into the request, which releases it once the response is sent (gr_req_free): the caller
  * names its range in a records field (gr_records_file). Returns 0, or -ENOMEM (the arena is spent) with
  * the slice still the caller's. */
@@ -306,6 +311,11 @@ void gr_dispatch(struct gr_req *req);
 /* Returns borrowed: the partition object of `log` (gr_partition_get on b->parts; broker.c). Out of memory
  * for it (a few dozen bytes per partition, made once) aborts with a log line. */
 struct gr_partition *gr_broker_partition(struct gr_broker *b, struct gr_log *log);
+
+/* Fills b->image (made by gr_image_new, and given to the store as its topic hook's context:
+ * cluster/local.h) from the open store and the bound listeners (name, advertised host and port): the
+ * single-node source. Returns 0 or -errno (see gr_image_local_load). */
+int gr_broker_image_load(struct gr_broker *b);
 
 /* Network (net.c). */
 /* Sets up the connection bounds and watchers from the config and the request sink (b->req_sink); call

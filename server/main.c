@@ -20,6 +20,7 @@
 
 #include "common/log.h"
 #include "common/time.h"
+#include "cluster/local.h"
 #include "server/broker.h"
 #include "server/dynconf.h"
 #include "storage/cleaner.h"
@@ -277,6 +278,13 @@ int main(int argc, char **argv)
     sc.node_id = b->node_id;
     sc.on_flushed = gr_broker_on_flushed;
     sc.on_flushed_ctx = b;
+    /* the metadata image, fed in single-node mode by the store's topic operations (cluster/local.h) */
+    if (!(b->image = gr_image_new(b->node_id))) {
+        GR_ERROR("out of memory");
+        return 1;
+    }
+    sc.on_topic_changed = gr_image_local_on_topic;
+    sc.on_topic_changed_ctx = b->image;
     /* listeners bound first: a bad listener or a busy port stops the broker before it touches the data; they
        listen only once the store is open (gr_net_serve below), so a client connecting during a long load is
        refused and retries instead of waiting unanswered */
@@ -287,6 +295,10 @@ int main(int argc, char **argv)
     int rc = gr_store_open(&sc, &b->store);
     if (rc) {
         GR_ERROR("cannot open log directory %s: %s", dir, strerror(-rc));
+        return 1;
+    }
+    if ((rc = gr_broker_image_load(b)) < 0) {
+        GR_ERROR("cannot build the metadata image: %s", strerror(-rc));
         return 1;
     }
     /* the visible-offset rule is the partition layer's, set once here (partition/partition.h) */
@@ -350,6 +362,7 @@ int main(int argc, char **argv)
     gr_producer_ids_stop(b);
     gr_partitions_destroy(b->parts);
     gr_store_close(b->store);
+    gr_image_free(b->image);
     gr_log_ratelimit_flush(INT64_MAX); /* every count of suppressed warnings still pending */
     GR_INFO("stopped cleanly (%lld parked-request re-checks since start)", (long long)b->rechecks);
     gr_config_free(&b->cfg);

@@ -847,6 +847,11 @@ void gr_req_advertised(const struct gr_req *req, const char **host, int32_t *por
     *port = l->adv_port;
 }
 
+const char *gr_req_listener_name(const struct gr_req *req)
+{
+    return req->conn ? req->conn->listener->name : req->broker->listeners[0].name;
+}
+
 void gr_net_close_all(struct gr_broker *b)
 {
     for (struct gr_conn *c = b->conns; c; c = c->next)

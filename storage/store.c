@@ -1502,6 +1502,8 @@ int gr_topic_op_finish(struct gr_store *store, struct gr_topic_op *op, struct gr
         t->cfg = op->cfg;
         break;
     }
+    if (t && store->cfg.on_topic_changed)
+        store->cfg.on_topic_changed(store->cfg.on_topic_changed_ctx, t, op->kind == OP_DELETE);
     if (topic) *topic = t;
     return 0;
 }

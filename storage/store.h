@@ -119,6 +119,13 @@ struct gr_store_config {             /* Kafka config names in comments */
     int64_t timestamp_before_max_ms; /* log.message.timestamp.before.max.ms, default INT64_MAX */
     int64_t timestamp_after_max_ms;  /* log.message.timestamp.after.max.ms, default 3600000 */
     enum gr_compression_type compression_type; /* compression.type, default producer */
+    /* Called on the network thread when a topic operation completed and changed a topic (gr_topic_op_finish,
+       and so the synchronous calls too): `t` was created, grew or got new configs (deleted false), or was
+       deleted (still allocated, see the invariants above). Not called for the topics loaded by
+       gr_store_open. The metadata image's single-node source (cluster/local.h) follows the store by it.
+       May be NULL. */
+    void (*on_topic_changed)(void *ctx, struct gr_topic *t, bool deleted);
+    void *on_topic_changed_ctx;
 };
 
 /* A topic's typed policy: each field is the topic-level config when set, else the broker default

@@ -23,6 +23,7 @@
 #include "common/log.h"
 #include "common/time.h"
 #include "server/handlers/handlers.h"
+#include "server/route.h"
 
 #define DELETE_RECORDS_WAIT_MS_MIN 1000 /* a client's timeout_ms 0 must not time out a write of a few ms */
 
@@ -41,12 +42,17 @@ struct dr_state {
 
 /* Validates and begins one partition. Returns an error code, or NONE with *pending set when the checkpoint
    must be written first (otherwise low_watermark is already filled). */
-static int16_t delete_records(struct gr_req *req, struct gr_topic *t, int32_t partition, int64_t offset,
-                              int64_t *low, struct gr_log **pending, int64_t *target_out)
+static int16_t delete_records(struct gr_req *req, const struct gr_image_topic *it, int32_t partition,
+                              int64_t offset, int64_t *low, struct gr_log **pending, int64_t *target_out)
 {
-    struct gr_log *log = t ? gr_topic_log(t, partition) : NULL;
-    if (!log) return GR_ERR_UNKNOWN_TOPIC_OR_PARTITION;
-    if (gr_topic_is_internal(gr_topic_name(t))) return GR_ERR_INVALID_TOPIC_EXCEPTION;
+    struct gr_route r; /* another broker's: NOT_LEADER_OR_FOLLOWER (server/route.h) */
+    int16_t err = gr_route_partition(req->broker, it, partition, false, &r);
+    if (err == GR_ERR_UNKNOWN_TOPIC_OR_PARTITION) return err;
+    if (gr_topic_is_internal(it->name))
+        return GR_ERR_INVALID_TOPIC_EXCEPTION; /* before leadership, as Kafka */
+    if (err) return err;
+    struct gr_log *log = r.log;
+    struct gr_topic *t = r.topic;
     if (gr_log_offline(log)) return GR_ERR_KAFKA_STORAGE_ERROR;
     /* Kafka's Partition.deleteRecordsOnLeader: compact without delete keeps every record. */
     const struct gr_log_config *policy = gr_topic_policy(t);
@@ -127,7 +133,7 @@ enum gr_handler_rc gr_handle_delete_records(struct gr_req *req)
         struct gr_delete_records_response_delete_records_topic_result *rt = &resp->topics.items[i];
         gr_delete_records_response_delete_records_topic_result_init(rt);
         rt->name = qt->name;
-        struct gr_topic *t = gr_topic_lookup(req->broker, qt->name);
+        const struct gr_image_topic *t = gr_route_topic(req->broker, qt->name);
         int32_t np = qt->partitions.count > 0 ? qt->partitions.count : 0;
         rt->partitions.items = gr_arena_calloc(&req->arena, (size_t)np + 1, sizeof *rt->partitions.items);
         if (!rt->partitions.items) {

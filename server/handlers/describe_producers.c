@@ -7,13 +7,16 @@
  * Read next: storage/producer_state.h.
  */
 #include "server/handlers/handlers.h"
+#include "server/route.h"
 #include "storage/producer_state.h"
 
-static int16_t describe_partition(struct gr_req *req, struct gr_topic *t,
+static int16_t describe_partition(struct gr_req *req, const struct gr_image_topic *it,
                                   struct gr_describe_producers_response_partition_response *rp)
 {
-    struct gr_log *log = t && rp->partition_index >= 0 ? gr_topic_log(t, rp->partition_index) : NULL;
-    if (!log) return GR_ERR_UNKNOWN_TOPIC_OR_PARTITION;
+    struct gr_route r; /* another broker's: NOT_LEADER_OR_FOLLOWER (server/route.h) */
+    int16_t err = gr_route_partition(req->broker, it, rp->partition_index, false, &r);
+    if (err) return err;
+    struct gr_log *log = r.log;
     if (gr_log_offline(log)) return GR_ERR_KAFKA_STORAGE_ERROR;
     const struct gr_producer_state *ps = gr_log_producer_state(log);
     size_t n = gr_producer_state_count(ps);
@@ -48,7 +51,7 @@ enum gr_handler_rc gr_handle_describe_producers(struct gr_req *req)
         struct gr_describe_producers_response_topic_response *rt = &resp->topics.items[i];
         gr_describe_producers_response_topic_response_init(rt);
         rt->name = qt->name;
-        struct gr_topic *t = gr_topic_lookup(req->broker, qt->name);
+        const struct gr_image_topic *t = gr_route_topic(req->broker, qt->name);
         int32_t np = qt->partition_indexes.count > 0 ? qt->partition_indexes.count : 0;
         rt->partitions.items = gr_arena_calloc(&req->arena, (size_t)np + 1, sizeof *rt->partitions.items);
         if (!rt->partitions.items) return GR_HANDLER_CLOSE;

@@ -7,10 +7,12 @@
  * (partition/cold.c): lookups wait for a pool round, then the fill is redone; before answering, ranges not
  * in the page cache are read in once. LSO = HWM; aborted_transactions null (read_uncommitted) or empty. An
  * unknown topic, id or partition answers -1 offsets and an empty aborted list; a partition error (range,
- * epoch, zstd, storage) -1 offsets and a null aborted list. Read next: partition/read.c, partition/cold.c.
+ * epoch, zstd, storage) -1 offsets and a null aborted list. Not led here: NOT_LEADER_OR_FOLLOWER, v12+ with
+ * CurrentLeader (FENCED_LEADER_EPOCH too), v16+ NodeEndpoints (server/route.h). Read next: partition/read.c.
  */
 #include "common/time.h"
 #include "server/handlers/handlers.h"
+#include "server/route.h"
 
 struct fetch_state {
     int64_t bytes; /* bytes gathered by the last fill */
@@ -27,16 +29,16 @@ static void release_slices(struct gr_req *req)
     req->slices = NULL;
 }
 
-/* Fills one partition of topic `t` (NULL: unknown); out of request memory it sets st->no_memory. */
-static void fill_partition(struct gr_req *req, struct gr_topic *t,
+/* Fills one partition of topic `it` (NULL: unknown); out of request memory it sets st->no_memory. */
+static void fill_partition(struct gr_req *req, const struct gr_image_topic *it,
                            struct gr_fetch_request_fetch_partition *qp,
                            struct gr_fetch_response_partition_data *rp, struct gr_fetch_budget *bud)
 {
     struct fetch_state *st = req->hstate;
-    struct gr_log *log = t ? gr_topic_log(t, qp->partition) : NULL;
-    if (!log) {
-        bool by_id = req->hdr.request_api_version >= 13;
-        rp->error_code = !t && by_id ? GR_ERR_UNKNOWN_TOPIC_ID : GR_ERR_UNKNOWN_TOPIC_OR_PARTITION;
+    struct gr_route r;
+    if ((rp->error_code =
+             gr_route_partition(req->broker, it, qp->partition, req->hdr.request_api_version >= 13, &r))) {
+        gr_route_fetch_leader(req, rp, &r);
         st->error = true;
         return;
     }
@@ -45,7 +47,7 @@ static void fill_partition(struct gr_req *req, struct gr_topic *t,
                                .current_leader_epoch = qp->current_leader_epoch,
                                .partition_max_bytes = qp->partition_max_bytes,
                                .version = req->hdr.request_api_version};
-    int rc = gr_partition_fetch(gr_broker_partition(req->broker, log), &req->cold, bud, &rd);
+    int rc = gr_partition_fetch(gr_broker_partition(req->broker, r.log), &req->cold, bud, &rd);
     rp->high_watermark = rp->last_stable_offset = rd.high_watermark;
     rp->log_start_offset = rd.log_start_offset;
     if (rc == GR_PARTITION_COLD || (rc == 0 && rd.slice.bytes == 0)) return; /* cold: redone after */
@@ -53,6 +55,7 @@ static void fill_partition(struct gr_req *req, struct gr_topic *t,
         rp->error_code = (int16_t)rc;
         rp->high_watermark = rp->last_stable_offset = rp->log_start_offset = -1;
         rp->aborted_transactions.count = -1;
+        gr_route_fetch_leader(req, rp, &r);
         st->error = true;
     } else if (gr_req_own_slice(req, &rd.slice) < 0) {
         gr_log_slice_release(&rd.slice);
@@ -97,9 +100,8 @@ static void fetch_fill(struct gr_req *req)
         rt->partitions.items = parts;
         rt->topic = qt->topic;
         rt->topic_id = qt->topic_id;
-        struct gr_topic *t = req->hdr.request_api_version >= 13
-                                 ? gr_store_topic_find_id(req->broker->store, qt->topic_id.b)
-                                 : gr_topic_lookup(req->broker, qt->topic);
+        const struct gr_image_topic *t =
+            gr_route_topic_by(req->broker, req->hdr.request_api_version >= 13, qt->topic, qt->topic_id.b);
         rt->partitions.count = np;
         for (int32_t p = 0; p < np; p++) {
             gr_fetch_response_partition_data_init(&parts[p]);
@@ -111,6 +113,7 @@ static void fetch_fill(struct gr_req *req)
             if (st->no_memory) return;
         }
     }
+    if (st->error) gr_route_fetch_endpoints(req); /* the leaders' addresses (v16+) */
 }
 
 /* After a fill: answers, waits for a cold-read round (lookups first; then, once, the data ranges not in
@@ -142,13 +145,12 @@ static void wait_on_logs(struct gr_req *req)
     ((struct fetch_state *)req->hstate)->waiting_logs = true;
     for (int32_t i = 0; i < body->topics.count; i++) {
         struct gr_fetch_request_fetch_topic *qt = &body->topics.items[i];
-        struct gr_topic *t = req->hdr.request_api_version >= 13
-                                 ? gr_store_topic_find_id(req->broker->store, qt->topic_id.b)
-                                 : gr_topic_lookup(req->broker, qt->topic);
-        for (int32_t p = 0; t && p < qt->partitions.count; p++) {
-            struct gr_log *log = gr_topic_log(t, qt->partitions.items[p].partition);
-            if (log) /* 0 (offline now) needs no wait: the deadline answers, as the next fill would */
-                gr_req_wait_data(req, log, gr_partition_visible_offset(gr_broker_partition(b, log)));
+        bool by_id = req->hdr.request_api_version >= 13;
+        const struct gr_image_topic *it = gr_route_topic_by(b, by_id, qt->topic, qt->topic_id.b);
+        for (int32_t p = 0; it && p < qt->partitions.count; p++) { /* 0 (offline now): the deadline answers */
+            struct gr_route r;
+            if (!gr_route_partition(b, it, qt->partitions.items[p].partition, false, &r))
+                gr_req_wait_data(req, r.log, gr_partition_visible_offset(gr_broker_partition(b, r.log)));
         }
     }
 }
@@ -185,9 +187,8 @@ static void fetch_expire(struct gr_req *req)
 enum gr_handler_rc gr_handle_fetch(struct gr_req *req)
 {
     struct gr_fetch_request *body = req->body;
-    req->hstate = gr_arena_calloc(&req->arena, 1, sizeof(struct fetch_state));
-    if (!req->hstate) return GR_HANDLER_CLOSE;
-    struct fetch_state *st = req->hstate;
+    struct fetch_state *st = req->hstate = gr_arena_calloc(&req->arena, 1, sizeof(struct fetch_state));
+    if (!st) return GR_HANDLER_CLOSE;
     gr_cold_init(&req->cold, req->broker->parts, req->broker->iopool, fetch_cold_done, req);
     st->final = body->max_wait_ms <= 0;
     /* Declared from the start (a parked request is freed only once finished; finishing it unparks it). */

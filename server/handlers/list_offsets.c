@@ -19,6 +19,7 @@
  */
 
 #include "server/handlers/handlers.h"
+#include "server/route.h"
 
 /* A request partition's place in the answer when the request names a partition twice (see lo_plan). */
 enum lo_mark { LO_ANSWER = 0, LO_DUPLICATE, LO_REPEAT };
@@ -133,7 +134,7 @@ static bool fill(struct gr_req *req)
         struct gr_list_offsets_response_list_offsets_topic_response *rt =
             &resp->topics.items[st->out_topic ? st->out_topic[i] : i];
         rt->name = qt->name;
-        struct gr_topic *t = gr_topic_lookup(req->broker, qt->name);
+        const struct gr_image_topic *it = gr_route_topic(req->broker, qt->name);
         int32_t np = qt->partitions.count > 0 ? qt->partitions.count : 0;
         for (int32_t p = 0; p < np; p++, k++) {
             struct gr_list_offsets_request_list_offsets_partition *qp = &qt->partitions.items[p];
@@ -146,11 +147,10 @@ static bool fill(struct gr_req *req)
                 rp->error_code = GR_ERR_INVALID_REQUEST;
                 continue;
             }
-            struct gr_log *log = t ? gr_topic_log(t, qp->partition_index) : NULL;
-            if (!log) {
-                rp->error_code = GR_ERR_UNKNOWN_TOPIC_OR_PARTITION;
+            struct gr_route r; /* another broker's: NOT_LEADER_OR_FOLLOWER (server/route.h) */
+            if ((rp->error_code = gr_route_partition(req->broker, it, qp->partition_index, false, &r)))
                 continue;
-            }
+            struct gr_log *log = r.log;
             struct gr_offset_answer a;
             int rc = gr_partition_list_offset(gr_broker_partition(req->broker, log), &req->cold,
                                               req->hdr.request_api_version, qp->current_leader_epoch,

@@ -11,6 +11,7 @@
  * (gr_partition_epoch_end_offset). Read next: partition/read.c.
  */
 #include "server/handlers/handlers.h"
+#include "server/route.h"
 
 enum gr_handler_rc gr_handle_offset_for_leader_epoch(struct gr_req *req)
 {
@@ -26,7 +27,7 @@ enum gr_handler_rc gr_handle_offset_for_leader_epoch(struct gr_req *req)
             &resp->topics.items[i];
         gr_offset_for_leader_epoch_response_offset_for_leader_topic_result_init(rt);
         rt->topic = qt->topic;
-        struct gr_topic *t = gr_topic_lookup(req->broker, qt->topic);
+        const struct gr_image_topic *it = gr_route_topic(req->broker, qt->topic);
         int32_t np = qt->partitions.count > 0 ? qt->partitions.count : 0;
         rt->partitions.items = gr_arena_calloc(&req->arena, (size_t)np + 1, sizeof *rt->partitions.items);
         if (!rt->partitions.items) return GR_HANDLER_CLOSE;
@@ -39,13 +40,10 @@ enum gr_handler_rc gr_handle_offset_for_leader_epoch(struct gr_req *req)
             rp->partition = qp->partition;
             rp->leader_epoch = -1;
             rp->end_offset = -1;
-            struct gr_log *log = t ? gr_topic_log(t, qp->partition) : NULL;
-            if (!log) {
-                rp->error_code = GR_ERR_UNKNOWN_TOPIC_OR_PARTITION;
-                continue;
-            }
+            struct gr_route r; /* another broker's: NOT_LEADER_OR_FOLLOWER (server/route.h) */
+            if ((rp->error_code = gr_route_partition(req->broker, it, qp->partition, false, &r))) continue;
             rp->error_code = (int16_t)gr_partition_epoch_end_offset(
-                gr_broker_partition(req->broker, log), qp->current_leader_epoch, qp->leader_epoch,
+                gr_broker_partition(req->broker, r.log), qp->current_leader_epoch, qp->leader_epoch,
                 &rp->leader_epoch, &rp->end_offset);
         }
     }

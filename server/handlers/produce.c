@@ -23,7 +23,9 @@
  * active files pinned, the closed ones reopened on the I/O pool, in per-partition order behind earlier
  * Produces; a file the pool could not open answers KAFKA_STORAGE_ERROR for its partition. Out of request
  * memory, the connection is closed before any append. acks=-1 waits until committed on every appended
- * partition (gr_req_await_commits). Response shaping: produce_request.c. Read next: server/handlers/fetch.c.
+ * partition (gr_req_await_commits). Response shaping: produce_request.c. Which partitions are this broker's
+ * comes from the metadata image (server/route.h): another broker's get NOT_LEADER_OR_FOLLOWER, from v10
+ * with CurrentLeader and the leaders' NodeEndpoints (KIP-951). Read next: server/handlers/fetch.c.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -35,6 +37,7 @@
 #include "partition/partition.h"
 #include "server/handlers/handlers.h"
 #include "server/handlers/produce_request.h"
+#include "server/route.h"
 
 struct produce_state {
     struct gr_log **logs; /* the request's partitions that exist (arena), for the append gate */
@@ -51,16 +54,20 @@ static void commit_failed(struct gr_req *req, void *pr, int16_t error_code)
 
 /* Validates and appends one partition's records (gr_partition_produce) and fills `pr`. Returns the appended
  * log (and in *end_offset what must be committed before the answer) or NULL. */
-static struct gr_log *produce_partition(struct gr_req *req, struct gr_topic *t, int32_t partition,
-                                        struct gr_bytes records,
+static struct gr_log *produce_partition(struct gr_req *req, const struct gr_image_topic *it,
+                                        int32_t partition, struct gr_bytes records,
                                         struct gr_produce_response_partition_produce_response *pr,
                                         int64_t *end_offset)
 {
-    struct gr_log *log = t ? gr_topic_log(t, partition) : NULL;
-    if (!log) {
-        gr_produce_partition_error(pr, GR_ERR_UNKNOWN_TOPIC_OR_PARTITION, NULL);
+    struct gr_route route;
+    int16_t rc = gr_route_partition(req->broker, it, partition, req->hdr.request_api_version >= 13, &route);
+    if (rc) {
+        gr_produce_partition_error(pr, rc, NULL);
+        gr_route_produce_leader(req, pr, &route);
         return NULL;
     }
+    struct gr_log *log = route.log;
+    struct gr_topic *t = route.topic;
     struct gr_produce_args args = {.records = (uint8_t *)records.ptr, /* the request buffer: ours to patch */
                                    .records_len = records.len,
                                    .api_version = req->hdr.request_api_version,
@@ -92,13 +99,12 @@ static enum gr_handler_rc produce_run(struct gr_req *req)
         struct gr_produce_response_topic_produce_response *tr = &resp->responses.items[i];
         tr->name = td->name;
         tr->topic_id = td->topic_id;
-        struct gr_topic *t =
-            v >= 13 ? gr_store_topic_find_id(b->store, td->topic_id.b) : gr_topic_lookup(b, td->name);
+        const struct gr_image_topic *it = gr_route_topic_by(b, v >= 13, td->name, td->topic_id.b);
         int16_t topic_err = GR_ERR_NONE;
         const char *topic_msg = NULL;
-        if (!t)
+        if (!it)
             topic_err = v >= 13 ? GR_ERR_UNKNOWN_TOPIC_ID : GR_ERR_UNKNOWN_TOPIC_OR_PARTITION;
-        else if (strcmp(gr_topic_name(t), "__consumer_offsets") == 0) {
+        else if (strcmp(it->name, "__consumer_offsets") == 0) {
             topic_err = GR_ERR_INVALID_TOPIC_EXCEPTION; /* no message, as Kafka 4.4 */
         }
         if (bad_acks) topic_err = GR_ERR_INVALID_REQUIRED_ACKS;
@@ -120,7 +126,7 @@ static enum gr_handler_rc produce_run(struct gr_req *req)
                 continue;
             }
             int64_t end_offset = -1;
-            struct gr_log *log = produce_partition(req, t, pd->index, pd->records.mem, pr, &end_offset);
+            struct gr_log *log = produce_partition(req, it, pd->index, pd->records.mem, pr, &end_offset);
             if (!log) {
                 any_error = true;
                 continue;
@@ -129,6 +135,7 @@ static enum gr_handler_rc produce_run(struct gr_req *req)
         }
     }
     if (body->acks == 0) return any_error ? GR_HANDLER_CLOSE : GR_HANDLER_NO_RESPONSE;
+    if (any_error) gr_route_produce_endpoints(req);
     if (body->acks == -1) return gr_req_await_commits(req, body->timeout_ms, commit_failed);
     return GR_HANDLER_DONE;
 }
@@ -144,11 +151,11 @@ static bool collect_logs(struct gr_req *req, struct produce_state *st, int total
     if (!st->logs) return false;
     for (int32_t i = 0; i < body->topic_data.count; i++) {
         struct gr_produce_request_topic_produce_data *td = &body->topic_data.items[i];
-        struct gr_topic *t =
-            v >= 13 ? gr_store_topic_find_id(b->store, td->topic_id.b) : gr_topic_lookup(b, td->name);
-        for (int32_t p = 0; t && p < td->partition_data.count; p++) {
-            struct gr_log *log = gr_topic_log(t, td->partition_data.items[p].index);
-            if (log && st->nlogs < total) st->logs[st->nlogs++] = log;
+        const struct gr_image_topic *it = gr_route_topic_by(b, v >= 13, td->name, td->topic_id.b);
+        for (int32_t p = 0; it && p < td->partition_data.count; p++) {
+            struct gr_route r;
+            if (!gr_route_partition(b, it, td->partition_data.items[p].index, false, &r) && st->nlogs < total)
+                st->logs[st->nlogs++] = r.log;
         }
     }
     return true;

@@ -7,10 +7,12 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include <cmocka.h>
 
+#include "cluster/local.h"
 #include "server/groups.h"
 #include "server/handlers/handlers.h"
 #include "server/tests/fixture.h"
@@ -31,11 +33,20 @@ struct gr_broker *srv_broker_open(char *dir, size_t cap, const struct srv_broker
     struct gr_store_config sc;
     th_config(&sc, dir);
     if (opts->open_segment_fds_max) sc.open_segment_fds_max = opts->open_segment_fds_max;
+    b->image = gr_image_new(b->node_id); /* the single-node image, as main.c makes it */
+    assert_non_null(b->image);
+    sc.on_topic_changed = gr_image_local_on_topic;
+    sc.on_topic_changed_ctx = b->image;
     if (opts->on_flushed) {
         sc.on_flushed = gr_broker_on_flushed;
         sc.on_flushed_ctx = b;
     }
     assert_int_equal(gr_store_open(&sc, &b->store), 0);
+    /* one PLAINTEXT listener (no socket): what requests without a connection came in on */
+    snprintf(b->listeners[0].name, sizeof b->listeners[0].name, "PLAINTEXT");
+    b->listeners[0].fd = -1;
+    b->listener_count = 1;
+    assert_int_equal(gr_broker_image_load(b), 0);
     b->parts = gr_partitions_create(&(struct gr_partitions_config){b->store, opts->hwm_durable});
     assert_non_null(b->parts);
     if (opts->iopool) assert_int_equal(gr_iopool_create(2, NULL, NULL, &b->iopool), 0);
@@ -50,6 +61,7 @@ void srv_broker_close(struct gr_broker *b, const char *dir, void (*after_store_c
     while (b->parked_head)
         gr_req_free(b->parked_head);
     gr_store_close(b->store);
+    gr_image_free(b->image);
     if (after_store_close) after_store_close();
     ev_loop_destroy(b->loop);
     gr_config_free(&b->cfg);

@@ -1,0 +1,60 @@
+/*
+ * local.c: the single-node source of the metadata image (cluster/local.h): the store's topics, each
+ * partition led by this node. Read next: cluster/image.c.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "cluster/local.h"
+#include "common/log.h"
+#include "storage/log.h"
+
+/* Puts `t` into the image with every partition led by this node at its log's leader epoch. */
+static int put_local(struct gr_image *img, struct gr_topic *t)
+{
+    const char *name = gr_topic_name(t);
+    struct gr_image_topic *it;
+    bool internal = strcmp(name, "__consumer_offsets") == 0;
+    int rc = gr_image_put_topic(img, name, strlen(name), gr_topic_id(t), internal,
+                                gr_topic_partition_count(t), t, &it);
+    if (rc < 0) return rc;
+    int32_t self = img->node_id;
+    for (int32_t p = 0; p < it->partition_count; p++) {
+        struct gr_log *log = gr_topic_log(t, p);
+        struct gr_image_partition_state st = {.leader = self,
+                                              .leader_epoch = log ? gr_log_leader_epoch(log) : 0,
+                                              .replicas = &self,
+                                              .replica_count = 1,
+                                              .isr = &self,
+                                              .isr_count = 1};
+        if ((rc = gr_image_set_partition(img, it, p, &st)) < 0) return rc;
+    }
+    return 0;
+}
+
+int gr_image_local_load(struct gr_image *img, struct gr_store *store,
+                        const struct gr_image_listener *listeners, int count)
+{
+    if (count < 0 || count > GR_LISTENERS_MAX) return -EINVAL;
+    int rc = gr_image_set_cluster_id(img, gr_store_cluster_id(store));
+    if (rc < 0) return rc;
+    struct gr_image_broker br = {.node_id = img->node_id, .listener_count = count};
+    if (count) memcpy(br.listeners, listeners, sizeof *listeners * (size_t)count);
+    if ((rc = gr_image_set_broker(img, &br)) < 0) return rc;
+    gr_image_set_controller(img, img->node_id);
+    for (int i = 0; i < gr_store_topic_count(store); i++)
+        if ((rc = put_local(img, gr_store_topic_at(store, i))) < 0) return rc;
+    return 0;
+}
+
+void gr_image_local_on_topic(void *ctx, struct gr_topic *t, bool deleted)
+{
+    struct gr_image *img = ctx;
+    if (deleted) {
+        struct gr_image_topic *it = gr_image_topic_find_id(img, gr_topic_id(t));
+        if (it && it->local == t) gr_image_remove_topic(img, gr_topic_id(t));
+        return;
+    }
+    int rc = put_local(img, t);
+    if (rc < 0) GR_WARN("metadata image: topic %s not updated (%s)", gr_topic_name(t), strerror(-rc));
+}

@@ -1,0 +1,624 @@
+/*
+ * test_route.c: the handlers answer from the metadata image (cluster/image.h, server/route.h). A real store
+ * holds topic "t" (3 partitions, node 1 = this broker); the image is then changed as a cluster's would be:
+ *   broker 1 (this node)  PLAINTEXT b1.example:9201
+ *   broker 2              PLAINTEXT b2.example:9202, rack r2
+ *   broker 3              INTERNAL only (lacks the client's listener, PLAINTEXT)
+ *   broker 4              PLAINTEXT, fenced
+ *   t/0 led here; t/1 led by 2 (epoch 5); t/2 led by 3 (epoch 6)
+ *   "remote" (not held here): p0 led by 2 (epoch 1, replicas and ISR {2, 3}), p1 led by fenced 4 (epoch 2)
+ *   "off" (not held here): no leader, epoch 4, replicas {2}, ISR {}
+ *   controller 2
+ * and each API's exact answer is checked: NOT_LEADER_OR_FOLLOWER with Produce v10+ CurrentLeader and
+ * NodeEndpoints (none below v10), Fetch v12+ CurrentLeader and v16+ NodeEndpoints, ListOffsets,
+ * DeleteRecords, OffsetForLeaderEpoch, DescribeProducers; Metadata's broker list, LISTENER_NOT_FOUND (v6+)
+ * versus LEADER_NOT_AVAILABLE (v5), offline partitions; DescribeCluster; FindCoordinator; unknown ids.
+ * Read next: server/route.h, server/handlers/metadata.c.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "cluster/image.h"
+#include "common/time.h"
+#include "server/handlers/handlers.h"
+#include "server/tests/fixture.h"
+#include "storage/tests/helpers.h"
+
+struct fx {
+    char dir[64];
+    struct gr_broker *b;
+    struct gr_topic *t;
+    uint8_t remote_id[16], off_id[16];
+};
+
+static void set_broker(struct gr_image *img, int32_t id, const char *listener, int32_t port, const char *rack,
+                       bool fenced)
+{
+    struct gr_image_broker br = {.node_id = id, .epoch = 10 * id, .fenced = fenced, .listener_count = 1};
+    snprintf(br.listeners[0].name, sizeof br.listeners[0].name, "%s", listener);
+    snprintf(br.listeners[0].host, sizeof br.listeners[0].host, "b%d.example", id);
+    br.listeners[0].port = port;
+    if (rack) {
+        br.has_rack = true;
+        snprintf(br.rack, sizeof br.rack, "%s", rack);
+    }
+    assert_int_equal(gr_image_set_broker(img, &br), 0);
+}
+
+static void set_part(struct gr_image *img, struct gr_image_topic *it, int32_t p, int32_t leader,
+                     int32_t epoch, int32_t replica, bool in_isr)
+{
+    struct gr_image_partition_state st = {.leader = leader,
+                                          .leader_epoch = epoch,
+                                          .replicas = &replica,
+                                          .replica_count = 1,
+                                          .isr = &replica,
+                                          .isr_count = in_isr ? 1 : 0};
+    assert_int_equal(gr_image_set_partition(img, it, p, &st), 0);
+}
+
+static int setup(void **state)
+{
+    struct fx *f = calloc(1, sizeof *f);
+    f->b = srv_broker_open(f->dir, sizeof f->dir, &(struct srv_broker_opts){.node_id = 1});
+    assert_int_equal(gr_store_topic_create(f->b->store, "t", 3, NULL, NULL, 0, &f->t), 0);
+    struct gr_image *img = f->b->image;
+    struct gr_image_topic *it = gr_image_topic_find(img, "t", 1); /* the store's hook put it there */
+    assert_non_null(it);
+    assert_ptr_equal(it->local, f->t);
+    assert_int_equal(gr_image_partition(it, 1)->leader, 1);
+    set_broker(img, 1, "PLAINTEXT", 9201, NULL, false);
+    set_broker(img, 2, "PLAINTEXT", 9202, "r2", false);
+    set_broker(img, 3, "INTERNAL", 9203, NULL, false);
+    set_broker(img, 4, "PLAINTEXT", 9204, NULL, true);
+    gr_image_set_controller(img, 2);
+    set_part(img, it, 1, 2, 5, 2, true);
+    set_part(img, it, 2, 3, 6, 3, true);
+    memset(f->remote_id, 0x11, 16);
+    memset(f->off_id, 0x22, 16);
+    assert_int_equal(gr_image_put_topic(img, "remote", 6, f->remote_id, false, 2, NULL, &it), 0);
+    int32_t two[] = {2, 3}; /* replicas and ISR: 3 lacks the listener */
+    struct gr_image_partition_state st = {
+        .leader = 2, .leader_epoch = 1, .replicas = two, .replica_count = 2, .isr = two, .isr_count = 2};
+    assert_int_equal(gr_image_set_partition(img, it, 0, &st), 0);
+    set_part(img, it, 1, 4, 2, 4, true);
+    assert_int_equal(gr_image_put_topic(img, "off", 3, f->off_id, false, 1, NULL, &it), 0);
+    set_part(img, it, 0, -1, 4, 2, false);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fx *f = *state;
+    srv_broker_close(f->b, f->dir, NULL);
+    free(f);
+    return 0;
+}
+
+#define NEW(req, type) ((struct type *)gr_arena_calloc(&(req)->arena, 1, sizeof(struct type)))
+
+/* A Produce at `version` (acks=1) for `n` partitions of topic `name` (by id from v13), each with one
+   record. */
+static struct gr_req *produce_req(struct fx *f, int16_t version, const char *name, const uint8_t *id,
+                                  const int32_t *parts, int n)
+{
+    struct gr_req *req = srv_req_new(f->b, 0, version, 1 << 20);
+    struct gr_produce_request *body = NEW(req, gr_produce_request);
+    gr_produce_request_init(body);
+    body->transactional_id = GR_STR_NULL;
+    body->acks = 1;
+    body->timeout_ms = 30000;
+    body->topic_data.items = gr_arena_calloc(&req->arena, 1, sizeof *body->topic_data.items);
+    body->topic_data.count = 1;
+    struct gr_produce_request_topic_produce_data *td = &body->topic_data.items[0];
+    td->name = gr_str_c(name);
+    if (id) memcpy(td->topic_id.b, id, 16);
+    td->partition_data.items = gr_arena_calloc(&req->arena, (size_t)n, sizeof *td->partition_data.items);
+    td->partition_data.count = n;
+    for (int i = 0; i < n; i++) {
+        size_t len;
+        uint8_t *batch = th_simple(1, gr_time_wall_ms(), 7, &len);
+        uint8_t *copy = gr_arena_alloc(&req->arena, len);
+        memcpy(copy, batch, len);
+        free(batch);
+        td->partition_data.items[i].index = parts[i];
+        td->partition_data.items[i].records = gr_records_mem((struct gr_bytes){copy, (int32_t)len});
+    }
+    req->body = body;
+    req->resp = NEW(req, gr_produce_response);
+    gr_produce_response_init(req->resp);
+    return req;
+}
+
+static void test_produce(void **state)
+{
+    struct fx *f = *state;
+    int32_t parts[] = {0, 1, 2};
+    /* v9: NOT_LEADER_OR_FOLLOWER, no leader hints */
+    struct gr_req *req = produce_req(f, 9, "t", NULL, parts, 3);
+    assert_int_equal(gr_handle_produce(req), GR_HANDLER_DONE);
+    struct gr_produce_response *resp = req->resp;
+    struct gr_produce_response_partition_produce_response *pr =
+        resp->responses.items[0].partition_responses.items;
+    assert_int_equal(pr[0].error_code, GR_ERR_NONE); /* led here: appended */
+    assert_int_equal(pr[0].base_offset, 0);
+    assert_int_equal(pr[1].error_code, GR_ERR_NOT_LEADER_OR_FOLLOWER);
+    assert_int_equal(pr[1].current_leader.leader_id, -1);
+    assert_int_equal(pr[2].error_code, GR_ERR_NOT_LEADER_OR_FOLLOWER);
+    assert_int_equal(resp->node_endpoints.count, 0);
+    gr_req_free(req);
+    /* v10: CurrentLeader on each, NodeEndpoints only for broker 2 (3 lacks PLAINTEXT) */
+    req = produce_req(f, 10, "t", NULL, parts, 3);
+    assert_int_equal(gr_handle_produce(req), GR_HANDLER_DONE);
+    resp = req->resp;
+    pr = resp->responses.items[0].partition_responses.items;
+    assert_int_equal(pr[0].error_code, GR_ERR_NONE);
+    assert_int_equal(pr[0].base_offset, 1);
+    assert_int_equal(pr[0].current_leader.leader_id, -1); /* no hint on success */
+    assert_int_equal(pr[1].error_code, GR_ERR_NOT_LEADER_OR_FOLLOWER);
+    assert_int_equal(pr[1].current_leader.leader_id, 2);
+    assert_int_equal(pr[1].current_leader.leader_epoch, 5);
+    assert_int_equal(pr[2].error_code, GR_ERR_NOT_LEADER_OR_FOLLOWER);
+    assert_int_equal(pr[2].current_leader.leader_id, 3);
+    assert_int_equal(pr[2].current_leader.leader_epoch, 6);
+    assert_int_equal(resp->node_endpoints.count, 1);
+    assert_int_equal(resp->node_endpoints.items[0].node_id, 2);
+    assert_true(gr_str_eq_c(resp->node_endpoints.items[0].host, "b2.example"));
+    assert_int_equal(resp->node_endpoints.items[0].port, 9202);
+    assert_true(gr_str_eq_c(resp->node_endpoints.items[0].rack, "r2"));
+    gr_req_free(req);
+    assert_int_equal(gr_log_end_offset(gr_topic_log(f->t, 0)), 2);
+    assert_int_equal(gr_log_end_offset(gr_topic_log(f->t, 1)), 0); /* nothing written for another's */
+    /* v13, by id: a topic held elsewhere, an unknown id */
+    int32_t p0 = 0;
+    req = produce_req(f, 13, NULL, f->remote_id, &p0, 1);
+    assert_int_equal(gr_handle_produce(req), GR_HANDLER_DONE);
+    resp = req->resp;
+    pr = resp->responses.items[0].partition_responses.items;
+    assert_int_equal(pr[0].error_code, GR_ERR_NOT_LEADER_OR_FOLLOWER);
+    assert_int_equal(pr[0].current_leader.leader_id, 2);
+    assert_int_equal(pr[0].current_leader.leader_epoch, 1);
+    assert_int_equal(resp->node_endpoints.count, 1);
+    gr_req_free(req);
+    uint8_t unknown[16];
+    memset(unknown, 0x33, 16);
+    req = produce_req(f, 13, NULL, unknown, &p0, 1);
+    assert_int_equal(gr_handle_produce(req), GR_HANDLER_DONE);
+    resp = req->resp;
+    assert_int_equal(resp->responses.items[0].partition_responses.items[0].error_code,
+                     GR_ERR_UNKNOWN_TOPIC_ID);
+    assert_int_equal(resp->node_endpoints.count, 0);
+    gr_req_free(req);
+}
+
+/* Fetch answers at once (an error partition) and frees the request inside the handler (no connection):
+   the released hook checks the response before it goes. */
+static void (*fetch_check)(struct gr_req *req);
+static int fetch_checked;
+static void released(struct gr_req *req)
+{
+    if (fetch_check && req->hdr.request_api_key == 1) {
+        fetch_check(req);
+        fetch_checked++;
+    }
+}
+static const struct gr_req_sink test_sink = {.released = released};
+
+static void fetch_run(struct fx *f, int16_t version, const uint8_t *id, void (*check)(struct gr_req *req))
+{
+    struct gr_req *req = srv_req_new(f->b, 1, version, 1 << 20);
+    struct gr_fetch_request *body = NEW(req, gr_fetch_request);
+    gr_fetch_request_init(body);
+    body->max_wait_ms = 0;
+    body->max_bytes = 1 << 20;
+    body->topics.items = gr_arena_calloc(&req->arena, 1, sizeof *body->topics.items);
+    body->topics.count = 1;
+    struct gr_fetch_request_fetch_topic *qt = &body->topics.items[0];
+    qt->topic = gr_str_c("t");
+    memcpy(qt->topic_id.b, id ? id : gr_topic_id(f->t), 16);
+    qt->partitions.items = gr_arena_calloc(&req->arena, 2, sizeof *qt->partitions.items);
+    qt->partitions.count = 2;
+    for (int i = 0; i < 2; i++) {
+        qt->partitions.items[i].partition = i + 1;
+        qt->partitions.items[i].current_leader_epoch = -1;
+        qt->partitions.items[i].partition_max_bytes = 1 << 20;
+    }
+    req->body = body;
+    req->resp = NEW(req, gr_fetch_response);
+    gr_fetch_response_init(req->resp);
+    f->b->req_sink = &test_sink;
+    fetch_check = check;
+    fetch_checked = 0;
+    assert_int_equal(gr_handle_fetch(req), GR_HANDLER_WAIT); /* answered and freed inside */
+    assert_int_equal(fetch_checked, 1);
+    fetch_check = NULL;
+    f->b->req_sink = NULL;
+}
+
+static struct gr_fetch_response_partition_data *fetch_parts(struct gr_req *req)
+{
+    struct gr_fetch_response *resp = req->resp;
+    assert_int_equal(resp->responses.count, 1);
+    assert_int_equal(resp->responses.items[0].partitions.count, 2);
+    return resp->responses.items[0].partitions.items;
+}
+
+static void check_v11(struct gr_req *req)
+{
+    struct gr_fetch_response_partition_data *rp = fetch_parts(req);
+    assert_int_equal(rp[0].error_code, GR_ERR_NOT_LEADER_OR_FOLLOWER);
+    assert_int_equal(rp[0].current_leader.leader_id, -1); /* not below v12 */
+    assert_int_equal(rp[0].high_watermark, -1);
+    assert_int_equal(rp[1].error_code, GR_ERR_NOT_LEADER_OR_FOLLOWER);
+    assert_int_equal(((struct gr_fetch_response *)req->resp)->node_endpoints.count, 0);
+}
+
+static void check_leaders(struct gr_req *req)
+{
+    struct gr_fetch_response_partition_data *rp = fetch_parts(req);
+    assert_int_equal(rp[0].error_code, GR_ERR_NOT_LEADER_OR_FOLLOWER);
+    assert_int_equal(rp[0].current_leader.leader_id, 2);
+    assert_int_equal(rp[0].current_leader.leader_epoch, 5);
+    assert_int_equal(rp[1].current_leader.leader_id, 3);
+    assert_int_equal(rp[1].current_leader.leader_epoch, 6);
+}
+
+static void check_v12(struct gr_req *req)
+{
+    check_leaders(req);
+    assert_int_equal(((struct gr_fetch_response *)req->resp)->node_endpoints.count, 0); /* not below v16 */
+}
+
+static void check_v16(struct gr_req *req)
+{
+    check_leaders(req);
+    struct gr_fetch_response *resp = req->resp;
+    assert_int_equal(resp->node_endpoints.count, 1); /* broker 3 lacks the listener */
+    assert_int_equal(resp->node_endpoints.items[0].node_id, 2);
+    assert_true(gr_str_eq_c(resp->node_endpoints.items[0].host, "b2.example"));
+    assert_int_equal(resp->node_endpoints.items[0].port, 9202);
+    assert_true(gr_str_eq_c(resp->node_endpoints.items[0].rack, "r2"));
+}
+
+static void check_unknown_id(struct gr_req *req)
+{
+    struct gr_fetch_response_partition_data *rp = fetch_parts(req);
+    assert_int_equal(rp[0].error_code, GR_ERR_UNKNOWN_TOPIC_ID);
+    assert_int_equal(rp[1].error_code, GR_ERR_UNKNOWN_TOPIC_ID);
+    assert_int_equal(((struct gr_fetch_response *)req->resp)->node_endpoints.count, 0);
+}
+
+static void test_fetch(void **state)
+{
+    struct fx *f = *state;
+    fetch_run(f, 11, NULL, check_v11);
+    fetch_run(f, 12, NULL, check_v12);
+    fetch_run(f, 16, NULL, check_v16);
+    uint8_t unknown[16];
+    memset(unknown, 0x44, 16);
+    fetch_run(f, 16, unknown, check_unknown_id);
+}
+
+static void test_list_offsets_delete_records_epochs_producers(void **state)
+{
+    struct fx *f = *state;
+    /* ListOffsets v7: t/1 another's, t/9 unknown */
+    struct gr_req *req = srv_req_new(f->b, 2, 7, 1 << 16);
+    struct gr_list_offsets_request *lo = NEW(req, gr_list_offsets_request);
+    gr_list_offsets_request_init(lo);
+    lo->topics.items = gr_arena_calloc(&req->arena, 1, sizeof *lo->topics.items);
+    lo->topics.count = 1;
+    lo->topics.items[0].name = gr_str_c("t");
+    lo->topics.items[0].partitions.items =
+        gr_arena_calloc(&req->arena, 2, sizeof(*lo->topics.items[0].partitions.items));
+    lo->topics.items[0].partitions.count = 2;
+    lo->topics.items[0].partitions.items[0] = (struct gr_list_offsets_request_list_offsets_partition){
+        .partition_index = 1, .current_leader_epoch = -1, .timestamp = -1};
+    lo->topics.items[0].partitions.items[1] = (struct gr_list_offsets_request_list_offsets_partition){
+        .partition_index = 9, .current_leader_epoch = -1, .timestamp = -1};
+    req->body = lo;
+    req->resp = NEW(req, gr_list_offsets_response);
+    gr_list_offsets_response_init(req->resp);
+    assert_int_equal(gr_handle_list_offsets(req), GR_HANDLER_DONE);
+    struct gr_list_offsets_response *lor = req->resp;
+    assert_int_equal(lor->topics.items[0].partitions.items[0].error_code, GR_ERR_NOT_LEADER_OR_FOLLOWER);
+    assert_int_equal(lor->topics.items[0].partitions.items[0].offset, -1);
+    assert_int_equal(lor->topics.items[0].partitions.items[1].error_code, GR_ERR_UNKNOWN_TOPIC_OR_PARTITION);
+    gr_req_free(req);
+
+    /* DeleteRecords v2: t/2 another's */
+    req = srv_req_new(f->b, 21, 2, 1 << 16);
+    struct gr_delete_records_request *dr = NEW(req, gr_delete_records_request);
+    gr_delete_records_request_init(dr);
+    dr->topics.items = gr_arena_calloc(&req->arena, 1, sizeof *dr->topics.items);
+    dr->topics.count = 1;
+    dr->topics.items[0].name = gr_str_c("t");
+    dr->topics.items[0].partitions.items =
+        gr_arena_calloc(&req->arena, 1, sizeof(*dr->topics.items[0].partitions.items));
+    dr->topics.items[0].partitions.count = 1;
+    dr->topics.items[0].partitions.items[0].partition_index = 2;
+    dr->topics.items[0].partitions.items[0].offset = 0;
+    req->body = dr;
+    req->resp = NEW(req, gr_delete_records_response);
+    gr_delete_records_response_init(req->resp);
+    assert_int_equal(gr_handle_delete_records(req), GR_HANDLER_DONE);
+    struct gr_delete_records_response *drr = req->resp;
+    assert_int_equal(drr->topics.items[0].partitions.items[0].error_code, GR_ERR_NOT_LEADER_OR_FOLLOWER);
+    assert_int_equal(drr->topics.items[0].partitions.items[0].low_watermark, -1);
+    gr_req_free(req);
+
+    /* OffsetForLeaderEpoch v4: remote/0 another's */
+    req = srv_req_new(f->b, 23, 4, 1 << 16);
+    struct gr_offset_for_leader_epoch_request *oe = NEW(req, gr_offset_for_leader_epoch_request);
+    gr_offset_for_leader_epoch_request_init(oe);
+    oe->topics.items = gr_arena_calloc(&req->arena, 1, sizeof *oe->topics.items);
+    oe->topics.count = 1;
+    oe->topics.items[0].topic = gr_str_c("remote");
+    oe->topics.items[0].partitions.items =
+        gr_arena_calloc(&req->arena, 1, sizeof(*oe->topics.items[0].partitions.items));
+    oe->topics.items[0].partitions.count = 1;
+    oe->topics.items[0].partitions.items[0] =
+        (struct gr_offset_for_leader_epoch_request_offset_for_leader_partition){
+            .partition = 0, .current_leader_epoch = -1, .leader_epoch = 0};
+    req->body = oe;
+    req->resp = NEW(req, gr_offset_for_leader_epoch_response);
+    gr_offset_for_leader_epoch_response_init(req->resp);
+    assert_int_equal(gr_handle_offset_for_leader_epoch(req), GR_HANDLER_DONE);
+    struct gr_offset_for_leader_epoch_response *oer = req->resp;
+    assert_int_equal(oer->topics.items[0].partitions.items[0].error_code, GR_ERR_NOT_LEADER_OR_FOLLOWER);
+    assert_int_equal(oer->topics.items[0].partitions.items[0].end_offset, -1);
+    gr_req_free(req);
+
+    /* DescribeProducers v0: t/1 another's, t/0 here (no producers), "nope" unknown */
+    req = srv_req_new(f->b, 61, 0, 1 << 16);
+    struct gr_describe_producers_request *dp = NEW(req, gr_describe_producers_request);
+    gr_describe_producers_request_init(dp);
+    dp->topics.items = gr_arena_calloc(&req->arena, 2, sizeof *dp->topics.items);
+    dp->topics.count = 2;
+    static int32_t idx[] = {1, 0};
+    dp->topics.items[0].name = gr_str_c("t");
+    dp->topics.items[0].partition_indexes = (struct gr_int32_array){idx, 2};
+    dp->topics.items[1].name = gr_str_c("nope");
+    dp->topics.items[1].partition_indexes = (struct gr_int32_array){idx, 1};
+    req->body = dp;
+    req->resp = NEW(req, gr_describe_producers_response);
+    gr_describe_producers_response_init(req->resp);
+    assert_int_equal(gr_handle_describe_producers(req), GR_HANDLER_DONE);
+    struct gr_describe_producers_response *dpr = req->resp;
+    assert_int_equal(dpr->topics.items[0].partitions.items[0].error_code, GR_ERR_NOT_LEADER_OR_FOLLOWER);
+    assert_int_equal(dpr->topics.items[0].partitions.items[0].error_message.len, -1);
+    assert_int_equal(dpr->topics.items[0].partitions.items[1].error_code, GR_ERR_NONE);
+    assert_int_equal(dpr->topics.items[1].partitions.items[0].error_code, GR_ERR_UNKNOWN_TOPIC_OR_PARTITION);
+    gr_req_free(req);
+}
+
+/* Metadata for every topic at `version`. */
+static struct gr_req *metadata_all(struct fx *f, int16_t version)
+{
+    struct gr_req *req = srv_req_new(f->b, 3, version, 1 << 16);
+    struct gr_metadata_request *body = NEW(req, gr_metadata_request);
+    gr_metadata_request_init(body);
+    body->topics.count = -1;
+    req->body = body;
+    req->resp = NEW(req, gr_metadata_response);
+    gr_metadata_response_init(req->resp);
+    assert_int_equal(gr_handle_metadata(req), GR_HANDLER_DONE);
+    return req;
+}
+
+static struct gr_metadata_response_metadata_response_topic *topic_named(struct gr_metadata_response *resp,
+                                                                        const char *name)
+{
+    for (int32_t i = 0; i < resp->topics.count; i++)
+        if (gr_str_eq_c(resp->topics.items[i].name, name)) return &resp->topics.items[i];
+    fail_msg("topic %s not listed", name);
+    return NULL;
+}
+
+static void check_nodes(struct gr_int32_array a, int32_t count, int32_t first)
+{
+    assert_int_equal(a.count, count);
+    if (count) assert_int_equal(a.items[0], first);
+}
+
+static void test_metadata(void **state)
+{
+    struct fx *f = *state;
+    for (int16_t v = 5; v <= 12; v += 7) {
+        struct gr_req *req = metadata_all(f, v);
+        struct gr_metadata_response *resp = req->resp;
+        assert_true(gr_str_eq_c(resp->cluster_id, gr_store_cluster_id(f->b->store)));
+        assert_int_equal(resp->controller_id, 2);
+        /* brokers 1 and 2: 3 lacks PLAINTEXT, 4 is fenced */
+        assert_int_equal(resp->brokers.count, 2);
+        assert_int_equal(resp->brokers.items[0].node_id, 1);
+        assert_true(gr_str_eq_c(resp->brokers.items[0].host, "b1.example"));
+        assert_int_equal(resp->brokers.items[0].port, 9201);
+        assert_int_equal(resp->brokers.items[0].rack.len, -1);
+        assert_int_equal(resp->brokers.items[1].node_id, 2);
+        assert_true(gr_str_eq_c(resp->brokers.items[1].rack, "r2"));
+        /* every topic of the image, in name order, not only the local one */
+        assert_int_equal(resp->topics.count, 3);
+        assert_true(gr_str_eq_c(resp->topics.items[0].name, "off"));
+        struct gr_metadata_response_metadata_response_topic *t = topic_named(resp, "t");
+        assert_int_equal(t->error_code, GR_ERR_NONE);
+        assert_int_equal(t->partitions.count, 3);
+        struct gr_metadata_response_metadata_response_partition *p = t->partitions.items;
+        assert_int_equal(p[0].error_code, GR_ERR_NONE);
+        assert_int_equal(p[0].leader_id, 1);
+        assert_int_equal(p[0].leader_epoch, gr_log_leader_epoch(gr_topic_log(f->t, 0)));
+        assert_int_equal(p[1].error_code, GR_ERR_NONE);
+        assert_int_equal(p[1].leader_id, 2);
+        assert_int_equal(p[1].leader_epoch, 5);
+        check_nodes(p[1].replica_nodes, 1, 2);
+        check_nodes(p[1].isr_nodes, 1, 2);
+        check_nodes(p[1].offline_replicas, 0, 0);
+        /* led by broker 3, which lacks the listener: v6+ LISTENER_NOT_FOUND, v5 LEADER_NOT_AVAILABLE */
+        assert_int_equal(p[2].error_code, v >= 6 ? GR_ERR_LISTENER_NOT_FOUND : GR_ERR_LEADER_NOT_AVAILABLE);
+        assert_int_equal(p[2].leader_id, -1);
+        assert_int_equal(p[2].leader_epoch, 6);
+        check_nodes(p[2].replica_nodes, 1, 3);
+        check_nodes(p[2].isr_nodes, 1, 3);
+        check_nodes(p[2].offline_replicas, 1, 3);
+        /* no leader: LEADER_NOT_AVAILABLE, leader -1, the stored epoch, replicas and ISR */
+        struct gr_metadata_response_metadata_response_topic *off = topic_named(resp, "off");
+        assert_memory_equal(off->topic_id.b, f->off_id, 16);
+        p = off->partitions.items;
+        assert_int_equal(p[0].error_code, GR_ERR_LEADER_NOT_AVAILABLE);
+        assert_int_equal(p[0].leader_id, -1);
+        assert_int_equal(p[0].leader_epoch, 4);
+        check_nodes(p[0].replica_nodes, 1, 2);
+        check_nodes(p[0].isr_nodes, 0, 0);
+        check_nodes(p[0].offline_replicas, 0, 0);
+        /* a replica without the listener is offline; a fenced leader is still named (Kafka's
+           KRaftMetadataCache: BrokerRegistration.node ignores fencing), its replica offline */
+        p = topic_named(resp, "remote")->partitions.items;
+        assert_int_equal(p[0].error_code, GR_ERR_NONE);
+        assert_int_equal(p[0].leader_id, 2);
+        check_nodes(p[0].replica_nodes, 2, 2);
+        check_nodes(p[0].isr_nodes, 2, 2);
+        check_nodes(p[0].offline_replicas, 1, 3);
+        assert_int_equal(p[1].error_code, GR_ERR_NONE);
+        assert_int_equal(p[1].leader_id, 4);
+        assert_int_equal(p[1].leader_epoch, 2);
+        check_nodes(p[1].offline_replicas, 1, 4);
+        gr_req_free(req);
+    }
+    /* v0 (Kafka's errorUnavailableEndpoints): replicas and ISR only the reachable ones, REPLICA_NOT_AVAILABLE
+       when one was left out */
+    struct gr_req *req0 = srv_req_new(f->b, 3, 0, 1 << 16);
+    struct gr_metadata_request *body0 = NEW(req0, gr_metadata_request);
+    gr_metadata_request_init(body0);
+    body0->topics.count = 0; /* v0: empty = all */
+    req0->body = body0;
+    req0->resp = NEW(req0, gr_metadata_response);
+    gr_metadata_response_init(req0->resp);
+    assert_int_equal(gr_handle_metadata(req0), GR_HANDLER_DONE);
+    struct gr_metadata_response *resp0 = req0->resp;
+    assert_int_equal(resp0->topics.count, 3);
+    struct gr_metadata_response_metadata_response_partition *p =
+        topic_named(resp0, "remote")->partitions.items;
+    assert_int_equal(p[0].error_code, GR_ERR_REPLICA_NOT_AVAILABLE);
+    assert_int_equal(p[0].leader_id, 2);
+    check_nodes(p[0].replica_nodes, 1, 2);
+    check_nodes(p[0].isr_nodes, 1, 2);
+    assert_int_equal(p[1].error_code, GR_ERR_REPLICA_NOT_AVAILABLE); /* fenced 4 left out */
+    check_nodes(p[1].replica_nodes, 0, 0);
+    p = topic_named(resp0, "t")->partitions.items;
+    assert_int_equal(p[0].error_code, GR_ERR_NONE);
+    assert_int_equal(p[2].error_code, GR_ERR_LEADER_NOT_AVAILABLE);
+    check_nodes(p[2].replica_nodes, 0, 0);
+    gr_req_free(req0);
+    /* by id (v12): a topic held elsewhere, an unknown id */
+    struct gr_req *req = srv_req_new(f->b, 3, 12, 1 << 16);
+    struct gr_metadata_request *body = NEW(req, gr_metadata_request);
+    gr_metadata_request_init(body);
+    body->topics.items = gr_arena_calloc(&req->arena, 2, sizeof *body->topics.items);
+    body->topics.count = 2;
+    for (int i = 0; i < 2; i++) {
+        gr_metadata_request_metadata_request_topic_init(&body->topics.items[i]);
+        body->topics.items[i].name = GR_STR_NULL;
+    }
+    memcpy(body->topics.items[0].topic_id.b, f->remote_id, 16);
+    memset(body->topics.items[1].topic_id.b, 0x55, 16);
+    req->body = body;
+    req->resp = NEW(req, gr_metadata_response);
+    gr_metadata_response_init(req->resp);
+    assert_int_equal(gr_handle_metadata(req), GR_HANDLER_DONE);
+    struct gr_metadata_response *resp = req->resp;
+    assert_int_equal(resp->topics.items[0].error_code, GR_ERR_NONE);
+    assert_true(gr_str_eq_c(resp->topics.items[0].name, "remote"));
+    assert_int_equal(resp->topics.items[0].partitions.count, 2);
+    assert_int_equal(resp->topics.items[1].error_code, GR_ERR_UNKNOWN_TOPIC_ID);
+    gr_req_free(req);
+}
+
+static void test_describe_cluster_and_coordinator(void **state)
+{
+    struct fx *f = *state;
+    for (int fenced = 0; fenced <= 1; fenced++) {
+        struct gr_req *req = srv_req_new(f->b, 60, 2, 1 << 16);
+        struct gr_describe_cluster_request *body = NEW(req, gr_describe_cluster_request);
+        gr_describe_cluster_request_init(body);
+        body->endpoint_type = 1;
+        body->include_fenced_brokers = fenced;
+        req->body = body;
+        req->resp = NEW(req, gr_describe_cluster_response);
+        gr_describe_cluster_response_init(req->resp);
+        assert_int_equal(gr_handle_describe_cluster(req), GR_HANDLER_DONE);
+        struct gr_describe_cluster_response *resp = req->resp;
+        assert_int_equal(resp->error_code, GR_ERR_NONE);
+        assert_int_equal(resp->controller_id, 2);
+        assert_true(gr_str_eq_c(resp->cluster_id, gr_store_cluster_id(f->b->store)));
+        assert_int_equal(resp->brokers.count, fenced ? 3 : 2); /* never 3 (no PLAINTEXT) */
+        assert_int_equal(resp->brokers.items[1].broker_id, 2);
+        assert_int_equal(resp->brokers.items[1].port, 9202);
+        assert_true(gr_str_eq_c(resp->brokers.items[1].rack, "r2"));
+        if (fenced) {
+            assert_int_equal(resp->brokers.items[2].broker_id, 4);
+            assert_true(resp->brokers.items[2].is_fenced);
+        }
+        gr_req_free(req);
+    }
+    struct gr_req *req = srv_req_new(f->b, 10, 3, 1 << 16);
+    struct gr_find_coordinator_request *fc = NEW(req, gr_find_coordinator_request);
+    gr_find_coordinator_request_init(fc);
+    fc->key = gr_str_c("g");
+    req->body = fc;
+    req->resp = NEW(req, gr_find_coordinator_response);
+    gr_find_coordinator_response_init(req->resp);
+    assert_int_equal(gr_handle_find_coordinator(req), GR_HANDLER_DONE);
+    struct gr_find_coordinator_response *fr = req->resp;
+    assert_int_equal(fr->error_code, GR_ERR_NONE);
+    assert_int_equal(fr->node_id, 1);
+    assert_true(gr_str_eq_c(fr->host, "b1.example"));
+    assert_int_equal(fr->port, 9201);
+    gr_req_free(req);
+}
+
+/* The single-node source follows the store: a topic deleted and created again under its name gets the new
+   id in the image; Metadata lists what the store holds. */
+static void test_local_source_follows_store(void **state)
+{
+    struct fx *f = *state;
+    struct gr_image *img = f->b->image;
+    uint8_t old_id[16];
+    memcpy(old_id, gr_topic_id(f->t), 16);
+    assert_int_equal(gr_store_topic_delete(f->b->store, f->t), 0);
+    assert_null(gr_image_topic_find(img, "t", 1));
+    assert_null(gr_image_topic_find_id(img, old_id));
+    struct gr_topic *t2;
+    assert_int_equal(gr_store_topic_create(f->b->store, "t", 2, NULL, NULL, 0, &t2), 0);
+    struct gr_image_topic *it = gr_image_topic_find(img, "t", 1);
+    assert_non_null(it);
+    assert_memory_equal(it->id, gr_topic_id(t2), 16);
+    assert_ptr_equal(it->local, t2);
+    assert_int_equal(it->partition_count, 2);
+    assert_int_equal(gr_image_partition(it, 1)->leader, 1);
+    assert_int_equal(gr_image_isr(gr_image_partition(it, 1))[0], 1);
+    assert_int_equal(gr_store_topic_add_partitions(f->b->store, t2, 4), 0);
+    assert_int_equal(it->partition_count, 4);
+    assert_int_equal(gr_image_partition(it, 3)->leader, 1);
+    f->t = t2;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_produce, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fetch, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_list_offsets_delete_records_epochs_producers, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_metadata, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_describe_cluster_and_coordinator, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_local_source_follows_store, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
