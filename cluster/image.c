@@ -421,8 +421,39 @@ int gr_image_set_partition(struct gr_image *img, struct gr_image_topic *t, int32
     p->nodes = nodes;
     p->leader = st->leader;
     p->leader_epoch = st->leader_epoch;
+    p->partition_epoch = st->partition_epoch;
     p->replica_count = (int16_t)st->replica_count;
     p->isr_count = (int16_t)st->isr_count;
     p->offline_count = (int16_t)st->offline_count;
     return 0;
+}
+
+int gr_image_observe(struct gr_image *img, void (*fn)(void *ctx, struct gr_image *img), void *ctx)
+{
+    if (img->observer_count == GR_IMAGE_OBSERVERS_MAX) return -ENOSPC;
+    img->observers[img->observer_count].fn = fn;
+    img->observers[img->observer_count].ctx = ctx;
+    img->observer_count++;
+    return 0;
+}
+
+void gr_image_unobserve(struct gr_image *img, void (*fn)(void *ctx, struct gr_image *img), void *ctx)
+{
+    for (int i = 0; i < img->observer_count; i++) {
+        if (img->observers[i].fn != fn || img->observers[i].ctx != ctx) continue;
+        memmove(&img->observers[i], &img->observers[i + 1],
+                sizeof img->observers[0] * (size_t)(img->observer_count - i - 1));
+        img->observer_count--;
+        return;
+    }
+}
+
+void gr_image_changed(struct gr_image *img)
+{
+    /* a copy: an observer may unobserve itself (or another) while it runs */
+    int n = img->observer_count;
+    __typeof__(img->observers[0]) obs[GR_IMAGE_OBSERVERS_MAX];
+    memcpy(obs, img->observers, sizeof obs[0] * (size_t)n);
+    for (int i = 0; i < n; i++)
+        obs[i].fn(obs[i].ctx, img);
 }

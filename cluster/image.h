@@ -58,6 +58,8 @@ struct gr_image_broker {
 struct gr_image_partition {
     int32_t leader;
     int32_t leader_epoch;
+    int64_t partition_epoch; /* the state's version: its etcd key's mod_revision (0: no state written yet, and
+                                always 0 in single-node mode); the controller compares it in its txns */
     int16_t replica_count, isr_count, offline_count;
     int32_t *nodes;          /* inline_nodes, or heap when the three lists need more */
     int32_t inline_nodes[3]; /* one replica in the ISR: no allocation */
@@ -67,6 +69,7 @@ struct gr_image_partition {
 struct gr_image_partition_state {
     int32_t leader;
     int32_t leader_epoch;
+    int64_t partition_epoch; /* see struct gr_image_partition */
     const int32_t *replicas, *isr, *offline;
     int32_t replica_count, isr_count, offline_count;
 };
@@ -80,6 +83,9 @@ struct gr_image_topic {
     int32_t partition_count;
     struct gr_image_partition *parts; /* partition_count entries */
     struct gr_topic *local;           /* this broker's storage topic, NULL when it holds none of them */
+    int64_t record_revision;          /* the topic record's etcd mod_revision, set by the source after
+                                         gr_image_put_topic (0 in single-node mode): what a topic change
+                                         compares in its txn */
     /* private: hash chains */
     uint32_t name_hash, id_hash;
     struct gr_image_topic *next_by_name, *next_by_id;
@@ -87,8 +93,10 @@ struct gr_image_topic {
 
 struct gr_image {
     char cluster_id[GR_CLUSTER_ID_BYTES_MAX + 1];
-    int32_t node_id;       /* this broker's node.id */
-    int32_t controller_id; /* -1 when unknown */
+    int32_t node_id;          /* this broker's node.id */
+    int32_t controller_id;    /* -1 when unknown */
+    int64_t controller_epoch; /* the controller key's etcd create_revision (0: none known / single node) */
+    int64_t revision; /* the etcd revision the image reflects (0 in single-node mode), set by the source */
     /* private */
     struct gr_image_broker *brokers; /* sorted by node id */
     int32_t broker_count, broker_cap;
@@ -97,6 +105,11 @@ struct gr_image {
     struct gr_image_topic **by_name, **by_id; /* bucket_count chains each */
     uint32_t bucket_count;                    /* power of two, >= topic_count */
     int64_t partition_total;
+    struct {
+        void (*fn)(void *ctx, struct gr_image *img);
+        void *ctx;
+    } observers[GR_IMAGE_OBSERVERS_MAX];
+    int observer_count;
 };
 
 /* Returns new: an empty image for node `node_id` (no brokers, no topics, controller -1, cluster id ""), or
@@ -106,6 +119,18 @@ void gr_image_free(struct gr_image *img);
 
 /* Sets the cluster id (copied; 1..GR_CLUSTER_ID_BYTES_MAX bytes). Returns 0 or -EINVAL. */
 int gr_image_set_cluster_id(struct gr_image *img, const char *id);
+/* Observers: who must act when the image changes (the controller, requests waiting for a topic's leaders,
+ * local replica management). gr_image_observe adds `fn` (called with `ctx` and the image), returning 0 or
+ * -ENOSPC (GR_IMAGE_OBSERVERS_MAX already); gr_image_unobserve removes the pair (nothing when absent). A
+ * source calls gr_image_changed once after applying a batch of changes (a watch response, a snapshot, a
+ * topic operation), never in the middle of one: every observer then runs once, in the order added, and may
+ * read the image but not mutate it. Observers are long-lived modules, not requests (a module keeps its own
+ * waiters); one may remove itself while it runs, and an observer removed by another during a pass still
+ * runs in that pass. */
+int gr_image_observe(struct gr_image *img, void (*fn)(void *ctx, struct gr_image *img), void *ctx);
+void gr_image_unobserve(struct gr_image *img, void (*fn)(void *ctx, struct gr_image *img), void *ctx);
+void gr_image_changed(struct gr_image *img);
+
 /* Sets the controller's node id (-1: none known). DescribeCluster and Metadata report it. */
 void gr_image_set_controller(struct gr_image *img, int32_t node_id);
 

@@ -53,8 +53,10 @@ void gr_image_local_on_topic(void *ctx, struct gr_topic *t, bool deleted)
     if (deleted) {
         struct gr_image_topic *it = gr_image_topic_find_id(img, gr_topic_id(t));
         if (it && it->local == t) gr_image_remove_topic(img, gr_topic_id(t));
+        gr_image_changed(img);
         return;
     }
     int rc = put_local(img, t);
     if (rc < 0) GR_WARN("metadata image: topic %s not updated (%s)", gr_topic_name(t), strerror(-rc));
+    gr_image_changed(img); /* one topic operation is one batch */
 }

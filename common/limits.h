@@ -114,6 +114,8 @@
 /* Brokers in one cluster image: Kafka sets no bound; the image is an array searched by node id, and every
  * Metadata answer lists each live broker, so the count is kept far below what a 1 MiB answer can hold. */
 #define GR_IMAGE_BROKERS_MAX 1024
+/* Observers of one metadata image (cluster/image.h): the controller, topic waits, local replicas, tests. */
+#define GR_IMAGE_OBSERVERS_MAX 8
 /* Replicas (and so ISR and offline replicas) of one partition: Kafka bounds it by the broker count; a
  * replication factor above 16 buys nothing and costs memory per partition. */
 #define GR_IMAGE_REPLICAS_MAX 16

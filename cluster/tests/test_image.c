@@ -319,12 +319,83 @@ static void test_many_topics(void **state)
     gr_image_free(img);
 }
 
+struct seen {
+    int calls;
+    int64_t revision;
+};
+
+static void observer(void *ctx, struct gr_image *img)
+{
+    struct seen *s = ctx;
+    s->calls++;
+    s->revision = img->revision;
+}
+
+static void self_removing(void *ctx, struct gr_image *img)
+{
+    observer(ctx, img);
+    gr_image_unobserve(img, self_removing, ctx);
+}
+
+static void test_observers(void **state)
+{
+    (void)state;
+    struct gr_image *img = gr_image_new(1);
+    assert_non_null(img);
+    struct seen a = {0}, b = {0}, c[GR_IMAGE_OBSERVERS_MAX] = {{0}};
+    assert_int_equal(gr_image_observe(img, observer, &a), 0);
+    assert_int_equal(gr_image_observe(img, self_removing, &b), 0);
+    img->revision = 42;
+    gr_image_changed(img);
+    assert_int_equal(a.calls, 1);
+    assert_int_equal(a.revision, 42);
+    assert_int_equal(b.calls, 1);
+    gr_image_changed(img); /* b removed itself */
+    assert_int_equal(a.calls, 2);
+    assert_int_equal(b.calls, 1);
+    for (int i = 1; i < GR_IMAGE_OBSERVERS_MAX; i++)
+        assert_int_equal(gr_image_observe(img, observer, &c[i]), 0);
+    assert_int_equal(gr_image_observe(img, observer, &c[0]), -ENOSPC);
+    gr_image_unobserve(img, observer, &a);
+    gr_image_unobserve(img, observer, &a); /* absent: nothing */
+    gr_image_changed(img);
+    assert_int_equal(a.calls, 2);
+    assert_int_equal(c[GR_IMAGE_OBSERVERS_MAX - 1].calls, 1);
+    gr_image_free(img);
+}
+
+static void test_partition_epoch(void **state)
+{
+    (void)state;
+    struct gr_image *img = gr_image_new(1);
+    uint8_t id[16] = {1, 2, 3};
+    struct gr_image_topic *t = NULL;
+    assert_int_equal(gr_image_put_topic(img, "t", 1, id, false, 2, NULL, &t), 0);
+    assert_int_equal(gr_image_partition(t, 1)->partition_epoch, 0); /* no state written yet */
+    int32_t r[1] = {3};
+    struct gr_image_partition_state st = {.leader = 3,
+                                          .leader_epoch = 4,
+                                          .partition_epoch = 977,
+                                          .replicas = r,
+                                          .replica_count = 1,
+                                          .isr = r,
+                                          .isr_count = 1};
+    assert_int_equal(gr_image_set_partition(img, t, 1, &st), 0);
+    assert_int_equal(gr_image_partition(t, 1)->partition_epoch, 977);
+    assert_int_equal(gr_image_partition(t, 1)->leader_epoch, 4);
+    assert_int_equal(gr_image_put_topic(img, "t", 1, id, false, 3, NULL, &t), 0); /* grown: kept */
+    assert_int_equal(gr_image_partition(t, 1)->partition_epoch, 977);
+    assert_int_equal(gr_image_partition(t, 2)->partition_epoch, 0);
+    gr_image_free(img);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_brokers),      cmocka_unit_test(test_broker_bounds),
         cmocka_unit_test(test_topics),       cmocka_unit_test(test_recreate_same_name),
         cmocka_unit_test(test_topic_bounds), cmocka_unit_test(test_many_topics),
+        cmocka_unit_test(test_observers),    cmocka_unit_test(test_partition_epoch),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
