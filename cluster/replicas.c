@@ -17,6 +17,7 @@
 #include "cluster/replicas.h"
 #include "common/limits.h"
 #include "common/log.h"
+#include "coordinator/coordinator.h"
 #include "storage/store.h"
 
 enum op_kind { RK_TOPIC_DELETE, RK_TOPIC_CREATE, RK_TOPIC_GROW, RK_MAKE, RK_DELETE };
@@ -31,6 +32,15 @@ struct gr_replicas {
     int64_t backoff_ms;
     ev_timer timer; /* continuation (0 s) or back-off */
     struct gr_replicas_stats st;
+    /* The image's topics at the last batch, in name order (as gr_image_topic_at lists them): the topics
+       that left the image are found by one merge of this list with the current one. */
+    struct known *known;
+    int32_t known_count;
+};
+
+struct known {
+    char *name;
+    uint8_t id[16];
 };
 
 /* One operation in flight: what the completion needs to account for it. */
@@ -60,10 +70,55 @@ static void timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
     pass(w->data);
 }
 
+static void known_free(struct known *k, int32_t n)
+{
+    for (int32_t i = 0; k && i < n; i++)
+        free(k[i].name);
+    free(k);
+}
+
+/* Compares the image's topics with the previous batch's: each topic gone (its name absent, or present
+   under another id) is reported to the coordinator; then the list is replaced. Out of memory the old list
+   is kept (compared again at the next batch). */
+static void track_deletions(struct gr_replicas *r, bool report)
+{
+    int32_t n = gr_image_topic_count(r->img);
+    struct known *now = calloc((size_t)n + 1, sizeof *now);
+    for (int32_t i = 0; now && i < n; i++) {
+        struct gr_image_topic *it = gr_image_topic_at(r->img, i);
+        memcpy(now[i].id, it->id, 16);
+        if (!(now[i].name = strdup(it->name))) {
+            known_free(now, i);
+            now = NULL;
+        }
+    }
+    if (!now) {
+        GR_WARN_RATELIMITED("replicas: out of memory tracking deleted topics");
+        return;
+    }
+    for (int32_t i = 0, j = 0; report && i < r->known_count; i++) {
+        while (j < n && strcmp(now[j].name, r->known[i].name) < 0)
+            j++;
+        if (j < n && strcmp(now[j].name, r->known[i].name) == 0 && memcmp(now[j].id, r->known[i].id, 16) == 0)
+            continue;
+        r->st.topics_gone++;
+        if (r->cfg.coord) {
+            int32_t dropped = gr_coord_topic_deleted(r->cfg.coord, r->known[i].name);
+            if (dropped)
+                GR_INFO("replicas: topic %s deleted: %d committed offsets dropped", r->known[i].name,
+                        dropped);
+        }
+    }
+    known_free(r->known, r->known_count);
+    r->known = now;
+    r->known_count = n;
+}
+
 static void on_image(void *ctx, struct gr_image *img)
 {
     (void)img;
     struct gr_replicas *r = ctx;
+    track_deletions(r, true);
     r->dirty = true;
     if (r->st.in_flight == 0 && !ev_is_active(&r->timer)) pass(r);
 }
@@ -194,7 +249,8 @@ static bool collect_topic(struct gr_replicas *r, struct batch *b, struct gr_imag
     if (gr_topic_partition_count(t) < it->partition_count)
         return add(r, b, RK_TOPIC_GROW, t, it->name, -1, gr_topic_op_add_partitions(t, it->partition_count));
     for (int32_t p = 0; p < gr_topic_partition_count(t); p++) {
-        bool want = p < it->partition_count && has_replica(&it->parts[p], self);
+        if (it->parts[p].replica_count == 0) continue; /* no state known yet: neither made nor deleted */
+        bool want = has_replica(&it->parts[p], self);
         bool have = gr_topic_log(t, p) != NULL;
         if (want && !have && !add(r, b, RK_MAKE, t, it->name, p, gr_topic_op_replica_make(t, p)))
             return false;
@@ -253,6 +309,7 @@ int gr_replicas_start(struct gr_replicas *r)
     int rc = gr_image_observe(r->img, on_image, r);
     if (rc < 0) return rc;
     r->started = true;
+    track_deletions(r, false);
     pass(r);
     return 0;
 }
@@ -265,6 +322,7 @@ void gr_replicas_free(struct gr_replicas *r)
                  r->st.in_flight);
     if (r->started) gr_image_unobserve(r->img, on_image, r);
     ev_timer_stop(r->cfg.loop, &r->timer);
+    known_free(r->known, r->known_count);
     free(r);
 }
 

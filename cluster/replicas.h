@@ -5,7 +5,8 @@
  * image with the store (storage/store.h) and submits storage topic operations to the I/O pool:
  *   - a store topic whose id is unknown to the image (deleted, or deleted and re-created under a new id
  *     while this broker was down) is deleted with all its directories (Kafka's stray-log rule);
- *   - a held partition whose replica set no longer contains this node is deleted (stray);
+ *   - a held partition whose replica set no longer contains this node is deleted (stray); a partition with
+ *     no replicas in the image (its state not written yet) is left as it is, never taken for a stray;
  *   - an image topic with a partition whose replica set contains this node gets a sparse store topic (the
  *     image's id and partition count; grown when the image grows) and the local log of that partition
  *     (directory "<topic>-<p>" with partition.metadata naming the topic id);
@@ -25,6 +26,7 @@
 #include <stdint.h>
 
 struct ev_loop;
+struct gr_coordinator;
 struct gr_image;
 struct gr_iopool;
 struct gr_log;
@@ -41,6 +43,11 @@ struct gr_replicas_config {
        (server/broker.h gr_broker_partition). May be NULL. */
     void (*on_log)(void *ctx, struct gr_topic *t, int32_t partition, struct gr_log *log, bool made);
     void *ctx;
+    /* The group coordinator (may be NULL): when a topic leaves the image (deleted, or its name re-created
+       under a new id) the groups it holds drop their committed offsets of it (coordinator/coordinator.h
+       gr_coord_topic_deleted, as Kafka's GroupCoordinatorService.onPartitionsDeleted), whichever broker
+       received the DeleteTopics. Compared batch by batch from start on. */
+    struct gr_coordinator *coord;
 };
 
 /* Counters for tests and logs. */
@@ -50,6 +57,7 @@ struct gr_replicas_stats {
     int64_t topics_created;  /* sparse store topics created */
     int64_t topics_deleted;  /* store topics deleted (id unknown to the image) */
     int64_t failures;        /* operations that failed (each retried after a back-off) */
+    int64_t topics_gone;     /* topics seen leaving the image (their offsets dropped when coord is set) */
     int32_t max_ops_in_pass; /* largest number of operations one pass submitted */
     int32_t in_flight;       /* operations submitted and not completed */
     bool idle;               /* started, nothing in flight, nothing scheduled, the last pass found no work */

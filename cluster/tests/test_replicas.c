@@ -7,7 +7,9 @@
  * from the image is deleted locally; a topic found at start under an id the image does not know (deleted and
  * re-created while the broker was down) is deleted and made anew under the new id, empty (the old records
  * are never readable); a grown image topic grows the store topic; passes are bounded (3 per pass: 10
- * partitions take at least 4 passes, none submits more than 3); the on_log hook sees each make and delete.
+ * partitions take at least 4 passes, none submits more than 3); the on_log hook sees each make and delete;
+ * a topic leaving the image (deleted, or re-created under a new id) drops the groups' committed offsets of
+ * it in the coordinator (a fake environment, coordinator/tests/fake.h), other topics' offsets stay.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -26,6 +28,8 @@
 #include "cluster/image.h"
 #include "cluster/replicas.h"
 #include "common/time.h"
+#include "coordinator/coordinator.h"
+#include "coordinator/tests/fake.h"
 #include "storage/iopool.h"
 #include "storage/tests/helpers.h"
 
@@ -190,6 +194,13 @@ static void test_make_link_and_stray_delete(void **state)
     assert_null(gr_topic_log(t, 2));
     assert_false(dir_exists(f, "a-2"));
     assert_int_equal(f->deleted_hook, 1);
+    /* p0's state disappears (no replicas known, e.g. not written yet): its log is kept. */
+    struct gr_image_partition_state none = {.leader = -1, .leader_epoch = -1};
+    assert_int_equal(gr_image_set_partition(f->img, gr_image_topic_find(f->img, "a", 1), 0, &none), 0);
+    gr_image_changed(f->img);
+    settle(f);
+    assert_non_null(gr_topic_log(t, 0));
+    assert_int_equal(f->deleted_hook, 1);
     /* The image grows "a" to 6 with p5 here; the image's put relinks nothing itself (local NULL). */
     const int32_t ra3[6] = {SELF, 2, 2, 3, 2, SELF};
     put(f, "a", 1, 6, ra3);
@@ -292,12 +303,75 @@ static void test_bounded_passes(void **state)
     assert_int_equal(f->made_hook, 10);
 }
 
+static int16_t commit(struct gr_coordinator *c, const char *topic, int64_t offset)
+{
+    struct gr_commit_partition cp = {0, offset, 7, GR_STR_NULL, -99};
+    struct gr_commit_topic ct = {gr_str_c(topic), &cp, 1};
+    struct gr_commit_params p = {gr_str_c("g"), gr_str_c(""), GR_STR_NULL, -1, -1, 8, &ct, 1};
+    int32_t wp;
+    int64_t we;
+    gr_coord_commit(c, &p, &wp, &we);
+    return cp.error_code;
+}
+
+static int64_t fetch(struct gr_coordinator *c, const char *topic)
+{
+    int64_t off;
+    int32_t epoch;
+    struct gr_str md;
+    if (!gr_coord_offset_get(c, gr_str_c("g"), gr_str_c(topic), 0, &off, &epoch, &md)) return -1;
+    return off;
+}
+
+static void test_offsets_follow_image(void **state)
+{
+    struct fx *f = *state;
+    struct fake_env env = {0};
+    struct gr_coordinator *c = fake_coord(&env, NULL);
+    stop_all(f);
+    struct gr_replicas_config rc = {.store = f->store, .pool = f->pool, .loop = f->loop, .coord = c};
+    f->rep = gr_replicas_new(&rc, f->img);
+    const int32_t elsewhere[1] = {2};
+    put(f, "gone", 1, 1, elsewhere);
+    put(f, "kept", 2, 1, elsewhere);
+    put(f, "renamed", 3, 1, elsewhere);
+    assert_int_equal(gr_replicas_start(f->rep), 0);
+    settle(f);
+    assert_int_equal(commit(c, "gone", 5), 0);
+    assert_int_equal(commit(c, "kept", 6), 0);
+    assert_int_equal(commit(c, "renamed", 7), 0);
+    assert_int_equal(fetch(c, "gone"), 5);
+    /* "gone" deleted; "renamed" deleted and re-created under a new id in the same batch. */
+    uint8_t id[16] = {1};
+    id[15] = 0x42;
+    gr_image_remove_topic(f->img, id);
+    put(f, "renamed", 4, 1, elsewhere);
+    gr_image_changed(f->img);
+    settle(f);
+    assert_int_equal(fetch(c, "gone"), -1);
+    assert_int_equal(fetch(c, "renamed"), -1);
+    assert_int_equal(fetch(c, "kept"), 6);
+    struct gr_replicas_stats st;
+    gr_replicas_stats(f->rep, &st);
+    assert_int_equal(st.topics_gone, 2);
+    /* A batch that changes no topic set drops nothing. */
+    gr_image_changed(f->img);
+    settle(f);
+    assert_int_equal(fetch(c, "kept"), 6);
+    gr_replicas_stats(f->rep, &st);
+    assert_int_equal(st.topics_gone, 2);
+    stop_all(f);
+    gr_coord_destroy(c);
+    fake_env_free(&env);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_make_link_and_stray_delete, setup, teardown),
         cmocka_unit_test_setup_teardown(test_recreated_while_down, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bounded_passes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_offsets_follow_image, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
