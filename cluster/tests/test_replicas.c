@@ -9,7 +9,9 @@
  * are never readable); a grown image topic grows the store topic; passes are bounded (3 per pass: 10
  * partitions take at least 4 passes, none submits more than 3); the on_log hook sees each make and delete;
  * a topic leaving the image (deleted, or re-created under a new id) drops the groups' committed offsets of
- * it in the coordinator (a fake environment, coordinator/tests/fake.h), other topics' offsets stay.
+ * it in the coordinator (a fake environment, coordinator/tests/fake.h), other topics' offsets stay; a
+ * partition whose directory cannot be made (ENOSPC on every mkdir, storage/tests/fault.h) is retried after
+ * a growing back-off, not in a busy loop, and made once the disk recovers.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -31,6 +33,7 @@
 #include "coordinator/coordinator.h"
 #include "coordinator/tests/fake.h"
 #include "storage/iopool.h"
+#include "storage/tests/fault.h"
 #include "storage/tests/helpers.h"
 
 #define SELF 1
@@ -365,6 +368,40 @@ static void test_offsets_follow_image(void **state)
     fake_env_free(&env);
 }
 
+static void test_failure_backs_off(void **state)
+{
+    struct fx *f = *state;
+    const int32_t here[1] = {SELF};
+    put(f, "full", 5, 1, here);
+    fault_install();
+    fault_fail(F_MKDIR, 1, ENOSPC, true);
+    assert_int_equal(gr_replicas_start(f->rep), 0);
+    int64_t until = gr_time_mono_ms() + 1000;
+    while (gr_time_mono_ms() < until) {
+        gr_iopool_complete(f->pool);
+        ev_run(f->loop, EVRUN_NOWAIT);
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+    struct gr_replicas_stats st;
+    gr_replicas_stats(f->rep, &st);
+    /* Retried after 100, 200 and 400 ms (the 800 ms one comes after the second above): no busy loop. */
+    assert_true(st.failures >= 3 && st.failures <= 5);
+    assert_int_equal(st.made, 0);
+    assert_false(st.idle);
+    struct gr_topic *t = stopic(f, "full");
+    assert_non_null(t); /* the sparse topic itself needs no directory */
+    assert_null(gr_topic_log(t, 0));
+    assert_false(dir_exists(f, "full-0"));
+    fault_clear(F_MKDIR);
+    settle(f);
+    fault_uninstall();
+    gr_replicas_stats(f->rep, &st);
+    assert_int_equal(st.made, 1);
+    assert_non_null(gr_topic_log(t, 0));
+    assert_true(dir_exists(f, "full-0"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -372,6 +409,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_recreated_while_down, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bounded_passes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_offsets_follow_image, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_failure_backs_off, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
