@@ -123,5 +123,14 @@
  * 100 bytes per partition, 400 per topic). */
 #define GR_IMAGE_TOPICS_MAX 100000
 #define GR_IMAGE_PARTITIONS_MAX 1000000
+/* Local replica operations (cluster/replicas.h: make or delete one partition's log, create or delete a
+ * sparse topic) one pass of the replica manager submits before it yields to the loop: each is a few
+ * fsyncs on the I/O pool, so a 1,000-partition topic is made in about 30 passes while requests are served
+ * in between. */
+#define GR_REPLICA_OPS_PER_PASS_MAX 32
+/* Back-off of the replica manager after a failed operation (ENOSPC, EIO...): from the first to the last
+ * delay, doubling, so a failing disk is retried without a busy loop. */
+#define GR_REPLICA_RETRY_MS_MIN 100
+#define GR_REPLICA_RETRY_MS_MAX 10000
 
 #endif

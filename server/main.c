@@ -62,7 +62,7 @@ static void expire_producers(struct gr_broker *b)
     for (int i = 0; i < gr_store_topic_count(b->store); i++) {
         struct gr_topic *t = gr_store_topic_at(b->store, i);
         for (int32_t p = 0; p < gr_topic_partition_count(t); p++)
-            gr_log_expire_producers(gr_topic_log(t, p), now, expiration);
+            if (gr_topic_log(t, p)) gr_log_expire_producers(gr_topic_log(t, p), now, expiration);
     }
 }
 
@@ -312,7 +312,8 @@ int main(int argc, char **argv)
         struct gr_topic *t = gr_store_topic_at(b->store, i);
         partitions += gr_topic_partition_count(t);
         for (int32_t p = 0; p < gr_topic_partition_count(t); p++)
-            gr_partition_visible_offset(gr_broker_partition(b, gr_topic_log(t, p)));
+            if (gr_topic_log(t, p)) /* NULL: a partition a sparse (cluster-mode) topic does not hold */
+                gr_partition_visible_offset(gr_broker_partition(b, gr_topic_log(t, p)));
     }
     gr_store_fds_trim(b->store); /* the load opened every active segment: back under the cap */
     check_open_files(b, partitions);

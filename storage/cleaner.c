@@ -1018,7 +1018,8 @@ static void write_checkpoint(struct gr_store *store)
         struct gr_topic *t = store->topics[i];
         if (!t->cfg.compact_policy) continue;
         cap += (size_t)t->partition_count * (strlen(t->name) + 40);
-        count += t->partition_count;
+        for (int32_t p = 0; p < t->partition_count; p++)
+            count += t->logs[p] != NULL; /* a sparse topic lists the partitions it holds */
     }
     char *buf = malloc(cap);
     if (!buf) return;
@@ -1028,6 +1029,7 @@ static void write_checkpoint(struct gr_store *store)
         if (!t->cfg.compact_policy) continue;
         for (int32_t p = 0; p < t->partition_count; p++) {
             struct gr_log *l = t->logs[p];
+            if (!l) continue;
             int64_t v =
                 l->cleaner_checkpoint > l->log_start_offset ? l->cleaner_checkpoint : l->log_start_offset;
             n += (size_t)snprintf(buf + n, cap - n, "%s %d %" PRId64 "\n", t->name, p, v);
@@ -1188,6 +1190,7 @@ static struct clean_job *pick(struct gr_store *store, int64_t now_ms, bool *busy
         for (int32_t p = 0; p < t->partition_count; p++) {
             struct gr_log *log = t->logs[p];
             int64_t fd, unc;
+            if (!log) continue; /* not held here (a sparse topic) */
             if (log->cleaning || atomic_load(&log->clean_finishes) > 0) {
                 *busy = true; /* its last swap is still finishing: look again at the next tick */
                 continue;

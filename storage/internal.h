@@ -151,6 +151,10 @@ struct gr_topic {
     char **config_values;
     struct gr_log_config cfg;
     bool deleted;
+    /* A cluster-mode topic holding only some partitions (logs[p] NULL for one not held here); its topic file
+       says "sparse=1", and at open a partition is held when its directory exists. A single-node topic is
+       never sparse: it holds every partition. */
+    bool sparse;
 };
 
 enum gr_job_type { GR_JOB_WRITE_FILE, GR_JOB_UNLINK, GR_JOB_RMTREE, GR_JOB_CALL, GR_JOB_SPARE };
@@ -206,6 +210,8 @@ struct gr_store {
     int topic_count, topic_cap;
     struct gr_topic **dead; /* deleted, freed at close */
     int dead_count, dead_cap;
+    struct gr_log **dead_logs; /* single partitions deleted (gr_topic_op_replica_delete), freed at close */
+    int dead_log_count, dead_log_cap;
     struct gr_flusher fl;
     struct gr_segment *lru_head, *lru_tail; /* most recently used first */
     int32_t lru_count;

@@ -18,6 +18,8 @@
  *   name=<topic>          the topic name
  *   topic_id=<base64url>  16-byte topic id, Kafka's Uuid text form (also in each partition.metadata)
  *   partitions=<n>        partition count
+ *   sparse=1              (cluster mode only) the topic holds only some partitions here: those whose
+ *                         directory exists (with partition.metadata naming this topic id)
  *   config.<key>=<value>  one line per topic-level config (values never contain a newline)
  * The topic file is the commit point: a partition directory whose topic has no file is a stray and is
  * removed at open; a topic is deleted by removing its file first, then renaming its directories.
@@ -297,7 +299,7 @@ static void topic_free(struct gr_topic *t)
 {
     if (!t) return;
     for (int i = 0; t->logs && i < t->partition_count; i++)
-        gr_log_free(t->logs[i]);
+        gr_log_free(t->logs[i]); /* NULL (a partition a sparse topic does not hold) is ignored */
     free(t->logs);
     free_strings(t->config_keys, t->config_count);
     free_strings(t->config_values, t->config_count);
@@ -346,8 +348,8 @@ static int topic_file_format(const struct gr_topic *t, int32_t partitions, char 
     char *buf = malloc(cap), id[23];
     if (!buf) return -ENOMEM;
     gr_uuid_to_base64url(t->id, id);
-    size_t n = (size_t)snprintf(buf, cap, "version=0\nname=%s\ntopic_id=%s\npartitions=%d\n", t->name, id,
-                                partitions);
+    size_t n = (size_t)snprintf(buf, cap, "version=0\nname=%s\ntopic_id=%s\npartitions=%d\n%s", t->name, id,
+                                partitions, t->sparse ? "sparse=1\n" : "");
     for (int i = 0; i < count; i++)
         n += (size_t)snprintf(buf + n, cap - n, "config.%s=%s\n", keys[i], values[i]);
     snprintf(fname, 32, "%s.topic", id);
@@ -408,6 +410,9 @@ static int topic_file_parse(struct gr_store *store, const char *buf, size_t len,
                 if (parse_long(tmp, 1, GR_PARTITIONS_PER_TOPIC_MAX, &n) < 0) err = -EINVAL;
                 t->partition_count = (int32_t)n;
             }
+        } else if (kl == 6 && memcmp(p, "sparse", 6) == 0) {
+            if (vl != 1 || v[0] != '1') err = -EINVAL;
+            t->sparse = true;
         } else if (kl > 7 && memcmp(p, "config.", 7) == 0) {
             err = push_str(&t->config_keys, &nk, p + 7, kl - 7);
             if (err == 0) err = push_str(&t->config_values, &nv, v, vl);
@@ -510,8 +515,10 @@ static char *ckpt_format(struct gr_store *store, ckpt_value_fn fn, size_t *len)
 {
     size_t cap = 64, count = 0;
     for (int i = 0; i < store->topic_count; i++) {
-        cap += (size_t)store->topics[i]->partition_count * (strlen(store->topics[i]->name) + 40);
-        count += (size_t)store->topics[i]->partition_count;
+        struct gr_topic *t = store->topics[i];
+        for (int32_t p = 0; p < t->partition_count; p++)
+            count += t->logs[p] != NULL; /* a sparse topic's partitions not held here are not listed */
+        cap += (size_t)t->partition_count * (strlen(t->name) + 40);
     }
     char *buf = malloc(cap);
     if (!buf) return NULL;
@@ -519,7 +526,8 @@ static char *ckpt_format(struct gr_store *store, ckpt_value_fn fn, size_t *len)
     for (int i = 0; i < store->topic_count; i++) {
         struct gr_topic *t = store->topics[i];
         for (int32_t p = 0; p < t->partition_count; p++)
-            n += (size_t)snprintf(buf + n, cap - n, "%s %d %" PRId64 "\n", t->name, p, fn(t->logs[p]));
+            if (t->logs[p])
+                n += (size_t)snprintf(buf + n, cap - n, "%s %d %" PRId64 "\n", t->name, p, fn(t->logs[p]));
     }
     *len = n;
     return buf;
@@ -571,7 +579,7 @@ int gr_store_log_start_checkpoint_async(struct gr_store *store, int64_t *ticket)
     int waiting = 0;
     for (int i = 0; i < store->topic_count; i++)
         for (int32_t p = 0; p < store->topics[i]->partition_count; p++)
-            waiting += store->topics[i]->logs[p]->ls_pending_ops > 0;
+            waiting += store->topics[i]->logs[p] && store->topics[i]->logs[p]->ls_pending_ops > 0;
     if (c) c->logs = calloc((size_t)waiting + 1, sizeof(*c->logs));
     if (!job || !c->data || !c->logs) {
         if (c) {
@@ -584,7 +592,7 @@ int gr_store_log_start_checkpoint_async(struct gr_store *store, int64_t *ticket)
     }
     for (int i = 0; i < store->topic_count; i++)
         for (int32_t p = 0; p < store->topics[i]->partition_count; p++)
-            if (store->topics[i]->logs[p]->ls_pending_ops > 0)
+            if (store->topics[i]->logs[p] && store->topics[i]->logs[p]->ls_pending_ops > 0)
                 c->logs[c->log_count++] = store->topics[i]->logs[p];
     c->store = store;
     c->ticket = *ticket = ++store->ls_ckpt_ticket;
@@ -629,6 +637,7 @@ int gr_store_checkpoint_all(struct gr_store *store, bool sync)
     for (int i = 0; i < store->topic_count; i++) {
         struct gr_topic *t = store->topics[i];
         for (int32_t p = 0; p < t->partition_count; p++) {
+            if (!t->logs[p]) continue;
             int e = gr_log_write_epochs(t->logs[p], sync);
             if (err == 0) err = e;
         }
@@ -881,6 +890,15 @@ static int ckpt_load(struct gr_store *store, const char *name, struct gr_ckpt_en
     return err;
 }
 
+/* True when the directory "<topic>-<p>" exists (a sparse topic holds exactly those partitions). */
+static bool partition_dir_exists(struct gr_store *store, const struct gr_topic *t, int32_t p)
+{
+    char dir[GR_TOPIC_NAME_BYTES_MAX + 16];
+    snprintf(dir, sizeof(dir), "%s-%d", t->name, p);
+    struct stat st;
+    return fstatat(store->root_fd, dir, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
+}
+
 static int load_logs(struct gr_store *store, bool clean)
 {
     struct gr_ckpt_entry *rp = NULL, *ls = NULL, *hw = NULL;
@@ -896,6 +914,7 @@ static int load_logs(struct gr_store *store, bool clean)
             break;
         }
         for (int32_t p = 0; err == 0 && p < t->partition_count; p++) {
+            if (t->sparse && !partition_dir_exists(store, t, p)) continue; /* not held here */
             int64_t crp = gr_ckpt_lookup(rp, nrp, t->name, p), cls = gr_ckpt_lookup(ls, nls, t->name, p),
                     chw = gr_ckpt_lookup(hw, nhw, t->name, p);
             err = gr_log_load(store, t, p, clean, crp, cls, chw, &t->logs[p]);
@@ -923,8 +942,11 @@ static void store_free(struct gr_store *store)
         topic_free(store->topics[i]);
     for (int i = 0; i < store->dead_count; i++)
         topic_free(store->dead[i]);
+    for (int i = 0; i < store->dead_log_count; i++)
+        gr_log_free(store->dead_logs[i]);
     free(store->topics);
     free(store->dead);
+    free(store->dead_logs);
     gr_sys_close(store->topics_dir_fd);
     gr_sys_close(store->root_fd);
     free(store->log_dir);
@@ -1014,7 +1036,7 @@ void gr_store_close(struct gr_store *store)
     for (int i = 0; i < store->topic_count; i++) {
         struct gr_topic *t = store->topics[i];
         for (int32_t p = 0; p < t->partition_count; p++)
-            if (gr_log_close_clean(t->logs[p]) < 0) clean = false;
+            if (t->logs[p] && gr_log_close_clean(t->logs[p]) < 0) clean = false;
     }
     if (gr_store_checkpoint_all(store, true) < 0) clean = false;
     if (clean && gr_file_write_atomic(store->root_fd, CLEAN_MARKER, "", 0) < 0) clean = false;
@@ -1035,10 +1057,23 @@ void gr_store_close(struct gr_store *store)
  *   delete: the topic file unlinked + fsync (commit point), then the directories renamed "-delete"
  *           (removed at the next open if the crash came first), root fsync;
  *   grow:   the new partition directories, then the topic file with the new count (commit point);
- *   config: the topic file replaced atomically.
+ *   config: the topic file replaced atomically;
+ *   sparse topics (cluster mode): create and grow write only the topic file; replica make creates one
+ *           partition directory (its partition.metadata names the topic id; the directory is the commit
+ *           point: at open a sparse topic holds the partitions whose directory exists); replica delete
+ *           renames one directory "-delete" (the commit point) and the root is fsynced.
  */
 
-enum topic_op_kind { OP_CREATE, OP_DELETE, OP_GROW, OP_CONFIG, OP_BARRIER, OP_META };
+enum topic_op_kind {
+    OP_CREATE,
+    OP_DELETE,
+    OP_GROW,
+    OP_CONFIG,
+    OP_BARRIER,
+    OP_META,
+    OP_REPLICA_MAKE,
+    OP_REPLICA_DELETE
+};
 
 struct gr_topic_op {
     struct gr_io_job job; /* first: the pool hands it back */
@@ -1054,7 +1089,10 @@ struct gr_topic_op {
     char **keys, **values;
     int count;
     bool refuse_collision;
-    bool keep_active_open;  /* create: gr_topic_op_keep_active_open */
+    bool keep_active_open; /* create: gr_topic_op_keep_active_open */
+    bool sparse;           /* create: a sparse topic (gr_topic_op_create_sparse) with the id below */
+    uint8_t id[16];
+    int32_t partition;      /* replica make/delete: the partition */
     struct gr_topic *topic; /* create: the new private topic; others: the target */
     /* prepared by begin, used by run (borrowed store fds never change while the store is open) */
     bool begun;
@@ -1131,6 +1169,42 @@ struct gr_topic_op *gr_topic_op_create(const char *name, int32_t partitions, con
         return NULL;
     }
     return op;
+}
+
+struct gr_topic_op *gr_topic_op_create_sparse(const char *name, const uint8_t id[16], int32_t partitions,
+                                              const char *const *config_keys,
+                                              const char *const *config_values, int config_count)
+{
+    struct gr_topic_op *op =
+        gr_topic_op_create(name, partitions, config_keys, config_values, config_count, false);
+    if (!op) return NULL;
+    op->sparse = true;
+    memcpy(op->id, id, 16);
+    return op;
+}
+
+static struct gr_topic_op *op_replica(enum topic_op_kind kind, struct gr_topic *topic, int32_t partition)
+{
+    struct gr_topic_op *op = op_new(kind, NULL, NULL, 0);
+    if (!op) return NULL;
+    op->topic = topic;
+    op->partition = partition;
+    return op;
+}
+
+struct gr_topic_op *gr_topic_op_replica_make(struct gr_topic *topic, int32_t partition)
+{
+    return op_replica(OP_REPLICA_MAKE, topic, partition);
+}
+
+struct gr_topic_op *gr_topic_op_replica_delete(struct gr_topic *topic, int32_t partition)
+{
+    return op_replica(OP_REPLICA_DELETE, topic, partition);
+}
+
+bool gr_topic_sparse(const struct gr_topic *t)
+{
+    return t->sparse;
 }
 
 void gr_topic_op_keep_active_open(struct gr_topic_op *op)
@@ -1240,6 +1314,9 @@ static int begin_create(struct gr_store *store, struct gr_topic_op *op)
                       &cfg) < 0)
         return -EINVAL;
     if (gr_store_topic_find(store, op->name, strlen(op->name))) return -EEXIST;
+    static const uint8_t zero[16];
+    if (op->sparse && (memcmp(op->id, zero, 16) == 0 || gr_store_topic_find_id(store, op->id)))
+        return -EEXIST;
     if (op->refuse_collision)
         for (int i = 0; i < store->topic_count; i++)
             if (names_collide(op->name, store->topics[i]->name)) return -ENOTUNIQ;
@@ -1256,11 +1333,15 @@ static int begin_create(struct gr_store *store, struct gr_topic_op *op)
     t->config_count = op->count;
     op->keys = op->values = NULL;
     op->count = 0;
-    gr_uuid_random(t->id);
+    if (op->sparse)
+        memcpy(t->id, op->id, 16);
+    else
+        gr_uuid_random(t->id);
+    t->sparse = op->sparse;
     if (!(t->logs = calloc((size_t)op->partitions, sizeof(*t->logs)))) return -ENOMEM;
     /* partition_count stays 0 until finish: topic_free frees only published logs */
     op->from = 0;
-    op->to = op->partitions;
+    op->to = op->sparse ? 0 : op->partitions; /* a sparse topic starts with no partition held */
     return topic_file_format(t, op->partitions, t->config_keys, t->config_values, t->config_count, &op->file,
                              &op->file_len, op->fname);
 }
@@ -1283,6 +1364,7 @@ static int begin_delete(struct gr_store *store, struct gr_topic_op *op)
     snprintf(op->fname, sizeof(op->fname), "%s.topic", id);
     op->from = 0;
     op->to = t->partition_count;
+    op->sparse = t->sparse;
     return 0;
 }
 
@@ -1295,9 +1377,11 @@ static int begin_grow(struct gr_store *store, struct gr_topic_op *op)
     struct gr_log **logs = realloc(t->logs, sizeof(*logs) * (size_t)op->partitions); /* finish cannot fail */
     if (!logs) return -ENOMEM;
     t->logs = logs;
-    op->from = old;
+    for (int32_t p = old; p < op->partitions; p++)
+        logs[p] = NULL;                          /* beyond partition_count until finish */
+    op->from = t->sparse ? op->partitions : old; /* a sparse topic's new partitions are not held */
     op->to = op->partitions;
-    if (!(op->logs = calloc((size_t)(op->to - op->from), sizeof(*op->logs)))) return -ENOMEM;
+    if (!(op->logs = calloc((size_t)(op->to - op->from) + 1, sizeof(*op->logs)))) return -ENOMEM;
     return topic_file_format(t, op->partitions, t->config_keys, t->config_values, t->config_count, &op->file,
                              &op->file_len, op->fname);
 }
@@ -1311,6 +1395,29 @@ static int begin_config(struct gr_store *store, struct gr_topic_op *op)
         return -EINVAL;
     return topic_file_format(t, t->partition_count, op->keys, op->values, op->count, &op->file, &op->file_len,
                              op->fname);
+}
+
+static int begin_replica(struct gr_store *store, struct gr_topic_op *op)
+{
+    struct gr_topic *t = op->topic;
+    int32_t p = op->partition;
+    if (!t || t->deleted) return -ENOENT;
+    if (!t->sparse || p < 0 || p >= t->partition_count) return -EINVAL;
+    if (op->kind == OP_REPLICA_MAKE) {
+        if (t->logs[p]) return -EEXIST;
+        op->from = p;
+        op->to = p + 1;
+        return (op->logs = calloc(1, sizeof(*op->logs))) ? 0 : -ENOMEM;
+    }
+    if (!t->logs[p]) return -ENOENT;
+    if (store->dead_log_count == store->dead_log_cap) { /* finish's move to the dead list cannot fail */
+        int ncap = store->dead_log_cap ? store->dead_log_cap * 2 : 16;
+        struct gr_log **n = realloc(store->dead_logs, sizeof(*n) * (size_t)ncap);
+        if (!n) return -ENOMEM;
+        store->dead_logs = n;
+        store->dead_log_cap = ncap;
+    }
+    return (op->name = strdup(t->name)) ? 0 : -ENOMEM;
 }
 
 int gr_topic_op_begin(struct gr_store *store, struct gr_topic_op *op)
@@ -1334,11 +1441,15 @@ int gr_topic_op_begin(struct gr_store *store, struct gr_topic_op *op)
     case OP_CONFIG:
         err = begin_config(store, op);
         break;
+    case OP_REPLICA_MAKE:
+    case OP_REPLICA_DELETE:
+        err = begin_replica(store, op);
+        break;
     default:
         err = 0;
         break; /* barrier */
     }
-    if (op->kind == OP_CREATE && err == 0 && !(op->logs = calloc((size_t)op->to, sizeof(*op->logs))))
+    if (op->kind == OP_CREATE && err == 0 && !(op->logs = calloc((size_t)op->to + 1, sizeof(*op->logs))))
         err = -ENOMEM;
     op->result = err;
     return err;
@@ -1406,7 +1517,8 @@ static int run_delete(struct gr_topic_op *op)
         char dir[GR_TOPIC_NAME_BYTES_MAX + 16];
         snprintf(dir, sizeof(dir), "%s-%d", op->name, p);
         int e = run_move_aside(op, dir, op->name, p);
-        if (e < 0) /* removed as a stray at the next open */
+        if (e == -ENOENT && op->sparse) continue; /* a partition the sparse topic does not hold */
+        if (e < 0)                                /* removed as a stray at the next open */
             GR_WARN("storage: renaming %s for deletion failed (%s)", dir, strerror(-e));
     }
     gr_dir_sync(op->root_fd);
@@ -1430,6 +1542,16 @@ void gr_topic_op_run(struct gr_topic_op *op)
     case OP_META:
         op->result = gr_file_write_atomic(op->root_fd, op->name, op->file, op->file_len);
         break;
+    case OP_REPLICA_MAKE:
+        if ((op->result = run_new_logs(op)) < 0) run_unload(op, op->topic->name);
+        break;
+    case OP_REPLICA_DELETE: {
+        char dir[GR_TOPIC_NAME_BYTES_MAX + 16];
+        snprintf(dir, sizeof(dir), "%s-%d", op->name, op->partition);
+        op->result = run_move_aside(op, dir, op->name, op->partition); /* the commit point */
+        if (op->result == 0) gr_dir_sync(op->root_fd);
+        break;
+    }
     default:
         break; /* barrier */
     }
@@ -1462,7 +1584,7 @@ int gr_topic_op_finish(struct gr_store *store, struct gr_topic_op *op, struct gr
         }
         free(op->logs);
         op->logs = NULL;
-        t->partition_count = op->to;
+        t->partition_count = op->partitions;
         topic_insert(store, t); /* cannot fail: reserved by begin, and begin checked the name */
         op->topic = NULL;       /* published */
         break;
@@ -1475,9 +1597,21 @@ int gr_topic_op_finish(struct gr_store *store, struct gr_topic_op *op, struct gr
         op->logs = NULL;
         t->partition_count = op->to;
         break;
+    case OP_REPLICA_MAKE:
+        t->logs[op->partition] = op->logs[0];
+        op->logs[0] = NULL;
+        gr_log_files_admit(t->logs[op->partition]);
+        GR_INFO("storage: made the local log of %s-%d", t->name, op->partition);
+        break;
+    case OP_REPLICA_DELETE:
+        gr_log_mark_deleted(t->logs[op->partition]);
+        store->dead_logs[store->dead_log_count++] = t->logs[op->partition]; /* reserved by begin */
+        t->logs[op->partition] = NULL;
+        GR_INFO("storage: deleted the local log of %s-%d", t->name, op->partition);
+        break;
     case OP_DELETE: {
         for (int32_t p = 0; p < t->partition_count; p++)
-            gr_log_mark_deleted(t->logs[p]);
+            if (t->logs[p]) gr_log_mark_deleted(t->logs[p]);
         int i = topic_search(store, t->name, strlen(t->name)); /* live: nothing else changed the list */
         memmove(store->topics + i, store->topics + i + 1,
                 sizeof(*store->topics) * (size_t)(store->topic_count - i - 1));
@@ -1621,7 +1755,7 @@ void gr_store_retention_run(struct gr_store *store, int64_t now_ms)
     for (int i = 0; i < store->topic_count; i++) {
         struct gr_topic *t = store->topics[i];
         for (int32_t p = 0; p < t->partition_count; p++)
-            gr_log_retention(t->logs[p], now_ms);
+            if (t->logs[p]) gr_log_retention(t->logs[p], now_ms);
     }
     if (store->ls_checkpoint_dirty) gr_store_checkpoint(store);
 }

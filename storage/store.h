@@ -255,6 +255,26 @@ struct gr_topic_op *gr_topic_op_create(const char *name, int32_t partitions, con
 /* For a create op: the new logs' active segment files are exempt from the open-file cap from the start
    (gr_log_keep_active_open before they are published), so that no later open is needed. */
 void gr_topic_op_keep_active_open(struct gr_topic_op *op);
+/* Cluster mode (issue 19): a topic of the cluster image that holds only the partitions this broker is a
+   replica of. create_sparse makes a topic named `name` with the given 16-byte `id` (the image's, never a
+   new one), `partitions` partitions and none of them held (gr_topic_log NULL for each): only its topic
+   file (with "sparse=1") is written. begin: as create, and -EEXIST when the id is all zero or a live topic
+   has it. CreatePartitions on a sparse topic (gr_topic_op_add_partitions) grows the count without
+   holding the new partitions. */
+struct gr_topic_op *gr_topic_op_create_sparse(const char *name, const uint8_t id[16], int32_t partitions,
+                                              const char *const *config_keys,
+                                              const char *const *config_values, int config_count);
+/* replica_make: opens the local log of partition `partition` of sparse `topic`: creates "<topic>-<p>/" with
+   partition.metadata carrying the topic id (Kafka's layout), an empty first segment and leader epoch 0; a
+   leftover directory of that name is moved aside first (as topic creation does). The directory is the
+   commit point. begin: -ENOENT (topic deleted), -EINVAL (not sparse, partition out of range), -EEXIST
+   (already held). replica_delete: deletes the local log of `partition` (Kafka's stray-log removal): the
+   directory is renamed "<topic>-<p>.<32 hex>-delete" (durable before finish), a flusher unlinks it; the
+   gr_log stays allocated (deleted, offline) until gr_store_close, gr_topic_log(topic, p) is NULL from
+   finish on. begin: -ENOENT (topic deleted or partition not held), -EINVAL (not sparse or out of range).
+   Both call on_topic_changed(topic, false) when done. */
+struct gr_topic_op *gr_topic_op_replica_make(struct gr_topic *topic, int32_t partition);
+struct gr_topic_op *gr_topic_op_replica_delete(struct gr_topic *topic, int32_t partition);
 /* DeleteTopics: like gr_store_topic_delete (begin: -ENOENT when `topic` is no longer live). */
 struct gr_topic_op *gr_topic_op_delete(struct gr_topic *topic);
 /* CreatePartitions: like gr_store_topic_add_partitions. */
@@ -306,7 +326,11 @@ const char *gr_topic_name(const struct gr_topic *t);
 /* Returns borrowed: 16-byte topic id (random UUID v4, new on every create). */
 const uint8_t *gr_topic_id(const struct gr_topic *t);
 int32_t gr_topic_partition_count(const struct gr_topic *t);
-/* Returns borrowed: the log of `partition`, NULL if out of range. */
+/* True for a topic holding only some partitions here (gr_topic_op_create_sparse); false for every
+   single-node topic, which holds all of its partitions. */
+bool gr_topic_sparse(const struct gr_topic *t);
+/* Returns borrowed: the log of `partition`, NULL if out of range, the topic deleted, or (a sparse topic) the
+   partition not held here. */
 struct gr_log *gr_topic_log(struct gr_topic *t, int32_t partition);
 /* Returns borrowed: the topic-level value of config `key`, NULL if not set at topic level. */
 const char *gr_topic_config_get(const struct gr_topic *t, const char *key);

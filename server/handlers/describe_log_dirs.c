@@ -37,9 +37,10 @@ static bool put_all(struct gr_req *req, struct gr_topic *t, topic_t *rt)
     rt->name = gr_str_c(gr_topic_name(t));
     rt->partitions.items = gr_arena_calloc(&req->arena, (size_t)np + 1, sizeof *rt->partitions.items);
     if (!rt->partitions.items) return false;
-    for (int32_t p = 0; p < np; p++)
-        put_partition(gr_topic_log(t, p), p, &rt->partitions.items[p]);
-    rt->partitions.count = np;
+    rt->partitions.count = 0;
+    for (int32_t p = 0; p < np; p++) /* a sparse topic lists the partitions held here */
+        if (gr_topic_log(t, p))
+            put_partition(gr_topic_log(t, p), p, &rt->partitions.items[rt->partitions.count++]);
     return true;
 }
 
@@ -59,7 +60,7 @@ static bool put_some(struct gr_req *req, int32_t i, struct gr_topic *t, topic_t 
         if (k != i && !gr_str_eq(qt->topic, body->topics.items[i].topic)) continue;
         for (int32_t j = 0; j < qt->partitions.count; j++) {
             int32_t p = qt->partitions.items[j];
-            if (p < 0 || p >= np || seen[p]) continue;
+            if (p < 0 || p >= np || seen[p] || !gr_topic_log(t, p)) continue;
             seen[p] = true;
             put_partition(gr_topic_log(t, p), p, &rt->partitions.items[rt->partitions.count++]);
         }

@@ -74,7 +74,7 @@ static bool fill_partition(struct gr_req *req, struct gr_metadata_response_metad
         rp->leader_id = -1;
     } else if (left_out) {
         rp->error_code = GR_ERR_REPLICA_NOT_AVAILABLE;
-    } else if (ip->leader == req->broker->image->node_id && it->local &&
+    } else if (ip->leader == req->broker->image->node_id && it->local && gr_topic_log(it->local, p) &&
                gr_log_offline(gr_topic_log(it->local, p))) {
         rp->error_code = GR_ERR_KAFKA_STORAGE_ERROR; /* a local log fact: this node leaves the ISR */
         int32_t k = 0;

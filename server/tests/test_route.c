@@ -610,6 +610,58 @@ static void test_local_source_follows_store(void **state)
     f->t = t2;
 }
 
+static void op_cb(void *ctx, int err, struct gr_topic *t)
+{
+    *(int *)ctx = err;
+    (void)t;
+}
+
+/* Cluster mode before the replica manager made a partition's log: the image says this node leads p0 of the
+   sparse topic "sp", but only p1 is held. Produce gets NOT_LEADER_OR_FOLLOWER (retriable; the client
+   retries until the log is made) with this node as CurrentLeader; p1 appends; Metadata answers both. */
+static void test_led_here_log_not_made_yet(void **state)
+{
+    struct fx *f = *state;
+    uint8_t id[16];
+    memset(id, 0x44, 16);
+    int err = 1;
+    gr_store_topic_op_submit(f->b->store, NULL, gr_topic_op_create_sparse("sp", id, 2, NULL, NULL, 0), op_cb,
+                             &err);
+    assert_int_equal(err, 0);
+    struct gr_topic *t = gr_store_topic_find(f->b->store, "sp", 2);
+    err = 1;
+    gr_store_topic_op_submit(f->b->store, NULL, gr_topic_op_replica_make(t, 1), op_cb, &err);
+    assert_int_equal(err, 0);
+    struct gr_image_topic *it = gr_image_topic_find(f->b->image, "sp", 2);
+    assert_ptr_equal(it->local, t);
+    set_part(f->b->image, it, 0, 1, 3, 1, true);
+    set_part(f->b->image, it, 1, 1, 0, 1, true);
+    int32_t parts[] = {0, 1};
+    struct gr_req *req = produce_req(f, 10, "sp", NULL, parts, 2);
+    assert_int_equal(gr_handle_produce(req), GR_HANDLER_DONE);
+    struct gr_produce_response *resp = req->resp;
+    struct gr_produce_response_partition_produce_response *pr =
+        resp->responses.items[0].partition_responses.items;
+    assert_int_equal(pr[0].error_code, GR_ERR_NOT_LEADER_OR_FOLLOWER);
+    assert_int_equal(pr[0].current_leader.leader_id, 1);
+    assert_int_equal(pr[0].current_leader.leader_epoch, 3);
+    assert_int_equal(pr[1].error_code, GR_ERR_NONE);
+    gr_req_free(req);
+    assert_int_equal(gr_log_end_offset(gr_topic_log(t, 1)), 1);
+    req = metadata_all(f, 12);
+    struct gr_metadata_response *mr = req->resp;
+    bool seen = false;
+    for (int32_t i = 0; i < mr->topics.count; i++) {
+        if (!gr_str_eq_c(mr->topics.items[i].name, "sp")) continue;
+        seen = true;
+        assert_int_equal(mr->topics.items[i].partitions.count, 2);
+        assert_int_equal(mr->topics.items[i].partitions.items[0].error_code, GR_ERR_NONE);
+        assert_int_equal(mr->topics.items[i].partitions.items[0].leader_id, 1);
+    }
+    assert_true(seen);
+    gr_req_free(req);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -619,6 +671,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_metadata, setup, teardown),
         cmocka_unit_test_setup_teardown(test_describe_cluster_and_coordinator, setup, teardown),
         cmocka_unit_test_setup_teardown(test_local_source_follows_store, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_led_here_log_not_made_yet, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
