@@ -6,7 +6,8 @@
  * Not the controller: campaign (txn: controller key absent -> put it under the lease; else read it) when
  * the image shows none. The controller: send the next batch of the current plan, or, once the image shows
  * what was written, plan again. The state that gates it: epoch (0: not the controller), wait_revision (the
- * image must reach it before the next plan or campaign), the back-off timer.
+ * image must reach it before the next plan or campaign; the back-off timer clears it), the back-off timer
+ * (a campaign waits for it; a plan stops it).
  *
  * Read next: cluster/tests/test_controller.c.
  */
@@ -238,6 +239,7 @@ static void on_write(void *arg, const struct gr_etcd_result *res)
         ctl->stats.txns_lost++;
         gr_log_write(GR_LOG_WARN, "controller: partition-state txn lost: %s", res->message);
         ctl->plan_count = ctl->plan_next = 0;
+        ctl->wait_revision = INT64_MAX; /* the back-off timer re-plans */
         backoff(ctl);
         return;
     }
@@ -255,8 +257,8 @@ static void on_write(void *arg, const struct gr_etcd_result *res)
             stop_acting(ctl, "the controller key has another epoch or is gone (txn failed)");
             ctl->wait_revision = kv ? kv->mod_revision : 0;
         } else {
-            ctl->wait_revision = ctl->plan_revision + 1; /* a change the image has not shown yet */
-            backoff(ctl);
+            ctl->wait_revision = ctl->plan_revision + 1; /* a change the image has not shown yet, */
+            backoff(ctl);                                /* or, if it never shows, the back-off */
         }
     }
     step(ctl);
@@ -303,6 +305,7 @@ static bool send_batch(struct gr_controller *ctl)
         gr_log_write(GR_LOG_ERROR, "controller: partition-state txn not built: %s",
                      ok ? gr_etcd_last_error(ctl->etcd) : err);
         ctl->plan_count = ctl->plan_next = 0;
+        ctl->wait_revision = INT64_MAX; /* the back-off timer re-plans */
         backoff(ctl);
         return false;
     }
@@ -317,16 +320,17 @@ static void step(struct gr_controller *ctl)
     if (ctl->req || ctl->lease_id == 0) return;
     if (ctl->epoch && img->revision >= ctl->epoch && img->controller_epoch != ctl->epoch)
         stop_acting(ctl, "the image shows another controller or none");
-    bool waiting = ev_is_active(&ctl->timer) || img->revision < ctl->wait_revision;
     if (!ctl->epoch) {
-        if (!waiting && img->controller_id < 0) campaign(ctl);
+        if (!ev_is_active(&ctl->timer) && img->revision >= ctl->wait_revision && img->controller_id < 0)
+            campaign(ctl);
         return;
     }
     if (ctl->plan_next < ctl->plan_count) {
         send_batch(ctl);
         return;
     }
-    if (waiting) return;
+    if (img->revision < ctl->wait_revision) return;
+    ev_timer_stop(ctl->loop, &ctl->timer); /* the image moved: the back-off's safety net is not needed */
     bool more = false;
     ctl->plan_count = gr_controller_plan(img, ctl->plan, GR_CONTROLLER_PLAN_MAX, &more);
     ctl->plan_next = 0;
