@@ -12,7 +12,8 @@
  * the winner's lease revoked: the other takes over with a higher epoch (the time from the revoke to its
  * first partition write is printed) and applies further changes (a new topic); a deposed controller (lease
  * revoked behind its back, its image not told) attempts a write, its txn fails, it steps down, and no key
- * carries its epoch after the revoke; a topic deleted while the controller's image still shows it (a racing
+ * carries its epoch after the revoke (every revision the watch shows is checked); 1,000 new partitions
+ * written in 16 txns; a topic deleted while the controller's image still shows it (a racing
  * deletion) never gets its partition keys re-created. Ends with "controller: N passed, N failed".
  */
 #include <ev.h>
@@ -68,7 +69,7 @@ struct outcome {
     bool fired;
     enum gr_etcd_status status;
     bool succeeded;
-    int64_t revision, lease_id;
+    int64_t revision, lease_id, count;
     int n;
     struct {
         char key[GR_CLUSTER_KEY_BUF];
@@ -91,6 +92,7 @@ static void on_done(void *ctx, const struct gr_etcd_result *res)
     o->succeeded = res->succeeded;
     o->revision = res->revision;
     o->lease_id = res->lease_id;
+    o->count = res->op.count;
     if (res->status != GR_ETCD_OK) printf("etcd: %s\n", res->message);
     for (size_t i = 0; i < res->op.kv_count && o->n < 64; i++) { /* partition states of a range */
         const struct gr_etcd_kv *kv = &res->op.kvs[i];
@@ -159,7 +161,7 @@ static int64_t register_broker(int32_t node_id, int64_t lease)
 /* Puts topic record `name` with `parts` single-replica partitions, partition p on node 1 + p % 3. */
 static int64_t put_topic(const char *name, struct gr_uuid id, int32_t parts)
 {
-    struct gr_cluster_assignment as[16];
+    struct gr_cluster_assignment *as = calloc((size_t)parts, sizeof *as);
     struct gr_cluster_topic t = {.topic_id = id, .partition_count = parts, .partitions = as};
     for (int32_t p = 0; p < parts; p++)
         as[p] = (struct gr_cluster_assignment){.replica_count = 1, .replicas = {1 + p % 3}};
@@ -167,6 +169,7 @@ static int64_t put_topic(const char *name, struct gr_uuid id, int32_t parts)
     size_t len = 0;
     gr_cluster_key_topic(&lay, name, strlen(name), key);
     if (gr_cluster_topic_encode(&t, &val, &len, err)) printf("topic: %s\n", err);
+    free(as);
     return put(key, val, len, 0);
 }
 
@@ -503,6 +506,23 @@ static void scenario(void)
     read_states(t2, &o);
     for (int i = 0; i < o.n; i++)
         CHECK(o.kvs[i].st.controller_epoch == e2 && o.kvs[i].st.leader_epoch == 0);
+
+    /* 1,000 new partitions: 16 txns of at most 64, every key written */
+    struct gr_uuid t4 = uuid_of(4);
+    uint64_t txns0 = gr_controller_stats(ctl[l])->txns_ok,
+             parts0 = gr_controller_stats(ctl[l])->partitions_written;
+    CHECK(put_topic("big", t4, 1000) > 0);
+    want = (struct want){fd[l].img, t4, -1, -2, 0};
+    CHECK(wait_for(partition_is, &want, 20000));
+    CHECK(gr_controller_stats(ctl[l])->txns_ok - txns0 == 16);
+    CHECK(gr_controller_stats(ctl[l])->partitions_written - parts0 == 1000);
+    char pre[GR_CLUSTER_KEY_BUF], end[GR_CLUSTER_KEY_BUF];
+    int plen = gr_cluster_prefix_partitions(&lay, t4, pre);
+    gr_cluster_range_end(pre, (size_t)plen, end);
+    struct outcome cnt = {0};
+    struct gr_etcd_op cop = {.type = GR_ETCD_OP_RANGE, .key = pre, .range_end = end, .count_only = true};
+    finish(gr_etcd_range(etcd, &cop, on_done, &cnt), &cnt);
+    CHECK(cnt.status == GR_ETCD_OK && cnt.count == 1000);
 
     /* a racing deletion: the image shows a topic etcd no longer has; its keys are never re-created */
     fd[l].paused = true;
