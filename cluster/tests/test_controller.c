@@ -13,8 +13,10 @@
  * first partition write is printed) and applies further changes (a new topic); a deposed controller (lease
  * revoked behind its back, its image not told) attempts a write, its txn fails, it steps down, and no key
  * carries its epoch after the revoke (every revision the watch shows is checked); 1,000 new partitions
- * written in 16 txns; a topic deleted while the controller's image still shows it (a racing
- * deletion) never gets its partition keys re-created. Ends with "controller: N passed, N failed".
+ * written in 16 txns; a controller whose lease is lost stops at once, and with a new lease is elected again
+ * and brings a returning broker's partitions back; a topic deleted while the controller's image still shows
+ * it (a racing deletion) never gets its partition keys re-created. Ends with "controller: N passed, N
+ * failed".
  */
 #include <ev.h>
 #include <inttypes.h>
@@ -378,6 +380,12 @@ static bool txn_failed(void *arg)
     return gr_controller_stats(ctl[before[0]])->txns_failed > before[1];
 }
 
+static bool txns_reached(void *arg)
+{
+    uint64_t *want = arg;
+    return gr_controller_stats(ctl[want[0]])->txns_ok >= want[1];
+}
+
 /* ---- the test ---- */
 
 static struct gr_uuid uuid_of(int n)
@@ -514,7 +522,12 @@ static void scenario(void)
     CHECK(put_topic("big", t4, 1000) > 0);
     want = (struct want){fd[l].img, t4, -1, -2, 0};
     CHECK(wait_for(partition_is, &want, 20000));
+    /* the watch may show the last txn before its answer arrives: wait for the answer too */
+    uint64_t want_txns[2] = {(uint64_t)l, txns0 + 16};
+    wait_for(txns_reached, want_txns, 5000);
     CHECK(gr_controller_stats(ctl[l])->txns_ok - txns0 == 16);
+    printf("controller: 1,000 partitions: %" PRIu64 " txns, %" PRIu64 " failed\n",
+           gr_controller_stats(ctl[l])->txns_ok - txns0, gr_controller_stats(ctl[l])->txns_failed);
     CHECK(gr_controller_stats(ctl[l])->partitions_written - parts0 == 1000);
     char pre[GR_CLUSTER_KEY_BUF], end[GR_CLUSTER_KEY_BUF];
     int plen = gr_cluster_prefix_partitions(&lay, t4, pre);
@@ -551,6 +564,27 @@ static void scenario(void)
     gr_image_remove_topic(fd[l].img, t3.b);
 
     CHECK(fd[l].deposed_after > 0 && fd[l].stale_writes == 0); /* every revision since the revoke */
+
+    /* a lost lease stops the controller at once; with its new lease (registered again) it is elected anew */
+    fd[l].paused = false;
+    gr_controller_set_lease(ctl[l], 0);
+    CHECK(gr_controller_epoch(ctl[l]) == 0);
+    lease_revoke(lease[l + 1]);
+    lease[l + 1] = grant();
+    CHECK(register_broker(l + 1, lease[l + 1]) > 0);
+    gr_controller_set_lease(ctl[l], lease[l + 1]);
+    struct took_over again = {l, e2};
+    fd[l].first_write_ms = 0;
+    fd[l].newer_than_epoch = e2;
+    int64_t wl = grant(); /* the revoked node registers again: its partitions come back under the new epoch */
+    CHECK(register_broker(w + 1, wl) > 0);
+    CHECK(wait_for(new_controller_wrote, &again, 8000));
+    int64_t e3 = gr_controller_epoch(ctl[l]);
+    CHECK(e3 > e2);
+    want = (struct want){fd[l].img, t1, w, w + 1, 2};
+    CHECK(wait_for(partition_is, &want, 8000));
+    check_states(t1, 12, e3, 0, 0);
+    lease_revoke(wl);
     for (int i = 0; i < 2; i++)
         gr_controller_free(ctl[i]);
     lease_revoke(lease[l + 1]);
