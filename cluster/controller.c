@@ -77,8 +77,11 @@ static bool plan_one(const struct gr_image *img, const struct gr_image_topic *t,
         memcpy(st->isr, reps, sizeof(int32_t) * (size_t)p->replica_count);
         return true;
     }
-    if (p->leader >= 0 && gr_controller_broker_live(img, p->leader)) return false;
-    if (p->leader < 0) {
+    bool leader_live = p->leader >= 0 && gr_controller_broker_live(img, p->leader);
+    /* A live leader whose registration is newer than the state (it registered again, maybe while no
+     * controller ran) is a new incarnation: elected again, at a new leader epoch. */
+    if (leader_live && gr_image_broker(img, p->leader)->epoch < p->partition_epoch) return false;
+    if (p->leader < 0 || leader_live) {
         for (int32_t i = 0; i < p->replica_count && st->leader < 0; i++)
             if (contains(isr, p->isr_count, reps[i]) && gr_controller_broker_live(img, reps[i]))
                 st->leader = reps[i];

@@ -92,9 +92,13 @@ bool gr_controller_broker_live(const struct gr_image *img, int32_t node_id);
  * - a partition whose leader is not live: leader -1, leader epoch + 1, ISR as stored (Kafka keeps the last
  *   ISR member when no other replica can lead; ReplicationControlManager.handleBrokerFenced);
  * - a partition without a leader: the first replica that is live and in the ISR leads, leader epoch + 1
- *   (a clean election: PartitionChangeBuilder; never a replica outside the ISR).
- * Nothing else (a live leader stays). A partition whose leader epoch is INT32_MAX is skipped (logged).
- * Returns the number written (<= cap); *more (may be NULL) says whether writes were left out at the cap. */
+ *   (a clean election: PartitionChangeBuilder; never a replica outside the ISR);
+ * - a partition whose live leader registered again after the state was written (its broker epoch above
+ *   the partition epoch: a restart or a lost lease, maybe while no controller ran): elected again the same
+ *   way, leader epoch + 1 (Kafka fences the old incarnation and unfences the new one, each a leader change).
+ * Nothing else (a live leader of an older registration stays). A partition whose leader epoch is INT32_MAX is
+ * skipped (logged). Returns the number written (<= cap); *more (may be NULL) says whether writes were left
+ * out at the cap. */
 int32_t gr_controller_plan(const struct gr_image *img, struct gr_controller_write *out, int32_t cap,
                            bool *more);
 /* How many of the `count` writes at `w` go into one txn: at most GR_CONTROLLER_TXN_PARTITIONS_MAX, with

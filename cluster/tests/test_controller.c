@@ -584,6 +584,9 @@ static void scenario(void)
     want = (struct want){fd[l].img, t1, w, w + 1, 2};
     CHECK(wait_for(partition_is, &want, 8000));
     check_states(t1, 12, e3, 0, 0);
+    want =
+        (struct want){fd[l].img, t1, l, l + 1, 1}; /* its own broker registered again: a new leader epoch */
+    CHECK(wait_for(partition_is, &want, 8000));
     lease_revoke(wl);
     for (int i = 0; i < 2; i++)
         gr_controller_free(ctl[i]);

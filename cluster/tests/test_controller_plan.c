@@ -2,7 +2,8 @@
  * test_controller_plan.c: the controller's plan and batching (cluster/controller.h), pure, no etcd: a new
  * 12-partition topic striped over 3 brokers gives 4 leaders each at epoch 0 with ISR = replicas; a broker
  * gone takes its partitions offline (leader -1, epoch + 1, ISR kept); back, it leads them again (epoch + 1);
- * a settled image plans nothing; a fenced or shutting-down broker is not live; a partition with no live
+ * a settled image plans nothing; a leader registered again since the state was written gets a new leader
+ * epoch; a fenced or shutting-down broker is not live; a partition with no live
  * replica is created offline; a topic whose record revision is unknown waits; 1,000 new partitions give 16
  * txns of at most 64; partitions of many topics stay within etcd's 128 compares; the plan cap.
  * Read next: cluster/tests/test_controller.c (against a real etcd).
@@ -146,6 +147,32 @@ static void test_broker_gone_and_back(void **state)
     gr_image_free(img);
 }
 
+static void test_leader_registered_again(void **state)
+{
+    (void)state;
+    struct gr_image *img = gr_image_new(1);
+    for (int32_t b = 1; b <= 3; b++)
+        add_broker(img, b);
+    add_topic(img, "t", 1, 6, 3, 0);
+    int32_t n = gr_controller_plan(img, plan, GR_CONTROLLER_PLAN_MAX, NULL);
+    apply(img, plan, n, 20);
+    /* broker 3 registered again (a new broker epoch above the states' revision) while no controller ran */
+    struct gr_image_broker br = *gr_image_broker(img, 3);
+    br.epoch = 25;
+    assert_int_equal(gr_image_set_broker(img, &br), 0);
+    n = gr_controller_plan(img, plan, GR_CONTROLLER_PLAN_MAX, NULL);
+    assert_int_equal(n, 2);
+    for (int32_t i = 0; i < n; i++) {
+        assert_int_equal(plan[i].partition % 3, 2);
+        assert_int_equal(plan[i].state.leader, 3); /* the same leader, a new leader epoch */
+        assert_int_equal(plan[i].state.leader_epoch, 1);
+        assert_int_equal(plan[i].partition_epoch, 20);
+    }
+    apply(img, plan, n, 30);
+    assert_int_equal(gr_controller_plan(img, plan, GR_CONTROLLER_PLAN_MAX, NULL), 0);
+    gr_image_free(img);
+}
+
 static void test_liveness(void **state)
 {
     (void)state;
@@ -260,6 +287,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_new_topic_striped),
         cmocka_unit_test(test_broker_gone_and_back),
+        cmocka_unit_test(test_leader_registered_again),
         cmocka_unit_test(test_liveness),
         cmocka_unit_test(test_leader_outside_isr_not_elected),
         cmocka_unit_test(test_thousand_partitions_sixteen_txns),
