@@ -31,7 +31,6 @@ struct gr_controller {
     int64_t lease_id;
     int64_t epoch;                    /* mine; 0: not the controller */
     struct gr_etcd_req *req;          /* the one request in flight */
-    bool req_is_campaign;             /* what req is */
     int64_t wait_revision;            /* no plan / campaign until img->revision >= this */
     int64_t plan_revision;            /* img->revision when the plan was made */
     struct gr_controller_write *plan; /* GR_CONTROLLER_PLAN_MAX */
@@ -227,7 +226,6 @@ static void campaign(struct gr_controller *ctl)
     ctl->req = gr_etcd_txn(ctl->etcd, &txn, on_campaign, ctl);
     free(val);
     ctl->stats.campaigns++;
-    ctl->req_is_campaign = true;
     if (!ctl->req) {
         gr_log_write(GR_LOG_ERROR, "controller: campaign refused: %s", gr_etcd_last_error(ctl->etcd));
         backoff(ctl);
@@ -312,7 +310,6 @@ static bool send_batch(struct gr_controller *ctl)
         backoff(ctl);
         return false;
     }
-    ctl->req_is_campaign = false;
     ctl->batch_count = n;
     return true;
 }
