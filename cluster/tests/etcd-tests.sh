@@ -2,6 +2,7 @@
 # etcd-tests.sh: runs the etcd client's tests (cluster/tests/test_etcd.c) against a real etcd (Debian's
 # etcd-server) that it starts on free loopback ports (client and peer) with a temporary data directory and
 # --auto-compaction-retention=0 (the tests read history), and always stops (also on failure or timeout).
+# Then the controller's test (cluster/tests/test_controller.c) against the same etcd.
 # Usage: cluster/tests/etcd-tests.sh [BUILD_DIR]   (default build; ends with "cluster: N passed, N failed")
 # The test binary acts on that etcd through "etcd-tests.sh ctl ACTION" (kill | start | start-wait | stop |
 # cont | compact REV | put-compact KEY VALUE), with ETCD_TEST_DIR naming the run's directory.
@@ -90,16 +91,28 @@ if [ $healthy -ne 1 ]; then
     echo "cluster: 0 passed, 1 failed"
     exit 1
 fi
-out=$dir/test.out
-ETCD_TEST_DIR=$dir ETCD_ENDPOINT="http://127.0.0.1:$cport" ETCD_CLOSED="http://127.0.0.1:$closed" \
-    ETCD_CTL="$here/etcd-tests.sh ctl" timeout -k 5 150 "$bin" 2>&1 | tee "$out"
-rc=${PIPESTATUS[0]}
-line=$(grep -E '^etcd client: [0-9]+ passed, [0-9]+ failed' "$out" | tail -1)
-p=$(echo "$line" | sed -n 's/.*: \([0-9]*\) passed.*/\1/p')
-f=$(echo "$line" | sed -n 's/.* \([0-9]*\) failed.*/\1/p')
-[ -n "$p" ] || p=0
-if [ -z "$f" ] || { [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; }; then
-    echo "cluster: test_etcd exited with $rc before its summary"; f=$(( ${f:-0} + 1 )); fi
+# run_one NAME BINARY SUMMARY-PREFIX: runs one test binary against the etcd, adds its counts to p and f.
+p=0; f=0
+run_one() {
+    local out=$dir/$1.out rc line tp tf
+    ETCD_TEST_DIR=$dir ETCD_ENDPOINT="http://127.0.0.1:$cport" ETCD_CLOSED="http://127.0.0.1:$closed" \
+        ETCD_CTL="$here/etcd-tests.sh ctl" timeout -k 5 150 "$2" 2>&1 | tee "$out"
+    rc=${PIPESTATUS[0]}
+    line=$(grep -E "^$3: [0-9]+ passed, [0-9]+ failed" "$out" | tail -1)
+    tp=$(echo "$line" | sed -n 's/.*: \([0-9]*\) passed.*/\1/p')
+    tf=$(echo "$line" | sed -n 's/.* \([0-9]*\) failed.*/\1/p')
+    [ -n "$tp" ] || tp=0
+    if [ -z "$tf" ] || { [ "$rc" -ne 0 ] && [ "$tf" -eq 0 ]; }; then
+        echo "cluster: $1 exited with $rc before its summary"; tf=$(( ${tf:-0} + 1 )); fi
+    p=$((p + tp)); f=$((f + tf))
+}
+run_one test_etcd "$bin" "etcd client"
+# The controller (cluster/tests/test_controller.c): two controllers, election, takeover, a deposed writer.
+if [ -x "$build/tests/test_controller" ]; then
+    run_one test_controller "$build/tests/test_controller" controller
+else
+    echo "cluster: $build/tests/test_controller not built"; f=$((f + 1))
+fi
 [ "$f" -gt 0 ] && tail -20 "$dir/etcd.log" | sed 's/^/etcd.log: /'
 echo "cluster: $p passed, $f failed"
 [ "$f" -eq 0 ]

@@ -1,0 +1,402 @@
+/*
+ * controller.c: the controller's election and its partition-state txns (rules in cluster/controller.h).
+ *
+ * One function decides what to do next (step): it runs after every image batch (the observer), a lease
+ * change, a request's completion and the back-off timer, and does nothing while a request is in flight.
+ * Not the controller: campaign (txn: controller key absent -> put it under the lease; else read it) when
+ * the image shows none. The controller: send the next batch of the current plan, or, once the image shows
+ * what was written, plan again. The state that gates it: epoch (0: not the controller), wait_revision (the
+ * image must reach it before the next plan or campaign; the back-off timer clears it), the back-off timer
+ * (a campaign waits for it; a plan stops it).
+ *
+ * Read next: cluster/tests/test_controller.c.
+ */
+#include "cluster/controller.h"
+
+#include <errno.h>
+#include <ev.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cluster/etcd.h"
+#include "common/log.h"
+
+struct gr_controller {
+    struct ev_loop *loop;
+    struct gr_etcd *etcd;
+    const struct gr_cluster_layout *lay;
+    struct gr_image *img;
+    int32_t node_id;
+    int64_t lease_id;
+    int64_t epoch;                    /* mine; 0: not the controller */
+    struct gr_etcd_req *req;          /* the one request in flight */
+    int64_t wait_revision;            /* no plan / campaign until img->revision >= this */
+    int64_t plan_revision;            /* img->revision when the plan was made */
+    struct gr_controller_write *plan; /* GR_CONTROLLER_PLAN_MAX */
+    int32_t plan_count, plan_next, batch_count;
+    ev_timer timer; /* back-off */
+    int64_t backoff_ms;
+    struct gr_controller_stats stats;
+    char ctl_key[GR_CLUSTER_KEY_BUF];
+    /* one txn's keys: partitions, then topic records */
+    char part_keys[GR_CONTROLLER_TXN_PARTITIONS_MAX][GR_CLUSTER_KEY_BUF];
+    char topic_keys[GR_CONTROLLER_TXN_PARTITIONS_MAX][GR_CLUSTER_KEY_BUF];
+};
+
+static void step(struct gr_controller *ctl);
+
+/* ---- the plan (pure) ---- */
+
+bool gr_controller_broker_live(const struct gr_image *img, int32_t node_id)
+{
+    const struct gr_image_broker *br = node_id >= 0 ? gr_image_broker(img, node_id) : NULL;
+    return br && !br->fenced && !br->shutting_down;
+}
+
+static bool contains(const int32_t *ids, int32_t n, int32_t id)
+{
+    for (int32_t i = 0; i < n; i++)
+        if (ids[i] == id) return true;
+    return false;
+}
+
+/* The new state of partition p of t, or false when it needs none. */
+static bool plan_one(const struct gr_image *img, const struct gr_image_topic *t,
+                     const struct gr_image_partition *p, struct gr_cluster_partition *st)
+{
+    const int32_t *reps = gr_image_replicas(p), *isr = gr_image_isr(p);
+    memset(st, 0, sizeof *st);
+    st->leader = -1;
+    if (p->partition_epoch == 0) {
+        if (p->replica_count == 0 || t->record_revision <= 0) return false; /* assignment not known yet */
+        for (int32_t i = 0; i < p->replica_count && st->leader < 0; i++)
+            if (gr_controller_broker_live(img, reps[i])) st->leader = reps[i];
+        st->isr_count = p->replica_count;
+        memcpy(st->isr, reps, sizeof(int32_t) * (size_t)p->replica_count);
+        return true;
+    }
+    bool leader_live = p->leader >= 0 && gr_controller_broker_live(img, p->leader);
+    /* A live leader whose registration is newer than the state (it registered again, maybe while no
+     * controller ran) is a new incarnation: elected again, at a new leader epoch. */
+    if (leader_live && gr_image_broker(img, p->leader)->epoch < p->partition_epoch) return false;
+    if (p->leader < 0 || leader_live) {
+        for (int32_t i = 0; i < p->replica_count && st->leader < 0; i++)
+            if (contains(isr, p->isr_count, reps[i]) && gr_controller_broker_live(img, reps[i]))
+                st->leader = reps[i];
+        if (st->leader < 0) return false; /* still offline: nothing to write */
+    }
+    if (p->leader_epoch < 0 || p->leader_epoch == INT32_MAX) {
+        GR_LOG_RATELIMITED(GR_LOG_ERROR, "controller: %.*s leader epoch %" PRId32 " cannot advance",
+                           (int)t->name_len, t->name, p->leader_epoch);
+        return false;
+    }
+    st->leader_epoch = p->leader_epoch + 1;
+    st->isr_count = p->isr_count;
+    memcpy(st->isr, isr, sizeof(int32_t) * (size_t)p->isr_count);
+    return true;
+}
+
+int32_t gr_controller_plan(const struct gr_image *img, struct gr_controller_write *out, int32_t cap,
+                           bool *more)
+{
+    int32_t n = 0;
+    bool left = false;
+    for (int32_t ti = 0; ti < gr_image_topic_count(img) && !left; ti++) {
+        const struct gr_image_topic *t = gr_image_topic_at((struct gr_image *)img, ti);
+        for (int32_t pi = 0; pi < t->partition_count; pi++) {
+            const struct gr_image_partition *p = &t->parts[pi];
+            struct gr_cluster_partition st;
+            if (p->replica_count > GR_CLUSTER_REPLICAS_MAX || p->isr_count > GR_CLUSTER_REPLICAS_MAX)
+                continue;
+            if (!plan_one(img, t, p, &st)) continue;
+            if (n == cap) {
+                left = true;
+                break;
+            }
+            struct gr_controller_write *w = &out[n++];
+            memcpy(w->topic_id, t->id, 16);
+            memcpy(w->topic, t->name, (size_t)t->name_len);
+            w->topic[t->name_len] = 0;
+            w->topic_len = t->name_len;
+            w->topic_revision = t->record_revision;
+            w->partition = pi;
+            w->partition_epoch = p->partition_epoch;
+            w->state = st;
+        }
+    }
+    if (more) *more = left;
+    return n;
+}
+
+int32_t gr_controller_batch(const struct gr_controller_write *w, int32_t count)
+{
+    int32_t n = 0, compares = 1; /* the controller key */
+    while (n < count && n < GR_CONTROLLER_TXN_PARTITIONS_MAX) {
+        int need = 1;
+        if (w[n].partition_epoch == 0) { /* its topic's record compared once per txn */
+            bool seen = false;
+            for (int32_t i = 0; i < n && !seen; i++)
+                seen = w[i].partition_epoch == 0 && memcmp(w[i].topic_id, w[n].topic_id, 16) == 0;
+            need += !seen;
+        }
+        if (compares + need > GR_ETCD_TXN_OPS_MAX) break;
+        compares += need;
+        n++;
+    }
+    return n;
+}
+
+/* ---- the running controller ---- */
+
+static void stop_acting(struct gr_controller *ctl, const char *why)
+{
+    if (ctl->epoch)
+        gr_log_write(GR_LOG_WARN, "controller: node %d stops (epoch %" PRId64 "): %s", ctl->node_id,
+                     ctl->epoch, why);
+    ctl->epoch = 0;
+    ctl->plan_count = ctl->plan_next = 0;
+}
+
+static void backoff(struct gr_controller *ctl)
+{
+    ev_timer_stop(ctl->loop, &ctl->timer);
+    ev_timer_set(&ctl->timer, (double)ctl->backoff_ms / 1000.0, 0.0);
+    ev_timer_start(ctl->loop, &ctl->timer);
+    ctl->backoff_ms *= 2;
+    if (ctl->backoff_ms > GR_CONTROLLER_BACKOFF_MAX_MS) ctl->backoff_ms = GR_CONTROLLER_BACKOFF_MAX_MS;
+}
+
+static void on_timer(struct ev_loop *loop, ev_timer *t, int revents)
+{
+    (void)loop;
+    (void)revents;
+    struct gr_controller *ctl = t->data;
+    ctl->wait_revision = 0; /* the safety net: plan or campaign again from the image as it is */
+    step(ctl);
+}
+
+/* The controller key from a txn's failure branch (a range of it), or NULL. */
+static const struct gr_etcd_kv *failure_kv(const struct gr_etcd_result *res)
+{
+    if (res->response_count != 1 || res->responses[0].type != GR_ETCD_OP_RANGE) return NULL;
+    return res->responses[0].kv_count == 1 ? &res->responses[0].kvs[0] : NULL;
+}
+
+static void on_campaign(void *arg, const struct gr_etcd_result *res)
+{
+    struct gr_controller *ctl = arg;
+    ctl->req = NULL;
+    if (res->status != GR_ETCD_OK) {
+        gr_log_write(GR_LOG_WARN, "controller: node %d campaign failed: %s", ctl->node_id, res->message);
+        backoff(ctl);
+        return;
+    }
+    const struct gr_etcd_kv *kv = res->succeeded ? NULL : failure_kv(res);
+    if (res->succeeded || (kv && kv->lease == ctl->lease_id)) { /* mine (maybe from a lost earlier answer) */
+        ctl->epoch = res->succeeded ? res->revision : kv->create_revision;
+        ctl->stats.elected++;
+        ctl->backoff_ms = GR_CONTROLLER_BACKOFF_MIN_MS;
+        ctl->wait_revision = ctl->epoch; /* plan from an image that shows the election */
+        gr_log_write(GR_LOG_INFO, "controller: node %d elected, controller epoch %" PRId64, ctl->node_id,
+                     ctl->epoch);
+    } else {
+        ctl->wait_revision = kv ? kv->mod_revision : res->revision; /* until the image shows the winner */
+    }
+    step(ctl);
+}
+
+static void campaign(struct gr_controller *ctl)
+{
+    const struct gr_image_broker *me = gr_image_broker(ctl->img, ctl->node_id);
+    if (!me || me->epoch < 1 || me->fenced) return; /* my registration is not in the image yet */
+    struct gr_cluster_controller rec = {.node_id = ctl->node_id, .broker_epoch = me->epoch};
+    char *val = NULL, err[GR_CLUSTER_ERR_BYTES];
+    size_t len = 0;
+    if (gr_cluster_controller_encode(&rec, &val, &len, err) != 0) {
+        gr_log_write(GR_LOG_ERROR, "controller: node %d: %s", ctl->node_id, err);
+        return;
+    }
+    struct gr_etcd_compare cmp = {
+        .key = ctl->ctl_key, .target = GR_ETCD_CREATE, .cmp = GR_ETCD_EQUAL, .number = 0};
+    struct gr_etcd_op put = {
+        .type = GR_ETCD_OP_PUT, .key = ctl->ctl_key, .value = val, .value_len = len, .lease = ctl->lease_id};
+    struct gr_etcd_op get = {.type = GR_ETCD_OP_RANGE, .key = ctl->ctl_key};
+    struct gr_etcd_txn txn = {&cmp, 1, &put, 1, &get, 1};
+    ctl->req = gr_etcd_txn(ctl->etcd, &txn, on_campaign, ctl);
+    free(val);
+    ctl->stats.campaigns++;
+    if (!ctl->req) {
+        gr_log_write(GR_LOG_ERROR, "controller: campaign refused: %s", gr_etcd_last_error(ctl->etcd));
+        backoff(ctl);
+    }
+}
+
+static void on_write(void *arg, const struct gr_etcd_result *res)
+{
+    struct gr_controller *ctl = arg;
+    ctl->req = NULL;
+    if (res->status != GR_ETCD_OK) { /* outcome unknown: plan again after the back-off */
+        ctl->stats.txns_lost++;
+        gr_log_write(GR_LOG_WARN, "controller: partition-state txn lost: %s", res->message);
+        ctl->plan_count = ctl->plan_next = 0;
+        ctl->wait_revision = INT64_MAX; /* the back-off timer re-plans */
+        backoff(ctl);
+        return;
+    }
+    if (res->succeeded) {
+        ctl->stats.txns_ok++;
+        ctl->stats.partitions_written += (uint64_t)ctl->batch_count;
+        ctl->plan_next += ctl->batch_count;
+        ctl->wait_revision = res->revision;
+        ctl->backoff_ms = GR_CONTROLLER_BACKOFF_MIN_MS;
+    } else {
+        const struct gr_etcd_kv *kv = failure_kv(res);
+        ctl->stats.txns_failed++;
+        ctl->plan_count = ctl->plan_next = 0;
+        if (!kv || kv->create_revision != ctl->epoch) {
+            stop_acting(ctl, "the controller key has another epoch or is gone (txn failed)");
+            ctl->wait_revision = kv ? kv->mod_revision : 0;
+        } else {
+            ctl->wait_revision = ctl->plan_revision + 1; /* a change the image has not shown yet, */
+            backoff(ctl);                                /* or, if it never shows, the back-off */
+        }
+    }
+    step(ctl);
+}
+
+/* Sends the next batch of the plan; false when it could not be built or sent (backing off). */
+static bool send_batch(struct gr_controller *ctl)
+{
+    struct gr_controller_write *w = &ctl->plan[ctl->plan_next];
+    int32_t n = gr_controller_batch(w, ctl->plan_count - ctl->plan_next), nt = 0;
+    struct gr_etcd_compare cmps[GR_ETCD_TXN_OPS_MAX];
+    struct gr_etcd_op puts[GR_CONTROLLER_TXN_PARTITIONS_MAX];
+    char *vals[GR_CONTROLLER_TXN_PARTITIONS_MAX] = {0}, err[GR_CLUSTER_ERR_BYTES];
+    size_t nc = 0;
+    bool ok = true;
+    cmps[nc++] =
+        (struct gr_etcd_compare){.key = ctl->ctl_key, .target = GR_ETCD_CREATE, .number = ctl->epoch};
+    for (int32_t i = 0; i < n && ok; i++) {
+        struct gr_uuid id;
+        memcpy(&id, w[i].topic_id, 16);
+        ok = gr_cluster_key_partition(ctl->lay, id, w[i].partition, ctl->part_keys[i]) > 0;
+        w[i].state.controller_epoch = ctl->epoch;
+        size_t len = 0;
+        ok = ok && gr_cluster_partition_encode(&w[i].state, &vals[i], &len, err) == 0;
+        if (!ok) break;
+        cmps[nc++] = (struct gr_etcd_compare){
+            .key = ctl->part_keys[i], .target = GR_ETCD_MOD, .number = w[i].partition_epoch};
+        puts[i] = (struct gr_etcd_op){
+            .type = GR_ETCD_OP_PUT, .key = ctl->part_keys[i], .value = vals[i], .value_len = len};
+        bool seen = w[i].partition_epoch != 0;
+        for (int32_t j = 0; j < i && !seen; j++)
+            seen = w[j].partition_epoch == 0 && memcmp(w[j].topic_id, w[i].topic_id, 16) == 0;
+        if (seen) continue;
+        ok = gr_cluster_key_topic(ctl->lay, w[i].topic, (size_t)w[i].topic_len, ctl->topic_keys[nt]) > 0;
+        cmps[nc++] = (struct gr_etcd_compare){
+            .key = ctl->topic_keys[nt++], .target = GR_ETCD_MOD, .number = w[i].topic_revision};
+    }
+    struct gr_etcd_op get = {.type = GR_ETCD_OP_RANGE, .key = ctl->ctl_key};
+    struct gr_etcd_txn txn = {cmps, nc, puts, (size_t)n, &get, 1};
+    if (ok) ctl->req = gr_etcd_txn(ctl->etcd, &txn, on_write, ctl);
+    for (int32_t i = 0; i < n; i++)
+        free(vals[i]);
+    if (!ok || !ctl->req) {
+        gr_log_write(GR_LOG_ERROR, "controller: partition-state txn not built: %s",
+                     ok ? gr_etcd_last_error(ctl->etcd) : err);
+        ctl->plan_count = ctl->plan_next = 0;
+        ctl->wait_revision = INT64_MAX; /* the back-off timer re-plans */
+        backoff(ctl);
+        return false;
+    }
+    ctl->batch_count = n;
+    return true;
+}
+
+static void step(struct gr_controller *ctl)
+{
+    struct gr_image *img = ctl->img;
+    if (ctl->req || ctl->lease_id == 0) return;
+    if (ctl->epoch && img->revision >= ctl->epoch && img->controller_epoch != ctl->epoch)
+        stop_acting(ctl, "the image shows another controller or none");
+    if (!ctl->epoch) {
+        if (!ev_is_active(&ctl->timer) && img->revision >= ctl->wait_revision && img->controller_id < 0)
+            campaign(ctl);
+        return;
+    }
+    if (ctl->plan_next < ctl->plan_count) {
+        send_batch(ctl);
+        return;
+    }
+    if (img->revision < ctl->wait_revision) return;
+    ev_timer_stop(ctl->loop, &ctl->timer); /* the image moved: the back-off's safety net is not needed */
+    bool more = false;
+    ctl->plan_count = gr_controller_plan(img, ctl->plan, GR_CONTROLLER_PLAN_MAX, &more);
+    ctl->plan_next = 0;
+    ctl->plan_revision = img->revision;
+    if (ctl->plan_count) send_batch(ctl);
+}
+
+static void on_image(void *arg, struct gr_image *img)
+{
+    (void)img;
+    step(arg);
+}
+
+struct gr_controller *gr_controller_new(struct ev_loop *loop, struct gr_etcd *etcd,
+                                        const struct gr_cluster_layout *lay, struct gr_image *img,
+                                        int32_t node_id)
+{
+    struct gr_controller *ctl = calloc(1, sizeof *ctl);
+    if (!ctl) return NULL;
+    ctl->plan = calloc(GR_CONTROLLER_PLAN_MAX, sizeof *ctl->plan);
+    if (!ctl->plan || gr_cluster_key_controller(lay, ctl->ctl_key) < 0 ||
+        gr_image_observe(img, on_image, ctl)) {
+        free(ctl->plan);
+        free(ctl);
+        return NULL;
+    }
+    ctl->loop = loop;
+    ctl->etcd = etcd;
+    ctl->lay = lay;
+    ctl->img = img;
+    ctl->node_id = node_id;
+    ctl->backoff_ms = GR_CONTROLLER_BACKOFF_MIN_MS;
+    ev_timer_init(&ctl->timer, on_timer, 0.0, 0.0);
+    ctl->timer.data = ctl;
+    return ctl;
+}
+
+void gr_controller_set_lease(struct gr_controller *ctl, int64_t lease_id)
+{
+    if (lease_id == ctl->lease_id) return;
+    stop_acting(ctl, "its lease changed or was lost");
+    if (ctl->req) gr_etcd_cancel(ctl->req);
+    ctl->req = NULL;
+    ev_timer_stop(ctl->loop, &ctl->timer);
+    ctl->backoff_ms = GR_CONTROLLER_BACKOFF_MIN_MS;
+    ctl->wait_revision = 0;
+    ctl->lease_id = lease_id;
+    step(ctl);
+}
+
+int64_t gr_controller_epoch(const struct gr_controller *ctl)
+{
+    return ctl->epoch;
+}
+
+const struct gr_controller_stats *gr_controller_stats(const struct gr_controller *ctl)
+{
+    return &ctl->stats;
+}
+
+void gr_controller_free(struct gr_controller *ctl)
+{
+    if (!ctl) return;
+    gr_image_unobserve(ctl->img, on_image, ctl);
+    if (ctl->req) gr_etcd_cancel(ctl->req);
+    ev_timer_stop(ctl->loop, &ctl->timer);
+    free(ctl->plan);
+    free(ctl);
+}

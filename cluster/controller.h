@@ -1,0 +1,128 @@
+/*
+ * controller.h: the cluster controller (issue #19, "A controller"): elected by compare-and-swap on the
+ * lease-bound `controller` key (cluster/layout.h), whose create_revision is the controller epoch, and the
+ * only writer of partition state (leader, leader epoch, ISR). It runs on the broker's libev loop through the
+ * etcd client (cluster/etcd.h) and reads nothing but the metadata image (cluster/image.h), which the member's
+ * watch keeps current and which calls this module's observer after each applied batch.
+ *
+ * Invariants:
+ * - Every broker runs one; it campaigns only with a lease (gr_controller_set_lease), its own registration in
+ *   the image (the controller record carries its broker epoch) and no controller in the image. A lost or
+ *   changed lease stops it at once (its in-flight request is cancelled, its plan dropped).
+ * - Every partition write is one txn comparing the controller key's create_revision with this controller's
+ *   epoch, each touched partition key's mod_revision with the partition epoch the plan read (an absent key
+ *   compares as 0, etcd's rule for a missing key's revisions), and, for a partition written for the first
+ *   time, its topic record's mod_revision with the image's record_revision: a topic deleted (or deleted and
+ *   created again) after the plan was made fails that compare, so a racing deletion can never re-create its
+ *   partition keys. The value stores the writer's controller epoch. A deposed controller's txn fails, so it
+ *   applies nothing; the txn's failure branch reads the controller key and a controller that sees another
+ *   epoch there (or none) steps down.
+ * - At most one request in flight (a campaign or a txn), at most GR_CONTROLLER_TXN_PARTITIONS_MAX partitions
+ *   and GR_ETCD_TXN_OPS_MAX compares per txn, at most GR_CONTROLLER_PLAN_MAX partitions per planning pass.
+ *   After a txn succeeds, the next pass waits until the image shows its revision (so it never re-plans what
+ *   it just wrote); after a failure, it re-plans when the image moves past the plan's revision, or after a
+ *   doubling back-off (GR_CONTROLLER_BACKOFF_MIN_MS..MAX_MS) if the image stays put. Lost requests (timeout,
+ *   unreachable) wait the same back-off; their compares make the retry safe.
+ *
+ * What the image must provide (the member slice): brokers with epoch (create_revision of the registration;
+ * a broker whose lease expired is removed or marked fenced), controller_id and controller_epoch from the
+ * controller key (-1 / 0 when absent), per topic record_revision, per partition the replicas from the
+ * topic record's assignment and, once a state exists, leader, leader epoch, ISR and partition_epoch (the
+ * state key's mod_revision; 0 = none yet), and image->revision, the etcd revision it reflects.
+ *
+ * Read next: cluster/controller.c (the election and the txns), cluster/tests/test_controller_plan.c (the
+ * plan), cluster/tests/test_controller.c (two controllers against a real etcd).
+ */
+#ifndef GR_CLUSTER_CONTROLLER_H
+#define GR_CLUSTER_CONTROLLER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cluster/image.h"
+#include "cluster/layout.h"
+#include "cluster/values.h"
+
+struct ev_loop;
+struct gr_etcd;
+
+/* Partitions planned in one pass: the rest waits for the next pass (1,000-partition topics fit in one). */
+#define GR_CONTROLLER_PLAN_MAX 2048
+/* Partitions written per txn (the issue: "txns of at most 64 partitions"); with one compare per partition,
+ * one per first-written topic and the controller's, a txn stays within etcd's 128 compares and 128 ops. */
+#define GR_CONTROLLER_TXN_PARTITIONS_MAX 64
+/* Back-off after a failed or lost request, doubling from MIN to MAX (milliseconds). */
+#define GR_CONTROLLER_BACKOFF_MIN_MS 100
+#define GR_CONTROLLER_BACKOFF_MAX_MS 5000
+
+/* One partition-state write of a plan: which key (topic id, partition; the topic's name for its record's
+ * compare), what the plan read (partition_epoch, the topic record's revision) and the new state
+ * (state.controller_epoch is filled when the txn is built). */
+struct gr_controller_write {
+    uint8_t topic_id[16];
+    char topic[GR_TOPIC_NAME_BYTES_MAX + 1];
+    int32_t topic_len;
+    int64_t topic_revision;  /* the topic record's mod_revision (compared when partition_epoch is 0) */
+    int32_t partition;       /* index */
+    int64_t partition_epoch; /* the state key's mod_revision the plan read (0: absent) */
+    struct gr_cluster_partition state;
+};
+
+/* Counters (tests, logs). */
+struct gr_controller_stats {
+    uint64_t campaigns;            /* campaign txns sent */
+    uint64_t elected;              /* times this broker became controller */
+    uint64_t txns_ok, txns_failed; /* partition-state txns whose compares held / failed */
+    uint64_t txns_lost;            /* txns that timed out or lost their connection (outcome unknown) */
+    uint64_t partitions_written;   /* partition states in succeeded txns */
+};
+
+struct gr_controller;
+
+/* Whether broker `node_id` may lead: registered in `img`, not fenced, not shutting down (Kafka's
+ * BrokerHeartbeatManager "active" brokers; a shutting-down broker's partitions move away). */
+bool gr_controller_broker_live(const struct gr_image *img, int32_t node_id);
+
+/* The plan: a pure function of the image. Writes into `out` (at most `cap` entries) the partition states
+ * the controller must write, topics in name order and partitions in index order:
+ * - a partition of a topic record with no state yet (partition_epoch 0, replicas known, the record's
+ *   revision known): leader = the first live replica of the assignment, else -1; leader epoch 0; ISR = the
+ *   replicas (Kafka's ReplicationControlManager.createTopic);
+ * - a partition whose leader is not live: leader -1, leader epoch + 1, ISR as stored (Kafka keeps the last
+ *   ISR member when no other replica can lead; ReplicationControlManager.handleBrokerFenced);
+ * - a partition without a leader: the first replica that is live and in the ISR leads, leader epoch + 1
+ *   (a clean election: PartitionChangeBuilder; never a replica outside the ISR);
+ * - a partition whose live leader registered again after the state was written (its broker epoch above
+ *   the partition epoch: a restart or a lost lease, maybe while no controller ran): elected again the same
+ *   way, leader epoch + 1 (Kafka fences the old incarnation and unfences the new one, each a leader change).
+ * Nothing else (a live leader of an older registration stays). A partition whose leader epoch is INT32_MAX is
+ * skipped (logged). Returns the number written (<= cap); *more (may be NULL) says whether writes were left
+ * out at the cap. */
+int32_t gr_controller_plan(const struct gr_image *img, struct gr_controller_write *out, int32_t cap,
+                           bool *more);
+/* How many of the `count` writes at `w` go into one txn: at most GR_CONTROLLER_TXN_PARTITIONS_MAX, with
+ * 1 + partitions + distinct topics of first writes compares <= GR_ETCD_TXN_OPS_MAX. Returns 0 only for
+ * count 0. */
+int32_t gr_controller_batch(const struct gr_controller_write *w, int32_t count);
+
+/* Returns new: the controller of broker `node_id`, observing `img` (gr_image_observe), or NULL (out of
+ * memory, or no observer slot left). loop, etcd, lay and img are borrowed and must outlive it. It does
+ * nothing until gr_controller_set_lease gives it a lease. */
+struct gr_controller *gr_controller_new(struct ev_loop *loop, struct gr_etcd *etcd,
+                                        const struct gr_cluster_layout *lay, struct gr_image *img,
+                                        int32_t node_id);
+/* This broker's lease (the one its registration is bound to; the controller key is bound to it too); 0:
+ * none, or fenced. A different value than before stops the controller at once (request cancelled, plan
+ * dropped, epoch 0), then, with a lease, it campaigns when the image shows no controller. */
+void gr_controller_set_lease(struct gr_controller *ctl, int64_t lease_id);
+/* The controller epoch this broker holds (the controller key's create_revision it created), 0 when it is not
+ * the controller. */
+int64_t gr_controller_epoch(const struct gr_controller *ctl);
+/* Returns borrowed: the counters. */
+const struct gr_controller_stats *gr_controller_stats(const struct gr_controller *ctl);
+/* Stops observing, cancels any request (no callback runs afterwards) and frees; NULL ignored. Does not
+ * delete the controller key (its lease does). */
+void gr_controller_free(struct gr_controller *ctl);
+
+#endif

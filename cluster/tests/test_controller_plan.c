@@ -1,0 +1,297 @@
+/*
+ * test_controller_plan.c: the controller's plan and batching (cluster/controller.h), pure, no etcd: a new
+ * 12-partition topic striped over 3 brokers gives 4 leaders each at epoch 0 with ISR = replicas; a broker
+ * gone takes its partitions offline (leader -1, epoch + 1, ISR kept); back, it leads them again (epoch + 1);
+ * a settled image plans nothing; a leader registered again since the state was written gets a new leader
+ * epoch; a fenced or shutting-down broker is not live; a partition with no live
+ * replica is created offline; a topic whose record revision is unknown waits; 1,000 new partitions give 16
+ * txns of at most 64; partitions of many topics stay within etcd's 128 compares; the plan cap.
+ * Read next: cluster/tests/test_controller.c (against a real etcd).
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "cluster/controller.h"
+#include "cluster/etcd.h"
+
+static void id_of(uint8_t id[16], int n)
+{
+    memset(id, 0, 16);
+    id[0] = (uint8_t)(n >> 8);
+    id[1] = (uint8_t)n;
+    id[15] = 0x5a;
+}
+
+static void add_broker(struct gr_image *img, int32_t node_id)
+{
+    struct gr_image_broker br = {.node_id = node_id, .epoch = 10 + node_id, .listener_count = 1};
+    snprintf(br.listeners[0].name, sizeof br.listeners[0].name, "INTERNAL");
+    snprintf(br.listeners[0].host, sizeof br.listeners[0].host, "127.0.0.1");
+    br.listeners[0].port = 9000 + node_id;
+    assert_int_equal(gr_image_set_broker(img, &br), 0);
+}
+
+/* A topic record as the member feeds it: partition p's single replica is brokers[(p + start) % n], no state.
+ */
+static struct gr_image_topic *add_topic(struct gr_image *img, const char *name, int idn, int32_t parts,
+                                        int32_t nbrokers, int32_t start)
+{
+    uint8_t id[16];
+    id_of(id, idn);
+    struct gr_image_topic *t = NULL;
+    assert_int_equal(gr_image_put_topic(img, name, strlen(name), id, false, parts, NULL, &t), 0);
+    t->record_revision = 5;
+    for (int32_t p = 0; p < parts; p++) {
+        int32_t rep = 1 + (p + start) % nbrokers;
+        struct gr_image_partition_state st = {
+            .leader = -1, .leader_epoch = -1, .replicas = &rep, .replica_count = 1};
+        assert_int_equal(gr_image_set_partition(img, t, p, &st), 0);
+    }
+    return t;
+}
+
+/* Applies a plan to the image as the watch would: partition_epoch = rev. */
+static void apply(struct gr_image *img, const struct gr_controller_write *w, int32_t n, int64_t rev)
+{
+    for (int32_t i = 0; i < n; i++) {
+        struct gr_image_topic *t = gr_image_topic_find_id(img, w[i].topic_id);
+        assert_non_null(t);
+        const struct gr_image_partition *p = gr_image_partition(t, w[i].partition);
+        struct gr_image_partition_state st = {.leader = w[i].state.leader,
+                                              .leader_epoch = w[i].state.leader_epoch,
+                                              .partition_epoch = rev,
+                                              .replicas = gr_image_replicas(p),
+                                              .replica_count = p->replica_count,
+                                              .isr = w[i].state.isr,
+                                              .isr_count = w[i].state.isr_count};
+        assert_int_equal(gr_image_set_partition(img, t, w[i].partition, &st), 0);
+    }
+}
+
+static struct gr_controller_write plan[GR_CONTROLLER_PLAN_MAX];
+
+static void test_new_topic_striped(void **state)
+{
+    (void)state;
+    struct gr_image *img = gr_image_new(1);
+    for (int32_t b = 1; b <= 3; b++)
+        add_broker(img, b);
+    add_topic(img, "orders", 1, 12, 3, 2);
+    bool more = true;
+    int32_t n = gr_controller_plan(img, plan, GR_CONTROLLER_PLAN_MAX, &more);
+    assert_int_equal(n, 12);
+    assert_false(more);
+    int leaders[4] = {0};
+    for (int32_t i = 0; i < n; i++) {
+        assert_int_equal(plan[i].partition, i); /* index order */
+        assert_string_equal(plan[i].topic, "orders");
+        assert_int_equal(plan[i].partition_epoch, 0);
+        assert_int_equal(plan[i].topic_revision, 5);
+        assert_int_equal(plan[i].state.leader, 1 + (i + 2) % 3);
+        assert_int_equal(plan[i].state.leader_epoch, 0);
+        assert_int_equal(plan[i].state.isr_count, 1);
+        assert_int_equal(plan[i].state.isr[0], plan[i].state.leader);
+        leaders[plan[i].state.leader]++;
+    }
+    assert_int_equal(leaders[1], 4);
+    assert_int_equal(leaders[2], 4);
+    assert_int_equal(leaders[3], 4);
+    assert_int_equal(gr_controller_batch(plan, n), 12);
+    apply(img, plan, n, 20);
+    /* settled: nothing to write */
+    assert_int_equal(gr_controller_plan(img, plan, GR_CONTROLLER_PLAN_MAX, &more), 0);
+    gr_image_free(img);
+}
+
+static void test_broker_gone_and_back(void **state)
+{
+    (void)state;
+    struct gr_image *img = gr_image_new(1);
+    for (int32_t b = 1; b <= 3; b++)
+        add_broker(img, b);
+    add_topic(img, "t", 1, 12, 3, 0);
+    int32_t n = gr_controller_plan(img, plan, GR_CONTROLLER_PLAN_MAX, NULL);
+    apply(img, plan, n, 20);
+    assert_true(gr_image_remove_broker(img, 2));
+    n = gr_controller_plan(img, plan, GR_CONTROLLER_PLAN_MAX, NULL);
+    assert_int_equal(n, 4);
+    for (int32_t i = 0; i < n; i++) {
+        assert_int_equal(plan[i].partition % 3, 1); /* broker 2's partitions: 1, 4, 7, 10 */
+        assert_int_equal(plan[i].partition_epoch, 20);
+        assert_int_equal(plan[i].state.leader, -1);
+        assert_int_equal(plan[i].state.leader_epoch, 1);
+        assert_int_equal(plan[i].state.isr_count, 1); /* the last ISR member stays */
+        assert_int_equal(plan[i].state.isr[0], 2);
+    }
+    apply(img, plan, n, 30);
+    assert_int_equal(gr_controller_plan(img, plan, GR_CONTROLLER_PLAN_MAX, NULL), 0); /* offline, stays so */
+    add_broker(img, 2);
+    n = gr_controller_plan(img, plan, GR_CONTROLLER_PLAN_MAX, NULL);
+    assert_int_equal(n, 4);
+    for (int32_t i = 0; i < n; i++) {
+        assert_int_equal(plan[i].partition_epoch, 30);
+        assert_int_equal(plan[i].state.leader, 2);
+        assert_int_equal(plan[i].state.leader_epoch, 2);
+        assert_int_equal(plan[i].state.isr[0], 2);
+    }
+    apply(img, plan, n, 40);
+    assert_int_equal(gr_controller_plan(img, plan, GR_CONTROLLER_PLAN_MAX, NULL), 0);
+    gr_image_free(img);
+}
+
+static void test_leader_registered_again(void **state)
+{
+    (void)state;
+    struct gr_image *img = gr_image_new(1);
+    for (int32_t b = 1; b <= 3; b++)
+        add_broker(img, b);
+    add_topic(img, "t", 1, 6, 3, 0);
+    int32_t n = gr_controller_plan(img, plan, GR_CONTROLLER_PLAN_MAX, NULL);
+    apply(img, plan, n, 20);
+    /* broker 3 registered again (a new broker epoch above the states' revision) while no controller ran */
+    struct gr_image_broker br = *gr_image_broker(img, 3);
+    br.epoch = 25;
+    assert_int_equal(gr_image_set_broker(img, &br), 0);
+    n = gr_controller_plan(img, plan, GR_CONTROLLER_PLAN_MAX, NULL);
+    assert_int_equal(n, 2);
+    for (int32_t i = 0; i < n; i++) {
+        assert_int_equal(plan[i].partition % 3, 2);
+        assert_int_equal(plan[i].state.leader, 3); /* the same leader, a new leader epoch */
+        assert_int_equal(plan[i].state.leader_epoch, 1);
+        assert_int_equal(plan[i].partition_epoch, 20);
+    }
+    apply(img, plan, n, 30);
+    assert_int_equal(gr_controller_plan(img, plan, GR_CONTROLLER_PLAN_MAX, NULL), 0);
+    gr_image_free(img);
+}
+
+static void test_liveness(void **state)
+{
+    (void)state;
+    struct gr_image *img = gr_image_new(1);
+    for (int32_t b = 1; b <= 3; b++)
+        add_broker(img, b);
+    struct gr_image_broker br = *gr_image_broker(img, 2);
+    br.fenced = true;
+    assert_int_equal(gr_image_set_broker(img, &br), 0);
+    br = *gr_image_broker(img, 3);
+    br.shutting_down = true;
+    assert_int_equal(gr_image_set_broker(img, &br), 0);
+    assert_true(gr_controller_broker_live(img, 1));
+    assert_false(gr_controller_broker_live(img, 2));
+    assert_false(gr_controller_broker_live(img, 3));
+    assert_false(gr_controller_broker_live(img, 4));
+    assert_false(gr_controller_broker_live(img, -1));
+    /* new partitions on a fenced or shutting-down broker are created offline, epoch 0, ISR = replicas */
+    add_topic(img, "t", 1, 3, 3, 0);
+    int32_t n = gr_controller_plan(img, plan, GR_CONTROLLER_PLAN_MAX, NULL);
+    assert_int_equal(n, 3);
+    assert_int_equal(plan[0].state.leader, 1);
+    assert_int_equal(plan[1].state.leader, -1);
+    assert_int_equal(plan[1].state.leader_epoch, 0);
+    assert_int_equal(plan[1].state.isr[0], 2);
+    assert_int_equal(plan[2].state.leader, -1);
+    /* a topic whose record revision the image does not know yet waits */
+    struct gr_image_topic *u = add_topic(img, "u", 2, 2, 3, 0);
+    u->record_revision = 0;
+    assert_int_equal(gr_controller_plan(img, plan, GR_CONTROLLER_PLAN_MAX, NULL), 3);
+    gr_image_free(img);
+}
+
+static void test_leader_outside_isr_not_elected(void **state)
+{
+    (void)state;
+    struct gr_image *img = gr_image_new(1);
+    add_broker(img, 1);
+    add_broker(img, 2);
+    uint8_t id[16];
+    id_of(id, 9);
+    struct gr_image_topic *t = NULL;
+    assert_int_equal(gr_image_put_topic(img, "x", 1, id, false, 1, NULL, &t), 0);
+    t->record_revision = 3;
+    int32_t reps[2] = {1, 2}, isr[1] = {2};
+    struct gr_image_partition_state st = {.leader = -1,
+                                          .leader_epoch = 4,
+                                          .partition_epoch = 8,
+                                          .replicas = reps,
+                                          .replica_count = 2,
+                                          .isr = isr,
+                                          .isr_count = 1};
+    assert_int_equal(gr_image_set_partition(img, t, 0, &st), 0);
+    int32_t n = gr_controller_plan(img, plan, GR_CONTROLLER_PLAN_MAX, NULL);
+    assert_int_equal(n, 1);
+    assert_int_equal(plan[0].state.leader, 2); /* 1 is first but not in the ISR */
+    assert_int_equal(plan[0].state.leader_epoch, 5);
+    assert_int_equal(plan[0].partition_epoch, 8);
+    gr_image_remove_broker(img, 2);
+    assert_int_equal(gr_controller_plan(img, plan, GR_CONTROLLER_PLAN_MAX, NULL),
+                     0); /* no unclean election */
+    gr_image_free(img);
+}
+
+static void test_thousand_partitions_sixteen_txns(void **state)
+{
+    (void)state;
+    struct gr_image *img = gr_image_new(1);
+    for (int32_t b = 1; b <= 3; b++)
+        add_broker(img, b);
+    add_topic(img, "big", 1, 1000, 3, 0);
+    int32_t n = gr_controller_plan(img, plan, GR_CONTROLLER_PLAN_MAX, NULL), txns = 0;
+    assert_int_equal(n, 1000);
+    for (int32_t at = 0; at < n; txns++) {
+        int32_t b = gr_controller_batch(plan + at, n - at);
+        assert_true(b >= 1 && b <= GR_CONTROLLER_TXN_PARTITIONS_MAX);
+        at += b;
+    }
+    assert_int_equal(txns, 16);
+    assert_int_equal(gr_controller_batch(plan, 0), 0);
+    /* the plan cap: the rest is left for the next pass */
+    bool more = false;
+    assert_int_equal(gr_controller_plan(img, plan, 100, &more), 100);
+    assert_true(more);
+    gr_image_free(img);
+}
+
+static void test_many_topics_within_compares(void **state)
+{
+    (void)state;
+    struct gr_image *img = gr_image_new(1);
+    add_broker(img, 1);
+    char name[16];
+    for (int i = 0; i < 100; i++) {
+        snprintf(name, sizeof name, "t%03d", i);
+        add_topic(img, name, i + 1, 1, 1, 0);
+    }
+    int32_t n = gr_controller_plan(img, plan, GR_CONTROLLER_PLAN_MAX, NULL);
+    assert_int_equal(n, 100);
+    /* each new partition brings its topic record's compare: 1 + 2 * 63 = 127 <= 128 */
+    assert_int_equal(gr_controller_batch(plan, n), 63);
+    /* existing partitions need no topic compare: 64 of them fit */
+    for (int32_t i = 0; i < n; i++)
+        plan[i].partition_epoch = 7;
+    assert_int_equal(gr_controller_batch(plan, n), GR_CONTROLLER_TXN_PARTITIONS_MAX);
+    assert_true(1 + 2 * 63 <= GR_ETCD_TXN_OPS_MAX);
+    gr_image_free(img);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_new_topic_striped),
+        cmocka_unit_test(test_broker_gone_and_back),
+        cmocka_unit_test(test_leader_registered_again),
+        cmocka_unit_test(test_liveness),
+        cmocka_unit_test(test_leader_outside_isr_not_elected),
+        cmocka_unit_test(test_thousand_partitions_sixteen_txns),
+        cmocka_unit_test(test_many_topics_within_compares),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
