@@ -44,6 +44,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/limits.h"
+
 struct ev_loop;
 
 /* etcd's --max-txn-ops default: a txn with more operations (success + failure, compares apart) is refused
@@ -62,9 +64,8 @@ struct ev_loop;
 #define GR_ETCD_CONNECT_TIMEOUT_MS_DEFAULT 1000
 #define GR_ETCD_BACKOFF_MIN_MS_DEFAULT 50
 #define GR_ETCD_BACKOFF_MAX_MS_DEFAULT 2000
-/* Endpoints accepted in one list, and the length of one ("http://host:port"). */
-#define GR_ETCD_ENDPOINTS_MAX 16
-#define GR_ETCD_ENDPOINT_BYTES_MAX 256
+/* Endpoints accepted in one list, and the length of one ("http://host:port"): GR_ETCD_ENDPOINTS_MAX and
+ * GR_ETCD_ENDPOINT_BYTES_MAX of common/limits.h, the same bounds the configuration checks. */
 /* Keys per page of gr_etcd_range_paged when the caller passes 0. */
 #define GR_ETCD_PAGE_KEYS_DEFAULT 500
 /* TCP keepalive of every connection (seconds, probes): a watch on a dead path ends within idle + 3 probes
