@@ -303,10 +303,10 @@ static void register_cb(void *ctx, const struct gr_etcd_result *res)
     }
     int64_t now = gr_time_mono_ms();
     if (!m->holder_wait_until) {
-        m->holder_wait_until = now + m->session_ms;
+        m->holder_wait_until = now + m->session_ms + GR_MEMBER_EXPIRY_SLACK_MS;
         GR_INFO("cluster: %s is held by lease %" PRId64 " (an earlier process?): waiting up to %" PRId64
                 " ms for it to expire",
-                m->broker_key, kv->lease, m->session_ms);
+                m->broker_key, kv->lease, m->session_ms + GR_MEMBER_EXPIRY_SLACK_MS);
     }
     if (now >= m->holder_wait_until) {
         GR_ERROR("node.id %d is already registered by a live broker (lease %" PRId64 ")", m->node_id,
@@ -621,7 +621,12 @@ struct gr_member *gr_member_new(const struct gr_member_config *cfg)
         m->reg.has_rack = true;
         snprintf(m->reg.rack, sizeof m->reg.rack, "%s", cfg->rack);
     }
-    struct gr_etcd_config ec = {.endpoints = cfg->endpoints};
+    /* a keepalive stuck for longer than half the session would let the lease lapse behind it */
+    int64_t timeout_ms = m->session_ms / 2;
+    timeout_ms = timeout_ms < 1000                                 ? 1000
+                 : timeout_ms > GR_ETCD_REQUEST_TIMEOUT_MS_DEFAULT ? GR_ETCD_REQUEST_TIMEOUT_MS_DEFAULT
+                                                                   : timeout_ms;
+    struct gr_etcd_config ec = {.endpoints = cfg->endpoints, .request_timeout_ms = timeout_ms};
     char eerr[256];
     if (!(m->etcd = gr_etcd_new(m->loop, &ec, eerr, sizeof eerr))) {
         GR_ERROR("gregor.metadata.etcd.endpoints: %s", eerr);

@@ -11,8 +11,8 @@
  *   2. registration (gr_member_join): a lease of ceil(broker.session.timeout.ms / 1000) s; `brokers/<id>`
  *      (listeners, rack, shutting_down false) put under it by a txn comparing the key's absence. A key left
  *      by an earlier process is waited for (re-checked every GR_MEMBER_RECHECK_MS, at most the session
- *      timeout, never deleted); still there: "node.id N is already registered by a live broker (lease
- *      <id>)" and the process exits. The broker epoch is the key's create_revision.
+ *      timeout + GR_MEMBER_EXPIRY_SLACK_MS, never deleted); still there: "node.id N is already registered by
+ * a live broker (lease <id>)" and the process exits. The broker epoch is the key's create_revision.
  *   3. the whole root read page by page at one revision (after the registration) into the image as a
  *      snapshot, the watch started at that revision + 1 (its resyncs go through the feed too); then ready:
  *      the Kafka listeners open only now (server/main.c).
@@ -40,6 +40,11 @@
 
 /* Re-check interval of a registration left by an earlier process, and of a start-up step etcd failed. */
 #define GR_MEMBER_RECHECK_MS 500
+/* Beyond the session timeout, how long a registration left by an earlier process is still waited for: etcd
+ * removes an expired lease only at its lessor's next check (every 500 ms) and through a raft round, so a
+ * dead process's key can outlive its TTL by a second or so (seen in compat-tests/cluster/membership.py). A
+ * live broker renews its lease and never goes, so the wait ends with the refusal after this. */
+#define GR_MEMBER_EXPIRY_SLACK_MS 2000
 /* How often "etcd unreachable for N s" is logged while keepalives fail without evidence. */
 #define GR_MEMBER_UNREACHABLE_LOG_MS 10000
 /* The longest gr_member_leave waits for the revoke. */
@@ -65,8 +70,9 @@ struct gr_member_config {
     void *local_ctx;
 };
 
-/* Returns new: a member (its etcd client made, nothing sent yet), or NULL with a reason logged (bad
- * endpoints, prefix, listeners, out of memory). */
+/* Returns new: a member (its etcd client made, nothing sent yet; every request's timeout half the session
+ * timeout, within 1000..GR_ETCD_REQUEST_TIMEOUT_MS_DEFAULT ms, so one lost keepalive leaves time for the
+ * next), or NULL with a reason logged (bad endpoints, prefix, listeners, out of memory). */
 struct gr_member *gr_member_new(const struct gr_member_config *cfg);
 /* Stops everything (no callback runs afterwards) and frees the member; NULL ignored. */
 void gr_member_free(struct gr_member *m);
