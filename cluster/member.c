@@ -555,12 +555,20 @@ static void leave_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
     m->phase = P_LEFT;
 }
 
+/* Stops the commit watcher (unref'd at start: ref'd again first, as libev asks). */
+static void stop_commit(struct gr_member *m)
+{
+    if (!ev_is_active(&m->commit_w)) return;
+    ev_ref(m->loop);
+    ev_prepare_stop(m->loop, &m->commit_w);
+}
+
 void gr_member_leave(struct gr_member *m)
 {
     if (!m || m->phase == P_LEFT) return;
     stop_step(m);
     ev_timer_stop(m->loop, &m->ka_w);
-    ev_prepare_stop(m->loop, &m->commit_w);
+    stop_commit(m);
     if (m->ka_req) gr_etcd_cancel(m->ka_req);
     m->ka_req = NULL;
     m->phase = P_LEFT;
@@ -655,10 +663,7 @@ void gr_member_free(struct gr_member *m)
     if (m->ka_req) gr_etcd_cancel(m->ka_req);
     ev_timer_stop(m->loop, &m->ka_w);
     ev_timer_stop(m->loop, &m->leave_w);
-    if (ev_is_active(&m->commit_w)) {
-        ev_ref(m->loop);
-        ev_prepare_stop(m->loop, &m->commit_w);
-    }
+    stop_commit(m);
     gr_etcd_free(m->etcd);
     gr_feed_free(m->feed);
     free(m);
