@@ -48,7 +48,7 @@ struct gr_etcd {
     struct ev_loop *loop;
     CURLM *multi;
     ev_timer curl_timer;
-    char endpoints[GR_ETCD_ENDPOINTS_MAX][GR_ETCD_ENDPOINT_BYTES_MAX];
+    char endpoints[GR_ETCD_ENDPOINTS_MAX][GR_ETCD_ENDPOINT_BYTES_MAX + 1];
     int endpoint_count;
     int current; /* the endpoint that answered last: where the next request starts */
     int64_t request_timeout_ms, connect_timeout_ms, backoff_min_ms, backoff_max_ms;
@@ -1124,7 +1124,7 @@ static bool parse_endpoints(struct gr_etcd *etcd, const char *list, char *err, s
         while (len && p[len - 1] == ' ')
             len--;
         if (len) {
-            if (etcd->endpoint_count == GR_ETCD_ENDPOINTS_MAX || len >= GR_ETCD_ENDPOINT_BYTES_MAX - 1 ||
+            if (etcd->endpoint_count == GR_ETCD_ENDPOINTS_MAX || len > GR_ETCD_ENDPOINT_BYTES_MAX ||
                 strncmp(p, "http://", 7) != 0 || len == 7 || memchr(p + 7, '/', len - 7)) {
                 snprintf(err, err_len, "bad etcd endpoint '%.*s': want http://host:port, at most %d",
                          (int)len, p, GR_ETCD_ENDPOINTS_MAX);

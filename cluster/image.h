@@ -97,6 +97,9 @@ struct gr_image {
     int32_t controller_id;    /* -1 when unknown */
     int64_t controller_epoch; /* the controller key's etcd create_revision (0: none known / single node) */
     int64_t revision; /* the etcd revision the image reflects (0 in single-node mode), set by the source */
+    bool self_fenced; /* cluster mode: this broker has evidence its lease is gone (cluster/member.h) and leads
+                         nothing until it has registered again; server/route.c answers NOT_LEADER_OR_FOLLOWER
+                         for every partition meanwhile. Always false in single-node mode. */
     /* private */
     struct gr_image_broker *brokers; /* sorted by node id */
     int32_t broker_count, broker_cap;

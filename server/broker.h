@@ -48,6 +48,7 @@ struct gr_groups;
 struct gr_coordinator;
 struct gr_producer_id_manager;
 struct gr_image;
+struct gr_member;
 
 /* Handler results. */
 enum gr_handler_rc {
@@ -153,6 +154,8 @@ struct gr_broker {
     struct gr_image *image; /* what this broker knows about the cluster (cluster/image.h): read through
                                server/route.h; fed by cluster/local.h in single-node mode */
     struct gr_producer_id_manager *producer_ids; /* InitProducerId's ids (server/producer_ids.c) */
+    struct gr_member *member; /* cluster mode: registration and the image's etcd feed (server/membership.c);
+                                 NULL in single-node mode */
     int32_t node_id;
     struct gr_listener listeners[GR_LISTENERS_MAX];
     int listener_count;
@@ -316,6 +319,18 @@ struct gr_partition *gr_broker_partition(struct gr_broker *b, struct gr_log *log
  * cluster/local.h) from the open store and the bound listeners (name, advertised host and port): the
  * single-node source. Returns 0 or -errno (see gr_image_local_load). */
 int gr_broker_image_load(struct gr_broker *b);
+
+/* Cluster mode (membership.c; only when gregor.metadata.etcd.endpoints is set). gr_membership_resolve makes
+ * b->member from the configuration and the bound listeners and settles the cluster id with etcd before the
+ * store opens (*cluster_id: borrowed, for gr_store_config.cluster_id); gr_membership_join registers and
+ * loads the image (call before gr_net_serve); both return 0 or -1 after logging why (the broker exits).
+ * gr_membership_stop revokes the lease (bounded) and frees the member; nothing when there is none.
+ * gr_membership_on_topic is the store's topic hook in cluster mode (ctx = the image): it only links or
+ * unlinks the image topic of the same id to the storage topic, since topics come from etcd. */
+int gr_membership_resolve(struct gr_broker *b, const char *log_dir, const char **cluster_id);
+int gr_membership_join(struct gr_broker *b);
+void gr_membership_stop(struct gr_broker *b);
+void gr_membership_on_topic(void *ctx, struct gr_topic *t, bool deleted);
 
 /* Network (net.c). */
 /* Sets up the connection bounds and watchers from the config and the request sink (b->req_sink); call

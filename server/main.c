@@ -283,7 +283,8 @@ int main(int argc, char **argv)
         GR_ERROR("out of memory");
         return 1;
     }
-    sc.on_topic_changed = gr_image_local_on_topic;
+    bool cluster = b->cfg.settings.gregor_metadata_etcd_endpoint_count > 0;
+    sc.on_topic_changed = cluster ? gr_membership_on_topic : gr_image_local_on_topic;
     sc.on_topic_changed_ctx = b->image;
     /* listeners bound first: a bad listener or a busy port stops the broker before it touches the data; they
        listen only once the store is open (gr_net_serve below), so a client connecting during a long load is
@@ -291,13 +292,15 @@ int main(int argc, char **argv)
     gr_net_init(b);
     if (gr_net_bind(b)) return 1;
     if (lock_log_dir(dir) < 0) return 1;
+    /* cluster mode: the cluster id is settled with etcd before the store may write a new meta.properties */
+    if (cluster && gr_membership_resolve(b, dir, &sc.cluster_id) < 0) return 1;
     raise_open_files_limit();
     int rc = gr_store_open(&sc, &b->store);
     if (rc) {
         GR_ERROR("cannot open log directory %s: %s", dir, strerror(-rc));
         return 1;
     }
-    if ((rc = gr_broker_image_load(b)) < 0) {
+    if (!cluster && (rc = gr_broker_image_load(b)) < 0) { /* cluster mode: fed by the member */
         GR_ERROR("cannot build the metadata image: %s", strerror(-rc));
         return 1;
     }
@@ -323,6 +326,8 @@ int main(int argc, char **argv)
     if (gr_store_topic_find(b->store, GR_OFFSETS_TOPIC, strlen(GR_OFFSETS_TOPIC)) && gr_groups_start(b))
         return 1;
 
+    /* cluster mode: registered, the whole metadata read and watched before any client is served */
+    if (cluster && gr_membership_join(b) < 0) return 1;
     ev_signal_init(&b->sigterm_w, stop_cb, SIGTERM);
     ev_signal_init(&b->sigint_w, stop_cb, SIGINT);
     b->sigterm_w.data = b->sigint_w.data = b;
@@ -363,6 +368,7 @@ int main(int argc, char **argv)
     gr_producer_ids_stop(b);
     gr_partitions_destroy(b->parts);
     gr_store_close(b->store);
+    gr_membership_stop(b); /* revokes the lease: the registration is gone at once */
     gr_image_free(b->image);
     gr_log_ratelimit_flush(INT64_MAX); /* every count of suppressed warnings still pending */
     GR_INFO("stopped cleanly (%lld parked-request re-checks since start)", (long long)b->rechecks);

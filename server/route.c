@@ -18,7 +18,8 @@ int16_t gr_route_partition(const struct gr_broker *b, const struct gr_image_topi
     if (!p) return GR_ERR_UNKNOWN_TOPIC_OR_PARTITION;
     r->leader_id = p->leader;
     r->leader_epoch = p->leader_epoch;
-    if (p->leader != b->image->node_id || !it->local) return GR_ERR_NOT_LEADER_OR_FOLLOWER;
+    if (p->leader != b->image->node_id || !it->local || b->image->self_fenced)
+        return GR_ERR_NOT_LEADER_OR_FOLLOWER;
     r->log = gr_topic_log(it->local, partition);
     if (!r->log) return GR_ERR_NOT_LEADER_OR_FOLLOWER;
     r->topic = it->local;

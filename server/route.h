@@ -10,6 +10,9 @@
  * NOT_LEADER_OR_FOLLOWER (its files are not open here) this node leads it                      NONE: the
  * local topic and log
  *
+ * In cluster mode, while the member has evidence its lease is gone (img->self_fenced, cluster/member.h),
+ * every partition answers NOT_LEADER_OR_FOLLOWER until the broker has registered again.
+ *
  * Produce, Fetch, ListOffsets, DeleteRecords, OffsetForLeaderEpoch and DescribeProducers use it; the
  * leader-epoch checks (FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH) stay in partition/. The hot path is one
  * hash lookup per topic and an array index per partition, no allocation. Leader hints (Produce v10+

@@ -693,6 +693,8 @@ static int meta_properties(struct gr_store *store)
     gr_uuid_random(dir_id);
     char dir_text[23];
     gr_uuid_to_base64url(id, store->cluster_id);
+    if (store->cfg.cluster_id) /* cluster mode: the id etcd holds */
+        snprintf(store->cluster_id, sizeof store->cluster_id, "%s", store->cfg.cluster_id);
     gr_uuid_to_base64url(dir_id, dir_text);
     char text[256];
     int n = snprintf(text, sizeof(text),
@@ -700,6 +702,29 @@ static int meta_properties(struct gr_store *store)
                      store->cfg.node_id, dir_text, store->cluster_id);
     int werr = gr_file_write_atomic(store->root_fd, "meta.properties", text, (size_t)n);
     return werr < 0 ? werr : 1;
+}
+
+int gr_store_meta_cluster_id(const char *log_dir, char out[23])
+{
+    int dir_fd = open(log_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dir_fd < 0) return errno == ENOENT ? 0 : -errno;
+    char *buf;
+    size_t len;
+    int err = gr_file_read_all(dir_fd, "meta.properties", 65536, &buf, &len);
+    close(dir_fd);
+    if (err == -ENOENT) return 0;
+    if (err < 0) return err;
+    err = -EINVAL;
+    for (char *save, *line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        uint8_t id[16];
+        if (strncmp(line, "cluster.id=", 11) == 0 &&
+            gr_uuid_from_base64url(line + 11, strlen(line + 11), id) == 0) {
+            gr_uuid_to_base64url(id, out);
+            err = 1;
+        }
+    }
+    free(buf);
+    return err;
 }
 
 /* ---------------------------------------------------------------- open */

@@ -88,6 +88,8 @@ struct gr_store_config {             /* Kafka config names in comments */
     void *on_flushed_ctx;
     /* Additions beyond the first contract (defaults set by gr_store_config_defaults): */
     int32_t node_id;              /* node.id written to meta.properties, default 1 */
+    const char *cluster_id;       /* cluster.id written to a new meta.properties (cluster mode: etcd's, 22
+                                     base64url characters, borrowed during gr_store_open); NULL: a random one */
     int32_t open_segment_fds_max; /* Gregor: .log files kept open at once, active ones included (LRU; idle
                                      ones closed, reopened on the I/O pool), default 1024 */
     /* Log compaction (storage/cleaner.h). Broker-level defaults of the topic configs: */
@@ -187,6 +189,10 @@ void gr_store_set_defaults(struct gr_store *store, const struct gr_store_config 
 
 /* Returns borrowed: the 22-char base64url cluster id from meta.properties. */
 const char *gr_store_cluster_id(const struct gr_store *store);
+/* Reads the cluster.id of <log_dir>/meta.properties before the store opens (cluster mode compares it with
+ * etcd's): returns 1 with the id in `out` (22 characters and a NUL), 0 when the directory or the file does
+ * not exist (a new log directory), -EINVAL when the file has no valid cluster.id, or -errno. */
+int gr_store_meta_cluster_id(const char *log_dir, char out[23]);
 
 /* Queues writes of the three offset checkpoint files (recovery point, log start offset, high watermark)
    and of the leader-epoch checkpoints that changed to the housekeeping thread (no disk wait on the

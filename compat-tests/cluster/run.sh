@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# cluster/run.sh: the cluster fault harness's self-test (compat-tests/cluster/selftest.py): etcd members,
-# network namespaces with nftables cuts, and gregor brokers, each fault shown to happen and to be undone,
-# and nothing of the run left afterwards. Needs root; installs etcd-server, etcd-client and nftables
-# (scripts/install-deps.sh test) when they are missing. Prints "cluster-harness: N passed, N failed".
+# cluster/run.sh: the cluster suites. First the fault harness's self-test (compat-tests/cluster/selftest.py):
+# etcd members, network namespaces with nftables cuts, and gregor brokers, each fault shown to happen and to
+# be undone, and nothing of the run left afterwards. Then membership.py: cluster-mode brokers join, are
+# refused, restart, are fenced and leave. Needs root; installs etcd-server, etcd-client and nftables
+# (scripts/install-deps.sh test) when they are missing. Each prints its own "N passed, N failed" line; the
+# last line, "cluster: N passed, N failed", sums them.
 # Usage: compat-tests/cluster/run.sh [--seed N] [--deadline SECONDS]
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -11,4 +13,22 @@ export GREGOR_BIN=${GREGOR_BIN:-$REPO/build/bin/gregor}
 if ! command -v etcd >/dev/null || ! command -v etcdctl >/dev/null || ! command -v nft >/dev/null; then
     "$REPO/scripts/install-deps.sh" test || { echo "cluster-harness: 0 passed, 1 failed (etcd/nftables missing)"; exit 1; }
 fi
-exec python3 "$here/selftest.py" "$@"
+total_p=0
+total_f=0
+status=0
+for t in selftest membership; do
+    out=$(mktemp)
+    python3 "$here/$t.py" "$@" 2>&1 | tee "$out"
+    rc=${PIPESTATUS[0]}
+    line=$(grep -E '^[a-z-]+: [0-9]+ passed, [0-9]+ failed' "$out" | tail -1)
+    rm -f "$out"
+    p=$(echo "$line" | grep -oE '[0-9]+ passed' | grep -oE '[0-9]+')
+    f=$(echo "$line" | grep -oE '[0-9]+ failed' | grep -oE '[0-9]+')
+    [ -n "$line" ] || { p=0; f=1; }
+    [ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && f=1
+    [ "$rc" -ne 0 ] && status=1
+    total_p=$((total_p + p))
+    total_f=$((total_f + f))
+done
+echo "cluster: $total_p passed, $total_f failed"
+exit $status

@@ -28,6 +28,7 @@
 #include "cluster/image.h"
 #include "common/time.h"
 #include "server/handlers/handlers.h"
+#include "server/route.h"
 #include "server/tests/fixture.h"
 #include "storage/tests/helpers.h"
 
@@ -305,6 +306,26 @@ static void test_fetch(void **state)
     uint8_t unknown[16];
     memset(unknown, 0x44, 16);
     fetch_run(f, 16, unknown, check_unknown_id);
+}
+
+/* Cluster mode: while the member has evidence its lease is gone (img->self_fenced), a partition led here is
+   routed as led elsewhere: NOT_LEADER_OR_FOLLOWER, the image's leader and epoch kept for the hints. */
+static void test_self_fenced(void **state)
+{
+    struct fx *f = *state;
+    struct gr_image_topic *it = gr_image_topic_find(f->b->image, "t", 1);
+    struct gr_route r;
+    assert_int_equal(gr_route_partition(f->b, it, 0, false, &r), GR_ERR_NONE);
+    assert_ptr_equal(r.topic, f->t);
+    f->b->image->self_fenced = true;
+    assert_int_equal(gr_route_partition(f->b, it, 0, false, &r), GR_ERR_NOT_LEADER_OR_FOLLOWER);
+    assert_null(r.log);
+    assert_int_equal(r.leader_id, 1);
+    assert_int_equal(gr_route_partition(f->b, it, 1, false, &r), GR_ERR_NOT_LEADER_OR_FOLLOWER);
+    assert_int_equal(r.leader_id, 2);
+    f->b->image->self_fenced = false;
+    assert_int_equal(gr_route_partition(f->b, it, 0, false, &r), GR_ERR_NONE);
+    assert_non_null(r.log);
 }
 
 static void test_list_offsets_delete_records_epochs_producers(void **state)
@@ -666,6 +687,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_produce, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_self_fenced, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fetch, setup, teardown),
         cmocka_unit_test_setup_teardown(test_list_offsets_delete_records_epochs_producers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_metadata, setup, teardown),

@@ -1,0 +1,86 @@
+/*
+ * membership.c: the server's side of cluster mode (gregor.metadata.etcd.endpoints set): the member
+ * (cluster/member.h) made from the typed configuration and the bound listeners, its start-up steps at the
+ * right places of main.c (the cluster id before the store opens, registration and the image after, the
+ * listeners opened only then), the links between image topics and local storage topics, and the leave at
+ * stop. Single-node mode never calls into it. Read next: cluster/member.h, server/main.c.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cluster/member.h"
+#include "common/log.h"
+#include "server/broker.h"
+
+/* The feed's link from an image topic to this broker's storage topic: same name and same id. */
+static struct gr_topic *local_topic(void *ctx, const char *name, size_t len, const uint8_t id[16])
+{
+    struct gr_broker *b = ctx;
+    struct gr_topic *t = b->store ? gr_store_topic_find(b->store, name, len) : NULL;
+    return t && memcmp(gr_topic_id(t), id, 16) == 0 ? t : NULL;
+}
+
+void gr_membership_on_topic(void *ctx, struct gr_topic *t, bool deleted)
+{
+    struct gr_image *img = ctx;
+    struct gr_image_topic *it = gr_image_topic_find_id(img, gr_topic_id(t));
+    if (!it) return; /* a topic etcd does not know: not in the image */
+    if (deleted && it->local == t)
+        it->local = NULL;
+    else if (!deleted)
+        it->local = t;
+}
+
+int gr_membership_resolve(struct gr_broker *b, const char *log_dir, const char **cluster_id)
+{
+    const struct gr_broker_settings *s = &b->cfg.settings;
+    char dir_id[23], endpoints[GR_ETCD_ENDPOINTS_MAX * (GR_ETCD_ENDPOINT_BYTES_MAX + 1) + 1] = "";
+    int rc = gr_store_meta_cluster_id(log_dir, dir_id);
+    if (rc < 0) {
+        GR_ERROR("cannot read %s/meta.properties: %s", log_dir, strerror(-rc));
+        return -1;
+    }
+    for (int i = 0; i < s->gregor_metadata_etcd_endpoint_count; i++)
+        snprintf(endpoints + strlen(endpoints), sizeof endpoints - strlen(endpoints), "%s%s", i ? "," : "",
+                 s->gregor_metadata_etcd_endpoints[i]);
+    struct gr_image_listener ls[GR_LISTENERS_MAX];
+    int n = b->listener_count < GR_LISTENERS_MAX ? b->listener_count : GR_LISTENERS_MAX;
+    for (int i = 0; i < n; i++) {
+        snprintf(ls[i].name, sizeof ls[i].name, "%s", b->listeners[i].name);
+        snprintf(ls[i].host, sizeof ls[i].host, "%s", b->listeners[i].adv_host);
+        ls[i].port = b->listeners[i].adv_port;
+    }
+    struct gr_member_config mc = {.loop = b->loop,
+                                  .endpoints = endpoints,
+                                  .prefix = s->gregor_metadata_etcd_prefix,
+                                  .node_id = b->node_id,
+                                  .session_timeout_ms = s->broker_session_timeout_ms,
+                                  .heartbeat_interval_ms = s->broker_heartbeat_interval_ms,
+                                  .rack = s->broker_rack,
+                                  .listeners = ls,
+                                  .listener_count = n,
+                                  .log_dir = log_dir,
+                                  .dir_cluster_id = rc == 1 ? dir_id : NULL,
+                                  .img = b->image,
+                                  .local = local_topic,
+                                  .local_ctx = b};
+    if (!(b->member = gr_member_new(&mc))) return -1;
+    GR_INFO("cluster mode: etcd %s, prefix %s, node %d", endpoints, s->gregor_metadata_etcd_prefix,
+            b->node_id);
+    if (gr_member_resolve(b->member) < 0) return -1;
+    *cluster_id = gr_member_cluster_id(b->member);
+    return 0;
+}
+
+int gr_membership_join(struct gr_broker *b)
+{
+    return gr_member_join(b->member);
+}
+
+void gr_membership_stop(struct gr_broker *b)
+{
+    if (!b->member) return;
+    gr_member_leave(b->member);
+    gr_member_free(b->member);
+    b->member = NULL;
+}
