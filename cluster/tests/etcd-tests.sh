@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # etcd-tests.sh: runs the etcd client's tests (cluster/tests/test_etcd.c) against a real etcd (Debian's
-# etcd-server) that it starts on free loopback ports (client and peer) with a temporary data directory and
+# etcd-server) and the topic writer's (test_topic_writer.c) that it starts on free loopback ports (client and peer) with a temporary data directory and
 # --auto-compaction-retention=0 (the tests read history), and always stops (also on failure or timeout).
 # Usage: cluster/tests/etcd-tests.sh [BUILD_DIR]   (default build; ends with "cluster: N passed, N failed")
 # The test binary acts on that etcd through "etcd-tests.sh ctl ACTION" (kill | start | start-wait | stop |
@@ -100,6 +100,20 @@ f=$(echo "$line" | sed -n 's/.* \([0-9]*\) failed.*/\1/p')
 [ -n "$p" ] || p=0
 if [ -z "$f" ] || { [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; }; then
     echo "cluster: test_etcd exited with $rc before its summary"; f=$(( ${f:-0} + 1 )); fi
+# The topic writer (cluster/tests/test_topic_writer.c) on the same etcd, under its own key prefix.
+tw=$build/tests/test_topic_writer
+if [ -x "$tw" ]; then
+    ETCD_ENDPOINT="http://127.0.0.1:$cport" timeout -k 5 120 "$tw" 2>&1 | tee "$dir/tw.out"
+    twrc=${PIPESTATUS[0]}
+    twline=$(grep -E '^topic writer: [0-9]+ passed, [0-9]+ failed' "$dir/tw.out" | tail -1)
+    twp=$(echo "$twline" | sed -n 's/.*: \([0-9]*\) passed.*/\1/p')
+    twf=$(echo "$twline" | sed -n 's/.* \([0-9]*\) failed.*/\1/p')
+    if [ -z "$twf" ] || { [ "$twrc" -ne 0 ] && [ "$twf" -eq 0 ]; }; then
+        echo "cluster: test_topic_writer exited with $twrc before its summary"; twf=$(( ${twf:-0} + 1 )); fi
+    p=$(( p + ${twp:-0} )); f=$(( f + twf ))
+else
+    echo "cluster: $tw not built"; f=$(( f + 1 ))
+fi
 [ "$f" -gt 0 ] && tail -20 "$dir/etcd.log" | sed 's/^/etcd.log: /'
 echo "cluster: $p passed, $f failed"
 [ "$f" -eq 0 ]
