@@ -41,6 +41,9 @@ struct ev_loop;
 /* The stage-1 refusal of more than one replica (cluster mode; issue #19 "Replication factor in this
  * stage"): formatted with the asked factor. */
 #define GR_TOPIC_WRITER_RF_FMT "replication factor %d > 1 is not supported yet: one replica per partition"
+/* How long a Metadata auto-creation waits for the new partitions' leaders (Metadata has no timeout field:
+ * the clients' default request.timeout.ms). */
+#define GR_TOPIC_WRITER_AUTO_CREATE_WAIT_MS 30000
 /* Bytes of a result message built by a writer (formatted ones; static ones may be longer). */
 #define GR_TOPIC_WRITER_MSG_BYTES 256
 
@@ -96,6 +99,7 @@ struct gr_topic_writer_ops {
     void (*set_configs)(struct gr_topic_writer *w, const uint8_t id[16], const char *const *keys,
                         const char *const *values, int count, int64_t timeout_ms, gr_topic_change_cb *cb,
                         void *ctx);
+    int16_t (*check_rf)(const struct gr_topic_writer *w, int32_t rf, char *msg, size_t cap);
     int (*pending)(const struct gr_topic_writer *w);
     void (*barrier)(struct gr_topic_writer *w, gr_topic_change_cb *cb, void *ctx);
     void (*free)(struct gr_topic_writer *w);
@@ -144,6 +148,15 @@ static inline void gr_topic_writer_set_configs(struct gr_topic_writer *w, const 
 {
     w->ops->set_configs(w, id, keys, values, count, timeout_ms, cb, ctx);
 }
+/* Whether a replication factor (resolved: -1 already replaced by the default) can be served: returns NONE,
+ * or INVALID_REPLICATION_FACTOR with a message in `msg` (`cap` bytes). Single node: anything but 1 ("this
+ * cluster has one broker"); cluster, stage 1: more than 1 (GR_TOPIC_WRITER_RF_FMT), or below 1. Called by
+ * CreateTopics where it checks the request's layout, before the other checks (Kafka's order). */
+static inline int16_t gr_topic_writer_check_rf(const struct gr_topic_writer *w, int32_t rf, char *msg,
+                                               size_t cap)
+{
+    return w->ops->check_rf(w, rf, msg, cap);
+}
 /* Changes submitted and not completed. */
 static inline int gr_topic_writer_pending(const struct gr_topic_writer *w)
 {
@@ -161,10 +174,12 @@ static inline void gr_topic_writer_free(struct gr_topic_writer *w)
     if (w) w->ops->free(w);
 }
 
-/* Returns new: the single-node writer over `store` (borrowed) with file work on `pool` (borrowed; NULL runs
- * it inline), or NULL when out of memory. Its checks, messages and order are those of storage's topic
+/* Returns new: the single-node writer over the store at *store with file work on the pool at *pool (NULL
+ * runs it inline); both pointers are the broker's fields, borrowed and read at each call (a test may reopen
+ * the store). NULL when out of memory. Its checks, messages and order are those of storage's topic
  * operations (storage/store.h gr_topic_op_*). */
-struct gr_topic_writer *gr_topic_writer_local_new(struct gr_store *store, struct gr_iopool *pool);
+struct gr_topic_writer *gr_topic_writer_local_new(struct gr_store *const *store,
+                                                  struct gr_iopool *const *pool);
 
 /* How the etcd writer is set up. Everything borrowed for the writer's life. */
 struct gr_topic_writer_etcd_config {

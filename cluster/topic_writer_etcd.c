@@ -52,8 +52,10 @@ struct etcd_writer {
     struct gr_placement_rng rng;
     int pending;
     uint64_t retries;
+    uint64_t next_seq;
     struct change *head; /* every change not completed (in flight or waiting) */
     bool observing;
+    bool freeing;
 };
 
 struct change {
@@ -62,6 +64,7 @@ struct change {
     gr_topic_change_cb *cb;
     void *ctx;
     struct change *prev, *next;
+    uint64_t seq;             /* submission order (barriers wait for every smaller one) */
     struct gr_etcd_req *ereq; /* in flight, or NULL */
     bool waiting;             /* written: waits for the image */
     bool retried;             /* a stale compare was re-read once */
@@ -81,6 +84,8 @@ struct change {
     char msg[GR_TOPIC_WRITER_MSG_BYTES];
 };
 
+static void complete(struct change *c, int16_t code, const char *msg);
+
 static void change_free(struct change *c)
 {
     for (int i = 0; i < c->config_count; i++) {
@@ -94,10 +99,27 @@ static void change_free(struct change *c)
     free(c);
 }
 
+/* Completes the barriers that no earlier change holds back any more (one at a time: a barrier's callback
+ * may submit new changes, which come after it). */
+static void release_barriers(struct etcd_writer *w)
+{
+    for (;;) {
+        uint64_t oldest = UINT64_MAX;
+        struct change *bar = NULL;
+        for (struct change *c = w->head; c; c = c->next)
+            if (c->kind != CH_BARRIER && c->seq < oldest) oldest = c->seq;
+        for (struct change *c = w->head; c && !bar; c = c->next)
+            if (c->kind == CH_BARRIER && c->seq < oldest) bar = c;
+        if (!bar) return;
+        complete(bar, GR_ERR_NONE, NULL);
+    }
+}
+
 /* Completes `c` with `code` (message `msg`, copied into c->msg when formatted) and frees it. */
 static void complete(struct change *c, int16_t code, const char *msg)
 {
     struct etcd_writer *w = c->w;
+    bool barrier = c->kind == CH_BARRIER;
     if (c->ereq) gr_etcd_cancel(c->ereq);
     if (c->waiting) ev_timer_stop(w->cfg.loop, &c->timer);
     if (c->prev)
@@ -114,6 +136,7 @@ static void complete(struct change *c, int16_t code, const char *msg)
     void *ctx = c->ctx;
     change_free(c);
     cb(ctx, &res);
+    if (!barrier && !w->freeing) release_barriers(w);
 }
 
 static void completef(struct change *c, int16_t code, const char *fmt, ...)
@@ -152,6 +175,7 @@ static struct change *change_new(struct etcd_writer *w, enum change_kind kind, i
     c->timeout_ms = timeout_ms;
     c->deadline_ms = timeout_ms > 0 ? gr_time_mono_ms() + timeout_ms : 0;
     c->rf = 1;
+    c->seq = w->next_seq++;
     c->next = w->head;
     if (w->head) w->head->prev = c;
     w->head = c;
@@ -570,6 +594,17 @@ static void etcd_configs(struct gr_topic_writer *base, const uint8_t id[16], con
     read_record(c);
 }
 
+static int16_t etcd_check_rf(const struct gr_topic_writer *base, int32_t rf, char *msg, size_t cap)
+{
+    (void)base;
+    if (rf == 1) return GR_ERR_NONE;
+    if (rf > 1)
+        snprintf(msg, cap, GR_TOPIC_WRITER_RF_FMT, rf);
+    else /* StripedReplicaPlacer's words */
+        snprintf(msg, cap, "Invalid replication factor %d: the replication factor must be positive.", rf);
+    return GR_ERR_INVALID_REPLICATION_FACTOR;
+}
+
 static int etcd_pending(const struct gr_topic_writer *base)
 {
     const struct etcd_writer *w = (const struct etcd_writer *)base;
@@ -579,19 +614,30 @@ static int etcd_pending(const struct gr_topic_writer *base)
     return n;
 }
 
-/* A barrier completes at once: etcd orders the writes themselves (each compares the record), and a request
- * that must see an earlier one's result reads the image, which the earlier change waited for before it was
- * answered. */
+static void barrier_fire(struct ev_loop *loop, ev_timer *t, int revents)
+{
+    (void)loop, (void)revents;
+    complete((struct change *)((char *)t - offsetof(struct change, timer)), GR_ERR_NONE, NULL);
+}
+
+/* A barrier completes once every change submitted before it completed (release_barriers), never inside
+ * this call: with none pending, from the loop's next turn. */
 static void etcd_barrier(struct gr_topic_writer *base, gr_topic_change_cb *cb, void *ctx)
 {
-    (void)base;
-    struct gr_topic_change res = {0};
-    cb(ctx, &res);
+    struct etcd_writer *w = (struct etcd_writer *)base;
+    struct change *c = change_new(w, CH_BARRIER, 0, cb, ctx);
+    if (!c) return;
+    c->rf = 0;
+    if (etcd_pending(base) > 0) return;
+    c->waiting = true;
+    ev_timer_init(&c->timer, barrier_fire, 0.0, 0.0);
+    ev_timer_start(w->cfg.loop, &c->timer);
 }
 
 static void etcd_free(struct gr_topic_writer *base)
 {
     struct etcd_writer *w = (struct etcd_writer *)base;
+    w->freeing = true;
     while (w->head)
         complete(w->head, GR_ERR_UNKNOWN_SERVER_ERROR, "The broker is shutting down");
     if (w->observing) gr_image_unobserve(w->cfg.image, on_image, w);
@@ -599,7 +645,7 @@ static void etcd_free(struct gr_topic_writer *base)
 }
 
 static const struct gr_topic_writer_ops etcd_ops = {
-    etcd_create, etcd_remove, etcd_grow, etcd_configs, etcd_pending, etcd_barrier, etcd_free,
+    etcd_create, etcd_remove, etcd_grow, etcd_configs, etcd_check_rf, etcd_pending, etcd_barrier, etcd_free,
 };
 
 struct gr_topic_writer *gr_topic_writer_etcd_new(const struct gr_topic_writer_etcd_config *cfg)

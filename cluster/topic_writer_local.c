@@ -7,6 +7,7 @@
  * not yet completed. Read next: storage/store.h (the operations), cluster/topic_writer_etcd.c.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,8 +20,8 @@ enum local_kind { LOCAL_CREATE, LOCAL_DELETE, LOCAL_GROW, LOCAL_CONFIGS, LOCAL_B
 
 struct local_writer {
     struct gr_topic_writer base;
-    struct gr_store *store;
-    struct gr_iopool *pool;
+    struct gr_store *const *store; /* the broker's fields, read at each call (a test may reopen the store) */
+    struct gr_iopool *const *pool;
     int pending;
 };
 
@@ -105,7 +106,7 @@ static void submit(struct local_writer *w, enum local_kind kind, struct gr_topic
     }
     *c = (struct local_call){w, kind, cb, ctx, 1};
     w->pending++;
-    gr_store_topic_op_submit(w->store, w->pool, op, op_done, c);
+    gr_store_topic_op_submit(*w->store, *w->pool, op, op_done, c);
 }
 
 static void local_create(struct gr_topic_writer *base, const struct gr_topic_create_args *a,
@@ -125,7 +126,7 @@ static void local_create(struct gr_topic_writer *base, const struct gr_topic_cre
 /* The live storage topic with this id, or NULL (the change then completes as storage would). */
 static struct gr_topic *by_id(struct local_writer *w, const uint8_t id[16])
 {
-    return gr_store_topic_find_id(w->store, id);
+    return gr_store_topic_find_id(*w->store, id);
 }
 
 static void local_remove(struct gr_topic_writer *base, const uint8_t id[16], int64_t timeout_ms,
@@ -160,10 +161,18 @@ static void local_configs(struct gr_topic_writer *base, const uint8_t id[16], co
     submit(w, LOCAL_CONFIGS, gr_topic_op_set_configs(t, keys, values, count), cb, ctx);
 }
 
+static int16_t local_check_rf(const struct gr_topic_writer *base, int32_t rf, char *msg, size_t cap)
+{
+    (void)base;
+    if (rf == 1) return GR_ERR_NONE;
+    snprintf(msg, cap, "Replication factor must be 1: this cluster has one broker");
+    return GR_ERR_INVALID_REPLICATION_FACTOR;
+}
+
 static int local_pending(const struct gr_topic_writer *base)
 {
     const struct local_writer *w = (const struct local_writer *)base;
-    return gr_store_topic_ops_pending(w->store); /* the FIFO also holds the store's other operations */
+    return gr_store_topic_ops_pending(*w->store); /* the FIFO also holds the store's other operations */
 }
 
 static void local_barrier(struct gr_topic_writer *base, gr_topic_change_cb *cb, void *ctx)
@@ -178,10 +187,12 @@ static void local_free(struct gr_topic_writer *base)
 }
 
 static const struct gr_topic_writer_ops local_ops = {
-    local_create, local_remove, local_grow, local_configs, local_pending, local_barrier, local_free,
+    local_create,   local_remove,  local_grow,    local_configs,
+    local_check_rf, local_pending, local_barrier, local_free,
 };
 
-struct gr_topic_writer *gr_topic_writer_local_new(struct gr_store *store, struct gr_iopool *pool)
+struct gr_topic_writer *gr_topic_writer_local_new(struct gr_store *const *store,
+                                                  struct gr_iopool *const *pool)
 {
     struct local_writer *w = calloc(1, sizeof *w);
     if (!w) return NULL;

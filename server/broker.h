@@ -48,6 +48,7 @@ struct gr_groups;
 struct gr_coordinator;
 struct gr_producer_id_manager;
 struct gr_image;
+struct gr_topic_writer;
 
 /* Handler results. */
 enum gr_handler_rc {
@@ -152,6 +153,7 @@ struct gr_broker {
     struct gr_coordinator *coord;
     struct gr_image *image; /* what this broker knows about the cluster (cluster/image.h): read through
                                server/route.h; fed by cluster/local.h in single-node mode */
+    struct gr_topic_writer *topic_writer; /* every topic change goes through it (cluster/topic_writer.h) */
     struct gr_producer_id_manager *producer_ids; /* InitProducerId's ids (server/producer_ids.c) */
     int32_t node_id;
     struct gr_listener listeners[GR_LISTENERS_MAX];

@@ -87,6 +87,7 @@ struct alter_slot {
 
 static void stored(struct gr_req *req, void *item, int err, struct gr_topic *t)
 {
+    (void)t;
     struct alter_slot *slot = item;
     if (slot->level >= 0 && err) {
         GR_ERROR("writing %s: %s", GR_DYNCONF_FILE, strerror(-err));
@@ -94,19 +95,20 @@ static void stored(struct gr_req *req, void *item, int err, struct gr_topic *t)
         slot->msg = "The broker could not write its dynamic configuration";
     } else if (slot->level >= 0) {
         gr_dynconf_commit(req->broker, (enum gr_config_level)slot->level, &slot->set);
-    } else if (err == -EINVAL) {
-        slot->code = GR_ERR_INVALID_CONFIG;
-        slot->msg = "The storage layer refused the configuration";
-    } else if (err == -ENOENT) {
-        slot->code = GR_ERR_UNKNOWN_TOPIC_OR_PARTITION;
-        slot->msg = "The topic was deleted.";
-    } else if (err) {
-        GR_ERROR("writing topic configs: %s", strerror(-err));
-        slot->code = GR_ERR_KAFKA_STORAGE_ERROR;
-        slot->msg = "The broker could not write the topic's configuration";
-    } else {
-        GR_INFO("topic %s: configuration changed (%d topic-level keys)", gr_topic_name(t),
-                gr_topic_config_count(t));
+    }
+}
+
+/* A topic's new config set was written (through the broker's topic writer). */
+static void topic_stored(struct gr_req *req, void *item, const struct gr_topic_change *res)
+{
+    struct alter_slot *slot = item;
+    if (res->error_code) {
+        slot->code = res->error_code;
+        slot->msg = res->message ? gr_arena_strndup(&req->arena, res->message, strlen(res->message)) : NULL;
+        if (res->message && !slot->msg) slot->msg = "config change refused";
+    } else if (res->local) {
+        GR_INFO("topic %s: configuration changed (%d topic-level keys)", gr_topic_name(res->local),
+                gr_topic_config_count(res->local));
     }
 }
 
@@ -116,7 +118,8 @@ int16_t gr_alter_topic_store(struct gr_req *req, struct gr_topic *t, const struc
     struct alter_slot *slot = gr_arena_calloc(&req->arena, 1, sizeof *slot);
     if (!slot) return *msg = "Out of memory", GR_ERR_UNKNOWN_SERVER_ERROR;
     *slot = (struct alter_slot){code_out, message_out, GR_ERR_NONE, NULL, req->hstate, -1, {NULL, NULL, 0}};
-    if (!gr_req_topic_op(req, gr_topic_op_set_configs(t, set->keys, set->values, set->count), stored, slot))
+    if (!gr_req_topic_set_configs(req, gr_topic_id(t), (const char *const *)set->keys,
+                                  (const char *const *)set->values, set->count, topic_stored, slot))
         return *msg = "Out of memory", GR_ERR_UNKNOWN_SERVER_ERROR;
     req->hstate = slot;
     return GR_ERR_NONE;

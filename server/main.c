@@ -21,6 +21,7 @@
 #include "common/log.h"
 #include "common/time.h"
 #include "cluster/local.h"
+#include "cluster/topic_writer.h"
 #include "server/broker.h"
 #include "server/dynconf.h"
 #include "storage/cleaner.h"
@@ -297,6 +298,8 @@ int main(int argc, char **argv)
         GR_ERROR("cannot open log directory %s: %s", dir, strerror(-rc));
         return 1;
     }
+    if (!(b->topic_writer = gr_topic_writer_local_new(&b->store, &b->iopool)))
+        return 1; /* cluster: the etcd one */
     if ((rc = gr_broker_image_load(b)) < 0) {
         GR_ERROR("cannot build the metadata image: %s", strerror(-rc));
         return 1;
@@ -362,6 +365,7 @@ int main(int argc, char **argv)
     gr_producer_ids_stop(b);
     gr_partitions_destroy(b->parts);
     gr_store_close(b->store);
+    gr_topic_writer_free(b->topic_writer);
     gr_image_free(b->image);
     gr_log_ratelimit_flush(INT64_MAX); /* every count of suppressed warnings still pending */
     GR_INFO("stopped cleanly (%lld parked-request re-checks since start)", (long long)b->rechecks);

@@ -414,6 +414,22 @@ static void test_configs_race(void)
     CHECK(z.fired == 1 && z.code == GR_ERR_UNKNOWN_TOPIC_OR_PARTITION);
 }
 
+static void test_barrier(void)
+{
+    struct done c = {0}, b = {0}, b2 = {0};
+    struct gr_topic_create_args a = args("barrier", 2, 1);
+    gr_topic_writer_create(w1, &a, on_change, &c);
+    gr_topic_writer_barrier(w1, on_change, &b);
+    CHECK(b.fired == 0 && gr_topic_writer_pending(w1) == 1);
+    run_until(&b.fired, 1, 15000);
+    CHECK(c.fired == 1 && c.code == GR_ERR_NONE && b.fired == 1 && b.code == GR_ERR_NONE);
+    CHECK(c.at_ms <= b.at_ms);
+    gr_topic_writer_barrier(w1, on_change, &b2); /* nothing pending: on the next loop turn, not inside */
+    CHECK(b2.fired == 0);
+    run_until(&b2.fired, 1, 1000);
+    CHECK(b2.fired == 1 && b2.code == GR_ERR_NONE);
+}
+
 static void test_thousand(void)
 {
     struct gr_topic_create_args a = args("big", 1000, 1);
@@ -510,6 +526,7 @@ int main(void)
         {"add partitions: existing assignment kept", test_grow},
         {"configs: a stale compare re-reads and applies", test_configs_race},
         {"1,000 partitions in one create", test_thousand},
+        {"a barrier waits for the changes before it", test_barrier},
         {"the wait for leaders, and its timeout", test_wait_leaders},
     };
     for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {

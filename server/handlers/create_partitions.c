@@ -71,24 +71,18 @@ static int16_t check_assignment(struct gr_req *req, struct gr_int32_array ids, c
 typedef struct gr_create_partitions_response_create_partitions_topic_result result_t;
 
 /* The growth of one topic completed. */
-static void grown(struct gr_req *req, void *item, int err, struct gr_topic *t)
+static void grown(struct gr_req *req, void *item, const struct gr_topic_change *res)
 {
     result_t *r = item;
-    if (err == -EINVAL) { /* another request grew it meanwhile */
-        r->error_code = GR_ERR_INVALID_PARTITIONS;
-        r->error_message = gr_str_c("The partition count is out of range");
+    if (res->error_code) {
+        r->error_code = res->error_code;
+        r->error_message = res->message ? gr_str_c(gr_req_strdup(req, gr_str_c(res->message))) : GR_STR_NULL;
         return;
     }
-    if (err) {
-        GR_ERROR("adding partitions to topic %.*s: %s", (int)r->name.len, r->name.ptr, strerror(-err));
-        r->error_code = GR_ERR_KAFKA_STORAGE_ERROR;
-        r->error_message = gr_str_c("The broker could not create the new partitions' files");
-        return;
-    }
-    int32_t total = gr_topic_partition_count(t);
-    for (int32_t p = 0; p < total; p++)
+    struct gr_topic *t = res->local;
+    for (int32_t p = 0; t && p < gr_topic_partition_count(t); p++)
         gr_partition_visible_offset(gr_broker_partition(req->broker, gr_topic_log(t, p)));
-    GR_INFO("topic %s now has %d partitions", gr_topic_name(t), total);
+    GR_INFO("topic %.*s now has %d partitions", (int)r->name.len, r->name.ptr, res->partition_count);
 }
 
 static int16_t create(struct gr_req *req,
@@ -133,7 +127,8 @@ static int16_t create(struct gr_req *req,
         }
     }
     if (validate_only) return GR_ERR_NONE;
-    if (!gr_req_topic_op(req, gr_topic_op_add_partitions(t, qt->count), grown, r)) {
+    if (!gr_req_topic_grow(req, gr_topic_id(t), qt->count, NULL, 0,
+                           ((struct gr_create_partitions_request *)req->body)->timeout_ms, grown, r)) {
         *msg = "Out of memory";
         return GR_ERR_UNKNOWN_SERVER_ERROR;
     }

@@ -52,16 +52,17 @@ static void fill_configs(struct gr_req *req, result_t *rt, const struct gr_topic
 }
 
 /* A topic's creation completed: its result entry gets the outcome. */
-static void created(struct gr_req *req, void *item, int16_t code, const char *msg, struct gr_topic *t)
+static void created(struct gr_req *req, void *item, const struct gr_topic_change *res)
 {
     struct gr_create_topics_response_creatable_topic_result *rt = item;
-    rt->error_code = code;
-    rt->error_message = msg ? gr_str_c(msg) : GR_STR_NULL;
-    if (code) return;
-    rt->topic_id = gr_topic_uuid(t);
-    rt->num_partitions = gr_topic_partition_count(t);
-    rt->replication_factor = 1;
-    fill_configs(req, rt, t, NULL, NULL, 0);
+    rt->error_code = res->error_code;
+    rt->error_message =
+        res->message ? gr_str_c(gr_req_strdup(req, gr_str_c(res->message))) : GR_STR_NULL; /* borrowed */
+    if (res->error_code) return;
+    memcpy(rt->topic_id.b, res->topic_id, 16);
+    rt->num_partitions = res->partition_count;
+    rt->replication_factor = (int16_t)res->replication_factor;
+    fill_configs(req, rt, res->local, NULL, NULL, 0);
 }
 
 /* One topic of the request, answered at its first occurrence (`dup`: its name is repeated): checks the
@@ -96,10 +97,7 @@ static void create_one(struct gr_req *req, const struct gr_create_topics_request
         if (parts == -1) parts = b->cfg.settings.num_partitions;
         int16_t rf = qt->replication_factor == -1 ? b->cfg.settings.default_replication_factor
                                                   : qt->replication_factor;
-        if (rf != 1) {
-            rt->error_code = GR_ERR_INVALID_REPLICATION_FACTOR;
-            msg = "Replication factor must be 1: this cluster has one broker";
-        }
+        rt->error_code = gr_topic_rf_check(req, rf, &msg); /* the topic writer's rule */
     }
     if (!rt->error_code) {
         int32_t nc = qt->configs.count > 0 ? qt->configs.count : 0;
@@ -116,7 +114,7 @@ static void create_one(struct gr_req *req, const struct gr_create_topics_request
         }
         if (!rt->error_code) {
             int16_t code = gr_topic_create(req, qt->name, parts, keys, values, nc, body->validate_only, &msg,
-                                           created, rt);
+                                           body->timeout_ms, created, rt);
             if (!code && !body->validate_only) return; /* created() fills the entry (maybe already) */
             rt->error_code = code;
             if (!code) { /* validate_only: the id the topic would get, as Kafka's controller answers */

@@ -77,17 +77,15 @@ static struct gr_req_key entry_key(const struct dt_entry *e, int32_t i)
 }
 
 /* One deletion completed. */
-static void deleted_one(struct gr_req *req, void *item, int err, struct gr_topic *t)
+static void deleted_one(struct gr_req *req, void *item, const struct gr_topic_change *res)
 {
-    (void)t;
     struct dt_state *st = req->hstate;
     struct gr_delete_topics_response_deletable_topic_result *r = item;
     struct dt_entry *e = &st->e[r - ((struct gr_delete_topics_response *)req->resp)->responses.items];
-    if (err == -ENOENT) { /* deleted meanwhile by an earlier request */
+    if (res->error_code == GR_ERR_UNKNOWN_TOPIC_ID) { /* deleted meanwhile by an earlier request */
         fail(r, e->name.len >= 0 ? GR_ERR_UNKNOWN_TOPIC_OR_PARTITION : GR_ERR_UNKNOWN_TOPIC_ID, NULL);
-    } else if (err) {
-        GR_ERROR("deleting topic %.*s: %s", (int)r->name.len, r->name.ptr, strerror(-err));
-        fail(r, GR_ERR_KAFKA_STORAGE_ERROR, "The broker could not delete the topic's files");
+    } else if (res->error_code) {
+        fail(r, res->error_code, res->message ? gr_req_strdup(req, gr_str_c(res->message)) : NULL);
     } else {
         GR_INFO("deleted topic %.*s", (int)r->name.len, r->name.ptr);
         st->deleted = true;
@@ -169,7 +167,7 @@ enum gr_handler_rc gr_handle_delete_topics(struct gr_req *req)
         if (!e[i].t || r->error_code) continue;
         r->topic_id = gr_topic_uuid(e[i].t);
         if (r->name.len < 0) r->name = gr_str_c(gr_req_strdup(req, gr_str_c(gr_topic_name(e[i].t))));
-        if (!gr_req_topic_op(req, gr_topic_op_delete(e[i].t), deleted_one, r))
+        if (!gr_req_topic_delete(req, r->topic_id.b, body->timeout_ms, deleted_one, r))
             fail(r, GR_ERR_UNKNOWN_SERVER_ERROR, NULL);
     }
     return gr_req_topic_ops_wait(req, all_deleted);

@@ -259,14 +259,14 @@ static struct {
     struct gr_topic *t;
 } C;
 
-static void record_created(struct gr_req *req, void *item, int16_t code, const char *msg, struct gr_topic *t)
+static void record_created(struct gr_req *req, void *item, const struct gr_topic_change *res)
 {
     (void)req;
     (void)item;
     C.calls++;
-    C.code = code;
-    C.msg = msg;
-    C.t = t;
+    C.code = res->error_code;
+    C.msg = res->message;
+    C.t = res->local;
 }
 
 /* ENOSPC while the pool creates the files: KAFKA_STORAGE_ERROR, as before the split; nothing visible. An EIO
@@ -291,7 +291,7 @@ static void test_disk_errors_map_to_storage_error(void **state)
     struct gr_req *req = new_req(f, 19, 7, 8, 8);
     const char *msg = NULL;
     assert_int_equal(
-        gr_topic_create(req, gr_str_c("nospace"), 3, NULL, NULL, 0, false, &msg, record_created, NULL),
+        gr_topic_create(req, gr_str_c("nospace"), 3, NULL, NULL, 0, false, &msg, 0, record_created, NULL),
         GR_ERR_NONE);
     assert_int_equal(gr_req_topic_ops_wait(req, NULL), GR_HANDLER_WAIT);
     gr_iopool_drain(f->b->iopool);
@@ -314,7 +314,7 @@ static void test_disk_errors_map_to_storage_error(void **state)
     memset(&C, 0, sizeof C);
     req = new_req(f, 19, 7, 8, 8);
     assert_int_equal(
-        gr_topic_create(req, gr_str_c("nospace"), 3, NULL, NULL, 0, false, &msg, record_created, NULL),
+        gr_topic_create(req, gr_str_c("nospace"), 3, NULL, NULL, 0, false, &msg, 0, record_created, NULL),
         GR_ERR_NONE);
     assert_int_equal(gr_req_topic_ops_wait(req, NULL), GR_HANDLER_WAIT);
     gr_iopool_drain(f->b->iopool);
