@@ -122,9 +122,9 @@ int16_t gr_topic_rf_check(struct gr_req *req, int32_t rf, const char **msg)
     return code;
 }
 
-int16_t gr_topic_create(struct gr_req *req, struct gr_str name, int32_t partitions, const char *const *keys,
-                        const char *const *values, int count, bool validate_only, const char **error_message,
-                        int64_t timeout_ms, gr_topic_created_fn done, void *item)
+int16_t gr_topic_create(struct gr_req *req, struct gr_str name, int32_t partitions, const int32_t *assignment,
+                        const char *const *keys, const char *const *values, int count, bool validate_only,
+                        const char **error_message, int64_t timeout_ms, gr_topic_created_fn done, void *item)
 {
     struct gr_broker *b = req->broker;
     const char *dummy;
@@ -166,6 +166,8 @@ int16_t gr_topic_create(struct gr_req *req, struct gr_str name, int32_t partitio
     struct gr_topic_create_args a = {.name = namez,
                                      .partitions = partitions,
                                      .replication_factor = 1,
+                                     .assignment = assignment,
+                                     .assignment_rf = assignment ? 1 : 0,
                                      .config_keys = keys,
                                      .config_values = values,
                                      .config_count = count,

@@ -2,14 +2,15 @@
  * create_partitions.c: CreatePartitions (key 37), v0-v3. Grows a topic to `count` partitions; the new
  * logs start empty. Checks and messages follow Kafka 4.1's ControllerApis/ReplicationControlManager:
  * a name given twice is INVALID_REQUEST "Duplicate topic name." (answered once); an unknown topic
- * UNKNOWN_TOPIC_OR_PARTITION; a count equal to or below the current one INVALID_PARTITIONS; manual
- * assignments must number exactly the added partitions and name only this broker, once, one replica each
- * (INVALID_REPLICA_ASSIGNMENT). Above GR_PARTITIONS_PER_TOPIC_MAX is INVALID_PARTITIONS (Kafka fails such
- * sizes with UNKNOWN_SERVER_ERROR). validate_only checks without changing anything. Gregor difference: the
- * partition count of an internal topic is refused (INVALID_REQUEST): the group coordinator maps each group to
- * a __consumer_offsets partition by that count. Kafka 4.1 allows it. The new partitions' files are made on
- * the I/O pool (storage's topic operation FIFO); the response waits for every topic of the request.
- * Read next: storage/store.h (gr_topic_op_add_partitions).
+ * UNKNOWN_TOPIC_OR_PARTITION (topics as the image knows them); a count equal to or below the current one
+ * INVALID_PARTITIONS; manual assignments must number exactly the added partitions and name live brokers,
+ * once, one replica each (INVALID_REPLICA_ASSIGNMENT). Above GR_PARTITIONS_PER_TOPIC_MAX is
+ * INVALID_PARTITIONS (Kafka fails such sizes with UNKNOWN_SERVER_ERROR). validate_only checks without
+ * changing anything. Gregor difference: the partition count of an internal topic is refused
+ * (INVALID_REQUEST): the group coordinator maps each group to a __consumer_offsets partition by that count.
+ * Kafka 4.1 allows it. The change goes through the broker's topic writer (single node: the files on the I/O
+ * pool; cluster: the record in etcd, then the new leaders); the response waits for every topic of the
+ * request. Read next: cluster/topic_writer.h.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -17,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cluster/image.h"
 #include "common/limits.h"
 #include "common/log.h"
 #include "server/handlers/handlers.h"
@@ -40,8 +42,8 @@ static int cmp_i32(const void *a, const void *b)
 }
 
 /* One manual assignment, checked as Kafka's validateManualPartitionAssignment does (broker ids in
- * ascending order: unregistered, then repeated), with this broker the only one registered and existing
- * partitions having one replica. */
+ * ascending order: unregistered (not a live broker of the image), then repeated), then its replica count
+ * against the existing partitions' (one replica each in this stage). */
 static int16_t check_assignment(struct gr_req *req, struct gr_int32_array ids, const char **msg)
 {
     if (ids.count <= 0) {
@@ -53,7 +55,8 @@ static int16_t check_assignment(struct gr_req *req, struct gr_int32_array ids, c
     memcpy(sorted, ids.items, (size_t)ids.count * sizeof *sorted);
     qsort(sorted, (size_t)ids.count, sizeof *sorted, cmp_i32);
     for (int32_t k = 0; k < ids.count; k++) {
-        if (sorted[k] != req->broker->node_id) {
+        const struct gr_image_broker *br = gr_image_broker(req->broker->image, sorted[k]);
+        if (!br || br->fenced) {
             *msg = msgf(
                 req, "The manual partition assignment includes broker %d, but no such broker is registered.",
                 sorted[k]);
@@ -65,7 +68,14 @@ static int16_t check_assignment(struct gr_req *req, struct gr_int32_array ids, c
             return GR_ERR_INVALID_REPLICA_ASSIGNMENT;
         }
     }
-    return GR_ERR_NONE; /* one distinct registered broker: exactly one replica, as the existing partitions */
+    if (ids.count != 1) {
+        *msg = msgf(req,
+                    "The manual partition assignment includes a partition with %d replica(s), but this is "
+                    "inconsistent with previous partitions, which have 1 replicas.",
+                    ids.count);
+        return GR_ERR_INVALID_REPLICA_ASSIGNMENT;
+    }
+    return GR_ERR_NONE;
 }
 
 typedef struct gr_create_partitions_response_create_partitions_topic_result result_t;
@@ -90,16 +100,17 @@ static int16_t create(struct gr_req *req,
                       bool validate_only, const char **msg, result_t *r)
 {
     struct gr_broker *b = req->broker;
-    struct gr_topic *t = gr_topic_lookup(b, qt->name);
+    struct gr_image_topic *t =
+        qt->name.len > 0 ? gr_image_topic_find(b->image, qt->name.ptr, (size_t)qt->name.len) : NULL;
     if (!t) return GR_ERR_UNKNOWN_TOPIC_OR_PARTITION;
-    const char *name = gr_topic_name(t);
+    const char *name = t->name;
     if (gr_topic_is_internal(name)) {
         *msg = "The partition count of an internal topic cannot change: the group coordinator maps groups to "
                "its "
                "partitions by that count";
         return GR_ERR_INVALID_REQUEST;
     }
-    int32_t cur = gr_topic_partition_count(t);
+    int32_t cur = t->partition_count;
     if (qt->count == cur) {
         *msg = msgf(req, "Topic already has %d partition(s).", cur);
         return GR_ERR_INVALID_PARTITIONS;
@@ -113,7 +124,7 @@ static int16_t create(struct gr_req *req,
         *msg = msgf(req, "A topic may have at most %d partitions.", GR_PARTITIONS_PER_TOPIC_MAX);
         return GR_ERR_INVALID_PARTITIONS;
     }
-    int32_t added = qt->count - cur;
+    int32_t added = qt->count - cur, *ids = NULL;
     if (qt->assignments.count >= 0) {
         if (qt->assignments.count != added) {
             *msg = msgf(
@@ -121,14 +132,17 @@ static int16_t create(struct gr_req *req,
                 added, qt->assignments.count);
             return GR_ERR_INVALID_REPLICA_ASSIGNMENT;
         }
+        if (!(ids = gr_arena_calloc(&req->arena, (size_t)added, sizeof *ids)))
+            return GR_ERR_UNKNOWN_SERVER_ERROR;
         for (int32_t a = 0; a < qt->assignments.count; a++) {
             int16_t err = check_assignment(req, qt->assignments.items[a].broker_ids, msg);
             if (err) return err;
+            ids[a] = qt->assignments.items[a].broker_ids.items[0]; /* one replica each (checked) */
         }
     }
     if (validate_only) return GR_ERR_NONE;
-    if (!gr_req_topic_grow(req, gr_topic_id(t), qt->count, NULL, 0,
-                           ((struct gr_create_partitions_request *)req->body)->timeout_ms, grown, r)) {
+    int32_t timeout_ms = ((struct gr_create_partitions_request *)req->body)->timeout_ms;
+    if (!gr_req_topic_grow(req, t->id, qt->count, ids, ids ? 1 : 0, timeout_ms, grown, r)) {
         *msg = "Out of memory";
         return GR_ERR_UNKNOWN_SERVER_ERROR;
     }

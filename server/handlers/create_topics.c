@@ -1,7 +1,8 @@
 /*
  * create_topics.c: CreateTopics (key 19), v2-v7. num_partitions/replication_factor -1 take the broker
- * defaults (num.partitions, default.replication.factor); one node means a replication factor of 1 and
- * manual assignments naming only this node. validate_only checks without creating. Names repeated within
+ * defaults (num.partitions, default.replication.factor); the replication factor is the topic writer's to
+ * accept (cluster/topic_writer.h: 1 in this stage) and manual assignments name one live broker (the image's)
+ * per partition. validate_only checks without creating. Names repeated within
  * one request get INVALID_REQUEST, as Kafka answers duplicates. The files are created on the I/O pool
  * (gr_topic_create); the response waits until every topic of the request is live or failed.
  * Every created (or validated) topic lists its full config set (v5+), as Kafka's ReplicationControlManager
@@ -10,6 +11,7 @@
  */
 #include <string.h>
 
+#include "cluster/image.h"
 #include "coordinator/offsets_log.h"
 #include "server/groups.h"
 #include "server/handlers/handlers.h"
@@ -73,7 +75,7 @@ static void create_one(struct gr_req *req, const struct gr_create_topics_request
     struct gr_create_topics_request *body = req->body;
     struct gr_broker *b = req->broker;
     const char *msg = NULL;
-    int32_t parts = qt->num_partitions;
+    int32_t parts = qt->num_partitions, *assignment = NULL;
     if (dup) {
         rt->error_code = GR_ERR_INVALID_REQUEST;
         msg = "Create topics request from client contains duplicate topic name";
@@ -83,13 +85,18 @@ static void create_one(struct gr_req *req, const struct gr_create_topics_request
             msg = "Both numPartitions or replicationFactor and replicasAssignments were set";
         } else {
             parts = qt->assignments.count;
+            if (!(assignment = gr_arena_calloc(&req->arena, (size_t)parts, sizeof *assignment)))
+                rt->error_code = GR_ERR_UNKNOWN_SERVER_ERROR;
             for (int32_t a = 0; a < qt->assignments.count && !rt->error_code; a++) {
                 struct gr_int32_array ids = qt->assignments.items[a].broker_ids;
-                if (ids.count != 1 || ids.items[0] != b->node_id ||
-                    qt->assignments.items[a].partition_index != a) {
+                const struct gr_image_broker *br =
+                    ids.count == 1 ? gr_image_broker(b->image, ids.items[0]) : NULL;
+                if (!br || br->fenced || qt->assignments.items[a].partition_index != a) {
                     rt->error_code = GR_ERR_INVALID_REPLICA_ASSIGNMENT;
                     msg = "Replica assignments must name only this broker, one replica per partition, "
                           "partitions 0..n-1";
+                } else {
+                    assignment[a] = ids.items[0];
                 }
             }
         }
@@ -113,8 +120,8 @@ static void create_one(struct gr_req *req, const struct gr_create_topics_request
             }
         }
         if (!rt->error_code) {
-            int16_t code = gr_topic_create(req, qt->name, parts, keys, values, nc, body->validate_only, &msg,
-                                           body->timeout_ms, created, rt);
+            int16_t code = gr_topic_create(req, qt->name, parts, assignment, keys, values, nc,
+                                           body->validate_only, &msg, body->timeout_ms, created, rt);
             if (!code && !body->validate_only) return; /* created() fills the entry (maybe already) */
             rt->error_code = code;
             if (!code) { /* validate_only: the id the topic would get, as Kafka's controller answers */

@@ -47,10 +47,11 @@ typedef void (*gr_topic_created_fn)(struct gr_req *req, void *item, const struct
  * When the checks pass and not `validate_only`, submits the creation to the broker's topic writer (checked
  * again when its turn comes) and returns NONE; `done(req, item, res)` then reports the outcome
  * (gr_req_topic_ops_wait makes the response wait for it). timeout_ms: how long the answer may wait for the
- * new partitions' leaders (cluster mode; the request's timeout). */
-int16_t gr_topic_create(struct gr_req *req, struct gr_str name, int32_t partitions, const char *const *keys,
-                        const char *const *values, int count, bool validate_only, const char **error_message,
-                        int64_t timeout_ms, gr_topic_created_fn done, void *item);
+ * new partitions' leaders (cluster mode; the request's timeout). assignment: NULL (placed by the writer) or
+ * each partition's one replica, checked by the caller. */
+int16_t gr_topic_create(struct gr_req *req, struct gr_str name, int32_t partitions, const int32_t *assignment,
+                        const char *const *keys, const char *const *values, int count, bool validate_only,
+                        const char **error_message, int64_t timeout_ms, gr_topic_created_fn done, void *item);
 /* The replication factor check of CreateTopics (the broker's topic writer decides: one broker, or stage 1's
  * one replica per partition). Returns NONE or INVALID_REPLICATION_FACTOR with a message in the arena. */
 int16_t gr_topic_rf_check(struct gr_req *req, int32_t rf, const char **msg);

@@ -191,8 +191,8 @@ enum gr_handler_rc gr_handle_metadata(struct gr_req *req)
         }
         rt->error_code = GR_ERR_UNKNOWN_TOPIC_OR_PARTITION;
         if (may_create) {
-            int16_t err = gr_topic_create(req, qt->name, b->cfg.settings.num_partitions, NULL, NULL, 0, false,
-                                          NULL, GR_TOPIC_WRITER_AUTO_CREATE_WAIT_MS, auto_created, rt);
+            int16_t err = gr_topic_create(req, qt->name, b->cfg.settings.num_partitions, NULL, NULL, NULL, 0,
+                                          false, NULL, GR_TOPIC_WRITER_AUTO_CREATE_WAIT_MS, auto_created, rt);
             if (err && err != GR_ERR_TOPIC_ALREADY_EXISTS) rt->error_code = err;
         }
     }

@@ -21,6 +21,7 @@
 
 #include "coordinator/offsets_log.h"
 #include "server/groups.h"
+#include "cluster/local.h"
 #include "server/handlers/handlers.h"
 #include "server/tests/fixture.h"
 #include "storage/sys.h"
@@ -269,6 +270,16 @@ static void record_created(struct gr_req *req, void *item, const struct gr_topic
     C.t = res->local;
 }
 
+/* A restart's image: a fresh one, fed by the store about to open (as main.c's), loaded after the open. */
+static void reopen_image(struct fx *f, struct gr_store_config *sc)
+{
+    gr_image_free(f->b->image);
+    f->b->image = gr_image_new(f->b->node_id);
+    assert_non_null(f->b->image);
+    sc->on_topic_changed = gr_image_local_on_topic;
+    sc->on_topic_changed_ctx = f->b->image;
+}
+
 /* ENOSPC while the pool creates the files: KAFKA_STORAGE_ERROR, as before the split; nothing visible. An EIO
  * on the delete's commit point: the topic stays live. */
 static void test_disk_errors_map_to_storage_error(void **state)
@@ -280,8 +291,10 @@ static void test_disk_errors_map_to_storage_error(void **state)
     gr_store_close(f->b->store);
     gr_partitions_destroy(f->b->parts); /* a restart: the new store's logs get new partition objects */
     fault_install();                    /* the syscall table changes only while no store is open */
+    reopen_image(f, &sc);
     assert_int_equal(gr_store_open(&sc, &f->b->store), 0);
     f->b->parts = gr_partitions_create(&(struct gr_partitions_config){f->b->store, false});
+    assert_int_equal(gr_broker_image_load(f->b), 0);
     struct gr_topic *keep;
     assert_int_equal(gr_store_topic_create(f->b->store, "keep", 2, NULL, NULL, 0, &keep), 0);
     gr_store_quiesce(f->b->store);
@@ -290,9 +303,9 @@ static void test_disk_errors_map_to_storage_error(void **state)
     fault_fail(F_MKDIR, 1, ENOSPC, true);
     struct gr_req *req = new_req(f, 19, 7, 8, 8);
     const char *msg = NULL;
-    assert_int_equal(
-        gr_topic_create(req, gr_str_c("nospace"), 3, NULL, NULL, 0, false, &msg, 0, record_created, NULL),
-        GR_ERR_NONE);
+    assert_int_equal(gr_topic_create(req, gr_str_c("nospace"), 3, NULL, NULL, NULL, 0, false, &msg, 0,
+                                     record_created, NULL),
+                     GR_ERR_NONE);
     assert_int_equal(gr_req_topic_ops_wait(req, NULL), GR_HANDLER_WAIT);
     gr_iopool_drain(f->b->iopool);
     fault_clear(F_MKDIR);
@@ -313,9 +326,9 @@ static void test_disk_errors_map_to_storage_error(void **state)
     /* the same name works once the disk does */
     memset(&C, 0, sizeof C);
     req = new_req(f, 19, 7, 8, 8);
-    assert_int_equal(
-        gr_topic_create(req, gr_str_c("nospace"), 3, NULL, NULL, 0, false, &msg, 0, record_created, NULL),
-        GR_ERR_NONE);
+    assert_int_equal(gr_topic_create(req, gr_str_c("nospace"), 3, NULL, NULL, NULL, 0, false, &msg, 0,
+                                     record_created, NULL),
+                     GR_ERR_NONE);
     assert_int_equal(gr_req_topic_ops_wait(req, NULL), GR_HANDLER_WAIT);
     gr_iopool_drain(f->b->iopool);
     assert_int_equal(C.code, GR_ERR_NONE);
@@ -323,8 +336,10 @@ static void test_disk_errors_map_to_storage_error(void **state)
     gr_store_close(f->b->store);
     gr_partitions_destroy(f->b->parts); /* a restart: the new store's logs get new partition objects */
     fault_uninstall();
+    reopen_image(f, &sc);
     assert_int_equal(gr_store_open(&sc, &f->b->store), 0);
     f->b->parts = gr_partitions_create(&(struct gr_partitions_config){f->b->store, false});
+    assert_int_equal(gr_broker_image_load(f->b), 0);
 }
 
 /* gr_req_keys_first: repeats found by sorting (kind and bytes), first occurrences and every repeated entry
