@@ -19,6 +19,7 @@
 
 #include <cmocka.h>
 
+#include "cluster/image.h"
 #include "coordinator/offsets_log.h"
 #include "server/groups.h"
 #include "cluster/local.h"
@@ -342,6 +343,41 @@ static void test_disk_errors_map_to_storage_error(void **state)
     assert_int_equal(gr_broker_image_load(f->b), 0);
 }
 
+static int16_t set_code = -1;
+static void configs_set(struct gr_req *req, void *item, const struct gr_topic_change *res)
+{
+    (void)req, (void)item;
+    set_code = res->error_code;
+}
+
+/* The single-node writer keeps the image's topic configs: a creation's, then a change's (the store's topic
+ * hook copies them), so every broker can answer DescribeConfigs from the image. */
+static void test_writer_keeps_image_configs(void **state)
+{
+    struct fx *f = *state;
+    const char *keys[] = {"retention.ms"}, *values[] = {"1234"}, *msg = NULL;
+    memset(&C, 0, sizeof C);
+    struct gr_req *req = new_req(f, 19, 7, 8, 8);
+    assert_int_equal(gr_topic_create(req, gr_str_c("withcfg"), 2, NULL, keys, values, 1, false, &msg, 0,
+                                     record_created, NULL),
+                     GR_ERR_NONE);
+    assert_int_equal(gr_req_topic_ops_wait(req, NULL), GR_HANDLER_WAIT);
+    gr_iopool_drain(f->b->iopool);
+    assert_int_equal(C.code, GR_ERR_NONE);
+    struct gr_image_topic *it = gr_image_topic_find(f->b->image, "withcfg", 7);
+    assert_non_null(it);
+    assert_ptr_equal(it->local, C.t);
+    assert_string_equal(gr_image_topic_config(it, "retention.ms"), "1234");
+    const char *k2[] = {"segment.bytes"}, *v2[] = {"2000000"};
+    req = new_req(f, 19, 7, 8, 8);
+    assert_true(gr_req_topic_set_configs(req, it->id, k2, v2, 1, configs_set, NULL));
+    assert_int_equal(gr_req_topic_ops_wait(req, NULL), GR_HANDLER_WAIT);
+    gr_iopool_drain(f->b->iopool);
+    assert_int_equal(set_code, GR_ERR_NONE);
+    assert_null(gr_image_topic_config(it, "retention.ms"));
+    assert_string_equal(gr_image_topic_config(it, "segment.bytes"), "2000000");
+}
+
 /* gr_req_keys_first: repeats found by sorting (kind and bytes), first occurrences and every repeated entry
    marked; a null name equals nothing; 200,000 entries with one repeat far apart. */
 static void test_req_keys_first(void **state)
@@ -389,6 +425,7 @@ int main(void)
         cmocka_unit_test(test_req_keys_first),
         cmocka_unit_test_setup_teardown(test_lazy_offsets_topic_defers_group_request, setup, teardown),
         cmocka_unit_test_setup_teardown(test_disk_errors_map_to_storage_error, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_writer_keeps_image_configs, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
