@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cluster/image.h"
 #include "common/log.h"
 #include "server/dynconf.h"
 #include "server/handlers/handlers.h"
@@ -112,13 +113,14 @@ static void topic_stored(struct gr_req *req, void *item, const struct gr_topic_c
     }
 }
 
-int16_t gr_alter_topic_store(struct gr_req *req, struct gr_topic *t, const struct gr_tcfg_set *set,
-                             const char **msg, int16_t *code_out, struct gr_str *message_out)
+int16_t gr_alter_topic_store(struct gr_req *req, const struct gr_image_topic *t,
+                             const struct gr_tcfg_set *set, const char **msg, int16_t *code_out,
+                             struct gr_str *message_out)
 {
     struct alter_slot *slot = gr_arena_calloc(&req->arena, 1, sizeof *slot);
     if (!slot) return *msg = "Out of memory", GR_ERR_UNKNOWN_SERVER_ERROR;
     *slot = (struct alter_slot){code_out, message_out, GR_ERR_NONE, NULL, req->hstate, -1, {NULL, NULL, 0}};
-    if (!gr_req_topic_set_configs(req, gr_topic_id(t), (const char *const *)set->keys,
+    if (!gr_req_topic_set_configs(req, t->id, (const char *const *)set->keys,
                                   (const char *const *)set->values, set->count, topic_stored, slot))
         return *msg = "Out of memory", GR_ERR_UNKNOWN_SERVER_ERROR;
     req->hstate = slot;
@@ -302,9 +304,9 @@ int16_t gr_describe_topic_check(struct gr_req *req, struct gr_str name, const ch
     return GR_ERR_NONE;
 }
 
-const char *gr_describe_topic_value(struct gr_req *req, const struct gr_topic *t, const char *name)
+const char *gr_describe_topic_value(struct gr_req *req, const struct gr_image_topic *t, const char *name)
 {
-    const char *v = gr_topic_config_get(t, name), *norm, *msg;
+    const char *v = gr_image_topic_config(t, name), *norm, *msg;
     return v && gr_tcfg_check(name, v, &req->arena, &norm, &msg) == GR_ERR_NONE ? norm : v;
 }
 
