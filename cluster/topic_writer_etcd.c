@@ -56,6 +56,7 @@ struct etcd_writer {
     struct change *head; /* every change not completed (in flight or waiting) */
     bool observing;
     bool freeing;
+    bool in_pass; /* on_image runs: barriers are released after it, so its next pointer stays valid */
 };
 
 struct change {
@@ -136,7 +137,7 @@ static void complete(struct change *c, int16_t code, const char *msg)
     void *ctx = c->ctx;
     change_free(c);
     cb(ctx, &res);
-    if (!barrier && !w->freeing) release_barriers(w);
+    if (!barrier && !w->freeing && !w->in_pass) release_barriers(w);
 }
 
 static void completef(struct change *c, int16_t code, const char *fmt, ...)
@@ -226,10 +227,13 @@ static void on_image(void *ctx, struct gr_image *img)
 {
     struct etcd_writer *w = ctx;
     struct change *next;
+    w->in_pass = true; /* a callback may submit changes (put at the head, not visited) but completes none */
     for (struct change *c = w->head; c; c = next) {
         next = c->next;
         if (c->waiting && satisfied(c, img)) complete(c, GR_ERR_NONE, NULL);
     }
+    w->in_pass = false;
+    release_barriers(w);
 }
 
 /* ---- the record ---- */

@@ -424,6 +424,18 @@ static void test_barrier(void)
     run_until(&b.fired, 1, 15000);
     CHECK(c.fired == 1 && c.code == GR_ERR_NONE && b.fired == 1 && b.code == GR_ERR_NONE);
     CHECK(c.at_ms <= b.at_ms);
+    /* a barrier behind a deletion that waits for the image: both complete in the image's observer pass */
+    image_topic("barrier", c.id, 2, 1, 0);
+    struct done del = {0}, b3 = {0};
+    gr_topic_writer_delete(w1, c.id, 10000, on_change, &del);
+    gr_topic_writer_barrier(w1, on_change, &b3);
+    struct gr_cluster_topic rec = {0};
+    for (int i = 0; i < 200 && read_record("barrier", &rec, NULL, NULL); i++) /* until the txn ran */
+        gr_cluster_topic_free(&rec);
+    CHECK(del.fired == 0 && b3.fired == 0);
+    gr_image_remove_topic(img, c.id);
+    gr_image_changed(img);
+    CHECK(del.fired == 1 && del.code == GR_ERR_NONE && b3.fired == 1 && b3.code == GR_ERR_NONE);
     gr_topic_writer_barrier(w1, on_change, &b2); /* nothing pending: on the next loop turn, not inside */
     CHECK(b2.fired == 0);
     run_until(&b2.fired, 1, 1000);
