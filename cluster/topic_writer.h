@@ -94,8 +94,8 @@ struct gr_topic_writer_ops {
     void (*remove)(struct gr_topic_writer *w, const uint8_t id[16], int64_t timeout_ms,
                    gr_topic_change_cb *cb, void *ctx);
     void (*add_partitions)(struct gr_topic_writer *w, const uint8_t id[16], int32_t new_total,
-                           const int32_t *assignment, int32_t assignment_rf, int64_t timeout_ms,
-                           gr_topic_change_cb *cb, void *ctx);
+                           const int32_t *assignment, int32_t assignment_count, int32_t assignment_rf,
+                           int64_t timeout_ms, gr_topic_change_cb *cb, void *ctx);
     void (*set_configs)(struct gr_topic_writer *w, const uint8_t id[16], const char *const *keys,
                         const char *const *values, int count, int64_t timeout_ms, gr_topic_change_cb *cb,
                         void *ctx);
@@ -129,15 +129,18 @@ static inline void gr_topic_writer_delete(struct gr_topic_writer *w, const uint8
     w->ops->remove(w, id, timeout_ms, cb, ctx);
 }
 /* Grows the topic with this id to new_total partitions (Kafka's CreatePartitions), the existing assignment
- * kept; assignment (NULL: placed) names (new_total - current) x assignment_rf node ids. Completes with
+ * kept; assignment (NULL: placed) names assignment_count x assignment_rf node ids, one row per new partition
+ * (a count other than new_total minus the current count, as the writer finds it, is
+ * INVALID_REPLICA_ASSIGNMENT). Completes with
  * NONE, UNKNOWN_TOPIC_ID, INVALID_PARTITIONS (not an increase, or over GR_PARTITIONS_PER_TOPIC_MAX),
  * INVALID_REPLICA_ASSIGNMENT, INVALID_REPLICATION_FACTOR, REQUEST_TIMED_OUT, KAFKA_STORAGE_ERROR. */
 static inline void gr_topic_writer_add_partitions(struct gr_topic_writer *w, const uint8_t id[16],
                                                   int32_t new_total, const int32_t *assignment,
-                                                  int32_t assignment_rf, int64_t timeout_ms,
-                                                  gr_topic_change_cb *cb, void *ctx)
+                                                  int32_t assignment_count, int32_t assignment_rf,
+                                                  int64_t timeout_ms, gr_topic_change_cb *cb, void *ctx)
 {
-    w->ops->add_partitions(w, id, new_total, assignment, assignment_rf, timeout_ms, cb, ctx);
+    w->ops->add_partitions(w, id, new_total, assignment, assignment_count, assignment_rf, timeout_ms, cb,
+                           ctx);
 }
 /* Replaces the topic's configs with `count` (key, value) pairs, checked by the caller (AlterConfigs and
  * IncrementalAlterConfigs compute the whole new set). Completes with NONE, UNKNOWN_TOPIC_OR_PARTITION (the

@@ -76,8 +76,9 @@ struct change {
     uint8_t id[16];
     int32_t first_new, total; /* partitions whose leaders a create or grow waits for */
     int32_t rf;
-    int32_t *assignment; /* grow: (total - current) x rf given by the client, or NULL */
-    int config_count;    /* configs: the new set (owned copies) */
+    int32_t *assignment; /* grow: assignment_count x rf given by the client, or NULL */
+    int32_t assignment_count;
+    int config_count; /* configs: the new set (owned copies) */
     char **keys, **values;
     char key[GR_CLUSTER_KEY_BUF];
     char *value; /* the encoded record being written */
@@ -129,7 +130,9 @@ static void complete(struct change *c, int16_t code, const char *msg)
         w->head = c->next;
     if (c->next) c->next->prev = c->prev;
     w->pending--;
-    struct gr_topic_change res = {.error_code = code, .message = code ? msg : NULL};
+    char text[GR_TOPIC_WRITER_MSG_BYTES]; /* msg may be c->msg, freed below */
+    snprintf(text, sizeof text, "%s", msg ? msg : "");
+    struct gr_topic_change res = {.error_code = code, .message = code && msg ? text : NULL};
     memcpy(res.topic_id, c->id, 16);
     res.partition_count = c->total;
     res.replication_factor = c->rf;
@@ -381,6 +384,12 @@ static int16_t apply(struct change *c, struct gr_cluster_topic *rec)
                         cur, c->total),
                GR_ERR_INVALID_PARTITIONS;
     int32_t added = c->total - cur;
+    if (c->assignment && c->assignment_count != added)
+        return snprintf(
+                   c->msg, sizeof c->msg,
+                   "Attempted to add %d additional partition(s), but only %d assignment(s) were specified.",
+                   added, c->assignment_count),
+               GR_ERR_INVALID_REPLICA_ASSIGNMENT;
     int32_t *ids = c->assignment ? c->assignment : calloc((size_t)added * (size_t)c->rf, sizeof *ids);
     struct gr_cluster_assignment *grown = realloc(rec->partitions, (size_t)c->total * sizeof *grown);
     if (!ids || !grown) {
@@ -554,8 +563,8 @@ static void etcd_remove(struct gr_topic_writer *base, const uint8_t id[16], int6
 }
 
 static void etcd_grow(struct gr_topic_writer *base, const uint8_t id[16], int32_t new_total,
-                      const int32_t *assignment, int32_t assignment_rf, int64_t timeout_ms,
-                      gr_topic_change_cb *cb, void *ctx)
+                      const int32_t *assignment, int32_t assignment_count, int32_t assignment_rf,
+                      int64_t timeout_ms, gr_topic_change_cb *cb, void *ctx)
 {
     struct etcd_writer *w = (struct etcd_writer *)base;
     struct change *c = existing(w, CH_GROW, id, timeout_ms, cb, ctx, GR_ERR_UNKNOWN_TOPIC_ID);
@@ -565,12 +574,16 @@ static void etcd_grow(struct gr_topic_writer *base, const uint8_t id[16], int32_
         return completef(c, GR_ERR_INVALID_PARTITIONS, "The partition count must rise, to at most %d",
                          GR_PARTITIONS_PER_TOPIC_MAX);
     if (assignment) {
-        if (assignment_rf < 1 || assignment_rf > GR_CLUSTER_REPLICAS_MAX)
-            return complete(c, GR_ERR_INVALID_REPLICA_ASSIGNMENT, "Bad replica count in the assignment");
+        if (assignment_rf < 1 || assignment_rf > GR_CLUSTER_REPLICAS_MAX || assignment_count < 1 ||
+            assignment_count > GR_PARTITIONS_PER_TOPIC_MAX)
+            return complete(c, GR_ERR_INVALID_REPLICA_ASSIGNMENT,
+                            "Bad replica or partition count in the assignment");
         c->rf = assignment_rf;
-        if (!(c->assignment = malloc((size_t)added * (size_t)assignment_rf * sizeof *c->assignment)))
+        c->assignment_count = assignment_count;
+        size_t n = (size_t)assignment_count * (size_t)assignment_rf;
+        if (!(c->assignment = malloc(n * sizeof *c->assignment)))
             return complete(c, GR_ERR_UNKNOWN_SERVER_ERROR, "Out of memory");
-        memcpy(c->assignment, assignment, (size_t)added * (size_t)assignment_rf * sizeof *c->assignment);
+        memcpy(c->assignment, assignment, n * sizeof *c->assignment);
     }
     if (c->rf > 1) return completef(c, GR_ERR_INVALID_REPLICATION_FACTOR, GR_TOPIC_WRITER_RF_FMT, c->rf);
     c->total = new_total;

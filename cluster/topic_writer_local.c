@@ -69,7 +69,8 @@ static void map_error(enum local_kind kind, int err, struct gr_topic_change *res
                                            "The broker could not delete the topic's files",
                                            "The broker could not create the new partitions' files",
                                            "The broker could not write the topic's configuration", ""};
-        GR_ERROR("topic operation (%d): %s", (int)kind, strerror(-err));
+        static const char *const kinds[] = {"create", "delete", "add partitions", "set configs", "barrier"};
+        GR_ERROR("topic change (%s): %s", kinds[kind], strerror(-err));
         res->error_code = err == -ENOMEM ? GR_ERR_UNKNOWN_SERVER_ERROR : GR_ERR_KAFKA_STORAGE_ERROR;
         res->message = err == -ENOMEM ? "Out of memory" : what[kind];
     }
@@ -140,10 +141,10 @@ static void local_remove(struct gr_topic_writer *base, const uint8_t id[16], int
 }
 
 static void local_grow(struct gr_topic_writer *base, const uint8_t id[16], int32_t new_total,
-                       const int32_t *assignment, int32_t assignment_rf, int64_t timeout_ms,
-                       gr_topic_change_cb *cb, void *ctx)
+                       const int32_t *assignment, int32_t assignment_count, int32_t assignment_rf,
+                       int64_t timeout_ms, gr_topic_change_cb *cb, void *ctx)
 {
-    (void)assignment, (void)assignment_rf, (void)timeout_ms; /* one broker: the caller checked them */
+    (void)assignment, (void)assignment_count, (void)assignment_rf, (void)timeout_ms; /* one broker: checked */
     struct local_writer *w = (struct local_writer *)base;
     struct gr_topic *t = by_id(w, id);
     if (!t) return fail_now(cb, ctx, GR_ERR_UNKNOWN_TOPIC_ID, NULL);

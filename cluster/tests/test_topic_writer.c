@@ -138,6 +138,14 @@ static struct got get_key(const char *key, const char *range_end)
     return g;
 }
 
+/* Keys in [key, range_end). */
+static int64_t count_keys(const char *key, const char *range_end)
+{
+    struct got g = get_key(key, range_end);
+    free(g.value);
+    return g.count;
+}
+
 /* Reads topics/<name> into rec. Returns whether it exists and decodes; *mod its mod_revision. */
 static bool read_record(const char *name, struct gr_cluster_topic *rec, int64_t *mod, int64_t *version)
 {
@@ -299,15 +307,15 @@ static void test_delete(void)
     }
     int len = gr_cluster_prefix_partitions(&lay, id, pfx);
     gr_cluster_range_end(pfx, (size_t)len, end);
-    CHECK(get_key(pfx, end).count == 4);
+    CHECK(count_keys(pfx, end) == 4);
     image_topic("gone", d.id, 4, 1, mod);
 
     struct done del = {0};
     gr_topic_writer_delete(w1, d.id, 5000, on_change, &del);
-    struct got g;
-    for (int i = 0; i < 100 && (g = get_key(pfx, end)).count > 0; i++) /* written, not yet answered */
+    int64_t left = 4;
+    for (int i = 0; i < 100 && (left = count_keys(pfx, end)) > 0; i++) /* written, not yet answered */
         ;
-    CHECK(g.count == 0);
+    CHECK(left == 0);
     CHECK(!read_record("gone", &rec, NULL, NULL));
     CHECK(del.fired == 0); /* the image still shows the topic */
     CHECK(gr_topic_writer_pending(w1) == 1);
@@ -345,7 +353,7 @@ static void test_grow(void)
     CHECK(read_record("grow", &before, NULL, NULL));
     image_topic("grow", d.id, 3, 1, 0);
     struct done g = {0};
-    gr_topic_writer_add_partitions(w1, d.id, 6, NULL, 0, 0, on_change, &g);
+    gr_topic_writer_add_partitions(w1, d.id, 6, NULL, 0, 0, 0, on_change, &g);
     run_until(&g.fired, 1, 15000);
     CHECK(g.code == GR_ERR_NONE && g.partitions == 6);
     CHECK(read_record("grow", &after, NULL, NULL));
@@ -361,21 +369,29 @@ static void test_grow(void)
 
     /* an explicit assignment, and a count that is no increase */
     int32_t two[] = {2};
-    struct done g2 = {0};
-    gr_topic_writer_add_partitions(w1, d.id, 7, two, 1, 0, on_change, &g2);
-    run_until(&g2.fired, 1, 15000);
-    CHECK(g2.code == GR_ERR_NONE);
+    struct done g1 = {0}, g2 = {0};
+    /* the image still shows 3 partitions, the record 6: the record decides, one row adds partition 6 */
+    gr_topic_writer_add_partitions(w1, d.id, 7, two, 1, 1, 0, on_change, &g1);
+    run_until(&g1.fired, 1, 15000);
+    CHECK(g1.code == GR_ERR_NONE);
     CHECK(read_record("grow", &after, NULL, NULL) && after.partition_count == 7 &&
           after.partitions[6].replicas[0] == 2);
     gr_cluster_topic_free(&after);
+    /* one row for two new partitions */
+    image_topic("grow", d.id, 7, 1, 0);
+    gr_topic_writer_add_partitions(w1, d.id, 9, two, 1, 1, 0, on_change, &g2);
+    run_until(&g2.fired, 1, 15000);
+    CHECK(g2.code == GR_ERR_INVALID_REPLICA_ASSIGNMENT);
+    CHECK(!strcmp(g2.msg,
+                  "Attempted to add 2 additional partition(s), but only 1 assignment(s) were specified."));
     int32_t nine[] = {9};
     struct done g3 = {0};
     image_topic("grow", d.id, 7, 1, 0);
-    gr_topic_writer_add_partitions(w1, d.id, 8, nine, 1, 0, on_change, &g3);
+    gr_topic_writer_add_partitions(w1, d.id, 8, nine, 1, 1, 0, on_change, &g3);
     run_until(&g3.fired, 1, 15000);
     CHECK(g3.code == GR_ERR_INVALID_REPLICA_ASSIGNMENT);
     struct done g4 = {0};
-    gr_topic_writer_add_partitions(w1, d.id, 7, NULL, 0, 0, on_change, &g4);
+    gr_topic_writer_add_partitions(w1, d.id, 7, NULL, 0, 0, 0, on_change, &g4);
     run_until(&g4.fired, 1, 15000);
     CHECK(g4.code == GR_ERR_INVALID_PARTITIONS);
     gr_image_remove_topic(img, d.id);

@@ -142,7 +142,7 @@ static int16_t create(struct gr_req *req,
     }
     if (validate_only) return GR_ERR_NONE;
     int32_t timeout_ms = ((struct gr_create_partitions_request *)req->body)->timeout_ms;
-    if (!gr_req_topic_grow(req, t->id, qt->count, ids, ids ? 1 : 0, timeout_ms, grown, r)) {
+    if (!gr_req_topic_grow(req, t->id, qt->count, ids, ids ? added : 0, timeout_ms, grown, r)) {
         *msg = "Out of memory";
         return GR_ERR_UNKNOWN_SERVER_ERROR;
     }
