@@ -41,6 +41,10 @@ struct ev_loop;
 /* The stage-1 refusal of more than one replica (cluster mode; issue #19 "Replication factor in this
  * stage"): formatted with the asked factor. */
 #define GR_TOPIC_WRITER_RF_FMT "replication factor %d > 1 is not supported yet: one replica per partition"
+/* Changes of the etcd writer talking to etcd at once (each holds one txn or range, so one connection); more
+ * wait in submission order: a CreateTopics naming thousands of topics never opens thousands of connections.
+ * Waiting for the image takes no slot. */
+#define GR_TOPIC_WRITER_INFLIGHT_MAX 32
 /* How long a Metadata auto-creation waits for the new partitions' leaders (Metadata has no timeout field:
  * the clients' default request.timeout.ms). */
 #define GR_TOPIC_WRITER_AUTO_CREATE_WAIT_MS 30000
@@ -199,5 +203,7 @@ struct gr_topic_writer *gr_topic_writer_etcd_new(const struct gr_topic_writer_et
 /* Times a writer made by gr_topic_writer_etcd_new found its compare stale and read the record again (tests
  * and logs). */
 uint64_t gr_topic_writer_etcd_retries(const struct gr_topic_writer *w);
+/* The most changes a writer made by gr_topic_writer_etcd_new had talking to etcd at once (tests). */
+int gr_topic_writer_etcd_inflight_peak(const struct gr_topic_writer *w);
 
 #endif

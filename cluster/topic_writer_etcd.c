@@ -53,7 +53,9 @@ struct etcd_writer {
     int pending;
     uint64_t retries;
     uint64_t next_seq;
-    struct change *head; /* every change not completed (in flight or waiting) */
+    int inflight, inflight_peak; /* changes holding an etcd slot (at most GR_TOPIC_WRITER_INFLIGHT_MAX) */
+    bool starting;               /* start_queued runs (a start that fails at once does not nest it) */
+    struct change *head;         /* every change not completed (in flight or waiting) */
     bool observing;
     bool freeing;
     bool in_pass; /* on_image runs: barriers are released after it, so its next pointer stays valid */
@@ -69,7 +71,11 @@ struct change {
     struct gr_etcd_req *ereq; /* in flight, or NULL */
     bool waiting;             /* written: waits for the image */
     bool retried;             /* a stale compare was re-read once */
-    ev_timer timer;           /* the request's timeout while waiting */
+    bool queued;              /* waits for an etcd slot; start runs when it gets one */
+    bool slot;                /* holds an etcd slot (from its first request until it waits or completes) */
+    void (*start)(struct change *c);
+    int64_t cmp_revision; /* delete: the image's record revision (0: read the record first) */
+    ev_timer timer;       /* the request's timeout while waiting */
     int64_t timeout_ms;
     int64_t deadline_ms; /* monotonic; 0 none */
     char name[GR_TOPIC_NAME_BYTES_MAX + 1];
@@ -87,6 +93,7 @@ struct change {
 };
 
 static void complete(struct change *c, int16_t code, const char *msg);
+static void start_queued(struct etcd_writer *w);
 
 static void change_free(struct change *c)
 {
@@ -99,6 +106,33 @@ static void change_free(struct change *c)
     free(c->assignment);
     free(c->value);
     free(c);
+}
+
+/* Gives free etcd slots to the oldest queued changes. */
+static void start_queued(struct etcd_writer *w)
+{
+    if (w->starting) return;
+    w->starting = true;
+    while (w->inflight < GR_TOPIC_WRITER_INFLIGHT_MAX) {
+        struct change *next = NULL;
+        for (struct change *c = w->head; c; c = c->next)
+            if (c->queued && (!next || c->seq < next->seq)) next = c;
+        if (!next) break;
+        next->queued = false;
+        next->slot = true;
+        if (++w->inflight > w->inflight_peak) w->inflight_peak = w->inflight;
+        next->start(next); /* may complete it at once (then the loop goes on) */
+    }
+    w->starting = false;
+}
+
+/* Runs `start` for `c` once an etcd slot is free (now, when one is): a request naming many topics keeps at
+ * most GR_TOPIC_WRITER_INFLIGHT_MAX txns and connections to etcd at once. */
+static void begin(struct change *c, void (*start)(struct change *c))
+{
+    c->start = start;
+    c->queued = true;
+    start_queued(c->w);
 }
 
 /* Completes the barriers that no earlier change holds back any more (one at a time: a barrier's callback
@@ -122,6 +156,7 @@ static void complete(struct change *c, int16_t code, const char *msg)
 {
     struct etcd_writer *w = c->w;
     bool barrier = c->kind == CH_BARRIER;
+    if (c->slot) w->inflight--;
     if (c->ereq) gr_etcd_cancel(c->ereq);
     if (c->waiting) ev_timer_stop(w->cfg.loop, &c->timer);
     if (c->prev)
@@ -140,7 +175,9 @@ static void complete(struct change *c, int16_t code, const char *msg)
     void *ctx = c->ctx;
     change_free(c);
     cb(ctx, &res);
-    if (!barrier && !w->freeing && !w->in_pass) release_barriers(w);
+    if (w->freeing) return;
+    start_queued(w);
+    if (!barrier && !w->in_pass) release_barriers(w);
 }
 
 static void completef(struct change *c, int16_t code, const char *fmt, ...)
@@ -221,8 +258,11 @@ static void await_image(struct change *c)
     }
     int64_t left = c->deadline_ms - gr_time_mono_ms();
     c->waiting = true;
+    c->slot = false; /* waiting for the image needs no etcd slot */
+    w->inflight--;
     ev_timer_init(&c->timer, on_timeout, left > 0 ? (double)left / 1000.0 : 0.0, 0.0);
     ev_timer_start(w->cfg.loop, &c->timer);
+    start_queued(w);
 }
 
 /* The image observer: completes every waiting change it now satisfies. */
@@ -507,6 +547,19 @@ static int16_t create_record(struct change *c, const struct gr_topic_create_args
     return code;
 }
 
+static void start_create(struct change *c)
+{
+    send_txn(c, GR_ETCD_CREATE, 0);
+}
+
+static void start_delete(struct change *c)
+{
+    if (c->cmp_revision > 0)
+        send_txn(c, GR_ETCD_MOD, c->cmp_revision);
+    else /* the image does not know the record's revision: read it */
+        read_record(c);
+}
+
 static void etcd_create(struct gr_topic_writer *base, const struct gr_topic_create_args *a,
                         gr_topic_change_cb *cb, void *ctx)
 {
@@ -528,7 +581,7 @@ static void etcd_create(struct gr_topic_writer *base, const struct gr_topic_crea
     }
     if (code) return complete(c, code, c->msg);
     if (a->validate_only) return complete(c, GR_ERR_NONE, NULL);
-    send_txn(c, GR_ETCD_CREATE, 0);
+    begin(c, start_create);
 }
 
 /* A change of an existing topic: finds it in the image by id and builds its record key. */
@@ -555,11 +608,8 @@ static void etcd_remove(struct gr_topic_writer *base, const uint8_t id[16], int6
     struct etcd_writer *w = (struct etcd_writer *)base;
     struct change *c = existing(w, CH_DELETE, id, timeout_ms, cb, ctx, GR_ERR_UNKNOWN_TOPIC_ID);
     if (!c) return;
-    const struct gr_image_topic *t = gr_image_topic_find_id(w->cfg.image, id);
-    if (t->record_revision > 0)
-        send_txn(c, GR_ETCD_MOD, t->record_revision);
-    else /* the image does not know the record's revision: read it */
-        read_record(c);
+    c->cmp_revision = gr_image_topic_find_id(w->cfg.image, id)->record_revision;
+    begin(c, start_delete);
 }
 
 static void etcd_grow(struct gr_topic_writer *base, const uint8_t id[16], int32_t new_total,
@@ -587,7 +637,7 @@ static void etcd_grow(struct gr_topic_writer *base, const uint8_t id[16], int32_
     }
     if (c->rf > 1) return completef(c, GR_ERR_INVALID_REPLICATION_FACTOR, GR_TOPIC_WRITER_RF_FMT, c->rf);
     c->total = new_total;
-    read_record(c);
+    begin(c, read_record);
 }
 
 static void etcd_configs(struct gr_topic_writer *base, const uint8_t id[16], const char *const *keys,
@@ -608,7 +658,7 @@ static void etcd_configs(struct gr_topic_writer *base, const uint8_t id[16], con
         c->config_count = i + 1;
         if (!c->keys[i] || !c->values[i]) return complete(c, GR_ERR_UNKNOWN_SERVER_ERROR, "Out of memory");
     }
-    read_record(c);
+    begin(c, read_record);
 }
 
 static int16_t etcd_check_rf(const struct gr_topic_writer *base, int32_t rf, char *msg, size_t cap)
@@ -683,4 +733,9 @@ struct gr_topic_writer *gr_topic_writer_etcd_new(const struct gr_topic_writer_et
 uint64_t gr_topic_writer_etcd_retries(const struct gr_topic_writer *w)
 {
     return ((const struct etcd_writer *)w)->retries;
+}
+
+int gr_topic_writer_etcd_inflight_peak(const struct gr_topic_writer *w)
+{
+    return ((const struct etcd_writer *)w)->inflight_peak;
 }

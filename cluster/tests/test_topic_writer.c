@@ -321,6 +321,7 @@ static void test_delete(void)
     CHECK(gr_topic_writer_pending(w1) == 1);
     gr_image_remove_topic(img, d.id);
     gr_image_changed(img);
+    run_until(&del.fired, 1, 5000); /* at once, or when the txn's answer (still on its way) arrives */
     CHECK(del.fired == 1 && del.code == GR_ERR_NONE);
 
     /* a stale record revision in the image: the compare fails, the record is read again, then deleted */
@@ -409,25 +410,60 @@ static void test_configs_race(void)
     image_topic("cfg", d.id, 2, 1, 0);
     const char *k1[] = {"retention.ms"}, *v1[] = {"111"};
     const char *k2[] = {"segment.bytes"}, *v2[] = {"2222222"};
-    struct done x = {0}, y = {0};
+    /* two writers change the configs at once: both read the record; when the second txn's compare is stale
+       it reads again and applies. Whether both reads come before the first txn is up to etcd's timing, so
+       the race is run until a stale compare was seen (at most 50 rounds; the first one usually does). */
     uint64_t r0 = gr_topic_writer_etcd_retries(w1) + gr_topic_writer_etcd_retries(w2);
-    /* both read the same record; the second txn's compare is stale, so it reads again and applies */
-    gr_topic_writer_set_configs(w1, d.id, k1, v1, 1, 0, on_change, &x);
-    gr_topic_writer_set_configs(w2, d.id, k2, v2, 1, 0, on_change, &y);
-    run_until(&x.fired, 1, 15000);
-    run_until(&y.fired, 1, 15000);
-    CHECK(x.code == GR_ERR_NONE && y.code == GR_ERR_NONE);
-    CHECK(gr_topic_writer_etcd_retries(w1) + gr_topic_writer_etcd_retries(w2) == r0 + 1);
-    int64_t v1n = 0;
-    CHECK(read_record("cfg", &rec, NULL, &v1n));
-    CHECK(v1n == v0 + 2); /* both written, one after the other */
-    CHECK(rec.config_count == 1);
-    CHECK(rec.partition_count == 2 && memcmp(rec.topic_id.b, d.id, 16) == 0);
-    gr_cluster_topic_free(&rec);
+    bool raced = false;
+    for (int round = 0; round < 50 && !raced; round++) {
+        struct done x = {0}, y = {0};
+        int64_t before = 0, after = 0;
+        CHECK(read_record("cfg", &rec, NULL, &before));
+        gr_cluster_topic_free(&rec);
+        gr_topic_writer_set_configs(w1, d.id, k1, v1, 1, 0, on_change, &x);
+        gr_topic_writer_set_configs(w2, d.id, k2, v2, 1, 0, on_change, &y);
+        run_until(&x.fired, 1, 15000);
+        run_until(&y.fired, 1, 15000);
+        CHECK(x.code == GR_ERR_NONE && y.code == GR_ERR_NONE);
+        CHECK(read_record("cfg", &rec, NULL, &after));
+        CHECK(after == before + 2); /* both written, one after the other */
+        CHECK(rec.config_count == 1);
+        CHECK(rec.partition_count == 2 && memcmp(rec.topic_id.b, d.id, 16) == 0);
+        gr_cluster_topic_free(&rec);
+        raced = gr_topic_writer_etcd_retries(w1) + gr_topic_writer_etcd_retries(w2) > r0;
+    }
+    CHECK(raced);
+    CHECK(v0 > 0);
     gr_image_remove_topic(img, d.id);
     struct done z = {0};
     gr_topic_writer_set_configs(w1, d.id, k1, v1, 1, 0, on_change, &z);
     CHECK(z.fired == 1 && z.code == GR_ERR_UNKNOWN_TOPIC_OR_PARTITION);
+}
+
+/* 100 creations at once (one request naming 100 topics): all written, never more than the slot bound
+ * talking to etcd at once. */
+static void test_many_at_once(void)
+{
+    static struct done d[100];
+    static char names[100][16];
+    memset(d, 0, sizeof d);
+    for (int i = 0; i < 100; i++) {
+        snprintf(names[i], sizeof names[i], "many-%d", i);
+        struct gr_topic_create_args a = args(names[i], 2, 1);
+        gr_topic_writer_create(w2, &a, on_change, &d[i]);
+    }
+    CHECK(gr_topic_writer_pending(w2) == 100);
+    for (int i = 0; i < 100; i++)
+        run_until(&d[i].fired, 1, 15000);
+    int ok = 0;
+    for (int i = 0; i < 100; i++)
+        ok += d[i].fired == 1 && d[i].code == GR_ERR_NONE;
+    CHECK(ok == 100);
+    CHECK(gr_topic_writer_etcd_inflight_peak(w2) == GR_TOPIC_WRITER_INFLIGHT_MAX);
+    CHECK(gr_topic_writer_pending(w2) == 0);
+    struct gr_cluster_topic rec = {0};
+    CHECK(read_record("many-99", &rec, NULL, NULL) && memcmp(rec.topic_id.b, d[99].id, 16) == 0);
+    gr_cluster_topic_free(&rec);
 }
 
 static void test_barrier(void)
@@ -451,7 +487,9 @@ static void test_barrier(void)
     CHECK(del.fired == 0 && b3.fired == 0);
     gr_image_remove_topic(img, c.id);
     gr_image_changed(img);
+    run_until(&b3.fired, 1, 5000); /* the txn's answer may still be on its way: then it completes both */
     CHECK(del.fired == 1 && del.code == GR_ERR_NONE && b3.fired == 1 && b3.code == GR_ERR_NONE);
+    CHECK(del.at_ms <= b3.at_ms);
     gr_topic_writer_barrier(w1, on_change, &b2); /* nothing pending: on the next loop turn, not inside */
     CHECK(b2.fired == 0);
     run_until(&b2.fired, 1, 1000);
@@ -498,6 +536,7 @@ static void test_wait_leaders(void)
     gr_image_changed(img);
     CHECK(d.fired == 0);
     image_topic("wait", rec.topic_id.b, 4, 2, 0);
+    run_until(&d.fired, 1, 5000);
     CHECK(d.fired == 1 && d.code == GR_ERR_NONE && memcmp(d.id, rec.topic_id.b, 16) == 0);
     gr_cluster_topic_free(&rec);
 
@@ -555,6 +594,7 @@ int main(void)
         {"configs: a stale compare re-reads and applies", test_configs_race},
         {"1,000 partitions in one create", test_thousand},
         {"a barrier waits for the changes before it", test_barrier},
+        {"100 creations at once, a bounded number talking to etcd", test_many_at_once},
         {"the wait for leaders, and its timeout", test_wait_leaders},
     };
     for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
