@@ -51,11 +51,21 @@ static void partition_free(struct gr_image_partition *p)
     p->nodes = p->inline_nodes;
 }
 
+static void configs_free(struct gr_image_config *cfgs, int32_t count)
+{
+    for (int32_t i = 0; i < count; i++) {
+        free(cfgs[i].name);
+        free(cfgs[i].value);
+    }
+    free(cfgs);
+}
+
 static void topic_free(struct gr_image_topic *t)
 {
     for (int32_t p = 0; p < t->partition_count; p++)
         partition_free(&t->parts[p]);
     free(t->parts);
+    configs_free(t->configs, t->config_count);
     free(t);
 }
 
@@ -456,4 +466,50 @@ void gr_image_changed(struct gr_image *img)
     memcpy(obs, img->observers, sizeof obs[0] * (size_t)n);
     for (int i = 0; i < n; i++)
         obs[i].fn(obs[i].ctx, img);
+}
+
+static int config_cmp(const void *a, const void *b)
+{
+    return strcmp(((const struct gr_image_config *)a)->name, ((const struct gr_image_config *)b)->name);
+}
+
+int gr_image_set_topic_configs(struct gr_image *img, struct gr_image_topic *t, const char *const *names,
+                               const char *const *values, int32_t count)
+{
+    (void)img;
+    if (count < 0 || count > GR_CLUSTER_TOPIC_CONFIGS_MAX || (count > 0 && (!names || !values)))
+        return -EINVAL;
+    for (int32_t i = 0; i < count; i++) {
+        if (!names[i] || !values[i] || !names[i][0]) return -EINVAL;
+        if (strnlen(names[i], GR_CLUSTER_CONFIG_NAME_BYTES_MAX + 1) > GR_CLUSTER_CONFIG_NAME_BYTES_MAX ||
+            strnlen(values[i], GR_CLUSTER_CONFIG_VALUE_BYTES_MAX + 1) > GR_CLUSTER_CONFIG_VALUE_BYTES_MAX)
+            return -EINVAL;
+    }
+    struct gr_image_config *cfgs = count ? calloc((size_t)count, sizeof *cfgs) : NULL;
+    if (count && !cfgs) return -ENOMEM;
+    for (int32_t i = 0; i < count; i++) {
+        cfgs[i] = (struct gr_image_config){strdup(names[i]), strdup(values[i])};
+        if (!cfgs[i].name || !cfgs[i].value) {
+            configs_free(cfgs, i + 1);
+            return -ENOMEM;
+        }
+    }
+    if (count) qsort(cfgs, (size_t)count, sizeof *cfgs, config_cmp);
+    for (int32_t i = 1; i < count; i++)
+        if (strcmp(cfgs[i - 1].name, cfgs[i].name) == 0) {
+            configs_free(cfgs, count);
+            return -EINVAL;
+        }
+    configs_free(t->configs, t->config_count);
+    t->configs = cfgs;
+    t->config_count = count;
+    return 0;
+}
+
+const char *gr_image_topic_config(const struct gr_image_topic *t, const char *name)
+{
+    struct gr_image_config key = {(char *)name, NULL};
+    const struct gr_image_config *c =
+        t->config_count ? bsearch(&key, t->configs, (size_t)t->config_count, sizeof key, config_cmp) : NULL;
+    return c ? c->value : NULL;
 }

@@ -74,6 +74,13 @@ struct gr_image_partition_state {
     int32_t replica_count, isr_count, offline_count;
 };
 
+/* One topic-level config of a topic (its own value, not a broker default), both strings owned by the image.
+ */
+struct gr_image_config {
+    char *name;
+    char *value;
+};
+
 /* One topic. */
 struct gr_image_topic {
     char name[GR_TOPIC_NAME_BYTES_MAX + 1];
@@ -83,6 +90,8 @@ struct gr_image_topic {
     int32_t partition_count;
     struct gr_image_partition *parts; /* partition_count entries */
     struct gr_topic *local;           /* this broker's storage topic, NULL when it holds none of them */
+    int32_t config_count;             /* 0..GR_CLUSTER_TOPIC_CONFIGS_MAX (gr_image_set_topic_configs) */
+    struct gr_image_config *configs;  /* sorted by name (bytewise), unique names; NULL when none */
     int64_t record_revision;          /* the topic record's etcd mod_revision, set by the source after
                                          gr_image_put_topic (0 in single-node mode): what a topic change
                                          compares in its txn */
@@ -170,6 +179,19 @@ bool gr_image_remove_topic(struct gr_image *img, const uint8_t id[16]);
  * error. */
 int gr_image_set_partition(struct gr_image *img, struct gr_image_topic *t, int32_t partition,
                            const struct gr_image_partition_state *st);
+
+/* Replaces the topic-level configs of `t` with `count` (name, value) pairs (copied; in any order): what every
+ * broker answers DescribeConfigs with, also one holding none of the topic's partitions (the single-node
+ * source copies the store's; the etcd source the topic record's). An update of the topic (same id) keeps
+ * them; a topic re-created under a new id starts with none. Returns 0, -EINVAL (count outside
+ * 0..GR_CLUSTER_TOPIC_CONFIGS_MAX, a NULL or empty name, a name over GR_CLUSTER_CONFIG_NAME_BYTES_MAX or a
+ * value over GR_CLUSTER_CONFIG_VALUE_BYTES_MAX bytes, a name given twice) or -ENOMEM; nothing changed on
+ * error. */
+int gr_image_set_topic_configs(struct gr_image *img, struct gr_image_topic *t, const char *const *names,
+                               const char *const *values, int32_t count);
+/* Returns borrowed: the value of topic-level config `name` of `t`, NULL when the topic has none of its own.
+ * O(log configs). */
+const char *gr_image_topic_config(const struct gr_image_topic *t, const char *name);
 
 /* Returns borrowed: the topic named `name` (`len` bytes), NULL when unknown. One hash and one compare. */
 struct gr_image_topic *gr_image_topic_find(const struct gr_image *img, const char *name, size_t len);

@@ -1,6 +1,6 @@
 /*
  * local.c: the single-node source of the metadata image (cluster/local.h): the store's topics, each
- * partition led by this node. Read next: cluster/image.c.
+ * partition led by this node, and its own configs. Read next: cluster/image.c.
  */
 #include <errno.h>
 #include <string.h>
@@ -8,6 +8,17 @@
 #include "cluster/local.h"
 #include "common/log.h"
 #include "storage/log.h"
+
+/* Copies the store topic's own configs into the image topic. */
+static int put_configs(struct gr_image *img, struct gr_image_topic *it, struct gr_topic *t)
+{
+    int n = gr_topic_config_count(t);
+    if (n < 0 || n > GR_CLUSTER_TOPIC_CONFIGS_MAX) return -ENOSPC;
+    const char *names[GR_CLUSTER_TOPIC_CONFIGS_MAX], *values[GR_CLUSTER_TOPIC_CONFIGS_MAX];
+    for (int i = 0; i < n; i++)
+        gr_topic_config_at(t, i, &names[i], &values[i]);
+    return gr_image_set_topic_configs(img, it, names, values, n);
+}
 
 /* Puts `t` into the image with every partition led by this node at its log's leader epoch. */
 static int put_local(struct gr_image *img, struct gr_topic *t)
@@ -18,6 +29,7 @@ static int put_local(struct gr_image *img, struct gr_topic *t)
     int rc = gr_image_put_topic(img, name, strlen(name), gr_topic_id(t), internal,
                                 gr_topic_partition_count(t), t, &it);
     if (rc < 0) return rc;
+    if ((rc = put_configs(img, it, t)) < 0) return rc;
     int32_t self = img->node_id;
     for (int32_t p = 0; p < it->partition_count; p++) {
         struct gr_log *log = gr_topic_log(t, p);

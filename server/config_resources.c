@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cluster/image.h"
 #include "common/log.h"
 #include "server/dynconf.h"
 #include "server/handlers/handlers.h"
@@ -87,6 +88,7 @@ struct alter_slot {
 
 static void stored(struct gr_req *req, void *item, int err, struct gr_topic *t)
 {
+    (void)t;
     struct alter_slot *slot = item;
     if (slot->level >= 0 && err) {
         GR_ERROR("writing %s: %s", GR_DYNCONF_FILE, strerror(-err));
@@ -94,29 +96,32 @@ static void stored(struct gr_req *req, void *item, int err, struct gr_topic *t)
         slot->msg = "The broker could not write its dynamic configuration";
     } else if (slot->level >= 0) {
         gr_dynconf_commit(req->broker, (enum gr_config_level)slot->level, &slot->set);
-    } else if (err == -EINVAL) {
-        slot->code = GR_ERR_INVALID_CONFIG;
-        slot->msg = "The storage layer refused the configuration";
-    } else if (err == -ENOENT) {
-        slot->code = GR_ERR_UNKNOWN_TOPIC_OR_PARTITION;
-        slot->msg = "The topic was deleted.";
-    } else if (err) {
-        GR_ERROR("writing topic configs: %s", strerror(-err));
-        slot->code = GR_ERR_KAFKA_STORAGE_ERROR;
-        slot->msg = "The broker could not write the topic's configuration";
-    } else {
-        GR_INFO("topic %s: configuration changed (%d topic-level keys)", gr_topic_name(t),
-                gr_topic_config_count(t));
     }
 }
 
-int16_t gr_alter_topic_store(struct gr_req *req, struct gr_topic *t, const struct gr_tcfg_set *set,
-                             const char **msg, int16_t *code_out, struct gr_str *message_out)
+/* A topic's new config set was written (through the broker's topic writer). */
+static void topic_stored(struct gr_req *req, void *item, const struct gr_topic_change *res)
+{
+    struct alter_slot *slot = item;
+    if (res->error_code) {
+        slot->code = res->error_code;
+        slot->msg = res->message ? gr_arena_strndup(&req->arena, res->message, strlen(res->message)) : NULL;
+        if (res->message && !slot->msg) slot->msg = "config change refused";
+    } else if (res->local) {
+        GR_INFO("topic %s: configuration changed (%d topic-level keys)", gr_topic_name(res->local),
+                gr_topic_config_count(res->local));
+    }
+}
+
+int16_t gr_alter_topic_store(struct gr_req *req, const struct gr_image_topic *t,
+                             const struct gr_tcfg_set *set, const char **msg, int16_t *code_out,
+                             struct gr_str *message_out)
 {
     struct alter_slot *slot = gr_arena_calloc(&req->arena, 1, sizeof *slot);
     if (!slot) return *msg = "Out of memory", GR_ERR_UNKNOWN_SERVER_ERROR;
     *slot = (struct alter_slot){code_out, message_out, GR_ERR_NONE, NULL, req->hstate, -1, {NULL, NULL, 0}};
-    if (!gr_req_topic_op(req, gr_topic_op_set_configs(t, set->keys, set->values, set->count), stored, slot))
+    if (!gr_req_topic_set_configs(req, t->id, (const char *const *)set->keys,
+                                  (const char *const *)set->values, set->count, topic_stored, slot))
         return *msg = "Out of memory", GR_ERR_UNKNOWN_SERVER_ERROR;
     req->hstate = slot;
     return GR_ERR_NONE;
@@ -299,9 +304,9 @@ int16_t gr_describe_topic_check(struct gr_req *req, struct gr_str name, const ch
     return GR_ERR_NONE;
 }
 
-const char *gr_describe_topic_value(struct gr_req *req, const struct gr_topic *t, const char *name)
+const char *gr_describe_topic_value(struct gr_req *req, const struct gr_image_topic *t, const char *name)
 {
-    const char *v = gr_topic_config_get(t, name), *norm, *msg;
+    const char *v = gr_image_topic_config(t, name), *norm, *msg;
     return v && gr_tcfg_check(name, v, &req->arena, &norm, &msg) == GR_ERR_NONE ? norm : v;
 }
 

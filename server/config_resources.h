@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "cluster/image.h"
 #include "server/broker.h"
 #include "server/topic_configs.h"
 
@@ -26,13 +27,15 @@ int16_t gr_alter_topic_check(struct gr_req *req, struct gr_str name, const char 
 int16_t gr_alter_topic_missing(struct gr_req *req, struct gr_str name, const char **msg);
 /* Any other resource type: INVALID_REQUEST "Unknown resource type N". */
 int16_t gr_alter_unknown_type(struct gr_req *req, int8_t type, const char **msg);
-/* Submits the durable replacement of topic `t`'s topic-level configs with `set` (storage's topic
- * operation FIFO, file work on the I/O pool) and returns NONE (UNKNOWN_SERVER_ERROR with *msg when out of
+/* Submits the replacement of topic `t`'s topic-level configs with `set` through the broker's topic writer
+ * (single node: storage's topic operation FIFO, file work on the I/O pool; cluster: the topic record in
+ * etcd) and returns NONE (UNKNOWN_SERVER_ERROR with *msg when out of
  * memory). Its failure (INVALID_CONFIG, UNKNOWN_TOPIC_OR_PARTITION when deleted meanwhile,
  * KAFKA_STORAGE_ERROR) is written to *code_out and *message_out by gr_alter_topics_stored, which the
  * handler passes to gr_req_topic_ops_wait. Uses req->hstate. */
-int16_t gr_alter_topic_store(struct gr_req *req, struct gr_topic *t, const struct gr_tcfg_set *set,
-                             const char **msg, int16_t *code_out, struct gr_str *message_out);
+int16_t gr_alter_topic_store(struct gr_req *req, const struct gr_image_topic *t,
+                             const struct gr_tcfg_set *set, const char **msg, int16_t *code_out,
+                             struct gr_str *message_out);
 /* Copies the outcomes of the config writes submitted by gr_alter_topic_store into their response entries. */
 void gr_alter_topics_stored(struct gr_req *req);
 /* A BROKER resource name: "" (the cluster-wide default) or this node id, else INVALID_REQUEST with Kafka's
@@ -58,10 +61,11 @@ int16_t gr_alter_logger(struct gr_req *req, struct gr_str name, const struct gr_
  * when the arena is exhausted). */
 /* A TOPIC resource name: "" or an invalid name is INVALID_TOPIC_EXCEPTION. */
 int16_t gr_describe_topic_check(struct gr_req *req, struct gr_str name, const char **msg);
-/* Topic `t`'s topic-level value of `name`, normalised as Kafka's LogConfig prints it (CreateTopics stores
- * values as the request gave them, as Kafka's metadata does: " 3600000" is shown "3600000"); NULL if unset.
+/* Topic `t`'s topic-level value of `name` (the image's copy: every broker has it), normalised as Kafka's
+ * LogConfig prints it (CreateTopics stores values as the request gave them, as Kafka's metadata does: "
+ * 3600000" is shown "3600000"); NULL if unset.
  */
-const char *gr_describe_topic_value(struct gr_req *req, const struct gr_topic *t, const char *name);
+const char *gr_describe_topic_value(struct gr_req *req, const struct gr_image_topic *t, const char *name);
 /* A BROKER resource name: "" (the cluster-wide dynamic defaults) or this node id, else INVALID_REQUEST. */
 int16_t gr_describe_broker_check(struct gr_req *req, struct gr_str name, const char **msg);
 /* A BROKER_LOGGER resource name: this node id, else INVALID_REQUEST ("" included). */

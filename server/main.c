@@ -21,6 +21,7 @@
 #include "common/log.h"
 #include "common/time.h"
 #include "cluster/local.h"
+#include "cluster/topic_writer.h"
 #include "server/broker.h"
 #include "server/dynconf.h"
 #include "storage/cleaner.h"
@@ -300,6 +301,9 @@ int main(int argc, char **argv)
         GR_ERROR("cannot open log directory %s: %s", dir, strerror(-rc));
         return 1;
     }
+    /* topic changes (cluster/topic_writer.h): storage's operations on one node; in cluster mode the etcd
+       writer is to be wired in server/membership.c (until then the local one: topics are not in etcd) */
+    if (!(b->topic_writer = gr_topic_writer_local_new(&b->store, &b->iopool))) return 1;
     if (!cluster && (rc = gr_broker_image_load(b)) < 0) { /* cluster mode: fed by the member */
         GR_ERROR("cannot build the metadata image: %s", strerror(-rc));
         return 1;
@@ -369,6 +373,7 @@ int main(int argc, char **argv)
     gr_partitions_destroy(b->parts);
     gr_store_close(b->store);
     gr_membership_stop(b); /* revokes the lease: the registration is gone at once */
+    gr_topic_writer_free(b->topic_writer);
     gr_image_free(b->image);
     gr_log_ratelimit_flush(INT64_MAX); /* every count of suppressed warnings still pending */
     GR_INFO("stopped cleanly (%lld parked-request re-checks since start)", (long long)b->rechecks);

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # etcd-tests.sh: runs the etcd client's tests (cluster/tests/test_etcd.c) against a real etcd (Debian's
-# etcd-server) that it starts on free loopback ports (client and peer) with a temporary data directory and
+# etcd-server) and the topic writer's (test_topic_writer.c) that it starts on free loopback ports (client and peer) with a temporary data directory and
 # --auto-compaction-retention=0 (the tests read history), and always stops (also on failure or timeout).
 # Then the controller's test (cluster/tests/test_controller.c) against the same etcd.
 # Usage: cluster/tests/etcd-tests.sh [BUILD_DIR]   (default build; ends with "cluster: N passed, N failed")
@@ -112,6 +112,12 @@ if [ -x "$build/tests/test_controller" ]; then
     run_one test_controller "$build/tests/test_controller" controller
 else
     echo "cluster: $build/tests/test_controller not built"; f=$((f + 1))
+fi
+# The topic writer (cluster/tests/test_topic_writer.c) on the same etcd, under its own key prefix.
+if [ -x "$build/tests/test_topic_writer" ]; then
+    run_one test_topic_writer "$build/tests/test_topic_writer" "topic writer"
+else
+    echo "cluster: $build/tests/test_topic_writer not built"; f=$((f + 1))
 fi
 [ "$f" -gt 0 ] && tail -20 "$dir/etcd.log" | sed 's/^/etcd.log: /'
 echo "cluster: $p passed, $f failed"

@@ -389,13 +389,68 @@ static void test_partition_epoch(void **state)
     gr_image_free(img);
 }
 
+/* Topic configs: copied and sorted, looked up by name, kept by an update, gone with a re-created topic,
+ * bounded (count, name and value lengths, duplicates), nothing changed on error. */
+static void test_topic_configs(void **state)
+{
+    (void)state;
+    struct gr_image *img = gr_image_new(1);
+    uint8_t id[16], id2[16];
+    id_of(id, 20);
+    id_of(id2, 21);
+    struct gr_image_topic *t;
+    assert_int_equal(gr_image_put_topic(img, "cfg", 3, id, false, 2, NULL, &t), 0);
+    assert_int_equal(t->config_count, 0);
+    assert_null(gr_image_topic_config(t, "retention.ms"));
+    char name[16] = "segment.bytes", value[16] = "1048576";
+    const char *names[] = {"retention.ms", name, "cleanup.policy"}, *values[] = {"1000", value, "compact"};
+    assert_int_equal(gr_image_set_topic_configs(img, t, names, values, 3), 0);
+    name[0] = value[0] = 'X'; /* copied */
+    assert_int_equal(t->config_count, 3);
+    assert_string_equal(t->configs[0].name, "cleanup.policy");
+    assert_string_equal(t->configs[2].name, "segment.bytes");
+    assert_string_equal(gr_image_topic_config(t, "segment.bytes"), "1048576");
+    assert_string_equal(gr_image_topic_config(t, "retention.ms"), "1000");
+    assert_null(gr_image_topic_config(t, "retention.bytes"));
+    /* refusals leave the set as it was */
+    const char *dup[] = {"retention.ms", "retention.ms"}, *dv[] = {"1", "2"};
+    assert_int_equal(gr_image_set_topic_configs(img, t, dup, dv, 2), -EINVAL);
+    const char *empty[] = {""};
+    assert_int_equal(gr_image_set_topic_configs(img, t, empty, dv, 1), -EINVAL);
+    assert_int_equal(gr_image_set_topic_configs(img, t, names, values, GR_CLUSTER_TOPIC_CONFIGS_MAX + 1),
+                     -EINVAL);
+    assert_int_equal(gr_image_set_topic_configs(img, t, names, values, -1), -EINVAL);
+    static char big[GR_CLUSTER_CONFIG_VALUE_BYTES_MAX + 2];
+    memset(big, 'v', sizeof big - 1);
+    const char *bigv[] = {big};
+    assert_int_equal(gr_image_set_topic_configs(img, t, names, bigv, 1), -EINVAL);
+    assert_int_equal(t->config_count, 3);
+    assert_string_equal(gr_image_topic_config(t, "cleanup.policy"), "compact");
+    /* an update of the topic keeps them; a new set replaces them; an empty set clears them */
+    assert_int_equal(gr_image_put_topic(img, "cfg", 3, id, false, 4, NULL, &t), 0);
+    assert_string_equal(gr_image_topic_config(t, "retention.ms"), "1000");
+    assert_int_equal(gr_image_set_topic_configs(img, t, names, values, 1), 0);
+    assert_int_equal(t->config_count, 1);
+    assert_null(gr_image_topic_config(t, "cleanup.policy"));
+    /* re-created under a new id: none */
+    assert_int_equal(gr_image_put_topic(img, "cfg", 3, id2, false, 1, NULL, &t), 0);
+    assert_int_equal(t->config_count, 0);
+    assert_null(gr_image_topic_config(t, "retention.ms"));
+    assert_int_equal(gr_image_set_topic_configs(img, t, names, values, 2), 0);
+    assert_int_equal(gr_image_set_topic_configs(img, t, NULL, NULL, 0), 0);
+    assert_int_equal(t->config_count, 0);
+    assert_int_equal(gr_image_set_topic_configs(img, t, names, values, 2), 0);
+    gr_image_free(img); /* frees them (ASan) */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_brokers),      cmocka_unit_test(test_broker_bounds),
-        cmocka_unit_test(test_topics),       cmocka_unit_test(test_recreate_same_name),
-        cmocka_unit_test(test_topic_bounds), cmocka_unit_test(test_many_topics),
-        cmocka_unit_test(test_observers),    cmocka_unit_test(test_partition_epoch),
+        cmocka_unit_test(test_brokers),       cmocka_unit_test(test_broker_bounds),
+        cmocka_unit_test(test_topics),        cmocka_unit_test(test_recreate_same_name),
+        cmocka_unit_test(test_topic_bounds),  cmocka_unit_test(test_many_topics),
+        cmocka_unit_test(test_observers),     cmocka_unit_test(test_partition_epoch),
+        cmocka_unit_test(test_topic_configs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

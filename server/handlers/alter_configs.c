@@ -34,7 +34,8 @@ static int16_t alter_topic(struct gr_req *req,
     int16_t err = gr_alter_topic_check(req, res->resource_name, &nmsg);
     if (err) return *msg = nmsg, err;
     if (cerr) return cerr;
-    struct gr_topic *t = gr_topic_lookup(req->broker, res->resource_name);
+    const struct gr_image_topic *t =
+        gr_image_topic_find(req->broker->image, res->resource_name.ptr, (size_t)res->resource_name.len);
     if (!t) return gr_alter_topic_missing(req, res->resource_name, msg);
     if (validate_only) return GR_ERR_NONE;
     return gr_alter_topic_store(req, t, &set, msg, &r->error_code, &r->error_message);

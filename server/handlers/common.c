@@ -5,6 +5,7 @@
 
 #include "common/limits.h"
 #include "common/log.h"
+#include "cluster/image.h"
 #include "server/handlers/handlers.h"
 #include "server/topic_configs.h"
 
@@ -101,36 +102,29 @@ struct create_ctx {
     const char *name; /* request arena */
 };
 
-static void created(struct gr_req *req, void *item, int err, struct gr_topic *t)
+static void created(struct gr_req *req, void *item, const struct gr_topic_change *res)
 {
     struct create_ctx *c = item;
-    struct gr_broker *b = req->broker;
-    int16_t code = GR_ERR_NONE;
-    const char *msg = NULL;
-    if (err == -EEXIST) {
-        code = GR_ERR_TOPIC_ALREADY_EXISTS; /* created meanwhile by an earlier request */
-        msg = "Topic already exists.";
-    } else if (err == -ENOTUNIQ) {
-        code = GR_ERR_INVALID_TOPIC_EXCEPTION;
-        msg = "Topic name collides with an existing topic once '.' and '_' are treated alike";
-    } else if (err == -EINVAL) {
-        code = GR_ERR_INVALID_CONFIG;
-        msg = "Invalid topic configuration";
-    } else if (err) {
-        GR_ERROR("creating topic %s: %s", c->name, strerror(-err));
-        code = GR_ERR_KAFKA_STORAGE_ERROR;
-        msg = "The broker could not create the topic's files";
-    } else {
-        GR_INFO("created topic %s with %d partitions", c->name, gr_topic_partition_count(t));
-        for (int32_t p = 0; p < gr_topic_partition_count(t); p++)
-            gr_partition_visible_offset(gr_broker_partition(b, gr_topic_log(t, p)));
+    if (!res->error_code) {
+        GR_INFO("created topic %s with %d partitions", c->name, res->partition_count);
+        for (int32_t p = 0; res->local && p < gr_topic_partition_count(res->local); p++)
+            gr_partition_visible_offset(gr_broker_partition(req->broker, gr_topic_log(res->local, p)));
     }
-    if (c->done) c->done(req, c->item, code, msg, err ? NULL : t);
+    if (c->done) c->done(req, c->item, res);
 }
 
-int16_t gr_topic_create(struct gr_req *req, struct gr_str name, int32_t partitions, const char *const *keys,
-                        const char *const *values, int count, bool validate_only, const char **error_message,
-                        gr_topic_created_fn done, void *item)
+int16_t gr_topic_rf_check(struct gr_req *req, int32_t rf, const char **msg)
+{
+    char buf[GR_TOPIC_WRITER_MSG_BYTES];
+    int16_t code = gr_topic_writer_check_rf(req->broker->topic_writer, rf, buf, sizeof buf);
+    if (code) *msg = gr_arena_strndup(&req->arena, buf, strlen(buf));
+    if (code && !*msg) *msg = "Invalid replication factor";
+    return code;
+}
+
+int16_t gr_topic_create(struct gr_req *req, struct gr_str name, int32_t partitions, const int32_t *assignment,
+                        const char *const *keys, const char *const *values, int count, bool validate_only,
+                        const char **error_message, int64_t timeout_ms, gr_topic_created_fn done, void *item)
 {
     struct gr_broker *b = req->broker;
     const char *dummy;
@@ -141,7 +135,7 @@ int16_t gr_topic_create(struct gr_req *req, struct gr_str name, int32_t partitio
             "Topic name is illegal: it must be 1 to 249 characters of [a-zA-Z0-9._-], not '.' or '..'";
         return GR_ERR_INVALID_TOPIC_EXCEPTION;
     }
-    if (gr_topic_lookup(b, name)) {
+    if (gr_image_topic_find(b->image, name.ptr, (size_t)name.len)) {
         *error_message = "Topic already exists.";
         return GR_ERR_TOPIC_ALREADY_EXISTS;
     }
@@ -169,8 +163,17 @@ int16_t gr_topic_create(struct gr_req *req, struct gr_str name, int32_t partitio
         return GR_ERR_UNKNOWN_SERVER_ERROR;
     }
     *c = (struct create_ctx){done, item, namez};
-    struct gr_topic_op *op = gr_topic_op_create(namez, partitions, keys, values, count, true);
-    if (!gr_req_topic_op(req, op, created, c)) {
+    struct gr_topic_create_args a = {.name = namez,
+                                     .partitions = partitions,
+                                     .replication_factor = 1,
+                                     .assignment = assignment,
+                                     .assignment_rf = assignment ? 1 : 0,
+                                     .config_keys = keys,
+                                     .config_values = values,
+                                     .config_count = count,
+                                     .refuse_collision = true,
+                                     .timeout_ms = timeout_ms};
+    if (!gr_req_topic_create(req, &a, created, c)) {
         *error_message = "Out of memory";
         return GR_ERR_UNKNOWN_SERVER_ERROR;
     }

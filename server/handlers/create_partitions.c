@@ -2,14 +2,15 @@
  * create_partitions.c: CreatePartitions (key 37), v0-v3. Grows a topic to `count` partitions; the new
  * logs start empty. Checks and messages follow Kafka 4.1's ControllerApis/ReplicationControlManager:
  * a name given twice is INVALID_REQUEST "Duplicate topic name." (answered once); an unknown topic
- * UNKNOWN_TOPIC_OR_PARTITION; a count equal to or below the current one INVALID_PARTITIONS; manual
- * assignments must number exactly the added partitions and name only this broker, once, one replica each
- * (INVALID_REPLICA_ASSIGNMENT). Above GR_PARTITIONS_PER_TOPIC_MAX is INVALID_PARTITIONS (Kafka fails such
- * sizes with UNKNOWN_SERVER_ERROR). validate_only checks without changing anything. Gregor difference: the
- * partition count of an internal topic is refused (INVALID_REQUEST): the group coordinator maps each group to
- * a __consumer_offsets partition by that count. Kafka 4.1 allows it. The new partitions' files are made on
- * the I/O pool (storage's topic operation FIFO); the response waits for every topic of the request.
- * Read next: storage/store.h (gr_topic_op_add_partitions).
+ * UNKNOWN_TOPIC_OR_PARTITION (topics as the image knows them); a count equal to or below the current one
+ * INVALID_PARTITIONS; manual assignments must number exactly the added partitions and name live brokers,
+ * once, one replica each (INVALID_REPLICA_ASSIGNMENT). Above GR_PARTITIONS_PER_TOPIC_MAX is
+ * INVALID_PARTITIONS (Kafka fails such sizes with UNKNOWN_SERVER_ERROR). validate_only checks without
+ * changing anything. Gregor difference: the partition count of an internal topic is refused
+ * (INVALID_REQUEST): the group coordinator maps each group to a __consumer_offsets partition by that count.
+ * Kafka 4.1 allows it. The change goes through the broker's topic writer (single node: the files on the I/O
+ * pool; cluster: the record in etcd, then the new leaders); the response waits for every topic of the
+ * request. Read next: cluster/topic_writer.h.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -17,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cluster/image.h"
 #include "common/limits.h"
 #include "common/log.h"
 #include "server/handlers/handlers.h"
@@ -40,8 +42,8 @@ static int cmp_i32(const void *a, const void *b)
 }
 
 /* One manual assignment, checked as Kafka's validateManualPartitionAssignment does (broker ids in
- * ascending order: unregistered, then repeated), with this broker the only one registered and existing
- * partitions having one replica. */
+ * ascending order: unregistered (not a live broker of the image), then repeated), then its replica count
+ * against the existing partitions' (one replica each in this stage). */
 static int16_t check_assignment(struct gr_req *req, struct gr_int32_array ids, const char **msg)
 {
     if (ids.count <= 0) {
@@ -53,7 +55,8 @@ static int16_t check_assignment(struct gr_req *req, struct gr_int32_array ids, c
     memcpy(sorted, ids.items, (size_t)ids.count * sizeof *sorted);
     qsort(sorted, (size_t)ids.count, sizeof *sorted, cmp_i32);
     for (int32_t k = 0; k < ids.count; k++) {
-        if (sorted[k] != req->broker->node_id) {
+        const struct gr_image_broker *br = gr_image_broker(req->broker->image, sorted[k]);
+        if (!br || br->fenced) {
             *msg = msgf(
                 req, "The manual partition assignment includes broker %d, but no such broker is registered.",
                 sorted[k]);
@@ -65,30 +68,31 @@ static int16_t check_assignment(struct gr_req *req, struct gr_int32_array ids, c
             return GR_ERR_INVALID_REPLICA_ASSIGNMENT;
         }
     }
-    return GR_ERR_NONE; /* one distinct registered broker: exactly one replica, as the existing partitions */
+    if (ids.count != 1) {
+        *msg = msgf(req,
+                    "The manual partition assignment includes a partition with %d replica(s), but this is "
+                    "inconsistent with previous partitions, which have 1 replicas.",
+                    ids.count);
+        return GR_ERR_INVALID_REPLICA_ASSIGNMENT;
+    }
+    return GR_ERR_NONE;
 }
 
 typedef struct gr_create_partitions_response_create_partitions_topic_result result_t;
 
 /* The growth of one topic completed. */
-static void grown(struct gr_req *req, void *item, int err, struct gr_topic *t)
+static void grown(struct gr_req *req, void *item, const struct gr_topic_change *res)
 {
     result_t *r = item;
-    if (err == -EINVAL) { /* another request grew it meanwhile */
-        r->error_code = GR_ERR_INVALID_PARTITIONS;
-        r->error_message = gr_str_c("The partition count is out of range");
+    if (res->error_code) {
+        r->error_code = res->error_code;
+        r->error_message = res->message ? gr_str_c(gr_req_strdup(req, gr_str_c(res->message))) : GR_STR_NULL;
         return;
     }
-    if (err) {
-        GR_ERROR("adding partitions to topic %.*s: %s", (int)r->name.len, r->name.ptr, strerror(-err));
-        r->error_code = GR_ERR_KAFKA_STORAGE_ERROR;
-        r->error_message = gr_str_c("The broker could not create the new partitions' files");
-        return;
-    }
-    int32_t total = gr_topic_partition_count(t);
-    for (int32_t p = 0; p < total; p++)
+    struct gr_topic *t = res->local;
+    for (int32_t p = 0; t && p < gr_topic_partition_count(t); p++)
         gr_partition_visible_offset(gr_broker_partition(req->broker, gr_topic_log(t, p)));
-    GR_INFO("topic %s now has %d partitions", gr_topic_name(t), total);
+    GR_INFO("topic %.*s now has %d partitions", (int)r->name.len, r->name.ptr, res->partition_count);
 }
 
 static int16_t create(struct gr_req *req,
@@ -96,16 +100,17 @@ static int16_t create(struct gr_req *req,
                       bool validate_only, const char **msg, result_t *r)
 {
     struct gr_broker *b = req->broker;
-    struct gr_topic *t = gr_topic_lookup(b, qt->name);
+    struct gr_image_topic *t =
+        qt->name.len > 0 ? gr_image_topic_find(b->image, qt->name.ptr, (size_t)qt->name.len) : NULL;
     if (!t) return GR_ERR_UNKNOWN_TOPIC_OR_PARTITION;
-    const char *name = gr_topic_name(t);
+    const char *name = t->name;
     if (gr_topic_is_internal(name)) {
         *msg = "The partition count of an internal topic cannot change: the group coordinator maps groups to "
                "its "
                "partitions by that count";
         return GR_ERR_INVALID_REQUEST;
     }
-    int32_t cur = gr_topic_partition_count(t);
+    int32_t cur = t->partition_count;
     if (qt->count == cur) {
         *msg = msgf(req, "Topic already has %d partition(s).", cur);
         return GR_ERR_INVALID_PARTITIONS;
@@ -119,7 +124,7 @@ static int16_t create(struct gr_req *req,
         *msg = msgf(req, "A topic may have at most %d partitions.", GR_PARTITIONS_PER_TOPIC_MAX);
         return GR_ERR_INVALID_PARTITIONS;
     }
-    int32_t added = qt->count - cur;
+    int32_t added = qt->count - cur, *ids = NULL;
     if (qt->assignments.count >= 0) {
         if (qt->assignments.count != added) {
             *msg = msgf(
@@ -127,13 +132,17 @@ static int16_t create(struct gr_req *req,
                 added, qt->assignments.count);
             return GR_ERR_INVALID_REPLICA_ASSIGNMENT;
         }
+        if (!(ids = gr_arena_calloc(&req->arena, (size_t)added, sizeof *ids)))
+            return GR_ERR_UNKNOWN_SERVER_ERROR;
         for (int32_t a = 0; a < qt->assignments.count; a++) {
             int16_t err = check_assignment(req, qt->assignments.items[a].broker_ids, msg);
             if (err) return err;
+            ids[a] = qt->assignments.items[a].broker_ids.items[0]; /* one replica each (checked) */
         }
     }
     if (validate_only) return GR_ERR_NONE;
-    if (!gr_req_topic_op(req, gr_topic_op_add_partitions(t, qt->count), grown, r)) {
+    int32_t timeout_ms = ((struct gr_create_partitions_request *)req->body)->timeout_ms;
+    if (!gr_req_topic_grow(req, t->id, qt->count, ids, ids ? added : 0, timeout_ms, grown, r)) {
         *msg = "Out of memory";
         return GR_ERR_UNKNOWN_SERVER_ERROR;
     }

@@ -1,7 +1,8 @@
 /*
  * create_topics.c: CreateTopics (key 19), v2-v7. num_partitions/replication_factor -1 take the broker
- * defaults (num.partitions, default.replication.factor); one node means a replication factor of 1 and
- * manual assignments naming only this node. validate_only checks without creating. Names repeated within
+ * defaults (num.partitions, default.replication.factor); the replication factor is the topic writer's to
+ * accept (cluster/topic_writer.h: 1 in this stage) and manual assignments name one live broker (the image's)
+ * per partition. validate_only checks without creating. Names repeated within
  * one request get INVALID_REQUEST, as Kafka answers duplicates. The files are created on the I/O pool
  * (gr_topic_create); the response waits until every topic of the request is live or failed.
  * Every created (or validated) topic lists its full config set (v5+), as Kafka's ReplicationControlManager
@@ -10,6 +11,7 @@
  */
 #include <string.h>
 
+#include "cluster/image.h"
 #include "coordinator/offsets_log.h"
 #include "server/groups.h"
 #include "server/handlers/handlers.h"
@@ -52,16 +54,17 @@ static void fill_configs(struct gr_req *req, result_t *rt, const struct gr_topic
 }
 
 /* A topic's creation completed: its result entry gets the outcome. */
-static void created(struct gr_req *req, void *item, int16_t code, const char *msg, struct gr_topic *t)
+static void created(struct gr_req *req, void *item, const struct gr_topic_change *res)
 {
     struct gr_create_topics_response_creatable_topic_result *rt = item;
-    rt->error_code = code;
-    rt->error_message = msg ? gr_str_c(msg) : GR_STR_NULL;
-    if (code) return;
-    rt->topic_id = gr_topic_uuid(t);
-    rt->num_partitions = gr_topic_partition_count(t);
-    rt->replication_factor = 1;
-    fill_configs(req, rt, t, NULL, NULL, 0);
+    rt->error_code = res->error_code;
+    rt->error_message =
+        res->message ? gr_str_c(gr_req_strdup(req, gr_str_c(res->message))) : GR_STR_NULL; /* borrowed */
+    if (res->error_code) return;
+    memcpy(rt->topic_id.b, res->topic_id, 16);
+    rt->num_partitions = res->partition_count;
+    rt->replication_factor = (int16_t)res->replication_factor;
+    fill_configs(req, rt, res->local, NULL, NULL, 0);
 }
 
 /* One topic of the request, answered at its first occurrence (`dup`: its name is repeated): checks the
@@ -72,7 +75,7 @@ static void create_one(struct gr_req *req, const struct gr_create_topics_request
     struct gr_create_topics_request *body = req->body;
     struct gr_broker *b = req->broker;
     const char *msg = NULL;
-    int32_t parts = qt->num_partitions;
+    int32_t parts = qt->num_partitions, *assignment = NULL;
     if (dup) {
         rt->error_code = GR_ERR_INVALID_REQUEST;
         msg = "Create topics request from client contains duplicate topic name";
@@ -82,13 +85,18 @@ static void create_one(struct gr_req *req, const struct gr_create_topics_request
             msg = "Both numPartitions or replicationFactor and replicasAssignments were set";
         } else {
             parts = qt->assignments.count;
+            if (!(assignment = gr_arena_calloc(&req->arena, (size_t)parts, sizeof *assignment)))
+                rt->error_code = GR_ERR_UNKNOWN_SERVER_ERROR;
             for (int32_t a = 0; a < qt->assignments.count && !rt->error_code; a++) {
                 struct gr_int32_array ids = qt->assignments.items[a].broker_ids;
-                if (ids.count != 1 || ids.items[0] != b->node_id ||
-                    qt->assignments.items[a].partition_index != a) {
+                const struct gr_image_broker *br =
+                    ids.count == 1 ? gr_image_broker(b->image, ids.items[0]) : NULL;
+                if (!br || br->fenced || qt->assignments.items[a].partition_index != a) {
                     rt->error_code = GR_ERR_INVALID_REPLICA_ASSIGNMENT;
                     msg = "Replica assignments must name only this broker, one replica per partition, "
                           "partitions 0..n-1";
+                } else {
+                    assignment[a] = ids.items[0];
                 }
             }
         }
@@ -96,10 +104,7 @@ static void create_one(struct gr_req *req, const struct gr_create_topics_request
         if (parts == -1) parts = b->cfg.settings.num_partitions;
         int16_t rf = qt->replication_factor == -1 ? b->cfg.settings.default_replication_factor
                                                   : qt->replication_factor;
-        if (rf != 1) {
-            rt->error_code = GR_ERR_INVALID_REPLICATION_FACTOR;
-            msg = "Replication factor must be 1: this cluster has one broker";
-        }
+        rt->error_code = gr_topic_rf_check(req, rf, &msg); /* the topic writer's rule */
     }
     if (!rt->error_code) {
         int32_t nc = qt->configs.count > 0 ? qt->configs.count : 0;
@@ -115,8 +120,8 @@ static void create_one(struct gr_req *req, const struct gr_create_topics_request
             }
         }
         if (!rt->error_code) {
-            int16_t code = gr_topic_create(req, qt->name, parts, keys, values, nc, body->validate_only, &msg,
-                                           created, rt);
+            int16_t code = gr_topic_create(req, qt->name, parts, assignment, keys, values, nc,
+                                           body->validate_only, &msg, body->timeout_ms, created, rt);
             if (!code && !body->validate_only) return; /* created() fills the entry (maybe already) */
             rt->error_code = code;
             if (!code) { /* validate_only: the id the topic would get, as Kafka's controller answers */

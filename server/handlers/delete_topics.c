@@ -7,23 +7,24 @@
  * that resolve to the same topic; unknown names get UNKNOWN_TOPIC_OR_PARTITION, unknown ids UNKNOWN_TOPIC_ID.
  * Gregor difference: Kafka 4.1 deletes __consumer_offsets when asked; Gregor refuses to delete an internal
  * topic (INVALID_REQUEST with a message) because its group coordinator lives in it.
- * Each deletion runs on the I/O pool (storage's topic operation FIFO: after every operation submitted
- * before it); the response waits until every deletion of the request is durable (the topic file removed,
- * the partition directories renamed), so the request's timeout_ms never expires; parked fetches are then
- * woken so they see the topic gone.
- * Read next: storage/store.h (gr_store_topic_delete).
+ * Topics are found in the image; each deletion goes through the broker's topic writer (single node: on the
+ * I/O pool, after every operation submitted before it, answered once durable (the topic file removed, the
+ * partition directories renamed), so timeout_ms never expires; cluster: the record deleted in etcd, answered
+ * once the image drops the topic or at timeout_ms); parked fetches are then woken so they see it gone.
+ * Read next: cluster/topic_writer.h.
  */
 #include <errno.h>
 #include <string.h>
 
+#include "cluster/image.h"
 #include "common/log.h"
 #include "coordinator/coordinator.h"
 #include "server/handlers/handlers.h"
 
 struct dt_entry {
-    struct gr_str name; /* as requested (null for by-id entries) */
-    struct gr_uuid id;  /* as requested (zero for by-name entries) */
-    struct gr_topic *t; /* resolved topic, NULL on error */
+    struct gr_str name;       /* as requested (null for by-id entries) */
+    struct gr_uuid id;        /* as requested (zero for by-name entries) */
+    struct gr_image_topic *t; /* resolved topic (the image: every broker knows every topic), NULL on error */
 };
 
 static bool uuid_zero(struct gr_uuid u)
@@ -38,7 +39,7 @@ static void fail(struct gr_delete_topics_response_deletable_topic_result *r, int
     r->error_message = gr_str_c(msg ? msg : gr_error_message(code));
 }
 
-/* Validates one entry against the request (shape, duplicates) and the store (existence); sets e->t and
+/* Validates one entry against the request (shape, duplicates) and the image (existence); sets e->t and
  * returns GR_ERR_NONE, or returns an error code with *msg (NULL: Kafka's default message). */
 static int16_t resolve(struct gr_req *req, struct dt_entry *e, bool repeated, const char **msg)
 {
@@ -50,10 +51,11 @@ static int16_t resolve(struct gr_req *req, struct dt_entry *e, bool repeated, co
         return *msg = "You may not specify both topic name and topic id.", GR_ERR_INVALID_REQUEST;
     if (repeated)
         return *msg = by_name ? "Duplicate topic name." : "Duplicate topic id.", GR_ERR_INVALID_REQUEST;
-    e->t =
-        by_name ? gr_topic_lookup(req->broker, e->name) : gr_store_topic_find_id(req->broker->store, e->id.b);
+    struct gr_image *img = req->broker->image;
+    e->t = by_name ? (e->name.len > 0 ? gr_image_topic_find(img, e->name.ptr, (size_t)e->name.len) : NULL)
+                   : gr_image_topic_find_id(img, e->id.b);
     if (!e->t) return by_name ? GR_ERR_UNKNOWN_TOPIC_OR_PARTITION : GR_ERR_UNKNOWN_TOPIC_ID;
-    if (gr_topic_is_internal(gr_topic_name(e->t))) {
+    if (gr_topic_is_internal(e->t->name)) {
         e->t = NULL;
         *msg = "Gregor keeps its consumer group state in this internal topic; it cannot be deleted";
         return GR_ERR_INVALID_REQUEST;
@@ -77,17 +79,15 @@ static struct gr_req_key entry_key(const struct dt_entry *e, int32_t i)
 }
 
 /* One deletion completed. */
-static void deleted_one(struct gr_req *req, void *item, int err, struct gr_topic *t)
+static void deleted_one(struct gr_req *req, void *item, const struct gr_topic_change *res)
 {
-    (void)t;
     struct dt_state *st = req->hstate;
     struct gr_delete_topics_response_deletable_topic_result *r = item;
     struct dt_entry *e = &st->e[r - ((struct gr_delete_topics_response *)req->resp)->responses.items];
-    if (err == -ENOENT) { /* deleted meanwhile by an earlier request */
+    if (res->error_code == GR_ERR_UNKNOWN_TOPIC_ID) { /* deleted meanwhile by an earlier request */
         fail(r, e->name.len >= 0 ? GR_ERR_UNKNOWN_TOPIC_OR_PARTITION : GR_ERR_UNKNOWN_TOPIC_ID, NULL);
-    } else if (err) {
-        GR_ERROR("deleting topic %.*s: %s", (int)r->name.len, r->name.ptr, strerror(-err));
-        fail(r, GR_ERR_KAFKA_STORAGE_ERROR, "The broker could not delete the topic's files");
+    } else if (res->error_code) {
+        fail(r, res->error_code, res->message ? gr_req_strdup(req, gr_str_c(res->message)) : NULL);
     } else {
         GR_INFO("deleted topic %.*s", (int)r->name.len, r->name.ptr);
         st->deleted = true;
@@ -152,7 +152,7 @@ enum gr_handler_rc gr_handle_delete_topics(struct gr_req *req)
         if (err)
             fail(&resp->responses.items[i], err, msg);
         else if (e[i].name.len < 0) /* by id: answer with the name */
-            resp->responses.items[i].name = gr_str_c(gr_req_strdup(req, gr_str_c(gr_topic_name(e[i].t))));
+            resp->responses.items[i].name = gr_str_c(gr_req_strdup(req, gr_str_c(e[i].t->name)));
     }
     /* a name and an id naming the same topic: both refused, nothing deleted for them */
     for (int32_t i = 0; i < n; i++)
@@ -167,9 +167,9 @@ enum gr_handler_rc gr_handle_delete_topics(struct gr_req *req)
     for (int32_t i = 0; i < n; i++) {
         struct gr_delete_topics_response_deletable_topic_result *r = &resp->responses.items[i];
         if (!e[i].t || r->error_code) continue;
-        r->topic_id = gr_topic_uuid(e[i].t);
-        if (r->name.len < 0) r->name = gr_str_c(gr_req_strdup(req, gr_str_c(gr_topic_name(e[i].t))));
-        if (!gr_req_topic_op(req, gr_topic_op_delete(e[i].t), deleted_one, r))
+        memcpy(r->topic_id.b, e[i].t->id, 16);
+        if (r->name.len < 0) r->name = gr_str_c(gr_req_strdup(req, gr_str_c(e[i].t->name)));
+        if (!gr_req_topic_delete(req, r->topic_id.b, body->timeout_ms, deleted_one, r))
             fail(r, GR_ERR_UNKNOWN_SERVER_ERROR, NULL);
     }
     return gr_req_topic_ops_wait(req, all_deleted);

@@ -75,7 +75,8 @@ static void describe_topic(struct gr_req *req,
         fail(r, err, msg);
         return;
     }
-    struct gr_topic *t = gr_topic_lookup(b, res->resource_name);
+    const struct gr_image_topic *t =
+        gr_image_topic_find(b->image, res->resource_name.ptr, (size_t)res->resource_name.len);
     if (!t) {
         r->error_code = GR_ERR_UNKNOWN_TOPIC_OR_PARTITION;
         return;

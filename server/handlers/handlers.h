@@ -6,6 +6,7 @@
 #ifndef GR_HANDLERS_H
 #define GR_HANDLERS_H
 
+#include "cluster/topic_writer.h"
 #include "protocol/errors.h"
 #include "server/broker.h"
 
@@ -35,28 +36,47 @@ struct gr_str gr_req_client_host(struct gr_req *req);
 bool gr_topic_name_valid(struct gr_str name);
 /* Whether another live topic collides with `name` once '.' and '_' are treated alike (Kafka's rule). */
 bool gr_topic_name_collides(struct gr_broker *b, struct gr_str name);
-/* Outcome of a topic creation submitted by gr_topic_create: a Kafka error code (NONE,
- * TOPIC_ALREADY_EXISTS, INVALID_TOPIC_EXCEPTION, INVALID_CONFIG, KAFKA_STORAGE_ERROR), a static message
- * (NULL with NONE) and the live topic (NULL on error). On the network thread; `req` has not been answered. */
-typedef void (*gr_topic_created_fn)(struct gr_req *req, void *item, int16_t code, const char *msg,
-                                    struct gr_topic *t);
+/* Outcome of a topic creation submitted by gr_topic_create: res->error_code (NONE, TOPIC_ALREADY_EXISTS,
+ * INVALID_TOPIC_EXCEPTION, INVALID_CONFIG, INVALID_REPLICATION_FACTOR, REQUEST_TIMED_OUT,
+ * KAFKA_STORAGE_ERROR), its message, the topic's id and partition count, and the local storage topic when
+ * this broker holds it (cluster/topic_writer.h). On the network thread; `req` has not been answered. */
+typedef void (*gr_topic_created_fn)(struct gr_req *req, void *item, const struct gr_topic_change *res);
 /* Creates a topic for an auto-create or CreateTopics. Checks the request now (name, existence, collision,
  * partition count, config names) and returns a Kafka error code (NONE, INVALID_TOPIC_EXCEPTION,
  * TOPIC_ALREADY_EXISTS, INVALID_PARTITIONS, INVALID_CONFIG) with a static `error_message` (may be NULL).
- * When the checks pass and not `validate_only`, submits the creation (storage: checked again against the
- * state when its turn comes, file work on the I/O pool) and returns NONE; `done(req, item, ...)` then
- * reports the outcome (gr_req_topic_ops_wait makes the response wait for it). */
-int16_t gr_topic_create(struct gr_req *req, struct gr_str name, int32_t partitions, const char *const *keys,
-                        const char *const *values, int count, bool validate_only, const char **error_message,
-                        gr_topic_created_fn done, void *item);
+ * When the checks pass and not `validate_only`, submits the creation to the broker's topic writer (checked
+ * again when its turn comes) and returns NONE; `done(req, item, res)` then reports the outcome
+ * (gr_req_topic_ops_wait makes the response wait for it). timeout_ms: how long the answer may wait for the
+ * new partitions' leaders (cluster mode; the request's timeout). assignment: NULL (placed by the writer) or
+ * each partition's one replica, checked by the caller. */
+int16_t gr_topic_create(struct gr_req *req, struct gr_str name, int32_t partitions, const int32_t *assignment,
+                        const char *const *keys, const char *const *values, int count, bool validate_only,
+                        const char **error_message, int64_t timeout_ms, gr_topic_created_fn done, void *item);
+/* The replication factor check of CreateTopics (the broker's topic writer decides: one broker, or stage 1's
+ * one replica per partition). Returns NONE or INVALID_REPLICATION_FACTOR with a message in the arena. */
+int16_t gr_topic_rf_check(struct gr_req *req, int32_t rf, const char **msg);
 
 /* Topic metadata operations of one request (handlers/topic_ops.c, storage/store.h gr_topic_op_*): the
  * file work runs on the I/O pool, one operation at a time in submission order (storage's FIFO), while the
  * request waits; the network thread serves other connections meanwhile (Gregor issue #4). */
 typedef void (*gr_req_topic_cb)(struct gr_req *req, void *item, int err, struct gr_topic *t);
-/* Submits `op` (taken over; NULL = out of memory, reported as -ENOMEM) for `req`: cb(req, item, err, t)
- * runs on the network thread when it completed (err as gr_topic_op_finish returns it), possibly before
- * this returns. Returns false when out of arena memory (op freed, cb not called). */
+/* The changes of the broker's topic writer (cluster/topic_writer.h) for `req`: cb(req, item, res) runs on the
+ * network thread when the change completed, possibly before the call returns. Each returns false when out of
+ * arena memory (cb not called). Arguments are copied by the writer. */
+typedef void (*gr_req_change_cb)(struct gr_req *req, void *item, const struct gr_topic_change *res);
+bool gr_req_topic_create(struct gr_req *req, const struct gr_topic_create_args *a, gr_req_change_cb cb,
+                         void *item);
+bool gr_req_topic_delete(struct gr_req *req, const uint8_t id[16], int64_t timeout_ms, gr_req_change_cb cb,
+                         void *item);
+/* assignment: NULL, or assignment_count new partitions of one replica each (stage 1). */
+bool gr_req_topic_grow(struct gr_req *req, const uint8_t id[16], int32_t new_total, const int32_t *assignment,
+                       int32_t assignment_count, int64_t timeout_ms, gr_req_change_cb cb, void *item);
+bool gr_req_topic_set_configs(struct gr_req *req, const uint8_t id[16], const char *const *keys,
+                              const char *const *values, int count, gr_req_change_cb cb, void *item);
+/* A storage operation that is no topic change (the dynamic broker config file, gr_topic_op_meta_write) in
+ * the same wait: submits `op` (taken over; NULL = out of memory, reported as -ENOMEM) for `req`: cb(req,
+ * item, err, t) runs on the network thread when it completed (err as gr_topic_op_finish returns it), possibly
+ * before this returns. Returns false when out of arena memory (op freed, cb not called). */
 bool gr_req_topic_op(struct gr_req *req, struct gr_topic_op *op, gr_req_topic_cb cb, void *item);
 /* Ends a handler that may have submitted topic operations: when none is pending, runs all_done(req) (may
  * be NULL) and returns GR_HANDLER_DONE; else parks the request (no deadline: the operations always

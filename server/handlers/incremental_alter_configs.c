@@ -16,21 +16,22 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cluster/image.h"
 #include "server/config_resources.h"
 #include "server/handlers/handlers.h"
 
-/* The topic's current topic-level set, borrowed from storage. */
-static bool current_set(struct gr_req *req, struct gr_topic *t, struct gr_tcfg_set *cur)
+/* The topic's current topic-level set, borrowed from the image. */
+static bool current_set(struct gr_req *req, const struct gr_image_topic *t, struct gr_tcfg_set *cur)
 {
     cur->count = 0;
     cur->keys = cur->values = NULL;
     if (!t) return true;
-    int n = gr_topic_config_count(t);
+    int n = t->config_count;
     cur->keys = gr_arena_calloc(&req->arena, (size_t)n + 1, sizeof *cur->keys);
     cur->values = gr_arena_calloc(&req->arena, (size_t)n + 1, sizeof *cur->values);
     if (!cur->keys || !cur->values) return false;
     for (int i = 0; i < n; i++)
-        gr_topic_config_at(t, i, &cur->keys[i], &cur->values[i]);
+        cur->keys[i] = t->configs[i].name, cur->values[i] = t->configs[i].value;
     cur->count = n;
     return true;
 }
@@ -42,7 +43,10 @@ static int16_t alter_topic(struct gr_req *req,
                            const struct gr_tcfg_op *ops, int n, bool validate_only, const char **msg,
                            result_t *r)
 {
-    struct gr_topic *t = res->resource_name.len > 0 ? gr_topic_lookup(req->broker, res->resource_name) : NULL;
+    const struct gr_image_topic *t =
+        res->resource_name.len > 0
+            ? gr_image_topic_find(req->broker->image, res->resource_name.ptr, (size_t)res->resource_name.len)
+            : NULL;
     struct gr_tcfg_set cur, next;
     if (!current_set(req, t, &cur)) return GR_ERR_UNKNOWN_SERVER_ERROR;
     int16_t cerr = gr_tcfg_apply_ops(&cur, ops, n, &req->arena, &next, msg);

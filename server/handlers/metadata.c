@@ -128,11 +128,11 @@ static bool fill_brokers(struct gr_req *req, struct gr_metadata_response *resp)
 }
 
 /* An auto-creation completed: the answer stays UNKNOWN_TOPIC_OR_PARTITION unless it failed otherwise. */
-static void auto_created(struct gr_req *req, void *item, int16_t code, const char *msg, struct gr_topic *t)
+static void auto_created(struct gr_req *req, void *item, const struct gr_topic_change *res)
 {
-    (void)req, (void)msg, (void)t;
+    (void)req;
     struct gr_metadata_response_metadata_response_topic *rt = item;
-    if (code && code != GR_ERR_TOPIC_ALREADY_EXISTS) rt->error_code = code;
+    if (res->error_code && res->error_code != GR_ERR_TOPIC_ALREADY_EXISTS) rt->error_code = res->error_code;
 }
 
 enum gr_handler_rc gr_handle_metadata(struct gr_req *req)
@@ -191,8 +191,8 @@ enum gr_handler_rc gr_handle_metadata(struct gr_req *req)
         }
         rt->error_code = GR_ERR_UNKNOWN_TOPIC_OR_PARTITION;
         if (may_create) {
-            int32_t parts = b->cfg.settings.num_partitions;
-            int16_t err = gr_topic_create(req, qt->name, parts, NULL, NULL, 0, false, NULL, auto_created, rt);
+            int16_t err = gr_topic_create(req, qt->name, b->cfg.settings.num_partitions, NULL, NULL, NULL, 0,
+                                          false, NULL, GR_TOPIC_WRITER_AUTO_CREATE_WAIT_MS, auto_created, rt);
             if (err && err != GR_ERR_TOPIC_ALREADY_EXISTS) rt->error_code = err;
         }
     }

@@ -47,6 +47,8 @@ struct gr_broker *srv_broker_open(char *dir, size_t cap, const struct srv_broker
     b->listeners[0].fd = -1;
     b->listener_count = 1;
     assert_int_equal(gr_broker_image_load(b), 0);
+    b->topic_writer = gr_topic_writer_local_new(&b->store, &b->iopool); /* as main.c makes it */
+    assert_non_null(b->topic_writer);
     b->parts = gr_partitions_create(&(struct gr_partitions_config){b->store, opts->hwm_durable});
     assert_non_null(b->parts);
     if (opts->iopool) assert_int_equal(gr_iopool_create(2, NULL, NULL, &b->iopool), 0);
@@ -62,6 +64,7 @@ void srv_broker_close(struct gr_broker *b, const char *dir, void (*after_store_c
         gr_req_free(b->parked_head);
     gr_store_close(b->store);
     gr_image_free(b->image);
+    gr_topic_writer_free(b->topic_writer);
     if (after_store_close) after_store_close();
     ev_loop_destroy(b->loop);
     gr_config_free(&b->cfg);

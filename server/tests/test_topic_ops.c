@@ -19,8 +19,10 @@
 
 #include <cmocka.h>
 
+#include "cluster/image.h"
 #include "coordinator/offsets_log.h"
 #include "server/groups.h"
+#include "cluster/local.h"
 #include "server/handlers/handlers.h"
 #include "server/tests/fixture.h"
 #include "storage/sys.h"
@@ -259,14 +261,24 @@ static struct {
     struct gr_topic *t;
 } C;
 
-static void record_created(struct gr_req *req, void *item, int16_t code, const char *msg, struct gr_topic *t)
+static void record_created(struct gr_req *req, void *item, const struct gr_topic_change *res)
 {
     (void)req;
     (void)item;
     C.calls++;
-    C.code = code;
-    C.msg = msg;
-    C.t = t;
+    C.code = res->error_code;
+    C.msg = res->message;
+    C.t = res->local;
+}
+
+/* A restart's image: a fresh one, fed by the store about to open (as main.c's), loaded after the open. */
+static void reopen_image(struct fx *f, struct gr_store_config *sc)
+{
+    gr_image_free(f->b->image);
+    f->b->image = gr_image_new(f->b->node_id);
+    assert_non_null(f->b->image);
+    sc->on_topic_changed = gr_image_local_on_topic;
+    sc->on_topic_changed_ctx = f->b->image;
 }
 
 /* ENOSPC while the pool creates the files: KAFKA_STORAGE_ERROR, as before the split; nothing visible. An EIO
@@ -280,8 +292,10 @@ static void test_disk_errors_map_to_storage_error(void **state)
     gr_store_close(f->b->store);
     gr_partitions_destroy(f->b->parts); /* a restart: the new store's logs get new partition objects */
     fault_install();                    /* the syscall table changes only while no store is open */
+    reopen_image(f, &sc);
     assert_int_equal(gr_store_open(&sc, &f->b->store), 0);
     f->b->parts = gr_partitions_create(&(struct gr_partitions_config){f->b->store, false});
+    assert_int_equal(gr_broker_image_load(f->b), 0);
     struct gr_topic *keep;
     assert_int_equal(gr_store_topic_create(f->b->store, "keep", 2, NULL, NULL, 0, &keep), 0);
     gr_store_quiesce(f->b->store);
@@ -290,9 +304,9 @@ static void test_disk_errors_map_to_storage_error(void **state)
     fault_fail(F_MKDIR, 1, ENOSPC, true);
     struct gr_req *req = new_req(f, 19, 7, 8, 8);
     const char *msg = NULL;
-    assert_int_equal(
-        gr_topic_create(req, gr_str_c("nospace"), 3, NULL, NULL, 0, false, &msg, record_created, NULL),
-        GR_ERR_NONE);
+    assert_int_equal(gr_topic_create(req, gr_str_c("nospace"), 3, NULL, NULL, NULL, 0, false, &msg, 0,
+                                     record_created, NULL),
+                     GR_ERR_NONE);
     assert_int_equal(gr_req_topic_ops_wait(req, NULL), GR_HANDLER_WAIT);
     gr_iopool_drain(f->b->iopool);
     fault_clear(F_MKDIR);
@@ -313,9 +327,9 @@ static void test_disk_errors_map_to_storage_error(void **state)
     /* the same name works once the disk does */
     memset(&C, 0, sizeof C);
     req = new_req(f, 19, 7, 8, 8);
-    assert_int_equal(
-        gr_topic_create(req, gr_str_c("nospace"), 3, NULL, NULL, 0, false, &msg, record_created, NULL),
-        GR_ERR_NONE);
+    assert_int_equal(gr_topic_create(req, gr_str_c("nospace"), 3, NULL, NULL, NULL, 0, false, &msg, 0,
+                                     record_created, NULL),
+                     GR_ERR_NONE);
     assert_int_equal(gr_req_topic_ops_wait(req, NULL), GR_HANDLER_WAIT);
     gr_iopool_drain(f->b->iopool);
     assert_int_equal(C.code, GR_ERR_NONE);
@@ -323,8 +337,45 @@ static void test_disk_errors_map_to_storage_error(void **state)
     gr_store_close(f->b->store);
     gr_partitions_destroy(f->b->parts); /* a restart: the new store's logs get new partition objects */
     fault_uninstall();
+    reopen_image(f, &sc);
     assert_int_equal(gr_store_open(&sc, &f->b->store), 0);
     f->b->parts = gr_partitions_create(&(struct gr_partitions_config){f->b->store, false});
+    assert_int_equal(gr_broker_image_load(f->b), 0);
+}
+
+static int16_t set_code = -1;
+static void configs_set(struct gr_req *req, void *item, const struct gr_topic_change *res)
+{
+    (void)req, (void)item;
+    set_code = res->error_code;
+}
+
+/* The single-node writer keeps the image's topic configs: a creation's, then a change's (the store's topic
+ * hook copies them), so every broker can answer DescribeConfigs from the image. */
+static void test_writer_keeps_image_configs(void **state)
+{
+    struct fx *f = *state;
+    const char *keys[] = {"retention.ms"}, *values[] = {"1234"}, *msg = NULL;
+    memset(&C, 0, sizeof C);
+    struct gr_req *req = new_req(f, 19, 7, 8, 8);
+    assert_int_equal(gr_topic_create(req, gr_str_c("withcfg"), 2, NULL, keys, values, 1, false, &msg, 0,
+                                     record_created, NULL),
+                     GR_ERR_NONE);
+    assert_int_equal(gr_req_topic_ops_wait(req, NULL), GR_HANDLER_WAIT);
+    gr_iopool_drain(f->b->iopool);
+    assert_int_equal(C.code, GR_ERR_NONE);
+    struct gr_image_topic *it = gr_image_topic_find(f->b->image, "withcfg", 7);
+    assert_non_null(it);
+    assert_ptr_equal(it->local, C.t);
+    assert_string_equal(gr_image_topic_config(it, "retention.ms"), "1234");
+    const char *k2[] = {"segment.bytes"}, *v2[] = {"2000000"};
+    req = new_req(f, 19, 7, 8, 8);
+    assert_true(gr_req_topic_set_configs(req, it->id, k2, v2, 1, configs_set, NULL));
+    assert_int_equal(gr_req_topic_ops_wait(req, NULL), GR_HANDLER_WAIT);
+    gr_iopool_drain(f->b->iopool);
+    assert_int_equal(set_code, GR_ERR_NONE);
+    assert_null(gr_image_topic_config(it, "retention.ms"));
+    assert_string_equal(gr_image_topic_config(it, "segment.bytes"), "2000000");
 }
 
 /* gr_req_keys_first: repeats found by sorting (kind and bytes), first occurrences and every repeated entry
@@ -374,6 +425,7 @@ int main(void)
         cmocka_unit_test(test_req_keys_first),
         cmocka_unit_test_setup_teardown(test_lazy_offsets_topic_defers_group_request, setup, teardown),
         cmocka_unit_test_setup_teardown(test_disk_errors_map_to_storage_error, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_writer_keeps_image_configs, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
