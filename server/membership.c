@@ -3,13 +3,23 @@
  * (cluster/member.h) made from the typed configuration and the bound listeners, its start-up steps at the
  * right places of main.c (the cluster id before the store opens, registration and the image after, the
  * listeners opened only then), the links between image topics and local storage topics, and the leave at
- * stop. Single-node mode never calls into it. Read next: cluster/member.h, server/main.c.
+ * stop. Once joined it wires the other cluster pieces to the member: the controller (cluster/controller.h,
+ * given the member's lease: 0 while fenced, the new one after registering again), the replica manager
+ * (cluster/replicas.h, started after the first snapshot is in the image) and the etcd topic writer
+ * (cluster/topic_writer.h, the broker's writer in cluster mode). Stop order (main.c): controller first (no
+ * partition-state write after the loop ends), replicas before the store closes, the topic writer, then the
+ * member (lease revoked, etcd client freed last). Single-node mode never calls into it. Read next:
+ * cluster/member.h, server/main.c.
  */
 #include <stdio.h>
 #include <string.h>
 
+#include "cluster/controller.h"
 #include "cluster/member.h"
+#include "cluster/replicas.h"
+#include "cluster/topic_writer.h"
 #include "common/log.h"
+#include "partition/partition.h"
 #include "server/broker.h"
 
 /* The feed's link from an image topic to this broker's storage topic: same name and same id. */
@@ -72,9 +82,63 @@ int gr_membership_resolve(struct gr_broker *b, const char *log_dir, const char *
     return 0;
 }
 
+struct gr_topic_writer *gr_membership_topic_writer(struct gr_broker *b)
+{
+    struct gr_topic_writer_etcd_config tc = {b->loop, gr_member_etcd(b->member), gr_member_layout(b->member),
+                                             b->image, 0};
+    return gr_topic_writer_etcd_new(&tc);
+}
+
+/* The member's lease changed (fenced: 0; registered again: the new one): the controller follows it. */
+static void on_lease_changed(void *ctx, struct gr_member *m)
+{
+    struct gr_broker *b = ctx;
+    if (b->controller) gr_controller_set_lease(b->controller, gr_member_lease(m));
+}
+
+/* The replica manager made (made) or deleted a local log: the partition's state set up, or parked requests
+ * re-checked (they now get NOT_LEADER_OR_FOLLOWER or UNKNOWN_TOPIC_OR_PARTITION). */
+static void on_log(void *ctx, struct gr_topic *t, int32_t partition, struct gr_log *log, bool made)
+{
+    struct gr_broker *b = ctx;
+    (void)t;
+    (void)partition;
+    if (made) gr_partition_visible_offset(gr_broker_partition(b, log));
+    gr_broker_wake_parked(b);
+}
+
 int gr_membership_join(struct gr_broker *b)
 {
-    return gr_member_join(b->member);
+    if (gr_member_join(b->member) < 0) return -1;
+    /* the image holds the first snapshot now: local replicas follow it, the controller campaigns */
+    struct gr_replicas_config rc = {
+        .store = b->store, .pool = b->iopool, .loop = b->loop, .on_log = on_log, .ctx = b, .coord = b->coord};
+    if (!(b->replicas = gr_replicas_new(&rc, b->image)) || gr_replicas_start(b->replicas) < 0) {
+        GR_ERROR("cannot start the replica manager");
+        return -1;
+    }
+    b->controller = gr_controller_new(b->loop, gr_member_etcd(b->member), gr_member_layout(b->member),
+                                      b->image, b->node_id);
+    if (!b->controller) {
+        GR_ERROR("cannot start the controller");
+        return -1;
+    }
+    gr_member_on_lease_changed(b->member, on_lease_changed, b);
+    gr_controller_set_lease(b->controller, gr_member_lease(b->member));
+    return 0;
+}
+
+void gr_membership_stop_controller(struct gr_broker *b)
+{
+    if (b->member) gr_member_on_lease_changed(b->member, NULL, NULL);
+    gr_controller_free(b->controller);
+    b->controller = NULL;
+}
+
+void gr_membership_stop_replicas(struct gr_broker *b)
+{
+    gr_replicas_free(b->replicas);
+    b->replicas = NULL;
 }
 
 void gr_membership_stop(struct gr_broker *b)
