@@ -332,7 +332,8 @@ int main(int argc, char **argv)
     if (gr_producer_ids_start(b)) return 1;
     /* An existing __consumer_offsets is replayed before the loop serves clients; a missing one is created on
        the first group request (gr_groups_ensure), as Kafka does. */
-    if (gr_store_topic_find(b->store, GR_OFFSETS_TOPIC, strlen(GR_OFFSETS_TOPIC)) && gr_groups_start(b))
+    if (!cluster && gr_store_topic_find(b->store, GR_OFFSETS_TOPIC, strlen(GR_OFFSETS_TOPIC)) &&
+        gr_groups_start(b)) /* cluster mode: no group coordinator yet (server/groups.c gr_groups_defer) */
         return 1;
 
     /* cluster mode: registered, the whole metadata read and watched before any client is served */

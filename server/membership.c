@@ -96,6 +96,26 @@ static void on_lease_changed(void *ctx, struct gr_member *m)
     if (b->controller) gr_controller_set_lease(b->controller, gr_member_lease(m));
 }
 
+/* Every local log of a partition this broker leads takes the image's leader epoch (Kafka's makeLeader: the
+ * epoch the controller wrote is the one new batches carry and CurrentLeaderEpoch checks compare with). A
+ * pass over the image's partitions per applied batch (stage 1: bounded by the image's own bounds). */
+static void sync_leader_epochs(void *ctx, struct gr_image *img)
+{
+    (void)ctx;
+    if (img->self_fenced) return;
+    for (int32_t i = 0; i < gr_image_topic_count(img); i++) {
+        struct gr_image_topic *t = gr_image_topic_at(img, i);
+        if (!t->local) continue;
+        for (int32_t p = 0; p < t->partition_count && p < gr_topic_partition_count(t->local); p++) {
+            const struct gr_image_partition *ip = gr_image_partition(t, p);
+            struct gr_log *log = gr_topic_log(t->local, p);
+            if (log && ip->leader == img->node_id && gr_log_set_leader_epoch(log, ip->leader_epoch) < 0)
+                GR_WARN("%.*s-%d: cannot take leader epoch %d: out of memory", (int)t->name_len, t->name,
+                        (int)p, (int)ip->leader_epoch);
+        }
+    }
+}
+
 /* The replica manager made (made) or deleted a local log: the partition's state set up, or parked requests
  * re-checked (they now get NOT_LEADER_OR_FOLLOWER or UNKNOWN_TOPIC_OR_PARTITION). */
 static void on_log(void *ctx, struct gr_topic *t, int32_t partition, struct gr_log *log, bool made)
@@ -103,7 +123,10 @@ static void on_log(void *ctx, struct gr_topic *t, int32_t partition, struct gr_l
     struct gr_broker *b = ctx;
     (void)t;
     (void)partition;
-    if (made) gr_partition_visible_offset(gr_broker_partition(b, log));
+    if (made) {
+        gr_partition_visible_offset(gr_broker_partition(b, log));
+        sync_leader_epochs(b, b->image);
+    }
     gr_broker_wake_parked(b);
 }
 
@@ -123,6 +146,11 @@ int gr_membership_join(struct gr_broker *b)
         GR_ERROR("cannot start the controller");
         return -1;
     }
+    if (gr_image_observe(b->image, sync_leader_epochs, b) < 0) {
+        GR_ERROR("cannot observe the metadata image: no observer slot left");
+        return -1;
+    }
+    sync_leader_epochs(b, b->image);
     gr_member_on_lease_changed(b->member, on_lease_changed, b);
     gr_controller_set_lease(b->controller, gr_member_lease(b->member));
     return 0;
@@ -130,7 +158,10 @@ int gr_membership_join(struct gr_broker *b)
 
 void gr_membership_stop_controller(struct gr_broker *b)
 {
-    if (b->member) gr_member_on_lease_changed(b->member, NULL, NULL);
+    if (b->member) {
+        gr_member_on_lease_changed(b->member, NULL, NULL);
+        gr_image_unobserve(b->image, sync_leader_epochs, b);
+    }
     gr_controller_free(b->controller);
     b->controller = NULL;
 }
