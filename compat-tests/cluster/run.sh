@@ -22,7 +22,7 @@ for t in selftest membership e2e; do
     out=$(mktemp)
     python3 "$here/$t.py" "$@" 2>&1 | tee "$out"
     rc=${PIPESTATUS[0]}
-    line=$(grep -E '^[a-z-]+: [0-9]+ passed, [0-9]+ failed' "$out" | tail -1)
+    line=$(grep -E '^[a-z0-9-]+: [0-9]+ passed, [0-9]+ failed' "$out" | tail -1)
     rm -f "$out"
     p=$(echo "$line" | grep -oE '[0-9]+ passed' | grep -oE '[0-9]+')
     f=$(echo "$line" | grep -oE '[0-9]+ failed' | grep -oE '[0-9]+')
