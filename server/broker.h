@@ -162,6 +162,11 @@ struct gr_broker {
                                  NULL in single-node mode */
     struct gr_controller *controller; /* cluster mode: this broker's controller (cluster/controller.h) */
     struct gr_replicas *replicas;     /* cluster mode: local replicas follow the image (cluster/replicas.h) */
+    struct {                          /* cluster mode: topic configs of the image to local topics */
+        bool busy;                    /* one gr_topic_op_set_configs in flight (server/membership.c) */
+        uint8_t failed_id[16];        /* the last topic whose configs the store refused ... */
+        int64_t failed_revision;      /* ... at this record revision: not retried until the record changes */
+    } config_sync;
     int32_t node_id;
     struct gr_listener listeners[GR_LISTENERS_MAX];
     int listener_count;

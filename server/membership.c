@@ -96,12 +96,16 @@ static void on_lease_changed(void *ctx, struct gr_member *m)
     if (b->controller) gr_controller_set_lease(b->controller, gr_member_lease(m));
 }
 
-/* Every local log of a partition this broker leads takes the image's leader epoch (Kafka's makeLeader: the
+static void sync_configs(struct gr_broker *b);
+
+/* The image observer of cluster mode (after each applied batch), and after a local log was made: topic
+ * configs follow the records (sync_configs), and every local log of a partition this broker leads takes the
+ * image's leader epoch (Kafka's makeLeader: the
  * epoch the controller wrote is the one new batches carry and CurrentLeaderEpoch checks compare with). A
  * pass over the image's partitions per applied batch (stage 1: bounded by the image's own bounds). */
-static void sync_leader_epochs(void *ctx, struct gr_image *img)
+static void follow_image(void *ctx, struct gr_image *img)
 {
-    (void)ctx;
+    sync_configs(ctx);
     if (img->self_fenced) return;
     for (int32_t i = 0; i < gr_image_topic_count(img); i++) {
         struct gr_image_topic *t = gr_image_topic_at(img, i);
@@ -116,6 +120,68 @@ static void sync_leader_epochs(void *ctx, struct gr_image *img)
     }
 }
 
+/* Whether the local topic's configs equal the image topic's (the topic record's): same count, and each of
+ * the image's names with the same value (at most GR_CLUSTER_TOPIC_CONFIGS_MAX each side). */
+static bool configs_equal(const struct gr_image_topic *it)
+{
+    int n = gr_topic_config_count(it->local);
+    if (n != it->config_count) return false;
+    for (int32_t i = 0; i < it->config_count; i++) {
+        bool found = false;
+        for (int j = 0; j < n && !found; j++) {
+            const char *key, *value;
+            gr_topic_config_at(it->local, j, &key, &value);
+            found = strcmp(key, it->configs[i].name) == 0 && strcmp(value, it->configs[i].value) == 0;
+        }
+        if (!found) return false;
+    }
+    return true;
+}
+
+static void configs_set(void *ctx, int err, struct gr_topic *t)
+{
+    struct gr_broker *b = ctx;
+    b->config_sync.busy = false;
+    if (err) {
+        struct gr_image_topic *it = t ? gr_image_topic_find_id(b->image, gr_topic_id(t)) : NULL;
+        GR_WARN_RATELIMITED("cluster: the local configs of topic %s cannot follow its record: %s",
+                            t ? gr_topic_name(t) : "?", strerror(-err));
+        if (it) {
+            memcpy(b->config_sync.failed_id, it->id, 16);
+            b->config_sync.failed_revision = it->record_revision;
+        }
+        return;
+    }
+    sync_configs(b); /* the next topic that differs */
+}
+
+/* The topic record's configs reach the local (sparse) topic, so its typed policy (max.message.bytes,
+ * retention, cleanup, ...) is the cluster's: one gr_topic_op_set_configs at a time through the store's
+ * FIFO; a refused change is not retried until the record changes. */
+static void sync_configs(struct gr_broker *b)
+{
+    /* nothing new once the stop began (the controller is freed first) */
+    if (b->config_sync.busy || !b->store || !b->controller) return;
+    struct gr_image *img = b->image;
+    for (int32_t i = 0; i < gr_image_topic_count(img); i++) {
+        struct gr_image_topic *it = gr_image_topic_at(img, i);
+        if (!it->local || it->record_revision == 0 || configs_equal(it)) continue;
+        if (memcmp(it->id, b->config_sync.failed_id, 16) == 0 &&
+            it->record_revision == b->config_sync.failed_revision)
+            continue;
+        const char *keys[GR_CLUSTER_TOPIC_CONFIGS_MAX], *values[GR_CLUSTER_TOPIC_CONFIGS_MAX];
+        for (int32_t j = 0; j < it->config_count; j++) {
+            keys[j] = it->configs[j].name;
+            values[j] = it->configs[j].value;
+        }
+        struct gr_topic_op *op = gr_topic_op_set_configs(it->local, keys, values, it->config_count);
+        if (!op) return; /* out of memory: the next image change tries again */
+        b->config_sync.busy = true;
+        gr_store_topic_op_submit(b->store, b->iopool, op, configs_set, b);
+        return;
+    }
+}
+
 /* The replica manager made (made) or deleted a local log: the partition's state set up, or parked requests
  * re-checked (they now get NOT_LEADER_OR_FOLLOWER or UNKNOWN_TOPIC_OR_PARTITION). */
 static void on_log(void *ctx, struct gr_topic *t, int32_t partition, struct gr_log *log, bool made)
@@ -125,7 +191,7 @@ static void on_log(void *ctx, struct gr_topic *t, int32_t partition, struct gr_l
     (void)partition;
     if (made) {
         gr_partition_visible_offset(gr_broker_partition(b, log));
-        sync_leader_epochs(b, b->image);
+        follow_image(b, b->image);
     }
     gr_broker_wake_parked(b);
 }
@@ -146,11 +212,11 @@ int gr_membership_join(struct gr_broker *b)
         GR_ERROR("cannot start the controller");
         return -1;
     }
-    if (gr_image_observe(b->image, sync_leader_epochs, b) < 0) {
+    if (gr_image_observe(b->image, follow_image, b) < 0) {
         GR_ERROR("cannot observe the metadata image: no observer slot left");
         return -1;
     }
-    sync_leader_epochs(b, b->image);
+    follow_image(b, b->image);
     gr_member_on_lease_changed(b->member, on_lease_changed, b);
     gr_controller_set_lease(b->controller, gr_member_lease(b->member));
     return 0;
@@ -160,7 +226,7 @@ void gr_membership_stop_controller(struct gr_broker *b)
 {
     if (b->member) {
         gr_member_on_lease_changed(b->member, NULL, NULL);
-        gr_image_unobserve(b->image, sync_leader_epochs, b);
+        gr_image_unobserve(b->image, follow_image, b);
     }
     gr_controller_free(b->controller);
     b->controller = NULL;

@@ -11,6 +11,8 @@ What it checks (broker.session.timeout.ms 3000, broker.heartbeat.interval.ms 500
     all back by assignment: every record exactly once, in per-partition order;
   - a raw Produce v10 to a broker that does not lead the partition: NOT_LEADER_OR_FOLLOWER with CurrentLeader
     naming the leader and its epoch;
+  - a topic created with max.message.bytes=2000: every leader refuses a 3000-byte batch (MESSAGE_TOO_LARGE),
+    so the record's configs reached the local partitions;
   - kill -9 a broker that is not the controller: after its lease expires its 4 partitions show leader -1 and
     leader epoch 1 on the others (time reported); the other 8 partitions keep taking produce and fetch;
     restarted, its partitions come back (leader = it, epoch 2) and every acknowledged record is read back;
@@ -233,6 +235,28 @@ def wait_parts(bs, pred, timeout, what):
                         timeout, what, interval=0.05)
 
 
+def t_configs(run, etcd, bs, st):
+    name = 'e2e-cfg'
+    with k.Conn(bs[2].bootstrap, timeout=30) as c:
+        r = k.create_topic(c, name, 3, configs={'max.message.bytes': '2000'})
+    eq('CreateTopics with max.message.bytes=2000 through broker 3', 0, r['error_code'])
+    with k.Conn(bs[0].bootstrap, timeout=10) as c:
+        t = [t for t in k.metadata(c, [name], version=12, allow_auto=False)['topics'] if t['name'] == name][0]
+    by_id = {b.node_id: b for b in bs}
+    codes = {}
+
+    def too_large(p):
+        leader = by_id[p['leader_id']]
+        with k.Conn(leader.bootstrap, timeout=10) as c:
+            rp = k.produce(c, name, p['partition_index'], k.build_batch([(b'k', b'x' * 3000)]))
+        codes[p['partition_index']] = rp['error_code']
+        return rp['error_code'] == 10  # MESSAGE_TOO_LARGE: the record's config reached the leader's local log
+    for p in t['partitions']:
+        h.wait_until(lambda: too_large(p), 10, f'{name}-{p["partition_index"]} refuses 3000 bytes')
+    ok(f'every leader of {name} (brokers {sorted({p["leader_id"] for p in t["partitions"]})}) applies the '
+       f'record\'s max.message.bytes: MESSAGE_TOO_LARGE')
+
+
 def t_kill_broker(run, etcd, bs, st):
     ctl = controller_of(bs)
     victim = next(b for b in bs if b.node_id != ctl)
@@ -343,6 +367,7 @@ def main():
         if 'pp' in st:
             section('librdkafka produces and consumes across three leaders', t_produce_consume, run, etcd, bs, st)
             section('Produce at a broker that does not lead', t_not_leader, run, etcd, bs, st)
+            section('topic configs reach the leaders\' local logs', t_configs, run, etcd, bs, st)
         if 'acked' in st:
             section('kill -9 a broker, restart it', t_kill_broker, run, etcd, bs, st)
             section('kill -9 the controller', t_kill_controller, run, etcd, bs, st)
