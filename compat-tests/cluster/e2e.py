@@ -19,7 +19,8 @@ What it checks (broker.session.timeout.ms 3000, broker.heartbeat.interval.ms 500
   - kill -9 the controller: another broker becomes controller and marks the dead one's partitions offline
     (the time from the kill to that first partition-state change is reported); restarted, they come back;
   - DeleteTopics through one broker: the topic leaves every broker's Metadata and its directories leave every
-    log directory.
+    log directory;
+  - SIGTERM: every broker (still holding another topic's partitions) exits 0 with "stopped cleanly".
 Ends with `cluster-e2e: N passed, N failed`; exit status 1 on any failure.
 Usage: e2e.py [--seed N] [--deadline SECONDS]
 Read next: server/membership.c, cluster/controller.h, cluster/replicas.h, harness.py.
@@ -346,6 +347,15 @@ def t_delete(run, etcd, bs, st):
     ok(f'its directories left every log directory ({time.monotonic() - t0:.2f} s)')
 
 
+def t_sigterm(run, etcd, bs, st):
+    for b in bs:  # e2e-cfg still has partitions on them: the controller, replicas, writer and member all stop
+        status = b.stop()
+        with open(b.proc.log_path, 'rb') as f:
+            text = f.read().decode('utf-8', 'replace')
+        check(f'SIGTERM: broker {b.node_id} exits 0 and logs "stopped cleanly"',
+              status == 0 and 'stopped cleanly' in text, f'status {status}')
+
+
 def section(name, fn, *args):
     print(f'-- {name}', flush=True)
     t0 = time.monotonic()
@@ -372,6 +382,7 @@ def main():
             section('kill -9 a broker, restart it', t_kill_broker, run, etcd, bs, st)
             section('kill -9 the controller', t_kill_controller, run, etcd, bs, st)
         section('DeleteTopics', t_delete, run, etcd, bs, st)
+        section('SIGTERM', t_sigterm, run, etcd, bs, st)
     for f in figures:
         print(f'   figure: {f}')
     print(f'   (total {time.monotonic() - t0:.1f} s)')
