@@ -137,6 +137,20 @@ static void pend_squeeze(struct gr_feed *feed)
     feed->pend_count = k;
 }
 
+/* The topic record's configs into the image topic (sorted copies, bounded by gr_image_set_topic_configs:
+ * GR_CLUSTER_TOPIC_CONFIGS_MAX entries, name and value caps). Returns 0 or its -errno. */
+static int set_configs(struct gr_image *img, struct gr_image_topic *t, const struct gr_cluster_topic *v)
+{
+    if (v->config_count < 0 || v->config_count > GR_CLUSTER_TOPIC_CONFIGS_MAX) return -E2BIG;
+    const char *names[GR_CLUSTER_TOPIC_CONFIGS_MAX];
+    const char *values[GR_CLUSTER_TOPIC_CONFIGS_MAX];
+    for (int32_t i = 0; i < v->config_count; i++) {
+        names[i] = v->configs[i].name;
+        values[i] = v->configs[i].value;
+    }
+    return gr_image_set_topic_configs(img, t, names, values, v->config_count);
+}
+
 /* Sets partition `p` of `t`: leader, epoch, ISR and partition epoch from the arguments, replicas kept. */
 static int set_state(struct gr_image *img, struct gr_image_topic *t, int32_t p, int32_t leader, int32_t epoch,
                      const int32_t *isr, int32_t isr_count, int64_t partition_epoch)
@@ -278,6 +292,7 @@ static int apply_topic(struct gr_feed *feed, const struct gr_feed_kv *kv, const 
         return rc;
     }
     t->record_revision = kv->mod_revision;
+    rc = set_configs(img, t, &v); /* the record's configs: DescribeConfigs on any broker, local policies */
     for (int32_t p = 0; p < v.partition_count && rc == 0; p++) {
         const struct gr_image_partition *cur = gr_image_partition(t, p);
         int32_t isr[GR_IMAGE_REPLICAS_MAX];

@@ -49,6 +49,8 @@ struct gr_coordinator;
 struct gr_producer_id_manager;
 struct gr_image;
 struct gr_member;
+struct gr_controller;
+struct gr_replicas;
 struct gr_topic_writer;
 
 /* Handler results. */
@@ -158,6 +160,13 @@ struct gr_broker {
     struct gr_producer_id_manager *producer_ids; /* InitProducerId's ids (server/producer_ids.c) */
     struct gr_member *member; /* cluster mode: registration and the image's etcd feed (server/membership.c);
                                  NULL in single-node mode */
+    struct gr_controller *controller; /* cluster mode: this broker's controller (cluster/controller.h) */
+    struct gr_replicas *replicas;     /* cluster mode: local replicas follow the image (cluster/replicas.h) */
+    struct {                          /* cluster mode: topic configs of the image to local topics */
+        bool busy;                    /* one gr_topic_op_set_configs in flight (server/membership.c) */
+        uint8_t failed_id[16];        /* the last topic whose configs the store refused ... */
+        int64_t failed_revision;      /* ... at this record revision: not retried until the record changes */
+    } config_sync;
     int32_t node_id;
     struct gr_listener listeners[GR_LISTENERS_MAX];
     int listener_count;
@@ -331,6 +340,15 @@ int gr_broker_image_load(struct gr_broker *b);
  * unlinks the image topic of the same id to the storage topic, since topics come from etcd. */
 int gr_membership_resolve(struct gr_broker *b, const char *log_dir, const char **cluster_id);
 int gr_membership_join(struct gr_broker *b);
+/* Cluster mode, after gr_membership_resolve: returns new the etcd topic writer (cluster/topic_writer.h) for
+ * b->topic_writer, or NULL (out of memory, no image observer slot). gr_membership_join also starts the
+ * replica manager (b->replicas) and the controller (b->controller, following the member's lease). At stop:
+ * gr_membership_stop_controller right after the loop ends (no partition-state write afterwards; nothing when
+ * there is none), gr_membership_stop_replicas after the I/O pool is drained and before the store closes,
+ * the topic writer freed before gr_membership_stop (it borrows the member's etcd client). */
+struct gr_topic_writer *gr_membership_topic_writer(struct gr_broker *b);
+void gr_membership_stop_controller(struct gr_broker *b);
+void gr_membership_stop_replicas(struct gr_broker *b);
 void gr_membership_stop(struct gr_broker *b);
 void gr_membership_on_topic(void *ctx, struct gr_topic *t, bool deleted);
 

@@ -256,6 +256,10 @@ static void offsets_created(void *ctx, int err, struct gr_topic *t)
 bool gr_groups_defer(struct gr_req *req)
 {
     struct gr_broker *b = req->broker;
+    /* cluster mode: __consumer_offsets is a topic of the cluster (etcd), never made here on the side (the
+       replica manager would delete it as a stray under the coordinator); until groups across the cluster
+       land, group requests get COORDINATOR_NOT_AVAILABLE (the handlers' answer without b->coord) */
+    if (b->member) return false;
     if (b->coord || gr_req_state(req, &deferred_key)) return false;
     if (!gr_req_state_add(req, &deferred_key, 0)) return false;
     if (gr_store_topic_find(b->store, GR_OFFSETS_TOPIC, strlen(GR_OFFSETS_TOPIC))) {

@@ -301,9 +301,14 @@ int main(int argc, char **argv)
         GR_ERROR("cannot open log directory %s: %s", dir, strerror(-rc));
         return 1;
     }
-    /* topic changes (cluster/topic_writer.h): storage's operations on one node; in cluster mode the etcd
-       writer is to be wired in server/membership.c (until then the local one: topics are not in etcd) */
-    if (!(b->topic_writer = gr_topic_writer_local_new(&b->store, &b->iopool))) return 1;
+    /* topic changes (cluster/topic_writer.h): storage's operations on one node; in cluster mode txns on etcd
+       (server/membership.c), the local files following through the replica manager */
+    b->topic_writer =
+        cluster ? gr_membership_topic_writer(b) : gr_topic_writer_local_new(&b->store, &b->iopool);
+    if (!b->topic_writer) {
+        GR_ERROR("cannot make the topic writer");
+        return 1;
+    }
     if (!cluster && (rc = gr_broker_image_load(b)) < 0) { /* cluster mode: fed by the member */
         GR_ERROR("cannot build the metadata image: %s", strerror(-rc));
         return 1;
@@ -327,7 +332,8 @@ int main(int argc, char **argv)
     if (gr_producer_ids_start(b)) return 1;
     /* An existing __consumer_offsets is replayed before the loop serves clients; a missing one is created on
        the first group request (gr_groups_ensure), as Kafka does. */
-    if (gr_store_topic_find(b->store, GR_OFFSETS_TOPIC, strlen(GR_OFFSETS_TOPIC)) && gr_groups_start(b))
+    if (!cluster && gr_store_topic_find(b->store, GR_OFFSETS_TOPIC, strlen(GR_OFFSETS_TOPIC)) &&
+        gr_groups_start(b)) /* cluster mode: no group coordinator yet (server/groups.c gr_groups_defer) */
         return 1;
 
     /* cluster mode: registered, the whole metadata read and watched before any client is served */
@@ -354,7 +360,8 @@ int main(int argc, char **argv)
             (long long)(gr_time_mono_ms() - t0), b->node_id, gr_store_cluster_id(b->store), dir,
             gr_store_topic_count(b->store));
     ev_run(b->loop, 0);
-    gr_sys_audit_this_thread(NULL); /* shutdown may wait for the disk: nobody is served any more */
+    gr_sys_audit_this_thread(NULL);   /* shutdown may wait for the disk: nobody is served any more */
+    gr_membership_stop_controller(b); /* cluster mode: no partition-state write after this */
 
     gr_net_close_all(b);
     ev_run(b->loop, EVRUN_NOWAIT); /* let deferred connection frees run */
@@ -371,9 +378,10 @@ int main(int argc, char **argv)
     }
     gr_producer_ids_stop(b);
     gr_partitions_destroy(b->parts);
+    gr_membership_stop_replicas(b); /* the pool is drained: none of its operations is in flight */
     gr_store_close(b->store);
-    gr_membership_stop(b); /* revokes the lease: the registration is gone at once */
-    gr_topic_writer_free(b->topic_writer);
+    gr_topic_writer_free(b->topic_writer); /* borrows the member's etcd client */
+    gr_membership_stop(b);                 /* revokes the lease: the registration is gone at once */
     gr_image_free(b->image);
     gr_log_ratelimit_flush(INT64_MAX); /* every count of suppressed warnings still pending */
     GR_INFO("stopped cleanly (%lld parked-request re-checks since start)", (long long)b->rechecks);

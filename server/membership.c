@@ -3,13 +3,23 @@
  * (cluster/member.h) made from the typed configuration and the bound listeners, its start-up steps at the
  * right places of main.c (the cluster id before the store opens, registration and the image after, the
  * listeners opened only then), the links between image topics and local storage topics, and the leave at
- * stop. Single-node mode never calls into it. Read next: cluster/member.h, server/main.c.
+ * stop. Once joined it wires the other cluster pieces to the member: the controller (cluster/controller.h,
+ * given the member's lease: 0 while fenced, the new one after registering again), the replica manager
+ * (cluster/replicas.h, started after the first snapshot is in the image) and the etcd topic writer
+ * (cluster/topic_writer.h, the broker's writer in cluster mode). Stop order (main.c): controller first (no
+ * partition-state write after the loop ends), replicas before the store closes, the topic writer, then the
+ * member (lease revoked, etcd client freed last). Single-node mode never calls into it. Read next:
+ * cluster/member.h, server/main.c.
  */
 #include <stdio.h>
 #include <string.h>
 
+#include "cluster/controller.h"
 #include "cluster/member.h"
+#include "cluster/replicas.h"
+#include "cluster/topic_writer.h"
 #include "common/log.h"
+#include "partition/partition.h"
 #include "server/broker.h"
 
 /* The feed's link from an image topic to this broker's storage topic: same name and same id. */
@@ -72,9 +82,160 @@ int gr_membership_resolve(struct gr_broker *b, const char *log_dir, const char *
     return 0;
 }
 
+struct gr_topic_writer *gr_membership_topic_writer(struct gr_broker *b)
+{
+    struct gr_topic_writer_etcd_config tc = {b->loop, gr_member_etcd(b->member), gr_member_layout(b->member),
+                                             b->image, 0};
+    return gr_topic_writer_etcd_new(&tc);
+}
+
+/* The member's lease changed (fenced: 0; registered again: the new one): the controller follows it. */
+static void on_lease_changed(void *ctx, struct gr_member *m)
+{
+    struct gr_broker *b = ctx;
+    if (b->controller) gr_controller_set_lease(b->controller, gr_member_lease(m));
+}
+
+static void sync_configs(struct gr_broker *b);
+
+/* The image observer of cluster mode (after each applied batch), and after a local log was made: topic
+ * configs follow the records (sync_configs), and every local log of a partition this broker leads takes the
+ * image's leader epoch (Kafka's makeLeader: the
+ * epoch the controller wrote is the one new batches carry and CurrentLeaderEpoch checks compare with). A
+ * pass over the image's partitions per applied batch (stage 1: bounded by the image's own bounds). */
+static void follow_image(void *ctx, struct gr_image *img)
+{
+    sync_configs(ctx);
+    if (img->self_fenced) return;
+    for (int32_t i = 0; i < gr_image_topic_count(img); i++) {
+        struct gr_image_topic *t = gr_image_topic_at(img, i);
+        if (!t->local) continue;
+        for (int32_t p = 0; p < t->partition_count && p < gr_topic_partition_count(t->local); p++) {
+            const struct gr_image_partition *ip = gr_image_partition(t, p);
+            struct gr_log *log = gr_topic_log(t->local, p);
+            if (log && ip->leader == img->node_id && gr_log_set_leader_epoch(log, ip->leader_epoch) < 0)
+                GR_WARN("%.*s-%d: cannot take leader epoch %d: out of memory", (int)t->name_len, t->name,
+                        (int)p, (int)ip->leader_epoch);
+        }
+    }
+}
+
+/* Whether the local topic's configs equal the image topic's (the topic record's): same count, and each of
+ * the image's names with the same value (at most GR_CLUSTER_TOPIC_CONFIGS_MAX each side). */
+static bool configs_equal(const struct gr_image_topic *it)
+{
+    int n = gr_topic_config_count(it->local);
+    if (n != it->config_count) return false;
+    for (int32_t i = 0; i < it->config_count; i++) {
+        bool found = false;
+        for (int j = 0; j < n && !found; j++) {
+            const char *key, *value;
+            gr_topic_config_at(it->local, j, &key, &value);
+            found = strcmp(key, it->configs[i].name) == 0 && strcmp(value, it->configs[i].value) == 0;
+        }
+        if (!found) return false;
+    }
+    return true;
+}
+
+static void configs_set(void *ctx, int err, struct gr_topic *t)
+{
+    struct gr_broker *b = ctx;
+    b->config_sync.busy = false;
+    if (err) {
+        struct gr_image_topic *it = t ? gr_image_topic_find_id(b->image, gr_topic_id(t)) : NULL;
+        GR_WARN_RATELIMITED("cluster: the local configs of topic %s cannot follow its record: %s",
+                            t ? gr_topic_name(t) : "?", strerror(-err));
+        if (it) {
+            memcpy(b->config_sync.failed_id, it->id, 16);
+            b->config_sync.failed_revision = it->record_revision;
+        }
+        return;
+    }
+    sync_configs(b); /* the next topic that differs */
+}
+
+/* The topic record's configs reach the local (sparse) topic, so its typed policy (max.message.bytes,
+ * retention, cleanup, ...) is the cluster's: one gr_topic_op_set_configs at a time through the store's
+ * FIFO; a refused change is not retried until the record changes. */
+static void sync_configs(struct gr_broker *b)
+{
+    /* nothing new once the stop began (the controller is freed first) */
+    if (b->config_sync.busy || !b->store || !b->controller) return;
+    struct gr_image *img = b->image;
+    for (int32_t i = 0; i < gr_image_topic_count(img); i++) {
+        struct gr_image_topic *it = gr_image_topic_at(img, i);
+        if (!it->local || it->record_revision == 0 || configs_equal(it)) continue;
+        if (memcmp(it->id, b->config_sync.failed_id, 16) == 0 &&
+            it->record_revision == b->config_sync.failed_revision)
+            continue;
+        const char *keys[GR_CLUSTER_TOPIC_CONFIGS_MAX], *values[GR_CLUSTER_TOPIC_CONFIGS_MAX];
+        for (int32_t j = 0; j < it->config_count; j++) {
+            keys[j] = it->configs[j].name;
+            values[j] = it->configs[j].value;
+        }
+        struct gr_topic_op *op = gr_topic_op_set_configs(it->local, keys, values, it->config_count);
+        if (!op) return; /* out of memory: the next image change tries again */
+        b->config_sync.busy = true;
+        gr_store_topic_op_submit(b->store, b->iopool, op, configs_set, b);
+        return;
+    }
+}
+
+/* The replica manager made (made) or deleted a local log: the partition's state set up, or parked requests
+ * re-checked (they now get NOT_LEADER_OR_FOLLOWER or UNKNOWN_TOPIC_OR_PARTITION). */
+static void on_log(void *ctx, struct gr_topic *t, int32_t partition, struct gr_log *log, bool made)
+{
+    struct gr_broker *b = ctx;
+    (void)t;
+    (void)partition;
+    if (made) {
+        gr_partition_visible_offset(gr_broker_partition(b, log));
+        follow_image(b, b->image);
+    }
+    gr_broker_wake_parked(b);
+}
+
 int gr_membership_join(struct gr_broker *b)
 {
-    return gr_member_join(b->member);
+    if (gr_member_join(b->member) < 0) return -1;
+    /* the image holds the first snapshot now: local replicas follow it, the controller campaigns */
+    struct gr_replicas_config rc = {
+        .store = b->store, .pool = b->iopool, .loop = b->loop, .on_log = on_log, .ctx = b, .coord = b->coord};
+    if (!(b->replicas = gr_replicas_new(&rc, b->image)) || gr_replicas_start(b->replicas) < 0) {
+        GR_ERROR("cannot start the replica manager");
+        return -1;
+    }
+    b->controller = gr_controller_new(b->loop, gr_member_etcd(b->member), gr_member_layout(b->member),
+                                      b->image, b->node_id);
+    if (!b->controller) {
+        GR_ERROR("cannot start the controller");
+        return -1;
+    }
+    if (gr_image_observe(b->image, follow_image, b) < 0) {
+        GR_ERROR("cannot observe the metadata image: no observer slot left");
+        return -1;
+    }
+    follow_image(b, b->image);
+    gr_member_on_lease_changed(b->member, on_lease_changed, b);
+    gr_controller_set_lease(b->controller, gr_member_lease(b->member));
+    return 0;
+}
+
+void gr_membership_stop_controller(struct gr_broker *b)
+{
+    if (b->member) {
+        gr_member_on_lease_changed(b->member, NULL, NULL);
+        gr_image_unobserve(b->image, follow_image, b);
+    }
+    gr_controller_free(b->controller);
+    b->controller = NULL;
+}
+
+void gr_membership_stop_replicas(struct gr_broker *b)
+{
+    gr_replicas_free(b->replicas);
+    b->replicas = NULL;
 }
 
 void gr_membership_stop(struct gr_broker *b)

@@ -59,9 +59,23 @@ bool gr_log_offline(const struct gr_log *log)
 {
     return atomic_load(&((struct gr_log *)log)->offline);
 }
+static int epochs_push(struct gr_log *log, int32_t epoch, int64_t start);
+
 int32_t gr_log_leader_epoch(const struct gr_log *log)
 {
     return log->leader_epoch;
+}
+int gr_log_set_leader_epoch(struct gr_log *log, int32_t epoch)
+{
+    if (epoch <= log->leader_epoch) return 0;
+    log->leader_epoch = epoch;
+    struct gr_epoch_entry *last = log->epoch_count ? &log->epochs[log->epoch_count - 1] : NULL;
+    if (last && last->start_offset >= log->log_end_offset) { /* no batch in that epoch: Kafka's assign */
+        last->epoch = epoch;
+        log->epochs_dirty = true;
+        return 0;
+    }
+    return epochs_push(log, epoch, log->log_end_offset);
 }
 struct gr_topic *gr_log_topic(const struct gr_log *log)
 {

@@ -2,7 +2,9 @@
 # cluster/run.sh: the cluster suites. First the fault harness's self-test (compat-tests/cluster/selftest.py):
 # etcd members, network namespaces with nftables cuts, and gregor brokers, each fault shown to happen and to
 # be undone, and nothing of the run left afterwards. Then membership.py: cluster-mode brokers join, are
-# refused, restart, are fenced and leave. Needs root; installs etcd-server, etcd-client and nftables
+# refused, restart, are fenced and leave. Then e2e.py: a 3-broker cluster end to end (a 12-partition topic
+# led 4 per broker, librdkafka produce and consume, NOT_LEADER_OR_FOLLOWER, kill -9 of a broker and of the
+# controller with restarts, DeleteTopics). Needs root; installs etcd-server, etcd-client and nftables
 # (scripts/install-deps.sh test) when they are missing. Each prints its own "N passed, N failed" line; the
 # last line, "cluster: N passed, N failed", sums them.
 # Usage: compat-tests/cluster/run.sh [--seed N] [--deadline SECONDS]
@@ -16,11 +18,11 @@ fi
 total_p=0
 total_f=0
 status=0
-for t in selftest membership; do
+for t in selftest membership e2e; do
     out=$(mktemp)
     python3 "$here/$t.py" "$@" 2>&1 | tee "$out"
     rc=${PIPESTATUS[0]}
-    line=$(grep -E '^[a-z-]+: [0-9]+ passed, [0-9]+ failed' "$out" | tail -1)
+    line=$(grep -E '^[a-z0-9-]+: [0-9]+ passed, [0-9]+ failed' "$out" | tail -1)
     rm -f "$out"
     p=$(echo "$line" | grep -oE '[0-9]+ passed' | grep -oE '[0-9]+')
     f=$(echo "$line" | grep -oE '[0-9]+ failed' | grep -oE '[0-9]+')

@@ -415,6 +415,37 @@ static void test_leader_epochs(void **state)
     assert_int_equal(gr_log_epoch_for_offset(f->log, 16), -1);
 }
 
+/* Cluster mode: the controller's leader epoch taken by the log (gr_log_set_leader_epoch): new batches carry
+ * it, the cache gets an entry at the log end offset, a lower epoch changes nothing, and a second raise before
+ * any batch replaces the entry no batch carries. */
+static void test_set_leader_epoch(void **state)
+{
+    struct fx *f = *state;
+    open_store(f);
+    create(f, "se", NULL, NULL, 0);
+    append(f->log, 10, 0, 0);
+    assert_int_equal(gr_log_set_leader_epoch(f->log, 5), 0);
+    assert_int_equal(gr_log_leader_epoch(f->log), 5);
+    assert_int_equal(gr_log_set_leader_epoch(f->log, 3), 0); /* lower: kept */
+    assert_int_equal(gr_log_leader_epoch(f->log), 5);
+    assert_int_equal(gr_log_set_leader_epoch(f->log, 7), 0); /* no batch in epoch 5: its entry becomes 7 */
+    assert_int_equal(gr_log_leader_epoch(f->log), 7);
+    append(f->log, 2, 0, 1);
+    gr_store_quiesce(f->store);
+    char path[256], buf[256];
+    snprintf(path, sizeof(path), "%s/se-0/leader-epoch-checkpoint", f->dir);
+    read_file(path, buf, sizeof(buf));
+    assert_string_equal(buf, "0\n2\n0 0\n7 10\n");
+    assert_int_equal(gr_log_epoch_for_offset(f->log, 9), 0);
+    assert_int_equal(gr_log_epoch_for_offset(f->log, 10), 7);
+    assert_int_equal(gr_log_epoch_for_offset(f->log, 11), 7);
+    int64_t end;
+    int32_t e;
+    assert_int_equal(gr_log_end_offset_for_epoch(f->log, 5, &end, &e), 0); /* no batch: epoch 0's end */
+    assert_int_equal(e, 0);
+    assert_int_equal(end, 10);
+}
+
 static void test_group_commit_flush(void **state)
 {
     struct fx *f = *state;
@@ -552,6 +583,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_log_append_time, setup, teardown),
         cmocka_unit_test_setup_teardown(test_size_limits, setup, teardown),
         cmocka_unit_test_setup_teardown(test_leader_epochs, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_set_leader_epoch, setup, teardown),
         cmocka_unit_test_setup_teardown(test_group_commit_flush, setup, teardown),
         cmocka_unit_test_setup_teardown(test_roll_triggers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_extreme_header_timestamps, setup, teardown),
