@@ -27,44 +27,19 @@
 
 #include "cluster/controller.h"
 #include "cluster/etcd.h"
+#include "cluster/tests/testkit.h"
 #include "common/time.h"
 
 static struct ev_loop *loop;
 static struct gr_etcd *etcd;
 static struct gr_cluster_layout lay;
-static int passed, failed;
-
-#define CHECK(cond)                                                                                          \
-    do {                                                                                                     \
-        if (cond) {                                                                                          \
-            passed++;                                                                                        \
-        } else {                                                                                             \
-            failed++;                                                                                        \
-            printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);                                           \
-        }                                                                                                    \
-    } while (0)
 
 /* ---- running the loop ---- */
-
-static void wake_cb(struct ev_loop *l, ev_timer *t, int revents)
-{
-    (void)l;
-    (void)t;
-    (void)revents;
-}
 
 /* Runs the loop until pred(arg) holds or ms pass. Returns whether it held. */
 static bool wait_for(bool (*pred)(void *), void *arg, int64_t ms)
 {
-    int64_t end = gr_time_mono_ms() + ms;
-    ev_timer guard;
-    ev_timer_init(&guard, wake_cb, 0.01, 0.01);
-    ev_timer_start(loop, &guard);
-    bool ok;
-    while (!(ok = pred(arg)) && gr_time_mono_ms() < end)
-        ev_run(loop, EVRUN_ONCE);
-    ev_timer_stop(loop, &guard);
-    return ok;
+    return testkit_run_until(loop, pred, arg, ms);
 }
 
 struct outcome {

@@ -24,42 +24,24 @@
 #include <string.h>
 
 #include "cluster/etcd.h"
+#include "cluster/tests/testkit.h"
 #include "common/time.h"
 
 static struct ev_loop *loop;
 static struct gr_etcd *etcd;
 static const char *endpoint;
-static int passed, failed;
-
-#define CHECK(cond)                                                                                          \
-    do {                                                                                                     \
-        if (cond) {                                                                                          \
-            passed++;                                                                                        \
-        } else {                                                                                             \
-            failed++;                                                                                        \
-            printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);                                           \
-        }                                                                                                    \
-    } while (0)
 
 /* ---- running the loop ---- */
 
-static void wake_cb(struct ev_loop *l, ev_timer *t, int revents)
+static bool flag_set(void *flag)
 {
-    (void)l;
-    (void)t;
-    (void)revents;
+    return *(const int *)flag != 0;
 }
 
 /* Runs the loop until *flag is nonzero or ms pass. Returns *flag. */
 static int run_until(const int *flag, int64_t ms)
 {
-    int64_t end = gr_time_mono_ms() + ms;
-    ev_timer guard;
-    ev_timer_init(&guard, wake_cb, 0.01, 0.01);
-    ev_timer_start(loop, &guard);
-    while (!*flag && gr_time_mono_ms() < end)
-        ev_run(loop, EVRUN_ONCE);
-    ev_timer_stop(loop, &guard);
+    testkit_run_until(loop, flag_set, (void *)flag, ms);
     return *flag;
 }
 

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "cluster/etcd.h"
+#include "cluster/tests/testkit.h"
 #include "cluster/image.h"
 #include "cluster/layout.h"
 #include "cluster/topic_writer.h"
@@ -32,34 +33,23 @@ static struct gr_etcd *etcd;
 static struct gr_image *img;
 static struct gr_cluster_layout lay;
 static struct gr_topic_writer *w1, *w2;
-static int passed, failed;
 
-#define CHECK(cond)                                                                                          \
-    do {                                                                                                     \
-        if (cond) {                                                                                          \
-            passed++;                                                                                        \
-        } else {                                                                                             \
-            failed++;                                                                                        \
-            printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);                                           \
-        }                                                                                                    \
-    } while (0)
+struct reach {
+    const int *flag;
+    int want;
+};
 
-static void wake_cb(struct ev_loop *l, ev_timer *t, int revents)
+static bool reached(void *arg)
 {
-    (void)l, (void)t, (void)revents;
+    const struct reach *r = arg;
+    return *r->flag >= r->want;
 }
 
 /* Runs the loop until *flag >= want or ms pass. Returns whether it got there. */
 static bool run_until(const int *flag, int want, int64_t ms)
 {
-    int64_t end = gr_time_mono_ms() + ms;
-    ev_timer guard;
-    ev_timer_init(&guard, wake_cb, 0.01, 0.01);
-    ev_timer_start(loop, &guard);
-    while (*flag < want && gr_time_mono_ms() < end)
-        ev_run(loop, EVRUN_ONCE);
-    ev_timer_stop(loop, &guard);
-    return *flag >= want;
+    struct reach r = {flag, want};
+    return testkit_run_until(loop, reached, &r, ms);
 }
 
 /* ---- one change's outcome ---- */

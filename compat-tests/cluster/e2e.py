@@ -35,6 +35,8 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), 'lib'))
 import harness as h  # noqa: E402
 import kafka_raw as k  # noqa: E402
+import testkit  # noqa: E402  (compat-tests/lib: the counted checks every suite uses)
+from testkit import check, eq, fail, ok  # noqa: E402,F401
 
 SESSION_MS = 3000
 PREFIX = '/gregor'
@@ -42,30 +44,8 @@ TOPIC = 'e2e-12'
 PARTITIONS = 12
 NOT_LEADER_OR_FOLLOWER = 6
 LEADER_NOT_AVAILABLE = 5
-passed = 0
-failed = 0
 figures = []
 
-
-def ok(name):
-    global passed
-    passed += 1
-    print(f'  ok   {name}', flush=True)
-
-
-def fail(name, detail=''):
-    global failed
-    failed += 1
-    print(f'  FAIL {name}' + (f': {detail}' if detail else ''), flush=True)
-
-
-def check(name, cond, detail=''):
-    (ok if cond else lambda n: fail(n, detail))(name)
-    return bool(cond)
-
-
-def eq(name, expected, got):
-    return check(name, expected == got, f'expected {expected!r} got {got!r}')
 
 
 def overrides(etcd):
@@ -386,8 +366,8 @@ def main():
     for f in figures:
         print(f'   figure: {f}')
     print(f'   (total {time.monotonic() - t0:.1f} s)')
-    print(f'cluster-e2e: {passed} passed, {failed} failed', flush=True)
-    sys.exit(1 if failed else 0)
+    print(f'cluster-e2e: {testkit.passed} passed, {testkit.failed} failed', flush=True)
+    sys.exit(1 if testkit.failed else 0)
 
 
 if __name__ == '__main__':

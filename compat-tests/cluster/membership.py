@@ -38,32 +38,12 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), 'lib'))
 import harness as h  # noqa: E402
 import kafka_raw as k  # noqa: E402
+import testkit  # noqa: E402  (compat-tests/lib: the counted checks every suite uses)
+from testkit import check, eq, fail, ok  # noqa: E402,F401
 
 SESSION_MS = 3000
 PREFIX = '/gregor'
-passed = 0
-failed = 0
 
-
-def ok(name):
-    global passed
-    passed += 1
-    print(f'  ok   {name}', flush=True)
-
-
-def fail(name, detail=''):
-    global failed
-    failed += 1
-    print(f'  FAIL {name}' + (f': {detail}' if detail else ''), flush=True)
-
-
-def check(name, cond, detail=''):
-    (ok if cond else lambda n: fail(n, detail))(name)
-    return bool(cond)
-
-
-def eq(name, expected, got):
-    return check(name, expected == got, f'expected {expected!r} got {got!r}')
 
 
 def section(name, fn, *args):
@@ -286,8 +266,8 @@ def main():
         section('etcd paused: brokers keep answering and say so', t_etcd_paused, run, etcd, bs)
         section('SIGTERM revokes the lease', t_sigterm, run, etcd, bs)
     print(f'   (total {time.monotonic() - t0:.1f} s)')
-    print(f'cluster-membership: {passed} passed, {failed} failed', flush=True)
-    sys.exit(1 if failed else 0)
+    print(f'cluster-membership: {testkit.passed} passed, {testkit.failed} failed', flush=True)
+    sys.exit(1 if testkit.failed else 0)
 
 
 if __name__ == '__main__':

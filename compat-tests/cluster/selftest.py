@@ -33,33 +33,10 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), 'lib'))
 import harness as h  # noqa: E402
 import kafka_raw as k  # noqa: E402
-
-passed = 0
-failed = 0
-
-
-def ok(name):
-    global passed
-    passed += 1
-    print(f'  ok   {name}', flush=True)
+import testkit  # noqa: E402  (compat-tests/lib: the counted checks every suite uses)
+from testkit import check, eq, fail, ok  # noqa: E402,F401
 
 
-def fail(name, detail=''):
-    global failed
-    failed += 1
-    print(f'  FAIL {name}' + (f': {detail}' if detail else ''), flush=True)
-
-
-def check(name, cond, detail=''):
-    if cond:
-        ok(name)
-    else:
-        fail(name, detail)
-    return bool(cond)
-
-
-def eq(name, expected, got):
-    return check(name, expected == got, f'expected {expected!r} got {got!r}')
 
 
 def section(name, fn, *args):
@@ -475,8 +452,8 @@ def main():
     check('the run dir and manifest are gone', not os.path.exists(made['dir'])
           and not os.path.exists(made['manifest']))
     print(f'   (total {time.monotonic() - t0:.1f} s, seed {run.seed})')
-    print(f'cluster-harness: {passed} passed, {failed} failed', flush=True)
-    sys.exit(1 if failed else 0)
+    print(f'cluster-harness: {testkit.passed} passed, {testkit.failed} failed', flush=True)
+    sys.exit(1 if testkit.failed else 0)
 
 
 if __name__ == '__main__':
