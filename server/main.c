@@ -379,6 +379,13 @@ int main(int argc, char **argv)
     gr_producer_ids_stop(b);
     gr_partitions_destroy(b->parts);
     gr_membership_stop_replicas(b); /* the pool is drained: none of its operations is in flight */
+    /* The broker's own watchers stop before the store closes: cluster mode runs the loop once more below to
+       revoke the lease (gr_membership_stop, up to GR_MEMBER_REVOKE_WAIT_MS), and housekeeping (retention,
+       the cleaner) or a flush completion must not fire on a closed store then (it did: a SIGSEGV in the
+       cleaner; compat-tests/cluster/e2e.py stops brokers while etcd is paused). */
+    ev_timer_stop(b->loop, &b->housekeeping_timer);
+    ev_async_stop(b->loop, &b->flush_async);
+    ev_async_stop(b->loop, &b->io_async);
     gr_store_close(b->store);
     gr_topic_writer_free(b->topic_writer); /* borrows the member's etcd client */
     gr_membership_stop(b);                 /* revokes the lease: the registration is gone at once */
