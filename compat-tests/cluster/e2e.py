@@ -36,7 +36,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(HERE), 'lib'))
 import harness as h  # noqa: E402
 import kafka_raw as k  # noqa: E402
 import testkit  # noqa: E402  (compat-tests/lib: the counted checks every suite uses)
-from testkit import check, eq, fail, ok  # noqa: E402,F401
+from testkit import check, eq, fail, ok, section  # noqa: E402,F401
 
 SESSION_MS = 3000
 PREFIX = '/gregor'
@@ -45,7 +45,6 @@ PARTITIONS = 12
 NOT_LEADER_OR_FOLLOWER = 6
 LEADER_NOT_AVAILABLE = 5
 figures = []
-
 
 
 def overrides(etcd):
@@ -344,16 +343,6 @@ def t_sigterm(run, etcd, bs, st):
             check(f'broker {b.node_id}: the unanswered revoke is logged',
                   'not revoked within' in text or 'revoking lease' in text)
     etcd.resume()
-
-
-def section(name, fn, *args):
-    print(f'-- {name}', flush=True)
-    t0 = time.monotonic()
-    try:
-        fn(*args)
-    except Exception as e:  # noqa: BLE001 - any crash is a failure
-        fail(f'{name} (raised)', f'{type(e).__name__}: {e}')
-    print(f'   ({time.monotonic() - t0:.1f} s)', flush=True)
 
 
 def main():

@@ -39,21 +39,10 @@ sys.path.insert(0, os.path.join(os.path.dirname(HERE), 'lib'))
 import harness as h  # noqa: E402
 import kafka_raw as k  # noqa: E402
 import testkit  # noqa: E402  (compat-tests/lib: the counted checks every suite uses)
-from testkit import check, eq, fail, ok  # noqa: E402,F401
+from testkit import check, eq, fail, ok, section  # noqa: E402,F401
 
 SESSION_MS = 3000
 PREFIX = '/gregor'
-
-
-
-def section(name, fn, *args):
-    print(f'-- {name}', flush=True)
-    t0 = time.monotonic()
-    try:
-        fn(*args)
-    except Exception as e:  # noqa: BLE001 - any crash is a failure
-        fail(f'{name} (raised)', f'{type(e).__name__}: {e}')
-    print(f'   ({time.monotonic() - t0:.1f} s)', flush=True)
 
 
 def overrides(etcd, prefix=PREFIX):

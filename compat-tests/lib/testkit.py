@@ -72,6 +72,18 @@ def run(name, fn, *args):
         _out(f'  ..   {name} took {dt:.1f}s')
 
 
+def section(name, fn, *args):
+    """Runs one group of checks under a "-- name" heading, then prints its time; an exception counts as one
+    failure naming the group (the cluster suites: compat-tests/cluster/)."""
+    _out(f'-- {name}')
+    t0 = time.monotonic()
+    try:
+        fn(*args)
+    except Exception as e:  # noqa: BLE001 - any crash is a failure
+        fail(f'{name} (raised)', f'{type(e).__name__}: {e}')
+    _out(f'   ({time.monotonic() - t0:.1f} s)')
+
+
 def finish():
     _out(f'RESULT {passed} {failed} {xfailed}')
     sys.exit(1 if failed else 0)
