@@ -103,6 +103,18 @@ static void sync_configs(struct gr_broker *b);
  * image's leader epoch (Kafka's makeLeader: the
  * epoch the controller wrote is the one new batches carry and CurrentLeaderEpoch checks compare with). A
  * pass over the image's partitions per applied batch (stage 1: bounded by the image's own bounds). */
+/* Local log `log` of partition `p` of image topic `t` takes the image's leader epoch when this broker leads
+ * it and is not fenced. */
+static void take_leader_epoch(const struct gr_image *img, const struct gr_image_topic *t, int32_t p,
+                              struct gr_log *log)
+{
+    const struct gr_image_partition *ip = gr_image_partition(t, p);
+    if (!log || !ip || img->self_fenced || ip->leader != img->node_id) return;
+    if (gr_log_set_leader_epoch(log, ip->leader_epoch) < 0)
+        GR_WARN("%.*s-%d: cannot take leader epoch %d: out of memory", (int)t->name_len, t->name, (int)p,
+                (int)ip->leader_epoch);
+}
+
 static void follow_image(void *ctx, struct gr_image *img)
 {
     sync_configs(ctx);
@@ -110,13 +122,8 @@ static void follow_image(void *ctx, struct gr_image *img)
     for (int32_t i = 0; i < gr_image_topic_count(img); i++) {
         struct gr_image_topic *t = gr_image_topic_at(img, i);
         if (!t->local) continue;
-        for (int32_t p = 0; p < t->partition_count && p < gr_topic_partition_count(t->local); p++) {
-            const struct gr_image_partition *ip = gr_image_partition(t, p);
-            struct gr_log *log = gr_topic_log(t->local, p);
-            if (log && ip->leader == img->node_id && gr_log_set_leader_epoch(log, ip->leader_epoch) < 0)
-                GR_WARN("%.*s-%d: cannot take leader epoch %d: out of memory", (int)t->name_len, t->name,
-                        (int)p, (int)ip->leader_epoch);
-        }
+        for (int32_t p = 0; p < t->partition_count && p < gr_topic_partition_count(t->local); p++)
+            take_leader_epoch(img, t, p, gr_topic_log(t->local, p));
     }
 }
 
@@ -182,16 +189,18 @@ static void sync_configs(struct gr_broker *b)
     }
 }
 
-/* The replica manager made (made) or deleted a local log: the partition's state set up, or parked requests
+/* The replica manager made (made) or deleted a local log: the partition's state set up (its leader epoch, its
+ * topic's configs), or parked requests
  * re-checked (they now get NOT_LEADER_OR_FOLLOWER or UNKNOWN_TOPIC_OR_PARTITION). */
 static void on_log(void *ctx, struct gr_topic *t, int32_t partition, struct gr_log *log, bool made)
 {
     struct gr_broker *b = ctx;
-    (void)t;
-    (void)partition;
     if (made) {
         gr_partition_visible_offset(gr_broker_partition(b, log));
-        follow_image(b, b->image);
+        /* this partition only: the rest of the image was followed when it changed */
+        const struct gr_image_topic *it = gr_image_topic_find_id(b->image, gr_topic_id(t));
+        if (it) take_leader_epoch(b->image, it, partition, log);
+        sync_configs(b);
     }
     gr_broker_wake_parked(b);
 }
