@@ -279,6 +279,83 @@ class GregorBroker(Broker):
             shutil.rmtree(os.path.join(self.dir, "data"), ignore_errors=True)
 
 
+class GregorClusterBroker(Broker):
+    """N cluster-mode Gregor brokers and one etcd, started by compat-tests/cluster/serve.py (its own process:
+    the cluster harness's watchdog and clean-up stay with it). bootstrap lists every broker; log_path is
+    broker 1's log (every broker's log is in the run dir). Restartable: a dead broker ends serve.py and the
+    next start() brings up a fresh cluster."""
+
+    def __init__(self, run_dir, scenario, binary, overrides, n):
+        super().__init__(run_dir, scenario)
+        self.binary, self.overrides, self.n = binary, overrides, n
+        self.proc = None
+
+    def describe(self):
+        return "Gregor cluster of %d brokers with etcd (%s)" % (self.n, self.binary)
+
+    def start(self):
+        self.generation += 1
+        d = os.path.join(self.run_dir, "cluster-%s-%d" % (self.scenario, self.generation))
+        os.makedirs(d)
+        ready = os.path.join(d, "ready")
+        cmd = [sys.executable, os.path.join(REPO, "compat-tests", "cluster", "serve.py"), "--ready-file", ready,
+               "--brokers", str(self.n)]
+        props = dict(self.settings())
+        for o in self.overrides:
+            k, v = o.split("=", 1)
+            props[k] = v
+        for k, v in props.items():
+            cmd += ["--override", "%s=%s" % (k, v)]
+        self.serve_log = os.path.join(d, "serve.log")
+        env = dict(os.environ, GREGOR_BIN=self.binary)
+        with open(self.serve_log, "wb") as logf:
+            self.proc = subprocess.Popen(cmd, stdout=logf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                         env=env, start_new_session=True)
+        self.log_path = self.serve_log
+        deadline = time.time() + 90
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError("serve.py exited with %s during start-up:\n%s"
+                                   % (self.proc.returncode, tail(self.serve_log)))
+            if os.path.exists(ready):
+                self.bootstrap = open(ready).read().strip()
+                logs = open(ready + ".logs").read().split()
+                # keep each broker's log in the run dir (serve.py's temp dir goes when it stops)
+                self.broker_logs = logs
+                self.log_path = logs[0] if logs else self.serve_log
+                return
+            time.sleep(0.1)
+        self.stop()
+        raise RuntimeError("the cluster was not ready within 90 s:\n%s" % tail(self.serve_log))
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def exit_status(self):
+        return None if self.proc is None else self.proc.poll()
+
+    def stop(self):
+        if self.proc is None:
+            return
+        d = os.path.dirname(self.serve_log)
+        for i, lp in enumerate(getattr(self, "broker_logs", [])):
+            try:
+                shutil.copy(lp, os.path.join(d, "broker-%d.log" % (i + 1)))
+            except OSError:
+                pass
+        try:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            self.proc.wait(60)
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.proc.wait()
+        self.proc = None
+        self.log_path = os.path.join(d, "broker-1.log")
+
+
 class KafkaBroker(Broker):
     def __init__(self, run_dir, scenario):
         super().__init__(run_dir, scenario)
@@ -534,6 +611,8 @@ def main():
     br = ap.add_mutually_exclusive_group()
     br.add_argument("--kafka", action="store_true", help="start Apache Kafka 4.4.0 instead of Gregor")
     br.add_argument("--bootstrap", metavar="HOST:PORT", help="use a running broker (not restarted)")
+    br.add_argument("--cluster", type=int, metavar="N", default=0,
+                    help="N cluster-mode Gregor brokers with etcd (compat-tests/cluster/serve.py)")
     ap.add_argument("--gregor", default=os.environ.get("GREGOR_BIN", os.path.join(REPO, "build", "bin", "gregor")),
                     help="Gregor binary (env GREGOR_BIN; default build/bin/gregor)")
     ap.add_argument("--override", action="append", default=[], metavar="K=V",
@@ -632,6 +711,8 @@ def main():
         if not os.access(args.gregor, os.X_OK):
             raise RuntimeError("Gregor binary not found at %s (build it, or --gregor/GREGOR_BIN, "
                                "or use --kafka / --bootstrap)" % args.gregor)
+        if args.cluster:
+            return GregorClusterBroker(run_dir, scen, args.gregor, args.override, args.cluster)
         return GregorBroker(run_dir, scen, args.gregor, args.override, args.keep_data)
 
     t_start = time.time()
