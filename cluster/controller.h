@@ -6,9 +6,10 @@
  * watch keeps current and which calls this module's observer after each applied batch.
  *
  * Invariants:
- * - Every broker runs one; it campaigns only with a lease (gr_controller_set_lease), its own registration in
- *   the image (the controller record carries its broker epoch) and no controller in the image. A lost or
- *   changed lease stops it at once (its in-flight request is cancelled, its plan dropped).
+ * - Every broker runs one; it campaigns only with a lease (gr_controller_set_lease: the controller lease of
+ *   cluster/ctl_lease.h, so a dead controller is replaced within controller.quorum.fetch.timeout.ms), its own
+ * registration in the image (the controller record carries its broker epoch) and no controller in the image.
+ * A lost or changed lease stops it at once (its in-flight request is cancelled, its plan dropped).
  * - Every partition write is one txn comparing the controller key's create_revision with this controller's
  *   epoch, each touched partition key's mod_revision with the partition epoch the plan read (an absent key
  *   compares as 0, etcd's rule for a missing key's revisions), and, for a partition written for the first
@@ -112,9 +113,10 @@ int32_t gr_controller_batch(const struct gr_controller_write *w, int32_t count);
 struct gr_controller *gr_controller_new(struct ev_loop *loop, struct gr_etcd *etcd,
                                         const struct gr_cluster_layout *lay, struct gr_image *img,
                                         int32_t node_id);
-/* This broker's lease (the one its registration is bound to; the controller key is bound to it too); 0:
- * none, or fenced. A different value than before stops the controller at once (request cancelled, plan
- * dropped, epoch 0), then, with a lease, it campaigns when the image shows no controller. */
+/* The controller lease (cluster/ctl_lease.h: its own, shorter than the registration's, held only while
+ * this broker is registered); the controller key is bound to it; 0: none (not registered, fenced, or lost). A
+ * different value than before stops the controller at once (request cancelled, plan dropped, epoch 0), then,
+ * with a lease, it campaigns when the image shows no controller. */
 void gr_controller_set_lease(struct gr_controller *ctl, int64_t lease_id);
 /* The controller epoch this broker holds (the controller key's create_revision it created), 0 when it is not
  * the controller. */

@@ -50,6 +50,7 @@ struct gr_producer_id_manager;
 struct gr_image;
 struct gr_member;
 struct gr_controller;
+struct gr_ctl_lease;
 struct gr_replicas;
 struct gr_topic_writer;
 
@@ -161,6 +162,7 @@ struct gr_broker {
     struct gr_member *member; /* cluster mode: registration and the image's etcd feed (server/membership.c);
                                  NULL in single-node mode */
     struct gr_controller *controller; /* cluster mode: this broker's controller (cluster/controller.h) */
+    struct gr_ctl_lease *ctl_lease;   /* cluster mode: the controller key's lease (cluster/ctl_lease.h) */
     struct gr_replicas *replicas;     /* cluster mode: local replicas follow the image (cluster/replicas.h) */
     struct {                          /* cluster mode: topic configs of the image to local topics */
         bool busy;                    /* one gr_topic_op_set_configs in flight (server/membership.c) */

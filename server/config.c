@@ -148,6 +148,10 @@ static const struct gr_config_def defs[] = {
     {"broker.heartbeat.interval.ms", GR_CFG_INT, "2000", 1, INT32_MAX,
      "The length of time in milliseconds between broker heartbeats (Gregor: etcd lease keepalives); must be "
      "less than broker.session.timeout.ms."},
+    {"controller.quorum.fetch.timeout.ms", GR_CFG_INT, "2000", 1, INT32_MAX,
+     "How long in milliseconds a lost controller goes unnoticed before another broker may take over (Kafka: "
+     "a KRaft voter's wait for the quorum leader before it starts an election; Gregor: the TTL of the etcd "
+     "lease the controller key is bound to, rounded up to whole seconds)."},
     {"broker.rack", GR_CFG_STRING, NULL, 0, 0,
      "Rack of the broker, used by rack-aware replica placement and reported in Metadata and DescribeCluster "
      "(1 to 255 printable ASCII characters)."},
@@ -558,6 +562,7 @@ void gr_config_resolve(struct gr_config *cfg)
     s->gregor_metadata_etcd_prefix = gr_config_str(cfg, "gregor.metadata.etcd.prefix");
     s->broker_session_timeout_ms = (int32_t)gr_config_int(cfg, "broker.session.timeout.ms");
     s->broker_heartbeat_interval_ms = (int32_t)gr_config_int(cfg, "broker.heartbeat.interval.ms");
+    s->controller_quorum_fetch_timeout_ms = (int32_t)gr_config_int(cfg, "controller.quorum.fetch.timeout.ms");
     s->broker_rack = gr_config_str(cfg, "broker.rack");
     s->inter_broker_listener_name = gr_config_str(cfg, "inter.broker.listener.name");
 }

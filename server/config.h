@@ -80,8 +80,9 @@ struct gr_broker_settings {
     const char *gregor_metadata_etcd_prefix;                             /* gregor.metadata.etcd.prefix */
     int32_t broker_session_timeout_ms;                                   /* broker.session.timeout.ms */
     int32_t broker_heartbeat_interval_ms;                                /* broker.heartbeat.interval.ms */
-    const char *broker_rack;                                             /* broker.rack, NULL when unset */
-    const char *inter_broker_listener_name; /* inter.broker.listener.name, NULL when unset */
+    int32_t controller_quorum_fetch_timeout_ms; /* controller.quorum.fetch.timeout.ms: the controller lease */
+    const char *broker_rack;                    /* broker.rack, NULL when unset */
+    const char *inter_broker_listener_name;     /* inter.broker.listener.name, NULL when unset */
 };
 
 struct gr_config {

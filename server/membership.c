@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "cluster/controller.h"
+#include "cluster/ctl_lease.h"
 #include "cluster/member.h"
 #include "cluster/replicas.h"
 #include "cluster/topic_writer.h"
@@ -89,11 +90,18 @@ struct gr_topic_writer *gr_membership_topic_writer(struct gr_broker *b)
     return gr_topic_writer_etcd_new(&tc);
 }
 
-/* The member's lease changed (fenced: 0; registered again: the new one): the controller follows it. */
+/* The member's lease changed (fenced: 0; registered again: the new one): a controller lease is wanted only
+ * while registered; the controller follows that lease (on_ctl_lease). */
 static void on_lease_changed(void *ctx, struct gr_member *m)
 {
     struct gr_broker *b = ctx;
-    if (b->controller) gr_controller_set_lease(b->controller, gr_member_lease(m));
+    if (b->ctl_lease) gr_ctl_lease_want(b->ctl_lease, gr_member_lease(m) != 0);
+}
+
+static void on_ctl_lease(void *ctx, int64_t lease_id)
+{
+    struct gr_broker *b = ctx;
+    if (b->controller) gr_controller_set_lease(b->controller, lease_id);
 }
 
 static void sync_configs(struct gr_broker *b);
@@ -226,8 +234,14 @@ int gr_membership_join(struct gr_broker *b)
         return -1;
     }
     follow_image(b, b->image);
+    b->ctl_lease = gr_ctl_lease_new(b->loop, gr_member_etcd(b->member),
+                                    b->cfg.settings.controller_quorum_fetch_timeout_ms, on_ctl_lease, b);
+    if (!b->ctl_lease) {
+        GR_ERROR("cannot start the controller lease");
+        return -1;
+    }
     gr_member_on_lease_changed(b->member, on_lease_changed, b);
-    gr_controller_set_lease(b->controller, gr_member_lease(b->member));
+    on_lease_changed(b, b->member);
     return 0;
 }
 
@@ -237,6 +251,9 @@ void gr_membership_stop_controller(struct gr_broker *b)
         gr_member_on_lease_changed(b->member, NULL, NULL);
         gr_image_unobserve(b->image, follow_image, b);
     }
+    /* the controller key goes at once (its lease revoked; gr_membership_stop's loop run carries the
+       request), then no partition-state write after this */
+    if (b->ctl_lease) gr_ctl_lease_want(b->ctl_lease, false);
     gr_controller_free(b->controller);
     b->controller = NULL;
 }
@@ -251,6 +268,8 @@ void gr_membership_stop(struct gr_broker *b)
 {
     if (!b->member) return;
     gr_member_leave(b->member);
+    gr_ctl_lease_free(b->ctl_lease); /* before the etcd client it borrows */
+    b->ctl_lease = NULL;
     gr_member_free(b->member);
     b->member = NULL;
 }

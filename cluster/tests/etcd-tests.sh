@@ -113,6 +113,12 @@ if [ -x "$build/tests/test_controller" ]; then
 else
     echo "cluster: $build/tests/test_controller not built"; f=$((f + 1))
 fi
+# The controller's lease (cluster/tests/test_ctl_lease.c): kept alive, lost and replaced, released.
+if [ -x "$build/tests/test_ctl_lease" ]; then
+    run_one test_ctl_lease "$build/tests/test_ctl_lease" "controller lease"
+else
+    echo "cluster: $build/tests/test_ctl_lease not built"; f=$((f + 1))
+fi
 # The topic writer (cluster/tests/test_topic_writer.c) on the same etcd, under its own key prefix.
 if [ -x "$build/tests/test_topic_writer" ]; then
     run_one test_topic_writer "$build/tests/test_topic_writer" "topic writer"

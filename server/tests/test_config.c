@@ -196,6 +196,11 @@ static void test_cluster_keys(void **state)
     assert_string_equal(s->gregor_metadata_etcd_prefix, "/gregor");
     assert_int_equal(s->broker_session_timeout_ms, 9000);
     assert_int_equal(s->broker_heartbeat_interval_ms, 2000);
+    assert_int_equal(s->controller_quorum_fetch_timeout_ms, 2000); /* Kafka's default */
+    assert_int_equal(gr_config_set(&c, "controller.quorum.fetch.timeout.ms", "0"), -1);
+    assert_int_equal(gr_config_set(&c, "controller.quorum.fetch.timeout.ms", "1500"), 0);
+    assert_int_equal(s->controller_quorum_fetch_timeout_ms, 1500);
+    assert_int_equal(gr_config_set(&c, "controller.quorum.fetch.timeout.ms", "2000"), 0);
     assert_null(s->broker_rack);
     assert_null(s->inter_broker_listener_name);
     assert_int_equal(gr_config_check(&c), 0);
