@@ -101,6 +101,8 @@ bench-compare: test-deps
 
 # Docker image smoke test (docker/, issue #12): builds a debian:bookworm-slim base with debootstrap (cached in
 # docker/.cache/), builds docker/Dockerfile with podman, runs the broker with buildah, produces and consumes
-# with kcat, checks the healthcheck and a clean SIGTERM stop. Needs root; ends with "docker-test: N passed, N failed".
+# with kcat, checks the healthcheck and a clean SIGTERM stop; then builds docker/etcd.Dockerfile and runs etcd plus
+# three cluster-mode brokers the same way (a 6-partition topic led by the three), and checks both compose files
+# against the compose-spec schema (docker/check-compose.py). Needs root; ends with "docker-test: N passed, N failed".
 docker-test:
 	@docker/smoke-test.sh
