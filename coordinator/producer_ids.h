@@ -25,8 +25,10 @@
  * hook is called exactly once with an id or Kafka's error code: at once (inside gr_producer_id_wait) when
  * the block in use has an id left, else after the save of the next block's end completed (in arrival
  * order), never after gr_producer_id_wait_cancel. The saves run as storage/iopool.h jobs handed to the
- * binding's `submit` hook (the server queues them on its I/O pool; tests run them by hand): a file today,
- * the cluster's metadata store later, without the callers changing. No event loop is known here.
+ * binding's `submit` hook (the server queues them on its I/O pool; tests run them by hand): the file in
+ * single-node mode; in cluster mode the hook runs a compare-and-swap on etcd's counter instead and reports
+ * the block it got with gr_producer_ids_claimed (cluster/producer_ids_etcd.h), without the callers
+ * changing. No event loop is known here.
  *
  * File record (the bytes passed to save and returned by load), big-endian:
  *   OFFSET SIZE MEANING
