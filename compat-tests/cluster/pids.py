@@ -10,6 +10,8 @@ What it checks (broker.session.timeout.ms 3000, broker.heartbeat.interval.ms 500
     of its block, never reuses one);
   - a librdkafka idempotent producer (enable.idempotence=true, acks=all) delivers 1,000 records over a
     3-partition topic led by the three brokers; reading them back by assignment finds each exactly once;
+  - etcd stopped: a broker hands out the rest of its block, then answers COORDINATOR_LOAD_IN_PROGRESS (the
+    next block cannot be taken); etcd restarted: InitProducerId answers again, with ids above all before;
   - SIGTERM of a broker: `etcdctl watch --prefix` on the registrations shows its key rewritten with
     shutting_down true before the key is deleted (the revoke), and the broker exits 0 "stopped cleanly".
 Ends with `cluster-pids: N passed, N failed`; exit status 1 on any failure.
@@ -174,6 +176,32 @@ def t_idempotent(run, etcd, bs, st):
     eq('read back: exactly the acknowledged records', sorted(acked), sorted(values))
 
 
+def t_etcd_down(run, etcd, bs, st):
+    b = bs[0]
+    seen = set(st['seen'])
+    got, code = [], None
+    etcd.stop()
+    try:
+        end = time.monotonic() + 30
+        with k.Conn(b.bootstrap, timeout=15) as c:
+            while time.monotonic() < end and len(got) < 2 * BLOCK:
+                r = c.request('InitProducerId', 4, {'transactional_id': None, 'transaction_timeout_ms': 60000},
+                              timeout=15)
+                if r['error_code'] != 0:
+                    code = r['error_code']
+                    break
+                got.append(r['producer_id'])
+    finally:
+        etcd.restart(wait=True)
+    eq(f'etcd stopped: broker {b.node_id} hands out the rest of its block ({len(got)} ids), then answers '
+       f'COORDINATOR_LOAD_IN_PROGRESS', 14, code)
+    check('  the ids handed out meanwhile are new and distinct', len(set(got)) == len(got) and not (set(got) & seen))
+    r = init_pid(b, timeout=30)
+    eq('etcd back: InitProducerId answers NONE again', 0, r['error_code'])
+    check('  with an id above every one seen', r['producer_id'] > max(seen | set(got)), repr(r['producer_id']))
+    st['seen'] = st['seen'] + got + [r['producer_id']]
+
+
 def t_sigterm(run, etcd, bs, st):
     victim = bs[2]
     key_prefix = f'{PREFIX}/{st["cid"]}/brokers/'
@@ -230,6 +258,9 @@ def main():
         if 'seen' in st:
             section('kill -9 and restart a broker: ids above every one seen', t_restart, run, etcd, bs, st)
         section('a librdkafka idempotent producer over three leaders', t_idempotent, run, etcd, bs, st)
+        if 'seen' in st:
+            section('etcd down: LOAD_IN_PROGRESS once the block is spent, ids again after', t_etcd_down, run,
+                    etcd, bs, st)
         if 'cid' in st:
             section('SIGTERM: shutting_down before the registration goes', t_sigterm, run, etcd, bs, st)
     print(f'   (total {time.monotonic() - t0:.1f} s)')
