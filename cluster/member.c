@@ -50,6 +50,7 @@ struct gr_member {
     ev_timer retry_w, ka_w, leave_w;
     ev_prepare commit_w;
     int64_t lease_id, epoch;
+    bool marking;              /* leaving: the shutting_down mark in flight (then the revoke) */
     bool lease_lost;           /* a keepalive said the lease is gone before the member was ready */
     int64_t holder_wait_until; /* monotonic ms: the end of the wait for an earlier registration, 0 none */
     bool dirty, fence_pending; /* watch events applied, not yet committed; evidence seen in them */
@@ -531,6 +532,8 @@ static void ka_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 
 /* ---------------------------------------------------------------- 5. leave */
 
+static void revoke_send(struct gr_member *m);
+
 static void revoke_cb(void *ctx, const struct gr_etcd_result *res)
 {
     struct gr_member *m = ctx;
@@ -548,6 +551,14 @@ static void leave_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
     (void)loop;
     (void)revents;
     struct gr_member *m = w->data;
+    if (m->marking) { /* the mark went unanswered: revoke anyway */
+        GR_WARN("cluster: marking %s shutting_down unanswered within %d ms", m->broker_key,
+                GR_MEMBER_MARK_WAIT_MS);
+        if (m->req) gr_etcd_cancel(m->req);
+        m->req = NULL;
+        revoke_send(m);
+        return;
+    }
     GR_WARN("cluster: lease %" PRId64 " not revoked within %d ms: it expires in %" PRId64 " s", m->lease_id,
             GR_MEMBER_REVOKE_WAIT_MS, m->ttl_s);
     if (m->req) gr_etcd_cancel(m->req);
@@ -563,9 +574,54 @@ static void stop_commit(struct gr_member *m)
     ev_prepare_stop(m->loop, &m->commit_w);
 }
 
+/* The shutting_down mark is done (written, refused or unanswered): the revoke, within what is left of
+ * GR_MEMBER_REVOKE_WAIT_MS. */
+static void revoke_send(struct gr_member *m)
+{
+    m->marking = false;
+    if (!(m->req = gr_etcd_lease_revoke(m->etcd, m->lease_id, revoke_cb, m))) m->phase = P_LEFT;
+}
+
+static void mark_cb(void *ctx, const struct gr_etcd_result *res)
+{
+    struct gr_member *m = ctx;
+    m->req = NULL;
+    if (res->status == GR_ETCD_OK && res->succeeded)
+        GR_INFO("cluster: %s marked shutting_down", m->broker_key);
+    else
+        GR_WARN("cluster: marking %s shutting_down failed (%s)", m->broker_key,
+                res->status == GR_ETCD_OK ? "it is no longer this process's registration" : res->message);
+    revoke_send(m);
+}
+
+/* Rewrites the registration with shutting_down true (Kafka's controlled shutdown: the controller stops
+ * choosing this broker as a leader), under the same lease, only while the key is still this process's
+ * (compare: create_revision == its broker epoch). Returns false when nothing was sent. */
+static bool mark_send(struct gr_member *m)
+{
+    if (!m->epoch) return false;
+    struct gr_cluster_broker reg = m->reg;
+    reg.shutting_down = true;
+    char *val, err[GR_CLUSTER_ERR_BYTES];
+    size_t len;
+    if (gr_cluster_broker_encode(&reg, &val, &len, err) < 0) {
+        GR_WARN("cluster: registration: %s", err);
+        return false;
+    }
+    struct gr_etcd_compare cmp = {
+        .key = m->broker_key, .target = GR_ETCD_CREATE, .cmp = GR_ETCD_EQUAL, .number = m->epoch};
+    struct gr_etcd_op put = {
+        .type = GR_ETCD_OP_PUT, .key = m->broker_key, .value = val, .value_len = len, .lease = m->lease_id};
+    struct gr_etcd_txn txn = {&cmp, 1, &put, 1, NULL, 0};
+    m->req = gr_etcd_txn(m->etcd, &txn, mark_cb, m);
+    free(val);
+    return m->req != NULL;
+}
+
 void gr_member_leave(struct gr_member *m)
 {
     if (!m || m->phase == P_LEFT) return;
+    bool registered = m->phase == P_READY;
     stop_step(m);
     ev_timer_stop(m->loop, &m->ka_w);
     stop_commit(m);
@@ -573,9 +629,20 @@ void gr_member_leave(struct gr_member *m)
     m->ka_req = NULL;
     m->phase = P_LEFT;
     if (!m->lease_id) return;
-    if (!(m->req = gr_etcd_lease_revoke(m->etcd, m->lease_id, revoke_cb, m))) return;
     m->phase = P_LEAVING;
-    ev_timer_set(&m->leave_w, GR_MEMBER_REVOKE_WAIT_MS / 1000.0, 0.0);
+    m->marking = registered && mark_send(m);
+    if (!m->marking) revoke_send(m);
+    if (m->phase != P_LEAVING) return;
+    int64_t t0 = gr_time_mono_ms();
+    if (m->marking) { /* the mark gets at most GR_MEMBER_MARK_WAIT_MS of the budget */
+        ev_timer_set(&m->leave_w, GR_MEMBER_MARK_WAIT_MS / 1000.0, 0.0);
+        ev_timer_start(m->loop, &m->leave_w);
+        while (m->phase == P_LEAVING && m->marking)
+            ev_run(m->loop, EVRUN_ONCE);
+        ev_timer_stop(m->loop, &m->leave_w);
+    }
+    int64_t left_ms = GR_MEMBER_REVOKE_WAIT_MS - (gr_time_mono_ms() - t0);
+    ev_timer_set(&m->leave_w, (left_ms > 100 ? left_ms : 100) / 1000.0, 0.0);
     ev_timer_start(m->loop, &m->leave_w);
     run_while(m, P_LEAVING);
     ev_timer_stop(m->loop, &m->leave_w);

@@ -21,8 +21,10 @@
  *      `fenced: lease <id> lost`, img->self_fenced set (route.c: this broker leads nothing), steps 2 and 3
  *      again (a new broker epoch, a fresh snapshot), self_fenced cleared. A merely unreachable etcd changes
  *      nothing served; `etcd unreachable for N s` is logged every GR_MEMBER_UNREACHABLE_LOG_MS.
- *   5. gr_member_leave: the watch and timers stop, the lease is revoked (bounded wait): the registration
- *      is gone at once.
+ *   5. gr_member_leave: the watch and timers stop; a registered broker rewrites its registration with
+ *      shutting_down true (same lease, compare: create_revision == its epoch; Kafka's controlled shutdown:
+ *      the controller stops choosing it as leader, gr_controller_broker_live), then the lease is revoked
+ *      (bounded wait, the mark's share at most GR_MEMBER_MARK_WAIT_MS): the registration is gone at once.
  *
  * Steps 1-3 at start and step 5 run the loop themselves until done (the broker serves nothing then);
  * everything else is callbacks, never blocking the loop. Read next: cluster/feed.h, server/main.c.
@@ -47,8 +49,10 @@
 #define GR_MEMBER_EXPIRY_SLACK_MS 2000
 /* How often "etcd unreachable for N s" is logged while keepalives fail without evidence. */
 #define GR_MEMBER_UNREACHABLE_LOG_MS 10000
-/* The longest gr_member_leave waits for the revoke. */
+/* The longest gr_member_leave waits for the shutting_down mark and the revoke together ... */
 #define GR_MEMBER_REVOKE_WAIT_MS 2000
+/* ... of which the mark at most this: an unanswered mark still leaves the revoke its time. */
+#define GR_MEMBER_MARK_WAIT_MS 1000
 
 struct ev_loop;
 struct gr_member;
@@ -86,7 +90,8 @@ const char *gr_member_cluster_id(const struct gr_member *m);
 /* Steps 2 and 3, running the loop until this broker is registered and its image loaded and watched:
  * returns 0 (ready: open the listeners), or -1 after logging why (node id held by a live broker). */
 int gr_member_join(struct gr_member *m);
-/* Step 5, running the loop for at most GR_MEMBER_REVOKE_WAIT_MS: stops watching and revokes the lease. */
+/* Step 5, running the loop for at most GR_MEMBER_REVOKE_WAIT_MS: stops watching, marks the registration
+ * shutting_down (when registered) and revokes the lease. */
 void gr_member_leave(struct gr_member *m);
 
 /* For later slices: the client (borrowed), the key layout (borrowed), the current lease id (0 while none:

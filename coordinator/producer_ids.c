@@ -52,7 +52,9 @@ int gr_producer_ids_take(struct gr_producer_ids *ids, int64_t *producer_id)
     if (ids->next == ids->block_end) {
         if (ids->saved_end == ids->block_end)
             return ids->block_end > INT64_MAX - GR_PRODUCER_ID_BLOCK_SIZE ? -EOVERFLOW : -EAGAIN;
-        ids->block_end = ids->saved_end; /* the prefetched block follows the current one */
+        /* the saved block: right after the current one (a file), or wherever a shared counter put it */
+        ids->next = ids->saved_end - GR_PRODUCER_ID_BLOCK_SIZE;
+        ids->block_end = ids->saved_end;
     }
     *producer_id = ids->next++;
     return 0;
@@ -67,6 +69,14 @@ bool gr_producer_ids_prefetch(struct gr_producer_ids *ids, uint8_t *buf)
     ids->saving_end = ids->block_end + GR_PRODUCER_ID_BLOCK_SIZE;
     gr_producer_ids_encode(ids->saving_end, buf);
     return true;
+}
+
+int gr_producer_ids_claimed(struct gr_producer_ids *ids, int64_t block_start)
+{
+    if (!ids->saving || block_start < ids->block_end || block_start > INT64_MAX - GR_PRODUCER_ID_BLOCK_SIZE)
+        return -ERANGE;
+    ids->saving_end = block_start + GR_PRODUCER_ID_BLOCK_SIZE;
+    return 0;
 }
 
 void gr_producer_ids_saved(struct gr_producer_ids *ids, int err)

@@ -13,17 +13,22 @@
  * up. A take that finds the block used up and the next not yet durable returns -EAGAIN (Kafka answers
  * COORDINATOR_LOAD_IN_PROGRESS then; the server parks the request until the save completes).
  *
- * Invariants: next <= block_end <= saved_end; every id < saved_end is covered by a completed save; the
- * saved value only grows; at most one save is in flight. No disk, no clock: the server binds `load`/`save`
- * to a small file in the log directory (server/producer_ids.c), tests to memory.
+ * Invariants: next <= block_end <= saved_end; every id < saved_end is covered by a completed save (or, with
+ * a shared counter, belongs to a block another broker took); the saved value only grows; at most one save
+ * is in flight. A saved next block is [saved_end - GR_PRODUCER_ID_BLOCK_SIZE, saved_end): right after the
+ * block in use for the file, anywhere above it for a shared counter (gr_producer_ids_claimed). No disk, no
+ * clock: the server binds `load`/`save` to a small file in the log directory (server/producer_ids.c), tests
+ * to memory.
  *
  * The named wait "until the block is saved" (struct gr_producer_id_manager, below) is what InitProducerId
  * uses: the caller embeds a struct gr_producer_id_waiter and queues it with gr_producer_id_wait; its done
  * hook is called exactly once with an id or Kafka's error code: at once (inside gr_producer_id_wait) when
  * the block in use has an id left, else after the save of the next block's end completed (in arrival
  * order), never after gr_producer_id_wait_cancel. The saves run as storage/iopool.h jobs handed to the
- * binding's `submit` hook (the server queues them on its I/O pool; tests run them by hand): a file today,
- * the cluster's metadata store later, without the callers changing. No event loop is known here.
+ * binding's `submit` hook (the server queues them on its I/O pool; tests run them by hand): the file in
+ * single-node mode; in cluster mode the hook runs a compare-and-swap on etcd's counter instead and reports
+ * the block it got with gr_producer_ids_claimed (cluster/producer_ids_etcd.h), without the callers
+ * changing. No event loop is known here.
  *
  * File record (the bytes passed to save and returned by load), big-endian:
  *   OFFSET SIZE MEANING
@@ -81,6 +86,13 @@ int gr_producer_ids_take(struct gr_producer_ids *ids, int64_t *producer_id);
    overflow): marks the save in flight and fills `buf` (GR_PRODUCER_ID_RECORD_BYTES) with the record to
    save durably (the io.save contract), typically on another thread. */
 bool gr_producer_ids_prefetch(struct gr_producer_ids *ids, uint8_t *buf);
+/* A shared counter's answer to the save in flight (cluster mode: cluster/producer_ids_etcd.h, Kafka's
+   ProducerIdsBlock handed out by the controller): the block taken is [block_start, block_start +
+   GR_PRODUCER_ID_BLOCK_SIZE) instead of the one right after the block in use. Call before
+   gr_producer_ids_saved(ids, 0). Returns 0, or -ERANGE (nothing changes) when no save is in flight or
+   block_start is below the end of the block in use (a counter that went backwards: its ids may have been
+   handed out already) or too close to INT64_MAX. */
+int gr_producer_ids_claimed(struct gr_producer_ids *ids, int64_t block_start);
 /* The outcome of the save started by gr_producer_ids_prefetch: 0 (the next block may be handed out) or
    -errno (nothing changes; a later prefetch tries again). */
 void gr_producer_ids_saved(struct gr_producer_ids *ids, int err);

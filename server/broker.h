@@ -47,6 +47,7 @@ struct gr_broker;
 struct gr_groups;
 struct gr_coordinator;
 struct gr_producer_id_manager;
+struct gr_producer_ids_etcd;
 struct gr_image;
 struct gr_member;
 struct gr_controller;
@@ -158,7 +159,8 @@ struct gr_broker {
     struct gr_image *image; /* what this broker knows about the cluster (cluster/image.h): read through
                                server/route.h; fed by cluster/local.h in single-node mode */
     struct gr_topic_writer *topic_writer; /* every topic change goes through it (cluster/topic_writer.h) */
-    struct gr_producer_id_manager *producer_ids; /* InitProducerId's ids (server/producer_ids.c) */
+    struct gr_producer_id_manager *producer_ids;    /* InitProducerId's ids (server/producer_ids.c) */
+    struct gr_producer_ids_etcd *producer_ids_etcd; /* cluster mode: their source, owning producer_ids */
     struct gr_member *member; /* cluster mode: registration and the image's etcd feed (server/membership.c);
                                  NULL in single-node mode */
     struct gr_controller *controller; /* cluster mode: this broker's controller (cluster/controller.h) */

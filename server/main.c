@@ -329,7 +329,6 @@ int main(int argc, char **argv)
     }
     gr_store_fds_trim(b->store); /* the load opened every active segment: back under the cap */
     check_open_files(b, partitions);
-    if (gr_producer_ids_start(b)) return 1;
     /* An existing __consumer_offsets is replayed before the loop serves clients; a missing one is created on
        the first group request (gr_groups_ensure), as Kafka does. */
     if (!cluster && gr_store_topic_find(b->store, GR_OFFSETS_TOPIC, strlen(GR_OFFSETS_TOPIC)) &&
@@ -338,6 +337,8 @@ int main(int argc, char **argv)
 
     /* cluster mode: registered, the whole metadata read and watched before any client is served */
     if (cluster && gr_membership_join(b) < 0) return 1;
+    /* producer id blocks: the log directory's file, or etcd's counter once registered (the broker epoch) */
+    if (gr_producer_ids_start(b)) return 1;
     ev_signal_init(&b->sigterm_w, stop_cb, SIGTERM);
     ev_signal_init(&b->sigint_w, stop_cb, SIGINT);
     b->sigterm_w.data = b->sigint_w.data = b;

@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cluster/member.h"
+#include "cluster/producer_ids_etcd.h"
 #include "common/log.h"
 #include "common/time.h"
 #include "coordinator/producer_ids.h"
@@ -41,8 +43,37 @@ static int64_t pid_now_ms(void *ctx)
     return gr_time_mono_ms();
 }
 
+static int64_t pid_broker_epoch(void *ctx)
+{
+    struct gr_broker *b = ctx;
+    return gr_member_broker_epoch(b->member);
+}
+
+static bool pid_may_save(void *ctx)
+{
+    struct gr_broker *b = ctx;
+    return !b->stopping;
+}
+
+/* Cluster mode: the blocks come from etcd's counter (cluster/producer_ids_etcd.h). */
+static int start_etcd(struct gr_broker *b)
+{
+    struct gr_producer_ids_etcd_config cfg = {.loop = b->loop,
+                                              .etcd = gr_member_etcd(b->member),
+                                              .lay = gr_member_layout(b->member),
+                                              .broker_id = b->node_id,
+                                              .broker_epoch = pid_broker_epoch,
+                                              .may_save = pid_may_save,
+                                              .ctx = b,
+                                              .seed = (uint64_t)gr_time_mono_ms() ^ (uint64_t)b->node_id};
+    if (!(b->producer_ids_etcd = gr_producer_ids_etcd_new(&cfg))) return -ENOMEM;
+    b->producer_ids = gr_producer_ids_etcd_manager(b->producer_ids_etcd);
+    return 0;
+}
+
 int gr_producer_ids_start(struct gr_broker *b)
 {
+    if (b->member) return start_etcd(b);
     struct gr_producer_id_manager *mgr = malloc(sizeof *mgr);
     if (!mgr) return -ENOMEM;
     struct gr_producer_id_io io = {pid_load, pid_save, b->store};
@@ -61,6 +92,12 @@ int gr_producer_ids_start(struct gr_broker *b)
 
 void gr_producer_ids_stop(struct gr_broker *b)
 {
+    if (b->producer_ids_etcd) { /* its etcd request cancelled: no callback after this */
+        gr_producer_ids_etcd_free(b->producer_ids_etcd);
+        b->producer_ids_etcd = NULL;
+        b->producer_ids = NULL;
+        return;
+    }
     free(b->producer_ids); /* after gr_iopool_destroy: no save in flight, nobody waiting */
     b->producer_ids = NULL;
 }

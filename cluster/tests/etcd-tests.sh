@@ -2,7 +2,8 @@
 # etcd-tests.sh: runs the etcd client's tests (cluster/tests/test_etcd.c) against a real etcd (Debian's
 # etcd-server) and the topic writer's (test_topic_writer.c) that it starts on free loopback ports (client and peer) with a temporary data directory and
 # --auto-compaction-retention=0 (the tests read history), and always stops (also on failure or timeout).
-# Then the controller's test (cluster/tests/test_controller.c) against the same etcd.
+# Then the controller's test (cluster/tests/test_controller.c) against the same etcd, and the producer id
+# blocks' (test_producer_ids_etcd.c).
 # Usage: cluster/tests/etcd-tests.sh [BUILD_DIR]   (default build; ends with "cluster: N passed, N failed")
 # The test binary acts on that etcd through "etcd-tests.sh ctl ACTION" (kill | start | start-wait | stop |
 # cont | compact REV | put-compact KEY VALUE), with ETCD_TEST_DIR naming the run's directory.
@@ -124,6 +125,12 @@ if [ -x "$build/tests/test_topic_writer" ]; then
     run_one test_topic_writer "$build/tests/test_topic_writer" "topic writer"
 else
     echo "cluster: $build/tests/test_topic_writer not built"; f=$((f + 1))
+fi
+# Producer id blocks (cluster/tests/test_producer_ids_etcd.c): last, since it pauses etcd.
+if [ -x "$build/tests/test_producer_ids_etcd" ]; then
+    run_one test_producer_ids_etcd "$build/tests/test_producer_ids_etcd" "producer ids"
+else
+    echo "cluster: $build/tests/test_producer_ids_etcd not built"; f=$((f + 1))
 fi
 [ "$f" -gt 0 ] && tail -20 "$dir/etcd.log" | sed 's/^/etcd.log: /'
 echo "cluster: $p passed, $f failed"

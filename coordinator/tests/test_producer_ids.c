@@ -232,6 +232,38 @@ static void test_prefetch_async(void **state)
     assert_true(pid > 4499);
 }
 
+/* A shared counter (cluster mode): the saved next block starts where the counter said, above the block in
+   use; a counter below it is refused and changes nothing. */
+static void test_claimed_block(void **state)
+{
+    (void)state;
+    struct mem_disk d = {0};
+    struct gr_producer_id_io io = {mem_load, mem_save, &d};
+    struct gr_producer_ids ids;
+    assert_int_equal(gr_producer_ids_open(&ids, &io), 0);
+    uint8_t buf[GR_PRODUCER_ID_RECORD_BYTES];
+    int64_t pid = -1;
+    assert_int_equal(gr_producer_ids_claimed(&ids, 5000), -ERANGE); /* no save in flight */
+    assert_true(gr_producer_ids_prefetch(&ids, buf));
+    assert_int_equal(gr_producer_ids_claimed(&ids, 7000), 0);
+    gr_producer_ids_saved(&ids, 0);
+    for (int i = 0; i < 900; i++) {
+        assert_int_equal(gr_producer_ids_take(&ids, &pid), 0);
+        assert_int_equal(pid, 7000 + i);
+    }
+    assert_true(gr_producer_ids_prefetch(&ids, buf));               /* 90% handed out */
+    assert_int_equal(gr_producer_ids_claimed(&ids, 7500), -ERANGE); /* below the block in use */
+    assert_int_equal(gr_producer_ids_claimed(&ids, 12000), 0);
+    gr_producer_ids_saved(&ids, 0);
+    for (int i = 900; i < 1000; i++) {
+        assert_int_equal(gr_producer_ids_take(&ids, &pid), 0);
+        assert_int_equal(pid, 7000 + i);
+    }
+    assert_int_equal(gr_producer_ids_take(&ids, &pid), 0);
+    assert_int_equal(pid, 12000); /* the claimed block, not 8000 */
+    assert_int_equal(d.saves, 0); /* the counter's save is the binding's, never the file's */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -241,6 +273,7 @@ int main(void)
         cmocka_unit_test(test_damaged_record),
         cmocka_unit_test(test_exhausted),
         cmocka_unit_test(test_prefetch_async),
+        cmocka_unit_test(test_claimed_block),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

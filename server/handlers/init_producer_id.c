@@ -8,7 +8,8 @@
  * built. Errors answer producer id -1 and epoch -1.
  *
  * The id comes from the coordinator's named wait "until the block is saved" (coordinator/producer_ids.h
- * gr_producer_id_wait, bound to the log directory and the I/O pool by server/producer_ids.c): answered at
+ * gr_producer_id_wait, bound by server/producer_ids.c to the log directory and the I/O pool, or in cluster
+ * mode to etcd's producer_ids counter through cluster/producer_ids_etcd.h): answered at
  * once, or parked (no deadline, in arrival order) until the next block's end is durable; a failed save
  * answers COORDINATOR_LOAD_IN_PROGRESS (what Kafka answers while it has no block: retriable, and older
  * clients treat REQUEST_TIMED_OUT as fatal). This file only translates. Read next:
