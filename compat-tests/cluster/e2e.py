@@ -223,8 +223,13 @@ def t_configs(run, etcd, bs, st):
     with k.Conn(bs[2].bootstrap, timeout=30) as c:
         r = k.create_topic(c, name, 3, configs={'max.message.bytes': '2000'})
     eq('CreateTopics with max.message.bytes=2000 through broker 3', 0, r['error_code'])
-    with k.Conn(bs[0].bootstrap, timeout=10) as c:
-        t = [t for t in k.metadata(c, [name], version=12, allow_auto=False)['topics'] if t['name'] == name][0]
+    def led_at_broker1():  # created through broker 3: broker 1's watch brings it a moment later
+        with k.Conn(bs[0].bootstrap, timeout=10) as c:
+            ts = [t for t in k.metadata(c, [name], version=12, allow_auto=False)['topics'] if t['name'] == name]
+        ok_ = ts and ts[0]['error_code'] == 0 and len(ts[0]['partitions']) == 3 and \
+            all(p['leader_id'] >= 0 for p in ts[0]['partitions'])
+        return ts[0] if ok_ else None
+    t = h.wait_until(led_at_broker1, 10, f'broker 1 shows {name} with leaders')
     by_id = {b.node_id: b for b in bs}
     codes = {}
 
