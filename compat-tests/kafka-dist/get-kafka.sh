@@ -51,6 +51,7 @@ WRAPPERS=(
   "kafka-metadata-quorum.sh=org.apache.kafka.tools.MetadataQuorumCommand"
   "kafka-cluster.sh=org.apache.kafka.tools.ClusterTool"
   "kafka-log-dirs.sh=org.apache.kafka.tools.LogDirsCommand"
+  "kafka-broker-api-versions.sh=org.apache.kafka.tools.BrokerApiVersionsCommand"
 )
 
 # The stamp records this script's checksum: editing the script regenerates
