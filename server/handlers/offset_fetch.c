@@ -83,6 +83,7 @@ static bool fetch_group(struct gr_req *req, struct gr_str group_id,
         out->error_code = GR_ERR_COORDINATOR_NOT_AVAILABLE;
         return true;
     }
+    if ((out->error_code = gr_coord_check(c, group_id))) return true; /* not coordinated here, or loading */
     if (nrt < 0) {
         struct all_ctx a = {req, NULL, 0, 0, false};
         gr_coord_offsets_foreach(c, group_id, add_committed, &a);
