@@ -3,8 +3,8 @@ gregor brokers on the host (INTERNAL and EXTERNAL listeners on free loopback por
 root through harness.py, seeded and bounded in time.
 
 What it checks (broker.session.timeout.ms 3000, so a lease lives 3 s; offsets.topic.num.partitions 50):
-  - the first FindCoordinator, sent to the three brokers at once, answers COORDINATOR_NOT_AVAILABLE and has
-    __consumer_offsets created once (one "created __consumer_offsets" log line over the three brokers):
+  - the first FindCoordinator on each of the three brokers (sent while etcd is paused, so the three
+    creations race) answers COORDINATOR_NOT_AVAILABLE and has __consumer_offsets created once (one "created __consumer_offsets" log line over the three brokers):
     50 single-replica partitions whose leaders are spread 17/17/16 over the brokers, the same topic id and
     leaders on every broker;
   - for 20 group names, FindCoordinator v3 (one key) and v4 (the 20 keys batched) on every broker names the
@@ -113,17 +113,20 @@ def heartbeat(b, group):
 
 
 def t_find(run, etcd, bs, st):
-    # connected first, then the three requests written back to back: each broker sees no __consumer_offsets
-    # and asks its topic writer to create it; one txn wins, the others get TOPIC_ALREADY_EXISTS
-    conns = [k.Conn(b.bootstrap, timeout=5) for b in bs]
+    # etcd paused (SIGSTOP) while the three first requests arrive: each broker answers at once, sees no
+    # __consumer_offsets and has its topic writer send the creation txn; resumed, one txn wins and the others
+    # find the topic exists (TOPIC_ALREADY_EXISTS), whatever the brokers' scheduling on a loaded machine
+    etcd.pause()
     try:
-        corr = [c.send('FindCoordinator', 3, {'key': NAMES[0], 'key_type': 0}) for c in conns]
-        first = {b.node_id: c.recv('FindCoordinator', 3, expect_corr=x)[1]['error_code']
-                 for b, c, x in zip(bs, conns, corr)}
+        first = {}
+        for b in bs:
+            try:
+                first[b.node_id] = find(b, NAMES[0])[0]
+            except Exception as e:  # noqa: BLE001
+                first[b.node_id] = str(e)
     finally:
-        for c in conns:
-            c.close()
-    eq('the first FindCoordinator on every broker (sent at once): COORDINATOR_NOT_AVAILABLE',
+        etcd.resume()
+    eq('the first FindCoordinator on every broker (etcd paused): COORDINATOR_NOT_AVAILABLE at once',
        {b.node_id: COORDINATOR_NOT_AVAILABLE for b in bs}, first)
     t0 = time.monotonic()
     h.wait_until(lambda: all((try_find(b, NAMES[0]) or (-1,))[0] == 0 for b in bs), 20,
