@@ -14,6 +14,7 @@ What it checks (broker.session.timeout.ms 3000, so a lease lives 3 s; offsets.to
     brokers: 4 partitions each, every record produced after the assignment read exactly once, commits land
     at the coordinator (OffsetFetch there returns them), OffsetFetch and Heartbeat at another broker get
     NOT_COORDINATOR;
+  - an OffsetCommit for a topic none of whose partitions the coordinator holds is accepted and fetched back;
   - kill -9 the group's coordinator: FindCoordinator at the others answers COORDINATOR_NOT_AVAILABLE until it
     is back; restarted, it loads the group again (OffsetFetch equal to before, COORDINATOR_LOAD_IN_PROGRESS
     at most meanwhile) and a new consumer of the group reads only the records produced after the commit.
@@ -244,6 +245,28 @@ def t_group(run, etcd, bs, st):
     st['committed'] = hw
 
 
+def t_remote_topic(run, etcd, bs, st):
+    """A commit for a topic none of whose partitions the coordinator holds (topics are the cluster's)."""
+    name = 'groups-1'
+    with k.Conn(bs[1].bootstrap, timeout=30) as c:
+        eq(f'CreateTopics {name} (1 partition)', 0, k.create_topic(c, name, 1)['error_code'])
+    with k.Conn(bs[0].bootstrap, timeout=5) as c:
+        t = [t for t in k.metadata(c, [name], version=12, allow_auto=False)['topics'] if t['name'] == name][0]
+    leader = t['partitions'][0]['leader_id']
+    group = next(g for g in NAMES if g and st['offsets'][partition_for(g)][0] != leader)
+    coord = next(b for b in bs if b.node_id == st['offsets'][partition_for(group)][0])
+    with k.Conn(coord.bootstrap, timeout=10) as c:
+        r = c.request('OffsetCommit', 8, {'group_id': group, 'generation_id_or_member_epoch': -1, 'member_id': '',
+                                          'group_instance_id': None, 'topics': [{'name': name, 'partitions': [
+                                              {'partition_index': 0, 'committed_offset': 42,
+                                               'committed_metadata': 'm'}]}]})
+        code = r['topics'][0]['partitions'][0]['error_code']
+        f = c.request('OffsetFetch', 6, {'group_id': group, 'topics': [{'name': name, 'partition_indexes': [0]}]})
+    eq(f'OffsetCommit of {name}/0 (led by broker {leader}) at {group}\'s coordinator, broker {coord.node_id}',
+       0, code)
+    eq('OffsetFetch there returns it', (0, 42), (f['error_code'], f['topics'][0]['partitions'][0]['committed_offset']))
+
+
 def t_kill_coordinator(run, etcd, bs, st):
     coord = coordinator_of(bs, GROUP)
     others = [b for b in bs if b is not coord]
@@ -307,6 +330,7 @@ def main():
         section('FindCoordinator across the cluster', t_find, run, etcd, bs, st)
         if 'offsets' in st:
             section('a group of three librdkafka consumers', t_group, run, etcd, bs, st)
+            section('a commit for a topic the coordinator holds no partition of', t_remote_topic, run, etcd, bs, st)
         if 'committed' in st:
             section('kill -9 the coordinator, restart it', t_kill_coordinator, run, etcd, bs, st)
     for f in figures:
