@@ -1,7 +1,9 @@
 /*
  * groups.h: the group coordinator's server binding (server/groups.c): starting and stopping b->coord over
  * __consumer_offsets, its lazy creation on first group use, the coordinator's timers and hooks. Dispatch
- * calls gr_groups_defer for the APIs marked needs_groups in server/apis.def; handlers only use b->coord.
+ * calls gr_groups_defer for the APIs marked needs_groups in server/apis.def; handlers only use b->coord (and
+ * FindCoordinator gr_groups_coordinator). In cluster mode (gr_groups_cluster_start) b->coord holds only the
+ * groups of the __consumer_offsets partitions this broker leads, loaded and unloaded as the image changes.
  * Read next: server/groups.c, coordinator/coordinator.h.
  */
 #ifndef GR_GROUPS_H
