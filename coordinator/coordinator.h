@@ -69,9 +69,11 @@ struct gr_coord_config {                         /* Kafka config names in commen
     int32_t offsets_partitions;        /* partitions of __consumer_offsets (offsets.topic.num.partitions) */
     int32_t offsets_max_message_bytes; /* max.message.bytes of __consumer_offsets (message.max.bytes,
                                           1048588): a commit's records must fit one batch of this size */
+    bool partitions_owned;             /* true (single node): every partition is coordinated from creation;
+                                          false (cluster): none until loaded (gr_coord_partition_load_*) */
 };
 
-/* Fills `cfg` with Kafka's defaults (offsets_partitions 50). */
+/* Fills `cfg` with Kafka's defaults (offsets_partitions 50, partitions_owned true). */
 void gr_coord_config_defaults(struct gr_coord_config *cfg);
 
 /* One member of a JoinGroup response (the leader gets all of them). Borrowed views. */
@@ -322,5 +324,43 @@ int64_t gr_coord_live_records(const struct gr_coordinator *c, int32_t partition)
 
 /* The __consumer_offsets partition of a group id. */
 int32_t gr_coord_partition(const struct gr_coordinator *c, struct gr_str group_id);
+
+/* ---- partition ownership (cluster mode; coordinator/ownership.c) ----
+ * The coordinator serves only the groups of the __consumer_offsets partitions it owns (Kafka 4.x
+ * GroupCoordinatorService.onElection / onResignation, CoordinatorRuntime.scheduleLoadOperation /
+ * scheduleUnloadOperation). Each partition is NOT_OWNED, LOADING (its records are being replayed:
+ * gr_coord_replay between load_begin and load_done) or OWNED. With cfg.partitions_owned (single node)
+ * every partition starts OWNED and nothing below needs to be called. */
+enum gr_coord_part_state { GR_COORD_PART_NOT_OWNED = 0, GR_COORD_PART_LOADING, GR_COORD_PART_OWNED };
+
+/* The error a group request for `group_id` gets from this coordinator before anything else is checked:
+ * 0 when its partition is OWNED (or the id is empty: the call then answers INVALID_GROUP_ID),
+ * COORDINATOR_LOAD_IN_PROGRESS while LOADING, NOT_COORDINATOR when NOT_OWNED (Kafka's
+ * CoordinatorRuntime: NotCoordinatorException / CoordinatorLoadInProgressException). Every group entry
+ * point (join, sync, heartbeat, leave, commit, offset delete, group delete) checks it itself; OffsetFetch,
+ * DescribeGroups and ListGroups callers check it (the lookups answer "none" for a group not OWNED). */
+int16_t gr_coord_check(const struct gr_coordinator *c, struct gr_str group_id);
+/* The state of partition `partition` (NOT_OWNED when out of range) and the coordinator epoch it was
+ * loaded with (the partition's leader epoch; -1 when never loaded or with cfg.partitions_owned). */
+enum gr_coord_part_state gr_coord_partition_state(const struct gr_coordinator *c, int32_t partition);
+int32_t gr_coord_partition_epoch(const struct gr_coordinator *c, int32_t partition);
+/* Starts loading `partition` at coordinator epoch `epoch`: whatever it held is unloaded first
+ * (gr_coord_partition_unload), then it is LOADING; the caller replays the partition's records with
+ * gr_coord_replay and ends with gr_coord_partition_load_done. Returns 0, or -EINVAL (out of range). */
+int gr_coord_partition_load_begin(struct gr_coordinator *c, int32_t partition, int32_t epoch);
+/* Ends the load of `partition` (Kafka's onLoaded for its groups: members' session timers start, groups over
+ * group.max.size rebalance) and makes it OWNED. Returns the number of its groups, or -EINVAL when it was
+ * not LOADING (unloaded meanwhile). */
+int32_t gr_coord_partition_load_done(struct gr_coordinator *c, int32_t partition);
+/* Drops every group of `partition` (GroupMetadataManager.removeGroupsForPartition / onUnloaded): parked
+ * JoinGroup and SyncGroup requests are answered NOT_COORDINATOR through the hooks, timers go with the
+ * groups, the pending assignment wait is cancelled; nothing is appended. The partition becomes NOT_OWNED.
+ * Returns the number of groups dropped (0 when out of range). */
+int32_t gr_coord_partition_unload(struct gr_coordinator *c, int32_t partition);
+/* Changes the partition count groups are mapped with (the cluster's __consumer_offsets may have another
+ * count than offsets.topic.num.partitions). Only while no group exists and no partition is LOADING or OWNED
+ * under cfg.partitions_owned false: returns 0, -EBUSY otherwise, -EINVAL for a count outside
+ * 1..GR_PARTITIONS_PER_TOPIC_MAX, -ENOMEM. */
+int gr_coord_set_partition_count(struct gr_coordinator *c, int32_t partitions);
 
 #endif

@@ -128,6 +128,7 @@ void gr_coord_config_defaults(struct gr_coord_config *cfg)
     cfg->offset_metadata_max_bytes = 4096;
     cfg->offsets_max_message_bytes = GR_MESSAGE_BYTES_DEFAULT;
     cfg->offsets_partitions = 50;
+    cfg->partitions_owned = true;
 }
 
 /* Java's UUID.randomUUID().toString(): 36 characters, version 4, IETF variant. */
@@ -283,6 +284,13 @@ void gr_coord_group_remove(struct gr_coordinator *c, struct gr_group *grp)
     free(grp->leader_id);
     free(grp->md_value);
     free(grp);
+}
+
+void gr_coord_group_drop(struct gr_coordinator *c, struct gr_group *grp, int16_t err)
+{
+    for (int32_t i = 0; i < grp->member_count; i++)
+        member_release_waiters(c, grp, grp->members[i], err);
+    gr_coord_group_remove(c, grp);
 }
 
 int32_t gr_coord_group_count(const struct gr_coordinator *c)
@@ -1273,6 +1281,11 @@ static void join_impl(struct gr_coordinator *c, const struct gr_join_params *p)
         join_error(c, p->waiter, GR_ERR_INVALID_GROUP_ID, p->member_id);
         return;
     }
+    int16_t own = gr_coord_check(c, p->group_id);
+    if (own) {
+        join_error(c, p->waiter, own, p->member_id);
+        return;
+    }
     if (p->session_timeout_ms < c->cfg.min_session_timeout_ms ||
         p->session_timeout_ms > c->cfg.max_session_timeout_ms) {
         join_error(c, p->waiter, GR_ERR_INVALID_SESSION_TIMEOUT, p->member_id);
@@ -1425,6 +1438,11 @@ static void sync_impl(struct gr_coordinator *c, const struct gr_sync_params *p)
         sync_error(c, p->waiter, GR_ERR_INVALID_GROUP_ID);
         return;
     }
+    int16_t own = gr_coord_check(c, p->group_id);
+    if (own) {
+        sync_error(c, p->waiter, own);
+        return;
+    }
     if (p->api_version >= 5 && (p->protocol_type.len < 0 || p->protocol_name.len < 0)) {
         sync_error(c, p->waiter, GR_ERR_INCONSISTENT_GROUP_PROTOCOL);
         return;
@@ -1485,6 +1503,8 @@ int16_t gr_coord_heartbeat(struct gr_coordinator *c, struct gr_str group_id, str
                            struct gr_str group_instance_id, int32_t generation_id)
 {
     if (group_id.len <= 0) return GR_ERR_INVALID_GROUP_ID;
+    int16_t own = gr_coord_check(c, group_id);
+    if (own) return own;
     struct gr_group *grp = gr_coord_group_find(c, group_id);
     if (!grp) return GR_ERR_UNKNOWN_MEMBER_ID;
     if (grp->state == GR_GROUP_DEAD) return GR_ERR_COORDINATOR_NOT_AVAILABLE;
@@ -1533,6 +1553,8 @@ int16_t gr_coord_leave(struct gr_coordinator *c, struct gr_str group_id, struct 
                        int32_t count)
 {
     if (group_id.len <= 0) return GR_ERR_INVALID_GROUP_ID;
+    int16_t own = gr_coord_check(c, group_id);
+    if (own) return own;
     struct gr_group *grp = gr_coord_group_find(c, group_id);
     if (!grp) {
         for (int32_t i = 0; i < count; i++)
@@ -1638,6 +1660,8 @@ struct gr_bytes gr_member_assignment(const struct gr_member *m)
 
 int16_t gr_coord_group_delete(struct gr_coordinator *c, struct gr_str group_id)
 {
+    int16_t own = gr_coord_check(c, group_id);
+    if (own) return own;
     struct gr_group *grp = gr_coord_group_find(c, group_id);
     if (!grp || grp->state == GR_GROUP_DEAD) return GR_ERR_GROUP_ID_NOT_FOUND;
     if (grp->state != GR_GROUP_EMPTY) return GR_ERR_NON_EMPTY_GROUP;
@@ -1766,7 +1790,7 @@ void gr_coord_tick(struct gr_coordinator *c)
 {
     int64_t now = gr_coord_now(c);
     for (int32_t g = 0; g < c->group_count; g++)
-        group_timers(c, c->groups[g], now);
+        if (gr_coord_partition_owned(c, c->groups[g]->partition)) group_timers(c, c->groups[g], now);
     if (c->expiration_deadline_ms <= now) {
         c->expiration_deadline_ms = now + c->cfg.offsets_retention_check_interval_ms;
         gr_offsets_expire(c);
@@ -1787,6 +1811,11 @@ struct gr_coordinator *gr_coord_create(const struct gr_coord_config *cfg, const 
     c->deadline_hint = GR_NO_DEADLINE;
     c->expiration_deadline_ms = GR_NO_DEADLINE;
     index_rebuild(c, 64);
+    if (gr_coord_ownership_init(c) < 0) {
+        free(c->buckets);
+        free(c);
+        return NULL;
+    }
     return c;
 }
 
@@ -1808,6 +1837,8 @@ void gr_coord_destroy(struct gr_coordinator *c)
         gr_coord_group_remove(c, c->groups[c->group_count - 1]);
     free(c->groups);
     free(c->buckets);
+    free(c->part_state);
+    free(c->part_epoch);
     free(c);
 }
 
@@ -1908,16 +1939,19 @@ int gr_coord_replay(struct gr_coordinator *c, const uint8_t *key, size_t key_len
     }
 }
 
+/* GroupMetadataManager.onLoaded, one group */
+void gr_coord_group_loaded(struct gr_coordinator *c, struct gr_group *grp)
+{
+    for (int32_t i = 0; i < grp->member_count; i++)
+        schedule_heartbeat(c, grp->members[i], grp->members[i]->session_timeout_ms);
+    if (grp->member_count > c->cfg.max_size) prepare_rebalance(c, grp, "loaded group is over group.max.size");
+}
+
 /* onLoaded */
 void gr_coord_load_done(struct gr_coordinator *c)
 {
-    for (int32_t g = 0; g < c->group_count; g++) {
-        struct gr_group *grp = c->groups[g];
-        for (int32_t i = 0; i < grp->member_count; i++)
-            schedule_heartbeat(c, grp->members[i], grp->members[i]->session_timeout_ms);
-        if (grp->member_count > c->cfg.max_size)
-            prepare_rebalance(c, grp, "loaded group is over group.max.size");
-    }
+    for (int32_t g = 0; g < c->group_count; g++)
+        gr_coord_group_loaded(c, c->groups[g]);
     gr_coord_set_deadline(c, &c->expiration_deadline_ms,
                           gr_coord_now(c) + c->cfg.offsets_retention_check_interval_ms);
 }

@@ -104,6 +104,8 @@ struct gr_coordinator {
     int32_t bucket_count;
     int64_t expiration_deadline_ms;
     int64_t deadline_hint;
+    uint8_t *part_state;  /* cfg.offsets_partitions entries (enum gr_coord_part_state) */
+    int32_t *part_epoch;  /* coordinator epoch per partition, -1 none */
     void *current_waiter; /* the waiter of the call in progress */
     bool current_answered;
     uint64_t rng;
@@ -123,6 +125,17 @@ void gr_coord_touch_member(struct gr_coordinator *c, struct gr_group *grp, struc
 /* Maps an append -errno to the error Kafka's coordinator answers (NOT_COORDINATOR, UNKNOWN_SERVER_ERROR). */
 int16_t gr_coord_append_error(int rc);
 char *gr_coord_strndup(const char *p, int32_t len);
+/* Answers the group's parked JoinGroup/SyncGroup requests with `err` and forgets the group (no append). */
+void gr_coord_group_drop(struct gr_coordinator *c, struct gr_group *grp, int16_t err);
+/* Starts the session timers of the group's loaded members and rebalances it when over group.max.size. */
+void gr_coord_group_loaded(struct gr_coordinator *c, struct gr_group *grp);
+
+/* ownership.c */
+/* Allocates the partition states for cfg.offsets_partitions (all OWNED under cfg.partitions_owned). Returns
+ * 0 or -ENOMEM. */
+int gr_coord_ownership_init(struct gr_coordinator *c);
+/* Whether a group of `partition` is served now (OWNED). */
+bool gr_coord_partition_owned(const struct gr_coordinator *c, int32_t partition);
 
 /* offsets.c */
 void gr_offsets_free(struct gr_group *grp);

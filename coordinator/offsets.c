@@ -198,6 +198,11 @@ void gr_coord_commit(struct gr_coordinator *c, const struct gr_commit_params *p,
 {
     *wait_end_offset = -1;
     *wait_partition = -1;
+    int16_t own = gr_coord_check(c, p->group_id);
+    if (own) {
+        commit_set_all(p, own);
+        return;
+    }
     struct gr_group *grp = gr_coord_group_find(c, p->group_id);
     bool created = false;
     if (!grp) {
@@ -297,7 +302,7 @@ bool gr_coord_offset_get(struct gr_coordinator *c, struct gr_str group_id, struc
                          int32_t partition, int64_t *offset, int32_t *leader_epoch, struct gr_str *metadata)
 {
     struct gr_group *grp = gr_coord_group_find(c, group_id);
-    if (!grp || grp->state == GR_GROUP_DEAD) return false;
+    if (!grp || grp->state == GR_GROUP_DEAD || !gr_coord_partition_owned(c, grp->partition)) return false;
     const struct gr_offset_entry *e = offset_find(grp, topic, partition);
     if (!e) return false;
     *offset = e->offset;
@@ -312,7 +317,7 @@ void gr_coord_offsets_foreach(struct gr_coordinator *c, struct gr_str group_id,
                               void *ctx)
 {
     struct gr_group *grp = gr_coord_group_find(c, group_id);
-    if (!grp || grp->state == GR_GROUP_DEAD) return;
+    if (!grp || grp->state == GR_GROUP_DEAD || !gr_coord_partition_owned(c, grp->partition)) return;
     for (int32_t t = 0; t < grp->topic_count; t++) {
         const struct gr_offset_topic *ot = &grp->topics[t];
         for (int32_t i = 0; i < ot->count; i++)
@@ -327,6 +332,8 @@ int16_t gr_coord_offset_delete(struct gr_coordinator *c, struct gr_str group_id,
                                struct gr_offset_delete_topic *topics, int32_t count)
 {
     if (group_id.len <= 0) return GR_ERR_INVALID_GROUP_ID;
+    int16_t own = gr_coord_check(c, group_id);
+    if (own) return own;
     struct gr_group *grp = gr_coord_group_find(c, group_id);
     if (!grp || grp->state == GR_GROUP_DEAD) return GR_ERR_GROUP_ID_NOT_FOUND;
     /* ClassicGroup.validateOffsetDelete */
@@ -503,7 +510,8 @@ void gr_offsets_expire(struct gr_coordinator *c)
     int64_t now = gr_coord_wall(c);
     for (int32_t g = 0; g < c->group_count;) {
         struct gr_group *grp = c->groups[g];
-        if (!expire_group(c, grp, now)) g++; /* a removed group's slot now holds another group */
+        if (!gr_coord_partition_owned(c, grp->partition) || !expire_group(c, grp, now))
+            g++; /* a removed group's slot now holds another group */
     }
 }
 

@@ -57,6 +57,17 @@ int gr_offsets_log_open(struct gr_store *store, int32_t partitions, struct gr_of
     return 0;
 }
 
+int gr_offsets_log_attach(struct gr_store *store, struct gr_topic *t, struct gr_offsets_log **out)
+{
+    struct gr_offsets_log *ol = calloc(1, sizeof *ol);
+    if (!ol) return -ENOMEM;
+    ol->store = store;
+    ol->topic = t;
+    ol->partitions = gr_topic_partition_count(t);
+    *out = ol;
+    return 0;
+}
+
 void gr_offsets_log_close(struct gr_offsets_log *ol)
 {
     if (!ol) return;
@@ -143,7 +154,7 @@ int gr_offsets_log_durable(struct gr_offsets_log *ol, int32_t partition, int64_t
 
 /* ---- load ---- */
 
-static int read_slice(const struct gr_log_slice *s, uint8_t *buf)
+int gr_offsets_log_read_slice(const struct gr_log_slice *s, uint8_t *buf)
 {
     size_t done = 0;
     while (done < (size_t)s->bytes) {
@@ -156,8 +167,7 @@ static int read_slice(const struct gr_log_slice *s, uint8_t *buf)
     return 0;
 }
 
-/* Replays the batches in buf; returns the next offset to read. */
-static int64_t replay_batches(struct gr_coordinator *c, const uint8_t *buf, size_t len, int64_t from,
+int64_t gr_offsets_log_replay(struct gr_coordinator *c, const uint8_t *buf, size_t len, int64_t from,
                               int64_t *count)
 {
     size_t pos = 0;
@@ -192,34 +202,44 @@ static int64_t replay_batches(struct gr_coordinator *c, const uint8_t *buf, size
     return next;
 }
 
+int64_t gr_offsets_log_load_partition(struct gr_offsets_log *ol, struct gr_coordinator *c, int32_t p)
+{
+    struct gr_log *log = gr_topic_log(ol->topic, p);
+    if (!log) return -ENOENT;
+    int64_t count = 0;
+    int64_t off = gr_log_start_offset(log), end = gr_log_end_offset(log);
+    while (off < end) {
+        struct gr_log_slice s;
+        int rc = gr_log_read(log, off, GR_OFFSETS_LOAD_BYTES, end, true, &s);
+        if (rc) {
+            GR_ERROR("%s-%d: reading offset %lld failed: %s", GR_OFFSETS_TOPIC, p, (long long)off,
+                     strerror(-rc));
+            return rc;
+        }
+        if (s.bytes == 0) break;
+        uint8_t *buf = malloc((size_t)s.bytes);
+        rc = buf ? gr_offsets_log_read_slice(&s, buf) : -ENOMEM;
+        int64_t bytes = s.bytes;
+        gr_log_slice_release(&s);
+        if (rc) {
+            free(buf);
+            return rc;
+        }
+        int64_t next = gr_offsets_log_replay(c, buf, (size_t)bytes, off, &count);
+        free(buf);
+        if (next <= off) break; /* no whole batch advanced: a torn tail */
+        off = next;
+    }
+    return count;
+}
+
 int64_t gr_offsets_log_load(struct gr_offsets_log *ol, struct gr_coordinator *c)
 {
     int64_t count = 0;
     for (int32_t p = 0; p < ol->partitions; p++) {
-        struct gr_log *log = gr_topic_log(ol->topic, p);
-        int64_t off = gr_log_start_offset(log), end = gr_log_end_offset(log);
-        while (off < end) {
-            struct gr_log_slice s;
-            int rc = gr_log_read(log, off, 1 << 20, end, true, &s);
-            if (rc) {
-                GR_ERROR("%s-%d: reading offset %lld failed: %s", GR_OFFSETS_TOPIC, p, (long long)off,
-                         strerror(-rc));
-                return rc;
-            }
-            if (s.bytes == 0) break;
-            uint8_t *buf = malloc((size_t)s.bytes);
-            rc = buf ? read_slice(&s, buf) : -ENOMEM;
-            int64_t bytes = s.bytes;
-            gr_log_slice_release(&s);
-            if (rc) {
-                free(buf);
-                return rc;
-            }
-            int64_t next = replay_batches(c, buf, (size_t)bytes, off, &count);
-            free(buf);
-            if (next <= off) break; /* no whole batch advanced: a torn tail */
-            off = next;
-        }
+        int64_t n = gr_offsets_log_load_partition(ol, c, p);
+        if (n < 0) return n;
+        count += n;
     }
     gr_coord_load_done(c);
     return count;

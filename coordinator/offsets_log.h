@@ -30,6 +30,8 @@
 #define GR_OFFSETS_SEGMENT_BYTES 104857600
 /* Bytes of records per batch before a write is split (below the 1 MiB message.max.bytes default). */
 #define GR_OFFSETS_BATCH_BYTES_MAX (512 * 1024)
+/* Bytes read per step of a load (one read, one replay): bounds the buffer a load holds at once. */
+#define GR_OFFSETS_LOAD_BYTES (1 << 20)
 
 struct gr_offsets_log;
 
@@ -42,6 +44,10 @@ int gr_offsets_log_open(struct gr_store *store, int32_t partitions, struct gr_of
  * caller that runs it off the network thread; gr_offsets_log_open then finds the topic. NULL when out of
  * memory. */
 struct gr_topic_op *gr_offsets_log_create_op(int32_t partitions);
+/* Wraps the existing storage topic `t` (borrowed; cluster mode: the sparse __consumer_offsets the replica
+ * manager made, whose partitions this broker does not hold have no log) without creating anything. Returns
+ * 0 and *out (new; gr_offsets_log_close), or -ENOMEM. */
+int gr_offsets_log_attach(struct gr_store *store, struct gr_topic *t, struct gr_offsets_log **out);
 /* Frees the offsets log (not the topic). */
 void gr_offsets_log_close(struct gr_offsets_log *ol);
 
@@ -54,6 +60,18 @@ struct gr_log *gr_offsets_log_log(struct gr_offsets_log *ol, int32_t partition);
  * skipping control batches; then calls gr_coord_load_done. Returns the number of records replayed, or
  * -errno when a partition cannot be read (the state is then partial: the caller should not serve). */
 int64_t gr_offsets_log_load(struct gr_offsets_log *ol, struct gr_coordinator *c);
+/* The same for partition `p` alone, on the calling thread, without gr_coord_load_done: returns the number
+ * of records replayed, -ENOENT when this broker holds no log of `p`, or -errno from a read. */
+int64_t gr_offsets_log_load_partition(struct gr_offsets_log *ol, struct gr_coordinator *c, int32_t p);
+/* The steps of a load split across threads (server/groups.c reads on the I/O pool, replays on the loop):
+ * gr_offsets_log_read_slice copies the bytes of slice `s` (storage/log.h gr_log_read) into `buf` (s->bytes
+ * bytes) with pread; thread-safe, blocks on the disk; 0 or -errno (-EIO: the file is shorter).
+ * gr_offsets_log_replay replays the whole batches of `buf` (`len` bytes) at offsets >= `from` into `c`,
+ * adding the records applied to *count; returns the offset after the last whole batch (== from: none, a
+ * torn tail). */
+int gr_offsets_log_read_slice(const struct gr_log_slice *s, uint8_t *buf);
+int64_t gr_offsets_log_replay(struct gr_coordinator *c, const uint8_t *buf, size_t len, int64_t from,
+                              int64_t *count);
 
 /* Sends the appends through the partition layer from now on (gr_partition_append on the partitions of
  * `parts`, borrowed, which must outlive the offsets log): the partition then sees them (its visible offset,

@@ -16,16 +16,31 @@
  * another request or a timer); the response is filled by the API's own file (gr_join_group_fill in
  * handlers/join_group.c, gr_sync_group_fill in handlers/sync_group.c). A waiter whose connection closed is
  * still answered; gr_req_finish then frees it.
+ *
+ * Cluster mode (issue #19 "Groups across the cluster"; gr_groups_cluster_start): __consumer_offsets is a
+ * topic of the cluster, created through the topic writer by the first FindCoordinator
+ * (gr_groups_coordinator), and the coordinator holds only the groups of the partitions this broker leads.
+ * One image observer (gr_groups_follow, also run when the replica manager made a local log) is the only
+ * place that decides: a partition led here (not fenced) whose local log exists is loaded, one no longer
+ * led here is unloaded (Kafka's GroupCoordinatorService.onElection / onResignation; the coordinator
+ * epoch is the partition's leader epoch). A load reads the partition in GR_OFFSETS_LOAD_BYTES steps on the
+ * I/O pool (cold index and file work too: gr_log_read_nowait) and replays each step on the loop, so the
+ * network thread never waits for the disk and group requests meanwhile get COORDINATOR_LOAD_IN_PROGRESS
+ * (coordinator/ownership.c answers it; handlers have no mode branch).
  * Read next: coordinator/coordinator.h, server/handlers/join_group.c.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cluster/image.h"
+#include "cluster/topic_writer.h"
 #include "common/log.h"
 #include "common/time.h"
 #include "coordinator/coordinator.h"
 #include "coordinator/offsets_log.h"
+#include "protocol/errors.h"
 #include "server/groups.h"
 #include "server/handlers/handlers.h"
 
@@ -43,6 +58,30 @@ struct gr_groups {
     ev_timer maintenance; /* offsets-log rewrite and high watermarks */
     struct gr_req **reqs; /* requests parked until __consumer_offsets exists (gr_groups_defer) */
     int count, cap;
+    /* cluster mode (gr_groups_cluster_start) */
+    bool cluster;              /* partitions follow the image: observer registered */
+    bool creating;             /* a creation of __consumer_offsets through the topic writer is in flight */
+    struct load **loads;       /* per partition of the coordinator, the load in progress (NULL: none) */
+    int32_t load_slots;        /* entries of loads (the coordinator's partition count) */
+    struct gr_topic *ol_topic; /* the storage topic g->ol wraps */
+};
+
+/* The load of one __consumer_offsets partition (cluster mode): a chain of steps, each one read on the I/O
+ * pool (`job`) then one replay on the loop, the next step started from a zero-delay timer (never from the
+ * pool's completion itself, so a pool being drained at shutdown starts nothing new). `g` NULL: abandoned
+ * (unloaded meanwhile, or the binding stopped): the pool's completion frees it. */
+struct load {
+    struct gr_io_job job;
+    struct gr_groups *g;
+    int32_t partition, epoch;
+    struct gr_log *log;
+    int64_t off, end;    /* next offset to read; the log end offset when the load began */
+    int64_t records, t0; /* records replayed; when it began (monotonic ms) */
+    bool in_job;         /* `job` is submitted and its done() has not run */
+    bool cold_phase;     /* the job prefetches `cold` (index / file / pages) rather than reading `slice` */
+    struct gr_log_slice slice, cold;
+    uint8_t *buf; /* slice.bytes, read by the job */
+    ev_timer step;
 };
 
 /* The per-request state key of gr_groups_defer (gr_req_state): present once the request waited. */
@@ -91,8 +130,10 @@ static void maintenance_cb(struct ev_loop *loop, ev_timer *w, int revents)
     (void)loop;
     (void)revents;
     struct gr_groups *g = w->data;
-    for (int32_t p = 0; p < gr_offsets_log_partitions(g->ol); p++)
-        gr_partition_visible_offset(gr_broker_partition(g->b, gr_offsets_log_log(g->ol, p)));
+    for (int32_t p = 0; g->ol && p < gr_offsets_log_partitions(g->ol); p++) {
+        struct gr_log *log = gr_offsets_log_log(g->ol, p); /* NULL: a partition not held here (cluster) */
+        if (log) gr_partition_visible_offset(gr_broker_partition(g->b, log));
+    }
 }
 
 /* ---- coordinator hooks ---- */
@@ -113,6 +154,7 @@ static int hook_append(void *ctx, int32_t partition, const struct gr_coord_recor
                        int64_t *end_offset)
 {
     struct gr_groups *g = ctx;
+    if (!g->ol) return -ENOENT; /* cluster mode before __consumer_offsets exists here: nothing is owned */
     return gr_offsets_log_append(g->ol, partition, recs, count, gr_time_wall_ms(), end_offset);
 }
 
@@ -123,7 +165,7 @@ static int hook_wait_committed(void *ctx, int32_t partition, int64_t end_offset,
                                struct gr_partition_waiter *w)
 {
     struct gr_groups *g = ctx;
-    struct gr_log *log = gr_offsets_log_log(g->ol, partition);
+    struct gr_log *log = g->ol ? gr_offsets_log_log(g->ol, partition) : NULL;
     if (!log) return -ENOENT;
     gr_partition_wait_committed(gr_broker_partition(g->b, log), w, end_offset);
     return 0;
@@ -154,16 +196,44 @@ static void hook_sync_done(void *ctx, void *waiter, const struct gr_sync_result 
 
 /* ---- life cycle ---- */
 
-int gr_groups_start(struct gr_broker *b)
+/* The watchers exist before the coordinator: replay already sets deadlines (hook_timer arms). */
+static void timers_init(struct gr_groups *g)
 {
-    struct gr_groups *g = binding(b);
-    if (!g) return -ENOMEM;
     g->armed_ms = INT64_MAX;
-    /* the watchers exist before the coordinator: replay already sets deadlines (hook_timer arms) */
     ev_timer_init(&g->timer, timer_cb, 0, 0);
     g->timer.data = g;
     ev_timer_init(&g->maintenance, maintenance_cb, GROUPS_MAINTENANCE_S, GROUPS_MAINTENANCE_S);
     g->maintenance.data = g;
+}
+
+/* The coordinator's configuration from the typed settings, mapping groups over `partitions`. */
+static void coord_config(const struct gr_broker *b, int32_t partitions, struct gr_coord_config *cfg)
+{
+    gr_coord_config_defaults(cfg);
+    cfg->min_session_timeout_ms = b->cfg.settings.group_min_session_timeout_ms;
+    cfg->max_session_timeout_ms = b->cfg.settings.group_max_session_timeout_ms;
+    cfg->initial_rebalance_delay_ms = b->cfg.settings.group_initial_rebalance_delay_ms;
+    cfg->max_size = b->cfg.settings.group_max_size;
+    cfg->offsets_retention_ms = b->cfg.settings.offsets_retention_ms;
+    cfg->offsets_retention_check_interval_ms = GROUPS_RETENTION_CHECK_MS;
+    cfg->offset_metadata_max_bytes = b->cfg.settings.offset_metadata_max_bytes;
+    cfg->offsets_max_message_bytes = b->cfg.settings.message_max_bytes;
+    cfg->offsets_partitions = partitions;
+}
+
+static struct gr_coordinator *coord_new(struct gr_groups *g, const struct gr_coord_config *cfg)
+{
+    struct gr_coord_hooks hooks = {g,           hook_mono,          hook_wall,
+                                   hook_append, hook_join_done,     hook_sync_done,
+                                   hook_timer,  hook_wait_committed};
+    return gr_coord_create(cfg, &hooks);
+}
+
+int gr_groups_start(struct gr_broker *b)
+{
+    struct gr_groups *g = binding(b);
+    if (!g) return -ENOMEM;
+    timers_init(g);
     int64_t t0 = gr_time_mono_ms();
     int rc = gr_offsets_log_open(b->store, b->cfg.settings.offsets_topic_num_partitions, &g->ol);
     if (rc) {
@@ -173,20 +243,8 @@ int gr_groups_start(struct gr_broker *b)
     }
     gr_offsets_log_set_partitions(g->ol, b->parts); /* appends through the partition layer */
     struct gr_coord_config cfg;
-    gr_coord_config_defaults(&cfg);
-    cfg.min_session_timeout_ms = b->cfg.settings.group_min_session_timeout_ms;
-    cfg.max_session_timeout_ms = b->cfg.settings.group_max_session_timeout_ms;
-    cfg.initial_rebalance_delay_ms = b->cfg.settings.group_initial_rebalance_delay_ms;
-    cfg.max_size = b->cfg.settings.group_max_size;
-    cfg.offsets_retention_ms = b->cfg.settings.offsets_retention_ms;
-    cfg.offsets_retention_check_interval_ms = GROUPS_RETENTION_CHECK_MS;
-    cfg.offset_metadata_max_bytes = b->cfg.settings.offset_metadata_max_bytes;
-    cfg.offsets_max_message_bytes = b->cfg.settings.message_max_bytes;
-    cfg.offsets_partitions = gr_offsets_log_partitions(g->ol);
-    struct gr_coord_hooks hooks = {g,           hook_mono,          hook_wall,
-                                   hook_append, hook_join_done,     hook_sync_done,
-                                   hook_timer,  hook_wait_committed};
-    b->coord = gr_coord_create(&cfg, &hooks);
+    coord_config(b, gr_offsets_log_partitions(g->ol), &cfg);
+    b->coord = coord_new(g, &cfg);
     if (!b->coord) {
         gr_offsets_log_close(g->ol);
         g->ol = NULL;
@@ -257,8 +315,8 @@ bool gr_groups_defer(struct gr_req *req)
 {
     struct gr_broker *b = req->broker;
     /* cluster mode: __consumer_offsets is a topic of the cluster (etcd), never made here on the side (the
-       replica manager would delete it as a stray under the coordinator); until groups across the cluster
-       land, group requests get COORDINATOR_NOT_AVAILABLE (the handlers' answer without b->coord) */
+       replica manager would delete it as a stray under the coordinator): FindCoordinator has the topic
+       writer create it (gr_groups_coordinator) and the coordinator follows the image */
     if (b->member) return false;
     if (b->coord || gr_req_state(req, &deferred_key)) return false;
     if (!gr_req_state_add(req, &deferred_key, 0)) return false;
@@ -284,10 +342,316 @@ bool gr_groups_defer(struct gr_req *req)
     return true;
 }
 
+/* ---- cluster mode: partitions follow the image ---- */
+
+static void load_free(struct load *ld)
+{
+    gr_log_slice_release(&ld->slice);
+    gr_log_slice_release(&ld->cold);
+    free(ld->buf);
+    free(ld);
+}
+
+/* Forgets the load of partition `p` (nothing when none): its replayed groups are the caller's to drop. */
+static void abandon(struct gr_groups *g, int32_t p)
+{
+    struct load *ld = p < g->load_slots ? g->loads[p] : NULL;
+    if (!ld) return;
+    g->loads[p] = NULL;
+    ev_timer_stop(g->b->loop, &ld->step);
+    ld->g = NULL;
+    if (!ld->in_job) load_free(ld); /* else the pool's completion frees it */
+}
+
+/* The load of `ld` ended (rc 0) or failed (-errno: what was replayed is dropped; the next image change or
+ * made log tries again). */
+static void load_finish(struct load *ld, int rc)
+{
+    struct gr_groups *g = ld->g;
+    struct gr_broker *b = g->b;
+    int32_t p = ld->partition;
+    g->loads[p] = NULL;
+    ev_timer_stop(b->loop, &ld->step);
+    if (rc < 0) {
+        gr_coord_partition_unload(b->coord, p);
+        GR_ERROR("%s-%d: loading its groups failed: %s", GR_OFFSETS_TOPIC, (int)p, strerror(-rc));
+    } else {
+        int32_t n = gr_coord_partition_load_done(b->coord, p);
+        /* the coordinator appends without parking: the active file stays open under the cap (most often
+           already open: the load just read it) */
+        int kerr = gr_log_keep_active_open(ld->log);
+        if (kerr < 0)
+            GR_WARN("%s-%d: cannot open the active segment (%s)", GR_OFFSETS_TOPIC, (int)p, strerror(-kerr));
+        GR_INFO("group coordinator: loaded %d groups of %s-%d (epoch %d, %lld records) in %lld ms", (int)n,
+                GR_OFFSETS_TOPIC, (int)p, (int)ld->epoch, (long long)ld->records,
+                (long long)(gr_time_mono_ms() - ld->t0));
+        arm(g, gr_coord_next_deadline_ms(b->coord));
+    }
+    load_free(ld);
+}
+
+/* On a pool thread: the step's disk work. */
+static void load_run(struct gr_io_job *job)
+{
+    struct load *ld = (struct load *)job;
+    if (ld->cold_phase) {
+        job->result = gr_log_slice_prefetch(&ld->cold);
+        return;
+    }
+    ld->buf = malloc((size_t)ld->slice.bytes);
+    job->result = ld->buf ? gr_offsets_log_read_slice(&ld->slice, ld->buf) : -ENOMEM;
+}
+
+/* On the loop: the step's result replayed, the next step scheduled. */
+static void load_done(struct gr_io_job *job)
+{
+    struct load *ld = (struct load *)job;
+    ld->in_job = false;
+    if (!ld->g) {
+        load_free(ld);
+        return;
+    }
+    if (ld->cold_phase) {
+        gr_log_slice_release(&ld->cold); /* installs what the pool opened or loaded */
+        memset(&ld->cold, 0, sizeof ld->cold);
+    } else {
+        int64_t bytes = ld->slice.bytes;
+        gr_log_slice_release(&ld->slice);
+        memset(&ld->slice, 0, sizeof ld->slice);
+        if (job->result == 0) {
+            int64_t next =
+                gr_offsets_log_replay(ld->g->b->coord, ld->buf, (size_t)bytes, ld->off, &ld->records);
+            ld->off = next > ld->off ? next : ld->end; /* no whole batch: a torn tail ends the load */
+        }
+        free(ld->buf);
+        ld->buf = NULL;
+    }
+    if (job->result < 0) {
+        load_finish(ld, job->result);
+        return;
+    }
+    ev_timer_set(&ld->step, 0, 0);
+    ev_timer_start(ld->g->b->loop, &ld->step);
+}
+
+static void load_submit(struct load *ld)
+{
+    ld->in_job = true;
+    ld->job.run = load_run;
+    ld->job.done = load_done;
+    ld->job.result = 0;
+    struct gr_broker *b = ld->g->b;
+    if (b->iopool) {
+        gr_iopool_submit(b->iopool, &ld->job);
+    } else { /* no pool (tests): inline */
+        load_run(&ld->job);
+        load_done(&ld->job);
+    }
+}
+
+/* One step: find the next range without waiting for the disk, then have the pool read it. */
+static void load_step(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    (void)loop;
+    (void)revents;
+    struct load *ld = w->data;
+    if (ld->off >= ld->end) {
+        load_finish(ld, 0);
+        return;
+    }
+    int rc =
+        gr_log_read_nowait(ld->log, ld->off, GR_OFFSETS_LOAD_BYTES, ld->end, true, &ld->slice, &ld->cold);
+    if (rc == -EAGAIN) {
+        ld->cold_phase = true;
+        load_submit(ld);
+        return;
+    }
+    if (rc == 0 && ld->slice.bytes == 0) {
+        gr_log_slice_release(&ld->slice);
+        memset(&ld->slice, 0, sizeof ld->slice);
+        ld->off = ld->end;
+    }
+    if (rc < 0 || ld->off >= ld->end) {
+        load_finish(ld, rc);
+        return;
+    }
+    ld->cold_phase = false;
+    load_submit(ld);
+}
+
+/* Partition `p` is led here at `epoch` and its log exists: its groups start loading. */
+static void load_start(struct gr_groups *g, int32_t p, int32_t epoch, struct gr_log *log)
+{
+    struct gr_broker *b = g->b;
+    struct load *ld = calloc(1, sizeof *ld);
+    if (!ld || gr_coord_partition_load_begin(b->coord, p, epoch) < 0) {
+        free(ld);
+        GR_WARN_RATELIMITED("%s-%d: cannot start loading its groups", GR_OFFSETS_TOPIC, (int)p);
+        return;
+    }
+    ld->g = g;
+    ld->partition = p;
+    ld->epoch = epoch;
+    ld->log = log;
+    ld->off = gr_log_start_offset(log);
+    ld->end = gr_log_end_offset(log);
+    ld->t0 = gr_time_mono_ms();
+    ev_timer_init(&ld->step, load_step, 0, 0);
+    ld->step.data = ld;
+    g->loads[p] = ld;
+    ev_timer_start(b->loop, &ld->step);
+}
+
+/* Partition `p` is no longer led here: its groups (loaded or loading) go. */
+static void unload(struct gr_groups *g, int32_t p)
+{
+    abandon(g, p);
+    int32_t n = gr_coord_partition_unload(g->b->coord, p);
+    GR_INFO("group coordinator: unloaded %d groups of %s-%d (no longer its leader)", (int)n, GR_OFFSETS_TOPIC,
+            (int)p);
+}
+
+/* The image's __consumer_offsets has `count` partitions: the coordinator maps groups over the same count
+ * (only possible while it owns nothing: everything is unloaded first). Returns false when out of memory. */
+static bool follow_count(struct gr_groups *g, int32_t count)
+{
+    struct gr_coordinator *c = g->b->coord;
+    if (count == g->load_slots) return true;
+    for (int32_t p = 0; p < g->load_slots; p++)
+        if (gr_coord_partition_state(c, p) != GR_COORD_PART_NOT_OWNED) unload(g, p);
+    struct load **loads = calloc((size_t)count, sizeof *loads);
+    if (!loads || gr_coord_set_partition_count(c, count) < 0) {
+        free(loads);
+        GR_WARN_RATELIMITED("group coordinator: cannot map groups over %d partitions", (int)count);
+        return false;
+    }
+    free(g->loads);
+    g->loads = loads;
+    g->load_slots = count;
+    return true;
+}
+
+/* The one place that decides which partitions this coordinator serves (see the file comment). */
+static void groups_follow(void *ctx, struct gr_image *img)
+{
+    struct gr_broker *b = ctx;
+    struct gr_groups *g = b->groups;
+    if (!g || !g->cluster || !b->coord) return;
+    struct gr_image_topic *it = gr_image_topic_find(img, GR_OFFSETS_TOPIC, strlen(GR_OFFSETS_TOPIC));
+    if (!it || !follow_count(g, it->partition_count)) return;
+    if (it->local && it->local != g->ol_topic && !g->ol) {
+        if (gr_offsets_log_attach(b->store, it->local, &g->ol) < 0) return;
+        gr_offsets_log_set_partitions(g->ol, b->parts);
+        g->ol_topic = it->local;
+    }
+    for (int32_t p = 0; p < it->partition_count; p++) {
+        const struct gr_image_partition *ip = gr_image_partition(it, p);
+        struct gr_log *log = g->ol && it->local == g->ol_topic ? gr_offsets_log_log(g->ol, p) : NULL;
+        bool lead = log && !img->self_fenced && ip->leader == img->node_id;
+        enum gr_coord_part_state st = gr_coord_partition_state(b->coord, p);
+        if (lead && st == GR_COORD_PART_NOT_OWNED)
+            load_start(g, p, ip->leader_epoch, log);
+        else if (!lead && st != GR_COORD_PART_NOT_OWNED)
+            unload(g, p);
+    }
+    arm(g, gr_coord_next_deadline_ms(b->coord));
+}
+
+void gr_groups_follow(struct gr_broker *b)
+{
+    groups_follow(b, b->image);
+}
+
+int gr_groups_cluster_start(struct gr_broker *b)
+{
+    struct gr_groups *g = binding(b);
+    if (!g) return -ENOMEM;
+    timers_init(g);
+    const struct gr_image_topic *it =
+        gr_image_topic_find(b->image, GR_OFFSETS_TOPIC, strlen(GR_OFFSETS_TOPIC));
+    struct gr_coord_config cfg;
+    coord_config(b, it ? it->partition_count : b->cfg.settings.offsets_topic_num_partitions, &cfg);
+    cfg.partitions_owned = false;
+    g->load_slots = cfg.offsets_partitions;
+    g->loads = calloc((size_t)g->load_slots, sizeof *g->loads);
+    if (!g->loads || !(b->coord = coord_new(g, &cfg))) {
+        free(g->loads);
+        g->loads = NULL;
+        g->load_slots = 0;
+        return -ENOMEM;
+    }
+    if (gr_image_observe(b->image, groups_follow, b) < 0) {
+        GR_ERROR("group coordinator: no image observer slot left");
+        return -ENOSPC;
+    }
+    g->cluster = true;
+    ev_timer_start(b->loop, &g->maintenance);
+    groups_follow(b, b->image);
+    return 0;
+}
+
+/* The topic writer answered the creation of __consumer_offsets (TOPIC_ALREADY_EXISTS: another broker's
+ * first FindCoordinator won; fine). */
+static void offsets_topic_created(void *ctx, const struct gr_topic_change *res)
+{
+    struct gr_broker *b = ctx;
+    if (b->groups) b->groups->creating = false;
+    if (res->error_code && res->error_code != GR_ERR_TOPIC_ALREADY_EXISTS)
+        GR_WARN_RATELIMITED("cannot create %s: %s (error %d)", GR_OFFSETS_TOPIC,
+                            res->message ? res->message : "", (int)res->error_code);
+    else if (!res->error_code)
+        GR_INFO("created %s with %d partitions", GR_OFFSETS_TOPIC, (int)res->partition_count);
+}
+
+/* Has the topic writer create __consumer_offsets (once at a time): offsets.topic.num.partitions partitions
+ * of one replica, placed by the writer, with the coordinator's topic configs. */
+static void create_offsets_topic(struct gr_broker *b)
+{
+    struct gr_groups *g = b->groups;
+    if (!g || g->creating || !b->topic_writer) return;
+    char seg[32];
+    snprintf(seg, sizeof seg, "%d", GR_OFFSETS_SEGMENT_BYTES);
+    const char *keys[] = {"cleanup.policy", "segment.bytes"};
+    const char *values[] = {"compact", seg};
+    struct gr_topic_create_args a = {.name = GR_OFFSETS_TOPIC,
+                                     .partitions = b->cfg.settings.offsets_topic_num_partitions,
+                                     .replication_factor = 1,
+                                     .config_keys = keys,
+                                     .config_values = values,
+                                     .config_count = 2,
+                                     .timeout_ms = 0};
+    g->creating = true;
+    gr_topic_writer_create(b->topic_writer, &a, offsets_topic_created, b);
+}
+
+int16_t gr_groups_coordinator(struct gr_broker *b, struct gr_str group_id, int32_t *node_id)
+{
+    *node_id = -1;
+    const struct gr_image *img = b->image;
+    const struct gr_image_topic *it = gr_image_topic_find(img, GR_OFFSETS_TOPIC, strlen(GR_OFFSETS_TOPIC));
+    if (!it) {
+        if (b->groups && b->groups->cluster) create_offsets_topic(b);
+        return GR_ERR_COORDINATOR_NOT_AVAILABLE;
+    }
+    struct gr_str key = group_id.len >= 0 ? group_id : gr_str_c("");
+    const struct gr_image_partition *ip =
+        gr_image_partition(it, gr_coord_partition_for(key, it->partition_count));
+    if (!ip || ip->leader < 0 || (img->self_fenced && ip->leader == img->node_id))
+        return GR_ERR_COORDINATOR_NOT_AVAILABLE;
+    *node_id = ip->leader;
+    return GR_ERR_NONE;
+}
+
 void gr_groups_stop(struct gr_broker *b)
 {
     struct gr_groups *g = b->groups;
     if (!g) return;
+    if (g->cluster) {
+        gr_image_unobserve(b->image, groups_follow, b);
+        for (int32_t p = 0; p < g->load_slots; p++)
+            abandon(g, p);
+        free(g->loads);
+    }
     if (b->coord) {
         ev_timer_stop(b->loop, &g->timer);
         ev_timer_stop(b->loop, &g->maintenance);

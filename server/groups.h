@@ -1,7 +1,9 @@
 /*
  * groups.h: the group coordinator's server binding (server/groups.c): starting and stopping b->coord over
  * __consumer_offsets, its lazy creation on first group use, the coordinator's timers and hooks. Dispatch
- * calls gr_groups_defer for the APIs marked needs_groups in server/apis.def; handlers only use b->coord.
+ * calls gr_groups_defer for the APIs marked needs_groups in server/apis.def; handlers only use b->coord (and
+ * FindCoordinator gr_groups_coordinator). In cluster mode (gr_groups_cluster_start) b->coord holds only the
+ * groups of the __consumer_offsets partitions this broker leads, loaded and unloaded as the image changes.
  * Read next: server/groups.c, coordinator/coordinator.h.
  */
 #ifndef GR_GROUPS_H
@@ -37,6 +39,23 @@ void gr_groups_stop(struct gr_broker *b);
  * COORDINATOR_NOT_AVAILABLE without b->coord) when b->coord exists, when `req` already waited once, or out
  * of memory. */
 bool gr_groups_defer(struct gr_req *req);
+/* Cluster mode (server/membership.c, after the first snapshot is in the image and before the replica manager
+ * starts, which is given b->coord): makes b->coord owning no partition (coordinator.h partitions_owned
+ * false), mapping groups over the image's __consumer_offsets partition count (offsets.topic.num.partitions
+ * while the topic does not exist), observes the image and loads the partitions already led here. Returns 0,
+ * -ENOMEM or -ENOSPC (no image observer slot). */
+int gr_groups_cluster_start(struct gr_broker *b);
+/* Cluster mode: runs the image observer's decision now (load the partitions led here whose local log
+ * exists, unload those no longer led here); for the replica manager's "a local log was made", which is not
+ * an image change. Nothing in single-node mode. */
+void gr_groups_follow(struct gr_broker *b);
+/* FindCoordinator for group `group_id` (key type 0), from the metadata image: the leader of partition
+ * abs(hashCode(group_id)) % partitions of __consumer_offsets (Kafka's GroupCoordinator.partitionFor,
+ * records.h gr_coord_partition_for). Returns NONE and *node_id, or COORDINATOR_NOT_AVAILABLE (*node_id -1)
+ * while the topic does not exist (cluster mode: the call has the topic writer create it, once at a time),
+ * while the partition has no leader, or when the leader is this broker and it is fenced. The caller still
+ * resolves the node's endpoint (a broker without a live registration is COORDINATOR_NOT_AVAILABLE too). */
+int16_t gr_groups_coordinator(struct gr_broker *b, struct gr_str group_id, int32_t *node_id);
 /* Returns borrowed: the __consumer_offsets binding (durability checks), NULL when groups are not started. */
 struct gr_offsets_log *gr_groups_offsets_log(struct gr_broker *b);
 

@@ -6,10 +6,11 @@
  * stop. Once joined it wires the other cluster pieces to the member: the controller (cluster/controller.h,
  * given the member's lease: 0 while fenced, the new one after registering again), the replica manager
  * (cluster/replicas.h, started after the first snapshot is in the image) and the etcd topic writer
- * (cluster/topic_writer.h, the broker's writer in cluster mode). Stop order (main.c): controller first (no
- * partition-state write after the loop ends), replicas before the store closes, the topic writer, then the
- * member (lease revoked, etcd client freed last). Single-node mode never calls into it. Read next:
- * cluster/member.h, server/main.c.
+ * (cluster/topic_writer.h, the broker's writer in cluster mode), and the group coordinator's cluster
+ * mode (server/groups.c gr_groups_cluster_start; told when a local log was made). Stop order (main.c):
+ * controller first (no partition-state write after the loop ends), replicas before the store closes, the
+ * topic writer, then the member (lease revoked, etcd client freed last). Single-node mode never calls into
+ * it. Read next: cluster/member.h, server/main.c.
  */
 #include <stdio.h>
 #include <string.h>
@@ -22,6 +23,7 @@
 #include "common/log.h"
 #include "partition/partition.h"
 #include "server/broker.h"
+#include "server/groups.h"
 
 /* The feed's link from an image topic to this broker's storage topic: same name and same id. */
 static struct gr_topic *local_topic(void *ctx, const char *name, size_t len, const uint8_t id[16])
@@ -209,6 +211,7 @@ static void on_log(void *ctx, struct gr_topic *t, int32_t partition, struct gr_l
         const struct gr_image_topic *it = gr_image_topic_find_id(b->image, gr_topic_id(t));
         if (it) take_leader_epoch(b->image, it, partition, log);
         sync_configs(b);
+        gr_groups_follow(b); /* a __consumer_offsets partition led here can load its groups now */
     }
     gr_broker_wake_parked(b);
 }
@@ -216,7 +219,12 @@ static void on_log(void *ctx, struct gr_topic *t, int32_t partition, struct gr_l
 int gr_membership_join(struct gr_broker *b)
 {
     if (gr_member_join(b->member) < 0) return -1;
-    /* the image holds the first snapshot now: local replicas follow it, the controller campaigns */
+    /* the image holds the first snapshot now: the group coordinator (which the replica manager is given),
+       local replicas follow it, the controller campaigns */
+    if (gr_groups_cluster_start(b) < 0) {
+        GR_ERROR("cannot start the group coordinator");
+        return -1;
+    }
     struct gr_replicas_config rc = {
         .store = b->store, .pool = b->iopool, .loop = b->loop, .on_log = on_log, .ctx = b, .coord = b->coord};
     if (!(b->replicas = gr_replicas_new(&rc, b->image)) || gr_replicas_start(b->replicas) < 0) {

@@ -5,8 +5,12 @@
 # refused, restart, are fenced and leave. Then e2e.py: a 3-broker cluster end to end (a 12-partition topic
 # led 4 per broker, librdkafka produce and consume, NOT_LEADER_OR_FOLLOWER, kill -9 of a broker and of the
 # controller with restarts, DeleteTopics). Then pids.py: producer ids from etcd's counter across three
-# brokers and a restart, a librdkafka idempotent producer, the shutting_down mark on SIGTERM. Needs root; installs etcd-server, etcd-client and nftables
-# (scripts/install-deps.sh test) when they are missing. Each prints its own "N passed, N failed" line; the
+# brokers and a restart, a librdkafka idempotent producer, the shutting_down mark on SIGTERM. Then groups.py:
+# consumer groups across the cluster (FindCoordinator on every broker, a group of three librdkafka consumers,
+# kill -9 of its coordinator). Then tools.py: Kafka's kafka-topics.sh, kafka-broker-api-versions.sh,
+# kafka-configs.sh and kafka-consumer-groups.sh through any broker. Needs root; installs etcd-server,
+# etcd-client and nftables (scripts/install-deps.sh test) when they are missing. Each prints its own
+# "N passed, N failed" line; the
 # last line, "cluster: N passed, N failed", sums them.
 # Usage: compat-tests/cluster/run.sh [--seed N] [--deadline SECONDS]
 set -u
@@ -19,7 +23,7 @@ fi
 total_p=0
 total_f=0
 status=0
-for t in selftest membership e2e pids; do
+for t in selftest membership e2e pids groups tools; do
     out=$(mktemp)
     python3 "$here/$t.py" "$@" 2>&1 | tee "$out"
     rc=${PIPESTATUS[0]}

@@ -3,7 +3,8 @@
  * (client id, host "/ip", group.instance.id from v4, assignment); the selected protocol and each member's
  * metadata only in Stable (Kafka's describe vs describeNoMetadata). An unknown group is "Dead" with no
  * members; from v6 it also carries GROUP_ID_NOT_FOUND and a message (KIP-1043). With
- * include_authorized_operations (v3+) the group's operations are all allowed (no authorizer).
+ * include_authorized_operations (v3+) the group's operations are all allowed (no authorizer). A group this
+ * broker does not coordinate gets NOT_COORDINATOR (COORDINATOR_LOAD_IN_PROGRESS while its partition loads).
  * Read next: server/handlers/delete_groups.c.
  */
 #include <stdio.h>
@@ -33,6 +34,7 @@ enum gr_handler_rc gr_handle_describe_groups(struct gr_req *req)
             dg->error_code = GR_ERR_COORDINATOR_NOT_AVAILABLE;
             continue;
         }
+        if ((dg->error_code = gr_coord_check(b->coord, dg->group_id))) continue; /* not coordinated here */
         struct gr_group *grp = gr_coord_group_find(b->coord, dg->group_id);
         if (!grp) {
             dg->group_state = gr_str_c("Dead");

@@ -1,8 +1,9 @@
 /*
- * list_groups.c: ListGroups (key 16), v0-5. Every group this node coordinates (all of them), filtered by
- * state from v4 (case-insensitive against Kafka's state names) and by type from v5 (every group here is
- * "classic"; an unknown type name matches nothing, as Kafka's GroupType.parse gives UNKNOWN).
- * Read next: server/handlers/describe_groups.c.
+ * list_groups.c: ListGroups (key 16), v0-5. Every group this node coordinates (those of the
+ * __consumer_offsets partitions it has loaded: all of them on a single node, as Kafka lists only its own),
+ * filtered by state from v4 (case-insensitive against Kafka's state names) and by type from v5 (every group
+ * here is "classic"; an unknown type name matches nothing, as Kafka's GroupType.parse gives UNKNOWN). Read
+ * next: server/handlers/describe_groups.c.
  */
 #include <strings.h>
 
@@ -44,6 +45,7 @@ enum gr_handler_rc gr_handle_list_groups(struct gr_req *req)
     resp->groups.count = 0;
     for (int32_t i = 0; i < n; i++) {
         struct gr_group *grp = gr_coord_group_at(b->coord, i);
+        if (gr_coord_check(b->coord, gr_str_c(gr_group_id(grp)))) continue; /* its partition is loading */
         const char *state = gr_group_state_name(gr_group_state(grp));
         if (!in_filter(states, state) || !in_filter(types, "classic")) continue;
         struct gr_list_groups_response_listed_group *lg = &resp->groups.items[resp->groups.count++];

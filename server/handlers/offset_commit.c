@@ -18,6 +18,7 @@
 #include "coordinator/offsets_log.h"
 #include "server/groups.h"
 #include "server/handlers/handlers.h"
+#include "server/route.h"
 
 #define OFFSET_COMMIT_TIMEOUT_MS 5000 /* Kafka's offsets.commit.timeout.ms default */
 
@@ -114,16 +115,17 @@ enum gr_handler_rc gr_handle_offset_commit(struct gr_req *req)
         tr->partitions.items = gr_arena_calloc(&req->arena, (size_t)np + 1, sizeof *tr->partitions.items);
         if (!tr->partitions.items) return GR_HANDLER_CLOSE;
         tr->partitions.count = np;
-        struct gr_topic *t =
-            v >= 10 ? gr_store_topic_find_id(b->store, rt->topic_id.b) : gr_topic_lookup(b, rt->name);
-        struct gr_str name = t ? gr_str_c(gr_topic_name(t)) : rt->name;
+        /* the image's topics: a coordinator may hold none of the topic's partitions */
+        const struct gr_image_topic *t =
+            v >= 10 ? gr_route_topic_id(b, rt->topic_id.b) : gr_route_topic(b, rt->name);
+        struct gr_str name = t ? (struct gr_str){t->name, t->name_len} : rt->name;
         int32_t first = k;
         for (int32_t j = 0; j < np; j++) {
             struct gr_offset_commit_request_offset_commit_request_partition *rp = &rt->partitions.items[j];
             resp_partition *pr = &tr->partitions.items[j];
             gr_offset_commit_response_offset_commit_response_partition_init(pr);
             pr->partition_index = rp->partition_index;
-            if (!t || rp->partition_index < 0 || rp->partition_index >= gr_topic_partition_count(t)) {
+            if (!t || rp->partition_index < 0 || rp->partition_index >= t->partition_count) {
                 pr->error_code = !t && v >= 10 ? GR_ERR_UNKNOWN_TOPIC_ID : GR_ERR_UNKNOWN_TOPIC_OR_PARTITION;
                 continue;
             }

@@ -8,6 +8,7 @@
  */
 #include "coordinator/coordinator.h"
 #include "server/handlers/handlers.h"
+#include "server/route.h"
 
 typedef struct gr_offset_delete_response_offset_delete_response_partition resp_partition;
 
@@ -39,13 +40,13 @@ enum gr_handler_rc gr_handle_offset_delete(struct gr_req *req)
         tr->partitions.items = gr_arena_calloc(&req->arena, (size_t)np + 1, sizeof *tr->partitions.items);
         if (!tr->partitions.items) return GR_HANDLER_CLOSE;
         tr->partitions.count = np;
-        struct gr_topic *t = gr_topic_lookup(b, rt->name);
+        const struct gr_image_topic *t = gr_route_topic(b, rt->name); /* the cluster's topics */
         int32_t first = k;
         for (int32_t j = 0; j < np; j++) {
             resp_partition *pr = &tr->partitions.items[j];
             gr_offset_delete_response_offset_delete_response_partition_init(pr);
             pr->partition_index = rt->partitions.items[j].partition_index;
-            if (!t || pr->partition_index < 0 || pr->partition_index >= gr_topic_partition_count(t)) {
+            if (!t || pr->partition_index < 0 || pr->partition_index >= t->partition_count) {
                 pr->error_code = GR_ERR_UNKNOWN_TOPIC_OR_PARTITION;
                 continue;
             }

@@ -10,6 +10,7 @@
  */
 #include "coordinator/coordinator.h"
 #include "server/handlers/handlers.h"
+#include "server/route.h"
 
 typedef struct gr_offset_fetch_response_offset_fetch_response_topics topics_t;
 typedef struct gr_offset_fetch_response_offset_fetch_response_partitions parts_t;
@@ -29,9 +30,9 @@ static void add_committed(void *ctx, const char *topic, int32_t partition, int64
     if (a->fail) return;
     topics_t *t = a->topic_count ? &a->topics[a->topic_count - 1] : NULL;
     if (!t || !gr_str_eq_c(t->name, topic)) {
-        struct gr_topic *live = NULL;
+        const struct gr_image_topic *live = NULL;
         if (a->req->hdr.request_api_version >= 10 &&
-            !(live = gr_store_topic_find(a->req->broker->store, topic, strlen(topic))))
+            !(live = gr_image_topic_find(a->req->broker->image, topic, strlen(topic))))
             return; /* v10 names topics by id: a topic that no longer exists has none */
         if (a->topic_count == a->topic_cap) {
             int32_t cap = a->topic_cap ? 2 * a->topic_cap : 8;
@@ -47,7 +48,7 @@ static void add_committed(void *ctx, const char *topic, int32_t partition, int64
         t = &a->topics[a->topic_count++];
         gr_offset_fetch_response_offset_fetch_response_topics_init(t);
         t->name = gr_str_c(topic);
-        if (live) t->topic_id = gr_topic_uuid(live);
+        if (live) memcpy(t->topic_id.b, live->id, 16);
         t->partitions.count = 0;
         t->partitions.items = NULL;
     }
@@ -83,6 +84,7 @@ static bool fetch_group(struct gr_req *req, struct gr_str group_id,
         out->error_code = GR_ERR_COORDINATOR_NOT_AVAILABLE;
         return true;
     }
+    if ((out->error_code = gr_coord_check(c, group_id))) return true; /* not coordinated here, or loading */
     if (nrt < 0) {
         struct all_ctx a = {req, NULL, 0, 0, false};
         gr_coord_offsets_foreach(c, group_id, add_committed, &a);
@@ -101,9 +103,9 @@ static bool fetch_group(struct gr_req *req, struct gr_str group_id,
         t->topic_id = rts[i].topic_id;
         int16_t topic_error = 0;
         if (req->hdr.request_api_version >= 10) {
-            struct gr_topic *live = gr_store_topic_find_id(req->broker->store, rts[i].topic_id.b);
+            const struct gr_image_topic *live = gr_route_topic_id(req->broker, rts[i].topic_id.b);
             if (live)
-                t->name = gr_str_c(gr_topic_name(live));
+                t->name = (struct gr_str){live->name, live->name_len};
             else
                 topic_error = GR_ERR_UNKNOWN_TOPIC_ID;
         }

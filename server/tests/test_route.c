@@ -12,7 +12,8 @@
  * and each API's exact answer is checked: NOT_LEADER_OR_FOLLOWER with Produce v10+ CurrentLeader and
  * NodeEndpoints (none below v10), Fetch v12+ CurrentLeader and v16+ NodeEndpoints, ListOffsets,
  * DeleteRecords, OffsetForLeaderEpoch, DescribeProducers; Metadata's broker list, LISTENER_NOT_FOUND (v6+)
- * versus LEADER_NOT_AVAILABLE (v5), offline partitions; DescribeCluster; FindCoordinator; unknown ids.
+ * versus LEADER_NOT_AVAILABLE (v5), offline partitions; DescribeCluster; FindCoordinator (the leader of the
+ * group's __consumer_offsets partition, COORDINATOR_NOT_AVAILABLE without one); unknown ids.
  * Read next: server/route.h, server/handlers/metadata.c.
  */
 #include <setjmp.h>
@@ -562,6 +563,26 @@ static void test_metadata(void **state)
     gr_req_free(req);
 }
 
+/* FindCoordinator v3 for `key` on the fixture's broker: the answer's error, node, host and port. */
+static void find_coordinator(struct fx *f, const char *key, int16_t *err, int32_t *node, char host[64],
+                             int32_t *port)
+{
+    struct gr_req *req = srv_req_new(f->b, 10, 3, 1 << 16);
+    struct gr_find_coordinator_request *fc = NEW(req, gr_find_coordinator_request);
+    gr_find_coordinator_request_init(fc);
+    fc->key = gr_str_c(key);
+    req->body = fc;
+    req->resp = NEW(req, gr_find_coordinator_response);
+    gr_find_coordinator_response_init(req->resp);
+    assert_int_equal(gr_handle_find_coordinator(req), GR_HANDLER_DONE);
+    struct gr_find_coordinator_response *fr = req->resp;
+    *err = fr->error_code;
+    *node = fr->node_id;
+    *port = fr->port;
+    snprintf(host, 64, "%.*s", (int)fr->host.len, fr->host.ptr);
+    gr_req_free(req);
+}
+
 static void test_describe_cluster_and_coordinator(void **state)
 {
     struct fx *f = *state;
@@ -589,20 +610,34 @@ static void test_describe_cluster_and_coordinator(void **state)
         }
         gr_req_free(req);
     }
-    struct gr_req *req = srv_req_new(f->b, 10, 3, 1 << 16);
-    struct gr_find_coordinator_request *fc = NEW(req, gr_find_coordinator_request);
-    gr_find_coordinator_request_init(fc);
-    fc->key = gr_str_c("g");
-    req->body = fc;
-    req->resp = NEW(req, gr_find_coordinator_response);
-    gr_find_coordinator_response_init(req->resp);
-    assert_int_equal(gr_handle_find_coordinator(req), GR_HANDLER_DONE);
-    struct gr_find_coordinator_response *fr = req->resp;
-    assert_int_equal(fr->error_code, GR_ERR_NONE);
-    assert_int_equal(fr->node_id, 1);
-    assert_true(gr_str_eq_c(fr->host, "b1.example"));
-    assert_int_equal(fr->port, 9201);
-    gr_req_free(req);
+    /* FindCoordinator names the leader of the group's __consumer_offsets partition (one partition here) */
+    int16_t err;
+    int32_t node, port;
+    char host[64];
+    find_coordinator(f, "g", &err, &node, host, &port);
+    assert_int_equal(err, GR_ERR_COORDINATOR_NOT_AVAILABLE); /* no __consumer_offsets yet */
+    assert_int_equal(node, -1);
+    assert_int_equal(port, -1);
+    const uint8_t id[16] = {0x0c, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+    struct gr_image_topic *it;
+    assert_int_equal(gr_image_put_topic(f->b->image, "__consumer_offsets", 18, id, true, 1, NULL, &it), 0);
+    const int32_t leaders[] = {1, 2, 3, 4, -1};
+    for (int i = 0; i < 5; i++) {
+        int32_t replica = leaders[i] < 0 ? 1 : leaders[i];
+        struct gr_image_partition_state ps = {leaders[i], 3, 0, &replica, &replica, NULL, 1, 1, 0};
+        assert_int_equal(gr_image_set_partition(f->b->image, it, 0, &ps), 0);
+        find_coordinator(f, "g", &err, &node, host, &port);
+        if (leaders[i] == 1 || leaders[i] == 2) {
+            assert_int_equal(err, GR_ERR_NONE);
+            assert_int_equal(node, leaders[i]);
+            assert_string_equal(host, leaders[i] == 1 ? "b1.example" : "b2.example");
+            assert_int_equal(port, leaders[i] == 1 ? 9201 : 9202);
+        } else { /* a leader without the client's listener (3), a fenced one (4), none */
+            assert_int_equal(err, GR_ERR_COORDINATOR_NOT_AVAILABLE);
+            assert_int_equal(node, -1);
+        }
+    }
+    assert_true(gr_image_remove_topic(f->b->image, id));
 }
 
 /* The single-node source follows the store: a topic deleted and created again under its name gets the new

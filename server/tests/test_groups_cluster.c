@@ -1,0 +1,217 @@
+/*
+ * test_groups_cluster.c: the group coordinator's cluster mode in the server binding (server/groups.c
+ * gr_groups_cluster_start and its image observer) against a real store, a real I/O pool and an image whose
+ * __consumer_offsets partitions are moved between brokers by hand: a partition led elsewhere is
+ * NOT_COORDINATOR; becoming its leader starts a load (COORDINATOR_LOAD_IN_PROGRESS until the pool's reads
+ * are replayed, the coordinator epoch = the leader epoch); losing it (another leader, leader -1, this
+ * broker fenced) drops its groups; leading it again loads the committed offsets back from the log; other
+ * partitions are untouched throughout. FindCoordinator's choice (gr_groups_coordinator) follows the image.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "cluster/image.h"
+#include "coordinator/coordinator.h"
+#include "coordinator/offsets_log.h"
+#include "protocol/errors.h"
+#include "server/groups.h"
+#include "server/tests/fixture.h"
+
+#define PARTS 4
+
+struct fx {
+    char dir[256];
+    struct gr_broker *b;
+    struct gr_image_topic *it; /* __consumer_offsets in the image */
+    const char *ga, *gb;       /* two groups on different partitions */
+    int32_t pa, pb;
+};
+
+/* Sets partition p of __consumer_offsets to leader (-1: none) at epoch, replica = the leader (1 if none). */
+static void lead(struct fx *f, int32_t p, int32_t leader, int32_t epoch)
+{
+    int32_t replica = leader < 0 ? 1 : leader;
+    struct gr_image_partition_state st = {.leader = leader,
+                                          .leader_epoch = epoch,
+                                          .replicas = &replica,
+                                          .replica_count = 1,
+                                          .isr = &replica,
+                                          .isr_count = 1};
+    assert_int_equal(gr_image_set_partition(f->b->image, f->it, p, &st), 0);
+}
+
+/* Runs the pool's completions and the loop's zero-delay step timers until partition p is not LOADING. */
+static void pump(struct fx *f, int32_t p)
+{
+    for (int i = 0; i < 1000 && gr_coord_partition_state(f->b->coord, p) == GR_COORD_PART_LOADING; i++) {
+        gr_iopool_drain(f->b->iopool);
+        ev_run(f->b->loop, EVRUN_NOWAIT);
+    }
+    assert_int_not_equal(gr_coord_partition_state(f->b->coord, p), GR_COORD_PART_LOADING);
+}
+
+static int16_t commit(struct fx *f, const char *group, int32_t partition, int64_t offset)
+{
+    struct gr_commit_partition cp = {partition, offset, -1, GR_STR_NULL, -99};
+    struct gr_commit_topic ct = {gr_str_c("t"), &cp, 1};
+    struct gr_commit_params p = {gr_str_c(group), gr_str_c(""), GR_STR_NULL, -1, -1, 8, &ct, 1};
+    int32_t wp;
+    int64_t we;
+    gr_coord_commit(f->b->coord, &p, &wp, &we);
+    return cp.error_code;
+}
+
+static int64_t fetch(struct fx *f, const char *group, int32_t partition)
+{
+    int64_t off;
+    int32_t epoch;
+    struct gr_str md;
+    return gr_coord_offset_get(f->b->coord, gr_str_c(group), gr_str_c("t"), partition, &off, &epoch, &md)
+               ? off
+               : -1;
+}
+
+static int setup(void **state)
+{
+    struct fx *f = calloc(1, sizeof *f);
+    f->b = srv_broker_open(f->dir, sizeof f->dir, &(struct srv_broker_opts){.node_id = 1, .iopool = true});
+    struct gr_topic *t;
+    assert_int_equal(gr_store_topic_create(f->b->store, GR_OFFSETS_TOPIC, PARTS, NULL, NULL, 0, &t), 0);
+    f->it = gr_image_topic_find(f->b->image, GR_OFFSETS_TOPIC, strlen(GR_OFFSETS_TOPIC));
+    assert_non_null(f->it);
+    assert_ptr_equal(f->it->local, t);
+    f->ga = "group-a";
+    f->pa = gr_coord_partition_for(gr_str_c(f->ga), PARTS);
+    static char gb[32];
+    for (int i = 0; i < 100; i++) {
+        snprintf(gb, sizeof gb, "group-b%d", i);
+        if ((f->pb = gr_coord_partition_for(gr_str_c(gb), PARTS)) != f->pa) break;
+    }
+    f->gb = gb;
+    assert_int_not_equal(f->pa, f->pb);
+    for (int32_t p = 0; p < PARTS; p++)
+        lead(f, p, 2, 0); /* another broker leads everything */
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fx *f = *state;
+    srv_broker_close(f->b, f->dir, NULL);
+    free(f);
+    return 0;
+}
+
+static void test_follow_leadership(void **state)
+{
+    struct fx *f = *state;
+    struct gr_broker *b = f->b;
+    assert_int_equal(gr_groups_cluster_start(b), 0);
+    assert_non_null(b->coord);
+    int32_t node;
+    assert_int_equal(gr_groups_coordinator(b, gr_str_c(f->ga), &node), 0);
+    assert_int_equal(node, 2);
+    assert_int_equal(gr_coord_check(b->coord, gr_str_c(f->ga)), GR_ERR_NOT_COORDINATOR);
+    assert_int_equal(commit(f, f->ga, 0, 10), GR_ERR_NOT_COORDINATOR);
+
+    /* this broker becomes the leader of pa and pb at epoch 5: loads start, requests wait */
+    lead(f, f->pa, 1, 5);
+    lead(f, f->pb, 1, 5);
+    gr_image_changed(b->image);
+    assert_int_equal(gr_groups_coordinator(b, gr_str_c(f->ga), &node), 0);
+    assert_int_equal(node, 1);
+    assert_int_equal(gr_coord_partition_state(b->coord, f->pa), GR_COORD_PART_LOADING);
+    assert_int_equal(gr_coord_partition_epoch(b->coord, f->pa), 5);
+    assert_int_equal(gr_coord_check(b->coord, gr_str_c(f->ga)), GR_ERR_COORDINATOR_LOAD_IN_PROGRESS);
+    assert_int_equal(commit(f, f->ga, 0, 10), GR_ERR_COORDINATOR_LOAD_IN_PROGRESS);
+    pump(f, f->pa);
+    pump(f, f->pb);
+    assert_int_equal(gr_coord_partition_state(b->coord, f->pa), GR_COORD_PART_OWNED);
+    assert_int_equal(commit(f, f->ga, 0, 10), 0);
+    assert_int_equal(commit(f, f->ga, 1, 11), 0);
+    assert_int_equal(commit(f, f->gb, 0, 20), 0);
+    assert_true(gr_log_end_offset(gr_topic_log(f->it->local, f->pa)) >= 2); /* on pa's log */
+
+    /* pa moves to broker 3: its groups go, pb's stay */
+    lead(f, f->pa, 3, 6);
+    gr_image_changed(b->image);
+    assert_int_equal(gr_coord_partition_state(b->coord, f->pa), GR_COORD_PART_NOT_OWNED);
+    assert_null(gr_coord_group_find(b->coord, gr_str_c(f->ga)));
+    assert_int_equal(gr_coord_check(b->coord, gr_str_c(f->ga)), GR_ERR_NOT_COORDINATOR);
+    assert_int_equal(fetch(f, f->gb, 0), 20);
+    assert_int_equal(gr_groups_coordinator(b, gr_str_c(f->ga), &node), 0);
+    assert_int_equal(node, 3);
+
+    /* back here at epoch 7: the committed offsets are loaded from pa's log again */
+    lead(f, f->pa, 1, 7);
+    gr_image_changed(b->image);
+    assert_int_equal(gr_coord_check(b->coord, gr_str_c(f->ga)), GR_ERR_COORDINATOR_LOAD_IN_PROGRESS);
+    pump(f, f->pa);
+    assert_int_equal(gr_coord_partition_epoch(b->coord, f->pa), 7);
+    assert_int_equal(fetch(f, f->ga, 0), 10);
+    assert_int_equal(fetch(f, f->ga, 1), 11);
+
+    /* no leader: dropped, and FindCoordinator has none to name */
+    lead(f, f->pb, -1, 6);
+    gr_image_changed(b->image);
+    assert_null(gr_coord_group_find(b->coord, gr_str_c(f->gb)));
+    assert_int_equal(gr_groups_coordinator(b, gr_str_c(f->gb), &node), GR_ERR_COORDINATOR_NOT_AVAILABLE);
+    assert_int_equal(node, -1);
+
+    /* fenced: everything led here goes, and FindCoordinator does not name this broker */
+    b->image->self_fenced = true;
+    gr_image_changed(b->image);
+    assert_int_equal(gr_coord_partition_state(b->coord, f->pa), GR_COORD_PART_NOT_OWNED);
+    assert_int_equal(gr_coord_group_count(b->coord), 0);
+    assert_int_equal(gr_groups_coordinator(b, gr_str_c(f->ga), &node), GR_ERR_COORDINATOR_NOT_AVAILABLE);
+    b->image->self_fenced = false;
+    gr_image_changed(b->image);
+    pump(f, f->pa);
+    assert_int_equal(fetch(f, f->ga, 0), 10);
+}
+
+/* A load abandoned halfway (leadership lost while the pool reads) leaves nothing behind. */
+static void test_unload_while_loading(void **state)
+{
+    struct fx *f = *state;
+    struct gr_broker *b = f->b;
+    assert_int_equal(gr_groups_cluster_start(b), 0);
+    lead(f, f->pa, 1, 1);
+    gr_image_changed(b->image);
+    pump(f, f->pa);
+    for (int i = 0; i < 50; i++)
+        assert_int_equal(commit(f, f->ga, i, 100 + i), 0);
+    lead(f, f->pa, 2, 2);
+    gr_image_changed(b->image);
+    lead(f, f->pa, 1, 3);
+    gr_image_changed(b->image);    /* a load starts ... */
+    ev_run(b->loop, EVRUN_NOWAIT); /* ... its first read is on the pool ... */
+    lead(f, f->pa, 2, 4);
+    gr_image_changed(b->image); /* ... and is abandoned */
+    assert_int_equal(gr_coord_partition_state(b->coord, f->pa), GR_COORD_PART_NOT_OWNED);
+    gr_iopool_drain(b->iopool);
+    ev_run(b->loop, EVRUN_NOWAIT);
+    assert_int_equal(gr_coord_partition_state(b->coord, f->pa), GR_COORD_PART_NOT_OWNED);
+    assert_int_equal(gr_coord_group_count(b->coord), 0);
+    lead(f, f->pa, 1, 5);
+    gr_image_changed(b->image);
+    pump(f, f->pa);
+    assert_int_equal(fetch(f, f->ga, 49), 149);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_follow_leadership, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unload_while_loading, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
