@@ -190,8 +190,8 @@ static void sync_configs(struct gr_broker *b)
 }
 
 /* The replica manager made (made) or deleted a local log: the partition's state set up (its leader epoch, its
- * topic's configs), or parked requests
- * re-checked (they now get NOT_LEADER_OR_FOLLOWER or UNKNOWN_TOPIC_OR_PARTITION). */
+ * topic's configs), the requests waiting until this log is made run again (server/logwait.h), and parked
+ * requests re-checked (after a deletion they get NOT_LEADER_OR_FOLLOWER or UNKNOWN_TOPIC_OR_PARTITION). */
 static void on_log(void *ctx, struct gr_topic *t, int32_t partition, struct gr_log *log, bool made)
 {
     struct gr_broker *b = ctx;
@@ -202,6 +202,7 @@ static void on_log(void *ctx, struct gr_topic *t, int32_t partition, struct gr_l
         if (it) take_leader_epoch(b->image, it, partition, log);
         sync_configs(b);
     }
+    gr_logwait_signal(&b->logwaits, gr_topic_id(t), partition); /* Produce and Fetch waiting for this log */
     gr_broker_wake_parked(b);
 }
 
