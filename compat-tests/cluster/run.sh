@@ -4,9 +4,11 @@
 # be undone, and nothing of the run left afterwards. Then membership.py: cluster-mode brokers join, are
 # refused, restart, are fenced and leave. Then e2e.py: a 3-broker cluster end to end (a 12-partition topic
 # led 4 per broker, librdkafka produce and consume, NOT_LEADER_OR_FOLLOWER, kill -9 of a broker and of the
-# controller with restarts, DeleteTopics). Needs root; installs etcd-server, etcd-client and nftables
-# (scripts/install-deps.sh test) when they are missing. Each prints its own "N passed, N failed" line; the
-# last line, "cluster: N passed, N failed", sums them.
+# controller with restarts, DeleteTopics). Then lifecycle.py: a 1,000-partition CreateTopics with a Produce
+# the moment a leader shows, the __consumer_offsets shape, delete while a broker is down, a rolling restart
+# under load. Needs root; installs etcd-server, etcd-client and nftables (scripts/install-deps.sh test)
+# when they are missing. Each prints its own "N passed, N failed" line; the last line, "cluster: N passed,
+# N failed", sums them.
 # Usage: compat-tests/cluster/run.sh [--seed N] [--deadline SECONDS]
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -18,7 +20,7 @@ fi
 total_p=0
 total_f=0
 status=0
-for t in selftest membership e2e; do
+for t in selftest membership e2e lifecycle; do
     out=$(mktemp)
     python3 "$here/$t.py" "$@" 2>&1 | tee "$out"
     rc=${PIPESTATUS[0]}
