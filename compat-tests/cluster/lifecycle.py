@@ -7,7 +7,8 @@ What it checks (broker.session.timeout.ms 3000, broker.heartbeat.interval.ms 500
     answer, each broker's Metadata is polled; the moment it shows this broker leading some partitions, a
     Produce (acks=-1) to the last of them goes to it. The broker may not have made that partition's log yet
     (the replica manager makes 1,000 logs a bounded batch per pass): the Produce waits until the log is made
-    (server/logwait.h) and succeeds, never UNKNOWN_TOPIC_OR_PARTITION or NOT_LEADER_OR_FOLLOWER;
+    (server/logwait.h) and succeeds, never UNKNOWN_TOPIC_OR_PARTITION or NOT_LEADER_OR_FOLLOWER; a Fetch
+    sent just before it (no long poll) answers NONE (empty while the log is not made);
   - the 1,000-partition CreateTopics answers NONE within its timeout, with 1,000 leaders spread 334/333/333
     (StripedReplicaPlacer), the same on every broker; the time is reported;
   - the `__consumer_offsets` shape: a 50-partition topic with cleanup.policy=compact, spread 17/17/16;
@@ -93,8 +94,9 @@ def create(b, name, n, configs=None, timeout_ms=30000):
 
 
 def early_produce(bs, pending, results, stop):
-    """Polls each broker's Metadata of BIG; as soon as it shows the broker leading partitions, sends one
-    Produce (acks=-1) to the highest of them (likely not made yet) and records its error code."""
+    """Polls each broker's Metadata of BIG; as soon as it shows the broker leading partitions, sends a Fetch
+    (no long poll) to the second highest and one Produce (acks=-1) to the highest of them (likely not made
+    yet) and records their error codes."""
     try:
         conns = {b.node_id: k.Conn(b.bootstrap, timeout=40) for b in bs}
         while pending and not stop.is_set():
@@ -106,6 +108,8 @@ def early_produce(bs, pending, results, stop):
                 if not mine:
                     continue
                 p = mine[-1]
+                f = k.fetch(conns[b.node_id], BIG, mine[-2] if len(mine) > 1 else p, 0)
+                results[('fetch', b.node_id)] = f['responses'][0]['partitions'][0]['error_code']
                 t0 = time.monotonic()
                 r = k.produce(conns[b.node_id], BIG, p, k.build_batch([(b'k', b'early')]), timeout_ms=30000)
                 results[b.node_id] = (p, len(pp), r['error_code'], time.monotonic() - t0)
@@ -142,6 +146,8 @@ def t_big(run, etcd, bs, st):
         r = results.get(b.node_id)
         check(f'broker {b.node_id}: a Produce sent the moment Metadata showed its leadership succeeds',
               r is not None and r[2] == 0, repr(r))
+        eq(f'broker {b.node_id}: a Fetch sent then (no long poll) answers NONE', 0,
+           results.get(('fetch', b.node_id)))
         if r:
             figures.append(f'broker {b.node_id}: early Produce to {BIG}-{r[0]} (Metadata showed {r[1]} '
                            f'partitions) answered {r[2]} in {r[3] * 1000:.0f} ms')
