@@ -65,3 +65,25 @@ int gr_logwait_signal(struct gr_logwaits *ws, const uint8_t topic_id[16], int32_
     }
     return n;
 }
+
+int gr_logwait_signal_where(struct gr_logwaits *ws,
+                            bool (*settled)(void *ctx, const uint8_t topic_id[16], int32_t partition),
+                            void *ctx)
+{
+    int n = 0;
+    for (int i = 0; i < GR_LOGWAIT_BUCKETS && ws->count > 0; i++) {
+        bool again = true;
+        while (again) { /* as gr_logwait_signal: from the head again after each hook */
+            again = false;
+            for (struct gr_logwait_waiter *w = ws->buckets[i]; w; w = w->next) {
+                if (!settled(ctx, w->topic_id, w->partition)) continue;
+                gr_logwait_cancel(ws, w);
+                n++;
+                w->done(w);
+                again = true;
+                break;
+            }
+        }
+    }
+    return n;
+}

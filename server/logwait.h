@@ -18,9 +18,9 @@
  *     A long-poll Fetch adds a wait whose done hook re-checks the request (gr_req_wait_log_data: then until
  *     data arrives on the new log). Handlers never park: request.c does (gr_req_await), and gr_req_unpark
  *     cancels every log wait of the request (gr_req_logs_cancel).
- * A partition that stops being led here while a Produce waits for its log (leadership moved, the broker
- * fenced) is answered by its route when the request runs again, at the latest at its deadline
- * (NOT_LEADER_OR_FOLLOWER then, not REQUEST_TIMED_OUT).
+ * A partition that stops being led here while a request waits for its log (the broker fenced, leadership
+ * moved, the topic deleted) wakes its waiter at the next image change (gr_logwait_signal_where, from the
+ * image observer of server/membership.c): the request then gets the partition's new route's answer.
  * Invariants: a waiter is queued at most once; a done hook runs at most once per queueing and never after
  * its cancel; the bucket walk restarts after each done hook, which may cancel other waiters (a request
  * finished by the hook cancels its others). Network thread only. No timers: the request's deadline bounds
@@ -59,5 +59,11 @@ void gr_logwait_cancel(struct gr_logwaits *ws, struct gr_logwait_waiter *w);
 /* The local log of (topic_id, partition) was made or deleted: runs the done hook of every waiter of that
    key, each unlinked first. Returns how many ran. */
 int gr_logwait_signal(struct gr_logwaits *ws, const uint8_t topic_id[16], int32_t partition);
+/* Runs the done hook (each unlinked first) of every waiter whose key `settled` (given `ctx`) says no longer
+   needs waiting (e.g. the partition is no longer led here: server/route.h gr_route_logwaits_settle).
+   O(waiters) calls of `settled`, nothing when none waits. Returns how many ran. */
+int gr_logwait_signal_where(struct gr_logwaits *ws,
+                            bool (*settled)(void *ctx, const uint8_t topic_id[16], int32_t partition),
+                            void *ctx);
 
 #endif

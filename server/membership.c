@@ -21,6 +21,7 @@
 #include "common/log.h"
 #include "partition/partition.h"
 #include "server/broker.h"
+#include "server/route.h"
 
 /* The feed's link from an image topic to this broker's storage topic: same name and same id. */
 static struct gr_topic *local_topic(void *ctx, const char *name, size_t len, const uint8_t id[16])
@@ -118,6 +119,7 @@ static void take_leader_epoch(const struct gr_image *img, const struct gr_image_
 static void follow_image(void *ctx, struct gr_image *img)
 {
     sync_configs(ctx);
+    gr_route_logwaits_settle(ctx); /* requests waiting for a log no longer led here: answered now */
     if (img->self_fenced) return;
     for (int32_t i = 0; i < gr_image_topic_count(img); i++) {
         struct gr_image_topic *t = gr_image_topic_at(img, i);

@@ -28,6 +28,20 @@ int16_t gr_route_partition(const struct gr_broker *b, const struct gr_image_topi
     return GR_ERR_NONE;
 }
 
+/* Whether the waiter of (topic id, partition) may stop waiting: its route is no longer pending. */
+static bool route_settled(void *ctx, const uint8_t topic_id[16], int32_t partition)
+{
+    struct gr_broker *b = ctx;
+    struct gr_route r;
+    gr_route_partition(b, gr_image_topic_find_id(b->image, topic_id), partition, true, &r);
+    return !r.pending;
+}
+
+int gr_route_logwaits_settle(struct gr_broker *b)
+{
+    return b->logwaits.count > 0 ? gr_logwait_signal_where(&b->logwaits, route_settled, b) : 0;
+}
+
 const struct gr_image_listener *gr_route_endpoint(const struct gr_req *req, int32_t node_id,
                                                   const char **rack)
 {

@@ -65,6 +65,12 @@ static inline struct gr_image_topic *gr_route_topic_by(const struct gr_broker *b
 int16_t gr_route_partition(const struct gr_broker *b, const struct gr_image_topic *it, int32_t partition,
                            bool by_id, struct gr_route *r);
 
+/* Wakes the requests waiting for a local log (server/logwait.h) of a partition that no longer routes pending
+ * (not led here any more, this broker fenced, the topic gone, or the log made): they run again and get its
+ * route's answer. For the image observer (server/membership.c), after each applied batch. Returns how many
+ * waiters woke. */
+int gr_route_logwaits_settle(struct gr_broker *b);
+
 /* Returns borrowed: the endpoint of live broker `node_id` on the listener `req` came in on, NULL when the
  * broker is unknown, fenced, or lacks that listener; *rack (may be NULL) gets its rack or NULL. */
 const struct gr_image_listener *gr_route_endpoint(const struct gr_req *req, int32_t node_id,

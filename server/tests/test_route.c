@@ -639,7 +639,7 @@ static void op_cb(void *ctx, int err, struct gr_topic *t)
 
 /* What a request looked like when it was freed (answered without a connection): the released hook copies
    its partitions' error codes (Produce: the first topic's; Fetch: the first topic's, with records bytes). */
-static int16_t freed_codes[4];
+static int16_t freed_codes[4], produce_codes[4], fetch_codes[4]; /* the last freed request's; by API */
 static int32_t freed_bytes[4];
 static int freed_count, fetches_freed;
 static void released_copy(struct gr_req *req)
@@ -650,11 +650,12 @@ static void released_copy(struct gr_req *req)
         struct gr_produce_response *resp = req->resp;
         if (!resp->responses.items) return; /* freed before it ran (still waiting) */
         for (int32_t i = 0; i < resp->responses.items[0].partition_responses.count && i < 4; i++)
-            freed_codes[i] = resp->responses.items[0].partition_responses.items[i].error_code;
+            freed_codes[i] = produce_codes[i] =
+                resp->responses.items[0].partition_responses.items[i].error_code;
     } else if (req->hdr.request_api_key == 1) {
         struct gr_fetch_response *resp = req->resp;
         for (int32_t i = 0; i < resp->responses.items[0].partitions.count && i < 4; i++) {
-            freed_codes[i] = resp->responses.items[0].partitions.items[i].error_code;
+            freed_codes[i] = fetch_codes[i] = resp->responses.items[0].partitions.items[i].error_code;
             freed_bytes[i] = gr_records_len(resp->responses.items[0].partitions.items[i].records);
         }
     }
@@ -811,6 +812,71 @@ static void test_fetch_log_not_made_yet(void **state)
     f->b->req_sink = NULL;
 }
 
+/* A Fetch of "sp" p0 (led here, log not made yet), long poll `max_wait_ms`. */
+static struct gr_req *fetch_sp0(struct fx *f, int32_t max_wait_ms)
+{
+    struct gr_req *req = srv_req_new(f->b, 1, 12, 1 << 20);
+    struct gr_fetch_request *body = NEW(req, gr_fetch_request);
+    gr_fetch_request_init(body);
+    body->max_wait_ms = max_wait_ms;
+    body->min_bytes = 1;
+    body->max_bytes = 1 << 20;
+    body->topics.items = gr_arena_calloc(&req->arena, 1, sizeof *body->topics.items);
+    body->topics.count = 1;
+    struct gr_fetch_request_fetch_topic *qt = &body->topics.items[0];
+    qt->topic = gr_str_c("sp");
+    qt->partitions.items = gr_arena_calloc(&req->arena, 1, sizeof *qt->partitions.items);
+    qt->partitions.count = 1;
+    qt->partitions.items[0].current_leader_epoch = -1;
+    qt->partitions.items[0].partition_max_bytes = 1 << 20;
+    req->body = body;
+    req->resp = NEW(req, gr_fetch_response);
+    gr_fetch_response_init(req->resp);
+    return req;
+}
+
+/* The partition stops routing pending while requests wait for its log: leadership moved to broker 2 wakes
+   the Produce (p0 NOT_LEADER_OR_FOLLOWER, p1 appended), this broker fenced wakes the long-poll Fetch
+   (NOT_LEADER_OR_FOLLOWER), each at the image change (gr_route_logwaits_settle), not at their deadlines; an
+   image change that leaves the partition pending wakes nobody. */
+static void test_log_wait_settled_by_image(void **state)
+{
+    struct fx *f = *state;
+    uint8_t id[16];
+    struct gr_topic *t = sparse_led_here(f, id);
+    struct gr_image_topic *it = gr_image_topic_find(f->b->image, "sp", 2);
+    int32_t parts[] = {0, 1};
+    struct gr_req *req = produce_req(f, 10, "sp", NULL, parts, 2);
+    assert_int_equal(gr_handle_produce(req), GR_HANDLER_WAIT);
+    freed_count = fetches_freed = 0;
+    struct gr_req *fr = fetch_sp0(f, 30000);
+    assert_int_equal(gr_handle_fetch(fr), GR_HANDLER_WAIT);
+    assert_int_equal(f->b->logwaits.count, 2);
+    assert_int_equal(gr_route_logwaits_settle(f->b), 0); /* still led here, still not made */
+    assert_int_equal(freed_count, 0);
+    set_part(f->b->image, it, 0, 2, 4, 2, true); /* moved to broker 2: the produce's wait settles */
+    int woken = gr_route_logwaits_settle(f->b);
+    assert_int_equal(woken, 2); /* both: for the fetch too p0 is no longer led here */
+    assert_int_equal(freed_count, 2);
+    assert_int_equal(fetches_freed, 1);
+    assert_int_equal(f->b->logwaits.count, 0);
+    assert_int_equal(gr_log_end_offset(gr_topic_log(t, 1)), 1);
+    assert_int_equal(produce_codes[0], GR_ERR_NOT_LEADER_OR_FOLLOWER);
+    assert_int_equal(produce_codes[1], GR_ERR_NONE);
+    assert_int_equal(fetch_codes[0], GR_ERR_NOT_LEADER_OR_FOLLOWER);
+    set_part(f->b->image, it, 0, 1, 5, 1, true); /* led here again, log still not made */
+    fr = fetch_sp0(f, 30000);
+    freed_count = fetches_freed = 0;
+    assert_int_equal(gr_handle_fetch(fr), GR_HANDLER_WAIT);
+    assert_int_equal(freed_count, 0);
+    f->b->image->self_fenced = true; /* fenced: it leads nothing */
+    assert_int_equal(gr_route_logwaits_settle(f->b), 1);
+    assert_int_equal(fetches_freed, 1);
+    assert_int_equal(fetch_codes[0], GR_ERR_NOT_LEADER_OR_FOLLOWER);
+    f->b->image->self_fenced = false;
+    f->b->req_sink = NULL;
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -824,6 +890,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_led_here_log_not_made_yet, setup, teardown),
         cmocka_unit_test_setup_teardown(test_log_wait_times_out, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fetch_log_not_made_yet, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_log_wait_settled_by_image, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
