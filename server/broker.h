@@ -34,6 +34,7 @@
 #include "protocol/header.h"
 #include "server/apis.h"
 #include "server/config.h"
+#include "server/logwait.h"
 #include "server/netlimits.h"
 #include "storage/iopool.h"
 #include "storage/log.h"
@@ -184,7 +185,8 @@ struct gr_broker {
     int64_t rechecks;            /* recheck calls made (a measure for tests and debug logs) */
     ev_timer housekeeping_timer; /* retention, checkpoints, idle connections */
     ev_signal sigterm_w, sigint_w;
-    struct gr_req *parked_head; /* parked requests (request.c) */
+    struct gr_req *parked_head;  /* parked requests (request.c) */
+    struct gr_logwaits logwaits; /* requests waiting until a local log is made (server/logwait.h) */
     int parked_count;
     const struct gr_req_sink *req_sink; /* the connections' side of a request (net.c) */
     int conn_count;
@@ -276,6 +278,31 @@ enum gr_handler_rc gr_req_await_commits(struct gr_req *req, int64_t timeout_ms,
  * or GR_HANDLER_CLOSE when out of memory (nothing appended). Needs the broker's I/O pool. */
 enum gr_handler_rc gr_req_await_appendable(struct gr_req *req, struct gr_log **logs, int n,
                                            gr_handler_fn run);
+/* Until the local log is made (server/logwait.h; built in request.c), Produce and Fetch in cluster mode.
+   gr_req_logs_note notes that the running request needs partition `partition` of topic `topic_id`, which this
+   broker leads but whose log is not made (gr_route.pending). Returns true when noted; false when the
+   request's log wait already expired (the partition then answers REQUEST_TIMED_OUT) or out of arena memory
+   (it answers the route's NOT_LEADER_OR_FOLLOWER). */
+bool gr_req_logs_note(struct gr_req *req, const uint8_t topic_id[16], int32_t partition);
+/* Whether partitions were noted since the request last ran (gr_req_await_logs is then due). */
+bool gr_req_logs_waiting(const struct gr_req *req);
+/* Whether the request's log wait reached its deadline (pending partitions answer REQUEST_TIMED_OUT). */
+bool gr_req_logs_expired(const struct gr_req *req);
+/* Milliseconds of `timeout_ms` left after the request's log wait (all of it when it never waited; >= 0):
+   what a later wait of the same request (acks=-1) may still use. */
+int64_t gr_req_logs_left_ms(const struct gr_req *req, int64_t timeout_ms);
+/* Declares that the running request waits until every noted log is made, for at most `timeout_ms` counted
+   from its first log wait (the request's timeout, not restarted by a second round), then runs `run` again
+   (its result acted on as a handler's, gr_req_complete); at the deadline `run` runs with
+   gr_req_logs_expired true. Returns GR_HANDLER_WAIT. */
+enum gr_handler_rc gr_req_await_logs(struct gr_req *req, int64_t timeout_ms, gr_handler_fn run);
+/* A parked request (its recheck set by gr_req_await) also waits for the log of (topic_id, partition) to be
+   made, then for data on it (gr_req_wait_data from its visible offset); each runs req->recheck. Returns 1
+   when queued, -ENOMEM out of arena memory (the request's deadline still ends it). Fetch's long poll. */
+int gr_req_wait_log_data(struct gr_req *req, const uint8_t topic_id[16], int32_t partition);
+/* Cancels every log wait of `req` (gr_req_unpark calls it). */
+void gr_req_logs_cancel(struct gr_req *req);
+
 /* Re-checks every parked request now (topic deletion). O(parked): not for the append path. */
 void gr_broker_wake_parked(struct gr_broker *b);
 

@@ -24,6 +24,7 @@
 #include "partition/partition.h"
 #include "server/broker.h"
 #include "server/groups.h"
+#include "server/route.h"
 
 /* The feed's link from an image topic to this broker's storage topic: same name and same id. */
 static struct gr_topic *local_topic(void *ctx, const char *name, size_t len, const uint8_t id[16])
@@ -128,6 +129,7 @@ static void take_leader_epoch(const struct gr_image *img, const struct gr_image_
 static void follow_image(void *ctx, struct gr_image *img)
 {
     sync_configs(ctx);
+    gr_route_logwaits_settle(ctx); /* requests waiting for a log no longer led here: answered now */
     if (img->self_fenced) return;
     for (int32_t i = 0; i < gr_image_topic_count(img); i++) {
         struct gr_image_topic *t = gr_image_topic_at(img, i);
@@ -200,8 +202,8 @@ static void sync_configs(struct gr_broker *b)
 }
 
 /* The replica manager made (made) or deleted a local log: the partition's state set up (its leader epoch, its
- * topic's configs), or parked requests
- * re-checked (they now get NOT_LEADER_OR_FOLLOWER or UNKNOWN_TOPIC_OR_PARTITION). */
+ * topic's configs), the requests waiting until this log is made run again (server/logwait.h), and parked
+ * requests re-checked (after a deletion they get NOT_LEADER_OR_FOLLOWER or UNKNOWN_TOPIC_OR_PARTITION). */
 static void on_log(void *ctx, struct gr_topic *t, int32_t partition, struct gr_log *log, bool made)
 {
     struct gr_broker *b = ctx;
@@ -213,6 +215,7 @@ static void on_log(void *ctx, struct gr_topic *t, int32_t partition, struct gr_l
         sync_configs(b);
         gr_groups_follow(b); /* a __consumer_offsets partition led here can load its groups now */
     }
+    gr_logwait_signal(&b->logwaits, gr_topic_id(t), partition); /* Produce and Fetch waiting for this log */
     gr_broker_wake_parked(b);
 }
 

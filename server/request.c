@@ -11,28 +11,33 @@
  * request has its own ev_timer as deadline (libev keeps timers in a heap: parking and expiry cost
  * O(log parked)) and waits on named conditions of its partitions
  * (gr_req_wait_committed, gr_req_wait_data, gr_req_wait_log_start: partition/partition.h), whose done hooks
- * run req->recheck; the deadline runs req->expire. Finishing unparks, which cancels its remaining waits and
- * its deadline. The answer is encoded here into the output chain (memory chunks cut around file-kind records
- * fields, protocol/wire.h); the connection sends it in request order and frees the request once sent.
- * This file calls no connection code: what it tells the connection (answer built, request released, close,
- * peer name) goes through the broker's request sink (b->req_sink), set by gr_net_init; without one (unit
- * tests) there is no connection to tell. Modules keep per-request state in generic slots (gr_req_state),
- * keyed by an address of their own, instead of fields of struct gr_req.
- * A request finished inside its handler (a wait already satisfied, a coordinator answering inside the call)
- * may already be sent and freed when the handler returns GR_HANDLER_WAIT: nothing here touches it then,
- * and gr_req_await leaves a finished request alone.
- * Invariants: a request is parked at most once at a time; it belongs to one connection or none (then
- * finishing it frees it); everything it owns (arena, frame, slices, its cold-read engine's pins, output) is
- * freed by gr_req_free. Read next: server/broker.h (struct gr_req), server/dispatch.c, server/net.c.
+ * run req->recheck, and until a local log is made (gr_req_await_logs, gr_req_wait_log_data: the broker's
+ * registry of server/logwait.h); the deadline runs req->expire. Finishing unparks, which cancels its
+ * remaining waits and its deadline. The answer is encoded here into the output chain (memory chunks cut
+ * around file-kind records fields, protocol/wire.h); the connection sends it in request order and frees the
+ * request once sent. This file calls no connection code: what it tells the connection (answer built, request
+ * released, close, peer name) goes through the broker's request sink (b->req_sink), set by gr_net_init;
+ * without one (unit tests) there is no connection to tell. Modules keep per-request state in generic slots
+ * (gr_req_state), keyed by an address of their own, instead of fields of struct gr_req. A request finished
+ * inside its handler (a wait already satisfied, a coordinator answering inside the call) may already be sent
+ * and freed when the handler returns GR_HANDLER_WAIT: nothing here touches it then, and gr_req_await leaves a
+ * finished request alone. Invariants: a request is parked at most once at a time; it belongs to one
+ * connection or none (then finishing it frees it); everything it owns (arena, frame, slices, its cold-read
+ * engine's pins, output) is freed by gr_req_free. Read next: server/broker.h (struct gr_req),
+ * server/dispatch.c, server/net.c.
  */
+#include <assert.h>
 #include <errno.h>
 #include <stddef.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "cluster/image.h"
 #include "common/log.h"
 #include "common/time.h"
 #include "protocol/errors.h"
 #include "server/broker.h"
+#include "storage/store.h"
 
 /* ---- per-request state slots ---- */
 
@@ -188,6 +193,7 @@ void gr_req_unpark(struct gr_req *req)
     for (struct gr_req_wait *rw = req->waits; rw; rw = rw->next)
         gr_partition_wait_cancel(&rw->w);
     req->waits = NULL;
+    gr_req_logs_cancel(req);
     ev_timer_stop(b->loop, &req->deadline_w);
 }
 
@@ -356,6 +362,147 @@ enum gr_handler_rc gr_req_await_appendable(struct gr_req *req, struct gr_log **l
     if (r == 1) return run_pinned(req, run);
     /* waits before any append (no recheck, no deadline: the gate runs it); finishing it unparks it */
     return gr_req_await(req, NULL);
+}
+
+/* ---- until a local log is made (server/logwait.h): Produce and Fetch in cluster mode ----
+   A request's log waits live in one state slot: the entries noted this round, the deadline of its first
+   round, and for Produce the function to run again. */
+
+struct req_logw {
+    struct gr_logwait_waiter w;
+    struct gr_req *req;
+    struct req_logw *next;
+};
+
+struct req_logs {
+    struct req_logw *noted;   /* noted this round (Produce), queued once the wait is declared */
+    struct req_logw *recheck; /* Fetch's waits, each re-checking the request */
+    int32_t pending;          /* noted waits queued and not yet done */
+    int64_t deadline_ms;      /* monotonic; 0 before the first round */
+    bool expired;
+    gr_handler_fn run;
+};
+
+static const char logs_key;
+
+static struct req_logs *logs_of(struct gr_req *req, bool make)
+{
+    struct req_logs *s = gr_req_state(req, &logs_key);
+    if (!s && make) s = gr_req_state_add(req, &logs_key, sizeof *s);
+    return s;
+}
+
+bool gr_req_logs_note(struct gr_req *req, const uint8_t topic_id[16], int32_t partition)
+{
+    struct req_logs *s = logs_of(req, true);
+    if (!s || s->expired) return false;
+    struct req_logw *e = gr_arena_calloc(&req->arena, 1, sizeof *e);
+    if (!e) return false;
+    memcpy(e->w.topic_id, topic_id, 16);
+    e->w.partition = partition;
+    e->req = req;
+    e->next = s->noted;
+    s->noted = e;
+    return true;
+}
+
+bool gr_req_logs_waiting(const struct gr_req *req)
+{
+    const struct req_logs *s = gr_req_state(req, &logs_key);
+    return s && s->noted && !s->expired;
+}
+
+bool gr_req_logs_expired(const struct gr_req *req)
+{
+    const struct req_logs *s = gr_req_state(req, &logs_key);
+    return s && s->expired;
+}
+
+int64_t gr_req_logs_left_ms(const struct gr_req *req, int64_t timeout_ms)
+{
+    const struct req_logs *s = gr_req_state(req, &logs_key);
+    if (!s || s->deadline_ms == 0) return timeout_ms;
+    int64_t left = s->deadline_ms - gr_time_mono_ms();
+    return left > 0 ? left : 0;
+}
+
+static void cancel_list(struct gr_req *req, struct req_logw *e)
+{
+    for (; e; e = e->next)
+        gr_logwait_cancel(&req->broker->logwaits, &e->w);
+}
+
+void gr_req_logs_cancel(struct gr_req *req)
+{
+    struct req_logs *s = gr_req_state(req, &logs_key);
+    if (!s) return;
+    cancel_list(req, s->noted);
+    cancel_list(req, s->recheck);
+    s->pending = 0;
+}
+
+/* Runs the request's `run` again (a new round: what is still pending is noted again). */
+static void logs_rerun(struct gr_req *req, struct req_logs *s)
+{
+    cancel_list(req, s->noted);
+    s->noted = NULL;
+    s->pending = 0;
+    gr_req_complete(req, s->run(req));
+}
+
+static void noted_done(struct gr_logwait_waiter *w)
+{
+    struct req_logw *e = (struct req_logw *)w;
+    struct req_logs *s = logs_of(e->req, false);
+    if (--s->pending == 0) logs_rerun(e->req, s);
+}
+
+static void logs_expire(struct gr_req *req)
+{
+    struct req_logs *s = logs_of(req, false);
+    s->expired = true;
+    logs_rerun(req, s);
+}
+
+enum gr_handler_rc gr_req_await_logs(struct gr_req *req, int64_t timeout_ms, gr_handler_fn run)
+{
+    struct req_logs *s = logs_of(req, false);
+    assert(s && s->noted && !s->expired);
+    int64_t now = gr_time_mono_ms();
+    if (s->deadline_ms == 0) s->deadline_ms = now + (timeout_ms > 0 ? timeout_ms : 0);
+    s->run = run;
+    gr_req_await(req, &(struct gr_await){.expire = logs_expire, .timeout_ms = s->deadline_ms - now});
+    for (struct req_logw *e = s->noted; e; e = e->next) {
+        gr_logwait_add(&req->broker->logwaits, &e->w, e->w.topic_id, e->w.partition, noted_done);
+        s->pending++;
+    }
+    return GR_HANDLER_WAIT;
+}
+
+/* Fetch's log wait is done: the log made, the request also waits for data on it (an until-data wait, as for
+   the partitions it had at first), then is re-checked. */
+static void recheck_done(struct gr_logwait_waiter *w)
+{
+    struct gr_req *req = ((struct req_logw *)w)->req;
+    struct gr_broker *b = req->broker;
+    const struct gr_image_topic *it = gr_image_topic_find_id(b->image, w->topic_id);
+    struct gr_log *log = it && it->local ? gr_topic_log(it->local, w->partition) : NULL;
+    if (log && !gr_log_offline(log))
+        gr_req_wait_data(req, log, gr_partition_visible_offset(gr_broker_partition(b, log)));
+    b->rechecks++;
+    if (req->recheck) req->recheck(req);
+}
+
+int gr_req_wait_log_data(struct gr_req *req, const uint8_t topic_id[16], int32_t partition)
+{
+    struct req_logs *s = logs_of(req, true);
+    struct req_logw *e = s ? gr_arena_calloc(&req->arena, 1, sizeof *e) : NULL;
+    if (!e) return -ENOMEM;
+    e->req = req;
+    e->next = s->recheck;
+    s->recheck = e;
+    gr_logwait_add(&req->broker->logwaits, &e->w, topic_id, partition, recheck_done);
+    return 1;
 }
 
 void gr_broker_wake_parked(struct gr_broker *b)

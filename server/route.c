@@ -12,18 +12,34 @@
 int16_t gr_route_partition(const struct gr_broker *b, const struct gr_image_topic *it, int32_t partition,
                            bool by_id, struct gr_route *r)
 {
-    *r = (struct gr_route){NULL, NULL, -1, -1};
+    *r = (struct gr_route){NULL, NULL, -1, -1, false};
     if (!it) return by_id ? GR_ERR_UNKNOWN_TOPIC_ID : GR_ERR_UNKNOWN_TOPIC_OR_PARTITION;
     const struct gr_image_partition *p = gr_image_partition(it, partition);
     if (!p) return GR_ERR_UNKNOWN_TOPIC_OR_PARTITION;
     r->leader_id = p->leader;
     r->leader_epoch = p->leader_epoch;
-    if (p->leader != b->image->node_id || !it->local || b->image->self_fenced)
+    if (p->leader != b->image->node_id || b->image->self_fenced) return GR_ERR_NOT_LEADER_OR_FOLLOWER;
+    r->log = it->local ? gr_topic_log(it->local, partition) : NULL;
+    if (!r->log) {
+        r->pending = true; /* led here, the replica manager has not made its log yet */
         return GR_ERR_NOT_LEADER_OR_FOLLOWER;
-    r->log = gr_topic_log(it->local, partition);
-    if (!r->log) return GR_ERR_NOT_LEADER_OR_FOLLOWER;
+    }
     r->topic = it->local;
     return GR_ERR_NONE;
+}
+
+/* Whether the waiter of (topic id, partition) may stop waiting: its route is no longer pending. */
+static bool route_settled(void *ctx, const uint8_t topic_id[16], int32_t partition)
+{
+    struct gr_broker *b = ctx;
+    struct gr_route r;
+    gr_route_partition(b, gr_image_topic_find_id(b->image, topic_id), partition, true, &r);
+    return !r.pending;
+}
+
+int gr_route_logwaits_settle(struct gr_broker *b)
+{
+    return b->logwaits.count > 0 ? gr_logwait_signal_where(&b->logwaits, route_settled, b) : 0;
 }
 
 const struct gr_image_listener *gr_route_endpoint(const struct gr_req *req, int32_t node_id,
@@ -55,6 +71,24 @@ void gr_route_fetch_leader(const struct gr_req *req, struct gr_fetch_response_pa
         return;
     rp->current_leader.leader_id = r->leader_id;
     rp->current_leader.leader_epoch = r->leader_epoch;
+}
+
+bool gr_route_fetch_pending(struct gr_fetch_response_partition_data *rp, const struct gr_route *r)
+{
+    if (!r->pending) return false;
+    rp->error_code = GR_ERR_NONE;
+    rp->high_watermark = rp->last_stable_offset = rp->log_start_offset = 0;
+    return true;
+}
+
+void gr_route_fetch_wait(struct gr_req *req, const struct gr_image_topic *it, int32_t partition)
+{
+    struct gr_broker *b = req->broker;
+    struct gr_route r;
+    if (!gr_route_partition(b, it, partition, false, &r))
+        gr_req_wait_data(req, r.log, gr_partition_visible_offset(gr_broker_partition(b, r.log)));
+    else if (r.pending)
+        gr_req_wait_log_data(req, it->id, partition);
 }
 
 static int cmp_id(const void *a, const void *b)

@@ -4,11 +4,12 @@
  * ReplicaManager answers (getPartitionOrError) with the leader's identity, so the client can move. The
  * same code serves single-node mode (the image says this node leads everything it holds) and cluster mode.
  *
- *   topic unknown to the image              UNKNOWN_TOPIC_OR_PARTITION (UNKNOWN_TOPIC_ID when addressed by
- * id) partition index out of range            UNKNOWN_TOPIC_OR_PARTITION another broker leads it, or none
- * does   NOT_LEADER_OR_FOLLOWER, leader id (-1: none) and leader epoch this node leads it, no local log yet
- * NOT_LEADER_OR_FOLLOWER (its files are not open here) this node leads it                      NONE: the
- * local topic and log
+ *   - topic unknown to the image: UNKNOWN_TOPIC_OR_PARTITION (UNKNOWN_TOPIC_ID when addressed by id);
+ *   - partition index out of range: UNKNOWN_TOPIC_OR_PARTITION;
+ *   - another broker leads it, or none does: NOT_LEADER_OR_FOLLOWER, leader id (-1: none) and epoch;
+ *   - this node leads it, no local log yet: NOT_LEADER_OR_FOLLOWER with pending set (the replica manager
+ *     is making it: Produce and Fetch wait for it, server/logwait.h; the other APIs answer the error);
+ *   - this node leads it: NONE, the local topic and log.
  *
  * In cluster mode, while the member has evidence its lease is gone (img->self_fenced, cluster/member.h),
  * every partition answers NOT_LEADER_OR_FOLLOWER until the broker has registered again.
@@ -35,6 +36,8 @@ struct gr_route {
     struct gr_log *log;
     int32_t leader_id;
     int32_t leader_epoch;
+    bool pending; /* NOT_LEADER_OR_FOLLOWER because this node leads it but its local log is not made yet:
+                     Produce and Fetch wait for it (server/logwait.h) */
 };
 
 /* Returns borrowed: the image's topic named `name`, NULL when unknown (or a null name). */
@@ -62,6 +65,12 @@ static inline struct gr_image_topic *gr_route_topic_by(const struct gr_broker *b
 int16_t gr_route_partition(const struct gr_broker *b, const struct gr_image_topic *it, int32_t partition,
                            bool by_id, struct gr_route *r);
 
+/* Wakes the requests waiting for a local log (server/logwait.h) of a partition that no longer routes pending
+ * (not led here any more, this broker fenced, the topic gone, or the log made): they run again and get its
+ * route's answer. For the image observer (server/membership.c), after each applied batch. Returns how many
+ * waiters woke. */
+int gr_route_logwaits_settle(struct gr_broker *b);
+
 /* Returns borrowed: the endpoint of live broker `node_id` on the listener `req` came in on, NULL when the
  * broker is unknown, fenced, or lacks that listener; *rack (may be NULL) gets its rack or NULL. */
 const struct gr_image_listener *gr_route_endpoint(const struct gr_req *req, int32_t node_id,
@@ -80,6 +89,14 @@ void gr_route_produce_endpoints(struct gr_req *req);
  * `r`; below v12 nothing. */
 void gr_route_fetch_leader(const struct gr_req *req, struct gr_fetch_response_partition_data *rp,
                            const struct gr_route *r);
+/* Fetch: a partition routed pending (led here, its log not made yet: server/logwait.h) is answered as the new
+ * empty log it will be (error NONE, high watermark, LSO and log start 0, no records); returns true then,
+ * false (rp untouched) for any other route. */
+bool gr_route_fetch_pending(struct gr_fetch_response_partition_data *rp, const struct gr_route *r);
+/* Fetch's long poll on partition `partition` of `it` (NULL: nothing): until data arrives past its visible
+ * offset when it is led here (gr_req_wait_data), until its log is made and then until data when pending
+ * (gr_req_wait_log_data); nothing for a partition not led here (the deadline answers). */
+void gr_route_fetch_wait(struct gr_req *req, const struct gr_image_topic *it, int32_t partition);
 /* Fetch v16+: NodeEndpoints as gr_route_produce_endpoints (recomputed on every call: a parked fetch fills
  * again). */
 void gr_route_fetch_endpoints(struct gr_req *req);

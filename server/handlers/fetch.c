@@ -3,12 +3,13 @@
  * gr_partition_fetch (partition/read.c: KIP-74 budget, epochs, the zstd rule, whole batches below the
  * visible offset as a file range for sendfile); empty (not null) records when none. Long poll: parked until
  * min_bytes are there, data arrives on one of its partitions (gr_req_wait_data) or max_wait_ms passes. No
- * fetch sessions (KIP-227): session id 0, which Kafka allows. Cold reads go through req->cold
- * (partition/cold.c): lookups wait for a pool round, then the fill is redone; before answering, ranges not
- * in the page cache are read in once. LSO = HWM; aborted_transactions null (read_uncommitted) or empty. An
- * unknown topic, id or partition answers -1 offsets and an empty aborted list; a partition error (range,
- * epoch, zstd, storage) -1 offsets and a null aborted list. Not led here: NOT_LEADER_OR_FOLLOWER, v12+ with
- * CurrentLeader (FENCED_LEADER_EPOCH too), v16+ NodeEndpoints (server/route.h). Read next: partition/read.c.
+ * fetch sessions (KIP-227): session id 0. Cold reads go through req->cold (partition/cold.c): lookups wait
+ * for a pool round, then the fill is redone; before answering, ranges not in the page cache are read in once.
+ * LSO = HWM; aborted_transactions null (read_uncommitted) or empty. Unknown topic, id or partition: -1
+ * offsets, empty aborted list; a partition error (range, epoch, zstd, storage): -1 offsets, null aborted
+ * list. Not led here: NOT_LEADER_OR_FOLLOWER, v12+ CurrentLeader (FENCED_LEADER_EPOCH too), v16+
+ * NodeEndpoints (server/route.h). Led here with its log not made yet (cluster mode): empty, offsets 0, and
+ * the long poll also waits until the log is made (server/logwait.h). Read next: partition/read.c.
  */
 #include "common/time.h"
 #include "server/handlers/handlers.h"
@@ -38,6 +39,7 @@ static void fill_partition(struct gr_req *req, const struct gr_image_topic *it,
     struct gr_route r;
     if ((rp->error_code =
              gr_route_partition(req->broker, it, qp->partition, req->hdr.request_api_version >= 13, &r))) {
+        if (gr_route_fetch_pending(rp, &r)) return; /* led here, its log not made yet */
         gr_route_fetch_leader(req, rp, &r);
         st->error = true;
         return;
@@ -137,7 +139,8 @@ static bool try_answer(struct gr_req *req)
     return true;
 }
 
-/* Makes the parked request wait until data arrives past what is visible now, on every partition it names. */
+/* Makes the parked request wait until data arrives past what is visible now, on every partition it names
+   (one led here whose log is not made yet: until it is made, then for data). */
 static void wait_on_logs(struct gr_req *req)
 {
     struct gr_fetch_request *body = req->body;
@@ -147,11 +150,8 @@ static void wait_on_logs(struct gr_req *req)
         struct gr_fetch_request_fetch_topic *qt = &body->topics.items[i];
         bool by_id = req->hdr.request_api_version >= 13;
         const struct gr_image_topic *it = gr_route_topic_by(b, by_id, qt->topic, qt->topic_id.b);
-        for (int32_t p = 0; it && p < qt->partitions.count; p++) { /* 0 (offline now): the deadline answers */
-            struct gr_route r;
-            if (!gr_route_partition(b, it, qt->partitions.items[p].partition, false, &r))
-                gr_req_wait_data(req, r.log, gr_partition_visible_offset(gr_broker_partition(b, r.log)));
-        }
+        for (int32_t p = 0; it && p < qt->partitions.count; p++) /* not led here: the deadline answers */
+            gr_route_fetch_wait(req, it, qt->partitions.items[p].partition);
     }
 }
 

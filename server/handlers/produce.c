@@ -17,15 +17,13 @@
  * Transactions are not built: a request with a transactional id, or whose first batch of some partition has
  * the transactional bit, is refused on every partition with TRANSACTIONAL_ID_AUTHORIZATION_FAILED (the
  * latter is Kafka's answer without a transactional id); control batches are INVALID_RECORD.
- *
- * Files closed by the fd cap (gregor.open.files.max): before its appends a Produce waits until every
- * partition it names is appendable (gr_req_await_appendable, server/request.c over partition/gate.c): their
- * active files pinned, the closed ones reopened on the I/O pool, in per-partition order behind earlier
- * Produces; a file the pool could not open answers KAFKA_STORAGE_ERROR for its partition. Out of request
- * memory, the connection is closed before any append. acks=-1 waits until committed on every appended
- * partition (gr_req_await_commits). Response shaping: produce_request.c. Which partitions are this broker's
- * comes from the metadata image (server/route.h): another broker's get NOT_LEADER_OR_FOLLOWER, from v10
- * with CurrentLeader and the leaders' NodeEndpoints (KIP-951). Read next: server/handlers/fetch.c.
+ * Before its appends a Produce waits (named waits, server/request.c): in cluster mode until the local logs of
+ * the partitions led here are made (server/logwait.h; at the timeout those answer REQUEST_TIMED_OUT), then
+ * until every partition is appendable (gr_req_await_appendable over partition/gate.c: files closed by the
+ * fd cap reopened on the I/O pool, in per-partition order; a file that cannot open: KAFKA_STORAGE_ERROR).
+ * Out of request memory, the connection is closed before any append. acks=-1 waits until committed
+ * (gr_req_await_commits). Shaping: produce_request.c. Partitions another broker leads (server/route.h) get
+ * NOT_LEADER_OR_FOLLOWER, from v10 with CurrentLeader and NodeEndpoints (KIP-951). Next: handlers/fetch.c.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -41,7 +39,7 @@
 
 struct produce_state {
     struct gr_log **logs; /* the request's partitions that exist (arena), for the append gate */
-    int nlogs;
+    int nlogs, total;
     bool txn_refused; /* every partition answers TRANSACTIONAL_ID_AUTHORIZATION_FAILED (no appends) */
 };
 
@@ -61,7 +59,8 @@ static struct gr_log *produce_partition(struct gr_req *req, const struct gr_imag
 {
     struct gr_route route;
     int16_t rc = gr_route_partition(req->broker, it, partition, req->hdr.request_api_version >= 13, &route);
-    if (rc) {
+    if (rc) { /* led here, log not made by the end of the wait (server/logwait.h): timed out */
+        if (route.pending && gr_req_logs_expired(req)) rc = GR_ERR_REQUEST_TIMED_OUT;
         gr_produce_partition_error(pr, rc, NULL);
         gr_route_produce_leader(req, pr, &route);
         return NULL;
@@ -136,35 +135,52 @@ static enum gr_handler_rc produce_run(struct gr_req *req)
     }
     if (body->acks == 0) return any_error ? GR_HANDLER_CLOSE : GR_HANDLER_NO_RESPONSE;
     if (any_error) gr_route_produce_endpoints(req);
-    if (body->acks == -1) return gr_req_await_commits(req, body->timeout_ms, commit_failed);
+    if (body->acks == -1)
+        return gr_req_await_commits(req, gr_req_logs_left_ms(req, body->timeout_ms), commit_failed);
     return GR_HANDLER_DONE;
 }
 
 /* The request's partitions that exist, found as produce_run finds them (distinct: merge_duplicates ran), for
-   the append gate. Returns false when out of memory. */
+   the append gate; those led here whose log is not made yet are noted for the log wait. Returns false when
+   out of memory. */
 static bool collect_logs(struct gr_req *req, struct produce_state *st, int total)
 {
     struct gr_produce_request *body = req->body;
     struct gr_broker *b = req->broker;
     int16_t v = req->hdr.request_api_version;
-    st->logs = gr_arena_calloc(&req->arena, (size_t)total + 1, sizeof *st->logs);
-    if (!st->logs) return false;
+    st->nlogs = 0;
+    if (!st->logs && !(st->logs = gr_arena_calloc(&req->arena, (size_t)total + 1, sizeof *st->logs)))
+        return false;
     for (int32_t i = 0; i < body->topic_data.count; i++) {
         struct gr_produce_request_topic_produce_data *td = &body->topic_data.items[i];
         const struct gr_image_topic *it = gr_route_topic_by(b, v >= 13, td->name, td->topic_id.b);
         for (int32_t p = 0; it && p < td->partition_data.count; p++) {
             struct gr_route r;
-            if (!gr_route_partition(b, it, td->partition_data.items[p].index, false, &r) && st->nlogs < total)
+            int32_t idx = td->partition_data.items[p].index;
+            if (!gr_route_partition(b, it, idx, false, &r) && st->nlogs < total)
                 st->logs[st->nlogs++] = r.log;
+            else if (r.pending)
+                gr_req_logs_note(req, it->id, idx);
         }
     }
     return true;
 }
 
+/* Waits until the logs of the partitions led here are made (server/logwait.h: at most timeout_ms), then
+   until they are appendable (with an I/O pool), then appends. Run again after each log wait. */
+static enum gr_handler_rc produce_gated(struct gr_req *req)
+{
+    struct produce_state *st = req->hstate;
+    if (!collect_logs(req, st, st->total)) return GR_HANDLER_CLOSE;
+    if (gr_req_logs_waiting(req))
+        return gr_req_await_logs(req, ((struct gr_produce_request *)req->body)->timeout_ms, produce_gated);
+    if (!req->broker->iopool) return produce_run(req);
+    return gr_req_await_appendable(req, st->logs, st->nlogs, produce_run);
+}
+
 enum gr_handler_rc gr_handle_produce(struct gr_req *req)
 {
     struct gr_produce_request *body = req->body;
-    struct gr_broker *b = req->broker;
     if (!gr_produce_merge_duplicates(body, req->hdr.request_api_version >= 13, &req->arena))
         return GR_HANDLER_CLOSE; /* before any append: nothing half done */
     int32_t ntopics = body->topic_data.count > 0 ? body->topic_data.count : 0;
@@ -178,7 +194,7 @@ enum gr_handler_rc gr_handle_produce(struct gr_req *req)
     req->hstate = st;
     st->txn_refused = gr_produce_request_transactional(body);
     bool bad_acks = body->acks != 0 && body->acks != 1 && body->acks != -1;
-    if (!b->iopool || bad_acks || st->txn_refused) return produce_run(req); /* no appends */
-    if (!collect_logs(req, st, total)) return GR_HANDLER_CLOSE;
-    return gr_req_await_appendable(req, st->logs, st->nlogs, produce_run);
+    if (bad_acks || st->txn_refused) return produce_run(req); /* no appends */
+    st->total = total;
+    return produce_gated(req);
 }

@@ -672,13 +672,35 @@ static void op_cb(void *ctx, int err, struct gr_topic *t)
     (void)t;
 }
 
-/* Cluster mode before the replica manager made a partition's log: the image says this node leads p0 of the
-   sparse topic "sp", but only p1 is held. Produce gets NOT_LEADER_OR_FOLLOWER (retriable; the client
-   retries until the log is made) with this node as CurrentLeader; p1 appends; Metadata answers both. */
-static void test_led_here_log_not_made_yet(void **state)
+/* What a request looked like when it was freed (answered without a connection): the released hook copies
+   its partitions' error codes (Produce: the first topic's; Fetch: the first topic's, with records bytes). */
+static int16_t freed_codes[4], produce_codes[4], fetch_codes[4]; /* the last freed request's; by API */
+static int32_t freed_bytes[4];
+static int freed_count, fetches_freed;
+static void released_copy(struct gr_req *req)
 {
-    struct fx *f = *state;
-    uint8_t id[16];
+    freed_count++;
+    fetches_freed += req->hdr.request_api_key == 1;
+    if (req->hdr.request_api_key == 0) {
+        struct gr_produce_response *resp = req->resp;
+        if (!resp->responses.items) return; /* freed before it ran (still waiting) */
+        for (int32_t i = 0; i < resp->responses.items[0].partition_responses.count && i < 4; i++)
+            freed_codes[i] = produce_codes[i] =
+                resp->responses.items[0].partition_responses.items[i].error_code;
+    } else if (req->hdr.request_api_key == 1) {
+        struct gr_fetch_response *resp = req->resp;
+        for (int32_t i = 0; i < resp->responses.items[0].partitions.count && i < 4; i++) {
+            freed_codes[i] = fetch_codes[i] = resp->responses.items[0].partitions.items[i].error_code;
+            freed_bytes[i] = gr_records_len(resp->responses.items[0].partitions.items[i].records);
+        }
+    }
+}
+static const struct gr_req_sink copy_sink = {.released = released_copy};
+
+/* Cluster mode before the replica manager made a partition's log: the image says this node leads p0 and p1
+   of the sparse topic "sp", but only p1 is held. Returns the topic; *id gets its id. */
+static struct gr_topic *sparse_led_here(struct fx *f, uint8_t id[16])
+{
     memset(id, 0x44, 16);
     int err = 1;
     gr_store_topic_op_submit(f->b->store, NULL, gr_topic_op_create_sparse("sp", id, 2, NULL, NULL, 0), op_cb,
@@ -692,18 +714,44 @@ static void test_led_here_log_not_made_yet(void **state)
     assert_ptr_equal(it->local, t);
     set_part(f->b->image, it, 0, 1, 3, 1, true);
     set_part(f->b->image, it, 1, 1, 0, 1, true);
+    f->b->req_sink = &copy_sink;
+    freed_count = 0;
+    memset(freed_codes, 0x7f, sizeof freed_codes);
+    return t;
+}
+
+/* The log of p0 is made, as the replica manager's on_log reports it (server/membership.c). */
+static void make_log(struct fx *f, struct gr_topic *t, const uint8_t id[16], int32_t p, int woken)
+{
+    int err = 1;
+    gr_store_topic_op_submit(f->b->store, NULL, gr_topic_op_replica_make(t, p), op_cb, &err);
+    assert_int_equal(err, 0);
+    assert_int_equal(gr_logwait_signal(&f->b->logwaits, id, p), woken);
+}
+
+/* A Produce naming p0 (led here, log not made) waits (the named wait, server/logwait.h) instead of answering
+   NOT_LEADER_OR_FOLLOWER, and appends to both partitions once the log is made. Metadata answers p0 led here
+   all along. */
+static void test_led_here_log_not_made_yet(void **state)
+{
+    struct fx *f = *state;
+    uint8_t id[16];
+    struct gr_topic *t = sparse_led_here(f, id);
     int32_t parts[] = {0, 1};
     struct gr_req *req = produce_req(f, 10, "sp", NULL, parts, 2);
-    assert_int_equal(gr_handle_produce(req), GR_HANDLER_DONE);
-    struct gr_produce_response *resp = req->resp;
-    struct gr_produce_response_partition_produce_response *pr =
-        resp->responses.items[0].partition_responses.items;
-    assert_int_equal(pr[0].error_code, GR_ERR_NOT_LEADER_OR_FOLLOWER);
-    assert_int_equal(pr[0].current_leader.leader_id, 1);
-    assert_int_equal(pr[0].current_leader.leader_epoch, 3);
-    assert_int_equal(pr[1].error_code, GR_ERR_NONE);
-    gr_req_free(req);
+    assert_int_equal(gr_handle_produce(req), GR_HANDLER_WAIT);
+    assert_true(req->parked);
+    assert_int_equal(f->b->logwaits.count, 1);
+    assert_int_equal(freed_count, 0);
+    assert_int_equal(gr_log_end_offset(gr_topic_log(t, 1)), 0); /* nothing appended while it waits */
+    make_log(f, t, id, 0, 1);
+    assert_int_equal(freed_count, 1); /* answered (freed: no connection) */
+    assert_int_equal(freed_codes[0], GR_ERR_NONE);
+    assert_int_equal(freed_codes[1], GR_ERR_NONE);
+    assert_int_equal(f->b->logwaits.count, 0);
+    assert_int_equal(gr_log_end_offset(gr_topic_log(t, 0)), 1);
     assert_int_equal(gr_log_end_offset(gr_topic_log(t, 1)), 1);
+    f->b->req_sink = NULL;
     req = metadata_all(f, 12);
     struct gr_metadata_response *mr = req->resp;
     bool seen = false;
@@ -718,6 +766,152 @@ static void test_led_here_log_not_made_yet(void **state)
     gr_req_free(req);
 }
 
+/* The log is not made within the Produce's timeout: p0 answers REQUEST_TIMED_OUT and p1 appends; a log made
+   afterwards wakes nobody. A request freed while it waits (its connection gone) leaves no waiter behind. */
+static void test_log_wait_times_out(void **state)
+{
+    struct fx *f = *state;
+    uint8_t id[16];
+    struct gr_topic *t = sparse_led_here(f, id);
+    int32_t parts[] = {0, 1};
+    struct gr_req *req = produce_req(f, 10, "sp", NULL, parts, 2);
+    ((struct gr_produce_request *)req->body)->timeout_ms = 20;
+    ev_now_update(f->b->loop); /* the loop's clock, which the deadline timer counts from, is now */
+    int64_t t0 = gr_time_mono_ms();
+    assert_int_equal(gr_handle_produce(req), GR_HANDLER_WAIT);
+    while (freed_count == 0 && gr_time_mono_ms() - t0 < 5000)
+        ev_run(f->b->loop, EVRUN_ONCE);
+    assert_int_equal(freed_count, 1);
+    assert_true(gr_time_mono_ms() - t0 >= 20);
+    assert_int_equal(freed_codes[0], GR_ERR_REQUEST_TIMED_OUT);
+    assert_int_equal(freed_codes[1], GR_ERR_NONE);
+    assert_int_equal(gr_log_end_offset(gr_topic_log(t, 1)), 1);
+    assert_int_equal(f->b->logwaits.count, 0);
+    req = produce_req(f, 10, "sp", NULL, parts, 2);
+    assert_int_equal(gr_handle_produce(req), GR_HANDLER_WAIT);
+    assert_int_equal(f->b->logwaits.count, 1);
+    gr_req_free(req);
+    assert_int_equal(f->b->logwaits.count, 0);
+    make_log(f, t, id, 0, 0);
+    f->b->req_sink = NULL;
+}
+
+/* Fetch of p0 (led here, log not made): without a long poll, empty with NONE and a new log's offsets; with
+   one, it waits until the log is made and then for data on it, answered with the record produced there. */
+static void test_fetch_log_not_made_yet(void **state)
+{
+    struct fx *f = *state;
+    uint8_t id[16];
+    struct gr_topic *t = sparse_led_here(f, id);
+    for (int wait = 0; wait < 2; wait++) {
+        struct gr_req *req = srv_req_new(f->b, 1, 12, 1 << 20);
+        struct gr_fetch_request *body = NEW(req, gr_fetch_request);
+        gr_fetch_request_init(body);
+        body->max_wait_ms = wait ? 10000 : 0;
+        body->min_bytes = 1;
+        body->max_bytes = 1 << 20;
+        body->topics.items = gr_arena_calloc(&req->arena, 1, sizeof *body->topics.items);
+        body->topics.count = 1;
+        struct gr_fetch_request_fetch_topic *qt = &body->topics.items[0];
+        qt->topic = gr_str_c("sp");
+        qt->partitions.items = gr_arena_calloc(&req->arena, 1, sizeof *qt->partitions.items);
+        qt->partitions.count = 1;
+        qt->partitions.items[0].current_leader_epoch = -1;
+        qt->partitions.items[0].partition_max_bytes = 1 << 20;
+        req->body = body;
+        req->resp = NEW(req, gr_fetch_response);
+        gr_fetch_response_init(req->resp);
+        freed_count = 0;
+        assert_int_equal(gr_handle_fetch(req), GR_HANDLER_WAIT);
+        if (!wait) {
+            assert_int_equal(freed_count, 1);
+            assert_int_equal(freed_codes[0], GR_ERR_NONE);
+            assert_int_equal(freed_bytes[0], 0);
+            continue;
+        }
+        assert_int_equal(freed_count, 0);
+        assert_int_equal(f->b->logwaits.count, 1);
+        make_log(f, t, id, 0, 1);
+        assert_int_equal(freed_count, 0); /* made, still empty: now waiting for data */
+        int32_t p0[] = {0};
+        struct gr_req *pr = produce_req(f, 10, "sp", NULL, p0, 1);
+        fetches_freed = 0;
+        assert_int_equal(gr_handle_produce(pr), GR_HANDLER_DONE); /* the append wakes the fetch */
+        for (int i = 0; i < 100 && fetches_freed == 0; i++)
+            ev_run(f->b->loop, EVRUN_NOWAIT);
+        assert_int_equal(fetches_freed, 1);
+        assert_int_equal(freed_codes[0], GR_ERR_NONE);
+        assert_true(freed_bytes[0] > 0);
+        gr_req_free(pr);
+    }
+    f->b->req_sink = NULL;
+}
+
+/* A Fetch of "sp" p0 (led here, log not made yet), long poll `max_wait_ms`. */
+static struct gr_req *fetch_sp0(struct fx *f, int32_t max_wait_ms)
+{
+    struct gr_req *req = srv_req_new(f->b, 1, 12, 1 << 20);
+    struct gr_fetch_request *body = NEW(req, gr_fetch_request);
+    gr_fetch_request_init(body);
+    body->max_wait_ms = max_wait_ms;
+    body->min_bytes = 1;
+    body->max_bytes = 1 << 20;
+    body->topics.items = gr_arena_calloc(&req->arena, 1, sizeof *body->topics.items);
+    body->topics.count = 1;
+    struct gr_fetch_request_fetch_topic *qt = &body->topics.items[0];
+    qt->topic = gr_str_c("sp");
+    qt->partitions.items = gr_arena_calloc(&req->arena, 1, sizeof *qt->partitions.items);
+    qt->partitions.count = 1;
+    qt->partitions.items[0].current_leader_epoch = -1;
+    qt->partitions.items[0].partition_max_bytes = 1 << 20;
+    req->body = body;
+    req->resp = NEW(req, gr_fetch_response);
+    gr_fetch_response_init(req->resp);
+    return req;
+}
+
+/* The partition stops routing pending while requests wait for its log: leadership moved to broker 2 wakes
+   the Produce (p0 NOT_LEADER_OR_FOLLOWER, p1 appended), this broker fenced wakes the long-poll Fetch
+   (NOT_LEADER_OR_FOLLOWER), each at the image change (gr_route_logwaits_settle), not at their deadlines; an
+   image change that leaves the partition pending wakes nobody. */
+static void test_log_wait_settled_by_image(void **state)
+{
+    struct fx *f = *state;
+    uint8_t id[16];
+    struct gr_topic *t = sparse_led_here(f, id);
+    struct gr_image_topic *it = gr_image_topic_find(f->b->image, "sp", 2);
+    int32_t parts[] = {0, 1};
+    struct gr_req *req = produce_req(f, 10, "sp", NULL, parts, 2);
+    assert_int_equal(gr_handle_produce(req), GR_HANDLER_WAIT);
+    freed_count = fetches_freed = 0;
+    struct gr_req *fr = fetch_sp0(f, 30000);
+    assert_int_equal(gr_handle_fetch(fr), GR_HANDLER_WAIT);
+    assert_int_equal(f->b->logwaits.count, 2);
+    assert_int_equal(gr_route_logwaits_settle(f->b), 0); /* still led here, still not made */
+    assert_int_equal(freed_count, 0);
+    set_part(f->b->image, it, 0, 2, 4, 2, true); /* moved to broker 2: the produce's wait settles */
+    int woken = gr_route_logwaits_settle(f->b);
+    assert_int_equal(woken, 2); /* both: for the fetch too p0 is no longer led here */
+    assert_int_equal(freed_count, 2);
+    assert_int_equal(fetches_freed, 1);
+    assert_int_equal(f->b->logwaits.count, 0);
+    assert_int_equal(gr_log_end_offset(gr_topic_log(t, 1)), 1);
+    assert_int_equal(produce_codes[0], GR_ERR_NOT_LEADER_OR_FOLLOWER);
+    assert_int_equal(produce_codes[1], GR_ERR_NONE);
+    assert_int_equal(fetch_codes[0], GR_ERR_NOT_LEADER_OR_FOLLOWER);
+    set_part(f->b->image, it, 0, 1, 5, 1, true); /* led here again, log still not made */
+    fr = fetch_sp0(f, 30000);
+    freed_count = fetches_freed = 0;
+    assert_int_equal(gr_handle_fetch(fr), GR_HANDLER_WAIT);
+    assert_int_equal(freed_count, 0);
+    f->b->image->self_fenced = true; /* fenced: it leads nothing */
+    assert_int_equal(gr_route_logwaits_settle(f->b), 1);
+    assert_int_equal(fetches_freed, 1);
+    assert_int_equal(fetch_codes[0], GR_ERR_NOT_LEADER_OR_FOLLOWER);
+    f->b->image->self_fenced = false;
+    f->b->req_sink = NULL;
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -729,6 +923,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_describe_cluster_and_coordinator, setup, teardown),
         cmocka_unit_test_setup_teardown(test_local_source_follows_store, setup, teardown),
         cmocka_unit_test_setup_teardown(test_led_here_log_not_made_yet, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_log_wait_times_out, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fetch_log_not_made_yet, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_log_wait_settled_by_image, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
