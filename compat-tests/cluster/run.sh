@@ -4,7 +4,9 @@
 # be undone, and nothing of the run left afterwards. Then membership.py: cluster-mode brokers join, are
 # refused, restart, are fenced and leave. Then e2e.py: a 3-broker cluster end to end (a 12-partition topic
 # led 4 per broker, librdkafka produce and consume, NOT_LEADER_OR_FOLLOWER, kill -9 of a broker and of the
-# controller with restarts, DeleteTopics). Needs root; installs etcd-server, etcd-client and nftables
+# controller with restarts, DeleteTopics). Then faults.py: etcd and the brokers each in a network namespace;
+# ApiVersions while etcd is SIGSTOPped, a SIGSTOPped controller that resumes after losing its lease, a broker
+# cut from etcd only (nftables), etcd SIGSTOPped for 30 s under produce and fetch, etcd's data wiped. Needs root; installs etcd-server, etcd-client and nftables
 # (scripts/install-deps.sh test) when they are missing. Each prints its own "N passed, N failed" line; the
 # last line, "cluster: N passed, N failed", sums them.
 # Usage: compat-tests/cluster/run.sh [--seed N] [--deadline SECONDS]
@@ -18,7 +20,7 @@ fi
 total_p=0
 total_f=0
 status=0
-for t in selftest membership e2e; do
+for t in selftest membership e2e faults; do
     out=$(mktemp)
     python3 "$here/$t.py" "$@" 2>&1 | tee "$out"
     rc=${PIPESTATUS[0]}
