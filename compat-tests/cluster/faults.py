@@ -128,6 +128,21 @@ def wait_parts(bs, pred, timeout, what, topic=TOPIC):
                         timeout, what, interval=0.05)
 
 
+def explain(etcd, bs, st, mine):
+    """Prints what each broker's Metadata and etcd hold for partitions `mine` of TOPIC (after a failed wait)."""
+    for b in bs:
+        pp = try_parts(b)
+        print(f'     broker {b.node_id} Metadata: {pp and {p: pp[p] for p in mine}}')
+    try:
+        states = etcd.ctl('get', f'{PREFIX}/{st["cid"]}/', '--prefix', '-w', 'json', check=True)
+        for kv in json.loads(states.stdout).get('kvs', []):
+            key = h._b64(kv['key'])
+            if '/partitions/' in key or key.endswith('/controller') or '/brokers/' in key:
+                print(f'     etcd {key} mod {kv["mod_revision"]}: {h._b64(kv.get("value", ""))}')
+    except Exception as e:  # noqa: BLE001 - diagnostics only
+        print(f'     etcd: {e}')
+
+
 def settle(etcd, bs, st, timeout=SESSION_MS / 1000 + 20):
     """Waits until every broker is registered, a controller is elected and every broker shows every partition
     of TOPIC led by a live broker with the same leaders and epochs; returns that map (and keeps it in st)."""
@@ -307,8 +322,13 @@ def t_paused_controller(run, etcd, bs, st):
               ck[0] != node0 and ck[1] > epoch0, f'{(node0, epoch0)} -> {ck}')
         figures.append(f'controller SIGSTOPped to a new controller elected: {took:.1f} s (session {SESSION_MS} ms)')
         epoch1 = ck[1]
-        wait_parts(others, lambda pp: all(pp[p][:2] == (-1, pp0[p][1] + 1) for p in mine), 10,
-                   'the new controller wrote the paused broker\'s partitions offline')
+        try:
+            wait_parts(others, lambda pp: all(pp[p][:2] == (-1, pp0[p][1] + 1) for p in mine), 10,
+                       'the new controller wrote the paused broker\'s partitions offline')
+        except h.HarnessError:
+            print(f'     before the pause: {({p: pp0[p] for p in mine})}')
+            explain(etcd, bs, st, mine)
+            raise
         ok(f'the new controller wrote broker {node0}\'s {len(mine)} partitions offline (leader -1, epoch +1)')
         with k.Conn(others[0].bootstrap, timeout=15) as c:
             r = k.create_topic(c, 'faults-during-pause', 3)
