@@ -21,9 +21,10 @@ does not cascade):
   - a broker cut from etcd only (nftables between its namespace and etcd's): its registration expires, the
     controller writes its partitions offline (leader -1, epoch +1); with no evidence of a lost lease it logs
     no "fenced" and keeps acknowledging Produce on them; healed, it logs "fenced: lease <id> lost", answers
-    Produce with NONE or NOT_LEADER_OR_FOLLOWER only and Metadata always with the topic meanwhile (never an
-    empty image while it reloads), registers with a new broker epoch and leads its
-    partitions again (epoch +2) with every acknowledged record readable;
+    Produce with NONE or NOT_LEADER_OR_FOLLOWER only (the latter seen once fenced, unless the fenced window
+    was under 10 ms) and Metadata always with the topic meanwhile (never an empty image while it reloads),
+    registers with a new broker epoch and leads its partitions again (epoch +2) with every acknowledged
+    record readable;
   - etcd SIGSTOPped for 30 s under a librdkafka producer and consumer: acknowledgements and fetched records
     during the outage on every broker's partitions, a CreateTopics during the outage answers
     REQUEST_TIMED_OUT at its timeout, and afterwards every broker is registered, the topic exists with
@@ -60,6 +61,7 @@ REQUEST_TIMED_OUT = 7
 TOPIC_ALREADY_EXISTS = 36
 APIV_ROUNDS = 200
 APIV_BOUND_S = 0.010  # the issue's bound on an ApiVersions answer while etcd is stopped
+PROBE_WINDOW_MS = 10  # a fenced window shorter than this may fall between two probes of the heal
 figures = []
 
 
@@ -128,6 +130,24 @@ def wait_parts(bs, pred, timeout, what, topic=TOPIC):
                         timeout, what, interval=0.05)
 
 
+def log_ms(line):
+    """Milliseconds since the epoch of a broker log line ("2026-12-02T07:58:00.388Z LEVEL ...")."""
+    import datetime
+    ts = datetime.datetime.strptime(line.split(' ', 1)[0], '%Y-%m-%dT%H:%M:%S.%fZ')
+    return int(ts.replace(tzinfo=datetime.timezone.utc).timestamp() * 1000)
+
+
+def fenced_window_ms(text, lease):
+    """Milliseconds from the log's "fenced: lease <lease> lost" to the next "registered as broker", or None."""
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if f'fenced: lease {lease} lost' in line:
+            for later in lines[i + 1:]:
+                if 'cluster: registered as broker' in later:
+                    return log_ms(later) - log_ms(line)
+    return None
+
+
 def explain(etcd, bs, st, mine):
     """Prints what each broker's Metadata and etcd hold for partitions `mine` of TOPIC (after a failed wait)."""
     for b in bs:
@@ -143,22 +163,46 @@ def explain(etcd, bs, st, mine):
         print(f'     etcd: {e}')
 
 
+def etcd_states(etcd, cid, topic=TOPIC):
+    """{partition: (leader, leader_epoch)} of topic's partition states in etcd, if every one is settled: it
+    has a leader whose registration (broker epoch = create_revision) is older than the state (mod_revision),
+    so the controller has nothing left to do (cluster/controller.h, the plan); else None."""
+    cp = etcd.ctl('get', f'{PREFIX}/{cid}/', '--prefix', '-w', 'json', check=True)
+    kvs = json.loads(cp.stdout).get('kvs', [])
+    kv = {h._b64(x['key'])[len(f'{PREFIX}/{cid}/'):]: x for x in kvs}
+    rec = kv.get(f'topics/{topic}')
+    if rec is None:
+        return None
+    tid = json.loads(h._b64(rec['value']))['topic_id']
+    out = {}
+    for p in range(PARTITIONS):
+        x = kv.get(f'partitions/{tid}/{p}')
+        if x is None:
+            return None
+        v = json.loads(h._b64(x['value']))
+        reg_kv = kv.get(f'brokers/{v["leader"]}')
+        if v['leader'] < 0 or reg_kv is None or int(reg_kv['create_revision']) >= int(x['mod_revision']):
+            return None
+        out[p] = (v['leader'], v['leader_epoch'])
+    return out
+
+
 def settle(etcd, bs, st, timeout=SESSION_MS / 1000 + 20):
-    """Waits until every broker is registered, a controller is elected and every broker shows every partition
-    of TOPIC led by a live broker with the same leaders and epochs; returns that map (and keeps it in st)."""
+    """Waits until every broker is registered, a controller is elected, every partition state of TOPIC in
+    etcd is settled (etcd_states) and every broker's Metadata shows exactly those leaders and epochs; returns
+    {partition: (leader, leader_epoch, error)} (and keeps it in st['pp'])."""
     cid = st['cid']
-    h.wait_until(lambda: all(reg(etcd, cid, b.node_id) for b in bs) and controller_key(etcd, cid), timeout,
-                 'every broker registered and a controller elected')
-    ids = {b.node_id for b in bs}
 
     def same():
-        pps = [try_parts(b) for b in bs]
-        if any(pp is None or len(pp) != PARTITIONS for pp in pps):
+        if not all(reg(etcd, cid, b.node_id) for b in bs) or not controller_key(etcd, cid):
             return None
-        if any(pp != pps[0] for pp in pps) or any(v[0] not in ids or v[2] for v in pps[0].values()):
+        want = etcd_states(etcd, cid)
+        if want is None:
             return None
-        return pps[0]
-    st['pp'] = h.wait_until(same, timeout, 'every partition led by a live broker, alike on every broker')
+        want = {p: v + (NONE,) for p, v in want.items()}
+        return want if all(try_parts(b) == want for b in bs) else None
+    st['pp'] = h.wait_until(same, timeout, 'the cluster settled: registered, a controller, every partition led by '
+                            'a live broker as etcd says, alike on every broker', interval=0.1)
     return st['pp']
 
 
@@ -353,12 +397,14 @@ def t_paused_controller(run, etcd, bs, st):
     revs = sorted({e[0] for e in evs})
     check(f'a watch from the resume revision {rev_resume + 1} read every revision through {rev_end}',
           revs == list(range(rev_resume + 1, rev_end + 1)), f'{revs[:5]}..{revs[-5:]}')
-    states = [(rv, key, json.loads(v)) for rv, typ, key, v in evs if typ == 'PUT' and key.startswith(root + 'partitions/')]
+    states = [(rv, key, json.loads(v)) for rv, typ, key, v in evs
+              if typ == 'PUT' and key.startswith(root + 'partitions/')]
     check(f'{len(states)} partition-state writes after the resume (the paused broker\'s partitions led again)',
           len(states) >= len(mine), str(len(states)))
     old = [(rv, key) for rv, key, s in states if s.get('controller_epoch') == epoch0]
     eq(f'none carries the old controller epoch {epoch0}', [], old)
-    eq(f'every one carries the new controller epoch {epoch1}', {epoch1}, {s.get('controller_epoch') for _, _, s in states})
+    eq(f'every one carries the new controller epoch {epoch1}', {epoch1},
+       {s.get('controller_epoch') for _, _, s in states})
     ctl_puts = [(rv, json.loads(v)) for rv, typ, key, v in evs if typ == 'PUT' and key == root + 'controller']
     eq('the controller key was not written after the resume', [], ctl_puts)
 
@@ -445,6 +491,10 @@ def t_cut_broker(run, etcd, bs, st):
         check(f'during the heal its partitions answered Produce only with NONE or NOT_LEADER_OR_FOLLOWER and '
               f'Metadata always with the topic ({seen})', set(seen) <= {NONE, NOT_LEADER_OR_FOLLOWER, 'metadata'},
               str(seen))
+        window = fenced_window_ms(log_text(victim)[text0:], reg0[1])
+        check(f'  between "fenced" and registering again ({window} ms) it answered NOT_LEADER_OR_FOLLOWER',
+              seen.get(NOT_LEADER_OR_FOLLOWER, 0) > 0 or window is not None and window < PROBE_WINDOW_MS,
+              f'no NOT_LEADER_OR_FOLLOWER in {seen}')
     finally:
         if not healed:
             run.heal(victim.node, enode)
