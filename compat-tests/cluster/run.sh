@@ -6,9 +6,9 @@
 # led 4 per broker, librdkafka produce and consume, NOT_LEADER_OR_FOLLOWER, kill -9 of a broker and of the
 # controller with restarts, DeleteTopics). Then faults.py: etcd and the brokers each in a network namespace;
 # ApiVersions while etcd is SIGSTOPped, a SIGSTOPped controller that resumes after losing its lease, a broker
-# cut from etcd only (nftables), etcd SIGSTOPped for 30 s under produce and fetch, etcd's data wiped. Needs root; installs etcd-server, etcd-client and nftables
-# (scripts/install-deps.sh test) when they are missing. Each prints its own "N passed, N failed" line; the
-# last line, "cluster: N passed, N failed", sums them.
+# cut from etcd only (nftables), etcd SIGSTOPped for 30 s under produce and fetch, etcd's data wiped. Needs
+# root; installs etcd-server, etcd-client and nftables (scripts/install-deps.sh test) when they are missing.
+# Each prints its own "N passed, N failed" line; the last line, "cluster: N passed, N failed", sums them.
 # Usage: compat-tests/cluster/run.sh [--seed N] [--deadline SECONDS]
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
