@@ -387,11 +387,13 @@ void gr_feed_snapshot_begin(struct gr_feed *feed)
     feed->pend_count = feed->pend_live = 0;
     feed->pend_sorted = true;
     feed->in_snapshot = true;
+    img->loading = true;
 }
 
 void gr_feed_commit(struct gr_feed *feed, int64_t revision)
 {
     feed->in_snapshot = false;
+    feed->img->loading = false;
     if (feed->pend_count > feed->pend_live) pend_squeeze(feed);
     if (revision > feed->img->revision) feed->img->revision = revision;
     gr_image_changed(feed->img);

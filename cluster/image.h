@@ -109,6 +109,9 @@ struct gr_image {
     bool self_fenced; /* cluster mode: this broker has evidence its lease is gone (cluster/member.h) and leads
                          nothing until it has registered again; server/route.c answers NOT_LEADER_OR_FOLLOWER
                          for every partition meanwhile. Always false in single-node mode. */
+    bool loading; /* a snapshot is being fed (gr_feed_snapshot_begin .. gr_feed_commit, cluster/feed.h): the
+                     content is partial, so nothing may act on what is missing from it (cluster/replicas.c
+                     deletes no local data meanwhile). */
     /* private */
     struct gr_image_broker *brokers; /* sorted by node id */
     int32_t broker_count, broker_cap;

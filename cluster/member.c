@@ -4,7 +4,9 @@
  * A step that etcd fails (timeout, unreachable, an error) is retried after GR_MEMBER_RECHECK_MS from its
  * beginning: each write compares, so a retry after an unknown outcome is safe (a registration whose put
  * landed is recognised by its lease). Watch events are applied as they come and committed to the image
- * once per loop iteration (an ev_prepare watcher), so observers see one call per watch response.
+ * once per loop iteration (an ev_prepare watcher), so observers see one call per watch response. A snapshot
+ * (the reload after fencing, a watch's resync) is held in memory (struct snap) until its last page and then
+ * applied in one loop turn: the image is never empty or half loaded while requests read it.
  * Read next: cluster/feed.c.
  */
 #include <errno.h>
@@ -58,6 +60,7 @@ struct gr_member {
     int64_t last_ok_ms, last_unreachable_log_ms;
     bool failing;
     uint64_t fencings;
+    struct snap *snap; /* the snapshot being read, or NULL */
     void (*hook)(void *ctx, struct gr_member *m);
     void *hook_ctx;
 };
@@ -360,6 +363,103 @@ static void feed_kv(struct gr_member *m, const struct gr_etcd_kv *kv, bool delet
     gr_feed_apply(m->feed, &fkv);
 }
 
+/* A snapshot held until its last page: gr_feed_snapshot_begin empties the image, so feeding pages as they
+ * arrive let requests served between the range request and its last page see no topics and no brokers
+ * (a fenced broker reloading answered Produce with UNKNOWN_TOPIC_OR_PARTITION and Metadata with an empty
+ * cluster). Bounded by GR_MEMBER_SNAPSHOT_BYTES_MAX; past it (or out of memory) it spills: the image is
+ * emptied and fed page by page as before. */
+struct snap_kv {
+    char *key, *value; /* one allocation: key then value */
+    size_t key_len, value_len;
+    int64_t create_revision, mod_revision;
+};
+struct snap {
+    struct snap_kv *kvs;
+    size_t count, cap;
+    unsigned long long bytes;
+    bool spilled;
+};
+
+static void snap_free(struct gr_member *m)
+{
+    struct snap *s = m->snap;
+    if (!s) return;
+    for (size_t i = 0; i < s->count; i++)
+        free(s->kvs[i].key);
+    free(s->kvs);
+    free(s);
+    m->snap = NULL;
+}
+
+/* Starts holding a snapshot (dropping one not finished). */
+static void snap_begin(struct gr_member *m)
+{
+    snap_free(m);
+    m->snap = calloc(1, sizeof *m->snap);
+    if (!m->snap) { /* out of memory: the old way */
+        GR_WARN("cluster: snapshot not held (out of memory): applied page by page");
+        gr_feed_snapshot_begin(m->feed);
+    }
+}
+
+static void feed_held(struct gr_member *m, const struct snap_kv *h)
+{
+    struct gr_feed_kv fkv = {h->key,          h->key_len, h->value, h->value_len, h->create_revision,
+                             h->mod_revision, false};
+    gr_feed_apply(m->feed, &fkv);
+}
+
+/* Empties the image and feeds it what is held (the end of a snapshot, or a spill). */
+static void snap_feed(struct gr_member *m)
+{
+    struct snap *s = m->snap;
+    gr_feed_snapshot_begin(m->feed);
+    for (size_t i = 0; i < s->count; i++) {
+        feed_held(m, &s->kvs[i]);
+        free(s->kvs[i].key);
+    }
+    s->count = 0;
+    s->bytes = 0;
+}
+
+/* One key-value of the snapshot: held, or fed at once when the snapshot spilled. */
+static void snap_add(struct gr_member *m, const struct gr_etcd_kv *kv)
+{
+    struct snap *s = m->snap;
+    if (!s || s->spilled) return feed_kv(m, kv, false);
+    unsigned long long size = (unsigned long long)kv->key_len + kv->value_len + sizeof(struct snap_kv);
+    char *buf =
+        s->bytes + size <= GR_MEMBER_SNAPSHOT_BYTES_MAX ? malloc(kv->key_len + kv->value_len + 1) : NULL;
+    if (buf && s->count == s->cap) {
+        size_t cap = s->cap ? s->cap * 2 : 256;
+        struct snap_kv *kvs = realloc(s->kvs, cap * sizeof *kvs);
+        if (kvs) {
+            s->kvs = kvs;
+            s->cap = cap;
+        }
+    }
+    if (!buf || s->count == s->cap) {
+        free(buf);
+        GR_WARN("cluster: snapshot over %llu bytes held (or out of memory): applied page by page",
+                (unsigned long long)GR_MEMBER_SNAPSHOT_BYTES_MAX);
+        snap_feed(m);
+        s->spilled = true;
+        return feed_kv(m, kv, false);
+    }
+    memcpy(buf, kv->key, kv->key_len);
+    if (kv->value_len) memcpy(buf + kv->key_len, kv->value, kv->value_len);
+    s->kvs[s->count++] = (struct snap_kv){buf,           buf + kv->key_len,   kv->key_len,
+                                          kv->value_len, kv->create_revision, kv->mod_revision};
+    s->bytes += size;
+}
+
+/* The snapshot is complete: the image gets all of it in this loop turn (the caller commits). */
+static void snap_end(struct gr_member *m)
+{
+    if (m->snap && !m->snap->spilled) snap_feed(m);
+    snap_free(m);
+}
+
 static void watch_cb(void *ctx, const struct gr_etcd_watch_event *ev)
 {
     struct gr_member *m = ctx;
@@ -376,12 +476,13 @@ static void watch_cb(void *ctx, const struct gr_etcd_watch_event *ev)
         break;
     }
     case GR_ETCD_EVENT_SNAPSHOT_BEGIN:
-        gr_feed_snapshot_begin(m->feed);
+        snap_begin(m);
         break;
     case GR_ETCD_EVENT_SNAPSHOT_KV:
-        feed_kv(m, ev->kv, false);
+        snap_add(m, ev->kv);
         break;
     case GR_ETCD_EVENT_SNAPSHOT_END:
+        snap_end(m);
         gr_feed_commit(m->feed, ev->revision);
         m->dirty = false;
         if (!registered_in_image(m)) m->fence_pending = true;
@@ -431,7 +532,7 @@ static void page_cb(void *ctx, const struct gr_etcd_kv *kvs, size_t kv_count, in
     (void)revision;
     struct gr_member *m = ctx;
     for (size_t i = 0; i < kv_count; i++)
-        feed_kv(m, &kvs[i], false);
+        snap_add(m, &kvs[i]);
 }
 
 static void snapshot_cb(void *ctx, const struct gr_etcd_result *res)
@@ -440,9 +541,11 @@ static void snapshot_cb(void *ctx, const struct gr_etcd_result *res)
     m->req = NULL;
     if (res->status != GR_ETCD_OK) {
         note_failure(m, res);
+        snap_free(m); /* the image keeps what it had (unless the snapshot spilled) */
         return retry(m, snapshot_send, GR_MEMBER_RECHECK_MS);
     }
     note_ok(m);
+    snap_end(m);
     gr_feed_commit(m->feed, res->revision);
     if (!registered_in_image(m)) { /* gone already: the lease expired meanwhile */
         GR_WARN("cluster: registration %s (epoch %" PRId64 ") missing from the snapshot at revision %" PRId64
@@ -455,7 +558,7 @@ static void snapshot_cb(void *ctx, const struct gr_etcd_result *res)
 
 static void snapshot_send(struct gr_member *m)
 {
-    gr_feed_snapshot_begin(m->feed);
+    snap_begin(m);
     m->req = gr_etcd_range_paged(m->etcd, m->root, strlen(m->root), m->root_end, strlen(m->root_end), 0,
                                  page_cb, snapshot_cb, m);
     if (!m->req) {
@@ -483,6 +586,7 @@ static void stop_step(struct gr_member *m)
     ev_timer_stop(m->loop, &m->retry_w);
     if (m->watch) gr_etcd_watch_stop(m->watch);
     m->watch = NULL;
+    snap_free(m);
     m->dirty = m->fence_pending = false;
 }
 

@@ -53,6 +53,11 @@
 #define GR_MEMBER_REVOKE_WAIT_MS 2000
 /* ... of which the mark at most this: an unanswered mark still leaves the revoke its time. */
 #define GR_MEMBER_MARK_WAIT_MS 1000
+/* Bytes of keys and values a snapshot (the reload after fencing, a watch's resync) is held in before it
+ * is applied in one loop turn (member.c, struct snap); a larger one is applied page by page as it comes,
+ * with a warning (requests between pages then see a partial image). 64 MiB is far above a cluster of
+ * thousands of partitions (about 150 bytes each). */
+#define GR_MEMBER_SNAPSHOT_BYTES_MAX (64ull << 20)
 
 struct ev_loop;
 struct gr_member;

@@ -266,6 +266,7 @@ static bool collect_topic(struct gr_replicas *r, struct batch *b, struct gr_imag
 static void pass(struct gr_replicas *r)
 {
     if (!r->started || r->st.in_flight > 0) return;
+    if (r->img->loading) return; /* a partial image (a snapshot being fed): the commit's on_image passes */
     r->st.passes++;
     r->dirty = false;
     r->found = false;

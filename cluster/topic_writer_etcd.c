@@ -15,7 +15,9 @@
  * about 6 KiB). Then the change waits for this broker's image (fed by the etcd watch): a create or new
  * partitions until every new partition has a leader (written by the controller), a delete until the topic
  * is gone; one image observer checks every waiting change, and each has a timer at its request's timeout
- * (REQUEST_TIMED_OUT; the change stays made, as Kafka's). Set configs completes once written.
+ * (REQUEST_TIMED_OUT; the change stays made, as Kafka's). Set configs completes once written. A request
+ * lost to a silent or unreachable etcd (outcome unknown) waits the same way until the request's timeout:
+ * the image completes it if the txn landed after all, else REQUEST_TIMED_OUT (await_lost).
  *
  * Invariants: a change is in exactly one of: an etcd request in flight (ereq), the wait list (waiting), or
  * completed and freed; `pending` counts changes not completed. Stage 1 refuses more than one replica.
@@ -66,7 +68,9 @@ struct change {
     struct change *prev, *next;
     uint64_t seq;             /* submission order (barriers wait for every smaller one) */
     struct gr_etcd_req *ereq; /* in flight, or NULL */
-    bool waiting;             /* written: waits for the image */
+    bool waiting;             /* written (or its write lost): waits for the image */
+    bool lost;                /* an etcd request timed out or found etcd unreachable: outcome unknown */
+    bool maybe_written;       /* the lost request was the txn (a read's loss wrote nothing) */
     bool retried;             /* a stale compare was re-read once */
     bool queued;              /* waits for an etcd slot; start runs when it gets one */
     bool slot;                /* holds an etcd slot (from its first request until it waits or completes) */
@@ -188,13 +192,15 @@ static void completef(struct change *c, int16_t code, const char *fmt, ...)
     complete(c, code, c->msg);
 }
 
-/* An etcd failure as Kafka's error: a timeout or a lost answer is REQUEST_TIMED_OUT (the outcome may be
- * unknown; the compares make a retry by the client safe), anything else UNKNOWN_SERVER_ERROR. */
+static void await_lost(struct change *c, const struct gr_etcd_result *res);
+
+/* An etcd failure as Kafka's error: a timeout or a lost answer waits for the request's timeout
+ * (await_lost), anything else is UNKNOWN_SERVER_ERROR at once. */
 static void complete_etcd_error(struct change *c, const struct gr_etcd_result *res)
 {
-    bool timeout = res->status == GR_ETCD_TIMEOUT || res->status == GR_ETCD_UNREACHABLE;
+    if (res->status == GR_ETCD_TIMEOUT || res->status == GR_ETCD_UNREACHABLE) return await_lost(c, res);
     GR_WARN("topic %s: etcd: %s", c->name, res->message);
-    completef(c, timeout ? GR_ERR_REQUEST_TIMED_OUT : GR_ERR_UNKNOWN_SERVER_ERROR, "etcd: %s", res->message);
+    completef(c, GR_ERR_UNKNOWN_SERVER_ERROR, "etcd: %s", res->message);
 }
 
 static struct change *change_new(struct etcd_writer *w, enum change_kind kind, int64_t timeout_ms,
@@ -226,6 +232,7 @@ static struct change *change_new(struct etcd_writer *w, enum change_kind kind, i
 /* Whether the image shows what `c` waits for. */
 static bool satisfied(const struct change *c, const struct gr_image *img)
 {
+    if (c->lost && !c->maybe_written) return false; /* nothing was written: only the timeout ends it */
     const struct gr_image_topic *t = gr_image_topic_find_id(img, c->id);
     if (c->kind == CH_DELETE) return t == NULL;
     if (!t || t->partition_count < c->total) return false;
@@ -238,11 +245,26 @@ static void on_timeout(struct ev_loop *loop, ev_timer *t, int revents)
 {
     (void)loop, (void)revents;
     struct change *c = (struct change *)((char *)t - offsetof(struct change, timer));
-    if (c->kind == CH_DELETE)
+    if (c->lost)
+        complete(c, GR_ERR_REQUEST_TIMED_OUT, c->msg); /* "etcd: ...", kept by await_lost */
+    else if (c->kind == CH_DELETE)
         completef(c, GR_ERR_REQUEST_TIMED_OUT, "Timed out waiting for the deletion of topic %s", c->name);
     else
         completef(c, GR_ERR_REQUEST_TIMED_OUT, "Timed out waiting for leaders of topic %s's partitions",
                   c->name);
+}
+
+/* `c` holds its etcd slot and waits for the image until its deadline (on_timeout), giving the slot up. */
+static void wait_image(struct change *c)
+{
+    struct etcd_writer *w = c->w;
+    int64_t left = c->deadline_ms - gr_time_mono_ms();
+    c->waiting = true;
+    c->slot = false; /* waiting for the image needs no etcd slot */
+    w->inflight--;
+    ev_timer_init(&c->timer, on_timeout, left > 0 ? (double)left / 1000.0 : 0.0, 0.0);
+    ev_timer_start(w->cfg.loop, &c->timer);
+    start_queued(w);
 }
 
 /* `c` was written: completes now when the image already shows it or no wait was asked, else waits. */
@@ -253,13 +275,29 @@ static void await_image(struct change *c)
         complete(c, GR_ERR_NONE, NULL);
         return;
     }
-    int64_t left = c->deadline_ms - gr_time_mono_ms();
-    c->waiting = true;
-    c->slot = false; /* waiting for the image needs no etcd slot */
-    w->inflight--;
-    ev_timer_init(&c->timer, on_timeout, left > 0 ? (double)left / 1000.0 : 0.0, 0.0);
-    ev_timer_start(w->cfg.loop, &c->timer);
-    start_queued(w);
+    wait_image(c);
+}
+
+/* An etcd request of `c` timed out or found etcd unreachable, so its outcome is unknown. Issue #19: a broker
+ * that cannot reach etcd answers metadata changes with REQUEST_TIMED_OUT at the request's timeout (Kafka's
+ * broker waits for its controller until then), so `c` waits for the image until its deadline: a txn that did
+ * land shows there (a create by its own fresh topic id) and completes it with NONE; otherwise the timeout
+ * answers REQUEST_TIMED_OUT with the etcd error. A change without a timeout (set configs, timeout_ms <= 0) or
+ * past it answers now. The compares make a client's retry safe either way. */
+static void await_lost(struct change *c, const struct gr_etcd_result *res)
+{
+    GR_WARN("topic %s: etcd: %s", c->name, res->message);
+    snprintf(c->msg, sizeof c->msg, "etcd: %s", res->message);
+    c->lost = true;
+    if (c->kind == CH_CONFIGS || c->timeout_ms <= 0 || c->deadline_ms <= gr_time_mono_ms()) {
+        complete(c, GR_ERR_REQUEST_TIMED_OUT, c->msg);
+        return;
+    }
+    if (satisfied(c, c->w->cfg.image)) {
+        complete(c, GR_ERR_NONE, NULL);
+        return;
+    }
+    wait_image(c);
 }
 
 /* The image observer: completes every waiting change it now satisfies. */
@@ -375,6 +413,7 @@ static void written(void *ctx, const struct gr_etcd_result *res)
 {
     struct change *c = ctx;
     c->ereq = NULL;
+    c->maybe_written = res->status != GR_ETCD_OK; /* a lost txn may have landed */
     if (res->status != GR_ETCD_OK) return complete_etcd_error(c, res);
     if (res->succeeded) {
         GR_INFO("topic %s: record %s at revision %lld", c->name, c->kind == CH_DELETE ? "deleted" : "written",

@@ -9,7 +9,8 @@
  * and the partition states (and waits until the image drops the topic), also from a stale record revision
  * (re-read); add partitions keeps the existing assignment; two config writers racing -> the stale one
  * re-reads and applies; 1,000 partitions in one create; the wait for leaders completes when the image shows
- * them and times out with REQUEST_TIMED_OUT (the record stays) when it does not. Ends with "topic writer:
+ * them and times out with REQUEST_TIMED_OUT (the record stays) when it does not; with etcd SIGSTOPped a lost
+ * write answers REQUEST_TIMED_OUT at the request's timeout (not the etcd request's). Ends with "topic writer:
  * N passed, N failed".
  */
 #include <ev.h>
@@ -542,6 +543,59 @@ static void test_wait_leaders(void)
     CHECK(gr_topic_writer_pending(w1) == 0);
 }
 
+/* Runs an action on the test's etcd (etcd-tests.sh ctl: stop = SIGSTOP, cont = SIGCONT). */
+static bool etcd_ctl(const char *action)
+{
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "%s %s", getenv("ETCD_CTL"), action);
+    int rc = system(cmd);
+    if (rc != 0) printf("ctl %s failed (%d)\n", action, rc);
+    return rc == 0;
+}
+
+/* etcd SIGSTOPped: a write whose etcd request is lost (the client's 400 ms request timeout passes, the
+ * outcome unknown) answers REQUEST_TIMED_OUT at the Kafka request's timeout, not at the etcd request's
+ * (issue #19: a broker that cannot reach etcd "answers metadata changes with REQUEST_TIMED_OUT at the
+ * request's timeout"; Kafka's broker waits for its controller until then). A change without a timeout
+ * answers at once. */
+static void test_lost_answer(void)
+{
+    const char *ep = getenv("ETCD_ENDPOINT");
+    char err[256];
+    struct gr_etcd_config ecfg = {.endpoints = ep, .request_timeout_ms = 400};
+    struct gr_etcd *short_etcd = gr_etcd_new(loop, &ecfg, err, sizeof err);
+    CHECK(short_etcd != NULL);
+    if (!short_etcd) return;
+    struct gr_topic_writer_etcd_config cfg = {loop, short_etcd, &lay, img, 5};
+    struct gr_topic_writer *w = gr_topic_writer_etcd_new(&cfg);
+    CHECK(w != NULL);
+    if (!w || !etcd_ctl("stop")) {
+        gr_topic_writer_free(w);
+        gr_etcd_free(short_etcd);
+        return;
+    }
+    struct gr_topic_create_args a = args("lost", 2, 1);
+    a.timeout_ms = 1500;
+    struct done d = {0}, z = {0};
+    int64_t t0 = gr_time_mono_ms();
+    gr_topic_writer_create(w, &a, on_change, &d);
+    a = args("lost-now", 2, 1); /* no timeout: no wait */
+    gr_topic_writer_create(w, &a, on_change, &z);
+    run_until(&d.fired, 1, 5000);
+    run_until(&z.fired, 1, 1000);
+    etcd_ctl("cont");
+    printf("  lost create: error %d after %" PRId64 " ms (%s); without a timeout: error %d after %" PRId64
+           " ms\n",
+           d.code, d.at_ms - t0, d.msg, z.code, z.at_ms - t0);
+    CHECK(d.fired == 1 && d.code == GR_ERR_REQUEST_TIMED_OUT);
+    CHECK(d.at_ms - t0 >= 1490 && d.at_ms - t0 < 3000);
+    CHECK(strstr(d.msg, "etcd") != NULL);
+    CHECK(z.fired == 1 && z.code == GR_ERR_REQUEST_TIMED_OUT && z.at_ms - t0 < 1400);
+    CHECK(gr_topic_writer_pending(w) == 0);
+    gr_topic_writer_free(w);
+    gr_etcd_free(short_etcd);
+}
+
 int main(void)
 {
     const char *endpoint = getenv("ETCD_ENDPOINT");
@@ -584,6 +638,7 @@ int main(void)
         {"a barrier waits for the changes before it", test_barrier},
         {"100 creations at once, a bounded number talking to etcd", test_many_at_once},
         {"the wait for leaders, and its timeout", test_wait_leaders},
+        {"etcd SIGSTOPped: a lost write answers at the request's timeout", test_lost_answer},
     };
     for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
         int before = failed;
