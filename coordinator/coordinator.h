@@ -300,6 +300,13 @@ int16_t gr_coord_group_delete(struct gr_coordinator *c, struct gr_str group_id);
 /* The earliest monotonic deadline of any timer (heartbeats, pending members, join/sync phases, the
  * offset-expiration check), INT64_MAX when none. */
 int64_t gr_coord_next_deadline_ms(const struct gr_coordinator *c);
+/* gr_coord_next_deadline_ms, which also becomes the hint: from now on a new deadline is reported through
+ * hooks->timer_hint when it is earlier than the returned one. The server arms its one timer with this
+ * whenever it re-arms on its own (after a tick, a partition loaded, an image change), so the hint always
+ * equals what the timer is armed for; arming from gr_coord_next_deadline_ms alone left a stale, earlier
+ * hint that kept a later new deadline from being reported (a group's initial rebalance then waited for an
+ * unrelated event). */
+int64_t gr_coord_rearm(struct gr_coordinator *c);
 /* Runs every timer that is due at hooks->mono_ms() (may call join_done/sync_done/append). */
 void gr_coord_tick(struct gr_coordinator *c);
 

@@ -1701,6 +1701,12 @@ int64_t gr_coord_next_deadline_ms(const struct gr_coordinator *c)
     return next;
 }
 
+int64_t gr_coord_rearm(struct gr_coordinator *c)
+{
+    c->deadline_hint = gr_coord_next_deadline_ms(c);
+    return c->deadline_hint;
+}
+
 /* tryCompleteInitialRebalanceElseSchedule */
 static void initial_rebalance_timer(struct gr_coordinator *c, struct gr_group *grp)
 {

@@ -122,7 +122,7 @@ static void timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
     struct gr_groups *g = w->data;
     g->armed_ms = INT64_MAX;
     gr_coord_tick(g->b->coord);
-    arm(g, gr_coord_next_deadline_ms(g->b->coord));
+    arm(g, gr_coord_rearm(g->b->coord));
 }
 
 static void maintenance_cb(struct ev_loop *loop, ev_timer *w, int revents)
@@ -269,7 +269,7 @@ int gr_groups_start(struct gr_broker *b)
             GR_WARN("%s-%d: cannot open the active segment (%s)", GR_OFFSETS_TOPIC, (int)p, strerror(-kerr));
     }
     ev_timer_start(b->loop, &g->maintenance);
-    arm(g, gr_coord_next_deadline_ms(b->coord));
+    arm(g, gr_coord_rearm(b->coord));
     GR_INFO("group coordinator loaded %lld records of %s (%d partitions, %d groups) in %lld ms", (long long)n,
             GR_OFFSETS_TOPIC, gr_offsets_log_partitions(g->ol), gr_coord_group_count(b->coord),
             (long long)(gr_time_mono_ms() - t0));
@@ -385,7 +385,7 @@ static void load_finish(struct load *ld, int rc)
         GR_INFO("group coordinator: loaded %d groups of %s-%d (epoch %d, %lld records) in %lld ms", (int)n,
                 GR_OFFSETS_TOPIC, (int)p, (int)ld->epoch, (long long)ld->records,
                 (long long)(gr_time_mono_ms() - ld->t0));
-        arm(g, gr_coord_next_deadline_ms(b->coord));
+        arm(g, gr_coord_rearm(b->coord));
     }
     load_free(ld);
 }
@@ -554,7 +554,7 @@ static void groups_follow(void *ctx, struct gr_image *img)
         else if (!lead && st != GR_COORD_PART_NOT_OWNED)
             unload(g, p);
     }
-    arm(g, gr_coord_next_deadline_ms(b->coord));
+    arm(g, gr_coord_rearm(b->coord));
 }
 
 void gr_groups_follow(struct gr_broker *b)

@@ -755,6 +755,32 @@ static void test_views(void **state)
     assert_null(gr_group_protocol_name(h));
 }
 
+/* The server arms its one timer from gr_coord_rearm whenever it re-arms on its own (in a cluster: at every
+ * image change). A deadline that went away (a member left) must not stay behind as the hint: a later new
+ * deadline (the next group's initial rebalance) is still reported, or the join waits for an unrelated event
+ * (librdkafka's 0020 on a 3-broker cluster: 11.5 s instead of 3). */
+static void test_hint_after_rearm(void **state)
+{
+    struct world *w = *state;
+    stable(w, "a", 1); /* member 0's heartbeat deadline is now the earliest */
+    struct gr_leave_member lm = {
+        .member_id = gr_str_c(w->ids[0]), .group_instance_id = GR_STR_NULL, .reason = GR_STR_NULL};
+    assert_int_equal(gr_coord_leave(w->c, gr_str_c("a"), &lm, 1), 0);
+    assert_int_equal(lm.error_code, 0);
+    /* the server re-arms (an image change): nothing is due any more, so its timer is idle */
+    int64_t next = gr_coord_rearm(w->c);
+    assert_true(next > w->env.mono_ms + SESSION);
+    /* time passes with the timer idle (no tick), past where the heartbeat deadline was */
+    w->env.mono_ms += 2 * SESSION;
+    w->env.wall_ms += 2 * SESSION;
+    w->env.hint_ms = 0;
+    fake_join_reset(&w->j[1]);
+    assert_int_equal(fake_join(w->c, "b", "", NULL, 3, SESSION, SESSION, "range", "meta", &w->j[1]),
+                     GR_COORD_PARKED);
+    /* the initial rebalance's deadline is reported, so the server arms for it */
+    assert_int_equal(w->env.hint_ms, w->env.mono_ms + 3000);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -780,6 +806,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_sync_waits_for_durable_assignment, setup, teardown),
         cmocka_unit_test_setup_teardown(test_new_group_record_is_empty, setup, teardown),
         cmocka_unit_test_setup_teardown(test_views, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_hint_after_rearm, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
