@@ -48,13 +48,7 @@ int gr_offsets_log_open(struct gr_store *store, int32_t partitions, struct gr_of
         GR_WARN("%s has %d partitions; offsets.topic.num.partitions=%d is ignored", GR_OFFSETS_TOPIC,
                 gr_topic_partition_count(t), partitions);
     }
-    struct gr_offsets_log *ol = calloc(1, sizeof *ol);
-    if (!ol) return -ENOMEM;
-    ol->store = store;
-    ol->topic = t;
-    ol->partitions = gr_topic_partition_count(t);
-    *out = ol;
-    return 0;
+    return gr_offsets_log_attach(store, t, out);
 }
 
 int gr_offsets_log_attach(struct gr_store *store, struct gr_topic *t, struct gr_offsets_log **out)

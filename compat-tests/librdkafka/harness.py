@@ -192,7 +192,18 @@ class Broker:
         }
 
 
-class GregorBroker(Broker):
+class ProcBroker(Broker):
+    """A broker behind one child process (self.proc, a Popen): alive and exit status from it."""
+    proc = None
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def exit_status(self):
+        return None if self.proc is None else self.proc.poll()
+
+
+class GregorBroker(ProcBroker):
     def __init__(self, run_dir, scenario, binary, overrides, keep_data):
         super().__init__(run_dir, scenario)
         self.binary = binary
@@ -245,12 +256,6 @@ class GregorBroker(Broker):
         raise RuntimeError("gregor did not write a reachable address to %s within 20 s; log %s"
                            % (listener_file, self.log_path))
 
-    def alive(self):
-        return self.proc is not None and self.proc.poll() is None
-
-    def exit_status(self):
-        return None if self.proc is None else self.proc.poll()
-
     def stop(self):
         if self.proc is None:
             return
@@ -282,7 +287,7 @@ class GregorBroker(Broker):
             shutil.rmtree(os.path.join(self.dir, "data"), ignore_errors=True)
 
 
-class GregorClusterBroker(Broker):
+class GregorClusterBroker(ProcBroker):
     """N cluster-mode Gregor brokers and one etcd, started by compat-tests/cluster/serve.py (its own process:
     the cluster harness's watchdog and clean-up stay with it). bootstrap lists every broker; log_path is
     broker 1's log (every broker's log is in the run dir). Restartable: a dead broker ends serve.py and the
@@ -330,12 +335,6 @@ class GregorClusterBroker(Broker):
             time.sleep(0.1)
         self.stop()
         raise RuntimeError("the cluster was not ready within 90 s:\n%s" % tail(self.serve_log))
-
-    def alive(self):
-        return self.proc is not None and self.proc.poll() is None
-
-    def exit_status(self):
-        return None if self.proc is None else self.proc.poll()
 
     def stop(self):
         if self.proc is None:
