@@ -11,7 +11,8 @@ What it checks (etcd and three brokers on free loopback ports, broker.session.ti
     shows it;
   - a librdkafka consumer group reads the topic and commits; kafka-consumer-groups.sh --list and --describe
     through brokers 1 and 2 show the group with its 6 partitions and committed offsets equal to the log end
-    (lag 0).
+    (lag 0); the topic deleted and created again under the same name, the group reads all of the new topic's
+    records (its committed offsets of the old topic were dropped by its coordinator).
 Ends with `cluster-tools: N passed, N failed`; exit 1 on any failure. Without the tools: one failure naming
 get-kafka.sh. Usage: tools.py [--seed N] [--deadline SECONDS]. Read next: e2e.py, harness.py.
 """
@@ -120,6 +121,30 @@ def t_groups(run, bs, st):
         eq(f'kafka-consumer-groups.sh --describe through broker {b.node_id}: 6 partitions, committed = log end, '
            f'lag 0', {p: (20, 20, 0) for p in range(6)}, got)
     c.close()
+    # Deleted, then created again under the same name: the group's committed offsets of the old topic are
+    # dropped by its coordinator (Kafka's onPartitionsDeleted), so the group reads the new topic from its
+    # start; kept offsets (20 per partition) would skip 20 of each partition's 30 new records.
+    rc, out = tool('kafka-topics.sh', '--bootstrap-server', bs[2].bootstrap, '--delete', '--topic', TOPIC)
+    check('kafka-topics.sh --delete through broker 3', rc == 0, out[-300:])
+    h.wait_until(lambda: all(not leaders_md(b) for b in bs), 15, 'the topic gone from every broker')
+    rc, out = tool('kafka-topics.sh', '--bootstrap-server', bs[1].bootstrap, '--create', '--topic', TOPIC,
+                   '--partitions', 6)
+    check('created again under the same name', rc == 0 and 'Created topic' in out, out[-300:])
+    h.wait_until(lambda: all(len(leaders_md(b)) == 6 and min(leaders_md(b).values()) >= 0 for b in bs), 15,
+                 'every broker shows the new topic\'s leaders')
+    for i in range(180):
+        p.produce(TOPIC, value=f'new{i}'.encode(), partition=i % 6)
+    check('180 records acknowledged on the new topic', p.flush(30) == 0)
+    c = Consumer({'bootstrap.servers': boot, 'group.id': GROUP, 'auto.offset.reset': 'earliest',
+                  'enable.auto.commit': False})
+    c.subscribe([TOPIC])
+    seen, end = set(), time.monotonic() + 40
+    while len(seen) < 180 and time.monotonic() < end:
+        m = c.poll(0.5)
+        if m is not None and not m.error():
+            seen.add(m.value())
+    c.close()
+    eq('the group reads all 180 records of the new topic (its old offsets dropped)', 180, len(seen))
 
 
 def main():
