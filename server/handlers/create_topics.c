@@ -93,8 +93,8 @@ static void create_one(struct gr_req *req, const struct gr_create_topics_request
                     ids.count == 1 ? gr_image_broker(b->image, ids.items[0]) : NULL;
                 if (!br || br->fenced || qt->assignments.items[a].partition_index != a) {
                     rt->error_code = GR_ERR_INVALID_REPLICA_ASSIGNMENT;
-                    msg = "Replica assignments must name only this broker, one replica per partition, "
-                          "partitions 0..n-1";
+                    msg = "Replica assignments must name one registered broker per partition (one replica "
+                          "per partition until replication lands), partitions 0..n-1";
                 } else {
                     assignment[a] = ids.items[0];
                 }
