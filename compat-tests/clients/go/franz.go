@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -14,13 +15,13 @@ import (
 
 type franz struct {
 	pid  string // producer id and epoch of the last produce
-	seed string
+	seed string // bootstrap: host:port[,host:port...]
 	cl   *kgo.Client
 	adm  *kadm.Client
 }
 
 func newFranz(seed string) (client, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seed))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(seed, ",")...))
 	if err != nil {
 		return nil, err
 	}
@@ -64,7 +65,7 @@ func (f *franz) producer(codec string, extra ...kgo.Opt) (*kgo.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts := append([]kgo.Opt{kgo.SeedBrokers(f.seed), kgo.ProducerBatchCompression(c), kgo.RequiredAcks(kgo.AllISRAcks()),
+	opts := append([]kgo.Opt{kgo.SeedBrokers(strings.Split(f.seed, ",")...), kgo.ProducerBatchCompression(c), kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.ProducerLinger(5 * time.Millisecond)}, extra...)
 	return kgo.NewClient(opts...)
 }
@@ -120,7 +121,7 @@ type franzMember struct {
 }
 
 func (f *franz) newMember(id, group, topic string, out chan<- consumed, gate <-chan struct{}) (member, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(f.seed), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(f.seed, ",")...), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
 		kgo.DisableAutoCommit(), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchMaxWait(500*time.Millisecond))
 	if err != nil {
@@ -216,7 +217,7 @@ func (f *franz) listOffsets(ctx context.Context, topic string, which int64) (map
 }
 
 func (f *franz) outOfRangeNone(ctx context.Context, topic string, offset int64) error {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(f.seed),
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(f.seed, ",")...),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().At(offset)}}),
 		kgo.ConsumeResetOffset(kgo.NoResetOffset()), kgo.FetchMaxWait(200*time.Millisecond))
 	if err != nil {
@@ -236,7 +237,7 @@ func (f *franz) outOfRangeNone(ctx context.Context, topic string, offset int64) 
 }
 
 func (f *franz) outOfRangeEarliest(ctx context.Context, topic string, offset int64) (int64, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(f.seed),
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(f.seed, ",")...),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().At(offset)}}),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(200*time.Millisecond))
 	if err != nil {
@@ -256,7 +257,7 @@ func (f *franz) outOfRangeEarliest(ctx context.Context, topic string, offset int
 }
 
 func (f *franz) readBack(ctx context.Context, topic string, n int) ([]consumed, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(f.seed),
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(f.seed, ",")...),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart()}}),
 		kgo.FetchMaxWait(200*time.Millisecond))
 	if err != nil {

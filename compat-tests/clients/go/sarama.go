@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -31,7 +32,7 @@ func saramaConfig() *sarama.Config {
 }
 
 func newSarama(seed string) (client, error) {
-	cl, err := sarama.NewClient([]string{seed}, saramaConfig())
+	cl, err := sarama.NewClient(strings.Split(seed, ","), saramaConfig())
 	if err != nil {
 		return nil, err
 	}
@@ -84,7 +85,7 @@ func (s *saramaClient) producer(codec string) (sarama.SyncProducer, error) {
 	default:
 		return nil, fmt.Errorf("unknown codec %s", codec)
 	}
-	return sarama.NewSyncProducer([]string{s.seed}, cfg)
+	return sarama.NewSyncProducer(strings.Split(s.seed, ","), cfg)
 }
 
 func (s *saramaClient) produce(ctx context.Context, topic, codec string, recs []rec) error {
@@ -183,7 +184,7 @@ func (s *saramaClient) groupConfig(initial int64) *sarama.Config {
 }
 
 func (s *saramaClient) newMember(id, group, topic string, out chan<- consumed, gate <-chan struct{}) (member, error) {
-	cg, err := sarama.NewConsumerGroup([]string{s.seed}, group, s.groupConfig(sarama.OffsetOldest))
+	cg, err := sarama.NewConsumerGroup(strings.Split(s.seed, ","), group, s.groupConfig(sarama.OffsetOldest))
 	if err != nil {
 		return nil, err
 	}
@@ -289,7 +290,7 @@ func (s *saramaClient) listOffsets(ctx context.Context, topic string, which int6
 }
 
 func (s *saramaClient) outOfRangeNone(ctx context.Context, topic string, offset int64) error {
-	c, err := sarama.NewConsumer([]string{s.seed}, s.groupConfig(sarama.OffsetOldest))
+	c, err := sarama.NewConsumer(strings.Split(s.seed, ","), s.groupConfig(sarama.OffsetOldest))
 	if err != nil {
 		return err
 	}
@@ -325,7 +326,7 @@ func (s *saramaClient) outOfRangeEarliest(ctx context.Context, topic string, off
 		return -1, fmt.Errorf("committing offset %d for group %s did not take: %+v", offset, group, b)
 	}
 	out := make(chan consumed, 1<<16)
-	cg, err := sarama.NewConsumerGroup([]string{s.seed}, group, s.groupConfig(sarama.OffsetOldest))
+	cg, err := sarama.NewConsumerGroup(strings.Split(s.seed, ","), group, s.groupConfig(sarama.OffsetOldest))
 	if err != nil {
 		return -1, err
 	}
@@ -359,7 +360,7 @@ func (s *saramaClient) outOfRangeEarliest(ctx context.Context, topic string, off
 }
 
 func (s *saramaClient) readBack(ctx context.Context, topic string, n int) ([]consumed, error) {
-	c, err := sarama.NewConsumer([]string{s.seed}, s.groupConfig(sarama.OffsetOldest))
+	c, err := sarama.NewConsumer(strings.Split(s.seed, ","), s.groupConfig(sarama.OffsetOldest))
 	if err != nil {
 		return nil, err
 	}
