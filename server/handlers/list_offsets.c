@@ -1,40 +1,39 @@
 /*
  * list_offsets.c: ListOffsets (key 2), v1-v11. Special timestamps: -1 latest (the high watermark; the last
- * stable offset for read_committed, equal without transactions), -2 earliest (log start offset), -3 the
- * record with the largest timestamp (KIP-734, v7+), -4 earliest local (log start offset, KIP-405, v8+), -5
- * latest tiered (KIP-1005, v9+) and -6 earliest pending upload (KIP-1023, v11+): none without tiered
- * storage, so offset -1, timestamp -1, as Kafka 4.4 answers. A special timestamp the request's version does
- * not know, or any other negative one, is UNSUPPORTED_VERSION for that partition (Kafka 4.4). v10's
- * timeout_ms bounds remote-storage lookups, which Gregor has none of. A timestamp >= 0 finds the first record
- * with a timestamp at or after it; when there is none the answer is offset -1, timestamp -1 (never a real
- * offset with timestamp -1, which Java's offsetsForTimes rejects). Nothing at or above the high watermark
- * is returned. A partition named twice answers one entry, INVALID_REQUEST (Kafka's duplicatePartitions), and
- * a topic named twice one topic entry.
+ * stable offset for read_committed), -2 earliest (log start offset), -3 the largest timestamp (KIP-734, v7+),
+ * -4 earliest local (KIP-405, v8+), -5 latest tiered (KIP-1005, v9+), -6 earliest pending upload (KIP-1023,
+ * v11+): none without tiered storage, so offset -1, timestamp -1, as Kafka 4.4. A special timestamp the
+ * version does not know, or any other negative one, is UNSUPPORTED_VERSION (Kafka 4.4). v10's timeout_ms
+ * bounds remote-storage lookups (none here). A timestamp >= 0 finds the first record at or after it, else
+ * offset -1, timestamp -1 (never a real offset with timestamp -1, which Java's offsetsForTimes rejects).
+ * Nothing at or above the high watermark is returned. A partition named twice answers one entry,
+ * INVALID_REQUEST (Kafka's duplicatePartitions), a topic named twice one topic entry.
  *
- * The per-partition answer is the partition layer's (gr_partition_list_offset: epochs, versions, the
- * lookups); its lookups by time run through the request's cold-read engine (req->cold): when one needs a
- * file opened, indexes loaded or a page read in, the request is parked until the engine's pool round ends
- * (gr_cold_wait), then the whole answer is recomputed.
- * Read next: partition/read.c (the lookups), partition/cold.c (the engine).
+ * The per-partition answer is the partition layer's (gr_partition_list_offset); its lookups by time run
+ * through the request's cold-read engine (req->cold): a file to open, indexes to load or a page to read parks
+ * the request until the pool round ends (gr_cold_wait), then the answer is recomputed. A partition led here
+ * whose log is not made yet waits for it (server/logwait.h) at most LO_LOG_WAIT_MS, then answers
+ * NOT_LEADER_OR_FOLLOWER (retriable). Read next: partition/read.c (the lookups), partition/cold.c.
  */
 
 #include "server/handlers/handlers.h"
 #include "server/route.h"
+
+#define LO_LOG_WAIT_MS 5000
 
 /* A request partition's place in the answer when the request names a partition twice (see lo_plan). */
 enum lo_mark { LO_ANSWER = 0, LO_DUPLICATE, LO_REPEAT };
 
 struct lo_state {
     bool allocated; /* the response arrays exist (allocated by the first fill) */
-    /* Kafka answers one entry per distinct topic and partition (ReplicaManager.fetchOffset keys its answers
-       by TopicPartition), a partition named twice with INVALID_REQUEST. Set by lo_plan only when the request
-       repeats a topic name or a partition; NULL otherwise (the answer then mirrors the request). */
+    /* One entry per distinct topic and partition (Kafka's ReplicaManager.fetchOffset), a partition named
+       twice INVALID_REQUEST. Set by lo_plan only when the request repeats one; NULL: the answer mirrors the
+       request */
     int32_t *out_topic; /* per request topic: its response topic */
     uint8_t *mark;      /* per request partition, in request order: enum lo_mark */
     int32_t nt_out;     /* response topics */
-    /* Kafka answers only the topics that have partitions to answer (a topic named with an empty partition
-       list gets no entry): fill lays out every response topic in `all`, then copies those with partitions
-       to `shown`, which the response points at (both arena, allocated once). */
+    /* Only topics with partitions to answer get an entry (Kafka): fill lays out every response topic in
+       `all`, then copies those with partitions to `shown`, which the response points at (arena, once). */
     struct gr_list_offsets_response_list_offsets_topic_response *all, *shown;
 };
 
@@ -148,8 +147,10 @@ static bool fill(struct gr_req *req)
                 continue;
             }
             struct gr_route r; /* another broker's: NOT_LEADER_OR_FOLLOWER (server/route.h) */
-            if ((rp->error_code = gr_route_partition(req->broker, it, qp->partition_index, false, &r)))
+            if ((rp->error_code = gr_route_partition(req->broker, it, qp->partition_index, false, &r))) {
+                if (r.pending) gr_req_logs_note(req, it->id, qp->partition_index); /* false once expired */
                 continue;
+            }
             struct gr_log *log = r.log;
             struct gr_offset_answer a;
             int rc = gr_partition_list_offset(gr_broker_partition(req->broker, log), &req->cold,
@@ -185,13 +186,15 @@ static void lo_cold_done(struct gr_cold *c)
 
 enum gr_handler_rc gr_handle_list_offsets(struct gr_req *req)
 {
-    req->hstate = gr_arena_calloc(&req->arena, 1, sizeof(struct lo_state));
-    if (!req->hstate) return GR_HANDLER_CLOSE;
-    gr_cold_init(&req->cold, req->broker->parts, req->broker->iopool, lo_cold_done, req);
+    if (!req->hstate) {
+        if (!(req->hstate = gr_arena_calloc(&req->arena, 1, sizeof(struct lo_state))))
+            return GR_HANDLER_CLOSE;
+        gr_cold_init(&req->cold, req->broker->parts, req->broker->iopool, lo_cold_done, req);
+    }
     if (!fill(req)) return GR_HANDLER_CLOSE;
+    if (gr_req_logs_waiting(req)) return gr_req_await_logs(req, LO_LOG_WAIT_MS, gr_handle_list_offsets);
     if (!gr_cold_pending(&req->cold)) return GR_HANDLER_DONE;
-    /* Waits until the rounds end (no recheck, no deadline); finishing it unparks it. */
-    gr_req_await(req, NULL);
+    gr_req_await(req, NULL); /* until the rounds end (no recheck, no deadline); finishing it unparks it */
     gr_cold_wait(&req->cold);
     return GR_HANDLER_WAIT;
 }

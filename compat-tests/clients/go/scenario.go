@@ -15,6 +15,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -108,6 +109,10 @@ func main() {
 	bootstrap := flag.String("bootstrap", "", "host:port")
 	mode := flag.String("mode", "quick", "quick or full")
 	out := flag.String("out", "result.json", "result file")
+	// MATRIX_PARTITIONS / MATRIX_MEMBERS (make test-cluster: 12 and 3, a topic led by three brokers and a
+	// group spanning them); the matrix's own scenario is 6 partitions and a group of 2.
+	parts := envInt("MATRIX_PARTITIONS", 6, 1, 1000)
+	nmembers := envInt("MATRIX_MEMBERS", 2, 2, 16)
 	flag.Parse()
 	var c client
 	var err error
@@ -127,7 +132,7 @@ func main() {
 		os.Exit(1)
 	}
 	res.Version = moduleVersion(c.modulePath())
-	sc := &scenario{c: c, mode: *mode, res: &res}
+	sc := &scenario{c: c, mode: *mode, res: &res, parts: parts, nmembers: nmembers}
 	sc.run()
 	c.close()
 	writeResult(*out, res)
@@ -140,6 +145,21 @@ func main() {
 	if failed > 0 {
 		os.Exit(1)
 	}
+}
+
+// envInt reads a whole number from the environment variable name, def when unset, bounded to lo..hi.
+func envInt(name string, def, lo, hi int) int {
+	v, err := strconv.Atoi(os.Getenv(name))
+	if err != nil {
+		return def
+	}
+	if v < lo {
+		return lo
+	}
+	if v > hi {
+		return hi
+	}
+	return v
 }
 
 func writeResult(path string, res result) {
@@ -157,11 +177,13 @@ func fail(id, name string, err error, detail string) stepResult {
 }
 
 type scenario struct {
-	c     client
-	mode  string
-	res   *result
-	topic string
-	group string
+	c        client
+	mode     string
+	parts    int // partitions of the topic (6)
+	nmembers int // members of the group in step 3 (2)
+	res      *result
+	topic    string
+	group    string
 	// produced per key: sequence numbers 0..next-1 are in the topic
 	next  map[string]int
 	total int
@@ -291,7 +313,7 @@ func (s *scenario) run() {
 	s.next = map[string]int{}
 
 	s.step("1", "create-topic", func(ctx context.Context) (string, error) {
-		if err := s.c.createTopic(ctx, s.topic, 6, nil); err != nil {
+		if err := s.c.createTopic(ctx, s.topic, s.parts, nil); err != nil {
 			return "", err
 		}
 		if err := s.c.createTopic(ctx, s.topic+"-6b", 1, map[string]string{"max.message.bytes": "65536"}); err != nil {
@@ -301,10 +323,10 @@ func (s *scenario) run() {
 		if err != nil {
 			return "", fmt.Errorf("topic created, list offsets: %w", err)
 		}
-		if len(ends) != 6 {
-			return "", fmt.Errorf("topic has %d partitions, want 6", len(ends))
+		if len(ends) != s.parts {
+			return "", fmt.Errorf("topic has %d partitions, want %d", len(ends), s.parts)
 		}
-		return "6 partitions, replication factor 1, via the admin API", nil
+		return fmt.Sprintf("%d partitions, replication factor 1, via the admin API", s.parts), nil
 	})
 
 	s.step("2", "produce", func(ctx context.Context) (string, error) {
@@ -492,7 +514,7 @@ func (s *scenario) waitCommitted(ctx context.Context) (groupInfo, error) {
 	var err error
 	for {
 		gi, err = s.c.describeGroup(ctx, s.group, s.topic)
-		if err == nil && gi.lag == 0 && len(gi.commits) == 6 {
+		if err == nil && gi.lag == 0 && len(gi.commits) == s.parts {
 			return gi, nil
 		}
 		select {
@@ -500,7 +522,7 @@ func (s *scenario) waitCommitted(ctx context.Context) (groupInfo, error) {
 			if err != nil {
 				return gi, err
 			}
-			return gi, fmt.Errorf("committed offsets %v, lag %d after commit, want lag 0 on 6 partitions", gi.commits, gi.lag)
+			return gi, fmt.Errorf("committed offsets %v, lag %d after commit, want lag 0 on %d partitions", gi.commits, gi.lag, s.parts)
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
@@ -512,7 +534,8 @@ func (s *scenario) groupConsume(ctx context.Context) (string, error) {
 	}
 	s.out = make(chan consumed, 1<<16)
 	gate := make(chan struct{})
-	for _, id := range []string{"m1", "m2"} {
+	for i := 1; i <= s.nmembers; i++ {
+		id := fmt.Sprintf("m%d", i)
 		if err := s.startMember(id, gate); err != nil {
 			return "", err
 		}
@@ -531,7 +554,7 @@ func (s *scenario) groupConsume(ctx context.Context) (string, error) {
 	for _, c := range got {
 		members[c.member]++
 	}
-	if len(members) < 2 {
+	if len(members) < s.nmembers {
 		return detail, fmt.Errorf("only %d member(s) delivered records: %v", len(members), members)
 	}
 	if err := s.commitAll(ctx); err != nil {
@@ -597,17 +620,17 @@ func (s *scenario) restartResume(ctx context.Context) (string, error) {
 	return fmt.Sprintf("member m1 closed, %d produced, m1 rejoined: %s", len(recs), detail), nil
 }
 
-// waitStable waits until the admin API describes the group as Stable with 2 members.
+// waitStable waits until the admin API describes the group as Stable with its members (s.nmembers).
 func (s *scenario) waitStable(ctx context.Context) (groupInfo, error) {
 	for {
 		gi, err := s.c.describeGroup(ctx, s.group, s.topic)
-		if err == nil && gi.members == 2 && strings.EqualFold(gi.state, "Stable") {
+		if err == nil && gi.members == s.nmembers && strings.EqualFold(gi.state, "Stable") {
 			return gi, nil
 		}
 		select {
 		case <-ctx.Done():
 			if err == nil {
-				err = fmt.Errorf("group state %s with %d members, want Stable with 2", gi.state, gi.members)
+				err = fmt.Errorf("group state %s with %d members, want Stable with %d", gi.state, gi.members, s.nmembers)
 			}
 			return gi, err
 		case <-time.After(100 * time.Millisecond):
@@ -643,7 +666,7 @@ func (s *scenario) describeLag(ctx context.Context) (string, error) {
 		total += n
 	}
 	var sumLatest int64
-	for p := int32(0); p < 6; p++ {
+	for p := int32(0); p < int32(s.parts); p++ {
 		if earliest[p] != 0 {
 			return "", fmt.Errorf("earliest offset of partition %d is %d, want 0", p, earliest[p])
 		}

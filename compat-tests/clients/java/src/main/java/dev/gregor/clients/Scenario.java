@@ -39,6 +39,9 @@ public final class Scenario {
 
     final String bootstrap, mode, out, codec;
     final int n, m;
+    /** Partitions of the topic and members of the group in step 3: MATRIX_PARTITIONS / MATRIX_MEMBERS (make
+     * test-cluster: 12 and 3, a topic led by three brokers and a group spanning them); 6 and 2 otherwise. */
+    final int parts, nMembers;
     final String topic, bigTopic, group;
     final List<Map<String, Object>> steps = new ArrayList<>();
     final Set<String> done = new HashSet<>();
@@ -59,6 +62,8 @@ public final class Scenario {
         this.codec = System.getenv().getOrDefault("CODEC", "lz4");
         this.n = mode.equals("full") ? 10000 : 300;
         this.m = mode.equals("full") ? 1000 : 100;
+        this.parts = envInt("MATRIX_PARTITIONS", 6, 1, 1000);
+        this.nMembers = envInt("MATRIX_MEMBERS", 2, 2, 16);
         String sfx = UUID.randomUUID().toString().substring(0, 6);
         topic = CLIENT + "-main-" + sfx;
         bigTopic = CLIENT + "-big-" + sfx;
@@ -68,6 +73,15 @@ public final class Scenario {
         result.put("language", "Java " + System.getProperty("java.version"));
         result.put("install_error", null);
         result.put("steps", steps);
+    }
+
+    /** A whole number from the environment variable name, def when unset or not a number, bounded to lo..hi. */
+    static int envInt(String name, int def, int lo, int hi) {
+        try {
+            return Math.max(lo, Math.min(hi, Integer.parseInt(System.getenv().getOrDefault(name, ""))));
+        } catch (NumberFormatException e) {
+            return def;
+        }
     }
 
     /** kafka-clients' version from the kafka/kafka-version.properties resource in its jar (AppInfoParser moved
@@ -268,11 +282,11 @@ public final class Scenario {
 
     // ---- steps ----------------------------------------------------------------------------------------
     String s1() throws Exception {
-        admin.createTopics(List.of(new NewTopic(topic, 6, (short) 1),
+        admin.createTopics(List.of(new NewTopic(topic, parts, (short) 1),
                 new NewTopic(bigTopic, 1, (short) 1).configs(Map.of("max.message.bytes", "65536")))).all().get(20, TimeUnit.SECONDS);
         TopicDescription d = admin.describeTopics(List.of(topic)).allTopicNames().get(20, TimeUnit.SECONDS).get(topic);
-        if (d.partitions().size() != 6) throw new Failed("topic has " + d.partitions().size() + " partitions, expected 6");
-        return topic + ": 6 partitions via Admin.createTopics (describeTopics agrees); " + bigTopic + " with max.message.bytes=65536";
+        if (d.partitions().size() != parts) throw new Failed("topic has " + d.partitions().size() + " partitions, expected " + parts);
+        return topic + ": " + parts + " partitions via Admin.createTopics (describeTopics agrees); " + bigTopic + " with max.message.bytes=65536";
     }
 
     long logEndSum(String t, int parts) throws Exception {
@@ -290,7 +304,7 @@ public final class Scenario {
             note = produce(topic, 0, n, codec, true);
         } catch (Exception e) {
             String err = e.getClass().getSimpleName() + ": " + e.getMessage();
-            if (logEndSum(topic, 6) != 0) throw e;
+            if (logEndSum(topic, parts) != 0) throw e;
             produce(topic, 0, n, codec, false);
             idempotentOk = false;
             done.add("2");
@@ -301,7 +315,10 @@ public final class Scenario {
     }
 
     String s3() throws Exception {
-        for (String name : List.of("a", "b")) members.put(name, new Member(name));
+        for (int i = 0; i < nMembers; i++) { // a and b (step 4 replaces a with c), then m3, m4, ...
+            String name = i == 0 ? "a" : i == 1 ? "b" : "m" + (i + 1);
+            members.put(name, new Member(name));
+        }
         members.values().forEach(Thread::start);
         long deadline = System.currentTimeMillis() + 60000;
         while (System.currentTimeMillis() < deadline && seen.size() < n) {
@@ -309,11 +326,11 @@ public final class Scenario {
             Thread.sleep(100);
         }
         deadline = System.currentTimeMillis() + 20000;
-        while (System.currentTimeMillis() < deadline) { // stable: both hold partitions, split of the 6
+        while (System.currentTimeMillis() < deadline) { // stable: every member holds partitions, a split of all
             Set<Integer> u = new HashSet<>();
             int total = 0;
             for (Member mb : members.values()) { u.addAll(mb.assigned); total += mb.assigned.size(); }
-            if (members.values().stream().noneMatch(x -> x.assigned.isEmpty()) && u.size() == 6 && total == 6) break;
+            if (members.values().stream().noneMatch(x -> x.assigned.isEmpty()) && u.size() == parts && total == parts) break;
             Thread.sleep(100);
         }
         waitQuiet();
@@ -322,8 +339,8 @@ public final class Scenario {
         Set<Integer> all = new HashSet<>();
         for (Member mb : members.values()) { asg.put(mb.name, new TreeSet<>(mb.assigned)); all.addAll(mb.assigned); }
         if (asg.values().stream().anyMatch(Set::isEmpty)) throw new Failed("a member holds no partition: " + asg);
-        if (all.size() != 6 || asg.values().stream().mapToInt(Set::size).sum() != 6)
-            throw new Failed("assignment does not split the 6 partitions: " + asg);
+        if (all.size() != parts || asg.values().stream().mapToInt(Set::size).sum() != parts)
+            throw new Failed("assignment does not split the " + parts + " partitions: " + asg);
         for (Member mb : members.values()) mb.commit();
         for (Rec r : seen.values()) end3.merge(r.p, r.off + 1, Math::max);
         return got + " records, " + dups + " redelivered by the first rebalance, assignment " + asg + ", per member " + byMember + "; committed";
@@ -344,10 +361,10 @@ public final class Scenario {
             int total = 0;
             Set<Integer> all = new HashSet<>();
             for (Member mb : members.values()) { asg.put(mb.name, mb.assigned); total += mb.assigned.size(); all.addAll(mb.assigned); }
-            if (asg.values().stream().noneMatch(Set::isEmpty) && all.size() == 6 && total == 6) { settled = true; break; }
+            if (asg.values().stream().noneMatch(Set::isEmpty) && all.size() == parts && total == parts) { settled = true; break; }
             Thread.sleep(100);
         }
-        if (!settled) throw new Failed("group did not settle with members b and c: " + asg);
+        if (!settled) throw new Failed("group did not settle without a and with c: " + asg);
         int before = seen.size();
         int dupsBefore = dups;
         Thread.sleep(500);
@@ -367,12 +384,12 @@ public final class Scenario {
 
     String s5() throws Exception {
         ConsumerGroupDescription g = admin.describeConsumerGroups(List.of(group)).all().get(20, TimeUnit.SECONDS).get(group);
-        if (!g.groupState().toString().equalsIgnoreCase("stable") || g.members().size() != 2)
-            throw new Failed("describe group: state " + g.groupState() + ", " + g.members().size() + " members; expected Stable with 2");
+        if (!g.groupState().toString().equalsIgnoreCase("stable") || g.members().size() != nMembers)
+            throw new Failed("describe group: state " + g.groupState() + ", " + g.members().size() + " members; expected Stable with " + nMembers);
         Map<TopicPartition, OffsetAndMetadata> committed =
                 admin.listConsumerGroupOffsets(group).partitionsToOffsetAndMetadata().get(20, TimeUnit.SECONDS);
         Map<TopicPartition, OffsetSpec> qe = new HashMap<>(), ql = new HashMap<>(), qm = new HashMap<>(), qf = new HashMap<>();
-        for (int p = 0; p < 6; p++) {
+        for (int p = 0; p < parts; p++) {
             TopicPartition tp = new TopicPartition(topic, p);
             qe.put(tp, OffsetSpec.earliest());
             ql.put(tp, OffsetSpec.latest());
@@ -384,7 +401,7 @@ public final class Scenario {
         var mid = admin.listOffsets(qm).all().get(20, TimeUnit.SECONDS);
         var fut = admin.listOffsets(qf).all().get(20, TimeUnit.SECONDS);
         long sum = 0;
-        for (int p = 0; p < 6; p++) {
+        for (int p = 0; p < parts; p++) {
             TopicPartition tp = new TopicPartition(topic, p);
             if (e.get(tp).offset() != 0) throw new Failed("earliest offset of partition " + p + ": " + e.get(tp).offset());
             long le = l.get(tp).offset();
@@ -400,7 +417,7 @@ public final class Scenario {
         }
         if (sum != n + m) throw new Failed("latest offsets sum to " + sum + ", expected " + (n + m));
         return "group " + g.groupState() + " (" + g.members().size() + " members, protocol " + g.partitionAssignor()
-                + "), lag 0 on 6 partitions; earliest 0, latest sum " + sum + ", by timestamp ok";
+                + "), lag 0 on " + parts + " partitions; earliest 0, latest sum " + sum + ", by timestamp ok";
     }
 
     String s6a() throws Exception {
