@@ -5,7 +5,8 @@
 #      cluster-mode brokers on free loopback ports; a fresh cluster per scenario and after a broker dies);
 #      the table goes to compat-tests/librdkafka/results-cluster.md;
 #   2. the Java and franz-go rows of the client matrix (clients/run.sh --full --only java,franz-go) against
-#      one such cluster.
+#      one such cluster, with MATRIX_PARTITIONS=12 MATRIX_MEMBERS=3: a 12-partition topic led by the three
+#      brokers and a group of three consumers spanning them (issue #19's client test).
 # Needs root (installs etcd-server with scripts/install-deps.sh test when missing). Every step runs even when
 # an earlier one failed; the last line is "test-cluster: librdkafka <rc>, clients <rc>"; exit 1 on any failure.
 # Usage: test-cluster.sh [BUILD_DIR]   (default build)
@@ -27,7 +28,8 @@ python3 "$here/serve.py" --ready-file "$tmp/ready" --brokers 3 --deadline 3600 \
 serve=$!
 for _ in $(seq 1 900); do [ -s "$tmp/ready" ] || ! kill -0 $serve 2>/dev/null && break; sleep 0.1; done
 if [ -s "$tmp/ready" ]; then
-    "$REPO/compat-tests/clients/run.sh" --full --only java,franz-go --bootstrap "$(cat "$tmp/ready")"
+    MATRIX_PARTITIONS=12 MATRIX_MEMBERS=3 \
+        "$REPO/compat-tests/clients/run.sh" --full --only java,franz-go --bootstrap "$(cat "$tmp/ready")"
     cl=$?
 else
     echo "test-cluster: the cluster for the client matrix did not start:"; cat "$tmp/serve.log"
