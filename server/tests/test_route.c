@@ -687,6 +687,13 @@ static void released_copy(struct gr_req *req)
         for (int32_t i = 0; i < resp->responses.items[0].partition_responses.count && i < 4; i++)
             freed_codes[i] = produce_codes[i] =
                 resp->responses.items[0].partition_responses.items[i].error_code;
+    } else if (req->hdr.request_api_key == 2) {
+        struct gr_list_offsets_response *resp = req->resp;
+        for (int32_t i = 0; resp->topics.count > 0 && i < resp->topics.items[0].partitions.count && i < 4;
+             i++) {
+            freed_codes[i] = resp->topics.items[0].partitions.items[i].error_code;
+            freed_bytes[i] = (int32_t)resp->topics.items[0].partitions.items[i].offset; /* the offset */
+        }
     } else if (req->hdr.request_api_key == 1) {
         struct gr_fetch_response *resp = req->resp;
         for (int32_t i = 0; i < resp->responses.items[0].partitions.count && i < 4; i++) {
@@ -764,6 +771,43 @@ static void test_led_here_log_not_made_yet(void **state)
     }
     assert_true(seen);
     gr_req_free(req);
+}
+
+/* ListOffsets (latest) of p0 (led here, log not made) and p1: waits for p0's log as Produce does, then
+   answers both with NONE and offset 0 (franz-go's kadm ListOffsets right after CreateTopics on a cluster got
+   NOT_LEADER_OR_FOLLOWER for such a partition and failed). */
+static void test_list_offsets_log_not_made_yet(void **state)
+{
+    struct fx *f = *state;
+    uint8_t id[16];
+    struct gr_topic *t = sparse_led_here(f, id);
+    struct gr_req *req = srv_req_new(f->b, 2, 7, 1 << 16);
+    struct gr_list_offsets_request *lo = NEW(req, gr_list_offsets_request);
+    gr_list_offsets_request_init(lo);
+    lo->topics.items = gr_arena_calloc(&req->arena, 1, sizeof *lo->topics.items);
+    lo->topics.count = 1;
+    lo->topics.items[0].name = gr_str_c("sp");
+    lo->topics.items[0].partitions.items =
+        gr_arena_calloc(&req->arena, 2, sizeof(*lo->topics.items[0].partitions.items));
+    lo->topics.items[0].partitions.count = 2;
+    for (int32_t p = 0; p < 2; p++)
+        lo->topics.items[0].partitions.items[p] = (struct gr_list_offsets_request_list_offsets_partition){
+            .partition_index = p, .current_leader_epoch = -1, .timestamp = -1};
+    req->body = lo;
+    req->resp = NEW(req, gr_list_offsets_response);
+    gr_list_offsets_response_init(req->resp);
+    assert_int_equal(gr_handle_list_offsets(req), GR_HANDLER_WAIT);
+    assert_true(req->parked);
+    assert_int_equal(f->b->logwaits.count, 1);
+    assert_int_equal(freed_count, 0);
+    make_log(f, t, id, 0, 1);
+    assert_int_equal(freed_count, 1); /* answered (freed: no connection) */
+    assert_int_equal(freed_codes[0], GR_ERR_NONE);
+    assert_int_equal(freed_codes[1], GR_ERR_NONE);
+    assert_int_equal(freed_bytes[0], 0);
+    assert_int_equal(freed_bytes[1], 0);
+    assert_int_equal(f->b->logwaits.count, 0);
+    f->b->req_sink = NULL;
 }
 
 /* The log is not made within the Produce's timeout: p0 answers REQUEST_TIMED_OUT and p1 appends; a log made
@@ -924,6 +968,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_local_source_follows_store, setup, teardown),
         cmocka_unit_test_setup_teardown(test_led_here_log_not_made_yet, setup, teardown),
         cmocka_unit_test_setup_teardown(test_log_wait_times_out, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_list_offsets_log_not_made_yet, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fetch_log_not_made_yet, setup, teardown),
         cmocka_unit_test_setup_teardown(test_log_wait_settled_by_image, setup, teardown),
     };
