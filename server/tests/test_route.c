@@ -329,26 +329,33 @@ static void test_self_fenced(void **state)
     assert_non_null(r.log);
 }
 
-static void test_list_offsets_delete_records_epochs_producers(void **state)
+/* A ListOffsets v7 of `n` partitions of `topic` at timestamp -1 (latest), no leader epoch. */
+static struct gr_req *list_offsets_req(struct fx *f, const char *topic, const int32_t *parts, int32_t n)
 {
-    struct fx *f = *state;
-    /* ListOffsets v7: t/1 another's, t/9 unknown */
     struct gr_req *req = srv_req_new(f->b, 2, 7, 1 << 16);
     struct gr_list_offsets_request *lo = NEW(req, gr_list_offsets_request);
     gr_list_offsets_request_init(lo);
     lo->topics.items = gr_arena_calloc(&req->arena, 1, sizeof *lo->topics.items);
     lo->topics.count = 1;
-    lo->topics.items[0].name = gr_str_c("t");
+    lo->topics.items[0].name = gr_str_c(topic);
     lo->topics.items[0].partitions.items =
-        gr_arena_calloc(&req->arena, 2, sizeof(*lo->topics.items[0].partitions.items));
-    lo->topics.items[0].partitions.count = 2;
-    lo->topics.items[0].partitions.items[0] = (struct gr_list_offsets_request_list_offsets_partition){
-        .partition_index = 1, .current_leader_epoch = -1, .timestamp = -1};
-    lo->topics.items[0].partitions.items[1] = (struct gr_list_offsets_request_list_offsets_partition){
-        .partition_index = 9, .current_leader_epoch = -1, .timestamp = -1};
+        gr_arena_calloc(&req->arena, (size_t)n, sizeof(*lo->topics.items[0].partitions.items));
+    lo->topics.items[0].partitions.count = n;
+    for (int32_t p = 0; p < n; p++)
+        lo->topics.items[0].partitions.items[p] = (struct gr_list_offsets_request_list_offsets_partition){
+            .partition_index = parts[p], .current_leader_epoch = -1, .timestamp = -1};
     req->body = lo;
     req->resp = NEW(req, gr_list_offsets_response);
     gr_list_offsets_response_init(req->resp);
+    return req;
+}
+
+static void test_list_offsets_delete_records_epochs_producers(void **state)
+{
+    struct fx *f = *state;
+    /* ListOffsets v7: t/1 another's, t/9 unknown */
+    int32_t lo_parts[] = {1, 9};
+    struct gr_req *req = list_offsets_req(f, "t", lo_parts, 2);
     assert_int_equal(gr_handle_list_offsets(req), GR_HANDLER_DONE);
     struct gr_list_offsets_response *lor = req->resp;
     assert_int_equal(lor->topics.items[0].partitions.items[0].error_code, GR_ERR_NOT_LEADER_OR_FOLLOWER);
@@ -781,21 +788,8 @@ static void test_list_offsets_log_not_made_yet(void **state)
     struct fx *f = *state;
     uint8_t id[16];
     struct gr_topic *t = sparse_led_here(f, id);
-    struct gr_req *req = srv_req_new(f->b, 2, 7, 1 << 16);
-    struct gr_list_offsets_request *lo = NEW(req, gr_list_offsets_request);
-    gr_list_offsets_request_init(lo);
-    lo->topics.items = gr_arena_calloc(&req->arena, 1, sizeof *lo->topics.items);
-    lo->topics.count = 1;
-    lo->topics.items[0].name = gr_str_c("sp");
-    lo->topics.items[0].partitions.items =
-        gr_arena_calloc(&req->arena, 2, sizeof(*lo->topics.items[0].partitions.items));
-    lo->topics.items[0].partitions.count = 2;
-    for (int32_t p = 0; p < 2; p++)
-        lo->topics.items[0].partitions.items[p] = (struct gr_list_offsets_request_list_offsets_partition){
-            .partition_index = p, .current_leader_epoch = -1, .timestamp = -1};
-    req->body = lo;
-    req->resp = NEW(req, gr_list_offsets_response);
-    gr_list_offsets_response_init(req->resp);
+    int32_t parts[] = {0, 1};
+    struct gr_req *req = list_offsets_req(f, "sp", parts, 2);
     assert_int_equal(gr_handle_list_offsets(req), GR_HANDLER_WAIT);
     assert_true(req->parked);
     assert_int_equal(f->b->logwaits.count, 1);
@@ -840,6 +834,29 @@ static void test_log_wait_times_out(void **state)
     f->b->req_sink = NULL;
 }
 
+/* A Fetch of "sp" p0 (led here, log not made yet), long poll `max_wait_ms`. */
+static struct gr_req *fetch_sp0(struct fx *f, int32_t max_wait_ms)
+{
+    struct gr_req *req = srv_req_new(f->b, 1, 12, 1 << 20);
+    struct gr_fetch_request *body = NEW(req, gr_fetch_request);
+    gr_fetch_request_init(body);
+    body->max_wait_ms = max_wait_ms;
+    body->min_bytes = 1;
+    body->max_bytes = 1 << 20;
+    body->topics.items = gr_arena_calloc(&req->arena, 1, sizeof *body->topics.items);
+    body->topics.count = 1;
+    struct gr_fetch_request_fetch_topic *qt = &body->topics.items[0];
+    qt->topic = gr_str_c("sp");
+    qt->partitions.items = gr_arena_calloc(&req->arena, 1, sizeof *qt->partitions.items);
+    qt->partitions.count = 1;
+    qt->partitions.items[0].current_leader_epoch = -1;
+    qt->partitions.items[0].partition_max_bytes = 1 << 20;
+    req->body = body;
+    req->resp = NEW(req, gr_fetch_response);
+    gr_fetch_response_init(req->resp);
+    return req;
+}
+
 /* Fetch of p0 (led here, log not made): without a long poll, empty with NONE and a new log's offsets; with
    one, it waits until the log is made and then for data on it, answered with the record produced there. */
 static void test_fetch_log_not_made_yet(void **state)
@@ -848,23 +865,7 @@ static void test_fetch_log_not_made_yet(void **state)
     uint8_t id[16];
     struct gr_topic *t = sparse_led_here(f, id);
     for (int wait = 0; wait < 2; wait++) {
-        struct gr_req *req = srv_req_new(f->b, 1, 12, 1 << 20);
-        struct gr_fetch_request *body = NEW(req, gr_fetch_request);
-        gr_fetch_request_init(body);
-        body->max_wait_ms = wait ? 10000 : 0;
-        body->min_bytes = 1;
-        body->max_bytes = 1 << 20;
-        body->topics.items = gr_arena_calloc(&req->arena, 1, sizeof *body->topics.items);
-        body->topics.count = 1;
-        struct gr_fetch_request_fetch_topic *qt = &body->topics.items[0];
-        qt->topic = gr_str_c("sp");
-        qt->partitions.items = gr_arena_calloc(&req->arena, 1, sizeof *qt->partitions.items);
-        qt->partitions.count = 1;
-        qt->partitions.items[0].current_leader_epoch = -1;
-        qt->partitions.items[0].partition_max_bytes = 1 << 20;
-        req->body = body;
-        req->resp = NEW(req, gr_fetch_response);
-        gr_fetch_response_init(req->resp);
+        struct gr_req *req = fetch_sp0(f, wait ? 10000 : 0);
         freed_count = 0;
         assert_int_equal(gr_handle_fetch(req), GR_HANDLER_WAIT);
         if (!wait) {
@@ -889,29 +890,6 @@ static void test_fetch_log_not_made_yet(void **state)
         gr_req_free(pr);
     }
     f->b->req_sink = NULL;
-}
-
-/* A Fetch of "sp" p0 (led here, log not made yet), long poll `max_wait_ms`. */
-static struct gr_req *fetch_sp0(struct fx *f, int32_t max_wait_ms)
-{
-    struct gr_req *req = srv_req_new(f->b, 1, 12, 1 << 20);
-    struct gr_fetch_request *body = NEW(req, gr_fetch_request);
-    gr_fetch_request_init(body);
-    body->max_wait_ms = max_wait_ms;
-    body->min_bytes = 1;
-    body->max_bytes = 1 << 20;
-    body->topics.items = gr_arena_calloc(&req->arena, 1, sizeof *body->topics.items);
-    body->topics.count = 1;
-    struct gr_fetch_request_fetch_topic *qt = &body->topics.items[0];
-    qt->topic = gr_str_c("sp");
-    qt->partitions.items = gr_arena_calloc(&req->arena, 1, sizeof *qt->partitions.items);
-    qt->partitions.count = 1;
-    qt->partitions.items[0].current_leader_epoch = -1;
-    qt->partitions.items[0].partition_max_bytes = 1 << 20;
-    req->body = body;
-    req->resp = NEW(req, gr_fetch_response);
-    gr_fetch_response_init(req->resp);
-    return req;
 }
 
 /* The partition stops routing pending while requests wait for its log: leadership moved to broker 2 wakes
