@@ -307,8 +307,9 @@ int64_t gr_coord_next_deadline_ms(const struct gr_coordinator *c);
  * hint that kept a later new deadline from being reported (a group's initial rebalance then waited for an
  * unrelated event). */
 int64_t gr_coord_rearm(struct gr_coordinator *c);
-/* Runs every timer that is due at hooks->mono_ms() (may call join_done/sync_done/append). */
-void gr_coord_tick(struct gr_coordinator *c);
+/* Runs every timer that is due at hooks->mono_ms() (may call join_done/sync_done/append). Returns the next
+ * deadline, which becomes the hint as with gr_coord_rearm (arm the timer with it). */
+int64_t gr_coord_tick(struct gr_coordinator *c);
 
 /* ---- persistence ---- */
 

@@ -1792,7 +1792,7 @@ static void group_timers(struct gr_coordinator *c, struct gr_group *grp, int64_t
     }
 }
 
-void gr_coord_tick(struct gr_coordinator *c)
+int64_t gr_coord_tick(struct gr_coordinator *c)
 {
     int64_t now = gr_coord_now(c);
     for (int32_t g = 0; g < c->group_count; g++)
@@ -1801,7 +1801,7 @@ void gr_coord_tick(struct gr_coordinator *c)
         c->expiration_deadline_ms = now + c->cfg.offsets_retention_check_interval_ms;
         gr_offsets_expire(c);
     }
-    c->deadline_hint = gr_coord_next_deadline_ms(c);
+    return gr_coord_rearm(c);
 }
 
 /* ---- life cycle ---- */

@@ -121,8 +121,7 @@ static void timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
     (void)revents;
     struct gr_groups *g = w->data;
     g->armed_ms = INT64_MAX;
-    gr_coord_tick(g->b->coord);
-    arm(g, gr_coord_rearm(g->b->coord));
+    arm(g, gr_coord_tick(g->b->coord));
 }
 
 static void maintenance_cb(struct ev_loop *loop, ev_timer *w, int revents)
