@@ -56,11 +56,17 @@ def leaders_md(b):
     return {p['partition_index']: p['leader_id'] for t in m['topics'] if t['name'] == TOPIC for p in t['partitions']}
 
 
+def all_led(b):
+    """Whether b's Metadata shows the topic's 6 partitions, each with a leader (one request)."""
+    led = leaders_md(b)
+    return len(led) == 6 and min(led.values()) >= 0
+
+
 def t_topics(run, bs, st):
     rc, out = tool('kafka-topics.sh', '--bootstrap-server', bs[1].bootstrap, '--create', '--topic', TOPIC,
                    '--partitions', 6)
     check('kafka-topics.sh --create through broker 2', rc == 0 and 'Created topic' in out, out[-400:])
-    h.wait_until(lambda: all(len(leaders_md(b)) == 6 and min(leaders_md(b).values()) >= 0 for b in bs), 10,
+    h.wait_until(lambda: all(all_led(b) for b in bs), 10,
                  'every broker shows the 6 leaders')
     want = leaders_md(bs[0])
     for b in (bs[0], bs[2]):
@@ -130,7 +136,7 @@ def t_groups(run, bs, st):
     rc, out = tool('kafka-topics.sh', '--bootstrap-server', bs[1].bootstrap, '--create', '--topic', TOPIC,
                    '--partitions', 6)
     check('created again under the same name', rc == 0 and 'Created topic' in out, out[-300:])
-    h.wait_until(lambda: all(len(leaders_md(b)) == 6 and min(leaders_md(b).values()) >= 0 for b in bs), 15,
+    h.wait_until(lambda: all(all_led(b) for b in bs), 15,
                  'every broker shows the new topic\'s leaders')
     for i in range(180):
         p.produce(TOPIC, value=f'new{i}'.encode(), partition=i % 6)
