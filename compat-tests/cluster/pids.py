@@ -33,20 +33,6 @@ import kafka_raw as k  # noqa: E402
 import testkit  # noqa: E402  (compat-tests/lib: the counted checks every suite uses)
 from testkit import check, eq, fail, ok, section  # noqa: E402,F401
 
-F = k.field
-# InitProducerId's schema (kafka_raw has none; the same facts as compat-tests/errors/idempotence.py)
-k.API_KEYS.setdefault('InitProducerId', 22)
-k.SCHEMAS.setdefault('InitProducerId', (2, [
-    F('transactional_id', 'string', '0+', nullable='0+'),
-    F('transaction_timeout_ms', 'int32', '0+', default=60000),
-    F('producer_id', 'int64', '3+', default=-1),
-    F('producer_epoch', 'int16', '3+', default=-1),
-], [
-    F('throttle_time_ms', 'int32', '0+'),
-    F('error_code', 'int16', '0+'),
-    F('producer_id', 'int64', '0+', default=-1),
-    F('producer_epoch', 'int16', '0+'),
-]))
 
 SESSION_MS = 3000
 PREFIX = '/gregor'

@@ -31,23 +31,7 @@ B = tk.broker()
 PHASE, STATE = sys.argv[1], sys.argv[2]
 TOPIC = 'idem-raw'
 
-k.API_KEYS.setdefault('InitProducerId', 22)
 k.API_KEYS.setdefault('DescribeProducers', 61)
-k.SCHEMAS.setdefault('InitProducerId', (2, [
-    F('transactional_id', 'string', '0+', nullable='0+'),
-    F('transaction_timeout_ms', 'int32', '0+', default=60000),
-    F('producer_id', 'int64', '3+', default=-1),
-    F('producer_epoch', 'int16', '3+', default=-1),
-    F('enable2_pc', 'bool', '6+', default=False),
-    F('keep_prepared_txn', 'bool', '6+', default=False),
-], [
-    F('throttle_time_ms', 'int32', '0+'),
-    F('error_code', 'int16', '0+'),
-    F('producer_id', 'int64', '0+', default=-1),
-    F('producer_epoch', 'int16', '0+'),
-    F('ongoing_txn_producer_id', 'int64', '6+', default=-1),
-    F('ongoing_txn_producer_epoch', 'int16', '6+', default=-1),
-]))
 k.SCHEMAS.setdefault('DescribeProducers', (0, [
     F('topics', [F('name', 'string', '0+'), F('partition_indexes', '[int32]', '0+')], '0+'),
 ], [

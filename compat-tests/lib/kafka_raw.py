@@ -61,7 +61,7 @@ UNKNOWN_TOPIC_ID = 100
 API_KEYS = {'Produce': 0, 'Fetch': 1, 'ListOffsets': 2, 'Metadata': 3, 'FindCoordinator': 10,
             'ApiVersions': 18, 'CreateTopics': 19, 'DescribeConfigs': 32, 'OffsetCommit': 8, 'OffsetFetch': 9,
             'JoinGroup': 11, 'Heartbeat': 12, 'LeaveGroup': 13, 'SyncGroup': 14, 'OffsetForLeaderEpoch': 23,
-            'DeleteRecords': 21}
+            'DeleteRecords': 21, 'InitProducerId': 22}
 
 
 class DecodeError(Exception):
@@ -96,6 +96,21 @@ LEADER_ID_AND_EPOCH = [F('leader_id', 'int32', '0+', default=-1), F('leader_epoc
 
 SCHEMAS = {
     # key: (flexible from, request fields, response fields)
+    'InitProducerId': (2, [
+        F('transactional_id', 'string', '0+', nullable='0+'),
+        F('transaction_timeout_ms', 'int32', '0+', default=60000),
+        F('producer_id', 'int64', '3+', default=-1),
+        F('producer_epoch', 'int16', '3+', default=-1),
+        F('enable2_pc', 'bool', '6+', default=False),
+        F('keep_prepared_txn', 'bool', '6+', default=False),
+    ], [
+        F('throttle_time_ms', 'int32', '0+'),
+        F('error_code', 'int16', '0+'),
+        F('producer_id', 'int64', '0+', default=-1),
+        F('producer_epoch', 'int16', '0+'),
+        F('ongoing_txn_producer_id', 'int64', '6+', default=-1),
+        F('ongoing_txn_producer_epoch', 'int16', '6+', default=-1),
+    ]),
     'ApiVersions': (3, [
         F('client_software_name', 'string', '3+', default='gregor-compat'),
         F('client_software_version', 'string', '3+', default='1.0'),

@@ -11,7 +11,6 @@ import testkit as tk
 
 F = k.field
 k.API_KEYS.setdefault('DeleteRecords', 21)
-k.API_KEYS.setdefault('InitProducerId', 22)
 k.SCHEMAS.setdefault('DeleteRecords', (2, [
     F('topics', [F('name', 'string', '0+'),
                  F('partitions', [F('partition_index', 'int32', '0+'), F('offset', 'int64', '0+')], '0+')], '0+'),
@@ -21,17 +20,6 @@ k.SCHEMAS.setdefault('DeleteRecords', (2, [
     F('topics', [F('name', 'string', '0+'),
                  F('partitions', [F('partition_index', 'int32', '0+'), F('low_watermark', 'int64', '0+'),
                                   F('error_code', 'int16', '0+')], '0+')], '0+'),
-]))
-k.SCHEMAS.setdefault('InitProducerId', (2, [  # v0-v4 fields only: the suite sends v4
-    F('transactional_id', 'string', '0+', nullable='0+'),
-    F('transaction_timeout_ms', 'int32', '0+', default=60000),
-    F('producer_id', 'int64', '3+', default=-1),
-    F('producer_epoch', 'int16', '3+', default=-1),
-], [
-    F('throttle_time_ms', 'int32', '0+'),
-    F('error_code', 'int16', '0+'),
-    F('producer_id', 'int64', '0+', default=-1),
-    F('producer_epoch', 'int16', '0+'),
 ]))
 B = tk.broker()
 DATA = os.path.join(os.environ['BROKER_DIR'], 'data')
