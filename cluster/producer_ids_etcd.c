@@ -248,5 +248,7 @@ void gr_producer_ids_etcd_free(struct gr_producer_ids_etcd *src)
 
 struct gr_producer_ids_etcd_stats gr_producer_ids_etcd_stats(const struct gr_producer_ids_etcd *src)
 {
-    return src->stats;
+    struct gr_producer_ids_etcd_stats s = src->stats;
+    s.in_flight = src->job != NULL;
+    return s;
 }

@@ -72,11 +72,14 @@ struct gr_producer_id_manager *gr_producer_ids_etcd_manager(struct gr_producer_i
  * are never answered: free them first, as server/main.c frees parked requests) and frees; NULL ignored. */
 void gr_producer_ids_etcd_free(struct gr_producer_ids_etcd *src);
 
-/* Counts for tests and logs: blocks taken, compares lost, values refused. */
+/* Counts for tests and logs: blocks taken, compares lost, values refused; in_flight is true while a save
+ * (a read, compare or back-off) is under way, whose block may already be taken in etcd and not yet counted.
+ */
 struct gr_producer_ids_etcd_stats {
     uint64_t blocks;
     uint64_t lost;
     uint64_t refused;
+    bool in_flight;
 };
 struct gr_producer_ids_etcd_stats gr_producer_ids_etcd_stats(const struct gr_producer_ids_etcd *src);
 

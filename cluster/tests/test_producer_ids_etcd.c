@@ -108,6 +108,14 @@ static bool take_all(struct taker *a, struct taker *b, int64_t ms)
     return testkit_run_until(loop, pair_done, &p, ms);
 }
 
+/* True when neither source has a save (a prefetch) under way. */
+static bool pair_idle(void *ctx)
+{
+    const struct pair *p = ctx;
+    return !gr_producer_ids_etcd_stats(p->a->src).in_flight &&
+           !gr_producer_ids_etcd_stats(p->b->src).in_flight;
+}
+
 /* One id from `src` within ms: its error code (0: *pid set). */
 static int16_t take_one(struct gr_producer_ids_etcd *src, int64_t *pid, int64_t ms)
 {
@@ -215,6 +223,9 @@ static void test_race(void)
     if (!a.src || !b.src || !a.ids || !b.ids) return;
     CHECK(take_all(&a, &b, 120000));
     CHECK(a.count == a.want && b.count == b.want);
+    /* a prefetch may still be in flight: its block can be taken in etcd before its answer is counted */
+    struct pair idle = {&a, &b};
+    CHECK(testkit_run_until(loop, pair_idle, &idle, 10000));
     int64_t owner_blocks = 4 * BLOCKS + 8;
     uint8_t *owner = calloc((size_t)owner_blocks, 1);
     CHECK(blocks_whole(&a, owner, owner_blocks, 1));
