@@ -47,15 +47,17 @@ void gr_logwait_cancel(struct gr_logwaits *ws, struct gr_logwait_waiter *w)
     ws->count--;
 }
 
-int gr_logwait_signal(struct gr_logwaits *ws, const uint8_t topic_id[16], int32_t partition)
+/* Wakes every waiter of bucket `i` that `match` accepts; a hook may cancel any other waiter, so the walk
+ * starts from the head again after each. Returns how many woke. */
+static int signal_bucket(struct gr_logwaits *ws, int i,
+                         bool (*match)(void *ctx, const uint8_t topic_id[16], int32_t partition), void *ctx)
 {
     int n = 0;
-    struct gr_logwait_waiter **head = &ws->buckets[bucket_of(topic_id, partition)];
     bool again = true;
-    while (again) { /* a hook may cancel any other waiter: walk again from the head after each */
+    while (again) {
         again = false;
-        for (struct gr_logwait_waiter *w = *head; w; w = w->next) {
-            if (w->partition != partition || memcmp(w->topic_id, topic_id, 16) != 0) continue;
+        for (struct gr_logwait_waiter *w = ws->buckets[i]; w; w = w->next) {
+            if (!match(ctx, w->topic_id, w->partition)) continue;
             gr_logwait_cancel(ws, w);
             n++;
             w->done(w);
@@ -66,24 +68,29 @@ int gr_logwait_signal(struct gr_logwaits *ws, const uint8_t topic_id[16], int32_
     return n;
 }
 
+struct same_partition {
+    const uint8_t *topic_id;
+    int32_t partition;
+};
+
+static bool is_same_partition(void *ctx, const uint8_t topic_id[16], int32_t partition)
+{
+    const struct same_partition *want = ctx;
+    return partition == want->partition && memcmp(topic_id, want->topic_id, 16) == 0;
+}
+
+int gr_logwait_signal(struct gr_logwaits *ws, const uint8_t topic_id[16], int32_t partition)
+{
+    struct same_partition want = {topic_id, partition};
+    return signal_bucket(ws, (int)bucket_of(topic_id, partition), is_same_partition, &want);
+}
+
 int gr_logwait_signal_where(struct gr_logwaits *ws,
                             bool (*settled)(void *ctx, const uint8_t topic_id[16], int32_t partition),
                             void *ctx)
 {
     int n = 0;
-    for (int i = 0; i < GR_LOGWAIT_BUCKETS && ws->count > 0; i++) {
-        bool again = true;
-        while (again) { /* as gr_logwait_signal: from the head again after each hook */
-            again = false;
-            for (struct gr_logwait_waiter *w = ws->buckets[i]; w; w = w->next) {
-                if (!settled(ctx, w->topic_id, w->partition)) continue;
-                gr_logwait_cancel(ws, w);
-                n++;
-                w->done(w);
-                again = true;
-                break;
-            }
-        }
-    }
+    for (int i = 0; i < GR_LOGWAIT_BUCKETS && ws->count > 0; i++)
+        n += signal_bucket(ws, i, settled, ctx);
     return n;
 }
