@@ -548,10 +548,21 @@ static void groups_follow(void *ctx, struct gr_image *img)
         struct gr_log *log = g->ol && it->local == g->ol_topic ? gr_offsets_log_log(g->ol, p) : NULL;
         bool lead = log && !img->self_fenced && ip->leader == img->node_id;
         enum gr_coord_part_state st = gr_coord_partition_state(b->coord, p);
-        if (lead && st == GR_COORD_PART_NOT_OWNED)
+        if (lead && st == GR_COORD_PART_NOT_OWNED) {
             load_start(g, p, ip->leader_epoch, log);
-        else if (!lead && st != GR_COORD_PART_NOT_OWNED)
+        } else if (!lead && st != GR_COORD_PART_NOT_OWNED) {
             unload(g, p);
+        } else if (lead && ip->leader_epoch > gr_coord_partition_epoch(b->coord, p)) {
+            /* Led here again at a newer epoch without this observer seeing the partition led elsewhere (an
+             * image rebuilt after a compacted watch can jump over that state; Kafka's metadata log never
+             * skips one, so its runtime only raises the epoch): another leader may have written in between,
+             * so the groups are loaded again from the log at the new epoch. */
+            GR_INFO("group coordinator: %s-%d led here again at epoch %d (loaded at %d): loading it again",
+                    GR_OFFSETS_TOPIC, (int)p, (int)ip->leader_epoch,
+                    (int)gr_coord_partition_epoch(b->coord, p));
+            unload(g, p);
+            load_start(g, p, ip->leader_epoch, log);
+        }
     }
     arm(g, gr_coord_rearm(b->coord));
 }

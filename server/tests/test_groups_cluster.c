@@ -20,6 +20,7 @@
 #include "cluster/image.h"
 #include "coordinator/coordinator.h"
 #include "coordinator/offsets_log.h"
+#include "coordinator/records.h"
 #include "protocol/errors.h"
 #include "server/groups.h"
 #include "server/tests/fixture.h"
@@ -178,6 +179,46 @@ static void test_follow_leadership(void **state)
     assert_int_equal(fetch(f, f->ga, 0), 10);
 }
 
+/* Led here again at a newer epoch with no state in between seen (an image that jumped over it): the groups
+ * are loaded again at the new epoch, so a record another leader wrote meanwhile is replayed. */
+static void test_epoch_rise_reloads(void **state)
+{
+    struct fx *f = *state;
+    struct gr_broker *b = f->b;
+    assert_int_equal(gr_groups_cluster_start(b), 0);
+    lead(f, f->pa, 1, 5);
+    gr_image_changed(b->image);
+    pump(f, f->pa);
+    assert_int_equal(commit(f, f->ga, 0, 42), 0);
+    /* the same epoch again changes nothing: still owned, no reload */
+    gr_image_changed(b->image);
+    assert_int_equal(gr_coord_partition_state(b->coord, f->pa), GR_COORD_PART_OWNED);
+    assert_int_equal(gr_coord_partition_epoch(b->coord, f->pa), 5);
+    /* a commit of offset 77 lands in pa's log without this coordinator (as another leader's record would,
+     * copied by replication while this broker did not lead) */
+    struct gr_offsets_log *other;
+    assert_int_equal(gr_offsets_log_attach(b->store, f->it->local, &other), 0);
+    struct gr_offset_commit_value v = {77, -1, gr_str_c(""), 1000, -1};
+    struct gr_coord_record rec;
+    assert_int_equal(gr_offset_commit_record(&rec, f->ga, "t", 0, &v), 0);
+    int64_t end;
+    assert_int_equal(gr_offsets_log_append(other, f->pa, &rec, 1, 1000, &end), 0);
+    gr_coord_records_free(&rec, 1);
+    gr_offsets_log_close(other);
+    assert_int_equal(fetch(f, f->ga, 0), 42); /* not seen yet */
+    /* epoch 5 -> 9 while led here all along, as this observer sees it: loaded again */
+    lead(f, f->pa, 1, 9);
+    gr_image_changed(b->image);
+    assert_int_equal(gr_coord_partition_state(b->coord, f->pa), GR_COORD_PART_LOADING);
+    assert_int_equal(gr_coord_partition_epoch(b->coord, f->pa), 9);
+    assert_int_equal(gr_coord_check(b->coord, gr_str_c(f->ga)), GR_ERR_COORDINATOR_LOAD_IN_PROGRESS);
+    pump(f, f->pa);
+    assert_int_equal(gr_coord_partition_state(b->coord, f->pa), GR_COORD_PART_OWNED);
+    assert_int_equal(fetch(f, f->ga, 0), 77);
+    /* the other partition was never touched */
+    assert_int_equal(gr_coord_partition_state(b->coord, f->pb), GR_COORD_PART_NOT_OWNED);
+}
+
 /* A load abandoned halfway (leadership lost while the pool reads) leaves nothing behind. */
 static void test_unload_while_loading(void **state)
 {
@@ -211,6 +252,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_follow_leadership, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_epoch_rise_reloads, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unload_while_loading, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
