@@ -357,19 +357,27 @@ struct gr_fetch_read {
     int64_t fetch_offset;
     int32_t current_leader_epoch;
     int64_t partition_max_bytes;
-    int16_t version; /* the Fetch version (the zstd rule) */
+    int16_t version;            /* the Fetch version (the zstd rule) */
+    int32_t last_fetched_epoch; /* Fetch v12+ LastFetchedEpoch: the epoch of the batch before fetch_offset
+                                   in the fetcher's log; -1 not given (the wire's default) */
     /* out */
-    int64_t high_watermark;    /* the visible offset (also the last stable offset without transactions) */
-    int64_t log_start_offset;  /* both set before any error: the caller shows -1 on errors */
-    struct gr_log_slice slice; /* whole batches from fetch_offset below the high watermark (bytes 0: none;
-                                  else the caller takes it: gr_log_slice_release) */
+    int64_t high_watermark;       /* the visible offset (also the last stable offset without transactions) */
+    int64_t log_start_offset;     /* both set before any error: the caller shows -1 on errors */
+    int32_t diverging_epoch;      /* >= 0: the fetcher's log diverges from this one (KIP-320 DivergingEpoch):
+                                     the largest epoch <= last_fetched_epoch here ... */
+    int64_t diverging_end_offset; /* ... and where it ends; no records then. Both -1 otherwise */
+    struct gr_log_slice slice;    /* whole batches from fetch_offset below the high watermark (bytes 0: none;
+                                     else the caller takes it: gr_log_slice_release) */
 };
 /* Reads one partition of a Fetch: the epoch check (FENCED/UNKNOWN_LEADER_EPOCH), the zstd rule (Fetch v4-v9
    on a topic with compression.type=zstd: UNSUPPORTED_COMPRESSION_TYPE, KIP-110, as Kafka 2.1-3.x), an
    offline log (KAFKA_STORAGE_ERROR), then at most min(partition_max_bytes, what the budget has left) bytes
    of whole batches below the visible offset, except that the first partition of the response that returns
-   data gets at least one whole batch even when larger (KIP-74); the budget is charged. Returns NONE,
-   OFFSET_OUT_OF_RANGE, another Kafka error, or GR_PARTITION_COLD (slice empty). */
+   data gets at least one whole batch even when larger (KIP-74); the budget is charged. With a
+   last_fetched_epoch (KIP-320, Partition.readRecords): its end offset here (gr_partition_epoch_end_offset)
+   is looked up first: none known, or fetch_offset below the log start offset, is OFFSET_OUT_OF_RANGE; an
+   epoch found below last_fetched_epoch or an end offset below fetch_offset answers the DivergingEpoch with
+   no records. Returns NONE, OFFSET_OUT_OF_RANGE, another Kafka error, or GR_PARTITION_COLD (slice empty). */
 int gr_partition_fetch(struct gr_partition *part, struct gr_cold *c, struct gr_fetch_budget *bud,
                        struct gr_fetch_read *rd);
 

@@ -25,11 +25,33 @@ void gr_fetch_budget_init(struct gr_fetch_budget *bud, int64_t max_bytes, int64_
     bud->have_data = false;
 }
 
+/* The last_fetched_epoch check of a Fetch (KIP-320; Kafka's Partition.readRecords): sets the diverging
+   epoch and end offset when the fetcher's log went past where this one's epoch ended. Returns a Kafka error
+   code. */
+static int diverging(struct gr_partition *part, struct gr_fetch_read *rd)
+{
+    if (rd->last_fetched_epoch < 0) return GR_ERR_NONE;
+    int32_t epoch;
+    int64_t end;
+    int err =
+        gr_partition_epoch_end_offset(part, rd->current_leader_epoch, rd->last_fetched_epoch, &epoch, &end);
+    if (err) return err;
+    if (epoch < 0 || end < 0) return GR_ERR_OFFSET_OUT_OF_RANGE; /* the epoch's end is unknown here */
+    if (rd->fetch_offset < gr_log_start_offset(gr_partition_log(part))) return GR_ERR_OFFSET_OUT_OF_RANGE;
+    if (epoch < rd->last_fetched_epoch || end < rd->fetch_offset) {
+        rd->diverging_epoch = epoch;
+        rd->diverging_end_offset = end;
+    }
+    return GR_ERR_NONE;
+}
+
 int gr_partition_fetch(struct gr_partition *part, struct gr_cold *c, struct gr_fetch_budget *bud,
                        struct gr_fetch_read *rd)
 {
     struct gr_log *log = gr_partition_log(part);
     rd->slice = (struct gr_log_slice){.fd = -1, .first_batch_offset = -1};
+    rd->diverging_epoch = -1;
+    rd->diverging_end_offset = -1;
     rd->high_watermark = gr_partition_visible_offset(part);
     rd->log_start_offset = gr_log_start_offset(log);
     int err = gr_partition_check_epoch(part, rd->current_leader_epoch);
@@ -37,7 +59,8 @@ int gr_partition_fetch(struct gr_partition *part, struct gr_cold *c, struct gr_f
         gr_topic_policy(gr_log_topic(log))->compression_type == GR_COMPRESSION_ZSTD)
         err = GR_ERR_UNSUPPORTED_COMPRESSION_TYPE; /* Fetch before v10 cannot carry zstd (KIP-110) */
     if (!err && gr_log_offline(log)) err = GR_ERR_KAFKA_STORAGE_ERROR;
-    if (err) return err;
+    if (!err) err = diverging(part, rd);
+    if (err || rd->diverging_epoch >= 0) return err;
     int64_t max = rd->partition_max_bytes;
     if (max > bud->left) max = bud->left;
     if (max < 0) max = 0;

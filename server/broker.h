@@ -339,6 +339,9 @@ const char *gr_req_listener_name(const struct gr_req *req);
  * names its range in a records field (gr_records_file). Returns 0, or -ENOMEM (the arena is spent) with
  * the slice still the caller's. */
 int gr_req_own_slice(struct gr_req *req, const struct gr_log_slice *slice);
+/* Releases every file range the request holds (gr_req_own_slice) and forgets them: a handler that fills its
+ * response again (a long poll's next round) starts from none. gr_req_free does it too. */
+void gr_req_release_slices(struct gr_req *req);
 /* Frees a request and everything it owns. */
 void gr_req_free(struct gr_req *req);
 /* Takes a parked request out of the parked list (its waits and deadline end) without finishing it: the group

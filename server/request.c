@@ -96,6 +96,13 @@ int gr_req_own_slice(struct gr_req *req, const struct gr_log_slice *slice)
     return 0;
 }
 
+void gr_req_release_slices(struct gr_req *req)
+{
+    for (struct gr_req_slice *s = req->slices; s; s = s->next)
+        gr_log_slice_release(&s->slice);
+    req->slices = NULL;
+}
+
 /* Encodes the response into out_mem and the chunk list: the writer cuts the memory around each file-kind
  * records field (protocol/wire.h), so the chain is memory, file range, memory, ... in wire order. */
 static void encode_response(struct gr_req *req)
@@ -578,8 +585,7 @@ void gr_req_free(struct gr_req *req)
     gr_req_unpark(req);
     const struct gr_req_sink *sink = req->broker->req_sink;
     if (sink) sink->released(req);
-    for (struct gr_req_slice *s = req->slices; s; s = s->next)
-        gr_log_slice_release(&s->slice);
+    gr_req_release_slices(req);
     gr_cold_release(&req->cold);
     free(req->frame);
     free(req->out_mem);

@@ -28,6 +28,8 @@ Cases (Kafka's rules, from its network layer and request handlers):
                                                      record's time, retention.ms deletes it and the batch after it
   OffsetCommit whose records exceed the offsets -> 28 INVALID_COMMIT_OFFSET_SIZE on every partition, nothing
   topic's max.message.bytes (1048588)               committed; a smaller commit of the same group: 0
+  Fetch v12+ LastFetchedEpoch 0, fetch offset    -> DivergingEpoch {0, end of epoch 0} and no records, answered at
+  past epoch 0's end                                 once; an epoch above the leader's: 1 OFFSET_OUT_OF_RANGE
   300 bad frames in a row                         -> at most 10 "frame size" warnings per 10 s window in the
                                                      broker log (rate limited; run.sh checks the suppressed count)
 """
@@ -287,6 +289,36 @@ def list_offsets_duplicates():
     alive('list offsets duplicates')
 
 
+def diverging_epoch():
+    """KIP-320 (Partition.readRecords): a Fetch v12+ whose LastFetchedEpoch ends below its fetch offset here gets
+    DivergingEpoch {epoch, end offset} and no records, at once; an epoch above the leader's is
+    OFFSET_OUT_OF_RANGE; -1 or a consistent epoch reads as before."""
+    def part(r):
+        p = r['responses'][0]['partitions'][0]
+        d = p.get('diverging_epoch') or {}  # a tagged field: absent when it holds its defaults
+        return (p['error_code'], d.get('epoch', -1), d.get('end_offset', -1),
+                len(p['records'] or b''), p['high_watermark'])
+
+    with k.Conn(B) as c:
+        k.create_topic(c, 'err-diverge', 1)
+        for i in range(3):
+            k.produce(c, 'err-diverge', 0, k.build_batch([(b'k', b'v%d' % i)]))
+        t0 = time.monotonic()
+        got = part(k.fetch(c, 'err-diverge', 0, 5, version=12, last_fetched_epoch=0, max_wait_ms=5000))
+        waited = time.monotonic() - t0
+        tk.eq('fetch offset 5, last fetched epoch 0 (which ends at 3): diverging {0, 3}, no records',
+              (0, 0, 3, 0, 3), got)
+        tk.check('... answered at once, not after max_wait_ms 5000', waited < 2.5, f'{waited:.2f} s')
+        got = part(k.fetch(c, 'err-diverge', 0, 2, version=12, last_fetched_epoch=0))
+        tk.check('fetch offset 2, last fetched epoch 0: no divergence, records from 2',
+                 got[:3] == (0, -1, -1) and got[3] > 0, got)
+        got = part(k.fetch(c, 'err-diverge', 0, 3, version=12, last_fetched_epoch=7))
+        tk.eq('last fetched epoch 7, above the leader epoch 0: 1 OFFSET_OUT_OF_RANGE', 1, got[0])
+        got = part(k.fetch(c, 'err-diverge', 0, 1, version=12))
+        tk.check('no last fetched epoch: records from 1', got[:3] == (0, -1, -1) and got[3] > 0, got)
+    alive('diverging epoch')
+
+
 def record_errors():
     """Issue 17 items 3 and 4 (KIP-467, Kafka's LogValidator and ReplicaManager): every refused record named in
     record_errors with Kafka's message, error_message as Kafka words it, the partition's log start offset."""
@@ -422,6 +454,7 @@ for name, fn in (('oversized frame', oversized_frame), ('frame at the limit', fr
                  ('DeleteRecords on a compacted topic', delete_records_compact),
                  ('transactional batch without a transactional id', transactional_without_id),
                  ('ListOffsets naming a partition twice', list_offsets_duplicates),
+                 ('Fetch with LastFetchedEpoch (KIP-320)', diverging_epoch),
                  ('record_errors of refused records', record_errors),
                  ('header max timestamp', header_timestamp), ('big offset commit', big_commit),
                  ('log flood', log_flood)):

@@ -883,11 +883,14 @@ def produce(conn, topic, partition, records, version=9, acks=-1, topic_id=None, 
 
 
 def fetch(conn, topic, partition, offset, version=12, max_wait_ms=0, min_bytes=1, max_bytes=0x7fffffff,
-          partition_max_bytes=1048576, topic_id=None, isolation_level=0, timeout=15.0):
+          partition_max_bytes=1048576, topic_id=None, isolation_level=0, timeout=15.0, last_fetched_epoch=-1,
+          current_leader_epoch=-1):
     values = {'max_wait_ms': max_wait_ms, 'min_bytes': min_bytes, 'max_bytes': max_bytes,
               'isolation_level': isolation_level, 'session_id': 0, 'session_epoch': -1,
               'topics': [{'topic': topic, 'topic_id': topic_id or ZERO_UUID,
                           'partitions': [{'partition': partition, 'fetch_offset': offset,
+                                          'current_leader_epoch': current_leader_epoch,
+                                          'last_fetched_epoch': last_fetched_epoch,
                                           'partition_max_bytes': partition_max_bytes}]}]}
     corr = conn.send('Fetch', version, values)
     return conn.recv('Fetch', version, corr, timeout)[1]

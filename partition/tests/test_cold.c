@@ -268,8 +268,11 @@ static void test_fetch_plan(void **state)
     struct gr_fetch_budget bud;
     gr_fetch_budget_init(&bud, 10, 1 << 20); /* smaller than one batch */
     assert_int_equal(bud.left, 10);
-    struct gr_fetch_read rd = {
-        .fetch_offset = 0, .current_leader_epoch = epoch, .partition_max_bytes = 1 << 20, .version = 12};
+    struct gr_fetch_read rd = {.fetch_offset = 0,
+                               .current_leader_epoch = epoch,
+                               .partition_max_bytes = 1 << 20,
+                               .version = 12,
+                               .last_fetched_epoch = -1};
     assert_int_equal(plan_fetch(f, l0, &bud, &rd), GR_ERR_NONE);
     assert_int_equal(rd.high_watermark, 3);
     assert_int_equal(rd.log_start_offset, 0);
@@ -277,8 +280,11 @@ static void test_fetch_plan(void **state)
     assert_true(bud.have_data);
     assert_int_equal(bud.left, 0);
     gr_log_slice_release(&rd.slice);
-    rd = (struct gr_fetch_read){
-        .fetch_offset = 0, .current_leader_epoch = -1, .partition_max_bytes = 1 << 20, .version = 12};
+    rd = (struct gr_fetch_read){.fetch_offset = 0,
+                                .current_leader_epoch = -1,
+                                .partition_max_bytes = 1 << 20,
+                                .version = 12,
+                                .last_fetched_epoch = -1};
     assert_int_equal(plan_fetch(f, l1, &bud, &rd), GR_ERR_NONE);
     assert_int_equal(rd.slice.bytes, 0); /* the budget is spent */
     gr_fetch_budget_init(&bud, 0, 1 << 20);
@@ -321,8 +327,11 @@ static void test_fetch_visible_bound(void **state)
     free(b);
     struct gr_fetch_budget bud;
     gr_fetch_budget_init(&bud, 1 << 20, 1 << 20);
-    struct gr_fetch_read rd = {
-        .fetch_offset = 3, .current_leader_epoch = -1, .partition_max_bytes = 1 << 20, .version = 12};
+    struct gr_fetch_read rd = {.fetch_offset = 3,
+                               .current_leader_epoch = -1,
+                               .partition_max_bytes = 1 << 20,
+                               .version = 12,
+                               .last_fetched_epoch = -1};
     assert_int_equal(plan_fetch(f, log, &bud, &rd), GR_ERR_NONE);
     assert_int_equal(rd.high_watermark, 3);
     assert_int_equal(rd.slice.bytes, 0);
@@ -394,6 +403,55 @@ static void test_epoch_end_offset(void **state)
     assert_int_equal(gr_partition_epoch_end_offset(part, epoch + 1, epoch, &e, &end),
                      GR_ERR_UNKNOWN_LEADER_EPOCH);
     assert_int_equal(end, -1);
+}
+
+/* Fetch with LastFetchedEpoch (KIP-320): partition 1 holds epochs 0 [0,3), 2 [3,5) and 5 [5,6). */
+static void test_fetch_diverging_epoch(void **state)
+{
+    struct fx *f = *state;
+    struct gr_log *log = gr_topic_log(f->topic, 1);
+    assert_int_equal(gr_log_leader_epoch(log), 0);
+    assert_int_equal(gr_log_set_leader_epoch(log, 2), 0);
+    append(f, 1, 2, 2000);
+    assert_int_equal(gr_log_set_leader_epoch(log, 5), 0);
+    append(f, 1, 1, 3000);
+    assert_int_equal(gr_log_end_offset(log), 6);
+    struct {
+        int32_t current, last_fetched;
+        int64_t fetch_offset;
+        int err;
+        int32_t div_epoch;
+        int64_t div_end, first; /* first offset returned, -1 none */
+    } cases[] = {
+        {5, -1, 3, GR_ERR_NONE, -1, -1, 3},                 /* not given: a plain read */
+        {5, 5, 6, GR_ERR_NONE, -1, -1, -1},                 /* current epoch, at the end: nothing yet */
+        {5, 2, 5, GR_ERR_NONE, -1, -1, 5},                  /* epoch 2 ends at 5: no divergence */
+        {5, 2, 6, GR_ERR_NONE, 2, 5, -1},                   /* the fetcher went past epoch 2's end */
+        {5, 3, 5, GR_ERR_NONE, 2, 5, -1},                   /* epoch 3 unknown here: the largest below, 2 */
+        {5, 1, 3, GR_ERR_NONE, 0, 3, -1},                   /* epoch 1 unknown: 0, which ends at 3 */
+        {5, 0, 3, GR_ERR_NONE, -1, -1, 3},                  /* epoch 0 ends at 3: read on */
+        {-1, 6, 6, GR_ERR_OFFSET_OUT_OF_RANGE, -1, -1, -1}, /* above the current epoch: no end known */
+        {4, 2, 5, GR_ERR_FENCED_LEADER_EPOCH, -1, -1, -1},  /* the epoch check comes first */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct gr_fetch_budget bud;
+        gr_fetch_budget_init(&bud, 1 << 20, 1 << 20);
+        struct gr_fetch_read rd = {.fetch_offset = cases[i].fetch_offset,
+                                   .current_leader_epoch = cases[i].current,
+                                   .partition_max_bytes = 1 << 20,
+                                   .version = 12,
+                                   .last_fetched_epoch = cases[i].last_fetched};
+        assert_int_equal(plan_fetch(f, log, &bud, &rd), cases[i].err); /* warm: just appended */
+        assert_int_equal(rd.diverging_epoch, cases[i].div_epoch);
+        assert_int_equal(rd.diverging_end_offset, cases[i].div_end);
+        if (cases[i].first < 0) {
+            assert_int_equal(rd.slice.bytes, 0);
+        } else {
+            assert_true(rd.slice.bytes > 0);
+            assert_int_equal(rd.slice.first_batch_offset, cases[i].first);
+        }
+        gr_log_slice_release(&rd.slice);
+    }
 }
 
 /* A Produce as the gate sees it: its logs, its entries, its engine; done appends one batch tagged `tag`. */
@@ -532,6 +590,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_fetch_visible_bound, setup_durable, teardown),
         cmocka_unit_test_setup_teardown(test_list_offsets_plan, setup, teardown),
         cmocka_unit_test_setup_teardown(test_epoch_end_offset, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fetch_diverging_epoch, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gate_order, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gate_stop, setup, teardown),
     };

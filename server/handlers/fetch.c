@@ -8,8 +8,10 @@
  * LSO = HWM; aborted_transactions null (read_uncommitted) or empty. Unknown topic, id or partition: -1
  * offsets, empty aborted list; a partition error (range, epoch, zstd, storage): -1 offsets, null aborted
  * list. Not led here: NOT_LEADER_OR_FOLLOWER, v12+ CurrentLeader (FENCED_LEADER_EPOCH too), v16+
- * NodeEndpoints (server/route.h). Led here with its log not made yet (cluster mode): empty, offsets 0, and
- * the long poll also waits until the log is made (server/logwait.h). Read next: partition/read.c.
+ * NodeEndpoints (server/route.h). A LastFetchedEpoch whose end here is below the fetch offset:
+ * DivergingEpoch, no records, answered at once (KIP-320, partition/read.c). Led here with its log not made
+ * yet (cluster mode): empty, offsets 0, and the long poll also waits until the log is made
+ * (server/logwait.h). Read next: partition/read.c.
  */
 #include "common/time.h"
 #include "server/handlers/handlers.h"
@@ -17,18 +19,11 @@
 
 struct fetch_state {
     int64_t bytes; /* bytes gathered by the last fill */
-    bool error;    /* some partition has an error: answer at once */
+    bool error;    /* some partition has an error or a diverging epoch (KIP-320): answer at once */
     bool final;    /* answer after the next fill whatever it finds (no long poll, or the deadline passed) */
     bool waiting_logs; /* registered on its partitions' wait lists */
     bool no_memory;    /* a fill ran out of request memory: the connection is closed */
 };
-
-static void release_slices(struct gr_req *req)
-{
-    for (struct gr_req_slice *s = req->slices; s; s = s->next)
-        gr_log_slice_release(&s->slice);
-    req->slices = NULL;
-}
 
 /* Fills one partition of topic `it` (NULL: unknown); out of request memory it sets st->no_memory. */
 static void fill_partition(struct gr_req *req, const struct gr_image_topic *it,
@@ -48,21 +43,25 @@ static void fill_partition(struct gr_req *req, const struct gr_image_topic *it,
     struct gr_fetch_read rd = {.fetch_offset = qp->fetch_offset,
                                .current_leader_epoch = qp->current_leader_epoch,
                                .partition_max_bytes = qp->partition_max_bytes,
-                               .version = req->hdr.request_api_version};
+                               .version = req->hdr.request_api_version,
+                               .last_fetched_epoch = qp->last_fetched_epoch};
     int rc = gr_partition_fetch(gr_broker_partition(req->broker, r.log), &req->cold, bud, &rd);
     rp->high_watermark = rp->last_stable_offset = rd.high_watermark;
     rp->log_start_offset = rd.log_start_offset;
-    if (rc == GR_PARTITION_COLD || (rc == 0 && rd.slice.bytes == 0)) return; /* cold: redone after */
-    if (rc) { /* Kafka's read-error answer (see the file comment) */
+    if (rd.diverging_epoch >= 0) { /* KIP-320: the fetcher truncates first; answered at once */
+        rp->diverging_epoch.epoch = rd.diverging_epoch;
+        rp->diverging_epoch.end_offset = rd.diverging_end_offset;
+        st->error = true;
+    } else if (rc && rc != GR_PARTITION_COLD) { /* Kafka's read-error answer (see the file comment) */
         rp->error_code = (int16_t)rc;
         rp->high_watermark = rp->last_stable_offset = rp->log_start_offset = -1;
         rp->aborted_transactions.count = -1;
         gr_route_fetch_leader(req, rp, &r);
         st->error = true;
-    } else if (gr_req_own_slice(req, &rd.slice) < 0) {
+    } else if (rd.slice.bytes > 0 && gr_req_own_slice(req, &rd.slice) < 0) { /* cold or none: bytes 0 */
         gr_log_slice_release(&rd.slice);
         st->no_memory = true;
-    } else {
+    } else if (rd.slice.bytes > 0) {
         rp->records = gr_records_file(rd.slice.fd, rd.slice.file_pos, (int32_t)rd.slice.bytes);
         st->bytes += rd.slice.bytes;
     }
@@ -75,7 +74,7 @@ static void fetch_fill(struct gr_req *req)
     struct gr_fetch_request *body = req->body;
     struct gr_fetch_response *resp = req->resp;
     struct fetch_state *st = req->hstate;
-    release_slices(req);
+    gr_req_release_slices(req);
     gr_cold_reset(&req->cold);
     int32_t ntopics = body->topics.count > 0 ? body->topics.count : 0;
     if (!resp->responses.items && /* the arrays are made once per request, by the first fill */
@@ -161,7 +160,7 @@ static bool fetch_step(struct gr_req *req)
 {
     fetch_fill(req);
     if (try_answer(req)) return true;
-    release_slices(req);
+    gr_req_release_slices(req);
     if (!((struct fetch_state *)req->hstate)->waiting_logs) wait_on_logs(req);
     return false;
 }

@@ -13,7 +13,7 @@ KV=4.4.0
 DUMP=org.apache.kafka.tools.DumpLogSegments # kafka.tools.DumpLogSegments (kafka_2.13) until 4.1
 [ -f "$M/org/apache/kafka/kafka-tools/$KV/kafka-tools-$KV.jar" ] || { echo "kafka-tools $KV jar not found: skipped"; exit 77; }
 CP=$(find "$M/org/apache/kafka" -name "*-$KV.jar" | tr '\n' ':')$(find "$M/org/scala-lang" "$M/net/sf/jopt-simple" \
-    "$M/org/slf4j" "$M/org/apache/logging/log4j" "$M/org/lz4" "$M/org/xerial" "$M/com/github/luben" \
+    "$M/org/slf4j" "$M/org/apache/logging/log4j" "$M/org/lz4" "$M/at/yawk/lz4" "$M/org/xerial" "$M/com/github/luben" \
     "$M/com/fasterxml" -name "*.jar" 2>/dev/null | tr '\n' ':')
 
 DIR=$(mktemp -d /tmp/gr-kafka-dump-XXXXXX)
