@@ -58,6 +58,15 @@ static void pump(struct fx *f, int32_t p)
     assert_int_not_equal(gr_coord_partition_state(f->b->coord, p), GR_COORD_PART_LOADING);
 }
 
+/* Starts the cluster coordinator and makes this broker (node 1) the loaded leader of partition p at epoch. */
+static void start_leading(struct fx *f, int32_t p, int32_t epoch)
+{
+    assert_int_equal(gr_groups_cluster_start(f->b), 0);
+    lead(f, p, 1, epoch);
+    gr_image_changed(f->b->image);
+    pump(f, p);
+}
+
 static int16_t commit(struct fx *f, const char *group, int32_t partition, int64_t offset)
 {
     struct gr_commit_partition cp = {partition, offset, -1, GR_STR_NULL, -99};
@@ -185,10 +194,7 @@ static void test_epoch_rise_reloads(void **state)
 {
     struct fx *f = *state;
     struct gr_broker *b = f->b;
-    assert_int_equal(gr_groups_cluster_start(b), 0);
-    lead(f, f->pa, 1, 5);
-    gr_image_changed(b->image);
-    pump(f, f->pa);
+    start_leading(f, f->pa, 5);
     assert_int_equal(commit(f, f->ga, 0, 42), 0);
     /* the same epoch again changes nothing: still owned, no reload */
     gr_image_changed(b->image);
@@ -224,10 +230,7 @@ static void test_unload_while_loading(void **state)
 {
     struct fx *f = *state;
     struct gr_broker *b = f->b;
-    assert_int_equal(gr_groups_cluster_start(b), 0);
-    lead(f, f->pa, 1, 1);
-    gr_image_changed(b->image);
-    pump(f, f->pa);
+    start_leading(f, f->pa, 1);
     for (int i = 0; i < 50; i++)
         assert_int_equal(commit(f, f->ga, i, 100 + i), 0);
     lead(f, f->pa, 2, 2);
