@@ -617,7 +617,9 @@ bool gr_partition_replica_isr_eligible(const struct gr_partition *part, int32_t 
    flight, proposes removing every ISR follower that is out of sync (Partition.getOutOfSyncReplicas: not a
    replica any more, or its log end offset differs from the leader's and now_ms - lastCaughtUpTime >
    replica.lag.time.max.ms). Members being removed still count for the high watermark until the change is
-   committed. Returns 1 when a change was proposed, 0 when none, -EPERM when not the leader. */
+   committed. The tick also re-evaluates the high watermark first (a caught-up follower outside the ISR stops
+   holding it back once its lag passed, with no fetch or append to say so; waiters done when it moves).
+   Returns 1 when a change was proposed, 0 when none, -EPERM when not the leader. */
 int gr_partition_maybe_shrink_isr(struct gr_partition *part, int64_t now_ms);
 /* The owner made the change in flight (Partition.handleAlterPartitionUpdate): the ISR becomes `isr`
    (borrowed, 1..GR_IMAGE_REPLICAS_MAX members, else -EINVAL) at `partition_epoch`; then the high watermark

@@ -456,6 +456,7 @@ int gr_partition_maybe_shrink_isr(struct gr_partition *part, int64_t now)
 {
     struct gr_partition_repl *r = (struct gr_partition_repl *)leader_state(part);
     if (!r) return -EPERM;
+    hw_may_move(part, r, now); /* a follower outside the ISR whose lag passed no longer holds it back */
     if (r->inflight) return 0; /* Partition.getOutOfSyncReplicas: nothing while a change is in flight */
     int64_t leo = gr_log_end_offset(gr_partition_log(part)), lag = lag_ms(part);
     bool remove[GR_IMAGE_REPLICAS_MAX] = {false};

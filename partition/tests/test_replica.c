@@ -9,7 +9,8 @@
  * added counts; a member being removed counts until its change is committed; the fsync mode counts the
  * leader's durable offset; lastCaughtUpTime's two branches; ISR eligibility (stale broker epoch, shutting
  * down, restarted, not registered); expansion below the high watermark and below the epoch's start offset;
- * shrinking after replica.lag.time.max.ms; one change in flight; a failed change reverts; set_role with stale
+ * shrinking after replica.lag.time.max.ms; a caught-up follower outside the ISR holds the high watermark
+ * until its lag passes; one change in flight; a failed change reverts; set_role with stale
  * epochs; committed waiters done when followers move the high watermark, ended with -EXDEV on becoming
  * follower; the NOT_ENOUGH_REPLICAS and _AFTER_APPEND decisions; the low watermark; one replica as today.
  * Read next: partition/replica.c.
@@ -474,6 +475,28 @@ static void test_shrink_after_lag(void **state)
     assert_int_equal(f->own.proposals, 2);
 }
 
+/* A follower outside the ISR that caught up within the lag holds the high watermark at its log end offset;
+   once the lag passes with no fetch, the shrink tick lets it move (a parked acks=-1 produce completes). */
+static void test_caught_up_follower_outside_isr(void **state)
+{
+    struct fx *f = *state;
+    assert_int_equal(lead(f, ISR_12, 2, 1, 1, 1), 0);
+    append(f, 10);
+    assert_int_equal(fetch(f, 3, 10), 0); /* caught up now; expansion proposed */
+    assert_int_equal(f->own.proposals, 1);
+    assert_int_equal(gr_partition_isr_failed(f->part, 1), 0); /* refused: 3 stays outside the ISR */
+    append(f, 5);
+    assert_int_equal(fetch(f, 2, 15), 0);
+    assert_int_equal(gr_partition_visible_offset(f->part), 10); /* 3 is caught up and eligible: it counts */
+    struct counted w;
+    counted_init(&w);
+    gr_partition_wait_committed(f->part, &w.w, 15);
+    f->own.now += LAG_MS + 1;
+    assert_int_equal(gr_partition_maybe_shrink_isr(f->part, f->own.now), 0); /* 2 is at the log end */
+    assert_int_equal(w.calls, 1);
+    assert_int_equal(gr_partition_visible_offset(f->part), 15);
+}
+
 static void test_set_role_epochs(void **state)
 {
     struct fx *f = *state;
@@ -618,6 +641,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_eligibility, setup_end, teardown),
         cmocka_unit_test_setup_teardown(test_expand_conditions, setup_end, teardown),
         cmocka_unit_test_setup_teardown(test_shrink_after_lag, setup_end, teardown),
+        cmocka_unit_test_setup_teardown(test_caught_up_follower_outside_isr, setup_end, teardown),
         cmocka_unit_test_setup_teardown(test_set_role_epochs, setup_end, teardown),
         cmocka_unit_test_setup_teardown(test_become_follower, setup_end, teardown),
         cmocka_unit_test_setup_teardown(test_not_enough_replicas, setup_end, teardown),
