@@ -203,6 +203,7 @@ static int condition(struct gr_partition *part, const struct gr_partition_waiter
         return r == 0 ? NOT_YET : r > 0 ? 0 : r;
     }
     if (gr_log_offline(part->log)) return -EROFS;
+    if (w->kind == WAIT_COMMITTED && part->hw.follower) return -EXDEV; /* only a leader commits */
     if (w->kind == WAIT_COMMITTED) return visible >= w->arg ? 0 : NOT_YET;
     return visible > w->arg ? 0 : NOT_YET;
 }

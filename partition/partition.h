@@ -182,8 +182,9 @@ void gr_partition_fail(struct gr_partition *part, int err);
 /* Prepares an idle waiter (zeroes its private part). */
 void gr_partition_waiter_init(struct gr_partition_waiter *w, gr_partition_done_fn done, void *ctx);
 /* Until committed: done once gr_partition_visible_offset(part) >= end_offset (every offset below it is
-   visible: Kafka's "the high watermark passed the append"), or with -EROFS once the log is offline. `w` must
-   be idle. */
+   visible: Kafka's "the high watermark passed the append"), or with -EROFS once the log is offline, or with
+   -EXDEV on a follower (gr_partition_set_role: at once, or when a leader becomes follower). `w` must be
+   idle. */
 void gr_partition_wait_committed(struct gr_partition *part, struct gr_partition_waiter *w,
                                  int64_t end_offset);
 /* Until data arrives: done once gr_partition_visible_offset(part) > offset (a record at or past `offset`

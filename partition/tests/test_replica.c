@@ -559,6 +559,11 @@ static void test_become_follower(void **state)
     assert_int_equal(gr_partition_maybe_shrink_isr(f->part, 0), -EPERM);
     assert_int_equal(gr_partition_check_produce_acks(f->part, 1), GR_ERR_NOT_LEADER_OR_FOLLOWER);
     assert_int_equal(gr_partition_low_watermark(f->part), -1);
+    /* a follower never commits: a later committed wait, even below its high watermark, ends at once */
+    counted_init(&w);
+    gr_partition_wait_committed(f->part, &w.w, 0);
+    assert_int_equal(w.calls, 1);
+    assert_int_equal(w.err, -EXDEV);
     gr_partition_wait_cancel(&d.w);
 }
 
