@@ -10,9 +10,10 @@
  * leader's durable offset; lastCaughtUpTime's two branches; ISR eligibility (stale broker epoch, shutting
  * down, restarted, not registered); expansion below the high watermark and below the epoch's start offset;
  * shrinking after replica.lag.time.max.ms; a caught-up follower outside the ISR holds the high watermark
- * until its lag passes; one change in flight; a failed change reverts; set_role with stale
- * epochs; committed waiters done when followers move the high watermark, ended with -EXDEV on becoming
- * follower; the NOT_ENOUGH_REPLICAS and _AFTER_APPEND decisions; the low watermark; one replica as today.
+ * until its lag passes; one change in flight; a failed change reverts; set_role with stale epochs, a
+ * re-elected leader keeping its followers' offsets and a newer state dropping the change in flight; committed
+ * waiters done when followers move the high watermark, ended with -EXDEV on becoming follower; the
+ * NOT_ENOUGH_REPLICAS and _AFTER_APPEND decisions; the low watermark; one replica as today.
  * Read next: partition/replica.c.
  */
 #include <errno.h>
@@ -534,6 +535,41 @@ static void test_set_role_epochs(void **state)
     assert_int_equal(gr_partition_leader_epoch(f->part), 5);
 }
 
+/* Re-elected at a new leader epoch (Replica.resetReplicaState with isNewLeader false): the followers keep
+   their offsets; from follower to leader they start unknown. A newer partition state drops the change in
+   flight. */
+static void test_reelected_leader(void **state)
+{
+    struct fx *f = *state;
+    assert_int_equal(lead(f, ISR_12, 2, 1, 1, 1), 0);
+    append(f, 10);
+    assert_int_equal(fetch(f, 2, 10), 0);
+    assert_int_equal(fetch(f, 3, 10), 0); /* expansion of 3 in flight */
+    assert_true(gr_partition_isr_inflight(f->part));
+    f->own.now += 5;
+    assert_int_equal(lead(f, ISR_12, 2, 2, 3, 1), 0);
+    assert_false(gr_partition_isr_inflight(f->part)); /* the new state's ISR is the committed one */
+    assert_int_equal(gr_partition_maximal_isr_count(f->part), 2);
+    assert_int_equal(gr_partition_isr_committed(f->part, 2, 4, ISR_ALL, 3), -ESTALE);
+    const struct gr_replica_state *r2 = gr_partition_replica(f->part, 2),
+                                  *r3 = gr_partition_replica(f->part, 3);
+    assert_int_equal(r2->log_end_offset, 10);
+    assert_int_equal(r2->last_caught_up_time_ms, f->own.now); /* in the ISR: now */
+    assert_int_equal(r2->last_fetch_leader_log_end_offset, 10);
+    assert_int_equal(r3->log_end_offset, 10);
+    assert_int_equal(r3->last_caught_up_time_ms, 0); /* outside the ISR: must not hold the HW back */
+    assert_int_equal(r3->last_fetch_time_ms, 0);
+    assert_int_equal(gr_partition_visible_offset(f->part), 10);
+    static const int32_t replicas[] = {1, 2, 3};
+    struct gr_partition_role_change c = {GR_PARTITION_FOLLOWER, 2, 3, 5, replicas, 3, ISR_ALL, 3, 0, 0};
+    assert_int_equal(gr_partition_set_role(f->part, &c), 0);
+    assert_int_equal(lead(f, ISR_ALL, 3, 4, 6, 1), 0);
+    r2 = gr_partition_replica(f->part, 2);
+    assert_int_equal(r2->log_end_offset, -1); /* a new leader knows nothing of its followers yet */
+    assert_false(r2->fetched);
+    assert_int_equal(gr_partition_visible_offset(f->part), 10); /* the high watermark it had */
+}
+
 static void test_become_follower(void **state)
 {
     struct fx *f = *state;
@@ -648,6 +684,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_shrink_after_lag, setup_end, teardown),
         cmocka_unit_test_setup_teardown(test_caught_up_follower_outside_isr, setup_end, teardown),
         cmocka_unit_test_setup_teardown(test_set_role_epochs, setup_end, teardown),
+        cmocka_unit_test_setup_teardown(test_reelected_leader, setup_end, teardown),
         cmocka_unit_test_setup_teardown(test_become_follower, setup_end, teardown),
         cmocka_unit_test_setup_teardown(test_not_enough_replicas, setup_end, teardown),
         cmocka_unit_test_setup_teardown(test_low_watermark, setup_end, teardown),
