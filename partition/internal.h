@@ -1,7 +1,8 @@
 /*
  * internal.h: what the files of partition/ share and nobody else includes: the per-partition queue of the
- * append gate and the set's FIFO of gated callers (gate.c), kept in the partition objects (partition.c).
- * Read next: partition/gate.c.
+ * append gate and the set's FIFO of gated callers (gate.c), kept in the partition objects (partition.c), and
+ * the leader's replication state (replica.c), kept behind one pointer per partition.
+ * Read next: partition/gate.c, partition/replica.c.
  */
 #ifndef GR_PARTITION_INTERNAL_H
 #define GR_PARTITION_INTERNAL_H
@@ -24,5 +25,32 @@ struct gr_gate_fifo {
 struct gr_gate_queue *gr_partition_gate_queue(struct gr_partition *part);
 /* Returns borrowed: the gate FIFO of `ps`. */
 struct gr_gate_fifo *gr_partitions_gate_fifo(struct gr_partitions *ps);
+
+/* The replication state of one partition (replica.c): NULL until gr_partition_set_role. */
+struct gr_partition_repl;
+
+/* Returns borrowed: the slot holding the replication state of `part` (freed with the partition). */
+struct gr_partition_repl **gr_partition_repl_slot(struct gr_partition *part);
+struct gr_partition_repl *gr_partition_repl_of(const struct gr_partition *part);
+/* Returns borrowed: the replication settings of the set `part` belongs to (gr_partitions_set_replication). */
+const struct gr_partition_repl_config *gr_partition_repl_config(const struct gr_partition *part);
+
+/* The high watermark a replicated partition shows as its visible offset, kept in the partition object:
+   replica.c (which calls into partition.c, never the reverse) writes `on`, `follower`, `blocked` and `floor`
+   from the followers' states; partition.c's gr_partition_visible_offset moves `hw` from them and the leader's
+   share (its log end offset, or its durable offset with gregor.acks.all.fsync), so appends and flushes move
+   it without a call back into replica.c (Partition.maybeIncrementLeaderHW split in two). */
+struct gr_partition_hw {
+    bool on;       /* the visible offset is `hw` (a leader with followers, or a follower); else the share */
+    bool follower; /* a follower: `hw` as its follower side sets it, clamped to its log end offset */
+    bool blocked;  /* a leader whose ISR is smaller than the effective min ISR: `hw` does not move */
+    int64_t floor; /* a leader: the smallest log end offset among the followers that count (the maximal
+                      ISR and caught-up ISR-eligible followers), INT64_MAX when none does */
+    int64_t hw;    /* the high watermark: only moves up while leading */
+};
+/* Returns borrowed: the high watermark state of `part`. */
+struct gr_partition_hw *gr_partition_hw(struct gr_partition *part);
+/* Done hooks of every queued committed waiter, with `err` (< 0): a leader became follower. */
+void gr_partition_end_committed(struct gr_partition *part, int err);
 
 #endif

@@ -29,7 +29,9 @@ struct gr_partition {
     struct gr_partition_waiter *firing;
     int waiter_count;
     struct gr_partition *all_next;
-    struct gr_gate_queue gate; /* gate.c */
+    struct gr_gate_queue gate;      /* gate.c */
+    struct gr_partition_repl *repl; /* replica.c, NULL until a role is set (one allocation) */
+    struct gr_partition_hw hw;      /* internal.h: written by replica.c */
 };
 
 struct gr_partitions {
@@ -37,6 +39,7 @@ struct gr_partitions {
     struct gr_partition *all;
     bool stopped;
     struct gr_gate_fifo gate; /* gate.c */
+    struct gr_partition_repl_config repl;
 };
 
 struct gr_partitions *gr_partitions_create(const struct gr_partitions_config *cfg)
@@ -95,6 +98,7 @@ void gr_partitions_destroy(struct gr_partitions *ps)
             list_del(w);
             w->part = NULL;
         }
+        free(part->repl);
         free(part);
     }
     free(ps);
@@ -125,6 +129,31 @@ struct gr_gate_queue *gr_partition_gate_queue(struct gr_partition *part)
     return &part->gate;
 }
 
+void gr_partitions_set_replication(struct gr_partitions *ps, const struct gr_partition_repl_config *rc)
+{
+    ps->repl = *rc;
+}
+
+const struct gr_partition_repl_config *gr_partition_repl_config(const struct gr_partition *part)
+{
+    return &part->ps->repl;
+}
+
+struct gr_partition_repl **gr_partition_repl_slot(struct gr_partition *part)
+{
+    return &part->repl;
+}
+
+struct gr_partition_repl *gr_partition_repl_of(const struct gr_partition *part)
+{
+    return part->repl;
+}
+
+struct gr_partition_hw *gr_partition_hw(struct gr_partition *part)
+{
+    return &part->hw;
+}
+
 struct gr_partition *gr_partition_get(struct gr_partitions *ps, struct gr_log *log)
 {
     struct gr_partition *part = gr_log_user(log);
@@ -144,10 +173,24 @@ struct gr_log *gr_partition_log(const struct gr_partition *part)
     return part->log;
 }
 
+/* A replicated partition's visible offset (internal.h, struct gr_partition_hw), `share` the leader's. */
+static int64_t replicated_visible(struct gr_partition *part, int64_t share)
+{
+    struct gr_partition_hw *h = &part->hw;
+    if (h->follower) {
+        int64_t end = gr_log_end_offset(part->log);
+        return h->hw < end ? h->hw : end;
+    }
+    int64_t next = share < h->floor ? share : h->floor;
+    if (!h->blocked && next > h->hw) h->hw = next; /* UnifiedLog.maybeIncrementHighWatermark: only up */
+    return h->hw;
+}
+
 int64_t gr_partition_visible_offset(struct gr_partition *part)
 {
     struct gr_log *log = part->log;
     int64_t visible = part->ps->cfg.visible_is_durable ? gr_log_durable_offset(log) : gr_log_end_offset(log);
+    if (part->hw.on) visible = replicated_visible(part, visible); /* the high watermark (replica.c) */
     if (visible != gr_log_high_watermark(log)) gr_log_set_high_watermark(log, visible);
     return visible;
 }
@@ -160,6 +203,7 @@ static int condition(struct gr_partition *part, const struct gr_partition_waiter
         return r == 0 ? NOT_YET : r > 0 ? 0 : r;
     }
     if (gr_log_offline(part->log)) return -EROFS;
+    if (w->kind == WAIT_COMMITTED && part->hw.follower) return -EXDEV; /* only a leader commits */
     if (w->kind == WAIT_COMMITTED) return visible >= w->arg ? 0 : NOT_YET;
     return visible > w->arg ? 0 : NOT_YET;
 }
@@ -229,6 +273,17 @@ void gr_partition_fail(struct gr_partition *part, int err)
             w->arg = err;
             list_add(&part->firing, w);
         }
+    fire(part);
+}
+
+void gr_partition_end_committed(struct gr_partition *part, int err)
+{
+    while (part->lists[WAIT_COMMITTED]) {
+        struct gr_partition_waiter *w = part->lists[WAIT_COMMITTED];
+        list_del(w);
+        w->arg = err;
+        list_add(&part->firing, w);
+    }
     fire(part);
 }
 

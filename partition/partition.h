@@ -36,8 +36,12 @@
  * transactions will add (append as follower, truncation, role and leader epoch, the high watermark from the
  * replicas' offsets, the last stable offset, aborted transactions), each naming its Kafka counterpart.
  *
- * Read next: partition/partition.c, partition/cold.c, partition/gate.c, partition/read.c, storage/log.h,
- * server/broker.c (the server binding: flush completions, request waits).
+ * Replication, leader side (replica.c, at the end of this file): gr_partition_set_role gives a partition its
+ * role, epochs, replicas and ISR; followers' fetches, ISR changes proposed to the owner through hooks and
+ * their outcomes drive the high watermark, which a leader with followers shows as its visible offset.
+ *
+ * Read next: partition/partition.c, partition/cold.c, partition/gate.c, partition/read.c,
+ * partition/replica.c, storage/log.h, server/broker.c (the server binding: flush completions, request waits).
  */
 #ifndef GR_PARTITION_H
 #define GR_PARTITION_H
@@ -178,8 +182,9 @@ void gr_partition_fail(struct gr_partition *part, int err);
 /* Prepares an idle waiter (zeroes its private part). */
 void gr_partition_waiter_init(struct gr_partition_waiter *w, gr_partition_done_fn done, void *ctx);
 /* Until committed: done once gr_partition_visible_offset(part) >= end_offset (every offset below it is
-   visible: Kafka's "the high watermark passed the append"), or with -EROFS once the log is offline. `w` must
-   be idle. */
+   visible: Kafka's "the high watermark passed the append"), or with -EROFS once the log is offline, or with
+   -EXDEV on a follower (gr_partition_set_role: at once, or when a leader becomes follower). `w` must be
+   idle. */
 void gr_partition_wait_committed(struct gr_partition *part, struct gr_partition_waiter *w,
                                  int64_t end_offset);
 /* Until data arrives: done once gr_partition_visible_offset(part) > offset (a record at or past `offset`
@@ -405,9 +410,11 @@ int gr_partition_epoch_end_offset(struct gr_partition *part, int32_t current_lea
                                   int32_t *leader_epoch, int64_t *end_offset);
 
 /* ==================================================================================================== *
- * REPLICATION AND TRANSACTIONS: DECLARED, NOT IMPLEMENTED.
+ * REPLICATION AND TRANSACTIONS: DECLARED, NOT IMPLEMENTED (except the leader side, partition/replica.c).
  * The operations replication and transactions will add, declared now so that the signatures above stay when
- * they come. Nothing defines them yet (and nothing may call them: a call would fail to link). Each names its
+ * they come. Nothing defines them yet (and nothing may call them: a call would fail to link), except the
+ * leader side from gr_partition_set_role on (roles, followers' fetch states, ISR changes, the high
+ * watermark, the acks=-1 checks, the low watermark), which replica.c implements. Each names its
  * counterpart in Apache Kafka 4.x: core/src/main/scala/kafka/cluster/Partition.scala (Partition.*),
  * storage/src/main/java/org/apache/kafka/storage/internals/log/UnifiedLog.java (UnifiedLog.*),
  * core/src/main/scala/kafka/server/ReplicaManager.scala (ReplicaManager.*). With them the visible offset
@@ -415,7 +422,8 @@ int gr_partition_epoch_end_offset(struct gr_partition *part, int32_t current_lea
  * committed waiters wake when the followers move it, data waiters also when the last stable offset moves.
  * ==================================================================================================== */
 
-/* A partition's role on this broker. Today every partition is GR_PARTITION_LEADER at leader epoch 0. */
+/* A partition's role on this broker. Until gr_partition_set_role is called a partition is
+   GR_PARTITION_LEADER at its log's leader epoch, alone (no followers: today's visible offset). */
 enum gr_partition_role {
     GR_PARTITION_LEADER =
         0, /* takes produces, serves fetches, drives the high watermark (Partition.isLeader) */
@@ -433,18 +441,53 @@ struct gr_partition_role_change {
     int replica_count;
     const int32_t *isr; /* the in-sync replicas' broker ids (a subset of replicas) */
     int isr_count;
+    int min_insync_replicas; /* the topic's min.insync.replicas; 0 or less: keep the current one (first: 1) */
+    int64_t now_ms; /* the owner's monotonic clock, ms (followers' lastCaughtUpTime on a new leader epoch) */
 };
 
-/* What the leader knows of one follower (Kafka's Replica / ReplicaState), as its fetches report it. */
+/* What the leader knows of one follower (Kafka's Replica / ReplicaState), as its fetches report it. Times
+   are the owner's monotonic clock in ms (never the wall clock: lag must not jump with clock changes). */
 struct gr_replica_state {
     int32_t broker_id;        /* the follower's broker id (node.id) */
     int64_t log_end_offset;   /* its fetch offset: every offset below it is in its log; -1 unknown */
     int64_t log_start_offset; /* its log start offset (the low watermark is their minimum); -1 unknown */
-    int64_t
-        last_caught_up_time_ms; /* wall clock, ms: the last fetch that reached the leader's log end offset
-                                   of the time (ReplicaState.lastCaughtUpTimeMs; replica.lag.time.max.ms) */
-    int64_t broker_epoch;       /* the follower's broker epoch at that fetch (KIP-903); -1 unknown */
-    bool in_isr;                /* member of the ISR (Kafka's maximal ISR: pending additions included) */
+    int64_t last_caught_up_time_ms; /* the largest time at which the follower's latest fetch offset was >=
+                                       the leader's log end offset (ReplicaState.lastCaughtUpTimeMs) */
+    int64_t last_fetch_leader_log_end_offset; /* the leader's log end offset at its previous fetch, -1 */
+    int64_t last_fetch_time_ms;               /* the time of its previous fetch, 0: none */
+    int64_t broker_epoch; /* the broker epoch its last fetch carried (KIP-903); -1: none given */
+    bool fetched;         /* a fetch arrived since this broker became leader (Kafka's brokerEpoch defined) */
+    bool in_isr;          /* member of the maximal ISR (the ISR plus a member being added, KIP-497) */
+    bool isr_eligible;    /* gr_partition_high_watermark_of's input: Partition.isReplicaIsrEligible now */
+};
+
+/* An ISR change the leader asks its owner to make (Kafka's AlterPartition: Partition.prepareIsrExpand /
+   prepareIsrShrink, then submitAlterPartition). Borrowed for the hook's call. */
+struct gr_partition_isr_change {
+    int32_t leader_epoch;         /* the current leader epoch (an ISR change never bumps it) */
+    int32_t partition_epoch;      /* the partition epoch the change is based on: the write compares it */
+    const int32_t *isr;           /* the proposed ISR (the leader included), in the committed ISR's order */
+    const int64_t *broker_epochs; /* per member of isr: the broker epoch of its last fetch, -1 unknown
+                                     (Partition.addBrokerEpochToIsr; the leader's own is -1 here) */
+    int isr_count;
+    bool expand; /* one member added (isr_count = committed + 1), else members removed */
+};
+
+/* The replication settings and hooks of a set of partitions (the cluster layer's, from the metadata image).
+   Every hook may be NULL; `ctx` is passed to each. */
+struct gr_partition_repl_config {
+    int64_t replica_lag_time_max_ms; /* replica.lag.time.max.ms; 0 or less: Kafka's default 30000 */
+    /* The registration of `broker_id` now: its broker epoch (>= 0) with *shutting_down set, or -1 when it is
+       not registered (fenced). NULL: every broker is registered at any epoch and not shutting down. */
+    int64_t (*broker_epoch)(void *ctx, int32_t broker_id, bool *shutting_down);
+    /* Asks the owner to make `change` (one etcd txn comparing the partition epoch). The outcome comes back
+       later (or from inside the hook) through gr_partition_isr_committed / gr_partition_isr_failed, or a
+       gr_partition_set_role carrying a newer partition epoch. NULL: no change is ever proposed. */
+    void (*propose_isr)(void *ctx, struct gr_partition *part, const struct gr_partition_isr_change *change);
+    /* The owner's monotonic clock, ms (the high watermark's caught-up test on appends and flushes). NULL:
+       gr_time_mono_ms. */
+    int64_t (*now_ms)(void *ctx);
+    void *ctx;
 };
 
 /* One aborted transaction overlapping a fetch range (Kafka's AbortedTxn, an entry of the .txnindex file);
@@ -490,38 +533,121 @@ int gr_partition_truncate_fully_and_start_at(struct gr_partition *part, int64_t 
    current one, or -errno. */
 int gr_partition_raise_log_start_offset(struct gr_partition *part, int64_t leader_log_start_offset);
 
-/* Sets role, leader and leader epoch (Partition.makeLeader / Partition.makeFollower, as
-   ReplicaManager.applyDelta calls them). Becoming leader: the leader-epoch cache gets the new epoch at the
-   log end offset (UnifiedLog.maybeAssignEpochStartOffset), the followers' states are reset (their offsets
-   unknown until they fetch), the high watermark is what the log had. Becoming follower: committed waiters
-   are done with -EXDEV (Kafka answers delayed produces NOT_LEADER_OR_FOLLOWER), data waiters keep waiting for
-   the leader's data. Returns 0, -ESTALE (an epoch older than the current one: ignored, as Kafka skips a
-   stale state change) or -errno. */
+/* Sets the replication settings and hooks of every partition of `ps` (takes a copy). Before any call: none
+   (no hooks, replica.lag.time.max.ms 30000). Owning thread. */
+void gr_partitions_set_replication(struct gr_partitions *ps, const struct gr_partition_repl_config *rc);
+
+/* Sets role, leader, leader epoch, partition epoch, replicas and ISR (Partition.makeLeader /
+   Partition.makeFollower, as ReplicaManager.applyDelta calls them). A change older than the current state
+   (a lower leader epoch or partition epoch) is refused with -ESTALE and changes nothing (Kafka skips it); one
+   with the current leader and partition epochs and the same role is already applied (0, nothing changes).
+   Becoming leader at a new leader epoch: the leader-epoch cache gets the epoch at the log end offset
+   (gr_log_set_leader_epoch, UnifiedLog.maybeAssignEpochStartOffset) and that offset is the epoch's start
+   offset; each follower's state is reset (Replica.resetReplicaState: offsets unknown until it fetches when
+   this broker was not leader before; lastCaughtUpTime `now_ms` for ISR members, else 0). The high watermark
+   is what the log had (gr_log_high_watermark, clamped to the log; never lowered while leading). A pending ISR
+   change is dropped (the committed ISR is the change's). Then the high watermark may move (waiters done).
+   Becoming follower: ISR and followers' states are cleared, committed waiters are done with -EXDEV (Kafka
+   answers delayed produces NOT_LEADER_OR_FOLLOWER), data waiters keep waiting, and the visible offset is the
+   high watermark it had as leader (else its log's), never its log end offset, until the follower side
+   (partition/follower.c) moves it. `change` is borrowed; its
+   counts must be 1..GR_IMAGE_REPLICAS_MAX replicas and 0..replica_count ISR members, else -EINVAL. Returns 0,
+   -ESTALE, -EINVAL or -ENOMEM (nothing changed). Owning thread. */
 int gr_partition_set_role(struct gr_partition *part, const struct gr_partition_role_change *change);
-/* The current role (Partition.isLeader) and leader epoch (Partition.getLeaderEpoch). */
+/* The current role (Partition.isLeader) and leader epoch (Partition.getLeaderEpoch: the last set_role's,
+   else the log's, gr_log_leader_epoch). */
 enum gr_partition_role gr_partition_role(const struct gr_partition *part);
 int32_t gr_partition_leader_epoch(const struct gr_partition *part);
+/* The partition epoch of the last set_role or committed ISR change (Partition.getPartitionEpoch), -1 none. */
+int32_t gr_partition_partition_epoch(const struct gr_partition *part);
+/* Changes the topic's min.insync.replicas (>= 1; a dynamic config change); the high watermark may move.
+   Returns 0 or -EINVAL. */
+int gr_partition_set_min_insync_replicas(struct gr_partition *part, int min_insync_replicas);
 
-/* The visible offset as a function of the replicas' offsets: Kafka's high watermark rule
-   (Partition.maybeIncrementLeaderHW): the minimum of the leader's log end offset and the log end offsets of
-   the followers in the ISR (and of caught-up followers eligible to join it, within replica.lag.time.max.ms
-   of `now_ms`), never below `current_hw` (UnifiedLog.maybeIncrementHighWatermark only moves it up), and
-   `current_hw` unchanged while the ISR is smaller than min.insync.replicas (Partition.isUnderMinIsr).
-   Pure: reads only its arguments. Returns the new high watermark. */
-int64_t gr_partition_high_watermark_of(int64_t leader_log_end_offset, int64_t current_hw,
-                                       const struct gr_replica_state *followers, int follower_count,
-                                       int min_insync_replicas, int64_t now_ms,
-                                       int64_t replica_lag_time_max_ms);
-/* A follower's fetch reached the leader (Partition.updateFollowerFetchState): stores its state, may add it
-   to the ISR (Partition.maybeExpandIsr, through an AlterPartition the server sends), recomputes the high
-   watermark with gr_partition_high_watermark_of, and when it moved, does what gr_partition_flushed does for
-   the waiters (committed and data waiters whose condition now holds are done). Leaders only (-EPERM).
-   Returns 0 or -errno. */
+/* The committed ISR into out[0..cap) (returns its size, may exceed cap: only cap written), and whether an
+   ISR change is in flight with the maximal ISR's size (Partition.partitionState: isr, isInflight,
+   maximalIsr). For tests, logs and Metadata. A partition never given a role: {} with 0. */
+int gr_partition_isr(const struct gr_partition *part, int32_t *out, int cap);
+bool gr_partition_isr_inflight(const struct gr_partition *part);
+int gr_partition_maximal_isr_count(const struct gr_partition *part);
+/* Returns borrowed: what the leader knows of follower `broker_id` (Partition.getReplica), NULL when not a
+   follower of this leader. Valid until the next call on the partition. */
+const struct gr_replica_state *gr_partition_replica(const struct gr_partition *part, int32_t broker_id);
+
+/* The high watermark as a function of the replicas' offsets: Kafka's rule (Partition.maybeIncrementLeaderHW).
+   `isr_count` (the committed ISR, the leader included) below `min_isr` (the effective min ISR:
+   gr_partition_effective_min_isr): `current_hw`. Otherwise the minimum of `leader_offset` (the leader's
+   share: its log end offset, or its durable offset with gregor.acks.all.fsync) and the log end offset of
+   each follower that is in the maximal ISR (in_isr) or caught up (ReplicaState.isCaughtUp: its log end
+   offset equals `leader_log_end_offset`, or now_ms - last_caught_up_time_ms <= lag_ms) and isr_eligible;
+   never below `current_hw` (UnifiedLog.maybeIncrementHighWatermark only moves it up). A follower with an
+   unknown log end offset (-1) in the maximal ISR holds it where it is. Pure: reads only its arguments.
+   Returns the new high watermark. */
+int64_t gr_partition_high_watermark_of(int64_t leader_offset, int64_t leader_log_end_offset,
+                                       int64_t current_hw, const struct gr_replica_state *followers,
+                                       int follower_count, int isr_count, int min_isr, int64_t now_ms,
+                                       int64_t lag_ms);
+/* min(min.insync.replicas, replication factor) (Partition.effectiveMinIsr). 1 before any set_role. */
+int gr_partition_effective_min_isr(const struct gr_partition *part);
+
+/* One follower fetch as the leader sees it (FetchRequest v15+: ReplicaState.ReplicaId / ReplicaEpoch, the
+   partition's FetchOffset and LogStartOffset). */
+struct gr_follower_fetch {
+    int32_t broker_id;        /* ReplicaState.ReplicaId */
+    int64_t broker_epoch;     /* ReplicaState.ReplicaEpoch; -1: not given */
+    int64_t fetch_offset;     /* FetchOffset: the follower's log end offset */
+    int64_t log_start_offset; /* LogStartOffset: the follower's log start offset, -1 unknown */
+    int64_t now_ms;           /* when the fetch arrived (the owner's monotonic clock, ms) */
+};
+/* A follower's fetch reached the leader (Partition.updateFollowerFetchState): fences a fetch whose broker
+   epoch is below the broker's registered one (-ESTALE: NOT_LEADER_OR_FOLLOWER), then stores its state
+   (Replica.updateFetchStateOrThrow: lastCaughtUpTime moves to now_ms when fetch_offset >= the leader's log
+   end offset now, else to the previous fetch's time when fetch_offset >= the leader's log end offset at that
+   fetch; it never goes back), may propose adding it to the ISR (Partition.maybeExpandIsr: no change in
+   flight, not in the ISR, ISR-eligible, log end offset >= the high watermark and >= the leader epoch's start
+   offset), and may move the high watermark (waiters done as by gr_partition_flushed). Returns 0, -EPERM (not
+   the leader), -ENOENT (not a replica: NOT_LEADER_OR_FOLLOWER), -ERANGE (fetch_offset outside [0, log end
+   offset]: OFFSET_OUT_OF_RANGE; nothing stored) or -ESTALE. */
 int gr_partition_update_follower_fetch_state(struct gr_partition *part,
-                                             const struct gr_replica_state *follower, int64_t now_ms);
-/* The low watermark: the minimum log start offset over the leader and its live followers
-   (Partition.lowWatermarkIfLeader): what "until the log start offset is durable" will wait for (DeleteRecords
-   completes when it passes the requested offset). Returns the offset, -1 when not the leader. */
+                                             const struct gr_follower_fetch *fetch);
+/* Partition.isReplicaIsrEligible (KIP-903): `broker_id` is a follower of this leader that fetched since it
+   became leader, is registered and not shutting down, and its fetch's broker epoch is -1 or its
+   registration's. */
+bool gr_partition_replica_isr_eligible(const struct gr_partition *part, int32_t broker_id);
+/* Partition.maybeShrinkIsr, which the owner calls every replica.lag.time.max.ms / 2: with no change in
+   flight, proposes removing every ISR follower that is out of sync (Partition.getOutOfSyncReplicas: not a
+   replica any more, or its log end offset differs from the leader's and now_ms - lastCaughtUpTime >
+   replica.lag.time.max.ms). Members being removed still count for the high watermark until the change is
+   committed. The tick also re-evaluates the high watermark first (a caught-up follower outside the ISR stops
+   holding it back once its lag passed, with no fetch or append to say so; waiters done when it moves).
+   Returns 1 when a change was proposed, 0 when none, -EPERM when not the leader. */
+int gr_partition_maybe_shrink_isr(struct gr_partition *part, int64_t now_ms);
+/* The owner made the change in flight (Partition.handleAlterPartitionUpdate): the ISR becomes `isr`
+   (borrowed, 1..GR_IMAGE_REPLICAS_MAX members, else -EINVAL) at `partition_epoch`; then the high watermark
+   may move. Ignored with -ESTALE when no change is in flight, `leader_epoch` is not the current one (the
+   change stays in flight until set_role brings the new state, as Kafka) or `partition_epoch` is older than
+   the current. Returns 0 or -ESTALE / -EINVAL. */
+int gr_partition_isr_committed(struct gr_partition *part, int32_t leader_epoch, int32_t partition_epoch,
+                               const int32_t *isr, int isr_count);
+/* The change in flight based on `partition_epoch` was not made (its compare failed, or the controller
+   refused it: Partition.handleAlterPartitionError for INELIGIBLE_REPLICA / OPERATION_NOT_ATTEMPTED): the
+   pending state is reverted to the committed ISR. Call it only when the change is known not to be applied;
+   when unsure, re-read and call gr_partition_set_role. Returns 0, or -ESTALE (no such change in flight). */
+int gr_partition_isr_failed(struct gr_partition *part, int32_t partition_epoch);
+
+/* Produce with acks=-1, before the append (Partition.appendRecordsToLeader): NOT_ENOUGH_REPLICAS when `acks`
+   is -1 and the committed ISR is smaller than the effective min ISR, NOT_LEADER_OR_FOLLOWER on a follower,
+   else NONE (acks 0 and 1 append regardless). A Kafka error code. */
+int16_t gr_partition_check_produce_acks(const struct gr_partition *part, int16_t acks);
+/* Produce with acks=-1, once its committed wait is done with 0 (Partition.checkEnoughReplicasReachOffset):
+   NOT_ENOUGH_REPLICAS_AFTER_APPEND when the maximal ISR is now smaller than the effective min ISR, else NONE.
+   A Kafka error code. */
+int16_t gr_partition_check_enough_replicas(const struct gr_partition *part);
+
+/* The low watermark (Partition.lowWatermarkIfLeader): the minimum of the leader's log start offset and the
+   log start offsets of its registered followers (a registered follower that has not fetched yet counts as
+   unknown, -1, as in Kafka: DeleteRecords keeps waiting); what DeleteRecords completes on. -1 when not the
+   leader. */
 int64_t gr_partition_low_watermark(const struct gr_partition *part);
 
 /* The last stable offset (UnifiedLog.lastStableOffset): the first unstable offset when it is below the high

@@ -13,7 +13,7 @@
 int gr_partition_check_epoch(const struct gr_partition *part, int32_t current_leader_epoch)
 {
     if (current_leader_epoch < 0) return GR_ERR_NONE;
-    int32_t epoch = gr_log_leader_epoch(gr_partition_log(part));
+    int32_t epoch = gr_partition_leader_epoch(part);
     if (current_leader_epoch < epoch) return GR_ERR_FENCED_LEADER_EPOCH;
     if (current_leader_epoch > epoch) return GR_ERR_UNKNOWN_LEADER_EPOCH;
     return GR_ERR_NONE;
