@@ -167,7 +167,11 @@ static bool plan_one(const struct gr_image *img, const struct gr_image_topic *t,
     memset(st, 0, sizeof *st);
     st->leader = -1;
     if (p->partition_epoch == 0) return plan_new(img, t, p, st);
-    if (p->isr_count == 0) return false; /* not a state Gregor writes (values.h: never empty) */
+    if (p->isr_count == 0) { /* not a state Gregor writes: every writer keeps a member */
+        GR_LOG_RATELIMITED(GR_LOG_ERROR, "controller: %.*s-%d has an empty ISR: left as it is",
+                           (int)t->name_len, t->name, (int)(p - t->parts));
+        return false;
+    }
     return plan_existing(img, t, p, opts, st);
 }
 

@@ -460,6 +460,17 @@ static void test_rf3_controlled_shutdown(void **state)
     gr_image_free(img);
 }
 
+static void test_rf3_empty_isr_left_alone(void **state)
+{
+    (void)state;
+    struct gr_image *img = three_brokers();
+    rf3_topic(img, "r", 1, (int32_t[]){1, 2, 3}, -1, 5, NULL, 0); /* no writer makes it: logged, skipped */
+    assert_int_equal(gr_controller_plan(img, plan, GR_CONTROLLER_PLAN_MAX, NULL), 0);
+    struct gr_controller_plan_opts pass = {.unclean_default = true, .unclean_pass = true};
+    assert_int_equal(gr_controller_plan_with(img, &pass, plan, GR_CONTROLLER_PLAN_MAX, NULL), 0);
+    gr_image_free(img);
+}
+
 static void test_rf3_follower_registered_again_leaves_isr(void **state)
 {
     (void)state;
@@ -496,6 +507,7 @@ int main(void)
         cmocka_unit_test(test_rf3_unclean),
         cmocka_unit_test(test_rf3_controlled_shutdown),
         cmocka_unit_test(test_rf3_follower_registered_again_leaves_isr),
+        cmocka_unit_test(test_rf3_empty_isr_left_alone),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
