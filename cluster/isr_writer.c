@@ -68,8 +68,10 @@ static bool contains(const int32_t *ids, int32_t n, int32_t id)
 
 static int32_t find(const struct gr_isr_writer *w, const uint8_t id[16], int32_t partition)
 {
-    for (int32_t i = 0; i < w->count; i++)
-        if (w->slots[i].chg.partition == partition && memcmp(w->slots[i].chg.topic_id, id, 16) == 0) return i;
+    for (int32_t i = 0; i < w->count; i++) /* a cancelled one no longer counts: a new change may follow it */
+        if (!w->slots[i].cancelled && w->slots[i].chg.partition == partition &&
+            memcmp(w->slots[i].chg.topic_id, id, 16) == 0)
+            return i;
     return -1;
 }
 
@@ -116,7 +118,7 @@ int gr_isr_writer_propose(struct gr_isr_writer *w, const struct gr_isr_change *c
 bool gr_isr_writer_cancel(struct gr_isr_writer *w, const uint8_t topic_id[16], int32_t partition)
 {
     int32_t i = find(w, topic_id, partition);
-    if (i < 0 || w->slots[i].cancelled) return false;
+    if (i < 0) return false;
     if (i < w->batch) { /* in the txn: dropped when it completes */
         w->slots[i].cancelled = true;
         return true;

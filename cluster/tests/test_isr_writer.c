@@ -11,9 +11,9 @@
  * member registered again meanwhile (the image not told) fails INELIGIBLE in etcd's compare; a controller's
  * election written meanwhile (new leader, leader epoch + 1) fails the leader's change with FENCED; a deleted
  * state answers UNKNOWN; 40 changes go in 4 txns of at most 32, a stale change in a batch failing alone
- * while the others are written; with etcd SIGSTOPped the txn times out, is sent again, and after SIGCONT the
- * change is applied exactly once (the key's version moves by one). Ends with "isr writer: N passed, N
- * failed".
+ * while the others are written; cancelled changes (queued, or in the txn) never call back; with etcd
+ * SIGSTOPped the txn times out, is sent again, and after SIGCONT the change is applied exactly once (the
+ * key's version moves by one). Ends with "isr writer: N passed, N failed".
  */
 #include <errno.h>
 #include <ev.h>
@@ -356,6 +356,47 @@ static void test_batches(void)
     CHECK(s->txns_sent - sent == 4 && s->txns_failed - failed0 == 1);
 }
 
+static bool none_pending(void *arg)
+{
+    return gr_isr_writer_pending(arg) == 0;
+}
+
+/* A cancelled change never calls back: one queued behind the txn in flight is dropped at once, one in the
+ * txn when it completes (the txn may still have written it). */
+static void test_cancel(void)
+{
+    int64_t pe0 = write_state(7, 0, 1, 2, (int32_t[]){1, 2, 3}, 3);
+    int64_t pe1 = write_state(7, 1, 1, 2, (int32_t[]){1, 2, 3}, 3);
+    struct result r0 = {0}, r1 = {0};
+    struct gr_isr_change c0 = change(7, 0, 2, pe0, (int32_t[]){1, 2}, 2);
+    struct gr_isr_change c1 = change(7, 1, 2, pe1, (int32_t[]){1, 2}, 2);
+    CHECK(gr_isr_writer_propose(w, &c0, on_isr, &r0) == 0); /* sent at once */
+    CHECK(gr_isr_writer_propose(w, &c1, on_isr, &r1) == 0); /* queued behind it */
+    CHECK(gr_isr_writer_pending(w) == 2);
+    CHECK(gr_isr_writer_cancel(w, c1.topic_id, 1));
+    CHECK(gr_isr_writer_pending(w) == 1);
+    CHECK(gr_isr_writer_cancel(w, c0.topic_id, 0));
+    CHECK(!gr_isr_writer_cancel(w, c0.topic_id, 0)); /* once */
+    CHECK(gr_isr_writer_pending(w) == 0);
+    testkit_run_until(loop, none_pending, w, 10000);
+    struct result never = {0};
+    testkit_run_until(loop, res_fired, &never, 300); /* the txn's answer has come and gone */
+    CHECK(r0.fired == 0 && r1.fired == 0);
+    /* the partitions are free again: new changes are accepted, also while a cancelled one is in the txn */
+    struct gr_isr_change c2 =
+        change(7, 2, 2, write_state(7, 2, 1, 2, (int32_t[]){1, 2, 3}, 3), (int32_t[]){1}, 1);
+    struct result r2 = {0};
+    CHECK(gr_isr_writer_propose(w, &c2, on_isr, &r2) == 0); /* sent at once */
+    CHECK(gr_isr_writer_cancel(w, c2.topic_id, 2));
+    CHECK(gr_isr_writer_propose(w, &c2, on_isr, &r2) == 0); /* queued behind its cancelled self */
+    testkit_run_until(loop, res_fired, &r2, 10000);
+    CHECK(r2.fired == 1 && (r2.outcome == GR_ISR_OK)); /* written by the first, found as proposed */
+    struct gr_isr_change again = change(7, 1, 2, pe1, (int32_t[]){1, 3}, 2);
+    CHECK(gr_isr_writer_propose(w, &again, on_isr, &r1) == 0);
+    testkit_run_until(loop, res_fired, &r1, 10000);
+    CHECK(r1.fired == 1 && r1.outcome == GR_ISR_OK);
+}
+
 static bool etcd_ctl(const char *action)
 {
     char cmd[512];
@@ -437,6 +478,7 @@ int main(void)
         {"an added member registered again: ineligible", test_member_registered_again},
         {"a controller's election first: fenced; a deleted state: unknown", test_fenced_and_unknown},
         {"40 changes in batches, one stale", test_batches},
+        {"cancelled changes never call back", test_cancel},
         {"etcd SIGSTOPped: lost, sent again, applied once", test_paused_etcd},
     };
     for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
