@@ -3,9 +3,16 @@
  * lease-bound `controller` key (cluster/layout.h), whose create_revision is the controller epoch, and the
  * only writer of leaders and leader epochs in the partition state (issue #20: elections from the ISR,
  * controlled shutdown; a partition's leader changes only its ISR, at the same leader epoch, through
- * cluster/isr_writer.h). It runs on the broker's libev loop through the
- * etcd client (cluster/etcd.h) and reads nothing but the metadata image (cluster/image.h), which the member's
- * watch keeps current and which calls this module's observer after each applied batch.
+ * cluster/isr_writer.h). It runs on the broker's libev loop through the etcd client (cluster/etcd.h) and
+ * reads nothing but the metadata image (cluster/image.h), which the member's watch keeps current and which
+ * calls this module's observer after each applied batch.
+ *
+ * Controlled shutdown, the controller's half: a registration marked shutting_down (cluster/member.h, at
+ * SIGTERM) is not live, so the plan moves every leadership it holds to another live ISR member and takes it
+ * out of every ISR. Not done yet, the broker's half: waiting in the SIGTERM path until the image shows it
+ * leads nothing (at most 30 s) before it stops its fetchers and revokes its lease; today gr_member_leave
+ * marks and revokes at once, which with one replica per partition loses nothing (the partitions go offline
+ * either way). It belongs with the replica fetcher, whose stop it orders.
  *
  * Invariants:
  * - Every broker runs one; it campaigns only with a lease (gr_controller_set_lease: the controller lease of

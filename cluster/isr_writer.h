@@ -34,9 +34,9 @@
  * retry safe. A change waits until done or cancelled; the leader cancels when it stops leading.
  *
  * Bounds: at most GR_ISR_WRITER_PENDING_MAX changes pending (queued or in the txn), at most one per
- * partition (Partition.scala's one pending ISR state), one txn in flight holding up to
- * GR_ISR_WRITER_TXN_PARTITIONS_MAX changes with every compare and operation count within
- * GR_ETCD_TXN_OPS_MAX.
+ * partition (Partition.scala's one pending ISR state; a cancelled one still in the txn does not count), one
+ * txn in flight holding up to GR_ISR_WRITER_TXN_PARTITIONS_MAX changes with every compare and operation count
+ * within GR_ETCD_TXN_OPS_MAX.
  *
  * Read next: cluster/isr_writer.c, cluster/tests/test_isr_writer.c (against a real etcd).
  */
