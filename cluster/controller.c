@@ -101,9 +101,12 @@ static bool plan_new(const struct gr_image *img, const struct gr_image_topic *t,
 }
 
 /* The leader of an election (PartitionChangeBuilder.electLeader), in assignment order: a fresh ISR member
- * (*isr as computed: the fresh members); else a live ISR member of a newer registration (Kafka fences and
- * unfences it: the last ISR member back), *isr = it alone; else, when `unclean`, any live replica, *isr = it
- * alone (logged: records the ISR had may be lost). -1: none. */
+ * (*isr as computed: the fresh members); else the ISR's only member when it is live under a newer
+ * registration (the last ISR member back: Kafka fences and unfences it), *isr = it alone; else, when
+ * `unclean`, any live replica, *isr = it alone (logged: records the ISR had may be lost). -1: none. With
+ * several ISR members none fresh, which one Kafka would have kept last depends on the order of events this
+ * snapshot cannot see: none is elected (the partition goes offline keeping the old leader, which leads at the
+ * next plan if it is back). */
 static int32_t elect(const struct gr_image *img, const struct gr_image_topic *t,
                      const struct gr_image_partition *p, bool unclean, struct gr_cluster_partition *st)
 {
@@ -111,8 +114,9 @@ static int32_t elect(const struct gr_image *img, const struct gr_image_topic *t,
     for (int32_t i = 0; i < p->replica_count; i++)
         if (contains(st->isr, st->isr_count, reps[i])) return reps[i];
     int32_t pick = -1;
-    for (int32_t i = 0; i < p->replica_count && pick < 0; i++)
-        if (contains(isr, p->isr_count, reps[i]) && gr_controller_broker_live(img, reps[i])) pick = reps[i];
+    if (p->isr_count == 1 && contains(reps, p->replica_count, isr[0]) &&
+        gr_controller_broker_live(img, isr[0]))
+        pick = isr[0];
     for (int32_t i = 0; i < p->replica_count && pick < 0 && unclean; i++)
         if (gr_controller_broker_live(img, reps[i])) {
             pick = reps[i];

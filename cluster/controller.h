@@ -117,9 +117,9 @@ struct gr_controller_plan_opts {
  *   shutting down, registered again: handleBrokerFenced / handleBrokerInControlledShutdown), leader and
  *   leader epoch unchanged; nothing when no member goes.
  * - Otherwise an election, leader epoch + 1, in assignment order: the first fresh ISR member leads and the
- *   ISR is the fresh members; else the first live ISR member (a last ISR member back) leads with ISR = it
- *   alone; else, when the topic's unclean.leader.election.enable (or opts->unclean_default) is true and the
- *   partition had a leader (or opts->unclean_pass), the first live replica, ISR = it alone, logged as a
+ *   ISR is the fresh members; else the ISR's only member, live again (the last ISR member back), leads with
+ *   ISR = it alone; else, when the topic's unclean.leader.election.enable (or opts->unclean_default) is true
+ * and the partition had a leader (or opts->unclean_pass), the first live replica, ISR = it alone, logged as a
  *   possible loss; else the partition goes offline: leader -1, ISR = the old leader alone (never empty); one
  *   already offline stays as it is (nothing written).
  * A partition whose leader epoch is INT32_MAX or whose stored ISR is empty is skipped (logged). opts may be
