@@ -436,6 +436,7 @@ static void on_unclean_timer(struct ev_loop *loop, ev_timer *t, int revents)
     (void)loop;
     (void)revents;
     struct gr_controller *ctl = t->data;
+    if (!ctl->epoch) return; /* not the controller: nothing to check */
     ctl->unclean_due = true;
     step(ctl);
 }
