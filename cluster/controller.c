@@ -18,6 +18,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "cluster/etcd.h"
 #include "common/log.h"
@@ -35,7 +36,10 @@ struct gr_controller {
     int64_t plan_revision;            /* img->revision when the plan was made */
     struct gr_controller_write *plan; /* GR_CONTROLLER_PLAN_MAX */
     int32_t plan_count, plan_next, batch_count;
-    ev_timer timer; /* back-off */
+    ev_timer timer;         /* back-off */
+    ev_timer unclean_timer; /* every unclean.leader.election.interval.ms: the next plan is an unclean pass */
+    bool unclean_default;   /* the broker's unclean.leader.election.enable */
+    bool unclean_due;       /* the next plan is an unclean pass */
     int64_t backoff_ms;
     struct gr_controller_stats stats;
     char ctl_key[GR_CLUSTER_KEY_BUF];
@@ -61,30 +65,94 @@ static bool contains(const int32_t *ids, int32_t n, int32_t id)
     return false;
 }
 
-/* The new state of partition p of t, or false when it needs none. */
-static bool plan_one(const struct gr_image *img, const struct gr_image_topic *t,
+/* Live, and the same incarnation as when the state was written: a registration newer than the state (a
+ * restart or a lost lease, maybe while no controller ran) is one Kafka would have fenced (removed from the
+ * ISR, its leadership moved) before unfencing it. */
+static bool fresh(const struct gr_image *img, const struct gr_image_partition *p, int32_t node_id)
+{
+    return gr_controller_broker_live(img, node_id) &&
+           gr_image_broker(img, node_id)->epoch <= p->partition_epoch;
+}
+
+/* Whether topic t allows an unclean election: its unclean.leader.election.enable, else the broker default
+ * (Kafka's boolean parsing: "true"/"false", any case). */
+static bool unclean_enabled(const struct gr_image_topic *t, const struct gr_controller_plan_opts *opts)
+{
+    const char *v = gr_image_topic_config(t, "unclean.leader.election.enable");
+    if (v) return strcasecmp(v, "true") == 0;
+    return opts && opts->unclean_default;
+}
+
+/* A new partition (ReplicationControlManager.createTopic): the first live replica leads, leader epoch 0,
+ * ISR = the live replicas (all replicas when none is live: the partition starts offline). */
+static bool plan_new(const struct gr_image *img, const struct gr_image_topic *t,
                      const struct gr_image_partition *p, struct gr_cluster_partition *st)
 {
-    const int32_t *reps = gr_image_replicas(p), *isr = gr_image_isr(p);
-    memset(st, 0, sizeof *st);
-    st->leader = -1;
-    if (p->partition_epoch == 0) {
-        if (p->replica_count == 0 || t->record_revision <= 0) return false; /* assignment not known yet */
-        for (int32_t i = 0; i < p->replica_count && st->leader < 0; i++)
-            if (gr_controller_broker_live(img, reps[i])) st->leader = reps[i];
+    const int32_t *reps = gr_image_replicas(p);
+    if (p->replica_count == 0 || t->record_revision <= 0) return false; /* assignment not known yet */
+    for (int32_t i = 0; i < p->replica_count; i++)
+        if (gr_controller_broker_live(img, reps[i])) st->isr[st->isr_count++] = reps[i];
+    st->leader = st->isr_count ? st->isr[0] : -1;
+    if (!st->isr_count) {
         st->isr_count = p->replica_count;
         memcpy(st->isr, reps, sizeof(int32_t) * (size_t)p->replica_count);
-        return true;
     }
-    bool leader_live = p->leader >= 0 && gr_controller_broker_live(img, p->leader);
-    /* A live leader whose registration is newer than the state (it registered again, maybe while no
-     * controller ran) is a new incarnation: elected again, at a new leader epoch. */
-    if (leader_live && gr_image_broker(img, p->leader)->epoch < p->partition_epoch) return false;
-    if (p->leader < 0 || leader_live) {
-        for (int32_t i = 0; i < p->replica_count && st->leader < 0; i++)
-            if (contains(isr, p->isr_count, reps[i]) && gr_controller_broker_live(img, reps[i]))
-                st->leader = reps[i];
-        if (st->leader < 0) return false; /* still offline: nothing to write */
+    return true;
+}
+
+/* The leader of an election (PartitionChangeBuilder.electLeader), in assignment order: a fresh ISR member
+ * (*isr as computed: the fresh members); else the ISR's only member when it is live under a newer
+ * registration (the last ISR member back: Kafka fences and unfences it), *isr = it alone; else, when
+ * `unclean`, any live replica, *isr = it alone (logged: records the ISR had may be lost). -1: none. With
+ * several ISR members none fresh, which one Kafka would have kept last depends on the order of events this
+ * snapshot cannot see: none is elected (the partition goes offline keeping the old leader, which leads at the
+ * next plan if it is back). */
+static int32_t elect(const struct gr_image *img, const struct gr_image_topic *t,
+                     const struct gr_image_partition *p, bool unclean, struct gr_cluster_partition *st)
+{
+    const int32_t *reps = gr_image_replicas(p), *isr = gr_image_isr(p);
+    for (int32_t i = 0; i < p->replica_count; i++)
+        if (contains(st->isr, st->isr_count, reps[i])) return reps[i];
+    int32_t pick = -1;
+    if (p->isr_count == 1 && contains(reps, p->replica_count, isr[0]) &&
+        gr_controller_broker_live(img, isr[0]))
+        pick = isr[0];
+    for (int32_t i = 0; i < p->replica_count && pick < 0 && unclean; i++)
+        if (gr_controller_broker_live(img, reps[i])) {
+            pick = reps[i];
+            GR_LOG_RATELIMITED(GR_LOG_WARN,
+                               "controller: unclean leader election of %.*s-%d: node %d, outside the ISR, "
+                               "leads; records acknowledged by the ISR may be lost",
+                               (int)t->name_len, t->name, (int)(p - t->parts), (int)pick);
+        }
+    if (pick >= 0) {
+        st->isr[0] = pick;
+        st->isr_count = 1;
+    }
+    return pick;
+}
+
+/* The new state of an existing partition p of t, or false when it needs none (rules in controller.h). */
+static bool plan_existing(const struct gr_image *img, const struct gr_image_topic *t,
+                          const struct gr_image_partition *p, const struct gr_controller_plan_opts *opts,
+                          struct gr_cluster_partition *st)
+{
+    const int32_t *isr = gr_image_isr(p);
+    for (int32_t i = 0; i < p->isr_count; i++) /* the ISR without gone and re-registered members */
+        if (fresh(img, p, isr[i])) st->isr[st->isr_count++] = isr[i];
+    if (p->leader >= 0 && fresh(img, p, p->leader) &&
+        contains(isr, p->isr_count, p->leader)) { /* the leader stays: an ISR change, same epoch */
+        st->leader = p->leader;
+        st->leader_epoch = p->leader_epoch;
+        return st->isr_count != p->isr_count;
+    }
+    bool unclean = unclean_enabled(t, opts) && (p->leader >= 0 || (opts && opts->unclean_pass));
+    st->leader = elect(img, t, p, unclean, st);
+    if (st->leader < 0) {
+        if (p->leader < 0) return false; /* still offline: nothing to write */
+        /* offline: the ISR keeps its last member, the leader that had every committed record */
+        st->isr_count = 1;
+        st->isr[0] = contains(isr, p->isr_count, p->leader) ? p->leader : isr[0];
     }
     if (p->leader_epoch < 0 || p->leader_epoch == INT32_MAX) {
         GR_LOG_RATELIMITED(GR_LOG_ERROR, "controller: %.*s leader epoch %" PRId32 " cannot advance",
@@ -92,13 +160,33 @@ static bool plan_one(const struct gr_image *img, const struct gr_image_topic *t,
         return false;
     }
     st->leader_epoch = p->leader_epoch + 1;
-    st->isr_count = p->isr_count;
-    memcpy(st->isr, isr, sizeof(int32_t) * (size_t)p->isr_count);
     return true;
+}
+
+/* The new state of partition p of t, or false when it needs none. */
+static bool plan_one(const struct gr_image *img, const struct gr_image_topic *t,
+                     const struct gr_image_partition *p, const struct gr_controller_plan_opts *opts,
+                     struct gr_cluster_partition *st)
+{
+    memset(st, 0, sizeof *st);
+    st->leader = -1;
+    if (p->partition_epoch == 0) return plan_new(img, t, p, st);
+    if (p->isr_count == 0) { /* not a state Gregor writes: every writer keeps a member */
+        GR_LOG_RATELIMITED(GR_LOG_ERROR, "controller: %.*s-%d has an empty ISR: left as it is",
+                           (int)t->name_len, t->name, (int)(p - t->parts));
+        return false;
+    }
+    return plan_existing(img, t, p, opts, st);
 }
 
 int32_t gr_controller_plan(const struct gr_image *img, struct gr_controller_write *out, int32_t cap,
                            bool *more)
+{
+    return gr_controller_plan_with(img, NULL, out, cap, more);
+}
+
+int32_t gr_controller_plan_with(const struct gr_image *img, const struct gr_controller_plan_opts *opts,
+                                struct gr_controller_write *out, int32_t cap, bool *more)
 {
     int32_t n = 0;
     bool left = false;
@@ -109,7 +197,7 @@ int32_t gr_controller_plan(const struct gr_image *img, struct gr_controller_writ
             struct gr_cluster_partition st;
             if (p->replica_count > GR_CLUSTER_REPLICAS_MAX || p->isr_count > GR_CLUSTER_REPLICAS_MAX)
                 continue;
-            if (!plan_one(img, t, p, &st)) continue;
+            if (!plan_one(img, t, p, opts, &st)) continue;
             if (n == cap) {
                 left = true;
                 break;
@@ -332,10 +420,25 @@ static void step(struct gr_controller *ctl)
     if (img->revision < ctl->wait_revision) return;
     ev_timer_stop(ctl->loop, &ctl->timer); /* the image moved: the back-off's safety net is not needed */
     bool more = false;
-    ctl->plan_count = gr_controller_plan(img, ctl->plan, GR_CONTROLLER_PLAN_MAX, &more);
+    struct gr_controller_plan_opts opts = {.unclean_default = ctl->unclean_default,
+                                           .unclean_pass = ctl->unclean_due};
+    ctl->unclean_due = false;
+    ctl->plan_count = gr_controller_plan_with(img, &opts, ctl->plan, GR_CONTROLLER_PLAN_MAX, &more);
     ctl->plan_next = 0;
     ctl->plan_revision = img->revision;
     if (ctl->plan_count) send_batch(ctl);
+}
+
+/* Kafka's periodic unclean election check (QuorumController's maybeTriggerUncleanLeaderElection...): the next
+ * plan also elects outside the ISR where the topic allows it. */
+static void on_unclean_timer(struct ev_loop *loop, ev_timer *t, int revents)
+{
+    (void)loop;
+    (void)revents;
+    struct gr_controller *ctl = t->data;
+    if (!ctl->epoch) return; /* not the controller: nothing to check */
+    ctl->unclean_due = true;
+    step(ctl);
 }
 
 static void on_image(void *arg, struct gr_image *img)
@@ -365,6 +468,9 @@ struct gr_controller *gr_controller_new(struct ev_loop *loop, struct gr_etcd *et
     ctl->backoff_ms = GR_CONTROLLER_BACKOFF_MIN_MS;
     ev_timer_init(&ctl->timer, on_timer, 0.0, 0.0);
     ctl->timer.data = ctl;
+    ev_timer_init(&ctl->unclean_timer, on_unclean_timer, 0.0, 0.0);
+    ctl->unclean_timer.data = ctl;
+    gr_controller_set_unclean(ctl, false, GR_CONTROLLER_UNCLEAN_INTERVAL_MS_DEFAULT);
     return ctl;
 }
 
@@ -379,6 +485,19 @@ void gr_controller_set_lease(struct gr_controller *ctl, int64_t lease_id)
     ctl->wait_revision = 0;
     ctl->lease_id = lease_id;
     step(ctl);
+}
+
+void gr_controller_set_unclean(struct gr_controller *ctl, bool enable_default, int64_t interval_ms)
+{
+    ctl->unclean_default = enable_default;
+    if (interval_ms < 1) interval_ms = GR_CONTROLLER_UNCLEAN_INTERVAL_MS_DEFAULT;
+    if (ev_is_active(&ctl->unclean_timer)) {
+        ev_ref(ctl->loop);
+        ev_timer_stop(ctl->loop, &ctl->unclean_timer);
+    }
+    ev_timer_set(&ctl->unclean_timer, (double)interval_ms / 1000.0, (double)interval_ms / 1000.0);
+    ev_timer_start(ctl->loop, &ctl->unclean_timer);
+    ev_unref(ctl->loop); /* a periodic check keeps no loop alive */
 }
 
 int64_t gr_controller_epoch(const struct gr_controller *ctl)
@@ -397,6 +516,10 @@ void gr_controller_free(struct gr_controller *ctl)
     gr_image_unobserve(ctl->img, on_image, ctl);
     if (ctl->req) gr_etcd_cancel(ctl->req);
     ev_timer_stop(ctl->loop, &ctl->timer);
+    if (ev_is_active(&ctl->unclean_timer)) {
+        ev_ref(ctl->loop);
+        ev_timer_stop(ctl->loop, &ctl->unclean_timer);
+    }
     free(ctl->plan);
     free(ctl);
 }

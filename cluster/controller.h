@@ -1,9 +1,18 @@
 /*
  * controller.h: the cluster controller (issue #19, "A controller"): elected by compare-and-swap on the
  * lease-bound `controller` key (cluster/layout.h), whose create_revision is the controller epoch, and the
- * only writer of partition state (leader, leader epoch, ISR). It runs on the broker's libev loop through the
- * etcd client (cluster/etcd.h) and reads nothing but the metadata image (cluster/image.h), which the member's
- * watch keeps current and which calls this module's observer after each applied batch.
+ * only writer of leaders and leader epochs in the partition state (issue #20: elections from the ISR,
+ * controlled shutdown; a partition's leader changes only its ISR, at the same leader epoch, through
+ * cluster/isr_writer.h). It runs on the broker's libev loop through the etcd client (cluster/etcd.h) and
+ * reads nothing but the metadata image (cluster/image.h), which the member's watch keeps current and which
+ * calls this module's observer after each applied batch.
+ *
+ * Controlled shutdown, the controller's half: a registration marked shutting_down (cluster/member.h, at
+ * SIGTERM) is not live, so the plan moves every leadership it holds to another live ISR member and takes it
+ * out of every ISR. Not done yet, the broker's half: waiting in the SIGTERM path until the image shows it
+ * leads nothing (at most 30 s) before it stops its fetchers and revokes its lease; today gr_member_leave
+ * marks and revokes at once, which with one replica per partition loses nothing (the partitions go offline
+ * either way). It belongs with the replica fetcher, whose stop it orders.
  *
  * Invariants:
  * - Every broker runs one; it campaigns only with a lease (gr_controller_set_lease: the controller lease of
@@ -56,6 +65,9 @@ struct gr_etcd;
 /* Back-off after a failed or lost request, doubling from MIN to MAX (milliseconds). */
 #define GR_CONTROLLER_BACKOFF_MIN_MS 100
 #define GR_CONTROLLER_BACKOFF_MAX_MS 5000
+/* unclean.leader.election.interval.ms, Kafka's default (5 minutes): how often the controller's plan also
+ * elects outside the ISR for partitions already offline whose topic allows it. */
+#define GR_CONTROLLER_UNCLEAN_INTERVAL_MS_DEFAULT 300000
 
 /* One partition-state write of a plan: which key (topic id, partition; the topic's name for its record's
  * compare), what the plan read (partition_epoch, the topic record's revision) and the new state
@@ -85,21 +97,37 @@ struct gr_controller;
  * BrokerHeartbeatManager "active" brokers; a shutting-down broker's partitions move away). */
 bool gr_controller_broker_live(const struct gr_image *img, int32_t node_id);
 
-/* The plan: a pure function of the image. Writes into `out` (at most `cap` entries) the partition states
- * the controller must write, topics in name order and partitions in index order:
- * - a partition of a topic record with no state yet (partition_epoch 0, replicas known, the record's
- *   revision known): leader = the first live replica of the assignment, else -1; leader epoch 0; ISR = the
- *   replicas (Kafka's ReplicationControlManager.createTopic);
- * - a partition whose leader is not live: leader -1, leader epoch + 1, ISR as stored (Kafka keeps the last
- *   ISR member when no other replica can lead; ReplicationControlManager.handleBrokerFenced);
- * - a partition without a leader: the first replica that is live and in the ISR leads, leader epoch + 1
- *   (a clean election: PartitionChangeBuilder; never a replica outside the ISR);
- * - a partition whose live leader registered again after the state was written (its broker epoch above
- *   the partition epoch: a restart or a lost lease, maybe while no controller ran): elected again the same
- *   way, leader epoch + 1 (Kafka fences the old incarnation and unfences the new one, each a leader change).
- * Nothing else (a live leader of an older registration stays). A partition whose leader epoch is INT32_MAX is
- * skipped (logged). Returns the number written (<= cap); *more (may be NULL) says whether writes were left
- * out at the cap. */
+/* What a plan may do beyond clean elections (Kafka's unclean.leader.election.enable). */
+struct gr_controller_plan_opts {
+    bool unclean_default; /* the broker's unclean.leader.election.enable, for a topic without its own */
+    bool unclean_pass;    /* also elect uncleanly where the partition was already offline (Kafka's periodic
+                             check, every unclean.leader.election.interval.ms); otherwise only where this plan
+                             takes the leader away */
+};
+
+/* The plan: a pure function of the image (Kafka's ReplicationControlManager and PartitionChangeBuilder, for
+ * any replication factor). Writes into `out` (at most `cap` entries) the partition states the controller
+ * must write, topics in name order and partitions in index order. "Live": registered, not fenced, not
+ * shutting down (gr_controller_broker_live); "fresh": live with a broker epoch <= the partition epoch (a
+ * newer registration is a restart Kafka would have fenced and unfenced, its log maybe short).
+ * - A partition of a topic record with no state yet (partition_epoch 0, replicas known, the record's
+ *   revision known): ISR = the live replicas, leader = the first of them, leader epoch 0; with no live
+ *   replica, leader -1 and ISR = the replicas (ReplicationControlManager.createTopic).
+ * - A partition whose leader is fresh and in the ISR: the ISR loses every member that is not fresh (gone,
+ *   shutting down, registered again: handleBrokerFenced / handleBrokerInControlledShutdown), leader and
+ *   leader epoch unchanged; nothing when no member goes.
+ * - Otherwise an election, leader epoch + 1, in assignment order: the first fresh ISR member leads and the
+ *   ISR is the fresh members; else the ISR's only member, live again (the last ISR member back), leads with
+ *   ISR = it alone; else, when the topic's unclean.leader.election.enable (or opts->unclean_default) is true
+ * and the partition had a leader (or opts->unclean_pass), the first live replica, ISR = it alone, logged as a
+ *   possible loss; else the partition goes offline: leader -1, ISR = the old leader alone (never empty); one
+ *   already offline stays as it is (nothing written).
+ * A partition whose leader epoch is INT32_MAX or whose stored ISR is empty is skipped (logged). opts may be
+ * NULL (no unclean election: gr_controller_plan). Returns the number written (<= cap); *more (may be NULL)
+ * says whether writes were left out at the cap. */
+int32_t gr_controller_plan_with(const struct gr_image *img, const struct gr_controller_plan_opts *opts,
+                                struct gr_controller_write *out, int32_t cap, bool *more);
+/* gr_controller_plan_with without unclean elections (opts NULL). */
 int32_t gr_controller_plan(const struct gr_image *img, struct gr_controller_write *out, int32_t cap,
                            bool *more);
 /* How many of the `count` writes at `w` go into one txn: at most GR_CONTROLLER_TXN_PARTITIONS_MAX, with
@@ -118,6 +146,10 @@ struct gr_controller *gr_controller_new(struct ev_loop *loop, struct gr_etcd *et
  * different value than before stops the controller at once (request cancelled, plan dropped, epoch 0), then,
  * with a lease, it campaigns when the image shows no controller. */
 void gr_controller_set_lease(struct gr_controller *ctl, int64_t lease_id);
+/* The broker's unclean.leader.election.enable (for topics without their own; default false) and
+ * unclean.leader.election.interval.ms (< 1: GR_CONTROLLER_UNCLEAN_INTERVAL_MS_DEFAULT), the period of the
+ * unclean pass (gr_controller_plan_opts). Plans made after the call use them. */
+void gr_controller_set_unclean(struct gr_controller *ctl, bool enable_default, int64_t interval_ms);
 /* The controller epoch this broker holds (the controller key's create_revision it created), 0 when it is not
  * the controller. */
 int64_t gr_controller_epoch(const struct gr_controller *ctl);

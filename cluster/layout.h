@@ -11,9 +11,9 @@
  *                                                                    epoch; CAS on absence
  *   topics/<topic name>                   topic record (id,          written by the broker that received the
  *                                         assignment, configs)       change: absence (create) or mod_revision
- *   partitions/<topic id>/<partition>     partition state            controller only; mod_revision =
- *                                                                    partition epoch; value carries the
- *                                                                    writer's controller epoch
+ *   partitions/<topic id>/<partition>     partition state            the controller; the leader for an ISR
+ *                                                                    change (same leader epoch); CAS on
+ *                                                                    mod_revision = partition epoch
  *   producer_ids                          producer id block counter  CAS on mod_revision (absent: first
  * block)
  *

@@ -38,6 +38,17 @@ struct gr_etcd;
 struct gr_cluster_layout;
 struct ev_loop;
 
+/* Issue #20's one switch for replication, false until the replica fetcher lands (the fetcher slice flips it).
+ * While false, the etcd topic writer refuses a replication factor above 1 (GR_TOPIC_WRITER_RF_FMT,
+ * INVALID_REPLICATION_FACTOR: create, add partitions, check_rf) and __consumer_offsets gets one replica
+ * (server/groups.c). True: placement spreads the factor asked (refused while fewer brokers are live:
+ * "The target replication factor of N cannot be reached...", so the offsets topic waits and FindCoordinator
+ * answers COORDINATOR_NOT_AVAILABLE meanwhile) and the offsets topic takes offsets.topic.replication.factor.
+ * The controller (cluster/controller.h) and the ISR writer handle any factor whatever its value. Still to do
+ * when flipping it: CreateTopics passes its factor and multi-replica assignments to gr_topic_create
+ * (server/handlers/create_topics.c, common.c), and server/config.c widens default.replication.factor and
+ * offsets.topic.replication.factor (Kafka's default 3) beyond 1..1. */
+#define GR_CLUSTER_REPLICATION_ENABLED false
 /* The stage-1 refusal of more than one replica (cluster mode; issue #19 "Replication factor in this
  * stage"): formatted with the asked factor. */
 #define GR_TOPIC_WRITER_RF_FMT "replication factor %d > 1 is not supported yet: one replica per partition"

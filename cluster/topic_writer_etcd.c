@@ -542,7 +542,7 @@ static int16_t create_checks(struct change *c, const struct gr_topic_create_args
         return snprintf(c->msg, sizeof c->msg, "Number of partitions must be between 1 and %d",
                         GR_PARTITIONS_PER_TOPIC_MAX),
                GR_ERR_INVALID_PARTITIONS;
-    if (c->rf > 1)
+    if (!GR_CLUSTER_REPLICATION_ENABLED && c->rf > 1)
         return snprintf(c->msg, sizeof c->msg, GR_TOPIC_WRITER_RF_FMT, c->rf),
                GR_ERR_INVALID_REPLICATION_FACTOR;
     if (a->config_count < 0 || a->config_count > GR_CLUSTER_TOPIC_CONFIGS_MAX)
@@ -671,7 +671,8 @@ static void etcd_grow(struct gr_topic_writer *base, const uint8_t id[16], int32_
             return complete(c, GR_ERR_UNKNOWN_SERVER_ERROR, "Out of memory");
         memcpy(c->assignment, assignment, n * sizeof *c->assignment);
     }
-    if (c->rf > 1) return completef(c, GR_ERR_INVALID_REPLICATION_FACTOR, GR_TOPIC_WRITER_RF_FMT, c->rf);
+    if (!GR_CLUSTER_REPLICATION_ENABLED && c->rf > 1)
+        return completef(c, GR_ERR_INVALID_REPLICATION_FACTOR, GR_TOPIC_WRITER_RF_FMT, c->rf);
     c->total = new_total;
     begin(c, read_record);
 }
@@ -701,6 +702,7 @@ static int16_t etcd_check_rf(const struct gr_topic_writer *base, int32_t rf, cha
 {
     (void)base;
     if (rf == 1) return GR_ERR_NONE;
+    if (rf > 1 && GR_CLUSTER_REPLICATION_ENABLED) return GR_ERR_NONE;
     if (rf > 1)
         snprintf(msg, cap, GR_TOPIC_WRITER_RF_FMT, rf);
     else /* StripedReplicaPlacer's words */

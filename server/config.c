@@ -527,6 +527,7 @@ void gr_config_resolve(struct gr_config *cfg)
     s->auto_create_topics_enable = gr_config_bool(cfg, "auto.create.topics.enable");
     s->default_replication_factor = (int16_t)gr_config_int(cfg, "default.replication.factor");
     s->offsets_topic_num_partitions = (int32_t)gr_config_int(cfg, "offsets.topic.num.partitions");
+    s->offsets_topic_replication_factor = (int16_t)gr_config_int(cfg, "offsets.topic.replication.factor");
     s->message_max_bytes = (int32_t)gr_config_int(cfg, "message.max.bytes");
     s->log_message_timestamp_type_log_append_time =
         strcmp(gr_config_str(cfg, "log.message.timestamp.type"), "LogAppendTime") == 0;

@@ -47,6 +47,7 @@ struct gr_broker_settings {
     bool auto_create_topics_enable;                   /* auto.create.topics.enable */
     int16_t default_replication_factor;               /* default.replication.factor */
     int32_t offsets_topic_num_partitions;             /* offsets.topic.num.partitions */
+    int16_t offsets_topic_replication_factor;         /* offsets.topic.replication.factor */
     int32_t message_max_bytes;                        /* message.max.bytes */
     bool log_message_timestamp_type_log_append_time;  /* log.message.timestamp.type == LogAppendTime */
     int64_t log_message_timestamp_before_max_ms;      /* log.message.timestamp.before.max.ms */

@@ -2,8 +2,8 @@
 # etcd-tests.sh: runs the etcd client's tests (cluster/tests/test_etcd.c) against a real etcd (Debian's
 # etcd-server) and the topic writer's (test_topic_writer.c) that it starts on free loopback ports (client and peer) with a temporary data directory and
 # --auto-compaction-retention=0 (the tests read history), and always stops (also on failure or timeout).
-# Then the controller's test (cluster/tests/test_controller.c) against the same etcd, and the producer id
-# blocks' (test_producer_ids_etcd.c).
+# Then the controller's test (cluster/tests/test_controller.c) against the same etcd, the ISR writer's
+# (test_isr_writer.c) and the producer id blocks' (test_producer_ids_etcd.c).
 # Usage: cluster/tests/etcd-tests.sh [BUILD_DIR]   (default build; ends with "cluster: N passed, N failed")
 # The test binary acts on that etcd through "etcd-tests.sh ctl ACTION" (kill | start | start-wait | stop |
 # cont | compact REV | put-compact KEY VALUE), with ETCD_TEST_DIR naming the run's directory.
@@ -125,6 +125,12 @@ if [ -x "$build/tests/test_topic_writer" ]; then
     run_one test_topic_writer "$build/tests/test_topic_writer" "topic writer"
 else
     echo "cluster: $build/tests/test_topic_writer not built"; f=$((f + 1))
+fi
+# A leader's ISR changes (cluster/tests/test_isr_writer.c): shrink, expand, stale, fenced, a paused etcd.
+if [ -x "$build/tests/test_isr_writer" ]; then
+    run_one test_isr_writer "$build/tests/test_isr_writer" "isr writer"
+else
+    echo "cluster: $build/tests/test_isr_writer not built"; f=$((f + 1))
 fi
 # Producer id blocks (cluster/tests/test_producer_ids_etcd.c): last, since it pauses etcd.
 if [ -x "$build/tests/test_producer_ids_etcd" ]; then

@@ -15,8 +15,9 @@
  * carries its epoch after the revoke (every revision the watch shows is checked); 1,000 new partitions
  * written in 16 txns; a controller whose lease is lost stops at once, and with a new lease is elected again
  * and brings a returning broker's partitions back; a topic deleted while the controller's image still shows
- * it (a racing deletion) never gets its partition keys re-created. Ends with "controller: N passed, N
- * failed".
+ * it (a racing deletion) never gets its partition keys re-created; with replication factor 3, a controlled
+ * shutdown moves leadership to the next ISR member and shrinks the other ISRs at the same leader epoch, and
+ * an ISR expansion by the leader (cluster/isr_writer.h) stands. Ends with "controller: N passed, N failed".
  */
 #include <ev.h>
 #include <inttypes.h>
@@ -27,6 +28,7 @@
 
 #include "cluster/controller.h"
 #include "cluster/etcd.h"
+#include "cluster/isr_writer.h"
 #include "cluster/tests/testkit.h"
 #include "common/time.h"
 
@@ -122,9 +124,9 @@ static void read_states(struct gr_uuid id, struct outcome *o)
     finish(gr_etcd_range(etcd, &op, on_done, o), o);
 }
 
-static int64_t register_broker(int32_t node_id, int64_t lease)
+static int64_t put_broker(int32_t node_id, int64_t lease, bool shutting_down)
 {
-    struct gr_cluster_broker br = {.node_id = node_id, .listener_count = 1};
+    struct gr_cluster_broker br = {.node_id = node_id, .listener_count = 1, .shutting_down = shutting_down};
     snprintf(br.listeners[0].name, sizeof br.listeners[0].name, "INTERNAL");
     snprintf(br.listeners[0].host, sizeof br.listeners[0].host, "127.0.0.1");
     br.listeners[0].port = 9000 + node_id;
@@ -135,19 +137,33 @@ static int64_t register_broker(int32_t node_id, int64_t lease)
     return put(key, val, len, lease);
 }
 
-/* Puts topic record `name` with `parts` single-replica partitions, partition p on node 1 + p % 3. */
-static int64_t put_topic(const char *name, struct gr_uuid id, int32_t parts)
+static int64_t register_broker(int32_t node_id, int64_t lease)
+{
+    return put_broker(node_id, lease, false);
+}
+
+/* Puts topic record `name` with `parts` partitions of `rf` replicas, partition p on nodes 1 + (p + i) % 3. */
+static int64_t put_topic_rf(const char *name, struct gr_uuid id, int32_t parts, int32_t rf)
 {
     struct gr_cluster_assignment *as = calloc((size_t)parts, sizeof *as);
     struct gr_cluster_topic t = {.topic_id = id, .partition_count = parts, .partitions = as};
-    for (int32_t p = 0; p < parts; p++)
-        as[p] = (struct gr_cluster_assignment){.replica_count = 1, .replicas = {1 + p % 3}};
+    for (int32_t p = 0; p < parts; p++) {
+        as[p].replica_count = rf;
+        for (int32_t i = 0; i < rf; i++)
+            as[p].replicas[i] = 1 + (p + i) % 3;
+    }
     char key[GR_CLUSTER_KEY_BUF], *val = NULL, err[GR_CLUSTER_ERR_BYTES];
     size_t len = 0;
     gr_cluster_key_topic(&lay, name, strlen(name), key);
     if (gr_cluster_topic_encode(&t, &val, &len, err)) printf("topic: %s\n", err);
     free(as);
     return put(key, val, len, 0);
+}
+
+/* Puts topic record `name` with `parts` single-replica partitions, partition p on node 1 + p % 3. */
+static int64_t put_topic(const char *name, struct gr_uuid id, int32_t parts)
+{
+    return put_topic_rf(name, id, parts, 1);
 }
 
 /* Deletes topic `name` and its partition states in one txn (as the topics slice does). */
@@ -187,8 +203,10 @@ static void feed_put(struct feeder *f, const struct gr_etcd_kv *kv)
     if (k.kind == GR_CLUSTER_KEY_BROKER) {
         struct gr_cluster_broker br;
         if (gr_cluster_broker_decode(kv->value, kv->value_len, &br, err)) return;
-        struct gr_image_broker ib = {
-            .node_id = br.node_id, .epoch = kv->create_revision, .listener_count = 1};
+        struct gr_image_broker ib = {.node_id = br.node_id,
+                                     .epoch = kv->create_revision,
+                                     .shutting_down = br.shutting_down,
+                                     .listener_count = 1};
         snprintf(ib.listeners[0].name, sizeof ib.listeners[0].name, "%s", br.listeners[0].name);
         snprintf(ib.listeners[0].host, sizeof ib.listeners[0].host, "%s", br.listeners[0].host);
         ib.listeners[0].port = br.listeners[0].port;
@@ -386,6 +404,110 @@ static void check_states(struct gr_uuid id, int count, int64_t ctl_epoch, int32_
     }
 }
 
+/* The ISR of partition p of topic `id` in etcd (count, members in *isr), its leader and leader epoch. */
+static int32_t read_isr(struct gr_uuid id, int32_t p, int32_t *isr, int32_t *leader, int32_t *epoch,
+                        int64_t *mod)
+{
+    struct outcome o;
+    read_states(id, &o);
+    for (int i = 0; i < o.n; i++)
+        if (atoi(strrchr(o.kvs[i].key, '/') + 1) == p) {
+            memcpy(isr, o.kvs[i].st.isr, sizeof(int32_t) * (size_t)o.kvs[i].st.isr_count);
+            *leader = o.kvs[i].st.leader;
+            *epoch = o.kvs[i].st.leader_epoch;
+            *mod = o.kvs[i].mod;
+            return o.kvs[i].st.isr_count;
+        }
+    return -1;
+}
+
+static bool same_isr(const int32_t *a, int32_t n, const int32_t *b, int32_t m)
+{
+    return n == m && memcmp(a, b, sizeof(int32_t) * (size_t)n) == 0;
+}
+
+struct isr_done {
+    int fired;
+    enum gr_isr_outcome outcome;
+};
+
+static void on_isr(void *ctx, const struct gr_isr_change *chg, enum gr_isr_outcome outcome, int64_t pe)
+{
+    (void)chg;
+    (void)pe;
+    struct isr_done *d = ctx;
+    d->fired++;
+    d->outcome = outcome;
+}
+
+static bool never(void *arg)
+{
+    (void)arg;
+    return false;
+}
+
+static bool isr_fired(void *arg)
+{
+    return ((struct isr_done *)arg)->fired > 0;
+}
+
+/* Replication factor 3 (controller l running, brokers 1..3 live): a new topic's ISR is every replica;
+ * broker 3's controlled shutdown (shutting_down in its registration) moves the leadership it had to the
+ * next ISR member (leader epoch + 1) and takes it out of every ISR at the same leader epoch elsewhere;
+ * registered again it stays out of the ISRs until the leader's ISR writer adds it (broker epoch checked),
+ * which the controller then leaves alone. */
+static void replicated(int l, int64_t *lease)
+{
+    struct gr_uuid t5 = uuid_of(5);
+    int32_t isr[GR_CLUSTER_REPLICAS_MAX], leader, epoch;
+    int64_t mod;
+    CHECK(put_topic_rf("replicated", t5, 3, 3) > 0);
+    struct want want = {fd[l].img, t5, -1, -2, 0};
+    CHECK(wait_for(partition_is, &want, 10000));
+    for (int32_t p = 0; p < 3; p++) {
+        int32_t all[3] = {1 + p % 3, 1 + (p + 1) % 3, 1 + (p + 2) % 3};
+        CHECK(same_isr(isr, read_isr(t5, p, isr, &leader, &epoch, &mod), all, 3));
+        CHECK(leader == all[0] && epoch == 0);
+    }
+    CHECK(put_broker(3, lease[3], true) > 0); /* controlled shutdown */
+    want = (struct want){fd[l].img, t5, 2, 1, 1};
+    CHECK(wait_for(partition_is, &want, 10000));
+    CHECK(same_isr(isr, read_isr(t5, 2, isr, &leader, &epoch, &mod), (int32_t[]){1, 2}, 2));
+    CHECK(leader == 1 && epoch == 1);
+    for (int tries = 0; tries < 100 && read_isr(t5, 0, isr, &leader, &epoch, &mod) != 2; tries++)
+        wait_for(never, NULL, 50);
+    CHECK(same_isr(isr, read_isr(t5, 0, isr, &leader, &epoch, &mod), (int32_t[]){1, 2}, 2));
+    CHECK(leader == 1 && epoch == 0); /* a follower leaving: the leader epoch stays */
+    for (int tries = 0; tries < 100 && read_isr(t5, 1, isr, &leader, &epoch, &mod) != 2; tries++)
+        wait_for(never, NULL, 50);
+    CHECK(same_isr(isr, read_isr(t5, 1, isr, &leader, &epoch, &mod), (int32_t[]){2, 1}, 2));
+    CHECK(leader == 2 && epoch == 0);
+    /* back (a new registration): still out of the ISR, until the leader (node 1) adds it */
+    lease_revoke(lease[3]);
+    lease[3] = grant();
+    int64_t e3 = register_broker(3, lease[3]);
+    CHECK(e3 > 0);
+    struct gr_isr_writer *iw = gr_isr_writer_new(loop, etcd, &lay, fd[l].img, 1);
+    CHECK(iw != NULL);
+    const struct gr_image_broker *b3 = NULL;
+    for (int tries = 0; tries < 100 && !(b3 && b3->epoch == e3); tries++) {
+        wait_for(never, NULL, 50);
+        b3 = gr_image_broker(fd[l].img, 3);
+    }
+    CHECK(read_isr(t5, 0, isr, &leader, &epoch, &mod) == 2);
+    struct gr_isr_change chg = {.partition = 0, .leader_epoch = 0, .partition_epoch = mod, .isr_count = 3};
+    memcpy(chg.topic_id, t5.b, 16);
+    memcpy(chg.isr, (int32_t[]){1, 2, 3}, sizeof(int32_t) * 3);
+    chg.broker_epochs[2] = e3;
+    struct isr_done d = {0};
+    CHECK(iw && gr_isr_writer_propose(iw, &chg, on_isr, &d) == 0);
+    CHECK(wait_for(isr_fired, &d, 10000) && d.outcome == GR_ISR_OK);
+    wait_for(never, NULL, 1000); /* time for the controller to (wrongly) react */
+    CHECK(same_isr(isr, read_isr(t5, 0, isr, &leader, &epoch, &mod), (int32_t[]){1, 2, 3}, 3));
+    CHECK(leader == 1 && epoch == 0);
+    gr_isr_writer_free(iw);
+}
+
 static void scenario(void)
 {
     int64_t lease[4];
@@ -562,6 +684,7 @@ static void scenario(void)
     want =
         (struct want){fd[l].img, t1, l, l + 1, 1}; /* its own broker registered again: a new leader epoch */
     CHECK(wait_for(partition_is, &want, 8000));
+    replicated(l, lease);
     lease_revoke(wl);
     for (int i = 0; i < 2; i++)
         gr_controller_free(ctl[i]);

@@ -5,7 +5,12 @@
  * a settled image plans nothing; a leader registered again since the state was written gets a new leader
  * epoch; a fenced or shutting-down broker is not live; a partition with no live
  * replica is created offline; a topic whose record revision is unknown waits; 1,000 new partitions give 16
- * txns of at most 64; partitions of many topics stay within etcd's 128 compares; the plan cap.
+ * txns of at most 64; partitions of many topics stay within etcd's 128 compares; the plan cap. With
+ * replication factor 3: a new topic's ISR is its live replicas; a follower's death shrinks the ISR at the
+ * same leader epoch; a leader's death elects the next ISR member in assignment order; the last ISR member's
+ * death takes the partition offline with the ISR keeping it, and its return makes it leader again; unclean
+ * elections (topic config over broker default, at once or in the periodic pass); controlled shutdown; a
+ * follower or leader registered again leaves the ISR.
  * Read next: cluster/tests/test_controller.c (against a real etcd).
  */
 #include <errno.h>
@@ -282,6 +287,241 @@ static void test_many_topics_within_compares(void **state)
     gr_image_free(img);
 }
 
+/* ---- replication factor 3 (hand-built states) ---- */
+
+/* Topic `name` with one partition whose replicas are reps[0..2] and whose state is (leader, epoch, isr),
+ * written at partition epoch 20 (every broker of add_broker registered before: epochs 11..13). */
+static struct gr_image_topic *rf3_topic(struct gr_image *img, const char *name, int idn,
+                                        const int32_t reps[3], int32_t leader, int32_t epoch,
+                                        const int32_t *isr, int32_t isr_count)
+{
+    uint8_t id[16];
+    id_of(id, idn);
+    struct gr_image_topic *t = NULL;
+    assert_int_equal(gr_image_put_topic(img, name, strlen(name), id, false, 1, NULL, &t), 0);
+    t->record_revision = 5;
+    struct gr_image_partition_state st = {.leader = leader,
+                                          .leader_epoch = epoch,
+                                          .partition_epoch = 20,
+                                          .replicas = reps,
+                                          .replica_count = 3,
+                                          .isr = isr,
+                                          .isr_count = isr_count};
+    assert_int_equal(gr_image_set_partition(img, t, 0, &st), 0);
+    return t;
+}
+
+static void check_write(const struct gr_controller_write *w, int32_t leader, int32_t epoch, int64_t pe,
+                        const int32_t *isr, int32_t isr_count)
+{
+    assert_int_equal(w->state.leader, leader);
+    assert_int_equal(w->state.leader_epoch, epoch);
+    assert_int_equal(w->partition_epoch, pe);
+    assert_int_equal(w->state.isr_count, isr_count);
+    for (int32_t i = 0; i < isr_count; i++)
+        assert_int_equal(w->state.isr[i], isr[i]);
+}
+
+static struct gr_image *three_brokers(void)
+{
+    struct gr_image *img = gr_image_new(1);
+    for (int32_t b = 1; b <= 3; b++)
+        add_broker(img, b);
+    return img;
+}
+
+static void test_rf3_new_topic(void **state)
+{
+    (void)state;
+    struct gr_image *img = three_brokers();
+    assert_true(gr_image_remove_broker(img, 2));
+    uint8_t id[16];
+    id_of(id, 1);
+    struct gr_image_topic *t = NULL;
+    assert_int_equal(gr_image_put_topic(img, "r", 1, id, false, 1, NULL, &t), 0);
+    t->record_revision = 5;
+    int32_t reps[3] = {2, 3, 1};
+    struct gr_image_partition_state st = {
+        .leader = -1, .leader_epoch = -1, .replicas = reps, .replica_count = 3};
+    assert_int_equal(gr_image_set_partition(img, t, 0, &st), 0);
+    assert_int_equal(gr_controller_plan(img, plan, GR_CONTROLLER_PLAN_MAX, NULL), 1);
+    check_write(&plan[0], 3, 0, 0, (int32_t[]){3, 1}, 2); /* ISR = the live replicas, in assignment order */
+    gr_image_free(img);
+}
+
+static void test_rf3_follower_death_shrinks_isr(void **state)
+{
+    (void)state;
+    struct gr_image *img = three_brokers();
+    rf3_topic(img, "r", 1, (int32_t[]){1, 2, 3}, 1, 5, (int32_t[]){1, 2, 3}, 3);
+    assert_int_equal(gr_controller_plan(img, plan, GR_CONTROLLER_PLAN_MAX, NULL), 0); /* settled */
+    assert_true(gr_image_remove_broker(img, 3));
+    assert_int_equal(gr_controller_plan(img, plan, GR_CONTROLLER_PLAN_MAX, NULL), 1);
+    check_write(&plan[0], 1, 5, 20, (int32_t[]){1, 2}, 2); /* leader epoch unchanged */
+    apply(img, plan, 1, 30);
+    assert_int_equal(gr_controller_plan(img, plan, GR_CONTROLLER_PLAN_MAX, NULL), 0);
+    gr_image_free(img);
+}
+
+static void test_rf3_leader_death_elects_in_assignment_order(void **state)
+{
+    (void)state;
+    struct gr_image *img = three_brokers();
+    /* the ISR lists 3 before 2: assignment order (1, 2, 3) makes 2 the leader */
+    rf3_topic(img, "r", 1, (int32_t[]){1, 2, 3}, 1, 5, (int32_t[]){1, 3, 2}, 3);
+    assert_true(gr_image_remove_broker(img, 1));
+    assert_int_equal(gr_controller_plan(img, plan, GR_CONTROLLER_PLAN_MAX, NULL), 1);
+    check_write(&plan[0], 2, 6, 20, (int32_t[]){3, 2}, 2);
+    apply(img, plan, 1, 30);
+    assert_int_equal(gr_controller_plan(img, plan, GR_CONTROLLER_PLAN_MAX, NULL), 0);
+    /* broker 1 back: not in the ISR, so nothing changes (the leader's ISR writer adds it once caught up) */
+    add_broker(img, 1);
+    assert_int_equal(gr_controller_plan(img, plan, GR_CONTROLLER_PLAN_MAX, NULL), 0);
+    gr_image_free(img);
+}
+
+static void test_rf3_last_isr_member_offline_and_back(void **state)
+{
+    (void)state;
+    struct gr_image *img = three_brokers();
+    rf3_topic(img, "r", 1, (int32_t[]){1, 2, 3}, 1, 5, (int32_t[]){1}, 1);
+    assert_true(gr_image_remove_broker(img, 1));
+    assert_int_equal(gr_controller_plan(img, plan, GR_CONTROLLER_PLAN_MAX, NULL), 1);
+    check_write(&plan[0], -1, 6, 20, (int32_t[]){1}, 1); /* offline; the ISR keeps its last member */
+    apply(img, plan, 1, 30);
+    /* 2 and 3 live but outside the ISR: no clean leader, so offline it stays */
+    assert_int_equal(gr_controller_plan(img, plan, GR_CONTROLLER_PLAN_MAX, NULL), 0);
+    struct gr_controller_plan_opts pass = {.unclean_pass = true};
+    assert_int_equal(gr_controller_plan_with(img, &pass, plan, GR_CONTROLLER_PLAN_MAX, NULL), 0);
+    /* 1 registers again (a new broker epoch, above the partition epoch): it leads again */
+    struct gr_image_broker br = {.node_id = 1, .epoch = 40, .listener_count = 1};
+    snprintf(br.listeners[0].name, sizeof br.listeners[0].name, "INTERNAL");
+    snprintf(br.listeners[0].host, sizeof br.listeners[0].host, "127.0.0.1");
+    br.listeners[0].port = 9001;
+    assert_int_equal(gr_image_set_broker(img, &br), 0);
+    assert_int_equal(gr_controller_plan(img, plan, GR_CONTROLLER_PLAN_MAX, NULL), 1);
+    check_write(&plan[0], 1, 7, 30, (int32_t[]){1}, 1);
+    apply(img, plan, 1, 50);
+    assert_int_equal(gr_controller_plan(img, plan, GR_CONTROLLER_PLAN_MAX, NULL), 0);
+    gr_image_free(img);
+}
+
+static void test_rf3_unclean(void **state)
+{
+    (void)state;
+    struct gr_image *img = three_brokers();
+    struct gr_image_topic *t = rf3_topic(img, "r", 1, (int32_t[]){1, 3, 2}, -1, 6, (int32_t[]){1}, 1);
+    assert_true(gr_image_remove_broker(img, 1));
+    struct gr_controller_plan_opts pass = {.unclean_pass = true};
+    assert_int_equal(gr_controller_plan_with(img, &pass, plan, GR_CONTROLLER_PLAN_MAX, NULL), 0); /* off */
+    const char *names[1] = {"unclean.leader.election.enable"}, *on[1] = {"TRUE"}, *off[1] = {"false"};
+    assert_int_equal(gr_image_set_topic_configs(img, t, names, on, 1), 0);
+    /* already offline: only the periodic pass elects */
+    assert_int_equal(gr_controller_plan(img, plan, GR_CONTROLLER_PLAN_MAX, NULL), 0);
+    assert_int_equal(gr_controller_plan_with(img, &pass, plan, GR_CONTROLLER_PLAN_MAX, NULL), 1);
+    check_write(&plan[0], 3, 7, 20, (int32_t[]){3}, 1); /* the first live replica in assignment order */
+    /* the topic's false beats the broker default's true */
+    assert_int_equal(gr_image_set_topic_configs(img, t, names, off, 1), 0);
+    struct gr_controller_plan_opts dflt = {.unclean_default = true, .unclean_pass = true};
+    assert_int_equal(gr_controller_plan_with(img, &dflt, plan, GR_CONTROLLER_PLAN_MAX, NULL), 0);
+    /* the broker default applies to a topic without its own; a leader taken away elects at once */
+    assert_int_equal(gr_image_set_topic_configs(img, t, NULL, NULL, 0), 0);
+    rf3_topic(img, "s", 2, (int32_t[]){2, 3, 1}, 2, 3, (int32_t[]){2}, 1);
+    assert_true(gr_image_remove_broker(img, 2));
+    struct gr_controller_plan_opts now = {.unclean_default = true};
+    assert_int_equal(gr_controller_plan_with(img, &now, plan, GR_CONTROLLER_PLAN_MAX, NULL), 1);
+    assert_string_equal(plan[0].topic, "s");
+    check_write(&plan[0], 3, 4, 20, (int32_t[]){3}, 1);
+    assert_int_equal(gr_controller_plan(img, plan, GR_CONTROLLER_PLAN_MAX, NULL), 1);
+    check_write(&plan[0], -1, 4, 20, (int32_t[]){2}, 1); /* clean only: offline */
+    gr_image_free(img);
+}
+
+static void test_rf3_controlled_shutdown(void **state)
+{
+    (void)state;
+    struct gr_image *img = three_brokers();
+    rf3_topic(img, "a", 1, (int32_t[]){2, 3, 1}, 2, 5, (int32_t[]){2, 3, 1}, 3); /* 2 leads */
+    rf3_topic(img, "b", 2, (int32_t[]){1, 2, 3}, 1, 8, (int32_t[]){1, 2, 3}, 3); /* 2 follows */
+    rf3_topic(img, "c", 3, (int32_t[]){2, 1, 3}, 2, 2, (int32_t[]){2}, 1);       /* 2 alone in the ISR */
+    rf3_topic(img, "d", 4, (int32_t[]){1, 3, 2}, 1, 4, (int32_t[]){1, 3}, 2);    /* 2 not in the ISR */
+    struct gr_image_broker br = *gr_image_broker(img, 2);
+    br.shutting_down = true;
+    assert_int_equal(gr_image_set_broker(img, &br), 0);
+    assert_int_equal(gr_controller_plan(img, plan, GR_CONTROLLER_PLAN_MAX, NULL), 3);
+    assert_string_equal(plan[0].topic, "a");
+    check_write(&plan[0], 3, 6, 20, (int32_t[]){3, 1}, 2);
+    assert_string_equal(plan[1].topic, "b");
+    check_write(&plan[1], 1, 8, 20, (int32_t[]){1, 3}, 2);
+    assert_string_equal(plan[2].topic, "c");
+    check_write(&plan[2], -1, 3, 20, (int32_t[]){2}, 1);
+    apply(img, plan, 3, 30);
+    assert_int_equal(gr_controller_plan(img, plan, GR_CONTROLLER_PLAN_MAX, NULL), 0); /* leads nothing */
+    gr_image_free(img);
+}
+
+static void test_rf3_empty_isr_left_alone(void **state)
+{
+    (void)state;
+    struct gr_image *img = three_brokers();
+    rf3_topic(img, "r", 1, (int32_t[]){1, 2, 3}, -1, 5, NULL, 0); /* no writer makes it: logged, skipped */
+    assert_int_equal(gr_controller_plan(img, plan, GR_CONTROLLER_PLAN_MAX, NULL), 0);
+    struct gr_controller_plan_opts pass = {.unclean_default = true, .unclean_pass = true};
+    assert_int_equal(gr_controller_plan_with(img, &pass, plan, GR_CONTROLLER_PLAN_MAX, NULL), 0);
+    gr_image_free(img);
+}
+
+static void test_rf3_follower_registered_again_leaves_isr(void **state)
+{
+    (void)state;
+    struct gr_image *img = three_brokers();
+    rf3_topic(img, "r", 1, (int32_t[]){1, 2, 3}, 1, 5, (int32_t[]){1, 2, 3}, 3);
+    struct gr_image_broker br = *gr_image_broker(img, 3);
+    br.epoch = 25; /* a restart since the state (20) was written: its log may be short */
+    assert_int_equal(gr_image_set_broker(img, &br), 0);
+    assert_int_equal(gr_controller_plan(img, plan, GR_CONTROLLER_PLAN_MAX, NULL), 1);
+    check_write(&plan[0], 1, 5, 20, (int32_t[]){1, 2}, 2);
+    /* the leader registered again: leadership moves to a fresh ISR member */
+    br = *gr_image_broker(img, 1);
+    br.epoch = 26;
+    assert_int_equal(gr_image_set_broker(img, &br), 0);
+    assert_int_equal(gr_controller_plan(img, plan, GR_CONTROLLER_PLAN_MAX, NULL), 1);
+    check_write(&plan[0], 2, 6, 20, (int32_t[]){2}, 1);
+    gr_image_free(img);
+}
+
+/* Several ISR members, none fresh: which one Kafka kept last depends on an order the image cannot show, so
+ * none is elected at once; the partition goes offline keeping the old leader, which leads at the next plan
+ * if it is back, and a re-registered follower alone never does. */
+static void test_rf3_no_fresh_isr_member(void **state)
+{
+    (void)state;
+    struct gr_image *img = three_brokers();
+    rf3_topic(img, "r", 1, (int32_t[]){1, 2, 3}, 1, 5, (int32_t[]){1, 2}, 2);
+    assert_true(gr_image_remove_broker(img, 1));
+    struct gr_image_broker br = *gr_image_broker(img, 2);
+    br.epoch = 25; /* 2 restarted: its log may miss what the ISR acknowledged */
+    assert_int_equal(gr_image_set_broker(img, &br), 0);
+    assert_int_equal(gr_controller_plan(img, plan, GR_CONTROLLER_PLAN_MAX, NULL), 1);
+    check_write(&plan[0], -1, 6, 20, (int32_t[]){1}, 1);
+    apply(img, plan, 1, 30);
+    assert_int_equal(gr_controller_plan(img, plan, GR_CONTROLLER_PLAN_MAX, NULL), 0); /* 2 never leads */
+    /* both restarted, the leader among them: offline first, then the old leader leads */
+    rf3_topic(img, "s", 2, (int32_t[]){2, 3, 1}, 2, 1, (int32_t[]){2, 3}, 2);
+    for (int32_t b = 2; b <= 3; b++) {
+        br = *gr_image_broker(img, b);
+        br.epoch = 26 + b;
+        assert_int_equal(gr_image_set_broker(img, &br), 0);
+    }
+    assert_int_equal(gr_controller_plan(img, plan, GR_CONTROLLER_PLAN_MAX, NULL), 1);
+    assert_string_equal(plan[0].topic, "s");
+    check_write(&plan[0], -1, 2, 20, (int32_t[]){2}, 1);
+    apply(img, plan, 1, 40);
+    assert_int_equal(gr_controller_plan(img, plan, GR_CONTROLLER_PLAN_MAX, NULL), 1);
+    check_write(&plan[0], 2, 3, 40, (int32_t[]){2}, 1);
+    gr_image_free(img);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -292,6 +532,15 @@ int main(void)
         cmocka_unit_test(test_leader_outside_isr_not_elected),
         cmocka_unit_test(test_thousand_partitions_sixteen_txns),
         cmocka_unit_test(test_many_topics_within_compares),
+        cmocka_unit_test(test_rf3_new_topic),
+        cmocka_unit_test(test_rf3_follower_death_shrinks_isr),
+        cmocka_unit_test(test_rf3_leader_death_elects_in_assignment_order),
+        cmocka_unit_test(test_rf3_last_isr_member_offline_and_back),
+        cmocka_unit_test(test_rf3_unclean),
+        cmocka_unit_test(test_rf3_controlled_shutdown),
+        cmocka_unit_test(test_rf3_follower_registered_again_leaves_isr),
+        cmocka_unit_test(test_rf3_empty_isr_left_alone),
+        cmocka_unit_test(test_rf3_no_fresh_isr_member),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -13,7 +13,8 @@
  * NodeEndpoints (none below v10), Fetch v12+ CurrentLeader and v16+ NodeEndpoints, ListOffsets,
  * DeleteRecords, OffsetForLeaderEpoch, DescribeProducers; Metadata's broker list, LISTENER_NOT_FOUND (v6+)
  * versus LEADER_NOT_AVAILABLE (v5), offline partitions; DescribeCluster; FindCoordinator (the leader of the
- * group's __consumer_offsets partition, COORDINATOR_NOT_AVAILABLE without one); unknown ids.
+ * group's __consumer_offsets partition, COORDINATOR_NOT_AVAILABLE without one); unknown ids; Metadata v0-v12
+ * for a replication-factor-3 partition with a shrunk ISR and an unregistered replica, and an offline one.
  * Read next: server/route.h, server/handlers/metadata.c.
  */
 #include <setjmp.h>
@@ -934,6 +935,71 @@ static void test_log_wait_settled_by_image(void **state)
     f->b->req_sink = NULL;
 }
 
+/* Replication factor 3 as the controller leaves it after losses (issue #20: "Replication shows in ...
+ * Metadata (ISR, offline replicas)"): replicas {1, 2, 9}, 9 not registered, ISR {2, 1} after a shrink.
+ * v1+ list every replica, the ISR as stored and 9 offline (KRaftMetadataCache.getOfflineReplicas: a replica
+ * whose broker is unknown, fenced or without the listener); v0 leaves 9 out with REPLICA_NOT_AVAILABLE. An
+ * offline partition keeps its last ISR member, listed with the replicas, and answers LEADER_NOT_AVAILABLE. */
+static void test_metadata_replicated(void **state)
+{
+    struct fx *f = *state;
+    struct gr_image *img = f->b->image;
+    struct gr_image_topic *it = NULL;
+    uint8_t id[16];
+    memset(id, 0x33, 16);
+    assert_int_equal(gr_image_put_topic(img, "rep", 3, id, false, 2, NULL, &it), 0);
+    int32_t reps[3] = {1, 2, 9}, isr[2] = {2, 1}, last[1] = {9};
+    struct gr_image_partition_state st = {.leader = 2,
+                                          .leader_epoch = 3,
+                                          .partition_epoch = 40,
+                                          .replicas = reps,
+                                          .replica_count = 3,
+                                          .isr = isr,
+                                          .isr_count = 2};
+    assert_int_equal(gr_image_set_partition(img, it, 0, &st), 0);
+    st = (struct gr_image_partition_state){.leader = -1,
+                                           .leader_epoch = 7,
+                                           .partition_epoch = 41,
+                                           .replicas = reps,
+                                           .replica_count = 3,
+                                           .isr = last,
+                                           .isr_count = 1};
+    assert_int_equal(gr_image_set_partition(img, it, 1, &st), 0);
+    for (int16_t v = 1; v <= 12; v++) {
+        struct gr_req *req = metadata_all(f, v);
+        struct gr_metadata_response_metadata_response_partition *p =
+            topic_named(req->resp, "rep")->partitions.items;
+        assert_int_equal(p[0].error_code, GR_ERR_NONE);
+        assert_int_equal(p[0].leader_id, 2);
+        assert_int_equal(p[0].replica_nodes.count, 3);
+        assert_int_equal(p[0].replica_nodes.items[2], 9);
+        assert_int_equal(p[0].isr_nodes.count, 2);
+        assert_int_equal(p[0].isr_nodes.items[0], 2);
+        assert_int_equal(p[0].isr_nodes.items[1], 1);
+        if (v >= 5) check_nodes(p[0].offline_replicas, 1, 9); /* offline_replicas: v5+ */
+        assert_int_equal(p[1].error_code, GR_ERR_LEADER_NOT_AVAILABLE);
+        assert_int_equal(p[1].leader_id, -1);
+        if (v >= 7) assert_int_equal(p[1].leader_epoch, 7); /* leader_epoch: v7+ */
+        check_nodes(p[1].isr_nodes, 1, 9);
+        if (v >= 5) check_nodes(p[1].offline_replicas, 1, 9);
+        gr_req_free(req);
+    }
+    struct gr_req *req0 = srv_req_new(f->b, 3, 0, 1 << 16);
+    struct gr_metadata_request *body0 = NEW(req0, gr_metadata_request);
+    gr_metadata_request_init(body0);
+    body0->topics.count = 0; /* v0: empty = all */
+    req0->body = body0;
+    req0->resp = NEW(req0, gr_metadata_response);
+    gr_metadata_response_init(req0->resp);
+    assert_int_equal(gr_handle_metadata(req0), GR_HANDLER_DONE);
+    struct gr_metadata_response_metadata_response_partition *p =
+        topic_named(req0->resp, "rep")->partitions.items;
+    assert_int_equal(p[0].error_code, GR_ERR_REPLICA_NOT_AVAILABLE);
+    assert_int_equal(p[0].replica_nodes.count, 2);
+    assert_int_equal(p[0].isr_nodes.count, 2);
+    gr_req_free(req0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -942,6 +1008,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_fetch, setup, teardown),
         cmocka_unit_test_setup_teardown(test_list_offsets_delete_records_epochs_producers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_metadata, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_metadata_replicated, setup, teardown),
         cmocka_unit_test_setup_teardown(test_describe_cluster_and_coordinator, setup, teardown),
         cmocka_unit_test_setup_teardown(test_local_source_follows_store, setup, teardown),
         cmocka_unit_test_setup_teardown(test_led_here_log_not_made_yet, setup, teardown),
