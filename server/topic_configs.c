@@ -715,11 +715,14 @@ static const char *const dynamic_keys[] = {
     "message.max.bytes",
     "min.insync.replicas",
     "producer.id.expiration.ms",
+    "unclean.leader.election.enable",
 };
 /* Kafka dynamic configs in Gregor's table that Gregor does not change at runtime (the cleaner thread reads
- * them). */
+ * them; the replica fetchers are started with num.replica.fetchers, Kafka's DynamicThreadPool resizes them).
+ */
 static const char *const dynamic_not_applied[] = {"log.cleaner.backoff.ms", "log.cleaner.dedupe.buffer.size",
-                                                  "log.cleaner.io.max.bytes.per.second"};
+                                                  "log.cleaner.io.max.bytes.per.second",
+                                                  "num.replica.fetchers"};
 
 bool gr_bcfg_dynamic(const char *name)
 {
