@@ -149,7 +149,16 @@ static void test_gregor_refusals(void **state)
     /* compaction is built (storage/cleaner.c): every cleanup.policy Kafka takes is accepted */
     expect_normal(f, "cleanup.policy", "compact", "compact");
     expect_normal(f, "cleanup.policy", "compact,delete", "compact,delete");
-    expect_invalid(f, "min.insync.replicas", "2", "min.insync.replicas must be 1 on a single-node broker");
+    /* min.insync.replicas takes Kafka's range (>= 1); a single-node broker refuses more than 1 apart
+       (gr_tcfg_single_node_refusal, applied by the handlers when there is no etcd) */
+    expect_normal(f, "min.insync.replicas", " 2 ", "2");
+    expect_invalid(f, "min.insync.replicas", "0",
+                   "Invalid value 0 for configuration min.insync.replicas: Value must be at least 1");
+    assert_string_equal(gr_tcfg_single_node_refusal("min.insync.replicas", "2"),
+                        "min.insync.replicas must be 1 on a single-node broker");
+    assert_null(gr_tcfg_single_node_refusal("min.insync.replicas", "1"));
+    assert_null(gr_tcfg_single_node_refusal("retention.ms", "2"));
+    assert_null(gr_tcfg_unsupported("min.insync.replicas", "2"));
     const char *norm, *m;
     /* compression.type: the broker recompresses (produce.c), so every Kafka value is accepted */
     expect_normal(f, "compression.type", "gzip", "gzip");
