@@ -10,8 +10,9 @@
  * the in-flight bound held and answers in order, cancel (no callback after it, for a request in flight and
  * one queued), a request timeout against a stopped broker (SIGSTOP) and recovery after SIGCONT, connection
  * refused then back-off then success once a broker starts on that port, a registration change (new broker
- * epoch) closing and reopening the connection, an oversized response frame closing the connection with a
- * BAD_RESPONSE callback, and every callback counted so none runs twice.
+ * epoch) closing and reopening the connection, an oversized response frame and a wrong correlation id each
+ * closing the connection with a BAD_RESPONSE callback, a peer that never answers ApiVersions, and every
+ * callback counted so none runs twice.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -522,6 +523,8 @@ static void test_refused_then_up(struct gr_broker_client *bc)
 enum fake_mode {
     FAKE_OVERSIZE, /* answers ApiVersions, then any request with a size prefix over the client's cap */
     FAKE_NO_FETCH, /* answers ApiVersions without Fetch in its list */
+    FAKE_SILENT,   /* accepts and reads, never answers */
+    FAKE_BAD_CORR, /* answers ApiVersions, then any request with a wrong correlation id */
 };
 
 struct fake {
@@ -600,8 +603,14 @@ static void fake_on_client(struct ev_loop *l, ev_io *w, int revents)
     }
     free(frame);
     f->frames++;
+    if (f->mode == FAKE_SILENT) return;
     if (key == ops_named("api_versions_request")->api_key) {
         fake_api_versions(f, corr, version);
+    } else if (f->mode == FAKE_BAD_CORR) {
+        uint8_t bad[8];
+        gr_put_be32(bad, 4);
+        gr_put_be32(bad + 4, (uint32_t)corr + 1000);
+        CHECK(send(f->cfd, bad, 8, MSG_NOSIGNAL) == 8);
     } else {
         uint8_t big[4];
         gr_put_be32(big, 200u << 20); /* 200 MiB announced: over the default 100 MiB cap */
@@ -697,6 +706,57 @@ static void test_missing_api(struct gr_broker_client *bc)
     fake_stop(&f);
 }
 
+static bool fake_two_frames(void *arg)
+{
+    return ((struct fake *)arg)->frames >= 2;
+}
+
+static bool handshake_failed(void *arg)
+{
+    return gr_broker_client_stats(arg)->connect_failures >= 1;
+}
+
+/* A peer that accepts and never answers ApiVersions: the exchange times out (request_timeout_ms), counts as
+ * a failed connection, and is tried again after the back-off; the owner never hears "ready". */
+static void test_silent_peer(struct gr_broker_client *bc)
+{
+    struct fake f;
+    image_broker(5, fake_start(&f, FAKE_SILENT), 1);
+    struct conn_watch w;
+    struct gr_broker_client_conn *conn = open_conn(bc, 5, 0, main_apis, 1, &w);
+    CHECK(testkit_run_until(loop, handshake_failed, conn, 10000));
+    CHECK(
+        testkit_run_until(loop, fake_two_frames, &f, 10000)); /* ApiVersions sent again after the back-off */
+    CHECK(f.accepted == 2 && w.ready == 0 && w.not_ready == 0 && !gr_broker_client_ready(conn));
+    int rc = 0;
+    struct done *d = &dones[0];
+    memset(d, 0, sizeof *d);
+    CHECK(send_metadata(conn, TOPIC, 0, d) == NULL);
+    CHECK(gr_broker_client_send(conn, ops_named("metadata_request"), 12, NULL, 0, on_metadata, d, &rc) ==
+              NULL &&
+          rc == -ENOTCONN);
+    gr_broker_client_close(conn);
+    CHECK(d->calls == 0);
+    fake_stop(&f);
+}
+
+/* An answer with another correlation id: that request ends BAD_RESPONSE, the connection closes. */
+static void test_bad_correlation(struct gr_broker_client *bc)
+{
+    struct fake f;
+    image_broker(6, fake_start(&f, FAKE_BAD_CORR), 1);
+    struct conn_watch w;
+    struct gr_broker_client_conn *conn = open_conn(bc, 6, 0, main_apis, 1, &w);
+    CHECK(testkit_run_until(loop, is_ready, conn, 10000));
+    struct done *d = &dones[0];
+    CHECK(send_metadata(conn, TOPIC, 0, d) != NULL);
+    CHECK(testkit_run_until(loop, one_call, d, 10000));
+    CHECK(d->calls == 1 && d->status == GR_BROKER_CLIENT_BAD_RESPONSE);
+    CHECK(w.not_ready == 1 && !gr_broker_client_ready(conn));
+    gr_broker_client_close(conn);
+    fake_stop(&f);
+}
+
 /* Bad configurations are refused with a reason; a second open of one key is -EEXIST. */
 static void test_config(struct gr_broker_client *bc)
 {
@@ -760,6 +820,8 @@ int main(void)
         test_refused_then_up(bc);
         test_oversized_frame(bc);
         test_missing_api(bc);
+        test_silent_peer(bc);
+        test_bad_correlation(bc);
     }
     gr_broker_client_free(bc);
     gr_image_free(img);
