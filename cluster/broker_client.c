@@ -61,6 +61,14 @@ struct gr_broker_client_req {
     bool handshake; /* the client's own ApiVersions request */
 };
 
+/* A decoded answer: the response frame, the arena of its arrays, the response struct. */
+struct gr_broker_client_answer {
+    uint8_t *frame;
+    struct gr_arena arena;
+    void *resp;
+    bool kept; /* ownership moved to a kept copy: the reader frees nothing */
+};
+
 struct fifo {
     struct gr_broker_client_req *head, *tail;
     int count;
@@ -192,10 +200,10 @@ static void req_free(struct gr_broker_client_req *req)
 /* Runs a request's callback (if not cancelled) and frees it; the request is already unlinked. Returns
  * whether the connection is still alive afterwards. */
 static bool req_finish(struct gr_broker_client_req *req, enum gr_broker_client_status status,
-                       const void *resp)
+                       struct gr_broker_client_answer *ans)
 {
     struct gr_broker_client_conn *conn = req->conn;
-    if (req->cb) req->cb(req->ctx, status, resp, req->version);
+    if (req->cb) req->cb(req->ctx, status, ans ? ans->resp : NULL, req->version, ans);
     req_free(req);
     return alive(conn);
 }
@@ -685,10 +693,10 @@ static bool on_frame(struct gr_broker_client_conn *conn, uint8_t *frame, size_t 
         req_free(req);
         return alive(conn) && conn->fd >= 0;
     }
-    struct gr_arena arena;
-    gr_arena_init(&arena, 32 * len + (1 << 20));
-    rd.arena = &arena;
-    void *resp = req->cb ? calloc(1, req->resp_ops->struct_bytes) : NULL;
+    struct gr_broker_client_answer ans = {.frame = frame};
+    gr_arena_init(&ans.arena, 32 * len + (1 << 20));
+    rd.arena = &ans.arena;
+    void *resp = ans.resp = req->cb ? calloc(1, req->resp_ops->struct_bytes) : NULL;
     int rc = 0;
     if (resp) {
         req->resp_ops->init(resp);
@@ -701,15 +709,17 @@ static bool on_frame(struct gr_broker_client_conn *conn, uint8_t *frame, size_t 
                              rc);
         bool ok = req_finish(req, GR_BROKER_CLIENT_BAD_RESPONSE, NULL);
         free(resp);
-        gr_arena_reset(&arena);
+        gr_arena_reset(&ans.arena);
         free(frame);
         if (ok) conn_fail(conn, GR_BROKER_CLIENT_DISCONNECTED, false);
         return false;
     }
-    bool keep = req_finish(req, GR_BROKER_CLIENT_OK, resp) && conn->fd >= 0;
-    free(resp);
-    gr_arena_reset(&arena);
-    free(frame);
+    bool keep = req_finish(req, GR_BROKER_CLIENT_OK, &ans) && conn->fd >= 0;
+    if (!ans.kept) {
+        free(resp);
+        gr_arena_reset(&ans.arena);
+        free(frame);
+    }
     if (keep && conn->state == S_READY) conn_flush(conn);
     return keep && alive(conn) && conn->fd >= 0;
 }
@@ -1011,6 +1021,25 @@ struct gr_broker_client_req *gr_broker_client_send(struct gr_broker_client_conn 
     fifo_push(&conn->queue, req);
     conn_flush(conn); /* writes never call back: a failed send is noticed by the read side */
     return req;
+}
+
+struct gr_broker_client_answer *gr_broker_client_answer_keep(struct gr_broker_client_answer *ans)
+{
+    assert(!ans->kept && "an answer is kept once");
+    struct gr_broker_client_answer *kept = malloc(sizeof *kept);
+    if (!kept) return NULL;
+    *kept = *ans; /* the arena's chunks, the frame and the struct move; nothing points back at `ans` */
+    ans->kept = true;
+    return kept;
+}
+
+void gr_broker_client_answer_free(struct gr_broker_client_answer *ans)
+{
+    if (!ans) return;
+    free(ans->resp);
+    gr_arena_reset(&ans->arena);
+    free(ans->frame);
+    free(ans);
 }
 
 void gr_broker_client_cancel(struct gr_broker_client_req *req)

@@ -28,7 +28,9 @@
  * is decoded with the response's codec at the request's version. Every request ends exactly once, from the
  * loop (or from the image's observer pass, for a registration change) and never inside a call on this
  * client:
- *   - OK with the decoded response (views into the frame and an arena, borrowed for the callback only);
+ *   - OK with the decoded response (views into the frame and an arena, borrowed for the callback only, or
+ *     kept past it without a copy by gr_broker_client_answer_keep: a follower appends the records as they
+ *     came);
  *   - TIMEOUT when no answer came within its timeout; as Kafka's NetworkClient does, a request in flight
  *     that times out closes the connection (the peer is stuck or the stream is lost);
  *   - DISCONNECTED when the connection closed first (lost, closed by the owner's registration change, or
@@ -117,10 +119,14 @@ struct gr_broker_client;
 struct gr_broker_client_conn;
 struct gr_broker_client_req;
 
+struct gr_broker_client_answer;
+
 /* A request's end: status, and for GR_BROKER_CLIENT_OK the decoded response body (the response struct of
- * the request's API, e.g. struct gr_fetch_response; borrowed for the callback only) and its version. */
+ * the request's API, e.g. struct gr_fetch_response, whose strings, bytes and records are views into the
+ * response frame), its version, and `ans`, the frame and arena holding it (NULL unless OK). All are borrowed
+ * for the callback only, unless the callback keeps them with gr_broker_client_answer_keep. */
 typedef void gr_broker_client_cb(void *ctx, enum gr_broker_client_status status, const void *resp,
-                                 int16_t version);
+                                 int16_t version, struct gr_broker_client_answer *ans);
 /* A connection became ready (true) or stopped being ready (false). */
 typedef void gr_broker_client_state_cb(void *ctx, struct gr_broker_client_conn *conn, bool ready);
 
@@ -162,6 +168,13 @@ struct gr_broker_client_req *gr_broker_client_send(struct gr_broker_client_conn 
                                                    const struct gr_msg_ops *ops, int16_t version,
                                                    const void *body, int64_t timeout_ms,
                                                    gr_broker_client_cb *cb, void *ctx, int *rc);
+/* Inside a request's callback only, once: keeps its answer (the decoded `resp` and every view in it: the
+ * frame, the arena) valid past the callback, so records can be appended without a copy. Returns new (free it
+ * with gr_broker_client_answer_free), or NULL without memory (the answer is then freed after the callback as
+ * usual). */
+struct gr_broker_client_answer *gr_broker_client_answer_keep(struct gr_broker_client_answer *ans);
+/* Frees a kept answer: its response struct, arena and frame. NULL is ignored. */
+void gr_broker_client_answer_free(struct gr_broker_client_answer *ans);
 /* Cancels a request whose callback has not run: it never will. Not for a handle whose callback started. */
 void gr_broker_client_cancel(struct gr_broker_client_req *req);
 /* Requests of `conn` waiting to be written and in flight (cancelled ones still in line included). */

@@ -160,18 +160,24 @@ struct done {
     struct gr_uuid topic_id;
     int64_t high_watermark, base_offset;
     int32_t records_len, record_count;
+    bool answered;                         /* an answer handle came with the callback */
+    bool keep;                             /* on_fetch: keep the answer past the callback */
+    struct gr_broker_client_answer *kept;  /* ... here */
+    const struct gr_fetch_response *fetch; /* ... and the response it holds */
 };
 
 static int callbacks; /* every callback, counted */
 static struct done dones[REQS_MAX];
 
-static void on_metadata(void *ctx, enum gr_broker_client_status st, const void *resp, int16_t version)
+static void on_metadata(void *ctx, enum gr_broker_client_status st, const void *resp, int16_t version,
+                        struct gr_broker_client_answer *ans)
 {
     struct done *d = ctx;
     d->calls++;
     d->status = st;
     d->order = callbacks++;
     d->version = version;
+    d->answered = ans != NULL;
     if (st != GR_BROKER_CLIENT_OK) return;
     const struct gr_metadata_response *m = resp;
     d->topic_count = m->topics.count;
@@ -182,12 +188,14 @@ static void on_metadata(void *ctx, enum gr_broker_client_status st, const void *
     if (d->partition_count == 1) d->leader_id = m->topics.items[0].partitions.items[0].leader_id;
 }
 
-static void on_produce(void *ctx, enum gr_broker_client_status st, const void *resp, int16_t version)
+static void on_produce(void *ctx, enum gr_broker_client_status st, const void *resp, int16_t version,
+                       struct gr_broker_client_answer *ans)
 {
     struct done *d = ctx;
     d->calls++;
     d->status = st;
     d->version = version;
+    d->answered = ans != NULL;
     callbacks++;
     if (st != GR_BROKER_CLIENT_OK) return;
     const struct gr_produce_response *p = resp;
@@ -198,7 +206,8 @@ static void on_produce(void *ctx, enum gr_broker_client_status st, const void *r
     }
 }
 
-static void on_fetch(void *ctx, enum gr_broker_client_status st, const void *resp, int16_t version)
+static void on_fetch(void *ctx, enum gr_broker_client_status st, const void *resp, int16_t version,
+                     struct gr_broker_client_answer *ans)
 {
     struct done *d = ctx;
     d->calls++;
@@ -207,6 +216,8 @@ static void on_fetch(void *ctx, enum gr_broker_client_status st, const void *res
     callbacks++;
     if (st != GR_BROKER_CLIENT_OK) return;
     const struct gr_fetch_response *f = resp;
+    d->answered = ans != NULL;
+    if (d->keep && ans && (d->kept = gr_broker_client_answer_keep(ans))) d->fetch = f;
     d->topic_count = f->responses.count;
     if (f->responses.count != 1 || f->responses.items[0].partitions.count != 1) return;
     const struct gr_fetch_response_partition_data *p = &f->responses.items[0].partitions.items[0];
@@ -387,11 +398,25 @@ static void test_round_trips(struct gr_broker_client *bc)
     fr.topics.count = 1;
     d = &dones[2];
     memset(d, 0, sizeof *d);
+    d->keep = true;
     CHECK(gr_broker_client_send(conn, ops_named("fetch_request"), 18, &fr, 0, on_fetch, d, &rc) != NULL);
     CHECK(testkit_run_until(loop, one_call, d, 10000));
-    CHECK(d->calls == 1 && d->status == GR_BROKER_CLIENT_OK && d->version == 18);
+    CHECK(d->calls == 1 && d->status == GR_BROKER_CLIENT_OK && d->version == 18 && d->answered);
     CHECK(d->topic_count == 1 && d->error_code == GR_ERR_NONE && d->high_watermark == 3);
     CHECK(d->records_len == (int32_t)batch_len && d->base_offset == 0 && d->record_count == 3);
+    /* the kept answer outlives its callback and the answers read after it: its records still validate */
+    CHECK(d->kept != NULL && d->fetch != NULL);
+    CHECK(send_metadata(conn, TOPIC, 0, &dones[3]) != NULL);
+    CHECK(testkit_run_until(loop, one_call, &dones[3], 5000) && dones[3].answered);
+    if (d->kept && d->fetch) {
+        struct gr_records r = d->fetch->responses.items[0].partitions.items[0].records;
+        struct gr_batch_info info;
+        const char *why = NULL;
+        CHECK(r.kind == GR_RECORDS_MEM && r.mem.len == (int32_t)batch_len);
+        CHECK(gr_batch_validate(r.mem.ptr, (size_t)r.mem.len, &info, &why) == 0);
+        CHECK(gr_batch_record_count(r.mem.ptr) == 3 && gr_batch_last_offset(r.mem.ptr) == 2);
+    }
+    gr_broker_client_answer_free(d->kept);
     gr_broker_client_close(conn);
 }
 
@@ -671,8 +696,8 @@ static void test_oversized_frame(struct gr_broker_client *bc)
     CHECK(send_metadata(conn, TOPIC, 0, d) != NULL);
     CHECK(send_metadata(conn, TOPIC, 0, behind) != NULL);
     CHECK(testkit_run_until(loop, one_call, d, 10000));
-    CHECK(d->calls == 1 && d->status == GR_BROKER_CLIENT_BAD_RESPONSE);
-    CHECK(behind->calls == 1 && behind->status == GR_BROKER_CLIENT_DISCONNECTED);
+    CHECK(d->calls == 1 && d->status == GR_BROKER_CLIENT_BAD_RESPONSE && !d->answered);
+    CHECK(behind->calls == 1 && behind->status == GR_BROKER_CLIENT_DISCONNECTED && !behind->answered);
     CHECK(w.ready == 1 && w.not_ready == 1 && !gr_broker_client_ready(conn));
     testkit_run_until(loop, one_call, &dones[2], 300);
     CHECK(d->calls == 1 && behind->calls == 1);
