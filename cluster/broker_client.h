@@ -175,7 +175,8 @@ struct gr_broker_client_req *gr_broker_client_send(struct gr_broker_client_conn 
 struct gr_broker_client_answer *gr_broker_client_answer_keep(struct gr_broker_client_answer *ans);
 /* Frees a kept answer: its response struct, arena and frame. NULL is ignored. */
 void gr_broker_client_answer_free(struct gr_broker_client_answer *ans);
-/* Cancels a request whose callback has not run: it never will. Not for a handle whose callback started. */
+/* Cancels a request whose callback has not run: it never will. Not for a handle whose callback started, nor
+ * after its connection was closed (gr_broker_client_close frees every request it holds). */
 void gr_broker_client_cancel(struct gr_broker_client_req *req);
 /* Requests of `conn` waiting to be written and in flight (cancelled ones still in line included). */
 int gr_broker_client_pending(const struct gr_broker_client_conn *conn);

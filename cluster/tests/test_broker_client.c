@@ -11,8 +11,9 @@
  * one queued), a request timeout against a stopped broker (SIGSTOP) and recovery after SIGCONT, connection
  * refused then back-off then success once a broker starts on that port, a registration change (new broker
  * epoch) closing and reopening the connection, an oversized response frame and a wrong correlation id each
- * closing the connection with a BAD_RESPONSE callback, a peer that never answers ApiVersions, and every
- * callback counted so none runs twice.
+ * closing the connection with a BAD_RESPONSE callback, a peer that never answers ApiVersions, an old peer
+ * (ApiVersions falls back to v2 after a v0 UNSUPPORTED_VERSION answer, KIP-511; Metadata v8 goes with request
+ * header v1), and every callback counted so none runs twice.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -550,6 +551,8 @@ enum fake_mode {
     FAKE_NO_FETCH, /* answers ApiVersions without Fetch in its list */
     FAKE_SILENT,   /* accepts and reads, never answers */
     FAKE_BAD_CORR, /* answers ApiVersions, then any request with a wrong correlation id */
+    FAKE_OLD,      /* an old broker: ApiVersions 0..2 (UNSUPPORTED_VERSION in v0 above, KIP-511), Metadata
+                      0..8 and nothing else; answers Metadata */
 };
 
 struct fake {
@@ -557,6 +560,10 @@ struct fake {
     int lfd, cfd;
     ev_io lw, cw;
     int accepted, frames;
+    int16_t av_versions[4]; /* FAKE_OLD: the ApiVersions versions asked, in order */
+    int av_count;
+    int16_t header_versions[4]; /* FAKE_OLD: the request header version each Metadata came with */
+    int md_count;
 };
 
 /* Reads exactly n bytes from a blocking socket; false at EOF or error. */
@@ -569,6 +576,71 @@ static bool read_full(int fd, uint8_t *p, size_t n)
         n -= (size_t)r;
     }
     return true;
+}
+
+/* Sends one answer frame: size, response header v0 (correlation id), the body of row `ops` at `version`. */
+static void fake_answer(struct fake *f, const struct gr_msg_ops *ops, const void *body, int32_t corr,
+                        int16_t version)
+{
+    size_t len = 4 + 4 + ops->size(body, version);
+    uint8_t *buf = malloc(len);
+    struct gr_wr wr;
+    gr_wr_init(&wr, buf, len);
+    gr_wr_int32(&wr, (int32_t)(len - 4));
+    gr_wr_int32(&wr, corr);
+    ops->encode(&wr, body, version);
+    CHECK(send(f->cfd, buf, len, MSG_NOSIGNAL) == (ssize_t)len);
+    free(buf);
+}
+
+/* The request header version (1 or 2) with which header + Metadata body at `version` fill the frame exactly,
+ * 0 when neither does. */
+static int metadata_header_version(const uint8_t *frame, size_t n, int16_t version)
+{
+    int found = 0;
+    for (int16_t hv = 1; hv <= 2; hv++) {
+        struct gr_arena arena;
+        gr_arena_init(&arena, 1 << 16);
+        struct gr_rd rd;
+        gr_rd_init(&rd, frame, n, &arena);
+        struct gr_request_header h;
+        struct gr_metadata_request m;
+        gr_metadata_request_init(&m);
+        if (gr_request_header_decode(&rd, hv, &h) == 0 && gr_metadata_request_decode(&rd, version, &m) == 0 &&
+            gr_rd_left(&rd) == 0 && m.topics.count == 1 && gr_str_eq_c(m.topics.items[0].name, TOPIC))
+            found = found ? -1 : hv;
+        gr_arena_reset(&arena);
+    }
+    return found > 0 ? found : 0;
+}
+
+/* FAKE_OLD's answers: ApiVersions (v0 with UNSUPPORTED_VERSION above v2, as KIP-511 says) and Metadata. */
+static void fake_old(struct fake *f, int16_t key, int32_t corr, int16_t version)
+{
+    const struct gr_msg_ops *av = ops_named("api_versions_request"), *md = ops_named("metadata_request");
+    if (key == av->api_key) {
+        struct gr_api_versions_response_api_version keys[2];
+        gr_api_versions_response_api_version_init(&keys[0]);
+        gr_api_versions_response_api_version_init(&keys[1]);
+        keys[0].api_key = av->api_key, keys[0].min_version = 0, keys[0].max_version = 2;
+        keys[1].api_key = md->api_key, keys[1].min_version = 0, keys[1].max_version = 8;
+        struct gr_api_versions_response r;
+        gr_api_versions_response_init(&r);
+        r.api_keys.items = keys;
+        r.api_keys.count = version > 2 ? 1 : 2;
+        r.error_code = version > 2 ? GR_ERR_UNSUPPORTED_VERSION : GR_ERR_NONE;
+        fake_answer(f, gr_msg_ops_find(av->api_key, true), &r, corr, version > 2 ? 0 : version);
+        f->av_versions[f->av_count++ % 4] = version;
+        return;
+    }
+    struct gr_metadata_response_metadata_response_topic t;
+    gr_metadata_response_metadata_response_topic_init(&t);
+    t.name = gr_str_c(TOPIC);
+    struct gr_metadata_response m;
+    gr_metadata_response_init(&m);
+    m.topics.items = &t;
+    m.topics.count = 1;
+    fake_answer(f, gr_msg_ops_find(md->api_key, true), &m, corr, version);
 }
 
 /* Answers an ApiVersions request (correlation id, version) with this codec's request rows. */
@@ -626,9 +698,15 @@ static void fake_on_client(struct ev_loop *l, ev_io *w, int revents)
         fake_close_client(f);
         return;
     }
-    free(frame);
     f->frames++;
+    if (f->mode == FAKE_OLD && key != ops_named("api_versions_request")->api_key)
+        f->header_versions[f->md_count++ % 4] = metadata_header_version(frame, n, version);
+    free(frame);
     if (f->mode == FAKE_SILENT) return;
+    if (f->mode == FAKE_OLD) {
+        fake_old(f, key, corr, version);
+        return;
+    }
     if (key == ops_named("api_versions_request")->api_key) {
         fake_api_versions(f, corr, version);
     } else if (f->mode == FAKE_BAD_CORR) {
@@ -782,6 +860,29 @@ static void test_bad_correlation(struct gr_broker_client *bc)
     fake_stop(&f);
 }
 
+/* An old peer: ApiVersions at our highest version gets UNSUPPORTED_VERSION in v0 listing v0..2 (KIP-511);
+ * the client asks again at v2 on the same connection, is ready with Metadata v8 as the shared version, and a
+ * Metadata v8 request goes with request header v1 (not flexible) and is answered. */
+static void test_old_peer(struct gr_broker_client *bc)
+{
+    struct fake f;
+    image_broker(8, fake_start(&f, FAKE_OLD), 1);
+    struct conn_watch w;
+    struct gr_broker_client_conn *conn = open_conn(bc, 8, 0, main_apis, 1, &w);
+    CHECK(testkit_run_until(loop, is_ready, conn, 10000));
+    CHECK(f.accepted == 1 && f.av_count == 2 &&
+          f.av_versions[0] == ops_named("api_versions_request")->version_max && f.av_versions[1] == 2);
+    CHECK(gr_broker_client_version(conn, ops_named("metadata_request")) == 8);
+    CHECK(gr_broker_client_version(conn, ops_named("fetch_request")) == -1);
+    struct done *d = &dones[0];
+    CHECK(send_metadata(conn, TOPIC, 0, d) != NULL);
+    CHECK(testkit_run_until(loop, one_call, d, 10000));
+    CHECK(d->calls == 1 && d->status == GR_BROKER_CLIENT_OK && d->version == 8 && d->topic_count == 1);
+    CHECK(f.md_count == 1 && f.header_versions[0] == 1);
+    gr_broker_client_close(conn);
+    fake_stop(&f);
+}
+
 /* Bad configurations are refused with a reason; a second open of one key is -EEXIST. */
 static void test_config(struct gr_broker_client *bc)
 {
@@ -847,6 +948,7 @@ int main(void)
         test_missing_api(bc);
         test_silent_peer(bc);
         test_bad_correlation(bc);
+        test_old_peer(bc);
     }
     gr_broker_client_free(bc);
     gr_image_free(img);
