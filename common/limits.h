@@ -26,6 +26,10 @@
  * count (and a short); 16 is far above any replication factor in practice (3 is usual) and keeps a
  * 10,000-partition assignment under the topic value cap. */
 #define GR_CLUSTER_REPLICAS_MAX 16
+/* num.replica.fetchers' ceiling: fetchers (one connection each) a follower runs per source broker. Kafka sets
+ * none; each costs a connection and its buffers per leader broker, and more than a few never helps on one
+ * network path. */
+#define GR_REPLICA_FETCHERS_MAX 64
 /* Listeners in one broker registration (server/broker.h GR_LISTENERS_MAX is the same number). */
 #define GR_CLUSTER_LISTENERS_MAX 8
 /* Listener names (Gregor keeps 63 bytes, struct gr_listener), advertised host names (DNS: 253; 255 with

@@ -1,6 +1,7 @@
 /*
  * config.c: the configuration table and its parsing; see config.h. Defaults are Apache Kafka 4.1's unless
- * the comment says why Gregor differs (one node: replication settings fixed at 1).
+ * the comment says why Gregor differs (one node: replication settings fixed at 1; min.insync.replicas only
+ * in cluster mode).
  */
 #include "server/config.h"
 
@@ -38,7 +39,9 @@ static const struct gr_config_def defs[] = {
     {"offsets.topic.replication.factor", GR_CFG_INT, "1", 1, 1,
      "Replication factor of __consumer_offsets (one node: 1)."},
     {"offsets.topic.num.partitions", GR_CFG_INT, "50", POS32, "Partitions of __consumer_offsets."},
-    {"min.insync.replicas", GR_CFG_INT, "1", 1, 1, "One node: 1."},
+    {"min.insync.replicas", GR_CFG_INT, "1", 1, INT32_MAX,
+     "Replicas (the leader included) that must be in the ISR for an acks=all produce to succeed; a topic's "
+     "min.insync.replicas overrides it. A single-node broker accepts only 1."},
     {"message.max.bytes", GR_CFG_INT, "1048588", 0, INT32_MAX,
      "Largest record batch size allowed, in bytes."},
     {"log.segment.bytes", GR_CFG_INT, "1073741824", 14, INT32_MAX, "Size of a single log segment, in bytes."},
@@ -155,10 +158,44 @@ static const struct gr_config_def defs[] = {
     {"broker.rack", GR_CFG_STRING, NULL, 0, 0,
      "Rack of the broker, used by rack-aware replica placement and reported in Metadata and DescribeCluster "
      "(1 to 255 printable ASCII characters)."},
+    {"security.inter.broker.protocol", GR_CFG_STRING, "PLAINTEXT", 0, 0,
+     "Security protocol used to communicate between brokers (Gregor: PLAINTEXT only); when "
+     "inter.broker.listener.name is unset, brokers reach each other on the listener of this name. Setting "
+     "both "
+     "is an error."},
+    /* Replication (issue #20): Kafka's ReplicationConfigs names and defaults. Where Kafka defines no range,
+       Gregor refuses the values that cannot work (a timeout or interval below 1 ms, a negative size). */
+    {"replica.lag.time.max.ms", GR_CFG_LONG, "30000", 1, INT64_MAX,
+     "If a follower hasn't sent any fetch requests or hasn't consumed up to the leader's log end offset for "
+     "at least this time (ms), the leader removes it from the ISR."},
+    {"replica.fetch.max.bytes", GR_CFG_INT, "1048576", 0, INT32_MAX,
+     "Bytes of records a follower asks for per partition in one fetch; not an absolute maximum: the first "
+     "record batch is returned even when larger."},
+    {"replica.fetch.response.max.bytes", GR_CFG_INT, "10485760", 0, INT32_MAX,
+     "Bytes a follower asks for in one whole fetch response; not an absolute maximum: the first record batch "
+     "is returned even when larger."},
+    {"replica.fetch.wait.max.ms", GR_CFG_INT, "500", 0, INT32_MAX,
+     "Longest time (ms) a leader holds a follower's fetch waiting for data; at most "
+     "replica.socket.timeout.ms "
+     "and replica.lag.time.max.ms."},
+    {"replica.fetch.min.bytes", GR_CFG_INT, "1", 0, INT32_MAX,
+     "Bytes a follower's fetch waits for (up to replica.fetch.wait.max.ms)."},
+    {"replica.fetch.backoff.ms", GR_CFG_INT, "1000", 0, INT32_MAX,
+     "Time (ms) a follower waits after a fetch error or a lost connection to its leader before trying "
+     "again."},
+    {"replica.socket.timeout.ms", GR_CFG_INT, "30000", 1, INT32_MAX,
+     "Timeout (ms) of a request from one broker to another (a follower's fetch); at least "
+     "replica.fetch.wait.max.ms."},
+    {"num.replica.fetchers", GR_CFG_INT, "1", 1, GR_REPLICA_FETCHERS_MAX,
+     "Fetchers (connections) a follower runs per source broker (Gregor: at most 64)."},
+    {"replica.high.watermark.checkpoint.interval.ms", GR_CFG_LONG, "5000", 1, INT64_MAX,
+     "How often (ms) the high watermarks are saved to replication-offset-checkpoint."},
+    {"unclean.leader.election.enable", GR_CFG_BOOLEAN, "false", 0, 0,
+     "Whether a replica outside the ISR may be elected leader as a last resort, even though records may be "
+     "lost; a topic's unclean.leader.election.enable overrides it."},
     {"inter.broker.listener.name", GR_CFG_STRING, NULL, 0, 0,
      "Name of the listener brokers use to reach each other; must be one of the names in listeners. Unset: "
-     "the "
-     "listener named PLAINTEXT, else the first in listeners."},
+     "the listener named after security.inter.broker.protocol (PLAINTEXT), else the first in listeners."},
 };
 
 #define NDEFS ((int)(sizeof defs / sizeof defs[0]))
@@ -313,6 +350,12 @@ static int validate_cluster(const char *name, const char *value)
         if (ok) return 0;
         fprintf(stderr, "config: broker.rack must be 1 to %d printable ASCII characters, got '%.64s'\n",
                 GR_CLUSTER_RACK_BYTES_MAX, value);
+        return -1;
+    }
+    if (!strcmp(name, "security.inter.broker.protocol") && strcmp(value, "PLAINTEXT")) {
+        bool known = !strcmp(value, "SSL") || !strcmp(value, "SASL_PLAINTEXT") || !strcmp(value, "SASL_SSL");
+        fprintf(stderr, "config: security.inter.broker.protocol %s '%.64s': Gregor speaks PLAINTEXT only\n",
+                known ? "cannot be" : "must be PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL, got", value);
         return -1;
     }
     if (!strcmp(name, "inter.broker.listener.name") && !*value) {
@@ -511,6 +554,33 @@ int64_t gr_config_roll_ms(const struct gr_config *cfg)
     return gr_config_int(cfg, "log.roll.hours") * 3600000;
 }
 
+/* The listener brokers connect to (Kafka's interBrokerListenerName): inter.broker.listener.name when set,
+   else the listener named after security.inter.broker.protocol (ListenerName.forSecurityProtocol), else, as
+   Gregor always did, the first name in listeners. Written into out (GR_LISTENER_NAME_BYTES_MAX + 1 bytes). */
+static void inter_broker_listener(const struct gr_broker_settings *s, char *out)
+{
+    const size_t cap = GR_LISTENER_NAME_BYTES_MAX + 1;
+    if (s->inter_broker_listener_name) {
+        snprintf(out, cap, "%s", s->inter_broker_listener_name);
+        return;
+    }
+    out[0] = '\0';
+    for (const char *p = s->listeners; p && *p;) {
+        while (*p == ' ' || *p == ',')
+            p++;
+        const char *sep = strstr(p, "://"), *comma = strchr(p, ',');
+        if (!sep || (comma && comma < sep)) break;
+        size_t n = (size_t)(sep - p);
+        if (!out[0] || (n == strlen(s->security_inter_broker_protocol) &&
+                        !strncmp(p, s->security_inter_broker_protocol, n)))
+            snprintf(out, cap, "%.*s", (int)n, p);
+        if (n == strlen(s->security_inter_broker_protocol) &&
+            !strncmp(p, s->security_inter_broker_protocol, n))
+            return;
+        p = comma ? comma + 1 : sep + strlen(sep);
+    }
+}
+
 void gr_config_resolve(struct gr_config *cfg)
 {
     struct gr_broker_settings *s = &cfg->settings;
@@ -566,6 +636,20 @@ void gr_config_resolve(struct gr_config *cfg)
     s->controller_quorum_fetch_timeout_ms = (int32_t)gr_config_int(cfg, "controller.quorum.fetch.timeout.ms");
     s->broker_rack = gr_config_str(cfg, "broker.rack");
     s->inter_broker_listener_name = gr_config_str(cfg, "inter.broker.listener.name");
+    s->security_inter_broker_protocol = gr_config_str(cfg, "security.inter.broker.protocol");
+    s->min_insync_replicas = (int32_t)gr_config_int(cfg, "min.insync.replicas");
+    s->replica_lag_time_max_ms = gr_config_int(cfg, "replica.lag.time.max.ms");
+    s->replica_fetch_max_bytes = (int32_t)gr_config_int(cfg, "replica.fetch.max.bytes");
+    s->replica_fetch_response_max_bytes = (int32_t)gr_config_int(cfg, "replica.fetch.response.max.bytes");
+    s->replica_fetch_wait_max_ms = (int32_t)gr_config_int(cfg, "replica.fetch.wait.max.ms");
+    s->replica_fetch_min_bytes = (int32_t)gr_config_int(cfg, "replica.fetch.min.bytes");
+    s->replica_fetch_backoff_ms = (int32_t)gr_config_int(cfg, "replica.fetch.backoff.ms");
+    s->replica_socket_timeout_ms = (int32_t)gr_config_int(cfg, "replica.socket.timeout.ms");
+    s->num_replica_fetchers = (int32_t)gr_config_int(cfg, "num.replica.fetchers");
+    s->replica_high_watermark_checkpoint_interval_ms =
+        gr_config_int(cfg, "replica.high.watermark.checkpoint.interval.ms");
+    s->unclean_leader_election_enable = gr_config_bool(cfg, "unclean.leader.election.enable");
+    inter_broker_listener(s, s->inter_broker_listener);
 }
 
 /* Whether `name` is the name of one of `listeners` ("NAME://host:port, ..."), as Gregor compares listener
@@ -595,6 +679,31 @@ int gr_config_check(const struct gr_config *cfg)
             stderr,
             "config: broker.heartbeat.interval.ms (%d) must be less than broker.session.timeout.ms (%d)\n",
             (int)s->broker_heartbeat_interval_ms, (int)s->broker_session_timeout_ms);
+        return -1;
+    }
+    if (gr_config_is_set(cfg, "inter.broker.listener.name") &&
+        gr_config_is_set(cfg, "security.inter.broker.protocol")) {
+        fprintf(stderr,
+                "config: Only one of inter.broker.listener.name and security.inter.broker.protocol should "
+                "be set.\n");
+        return -1;
+    }
+    if (s->replica_fetch_wait_max_ms > s->replica_socket_timeout_ms) {
+        fprintf(stderr,
+                "config: replica.socket.timeout.ms should always be at least replica.fetch.wait.max.ms to "
+                "prevent unnecessary socket timeouts\n");
+        return -1;
+    }
+    if (s->replica_fetch_wait_max_ms > s->replica_lag_time_max_ms) {
+        fprintf(stderr, "config: replica.fetch.wait.max.ms should always be less than or equal to "
+                        "replica.lag.time.max.ms to prevent frequent changes in ISR\n");
+        return -1;
+    }
+    if (s->gregor_metadata_etcd_endpoint_count == 0 && s->min_insync_replicas != 1) {
+        fprintf(stderr,
+                "config: min.insync.replicas must be 1 on a single-node broker (no "
+                "gregor.metadata.etcd.endpoints), got %d\n",
+                (int)s->min_insync_replicas);
         return -1;
     }
     char names[512];

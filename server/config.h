@@ -84,6 +84,22 @@ struct gr_broker_settings {
     int32_t controller_quorum_fetch_timeout_ms; /* controller.quorum.fetch.timeout.ms: the controller lease */
     const char *broker_rack;                    /* broker.rack, NULL when unset */
     const char *inter_broker_listener_name;     /* inter.broker.listener.name, NULL when unset */
+    const char *security_inter_broker_protocol; /* security.inter.broker.protocol (PLAINTEXT) */
+    /* the listener other brokers are reached on: inter.broker.listener.name, else the listener named after
+       security.inter.broker.protocol, else the first in listeners (Kafka's interBrokerListenerName) */
+    char inter_broker_listener[GR_LISTENER_NAME_BYTES_MAX + 1];
+    /* Replication (issue #20), Kafka's ReplicationConfigs. */
+    int32_t min_insync_replicas;              /* min.insync.replicas (1 on a single node) */
+    int64_t replica_lag_time_max_ms;          /* replica.lag.time.max.ms */
+    int32_t replica_fetch_max_bytes;          /* replica.fetch.max.bytes, per partition */
+    int32_t replica_fetch_response_max_bytes; /* replica.fetch.response.max.bytes */
+    int32_t replica_fetch_wait_max_ms;        /* replica.fetch.wait.max.ms */
+    int32_t replica_fetch_min_bytes;          /* replica.fetch.min.bytes */
+    int32_t replica_fetch_backoff_ms;         /* replica.fetch.backoff.ms */
+    int32_t replica_socket_timeout_ms;        /* replica.socket.timeout.ms */
+    int32_t num_replica_fetchers;             /* num.replica.fetchers, 1..GR_REPLICA_FETCHERS_MAX */
+    int64_t replica_high_watermark_checkpoint_interval_ms; /* replica.high.watermark.checkpoint.interval.ms */
+    bool unclean_leader_election_enable; /* unclean.leader.election.enable (broker default) */
 };
 
 struct gr_config {
@@ -122,7 +138,10 @@ const char *gr_config_dynamic(const struct gr_config *cfg, enum gr_config_level 
  * is set): broker.heartbeat.interval.ms below broker.session.timeout.ms (a lease kept alive less often than
  * it expires is lost between keepalives), and inter.broker.listener.name, when set, one of the names in
  * listeners (Kafka's KafkaConfig.validateValues requires it in advertised.listeners; Gregor advertises every
- * listener). Returns 0, or -1 after printing the first broken rule, naming both keys, to stderr. */
+ * listener) and not set together with security.inter.broker.protocol; replica.fetch.wait.max.ms at most
+ * replica.socket.timeout.ms and replica.lag.time.max.ms (KafkaConfig.validateValues, same messages); and
+ * min.insync.replicas 1 unless in cluster mode (gregor.metadata.etcd.endpoints set). Returns 0, or -1 after
+ * printing the first broken rule, naming both keys, to stderr. */
 int gr_config_check(const struct gr_config *cfg);
 /* Recomputes cfg->settings from the string values (called by the setters; exposed for tests). */
 void gr_config_resolve(struct gr_config *cfg);

@@ -62,6 +62,14 @@ int16_t gr_alter_topic_check(struct gr_req *req, struct gr_str name, const char 
     return GR_ERR_NONE;
 }
 
+int16_t gr_alter_topic_single_node(struct gr_req *req, const struct gr_tcfg_set *set, const char **msg)
+{
+    if (req->broker->cfg.settings.gregor_metadata_etcd_endpoint_count > 0) return GR_ERR_NONE;
+    for (int i = 0; i < set->count; i++)
+        if ((*msg = gr_tcfg_single_node_refusal(set->keys[i], set->values[i]))) return GR_ERR_INVALID_CONFIG;
+    return GR_ERR_NONE;
+}
+
 int16_t gr_alter_topic_missing(struct gr_req *req, struct gr_str name, const char **msg)
 {
     *msg = msgf(req, "The topic '%.*s' does not exist.", STR_ARG(name));

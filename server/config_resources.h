@@ -23,6 +23,9 @@
  * NONE. */
 /* A TOPIC resource name: "" is INVALID_REQUEST, an invalid name INVALID_TOPIC_EXCEPTION. */
 int16_t gr_alter_topic_check(struct gr_req *req, struct gr_str name, const char **msg);
+/* Single node (no gregor.metadata.etcd.endpoints): INVALID_CONFIG when the new topic config set holds a value
+ * only a cluster honours (gr_tcfg_single_node_refusal: min.insync.replicas other than 1); else NONE. */
+int16_t gr_alter_topic_single_node(struct gr_req *req, const struct gr_tcfg_set *set, const char **msg);
 /* UNKNOWN_TOPIC_OR_PARTITION with Kafka's "The topic 'x' does not exist." */
 int16_t gr_alter_topic_missing(struct gr_req *req, struct gr_str name, const char **msg);
 /* Any other resource type: INVALID_REQUEST "Unknown resource type N". */

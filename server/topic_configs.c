@@ -19,8 +19,6 @@
 const char *gr_tcfg_unsupported(const char *key, const char *value)
 {
     if (!key || !value) return NULL;
-    if (strcmp(key, "min.insync.replicas") == 0 && strcmp(value, "1") != 0)
-        return "min.insync.replicas must be 1 on a single-node broker";
     if (strcmp(key, "remote.storage.enable") == 0 && strcmp(value, "false") != 0)
         return "remote.storage.enable=true is not supported: Gregor has no tiered storage";
     if (strcmp(key, "preallocate") == 0 && strcmp(value, "false") != 0)
@@ -29,6 +27,13 @@ const char *gr_tcfg_unsupported(const char *key, const char *value)
         return "segment.jitter.ms must be 0: Gregor rolls segments without jitter";
     /* file.delete.delay.ms is accepted and has no effect: Kafka's delay protects readers of a deleted
        segment, which Gregor's readers get by holding the segment's descriptor (librdkafka 0077 sets it). */
+    return NULL;
+}
+
+const char *gr_tcfg_single_node_refusal(const char *key, const char *value)
+{
+    if (key && value && strcmp(key, "min.insync.replicas") == 0 && strcmp(value, "1") != 0)
+        return "min.insync.replicas must be 1 on a single-node broker";
     return NULL;
 }
 
@@ -715,11 +720,14 @@ static const char *const dynamic_keys[] = {
     "message.max.bytes",
     "min.insync.replicas",
     "producer.id.expiration.ms",
+    "unclean.leader.election.enable",
 };
 /* Kafka dynamic configs in Gregor's table that Gregor does not change at runtime (the cleaner thread reads
- * them). */
+ * them; the replica fetchers are started with num.replica.fetchers, Kafka's DynamicThreadPool resizes them).
+ */
 static const char *const dynamic_not_applied[] = {"log.cleaner.backoff.ms", "log.cleaner.dedupe.buffer.size",
-                                                  "log.cleaner.io.max.bytes.per.second"};
+                                                  "log.cleaner.io.max.bytes.per.second",
+                                                  "num.replica.fetchers"};
 
 bool gr_bcfg_dynamic(const char *name)
 {

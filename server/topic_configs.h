@@ -57,8 +57,12 @@ enum gr_cfg_resource {
 
 /* Gregor's refusals: a static message when `value` (normalised, see gr_tcfg_check) asks for behaviour
  * Gregor does not implement (compaction, broker-side recompression, tiered storage, preallocation, segment
- * jitter, delayed file deletion, min.insync.replicas > 1), else NULL. NULL value: NULL. */
+ * jitter, delayed file deletion), else NULL. NULL value: NULL. */
 const char *gr_tcfg_unsupported(const char *key, const char *value);
+/* What only a cluster can honour: a static message when a single-node broker must refuse `value` of `key`
+ * (min.insync.replicas other than 1: no other replica can be in sync), else NULL. Cluster mode takes Kafka's
+ * range (gr_tcfg_check). NULL value: NULL. */
+const char *gr_tcfg_single_node_refusal(const char *key, const char *value);
 
 /* Validates `value` for topic config `key` as Kafka's LogConfig does, then Gregor's refusals.
  * Returns GR_ERR_NONE with *normalized (arena, or borrowed `value` when already normal), or

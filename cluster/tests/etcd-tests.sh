@@ -3,7 +3,8 @@
 # etcd-server) and the topic writer's (test_topic_writer.c) that it starts on free loopback ports (client and peer) with a temporary data directory and
 # --auto-compaction-retention=0 (the tests read history), and always stops (also on failure or timeout).
 # Then the controller's test (cluster/tests/test_controller.c) against the same etcd, the ISR writer's
-# (test_isr_writer.c) and the producer id blocks' (test_producer_ids_etcd.c).
+# (test_isr_writer.c), the inter-broker client's (test_broker_client.c, against gregor brokers it starts
+# itself) and the producer id blocks' (test_producer_ids_etcd.c).
 # Usage: cluster/tests/etcd-tests.sh [BUILD_DIR]   (default build; ends with "cluster: N passed, N failed")
 # The test binary acts on that etcd through "etcd-tests.sh ctl ACTION" (kill | start | start-wait | stop |
 # cont | compact REV | put-compact KEY VALUE), with ETCD_TEST_DIR naming the run's directory.
@@ -131,6 +132,15 @@ if [ -x "$build/tests/test_isr_writer" ]; then
     run_one test_isr_writer "$build/tests/test_isr_writer" "isr writer"
 else
     echo "cluster: $build/tests/test_isr_writer not built"; f=$((f + 1))
+fi
+# The inter-broker client (cluster/tests/test_broker_client.c): needs no etcd; it starts gregor brokers of
+# its own on free loopback ports (GREGOR_BIN) and a fake peer, and stops them.
+if [ -x "$build/tests/test_broker_client" ] && [ -x "$build/bin/gregor" ]; then
+    GREGOR_BIN=$(cd "$build/bin" && pwd)/gregor
+    export GREGOR_BIN
+    run_one test_broker_client "$build/tests/test_broker_client" "broker client"
+else
+    echo "cluster: $build/tests/test_broker_client or $build/bin/gregor not built"; f=$((f + 1))
 fi
 # Producer id blocks (cluster/tests/test_producer_ids_etcd.c): last, since it pauses etcd.
 if [ -x "$build/tests/test_producer_ids_etcd" ]; then

@@ -8,7 +8,7 @@ What it checks (etcd and three brokers on free loopback ports, broker.session.ti
     prints the same partitions with leaders on all three brokers, each leader as Metadata has it;
   - kafka-broker-api-versions.sh through broker 3 lists the three brokers, each with its ApiVersions;
   - kafka-configs.sh --alter through broker 1 sets retention.ms on the topic, --describe through broker 3
-    shows it;
+    shows it; a topic created with min.insync.replicas=2 and altered to 3 (Kafka's range in cluster mode);
   - a librdkafka consumer group reads the topic and commits; kafka-consumer-groups.sh --list and --describe
     through brokers 1 and 2 show the group with its 6 partitions and committed offsets equal to the log end
     (lag 0); the topic deleted and created again under the same name, the group reads all of the new topic's
@@ -33,6 +33,7 @@ from testkit import check, eq, fail, ok, section  # noqa: E402,F401
 SESSION_MS = 3000
 TOPIC = 'tools-6'
 GROUP = 'tools-group'
+MINISR_TOPIC = 'tools-min-isr'
 KAFKA_BIN = os.environ.get('KAFKA_BIN', os.path.join(os.path.dirname(HERE), '.cache', 'kafka-4.4.0', 'bin'))
 
 
@@ -97,6 +98,23 @@ def t_configs(run, bs, st):
             break
         time.sleep(0.2)
     check('kafka-configs.sh --describe through broker 3 shows retention.ms=4321000', 'retention.ms=4321000' in shown,
+          shown[-400:])
+    # min.insync.replicas: a cluster takes Kafka's range (>= 1) on a topic, at creation and by AlterConfigs
+    # (a single-node broker refuses anything but 1); its own topic, so no produce here meets it
+    rc, out = tool('kafka-topics.sh', '--bootstrap-server', bs[1].bootstrap, '--create', '--topic', MINISR_TOPIC,
+                   '--partitions', 1, '--config', 'min.insync.replicas=2')
+    check('kafka-topics.sh --create with min.insync.replicas=2', rc == 0 and 'Created topic' in out, out[-400:])
+    rc, out = tool('kafka-configs.sh', '--bootstrap-server', bs[0].bootstrap, '--alter', '--entity-type', 'topics',
+                   '--entity-name', MINISR_TOPIC, '--add-config', 'min.insync.replicas=3')
+    check('kafka-configs.sh --alter min.insync.replicas=3', rc == 0 and 'Completed updating config' in out,
+          out[-400:])
+    for _ in range(20):
+        rc, shown = tool('kafka-configs.sh', '--bootstrap-server', bs[2].bootstrap, '--describe', '--entity-type',
+                         'topics', '--entity-name', MINISR_TOPIC)
+        if 'min.insync.replicas=3' in shown:
+            break
+        time.sleep(0.2)
+    check('kafka-configs.sh --describe through broker 3 shows min.insync.replicas=3', 'min.insync.replicas=3' in shown,
           shown[-400:])
 
 

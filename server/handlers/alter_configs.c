@@ -34,6 +34,7 @@ static int16_t alter_topic(struct gr_req *req,
     int16_t err = gr_alter_topic_check(req, res->resource_name, &nmsg);
     if (err) return *msg = nmsg, err;
     if (cerr) return cerr;
+    if ((err = gr_alter_topic_single_node(req, &set, msg))) return err;
     const struct gr_image_topic *t =
         gr_image_topic_find(req->broker->image, res->resource_name.ptr, (size_t)res->resource_name.len);
     if (!t) return gr_alter_topic_missing(req, res->resource_name, msg);

@@ -149,6 +149,8 @@ int16_t gr_topic_create(struct gr_req *req, struct gr_str name, int32_t partitio
     }
     for (int i = 0; i < count; i++) {
         const char *why = gr_tcfg_unsupported(keys[i], values[i]);
+        if (!why && b->cfg.settings.gregor_metadata_etcd_endpoint_count == 0)
+            why = gr_tcfg_single_node_refusal(keys[i], values[i]);
         if (!why && !gr_topic_config_key_known(keys[i])) why = "Unknown topic config name";
         if (why) {
             *error_message = why;

@@ -55,6 +55,7 @@ static int16_t alter_topic(struct gr_req *req,
     int16_t err = gr_alter_topic_check(req, res->resource_name, &nmsg);
     if (err) return *msg = nmsg, err;
     if (cerr) return cerr;
+    if ((err = gr_alter_topic_single_node(req, &next, msg))) return err;
     if (!t) return gr_alter_topic_missing(req, res->resource_name, msg);
     if (validate_only) return GR_ERR_NONE;
     return gr_alter_topic_store(req, t, &next, msg, &r->error_code, &r->error_message);

@@ -271,12 +271,104 @@ static void test_cluster_keys(void **state)
     gr_config_free(&c);
 }
 
+/* The replication keys (issue #20): Kafka's defaults, each key's range, the typed settings, and the rules
+ * between keys (KafkaConfig.validateValues; min.insync.replicas above 1 only in cluster mode). */
+static void test_replication_keys(void **state)
+{
+    (void)state;
+    struct gr_config c;
+    gr_config_init(&c);
+    const struct gr_broker_settings *s = &c.settings;
+    assert_int_equal(s->min_insync_replicas, 1);
+    assert_int_equal(s->replica_lag_time_max_ms, 30000);
+    assert_int_equal(s->replica_fetch_max_bytes, 1048576);
+    assert_int_equal(s->replica_fetch_response_max_bytes, 10485760);
+    assert_int_equal(s->replica_fetch_wait_max_ms, 500);
+    assert_int_equal(s->replica_fetch_min_bytes, 1);
+    assert_int_equal(s->replica_fetch_backoff_ms, 1000);
+    assert_int_equal(s->replica_socket_timeout_ms, 30000);
+    assert_int_equal(s->num_replica_fetchers, 1);
+    assert_int_equal(s->replica_high_watermark_checkpoint_interval_ms, 5000);
+    assert_false(s->unclean_leader_election_enable);
+    assert_string_equal(s->security_inter_broker_protocol, "PLAINTEXT");
+    assert_string_equal(s->inter_broker_listener, "PLAINTEXT"); /* the default listener's name */
+    assert_int_equal(gr_config_check(&c), 0);
+
+    /* each key: its lowest value taken, one below refused (and the value kept), garbage refused */
+    static const struct {
+        const char *key, *low, *below;
+    } ranges[] = {
+        {"min.insync.replicas", "1", "0"},        {"replica.lag.time.max.ms", "1", "0"},
+        {"replica.fetch.max.bytes", "0", "-1"},   {"replica.fetch.response.max.bytes", "0", "-1"},
+        {"replica.fetch.wait.max.ms", "0", "-1"}, {"replica.fetch.min.bytes", "0", "-1"},
+        {"replica.fetch.backoff.ms", "0", "-1"},  {"replica.socket.timeout.ms", "1", "0"},
+        {"num.replica.fetchers", "1", "0"},       {"replica.high.watermark.checkpoint.interval.ms", "1", "0"},
+    };
+    for (size_t i = 0; i < sizeof ranges / sizeof ranges[0]; i++) {
+        if (gr_config_set(&c, ranges[i].key, ranges[i].low) != 0)
+            fail_msg("%s=%s refused", ranges[i].key, ranges[i].low);
+        if (gr_config_set(&c, ranges[i].key, ranges[i].below) != -1)
+            fail_msg("%s=%s accepted", ranges[i].key, ranges[i].below);
+        if (gr_config_set(&c, ranges[i].key, "ten") != -1) fail_msg("%s=ten accepted", ranges[i].key);
+        assert_string_equal(gr_config_str(&c, ranges[i].key), ranges[i].low);
+    }
+    assert_int_equal(s->replica_fetch_max_bytes, 0);
+    assert_int_equal(s->replica_socket_timeout_ms, 1);
+    assert_int_equal(gr_config_set(&c, "num.replica.fetchers", "64"), 0);
+    assert_int_equal(gr_config_set(&c, "num.replica.fetchers", "65"), -1); /* GR_REPLICA_FETCHERS_MAX */
+    assert_int_equal(s->num_replica_fetchers, 64);
+    assert_int_equal(gr_config_set(&c, "replica.fetch.max.bytes", "2147483648"), -1); /* an INT */
+    assert_int_equal(gr_config_set(&c, "replica.lag.time.max.ms", "2147483648"), 0);  /* a LONG */
+    assert_int_equal(s->replica_lag_time_max_ms, 2147483648LL);
+    assert_int_equal(gr_config_set(&c, "unclean.leader.election.enable", "TRUE"), 0);
+    assert_true(s->unclean_leader_election_enable);
+    assert_int_equal(gr_config_set(&c, "unclean.leader.election.enable", "yes"), -1);
+    assert_true(s->unclean_leader_election_enable);
+
+    /* replica.fetch.wait.max.ms <= replica.socket.timeout.ms and <= replica.lag.time.max.ms */
+    assert_int_equal(gr_config_set(&c, "replica.socket.timeout.ms", "500"), 0);
+    assert_int_equal(gr_config_set(&c, "replica.lag.time.max.ms", "500"), 0);
+    assert_int_equal(gr_config_set(&c, "replica.fetch.wait.max.ms", "500"), 0);
+    assert_int_equal(gr_config_check(&c), 0);
+    assert_int_equal(gr_config_set(&c, "replica.fetch.wait.max.ms", "501"), 0); /* alone it is fine */
+    assert_int_equal(gr_config_check(&c), -1);
+    assert_int_equal(gr_config_set(&c, "replica.socket.timeout.ms", "501"), 0);
+    assert_int_equal(gr_config_check(&c), -1); /* still above replica.lag.time.max.ms */
+    assert_int_equal(gr_config_set(&c, "replica.lag.time.max.ms", "501"), 0);
+    assert_int_equal(gr_config_check(&c), 0);
+
+    /* min.insync.replicas: Kafka's range in cluster mode, 1 on a single node */
+    assert_int_equal(gr_config_set(&c, "min.insync.replicas", "2"), 0);
+    assert_int_equal(s->min_insync_replicas, 2);
+    assert_int_equal(gr_config_check(&c), -1);
+    assert_int_equal(gr_config_set(&c, "gregor.metadata.etcd.endpoints", "http://127.0.0.1:2379"), 0);
+    assert_int_equal(gr_config_check(&c), 0);
+
+    /* the inter-broker listener: inter.broker.listener.name, else the listener named after
+       security.inter.broker.protocol, else the first listener; setting both keys is an error */
+    assert_int_equal(gr_config_set(&c, "listeners", "INTERNAL://127.0.0.1:9093,PLAINTEXT://127.0.0.1:9092"),
+                     0);
+    assert_string_equal(s->inter_broker_listener, "PLAINTEXT");
+    assert_int_equal(gr_config_set(&c, "listeners", "INTERNAL://127.0.0.1:9093,EXTERNAL://127.0.0.1:9092"),
+                     0);
+    assert_string_equal(s->inter_broker_listener, "INTERNAL");
+    assert_int_equal(gr_config_set(&c, "inter.broker.listener.name", "EXTERNAL"), 0);
+    assert_string_equal(s->inter_broker_listener, "EXTERNAL");
+    assert_int_equal(gr_config_check(&c), 0);
+    assert_int_equal(gr_config_set(&c, "security.inter.broker.protocol", "SSL"), -1); /* PLAINTEXT only */
+    assert_int_equal(gr_config_set(&c, "security.inter.broker.protocol", "TLS"), -1);
+    assert_int_equal(gr_config_set(&c, "security.inter.broker.protocol", "PLAINTEXT"), 0);
+    assert_int_equal(gr_config_check(&c), -1); /* both set */
+    gr_config_free(&c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_defaults),   cmocka_unit_test(test_file_and_overrides),
-        cmocka_unit_test(test_bad_values), cmocka_unit_test(test_dynamic_file_reload),
-        cmocka_unit_test(test_settings),   cmocka_unit_test(test_cluster_keys),
+        cmocka_unit_test(test_defaults),         cmocka_unit_test(test_file_and_overrides),
+        cmocka_unit_test(test_bad_values),       cmocka_unit_test(test_dynamic_file_reload),
+        cmocka_unit_test(test_settings),         cmocka_unit_test(test_cluster_keys),
+        cmocka_unit_test(test_replication_keys),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -149,7 +149,16 @@ static void test_gregor_refusals(void **state)
     /* compaction is built (storage/cleaner.c): every cleanup.policy Kafka takes is accepted */
     expect_normal(f, "cleanup.policy", "compact", "compact");
     expect_normal(f, "cleanup.policy", "compact,delete", "compact,delete");
-    expect_invalid(f, "min.insync.replicas", "2", "min.insync.replicas must be 1 on a single-node broker");
+    /* min.insync.replicas takes Kafka's range (>= 1); a single-node broker refuses more than 1 apart
+       (gr_tcfg_single_node_refusal, applied by the handlers when there is no etcd) */
+    expect_normal(f, "min.insync.replicas", " 2 ", "2");
+    expect_invalid(f, "min.insync.replicas", "0",
+                   "Invalid value 0 for configuration min.insync.replicas: Value must be at least 1");
+    assert_string_equal(gr_tcfg_single_node_refusal("min.insync.replicas", "2"),
+                        "min.insync.replicas must be 1 on a single-node broker");
+    assert_null(gr_tcfg_single_node_refusal("min.insync.replicas", "1"));
+    assert_null(gr_tcfg_single_node_refusal("retention.ms", "2"));
+    assert_null(gr_tcfg_unsupported("min.insync.replicas", "2"));
     const char *norm, *m;
     /* compression.type: the broker recompresses (produce.c), so every Kafka value is accepted */
     expect_normal(f, "compression.type", "gzip", "gzip");
@@ -604,13 +613,23 @@ static void test_dynamic_allowed_and_refused(void **state)
                              "compression.type",
                              "log.cleaner.delete.retention.ms",
                              "max.connections",
-                             "producer.id.expiration.ms"};
+                             "producer.id.expiration.ms",
+                             "unclean.leader.election.enable"};
     for (size_t i = 0; i < sizeof allowed / sizeof allowed[0]; i++)
         assert_true(gr_bcfg_dynamic(allowed[i]));
     /* read-only in Kafka (num.partitions, the hours/minutes synonyms, listeners...) */
-    const char *refused[] = {
-        "num.partitions", "log.retention.hours", "log.retention.minutes",    "log.roll.hours", "log.dirs",
-        "node.id",        "gregor.log.level",    "auto.create.topics.enable"};
+    const char *refused[] = {"num.partitions",
+                             "log.retention.hours",
+                             "log.retention.minutes",
+                             "log.roll.hours",
+                             "log.dirs",
+                             "node.id",
+                             "gregor.log.level",
+                             "auto.create.topics.enable",
+                             "replica.lag.time.max.ms",
+                             "replica.fetch.max.bytes",
+                             "replica.socket.timeout.ms",
+                             "replica.fetch.backoff.ms"};
     for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
         const char *k[1] = {refused[i]}, *v[1] = {"3"};
         char want[200];
@@ -626,6 +645,13 @@ static void test_dynamic_allowed_and_refused(void **state)
     const char *k3[1] = {"log.cleaner.backoff.ms"}, *v3[1] = {"100"};
     assert_int_equal(gr_bcfg_replace(k3, v3, 1, &f->arena, &set, &msg), GR_ERR_INVALID_REQUEST);
     assert_string_equal(msg, "Gregor cannot update these configs dynamically: [log.cleaner.backoff.ms]");
+    const char *k3b[1] = {"num.replica.fetchers"}, *v3b[1] = {"2"}; /* Kafka's DynamicThreadPool */
+    assert_int_equal(gr_bcfg_replace(k3b, v3b, 1, &f->arena, &set, &msg), GR_ERR_INVALID_REQUEST);
+    assert_string_equal(msg, "Gregor cannot update these configs dynamically: [num.replica.fetchers]");
+    const char *k3c[1] = {"unclean.leader.election.enable"}, *v3c[1] = {"true"};
+    assert_int_equal(gr_bcfg_replace(k3c, v3c, 1, &f->arena, &set, &msg), GR_ERR_NONE);
+    const char *v3d[1] = {"maybe"};
+    assert_int_equal(gr_bcfg_replace(k3c, v3d, 1, &f->arena, &set, &msg), GR_ERR_INVALID_REQUEST);
     /* values: ConfigDef's messages (INVALID_REQUEST, as ConfigAdminManager wraps them), normalised */
     const char *k4[1] = {"log.retention.ms"}, *v4[1] = {"abc"};
     assert_int_equal(gr_bcfg_replace(k4, v4, 1, &f->arena, &set, &msg), GR_ERR_INVALID_REQUEST);
