@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cluster/controller.h"
 #include "common/log.h"
 #include "server/broker.h"
 #include "server/topic_configs.h"
@@ -136,6 +137,9 @@ void gr_dynconf_commit(struct gr_broker *b, enum gr_config_level level, const st
     gr_store_config_defaults(&sc);
     gr_dynconf_store_config(&b->cfg, &sc);
     if (b->store) gr_store_set_defaults(b->store, &sc);
+    if (b->controller) /* the broker default for topics without their own (dynamic in Kafka too) */
+        gr_controller_set_unclean(b->controller, gr_config_bool(&b->cfg, "unclean.leader.election.enable"),
+                                  0);
     GR_INFO("dynamic broker configs (%s) changed: %d keys",
             level == GR_CFG_LEVEL_BROKER ? "this broker" : "cluster default", set->count);
 }

@@ -240,6 +240,7 @@ int gr_membership_join(struct gr_broker *b)
         GR_ERROR("cannot start the controller");
         return -1;
     }
+    gr_controller_set_unclean(b->controller, b->cfg.settings.unclean_leader_election_enable, 0);
     if (gr_image_observe(b->image, follow_image, b) < 0) {
         GR_ERROR("cannot observe the metadata image: no observer slot left");
         return -1;
