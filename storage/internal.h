@@ -450,8 +450,6 @@ void gr_log_unsynced_add_locked(struct gr_log *log, struct gr_segment *seg);
 void gr_log_go_offline(struct gr_log *log, const char *what, int err);
 /* Largest segment index whose base offset <= offset (0 when below every base). */
 int gr_log_seg_index_for(const struct gr_log *log, int64_t offset);
-/* Drops a segment already taken out of segs[]: its files are unlinked by the housekeeping thread (FIFO). */
-void gr_log_drop_segment(struct gr_log *log, struct gr_segment *seg);
 /* Applies the header of every batch with base offset >= from to log->ps (reads segment files). */
 int gr_log_replay_producers(struct gr_log *log, int64_t from);
 /* "<20-digit offset>.snapshot" into buf. */

@@ -869,10 +869,6 @@ int gr_log_seg_index_for(const struct gr_log *log, int64_t offset)
 {
     return seg_index_for(log, offset);
 }
-void gr_log_drop_segment(struct gr_log *log, struct gr_segment *seg)
-{
-    drop_segment(log, seg);
-}
 int gr_log_replay_producers(struct gr_log *log, int64_t from)
 {
     return replay_producers(log, from);

@@ -4,7 +4,7 @@
  * log.h for the contract.
  *
  * Two halves. On the network thread, at once, the in-memory cut: segments wholly past the cut leave the
- * segment list (their files are unlinked by the housekeeping thread, highest first, as retention's are), the
+ * segment list (their files go in the job below), the
  * cut segment's indexes are trimmed, a sealed cut segment is followed by a new empty active segment at the
  * cut, the log end, durable, recovery point and high watermark offsets come down, the leader epoch cache
  * loses the entries at or past the cut (LeaderEpochFileCache.truncateFromEnd; cleared by a full truncation),
@@ -12,11 +12,11 @@
  * (ProducerStateManager.truncateAndReload). Readers see the new log from then on, never a half-cut one.
  * Then the file half runs as ONE housekeeping job, in FIFO order after the unlinks and after the checkpoint
  * writes queued by the cut (so the recovery point on disk is already at or below the cut when the file is
- * cut): ftruncate + fdatasync of the cut segment's .log, its rewritten index files when it is sealed, the new
- * active segment's files, the directory fsync, the unlink of producer snapshots past the cut. Until that job
- * is done, appends, retention and other truncations answer -EAGAIN (trunc_pending); the job then reports
- * through the store's on_flushed so the owner re-checks its waits. A failure of the file half takes the log
- * offline.
+ * cut): the unlink of the dropped segments' files (highest first; a failure fails the job), ftruncate +
+ * fdatasync of the cut segment's .log, its rewritten index files when it is sealed, the new active segment's
+ * files, the directory fsync, the unlink of producer snapshots past the cut. Until that job is done, appends,
+ * retention and other truncations answer -EAGAIN (trunc_pending); the job then reports through the store's
+ * on_flushed so the owner re-checks its waits. A failure of the file half takes the log offline.
  *
  * Crash states (each syscall may be the last): later segments go first, highest base first, so the files
  * always hold a prefix of the old log; the cut segment is cut before the new active segment exists, so a
@@ -55,6 +55,8 @@ struct trunc_work {
     int64_t new_base;   /* base offset of the new active segment whose files are made, -1 none */
     int64_t *snapshots; /* producer snapshot files to unlink */
     int snapshot_count;
+    int64_t *drops; /* base offsets of the dropped segments whose files to unlink, highest first */
+    int drop_count;
 };
 
 static void work_free(struct trunc_work *w)
@@ -64,6 +66,7 @@ static void work_free(struct trunc_work *w)
     if (w->cut_fd >= 0) gr_sys_close(w->cut_fd);
     free(w->index);
     free(w->snapshots);
+    free(w->drops);
     free(w);
 }
 
@@ -112,12 +115,32 @@ static int make_segment_files(struct trunc_work *w)
     return 0;
 }
 
+/* Unlinks the dropped segments' files, highest first: a file left behind would follow the cut (a clean
+   open trusts every segment), so a failure other than ENOENT fails the truncation (the log goes offline and
+   the next open recovers: its gap rule drops the leftover). */
+static int unlink_dropped(struct trunc_work *w)
+{
+    static const char *const sfx[] = {".log", ".index", ".timeindex"};
+    char name[GR_SEGMENT_NAME_BYTES];
+    for (int i = 0; i < w->drop_count; i++)
+        for (int k = 0; k < 3; k++) {
+            gr_segment_file_name(name, w->drops[i], sfx[k]);
+            int err = gr_sys_unlinkat(w->dir_fd, name, 0);
+            if (err < 0 && err != -ENOENT) return err;
+        }
+    return 0;
+}
+
 static int trunc_job(void *arg)
 {
     struct trunc_work *w = arg;
     struct gr_log *log = w->log;
-    const char *what = "cutting the segment file";
-    int err = w->cut_base >= 0 ? cut_log_file(w) : 0;
+    const char *what = "unlinking the segments past the cut";
+    int err = unlink_dropped(w);
+    if (err == 0 && w->cut_base >= 0) {
+        what = "cutting the segment file";
+        err = cut_log_file(w);
+    }
     if (err == 0 && w->index) {
         what = "rewriting the index files";
         err = write_index_file(w, ".index", w->index, w->index_bytes);
@@ -178,16 +201,31 @@ static struct trunc_work *work_new(struct gr_log *log)
     w->cut_fd = -1;
     w->cut_base = w->new_base = -1;
     w->dir_fd = dup(log->dir_fd);
-    if (w->dir_fd < 0) {
-        free(w);
+    w->drops = malloc(sizeof(int64_t) * (size_t)log->seg_count);
+    if (w->dir_fd < 0 || !w->drops) {
+        work_free(w);
         return NULL;
     }
     return w;
 }
 
+/* Takes a segment out of the log (it is already out of segs[]); its files go with the job. Readers holding
+   a reference keep its descriptor until they release it. */
+static void drop_segment(struct gr_log *log, struct gr_segment *seg, struct trunc_work *w)
+{
+    seg->deleted = true;
+    gr_segment_lru_remove(seg);
+    pthread_mutex_lock(&log->mu);
+    uint8_t state = seg->name_state;
+    if (state == GR_NAME_PENDING) seg->name_state = GR_NAME_DONE; /* never named: no file to unlink */
+    pthread_mutex_unlock(&log->mu);
+    if (state == GR_NAME_DONE) w->drops[w->drop_count++] = seg->base_offset; /* (NAMING was refused) */
+    gr_segment_unref(seg);
+}
+
 /* Drops segments [from, n), highest base first, then appends `nseg` (a new empty active segment, taken;
    NULL none). The caller made sure of the room (at least one segment goes when nseg is given). */
-static void drop_tail(struct gr_log *log, int from, struct gr_segment *nseg)
+static void drop_tail(struct gr_log *log, int from, struct gr_segment *nseg, struct trunc_work *w)
 {
     for (int i = log->seg_count - 1; i >= from; i--) {
         struct gr_segment *seg = log->segs[i];
@@ -195,7 +233,7 @@ static void drop_tail(struct gr_log *log, int from, struct gr_segment *nseg)
         GR_INFO("storage: %s: truncation deletes segment %" PRId64 " (%" PRId64 " bytes)", log->dir_name,
                 seg->base_offset, seg->size_bytes);
         log->seg_count--;
-        gr_log_drop_segment(log, seg);
+        drop_segment(log, seg, w);
     }
     if (nseg) {
         nseg->index_loaded = true;
@@ -347,7 +385,7 @@ int gr_log_truncate_to(struct gr_log *log, int64_t offset)
         work_free(w);
         return err;
     }
-    drop_tail(log, drop_cut ? k : k + 1, nseg);
+    drop_tail(log, drop_cut ? k : k + 1, nseg, w);
     lower_offsets(log, end, log->log_start_offset < end ? log->log_start_offset : end);
     gr_log_epochs_truncate_end(log, end);
     take_snapshots_past(log, end, w);
@@ -372,7 +410,7 @@ int gr_log_truncate_fully_and_start_at(struct gr_log *log, int64_t offset)
         return -ENOMEM;
     }
     int64_t old_end = log->log_end_offset;
-    drop_tail(log, 0, nseg);
+    drop_tail(log, 0, nseg, w);
     lower_offsets(log, offset, offset);
     pthread_mutex_lock(&log->mu);
     log->recovery_point = offset;

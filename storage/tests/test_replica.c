@@ -485,6 +485,9 @@ static void crash_build(const struct gr_store_config *cfg, struct chunk *c)
     gr_store_close(store);
 }
 
+/* Failure mode instead of crash mode: the fail_nth-th call of fail_op after the open fails with EIO. */
+static int fail_op = -1, fail_nth;
+
 /* The truncation run whose syscalls are crashed: open, truncate (to `offset`, or fully when `full`), close.
  */
 static void crash_truncate(const struct gr_store_config *cfg, int64_t offset, bool full)
@@ -492,7 +495,10 @@ static void crash_truncate(const struct gr_store_config *cfg, int64_t offset, bo
     struct gr_store *store;
     assert_int_equal(gr_store_open(cfg, &store), 0);
     struct gr_log *log = gr_topic_log(gr_store_topic_find(store, "r", 1), 0);
-    fault_crash_track(cfg->log_dir);
+    if (fail_op >= 0)
+        fault_fail((enum fault_op)fail_op, fail_nth, EIO, false);
+    else
+        fault_crash_track(cfg->log_dir);
     if (full)
         gr_log_truncate_fully_and_start_at(log, offset);
     else
@@ -587,6 +593,53 @@ static void crash_at_every_point(int64_t offset, bool full)
     free(c.bytes);
 }
 
+/* Each syscall of a truncation failing (EIO) in turn: the log goes offline or finishes, and the next open
+   recovers as after a crash. */
+static void test_fail_each_truncation_syscall(void **state)
+{
+    (void)state;
+    gr_log_set_level((enum gr_log_level)(GR_LOG_ERROR + 1));
+    static const enum fault_op ops[] = {F_OPEN,      F_PWRITE, F_FDATASYNC, F_FSYNC,
+                                        F_FTRUNCATE, F_RENAME, F_UNLINK};
+    struct chunk c;
+    chunk_build(&c, CRASH_BATCHES);
+    char built[64], dir[64];
+    struct gr_store_config cfg;
+    th_tmpdir(built, sizeof(built));
+    th_config(&cfg, built);
+    crash_build(&cfg, &c);
+    long checked = 0;
+    for (size_t k = 0; k < sizeof(ops) / sizeof(ops[0]); k++) {
+        th_tmpdir(dir, sizeof(dir));
+        copy_dir(built, dir);
+        th_config(&cfg, dir);
+        fault_install();
+        long before = fault_count(ops[k]);
+        crash_truncate(&cfg, 13, false); /* a dry run counts the calls of this kind */
+        long n = fault_count(ops[k]) - before;
+        fault_uninstall();
+        th_rmtree(dir);
+        for (fail_nth = 1; fail_nth <= n; fail_nth++, checked++) {
+            th_tmpdir(dir, sizeof(dir));
+            copy_dir(built, dir);
+            th_config(&cfg, dir);
+            fault_install();
+            fail_op = (int)ops[k];
+            crash_truncate(&cfg, 13, false);
+            fail_op = -1;
+            fault_uninstall();
+            th_flush_reset();
+            crash_check(&cfg, 12, false, 1000 * (long)k + fail_nth);
+            th_rmtree(dir);
+        }
+    }
+    th_rmtree(built);
+    gr_log_set_level(GR_LOG_INFO);
+    print_message("truncation failure mode: %ld failed calls checked\n", checked);
+    assert_true(checked > 10);
+    free(c.bytes);
+}
+
 static void test_crash_mid_truncation(void **state)
 {
     (void)state;
@@ -611,6 +664,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_truncate_below_log_start_is_full, setup, teardown),
         cmocka_unit_test_setup_teardown(test_truncate_fully_and_start_at, setup, teardown),
         cmocka_unit_test_setup_teardown(test_truncate_refusals, setup, teardown),
+        cmocka_unit_test(test_fail_each_truncation_syscall),
         cmocka_unit_test(test_crash_mid_truncation),
         cmocka_unit_test(test_crash_mid_full_truncation),
     };
