@@ -19,6 +19,7 @@
 
 #include "common/log.h"
 #include "storage/internal.h"
+#include "storage/sys.h"
 #include "storage/tests/fault.h"
 #include "storage/tests/helpers.h"
 
@@ -217,6 +218,49 @@ static void test_append_keeps_bytes_epochs_producers(void **state)
     assert_int_equal(gr_log_end_offset(f->log), 18);
     assert_int_equal(gr_producer_entry_last_seq(gr_producer_state_find(gr_log_producer_state(f->log), 7)),
                      14);
+    free(c.bytes);
+}
+
+static int audit_reports;
+static void audit_report(const char *op, int fd, const char *path)
+{
+    (void)fd;
+    print_message("blocking call on the appending thread: %s %s\n", op, path ? path : "");
+    audit_reports++;
+}
+
+/* Appends as follower across rolls whose spare files are ready make no call that waits for the disk on the
+   calling thread (the network thread's rule), and the truncation's file half runs elsewhere: its ftruncate,
+   unlinks, fsyncs and creates are never made on the calling thread. */
+static void test_no_disk_wait_on_the_calling_thread(void **state)
+{
+    struct fx *f = *state;
+    open_log(f, "1000");
+    struct chunk c;
+    chunk_build(&c, 30);
+    audit_reports = 0;
+    for (int i = 0; i < 30; i++) {
+        gr_sys_audit_this_thread(audit_report);
+        assert_int_equal(append_chunk(f->log, &c, i, i + 1), 0);
+        gr_sys_audit_this_thread(NULL);
+        gr_store_quiesce(f->store); /* the spare file for the next roll is made meanwhile */
+    }
+    assert_int_equal(audit_reports, 0);
+    assert_true(gr_log_segment_count(f->log) > 3);
+    gr_store_close(f->store);
+    f->store = NULL;
+    fault_install(); /* while no store is open (storage/sys.h); counts this thread's calls */
+    open_log(f, NULL);
+    long trunc0 = fault_count_this_thread(F_FTRUNCATE), unl0 = fault_count_this_thread(F_UNLINK);
+    long sync0 = fault_count_this_thread(F_FDATASYNC) + fault_count_this_thread(F_FSYNC);
+    assert_int_equal(gr_log_truncate_to(f->log, 13), 0);
+    assert_int_equal(fault_count_this_thread(F_FTRUNCATE), trunc0);
+    assert_int_equal(fault_count_this_thread(F_UNLINK), unl0);
+    assert_int_equal(fault_count_this_thread(F_FDATASYNC) + fault_count_this_thread(F_FSYNC), sync0);
+    gr_store_quiesce(f->store);
+    gr_store_close(f->store);
+    f->store = NULL;
+    fault_uninstall();
     free(c.bytes);
 }
 
@@ -657,6 +701,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_append_keeps_bytes_epochs_producers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_append_refusals_write_nothing, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_no_disk_wait_on_the_calling_thread, setup, teardown),
         cmocka_unit_test_setup_teardown(test_append_splits_at_rolls, setup, teardown),
         cmocka_unit_test_setup_teardown(test_truncate_middle_of_active, setup, teardown),
         cmocka_unit_test_setup_teardown(test_truncate_segment_boundary, setup, teardown),
