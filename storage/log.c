@@ -69,9 +69,12 @@ int32_t gr_log_leader_epoch(const struct gr_log *log)
 }
 int gr_log_set_leader_epoch(struct gr_log *log, int32_t epoch)
 {
-    if (epoch <= log->leader_epoch) return 0;
-    log->leader_epoch = epoch;
     struct gr_epoch_entry *last = log->epoch_count ? &log->epochs[log->epoch_count - 1] : NULL;
+    /* Equal: nothing, unless a follower's appends removed the entry an open had added for this epoch
+       (gr_log_epochs_assign) and it now leads in exactly that epoch. */
+    if (epoch < log->leader_epoch || (epoch == log->leader_epoch && (!last || last->epoch >= epoch)))
+        return 0;
+    log->leader_epoch = epoch;
     if (last && last->start_offset >= log->log_end_offset) { /* no batch in that epoch: Kafka's assign */
         last->epoch = epoch;
         log->epochs_dirty = true;

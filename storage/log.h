@@ -148,8 +148,9 @@ bool gr_log_offline(const struct gr_log *log);
 int32_t gr_log_leader_epoch(const struct gr_log *log);
 /* Cluster mode: the controller's leader epoch of this partition (cluster/image.h), taken when it is above the
    log's: new batches carry it and the leader epoch cache gets an entry at the log end offset (replacing the
-   last one when no batch has it yet, Kafka's LeaderEpochFileCache.assign). A lower or equal epoch changes
-   nothing. Returns 0 or -ENOMEM. Network thread only. */
+   last one when no batch has it yet, Kafka's LeaderEpochFileCache.assign). A lower epoch changes
+   nothing, nor an equal one the cache already ends with (a follower's appends may have removed the entry
+   an open added for it: gr_log_append_replica). Returns 0 or -ENOMEM. Network thread only. */
 int gr_log_set_leader_epoch(struct gr_log *log, int32_t epoch);
 
 /* A pointer the server keeps per log (its wait list of parked requests); NULL until set. Storage never

@@ -264,6 +264,39 @@ static void test_no_disk_wait_on_the_calling_thread(void **state)
     free(c.bytes);
 }
 
+/* An open adds an entry for the next epoch at the log end offset; a follower's batches of an older epoch
+   replace it; when this replica then leads in exactly that next epoch the entry comes back. */
+static void test_open_epoch_then_follower_then_leader(void **state)
+{
+    struct fx *f = *state;
+    open_log(f, "1000000");
+    struct chunk c;
+    chunk_build(&c, 4); /* epochs 0, 0, 2, 5 */
+    assert_int_equal(append_chunk(f->log, &c, 0, 3), 0);
+    reopen(f); /* the open's entry: (3, 9) */
+    assert_int_equal(gr_log_leader_epoch(f->log), 3);
+    assert_int_equal(append_chunk(f->log, &c, 3, 4), 0); /* the leader's epoch-5 batch at 9 */
+    const struct gr_epoch_entry want[] = {{0, 0}, {2, 6}, {5, 9}};
+    assert_epochs(f->log, want, 3);
+    assert_int_equal(f->log->epoch_count, 3);
+    assert_int_equal(gr_log_set_leader_epoch(f->log, 6), 0); /* elected */
+    assert_int_equal(f->log->epochs[3].epoch, 6);
+    assert_int_equal(f->log->epochs[3].start_offset, 12);
+    reopen(f); /* the file has no batch of epoch 6 yet: this open adds (6, 12) again */
+    assert_int_equal(gr_log_leader_epoch(f->log), 6);
+    size_t blen;
+    uint8_t *b = leader_batch(12, 2, 1, 0, 1, -1, 0, &blen); /* below the cache's epochs: a regression */
+    struct gr_append_result res;
+    assert_int_equal(gr_log_append_replica(f->log, b, blen, &res), 0);
+    free(b);
+    const struct gr_epoch_entry after[] = {{0, 0}, {2, 12}};
+    assert_epochs(f->log, after, 2); /* Kafka's assign: later entries removed, logged */
+    assert_int_equal(gr_log_set_leader_epoch(f->log, 6), 0); /* the open's epoch, its entry gone */
+    assert_int_equal(f->log->epochs[f->log->epoch_count - 1].epoch, 6);
+    assert_int_equal(f->log->epochs[f->log->epoch_count - 1].start_offset, 13);
+    free(c.bytes);
+}
+
 static void test_append_refusals_write_nothing(void **state)
 {
     struct fx *f = *state;
@@ -701,6 +734,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_append_keeps_bytes_epochs_producers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_append_refusals_write_nothing, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_open_epoch_then_follower_then_leader, setup, teardown),
         cmocka_unit_test_setup_teardown(test_no_disk_wait_on_the_calling_thread, setup, teardown),
         cmocka_unit_test_setup_teardown(test_append_splits_at_rolls, setup, teardown),
         cmocka_unit_test_setup_teardown(test_truncate_middle_of_active, setup, teardown),
