@@ -4,19 +4,19 @@
  * log.h for the contract.
  *
  * Two halves. On the network thread, at once, the in-memory cut: segments wholly past the cut leave the
- * segment list (their files go in the job below), the
- * cut segment's indexes are trimmed, a sealed cut segment is followed by a new empty active segment at the
- * cut, the log end, durable, recovery point and high watermark offsets come down, the leader epoch cache
- * loses the entries at or past the cut (LeaderEpochFileCache.truncateFromEnd; cleared by a full truncation),
- * and producer state is rebuilt from the newest snapshot at or below the cut plus the batches after it
- * (ProducerStateManager.truncateAndReload). Readers see the new log from then on, never a half-cut one.
- * Then the file half runs as ONE housekeeping job, in FIFO order after the unlinks and after the checkpoint
- * writes queued by the cut (so the recovery point on disk is already at or below the cut when the file is
- * cut): the unlink of the dropped segments' files (highest first; a failure fails the job), ftruncate +
- * fdatasync of the cut segment's .log, its rewritten index files when it is sealed, the new active segment's
- * files, the directory fsync, the unlink of producer snapshots past the cut. Until that job is done, appends,
- * retention and other truncations answer -EAGAIN (trunc_pending); the job then reports through the store's
- * on_flushed so the owner re-checks its waits. A failure of the file half takes the log offline.
+ * segment list (their files go in the job below), the cut segment's indexes are trimmed, a sealed cut
+ * segment is followed by a new empty active segment at the cut, the log end, durable, recovery point and
+ * high watermark offsets come down, the leader epoch cache loses the entries at or past the cut
+ * (LeaderEpochFileCache.truncateFromEnd; cleared by a full truncation), and producer state is rebuilt from
+ * the newest snapshot at or below the cut plus the batches after it (ProducerStateManager.truncateAndReload).
+ * Readers see the new log from then on, never a half-cut one. Then the file half runs as ONE housekeeping
+ * job, in FIFO order after the checkpoint writes queued by the cut (so the recovery point on disk is at or
+ * below the cut before any file changes): the unlink of the dropped segments' files (highest first; a
+ * failure other than ENOENT fails the job), ftruncate + fdatasync of the cut segment's .log, its rewritten
+ * index files when it is sealed, the new active segment's files, the directory fsync, the unlink of producer
+ * snapshots past the cut. Until that job is done, appends, retention and other truncations answer -EAGAIN
+ * (trunc_pending); the job then reports through the store's on_flushed so the owner re-checks its waits. A
+ * failure of the file half takes the log offline (the next open recovers).
  *
  * Crash states (each syscall may be the last): later segments go first, highest base first, so the files
  * always hold a prefix of the old log; the cut segment is cut before the new active segment exists, so a
@@ -24,8 +24,9 @@
  * before: recover_from's gap rule). Recovery at the next open (from the lowered recovery point) therefore
  * finds a prefix of the log before the truncation, at least up to the cut.
  *
- * Blocking reads on the calling thread: finding the cut (gr_segment_find: the index and batch headers) and
- * the producer-state rebuild (one snapshot file and the headers after it), as the blocking read paths do.
+ * Blocking reads on the calling thread (a known limit: the network thread's rule wants them on the I/O pool):
+ * finding the cut (gr_segment_find: the index and batch headers, opening a file the fd cap closed) and the
+ * producer-state rebuild (one snapshot file opened and read, and the headers after it).
  * Read next: storage/replica.c, partition/follower.c.
  */
 #include <errno.h>
