@@ -48,6 +48,8 @@ struct gr_partition_hw {
                       ISR and caught-up ISR-eligible followers), INT64_MAX when none does */
     int64_t hw;    /* the high watermark: only moves up while leading */
 };
+/* Returns borrowed: the set `part` belongs to. */
+struct gr_partitions *gr_partition_partitions(const struct gr_partition *part);
 /* Returns borrowed: the high watermark state of `part`. */
 struct gr_partition_hw *gr_partition_hw(struct gr_partition *part);
 /* Done hooks of every queued committed waiter, with `err` (< 0): a leader became follower. */

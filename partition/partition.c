@@ -149,6 +149,11 @@ struct gr_partition_repl *gr_partition_repl_of(const struct gr_partition *part)
     return part->repl;
 }
 
+struct gr_partitions *gr_partition_partitions(const struct gr_partition *part)
+{
+    return part->ps;
+}
+
 struct gr_partition_hw *gr_partition_hw(struct gr_partition *part)
 {
     return &part->hw;

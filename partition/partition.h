@@ -410,7 +410,8 @@ int gr_partition_epoch_end_offset(struct gr_partition *part, int32_t current_lea
                                   int32_t *leader_epoch, int64_t *end_offset);
 
 /* ==================================================================================================== *
- * REPLICATION AND TRANSACTIONS: DECLARED, NOT IMPLEMENTED (except the leader side, partition/replica.c).
+ * REPLICATION AND TRANSACTIONS: DECLARED, NOT IMPLEMENTED (except the leader side, partition/replica.c, and
+ * the follower side, partition/follower.c, declared at the end of this section).
  * The operations replication and transactions will add, declared now so that the signatures above stay when
  * they come. Nothing defines them yet (and nothing may call them: a call would fail to link), except the
  * leader side from gr_partition_set_role on (roles, followers' fetch states, ISR changes, the high
@@ -498,40 +499,6 @@ struct gr_aborted_txn {
     int64_t last_offset;        /* offset of its ABORT marker */
     int64_t last_stable_offset; /* the last stable offset when the marker was written */
 };
-
-/* Appends record batches fetched from the leader (UnifiedLog.appendAsFollower(records, leaderEpoch), reached
-   through Partition.appendRecordsToFollowerOrFutureReplica; Kafka's AppendOrigin.REPLICATION): base
-   offsets, partitionLeaderEpoch and timestamps are kept as given (no offset assignment, no LogAppendTime
-   rewrite, no recompression), each batch's CRC is checked (-EBADMSG: Kafka's CorruptRecordException),
-   offsets must continue the log end offset (-ERANGE: UnexpectedAppendOffsetException /
-   OffsetsOutOfOrderException), the leader-epoch cache learns each new epoch (UnifiedLog's
-   maybeAssignEpochStartOffset), and producer state is rebuilt from the batches without sequence or epoch
-   checks. `records` is one or more whole batches, `len` bytes; `leader_epoch` is the leader epoch the fetch
-   was made under (refused with -ESTALE when it is not the partition's). Fills *res for the whole range
-   (duplicate is false). Returns 0 or -errno (-EROFS offline, -ENOSPC, -EIO); then gr_partition_appended as
-   gr_partition_append does. Followers only (-EPERM on a leader). */
-int gr_partition_append_as_follower(struct gr_partition *part, const uint8_t *records, size_t len,
-                                    int32_t leader_epoch, struct gr_append_result *res);
-
-/* Truncates the log to `offset` (every record at or past it goes): Partition.truncateTo ->
-   UnifiedLog.truncateTo(targetOffset), the follower's step after OffsetsForLeaderEpoch finds a divergence.
-   Cuts the segments and their offset and time indexes, the leader-epoch cache
-   (LeaderEpochFileCache.truncateFromEnd), producer state (rebuilt up to `offset`), and later the transaction
-   index; the recovery point, the durable offset and the visible offset do not stay above it. Nothing when
-   `offset` >= the log end offset. Data waiters past the new end keep waiting. Returns 0 or -errno (-EROFS
-   offline, -EIO). */
-int gr_partition_truncate_to(struct gr_partition *part, int64_t offset);
-/* Drops the whole log and restarts it empty at `offset` (Partition.truncateFullyAndStartAt ->
-   UnifiedLog.truncateFullyAndStartAt: a follower whose fetch offset is out of the leader's range). The log
-   start, log end and visible offsets all become `offset`. Returns 0 or -errno. */
-int gr_partition_truncate_fully_and_start_at(struct gr_partition *part, int64_t offset);
-
-/* Raises the log start offset to the leader's (UnifiedLog.maybeIncrementLogStartOffset(newLogStartOffset,
-   LogStartOffsetIncrementReason.LeaderOffsetIncremented), called by the follower's fetcher,
-   ReplicaFetcherThread.processPartitionData): only ever up, never past the log end offset. Returns 1 when
-   raised (the checkpoint follows as DeleteRecords' does), 0 when `leader_log_start_offset` is not above the
-   current one, or -errno. */
-int gr_partition_raise_log_start_offset(struct gr_partition *part, int64_t leader_log_start_offset);
 
 /* Sets the replication settings and hooks of every partition of `ps` (takes a copy). Before any call: none
    (no hooks, replica.lag.time.max.ms 30000). Owning thread. */
@@ -663,5 +630,56 @@ int64_t gr_partition_first_unstable_offset(const struct gr_partition *part);
    (-EIO). Reads index files: the caller has made them resident first (the cold-read wait). */
 int gr_partition_aborted_txns(struct gr_partition *part, int64_t start_offset, int64_t upper_bound_offset,
                               struct gr_aborted_txn *out, int cap);
+
+/*
+ * The follower side (follower.c): a partition gr_partition_set_role made GR_PARTITION_FOLLOWER appends the
+ * leader's batches as they are, truncates on divergence, takes the leader's log start offset and high
+ * watermark. These functions answer -EPERM on a leader. Its visible offset (gr_partition_visible_offset) is
+ * min(the high watermark as last taken, its own log end offset).
+ */
+
+/* Appends record batches fetched from the leader (UnifiedLog.appendAsFollower(records, leaderEpoch), reached
+   through Partition.appendRecordsToFollowerOrFutureReplica; Kafka's AppendOrigin.REPLICATION): storage's
+   gr_log_append_replica (its contract: batches kept as given, every CRC checked, offsets continuing the log
+   end offset, the leader-epoch cache and producer state learned from the batches; `records` borrowed and
+   never written), then the data waiters the visible offset now satisfies are done; with visible_is_durable
+   the flushers are asked for a group commit (the next fetch waits for it). `leader_epoch` is the leader
+   epoch the fetch was made under: -ESTALE when it is not the partition's (gr_partition_leader_epoch).
+   Fills *res (base and last offset of what was appended). Returns 0 or -errno (-EPERM on a leader, -ESTALE,
+   -EBADMSG corrupt, -ERANGE offsets, -EAGAIN retriable, -EROFS offline, -ENOSPC, -EIO). */
+int gr_partition_append_as_follower(struct gr_partition *part, const uint8_t *records, size_t len,
+                                    int32_t leader_epoch, struct gr_append_result *res);
+
+/* Takes the leader's high watermark from a fetch answer (Partition.appendRecordsToFollowerOrFutureReplica,
+   then UnifiedLog.updateHighWatermark): the follower's high watermark becomes min(`leader_high_watermark`,
+   its log end offset) when that is above the one it has (it goes down only by truncation), is handed to
+   storage (gr_log_set_high_watermark: replication-offset-checkpoint) and wakes the data waiters it
+   satisfies. Returns the visible offset after it, or -EPERM on a leader. */
+int64_t gr_partition_set_follower_high_watermark(struct gr_partition *part, int64_t leader_high_watermark);
+
+/* Truncates the log to `offset` (every record at or past it goes; a batch holding it goes whole):
+   Partition.truncateTo -> UnifiedLog.truncateTo(targetOffset), the follower's step after
+   OffsetsForLeaderEpoch or a DivergingEpoch finds a divergence. Storage's gr_log_truncate_to (its contract:
+   the in-memory cut at once: segments, indexes, the leader-epoch cache by
+   LeaderEpochFileCache.truncateFromEnd, producer state reloaded from the newest snapshot at or below the cut
+   and replayed; the file work on the housekeeping thread, appends answering -EAGAIN meanwhile, its end
+   reported through the store's on_flushed, which the server turns into gr_partition_flushed); the high
+   watermark does not stay above the new log end offset. Nothing when `offset` >= the log end offset. Data
+   waiters past the new end keep waiting. Returns 0 or -errno (-EPERM on a leader, -EINVAL, -EAGAIN retry,
+   -ENOMEM, -EROFS offline, -EIO). */
+int gr_partition_truncate_to(struct gr_partition *part, int64_t offset);
+/* Drops the whole log and restarts it empty at `offset` (Partition.truncateFullyAndStartAt ->
+   UnifiedLog.truncateFullyAndStartAt: a follower whose fetch offset is out of the leader's range), as
+   gr_log_truncate_fully_and_start_at. The log start, log end and visible offsets all become `offset`.
+   Returns 0 or -errno as gr_partition_truncate_to. */
+int gr_partition_truncate_fully_and_start_at(struct gr_partition *part, int64_t offset);
+
+/* Raises the log start offset to the leader's (UnifiedLog.maybeIncrementLogStartOffset(newLogStartOffset,
+   LogStartOffsetIncrementReason.LeaderOffsetIncremented), called by the follower's fetcher,
+   ReplicaFetcherThread.processPartitionData): storage's gr_log_raise_start_offset (only ever up, at most to
+   the log end offset, segments wholly below deleted, the checkpoint queued as DeleteRecords' is). Returns 1
+   when raised, 0 when `leader_log_start_offset` is not above the current one, or -errno (-EPERM on a
+   leader, -EAGAIN, -EROFS). */
+int gr_partition_raise_log_start_offset(struct gr_partition *part, int64_t leader_log_start_offset);
 
 #endif

@@ -116,6 +116,12 @@ struct gr_log {
        the housekeeping thread truncated them away (log.c undo_job); a failed truncation takes the log
        offline. Set on the network thread, cleared by the job. */
     atomic_bool undo_pending;
+    /* A truncation's file work (storage/truncate.c) is queued or running on the housekeeping thread: appends,
+       retention and further truncations wait (-EAGAIN) until its job clears it. Set on the network thread. */
+    atomic_bool trunc_pending;
+    /* [mu] Truncations so far: a flush begun before one does not advance the durable offset (its target may
+       lie past the cut). */
+    uint64_t trunc_gen;
     /* DeleteRecords in flight (gr_log_delete_records_begin..end): the largest offset asked for (log start
        offset when none) and how many. Checkpoint writes carry max(log start, ls_pending) so that the file
        never goes back below an offset a DeleteRecords is about to answer. Network thread. */
@@ -332,6 +338,12 @@ const uint8_t *gr_seg_reader_get(struct gr_seg_reader *r, int64_t pos, size_t n,
    Returns 1 found, 0 not in this segment (*pos = size_bytes), or -errno. */
 int gr_segment_find(struct gr_segment *seg, const struct gr_log_config *cfg, int64_t target, int64_t *pos,
                     uint8_t *hdr);
+/* Cuts the in-memory state of a segment whose indexes are loaded at `pos`, a batch boundary <= size_bytes
+   (a truncation, storage/truncate.c): index and time index entries at or past the cut go, the tail from the
+   last kept index entry is re-read (headers only, at most about index.interval.bytes plus one batch) to
+   restore the next offset, the largest timestamp and the entries after it. No file is changed. 0 or -errno
+   (the read failed: the segment's state is then that of the kept entries). */
+int gr_segment_truncate_mem(struct gr_segment *seg, const struct gr_log_config *cfg, int64_t pos);
 /* Largest batch boundary <= limit, scanning from boundary `from` (<= limit). Returns it or -errno. */
 int64_t gr_segment_boundary_before(struct gr_segment *seg, int64_t from, int64_t limit);
 
@@ -397,6 +409,7 @@ int gr_log_flush_now(struct gr_log *log, bool report);
    drops the references and reports through on_flushed when `report`. Returns err. */
 struct gr_flush_ticket {
     int64_t target;
+    uint64_t trunc_gen; /* log->trunc_gen at begin */
     struct gr_segment **segs;
     int n;
     bool dir;
@@ -415,6 +428,41 @@ void gr_log_retention(struct gr_log *log, int64_t now_ms);
 int gr_log_write_epochs(struct gr_log *log, bool sync);
 int64_t gr_log_recovery_point(struct gr_log *log);
 void gr_log_config_effective(struct gr_store *store, struct gr_topic *topic);
+
+/* Shared with replica.c (appends as follower) and truncate.c (truncation), network thread: */
+/* True while a failed write is being undone or a truncation's file work is pending: no append now. */
+bool gr_log_file_work_pending(const struct gr_log *log);
+/* The roll decision of gr_log_append for `batch` given the active segment as it will be once `size_bytes`
+   bytes, the log end offset `end_offset` and the rolling timestamp `rolling_ts_ms` are reached (a chunk of
+   batches written with one pwrite). 0 no roll, 1 soft (segment.bytes, segment.ms, a full index), 2 hard. */
+int gr_log_need_roll_at(const struct gr_log *log, const struct gr_segment *seg, int64_t size_bytes,
+                        int64_t end_offset, int64_t rolling_ts_ms, const uint8_t *batch, size_t len,
+                        int64_t now_ms);
+/* Rolls to a new active segment at the log end offset (as gr_log_append does). 0 or -errno. */
+int gr_log_roll(struct gr_log *log);
+/* One write of `len` bytes at `pos` of the active segment `seg`, the failed-write undo included (see
+   gr_log_append's -ENOSPC/-EIO). 0 or -errno. */
+int gr_log_write_bytes(struct gr_log *log, struct gr_segment *seg, const uint8_t *bytes, size_t len,
+                       int64_t pos);
+/* Under mu: `seg` holds bytes not yet fdatasynced. */
+void gr_log_unsynced_add_locked(struct gr_log *log, struct gr_segment *seg);
+/* Takes the log offline (logged once, with `what` and err). */
+void gr_log_go_offline(struct gr_log *log, const char *what, int err);
+/* Largest segment index whose base offset <= offset (0 when below every base). */
+int gr_log_seg_index_for(const struct gr_log *log, int64_t offset);
+/* Applies the header of every batch with base offset >= from to log->ps (reads segment files). */
+int gr_log_replay_producers(struct gr_log *log, int64_t from);
+/* "<20-digit offset>.snapshot" into buf. */
+void gr_log_snapshot_name(char *buf, size_t n, int64_t offset);
+/* After the log start offset rose: segments, high watermark, producers, epochs, snapshots follow. */
+void gr_log_after_start_moved(struct gr_log *log);
+/* LeaderEpochFileCache.truncateFromEnd(end_offset): entries starting at or after it go. */
+void gr_log_epochs_truncate_end(struct gr_log *log, int64_t end_offset);
+/* LeaderEpochFileCache.assign(epoch, start_offset) for a batch appended at start_offset (the log end
+   offset): entries at or after start_offset go (they hold no batch), then nothing when the last entry has
+   this epoch, else entries with an epoch >= it go (a regression, logged) and (epoch, start_offset) is
+   added; the log's leader epoch rises to it. A negative epoch adds nothing. 0 or -ENOMEM. */
+int gr_log_epochs_assign(struct gr_log *log, int32_t epoch, int64_t start_offset);
 
 /* --- store.c --- */
 /* The log start offset a checkpoint records for `log`: max(log start offset, a DeleteRecords in flight). */

@@ -60,6 +60,8 @@ bool gr_log_offline(const struct gr_log *log)
     return atomic_load(&((struct gr_log *)log)->offline);
 }
 static int epochs_push(struct gr_log *log, int32_t epoch, int64_t start);
+static int replay_producers(struct gr_log *log, int64_t from);
+static void after_start_moved(struct gr_log *log);
 
 int32_t gr_log_leader_epoch(const struct gr_log *log)
 {
@@ -67,9 +69,12 @@ int32_t gr_log_leader_epoch(const struct gr_log *log)
 }
 int gr_log_set_leader_epoch(struct gr_log *log, int32_t epoch)
 {
-    if (epoch <= log->leader_epoch) return 0;
-    log->leader_epoch = epoch;
     struct gr_epoch_entry *last = log->epoch_count ? &log->epochs[log->epoch_count - 1] : NULL;
+    /* Equal: nothing, unless a follower's appends removed the entry an open had added for this epoch
+       (gr_log_epochs_assign) and it now leads in exactly that epoch. */
+    if (epoch < log->leader_epoch || (epoch == log->leader_epoch && (!last || last->epoch >= epoch)))
+        return 0;
+    log->leader_epoch = epoch;
     if (last && last->start_offset >= log->log_end_offset) { /* no batch in that epoch: Kafka's assign */
         last->epoch = epoch;
         log->epochs_dirty = true;
@@ -343,6 +348,7 @@ int gr_log_flush_begin(struct gr_log *log, struct gr_flush_ticket *t)
         return -EROFS;
     }
     t->target = log->log_end_offset;
+    t->trunc_gen = log->trunc_gen;
     t->segs = log->unsynced;
     t->n = log->unsynced_count;
     log->unsynced = NULL;
@@ -426,7 +432,10 @@ int gr_log_flush_end(struct gr_log *log, struct gr_flush_ticket *t, int err, con
     if (err < 0) {
         atomic_store(&log->offline, true);
     } else {
-        if (t->target > atomic_load(&log->durable_offset)) atomic_store(&log->durable_offset, t->target);
+        /* A truncation since begin (storage/truncate.c) may have cut below the target: what this flush
+           synced is then not known to be what the log holds, so it proves nothing. */
+        if (t->trunc_gen == log->trunc_gen && t->target > atomic_load(&log->durable_offset))
+            atomic_store(&log->durable_offset, t->target);
         log->recovery_point = atomic_load(&log->durable_offset);
         for (int i = 0; i < t->n; i++) {
             struct gr_segment *seg = t->segs[i];
@@ -498,6 +507,37 @@ static void epochs_truncate_start(struct gr_log *log)
     log->epoch_count -= keep;
     log->epochs[0].start_offset = ls;
     log->epochs_dirty = true;
+}
+
+void gr_log_epochs_truncate_end(struct gr_log *log, int64_t end_offset)
+{
+    int n = log->epoch_count;
+    while (n && log->epochs[n - 1].start_offset >= end_offset)
+        n--;
+    if (n == log->epoch_count) return;
+    log->epoch_count = n;
+    log->epochs_dirty = true;
+}
+
+int gr_log_epochs_assign(struct gr_log *log, int32_t epoch, int64_t start_offset)
+{
+    if (epoch < 0) return 0; /* a batch without a leader epoch (Kafka's NO_PARTITION_LEADER_EPOCH) */
+    /* Entries at or after the batch hold no batch (an open's or a role change's entry not used yet): they
+       go first, so that a batch continuing the last written epoch keeps that epoch's start offset. */
+    gr_log_epochs_truncate_end(log, start_offset);
+    int n = log->epoch_count;
+    if (n && log->epochs[n - 1].epoch == epoch) return 0; /* LeaderEpochFileCache.isUpdateNeeded: no */
+    while (n && log->epochs[n - 1].epoch >= epoch)        /* maybeTruncateNonMonotonicEntries */
+        n--;
+    if (n != log->epoch_count) {
+        GR_WARN("storage: %s: leader epoch %" PRId32 " at offset %" PRId64 " is below epoch %" PRId32
+                " of the epoch cache: later entries removed",
+                log->dir_name, epoch, start_offset, log->epochs[log->epoch_count - 1].epoch);
+        log->epoch_count = n;
+    }
+    int err = epochs_push(log, epoch, start_offset);
+    if (err == 0 && epoch > log->leader_epoch) log->leader_epoch = epoch; /* never handed out again */
+    return err;
 }
 
 /* Whether the leader epoch file must be written: it differs from memory AND a batch carries the newest
@@ -597,30 +637,39 @@ static int log_roll(struct gr_log *log)
 
 enum roll_need { ROLL_NO, ROLL_SOFT, ROLL_HARD };
 
-/* Whether `batch` needs a new segment first. SOFT: segment.bytes, segment.ms or a full index (may wait for
-   a spare file, storage/roll.c); HARD: the file position or a relative offset would not fit 31 bits, or
-   the segment already holds max(2 x segment.bytes, roll_wait_bytes_min). */
-static enum roll_need need_roll(const struct gr_log *log, const struct gr_segment *seg, const uint8_t *batch,
-                                size_t len, int64_t now_ms)
+/* need_roll for the active segment `seg` as it will be with `size_bytes` bytes, the log end offset at
+   `end_offset` and rolling timestamp `rolling_ts_ms` (a follower's chunk, storage/replica.c). */
+static enum roll_need need_roll_at(const struct gr_log *log, const struct gr_segment *seg, int64_t size_bytes,
+                                   int64_t end_offset, int64_t rolling_ts_ms, const uint8_t *batch,
+                                   size_t len, int64_t now_ms)
 {
     const struct gr_log_config *cfg = log_cfg(log);
-    if (seg->size_bytes == 0) return ROLL_NO;
-    if (seg->size_bytes + (int64_t)len > INT32_MAX ||
-        log->log_end_offset + gr_batch_last_offset_delta(batch) - seg->base_offset > INT32_MAX)
+    if (size_bytes == 0) return ROLL_NO;
+    if (size_bytes + (int64_t)len > INT32_MAX ||
+        end_offset + gr_batch_last_offset_delta(batch) - seg->base_offset > INT32_MAX)
         return ROLL_HARD;
     /* A roll waiting for its spare stops waiting at max(2 x segment.bytes, roll_wait_bytes_min) already in
        the segment: a stalled spare thread cannot grow a segment without bound, while a burst of large
        batches on a small segment.bytes waits for its file instead of creating it here. */
     int64_t wait_max = 2 * cfg->segment_bytes;
     if (wait_max < log->store->cfg.roll_wait_bytes_min) wait_max = log->store->cfg.roll_wait_bytes_min;
-    if (seg->size_bytes > wait_max) return ROLL_HARD;
-    if (seg->size_bytes + (int64_t)len > cfg->segment_bytes) return ROLL_SOFT;
+    if (size_bytes > wait_max) return ROLL_HARD;
+    if (size_bytes + (int64_t)len > cfg->segment_bytes) return ROLL_SOFT;
     /* Header timestamps come off the wire: saturating, never an overflow (Kafka's Java long wraps). */
-    int64_t waited = seg->rolling_timestamp_ms >= 0
-                         ? gr_ms_sub_sat(gr_batch_max_timestamp(batch), seg->rolling_timestamp_ms)
-                         : gr_ms_sub_sat(now_ms, seg->created_ms);
+    int64_t waited = rolling_ts_ms >= 0 ? gr_ms_sub_sat(gr_batch_max_timestamp(batch), rolling_ts_ms)
+                                        : gr_ms_sub_sat(now_ms, seg->created_ms);
     if (waited > cfg->segment_ms) return ROLL_SOFT;
     return gr_segment_index_full(seg, cfg) ? ROLL_SOFT : ROLL_NO;
+}
+
+/* Whether `batch` needs a new segment first. SOFT: segment.bytes, segment.ms or a full index (may wait for
+   a spare file, storage/roll.c); HARD: the file position or a relative offset would not fit 31 bits, or
+   the segment already holds max(2 x segment.bytes, roll_wait_bytes_min). */
+static enum roll_need need_roll(const struct gr_log *log, const struct gr_segment *seg, const uint8_t *batch,
+                                size_t len, int64_t now_ms)
+{
+    return need_roll_at(log, seg, seg->size_bytes, log->log_end_offset, seg->rolling_timestamp_ms, batch, len,
+                        now_ms);
 }
 
 /* Housekeeping job: truncates the bytes a failed write left after `pos` (write_batch). */
@@ -697,7 +746,7 @@ int gr_log_append(struct gr_log *log, uint8_t *batch, size_t len, int64_t log_ap
 {
     assert(log && batch && res);
     if (log->deleted || atomic_load(&log->offline)) return -EROFS;
-    if (atomic_load(&log->undo_pending)) return -EAGAIN; /* a failed write is being undone */
+    if (gr_log_file_work_pending(log)) return -EAGAIN; /* a failed write or a truncation being done */
     const struct gr_log_config *cfg = log_cfg(log);
     if (len < GR_BATCH_HEADER_BYTES || (int64_t)len != gr_batch_total_bytes(batch) ||
         gr_batch_last_offset_delta(batch) < 0)
@@ -787,6 +836,53 @@ int gr_log_append(struct gr_log *log, uint8_t *batch, size_t len, int64_t log_ap
     else if (cfg->flush_ms != INT64_MAX && !atomic_load(&log->on_timed_list))
         gr_flusher_timed_add(log, gr_time_mono_ms() + cfg->flush_ms);
     return 0;
+}
+
+/* ---------------------------------------------------------------- shared with replica.c, truncate.c */
+
+bool gr_log_file_work_pending(const struct gr_log *log)
+{
+    return atomic_load(&((struct gr_log *)log)->undo_pending) ||
+           atomic_load(&((struct gr_log *)log)->trunc_pending);
+}
+int gr_log_need_roll_at(const struct gr_log *log, const struct gr_segment *seg, int64_t size_bytes,
+                        int64_t end_offset, int64_t rolling_ts_ms, const uint8_t *batch, size_t len,
+                        int64_t now_ms)
+{
+    return (int)need_roll_at(log, seg, size_bytes, end_offset, rolling_ts_ms, batch, len, now_ms);
+}
+int gr_log_roll(struct gr_log *log)
+{
+    return log_roll(log);
+}
+int gr_log_write_bytes(struct gr_log *log, struct gr_segment *seg, const uint8_t *bytes, size_t len,
+                       int64_t pos)
+{
+    return write_batch(log, seg, bytes, len, pos);
+}
+void gr_log_unsynced_add_locked(struct gr_log *log, struct gr_segment *seg)
+{
+    unsynced_add_locked(log, seg);
+}
+void gr_log_go_offline(struct gr_log *log, const char *what, int err)
+{
+    log_go_offline(log, what, err);
+}
+int gr_log_seg_index_for(const struct gr_log *log, int64_t offset)
+{
+    return seg_index_for(log, offset);
+}
+int gr_log_replay_producers(struct gr_log *log, int64_t from)
+{
+    return replay_producers(log, from);
+}
+void gr_log_snapshot_name(char *buf, size_t n, int64_t offset)
+{
+    snapshot_name(buf, n, offset);
+}
+void gr_log_after_start_moved(struct gr_log *log)
+{
+    after_start_moved(log);
 }
 
 /* ---------------------------------------------------------------- reads */
@@ -1187,7 +1283,7 @@ int gr_log_delete_records(struct gr_log *log, int64_t offset)
 
 void gr_log_retention(struct gr_log *log, int64_t now_ms)
 {
-    if (log->deleted || atomic_load(&log->offline)) return;
+    if (log->deleted || atomic_load(&log->offline) || atomic_load(&log->trunc_pending)) return;
     const struct gr_log_config *cfg = log_cfg(log);
     int64_t bound = log->hwm_from_server ? log->high_watermark : atomic_load(&log->durable_offset);
     if (bound > log->log_end_offset) bound = log->log_end_offset;
@@ -1392,6 +1488,7 @@ static int replay_producers(struct gr_log *log, int64_t from)
         struct gr_segment *seg = log->segs[i];
         int64_t pos = 0;
         uint8_t hdr[GR_BATCH_HEADER_BYTES];
+        if (seg->size_bytes == 0) continue; /* e.g. a truncation's new segment, its files not made yet */
         if (seg->base_offset < from) {
             int r = gr_segment_find(seg, cfg, from, &pos, hdr);
             if (r < 0) return r;
@@ -1591,6 +1688,7 @@ static struct gr_log *log_alloc(struct gr_store *store, struct gr_topic *topic, 
     atomic_init(&log->spare_requested, false);
     atomic_init(&log->spare_failed, false);
     atomic_init(&log->undo_pending, false);
+    atomic_init(&log->trunc_pending, false);
     gr_producer_state_init(&log->ps);
     return log;
 }

@@ -79,6 +79,59 @@ struct gr_append_result {
 int gr_log_append(struct gr_log *log, uint8_t *batch, size_t len, int64_t log_append_time_ms,
                   struct gr_append_result *res);
 
+/* ---- Replication: the follower's log (storage/replica.c, storage/truncate.c) ---- */
+
+/* Appends record batches fetched from the leader exactly as the leader wrote them (Kafka's
+   UnifiedLog.appendAsFollower, AppendOrigin.REPLICATION): `records` (borrowed, never written) is one or more
+   whole batches, `len` bytes. Base offsets, partition leader epochs, timestamps, attributes and CRCs are
+   kept; nothing is assigned, recompressed or re-stamped. First every batch is checked (whole, magic 2,
+   lengths, CRC-32C: -EBADMSG, Kafka's CorruptRecordException; the first base offset equal to the log end
+   offset and each next one continuing the last: -ERANGE, Kafka's UnexpectedAppendOffsetException); a refusal
+   writes nothing. Then the batches are written with one pwrite per chunk: a chunk ends where a batch needs a
+   roll by gr_log_append's rules (segment.bytes, segment.ms, a full index, 31-bit limits; a soft roll may wait
+   for its spare file). The leader epoch cache learns each batch's epoch (LeaderEpochFileCache.assign via
+   UnifiedLog.maybeAssignEpochStartOffset; entries past the log end offset that no batch carries go first,
+   and the log's leader epoch rises to the batches'), and producer state takes every batch without the
+   sequence and epoch checks (an epoch regression is logged, not refused) so that this replica dedups
+   retries once it leads. max.message.bytes is not applied (the leader did). Fills `res` (base and last
+   offset of what was appended, -1/-1 for len 0; log_append_time_ms -1; duplicate false). Returns 0, or
+   -EBADMSG / -ERANGE (nothing written), -EAGAIN (a failed write or a truncation is being finished:
+   retriable), -EROFS (offline), -ENOSPC/-EIO (the write of a chunk failed: the chunks before it stay
+   appended, `res` and the log end offset say how far). Network thread; no disk wait but gr_log_append's. */
+int gr_log_append_replica(struct gr_log *log, const uint8_t *records, size_t len,
+                          struct gr_append_result *res);
+
+/* Raises the log start offset to the leader's (UnifiedLog.maybeIncrementLogStartOffset with
+   LeaderOffsetIncremented): never down, and at most to the log end offset (a larger one is clamped: the
+   whole log goes, the fetcher then finds its offset out of the leader's range). Segments wholly below go,
+   producer state and leader epochs are pruned, and the log-start-offset checkpoint is queued (as
+   DeleteRecords'). Returns 1 when raised, 0 when not above the current one, -EAGAIN (a truncation is being
+   finished), -EROFS. */
+int gr_log_raise_start_offset(struct gr_log *log, int64_t offset);
+
+/* Truncates the log to `offset` (UnifiedLog.truncateTo, KIP-101/KIP-279): every batch holding an offset at
+   or past it goes (a batch holding `offset` goes whole: the new log end offset is its base offset); an offset
+   below the first segment is truncate_fully_and_start_at. The log start offset becomes min(it, the new end).
+   Done in two halves (storage/truncate.c): the in-memory cut at once (segments, indexes, the log end,
+   durable, recovery point and high watermark offsets, the leader epoch cache by
+   LeaderEpochFileCache.truncateFromEnd, producer state reloaded from the newest snapshot at or below the new
+   end and replayed up to it), so no read sees a half-cut log; the file work (ftruncate, fdatasync, unlinks,
+   index files, the new active segment's files, checkpoints) on the housekeeping thread, during which
+   appends, retention and truncations answer -EAGAIN (gr_log_truncation_pending); its end is reported
+   through the store's on_flushed (err < 0: the log went offline). Reads on the calling thread: the cut's
+   index and batch headers, one producer snapshot and the headers after it. Returns 0 (also when `offset` >=
+   the log end offset: nothing to do), -EINVAL (offset < 0), -EAGAIN (file work of a failed write or an
+   earlier truncation, compaction, or a flush naming a segment still in flight: retry), -ENOMEM (nothing
+   changed), -EROFS (offline), or -errno of a read (-EIO; the log is then offline when the cut had begun). */
+int gr_log_truncate_to(struct gr_log *log, int64_t offset);
+/* Drops every segment and restarts the log empty at `offset` (UnifiedLog.truncateFullyAndStartAt): log
+   start, log end, durable, recovery point and high watermark offsets all become `offset`, the leader epoch
+   cache is cleared (clearAndFlush), producer state emptied and its snapshots deleted. In two halves as
+   gr_log_truncate_to. Returns 0, -EINVAL, -EAGAIN, -ENOMEM, -EROFS. */
+int gr_log_truncate_fully_and_start_at(struct gr_log *log, int64_t offset);
+/* True while a truncation's file half is queued or running (appends answer -EAGAIN). Thread-safe. */
+bool gr_log_truncation_pending(const struct gr_log *log);
+
 /* Asks the flushers to fdatasync this log now (group commit: one fdatasync covers every append so far).
    Completion arrives through the store's on_flushed. Does nothing if the log is already durable up to its
    end or offline. */
@@ -95,8 +148,9 @@ bool gr_log_offline(const struct gr_log *log);
 int32_t gr_log_leader_epoch(const struct gr_log *log);
 /* Cluster mode: the controller's leader epoch of this partition (cluster/image.h), taken when it is above the
    log's: new batches carry it and the leader epoch cache gets an entry at the log end offset (replacing the
-   last one when no batch has it yet, Kafka's LeaderEpochFileCache.assign). A lower or equal epoch changes
-   nothing. Returns 0 or -ENOMEM. Network thread only. */
+   last one when no batch has it yet, Kafka's LeaderEpochFileCache.assign). A lower epoch changes
+   nothing, nor an equal one the cache already ends with (a follower's appends may have removed the entry
+   an open added for it: gr_log_append_replica). Returns 0 or -ENOMEM. Network thread only. */
 int gr_log_set_leader_epoch(struct gr_log *log, int32_t epoch);
 
 /* A pointer the server keeps per log (its wait list of parked requests); NULL until set. Storage never

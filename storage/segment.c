@@ -765,6 +765,33 @@ int gr_segment_scan_tail(struct gr_segment *seg, const struct gr_log_config *cfg
     return 0;
 }
 
+int gr_segment_truncate_mem(struct gr_segment *seg, const struct gr_log_config *cfg, int64_t pos)
+{
+    assert(seg->index_loaded && pos >= 0 && pos <= seg->size_bytes);
+    int32_t keep = 0; /* index entries of batches wholly below pos (an entry points at its batch's start) */
+    while (keep < seg->idx_count && seg->idx[keep].position < pos)
+        keep++;
+    int64_t from = keep ? seg->idx[keep - 1].position : 0;
+    /* The last kept entry's batch is rescanned; entries of the rescanned tail are added again. */
+    int64_t from_next = keep ? seg->base_offset + seg->idx[keep - 1].rel_offset + 1 : seg->base_offset;
+    seg->idx_count = keep;
+    int32_t tkeep = 0;
+    while (tkeep < seg->tidx_count && seg->base_offset + seg->tidx[tkeep].rel_offset < from_next)
+        tkeep++;
+    seg->tidx_count = tkeep;
+    int64_t rolling = pos > 0 ? seg->rolling_timestamp_ms : -1;
+    seg->max_timestamp_ms = tkeep ? seg->tidx[tkeep - 1].timestamp_ms : -1;
+    seg->max_timestamp_offset = tkeep ? seg->base_offset + seg->tidx[tkeep - 1].rel_offset : -1;
+    seg->last_leader_epoch = -1;
+    seg->last_epoch_start = -1;
+    seg->bytes_since_index = 0;
+    seg->size_bytes = from;
+    seg->next_offset = from == 0 ? seg->base_offset : from_next;
+    int err = pos > from ? scan_headers(seg, cfg, from, pos, keep > 0) : 0;
+    seg->rolling_timestamp_ms = rolling;
+    return err;
+}
+
 int gr_segment_find(struct gr_segment *seg, const struct gr_log_config *cfg, int64_t target, int64_t *pos_out,
                     uint8_t *hdr)
 {

@@ -1,0 +1,435 @@
+/*
+ * truncate.c: the follower's truncations (KIP-101/KIP-279): gr_log_truncate_to (Kafka's
+ * UnifiedLog.truncateTo) and gr_log_truncate_fully_and_start_at (UnifiedLog.truncateFullyAndStartAt). See
+ * log.h for the contract.
+ *
+ * Two halves. On the network thread, at once, the in-memory cut: segments wholly past the cut leave the
+ * segment list (their files go in the job below), the cut segment's indexes are trimmed, a sealed cut
+ * segment is followed by a new empty active segment at the cut, the log end, durable, recovery point and
+ * high watermark offsets come down, the leader epoch cache loses the entries at or past the cut
+ * (LeaderEpochFileCache.truncateFromEnd; cleared by a full truncation), and producer state is rebuilt from
+ * the newest snapshot at or below the cut plus the batches after it (ProducerStateManager.truncateAndReload).
+ * Readers see the new log from then on, never a half-cut one. Then the file half runs as ONE housekeeping
+ * job, in FIFO order after the checkpoint writes queued by the cut (so the recovery point on disk is at or
+ * below the cut before any file changes): the unlink of the dropped segments' files (highest first; a
+ * failure other than ENOENT fails the job), ftruncate + fdatasync of the cut segment's .log, its rewritten
+ * index files when it is sealed, the new active segment's files, the directory fsync, the unlink of producer
+ * snapshots past the cut. Until that job is done, appends, retention and other truncations answer -EAGAIN
+ * (trunc_pending); the job then reports through the store's on_flushed so the owner re-checks its waits. A
+ * failure of the file half takes the log offline (the next open recovers).
+ *
+ * Crash states (each syscall may be the last): later segments go first, highest base first, so the files
+ * always hold a prefix of the old log; the cut segment is cut before the new active segment exists, so a
+ * new segment never follows an uncut one (and recovery drops a segment that does not continue the one
+ * before: recover_from's gap rule). Recovery at the next open (from the lowered recovery point) therefore
+ * finds a prefix of the log before the truncation, at least up to the cut.
+ *
+ * Blocking reads on the calling thread (a known limit: the network thread's rule wants them on the I/O pool):
+ * finding the cut (gr_segment_find: the index and batch headers, opening a file the fd cap closed) and the
+ * producer-state rebuild (one snapshot file opened and read, and the headers after it).
+ * Read next: storage/replica.c, partition/follower.c.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "protocol/record_batch.h"
+#include "storage/cleaner.h"
+#include "storage/internal.h"
+#include "storage/sys.h"
+
+#define SNAPSHOT_FILE_BYTES_MAX (1u << 30)
+
+/* The file half of one truncation, owned by its housekeeping job. */
+struct trunc_work {
+    struct gr_log *log; /* valid until gr_store_close, which runs every job first */
+    int dir_fd;         /* a duplicate of the partition directory */
+    int cut_fd;         /* a read-write duplicate of the cut segment's .log, -1: open it by name */
+    int64_t cut_base;   /* base offset of the segment cut, -1 when none is */
+    int64_t cut_pos;    /* bytes it keeps */
+    uint8_t *index;     /* a sealed cut segment's .index bytes then .timeindex bytes, NULL: none to write */
+    size_t index_bytes, timeindex_bytes;
+    int64_t new_base;   /* base offset of the new active segment whose files are made, -1 none */
+    int64_t *snapshots; /* producer snapshot files to unlink */
+    int snapshot_count;
+    int64_t *drops; /* base offsets of the dropped segments whose files to unlink, highest first */
+    int drop_count;
+};
+
+static void work_free(struct trunc_work *w)
+{
+    if (!w) return;
+    if (w->dir_fd >= 0) gr_sys_close(w->dir_fd);
+    if (w->cut_fd >= 0) gr_sys_close(w->cut_fd);
+    free(w->index);
+    free(w->snapshots);
+    free(w->drops);
+    free(w);
+}
+
+/* ---------------------------------------------------------------- the file half (housekeeping thread) */
+
+static int cut_log_file(struct trunc_work *w)
+{
+    int fd = w->cut_fd;
+    if (fd < 0) {
+        char name[GR_SEGMENT_NAME_BYTES];
+        gr_segment_file_name(name, w->cut_base, ".log");
+        fd = gr_sys_openat(w->dir_fd, name, O_WRONLY, 0);
+        if (fd < 0) return fd;
+    }
+    int err = gr_sys_ftruncate(fd, w->cut_pos);
+    if (err == 0) err = gr_sys_fdatasync(fd);
+    if (fd != w->cut_fd) gr_sys_close(fd);
+    return err;
+}
+
+/* Rewrites one existing index file of the cut segment (never creates one: it is rebuildable). */
+static int write_index_file(struct trunc_work *w, const char *sfx, const uint8_t *buf, size_t len)
+{
+    char name[GR_SEGMENT_NAME_BYTES];
+    gr_segment_file_name(name, w->cut_base, sfx);
+    int fd = gr_sys_openat(w->dir_fd, name, O_WRONLY, 0);
+    if (fd == -ENOENT) return 0; /* rebuilt from the .log at the next load */
+    if (fd < 0) return fd;
+    int err = gr_sys_pwrite_full(fd, buf, len, 0);
+    if (err == 0) err = gr_sys_ftruncate(fd, (int64_t)len);
+    if (err == 0) err = gr_sys_fdatasync(fd);
+    gr_sys_close(fd);
+    return err;
+}
+
+static int make_segment_files(struct trunc_work *w)
+{
+    static const char *const sfx[] = {".log", ".index", ".timeindex"};
+    char name[GR_SEGMENT_NAME_BYTES];
+    for (int i = 0; i < 3; i++) {
+        gr_segment_file_name(name, w->new_base, sfx[i]);
+        int fd = gr_sys_openat(w->dir_fd, name, O_CREAT | O_RDWR | O_TRUNC, 0644);
+        if (fd < 0) return fd;
+        gr_sys_close(fd);
+    }
+    return 0;
+}
+
+/* Unlinks the dropped segments' files, highest first: a file left behind would follow the cut (a clean
+   open trusts every segment), so a failure other than ENOENT fails the truncation (the log goes offline and
+   the next open recovers: its gap rule drops the leftover). */
+static int unlink_dropped(struct trunc_work *w)
+{
+    static const char *const sfx[] = {".log", ".index", ".timeindex"};
+    char name[GR_SEGMENT_NAME_BYTES];
+    for (int i = 0; i < w->drop_count; i++)
+        for (int k = 0; k < 3; k++) {
+            gr_segment_file_name(name, w->drops[i], sfx[k]);
+            int err = gr_sys_unlinkat(w->dir_fd, name, 0);
+            if (err < 0 && err != -ENOENT) return err;
+        }
+    return 0;
+}
+
+static int trunc_job(void *arg)
+{
+    struct trunc_work *w = arg;
+    struct gr_log *log = w->log;
+    const char *what = "unlinking the segments past the cut";
+    int err = unlink_dropped(w);
+    if (err == 0 && w->cut_base >= 0) {
+        what = "cutting the segment file";
+        err = cut_log_file(w);
+    }
+    if (err == 0 && w->index) {
+        what = "rewriting the index files";
+        err = write_index_file(w, ".index", w->index, w->index_bytes);
+        if (err == 0) err = write_index_file(w, ".timeindex", w->index + w->index_bytes, w->timeindex_bytes);
+    }
+    if (err == 0 && w->new_base >= 0) {
+        what = "creating the new active segment";
+        err = make_segment_files(w);
+    }
+    if (err == 0) {
+        what = "syncing the partition directory";
+        err = gr_dir_sync(w->dir_fd);
+    }
+    for (int i = 0; i < w->snapshot_count; i++) { /* best effort: an open deletes them too */
+        char name[48];
+        gr_log_snapshot_name(name, sizeof(name), w->snapshots[i]);
+        gr_sys_unlinkat(w->dir_fd, name, 0);
+    }
+    work_free(w);
+    if (err < 0) gr_log_go_offline(log, what, err);
+    atomic_store(&log->trunc_pending, false);
+    if (log->store->cfg.on_flushed) /* the owner re-checks: appends may go on, or the log went offline */
+        log->store->cfg.on_flushed(log->store->cfg.on_flushed_ctx, log, atomic_load(&log->durable_offset),
+                                   err);
+    return err;
+}
+
+/* ---------------------------------------------------------------- the in-memory half (network thread) */
+
+/* -EROFS, -EAGAIN (file work or compaction in flight), or 0. */
+static int trunc_allowed(const struct gr_log *log)
+{
+    if (log->deleted || atomic_load(&((struct gr_log *)log)->offline)) return -EROFS;
+    if (gr_log_file_work_pending(log) || log->cleaning ||
+        atomic_load(&((struct gr_log *)log)->clean_finishes) > 0)
+        return -EAGAIN;
+    return 0;
+}
+
+/* Segments [from, n) may be dropped: none is being named by a flush (its names would appear after the new
+   files). The cut segment `cut` (-1 none) must not have index files a flush is about to write. */
+static bool segments_settled(struct gr_log *log, int from, int cut)
+{
+    bool ok = true;
+    pthread_mutex_lock(&log->mu);
+    for (int i = from; i < log->seg_count; i++)
+        ok = ok && log->segs[i]->name_state != GR_NAME_NAMING;
+    if (cut >= 0) ok = ok && !log->segs[cut]->index_unsynced;
+    pthread_mutex_unlock(&log->mu);
+    return ok;
+}
+
+static struct trunc_work *work_new(struct gr_log *log)
+{
+    struct trunc_work *w = calloc(1, sizeof(*w));
+    if (!w) return NULL;
+    w->log = log;
+    w->cut_fd = -1;
+    w->cut_base = w->new_base = -1;
+    w->dir_fd = dup(log->dir_fd);
+    w->drops = malloc(sizeof(int64_t) * (size_t)log->seg_count);
+    if (w->dir_fd < 0 || !w->drops) {
+        work_free(w);
+        return NULL;
+    }
+    return w;
+}
+
+/* Takes a segment out of the log (it is already out of segs[]); its files go with the job. Readers holding
+   a reference keep its descriptor until they release it. */
+static void drop_segment(struct gr_log *log, struct gr_segment *seg, struct trunc_work *w)
+{
+    seg->deleted = true;
+    gr_segment_lru_remove(seg);
+    pthread_mutex_lock(&log->mu);
+    uint8_t state = seg->name_state;
+    if (state == GR_NAME_PENDING) seg->name_state = GR_NAME_DONE; /* never named: no file to unlink */
+    pthread_mutex_unlock(&log->mu);
+    if (state == GR_NAME_DONE) w->drops[w->drop_count++] = seg->base_offset; /* (NAMING was refused) */
+    gr_segment_unref(seg);
+}
+
+/* Drops segments [from, n), highest base first, then appends `nseg` (a new empty active segment, taken;
+   NULL none). The caller made sure of the room (at least one segment goes when nseg is given). */
+static void drop_tail(struct gr_log *log, int from, struct gr_segment *nseg, struct trunc_work *w)
+{
+    for (int i = log->seg_count - 1; i >= from; i--) {
+        struct gr_segment *seg = log->segs[i];
+        log->size_bytes -= seg->size_bytes;
+        GR_INFO("storage: %s: truncation deletes segment %" PRId64 " (%" PRId64 " bytes)", log->dir_name,
+                seg->base_offset, seg->size_bytes);
+        log->seg_count--;
+        drop_segment(log, seg, w);
+    }
+    if (nseg) {
+        nseg->index_loaded = true;
+        log->segs[log->seg_count++] = nseg;
+    }
+}
+
+/* The offsets after a cut at `end`; `start` the new log start offset. */
+static void lower_offsets(struct gr_log *log, int64_t end, int64_t start)
+{
+    pthread_mutex_lock(&log->mu);
+    log->log_end_offset = end;
+    if (atomic_load(&log->durable_offset) > end) atomic_store(&log->durable_offset, end);
+    if (atomic_load(&log->durable_offset) < start) atomic_store(&log->durable_offset, start);
+    if (log->recovery_point > end) log->recovery_point = end;
+    log->trunc_gen++;
+    pthread_mutex_unlock(&log->mu);
+    if (log->log_start_offset != start) log->store->ls_checkpoint_dirty = true;
+    log->log_start_offset = start;
+    if (log->high_watermark > end) log->high_watermark = end;
+    if (log->high_watermark >= 0 && log->high_watermark < start) log->high_watermark = start;
+    if (log->cleaner_checkpoint > end) log->cleaner_checkpoint = end;
+    log->size_bytes = 0;
+    for (int i = 0; i < log->seg_count; i++)
+        log->size_bytes += log->segs[i]->size_bytes;
+}
+
+/* Snapshots past `end` (all when end < 0) leave the list; their files go with the job. */
+static void take_snapshots_past(struct gr_log *log, int64_t end, struct trunc_work *w)
+{
+    int keep = log->snapshot_count;
+    while (keep > 0 && (end < 0 || log->snapshots[keep - 1] > end))
+        keep--;
+    int n = log->snapshot_count - keep;
+    if (n == 0) return;
+    w->snapshots = malloc(sizeof(int64_t) * (size_t)n);
+    if (w->snapshots) { /* else left on disk: an open deletes snapshots past the log end */
+        memcpy(w->snapshots, log->snapshots + keep, sizeof(int64_t) * (size_t)n);
+        w->snapshot_count = n;
+    }
+    log->snapshot_count = keep;
+}
+
+/* ProducerStateManager.truncateAndReload: the newest readable snapshot at or below the log end offset,
+   then the headers of the batches after it. 0 or -errno. */
+static int rebuild_producers(struct gr_log *log)
+{
+    int64_t end = log->log_end_offset, first = log->segs[0]->base_offset, from = first;
+    gr_producer_state_reset(&log->ps, first);
+    for (int i = log->snapshot_count - 1; i >= 0; i--) {
+        char name[48], *buf;
+        size_t len;
+        gr_log_snapshot_name(name, sizeof(name), log->snapshots[i]);
+        int err = gr_file_read_all(log->dir_fd, name, SNAPSHOT_FILE_BYTES_MAX, &buf, &len);
+        if (err == 0) {
+            err = gr_producer_state_decode(&log->ps, (const uint8_t *)buf, len);
+            free(buf);
+            if (err == 0 && log->ps.end_offset != log->snapshots[i]) err = -EINVAL;
+        }
+        if (err == 0) {
+            from = log->snapshots[i] > first ? log->snapshots[i] : first;
+            break;
+        }
+        if (!gr_err_damaged(err) && err != -ENOENT) return err;
+        GR_WARN("storage: %s: producer snapshot %s unusable (%s), skipped", log->dir_name, name,
+                strerror(-err));
+        gr_producer_state_reset(&log->ps, first);
+    }
+    int err = gr_log_replay_producers(log, from);
+    if (err < 0) return err;
+    log->ps.end_offset = end;
+    gr_producer_state_truncate_head(&log->ps, log->log_start_offset);
+    return 0;
+}
+
+/* Common end of both truncations: checkpoints queued (recovery point first on disk), then the job. */
+static void queue_file_work(struct gr_log *log, struct trunc_work *w)
+{
+    gr_store_checkpoint_all(log->store, false);
+    struct gr_job *job = calloc(1, sizeof(*job));
+    atomic_store(&log->trunc_pending, true);
+    if (!job) {
+        work_free(w);
+        gr_log_go_offline(log, "queueing a truncation", -ENOMEM);
+        atomic_store(&log->trunc_pending, false);
+        return;
+    }
+    job->type = GR_JOB_CALL;
+    job->dir_fd = -1;
+    job->fn = trunc_job;
+    job->arg = w;
+    gr_flusher_job(log->store, job);
+}
+
+/* Where `offset` falls in segment k: *pos, the batch boundary before the batch holding it (that batch goes
+   whole), and *end, the new log end offset (that batch's base offset). 0 or -errno. */
+static int find_cut(struct gr_log *log, int k, int64_t offset, int64_t *pos, int64_t *end)
+{
+    struct gr_segment *seg = log->segs[k];
+    *pos = 0;
+    *end = seg->base_offset;
+    if (offset == seg->base_offset) return 0;
+    uint8_t hdr[GR_BATCH_HEADER_BYTES];
+    int r = gr_segment_find(seg, &log->topic->cfg, offset, pos, hdr);
+    if (r < 0) return r;
+    *end = r == 1 ? gr_batch_base_offset(hdr) : seg->next_offset;
+    return 0;
+}
+
+/* Cuts segment `seg` at `pos` in memory and notes its file work in `w`. 0 or -errno. */
+static int cut_segment(struct gr_log *log, struct gr_segment *seg, int64_t pos, struct trunc_work *w)
+{
+    int err = gr_segment_truncate_mem(seg, &log->topic->cfg, pos);
+    if (err < 0) return err;
+    w->cut_base = seg->base_offset;
+    w->cut_pos = pos;
+    if (seg->sealed) {
+        gr_segment_seal_deferred(seg); /* the final time index entry of the kept batches */
+        /* NULL (no memory): the old index files stay; their entries past the cut fail the sanity check of
+           the next load, which rebuilds them. */
+        w->index = gr_segment_index_encode(seg, &w->index_bytes, &w->timeindex_bytes);
+    }
+    if (seg->fd >= 0 && (fcntl(seg->fd, F_GETFL) & O_ACCMODE) == O_RDWR) w->cut_fd = dup(seg->fd);
+    return 0;
+}
+
+int gr_log_truncate_to(struct gr_log *log, int64_t offset)
+{
+    int err = trunc_allowed(log);
+    if (err < 0) return err;
+    if (offset < 0) return -EINVAL;
+    if (offset >= log->log_end_offset) return 0;
+    if (offset < log->segs[0]->base_offset) return gr_log_truncate_fully_and_start_at(log, offset);
+    int k = gr_log_seg_index_for(log, offset);
+    int64_t pos, end;
+    if ((err = find_cut(log, k, offset, &pos, &end)) < 0) return err;
+    bool active = k == log->seg_count - 1, drop_cut = pos == 0 && !active;
+    if (!segments_settled(log, drop_cut ? k : k + 1, drop_cut ? -1 : k)) return -EAGAIN;
+    struct trunc_work *w = work_new(log);
+    struct gr_segment *nseg = active || !w ? NULL : gr_segment_new(log, end);
+    if (!w || (!active && !nseg)) {
+        work_free(w);
+        return -ENOMEM;
+    }
+    int64_t old_end = log->log_end_offset;
+    if (!drop_cut && (err = cut_segment(log, log->segs[k], pos, w)) < 0) {
+        gr_log_go_offline(log, "reading the segment to truncate", err); /* its state is half cut */
+        if (nseg) gr_segment_unref(nseg);
+        work_free(w);
+        return err;
+    }
+    drop_tail(log, drop_cut ? k : k + 1, nseg, w);
+    lower_offsets(log, end, log->log_start_offset < end ? log->log_start_offset : end);
+    gr_log_epochs_truncate_end(log, end);
+    take_snapshots_past(log, end, w);
+    if (!active) w->new_base = end;
+    if ((err = rebuild_producers(log)) < 0) gr_log_go_offline(log, "rebuilding producer state", err);
+    GR_INFO("storage: %s: truncated to %" PRId64 " (log end offset %" PRId64 " -> %" PRId64 ")",
+            log->dir_name, offset, old_end, end);
+    queue_file_work(log, w);
+    return err;
+}
+
+int gr_log_truncate_fully_and_start_at(struct gr_log *log, int64_t offset)
+{
+    int err = trunc_allowed(log);
+    if (err < 0) return err;
+    if (offset < 0) return -EINVAL;
+    if (!segments_settled(log, 0, -1)) return -EAGAIN;
+    struct trunc_work *w = work_new(log);
+    struct gr_segment *nseg = w ? gr_segment_new(log, offset) : NULL;
+    if (!nseg) {
+        work_free(w);
+        return -ENOMEM;
+    }
+    int64_t old_end = log->log_end_offset;
+    drop_tail(log, 0, nseg, w);
+    lower_offsets(log, offset, offset);
+    pthread_mutex_lock(&log->mu);
+    log->recovery_point = offset;
+    pthread_mutex_unlock(&log->mu);
+    if (log->high_watermark >= 0) log->high_watermark = offset;
+    if (log->cleaner_checkpoint >= 0) log->cleaner_checkpoint = offset;
+    log->epoch_count = 0; /* LeaderEpochFileCache.clearAndFlush */
+    log->epochs_dirty = true;
+    take_snapshots_past(log, -1, w);
+    gr_producer_state_reset(&log->ps, offset);
+    w->new_base = offset;
+    GR_INFO("storage: %s: truncated fully, log restarts at %" PRId64 " (log end offset was %" PRId64 ")",
+            log->dir_name, offset, old_end);
+    queue_file_work(log, w);
+    return 0;
+}
+
+bool gr_log_truncation_pending(const struct gr_log *log)
+{
+    return atomic_load(&((struct gr_log *)log)->trunc_pending);
+}
