@@ -4,7 +4,10 @@
 # UBSan finding aborts), then runs, with UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:
 #   - the protocol tests that feed malformed input (codec, malformed frames, golden frames, record batches,
 #     compression, wire primitives) and the timestamp tests of issue 26 (extreme header timestamps in
-#     storage, the produce handler's timestamp rules, the log rate limiter), through ctest;
+#     storage, the produce handler's timestamp rules, the log rate limiter), the replication floor of issue
+#     #20 (the follower's log: append as follower, truncation with its crash points; the leader side and the
+#     follower side of a partition) and the produce gate and commit wait over a tight open-file cap, through
+#     ctest;
 #   - the fuzz corpus: make_seeds' generated seeds plus the golden frames (as protocol/fuzz/run.sh builds
 #     them), replayed by fuzz_replay, then deterministic mutants of them for FUZZ_SECONDS (default 60).
 # Any sanitizer report, failed check or crash fails the stage. Ends with "sanitize-check: N passed, N failed"
@@ -15,7 +18,8 @@ build=${1:-build-asan}
 fuzz_s=${2:-60}
 jobs=${JOBS:-$(nproc)}
 tests=(test_wire test_codec test_malformed test_malformed2 test_golden test_record_batch test_compress
-       test_crc32c test_storage_log test_produce_timestamps test_common_log)
+       test_crc32c test_storage_log test_produce_timestamps test_common_log test_storage_replica
+       test_partition_replica test_partition_follower test_server_fdcap_requests)
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 start=$(date +%s)

@@ -266,7 +266,9 @@ int gr_req_wait_log_start(struct gr_req *req, struct gr_log *log, int64_t ticket
  * (gr_req_await) with `timeout_ms` and returns GR_HANDLER_WAIT, or GR_HANDLER_DONE when nothing was noted;
  * the request is finished once every noted partition is committed or failed: `failed` fills the answer
  * of a partition that went offline (KAFKA_STORAGE_ERROR) or that the deadline caught short
- * (REQUEST_TIMED_OUT). Checked at once: a set already committed finishes the request inside the call. */
+ * (REQUEST_TIMED_OUT). Checked at once: a set already committed finishes the request inside the call (a
+ * request whose connection is gone is freed then). It drops the request's pinned files (the appends are
+ * done). */
 bool gr_req_commits_new(struct gr_req *req, int max);
 void gr_req_commits_add(struct gr_req *req, struct gr_log *log, int64_t end_offset, void *ctx);
 enum gr_handler_rc gr_req_await_commits(struct gr_req *req, int64_t timeout_ms,

@@ -319,6 +319,7 @@ enum gr_handler_rc gr_req_await_commits(struct gr_req *req, int64_t timeout_ms,
                                         void (*failed)(struct gr_req *req, void *ctx, int16_t error_code))
 {
     struct req_commits *cs = gr_req_state(req, &commits_key);
+    gr_cold_unpin(&req->cold); /* the appends are done: the wait needs no pinned file */
     if (!cs || cs->count == 0) return GR_HANDLER_DONE;
     cs->failed = failed;
     gr_req_await(req, &(struct gr_await){
@@ -339,11 +340,13 @@ struct req_gate {
 
 static const char gate_key;
 
-/* Runs the appends of a request whose files are pinned and open, then drops the pins. */
+/* Runs the appends of a request whose files are pinned and open, then drops the pins. A run that returns
+   GR_HANDLER_WAIT parked in gr_req_await_commits, which dropped them, and may have finished the request
+   inside (already committed); with its connection gone that freed it, so `req` is not touched again. */
 static enum gr_handler_rc run_pinned(struct gr_req *req, gr_handler_fn run)
 {
     enum gr_handler_rc rc = run(req);
-    gr_cold_unpin(&req->cold);
+    if (rc != GR_HANDLER_WAIT) gr_cold_unpin(&req->cold);
     return rc;
 }
 
