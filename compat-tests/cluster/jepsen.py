@@ -137,6 +137,8 @@ class Nemesis:
         self.enode = etcd.members[0].node
         self.done = []     # the timeline: (seconds since t0, text)
         self.clock = {}    # broker id -> its wall clock offset now (s)
+        self.down = set()  # what the nemesis stopped on purpose: broker ids, 'etcd'
+        self.crashes = []  # processes that exited by themselves
 
     def say(self, text):
         t = time.monotonic() - self.t0
@@ -160,14 +162,27 @@ class Nemesis:
         return self.bs[f['broker']], p
 
     def apply(self, f):
+        self.check_alive()
         getattr(self, 'f_' + f['kind'].replace('-', '_'))(f)
+
+    def check_alive(self):
+        """Notes every broker or etcd that exited although the nemesis did not stop it (a crash: the run
+        fails; heal_all starts it again so that the checker still runs)."""
+        procs = [(b.node_id, f'broker {b.node_id}', b.proc) for b in self.bs]
+        procs.append(('etcd', 'etcd', self.etcd.members[0].proc))
+        for key, name, proc in procs:
+            if key not in self.down and not proc.alive() and not any(c[0] == name for c in self.crashes):
+                self.crashes.append((name, proc.popen.poll(), proc.log_tail(10)))
+                self.say(f'{name} exited by itself (status {proc.popen.poll()})')
 
     def f_kill(self, f):
         b = self.bs[f['broker']]
+        self.down.add(b.node_id)
         b.kill9()
         self.say(f'kill -9 broker {b.node_id}')
         time.sleep(f['dur'])
         self.restart(b, f['clock'])
+        self.down.discard(b.node_id)
 
     def restart(self, b, clock):
         env = None
@@ -215,10 +230,12 @@ class Nemesis:
                   f'{[name(n) for n in minority]} | {[name(n) for n in majority]}', f['dur'])
 
     def f_etcd_kill(self, f):
+        self.down.add('etcd')
         self.etcd.kill9()
         self.say('kill -9 etcd')
         time.sleep(f['dur'])
         self.etcd.restart(0)
+        self.down.discard('etcd')
         self.say('restarted etcd')
 
     def f_etcd_pause(self, f):
@@ -229,15 +246,18 @@ class Nemesis:
         self.say('SIGCONT etcd')
 
     def f_etcd_stop(self, f):
+        self.down.add('etcd')
         self.etcd.stop(0)
         self.say('SIGTERM etcd')
         time.sleep(f['dur'])
         self.etcd.restart(0)
+        self.down.discard('etcd')
         self.say('started etcd again')
 
     def heal_all(self):
         """Undoes everything: cuts healed, etcd and every broker running and not stopped (a broker restarted
         with a clock offset keeps it: that is not a fault of the network or of a process)."""
+        self.check_alive()
         self.run.network().heal_all()
         m = self.etcd.members[0]
         if m.proc.alive() and h.proc_state(m.proc.pid) in ('T', 't'):
@@ -249,6 +269,7 @@ class Nemesis:
                 b.resume()
             if not b.alive():
                 self.restart(b, None)
+        self.down.clear()
         self.say('healed: no cut, etcd and every broker running')
 
 
@@ -463,6 +484,10 @@ def one_seed(seed, a, st):
             raise
         wl.finish()
         t1 = time.monotonic()
+        nem.check_alive()
+        for name, status, tail in nem.crashes:
+            out(f'   {name} exited by itself (status {status}); its log ends:\n{tail}')
+        eq(f'seed {seed}: no broker or etcd exited by itself', [], [c[0] for c in nem.crashes])
         kv_write(bs)
         view = all_led(bs, TOPIC, a.partitions, timeout=60)
         got, hws, complete = final_read(bs, a.partitions)
