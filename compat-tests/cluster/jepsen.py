@@ -12,7 +12,7 @@ enable.idempotence) and one lenient producer (acks=1, not idempotent: its losses
 each writing "p<k>-<n>" round-robin over the partitions at a fixed rate; two consumers reading every
 partition from offset 0 while faults run.
 
-The nemesis (one fault at a time, each healed after 2-10 s, 1-4 s apart, drawn from random.Random(seed)):
+The nemesis (one fault at a time, each healed after 2-10 s, 1-4 s apart, drawn from the seed alone):
   kill      kill -9 a broker, restart it on its data dir and ports (sometimes with its wall clock offset by
             libfaketime when Debian's faketime package works; CLOCK_MONOTONIC is left alone);
   pause     SIGSTOP a broker, then SIGCONT;
@@ -27,9 +27,10 @@ The schedule is printed before the run and each fault and heal is printed as it 
 After --duration seconds of faults everything is healed and the producers keep writing --drain seconds;
 then they flush, and a fresh consumer reads every partition from offset 0 to its high watermark. Checked per
 seed (queuecheck.py): lost, duplicated, unordered, never-sent, moved, inconsistent and live-missing records
-all 0; no fatal producer error; the final read complete. Reported: sent / acknowledged / read, acks=1
-losses, unavailability windows. Then the replica comparison of every partition (with RF 1: one replica,
-nothing compared, said so). Before the runs: the checker fed a synthetic history with one lost, one
+all 0; no fatal producer error; no broker or etcd that exited by itself (a crash is noted before each fault
+and at the end, and the process started again so that the checker still runs); the final read complete. Reported: sent / acknowledged / read, acks=1
+losses, unavailability windows. Then the replica comparison of every partition of the topic and of a
+compacted topic written after the drain (with RF 1: one replica, nothing compared, said so). Before the runs: the checker fed a synthetic history with one lost, one
 duplicated, one reordered and one never-sent record must report each; after the first run: the replica
 comparison on copies of a real partition directory (identical, a different segment split, a corrupted
 batch, a truncated batch; a compacted topic's directory with an older record removed, and with a changed
@@ -56,7 +57,7 @@ import kafka_raw as k  # noqa: E402
 import queuecheck as qc  # noqa: E402
 import replicacheck as rc  # noqa: E402
 import testkit  # noqa: E402
-from testkit import check, eq, ok, section  # noqa: E402
+from testkit import check, eq, section  # noqa: E402
 
 SESSION_MS = 3000
 PREFIX = '/gregor'
