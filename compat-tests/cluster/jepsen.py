@@ -139,6 +139,7 @@ class Nemesis:
         self.done = []     # the timeline: (seconds since t0, text)
         self.clock = {}    # broker id -> its wall clock offset now (s)
         self.down = set()  # what the nemesis stopped on purpose: broker ids, 'etcd'
+        self.etcd_cuts = []  # (broker id, cut time, heal time) of each cut-etcd fault
         self.crashes = []  # processes that exited by themselves
 
     def say(self, text):
@@ -220,7 +221,9 @@ class Nemesis:
 
     def f_cut_etcd(self, f):
         b, p = self.leader_of(f)
+        t_cut = time.monotonic()
         self._cut([(b.node, self.enode)], f['way'], f'broker {b.node_id} (leads partition {p}) <-> etcd', f['dur'])
+        self.etcd_cuts.append((b.node_id, t_cut, time.monotonic()))
 
     def f_split(self, f):
         minority = [self.bs[f['broker']].node]
@@ -364,6 +367,62 @@ class Workload:
             t.join(10)
 
 
+class LeaderWatch:
+    """Polls TOPIC's Metadata on every broker every POLL_S on a thread and keeps, per partition, each
+    change of (leader, leader epoch) with its time, taking the highest leader epoch any broker shows."""
+    POLL_S = 0.25
+
+    def __init__(self, bs, partitions):
+        self.bs, self.partitions = bs, partitions
+        self.changes = {p: [] for p in range(partitions)}  # p -> [(monotonic time, leader, epoch)]
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._loop, daemon=True)
+        self.thread.start()
+
+    def _view(self, b):
+        try:
+            with k.Conn(b.bootstrap, timeout=1) as c:
+                t = k.metadata(c, [TOPIC], version=12, allow_auto=False)['topics'][0]
+        except Exception:  # noqa: BLE001 - a broker down, paused or cut: the others answer
+            return {}
+        if t['error_code'] != 0:
+            return {}
+        return {p['partition_index']: (p['leader_id'], p['leader_epoch']) for p in t['partitions']}
+
+    def _loop(self):
+        while not self.stop.is_set():
+            best = {}
+            for b in self.bs:
+                for p, (lid, ep) in self._view(b).items():
+                    if p in self.changes and (p not in best or ep > best[p][1]):
+                        best[p] = (lid, ep)
+            now = time.monotonic()
+            for p, le in best.items():
+                ch = self.changes[p]
+                if not ch or ch[-1][1:] != le:
+                    ch.append((now,) + le)
+            self.stop.wait(self.POLL_S)
+
+    def finish(self):
+        self.stop.set()
+        self.thread.join(10)
+
+    def moved_windows(self, etcd_cuts, grace_s):
+        """[(partition, t_moved, t_end)] for each cut-etcd fault (broker, t_cut, t_heal) and each partition
+        that broker led at t_cut whose leadership then went to another broker before t_heal; t_end is t_heal
+        + grace_s (the cut leader may answer until it learns it lost its lease)."""
+        out = []
+        for bid, t_cut, t_heal in etcd_cuts:
+            for p, ch in self.changes.items():
+                before = [c for c in ch if c[0] <= t_cut]
+                if not before or before[-1][1] != bid:
+                    continue
+                moved = [c for c in ch if t_cut < c[0] <= t_heal and c[1] not in (bid, -1)]
+                if moved:
+                    out.append((p, moved[0][0], t_heal + grace_s))
+        return out
+
+
 def final_read(bs, partitions, timeout=FINAL_READ_S):
     """A fresh consumer reads every partition from offset 0 to its high watermark (asked first). Returns
     ({partition: [(offset, value)]}, {partition: high watermark}, complete?)."""
@@ -469,6 +528,7 @@ def one_seed(seed, a, st):
             out(f'     {describe(f)}')
         wl = Workload(bs, a.partitions, a.rate)
         wl.start()
+        watch = LeaderWatch(bs, a.partitions)
         t0 = time.monotonic()
         nem = Nemesis(run, etcd, bs, a.partitions, t0)
         try:
@@ -482,8 +542,10 @@ def one_seed(seed, a, st):
         except BaseException:
             wl.stop_producing.set()  # the threads end within their flush; the run is torn down
             wl.stop_reading.set()
+            watch.stop.set()
             raise
         wl.finish()
+        watch.finish()
         t1 = time.monotonic()
         nem.check_alive()
         for name, status, tail in nem.crashes:
@@ -502,6 +564,14 @@ def one_seed(seed, a, st):
         for key in qc.MUST_BE_ZERO:
             eq(f'seed {seed}: {key.replace("_", "-")}', 0, res[key])
         eq(f'seed {seed}: fatal producer errors', [], wl.fatal[:3])
+        windows = watch.moved_windows(nem.etcd_cuts, SESSION_MS / 1000 + 2)
+        changes = sum(max(0, len(ch) - 1) for ch in watch.changes.values())
+        offline = sum(1 for ch in watch.changes.values() for c in ch if c[1] == -1)
+        out(f'   leadership: {changes} changes seen in Metadata ({offline} to offline); leader cut from etcd: '
+            f'{len(nem.etcd_cuts)} cuts, {len(windows)} partitions moved to another leader meanwhile' +
+            ('' if windows else ' (with one replica a partition only goes offline)'))
+        eq(f'seed {seed}: acks=-1 records acknowledged by a leader cut from etcd after its partition moved',
+           [], qc.deposed_acks(wl.hist, windows)[:5])
         worst = max(res['unavailability'].values())[0] if res['unavailability'] else 0.0
         figures.append(f'seed {seed}: {len(plan)} faults; sent {res["sent"]}, acked {res["acked"]}+'
                        f'{res["acked_acks1"]} (acks=1), read {res["read"]}, lost {res["lost"]}, duplicated '
@@ -631,6 +701,13 @@ def t_checker():
     eq('checker: a record read at another offset than acknowledged is moved', 1, res['moved'])
     eq('checker: a live read of another value at an offset is inconsistent', 1, res['inconsistent'])
     eq('checker: a live read the final read lacks is live-missing', 1, res['live_missing'])
+    # p0-2 (acknowledged at 2.5 s) is not at its acknowledged offset in the final read; every other is
+    eq('checker: an ack inside a deposed leader\'s window (2.0, 5.0], absent from its offset, is counted',
+       ['p0-2'], qc.deposed_acks(hist, [(0, 2.0, 5.0)]))
+    eq('checker: the same ack outside the window (3.0, 5.0] or on another partition is not', [],
+       qc.deposed_acks(hist, [(0, 3.0, 5.0), (1, 0.0, 9.0)]))
+    hist.final = clean
+    eq('checker: no deposed ack when the final read holds every record', [], qc.deposed_acks(hist, [(0, 0.0, 9.0)]))
 
 
 def t_replicas(sample):

@@ -20,6 +20,9 @@ What `check` counts (each with a few examples; the first seven must be 0):
   live-missing  records consumers read during the run that the final read does not hold (a committed
                 record, once seen, never disappears);
   acks1-lost, acks1-duplicated  the same for lenient producers, reported only;
+  deposed       (deposed_acks) strict records acknowledged on a partition after leadership moved away from
+                a leader cut from etcd, while it was still cut or just healed, and not in the final read
+                at that offset: acknowledged by the deposed leader (the issue's leader-cut-from-etcd case);
   unavailability  per partition, the longest stretch of the fault window with no acknowledgement.
 Read next: replicacheck.py (the replica comparison), jepsen.py (the runs that fill a History).
 """
@@ -177,6 +180,21 @@ def check(hist, t0=None, t1=None, partitions=()):
     if t0 is not None and t1 is not None:
         res['unavailability'] = unavailability(hist, t0, t1, partitions or sorted(hist.final))
     return res
+
+
+def deposed_acks(hist, windows):
+    """windows: [(partition, t_moved, t_end)]: leadership of the partition moved from a leader cut from
+    etcd to another broker at t_moved, and the cut leader may have answered until t_end. Returns the strict
+    records acknowledged on that partition within (t_moved, t_end] that the final read does not hold at
+    their acknowledged offset (acknowledged by the deposed leader), as sorted values."""
+    at = {(p, off): v for p in hist.final for off, v in hist.final[p]}
+    out = set()
+    for v, (p, off, t) in hist.acked.items():
+        if _mode(hist, v) != 'strict' or at.get((p, off)) == v:
+            continue
+        if any(p == wp and t0 < t <= t1 for wp, t0, t1 in windows):
+            out.add(v)
+    return sorted(out)
 
 
 def report(res, out):
