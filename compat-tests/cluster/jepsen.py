@@ -508,74 +508,95 @@ def compare_replicas(bs, view, hws, topic, compacted=False):
     return bad, notes
 
 
+def start_cluster(run, seed, a):
+    """etcd and three brokers, each in a namespace; the workload's topic and the compacted one, led."""
+    run.network()
+    etcd = run.etcd(1, node=run.netns('etcd'))
+    bs = run.brokers(3, netns=True, overrides=lambda i, node: overrides(etcd, node))
+    r = create_topic(bs[0], TOPIC, a.partitions, a.rf)
+    eq(f'seed {seed}: CreateTopics {TOPIC} ({a.partitions} partitions, replication factor {a.rf})', 0,
+       r['error_code'])
+    r = create_topic(bs[0], KV_TOPIC, 3, a.rf, {'cleanup.policy': 'compact'})
+    eq(f'seed {seed}: CreateTopics {KV_TOPIC} (compacted)', 0, r['error_code'])
+    all_led(bs, TOPIC, a.partitions)
+    return etcd, bs
+
+
+def run_faults(run, etcd, bs, plan, a):
+    """The workload and the leader watch under the nemesis, then healed for the drain; returns (workload,
+    watch, nemesis, t0, t1): the fault window's start and the drain's end."""
+    wl = Workload(bs, a.partitions, a.rate)
+    wl.start()
+    watch = LeaderWatch(bs, a.partitions)
+    t0 = time.monotonic()
+    nem = Nemesis(run, etcd, bs, a.partitions, t0)
+    try:
+        try:
+            for f in plan:
+                time.sleep(max(0.0, t0 + f['at'] - time.monotonic()))
+                nem.apply(f)
+        finally:
+            nem.heal_all()
+        time.sleep(a.drain)
+    except BaseException:
+        wl.stop_producing.set()  # the threads end within their flush; the run is torn down
+        wl.stop_reading.set()
+        watch.stop.set()
+        raise
+    wl.finish()
+    watch.finish()
+    t1 = time.monotonic()
+    nem.check_alive()
+    for name, status, tail in nem.crashes:
+        out(f'   {name} exited by itself (status {status}); its log ends:\n{tail}')
+    return wl, watch, nem, t0, t1
+
+
+def check_history(seed, plan, a, wl, res):
+    """The checker's verdict on one seed (res: queuecheck.check's result)."""
+    out(f'   seed {seed}: {len(plan)} faults, {a.duration:.0f} s + {a.drain:.0f} s drain; '
+        f'{wl.unresolved} records unresolved at the end of the flush')
+    qc.report(res, out)
+    check(f'seed {seed}: records acknowledged with acks=-1 ({res["acked"]})', res['acked'] > 0)
+    for key in qc.MUST_BE_ZERO:
+        eq(f'seed {seed}: {key.replace("_", "-")}', 0, res[key])
+    eq(f'seed {seed}: fatal producer errors', [], wl.fatal[:3])
+    worst = max(res['unavailability'].values())[0] if res['unavailability'] else 0.0
+    figures.append(f'seed {seed}: {len(plan)} faults; sent {res["sent"]}, acked {res["acked"]}+'
+                   f'{res["acked_acks1"]} (acks=1), read {res["read"]}, lost {res["lost"]}, duplicated '
+                   f'{res["duplicated"]}, acks=1 lost {res["acks1_lost"]}; longest unavailability {worst:.1f} s')
+
+
+def check_deposed(seed, wl, watch, nem):
+    """The leader-cut-from-etcd case: no acks=-1 record acknowledged by the cut leader after its partition
+    moved to another broker (queuecheck.deposed_acks)."""
+    windows = watch.moved_windows(nem.etcd_cuts, SESSION_MS / 1000 + 2)
+    changes = sum(max(0, len(ch) - 1) for ch in watch.changes.values())
+    offline = sum(1 for ch in watch.changes.values() for c in ch if c[1] == -1)
+    out(f'   leadership: {changes} changes seen in Metadata ({offline} to offline); leader cut from etcd: '
+        f'{len(nem.etcd_cuts)} cuts, {len(windows)} partitions moved to another leader meanwhile' +
+        ('' if windows else ' (with one replica a partition only goes offline)'))
+    eq(f'seed {seed}: acks=-1 records acknowledged by a leader cut from etcd after its partition moved',
+       [], qc.deposed_acks(wl.hist, windows)[:5])
+
+
 def one_seed(seed, a, st):
-    clock_ok = st['clock_ok']
-    plan = schedule(seed, a.duration, a.partitions, clock_ok)
-    label = f'cluster-jepsen seed {seed}'
-    with h.Run(seed=seed, deadline_s=a.deadline, label=label) as run:
-        run.network()
-        etcd = run.etcd(1, node=run.netns('etcd'))
-        bs = run.brokers(3, netns=True, overrides=lambda i, node: overrides(etcd, node))
-        r = create_topic(bs[0], TOPIC, a.partitions, a.rf)
-        eq(f'seed {seed}: CreateTopics {TOPIC} ({a.partitions} partitions, replication factor {a.rf})', 0,
-           r['error_code'])
-        r = create_topic(bs[0], KV_TOPIC, 3, a.rf, {'cleanup.policy': 'compact'})
-        eq(f'seed {seed}: CreateTopics {KV_TOPIC} (compacted)', 0, r['error_code'])
-        all_led(bs, TOPIC, a.partitions)
+    plan = schedule(seed, a.duration, a.partitions, st['clock_ok'])
+    failed0 = testkit.failed
+    with h.Run(seed=seed, deadline_s=a.deadline, label=f'cluster-jepsen seed {seed}') as run:
+        etcd, bs = start_cluster(run, seed, a)
         out(f'   nemesis schedule (seed {seed}, {a.duration:.0f} s of faults, clock faults '
-            f'{"on" if clock_ok else "off: libfaketime does not work here"}):')
+            f'{"on" if st["clock_ok"] else "off: libfaketime does not work here"}):')
         for f in plan:
             out(f'     {describe(f)}')
-        wl = Workload(bs, a.partitions, a.rate)
-        wl.start()
-        watch = LeaderWatch(bs, a.partitions)
-        t0 = time.monotonic()
-        nem = Nemesis(run, etcd, bs, a.partitions, t0)
-        try:
-            try:
-                for f in plan:
-                    time.sleep(max(0.0, t0 + f['at'] - time.monotonic()))
-                    nem.apply(f)
-            finally:
-                nem.heal_all()
-            time.sleep(a.drain)
-        except BaseException:
-            wl.stop_producing.set()  # the threads end within their flush; the run is torn down
-            wl.stop_reading.set()
-            watch.stop.set()
-            raise
-        wl.finish()
-        watch.finish()
-        t1 = time.monotonic()
-        nem.check_alive()
-        for name, status, tail in nem.crashes:
-            out(f'   {name} exited by itself (status {status}); its log ends:\n{tail}')
+        wl, watch, nem, t0, t1 = run_faults(run, etcd, bs, plan, a)
         eq(f'seed {seed}: no broker or etcd exited by itself', [], [c[0] for c in nem.crashes])
         kv_write(bs)
         view = all_led(bs, TOPIC, a.partitions, timeout=60)
-        got, hws, complete = final_read(bs, a.partitions)
-        wl.hist.final = got
-        res = qc.check(wl.hist, t0, t1, range(a.partitions))
-        out(f'   seed {seed}: {len(plan)} faults, {a.duration:.0f} s + {a.drain:.0f} s drain; '
-            f'{wl.unresolved} records unresolved at the end of the flush')
-        qc.report(res, out)
+        wl.hist.final, hws, complete = final_read(bs, a.partitions)
         check(f'seed {seed}: the final read reached every partition\'s high watermark {hws}', complete)
-        check(f'seed {seed}: records acknowledged with acks=-1 ({res["acked"]})', res['acked'] > 0)
-        for key in qc.MUST_BE_ZERO:
-            eq(f'seed {seed}: {key.replace("_", "-")}', 0, res[key])
-        eq(f'seed {seed}: fatal producer errors', [], wl.fatal[:3])
-        windows = watch.moved_windows(nem.etcd_cuts, SESSION_MS / 1000 + 2)
-        changes = sum(max(0, len(ch) - 1) for ch in watch.changes.values())
-        offline = sum(1 for ch in watch.changes.values() for c in ch if c[1] == -1)
-        out(f'   leadership: {changes} changes seen in Metadata ({offline} to offline); leader cut from etcd: '
-            f'{len(nem.etcd_cuts)} cuts, {len(windows)} partitions moved to another leader meanwhile' +
-            ('' if windows else ' (with one replica a partition only goes offline)'))
-        eq(f'seed {seed}: acks=-1 records acknowledged by a leader cut from etcd after its partition moved',
-           [], qc.deposed_acks(wl.hist, windows)[:5])
-        worst = max(res['unavailability'].values())[0] if res['unavailability'] else 0.0
-        figures.append(f'seed {seed}: {len(plan)} faults; sent {res["sent"]}, acked {res["acked"]}+'
-                       f'{res["acked_acks1"]} (acks=1), read {res["read"]}, lost {res["lost"]}, duplicated '
-                       f'{res["duplicated"]}, acks=1 lost {res["acks1_lost"]}; longest unavailability {worst:.1f} s')
+        check_history(seed, plan, a, wl, qc.check(wl.hist, t0, t1, range(a.partitions)))
+        check_deposed(seed, wl, watch, nem)
         kv_view = all_led(bs, KV_TOPIC, 3)
         kv = (kv_view, high_watermarks(bs, KV_TOPIC, kv_view))
         for b in bs:
@@ -583,7 +604,7 @@ def one_seed(seed, a, st):
         replicas_check(seed, bs, (view, hws), kv)
         if 'sample' not in st:
             st['sample'] = sample_dirs(bs, (view, hws), kv)
-        if testkit.failed:
+        if testkit.failed > failed0:
             out(run.log_tails(10))
 
 
