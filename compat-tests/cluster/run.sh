@@ -12,7 +12,9 @@
 # CreateTopics with a Produce the moment a leader shows, the __consumer_offsets shape, delete while a broker
 # is down, a rolling restart under load. Then faults.py: etcd and the brokers each in a network namespace;
 # ApiVersions while etcd is SIGSTOPped, a SIGSTOPped controller that resumes after losing its lease, a broker
-# cut from etcd only (nftables), etcd SIGSTOPped for 30 s under produce and fetch, etcd's data wiped. Needs root; installs etcd-server,
+# cut from etcd only (nftables), etcd SIGSTOPped for 30 s under produce and fetch, etcd's data wiped. Then jepsen.py: the replication
+# fault runs in their short form (seeds 1, 2, 3 x (60 s of faults + 20 s drain), about 5 min): idempotent
+# producers and consumers under a seeded nemesis, Jepsen's queue checker, the replica comparison. Needs root; installs etcd-server,
 # etcd-client and nftables (scripts/install-deps.sh test) when they are missing. Each prints its own
 # "N passed, N failed" line; the
 # last line, "cluster: N passed, N failed", sums them.
@@ -27,7 +29,7 @@ fi
 total_p=0
 total_f=0
 status=0
-for t in selftest membership e2e pids groups tools lifecycle faults; do
+for t in selftest membership e2e pids groups tools lifecycle faults jepsen; do
     out=$(mktemp)
     python3 "$here/$t.py" "$@" 2>&1 | tee "$out"
     rc=${PIPESTATUS[0]}
