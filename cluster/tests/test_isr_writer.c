@@ -445,34 +445,16 @@ static void test_paused_etcd(void)
 
 int main(void)
 {
-    const char *endpoint = getenv("ETCD_ENDPOINT");
-    if (!endpoint) {
-        fprintf(stderr, "run through cluster/tests/etcd-tests.sh (needs ETCD_ENDPOINT)\n");
-        return 2;
-    }
-    setvbuf(stdout, NULL, _IOLBF, 0);
     loop = ev_default_loop(0);
-    char err[256];
-    struct gr_etcd_config ecfg = {.endpoints = endpoint, .request_timeout_ms = 5000};
-    if (!(etcd = gr_etcd_new(loop, &ecfg, err, sizeof err))) {
-        printf("client: %s\n", err);
-        return 2;
-    }
-    char prefix[64], cid[GR_UUID_TEXT_BYTES + 1];
-    snprintf(prefix, sizeof prefix, "/gr-isr-writer-%d", (int)getpid());
-    struct gr_uuid u = {{9, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}};
-    gr_cluster_uuid_format(u, cid);
-    if (gr_cluster_layout_init(&lay, prefix, cid) != 0) return 2;
+    if (!(etcd = testkit_etcd(loop, 5000))) return 2;
+    if (testkit_layout(&lay, "isr-writer", 9) != 0) return 2;
     img = gr_image_new(1);
     for (int32_t b = 1; b <= 3; b++)
         image_broker(b, epochs[b] = register_broker(b));
     img->controller_epoch = 1;
     w = gr_isr_writer_new(loop, etcd, &lay, img, 1);
     if (!w) return 2;
-    struct {
-        const char *name;
-        void (*fn)(void);
-    } tests[] = {
+    const struct testkit_case tests[] = {
         {"refusals at propose", test_refusals},
         {"shrink, stale partition epoch, expand", test_shrink_stale_expand},
         {"an added member registered again: ineligible", test_member_registered_again},
@@ -481,13 +463,7 @@ int main(void)
         {"cancelled changes never call back", test_cancel},
         {"etcd SIGSTOPped: lost, sent again, applied once", test_paused_etcd},
     };
-    for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
-        int before = failed;
-        int64_t t0 = gr_time_mono_ms();
-        tests[i].fn();
-        printf("%s %s (%" PRId64 " ms)\n", failed == before ? "ok  " : "FAIL", tests[i].name,
-               gr_time_mono_ms() - t0);
-    }
+    testkit_run_cases(tests, sizeof tests / sizeof tests[0]);
     gr_isr_writer_free(w);
     gr_image_free(img);
     gr_etcd_free(etcd);

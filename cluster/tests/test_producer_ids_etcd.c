@@ -336,43 +336,20 @@ static void test_paused(void)
 
 int main(void)
 {
-    const char *endpoint = getenv("ETCD_ENDPOINT");
-    if (!endpoint) {
-        fprintf(stderr, "run through cluster/tests/etcd-tests.sh (needs ETCD_ENDPOINT)\n");
-        return 2;
-    }
     ctl = getenv("ETCD_CTL");
-    setvbuf(stdout, NULL, _IOLBF, 0);
     loop = ev_default_loop(0);
-    char err[256];
-    struct gr_etcd_config ecfg = {.endpoints = endpoint, .request_timeout_ms = REQUEST_TIMEOUT_MS};
-    if (!(etcd1 = gr_etcd_new(loop, &ecfg, err, sizeof err)) ||
-        !(etcd2 = gr_etcd_new(loop, &ecfg, err, sizeof err))) {
-        printf("client: %s\n", err);
+    if (!(etcd1 = testkit_etcd(loop, REQUEST_TIMEOUT_MS)) ||
+        !(etcd2 = testkit_etcd(loop, REQUEST_TIMEOUT_MS)))
         return 2;
-    }
-    char prefix[64], cid[GR_UUID_TEXT_BYTES + 1];
-    snprintf(prefix, sizeof prefix, "/gr-producer-ids-%d", (int)getpid());
-    struct gr_uuid u = {{9, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}};
-    gr_cluster_uuid_format(u, cid);
-    if (gr_cluster_layout_init(&lay, prefix, cid) != 0 || gr_cluster_key_producer_ids(&lay, pid_key) < 0)
+    if (testkit_layout(&lay, "producer-ids", 9) != 0 || gr_cluster_key_producer_ids(&lay, pid_key) < 0)
         return 2;
-    struct {
-        const char *name;
-        void (*fn)(void);
-    } tests[] = {
+    const struct testkit_case tests[] = {
         {"two brokers race for 200 blocks each: no id twice, whole blocks in order", test_race},
         {"a restart continues above every id handed out", test_restart},
         {"a bad counter value is refused and left alone; a good one is used", test_bad_values},
         {"etcd paused: LOAD_IN_PROGRESS, then ids again after it resumes", test_paused},
     };
-    for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
-        int before = failed;
-        int64_t t0 = gr_time_mono_ms();
-        tests[i].fn();
-        printf("%s %s (%" PRId64 " ms)\n", failed == before ? "ok  " : "FAIL", tests[i].name,
-               gr_time_mono_ms() - t0);
-    }
+    testkit_run_cases(tests, sizeof tests / sizeof tests[0]);
     gr_etcd_free(etcd1);
     gr_etcd_free(etcd2);
     printf("producer ids: %d passed, %d failed\n", passed, failed);

@@ -598,24 +598,9 @@ static void test_lost_answer(void)
 
 int main(void)
 {
-    const char *endpoint = getenv("ETCD_ENDPOINT");
-    if (!endpoint) {
-        fprintf(stderr, "run through cluster/tests/etcd-tests.sh (needs ETCD_ENDPOINT)\n");
-        return 2;
-    }
-    setvbuf(stdout, NULL, _IOLBF, 0);
     loop = ev_default_loop(0);
-    char err[256];
-    struct gr_etcd_config ecfg = {.endpoints = endpoint, .request_timeout_ms = 5000};
-    if (!(etcd = gr_etcd_new(loop, &ecfg, err, sizeof err))) {
-        printf("client: %s\n", err);
-        return 2;
-    }
-    char prefix[64], cid[GR_UUID_TEXT_BYTES + 1];
-    snprintf(prefix, sizeof prefix, "/gr-topic-writer-%d", (int)getpid());
-    struct gr_uuid u = {{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}};
-    gr_cluster_uuid_format(u, cid);
-    if (gr_cluster_layout_init(&lay, prefix, cid) != 0) return 2;
+    if (!(etcd = testkit_etcd(loop, 5000))) return 2;
+    if (testkit_layout(&lay, "topic-writer", 1) != 0) return 2;
     img = gr_image_new(1);
     for (int32_t id = 1; id <= 3; id++)
         add_broker(img, id);
@@ -624,10 +609,7 @@ int main(void)
     cfg.seed = 99;
     w2 = gr_topic_writer_etcd_new(&cfg);
     if (!w1 || !w2) return 2;
-    struct {
-        const char *name;
-        void (*fn)(void);
-    } tests[] = {
+    const struct testkit_case tests[] = {
         {"create: record, id, striped assignment, configs; again", test_create},
         {"two writers race on one name", test_race},
         {"refusals: rf 3, validate_only, no broker, 0 partitions", test_refusals},
@@ -640,13 +622,7 @@ int main(void)
         {"the wait for leaders, and its timeout", test_wait_leaders},
         {"etcd SIGSTOPped: a lost write answers at the request's timeout", test_lost_answer},
     };
-    for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
-        int before = failed;
-        int64_t t0 = gr_time_mono_ms();
-        tests[i].fn();
-        printf("%s %s (%" PRId64 " ms)\n", failed == before ? "ok  " : "FAIL", tests[i].name,
-               gr_time_mono_ms() - t0);
-    }
+    testkit_run_cases(tests, sizeof tests / sizeof tests[0]);
     gr_topic_writer_free(w1);
     gr_topic_writer_free(w2);
     gr_image_free(img);
