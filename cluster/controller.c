@@ -31,6 +31,7 @@ struct gr_controller {
     int32_t node_id;
     int64_t lease_id;
     int64_t epoch;                    /* mine; 0: not the controller */
+    bool shutting_down;               /* the broker is stopping (gr_controller_shutting_down) */
     struct gr_etcd_req *req;          /* the one request in flight */
     int64_t wait_revision;            /* no plan / campaign until img->revision >= this */
     int64_t plan_revision;            /* img->revision when the plan was made */
@@ -237,13 +238,19 @@ int32_t gr_controller_batch(const struct gr_controller_write *w, int32_t count)
 
 /* ---- the running controller ---- */
 
-static void stop_acting(struct gr_controller *ctl, const char *why)
+/* Stops acting as the controller, logged at WARN unless `why` is the broker's own shutdown (INFO). */
+static void stop_acting_at(struct gr_controller *ctl, const char *why, int level)
 {
     if (ctl->epoch)
-        gr_log_write(GR_LOG_WARN, "controller: node %d stops (epoch %" PRId64 "): %s", ctl->node_id,
-                     ctl->epoch, why);
+        gr_log_write(level, "controller: node %d stops (epoch %" PRId64 "): %s", ctl->node_id, ctl->epoch,
+                     why);
     ctl->epoch = 0;
     ctl->plan_count = ctl->plan_next = 0;
+}
+
+static void stop_acting(struct gr_controller *ctl, const char *why)
+{
+    stop_acting_at(ctl, why, GR_LOG_WARN);
 }
 
 static void backoff(struct gr_controller *ctl)
@@ -477,7 +484,10 @@ struct gr_controller *gr_controller_new(struct ev_loop *loop, struct gr_etcd *et
 void gr_controller_set_lease(struct gr_controller *ctl, int64_t lease_id)
 {
     if (lease_id == ctl->lease_id) return;
-    stop_acting(ctl, "its lease changed or was lost");
+    if (ctl->shutting_down && lease_id == 0)
+        stop_acting_at(ctl, "the broker is shutting down (its lease revoked)", GR_LOG_INFO);
+    else
+        stop_acting(ctl, "its lease changed or was lost");
     if (ctl->req) gr_etcd_cancel(ctl->req);
     ctl->req = NULL;
     ev_timer_stop(ctl->loop, &ctl->timer);
@@ -485,6 +495,11 @@ void gr_controller_set_lease(struct gr_controller *ctl, int64_t lease_id)
     ctl->wait_revision = 0;
     ctl->lease_id = lease_id;
     step(ctl);
+}
+
+void gr_controller_shutting_down(struct gr_controller *ctl)
+{
+    ctl->shutting_down = true;
 }
 
 void gr_controller_set_unclean(struct gr_controller *ctl, bool enable_default, int64_t interval_ms)

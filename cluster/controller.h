@@ -146,6 +146,9 @@ struct gr_controller *gr_controller_new(struct ev_loop *loop, struct gr_etcd *et
  * different value than before stops the controller at once (request cancelled, plan dropped, epoch 0), then,
  * with a lease, it campaigns when the image shows no controller. */
 void gr_controller_set_lease(struct gr_controller *ctl, int64_t lease_id);
+/* The broker is stopping (SIGTERM): the lease's end that follows is its own doing, logged at INFO, not as a
+ * lost lease (WARN). */
+void gr_controller_shutting_down(struct gr_controller *ctl);
 /* The broker's unclean.leader.election.enable (for topics without their own; default false) and
  * unclean.leader.election.interval.ms (< 1: GR_CONTROLLER_UNCLEAN_INTERVAL_MS_DEFAULT), the period of the
  * unclean pass (gr_controller_plan_opts). Plans made after the call use them. */

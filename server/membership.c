@@ -104,7 +104,9 @@ static void on_lease_changed(void *ctx, struct gr_member *m)
 static void on_ctl_lease(void *ctx, int64_t lease_id)
 {
     struct gr_broker *b = ctx;
-    if (b->controller) gr_controller_set_lease(b->controller, lease_id);
+    if (!b->controller) return;
+    if (b->stopping) gr_controller_shutting_down(b->controller); /* its own SIGTERM: not a lost lease */
+    gr_controller_set_lease(b->controller, lease_id);
 }
 
 static void sync_configs(struct gr_broker *b);

@@ -27,6 +27,7 @@ Usage: e2e.py [--seed N] [--deadline SECONDS]
 Read next: server/membership.c, cluster/controller.h, cluster/replicas.h, harness.py.
 """
 import os
+import re
 import random
 import sys
 import time
@@ -360,11 +361,19 @@ def t_sigterm(run, etcd, bs, st):
     for i, b in enumerate(bs):
         if i == 1:
             etcd.pause()
+        was_controller = controller_of(bs[i:]) == b.node_id
         status = b.stop()
         with open(b.proc.log_path, 'rb') as f:
             text = f.read().decode('utf-8', 'replace')
         check(f'SIGTERM{" with etcd paused" if i else ""}: broker {b.node_id} exits 0 and logs "stopped cleanly"',
               status == 0 and 'stopped cleanly' in text, f'status {status}')
+        after = text[text.rfind('signal 15: shutting down'):]
+        check(f'broker {b.node_id}: its own SIGTERM is not logged as a lost controller lease',
+              'its lease changed or was lost' not in after)
+        if was_controller:
+            check(f'broker {b.node_id}, the controller: "stops ... the broker is shutting down" at INFO',
+                  re.search(r'INFO controller: node \d+ stops \(epoch \d+\): the broker is shutting down', after)
+                  is not None)
         if i:
             check(f'broker {b.node_id}: the unanswered revoke is logged',
                   'not revoked within' in text or 'revoking lease' in text)
