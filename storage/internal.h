@@ -444,8 +444,13 @@ int gr_log_roll(struct gr_log *log);
    gr_log_append's -ENOSPC/-EIO). 0 or -errno. */
 int gr_log_write_bytes(struct gr_log *log, struct gr_segment *seg, const uint8_t *bytes, size_t len,
                        int64_t pos);
-/* Under mu: `seg` holds bytes not yet fdatasynced. */
-void gr_log_unsynced_add_locked(struct gr_log *log, struct gr_segment *seg);
+/* Bookkeeping after `len` bytes holding `records` records were written at the end of the active segment
+   `seg` (gr_log_append, the follower's gr_log_append_replica): the log end offset becomes `end_offset`, the
+   segment awaits fdatasync, sizes and flush.messages' count grow, the next roll is prepared. */
+void gr_log_written(struct gr_log *log, struct gr_segment *seg, int64_t end_offset, size_t len,
+                    int64_t records, int64_t now_ms);
+/* After an append: a new epoch's entry queued for leader-epoch-checkpoint, flush.messages / flush.ms kept. */
+void gr_log_after_append(struct gr_log *log);
 /* Takes the log offline (logged once, with `what` and err). */
 void gr_log_go_offline(struct gr_log *log, const char *what, int err);
 /* Largest segment index whose base offset <= offset (0 when below every base). */

@@ -807,21 +807,34 @@ int gr_log_append(struct gr_log *log, uint8_t *batch, size_t len, int64_t log_ap
     int err = write_batch(log, seg, batch, len, pos);
     if (err < 0) return err;
     gr_segment_note_batch(seg, batch, pos, cfg);
-    seg->modified_ms = now;
     if (gr_producer_state_update(&log->ps, batch) < 0)
         GR_ERROR("storage: %s: out of memory updating producer state at %" PRId64, log->dir_name, base);
-    pthread_mutex_lock(&log->mu);
-    log->log_end_offset = gr_batch_last_offset(batch) + 1;
-    unsynced_add_locked(log, seg);
-    pthread_mutex_unlock(&log->mu);
-    log->size_bytes += (int64_t)len;
-    gr_roll_prepare(log, seg, now);
+    gr_log_written(log, seg, gr_batch_last_offset(batch) + 1, len, gr_batch_record_count(batch), now);
     res->base_offset = base;
     res->last_offset = gr_batch_last_offset(batch);
     res->duplicate = false;
     res->log_append_time_ms = log_append_time_ms >= 0 ? log_append_time_ms : -1;
     res->log_start_offset = log->log_start_offset;
+    gr_log_after_append(log);
+    return 0;
+}
 
+void gr_log_written(struct gr_log *log, struct gr_segment *seg, int64_t end_offset, size_t len,
+                    int64_t records, int64_t now_ms)
+{
+    seg->modified_ms = now_ms;
+    pthread_mutex_lock(&log->mu);
+    log->log_end_offset = end_offset;
+    unsynced_add_locked(log, seg);
+    pthread_mutex_unlock(&log->mu);
+    log->size_bytes += (int64_t)len;
+    log->messages_since_flush += records;
+    gr_roll_prepare(log, seg, now_ms);
+}
+
+void gr_log_after_append(struct gr_log *log)
+{
+    const struct gr_log_config *cfg = log_cfg(log);
     if (log->epochs_dirty) {
         /* The first batch of a new epoch: its entry must reach the file (queued; no disk call here). */
         int eerr = gr_log_write_epochs(log, false);
@@ -830,12 +843,10 @@ int gr_log_append(struct gr_log *log, uint8_t *batch, size_t len, int64_t log_ap
                                 "retried later",
                                 log->dir_name, strerror(-eerr));
     }
-    log->messages_since_flush += gr_batch_record_count(batch);
     if (log->messages_since_flush >= cfg->flush_messages)
         gr_log_flush_async(log);
     else if (cfg->flush_ms != INT64_MAX && !atomic_load(&log->on_timed_list))
         gr_flusher_timed_add(log, gr_time_mono_ms() + cfg->flush_ms);
-    return 0;
 }
 
 /* ---------------------------------------------------------------- shared with replica.c, truncate.c */
@@ -859,10 +870,6 @@ int gr_log_write_bytes(struct gr_log *log, struct gr_segment *seg, const uint8_t
                        int64_t pos)
 {
     return write_batch(log, seg, bytes, len, pos);
-}
-void gr_log_unsynced_add_locked(struct gr_log *log, struct gr_segment *seg)
-{
-    unsynced_add_locked(log, seg);
 }
 void gr_log_go_offline(struct gr_log *log, const char *what, int err)
 {

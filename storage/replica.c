@@ -89,14 +89,7 @@ static void note_chunk(struct gr_log *log, struct gr_segment *seg, const uint8_t
         records += gr_batch_record_count(b);
         end = gr_batch_last_offset(b) + 1;
     }
-    seg->modified_ms = now_ms;
-    pthread_mutex_lock(&log->mu);
-    log->log_end_offset = end;
-    gr_log_unsynced_add_locked(log, seg);
-    pthread_mutex_unlock(&log->mu);
-    log->size_bytes += (int64_t)len;
-    log->messages_since_flush += records;
-    gr_roll_prepare(log, seg, now_ms);
+    gr_log_written(log, seg, end, len, records, now_ms);
 }
 
 /* The bytes from `pos` that go to `seg` with one write: batches while none needs a roll (or, when the
@@ -147,23 +140,6 @@ static int write_chunks(struct gr_log *log, const uint8_t *p, size_t len, int64_
     return 0;
 }
 
-/* The first leader epoch entry reaches the file, and flush.messages / flush.ms are kept. */
-static void after_append(struct gr_log *log)
-{
-    const struct gr_log_config *cfg = &log->topic->cfg;
-    if (log->epochs_dirty) {
-        int err = gr_log_write_epochs(log, false);
-        if (err < 0)
-            GR_WARN_RATELIMITED("storage: %s: queueing the leader-epoch-checkpoint write failed (%s): "
-                                "retried later",
-                                log->dir_name, strerror(-err));
-    }
-    if (log->messages_since_flush >= cfg->flush_messages)
-        gr_log_flush_async(log);
-    else if (cfg->flush_ms != INT64_MAX && !atomic_load(&log->on_timed_list))
-        gr_flusher_timed_add(log, gr_time_mono_ms() + cfg->flush_ms);
-}
-
 int gr_log_append_replica(struct gr_log *log, const uint8_t *records, size_t len,
                           struct gr_append_result *res)
 {
@@ -182,7 +158,7 @@ int gr_log_append_replica(struct gr_log *log, const uint8_t *records, size_t len
     if (log->log_end_offset > first) {
         res->base_offset = first;
         res->last_offset = log->log_end_offset - 1;
-        after_append(log);
+        gr_log_after_append(log);
     }
     res->log_start_offset = log->log_start_offset;
     return err;
