@@ -15,6 +15,8 @@ export RDK_BUDGET_S=${RDK_BUDGET_S:-600}
 total_pass=0
 total_fail=0
 failed_suites=()
+# The failure lines of every failed suite, printed again at the end so that a log's last lines name them.
+failures=$(mktemp)
 while read -r suite budget args; do
     case "$suite" in ''|'#'*) continue ;; esac
     script=$here/$suite
@@ -40,10 +42,21 @@ while read -r suite budget args; do
     rm -f "$audit"
     total_pass=$((total_pass + p))
     total_fail=$((total_fail + f))
-    [ "$rc" -ne 0 ] && failed_suites+=("$suite")
+    if [ "$rc" -ne 0 ]; then
+        failed_suites+=("$suite")
+        { echo "  $suite:"
+          grep -E '(^|[[:space:]])(FAIL|FAILED|TIMEOUT)([[:space:]:]|$)|not PASSED|Traceback|timed out' "$out" \
+              | grep -vE '^[[:space:]]*ok[[:space:]]' | tail -12 | cut -c1-300 | sed 's/^/    /'
+        } >>"$failures"
+    fi
     echo "== compat: $suite done in $(( $(date +%s) - start ))s (exit $rc)"
     rm -f "$out"
 done < "$here/suites.txt"
-[ ${#failed_suites[@]} -gt 0 ] && echo "compat: failed suites: ${failed_suites[*]}"
+if [ ${#failed_suites[@]} -gt 0 ]; then
+    echo "compat: what the failed suites reported (their last failure lines):"
+    cat "$failures"
+    echo "compat: failed suites: ${failed_suites[*]}"
+fi
+rm -f "$failures"
 echo "compat: $total_pass passed, $total_fail failed"
 [ "$total_fail" -eq 0 ] && [ ${#failed_suites[@]} -eq 0 ]
