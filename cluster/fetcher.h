@@ -1,0 +1,103 @@
+/*
+ * fetcher.h: the replica fetcher (issue #20; Kafka's ReplicaFetcherManager + ReplicaFetcherThread +
+ * AbstractFetcherThread), which keeps this broker's follower partitions copying their leaders' logs with
+ * Kafka's own Fetch (v15+: ReplicaState {ReplicaId = node.id, ReplicaEpoch = this broker's epoch}; earlier
+ * versions the ReplicaId field), on the broker's loop through the inter-broker client
+ * (cluster/broker_client.h, purpose GR_BROKER_CLIENT_REPLICA_FETCHER, index = fetcher id).
+ *
+ * Its owner (the role binding, which follows the metadata image and calls gr_partition_set_role) adds a
+ * partition when this broker becomes its follower under a leader and leader epoch, and removes it when it
+ * stops being one (leader, not a replica, deleted, offline). A partition is fetched on the connection to its
+ * leader with fetcher id = Kafka's AbstractFetcherManager.getFetcherId: abs(31 * Java's String.hashCode of
+ * the topic name + partition) % num.replica.fetchers, one Fetch in flight per connection.
+ *
+ * Per partition, each fetch names FetchOffset = the local log end offset, CurrentLeaderEpoch = the epoch it
+ * was added under, LastFetchedEpoch = the local log's latest leader epoch (KIP-320; -1 when none), the local
+ * LogStartOffset and PartitionMaxBytes = replica.fetch.max.bytes; request MaxWaitMs =
+ * replica.fetch.wait.max.ms, MinBytes = replica.fetch.min.bytes, MaxBytes = replica.fetch.response.max.bytes,
+ * IsolationLevel 0, session id 0 / epoch -1 (no fetch sessions: KIP-227 is issue #24).
+ *
+ * Each answer (ReplicaFetcherThread.processPartitionData and AbstractFetcherThread.processFetchRequest):
+ *   - records: appended as they came (gr_partition_append_as_follower, the answer kept without a copy), then
+ *     the leader's log start offset raised to (gr_partition_raise_log_start_offset) and its high watermark
+ *     taken (gr_partition_set_follower_high_watermark);
+ *   - DivergingEpoch set: truncated to min(its end offset, log end offset) when the local log holds that
+ * epoch (else to the end of the largest local epoch below it), as
+ * AbstractFetcherThread.truncateOnFetchResponse;
+ *   - OFFSET_OUT_OF_RANGE: when the leader's log end offset is below ours (an unclean election), truncated to
+ *     it; when ours is below the leader's log start offset, truncated fully and started at it
+ *     (AbstractFetcherThread.handleOutOfRangeError, via ListOffsets latest/earliest to the leader);
+ *   - FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH / NOT_LEADER_OR_FOLLOWER / UNKNOWN_TOPIC_*: the partition
+ *     waits (delayed by replica.fetch.backoff.ms) until the owner re-adds it at a newer epoch or removes it;
+ *   - a storage error on append or truncation: the partition is marked failed and not fetched again until
+ *     re-added (Kafka marks it failed and the log dir offline); logged once.
+ * With fsync gating on (gregor.acks.all.fsync=true) the next Fetch of a partition is sent only after what the
+ * previous answer appended is fsynced (its log's flushed offset reached its log end offset), so the log end
+ * offset the leader learns from FetchOffset is durable here. Lost connections and timeouts back off
+ * replica.fetch.backoff.ms (the inter-broker client reconnects).
+ *
+ * Network thread only. Bounds: at most GR_FETCHER_PARTITIONS_MAX partitions, at most one Fetch in flight per
+ * connection, every size taken from the answer checked against the request's caps. Read next:
+ * cluster/fetcher.c, partition/follower.c, cluster/broker_client.h.
+ */
+#ifndef GR_CLUSTER_FETCHER_H
+#define GR_CLUSTER_FETCHER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct ev_loop;
+struct gr_broker_client;
+struct gr_image;
+struct gr_partition;
+
+/* The most partitions one broker follows (Kafka has no such cap; this bounds the fetcher's tables). */
+#define GR_FETCHER_PARTITIONS_MAX 100000
+
+struct gr_fetcher_config {
+    int32_t node_id;             /* this broker's node.id: ReplicaId */
+    int32_t num_fetchers;        /* num.replica.fetchers, 1..GR_REPLICA_FETCHERS_MAX */
+    int32_t max_wait_ms;         /* replica.fetch.wait.max.ms */
+    int32_t min_bytes;           /* replica.fetch.min.bytes */
+    int32_t partition_max_bytes; /* replica.fetch.max.bytes */
+    int32_t response_max_bytes;  /* replica.fetch.response.max.bytes */
+    int64_t backoff_ms;          /* replica.fetch.backoff.ms */
+    bool fsync_gate; /* gregor.acks.all.fsync: next fetch only after the previous append is fsynced */
+};
+
+/* Counters (tests and logs). */
+struct gr_fetcher_stats {
+    int64_t partitions;        /* partitions being fetched */
+    int64_t fetches_sent;      /* Fetch requests sent */
+    int64_t batches_bytes;     /* bytes of records appended */
+    int64_t truncations;       /* truncations made (diverging epoch, out of range) */
+    int64_t failed_partitions; /* partitions marked failed (storage errors) */
+};
+
+struct gr_fetcher;
+
+/* Makes a fetcher on `loop` using `bc` (connections) and `img` (this broker's epoch: its registration;
+   the leaders' addresses are bc's business); all borrowed and outliving it. Returns new, or NULL with a
+   reason in err for a bad config or without memory. */
+struct gr_fetcher *gr_fetcher_new(struct ev_loop *loop, struct gr_broker_client *bc, struct gr_image *img,
+                                  const struct gr_fetcher_config *cfg, char *err, size_t err_len);
+/* Stops every fetch (answers in flight are dropped), closes its connections, frees. */
+void gr_fetcher_free(struct gr_fetcher *f);
+
+/* Makes `part` (which the owner has just made GR_PARTITION_FOLLOWER at `leader_epoch` with
+   gr_partition_set_role; borrowed until removed) fetch from broker `leader_id` for topic `topic` (name,
+   copied) / `topic_id` (copied) partition `partition` (AbstractFetcherManager.addFetcherForPartitions).
+   Called again for the same partition with a newer leader or epoch it moves it (a fetch in flight for it is
+   ignored when answered) and clears a failed mark. Returns 0, or -EINVAL (bad argument), -ENOSPC
+   (GR_FETCHER_PARTITIONS_MAX), -ENOMEM. */
+int gr_fetcher_add(struct gr_fetcher *f, struct gr_partition *part, const char *topic,
+                   const uint8_t topic_id[16], int32_t partition, int32_t leader_id, int32_t leader_epoch);
+/* Stops fetching `part` (AbstractFetcherManager.removeFetcherForPartitions): no append to it after this
+   call, even from an answer in flight. Unknown partitions are ignored. */
+void gr_fetcher_remove(struct gr_fetcher *f, struct gr_partition *part);
+/* Whether `part` is being fetched and not marked failed. */
+bool gr_fetcher_active(const struct gr_fetcher *f, const struct gr_partition *part);
+/* Returns borrowed: the counters. */
+const struct gr_fetcher_stats *gr_fetcher_stats(const struct gr_fetcher *f);
+
+#endif
