@@ -52,7 +52,10 @@ struct gr_partition_hw {
 struct gr_partitions *gr_partition_partitions(const struct gr_partition *part);
 /* Returns borrowed: the high watermark state of `part`. */
 struct gr_partition_hw *gr_partition_hw(struct gr_partition *part);
-/* Done hooks of every queued committed waiter, with `err` (< 0): a leader became follower. */
-void gr_partition_end_committed(struct gr_partition *part, int err);
+/* Done hooks of every queued committed waiter and follower-fetch waiter (gr_partition_wait_fetchable with
+   GR_FETCH_LOG_END), with `err` (< 0): a leader became follower. */
+void gr_partition_end_leader_waits(struct gr_partition *part, int err);
+/* The owner's monotonic clock, ms (gr_partitions_set_replication's now_ms hook, else gr_time_mono_ms). */
+int64_t gr_partition_now_ms(const struct gr_partition *part);
 
 #endif

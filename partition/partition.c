@@ -1,14 +1,14 @@
 /*
  * partition.c: partition objects, the visible offset and the named waits (see partition.h).
  *
- * Each partition keeps one list per kind of wait (committed, data, log start) plus a firing list. An event
- * (append, flush completion, failure) first moves every waiter whose condition holds to the firing list,
- * then takes them off it one by one, oldest first, and calls each done hook. A done hook may cancel any
- * other waiter (finishing a request cancels its other waits, which may sit on the firing list), queue new
- * ones, or cause another event on the same partition: a waiter is always on exactly one list or idle, so
- * cancelling from the firing list keeps its done hook from running, and a nested event drains the same
- * firing list. Lists are doubly linked with head->prev pointing at the tail (appends at the tail keep the
- * order in which waiters queued).
+ * Each partition keeps one list per kind of wait (committed, data below the visible offset, data below the
+ * log end offset for followers' fetches, log start) plus a firing list. An event (append, flush completion,
+ * failure) first moves every waiter whose condition holds to the firing list, then takes them off it one by
+ * one, oldest first, and calls each done hook. A done hook may cancel any other waiter (finishing a request
+ * cancels its other waits, which may sit on the firing list), queue new ones, or cause another event on the
+ * same partition: a waiter is always on exactly one list or idle, so cancelling from the firing list keeps
+ * its done hook from running, and a nested event drains the same firing list. Lists are doubly linked with
+ * head->prev pointing at the tail (appends at the tail keep the order in which waiters queued).
  * Read next: server/broker.c (how requests use these waits).
  */
 #include "partition/partition.h"
@@ -18,7 +18,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
-enum wait_kind { WAIT_COMMITTED = 0, WAIT_DATA = 1, WAIT_LOG_START = 2, WAIT_KINDS = 3 };
+enum wait_kind { WAIT_COMMITTED = 0, WAIT_DATA = 1, WAIT_LOG_START = 2, WAIT_LOG_END = 3, WAIT_KINDS = 4 };
 
 #define NOT_YET 1 /* a condition's answer: keep waiting */
 
@@ -208,8 +208,10 @@ static int condition(struct gr_partition *part, const struct gr_partition_waiter
         return r == 0 ? NOT_YET : r > 0 ? 0 : r;
     }
     if (gr_log_offline(part->log)) return -EROFS;
-    if (w->kind == WAIT_COMMITTED && part->hw.follower) return -EXDEV; /* only a leader commits */
+    bool leaders = w->kind == WAIT_COMMITTED || w->kind == WAIT_LOG_END;
+    if (leaders && part->hw.follower) return -EXDEV; /* only a leader commits and serves followers */
     if (w->kind == WAIT_COMMITTED) return visible >= w->arg ? 0 : NOT_YET;
+    if (w->kind == WAIT_LOG_END) return gr_log_end_offset(part->log) > w->arg ? 0 : NOT_YET;
     return visible > w->arg ? 0 : NOT_YET;
 }
 
@@ -251,8 +253,10 @@ int gr_partition_append(struct gr_partition *part, uint8_t *batch, size_t len, i
 
 void gr_partition_appended(struct gr_partition *part)
 {
+    collect(part, WAIT_LOG_END, 0); /* followers read up to the log end offset, flushed or not */
     if (part->ps->cfg.visible_is_durable) {
         gr_log_flush_async(part->log); /* the visible offset follows fsync: flush soon */
+        fire(part);
         return;
     }
     int64_t visible = gr_partition_visible_offset(part);
@@ -281,14 +285,16 @@ void gr_partition_fail(struct gr_partition *part, int err)
     fire(part);
 }
 
-void gr_partition_end_committed(struct gr_partition *part, int err)
+void gr_partition_end_leader_waits(struct gr_partition *part, int err)
 {
-    while (part->lists[WAIT_COMMITTED]) {
-        struct gr_partition_waiter *w = part->lists[WAIT_COMMITTED];
-        list_del(w);
-        w->arg = err;
-        list_add(&part->firing, w);
-    }
+    static const int kinds[] = {WAIT_COMMITTED, WAIT_LOG_END};
+    for (int i = 0; i < 2; i++)
+        while (part->lists[kinds[i]]) {
+            struct gr_partition_waiter *w = part->lists[kinds[i]];
+            list_del(w);
+            w->arg = err;
+            list_add(&part->firing, w);
+        }
     fire(part);
 }
 
@@ -321,6 +327,24 @@ void gr_partition_wait_committed(struct gr_partition *part, struct gr_partition_
 void gr_partition_wait_data(struct gr_partition *part, struct gr_partition_waiter *w, int64_t offset)
 {
     wait_on(part, w, WAIT_DATA, offset);
+}
+
+int64_t gr_partition_fetch_bound(struct gr_partition *part, enum gr_fetch_isolation iso)
+{
+    return iso == GR_FETCH_LOG_END ? gr_log_end_offset(part->log) : gr_partition_visible_offset(part);
+}
+
+void gr_partition_wait_fetchable(struct gr_partition *part, struct gr_partition_waiter *w,
+                                 enum gr_fetch_isolation iso, int64_t offset)
+{
+    wait_on(part, w, iso == GR_FETCH_LOG_END ? WAIT_LOG_END : WAIT_DATA, offset);
+}
+
+void gr_partition_wait_data_again(struct gr_partition *part, struct gr_partition_waiter *w)
+{
+    assert(w->kind == WAIT_DATA || w->kind == WAIT_LOG_END); /* a programmer error */
+    enum gr_fetch_isolation iso = w->kind == WAIT_LOG_END ? GR_FETCH_LOG_END : GR_FETCH_HIGH_WATERMARK;
+    gr_partition_wait_fetchable(part, w, iso, gr_partition_fetch_bound(part, iso));
 }
 
 void gr_partition_wait_log_start_durable(struct gr_partition *part, struct gr_partition_waiter *w,

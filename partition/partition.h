@@ -12,7 +12,10 @@
  * (gr_partition_waiter_init) and queues it with one of
  *   gr_partition_wait_committed          until the visible offset reaches an end offset (Produce acks=-1,
  *                                        OffsetCommit, the SyncGroup assignment's record);
- *   gr_partition_wait_data               until data is visible past an offset (long-poll Fetch);
+ *   gr_partition_wait_data               until data is visible past an offset (a consumer's long-poll Fetch);
+ *   gr_partition_wait_fetchable          until data is readable past an offset under a fetch isolation: the
+ *                                        visible offset for consumers, the log end offset for followers
+ *                                        (a follower's long-poll Fetch wakes on the leader's appends);
  *   gr_partition_wait_log_start_durable  until a log-start-offset checkpoint is durable (DeleteRecords).
  * The done hook is called exactly once per wait: at once (inside the wait call) when the condition already
  * holds or cannot hold any more (err < 0), else from the event that makes it hold (gr_partition_appended,
@@ -188,8 +191,36 @@ void gr_partition_waiter_init(struct gr_partition_waiter *w, gr_partition_done_f
 void gr_partition_wait_committed(struct gr_partition *part, struct gr_partition_waiter *w,
                                  int64_t end_offset);
 /* Until data arrives: done once gr_partition_visible_offset(part) > offset (a record at or past `offset`
-   is visible; appends and visible-offset moves wake it), or with -EROFS once the log is offline. */
+   is visible; appends and visible-offset moves wake it), or with -EROFS once the log is offline. The same as
+   gr_partition_wait_fetchable with GR_FETCH_HIGH_WATERMARK. */
 void gr_partition_wait_data(struct gr_partition *part, struct gr_partition_waiter *w, int64_t offset);
+
+/* What a fetch reads up to (Kafka's FetchIsolation, FetchIsolation.of): a consumer (replica id < 0) below
+   the high watermark (the visible offset; read_committed will read below the last stable offset), a
+   follower (replica id >= 0, FetchRequest.isFromFollower) below the log end offset (LOG_END). */
+enum gr_fetch_isolation {
+    GR_FETCH_HIGH_WATERMARK = 0,
+    GR_FETCH_LOG_END = 1,
+};
+/* The isolation of a fetch from `replica_id` (Fetch v15+ ReplicaState.ReplicaId, else ReplicaId): LOG_END
+   for a broker id (>= 0), else HIGH_WATERMARK. */
+static inline enum gr_fetch_isolation gr_fetch_isolation_of(int32_t replica_id)
+{
+    return replica_id >= 0 ? GR_FETCH_LOG_END : GR_FETCH_HIGH_WATERMARK;
+}
+/* The offset a fetch under `iso` reads below now: the visible offset (gr_partition_visible_offset) or the
+   log end offset (DelayedFetch.tryComplete's endOffset). */
+int64_t gr_partition_fetch_bound(struct gr_partition *part, enum gr_fetch_isolation iso);
+/* Until data is readable under `iso`: done once gr_partition_fetch_bound(part, iso) > offset, or with -EROFS
+   once the log is offline. GR_FETCH_HIGH_WATERMARK is gr_partition_wait_data. GR_FETCH_LOG_END (a
+   follower's long poll): appends wake it whatever the visible offset (with visible_is_durable too, before
+   the flush); a leader only serves followers, so it is done with -EXDEV on a follower (at once, or when a
+   leader becomes follower: DelayedFetch's "no longer the leader" case). `w` must be idle. */
+void gr_partition_wait_fetchable(struct gr_partition *part, struct gr_partition_waiter *w,
+                                 enum gr_fetch_isolation iso, int64_t offset);
+/* A long poll's next round: queues `w` again (idle, its last wait a gr_partition_wait_data or
+   gr_partition_wait_fetchable) with that wait's isolation, past what that isolation reads now. */
+void gr_partition_wait_data_again(struct gr_partition *part, struct gr_partition_waiter *w);
 /* Until the log start offset is durable: done once the log-start-offset checkpoint `ticket`
    (gr_store_log_start_checkpoint_async) finished: err 0 when durable, its -errno when the write failed. */
 void gr_partition_wait_log_start_durable(struct gr_partition *part, struct gr_partition_waiter *w,
@@ -365,14 +396,24 @@ struct gr_fetch_read {
     int16_t version;            /* the Fetch version (the zstd rule) */
     int32_t last_fetched_epoch; /* Fetch v12+ LastFetchedEpoch: the epoch of the batch before fetch_offset
                                    in the fetcher's log; -1 not given (the wire's default) */
+    int32_t replica_id;         /* the fetcher (Fetch v15+ ReplicaState.ReplicaId, v4-v14 ReplicaId): >= 0 a
+                                   follower (gr_fetch_isolation_of), < 0 a consumer (-1, or -2 debugging);
+                                   0 is broker 0: a consumer's read sets -1 */
+    int64_t replica_epoch;      /* a follower's broker epoch (v15+ ReplicaState.ReplicaEpoch), -1 none */
+    int64_t replica_log_start_offset; /* a follower's log start offset (the partition's LogStartOffset, v5+),
+                                         -1 unknown */
+    bool update_fetch_state; /* a follower's first read of this fetch (Kafka's updateFetchState: false
+                                when a parked fetch reads again, ReplicaManager.readFromLog's
+                                readFromPurgatory): its fetch state is recorded */
     /* out */
     int64_t high_watermark;       /* the visible offset (also the last stable offset without transactions) */
     int64_t log_start_offset;     /* both set before any error: the caller shows -1 on errors */
     int32_t diverging_epoch;      /* >= 0: the fetcher's log diverges from this one (KIP-320 DivergingEpoch):
                                      the largest epoch <= last_fetched_epoch here ... */
     int64_t diverging_end_offset; /* ... and where it ends; no records then. Both -1 otherwise */
-    struct gr_log_slice slice;    /* whole batches from fetch_offset below the high watermark (bytes 0: none;
-                                     else the caller takes it: gr_log_slice_release) */
+    struct gr_log_slice slice;    /* whole batches from fetch_offset below the high watermark, or below the
+                                     log end offset for a follower (bytes 0: none; else the caller takes it:
+                                     gr_log_slice_release) */
 };
 /* Reads one partition of a Fetch: the epoch check (FENCED/UNKNOWN_LEADER_EPOCH), the zstd rule (Fetch v4-v9
    on a topic with compression.type=zstd: UNSUPPORTED_COMPRESSION_TYPE, KIP-110, as Kafka 2.1-3.x), an
@@ -382,7 +423,19 @@ struct gr_fetch_read {
    last_fetched_epoch (KIP-320, Partition.readRecords): its end offset here (gr_partition_epoch_end_offset)
    is looked up first: none known, or fetch_offset below the log start offset, is OFFSET_OUT_OF_RANGE; an
    epoch found below last_fetched_epoch or an end offset below fetch_offset answers the DivergingEpoch with
-   no records. Returns NONE, OFFSET_OUT_OF_RANGE, another Kafka error, or GR_PARTITION_COLD (slice empty). */
+   no records.
+   A follower's fetch (replica_id >= 0; Partition.fetchRecords with isFromFollower) is served by a leader
+   only (NOT_LEADER_OR_FOLLOWER on a follower, after the epoch check) and from a follower of its replica set
+   only (Partition.followerReplicaOrThrow: UNKNOWN_LEADER_EPOCH when current_leader_epoch was given, else
+   NOT_LEADER_OR_FOLLOWER), reads below the log end offset (FetchIsolation.LOG_END; high_watermark still
+   says the leader's high watermark), and with update_fetch_state, after a read that found no divergence and
+   no error (or is cold with fetch_offset at or past the log start offset: the state is recorded before the
+   round, once), records the follower's state: gr_partition_update_follower_fetch_state with ReplicaId,
+   ReplicaEpoch, FetchOffset, LogStartOffset and the partition's clock (gr_partitions_set_replication's
+   now_ms) as the fetch's time; the high watermark may move and waiters be done inside. Its errors: a stale
+   broker epoch is NOT_LEADER_OR_FOLLOWER (Replica.updateFetchStateOrThrow), fetch_offset past the log end
+   offset OFFSET_OUT_OF_RANGE; then no records and no budget charged.
+   Returns NONE, OFFSET_OUT_OF_RANGE, another Kafka error, or GR_PARTITION_COLD (slice empty). */
 int gr_partition_fetch(struct gr_partition *part, struct gr_cold *c, struct gr_fetch_budget *bud,
                        struct gr_fetch_read *rd);
 
@@ -514,8 +567,9 @@ void gr_partitions_set_replication(struct gr_partitions *ps, const struct gr_par
    this broker was not leader before; lastCaughtUpTime `now_ms` for ISR members, else 0). The high watermark
    is what the log had (gr_log_high_watermark, clamped to the log; never lowered while leading). A pending ISR
    change is dropped (the committed ISR is the change's). Then the high watermark may move (waiters done).
-   Becoming follower: ISR and followers' states are cleared, committed waiters are done with -EXDEV (Kafka
-   answers delayed produces NOT_LEADER_OR_FOLLOWER), data waiters keep waiting, and the visible offset is the
+   Becoming follower: ISR and followers' states are cleared, committed waiters and followers' fetch waiters
+   (GR_FETCH_LOG_END) are done with -EXDEV (Kafka answers delayed produces NOT_LEADER_OR_FOLLOWER and
+   completes delayed follower fetches), consumers' data waiters keep waiting, and the visible offset is the
    high watermark it had as leader (else its log's), never its log end offset, until the follower side
    (partition/follower.c) moves it. `change` is borrowed; its
    counts must be 1..GR_IMAGE_REPLICAS_MAX replicas and 0..replica_count ISR members, else -EINVAL. Returns 0,

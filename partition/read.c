@@ -1,12 +1,17 @@
 /*
  * read.c: read planning (partition.h, "Read planning"): Fetch's per-partition read, ListOffsets' lookups
  * and OffsetForLeaderEpoch's, from plain parameters to plain results (offsets, epochs, a file range, a
- * Kafka error code). Every read is bounded by the visible offset (gr_partition_visible_offset) and goes
- * through the cold-read engine (cold.c), so nothing here waits for the disk while rounds remain.
- * Read next: partition/cold.c, server/handlers/fetch.c and list_offsets.c (the translation to fields).
+ * Kafka error code). Every read is bounded by the visible offset (gr_partition_visible_offset), except a
+ * follower's fetch, bounded by the log end offset (FetchIsolation.LOG_END), and goes through the cold-read
+ * engine (cold.c), so nothing here waits for the disk while rounds remain. A follower's fetch is checked
+ * against the leader's replica set before its read and recorded after it (replica.c,
+ * gr_partition_update_follower_fetch_state), as Kafka's Partition.fetchRecords does.
+ * Read next: partition/cold.c, partition/replica.c, server/handlers/fetch.c and list_offsets.c (the
+ * translation to fields).
  */
 #include <errno.h>
 
+#include "partition/internal.h"
 #include "partition/partition.h"
 #include "protocol/errors.h"
 
@@ -45,6 +50,53 @@ static int diverging(struct gr_partition *part, struct gr_fetch_read *rd)
     return GR_ERR_NONE;
 }
 
+/* Partition.fetchRecords' checks of a follower's fetch before its read: localLogWithEpochOrThrow with
+   fetchOnlyLeader (only a leader serves followers) and followerReplicaOrThrow (only its followers). A Kafka
+   error code. */
+static int follower_check(const struct gr_partition *part, const struct gr_fetch_read *rd)
+{
+    if (gr_partition_role(part) != GR_PARTITION_LEADER) return GR_ERR_NOT_LEADER_OR_FOLLOWER;
+    if (gr_partition_replica(part, rd->replica_id)) return GR_ERR_NONE;
+    /* Kafka: with a leader epoch the (replica, epoch) pair is not known yet (a reassignment): the follower
+       retries; without one it cannot tell whose state is stale */
+    return rd->current_leader_epoch >= 0 ? GR_ERR_UNKNOWN_LEADER_EPOCH : GR_ERR_NOT_LEADER_OR_FOLLOWER;
+}
+
+/* Partition.updateFollowerFetchState after a follower's read (Partition.fetchRecords with updateFetchState),
+   at the partition's clock (ReplicaManager.readFromLog's fetchTimeMs). A Kafka error code. */
+static int record_follower(struct gr_partition *part, const struct gr_fetch_read *rd)
+{
+    struct gr_follower_fetch ff = {.broker_id = rd->replica_id,
+                                   .broker_epoch = rd->replica_epoch,
+                                   .fetch_offset = rd->fetch_offset,
+                                   .log_start_offset = rd->replica_log_start_offset,
+                                   .now_ms = gr_partition_now_ms(part)};
+    switch (gr_partition_update_follower_fetch_state(part, &ff)) {
+    case 0:
+        return GR_ERR_NONE;
+    case -ERANGE:
+        return GR_ERR_OFFSET_OUT_OF_RANGE;
+    case -ENOENT: /* checked before the read: not reached */
+        return follower_check(part, rd);
+    default: /* -ESTALE: a fetch sent before the follower's restart; -EPERM: not the leader */
+        return GR_ERR_NOT_LEADER_OR_FOLLOWER;
+    }
+}
+
+/* The checks before the read (epoch, follower, zstd, offline, KIP-320 divergence). A Kafka error code. */
+static int fetch_checks(struct gr_partition *part, struct gr_fetch_read *rd)
+{
+    struct gr_log *log = gr_partition_log(part);
+    int err = gr_partition_check_epoch(part, rd->current_leader_epoch);
+    if (!err && rd->replica_id >= 0) err = follower_check(part, rd);
+    if (!err && rd->version < 10 &&
+        gr_topic_policy(gr_log_topic(log))->compression_type == GR_COMPRESSION_ZSTD)
+        err = GR_ERR_UNSUPPORTED_COMPRESSION_TYPE; /* Fetch before v10 cannot carry zstd (KIP-110) */
+    if (!err && gr_log_offline(log)) err = GR_ERR_KAFKA_STORAGE_ERROR;
+    if (!err) err = diverging(part, rd);
+    return err;
+}
+
 int gr_partition_fetch(struct gr_partition *part, struct gr_cold *c, struct gr_fetch_budget *bud,
                        struct gr_fetch_read *rd)
 {
@@ -54,19 +106,22 @@ int gr_partition_fetch(struct gr_partition *part, struct gr_cold *c, struct gr_f
     rd->diverging_end_offset = -1;
     rd->high_watermark = gr_partition_visible_offset(part);
     rd->log_start_offset = gr_log_start_offset(log);
-    int err = gr_partition_check_epoch(part, rd->current_leader_epoch);
-    if (!err && rd->version < 10 &&
-        gr_topic_policy(gr_log_topic(log))->compression_type == GR_COMPRESSION_ZSTD)
-        err = GR_ERR_UNSUPPORTED_COMPRESSION_TYPE; /* Fetch before v10 cannot carry zstd (KIP-110) */
-    if (!err && gr_log_offline(log)) err = GR_ERR_KAFKA_STORAGE_ERROR;
-    if (!err) err = diverging(part, rd);
+    int err = fetch_checks(part, rd);
     if (err || rd->diverging_epoch >= 0) return err;
     int64_t max = rd->partition_max_bytes;
     if (max > bud->left) max = bud->left;
     if (max < 0) max = 0;
-    int rc = gr_cold_read(c, log, rd->fetch_offset, max, rd->high_watermark, !bud->have_data, &rd->slice);
+    enum gr_fetch_isolation iso = gr_fetch_isolation_of(rd->replica_id);
+    int rc = gr_cold_read(c, log, rd->fetch_offset, max, gr_partition_fetch_bound(part, iso), !bud->have_data,
+                          &rd->slice);
+    if (rc && rc != -EAGAIN) return rc == -ERANGE ? GR_ERR_OFFSET_OUT_OF_RANGE : GR_ERR_KAFKA_STORAGE_ERROR;
+    if (iso == GR_FETCH_LOG_END && rd->update_fetch_state && rd->fetch_offset >= rd->log_start_offset &&
+        (err = record_follower(part, rd))) {
+        gr_log_slice_release(&rd->slice); /* Kafka's error answer: no records */
+        rd->slice = (struct gr_log_slice){.fd = -1, .first_batch_offset = -1};
+        return err;
+    }
     if (rc == -EAGAIN) return GR_PARTITION_COLD; /* pages to read in first */
-    if (rc) return rc == -ERANGE ? GR_ERR_OFFSET_OUT_OF_RANGE : GR_ERR_KAFKA_STORAGE_ERROR;
     if (rd->slice.bytes > 0) {
         bud->have_data = true;
         bud->left -= rd->slice.bytes;

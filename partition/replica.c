@@ -62,7 +62,7 @@ static bool is_follower(const struct gr_partition *part)
     return r && r->set && r->role == GR_PARTITION_FOLLOWER;
 }
 
-static int64_t now_ms(const struct gr_partition *part)
+int64_t gr_partition_now_ms(const struct gr_partition *part)
 {
     const struct gr_partition_repl_config *rc = gr_partition_repl_config(part);
     return rc->now_ms ? rc->now_ms(rc->ctx) : gr_time_mono_ms();
@@ -277,7 +277,8 @@ static int make_follower(struct gr_partition *part, struct gr_partition_repl *r,
     r->inflight = false;
     r->pending_add = -1;
     r->epoch_start_offset = -1;
-    gr_partition_end_committed(part, -EXDEV); /* delayed produces: NOT_LEADER_OR_FOLLOWER */
+    gr_partition_end_leader_waits(part,
+                                  -EXDEV); /* delayed produces and follower fetches: NOT_LEADER_OR_FOLLOWER */
     return 0;
 }
 
@@ -339,7 +340,7 @@ int gr_partition_set_min_insync_replicas(struct gr_partition *part, int min_insy
     struct gr_partition_repl *r = *gr_partition_repl_slot(part);
     if (!r) return 0; /* alone: the effective min ISR is 1 whatever the setting */
     r->min_isr = min_insync_replicas;
-    hw_may_move(part, r, now_ms(part));
+    hw_may_move(part, r, gr_partition_now_ms(part));
     return 0;
 }
 
@@ -479,7 +480,7 @@ int gr_partition_isr_committed(struct gr_partition *part, int32_t leader_epoch, 
         return -ESTALE; /* Partition.handleAlterPartitionUpdate ignores it */
     set_isr(r, isr, isr_count);
     r->partition_epoch = partition_epoch;
-    hw_may_move(part, r, now_ms(part)); /* members removed no longer hold it back */
+    hw_may_move(part, r, gr_partition_now_ms(part)); /* members removed no longer hold it back */
     return 0;
 }
 
@@ -490,7 +491,7 @@ int gr_partition_isr_failed(struct gr_partition *part, int32_t partition_epoch)
     r->inflight = false; /* back to the last committed state */
     r->pending_add = -1;
     sync_maximal_isr(r);
-    hw_may_move(part, r, now_ms(part));
+    hw_may_move(part, r, gr_partition_now_ms(part));
     return 0;
 }
 

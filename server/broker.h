@@ -244,8 +244,8 @@ struct gr_req_wait {
     struct gr_req *req;
     struct gr_partition *part;
     struct gr_req_wait *next; /* the request's other waits (gr_req_unpark cancels them all) */
-    bool data;                /* an until-data wait: queued again past the new visible offset when the
-                                 re-check did not finish the request */
+    bool data;                /* an until-data wait: queued again past what its isolation reads now when
+                                 the re-check did not finish the request */
     bool arming;              /* inside its wait call: a done at once is noted, not re-checked */
     bool held_at_once;
 };
@@ -254,10 +254,12 @@ struct gr_req_wait {
  * gr_req_await (or from inside the handler, where the request is parked). Return 1 when queued, 0 when the
  * condition already holds or failed (nothing queued, no re-check made: the caller re-checks), -ENOMEM when
  * out of arena memory (the deadline still ends the wait). committed: the visible offset reaches end_offset
- * (acks=-1, OffsetCommit); data: data is visible past `offset`, waited again after each re-check that did not
- * finish (long poll); log start: the log-start-offset checkpoint `ticket` is durable (DeleteRecords). */
+ * (acks=-1, OffsetCommit); data: data arrives past what a fetch under `iso` reads now (the visible offset for
+ * consumers, the log end offset for followers: gr_partition_wait_fetchable), waited again after each
+ * re-check that did not finish (long poll); log start: the log-start-offset checkpoint `ticket` is durable
+ * (DeleteRecords). */
 int gr_req_wait_committed(struct gr_req *req, struct gr_log *log, int64_t end_offset);
-int gr_req_wait_data(struct gr_req *req, struct gr_log *log, int64_t offset);
+int gr_req_wait_data(struct gr_req *req, struct gr_log *log, enum gr_fetch_isolation iso);
 int gr_req_wait_log_start(struct gr_req *req, struct gr_log *log, int64_t ticket);
 /* Until committed, on a set of partitions (Produce acks=-1): the request's commit set, a state slot made
  * before its appends with room for `max` partitions (returns false when out of arena memory: nothing
@@ -299,9 +301,10 @@ int64_t gr_req_logs_left_ms(const struct gr_req *req, int64_t timeout_ms);
    gr_req_logs_expired true. Returns GR_HANDLER_WAIT. */
 enum gr_handler_rc gr_req_await_logs(struct gr_req *req, int64_t timeout_ms, gr_handler_fn run);
 /* A parked request (its recheck set by gr_req_await) also waits for the log of (topic_id, partition) to be
-   made, then for data on it (gr_req_wait_data from its visible offset); each runs req->recheck. Returns 1
-   when queued, -ENOMEM out of arena memory (the request's deadline still ends it). Fetch's long poll. */
-int gr_req_wait_log_data(struct gr_req *req, const uint8_t topic_id[16], int32_t partition);
+   made, then for data on it (gr_req_wait_data under `iso`); each runs req->recheck. Returns 1 when queued,
+   -ENOMEM out of arena memory (the request's deadline still ends it). Fetch's long poll. */
+int gr_req_wait_log_data(struct gr_req *req, const uint8_t topic_id[16], int32_t partition,
+                         enum gr_fetch_isolation iso);
 /* Cancels every log wait of `req` (gr_req_unpark calls it). */
 void gr_req_logs_cancel(struct gr_req *req);
 

@@ -218,10 +218,9 @@ static void req_wait_done(struct gr_partition_waiter *w, int err)
     b->rechecks++;
     if (!req->recheck || req->recheck(req)) return; /* finished (maybe freed) */
     if (!rw->data || !req->parked || gr_partition_waiting(w)) return;
-    /* long poll: wait for the next data past what is visible now */
-    struct gr_partition *part = rw->part;
+    /* long poll: wait for the next data past what its isolation reads now */
     rw->arming = true;
-    gr_partition_wait_data(part, w, gr_partition_visible_offset(part));
+    gr_partition_wait_data_again(rw->part, w);
     rw->arming = false;
 }
 
@@ -248,9 +247,16 @@ int gr_req_wait_committed(struct gr_req *req, struct gr_log *log, int64_t end_of
     return req_wait(req, log, false, gr_partition_wait_committed, end_offset);
 }
 
-int gr_req_wait_data(struct gr_req *req, struct gr_log *log, int64_t offset)
+/* gr_partition_wait_fetchable for a follower's fetch, in req_wait's shape. */
+static void wait_log_end(struct gr_partition *part, struct gr_partition_waiter *w, int64_t offset)
 {
-    return req_wait(req, log, true, gr_partition_wait_data, offset);
+    gr_partition_wait_fetchable(part, w, GR_FETCH_LOG_END, offset);
+}
+
+int gr_req_wait_data(struct gr_req *req, struct gr_log *log, enum gr_fetch_isolation iso)
+{
+    int64_t offset = gr_partition_fetch_bound(gr_broker_partition(req->broker, log), iso);
+    return req_wait(req, log, true, iso == GR_FETCH_LOG_END ? wait_log_end : gr_partition_wait_data, offset);
 }
 
 int gr_req_wait_log_start(struct gr_req *req, struct gr_log *log, int64_t ticket)
@@ -382,6 +388,7 @@ struct req_logw {
     struct gr_logwait_waiter w;
     struct gr_req *req;
     struct req_logw *next;
+    enum gr_fetch_isolation iso; /* Fetch's: what its data wait on the new log reads */
 };
 
 struct req_logs {
@@ -497,18 +504,19 @@ static void recheck_done(struct gr_logwait_waiter *w)
     struct gr_broker *b = req->broker;
     const struct gr_image_topic *it = gr_image_topic_find_id(b->image, w->topic_id);
     struct gr_log *log = it && it->local ? gr_topic_log(it->local, w->partition) : NULL;
-    if (log && !gr_log_offline(log))
-        gr_req_wait_data(req, log, gr_partition_visible_offset(gr_broker_partition(b, log)));
+    if (log && !gr_log_offline(log)) gr_req_wait_data(req, log, ((struct req_logw *)w)->iso);
     b->rechecks++;
     if (req->recheck) req->recheck(req);
 }
 
-int gr_req_wait_log_data(struct gr_req *req, const uint8_t topic_id[16], int32_t partition)
+int gr_req_wait_log_data(struct gr_req *req, const uint8_t topic_id[16], int32_t partition,
+                         enum gr_fetch_isolation iso)
 {
     struct req_logs *s = logs_of(req, true);
     struct req_logw *e = s ? gr_arena_calloc(&req->arena, 1, sizeof *e) : NULL;
     if (!e) return -ENOMEM;
     e->req = req;
+    e->iso = iso;
     e->next = s->recheck;
     s->recheck = e;
     gr_logwait_add(&req->broker->logwaits, &e->w, topic_id, partition, recheck_done);

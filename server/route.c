@@ -81,14 +81,27 @@ bool gr_route_fetch_pending(struct gr_fetch_response_partition_data *rp, const s
     return true;
 }
 
-void gr_route_fetch_wait(struct gr_req *req, const struct gr_image_topic *it, int32_t partition)
+/* gr_route_fetch_wait on partition `partition` of `it`. */
+static void fetch_wait_partition(struct gr_req *req, const struct gr_image_topic *it, int32_t partition,
+                                 enum gr_fetch_isolation iso)
 {
-    struct gr_broker *b = req->broker;
     struct gr_route r;
-    if (!gr_route_partition(b, it, partition, false, &r))
-        gr_req_wait_data(req, r.log, gr_partition_visible_offset(gr_broker_partition(b, r.log)));
+    if (!gr_route_partition(req->broker, it, partition, false, &r))
+        gr_req_wait_data(req, r.log, iso);
     else if (r.pending)
-        gr_req_wait_log_data(req, it->id, partition);
+        gr_req_wait_log_data(req, it->id, partition, iso);
+}
+
+void gr_route_fetch_wait(struct gr_req *req, enum gr_fetch_isolation iso)
+{
+    const struct gr_fetch_request *body = req->body;
+    bool by_id = req->hdr.request_api_version >= 13;
+    for (int32_t i = 0; i < body->topics.count; i++) {
+        const struct gr_fetch_request_fetch_topic *qt = &body->topics.items[i];
+        const struct gr_image_topic *it = gr_route_topic_by(req->broker, by_id, qt->topic, qt->topic_id.b);
+        for (int32_t p = 0; it && p < qt->partitions.count; p++)
+            fetch_wait_partition(req, it, qt->partitions.items[p].partition, iso);
+    }
 }
 
 static int cmp_id(const void *a, const void *b)

@@ -93,10 +93,11 @@ void gr_route_fetch_leader(const struct gr_req *req, struct gr_fetch_response_pa
  * empty log it will be (error NONE, high watermark, LSO and log start 0, no records); returns true then,
  * false (rp untouched) for any other route. */
 bool gr_route_fetch_pending(struct gr_fetch_response_partition_data *rp, const struct gr_route *r);
-/* Fetch's long poll on partition `partition` of `it` (NULL: nothing): until data arrives past its visible
- * offset when it is led here (gr_req_wait_data), until its log is made and then until data when pending
- * (gr_req_wait_log_data); nothing for a partition not led here (the deadline answers). */
-void gr_route_fetch_wait(struct gr_req *req, const struct gr_image_topic *it, int32_t partition);
+/* Fetch's long poll on every partition the parked Fetch `req` names (its body): until data arrives past
+ * what a fetch under `iso` reads now (the visible offset, or the log end offset for a follower) when it is
+ * led here (gr_req_wait_data), until its log is made and then until data when pending
+ * (gr_req_wait_log_data); nothing for an unknown partition or one not led here (the deadline answers). */
+void gr_route_fetch_wait(struct gr_req *req, enum gr_fetch_isolation iso);
 /* Fetch v16+: NodeEndpoints as gr_route_produce_endpoints (recomputed on every call: a parked fetch fills
  * again). */
 void gr_route_fetch_endpoints(struct gr_req *req);

@@ -272,6 +272,7 @@ static void test_fetch_plan(void **state)
                                .current_leader_epoch = epoch,
                                .partition_max_bytes = 1 << 20,
                                .version = 12,
+                               .replica_id = -1, /* a consumer */
                                .last_fetched_epoch = -1};
     assert_int_equal(plan_fetch(f, l0, &bud, &rd), GR_ERR_NONE);
     assert_int_equal(rd.high_watermark, 3);
@@ -284,6 +285,7 @@ static void test_fetch_plan(void **state)
                                 .current_leader_epoch = -1,
                                 .partition_max_bytes = 1 << 20,
                                 .version = 12,
+                                .replica_id = -1, /* a consumer */
                                 .last_fetched_epoch = -1};
     assert_int_equal(plan_fetch(f, l1, &bud, &rd), GR_ERR_NONE);
     assert_int_equal(rd.slice.bytes, 0); /* the budget is spent */
@@ -331,6 +333,7 @@ static void test_fetch_visible_bound(void **state)
                                .current_leader_epoch = -1,
                                .partition_max_bytes = 1 << 20,
                                .version = 12,
+                               .replica_id = -1, /* a consumer */
                                .last_fetched_epoch = -1};
     assert_int_equal(plan_fetch(f, log, &bud, &rd), GR_ERR_NONE);
     assert_int_equal(rd.high_watermark, 3);
@@ -440,6 +443,7 @@ static void test_fetch_diverging_epoch(void **state)
                                    .current_leader_epoch = cases[i].current,
                                    .partition_max_bytes = 1 << 20,
                                    .version = 12,
+                                   .replica_id = -1, /* a consumer */
                                    .last_fetched_epoch = cases[i].last_fetched};
         assert_int_equal(plan_fetch(f, log, &bud, &rd), cases[i].err); /* warm: just appended */
         assert_int_equal(rd.diverging_epoch, cases[i].div_epoch);

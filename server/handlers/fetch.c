@@ -11,9 +11,9 @@
  * NodeEndpoints (server/route.h). A LastFetchedEpoch whose end here is below the fetch offset:
  * DivergingEpoch, no records, answered at once (KIP-320, partition/read.c). Led here with its log not made
  * yet (cluster mode): empty, offsets 0, and the long poll also waits until the log is made
- * (server/logwait.h). Read next: partition/read.c.
+ * (server/logwait.h). A follower's fetch (ReplicaId >= 0) reads up to the log end offset, its first fill
+ * records its state, its long poll wakes on appends (partition/read.c). Read next: partition/read.c.
  */
-#include "common/time.h"
 #include "server/handlers/handlers.h"
 #include "server/route.h"
 
@@ -21,8 +21,11 @@ struct fetch_state {
     int64_t bytes; /* bytes gathered by the last fill */
     bool error;    /* some partition has an error or a diverging epoch (KIP-320): answer at once */
     bool final;    /* answer after the next fill whatever it finds (no long poll, or the deadline passed) */
-    bool waiting_logs; /* registered on its partitions' wait lists */
-    bool no_memory;    /* a fill ran out of request memory: the connection is closed */
+    bool waiting_logs;  /* registered on its partitions' wait lists */
+    bool no_memory;     /* a fill ran out of request memory: the connection is closed */
+    bool filled;        /* a fill ran: later ones read again without recording a follower's state */
+    int32_t replica_id; /* Kafka's FetchRequest.replicaId: v15+ ReplicaState's, else ReplicaId; -1 consumer */
+    int64_t replica_epoch; /* v15+ ReplicaState.ReplicaEpoch, else -1 */
 };
 
 /* Fills one partition of topic `it` (NULL: unknown); out of request memory it sets st->no_memory. */
@@ -44,7 +47,11 @@ static void fill_partition(struct gr_req *req, const struct gr_image_topic *it,
                                .current_leader_epoch = qp->current_leader_epoch,
                                .partition_max_bytes = qp->partition_max_bytes,
                                .version = req->hdr.request_api_version,
-                               .last_fetched_epoch = qp->last_fetched_epoch};
+                               .last_fetched_epoch = qp->last_fetched_epoch,
+                               .replica_id = st->replica_id,
+                               .replica_epoch = st->replica_epoch,
+                               .replica_log_start_offset = qp->log_start_offset,
+                               .update_fetch_state = !st->filled};
     int rc = gr_partition_fetch(gr_broker_partition(req->broker, r.log), &req->cold, bud, &rd);
     rp->high_watermark = rp->last_stable_offset = rd.high_watermark;
     rp->log_start_offset = rd.log_start_offset;
@@ -114,6 +121,7 @@ static void fetch_fill(struct gr_req *req)
             if (st->no_memory) return;
         }
     }
+    st->filled = true;
     if (st->error) gr_route_fetch_endpoints(req); /* the leaders' addresses (v16+) */
 }
 
@@ -138,22 +146,6 @@ static bool try_answer(struct gr_req *req)
     return true;
 }
 
-/* Makes the parked request wait until data arrives past what is visible now, on every partition it names
-   (one led here whose log is not made yet: until it is made, then for data). */
-static void wait_on_logs(struct gr_req *req)
-{
-    struct gr_fetch_request *body = req->body;
-    struct gr_broker *b = req->broker;
-    ((struct fetch_state *)req->hstate)->waiting_logs = true;
-    for (int32_t i = 0; i < body->topics.count; i++) {
-        struct gr_fetch_request_fetch_topic *qt = &body->topics.items[i];
-        bool by_id = req->hdr.request_api_version >= 13;
-        const struct gr_image_topic *it = gr_route_topic_by(b, by_id, qt->topic, qt->topic_id.b);
-        for (int32_t p = 0; it && p < qt->partitions.count; p++) /* not led here: the deadline answers */
-            gr_route_fetch_wait(req, it, qt->partitions.items[p].partition);
-    }
-}
-
 /* Fills, then answers, waits for a cold-read round, or keeps waiting (parked) for data. Returns true when
    the request was answered or a round started. */
 static bool fetch_step(struct gr_req *req)
@@ -161,7 +153,11 @@ static bool fetch_step(struct gr_req *req)
     fetch_fill(req);
     if (try_answer(req)) return true;
     gr_req_release_slices(req);
-    if (!((struct fetch_state *)req->hstate)->waiting_logs) wait_on_logs(req);
+    struct fetch_state *st = req->hstate;
+    if (!st->waiting_logs) { /* until data past what it may read now, on every partition it names */
+        st->waiting_logs = true;
+        gr_route_fetch_wait(req, gr_fetch_isolation_of(st->replica_id));
+    }
     return false;
 }
 
@@ -190,6 +186,9 @@ enum gr_handler_rc gr_handle_fetch(struct gr_req *req)
     if (!st) return GR_HANDLER_CLOSE;
     gr_cold_init(&req->cold, req->broker->parts, req->broker->iopool, fetch_cold_done, req);
     st->final = body->max_wait_ms <= 0;
+    bool v15 = req->hdr.request_api_version >= 15;
+    st->replica_id = v15 ? body->replica_state.replica_id : body->replica_id;
+    st->replica_epoch = v15 ? body->replica_state.replica_epoch : -1;
     /* Declared from the start (a parked request is freed only once finished; finishing it unparks it). */
     gr_req_await(req, &(struct gr_await){.recheck = fetch_recheck,
                                          .expire = st->final ? NULL : fetch_expire,
