@@ -337,7 +337,7 @@ void gr_roles_on_log(struct gr_roles *r, struct gr_topic *t, int32_t partition, 
 {
     if (!r || !log) return;
     if (!made) {
-        struct rec *e = rec_find(r, gr_partition_get(r->cfg.parts, log));
+        struct rec *e = rec_find(r, gr_log_user(log)); /* the partition, if one was made (partition.h) */
         if (e) rec_drop(r, e);
         count_roles(r);
         return;
@@ -371,7 +371,7 @@ static struct rec *rec_of(struct gr_roles *r, const uint8_t topic_id[16], int32_
     struct gr_image_topic *it = gr_image_topic_find_id(r->img, topic_id);
     if (!it || !it->local || p < 0 || p >= gr_topic_partition_count(it->local)) return NULL;
     struct gr_log *log = gr_topic_log(it->local, p);
-    struct rec *e = log ? rec_find(r, gr_partition_get(r->cfg.parts, log)) : NULL;
+    struct rec *e = log ? rec_find(r, gr_log_user(log)) : NULL; /* no partition made for a lookup */
     return e && e->partition == p && memcmp(e->topic_id, topic_id, 16) == 0 ? e : NULL;
 }
 
