@@ -54,6 +54,8 @@ struct gr_member;
 struct gr_controller;
 struct gr_ctl_lease;
 struct gr_replicas;
+struct gr_roles;
+struct gr_isr_writer;
 struct gr_topic_writer;
 
 /* Handler results. */
@@ -167,10 +169,13 @@ struct gr_broker {
     struct gr_controller *controller; /* cluster mode: this broker's controller (cluster/controller.h) */
     struct gr_ctl_lease *ctl_lease;   /* cluster mode: the controller key's lease (cluster/ctl_lease.h) */
     struct gr_replicas *replicas;     /* cluster mode: local replicas follow the image (cluster/replicas.h) */
-    struct {                          /* cluster mode: topic configs of the image to local topics */
-        bool busy;                    /* one gr_topic_op_set_configs in flight (server/membership.c) */
-        uint8_t failed_id[16];        /* the last topic whose configs the store refused ... */
-        int64_t failed_revision;      /* ... at this record revision: not retried until the record changes */
+    struct gr_roles *roles; /* cluster mode: local partitions take the image's roles (cluster/roles.h) */
+    struct gr_isr_writer
+        *isr_writer;             /* cluster mode: the ISR changes of partitions led here (isr_writer.h) */
+    struct {                     /* cluster mode: topic configs of the image to local topics */
+        bool busy;               /* one gr_topic_op_set_configs in flight (server/membership.c) */
+        uint8_t failed_id[16];   /* the last topic whose configs the store refused ... */
+        int64_t failed_revision; /* ... at this record revision: not retried until the record changes */
     } config_sync;
     int32_t node_id;
     struct gr_listener listeners[GR_LISTENERS_MAX];
@@ -381,8 +386,9 @@ int gr_membership_resolve(struct gr_broker *b, const char *log_dir, const char *
 int gr_membership_join(struct gr_broker *b);
 /* Cluster mode, after gr_membership_resolve: returns new the etcd topic writer (cluster/topic_writer.h) for
  * b->topic_writer, or NULL (out of memory, no image observer slot). gr_membership_join also starts the
- * replica manager (b->replicas) and the controller (b->controller, following the member's lease). At stop:
- * gr_membership_stop_controller right after the loop ends (no partition-state write afterwards; nothing when
+ * replica manager (b->replicas), the ISR writer and the role binding (b->isr_writer, b->roles) and the
+ * controller (b->controller, following the member's lease). At stop: gr_membership_stop_controller right
+ * after the loop ends (roles and ISR writer freed too: no partition-state write afterwards; nothing when
  * there is none), gr_membership_stop_replicas after the I/O pool is drained and before the store closes,
  * the topic writer freed before gr_membership_stop (it borrows the member's etcd client). */
 struct gr_topic_writer *gr_membership_topic_writer(struct gr_broker *b);

@@ -5,12 +5,14 @@
  * listeners opened only then), the links between image topics and local storage topics, and the leave at
  * stop. Once joined it wires the other cluster pieces to the member: the controller (cluster/controller.h,
  * given the member's lease: 0 while fenced, the new one after registering again), the replica manager
- * (cluster/replicas.h, started after the first snapshot is in the image) and the etcd topic writer
+ * (cluster/replicas.h, started after the first snapshot is in the image), the role binding (cluster/roles.h:
+ * local partitions become leaders or followers as the image says; its ISR changes through the ISR writer,
+ * cluster/isr_writer.h) and the etcd topic writer
  * (cluster/topic_writer.h, the broker's writer in cluster mode), and the group coordinator's cluster
  * mode (server/groups.c gr_groups_cluster_start; told when a local log was made). Stop order (main.c):
- * controller first (no partition-state write after the loop ends), replicas before the store closes, the
- * topic writer, then the member (lease revoked, etcd client freed last). Single-node mode never calls into
- * it. Read next: cluster/member.h, server/main.c.
+ * controller, roles and ISR writer first (no partition-state write after the loop ends), replicas before the
+ * store closes, the topic writer, then the member (lease revoked, etcd client freed last). Single-node mode
+ * never calls into it. Read next: cluster/member.h, server/main.c.
  */
 #include <stdio.h>
 #include <string.h>
@@ -18,7 +20,9 @@
 #include "cluster/controller.h"
 #include "cluster/ctl_lease.h"
 #include "cluster/member.h"
+#include "cluster/isr_writer.h"
 #include "cluster/replicas.h"
+#include "cluster/roles.h"
 #include "cluster/topic_writer.h"
 #include "common/log.h"
 #include "partition/partition.h"
@@ -217,8 +221,30 @@ static void on_log(void *ctx, struct gr_topic *t, int32_t partition, struct gr_l
         sync_configs(b);
         gr_groups_follow(b); /* a __consumer_offsets partition led here can load its groups now */
     }
+    gr_roles_on_log(b->roles, t, partition, log, made); /* its role (NULL before the binding starts) */
     gr_logwait_signal(&b->logwaits, gr_topic_id(t), partition); /* Produce and Fetch waiting for this log */
     gr_broker_wake_parked(b);
+}
+
+/* The ISR writer and the role binding, after the replica manager (whose pass links the image's topics to
+ * the local logs first). The replica fetcher (cluster/fetcher.h) is not bound yet: until it is, followers
+ * take their role but copy nothing (with replication factor 1, all CreateTopics allows today, every local
+ * partition is a leader alone). */
+static int start_roles(struct gr_broker *b)
+{
+    const struct gr_broker_settings *s = &b->cfg.settings;
+    b->isr_writer = gr_isr_writer_new(b->loop, gr_member_etcd(b->member), gr_member_layout(b->member),
+                                      b->image, b->node_id);
+    struct gr_roles_config rc = {.loop = b->loop,
+                                 .parts = b->parts,
+                                 .replica_lag_time_max_ms = s->replica_lag_time_max_ms,
+                                 .min_insync_replicas = s->min_insync_replicas};
+    if (b->isr_writer) gr_roles_ops_isr_writer(&rc.ops, b->isr_writer);
+    if (!b->isr_writer || !(b->roles = gr_roles_new(&rc, b->image)) || gr_roles_start(b->roles) < 0) {
+        GR_ERROR("cannot start the role binding");
+        return -1;
+    }
+    return 0;
 }
 
 int gr_membership_join(struct gr_broker *b)
@@ -236,6 +262,7 @@ int gr_membership_join(struct gr_broker *b)
         GR_ERROR("cannot start the replica manager");
         return -1;
     }
+    if (start_roles(b) < 0) return -1;
     b->controller = gr_controller_new(b->loop, gr_member_etcd(b->member), gr_member_layout(b->member),
                                       b->image, b->node_id);
     if (!b->controller) {
@@ -270,6 +297,10 @@ void gr_membership_stop_controller(struct gr_broker *b)
     if (b->ctl_lease) gr_ctl_lease_want(b->ctl_lease, false);
     gr_controller_free(b->controller);
     b->controller = NULL;
+    gr_roles_free(b->roles); /* fetches stopped, ISR changes cancelled, the partitions' hooks removed */
+    b->roles = NULL;
+    gr_isr_writer_free(b->isr_writer);
+    b->isr_writer = NULL;
 }
 
 void gr_membership_stop_replicas(struct gr_broker *b)

@@ -133,6 +133,12 @@ if [ -x "$build/tests/test_isr_writer" ]; then
 else
     echo "cluster: $build/tests/test_isr_writer not built"; f=$((f + 1))
 fi
+# The role binding with the real ISR writer (cluster/tests/test_roles_etcd.c): a shrink written and committed.
+if [ -x "$build/tests/test_roles_etcd" ]; then
+    run_one test_roles_etcd "$build/tests/test_roles_etcd" "roles etcd"
+else
+    echo "cluster: $build/tests/test_roles_etcd not built"; f=$((f + 1))
+fi
 # The inter-broker client (cluster/tests/test_broker_client.c): needs no etcd; it starts gregor brokers of
 # its own on free loopback ports (GREGOR_BIN) and a fake peer, and stops them.
 if [ -x "$build/tests/test_broker_client" ] && [ -x "$build/bin/gregor" ]; then
