@@ -44,6 +44,7 @@
 #define GR_CLUSTER_FETCHER_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct ev_loop;
