@@ -494,12 +494,22 @@ out:
     return sent;
 }
 
+/* Whether a partition of `c` waits for the fsync of what it appended: the connection's next Fetch waits for
+   it too (fsyncs are short; a Fetch sent without it would hold it back for up to replica.fetch.wait.max.ms).
+ */
+static bool conn_gated(struct fconn *c)
+{
+    for (struct fp *fp = c->head; fp; fp = fp->cnext)
+        if (fp->gate_end >= 0 && !fp->fenced && !fp->failed && fp_waiting_disk(c->f, fp)) return true;
+    return false;
+}
+
 /* Sends the next request of `c` when it is ready and idle: ListOffsets first, else Fetch. */
 static void conn_pump(struct fconn *c)
 {
     if (c->req || !gr_broker_client_ready(c->bc_conn)) return;
     int64_t now = gr_time_mono_ms();
-    if (!send_list(c, now)) send_fetch(c, now);
+    if (!send_list(c, now) && !conn_gated(c)) send_fetch(c, now);
 }
 
 static void pump_all(struct gr_fetcher *f)
@@ -743,7 +753,7 @@ static void timer_arm(struct gr_fetcher *f)
 {
     int64_t now = gr_time_mono_ms(), wake = INT64_MAX;
     for (struct fconn *c = f->conns; c; c = c->next) {
-        if (c->req) continue; /* its answer pumps it */
+        if (c->req || !gr_broker_client_ready(c->bc_conn)) continue; /* its answer or readiness pumps it */
         for (struct fp *fp = c->head; fp; fp = fp->cnext) {
             if (fp->fenced || fp->failed) continue;
             int64_t at = fp->delay_until_ms > now ? fp->delay_until_ms : now + GR_FETCHER_POLL_MS;
@@ -765,6 +775,14 @@ static void on_timer(struct ev_loop *loop, ev_timer *w, int revents)
 }
 
 /* ---- the interface ---- */
+
+/* The codec's request row named `name` (protocol/gen/messages.h). */
+static const struct gr_msg_ops *request_row(const char *name)
+{
+    for (int i = 0; i < gr_msg_ops_count; i++)
+        if (!strcmp(gr_msg_ops_table[i].name, name)) return &gr_msg_ops_table[i];
+    return NULL;
+}
 
 struct gr_fetcher *gr_fetcher_new(struct ev_loop *loop, struct gr_broker_client *bc, struct gr_image *img,
                                   const struct gr_fetcher_config *cfg, char *err, size_t err_len)
@@ -795,8 +813,8 @@ struct gr_fetcher *gr_fetcher_new(struct ev_loop *loop, struct gr_broker_client 
     f->bc = bc;
     f->img = img;
     f->cfg = *cfg;
-    f->fetch_ops = gr_msg_ops_find(1, false);
-    f->list_ops = gr_msg_ops_find(2, false);
+    f->fetch_ops = request_row("fetch_request");
+    f->list_ops = request_row("list_offsets_request");
     ev_timer_init(&f->timer, on_timer, 0.0, 0.0);
     f->timer.data = f;
     return f;

@@ -10,8 +10,11 @@
  * OFFSET_OUT_OF_RANGE cases through ListOffsets (leader behind: truncated to its end; follower behind the
  * leader's start: truncated fully and restarted there); FENCED_LEADER_EPOCH stopping the partition until it
  * is re-added at a newer epoch; remove() while a fetch is in flight; two partitions in one request; an
- * undecodable and an oversized answer closing the connection with nothing appended; the fsync gate; fetcher
- * ids with num.replica.fetchers 2 (Kafka's values, computed with Java's String.hashCode).
+ * undecodable and an oversized answer closing the connection with nothing appended; the fsync gate (the
+ * storage shim holds the follower's fsync: no fetch until it is done); a truncation's pending file work (the
+ * shim holds ftruncate: no fetch until it is done); a re-add at a newer epoch while a fetch is in flight
+ * (its records dropped); fetcher ids with num.replica.fetchers 2 (Kafka's values, computed with Java's
+ * String.hashCode); bad configurations and arguments.
  */
 #include <arpa/inet.h>
 #include <stdatomic.h>
@@ -730,6 +733,16 @@ static int held_syncfs(int fd)
     return gr_sys_libc.syncfs(fd);
 }
 
+/* Storage's ftruncate waits while `trunc_held` is set (a truncation's file work stays pending). */
+static atomic_bool trunc_held;
+
+static int held_ftruncate(int fd, off_t len)
+{
+    while (atomic_load(&trunc_held))
+        usleep(1000);
+    return gr_sys_libc.ftruncate(fd, len);
+}
+
 /* With the fsync gate, the fetch after an append is sent only once the log is durable to its end: while the
    flush is held no fetch goes out (the backoff and poll periods pass many times), once released the next
    fetch asks from 4 with the log durable to 4. */
@@ -760,6 +773,59 @@ static void test_fsync_gate(void **state)
     assert_int_equal(fk.reqs[1].durable_at_receipt, 4);
     fx_free(x);
     gr_sys_reset();
+}
+
+/* While a truncation's file work is pending (appends would answer -EAGAIN) the partition is not fetched;
+   once it is done the fetch from the new log end offset goes out. */
+static void test_truncation_pending(void **state)
+{
+    (void)state;
+    gr_sys.ftruncate = held_ftruncate;
+    struct fx *x = fx_new(false, 1);
+    add(x, 0, 5);
+    assert_true(until_reqs(1, 5000));
+    int32_t counts[] = {2, 2, 2}, epochs[] = {3, 3, 4};
+    int n = feed(0, 6, 3, counts, epochs);
+    atomic_store(&trunc_held, true);
+    struct pans a = EMPTY;
+    a.div_epoch = 3;
+    a.div_end = 4;
+    answer_fetch(n, &a);
+    bool early = until_reqs(n + 2, 300);
+    bool pending = gr_log_truncation_pending(log_of(x, 0));
+    atomic_store(&trunc_held, false);
+    assert_false(early);
+    assert_true(pending);
+    assert_int_equal(gr_log_end_offset(log_of(x, 0)), 4);
+    assert_true(until_reqs(n + 2, 5000));
+    assert_int_equal(fk.reqs[n + 1].p[0].fetch_offset, 4);
+    assert_false(gr_log_truncation_pending(log_of(x, 0)));
+    fx_free(x);
+    gr_sys_reset();
+}
+
+/* Re-added at a newer leader epoch while its fetch is in flight: that answer's records are not appended;
+   the next fetch carries the new epoch. */
+static void test_moved_in_flight(void **state)
+{
+    (void)state;
+    struct fx *x = fx_new(false, 1);
+    add(x, 0, 5);
+    assert_true(until_reqs(1, 5000));
+    follow(x, 0, 6);
+    add(x, 0, 6);
+    uint8_t buf[1024];
+    struct pans a = EMPTY;
+    a.hw = 3;
+    a.records = buf;
+    a.len = mk_batch(buf, 0, 3, 5);
+    answer_fetch(0, &a);
+    assert_true(until_reqs(2, 5000));
+    assert_int_equal(gr_log_end_offset(log_of(x, 0)), 0);
+    assert_int_equal(fk.reqs[1].p[0].current_leader_epoch, 6);
+    assert_int_equal(fk.reqs[1].p[0].fetch_offset, 0);
+    assert_int_equal(fk.accepted, 1); /* same leader: same connection */
+    fx_free(x);
 }
 
 /* num.replica.fetchers 2: "orders" partitions 0..3 go to fetcher ids 1, 0, 1, 0 (Kafka's getFetcherId,
@@ -823,6 +889,8 @@ int main(void)
         cmocka_unit_test(test_remove_in_flight),
         cmocka_unit_test(test_bad_answers),
         cmocka_unit_test(test_fsync_gate),
+        cmocka_unit_test(test_truncation_pending),
+        cmocka_unit_test(test_moved_in_flight),
         cmocka_unit_test(test_fetcher_ids),
         cmocka_unit_test(test_bad_arguments),
     };
