@@ -584,11 +584,10 @@ static void take_records(struct gr_fetcher *f, struct fp *fp,
     int32_t len = gr_records_len(p->records);
     if (len > 0) {
         if (p->records.kind != GR_RECORDS_MEM) return;
-        struct gr_append_result res;
+        struct gr_append_result res = {.base_offset = -1, .last_offset = -1};
         int rc = gr_partition_append_as_follower(fp->part, p->records.mem.ptr, (size_t)len, fp->leader_epoch,
                                                  &res);
-        if (res.last_offset >= 0 && res.base_offset >= 0)
-            f->stats.batches_bytes += len; /* a partial write (-ENOSPC/-EIO) still counts what went in */
+        if (rc == 0) f->stats.batches_bytes += len;
         if (rc == -EAGAIN) {
             fp_delay(fp, GR_FETCHER_RETRY_MS);
             return;

@@ -13,8 +13,9 @@
  * undecodable and an oversized answer closing the connection with nothing appended; the fsync gate (the
  * storage shim holds the follower's fsync: no fetch until it is done); a truncation's pending file work (the
  * shim holds ftruncate: no fetch until it is done); a re-add at a newer epoch while a fetch is in flight
- * (its records dropped); fetcher ids with num.replica.fetchers 2 (Kafka's values, computed with Java's
- * String.hashCode); bad configurations and arguments.
+ * (its records dropped); records not continuing the log marking the partition failed until re-added; fetcher
+ * ids with num.replica.fetchers 2 (Kafka's values, computed with Java's String.hashCode); bad configurations
+ * and arguments.
  */
 #include <arpa/inet.h>
 #include <stdatomic.h>
@@ -469,6 +470,8 @@ static size_t mk_batch(uint8_t *buf, int64_t base, int32_t count, int32_t epoch)
     return len;
 }
 
+static size_t fed_bytes; /* the records bytes the last feed() answered with */
+
 static const struct pans EMPTY = {.error = 0, .hw = -1, .log_start = -1, .div_epoch = -1, .div_end = -1};
 
 /* Fills the follower's partition 0 from offset 0 with batches (count, epoch)..., via the fetcher: the fetch
@@ -487,6 +490,7 @@ static int feed(int idx, int64_t hw, int nb, const int32_t *counts, const int32_
     a.log_start = 0;
     a.records = buf;
     a.len = len;
+    fed_bytes = len;
     answer_fetch(idx, &a);
     assert_true(until_reqs(idx + 2, 5000));
     return idx + 1;
@@ -534,7 +538,10 @@ static void test_fetch_appends(void **state)
     answer_fetch(n, &a);
     assert_true(until_reqs(n + 2, 5000));
     assert_int_equal(gr_partition_visible_offset(x->part[0]), 5);
-    assert_int_equal(gr_fetcher_stats(x->f)->batches_bytes > 0, 1);
+    assert_int_equal(gr_fetcher_stats(x->f)->batches_bytes, (int64_t)fed_bytes);
+    assert_int_equal(gr_fetcher_stats(x->f)->partitions, 1);
+    assert_int_equal(gr_fetcher_stats(x->f)->truncations, 0);
+    assert_int_equal(gr_fetcher_stats(x->f)->failed_partitions, 0);
     assert_true(gr_fetcher_active(x->f, x->part[0]));
     fx_free(x);
 }
@@ -828,6 +835,32 @@ static void test_moved_in_flight(void **state)
     fx_free(x);
 }
 
+/* Records that do not continue the log end offset (storage's -ERANGE, Kafka's
+   UnexpectedAppendOffsetException, which marks the partition failed): nothing appended, no more fetches until
+   re-added; a re-add clears it. */
+static void test_failed_append(void **state)
+{
+    (void)state;
+    struct fx *x = fx_new(false, 1);
+    add(x, 0, 5);
+    assert_true(until_reqs(1, 5000));
+    uint8_t buf[1024];
+    struct pans a = EMPTY;
+    a.hw = 6;
+    a.records = buf;
+    a.len = mk_batch(buf, 3, 3, 5);
+    answer_fetch(0, &a);
+    assert_false(until_reqs(2, 300));
+    assert_int_equal(gr_log_end_offset(log_of(x, 0)), 0);
+    assert_int_equal(gr_fetcher_stats(x->f)->failed_partitions, 1);
+    assert_false(gr_fetcher_active(x->f, x->part[0]));
+    add(x, 0, 5);
+    assert_true(until_reqs(2, 5000));
+    assert_int_equal(fk.reqs[1].p[0].fetch_offset, 0);
+    assert_true(gr_fetcher_active(x->f, x->part[0]));
+    fx_free(x);
+}
+
 /* num.replica.fetchers 2: "orders" partitions 0..3 go to fetcher ids 1, 0, 1, 0 (Kafka's getFetcherId,
    abs(31 * "orders".hashCode() + p) % 2, computed with Java), each id on its own connection. */
 static void test_fetcher_ids(void **state)
@@ -891,6 +924,7 @@ int main(void)
         cmocka_unit_test(test_fsync_gate),
         cmocka_unit_test(test_truncation_pending),
         cmocka_unit_test(test_moved_in_flight),
+        cmocka_unit_test(test_failed_append),
         cmocka_unit_test(test_fetcher_ids),
         cmocka_unit_test(test_bad_arguments),
     };
