@@ -78,6 +78,7 @@ struct fconn {
     int cursor; /* answer matching: where the next answered partition probably is */
     struct fp *head, *tail;
     int part_count;
+    bool busy; /* inside one of its callbacks: an empty connection is freed when it returns */
     struct fconn *next;
 };
 
@@ -237,7 +238,7 @@ static void conn_unlink(struct fp *fp)
     else
         c->tail = fp->cprev;
     fp->conn = NULL;
-    if (--c->part_count == 0) conn_free(c);
+    if (--c->part_count == 0 && !c->busy) conn_free(c);
 }
 
 /* ---- partition states ---- */
@@ -507,7 +508,7 @@ static bool conn_gated(struct fconn *c)
 /* Sends the next request of `c` when it is ready and idle: ListOffsets first, else Fetch. */
 static void conn_pump(struct fconn *c)
 {
-    if (c->req || !gr_broker_client_ready(c->bc_conn)) return;
+    if (c->req || c->part_count == 0 || !gr_broker_client_ready(c->bc_conn)) return;
     int64_t now = gr_time_mono_ms();
     if (!send_list(c, now) && !conn_gated(c)) send_fetch(c, now);
 }
@@ -520,11 +521,16 @@ static void pump_all(struct gr_fetcher *f)
     timer_arm(f);
 }
 
-/* Ends the request of `c`: its entries are released. */
+/* Ends the request of `c` (its entries released) at the end of its callback; frees `c` when the callback
+   took its last partition away. */
 static void request_done(struct fconn *c)
 {
+    struct gr_fetcher *f = c->f;
     entries_drop(c);
     c->req = NULL;
+    c->busy = false;
+    if (c->part_count == 0) conn_free(c);
+    pump_all(f);
 }
 
 /* The entry answering (topic by id or name, partition), or NULL; each entry answers once. */
@@ -656,6 +662,7 @@ static void on_fetch(void *ctx, enum gr_broker_client_status st, const void *res
     struct fconn *c = ctx;
     struct gr_fetcher *f = c->f;
     const struct gr_fetch_response *r = resp;
+    c->busy = true;
     if (st != GR_BROKER_CLIENT_OK || r->error_code != GR_ERR_NONE) {
         GR_WARN_RATELIMITED("fetcher: Fetch to broker %" PRId32 " failed: status %d error %d", c->leader_id,
                             (int)st, st == GR_BROKER_CLIENT_OK ? (int)r->error_code : 0);
@@ -676,7 +683,6 @@ static void on_fetch(void *ctx, enum gr_broker_client_status st, const void *res
         }
     }
     request_done(c);
-    pump_all(f);
 }
 
 /* ---- ListOffsets answers (AbstractFetcherThread.fetchOffsetAndTruncate) ---- */
@@ -716,6 +722,7 @@ static void on_list(void *ctx, enum gr_broker_client_status st, const void *resp
     struct fconn *c = ctx;
     struct gr_fetcher *f = c->f;
     const struct gr_list_offsets_response *r = resp;
+    c->busy = true;
     if (st != GR_BROKER_CLIENT_OK) {
         conn_failed_all(c);
     } else {
@@ -734,7 +741,6 @@ static void on_list(void *ctx, enum gr_broker_client_status st, const void *resp
         }
     }
     request_done(c);
-    pump_all(f);
 }
 
 static void on_state(void *ctx, struct gr_broker_client_conn *conn, bool ready)

@@ -94,7 +94,9 @@ struct gr_fetcher;
    reason in err for a bad config or without memory. */
 struct gr_fetcher *gr_fetcher_new(struct ev_loop *loop, struct gr_broker_client *bc, struct gr_image *img,
                                   const struct gr_fetcher_config *cfg, char *err, size_t err_len);
-/* Stops every fetch (answers in flight are dropped), closes its connections, frees. */
+/* Stops every fetch (answers in flight are dropped), closes its connections, frees. Never from inside a
+   partition waiter's done hook that the fetcher's own appends fire (gr_fetcher_add and gr_fetcher_remove
+   may be called there). */
 void gr_fetcher_free(struct gr_fetcher *f);
 
 /* Makes `part` (which the owner has just made GR_PARTITION_FOLLOWER at `leader_epoch` with

@@ -861,6 +861,46 @@ static void test_failed_append(void **state)
     fx_free(x);
 }
 
+struct remover {
+    struct gr_partition_waiter w; /* first: the done hook gets it */
+    struct fx *x;
+    int calls;
+};
+
+static void remove_on_data(struct gr_partition_waiter *w, int err)
+{
+    struct remover *r = (struct remover *)w;
+    (void)err;
+    r->calls++;
+    gr_fetcher_remove(r->x->f, r->x->part[0]);
+}
+
+/* The owner removes the last partition of a connection from inside the fetcher's callback (a data waiter
+   woken by the high watermark the answer brought): the connection is closed once the callback returns, and
+   nothing more is sent. */
+static void test_remove_from_callback(void **state)
+{
+    (void)state;
+    struct fx *x = fx_new(false, 1);
+    add(x, 0, 5);
+    assert_true(until_reqs(1, 5000));
+    struct remover r = {.x = x};
+    gr_partition_waiter_init(&r.w, remove_on_data, &r);
+    gr_partition_wait_data(x->part[0], &r.w, 0);
+    uint8_t buf[1024];
+    struct pans a = EMPTY;
+    a.hw = 3;
+    a.records = buf;
+    a.len = mk_batch(buf, 0, 3, 5);
+    answer_fetch(0, &a);
+    assert_false(until_reqs(2, 300));
+    assert_int_equal(r.calls, 1);
+    assert_int_equal(gr_log_end_offset(log_of(x, 0)), 3);
+    assert_int_equal(gr_fetcher_stats(x->f)->partitions, 0);
+    assert_int_equal(fk.cfd[0], -1); /* the fake saw the connection close */
+    fx_free(x);
+}
+
 /* num.replica.fetchers 2: "orders" partitions 0..3 go to fetcher ids 1, 0, 1, 0 (Kafka's getFetcherId,
    abs(31 * "orders".hashCode() + p) % 2, computed with Java), each id on its own connection. */
 static void test_fetcher_ids(void **state)
@@ -925,6 +965,7 @@ int main(void)
         cmocka_unit_test(test_truncation_pending),
         cmocka_unit_test(test_moved_in_flight),
         cmocka_unit_test(test_failed_append),
+        cmocka_unit_test(test_remove_from_callback),
         cmocka_unit_test(test_fetcher_ids),
         cmocka_unit_test(test_bad_arguments),
     };
