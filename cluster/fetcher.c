@@ -12,7 +12,11 @@
  * be retried, its log has no truncation file work pending (appends would answer -EAGAIN) and, with the fsync
  * gate, its log's durable offset reached what the last answer appended. The partition layer has no flush
  * notification that cluster/ can hear (the store's on_flushed goes to the server), so those two waits are
- * polled by one timer every GR_FETCHER_POLL_MS while some partition waits on them.
+ * polled by one timer every GR_FETCHER_POLL_MS while some partition waits on them; the same timer ends
+ * backoffs and, armed at 0 by gr_fetcher_add, sends the partitions an owner adds in one pass in one Fetch.
+ * With the fsync gate a connection's next Fetch waits until every partition on it that appended is durable.
+ * Entry points that free (gr_fetcher_remove emptying a connection) defer the connection's free while one of
+ * its callbacks runs.
  * Read next: cluster/broker_client.h, partition/follower.c.
  */
 #include "cluster/fetcher.h"
@@ -772,6 +776,15 @@ static void timer_arm(struct gr_fetcher *f)
     ev_timer_start(f->loop, &f->timer);
 }
 
+/* Pumps from the loop's next iteration: an owner adding many partitions in one pass gets them into one Fetch
+   per connection. */
+static void kick(struct gr_fetcher *f)
+{
+    ev_timer_stop(f->loop, &f->timer);
+    ev_timer_set(&f->timer, 0.0, 0.0);
+    ev_timer_start(f->loop, &f->timer);
+}
+
 static void on_timer(struct ev_loop *loop, ev_timer *w, int revents)
 {
     (void)loop;
@@ -883,7 +896,7 @@ int gr_fetcher_add(struct gr_fetcher *f, struct gr_partition *part, const char *
     }
     if (fp) {
         fp->fenced = fp->failed = false;
-        pump_all(f);
+        kick(f);
         return 0;
     }
     if (f->stats.partitions >= GR_FETCHER_PARTITIONS_MAX) return -ENOSPC;
@@ -907,7 +920,7 @@ int gr_fetcher_add(struct gr_fetcher *f, struct gr_partition *part, const char *
     fp->hnext = f->buckets[k];
     f->buckets[k] = fp;
     f->stats.partitions++;
-    pump_all(f);
+    kick(f);
     return 0;
 }
 
