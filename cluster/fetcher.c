@@ -441,25 +441,22 @@ out:
     free(parts);
 }
 
-/* Sends one ListOffsets (latest or earliest by each partition's phase) for the out-of-range partitions of
-   `c` (RemoteLeaderEndPoint.fetchLatestOffset / fetchEarliestOffset, ReplicaId = this broker: the leader
-   answers its log end offset). Returns whether one was sent. */
-static bool send_list(struct fconn *c, int64_t now)
+/* Whether `fp` waits for a ListOffsets answer (out of range) and may ask now. */
+static bool listable(const struct fp *fp, int64_t now)
 {
-    struct gr_fetcher *f = c->f;
-    int n = 0;
-    for (struct fp *fp = c->head; fp; fp = fp->cnext)
-        n += fp->oor != OOR_NONE && !fp->fenced && !fp->failed && fp->delay_until_ms <= now;
-    if (n == 0) return false;
-    struct gr_list_offsets_request_list_offsets_topic *topics = malloc(sizeof *topics * (size_t)n);
-    struct gr_list_offsets_request_list_offsets_partition *parts = malloc(sizeof *parts * (size_t)n);
-    bool sent = false;
-    if (!topics || !parts || entries_reserve(c, n) < 0) goto out;
-    c->entry_count = 0;
+    return fp->oor != OOR_NONE && !fp->fenced && !fp->failed && fp->delay_until_ms <= now;
+}
+
+/* Fills the ListOffsets topics and partitions (latest or earliest by each one's phase) and the entries of
+   `c`'s request; returns the topic count. */
+static int list_topics(struct fconn *c, struct gr_list_offsets_request_list_offsets_topic *topics,
+                       struct gr_list_offsets_request_list_offsets_partition *parts, int64_t now)
+{
     int nt = 0;
     struct fp *prev = NULL;
+    c->entry_count = 0;
     for (struct fp *fp = c->head; fp; fp = fp->cnext) {
-        if (fp->oor == OOR_NONE || fp->fenced || fp->failed || fp->delay_until_ms > now) continue;
+        if (!listable(fp, now)) continue;
         if (!prev || strcmp(prev->topic, fp->topic) != 0) {
             gr_list_offsets_request_list_offsets_topic_init(&topics[nt]);
             topics[nt].name = gr_str_c(fp->topic);
@@ -470,18 +467,35 @@ static bool send_list(struct fconn *c, int64_t now)
         gr_list_offsets_request_list_offsets_partition_init(p);
         p->partition_index = fp->partition;
         p->current_leader_epoch = fp->leader_epoch;
-        p->timestamp = fp->oor == OOR_LATEST ? -1 : -2;
+        p->timestamp = fp->oor == OOR_LATEST ? -1 : -2; /* ListOffsets LATEST / EARLIEST */
         topics[nt - 1].partitions.count++;
         fp->req_idx = c->entry_count;
         c->entries[c->entry_count++] = (struct fentry){fp, p->timestamp, fp->leader_epoch};
         prev = fp;
     }
+    return nt;
+}
+
+/* Sends one ListOffsets for the out-of-range partitions of `c` (RemoteLeaderEndPoint.fetchLatestOffset /
+   fetchEarliestOffset, ReplicaId = this broker: the leader answers its log end offset, not its high
+   watermark). Returns whether one was sent. */
+static bool send_list(struct fconn *c, int64_t now)
+{
+    struct gr_fetcher *f = c->f;
+    int n = 0;
+    for (struct fp *fp = c->head; fp; fp = fp->cnext)
+        n += listable(fp, now);
+    if (n == 0) return false;
+    struct gr_list_offsets_request_list_offsets_topic *topics = malloc(sizeof *topics * (size_t)n);
+    struct gr_list_offsets_request_list_offsets_partition *parts = malloc(sizeof *parts * (size_t)n);
+    bool sent = false;
+    if (!topics || !parts || entries_reserve(c, n) < 0) goto out;
     struct gr_list_offsets_request req;
     gr_list_offsets_request_init(&req);
     req.replica_id = f->cfg.node_id;
     req.isolation_level = 0;
+    req.topics.count = list_topics(c, topics, parts, now);
     req.topics.items = topics;
-    req.topics.count = nt;
     int rc = 0;
     int16_t version = gr_broker_client_version(c->bc_conn, f->list_ops);
     c->req = gr_broker_client_send(c->bc_conn, f->list_ops, version, &req, 0, on_list, c, &rc);
