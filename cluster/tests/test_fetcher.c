@@ -5,17 +5,17 @@
  * (a store in a temporary directory, topic "orders", 4 partitions, this broker node 2, the leader node 1).
  *
  * Covered: the Fetch's fields (ReplicaState {2, broker epoch 7}, FetchOffset = log end, LastFetchedEpoch,
- * CurrentLeaderEpoch, LogStartOffset, the caps); records appended at the leader's offsets and its high
- * watermark taken; a DivergingEpoch truncating to Kafka's offset, the next fetch starting there; the two
- * OFFSET_OUT_OF_RANGE cases through ListOffsets (leader behind: truncated to its end; follower behind the
- * leader's start: truncated fully and restarted there); FENCED_LEADER_EPOCH stopping the partition until it
- * is re-added at a newer epoch; remove() while a fetch is in flight; two partitions in one request; an
- * undecodable and an oversized answer closing the connection with nothing appended; the fsync gate (the
- * storage shim holds the follower's fsync: no fetch until it is done); a truncation's pending file work (the
- * shim holds ftruncate: no fetch until it is done); a re-add at a newer epoch while a fetch is in flight
- * (its records dropped); records not continuing the log marking the partition failed until re-added; fetcher
- * ids with num.replica.fetchers 2 (Kafka's values, computed with Java's String.hashCode); bad configurations
- * and arguments.
+ * CurrentLeaderEpoch, LogStartOffset, the caps); records appended at the leader's offsets, its log start
+ * offset raised to and its high watermark taken; a DivergingEpoch truncating to Kafka's offset, the next
+ * fetch starting there; the two OFFSET_OUT_OF_RANGE cases through ListOffsets (leader behind: truncated to
+ * its end; follower behind the leader's start: truncated fully and restarted there); FENCED_LEADER_EPOCH
+ * stopping the partition until it is re-added at a newer epoch; remove() while a fetch is in flight; two
+ * partitions in one request; an undecodable and an oversized answer closing the connection with nothing
+ * appended; the fsync gate (the storage shim holds the follower's fsync: no fetch until it is done); a
+ * truncation's pending file work (the shim holds ftruncate: no fetch until it is done); a re-add at a newer
+ * epoch while a fetch is in flight (its records dropped); records not continuing the log marking the
+ * partition failed until re-added; fetcher ids with num.replica.fetchers 2 (Kafka's values, computed with
+ * Java's String.hashCode); bad configurations and arguments.
  */
 #include <arpa/inet.h>
 #include <stdatomic.h>
@@ -532,12 +532,17 @@ static void test_fetch_appends(void **state)
     assert_int_equal(gr_log_epoch_for_offset(log_of(x, 0), 3), 5);
     assert_int_equal(fk.reqs[n].p[0].fetch_offset, 5);
     assert_int_equal(fk.reqs[n].p[0].last_fetched_epoch, 5);
-    /* the next answer carries only the high watermark: it moves up to the log end offset */
+    /* the next answer carries no records, the leader's log start offset 2 and high watermark 9: the log
+       start offset is raised, the high watermark moves up to the log end offset, the next fetch says so */
     struct pans a = EMPTY;
     a.hw = 9;
+    a.log_start = 2;
     answer_fetch(n, &a);
     assert_true(until_reqs(n + 2, 5000));
     assert_int_equal(gr_partition_visible_offset(x->part[0]), 5);
+    assert_int_equal(gr_log_start_offset(log_of(x, 0)), 2);
+    assert_int_equal(fk.reqs[n + 1].p[0].log_start_offset, 2);
+    assert_int_equal(fk.reqs[n + 1].p[0].fetch_offset, 5);
     assert_int_equal(gr_fetcher_stats(x->f)->batches_bytes, (int64_t)fed_bytes);
     assert_int_equal(gr_fetcher_stats(x->f)->partitions, 1);
     assert_int_equal(gr_fetcher_stats(x->f)->truncations, 0);
