@@ -9,10 +9,13 @@
  * partition when this broker becomes its follower under a leader and leader epoch, and removes it when it
  * stops being one (leader, not a replica, deleted, offline). A partition is fetched on the connection to its
  * leader with fetcher id = Kafka's AbstractFetcherManager.getFetcherId: abs(31 * Java's String.hashCode of
- * the topic name + partition) % num.replica.fetchers, one Fetch in flight per connection.
+ * the topic name + partition) % num.replica.fetchers, one request in flight per connection (a ListOffsets
+ * for the partitions out of range first, else one Fetch for every partition ready). The connection needs
+ * Fetch v12+ (DivergingEpoch; v13+ by topic id, v12 when a topic id is all zeros) and ListOffsets.
  *
  * Per partition, each fetch names FetchOffset = the local log end offset, CurrentLeaderEpoch = the epoch it
- * was added under, LastFetchedEpoch = the local log's latest leader epoch (KIP-320; -1 when none), the local
+ * was added under, LastFetchedEpoch = the leader epoch of the local log's last batch (KIP-320; Kafka takes it
+ * from the last appended batch; -1 when the log is empty), the local
  * LogStartOffset and PartitionMaxBytes = replica.fetch.max.bytes; request MaxWaitMs =
  * replica.fetch.wait.max.ms, MinBytes = replica.fetch.min.bytes, MaxBytes = replica.fetch.response.max.bytes,
  * IsolationLevel 0, session id 0 / epoch -1 (no fetch sessions: KIP-227 is issue #24).
@@ -22,19 +25,28 @@
  *     the leader's log start offset raised to (gr_partition_raise_log_start_offset) and its high watermark
  *     taken (gr_partition_set_follower_high_watermark);
  *   - DivergingEpoch set: truncated to min(its end offset, log end offset) when the local log holds that
- * epoch (else to the end of the largest local epoch below it), as
- * AbstractFetcherThread.truncateOnFetchResponse;
+ *     epoch (else to the end of the largest local epoch below it), as
+ *     AbstractFetcherThread.truncateOnFetchResponse / getOffsetTruncationState; that answer's records and
+ *     watermarks are not taken (the next fetch, from the new end, brings them);
  *   - OFFSET_OUT_OF_RANGE: when the leader's log end offset is below ours (an unclean election), truncated to
  *     it; when ours is below the leader's log start offset, truncated fully and started at it
  *     (AbstractFetcherThread.handleOutOfRangeError, via ListOffsets latest/earliest to the leader);
- *   - FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH / NOT_LEADER_OR_FOLLOWER / UNKNOWN_TOPIC_*: the partition
- *     waits (delayed by replica.fetch.backoff.ms) until the owner re-adds it at a newer epoch or removes it;
+ *   - FENCED_LEADER_EPOCH (at the epoch it was added under): not fetched again until the owner re-adds it
+ *     (AbstractFetcherThread.onPartitionFenced, markPartitionFailed);
+ *   - UNKNOWN_LEADER_EPOCH, NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_*, any other error, and records that fail
+ *     their CRC: retried after replica.fetch.backoff.ms (Kafka's partitionsWithError, delayPartitions);
  *   - a storage error on append or truncation: the partition is marked failed and not fetched again until
  *     re-added (Kafka marks it failed and the log dir offline); logged once.
+ * An append or truncation answering -EAGAIN (a truncation's file work still running) is retried a little
+ * later, and a partition whose log has such work pending is left out of the Fetch until it is done.
  * With fsync gating on (gregor.acks.all.fsync=true) the next Fetch of a partition is sent only after what the
  * previous answer appended is fsynced (its log's flushed offset reached its log end offset), so the log end
- * offset the leader learns from FetchOffset is durable here. Lost connections and timeouts back off
- * replica.fetch.backoff.ms (the inter-broker client reconnects).
+ * offset the leader learns from FetchOffset is durable here; the connection's next Fetch waits for it (an
+ * fsync is short; a Fetch sent without the partition would hold it back for up to MaxWaitMs). No flush
+ * notification reaches cluster/ (the store's on_flushed goes to the server), so the durable offset and a
+ * pending truncation are polled every GR_FETCHER_POLL_MS (1 ms) while a partition waits on them. Lost
+ * connections, timeouts and undecodable answers back off replica.fetch.backoff.ms (the inter-broker
+ * client closes and reconnects).
  *
  * Network thread only. Bounds: at most GR_FETCHER_PARTITIONS_MAX partitions, at most one Fetch in flight per
  * connection, every size taken from the answer checked against the request's caps. Read next:
@@ -44,6 +56,7 @@
 #define GR_CLUSTER_FETCHER_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct ev_loop;
@@ -81,21 +94,24 @@ struct gr_fetcher;
    reason in err for a bad config or without memory. */
 struct gr_fetcher *gr_fetcher_new(struct ev_loop *loop, struct gr_broker_client *bc, struct gr_image *img,
                                   const struct gr_fetcher_config *cfg, char *err, size_t err_len);
-/* Stops every fetch (answers in flight are dropped), closes its connections, frees. */
+/* Stops every fetch (answers in flight are dropped), closes its connections, frees. Never from inside a
+   partition waiter's done hook that the fetcher's own appends fire (gr_fetcher_add and gr_fetcher_remove
+   may be called there). */
 void gr_fetcher_free(struct gr_fetcher *f);
 
 /* Makes `part` (which the owner has just made GR_PARTITION_FOLLOWER at `leader_epoch` with
    gr_partition_set_role; borrowed until removed) fetch from broker `leader_id` for topic `topic` (name,
    copied) / `topic_id` (copied) partition `partition` (AbstractFetcherManager.addFetcherForPartitions).
    Called again for the same partition with a newer leader or epoch it moves it (a fetch in flight for it is
-   ignored when answered) and clears a failed mark. Returns 0, or -EINVAL (bad argument), -ENOSPC
-   (GR_FETCHER_PARTITIONS_MAX), -ENOMEM. */
+   ignored when answered) and clears a failed or fenced mark; with the same leader and epoch it only clears
+   those marks. Returns 0, or -EINVAL (bad argument: empty or over-long topic, negative partition or epoch, a
+   leader that is this broker), -ENOSPC (GR_FETCHER_PARTITIONS_MAX), -ENOMEM or the client's open error. */
 int gr_fetcher_add(struct gr_fetcher *f, struct gr_partition *part, const char *topic,
                    const uint8_t topic_id[16], int32_t partition, int32_t leader_id, int32_t leader_epoch);
 /* Stops fetching `part` (AbstractFetcherManager.removeFetcherForPartitions): no append to it after this
    call, even from an answer in flight. Unknown partitions are ignored. */
 void gr_fetcher_remove(struct gr_fetcher *f, struct gr_partition *part);
-/* Whether `part` is being fetched and not marked failed. */
+/* Whether `part` is being fetched: added, not removed, not marked failed or fenced. */
 bool gr_fetcher_active(const struct gr_fetcher *f, const struct gr_partition *part);
 /* Returns borrowed: the counters. */
 const struct gr_fetcher_stats *gr_fetcher_stats(const struct gr_fetcher *f);

@@ -1,0 +1,958 @@
+/*
+ * fetcher.c: the replica fetcher (cluster/fetcher.h). One struct fp per followed partition (its leader,
+ * epoch, fetcher id and fetch state), kept in a hash by partition pointer and on the list of its connection
+ * (struct fconn: one per (leader, fetcher id), opened on the inter-broker client). A connection carries at
+ * most one request at a time: a ListOffsets for the partitions whose offset was out of range
+ * (AbstractFetcherThread.fetchOffsetAndTruncate), else one Fetch for every partition ready
+ * (RemoteLeaderEndPoint.buildFetch). The request's entries remember (partition, fetch offset, epoch); a
+ * removed or moved partition's entry is cleared, so its answer is dropped. The records of an answer are
+ * appended from the answer frame inside the callback (no copy).
+ *
+ * A partition is ready when it is not fenced or failed, not delayed (backoff), has no truncation waiting to
+ * be retried, its log has no truncation file work pending (appends would answer -EAGAIN) and, with the fsync
+ * gate, its log's durable offset reached what the last answer appended. The partition layer has no flush
+ * notification that cluster/ can hear (the store's on_flushed goes to the server), so those two waits are
+ * polled by one timer every GR_FETCHER_POLL_MS while some partition waits on them; the same timer ends
+ * backoffs and, armed at 0 by gr_fetcher_add, sends the partitions an owner adds in one pass in one Fetch.
+ * With the fsync gate a connection's next Fetch waits until every partition on it that appended is durable.
+ * Entry points that free (gr_fetcher_remove emptying a connection) defer the connection's free while one of
+ * its callbacks runs.
+ * Read next: cluster/broker_client.h, partition/follower.c.
+ */
+#include "cluster/fetcher.h"
+
+#include <errno.h>
+#include <ev.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cluster/broker_client.h"
+#include "cluster/image.h"
+#include "common/limits.h"
+#include "common/log.h"
+#include "common/time.h"
+#include "partition/partition.h"
+#include "protocol/errors.h"
+#include "protocol/gen/messages.h"
+
+/* How often a partition waiting for fsync or for a truncation's file work is looked at again (ms). */
+#define GR_FETCHER_POLL_MS 1
+/* Delay before a partition whose append or truncation answered -EAGAIN is tried again (ms). */
+#define GR_FETCHER_RETRY_MS 10
+
+enum oor_phase { OOR_NONE = 0, OOR_LATEST, OOR_EARLIEST };
+enum trunc_kind { TRUNC_NONE = 0, TRUNC_TO, TRUNC_FULLY };
+
+struct fconn;
+
+struct fp {
+    struct gr_partition *part;
+    char *topic;
+    uint8_t topic_id[16];
+    int32_t partition, leader_id, leader_epoch, fetcher_id;
+    struct fconn *conn;
+    int req_idx;            /* its entry in conn's request, -1 when in none */
+    int64_t delay_until_ms; /* not fetched before (backoff), 0: none */
+    int64_t gate_end;       /* fsync gate: next fetch once durable >= this, -1 none */
+    enum oor_phase oor;     /* out of range: ListOffsets latest, then earliest */
+    int64_t oor_leader_end; /* the leader's log end offset (after OOR_LATEST) */
+    enum trunc_kind trunc;  /* a truncation to retry (-EAGAIN) */
+    int64_t trunc_offset;
+    bool fenced; /* FENCED_LEADER_EPOCH at its epoch: waits to be re-added */
+    bool failed; /* storage error: waits to be re-added */
+    struct fp *hnext;
+    struct fp *cprev, *cnext;
+};
+
+struct fentry {
+    struct fp *fp; /* NULL: removed or moved since sent */
+    int64_t fetch_offset;
+    int32_t leader_epoch;
+};
+
+struct fconn {
+    struct gr_fetcher *f;
+    int32_t leader_id, fetcher_id;
+    struct gr_broker_client_conn *bc_conn;
+    struct gr_broker_client_req *req; /* the request in flight, NULL none */
+    struct fentry *entries;           /* its partitions */
+    int entry_count, entry_cap;
+    int cursor; /* answer matching: where the next answered partition probably is */
+    struct fp *head, *tail;
+    int part_count;
+    bool busy; /* inside one of its callbacks: an empty connection is freed when it returns */
+    struct fconn *next;
+};
+
+struct gr_fetcher {
+    struct ev_loop *loop;
+    struct gr_broker_client *bc;
+    struct gr_image *img;
+    struct gr_fetcher_config cfg;
+    struct gr_fetcher_stats stats;
+    struct fp **buckets;
+    size_t bucket_count;
+    struct fconn *conns;
+    ev_timer timer;
+    const struct gr_msg_ops *fetch_ops, *list_ops;
+};
+
+/* ---- partitions by pointer ---- */
+
+static size_t bucket_of(const struct gr_fetcher *f, const struct gr_partition *part)
+{
+    uintptr_t h = (uintptr_t)part;
+    h ^= h >> 17;
+    h *= (uintptr_t)0x9E3779B97F4A7C15ull;
+    return (size_t)(h >> 7) & (f->bucket_count - 1);
+}
+
+static struct fp *fp_find(const struct gr_fetcher *f, const struct gr_partition *part)
+{
+    for (struct fp *fp = f->buckets[bucket_of(f, part)]; fp; fp = fp->hnext)
+        if (fp->part == part) return fp;
+    return NULL;
+}
+
+/* Doubles the bucket array when the table is fuller than one entry per bucket. 0 or -ENOMEM. */
+static int fp_table_grow(struct gr_fetcher *f)
+{
+    if ((size_t)f->stats.partitions < f->bucket_count) return 0;
+    size_t n = f->bucket_count * 2;
+    struct fp **b = calloc(n, sizeof *b);
+    if (!b) return -ENOMEM;
+    struct fp **old = f->buckets;
+    size_t old_n = f->bucket_count;
+    f->buckets = b;
+    f->bucket_count = n;
+    for (size_t i = 0; i < old_n; i++)
+        while (old[i]) {
+            struct fp *fp = old[i];
+            old[i] = fp->hnext;
+            size_t k = bucket_of(f, fp->part);
+            fp->hnext = b[k];
+            b[k] = fp;
+        }
+    free(old);
+    return 0;
+}
+
+static void fp_unhash(struct gr_fetcher *f, struct fp *fp)
+{
+    struct fp **pp = &f->buckets[bucket_of(f, fp->part)];
+    while (*pp != fp)
+        pp = &(*pp)->hnext;
+    *pp = fp->hnext;
+}
+
+/* ---- fetcher id (AbstractFetcherManager.getFetcherId) ---- */
+
+/* Java's String.hashCode over the topic name's bytes (Kafka topic names are ASCII: one UTF-16 unit each). */
+static int32_t java_string_hash(const char *s)
+{
+    uint32_t h = 0;
+    for (; *s; s++)
+        h = 31u * h + (uint8_t)*s;
+    return (int32_t)h;
+}
+
+/* abs(31 * topic.hashCode + partition) % num_fetchers, with Kafka's Utils.abs (MIN_VALUE gives 0). */
+static int32_t fetcher_id_of(const char *topic, int32_t partition, int32_t num_fetchers)
+{
+    int32_t v = (int32_t)(31u * (uint32_t)java_string_hash(topic) + (uint32_t)partition);
+    int32_t a = v == INT32_MIN ? 0 : v < 0 ? -v : v;
+    return a % num_fetchers;
+}
+
+/* ---- connections ---- */
+
+static void on_state(void *ctx, struct gr_broker_client_conn *conn, bool ready);
+static void conn_pump(struct fconn *c);
+static void timer_arm(struct gr_fetcher *f);
+
+static struct fconn *conn_get(struct gr_fetcher *f, int32_t leader_id, int32_t fetcher_id, int *rc)
+{
+    for (struct fconn *c = f->conns; c; c = c->next)
+        if (c->leader_id == leader_id && c->fetcher_id == fetcher_id) return c;
+    struct fconn *c = calloc(1, sizeof *c);
+    if (!c) {
+        *rc = -ENOMEM;
+        return NULL;
+    }
+    c->f = f;
+    c->leader_id = leader_id;
+    c->fetcher_id = fetcher_id;
+    const struct gr_msg_ops *apis[2] = {f->fetch_ops, f->list_ops};
+    c->bc_conn = gr_broker_client_open(f->bc, leader_id, GR_BROKER_CLIENT_REPLICA_FETCHER, fetcher_id, apis,
+                                       2, on_state, c, rc);
+    if (!c->bc_conn) {
+        free(c);
+        return NULL;
+    }
+    c->next = f->conns;
+    f->conns = c;
+    return c;
+}
+
+/* Closes and frees `c` (its request is dropped without a callback). */
+static void conn_free(struct fconn *c)
+{
+    struct gr_fetcher *f = c->f;
+    struct fconn **pp = &f->conns;
+    while (*pp != c)
+        pp = &(*pp)->next;
+    *pp = c->next;
+    gr_broker_client_close(c->bc_conn);
+    for (int i = 0; i < c->entry_count; i++)
+        if (c->entries[i].fp) c->entries[i].fp->req_idx = -1;
+    free(c->entries);
+    free(c);
+}
+
+static void conn_link(struct fconn *c, struct fp *fp)
+{
+    fp->conn = c;
+    fp->cnext = NULL;
+    fp->cprev = c->tail;
+    if (c->tail)
+        c->tail->cnext = fp;
+    else
+        c->head = fp;
+    c->tail = fp;
+    c->part_count++;
+}
+
+/* Takes `fp` off its connection (its entry in a request in flight is cleared); the connection is closed when
+   nothing is left on it. */
+static void conn_unlink(struct fp *fp)
+{
+    struct fconn *c = fp->conn;
+    if (!c) return;
+    if (fp->req_idx >= 0 && fp->req_idx < c->entry_count && c->entries[fp->req_idx].fp == fp)
+        c->entries[fp->req_idx].fp = NULL;
+    fp->req_idx = -1;
+    if (fp->cprev)
+        fp->cprev->cnext = fp->cnext;
+    else
+        c->head = fp->cnext;
+    if (fp->cnext)
+        fp->cnext->cprev = fp->cprev;
+    else
+        c->tail = fp->cprev;
+    fp->conn = NULL;
+    if (--c->part_count == 0 && !c->busy) conn_free(c);
+}
+
+/* ---- partition states ---- */
+
+static const char *err_text(int err)
+{
+    return strerror(err < 0 ? -err : err);
+}
+
+/* A storage error (Kafka's markPartitionFailed): not fetched again until re-added; logged once. */
+static void fp_fail(struct gr_fetcher *f, struct fp *fp, const char *what, int err)
+{
+    if (fp->failed) return;
+    fp->failed = true;
+    f->stats.failed_partitions++;
+    GR_ERROR("fetcher: %s-%" PRId32 " marked failed: %s: %s", fp->topic, fp->partition, what, err_text(err));
+}
+
+static void fp_delay(struct fp *fp, int64_t ms)
+{
+    int64_t until = gr_time_mono_ms() + ms;
+    if (fp->delay_until_ms < until) fp->delay_until_ms = until;
+}
+
+/* Runs a truncation (Partition.truncateTo / truncateFullyAndStartAt); -EAGAIN keeps it to retry later.
+   Returns 0 when done, 1 when waiting, -1 when the partition failed. */
+static int fp_truncate(struct gr_fetcher *f, struct fp *fp, enum trunc_kind kind, int64_t offset)
+{
+    struct gr_log *log = gr_partition_log(fp->part);
+    int64_t end = gr_log_end_offset(log);
+    int rc = kind == TRUNC_FULLY ? gr_partition_truncate_fully_and_start_at(fp->part, offset)
+                                 : gr_partition_truncate_to(fp->part, offset);
+    fp->trunc = TRUNC_NONE;
+    if (rc == -EAGAIN) {
+        fp->trunc = kind;
+        fp->trunc_offset = offset;
+        fp_delay(fp, GR_FETCHER_RETRY_MS);
+        return 1;
+    }
+    if (rc < 0) {
+        fp_fail(f, fp, "truncation", rc);
+        return -1;
+    }
+    if (kind == TRUNC_FULLY || offset < end) {
+        f->stats.truncations++;
+        GR_INFO("fetcher: %s-%" PRId32 " truncated %s %" PRId64 " (log end offset was %" PRId64 ")",
+                fp->topic, fp->partition, kind == TRUNC_FULLY ? "fully, restarting at" : "to", offset, end);
+    }
+    fp->gate_end = -1;
+    return 0;
+}
+
+/* Whether the fsync gate or a truncation's file work still holds `fp` (the poll timer looks again). */
+static bool fp_waiting_disk(struct gr_fetcher *f, struct fp *fp)
+{
+    struct gr_log *log = gr_partition_log(fp->part);
+    if (gr_log_truncation_pending(log)) return true;
+    if (fp->gate_end >= 0) {
+        if (!f->cfg.fsync_gate || gr_log_offline(log) || gr_log_durable_offset(log) >= fp->gate_end ||
+            gr_log_end_offset(log) < fp->gate_end)
+            fp->gate_end = -1;
+    }
+    return fp->gate_end >= 0;
+}
+
+/* Whether `fp` may go in the next request now (a truncation waiting for a retry is tried first). */
+static bool fp_ready(struct gr_fetcher *f, struct fp *fp, int64_t now)
+{
+    if (fp->fenced || fp->failed || fp->req_idx >= 0 || fp->oor != OOR_NONE || fp->delay_until_ms > now)
+        return false;
+    if (fp->trunc != TRUNC_NONE && fp_truncate(f, fp, fp->trunc, fp->trunc_offset) != 0) return false;
+    return !fp_waiting_disk(f, fp);
+}
+
+/* ---- requests ---- */
+
+static int entries_reserve(struct fconn *c, int n)
+{
+    if (n <= c->entry_cap) return 0;
+    struct fentry *e = realloc(c->entries, sizeof *e * (size_t)n);
+    if (!e) return -ENOMEM;
+    c->entries = e;
+    c->entry_cap = n;
+    return 0;
+}
+
+static int64_t own_broker_epoch(const struct gr_fetcher *f)
+{
+    const struct gr_image_broker *br = gr_image_broker(f->img, f->cfg.node_id);
+    return br ? br->epoch : -1;
+}
+
+/* The epoch of the local log's last batch (LastFetchedEpoch, KIP-320), -1 when the log is empty. */
+static int32_t last_fetched_epoch(struct gr_log *log)
+{
+    int64_t end = gr_log_end_offset(log);
+    return end > gr_log_start_offset(log) ? gr_log_epoch_for_offset(log, end - 1) : -1;
+}
+
+static void on_fetch(void *ctx, enum gr_broker_client_status st, const void *resp, int16_t version,
+                     struct gr_broker_client_answer *ans);
+static void on_list(void *ctx, enum gr_broker_client_status st, const void *resp, int16_t version,
+                    struct gr_broker_client_answer *ans);
+
+/* Fills one Fetch partition for `fp` and its entry. */
+static void fetch_partition(struct fconn *c, struct fp *fp, struct gr_fetch_request_fetch_partition *p)
+{
+    struct gr_fetcher *f = c->f;
+    struct gr_log *log = gr_partition_log(fp->part);
+    gr_fetch_request_fetch_partition_init(p);
+    p->partition = fp->partition;
+    p->current_leader_epoch = fp->leader_epoch;
+    p->fetch_offset = gr_log_end_offset(log);
+    p->last_fetched_epoch = last_fetched_epoch(log);
+    p->log_start_offset = gr_log_start_offset(log);
+    p->partition_max_bytes = f->cfg.partition_max_bytes;
+    fp->req_idx = c->entry_count;
+    c->entries[c->entry_count++] = (struct fentry){fp, p->fetch_offset, fp->leader_epoch};
+}
+
+/* Groups the ready partitions by topic (consecutive ones of one topic share a topic entry). */
+static int fetch_topics(struct fconn *c, struct gr_fetch_request_fetch_topic *topics,
+                        struct gr_fetch_request_fetch_partition *parts, int64_t now, bool *zero_id)
+{
+    int nt = 0;
+    struct fp *prev = NULL;
+    static const uint8_t zero[16];
+    for (struct fp *fp = c->head; fp; fp = fp->cnext) {
+        if (!fp_ready(c->f, fp, now)) continue;
+        if (!prev || strcmp(prev->topic, fp->topic) != 0) {
+            struct gr_fetch_request_fetch_topic *t = &topics[nt++];
+            gr_fetch_request_fetch_topic_init(t);
+            t->topic = gr_str_c(fp->topic);
+            memcpy(t->topic_id.b, fp->topic_id, 16);
+            t->partitions.items = &parts[c->entry_count];
+            t->partitions.count = 0;
+            if (!memcmp(fp->topic_id, zero, 16)) *zero_id = true;
+        }
+        fetch_partition(c, fp, &parts[c->entry_count]);
+        topics[nt - 1].partitions.count++;
+        prev = fp;
+    }
+    return nt;
+}
+
+/* Every partition of the request just built is released (it was not sent). */
+static void entries_drop(struct fconn *c)
+{
+    for (int i = 0; i < c->entry_count; i++)
+        if (c->entries[i].fp) c->entries[i].fp->req_idx = -1;
+    c->entry_count = 0;
+}
+
+/* Sends one Fetch with every ready partition of `c` (AbstractFetcherThread.maybeFetch, buildFetch). */
+static void send_fetch(struct fconn *c, int64_t now)
+{
+    struct gr_fetcher *f = c->f;
+    int n = c->part_count;
+    struct gr_fetch_request_fetch_topic *topics = malloc(sizeof *topics * (size_t)n);
+    struct gr_fetch_request_fetch_partition *parts = malloc(sizeof *parts * (size_t)n);
+    if (!topics || !parts || entries_reserve(c, n) < 0) goto out;
+    bool zero_id = false;
+    c->entry_count = 0;
+    int nt = fetch_topics(c, topics, parts, now, &zero_id);
+    if (c->entry_count == 0) goto out;
+    int16_t version = gr_broker_client_version(c->bc_conn, f->fetch_ops);
+    if (zero_id && version > 12) version = 12; /* topic names: Kafka's buildFetch without topic ids */
+    struct gr_fetch_request req;
+    gr_fetch_request_init(&req);
+    req.replica_id = f->cfg.node_id;
+    req.replica_state.replica_id = f->cfg.node_id;
+    req.replica_state.replica_epoch = own_broker_epoch(f);
+    req.max_wait_ms = f->cfg.max_wait_ms;
+    req.min_bytes = f->cfg.min_bytes;
+    req.max_bytes = f->cfg.response_max_bytes;
+    req.isolation_level = 0;
+    req.session_id = 0;
+    req.session_epoch = -1; /* no fetch session (KIP-227 is issue #24) */
+    req.topics.items = topics;
+    req.topics.count = nt;
+    int rc = 0;
+    if (version >= 12)
+        c->req = gr_broker_client_send(c->bc_conn, f->fetch_ops, version, &req, 0, on_fetch, c, &rc);
+    if (!c->req) {
+        GR_WARN_RATELIMITED("fetcher: Fetch to broker %" PRId32 " not sent (version %d): %s", c->leader_id,
+                            version, version >= 12 ? err_text(rc) : "the leader serves no Fetch v12+");
+        for (int i = 0; i < c->entry_count; i++)
+            fp_delay(c->entries[i].fp, f->cfg.backoff_ms);
+        entries_drop(c);
+        goto out;
+    }
+    c->cursor = 0;
+    f->stats.fetches_sent++;
+out:
+    free(topics);
+    free(parts);
+}
+
+/* Whether `fp` waits for a ListOffsets answer (out of range) and may ask now. */
+static bool listable(const struct fp *fp, int64_t now)
+{
+    return fp->oor != OOR_NONE && !fp->fenced && !fp->failed && fp->delay_until_ms <= now;
+}
+
+/* Fills the ListOffsets topics and partitions (latest or earliest by each one's phase) and the entries of
+   `c`'s request; returns the topic count. */
+static int list_topics(struct fconn *c, struct gr_list_offsets_request_list_offsets_topic *topics,
+                       struct gr_list_offsets_request_list_offsets_partition *parts, int64_t now)
+{
+    int nt = 0;
+    struct fp *prev = NULL;
+    c->entry_count = 0;
+    for (struct fp *fp = c->head; fp; fp = fp->cnext) {
+        if (!listable(fp, now)) continue;
+        if (!prev || strcmp(prev->topic, fp->topic) != 0) {
+            gr_list_offsets_request_list_offsets_topic_init(&topics[nt]);
+            topics[nt].name = gr_str_c(fp->topic);
+            topics[nt].partitions.items = &parts[c->entry_count];
+            topics[nt++].partitions.count = 0;
+        }
+        struct gr_list_offsets_request_list_offsets_partition *p = &parts[c->entry_count];
+        gr_list_offsets_request_list_offsets_partition_init(p);
+        p->partition_index = fp->partition;
+        p->current_leader_epoch = fp->leader_epoch;
+        p->timestamp = fp->oor == OOR_LATEST ? -1 : -2; /* ListOffsets LATEST / EARLIEST */
+        topics[nt - 1].partitions.count++;
+        fp->req_idx = c->entry_count;
+        c->entries[c->entry_count++] = (struct fentry){fp, p->timestamp, fp->leader_epoch};
+        prev = fp;
+    }
+    return nt;
+}
+
+/* Sends one ListOffsets for the out-of-range partitions of `c` (RemoteLeaderEndPoint.fetchLatestOffset /
+   fetchEarliestOffset, ReplicaId = this broker: the leader answers its log end offset, not its high
+   watermark). Returns whether one was sent. */
+static bool send_list(struct fconn *c, int64_t now)
+{
+    struct gr_fetcher *f = c->f;
+    int n = 0;
+    for (struct fp *fp = c->head; fp; fp = fp->cnext)
+        n += listable(fp, now);
+    if (n == 0) return false;
+    struct gr_list_offsets_request_list_offsets_topic *topics = malloc(sizeof *topics * (size_t)n);
+    struct gr_list_offsets_request_list_offsets_partition *parts = malloc(sizeof *parts * (size_t)n);
+    bool sent = false;
+    if (!topics || !parts || entries_reserve(c, n) < 0) goto out;
+    struct gr_list_offsets_request req;
+    gr_list_offsets_request_init(&req);
+    req.replica_id = f->cfg.node_id;
+    req.isolation_level = 0;
+    req.topics.count = list_topics(c, topics, parts, now);
+    req.topics.items = topics;
+    int rc = 0;
+    int16_t version = gr_broker_client_version(c->bc_conn, f->list_ops);
+    c->req = gr_broker_client_send(c->bc_conn, f->list_ops, version, &req, 0, on_list, c, &rc);
+    if (!c->req) {
+        for (int i = 0; i < c->entry_count; i++)
+            fp_delay(c->entries[i].fp, f->cfg.backoff_ms);
+        entries_drop(c);
+        goto out;
+    }
+    c->cursor = 0;
+    sent = true;
+out:
+    free(topics);
+    free(parts);
+    return sent;
+}
+
+/* Whether a partition of `c` waits for the fsync of what it appended: the connection's next Fetch waits for
+   it too (fsyncs are short; a Fetch sent without it would hold it back for up to replica.fetch.wait.max.ms).
+ */
+static bool conn_gated(struct fconn *c)
+{
+    for (struct fp *fp = c->head; fp; fp = fp->cnext)
+        if (fp->gate_end >= 0 && !fp->fenced && !fp->failed && fp_waiting_disk(c->f, fp)) return true;
+    return false;
+}
+
+/* Sends the next request of `c` when it is ready and idle: ListOffsets first, else Fetch. */
+static void conn_pump(struct fconn *c)
+{
+    if (c->req || c->part_count == 0 || !gr_broker_client_ready(c->bc_conn)) return;
+    int64_t now = gr_time_mono_ms();
+    if (!send_list(c, now) && !conn_gated(c)) send_fetch(c, now);
+}
+
+static void pump_all(struct gr_fetcher *f)
+{
+    /* a pump may free no connection (only unlink does), so the list is stable here */
+    for (struct fconn *c = f->conns; c; c = c->next)
+        conn_pump(c);
+    timer_arm(f);
+}
+
+/* Ends the request of `c` (its entries released) at the end of its callback; frees `c` when the callback
+   took its last partition away. */
+static void request_done(struct fconn *c)
+{
+    struct gr_fetcher *f = c->f;
+    entries_drop(c);
+    c->req = NULL;
+    c->busy = false;
+    if (c->part_count == 0) conn_free(c);
+    pump_all(f);
+}
+
+/* The entry answering (topic by id or name, partition), or NULL; each entry answers once. */
+static struct fentry *entry_match(struct fconn *c, const uint8_t *topic_id, struct gr_str topic,
+                                  int32_t partition)
+{
+    for (int k = 0; k < c->entry_count; k++) {
+        int i = (c->cursor + k) % c->entry_count;
+        struct fentry *e = &c->entries[i];
+        if (!e->fp || e->fp->partition != partition) continue;
+        if (topic_id ? memcmp(e->fp->topic_id, topic_id, 16) != 0 : !gr_str_eq_c(topic, e->fp->topic))
+            continue;
+        c->cursor = i + 1;
+        return e;
+    }
+    return NULL;
+}
+
+static void conn_failed_all(struct fconn *c)
+{
+    for (int i = 0; i < c->entry_count; i++)
+        if (c->entries[i].fp) fp_delay(c->entries[i].fp, c->f->cfg.backoff_ms);
+}
+
+/* ---- Fetch answers (AbstractFetcherThread.processFetchRequest) ---- */
+
+/* The offset to truncate to on a DivergingEpoch (AbstractFetcherThread.getOffsetTruncationState). */
+static int64_t diverging_target(struct fp *fp, int64_t fetch_offset, int32_t leader_epoch, int64_t leader_end)
+{
+    struct gr_log *log = gr_partition_log(fp->part);
+    int64_t leo = gr_log_end_offset(log);
+    if (leader_end < 0) return fetch_offset;
+    if (leader_epoch < 0) return leader_end < leo ? leader_end : leo;
+    int64_t end;
+    int32_t epoch;
+    if (gr_log_end_offset_for_epoch(log, leader_epoch, &end, &epoch) == 0) {
+        if (epoch == leader_epoch && leader_end < end) end = leader_end;
+        return end < leo ? end : leo;
+    }
+    /* below the first epoch known here: LeaderEpochFileCache.endOffsetFor answers the first entry's start
+       (the log start offset, the cache being cut there); above the latest: the leader's end offset */
+    int32_t first = gr_log_epoch_for_offset(log, gr_log_start_offset(log));
+    if (first >= 0 && leader_epoch < first)
+        end = gr_log_start_offset(log);
+    else
+        end = leader_end;
+    if (end > leader_end) end = leader_end;
+    return end < leo ? end : leo;
+}
+
+/* Appends an answer's records and takes the leader's log start offset and high watermark
+   (ReplicaFetcherThread.processPartitionData). */
+static void take_records(struct gr_fetcher *f, struct fp *fp,
+                         const struct gr_fetch_response_partition_data *p)
+{
+    struct gr_log *log = gr_partition_log(fp->part);
+    int32_t len = gr_records_len(p->records);
+    if (len > 0) {
+        if (p->records.kind != GR_RECORDS_MEM) return;
+        struct gr_append_result res = {.base_offset = -1, .last_offset = -1};
+        int rc = gr_partition_append_as_follower(fp->part, p->records.mem.ptr, (size_t)len, fp->leader_epoch,
+                                                 &res);
+        if (rc == 0) f->stats.batches_bytes += len;
+        if (rc == -EAGAIN) {
+            fp_delay(fp, GR_FETCHER_RETRY_MS);
+            return;
+        }
+        if (rc == -EBADMSG || rc == -ESTALE || rc == -EPERM) { /* Kafka: CorruptRecordException: retried */
+            GR_WARN_RATELIMITED("fetcher: %s-%" PRId32 ": records from broker %" PRId32 " not appended: %s",
+                                fp->topic, fp->partition, fp->leader_id, err_text(rc));
+            fp_delay(fp, f->cfg.backoff_ms);
+            return;
+        }
+        if (rc < 0) {
+            fp_fail(f, fp, "append", rc);
+            return;
+        }
+        if (f->cfg.fsync_gate && gr_log_durable_offset(log) < gr_log_end_offset(log)) {
+            fp->gate_end = gr_log_end_offset(log);
+            gr_log_flush_async(log);
+        }
+    }
+    if (p->log_start_offset >= 0) {
+        int rc = gr_partition_raise_log_start_offset(fp->part, p->log_start_offset);
+        if (rc < 0 && rc != -EAGAIN && rc != -EPERM) fp_fail(f, fp, "log start offset", rc);
+    }
+    if (p->high_watermark >= 0) gr_partition_set_follower_high_watermark(fp->part, p->high_watermark);
+}
+
+static void take_partition(struct gr_fetcher *f, struct fentry *e,
+                           const struct gr_fetch_response_partition_data *p)
+{
+    struct fp *fp = e->fp;
+    if (e->leader_epoch != fp->leader_epoch ||
+        e->fetch_offset != gr_log_end_offset(gr_partition_log(fp->part)))
+        return; /* the log moved meanwhile: refetched from where it is */
+    switch (p->error_code) {
+    case GR_ERR_NONE:
+        if (p->diverging_epoch.epoch >= 0 || p->diverging_epoch.end_offset >= 0) {
+            int64_t to = diverging_target(fp, e->fetch_offset, p->diverging_epoch.epoch,
+                                          p->diverging_epoch.end_offset);
+            fp_truncate(f, fp, TRUNC_TO, to); /* records and watermarks wait for the next fetch, as Kafka */
+            return;
+        }
+        take_records(f, fp, p);
+        return;
+    case GR_ERR_OFFSET_OUT_OF_RANGE:
+        fp->oor = OOR_LATEST;
+        return;
+    case GR_ERR_FENCED_LEADER_EPOCH: /* AbstractFetcherThread.onPartitionFenced */
+        fp->fenced = true;
+        GR_INFO("fetcher: %s-%" PRId32 ": leader epoch %" PRId32 " fenced by broker %" PRId32
+                "; waiting for a newer one",
+                fp->topic, fp->partition, fp->leader_epoch, fp->leader_id);
+        return;
+    default: /* UNKNOWN_LEADER_EPOCH, NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_*, ...: retried after the backoff
+              */
+        GR_WARN_RATELIMITED("fetcher: %s-%" PRId32 ": error %d from broker %" PRId32, fp->topic,
+                            fp->partition, (int)p->error_code, fp->leader_id);
+        fp_delay(fp, f->cfg.backoff_ms);
+        return;
+    }
+}
+
+static void on_fetch(void *ctx, enum gr_broker_client_status st, const void *resp, int16_t version,
+                     struct gr_broker_client_answer *ans)
+{
+    (void)ans;
+    struct fconn *c = ctx;
+    struct gr_fetcher *f = c->f;
+    const struct gr_fetch_response *r = resp;
+    c->busy = true;
+    if (st != GR_BROKER_CLIENT_OK || r->error_code != GR_ERR_NONE) {
+        GR_WARN_RATELIMITED("fetcher: Fetch to broker %" PRId32 " failed: status %d error %d", c->leader_id,
+                            (int)st, st == GR_BROKER_CLIENT_OK ? (int)r->error_code : 0);
+        conn_failed_all(c);
+    } else {
+        for (int32_t t = 0; t < r->responses.count; t++) {
+            const struct gr_fetch_response_fetchable_topic_response *tr = &r->responses.items[t];
+            for (int32_t i = 0; i < tr->partitions.count; i++) {
+                const struct gr_fetch_response_partition_data *p = &tr->partitions.items[i];
+                struct fentry *e =
+                    entry_match(c, version >= 13 ? tr->topic_id.b : NULL, tr->topic, p->partition_index);
+                if (!e) continue; /* not asked, answered twice, or removed since */
+                struct fp *fp = e->fp;
+                e->fp = NULL;
+                fp->req_idx = -1;
+                take_partition(f, &(struct fentry){fp, e->fetch_offset, e->leader_epoch}, p);
+            }
+        }
+    }
+    request_done(c);
+}
+
+/* ---- ListOffsets answers (AbstractFetcherThread.fetchOffsetAndTruncate) ---- */
+
+static void take_offset(struct gr_fetcher *f, struct fp *fp,
+                        const struct gr_list_offsets_response_list_offsets_partition_response *p)
+{
+    struct gr_log *log = gr_partition_log(fp->part);
+    int64_t leo = gr_log_end_offset(log);
+    if (p->error_code == GR_ERR_FENCED_LEADER_EPOCH) {
+        fp->fenced = true;
+        return;
+    }
+    if (p->error_code != GR_ERR_NONE || p->offset < 0) {
+        fp_delay(fp, f->cfg.backoff_ms);
+        return;
+    }
+    if (fp->oor == OOR_LATEST) {
+        fp->oor_leader_end = p->offset;
+        if (p->offset < leo) { /* an unclean election: the leader has less */
+            fp->oor = OOR_NONE;
+            fp_truncate(f, fp, TRUNC_TO, p->offset);
+        } else {
+            fp->oor = OOR_EARLIEST;
+        }
+        return;
+    }
+    fp->oor = OOR_NONE;
+    if (p->offset > leo) fp_truncate(f, fp, TRUNC_FULLY, p->offset); /* behind the leader's log start */
+}
+
+static void on_list(void *ctx, enum gr_broker_client_status st, const void *resp, int16_t version,
+                    struct gr_broker_client_answer *ans)
+{
+    (void)ans;
+    (void)version;
+    struct fconn *c = ctx;
+    struct gr_fetcher *f = c->f;
+    const struct gr_list_offsets_response *r = resp;
+    c->busy = true;
+    if (st != GR_BROKER_CLIENT_OK) {
+        conn_failed_all(c);
+    } else {
+        for (int32_t t = 0; t < r->topics.count; t++) {
+            const struct gr_list_offsets_response_list_offsets_topic_response *tr = &r->topics.items[t];
+            for (int32_t i = 0; i < tr->partitions.count; i++) {
+                const struct gr_list_offsets_response_list_offsets_partition_response *p =
+                    &tr->partitions.items[i];
+                struct fentry *e = entry_match(c, NULL, tr->name, p->partition_index);
+                if (!e) continue;
+                struct fp *fp = e->fp;
+                e->fp = NULL;
+                fp->req_idx = -1;
+                if (e->leader_epoch == fp->leader_epoch && fp->oor != OOR_NONE) take_offset(f, fp, p);
+            }
+        }
+    }
+    request_done(c);
+}
+
+static void on_state(void *ctx, struct gr_broker_client_conn *conn, bool ready)
+{
+    (void)conn;
+    struct fconn *c = ctx;
+    if (ready) pump_all(c->f);
+}
+
+/* ---- the poll timer ---- */
+
+/* Arms the timer for the earliest moment a waiting partition may become ready: GR_FETCHER_POLL_MS while one
+   waits on the disk, else its delay's end; stopped when none waits. */
+static void timer_arm(struct gr_fetcher *f)
+{
+    int64_t now = gr_time_mono_ms(), wake = INT64_MAX;
+    for (struct fconn *c = f->conns; c; c = c->next) {
+        if (c->req || !gr_broker_client_ready(c->bc_conn)) continue; /* its answer or readiness pumps it */
+        for (struct fp *fp = c->head; fp; fp = fp->cnext) {
+            if (fp->fenced || fp->failed) continue;
+            int64_t at = fp->delay_until_ms > now ? fp->delay_until_ms : now + GR_FETCHER_POLL_MS;
+            if (fp->delay_until_ms <= now && fp->trunc == TRUNC_NONE && !fp_waiting_disk(f, fp)) continue;
+            if (at < wake) wake = at;
+        }
+    }
+    ev_timer_stop(f->loop, &f->timer);
+    if (wake == INT64_MAX) return;
+    ev_timer_set(&f->timer, (double)(wake - now) / 1000.0, 0.0);
+    ev_timer_start(f->loop, &f->timer);
+}
+
+/* Pumps from the loop's next iteration: an owner adding many partitions in one pass gets them into one Fetch
+   per connection. */
+static void kick(struct gr_fetcher *f)
+{
+    ev_timer_stop(f->loop, &f->timer);
+    ev_timer_set(&f->timer, 0.0, 0.0);
+    ev_timer_start(f->loop, &f->timer);
+}
+
+static void on_timer(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    (void)loop;
+    (void)revents;
+    pump_all(w->data);
+}
+
+/* ---- the interface ---- */
+
+/* The codec's request row named `name` (protocol/gen/messages.h). */
+static const struct gr_msg_ops *request_row(const char *name)
+{
+    for (int i = 0; i < gr_msg_ops_count; i++)
+        if (!strcmp(gr_msg_ops_table[i].name, name)) return &gr_msg_ops_table[i];
+    return NULL;
+}
+
+struct gr_fetcher *gr_fetcher_new(struct ev_loop *loop, struct gr_broker_client *bc, struct gr_image *img,
+                                  const struct gr_fetcher_config *cfg, char *err, size_t err_len)
+{
+    const char *bad = !loop || !bc || !img || !cfg ? "missing argument"
+                      : cfg->node_id < 0           ? "node.id < 0"
+                      : cfg->num_fetchers < 1 || cfg->num_fetchers > GR_REPLICA_FETCHERS_MAX
+                          ? "num.replica.fetchers"
+                      : cfg->max_wait_ms < 0         ? "replica.fetch.wait.max.ms"
+                      : cfg->min_bytes < 0           ? "replica.fetch.min.bytes"
+                      : cfg->partition_max_bytes < 1 ? "replica.fetch.max.bytes"
+                      : cfg->response_max_bytes < 1  ? "replica.fetch.response.max.bytes"
+                      : cfg->backoff_ms < 0          ? "replica.fetch.backoff.ms"
+                                                     : NULL;
+    if (bad) {
+        snprintf(err, err_len, "fetcher: bad config: %s", bad);
+        return NULL;
+    }
+    struct gr_fetcher *f = calloc(1, sizeof *f);
+    if (f) f->buckets = calloc(64, sizeof *f->buckets);
+    if (!f || !f->buckets) {
+        free(f);
+        snprintf(err, err_len, "fetcher: out of memory");
+        return NULL;
+    }
+    f->bucket_count = 64;
+    f->loop = loop;
+    f->bc = bc;
+    f->img = img;
+    f->cfg = *cfg;
+    f->fetch_ops = request_row("fetch_request");
+    f->list_ops = request_row("list_offsets_request");
+    ev_timer_init(&f->timer, on_timer, 0.0, 0.0);
+    f->timer.data = f;
+    return f;
+}
+
+static void fp_free(struct gr_fetcher *f, struct fp *fp)
+{
+    conn_unlink(fp);
+    fp_unhash(f, fp);
+    f->stats.partitions--;
+    free(fp->topic);
+    free(fp);
+}
+
+void gr_fetcher_free(struct gr_fetcher *f)
+{
+    if (!f) return;
+    ev_timer_stop(f->loop, &f->timer);
+    for (size_t i = 0; i < f->bucket_count; i++)
+        while (f->buckets[i])
+            fp_free(f, f->buckets[i]);
+    while (f->conns)
+        conn_free(f->conns);
+    free(f->buckets);
+    free(f);
+}
+
+/* Points `fp` at (leader, epoch): a new fetch state (AbstractFetcherThread.partitionFetchState), on the
+   connection of (leader, fetcher id). */
+static int fp_move(struct gr_fetcher *f, struct fp *fp, int32_t leader_id, int32_t leader_epoch)
+{
+    int rc = 0;
+    struct fconn *c = conn_get(f, leader_id, fp->fetcher_id, &rc);
+    if (!c) return rc;
+    if (c != fp->conn) {
+        conn_unlink(fp); /* after conn_get: a connection left empty closes, the new one stays */
+        conn_link(c, fp);
+    } else if (fp->req_idx >= 0) { /* same connection, new epoch: the answer in flight is ignored */
+        c->entries[fp->req_idx].fp = NULL;
+        fp->req_idx = -1;
+    }
+    fp->leader_id = leader_id;
+    fp->leader_epoch = leader_epoch;
+    fp->delay_until_ms = 0;
+    fp->gate_end = -1;
+    fp->oor = OOR_NONE;
+    fp->trunc = TRUNC_NONE;
+    return 0;
+}
+
+int gr_fetcher_add(struct gr_fetcher *f, struct gr_partition *part, const char *topic,
+                   const uint8_t topic_id[16], int32_t partition, int32_t leader_id, int32_t leader_epoch)
+{
+    if (!f || !part || !topic || !*topic || strlen(topic) > GR_TOPIC_NAME_BYTES_MAX || !topic_id ||
+        partition < 0 || leader_id < 0 || leader_id == f->cfg.node_id || leader_epoch < 0)
+        return -EINVAL;
+    struct fp *fp = fp_find(f, part);
+    if (fp && (fp->leader_id != leader_id || fp->leader_epoch != leader_epoch)) {
+        int rc = fp_move(f, fp, leader_id, leader_epoch);
+        if (rc < 0) return rc;
+    }
+    if (fp) {
+        fp->fenced = fp->failed = false;
+        kick(f);
+        return 0;
+    }
+    if (f->stats.partitions >= GR_FETCHER_PARTITIONS_MAX) return -ENOSPC;
+    if (fp_table_grow(f) < 0 || !(fp = calloc(1, sizeof *fp)) || !(fp->topic = strdup(topic))) {
+        if (fp) free(fp);
+        return -ENOMEM;
+    }
+    fp->part = part;
+    memcpy(fp->topic_id, topic_id, 16);
+    fp->partition = partition;
+    fp->fetcher_id = fetcher_id_of(topic, partition, f->cfg.num_fetchers);
+    fp->req_idx = -1;
+    fp->leader_id = -1;
+    int rc = fp_move(f, fp, leader_id, leader_epoch);
+    if (rc < 0) {
+        free(fp->topic);
+        free(fp);
+        return rc;
+    }
+    size_t k = bucket_of(f, part);
+    fp->hnext = f->buckets[k];
+    f->buckets[k] = fp;
+    f->stats.partitions++;
+    kick(f);
+    return 0;
+}
+
+void gr_fetcher_remove(struct gr_fetcher *f, struct gr_partition *part)
+{
+    struct fp *fp = f ? fp_find(f, part) : NULL;
+    if (!fp) return;
+    fp_free(f, fp);
+    timer_arm(f);
+}
+
+bool gr_fetcher_active(const struct gr_fetcher *f, const struct gr_partition *part)
+{
+    const struct fp *fp = fp_find(f, part);
+    return fp && !fp->failed && !fp->fenced;
+}
+
+const struct gr_fetcher_stats *gr_fetcher_stats(const struct gr_fetcher *f)
+{
+    return &f->stats;
+}
