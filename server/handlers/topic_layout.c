@@ -24,6 +24,7 @@ int16_t gr_topic_rf_check(struct gr_req *req, int32_t rf, const char **msg)
 }
 
 /* A message for the answer, formatted into the request's arena (NULL when out of memory). */
+static const char *req_msgf(struct gr_req *req, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static const char *req_msgf(struct gr_req *req, const char *fmt, ...)
 {
     char buf[200];
