@@ -20,7 +20,8 @@
  * the image completes it if the txn landed after all, else REQUEST_TIMED_OUT (await_lost).
  *
  * Invariants: a change is in exactly one of: an etcd request in flight (ereq), the wait list (waiting), or
- * completed and freed; `pending` counts changes not completed. Stage 1 refuses more than one replica.
+ * completed and freed; `pending` counts changes not completed. More than one replica only with
+ * replication_enabled (gregor.cluster.replication.enable); new partitions take the topic's factor.
  * Read next: cluster/topic_writer.h, cluster/etcd.h, cluster/values.h, cluster/placement.h.
  */
 #include <errno.h>
@@ -316,7 +317,7 @@ static void on_image(void *ctx, struct gr_image *img)
 
 /* ---- the record ---- */
 
-/* Places `count` partitions of one replica over the image's live brokers into `out`. Returns 0, or a
+/* Places `count` partitions of c->rf replicas over the image's live brokers into `out`. Returns 0, or a
  * Kafka error code with c->msg set. */
 static int16_t place(struct change *c, int32_t count, int32_t *out)
 {
@@ -340,10 +341,18 @@ static int16_t place(struct change *c, int32_t count, int32_t *out)
     return GR_ERR_NONE;
 }
 
-/* Checks a client's assignment: every node a live broker. Returns 0 or INVALID_REPLICA_ASSIGNMENT. */
+/* Checks a client's assignment (rows of c->rf node ids): every node a live broker, none twice in a row
+ * (Kafka's ReplicationControlManager.validateManualPartitionAssignment). Returns 0 or
+ * INVALID_REPLICA_ASSIGNMENT. */
 static int16_t check_assignment(struct change *c, const int32_t *ids, int32_t count)
 {
     for (int32_t i = 0; i < count; i++) {
+        for (int32_t j = i - i % c->rf; j < i; j++)
+            if (ids[j] == ids[i])
+                return snprintf(c->msg, sizeof c->msg,
+                                "The manual partition assignment includes the broker %d more than once.",
+                                ids[i]),
+                       GR_ERR_INVALID_REPLICA_ASSIGNMENT;
         const struct gr_image_broker *br = gr_image_broker(c->w->cfg.image, ids[i]);
         if (!br || br->fenced) {
             snprintf(c->msg, sizeof c->msg,
@@ -466,6 +475,8 @@ static int16_t apply(struct change *c, struct gr_cluster_topic *rec)
                    "Attempted to add %d additional partition(s), but only %d assignment(s) were specified.",
                    added, c->assignment_count),
                GR_ERR_INVALID_REPLICA_ASSIGNMENT;
+    int32_t topic_rf = cur > 0 ? rec->partitions[0].replica_count : 1; /* Kafka: partition 0's */
+    if (!c->assignment) c->rf = topic_rf;                              /* placed with the topic's factor */
     int32_t *ids = c->assignment ? c->assignment : calloc((size_t)added * (size_t)c->rf, sizeof *ids);
     struct gr_cluster_assignment *grown = realloc(rec->partitions, (size_t)c->total * sizeof *grown);
     if (!ids || !grown) {
@@ -475,6 +486,13 @@ static int16_t apply(struct change *c, struct gr_cluster_topic *rec)
     }
     rec->partitions = grown;
     int16_t code = c->assignment ? check_assignment(c, ids, added * c->rf) : place(c, added, ids);
+    if (!code && c->rf != topic_rf) /* validateManualPartitionAssignment's last check */
+        code =
+            (int16_t)(snprintf(c->msg, sizeof c->msg,
+                               "The manual partition assignment includes a partition with %d replica(s), but "
+                               "this is not consistent with previous partitions, which have %d replica(s).",
+                               c->rf, topic_rf),
+                      GR_ERR_INVALID_REPLICA_ASSIGNMENT);
     for (int32_t p = 0; p < added && !code; p++) {
         grown[cur + p].replica_count = c->rf;
         memcpy(grown[cur + p].replicas, ids + (size_t)p * (size_t)c->rf, (size_t)c->rf * sizeof *ids);
@@ -542,7 +560,7 @@ static int16_t create_checks(struct change *c, const struct gr_topic_create_args
         return snprintf(c->msg, sizeof c->msg, "Number of partitions must be between 1 and %d",
                         GR_PARTITIONS_PER_TOPIC_MAX),
                GR_ERR_INVALID_PARTITIONS;
-    if (!GR_CLUSTER_REPLICATION_ENABLED && c->rf > 1)
+    if (!c->w->cfg.replication_enabled && c->rf > 1)
         return snprintf(c->msg, sizeof c->msg, GR_TOPIC_WRITER_RF_FMT, c->rf),
                GR_ERR_INVALID_REPLICATION_FACTOR;
     if (a->config_count < 0 || a->config_count > GR_CLUSTER_TOPIC_CONFIGS_MAX)
@@ -671,7 +689,7 @@ static void etcd_grow(struct gr_topic_writer *base, const uint8_t id[16], int32_
             return complete(c, GR_ERR_UNKNOWN_SERVER_ERROR, "Out of memory");
         memcpy(c->assignment, assignment, n * sizeof *c->assignment);
     }
-    if (!GR_CLUSTER_REPLICATION_ENABLED && c->rf > 1)
+    if (!w->cfg.replication_enabled && c->rf > 1)
         return completef(c, GR_ERR_INVALID_REPLICATION_FACTOR, GR_TOPIC_WRITER_RF_FMT, c->rf);
     c->total = new_total;
     begin(c, read_record);
@@ -700,10 +718,13 @@ static void etcd_configs(struct gr_topic_writer *base, const uint8_t id[16], con
 
 static int16_t etcd_check_rf(const struct gr_topic_writer *base, int32_t rf, char *msg, size_t cap)
 {
-    (void)base;
+    const struct etcd_writer *w = (const struct etcd_writer *)base;
     if (rf == 1) return GR_ERR_NONE;
-    if (rf > 1 && GR_CLUSTER_REPLICATION_ENABLED) return GR_ERR_NONE;
-    if (rf > 1)
+    if (rf > 1 && w->cfg.replication_enabled && rf <= GR_CLUSTER_REPLICAS_MAX) return GR_ERR_NONE;
+    if (rf > GR_CLUSTER_REPLICAS_MAX && w->cfg.replication_enabled)
+        snprintf(msg, cap, "Replication factor %d is above the most Gregor keeps, %d", rf,
+                 GR_CLUSTER_REPLICAS_MAX);
+    else if (rf > 1)
         snprintf(msg, cap, GR_TOPIC_WRITER_RF_FMT, rf);
     else /* StripedReplicaPlacer's words */
         snprintf(msg, cap, "Invalid replication factor %d: the replication factor must be positive.", rf);

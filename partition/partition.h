@@ -131,6 +131,8 @@ struct gr_produce_args {
     int64_t now_ms;      /* wall clock, ms: the timestamp bounds' "now" and LogAppendTime's time */
     bool require_open;   /* the caller reopened the partition's closed files beforehand (the server's produce
                             gate): an active file still closed answers KAFKA_STORAGE_ERROR, never opened here */
+    int16_t acks;        /* the request's acks (0, 1 or -1): -1 is refused NOT_ENOUGH_REPLICAS before the
+                            append while the ISR is below the effective min ISR (gr_partition_check_produce_acks) */
 };
 
 /* One refused record (Kafka's ProduceResponse.RecordError, KIP-467). */
@@ -168,6 +170,16 @@ struct gr_produce_result {
 int16_t gr_partition_produce(struct gr_partition *part, const struct gr_log_config *policy,
                              const struct gr_produce_args *args, struct gr_arena *arena,
                              struct gr_produce_result *out);
+
+/* Produce acks=-1 while its answer waits until committed (ReplicaManager's DelayedProduce.tryComplete over
+   Partition.checkEnoughReplicasReachOffset(requiredOffset)): re-checked by the waiting request at each done
+   hook of its committed wait on `part`. Returns 1 while the visible offset (a leader's high watermark) is
+   below `end_offset` (the gr_produce_result's end_offset) and the partition can still commit it; else 0 and
+   *error_code set: NONE (committed, enough replicas), NOT_ENOUGH_REPLICAS_AFTER_APPEND (committed, but the
+   maximal ISR is now below the effective min ISR: gr_partition_check_enough_replicas), NOT_LEADER_OR_FOLLOWER
+   (this broker became a follower: only a leader commits) or KAFKA_STORAGE_ERROR (the log went offline). The
+   deadline's REQUEST_TIMED_OUT is the caller's. Owning thread. */
+int gr_partition_produce_acked(struct gr_partition *part, int64_t end_offset, int16_t *error_code);
 
 /* Told after records were appended to the log. With visible_is_durable it asks the flushers for a group
    commit (gr_log_flush_async: the visible offset follows fsync); otherwise the visible offset moved, and the

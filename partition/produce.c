@@ -15,6 +15,11 @@
  * that codec (decompressed and recompressed here when sent in another, snappy in the xerial framing Java
  * readers expect); compression.type=producer stores batches as sent.
  *
+ * Replication (Partition.appendRecordsToLeader, DelayedProduce): acks=-1 is refused NOT_ENOUGH_REPLICAS
+ * before the append while the ISR is below the effective min ISR; once appended, its wait until committed
+ * is judged by gr_partition_produce_acked (the high watermark past the batch, then the maximal ISR against
+ * the effective min ISR: NOT_ENOUGH_REPLICAS_AFTER_APPEND; a leader turned follower: NOT_LEADER_OR_FOLLOWER).
+ *
  * Answers are plain values (struct gr_produce_result); the refusal messages live in the caller's arena.
  * No request, response or event loop is known here. Owning thread only (partition.h).
  * Read next: server/handlers/produce.c (the request around it), protocol/record_batch.h.
@@ -208,6 +213,15 @@ int16_t gr_partition_produce(struct gr_partition *part, const struct gr_log_conf
     size_t tail = 0;
     if (gr_batches_count(args->records, (size_t)args->records_len, &tail) != 1 || tail)
         return fail(out, GR_ERR_INVALID_RECORD, NULL);
+    /* Partition.appendRecordsToLeader: a follower refuses, and acks=-1 with the ISR below the effective min
+       ISR is refused before anything is appended (acks 0 and 1 are appended regardless). Kafka answers the
+       latter with the partition's log start offset (its generic append failure), the former with -1. */
+    int16_t acks_err = gr_partition_check_produce_acks(part, args->acks);
+    if (acks_err) {
+        fail(out, acks_err, NULL);
+        if (acks_err == GR_ERR_NOT_ENOUGH_REPLICAS) out->log_start_offset = gr_log_start_offset(log);
+        return acks_err;
+    }
     /* max.message.bytes, checked here once, on the batch as sent (before validation, as Kafka's
        analyzeAndValidateRecords); a recompressed batch's size is checked by the log's append (-EMSGSIZE). */
     if (args->records_len > policy->max_message_bytes) return fail(out, GR_ERR_MESSAGE_TOO_LARGE, NULL);
@@ -266,4 +280,18 @@ int16_t gr_partition_produce(struct gr_partition *part, const struct gr_log_conf
     err = append(part, args, rewritten, batch_len, lat, out);
     free(rewritten);
     return err;
+}
+
+int gr_partition_produce_acked(struct gr_partition *part, int64_t end_offset, int16_t *error_code)
+{
+    *error_code = GR_ERR_NONE;
+    if (gr_log_offline(gr_partition_log(part)))
+        *error_code = GR_ERR_KAFKA_STORAGE_ERROR; /* ReplicaManager.getPartitionOrError: offline */
+    else if (gr_partition_role(part) == GR_PARTITION_FOLLOWER)
+        *error_code = GR_ERR_NOT_LEADER_OR_FOLLOWER; /* leaderLogIfLocal is None */
+    else if (gr_partition_visible_offset(part) < end_offset)
+        return 1; /* the high watermark has not passed the batch yet */
+    else
+        *error_code = gr_partition_check_enough_replicas(part);
+    return 0;
 }

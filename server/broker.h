@@ -271,11 +271,13 @@ int gr_req_wait_log_start(struct gr_req *req, struct gr_log *log, int64_t ticket
  * appended yet, close). gr_req_commits_add notes that `log`'s visible offset must reach `end_offset`
  * before the answer (`ctx`: the caller's, given back to `failed`). gr_req_await_commits declares the wait
  * (gr_req_await) with `timeout_ms` and returns GR_HANDLER_WAIT, or GR_HANDLER_DONE when nothing was noted;
- * the request is finished once every noted partition is committed or failed: `failed` fills the answer
- * of a partition that went offline (KAFKA_STORAGE_ERROR) or that the deadline caught short
- * (REQUEST_TIMED_OUT). Checked at once: a set already committed finishes the request inside the call (a
- * request whose connection is gone is freed then). It drops the request's pinned files (the appends are
- * done). */
+ * the request is finished once every noted partition is committed or failed, as the partition layer judges
+ * it (gr_partition_produce_acked): `failed` fills the answer of a partition that went offline
+ * (KAFKA_STORAGE_ERROR), whose leader became a follower (NOT_LEADER_OR_FOLLOWER), whose high watermark
+ * passed the batch with the maximal ISR below the effective min ISR (NOT_ENOUGH_REPLICAS_AFTER_APPEND), or
+ * that the deadline caught short (REQUEST_TIMED_OUT). Checked at once: a set already committed finishes the
+ * request inside the call (a request whose connection is gone is freed then). It drops the request's pinned
+ * files (the appends are done). */
 bool gr_req_commits_new(struct gr_req *req, int max);
 void gr_req_commits_add(struct gr_req *req, struct gr_log *log, int64_t end_offset, void *ctx);
 enum gr_handler_rc gr_req_await_commits(struct gr_req *req, int64_t timeout_ms,

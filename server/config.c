@@ -1,7 +1,7 @@
 /*
  * config.c: the configuration table and its parsing; see config.h. Defaults are Apache Kafka 4.1's unless
- * the comment says why Gregor differs (one node: replication settings fixed at 1; min.insync.replicas only
- * in cluster mode).
+ * the comment says why Gregor differs (one node, or a cluster without gregor.cluster.replication.enable:
+ * replication factors fixed at 1; min.insync.replicas only in cluster mode).
  */
 #include "server/config.h"
 
@@ -14,6 +14,7 @@
 #include <strings.h>
 
 #include "cluster/layout.h" /* gr_cluster_prefix_check */
+#include "common/limits.h"  /* GR_CLUSTER_REPLICAS_MAX */
 
 #define I32 INT32_MIN, INT32_MAX
 #define I64 INT64_MIN, INT64_MAX
@@ -34,9 +35,9 @@ static const struct gr_config_def defs[] = {
     {"log.dir", GR_CFG_STRING, "data", 0, 0, "Used when log.dirs is not set."},
     {"num.partitions", GR_CFG_INT, "1", POS32, "Default partition count for auto-created topics."},
     {"auto.create.topics.enable", GR_CFG_BOOLEAN, "true", 0, 0, "Create a topic when Metadata asks for it."},
-    {"default.replication.factor", GR_CFG_INT, "1", 1, 1,
+    {"default.replication.factor", GR_CFG_INT, "1", 1, GR_CLUSTER_REPLICAS_MAX,
      "Replication factor of auto-created topics (one node: 1)."},
-    {"offsets.topic.replication.factor", GR_CFG_INT, "1", 1, 1,
+    {"offsets.topic.replication.factor", GR_CFG_INT, "1", 1, GR_CLUSTER_REPLICAS_MAX,
      "Replication factor of __consumer_offsets (one node: 1)."},
     {"offsets.topic.num.partitions", GR_CFG_INT, "50", POS32, "Partitions of __consumer_offsets."},
     {"min.insync.replicas", GR_CFG_INT, "1", 1, INT32_MAX,
@@ -139,6 +140,10 @@ static const struct gr_config_def defs[] = {
      "8). Unset or empty: a single-node broker, its metadata in its log directory and no etcd. Set: a "
      "cluster member (topics, partition leaders, brokers and producer ids in etcd, under "
      "gregor.metadata.etcd.prefix)."},
+    {"gregor.cluster.replication.enable", GR_CFG_BOOLEAN, "false", 0, 0,
+     "Gregor: a cluster accepts a replication factor above 1 (CreateTopics, default.replication.factor, "
+     "offsets.topic.replication.factor). Experimental until issue #20 is complete: followers do not fetch "
+     "yet."},
     {"gregor.metadata.etcd.prefix", GR_CFG_STRING, "/gregor", 0, 0,
      "Gregor: the etcd key prefix of the cluster: <prefix>/cluster_id holds the cluster id and every other "
      "key lives under <prefix>/<cluster id>/. Absolute, no trailing '/', [a-zA-Z0-9._-] segments, at most "
@@ -581,6 +586,25 @@ static void inter_broker_listener(const struct gr_broker_settings *s, char *out)
     }
 }
 
+/* default.replication.factor and offsets.topic.replication.factor above 1 need a cluster with
+   gregor.cluster.replication.enable: else every creation using them would be refused. Returns 0 or -1
+   (printed). */
+static int replication_factors_check(const struct gr_broker_settings *s)
+{
+    const char *why = s->gregor_metadata_etcd_endpoint_count == 0 ? "on a single-node broker"
+                      : !s->gregor_cluster_replication_enable
+                          ? "without gregor.cluster.replication.enable=true"
+                          : NULL;
+    int16_t rf[2] = {s->default_replication_factor, s->offsets_topic_replication_factor};
+    const char *name[2] = {"default.replication.factor", "offsets.topic.replication.factor"};
+    for (int i = 0; i < 2 && why; i++)
+        if (rf[i] != 1) {
+            fprintf(stderr, "config: %s must be 1 %s, got %d\n", name[i], why, (int)rf[i]);
+            return -1;
+        }
+    return 0;
+}
+
 void gr_config_resolve(struct gr_config *cfg)
 {
     struct gr_broker_settings *s = &cfg->settings;
@@ -631,6 +655,7 @@ void gr_config_resolve(struct gr_config *cfg)
     int n = endpoints ? endpoints_parse(endpoints, s->gregor_metadata_etcd_endpoints) : 0;
     s->gregor_metadata_etcd_endpoint_count = n > 0 ? n : 0; /* values were validated when set */
     s->gregor_metadata_etcd_prefix = gr_config_str(cfg, "gregor.metadata.etcd.prefix");
+    s->gregor_cluster_replication_enable = gr_config_bool(cfg, "gregor.cluster.replication.enable");
     s->broker_session_timeout_ms = (int32_t)gr_config_int(cfg, "broker.session.timeout.ms");
     s->broker_heartbeat_interval_ms = (int32_t)gr_config_int(cfg, "broker.heartbeat.interval.ms");
     s->controller_quorum_fetch_timeout_ms = (int32_t)gr_config_int(cfg, "controller.quorum.fetch.timeout.ms");
@@ -699,6 +724,7 @@ int gr_config_check(const struct gr_config *cfg)
                         "replica.lag.time.max.ms to prevent frequent changes in ISR\n");
         return -1;
     }
+    if (replication_factors_check(s)) return -1;
     if (s->gregor_metadata_etcd_endpoint_count == 0 && s->min_insync_replicas != 1) {
         fprintf(stderr,
                 "config: min.insync.replicas must be 1 on a single-node broker (no "

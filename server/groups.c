@@ -614,8 +614,9 @@ static void offsets_topic_created(void *ctx, const struct gr_topic_change *res)
 }
 
 /* Has the topic writer create __consumer_offsets (once at a time): offsets.topic.num.partitions partitions
- * of one replica (offsets.topic.replication.factor once GR_CLUSTER_REPLICATION_ENABLED: refused while fewer
- * brokers are live, as Kafka's), placed by the writer, with the coordinator's topic configs. */
+ * of offsets.topic.replication.factor replicas (above 1 only with gregor.cluster.replication.enable, which
+ * server/config.c checks at start; placement refuses it while fewer brokers are live, as Kafka's: the
+ * coordinator waits), placed by the writer, with the coordinator's topic configs. */
 static void create_offsets_topic(struct gr_broker *b)
 {
     struct gr_groups *g = b->groups;
@@ -624,15 +625,13 @@ static void create_offsets_topic(struct gr_broker *b)
     snprintf(seg, sizeof seg, "%d", GR_OFFSETS_SEGMENT_BYTES);
     const char *keys[] = {"cleanup.policy", "segment.bytes"};
     const char *values[] = {"compact", seg};
-    struct gr_topic_create_args a = {
-        .name = GR_OFFSETS_TOPIC,
-        .partitions = b->cfg.settings.offsets_topic_num_partitions,
-        .replication_factor =
-            GR_CLUSTER_REPLICATION_ENABLED ? b->cfg.settings.offsets_topic_replication_factor : 1,
-        .config_keys = keys,
-        .config_values = values,
-        .config_count = 2,
-        .timeout_ms = 0};
+    struct gr_topic_create_args a = {.name = GR_OFFSETS_TOPIC,
+                                     .partitions = b->cfg.settings.offsets_topic_num_partitions,
+                                     .replication_factor = b->cfg.settings.offsets_topic_replication_factor,
+                                     .config_keys = keys,
+                                     .config_values = values,
+                                     .config_count = 2,
+                                     .timeout_ms = 0};
     g->creating = true;
     gr_topic_writer_create(b->topic_writer, &a, offsets_topic_created, b);
 }

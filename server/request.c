@@ -300,14 +300,11 @@ static bool commits_recheck(struct gr_req *req)
     for (int i = 0; i < cs->count; i++) {
         struct req_commit *c = &cs->items[i];
         if (!c->log) continue;
-        if (gr_log_offline(c->log)) {
-            cs->failed(req, c->ctx, GR_ERR_KAFKA_STORAGE_ERROR);
-            c->log = NULL;
-        } else if (gr_partition_visible_offset(gr_broker_partition(req->broker, c->log)) >= c->end_offset) {
-            c->log = NULL;
-        } else {
+        int16_t err; /* the partition layer's DelayedProduce.tryComplete */
+        if (gr_partition_produce_acked(gr_broker_partition(req->broker, c->log), c->end_offset, &err))
             return false;
-        }
+        if (err) cs->failed(req, c->ctx, err);
+        c->log = NULL;
     }
     gr_req_finish(req);
     return true;

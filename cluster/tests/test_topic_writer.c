@@ -4,14 +4,16 @@
  * (three live brokers; topics and partition leaders set as the etcd feed and the controller would). Each run
  * uses its own key prefix. Covers: a create writes a record with a fresh id, a striped assignment (12
  * partitions -> 4 per broker) and the configs; the same name again -> TOPIC_ALREADY_EXISTS from the txn's
- * compare; two writers racing on one name -> exactly one wins; replication factor 3 -> the stage-1
- * message; no live broker -> the placer's message; validate_only writes nothing; delete removes the record
- * and the partition states (and waits until the image drops the topic), also from a stale record revision
- * (re-read); add partitions keeps the existing assignment; two config writers racing -> the stale one
- * re-reads and applies; 1,000 partitions in one create; the wait for leaders completes when the image shows
- * them and times out with REQUEST_TIMED_OUT (the record stays) when it does not; with etcd SIGSTOPped a lost
- * write answers REQUEST_TIMED_OUT at the request's timeout (not the etcd request's). Ends with "topic writer:
- * N passed, N failed".
+ * compare; two writers racing on one name -> exactly one wins; replication factor 3 -> refused without
+ * replication_enabled; with it: rf 3 placed (3 distinct replicas, preferred leaders spread), rf 4 over three
+ * brokers -> the placer's message, a broker named twice, new partitions with the topic's factor and a row
+ * of another factor refused; no live broker -> the placer's message; validate_only writes nothing; delete
+ * removes the record and the partition states (and waits until the image drops the topic), also from a stale
+ * record revision (re-read); add partitions keeps the existing assignment; two config writers racing -> the
+ * stale one re-reads and applies; 1,000 partitions in one create; the wait for leaders completes when the
+ * image shows them and times out with REQUEST_TIMED_OUT (the record stays) when it does not; with etcd
+ * SIGSTOPped a lost write answers REQUEST_TIMED_OUT at the request's timeout (not the etcd request's). Ends
+ * with "topic writer: N passed, N failed".
  */
 #include <ev.h>
 #include <inttypes.h>
@@ -252,7 +254,11 @@ static void test_refusals(void)
     struct gr_topic_create_args a = args("rf3", 3, 3);
     struct done d = create(w1, &a);
     CHECK(d.code == GR_ERR_INVALID_REPLICATION_FACTOR);
-    CHECK(!strcmp(d.msg, "replication factor 3 > 1 is not supported yet: one replica per partition"));
+    CHECK(!strcmp(d.msg, "replication factor 3 > 1 needs gregor.cluster.replication.enable=true "
+                         "(experimental: followers do not fetch yet)"));
+    char msg[GR_TOPIC_WRITER_MSG_BYTES];
+    CHECK(gr_topic_writer_check_rf(w1, 2, msg, sizeof msg) == GR_ERR_INVALID_REPLICATION_FACTOR);
+    CHECK(gr_topic_writer_check_rf(w1, 1, msg, sizeof msg) == GR_ERR_NONE);
     struct gr_cluster_topic rec = {0};
     CHECK(!read_record("rf3", &rec, NULL, NULL));
 
@@ -264,7 +270,7 @@ static void test_refusals(void)
 
     /* no live broker: the placer's message (Kafka's StripedReplicaPlacer) */
     struct gr_image *empty = gr_image_new(1);
-    struct gr_topic_writer_etcd_config cfg = {loop, etcd, &lay, empty, 17};
+    struct gr_topic_writer_etcd_config cfg = {loop, etcd, &lay, empty, 17, false};
     struct gr_topic_writer *w0 = gr_topic_writer_etcd_new(&cfg);
     a = args("nobroker", 2, 1);
     d = create(w0, &a);
@@ -385,6 +391,67 @@ static void test_grow(void)
     run_until(&g4.fired, 1, 15000);
     CHECK(g4.code == GR_ERR_INVALID_PARTITIONS);
     gr_image_remove_topic(img, d.id);
+}
+
+/* gregor.cluster.replication.enable: factors above 1 placed over the three live brokers, refused past them */
+static void test_replicated(void)
+{
+    struct gr_topic_writer_etcd_config cfg = {loop, etcd, &lay, img, 17, true};
+    struct gr_topic_writer *w = gr_topic_writer_etcd_new(&cfg);
+    CHECK(w != NULL);
+    if (!w) return;
+    char msg[GR_TOPIC_WRITER_MSG_BYTES];
+    CHECK(gr_topic_writer_check_rf(w, 3, msg, sizeof msg) == GR_ERR_NONE);
+    CHECK(gr_topic_writer_check_rf(w, GR_CLUSTER_REPLICAS_MAX + 1, msg, sizeof msg) ==
+          GR_ERR_INVALID_REPLICATION_FACTOR);
+    struct gr_topic_create_args a = args("rf3", 6, 3);
+    struct done d = create(w, &a);
+    CHECK(d.code == GR_ERR_NONE && d.partitions == 6);
+    struct gr_cluster_topic rec = {0};
+    CHECK(read_record("rf3", &rec, NULL, NULL));
+    int leaders[4] = {0};
+    for (int32_t p = 0; p < rec.partition_count; p++) {
+        const int32_t *r = rec.partitions[p].replicas;
+        CHECK(rec.partitions[p].replica_count == 3);
+        CHECK(r[0] != r[1] && r[1] != r[2] && r[0] != r[2]); /* every broker once */
+        if (r[0] >= 1 && r[0] <= 3) leaders[r[0]]++;
+    }
+    CHECK(leaders[1] == 2 && leaders[2] == 2 && leaders[3] == 2); /* preferred leaders spread */
+    gr_cluster_topic_free(&rec);
+    uint8_t id[16];
+    memcpy(id, d.id, 16);
+    /* more replicas than live brokers: the placer's words (Kafka's StripedReplicaPlacer) */
+    a = args("rf4", 1, 4);
+    d = create(w, &a);
+    CHECK(d.code == GR_ERR_INVALID_REPLICATION_FACTOR);
+    CHECK(!strcmp(d.msg, "The target replication factor of 4 cannot be reached because only 3 broker(s) are "
+                         "registered."));
+    /* a manual assignment naming a broker twice */
+    int32_t twice[] = {1, 2, 1};
+    a = args("twice", 1, -1);
+    a.assignment = twice, a.assignment_rf = 3;
+    d = create(w, &a);
+    CHECK(d.code == GR_ERR_INVALID_REPLICA_ASSIGNMENT);
+    CHECK(!strcmp(d.msg, "The manual partition assignment includes the broker 1 more than once."));
+    /* new partitions take the topic's factor; a row of another factor is refused */
+    image_topic("rf3", id, 6, 1, 0);
+    struct done g = {0}, g1 = {0};
+    int32_t one[] = {2};
+    gr_topic_writer_add_partitions(w, id, 8, NULL, 0, 0, 0, on_change, &g);
+    run_until(&g.fired, 1, 15000);
+    CHECK(g.code == GR_ERR_NONE);
+    CHECK(read_record("rf3", &rec, NULL, NULL) && rec.partition_count == 8);
+    for (int32_t p = 6; p < rec.partition_count; p++)
+        CHECK(rec.partitions[p].replica_count == 3);
+    gr_cluster_topic_free(&rec);
+    gr_topic_writer_add_partitions(w, id, 9, one, 1, 1, 0, on_change, &g1);
+    run_until(&g1.fired, 1, 15000);
+    CHECK(g1.code == GR_ERR_INVALID_REPLICA_ASSIGNMENT);
+    CHECK(!strcmp(g1.msg,
+                  "The manual partition assignment includes a partition with 1 replica(s), but this is "
+                  "not consistent with previous partitions, which have 3 replica(s)."));
+    gr_image_remove_topic(img, id);
+    gr_topic_writer_free(w);
 }
 
 static void test_configs_race(void)
@@ -566,7 +633,7 @@ static void test_lost_answer(void)
     struct gr_etcd *short_etcd = gr_etcd_new(loop, &ecfg, err, sizeof err);
     CHECK(short_etcd != NULL);
     if (!short_etcd) return;
-    struct gr_topic_writer_etcd_config cfg = {loop, short_etcd, &lay, img, 5};
+    struct gr_topic_writer_etcd_config cfg = {loop, short_etcd, &lay, img, 5, false};
     struct gr_topic_writer *w = gr_topic_writer_etcd_new(&cfg);
     CHECK(w != NULL);
     if (!w || !etcd_ctl("stop")) {
@@ -604,7 +671,7 @@ int main(void)
     img = gr_image_new(1);
     for (int32_t id = 1; id <= 3; id++)
         add_broker(img, id);
-    struct gr_topic_writer_etcd_config cfg = {loop, etcd, &lay, img, 17};
+    struct gr_topic_writer_etcd_config cfg = {loop, etcd, &lay, img, 17, false};
     w1 = gr_topic_writer_etcd_new(&cfg);
     cfg.seed = 99;
     w2 = gr_topic_writer_etcd_new(&cfg);
@@ -615,6 +682,7 @@ int main(void)
         {"refusals: rf 3, validate_only, no broker, 0 partitions", test_refusals},
         {"delete: record and states gone, waits for the image, stale revision", test_delete},
         {"add partitions: existing assignment kept", test_grow},
+        {"replication enabled: rf 3 placed and spread, rf 4 refused, factor kept", test_replicated},
         {"configs: a stale compare re-reads and applies", test_configs_race},
         {"1,000 partitions in one create", test_thousand},
         {"a barrier waits for the changes before it", test_barrier},

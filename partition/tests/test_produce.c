@@ -8,7 +8,11 @@
  * bounds (INVALID_TIMESTAMP with the refused record's index and LogValidator's message), null keys on a
  * compacted topic (INVALID_RECORD, every record listed, the summary as Java prints it), LogAppendTime
  * (the stored batch stamped with `now`, its CRC valid), recompression to the topic's codec, zstd before
- * Produce v7, an accepted append's offsets and an idempotent retry answered with the original's.
+ * Produce v7, an accepted append's offsets and an idempotent retry answered with the original's; acks=-1
+ * on a leader of replicas {1,2,3} (gr_partition_set_role, followers' fetches played by the test):
+ * NOT_ENOUGH_REPLICAS before the append under min ISR (acks 1 and 0 appended), the answer pending until the
+ * high watermark passes the batch, an ISR shrink while waiting (pending; NOT_ENOUGH_REPLICAS_AFTER_APPEND
+ * for a batch judged after it), a leader turned follower (NOT_LEADER_OR_FOLLOWER).
  * Read next: partition/partition.h (struct gr_produce_result).
  */
 #include <errno.h>
@@ -21,6 +25,7 @@
 #include <cmocka.h>
 
 #include "partition/partition.h"
+#include "protocol/errors.h"
 #include "protocol/record_batch.h"
 #include "storage/tests/helpers.h"
 
@@ -114,6 +119,230 @@ static void assert_plain_refusal(struct fx *f, const struct gr_produce_result *r
     assert_int_equal(r->end_offset, -1);
     assert_int_equal(r->record_error_count, 0);
     assert_int_equal(gr_log_end_offset(f->log), 0);
+}
+
+/* ---- acks=-1 on a replicated leader (Partition.appendRecordsToLeader, DelayedProduce) ---- */
+
+#define LAG_MS 30000
+
+/* The owner's side for the replicated tests: brokers 1..3 registered at epoch 100 + id, a hand-moved clock,
+   the partition epoch the last proposed ISR change was based on. */
+struct owner {
+    int64_t now;
+    int proposals;
+    int32_t partition_epoch;
+};
+
+static struct owner own;
+
+static int64_t hook_broker_epoch(void *ctx, int32_t broker_id, bool *shutting_down)
+{
+    (void)ctx;
+    *shutting_down = false;
+    return broker_id >= 1 && broker_id <= 3 ? 100 + broker_id : -1;
+}
+
+static void hook_propose(void *ctx, struct gr_partition *part, const struct gr_partition_isr_change *c)
+{
+    (void)ctx;
+    (void)part;
+    own.proposals++;
+    own.partition_epoch = c->partition_epoch;
+}
+
+static int64_t hook_now(void *ctx)
+{
+    (void)ctx;
+    return own.now;
+}
+
+static int setup_replicated(void **state)
+{
+    setup(state);
+    struct fx *f = *state;
+    own = (struct owner){.now = 1000000};
+    struct gr_partition_repl_config rc = {LAG_MS, hook_broker_epoch, hook_propose, hook_now, NULL};
+    gr_partitions_set_replication(f->ps, &rc);
+    return 0;
+}
+
+/* Gives this broker (id 1) `role` for replicas {1,2,3} with `isr` (n members) and min.insync.replicas. */
+static void set_role(struct fx *f, enum gr_partition_role role, int32_t leader_epoch, const int32_t *isr,
+                     int n, int min_isr)
+{
+    static const int32_t replicas[] = {1, 2, 3};
+    struct gr_partition_role_change c = {
+        role,   role == GR_PARTITION_LEADER ? 1 : 2, leader_epoch, leader_epoch, replicas, 3, isr, n, min_isr,
+        own.now};
+    assert_int_equal(gr_partition_set_role(f->part, &c), 0);
+}
+
+/* A fetch of follower `id` at `offset` with its registered broker epoch, at the owner's clock. */
+static void fetch(struct fx *f, int32_t id, int64_t offset)
+{
+    struct gr_follower_fetch ff = {id, 100 + id, offset, 0, own.now};
+    assert_int_equal(gr_partition_update_follower_fetch_state(f->part, &ff), 0);
+}
+
+/* Produces `count` records with `acks` at Produce v9. */
+static int16_t produce_acks(struct fx *f, int32_t count, int16_t acks, struct gr_produce_result *r)
+{
+    size_t len;
+    uint8_t *b = batch(count, NOW_MS, 1, GR_CODEC_NONE, &len);
+    struct gr_produce_args args = {
+        .records = b, .records_len = (int64_t)len, .api_version = 9, .now_ms = NOW_MS, .acks = acks};
+    int16_t err = gr_partition_produce(f->part, &f->policy, &args, &f->arena, r);
+    free(b);
+    assert_int_equal(err, r->error_code);
+    return err;
+}
+
+struct counted {
+    struct gr_partition_waiter w;
+    int calls, err;
+};
+
+static void counted_done(struct gr_partition_waiter *w, int err)
+{
+    struct counted *c = (struct counted *)w;
+    c->calls++;
+    c->err = err;
+}
+
+/* Queues `w` until `end_offset` is committed. */
+static void wait_committed(struct fx *f, struct counted *w, int64_t end_offset)
+{
+    *w = (struct counted){0};
+    gr_partition_waiter_init(&w->w, counted_done, w);
+    gr_partition_wait_committed(f->part, &w->w, end_offset);
+}
+
+/* gr_partition_produce_acked's answer for `end_offset`: 1 (pending) or 0 with *err. */
+static int acked(struct fx *f, int64_t end_offset, int16_t *err)
+{
+    *err = -2;
+    int rc = gr_partition_produce_acked(f->part, end_offset, err);
+    if (rc) assert_int_equal(*err, GR_ERR_NONE);
+    return rc;
+}
+
+static const int32_t ISR_ALL[] = {1, 2, 3};
+static const int32_t ISR_12[] = {1, 2};
+static const int32_t ISR_1[] = {1};
+
+/* ISR {1} with min.insync.replicas 2: acks=-1 is refused before the append, acks 1 and 0 are appended. */
+static void test_acks_all_not_enough_replicas(void **state)
+{
+    struct fx *f = *state;
+    set_role(f, GR_PARTITION_LEADER, 1, ISR_1, 1, 2);
+    struct gr_produce_result r;
+    assert_int_equal(produce_acks(f, 4, -1, &r), GR_ERR_NOT_ENOUGH_REPLICAS);
+    assert_null(r.error_message);
+    assert_int_equal(r.base_offset, -1);
+    assert_int_equal(r.end_offset, -1);
+    assert_int_equal(r.log_start_offset, 0); /* Kafka's generic append failure: the log start offset */
+    assert_int_equal(gr_log_end_offset(f->log), 0);
+    assert_int_equal(produce_acks(f, 4, 1, &r), GR_ERR_NONE);
+    assert_int_equal(r.base_offset, 0);
+    assert_int_equal(r.end_offset, 4);
+    assert_int_equal(produce_acks(f, 2, 0, &r), GR_ERR_NONE);
+    assert_int_equal(r.base_offset, 4);
+    assert_int_equal(gr_log_end_offset(f->log), 6);
+    assert_int_equal(gr_partition_visible_offset(f->part), 0); /* under min ISR: the HW does not move */
+}
+
+/* ISR {1,2,3}: the acks=-1 answer waits until both followers' fetches moved the high watermark past it. */
+static void test_acks_all_waits_for_high_watermark(void **state)
+{
+    struct fx *f = *state;
+    set_role(f, GR_PARTITION_LEADER, 1, ISR_ALL, 3, 2);
+    struct gr_produce_result r;
+    assert_int_equal(produce_acks(f, 5, -1, &r), GR_ERR_NONE);
+    assert_int_equal(r.base_offset, 0);
+    assert_int_equal(r.end_offset, 5);
+    int16_t err;
+    assert_int_equal(acked(f, r.end_offset, &err), 1);
+    struct counted w;
+    wait_committed(f, &w, r.end_offset);
+    fetch(f, 2, 5);
+    assert_int_equal(w.calls, 0); /* 3 is in the ISR and has not fetched: it holds the HW */
+    assert_int_equal(acked(f, r.end_offset, &err), 1);
+    fetch(f, 3, 3);
+    assert_int_equal(gr_partition_visible_offset(f->part), 3);
+    assert_int_equal(w.calls, 0);
+    assert_int_equal(acked(f, r.end_offset, &err), 1);
+    fetch(f, 3, 5);
+    assert_int_equal(w.calls, 1);
+    assert_int_equal(w.err, 0);
+    assert_int_equal(gr_partition_visible_offset(f->part), 5);
+    assert_int_equal(acked(f, r.end_offset, &err), 0);
+    assert_int_equal(err, GR_ERR_NONE);
+}
+
+/* ISR {1,2} with min ISR 2: follower 2 falls behind and is removed while the second batch's answer waits.
+   Under min ISR the high watermark stops (Kafka 4's maybeIncrementLeaderHW): the wait stays pending (the
+   request's deadline answers REQUEST_TIMED_OUT); the first batch, which the high watermark had passed before
+   the shrink, judged after it, is NOT_ENOUGH_REPLICAS_AFTER_APPEND (checkEnoughReplicasReachOffset: the
+   maximal ISR below the effective min ISR). 2 catching up and re-admitted completes the wait. */
+static void test_acks_all_isr_shrinks_while_waiting(void **state)
+{
+    struct fx *f = *state;
+    set_role(f, GR_PARTITION_LEADER, 1, ISR_12, 2, 2);
+    struct gr_produce_result first, second;
+    assert_int_equal(produce_acks(f, 3, -1, &first), GR_ERR_NONE);
+    fetch(f, 2, 3);
+    assert_int_equal(gr_partition_visible_offset(f->part), 3); /* the first batch is committed */
+    assert_int_equal(produce_acks(f, 4, -1, &second), GR_ERR_NONE);
+    assert_int_equal(second.end_offset, 7);
+    struct counted w;
+    wait_committed(f, &w, second.end_offset);
+    own.now += LAG_MS + 1;
+    assert_int_equal(gr_partition_maybe_shrink_isr(f->part, own.now), 1); /* 2 is out of sync */
+    int16_t err;
+    assert_int_equal(acked(f, first.end_offset, &err), 0); /* being removed: 2 still counts */
+    assert_int_equal(err, GR_ERR_NONE);
+    assert_int_equal(gr_partition_isr_committed(f->part, 1, own.partition_epoch + 1, ISR_1, 1), 0);
+    assert_int_equal(acked(f, second.end_offset, &err), 1);
+    assert_int_equal(w.calls, 0);
+    assert_int_equal(acked(f, first.end_offset, &err), 0);
+    assert_int_equal(err, GR_ERR_NOT_ENOUGH_REPLICAS_AFTER_APPEND);
+    /* 2 catches up: proposed for the ISR (the maximal ISR counts it), the HW waits for the commit */
+    fetch(f, 2, 7);
+    assert_int_equal(gr_partition_isr_inflight(f->part), true);
+    assert_int_equal(w.calls, 0);
+    assert_int_equal(gr_partition_isr_committed(f->part, 1, own.partition_epoch + 1, ISR_12, 2), 0);
+    assert_int_equal(w.calls, 1);
+    assert_int_equal(acked(f, second.end_offset, &err), 0);
+    assert_int_equal(err, GR_ERR_NONE);
+}
+
+/* A leader turned follower: a waiting acks=-1 answer is NOT_LEADER_OR_FOLLOWER, and a new produce too. */
+static void test_acks_all_leader_becomes_follower(void **state)
+{
+    struct fx *f = *state;
+    set_role(f, GR_PARTITION_LEADER, 1, ISR_ALL, 3, 2);
+    struct gr_produce_result r;
+    assert_int_equal(produce_acks(f, 2, -1, &r), GR_ERR_NONE);
+    int16_t err;
+    assert_int_equal(acked(f, r.end_offset, &err), 1);
+    set_role(f, GR_PARTITION_FOLLOWER, 2, ISR_ALL, 3, 2);
+    assert_int_equal(acked(f, r.end_offset, &err), 0);
+    assert_int_equal(err, GR_ERR_NOT_LEADER_OR_FOLLOWER);
+    assert_int_equal(produce_acks(f, 2, 1, &r), GR_ERR_NOT_LEADER_OR_FOLLOWER);
+    assert_int_equal(r.log_start_offset, -1);
+    assert_int_equal(gr_log_end_offset(f->log), 2);
+}
+
+/* Without replication (no role given) the answer is the visible offset's, as before. */
+static void test_acks_all_unreplicated(void **state)
+{
+    struct fx *f = *state;
+    struct gr_produce_result r;
+    assert_int_equal(produce_acks(f, 3, -1, &r), GR_ERR_NONE);
+    int16_t err;
+    assert_int_equal(acked(f, r.end_offset, &err), 0); /* visible = log end offset (no fsync mode) */
+    assert_int_equal(err, GR_ERR_NONE);
+    assert_int_equal(acked(f, r.end_offset + 1, &err), 1);
 }
 
 static void test_accepted_append(void **state)
@@ -324,6 +553,11 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_recompression, setup, teardown),
         cmocka_unit_test_setup_teardown(test_zstd_before_v7, setup, teardown),
         cmocka_unit_test_setup_teardown(test_idempotent_retry, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_acks_all_not_enough_replicas, setup_replicated, teardown),
+        cmocka_unit_test_setup_teardown(test_acks_all_waits_for_high_watermark, setup_replicated, teardown),
+        cmocka_unit_test_setup_teardown(test_acks_all_isr_shrinks_while_waiting, setup_replicated, teardown),
+        cmocka_unit_test_setup_teardown(test_acks_all_leader_becomes_follower, setup_replicated, teardown),
+        cmocka_unit_test_setup_teardown(test_acks_all_unreplicated, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

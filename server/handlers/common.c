@@ -113,18 +113,10 @@ static void created(struct gr_req *req, void *item, const struct gr_topic_change
     if (c->done) c->done(req, c->item, res);
 }
 
-int16_t gr_topic_rf_check(struct gr_req *req, int32_t rf, const char **msg)
-{
-    char buf[GR_TOPIC_WRITER_MSG_BYTES];
-    int16_t code = gr_topic_writer_check_rf(req->broker->topic_writer, rf, buf, sizeof buf);
-    if (code) *msg = gr_arena_strndup(&req->arena, buf, strlen(buf));
-    if (code && !*msg) *msg = "Invalid replication factor";
-    return code;
-}
-
-int16_t gr_topic_create(struct gr_req *req, struct gr_str name, int32_t partitions, const int32_t *assignment,
-                        const char *const *keys, const char *const *values, int count, bool validate_only,
-                        const char **error_message, int64_t timeout_ms, gr_topic_created_fn done, void *item)
+int16_t gr_topic_create(struct gr_req *req, struct gr_str name, int32_t partitions,
+                        int32_t replication_factor, const int32_t *assignment, const char *const *keys,
+                        const char *const *values, int count, bool validate_only, const char **error_message,
+                        int64_t timeout_ms, gr_topic_created_fn done, void *item)
 {
     struct gr_broker *b = req->broker;
     const char *dummy;
@@ -135,10 +127,8 @@ int16_t gr_topic_create(struct gr_req *req, struct gr_str name, int32_t partitio
             "Topic name is illegal: it must be 1 to 249 characters of [a-zA-Z0-9._-], not '.' or '..'";
         return GR_ERR_INVALID_TOPIC_EXCEPTION;
     }
-    if (gr_image_topic_find(b->image, name.ptr, (size_t)name.len)) {
-        *error_message = "Topic already exists.";
-        return GR_ERR_TOPIC_ALREADY_EXISTS;
-    }
+    if (gr_image_topic_find(b->image, name.ptr, (size_t)name.len))
+        return *error_message = "Topic already exists.", GR_ERR_TOPIC_ALREADY_EXISTS;
     if (gr_topic_name_collides(b, name)) {
         *error_message = "Topic name collides with an existing topic once '.' and '_' are treated alike";
         return GR_ERR_INVALID_TOPIC_EXCEPTION;
@@ -151,7 +141,9 @@ int16_t gr_topic_create(struct gr_req *req, struct gr_str name, int32_t partitio
         const char *why = gr_tcfg_unsupported(keys[i], values[i]);
         if (!why && b->cfg.settings.gregor_metadata_etcd_endpoint_count == 0)
             why = gr_tcfg_single_node_refusal(keys[i], values[i]);
-        if (!why && !gr_topic_config_key_known(keys[i])) why = "Unknown topic config name";
+        const char *norm; /* known key, value within Kafka's ConfigDef rules, Kafka's message */
+        if (!why && gr_tcfg_check(keys[i], values[i], &req->arena, &norm, &why) && !why)
+            why = "Invalid value";
         if (why) {
             *error_message = why;
             return GR_ERR_INVALID_CONFIG;
@@ -167,9 +159,9 @@ int16_t gr_topic_create(struct gr_req *req, struct gr_str name, int32_t partitio
     *c = (struct create_ctx){done, item, namez};
     struct gr_topic_create_args a = {.name = namez,
                                      .partitions = partitions,
-                                     .replication_factor = 1,
+                                     .replication_factor = replication_factor,
                                      .assignment = assignment,
-                                     .assignment_rf = assignment ? 1 : 0,
+                                     .assignment_rf = assignment ? replication_factor : 0,
                                      .config_keys = keys,
                                      .config_values = values,
                                      .config_count = count,
@@ -180,6 +172,13 @@ int16_t gr_topic_create(struct gr_req *req, struct gr_str name, int32_t partitio
         return GR_ERR_UNKNOWN_SERVER_ERROR;
     }
     return GR_ERR_NONE;
+}
+
+int16_t gr_topic_auto_create(struct gr_req *req, struct gr_str name, gr_topic_created_fn done, void *item)
+{
+    const struct gr_broker_settings *s = &req->broker->cfg.settings;
+    return gr_topic_create(req, name, s->num_partitions, s->default_replication_factor, NULL, NULL, NULL, 0,
+                           false, NULL, GR_TOPIC_WRITER_AUTO_CREATE_WAIT_MS, done, item);
 }
 
 struct gr_str gr_req_client_host(struct gr_req *req)

@@ -1,8 +1,10 @@
 /*
  * create_topics.c: CreateTopics (key 19), v2-v7. num_partitions/replication_factor -1 take the broker
  * defaults (num.partitions, default.replication.factor); the replication factor is the topic writer's to
- * accept (cluster/topic_writer.h: 1 in this stage) and manual assignments name one live broker (the image's)
- * per partition. validate_only checks without creating. Names repeated within
+ * accept (cluster/topic_writer.h: 1 on one node and in a cluster without gregor.cluster.replication.enable;
+ * placement refuses more than the live brokers) and manual assignments are checked with Kafka's words
+ * (ReplicationControlManager: registered brokers, each once, one factor for all partitions, 0..n-1).
+ * validate_only checks without creating. Names repeated within
  * one request get INVALID_REQUEST, as Kafka answers duplicates. The files are created on the I/O pool
  * (gr_topic_create); the response waits until every topic of the request is live or failed.
  * Every created (or validated) topic lists its full config set (v5+), as Kafka's ReplicationControlManager
@@ -67,73 +69,53 @@ static void created(struct gr_req *req, void *item, const struct gr_topic_change
     fill_configs(req, rt, res->local, NULL, NULL, 0);
 }
 
+/* The topic's configs from the request (arena), or INVALID_CONFIG for a null value. */
+static int16_t request_configs(struct gr_req *req, const struct gr_create_topics_request_creatable_topic *qt,
+                               const char ***keys, const char ***values, const char **msg)
+{
+    int32_t nc = qt->configs.count > 0 ? qt->configs.count : 0;
+    *keys = gr_arena_calloc(&req->arena, (size_t)nc + 1, sizeof **keys);
+    *values = gr_arena_calloc(&req->arena, (size_t)nc + 1, sizeof **values);
+    if (!*keys || !*values) return GR_ERR_UNKNOWN_SERVER_ERROR;
+    for (int32_t c = 0; c < nc; c++) {
+        (*keys)[c] = gr_req_strdup(req, qt->configs.items[c].name);
+        (*values)[c] =
+            qt->configs.items[c].value.len < 0 ? NULL : gr_req_strdup(req, qt->configs.items[c].value);
+        if (!(*values)[c]) return *msg = "Null value not supported for topic configs", GR_ERR_INVALID_CONFIG;
+    }
+    return GR_ERR_NONE;
+}
+
 /* One topic of the request, answered at its first occurrence (`dup`: its name is repeated): checks the
  * layout (Kafka's messages), then creates it (or validates it: validate_only) with its configs. */
 static void create_one(struct gr_req *req, const struct gr_create_topics_request_creatable_topic *qt,
                        bool dup, result_t *rt)
 {
     struct gr_create_topics_request *body = req->body;
-    struct gr_broker *b = req->broker;
-    const char *msg = NULL;
-    int32_t parts = qt->num_partitions, *assignment = NULL;
+    const char *msg = NULL, **keys = NULL, **values = NULL;
+    int32_t parts = 0, rf = 0, *assignment = NULL;
+    int32_t nc = qt->configs.count > 0 ? qt->configs.count : 0;
     if (dup) {
         rt->error_code = GR_ERR_INVALID_REQUEST;
         msg = "Create topics request from client contains duplicate topic name";
-    } else if (qt->assignments.count > 0) {
-        if (qt->num_partitions != -1 || qt->replication_factor != -1) {
-            rt->error_code = GR_ERR_INVALID_REQUEST;
-            msg = "Both numPartitions or replicationFactor and replicasAssignments were set";
-        } else {
-            parts = qt->assignments.count;
-            if (!(assignment = gr_arena_calloc(&req->arena, (size_t)parts, sizeof *assignment)))
-                rt->error_code = GR_ERR_UNKNOWN_SERVER_ERROR;
-            for (int32_t a = 0; a < qt->assignments.count && !rt->error_code; a++) {
-                struct gr_int32_array ids = qt->assignments.items[a].broker_ids;
-                const struct gr_image_broker *br =
-                    ids.count == 1 ? gr_image_broker(b->image, ids.items[0]) : NULL;
-                if (!br || br->fenced || qt->assignments.items[a].partition_index != a) {
-                    rt->error_code = GR_ERR_INVALID_REPLICA_ASSIGNMENT;
-                    msg = "Replica assignments must name one registered broker per partition (one replica "
-                          "per partition until replication lands), partitions 0..n-1";
-                } else {
-                    assignment[a] = ids.items[0];
-                }
-            }
-        }
     } else {
-        if (parts == -1) parts = b->cfg.settings.num_partitions;
-        int16_t rf = qt->replication_factor == -1 ? b->cfg.settings.default_replication_factor
-                                                  : qt->replication_factor;
-        rt->error_code = gr_topic_rf_check(req, rf, &msg); /* the topic writer's rule */
+        rt->error_code = gr_topic_layout(req, qt, &parts, &rf, &assignment, &msg);
     }
+    if (!rt->error_code) rt->error_code = request_configs(req, qt, &keys, &values, &msg);
     if (!rt->error_code) {
-        int32_t nc = qt->configs.count > 0 ? qt->configs.count : 0;
-        const char **keys = gr_arena_calloc(&req->arena, (size_t)nc + 1, sizeof *keys);
-        const char **values = gr_arena_calloc(&req->arena, (size_t)nc + 1, sizeof *values);
-        for (int32_t c = 0; c < nc; c++) {
-            keys[c] = gr_req_strdup(req, qt->configs.items[c].name);
-            values[c] =
-                qt->configs.items[c].value.len < 0 ? NULL : gr_req_strdup(req, qt->configs.items[c].value);
-            if (!values[c]) {
-                rt->error_code = GR_ERR_INVALID_CONFIG;
-                msg = "Null value not supported for topic configs";
-            }
-        }
-        if (!rt->error_code) {
-            int16_t code = gr_topic_create(req, qt->name, parts, assignment, keys, values, nc,
-                                           body->validate_only, &msg, body->timeout_ms, created, rt);
-            if (!code && !body->validate_only) return; /* created() fills the entry (maybe already) */
-            rt->error_code = code;
-            if (!code) { /* validate_only: the id the topic would get, as Kafka's controller answers */
-                gr_uuid_random(rt->topic_id.b);
-                fill_configs(req, rt, NULL, keys, values, nc);
-            }
+        int16_t code = gr_topic_create(req, qt->name, parts, rf, assignment, keys, values, nc,
+                                       body->validate_only, &msg, body->timeout_ms, created, rt);
+        if (!code && !body->validate_only) return; /* created() fills the entry (maybe already) */
+        rt->error_code = code;
+        if (!code) { /* validate_only: the id the topic would get, as Kafka's controller answers */
+            gr_uuid_random(rt->topic_id.b);
+            fill_configs(req, rt, NULL, keys, values, nc);
         }
     }
     rt->error_message = msg ? gr_str_c(msg) : GR_STR_NULL;
     if (!rt->error_code) {
         rt->num_partitions = parts;
-        rt->replication_factor = 1;
+        rt->replication_factor = (int16_t)rf;
     }
 }
 

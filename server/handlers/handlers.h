@@ -47,14 +47,30 @@ typedef void (*gr_topic_created_fn)(struct gr_req *req, void *item, const struct
  * When the checks pass and not `validate_only`, submits the creation to the broker's topic writer (checked
  * again when its turn comes) and returns NONE; `done(req, item, res)` then reports the outcome
  * (gr_req_topic_ops_wait makes the response wait for it). timeout_ms: how long the answer may wait for the
- * new partitions' leaders (cluster mode; the request's timeout). assignment: NULL (placed by the writer) or
- * each partition's one replica, checked by the caller. */
-int16_t gr_topic_create(struct gr_req *req, struct gr_str name, int32_t partitions, const int32_t *assignment,
-                        const char *const *keys, const char *const *values, int count, bool validate_only,
-                        const char **error_message, int64_t timeout_ms, gr_topic_created_fn done, void *item);
-/* The replication factor check of CreateTopics (the broker's topic writer decides: one broker, or stage 1's
- * one replica per partition). Returns NONE or INVALID_REPLICATION_FACTOR with a message in the arena. */
+ * new partitions' leaders (cluster mode; the request's timeout). replication_factor: resolved (-1 replaced by
+ * default.replication.factor), checked by the caller (gr_topic_rf_check) and again by the writer.
+ * assignment: NULL (placed by the writer) or `partitions` rows of replication_factor node ids, the first
+ * the preferred leader, shaped by the caller (the writer checks the nodes). */
+int16_t gr_topic_create(struct gr_req *req, struct gr_str name, int32_t partitions,
+                        int32_t replication_factor, const int32_t *assignment, const char *const *keys,
+                        const char *const *values, int count, bool validate_only, const char **error_message,
+                        int64_t timeout_ms, gr_topic_created_fn done, void *item);
+/* A Metadata auto-creation (Kafka's AutoTopicCreationManager): gr_topic_create with num.partitions,
+ * default.replication.factor, no configs, waiting at most GR_TOPIC_WRITER_AUTO_CREATE_WAIT_MS. */
+int16_t gr_topic_auto_create(struct gr_req *req, struct gr_str name, gr_topic_created_fn done, void *item);
+/* The replication factor check of CreateTopics (the broker's topic writer decides: one broker; a cluster
+ * without gregor.cluster.replication.enable, one replica per partition). Returns NONE or
+ * INVALID_REPLICATION_FACTOR with a message in the arena. */
 int16_t gr_topic_rf_check(struct gr_req *req, int32_t rf, const char **msg);
+/* The layout CreateTopics asks for one topic (handlers/topic_layout.c): without assignments, *parts and *rf
+ * from num_partitions and replication_factor (-1: num.partitions, default.replication.factor), the factor
+ * checked by gr_topic_rf_check; with them (num_partitions and replication_factor must be -1, else
+ * INVALID_REQUEST), Kafka's checks of a manual assignment (INVALID_REPLICA_ASSIGNMENT: a partition twice, an
+ * empty list, a broker not registered or named twice, another factor than the partitions before, partitions
+ * not 0..n-1), then gr_topic_rf_check on its factor; *assignment (arena) holds *parts rows of *rf node ids,
+ * by partition. Returns NONE or a Kafka error code with *msg (static or arena). */
+int16_t gr_topic_layout(struct gr_req *req, const struct gr_create_topics_request_creatable_topic *qt,
+                        int32_t *parts, int32_t *rf, int32_t **assignment, const char **msg);
 
 /* Topic metadata operations of one request (handlers/topic_ops.c, storage/store.h gr_topic_op_*): the
  * file work runs on the I/O pool, one operation at a time in submission order (storage's FIFO), while the

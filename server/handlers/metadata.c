@@ -190,11 +190,8 @@ enum gr_handler_rc gr_handle_metadata(struct gr_req *req)
             continue;
         }
         rt->error_code = GR_ERR_UNKNOWN_TOPIC_OR_PARTITION;
-        if (may_create) {
-            int16_t err = gr_topic_create(req, qt->name, b->cfg.settings.num_partitions, NULL, NULL, NULL, 0,
-                                          false, NULL, GR_TOPIC_WRITER_AUTO_CREATE_WAIT_MS, auto_created, rt);
-            if (err && err != GR_ERR_TOPIC_ALREADY_EXISTS) rt->error_code = err;
-        }
+        int16_t err = may_create ? gr_topic_auto_create(req, qt->name, auto_created, rt) : 0;
+        if (err && err != GR_ERR_TOPIC_ALREADY_EXISTS) rt->error_code = err;
     }
     return gr_req_topic_ops_wait(req, NULL);
 }

@@ -4,12 +4,12 @@
  * Per partition: gr_partition_produce (partition/produce.c) validates the batch with the topic's typed
  * policy (Kafka's LogValidator: framing, CRC, sizes, timestamps, keys, codecs), recompresses it to the
  * topic's compression.type and appends it; this file turns its plain result into the response (record_errors
- * for refused records, KIP-467). Durability, named:
+ * for refused records, KIP-467; shaping: produce_request.c). Durability, named:
  *   acks=0   accepted: no response at all; any partition error closes the connection (as Kafka does)
  *   acks=1   written: answered once the batch is in the page cache
- *   acks=-1  committed: answered once the partition's visible offset passes the batch (with
- *            gregor.acks.all.fsync, the default, a group-commit fdatasync covers it), or REQUEST_TIMED_OUT
- *            after timeout_ms (the partition layer's until-committed wait)
+ *   acks=-1  committed: once the visible offset (a replicated leader's high watermark) passes the batch
+ *            (gregor.acks.all.fsync, the default: a group-commit fdatasync covers it), or REQUEST_TIMED_OUT
+ *            after timeout_ms (gr_req_await_commits); NOT_ENOUGH_REPLICAS(_AFTER_APPEND): partition/produce.c
  * Idempotence: storage judges each batch with a producer id (storage/producer_state.h) as it appends it;
  * OUT_OF_ORDER_SEQUENCE_NUMBER and INVALID_PRODUCER_EPOCH are per-partition errors, and a duplicate of one
  * of the producer's last 5 batches is answered with the original's offsets once the ORIGINAL batch is as
@@ -21,9 +21,8 @@
  * the partitions led here are made (server/logwait.h; at the timeout those answer REQUEST_TIMED_OUT), then
  * until every partition is appendable (gr_req_await_appendable over partition/gate.c: files closed by the
  * fd cap reopened on the I/O pool, in per-partition order; a file that cannot open: KAFKA_STORAGE_ERROR).
- * Out of request memory, the connection is closed before any append. acks=-1 waits until committed
- * (gr_req_await_commits). Shaping: produce_request.c. Partitions another broker leads (server/route.h) get
- * NOT_LEADER_OR_FOLLOWER, from v10 with CurrentLeader and NodeEndpoints (KIP-951). Next: handlers/fetch.c.
+ * Out of request memory, the connection is closed before any append. Partitions led elsewhere (route.h) get
+ * NOT_LEADER_OR_FOLLOWER, from v10 with CurrentLeader and NodeEndpoints (KIP-951). Next: fetch.c.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -43,11 +42,11 @@ struct produce_state {
     bool txn_refused; /* every partition answers TRANSACTIONAL_ID_AUTHORIZATION_FAILED (no appends) */
 };
 
-/* A partition the acks=-1 wait gave up on (offline, or timed out): its error. */
+/* The acks=-1 wait ended in an error: as Kafka's DelayedProduce, only the error changes, not the offsets. */
 static void commit_failed(struct gr_req *req, void *pr, int16_t error_code)
 {
     (void)req;
-    gr_produce_partition_error(pr, error_code, NULL);
+    ((struct gr_produce_response_partition_produce_response *)pr)->error_code = error_code;
 }
 
 /* Validates and appends one partition's records (gr_partition_produce) and fills `pr`. Returns the appended
@@ -71,7 +70,8 @@ static struct gr_log *produce_partition(struct gr_req *req, const struct gr_imag
                                    .records_len = records.len,
                                    .api_version = req->hdr.request_api_version,
                                    .now_ms = gr_time_wall_ms(),
-                                   .require_open = req->broker->iopool != NULL};
+                                   .require_open = req->broker->iopool != NULL,
+                                   .acks = ((struct gr_produce_request *)req->body)->acks};
     struct gr_produce_result r;
     int16_t err = gr_partition_produce(gr_broker_partition(req->broker, log), gr_topic_policy(t), &args,
                                        &req->arena, &r);

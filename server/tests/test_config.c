@@ -362,13 +362,48 @@ static void test_replication_keys(void **state)
     gr_config_free(&c);
 }
 
+/* gregor.cluster.replication.enable (default false) and the replication factors it allows above 1: refused
+   at check time on a single node and in a cluster without it, taken with it; above
+   GR_CLUSTER_REPLICAS_MAX refused when set. */
+static void test_replication_switch(void **state)
+{
+    (void)state;
+    struct gr_config c;
+    gr_config_init(&c);
+    const struct gr_broker_settings *s = &c.settings;
+    assert_false(s->gregor_cluster_replication_enable);
+    assert_int_equal(s->default_replication_factor, 1);
+    assert_int_equal(s->offsets_topic_replication_factor, 1);
+    assert_int_equal(gr_config_set(&c, "default.replication.factor", "17"),
+                     -1); /* > GR_CLUSTER_REPLICAS_MAX */
+    assert_int_equal(gr_config_set(&c, "default.replication.factor", "0"), -1);
+    assert_int_equal(gr_config_set(&c, "default.replication.factor", "3"), 0);
+    assert_int_equal(s->default_replication_factor, 3);
+    assert_int_equal(gr_config_check(&c), -1); /* single node */
+    assert_int_equal(gr_config_set(&c, "gregor.metadata.etcd.endpoints", "http://127.0.0.1:2379"), 0);
+    assert_int_equal(gr_config_check(&c), -1); /* a cluster without the switch */
+    assert_int_equal(gr_config_set(&c, "gregor.cluster.replication.enable", "true"), 0);
+    assert_true(s->gregor_cluster_replication_enable);
+    assert_int_equal(gr_config_check(&c), 0);
+    assert_int_equal(gr_config_set(&c, "offsets.topic.replication.factor", "3"), 0);
+    assert_int_equal(s->offsets_topic_replication_factor, 3);
+    assert_int_equal(gr_config_check(&c), 0);
+    assert_int_equal(gr_config_set(&c, "gregor.cluster.replication.enable", "false"), 0);
+    assert_int_equal(gr_config_check(&c), -1);
+    assert_int_equal(gr_config_set(&c, "default.replication.factor", "1"), 0);
+    assert_int_equal(gr_config_check(&c), -1); /* offsets.topic.replication.factor still 3 */
+    assert_int_equal(gr_config_set(&c, "offsets.topic.replication.factor", "1"), 0);
+    assert_int_equal(gr_config_check(&c), 0);
+    gr_config_free(&c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_defaults),         cmocka_unit_test(test_file_and_overrides),
         cmocka_unit_test(test_bad_values),       cmocka_unit_test(test_dynamic_file_reload),
         cmocka_unit_test(test_settings),         cmocka_unit_test(test_cluster_keys),
-        cmocka_unit_test(test_replication_keys),
+        cmocka_unit_test(test_replication_keys), cmocka_unit_test(test_replication_switch),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

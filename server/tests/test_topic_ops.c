@@ -304,7 +304,7 @@ static void test_disk_errors_map_to_storage_error(void **state)
     fault_fail(F_MKDIR, 1, ENOSPC, true);
     struct gr_req *req = new_req(f, 19, 7, 8, 8);
     const char *msg = NULL;
-    assert_int_equal(gr_topic_create(req, gr_str_c("nospace"), 3, NULL, NULL, NULL, 0, false, &msg, 0,
+    assert_int_equal(gr_topic_create(req, gr_str_c("nospace"), 3, 1, NULL, NULL, NULL, 0, false, &msg, 0,
                                      record_created, NULL),
                      GR_ERR_NONE);
     assert_int_equal(gr_req_topic_ops_wait(req, NULL), GR_HANDLER_WAIT);
@@ -327,7 +327,7 @@ static void test_disk_errors_map_to_storage_error(void **state)
     /* the same name works once the disk does */
     memset(&C, 0, sizeof C);
     req = new_req(f, 19, 7, 8, 8);
-    assert_int_equal(gr_topic_create(req, gr_str_c("nospace"), 3, NULL, NULL, NULL, 0, false, &msg, 0,
+    assert_int_equal(gr_topic_create(req, gr_str_c("nospace"), 3, 1, NULL, NULL, NULL, 0, false, &msg, 0,
                                      record_created, NULL),
                      GR_ERR_NONE);
     assert_int_equal(gr_req_topic_ops_wait(req, NULL), GR_HANDLER_WAIT);
@@ -358,7 +358,7 @@ static void test_writer_keeps_image_configs(void **state)
     const char *keys[] = {"retention.ms"}, *values[] = {"1234"}, *msg = NULL;
     memset(&C, 0, sizeof C);
     struct gr_req *req = new_req(f, 19, 7, 8, 8);
-    assert_int_equal(gr_topic_create(req, gr_str_c("withcfg"), 2, NULL, keys, values, 1, false, &msg, 0,
+    assert_int_equal(gr_topic_create(req, gr_str_c("withcfg"), 2, 1, NULL, keys, values, 1, false, &msg, 0,
                                      record_created, NULL),
                      GR_ERR_NONE);
     assert_int_equal(gr_req_topic_ops_wait(req, NULL), GR_HANDLER_WAIT);
