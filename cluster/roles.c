@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cluster/fetcher.h"
 #include "cluster/image.h"
 #include "common/log.h"
 #include "common/time.h"
@@ -465,6 +466,24 @@ static int writer_propose(void *ctx, const struct gr_isr_change *chg, gr_isr_don
 static bool writer_cancel(void *ctx, const uint8_t topic_id[16], int32_t partition)
 {
     return gr_isr_writer_cancel(ctx, topic_id, partition);
+}
+
+static int fetcher_add(void *ctx, struct gr_partition *part, const char *topic, const uint8_t topic_id[16],
+                       int32_t partition, int32_t leader_id, int32_t leader_epoch)
+{
+    return gr_fetcher_add(ctx, part, topic, topic_id, partition, leader_id, leader_epoch);
+}
+
+static void fetcher_remove(void *ctx, struct gr_partition *part)
+{
+    gr_fetcher_remove(ctx, part);
+}
+
+void gr_roles_ops_fetcher(struct gr_roles_ops *ops, struct gr_fetcher *f)
+{
+    ops->fetcher_add = fetcher_add;
+    ops->fetcher_remove = fetcher_remove;
+    ops->fetcher_ctx = f;
 }
 
 void gr_roles_ops_isr_writer(struct gr_roles_ops *ops, struct gr_isr_writer *w)

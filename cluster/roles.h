@@ -53,6 +53,7 @@
 #include "cluster/isr_writer.h"
 
 struct ev_loop;
+struct gr_fetcher;
 struct gr_image;
 struct gr_log;
 struct gr_partition;
@@ -98,6 +99,9 @@ struct gr_roles_stats {
     int32_t tracked;      /* partitions with a role applied */
 };
 
+/* Fills `ops`' fetcher part with the real replica fetcher `f` (cluster/fetcher.h; borrowed, must outlive
+   the binding). */
+void gr_roles_ops_fetcher(struct gr_roles_ops *ops, struct gr_fetcher *f);
 /* Fills `ops`' ISR part with the real writer `w` (borrowed; must outlive the binding). */
 void gr_roles_ops_isr_writer(struct gr_roles_ops *ops, struct gr_isr_writer *w);
 

@@ -39,12 +39,11 @@ struct gr_cluster_layout;
 struct ev_loop;
 
 /* The cluster-mode refusal of more than one replica while gregor.cluster.replication.enable is false (the
- * etcd writer's replication_enabled; issue #20: experimental until followers fetch): formatted with the
+ * etcd writer's replication_enabled; issue #20: experimental until it is complete): formatted with the
  * asked factor. */
 #define GR_TOPIC_WRITER_RF_FMT                                                                               \
-    "replication factor %d > 1 needs gregor.cluster.replication.enable=true (experimental: followers do "    \
-    "not "                                                                                                   \
-    "fetch yet)"
+    "replication factor %d > 1 needs gregor.cluster.replication.enable=true (experimental until "            \
+    "issue #20 is complete)"
 /* Changes of the etcd writer talking to etcd at once (each holds one txn or range, so one connection); more
  * wait in submission order: a CreateTopics naming thousands of topics never opens thousands of connections.
  * Waiting for the image takes no slot. */

@@ -55,6 +55,8 @@ struct gr_controller;
 struct gr_ctl_lease;
 struct gr_replicas;
 struct gr_roles;
+struct gr_broker_client;
+struct gr_fetcher;
 struct gr_isr_writer;
 struct gr_topic_writer;
 
@@ -171,7 +173,9 @@ struct gr_broker {
     struct gr_replicas *replicas;     /* cluster mode: local replicas follow the image (cluster/replicas.h) */
     struct gr_roles *roles; /* cluster mode: local partitions take the image's roles (cluster/roles.h) */
     struct gr_isr_writer
-        *isr_writer;             /* cluster mode: the ISR changes of partitions led here (isr_writer.h) */
+        *isr_writer; /* cluster mode: the ISR changes of partitions led here (isr_writer.h) */
+    struct gr_broker_client *broker_client; /* cluster mode: connections to other brokers (broker_client.h) */
+    struct gr_fetcher *fetcher;  /* cluster mode: followers copy their leaders' logs (cluster/fetcher.h) */
     struct {                     /* cluster mode: topic configs of the image to local topics */
         bool busy;               /* one gr_topic_op_set_configs in flight (server/membership.c) */
         uint8_t failed_id[16];   /* the last topic whose configs the store refused ... */

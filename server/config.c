@@ -142,8 +142,9 @@ static const struct gr_config_def defs[] = {
      "gregor.metadata.etcd.prefix)."},
     {"gregor.cluster.replication.enable", GR_CFG_BOOLEAN, "false", 0, 0,
      "Gregor: a cluster accepts a replication factor above 1 (CreateTopics, default.replication.factor, "
-     "offsets.topic.replication.factor). Experimental until issue #20 is complete: followers do not fetch "
-     "yet."},
+     "offsets.topic.replication.factor). Experimental until issue #20 is complete (missing: the wait at "
+     "controlled "
+     "shutdown, replication factor 3 for internal topics, fault runs at RF 3)."},
     {"gregor.metadata.etcd.prefix", GR_CFG_STRING, "/gregor", 0, 0,
      "Gregor: the etcd key prefix of the cluster: <prefix>/cluster_id holds the cluster id and every other "
      "key lives under <prefix>/<cluster id>/. Absolute, no trailing '/', [a-zA-Z0-9._-] segments, at most "

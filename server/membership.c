@@ -17,9 +17,11 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cluster/broker_client.h"
 #include "cluster/controller.h"
 #include "cluster/ctl_lease.h"
 #include "cluster/member.h"
+#include "cluster/fetcher.h"
 #include "cluster/isr_writer.h"
 #include "cluster/replicas.h"
 #include "cluster/roles.h"
@@ -230,19 +232,47 @@ static void on_log(void *ctx, struct gr_topic *t, int32_t partition, struct gr_l
     gr_broker_wake_parked(b);
 }
 
-/* The ISR writer and the role binding, after the replica manager (whose pass links the image's topics to
- * the local logs first). The replica fetcher (cluster/fetcher.h) is not bound yet: until it is, followers
- * take their role but copy nothing (with replication factor 1, all CreateTopics allows today, every local
- * partition is a leader alone). */
+/* The replica fetcher and the inter-broker client it sends on (cluster/fetcher.h, broker_client.h), with
+ * Kafka's replica.* settings. The client's frame cap stays socket.request.max.bytes' default: a leader's
+ * answer may pass replica.fetch.response.max.bytes by one batch (KIP-74), as large as a topic allows. */
+static int start_fetcher(struct gr_broker *b)
+{
+    const struct gr_broker_settings *s = &b->cfg.settings;
+    char err[200] = "";
+    struct gr_broker_client_config bcc = {.node_id = b->node_id,
+                                          .listener_name = s->inter_broker_listener,
+                                          .request_timeout_ms = s->replica_socket_timeout_ms,
+                                          .backoff_ms = s->replica_fetch_backoff_ms,
+                                          .in_flight_max = 1};
+    struct gr_fetcher_config fc = {.node_id = b->node_id,
+                                   .num_fetchers = s->num_replica_fetchers,
+                                   .max_wait_ms = s->replica_fetch_wait_max_ms,
+                                   .min_bytes = s->replica_fetch_min_bytes,
+                                   .partition_max_bytes = s->replica_fetch_max_bytes,
+                                   .response_max_bytes = s->replica_fetch_response_max_bytes,
+                                   .backoff_ms = s->replica_fetch_backoff_ms,
+                                   .fsync_gate = s->gregor_acks_all_fsync};
+    if (!(b->broker_client = gr_broker_client_new(b->loop, b->image, &bcc, err, sizeof err)) ||
+        !(b->fetcher = gr_fetcher_new(b->loop, b->broker_client, b->image, &fc, err, sizeof err))) {
+        GR_ERROR("cannot start the replica fetcher: %s", err[0] ? err : "out of memory");
+        return -1;
+    }
+    return 0;
+}
+
+/* The replica fetcher, the ISR writer and the role binding, after the replica manager (whose pass links the
+ * image's topics to the local logs first). */
 static int start_roles(struct gr_broker *b)
 {
     const struct gr_broker_settings *s = &b->cfg.settings;
+    if (start_fetcher(b) < 0) return -1;
     b->isr_writer = gr_isr_writer_new(b->loop, gr_member_etcd(b->member), gr_member_layout(b->member),
                                       b->image, b->node_id);
     struct gr_roles_config rc = {.loop = b->loop,
                                  .parts = b->parts,
                                  .replica_lag_time_max_ms = s->replica_lag_time_max_ms,
                                  .min_insync_replicas = s->min_insync_replicas};
+    gr_roles_ops_fetcher(&rc.ops, b->fetcher);
     if (b->isr_writer) gr_roles_ops_isr_writer(&rc.ops, b->isr_writer);
     if (!b->isr_writer || !(b->roles = gr_roles_new(&rc, b->image)) || gr_roles_start(b->roles) < 0) {
         GR_ERROR("cannot start the role binding");
@@ -305,6 +335,10 @@ void gr_membership_stop_controller(struct gr_broker *b)
     b->roles = NULL;
     gr_isr_writer_free(b->isr_writer);
     b->isr_writer = NULL;
+    gr_fetcher_free(b->fetcher); /* no append after this (the role binding removed every partition) */
+    b->fetcher = NULL;
+    gr_broker_client_free(b->broker_client);
+    b->broker_client = NULL;
 }
 
 void gr_membership_stop_replicas(struct gr_broker *b)

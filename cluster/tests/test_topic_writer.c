@@ -255,7 +255,7 @@ static void test_refusals(void)
     struct done d = create(w1, &a);
     CHECK(d.code == GR_ERR_INVALID_REPLICATION_FACTOR);
     CHECK(!strcmp(d.msg, "replication factor 3 > 1 needs gregor.cluster.replication.enable=true "
-                         "(experimental: followers do not fetch yet)"));
+                         "(experimental until issue #20 is complete)"));
     char msg[GR_TOPIC_WRITER_MSG_BYTES];
     CHECK(gr_topic_writer_check_rf(w1, 2, msg, sizeof msg) == GR_ERR_INVALID_REPLICATION_FACTOR);
     CHECK(gr_topic_writer_check_rf(w1, 1, msg, sizeof msg) == GR_ERR_NONE);

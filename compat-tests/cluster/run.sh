@@ -5,7 +5,8 @@
 # refused, restart, are fenced and leave. Then e2e.py: a 3-broker cluster end to end (a 12-partition topic
 # led 4 per broker, librdkafka produce and consume, NOT_LEADER_OR_FOLLOWER, kill -9 of a broker and of the
 # controller with restarts, DeleteTopics). Then replication_switch.py: gregor.cluster.replication.enable on
-# (an RF 3 topic: 3 replicas, ISR 3, leaders spread; Kafka's refusals) and off (RF > 1 refused). Then pids.py: producer ids from etcd's counter across three
+# (an RF 3 topic: 3 replicas, ISR 3, leaders spread; Kafka's refusals) and off (RF > 1 refused). Then
+# replication.py: RF 3 end to end (acks=all produce, replicas byte for byte, a leader's kill -9, its return). Then pids.py: producer ids from etcd's counter across three
 # brokers and a restart, a librdkafka idempotent producer, the shutting_down mark on SIGTERM. Then groups.py:
 # consumer groups across the cluster (FindCoordinator on every broker, a group of three librdkafka consumers,
 # kill -9 of its coordinator). Then tools.py: Kafka's kafka-topics.sh, kafka-broker-api-versions.sh,
@@ -30,7 +31,7 @@ fi
 total_p=0
 total_f=0
 status=0
-for t in selftest membership e2e replication_switch pids groups tools lifecycle faults jepsen; do
+for t in selftest membership e2e replication_switch replication pids groups tools lifecycle faults jepsen; do
     out=$(mktemp)
     python3 "$here/$t.py" "$@" 2>&1 | tee "$out"
     rc=${PIPESTATUS[0]}

@@ -1,0 +1,235 @@
+"""replication.py: replication factor 3 end to end (issue #20): etcd and three gregor brokers on the host with
+gregor.cluster.replication.enable=true (harness.py: everything started is stopped at the end), seeded and
+bounded in time.
+
+What it checks:
+  - an RF 3 topic of 3 partitions with min.insync.replicas=2: librdkafka (confluent-kafka) produces N keyed
+    records with acks=all, each acknowledged; every one is read back exactly once in offset order;
+  - the followers copy the leaders' logs: once the high watermark is the log end offset everywhere, the three
+    replicas of each partition hold the same batches byte for byte (replicacheck.py), and the ISR stays the
+    three replicas (Metadata v12 on every broker);
+  - kill -9 the leader of partition 0: a new leader from the ISR with a higher leader epoch; acks=all produce
+    goes on (time to the first acknowledged record reported); every record acknowledged before and after is
+    read back; the dead broker leaves the ISR;
+  - restarted, the broker fetches again and rejoins the ISR of every partition; the replicas agree again.
+Ends with `cluster-replication: N passed, N failed`; exit status 1 on any failure.
+Usage: replication.py [--seed N] [--deadline SECONDS]
+Read next: cluster/fetcher.h, cluster/roles.h, partition/replica.c, replicacheck.py.
+"""
+import os
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), 'lib'))
+import harness as h  # noqa: E402
+import kafka_raw as k  # noqa: E402
+import replicacheck  # noqa: E402
+import testkit  # noqa: E402  (compat-tests/lib: the counted checks every suite uses)
+from testkit import check, eq, section  # noqa: E402
+
+PREFIX = '/gregor'
+TOPIC = 'rf3'
+PARTS = 3
+figures = []
+
+
+def overrides(etcd):
+    return [f'gregor.metadata.etcd.endpoints={etcd.endpoints()}', f'gregor.metadata.etcd.prefix={PREFIX}',
+            'broker.session.timeout.ms=3000', 'broker.heartbeat.interval.ms=500',
+            'auto.create.topics.enable=false', 'gregor.cluster.replication.enable=true',
+            'replica.lag.time.max.ms=5000', 'replica.fetch.backoff.ms=200', 'offsets.topic.replication.factor=1']
+
+
+def layout(b):
+    """{partition: (leader, leader epoch, replicas, isr)} of TOPIC in b's Metadata v12, or None."""
+    try:
+        with k.Conn(b.bootstrap, timeout=5) as c:
+            m = k.metadata(c, [TOPIC], version=12, allow_auto=False)
+    except Exception:  # noqa: BLE001 - broker down or not yet
+        return None
+    for t in m['topics']:
+        if t['name'] == TOPIC and t['error_code'] == 0:
+            return {p['partition_index']: (p['leader_id'], p['leader_epoch'], sorted(p['replica_nodes']),
+                                           sorted(p['isr_nodes'])) for p in t['partitions']}
+    return None
+
+
+def wait_layout(bs, pred, timeout, what):
+    return h.wait_until(lambda: (lambda ls: ls[0] if all(x is not None and len(x) == PARTS for x in ls) and
+                                 all(x == ls[0] for x in ls) and pred(ls[0]) else None)([layout(b) for b in bs]),
+                        timeout, what)
+
+
+def create(b):
+    topic = {'name': TOPIC, 'num_partitions': PARTS, 'replication_factor': 3, 'assignments': [],
+             'configs': [{'name': 'min.insync.replicas', 'value': '2'}]}
+    with k.Conn(b.bootstrap, timeout=30) as c:
+        return c.request('CreateTopics', 7, {'topics': [topic], 'timeout_ms': 15000, 'validate_only': False})[
+            'topics'][0]
+
+
+def produce(bs, values, timeout=40):
+    """Produces `values` round-robin over the partitions with acks=all; returns ({value: (partition, offset)},
+    [errors], seconds to the first acknowledgement)."""
+    from confluent_kafka import Producer
+    p = Producer({'bootstrap.servers': ','.join(b.bootstrap for b in bs), 'acks': 'all',
+                  'enable.idempotence': True, 'linger.ms': 5, 'message.timeout.ms': int(timeout * 1000),
+                  'topic.metadata.refresh.interval.ms': 500, 'retry.backoff.ms': 100, 'log_level': 2})
+    acked, errors, first = {}, [], []
+    t0 = time.monotonic()
+
+    def cb(err, msg):
+        if err:
+            errors.append(str(err))
+        else:
+            acked[msg.value().decode()] = (msg.partition(), msg.offset())
+            if not first:
+                first.append(time.monotonic() - t0)
+
+    for i, v in enumerate(values):
+        p.produce(TOPIC, value=v.encode(), partition=i % PARTS, on_delivery=cb)
+        p.poll(0)
+    p.flush(timeout + 5)
+    return acked, errors, (first[0] if first else None)
+
+
+def consume(bs, want, timeout=30):
+    from confluent_kafka import Consumer, TopicPartition
+    c = Consumer({'bootstrap.servers': ','.join(b.bootstrap for b in bs), 'group.id': 'replication-unused',
+                  'enable.auto.commit': False, 'topic.metadata.refresh.interval.ms': 500, 'log_level': 2})
+    c.assign([TopicPartition(TOPIC, p, 0) for p in range(PARTS)])
+    out = {p: [] for p in range(PARTS)}
+    n, end = 0, time.monotonic() + timeout
+    try:
+        while n < want and time.monotonic() < end:
+            m = c.poll(0.5)
+            if m is None or m.error():
+                continue
+            out[m.partition()].append((m.offset(), m.value().decode()))
+            n += 1
+        while True:
+            m = c.poll(0.5)
+            if m is None:
+                break
+            if not m.error():
+                out[m.partition()].append((m.offset(), m.value().decode()))
+    finally:
+        c.close()
+    return out
+
+
+def read_back(label, bs, acked):
+    got = consume(bs, len(acked))
+    values = [v for p in got for _, v in got[p]]
+    eq(f'{label}: every acknowledged record read back exactly once', sorted(acked), sorted(values))
+    check(f'{label}: offsets in order per partition',
+          all([o for o, _ in got[p]] == sorted(o for o, _ in got[p]) for p in got))
+
+
+def end_offsets(b):
+    """{partition: (high watermark, log end offset)} at b for the partitions it leads (ListOffsets latest)."""
+    lay = layout(b) or {}
+    out = {}
+    with k.Conn(b.bootstrap, timeout=5) as c:
+        for p, (leader, _, _, _) in lay.items():
+            if leader != b.node_id:
+                continue
+            r = c.request('ListOffsets', 4, {'replica_id': -1, 'isolation_level': 0, 'topics': [
+                {'name': TOPIC, 'partitions': [{'partition_index': p, 'current_leader_epoch': -1,
+                                                'timestamp': -1}]}]})
+            out[p] = r['topics'][0]['partitions'][0]['offset']
+    return out
+
+
+def replicas_agree(label, bs):
+    """Waits until every replica of every partition holds the leader's high watermark, then compares them."""
+    lay = layout(next(b for b in bs if b.alive())) or {}
+    hw = {}
+    for b in bs:
+        if b.alive():
+            hw.update(end_offsets(b))
+
+    def caught_up():
+        for p, (leader, _, replicas, _) in lay.items():
+            for r in replicas:
+                d = os.path.join(bs[r - 1].data_dir, f'{TOPIC}-{p}')
+                bl, _ = replicacheck.batches(d, hw.get(p, 0))
+                if not bl or bl[-1][1] + 1 < hw.get(p, 0):
+                    return False
+        return True
+    try:
+        h.wait_until(caught_up, 20, f'{label}: every replica holds the high watermark')
+    except h.HarnessError as e:
+        check(str(e), False)
+        return
+    for p, (leader, _, replicas, _) in lay.items():
+        dirs = {r: os.path.join(bs[r - 1].data_dir, f'{TOPIC}-{p}') for r in replicas}
+        bad, lines = replicacheck.compare(dirs, hw.get(p, 0))
+        eq(f'{label}: partition {p}: its {len(replicas)} replicas agree up to the high watermark {hw.get(p)}',
+           (0, []), (bad, lines[:-1] if not bad else lines[:4]))
+
+
+def t_produce(run, etcd, bs, st):
+    r = create(bs[0])
+    eq('CreateTopics rf 3 min.insync.replicas=2: NONE', 0, r['error_code'])
+    lay = wait_layout(bs, lambda l: all(v[0] >= 0 and len(v[3]) == 3 for v in l.values()), 15,
+                      'every broker shows 3 leaders with ISR 3')
+    acked, errors, _ = produce(bs, [f'a{i}' for i in range(3000)])
+    eq('3000 records acknowledged with acks=all', (3000, []), (len(acked), errors[:3]))
+    st['acked'] = dict(acked)
+    read_back('after produce', bs, st['acked'])
+    replicas_agree('after produce', bs)
+    time.sleep(6)  # past replica.lag.time.max.ms: a follower that fetches stays in the ISR
+    lay = wait_layout(bs, lambda l: True, 5, 'layout')
+    eq('ISR still the three replicas after replica.lag.time.max.ms', {p: [1, 2, 3] for p in range(PARTS)},
+       {p: v[3] for p, v in lay.items()})
+    st['lay'] = lay
+
+
+def t_kill_leader(run, etcd, bs, st):
+    lay = st['lay']
+    victim = lay[0][0]
+    epoch0 = lay[0][1]
+    t0 = time.monotonic()
+    bs[victim - 1].kill9()
+    live = [b for b in bs if b.node_id != victim]
+    lay2 = wait_layout(live, lambda l: l[0][0] not in (-1, victim) and victim not in l[0][3], 20,
+                       'a new leader for partition 0 from the ISR')
+    figures.append(f'kill -9 of leader {victim}: new leader {lay2[0][0]} at epoch {lay2[0][1]} after '
+                   f'{time.monotonic() - t0:.1f} s')
+    check(f'partition 0: new leader {lay2[0][0]} at a higher epoch ({epoch0} -> {lay2[0][1]})', lay2[0][1] > epoch0)
+    acked, errors, first = produce(live, [f'b{i}' for i in range(1500)])
+    figures.append(f'first acks=all acknowledgement {first:.2f} s after the produce started, '
+                   f'{time.monotonic() - t0:.1f} s after the kill' if first else 'no acknowledgement')
+    eq('1500 more records acknowledged with acks=all (min.insync.replicas 2 of 2 live)', (1500, []),
+       (len(acked), errors[:3]))
+    st['acked'].update(acked)
+    read_back('after the leader\'s kill', live, st['acked'])
+    bs[victim - 1].start()
+    lay3 = wait_layout(bs, lambda l: all(v[3] == [1, 2, 3] for v in l.values()), 30,
+                       f'broker {victim} back in every ISR')
+    check(f'broker {victim} restarted: back in the ISR of every partition', bool(lay3))
+    replicas_agree('after the restart', bs)
+
+
+def main():
+    seed, deadline = h.cli(deadline_s=180.0)
+    t0 = time.monotonic()
+    st = {'seed': seed}
+    with h.Run(seed=seed, deadline_s=deadline, label='cluster-replication') as run:
+        etcd = run.etcd(1)
+        bs = [run.broker(i, overrides=overrides(etcd)) for i in (1, 2, 3)]
+        section('RF 3: produce acks=all, read back, replicas agree', t_produce, run, etcd, bs, st)
+        if 'lay' in st:
+            section('kill -9 a leader, produce on, restart it', t_kill_leader, run, etcd, bs, st)
+    for f in figures:
+        print(f'   figure: {f}')
+    print(f'   (total {time.monotonic() - t0:.1f} s)')
+    print(f'cluster-replication: {testkit.passed} passed, {testkit.failed} failed', flush=True)
+    sys.exit(1 if testkit.failed else 0)
+
+
+if __name__ == '__main__':
+    main()
