@@ -36,10 +36,10 @@ struct gr_partition_repl *gr_partition_repl_of(const struct gr_partition *part);
 const struct gr_partition_repl_config *gr_partition_repl_config(const struct gr_partition *part);
 
 /* The high watermark a replicated partition shows as its visible offset, kept in the partition object:
-   replica.c (which calls into partition.c, never the reverse) writes `on`, `follower`, `blocked` and `floor`
-   from the followers' states; partition.c's gr_partition_visible_offset moves `hw` from them and the leader's
-   share (its log end offset, or its durable offset with gregor.acks.all.fsync), so appends and flushes move
-   it without a call back into replica.c (Partition.maybeIncrementLeaderHW split in two). */
+   replica.c (which calls into partition.c, never the reverse) writes `on`, `follower`, `blocked`, `floor` and
+   `followers_low` from the followers' states; partition.c's gr_partition_visible_offset moves `hw` from them
+   and the leader's share (its log end offset, or its durable offset with gregor.acks.all.fsync), so appends
+   and flushes move it without a call back into replica.c (Partition.maybeIncrementLeaderHW split in two). */
 struct gr_partition_hw {
     bool on;       /* the visible offset is `hw` (a leader with followers, or a follower); else the share */
     bool follower; /* a follower: `hw` as its follower side sets it, clamped to its log end offset */

@@ -24,7 +24,7 @@ struct dr_wait {
     int64_t offset; /* the requested offset (Kafka's requiredOffset) */
     struct gr_delete_records_response_delete_records_partition_result *rp;
     enum dr_phase phase;
-    struct gr_req_wait *rw; /* its low watermark wait, NULL until queued */
+    struct gr_req_wait *rw; /* its wait (the checkpoint's, then the low watermark's), NULL: none queued */
 };
 
 /* The request's state (its arena). */

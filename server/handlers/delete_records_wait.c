@@ -28,6 +28,7 @@ static void end_checkpoint(struct gr_req *req, struct dr_state *st, int err, boo
         if (rc == 0) {
             w->rp->low_watermark = gr_partition_low_watermark(gr_broker_partition(req->broker, w->log));
             w->phase = w->rp->low_watermark < w->offset ? DR_LOW : DR_DONE;
+            w->rw = NULL; /* its checkpoint wait is over (or about to fire: a harmless re-check) */
             continue;
         }
         w->phase = DR_DONE;
@@ -73,17 +74,19 @@ static bool dr_advance(struct gr_req *req, struct dr_state *st)
     return all;
 }
 
-/* Queues the low watermark wait of every partition in that phase whose wait is not queued (never queued,
-   or done without the fresh low watermark reaching the offset). Returns true when one held at once (the
-   caller re-checks). */
-static bool queue_low_waits(struct gr_req *req, struct dr_state *st)
+/* Queues the wait of every partition still waiting whose wait is not queued (never queued, or done while
+   the re-check saw its condition not hold): until the checkpoint is durable, then until the low watermark
+   reaches its offset. Returns true when one held at once (the caller re-checks). */
+static bool queue_waits(struct gr_req *req, struct dr_state *st)
 {
     bool held = false;
     for (int i = 0; i < st->count; i++) {
         struct dr_wait *w = &st->waits[i];
-        if (w->phase != DR_LOW || (w->rw && gr_partition_waiting(&w->rw->w))) continue;
-        int rc = gr_req_wait_low_watermark(req, w->log, w->offset);
-        w->rw = rc == 1 ? req->waits : NULL; /* req_wait puts its new wait first */
+        if (w->phase == DR_DONE || (w->rw && gr_partition_waiting(&w->rw->w))) continue;
+        int rc = w->phase == DR_CHECKPOINT ? gr_req_wait_log_start(req, w->log, st->ticket)
+                                           : gr_req_wait_low_watermark(req, w->log, w->offset);
+        w->rw =
+            rc == 1 ? req->waits : NULL; /* req_wait puts its new wait first; out of memory: the deadline */
         held = held || rc == 0;
     }
     return held;
@@ -92,26 +95,14 @@ static bool queue_low_waits(struct gr_req *req, struct dr_state *st)
 static bool dr_recheck(struct gr_req *req);
 static void dr_expire(struct gr_req *req);
 
-/* Declares what the request waits for now: the checkpoint (its deadline at least
-   DELETE_RECORDS_WAIT_MS_MIN), then the low watermark (the request's timeout_ms from the local deletion, as
-   Kafka's DelayedDeleteRecords). Returns true when a wait held at once (the caller re-checks). */
-static bool dr_wait(struct gr_req *req, struct dr_state *st, bool entering_low)
+/* Arms the deadline of the phase the request enters: the checkpoint's (timeout_ms, at least
+   DELETE_RECORDS_WAIT_MS_MIN), or the low watermark's (timeout_ms from the local deletion, as Kafka's
+   DelayedDeleteRecords). */
+static void dr_arm(struct gr_req *req, const struct dr_state *st)
 {
-    if (st->checkpointing) {
-        int64_t wait_ms =
-            st->timeout_ms > DELETE_RECORDS_WAIT_MS_MIN ? st->timeout_ms : DELETE_RECORDS_WAIT_MS_MIN;
-        gr_req_await(req,
-                     &(struct gr_await){.recheck = dr_recheck, .expire = dr_expire, .timeout_ms = wait_ms});
-        for (int i = 0; i < st->count; i++) /* out of memory: the deadline ends it */
-            if (st->waits[i].phase == DR_CHECKPOINT &&
-                gr_req_wait_log_start(req, st->waits[i].log, st->ticket) == 0)
-                return true;
-        return false;
-    }
-    if (entering_low)
-        gr_req_await(req, &(struct gr_await){
-                              .recheck = dr_recheck, .expire = dr_expire, .timeout_ms = st->timeout_ms});
-    return queue_low_waits(req, st);
+    int64_t ms = st->timeout_ms;
+    if (st->checkpointing && ms < DELETE_RECORDS_WAIT_MS_MIN) ms = DELETE_RECORDS_WAIT_MS_MIN;
+    gr_req_await(req, &(struct gr_await){.recheck = dr_recheck, .expire = dr_expire, .timeout_ms = ms});
 }
 
 static bool dr_recheck(struct gr_req *req)
@@ -123,7 +114,8 @@ static bool dr_recheck(struct gr_req *req)
             gr_req_finish(req);
             return true;
         }
-        if (!dr_wait(req, st, was_checkpointing && !st->checkpointing)) return false;
+        if (was_checkpointing && !st->checkpointing) dr_arm(req, st); /* the low watermark phase begins */
+        if (!queue_waits(req, st)) return false;
     }
     return false; /* the deadline ends it */
 }
@@ -151,7 +143,8 @@ enum gr_handler_rc gr_delete_records_start(struct gr_req *req, struct dr_state *
     }
     if (dr_advance(req, st)) return GR_HANDLER_DONE; /* also a checkpoint written inline (no flushers) */
     req->hstate = st;
-    if (dr_wait(req, st, true)) dr_recheck(req); /* held meanwhile */
+    dr_arm(req, st);
+    if (queue_waits(req, st)) dr_recheck(req); /* held meanwhile */
     return GR_HANDLER_WAIT;
 }
 
