@@ -36,10 +36,10 @@ struct gr_partition_repl *gr_partition_repl_of(const struct gr_partition *part);
 const struct gr_partition_repl_config *gr_partition_repl_config(const struct gr_partition *part);
 
 /* The high watermark a replicated partition shows as its visible offset, kept in the partition object:
-   replica.c (which calls into partition.c, never the reverse) writes `on`, `follower`, `blocked` and `floor`
-   from the followers' states; partition.c's gr_partition_visible_offset moves `hw` from them and the leader's
-   share (its log end offset, or its durable offset with gregor.acks.all.fsync), so appends and flushes move
-   it without a call back into replica.c (Partition.maybeIncrementLeaderHW split in two). */
+   replica.c (which calls into partition.c, never the reverse) writes `on`, `follower`, `blocked`, `floor` and
+   `followers_low` from the followers' states; partition.c's gr_partition_visible_offset moves `hw` from them
+   and the leader's share (its log end offset, or its durable offset with gregor.acks.all.fsync), so appends
+   and flushes move it without a call back into replica.c (Partition.maybeIncrementLeaderHW split in two). */
 struct gr_partition_hw {
     bool on;       /* the visible offset is `hw` (a leader with followers, or a follower); else the share */
     bool follower; /* a follower: `hw` as its follower side sets it, clamped to its log end offset */
@@ -47,14 +47,22 @@ struct gr_partition_hw {
     int64_t floor; /* a leader: the smallest log end offset among the followers that count (the maximal
                       ISR and caught-up ISR-eligible followers), INT64_MAX when none does */
     int64_t hw;    /* the high watermark: only moves up while leading */
+    int64_t followers_low; /* a leader: the smallest log start offset among its live followers as replica.c
+                              last computed it (-1: one has not fetched), INT64_MAX when none counts; the
+                              low watermark waits read min(it, the log start offset) */
 };
 /* Returns borrowed: the set `part` belongs to. */
 struct gr_partitions *gr_partition_partitions(const struct gr_partition *part);
 /* Returns borrowed: the high watermark state of `part`. */
 struct gr_partition_hw *gr_partition_hw(struct gr_partition *part);
-/* Done hooks of every queued committed waiter and follower-fetch waiter (gr_partition_wait_fetchable with
-   GR_FETCH_LOG_END), with `err` (< 0): a leader became follower. */
+/* Done hooks of every queued committed waiter, follower-fetch waiter (gr_partition_wait_fetchable with
+   GR_FETCH_LOG_END) and low watermark waiter, with `err` (< 0): a leader became follower. */
 void gr_partition_end_leader_waits(struct gr_partition *part, int err);
+/* Queues `w` until the low watermark reaches `offset` (gr_partition_wait_low_watermark's wait, whose caller
+   in replica.c refreshed `followers_low` first). */
+void gr_partition_wait_low(struct gr_partition *part, struct gr_partition_waiter *w, int64_t offset);
+/* Done hooks of the low watermark waiters whose condition now holds: replica.c raised `followers_low`. */
+void gr_partition_low_watermark_moved(struct gr_partition *part);
 /* The owner's monotonic clock, ms (gr_partitions_set_replication's now_ms hook, else gr_time_mono_ms). */
 int64_t gr_partition_now_ms(const struct gr_partition *part);
 

@@ -2,14 +2,14 @@
  * partition.c: partition objects, the visible offset and the named waits (see partition.h).
  *
  * Each partition keeps one list per kind of wait (committed, data below the visible offset, data below the
- * log end offset for followers' fetches, log start) plus a firing list. An event (append, flush completion,
- * failure) first moves every waiter whose condition holds to the firing list, then takes them off it one by
- * one, oldest first, and calls each done hook. A done hook may cancel any other waiter (finishing a request
- * cancels its other waits, which may sit on the firing list), queue new ones, or cause another event on the
- * same partition: a waiter is always on exactly one list or idle, so cancelling from the firing list keeps
- * its done hook from running, and a nested event drains the same firing list. Lists are doubly linked with
- * head->prev pointing at the tail (appends at the tail keep the order in which waiters queued).
- * Read next: server/broker.c (how requests use these waits).
+ * log end offset for followers' fetches, log start, low watermark) plus a firing list. An event (append,
+ * flush completion, failure) first moves every waiter whose condition holds to the firing list, then takes
+ * them off it one by one, oldest first, and calls each done hook. A done hook may cancel any other waiter
+ * (finishing a request cancels its other waits, which may sit on the firing list), queue new ones, or cause
+ * another event on the same partition: a waiter is always on exactly one list or idle, so cancelling from the
+ * firing list keeps its done hook from running, and a nested event drains the same firing list. Lists are
+ * doubly linked with head->prev pointing at the tail (appends at the tail keep the order in which waiters
+ * queued). Read next: server/broker.c (how requests use these waits).
  */
 #include "partition/partition.h"
 #include "partition/internal.h"
@@ -18,7 +18,14 @@
 #include <errno.h>
 #include <stdlib.h>
 
-enum wait_kind { WAIT_COMMITTED = 0, WAIT_DATA = 1, WAIT_LOG_START = 2, WAIT_LOG_END = 3, WAIT_KINDS = 4 };
+enum wait_kind {
+    WAIT_COMMITTED = 0,
+    WAIT_DATA = 1,
+    WAIT_LOG_START = 2,
+    WAIT_LOG_END = 3,
+    WAIT_LOW_WATERMARK = 4,
+    WAIT_KINDS = 5
+};
 
 #define NOT_YET 1 /* a condition's answer: keep waiting */
 
@@ -200,6 +207,15 @@ int64_t gr_partition_visible_offset(struct gr_partition *part)
     return visible;
 }
 
+/* The low watermark as the waits see it: the log start offset, lowered by the live followers' (replica.c's
+   followers_low) on a leader with followers. */
+static int64_t low_watermark(const struct gr_partition *part)
+{
+    int64_t low = gr_log_start_offset(part->log);
+    if (part->hw.on && !part->hw.follower && part->hw.followers_low < low) low = part->hw.followers_low;
+    return low;
+}
+
 /* NOT_YET, 0 (holds) or -errno (never will) for `w` given the partition's visible offset. */
 static int condition(struct gr_partition *part, const struct gr_partition_waiter *w, int64_t visible)
 {
@@ -208,9 +224,10 @@ static int condition(struct gr_partition *part, const struct gr_partition_waiter
         return r == 0 ? NOT_YET : r > 0 ? 0 : r;
     }
     if (gr_log_offline(part->log)) return -EROFS;
-    bool leaders = w->kind == WAIT_COMMITTED || w->kind == WAIT_LOG_END;
-    if (leaders && part->hw.follower) return -EXDEV; /* only a leader commits and serves followers */
+    bool leaders = w->kind == WAIT_COMMITTED || w->kind == WAIT_LOG_END || w->kind == WAIT_LOW_WATERMARK;
+    if (leaders && part->hw.follower) return -EXDEV; /* only a leader commits, serves followers, deletes */
     if (w->kind == WAIT_COMMITTED) return visible >= w->arg ? 0 : NOT_YET;
+    if (w->kind == WAIT_LOW_WATERMARK) return low_watermark(part) >= w->arg ? 0 : NOT_YET;
     if (w->kind == WAIT_LOG_END) return gr_log_end_offset(part->log) > w->arg ? 0 : NOT_YET;
     return visible > w->arg ? 0 : NOT_YET;
 }
@@ -287,8 +304,8 @@ void gr_partition_fail(struct gr_partition *part, int err)
 
 void gr_partition_end_leader_waits(struct gr_partition *part, int err)
 {
-    static const int kinds[] = {WAIT_COMMITTED, WAIT_LOG_END};
-    for (int i = 0; i < 2; i++)
+    static const int kinds[] = {WAIT_COMMITTED, WAIT_LOG_END, WAIT_LOW_WATERMARK};
+    for (int i = 0; i < 3; i++)
         while (part->lists[kinds[i]]) {
             struct gr_partition_waiter *w = part->lists[kinds[i]];
             list_del(w);
@@ -351,6 +368,17 @@ void gr_partition_wait_log_start_durable(struct gr_partition *part, struct gr_pa
                                          int64_t ticket)
 {
     wait_on(part, w, WAIT_LOG_START, ticket);
+}
+
+void gr_partition_wait_low(struct gr_partition *part, struct gr_partition_waiter *w, int64_t offset)
+{
+    wait_on(part, w, WAIT_LOW_WATERMARK, offset);
+}
+
+void gr_partition_low_watermark_moved(struct gr_partition *part)
+{
+    collect(part, WAIT_LOW_WATERMARK, 0);
+    fire(part);
 }
 
 void gr_partition_wait_cancel(struct gr_partition_waiter *w)

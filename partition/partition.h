@@ -16,7 +16,9 @@
  *   gr_partition_wait_fetchable          until data is readable past an offset under a fetch isolation: the
  *                                        visible offset for consumers, the log end offset for followers
  *                                        (a follower's long-poll Fetch wakes on the leader's appends);
- *   gr_partition_wait_log_start_durable  until a log-start-offset checkpoint is durable (DeleteRecords).
+ *   gr_partition_wait_log_start_durable  until a log-start-offset checkpoint is durable (DeleteRecords);
+ *   gr_partition_wait_low_watermark      until the low watermark reaches an offset (DeleteRecords on a
+ *                                        leader with followers, Kafka's DelayedDeleteRecords).
  * The done hook is called exactly once per wait: at once (inside the wait call) when the condition already
  * holds or cannot hold any more (err < 0), else from the event that makes it hold (gr_partition_appended,
  * gr_partition_flushed) or fails it (gr_partition_fail, an offline log); never after
@@ -462,7 +464,12 @@ struct gr_offset_answer {
    (UNSUPPORTED_VERSION), then: -1 latest (the visible offset, the current leader epoch), -2 earliest and
    -4 earliest local (the log start offset and its epoch), -3 max timestamp (v7+) and ts >= 0 by time (the
    first record at or after it below the visible offset; none: -1/-1/-1), -5 and -6 (tiered storage: none,
-   -1/-1/-1). *out is -1/-1/-1 unless answered. Returns NONE, a Kafka error, or GR_PARTITION_COLD. */
+   -1/-1/-1). A leader whose high watermark is below its leader epoch's start offset
+   (gr_partition_leader_epoch_start_offset; a new leader whose followers have not caught up yet) answers
+   OFFSET_NOT_AVAILABLE for -1, and for -3 and ts >= 0 when the record found in the whole log is at or past
+   the high watermark or none is found; -2, -4, -5 and -6 are answered as always (Kafka's
+   Partition.fetchOffsetForTimestamp with ReplicaManager.fetchOffset). *out is -1/-1/-1 unless answered.
+   Returns NONE, a Kafka error, or GR_PARTITION_COLD. */
 int gr_partition_list_offset(struct gr_partition *part, struct gr_cold *c, int16_t version,
                              int32_t current_leader_epoch, int64_t ts, struct gr_offset_answer *out);
 
@@ -682,6 +689,20 @@ int16_t gr_partition_check_enough_replicas(const struct gr_partition *part);
    unknown, -1, as in Kafka: DeleteRecords keeps waiting); what DeleteRecords completes on. -1 when not the
    leader. */
 int64_t gr_partition_low_watermark(const struct gr_partition *part);
+/* Until the low watermark reaches `offset` (Kafka's DelayedDeleteRecords.tryComplete: lowWatermarkIfLeader
+   >= the requested offset): done with 0 once gr_partition_low_watermark(part) >= offset (at once when it
+   already is: a leader alone, a one-node partition), with -EXDEV on a follower (at once, or when a leader
+   becomes follower: NOT_LEADER_OR_FOLLOWER) and with -EROFS once the log is offline. A follower's fetch that
+   raises its log start offset wakes it (gr_partition_update_follower_fetch_state, as
+   Partition.updateFollowerFetchState completes delayed DeleteRecords when the low watermark moved), and so
+   do a role change and the ISR shrink tick (gr_partition_maybe_shrink_isr: a follower whose registration
+   went away stops counting). `w` must be idle. */
+void gr_partition_wait_low_watermark(struct gr_partition *part, struct gr_partition_waiter *w,
+                                     int64_t offset);
+/* The start offset of the current leader epoch (Partition.leaderEpochStartOffsetOpt: the log end offset when
+   this broker became leader at that epoch, UnifiedLog.maybeAssignEpochStartOffset), -1 when not a leader
+   set by gr_partition_set_role (a follower, or a partition never given a role). */
+int64_t gr_partition_leader_epoch_start_offset(const struct gr_partition *part);
 
 /* The last stable offset (UnifiedLog.lastStableOffset): the first unstable offset when it is below the high
    watermark, else the high watermark; what read_committed fetches read below and ListOffsets' latest answers

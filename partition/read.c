@@ -138,6 +138,22 @@ static int16_t special_timestamp_version_min(int64_t ts)
     return ts >= -6 ? min_version[-ts] : INT16_MAX;
 }
 
+/* A lookup by time (-3, ts >= 0) on a leader whose high watermark `visible` lags its epoch's start offset:
+   searched in the whole log as Kafka's UnifiedLog.fetchOffsetByTimestamp, then ReplicaManager.fetchOffset's
+   rule: none found, or found at or past the high watermark, is OFFSET_NOT_AVAILABLE. */
+static int lagging_lookup(struct gr_cold *c, struct gr_log *log, int64_t ts, int64_t visible,
+                          struct gr_offset_answer *out)
+{
+    int64_t end = gr_log_end_offset(log);
+    int rc = ts == -3 ? gr_cold_max_timestamp(c, log, end, &out->offset, &out->timestamp, &out->leader_epoch)
+                      : gr_cold_offset_for_time(c, log, ts, end, &out->offset, &out->timestamp,
+                                                &out->leader_epoch);
+    if (rc == 0 && out->offset < visible) return GR_ERR_NONE;
+    *out = (struct gr_offset_answer){-1, -1, -1};
+    if (rc == -EAGAIN) return GR_PARTITION_COLD;
+    return rc == 0 || rc == -ENOENT ? GR_ERR_OFFSET_NOT_AVAILABLE : GR_ERR_NONE; /* a read error: none */
+}
+
 int gr_partition_list_offset(struct gr_partition *part, struct gr_cold *c, int16_t version,
                              int32_t current_leader_epoch, int64_t ts, struct gr_offset_answer *out)
 {
@@ -148,9 +164,13 @@ int gr_partition_list_offset(struct gr_partition *part, struct gr_cold *c, int16
     if (gr_log_offline(log)) return GR_ERR_KAFKA_STORAGE_ERROR;
     if (ts < 0 && version < special_timestamp_version_min(ts)) return GR_ERR_UNSUPPORTED_VERSION;
     int64_t visible = gr_partition_visible_offset(part);
+    /* Partition.fetchOffsetForTimestamp: a new leader's high watermark behind its epoch's start offset */
+    bool lagging = gr_partition_leader_epoch_start_offset(part) > visible;
     int rc = 0;
+    if (lagging && (ts == -3 || ts >= 0)) return lagging_lookup(c, log, ts, visible, out);
     switch (ts) {
     case -1:
+        if (lagging) return GR_ERR_OFFSET_NOT_AVAILABLE;
         out->offset = visible;
         out->leader_epoch = gr_log_leader_epoch(log);
         return GR_ERR_NONE;

@@ -161,6 +161,30 @@ static bool floor_within_maximal_isr(const struct gr_partition_repl *r, int64_t 
     return true;
 }
 
+/* The smallest log start offset among the followers whose broker is alive (registered), as
+   Partition.lowWatermarkIfLeader takes the remote replicas' (-1: one has not fetched since this broker
+   leads), INT64_MAX when none counts. */
+static int64_t followers_low(const struct gr_partition *part, const struct gr_partition_repl *r)
+{
+    int64_t low = INT64_MAX;
+    for (int i = 0; i < r->follower_count; i++) {
+        bool shutting_down;
+        if (registration(part, r->f[i].broker_id, &shutting_down) < 0) continue; /* not alive */
+        if (r->f[i].log_start_offset < low) low = r->f[i].log_start_offset;
+    }
+    return low;
+}
+
+/* Recomputes the followers' share of the low watermark the waits read (internal.h) and, when it rose, lets
+   the low watermark waiters it satisfies go (Partition.updateFollowerFetchState's leaderLWIncremented). */
+static void low_may_move(struct gr_partition *part, const struct gr_partition_repl *r)
+{
+    struct gr_partition_hw *h = gr_partition_hw(part);
+    int64_t before = h->followers_low;
+    h->followers_low = followers_low(part, r);
+    if (h->followers_low > before) gr_partition_low_watermark_moved(part);
+}
+
 /* Partition.maybeIncrementLeaderHW, the followers' part: sets whether the high watermark is blocked (the ISR
    below the effective min ISR) and its floor from the followers now, lets partition.c move it
    (gr_partition_visible_offset) and, when it moved, does what gr_partition_flushed does for the waiters. */
@@ -171,6 +195,7 @@ static void hw_may_move(struct gr_partition *part, struct gr_partition_repl *r, 
     h->on = r->follower_count > 0;
     h->follower = false;
     if (!h->on) return; /* alone: the visible offset is the leader's share, as without replication */
+    low_may_move(part, r);
     for (int i = 0; i < r->follower_count; i++)
         r->f[i].isr_eligible = !r->f[i].in_isr && isr_eligible(part, &r->f[i]);
     h->blocked = r->isr_count < effective_min_isr(r);
@@ -450,6 +475,7 @@ int gr_partition_update_follower_fetch_state(struct gr_partition *part, const st
     update_fetch_state(f, fetch, leo);
     maybe_expand_isr(part, r, f);
     if (f->log_end_offset != prev_end) hw_may_move(part, r, fetch->now_ms);
+    low_may_move(part, r); /* its log start offset may have moved */
     return 0;
 }
 
@@ -518,10 +544,19 @@ int64_t gr_partition_low_watermark(const struct gr_partition *part)
     if (is_follower(part)) return -1;
     int64_t low = gr_log_start_offset(gr_partition_log(part));
     const struct gr_partition_repl *r = leader_state(part);
-    for (int i = 0; r && i < r->follower_count; i++) {
-        bool shutting_down;
-        if (registration(part, r->f[i].broker_id, &shutting_down) < 0) continue; /* not alive */
-        if (r->f[i].log_start_offset < low) low = r->f[i].log_start_offset;
-    }
-    return low;
+    int64_t followers = r ? followers_low(part, r) : INT64_MAX;
+    return followers < low ? followers : low;
+}
+
+void gr_partition_wait_low_watermark(struct gr_partition *part, struct gr_partition_waiter *w, int64_t offset)
+{
+    const struct gr_partition_repl *r = leader_state(part);
+    if (r) gr_partition_hw(part)->followers_low = followers_low(part, r); /* alive now: the wait's start */
+    gr_partition_wait_low(part, w, offset);
+}
+
+int64_t gr_partition_leader_epoch_start_offset(const struct gr_partition *part)
+{
+    const struct gr_partition_repl *r = leader_state(part);
+    return r ? r->epoch_start_offset : -1;
 }

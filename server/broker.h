@@ -266,10 +266,12 @@ struct gr_req_wait {
  * (acks=-1, OffsetCommit); data: data arrives past what a fetch under `iso` reads now (the visible offset for
  * consumers, the log end offset for followers: gr_partition_wait_fetchable), waited again after each
  * re-check that did not finish (long poll); log start: the log-start-offset checkpoint `ticket` is durable
- * (DeleteRecords). */
+ * (DeleteRecords); low watermark: the partition's low watermark reaches `offset` (DeleteRecords on a leader
+ * with followers: gr_partition_wait_low_watermark). */
 int gr_req_wait_committed(struct gr_req *req, struct gr_log *log, int64_t end_offset);
 int gr_req_wait_data(struct gr_req *req, struct gr_log *log, enum gr_fetch_isolation iso);
 int gr_req_wait_log_start(struct gr_req *req, struct gr_log *log, int64_t ticket);
+int gr_req_wait_low_watermark(struct gr_req *req, struct gr_log *log, int64_t offset);
 /* Until committed, on a set of partitions (Produce acks=-1): the request's commit set, a state slot made
  * before its appends with room for `max` partitions (returns false when out of arena memory: nothing
  * appended yet, close). gr_req_commits_add notes that `log`'s visible offset must reach `end_offset`

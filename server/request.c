@@ -10,7 +10,8 @@
  * GR_HANDLER_WAIT. Handlers never park or arm a deadline themselves (scripts/lint.py checks it). A parked
  * request has its own ev_timer as deadline (libev keeps timers in a heap: parking and expiry cost
  * O(log parked)) and waits on named conditions of its partitions
- * (gr_req_wait_committed, gr_req_wait_data, gr_req_wait_log_start: partition/partition.h), whose done hooks
+ * (gr_req_wait_committed, gr_req_wait_data, gr_req_wait_log_start, gr_req_wait_low_watermark:
+ * partition/partition.h), whose done hooks
  * run req->recheck, and until a local log is made (gr_req_await_logs, gr_req_wait_log_data: the broker's
  * registry of server/logwait.h); the deadline runs req->expire. Finishing unparks, which cancels its
  * remaining waits and its deadline. The answer is encoded here into the output chain (memory chunks cut
@@ -262,6 +263,11 @@ int gr_req_wait_data(struct gr_req *req, struct gr_log *log, enum gr_fetch_isola
 int gr_req_wait_log_start(struct gr_req *req, struct gr_log *log, int64_t ticket)
 {
     return req_wait(req, log, false, gr_partition_wait_log_start_durable, ticket);
+}
+
+int gr_req_wait_low_watermark(struct gr_req *req, struct gr_log *log, int64_t offset)
+{
+    return req_wait(req, log, false, gr_partition_wait_low_watermark, offset);
 }
 
 /* ---- until committed on a set of partitions; until the partitions are appendable ---- */

@@ -243,7 +243,8 @@ static bool dirty_bounds(struct gr_log *log, int64_t now_ms, int64_t *first_dirt
         return false;
     int64_t fd = log->cleaner_checkpoint;
     if (fd < log->log_start_offset || fd > log->log_end_offset) fd = log->log_start_offset;
-    int64_t bound = log->hwm_from_server ? log->high_watermark : atomic_load(&log->durable_offset);
+    /* LogCleanerManager.cleanableOffsets: never at or past the high watermark or the active segment */
+    int64_t bound = gr_log_hw_bound(log);
     int64_t unc = log->segs[log->seg_count - 1]->base_offset;
     if (bound < unc) unc = bound;
     if (cfg->min_compaction_lag_ms > 0) {

@@ -423,6 +423,12 @@ int gr_log_flush_write(struct gr_log *log, struct gr_flush_ticket *t, const char
 int gr_log_flush_end(struct gr_log *log, struct gr_flush_ticket *t, int err, const char *what, bool report);
 /* Retention for one log (see gr_store_retention_run). */
 void gr_log_retention(struct gr_log *log, int64_t now_ms);
+/* The high watermark as storage knows it: the server's last gr_log_set_high_watermark since open; before
+   that the durable offset, lowered to the high watermark restored from replication-offset-checkpoint (a
+   follower or a leader whose followers lag has records above it that are not committed). What bounds
+   retention (UnifiedLog.deletableSegments: a segment goes only when its next offset is <= it), the cleaner
+   (LogCleanerManager's firstUncleanableDirtyOffset) and the checkpoint. Network thread. */
+int64_t gr_log_hw_bound(struct gr_log *log);
 /* Writes leader-epoch-checkpoint if it changed and a batch carries the newest epoch (queued unless `sync`;
    a failed queued write is redone by the next call). 0 or -errno. */
 int gr_log_write_epochs(struct gr_log *log, bool sync);

@@ -1288,11 +1288,20 @@ int gr_log_delete_records(struct gr_log *log, int64_t offset)
     return gr_log_delete_records_end(log, offset, err);
 }
 
+int64_t gr_log_hw_bound(struct gr_log *log)
+{
+    if (log->hwm_from_server) return log->high_watermark;
+    int64_t durable = atomic_load(&log->durable_offset);
+    return log->high_watermark >= 0 && log->high_watermark < durable ? log->high_watermark : durable;
+}
+
+/* UnifiedLog.deleteOldSegments: time, size and log start offset retention, each bounded by the high
+   watermark (deletableSegments' upperBoundOffset <= highWatermark). */
 void gr_log_retention(struct gr_log *log, int64_t now_ms)
 {
     if (log->deleted || atomic_load(&log->offline) || atomic_load(&log->trunc_pending)) return;
     const struct gr_log_config *cfg = log_cfg(log);
-    int64_t bound = log->hwm_from_server ? log->high_watermark : atomic_load(&log->durable_offset);
+    int64_t bound = gr_log_hw_bound(log);
     if (bound > log->log_end_offset) bound = log->log_end_offset;
     int64_t excess = cfg->retention_bytes >= 0 ? log->size_bytes - cfg->retention_bytes : -1;
     int n = log->seg_count, del = 0;

@@ -507,7 +507,7 @@ static int64_t value_log_start(struct gr_log *log)
 }
 static int64_t value_hwm(struct gr_log *log)
 {
-    return log->hwm_from_server ? log->high_watermark : gr_log_durable_offset(log);
+    return gr_log_hw_bound(log);
 }
 
 /* Kafka's offset checkpoint text for every live log; returns new (free) with *len, or NULL (ENOMEM). */
