@@ -631,11 +631,13 @@ static void take_records(struct gr_fetcher *f, struct fp *fp,
             gr_log_flush_async(log);
         }
     }
+    /* the high watermark first, then the log start offset, as ReplicaFetcherThread.processPartitionData:
+       the log start offset never passes a high watermark that the same answer raises */
+    if (p->high_watermark >= 0) gr_partition_set_follower_high_watermark(fp->part, p->high_watermark);
     if (p->log_start_offset >= 0) {
         int rc = gr_partition_raise_log_start_offset(fp->part, p->log_start_offset);
         if (rc < 0 && rc != -EAGAIN && rc != -EPERM) fp_fail(f, fp, "log start offset", rc);
     }
-    if (p->high_watermark >= 0) gr_partition_set_follower_high_watermark(fp->part, p->high_watermark);
 }
 
 static void take_partition(struct gr_fetcher *f, struct fentry *e,

@@ -219,15 +219,18 @@ static void sync_configs(struct gr_broker *b)
 static void on_log(void *ctx, struct gr_topic *t, int32_t partition, struct gr_log *log, bool made)
 {
     struct gr_broker *b = ctx;
-    if (made) {
-        gr_partition_visible_offset(gr_broker_partition(b, log));
-        /* this partition only: the rest of the image was followed when it changed */
+    if (made) { /* this partition only: the rest of the image was followed when it changed */
         const struct gr_image_topic *it = gr_image_topic_find_id(b->image, gr_topic_id(t));
         if (it) take_leader_epoch(b->image, it, partition, log);
+    }
+    gr_roles_on_log(b->roles, t, partition, log, made); /* its role (NULL before the binding starts) */
+    if (made) {
+        /* after its role: a follower's visible offset starts at its checkpointed high watermark, never at
+           its log end offset (which a partition without a role would take) */
+        gr_partition_visible_offset(gr_broker_partition(b, log));
         sync_configs(b);
         gr_groups_follow(b); /* a __consumer_offsets partition led here can load its groups now */
     }
-    gr_roles_on_log(b->roles, t, partition, log, made); /* its role (NULL before the binding starts) */
     gr_logwait_signal(&b->logwaits, gr_topic_id(t), partition); /* Produce and Fetch waiting for this log */
     gr_broker_wake_parked(b);
 }
