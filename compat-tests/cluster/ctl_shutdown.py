@@ -1,5 +1,6 @@
 """ctl_shutdown.py: controlled shutdown under load (issue #20, "Controlled shutdown"): etcd and three gregor
-brokers on the host with gregor.cluster.replication.enable=true, an RF 3 topic with min.insync.replicas=2
+brokers on the host with gregor.cluster.replication.enable=true, an RF 3 topic of 6 partitions (two
+leaderships per broker) with min.insync.replicas=2
 (replication.py's settings and helpers; harness.py: everything started is stopped at the end), seeded and
 bounded in time.
 
@@ -32,6 +33,7 @@ import testkit  # noqa: E402
 from testkit import check, eq, section  # noqa: E402
 
 WAIT_MAX_S = 30.0  # GR_CONTROLLED_SHUTDOWN_WAIT_MS
+r.PARTS = 6  # replication.py's helpers read it when called: two leaderships per broker
 figures = []
 
 
@@ -132,7 +134,10 @@ def t_sigterm_under_load(run, etcd, bs, st):
     after = text[text.rfind('signal 15: shutting down'):]
     check(f'broker {victim}: logs what it waits for',
           'controlled shutdown: waiting for the controller to move' in after, after[:600])
+    marked_at = after.find('marked shutting_down')
     done_at = after.find('controlled shutdown: leading no partition another live ISR member can take after')
+    check(f'broker {victim}: its registration is marked shutting_down while it waits', 0 <= marked_at < done_at,
+          after[:1500])
     revoked_at = after.find('revoked: registration')
     check(f'broker {victim}: the wait ends with nothing left to move, before its lease is revoked',
           0 <= done_at < revoked_at, after[-1500:])
