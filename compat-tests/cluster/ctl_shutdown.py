@@ -12,7 +12,8 @@ What it checks:
     gets no error (every error librdkafka reports after its retries counts); every acknowledged record is
     read back exactly once; the longest gap between acknowledgements is reported;
   - restarted, it rejoins the ISR of every partition;
-  - a second SIGTERM during the wait (etcd paused: the controller cannot move anything) stops it at once.
+  - a second SIGTERM during the wait (etcd paused: the controller cannot move anything) stops it at once;
+  - with etcd paused the wait ends after its 30 s and the broker stops anyway, exit 0.
 Ends with `cluster-ctl-shutdown: N passed, N failed`; exit status 1 on any failure.
 Usage: ctl_shutdown.py [--seed N] [--deadline SECONDS]
 Read next: server/membership.c (gr_membership_shutdown_begin), cluster/controller.h, replication.py.
@@ -182,6 +183,28 @@ def t_second_sigterm(run, etcd, bs, st):
        (status, 'stopped cleanly' in text, 'during the controlled shutdown: stopping at once' in text))
     check(f'broker {victim}: exits well within {WAIT_MAX_S:.0f} s', took < 12, f'{took:.2f} s')
     figures.append(f'second SIGTERM with etcd paused: exited {took:.2f} s after the first')
+    b.start()
+    st['lay'] = r.wait_layout(bs, lambda l: all(v[3] == [1, 2, 3] for v in l.values()), 30,
+                              f'broker {victim} back in every ISR')
+
+
+def t_wait_bounded(run, etcd, bs, st):
+    victim = st['lay'][0][0]
+    b = bs[victim - 1]
+    etcd.pause()  # nothing can move: the wait ends at its bound, and the broker stops anyway
+    try:
+        t0 = time.monotonic()
+        status = b.stop(grace=WAIT_MAX_S + 15)
+        took = time.monotonic() - t0
+    finally:
+        etcd.resume()
+    text = log_text(b)
+    after = text[text.rfind('signal 15: shutting down'):]
+    eq(f'broker {victim}: exit 0 "stopped cleanly" after "stopping anyway"', (0, True, True),
+       (status, 'stopped cleanly' in after, 'after 30000 ms: stopping anyway' in after))
+    check(f'broker {victim}: the wait lasted its {WAIT_MAX_S:.0f} s, no more (plus the 2 s revoke)',
+          WAIT_MAX_S - 1 <= took < WAIT_MAX_S + 6, f'{took:.2f} s')
+    figures.append(f'SIGTERM with etcd paused: exited {took:.2f} s after it')
 
 
 def main():
@@ -196,6 +219,7 @@ def main():
             section('SIGTERM a leader under an idempotent acks=all producer', t_sigterm_under_load, run, etcd,
                     bs, st)
             section('a second SIGTERM during the wait stops at once', t_second_sigterm, run, etcd, bs, st)
+            section('the wait is bounded (etcd paused)', t_wait_bounded, run, etcd, bs, st)
     for f in figures:
         print(f'   figure: {f}')
     print(f'   (total {time.monotonic() - t0:.1f} s)')
