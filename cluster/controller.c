@@ -66,6 +66,32 @@ static bool contains(const int32_t *ids, int32_t n, int32_t id)
     return false;
 }
 
+/* Whether partition p's ISR holds a live member other than node_id. */
+static bool other_live_isr_member(const struct gr_image *img, const struct gr_image_partition *p,
+                                  int32_t node_id)
+{
+    const int32_t *isr = gr_image_isr(p);
+    for (int32_t i = 0; i < p->isr_count; i++)
+        if (isr[i] != node_id && gr_controller_broker_live(img, isr[i])) return true;
+    return false;
+}
+
+int32_t gr_controller_movable_leaderships(const struct gr_image *img, int32_t node_id,
+                                          const struct gr_image_topic **first_topic, int32_t *first_partition)
+{
+    int32_t count = 0;
+    for (int32_t i = 0; i < gr_image_topic_count(img); i++) {
+        const struct gr_image_topic *t = gr_image_topic_at(img, i);
+        for (int32_t p = 0; p < t->partition_count; p++) {
+            const struct gr_image_partition *ip = &t->parts[p];
+            if (ip->leader != node_id || !other_live_isr_member(img, ip, node_id)) continue;
+            if (count++ == 0 && first_topic) *first_topic = t;
+            if (count == 1 && first_partition) *first_partition = p;
+        }
+    }
+    return count;
+}
+
 /* Live, and the same incarnation as when the state was written: a registration newer than the state (a
  * restart or a lost lease, maybe while no controller ran) is one Kafka would have fenced (removed from the
  * ISR, its leadership moved) before unfencing it. */

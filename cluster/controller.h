@@ -9,10 +9,9 @@
  *
  * Controlled shutdown, the controller's half: a registration marked shutting_down (cluster/member.h, at
  * SIGTERM) is not live, so the plan moves every leadership it holds to another live ISR member and takes it
- * out of every ISR. Not done yet, the broker's half: waiting in the SIGTERM path until the image shows it
- * leads nothing (at most 30 s) before it stops its fetchers and revokes its lease; today gr_member_leave
- * marks and revokes at once, which with one replica per partition loses nothing (the partitions go offline
- * either way). It belongs with the replica fetcher, whose stop it orders.
+ * out of every ISR. The broker's half (server/membership.c gr_membership_shutdown_begin): the SIGTERM path
+ * marks the registration (gr_member_mark), keeps serving until gr_controller_movable_leaderships is 0 (at
+ * most GR_CONTROLLED_SHUTDOWN_WAIT_MS), then stops its fetchers, flushes and revokes its lease.
  *
  * Invariants:
  * - Every broker runs one; it campaigns only with a lease (gr_controller_set_lease: the controller lease of
@@ -96,6 +95,18 @@ struct gr_controller;
 /* Whether broker `node_id` may lead: registered in `img`, not fenced, not shutting down (Kafka's
  * BrokerHeartbeatManager "active" brokers; a shutting-down broker's partitions move away). */
 bool gr_controller_broker_live(const struct gr_image *img, int32_t node_id);
+
+/* Controlled shutdown, the broker's wait (Kafka's broker waits for the controller to answer its
+ * WantShutDown heartbeat with ShouldShutDown, which the controller gives once the broker leads nothing it
+ * can move: BrokerHeartbeatManager / ReplicationControlManager): the number of partitions broker `node_id`
+ * leads in `img` whose ISR holds another live member (gr_controller_broker_live), i.e. the leaderships the
+ * controller can still move away. A partition whose ISR is only this broker (or whose other members are
+ * gone or shutting down) does not count: no one can take it. *first_topic and *first_partition (each may
+ * be NULL; set only when the count is > 0) name the first such partition in image order, for the log.
+ * O(partitions). */
+int32_t gr_controller_movable_leaderships(const struct gr_image *img, int32_t node_id,
+                                          const struct gr_image_topic **first_topic,
+                                          int32_t *first_partition);
 
 /* What a plan may do beyond clean elections (Kafka's unclean.leader.election.enable). */
 struct gr_controller_plan_opts {

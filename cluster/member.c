@@ -52,7 +52,12 @@ struct gr_member {
     ev_timer retry_w, ka_w, leave_w;
     ev_prepare commit_w;
     int64_t lease_id, epoch;
-    bool marking;              /* leaving: the shutting_down mark in flight (then the revoke) */
+    bool marking;                 /* leaving: the shutting_down mark in flight (then the revoke) */
+    struct gr_etcd_req *mark_req; /* gr_member_mark's write in flight (the controlled shutdown's wait) */
+    ev_timer mark_w;              /* its retry after a failure without an answer */
+    bool marked;                  /* the mark is written (by gr_member_mark or the leave) */
+    void (*mark_done)(void *ctx, int rc);
+    void *mark_ctx;
     bool lease_lost;           /* a keepalive said the lease is gone before the member was ready */
     int64_t holder_wait_until; /* monotonic ms: the end of the wait for an earlier registration, 0 none */
     bool dirty, fence_pending; /* watch events applied, not yet committed; evidence seen in them */
@@ -690,9 +695,10 @@ static void mark_cb(void *ctx, const struct gr_etcd_result *res)
 {
     struct gr_member *m = ctx;
     m->req = NULL;
-    if (res->status == GR_ETCD_OK && res->succeeded)
+    if (res->status == GR_ETCD_OK && res->succeeded) {
+        m->marked = true;
         GR_INFO("cluster: %s marked shutting_down", m->broker_key);
-    else
+    } else
         GR_WARN("cluster: marking %s shutting_down failed (%s)", m->broker_key,
                 res->status == GR_ETCD_OK ? "it is no longer this process's registration" : res->message);
     revoke_send(m);
@@ -700,26 +706,88 @@ static void mark_cb(void *ctx, const struct gr_etcd_result *res)
 
 /* Rewrites the registration with shutting_down true (Kafka's controlled shutdown: the controller stops
  * choosing this broker as a leader), under the same lease, only while the key is still this process's
- * (compare: create_revision == its broker epoch). Returns false when nothing was sent. */
-static bool mark_send(struct gr_member *m)
+ * (compare: create_revision == its broker epoch); `cb` gets the answer. Returns the request, or NULL when
+ * nothing was sent. */
+static struct gr_etcd_req *mark_txn(struct gr_member *m, gr_etcd_cb *cb)
 {
-    if (!m->epoch) return false;
+    if (!m->epoch) return NULL;
     struct gr_cluster_broker reg = m->reg;
     reg.shutting_down = true;
     char *val, err[GR_CLUSTER_ERR_BYTES];
     size_t len;
     if (gr_cluster_broker_encode(&reg, &val, &len, err) < 0) {
         GR_WARN("cluster: registration: %s", err);
-        return false;
+        return NULL;
     }
     struct gr_etcd_compare cmp = {
         .key = m->broker_key, .target = GR_ETCD_CREATE, .cmp = GR_ETCD_EQUAL, .number = m->epoch};
     struct gr_etcd_op put = {
         .type = GR_ETCD_OP_PUT, .key = m->broker_key, .value = val, .value_len = len, .lease = m->lease_id};
     struct gr_etcd_txn txn = {&cmp, 1, &put, 1, NULL, 0};
-    m->req = gr_etcd_txn(m->etcd, &txn, mark_cb, m);
+    struct gr_etcd_req *req = gr_etcd_txn(m->etcd, &txn, cb, m);
     free(val);
+    return req;
+}
+
+/* The leave's mark (mark_cb, then the revoke). Returns false when nothing was sent. */
+static bool mark_send(struct gr_member *m)
+{
+    m->req = mark_txn(m, mark_cb);
     return m->req != NULL;
+}
+
+/* gr_member_mark's write answered: written, refused (the key is no longer this process's: -ESTALE), or lost
+ * (sent again after GR_MEMBER_RECHECK_MS while registered; each try compares, so a repeat is safe). */
+static void early_mark_cb(void *ctx, const struct gr_etcd_result *res)
+{
+    struct gr_member *m = ctx;
+    m->mark_req = NULL;
+    if (res->status != GR_ETCD_OK) {
+        note_failure(m, res);
+        GR_WARN_RATELIMITED("cluster: marking %s shutting_down: %s (sent again)", m->broker_key,
+                            res->message);
+        ev_timer_set(&m->mark_w, GR_MEMBER_RECHECK_MS / 1000.0, 0.0);
+        ev_timer_start(m->loop, &m->mark_w);
+        return;
+    }
+    note_ok(m);
+    m->marked = res->succeeded;
+    if (res->succeeded)
+        GR_INFO("cluster: %s marked shutting_down", m->broker_key);
+    else
+        GR_WARN("cluster: marking %s shutting_down failed: it is no longer this process's registration",
+                m->broker_key);
+    if (m->mark_done) m->mark_done(m->mark_ctx, res->succeeded ? 0 : -ESTALE);
+}
+
+/* Sends gr_member_mark's write unless it is written, in flight, or the broker is not registered (fenced: it
+ * registers again with the mark, m->reg.shutting_down). */
+static void early_mark_send(struct gr_member *m)
+{
+    if (m->phase != P_READY || m->marked || m->mark_req) return;
+    m->mark_req = mark_txn(m, early_mark_cb);
+}
+
+static void mark_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    (void)loop;
+    (void)revents;
+    early_mark_send(w->data);
+}
+
+static void stop_mark(struct gr_member *m)
+{
+    if (m->mark_req) gr_etcd_cancel(m->mark_req);
+    m->mark_req = NULL;
+    ev_timer_stop(m->loop, &m->mark_w);
+}
+
+void gr_member_mark(struct gr_member *m, void (*done)(void *ctx, int rc), void *ctx)
+{
+    m->mark_done = done;
+    m->mark_ctx = ctx;
+    m->reg.shutting_down = true; /* a registration made again after a fencing carries the mark too */
+    early_mark_send(m);
 }
 
 void gr_member_leave(struct gr_member *m)
@@ -727,6 +795,7 @@ void gr_member_leave(struct gr_member *m)
     if (!m || m->phase == P_LEFT) return;
     bool registered = m->phase == P_READY;
     stop_step(m);
+    stop_mark(m);
     ev_timer_stop(m->loop, &m->ka_w);
     stop_commit(m);
     if (m->ka_req) gr_etcd_cancel(m->ka_req);
@@ -734,7 +803,7 @@ void gr_member_leave(struct gr_member *m)
     m->phase = P_LEFT;
     if (!m->lease_id) return;
     m->phase = P_LEAVING;
-    m->marking = registered && mark_send(m);
+    m->marking = registered && !m->marked && mark_send(m);
     if (!m->marking) revoke_send(m);
     if (m->phase != P_LEAVING) return;
     int64_t t0 = gr_time_mono_ms();
@@ -816,6 +885,8 @@ struct gr_member *gr_member_new(const struct gr_member_config *cfg)
     m->retry_w.data = m;
     ev_init(&m->leave_w, leave_timer_cb);
     m->leave_w.data = m;
+    ev_init(&m->mark_w, mark_timer_cb);
+    m->mark_w.data = m;
     ev_init(&m->ka_w, ka_timer_cb);
     m->ka_w.repeat = (double)m->heartbeat_ms / 1000.0;
     m->ka_w.data = m;
@@ -831,6 +902,7 @@ void gr_member_free(struct gr_member *m)
 {
     if (!m) return;
     stop_step(m);
+    stop_mark(m);
     if (m->ka_req) gr_etcd_cancel(m->ka_req);
     ev_timer_stop(m->loop, &m->ka_w);
     ev_timer_stop(m->loop, &m->leave_w);

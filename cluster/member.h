@@ -21,7 +21,9 @@
  *      `fenced: lease <id> lost`, img->self_fenced set (route.c: this broker leads nothing), steps 2 and 3
  *      again (a new broker epoch, a fresh snapshot), self_fenced cleared. A merely unreachable etcd changes
  *      nothing served; `etcd unreachable for N s` is logged every GR_MEMBER_UNREACHABLE_LOG_MS.
- *   5. gr_member_leave: the watch and timers stop; a registered broker rewrites its registration with
+ *   5. (SIGTERM, controlled shutdown) gr_member_mark writes the mark while the broker still serves
+ *      (server/membership.c waits for the controller to move its leaderships), then gr_member_leave: the
+ *      watch and timers stop; a registered broker rewrites its registration with
  *      shutting_down true (same lease, compare: create_revision == its epoch; Kafka's controlled shutdown:
  *      the controller stops choosing it as leader, gr_controller_broker_live), then the lease is revoked
  *      (bounded wait, the mark's share at most GR_MEMBER_MARK_WAIT_MS): the registration is gone at once.
@@ -95,8 +97,15 @@ const char *gr_member_cluster_id(const struct gr_member *m);
 /* Steps 2 and 3, running the loop until this broker is registered and its image loaded and watched:
  * returns 0 (ready: open the listeners), or -1 after logging why (node id held by a live broker). */
 int gr_member_join(struct gr_member *m);
+/* The controlled shutdown's first step (Kafka: BrokerLifecycleManager.beginControlledShutdown, its
+ * heartbeat's WantShutDown): rewrites the registration with shutting_down true without running the loop;
+ * done(ctx, rc) is called once it is written (rc 0) or refused because the key is no longer this
+ * process's (-ESTALE); a lost write is sent again every GR_MEMBER_RECHECK_MS while registered, and a
+ * registration made again after a fencing carries the mark itself (done is not called then). Keeps `done`
+ * and `ctx` until the member is freed. */
+void gr_member_mark(struct gr_member *m, void (*done)(void *ctx, int rc), void *ctx);
 /* Step 5, running the loop for at most GR_MEMBER_REVOKE_WAIT_MS: stops watching, marks the registration
- * shutting_down (when registered) and revokes the lease. */
+ * shutting_down (when registered and not marked already by gr_member_mark) and revokes the lease. */
 void gr_member_leave(struct gr_member *m);
 
 /* For later slices: the client (borrowed), the key layout (borrowed), the current lease id (0 while none:

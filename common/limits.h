@@ -30,6 +30,11 @@
  * none; each costs a connection and its buffers per leader broker, and more than a few never helps on one
  * network path. */
 #define GR_REPLICA_FETCHERS_MAX 64
+/* Controlled shutdown (server/membership.c): the longest a SIGTERMed cluster broker keeps serving while it
+ * waits for the controller to move its leaderships away (issue #20: "at most 30 s"). Kafka bounds the same
+ * wait by the broker's shutdown timeout; etcd-side moves take milliseconds, so 30 s only passes when the
+ * controller or etcd cannot act, and then the broker stops anyway (a second SIGTERM stops it at once). */
+#define GR_CONTROLLED_SHUTDOWN_WAIT_MS 30000
 /* Listeners in one broker registration (server/broker.h GR_LISTENERS_MAX is the same number). */
 #define GR_CLUSTER_LISTENERS_MAX 8
 /* Listener names (Gregor keeps 63 bytes, struct gr_listener), advertised host names (DNS: 253; 255 with

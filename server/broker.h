@@ -219,6 +219,14 @@ struct gr_broker {
     int64_t last_checkpoint_ms;
     int64_t last_producer_expiry_ms;
     bool stopping;
+    /* Controlled shutdown (membership.c gr_membership_shutdown_begin): waiting for the controller to move
+       this broker's leaderships away, since started_ms (monotonic); the last count logged; the deadline. */
+    struct {
+        bool waiting;
+        int64_t started_ms;
+        int32_t logged_count;
+        ev_timer deadline_w;
+    } ctl_shutdown;
     struct gr_groups *groups; /* the group coordinator's server binding (groups.c), NULL until first used */
 };
 
@@ -404,6 +412,14 @@ void gr_membership_stop_controller(struct gr_broker *b);
 void gr_membership_stop_replicas(struct gr_broker *b);
 void gr_membership_stop(struct gr_broker *b);
 void gr_membership_on_topic(void *ctx, struct gr_topic *t, bool deleted);
+/* SIGTERM in cluster mode with controlled.shutdown.enable (Kafka: BrokerServer.shutdown's controlled
+ * shutdown): marks the registration shutting_down (gr_member_mark) and keeps the loop serving until the
+ * image shows this broker leading no partition another live ISR member can take
+ * (gr_controller_movable_leaderships), at most GR_CONTROLLED_SHUTDOWN_WAIT_MS, logging what it waits for;
+ * then it breaks the loop (main.c's stop path follows: fetchers, flush, lease revoked). Returns true when
+ * the wait started (the loop keeps running), false when there is nothing to wait for (not cluster mode,
+ * disabled, not registered, or nothing movable led here): the caller breaks the loop itself. */
+bool gr_membership_shutdown_begin(struct gr_broker *b);
 
 /* Network (net.c). */
 /* Sets up the connection bounds and watchers from the config and the request sink (b->req_sink); call

@@ -142,9 +142,8 @@ static const struct gr_config_def defs[] = {
      "gregor.metadata.etcd.prefix)."},
     {"gregor.cluster.replication.enable", GR_CFG_BOOLEAN, "false", 0, 0,
      "Gregor: a cluster accepts a replication factor above 1 (CreateTopics, default.replication.factor, "
-     "offsets.topic.replication.factor). Experimental until issue #20 is complete (missing: the wait at "
-     "controlled "
-     "shutdown, replication factor 3 for internal topics, fault runs at RF 3)."},
+     "offsets.topic.replication.factor). Experimental until issue #20 is complete (missing: replication "
+     "factor 3 for internal topics, fault runs at RF 3)."},
     {"gregor.metadata.etcd.prefix", GR_CFG_STRING, "/gregor", 0, 0,
      "Gregor: the etcd key prefix of the cluster: <prefix>/cluster_id holds the cluster id and every other "
      "key lives under <prefix>/<cluster id>/. Absolute, no trailing '/', [a-zA-Z0-9._-] segments, at most "
@@ -171,6 +170,10 @@ static const struct gr_config_def defs[] = {
      "is an error."},
     /* Replication (issue #20): Kafka's ReplicationConfigs names and defaults. Where Kafka defines no range,
        Gregor refuses the values that cannot work (a timeout or interval below 1 ms, a negative size). */
+    {"controlled.shutdown.enable", GR_CFG_BOOLEAN, "true", 0, 0,
+     "Enable controlled shutdown of the server (Gregor, cluster mode: at SIGTERM the broker marks its "
+     "registration shutting_down and keeps serving until the controller has moved every partition it leads "
+     "to another live ISR member, at most 30 s; false: it marks and leaves at once)."},
     {"replica.lag.time.max.ms", GR_CFG_LONG, "30000", 1, INT64_MAX,
      "If a follower hasn't sent any fetch requests or hasn't consumed up to the leader's log end offset for "
      "at least this time (ms), the leader removes it from the ISR."},
@@ -675,6 +678,7 @@ void gr_config_resolve(struct gr_config *cfg)
     s->replica_high_watermark_checkpoint_interval_ms =
         gr_config_int(cfg, "replica.high.watermark.checkpoint.interval.ms");
     s->unclean_leader_election_enable = gr_config_bool(cfg, "unclean.leader.election.enable");
+    s->controlled_shutdown_enable = gr_config_bool(cfg, "controlled.shutdown.enable");
     inter_broker_listener(s, s->inter_broker_listener);
 }
 

@@ -101,6 +101,7 @@ struct gr_broker_settings {
     int32_t num_replica_fetchers;             /* num.replica.fetchers, 1..GR_REPLICA_FETCHERS_MAX */
     int64_t replica_high_watermark_checkpoint_interval_ms; /* replica.high.watermark.checkpoint.interval.ms */
     bool unclean_leader_election_enable; /* unclean.leader.election.enable (broker default) */
+    bool controlled_shutdown_enable;     /* controlled.shutdown.enable (cluster mode's SIGTERM wait) */
 };
 
 struct gr_config {

@@ -1,7 +1,9 @@
 /*
  * main.c: the gregor binary. `gregor [server.properties] [--override key=value ...]` like Kafka's start
  * script, plus --version, --help and --healthcheck (sends ApiVersions to the configured listener; exit 0
- * if answered). SIGTERM/SIGINT stop it cleanly: connections closed, logs flushed and checkpointed.
+ * if answered). SIGTERM/SIGINT stop it cleanly: connections closed, logs flushed and checkpointed; in
+ * cluster mode after the controlled shutdown (server/membership.c gr_membership_shutdown_begin: the broker
+ * keeps serving until the controller moved its leaderships, at most 30 s; a second signal ends that wait).
  * Read next: server/broker.h.
  */
 #include <errno.h>
@@ -47,11 +49,20 @@ static void usage(FILE *f)
                "Configuration keys use Apache Kafka's names (listeners, log.dirs, num.partitions, ...).\n");
 }
 
+/* SIGTERM / SIGINT: the loop ends at once, or, in cluster mode, after the controlled shutdown's wait
+ * (gr_membership_shutdown_begin, which breaks the loop itself); a second signal during that wait ends it at
+ * once. */
 static void stop_cb(struct ev_loop *loop, ev_signal *w, int revents)
 {
     (void)revents;
     struct gr_broker *b = w->data;
-    GR_INFO("signal %d: shutting down", w->signum);
+    if (b->ctl_shutdown.waiting) {
+        GR_INFO("signal %d during the controlled shutdown: stopping at once", w->signum);
+    } else {
+        GR_INFO("signal %d: shutting down", w->signum);
+        if (!b->stopping && gr_membership_shutdown_begin(b)) return;
+    }
+    b->ctl_shutdown.waiting = false;
     b->stopping = true;
     ev_break(loop, EVBREAK_ALL);
 }

@@ -9,7 +9,9 @@
  * local partitions become leaders or followers as the image says; its ISR changes through the ISR writer,
  * cluster/isr_writer.h) and the etcd topic writer
  * (cluster/topic_writer.h, the broker's writer in cluster mode), and the group coordinator's cluster
- * mode (server/groups.c gr_groups_cluster_start; told when a local log was made). Stop order (main.c):
+ * mode (server/groups.c gr_groups_cluster_start; told when a local log was made). At SIGTERM, the
+ * controlled shutdown (gr_membership_shutdown_begin): the registration marked shutting_down, the loop kept
+ * serving until the image shows no leadership another live ISR member could take. Stop order (main.c):
  * controller, roles and ISR writer first (no partition-state write after the loop ends), replicas before the
  * store closes, the topic writer, then the member (lease revoked, etcd client freed last). Single-node mode
  * never calls into it. Read next: cluster/member.h, server/main.c.
@@ -26,7 +28,9 @@
 #include "cluster/replicas.h"
 #include "cluster/roles.h"
 #include "cluster/topic_writer.h"
+#include "common/limits.h"
 #include "common/log.h"
+#include "common/time.h"
 #include "partition/partition.h"
 #include "server/broker.h"
 #include "server/groups.h"
@@ -138,8 +142,11 @@ static void take_leader_epoch(const struct gr_image *img, const struct gr_image_
                 (int)ip->leader_epoch);
 }
 
+static void shutdown_check(struct gr_broker *b);
+
 static void follow_image(void *ctx, struct gr_image *img)
 {
+    shutdown_check(ctx);
     sync_configs(ctx);
     gr_route_logwaits_settle(ctx); /* requests waiting for a log no longer led here: answered now */
     if (img->self_fenced) return;
@@ -323,8 +330,90 @@ int gr_membership_join(struct gr_broker *b)
     return 0;
 }
 
+/* ---- controlled shutdown (gr_membership_shutdown_begin) ---- */
+
+/* The wait is over: the loop ends and main.c's stop path runs. */
+static void shutdown_end(struct gr_broker *b)
+{
+    b->ctl_shutdown.waiting = false;
+    ev_timer_stop(b->loop, &b->ctl_shutdown.deadline_w);
+    b->stopping = true;
+    ev_break(b->loop, EVBREAK_ALL);
+}
+
+/* After each image change while waiting: done once this broker leads nothing another live ISR member can
+ * take (or it is fenced: it leads nothing then); otherwise logs the count when it changed. */
+static void shutdown_check(struct gr_broker *b)
+{
+    if (!b->ctl_shutdown.waiting) return;
+    const struct gr_image_topic *t = NULL;
+    int32_t p = -1;
+    int32_t n = b->image->self_fenced ? 0 : gr_controller_movable_leaderships(b->image, b->node_id, &t, &p);
+    long long waited_ms = (long long)(gr_time_mono_ms() - b->ctl_shutdown.started_ms);
+    if (n == 0) {
+        GR_INFO("controlled shutdown: leading no partition another live ISR member can take after %lld ms%s",
+                waited_ms, b->image->self_fenced ? " (fenced)" : "");
+        return shutdown_end(b);
+    }
+    if (n == b->ctl_shutdown.logged_count) return;
+    b->ctl_shutdown.logged_count = n;
+    GR_INFO("controlled shutdown: waiting for the controller to move %d leaderships (first %.*s-%d) to other "
+            "live ISR members (%lld of at most %d ms)",
+            (int)n, (int)t->name_len, t->name, (int)p, waited_ms, GR_CONTROLLED_SHUTDOWN_WAIT_MS);
+}
+
+static void shutdown_deadline_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    (void)loop;
+    (void)revents;
+    struct gr_broker *b = w->data;
+    const struct gr_image_topic *t = NULL;
+    int32_t p = -1;
+    int32_t n = gr_controller_movable_leaderships(b->image, b->node_id, &t, &p);
+    GR_WARN("controlled shutdown: still leading %d partitions another live ISR member could take (first "
+            "%.*s-%d) after %d ms: stopping anyway",
+            (int)n, t ? (int)t->name_len : 1, t ? t->name : "?", (int)p, GR_CONTROLLED_SHUTDOWN_WAIT_MS);
+    shutdown_end(b);
+}
+
+/* The mark is written (rc 0: the controller moves the leaderships from its next plan) or refused (-ESTALE:
+ * the registration is no longer this process's, so no controller is told: the wait cannot end well). */
+static void on_marked(void *ctx, int rc)
+{
+    struct gr_broker *b = ctx;
+    if (!b->ctl_shutdown.waiting) return;
+    if (rc < 0) {
+        GR_WARN("controlled shutdown: the shutting_down mark was refused: stopping without waiting");
+        return shutdown_end(b);
+    }
+    shutdown_check(b);
+}
+
+bool gr_membership_shutdown_begin(struct gr_broker *b)
+{
+    if (!b->member || !b->controller || !b->cfg.settings.controlled_shutdown_enable ||
+        !gr_member_ready(b->member))
+        return false;
+    gr_member_mark(b->member, on_marked, b); /* the leave (gr_member_leave) sends it if still in flight */
+    if (gr_controller_movable_leaderships(b->image, b->node_id, NULL, NULL) == 0) {
+        GR_INFO("controlled shutdown: leading no partition another live ISR member can take");
+        return false;
+    }
+    b->ctl_shutdown.waiting = true;
+    b->ctl_shutdown.started_ms = gr_time_mono_ms();
+    b->ctl_shutdown.logged_count = 0;
+    ev_timer_init(&b->ctl_shutdown.deadline_w, shutdown_deadline_cb, GR_CONTROLLED_SHUTDOWN_WAIT_MS / 1000.0,
+                  0.0);
+    b->ctl_shutdown.deadline_w.data = b;
+    ev_timer_start(b->loop, &b->ctl_shutdown.deadline_w);
+    shutdown_check(b); /* logs what it waits for */
+    return true;
+}
+
 void gr_membership_stop_controller(struct gr_broker *b)
 {
+    b->ctl_shutdown.waiting = false; /* a second signal ended the wait early: its deadline goes too */
+    if (ev_is_active(&b->ctl_shutdown.deadline_w)) ev_timer_stop(b->loop, &b->ctl_shutdown.deadline_w);
     if (b->member) {
         gr_member_on_lease_changed(b->member, NULL, NULL);
         gr_image_unobserve(b->image, follow_image, b);

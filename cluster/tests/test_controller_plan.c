@@ -9,7 +9,8 @@
  * replication factor 3: a new topic's ISR is its live replicas; a follower's death shrinks the ISR at the
  * same leader epoch; a leader's death elects the next ISR member in assignment order; the last ISR member's
  * death takes the partition offline with the ISR keeping it, and its return makes it leader again; unclean
- * elections (topic config over broker default, at once or in the periodic pass); controlled shutdown; a
+ * elections (topic config over broker default, at once or in the periodic pass); controlled shutdown (and
+ * the broker's wait: the leaderships another live ISR member can take, gr_controller_movable_leaderships); a
  * follower or leader registered again leaves the ISR.
  * Read next: cluster/tests/test_controller.c (against a real etcd).
  */
@@ -445,9 +446,19 @@ static void test_rf3_controlled_shutdown(void **state)
     rf3_topic(img, "b", 2, (int32_t[]){1, 2, 3}, 1, 8, (int32_t[]){1, 2, 3}, 3); /* 2 follows */
     rf3_topic(img, "c", 3, (int32_t[]){2, 1, 3}, 2, 2, (int32_t[]){2}, 1);       /* 2 alone in the ISR */
     rf3_topic(img, "d", 4, (int32_t[]){1, 3, 2}, 1, 4, (int32_t[]){1, 3}, 2);    /* 2 not in the ISR */
+    /* the broker's wait: "a" can move (3 and 1 are live ISR members), "c" cannot (2 alone) */
+    const struct gr_image_topic *first = NULL;
+    int32_t first_p = -1;
+    assert_int_equal(gr_controller_movable_leaderships(img, 2, &first, &first_p), 1);
+    assert_non_null(first);
+    assert_memory_equal(first->name, "a", 1);
+    assert_int_equal(first_p, 0);
+    assert_int_equal(gr_controller_movable_leaderships(img, 1, NULL, NULL), 2); /* "b" and "d" */
     struct gr_image_broker br = *gr_image_broker(img, 2);
     br.shutting_down = true;
     assert_int_equal(gr_image_set_broker(img, &br), 0);
+    /* 2 shutting down: 1's "b" still movable to 3; its "d" to 3 as well */
+    assert_int_equal(gr_controller_movable_leaderships(img, 1, NULL, NULL), 2);
     assert_int_equal(gr_controller_plan(img, plan, GR_CONTROLLER_PLAN_MAX, NULL), 3);
     assert_string_equal(plan[0].topic, "a");
     check_write(&plan[0], 3, 6, 20, (int32_t[]){3, 1}, 2);
@@ -457,6 +468,19 @@ static void test_rf3_controlled_shutdown(void **state)
     check_write(&plan[2], -1, 3, 20, (int32_t[]){2}, 1);
     apply(img, plan, 3, 30);
     assert_int_equal(gr_controller_plan(img, plan, GR_CONTROLLER_PLAN_MAX, NULL), 0); /* leads nothing */
+    first = NULL;
+    assert_int_equal(gr_controller_movable_leaderships(img, 2, &first, NULL), 0); /* its wait ends */
+    assert_null(first);
+    /* 3 shutting down too: 3 now leads "a" with ISR {3, 1}: 1 is live, so it still waits; 1 gone as well
+       (shutting down): no one can take it, the wait does not hold */
+    br = *gr_image_broker(img, 3);
+    br.shutting_down = true;
+    assert_int_equal(gr_image_set_broker(img, &br), 0);
+    assert_int_equal(gr_controller_movable_leaderships(img, 3, NULL, NULL), 1);
+    br = *gr_image_broker(img, 1);
+    br.shutting_down = true;
+    assert_int_equal(gr_image_set_broker(img, &br), 0);
+    assert_int_equal(gr_controller_movable_leaderships(img, 3, NULL, NULL), 0);
     gr_image_free(img);
 }
 

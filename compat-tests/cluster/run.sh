@@ -6,7 +6,10 @@
 # led 4 per broker, librdkafka produce and consume, NOT_LEADER_OR_FOLLOWER, kill -9 of a broker and of the
 # controller with restarts, DeleteTopics). Then replication_switch.py: gregor.cluster.replication.enable on
 # (an RF 3 topic: 3 replicas, ISR 3, leaders spread; Kafka's refusals) and off (RF > 1 refused). Then
-# replication.py: RF 3 end to end (acks=all produce, replicas byte for byte, a leader's kill -9, its return). Then pids.py: producer ids from etcd's counter across three
+# replication.py: RF 3 end to end (acks=all produce, replicas byte for byte, a leader's kill -9, its return). Then
+# ctl_shutdown.py: a leader's SIGTERM under an idempotent acks=all producer (controlled shutdown: its
+# leaderships moved before it exits, no produce error, every record read back, back in every ISR; a second
+# SIGTERM during the wait stops it at once). Then pids.py: producer ids from etcd's counter across three
 # brokers and a restart, a librdkafka idempotent producer, the shutting_down mark on SIGTERM. Then groups.py:
 # consumer groups across the cluster (FindCoordinator on every broker, a group of three librdkafka consumers,
 # kill -9 of its coordinator). Then tools.py: Kafka's kafka-topics.sh, kafka-broker-api-versions.sh,
@@ -31,7 +34,7 @@ fi
 total_p=0
 total_f=0
 status=0
-for t in selftest membership e2e replication_switch replication pids groups tools lifecycle faults jepsen; do
+for t in selftest membership e2e replication_switch replication ctl_shutdown pids groups tools lifecycle faults jepsen; do
     out=$(mktemp)
     python3 "$here/$t.py" "$@" 2>&1 | tee "$out"
     rc=${PIPESTATUS[0]}
