@@ -48,8 +48,9 @@ how many partitions moved (with RF 1 a partition only goes offline, so none do).
 Then the replica comparison (replicacheck.py) of every partition of the topic and of a compacted topic
 written after the drain: each partition's high watermark is asked of its leader (ListOffsets), the test
 waits (at most REPLICA_WAIT_S) until every replica's partition directory holds batches up to it, stops the
-brokers and compares the replicas (byte for byte; latest value per key for the compacted topic); the count
-is reported per seed as "divergent N" and must be 0 (with RF 1: one replica, nothing compared, said so).
+brokers and compares the replicas (byte for byte; latest value per key for the compacted topic); a replica
+still short after the wait fails the seed (even if it catches up while the brokers stop), and the count is
+reported per seed as "divergent N" and must be 0 (with RF 1: one replica, nothing compared, said so).
 Before the runs: the checker fed a synthetic history with one lost, one duplicated, one reordered and one
 never-sent record must report each; after the first run: the replica comparison on copies of a real
 partition directory (identical, a different segment split, a corrupted batch, a truncated batch; a
@@ -695,6 +696,9 @@ def replicas_check(seed, bs, log, kv, waited):
         for part, k_ in shown.items():
             if k_ > NOTES_PER_PARTITION + 1:
                 out(f'     {part}: ... {k_ - NOTES_PER_PARTITION - 1} more lines')
+    if rf > 1:  # a replica that catches up only once the brokers stop (a new leader) still failed here
+        eq(f'seed {seed}: every replica at its high watermark within {REPLICA_WAIT_S} s (topic, partition, '
+           f'broker, its end)', [], waited[1][:5])
     eq(f'seed {seed}: divergent replicas (replication factor {rf})', 0, bad + kbad)
     return bad + kbad
 
