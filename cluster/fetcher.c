@@ -13,7 +13,8 @@
  * gate, its log's durable offset reached what the last answer appended. The partition layer has no flush
  * notification that cluster/ can hear (the store's on_flushed goes to the server), so those two waits are
  * polled by one timer every GR_FETCHER_POLL_MS while some partition waits on them; the same timer ends
- * backoffs and, armed at 0 by gr_fetcher_add, sends the partitions an owner adds in one pass in one Fetch.
+ * backoffs and, armed at 0 by gr_fetcher_add (and by gr_fetcher_remove, which must not cancel that), sends
+ * the partitions an owner adds in one pass in one Fetch.
  * With the fsync gate a connection's next Fetch waits until every partition on it that appended is durable.
  * Entry points that free (gr_fetcher_remove emptying a connection) defer the connection's free while one of
  * its callbacks runs.
@@ -945,7 +946,7 @@ void gr_fetcher_remove(struct gr_fetcher *f, struct gr_partition *part)
     struct fp *fp = f ? fp_find(f, part) : NULL;
     if (!fp) return;
     fp_free(f, fp);
-    timer_arm(f);
+    kick(f); /* not timer_arm: that would cancel the pump an add of the same pass scheduled (kick) */
 }
 
 bool gr_fetcher_active(const struct gr_fetcher *f, const struct gr_partition *part)

@@ -14,8 +14,9 @@
  * appended; the fsync gate (the storage shim holds the follower's fsync: no fetch until it is done); a
  * truncation's pending file work (the shim holds ftruncate: no fetch until it is done); a re-add at a newer
  * epoch while a fetch is in flight (its records dropped); records not continuing the log marking the
- * partition failed until re-added; fetcher ids with num.replica.fetchers 2 (Kafka's values, computed with
- * Java's String.hashCode); bad configurations and arguments.
+ * partition failed until re-added; an add and a removal in one pass (the removal keeps the add's pump);
+ * fetcher ids with num.replica.fetchers 2 (Kafka's values, computed with Java's String.hashCode); bad
+ * configurations and arguments.
  */
 #include <arpa/inet.h>
 #include <stdatomic.h>
@@ -903,6 +904,31 @@ static void test_remove_from_callback(void **state)
     fx_free(x);
 }
 
+/* One pass over a metadata image (cluster/roles.c) adding a partition to an idle connection (every partition
+   on it fenced: nothing in flight) and then removing another: the removal must not cancel the pump the add
+   scheduled; the added partition is fetched. (The fault runs at RF 3, seed 2, found followers idle for
+   good after such a pass.) */
+static void test_remove_after_add(void **state)
+{
+    (void)state;
+    struct fx *x = fx_new(false, 1);
+    add(x, 0, 5);
+    add(x, 2, 5);
+    assert_true(until_reqs(1, 5000));
+    assert_int_equal(fk.reqs[0].nparts, 2);
+    struct pans a[2] = {EMPTY, EMPTY};
+    a[0].error = a[1].error = GR_ERR_FENCED_LEADER_EPOCH;
+    answer_fetch(0, a);
+    assert_false(until_reqs(2, 300)); /* both fenced: the connection is idle */
+    add(x, 1, 5);
+    gr_fetcher_remove(x->f, x->part[2]);
+    assert_true(until_reqs(2, 5000));
+    assert_int_equal(fk.reqs[1].nparts, 1);
+    assert_int_equal(fk.reqs[1].p[0].partition, 1);
+    assert_int_equal(gr_fetcher_stats(x->f)->partitions, 2);
+    fx_free(x);
+}
+
 /* num.replica.fetchers 2: "orders" partitions 0..3 go to fetcher ids 1, 0, 1, 0 (Kafka's getFetcherId,
    abs(31 * "orders".hashCode() + p) % 2, computed with Java), each id on its own connection. */
 static void test_fetcher_ids(void **state)
@@ -968,6 +994,7 @@ int main(void)
         cmocka_unit_test(test_moved_in_flight),
         cmocka_unit_test(test_failed_append),
         cmocka_unit_test(test_remove_from_callback),
+        cmocka_unit_test(test_remove_after_add),
         cmocka_unit_test(test_fetcher_ids),
         cmocka_unit_test(test_bad_arguments),
     };

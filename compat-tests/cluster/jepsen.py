@@ -6,8 +6,9 @@ replica comparison (replicacheck.py). Runs as root; everything it starts is undo
 ends by itself under a hard deadline (the harness's watchdog kills it past `--deadline`).
 
 The workload (on the host, reaching the brokers over the bridge): a topic of --partitions partitions with
-replication factor --rf (1 today: stage 1 has one replica per partition; 3 with min.insync.replicas 2 once
-replication lands); producers p0..p<S-1> strict (librdkafka through confluent-kafka, acks=all,
+replication factor --rf (default 1; make test and make test-faults run 3: then every broker runs with
+gregor.cluster.replication.enable=true, and the topic and the compacted one have replication factor 3 and
+min.insync.replicas 2); producers p0..p<S-1> strict (librdkafka through confluent-kafka, acks=all,
 enable.idempotence) and one lenient producer (acks=1, not idempotent: its losses are reported, not failed),
 each writing "p<k>-<n>" round-robin over the partitions at a fixed rate; two consumers reading every
 partition from offset 0 while faults run.
@@ -28,16 +29,37 @@ After --duration seconds of faults everything is healed and the producers keep w
 then they flush, and a fresh consumer reads every partition from offset 0 to its high watermark. Checked per
 seed (queuecheck.py): lost, duplicated, unordered, never-sent, moved, inconsistent and live-missing records
 all 0; no fatal producer error; no broker or etcd that exited by itself (a crash is noted before each fault
-and at the end, and the process started again so that the checker still runs); the final read complete. Reported: sent / acknowledged / read, acks=1
-losses, unavailability windows. Then the replica comparison of every partition of the topic and of a
-compacted topic written after the drain (with RF 1: one replica, nothing compared, said so). Before the runs: the checker fed a synthetic history with one lost, one
-duplicated, one reordered and one never-sent record must report each; after the first run: the replica
-comparison on copies of a real partition directory (identical, a different segment split, a corrupted
-batch, a truncated batch; a compacted topic's directory with an older record removed, and with a changed
-latest value) must agree or disagree as it should.
-Ends with `cluster-jepsen: N passed, N failed`; exit status 1 on any failure.
+and at the end, and the process started again so that the checker still runs); the final read complete.
+Reported: sent / acknowledged / read, acks=1 losses, unavailability (per partition the longest stretch of
+the fault window without an acks=-1 acknowledgement).
+
+The leader cut from etcd (cut-etcd): its lease runs out, the controller elects another ISR member (leader
+epoch + 1) and the followers fetch from the new leader. The cut leader's high watermark passes a record
+only once every member of its ISR holds it, and it cannot shrink its ISR without etcd; so an acks=-1 record
+it acknowledged after its followers moved is one the new leader may lack: if it did, the final read would
+not hold that record at its acknowledged offset (the new leader's log is the partition's history from then
+on), and it would count as lost (absent) or moved (read elsewhere). As every acknowledged record is
+checked, lost 0 and moved 0 cover the case whatever the timing. check_deposed also names such records on
+their own: strict records acknowledged on a partition from the moment the leader watch (Metadata polled on
+every broker every 0.25 s) saw its leadership move from the cut broker to another, until the heal plus the
+session timeout plus 2 s, absent from the final read at their offset (queuecheck.deposed_acks); it prints
+how many partitions moved (with RF 1 a partition only goes offline, so none do).
+
+Then the replica comparison (replicacheck.py) of every partition of the topic and of a compacted topic
+written after the drain: each partition's high watermark is asked of its leader (ListOffsets), the test
+waits (at most REPLICA_WAIT_S) until every replica's partition directory holds batches up to it, stops the
+brokers and compares the replicas (byte for byte; latest value per key for the compacted topic); a replica
+still short after the wait fails the seed (even if it catches up while the brokers stop), and the count is
+reported per seed as "divergent N" and must be 0 (with RF 1: one replica, nothing compared, said so).
+Before the runs: the checker fed a synthetic history with one lost, one duplicated, one reordered and one
+never-sent record must report each; after the first run: the replica comparison on copies of a real
+partition directory (identical, a different segment split, a corrupted batch, a truncated batch; a
+compacted topic's directory with an older record removed, and with a changed latest value) must agree or
+disagree as it should.
+Ends with `cluster-jepsen: N passed, N failed`; exit status 1 on any failure. --keep keeps each seed's run
+directory (broker and etcd logs under logs/, the brokers' data) and prints its path.
 Usage: jepsen.py [--seeds 1,2,3 | --seed N] [--duration 60] [--drain 20] [--rf 1] [--partitions 6]
-                 [--rate 40] [--deadline SECONDS per seed]
+                 [--rate 40] [--deadline SECONDS per seed] [--keep]
 Read next: queuecheck.py, replicacheck.py, harness.py, faults.py.
 """
 import argparse
@@ -67,6 +89,8 @@ STRICT_PRODUCERS = 3
 MSG_TIMEOUT_MS = 120000   # longer than any fault chain: a record is retried until it is stored
 FLUSH_S = 60
 FINAL_READ_S = 60
+NOTES_PER_PARTITION = 5  # lines of the replica comparison printed per partition
+REPLICA_WAIT_S = 60  # bound on the wait for every replica to reach the high watermark after the run
 FAULT_MIN_S, FAULT_MAX_S = 2.0, 10.0
 GAP_MIN_S, GAP_MAX_S = 1.0, 4.0
 CLOCK_OFFSETS_S = (-300, -60, 60, 300, 3600)
@@ -80,10 +104,14 @@ def out(line):
     print(line, flush=True)
 
 
-def overrides(etcd, node):
-    return [f'gregor.metadata.etcd.endpoints={etcd.endpoints(from_node=node)}',
-            f'gregor.metadata.etcd.prefix={PREFIX}', f'broker.session.timeout.ms={SESSION_MS}',
-            'broker.heartbeat.interval.ms=500', 'auto.create.topics.enable=false']
+def overrides(etcd, node, rf):
+    """The brokers' settings; with rf > 1 replication is switched on (gregor.cluster.replication.enable)."""
+    o = [f'gregor.metadata.etcd.endpoints={etcd.endpoints(from_node=node)}',
+         f'gregor.metadata.etcd.prefix={PREFIX}', f'broker.session.timeout.ms={SESSION_MS}',
+         'broker.heartbeat.interval.ms=500', 'auto.create.topics.enable=false']
+    if rf > 1:
+        o.append('gregor.cluster.replication.enable=true')
+    return o
 
 
 def faketime_works():
@@ -512,7 +540,7 @@ def start_cluster(run, seed, a):
     """etcd and three brokers, each in a namespace; the workload's topic and the compacted one, led."""
     run.network()
     etcd = run.etcd(1, node=run.netns('etcd'))
-    bs = run.brokers(3, netns=True, overrides=lambda i, node: overrides(etcd, node))
+    bs = run.brokers(3, netns=True, overrides=lambda i, node: overrides(etcd, node, a.rf))
     r = create_topic(bs[0], TOPIC, a.partitions, a.rf)
     eq(f'seed {seed}: CreateTopics {TOPIC} ({a.partitions} partitions, replication factor {a.rf})', 0,
        r['error_code'])
@@ -553,7 +581,7 @@ def run_faults(run, etcd, bs, plan, a):
 
 
 def check_history(seed, plan, a, wl, res):
-    """The checker's verdict on one seed (res: queuecheck.check's result)."""
+    """The checker's verdict on one seed (res: queuecheck.check's result); returns the seed's figure line."""
     out(f'   seed {seed}: {len(plan)} faults, {a.duration:.0f} s + {a.drain:.0f} s drain; '
         f'{wl.unresolved} records unresolved at the end of the flush')
     qc.report(res, out)
@@ -562,12 +590,12 @@ def check_history(seed, plan, a, wl, res):
         eq(f'seed {seed}: {key.replace("_", "-")}', 0, res[key])
     eq(f'seed {seed}: fatal producer errors', [], wl.fatal[:3])
     worst = max(res['unavailability'].values())[0] if res['unavailability'] else 0.0
-    figures.append(f'seed {seed}: {len(plan)} faults; sent {res["sent"]}, acked {res["acked"]}+'
-                   f'{res["acked_acks1"]} (acks=1), read {res["read"]}, lost {res["lost"]}, duplicated '
-                   f'{res["duplicated"]}, acks=1 lost {res["acks1_lost"]}; longest unavailability {worst:.1f} s')
+    return (f'seed {seed}: {len(plan)} faults; sent {res["sent"]}, acked {res["acked"]}+{res["acked_acks1"]} '
+            f'(acks=1), read {res["read"]}, lost {res["lost"]}, duplicated {res["duplicated"]}, acks=1 lost '
+            f'{res["acks1_lost"]}; longest unavailability {worst:.1f} s')
 
 
-def check_deposed(seed, wl, watch, nem):
+def check_deposed(seed, wl, watch, nem, rf):
     """The leader-cut-from-etcd case: no acks=-1 record acknowledged by the cut leader after its partition
     moved to another broker (queuecheck.deposed_acks)."""
     windows = watch.moved_windows(nem.etcd_cuts, SESSION_MS / 1000 + 2)
@@ -575,7 +603,7 @@ def check_deposed(seed, wl, watch, nem):
     offline = sum(1 for ch in watch.changes.values() for c in ch if c[1] == -1)
     out(f'   leadership: {changes} changes seen in Metadata ({offline} to offline); leader cut from etcd: '
         f'{len(nem.etcd_cuts)} cuts, {len(windows)} partitions moved to another leader meanwhile' +
-        ('' if windows else ' (with one replica a partition only goes offline)'))
+        ('' if windows or rf > 1 else ' (with one replica a partition only goes offline)'))
     eq(f'seed {seed}: acks=-1 records acknowledged by a leader cut from etcd after its partition moved',
        [], qc.deposed_acks(wl.hist, windows)[:5])
 
@@ -583,7 +611,7 @@ def check_deposed(seed, wl, watch, nem):
 def one_seed(seed, a, st):
     plan = schedule(seed, a.duration, a.partitions, st['clock_ok'])
     failed0 = testkit.failed
-    with h.Run(seed=seed, deadline_s=a.deadline, label=f'cluster-jepsen seed {seed}') as run:
+    with h.Run(seed=seed, deadline_s=a.deadline, keep=a.keep or None, label=f'cluster-jepsen seed {seed}') as run:
         etcd, bs = start_cluster(run, seed, a)
         out(f'   nemesis schedule (seed {seed}, {a.duration:.0f} s of faults, clock faults '
             f'{"on" if st["clock_ok"] else "off: libfaketime does not work here"}):')
@@ -592,33 +620,87 @@ def one_seed(seed, a, st):
         wl, watch, nem, t0, t1 = run_faults(run, etcd, bs, plan, a)
         eq(f'seed {seed}: no broker or etcd exited by itself', [], [c[0] for c in nem.crashes])
         kv_write(bs)
-        view = all_led(bs, TOPIC, a.partitions, timeout=60)
+        all_led(bs, TOPIC, a.partitions, timeout=60)
         wl.hist.final, hws, complete = final_read(bs, a.partitions)
         check(f'seed {seed}: the final read reached every partition\'s high watermark {hws}', complete)
-        check_history(seed, plan, a, wl, qc.check(wl.hist, t0, t1, range(a.partitions)))
-        check_deposed(seed, wl, watch, nem)
-        kv_view = all_led(bs, KV_TOPIC, 3)
-        kv = (kv_view, high_watermarks(bs, KV_TOPIC, kv_view))
+        figure = check_history(seed, plan, a, wl, qc.check(wl.hist, t0, t1, range(a.partitions)))
+        check_deposed(seed, wl, watch, nem, a.rf)
+        log = settled(bs, TOPIC, a.partitions)
+        kv = settled(bs, KV_TOPIC, 3)
+        waited = wait_replicas(bs, (TOPIC, log), (KV_TOPIC, kv))
         for b in bs:
             b.stop()
-        replicas_check(seed, bs, (view, hws), kv)
+        figure += f', divergent {replicas_check(seed, bs, log, kv, waited)}'
+        figures.append(figure)
         if 'sample' not in st:
-            st['sample'] = sample_dirs(bs, (view, hws), kv)
+            st['sample'] = sample_dirs(bs, log, kv)
         if testkit.failed > failed0:
             out(run.log_tails(10))
 
 
-def replicas_check(seed, bs, log, kv):
-    """log, kv: (view, high watermarks) of the two topics."""
+def settled(bs, topic, partitions, timeout=REPLICA_WAIT_S):
+    """(view, high watermarks) of topic once every partition is led and its leader answers ListOffsets:
+    {partition: (leader, replicas)}, {partition: high watermark}."""
+    def ask():
+        view = all_led(bs, topic, partitions)
+        try:
+            return view, high_watermarks(bs, topic, view)
+        except (h.HarnessError, OSError, k.DecodeError, k.ConnectionClosed):
+            return None  # leadership moved between Metadata and ListOffsets: ask again
+    return h.wait_until(ask, timeout, f'the high watermarks of {topic} from its leaders', interval=0.5)
+
+
+def wait_replicas(bs, *topics, timeout=REPLICA_WAIT_S):
+    """Waits (bounded) until every replica of every partition of each (topic, (view, high watermarks)) holds
+    batches up to the partition's high watermark, reading the live brokers' partition directories. Returns
+    (seconds waited, [(topic, partition, replica, its end offset)] of the replicas still short at the end)."""
+    by_id = {b.node_id: b for b in bs}
+    t0 = time.monotonic()
+
+    def short():
+        out_ = []
+        for topic, (view, hws) in topics:
+            for p, (_, replicas) in sorted(view.items()):
+                for r in replicas:
+                    found, _ = rc.batches(os.path.join(by_id[r].data_dir, f'{topic}-{p}'), hws[p])
+                    end = found[-1][1] + 1 if found else 0
+                    if end < hws[p]:
+                        out_.append((topic, p, r, end))
+        return out_
+    left = short()
+    while left and time.monotonic() - t0 < timeout:
+        time.sleep(0.5)
+        left = short()
+    return time.monotonic() - t0, left
+
+
+def replicas_check(seed, bs, log, kv, waited):
+    """log, kv: (view, high watermarks) of the two topics; waited: wait_replicas' answer. Returns the number
+    of divergences."""
     rf = max(len(v[1]) for v in log[0].values())
     bad, notes = compare_replicas(bs, log[0], log[1], TOPIC)
     kbad, knotes = compare_replicas(bs, kv[0], kv[1], KV_TOPIC, compacted=True)
     if rf < 2:
         out(f'   replica comparison: replication factor {rf}, one replica per partition: nothing compared')
     else:
-        for n in notes + knotes:
-            out(f'     {n}')
+        secs, left = waited
+        out(f'   replica comparison: every replica at its partition\'s high watermark after {secs:.1f} s' if not left
+            else f'   replica comparison: after {secs:.1f} s replicas still below the high watermark: ' +
+            ', '.join(f'{t}-{p} on broker {r} ends at {end}' for t, p, r, end in left))
+        shown = {}
+        for n in notes + knotes:  # at most NOTES_PER_PARTITION lines of one partition, then how many more
+            part, _, _ = n.partition(':')
+            shown[part] = shown.get(part, 0) + 1
+            if shown[part] <= NOTES_PER_PARTITION or n.startswith(f'{part}: compared'):
+                out(f'     {n}')
+        for part, k_ in shown.items():
+            if k_ > NOTES_PER_PARTITION + 1:
+                out(f'     {part}: ... {k_ - NOTES_PER_PARTITION - 1} more lines')
+    if rf > 1:  # a replica that catches up only once the brokers stop (a new leader) still failed here
+        eq(f'seed {seed}: every replica at its high watermark within {REPLICA_WAIT_S} s (topic, partition, '
+           f'broker, its end)', [], waited[1][:5])
     eq(f'seed {seed}: divergent replicas (replication factor {rf})', 0, bad + kbad)
+    return bad + kbad
 
 
 KV_KEYS = 20
@@ -697,6 +779,8 @@ def t_checker():
           res['read'] == 11, str({kk: res[kk] for kk in qc.MUST_BE_ZERO}))
     eq('checker: unavailability of partition 0 = the longest gap between acks (0.0 .. 0.5 .. 7.5 .. 10.0)',
        (2.5, 7.5), res['unavailability'][0])
+    eq('checker: unavailability counts acks=-1 acknowledgements only (partition 1 has acks=1 ones only)',
+       (10.0, 0.0), res['unavailability'][1])
     # partition 0: p0-1 and p0-2 stored (and acknowledged) the wrong way round, p0-3 stored twice, p9-9
     # never sent, p0-4 acknowledged at offset 5 and gone; partition 1: p1-1 (acks=1) gone
     final = {0: [(0, 'p0-0'), (1, 'p0-2'), (2, 'p0-1'), (3, 'p0-3'), (4, 'p0-3'), (6, 'p9-9'), (7, 'p0-5'),
@@ -829,10 +913,11 @@ def main():
     ap.add_argument('--partitions', type=int, default=6)
     ap.add_argument('--rate', type=float, default=40.0, help='records per second per producer')
     ap.add_argument('--deadline', type=float, default=None, help='hard deadline per seed, s')
+    ap.add_argument('--keep', action='store_true', help='keep each run\'s directory (broker logs and data)')
     a = ap.parse_args()
     seeds = [a.seed] if a.seed is not None else [int(x) for x in a.seeds.split(',') if x]
     if a.deadline is None:
-        a.deadline = 90 + a.duration + a.drain + FLUSH_S + FINAL_READ_S
+        a.deadline = 90 + a.duration + a.drain + FLUSH_S + FINAL_READ_S + REPLICA_WAIT_S
     t0 = time.monotonic()
     st = {'clock_ok': faketime_works()}
     section('the checker reports a lost, a duplicated, a reordered and a never-sent record', t_checker)

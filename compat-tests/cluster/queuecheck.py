@@ -23,7 +23,9 @@ What `check` counts (each with a few examples; the first seven must be 0):
   deposed       (deposed_acks) strict records acknowledged on a partition after leadership moved away from
                 a leader cut from etcd, while it was still cut or just healed, and not in the final read
                 at that offset: acknowledged by the deposed leader (the issue's leader-cut-from-etcd case);
-  unavailability  per partition, the longest stretch of the fault window with no acknowledgement.
+  unavailability  per partition, the longest stretch of the fault window with no acks=-1 (strict)
+                acknowledgement (acks=1 records keep being acknowledged by a leader whose followers are
+                cut off, so they would hide an acks=all stall).
 Read next: replicacheck.py (the replica comparison), jepsen.py (the runs that fill a History).
 """
 import re
@@ -149,10 +151,11 @@ def _check_reads(hist, at, where, res):
 
 
 def unavailability(hist, t0, t1, partitions):
-    """{partition: (longest seconds without an acknowledgement within [t0, t1], its start - t0)}."""
+    """{partition: (longest seconds without a strict (acks=-1) acknowledgement within [t0, t1], its start -
+    t0)}."""
     times = {p: [] for p in partitions}
-    for p, _, t in hist.acked.values():
-        if p in times and t0 <= t <= t1:
+    for v, (p, _, t) in hist.acked.items():
+        if p in times and t0 <= t <= t1 and _mode(hist, v) == 'strict':
             times[p].append(t)
     out = {}
     for p, ts in times.items():
@@ -211,5 +214,5 @@ def report(res, out):
     un = res.get('unavailability')
     if un:
         worst = sorted(un.items(), key=lambda kv: -kv[1][0])
-        out('   unavailability (longest stretch without an ack): ' +
+        out('   unavailability (longest stretch without an acks=-1 acknowledgement): ' +
             ', '.join(f'p{p} {g:.1f} s from +{s:.1f} s' for p, (g, s) in worst))
