@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "partition/partition.h"
+#include "partition/tests/counted.h"
 #include "storage/tests/helpers.h"
 
 struct fx {
@@ -24,19 +25,6 @@ struct fx {
     struct gr_partitions *ps;
     struct gr_partition *part;
 };
-
-struct counted {
-    struct gr_partition_waiter w;
-    int calls;
-    int err;
-};
-
-static void counted_done(struct gr_partition_waiter *w, int err)
-{
-    struct counted *c = (struct counted *)w;
-    c->calls++;
-    c->err = err;
-}
 
 static int setup(void **state)
 {

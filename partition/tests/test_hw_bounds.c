@@ -28,6 +28,7 @@
 #include <cmocka.h>
 
 #include "partition/partition.h"
+#include "partition/tests/counted.h"
 #include "protocol/errors.h"
 #include "storage/cleaner.h"
 #include "storage/tests/helpers.h"
@@ -45,25 +46,6 @@ struct fx {
     int64_t epoch[BROKERS]; /* registered broker epochs, -1: gone */
     int64_t now;
 };
-
-struct counted {
-    struct gr_partition_waiter w;
-    int calls;
-    int err;
-};
-
-static void counted_done(struct gr_partition_waiter *w, int err)
-{
-    struct counted *c = (struct counted *)w;
-    c->calls++;
-    c->err = err;
-}
-
-static void counted_init(struct counted *c)
-{
-    *c = (struct counted){0};
-    gr_partition_waiter_init(&c->w, counted_done, c);
-}
 
 static int64_t hook_broker_epoch(void *ctx, int32_t broker_id, bool *shutting_down)
 {

@@ -27,6 +27,7 @@
 
 #include "common/limits.h"
 #include "partition/partition.h"
+#include "partition/tests/counted.h"
 #include "protocol/errors.h"
 #include "storage/tests/helpers.h"
 
@@ -56,25 +57,6 @@ struct fx {
     struct gr_partition *part;
     struct owner own;
 };
-
-struct counted {
-    struct gr_partition_waiter w;
-    int calls;
-    int err;
-};
-
-static void counted_done(struct gr_partition_waiter *w, int err)
-{
-    struct counted *c = (struct counted *)w;
-    c->calls++;
-    c->err = err;
-}
-
-static void counted_init(struct counted *c)
-{
-    *c = (struct counted){0};
-    gr_partition_waiter_init(&c->w, counted_done, c);
-}
 
 static int64_t hook_broker_epoch(void *ctx, int32_t broker_id, bool *shutting_down)
 {
