@@ -257,7 +257,7 @@ static void apply_partition(struct gr_roles *r, const struct gr_image_topic *t, 
     e->gen = r->gen;
     memcpy(e->topic_id, t->id, 16);
     e->partition = p;
-    if (!ip || ip->replica_count == 0) return; /* no state written yet */
+    if (!ip || ip->replica_count == 0 || ip->partition_epoch == 0) return; /* no state written yet */
     if (ip->partition_epoch > INT32_MAX || ip->leader_epoch < 0) {
         GR_WARN_RATELIMITED("%.*s-%d: state out of range (leader epoch %d, partition epoch %lld): ignored",
                             (int)t->name_len, t->name, (int)p, (int)ip->leader_epoch,

@@ -17,12 +17,14 @@
  * Read next: cluster/roles.c.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -230,6 +232,39 @@ static void test_leader_here(void **state_)
     gr_image_changed(f->img);
     assert_int_equal(stats(f).set_roles, 1);
     assert_int_equal(stats(f).passes, 3);
+}
+
+/* A partition assigned in the topic record whose state the controller has not written yet (leader -1,
+   leader epoch -1, partition epoch 0, as a fresh __consumer_offsets partition shows): no role, no warning,
+   until its state comes. */
+static void test_assigned_without_state(void **state_)
+{
+    struct fx *f = *state_;
+    state(f, -1, -1, 0, ISR_ALL, 0);
+    char path[300];
+    snprintf(path, sizeof path, "%s/stderr.txt", f->dir);
+    fflush(stderr);
+    int saved = dup(2), fd = open(path, O_CREAT | O_TRUNC | O_WRONLY, 0600);
+    assert_true(saved >= 0 && fd >= 0 && dup2(fd, 2) == 2);
+    assert_int_equal(gr_roles_start(f->roles), 0);
+    fflush(stderr);
+    assert_int_equal(dup2(saved, 2), 2);
+    close(fd);
+    close(saved);
+    char logged[4096] = "";
+    FILE *in = fopen(path, "r");
+    assert_non_null(in);
+    size_t n = fread(logged, 1, sizeof logged - 1, in);
+    logged[n] = 0;
+    fclose(in);
+    assert_null(strstr(logged, "state out of range")); /* a state not written yet is no warning */
+    assert_int_equal(stats(f).set_roles, 0);
+    assert_int_equal(stats(f).role_errors, 0);
+    assert_int_equal(f->fk.adds, 0);
+    state(f, SELF, 3, 10, ISR_ALL, 3);
+    gr_image_changed(f->img);
+    assert_int_equal(stats(f).set_roles, 1);
+    assert_int_equal(gr_partition_partition_epoch(f->part), 10);
 }
 
 static void test_follower_then_offline(void **state_)
@@ -445,6 +480,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_leader_here, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_assigned_without_state, setup, teardown),
         cmocka_unit_test_setup_teardown(test_follower_then_offline, setup, teardown),
         cmocka_unit_test_setup_teardown(test_shrink_and_commit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ineligible_reverts_stale_waits, setup, teardown),
