@@ -6,9 +6,10 @@ bounded in time.
 
 What it checks:
   - SIGTERM to the leader of some partitions while an idempotent acks=all librdkafka producer writes: it
-    exits 0 within 30 s with "stopped cleanly"; before it exits, every partition it led shows another leader
-    at a higher leader epoch on the other brokers (a Metadata poller's first sight of each change precedes
-    the exit; its log says the wait ended with nothing left to move, before the lease revoke); the producer
+    exits 0 within 30 s with "stopped cleanly"; its log says the wait ended with nothing left to move (its
+    own image showed every leadership moved), before the lease revoke; every partition it led shows another
+    leader at a higher leader epoch on the other brokers (a Metadata poller's first sight, at most 1 s after
+    the exit: their images follow etcd's watch a few ms apart from the victim's); the producer
     gets no error (every error librdkafka reports after its retries counts); every acknowledged record is
     read back exactly once; the longest gap between acknowledgements is reported;
   - restarted, it rejoins the ISR of every partition;
@@ -34,6 +35,7 @@ import testkit  # noqa: E402
 from testkit import check, eq, section  # noqa: E402
 
 WAIT_MAX_S = 30.0  # GR_CONTROLLED_SHUTDOWN_WAIT_MS
+SEEN_AFTER_EXIT_S = 1.0  # the other brokers' Metadata may show a move this long after the victim saw it
 r.PARTS = 6  # replication.py's helpers read it when called: two leaderships per broker
 figures = []
 
@@ -86,9 +88,10 @@ class Poller(threading.Thread):
         self.others, self.victim, self.led = others, victim, led
         self.moved = {}
         self.stop_ev = threading.Event()
+        self.until = 0.0  # after stop_ev: polls on until this monotonic time (the others' images may lag)
 
     def run(self):
-        while not self.stop_ev.is_set() and len(self.moved) < len(self.led):
+        while not (self.stop_ev.is_set() and time.monotonic() >= self.until) and len(self.moved) < len(self.led):
             for b in self.others:
                 lay = r.layout(b) or {}
                 for p, epoch in self.led.items():
@@ -122,8 +125,9 @@ def t_sigterm_under_load(run, etcd, bs, st):
     t0 = time.monotonic()
     status = bs[victim - 1].stop(grace=WAIT_MAX_S + 15)
     exited = time.monotonic()
+    poller.until = exited + SEEN_AFTER_EXIT_S
     poller.stop_ev.set()
-    poller.join(5)
+    poller.join(SEEN_AFTER_EXIT_S + 5)
     time.sleep(2.0)  # the producer goes on against the two others
     w.stop_ev.set()
     w.join(90)
@@ -143,11 +147,15 @@ def t_sigterm_under_load(run, etcd, bs, st):
     check(f'broker {victim}: the wait ends with nothing left to move, before its lease is revoked',
           0 <= done_at < revoked_at, after[-1500:])
     check(f'broker {victim}: no "stopping anyway"', 'stopping anyway' not in after)
-    eq(f'every partition broker {victim} led has another leader at a higher epoch before it exits',
-       sorted(led), sorted(p for p, (t, _, _) in poller.moved.items() if t < exited))
+    # The victim's wait ends when its own image (etcd's watch) shows the moves; the other brokers' Metadata
+    # follows the same watch a few ms apart and the poller looks every 50 ms, so an exit 30 ms after the
+    # SIGTERM can come before the poller's next look (CI, 2026-12-02). The log checks above show the order.
+    eq(f'every partition broker {victim} led shows another leader at a higher epoch on the other brokers '
+       f'(seen within {SEEN_AFTER_EXIT_S} s of its exit)',
+       sorted(led), sorted(p for p, (t, _, _) in poller.moved.items() if t < exited + SEEN_AFTER_EXIT_S))
     for p, (t, leader, epoch) in sorted(poller.moved.items()):
         figures.append(f'partition {p}: leader {leader} at epoch {epoch} (was {led[p]}) seen {t - t0:.2f} s after '
-                       f'the SIGTERM, {exited - t:.2f} s before the exit')
+                       f'the SIGTERM, {t - exited:+.2f} s from the exit')
     eq('the producer gets no error', [], w.errors[:5])
     stall = w.longest_stall(t0 - 1.0)
     figures.append(f'producer: {w.sent} sent, {len(w.acked)} acknowledged; longest gap between acknowledgements '
