@@ -12,9 +12,11 @@
  * be retried, its log has no truncation file work pending (appends would answer -EAGAIN) and, with the fsync
  * gate, its log's durable offset reached what the last answer appended. The partition layer has no flush
  * notification that cluster/ can hear (the store's on_flushed goes to the server), so those two waits are
- * polled by one timer every GR_FETCHER_POLL_MS while some partition waits on them; the same timer ends
- * backoffs and, armed at 0 by gr_fetcher_add (and by gr_fetcher_remove, which must not cancel that), sends
- * the partitions an owner adds in one pass in one Fetch.
+ * polled by one timer every GR_FETCHER_POLL_MS while a ready connection with nothing in flight holds a
+ * partition not fenced or failed (each pass looks again at every such partition rather than trusting what
+ * the pump saw: a flush or the clock may have moved in between); the same timer ends backoffs and, armed at
+ * 0 by gr_fetcher_add (and by gr_fetcher_remove, which must not cancel that), sends the partitions an owner
+ * adds in one pass in one Fetch.
  * With the fsync gate a connection's next Fetch waits until every partition on it that appended is durable.
  * Entry points that free (gr_fetcher_remove emptying a connection) defer the connection's free while one of
  * its callbacks runs.
@@ -262,9 +264,15 @@ static void fp_fail(struct gr_fetcher *f, struct fp *fp, const char *what, int e
     GR_ERROR("fetcher: %s-%" PRId32 " marked failed: %s: %s", fp->topic, fp->partition, what, err_text(err));
 }
 
-static void fp_delay(struct fp *fp, int64_t ms)
+/* The fetcher's clock (monotonic ms): the config's hook (tests), else gr_time_mono_ms. */
+static int64_t now_ms(const struct gr_fetcher *f)
 {
-    int64_t until = gr_time_mono_ms() + ms;
+    return f->cfg.now_ms ? f->cfg.now_ms(f->cfg.clock_ctx) : gr_time_mono_ms();
+}
+
+static void fp_delay(const struct gr_fetcher *f, struct fp *fp, int64_t ms)
+{
+    int64_t until = now_ms(f) + ms;
     if (fp->delay_until_ms < until) fp->delay_until_ms = until;
 }
 
@@ -280,7 +288,7 @@ static int fp_truncate(struct gr_fetcher *f, struct fp *fp, enum trunc_kind kind
     if (rc == -EAGAIN) {
         fp->trunc = kind;
         fp->trunc_offset = offset;
-        fp_delay(fp, GR_FETCHER_RETRY_MS);
+        fp_delay(f, fp, GR_FETCHER_RETRY_MS);
         return 1;
     }
     if (rc < 0) {
@@ -431,7 +439,7 @@ static void send_fetch(struct fconn *c, int64_t now)
         GR_WARN_RATELIMITED("fetcher: Fetch to broker %" PRId32 " not sent (version %d): %s", c->leader_id,
                             version, version >= 12 ? err_text(rc) : "the leader serves no Fetch v12+");
         for (int i = 0; i < c->entry_count; i++)
-            fp_delay(c->entries[i].fp, f->cfg.backoff_ms);
+            fp_delay(f, c->entries[i].fp, f->cfg.backoff_ms);
         entries_drop(c);
         goto out;
     }
@@ -502,7 +510,7 @@ static bool send_list(struct fconn *c, int64_t now)
     c->req = gr_broker_client_send(c->bc_conn, f->list_ops, version, &req, 0, on_list, c, &rc);
     if (!c->req) {
         for (int i = 0; i < c->entry_count; i++)
-            fp_delay(c->entries[i].fp, f->cfg.backoff_ms);
+            fp_delay(f, c->entries[i].fp, f->cfg.backoff_ms);
         entries_drop(c);
         goto out;
     }
@@ -528,7 +536,7 @@ static bool conn_gated(struct fconn *c)
 static void conn_pump(struct fconn *c)
 {
     if (c->req || c->part_count == 0 || !gr_broker_client_ready(c->bc_conn)) return;
-    int64_t now = gr_time_mono_ms();
+    int64_t now = now_ms(c->f);
     if (!send_list(c, now) && !conn_gated(c)) send_fetch(c, now);
 }
 
@@ -571,7 +579,7 @@ static struct fentry *entry_match(struct fconn *c, const uint8_t *topic_id, stru
 static void conn_failed_all(struct fconn *c)
 {
     for (int i = 0; i < c->entry_count; i++)
-        if (c->entries[i].fp) fp_delay(c->entries[i].fp, c->f->cfg.backoff_ms);
+        if (c->entries[i].fp) fp_delay(c->f, c->entries[i].fp, c->f->cfg.backoff_ms);
 }
 
 /* ---- Fetch answers (AbstractFetcherThread.processFetchRequest) ---- */
@@ -614,13 +622,13 @@ static void take_records(struct gr_fetcher *f, struct fp *fp,
                                                  &res);
         if (rc == 0) f->stats.batches_bytes += len;
         if (rc == -EAGAIN) {
-            fp_delay(fp, GR_FETCHER_RETRY_MS);
+            fp_delay(f, fp, GR_FETCHER_RETRY_MS);
             return;
         }
         if (rc == -EBADMSG || rc == -ESTALE || rc == -EPERM) { /* Kafka: CorruptRecordException: retried */
             GR_WARN_RATELIMITED("fetcher: %s-%" PRId32 ": records from broker %" PRId32 " not appended: %s",
                                 fp->topic, fp->partition, fp->leader_id, err_text(rc));
-            fp_delay(fp, f->cfg.backoff_ms);
+            fp_delay(f, fp, f->cfg.backoff_ms);
             return;
         }
         if (rc < 0) {
@@ -671,7 +679,7 @@ static void take_partition(struct gr_fetcher *f, struct fentry *e,
               */
         GR_WARN_RATELIMITED("fetcher: %s-%" PRId32 ": error %d from broker %" PRId32, fp->topic,
                             fp->partition, (int)p->error_code, fp->leader_id);
-        fp_delay(fp, f->cfg.backoff_ms);
+        fp_delay(f, fp, f->cfg.backoff_ms);
         return;
     }
 }
@@ -718,7 +726,7 @@ static void take_offset(struct gr_fetcher *f, struct fp *fp,
         return;
     }
     if (p->error_code != GR_ERR_NONE || p->offset < 0) {
-        fp_delay(fp, f->cfg.backoff_ms);
+        fp_delay(f, fp, f->cfg.backoff_ms);
         return;
     }
     if (fp->oor == OOR_LATEST) {
@@ -773,17 +781,20 @@ static void on_state(void *ctx, struct gr_broker_client_conn *conn, bool ready)
 
 /* ---- the poll timer ---- */
 
-/* Arms the timer for the earliest moment a waiting partition may become ready: GR_FETCHER_POLL_MS while one
-   waits on the disk, else its delay's end; stopped when none waits. */
+/* Arms the timer for the earliest moment a partition of an idle, ready connection may become ready: the end
+   of its delay, else GR_FETCHER_POLL_MS. Nothing is assumed about a partition the pump just left out: its
+   disk wait may have ended since (a flusher or I/O thread moves the durable offset and clears a pending
+   truncation) or its delay may have run out on the next millisecond, so each is looked at again; a timer
+   armed only for the partitions still waiting when this runs left a connection idle for good (issue #20,
+   the RF 3 fault runs). Stopped when no connection is idle with a partition to fetch. */
 static void timer_arm(struct gr_fetcher *f)
 {
-    int64_t now = gr_time_mono_ms(), wake = INT64_MAX;
+    int64_t now = now_ms(f), wake = INT64_MAX;
     for (struct fconn *c = f->conns; c; c = c->next) {
         if (c->req || !gr_broker_client_ready(c->bc_conn)) continue; /* its answer or readiness pumps it */
         for (struct fp *fp = c->head; fp; fp = fp->cnext) {
-            if (fp->fenced || fp->failed) continue;
+            if (fp->fenced || fp->failed) continue; /* until re-added */
             int64_t at = fp->delay_until_ms > now ? fp->delay_until_ms : now + GR_FETCHER_POLL_MS;
-            if (fp->delay_until_ms <= now && fp->trunc == TRUNC_NONE && !fp_waiting_disk(f, fp)) continue;
             if (at < wake) wake = at;
         }
     }

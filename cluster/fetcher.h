@@ -76,6 +76,9 @@ struct gr_fetcher_config {
     int32_t response_max_bytes;  /* replica.fetch.response.max.bytes */
     int64_t backoff_ms;          /* replica.fetch.backoff.ms */
     bool fsync_gate; /* gregor.acks.all.fsync: next fetch only after the previous append is fsynced */
+    int64_t (*now_ms)(void *ctx); /* the clock (monotonic ms) for delays and the poll timer; NULL:
+                                     gr_time_mono_ms (tests pass their own) */
+    void *clock_ctx;
 };
 
 /* Counters (tests and logs). */

@@ -16,7 +16,10 @@
  * epoch while a fetch is in flight (its records dropped); records not continuing the log marking the
  * partition failed until re-added; an add and a removal in one pass (the removal keeps the add's pump);
  * fetcher ids with num.replica.fetchers 2 (Kafka's values, computed with Java's String.hashCode); bad
- * configurations and arguments.
+ * configurations and arguments. Stalls (the RF 3 fault runs): the gated flush completing between the pump
+ * and the timer's arming, and a backoff's end falling between them (a test clock one ms later at every
+ * look); the leader's and this broker's registrations changing while a Fetch is in flight; both partitions
+ * of a lost connection removed and added again while it is down.
  */
 #include <arpa/inet.h>
 #include <stdatomic.h>
@@ -70,6 +73,7 @@ struct seen {
     int nparts;
     struct seen_part p[PARTS_MAX];
     int64_t durable_at_receipt; /* the follower's partition 0 durable offset when it arrived */
+    int64_t clock_at_receipt;   /* the fetcher's test clock when it arrived (-1: real clock) */
 };
 
 struct fake {
@@ -82,6 +86,15 @@ struct fake {
 static struct ev_loop *loop;
 static struct fake fk;
 static struct gr_log *watched_log; /* partition 0's log: durable_at_receipt */
+
+/* The fetcher's clock in the race tests (virtual ms, see tclock_now). */
+struct tclock {
+    int64_t ms;       /* what the last look read */
+    int64_t looks;    /* looks so far */
+    int64_t flush_at; /* at this look the held fsync is released and awaited (0: never) */
+};
+static struct tclock *fx_clock;    /* fx_new: the fetcher's clock, NULL: the real one */
+static int64_t fx_backoff_ms = 50; /* fx_new: replica.fetch.backoff.ms */
 
 static const struct gr_msg_ops *ops_of(int16_t key, bool response)
 {
@@ -183,6 +196,7 @@ static void fake_record(int client, const uint8_t *frame, size_t n, int16_t key,
     memset(s, 0, sizeof *s);
     s->key = key, s->version = version, s->corr = corr, s->client = client;
     s->durable_at_receipt = watched_log ? gr_log_durable_offset(watched_log) : -1;
+    s->clock_at_receipt = fx_clock ? fx_clock->ms : -1;
     const struct gr_msg_ops *ops = ops_of(key, false);
     struct gr_arena arena;
     gr_arena_init(&arena, 1 << 20);
@@ -379,6 +393,8 @@ static void image_broker(struct gr_image *img, int32_t id, int port, int64_t epo
     assert_int_equal(gr_image_set_broker(img, &br), 0);
 }
 
+static int64_t tclock_now(void *ctx);
+
 static struct fx *fx_new(bool gate, int32_t num_fetchers)
 {
     struct fx *x = calloc(1, sizeof *x);
@@ -412,8 +428,10 @@ static struct fx *fx_new(bool gate, int32_t num_fetchers)
                                    .min_bytes = 1,
                                    .partition_max_bytes = 1048576,
                                    .response_max_bytes = 10485760,
-                                   .backoff_ms = 50,
-                                   .fsync_gate = gate};
+                                   .backoff_ms = fx_backoff_ms,
+                                   .fsync_gate = gate,
+                                   .now_ms = fx_clock ? tclock_now : NULL,
+                                   .clock_ctx = fx_clock};
     assert_non_null(x->f = gr_fetcher_new(loop, x->bc, x->img, &fc, err, sizeof err));
     return x;
 }
@@ -785,6 +803,140 @@ static void test_fsync_gate(void **state)
     gr_sys_reset();
 }
 
+/* The race tests' clock: one ms later at every look, as if the loop's work between two looks took that
+   long, so the two looks of one pass (the pump deciding what to send, the timer deciding when to look again)
+   see different times; at look `flush_at` the held fsync is released and awaited there, as a flusher
+   thread finishing between those two looks. */
+static int64_t tclock_now(void *ctx)
+{
+    struct tclock *t = ctx;
+    if (++t->looks == t->flush_at) {
+        atomic_store(&sync_held, false);
+        for (int i = 0; i < 5000 && gr_log_durable_offset(watched_log) < gr_log_end_offset(watched_log); i++)
+            usleep(1000);
+    }
+    return ++t->ms;
+}
+
+/* With the fsync gate, the flush of what an answer appended completes while the fetcher looks (between the
+   pump leaving the connection idle, gated, and the timer's arming): the next Fetch still goes out, from the
+   new log end offset with the log durable to it. The flush is released at two consecutive looks, one of
+   which is the timer's. (The RF 3 fault runs, seeds 1 and 2, found followers idle for good, every partition
+   ready and no timer armed: the timer armed only for partitions still waiting when it looked.) */
+static void test_gate_flush_between_looks(void **state)
+{
+    (void)state;
+    gr_sys.fdatasync = held_fdatasync;
+    gr_sys.fsync = held_fsync;
+    gr_sys.syncfs = held_syncfs;
+    struct tclock clk = {.ms = 1000};
+    fx_clock = &clk;
+    struct fx *x = fx_new(true, 1);
+    add(x, 0, 5);
+    assert_true(until_reqs(1, 5000));
+    for (int n = 0; n < 2; n++) {
+        atomic_store(&sync_held, true);
+        int64_t base = fk.reqs[n].p[0].fetch_offset;
+        uint8_t buf[1024];
+        struct pans a = EMPTY;
+        a.records = buf;
+        a.len = mk_batch(buf, base, 2, 5);
+        clk.flush_at = clk.looks + 6 + n;
+        answer_fetch(n, &a);
+        assert_true(until_reqs(n + 2, 5000));
+        assert_int_equal(fk.reqs[n + 1].p[0].fetch_offset, base + 2);
+        assert_int_equal(fk.reqs[n + 1].durable_at_receipt, base + 2);
+    }
+    assert_int_equal(gr_log_end_offset(log_of(x, 0)), 4);
+    atomic_store(&sync_held, false);
+    fx_free(x);
+    fx_clock = NULL;
+    gr_sys_reset();
+}
+
+/* NOT_LEADER_OR_FOLLOWER on every partition of a connection (one here): fetched again once
+   replica.fetch.backoff.ms has passed in the fetcher's clock, even when the pump sees the backoff one ms
+   short of its end and the timer's arming sees it over (with the clock one ms later at every look, one of the
+   two backoffs 50 and 51 ms makes it so). (The RF 3 fault run, seed 1, found a follower idle for good after
+   error 6 on every partition from one leader.) */
+static void test_backoff_between_looks(void **state)
+{
+    (void)state;
+    for (int64_t backoff = 50; backoff <= 51; backoff++) {
+        struct tclock clk = {.ms = 1000};
+        fx_clock = &clk;
+        fx_backoff_ms = backoff;
+        struct fx *x = fx_new(false, 1);
+        add(x, 0, 5);
+        assert_true(until_reqs(1, 5000));
+        struct pans a = EMPTY;
+        a.error = GR_ERR_NOT_LEADER_OR_FOLLOWER;
+        int64_t answered = clk.ms;
+        answer_fetch(0, &a);
+        assert_true(until_reqs(2, 5000));
+        assert_true(fk.reqs[1].clock_at_receipt >= answered + backoff);
+        assert_int_equal(fk.reqs[1].nparts, 1);
+        assert_int_equal(fk.reqs[1].p[0].fetch_offset, 0);
+        assert_int_equal(fk.reqs[1].p[0].current_leader_epoch, 5);
+        assert_true(gr_fetcher_active(x->f, x->part[0]));
+        fx_free(x);
+        fx_clock = NULL;
+        fx_backoff_ms = 50;
+    }
+}
+
+/* The leader's registration changes (a new broker epoch) while a Fetch is in flight, and this broker
+   registers again (its own new epoch) in the same image change: the client reconnects, and once the backoff
+   has passed the Fetch goes out on the new connection with ReplicaEpoch = the new epoch. */
+static void test_registration_change_in_flight(void **state)
+{
+    (void)state;
+    struct fx *x = fx_new(false, 1);
+    add(x, 0, 5);
+    add(x, 1, 5);
+    assert_true(until_reqs(1, 5000));
+    int port = 0;
+    struct sockaddr_in a;
+    socklen_t al = sizeof a;
+    assert_int_equal(getsockname(fk.lfd, (struct sockaddr *)&a, &al), 0);
+    port = ntohs(a.sin_port);
+    image_broker(x->img, 1, port, 4);
+    image_broker(x->img, 2, 1, 8);
+    gr_image_changed(x->img);
+    assert_true(until_reqs(2, 5000));
+    assert_int_equal(fk.accepted, 2); /* on a new connection */
+    assert_int_equal(fk.reqs[1].rs_epoch, 8);
+    assert_int_equal(fk.reqs[1].nparts, 2);
+    assert_int_equal(fk.reqs[1].p[0].fetch_offset, 0);
+    fx_free(x);
+}
+
+/* The connection is lost and, while it is down (the leader accepts nothing: the new one waits for its
+   ApiVersions answer), the owner removes both of its partitions (the connection closes) and adds them again:
+   once the leader answers again, one Fetch carries both. */
+static void test_readd_while_down(void **state)
+{
+    (void)state;
+    struct fx *x = fx_new(false, 1);
+    add(x, 0, 5);
+    add(x, 1, 5);
+    assert_true(until_reqs(1, 5000));
+    ev_io_stop(loop, &fk.lw);
+    fake_close(fk.reqs[0].client);
+    assert_false(until_reqs(2, 300)); /* lost: backoff, reconnect, the ApiVersions unanswered */
+    gr_fetcher_remove(x->f, x->part[0]);
+    gr_fetcher_remove(x->f, x->part[1]);
+    add(x, 0, 5);
+    add(x, 1, 5);
+    ev_io_start(loop, &fk.lw);
+    assert_true(until_reqs(2, 5000));
+    assert_int_equal(fk.reqs[1].nparts, 2);
+    assert_int_equal(fk.reqs[1].p[0].fetch_offset, 0);
+    assert_int_equal(fk.reqs[1].p[1].fetch_offset, 0);
+    assert_int_equal(gr_fetcher_stats(x->f)->partitions, 2);
+    fx_free(x);
+}
+
 /* While a truncation's file work is pending (appends would answer -EAGAIN) the partition is not fetched;
    once it is done the fetch from the new log end offset goes out. */
 static void test_truncation_pending(void **state)
@@ -990,6 +1142,10 @@ int main(void)
         cmocka_unit_test(test_remove_in_flight),
         cmocka_unit_test(test_bad_answers),
         cmocka_unit_test(test_fsync_gate),
+        cmocka_unit_test(test_gate_flush_between_looks),
+        cmocka_unit_test(test_backoff_between_looks),
+        cmocka_unit_test(test_registration_change_in_flight),
+        cmocka_unit_test(test_readd_while_down),
         cmocka_unit_test(test_truncation_pending),
         cmocka_unit_test(test_moved_in_flight),
         cmocka_unit_test(test_failed_append),
