@@ -78,6 +78,7 @@ struct seen {
 
 struct fake {
     int lfd, cfd[CLIENTS_MAX];
+    int port; /* the listener's loopback port (fake_start) */
     ev_io lw, cw[CLIENTS_MAX];
     int accepted, nreqs;
     struct seen reqs[REQS_MAX];
@@ -288,7 +289,8 @@ static int fake_start(void)
     assert_int_equal(getsockname(fk.lfd, (struct sockaddr *)&a, &al), 0);
     ev_io_init(&fk.lw, fake_on_accept, fk.lfd, EV_READ);
     ev_io_start(loop, &fk.lw);
-    return ntohs(a.sin_port);
+    fk.port = ntohs(a.sin_port);
+    return fk.port;
 }
 
 static void fake_stop(void)
@@ -895,12 +897,7 @@ static void test_registration_change_in_flight(void **state)
     add(x, 0, 5);
     add(x, 1, 5);
     assert_true(until_reqs(1, 5000));
-    int port = 0;
-    struct sockaddr_in a;
-    socklen_t al = sizeof a;
-    assert_int_equal(getsockname(fk.lfd, (struct sockaddr *)&a, &al), 0);
-    port = ntohs(a.sin_port);
-    image_broker(x->img, 1, port, 4);
+    image_broker(x->img, 1, fk.port, 4);
     image_broker(x->img, 2, 1, 8);
     gr_image_changed(x->img);
     assert_true(until_reqs(2, 5000));
