@@ -18,42 +18,12 @@
 
 #include "common/limits.h"
 #include "common/log.h"
+#include "common/tests/capture.h"
 
 static int64_t fake_now = 1000000;
 static int64_t fake_clock(void)
 {
     return fake_now;
-}
-
-static char cap_path[64];
-static int saved_stderr = -1;
-
-/* Sends stderr to a fresh file until captured() is called. */
-static void capture(void)
-{
-    snprintf(cap_path, sizeof cap_path, "/tmp/gr-log-test-XXXXXX");
-    int fd = mkstemp(cap_path);
-    assert_true(fd >= 0);
-    fflush(stderr);
-    saved_stderr = dup(2);
-    dup2(fd, 2);
-    close(fd);
-}
-
-/* Restores stderr; returns the captured text (malloc'd). */
-static char *captured(void)
-{
-    fflush(stderr);
-    dup2(saved_stderr, 2);
-    close(saved_stderr);
-    FILE *f = fopen(cap_path, "r");
-    assert_non_null(f);
-    char *buf = calloc(1, 1 << 20);
-    size_t n = fread(buf, 1, (1 << 20) - 1, f);
-    buf[n] = 0;
-    fclose(f);
-    unlink(cap_path);
-    return buf;
 }
 
 static int count_of(const char *text, const char *needle)
