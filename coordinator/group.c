@@ -91,12 +91,31 @@ void gr_coord_set_deadline(struct gr_coordinator *c, int64_t *slot, int64_t dead
     }
 }
 
+int16_t gr_coord_write_error(int16_t write_error)
+{
+    switch (write_error) {
+    case GR_ERR_UNKNOWN_TOPIC_OR_PARTITION:
+    case GR_ERR_NOT_ENOUGH_REPLICAS:
+    case GR_ERR_REQUEST_TIMED_OUT:
+        return GR_ERR_COORDINATOR_NOT_AVAILABLE;
+    case GR_ERR_NOT_LEADER_OR_FOLLOWER:
+    case GR_ERR_KAFKA_STORAGE_ERROR:
+        return GR_ERR_NOT_COORDINATOR;
+    case GR_ERR_MESSAGE_TOO_LARGE:
+    case GR_ERR_RECORD_LIST_TOO_LARGE:
+    case GR_ERR_INVALID_FETCH_SIZE:
+        return GR_ERR_UNKNOWN_SERVER_ERROR;
+    default:
+        return write_error;
+    }
+}
+
 int16_t gr_coord_append_error(int rc)
 {
-    /* Kafka's CoordinatorOperationExceptionHelper: storage errors -> NOT_COORDINATOR, too large ->
-       UNKNOWN_SERVER_ERROR */
-    if (rc == -EMSGSIZE) return GR_ERR_UNKNOWN_SERVER_ERROR;
-    return GR_ERR_NOT_COORDINATOR;
+    if (rc == -EMSGSIZE) return gr_coord_write_error(GR_ERR_MESSAGE_TOO_LARGE);
+    if (rc == -ETIMEDOUT) return gr_coord_write_error(GR_ERR_REQUEST_TIMED_OUT);
+    if (rc == -EROFS || rc == -EIO) return gr_coord_write_error(GR_ERR_KAFKA_STORAGE_ERROR);
+    return gr_coord_write_error(GR_ERR_NOT_LEADER_OR_FOLLOWER);
 }
 
 const char *gr_group_state_name(enum gr_group_state state)

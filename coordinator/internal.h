@@ -122,7 +122,10 @@ bool gr_group_uses_consumer_protocol(const struct gr_group *grp);
 bool gr_group_subscribed_to(const struct gr_group *grp, const char *topic, int32_t len);
 /* OffsetCommit in Stable/PreparingRebalance keeps the member's session alive (rescheduleHeartbeat). */
 void gr_coord_touch_member(struct gr_coordinator *c, struct gr_group *grp, struct gr_str member_id);
-/* Maps an append -errno to the error Kafka's coordinator answers (NOT_COORDINATOR, UNKNOWN_SERVER_ERROR). */
+/* Maps an append -errno (hooks.append, or a committed wait's done hook) to the error Kafka's coordinator
+   answers: -EMSGSIZE as MESSAGE_TOO_LARGE, -ETIMEDOUT as REQUEST_TIMED_OUT, anything else (-EROFS, -EIO,
+   -EXDEV: a follower now, -ENOENT: not owned) as NOT_LEADER_OR_FOLLOWER / KAFKA_STORAGE_ERROR, then
+   gr_coord_write_error (UNKNOWN_SERVER_ERROR, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR). */
 int16_t gr_coord_append_error(int rc);
 char *gr_coord_strndup(const char *p, int32_t len);
 /* Answers the group's parked JoinGroup/SyncGroup requests with `err` and forgets the group (no append). */
