@@ -91,7 +91,9 @@ struct gr_group {
     int32_t assignment_generation;
     int64_t assignment_end_offset;
     struct gr_partition_waiter assignment_wait; /* until the assignment's record is committed */
-    uint8_t *md_value; /* last GroupMetadataValue written or replayed (for snapshots), NULL none */
+    int64_t
+        assignment_deadline_ms; /* the write's timeout (GR_COORD_WRITE_TIMEOUT_MS), GR_NO_DEADLINE: none */
+    uint8_t *md_value;          /* last GroupMetadataValue written or replayed (for snapshots), NULL none */
     size_t md_value_len;
 };
 
@@ -114,6 +116,10 @@ struct gr_coordinator {
 /* group.c */
 int64_t gr_coord_now(struct gr_coordinator *c);
 int64_t gr_coord_wall(struct gr_coordinator *c);
+/* How long a group write may wait for the high watermark (Kafka 4's runtime: the write operation's timeout,
+   offsets.commit.timeout.ms, default 5 s; OffsetCommit's handler keeps the same bound): the SyncGroup
+   assignment then fails with REQUEST_TIMED_OUT, answered COORDINATOR_NOT_AVAILABLE (gr_coord_write_error). */
+#define GR_COORD_WRITE_TIMEOUT_MS 5000
 void gr_coord_set_deadline(struct gr_coordinator *c, int64_t *slot, int64_t deadline_ms);
 struct gr_group *gr_coord_group_create(struct gr_coordinator *c, struct gr_str group_id);
 void gr_coord_group_remove(struct gr_coordinator *c, struct gr_group *grp);
