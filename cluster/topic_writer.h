@@ -38,12 +38,6 @@ struct gr_etcd;
 struct gr_cluster_layout;
 struct ev_loop;
 
-/* The cluster-mode refusal of more than one replica while gregor.cluster.replication.enable is false (the
- * etcd writer's replication_enabled; issue #20: experimental until it is complete): formatted with the
- * asked factor. */
-#define GR_TOPIC_WRITER_RF_FMT                                                                               \
-    "replication factor %d > 1 needs gregor.cluster.replication.enable=true (experimental until "            \
-    "issue #20 is complete)"
 /* Changes of the etcd writer talking to etcd at once (each holds one txn or range, so one connection); more
  * wait in submission order: a CreateTopics naming thousands of topics never opens thousands of connections.
  * Waiting for the image takes no slot. */
@@ -118,8 +112,8 @@ struct gr_topic_writer {
 
 /* Creates a topic (args copied). Completes with NONE (res->topic_id, partition_count, local), or
  * TOPIC_ALREADY_EXISTS, INVALID_TOPIC_EXCEPTION (a colliding name), INVALID_PARTITIONS, INVALID_CONFIG,
- * INVALID_REPLICATION_FACTOR (placement: Kafka's StripedReplicaPlacer messages; cluster mode: more than one
- * replica without replication_enabled, GR_TOPIC_WRITER_RF_FMT), INVALID_REPLICA_ASSIGNMENT (a node
+ * INVALID_REPLICATION_FACTOR (placement: Kafka's StripedReplicaPlacer messages, e.g. more replicas than
+ * registered brokers), INVALID_REPLICA_ASSIGNMENT (a node
  * not a live broker, or named twice in a partition), REQUEST_TIMED_OUT (written, but the image
  * showed no leader for every partition within timeout_ms), KAFKA_STORAGE_ERROR (single node: the files) or
  * UNKNOWN_SERVER_ERROR. */
@@ -160,9 +154,10 @@ static inline void gr_topic_writer_set_configs(struct gr_topic_writer *w, const 
     w->ops->set_configs(w, id, keys, values, count, timeout_ms, cb, ctx);
 }
 /* Whether a replication factor (resolved: -1 already replaced by the default) can be served: returns NONE,
- * or INVALID_REPLICATION_FACTOR with a message in `msg` (`cap` bytes). Single node: anything but 1 ("this
- * cluster has one broker"); cluster: below 1, or more than 1 without replication_enabled
- * (GR_TOPIC_WRITER_RF_FMT) or more than GR_CLUSTER_REPLICAS_MAX with it. Whether enough brokers are
+ * or INVALID_REPLICATION_FACTOR with a message in `msg` (`cap` bytes). Single node: anything but 1 (Kafka's
+ * KRaft words for a one-broker cluster: "Unable to replicate the partition 3 time(s): The target replication
+ * factor of 3 cannot be reached because only 1 broker(s) are registered."); cluster: below 1 or more than
+ * GR_CLUSTER_REPLICAS_MAX. Whether enough brokers are
  * registered is placement's, at the create (Kafka's StripedReplicaPlacer). Called by CreateTopics where it
  * checks the request's layout, before the other checks (Kafka's order). */
 static inline int16_t gr_topic_writer_check_rf(const struct gr_topic_writer *w, int32_t rf, char *msg,
@@ -201,9 +196,6 @@ struct gr_topic_writer_etcd_config {
     const struct gr_cluster_layout *layout; /* keys under <prefix>/<cluster id>/ */
     struct gr_image *image;                 /* live brokers (placement), topics, leaders (the waits) */
     uint64_t seed;                          /* placement's random start (0: from the clock) */
-    bool replication_enabled; /* gregor.cluster.replication.enable: a replication factor above 1 is placed
-                                 (placement refuses it while fewer brokers are live), else refused with
-                                 INVALID_REPLICATION_FACTOR (GR_TOPIC_WRITER_RF_FMT) */
 };
 /* Returns new: the cluster-mode writer (cluster/topic_writer_etcd.c), or NULL when out of memory or the
  * image has no room for its observer (GR_IMAGE_OBSERVERS_MAX). It observes the image (one observer for

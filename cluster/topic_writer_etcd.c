@@ -20,8 +20,7 @@
  * the image completes it if the txn landed after all, else REQUEST_TIMED_OUT (await_lost).
  *
  * Invariants: a change is in exactly one of: an etcd request in flight (ereq), the wait list (waiting), or
- * completed and freed; `pending` counts changes not completed. More than one replica only with
- * replication_enabled (gregor.cluster.replication.enable); new partitions take the topic's factor.
+ * completed and freed; `pending` counts changes not completed. New partitions take the topic's factor.
  * Read next: cluster/topic_writer.h, cluster/etcd.h, cluster/values.h, cluster/placement.h.
  */
 #include <errno.h>
@@ -560,9 +559,6 @@ static int16_t create_checks(struct change *c, const struct gr_topic_create_args
         return snprintf(c->msg, sizeof c->msg, "Number of partitions must be between 1 and %d",
                         GR_PARTITIONS_PER_TOPIC_MAX),
                GR_ERR_INVALID_PARTITIONS;
-    if (!c->w->cfg.replication_enabled && c->rf > 1)
-        return snprintf(c->msg, sizeof c->msg, GR_TOPIC_WRITER_RF_FMT, c->rf),
-               GR_ERR_INVALID_REPLICATION_FACTOR;
     if (a->config_count < 0 || a->config_count > GR_CLUSTER_TOPIC_CONFIGS_MAX)
         return snprintf(c->msg, sizeof c->msg, "At most %d topic configs", GR_CLUSTER_TOPIC_CONFIGS_MAX),
                GR_ERR_INVALID_CONFIG;
@@ -583,8 +579,11 @@ static int16_t create_record(struct change *c, const struct gr_topic_create_args
     } else if (a->assignment) {
         memcpy(ids, a->assignment, (size_t)a->partitions * (size_t)c->rf * sizeof *ids);
         code = check_assignment(c, ids, a->partitions * c->rf);
-    } else {
-        code = place(c, a->partitions, ids);
+    } else if ((code = place(c, a->partitions, ids)) == GR_ERR_INVALID_REPLICATION_FACTOR) {
+        char why[sizeof c->msg]; /* Kafka's createTopic wraps the placer's words */
+        snprintf(why, sizeof why, "%s", c->msg);
+        snprintf(c->msg, sizeof c->msg, "Unable to replicate the partition %d time(s): %.*s", (int)c->rf,
+                 (int)(sizeof c->msg - 64), why);
     }
     for (int32_t p = 0; p < a->partitions && !code; p++) {
         rec.partitions[p].replica_count = c->rf;
@@ -689,8 +688,6 @@ static void etcd_grow(struct gr_topic_writer *base, const uint8_t id[16], int32_
             return complete(c, GR_ERR_UNKNOWN_SERVER_ERROR, "Out of memory");
         memcpy(c->assignment, assignment, n * sizeof *c->assignment);
     }
-    if (!w->cfg.replication_enabled && c->rf > 1)
-        return completef(c, GR_ERR_INVALID_REPLICATION_FACTOR, GR_TOPIC_WRITER_RF_FMT, c->rf);
     c->total = new_total;
     begin(c, read_record);
 }
@@ -718,14 +715,11 @@ static void etcd_configs(struct gr_topic_writer *base, const uint8_t id[16], con
 
 static int16_t etcd_check_rf(const struct gr_topic_writer *base, int32_t rf, char *msg, size_t cap)
 {
-    const struct etcd_writer *w = (const struct etcd_writer *)base;
-    if (rf == 1) return GR_ERR_NONE;
-    if (rf > 1 && w->cfg.replication_enabled && rf <= GR_CLUSTER_REPLICAS_MAX) return GR_ERR_NONE;
-    if (rf > GR_CLUSTER_REPLICAS_MAX && w->cfg.replication_enabled)
+    (void)base;
+    if (rf >= 1 && rf <= GR_CLUSTER_REPLICAS_MAX) return GR_ERR_NONE;
+    if (rf > GR_CLUSTER_REPLICAS_MAX)
         snprintf(msg, cap, "Replication factor %d is above the most Gregor keeps, %d", rf,
                  GR_CLUSTER_REPLICAS_MAX);
-    else if (rf > 1)
-        snprintf(msg, cap, GR_TOPIC_WRITER_RF_FMT, rf);
     else /* StripedReplicaPlacer's words */
         snprintf(msg, cap, "Invalid replication factor %d: the replication factor must be positive.", rf);
     return GR_ERR_INVALID_REPLICATION_FACTOR;

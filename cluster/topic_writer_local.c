@@ -166,7 +166,10 @@ static int16_t local_check_rf(const struct gr_topic_writer *base, int32_t rf, ch
 {
     (void)base;
     if (rf == 1) return GR_ERR_NONE;
-    snprintf(msg, cap, "Replication factor must be 1: this cluster has one broker");
+    snprintf(msg, cap, /* Kafka 4's words (ReplicationControlManager around StripedReplicaPlacer's) */
+             "Unable to replicate the partition %d time(s): The target replication factor of %d cannot be "
+             "reached because only 1 broker(s) are registered.",
+             (int)rf, (int)rf);
     return GR_ERR_INVALID_REPLICATION_FACTOR;
 }
 

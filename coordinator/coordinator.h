@@ -333,6 +333,16 @@ int64_t gr_coord_live_records(const struct gr_coordinator *c, int32_t partition)
 /* The __consumer_offsets partition of a group id. */
 int32_t gr_coord_partition(const struct gr_coordinator *c, struct gr_str group_id);
 
+/* The error a group write's answer carries for the error of its append or of its wait for the high
+ * watermark (`write_error`, a Kafka error code; NONE stays NONE): Kafka 4's
+ * CoordinatorOperationExceptionHelper.handleOperationException (OffsetCommit, SyncGroup, ...; the same table
+ * as GroupMetadataManager.appendGroupMetadataErrorToResponseError for the SyncGroup assignment):
+ * UNKNOWN_TOPIC_OR_PARTITION, NOT_ENOUGH_REPLICAS, REQUEST_TIMED_OUT -> COORDINATOR_NOT_AVAILABLE;
+ * NOT_LEADER_OR_FOLLOWER, KAFKA_STORAGE_ERROR -> NOT_COORDINATOR; MESSAGE_TOO_LARGE, RECORD_LIST_TOO_LARGE,
+ * INVALID_FETCH_SIZE -> UNKNOWN_SERVER_ERROR; any other kept. (Kafka 4 appends group records with acks=1 and
+ * waits for the high watermark, so min.insync.replicas never refuses them.) */
+int16_t gr_coord_write_error(int16_t write_error);
+
 /* ---- partition ownership (cluster mode; coordinator/ownership.c) ----
  * The coordinator serves only the groups of the __consumer_offsets partitions it owns (Kafka 4.x
  * GroupCoordinatorService.onElection / onResignation, CoordinatorRuntime.scheduleLoadOperation /

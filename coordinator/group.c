@@ -91,12 +91,31 @@ void gr_coord_set_deadline(struct gr_coordinator *c, int64_t *slot, int64_t dead
     }
 }
 
+int16_t gr_coord_write_error(int16_t write_error)
+{
+    switch (write_error) {
+    case GR_ERR_UNKNOWN_TOPIC_OR_PARTITION:
+    case GR_ERR_NOT_ENOUGH_REPLICAS:
+    case GR_ERR_REQUEST_TIMED_OUT:
+        return GR_ERR_COORDINATOR_NOT_AVAILABLE;
+    case GR_ERR_NOT_LEADER_OR_FOLLOWER:
+    case GR_ERR_KAFKA_STORAGE_ERROR:
+        return GR_ERR_NOT_COORDINATOR;
+    case GR_ERR_MESSAGE_TOO_LARGE:
+    case GR_ERR_RECORD_LIST_TOO_LARGE:
+    case GR_ERR_INVALID_FETCH_SIZE:
+        return GR_ERR_UNKNOWN_SERVER_ERROR;
+    default:
+        return write_error;
+    }
+}
+
 int16_t gr_coord_append_error(int rc)
 {
-    /* Kafka's CoordinatorOperationExceptionHelper: storage errors -> NOT_COORDINATOR, too large ->
-       UNKNOWN_SERVER_ERROR */
-    if (rc == -EMSGSIZE) return GR_ERR_UNKNOWN_SERVER_ERROR;
-    return GR_ERR_NOT_COORDINATOR;
+    if (rc == -EMSGSIZE) return gr_coord_write_error(GR_ERR_MESSAGE_TOO_LARGE);
+    if (rc == -ETIMEDOUT) return gr_coord_write_error(GR_ERR_REQUEST_TIMED_OUT);
+    if (rc == -EROFS || rc == -EIO) return gr_coord_write_error(GR_ERR_KAFKA_STORAGE_ERROR);
+    return gr_coord_write_error(GR_ERR_NOT_LEADER_OR_FOLLOWER);
 }
 
 const char *gr_group_state_name(enum gr_group_state state)
@@ -211,6 +230,7 @@ struct gr_group *gr_coord_group_create(struct gr_coordinator *c, struct gr_str g
     grp->state_timestamp_ms = -1;
     grp->join_deadline_ms = GR_NO_DEADLINE;
     grp->sync_deadline_ms = GR_NO_DEADLINE;
+    grp->assignment_deadline_ms = GR_NO_DEADLINE;
     if (c->group_count == c->group_cap) {
         c->group_cap = c->group_cap ? 2 * c->group_cap : 16;
         c->groups = xrealloc(c->groups, (size_t)c->group_cap * sizeof *c->groups);
@@ -787,6 +807,7 @@ static void drop_pending_assignment(struct gr_group *grp)
     }
     grp->assignment_pending = false;
     gr_partition_wait_cancel(&grp->assignment_wait); /* the write no longer applies */
+    grp->assignment_deadline_ms = GR_NO_DEADLINE;
 }
 
 /* prepareRebalance */
@@ -1357,7 +1378,8 @@ static void remove_pending_sync(struct gr_group *grp, struct gr_member *m)
 /* The completion of the leader's assignment write (classicGroupSyncToClassicGroup's appendFuture): once the
  * record is durable, and only if the group is still CompletingRebalance in the same generation, every
  * member gets its assignment and the group is Stable; if the write failed, everyone gets the error and
- * the group rebalances. `err`: 0 committed, else -errno (never will be). */
+ * the group rebalances. `err`: 0 committed, else -errno (never will be; -ETIMEDOUT: not committed within
+ * GR_COORD_WRITE_TIMEOUT_MS, answered COORDINATOR_NOT_AVAILABLE as Kafka 4's runtime does). */
 static void assignment_committed(struct gr_coordinator *c, struct gr_group *grp, int err)
 {
     if (!grp->assignment_pending) return;
@@ -1380,6 +1402,7 @@ static void assignment_committed(struct gr_coordinator *c, struct gr_group *grp,
         m->next_assignment_len = 0;
     }
     grp->assignment_pending = false;
+    grp->assignment_deadline_ms = GR_NO_DEADLINE;
     propagate_assignment(c, grp, GR_ERR_NONE);
     transition(c, grp, GR_GROUP_STABLE);
 }
@@ -1429,7 +1452,10 @@ static void sync_from_leader(struct gr_coordinator *c, struct gr_group *grp, con
     }
     gr_partition_waiter_init(&grp->assignment_wait, assignment_wait_done, c);
     rc = c->hooks.wait_committed(c->hooks.ctx, grp->partition, end, &grp->assignment_wait);
-    if (rc < 0) assignment_committed(c, grp, rc); /* done at once (inside) otherwise, or later */
+    if (rc < 0)
+        assignment_committed(c, grp, rc); /* done at once (inside) otherwise, or later */
+    else if (grp->assignment_pending)     /* still waiting: Kafka's runtime fails the write at its timeout */
+        gr_coord_set_deadline(c, &grp->assignment_deadline_ms, gr_coord_now(c) + GR_COORD_WRITE_TIMEOUT_MS);
 }
 
 static void sync_impl(struct gr_coordinator *c, const struct gr_sync_params *p)
@@ -1693,6 +1719,7 @@ int64_t gr_coord_next_deadline_ms(const struct gr_coordinator *c)
         const struct gr_group *grp = c->groups[g];
         if (grp->join_deadline_ms < next) next = grp->join_deadline_ms;
         if (grp->sync_deadline_ms < next) next = grp->sync_deadline_ms;
+        if (grp->assignment_deadline_ms < next) next = grp->assignment_deadline_ms;
         for (int32_t i = 0; i < grp->member_count; i++)
             if (grp->members[i]->heartbeat_deadline_ms < next) next = grp->members[i]->heartbeat_deadline_ms;
         for (int32_t i = 0; i < grp->pending_count; i++)
@@ -1789,6 +1816,10 @@ static void group_timers(struct gr_coordinator *c, struct gr_group *grp, int64_t
     if (grp->sync_deadline_ms <= now) {
         grp->sync_deadline_ms = GR_NO_DEADLINE;
         pending_sync_timer(c, grp);
+    }
+    if (grp->assignment_deadline_ms <= now) { /* the assignment's write timed out (never committed) */
+        grp->assignment_deadline_ms = GR_NO_DEADLINE;
+        if (grp->assignment_pending) assignment_committed(c, grp, -ETIMEDOUT);
     }
 }
 
@@ -1900,7 +1931,7 @@ static int replay_group(struct gr_coordinator *c, struct gr_str group_id, const 
     grp->leader_id = gr_coord_strndup(v.leader.ptr, v.leader.len);
     grp->state_timestamp_ms = v.current_state_timestamp_ms;
     grp->join_timer = GR_JOIN_TIMER_NONE;
-    grp->join_deadline_ms = grp->sync_deadline_ms = GR_NO_DEADLINE;
+    grp->join_deadline_ms = grp->sync_deadline_ms = grp->assignment_deadline_ms = GR_NO_DEADLINE;
     for (int32_t i = 0; i < v.member_count; i++) {
         const struct gr_group_metadata_member *mm = &v.members[i];
         struct gr_member *m = xmalloc(sizeof *m);

@@ -91,7 +91,9 @@ struct gr_group {
     int32_t assignment_generation;
     int64_t assignment_end_offset;
     struct gr_partition_waiter assignment_wait; /* until the assignment's record is committed */
-    uint8_t *md_value; /* last GroupMetadataValue written or replayed (for snapshots), NULL none */
+    int64_t
+        assignment_deadline_ms; /* the write's timeout (GR_COORD_WRITE_TIMEOUT_MS), GR_NO_DEADLINE: none */
+    uint8_t *md_value;          /* last GroupMetadataValue written or replayed (for snapshots), NULL none */
     size_t md_value_len;
 };
 
@@ -114,6 +116,10 @@ struct gr_coordinator {
 /* group.c */
 int64_t gr_coord_now(struct gr_coordinator *c);
 int64_t gr_coord_wall(struct gr_coordinator *c);
+/* How long a group write may wait for the high watermark (Kafka 4's runtime: the write operation's timeout,
+   offsets.commit.timeout.ms, default 5 s; OffsetCommit's handler keeps the same bound): the SyncGroup
+   assignment then fails with REQUEST_TIMED_OUT, answered COORDINATOR_NOT_AVAILABLE (gr_coord_write_error). */
+#define GR_COORD_WRITE_TIMEOUT_MS 5000
 void gr_coord_set_deadline(struct gr_coordinator *c, int64_t *slot, int64_t deadline_ms);
 struct gr_group *gr_coord_group_create(struct gr_coordinator *c, struct gr_str group_id);
 void gr_coord_group_remove(struct gr_coordinator *c, struct gr_group *grp);
@@ -122,7 +128,10 @@ bool gr_group_uses_consumer_protocol(const struct gr_group *grp);
 bool gr_group_subscribed_to(const struct gr_group *grp, const char *topic, int32_t len);
 /* OffsetCommit in Stable/PreparingRebalance keeps the member's session alive (rescheduleHeartbeat). */
 void gr_coord_touch_member(struct gr_coordinator *c, struct gr_group *grp, struct gr_str member_id);
-/* Maps an append -errno to the error Kafka's coordinator answers (NOT_COORDINATOR, UNKNOWN_SERVER_ERROR). */
+/* Maps an append -errno (hooks.append, or a committed wait's done hook) to the error Kafka's coordinator
+   answers: -EMSGSIZE as MESSAGE_TOO_LARGE, -ETIMEDOUT as REQUEST_TIMED_OUT, anything else (-EROFS, -EIO,
+   -EXDEV: a follower now, -ENOENT: not owned) as NOT_LEADER_OR_FOLLOWER / KAFKA_STORAGE_ERROR, then
+   gr_coord_write_error (UNKNOWN_SERVER_ERROR, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR). */
 int16_t gr_coord_append_error(int rc);
 char *gr_coord_strndup(const char *p, int32_t len);
 /* Answers the group's parked JoinGroup/SyncGroup requests with `err` and forgets the group (no append). */

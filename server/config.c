@@ -1,7 +1,7 @@
 /*
  * config.c: the configuration table and its parsing; see config.h. Defaults are Apache Kafka 4.1's unless
- * the comment says why Gregor differs (one node, or a cluster without gregor.cluster.replication.enable:
- * replication factors fixed at 1; min.insync.replicas only in cluster mode).
+ * the comment says why Gregor differs (one node: replication factors fixed at 1,
+ * offsets.topic.replication.factor 1 unless set; min.insync.replicas only in cluster mode).
  */
 #include "server/config.h"
 
@@ -37,8 +37,10 @@ static const struct gr_config_def defs[] = {
     {"auto.create.topics.enable", GR_CFG_BOOLEAN, "true", 0, 0, "Create a topic when Metadata asks for it."},
     {"default.replication.factor", GR_CFG_INT, "1", 1, GR_CLUSTER_REPLICAS_MAX,
      "Replication factor of auto-created topics (one node: 1)."},
-    {"offsets.topic.replication.factor", GR_CFG_INT, "1", 1, GR_CLUSTER_REPLICAS_MAX,
-     "Replication factor of __consumer_offsets (one node: 1)."},
+    {"offsets.topic.replication.factor", GR_CFG_INT, "3", 1, GR_CLUSTER_REPLICAS_MAX,
+     "The replication factor for the offsets topic (set higher to ensure availability). Internal topic "
+     "creation will fail until the cluster size meets this replication factor requirement. Gregor: a "
+     "single-node broker uses 1 when it is not set, and refuses to start when it is set above 1."},
     {"offsets.topic.num.partitions", GR_CFG_INT, "50", POS32, "Partitions of __consumer_offsets."},
     {"min.insync.replicas", GR_CFG_INT, "1", 1, INT32_MAX,
      "Replicas (the leader included) that must be in the ISR for an acks=all produce to succeed; a topic's "
@@ -140,10 +142,6 @@ static const struct gr_config_def defs[] = {
      "8). Unset or empty: a single-node broker, its metadata in its log directory and no etcd. Set: a "
      "cluster member (topics, partition leaders, brokers and producer ids in etcd, under "
      "gregor.metadata.etcd.prefix)."},
-    {"gregor.cluster.replication.enable", GR_CFG_BOOLEAN, "false", 0, 0,
-     "Gregor: a cluster accepts a replication factor above 1 (CreateTopics, default.replication.factor, "
-     "offsets.topic.replication.factor). Experimental until issue #20 is complete (missing: replication "
-     "factor 3 for internal topics, fault runs at RF 3)."},
     {"gregor.metadata.etcd.prefix", GR_CFG_STRING, "/gregor", 0, 0,
      "Gregor: the etcd key prefix of the cluster: <prefix>/cluster_id holds the cluster id and every other "
      "key lives under <prefix>/<cluster id>/. Absolute, no trailing '/', [a-zA-Z0-9._-] segments, at most "
@@ -434,6 +432,11 @@ static int validate(const struct gr_config_def *d, const char *value)
 int gr_config_set(struct gr_config *cfg, const char *key, const char *value)
 {
     int i = find(key);
+    if (i < 0 && !strcmp(key, "gregor.cluster.replication.enable")) {
+        fprintf(stderr, "config: gregor.cluster.replication.enable was removed and is ignored: a cluster "
+                        "always replicates (replication factors above 1 are taken)\n");
+        return 1;
+    }
     if (i < 0) {
         fprintf(stderr, "config: unknown key '%s' ignored\n", key);
         return 1;
@@ -590,20 +593,20 @@ static void inter_broker_listener(const struct gr_broker_settings *s, char *out)
     }
 }
 
-/* default.replication.factor and offsets.topic.replication.factor above 1 need a cluster with
-   gregor.cluster.replication.enable: else every creation using them would be refused. Returns 0 or -1
-   (printed). */
+/* default.replication.factor and offsets.topic.replication.factor above 1 need a cluster: a single-node
+   broker would refuse every creation using them. (offsets.topic.replication.factor left unset is already 1
+   there: gr_config_resolve.) Returns 0 or -1 (printed). */
 static int replication_factors_check(const struct gr_broker_settings *s)
 {
-    const char *why = s->gregor_metadata_etcd_endpoint_count == 0 ? "on a single-node broker"
-                      : !s->gregor_cluster_replication_enable
-                          ? "without gregor.cluster.replication.enable=true"
-                          : NULL;
+    if (s->gregor_metadata_etcd_endpoint_count > 0) return 0;
     int16_t rf[2] = {s->default_replication_factor, s->offsets_topic_replication_factor};
     const char *name[2] = {"default.replication.factor", "offsets.topic.replication.factor"};
-    for (int i = 0; i < 2 && why; i++)
+    for (int i = 0; i < 2; i++)
         if (rf[i] != 1) {
-            fprintf(stderr, "config: %s must be 1 %s, got %d\n", name[i], why, (int)rf[i]);
+            fprintf(stderr,
+                    "config: %s must be 1 on a single-node broker (no gregor.metadata.etcd.endpoints), "
+                    "got %d\n",
+                    name[i], (int)rf[i]);
             return -1;
         }
     return 0;
@@ -625,7 +628,6 @@ void gr_config_resolve(struct gr_config *cfg)
     s->auto_create_topics_enable = gr_config_bool(cfg, "auto.create.topics.enable");
     s->default_replication_factor = (int16_t)gr_config_int(cfg, "default.replication.factor");
     s->offsets_topic_num_partitions = (int32_t)gr_config_int(cfg, "offsets.topic.num.partitions");
-    s->offsets_topic_replication_factor = (int16_t)gr_config_int(cfg, "offsets.topic.replication.factor");
     s->message_max_bytes = (int32_t)gr_config_int(cfg, "message.max.bytes");
     s->log_message_timestamp_type_log_append_time =
         strcmp(gr_config_str(cfg, "log.message.timestamp.type"), "LogAppendTime") == 0;
@@ -659,7 +661,12 @@ void gr_config_resolve(struct gr_config *cfg)
     int n = endpoints ? endpoints_parse(endpoints, s->gregor_metadata_etcd_endpoints) : 0;
     s->gregor_metadata_etcd_endpoint_count = n > 0 ? n : 0; /* values were validated when set */
     s->gregor_metadata_etcd_prefix = gr_config_str(cfg, "gregor.metadata.etcd.prefix");
-    s->gregor_cluster_replication_enable = gr_config_bool(cfg, "gregor.cluster.replication.enable");
+    /* Kafka's default is 3; a single-node broker has one replica to give, so unset means 1 there */
+    s->offsets_topic_replication_factor =
+        s->gregor_metadata_etcd_endpoint_count == 0 &&
+                !gr_config_is_set(cfg, "offsets.topic.replication.factor")
+            ? 1
+            : (int16_t)gr_config_int(cfg, "offsets.topic.replication.factor");
     s->broker_session_timeout_ms = (int32_t)gr_config_int(cfg, "broker.session.timeout.ms");
     s->broker_heartbeat_interval_ms = (int32_t)gr_config_int(cfg, "broker.heartbeat.interval.ms");
     s->controller_quorum_fetch_timeout_ms = (int32_t)gr_config_int(cfg, "controller.quorum.fetch.timeout.ms");

@@ -79,9 +79,8 @@ struct gr_broker_settings {
     char gregor_metadata_etcd_endpoints[GR_ETCD_ENDPOINTS_MAX]
                                        [GR_ETCD_ENDPOINT_BYTES_MAX + 1]; /* http://h:p */
     const char *gregor_metadata_etcd_prefix;                             /* gregor.metadata.etcd.prefix */
-    bool gregor_cluster_replication_enable; /* gregor.cluster.replication.enable (issue #20, experimental) */
-    int32_t broker_session_timeout_ms;      /* broker.session.timeout.ms */
-    int32_t broker_heartbeat_interval_ms;   /* broker.heartbeat.interval.ms */
+    int32_t broker_session_timeout_ms;                                   /* broker.session.timeout.ms */
+    int32_t broker_heartbeat_interval_ms;                                /* broker.heartbeat.interval.ms */
     int32_t controller_quorum_fetch_timeout_ms; /* controller.quorum.fetch.timeout.ms: the controller lease */
     const char *broker_rack;                    /* broker.rack, NULL when unset */
     const char *inter_broker_listener_name;     /* inter.broker.listener.name, NULL when unset */

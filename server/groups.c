@@ -61,6 +61,8 @@ struct gr_groups {
     /* cluster mode (gr_groups_cluster_start) */
     bool cluster;              /* partitions follow the image: observer registered */
     bool creating;             /* a creation of __consumer_offsets through the topic writer is in flight */
+    bool create_retry;         /* a creation failed: tried again when the usable broker count changes */
+    int32_t create_brokers;    /* usable brokers when it failed (create_retry) */
     struct load **loads;       /* per partition of the coordinator, the load in progress (NULL: none) */
     int32_t load_slots;        /* entries of loads (the coordinator's partition count) */
     struct gr_topic *ol_topic; /* the storage topic g->ol wraps */
@@ -531,12 +533,32 @@ static bool follow_count(struct gr_groups *g, int32_t count)
 }
 
 /* The one place that decides which partitions this coordinator serves (see the file comment). */
+static void create_offsets_topic(struct gr_broker *b);
+
+/* Brokers placement may use (cluster/topic_writer_etcd.c place: registered, not fenced, not shutting down).
+ */
+static int32_t usable_brokers(const struct gr_image *img)
+{
+    int32_t n = 0;
+    for (int32_t i = 0; i < gr_image_broker_count(img); i++) {
+        const struct gr_image_broker *br = gr_image_broker_at(img, i);
+        n += !br->fenced && !br->shutting_down;
+    }
+    return n;
+}
+
 static void groups_follow(void *ctx, struct gr_image *img)
 {
     struct gr_broker *b = ctx;
     struct gr_groups *g = b->groups;
     if (!g || !g->cluster || !b->coord) return;
     struct gr_image_topic *it = gr_image_topic_find(img, GR_OFFSETS_TOPIC, strlen(GR_OFFSETS_TOPIC));
+    if (!it && g->create_retry && usable_brokers(img) != g->create_brokers) {
+        /* A broker joined (or left) since the creation failed: try again now, so the coordinator appears
+         * without waiting for the clients' next FindCoordinator */
+        g->create_retry = false;
+        create_offsets_topic(b);
+    }
     if (!it || !follow_count(g, it->partition_count)) return;
     if (it->local && it->local != g->ol_topic && !g->ol) {
         if (gr_offsets_log_attach(b->store, it->local, &g->ol) < 0) return;
@@ -605,8 +627,20 @@ int gr_groups_cluster_start(struct gr_broker *b)
 static void offsets_topic_created(void *ctx, const struct gr_topic_change *res)
 {
     struct gr_broker *b = ctx;
-    if (b->groups) b->groups->creating = false;
-    if (res->error_code && res->error_code != GR_ERR_TOPIC_ALREADY_EXISTS)
+    struct gr_groups *g = b->groups;
+    bool failed = res->error_code && res->error_code != GR_ERR_TOPIC_ALREADY_EXISTS;
+    if (g) {
+        g->creating = false;
+        g->create_retry = failed;
+        g->create_brokers = failed ? usable_brokers(b->image) : 0;
+    }
+    if (failed && res->error_code == GR_ERR_INVALID_REPLICATION_FACTOR)
+        GR_WARN_RATELIMITED("cannot create %s: %s (offsets.topic.replication.factor %d: internal topic "
+                            "creation will fail until the cluster size meets this replication factor "
+                            "requirement; tried again when a broker joins)",
+                            GR_OFFSETS_TOPIC, res->message ? res->message : "",
+                            (int)b->cfg.settings.offsets_topic_replication_factor);
+    else if (failed)
         GR_WARN_RATELIMITED("cannot create %s: %s (error %d)", GR_OFFSETS_TOPIC,
                             res->message ? res->message : "", (int)res->error_code);
     else if (!res->error_code)
@@ -614,9 +648,9 @@ static void offsets_topic_created(void *ctx, const struct gr_topic_change *res)
 }
 
 /* Has the topic writer create __consumer_offsets (once at a time): offsets.topic.num.partitions partitions
- * of offsets.topic.replication.factor replicas (above 1 only with gregor.cluster.replication.enable, which
- * server/config.c checks at start; placement refuses it while fewer brokers are live, as Kafka's: the
- * coordinator waits), placed by the writer, with the coordinator's topic configs. */
+ * of offsets.topic.replication.factor replicas (Kafka's default 3; placement refuses it while fewer brokers
+ * are usable, as Kafka's: FindCoordinator answers COORDINATOR_NOT_AVAILABLE, and groups_follow tries again
+ * when the usable broker count changes), placed by the writer, with the coordinator's topic configs. */
 static void create_offsets_topic(struct gr_broker *b)
 {
     struct gr_groups *g = b->groups;

@@ -98,12 +98,8 @@ int gr_membership_resolve(struct gr_broker *b, const char *log_dir, const char *
 
 struct gr_topic_writer *gr_membership_topic_writer(struct gr_broker *b)
 {
-    struct gr_topic_writer_etcd_config tc = {b->loop,
-                                             gr_member_etcd(b->member),
-                                             gr_member_layout(b->member),
-                                             b->image,
-                                             0,
-                                             b->cfg.settings.gregor_cluster_replication_enable};
+    struct gr_topic_writer_etcd_config tc = {b->loop, gr_member_etcd(b->member), gr_member_layout(b->member),
+                                             b->image, 0};
     return gr_topic_writer_etcd_new(&tc);
 }
 

@@ -4,16 +4,16 @@
  * (three live brokers; topics and partition leaders set as the etcd feed and the controller would). Each run
  * uses its own key prefix. Covers: a create writes a record with a fresh id, a striped assignment (12
  * partitions -> 4 per broker) and the configs; the same name again -> TOPIC_ALREADY_EXISTS from the txn's
- * compare; two writers racing on one name -> exactly one wins; replication factor 3 -> refused without
- * replication_enabled; with it: rf 3 placed (3 distinct replicas, preferred leaders spread), rf 4 over three
- * brokers -> the placer's message, a broker named twice, new partitions with the topic's factor and a row
- * of another factor refused; no live broker -> the placer's message; validate_only writes nothing; delete
- * removes the record and the partition states (and waits until the image drops the topic), also from a stale
- * record revision (re-read); add partitions keeps the existing assignment; two config writers racing -> the
- * stale one re-reads and applies; 1,000 partitions in one create; the wait for leaders completes when the
- * image shows them and times out with REQUEST_TIMED_OUT (the record stays) when it does not; with etcd
- * SIGSTOPped a lost write answers REQUEST_TIMED_OUT at the request's timeout (not the etcd request's). Ends
- * with "topic writer: N passed, N failed".
+ * compare; two writers racing on one name -> exactly one wins; replication factor 0 or above
+ * GR_CLUSTER_REPLICAS_MAX refused by check_rf; rf 3 placed (3 distinct replicas, preferred leaders spread),
+ * rf 4 over three brokers -> the placer's message wrapped as Kafka's createTopic does, a broker named twice,
+ * new partitions with the topic's factor and a row of another factor refused; no live broker -> the placer's
+ * message; validate_only writes nothing; delete removes the record and the partition states (and waits until
+ * the image drops the topic), also from a stale record revision (re-read); add partitions keeps the existing
+ * assignment; two config writers racing -> the stale one re-reads and applies; 1,000 partitions in one
+ * create; the wait for leaders completes when the image shows them and times out with REQUEST_TIMED_OUT (the
+ * record stays) when it does not; with etcd SIGSTOPped a lost write answers REQUEST_TIMED_OUT at the
+ * request's timeout (not the etcd request's). Ends with "topic writer: N passed, N failed".
  */
 #include <ev.h>
 #include <inttypes.h>
@@ -251,31 +251,27 @@ static void test_race(void)
 
 static void test_refusals(void)
 {
-    struct gr_topic_create_args a = args("rf3", 3, 3);
-    struct done d = create(w1, &a);
-    CHECK(d.code == GR_ERR_INVALID_REPLICATION_FACTOR);
-    CHECK(!strcmp(d.msg, "replication factor 3 > 1 needs gregor.cluster.replication.enable=true "
-                         "(experimental until issue #20 is complete)"));
     char msg[GR_TOPIC_WRITER_MSG_BYTES];
-    CHECK(gr_topic_writer_check_rf(w1, 2, msg, sizeof msg) == GR_ERR_INVALID_REPLICATION_FACTOR);
+    CHECK(gr_topic_writer_check_rf(w1, 0, msg, sizeof msg) == GR_ERR_INVALID_REPLICATION_FACTOR);
+    CHECK(!strcmp(msg, "Invalid replication factor 0: the replication factor must be positive."));
+    CHECK(gr_topic_writer_check_rf(w1, 2, msg, sizeof msg) == GR_ERR_NONE);
     CHECK(gr_topic_writer_check_rf(w1, 1, msg, sizeof msg) == GR_ERR_NONE);
     struct gr_cluster_topic rec = {0};
-    CHECK(!read_record("rf3", &rec, NULL, NULL));
 
-    a = args("valid", 5, 1);
+    struct gr_topic_create_args a = args("valid", 5, 1);
     a.validate_only = true;
-    d = create(w1, &a);
+    struct done d = create(w1, &a);
     CHECK(d.code == GR_ERR_NONE && d.partitions == 5);
     CHECK(!read_record("valid", &rec, NULL, NULL));
 
     /* no live broker: the placer's message (Kafka's StripedReplicaPlacer) */
     struct gr_image *empty = gr_image_new(1);
-    struct gr_topic_writer_etcd_config cfg = {loop, etcd, &lay, empty, 17, false};
+    struct gr_topic_writer_etcd_config cfg = {loop, etcd, &lay, empty, 17};
     struct gr_topic_writer *w0 = gr_topic_writer_etcd_new(&cfg);
     a = args("nobroker", 2, 1);
     d = create(w0, &a);
     CHECK(d.code == GR_ERR_INVALID_REPLICATION_FACTOR);
-    CHECK(!strcmp(d.msg, "All brokers are currently fenced."));
+    CHECK(!strcmp(d.msg, "Unable to replicate the partition 1 time(s): All brokers are currently fenced."));
     gr_topic_writer_free(w0);
     gr_image_free(empty);
 
@@ -393,10 +389,10 @@ static void test_grow(void)
     gr_image_remove_topic(img, d.id);
 }
 
-/* gregor.cluster.replication.enable: factors above 1 placed over the three live brokers, refused past them */
+/* Factors above 1 placed over the three live brokers, refused past them */
 static void test_replicated(void)
 {
-    struct gr_topic_writer_etcd_config cfg = {loop, etcd, &lay, img, 17, true};
+    struct gr_topic_writer_etcd_config cfg = {loop, etcd, &lay, img, 17};
     struct gr_topic_writer *w = gr_topic_writer_etcd_new(&cfg);
     CHECK(w != NULL);
     if (!w) return;
@@ -424,8 +420,8 @@ static void test_replicated(void)
     a = args("rf4", 1, 4);
     d = create(w, &a);
     CHECK(d.code == GR_ERR_INVALID_REPLICATION_FACTOR);
-    CHECK(!strcmp(d.msg, "The target replication factor of 4 cannot be reached because only 3 broker(s) are "
-                         "registered."));
+    CHECK(!strcmp(d.msg, "Unable to replicate the partition 4 time(s): The target replication factor of 4 "
+                         "cannot be reached because only 3 broker(s) are registered."));
     /* a manual assignment naming a broker twice */
     int32_t twice[] = {1, 2, 1};
     a = args("twice", 1, -1);
@@ -633,7 +629,7 @@ static void test_lost_answer(void)
     struct gr_etcd *short_etcd = gr_etcd_new(loop, &ecfg, err, sizeof err);
     CHECK(short_etcd != NULL);
     if (!short_etcd) return;
-    struct gr_topic_writer_etcd_config cfg = {loop, short_etcd, &lay, img, 5, false};
+    struct gr_topic_writer_etcd_config cfg = {loop, short_etcd, &lay, img, 5};
     struct gr_topic_writer *w = gr_topic_writer_etcd_new(&cfg);
     CHECK(w != NULL);
     if (!w || !etcd_ctl("stop")) {
@@ -671,7 +667,7 @@ int main(void)
     img = gr_image_new(1);
     for (int32_t id = 1; id <= 3; id++)
         add_broker(img, id);
-    struct gr_topic_writer_etcd_config cfg = {loop, etcd, &lay, img, 17, false};
+    struct gr_topic_writer_etcd_config cfg = {loop, etcd, &lay, img, 17};
     w1 = gr_topic_writer_etcd_new(&cfg);
     cfg.seed = 99;
     w2 = gr_topic_writer_etcd_new(&cfg);

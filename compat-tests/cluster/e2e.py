@@ -3,7 +3,8 @@ brokers on the host, each with INTERNAL and EXTERNAL listeners on free loopback 
 controller, the replica manager and the etcd topic writer wired together (server/membership.c); runs as root
 through harness.py (everything it starts is undone at the end), seeded and bounded in time.
 
-What it checks (broker.session.timeout.ms 3000, broker.heartbeat.interval.ms 500, so a lease lives 3 s):
+What it checks (broker.session.timeout.ms 3000, broker.heartbeat.interval.ms 500, so a lease lives 3 s;
+offsets.topic.replication.factor 1: one replica everywhere):
   - CreateTopics of a 12-partition topic through broker 1 answers NONE once leaders exist: every broker's
     Metadata (v12, EXTERNAL) then shows 12 partitions, 4 led by each broker, leader epoch 0 everywhere, the
     same leaders and epochs and one ClusterId;
@@ -54,7 +55,11 @@ def overrides(etcd):
     return [f'gregor.metadata.etcd.endpoints={etcd.endpoints()}', f'gregor.metadata.etcd.prefix={PREFIX}',
             f'broker.session.timeout.ms={SESSION_MS}', 'broker.heartbeat.interval.ms=500',
             f'controller.quorum.fetch.timeout.ms={CONTROLLER_LEASE_MS}',
-            'auto.create.topics.enable=false']
+            'auto.create.topics.enable=false',
+            # every partition here has one replica, __consumer_offsets too (its consumers name a group): a
+            # SIGTERM with etcd paused then has no leadership to hand over and exits at once (with RF 3 it
+            # waits the controlled shutdown's 30 s bound, which ctl_shutdown.py checks)
+            'offsets.topic.replication.factor=1']
 
 
 def md(b, topics=None):

@@ -2,7 +2,9 @@
 gregor brokers on the host (INTERNAL and EXTERNAL listeners on free loopback ports), as in e2e.py; runs as
 root through harness.py, seeded and bounded in time.
 
-What it checks (broker.session.timeout.ms 3000, so a lease lives 3 s; offsets.topic.num.partitions 50):
+What it checks (broker.session.timeout.ms 3000, so a lease lives 3 s; offsets.topic.num.partitions 50;
+offsets.topic.replication.factor 1, set here: this suite checks single-replica coordinators, whose group is
+unavailable while their broker is down; replication_default.py runs the default 3):
   - the first FindCoordinator on each of the three brokers (sent while etcd is paused, so the three
     creations race) answers COORDINATOR_NOT_AVAILABLE and has __consumer_offsets created once (one "created __consumer_offsets" log line over the three brokers):
     50 single-replica partitions whose leaders are spread 17/17/16 over the brokers, the same topic id and
@@ -51,7 +53,7 @@ figures = []
 def overrides(etcd):
     return [f'gregor.metadata.etcd.endpoints={etcd.endpoints()}', f'gregor.metadata.etcd.prefix={PREFIX}',
             f'broker.session.timeout.ms={SESSION_MS}', 'broker.heartbeat.interval.ms=500',
-            'auto.create.topics.enable=false']
+            'auto.create.topics.enable=false', 'offsets.topic.replication.factor=1']
 
 
 def java_hash(s):

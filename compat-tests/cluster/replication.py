@@ -38,7 +38,7 @@ figures = []
 def overrides(etcd):
     return [f'gregor.metadata.etcd.endpoints={etcd.endpoints()}', f'gregor.metadata.etcd.prefix={PREFIX}',
             'broker.session.timeout.ms=3000', 'broker.heartbeat.interval.ms=500',
-            'auto.create.topics.enable=false', 'gregor.cluster.replication.enable=true',
+            'auto.create.topics.enable=false',
             'replica.lag.time.max.ms=5000', 'replica.fetch.backoff.ms=200', 'offsets.topic.replication.factor=1']
 
 

@@ -4,8 +4,10 @@
 # be undone, and nothing of the run left afterwards. Then membership.py: cluster-mode brokers join, are
 # refused, restart, are fenced and leave. Then e2e.py: a 3-broker cluster end to end (a 12-partition topic
 # led 4 per broker, librdkafka produce and consume, NOT_LEADER_OR_FOLLOWER, kill -9 of a broker and of the
-# controller with restarts, DeleteTopics). Then replication_switch.py: gregor.cluster.replication.enable on
-# (an RF 3 topic: 3 replicas, ISR 3, leaders spread; Kafka's refusals) and off (RF > 1 refused). Then
+# controller with restarts, DeleteTopics). Then replication_factors.py: a cluster takes RF > 1 (an RF 3 topic:
+# 3 replicas, ISR 3, leaders spread; Kafka's refusals), a single-node broker refuses it. Then
+# replication_default.py: __consumer_offsets at the default factor 3 (COORDINATOR_NOT_AVAILABLE with two
+# brokers, created when a third joins, a group consumer commits and resumes). Then
 # replication.py: RF 3 end to end (acks=all produce, replicas byte for byte, a leader's kill -9, its return). Then
 # ctl_shutdown.py: a leader's SIGTERM under an idempotent acks=all producer (controlled shutdown: its
 # leaderships moved before it exits, no produce error, every record read back, back in every ISR; a second
@@ -34,7 +36,7 @@ fi
 total_p=0
 total_f=0
 status=0
-for t in selftest membership e2e replication_switch replication ctl_shutdown pids groups tools lifecycle faults jepsen; do
+for t in selftest membership e2e replication_factors replication_default replication ctl_shutdown pids groups tools lifecycle faults jepsen; do
     out=$(mktemp)
     python3 "$here/$t.py" "$@" 2>&1 | tee "$out"
     rc=${PIPESTATUS[0]}

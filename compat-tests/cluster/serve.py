@@ -6,7 +6,9 @@ processes. For test runners that need "a cluster" as one broker-like thing: the 
 Writes, once every broker is registered and shows every other one in Metadata, one line
 `host:port,host:port,...` (the brokers' EXTERNAL listeners) to --ready-file, and the broker logs' paths,
 one per line, to --ready-file.logs. Exit status 0 after a signal, 1 when a process died or start failed
-(the log tails are printed), 2 at the deadline.
+(the log tails are printed), 2 at the deadline. With fewer than 3 brokers every broker gets
+offsets.topic.replication.factor=N (Kafka's default 3 would leave groups without a coordinator); an
+--override of it wins.
 
 Usage: serve.py --ready-file F [--brokers 3] [--override k=v ...] [--deadline S] [--session-ms MS]
 Read next: harness.py (Run, Etcd, Broker).
@@ -47,7 +49,8 @@ def main():
             etcd = run.etcd(1)
             ov = [f'gregor.metadata.etcd.endpoints={etcd.endpoints()}', f'gregor.metadata.etcd.prefix={a.prefix}',
                   f'broker.session.timeout.ms={a.session_ms}',
-                  f'broker.heartbeat.interval.ms={max(100, a.session_ms // 6)}'] + a.override
+                  f'broker.heartbeat.interval.ms={max(100, a.session_ms // 6)}'] + \
+                ([f'offsets.topic.replication.factor={a.brokers}'] if a.brokers < 3 else []) + a.override
             bs = run.brokers(a.brokers, netns=False, overrides=ov)
 
             def all_listed():

@@ -699,6 +699,31 @@ static void test_sync_waits_for_durable_assignment(void **state)
     w->env.not_durable = 0;
 }
 
+/* An assignment write the high watermark never passes fails at Kafka 4's write timeout
+ * (GR_COORD_WRITE_TIMEOUT_MS): the leader's and the waiting follower's SyncGroup get
+ * COORDINATOR_NOT_AVAILABLE (REQUEST_TIMED_OUT through appendGroupMetadataErrorToResponseError) and the group
+ * rebalances; before the timeout nothing answers. */
+static void test_sync_assignment_write_timeout(void **state)
+{
+    struct world *w = *state;
+    join_all(w, "g", 2);
+    const char *mids[2] = {w->ids[0], w->ids[1]};
+    const char *as[2] = {"A", "B"};
+    w->env.not_durable = 1;
+    assert_int_equal(fake_sync(w->c, "g", w->ids[0], NULL, 1, 2, mids, as, &w->s[0]), GR_COORD_PARKED);
+    assert_int_equal(fake_sync(w->c, "g", w->ids[1], NULL, 1, 0, NULL, NULL, &w->s[1]), GR_COORD_PARKED);
+    fake_advance(w->c, &w->env, 4900);
+    assert_int_equal(w->s[0].answers + w->s[1].answers, 0);
+    fake_advance(w->c, &w->env, 200);
+    assert_int_equal(w->s[0].answers, 1);
+    assert_int_equal(w->s[1].answers, 1);
+    assert_int_equal(w->s[0].error, GR_ERR_COORDINATOR_NOT_AVAILABLE);
+    assert_int_equal(w->s[1].error, GR_ERR_COORDINATOR_NOT_AVAILABLE);
+    assert_int_equal(state_of(w, "g"), GR_GROUP_PREPARING_REBALANCE);
+    w->env.commit_waiter = NULL; /* cancelled by the coordinator: never completed */
+    w->env.not_durable = 0;
+}
+
 /* A group created by a JoinGroup is persisted as Kafka's empty group record (generation 0, no members),
  * whatever state the join left it in; a replay gives an Empty group. */
 static void test_new_group_record_is_empty(void **state)
@@ -804,6 +829,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_delete_groups, setup, teardown),
         cmocka_unit_test_setup_teardown(test_pending_sync_expiry, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sync_waits_for_durable_assignment, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sync_assignment_write_timeout, setup, teardown),
         cmocka_unit_test_setup_teardown(test_new_group_record_is_empty, setup, teardown),
         cmocka_unit_test_setup_teardown(test_views, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hint_after_rearm, setup, teardown),

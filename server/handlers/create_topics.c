@@ -1,10 +1,9 @@
 /*
  * create_topics.c: CreateTopics (key 19), v2-v7. num_partitions/replication_factor -1 take the broker
  * defaults (num.partitions, default.replication.factor); the replication factor is the topic writer's to
- * accept (cluster/topic_writer.h: 1 on one node and in a cluster without gregor.cluster.replication.enable;
- * placement refuses more than the live brokers) and manual assignments are checked with Kafka's words
- * (ReplicationControlManager: registered brokers, each once, one factor for all partitions, 0..n-1).
- * validate_only checks without creating. Names repeated within
+ * accept (cluster/topic_writer.h: 1 on one node; in a cluster placement refuses more than the live brokers)
+ * and manual assignments are checked with Kafka's words (ReplicationControlManager: registered brokers, each
+ * once, one factor for all partitions, 0..n-1). validate_only checks without creating. Names repeated within
  * one request get INVALID_REQUEST, as Kafka answers duplicates. The files are created on the I/O pool
  * (gr_topic_create); the response waits until every topic of the request is live or failed.
  * Every created (or validated) topic lists its full config set (v5+), as Kafka's ReplicationControlManager

@@ -58,8 +58,8 @@ int16_t gr_topic_create(struct gr_req *req, struct gr_str name, int32_t partitio
 /* A Metadata auto-creation (Kafka's AutoTopicCreationManager): gr_topic_create with num.partitions,
  * default.replication.factor, no configs, waiting at most GR_TOPIC_WRITER_AUTO_CREATE_WAIT_MS. */
 int16_t gr_topic_auto_create(struct gr_req *req, struct gr_str name, gr_topic_created_fn done, void *item);
-/* The replication factor check of CreateTopics (the broker's topic writer decides: one broker; a cluster
- * without gregor.cluster.replication.enable, one replica per partition). Returns NONE or
+/* The replication factor check of CreateTopics (the broker's topic writer decides: one broker, one replica
+ * per partition; a cluster, 1..GR_CLUSTER_REPLICAS_MAX, placement checks the live brokers). Returns NONE or
  * INVALID_REPLICATION_FACTOR with a message in the arena. */
 int16_t gr_topic_rf_check(struct gr_req *req, int32_t rf, const char **msg);
 /* The layout CreateTopics asks for one topic (handlers/topic_layout.c): without assignments, *parts and *rf

@@ -8,10 +8,12 @@
  * partition's visible offset passes it: with gregor.acks.all.fsync, the default, once its fdatasync covers
  * the commit; partition/partition.h gr_partition_wait_committed); after offsets.commit.timeout.ms (5 s,
  * Kafka's default) the not-yet-durable partitions get COORDINATOR_NOT_AVAILABLE (Kafka maps a write timeout
- * so), and NOT_COORDINATOR if the partition went offline. Without the fsync setting the visible offset is the
- * log end offset: the answer follows the append (Kafka's page-cache behaviour). The committed values are
- * visible to OffsetFetch as soon as they are appended. v2-4 carry retention_time_ms (kept as the record's
- * expire timestamp when not -1); v7+ group.instance.id. Read next: coordinator/offsets.c (gr_coord_commit).
+ * so), and NOT_COORDINATOR if the partition went offline or this broker became its follower meanwhile
+ * (gr_partition_produce_acked; gr_coord_write_error maps as Kafka 4's coordinator runtime). Without the fsync
+ * setting the visible offset is the log end offset: the answer follows the append (Kafka's page-cache
+ * behaviour). The committed values are visible to OffsetFetch as soon as they are appended. v2-4 carry
+ * retention_time_ms (kept as the record's expire timestamp when not -1); v7+ group.instance.id. Read next:
+ * coordinator/offsets.c (gr_coord_commit).
  */
 #include "common/time.h"
 #include "coordinator/coordinator.h"
@@ -51,18 +53,22 @@ static bool commit_recheck(struct gr_req *req)
 {
     struct commit_state *st = req->hstate;
     struct gr_log *log = commit_log(req, st);
-    int d = !log || gr_log_offline(log)                                                            ? -1
-            : gr_partition_visible_offset(gr_broker_partition(req->broker, log)) >= st->end_offset ? 1
-                                                                                                   : 0;
-    if (d == 0) return false;
-    copy_errors(st, d < 0 ? GR_ERR_NOT_COORDINATOR : GR_ERR_NONE);
+    int16_t err = GR_ERR_NOT_LEADER_OR_FOLLOWER; /* the coordinator is gone */
+    /* Kafka 4's runtime: the write is acked once the high watermark passes it; a coordinator that lost the
+       partition meanwhile (a follower now: its log may have been truncated under the commit) or whose log
+       went offline fails it */
+    if (log && gr_partition_produce_acked(gr_broker_partition(req->broker, log), st->end_offset, &err))
+        return false;
+    if (err == GR_ERR_NOT_ENOUGH_REPLICAS_AFTER_APPEND)
+        err = GR_ERR_NONE; /* written with acks=1 (no min ISR) */
+    copy_errors(st, gr_coord_write_error(err));
     gr_req_finish(req);
     return true;
 }
 
 static void commit_expire(struct gr_req *req)
 {
-    copy_errors(req->hstate, GR_ERR_COORDINATOR_NOT_AVAILABLE);
+    copy_errors(req->hstate, gr_coord_write_error(GR_ERR_REQUEST_TIMED_OUT));
     gr_req_finish(req);
 }
 

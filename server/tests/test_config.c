@@ -362,18 +362,21 @@ static void test_replication_keys(void **state)
     gr_config_free(&c);
 }
 
-/* gregor.cluster.replication.enable (default false) and the replication factors it allows above 1: refused
-   at check time on a single node and in a cluster without it, taken with it; above
-   GR_CLUSTER_REPLICAS_MAX refused when set. */
-static void test_replication_switch(void **state)
+/* Replication factors: above 1 refused at check time on a single node, taken in a cluster; above
+   GR_CLUSTER_REPLICAS_MAX refused when set. offsets.topic.replication.factor: Kafka's default 3 in a cluster,
+   1 on a single node while unset, refused there when set above 1. The removed
+   gregor.cluster.replication.enable is ignored (returns 1, as an unknown key). */
+static void test_replication_factors(void **state)
 {
     (void)state;
     struct gr_config c;
     gr_config_init(&c);
     const struct gr_broker_settings *s = &c.settings;
-    assert_false(s->gregor_cluster_replication_enable);
     assert_int_equal(s->default_replication_factor, 1);
-    assert_int_equal(s->offsets_topic_replication_factor, 1);
+    assert_int_equal(s->offsets_topic_replication_factor, 1); /* single node, unset */
+    assert_string_equal(gr_config_str(&c, "offsets.topic.replication.factor"), "3");
+    assert_int_equal(gr_config_check(&c), 0);
+    assert_int_equal(gr_config_set(&c, "gregor.cluster.replication.enable", "true"), 1);
     assert_int_equal(gr_config_set(&c, "default.replication.factor", "17"),
                      -1); /* > GR_CLUSTER_REPLICAS_MAX */
     assert_int_equal(gr_config_set(&c, "default.replication.factor", "0"), -1);
@@ -381,17 +384,15 @@ static void test_replication_switch(void **state)
     assert_int_equal(s->default_replication_factor, 3);
     assert_int_equal(gr_config_check(&c), -1); /* single node */
     assert_int_equal(gr_config_set(&c, "gregor.metadata.etcd.endpoints", "http://127.0.0.1:2379"), 0);
-    assert_int_equal(gr_config_check(&c), -1); /* a cluster without the switch */
-    assert_int_equal(gr_config_set(&c, "gregor.cluster.replication.enable", "true"), 0);
-    assert_true(s->gregor_cluster_replication_enable);
+    assert_int_equal(s->offsets_topic_replication_factor, 3); /* a cluster: Kafka's default */
     assert_int_equal(gr_config_check(&c), 0);
-    assert_int_equal(gr_config_set(&c, "offsets.topic.replication.factor", "3"), 0);
-    assert_int_equal(s->offsets_topic_replication_factor, 3);
+    assert_int_equal(gr_config_set(&c, "offsets.topic.replication.factor", "2"), 0);
+    assert_int_equal(s->offsets_topic_replication_factor, 2);
     assert_int_equal(gr_config_check(&c), 0);
-    assert_int_equal(gr_config_set(&c, "gregor.cluster.replication.enable", "false"), 0);
-    assert_int_equal(gr_config_check(&c), -1);
+    assert_int_equal(gr_config_set(&c, "gregor.metadata.etcd.endpoints", ""), 0); /* single node again */
     assert_int_equal(gr_config_set(&c, "default.replication.factor", "1"), 0);
-    assert_int_equal(gr_config_check(&c), -1); /* offsets.topic.replication.factor still 3 */
+    assert_int_equal(s->offsets_topic_replication_factor, 2); /* set: kept, and refused */
+    assert_int_equal(gr_config_check(&c), -1);
     assert_int_equal(gr_config_set(&c, "offsets.topic.replication.factor", "1"), 0);
     assert_int_equal(gr_config_check(&c), 0);
     gr_config_free(&c);
@@ -403,7 +404,7 @@ int main(void)
         cmocka_unit_test(test_defaults),         cmocka_unit_test(test_file_and_overrides),
         cmocka_unit_test(test_bad_values),       cmocka_unit_test(test_dynamic_file_reload),
         cmocka_unit_test(test_settings),         cmocka_unit_test(test_cluster_keys),
-        cmocka_unit_test(test_replication_keys), cmocka_unit_test(test_replication_switch),
+        cmocka_unit_test(test_replication_keys), cmocka_unit_test(test_replication_factors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

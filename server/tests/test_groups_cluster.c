@@ -6,6 +6,10 @@
  * are replayed, the coordinator epoch = the leader epoch); losing it (another leader, leader -1, this
  * broker fenced) drops its groups; leading it again loads the committed offsets back from the log; other
  * partitions are untouched throughout. FindCoordinator's choice (gr_groups_coordinator) follows the image.
+ * With no __consumer_offsets yet: FindCoordinator asks the topic writer (a fake here, refusing as placement
+ * does while fewer brokers than offsets.topic.replication.factor are usable) and answers
+ * COORDINATOR_NOT_AVAILABLE; the creation is tried again when a broker joins, without another
+ * FindCoordinator, and not again while the usable broker count stays the same.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -18,6 +22,7 @@
 #include <cmocka.h>
 
 #include "cluster/image.h"
+#include "cluster/topic_writer.h"
 #include "coordinator/coordinator.h"
 #include "coordinator/offsets_log.h"
 #include "coordinator/records.h"
@@ -251,12 +256,84 @@ static void test_unload_while_loading(void **state)
     assert_int_equal(fetch(f, f->ga, 49), 149);
 }
 
+/* A topic writer that only counts creates and refuses them while the image has fewer usable brokers than
+ * asked (placement's rule and words; topic_writer_etcd.c place). */
+struct fake_writer {
+    struct gr_topic_writer base;
+    struct gr_image *img;
+    int creates;
+    int16_t last_rf;
+};
+
+static void fake_create(struct gr_topic_writer *w, const struct gr_topic_create_args *a,
+                        gr_topic_change_cb *cb, void *ctx)
+{
+    struct fake_writer *fw = (struct fake_writer *)w;
+    fw->creates++;
+    fw->last_rf = (int16_t)a->replication_factor;
+    int32_t usable = 0;
+    for (int32_t i = 0; i < gr_image_broker_count(fw->img); i++)
+        usable += !gr_image_broker_at(fw->img, i)->fenced;
+    struct gr_topic_change res = {.error_code = usable < a->replication_factor
+                                                    ? GR_ERR_INVALID_REPLICATION_FACTOR
+                                                    : GR_ERR_REQUEST_TIMED_OUT,
+                                  .message = "refused by the fake"};
+    cb(ctx, &res);
+}
+
+static void fake_free(struct gr_topic_writer *w)
+{
+    (void)w;
+}
+
+static const struct gr_topic_writer_ops fake_ops = {.create = fake_create, .free = fake_free};
+
+static void add_broker(struct gr_image *img, int32_t id)
+{
+    struct gr_image_broker br = {.node_id = id, .epoch = 1};
+    assert_int_equal(gr_image_set_broker(img, &br), 0);
+}
+
+static void test_offsets_topic_retry_on_join(void **state)
+{
+    (void)state;
+    char dir[256];
+    struct gr_broker *b =
+        srv_broker_open(dir, sizeof dir, &(struct srv_broker_opts){.node_id = 1, .iopool = true});
+    b->cfg.settings.offsets_topic_replication_factor = 3;
+    struct gr_topic_writer *real = b->topic_writer;
+    struct fake_writer fw = {.base = {&fake_ops}, .img = b->image};
+    b->topic_writer = &fw.base;
+    add_broker(b->image, 1);
+    add_broker(b->image, 2);
+    gr_image_changed(b->image);
+    assert_int_equal(gr_groups_cluster_start(b), 0);
+    assert_int_equal(fw.creates, 0); /* nothing asked yet */
+    int32_t node = 7;
+    assert_int_equal(gr_groups_coordinator(b, gr_str_c("g"), &node), GR_ERR_COORDINATOR_NOT_AVAILABLE);
+    assert_int_equal(node, -1);
+    assert_int_equal(fw.creates, 1);
+    assert_int_equal(fw.last_rf, 3);
+    gr_image_changed(b->image); /* an image change with the same two brokers: not tried again */
+    assert_int_equal(fw.creates, 1);
+    add_broker(b->image, 3); /* the third broker joins: tried again, no FindCoordinator needed */
+    gr_image_changed(b->image);
+    assert_int_equal(fw.creates, 2);
+    gr_image_changed(b->image); /* that one failed too (the fake's timeout): same count, no retry */
+    assert_int_equal(fw.creates, 2);
+    assert_int_equal(gr_groups_coordinator(b, gr_str_c("g"), &node), GR_ERR_COORDINATOR_NOT_AVAILABLE);
+    assert_int_equal(fw.creates, 3); /* a FindCoordinator always asks */
+    b->topic_writer = real;
+    srv_broker_close(b, dir, NULL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_follow_leadership, setup, teardown),
         cmocka_unit_test_setup_teardown(test_epoch_rise_reloads, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unload_while_loading, setup, teardown),
+        cmocka_unit_test(test_offsets_topic_retry_on_join),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

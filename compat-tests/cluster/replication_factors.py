@@ -1,24 +1,31 @@
-"""replication_switch.py: the broker setting gregor.cluster.replication.enable (issue #20, experimental until
-followers fetch): with it a cluster accepts a replication factor above 1, without it the factor stays 1.
-Two runs, each etcd and three gregor brokers on the host (harness.py: everything started is stopped at the
-end), seeded and bounded in time.
+"""replication_factors.py: replication factors in cluster mode and on a single node (issue #20). A cluster
+takes a replication factor above 1 as Kafka does (the former switch gregor.cluster.replication.enable was
+removed: a broker given it logs that it was removed and starts); a single-node broker refuses one. Two runs,
+each bounded in time and seeded (harness.py: everything started is stopped at the end).
 
-Setting on (default.replication.factor=2):
+Cluster (etcd and three gregor brokers on the host, default.replication.factor=2; broker 3 is given the
+removed key):
+  - broker 3 logs that gregor.cluster.replication.enable was removed, and runs;
   - CreateTopics of 6 partitions with replication factor 3 answers NONE with factor 3; every broker's
     Metadata (v12) then shows each partition with 3 distinct replicas, the ISR equal to them (all assigned
     replicas), the leader its first replica, and the leaders spread 2 per broker;
-  - replication factor 4 over three brokers: INVALID_REPLICATION_FACTOR with Kafka's placer message;
+  - replication factor 4 over three brokers: INVALID_REPLICATION_FACTOR with Kafka 4's message
+    ("Unable to replicate the partition 4 time(s): The target replication factor of 4 cannot be reached
+    because only 3 broker(s) are registered.");
   - replication factor -1: default.replication.factor (2 replicas per partition);
   - a manual assignment [[1, 2], [2, 3]] is created as given; [[1, 1]] and [[1, 2], [3]] are refused with
     INVALID_REPLICA_ASSIGNMENT and Kafka's words;
   - min.insync.replicas=0 on an RF 3 topic: INVALID_CONFIG.
-Setting off (the default):
-  - replication factor 3: INVALID_REPLICATION_FACTOR naming the setting; factor 1 is created;
-  - a manual assignment of two replicas: INVALID_REPLICATION_FACTOR;
-  - a broker with default.replication.factor=2 refuses to start, naming the setting.
-Ends with `cluster-replication-switch: N passed, N failed`; exit status 1 on any failure.
-Usage: replication_switch.py [--seed N] [--deadline SECONDS]
-Read next: server/config.c, cluster/topic_writer_etcd.c, server/handlers/topic_layout.c.
+Single node (one broker, no etcd; replaces the former "setting off" run):
+  - replication factor 3: INVALID_REPLICATION_FACTOR with Kafka 4's words for a one-broker cluster; factor 1
+    is created with one replica; the refused topic was not created;
+  - a broker with default.replication.factor=2, or with offsets.topic.replication.factor=3 set, refuses to
+    start, naming the setting (offsets.topic.replication.factor left unset means 1 there: the broker above
+    started with Kafka's default 3 in its table).
+Ends with `cluster-replication-factors: N passed, N failed`; exit status 1 on any failure.
+Usage: replication_factors.py [--seed N] [--deadline SECONDS]
+Read next: server/config.c, cluster/topic_writer_etcd.c, cluster/topic_writer_local.c,
+server/handlers/topic_layout.c.
 """
 import os
 import sys
@@ -36,13 +43,13 @@ PREFIX = '/gregor'
 INVALID_REPLICATION_FACTOR = 38
 INVALID_REPLICA_ASSIGNMENT = 39
 INVALID_CONFIG = 40
-SWITCH = 'gregor.cluster.replication.enable'
+REMOVED = 'gregor.cluster.replication.enable'
 
 
-def overrides(etcd, enable, extra=()):
+def overrides(etcd, extra=()):
     return [f'gregor.metadata.etcd.endpoints={etcd.endpoints()}', f'gregor.metadata.etcd.prefix={PREFIX}',
             'broker.session.timeout.ms=3000', 'broker.heartbeat.interval.ms=500',
-            'auto.create.topics.enable=false', f'{SWITCH}={"true" if enable else "false"}'] + list(extra)
+            'auto.create.topics.enable=false'] + list(extra)
 
 
 def create(b, name, partitions=-1, rf=-1, assignments=None, configs=None):
@@ -75,6 +82,11 @@ def all_show(bs, name, partitions):
                         10, f'every broker shows {name}')
 
 
+def t_removed_key(run, etcd, bs, st):
+    check('broker 3, given the removed key, logs that it was removed and runs',
+          f'{REMOVED} was removed' in bs[2].log_tail(400) and bs[2].proc.alive(), bs[2].log_tail(20))
+
+
 def t_rf3(run, etcd, bs, st):
     r = create(bs[0], 'rf3', 6, 3)
     eq('CreateTopics rf 3, 6 partitions: NONE', (0, None), (r['error_code'], r['error_message']))
@@ -91,9 +103,9 @@ def t_rf3(run, etcd, bs, st):
 
 def t_refusals_on(run, etcd, bs, st):
     r = create(bs[1], 'rf4', 1, 4)
-    eq('rf 4 over three brokers: INVALID_REPLICATION_FACTOR with the placer\'s message',
-       (INVALID_REPLICATION_FACTOR,
-        'The target replication factor of 4 cannot be reached because only 3 broker(s) are registered.'),
+    eq('rf 4 over three brokers: INVALID_REPLICATION_FACTOR with Kafka 4\'s message',
+       (INVALID_REPLICATION_FACTOR, 'Unable to replicate the partition 4 time(s): The target replication factor '
+        'of 4 cannot be reached because only 3 broker(s) are registered.'),
        (r['error_code'], r['error_message']))
     r = create(bs[2], 'twice', assignments=[[1, 1]])
     eq('assignment [[1, 1]]: INVALID_REPLICA_ASSIGNMENT, Kafka\'s words',
@@ -123,48 +135,47 @@ def t_defaults_on(run, etcd, bs, st):
        {0: (1, [1, 2]), 1: (2, [2, 3])}, {p: (v[0], v[1]) for p, v in lay.items()})
 
 
-def t_off(run, etcd, bs, st):
-    r = create(bs[0], 'off3', 2, 3)
-    eq('setting off: rf 3 is INVALID_REPLICATION_FACTOR naming the setting',
-       (INVALID_REPLICATION_FACTOR, True), (r['error_code'], SWITCH in (r['error_message'] or '')))
-    r = create(bs[0], 'offman', assignments=[[1, 2]])
-    eq('setting off: an assignment of 2 replicas is INVALID_REPLICATION_FACTOR', INVALID_REPLICATION_FACTOR,
-       r['error_code'])
-    r = create(bs[1], 'off1', 3, 1)
-    eq('setting off: rf 1 is created', (0, 1), (r['error_code'], r['replication_factor']))
-    lay = all_show(bs, 'off1', 3)
+def t_single(run, etcd, bs, st):
+    r = create(bs[0], 'one3', 2, 3)
+    eq('single node: rf 3 is INVALID_REPLICATION_FACTOR with Kafka 4\'s words for one broker',
+       (INVALID_REPLICATION_FACTOR, 'Unable to replicate the partition 3 time(s): The target replication factor '
+        'of 3 cannot be reached because only 1 broker(s) are registered.'), (r['error_code'], r['error_message']))
+    r = create(bs[0], 'one1', 3, 1)
+    eq('single node: rf 1 is created', (0, 1), (r['error_code'], r['replication_factor']))
+    lay = all_show(bs, 'one1', 3)
     eq('one replica per partition, in the ISR', {(1, 1)}, {(len(v[1]), len(v[2])) for v in lay.values()})
-    check('off3 was not created', layout(bs[0], 'off3') is None)
+    check('one3 was not created', layout(bs[0], 'one3') is None)
 
 
 def t_refuses_start(run, etcd, bs, st):
-    b = run.broker(4, overrides=overrides(etcd, False, ['default.replication.factor=2']), start=False)
-    try:
-        b.start(timeout=20)
-        check('default.replication.factor=2 without the setting: the broker refuses to start', False)
-    except h.HarnessError as e:
-        check('default.replication.factor=2 without the setting: the broker refuses to start, naming it',
-              'default.replication.factor must be 1 without gregor.cluster.replication.enable=true' in str(e),
-              str(e)[-300:])
+    for i, (key, value) in enumerate((('default.replication.factor', 2), ('offsets.topic.replication.factor', 3))):
+        b = run.broker(5 + i, overrides=['auto.create.topics.enable=false', f'{key}={value}'], start=False)
+        try:
+            b.start(timeout=20)
+            check(f'single node, {key}={value}: the broker refuses to start', False)
+        except h.HarnessError as e:
+            check(f'single node, {key}={value}: the broker refuses to start, naming it',
+                  f'{key} must be 1 on a single-node broker' in str(e), str(e)[-300:])
 
 
 def main():
     seed, deadline = h.cli(deadline_s=120.0)
     t0 = time.monotonic()
     st = {'seed': seed}
-    with h.Run(seed=seed, deadline_s=deadline / 2, label='cluster-replication-on') as run:
+    with h.Run(seed=seed, deadline_s=deadline / 2, label='cluster-replication-factors') as run:
         etcd = run.etcd(1)
-        bs = [run.broker(i, overrides=overrides(etcd, True, ['default.replication.factor=2'])) for i in (1, 2, 3)]
-        section('setting on: an RF 3 topic', t_rf3, run, etcd, bs, st)
-        section('setting on: refusals', t_refusals_on, run, etcd, bs, st)
-        section('setting on: default factor and manual assignment', t_defaults_on, run, etcd, bs, st)
-    with h.Run(seed=seed, deadline_s=deadline / 2, label='cluster-replication-off') as run:
-        etcd = run.etcd(1)
-        bs = [run.broker(i, overrides=overrides(etcd, False)) for i in (1, 2, 3)]
-        section('setting off: one replica', t_off, run, etcd, bs, st)
-        section('setting off: a factor above 1 in the config', t_refuses_start, run, etcd, bs, st)
+        bs = [run.broker(i, overrides=overrides(etcd, ['default.replication.factor=2'] +
+                                                ([f'{REMOVED}=true'] if i == 3 else []))) for i in (1, 2, 3)]
+        section('cluster: the removed switch', t_removed_key, run, etcd, bs, st)
+        section('cluster: an RF 3 topic', t_rf3, run, etcd, bs, st)
+        section('cluster: refusals', t_refusals_on, run, etcd, bs, st)
+        section('cluster: default factor and manual assignment', t_defaults_on, run, etcd, bs, st)
+    with h.Run(seed=seed, deadline_s=deadline / 2, label='single-node-replication-factors') as run:
+        bs = [run.broker(1, overrides=['auto.create.topics.enable=false'])]
+        section('single node: one replica', t_single, run, None, bs, st)
+        section('single node: a factor above 1 in the config', t_refuses_start, run, None, bs, st)
     print(f'   (total {time.monotonic() - t0:.1f} s)')
-    print(f'cluster-replication-switch: {testkit.passed} passed, {testkit.failed} failed', flush=True)
+    print(f'cluster-replication-factors: {testkit.passed} passed, {testkit.failed} failed', flush=True)
     sys.exit(1 if testkit.failed else 0)
 
 
