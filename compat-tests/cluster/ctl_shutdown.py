@@ -1,5 +1,5 @@
 """ctl_shutdown.py: controlled shutdown under load (issue #20, "Controlled shutdown"): etcd and three gregor
-brokers on the host with gregor.cluster.replication.enable=true, an RF 3 topic of 6 partitions (two
+brokers on the host, an RF 3 topic of 6 partitions (two
 leaderships per broker) with min.insync.replicas=2
 (replication.py's settings and helpers; harness.py: everything started is stopped at the end), seeded and
 bounded in time.

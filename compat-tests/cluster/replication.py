@@ -1,5 +1,5 @@
-"""replication.py: replication factor 3 end to end (issue #20): etcd and three gregor brokers on the host with
-gregor.cluster.replication.enable=true (harness.py: everything started is stopped at the end), seeded and
+"""replication.py: replication factor 3 end to end (issue #20): etcd and three gregor brokers on the host
+(harness.py: everything started is stopped at the end), seeded and
 bounded in time.
 
 What it checks:
