@@ -10,20 +10,30 @@
  *
  * A partition is ready when it is not fenced or failed, not delayed (backoff), has no truncation waiting to
  * be retried, its log has no truncation file work pending (appends would answer -EAGAIN) and, with the fsync
- * gate, its log's durable offset reached what the last answer appended. The partition layer has no flush
- * notification that cluster/ can hear (the store's on_flushed goes to the server), so those two waits are
- * polled by one timer every GR_FETCHER_POLL_MS while a ready connection with nothing in flight holds a
- * partition not fenced or failed (each pass looks again at every such partition rather than trusting what
- * the pump saw: a flush or the clock may have moved in between); the same timer ends backoffs and, armed at
- * 0 by gr_fetcher_add (and by gr_fetcher_remove, which must not cancel that), sends the partitions an owner
- * adds in one pass in one Fetch.
- * With the fsync gate a connection's next Fetch waits until every partition on it that appended is durable.
- * Entry points that free (gr_fetcher_remove emptying a connection) defer the connection's free while one of
- * its callbacks runs.
+ * gate, its log's durable offset reached what the last answer appended. With the fsync gate a connection's
+ * next Fetch waits until every partition on it that appended is durable. Those two disk waits end on a
+ * flusher or I/O thread; the server hands each completion to the loop and calls gr_fetcher_flushed, which
+ * marks the partition's connection (when idle) and arms `wake`, a zero timer that pumps every marked
+ * connection once (one look per connection for a batch of completions, never from inside a walk). The timer
+ * `timer` ends backoffs, looks again every disk_poll_ms at idle connections whose partitions still wait on
+ * disk (a backstop for a completion that was never handed over: the server drops one when it cannot queue
+ * it), and, armed at 0 by gr_fetcher_add and gr_fetcher_remove (kick), sends the partitions an owner adds in
+ * one pass in one Fetch. Each arming looks again at every partition of an idle ready connection rather than
+ * trusting what the pump saw (a flush or the clock may have moved in between).
+ *
+ * Re-entrancy: appends, truncations and watermarks fire partition waiters whose done hooks may call
+ * gr_fetcher_add, gr_fetcher_remove or gr_fetcher_flushed while the fetcher walks its connections and
+ * partitions (a pump, an answer). Every walk runs between enter() and leave(); while one runs (depth > 0)
+ * nothing is unlinked or freed: a removed partition is unhashed and marked `removed` (skipped by every walk,
+ * its request entry cleared at once) and stays on its connection's list; a partition moved to another leader
+ * is such a removal plus a new partition; new partitions go at the end of a list and new connections at the
+ * head of theirs; a connection left empty stays. The outermost leave() frees what was removed and the
+ * connections left empty, and asks for a pump when an entry point ran inside (kick).
  * Read next: cluster/broker_client.h, partition/follower.c.
  */
 #include "cluster/fetcher.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <ev.h>
 #include <inttypes.h>
@@ -40,8 +50,12 @@
 #include "protocol/errors.h"
 #include "protocol/gen/messages.h"
 
-/* How often a partition waiting for fsync or for a truncation's file work is looked at again (ms). */
-#define GR_FETCHER_POLL_MS 1
+/* The backstop: how often an idle connection whose partitions wait for fsync or for a truncation's file work
+   is looked at again without a notification (ms; gr_fetcher_flushed normally ends the wait at once). */
+#define GR_FETCHER_DISK_POLL_MS 100
+/* A partition every look finds ready but the pump left out (its delay ran out after the pump looked, or its
+   request could not be built for want of memory) is looked at again after this (ms). */
+#define GR_FETCHER_RELOOK_MS 1
 /* Delay before a partition whose append or truncation answered -EAGAIN is tried again (ms). */
 #define GR_FETCHER_RETRY_MS 10
 
@@ -63,8 +77,9 @@ struct fp {
     int64_t oor_leader_end; /* the leader's log end offset (after OOR_LATEST) */
     enum trunc_kind trunc;  /* a truncation to retry (-EAGAIN) */
     int64_t trunc_offset;
-    bool fenced; /* FENCED_LEADER_EPOCH at its epoch: waits to be re-added */
-    bool failed; /* storage error: waits to be re-added */
+    bool fenced;  /* FENCED_LEADER_EPOCH at its epoch: waits to be re-added */
+    bool failed;  /* storage error: waits to be re-added */
+    bool removed; /* removed (or moved) inside a walk: unhashed, freed by the outermost leave() */
     struct fp *hnext;
     struct fp *cprev, *cnext;
 };
@@ -84,8 +99,8 @@ struct fconn {
     int entry_count, entry_cap;
     int cursor; /* answer matching: where the next answered partition probably is */
     struct fp *head, *tail;
-    int part_count;
-    bool busy; /* inside one of its callbacks: an empty connection is freed when it returns */
+    int part_count; /* partitions on its list (removed ones included until reaped) */
+    bool woken;     /* gr_fetcher_flushed marked it: `wake` pumps it */
     struct fconn *next;
 };
 
@@ -98,7 +113,11 @@ struct gr_fetcher {
     struct fp **buckets;
     size_t bucket_count;
     struct fconn *conns;
-    ev_timer timer;
+    ev_timer timer; /* backoffs, the disk backstop, kick */
+    ev_timer wake;  /* zero timer: pumps the connections gr_fetcher_flushed marked */
+    int depth;      /* walks on the stack (enter/leave) */
+    bool reap;      /* a partition was removed inside a walk */
+    bool pump_soon; /* an entry point ran inside a walk: kick at the outermost leave */
     const struct gr_msg_ops *fetch_ops, *list_ops;
 };
 
@@ -227,15 +246,22 @@ static void conn_link(struct fconn *c, struct fp *fp)
     c->part_count++;
 }
 
-/* Takes `fp` off its connection (its entry in a request in flight is cleared); the connection is closed when
-   nothing is left on it. */
+/* Clears `fp`'s entry in its connection's request in flight: that answer is dropped for it. */
+static void fp_unrequest(struct fp *fp)
+{
+    struct fconn *c = fp->conn;
+    if (c && fp->req_idx >= 0 && fp->req_idx < c->entry_count && c->entries[fp->req_idx].fp == fp)
+        c->entries[fp->req_idx].fp = NULL;
+    fp->req_idx = -1;
+}
+
+/* Takes `fp` off its connection (its entry in a request in flight is cleared). Never inside a walk. */
 static void conn_unlink(struct fp *fp)
 {
     struct fconn *c = fp->conn;
     if (!c) return;
-    if (fp->req_idx >= 0 && fp->req_idx < c->entry_count && c->entries[fp->req_idx].fp == fp)
-        c->entries[fp->req_idx].fp = NULL;
-    fp->req_idx = -1;
+    assert(c->f->depth == 0);
+    fp_unrequest(fp);
     if (fp->cprev)
         fp->cprev->cnext = fp->cnext;
     else
@@ -245,7 +271,68 @@ static void conn_unlink(struct fp *fp)
     else
         c->tail = fp->cprev;
     fp->conn = NULL;
-    if (--c->part_count == 0 && !c->busy) conn_free(c);
+    c->part_count--;
+}
+
+/* ---- walks: enter/leave (see the file comment) ---- */
+
+static void enter(struct gr_fetcher *f)
+{
+    f->depth++;
+}
+
+/* Frees `fp` (unhashed already) and, when it was the last on its connection, the connection (which drops its
+   request in flight without a callback). Never inside a walk. */
+static void fp_destroy(struct fp *fp)
+{
+    struct fconn *c = fp->conn;
+    conn_unlink(fp);
+    if (c && c->part_count == 0) conn_free(c);
+    free(fp->topic);
+    free(fp);
+}
+
+/* Frees the partitions removed inside the walk that just ended, and the connections they left empty. */
+static void reap(struct gr_fetcher *f)
+{
+    f->reap = false;
+    struct fconn *next;
+    for (struct fconn *c = f->conns; c; c = next) {
+        next = c->next;
+        struct fp *fn;
+        for (struct fp *fp = c->head; fp; fp = fn) {
+            fn = fp->cnext;
+            if (fp->removed) fp_destroy(fp); /* may free c: fn and next were read before */
+        }
+    }
+}
+
+static void kick(struct gr_fetcher *f);
+
+static void leave(struct gr_fetcher *f)
+{
+    assert(f->depth > 0);
+    if (--f->depth > 0) return;
+    if (f->reap) reap(f);
+    if (f->pump_soon) {
+        f->pump_soon = false;
+        kick(f);
+    }
+}
+
+/* Takes `fp` out of the fetcher: unhashed at once (gr_fetcher_active and a new gr_fetcher_add no longer see
+   it, its answer in flight is dropped); freed now, or by the outermost leave() when a walk runs. */
+static void fp_drop(struct gr_fetcher *f, struct fp *fp)
+{
+    fp_unhash(f, fp);
+    f->stats.partitions--;
+    if (f->depth == 0) {
+        fp_destroy(fp);
+        return;
+    }
+    fp_unrequest(fp);
+    fp->removed = true;
+    f->reap = true;
 }
 
 /* ---- partition states ---- */
@@ -277,7 +364,8 @@ static void fp_delay(const struct gr_fetcher *f, struct fp *fp, int64_t ms)
 }
 
 /* Runs a truncation (Partition.truncateTo / truncateFullyAndStartAt); -EAGAIN keeps it to retry later.
-   Returns 0 when done, 1 when waiting, -1 when the partition failed. */
+   Returns 0 when done, 1 when waiting, -1 when the partition failed. The truncation fires waiters (a done
+   hook may remove `fp`: it stays allocated until the walk ends, marked removed). */
 static int fp_truncate(struct gr_fetcher *f, struct fp *fp, enum trunc_kind kind, int64_t offset)
 {
     struct gr_log *log = gr_partition_log(fp->part);
@@ -304,7 +392,7 @@ static int fp_truncate(struct gr_fetcher *f, struct fp *fp, enum trunc_kind kind
     return 0;
 }
 
-/* Whether the fsync gate or a truncation's file work still holds `fp` (the poll timer looks again). */
+/* Whether the fsync gate or a truncation's file work still holds `fp` (gr_fetcher_flushed ends the wait). */
 static bool fp_waiting_disk(struct gr_fetcher *f, struct fp *fp)
 {
     struct gr_log *log = gr_partition_log(fp->part);
@@ -317,13 +405,19 @@ static bool fp_waiting_disk(struct gr_fetcher *f, struct fp *fp)
     return fp->gate_end >= 0;
 }
 
-/* Whether `fp` may go in the next request now (a truncation waiting for a retry is tried first). */
+/* Whether `fp` is out of every request until re-added (or freed at the walk's end). */
+static bool fp_parked(const struct fp *fp)
+{
+    return fp->removed || fp->fenced || fp->failed;
+}
+
+/* Whether `fp` may go in the next request now (a truncation waiting for a retry is tried first; its waiters
+   may remove `fp`). */
 static bool fp_ready(struct gr_fetcher *f, struct fp *fp, int64_t now)
 {
-    if (fp->fenced || fp->failed || fp->req_idx >= 0 || fp->oor != OOR_NONE || fp->delay_until_ms > now)
-        return false;
+    if (fp_parked(fp) || fp->req_idx >= 0 || fp->oor != OOR_NONE || fp->delay_until_ms > now) return false;
     if (fp->trunc != TRUNC_NONE && fp_truncate(f, fp, fp->trunc, fp->trunc_offset) != 0) return false;
-    return !fp_waiting_disk(f, fp);
+    return !fp->removed && !fp_waiting_disk(f, fp);
 }
 
 /* ---- requests ---- */
@@ -374,12 +468,13 @@ static void fetch_partition(struct fconn *c, struct fp *fp, struct gr_fetch_requ
 
 /* Groups the ready partitions by topic (consecutive ones of one topic share a topic entry). */
 static int fetch_topics(struct fconn *c, struct gr_fetch_request_fetch_topic *topics,
-                        struct gr_fetch_request_fetch_partition *parts, int64_t now, bool *zero_id)
+                        struct gr_fetch_request_fetch_partition *parts, int cap, int64_t now, bool *zero_id)
 {
     int nt = 0;
     struct fp *prev = NULL;
     static const uint8_t zero[16];
-    for (struct fp *fp = c->head; fp; fp = fp->cnext) {
+    /* cap: partitions a done hook fired by fp_ready adds to this list are left for the next request */
+    for (struct fp *fp = c->head; fp && c->entry_count < cap; fp = fp->cnext) {
         if (!fp_ready(c->f, fp, now)) continue;
         if (!prev || strcmp(prev->topic, fp->topic) != 0) {
             struct gr_fetch_request_fetch_topic *t = &topics[nt++];
@@ -415,7 +510,7 @@ static void send_fetch(struct fconn *c, int64_t now)
     if (!topics || !parts || entries_reserve(c, n) < 0) goto out;
     bool zero_id = false;
     c->entry_count = 0;
-    int nt = fetch_topics(c, topics, parts, now, &zero_id);
+    int nt = fetch_topics(c, topics, parts, n, now, &zero_id);
     if (c->entry_count == 0) goto out;
     int16_t version = gr_broker_client_version(c->bc_conn, f->fetch_ops);
     if (zero_id && version > 12) version = 12; /* topic names: Kafka's buildFetch without topic ids */
@@ -438,8 +533,8 @@ static void send_fetch(struct fconn *c, int64_t now)
     if (!c->req) {
         GR_WARN_RATELIMITED("fetcher: Fetch to broker %" PRId32 " not sent (version %d): %s", c->leader_id,
                             version, version >= 12 ? err_text(rc) : "the leader serves no Fetch v12+");
-        for (int i = 0; i < c->entry_count; i++)
-            fp_delay(f, c->entries[i].fp, f->cfg.backoff_ms);
+        for (int i = 0; i < c->entry_count; i++) /* an entry is NULL when a done hook removed it */
+            if (c->entries[i].fp) fp_delay(f, c->entries[i].fp, f->cfg.backoff_ms);
         entries_drop(c);
         goto out;
     }
@@ -453,18 +548,18 @@ out:
 /* Whether `fp` waits for a ListOffsets answer (out of range) and may ask now. */
 static bool listable(const struct fp *fp, int64_t now)
 {
-    return fp->oor != OOR_NONE && !fp->fenced && !fp->failed && fp->delay_until_ms <= now;
+    return fp->oor != OOR_NONE && !fp_parked(fp) && fp->delay_until_ms <= now;
 }
 
 /* Fills the ListOffsets topics and partitions (latest or earliest by each one's phase) and the entries of
    `c`'s request; returns the topic count. */
 static int list_topics(struct fconn *c, struct gr_list_offsets_request_list_offsets_topic *topics,
-                       struct gr_list_offsets_request_list_offsets_partition *parts, int64_t now)
+                       struct gr_list_offsets_request_list_offsets_partition *parts, int cap, int64_t now)
 {
     int nt = 0;
     struct fp *prev = NULL;
     c->entry_count = 0;
-    for (struct fp *fp = c->head; fp; fp = fp->cnext) {
+    for (struct fp *fp = c->head; fp && c->entry_count < cap; fp = fp->cnext) {
         if (!listable(fp, now)) continue;
         if (!prev || strcmp(prev->topic, fp->topic) != 0) {
             gr_list_offsets_request_list_offsets_topic_init(&topics[nt]);
@@ -503,14 +598,14 @@ static bool send_list(struct fconn *c, int64_t now)
     gr_list_offsets_request_init(&req);
     req.replica_id = f->cfg.node_id;
     req.isolation_level = 0;
-    req.topics.count = list_topics(c, topics, parts, now);
+    req.topics.count = list_topics(c, topics, parts, n, now);
     req.topics.items = topics;
     int rc = 0;
     int16_t version = gr_broker_client_version(c->bc_conn, f->list_ops);
     c->req = gr_broker_client_send(c->bc_conn, f->list_ops, version, &req, 0, on_list, c, &rc);
     if (!c->req) {
         for (int i = 0; i < c->entry_count; i++)
-            fp_delay(f, c->entries[i].fp, f->cfg.backoff_ms);
+            if (c->entries[i].fp) fp_delay(f, c->entries[i].fp, f->cfg.backoff_ms);
         entries_drop(c);
         goto out;
     }
@@ -528,7 +623,7 @@ out:
 static bool conn_gated(struct fconn *c)
 {
     for (struct fp *fp = c->head; fp; fp = fp->cnext)
-        if (fp->gate_end >= 0 && !fp->fenced && !fp->failed && fp_waiting_disk(c->f, fp)) return true;
+        if (fp->gate_end >= 0 && !fp_parked(fp) && fp_waiting_disk(c->f, fp)) return true;
     return false;
 }
 
@@ -542,22 +637,20 @@ static void conn_pump(struct fconn *c)
 
 static void pump_all(struct gr_fetcher *f)
 {
-    /* a pump may free no connection (only unlink does), so the list is stable here */
+    enter(f); /* a done hook fired by a pump frees nothing: the lists stay walkable */
     for (struct fconn *c = f->conns; c; c = c->next)
         conn_pump(c);
     timer_arm(f);
+    leave(f);
 }
 
-/* Ends the request of `c` (its entries released) at the end of its callback; frees `c` when the callback
-   took its last partition away. */
+/* Ends the request of `c` (its entries released) at the end of its callback, inside its walk (the outermost
+   leave() frees `c` when the callback took its last partition away). */
 static void request_done(struct fconn *c)
 {
-    struct gr_fetcher *f = c->f;
     entries_drop(c);
     c->req = NULL;
-    c->busy = false;
-    if (c->part_count == 0) conn_free(c);
-    pump_all(f);
+    pump_all(c->f);
 }
 
 /* The entry answering (topic by id or name, partition), or NULL; each entry answers once. */
@@ -621,6 +714,7 @@ static void take_records(struct gr_fetcher *f, struct fp *fp,
         int rc = gr_partition_append_as_follower(fp->part, p->records.mem.ptr, (size_t)len, fp->leader_epoch,
                                                  &res);
         if (rc == 0) f->stats.batches_bytes += len;
+        if (fp->removed) return; /* a done hook the append fired removed it: nothing more is taken */
         if (rc == -EAGAIN) {
             fp_delay(f, fp, GR_FETCHER_RETRY_MS);
             return;
@@ -643,6 +737,7 @@ static void take_records(struct gr_fetcher *f, struct fp *fp,
     /* the high watermark first, then the log start offset, as ReplicaFetcherThread.processPartitionData:
        the log start offset never passes a high watermark that the same answer raises */
     if (p->high_watermark >= 0) gr_partition_set_follower_high_watermark(fp->part, p->high_watermark);
+    if (fp->removed) return;
     if (p->log_start_offset >= 0) {
         int rc = gr_partition_raise_log_start_offset(fp->part, p->log_start_offset);
         if (rc < 0 && rc != -EAGAIN && rc != -EPERM) fp_fail(f, fp, "log start offset", rc);
@@ -691,7 +786,7 @@ static void on_fetch(void *ctx, enum gr_broker_client_status st, const void *res
     struct fconn *c = ctx;
     struct gr_fetcher *f = c->f;
     const struct gr_fetch_response *r = resp;
-    c->busy = true;
+    enter(f);
     if (st != GR_BROKER_CLIENT_OK || r->error_code != GR_ERR_NONE) {
         GR_WARN_RATELIMITED("fetcher: Fetch to broker %" PRId32 " failed: status %d error %d", c->leader_id,
                             (int)st, st == GR_BROKER_CLIENT_OK ? (int)r->error_code : 0);
@@ -712,6 +807,7 @@ static void on_fetch(void *ctx, enum gr_broker_client_status st, const void *res
         }
     }
     request_done(c);
+    leave(f);
 }
 
 /* ---- ListOffsets answers (AbstractFetcherThread.fetchOffsetAndTruncate) ---- */
@@ -751,7 +847,7 @@ static void on_list(void *ctx, enum gr_broker_client_status st, const void *resp
     struct fconn *c = ctx;
     struct gr_fetcher *f = c->f;
     const struct gr_list_offsets_response *r = resp;
-    c->busy = true;
+    enter(f);
     if (st != GR_BROKER_CLIENT_OK) {
         conn_failed_all(c);
     } else {
@@ -770,6 +866,7 @@ static void on_list(void *ctx, enum gr_broker_client_status st, const void *resp
         }
     }
     request_done(c);
+    leave(f);
 }
 
 static void on_state(void *ctx, struct gr_broker_client_conn *conn, bool ready)
@@ -779,24 +876,42 @@ static void on_state(void *ctx, struct gr_broker_client_conn *conn, bool ready)
     if (ready) pump_all(c->f);
 }
 
-/* ---- the poll timer ---- */
+/* ---- the timers ---- */
 
-/* Arms the timer for the earliest moment a partition of an idle, ready connection may become ready: the end
-   of its delay, else GR_FETCHER_POLL_MS. Nothing is assumed about a partition the pump just left out: its
-   disk wait may have ended since (a flusher or I/O thread moves the durable offset and clears a pending
-   truncation) or its delay may have run out on the next millisecond, so each is looked at again; a timer
-   armed only for the partitions still waiting when this runs left a connection idle for good (issue #20,
-   the RF 3 fault runs). Stopped when no connection is idle with a partition to fetch. */
+/* When `timer` must look at idle, ready connection `c` again at the latest, given the clock's `now`:
+   INT64_MAX when never (nothing on it to fetch until re-added). A delayed partition: at the end of its delay.
+   One waiting on disk, or held by the connection's fsync gate: the backstop disk_poll_ms (gr_fetcher_flushed
+   normally comes first). One ready by every look: GR_FETCHER_RELOOK_MS (the pump looked at an earlier clock,
+   or could not build its request). Nothing is assumed about a partition the pump just left out: its disk wait
+   may have ended since (a flusher or I/O thread moves the durable offset and clears a pending truncation) or
+   its delay may have run out on the next millisecond, so each is looked at again; a timer armed only for the
+   partitions still waiting when it looked left a connection idle for good (issue #20, the RF 3 fault runs).
+ */
+static int64_t conn_wake_at(struct fconn *c, int64_t now)
+{
+    struct gr_fetcher *f = c->f;
+    bool gated = conn_gated(c);
+    int64_t wake = INT64_MAX;
+    for (struct fp *fp = c->head; fp; fp = fp->cnext) {
+        if (fp_parked(fp)) continue; /* until re-added */
+        int64_t at = fp->delay_until_ms > now          ? fp->delay_until_ms
+                     : gated || fp_waiting_disk(f, fp) ? now + f->cfg.disk_poll_ms
+                                                       : now + GR_FETCHER_RELOOK_MS;
+        if (at < wake) wake = at;
+    }
+    return wake;
+}
+
+/* Arms `timer` for the earliest moment a partition of an idle, ready connection may become ready
+   (conn_wake_at); stopped when no connection is idle with a partition to fetch (an answer or a connection
+   becoming ready pumps the others). */
 static void timer_arm(struct gr_fetcher *f)
 {
     int64_t now = now_ms(f), wake = INT64_MAX;
     for (struct fconn *c = f->conns; c; c = c->next) {
         if (c->req || !gr_broker_client_ready(c->bc_conn)) continue; /* its answer or readiness pumps it */
-        for (struct fp *fp = c->head; fp; fp = fp->cnext) {
-            if (fp->fenced || fp->failed) continue; /* until re-added */
-            int64_t at = fp->delay_until_ms > now ? fp->delay_until_ms : now + GR_FETCHER_POLL_MS;
-            if (at < wake) wake = at;
-        }
+        int64_t at = conn_wake_at(c, now);
+        if (at < wake) wake = at;
     }
     ev_timer_stop(f->loop, &f->timer);
     if (wake == INT64_MAX) return;
@@ -818,6 +933,23 @@ static void on_timer(struct ev_loop *loop, ev_timer *w, int revents)
     (void)loop;
     (void)revents;
     pump_all(w->data);
+}
+
+/* `wake`: pumps each connection gr_fetcher_flushed marked, once. `timer` is left as it is: it was armed for
+   every idle connection at the last arming and a pump only ends waits (a connection that sends is no longer
+   idle: its answer pumps it; one still waiting keeps its backstop), so it fires at worst for nothing. */
+static void on_wake(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    (void)loop;
+    (void)revents;
+    struct gr_fetcher *f = w->data;
+    enter(f);
+    for (struct fconn *c = f->conns; c; c = c->next)
+        if (c->woken) {
+            c->woken = false;
+            conn_pump(c);
+        }
+    leave(f);
 }
 
 /* ---- the interface ---- */
@@ -842,6 +974,7 @@ struct gr_fetcher *gr_fetcher_new(struct ev_loop *loop, struct gr_broker_client 
                       : cfg->partition_max_bytes < 1 ? "replica.fetch.max.bytes"
                       : cfg->response_max_bytes < 1  ? "replica.fetch.response.max.bytes"
                       : cfg->backoff_ms < 0          ? "replica.fetch.backoff.ms"
+                      : cfg->disk_poll_ms < 0        ? "disk_poll_ms"
                                                      : NULL;
     if (bad) {
         snprintf(err, err_len, "fetcher: bad config: %s", bad);
@@ -859,56 +992,83 @@ struct gr_fetcher *gr_fetcher_new(struct ev_loop *loop, struct gr_broker_client 
     f->bc = bc;
     f->img = img;
     f->cfg = *cfg;
+    if (f->cfg.disk_poll_ms == 0) f->cfg.disk_poll_ms = GR_FETCHER_DISK_POLL_MS;
     f->fetch_ops = request_row("fetch_request");
     f->list_ops = request_row("list_offsets_request");
     ev_timer_init(&f->timer, on_timer, 0.0, 0.0);
     f->timer.data = f;
+    ev_timer_init(&f->wake, on_wake, 0.0, 0.0);
+    f->wake.data = f;
     return f;
-}
-
-static void fp_free(struct gr_fetcher *f, struct fp *fp)
-{
-    conn_unlink(fp);
-    fp_unhash(f, fp);
-    f->stats.partitions--;
-    free(fp->topic);
-    free(fp);
 }
 
 void gr_fetcher_free(struct gr_fetcher *f)
 {
     if (!f) return;
+    assert(f->depth == 0 && "gr_fetcher_free inside a fetcher callback");
     ev_timer_stop(f->loop, &f->timer);
+    ev_timer_stop(f->loop, &f->wake);
     for (size_t i = 0; i < f->bucket_count; i++)
         while (f->buckets[i])
-            fp_free(f, f->buckets[i]);
+            fp_drop(f, f->buckets[i]);
     while (f->conns)
         conn_free(f->conns);
     free(f->buckets);
     free(f);
 }
 
-/* Points `fp` at (leader, epoch): a new fetch state (AbstractFetcherThread.partitionFetchState), on the
-   connection of (leader, fetcher id). */
-static int fp_move(struct gr_fetcher *f, struct fp *fp, int32_t leader_id, int32_t leader_epoch)
+/* A new fetch state for `fp` at `leader_epoch` on the same leader
+   (AbstractFetcherThread.partitionFetchState): its answer in flight is ignored; nothing moves on the
+   connection's list (safe inside a walk). */
+static void fp_restart(struct fp *fp, int32_t leader_epoch)
 {
-    int rc = 0;
-    struct fconn *c = conn_get(f, leader_id, fp->fetcher_id, &rc);
-    if (!c) return rc;
-    if (c != fp->conn) {
-        conn_unlink(fp); /* after conn_get: a connection left empty closes, the new one stays */
-        conn_link(c, fp);
-    } else if (fp->req_idx >= 0) { /* same connection, new epoch: the answer in flight is ignored */
-        c->entries[fp->req_idx].fp = NULL;
-        fp->req_idx = -1;
-    }
-    fp->leader_id = leader_id;
+    fp_unrequest(fp);
     fp->leader_epoch = leader_epoch;
     fp->delay_until_ms = 0;
     fp->gate_end = -1;
     fp->oor = OOR_NONE;
     fp->trunc = TRUNC_NONE;
+}
+
+/* Makes a partition fetched from (leader, epoch), on the connection of (leader, fetcher id), at the end of
+   its list; not hashed yet. Returns 0 with *out, or -ENOMEM or the client's open error. */
+static int fp_new(struct gr_fetcher *f, struct gr_partition *part, const char *topic,
+                  const uint8_t topic_id[16], int32_t partition, int32_t leader_id, int32_t leader_epoch,
+                  struct fp **out)
+{
+    struct fp *fp = calloc(1, sizeof *fp);
+    if (!fp || !(fp->topic = strdup(topic)) || fp_table_grow(f) < 0) {
+        if (fp) free(fp->topic);
+        free(fp);
+        return -ENOMEM;
+    }
+    fp->part = part;
+    memcpy(fp->topic_id, topic_id, 16);
+    fp->partition = partition;
+    fp->fetcher_id = fetcher_id_of(topic, partition, f->cfg.num_fetchers);
+    fp->leader_id = leader_id;
+    fp->leader_epoch = leader_epoch;
+    fp->req_idx = -1;
+    fp->gate_end = -1;
+    int rc = 0;
+    struct fconn *c = conn_get(f, leader_id, fp->fetcher_id, &rc);
+    if (!c) {
+        free(fp->topic);
+        free(fp);
+        return rc;
+    }
+    conn_link(c, fp);
+    *out = fp;
     return 0;
+}
+
+/* An entry point called from inside a walk (a done hook the fetcher fired) pumps when the walk ends. */
+static void kick_or_defer(struct gr_fetcher *f)
+{
+    if (f->depth > 0)
+        f->pump_soon = true;
+    else
+        kick(f);
 }
 
 int gr_fetcher_add(struct gr_fetcher *f, struct gr_partition *part, const char *topic,
@@ -917,38 +1077,23 @@ int gr_fetcher_add(struct gr_fetcher *f, struct gr_partition *part, const char *
     if (!f || !part || !topic || !*topic || strlen(topic) > GR_TOPIC_NAME_BYTES_MAX || !topic_id ||
         partition < 0 || leader_id < 0 || leader_id == f->cfg.node_id || leader_epoch < 0)
         return -EINVAL;
-    struct fp *fp = fp_find(f, part);
-    if (fp && (fp->leader_id != leader_id || fp->leader_epoch != leader_epoch)) {
-        int rc = fp_move(f, fp, leader_id, leader_epoch);
-        if (rc < 0) return rc;
-    }
-    if (fp) {
-        fp->fenced = fp->failed = false;
-        kick(f);
+    struct fp *old = fp_find(f, part);
+    if (old && old->leader_id == leader_id) { /* same connection */
+        if (old->leader_epoch != leader_epoch) fp_restart(old, leader_epoch);
+        old->fenced = old->failed = false;
+        kick_or_defer(f);
         return 0;
     }
-    if (f->stats.partitions >= GR_FETCHER_PARTITIONS_MAX) return -ENOSPC;
-    if (fp_table_grow(f) < 0 || !(fp = calloc(1, sizeof *fp)) || !(fp->topic = strdup(topic))) {
-        if (fp) free(fp);
-        return -ENOMEM;
-    }
-    fp->part = part;
-    memcpy(fp->topic_id, topic_id, 16);
-    fp->partition = partition;
-    fp->fetcher_id = fetcher_id_of(topic, partition, f->cfg.num_fetchers);
-    fp->req_idx = -1;
-    fp->leader_id = -1;
-    int rc = fp_move(f, fp, leader_id, leader_epoch);
-    if (rc < 0) {
-        free(fp->topic);
-        free(fp);
-        return rc;
-    }
+    if (!old && f->stats.partitions >= GR_FETCHER_PARTITIONS_MAX) return -ENOSPC;
+    struct fp *fp = NULL;
+    int rc = fp_new(f, part, topic, topic_id, partition, leader_id, leader_epoch, &fp);
+    if (rc < 0) return rc;
+    if (old) fp_drop(f, old); /* a new leader: a new fetch state on its connection (the old one may close) */
     size_t k = bucket_of(f, part);
     fp->hnext = f->buckets[k];
     f->buckets[k] = fp;
     f->stats.partitions++;
-    kick(f);
+    kick_or_defer(f);
     return 0;
 }
 
@@ -956,8 +1101,21 @@ void gr_fetcher_remove(struct gr_fetcher *f, struct gr_partition *part)
 {
     struct fp *fp = f ? fp_find(f, part) : NULL;
     if (!fp) return;
-    fp_free(f, fp);
-    kick(f); /* not timer_arm: that would cancel the pump an add of the same pass scheduled (kick) */
+    fp_drop(f, fp);
+    kick_or_defer(f); /* not timer_arm: that would cancel the pump an add of the same pass scheduled (kick) */
+}
+
+void gr_fetcher_flushed(struct gr_fetcher *f, struct gr_partition *part)
+{
+    struct fp *fp = f ? fp_find(f, part) : NULL;
+    if (!fp || fp_parked(fp)) return;
+    struct fconn *c = fp->conn;
+    if (c->woken || c->req || !gr_broker_client_ready(c->bc_conn)) return; /* its answer or readiness pumps */
+    c->woken = true;
+    if (!ev_is_active(&f->wake) && !ev_is_pending(&f->wake)) {
+        ev_timer_set(&f->wake, 0.0, 0.0);
+        ev_timer_start(f->loop, &f->wake);
+    }
 }
 
 bool gr_fetcher_active(const struct gr_fetcher *f, const struct gr_partition *part)

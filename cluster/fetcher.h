@@ -42,11 +42,17 @@
  * With fsync gating on (gregor.acks.all.fsync=true) the next Fetch of a partition is sent only after what the
  * previous answer appended is fsynced (its log's flushed offset reached its log end offset), so the log end
  * offset the leader learns from FetchOffset is durable here; the connection's next Fetch waits for it (an
- * fsync is short; a Fetch sent without the partition would hold it back for up to MaxWaitMs). No flush
- * notification reaches cluster/ (the store's on_flushed goes to the server), so the durable offset and a
- * pending truncation are polled every GR_FETCHER_POLL_MS (1 ms) while a partition waits on them. Lost
- * connections, timeouts and undecodable answers back off replica.fetch.backoff.ms (the inter-broker
- * client closes and reconnects).
+ * fsync is short; a Fetch sent without the partition would hold it back for up to MaxWaitMs). Both disk
+ * waits (the durable offset, a truncation's file work) end on other threads, whose completions storage
+ * reports through the store's on_flushed; the server hands each to the loop and, after gr_partition_flushed,
+ * tells the fetcher (gr_fetcher_flushed), which sends the waiting connection's next request at once. A
+ * backstop look every disk_poll_ms (100 ms) covers a completion that never arrives (the server drops one it
+ * cannot queue for want of memory). Lost connections, timeouts and undecodable answers back off
+ * replica.fetch.backoff.ms (the inter-broker client closes and reconnects).
+ *
+ * Re-entrancy: the fetcher's appends, truncations and watermark changes fire partition waiters; their done
+ * hooks may call gr_fetcher_add, gr_fetcher_remove and gr_fetcher_flushed (never gr_fetcher_free). What they
+ * remove is unhashed at once and freed when the fetcher's callback returns; the pumps they ask for run then.
  *
  * Network thread only. Bounds: at most GR_FETCHER_PARTITIONS_MAX partitions, at most one Fetch in flight per
  * connection, every size taken from the answer checked against the request's caps. Read next:
@@ -76,9 +82,11 @@ struct gr_fetcher_config {
     int32_t response_max_bytes;  /* replica.fetch.response.max.bytes */
     int64_t backoff_ms;          /* replica.fetch.backoff.ms */
     bool fsync_gate; /* gregor.acks.all.fsync: next fetch only after the previous append is fsynced */
-    int64_t (*now_ms)(void *ctx); /* the clock (monotonic ms) for delays and the poll timer; NULL:
+    int64_t (*now_ms)(void *ctx); /* the clock (monotonic ms) for delays and the timers; NULL:
                                      gr_time_mono_ms (tests pass their own) */
     void *clock_ctx;
+    int64_t disk_poll_ms; /* the backstop: how often a connection whose partitions wait on disk is looked at
+                             without gr_fetcher_flushed (ms); 0: 100 (tests pass a long one) */
 };
 
 /* Counters (tests and logs). */
@@ -98,8 +106,8 @@ struct gr_fetcher;
 struct gr_fetcher *gr_fetcher_new(struct ev_loop *loop, struct gr_broker_client *bc, struct gr_image *img,
                                   const struct gr_fetcher_config *cfg, char *err, size_t err_len);
 /* Stops every fetch (answers in flight are dropped), closes its connections, frees. Never from inside a
-   partition waiter's done hook that the fetcher's own appends fire (gr_fetcher_add and gr_fetcher_remove
-   may be called there). */
+   partition waiter's done hook that the fetcher's own appends fire (asserted; gr_fetcher_add,
+   gr_fetcher_remove and gr_fetcher_flushed may be called there). */
 void gr_fetcher_free(struct gr_fetcher *f);
 
 /* Makes `part` (which the owner has just made GR_PARTITION_FOLLOWER at `leader_epoch` with
@@ -114,6 +122,13 @@ int gr_fetcher_add(struct gr_fetcher *f, struct gr_partition *part, const char *
 /* Stops fetching `part` (AbstractFetcherManager.removeFetcherForPartitions): no append to it after this
    call, even from an answer in flight. Unknown partitions are ignored. */
 void gr_fetcher_remove(struct gr_fetcher *f, struct gr_partition *part);
+/* Storage reported a flush or a truncation's file work done on `part`'s log (the store's on_flushed, handed
+   to the network thread by the server, which calls this after gr_partition_flushed): when `part` is fetched
+   here and its connection is idle, the connection is pumped from the loop's next pass (a zero timer: one
+   pump per connection for a batch of completions, never inside a fetcher callback), so a Fetch held by the
+   fsync gate or a partition held by pending file work goes out at once. A partition not fetched here (a
+   leader's, removed, unknown) is ignored; calling it when nothing changed is harmless. */
+void gr_fetcher_flushed(struct gr_fetcher *f, struct gr_partition *part);
 /* Whether `part` is being fetched: added, not removed, not marked failed or fenced. */
 bool gr_fetcher_active(const struct gr_fetcher *f, const struct gr_partition *part);
 /* Returns borrowed: the counters. */

@@ -5,7 +5,9 @@
  * an ev_async; the loop then tells each of those partitions (gr_partition_flushed), which recomputes its
  * visible offset and calls the done hooks of exactly the waits whose condition now holds (acks=-1 produces
  * and offset commits waiting until committed, long-poll fetches waiting for data, DeleteRecords waiting for
- * its checkpoint). Appends tell the partition the same way (gr_partition_appended). I/O pool threads call
+ * its checkpoint), then tells the replica fetcher (gr_fetcher_flushed: a follower's next Fetch waits until
+ * what it appended is durable, and a truncation's file work ends through the same report). Appends tell the
+ * partition the same way (gr_partition_appended). I/O pool threads call
  * gr_broker_on_io_done(), whose ev_async runs the pool's completions on the loop. What is visible is the
  * partition layer's rule (gr_partition_visible_offset), set once at start from gregor.acks.all.fsync.
  * Parked requests and their waits are server/request.c; connections server/net.c.
@@ -15,6 +17,7 @@
 #include <stdlib.h>
 
 #include "common/log.h"
+#include "cluster/fetcher.h"
 #include "cluster/local.h"
 #include "server/broker.h"
 
@@ -40,9 +43,13 @@ static void flush_async_cb(struct ev_loop *loop, ev_async *w, int revents)
     b->flushed = NULL;
     b->flushed_count = b->flushed_cap = 0;
     pthread_mutex_unlock(&b->flushed_mu);
-    for (int i = 0; i < n; i++) /* the visible offset moves even when nobody waits: retention and
-                                   compaction are bounded by it, so a write-only partition must see it move */
-        gr_partition_flushed(gr_broker_partition(b, logs[i]));
+    /* the visible offset moves even when nobody waits: retention and compaction are bounded by it, so a
+       write-only partition must see it move */
+    for (int i = 0; i < n; i++) {
+        struct gr_partition *part = gr_broker_partition(b, logs[i]);
+        gr_partition_flushed(part);
+        if (b->fetcher) gr_fetcher_flushed(b->fetcher, part); /* a follower's next Fetch waited for it */
+    }
     free(logs);
 }
 

@@ -19,13 +19,18 @@
  * configurations and arguments. Stalls (the RF 3 fault runs): the gated flush completing between the pump
  * and the timer's arming, and a backoff's end falling between them (a test clock one ms later at every
  * look); the leader's and this broker's registrations changing while a Fetch is in flight; both partitions
- * of a lost connection removed and added again while it is down.
+ * of a lost connection removed and added again while it is down. Flush notifications (gr_fetcher_flushed,
+ * given by a copy of the server's flush binding, the backstop look an hour away where it matters): the gated
+ * Fetch sent when told and not before (nor when the flush is done but nobody told), the end of a truncation's
+ * file work, notifications for partitions not fetched. Re-entrancy (under ASan): a done hook removing the
+ * partition being answered, and one emptying the connection being pumped, told of and adding partitions.
  */
 #include <arpa/inet.h>
 #include <stdatomic.h>
 #include <errno.h>
 #include <ev.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -96,6 +101,8 @@ struct tclock {
 };
 static struct tclock *fx_clock;    /* fx_new: the fetcher's clock, NULL: the real one */
 static int64_t fx_backoff_ms = 50; /* fx_new: replica.fetch.backoff.ms */
+static int64_t fx_disk_poll_ms;    /* fx_new: the fetcher's backstop disk_poll_ms (0: its default) */
+static bool fx_no_binding;         /* fx_new: no flush binding (the test calls gr_fetcher_flushed itself) */
 
 static const struct gr_msg_ops *ops_of(int16_t key, bool response)
 {
@@ -362,6 +369,29 @@ static void answer_list(int idx, int16_t error, int64_t offset)
     fake_send(fk.cfd[s->client], ops_of(2, true), &r, s->corr, s->version);
 }
 
+/* ---- the flush binding (server/broker.c's, as the broker has it) ----
+ * The store's on_flushed (a flusher or I/O thread) queues the log and wakes the loop; on the loop each log's
+ * partition is told (gr_partition_flushed) and then the fetcher (gr_fetcher_flushed). */
+
+#define FLUSHED_MAX 256
+static pthread_mutex_t fl_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct gr_log *fl_logs[FLUSHED_MAX];
+static int fl_count;
+static ev_async fl_async;
+static struct fx *fl_fx; /* the fixture being told, NULL: none */
+static int fl_told;      /* gr_fetcher_flushed calls the binding made */
+
+static void fl_on_flushed(void *ctx, struct gr_log *log, int64_t durable, int err)
+{
+    (void)ctx, (void)durable, (void)err;
+    pthread_mutex_lock(&fl_mu);
+    if (fl_count < FLUSHED_MAX) fl_logs[fl_count++] = log;
+    pthread_mutex_unlock(&fl_mu);
+    ev_async_send(loop, &fl_async);
+}
+
+static void fl_on_async(struct ev_loop *l, ev_async *w, int revents);
+
 /* ---- the follower ---- */
 
 static const uint8_t TOPIC_ID[16] = {9, 8, 7, 6, 5, 4, 3, 2, 1, 1, 2, 3, 4, 5, 6, 7};
@@ -403,6 +433,7 @@ static struct fx *fx_new(bool gate, int32_t num_fetchers)
     th_tmpdir(x->dir, sizeof x->dir);
     struct gr_store_config sc;
     th_config(&sc, x->dir);
+    if (!fx_no_binding) sc.on_flushed = fl_on_flushed;
     assert_int_equal(gr_store_open(&sc, &x->store), 0);
     assert_int_equal(gr_store_topic_create(x->store, "orders", 4, NULL, NULL, 0, &x->topic), 0);
     struct gr_partitions_config pc = {x->store, gate};
@@ -433,13 +464,33 @@ static struct fx *fx_new(bool gate, int32_t num_fetchers)
                                    .backoff_ms = fx_backoff_ms,
                                    .fsync_gate = gate,
                                    .now_ms = fx_clock ? tclock_now : NULL,
-                                   .clock_ctx = fx_clock};
+                                   .clock_ctx = fx_clock,
+                                   .disk_poll_ms = fx_disk_poll_ms};
     assert_non_null(x->f = gr_fetcher_new(loop, x->bc, x->img, &fc, err, sizeof err));
+    fl_fx = x;
     return x;
+}
+
+static void fl_on_async(struct ev_loop *l, ev_async *w, int revents)
+{
+    (void)l, (void)w, (void)revents;
+    struct gr_log *logs[FLUSHED_MAX];
+    pthread_mutex_lock(&fl_mu);
+    int n = fl_count;
+    memcpy(logs, fl_logs, sizeof *logs * (size_t)n);
+    fl_count = 0;
+    pthread_mutex_unlock(&fl_mu);
+    for (int i = 0; i < n && fl_fx; i++) {
+        struct gr_partition *part = gr_partition_get(fl_fx->ps, logs[i]);
+        gr_partition_flushed(part);
+        gr_fetcher_flushed(fl_fx->f, part);
+        fl_told++;
+    }
 }
 
 static void fx_free(struct fx *x)
 {
+    fl_fx = NULL;
     gr_fetcher_free(x->f);
     gr_broker_client_free(x->bc);
     gr_image_free(x->img);
@@ -447,6 +498,9 @@ static void fx_free(struct fx *x)
     watched_log = NULL;
     gr_partitions_destroy(x->ps);
     gr_store_close(x->store);
+    pthread_mutex_lock(&fl_mu); /* reports of this store not yet handed over */
+    fl_count = 0;
+    pthread_mutex_unlock(&fl_mu);
     th_rmtree(x->dir);
     free(x);
 }
@@ -774,14 +828,16 @@ static int held_ftruncate(int fd, off_t len)
 }
 
 /* With the fsync gate, the fetch after an append is sent only once the log is durable to its end: while the
-   flush is held no fetch goes out (the backoff and poll periods pass many times), once released the next
-   fetch asks from 4 with the log durable to 4. */
+   flush is held no fetch goes out (the backoff period passes many times), once released the next fetch asks
+   from 4 with the log durable to 4. The backstop look is an hour away: the flush binding's notification
+   (gr_fetcher_flushed) is what sends it. */
 static void test_fsync_gate(void **state)
 {
     (void)state;
     gr_sys.fdatasync = held_fdatasync;
     gr_sys.fsync = held_fsync;
     gr_sys.syncfs = held_syncfs;
+    fx_disk_poll_ms = 3600000;
     struct fx *x = fx_new(true, 1);
     add(x, 0, 5);
     assert_true(until_reqs(1, 5000));
@@ -802,6 +858,7 @@ static void test_fsync_gate(void **state)
     assert_int_equal(fk.reqs[1].p[0].fetch_offset, 4);
     assert_int_equal(fk.reqs[1].durable_at_receipt, 4);
     fx_free(x);
+    fx_disk_poll_ms = 0;
     gr_sys_reset();
 }
 
@@ -935,11 +992,13 @@ static void test_readd_while_down(void **state)
 }
 
 /* While a truncation's file work is pending (appends would answer -EAGAIN) the partition is not fetched;
-   once it is done the fetch from the new log end offset goes out. */
+   once it is done the fetch from the new log end offset goes out, sent by the notification of the work's end
+   (the backstop look is an hour away). */
 static void test_truncation_pending(void **state)
 {
     (void)state;
     gr_sys.ftruncate = held_ftruncate;
+    fx_disk_poll_ms = 3600000;
     struct fx *x = fx_new(false, 1);
     add(x, 0, 5);
     assert_true(until_reqs(1, 5000));
@@ -960,6 +1019,7 @@ static void test_truncation_pending(void **state)
     assert_int_equal(fk.reqs[n + 1].p[0].fetch_offset, 4);
     assert_false(gr_log_truncation_pending(log_of(x, 0)));
     fx_free(x);
+    fx_disk_poll_ms = 0;
     gr_sys_reset();
 }
 
@@ -1029,7 +1089,8 @@ static void remove_on_data(struct gr_partition_waiter *w, int err)
 
 /* The owner removes the last partition of a connection from inside the fetcher's callback (a data waiter
    woken by the high watermark the answer brought): the connection is closed once the callback returns, and
-   nothing more is sent. */
+   nothing more is sent; the rest of that partition's answer (its log start offset) is not taken (under ASan:
+   no use of the removed partition's state, which used to be freed at once). */
 static void test_remove_from_callback(void **state)
 {
     (void)state;
@@ -1042,6 +1103,7 @@ static void test_remove_from_callback(void **state)
     uint8_t buf[1024];
     struct pans a = EMPTY;
     a.hw = 3;
+    a.log_start = 0; /* taken after the high watermark whose waiter removed the partition: not any more */
     a.records = buf;
     a.len = mk_batch(buf, 0, 3, 5);
     answer_fetch(0, &a);
@@ -1051,6 +1113,195 @@ static void test_remove_from_callback(void **state)
     assert_int_equal(gr_fetcher_stats(x->f)->partitions, 0);
     assert_int_equal(fk.cfd[0], -1); /* the fake saw the connection close */
     fx_free(x);
+}
+
+/* Runs the loop until `log` ends at `end` (the fetcher appended an answer) or `ms` passed. */
+static bool until_log_end(struct gr_log *log, int64_t end, int64_t ms)
+{
+    int64_t stop = gr_time_mono_ms() + ms;
+    ev_timer guard;
+    ev_timer_init(&guard, wake, 0.01, 0.01);
+    ev_timer_start(loop, &guard);
+    while (gr_log_end_offset(log) != end && gr_time_mono_ms() < stop)
+        ev_run(loop, EVRUN_ONCE);
+    ev_timer_stop(loop, &guard);
+    return gr_log_end_offset(log) == end;
+}
+
+/* Waits (the flusher or I/O thread, up to 5 s) until `log` is durable to its end with no file work pending.
+ */
+static bool until_settled(struct gr_log *log)
+{
+    for (int i = 0; i < 5000; i++) {
+        if (gr_log_durable_offset(log) >= gr_log_end_offset(log) && !gr_log_truncation_pending(log))
+            return true;
+        usleep(1000);
+    }
+    return false;
+}
+
+/* The fsync gate without the flush binding, on the test clock, the backstop an hour away: after an answer
+   appended 4 records the connection's next Fetch is not sent while the flush is held, even when told (the
+   log is not durable: nothing changed), nor once the flush is done but nobody told the fetcher (it does not
+   poll), nor when told of another partition; it is sent when told of this one, from 4 with the log durable
+   to 4. */
+static void test_gate_notified(void **state)
+{
+    (void)state;
+    gr_sys.fdatasync = held_fdatasync;
+    gr_sys.fsync = held_fsync;
+    gr_sys.syncfs = held_syncfs;
+    struct tclock clk = {.ms = 1000};
+    fx_clock = &clk;
+    fx_disk_poll_ms = 3600000;
+    fx_no_binding = true;
+    struct fx *x = fx_new(true, 1);
+    add(x, 0, 5);
+    assert_true(until_reqs(1, 5000));
+    atomic_store(&sync_held, true);
+    uint8_t buf[1024];
+    struct pans a = EMPTY;
+    a.hw = 4;
+    a.records = buf;
+    a.len = mk_batch(buf, 0, 4, 5);
+    answer_fetch(0, &a);
+    assert_true(until_log_end(log_of(x, 0), 4, 5000));
+    gr_fetcher_flushed(x->f, x->part[0]); /* told too early: still not durable */
+    bool early = until_reqs(2, 200);
+    atomic_store(&sync_held, false);
+    assert_false(early);
+    assert_true(until_settled(log_of(x, 0)));
+    assert_false(until_reqs(2, 300));     /* durable, but not told */
+    gr_fetcher_flushed(x->f, x->part[1]); /* another partition (not fetched here) */
+    assert_false(until_reqs(2, 100));
+    gr_fetcher_flushed(x->f, x->part[0]);
+    assert_true(until_reqs(2, 5000));
+    assert_int_equal(fk.reqs[1].p[0].fetch_offset, 4);
+    assert_int_equal(fk.reqs[1].durable_at_receipt, 4);
+    assert_int_equal(gr_fetcher_stats(x->f)->fetches_sent, 2);
+    fx_free(x);
+    fx_no_binding = false;
+    fx_disk_poll_ms = 0;
+    fx_clock = NULL;
+    gr_sys_reset();
+}
+
+/* Notifications for partitions the fetcher does not fetch change nothing: one never added, one removed, the
+   last one of a connection removed (the connection closed); one for a partition whose Fetch is in flight
+   sends nothing more (one request per connection). The fetcher goes on: a partition added again is fetched.
+ */
+static void test_flushed_not_fetched(void **state)
+{
+    (void)state;
+    struct fx *x = fx_new(true, 1);
+    add(x, 0, 5);
+    add(x, 1, 5);
+    assert_true(until_reqs(1, 5000));
+    gr_fetcher_flushed(x->f, x->part[0]); /* in flight */
+    gr_fetcher_flushed(x->f, x->part[3]); /* never added */
+    assert_false(until_reqs(2, 200));
+    gr_fetcher_remove(x->f, x->part[1]);
+    gr_fetcher_flushed(x->f, x->part[1]);
+    gr_fetcher_remove(x->f, x->part[0]); /* the last: the connection closes */
+    gr_fetcher_flushed(x->f, x->part[0]);
+    gr_fetcher_flushed(x->f, x->part[3]);
+    assert_false(until_reqs(2, 200));
+    assert_int_equal(gr_fetcher_stats(x->f)->partitions, 0);
+    assert_int_equal(gr_fetcher_stats(x->f)->fetches_sent, 1);
+    add(x, 0, 5);
+    assert_true(until_reqs(2, 5000));
+    assert_int_equal(fk.reqs[1].nparts, 1);
+    assert_int_equal(fk.reqs[1].p[0].fetch_offset, 0);
+    fx_free(x);
+}
+
+struct walker {
+    struct gr_partition_waiter w; /* first: the done hook gets it */
+    struct fx *x;
+    int calls;
+};
+
+/* A done hook that empties the connection the fetcher is walking and asks for more work inside the walk:
+   removes partitions 0 and 1 (the two on it), is told of both, adds partition 2 (at the end of the list being
+   walked). */
+static void empty_conn_on_data(struct gr_partition_waiter *w, int err)
+{
+    struct walker *k = (struct walker *)w;
+    (void)err;
+    k->calls++;
+    gr_fetcher_remove(k->x->f, k->x->part[0]);
+    gr_fetcher_flushed(k->x->f, k->x->part[0]);
+    gr_fetcher_remove(k->x->f, k->x->part[1]);
+    gr_fetcher_flushed(k->x->f, k->x->part[1]);
+    add(k->x, 2, 5);
+    gr_fetcher_flushed(k->x->f, k->x->part[2]);
+}
+
+/* A truncation retried inside the pump (fp_ready) fires a done hook that removes both partitions of the
+   connection being pumped, is told of them and adds a third: the pump goes on over the removed partitions
+   without touching freed memory (ASan; it used to free them and the emptied connection at once), sends
+   nothing for them, and partition 2 is fetched by the pump asked for when the walk ended. Partition 0 gets
+   there through OFFSET_OUT_OF_RANGE: ListOffsets latest 100 then earliest 50 (truncate fully and start at 50)
+   while a truncation's file work is pending (-EAGAIN: retried after GR_FETCHER_RETRY_MS); partition 1 keeps
+   the connection's Fetch going meanwhile. */
+static void test_remove_inside_pump(void **state)
+{
+    (void)state;
+    gr_sys.ftruncate = held_ftruncate;
+    struct tclock clk = {.ms = 1000};
+    fx_clock = &clk;
+    struct fx *x = fx_new(false, 1);
+    add(x, 0, 5);
+    add(x, 1, 5);
+    assert_true(until_reqs(1, 5000));
+    assert_int_equal(fk.reqs[0].nparts, 2);
+    uint8_t buf[1024];
+    struct pans a[2] = {EMPTY, EMPTY};
+    a[0].hw = 6;
+    a[0].log_start = 0;
+    a[0].records = buf;
+    a[0].len = mk_batch(buf, 0, 6, 5);
+    answer_fetch(0, a);
+    assert_true(until_reqs(2, 5000));
+    assert_int_equal(gr_log_end_offset(log_of(x, 0)), 6);
+    a[0] = EMPTY;
+    a[0].error = GR_ERR_OFFSET_OUT_OF_RANGE;
+    answer_fetch(1, a);
+    assert_true(until_reqs(3, 5000));
+    assert_int_equal(fk.reqs[2].key, 2); /* ListOffsets latest */
+    atomic_store(&trunc_held, true);
+    assert_int_equal(gr_partition_truncate_to(x->part[0], 5), 0); /* file work pending */
+    answer_list(2, 0, 100);
+    assert_true(until_reqs(4, 5000));
+    assert_int_equal(fk.reqs[3].key, 2);
+    assert_int_equal(fk.reqs[3].p[0].timestamp, -2); /* earliest */
+    answer_list(3, 0, 50);                           /* truncate fully at 50: -EAGAIN, retried */
+    assert_true(until_reqs(5, 5000));
+    assert_int_equal(fk.reqs[4].key, 1);
+    assert_int_equal(fk.reqs[4].nparts, 1); /* partition 1 only */
+    assert_int_equal(fk.reqs[4].p[0].partition, 1);
+    struct walker k = {.x = x};
+    gr_partition_waiter_init(&k.w, empty_conn_on_data, &k);
+    gr_partition_wait_data(x->part[0], &k.w, 5); /* woken when the retried truncation makes 50 visible */
+    atomic_store(&trunc_held, false);
+    assert_true(until_settled(log_of(x, 0)));
+    clk.ms += 1000; /* past the retry delay */
+    struct pans e[1] = {EMPTY};
+    answer_fetch(4, e); /* the pump after it retries the truncation */
+    assert_true(until_reqs(6, 5000));
+    assert_int_equal(k.calls, 1);
+    assert_int_equal(gr_log_start_offset(log_of(x, 0)), 50);
+    assert_int_equal(fk.reqs[5].key, 1);
+    assert_int_equal(fk.reqs[5].nparts, 1);
+    assert_int_equal(fk.reqs[5].p[0].partition, 2);
+    assert_false(until_reqs(7, 200));
+    assert_int_equal(gr_fetcher_stats(x->f)->partitions, 1);
+    assert_false(gr_fetcher_active(x->f, x->part[0]));
+    assert_false(gr_fetcher_active(x->f, x->part[1]));
+    assert_true(gr_fetcher_active(x->f, x->part[2]));
+    fx_free(x);
+    fx_clock = NULL;
+    gr_sys_reset();
 }
 
 /* One pass over a metadata image (cluster/roles.c) adding a partition to an idle connection (every partition
@@ -1130,6 +1381,9 @@ static void test_bad_arguments(void **state)
 int main(void)
 {
     loop = ev_default_loop(0);
+    ev_async_init(&fl_async, fl_on_async);
+    ev_async_start(loop, &fl_async);
+    ev_unref(loop); /* the binding never keeps the loop alive */
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fetch_appends),
         cmocka_unit_test(test_diverging_epoch),
@@ -1147,6 +1401,9 @@ int main(void)
         cmocka_unit_test(test_moved_in_flight),
         cmocka_unit_test(test_failed_append),
         cmocka_unit_test(test_remove_from_callback),
+        cmocka_unit_test(test_gate_notified),
+        cmocka_unit_test(test_flushed_not_fetched),
+        cmocka_unit_test(test_remove_inside_pump),
         cmocka_unit_test(test_remove_after_add),
         cmocka_unit_test(test_fetcher_ids),
         cmocka_unit_test(test_bad_arguments),
