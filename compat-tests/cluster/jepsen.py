@@ -51,6 +51,10 @@ waits (at most REPLICA_WAIT_S) until every replica's partition directory holds b
 brokers and compares the replicas (byte for byte; latest value per key for the compacted topic); a replica
 still short after the wait fails the seed (even if it catches up while the brokers stop), and the count is
 reported per seed as "divergent N" and must be 0 (with RF 1: one replica, nothing compared, said so).
+Last, the high watermark invariant (issue #20: a leader's high watermark <= the log end offset of every
+member of its maximal ISR, checked by the broker at every change, partition/partition.h
+gr_partitions_hw_violations): its ERROR lines are counted in every broker log of the seed, reported as
+"hw-violations N", and must be 0 (a debug build also aborts on one: a crash).
 Before the runs: the checker fed a synthetic history with one lost, one duplicated, one reordered and one
 never-sent record must report each; after the first run: the replica comparison on copies of a real
 partition directory (identical, a different segment split, a corrupted batch, a truncated batch; a
@@ -91,6 +95,7 @@ FLUSH_S = 60
 FINAL_READ_S = 60
 NOTES_PER_PARTITION = 5  # lines of the replica comparison printed per partition
 REPLICA_WAIT_S = 60  # bound on the wait for every replica to reach the high watermark after the run
+HW_VIOLATION = b'high watermark invariant violated'  # the broker's ERROR line (partition/partition.c)
 FAULT_MIN_S, FAULT_MAX_S = 2.0, 10.0
 GAP_MIN_S, GAP_MAX_S = 1.0, 4.0
 CLOCK_OFFSETS_S = (-300, -60, 60, 300, 3600)
@@ -631,11 +636,26 @@ def one_seed(seed, a, st):
         for b in bs:
             b.stop()
         figure += f', divergent {replicas_check(seed, bs, log, kv, waited)}'
+        figure += f', hw-violations {hw_violations(seed, bs)}'
         figures.append(figure)
         if 'sample' not in st:
             st['sample'] = sample_dirs(bs, log, kv)
         if testkit.failed > failed0:
             out(run.log_tails(10))
+
+
+def hw_violations(seed, bs):
+    """The high watermark invariant's ERROR lines (partition/partition.h, gr_partitions_hw_violations) in every
+    broker's log of the seed (all its starts: the log is appended to); must be 0. Returns the count."""
+    n = 0
+    for b in bs:
+        try:
+            with open(b.proc.log_path, 'rb') as f:
+                n += sum(1 for line in f if HW_VIOLATION in line)
+        except (AttributeError, OSError) as e:
+            testkit.fail(f'seed {seed}: broker {b.node_id}\'s log readable', str(e))
+    eq(f'seed {seed}: high watermark invariant violations in the broker logs ("{HW_VIOLATION.decode()}")', 0, n)
+    return n
 
 
 def settled(bs, topic, partitions, timeout=REPLICA_WAIT_S):
