@@ -6,12 +6,12 @@ replica comparison (replicacheck.py). Runs as root; everything it starts is undo
 ends by itself under a hard deadline (the harness's watchdog kills it past `--deadline`).
 
 The workload (on the host, reaching the brokers over the bridge): a topic of --partitions partitions with
-replication factor --rf (default 1, as make test and make test-faults run it; with --rf 3 every broker runs
-with gregor.cluster.replication.enable=true, and the topic and the compacted one have replication factor 3
-and min.insync.replicas 2); producers p0..p<S-1> strict (librdkafka through confluent-kafka, acks=all,
-enable.idempotence) and one lenient producer (acks=1, not idempotent: its losses are reported, not failed),
-each writing "p<k>-<n>" round-robin over the partitions at a fixed rate; two consumers reading every
-partition from offset 0 while faults run.
+replication factor --rf (default 3, as make test and make test-faults run it: every broker runs with
+gregor.cluster.replication.enable=true, and the topic and the compacted one have replication factor 3 and
+min.insync.replicas 2; --rf 1 runs one replica per partition, replication off); producers p0..p<S-1> strict
+(librdkafka through confluent-kafka, acks=all, enable.idempotence) and one lenient producer (acks=1, not
+idempotent: its losses are reported, not failed), each writing "p<k>-<n>" round-robin over the partitions at
+a fixed rate; two consumers reading every partition from offset 0 while faults run.
 
 The nemesis (one fault at a time, each healed after 2-10 s, 1-4 s apart, drawn from the seed alone):
   kill      kill -9 a broker, restart it on its data dir and ports (sometimes with its wall clock offset by
@@ -62,7 +62,7 @@ compacted topic's directory with an older record removed, and with a changed lat
 disagree as it should.
 Ends with `cluster-jepsen: N passed, N failed`; exit status 1 on any failure. --keep keeps each seed's run
 directory (broker and etcd logs under logs/, the brokers' data) and prints its path.
-Usage: jepsen.py [--seeds 1,2,3 | --seed N] [--duration 60] [--drain 20] [--rf 1] [--partitions 6]
+Usage: jepsen.py [--seeds 1,2,3 | --seed N] [--duration 60] [--drain 20] [--rf 3] [--partitions 6]
                  [--rate 40] [--deadline SECONDS per seed] [--keep]
 Read next: queuecheck.py, replicacheck.py, harness.py, faults.py.
 """
@@ -929,7 +929,7 @@ def main():
     ap.add_argument('--seed', type=int)
     ap.add_argument('--duration', type=float, default=60.0)
     ap.add_argument('--drain', type=float, default=20.0)
-    ap.add_argument('--rf', type=int, default=1)
+    ap.add_argument('--rf', type=int, default=3, help='replication factor (1: replication off)')
     ap.add_argument('--partitions', type=int, default=6)
     ap.add_argument('--rate', type=float, default=40.0, help='records per second per producer')
     ap.add_argument('--deadline', type=float, default=None, help='hard deadline per seed, s')
