@@ -13,15 +13,15 @@
  * end or durable offset) and <= its floor, the smallest log end offset of the followers that count, which
  * at every change is <= that of every member of the maximal ISR (asserted). The high watermark invariant of
  * issue #20, hw <= the log end offset of every member of the maximal ISR as the leader knows it, is checked
- * at every fetch-state and membership change here and at every move in partition.c (gr_partition_hw_check: an
- * ERROR line, a count, an assert in debug builds) against the smallest of them this file keeps. The high
+ * at every fetch-state and membership change here and at every move in partition.c (gr_partition_hw_check:
+ * an ERROR line, a count, an assert in debug builds) against the smallest of them this file keeps. The high
  * watermark is kept in the partition object (internal.h, struct gr_partition_hw): this file sets its floor
  * and whether it is blocked (under min ISR), partition.c moves it, so appends and flushes move it with no
  * call back into this file (files of partition/ never call each other in a ring: scripts/lint.py). At most
  * one ISR change is in flight; while it is, the maximal ISR is the committed ISR plus the member being added
  * (a member being removed still counts, KIP-497). The rest lives behind one pointer per partition
- * (internal.h), allocated at the first set_role: about 1 KB for GR_IMAGE_REPLICAS_MAX replicas. Read next:
- * partition/partition.c (the visible offset and the waits), partition/tests/test_replica.c.
+ * (internal.h), allocated at the first set_role: about 1 KB for GR_IMAGE_REPLICAS_MAX replicas.
+ * Read next: partition/partition.c (the visible offset and the waits), partition/tests/test_replica.c.
  */
 #include <assert.h>
 #include <errno.h>
