@@ -50,7 +50,18 @@ struct gr_partition_hw {
     int64_t followers_low; /* a leader: the smallest log start offset among its live followers as replica.c
                               last computed it (-1: one has not fetched), INT64_MAX when none counts; the
                               low watermark waits read min(it, the log start offset) */
+    int64_t isr_end;    /* a leader: the smallest log end offset it knows among the followers of the maximal
+                           ISR (one not fetched since this broker leads is unknown, skipped), INT64_MAX when
+                           it knows none; replica.c keeps it at every fetch-state and membership change */
+    int32_t isr_end_id; /* the follower whose log end offset isr_end is, -1 none */
 };
+/* The high watermark invariant of issue #20 on a leader with followers: hw <= its own log end offset and
+   hw <= isr_end (Partition.maybeIncrementLeaderHW keeps the high watermark within the maximal ISR's log end
+   offsets). Called by partition.c at every move of hw and by replica.c at every fetch-state or membership
+   change. A violation logs one ERROR line starting "high watermark invariant violated: ", adds one to the
+   set's count (gr_partitions_hw_violations) and, in builds without NDEBUG, asserts unless the set's
+   replication config has hw_violation_no_abort. Two comparisons, no allocation. */
+void gr_partition_hw_check(struct gr_partition *part);
 /* Returns borrowed: the set `part` belongs to. */
 struct gr_partitions *gr_partition_partitions(const struct gr_partition *part);
 /* Returns borrowed: the high watermark state of `part`. */

@@ -18,6 +18,8 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "common/log.h"
+
 enum wait_kind {
     WAIT_COMMITTED = 0,
     WAIT_DATA = 1,
@@ -47,6 +49,7 @@ struct gr_partitions {
     bool stopped;
     struct gr_gate_fifo gate; /* gate.c */
     struct gr_partition_repl_config repl;
+    uint64_t hw_violations; /* gr_partition_hw_check */
 };
 
 struct gr_partitions *gr_partitions_create(const struct gr_partitions_config *cfg)
@@ -174,6 +177,8 @@ struct gr_partition *gr_partition_get(struct gr_partitions *ps, struct gr_log *l
     if (!part) return NULL;
     part->ps = ps;
     part->log = log;
+    part->hw.isr_end = INT64_MAX; /* none known */
+    part->hw.isr_end_id = -1;
     part->all_next = ps->all;
     ps->all = part;
     gr_log_set_user(log, part);
@@ -194,8 +199,42 @@ static int64_t replicated_visible(struct gr_partition *part, int64_t share)
         return h->hw < end ? h->hw : end;
     }
     int64_t next = share < h->floor ? share : h->floor;
-    if (!h->blocked && next > h->hw) h->hw = next; /* UnifiedLog.maybeIncrementHighWatermark: only up */
+    if (!h->blocked && next > h->hw) {
+        h->hw = next; /* UnifiedLog.maybeIncrementHighWatermark: only up */
+        gr_partition_hw_check(part);
+    }
     return h->hw;
+}
+
+/* Logs, counts and (debug builds) asserts one violation: `hw` above `end`, the log end offset of replica
+   `replica` (-1: the leader's own). */
+static void hw_violated(struct gr_partition *part, int64_t hw, int32_t replica, int64_t end)
+{
+    const char *topic = gr_topic_name(gr_log_topic(part->log));
+    int32_t p = gr_log_partition(part->log);
+    part->ps->hw_violations++;
+    if (replica < 0)
+        GR_ERROR_RATELIMITED("high watermark invariant violated: %s-%d hw %lld > leader log end offset %lld",
+                             topic, (int)p, (long long)hw, (long long)end);
+    else
+        GR_ERROR_RATELIMITED(
+            "high watermark invariant violated: %s-%d hw %lld > replica %d log end offset %lld", topic,
+            (int)p, (long long)hw, (int)replica, (long long)end);
+    assert(part->ps->repl.hw_violation_no_abort || !"high watermark invariant violated");
+}
+
+void gr_partition_hw_check(struct gr_partition *part)
+{
+    const struct gr_partition_hw *h = &part->hw;
+    if (!h->on || h->follower) return;
+    int64_t end = gr_log_end_offset(part->log);
+    if (h->hw > end) hw_violated(part, h->hw, -1, end);
+    if (h->hw > h->isr_end) hw_violated(part, h->hw, h->isr_end_id, h->isr_end);
+}
+
+uint64_t gr_partitions_hw_violations(const struct gr_partitions *ps)
+{
+    return ps->hw_violations;
 }
 
 int64_t gr_partition_visible_offset(struct gr_partition *part)

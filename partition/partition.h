@@ -561,6 +561,9 @@ struct gr_partition_repl_config {
        gr_time_mono_ms. */
     int64_t (*now_ms)(void *ctx);
     void *ctx;
+    /* Tests: a violation of the high watermark invariant (gr_partitions_hw_violations) only logs and counts,
+       even in builds without NDEBUG (which otherwise assert). */
+    bool hw_violation_no_abort;
 };
 
 /* One aborted transaction overlapping a fetch range (Kafka's AbortedTxn, an entry of the .txnindex file);
@@ -571,6 +574,15 @@ struct gr_aborted_txn {
     int64_t last_offset;        /* offset of its ABORT marker */
     int64_t last_stable_offset; /* the last stable offset when the marker was written */
 };
+
+/* How many times the high watermark invariant of issue #20 was found violated in `ps` since create: on a
+   leader with followers, at every move of its high watermark and every fetch-state or ISR membership change,
+   the high watermark must be <= the leader's log end offset and <= the log end offset (as the leader knows it
+   from fetches) of every follower of the maximal ISR (Partition.maybeIncrementLeaderHW; KIP-497's maximal
+   ISR). Each violation also logs one ERROR line "high watermark invariant violated: <topic>-<p> hw X >
+   replica N log end offset Y" (or "> leader log end offset Y"), rate-limited, and asserts in builds without
+   NDEBUG (unless the replication config's hw_violation_no_abort). Owning thread. */
+uint64_t gr_partitions_hw_violations(const struct gr_partitions *ps);
 
 /* Sets the replication settings and hooks of every partition of `ps` (takes a copy). Before any call: none
    (no hooks, replica.lag.time.max.ms 30000). Owning thread. */

@@ -11,13 +11,16 @@
  * (partition.c: the log end offset, or the durable offset with gregor.acks.all.fsync); a leader with
  * followers shows its high watermark, which only moves up while it leads, stays <= the leader's share (log
  * end or durable offset) and <= its floor, the smallest log end offset of the followers that count, which
- * at every change is <= that of every member of the maximal ISR (asserted). The high watermark is kept in the
- * partition object (internal.h, struct gr_partition_hw): this file sets its floor and whether it is blocked
- * (under min ISR), partition.c moves it, so appends and flushes move it with no call back into this file
- * (files of partition/ never call each other in a ring: scripts/lint.py). At most one ISR change is in
- * flight; while it is, the maximal ISR is the committed ISR plus the member being added (a member being
- * removed still counts, KIP-497). The rest lives behind one pointer per partition (internal.h), allocated
- * at the first set_role: about 1 KB for GR_IMAGE_REPLICAS_MAX replicas.
+ * at every change is <= that of every member of the maximal ISR (asserted). The high watermark invariant of
+ * issue #20, hw <= the log end offset of every member of the maximal ISR as the leader knows it, is checked
+ * at every fetch-state and membership change here and at every move in partition.c (gr_partition_hw_check:
+ * an ERROR line, a count, an assert in debug builds) against the smallest of them this file keeps. The high
+ * watermark is kept in the partition object (internal.h, struct gr_partition_hw): this file sets its floor
+ * and whether it is blocked (under min ISR), partition.c moves it, so appends and flushes move it with no
+ * call back into this file (files of partition/ never call each other in a ring: scripts/lint.py). At most
+ * one ISR change is in flight; while it is, the maximal ISR is the committed ISR plus the member being added
+ * (a member being removed still counts, KIP-497). The rest lives behind one pointer per partition
+ * (internal.h), allocated at the first set_role: about 1 KB for GR_IMAGE_REPLICAS_MAX replicas.
  * Read next: partition/partition.c (the visible offset and the waits), partition/tests/test_replica.c.
  */
 #include <assert.h>
@@ -185,6 +188,23 @@ static void low_may_move(struct gr_partition *part, const struct gr_partition_re
     if (h->followers_low > before) gr_partition_low_watermark_moved(part);
 }
 
+/* Sets the smallest log end offset the leader knows among the followers of the maximal ISR (internal.h,
+   isr_end: unknown ones skipped) and checks the high watermark against it (gr_partition_hw_check). */
+static void isr_end_check(struct gr_partition *part, const struct gr_partition_repl *r)
+{
+    struct gr_partition_hw *h = gr_partition_hw(part);
+    h->isr_end = INT64_MAX;
+    h->isr_end_id = -1;
+    for (int i = 0; i < r->follower_count; i++) {
+        const struct gr_replica_state *f = &r->f[i];
+        if (f->in_isr && f->log_end_offset >= 0 && f->log_end_offset < h->isr_end) {
+            h->isr_end = f->log_end_offset;
+            h->isr_end_id = f->broker_id;
+        }
+    }
+    gr_partition_hw_check(part);
+}
+
 /* Partition.maybeIncrementLeaderHW, the followers' part: sets whether the high watermark is blocked (the ISR
    below the effective min ISR) and its floor from the followers now, lets partition.c move it
    (gr_partition_visible_offset) and, when it moved, does what gr_partition_flushed does for the waiters. */
@@ -194,7 +214,8 @@ static void hw_may_move(struct gr_partition *part, struct gr_partition_repl *r, 
     if (!r->set || r->role != GR_PARTITION_LEADER) return;
     h->on = r->follower_count > 0;
     h->follower = false;
-    if (!h->on) return; /* alone: the visible offset is the leader's share, as without replication */
+    if (!h->on) return;     /* alone: the visible offset is the leader's share, as without replication */
+    isr_end_check(part, r); /* the high watermark as it stands; a move is checked where it happens */
     low_may_move(part, r);
     for (int i = 0; i < r->follower_count; i++)
         r->f[i].isr_eligible = !r->f[i].in_isr && isr_eligible(part, &r->f[i]);
@@ -424,6 +445,7 @@ static bool propose(struct gr_partition *part, struct gr_partition_repl *r, int3
     r->pending_add = add;
     r->inflight_base_epoch = r->partition_epoch;
     sync_maximal_isr(r);
+    if (gr_partition_hw(part)->on) isr_end_check(part, r); /* a member being added counts from now */
     struct gr_partition_isr_change change = {r->leader_epoch, r->partition_epoch, isr, epochs, n, add >= 0};
     rc->propose_isr(rc->ctx, part, &change);
     return true;

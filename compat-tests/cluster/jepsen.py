@@ -6,12 +6,12 @@ replica comparison (replicacheck.py). Runs as root; everything it starts is undo
 ends by itself under a hard deadline (the harness's watchdog kills it past `--deadline`).
 
 The workload (on the host, reaching the brokers over the bridge): a topic of --partitions partitions with
-replication factor --rf (default 1, as make test and make test-faults run it; with --rf 3 every broker runs
-and the topic and the compacted one have replication factor 3
-and min.insync.replicas 2); producers p0..p<S-1> strict (librdkafka through confluent-kafka, acks=all,
-enable.idempotence) and one lenient producer (acks=1, not idempotent: its losses are reported, not failed),
-each writing "p<k>-<n>" round-robin over the partitions at a fixed rate; two consumers reading every
-partition from offset 0 while faults run.
+replication factor --rf (default 3, as make test and make test-faults run it: the topic and the compacted one
+have replication factor 3 and min.insync.replicas 2; --rf 1 runs one replica per partition, with
+__consumer_offsets at one replica too); producers p0..p<S-1> strict
+(librdkafka through confluent-kafka, acks=all, enable.idempotence) and one lenient producer (acks=1, not
+idempotent: its losses are reported, not failed), each writing "p<k>-<n>" round-robin over the partitions at
+a fixed rate; two consumers reading every partition from offset 0 while faults run.
 
 The nemesis (one fault at a time, each healed after 2-10 s, 1-4 s apart, drawn from the seed alone):
   kill      kill -9 a broker, restart it on its data dir and ports (sometimes with its wall clock offset by
@@ -51,6 +51,10 @@ waits (at most REPLICA_WAIT_S) until every replica's partition directory holds b
 brokers and compares the replicas (byte for byte; latest value per key for the compacted topic); a replica
 still short after the wait fails the seed (even if it catches up while the brokers stop), and the count is
 reported per seed as "divergent N" and must be 0 (with RF 1: one replica, nothing compared, said so).
+Last, the high watermark invariant (issue #20: a leader's high watermark <= the log end offset of every
+member of its maximal ISR, checked by the broker at every change, partition/partition.h
+gr_partitions_hw_violations): its ERROR lines are counted in every broker log of the seed, reported as
+"hw-violations N", and must be 0 (a debug build also aborts on one: a crash).
 Before the runs: the checker fed a synthetic history with one lost, one duplicated, one reordered and one
 never-sent record must report each; after the first run: the replica comparison on copies of a real
 partition directory (identical, a different segment split, a corrupted batch, a truncated batch; a
@@ -58,7 +62,7 @@ compacted topic's directory with an older record removed, and with a changed lat
 disagree as it should.
 Ends with `cluster-jepsen: N passed, N failed`; exit status 1 on any failure. --keep keeps each seed's run
 directory (broker and etcd logs under logs/, the brokers' data) and prints its path.
-Usage: jepsen.py [--seeds 1,2,3 | --seed N] [--duration 60] [--drain 20] [--rf 1] [--partitions 6]
+Usage: jepsen.py [--seeds 1,2,3 | --seed N] [--duration 60] [--drain 20] [--rf 3] [--partitions 6]
                  [--rate 40] [--deadline SECONDS per seed] [--keep]
 Read next: queuecheck.py, replicacheck.py, harness.py, faults.py.
 """
@@ -91,6 +95,7 @@ FLUSH_S = 60
 FINAL_READ_S = 60
 NOTES_PER_PARTITION = 5  # lines of the replica comparison printed per partition
 REPLICA_WAIT_S = 60  # bound on the wait for every replica to reach the high watermark after the run
+HW_VIOLATION = b'high watermark invariant violated'  # the broker's ERROR line (partition/partition.c)
 FAULT_MIN_S, FAULT_MAX_S = 2.0, 10.0
 GAP_MIN_S, GAP_MAX_S = 1.0, 4.0
 CLOCK_OFFSETS_S = (-300, -60, 60, 300, 3600)
@@ -632,11 +637,26 @@ def one_seed(seed, a, st):
         for b in bs:
             b.stop()
         figure += f', divergent {replicas_check(seed, bs, log, kv, waited)}'
+        figure += f', hw-violations {hw_violations(seed, bs)}'
         figures.append(figure)
         if 'sample' not in st:
             st['sample'] = sample_dirs(bs, log, kv)
         if testkit.failed > failed0:
             out(run.log_tails(10))
+
+
+def hw_violations(seed, bs):
+    """The high watermark invariant's ERROR lines (partition/partition.h, gr_partitions_hw_violations) in every
+    broker's log of the seed (all its starts: the log is appended to); must be 0. Returns the count."""
+    n = 0
+    for b in bs:
+        try:
+            with open(b.proc.log_path, 'rb') as f:
+                n += sum(1 for line in f if HW_VIOLATION in line)
+        except (AttributeError, OSError) as e:
+            testkit.fail(f'seed {seed}: broker {b.node_id}\'s log readable', str(e))
+    eq(f'seed {seed}: high watermark invariant violations in the broker logs ("{HW_VIOLATION.decode()}")', 0, n)
+    return n
 
 
 def settled(bs, topic, partitions, timeout=REPLICA_WAIT_S):
@@ -910,7 +930,7 @@ def main():
     ap.add_argument('--seed', type=int)
     ap.add_argument('--duration', type=float, default=60.0)
     ap.add_argument('--drain', type=float, default=20.0)
-    ap.add_argument('--rf', type=int, default=1)
+    ap.add_argument('--rf', type=int, default=3, help='replication factor (1: one replica per partition)')
     ap.add_argument('--partitions', type=int, default=6)
     ap.add_argument('--rate', type=float, default=40.0, help='records per second per producer')
     ap.add_argument('--deadline', type=float, default=None, help='hard deadline per seed, s')

@@ -76,7 +76,7 @@ static int setup_mode(void **state, bool durable)
     for (int i = 1; i < BROKERS; i++)
         f->epoch[i] = 100 + i;
     f->now = 5000000;
-    struct gr_partition_repl_config rc = {30000, hook_broker_epoch, NULL, hook_now, f};
+    struct gr_partition_repl_config rc = {30000, hook_broker_epoch, NULL, hook_now, f, false};
     gr_partitions_set_replication(f->ps, &rc);
     assert_non_null(f->part = gr_partition_get(f->ps, f->log));
     gr_cold_init(&f->cold, f->ps, NULL, cold_done, f); /* no pool: lookups read the blocking way */
@@ -256,20 +256,21 @@ static void test_follower_fetch_errors(void **state)
     expect_refused(f, &rd, GR_ERR_NOT_LEADER_OR_FOLLOWER);
     rd = make_rd(f, 1, 0); /* the leader itself is not one of its followers */
     expect_refused(f, &rd, GR_ERR_UNKNOWN_LEADER_EPOCH);
-    /* a stale broker epoch (sent before broker 2's restart): NOT_LEADER_OR_FOLLOWER, nothing recorded */
-    fetch_at(f, 2, 0, &rd);
+    /* a stale broker epoch (sent before broker 2's restart): NOT_LEADER_OR_FOLLOWER, nothing recorded (the
+       ISR members fetch at the high watermark 3 the log had, or above: below it would break its invariant) */
+    fetch_at(f, 2, 3, &rd);
     gr_log_slice_release(&rd.slice);
     rd.replica_epoch = 101;
-    rd.fetch_offset = 3;
+    rd.fetch_offset = 2;
     expect_refused(f, &rd, GR_ERR_NOT_LEADER_OR_FOLLOWER);
-    assert_int_equal(gr_partition_replica(f->part, 2)->log_end_offset, 0);
+    assert_int_equal(gr_partition_replica(f->part, 2)->log_end_offset, 3);
     assert_int_equal(gr_partition_replica(f->part, 2)->broker_epoch, 102);
     /* past the log end offset */
     rd = make_rd(f, 2, 4);
     expect_refused(f, &rd, GR_ERR_OFFSET_OUT_OF_RANGE);
-    assert_int_equal(gr_partition_replica(f->part, 2)->log_end_offset, 0);
+    assert_int_equal(gr_partition_replica(f->part, 2)->log_end_offset, 3);
     /* an older leader epoch is fenced before anything else */
-    fetch_at(f, 2, 0, &rd);
+    fetch_at(f, 2, 3, &rd);
     gr_log_slice_release(&rd.slice);
     rd.current_leader_epoch = 0;
     expect_refused(f, &rd, GR_ERR_FENCED_LEADER_EPOCH);

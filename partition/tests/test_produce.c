@@ -161,7 +161,7 @@ static int setup_replicated(void **state)
     setup(state);
     struct fx *f = *state;
     own = (struct owner){.now = 1000000};
-    struct gr_partition_repl_config rc = {LAG_MS, hook_broker_epoch, hook_propose, hook_now, NULL};
+    struct gr_partition_repl_config rc = {LAG_MS, hook_broker_epoch, hook_propose, hook_now, NULL, false};
     gr_partitions_set_replication(f->ps, &rc);
     return 0;
 }

@@ -13,7 +13,9 @@
  * until its lag passes; one change in flight; a failed change reverts; set_role with stale epochs, a
  * re-elected leader keeping its followers' offsets and a newer state dropping the change in flight; committed
  * waiters done when followers move the high watermark, ended with -EXDEV on becoming follower; the
- * NOT_ENOUGH_REPLICAS and _AFTER_APPEND decisions; the low watermark; one replica as today.
+ * NOT_ENOUGH_REPLICAS and _AFTER_APPEND decisions; the low watermark; one replica as today; the high
+ * watermark invariant check (an ISR member or a member being added below the high watermark: one ERROR line,
+ * one count; the other tests run with its assert on, so their paths never trip it).
  * Read next: partition/replica.c.
  */
 #include <errno.h>
@@ -26,6 +28,7 @@
 #include <cmocka.h>
 
 #include "common/limits.h"
+#include "common/tests/capture.h"
 #include "partition/partition.h"
 #include "partition/tests/counted.h"
 #include "protocol/errors.h"
@@ -101,7 +104,7 @@ static int setup_mode(void **state, bool durable)
     for (int i = 1; i < BROKERS; i++)
         f->own.epoch[i] = 100 + i;
     f->own.now = 1000000;
-    struct gr_partition_repl_config rc = {LAG_MS, hook_broker_epoch, hook_propose, hook_now, &f->own};
+    struct gr_partition_repl_config rc = {LAG_MS, hook_broker_epoch, hook_propose, hook_now, &f->own, false};
     gr_partitions_set_replication(f->ps, &rc);
     assert_non_null(f->part = gr_partition_get(f->ps, f->log));
     *state = f;
@@ -242,10 +245,45 @@ static void test_followers_move_hw_and_wake_committed(void **state)
     assert_int_equal(w.calls, 1);
     assert_int_equal(w.err, 0);
     assert_int_equal(gr_partition_check_enough_replicas(f->part), GR_ERR_NONE);
-    /* never goes back: a follower reporting less does not lower it */
-    assert_int_equal(fetch(f, 3, 4), 0);
-    assert_int_equal(gr_partition_visible_offset(f->part), 10);
     assert_int_equal(f->own.proposals, 0); /* everyone was in the ISR */
+    assert_int_equal(gr_partitions_hw_violations(f->ps), 0);
+}
+
+/* The high watermark invariant (issue #20): an ISR member reporting a fetch offset below the high watermark
+   is one ERROR line and one count (the high watermark does not go back); so is a member being added that
+   does; members outside the maximal ISR, unknown offsets and the normal paths count nothing. */
+static void test_hw_invariant_violation(void **state)
+{
+    struct fx *f = *state;
+    struct gr_partition_repl_config rc = {LAG_MS, hook_broker_epoch, hook_propose, hook_now, &f->own, true};
+    gr_partitions_set_replication(f->ps, &rc); /* log and count, no assert */
+    assert_int_equal(lead(f, ISR_12, 2, 1, 1, 1), 0);
+    append(f, 10);
+    assert_int_equal(fetch(f, 2, 10), 0);
+    append(f, 5);
+    assert_int_equal(fetch(f, 3, 4), 0); /* outside the ISR, below the high watermark 10: not a member */
+    assert_int_equal(fetch(f, 2, 15), 0);
+    assert_int_equal(gr_partition_visible_offset(f->part), 15);
+    assert_int_equal(gr_partitions_hw_violations(f->ps), 0);
+    capture();
+    assert_int_equal(fetch(f, 2, 12), 0); /* an ISR member back at 12 < 15 */
+    char *text = captured();
+    assert_int_equal(gr_partitions_hw_violations(f->ps), 1);
+    assert_non_null(
+        strstr(text, "ERROR high watermark invariant violated: r-0 hw 15 > replica 2 log end offset 12"));
+    free(text);
+    assert_int_equal(gr_partition_visible_offset(f->part), 15); /* never back */
+    assert_int_equal(fetch(f, 2, 15), 0);
+    assert_int_equal(gr_partitions_hw_violations(f->ps), 1);
+    /* 3 catches up: its expansion is in flight, it is in the maximal ISR; a fetch below the HW counts */
+    assert_int_equal(fetch(f, 3, 15), 0);
+    assert_int_equal(f->own.proposals, 1);
+    capture();
+    assert_int_equal(fetch(f, 3, 14), 0);
+    text = captured();
+    assert_int_equal(gr_partitions_hw_violations(f->ps), 2);
+    assert_non_null(strstr(text, "hw 15 > replica 3 log end offset 14"));
+    free(text);
 }
 
 static void test_pending_add_counts_and_failure_reverts(void **state)
@@ -657,6 +695,7 @@ int main(void)
         cmocka_unit_test(test_hw_of_pure),
         cmocka_unit_test_setup_teardown(test_min_isr_blocks_hw, setup_end, teardown),
         cmocka_unit_test_setup_teardown(test_followers_move_hw_and_wake_committed, setup_end, teardown),
+        cmocka_unit_test_setup_teardown(test_hw_invariant_violation, setup_end, teardown),
         cmocka_unit_test_setup_teardown(test_pending_add_counts_and_failure_reverts, setup_end, teardown),
         cmocka_unit_test_setup_teardown(test_pending_remove_counts_until_committed, setup_end, teardown),
         cmocka_unit_test_setup_teardown(test_fsync_mode_uses_durable_offset, setup_durable, teardown),
