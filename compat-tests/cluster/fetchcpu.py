@@ -35,7 +35,7 @@ TICK = os.sysconf('SC_CLK_TCK')
 def overrides(etcd):
     return [f'gregor.metadata.etcd.endpoints={etcd.endpoints()}', f'gregor.metadata.etcd.prefix={PREFIX}',
             'broker.session.timeout.ms=3000', 'broker.heartbeat.interval.ms=500',
-            'auto.create.topics.enable=false', 'gregor.cluster.replication.enable=true',
+            'auto.create.topics.enable=false',
             'offsets.topic.replication.factor=1']
 
 

@@ -13,6 +13,12 @@ What it checks (etcd and three brokers on free loopback ports, broker.session.ti
     through brokers 1 and 2 show the group with its 6 partitions and committed offsets equal to the log end
     (lag 0); the topic deleted and created again under the same name, the group reads all of the new topic's
     records (its committed offsets of the old topic were dropped by its coordinator).
+  - (issue #20) an RF 3 topic grown by kafka-topics.sh --alter --partitions --replica-assignment with three
+    replicas per new partition (kept in that order), refused (InvalidReplicaAssignmentException) naming an
+    unregistered broker; CreatePartitions (librdkafka) with a broker twice, two replicas, or too many rows:
+    INVALID_REPLICA_ASSIGNMENT with Kafka's messages; --describe --under-replicated-partitions and
+    --under-min-isr-partitions: nothing with every broker up; broker 3 stopped, exactly the partitions with a
+    replica on it, and the min.insync.replicas=3 topic; broker 3 back, nothing.
 Ends with `cluster-tools: N passed, N failed`; exit 1 on any failure. Without the tools: one failure naming
 get-kafka.sh. Usage: tools.py [--seed N] [--deadline SECONDS]. Read next: e2e.py, harness.py.
 """
@@ -34,6 +40,8 @@ SESSION_MS = 3000
 TOPIC = 'tools-6'
 GROUP = 'tools-group'
 MINISR_TOPIC = 'tools-min-isr'
+RF3_TOPIC = 'tools-rf3'
+MIN3_TOPIC = 'tools-rf3-min3'
 KAFKA_BIN = os.environ.get('KAFKA_BIN', os.path.join(os.path.dirname(HERE), '.cache', 'kafka-4.4.0', 'bin'))
 
 
@@ -171,6 +179,112 @@ def t_groups(run, bs, st):
     eq('the group reads all 180 records of the new topic (its old offsets dropped)', 180, len(seen))
 
 
+def describe_rows(b, *args):
+    """kafka-topics.sh --describe through b with extra args: {(topic, partition): (replicas, isr)}."""
+    rc, out = tool('kafka-topics.sh', '--bootstrap-server', b.bootstrap, '--describe', *args)
+    rows = {}
+    for m in re.finditer(r'Topic: (\S+)\s+Partition: (\d+)\s+Leader: (-?\S+)\s+Replicas: (\S*)\s+Isr: (\S*)', out):
+        rows[(m.group(1), int(m.group(2)))] = (m.group(4), m.group(5))
+    return rc, out, rows
+
+
+def replicas_md(b, topic):
+    """{partition: (replica nodes, isr nodes)} as b's Metadata has them."""
+    with k.Conn(b.bootstrap, timeout=5) as c:
+        m = k.metadata(c, [topic], version=12, allow_auto=False)
+    return {p['partition_index']: (list(p['replica_nodes']), sorted(p['isr_nodes']))
+            for t in m['topics'] if t['name'] == topic for p in t['partitions']}
+
+
+def t_partitions_rf3(run, bs, st):
+    """CreatePartitions with explicit three-replica assignments on an RF 3 topic, and Kafka's checks of them
+    (ReplicationControlManager.validateManualPartitionAssignment: a broker twice, a broker not registered, a
+    replica count other than partition 0's; each INVALID_REPLICA_ASSIGNMENT, the topic unchanged)."""
+    rc, out = tool('kafka-topics.sh', '--bootstrap-server', bs[0].bootstrap, '--create', '--topic', RF3_TOPIC,
+                   '--partitions', 2, '--replication-factor', 3)
+    check('kafka-topics.sh --create --replication-factor 3', rc == 0 and 'Created topic' in out, out[-400:])
+    # --replica-assignment on --alter lists every partition, the existing ones first (TopicCommand takes
+    # the rows from the current count on)
+    rc, out = tool('kafka-topics.sh', '--bootstrap-server', bs[1].bootstrap, '--alter', '--topic', RF3_TOPIC,
+                   '--partitions', 4, '--replica-assignment', '1:2:3,2:3:1,3:1:2,2:1:3')
+    check('kafka-topics.sh --alter --partitions 4 --replica-assignment with three replicas each', rc == 0,
+          out[-400:])
+    h.wait_until(lambda: len(replicas_md(bs[2], RF3_TOPIC)) == 4, 15, 'broker 3 shows 4 partitions')
+    got = {p: r for p, (r, _) in replicas_md(bs[2], RF3_TOPIC).items() if p >= 2}
+    eq('  the new partitions have the replicas asked for, in that order', {2: [3, 1, 2], 3: [2, 1, 3]}, got)
+    h.wait_until(lambda: all(isr == [1, 2, 3] for _, isr in replicas_md(bs[0], RF3_TOPIC).values()), 30,
+                 'every partition of the RF 3 topic has the ISR 1,2,3')
+    rc, out = tool('kafka-topics.sh', '--bootstrap-server', bs[0].bootstrap, '--alter', '--topic', RF3_TOPIC,
+                   '--partitions', 5, '--replica-assignment', '1:2:3,2:3:1,3:1:2,2:1:3,3:1:9')
+    check('--alter naming broker 9: InvalidReplicaAssignmentException from the broker',
+          rc != 0 and 'InvalidReplicaAssignmentException' in out and 'broker 9' in out, out[-400:])
+    # a broker twice and a replica count other than 3 the tool refuses itself; the broker's own checks, with
+    # librdkafka's CreatePartitions (which sends them as given)
+    from confluent_kafka.admin import AdminClient, NewPartitions
+    admin = AdminClient({'bootstrap.servers': bs[2].bootstrap})
+    for rows, what, words in (
+            ([[3, 3, 1]], 'a broker twice', 'The manual partition assignment includes the broker 3 more than once.'),
+            ([[3, 1]], 'two replicas on an RF 3 topic', 'The manual partition assignment includes a partition with 2 '
+             'replica(s), but this is not consistent with previous partitions, which have 3 replica(s).'),
+            ([[1, 2, 3], [1, 2, 3]], 'two rows for one new partition',
+             'Attempted to add 1 additional partition(s), but only 2 assignment(s) were specified.')):
+        f = admin.create_partitions([NewPartitions(RF3_TOPIC, 5, replica_assignment=rows)])[RF3_TOPIC]
+        try:
+            f.result(30)
+            err = None
+        except Exception as e:  # noqa: BLE001 (KafkaException carries the broker's error)
+            err = e.args[0] if e.args else e
+        name = getattr(err, 'name', lambda: '')()
+        msg = getattr(err, 'str', lambda: str(err))()
+        eq(f'CreatePartitions with {what}: INVALID_REPLICA_ASSIGNMENT, Kafka\'s words',
+           ('INVALID_REPLICA_ASSIGNMENT', words), (name, msg))
+    eq('  the topic still has 4 partitions', 4, len(replicas_md(bs[1], RF3_TOPIC)))
+
+
+def t_under_replicated(run, bs, st):
+    """kafka-topics.sh --describe --under-replicated-partitions / --under-min-isr-partitions (TopicCommand:
+    ISR smaller than the replicas; ISR smaller than the topic's min.insync.replicas, or no leader): a broker
+    stopped, its partitions are listed; back and caught up, none is."""
+    rc, out = tool('kafka-topics.sh', '--bootstrap-server', bs[0].bootstrap, '--create', '--topic', MIN3_TOPIC,
+                   '--partitions', 1, '--replication-factor', 3, '--config', 'min.insync.replicas=3')
+    check('kafka-topics.sh --create RF 3 with min.insync.replicas=3', rc == 0 and 'Created topic' in out,
+          out[-400:])
+    h.wait_until(lambda: replicas_md(bs[0], MIN3_TOPIC).get(0, ([], []))[1] == [1, 2, 3], 30,
+                 f'{MIN3_TOPIC} has the ISR 1,2,3')
+    # the two RF 3 topics (a regular expression, as --topic takes it): every partition has a replica on
+    # each broker
+    rf3 = ('--topic', 'tools-rf3.*')
+    rc, out, rows = describe_rows(bs[0], *rf3)
+    eq('kafka-topics.sh --describe --topic tools-rf3.*: 5 partitions, each with ISR 1,2,3',
+       {(RF3_TOPIC, p): '1,2,3' for p in range(4)} | {(MIN3_TOPIC, 0): '1,2,3'},
+       {tp: ','.join(sorted(isr.split(','))) for tp, (_, isr) in rows.items()})
+    rc, out, rows = describe_rows(bs[0], *rf3, '--under-replicated-partitions')
+    eq('--under-replicated-partitions with every broker up lists nothing', {}, rows)
+    rc, out, rows = describe_rows(bs[0], *rf3, '--under-min-isr-partitions')
+    eq('--under-min-isr-partitions with every broker up lists nothing', {}, rows)
+    # the whole cluster: tools-min-isr (RF 1, min.insync.replicas=3 from the configs section) is listed, as
+    # Kafka's TopicCommand lists any partition whose ISR is smaller than its topic's min.insync.replicas
+    rc, out, rows = describe_rows(bs[0], '--under-min-isr-partitions')
+    eq(f'  without --topic it lists {MINISR_TOPIC} (RF 1 < min.insync.replicas 3) only', [(MINISR_TOPIC, 0)],
+       sorted(rows))
+    bs[2].stop()
+    h.wait_until(lambda: all('3' not in isr.split(',') for _, isr in describe_rows(bs[0], *rf3)[2].values()), 30,
+                 'broker 3 out of the ISR of every RF 3 partition')
+    rc, out, rows = describe_rows(bs[0], *rf3, '--under-replicated-partitions')
+    eq('broker 3 stopped: --under-replicated-partitions lists every RF 3 partition (ISR 1,2)',
+       sorted([(RF3_TOPIC, p) for p in range(4)] + [(MIN3_TOPIC, 0)]), sorted(rows))
+    rc, out, rows = describe_rows(bs[1], *rf3, '--under-min-isr-partitions')
+    eq(f'  --under-min-isr-partitions lists {MIN3_TOPIC} (ISR 2 < min.insync.replicas 3) and nothing else',
+       [(MIN3_TOPIC, 0)], sorted(rows))
+    bs[2].restart()
+    h.wait_until(lambda: not describe_rows(bs[0], *rf3, '--under-replicated-partitions')[2], 60,
+                 'no RF 3 partition under-replicated once broker 3 is back')
+    rc, out, rows = describe_rows(bs[2], *rf3, '--under-replicated-partitions')
+    eq('broker 3 back: --under-replicated-partitions (through broker 3) lists nothing', {}, rows)
+    rc, out, rows = describe_rows(bs[2], *rf3, '--under-min-isr-partitions')
+    eq('  --under-min-isr-partitions (through broker 3) lists nothing', {}, rows)
+
+
 def main():
     seed, deadline = h.cli(deadline_s=240.0)
     t0 = time.monotonic()
@@ -186,6 +300,9 @@ def main():
         section('kafka-broker-api-versions.sh', t_api_versions, run, bs, st)
         section('kafka-configs.sh', t_configs, run, bs, st)
         section('kafka-consumer-groups.sh', t_groups, run, bs, st)
+        section('kafka-topics.sh --alter --replica-assignment (RF 3)', t_partitions_rf3, run, bs, st)
+        section('kafka-topics.sh --under-replicated-partitions / --under-min-isr-partitions', t_under_replicated,
+                run, bs, st)
     print(f'   (total {time.monotonic() - t0:.1f} s)')
     print(f'cluster-tools: {testkit.passed} passed, {testkit.failed} failed', flush=True)
     sys.exit(1 if testkit.failed else 0)

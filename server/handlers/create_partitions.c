@@ -4,8 +4,8 @@
  * a name given twice is INVALID_REQUEST "Duplicate topic name." (answered once); an unknown topic
  * UNKNOWN_TOPIC_OR_PARTITION (topics as the image knows them); a count equal to or below the current one
  * INVALID_PARTITIONS; manual assignments must number exactly the added partitions and name live brokers,
- * once, one replica each (INVALID_REPLICA_ASSIGNMENT). Above GR_PARTITIONS_PER_TOPIC_MAX is
- * INVALID_PARTITIONS (Kafka fails such sizes with UNKNOWN_SERVER_ERROR). validate_only checks without
+ * once, as many replicas as partition 0 has (INVALID_REPLICA_ASSIGNMENT). Above GR_PARTITIONS_PER_TOPIC_MAX
+ * is INVALID_PARTITIONS (Kafka fails such sizes with UNKNOWN_SERVER_ERROR). validate_only checks without
  * changing anything. Gregor difference: the partition count of an internal topic is refused
  * (INVALID_REQUEST): the group coordinator maps each group to a __consumer_offsets partition by that count.
  * Kafka 4.1 allows it. The change goes through the broker's topic writer (single node: the files on the I/O
@@ -43,8 +43,9 @@ static int cmp_i32(const void *a, const void *b)
 
 /* One manual assignment, checked as Kafka's validateManualPartitionAssignment does (broker ids in
  * ascending order: unregistered (not a live broker of the image), then repeated), then its replica count
- * against the existing partitions' (one replica each in this stage). */
-static int16_t check_assignment(struct gr_req *req, struct gr_int32_array ids, const char **msg)
+ * against the existing partitions' (`rf`: partition 0's replica count, as Kafka's createPartitions takes it).
+ */
+static int16_t check_assignment(struct gr_req *req, struct gr_int32_array ids, int32_t rf, const char **msg)
 {
     if (ids.count <= 0) {
         *msg = "The manual partition assignment includes an empty replica list.";
@@ -68,11 +69,11 @@ static int16_t check_assignment(struct gr_req *req, struct gr_int32_array ids, c
             return GR_ERR_INVALID_REPLICA_ASSIGNMENT;
         }
     }
-    if (ids.count != 1) {
+    if (ids.count != rf) {
         *msg = msgf(req,
                     "The manual partition assignment includes a partition with %d replica(s), but this is "
-                    "inconsistent with previous partitions, which have 1 replicas.",
-                    ids.count);
+                    "not consistent with previous partitions, which have %d replica(s).",
+                    ids.count, rf);
         return GR_ERR_INVALID_REPLICA_ASSIGNMENT;
     }
     return GR_ERR_NONE;
@@ -125,6 +126,7 @@ static int16_t create(struct gr_req *req,
         return GR_ERR_INVALID_PARTITIONS;
     }
     int32_t added = qt->count - cur, *ids = NULL;
+    int32_t rf = cur > 0 && t->parts[0].replica_count > 0 ? t->parts[0].replica_count : 1;
     if (qt->assignments.count >= 0) {
         if (qt->assignments.count != added) {
             *msg = msgf(
@@ -132,17 +134,18 @@ static int16_t create(struct gr_req *req,
                 added, qt->assignments.count);
             return GR_ERR_INVALID_REPLICA_ASSIGNMENT;
         }
-        if (!(ids = gr_arena_calloc(&req->arena, (size_t)added, sizeof *ids)))
+        if (!(ids = gr_arena_calloc(&req->arena, (size_t)added * (size_t)rf, sizeof *ids)))
             return GR_ERR_UNKNOWN_SERVER_ERROR;
         for (int32_t a = 0; a < qt->assignments.count; a++) {
-            int16_t err = check_assignment(req, qt->assignments.items[a].broker_ids, msg);
+            int16_t err = check_assignment(req, qt->assignments.items[a].broker_ids, rf, msg);
             if (err) return err;
-            ids[a] = qt->assignments.items[a].broker_ids.items[0]; /* one replica each (checked) */
+            memcpy(ids + (size_t)a * (size_t)rf, qt->assignments.items[a].broker_ids.items,
+                   (size_t)rf * sizeof *ids); /* rf replicas each (checked) */
         }
     }
     if (validate_only) return GR_ERR_NONE;
     int32_t timeout_ms = ((struct gr_create_partitions_request *)req->body)->timeout_ms;
-    if (!gr_req_topic_grow(req, t->id, qt->count, ids, ids ? added : 0, timeout_ms, grown, r)) {
+    if (!gr_req_topic_grow(req, t->id, qt->count, ids, ids ? added : 0, rf, timeout_ms, grown, r)) {
         *msg = "Out of memory";
         return GR_ERR_UNKNOWN_SERVER_ERROR;
     }

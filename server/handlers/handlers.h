@@ -84,9 +84,11 @@ bool gr_req_topic_create(struct gr_req *req, const struct gr_topic_create_args *
                          void *item);
 bool gr_req_topic_delete(struct gr_req *req, const uint8_t id[16], int64_t timeout_ms, gr_req_change_cb cb,
                          void *item);
-/* assignment: NULL, or assignment_count new partitions of one replica each (stage 1). */
+/* assignment: NULL (placed), or assignment_count new partitions of assignment_rf node ids each, one row per
+ * partition (gr_topic_writer_add_partitions). */
 bool gr_req_topic_grow(struct gr_req *req, const uint8_t id[16], int32_t new_total, const int32_t *assignment,
-                       int32_t assignment_count, int64_t timeout_ms, gr_req_change_cb cb, void *item);
+                       int32_t assignment_count, int32_t assignment_rf, int64_t timeout_ms,
+                       gr_req_change_cb cb, void *item);
 bool gr_req_topic_set_configs(struct gr_req *req, const uint8_t id[16], const char *const *keys,
                               const char *const *values, int count, gr_req_change_cb cb, void *item);
 /* A storage operation that is no topic change (the dynamic broker config file, gr_topic_op_meta_write) in

@@ -92,12 +92,13 @@ bool gr_req_topic_delete(struct gr_req *req, const uint8_t id[16], int64_t timeo
 }
 
 bool gr_req_topic_grow(struct gr_req *req, const uint8_t id[16], int32_t new_total, const int32_t *assignment,
-                       int32_t assignment_count, int64_t timeout_ms, gr_req_change_cb cb, void *item)
+                       int32_t assignment_count, int32_t assignment_rf, int64_t timeout_ms,
+                       gr_req_change_cb cb, void *item)
 {
     struct op_slot *slot = slot_new(req, NULL, cb, item);
     if (slot)
         gr_topic_writer_add_partitions(req->broker->topic_writer, id, new_total, assignment, assignment_count,
-                                       1, timeout_ms, change_done, slot);
+                                       assignment_rf, timeout_ms, change_done, slot);
     return slot != NULL;
 }
 
