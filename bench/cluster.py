@@ -506,7 +506,7 @@ def report(args, results, fo, started, ended, load0, load1, loads):
                 p = rec["producer"]
                 w.append(f"- {side} {kind}: victim {rec['victim']} (led partitions {rec['victim_partitions']}), "
                          f"first ack by another broker per partition (s): {rec['first_ack_by_partition_s']}; "
-                         f"producer: {(p.get('error') or p.get('first_error') or '').strip()[-160:]} (delivered "
+                         f"producer: {' '.join((p.get('error') or p.get('first_error') or '').split())[-200:]} (delivered "
                          f"{p.get('delivered')} of {p.get('sent')}); Metadata after the producer ended: "
                          f"{rec.get('layout_after')}")
     w.append("\n### How it is measured\n")
@@ -524,7 +524,8 @@ def report(args, results, fo, started, ended, load0, load1, loads):
   never pile up dirty pages. All data dirs on the same disk.
 - Latency: librdkafka's rd_kafka_message_latency (produce call to delivery report), every record. In the
   unthrottled rows it is mostly the time records wait in the client's queue (64 MiB), so read those for
-  throughput; the fixed-rate rows are the latency figures.
+  throughput; the fixed-rate rows are the latency figures. There, records/s below the rate means the cluster
+  fell behind (records/s = acknowledged / time to the last acknowledgement) and its latency is its backlog.
 - CPU: utime+stime of the three broker processes across the run, summed, per GB of record values.
 - Replication traffic: `ss -tinpO` every 0.5 s, the tcp_info bytes_sent+bytes_received of every socket a broker
   owns towards another broker's listener (Kafka: the PLAINTEXT listener; KRaft controller traffic excluded),
