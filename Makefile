@@ -104,6 +104,13 @@ bench: test-deps
 bench-quick: test-deps
 	@python3 bench/run.py --quick
 
+# `make bench-cluster`: replication at RF 3, three Gregor brokers + etcd against three Kafka 4.4.0 brokers
+# (bench/cluster.py): throughput, latency, CPU per GB, failover time, replication traffic; about 15 minutes;
+# writes bench/results-cluster.md.
+.PHONY: bench-cluster
+bench-cluster: test-deps
+	@python3 bench/cluster.py
+
 # Gregor before/after (issue #18's reshape): the release broker at BEFORE against the working tree, ROUNDS
 # alternating rounds, no Kafka; writes bench/before-after.md (bench/compare.py). About 13 minutes for 5 rounds.
 BEFORE ?= 5a4c1fd

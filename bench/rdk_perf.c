@@ -4,7 +4,14 @@
  *
  *   produce  as fast as the client goes for --seconds (or --count messages), partitions round-robin,
  *            null keys, values of --size random upper-case letters (like Kafka's ProducerPerformance), then
- *            flush; throughput = acknowledged messages / (last delivery report - first produce call)
+ *            flush; throughput = acknowledged messages / (last delivery report - first produce call);
+ *            per-message delivery latency (librdkafka's rd_kafka_message_latency: produce call to delivery
+ *            report) as p50/p99/p99.9 of the records produced after --warmup s (1: the client's start-up,
+ *            metadata and connections, took about a second against Gregor's cluster); with --rate, paced
+ *            like e2e instead of as fast as it goes; --idempotence true turns enable.idempotence on;
+ *            --trace-partition P --trace FILE writes one line per delivery report of partition P (-2: every
+ *            partition): CLOCK_MONOTONIC ns, partition, broker id (the broker that acknowledged it, -1 on
+ *            error), offset, error name, delivery latency in us (bench/cluster.py's failover timing)
  *   consume  assign every partition at the beginning (no group), read up to the high watermarks queried at
  *            start; throughput = messages / (last message - assign)
  *   e2e      producer and consumer in one process: messages at a fixed --rate carry their CLOCK_MONOTONIC
@@ -37,8 +44,8 @@
 #define PARTITIONS_MAX 10000
 
 struct opts {
-    const char *mode, *brokers, *topic, *acks, *codec;
-    int partitions, size, linger_ms;
+    const char *mode, *brokers, *topic, *acks, *codec, *idempotence, *trace_file;
+    int partitions, size, linger_ms, trace_partition;
     double seconds, rate, warmup_s;
     long long count;
 };
@@ -70,6 +77,22 @@ struct prod_stats {
     int first_error;
 };
 static struct prod_stats pstats;
+
+/* Delivery latencies (us) of the produce mode, and the delivery trace of one partition (--trace-partition):
+ * both grow by doubling, both only in the delivery report callback (the polling thread). */
+struct trace_rec {
+    int64_t ns, offset, latency_us;
+    int32_t partition, broker;
+    int err;
+};
+static int64_t *dr_lat_us;
+static size_t dr_nlat, dr_cap;
+static int64_t dr_lat_from_ns = INT64_MAX; /* latencies of messages produced from then on are recorded */
+static struct trace_rec *trace;
+static size_t trace_n, trace_cap;
+static int trace_partition = -1;
+#define LAT_SAMPLES_MAX (64u << 20) /* 512 MiB of int64: far beyond a bench run; past it, not recorded */
+#define TRACE_RECS_MAX (16u << 20)
 
 /* Produce batch sizes from librdkafka's statistics (topics.<t>.batchsize / batchcnt: per-interval
  * histograms), summed over the intervals: how much the client batched against this broker. */
@@ -109,7 +132,26 @@ static void dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
         pstats.ok++;
         pstats.bytes += (long long)m->len;
     }
-    pstats.last_dr_ns = now_ns();
+    int64_t t = now_ns(), lat_us = rd_kafka_message_latency(m);
+    if (!m->err && t - lat_us * 1000 >= dr_lat_from_ns) { /* produced after the warm-up */
+        if (dr_nlat == dr_cap && dr_cap < LAT_SAMPLES_MAX) {
+            dr_cap = dr_cap ? dr_cap * 2 : 65536;
+            dr_lat_us = realloc(dr_lat_us, dr_cap * sizeof *dr_lat_us);
+            if (!dr_lat_us) die("latency", "out of memory");
+        }
+        if (dr_nlat < dr_cap) dr_lat_us[dr_nlat++] = lat_us;
+    }
+    pstats.last_dr_ns = t;
+    if (m->partition == trace_partition || trace_partition == -2) {
+        if (trace_n == trace_cap && trace_cap < TRACE_RECS_MAX) {
+            trace_cap = trace_cap ? trace_cap * 2 : 65536;
+            trace = realloc(trace, trace_cap * sizeof *trace);
+            if (!trace) die("trace", "out of memory");
+        }
+        if (trace_n < trace_cap)
+            trace[trace_n++] = (struct trace_rec){
+                t, m->offset, lat_us, m->partition, m->err ? -1 : rd_kafka_message_broker_id(m), m->err};
+    }
 }
 
 static rd_kafka_t *producer_new(const struct opts *o)
@@ -124,6 +166,7 @@ static rd_kafka_t *producer_new(const struct opts *o)
     conf_set(conf, "queue.buffering.max.messages", "500000");
     conf_set(conf, "queue.buffering.max.kbytes", "65536");
     conf_set(conf, "statistics.interval.ms", "250");
+    if (o->idempotence) conf_set(conf, "enable.idempotence", o->idempotence);
     rd_kafka_conf_set_dr_msg_cb(conf, dr_cb);
     rd_kafka_conf_set_stats_cb(conf, stats_cb);
     char err[512];
@@ -159,15 +202,36 @@ static bool produce_one(rd_kafka_t *rk, const struct opts *o, int32_t partition,
     }
 }
 
+static int cmp_i64(const void *a, const void *b);
+static double pct_ms(const int64_t *v, size_t n, double q);
+
+static void trace_write(const char *path)
+{
+    FILE *f = fopen(path, "w");
+    if (!f) die(path, "cannot open");
+    for (size_t i = 0; i < trace_n; i++)
+        fprintf(f, "%" PRId64 " %d %d %" PRId64 " %s %" PRId64 "\n", trace[i].ns, trace[i].partition,
+                trace[i].broker, trace[i].offset, trace[i].err ? rd_kafka_err2name(trace[i].err) : "-",
+                trace[i].latency_us);
+    fclose(f);
+}
+
 static int run_produce(const struct opts *o)
 {
     rd_kafka_t *rk = producer_new(o);
     uint8_t *pool = payload_pool();
     long long sent = 0;
     int64_t t0 = now_ns(), end = t0 + (int64_t)(o->seconds * 1e9);
+    dr_lat_from_ns = t0 + (int64_t)(o->warmup_s * 1e9);
     bool ok = true;
     while (ok && (o->count ? sent < o->count : now_ns() < end)) {
-        for (int k = 0; k < 1000 && ok; k++, sent++)
+        long long due = sent + 1000;
+        if (o->rate > 0) { /* paced: what is due by now, then a 200 us nap */
+            due = (long long)((double)(now_ns() - t0) / 1e9 * o->rate);
+            struct timespec d = {0, 200000};
+            nanosleep(&d, NULL);
+        }
+        for (; sent < due && ok && (!o->count || sent < o->count); sent++)
             ok = produce_one(rk, o, (int32_t)(sent % o->partitions), pool + (sent * 7919) % POOL_BYTES);
         rd_kafka_poll(rk, 0);
     }
@@ -175,15 +239,22 @@ static int run_produce(const struct opts *o)
     rd_kafka_poll(rk, 300); /* one more statistics interval */
     double secs = (double)(pstats.last_dr_ns - t0) / 1e9;
     if (secs <= 0) secs = 1e-9;
+    for (size_t i = 0; i < dr_nlat; i++)
+        dr_lat_us[i] *= 1000; /* us -> ns, for pct_ms */
+    qsort(dr_lat_us, dr_nlat, sizeof *dr_lat_us, cmp_i64);
     printf("{\"mode\": \"produce\", \"sent\": %lld, \"delivered\": %lld, \"failed\": %lld, \"first_error\": "
            "\"%s\", "
            "\"value_bytes\": %lld, \"seconds\": %.4f, \"msgs_per_s\": %.1f, \"mb_per_s\": %.3f, "
-           "\"batch_bytes_avg\": %.0f, \"batch_msgs_avg\": %.1f}\n",
+           "\"batch_bytes_avg\": %.0f, \"batch_msgs_avg\": %.1f, \"lat_count\": %zu, \"p50_ms\": %.3f, "
+           "\"p99_ms\": %.3f, \"p999_ms\": %.3f, \"max_ms\": %.3f}\n",
            sent, (long long)pstats.ok, (long long)pstats.failed,
            pstats.failed ? rd_kafka_err2name(pstats.first_error) : "", (long long)pstats.bytes, secs,
            (double)pstats.ok / secs, (double)pstats.bytes / secs / 1e6,
            batch_bytes_cnt ? batch_bytes_sum / batch_bytes_cnt : 0,
-           batch_msgs_cnt ? batch_msgs_sum / batch_msgs_cnt : 0);
+           batch_msgs_cnt ? batch_msgs_sum / batch_msgs_cnt : 0, dr_nlat, pct_ms(dr_lat_us, dr_nlat, 0.5),
+           pct_ms(dr_lat_us, dr_nlat, 0.99), pct_ms(dr_lat_us, dr_nlat, 0.999),
+           pct_ms(dr_lat_us, dr_nlat, 1.0));
+    if (o->trace_file) trace_write(o->trace_file);
     rd_kafka_destroy(rk);
     free(pool);
     return ok && pstats.failed == 0 && pstats.ok == sent ? 0 : 1;
@@ -380,7 +451,8 @@ static void usage(void)
     fprintf(stderr,
             "usage: rdk_perf produce|consume|e2e -b HOST:PORT -t TOPIC [-P partitions] [-s value bytes]\n"
             "       [-d seconds] [-n count] [--acks 1|all] [--codec none|zstd] [--linger ms] [--rate msg/s]\n"
-            "       [--warmup s (e2e: messages sent in the first s seconds are not counted, 1)]\n");
+            "       [--warmup s (e2e: messages sent in the first s seconds are not counted, 1)]\n"
+            "       [--idempotence true|false] [--trace-partition P --trace FILE (produce)]\n");
     exit(2);
 }
 
@@ -392,7 +464,8 @@ int main(int argc, char **argv)
                      .size = 100,
                      .linger_ms = 5,
                      .seconds = 3,
-                     .warmup_s = 1};
+                     .warmup_s = 1,
+                     .trace_partition = -1};
     if (argc < 2) usage();
     o.mode = argv[1];
     for (int i = 2; i < argc; i++) {
@@ -421,6 +494,12 @@ int main(int argc, char **argv)
             o.rate = atof(v);
         else if (!strcmp(a, "--warmup"))
             o.warmup_s = atof(v);
+        else if (!strcmp(a, "--idempotence"))
+            o.idempotence = v;
+        else if (!strcmp(a, "--trace-partition"))
+            o.trace_partition = atoi(v);
+        else if (!strcmp(a, "--trace"))
+            o.trace_file = v;
         else
             usage();
     }
@@ -428,6 +507,7 @@ int main(int argc, char **argv)
         o.size > 65536)
         usage();
     signal(SIGPIPE, SIG_IGN);
+    trace_partition = o.trace_file ? o.trace_partition : -1;
     if (!strcmp(o.mode, "produce")) return run_produce(&o);
     if (!strcmp(o.mode, "consume")) return run_consume(&o);
     if (!strcmp(o.mode, "e2e")) return run_e2e(&o);
