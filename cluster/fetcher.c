@@ -37,6 +37,7 @@
 #include <errno.h>
 #include <ev.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,6 +105,16 @@ struct fconn {
     struct fconn *next;
 };
 
+/* One INFO line's worth of partitions added or removed in one pass of the owner (Kafka's "Added fetcher to
+   broker X for partitions ..." / "Removed fetcher for partitions ..." of AbstractFetcherManager), written
+   at the next pump: one line per batch, never per record. */
+#define FETCHER_NOTE_BYTES 768
+struct fnote {
+    char text[FETCHER_NOTE_BYTES];
+    size_t len;
+    int count, left_out; /* partitions named, and those the text had no room for */
+};
+
 struct gr_fetcher {
     struct ev_loop *loop;
     struct gr_broker_client *bc;
@@ -113,11 +124,12 @@ struct gr_fetcher {
     struct fp **buckets;
     size_t bucket_count;
     struct fconn *conns;
-    ev_timer timer; /* backoffs, the disk backstop, kick */
-    ev_timer wake;  /* zero timer: pumps the connections gr_fetcher_flushed marked */
-    int depth;      /* walks on the stack (enter/leave) */
-    bool reap;      /* a partition was removed inside a walk */
-    bool pump_soon; /* an entry point ran inside a walk: kick at the outermost leave */
+    ev_timer timer;              /* backoffs, the disk backstop, kick */
+    ev_timer wake;               /* zero timer: pumps the connections gr_fetcher_flushed marked */
+    int depth;                   /* walks on the stack (enter/leave) */
+    bool reap;                   /* a partition was removed inside a walk */
+    bool pump_soon;              /* an entry point ran inside a walk: kick at the outermost leave */
+    struct fnote added, removed; /* INFO lines waiting for the next pump */
     const struct gr_msg_ops *fetch_ops, *list_ops;
 };
 
@@ -333,6 +345,38 @@ static void fp_drop(struct gr_fetcher *f, struct fp *fp)
     fp_unrequest(fp);
     fp->removed = true;
     f->reap = true;
+}
+
+/* ---- the INFO lines of adds and removes ---- */
+
+/* Appends one partition's words to `n` (or counts it as left out when the line is full). */
+static void note_add(struct fnote *n, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void note_add(struct fnote *n, const char *fmt, ...)
+{
+    char one[160];
+    va_list ap;
+    va_start(ap, fmt);
+    int k = vsnprintf(one, sizeof one, fmt, ap);
+    va_end(ap);
+    if (k < 0 || (size_t)k >= sizeof one || n->len + (size_t)k + 3 > sizeof n->text) {
+        n->left_out++;
+        return;
+    }
+    n->len += (size_t)snprintf(n->text + n->len, sizeof n->text - n->len, "%s%s", n->count ? ", " : "", one);
+    n->count++;
+}
+
+/* Writes the pending lines (at a pump, and when the fetcher is freed). */
+static void notes_flush(struct gr_fetcher *f)
+{
+    if (f->removed.count || f->removed.left_out)
+        GR_INFO("fetcher: removed %d partition(s): %s%s", f->removed.count + f->removed.left_out,
+                f->removed.text, f->removed.left_out ? ", ..." : "");
+    if (f->added.count || f->added.left_out)
+        GR_INFO("fetcher: added %d partition(s): %s%s", f->added.count + f->added.left_out, f->added.text,
+                f->added.left_out ? ", ..." : "");
+    f->added = (struct fnote){.len = 0};
+    f->removed = (struct fnote){.len = 0};
 }
 
 /* ---- partition states ---- */
@@ -637,6 +681,7 @@ static void conn_pump(struct fconn *c)
 
 static void pump_all(struct gr_fetcher *f)
 {
+    notes_flush(f);
     enter(f); /* a done hook fired by a pump frees nothing: the lists stay walkable */
     for (struct fconn *c = f->conns; c; c = c->next)
         conn_pump(c);
@@ -761,7 +806,11 @@ static void take_partition(struct gr_fetcher *f, struct fentry *e,
         }
         take_records(f, fp, p);
         return;
-    case GR_ERR_OFFSET_OUT_OF_RANGE:
+    case GR_ERR_OFFSET_OUT_OF_RANGE: /* AbstractFetcherThread.handleOutOfRangeError logs it at INFO */
+        GR_LOG_RATELIMITED(GR_LOG_INFO,
+                           "fetcher: %s-%" PRId32 ": offset %" PRId64 " out of range at broker %" PRId32
+                           " (leader epoch %" PRId32 "): asking its log end and start offsets",
+                           fp->topic, fp->partition, e->fetch_offset, fp->leader_id, fp->leader_epoch);
         fp->oor = OOR_LATEST;
         return;
     case GR_ERR_FENCED_LEADER_EPOCH: /* AbstractFetcherThread.onPartitionFenced */
@@ -1006,6 +1055,7 @@ void gr_fetcher_free(struct gr_fetcher *f)
 {
     if (!f) return;
     assert(f->depth == 0 && "gr_fetcher_free inside a fetcher callback");
+    notes_flush(f);
     ev_timer_stop(f->loop, &f->timer);
     ev_timer_stop(f->loop, &f->wake);
     for (size_t i = 0; i < f->bucket_count; i++)
@@ -1078,7 +1128,12 @@ int gr_fetcher_add(struct gr_fetcher *f, struct gr_partition *part, const char *
         partition < 0 || leader_id < 0 || leader_id == f->cfg.node_id || leader_epoch < 0)
         return -EINVAL;
     struct fp *old = fp_find(f, part);
+    int64_t from = gr_log_end_offset(gr_partition_log(part));
     if (old && old->leader_id == leader_id) { /* same connection */
+        if (old->leader_epoch != leader_epoch || old->fenced || old->failed)
+            note_add(&f->added,
+                     "%s-%" PRId32 " (broker %" PRId32 ", leader epoch %" PRId32 ", offset %" PRId64 ")",
+                     topic, partition, leader_id, leader_epoch, from);
         if (old->leader_epoch != leader_epoch) fp_restart(old, leader_epoch);
         old->fenced = old->failed = false;
         kick_or_defer(f);
@@ -1088,7 +1143,11 @@ int gr_fetcher_add(struct gr_fetcher *f, struct gr_partition *part, const char *
     struct fp *fp = NULL;
     int rc = fp_new(f, part, topic, topic_id, partition, leader_id, leader_epoch, &fp);
     if (rc < 0) return rc;
+    char was[32] = "";
+    if (old) snprintf(was, sizeof was, ", was broker %" PRId32, old->leader_id);
     if (old) fp_drop(f, old); /* a new leader: a new fetch state on its connection (the old one may close) */
+    note_add(&f->added, "%s-%" PRId32 " (broker %" PRId32 ", leader epoch %" PRId32 ", offset %" PRId64 "%s)",
+             topic, partition, leader_id, leader_epoch, from, was);
     size_t k = bucket_of(f, part);
     fp->hnext = f->buckets[k];
     f->buckets[k] = fp;
@@ -1101,6 +1160,7 @@ void gr_fetcher_remove(struct gr_fetcher *f, struct gr_partition *part)
 {
     struct fp *fp = f ? fp_find(f, part) : NULL;
     if (!fp) return;
+    note_add(&f->removed, "%s-%" PRId32 " (broker %" PRId32 ")", fp->topic, fp->partition, fp->leader_id);
     fp_drop(f, fp);
     kick_or_defer(f); /* not timer_arm: that would cancel the pump an add of the same pass scheduled (kick) */
 }

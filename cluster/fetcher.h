@@ -54,6 +54,10 @@
  * hooks may call gr_fetcher_add, gr_fetcher_remove and gr_fetcher_flushed (never gr_fetcher_free). What they
  * remove is unhashed at once and freed when the fetcher's callback returns; the pumps they ask for run then.
  *
+ * Logs (INFO, as AbstractFetcherManager's "Added fetcher to broker ..." / "Removed fetcher for partitions"):
+ * the partitions added (leader, leader epoch, fetch offset, the leader moved from) and removed, one line each
+ * per pass of the owner, written at the next pump; an out-of-range answer (rate-limited).
+ *
  * Network thread only. Bounds: at most GR_FETCHER_PARTITIONS_MAX partitions, at most one Fetch in flight per
  * connection, every size taken from the answer checked against the request's caps. Read next:
  * cluster/fetcher.c, partition/follower.c, cluster/broker_client.h.

@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <ev.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -188,6 +189,34 @@ static bool state_same(const struct rec *e, enum rec_role role, const struct gr_
            e->partition_epoch == ip->partition_epoch;
 }
 
+/* Writes "[a,b,...]" of `n` node ids into buf (cut short when it does not fit). */
+static const char *nodes_text(char *buf, size_t cap, const int32_t *nodes, int n)
+{
+    size_t len = (size_t)snprintf(buf, cap, "[");
+    for (int i = 0; i < n && len < cap; i++)
+        len += (size_t)snprintf(buf + len, cap - len, "%s%d", i ? "," : "", (int)nodes[i]);
+    if (len < cap) snprintf(buf + len, cap - len, "]");
+    return buf;
+}
+
+/* The INFO line of an applied role (Partition.makeLeader's "Leader ... starts at leader epoch ..." and
+   makeFollower's "Follower ... starts at leader epoch ..."): one per partition per state change. */
+static void role_note(const struct rec *e, const struct gr_image_topic *t, int32_t p,
+                      const struct gr_image_partition *ip, int32_t was_leader, int32_t was_epoch)
+{
+    char isr[96], role[48];
+    struct gr_log *log = gr_partition_log(e->part);
+    if (e->role == REC_LEADER)
+        snprintf(role, sizeof role, "leader");
+    else
+        snprintf(role, sizeof role, "follower of broker %d", (int)ip->leader);
+    GR_INFO("%.*s-%d: %s at leader epoch %d, partition epoch %lld, log end offset %lld, high watermark %lld, "
+            "ISR %s (previous leader %d at leader epoch %d)",
+            (int)t->name_len, t->name, (int)p, role, (int)ip->leader_epoch, (long long)ip->partition_epoch,
+            (long long)gr_log_end_offset(log), (long long)gr_partition_visible_offset(e->part),
+            nodes_text(isr, sizeof isr, gr_image_isr(ip), ip->isr_count), (int)was_leader, (int)was_epoch);
+}
+
 /* Partition.makeLeader / makeFollower through gr_partition_set_role. Returns 0 or -errno (logged). */
 static int apply_role(struct gr_roles *r, struct rec *e, enum rec_role role, const struct gr_image_topic *t,
                       int32_t p, const struct gr_image_partition *ip, int32_t min_isr)
@@ -213,11 +242,14 @@ static int apply_role(struct gr_roles *r, struct rec *e, enum rec_role role, con
                             (int)ip->leader_epoch, (long long)ip->partition_epoch, strerror(-rc));
         return rc;
     }
+    int32_t was_leader = e->role == REC_NONE ? -1 : e->leader, was_epoch = e->leader_epoch;
+    bool moved = e->role != role || e->leader != ip->leader || e->leader_epoch != ip->leader_epoch;
     e->role = role;
     e->leader = ip->leader;
     e->leader_epoch = ip->leader_epoch;
     e->partition_epoch = ip->partition_epoch;
     e->min_isr = min_isr;
+    if (moved) role_note(e, t, p, ip, was_leader, was_epoch);
     return 0;
 }
 
@@ -408,6 +440,7 @@ static void hook_propose(void *ctx, struct gr_partition *part, const struct gr_p
     struct gr_roles *r = ctx;
     struct rec *e = rec_find(r, part);
     int rc = -ENOENT;
+    char from[96] = "?";
     if (e && e->role == REC_LEADER && r->cfg.ops.isr_propose && c->isr_count >= 1 &&
         c->isr_count <= GR_CLUSTER_REPLICAS_MAX) {
         struct gr_isr_change chg = {.partition = e->partition,
@@ -417,10 +450,22 @@ static void hook_propose(void *ctx, struct gr_partition *part, const struct gr_p
         memcpy(chg.topic_id, e->topic_id, 16);
         memcpy(chg.isr, c->isr, sizeof(int32_t) * (size_t)c->isr_count);
         memcpy(chg.broker_epochs, c->broker_epochs, sizeof(int64_t) * (size_t)c->isr_count);
-        rc = r->cfg.ops.isr_propose(r->cfg.ops.isr_ctx, &chg, isr_done, r);
+        int32_t cur[GR_CLUSTER_REPLICAS_MAX];
+        int n = gr_partition_isr(part, cur, GR_CLUSTER_REPLICAS_MAX);
+        nodes_text(from, sizeof from, cur, n < GR_CLUSTER_REPLICAS_MAX ? n : GR_CLUSTER_REPLICAS_MAX);
+        rc = r->cfg.ops.isr_propose(r->cfg.ops.isr_ctx, &chg, isr_done, r); /* may answer from inside */
     }
     if (rc == 0) {
         r->st.proposals++;
+        char to[96];
+        const struct gr_image_topic *t = gr_image_topic_find_id(r->img, e->topic_id);
+        GR_INFO(
+            "%.*s-%d: %s ISR from %s to %s at leader epoch %d, partition epoch %d (high watermark %lld, log "
+            "end offset %lld)",
+            t ? (int)t->name_len : 1, t ? t->name : "?", (int)e->partition,
+            c->expand ? "expanding" : "shrinking", from, nodes_text(to, sizeof to, c->isr, c->isr_count),
+            (int)c->leader_epoch, (int)c->partition_epoch, (long long)gr_partition_visible_offset(part),
+            (long long)gr_log_end_offset(gr_partition_log(part)));
         return;
     }
     r->st.refused++;

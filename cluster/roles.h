@@ -35,6 +35,10 @@
  * A proposal the writer refuses at once (-EINVAL, -EEXIST, -EBUSY, ...: nothing sent) is reverted with
  * gr_partition_isr_failed, so the next fetch or shrink tick may propose again.
  *
+ * Logs (INFO): each role applied with a new role, leader or leader epoch (Partition.makeLeader's and
+ * makeFollower's lines: leader epoch, partition epoch, log end offset, high watermark, ISR, the previous
+ * leader), and each ISR change handed to the writer (expanding or shrinking, from and to).
+ *
  * The shrink timer: every replica.lag.time.max.ms / 2, gr_partition_maybe_shrink_isr on every partition led
  * here (ReplicaManager.startup schedules maybeShrinkIsr at that period).
  *

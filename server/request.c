@@ -316,11 +316,30 @@ static bool commits_recheck(struct gr_req *req)
     return true;
 }
 
+/* An acks=-1 wait that timed out names where the partition stands (rate-limited INFO): whether the records
+   are in the log, fdatasynced, and what holds the high watermark back (issue #20, the failover stall). */
+static void commit_expired_note(struct gr_req *req, const struct req_commit *c)
+{
+    struct gr_partition *part = gr_broker_partition(req->broker, c->log);
+    int32_t isr[GR_IMAGE_REPLICAS_MAX];
+    int n = part ? gr_partition_isr(part, isr, GR_IMAGE_REPLICAS_MAX) : 0;
+    GR_LOG_RATELIMITED(GR_LOG_INFO,
+                       "%s-%d: acks=-1 produce to offset %lld timed out: high watermark %lld, durable offset "
+                       "%lld, log end offset %lld, ISR of %d (effective min %d)",
+                       gr_topic_name(gr_log_topic(c->log)), (int)gr_log_partition(c->log),
+                       (long long)c->end_offset, part ? (long long)gr_partition_visible_offset(part) : -1LL,
+                       (long long)gr_log_durable_offset(c->log), (long long)gr_log_end_offset(c->log), n,
+                       part ? gr_partition_effective_min_isr(part) : -1);
+}
+
 static void commits_expire(struct gr_req *req)
 {
     struct req_commits *cs = gr_req_state(req, &commits_key);
-    for (int i = 0; i < cs->count; i++)
-        if (cs->items[i].log) cs->failed(req, cs->items[i].ctx, GR_ERR_REQUEST_TIMED_OUT);
+    for (int i = 0; i < cs->count; i++) {
+        if (!cs->items[i].log) continue;
+        commit_expired_note(req, &cs->items[i]);
+        cs->failed(req, cs->items[i].ctx, GR_ERR_REQUEST_TIMED_OUT);
+    }
     gr_req_finish(req);
 }
 

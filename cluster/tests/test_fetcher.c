@@ -1047,6 +1047,97 @@ static void test_moved_in_flight(void **state)
     fx_free(x);
 }
 
+/* A loopback port nothing listens on (connects to it are refused): a leader killed with kill -9. */
+static int dead_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    assert_true(fd >= 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+    socklen_t al = sizeof a;
+    assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &al), 0);
+    close(fd);
+    return ntohs(a.sin_port);
+}
+
+/* The failover of issue #20's stall (make bench-cluster, kill -9 of a leader), in the orders the etcd watch
+   may bring its two events: partition 0 follows live broker 1 (a Fetch parked there), partition 1 follows
+   broker 3, whose connection is refused (backoff); then broker 3's registration goes (the client waits for
+   a new one) and partition 1 moves to broker 1 at a newer leader epoch (ReplicaManager.makeFollowers).
+   order 0: registration gone, then the move (two image changes); 1: the move, then the registration gone;
+   2: both before the loop runs (one image batch). Whatever the order, partition 1 is in the next Fetch to
+   broker 1 at the new epoch from its log end offset, and the connection to broker 3 is gone. */
+static void move_from_dead_leader(int order)
+{
+    struct fx *x = fx_new(false, 1);
+    image_broker(x->img, 3, dead_port(), 9);
+    gr_image_changed(x->img);
+    add(x, 0, 5);
+    assert_int_equal(gr_fetcher_add(x->f, x->part[1], "orders", TOPIC_ID, 1, 3, 5), 0);
+    assert_true(until_reqs(1, 5000));
+    assert_int_equal(fk.reqs[0].nparts, 1);
+    assert_false(until_reqs(2, 300)); /* broker 3 refuses, retried every 50 ms */
+    if (order == 0) {
+        assert_true(gr_image_remove_broker(x->img, 3));
+        gr_image_changed(x->img);
+        assert_false(until_reqs(2, 100));
+        follow(x, 1, 6);
+        add(x, 1, 6);
+    } else if (order == 1) {
+        follow(x, 1, 6);
+        add(x, 1, 6);
+        assert_false(until_reqs(2, 100));
+        assert_true(gr_image_remove_broker(x->img, 3));
+        gr_image_changed(x->img);
+    } else {
+        assert_true(gr_image_remove_broker(x->img, 3));
+        gr_image_changed(x->img);
+        follow(x, 1, 6);
+        add(x, 1, 6);
+    }
+    answer_fetch(0, &EMPTY);
+    assert_true(until_reqs(2, 5000));
+    struct seen *s = &fk.reqs[1];
+    assert_int_equal(s->nparts, 2);
+    int k = s->p[0].partition == 1 ? 0 : 1;
+    assert_int_equal(s->p[k].partition, 1);
+    assert_int_equal(s->p[k].current_leader_epoch, 6);
+    assert_int_equal(s->p[k].fetch_offset, 0);
+    assert_int_equal(gr_fetcher_stats(x->f)->partitions, 2);
+    assert_true(gr_fetcher_active(x->f, x->part[1]));
+    fx_free(x);
+}
+
+static void test_move_from_dead_leader(void **state)
+{
+    (void)state;
+    for (int order = 0; order < 3; order++)
+        move_from_dead_leader(order);
+}
+
+/* The dead leader's Fetch is in flight when the partition moves (a kill -9 whose connection stays open:
+   no answer ever comes): the move alone gets it into broker 1's next Fetch, without waiting for the request
+   timeout. */
+static void test_move_from_silent_leader(void **state)
+{
+    (void)state;
+    struct fx *x = fx_new(false, 1);
+    image_broker(x->img, 3, fk.port, 9); /* broker 3 is the same fake: its own connection */
+    gr_image_changed(x->img);
+    add(x, 0, 5);
+    assert_int_equal(gr_fetcher_add(x->f, x->part[1], "orders", TOPIC_ID, 1, 3, 5), 0);
+    assert_true(until_reqs(2, 5000)); /* one Fetch on each connection, neither answered */
+    int to3 = fk.reqs[0].p[0].partition == 1 ? 0 : 1;
+    assert_int_equal(fk.reqs[to3].p[0].partition, 1);
+    follow(x, 1, 6);
+    add(x, 1, 6);
+    answer_fetch(1 - to3, &EMPTY);
+    assert_true(until_reqs(3, 5000));
+    assert_int_equal(fk.reqs[2].nparts, 2);
+    assert_int_equal(fk.reqs[2].client, fk.reqs[1 - to3].client);
+    fx_free(x);
+}
+
 /* Records that do not continue the log end offset (storage's -ERANGE, Kafka's
    UnexpectedAppendOffsetException, which marks the partition failed): nothing appended, no more fetches until
    re-added; a re-add clears it. */
@@ -1399,6 +1490,8 @@ int main(void)
         cmocka_unit_test(test_readd_while_down),
         cmocka_unit_test(test_truncation_pending),
         cmocka_unit_test(test_moved_in_flight),
+        cmocka_unit_test(test_move_from_dead_leader),
+        cmocka_unit_test(test_move_from_silent_leader),
         cmocka_unit_test(test_failed_append),
         cmocka_unit_test(test_remove_from_callback),
         cmocka_unit_test(test_gate_notified),

@@ -623,6 +623,47 @@ static void test_become_follower(void **state)
     gr_partition_wait_cancel(&d.w);
 }
 
+/* The new leader of a kill -9 failover (issue #20, the make bench-cluster stall): a follower of broker 3 at
+   leader epoch 0 becomes the leader at epoch 1 with ISR {1,2} and min.insync.replicas 2. A follower that
+   never fetches from it is proposed out of the ISR once replica.lag.time.max.ms has passed since the
+   election (Replica.resetReplicaState: caught up at the election, its log end offset unknown); one that
+   fetches at the leader's log end offset stays in it however long no record comes, acks=-1 is accepted, and
+   the high watermark follows its fetches. */
+static void test_failover_new_leader(void **state)
+{
+    struct fx *f = *state;
+    static const int32_t replicas[] = {1, 2, 3};
+    int64_t end = append(f, 10);
+    for (int fetching = 0; fetching < 2; fetching++) {
+        f->own.now = 1000 + fetching * 1000000;
+        struct gr_partition_role_change c = {
+            GR_PARTITION_FOLLOWER, 3, 2 * fetching, 2 * fetching + 1, replicas, 3, ISR_ALL, 3, 2, f->own.now};
+        assert_int_equal(gr_partition_set_role(f->part, &c), 0);
+        int64_t elected = f->own.now;
+        assert_int_equal(lead(f, ISR_12, 2, 2 * fetching + 1, 2 * fetching + 2, 2), 0);
+        assert_int_equal(gr_partition_check_produce_acks(f->part, -1), GR_ERR_NONE);
+        int before = f->own.proposals;
+        if (!fetching) {
+            assert_int_equal(gr_partition_maybe_shrink_isr(f->part, elected + LAG_MS), 0);
+            assert_int_equal(gr_partition_maybe_shrink_isr(f->part, elected + LAG_MS + 1), 1);
+            assert_int_equal(f->own.proposals, before + 1);
+            assert_false(f->own.last.expand);
+            assert_int_equal(f->own.last.count, 1);
+            assert_int_equal(f->own.last.isr[0], 1);
+            assert_int_equal(f->own.last.leader_epoch, 1);
+            continue;
+        }
+        assert_int_equal(fetch(f, 2, end), 0);
+        assert_int_equal(gr_partition_maybe_shrink_isr(f->part, elected + 10 * LAG_MS), 0);
+        assert_int_equal(f->own.proposals, before);
+        end = append(f, 1);
+        assert_int_equal(gr_partition_visible_offset(f->part), end - 1); /* waits for broker 2 */
+        f->own.now = elected + 10 * LAG_MS;
+        assert_int_equal(fetch(f, 2, end), 0);
+        assert_int_equal(gr_partition_visible_offset(f->part), end);
+    }
+}
+
 static void test_not_enough_replicas(void **state)
 {
     struct fx *f = *state;
@@ -707,6 +748,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_set_role_epochs, setup_end, teardown),
         cmocka_unit_test_setup_teardown(test_reelected_leader, setup_end, teardown),
         cmocka_unit_test_setup_teardown(test_become_follower, setup_end, teardown),
+        cmocka_unit_test_setup_teardown(test_failover_new_leader, setup_end, teardown),
         cmocka_unit_test_setup_teardown(test_not_enough_replicas, setup_end, teardown),
         cmocka_unit_test_setup_teardown(test_low_watermark, setup_end, teardown),
         cmocka_unit_test_setup_teardown(test_one_replica_as_today, setup_end, teardown),
