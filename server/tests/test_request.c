@@ -110,16 +110,19 @@ static void test_deadline(void **state)
     struct gr_req *r1 = srv_req_new(b, GR_API_METADATA, 12, 1 << 16);
     r1->expire = finish_expire;
     gr_req_park(r1, gr_time_mono_ms() - 1);
-    /* a deadline 20 ms ahead, unparked before it: expire never runs */
+    /* a deadline 10 s ahead, unparked before it: expire never runs (20 ms was too short for a loaded
+       machine: a descheduled test passed it before the first ev_run and counted 2) */
     struct gr_req *r2 = srv_req_new(b, GR_API_METADATA, 12, 1 << 16);
     r2->expire = count_expire;
-    gr_req_park(r2, gr_time_mono_ms() + 20);
+    gr_req_park(r2, gr_time_mono_ms() + 10000);
     assert_int_equal(b->parked_count, 2);
     ev_run(b->loop, EVRUN_NOWAIT);
     assert_int_equal(expired, 1);
     assert_int_equal(b->parked_count, 1);
     assert_ptr_equal(b->parked_head, r2);
+    assert_true(ev_is_active(&r2->deadline_w));
     gr_req_unpark(r2);
+    assert_false(ev_is_active(&r2->deadline_w)); /* its deadline is gone with the park */
     int64_t until = gr_time_mono_ms() + 60;
     while (gr_time_mono_ms() < until)
         ev_run(b->loop, EVRUN_NOWAIT);
