@@ -532,12 +532,11 @@ void gr_txn_write_done(struct gr_txn_coord *tc, struct gr_txn_write *w, int16_t 
     enum write_kind kind = w->kind;
     free_write(tc, w);
     if (kind == W_PREPARE) {
-        /* as Kafka: pending CompleteX, the answer, then the markers */
+        /* as Kafka: pending CompleteX, the answer (endTransactionWithTV1 gives no producer id or epoch:
+           EndTxn below v5 has no such fields), then the markers */
         e->pending = e->state == GR_TXN_PREPARE_COMMIT ? GR_TXN_COMPLETE_COMMIT : GR_TXN_COMPLETE_ABORT;
         e->failed_epoch_fence = false;
-        if (has_waiter)
-            answer(tc, waiter, fence ? GR_ERR_CONCURRENT_TRANSACTIONS : GR_ERR_NONE, e->producer_id,
-                   e->epoch);
+        if (has_waiter) answer(tc, waiter, fence ? GR_ERR_CONCURRENT_TRANSACTIONS : GR_ERR_NONE, -1, -1);
         if (e->pending == GR_TXN_COMPLETE_COMMIT || e->pending == GR_TXN_COMPLETE_ABORT) send_markers(tc, e);
         return;
     }
@@ -785,8 +784,7 @@ void gr_txn_end(struct gr_txn_coord *tc, void *waiter, struct gr_str txn_id, int
     case GR_TXN_COMPLETE_COMMIT:
     case GR_TXN_COMPLETE_ABORT:
         /* a retry after completion: NONE for the same result */
-        if (commit == (e->state == GR_TXN_COMPLETE_COMMIT))
-            return answer(tc, waiter, GR_ERR_NONE, e->producer_id, e->epoch);
+        if (commit == (e->state == GR_TXN_COMPLETE_COMMIT)) return answer(tc, waiter, GR_ERR_NONE, -1, -1);
         return answer(tc, waiter, GR_ERR_INVALID_TXN_STATE, -1, -1);
     case GR_TXN_PREPARE_COMMIT:
     case GR_TXN_PREPARE_ABORT:

@@ -21,8 +21,8 @@
  * CONCURRENT_TRANSACTIONS, as Kafka's pendingTransitionInProgress.
  *
  * EndTxn: Ongoing -> PrepareX (durable; EndTxn answered) -> markers to every partition (pending CompleteX)
- * -> CompleteX (durable). A retried EndTxn answers CONCURRENT_TRANSACTIONS while PrepareX, NONE with the
- * producer id and epoch after CompleteX of the same result, INVALID_TXN_STATE for the other result.
+ * -> CompleteX (durable). A retried EndTxn answers CONCURRENT_TRANSACTIONS while PrepareX, NONE after
+ * CompleteX of the same result, INVALID_TXN_STATE for the other result (endTransactionWithTV1).
  *
  * Ownership of __transaction_state partitions (TransactionStateManager's cache and loadingPartitions):
  * a partition is not owned (NOT_COORDINATOR), loading (COORDINATOR_LOAD_IN_PROGRESS: gr_txn_load_begin,
@@ -101,8 +101,9 @@ struct gr_txn_markers {
     struct gr_txn_marker_job *job;
 };
 
-/* An answer: error_code (Kafka's, before version shaping: gr_txn_error_for_version), and for
- * InitProducerId / EndTxn the producer id and epoch (-1 on errors). */
+/* An answer: error_code (Kafka's, before version shaping: gr_txn_error_for_version), and for InitProducerId
+ * the producer id and epoch (-1 on errors, and always -1 for the other APIs: endTransactionWithTV1 answers
+ * EndTxn with NO_PRODUCER_ID / NO_PRODUCER_EPOCH). */
 struct gr_txn_result {
     int16_t error_code;
     int64_t producer_id;
