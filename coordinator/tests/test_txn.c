@@ -571,6 +571,42 @@ static void test_epoch_exhausted(void **state)
     reset(&f);
 }
 
+/* A fence that takes the epoch to 32767 (an Ongoing transaction at 32766): the abort completes at 32767,
+ * and the producer's retry gets a new producer id at epoch 0 (the comment on the Ongoing case of Kafka's
+ * prepareInitProducerIdTransit: "if fencing the current producer exhausts the available epochs ... we will
+ * generate a new producerId"). */
+static void test_fence_exhausts_epoch(void **state)
+{
+    (void)state;
+    struct fake f = {0};
+    struct gr_txn_coord *tc = make(&f, 0);
+    int32_t p = gr_txn_partition_for(gr_str_c("txn"), 50);
+    static const int32_t ids[] = {0};
+    static const struct gr_txn_topic_parts topics[] = {{{"t", 1}, ids, 1}};
+    struct gr_txn_log_value v = {77, -1, -1, 32766, 1000, GR_TXN_ONGOING, topics, 1, f.now, f.now, 0};
+    struct gr_coord_record rec;
+    assert_int_equal(gr_txn_log_record(&rec, gr_str_c("txn"), &v, 1), 0);
+    gr_txn_load_begin(tc, p, 1);
+    assert_int_equal(gr_txn_replay(tc, p, rec.key, rec.key_len, rec.value, rec.value_len), 0);
+    gr_txn_load_done(tc, p, 1);
+    gr_coord_records_free(&rec, 1);
+    struct res r = {0};
+    gr_txn_init_producer_id(tc, &r, gr_str_c("txn"), 1000, -1, -1);
+    report(&f, 0);
+    assert_int_equal(r.r.error_code, GR_ERR_CONCURRENT_TRANSACTIONS);
+    assert_int_equal(f.job_epoch[0], INT16_MAX);
+    report_markers(&f, 0);
+    report(&f, 0);
+    assert_int_equal(info(&f, "txn").state, GR_TXN_COMPLETE_ABORT);
+    gr_txn_init_producer_id(tc, &r, gr_str_c("txn"), 1000, -1, -1);
+    report(&f, 0);
+    assert_int_equal(r.r.error_code, 0);
+    assert_int_equal(r.r.producer_id, 1000);
+    assert_int_equal(r.r.producer_epoch, 0);
+    assert_int_equal(info(&f, "txn").previous_producer_id, 77);
+    reset(&f);
+}
+
 /* AddPartitionsToTxn with VerifyOnly: NONE for partitions in the transaction, TRANSACTION_ABORTABLE for
  * others, CONCURRENT_TRANSACTIONS while PrepareX, PRODUCER_FENCED / INVALID_PRODUCER_ID_MAPPING
  * (handleVerifyPartitionsInTransaction). */
@@ -987,6 +1023,7 @@ int main(void)
         cmocka_unit_test(test_append_errors),
         cmocka_unit_test(test_kip360),
         cmocka_unit_test(test_epoch_exhausted),
+        cmocka_unit_test(test_fence_exhausts_epoch),
         cmocka_unit_test(test_verify),
         cmocka_unit_test(test_timeout_abort),
         cmocka_unit_test(test_expire),
