@@ -2,9 +2,10 @@
 # sanitize-check.sh [BUILD_DIR] [FUZZ_SECONDS]: the sanitizer stage of `make test`. Builds only what it runs in
 # the ASan + UBSan build (default build-asan, the directory `make sanitize` uses; -fno-sanitize-recover, so a
 # UBSan finding aborts), then runs, with UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:
-#   - the protocol tests that feed malformed input (codec, malformed frames, golden frames, record batches,
-#     compression, wire primitives) and the timestamp tests of issue 26 (extreme header timestamps in
-#     storage, the produce handler's timestamp rules, the log rate limiter), the replication floor of issue
+#   - the protocol tests that feed malformed input (codec, malformed frames, the transaction APIs' messages,
+#     golden frames, record batches, compression, wire primitives) and the timestamp tests of issue 26
+#     (extreme header timestamps in storage, the produce handler's timestamp rules, the log rate limiter), the
+#     end-transaction marker, the replication floor of issue
 #     #20 (the follower's log: append as follower, truncation with its crash points; the leader side and the
 #     follower side of a partition) and the produce gate and commit wait over a tight open-file cap, through
 #     ctest;
@@ -17,8 +18,8 @@ cd "$(dirname "$0")/.."
 build=${1:-build-asan}
 fuzz_s=${2:-60}
 jobs=${JOBS:-$(nproc)}
-tests=(test_wire test_codec test_malformed test_malformed2 test_golden test_record_batch test_compress
-       test_crc32c test_storage_log test_produce_timestamps test_common_log test_storage_replica
+tests=(test_wire test_codec test_malformed test_malformed2 test_txn_codec test_golden test_record_batch
+       test_txn_marker test_compress test_crc32c test_storage_log test_produce_timestamps test_common_log test_storage_replica
        test_partition_replica test_partition_follower test_server_fdcap_requests)
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}

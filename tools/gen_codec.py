@@ -7,6 +7,8 @@ Schema format (the project's own; facts from Apache Kafka's message definitions)
     request|response <message_name> valid <versions> flexible <versions|none>
       <field> <type> v<versions> [null=<versions>] [tagged=<versions> tag=<n>] [default=<value>]
         <nested fields of a struct or []struct type, one indent deeper>
+    A struct type already declared in the same message may be used again with no nested fields (it reuses
+    the first declaration: Kafka's commonStructs).
 Versions are "N+", "N-M", "N" or "none". Types: bool int8 int16 uint16 int32 uint32 int64 float64 string
 bytes records uuid, []<primitive>, <Struct>, []<Struct>.
 
@@ -163,13 +165,25 @@ def parse_schema(path):
 
 
 def build_structs(msg):
+    # A struct type is declared (with its fields) once per message; a later field of the same type is written
+    # without nested fields and reuses it (Kafka's "commonStructs", e.g. AddPartitionsToTxnTopic in both the
+    # v0-3 and the v4+ shape of AddPartitionsToTxn).
+    declared = {}
+
     def visit(fields, cname):
         s = Struct(cname, fields, msg)
         for f in fields:
             if f.is_struct:
+                sub = 'gr_%s_%s' % (msg.name, snake(f.elem))
                 if not f.fields:
-                    raise SystemExit('struct type %s without fields in %s' % (f.typ, msg.name))
-                f.struct = visit(f.fields, 'gr_%s_%s' % (msg.name, snake(f.elem)))
+                    if sub not in declared:
+                        raise SystemExit('struct type %s without fields in %s' % (f.typ, msg.name))
+                    f.struct = declared[sub]
+                    continue
+                if sub in declared:
+                    raise SystemExit('struct type %s declared twice in %s' % (f.typ, msg.name))
+                f.struct = visit(f.fields, sub)
+                declared[sub] = f.struct
         msg.structs.append(s)
         return s
     msg.top = visit(msg.root_fields, 'gr_' + msg.name)

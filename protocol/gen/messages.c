@@ -550,6 +550,126 @@ static void enc_gr_offset_for_leader_epoch_response(struct gr_wr *wr, int16_t v,
 static size_t sz_gr_offset_for_leader_epoch_response(const struct gr_offset_for_leader_epoch_response *m, int16_t v);
 static size_t minsz_gr_offset_for_leader_epoch_response(int16_t v) __attribute__((unused));
 static bool isdef_gr_offset_for_leader_epoch_response(const struct gr_offset_for_leader_epoch_response *m) __attribute__((unused));
+static void dec_gr_add_partitions_to_txn_request_add_partitions_to_txn_topic(struct gr_rd *rd, int16_t v, struct gr_add_partitions_to_txn_request_add_partitions_to_txn_topic *m);
+static void enc_gr_add_partitions_to_txn_request_add_partitions_to_txn_topic(struct gr_wr *wr, int16_t v, const struct gr_add_partitions_to_txn_request_add_partitions_to_txn_topic *m);
+static size_t sz_gr_add_partitions_to_txn_request_add_partitions_to_txn_topic(const struct gr_add_partitions_to_txn_request_add_partitions_to_txn_topic *m, int16_t v);
+static size_t minsz_gr_add_partitions_to_txn_request_add_partitions_to_txn_topic(int16_t v) __attribute__((unused));
+static bool isdef_gr_add_partitions_to_txn_request_add_partitions_to_txn_topic(const struct gr_add_partitions_to_txn_request_add_partitions_to_txn_topic *m) __attribute__((unused));
+static void dec_gr_add_partitions_to_txn_request_add_partitions_to_txn_transaction(struct gr_rd *rd, int16_t v, struct gr_add_partitions_to_txn_request_add_partitions_to_txn_transaction *m);
+static void enc_gr_add_partitions_to_txn_request_add_partitions_to_txn_transaction(struct gr_wr *wr, int16_t v, const struct gr_add_partitions_to_txn_request_add_partitions_to_txn_transaction *m);
+static size_t sz_gr_add_partitions_to_txn_request_add_partitions_to_txn_transaction(const struct gr_add_partitions_to_txn_request_add_partitions_to_txn_transaction *m, int16_t v);
+static size_t minsz_gr_add_partitions_to_txn_request_add_partitions_to_txn_transaction(int16_t v) __attribute__((unused));
+static bool isdef_gr_add_partitions_to_txn_request_add_partitions_to_txn_transaction(const struct gr_add_partitions_to_txn_request_add_partitions_to_txn_transaction *m) __attribute__((unused));
+static void dec_gr_add_partitions_to_txn_request(struct gr_rd *rd, int16_t v, struct gr_add_partitions_to_txn_request *m);
+static void enc_gr_add_partitions_to_txn_request(struct gr_wr *wr, int16_t v, const struct gr_add_partitions_to_txn_request *m);
+static size_t sz_gr_add_partitions_to_txn_request(const struct gr_add_partitions_to_txn_request *m, int16_t v);
+static size_t minsz_gr_add_partitions_to_txn_request(int16_t v) __attribute__((unused));
+static bool isdef_gr_add_partitions_to_txn_request(const struct gr_add_partitions_to_txn_request *m) __attribute__((unused));
+static void dec_gr_add_partitions_to_txn_response_add_partitions_to_txn_partition_result(struct gr_rd *rd, int16_t v, struct gr_add_partitions_to_txn_response_add_partitions_to_txn_partition_result *m);
+static void enc_gr_add_partitions_to_txn_response_add_partitions_to_txn_partition_result(struct gr_wr *wr, int16_t v, const struct gr_add_partitions_to_txn_response_add_partitions_to_txn_partition_result *m);
+static size_t sz_gr_add_partitions_to_txn_response_add_partitions_to_txn_partition_result(const struct gr_add_partitions_to_txn_response_add_partitions_to_txn_partition_result *m, int16_t v);
+static size_t minsz_gr_add_partitions_to_txn_response_add_partitions_to_txn_partition_result(int16_t v) __attribute__((unused));
+static bool isdef_gr_add_partitions_to_txn_response_add_partitions_to_txn_partition_result(const struct gr_add_partitions_to_txn_response_add_partitions_to_txn_partition_result *m) __attribute__((unused));
+static void dec_gr_add_partitions_to_txn_response_add_partitions_to_txn_topic_result(struct gr_rd *rd, int16_t v, struct gr_add_partitions_to_txn_response_add_partitions_to_txn_topic_result *m);
+static void enc_gr_add_partitions_to_txn_response_add_partitions_to_txn_topic_result(struct gr_wr *wr, int16_t v, const struct gr_add_partitions_to_txn_response_add_partitions_to_txn_topic_result *m);
+static size_t sz_gr_add_partitions_to_txn_response_add_partitions_to_txn_topic_result(const struct gr_add_partitions_to_txn_response_add_partitions_to_txn_topic_result *m, int16_t v);
+static size_t minsz_gr_add_partitions_to_txn_response_add_partitions_to_txn_topic_result(int16_t v) __attribute__((unused));
+static bool isdef_gr_add_partitions_to_txn_response_add_partitions_to_txn_topic_result(const struct gr_add_partitions_to_txn_response_add_partitions_to_txn_topic_result *m) __attribute__((unused));
+static void dec_gr_add_partitions_to_txn_response_add_partitions_to_txn_result(struct gr_rd *rd, int16_t v, struct gr_add_partitions_to_txn_response_add_partitions_to_txn_result *m);
+static void enc_gr_add_partitions_to_txn_response_add_partitions_to_txn_result(struct gr_wr *wr, int16_t v, const struct gr_add_partitions_to_txn_response_add_partitions_to_txn_result *m);
+static size_t sz_gr_add_partitions_to_txn_response_add_partitions_to_txn_result(const struct gr_add_partitions_to_txn_response_add_partitions_to_txn_result *m, int16_t v);
+static size_t minsz_gr_add_partitions_to_txn_response_add_partitions_to_txn_result(int16_t v) __attribute__((unused));
+static bool isdef_gr_add_partitions_to_txn_response_add_partitions_to_txn_result(const struct gr_add_partitions_to_txn_response_add_partitions_to_txn_result *m) __attribute__((unused));
+static void dec_gr_add_partitions_to_txn_response(struct gr_rd *rd, int16_t v, struct gr_add_partitions_to_txn_response *m);
+static void enc_gr_add_partitions_to_txn_response(struct gr_wr *wr, int16_t v, const struct gr_add_partitions_to_txn_response *m);
+static size_t sz_gr_add_partitions_to_txn_response(const struct gr_add_partitions_to_txn_response *m, int16_t v);
+static size_t minsz_gr_add_partitions_to_txn_response(int16_t v) __attribute__((unused));
+static bool isdef_gr_add_partitions_to_txn_response(const struct gr_add_partitions_to_txn_response *m) __attribute__((unused));
+static void dec_gr_add_offsets_to_txn_request(struct gr_rd *rd, int16_t v, struct gr_add_offsets_to_txn_request *m);
+static void enc_gr_add_offsets_to_txn_request(struct gr_wr *wr, int16_t v, const struct gr_add_offsets_to_txn_request *m);
+static size_t sz_gr_add_offsets_to_txn_request(const struct gr_add_offsets_to_txn_request *m, int16_t v);
+static size_t minsz_gr_add_offsets_to_txn_request(int16_t v) __attribute__((unused));
+static bool isdef_gr_add_offsets_to_txn_request(const struct gr_add_offsets_to_txn_request *m) __attribute__((unused));
+static void dec_gr_add_offsets_to_txn_response(struct gr_rd *rd, int16_t v, struct gr_add_offsets_to_txn_response *m);
+static void enc_gr_add_offsets_to_txn_response(struct gr_wr *wr, int16_t v, const struct gr_add_offsets_to_txn_response *m);
+static size_t sz_gr_add_offsets_to_txn_response(const struct gr_add_offsets_to_txn_response *m, int16_t v);
+static size_t minsz_gr_add_offsets_to_txn_response(int16_t v) __attribute__((unused));
+static bool isdef_gr_add_offsets_to_txn_response(const struct gr_add_offsets_to_txn_response *m) __attribute__((unused));
+static void dec_gr_end_txn_request(struct gr_rd *rd, int16_t v, struct gr_end_txn_request *m);
+static void enc_gr_end_txn_request(struct gr_wr *wr, int16_t v, const struct gr_end_txn_request *m);
+static size_t sz_gr_end_txn_request(const struct gr_end_txn_request *m, int16_t v);
+static size_t minsz_gr_end_txn_request(int16_t v) __attribute__((unused));
+static bool isdef_gr_end_txn_request(const struct gr_end_txn_request *m) __attribute__((unused));
+static void dec_gr_end_txn_response(struct gr_rd *rd, int16_t v, struct gr_end_txn_response *m);
+static void enc_gr_end_txn_response(struct gr_wr *wr, int16_t v, const struct gr_end_txn_response *m);
+static size_t sz_gr_end_txn_response(const struct gr_end_txn_response *m, int16_t v);
+static size_t minsz_gr_end_txn_response(int16_t v) __attribute__((unused));
+static bool isdef_gr_end_txn_response(const struct gr_end_txn_response *m) __attribute__((unused));
+static void dec_gr_write_txn_markers_request_writable_txn_marker_topic(struct gr_rd *rd, int16_t v, struct gr_write_txn_markers_request_writable_txn_marker_topic *m);
+static void enc_gr_write_txn_markers_request_writable_txn_marker_topic(struct gr_wr *wr, int16_t v, const struct gr_write_txn_markers_request_writable_txn_marker_topic *m);
+static size_t sz_gr_write_txn_markers_request_writable_txn_marker_topic(const struct gr_write_txn_markers_request_writable_txn_marker_topic *m, int16_t v);
+static size_t minsz_gr_write_txn_markers_request_writable_txn_marker_topic(int16_t v) __attribute__((unused));
+static bool isdef_gr_write_txn_markers_request_writable_txn_marker_topic(const struct gr_write_txn_markers_request_writable_txn_marker_topic *m) __attribute__((unused));
+static void dec_gr_write_txn_markers_request_writable_txn_marker(struct gr_rd *rd, int16_t v, struct gr_write_txn_markers_request_writable_txn_marker *m);
+static void enc_gr_write_txn_markers_request_writable_txn_marker(struct gr_wr *wr, int16_t v, const struct gr_write_txn_markers_request_writable_txn_marker *m);
+static size_t sz_gr_write_txn_markers_request_writable_txn_marker(const struct gr_write_txn_markers_request_writable_txn_marker *m, int16_t v);
+static size_t minsz_gr_write_txn_markers_request_writable_txn_marker(int16_t v) __attribute__((unused));
+static bool isdef_gr_write_txn_markers_request_writable_txn_marker(const struct gr_write_txn_markers_request_writable_txn_marker *m) __attribute__((unused));
+static void dec_gr_write_txn_markers_request(struct gr_rd *rd, int16_t v, struct gr_write_txn_markers_request *m);
+static void enc_gr_write_txn_markers_request(struct gr_wr *wr, int16_t v, const struct gr_write_txn_markers_request *m);
+static size_t sz_gr_write_txn_markers_request(const struct gr_write_txn_markers_request *m, int16_t v);
+static size_t minsz_gr_write_txn_markers_request(int16_t v) __attribute__((unused));
+static bool isdef_gr_write_txn_markers_request(const struct gr_write_txn_markers_request *m) __attribute__((unused));
+static void dec_gr_write_txn_markers_response_writable_txn_marker_partition_result(struct gr_rd *rd, int16_t v, struct gr_write_txn_markers_response_writable_txn_marker_partition_result *m);
+static void enc_gr_write_txn_markers_response_writable_txn_marker_partition_result(struct gr_wr *wr, int16_t v, const struct gr_write_txn_markers_response_writable_txn_marker_partition_result *m);
+static size_t sz_gr_write_txn_markers_response_writable_txn_marker_partition_result(const struct gr_write_txn_markers_response_writable_txn_marker_partition_result *m, int16_t v);
+static size_t minsz_gr_write_txn_markers_response_writable_txn_marker_partition_result(int16_t v) __attribute__((unused));
+static bool isdef_gr_write_txn_markers_response_writable_txn_marker_partition_result(const struct gr_write_txn_markers_response_writable_txn_marker_partition_result *m) __attribute__((unused));
+static void dec_gr_write_txn_markers_response_writable_txn_marker_topic_result(struct gr_rd *rd, int16_t v, struct gr_write_txn_markers_response_writable_txn_marker_topic_result *m);
+static void enc_gr_write_txn_markers_response_writable_txn_marker_topic_result(struct gr_wr *wr, int16_t v, const struct gr_write_txn_markers_response_writable_txn_marker_topic_result *m);
+static size_t sz_gr_write_txn_markers_response_writable_txn_marker_topic_result(const struct gr_write_txn_markers_response_writable_txn_marker_topic_result *m, int16_t v);
+static size_t minsz_gr_write_txn_markers_response_writable_txn_marker_topic_result(int16_t v) __attribute__((unused));
+static bool isdef_gr_write_txn_markers_response_writable_txn_marker_topic_result(const struct gr_write_txn_markers_response_writable_txn_marker_topic_result *m) __attribute__((unused));
+static void dec_gr_write_txn_markers_response_writable_txn_marker_result(struct gr_rd *rd, int16_t v, struct gr_write_txn_markers_response_writable_txn_marker_result *m);
+static void enc_gr_write_txn_markers_response_writable_txn_marker_result(struct gr_wr *wr, int16_t v, const struct gr_write_txn_markers_response_writable_txn_marker_result *m);
+static size_t sz_gr_write_txn_markers_response_writable_txn_marker_result(const struct gr_write_txn_markers_response_writable_txn_marker_result *m, int16_t v);
+static size_t minsz_gr_write_txn_markers_response_writable_txn_marker_result(int16_t v) __attribute__((unused));
+static bool isdef_gr_write_txn_markers_response_writable_txn_marker_result(const struct gr_write_txn_markers_response_writable_txn_marker_result *m) __attribute__((unused));
+static void dec_gr_write_txn_markers_response(struct gr_rd *rd, int16_t v, struct gr_write_txn_markers_response *m);
+static void enc_gr_write_txn_markers_response(struct gr_wr *wr, int16_t v, const struct gr_write_txn_markers_response *m);
+static size_t sz_gr_write_txn_markers_response(const struct gr_write_txn_markers_response *m, int16_t v);
+static size_t minsz_gr_write_txn_markers_response(int16_t v) __attribute__((unused));
+static bool isdef_gr_write_txn_markers_response(const struct gr_write_txn_markers_response *m) __attribute__((unused));
+static void dec_gr_txn_offset_commit_request_txn_offset_commit_request_partition(struct gr_rd *rd, int16_t v, struct gr_txn_offset_commit_request_txn_offset_commit_request_partition *m);
+static void enc_gr_txn_offset_commit_request_txn_offset_commit_request_partition(struct gr_wr *wr, int16_t v, const struct gr_txn_offset_commit_request_txn_offset_commit_request_partition *m);
+static size_t sz_gr_txn_offset_commit_request_txn_offset_commit_request_partition(const struct gr_txn_offset_commit_request_txn_offset_commit_request_partition *m, int16_t v);
+static size_t minsz_gr_txn_offset_commit_request_txn_offset_commit_request_partition(int16_t v) __attribute__((unused));
+static bool isdef_gr_txn_offset_commit_request_txn_offset_commit_request_partition(const struct gr_txn_offset_commit_request_txn_offset_commit_request_partition *m) __attribute__((unused));
+static void dec_gr_txn_offset_commit_request_txn_offset_commit_request_topic(struct gr_rd *rd, int16_t v, struct gr_txn_offset_commit_request_txn_offset_commit_request_topic *m);
+static void enc_gr_txn_offset_commit_request_txn_offset_commit_request_topic(struct gr_wr *wr, int16_t v, const struct gr_txn_offset_commit_request_txn_offset_commit_request_topic *m);
+static size_t sz_gr_txn_offset_commit_request_txn_offset_commit_request_topic(const struct gr_txn_offset_commit_request_txn_offset_commit_request_topic *m, int16_t v);
+static size_t minsz_gr_txn_offset_commit_request_txn_offset_commit_request_topic(int16_t v) __attribute__((unused));
+static bool isdef_gr_txn_offset_commit_request_txn_offset_commit_request_topic(const struct gr_txn_offset_commit_request_txn_offset_commit_request_topic *m) __attribute__((unused));
+static void dec_gr_txn_offset_commit_request(struct gr_rd *rd, int16_t v, struct gr_txn_offset_commit_request *m);
+static void enc_gr_txn_offset_commit_request(struct gr_wr *wr, int16_t v, const struct gr_txn_offset_commit_request *m);
+static size_t sz_gr_txn_offset_commit_request(const struct gr_txn_offset_commit_request *m, int16_t v);
+static size_t minsz_gr_txn_offset_commit_request(int16_t v) __attribute__((unused));
+static bool isdef_gr_txn_offset_commit_request(const struct gr_txn_offset_commit_request *m) __attribute__((unused));
+static void dec_gr_txn_offset_commit_response_txn_offset_commit_response_partition(struct gr_rd *rd, int16_t v, struct gr_txn_offset_commit_response_txn_offset_commit_response_partition *m);
+static void enc_gr_txn_offset_commit_response_txn_offset_commit_response_partition(struct gr_wr *wr, int16_t v, const struct gr_txn_offset_commit_response_txn_offset_commit_response_partition *m);
+static size_t sz_gr_txn_offset_commit_response_txn_offset_commit_response_partition(const struct gr_txn_offset_commit_response_txn_offset_commit_response_partition *m, int16_t v);
+static size_t minsz_gr_txn_offset_commit_response_txn_offset_commit_response_partition(int16_t v) __attribute__((unused));
+static bool isdef_gr_txn_offset_commit_response_txn_offset_commit_response_partition(const struct gr_txn_offset_commit_response_txn_offset_commit_response_partition *m) __attribute__((unused));
+static void dec_gr_txn_offset_commit_response_txn_offset_commit_response_topic(struct gr_rd *rd, int16_t v, struct gr_txn_offset_commit_response_txn_offset_commit_response_topic *m);
+static void enc_gr_txn_offset_commit_response_txn_offset_commit_response_topic(struct gr_wr *wr, int16_t v, const struct gr_txn_offset_commit_response_txn_offset_commit_response_topic *m);
+static size_t sz_gr_txn_offset_commit_response_txn_offset_commit_response_topic(const struct gr_txn_offset_commit_response_txn_offset_commit_response_topic *m, int16_t v);
+static size_t minsz_gr_txn_offset_commit_response_txn_offset_commit_response_topic(int16_t v) __attribute__((unused));
+static bool isdef_gr_txn_offset_commit_response_txn_offset_commit_response_topic(const struct gr_txn_offset_commit_response_txn_offset_commit_response_topic *m) __attribute__((unused));
+static void dec_gr_txn_offset_commit_response(struct gr_rd *rd, int16_t v, struct gr_txn_offset_commit_response *m);
+static void enc_gr_txn_offset_commit_response(struct gr_wr *wr, int16_t v, const struct gr_txn_offset_commit_response *m);
+static size_t sz_gr_txn_offset_commit_response(const struct gr_txn_offset_commit_response *m, int16_t v);
+static size_t minsz_gr_txn_offset_commit_response(int16_t v) __attribute__((unused));
+static bool isdef_gr_txn_offset_commit_response(const struct gr_txn_offset_commit_response *m) __attribute__((unused));
 static void dec_gr_describe_configs_request_describe_configs_resource(struct gr_rd *rd, int16_t v, struct gr_describe_configs_request_describe_configs_resource *m);
 static void enc_gr_describe_configs_request_describe_configs_resource(struct gr_wr *wr, int16_t v, const struct gr_describe_configs_request_describe_configs_resource *m);
 static size_t sz_gr_describe_configs_request_describe_configs_resource(const struct gr_describe_configs_request_describe_configs_resource *m, int16_t v);
@@ -775,6 +895,41 @@ static void enc_gr_describe_producers_response(struct gr_wr *wr, int16_t v, cons
 static size_t sz_gr_describe_producers_response(const struct gr_describe_producers_response *m, int16_t v);
 static size_t minsz_gr_describe_producers_response(int16_t v) __attribute__((unused));
 static bool isdef_gr_describe_producers_response(const struct gr_describe_producers_response *m) __attribute__((unused));
+static void dec_gr_describe_transactions_request(struct gr_rd *rd, int16_t v, struct gr_describe_transactions_request *m);
+static void enc_gr_describe_transactions_request(struct gr_wr *wr, int16_t v, const struct gr_describe_transactions_request *m);
+static size_t sz_gr_describe_transactions_request(const struct gr_describe_transactions_request *m, int16_t v);
+static size_t minsz_gr_describe_transactions_request(int16_t v) __attribute__((unused));
+static bool isdef_gr_describe_transactions_request(const struct gr_describe_transactions_request *m) __attribute__((unused));
+static void dec_gr_describe_transactions_response_topic_data(struct gr_rd *rd, int16_t v, struct gr_describe_transactions_response_topic_data *m);
+static void enc_gr_describe_transactions_response_topic_data(struct gr_wr *wr, int16_t v, const struct gr_describe_transactions_response_topic_data *m);
+static size_t sz_gr_describe_transactions_response_topic_data(const struct gr_describe_transactions_response_topic_data *m, int16_t v);
+static size_t minsz_gr_describe_transactions_response_topic_data(int16_t v) __attribute__((unused));
+static bool isdef_gr_describe_transactions_response_topic_data(const struct gr_describe_transactions_response_topic_data *m) __attribute__((unused));
+static void dec_gr_describe_transactions_response_transaction_state(struct gr_rd *rd, int16_t v, struct gr_describe_transactions_response_transaction_state *m);
+static void enc_gr_describe_transactions_response_transaction_state(struct gr_wr *wr, int16_t v, const struct gr_describe_transactions_response_transaction_state *m);
+static size_t sz_gr_describe_transactions_response_transaction_state(const struct gr_describe_transactions_response_transaction_state *m, int16_t v);
+static size_t minsz_gr_describe_transactions_response_transaction_state(int16_t v) __attribute__((unused));
+static bool isdef_gr_describe_transactions_response_transaction_state(const struct gr_describe_transactions_response_transaction_state *m) __attribute__((unused));
+static void dec_gr_describe_transactions_response(struct gr_rd *rd, int16_t v, struct gr_describe_transactions_response *m);
+static void enc_gr_describe_transactions_response(struct gr_wr *wr, int16_t v, const struct gr_describe_transactions_response *m);
+static size_t sz_gr_describe_transactions_response(const struct gr_describe_transactions_response *m, int16_t v);
+static size_t minsz_gr_describe_transactions_response(int16_t v) __attribute__((unused));
+static bool isdef_gr_describe_transactions_response(const struct gr_describe_transactions_response *m) __attribute__((unused));
+static void dec_gr_list_transactions_request(struct gr_rd *rd, int16_t v, struct gr_list_transactions_request *m);
+static void enc_gr_list_transactions_request(struct gr_wr *wr, int16_t v, const struct gr_list_transactions_request *m);
+static size_t sz_gr_list_transactions_request(const struct gr_list_transactions_request *m, int16_t v);
+static size_t minsz_gr_list_transactions_request(int16_t v) __attribute__((unused));
+static bool isdef_gr_list_transactions_request(const struct gr_list_transactions_request *m) __attribute__((unused));
+static void dec_gr_list_transactions_response_transaction_state(struct gr_rd *rd, int16_t v, struct gr_list_transactions_response_transaction_state *m);
+static void enc_gr_list_transactions_response_transaction_state(struct gr_wr *wr, int16_t v, const struct gr_list_transactions_response_transaction_state *m);
+static size_t sz_gr_list_transactions_response_transaction_state(const struct gr_list_transactions_response_transaction_state *m, int16_t v);
+static size_t minsz_gr_list_transactions_response_transaction_state(int16_t v) __attribute__((unused));
+static bool isdef_gr_list_transactions_response_transaction_state(const struct gr_list_transactions_response_transaction_state *m) __attribute__((unused));
+static void dec_gr_list_transactions_response(struct gr_rd *rd, int16_t v, struct gr_list_transactions_response *m);
+static void enc_gr_list_transactions_response(struct gr_wr *wr, int16_t v, const struct gr_list_transactions_response *m);
+static size_t sz_gr_list_transactions_response(const struct gr_list_transactions_response *m, int16_t v);
+static size_t minsz_gr_list_transactions_response(int16_t v) __attribute__((unused));
+static bool isdef_gr_list_transactions_response(const struct gr_list_transactions_response *m) __attribute__((unused));
 
 void gr_produce_request_partition_produce_data_init(struct gr_produce_request_partition_produce_data *m)
 {
@@ -15675,6 +15830,3208 @@ static int ops_decode_gr_offset_for_leader_epoch_response(struct gr_rd *rd, int1
 static size_t ops_size_gr_offset_for_leader_epoch_response(const void *m, int16_t v) { return gr_offset_for_leader_epoch_response_size(m, v); }
 static void ops_encode_gr_offset_for_leader_epoch_response(struct gr_wr *wr, const void *m, int16_t v) { gr_offset_for_leader_epoch_response_encode(wr, m, v); }
 
+void gr_add_partitions_to_txn_request_add_partitions_to_txn_topic_init(struct gr_add_partitions_to_txn_request_add_partitions_to_txn_topic *m)
+{
+    m->name = ((struct gr_str){"", 0});
+    m->partitions.items = NULL;
+    m->partitions.count = 0;
+    m->unknown_tags.items = NULL;
+    m->unknown_tags.count = 0;
+}
+
+static bool isdef_gr_add_partitions_to_txn_request_add_partitions_to_txn_topic(const struct gr_add_partitions_to_txn_request_add_partitions_to_txn_topic *m)
+{
+    return gr_str_eq(m->name, gr_str_c("")) &&
+           m->partitions.count == 0 &&
+           m->unknown_tags.count == 0;
+}
+
+static size_t minsz_gr_add_partitions_to_txn_request_add_partitions_to_txn_topic(int16_t v)
+{
+    const bool fx = v >= 3;
+    (void)fx;
+    (void)v;
+    size_t n = fx ? 1 : 0;
+    if (1) n += (fx ? 1 : 2);
+    if (1) n += (fx ? 1 : 4);
+    (void)v;
+    return n;
+}
+
+static void dec_gr_add_partitions_to_txn_request_add_partitions_to_txn_topic(struct gr_rd *rd, int16_t v, struct gr_add_partitions_to_txn_request_add_partitions_to_txn_topic *m)
+{
+    const bool fx = v >= 3;
+    (void)fx;
+    (void)v;
+    gr_add_partitions_to_txn_request_add_partitions_to_txn_topic_init(m);
+    if (1) {
+        m->name = gr_rd_string(rd, fx, 0);
+    }
+    if (1) {
+        {
+            int32_t n = gr_rd_array_len(rd, fx, 0, 4);
+            m->partitions.count = n;
+            m->partitions.items = NULL;
+            if (n > 0) {
+                m->partitions.items = gr_rd_alloc(rd, (size_t)n, sizeof(int32_t));
+                for (int32_t i = 0; i < n && !rd->err; i++)
+                    m->partitions.items[i] = gr_rd_int32(rd);
+                if (rd->err) m->partitions.count = 0;
+            }
+        }
+    }
+    if (!fx || rd->err) return;
+    uint32_t ntags = gr_rd_tag_count(rd);
+    int64_t last_tag = -1;
+    for (uint32_t t = 0; t < ntags && !rd->err; t++) {
+        uint32_t tag = gr_rd_uvarint(rd);
+        uint32_t len = gr_rd_uvarint(rd);
+        if (rd->err) return;
+        if ((int64_t)tag <= last_tag) {
+            gr_rd_fail(rd, GR_WIRE_BAD_TAGS);
+            return;
+        }
+        last_tag = tag;
+        if (len > gr_rd_left(rd)) {
+            gr_rd_fail(rd, GR_WIRE_SHORT);
+            return;
+        }
+        const uint8_t *body = rd->p;
+        switch (tag) {
+        default:
+            keep_unknown_tag(rd, &m->unknown_tags, ntags, tag, body, len);
+        }
+        rd->p = body + len;
+    }
+}
+
+static size_t sz_gr_add_partitions_to_txn_request_add_partitions_to_txn_topic(const struct gr_add_partitions_to_txn_request_add_partitions_to_txn_topic *m, int16_t v)
+{
+    const bool fx = v >= 3;
+    (void)fx;
+    (void)v;
+    size_t n = 0;
+    if (1) {
+        n += gr_sz_string(m->name, fx);
+    }
+    if (1) {
+        n += gr_sz_array_len(m->partitions.count, fx);
+        if (m->partitions.count > 0) n += (size_t)m->partitions.count * 4;
+    }
+    if (fx) {
+        uint32_t count = (uint32_t)m->unknown_tags.count;
+        n += gr_sz_uvarint(count) + gr_sz_unknown_tags(&m->unknown_tags);
+    }
+    (void)m;
+    return n;
+}
+
+static void enc_gr_add_partitions_to_txn_request_add_partitions_to_txn_topic(struct gr_wr *wr, int16_t v, const struct gr_add_partitions_to_txn_request_add_partitions_to_txn_topic *m)
+{
+    const bool fx = v >= 3;
+    (void)fx;
+    (void)v;
+    if (1) {
+        gr_wr_string(wr, m->name, fx);
+    }
+    if (1) {
+        gr_wr_array_len(wr, m->partitions.count, fx);
+        for (int32_t i = 0; i < m->partitions.count; i++)
+            gr_wr_int32(wr, m->partitions.items[i]);
+    }
+    if (!fx) return;
+    uint32_t count = (uint32_t)m->unknown_tags.count;
+    gr_wr_uvarint(wr, count);
+    int32_t u = 0;
+    while (u < m->unknown_tags.count)
+        write_unknown_tag(wr, &m->unknown_tags.items[u++]);
+}
+
+void gr_add_partitions_to_txn_request_add_partitions_to_txn_transaction_init(struct gr_add_partitions_to_txn_request_add_partitions_to_txn_transaction *m)
+{
+    m->transactional_id = ((struct gr_str){"", 0});
+    m->producer_id = 0;
+    m->producer_epoch = 0;
+    m->verify_only = false;
+    m->topics.items = NULL;
+    m->topics.count = 0;
+    m->unknown_tags.items = NULL;
+    m->unknown_tags.count = 0;
+}
+
+static bool isdef_gr_add_partitions_to_txn_request_add_partitions_to_txn_transaction(const struct gr_add_partitions_to_txn_request_add_partitions_to_txn_transaction *m)
+{
+    return gr_str_eq(m->transactional_id, gr_str_c("")) &&
+           (m->producer_id == 0) &&
+           (m->producer_epoch == 0) &&
+           (m->verify_only == false) &&
+           m->topics.count == 0 &&
+           m->unknown_tags.count == 0;
+}
+
+static size_t minsz_gr_add_partitions_to_txn_request_add_partitions_to_txn_transaction(int16_t v)
+{
+    const bool fx = v >= 3;
+    (void)fx;
+    (void)v;
+    size_t n = fx ? 1 : 0;
+    if (v >= 4) n += (fx ? 1 : 2);
+    if (v >= 4) n += 8;
+    if (v >= 4) n += 2;
+    if (v >= 4) n += 1;
+    if (v >= 4) n += (fx ? 1 : 4);
+    (void)v;
+    return n;
+}
+
+static void dec_gr_add_partitions_to_txn_request_add_partitions_to_txn_transaction(struct gr_rd *rd, int16_t v, struct gr_add_partitions_to_txn_request_add_partitions_to_txn_transaction *m)
+{
+    const bool fx = v >= 3;
+    (void)fx;
+    (void)v;
+    gr_add_partitions_to_txn_request_add_partitions_to_txn_transaction_init(m);
+    if (v >= 4) {
+        m->transactional_id = gr_rd_string(rd, fx, 0);
+    }
+    if (v >= 4) {
+        m->producer_id = gr_rd_int64(rd);
+    }
+    if (v >= 4) {
+        m->producer_epoch = gr_rd_int16(rd);
+    }
+    if (v >= 4) {
+        m->verify_only = gr_rd_bool(rd);
+    }
+    if (v >= 4) {
+        {
+            int32_t n = gr_rd_array_len(rd, fx, 0, minsz_gr_add_partitions_to_txn_request_add_partitions_to_txn_topic(v));
+            m->topics.count = n;
+            m->topics.items = NULL;
+            if (n > 0) {
+                m->topics.items = gr_rd_alloc(rd, (size_t)n, sizeof(struct gr_add_partitions_to_txn_request_add_partitions_to_txn_topic));
+                for (int32_t i = 0; i < n && !rd->err; i++)
+                    dec_gr_add_partitions_to_txn_request_add_partitions_to_txn_topic(rd, v, &m->topics.items[i]);
+                if (rd->err) m->topics.count = 0;
+            }
+        }
+    }
+    if (!fx || rd->err) return;
+    uint32_t ntags = gr_rd_tag_count(rd);
+    int64_t last_tag = -1;
+    for (uint32_t t = 0; t < ntags && !rd->err; t++) {
+        uint32_t tag = gr_rd_uvarint(rd);
+        uint32_t len = gr_rd_uvarint(rd);
+        if (rd->err) return;
+        if ((int64_t)tag <= last_tag) {
+            gr_rd_fail(rd, GR_WIRE_BAD_TAGS);
+            return;
+        }
+        last_tag = tag;
+        if (len > gr_rd_left(rd)) {
+            gr_rd_fail(rd, GR_WIRE_SHORT);
+            return;
+        }
+        const uint8_t *body = rd->p;
+        switch (tag) {
+        default:
+            keep_unknown_tag(rd, &m->unknown_tags, ntags, tag, body, len);
+        }
+        rd->p = body + len;
+    }
+}
+
+static size_t sz_gr_add_partitions_to_txn_request_add_partitions_to_txn_transaction(const struct gr_add_partitions_to_txn_request_add_partitions_to_txn_transaction *m, int16_t v)
+{
+    const bool fx = v >= 3;
+    (void)fx;
+    (void)v;
+    size_t n = 0;
+    if (v >= 4) {
+        n += gr_sz_string(m->transactional_id, fx);
+    }
+    if (v >= 4) {
+        n += 8;
+    }
+    if (v >= 4) {
+        n += 2;
+    }
+    if (v >= 4) {
+        n += 1;
+    }
+    if (v >= 4) {
+        n += gr_sz_array_len(m->topics.count, fx);
+        for (int32_t i = 0; i < m->topics.count; i++)
+            n += sz_gr_add_partitions_to_txn_request_add_partitions_to_txn_topic(&m->topics.items[i], v);
+    }
+    if (fx) {
+        uint32_t count = (uint32_t)m->unknown_tags.count;
+        n += gr_sz_uvarint(count) + gr_sz_unknown_tags(&m->unknown_tags);
+    }
+    (void)m;
+    return n;
+}
+
+static void enc_gr_add_partitions_to_txn_request_add_partitions_to_txn_transaction(struct gr_wr *wr, int16_t v, const struct gr_add_partitions_to_txn_request_add_partitions_to_txn_transaction *m)
+{
+    const bool fx = v >= 3;
+    (void)fx;
+    (void)v;
+    if (v >= 4) {
+        gr_wr_string(wr, m->transactional_id, fx);
+    }
+    if (v >= 4) {
+        gr_wr_int64(wr, m->producer_id);
+    }
+    if (v >= 4) {
+        gr_wr_int16(wr, m->producer_epoch);
+    }
+    if (v >= 4) {
+        gr_wr_bool(wr, m->verify_only);
+    }
+    if (v >= 4) {
+        gr_wr_array_len(wr, m->topics.count, fx);
+        for (int32_t i = 0; i < m->topics.count; i++)
+            enc_gr_add_partitions_to_txn_request_add_partitions_to_txn_topic(wr, v, &m->topics.items[i]);
+    }
+    if (!fx) return;
+    uint32_t count = (uint32_t)m->unknown_tags.count;
+    gr_wr_uvarint(wr, count);
+    int32_t u = 0;
+    while (u < m->unknown_tags.count)
+        write_unknown_tag(wr, &m->unknown_tags.items[u++]);
+}
+
+void gr_add_partitions_to_txn_request_init(struct gr_add_partitions_to_txn_request *m)
+{
+    m->transactions.items = NULL;
+    m->transactions.count = 0;
+    m->v3_and_below_transactional_id = ((struct gr_str){"", 0});
+    m->v3_and_below_producer_id = 0;
+    m->v3_and_below_producer_epoch = 0;
+    m->v3_and_below_topics.items = NULL;
+    m->v3_and_below_topics.count = 0;
+    m->unknown_tags.items = NULL;
+    m->unknown_tags.count = 0;
+}
+
+static bool isdef_gr_add_partitions_to_txn_request(const struct gr_add_partitions_to_txn_request *m)
+{
+    return m->transactions.count == 0 &&
+           gr_str_eq(m->v3_and_below_transactional_id, gr_str_c("")) &&
+           (m->v3_and_below_producer_id == 0) &&
+           (m->v3_and_below_producer_epoch == 0) &&
+           m->v3_and_below_topics.count == 0 &&
+           m->unknown_tags.count == 0;
+}
+
+static size_t minsz_gr_add_partitions_to_txn_request(int16_t v)
+{
+    const bool fx = v >= 3;
+    (void)fx;
+    (void)v;
+    size_t n = fx ? 1 : 0;
+    if (v >= 4) n += (fx ? 1 : 4);
+    if (v <= 3) n += (fx ? 1 : 2);
+    if (v <= 3) n += 8;
+    if (v <= 3) n += 2;
+    if (v <= 3) n += (fx ? 1 : 4);
+    (void)v;
+    return n;
+}
+
+static void dec_gr_add_partitions_to_txn_request(struct gr_rd *rd, int16_t v, struct gr_add_partitions_to_txn_request *m)
+{
+    const bool fx = v >= 3;
+    (void)fx;
+    (void)v;
+    gr_add_partitions_to_txn_request_init(m);
+    if (v >= 4) {
+        {
+            int32_t n = gr_rd_array_len(rd, fx, 0, minsz_gr_add_partitions_to_txn_request_add_partitions_to_txn_transaction(v));
+            m->transactions.count = n;
+            m->transactions.items = NULL;
+            if (n > 0) {
+                m->transactions.items = gr_rd_alloc(rd, (size_t)n, sizeof(struct gr_add_partitions_to_txn_request_add_partitions_to_txn_transaction));
+                for (int32_t i = 0; i < n && !rd->err; i++)
+                    dec_gr_add_partitions_to_txn_request_add_partitions_to_txn_transaction(rd, v, &m->transactions.items[i]);
+                if (rd->err) m->transactions.count = 0;
+            }
+        }
+    }
+    if (v <= 3) {
+        m->v3_and_below_transactional_id = gr_rd_string(rd, fx, 0);
+    }
+    if (v <= 3) {
+        m->v3_and_below_producer_id = gr_rd_int64(rd);
+    }
+    if (v <= 3) {
+        m->v3_and_below_producer_epoch = gr_rd_int16(rd);
+    }
+    if (v <= 3) {
+        {
+            int32_t n = gr_rd_array_len(rd, fx, 0, minsz_gr_add_partitions_to_txn_request_add_partitions_to_txn_topic(v));
+            m->v3_and_below_topics.count = n;
+            m->v3_and_below_topics.items = NULL;
+            if (n > 0) {
+                m->v3_and_below_topics.items = gr_rd_alloc(rd, (size_t)n, sizeof(struct gr_add_partitions_to_txn_request_add_partitions_to_txn_topic));
+                for (int32_t i = 0; i < n && !rd->err; i++)
+                    dec_gr_add_partitions_to_txn_request_add_partitions_to_txn_topic(rd, v, &m->v3_and_below_topics.items[i]);
+                if (rd->err) m->v3_and_below_topics.count = 0;
+            }
+        }
+    }
+    if (!fx || rd->err) return;
+    uint32_t ntags = gr_rd_tag_count(rd);
+    int64_t last_tag = -1;
+    for (uint32_t t = 0; t < ntags && !rd->err; t++) {
+        uint32_t tag = gr_rd_uvarint(rd);
+        uint32_t len = gr_rd_uvarint(rd);
+        if (rd->err) return;
+        if ((int64_t)tag <= last_tag) {
+            gr_rd_fail(rd, GR_WIRE_BAD_TAGS);
+            return;
+        }
+        last_tag = tag;
+        if (len > gr_rd_left(rd)) {
+            gr_rd_fail(rd, GR_WIRE_SHORT);
+            return;
+        }
+        const uint8_t *body = rd->p;
+        switch (tag) {
+        default:
+            keep_unknown_tag(rd, &m->unknown_tags, ntags, tag, body, len);
+        }
+        rd->p = body + len;
+    }
+}
+
+static size_t sz_gr_add_partitions_to_txn_request(const struct gr_add_partitions_to_txn_request *m, int16_t v)
+{
+    const bool fx = v >= 3;
+    (void)fx;
+    (void)v;
+    size_t n = 0;
+    if (v >= 4) {
+        n += gr_sz_array_len(m->transactions.count, fx);
+        for (int32_t i = 0; i < m->transactions.count; i++)
+            n += sz_gr_add_partitions_to_txn_request_add_partitions_to_txn_transaction(&m->transactions.items[i], v);
+    }
+    if (v <= 3) {
+        n += gr_sz_string(m->v3_and_below_transactional_id, fx);
+    }
+    if (v <= 3) {
+        n += 8;
+    }
+    if (v <= 3) {
+        n += 2;
+    }
+    if (v <= 3) {
+        n += gr_sz_array_len(m->v3_and_below_topics.count, fx);
+        for (int32_t i = 0; i < m->v3_and_below_topics.count; i++)
+            n += sz_gr_add_partitions_to_txn_request_add_partitions_to_txn_topic(&m->v3_and_below_topics.items[i], v);
+    }
+    if (fx) {
+        uint32_t count = (uint32_t)m->unknown_tags.count;
+        n += gr_sz_uvarint(count) + gr_sz_unknown_tags(&m->unknown_tags);
+    }
+    (void)m;
+    return n;
+}
+
+static void enc_gr_add_partitions_to_txn_request(struct gr_wr *wr, int16_t v, const struct gr_add_partitions_to_txn_request *m)
+{
+    const bool fx = v >= 3;
+    (void)fx;
+    (void)v;
+    if (v >= 4) {
+        gr_wr_array_len(wr, m->transactions.count, fx);
+        for (int32_t i = 0; i < m->transactions.count; i++)
+            enc_gr_add_partitions_to_txn_request_add_partitions_to_txn_transaction(wr, v, &m->transactions.items[i]);
+    }
+    if (v <= 3) {
+        gr_wr_string(wr, m->v3_and_below_transactional_id, fx);
+    }
+    if (v <= 3) {
+        gr_wr_int64(wr, m->v3_and_below_producer_id);
+    }
+    if (v <= 3) {
+        gr_wr_int16(wr, m->v3_and_below_producer_epoch);
+    }
+    if (v <= 3) {
+        gr_wr_array_len(wr, m->v3_and_below_topics.count, fx);
+        for (int32_t i = 0; i < m->v3_and_below_topics.count; i++)
+            enc_gr_add_partitions_to_txn_request_add_partitions_to_txn_topic(wr, v, &m->v3_and_below_topics.items[i]);
+    }
+    if (!fx) return;
+    uint32_t count = (uint32_t)m->unknown_tags.count;
+    gr_wr_uvarint(wr, count);
+    int32_t u = 0;
+    while (u < m->unknown_tags.count)
+        write_unknown_tag(wr, &m->unknown_tags.items[u++]);
+}
+
+int gr_add_partitions_to_txn_request_decode(struct gr_rd *rd, int16_t version, struct gr_add_partitions_to_txn_request *m)
+{
+    dec_gr_add_partitions_to_txn_request(rd, version, m);
+    return rd->err;
+}
+
+size_t gr_add_partitions_to_txn_request_size(const struct gr_add_partitions_to_txn_request *m, int16_t version) { return sz_gr_add_partitions_to_txn_request(m, version); }
+
+void gr_add_partitions_to_txn_request_encode(struct gr_wr *wr, const struct gr_add_partitions_to_txn_request *m, int16_t version) { enc_gr_add_partitions_to_txn_request(wr, version, m); }
+
+static void ops_init_gr_add_partitions_to_txn_request(void *m) { gr_add_partitions_to_txn_request_init(m); }
+static int ops_decode_gr_add_partitions_to_txn_request(struct gr_rd *rd, int16_t v, void *m) { return gr_add_partitions_to_txn_request_decode(rd, v, m); }
+static size_t ops_size_gr_add_partitions_to_txn_request(const void *m, int16_t v) { return gr_add_partitions_to_txn_request_size(m, v); }
+static void ops_encode_gr_add_partitions_to_txn_request(struct gr_wr *wr, const void *m, int16_t v) { gr_add_partitions_to_txn_request_encode(wr, m, v); }
+
+void gr_add_partitions_to_txn_response_add_partitions_to_txn_partition_result_init(struct gr_add_partitions_to_txn_response_add_partitions_to_txn_partition_result *m)
+{
+    m->partition_index = 0;
+    m->partition_error_code = 0;
+    m->unknown_tags.items = NULL;
+    m->unknown_tags.count = 0;
+}
+
+static bool isdef_gr_add_partitions_to_txn_response_add_partitions_to_txn_partition_result(const struct gr_add_partitions_to_txn_response_add_partitions_to_txn_partition_result *m)
+{
+    return (m->partition_index == 0) &&
+           (m->partition_error_code == 0) &&
+           m->unknown_tags.count == 0;
+}
+
+static size_t minsz_gr_add_partitions_to_txn_response_add_partitions_to_txn_partition_result(int16_t v)
+{
+    const bool fx = v >= 3;
+    (void)fx;
+    (void)v;
+    size_t n = fx ? 1 : 0;
+    if (1) n += 4;
+    if (1) n += 2;
+    (void)v;
+    return n;
+}
+
+static void dec_gr_add_partitions_to_txn_response_add_partitions_to_txn_partition_result(struct gr_rd *rd, int16_t v, struct gr_add_partitions_to_txn_response_add_partitions_to_txn_partition_result *m)
+{
+    const bool fx = v >= 3;
+    (void)fx;
+    (void)v;
+    gr_add_partitions_to_txn_response_add_partitions_to_txn_partition_result_init(m);
+    if (1) {
+        m->partition_index = gr_rd_int32(rd);
+    }
+    if (1) {
+        m->partition_error_code = gr_rd_int16(rd);
+    }
+    if (!fx || rd->err) return;
+    uint32_t ntags = gr_rd_tag_count(rd);
+    int64_t last_tag = -1;
+    for (uint32_t t = 0; t < ntags && !rd->err; t++) {
+        uint32_t tag = gr_rd_uvarint(rd);
+        uint32_t len = gr_rd_uvarint(rd);
+        if (rd->err) return;
+        if ((int64_t)tag <= last_tag) {
+            gr_rd_fail(rd, GR_WIRE_BAD_TAGS);
+            return;
+        }
+        last_tag = tag;
+        if (len > gr_rd_left(rd)) {
+            gr_rd_fail(rd, GR_WIRE_SHORT);
+            return;
+        }
+        const uint8_t *body = rd->p;
+        switch (tag) {
+        default:
+            keep_unknown_tag(rd, &m->unknown_tags, ntags, tag, body, len);
+        }
+        rd->p = body + len;
+    }
+}
+
+static size_t sz_gr_add_partitions_to_txn_response_add_partitions_to_txn_partition_result(const struct gr_add_partitions_to_txn_response_add_partitions_to_txn_partition_result *m, int16_t v)
+{
+    const bool fx = v >= 3;
+    (void)fx;
+    (void)v;
+    size_t n = 0;
+    if (1) {
+        n += 4;
+    }
+    if (1) {
+        n += 2;
+    }
+    if (fx) {
+        uint32_t count = (uint32_t)m->unknown_tags.count;
+        n += gr_sz_uvarint(count) + gr_sz_unknown_tags(&m->unknown_tags);
+    }
+    (void)m;
+    return n;
+}
+
+static void enc_gr_add_partitions_to_txn_response_add_partitions_to_txn_partition_result(struct gr_wr *wr, int16_t v, const struct gr_add_partitions_to_txn_response_add_partitions_to_txn_partition_result *m)
+{
+    const bool fx = v >= 3;
+    (void)fx;
+    (void)v;
+    if (1) {
+        gr_wr_int32(wr, m->partition_index);
+    }
+    if (1) {
+        gr_wr_int16(wr, m->partition_error_code);
+    }
+    if (!fx) return;
+    uint32_t count = (uint32_t)m->unknown_tags.count;
+    gr_wr_uvarint(wr, count);
+    int32_t u = 0;
+    while (u < m->unknown_tags.count)
+        write_unknown_tag(wr, &m->unknown_tags.items[u++]);
+}
+
+void gr_add_partitions_to_txn_response_add_partitions_to_txn_topic_result_init(struct gr_add_partitions_to_txn_response_add_partitions_to_txn_topic_result *m)
+{
+    m->name = ((struct gr_str){"", 0});
+    m->results_by_partition.items = NULL;
+    m->results_by_partition.count = 0;
+    m->unknown_tags.items = NULL;
+    m->unknown_tags.count = 0;
+}
+
+static bool isdef_gr_add_partitions_to_txn_response_add_partitions_to_txn_topic_result(const struct gr_add_partitions_to_txn_response_add_partitions_to_txn_topic_result *m)
+{
+    return gr_str_eq(m->name, gr_str_c("")) &&
+           m->results_by_partition.count == 0 &&
+           m->unknown_tags.count == 0;
+}
+
+static size_t minsz_gr_add_partitions_to_txn_response_add_partitions_to_txn_topic_result(int16_t v)
+{
+    const bool fx = v >= 3;
+    (void)fx;
+    (void)v;
+    size_t n = fx ? 1 : 0;
+    if (1) n += (fx ? 1 : 2);
+    if (1) n += (fx ? 1 : 4);
+    (void)v;
+    return n;
+}
+
+static void dec_gr_add_partitions_to_txn_response_add_partitions_to_txn_topic_result(struct gr_rd *rd, int16_t v, struct gr_add_partitions_to_txn_response_add_partitions_to_txn_topic_result *m)
+{
+    const bool fx = v >= 3;
+    (void)fx;
+    (void)v;
+    gr_add_partitions_to_txn_response_add_partitions_to_txn_topic_result_init(m);
+    if (1) {
+        m->name = gr_rd_string(rd, fx, 0);
+    }
+    if (1) {
+        {
+            int32_t n = gr_rd_array_len(rd, fx, 0, minsz_gr_add_partitions_to_txn_response_add_partitions_to_txn_partition_result(v));
+            m->results_by_partition.count = n;
+            m->results_by_partition.items = NULL;
+            if (n > 0) {
+                m->results_by_partition.items = gr_rd_alloc(rd, (size_t)n, sizeof(struct gr_add_partitions_to_txn_response_add_partitions_to_txn_partition_result));
+                for (int32_t i = 0; i < n && !rd->err; i++)
+                    dec_gr_add_partitions_to_txn_response_add_partitions_to_txn_partition_result(rd, v, &m->results_by_partition.items[i]);
+                if (rd->err) m->results_by_partition.count = 0;
+            }
+        }
+    }
+    if (!fx || rd->err) return;
+    uint32_t ntags = gr_rd_tag_count(rd);
+    int64_t last_tag = -1;
+    for (uint32_t t = 0; t < ntags && !rd->err; t++) {
+        uint32_t tag = gr_rd_uvarint(rd);
+        uint32_t len = gr_rd_uvarint(rd);
+        if (rd->err) return;
+        if ((int64_t)tag <= last_tag) {
+            gr_rd_fail(rd, GR_WIRE_BAD_TAGS);
+            return;
+        }
+        last_tag = tag;
+        if (len > gr_rd_left(rd)) {
+            gr_rd_fail(rd, GR_WIRE_SHORT);
+            return;
+        }
+        const uint8_t *body = rd->p;
+        switch (tag) {
+        default:
+            keep_unknown_tag(rd, &m->unknown_tags, ntags, tag, body, len);
+        }
+        rd->p = body + len;
+    }
+}
+
+static size_t sz_gr_add_partitions_to_txn_response_add_partitions_to_txn_topic_result(const struct gr_add_partitions_to_txn_response_add_partitions_to_txn_topic_result *m, int16_t v)
+{
+    const bool fx = v >= 3;
+    (void)fx;
+    (void)v;
+    size_t n = 0;
+    if (1) {
+        n += gr_sz_string(m->name, fx);
+    }
+    if (1) {
+        n += gr_sz_array_len(m->results_by_partition.count, fx);
+        for (int32_t i = 0; i < m->results_by_partition.count; i++)
+            n += sz_gr_add_partitions_to_txn_response_add_partitions_to_txn_partition_result(&m->results_by_partition.items[i], v);
+    }
+    if (fx) {
+        uint32_t count = (uint32_t)m->unknown_tags.count;
+        n += gr_sz_uvarint(count) + gr_sz_unknown_tags(&m->unknown_tags);
+    }
+    (void)m;
+    return n;
+}
+
+static void enc_gr_add_partitions_to_txn_response_add_partitions_to_txn_topic_result(struct gr_wr *wr, int16_t v, const struct gr_add_partitions_to_txn_response_add_partitions_to_txn_topic_result *m)
+{
+    const bool fx = v >= 3;
+    (void)fx;
+    (void)v;
+    if (1) {
+        gr_wr_string(wr, m->name, fx);
+    }
+    if (1) {
+        gr_wr_array_len(wr, m->results_by_partition.count, fx);
+        for (int32_t i = 0; i < m->results_by_partition.count; i++)
+            enc_gr_add_partitions_to_txn_response_add_partitions_to_txn_partition_result(wr, v, &m->results_by_partition.items[i]);
+    }
+    if (!fx) return;
+    uint32_t count = (uint32_t)m->unknown_tags.count;
+    gr_wr_uvarint(wr, count);
+    int32_t u = 0;
+    while (u < m->unknown_tags.count)
+        write_unknown_tag(wr, &m->unknown_tags.items[u++]);
+}
+
+void gr_add_partitions_to_txn_response_add_partitions_to_txn_result_init(struct gr_add_partitions_to_txn_response_add_partitions_to_txn_result *m)
+{
+    m->transactional_id = ((struct gr_str){"", 0});
+    m->topic_results.items = NULL;
+    m->topic_results.count = 0;
+    m->unknown_tags.items = NULL;
+    m->unknown_tags.count = 0;
+}
+
+static bool isdef_gr_add_partitions_to_txn_response_add_partitions_to_txn_result(const struct gr_add_partitions_to_txn_response_add_partitions_to_txn_result *m)
+{
+    return gr_str_eq(m->transactional_id, gr_str_c("")) &&
+           m->topic_results.count == 0 &&
+           m->unknown_tags.count == 0;
+}
+
+static size_t minsz_gr_add_partitions_to_txn_response_add_partitions_to_txn_result(int16_t v)
+{
+    const bool fx = v >= 3;
+    (void)fx;
+    (void)v;
+    size_t n = fx ? 1 : 0;
+    if (v >= 4) n += (fx ? 1 : 2);
+    if (v >= 4) n += (fx ? 1 : 4);
+    (void)v;
+    return n;
+}
+
+static void dec_gr_add_partitions_to_txn_response_add_partitions_to_txn_result(struct gr_rd *rd, int16_t v, struct gr_add_partitions_to_txn_response_add_partitions_to_txn_result *m)
+{
+    const bool fx = v >= 3;
+    (void)fx;
+    (void)v;
+    gr_add_partitions_to_txn_response_add_partitions_to_txn_result_init(m);
+    if (v >= 4) {
+        m->transactional_id = gr_rd_string(rd, fx, 0);
+    }
+    if (v >= 4) {
+        {
+            int32_t n = gr_rd_array_len(rd, fx, 0, minsz_gr_add_partitions_to_txn_response_add_partitions_to_txn_topic_result(v));
+            m->topic_results.count = n;
+            m->topic_results.items = NULL;
+            if (n > 0) {
+                m->topic_results.items = gr_rd_alloc(rd, (size_t)n, sizeof(struct gr_add_partitions_to_txn_response_add_partitions_to_txn_topic_result));
+                for (int32_t i = 0; i < n && !rd->err; i++)
+                    dec_gr_add_partitions_to_txn_response_add_partitions_to_txn_topic_result(rd, v, &m->topic_results.items[i]);
+                if (rd->err) m->topic_results.count = 0;
+            }
+        }
+    }
+    if (!fx || rd->err) return;
+    uint32_t ntags = gr_rd_tag_count(rd);
+    int64_t last_tag = -1;
+    for (uint32_t t = 0; t < ntags && !rd->err; t++) {
+        uint32_t tag = gr_rd_uvarint(rd);
+        uint32_t len = gr_rd_uvarint(rd);
+        if (rd->err) return;
+        if ((int64_t)tag <= last_tag) {
+            gr_rd_fail(rd, GR_WIRE_BAD_TAGS);
+            return;
+        }
+        last_tag = tag;
+        if (len > gr_rd_left(rd)) {
+            gr_rd_fail(rd, GR_WIRE_SHORT);
+            return;
+        }
+        const uint8_t *body = rd->p;
+        switch (tag) {
+        default:
+            keep_unknown_tag(rd, &m->unknown_tags, ntags, tag, body, len);
+        }
+        rd->p = body + len;
+    }
+}
+
+static size_t sz_gr_add_partitions_to_txn_response_add_partitions_to_txn_result(const struct gr_add_partitions_to_txn_response_add_partitions_to_txn_result *m, int16_t v)
+{
+    const bool fx = v >= 3;
+    (void)fx;
+    (void)v;
+    size_t n = 0;
+    if (v >= 4) {
+        n += gr_sz_string(m->transactional_id, fx);
+    }
+    if (v >= 4) {
+        n += gr_sz_array_len(m->topic_results.count, fx);
+        for (int32_t i = 0; i < m->topic_results.count; i++)
+            n += sz_gr_add_partitions_to_txn_response_add_partitions_to_txn_topic_result(&m->topic_results.items[i], v);
+    }
+    if (fx) {
+        uint32_t count = (uint32_t)m->unknown_tags.count;
+        n += gr_sz_uvarint(count) + gr_sz_unknown_tags(&m->unknown_tags);
+    }
+    (void)m;
+    return n;
+}
+
+static void enc_gr_add_partitions_to_txn_response_add_partitions_to_txn_result(struct gr_wr *wr, int16_t v, const struct gr_add_partitions_to_txn_response_add_partitions_to_txn_result *m)
+{
+    const bool fx = v >= 3;
+    (void)fx;
+    (void)v;
+    if (v >= 4) {
+        gr_wr_string(wr, m->transactional_id, fx);
+    }
+    if (v >= 4) {
+        gr_wr_array_len(wr, m->topic_results.count, fx);
+        for (int32_t i = 0; i < m->topic_results.count; i++)
+            enc_gr_add_partitions_to_txn_response_add_partitions_to_txn_topic_result(wr, v, &m->topic_results.items[i]);
+    }
+    if (!fx) return;
+    uint32_t count = (uint32_t)m->unknown_tags.count;
+    gr_wr_uvarint(wr, count);
+    int32_t u = 0;
+    while (u < m->unknown_tags.count)
+        write_unknown_tag(wr, &m->unknown_tags.items[u++]);
+}
+
+void gr_add_partitions_to_txn_response_init(struct gr_add_partitions_to_txn_response *m)
+{
+    m->throttle_time_ms = 0;
+    m->error_code = 0;
+    m->results_by_transaction.items = NULL;
+    m->results_by_transaction.count = 0;
+    m->results_by_topic_v3_and_below.items = NULL;
+    m->results_by_topic_v3_and_below.count = 0;
+    m->unknown_tags.items = NULL;
+    m->unknown_tags.count = 0;
+}
+
+static bool isdef_gr_add_partitions_to_txn_response(const struct gr_add_partitions_to_txn_response *m)
+{
+    return (m->throttle_time_ms == 0) &&
+           (m->error_code == 0) &&
+           m->results_by_transaction.count == 0 &&
+           m->results_by_topic_v3_and_below.count == 0 &&
+           m->unknown_tags.count == 0;
+}
+
+static size_t minsz_gr_add_partitions_to_txn_response(int16_t v)
+{
+    const bool fx = v >= 3;
+    (void)fx;
+    (void)v;
+    size_t n = fx ? 1 : 0;
+    if (1) n += 4;
+    if (v >= 4) n += 2;
+    if (v >= 4) n += (fx ? 1 : 4);
+    if (v <= 3) n += (fx ? 1 : 4);
+    (void)v;
+    return n;
+}
+
+static void dec_gr_add_partitions_to_txn_response(struct gr_rd *rd, int16_t v, struct gr_add_partitions_to_txn_response *m)
+{
+    const bool fx = v >= 3;
+    (void)fx;
+    (void)v;
+    gr_add_partitions_to_txn_response_init(m);
+    if (1) {
+        m->throttle_time_ms = gr_rd_int32(rd);
+    }
+    if (v >= 4) {
+        m->error_code = gr_rd_int16(rd);
+    }
+    if (v >= 4) {
+        {
+            int32_t n = gr_rd_array_len(rd, fx, 0, minsz_gr_add_partitions_to_txn_response_add_partitions_to_txn_result(v));
+            m->results_by_transaction.count = n;
+            m->results_by_transaction.items = NULL;
+            if (n > 0) {
+                m->results_by_transaction.items = gr_rd_alloc(rd, (size_t)n, sizeof(struct gr_add_partitions_to_txn_response_add_partitions_to_txn_result));
+                for (int32_t i = 0; i < n && !rd->err; i++)
+                    dec_gr_add_partitions_to_txn_response_add_partitions_to_txn_result(rd, v, &m->results_by_transaction.items[i]);
+                if (rd->err) m->results_by_transaction.count = 0;
+            }
+        }
+    }
+    if (v <= 3) {
+        {
+            int32_t n = gr_rd_array_len(rd, fx, 0, minsz_gr_add_partitions_to_txn_response_add_partitions_to_txn_topic_result(v));
+            m->results_by_topic_v3_and_below.count = n;
+            m->results_by_topic_v3_and_below.items = NULL;
+            if (n > 0) {
+                m->results_by_topic_v3_and_below.items = gr_rd_alloc(rd, (size_t)n, sizeof(struct gr_add_partitions_to_txn_response_add_partitions_to_txn_topic_result));
+                for (int32_t i = 0; i < n && !rd->err; i++)
+                    dec_gr_add_partitions_to_txn_response_add_partitions_to_txn_topic_result(rd, v, &m->results_by_topic_v3_and_below.items[i]);
+                if (rd->err) m->results_by_topic_v3_and_below.count = 0;
+            }
+        }
+    }
+    if (!fx || rd->err) return;
+    uint32_t ntags = gr_rd_tag_count(rd);
+    int64_t last_tag = -1;
+    for (uint32_t t = 0; t < ntags && !rd->err; t++) {
+        uint32_t tag = gr_rd_uvarint(rd);
+        uint32_t len = gr_rd_uvarint(rd);
+        if (rd->err) return;
+        if ((int64_t)tag <= last_tag) {
+            gr_rd_fail(rd, GR_WIRE_BAD_TAGS);
+            return;
+        }
+        last_tag = tag;
+        if (len > gr_rd_left(rd)) {
+            gr_rd_fail(rd, GR_WIRE_SHORT);
+            return;
+        }
+        const uint8_t *body = rd->p;
+        switch (tag) {
+        default:
+            keep_unknown_tag(rd, &m->unknown_tags, ntags, tag, body, len);
+        }
+        rd->p = body + len;
+    }
+}
+
+static size_t sz_gr_add_partitions_to_txn_response(const struct gr_add_partitions_to_txn_response *m, int16_t v)
+{
+    const bool fx = v >= 3;
+    (void)fx;
+    (void)v;
+    size_t n = 0;
+    if (1) {
+        n += 4;
+    }
+    if (v >= 4) {
+        n += 2;
+    }
+    if (v >= 4) {
+        n += gr_sz_array_len(m->results_by_transaction.count, fx);
+        for (int32_t i = 0; i < m->results_by_transaction.count; i++)
+            n += sz_gr_add_partitions_to_txn_response_add_partitions_to_txn_result(&m->results_by_transaction.items[i], v);
+    }
+    if (v <= 3) {
+        n += gr_sz_array_len(m->results_by_topic_v3_and_below.count, fx);
+        for (int32_t i = 0; i < m->results_by_topic_v3_and_below.count; i++)
+            n += sz_gr_add_partitions_to_txn_response_add_partitions_to_txn_topic_result(&m->results_by_topic_v3_and_below.items[i], v);
+    }
+    if (fx) {
+        uint32_t count = (uint32_t)m->unknown_tags.count;
+        n += gr_sz_uvarint(count) + gr_sz_unknown_tags(&m->unknown_tags);
+    }
+    (void)m;
+    return n;
+}
+
+static void enc_gr_add_partitions_to_txn_response(struct gr_wr *wr, int16_t v, const struct gr_add_partitions_to_txn_response *m)
+{
+    const bool fx = v >= 3;
+    (void)fx;
+    (void)v;
+    if (1) {
+        gr_wr_int32(wr, m->throttle_time_ms);
+    }
+    if (v >= 4) {
+        gr_wr_int16(wr, m->error_code);
+    }
+    if (v >= 4) {
+        gr_wr_array_len(wr, m->results_by_transaction.count, fx);
+        for (int32_t i = 0; i < m->results_by_transaction.count; i++)
+            enc_gr_add_partitions_to_txn_response_add_partitions_to_txn_result(wr, v, &m->results_by_transaction.items[i]);
+    }
+    if (v <= 3) {
+        gr_wr_array_len(wr, m->results_by_topic_v3_and_below.count, fx);
+        for (int32_t i = 0; i < m->results_by_topic_v3_and_below.count; i++)
+            enc_gr_add_partitions_to_txn_response_add_partitions_to_txn_topic_result(wr, v, &m->results_by_topic_v3_and_below.items[i]);
+    }
+    if (!fx) return;
+    uint32_t count = (uint32_t)m->unknown_tags.count;
+    gr_wr_uvarint(wr, count);
+    int32_t u = 0;
+    while (u < m->unknown_tags.count)
+        write_unknown_tag(wr, &m->unknown_tags.items[u++]);
+}
+
+int gr_add_partitions_to_txn_response_decode(struct gr_rd *rd, int16_t version, struct gr_add_partitions_to_txn_response *m)
+{
+    dec_gr_add_partitions_to_txn_response(rd, version, m);
+    return rd->err;
+}
+
+size_t gr_add_partitions_to_txn_response_size(const struct gr_add_partitions_to_txn_response *m, int16_t version) { return sz_gr_add_partitions_to_txn_response(m, version); }
+
+void gr_add_partitions_to_txn_response_encode(struct gr_wr *wr, const struct gr_add_partitions_to_txn_response *m, int16_t version) { enc_gr_add_partitions_to_txn_response(wr, version, m); }
+
+static void ops_init_gr_add_partitions_to_txn_response(void *m) { gr_add_partitions_to_txn_response_init(m); }
+static int ops_decode_gr_add_partitions_to_txn_response(struct gr_rd *rd, int16_t v, void *m) { return gr_add_partitions_to_txn_response_decode(rd, v, m); }
+static size_t ops_size_gr_add_partitions_to_txn_response(const void *m, int16_t v) { return gr_add_partitions_to_txn_response_size(m, v); }
+static void ops_encode_gr_add_partitions_to_txn_response(struct gr_wr *wr, const void *m, int16_t v) { gr_add_partitions_to_txn_response_encode(wr, m, v); }
+
+void gr_add_offsets_to_txn_request_init(struct gr_add_offsets_to_txn_request *m)
+{
+    m->transactional_id = ((struct gr_str){"", 0});
+    m->producer_id = 0;
+    m->producer_epoch = 0;
+    m->group_id = ((struct gr_str){"", 0});
+    m->unknown_tags.items = NULL;
+    m->unknown_tags.count = 0;
+}
+
+static bool isdef_gr_add_offsets_to_txn_request(const struct gr_add_offsets_to_txn_request *m)
+{
+    return gr_str_eq(m->transactional_id, gr_str_c("")) &&
+           (m->producer_id == 0) &&
+           (m->producer_epoch == 0) &&
+           gr_str_eq(m->group_id, gr_str_c("")) &&
+           m->unknown_tags.count == 0;
+}
+
+static size_t minsz_gr_add_offsets_to_txn_request(int16_t v)
+{
+    const bool fx = v >= 3;
+    (void)fx;
+    (void)v;
+    size_t n = fx ? 1 : 0;
+    if (1) n += (fx ? 1 : 2);
+    if (1) n += 8;
+    if (1) n += 2;
+    if (1) n += (fx ? 1 : 2);
+    (void)v;
+    return n;
+}
+
+static void dec_gr_add_offsets_to_txn_request(struct gr_rd *rd, int16_t v, struct gr_add_offsets_to_txn_request *m)
+{
+    const bool fx = v >= 3;
+    (void)fx;
+    (void)v;
+    gr_add_offsets_to_txn_request_init(m);
+    if (1) {
+        m->transactional_id = gr_rd_string(rd, fx, 0);
+    }
+    if (1) {
+        m->producer_id = gr_rd_int64(rd);
+    }
+    if (1) {
+        m->producer_epoch = gr_rd_int16(rd);
+    }
+    if (1) {
+        m->group_id = gr_rd_string(rd, fx, 0);
+    }
+    if (!fx || rd->err) return;
+    uint32_t ntags = gr_rd_tag_count(rd);
+    int64_t last_tag = -1;
+    for (uint32_t t = 0; t < ntags && !rd->err; t++) {
+        uint32_t tag = gr_rd_uvarint(rd);
+        uint32_t len = gr_rd_uvarint(rd);
+        if (rd->err) return;
+        if ((int64_t)tag <= last_tag) {
+            gr_rd_fail(rd, GR_WIRE_BAD_TAGS);
+            return;
+        }
+        last_tag = tag;
+        if (len > gr_rd_left(rd)) {
+            gr_rd_fail(rd, GR_WIRE_SHORT);
+            return;
+        }
+        const uint8_t *body = rd->p;
+        switch (tag) {
+        default:
+            keep_unknown_tag(rd, &m->unknown_tags, ntags, tag, body, len);
+        }
+        rd->p = body + len;
+    }
+}
+
+static size_t sz_gr_add_offsets_to_txn_request(const struct gr_add_offsets_to_txn_request *m, int16_t v)
+{
+    const bool fx = v >= 3;
+    (void)fx;
+    (void)v;
+    size_t n = 0;
+    if (1) {
+        n += gr_sz_string(m->transactional_id, fx);
+    }
+    if (1) {
+        n += 8;
+    }
+    if (1) {
+        n += 2;
+    }
+    if (1) {
+        n += gr_sz_string(m->group_id, fx);
+    }
+    if (fx) {
+        uint32_t count = (uint32_t)m->unknown_tags.count;
+        n += gr_sz_uvarint(count) + gr_sz_unknown_tags(&m->unknown_tags);
+    }
+    (void)m;
+    return n;
+}
+
+static void enc_gr_add_offsets_to_txn_request(struct gr_wr *wr, int16_t v, const struct gr_add_offsets_to_txn_request *m)
+{
+    const bool fx = v >= 3;
+    (void)fx;
+    (void)v;
+    if (1) {
+        gr_wr_string(wr, m->transactional_id, fx);
+    }
+    if (1) {
+        gr_wr_int64(wr, m->producer_id);
+    }
+    if (1) {
+        gr_wr_int16(wr, m->producer_epoch);
+    }
+    if (1) {
+        gr_wr_string(wr, m->group_id, fx);
+    }
+    if (!fx) return;
+    uint32_t count = (uint32_t)m->unknown_tags.count;
+    gr_wr_uvarint(wr, count);
+    int32_t u = 0;
+    while (u < m->unknown_tags.count)
+        write_unknown_tag(wr, &m->unknown_tags.items[u++]);
+}
+
+int gr_add_offsets_to_txn_request_decode(struct gr_rd *rd, int16_t version, struct gr_add_offsets_to_txn_request *m)
+{
+    dec_gr_add_offsets_to_txn_request(rd, version, m);
+    return rd->err;
+}
+
+size_t gr_add_offsets_to_txn_request_size(const struct gr_add_offsets_to_txn_request *m, int16_t version) { return sz_gr_add_offsets_to_txn_request(m, version); }
+
+void gr_add_offsets_to_txn_request_encode(struct gr_wr *wr, const struct gr_add_offsets_to_txn_request *m, int16_t version) { enc_gr_add_offsets_to_txn_request(wr, version, m); }
+
+static void ops_init_gr_add_offsets_to_txn_request(void *m) { gr_add_offsets_to_txn_request_init(m); }
+static int ops_decode_gr_add_offsets_to_txn_request(struct gr_rd *rd, int16_t v, void *m) { return gr_add_offsets_to_txn_request_decode(rd, v, m); }
+static size_t ops_size_gr_add_offsets_to_txn_request(const void *m, int16_t v) { return gr_add_offsets_to_txn_request_size(m, v); }
+static void ops_encode_gr_add_offsets_to_txn_request(struct gr_wr *wr, const void *m, int16_t v) { gr_add_offsets_to_txn_request_encode(wr, m, v); }
+
+void gr_add_offsets_to_txn_response_init(struct gr_add_offsets_to_txn_response *m)
+{
+    m->throttle_time_ms = 0;
+    m->error_code = 0;
+    m->unknown_tags.items = NULL;
+    m->unknown_tags.count = 0;
+}
+
+static bool isdef_gr_add_offsets_to_txn_response(const struct gr_add_offsets_to_txn_response *m)
+{
+    return (m->throttle_time_ms == 0) &&
+           (m->error_code == 0) &&
+           m->unknown_tags.count == 0;
+}
+
+static size_t minsz_gr_add_offsets_to_txn_response(int16_t v)
+{
+    const bool fx = v >= 3;
+    (void)fx;
+    (void)v;
+    size_t n = fx ? 1 : 0;
+    if (1) n += 4;
+    if (1) n += 2;
+    (void)v;
+    return n;
+}
+
+static void dec_gr_add_offsets_to_txn_response(struct gr_rd *rd, int16_t v, struct gr_add_offsets_to_txn_response *m)
+{
+    const bool fx = v >= 3;
+    (void)fx;
+    (void)v;
+    gr_add_offsets_to_txn_response_init(m);
+    if (1) {
+        m->throttle_time_ms = gr_rd_int32(rd);
+    }
+    if (1) {
+        m->error_code = gr_rd_int16(rd);
+    }
+    if (!fx || rd->err) return;
+    uint32_t ntags = gr_rd_tag_count(rd);
+    int64_t last_tag = -1;
+    for (uint32_t t = 0; t < ntags && !rd->err; t++) {
+        uint32_t tag = gr_rd_uvarint(rd);
+        uint32_t len = gr_rd_uvarint(rd);
+        if (rd->err) return;
+        if ((int64_t)tag <= last_tag) {
+            gr_rd_fail(rd, GR_WIRE_BAD_TAGS);
+            return;
+        }
+        last_tag = tag;
+        if (len > gr_rd_left(rd)) {
+            gr_rd_fail(rd, GR_WIRE_SHORT);
+            return;
+        }
+        const uint8_t *body = rd->p;
+        switch (tag) {
+        default:
+            keep_unknown_tag(rd, &m->unknown_tags, ntags, tag, body, len);
+        }
+        rd->p = body + len;
+    }
+}
+
+static size_t sz_gr_add_offsets_to_txn_response(const struct gr_add_offsets_to_txn_response *m, int16_t v)
+{
+    const bool fx = v >= 3;
+    (void)fx;
+    (void)v;
+    size_t n = 0;
+    if (1) {
+        n += 4;
+    }
+    if (1) {
+        n += 2;
+    }
+    if (fx) {
+        uint32_t count = (uint32_t)m->unknown_tags.count;
+        n += gr_sz_uvarint(count) + gr_sz_unknown_tags(&m->unknown_tags);
+    }
+    (void)m;
+    return n;
+}
+
+static void enc_gr_add_offsets_to_txn_response(struct gr_wr *wr, int16_t v, const struct gr_add_offsets_to_txn_response *m)
+{
+    const bool fx = v >= 3;
+    (void)fx;
+    (void)v;
+    if (1) {
+        gr_wr_int32(wr, m->throttle_time_ms);
+    }
+    if (1) {
+        gr_wr_int16(wr, m->error_code);
+    }
+    if (!fx) return;
+    uint32_t count = (uint32_t)m->unknown_tags.count;
+    gr_wr_uvarint(wr, count);
+    int32_t u = 0;
+    while (u < m->unknown_tags.count)
+        write_unknown_tag(wr, &m->unknown_tags.items[u++]);
+}
+
+int gr_add_offsets_to_txn_response_decode(struct gr_rd *rd, int16_t version, struct gr_add_offsets_to_txn_response *m)
+{
+    dec_gr_add_offsets_to_txn_response(rd, version, m);
+    return rd->err;
+}
+
+size_t gr_add_offsets_to_txn_response_size(const struct gr_add_offsets_to_txn_response *m, int16_t version) { return sz_gr_add_offsets_to_txn_response(m, version); }
+
+void gr_add_offsets_to_txn_response_encode(struct gr_wr *wr, const struct gr_add_offsets_to_txn_response *m, int16_t version) { enc_gr_add_offsets_to_txn_response(wr, version, m); }
+
+static void ops_init_gr_add_offsets_to_txn_response(void *m) { gr_add_offsets_to_txn_response_init(m); }
+static int ops_decode_gr_add_offsets_to_txn_response(struct gr_rd *rd, int16_t v, void *m) { return gr_add_offsets_to_txn_response_decode(rd, v, m); }
+static size_t ops_size_gr_add_offsets_to_txn_response(const void *m, int16_t v) { return gr_add_offsets_to_txn_response_size(m, v); }
+static void ops_encode_gr_add_offsets_to_txn_response(struct gr_wr *wr, const void *m, int16_t v) { gr_add_offsets_to_txn_response_encode(wr, m, v); }
+
+void gr_end_txn_request_init(struct gr_end_txn_request *m)
+{
+    m->transactional_id = ((struct gr_str){"", 0});
+    m->producer_id = 0;
+    m->producer_epoch = 0;
+    m->committed = false;
+    m->unknown_tags.items = NULL;
+    m->unknown_tags.count = 0;
+}
+
+static bool isdef_gr_end_txn_request(const struct gr_end_txn_request *m)
+{
+    return gr_str_eq(m->transactional_id, gr_str_c("")) &&
+           (m->producer_id == 0) &&
+           (m->producer_epoch == 0) &&
+           (m->committed == false) &&
+           m->unknown_tags.count == 0;
+}
+
+static size_t minsz_gr_end_txn_request(int16_t v)
+{
+    const bool fx = v >= 3;
+    (void)fx;
+    (void)v;
+    size_t n = fx ? 1 : 0;
+    if (1) n += (fx ? 1 : 2);
+    if (1) n += 8;
+    if (1) n += 2;
+    if (1) n += 1;
+    (void)v;
+    return n;
+}
+
+static void dec_gr_end_txn_request(struct gr_rd *rd, int16_t v, struct gr_end_txn_request *m)
+{
+    const bool fx = v >= 3;
+    (void)fx;
+    (void)v;
+    gr_end_txn_request_init(m);
+    if (1) {
+        m->transactional_id = gr_rd_string(rd, fx, 0);
+    }
+    if (1) {
+        m->producer_id = gr_rd_int64(rd);
+    }
+    if (1) {
+        m->producer_epoch = gr_rd_int16(rd);
+    }
+    if (1) {
+        m->committed = gr_rd_bool(rd);
+    }
+    if (!fx || rd->err) return;
+    uint32_t ntags = gr_rd_tag_count(rd);
+    int64_t last_tag = -1;
+    for (uint32_t t = 0; t < ntags && !rd->err; t++) {
+        uint32_t tag = gr_rd_uvarint(rd);
+        uint32_t len = gr_rd_uvarint(rd);
+        if (rd->err) return;
+        if ((int64_t)tag <= last_tag) {
+            gr_rd_fail(rd, GR_WIRE_BAD_TAGS);
+            return;
+        }
+        last_tag = tag;
+        if (len > gr_rd_left(rd)) {
+            gr_rd_fail(rd, GR_WIRE_SHORT);
+            return;
+        }
+        const uint8_t *body = rd->p;
+        switch (tag) {
+        default:
+            keep_unknown_tag(rd, &m->unknown_tags, ntags, tag, body, len);
+        }
+        rd->p = body + len;
+    }
+}
+
+static size_t sz_gr_end_txn_request(const struct gr_end_txn_request *m, int16_t v)
+{
+    const bool fx = v >= 3;
+    (void)fx;
+    (void)v;
+    size_t n = 0;
+    if (1) {
+        n += gr_sz_string(m->transactional_id, fx);
+    }
+    if (1) {
+        n += 8;
+    }
+    if (1) {
+        n += 2;
+    }
+    if (1) {
+        n += 1;
+    }
+    if (fx) {
+        uint32_t count = (uint32_t)m->unknown_tags.count;
+        n += gr_sz_uvarint(count) + gr_sz_unknown_tags(&m->unknown_tags);
+    }
+    (void)m;
+    return n;
+}
+
+static void enc_gr_end_txn_request(struct gr_wr *wr, int16_t v, const struct gr_end_txn_request *m)
+{
+    const bool fx = v >= 3;
+    (void)fx;
+    (void)v;
+    if (1) {
+        gr_wr_string(wr, m->transactional_id, fx);
+    }
+    if (1) {
+        gr_wr_int64(wr, m->producer_id);
+    }
+    if (1) {
+        gr_wr_int16(wr, m->producer_epoch);
+    }
+    if (1) {
+        gr_wr_bool(wr, m->committed);
+    }
+    if (!fx) return;
+    uint32_t count = (uint32_t)m->unknown_tags.count;
+    gr_wr_uvarint(wr, count);
+    int32_t u = 0;
+    while (u < m->unknown_tags.count)
+        write_unknown_tag(wr, &m->unknown_tags.items[u++]);
+}
+
+int gr_end_txn_request_decode(struct gr_rd *rd, int16_t version, struct gr_end_txn_request *m)
+{
+    dec_gr_end_txn_request(rd, version, m);
+    return rd->err;
+}
+
+size_t gr_end_txn_request_size(const struct gr_end_txn_request *m, int16_t version) { return sz_gr_end_txn_request(m, version); }
+
+void gr_end_txn_request_encode(struct gr_wr *wr, const struct gr_end_txn_request *m, int16_t version) { enc_gr_end_txn_request(wr, version, m); }
+
+static void ops_init_gr_end_txn_request(void *m) { gr_end_txn_request_init(m); }
+static int ops_decode_gr_end_txn_request(struct gr_rd *rd, int16_t v, void *m) { return gr_end_txn_request_decode(rd, v, m); }
+static size_t ops_size_gr_end_txn_request(const void *m, int16_t v) { return gr_end_txn_request_size(m, v); }
+static void ops_encode_gr_end_txn_request(struct gr_wr *wr, const void *m, int16_t v) { gr_end_txn_request_encode(wr, m, v); }
+
+void gr_end_txn_response_init(struct gr_end_txn_response *m)
+{
+    m->throttle_time_ms = 0;
+    m->error_code = 0;
+    m->producer_id = -1LL;
+    m->producer_epoch = -1;
+    m->unknown_tags.items = NULL;
+    m->unknown_tags.count = 0;
+}
+
+static bool isdef_gr_end_txn_response(const struct gr_end_txn_response *m)
+{
+    return (m->throttle_time_ms == 0) &&
+           (m->error_code == 0) &&
+           (m->producer_id == -1LL) &&
+           (m->producer_epoch == -1) &&
+           m->unknown_tags.count == 0;
+}
+
+static size_t minsz_gr_end_txn_response(int16_t v)
+{
+    const bool fx = v >= 3;
+    (void)fx;
+    (void)v;
+    size_t n = fx ? 1 : 0;
+    if (1) n += 4;
+    if (1) n += 2;
+    if (v >= 5) n += 8;
+    if (v >= 5) n += 2;
+    (void)v;
+    return n;
+}
+
+static void dec_gr_end_txn_response(struct gr_rd *rd, int16_t v, struct gr_end_txn_response *m)
+{
+    const bool fx = v >= 3;
+    (void)fx;
+    (void)v;
+    gr_end_txn_response_init(m);
+    if (1) {
+        m->throttle_time_ms = gr_rd_int32(rd);
+    }
+    if (1) {
+        m->error_code = gr_rd_int16(rd);
+    }
+    if (v >= 5) {
+        m->producer_id = gr_rd_int64(rd);
+    }
+    if (v >= 5) {
+        m->producer_epoch = gr_rd_int16(rd);
+    }
+    if (!fx || rd->err) return;
+    uint32_t ntags = gr_rd_tag_count(rd);
+    int64_t last_tag = -1;
+    for (uint32_t t = 0; t < ntags && !rd->err; t++) {
+        uint32_t tag = gr_rd_uvarint(rd);
+        uint32_t len = gr_rd_uvarint(rd);
+        if (rd->err) return;
+        if ((int64_t)tag <= last_tag) {
+            gr_rd_fail(rd, GR_WIRE_BAD_TAGS);
+            return;
+        }
+        last_tag = tag;
+        if (len > gr_rd_left(rd)) {
+            gr_rd_fail(rd, GR_WIRE_SHORT);
+            return;
+        }
+        const uint8_t *body = rd->p;
+        switch (tag) {
+        default:
+            keep_unknown_tag(rd, &m->unknown_tags, ntags, tag, body, len);
+        }
+        rd->p = body + len;
+    }
+}
+
+static size_t sz_gr_end_txn_response(const struct gr_end_txn_response *m, int16_t v)
+{
+    const bool fx = v >= 3;
+    (void)fx;
+    (void)v;
+    size_t n = 0;
+    if (1) {
+        n += 4;
+    }
+    if (1) {
+        n += 2;
+    }
+    if (v >= 5) {
+        n += 8;
+    }
+    if (v >= 5) {
+        n += 2;
+    }
+    if (fx) {
+        uint32_t count = (uint32_t)m->unknown_tags.count;
+        n += gr_sz_uvarint(count) + gr_sz_unknown_tags(&m->unknown_tags);
+    }
+    (void)m;
+    return n;
+}
+
+static void enc_gr_end_txn_response(struct gr_wr *wr, int16_t v, const struct gr_end_txn_response *m)
+{
+    const bool fx = v >= 3;
+    (void)fx;
+    (void)v;
+    if (1) {
+        gr_wr_int32(wr, m->throttle_time_ms);
+    }
+    if (1) {
+        gr_wr_int16(wr, m->error_code);
+    }
+    if (v >= 5) {
+        gr_wr_int64(wr, m->producer_id);
+    }
+    if (v >= 5) {
+        gr_wr_int16(wr, m->producer_epoch);
+    }
+    if (!fx) return;
+    uint32_t count = (uint32_t)m->unknown_tags.count;
+    gr_wr_uvarint(wr, count);
+    int32_t u = 0;
+    while (u < m->unknown_tags.count)
+        write_unknown_tag(wr, &m->unknown_tags.items[u++]);
+}
+
+int gr_end_txn_response_decode(struct gr_rd *rd, int16_t version, struct gr_end_txn_response *m)
+{
+    dec_gr_end_txn_response(rd, version, m);
+    return rd->err;
+}
+
+size_t gr_end_txn_response_size(const struct gr_end_txn_response *m, int16_t version) { return sz_gr_end_txn_response(m, version); }
+
+void gr_end_txn_response_encode(struct gr_wr *wr, const struct gr_end_txn_response *m, int16_t version) { enc_gr_end_txn_response(wr, version, m); }
+
+static void ops_init_gr_end_txn_response(void *m) { gr_end_txn_response_init(m); }
+static int ops_decode_gr_end_txn_response(struct gr_rd *rd, int16_t v, void *m) { return gr_end_txn_response_decode(rd, v, m); }
+static size_t ops_size_gr_end_txn_response(const void *m, int16_t v) { return gr_end_txn_response_size(m, v); }
+static void ops_encode_gr_end_txn_response(struct gr_wr *wr, const void *m, int16_t v) { gr_end_txn_response_encode(wr, m, v); }
+
+void gr_write_txn_markers_request_writable_txn_marker_topic_init(struct gr_write_txn_markers_request_writable_txn_marker_topic *m)
+{
+    m->name = ((struct gr_str){"", 0});
+    m->partition_indexes.items = NULL;
+    m->partition_indexes.count = 0;
+    m->unknown_tags.items = NULL;
+    m->unknown_tags.count = 0;
+}
+
+static bool isdef_gr_write_txn_markers_request_writable_txn_marker_topic(const struct gr_write_txn_markers_request_writable_txn_marker_topic *m)
+{
+    return gr_str_eq(m->name, gr_str_c("")) &&
+           m->partition_indexes.count == 0 &&
+           m->unknown_tags.count == 0;
+}
+
+static size_t minsz_gr_write_txn_markers_request_writable_txn_marker_topic(int16_t v)
+{
+    const bool fx = v >= 1;
+    (void)fx;
+    (void)v;
+    size_t n = fx ? 1 : 0;
+    if (1) n += (fx ? 1 : 2);
+    if (1) n += (fx ? 1 : 4);
+    (void)v;
+    return n;
+}
+
+static void dec_gr_write_txn_markers_request_writable_txn_marker_topic(struct gr_rd *rd, int16_t v, struct gr_write_txn_markers_request_writable_txn_marker_topic *m)
+{
+    const bool fx = v >= 1;
+    (void)fx;
+    (void)v;
+    gr_write_txn_markers_request_writable_txn_marker_topic_init(m);
+    if (1) {
+        m->name = gr_rd_string(rd, fx, 0);
+    }
+    if (1) {
+        {
+            int32_t n = gr_rd_array_len(rd, fx, 0, 4);
+            m->partition_indexes.count = n;
+            m->partition_indexes.items = NULL;
+            if (n > 0) {
+                m->partition_indexes.items = gr_rd_alloc(rd, (size_t)n, sizeof(int32_t));
+                for (int32_t i = 0; i < n && !rd->err; i++)
+                    m->partition_indexes.items[i] = gr_rd_int32(rd);
+                if (rd->err) m->partition_indexes.count = 0;
+            }
+        }
+    }
+    if (!fx || rd->err) return;
+    uint32_t ntags = gr_rd_tag_count(rd);
+    int64_t last_tag = -1;
+    for (uint32_t t = 0; t < ntags && !rd->err; t++) {
+        uint32_t tag = gr_rd_uvarint(rd);
+        uint32_t len = gr_rd_uvarint(rd);
+        if (rd->err) return;
+        if ((int64_t)tag <= last_tag) {
+            gr_rd_fail(rd, GR_WIRE_BAD_TAGS);
+            return;
+        }
+        last_tag = tag;
+        if (len > gr_rd_left(rd)) {
+            gr_rd_fail(rd, GR_WIRE_SHORT);
+            return;
+        }
+        const uint8_t *body = rd->p;
+        switch (tag) {
+        default:
+            keep_unknown_tag(rd, &m->unknown_tags, ntags, tag, body, len);
+        }
+        rd->p = body + len;
+    }
+}
+
+static size_t sz_gr_write_txn_markers_request_writable_txn_marker_topic(const struct gr_write_txn_markers_request_writable_txn_marker_topic *m, int16_t v)
+{
+    const bool fx = v >= 1;
+    (void)fx;
+    (void)v;
+    size_t n = 0;
+    if (1) {
+        n += gr_sz_string(m->name, fx);
+    }
+    if (1) {
+        n += gr_sz_array_len(m->partition_indexes.count, fx);
+        if (m->partition_indexes.count > 0) n += (size_t)m->partition_indexes.count * 4;
+    }
+    if (fx) {
+        uint32_t count = (uint32_t)m->unknown_tags.count;
+        n += gr_sz_uvarint(count) + gr_sz_unknown_tags(&m->unknown_tags);
+    }
+    (void)m;
+    return n;
+}
+
+static void enc_gr_write_txn_markers_request_writable_txn_marker_topic(struct gr_wr *wr, int16_t v, const struct gr_write_txn_markers_request_writable_txn_marker_topic *m)
+{
+    const bool fx = v >= 1;
+    (void)fx;
+    (void)v;
+    if (1) {
+        gr_wr_string(wr, m->name, fx);
+    }
+    if (1) {
+        gr_wr_array_len(wr, m->partition_indexes.count, fx);
+        for (int32_t i = 0; i < m->partition_indexes.count; i++)
+            gr_wr_int32(wr, m->partition_indexes.items[i]);
+    }
+    if (!fx) return;
+    uint32_t count = (uint32_t)m->unknown_tags.count;
+    gr_wr_uvarint(wr, count);
+    int32_t u = 0;
+    while (u < m->unknown_tags.count)
+        write_unknown_tag(wr, &m->unknown_tags.items[u++]);
+}
+
+void gr_write_txn_markers_request_writable_txn_marker_init(struct gr_write_txn_markers_request_writable_txn_marker *m)
+{
+    m->producer_id = 0;
+    m->producer_epoch = 0;
+    m->transaction_result = false;
+    m->topics.items = NULL;
+    m->topics.count = 0;
+    m->coordinator_epoch = 0;
+    m->transaction_version = 0;
+    m->unknown_tags.items = NULL;
+    m->unknown_tags.count = 0;
+}
+
+static bool isdef_gr_write_txn_markers_request_writable_txn_marker(const struct gr_write_txn_markers_request_writable_txn_marker *m)
+{
+    return (m->producer_id == 0) &&
+           (m->producer_epoch == 0) &&
+           (m->transaction_result == false) &&
+           m->topics.count == 0 &&
+           (m->coordinator_epoch == 0) &&
+           (m->transaction_version == 0) &&
+           m->unknown_tags.count == 0;
+}
+
+static size_t minsz_gr_write_txn_markers_request_writable_txn_marker(int16_t v)
+{
+    const bool fx = v >= 1;
+    (void)fx;
+    (void)v;
+    size_t n = fx ? 1 : 0;
+    if (1) n += 8;
+    if (1) n += 2;
+    if (1) n += 1;
+    if (1) n += (fx ? 1 : 4);
+    if (1) n += 4;
+    if (v >= 2) n += 1;
+    (void)v;
+    return n;
+}
+
+static void dec_gr_write_txn_markers_request_writable_txn_marker(struct gr_rd *rd, int16_t v, struct gr_write_txn_markers_request_writable_txn_marker *m)
+{
+    const bool fx = v >= 1;
+    (void)fx;
+    (void)v;
+    gr_write_txn_markers_request_writable_txn_marker_init(m);
+    if (1) {
+        m->producer_id = gr_rd_int64(rd);
+    }
+    if (1) {
+        m->producer_epoch = gr_rd_int16(rd);
+    }
+    if (1) {
+        m->transaction_result = gr_rd_bool(rd);
+    }
+    if (1) {
+        {
+            int32_t n = gr_rd_array_len(rd, fx, 0, minsz_gr_write_txn_markers_request_writable_txn_marker_topic(v));
+            m->topics.count = n;
+            m->topics.items = NULL;
+            if (n > 0) {
+                m->topics.items = gr_rd_alloc(rd, (size_t)n, sizeof(struct gr_write_txn_markers_request_writable_txn_marker_topic));
+                for (int32_t i = 0; i < n && !rd->err; i++)
+                    dec_gr_write_txn_markers_request_writable_txn_marker_topic(rd, v, &m->topics.items[i]);
+                if (rd->err) m->topics.count = 0;
+            }
+        }
+    }
+    if (1) {
+        m->coordinator_epoch = gr_rd_int32(rd);
+    }
+    if (v >= 2) {
+        m->transaction_version = gr_rd_int8(rd);
+    }
+    if (!fx || rd->err) return;
+    uint32_t ntags = gr_rd_tag_count(rd);
+    int64_t last_tag = -1;
+    for (uint32_t t = 0; t < ntags && !rd->err; t++) {
+        uint32_t tag = gr_rd_uvarint(rd);
+        uint32_t len = gr_rd_uvarint(rd);
+        if (rd->err) return;
+        if ((int64_t)tag <= last_tag) {
+            gr_rd_fail(rd, GR_WIRE_BAD_TAGS);
+            return;
+        }
+        last_tag = tag;
+        if (len > gr_rd_left(rd)) {
+            gr_rd_fail(rd, GR_WIRE_SHORT);
+            return;
+        }
+        const uint8_t *body = rd->p;
+        switch (tag) {
+        default:
+            keep_unknown_tag(rd, &m->unknown_tags, ntags, tag, body, len);
+        }
+        rd->p = body + len;
+    }
+}
+
+static size_t sz_gr_write_txn_markers_request_writable_txn_marker(const struct gr_write_txn_markers_request_writable_txn_marker *m, int16_t v)
+{
+    const bool fx = v >= 1;
+    (void)fx;
+    (void)v;
+    size_t n = 0;
+    if (1) {
+        n += 8;
+    }
+    if (1) {
+        n += 2;
+    }
+    if (1) {
+        n += 1;
+    }
+    if (1) {
+        n += gr_sz_array_len(m->topics.count, fx);
+        for (int32_t i = 0; i < m->topics.count; i++)
+            n += sz_gr_write_txn_markers_request_writable_txn_marker_topic(&m->topics.items[i], v);
+    }
+    if (1) {
+        n += 4;
+    }
+    if (v >= 2) {
+        n += 1;
+    }
+    if (fx) {
+        uint32_t count = (uint32_t)m->unknown_tags.count;
+        n += gr_sz_uvarint(count) + gr_sz_unknown_tags(&m->unknown_tags);
+    }
+    (void)m;
+    return n;
+}
+
+static void enc_gr_write_txn_markers_request_writable_txn_marker(struct gr_wr *wr, int16_t v, const struct gr_write_txn_markers_request_writable_txn_marker *m)
+{
+    const bool fx = v >= 1;
+    (void)fx;
+    (void)v;
+    if (1) {
+        gr_wr_int64(wr, m->producer_id);
+    }
+    if (1) {
+        gr_wr_int16(wr, m->producer_epoch);
+    }
+    if (1) {
+        gr_wr_bool(wr, m->transaction_result);
+    }
+    if (1) {
+        gr_wr_array_len(wr, m->topics.count, fx);
+        for (int32_t i = 0; i < m->topics.count; i++)
+            enc_gr_write_txn_markers_request_writable_txn_marker_topic(wr, v, &m->topics.items[i]);
+    }
+    if (1) {
+        gr_wr_int32(wr, m->coordinator_epoch);
+    }
+    if (v >= 2) {
+        gr_wr_int8(wr, m->transaction_version);
+    }
+    if (!fx) return;
+    uint32_t count = (uint32_t)m->unknown_tags.count;
+    gr_wr_uvarint(wr, count);
+    int32_t u = 0;
+    while (u < m->unknown_tags.count)
+        write_unknown_tag(wr, &m->unknown_tags.items[u++]);
+}
+
+void gr_write_txn_markers_request_init(struct gr_write_txn_markers_request *m)
+{
+    m->markers.items = NULL;
+    m->markers.count = 0;
+    m->unknown_tags.items = NULL;
+    m->unknown_tags.count = 0;
+}
+
+static bool isdef_gr_write_txn_markers_request(const struct gr_write_txn_markers_request *m)
+{
+    return m->markers.count == 0 &&
+           m->unknown_tags.count == 0;
+}
+
+static size_t minsz_gr_write_txn_markers_request(int16_t v)
+{
+    const bool fx = v >= 1;
+    (void)fx;
+    (void)v;
+    size_t n = fx ? 1 : 0;
+    if (1) n += (fx ? 1 : 4);
+    (void)v;
+    return n;
+}
+
+static void dec_gr_write_txn_markers_request(struct gr_rd *rd, int16_t v, struct gr_write_txn_markers_request *m)
+{
+    const bool fx = v >= 1;
+    (void)fx;
+    (void)v;
+    gr_write_txn_markers_request_init(m);
+    if (1) {
+        {
+            int32_t n = gr_rd_array_len(rd, fx, 0, minsz_gr_write_txn_markers_request_writable_txn_marker(v));
+            m->markers.count = n;
+            m->markers.items = NULL;
+            if (n > 0) {
+                m->markers.items = gr_rd_alloc(rd, (size_t)n, sizeof(struct gr_write_txn_markers_request_writable_txn_marker));
+                for (int32_t i = 0; i < n && !rd->err; i++)
+                    dec_gr_write_txn_markers_request_writable_txn_marker(rd, v, &m->markers.items[i]);
+                if (rd->err) m->markers.count = 0;
+            }
+        }
+    }
+    if (!fx || rd->err) return;
+    uint32_t ntags = gr_rd_tag_count(rd);
+    int64_t last_tag = -1;
+    for (uint32_t t = 0; t < ntags && !rd->err; t++) {
+        uint32_t tag = gr_rd_uvarint(rd);
+        uint32_t len = gr_rd_uvarint(rd);
+        if (rd->err) return;
+        if ((int64_t)tag <= last_tag) {
+            gr_rd_fail(rd, GR_WIRE_BAD_TAGS);
+            return;
+        }
+        last_tag = tag;
+        if (len > gr_rd_left(rd)) {
+            gr_rd_fail(rd, GR_WIRE_SHORT);
+            return;
+        }
+        const uint8_t *body = rd->p;
+        switch (tag) {
+        default:
+            keep_unknown_tag(rd, &m->unknown_tags, ntags, tag, body, len);
+        }
+        rd->p = body + len;
+    }
+}
+
+static size_t sz_gr_write_txn_markers_request(const struct gr_write_txn_markers_request *m, int16_t v)
+{
+    const bool fx = v >= 1;
+    (void)fx;
+    (void)v;
+    size_t n = 0;
+    if (1) {
+        n += gr_sz_array_len(m->markers.count, fx);
+        for (int32_t i = 0; i < m->markers.count; i++)
+            n += sz_gr_write_txn_markers_request_writable_txn_marker(&m->markers.items[i], v);
+    }
+    if (fx) {
+        uint32_t count = (uint32_t)m->unknown_tags.count;
+        n += gr_sz_uvarint(count) + gr_sz_unknown_tags(&m->unknown_tags);
+    }
+    (void)m;
+    return n;
+}
+
+static void enc_gr_write_txn_markers_request(struct gr_wr *wr, int16_t v, const struct gr_write_txn_markers_request *m)
+{
+    const bool fx = v >= 1;
+    (void)fx;
+    (void)v;
+    if (1) {
+        gr_wr_array_len(wr, m->markers.count, fx);
+        for (int32_t i = 0; i < m->markers.count; i++)
+            enc_gr_write_txn_markers_request_writable_txn_marker(wr, v, &m->markers.items[i]);
+    }
+    if (!fx) return;
+    uint32_t count = (uint32_t)m->unknown_tags.count;
+    gr_wr_uvarint(wr, count);
+    int32_t u = 0;
+    while (u < m->unknown_tags.count)
+        write_unknown_tag(wr, &m->unknown_tags.items[u++]);
+}
+
+int gr_write_txn_markers_request_decode(struct gr_rd *rd, int16_t version, struct gr_write_txn_markers_request *m)
+{
+    dec_gr_write_txn_markers_request(rd, version, m);
+    return rd->err;
+}
+
+size_t gr_write_txn_markers_request_size(const struct gr_write_txn_markers_request *m, int16_t version) { return sz_gr_write_txn_markers_request(m, version); }
+
+void gr_write_txn_markers_request_encode(struct gr_wr *wr, const struct gr_write_txn_markers_request *m, int16_t version) { enc_gr_write_txn_markers_request(wr, version, m); }
+
+static void ops_init_gr_write_txn_markers_request(void *m) { gr_write_txn_markers_request_init(m); }
+static int ops_decode_gr_write_txn_markers_request(struct gr_rd *rd, int16_t v, void *m) { return gr_write_txn_markers_request_decode(rd, v, m); }
+static size_t ops_size_gr_write_txn_markers_request(const void *m, int16_t v) { return gr_write_txn_markers_request_size(m, v); }
+static void ops_encode_gr_write_txn_markers_request(struct gr_wr *wr, const void *m, int16_t v) { gr_write_txn_markers_request_encode(wr, m, v); }
+
+void gr_write_txn_markers_response_writable_txn_marker_partition_result_init(struct gr_write_txn_markers_response_writable_txn_marker_partition_result *m)
+{
+    m->partition_index = 0;
+    m->error_code = 0;
+    m->unknown_tags.items = NULL;
+    m->unknown_tags.count = 0;
+}
+
+static bool isdef_gr_write_txn_markers_response_writable_txn_marker_partition_result(const struct gr_write_txn_markers_response_writable_txn_marker_partition_result *m)
+{
+    return (m->partition_index == 0) &&
+           (m->error_code == 0) &&
+           m->unknown_tags.count == 0;
+}
+
+static size_t minsz_gr_write_txn_markers_response_writable_txn_marker_partition_result(int16_t v)
+{
+    const bool fx = v >= 1;
+    (void)fx;
+    (void)v;
+    size_t n = fx ? 1 : 0;
+    if (1) n += 4;
+    if (1) n += 2;
+    (void)v;
+    return n;
+}
+
+static void dec_gr_write_txn_markers_response_writable_txn_marker_partition_result(struct gr_rd *rd, int16_t v, struct gr_write_txn_markers_response_writable_txn_marker_partition_result *m)
+{
+    const bool fx = v >= 1;
+    (void)fx;
+    (void)v;
+    gr_write_txn_markers_response_writable_txn_marker_partition_result_init(m);
+    if (1) {
+        m->partition_index = gr_rd_int32(rd);
+    }
+    if (1) {
+        m->error_code = gr_rd_int16(rd);
+    }
+    if (!fx || rd->err) return;
+    uint32_t ntags = gr_rd_tag_count(rd);
+    int64_t last_tag = -1;
+    for (uint32_t t = 0; t < ntags && !rd->err; t++) {
+        uint32_t tag = gr_rd_uvarint(rd);
+        uint32_t len = gr_rd_uvarint(rd);
+        if (rd->err) return;
+        if ((int64_t)tag <= last_tag) {
+            gr_rd_fail(rd, GR_WIRE_BAD_TAGS);
+            return;
+        }
+        last_tag = tag;
+        if (len > gr_rd_left(rd)) {
+            gr_rd_fail(rd, GR_WIRE_SHORT);
+            return;
+        }
+        const uint8_t *body = rd->p;
+        switch (tag) {
+        default:
+            keep_unknown_tag(rd, &m->unknown_tags, ntags, tag, body, len);
+        }
+        rd->p = body + len;
+    }
+}
+
+static size_t sz_gr_write_txn_markers_response_writable_txn_marker_partition_result(const struct gr_write_txn_markers_response_writable_txn_marker_partition_result *m, int16_t v)
+{
+    const bool fx = v >= 1;
+    (void)fx;
+    (void)v;
+    size_t n = 0;
+    if (1) {
+        n += 4;
+    }
+    if (1) {
+        n += 2;
+    }
+    if (fx) {
+        uint32_t count = (uint32_t)m->unknown_tags.count;
+        n += gr_sz_uvarint(count) + gr_sz_unknown_tags(&m->unknown_tags);
+    }
+    (void)m;
+    return n;
+}
+
+static void enc_gr_write_txn_markers_response_writable_txn_marker_partition_result(struct gr_wr *wr, int16_t v, const struct gr_write_txn_markers_response_writable_txn_marker_partition_result *m)
+{
+    const bool fx = v >= 1;
+    (void)fx;
+    (void)v;
+    if (1) {
+        gr_wr_int32(wr, m->partition_index);
+    }
+    if (1) {
+        gr_wr_int16(wr, m->error_code);
+    }
+    if (!fx) return;
+    uint32_t count = (uint32_t)m->unknown_tags.count;
+    gr_wr_uvarint(wr, count);
+    int32_t u = 0;
+    while (u < m->unknown_tags.count)
+        write_unknown_tag(wr, &m->unknown_tags.items[u++]);
+}
+
+void gr_write_txn_markers_response_writable_txn_marker_topic_result_init(struct gr_write_txn_markers_response_writable_txn_marker_topic_result *m)
+{
+    m->name = ((struct gr_str){"", 0});
+    m->partitions.items = NULL;
+    m->partitions.count = 0;
+    m->unknown_tags.items = NULL;
+    m->unknown_tags.count = 0;
+}
+
+static bool isdef_gr_write_txn_markers_response_writable_txn_marker_topic_result(const struct gr_write_txn_markers_response_writable_txn_marker_topic_result *m)
+{
+    return gr_str_eq(m->name, gr_str_c("")) &&
+           m->partitions.count == 0 &&
+           m->unknown_tags.count == 0;
+}
+
+static size_t minsz_gr_write_txn_markers_response_writable_txn_marker_topic_result(int16_t v)
+{
+    const bool fx = v >= 1;
+    (void)fx;
+    (void)v;
+    size_t n = fx ? 1 : 0;
+    if (1) n += (fx ? 1 : 2);
+    if (1) n += (fx ? 1 : 4);
+    (void)v;
+    return n;
+}
+
+static void dec_gr_write_txn_markers_response_writable_txn_marker_topic_result(struct gr_rd *rd, int16_t v, struct gr_write_txn_markers_response_writable_txn_marker_topic_result *m)
+{
+    const bool fx = v >= 1;
+    (void)fx;
+    (void)v;
+    gr_write_txn_markers_response_writable_txn_marker_topic_result_init(m);
+    if (1) {
+        m->name = gr_rd_string(rd, fx, 0);
+    }
+    if (1) {
+        {
+            int32_t n = gr_rd_array_len(rd, fx, 0, minsz_gr_write_txn_markers_response_writable_txn_marker_partition_result(v));
+            m->partitions.count = n;
+            m->partitions.items = NULL;
+            if (n > 0) {
+                m->partitions.items = gr_rd_alloc(rd, (size_t)n, sizeof(struct gr_write_txn_markers_response_writable_txn_marker_partition_result));
+                for (int32_t i = 0; i < n && !rd->err; i++)
+                    dec_gr_write_txn_markers_response_writable_txn_marker_partition_result(rd, v, &m->partitions.items[i]);
+                if (rd->err) m->partitions.count = 0;
+            }
+        }
+    }
+    if (!fx || rd->err) return;
+    uint32_t ntags = gr_rd_tag_count(rd);
+    int64_t last_tag = -1;
+    for (uint32_t t = 0; t < ntags && !rd->err; t++) {
+        uint32_t tag = gr_rd_uvarint(rd);
+        uint32_t len = gr_rd_uvarint(rd);
+        if (rd->err) return;
+        if ((int64_t)tag <= last_tag) {
+            gr_rd_fail(rd, GR_WIRE_BAD_TAGS);
+            return;
+        }
+        last_tag = tag;
+        if (len > gr_rd_left(rd)) {
+            gr_rd_fail(rd, GR_WIRE_SHORT);
+            return;
+        }
+        const uint8_t *body = rd->p;
+        switch (tag) {
+        default:
+            keep_unknown_tag(rd, &m->unknown_tags, ntags, tag, body, len);
+        }
+        rd->p = body + len;
+    }
+}
+
+static size_t sz_gr_write_txn_markers_response_writable_txn_marker_topic_result(const struct gr_write_txn_markers_response_writable_txn_marker_topic_result *m, int16_t v)
+{
+    const bool fx = v >= 1;
+    (void)fx;
+    (void)v;
+    size_t n = 0;
+    if (1) {
+        n += gr_sz_string(m->name, fx);
+    }
+    if (1) {
+        n += gr_sz_array_len(m->partitions.count, fx);
+        for (int32_t i = 0; i < m->partitions.count; i++)
+            n += sz_gr_write_txn_markers_response_writable_txn_marker_partition_result(&m->partitions.items[i], v);
+    }
+    if (fx) {
+        uint32_t count = (uint32_t)m->unknown_tags.count;
+        n += gr_sz_uvarint(count) + gr_sz_unknown_tags(&m->unknown_tags);
+    }
+    (void)m;
+    return n;
+}
+
+static void enc_gr_write_txn_markers_response_writable_txn_marker_topic_result(struct gr_wr *wr, int16_t v, const struct gr_write_txn_markers_response_writable_txn_marker_topic_result *m)
+{
+    const bool fx = v >= 1;
+    (void)fx;
+    (void)v;
+    if (1) {
+        gr_wr_string(wr, m->name, fx);
+    }
+    if (1) {
+        gr_wr_array_len(wr, m->partitions.count, fx);
+        for (int32_t i = 0; i < m->partitions.count; i++)
+            enc_gr_write_txn_markers_response_writable_txn_marker_partition_result(wr, v, &m->partitions.items[i]);
+    }
+    if (!fx) return;
+    uint32_t count = (uint32_t)m->unknown_tags.count;
+    gr_wr_uvarint(wr, count);
+    int32_t u = 0;
+    while (u < m->unknown_tags.count)
+        write_unknown_tag(wr, &m->unknown_tags.items[u++]);
+}
+
+void gr_write_txn_markers_response_writable_txn_marker_result_init(struct gr_write_txn_markers_response_writable_txn_marker_result *m)
+{
+    m->producer_id = 0;
+    m->topics.items = NULL;
+    m->topics.count = 0;
+    m->unknown_tags.items = NULL;
+    m->unknown_tags.count = 0;
+}
+
+static bool isdef_gr_write_txn_markers_response_writable_txn_marker_result(const struct gr_write_txn_markers_response_writable_txn_marker_result *m)
+{
+    return (m->producer_id == 0) &&
+           m->topics.count == 0 &&
+           m->unknown_tags.count == 0;
+}
+
+static size_t minsz_gr_write_txn_markers_response_writable_txn_marker_result(int16_t v)
+{
+    const bool fx = v >= 1;
+    (void)fx;
+    (void)v;
+    size_t n = fx ? 1 : 0;
+    if (1) n += 8;
+    if (1) n += (fx ? 1 : 4);
+    (void)v;
+    return n;
+}
+
+static void dec_gr_write_txn_markers_response_writable_txn_marker_result(struct gr_rd *rd, int16_t v, struct gr_write_txn_markers_response_writable_txn_marker_result *m)
+{
+    const bool fx = v >= 1;
+    (void)fx;
+    (void)v;
+    gr_write_txn_markers_response_writable_txn_marker_result_init(m);
+    if (1) {
+        m->producer_id = gr_rd_int64(rd);
+    }
+    if (1) {
+        {
+            int32_t n = gr_rd_array_len(rd, fx, 0, minsz_gr_write_txn_markers_response_writable_txn_marker_topic_result(v));
+            m->topics.count = n;
+            m->topics.items = NULL;
+            if (n > 0) {
+                m->topics.items = gr_rd_alloc(rd, (size_t)n, sizeof(struct gr_write_txn_markers_response_writable_txn_marker_topic_result));
+                for (int32_t i = 0; i < n && !rd->err; i++)
+                    dec_gr_write_txn_markers_response_writable_txn_marker_topic_result(rd, v, &m->topics.items[i]);
+                if (rd->err) m->topics.count = 0;
+            }
+        }
+    }
+    if (!fx || rd->err) return;
+    uint32_t ntags = gr_rd_tag_count(rd);
+    int64_t last_tag = -1;
+    for (uint32_t t = 0; t < ntags && !rd->err; t++) {
+        uint32_t tag = gr_rd_uvarint(rd);
+        uint32_t len = gr_rd_uvarint(rd);
+        if (rd->err) return;
+        if ((int64_t)tag <= last_tag) {
+            gr_rd_fail(rd, GR_WIRE_BAD_TAGS);
+            return;
+        }
+        last_tag = tag;
+        if (len > gr_rd_left(rd)) {
+            gr_rd_fail(rd, GR_WIRE_SHORT);
+            return;
+        }
+        const uint8_t *body = rd->p;
+        switch (tag) {
+        default:
+            keep_unknown_tag(rd, &m->unknown_tags, ntags, tag, body, len);
+        }
+        rd->p = body + len;
+    }
+}
+
+static size_t sz_gr_write_txn_markers_response_writable_txn_marker_result(const struct gr_write_txn_markers_response_writable_txn_marker_result *m, int16_t v)
+{
+    const bool fx = v >= 1;
+    (void)fx;
+    (void)v;
+    size_t n = 0;
+    if (1) {
+        n += 8;
+    }
+    if (1) {
+        n += gr_sz_array_len(m->topics.count, fx);
+        for (int32_t i = 0; i < m->topics.count; i++)
+            n += sz_gr_write_txn_markers_response_writable_txn_marker_topic_result(&m->topics.items[i], v);
+    }
+    if (fx) {
+        uint32_t count = (uint32_t)m->unknown_tags.count;
+        n += gr_sz_uvarint(count) + gr_sz_unknown_tags(&m->unknown_tags);
+    }
+    (void)m;
+    return n;
+}
+
+static void enc_gr_write_txn_markers_response_writable_txn_marker_result(struct gr_wr *wr, int16_t v, const struct gr_write_txn_markers_response_writable_txn_marker_result *m)
+{
+    const bool fx = v >= 1;
+    (void)fx;
+    (void)v;
+    if (1) {
+        gr_wr_int64(wr, m->producer_id);
+    }
+    if (1) {
+        gr_wr_array_len(wr, m->topics.count, fx);
+        for (int32_t i = 0; i < m->topics.count; i++)
+            enc_gr_write_txn_markers_response_writable_txn_marker_topic_result(wr, v, &m->topics.items[i]);
+    }
+    if (!fx) return;
+    uint32_t count = (uint32_t)m->unknown_tags.count;
+    gr_wr_uvarint(wr, count);
+    int32_t u = 0;
+    while (u < m->unknown_tags.count)
+        write_unknown_tag(wr, &m->unknown_tags.items[u++]);
+}
+
+void gr_write_txn_markers_response_init(struct gr_write_txn_markers_response *m)
+{
+    m->markers.items = NULL;
+    m->markers.count = 0;
+    m->unknown_tags.items = NULL;
+    m->unknown_tags.count = 0;
+}
+
+static bool isdef_gr_write_txn_markers_response(const struct gr_write_txn_markers_response *m)
+{
+    return m->markers.count == 0 &&
+           m->unknown_tags.count == 0;
+}
+
+static size_t minsz_gr_write_txn_markers_response(int16_t v)
+{
+    const bool fx = v >= 1;
+    (void)fx;
+    (void)v;
+    size_t n = fx ? 1 : 0;
+    if (1) n += (fx ? 1 : 4);
+    (void)v;
+    return n;
+}
+
+static void dec_gr_write_txn_markers_response(struct gr_rd *rd, int16_t v, struct gr_write_txn_markers_response *m)
+{
+    const bool fx = v >= 1;
+    (void)fx;
+    (void)v;
+    gr_write_txn_markers_response_init(m);
+    if (1) {
+        {
+            int32_t n = gr_rd_array_len(rd, fx, 0, minsz_gr_write_txn_markers_response_writable_txn_marker_result(v));
+            m->markers.count = n;
+            m->markers.items = NULL;
+            if (n > 0) {
+                m->markers.items = gr_rd_alloc(rd, (size_t)n, sizeof(struct gr_write_txn_markers_response_writable_txn_marker_result));
+                for (int32_t i = 0; i < n && !rd->err; i++)
+                    dec_gr_write_txn_markers_response_writable_txn_marker_result(rd, v, &m->markers.items[i]);
+                if (rd->err) m->markers.count = 0;
+            }
+        }
+    }
+    if (!fx || rd->err) return;
+    uint32_t ntags = gr_rd_tag_count(rd);
+    int64_t last_tag = -1;
+    for (uint32_t t = 0; t < ntags && !rd->err; t++) {
+        uint32_t tag = gr_rd_uvarint(rd);
+        uint32_t len = gr_rd_uvarint(rd);
+        if (rd->err) return;
+        if ((int64_t)tag <= last_tag) {
+            gr_rd_fail(rd, GR_WIRE_BAD_TAGS);
+            return;
+        }
+        last_tag = tag;
+        if (len > gr_rd_left(rd)) {
+            gr_rd_fail(rd, GR_WIRE_SHORT);
+            return;
+        }
+        const uint8_t *body = rd->p;
+        switch (tag) {
+        default:
+            keep_unknown_tag(rd, &m->unknown_tags, ntags, tag, body, len);
+        }
+        rd->p = body + len;
+    }
+}
+
+static size_t sz_gr_write_txn_markers_response(const struct gr_write_txn_markers_response *m, int16_t v)
+{
+    const bool fx = v >= 1;
+    (void)fx;
+    (void)v;
+    size_t n = 0;
+    if (1) {
+        n += gr_sz_array_len(m->markers.count, fx);
+        for (int32_t i = 0; i < m->markers.count; i++)
+            n += sz_gr_write_txn_markers_response_writable_txn_marker_result(&m->markers.items[i], v);
+    }
+    if (fx) {
+        uint32_t count = (uint32_t)m->unknown_tags.count;
+        n += gr_sz_uvarint(count) + gr_sz_unknown_tags(&m->unknown_tags);
+    }
+    (void)m;
+    return n;
+}
+
+static void enc_gr_write_txn_markers_response(struct gr_wr *wr, int16_t v, const struct gr_write_txn_markers_response *m)
+{
+    const bool fx = v >= 1;
+    (void)fx;
+    (void)v;
+    if (1) {
+        gr_wr_array_len(wr, m->markers.count, fx);
+        for (int32_t i = 0; i < m->markers.count; i++)
+            enc_gr_write_txn_markers_response_writable_txn_marker_result(wr, v, &m->markers.items[i]);
+    }
+    if (!fx) return;
+    uint32_t count = (uint32_t)m->unknown_tags.count;
+    gr_wr_uvarint(wr, count);
+    int32_t u = 0;
+    while (u < m->unknown_tags.count)
+        write_unknown_tag(wr, &m->unknown_tags.items[u++]);
+}
+
+int gr_write_txn_markers_response_decode(struct gr_rd *rd, int16_t version, struct gr_write_txn_markers_response *m)
+{
+    dec_gr_write_txn_markers_response(rd, version, m);
+    return rd->err;
+}
+
+size_t gr_write_txn_markers_response_size(const struct gr_write_txn_markers_response *m, int16_t version) { return sz_gr_write_txn_markers_response(m, version); }
+
+void gr_write_txn_markers_response_encode(struct gr_wr *wr, const struct gr_write_txn_markers_response *m, int16_t version) { enc_gr_write_txn_markers_response(wr, version, m); }
+
+static void ops_init_gr_write_txn_markers_response(void *m) { gr_write_txn_markers_response_init(m); }
+static int ops_decode_gr_write_txn_markers_response(struct gr_rd *rd, int16_t v, void *m) { return gr_write_txn_markers_response_decode(rd, v, m); }
+static size_t ops_size_gr_write_txn_markers_response(const void *m, int16_t v) { return gr_write_txn_markers_response_size(m, v); }
+static void ops_encode_gr_write_txn_markers_response(struct gr_wr *wr, const void *m, int16_t v) { gr_write_txn_markers_response_encode(wr, m, v); }
+
+void gr_txn_offset_commit_request_txn_offset_commit_request_partition_init(struct gr_txn_offset_commit_request_txn_offset_commit_request_partition *m)
+{
+    m->partition_index = 0;
+    m->committed_offset = 0;
+    m->committed_leader_epoch = -1;
+    m->committed_metadata = ((struct gr_str){"", 0});
+    m->unknown_tags.items = NULL;
+    m->unknown_tags.count = 0;
+}
+
+static bool isdef_gr_txn_offset_commit_request_txn_offset_commit_request_partition(const struct gr_txn_offset_commit_request_txn_offset_commit_request_partition *m)
+{
+    return (m->partition_index == 0) &&
+           (m->committed_offset == 0) &&
+           (m->committed_leader_epoch == -1) &&
+           gr_str_eq(m->committed_metadata, gr_str_c("")) &&
+           m->unknown_tags.count == 0;
+}
+
+static size_t minsz_gr_txn_offset_commit_request_txn_offset_commit_request_partition(int16_t v)
+{
+    const bool fx = v >= 3;
+    (void)fx;
+    (void)v;
+    size_t n = fx ? 1 : 0;
+    if (1) n += 4;
+    if (1) n += 8;
+    if (v >= 2) n += 4;
+    if (1) n += (fx ? 1 : 2);
+    (void)v;
+    return n;
+}
+
+static void dec_gr_txn_offset_commit_request_txn_offset_commit_request_partition(struct gr_rd *rd, int16_t v, struct gr_txn_offset_commit_request_txn_offset_commit_request_partition *m)
+{
+    const bool fx = v >= 3;
+    (void)fx;
+    (void)v;
+    gr_txn_offset_commit_request_txn_offset_commit_request_partition_init(m);
+    if (1) {
+        m->partition_index = gr_rd_int32(rd);
+    }
+    if (1) {
+        m->committed_offset = gr_rd_int64(rd);
+    }
+    if (v >= 2) {
+        m->committed_leader_epoch = gr_rd_int32(rd);
+    }
+    if (1) {
+        m->committed_metadata = gr_rd_string(rd, fx, 1);
+    }
+    if (!fx || rd->err) return;
+    uint32_t ntags = gr_rd_tag_count(rd);
+    int64_t last_tag = -1;
+    for (uint32_t t = 0; t < ntags && !rd->err; t++) {
+        uint32_t tag = gr_rd_uvarint(rd);
+        uint32_t len = gr_rd_uvarint(rd);
+        if (rd->err) return;
+        if ((int64_t)tag <= last_tag) {
+            gr_rd_fail(rd, GR_WIRE_BAD_TAGS);
+            return;
+        }
+        last_tag = tag;
+        if (len > gr_rd_left(rd)) {
+            gr_rd_fail(rd, GR_WIRE_SHORT);
+            return;
+        }
+        const uint8_t *body = rd->p;
+        switch (tag) {
+        default:
+            keep_unknown_tag(rd, &m->unknown_tags, ntags, tag, body, len);
+        }
+        rd->p = body + len;
+    }
+}
+
+static size_t sz_gr_txn_offset_commit_request_txn_offset_commit_request_partition(const struct gr_txn_offset_commit_request_txn_offset_commit_request_partition *m, int16_t v)
+{
+    const bool fx = v >= 3;
+    (void)fx;
+    (void)v;
+    size_t n = 0;
+    if (1) {
+        n += 4;
+    }
+    if (1) {
+        n += 8;
+    }
+    if (v >= 2) {
+        n += 4;
+    }
+    if (1) {
+        n += gr_sz_string(m->committed_metadata, fx);
+    }
+    if (fx) {
+        uint32_t count = (uint32_t)m->unknown_tags.count;
+        n += gr_sz_uvarint(count) + gr_sz_unknown_tags(&m->unknown_tags);
+    }
+    (void)m;
+    return n;
+}
+
+static void enc_gr_txn_offset_commit_request_txn_offset_commit_request_partition(struct gr_wr *wr, int16_t v, const struct gr_txn_offset_commit_request_txn_offset_commit_request_partition *m)
+{
+    const bool fx = v >= 3;
+    (void)fx;
+    (void)v;
+    if (1) {
+        gr_wr_int32(wr, m->partition_index);
+    }
+    if (1) {
+        gr_wr_int64(wr, m->committed_offset);
+    }
+    if (v >= 2) {
+        gr_wr_int32(wr, m->committed_leader_epoch);
+    }
+    if (1) {
+        gr_wr_string(wr, m->committed_metadata, fx);
+    }
+    if (!fx) return;
+    uint32_t count = (uint32_t)m->unknown_tags.count;
+    gr_wr_uvarint(wr, count);
+    int32_t u = 0;
+    while (u < m->unknown_tags.count)
+        write_unknown_tag(wr, &m->unknown_tags.items[u++]);
+}
+
+void gr_txn_offset_commit_request_txn_offset_commit_request_topic_init(struct gr_txn_offset_commit_request_txn_offset_commit_request_topic *m)
+{
+    m->name = ((struct gr_str){"", 0});
+    m->topic_id = ((struct gr_uuid){{0}});
+    m->partitions.items = NULL;
+    m->partitions.count = 0;
+    m->unknown_tags.items = NULL;
+    m->unknown_tags.count = 0;
+}
+
+static bool isdef_gr_txn_offset_commit_request_txn_offset_commit_request_topic(const struct gr_txn_offset_commit_request_txn_offset_commit_request_topic *m)
+{
+    return gr_str_eq(m->name, gr_str_c("")) &&
+           uuid_is_zero(m->topic_id) &&
+           m->partitions.count == 0 &&
+           m->unknown_tags.count == 0;
+}
+
+static size_t minsz_gr_txn_offset_commit_request_txn_offset_commit_request_topic(int16_t v)
+{
+    const bool fx = v >= 3;
+    (void)fx;
+    (void)v;
+    size_t n = fx ? 1 : 0;
+    if (v <= 5) n += (fx ? 1 : 2);
+    if (v >= 6) n += 16;
+    if (1) n += (fx ? 1 : 4);
+    (void)v;
+    return n;
+}
+
+static void dec_gr_txn_offset_commit_request_txn_offset_commit_request_topic(struct gr_rd *rd, int16_t v, struct gr_txn_offset_commit_request_txn_offset_commit_request_topic *m)
+{
+    const bool fx = v >= 3;
+    (void)fx;
+    (void)v;
+    gr_txn_offset_commit_request_txn_offset_commit_request_topic_init(m);
+    if (v <= 5) {
+        m->name = gr_rd_string(rd, fx, 0);
+    }
+    if (v >= 6) {
+        m->topic_id = gr_rd_uuid(rd);
+    }
+    if (1) {
+        {
+            int32_t n = gr_rd_array_len(rd, fx, 0, minsz_gr_txn_offset_commit_request_txn_offset_commit_request_partition(v));
+            m->partitions.count = n;
+            m->partitions.items = NULL;
+            if (n > 0) {
+                m->partitions.items = gr_rd_alloc(rd, (size_t)n, sizeof(struct gr_txn_offset_commit_request_txn_offset_commit_request_partition));
+                for (int32_t i = 0; i < n && !rd->err; i++)
+                    dec_gr_txn_offset_commit_request_txn_offset_commit_request_partition(rd, v, &m->partitions.items[i]);
+                if (rd->err) m->partitions.count = 0;
+            }
+        }
+    }
+    if (!fx || rd->err) return;
+    uint32_t ntags = gr_rd_tag_count(rd);
+    int64_t last_tag = -1;
+    for (uint32_t t = 0; t < ntags && !rd->err; t++) {
+        uint32_t tag = gr_rd_uvarint(rd);
+        uint32_t len = gr_rd_uvarint(rd);
+        if (rd->err) return;
+        if ((int64_t)tag <= last_tag) {
+            gr_rd_fail(rd, GR_WIRE_BAD_TAGS);
+            return;
+        }
+        last_tag = tag;
+        if (len > gr_rd_left(rd)) {
+            gr_rd_fail(rd, GR_WIRE_SHORT);
+            return;
+        }
+        const uint8_t *body = rd->p;
+        switch (tag) {
+        default:
+            keep_unknown_tag(rd, &m->unknown_tags, ntags, tag, body, len);
+        }
+        rd->p = body + len;
+    }
+}
+
+static size_t sz_gr_txn_offset_commit_request_txn_offset_commit_request_topic(const struct gr_txn_offset_commit_request_txn_offset_commit_request_topic *m, int16_t v)
+{
+    const bool fx = v >= 3;
+    (void)fx;
+    (void)v;
+    size_t n = 0;
+    if (v <= 5) {
+        n += gr_sz_string(m->name, fx);
+    }
+    if (v >= 6) {
+        n += 16;
+    }
+    if (1) {
+        n += gr_sz_array_len(m->partitions.count, fx);
+        for (int32_t i = 0; i < m->partitions.count; i++)
+            n += sz_gr_txn_offset_commit_request_txn_offset_commit_request_partition(&m->partitions.items[i], v);
+    }
+    if (fx) {
+        uint32_t count = (uint32_t)m->unknown_tags.count;
+        n += gr_sz_uvarint(count) + gr_sz_unknown_tags(&m->unknown_tags);
+    }
+    (void)m;
+    return n;
+}
+
+static void enc_gr_txn_offset_commit_request_txn_offset_commit_request_topic(struct gr_wr *wr, int16_t v, const struct gr_txn_offset_commit_request_txn_offset_commit_request_topic *m)
+{
+    const bool fx = v >= 3;
+    (void)fx;
+    (void)v;
+    if (v <= 5) {
+        gr_wr_string(wr, m->name, fx);
+    }
+    if (v >= 6) {
+        gr_wr_uuid(wr, m->topic_id);
+    }
+    if (1) {
+        gr_wr_array_len(wr, m->partitions.count, fx);
+        for (int32_t i = 0; i < m->partitions.count; i++)
+            enc_gr_txn_offset_commit_request_txn_offset_commit_request_partition(wr, v, &m->partitions.items[i]);
+    }
+    if (!fx) return;
+    uint32_t count = (uint32_t)m->unknown_tags.count;
+    gr_wr_uvarint(wr, count);
+    int32_t u = 0;
+    while (u < m->unknown_tags.count)
+        write_unknown_tag(wr, &m->unknown_tags.items[u++]);
+}
+
+void gr_txn_offset_commit_request_init(struct gr_txn_offset_commit_request *m)
+{
+    m->transactional_id = ((struct gr_str){"", 0});
+    m->group_id = ((struct gr_str){"", 0});
+    m->producer_id = 0;
+    m->producer_epoch = 0;
+    m->generation_id_or_member_epoch = -1;
+    m->member_id = ((struct gr_str){"", 0});
+    m->group_instance_id = GR_STR_NULL;
+    m->topics.items = NULL;
+    m->topics.count = 0;
+    m->unknown_tags.items = NULL;
+    m->unknown_tags.count = 0;
+}
+
+static bool isdef_gr_txn_offset_commit_request(const struct gr_txn_offset_commit_request *m)
+{
+    return gr_str_eq(m->transactional_id, gr_str_c("")) &&
+           gr_str_eq(m->group_id, gr_str_c("")) &&
+           (m->producer_id == 0) &&
+           (m->producer_epoch == 0) &&
+           (m->generation_id_or_member_epoch == -1) &&
+           gr_str_eq(m->member_id, gr_str_c("")) &&
+           m->group_instance_id.len < 0 &&
+           m->topics.count == 0 &&
+           m->unknown_tags.count == 0;
+}
+
+static size_t minsz_gr_txn_offset_commit_request(int16_t v)
+{
+    const bool fx = v >= 3;
+    (void)fx;
+    (void)v;
+    size_t n = fx ? 1 : 0;
+    if (1) n += (fx ? 1 : 2);
+    if (1) n += (fx ? 1 : 2);
+    if (1) n += 8;
+    if (1) n += 2;
+    if (v >= 3) n += 4;
+    if (v >= 3) n += (fx ? 1 : 2);
+    if (v >= 3) n += (fx ? 1 : 2);
+    if (1) n += (fx ? 1 : 4);
+    (void)v;
+    return n;
+}
+
+static void dec_gr_txn_offset_commit_request(struct gr_rd *rd, int16_t v, struct gr_txn_offset_commit_request *m)
+{
+    const bool fx = v >= 3;
+    (void)fx;
+    (void)v;
+    gr_txn_offset_commit_request_init(m);
+    if (1) {
+        m->transactional_id = gr_rd_string(rd, fx, 0);
+    }
+    if (1) {
+        m->group_id = gr_rd_string(rd, fx, 0);
+    }
+    if (1) {
+        m->producer_id = gr_rd_int64(rd);
+    }
+    if (1) {
+        m->producer_epoch = gr_rd_int16(rd);
+    }
+    if (v >= 3) {
+        m->generation_id_or_member_epoch = gr_rd_int32(rd);
+    }
+    if (v >= 3) {
+        m->member_id = gr_rd_string(rd, fx, 0);
+    }
+    if (v >= 3) {
+        m->group_instance_id = gr_rd_string(rd, fx, v >= 3);
+    }
+    if (1) {
+        {
+            int32_t n = gr_rd_array_len(rd, fx, 0, minsz_gr_txn_offset_commit_request_txn_offset_commit_request_topic(v));
+            m->topics.count = n;
+            m->topics.items = NULL;
+            if (n > 0) {
+                m->topics.items = gr_rd_alloc(rd, (size_t)n, sizeof(struct gr_txn_offset_commit_request_txn_offset_commit_request_topic));
+                for (int32_t i = 0; i < n && !rd->err; i++)
+                    dec_gr_txn_offset_commit_request_txn_offset_commit_request_topic(rd, v, &m->topics.items[i]);
+                if (rd->err) m->topics.count = 0;
+            }
+        }
+    }
+    if (!fx || rd->err) return;
+    uint32_t ntags = gr_rd_tag_count(rd);
+    int64_t last_tag = -1;
+    for (uint32_t t = 0; t < ntags && !rd->err; t++) {
+        uint32_t tag = gr_rd_uvarint(rd);
+        uint32_t len = gr_rd_uvarint(rd);
+        if (rd->err) return;
+        if ((int64_t)tag <= last_tag) {
+            gr_rd_fail(rd, GR_WIRE_BAD_TAGS);
+            return;
+        }
+        last_tag = tag;
+        if (len > gr_rd_left(rd)) {
+            gr_rd_fail(rd, GR_WIRE_SHORT);
+            return;
+        }
+        const uint8_t *body = rd->p;
+        switch (tag) {
+        default:
+            keep_unknown_tag(rd, &m->unknown_tags, ntags, tag, body, len);
+        }
+        rd->p = body + len;
+    }
+}
+
+static size_t sz_gr_txn_offset_commit_request(const struct gr_txn_offset_commit_request *m, int16_t v)
+{
+    const bool fx = v >= 3;
+    (void)fx;
+    (void)v;
+    size_t n = 0;
+    if (1) {
+        n += gr_sz_string(m->transactional_id, fx);
+    }
+    if (1) {
+        n += gr_sz_string(m->group_id, fx);
+    }
+    if (1) {
+        n += 8;
+    }
+    if (1) {
+        n += 2;
+    }
+    if (v >= 3) {
+        n += 4;
+    }
+    if (v >= 3) {
+        n += gr_sz_string(m->member_id, fx);
+    }
+    if (v >= 3) {
+        n += gr_sz_string(m->group_instance_id, fx);
+    }
+    if (1) {
+        n += gr_sz_array_len(m->topics.count, fx);
+        for (int32_t i = 0; i < m->topics.count; i++)
+            n += sz_gr_txn_offset_commit_request_txn_offset_commit_request_topic(&m->topics.items[i], v);
+    }
+    if (fx) {
+        uint32_t count = (uint32_t)m->unknown_tags.count;
+        n += gr_sz_uvarint(count) + gr_sz_unknown_tags(&m->unknown_tags);
+    }
+    (void)m;
+    return n;
+}
+
+static void enc_gr_txn_offset_commit_request(struct gr_wr *wr, int16_t v, const struct gr_txn_offset_commit_request *m)
+{
+    const bool fx = v >= 3;
+    (void)fx;
+    (void)v;
+    if (1) {
+        gr_wr_string(wr, m->transactional_id, fx);
+    }
+    if (1) {
+        gr_wr_string(wr, m->group_id, fx);
+    }
+    if (1) {
+        gr_wr_int64(wr, m->producer_id);
+    }
+    if (1) {
+        gr_wr_int16(wr, m->producer_epoch);
+    }
+    if (v >= 3) {
+        gr_wr_int32(wr, m->generation_id_or_member_epoch);
+    }
+    if (v >= 3) {
+        gr_wr_string(wr, m->member_id, fx);
+    }
+    if (v >= 3) {
+        gr_wr_string(wr, m->group_instance_id, fx);
+    }
+    if (1) {
+        gr_wr_array_len(wr, m->topics.count, fx);
+        for (int32_t i = 0; i < m->topics.count; i++)
+            enc_gr_txn_offset_commit_request_txn_offset_commit_request_topic(wr, v, &m->topics.items[i]);
+    }
+    if (!fx) return;
+    uint32_t count = (uint32_t)m->unknown_tags.count;
+    gr_wr_uvarint(wr, count);
+    int32_t u = 0;
+    while (u < m->unknown_tags.count)
+        write_unknown_tag(wr, &m->unknown_tags.items[u++]);
+}
+
+int gr_txn_offset_commit_request_decode(struct gr_rd *rd, int16_t version, struct gr_txn_offset_commit_request *m)
+{
+    dec_gr_txn_offset_commit_request(rd, version, m);
+    return rd->err;
+}
+
+size_t gr_txn_offset_commit_request_size(const struct gr_txn_offset_commit_request *m, int16_t version) { return sz_gr_txn_offset_commit_request(m, version); }
+
+void gr_txn_offset_commit_request_encode(struct gr_wr *wr, const struct gr_txn_offset_commit_request *m, int16_t version) { enc_gr_txn_offset_commit_request(wr, version, m); }
+
+static void ops_init_gr_txn_offset_commit_request(void *m) { gr_txn_offset_commit_request_init(m); }
+static int ops_decode_gr_txn_offset_commit_request(struct gr_rd *rd, int16_t v, void *m) { return gr_txn_offset_commit_request_decode(rd, v, m); }
+static size_t ops_size_gr_txn_offset_commit_request(const void *m, int16_t v) { return gr_txn_offset_commit_request_size(m, v); }
+static void ops_encode_gr_txn_offset_commit_request(struct gr_wr *wr, const void *m, int16_t v) { gr_txn_offset_commit_request_encode(wr, m, v); }
+
+void gr_txn_offset_commit_response_txn_offset_commit_response_partition_init(struct gr_txn_offset_commit_response_txn_offset_commit_response_partition *m)
+{
+    m->partition_index = 0;
+    m->error_code = 0;
+    m->unknown_tags.items = NULL;
+    m->unknown_tags.count = 0;
+}
+
+static bool isdef_gr_txn_offset_commit_response_txn_offset_commit_response_partition(const struct gr_txn_offset_commit_response_txn_offset_commit_response_partition *m)
+{
+    return (m->partition_index == 0) &&
+           (m->error_code == 0) &&
+           m->unknown_tags.count == 0;
+}
+
+static size_t minsz_gr_txn_offset_commit_response_txn_offset_commit_response_partition(int16_t v)
+{
+    const bool fx = v >= 3;
+    (void)fx;
+    (void)v;
+    size_t n = fx ? 1 : 0;
+    if (1) n += 4;
+    if (1) n += 2;
+    (void)v;
+    return n;
+}
+
+static void dec_gr_txn_offset_commit_response_txn_offset_commit_response_partition(struct gr_rd *rd, int16_t v, struct gr_txn_offset_commit_response_txn_offset_commit_response_partition *m)
+{
+    const bool fx = v >= 3;
+    (void)fx;
+    (void)v;
+    gr_txn_offset_commit_response_txn_offset_commit_response_partition_init(m);
+    if (1) {
+        m->partition_index = gr_rd_int32(rd);
+    }
+    if (1) {
+        m->error_code = gr_rd_int16(rd);
+    }
+    if (!fx || rd->err) return;
+    uint32_t ntags = gr_rd_tag_count(rd);
+    int64_t last_tag = -1;
+    for (uint32_t t = 0; t < ntags && !rd->err; t++) {
+        uint32_t tag = gr_rd_uvarint(rd);
+        uint32_t len = gr_rd_uvarint(rd);
+        if (rd->err) return;
+        if ((int64_t)tag <= last_tag) {
+            gr_rd_fail(rd, GR_WIRE_BAD_TAGS);
+            return;
+        }
+        last_tag = tag;
+        if (len > gr_rd_left(rd)) {
+            gr_rd_fail(rd, GR_WIRE_SHORT);
+            return;
+        }
+        const uint8_t *body = rd->p;
+        switch (tag) {
+        default:
+            keep_unknown_tag(rd, &m->unknown_tags, ntags, tag, body, len);
+        }
+        rd->p = body + len;
+    }
+}
+
+static size_t sz_gr_txn_offset_commit_response_txn_offset_commit_response_partition(const struct gr_txn_offset_commit_response_txn_offset_commit_response_partition *m, int16_t v)
+{
+    const bool fx = v >= 3;
+    (void)fx;
+    (void)v;
+    size_t n = 0;
+    if (1) {
+        n += 4;
+    }
+    if (1) {
+        n += 2;
+    }
+    if (fx) {
+        uint32_t count = (uint32_t)m->unknown_tags.count;
+        n += gr_sz_uvarint(count) + gr_sz_unknown_tags(&m->unknown_tags);
+    }
+    (void)m;
+    return n;
+}
+
+static void enc_gr_txn_offset_commit_response_txn_offset_commit_response_partition(struct gr_wr *wr, int16_t v, const struct gr_txn_offset_commit_response_txn_offset_commit_response_partition *m)
+{
+    const bool fx = v >= 3;
+    (void)fx;
+    (void)v;
+    if (1) {
+        gr_wr_int32(wr, m->partition_index);
+    }
+    if (1) {
+        gr_wr_int16(wr, m->error_code);
+    }
+    if (!fx) return;
+    uint32_t count = (uint32_t)m->unknown_tags.count;
+    gr_wr_uvarint(wr, count);
+    int32_t u = 0;
+    while (u < m->unknown_tags.count)
+        write_unknown_tag(wr, &m->unknown_tags.items[u++]);
+}
+
+void gr_txn_offset_commit_response_txn_offset_commit_response_topic_init(struct gr_txn_offset_commit_response_txn_offset_commit_response_topic *m)
+{
+    m->name = ((struct gr_str){"", 0});
+    m->topic_id = ((struct gr_uuid){{0}});
+    m->partitions.items = NULL;
+    m->partitions.count = 0;
+    m->unknown_tags.items = NULL;
+    m->unknown_tags.count = 0;
+}
+
+static bool isdef_gr_txn_offset_commit_response_txn_offset_commit_response_topic(const struct gr_txn_offset_commit_response_txn_offset_commit_response_topic *m)
+{
+    return gr_str_eq(m->name, gr_str_c("")) &&
+           uuid_is_zero(m->topic_id) &&
+           m->partitions.count == 0 &&
+           m->unknown_tags.count == 0;
+}
+
+static size_t minsz_gr_txn_offset_commit_response_txn_offset_commit_response_topic(int16_t v)
+{
+    const bool fx = v >= 3;
+    (void)fx;
+    (void)v;
+    size_t n = fx ? 1 : 0;
+    if (v <= 5) n += (fx ? 1 : 2);
+    if (v >= 6) n += 16;
+    if (1) n += (fx ? 1 : 4);
+    (void)v;
+    return n;
+}
+
+static void dec_gr_txn_offset_commit_response_txn_offset_commit_response_topic(struct gr_rd *rd, int16_t v, struct gr_txn_offset_commit_response_txn_offset_commit_response_topic *m)
+{
+    const bool fx = v >= 3;
+    (void)fx;
+    (void)v;
+    gr_txn_offset_commit_response_txn_offset_commit_response_topic_init(m);
+    if (v <= 5) {
+        m->name = gr_rd_string(rd, fx, 0);
+    }
+    if (v >= 6) {
+        m->topic_id = gr_rd_uuid(rd);
+    }
+    if (1) {
+        {
+            int32_t n = gr_rd_array_len(rd, fx, 0, minsz_gr_txn_offset_commit_response_txn_offset_commit_response_partition(v));
+            m->partitions.count = n;
+            m->partitions.items = NULL;
+            if (n > 0) {
+                m->partitions.items = gr_rd_alloc(rd, (size_t)n, sizeof(struct gr_txn_offset_commit_response_txn_offset_commit_response_partition));
+                for (int32_t i = 0; i < n && !rd->err; i++)
+                    dec_gr_txn_offset_commit_response_txn_offset_commit_response_partition(rd, v, &m->partitions.items[i]);
+                if (rd->err) m->partitions.count = 0;
+            }
+        }
+    }
+    if (!fx || rd->err) return;
+    uint32_t ntags = gr_rd_tag_count(rd);
+    int64_t last_tag = -1;
+    for (uint32_t t = 0; t < ntags && !rd->err; t++) {
+        uint32_t tag = gr_rd_uvarint(rd);
+        uint32_t len = gr_rd_uvarint(rd);
+        if (rd->err) return;
+        if ((int64_t)tag <= last_tag) {
+            gr_rd_fail(rd, GR_WIRE_BAD_TAGS);
+            return;
+        }
+        last_tag = tag;
+        if (len > gr_rd_left(rd)) {
+            gr_rd_fail(rd, GR_WIRE_SHORT);
+            return;
+        }
+        const uint8_t *body = rd->p;
+        switch (tag) {
+        default:
+            keep_unknown_tag(rd, &m->unknown_tags, ntags, tag, body, len);
+        }
+        rd->p = body + len;
+    }
+}
+
+static size_t sz_gr_txn_offset_commit_response_txn_offset_commit_response_topic(const struct gr_txn_offset_commit_response_txn_offset_commit_response_topic *m, int16_t v)
+{
+    const bool fx = v >= 3;
+    (void)fx;
+    (void)v;
+    size_t n = 0;
+    if (v <= 5) {
+        n += gr_sz_string(m->name, fx);
+    }
+    if (v >= 6) {
+        n += 16;
+    }
+    if (1) {
+        n += gr_sz_array_len(m->partitions.count, fx);
+        for (int32_t i = 0; i < m->partitions.count; i++)
+            n += sz_gr_txn_offset_commit_response_txn_offset_commit_response_partition(&m->partitions.items[i], v);
+    }
+    if (fx) {
+        uint32_t count = (uint32_t)m->unknown_tags.count;
+        n += gr_sz_uvarint(count) + gr_sz_unknown_tags(&m->unknown_tags);
+    }
+    (void)m;
+    return n;
+}
+
+static void enc_gr_txn_offset_commit_response_txn_offset_commit_response_topic(struct gr_wr *wr, int16_t v, const struct gr_txn_offset_commit_response_txn_offset_commit_response_topic *m)
+{
+    const bool fx = v >= 3;
+    (void)fx;
+    (void)v;
+    if (v <= 5) {
+        gr_wr_string(wr, m->name, fx);
+    }
+    if (v >= 6) {
+        gr_wr_uuid(wr, m->topic_id);
+    }
+    if (1) {
+        gr_wr_array_len(wr, m->partitions.count, fx);
+        for (int32_t i = 0; i < m->partitions.count; i++)
+            enc_gr_txn_offset_commit_response_txn_offset_commit_response_partition(wr, v, &m->partitions.items[i]);
+    }
+    if (!fx) return;
+    uint32_t count = (uint32_t)m->unknown_tags.count;
+    gr_wr_uvarint(wr, count);
+    int32_t u = 0;
+    while (u < m->unknown_tags.count)
+        write_unknown_tag(wr, &m->unknown_tags.items[u++]);
+}
+
+void gr_txn_offset_commit_response_init(struct gr_txn_offset_commit_response *m)
+{
+    m->throttle_time_ms = 0;
+    m->topics.items = NULL;
+    m->topics.count = 0;
+    m->unknown_tags.items = NULL;
+    m->unknown_tags.count = 0;
+}
+
+static bool isdef_gr_txn_offset_commit_response(const struct gr_txn_offset_commit_response *m)
+{
+    return (m->throttle_time_ms == 0) &&
+           m->topics.count == 0 &&
+           m->unknown_tags.count == 0;
+}
+
+static size_t minsz_gr_txn_offset_commit_response(int16_t v)
+{
+    const bool fx = v >= 3;
+    (void)fx;
+    (void)v;
+    size_t n = fx ? 1 : 0;
+    if (1) n += 4;
+    if (1) n += (fx ? 1 : 4);
+    (void)v;
+    return n;
+}
+
+static void dec_gr_txn_offset_commit_response(struct gr_rd *rd, int16_t v, struct gr_txn_offset_commit_response *m)
+{
+    const bool fx = v >= 3;
+    (void)fx;
+    (void)v;
+    gr_txn_offset_commit_response_init(m);
+    if (1) {
+        m->throttle_time_ms = gr_rd_int32(rd);
+    }
+    if (1) {
+        {
+            int32_t n = gr_rd_array_len(rd, fx, 0, minsz_gr_txn_offset_commit_response_txn_offset_commit_response_topic(v));
+            m->topics.count = n;
+            m->topics.items = NULL;
+            if (n > 0) {
+                m->topics.items = gr_rd_alloc(rd, (size_t)n, sizeof(struct gr_txn_offset_commit_response_txn_offset_commit_response_topic));
+                for (int32_t i = 0; i < n && !rd->err; i++)
+                    dec_gr_txn_offset_commit_response_txn_offset_commit_response_topic(rd, v, &m->topics.items[i]);
+                if (rd->err) m->topics.count = 0;
+            }
+        }
+    }
+    if (!fx || rd->err) return;
+    uint32_t ntags = gr_rd_tag_count(rd);
+    int64_t last_tag = -1;
+    for (uint32_t t = 0; t < ntags && !rd->err; t++) {
+        uint32_t tag = gr_rd_uvarint(rd);
+        uint32_t len = gr_rd_uvarint(rd);
+        if (rd->err) return;
+        if ((int64_t)tag <= last_tag) {
+            gr_rd_fail(rd, GR_WIRE_BAD_TAGS);
+            return;
+        }
+        last_tag = tag;
+        if (len > gr_rd_left(rd)) {
+            gr_rd_fail(rd, GR_WIRE_SHORT);
+            return;
+        }
+        const uint8_t *body = rd->p;
+        switch (tag) {
+        default:
+            keep_unknown_tag(rd, &m->unknown_tags, ntags, tag, body, len);
+        }
+        rd->p = body + len;
+    }
+}
+
+static size_t sz_gr_txn_offset_commit_response(const struct gr_txn_offset_commit_response *m, int16_t v)
+{
+    const bool fx = v >= 3;
+    (void)fx;
+    (void)v;
+    size_t n = 0;
+    if (1) {
+        n += 4;
+    }
+    if (1) {
+        n += gr_sz_array_len(m->topics.count, fx);
+        for (int32_t i = 0; i < m->topics.count; i++)
+            n += sz_gr_txn_offset_commit_response_txn_offset_commit_response_topic(&m->topics.items[i], v);
+    }
+    if (fx) {
+        uint32_t count = (uint32_t)m->unknown_tags.count;
+        n += gr_sz_uvarint(count) + gr_sz_unknown_tags(&m->unknown_tags);
+    }
+    (void)m;
+    return n;
+}
+
+static void enc_gr_txn_offset_commit_response(struct gr_wr *wr, int16_t v, const struct gr_txn_offset_commit_response *m)
+{
+    const bool fx = v >= 3;
+    (void)fx;
+    (void)v;
+    if (1) {
+        gr_wr_int32(wr, m->throttle_time_ms);
+    }
+    if (1) {
+        gr_wr_array_len(wr, m->topics.count, fx);
+        for (int32_t i = 0; i < m->topics.count; i++)
+            enc_gr_txn_offset_commit_response_txn_offset_commit_response_topic(wr, v, &m->topics.items[i]);
+    }
+    if (!fx) return;
+    uint32_t count = (uint32_t)m->unknown_tags.count;
+    gr_wr_uvarint(wr, count);
+    int32_t u = 0;
+    while (u < m->unknown_tags.count)
+        write_unknown_tag(wr, &m->unknown_tags.items[u++]);
+}
+
+int gr_txn_offset_commit_response_decode(struct gr_rd *rd, int16_t version, struct gr_txn_offset_commit_response *m)
+{
+    dec_gr_txn_offset_commit_response(rd, version, m);
+    return rd->err;
+}
+
+size_t gr_txn_offset_commit_response_size(const struct gr_txn_offset_commit_response *m, int16_t version) { return sz_gr_txn_offset_commit_response(m, version); }
+
+void gr_txn_offset_commit_response_encode(struct gr_wr *wr, const struct gr_txn_offset_commit_response *m, int16_t version) { enc_gr_txn_offset_commit_response(wr, version, m); }
+
+static void ops_init_gr_txn_offset_commit_response(void *m) { gr_txn_offset_commit_response_init(m); }
+static int ops_decode_gr_txn_offset_commit_response(struct gr_rd *rd, int16_t v, void *m) { return gr_txn_offset_commit_response_decode(rd, v, m); }
+static size_t ops_size_gr_txn_offset_commit_response(const void *m, int16_t v) { return gr_txn_offset_commit_response_size(m, v); }
+static void ops_encode_gr_txn_offset_commit_response(struct gr_wr *wr, const void *m, int16_t v) { gr_txn_offset_commit_response_encode(wr, m, v); }
+
 void gr_describe_configs_request_describe_configs_resource_init(struct gr_describe_configs_request_describe_configs_resource *m)
 {
     m->resource_type = 0;
@@ -21561,6 +24918,1025 @@ static int ops_decode_gr_describe_producers_response(struct gr_rd *rd, int16_t v
 static size_t ops_size_gr_describe_producers_response(const void *m, int16_t v) { return gr_describe_producers_response_size(m, v); }
 static void ops_encode_gr_describe_producers_response(struct gr_wr *wr, const void *m, int16_t v) { gr_describe_producers_response_encode(wr, m, v); }
 
+void gr_describe_transactions_request_init(struct gr_describe_transactions_request *m)
+{
+    m->transactional_ids.items = NULL;
+    m->transactional_ids.count = 0;
+    m->unknown_tags.items = NULL;
+    m->unknown_tags.count = 0;
+}
+
+static bool isdef_gr_describe_transactions_request(const struct gr_describe_transactions_request *m)
+{
+    return m->transactional_ids.count == 0 &&
+           m->unknown_tags.count == 0;
+}
+
+static size_t minsz_gr_describe_transactions_request(int16_t v)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    size_t n = fx ? 1 : 0;
+    if (1) n += (fx ? 1 : 4);
+    (void)v;
+    return n;
+}
+
+static void dec_gr_describe_transactions_request(struct gr_rd *rd, int16_t v, struct gr_describe_transactions_request *m)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    gr_describe_transactions_request_init(m);
+    if (1) {
+        {
+            int32_t n = gr_rd_array_len(rd, fx, 0, (fx ? 1 : 2));
+            m->transactional_ids.count = n;
+            m->transactional_ids.items = NULL;
+            if (n > 0) {
+                m->transactional_ids.items = gr_rd_alloc(rd, (size_t)n, sizeof(struct gr_str));
+                for (int32_t i = 0; i < n && !rd->err; i++)
+                    m->transactional_ids.items[i] = gr_rd_string(rd, fx, 0);
+                if (rd->err) m->transactional_ids.count = 0;
+            }
+        }
+    }
+    if (!fx || rd->err) return;
+    uint32_t ntags = gr_rd_tag_count(rd);
+    int64_t last_tag = -1;
+    for (uint32_t t = 0; t < ntags && !rd->err; t++) {
+        uint32_t tag = gr_rd_uvarint(rd);
+        uint32_t len = gr_rd_uvarint(rd);
+        if (rd->err) return;
+        if ((int64_t)tag <= last_tag) {
+            gr_rd_fail(rd, GR_WIRE_BAD_TAGS);
+            return;
+        }
+        last_tag = tag;
+        if (len > gr_rd_left(rd)) {
+            gr_rd_fail(rd, GR_WIRE_SHORT);
+            return;
+        }
+        const uint8_t *body = rd->p;
+        switch (tag) {
+        default:
+            keep_unknown_tag(rd, &m->unknown_tags, ntags, tag, body, len);
+        }
+        rd->p = body + len;
+    }
+}
+
+static size_t sz_gr_describe_transactions_request(const struct gr_describe_transactions_request *m, int16_t v)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    size_t n = 0;
+    if (1) {
+        n += gr_sz_array_len(m->transactional_ids.count, fx);
+        for (int32_t i = 0; i < m->transactional_ids.count; i++)
+            n += gr_sz_string(m->transactional_ids.items[i], fx);
+    }
+    if (fx) {
+        uint32_t count = (uint32_t)m->unknown_tags.count;
+        n += gr_sz_uvarint(count) + gr_sz_unknown_tags(&m->unknown_tags);
+    }
+    (void)m;
+    return n;
+}
+
+static void enc_gr_describe_transactions_request(struct gr_wr *wr, int16_t v, const struct gr_describe_transactions_request *m)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    if (1) {
+        gr_wr_array_len(wr, m->transactional_ids.count, fx);
+        for (int32_t i = 0; i < m->transactional_ids.count; i++)
+            gr_wr_string(wr, m->transactional_ids.items[i], fx);
+    }
+    if (!fx) return;
+    uint32_t count = (uint32_t)m->unknown_tags.count;
+    gr_wr_uvarint(wr, count);
+    int32_t u = 0;
+    while (u < m->unknown_tags.count)
+        write_unknown_tag(wr, &m->unknown_tags.items[u++]);
+}
+
+int gr_describe_transactions_request_decode(struct gr_rd *rd, int16_t version, struct gr_describe_transactions_request *m)
+{
+    dec_gr_describe_transactions_request(rd, version, m);
+    return rd->err;
+}
+
+size_t gr_describe_transactions_request_size(const struct gr_describe_transactions_request *m, int16_t version) { return sz_gr_describe_transactions_request(m, version); }
+
+void gr_describe_transactions_request_encode(struct gr_wr *wr, const struct gr_describe_transactions_request *m, int16_t version) { enc_gr_describe_transactions_request(wr, version, m); }
+
+static void ops_init_gr_describe_transactions_request(void *m) { gr_describe_transactions_request_init(m); }
+static int ops_decode_gr_describe_transactions_request(struct gr_rd *rd, int16_t v, void *m) { return gr_describe_transactions_request_decode(rd, v, m); }
+static size_t ops_size_gr_describe_transactions_request(const void *m, int16_t v) { return gr_describe_transactions_request_size(m, v); }
+static void ops_encode_gr_describe_transactions_request(struct gr_wr *wr, const void *m, int16_t v) { gr_describe_transactions_request_encode(wr, m, v); }
+
+void gr_describe_transactions_response_topic_data_init(struct gr_describe_transactions_response_topic_data *m)
+{
+    m->topic = ((struct gr_str){"", 0});
+    m->partitions.items = NULL;
+    m->partitions.count = 0;
+    m->unknown_tags.items = NULL;
+    m->unknown_tags.count = 0;
+}
+
+static bool isdef_gr_describe_transactions_response_topic_data(const struct gr_describe_transactions_response_topic_data *m)
+{
+    return gr_str_eq(m->topic, gr_str_c("")) &&
+           m->partitions.count == 0 &&
+           m->unknown_tags.count == 0;
+}
+
+static size_t minsz_gr_describe_transactions_response_topic_data(int16_t v)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    size_t n = fx ? 1 : 0;
+    if (1) n += (fx ? 1 : 2);
+    if (1) n += (fx ? 1 : 4);
+    (void)v;
+    return n;
+}
+
+static void dec_gr_describe_transactions_response_topic_data(struct gr_rd *rd, int16_t v, struct gr_describe_transactions_response_topic_data *m)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    gr_describe_transactions_response_topic_data_init(m);
+    if (1) {
+        m->topic = gr_rd_string(rd, fx, 0);
+    }
+    if (1) {
+        {
+            int32_t n = gr_rd_array_len(rd, fx, 0, 4);
+            m->partitions.count = n;
+            m->partitions.items = NULL;
+            if (n > 0) {
+                m->partitions.items = gr_rd_alloc(rd, (size_t)n, sizeof(int32_t));
+                for (int32_t i = 0; i < n && !rd->err; i++)
+                    m->partitions.items[i] = gr_rd_int32(rd);
+                if (rd->err) m->partitions.count = 0;
+            }
+        }
+    }
+    if (!fx || rd->err) return;
+    uint32_t ntags = gr_rd_tag_count(rd);
+    int64_t last_tag = -1;
+    for (uint32_t t = 0; t < ntags && !rd->err; t++) {
+        uint32_t tag = gr_rd_uvarint(rd);
+        uint32_t len = gr_rd_uvarint(rd);
+        if (rd->err) return;
+        if ((int64_t)tag <= last_tag) {
+            gr_rd_fail(rd, GR_WIRE_BAD_TAGS);
+            return;
+        }
+        last_tag = tag;
+        if (len > gr_rd_left(rd)) {
+            gr_rd_fail(rd, GR_WIRE_SHORT);
+            return;
+        }
+        const uint8_t *body = rd->p;
+        switch (tag) {
+        default:
+            keep_unknown_tag(rd, &m->unknown_tags, ntags, tag, body, len);
+        }
+        rd->p = body + len;
+    }
+}
+
+static size_t sz_gr_describe_transactions_response_topic_data(const struct gr_describe_transactions_response_topic_data *m, int16_t v)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    size_t n = 0;
+    if (1) {
+        n += gr_sz_string(m->topic, fx);
+    }
+    if (1) {
+        n += gr_sz_array_len(m->partitions.count, fx);
+        if (m->partitions.count > 0) n += (size_t)m->partitions.count * 4;
+    }
+    if (fx) {
+        uint32_t count = (uint32_t)m->unknown_tags.count;
+        n += gr_sz_uvarint(count) + gr_sz_unknown_tags(&m->unknown_tags);
+    }
+    (void)m;
+    return n;
+}
+
+static void enc_gr_describe_transactions_response_topic_data(struct gr_wr *wr, int16_t v, const struct gr_describe_transactions_response_topic_data *m)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    if (1) {
+        gr_wr_string(wr, m->topic, fx);
+    }
+    if (1) {
+        gr_wr_array_len(wr, m->partitions.count, fx);
+        for (int32_t i = 0; i < m->partitions.count; i++)
+            gr_wr_int32(wr, m->partitions.items[i]);
+    }
+    if (!fx) return;
+    uint32_t count = (uint32_t)m->unknown_tags.count;
+    gr_wr_uvarint(wr, count);
+    int32_t u = 0;
+    while (u < m->unknown_tags.count)
+        write_unknown_tag(wr, &m->unknown_tags.items[u++]);
+}
+
+void gr_describe_transactions_response_transaction_state_init(struct gr_describe_transactions_response_transaction_state *m)
+{
+    m->error_code = 0;
+    m->transactional_id = ((struct gr_str){"", 0});
+    m->transaction_state = ((struct gr_str){"", 0});
+    m->transaction_timeout_ms = 0;
+    m->transaction_start_time_ms = 0;
+    m->producer_id = 0;
+    m->producer_epoch = 0;
+    m->topics.items = NULL;
+    m->topics.count = 0;
+    m->unknown_tags.items = NULL;
+    m->unknown_tags.count = 0;
+}
+
+static bool isdef_gr_describe_transactions_response_transaction_state(const struct gr_describe_transactions_response_transaction_state *m)
+{
+    return (m->error_code == 0) &&
+           gr_str_eq(m->transactional_id, gr_str_c("")) &&
+           gr_str_eq(m->transaction_state, gr_str_c("")) &&
+           (m->transaction_timeout_ms == 0) &&
+           (m->transaction_start_time_ms == 0) &&
+           (m->producer_id == 0) &&
+           (m->producer_epoch == 0) &&
+           m->topics.count == 0 &&
+           m->unknown_tags.count == 0;
+}
+
+static size_t minsz_gr_describe_transactions_response_transaction_state(int16_t v)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    size_t n = fx ? 1 : 0;
+    if (1) n += 2;
+    if (1) n += (fx ? 1 : 2);
+    if (1) n += (fx ? 1 : 2);
+    if (1) n += 4;
+    if (1) n += 8;
+    if (1) n += 8;
+    if (1) n += 2;
+    if (1) n += (fx ? 1 : 4);
+    (void)v;
+    return n;
+}
+
+static void dec_gr_describe_transactions_response_transaction_state(struct gr_rd *rd, int16_t v, struct gr_describe_transactions_response_transaction_state *m)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    gr_describe_transactions_response_transaction_state_init(m);
+    if (1) {
+        m->error_code = gr_rd_int16(rd);
+    }
+    if (1) {
+        m->transactional_id = gr_rd_string(rd, fx, 0);
+    }
+    if (1) {
+        m->transaction_state = gr_rd_string(rd, fx, 0);
+    }
+    if (1) {
+        m->transaction_timeout_ms = gr_rd_int32(rd);
+    }
+    if (1) {
+        m->transaction_start_time_ms = gr_rd_int64(rd);
+    }
+    if (1) {
+        m->producer_id = gr_rd_int64(rd);
+    }
+    if (1) {
+        m->producer_epoch = gr_rd_int16(rd);
+    }
+    if (1) {
+        {
+            int32_t n = gr_rd_array_len(rd, fx, 0, minsz_gr_describe_transactions_response_topic_data(v));
+            m->topics.count = n;
+            m->topics.items = NULL;
+            if (n > 0) {
+                m->topics.items = gr_rd_alloc(rd, (size_t)n, sizeof(struct gr_describe_transactions_response_topic_data));
+                for (int32_t i = 0; i < n && !rd->err; i++)
+                    dec_gr_describe_transactions_response_topic_data(rd, v, &m->topics.items[i]);
+                if (rd->err) m->topics.count = 0;
+            }
+        }
+    }
+    if (!fx || rd->err) return;
+    uint32_t ntags = gr_rd_tag_count(rd);
+    int64_t last_tag = -1;
+    for (uint32_t t = 0; t < ntags && !rd->err; t++) {
+        uint32_t tag = gr_rd_uvarint(rd);
+        uint32_t len = gr_rd_uvarint(rd);
+        if (rd->err) return;
+        if ((int64_t)tag <= last_tag) {
+            gr_rd_fail(rd, GR_WIRE_BAD_TAGS);
+            return;
+        }
+        last_tag = tag;
+        if (len > gr_rd_left(rd)) {
+            gr_rd_fail(rd, GR_WIRE_SHORT);
+            return;
+        }
+        const uint8_t *body = rd->p;
+        switch (tag) {
+        default:
+            keep_unknown_tag(rd, &m->unknown_tags, ntags, tag, body, len);
+        }
+        rd->p = body + len;
+    }
+}
+
+static size_t sz_gr_describe_transactions_response_transaction_state(const struct gr_describe_transactions_response_transaction_state *m, int16_t v)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    size_t n = 0;
+    if (1) {
+        n += 2;
+    }
+    if (1) {
+        n += gr_sz_string(m->transactional_id, fx);
+    }
+    if (1) {
+        n += gr_sz_string(m->transaction_state, fx);
+    }
+    if (1) {
+        n += 4;
+    }
+    if (1) {
+        n += 8;
+    }
+    if (1) {
+        n += 8;
+    }
+    if (1) {
+        n += 2;
+    }
+    if (1) {
+        n += gr_sz_array_len(m->topics.count, fx);
+        for (int32_t i = 0; i < m->topics.count; i++)
+            n += sz_gr_describe_transactions_response_topic_data(&m->topics.items[i], v);
+    }
+    if (fx) {
+        uint32_t count = (uint32_t)m->unknown_tags.count;
+        n += gr_sz_uvarint(count) + gr_sz_unknown_tags(&m->unknown_tags);
+    }
+    (void)m;
+    return n;
+}
+
+static void enc_gr_describe_transactions_response_transaction_state(struct gr_wr *wr, int16_t v, const struct gr_describe_transactions_response_transaction_state *m)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    if (1) {
+        gr_wr_int16(wr, m->error_code);
+    }
+    if (1) {
+        gr_wr_string(wr, m->transactional_id, fx);
+    }
+    if (1) {
+        gr_wr_string(wr, m->transaction_state, fx);
+    }
+    if (1) {
+        gr_wr_int32(wr, m->transaction_timeout_ms);
+    }
+    if (1) {
+        gr_wr_int64(wr, m->transaction_start_time_ms);
+    }
+    if (1) {
+        gr_wr_int64(wr, m->producer_id);
+    }
+    if (1) {
+        gr_wr_int16(wr, m->producer_epoch);
+    }
+    if (1) {
+        gr_wr_array_len(wr, m->topics.count, fx);
+        for (int32_t i = 0; i < m->topics.count; i++)
+            enc_gr_describe_transactions_response_topic_data(wr, v, &m->topics.items[i]);
+    }
+    if (!fx) return;
+    uint32_t count = (uint32_t)m->unknown_tags.count;
+    gr_wr_uvarint(wr, count);
+    int32_t u = 0;
+    while (u < m->unknown_tags.count)
+        write_unknown_tag(wr, &m->unknown_tags.items[u++]);
+}
+
+void gr_describe_transactions_response_init(struct gr_describe_transactions_response *m)
+{
+    m->throttle_time_ms = 0;
+    m->transaction_states.items = NULL;
+    m->transaction_states.count = 0;
+    m->unknown_tags.items = NULL;
+    m->unknown_tags.count = 0;
+}
+
+static bool isdef_gr_describe_transactions_response(const struct gr_describe_transactions_response *m)
+{
+    return (m->throttle_time_ms == 0) &&
+           m->transaction_states.count == 0 &&
+           m->unknown_tags.count == 0;
+}
+
+static size_t minsz_gr_describe_transactions_response(int16_t v)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    size_t n = fx ? 1 : 0;
+    if (1) n += 4;
+    if (1) n += (fx ? 1 : 4);
+    (void)v;
+    return n;
+}
+
+static void dec_gr_describe_transactions_response(struct gr_rd *rd, int16_t v, struct gr_describe_transactions_response *m)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    gr_describe_transactions_response_init(m);
+    if (1) {
+        m->throttle_time_ms = gr_rd_int32(rd);
+    }
+    if (1) {
+        {
+            int32_t n = gr_rd_array_len(rd, fx, 0, minsz_gr_describe_transactions_response_transaction_state(v));
+            m->transaction_states.count = n;
+            m->transaction_states.items = NULL;
+            if (n > 0) {
+                m->transaction_states.items = gr_rd_alloc(rd, (size_t)n, sizeof(struct gr_describe_transactions_response_transaction_state));
+                for (int32_t i = 0; i < n && !rd->err; i++)
+                    dec_gr_describe_transactions_response_transaction_state(rd, v, &m->transaction_states.items[i]);
+                if (rd->err) m->transaction_states.count = 0;
+            }
+        }
+    }
+    if (!fx || rd->err) return;
+    uint32_t ntags = gr_rd_tag_count(rd);
+    int64_t last_tag = -1;
+    for (uint32_t t = 0; t < ntags && !rd->err; t++) {
+        uint32_t tag = gr_rd_uvarint(rd);
+        uint32_t len = gr_rd_uvarint(rd);
+        if (rd->err) return;
+        if ((int64_t)tag <= last_tag) {
+            gr_rd_fail(rd, GR_WIRE_BAD_TAGS);
+            return;
+        }
+        last_tag = tag;
+        if (len > gr_rd_left(rd)) {
+            gr_rd_fail(rd, GR_WIRE_SHORT);
+            return;
+        }
+        const uint8_t *body = rd->p;
+        switch (tag) {
+        default:
+            keep_unknown_tag(rd, &m->unknown_tags, ntags, tag, body, len);
+        }
+        rd->p = body + len;
+    }
+}
+
+static size_t sz_gr_describe_transactions_response(const struct gr_describe_transactions_response *m, int16_t v)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    size_t n = 0;
+    if (1) {
+        n += 4;
+    }
+    if (1) {
+        n += gr_sz_array_len(m->transaction_states.count, fx);
+        for (int32_t i = 0; i < m->transaction_states.count; i++)
+            n += sz_gr_describe_transactions_response_transaction_state(&m->transaction_states.items[i], v);
+    }
+    if (fx) {
+        uint32_t count = (uint32_t)m->unknown_tags.count;
+        n += gr_sz_uvarint(count) + gr_sz_unknown_tags(&m->unknown_tags);
+    }
+    (void)m;
+    return n;
+}
+
+static void enc_gr_describe_transactions_response(struct gr_wr *wr, int16_t v, const struct gr_describe_transactions_response *m)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    if (1) {
+        gr_wr_int32(wr, m->throttle_time_ms);
+    }
+    if (1) {
+        gr_wr_array_len(wr, m->transaction_states.count, fx);
+        for (int32_t i = 0; i < m->transaction_states.count; i++)
+            enc_gr_describe_transactions_response_transaction_state(wr, v, &m->transaction_states.items[i]);
+    }
+    if (!fx) return;
+    uint32_t count = (uint32_t)m->unknown_tags.count;
+    gr_wr_uvarint(wr, count);
+    int32_t u = 0;
+    while (u < m->unknown_tags.count)
+        write_unknown_tag(wr, &m->unknown_tags.items[u++]);
+}
+
+int gr_describe_transactions_response_decode(struct gr_rd *rd, int16_t version, struct gr_describe_transactions_response *m)
+{
+    dec_gr_describe_transactions_response(rd, version, m);
+    return rd->err;
+}
+
+size_t gr_describe_transactions_response_size(const struct gr_describe_transactions_response *m, int16_t version) { return sz_gr_describe_transactions_response(m, version); }
+
+void gr_describe_transactions_response_encode(struct gr_wr *wr, const struct gr_describe_transactions_response *m, int16_t version) { enc_gr_describe_transactions_response(wr, version, m); }
+
+static void ops_init_gr_describe_transactions_response(void *m) { gr_describe_transactions_response_init(m); }
+static int ops_decode_gr_describe_transactions_response(struct gr_rd *rd, int16_t v, void *m) { return gr_describe_transactions_response_decode(rd, v, m); }
+static size_t ops_size_gr_describe_transactions_response(const void *m, int16_t v) { return gr_describe_transactions_response_size(m, v); }
+static void ops_encode_gr_describe_transactions_response(struct gr_wr *wr, const void *m, int16_t v) { gr_describe_transactions_response_encode(wr, m, v); }
+
+void gr_list_transactions_request_init(struct gr_list_transactions_request *m)
+{
+    m->state_filters.items = NULL;
+    m->state_filters.count = 0;
+    m->producer_id_filters.items = NULL;
+    m->producer_id_filters.count = 0;
+    m->duration_filter = -1LL;
+    m->transactional_id_pattern = GR_STR_NULL;
+    m->unknown_tags.items = NULL;
+    m->unknown_tags.count = 0;
+}
+
+static bool isdef_gr_list_transactions_request(const struct gr_list_transactions_request *m)
+{
+    return m->state_filters.count == 0 &&
+           m->producer_id_filters.count == 0 &&
+           (m->duration_filter == -1LL) &&
+           m->transactional_id_pattern.len < 0 &&
+           m->unknown_tags.count == 0;
+}
+
+static size_t minsz_gr_list_transactions_request(int16_t v)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    size_t n = fx ? 1 : 0;
+    if (1) n += (fx ? 1 : 4);
+    if (1) n += (fx ? 1 : 4);
+    if (v >= 1) n += 8;
+    if (v >= 2) n += (fx ? 1 : 2);
+    (void)v;
+    return n;
+}
+
+static void dec_gr_list_transactions_request(struct gr_rd *rd, int16_t v, struct gr_list_transactions_request *m)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    gr_list_transactions_request_init(m);
+    if (1) {
+        {
+            int32_t n = gr_rd_array_len(rd, fx, 0, (fx ? 1 : 2));
+            m->state_filters.count = n;
+            m->state_filters.items = NULL;
+            if (n > 0) {
+                m->state_filters.items = gr_rd_alloc(rd, (size_t)n, sizeof(struct gr_str));
+                for (int32_t i = 0; i < n && !rd->err; i++)
+                    m->state_filters.items[i] = gr_rd_string(rd, fx, 0);
+                if (rd->err) m->state_filters.count = 0;
+            }
+        }
+    }
+    if (1) {
+        {
+            int32_t n = gr_rd_array_len(rd, fx, 0, 8);
+            m->producer_id_filters.count = n;
+            m->producer_id_filters.items = NULL;
+            if (n > 0) {
+                m->producer_id_filters.items = gr_rd_alloc(rd, (size_t)n, sizeof(int64_t));
+                for (int32_t i = 0; i < n && !rd->err; i++)
+                    m->producer_id_filters.items[i] = gr_rd_int64(rd);
+                if (rd->err) m->producer_id_filters.count = 0;
+            }
+        }
+    }
+    if (v >= 1) {
+        m->duration_filter = gr_rd_int64(rd);
+    }
+    if (v >= 2) {
+        m->transactional_id_pattern = gr_rd_string(rd, fx, v >= 2);
+    }
+    if (!fx || rd->err) return;
+    uint32_t ntags = gr_rd_tag_count(rd);
+    int64_t last_tag = -1;
+    for (uint32_t t = 0; t < ntags && !rd->err; t++) {
+        uint32_t tag = gr_rd_uvarint(rd);
+        uint32_t len = gr_rd_uvarint(rd);
+        if (rd->err) return;
+        if ((int64_t)tag <= last_tag) {
+            gr_rd_fail(rd, GR_WIRE_BAD_TAGS);
+            return;
+        }
+        last_tag = tag;
+        if (len > gr_rd_left(rd)) {
+            gr_rd_fail(rd, GR_WIRE_SHORT);
+            return;
+        }
+        const uint8_t *body = rd->p;
+        switch (tag) {
+        default:
+            keep_unknown_tag(rd, &m->unknown_tags, ntags, tag, body, len);
+        }
+        rd->p = body + len;
+    }
+}
+
+static size_t sz_gr_list_transactions_request(const struct gr_list_transactions_request *m, int16_t v)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    size_t n = 0;
+    if (1) {
+        n += gr_sz_array_len(m->state_filters.count, fx);
+        for (int32_t i = 0; i < m->state_filters.count; i++)
+            n += gr_sz_string(m->state_filters.items[i], fx);
+    }
+    if (1) {
+        n += gr_sz_array_len(m->producer_id_filters.count, fx);
+        if (m->producer_id_filters.count > 0) n += (size_t)m->producer_id_filters.count * 8;
+    }
+    if (v >= 1) {
+        n += 8;
+    }
+    if (v >= 2) {
+        n += gr_sz_string(m->transactional_id_pattern, fx);
+    }
+    if (fx) {
+        uint32_t count = (uint32_t)m->unknown_tags.count;
+        n += gr_sz_uvarint(count) + gr_sz_unknown_tags(&m->unknown_tags);
+    }
+    (void)m;
+    return n;
+}
+
+static void enc_gr_list_transactions_request(struct gr_wr *wr, int16_t v, const struct gr_list_transactions_request *m)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    if (1) {
+        gr_wr_array_len(wr, m->state_filters.count, fx);
+        for (int32_t i = 0; i < m->state_filters.count; i++)
+            gr_wr_string(wr, m->state_filters.items[i], fx);
+    }
+    if (1) {
+        gr_wr_array_len(wr, m->producer_id_filters.count, fx);
+        for (int32_t i = 0; i < m->producer_id_filters.count; i++)
+            gr_wr_int64(wr, m->producer_id_filters.items[i]);
+    }
+    if (v >= 1) {
+        gr_wr_int64(wr, m->duration_filter);
+    }
+    if (v >= 2) {
+        gr_wr_string(wr, m->transactional_id_pattern, fx);
+    }
+    if (!fx) return;
+    uint32_t count = (uint32_t)m->unknown_tags.count;
+    gr_wr_uvarint(wr, count);
+    int32_t u = 0;
+    while (u < m->unknown_tags.count)
+        write_unknown_tag(wr, &m->unknown_tags.items[u++]);
+}
+
+int gr_list_transactions_request_decode(struct gr_rd *rd, int16_t version, struct gr_list_transactions_request *m)
+{
+    dec_gr_list_transactions_request(rd, version, m);
+    return rd->err;
+}
+
+size_t gr_list_transactions_request_size(const struct gr_list_transactions_request *m, int16_t version) { return sz_gr_list_transactions_request(m, version); }
+
+void gr_list_transactions_request_encode(struct gr_wr *wr, const struct gr_list_transactions_request *m, int16_t version) { enc_gr_list_transactions_request(wr, version, m); }
+
+static void ops_init_gr_list_transactions_request(void *m) { gr_list_transactions_request_init(m); }
+static int ops_decode_gr_list_transactions_request(struct gr_rd *rd, int16_t v, void *m) { return gr_list_transactions_request_decode(rd, v, m); }
+static size_t ops_size_gr_list_transactions_request(const void *m, int16_t v) { return gr_list_transactions_request_size(m, v); }
+static void ops_encode_gr_list_transactions_request(struct gr_wr *wr, const void *m, int16_t v) { gr_list_transactions_request_encode(wr, m, v); }
+
+void gr_list_transactions_response_transaction_state_init(struct gr_list_transactions_response_transaction_state *m)
+{
+    m->transactional_id = ((struct gr_str){"", 0});
+    m->producer_id = 0;
+    m->transaction_state = ((struct gr_str){"", 0});
+    m->unknown_tags.items = NULL;
+    m->unknown_tags.count = 0;
+}
+
+static bool isdef_gr_list_transactions_response_transaction_state(const struct gr_list_transactions_response_transaction_state *m)
+{
+    return gr_str_eq(m->transactional_id, gr_str_c("")) &&
+           (m->producer_id == 0) &&
+           gr_str_eq(m->transaction_state, gr_str_c("")) &&
+           m->unknown_tags.count == 0;
+}
+
+static size_t minsz_gr_list_transactions_response_transaction_state(int16_t v)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    size_t n = fx ? 1 : 0;
+    if (1) n += (fx ? 1 : 2);
+    if (1) n += 8;
+    if (1) n += (fx ? 1 : 2);
+    (void)v;
+    return n;
+}
+
+static void dec_gr_list_transactions_response_transaction_state(struct gr_rd *rd, int16_t v, struct gr_list_transactions_response_transaction_state *m)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    gr_list_transactions_response_transaction_state_init(m);
+    if (1) {
+        m->transactional_id = gr_rd_string(rd, fx, 0);
+    }
+    if (1) {
+        m->producer_id = gr_rd_int64(rd);
+    }
+    if (1) {
+        m->transaction_state = gr_rd_string(rd, fx, 0);
+    }
+    if (!fx || rd->err) return;
+    uint32_t ntags = gr_rd_tag_count(rd);
+    int64_t last_tag = -1;
+    for (uint32_t t = 0; t < ntags && !rd->err; t++) {
+        uint32_t tag = gr_rd_uvarint(rd);
+        uint32_t len = gr_rd_uvarint(rd);
+        if (rd->err) return;
+        if ((int64_t)tag <= last_tag) {
+            gr_rd_fail(rd, GR_WIRE_BAD_TAGS);
+            return;
+        }
+        last_tag = tag;
+        if (len > gr_rd_left(rd)) {
+            gr_rd_fail(rd, GR_WIRE_SHORT);
+            return;
+        }
+        const uint8_t *body = rd->p;
+        switch (tag) {
+        default:
+            keep_unknown_tag(rd, &m->unknown_tags, ntags, tag, body, len);
+        }
+        rd->p = body + len;
+    }
+}
+
+static size_t sz_gr_list_transactions_response_transaction_state(const struct gr_list_transactions_response_transaction_state *m, int16_t v)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    size_t n = 0;
+    if (1) {
+        n += gr_sz_string(m->transactional_id, fx);
+    }
+    if (1) {
+        n += 8;
+    }
+    if (1) {
+        n += gr_sz_string(m->transaction_state, fx);
+    }
+    if (fx) {
+        uint32_t count = (uint32_t)m->unknown_tags.count;
+        n += gr_sz_uvarint(count) + gr_sz_unknown_tags(&m->unknown_tags);
+    }
+    (void)m;
+    return n;
+}
+
+static void enc_gr_list_transactions_response_transaction_state(struct gr_wr *wr, int16_t v, const struct gr_list_transactions_response_transaction_state *m)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    if (1) {
+        gr_wr_string(wr, m->transactional_id, fx);
+    }
+    if (1) {
+        gr_wr_int64(wr, m->producer_id);
+    }
+    if (1) {
+        gr_wr_string(wr, m->transaction_state, fx);
+    }
+    if (!fx) return;
+    uint32_t count = (uint32_t)m->unknown_tags.count;
+    gr_wr_uvarint(wr, count);
+    int32_t u = 0;
+    while (u < m->unknown_tags.count)
+        write_unknown_tag(wr, &m->unknown_tags.items[u++]);
+}
+
+void gr_list_transactions_response_init(struct gr_list_transactions_response *m)
+{
+    m->throttle_time_ms = 0;
+    m->error_code = 0;
+    m->unknown_state_filters.items = NULL;
+    m->unknown_state_filters.count = 0;
+    m->transaction_states.items = NULL;
+    m->transaction_states.count = 0;
+    m->unknown_tags.items = NULL;
+    m->unknown_tags.count = 0;
+}
+
+static bool isdef_gr_list_transactions_response(const struct gr_list_transactions_response *m)
+{
+    return (m->throttle_time_ms == 0) &&
+           (m->error_code == 0) &&
+           m->unknown_state_filters.count == 0 &&
+           m->transaction_states.count == 0 &&
+           m->unknown_tags.count == 0;
+}
+
+static size_t minsz_gr_list_transactions_response(int16_t v)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    size_t n = fx ? 1 : 0;
+    if (1) n += 4;
+    if (1) n += 2;
+    if (1) n += (fx ? 1 : 4);
+    if (1) n += (fx ? 1 : 4);
+    (void)v;
+    return n;
+}
+
+static void dec_gr_list_transactions_response(struct gr_rd *rd, int16_t v, struct gr_list_transactions_response *m)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    gr_list_transactions_response_init(m);
+    if (1) {
+        m->throttle_time_ms = gr_rd_int32(rd);
+    }
+    if (1) {
+        m->error_code = gr_rd_int16(rd);
+    }
+    if (1) {
+        {
+            int32_t n = gr_rd_array_len(rd, fx, 0, (fx ? 1 : 2));
+            m->unknown_state_filters.count = n;
+            m->unknown_state_filters.items = NULL;
+            if (n > 0) {
+                m->unknown_state_filters.items = gr_rd_alloc(rd, (size_t)n, sizeof(struct gr_str));
+                for (int32_t i = 0; i < n && !rd->err; i++)
+                    m->unknown_state_filters.items[i] = gr_rd_string(rd, fx, 0);
+                if (rd->err) m->unknown_state_filters.count = 0;
+            }
+        }
+    }
+    if (1) {
+        {
+            int32_t n = gr_rd_array_len(rd, fx, 0, minsz_gr_list_transactions_response_transaction_state(v));
+            m->transaction_states.count = n;
+            m->transaction_states.items = NULL;
+            if (n > 0) {
+                m->transaction_states.items = gr_rd_alloc(rd, (size_t)n, sizeof(struct gr_list_transactions_response_transaction_state));
+                for (int32_t i = 0; i < n && !rd->err; i++)
+                    dec_gr_list_transactions_response_transaction_state(rd, v, &m->transaction_states.items[i]);
+                if (rd->err) m->transaction_states.count = 0;
+            }
+        }
+    }
+    if (!fx || rd->err) return;
+    uint32_t ntags = gr_rd_tag_count(rd);
+    int64_t last_tag = -1;
+    for (uint32_t t = 0; t < ntags && !rd->err; t++) {
+        uint32_t tag = gr_rd_uvarint(rd);
+        uint32_t len = gr_rd_uvarint(rd);
+        if (rd->err) return;
+        if ((int64_t)tag <= last_tag) {
+            gr_rd_fail(rd, GR_WIRE_BAD_TAGS);
+            return;
+        }
+        last_tag = tag;
+        if (len > gr_rd_left(rd)) {
+            gr_rd_fail(rd, GR_WIRE_SHORT);
+            return;
+        }
+        const uint8_t *body = rd->p;
+        switch (tag) {
+        default:
+            keep_unknown_tag(rd, &m->unknown_tags, ntags, tag, body, len);
+        }
+        rd->p = body + len;
+    }
+}
+
+static size_t sz_gr_list_transactions_response(const struct gr_list_transactions_response *m, int16_t v)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    size_t n = 0;
+    if (1) {
+        n += 4;
+    }
+    if (1) {
+        n += 2;
+    }
+    if (1) {
+        n += gr_sz_array_len(m->unknown_state_filters.count, fx);
+        for (int32_t i = 0; i < m->unknown_state_filters.count; i++)
+            n += gr_sz_string(m->unknown_state_filters.items[i], fx);
+    }
+    if (1) {
+        n += gr_sz_array_len(m->transaction_states.count, fx);
+        for (int32_t i = 0; i < m->transaction_states.count; i++)
+            n += sz_gr_list_transactions_response_transaction_state(&m->transaction_states.items[i], v);
+    }
+    if (fx) {
+        uint32_t count = (uint32_t)m->unknown_tags.count;
+        n += gr_sz_uvarint(count) + gr_sz_unknown_tags(&m->unknown_tags);
+    }
+    (void)m;
+    return n;
+}
+
+static void enc_gr_list_transactions_response(struct gr_wr *wr, int16_t v, const struct gr_list_transactions_response *m)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    if (1) {
+        gr_wr_int32(wr, m->throttle_time_ms);
+    }
+    if (1) {
+        gr_wr_int16(wr, m->error_code);
+    }
+    if (1) {
+        gr_wr_array_len(wr, m->unknown_state_filters.count, fx);
+        for (int32_t i = 0; i < m->unknown_state_filters.count; i++)
+            gr_wr_string(wr, m->unknown_state_filters.items[i], fx);
+    }
+    if (1) {
+        gr_wr_array_len(wr, m->transaction_states.count, fx);
+        for (int32_t i = 0; i < m->transaction_states.count; i++)
+            enc_gr_list_transactions_response_transaction_state(wr, v, &m->transaction_states.items[i]);
+    }
+    if (!fx) return;
+    uint32_t count = (uint32_t)m->unknown_tags.count;
+    gr_wr_uvarint(wr, count);
+    int32_t u = 0;
+    while (u < m->unknown_tags.count)
+        write_unknown_tag(wr, &m->unknown_tags.items[u++]);
+}
+
+int gr_list_transactions_response_decode(struct gr_rd *rd, int16_t version, struct gr_list_transactions_response *m)
+{
+    dec_gr_list_transactions_response(rd, version, m);
+    return rd->err;
+}
+
+size_t gr_list_transactions_response_size(const struct gr_list_transactions_response *m, int16_t version) { return sz_gr_list_transactions_response(m, version); }
+
+void gr_list_transactions_response_encode(struct gr_wr *wr, const struct gr_list_transactions_response *m, int16_t version) { enc_gr_list_transactions_response(wr, version, m); }
+
+static void ops_init_gr_list_transactions_response(void *m) { gr_list_transactions_response_init(m); }
+static int ops_decode_gr_list_transactions_response(struct gr_rd *rd, int16_t v, void *m) { return gr_list_transactions_response_decode(rd, v, m); }
+static size_t ops_size_gr_list_transactions_response(const void *m, int16_t v) { return gr_list_transactions_response_size(m, v); }
+static void ops_encode_gr_list_transactions_response(struct gr_wr *wr, const void *m, int16_t v) { gr_list_transactions_response_encode(wr, m, v); }
+
 const struct gr_msg_ops gr_msg_ops_table[] = {
     {0, false, "produce_request", 3, 13, 9, -1, sizeof(struct gr_produce_request), ops_init_gr_produce_request, ops_decode_gr_produce_request, ops_size_gr_produce_request, ops_encode_gr_produce_request, ops_file_bytes_gr_produce_request},
     {0, true, "produce_response", 3, 13, 9, -1, sizeof(struct gr_produce_response), ops_init_gr_produce_response, ops_decode_gr_produce_response, ops_size_gr_produce_response, ops_encode_gr_produce_response, NULL},
@@ -21600,6 +25976,16 @@ const struct gr_msg_ops gr_msg_ops_table[] = {
     {22, true, "init_producer_id_response", 0, 6, 2, -1, sizeof(struct gr_init_producer_id_response), ops_init_gr_init_producer_id_response, ops_decode_gr_init_producer_id_response, ops_size_gr_init_producer_id_response, ops_encode_gr_init_producer_id_response, NULL},
     {23, false, "offset_for_leader_epoch_request", 2, 4, 4, -1, sizeof(struct gr_offset_for_leader_epoch_request), ops_init_gr_offset_for_leader_epoch_request, ops_decode_gr_offset_for_leader_epoch_request, ops_size_gr_offset_for_leader_epoch_request, ops_encode_gr_offset_for_leader_epoch_request, NULL},
     {23, true, "offset_for_leader_epoch_response", 2, 4, 4, -1, sizeof(struct gr_offset_for_leader_epoch_response), ops_init_gr_offset_for_leader_epoch_response, ops_decode_gr_offset_for_leader_epoch_response, ops_size_gr_offset_for_leader_epoch_response, ops_encode_gr_offset_for_leader_epoch_response, NULL},
+    {24, false, "add_partitions_to_txn_request", 0, 5, 3, -1, sizeof(struct gr_add_partitions_to_txn_request), ops_init_gr_add_partitions_to_txn_request, ops_decode_gr_add_partitions_to_txn_request, ops_size_gr_add_partitions_to_txn_request, ops_encode_gr_add_partitions_to_txn_request, NULL},
+    {24, true, "add_partitions_to_txn_response", 0, 5, 3, -1, sizeof(struct gr_add_partitions_to_txn_response), ops_init_gr_add_partitions_to_txn_response, ops_decode_gr_add_partitions_to_txn_response, ops_size_gr_add_partitions_to_txn_response, ops_encode_gr_add_partitions_to_txn_response, NULL},
+    {25, false, "add_offsets_to_txn_request", 0, 4, 3, -1, sizeof(struct gr_add_offsets_to_txn_request), ops_init_gr_add_offsets_to_txn_request, ops_decode_gr_add_offsets_to_txn_request, ops_size_gr_add_offsets_to_txn_request, ops_encode_gr_add_offsets_to_txn_request, NULL},
+    {25, true, "add_offsets_to_txn_response", 0, 4, 3, -1, sizeof(struct gr_add_offsets_to_txn_response), ops_init_gr_add_offsets_to_txn_response, ops_decode_gr_add_offsets_to_txn_response, ops_size_gr_add_offsets_to_txn_response, ops_encode_gr_add_offsets_to_txn_response, NULL},
+    {26, false, "end_txn_request", 0, 5, 3, -1, sizeof(struct gr_end_txn_request), ops_init_gr_end_txn_request, ops_decode_gr_end_txn_request, ops_size_gr_end_txn_request, ops_encode_gr_end_txn_request, NULL},
+    {26, true, "end_txn_response", 0, 5, 3, -1, sizeof(struct gr_end_txn_response), ops_init_gr_end_txn_response, ops_decode_gr_end_txn_response, ops_size_gr_end_txn_response, ops_encode_gr_end_txn_response, NULL},
+    {27, false, "write_txn_markers_request", 1, 2, 1, -1, sizeof(struct gr_write_txn_markers_request), ops_init_gr_write_txn_markers_request, ops_decode_gr_write_txn_markers_request, ops_size_gr_write_txn_markers_request, ops_encode_gr_write_txn_markers_request, NULL},
+    {27, true, "write_txn_markers_response", 1, 2, 1, -1, sizeof(struct gr_write_txn_markers_response), ops_init_gr_write_txn_markers_response, ops_decode_gr_write_txn_markers_response, ops_size_gr_write_txn_markers_response, ops_encode_gr_write_txn_markers_response, NULL},
+    {28, false, "txn_offset_commit_request", 0, 6, 3, -1, sizeof(struct gr_txn_offset_commit_request), ops_init_gr_txn_offset_commit_request, ops_decode_gr_txn_offset_commit_request, ops_size_gr_txn_offset_commit_request, ops_encode_gr_txn_offset_commit_request, NULL},
+    {28, true, "txn_offset_commit_response", 0, 6, 3, -1, sizeof(struct gr_txn_offset_commit_response), ops_init_gr_txn_offset_commit_response, ops_decode_gr_txn_offset_commit_response, ops_size_gr_txn_offset_commit_response, ops_encode_gr_txn_offset_commit_response, NULL},
     {32, false, "describe_configs_request", 1, 4, 4, -1, sizeof(struct gr_describe_configs_request), ops_init_gr_describe_configs_request, ops_decode_gr_describe_configs_request, ops_size_gr_describe_configs_request, ops_encode_gr_describe_configs_request, NULL},
     {32, true, "describe_configs_response", 1, 4, 4, -1, sizeof(struct gr_describe_configs_response), ops_init_gr_describe_configs_response, ops_decode_gr_describe_configs_response, ops_size_gr_describe_configs_response, ops_encode_gr_describe_configs_response, NULL},
     {33, false, "alter_configs_request", 0, 2, 2, -1, sizeof(struct gr_alter_configs_request), ops_init_gr_alter_configs_request, ops_decode_gr_alter_configs_request, ops_size_gr_alter_configs_request, ops_encode_gr_alter_configs_request, NULL},
@@ -21618,8 +26004,12 @@ const struct gr_msg_ops gr_msg_ops_table[] = {
     {60, true, "describe_cluster_response", 0, 2, 0, -1, sizeof(struct gr_describe_cluster_response), ops_init_gr_describe_cluster_response, ops_decode_gr_describe_cluster_response, ops_size_gr_describe_cluster_response, ops_encode_gr_describe_cluster_response, NULL},
     {61, false, "describe_producers_request", 0, 0, 0, -1, sizeof(struct gr_describe_producers_request), ops_init_gr_describe_producers_request, ops_decode_gr_describe_producers_request, ops_size_gr_describe_producers_request, ops_encode_gr_describe_producers_request, NULL},
     {61, true, "describe_producers_response", 0, 0, 0, -1, sizeof(struct gr_describe_producers_response), ops_init_gr_describe_producers_response, ops_decode_gr_describe_producers_response, ops_size_gr_describe_producers_response, ops_encode_gr_describe_producers_response, NULL},
+    {65, false, "describe_transactions_request", 0, 0, 0, -1, sizeof(struct gr_describe_transactions_request), ops_init_gr_describe_transactions_request, ops_decode_gr_describe_transactions_request, ops_size_gr_describe_transactions_request, ops_encode_gr_describe_transactions_request, NULL},
+    {65, true, "describe_transactions_response", 0, 0, 0, -1, sizeof(struct gr_describe_transactions_response), ops_init_gr_describe_transactions_response, ops_decode_gr_describe_transactions_response, ops_size_gr_describe_transactions_response, ops_encode_gr_describe_transactions_response, NULL},
+    {66, false, "list_transactions_request", 0, 2, 0, -1, sizeof(struct gr_list_transactions_request), ops_init_gr_list_transactions_request, ops_decode_gr_list_transactions_request, ops_size_gr_list_transactions_request, ops_encode_gr_list_transactions_request, NULL},
+    {66, true, "list_transactions_response", 0, 2, 0, -1, sizeof(struct gr_list_transactions_response), ops_init_gr_list_transactions_response, ops_decode_gr_list_transactions_response, ops_size_gr_list_transactions_response, ops_encode_gr_list_transactions_response, NULL},
 };
-const int gr_msg_ops_count = 56;
+const int gr_msg_ops_count = 70;
 
 const struct gr_msg_ops *gr_msg_ops_find(int16_t api_key, bool response)
 {

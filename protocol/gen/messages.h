@@ -115,6 +115,30 @@ struct gr_offset_for_leader_epoch_request;
 struct gr_offset_for_leader_epoch_response_epoch_end_offset;
 struct gr_offset_for_leader_epoch_response_offset_for_leader_topic_result;
 struct gr_offset_for_leader_epoch_response;
+struct gr_add_partitions_to_txn_request_add_partitions_to_txn_topic;
+struct gr_add_partitions_to_txn_request_add_partitions_to_txn_transaction;
+struct gr_add_partitions_to_txn_request;
+struct gr_add_partitions_to_txn_response_add_partitions_to_txn_partition_result;
+struct gr_add_partitions_to_txn_response_add_partitions_to_txn_topic_result;
+struct gr_add_partitions_to_txn_response_add_partitions_to_txn_result;
+struct gr_add_partitions_to_txn_response;
+struct gr_add_offsets_to_txn_request;
+struct gr_add_offsets_to_txn_response;
+struct gr_end_txn_request;
+struct gr_end_txn_response;
+struct gr_write_txn_markers_request_writable_txn_marker_topic;
+struct gr_write_txn_markers_request_writable_txn_marker;
+struct gr_write_txn_markers_request;
+struct gr_write_txn_markers_response_writable_txn_marker_partition_result;
+struct gr_write_txn_markers_response_writable_txn_marker_topic_result;
+struct gr_write_txn_markers_response_writable_txn_marker_result;
+struct gr_write_txn_markers_response;
+struct gr_txn_offset_commit_request_txn_offset_commit_request_partition;
+struct gr_txn_offset_commit_request_txn_offset_commit_request_topic;
+struct gr_txn_offset_commit_request;
+struct gr_txn_offset_commit_response_txn_offset_commit_response_partition;
+struct gr_txn_offset_commit_response_txn_offset_commit_response_topic;
+struct gr_txn_offset_commit_response;
 struct gr_describe_configs_request_describe_configs_resource;
 struct gr_describe_configs_request;
 struct gr_describe_configs_response_describe_configs_synonym;
@@ -160,6 +184,13 @@ struct gr_describe_producers_response_producer_state;
 struct gr_describe_producers_response_partition_response;
 struct gr_describe_producers_response_topic_response;
 struct gr_describe_producers_response;
+struct gr_describe_transactions_request;
+struct gr_describe_transactions_response_topic_data;
+struct gr_describe_transactions_response_transaction_state;
+struct gr_describe_transactions_response;
+struct gr_list_transactions_request;
+struct gr_list_transactions_response_transaction_state;
+struct gr_list_transactions_response;
 
 /* ---- produce_request (api key 0 request, versions 3-13, flexible 9+) ---- */
 struct gr_produce_request_partition_produce_data {
@@ -1674,6 +1705,346 @@ size_t gr_offset_for_leader_epoch_response_size(const struct gr_offset_for_leade
 /* Encodes `m` at `version`; the writer must have gr_offset_for_leader_epoch_response_size() bytes of room. */
 void gr_offset_for_leader_epoch_response_encode(struct gr_wr *wr, const struct gr_offset_for_leader_epoch_response *m, int16_t version);
 
+/* ---- add_partitions_to_txn_request (api key 24 request, versions 0-5, flexible 3+) ---- */
+struct gr_add_partitions_to_txn_request_add_partitions_to_txn_topic {
+    struct gr_str name; /* v0+ */
+    struct gr_int32_array partitions; /* v0+ */
+    struct gr_tags unknown_tags;
+};
+struct gr_add_partitions_to_txn_request_add_partitions_to_txn_topic_array {
+    struct gr_add_partitions_to_txn_request_add_partitions_to_txn_topic *items;
+    int32_t count; /* -1 = null */
+};
+/* Sets every field of `m` to its default. */
+void gr_add_partitions_to_txn_request_add_partitions_to_txn_topic_init(struct gr_add_partitions_to_txn_request_add_partitions_to_txn_topic *m);
+struct gr_add_partitions_to_txn_request_add_partitions_to_txn_transaction {
+    struct gr_str transactional_id; /* v4+ */
+    int64_t producer_id; /* v4+ */
+    int16_t producer_epoch; /* v4+ */
+    bool verify_only; /* v4+ */
+    struct gr_add_partitions_to_txn_request_add_partitions_to_txn_topic_array topics; /* v4+ */
+    struct gr_tags unknown_tags;
+};
+struct gr_add_partitions_to_txn_request_add_partitions_to_txn_transaction_array {
+    struct gr_add_partitions_to_txn_request_add_partitions_to_txn_transaction *items;
+    int32_t count; /* -1 = null */
+};
+/* Sets every field of `m` to its default. */
+void gr_add_partitions_to_txn_request_add_partitions_to_txn_transaction_init(struct gr_add_partitions_to_txn_request_add_partitions_to_txn_transaction *m);
+struct gr_add_partitions_to_txn_request {
+    struct gr_add_partitions_to_txn_request_add_partitions_to_txn_transaction_array transactions; /* v4+ */
+    struct gr_str v3_and_below_transactional_id; /* v0-3 */
+    int64_t v3_and_below_producer_id; /* v0-3 */
+    int16_t v3_and_below_producer_epoch; /* v0-3 */
+    struct gr_add_partitions_to_txn_request_add_partitions_to_txn_topic_array v3_and_below_topics; /* v0-3 */
+    struct gr_tags unknown_tags;
+};
+/* Sets every field to its default (Kafka's "default", else 0 / empty / null for records). */
+void gr_add_partitions_to_txn_request_init(struct gr_add_partitions_to_txn_request *m);
+/* Decodes a add_partitions_to_txn_request body at `version` (0-5) from `rd`; arrays come from rd->arena. Returns 0 or the
+ * reader's sticky enum gr_wire_err. Does not check that the reader is exhausted. */
+int gr_add_partitions_to_txn_request_decode(struct gr_rd *rd, int16_t version, struct gr_add_partitions_to_txn_request *m);
+/* Bytes that gr_add_partitions_to_txn_request_encode writes for `m` at `version`. */
+size_t gr_add_partitions_to_txn_request_size(const struct gr_add_partitions_to_txn_request *m, int16_t version);
+/* Encodes `m` at `version`; the writer must have gr_add_partitions_to_txn_request_size() bytes of room. */
+void gr_add_partitions_to_txn_request_encode(struct gr_wr *wr, const struct gr_add_partitions_to_txn_request *m, int16_t version);
+
+/* ---- add_partitions_to_txn_response (api key 24 response, versions 0-5, flexible 3+) ---- */
+struct gr_add_partitions_to_txn_response_add_partitions_to_txn_partition_result {
+    int32_t partition_index; /* v0+ */
+    int16_t partition_error_code; /* v0+ */
+    struct gr_tags unknown_tags;
+};
+struct gr_add_partitions_to_txn_response_add_partitions_to_txn_partition_result_array {
+    struct gr_add_partitions_to_txn_response_add_partitions_to_txn_partition_result *items;
+    int32_t count; /* -1 = null */
+};
+/* Sets every field of `m` to its default. */
+void gr_add_partitions_to_txn_response_add_partitions_to_txn_partition_result_init(struct gr_add_partitions_to_txn_response_add_partitions_to_txn_partition_result *m);
+struct gr_add_partitions_to_txn_response_add_partitions_to_txn_topic_result {
+    struct gr_str name; /* v0+ */
+    struct gr_add_partitions_to_txn_response_add_partitions_to_txn_partition_result_array results_by_partition; /* v0+ */
+    struct gr_tags unknown_tags;
+};
+struct gr_add_partitions_to_txn_response_add_partitions_to_txn_topic_result_array {
+    struct gr_add_partitions_to_txn_response_add_partitions_to_txn_topic_result *items;
+    int32_t count; /* -1 = null */
+};
+/* Sets every field of `m` to its default. */
+void gr_add_partitions_to_txn_response_add_partitions_to_txn_topic_result_init(struct gr_add_partitions_to_txn_response_add_partitions_to_txn_topic_result *m);
+struct gr_add_partitions_to_txn_response_add_partitions_to_txn_result {
+    struct gr_str transactional_id; /* v4+ */
+    struct gr_add_partitions_to_txn_response_add_partitions_to_txn_topic_result_array topic_results; /* v4+ */
+    struct gr_tags unknown_tags;
+};
+struct gr_add_partitions_to_txn_response_add_partitions_to_txn_result_array {
+    struct gr_add_partitions_to_txn_response_add_partitions_to_txn_result *items;
+    int32_t count; /* -1 = null */
+};
+/* Sets every field of `m` to its default. */
+void gr_add_partitions_to_txn_response_add_partitions_to_txn_result_init(struct gr_add_partitions_to_txn_response_add_partitions_to_txn_result *m);
+struct gr_add_partitions_to_txn_response {
+    int32_t throttle_time_ms; /* v0+ */
+    int16_t error_code; /* v4+ */
+    struct gr_add_partitions_to_txn_response_add_partitions_to_txn_result_array results_by_transaction; /* v4+ */
+    struct gr_add_partitions_to_txn_response_add_partitions_to_txn_topic_result_array results_by_topic_v3_and_below; /* v0-3 */
+    struct gr_tags unknown_tags;
+};
+/* Sets every field to its default (Kafka's "default", else 0 / empty / null for records). */
+void gr_add_partitions_to_txn_response_init(struct gr_add_partitions_to_txn_response *m);
+/* Decodes a add_partitions_to_txn_response body at `version` (0-5) from `rd`; arrays come from rd->arena. Returns 0 or the
+ * reader's sticky enum gr_wire_err. Does not check that the reader is exhausted. */
+int gr_add_partitions_to_txn_response_decode(struct gr_rd *rd, int16_t version, struct gr_add_partitions_to_txn_response *m);
+/* Bytes that gr_add_partitions_to_txn_response_encode writes for `m` at `version`. */
+size_t gr_add_partitions_to_txn_response_size(const struct gr_add_partitions_to_txn_response *m, int16_t version);
+/* Encodes `m` at `version`; the writer must have gr_add_partitions_to_txn_response_size() bytes of room. */
+void gr_add_partitions_to_txn_response_encode(struct gr_wr *wr, const struct gr_add_partitions_to_txn_response *m, int16_t version);
+
+/* ---- add_offsets_to_txn_request (api key 25 request, versions 0-4, flexible 3+) ---- */
+struct gr_add_offsets_to_txn_request {
+    struct gr_str transactional_id; /* v0+ */
+    int64_t producer_id; /* v0+ */
+    int16_t producer_epoch; /* v0+ */
+    struct gr_str group_id; /* v0+ */
+    struct gr_tags unknown_tags;
+};
+/* Sets every field to its default (Kafka's "default", else 0 / empty / null for records). */
+void gr_add_offsets_to_txn_request_init(struct gr_add_offsets_to_txn_request *m);
+/* Decodes a add_offsets_to_txn_request body at `version` (0-4) from `rd`; arrays come from rd->arena. Returns 0 or the
+ * reader's sticky enum gr_wire_err. Does not check that the reader is exhausted. */
+int gr_add_offsets_to_txn_request_decode(struct gr_rd *rd, int16_t version, struct gr_add_offsets_to_txn_request *m);
+/* Bytes that gr_add_offsets_to_txn_request_encode writes for `m` at `version`. */
+size_t gr_add_offsets_to_txn_request_size(const struct gr_add_offsets_to_txn_request *m, int16_t version);
+/* Encodes `m` at `version`; the writer must have gr_add_offsets_to_txn_request_size() bytes of room. */
+void gr_add_offsets_to_txn_request_encode(struct gr_wr *wr, const struct gr_add_offsets_to_txn_request *m, int16_t version);
+
+/* ---- add_offsets_to_txn_response (api key 25 response, versions 0-4, flexible 3+) ---- */
+struct gr_add_offsets_to_txn_response {
+    int32_t throttle_time_ms; /* v0+ */
+    int16_t error_code; /* v0+ */
+    struct gr_tags unknown_tags;
+};
+/* Sets every field to its default (Kafka's "default", else 0 / empty / null for records). */
+void gr_add_offsets_to_txn_response_init(struct gr_add_offsets_to_txn_response *m);
+/* Decodes a add_offsets_to_txn_response body at `version` (0-4) from `rd`; arrays come from rd->arena. Returns 0 or the
+ * reader's sticky enum gr_wire_err. Does not check that the reader is exhausted. */
+int gr_add_offsets_to_txn_response_decode(struct gr_rd *rd, int16_t version, struct gr_add_offsets_to_txn_response *m);
+/* Bytes that gr_add_offsets_to_txn_response_encode writes for `m` at `version`. */
+size_t gr_add_offsets_to_txn_response_size(const struct gr_add_offsets_to_txn_response *m, int16_t version);
+/* Encodes `m` at `version`; the writer must have gr_add_offsets_to_txn_response_size() bytes of room. */
+void gr_add_offsets_to_txn_response_encode(struct gr_wr *wr, const struct gr_add_offsets_to_txn_response *m, int16_t version);
+
+/* ---- end_txn_request (api key 26 request, versions 0-5, flexible 3+) ---- */
+struct gr_end_txn_request {
+    struct gr_str transactional_id; /* v0+ */
+    int64_t producer_id; /* v0+ */
+    int16_t producer_epoch; /* v0+ */
+    bool committed; /* v0+ */
+    struct gr_tags unknown_tags;
+};
+/* Sets every field to its default (Kafka's "default", else 0 / empty / null for records). */
+void gr_end_txn_request_init(struct gr_end_txn_request *m);
+/* Decodes a end_txn_request body at `version` (0-5) from `rd`; arrays come from rd->arena. Returns 0 or the
+ * reader's sticky enum gr_wire_err. Does not check that the reader is exhausted. */
+int gr_end_txn_request_decode(struct gr_rd *rd, int16_t version, struct gr_end_txn_request *m);
+/* Bytes that gr_end_txn_request_encode writes for `m` at `version`. */
+size_t gr_end_txn_request_size(const struct gr_end_txn_request *m, int16_t version);
+/* Encodes `m` at `version`; the writer must have gr_end_txn_request_size() bytes of room. */
+void gr_end_txn_request_encode(struct gr_wr *wr, const struct gr_end_txn_request *m, int16_t version);
+
+/* ---- end_txn_response (api key 26 response, versions 0-5, flexible 3+) ---- */
+struct gr_end_txn_response {
+    int32_t throttle_time_ms; /* v0+ */
+    int16_t error_code; /* v0+ */
+    int64_t producer_id; /* v5+ */
+    int16_t producer_epoch; /* v5+ */
+    struct gr_tags unknown_tags;
+};
+/* Sets every field to its default (Kafka's "default", else 0 / empty / null for records). */
+void gr_end_txn_response_init(struct gr_end_txn_response *m);
+/* Decodes a end_txn_response body at `version` (0-5) from `rd`; arrays come from rd->arena. Returns 0 or the
+ * reader's sticky enum gr_wire_err. Does not check that the reader is exhausted. */
+int gr_end_txn_response_decode(struct gr_rd *rd, int16_t version, struct gr_end_txn_response *m);
+/* Bytes that gr_end_txn_response_encode writes for `m` at `version`. */
+size_t gr_end_txn_response_size(const struct gr_end_txn_response *m, int16_t version);
+/* Encodes `m` at `version`; the writer must have gr_end_txn_response_size() bytes of room. */
+void gr_end_txn_response_encode(struct gr_wr *wr, const struct gr_end_txn_response *m, int16_t version);
+
+/* ---- write_txn_markers_request (api key 27 request, versions 1-2, flexible 1+) ---- */
+struct gr_write_txn_markers_request_writable_txn_marker_topic {
+    struct gr_str name; /* v0+ */
+    struct gr_int32_array partition_indexes; /* v0+ */
+    struct gr_tags unknown_tags;
+};
+struct gr_write_txn_markers_request_writable_txn_marker_topic_array {
+    struct gr_write_txn_markers_request_writable_txn_marker_topic *items;
+    int32_t count; /* -1 = null */
+};
+/* Sets every field of `m` to its default. */
+void gr_write_txn_markers_request_writable_txn_marker_topic_init(struct gr_write_txn_markers_request_writable_txn_marker_topic *m);
+struct gr_write_txn_markers_request_writable_txn_marker {
+    int64_t producer_id; /* v0+ */
+    int16_t producer_epoch; /* v0+ */
+    bool transaction_result; /* v0+ */
+    struct gr_write_txn_markers_request_writable_txn_marker_topic_array topics; /* v0+ */
+    int32_t coordinator_epoch; /* v0+ */
+    int8_t transaction_version; /* v2+ */
+    struct gr_tags unknown_tags;
+};
+struct gr_write_txn_markers_request_writable_txn_marker_array {
+    struct gr_write_txn_markers_request_writable_txn_marker *items;
+    int32_t count; /* -1 = null */
+};
+/* Sets every field of `m` to its default. */
+void gr_write_txn_markers_request_writable_txn_marker_init(struct gr_write_txn_markers_request_writable_txn_marker *m);
+struct gr_write_txn_markers_request {
+    struct gr_write_txn_markers_request_writable_txn_marker_array markers; /* v0+ */
+    struct gr_tags unknown_tags;
+};
+/* Sets every field to its default (Kafka's "default", else 0 / empty / null for records). */
+void gr_write_txn_markers_request_init(struct gr_write_txn_markers_request *m);
+/* Decodes a write_txn_markers_request body at `version` (1-2) from `rd`; arrays come from rd->arena. Returns 0 or the
+ * reader's sticky enum gr_wire_err. Does not check that the reader is exhausted. */
+int gr_write_txn_markers_request_decode(struct gr_rd *rd, int16_t version, struct gr_write_txn_markers_request *m);
+/* Bytes that gr_write_txn_markers_request_encode writes for `m` at `version`. */
+size_t gr_write_txn_markers_request_size(const struct gr_write_txn_markers_request *m, int16_t version);
+/* Encodes `m` at `version`; the writer must have gr_write_txn_markers_request_size() bytes of room. */
+void gr_write_txn_markers_request_encode(struct gr_wr *wr, const struct gr_write_txn_markers_request *m, int16_t version);
+
+/* ---- write_txn_markers_response (api key 27 response, versions 1-2, flexible 1+) ---- */
+struct gr_write_txn_markers_response_writable_txn_marker_partition_result {
+    int32_t partition_index; /* v0+ */
+    int16_t error_code; /* v0+ */
+    struct gr_tags unknown_tags;
+};
+struct gr_write_txn_markers_response_writable_txn_marker_partition_result_array {
+    struct gr_write_txn_markers_response_writable_txn_marker_partition_result *items;
+    int32_t count; /* -1 = null */
+};
+/* Sets every field of `m` to its default. */
+void gr_write_txn_markers_response_writable_txn_marker_partition_result_init(struct gr_write_txn_markers_response_writable_txn_marker_partition_result *m);
+struct gr_write_txn_markers_response_writable_txn_marker_topic_result {
+    struct gr_str name; /* v0+ */
+    struct gr_write_txn_markers_response_writable_txn_marker_partition_result_array partitions; /* v0+ */
+    struct gr_tags unknown_tags;
+};
+struct gr_write_txn_markers_response_writable_txn_marker_topic_result_array {
+    struct gr_write_txn_markers_response_writable_txn_marker_topic_result *items;
+    int32_t count; /* -1 = null */
+};
+/* Sets every field of `m` to its default. */
+void gr_write_txn_markers_response_writable_txn_marker_topic_result_init(struct gr_write_txn_markers_response_writable_txn_marker_topic_result *m);
+struct gr_write_txn_markers_response_writable_txn_marker_result {
+    int64_t producer_id; /* v0+ */
+    struct gr_write_txn_markers_response_writable_txn_marker_topic_result_array topics; /* v0+ */
+    struct gr_tags unknown_tags;
+};
+struct gr_write_txn_markers_response_writable_txn_marker_result_array {
+    struct gr_write_txn_markers_response_writable_txn_marker_result *items;
+    int32_t count; /* -1 = null */
+};
+/* Sets every field of `m` to its default. */
+void gr_write_txn_markers_response_writable_txn_marker_result_init(struct gr_write_txn_markers_response_writable_txn_marker_result *m);
+struct gr_write_txn_markers_response {
+    struct gr_write_txn_markers_response_writable_txn_marker_result_array markers; /* v0+ */
+    struct gr_tags unknown_tags;
+};
+/* Sets every field to its default (Kafka's "default", else 0 / empty / null for records). */
+void gr_write_txn_markers_response_init(struct gr_write_txn_markers_response *m);
+/* Decodes a write_txn_markers_response body at `version` (1-2) from `rd`; arrays come from rd->arena. Returns 0 or the
+ * reader's sticky enum gr_wire_err. Does not check that the reader is exhausted. */
+int gr_write_txn_markers_response_decode(struct gr_rd *rd, int16_t version, struct gr_write_txn_markers_response *m);
+/* Bytes that gr_write_txn_markers_response_encode writes for `m` at `version`. */
+size_t gr_write_txn_markers_response_size(const struct gr_write_txn_markers_response *m, int16_t version);
+/* Encodes `m` at `version`; the writer must have gr_write_txn_markers_response_size() bytes of room. */
+void gr_write_txn_markers_response_encode(struct gr_wr *wr, const struct gr_write_txn_markers_response *m, int16_t version);
+
+/* ---- txn_offset_commit_request (api key 28 request, versions 0-6, flexible 3+) ---- */
+struct gr_txn_offset_commit_request_txn_offset_commit_request_partition {
+    int32_t partition_index; /* v0+ */
+    int64_t committed_offset; /* v0+ */
+    int32_t committed_leader_epoch; /* v2+ */
+    struct gr_str committed_metadata; /* v0+, nullable v0+ */
+    struct gr_tags unknown_tags;
+};
+struct gr_txn_offset_commit_request_txn_offset_commit_request_partition_array {
+    struct gr_txn_offset_commit_request_txn_offset_commit_request_partition *items;
+    int32_t count; /* -1 = null */
+};
+/* Sets every field of `m` to its default. */
+void gr_txn_offset_commit_request_txn_offset_commit_request_partition_init(struct gr_txn_offset_commit_request_txn_offset_commit_request_partition *m);
+struct gr_txn_offset_commit_request_txn_offset_commit_request_topic {
+    struct gr_str name; /* v0-5 */
+    struct gr_uuid topic_id; /* v6+ */
+    struct gr_txn_offset_commit_request_txn_offset_commit_request_partition_array partitions; /* v0+ */
+    struct gr_tags unknown_tags;
+};
+struct gr_txn_offset_commit_request_txn_offset_commit_request_topic_array {
+    struct gr_txn_offset_commit_request_txn_offset_commit_request_topic *items;
+    int32_t count; /* -1 = null */
+};
+/* Sets every field of `m` to its default. */
+void gr_txn_offset_commit_request_txn_offset_commit_request_topic_init(struct gr_txn_offset_commit_request_txn_offset_commit_request_topic *m);
+struct gr_txn_offset_commit_request {
+    struct gr_str transactional_id; /* v0+ */
+    struct gr_str group_id; /* v0+ */
+    int64_t producer_id; /* v0+ */
+    int16_t producer_epoch; /* v0+ */
+    int32_t generation_id_or_member_epoch; /* v3+ */
+    struct gr_str member_id; /* v3+ */
+    struct gr_str group_instance_id; /* v3+, nullable v3+ */
+    struct gr_txn_offset_commit_request_txn_offset_commit_request_topic_array topics; /* v0+ */
+    struct gr_tags unknown_tags;
+};
+/* Sets every field to its default (Kafka's "default", else 0 / empty / null for records). */
+void gr_txn_offset_commit_request_init(struct gr_txn_offset_commit_request *m);
+/* Decodes a txn_offset_commit_request body at `version` (0-6) from `rd`; arrays come from rd->arena. Returns 0 or the
+ * reader's sticky enum gr_wire_err. Does not check that the reader is exhausted. */
+int gr_txn_offset_commit_request_decode(struct gr_rd *rd, int16_t version, struct gr_txn_offset_commit_request *m);
+/* Bytes that gr_txn_offset_commit_request_encode writes for `m` at `version`. */
+size_t gr_txn_offset_commit_request_size(const struct gr_txn_offset_commit_request *m, int16_t version);
+/* Encodes `m` at `version`; the writer must have gr_txn_offset_commit_request_size() bytes of room. */
+void gr_txn_offset_commit_request_encode(struct gr_wr *wr, const struct gr_txn_offset_commit_request *m, int16_t version);
+
+/* ---- txn_offset_commit_response (api key 28 response, versions 0-6, flexible 3+) ---- */
+struct gr_txn_offset_commit_response_txn_offset_commit_response_partition {
+    int32_t partition_index; /* v0+ */
+    int16_t error_code; /* v0+ */
+    struct gr_tags unknown_tags;
+};
+struct gr_txn_offset_commit_response_txn_offset_commit_response_partition_array {
+    struct gr_txn_offset_commit_response_txn_offset_commit_response_partition *items;
+    int32_t count; /* -1 = null */
+};
+/* Sets every field of `m` to its default. */
+void gr_txn_offset_commit_response_txn_offset_commit_response_partition_init(struct gr_txn_offset_commit_response_txn_offset_commit_response_partition *m);
+struct gr_txn_offset_commit_response_txn_offset_commit_response_topic {
+    struct gr_str name; /* v0-5 */
+    struct gr_uuid topic_id; /* v6+ */
+    struct gr_txn_offset_commit_response_txn_offset_commit_response_partition_array partitions; /* v0+ */
+    struct gr_tags unknown_tags;
+};
+struct gr_txn_offset_commit_response_txn_offset_commit_response_topic_array {
+    struct gr_txn_offset_commit_response_txn_offset_commit_response_topic *items;
+    int32_t count; /* -1 = null */
+};
+/* Sets every field of `m` to its default. */
+void gr_txn_offset_commit_response_txn_offset_commit_response_topic_init(struct gr_txn_offset_commit_response_txn_offset_commit_response_topic *m);
+struct gr_txn_offset_commit_response {
+    int32_t throttle_time_ms; /* v0+ */
+    struct gr_txn_offset_commit_response_txn_offset_commit_response_topic_array topics; /* v0+ */
+    struct gr_tags unknown_tags;
+};
+/* Sets every field to its default (Kafka's "default", else 0 / empty / null for records). */
+void gr_txn_offset_commit_response_init(struct gr_txn_offset_commit_response *m);
+/* Decodes a txn_offset_commit_response body at `version` (0-6) from `rd`; arrays come from rd->arena. Returns 0 or the
+ * reader's sticky enum gr_wire_err. Does not check that the reader is exhausted. */
+int gr_txn_offset_commit_response_decode(struct gr_rd *rd, int16_t version, struct gr_txn_offset_commit_response *m);
+/* Bytes that gr_txn_offset_commit_response_encode writes for `m` at `version`. */
+size_t gr_txn_offset_commit_response_size(const struct gr_txn_offset_commit_response *m, int16_t version);
+/* Encodes `m` at `version`; the writer must have gr_txn_offset_commit_response_size() bytes of room. */
+void gr_txn_offset_commit_response_encode(struct gr_wr *wr, const struct gr_txn_offset_commit_response *m, int16_t version);
+
 /* ---- describe_configs_request (api key 32 request, versions 1-4, flexible 4+) ---- */
 struct gr_describe_configs_request_describe_configs_resource {
     int8_t resource_type; /* v0+ */
@@ -2300,6 +2671,113 @@ int gr_describe_producers_response_decode(struct gr_rd *rd, int16_t version, str
 size_t gr_describe_producers_response_size(const struct gr_describe_producers_response *m, int16_t version);
 /* Encodes `m` at `version`; the writer must have gr_describe_producers_response_size() bytes of room. */
 void gr_describe_producers_response_encode(struct gr_wr *wr, const struct gr_describe_producers_response *m, int16_t version);
+
+/* ---- describe_transactions_request (api key 65 request, versions 0, flexible 0+) ---- */
+struct gr_describe_transactions_request {
+    struct gr_str_array transactional_ids; /* v0+ */
+    struct gr_tags unknown_tags;
+};
+/* Sets every field to its default (Kafka's "default", else 0 / empty / null for records). */
+void gr_describe_transactions_request_init(struct gr_describe_transactions_request *m);
+/* Decodes a describe_transactions_request body at `version` (0) from `rd`; arrays come from rd->arena. Returns 0 or the
+ * reader's sticky enum gr_wire_err. Does not check that the reader is exhausted. */
+int gr_describe_transactions_request_decode(struct gr_rd *rd, int16_t version, struct gr_describe_transactions_request *m);
+/* Bytes that gr_describe_transactions_request_encode writes for `m` at `version`. */
+size_t gr_describe_transactions_request_size(const struct gr_describe_transactions_request *m, int16_t version);
+/* Encodes `m` at `version`; the writer must have gr_describe_transactions_request_size() bytes of room. */
+void gr_describe_transactions_request_encode(struct gr_wr *wr, const struct gr_describe_transactions_request *m, int16_t version);
+
+/* ---- describe_transactions_response (api key 65 response, versions 0, flexible 0+) ---- */
+struct gr_describe_transactions_response_topic_data {
+    struct gr_str topic; /* v0+ */
+    struct gr_int32_array partitions; /* v0+ */
+    struct gr_tags unknown_tags;
+};
+struct gr_describe_transactions_response_topic_data_array {
+    struct gr_describe_transactions_response_topic_data *items;
+    int32_t count; /* -1 = null */
+};
+/* Sets every field of `m` to its default. */
+void gr_describe_transactions_response_topic_data_init(struct gr_describe_transactions_response_topic_data *m);
+struct gr_describe_transactions_response_transaction_state {
+    int16_t error_code; /* v0+ */
+    struct gr_str transactional_id; /* v0+ */
+    struct gr_str transaction_state; /* v0+ */
+    int32_t transaction_timeout_ms; /* v0+ */
+    int64_t transaction_start_time_ms; /* v0+ */
+    int64_t producer_id; /* v0+ */
+    int16_t producer_epoch; /* v0+ */
+    struct gr_describe_transactions_response_topic_data_array topics; /* v0+ */
+    struct gr_tags unknown_tags;
+};
+struct gr_describe_transactions_response_transaction_state_array {
+    struct gr_describe_transactions_response_transaction_state *items;
+    int32_t count; /* -1 = null */
+};
+/* Sets every field of `m` to its default. */
+void gr_describe_transactions_response_transaction_state_init(struct gr_describe_transactions_response_transaction_state *m);
+struct gr_describe_transactions_response {
+    int32_t throttle_time_ms; /* v0+ */
+    struct gr_describe_transactions_response_transaction_state_array transaction_states; /* v0+ */
+    struct gr_tags unknown_tags;
+};
+/* Sets every field to its default (Kafka's "default", else 0 / empty / null for records). */
+void gr_describe_transactions_response_init(struct gr_describe_transactions_response *m);
+/* Decodes a describe_transactions_response body at `version` (0) from `rd`; arrays come from rd->arena. Returns 0 or the
+ * reader's sticky enum gr_wire_err. Does not check that the reader is exhausted. */
+int gr_describe_transactions_response_decode(struct gr_rd *rd, int16_t version, struct gr_describe_transactions_response *m);
+/* Bytes that gr_describe_transactions_response_encode writes for `m` at `version`. */
+size_t gr_describe_transactions_response_size(const struct gr_describe_transactions_response *m, int16_t version);
+/* Encodes `m` at `version`; the writer must have gr_describe_transactions_response_size() bytes of room. */
+void gr_describe_transactions_response_encode(struct gr_wr *wr, const struct gr_describe_transactions_response *m, int16_t version);
+
+/* ---- list_transactions_request (api key 66 request, versions 0-2, flexible 0+) ---- */
+struct gr_list_transactions_request {
+    struct gr_str_array state_filters; /* v0+ */
+    struct gr_int64_array producer_id_filters; /* v0+ */
+    int64_t duration_filter; /* v1+ */
+    struct gr_str transactional_id_pattern; /* v2+, nullable v2+ */
+    struct gr_tags unknown_tags;
+};
+/* Sets every field to its default (Kafka's "default", else 0 / empty / null for records). */
+void gr_list_transactions_request_init(struct gr_list_transactions_request *m);
+/* Decodes a list_transactions_request body at `version` (0-2) from `rd`; arrays come from rd->arena. Returns 0 or the
+ * reader's sticky enum gr_wire_err. Does not check that the reader is exhausted. */
+int gr_list_transactions_request_decode(struct gr_rd *rd, int16_t version, struct gr_list_transactions_request *m);
+/* Bytes that gr_list_transactions_request_encode writes for `m` at `version`. */
+size_t gr_list_transactions_request_size(const struct gr_list_transactions_request *m, int16_t version);
+/* Encodes `m` at `version`; the writer must have gr_list_transactions_request_size() bytes of room. */
+void gr_list_transactions_request_encode(struct gr_wr *wr, const struct gr_list_transactions_request *m, int16_t version);
+
+/* ---- list_transactions_response (api key 66 response, versions 0-2, flexible 0+) ---- */
+struct gr_list_transactions_response_transaction_state {
+    struct gr_str transactional_id; /* v0+ */
+    int64_t producer_id; /* v0+ */
+    struct gr_str transaction_state; /* v0+ */
+    struct gr_tags unknown_tags;
+};
+struct gr_list_transactions_response_transaction_state_array {
+    struct gr_list_transactions_response_transaction_state *items;
+    int32_t count; /* -1 = null */
+};
+/* Sets every field of `m` to its default. */
+void gr_list_transactions_response_transaction_state_init(struct gr_list_transactions_response_transaction_state *m);
+struct gr_list_transactions_response {
+    int32_t throttle_time_ms; /* v0+ */
+    int16_t error_code; /* v0+ */
+    struct gr_str_array unknown_state_filters; /* v0+ */
+    struct gr_list_transactions_response_transaction_state_array transaction_states; /* v0+ */
+    struct gr_tags unknown_tags;
+};
+/* Sets every field to its default (Kafka's "default", else 0 / empty / null for records). */
+void gr_list_transactions_response_init(struct gr_list_transactions_response *m);
+/* Decodes a list_transactions_response body at `version` (0-2) from `rd`; arrays come from rd->arena. Returns 0 or the
+ * reader's sticky enum gr_wire_err. Does not check that the reader is exhausted. */
+int gr_list_transactions_response_decode(struct gr_rd *rd, int16_t version, struct gr_list_transactions_response *m);
+/* Bytes that gr_list_transactions_response_encode writes for `m` at `version`. */
+size_t gr_list_transactions_response_size(const struct gr_list_transactions_response *m, int16_t version);
+/* Encodes `m` at `version`; the writer must have gr_list_transactions_response_size() bytes of room. */
+void gr_list_transactions_response_encode(struct gr_wr *wr, const struct gr_list_transactions_response *m, int16_t version);
 
 /* One row per message: the generic face of the codec, for tests and tools. */
 struct gr_msg_ops {

@@ -209,6 +209,54 @@ static void json_gr_offset_for_leader_epoch_response_offset_for_leader_topic_res
 static void rnd_gr_offset_for_leader_epoch_response_offset_for_leader_topic_result(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_offset_for_leader_epoch_response_offset_for_leader_topic_result *m);
 static void json_gr_offset_for_leader_epoch_response(struct gr_sb *sb, int16_t v, const struct gr_offset_for_leader_epoch_response *m);
 static void rnd_gr_offset_for_leader_epoch_response(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_offset_for_leader_epoch_response *m);
+static void json_gr_add_partitions_to_txn_request_add_partitions_to_txn_topic(struct gr_sb *sb, int16_t v, const struct gr_add_partitions_to_txn_request_add_partitions_to_txn_topic *m);
+static void rnd_gr_add_partitions_to_txn_request_add_partitions_to_txn_topic(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_add_partitions_to_txn_request_add_partitions_to_txn_topic *m);
+static void json_gr_add_partitions_to_txn_request_add_partitions_to_txn_transaction(struct gr_sb *sb, int16_t v, const struct gr_add_partitions_to_txn_request_add_partitions_to_txn_transaction *m);
+static void rnd_gr_add_partitions_to_txn_request_add_partitions_to_txn_transaction(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_add_partitions_to_txn_request_add_partitions_to_txn_transaction *m);
+static void json_gr_add_partitions_to_txn_request(struct gr_sb *sb, int16_t v, const struct gr_add_partitions_to_txn_request *m);
+static void rnd_gr_add_partitions_to_txn_request(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_add_partitions_to_txn_request *m);
+static void json_gr_add_partitions_to_txn_response_add_partitions_to_txn_partition_result(struct gr_sb *sb, int16_t v, const struct gr_add_partitions_to_txn_response_add_partitions_to_txn_partition_result *m);
+static void rnd_gr_add_partitions_to_txn_response_add_partitions_to_txn_partition_result(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_add_partitions_to_txn_response_add_partitions_to_txn_partition_result *m);
+static void json_gr_add_partitions_to_txn_response_add_partitions_to_txn_topic_result(struct gr_sb *sb, int16_t v, const struct gr_add_partitions_to_txn_response_add_partitions_to_txn_topic_result *m);
+static void rnd_gr_add_partitions_to_txn_response_add_partitions_to_txn_topic_result(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_add_partitions_to_txn_response_add_partitions_to_txn_topic_result *m);
+static void json_gr_add_partitions_to_txn_response_add_partitions_to_txn_result(struct gr_sb *sb, int16_t v, const struct gr_add_partitions_to_txn_response_add_partitions_to_txn_result *m);
+static void rnd_gr_add_partitions_to_txn_response_add_partitions_to_txn_result(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_add_partitions_to_txn_response_add_partitions_to_txn_result *m);
+static void json_gr_add_partitions_to_txn_response(struct gr_sb *sb, int16_t v, const struct gr_add_partitions_to_txn_response *m);
+static void rnd_gr_add_partitions_to_txn_response(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_add_partitions_to_txn_response *m);
+static void json_gr_add_offsets_to_txn_request(struct gr_sb *sb, int16_t v, const struct gr_add_offsets_to_txn_request *m);
+static void rnd_gr_add_offsets_to_txn_request(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_add_offsets_to_txn_request *m);
+static void json_gr_add_offsets_to_txn_response(struct gr_sb *sb, int16_t v, const struct gr_add_offsets_to_txn_response *m);
+static void rnd_gr_add_offsets_to_txn_response(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_add_offsets_to_txn_response *m);
+static void json_gr_end_txn_request(struct gr_sb *sb, int16_t v, const struct gr_end_txn_request *m);
+static void rnd_gr_end_txn_request(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_end_txn_request *m);
+static void json_gr_end_txn_response(struct gr_sb *sb, int16_t v, const struct gr_end_txn_response *m);
+static void rnd_gr_end_txn_response(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_end_txn_response *m);
+static void json_gr_write_txn_markers_request_writable_txn_marker_topic(struct gr_sb *sb, int16_t v, const struct gr_write_txn_markers_request_writable_txn_marker_topic *m);
+static void rnd_gr_write_txn_markers_request_writable_txn_marker_topic(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_write_txn_markers_request_writable_txn_marker_topic *m);
+static void json_gr_write_txn_markers_request_writable_txn_marker(struct gr_sb *sb, int16_t v, const struct gr_write_txn_markers_request_writable_txn_marker *m);
+static void rnd_gr_write_txn_markers_request_writable_txn_marker(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_write_txn_markers_request_writable_txn_marker *m);
+static void json_gr_write_txn_markers_request(struct gr_sb *sb, int16_t v, const struct gr_write_txn_markers_request *m);
+static void rnd_gr_write_txn_markers_request(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_write_txn_markers_request *m);
+static void json_gr_write_txn_markers_response_writable_txn_marker_partition_result(struct gr_sb *sb, int16_t v, const struct gr_write_txn_markers_response_writable_txn_marker_partition_result *m);
+static void rnd_gr_write_txn_markers_response_writable_txn_marker_partition_result(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_write_txn_markers_response_writable_txn_marker_partition_result *m);
+static void json_gr_write_txn_markers_response_writable_txn_marker_topic_result(struct gr_sb *sb, int16_t v, const struct gr_write_txn_markers_response_writable_txn_marker_topic_result *m);
+static void rnd_gr_write_txn_markers_response_writable_txn_marker_topic_result(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_write_txn_markers_response_writable_txn_marker_topic_result *m);
+static void json_gr_write_txn_markers_response_writable_txn_marker_result(struct gr_sb *sb, int16_t v, const struct gr_write_txn_markers_response_writable_txn_marker_result *m);
+static void rnd_gr_write_txn_markers_response_writable_txn_marker_result(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_write_txn_markers_response_writable_txn_marker_result *m);
+static void json_gr_write_txn_markers_response(struct gr_sb *sb, int16_t v, const struct gr_write_txn_markers_response *m);
+static void rnd_gr_write_txn_markers_response(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_write_txn_markers_response *m);
+static void json_gr_txn_offset_commit_request_txn_offset_commit_request_partition(struct gr_sb *sb, int16_t v, const struct gr_txn_offset_commit_request_txn_offset_commit_request_partition *m);
+static void rnd_gr_txn_offset_commit_request_txn_offset_commit_request_partition(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_txn_offset_commit_request_txn_offset_commit_request_partition *m);
+static void json_gr_txn_offset_commit_request_txn_offset_commit_request_topic(struct gr_sb *sb, int16_t v, const struct gr_txn_offset_commit_request_txn_offset_commit_request_topic *m);
+static void rnd_gr_txn_offset_commit_request_txn_offset_commit_request_topic(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_txn_offset_commit_request_txn_offset_commit_request_topic *m);
+static void json_gr_txn_offset_commit_request(struct gr_sb *sb, int16_t v, const struct gr_txn_offset_commit_request *m);
+static void rnd_gr_txn_offset_commit_request(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_txn_offset_commit_request *m);
+static void json_gr_txn_offset_commit_response_txn_offset_commit_response_partition(struct gr_sb *sb, int16_t v, const struct gr_txn_offset_commit_response_txn_offset_commit_response_partition *m);
+static void rnd_gr_txn_offset_commit_response_txn_offset_commit_response_partition(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_txn_offset_commit_response_txn_offset_commit_response_partition *m);
+static void json_gr_txn_offset_commit_response_txn_offset_commit_response_topic(struct gr_sb *sb, int16_t v, const struct gr_txn_offset_commit_response_txn_offset_commit_response_topic *m);
+static void rnd_gr_txn_offset_commit_response_txn_offset_commit_response_topic(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_txn_offset_commit_response_txn_offset_commit_response_topic *m);
+static void json_gr_txn_offset_commit_response(struct gr_sb *sb, int16_t v, const struct gr_txn_offset_commit_response *m);
+static void rnd_gr_txn_offset_commit_response(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_txn_offset_commit_response *m);
 static void json_gr_describe_configs_request_describe_configs_resource(struct gr_sb *sb, int16_t v, const struct gr_describe_configs_request_describe_configs_resource *m);
 static void rnd_gr_describe_configs_request_describe_configs_resource(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_describe_configs_request_describe_configs_resource *m);
 static void json_gr_describe_configs_request(struct gr_sb *sb, int16_t v, const struct gr_describe_configs_request *m);
@@ -299,6 +347,20 @@ static void json_gr_describe_producers_response_topic_response(struct gr_sb *sb,
 static void rnd_gr_describe_producers_response_topic_response(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_describe_producers_response_topic_response *m);
 static void json_gr_describe_producers_response(struct gr_sb *sb, int16_t v, const struct gr_describe_producers_response *m);
 static void rnd_gr_describe_producers_response(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_describe_producers_response *m);
+static void json_gr_describe_transactions_request(struct gr_sb *sb, int16_t v, const struct gr_describe_transactions_request *m);
+static void rnd_gr_describe_transactions_request(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_describe_transactions_request *m);
+static void json_gr_describe_transactions_response_topic_data(struct gr_sb *sb, int16_t v, const struct gr_describe_transactions_response_topic_data *m);
+static void rnd_gr_describe_transactions_response_topic_data(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_describe_transactions_response_topic_data *m);
+static void json_gr_describe_transactions_response_transaction_state(struct gr_sb *sb, int16_t v, const struct gr_describe_transactions_response_transaction_state *m);
+static void rnd_gr_describe_transactions_response_transaction_state(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_describe_transactions_response_transaction_state *m);
+static void json_gr_describe_transactions_response(struct gr_sb *sb, int16_t v, const struct gr_describe_transactions_response *m);
+static void rnd_gr_describe_transactions_response(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_describe_transactions_response *m);
+static void json_gr_list_transactions_request(struct gr_sb *sb, int16_t v, const struct gr_list_transactions_request *m);
+static void rnd_gr_list_transactions_request(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_list_transactions_request *m);
+static void json_gr_list_transactions_response_transaction_state(struct gr_sb *sb, int16_t v, const struct gr_list_transactions_response_transaction_state *m);
+static void rnd_gr_list_transactions_response_transaction_state(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_list_transactions_response_transaction_state *m);
+static void json_gr_list_transactions_response(struct gr_sb *sb, int16_t v, const struct gr_list_transactions_response *m);
+static void rnd_gr_list_transactions_response(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_list_transactions_response *m);
 
 static void json_gr_produce_request_partition_produce_data(struct gr_sb *sb, int16_t v, const struct gr_produce_request_partition_produce_data *m)
 {
@@ -6033,6 +6095,1250 @@ static void rnd_gr_offset_for_leader_epoch_response(struct gr_rng *rng, struct g
 static void ops_json_gr_offset_for_leader_epoch_response(struct gr_sb *sb, const void *m, int16_t v) { json_gr_offset_for_leader_epoch_response(sb, v, m); }
 static void ops_rnd_gr_offset_for_leader_epoch_response(struct gr_rng *rng, struct gr_arena *a, void *m, int16_t v) { rnd_gr_offset_for_leader_epoch_response(rng, a, v, m); }
 
+static void json_gr_add_partitions_to_txn_request_add_partitions_to_txn_topic(struct gr_sb *sb, int16_t v, const struct gr_add_partitions_to_txn_request_add_partitions_to_txn_topic *m)
+{
+    gr_sb_putc(sb, '{');
+    bool first = true;
+    if (1) {
+        gr_sb_json_key(sb, "name", &first);
+        gr_sb_json_str(sb, m->name);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "partitions", &first);
+        if (m->partitions.count < 0) {
+            gr_sb_puts(sb, "null");
+        } else {
+            gr_sb_putc(sb, '[');
+            for (int32_t i = 0; i < m->partitions.count; i++) {
+                if (i) gr_sb_putc(sb, ',');
+                gr_sb_json_int(sb, m->partitions.items[i]);
+            }
+            gr_sb_putc(sb, ']');
+        }
+    }
+    gr_sb_putc(sb, '}');
+    (void)v;
+    (void)first;
+}
+
+static void rnd_gr_add_partitions_to_txn_request_add_partitions_to_txn_topic(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_add_partitions_to_txn_request_add_partitions_to_txn_topic *m)
+{
+    gr_add_partitions_to_txn_request_add_partitions_to_txn_topic_init(m);
+    (void)v;
+    if (1) {
+        m->name = gr_rng_str(rng, a, 0);
+    }
+    if (1) {
+        if ((0) && gr_rng_below(rng, 5) == 0) {
+            m->partitions.count = -1;
+        } else {
+            m->partitions.count = (int32_t)gr_rng_below(rng, 4);
+            m->partitions.items = gr_arena_calloc(a, (size_t)m->partitions.count + 1, sizeof(int32_t));
+            for (int32_t i = 0; i < m->partitions.count; i++)
+                m->partitions.items[i] = gr_rng_int32(rng);
+        }
+    }
+    if ((v >= 3) && gr_rng_below(rng, 4) == 0)
+        gr_rng_unknown_tags(rng, a, &m->unknown_tags);
+}
+
+static void json_gr_add_partitions_to_txn_request_add_partitions_to_txn_transaction(struct gr_sb *sb, int16_t v, const struct gr_add_partitions_to_txn_request_add_partitions_to_txn_transaction *m)
+{
+    gr_sb_putc(sb, '{');
+    bool first = true;
+    if (v >= 4) {
+        gr_sb_json_key(sb, "transactionalId", &first);
+        gr_sb_json_str(sb, m->transactional_id);
+    }
+    if (v >= 4) {
+        gr_sb_json_key(sb, "producerId", &first);
+        gr_sb_json_int(sb, m->producer_id);
+    }
+    if (v >= 4) {
+        gr_sb_json_key(sb, "producerEpoch", &first);
+        gr_sb_json_int(sb, m->producer_epoch);
+    }
+    if (v >= 4) {
+        gr_sb_json_key(sb, "verifyOnly", &first);
+        gr_sb_json_bool(sb, m->verify_only);
+    }
+    if (v >= 4) {
+        gr_sb_json_key(sb, "topics", &first);
+        if (m->topics.count < 0) {
+            gr_sb_puts(sb, "null");
+        } else {
+            gr_sb_putc(sb, '[');
+            for (int32_t i = 0; i < m->topics.count; i++) {
+                if (i) gr_sb_putc(sb, ',');
+                json_gr_add_partitions_to_txn_request_add_partitions_to_txn_topic(sb, v, &m->topics.items[i]);
+            }
+            gr_sb_putc(sb, ']');
+        }
+    }
+    gr_sb_putc(sb, '}');
+    (void)v;
+    (void)first;
+}
+
+static void rnd_gr_add_partitions_to_txn_request_add_partitions_to_txn_transaction(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_add_partitions_to_txn_request_add_partitions_to_txn_transaction *m)
+{
+    gr_add_partitions_to_txn_request_add_partitions_to_txn_transaction_init(m);
+    (void)v;
+    if (v >= 4) {
+        m->transactional_id = gr_rng_str(rng, a, 0);
+    }
+    if (v >= 4) {
+        m->producer_id = gr_rng_int64(rng);
+    }
+    if (v >= 4) {
+        m->producer_epoch = (int16_t)gr_rng_u64(rng);
+    }
+    if (v >= 4) {
+        m->verify_only = gr_rng_bool(rng);
+    }
+    if (v >= 4) {
+        if ((0) && gr_rng_below(rng, 5) == 0) {
+            m->topics.count = -1;
+        } else {
+            m->topics.count = (int32_t)gr_rng_below(rng, 4);
+            m->topics.items = gr_arena_calloc(a, (size_t)m->topics.count + 1, sizeof(struct gr_add_partitions_to_txn_request_add_partitions_to_txn_topic));
+            for (int32_t i = 0; i < m->topics.count; i++)
+                rnd_gr_add_partitions_to_txn_request_add_partitions_to_txn_topic(rng, a, v, &m->topics.items[i]);
+        }
+    }
+    if ((v >= 3) && gr_rng_below(rng, 4) == 0)
+        gr_rng_unknown_tags(rng, a, &m->unknown_tags);
+}
+
+static void json_gr_add_partitions_to_txn_request(struct gr_sb *sb, int16_t v, const struct gr_add_partitions_to_txn_request *m)
+{
+    gr_sb_putc(sb, '{');
+    bool first = true;
+    if (v >= 4) {
+        gr_sb_json_key(sb, "transactions", &first);
+        if (m->transactions.count < 0) {
+            gr_sb_puts(sb, "null");
+        } else {
+            gr_sb_putc(sb, '[');
+            for (int32_t i = 0; i < m->transactions.count; i++) {
+                if (i) gr_sb_putc(sb, ',');
+                json_gr_add_partitions_to_txn_request_add_partitions_to_txn_transaction(sb, v, &m->transactions.items[i]);
+            }
+            gr_sb_putc(sb, ']');
+        }
+    }
+    if (v <= 3) {
+        gr_sb_json_key(sb, "v3AndBelowTransactionalId", &first);
+        gr_sb_json_str(sb, m->v3_and_below_transactional_id);
+    }
+    if (v <= 3) {
+        gr_sb_json_key(sb, "v3AndBelowProducerId", &first);
+        gr_sb_json_int(sb, m->v3_and_below_producer_id);
+    }
+    if (v <= 3) {
+        gr_sb_json_key(sb, "v3AndBelowProducerEpoch", &first);
+        gr_sb_json_int(sb, m->v3_and_below_producer_epoch);
+    }
+    if (v <= 3) {
+        gr_sb_json_key(sb, "v3AndBelowTopics", &first);
+        if (m->v3_and_below_topics.count < 0) {
+            gr_sb_puts(sb, "null");
+        } else {
+            gr_sb_putc(sb, '[');
+            for (int32_t i = 0; i < m->v3_and_below_topics.count; i++) {
+                if (i) gr_sb_putc(sb, ',');
+                json_gr_add_partitions_to_txn_request_add_partitions_to_txn_topic(sb, v, &m->v3_and_below_topics.items[i]);
+            }
+            gr_sb_putc(sb, ']');
+        }
+    }
+    gr_sb_putc(sb, '}');
+    (void)v;
+    (void)first;
+}
+
+static void rnd_gr_add_partitions_to_txn_request(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_add_partitions_to_txn_request *m)
+{
+    gr_add_partitions_to_txn_request_init(m);
+    (void)v;
+    if (v >= 4) {
+        if ((0) && gr_rng_below(rng, 5) == 0) {
+            m->transactions.count = -1;
+        } else {
+            m->transactions.count = (int32_t)gr_rng_below(rng, 4);
+            m->transactions.items = gr_arena_calloc(a, (size_t)m->transactions.count + 1, sizeof(struct gr_add_partitions_to_txn_request_add_partitions_to_txn_transaction));
+            for (int32_t i = 0; i < m->transactions.count; i++)
+                rnd_gr_add_partitions_to_txn_request_add_partitions_to_txn_transaction(rng, a, v, &m->transactions.items[i]);
+        }
+    }
+    if (v <= 3) {
+        m->v3_and_below_transactional_id = gr_rng_str(rng, a, 0);
+    }
+    if (v <= 3) {
+        m->v3_and_below_producer_id = gr_rng_int64(rng);
+    }
+    if (v <= 3) {
+        m->v3_and_below_producer_epoch = (int16_t)gr_rng_u64(rng);
+    }
+    if (v <= 3) {
+        if ((0) && gr_rng_below(rng, 5) == 0) {
+            m->v3_and_below_topics.count = -1;
+        } else {
+            m->v3_and_below_topics.count = (int32_t)gr_rng_below(rng, 4);
+            m->v3_and_below_topics.items = gr_arena_calloc(a, (size_t)m->v3_and_below_topics.count + 1, sizeof(struct gr_add_partitions_to_txn_request_add_partitions_to_txn_topic));
+            for (int32_t i = 0; i < m->v3_and_below_topics.count; i++)
+                rnd_gr_add_partitions_to_txn_request_add_partitions_to_txn_topic(rng, a, v, &m->v3_and_below_topics.items[i]);
+        }
+    }
+    if ((v >= 3) && gr_rng_below(rng, 4) == 0)
+        gr_rng_unknown_tags(rng, a, &m->unknown_tags);
+}
+
+static void ops_json_gr_add_partitions_to_txn_request(struct gr_sb *sb, const void *m, int16_t v) { json_gr_add_partitions_to_txn_request(sb, v, m); }
+static void ops_rnd_gr_add_partitions_to_txn_request(struct gr_rng *rng, struct gr_arena *a, void *m, int16_t v) { rnd_gr_add_partitions_to_txn_request(rng, a, v, m); }
+
+static void json_gr_add_partitions_to_txn_response_add_partitions_to_txn_partition_result(struct gr_sb *sb, int16_t v, const struct gr_add_partitions_to_txn_response_add_partitions_to_txn_partition_result *m)
+{
+    gr_sb_putc(sb, '{');
+    bool first = true;
+    if (1) {
+        gr_sb_json_key(sb, "partitionIndex", &first);
+        gr_sb_json_int(sb, m->partition_index);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "partitionErrorCode", &first);
+        gr_sb_json_int(sb, m->partition_error_code);
+    }
+    gr_sb_putc(sb, '}');
+    (void)v;
+    (void)first;
+}
+
+static void rnd_gr_add_partitions_to_txn_response_add_partitions_to_txn_partition_result(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_add_partitions_to_txn_response_add_partitions_to_txn_partition_result *m)
+{
+    gr_add_partitions_to_txn_response_add_partitions_to_txn_partition_result_init(m);
+    (void)v;
+    if (1) {
+        m->partition_index = gr_rng_int32(rng);
+    }
+    if (1) {
+        m->partition_error_code = (int16_t)gr_rng_u64(rng);
+    }
+    if ((v >= 3) && gr_rng_below(rng, 4) == 0)
+        gr_rng_unknown_tags(rng, a, &m->unknown_tags);
+}
+
+static void json_gr_add_partitions_to_txn_response_add_partitions_to_txn_topic_result(struct gr_sb *sb, int16_t v, const struct gr_add_partitions_to_txn_response_add_partitions_to_txn_topic_result *m)
+{
+    gr_sb_putc(sb, '{');
+    bool first = true;
+    if (1) {
+        gr_sb_json_key(sb, "name", &first);
+        gr_sb_json_str(sb, m->name);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "resultsByPartition", &first);
+        if (m->results_by_partition.count < 0) {
+            gr_sb_puts(sb, "null");
+        } else {
+            gr_sb_putc(sb, '[');
+            for (int32_t i = 0; i < m->results_by_partition.count; i++) {
+                if (i) gr_sb_putc(sb, ',');
+                json_gr_add_partitions_to_txn_response_add_partitions_to_txn_partition_result(sb, v, &m->results_by_partition.items[i]);
+            }
+            gr_sb_putc(sb, ']');
+        }
+    }
+    gr_sb_putc(sb, '}');
+    (void)v;
+    (void)first;
+}
+
+static void rnd_gr_add_partitions_to_txn_response_add_partitions_to_txn_topic_result(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_add_partitions_to_txn_response_add_partitions_to_txn_topic_result *m)
+{
+    gr_add_partitions_to_txn_response_add_partitions_to_txn_topic_result_init(m);
+    (void)v;
+    if (1) {
+        m->name = gr_rng_str(rng, a, 0);
+    }
+    if (1) {
+        if ((0) && gr_rng_below(rng, 5) == 0) {
+            m->results_by_partition.count = -1;
+        } else {
+            m->results_by_partition.count = (int32_t)gr_rng_below(rng, 4);
+            m->results_by_partition.items = gr_arena_calloc(a, (size_t)m->results_by_partition.count + 1, sizeof(struct gr_add_partitions_to_txn_response_add_partitions_to_txn_partition_result));
+            for (int32_t i = 0; i < m->results_by_partition.count; i++)
+                rnd_gr_add_partitions_to_txn_response_add_partitions_to_txn_partition_result(rng, a, v, &m->results_by_partition.items[i]);
+        }
+    }
+    if ((v >= 3) && gr_rng_below(rng, 4) == 0)
+        gr_rng_unknown_tags(rng, a, &m->unknown_tags);
+}
+
+static void json_gr_add_partitions_to_txn_response_add_partitions_to_txn_result(struct gr_sb *sb, int16_t v, const struct gr_add_partitions_to_txn_response_add_partitions_to_txn_result *m)
+{
+    gr_sb_putc(sb, '{');
+    bool first = true;
+    if (v >= 4) {
+        gr_sb_json_key(sb, "transactionalId", &first);
+        gr_sb_json_str(sb, m->transactional_id);
+    }
+    if (v >= 4) {
+        gr_sb_json_key(sb, "topicResults", &first);
+        if (m->topic_results.count < 0) {
+            gr_sb_puts(sb, "null");
+        } else {
+            gr_sb_putc(sb, '[');
+            for (int32_t i = 0; i < m->topic_results.count; i++) {
+                if (i) gr_sb_putc(sb, ',');
+                json_gr_add_partitions_to_txn_response_add_partitions_to_txn_topic_result(sb, v, &m->topic_results.items[i]);
+            }
+            gr_sb_putc(sb, ']');
+        }
+    }
+    gr_sb_putc(sb, '}');
+    (void)v;
+    (void)first;
+}
+
+static void rnd_gr_add_partitions_to_txn_response_add_partitions_to_txn_result(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_add_partitions_to_txn_response_add_partitions_to_txn_result *m)
+{
+    gr_add_partitions_to_txn_response_add_partitions_to_txn_result_init(m);
+    (void)v;
+    if (v >= 4) {
+        m->transactional_id = gr_rng_str(rng, a, 0);
+    }
+    if (v >= 4) {
+        if ((0) && gr_rng_below(rng, 5) == 0) {
+            m->topic_results.count = -1;
+        } else {
+            m->topic_results.count = (int32_t)gr_rng_below(rng, 4);
+            m->topic_results.items = gr_arena_calloc(a, (size_t)m->topic_results.count + 1, sizeof(struct gr_add_partitions_to_txn_response_add_partitions_to_txn_topic_result));
+            for (int32_t i = 0; i < m->topic_results.count; i++)
+                rnd_gr_add_partitions_to_txn_response_add_partitions_to_txn_topic_result(rng, a, v, &m->topic_results.items[i]);
+        }
+    }
+    if ((v >= 3) && gr_rng_below(rng, 4) == 0)
+        gr_rng_unknown_tags(rng, a, &m->unknown_tags);
+}
+
+static void json_gr_add_partitions_to_txn_response(struct gr_sb *sb, int16_t v, const struct gr_add_partitions_to_txn_response *m)
+{
+    gr_sb_putc(sb, '{');
+    bool first = true;
+    if (1) {
+        gr_sb_json_key(sb, "throttleTimeMs", &first);
+        gr_sb_json_int(sb, m->throttle_time_ms);
+    }
+    if (v >= 4) {
+        gr_sb_json_key(sb, "errorCode", &first);
+        gr_sb_json_int(sb, m->error_code);
+    }
+    if (v >= 4) {
+        gr_sb_json_key(sb, "resultsByTransaction", &first);
+        if (m->results_by_transaction.count < 0) {
+            gr_sb_puts(sb, "null");
+        } else {
+            gr_sb_putc(sb, '[');
+            for (int32_t i = 0; i < m->results_by_transaction.count; i++) {
+                if (i) gr_sb_putc(sb, ',');
+                json_gr_add_partitions_to_txn_response_add_partitions_to_txn_result(sb, v, &m->results_by_transaction.items[i]);
+            }
+            gr_sb_putc(sb, ']');
+        }
+    }
+    if (v <= 3) {
+        gr_sb_json_key(sb, "resultsByTopicV3AndBelow", &first);
+        if (m->results_by_topic_v3_and_below.count < 0) {
+            gr_sb_puts(sb, "null");
+        } else {
+            gr_sb_putc(sb, '[');
+            for (int32_t i = 0; i < m->results_by_topic_v3_and_below.count; i++) {
+                if (i) gr_sb_putc(sb, ',');
+                json_gr_add_partitions_to_txn_response_add_partitions_to_txn_topic_result(sb, v, &m->results_by_topic_v3_and_below.items[i]);
+            }
+            gr_sb_putc(sb, ']');
+        }
+    }
+    gr_sb_putc(sb, '}');
+    (void)v;
+    (void)first;
+}
+
+static void rnd_gr_add_partitions_to_txn_response(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_add_partitions_to_txn_response *m)
+{
+    gr_add_partitions_to_txn_response_init(m);
+    (void)v;
+    if (1) {
+        m->throttle_time_ms = gr_rng_int32(rng);
+    }
+    if (v >= 4) {
+        m->error_code = (int16_t)gr_rng_u64(rng);
+    }
+    if (v >= 4) {
+        if ((0) && gr_rng_below(rng, 5) == 0) {
+            m->results_by_transaction.count = -1;
+        } else {
+            m->results_by_transaction.count = (int32_t)gr_rng_below(rng, 4);
+            m->results_by_transaction.items = gr_arena_calloc(a, (size_t)m->results_by_transaction.count + 1, sizeof(struct gr_add_partitions_to_txn_response_add_partitions_to_txn_result));
+            for (int32_t i = 0; i < m->results_by_transaction.count; i++)
+                rnd_gr_add_partitions_to_txn_response_add_partitions_to_txn_result(rng, a, v, &m->results_by_transaction.items[i]);
+        }
+    }
+    if (v <= 3) {
+        if ((0) && gr_rng_below(rng, 5) == 0) {
+            m->results_by_topic_v3_and_below.count = -1;
+        } else {
+            m->results_by_topic_v3_and_below.count = (int32_t)gr_rng_below(rng, 4);
+            m->results_by_topic_v3_and_below.items = gr_arena_calloc(a, (size_t)m->results_by_topic_v3_and_below.count + 1, sizeof(struct gr_add_partitions_to_txn_response_add_partitions_to_txn_topic_result));
+            for (int32_t i = 0; i < m->results_by_topic_v3_and_below.count; i++)
+                rnd_gr_add_partitions_to_txn_response_add_partitions_to_txn_topic_result(rng, a, v, &m->results_by_topic_v3_and_below.items[i]);
+        }
+    }
+    if ((v >= 3) && gr_rng_below(rng, 4) == 0)
+        gr_rng_unknown_tags(rng, a, &m->unknown_tags);
+}
+
+static void ops_json_gr_add_partitions_to_txn_response(struct gr_sb *sb, const void *m, int16_t v) { json_gr_add_partitions_to_txn_response(sb, v, m); }
+static void ops_rnd_gr_add_partitions_to_txn_response(struct gr_rng *rng, struct gr_arena *a, void *m, int16_t v) { rnd_gr_add_partitions_to_txn_response(rng, a, v, m); }
+
+static void json_gr_add_offsets_to_txn_request(struct gr_sb *sb, int16_t v, const struct gr_add_offsets_to_txn_request *m)
+{
+    gr_sb_putc(sb, '{');
+    bool first = true;
+    if (1) {
+        gr_sb_json_key(sb, "transactionalId", &first);
+        gr_sb_json_str(sb, m->transactional_id);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "producerId", &first);
+        gr_sb_json_int(sb, m->producer_id);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "producerEpoch", &first);
+        gr_sb_json_int(sb, m->producer_epoch);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "groupId", &first);
+        gr_sb_json_str(sb, m->group_id);
+    }
+    gr_sb_putc(sb, '}');
+    (void)v;
+    (void)first;
+}
+
+static void rnd_gr_add_offsets_to_txn_request(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_add_offsets_to_txn_request *m)
+{
+    gr_add_offsets_to_txn_request_init(m);
+    (void)v;
+    if (1) {
+        m->transactional_id = gr_rng_str(rng, a, 0);
+    }
+    if (1) {
+        m->producer_id = gr_rng_int64(rng);
+    }
+    if (1) {
+        m->producer_epoch = (int16_t)gr_rng_u64(rng);
+    }
+    if (1) {
+        m->group_id = gr_rng_str(rng, a, 0);
+    }
+    if ((v >= 3) && gr_rng_below(rng, 4) == 0)
+        gr_rng_unknown_tags(rng, a, &m->unknown_tags);
+}
+
+static void ops_json_gr_add_offsets_to_txn_request(struct gr_sb *sb, const void *m, int16_t v) { json_gr_add_offsets_to_txn_request(sb, v, m); }
+static void ops_rnd_gr_add_offsets_to_txn_request(struct gr_rng *rng, struct gr_arena *a, void *m, int16_t v) { rnd_gr_add_offsets_to_txn_request(rng, a, v, m); }
+
+static void json_gr_add_offsets_to_txn_response(struct gr_sb *sb, int16_t v, const struct gr_add_offsets_to_txn_response *m)
+{
+    gr_sb_putc(sb, '{');
+    bool first = true;
+    if (1) {
+        gr_sb_json_key(sb, "throttleTimeMs", &first);
+        gr_sb_json_int(sb, m->throttle_time_ms);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "errorCode", &first);
+        gr_sb_json_int(sb, m->error_code);
+    }
+    gr_sb_putc(sb, '}');
+    (void)v;
+    (void)first;
+}
+
+static void rnd_gr_add_offsets_to_txn_response(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_add_offsets_to_txn_response *m)
+{
+    gr_add_offsets_to_txn_response_init(m);
+    (void)v;
+    if (1) {
+        m->throttle_time_ms = gr_rng_int32(rng);
+    }
+    if (1) {
+        m->error_code = (int16_t)gr_rng_u64(rng);
+    }
+    if ((v >= 3) && gr_rng_below(rng, 4) == 0)
+        gr_rng_unknown_tags(rng, a, &m->unknown_tags);
+}
+
+static void ops_json_gr_add_offsets_to_txn_response(struct gr_sb *sb, const void *m, int16_t v) { json_gr_add_offsets_to_txn_response(sb, v, m); }
+static void ops_rnd_gr_add_offsets_to_txn_response(struct gr_rng *rng, struct gr_arena *a, void *m, int16_t v) { rnd_gr_add_offsets_to_txn_response(rng, a, v, m); }
+
+static void json_gr_end_txn_request(struct gr_sb *sb, int16_t v, const struct gr_end_txn_request *m)
+{
+    gr_sb_putc(sb, '{');
+    bool first = true;
+    if (1) {
+        gr_sb_json_key(sb, "transactionalId", &first);
+        gr_sb_json_str(sb, m->transactional_id);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "producerId", &first);
+        gr_sb_json_int(sb, m->producer_id);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "producerEpoch", &first);
+        gr_sb_json_int(sb, m->producer_epoch);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "committed", &first);
+        gr_sb_json_bool(sb, m->committed);
+    }
+    gr_sb_putc(sb, '}');
+    (void)v;
+    (void)first;
+}
+
+static void rnd_gr_end_txn_request(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_end_txn_request *m)
+{
+    gr_end_txn_request_init(m);
+    (void)v;
+    if (1) {
+        m->transactional_id = gr_rng_str(rng, a, 0);
+    }
+    if (1) {
+        m->producer_id = gr_rng_int64(rng);
+    }
+    if (1) {
+        m->producer_epoch = (int16_t)gr_rng_u64(rng);
+    }
+    if (1) {
+        m->committed = gr_rng_bool(rng);
+    }
+    if ((v >= 3) && gr_rng_below(rng, 4) == 0)
+        gr_rng_unknown_tags(rng, a, &m->unknown_tags);
+}
+
+static void ops_json_gr_end_txn_request(struct gr_sb *sb, const void *m, int16_t v) { json_gr_end_txn_request(sb, v, m); }
+static void ops_rnd_gr_end_txn_request(struct gr_rng *rng, struct gr_arena *a, void *m, int16_t v) { rnd_gr_end_txn_request(rng, a, v, m); }
+
+static void json_gr_end_txn_response(struct gr_sb *sb, int16_t v, const struct gr_end_txn_response *m)
+{
+    gr_sb_putc(sb, '{');
+    bool first = true;
+    if (1) {
+        gr_sb_json_key(sb, "throttleTimeMs", &first);
+        gr_sb_json_int(sb, m->throttle_time_ms);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "errorCode", &first);
+        gr_sb_json_int(sb, m->error_code);
+    }
+    if (v >= 5) {
+        gr_sb_json_key(sb, "producerId", &first);
+        gr_sb_json_int(sb, m->producer_id);
+    }
+    if (v >= 5) {
+        gr_sb_json_key(sb, "producerEpoch", &first);
+        gr_sb_json_int(sb, m->producer_epoch);
+    }
+    gr_sb_putc(sb, '}');
+    (void)v;
+    (void)first;
+}
+
+static void rnd_gr_end_txn_response(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_end_txn_response *m)
+{
+    gr_end_txn_response_init(m);
+    (void)v;
+    if (1) {
+        m->throttle_time_ms = gr_rng_int32(rng);
+    }
+    if (1) {
+        m->error_code = (int16_t)gr_rng_u64(rng);
+    }
+    if (v >= 5) {
+        m->producer_id = gr_rng_int64(rng);
+    }
+    if (v >= 5) {
+        m->producer_epoch = (int16_t)gr_rng_u64(rng);
+    }
+    if ((v >= 3) && gr_rng_below(rng, 4) == 0)
+        gr_rng_unknown_tags(rng, a, &m->unknown_tags);
+}
+
+static void ops_json_gr_end_txn_response(struct gr_sb *sb, const void *m, int16_t v) { json_gr_end_txn_response(sb, v, m); }
+static void ops_rnd_gr_end_txn_response(struct gr_rng *rng, struct gr_arena *a, void *m, int16_t v) { rnd_gr_end_txn_response(rng, a, v, m); }
+
+static void json_gr_write_txn_markers_request_writable_txn_marker_topic(struct gr_sb *sb, int16_t v, const struct gr_write_txn_markers_request_writable_txn_marker_topic *m)
+{
+    gr_sb_putc(sb, '{');
+    bool first = true;
+    if (1) {
+        gr_sb_json_key(sb, "name", &first);
+        gr_sb_json_str(sb, m->name);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "partitionIndexes", &first);
+        if (m->partition_indexes.count < 0) {
+            gr_sb_puts(sb, "null");
+        } else {
+            gr_sb_putc(sb, '[');
+            for (int32_t i = 0; i < m->partition_indexes.count; i++) {
+                if (i) gr_sb_putc(sb, ',');
+                gr_sb_json_int(sb, m->partition_indexes.items[i]);
+            }
+            gr_sb_putc(sb, ']');
+        }
+    }
+    gr_sb_putc(sb, '}');
+    (void)v;
+    (void)first;
+}
+
+static void rnd_gr_write_txn_markers_request_writable_txn_marker_topic(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_write_txn_markers_request_writable_txn_marker_topic *m)
+{
+    gr_write_txn_markers_request_writable_txn_marker_topic_init(m);
+    (void)v;
+    if (1) {
+        m->name = gr_rng_str(rng, a, 0);
+    }
+    if (1) {
+        if ((0) && gr_rng_below(rng, 5) == 0) {
+            m->partition_indexes.count = -1;
+        } else {
+            m->partition_indexes.count = (int32_t)gr_rng_below(rng, 4);
+            m->partition_indexes.items = gr_arena_calloc(a, (size_t)m->partition_indexes.count + 1, sizeof(int32_t));
+            for (int32_t i = 0; i < m->partition_indexes.count; i++)
+                m->partition_indexes.items[i] = gr_rng_int32(rng);
+        }
+    }
+    if ((v >= 1) && gr_rng_below(rng, 4) == 0)
+        gr_rng_unknown_tags(rng, a, &m->unknown_tags);
+}
+
+static void json_gr_write_txn_markers_request_writable_txn_marker(struct gr_sb *sb, int16_t v, const struct gr_write_txn_markers_request_writable_txn_marker *m)
+{
+    gr_sb_putc(sb, '{');
+    bool first = true;
+    if (1) {
+        gr_sb_json_key(sb, "producerId", &first);
+        gr_sb_json_int(sb, m->producer_id);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "producerEpoch", &first);
+        gr_sb_json_int(sb, m->producer_epoch);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "transactionResult", &first);
+        gr_sb_json_bool(sb, m->transaction_result);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "topics", &first);
+        if (m->topics.count < 0) {
+            gr_sb_puts(sb, "null");
+        } else {
+            gr_sb_putc(sb, '[');
+            for (int32_t i = 0; i < m->topics.count; i++) {
+                if (i) gr_sb_putc(sb, ',');
+                json_gr_write_txn_markers_request_writable_txn_marker_topic(sb, v, &m->topics.items[i]);
+            }
+            gr_sb_putc(sb, ']');
+        }
+    }
+    if (1) {
+        gr_sb_json_key(sb, "coordinatorEpoch", &first);
+        gr_sb_json_int(sb, m->coordinator_epoch);
+    }
+    if (v >= 2) {
+        gr_sb_json_key(sb, "transactionVersion", &first);
+        gr_sb_json_int(sb, m->transaction_version);
+    }
+    gr_sb_putc(sb, '}');
+    (void)v;
+    (void)first;
+}
+
+static void rnd_gr_write_txn_markers_request_writable_txn_marker(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_write_txn_markers_request_writable_txn_marker *m)
+{
+    gr_write_txn_markers_request_writable_txn_marker_init(m);
+    (void)v;
+    if (1) {
+        m->producer_id = gr_rng_int64(rng);
+    }
+    if (1) {
+        m->producer_epoch = (int16_t)gr_rng_u64(rng);
+    }
+    if (1) {
+        m->transaction_result = gr_rng_bool(rng);
+    }
+    if (1) {
+        if ((0) && gr_rng_below(rng, 5) == 0) {
+            m->topics.count = -1;
+        } else {
+            m->topics.count = (int32_t)gr_rng_below(rng, 4);
+            m->topics.items = gr_arena_calloc(a, (size_t)m->topics.count + 1, sizeof(struct gr_write_txn_markers_request_writable_txn_marker_topic));
+            for (int32_t i = 0; i < m->topics.count; i++)
+                rnd_gr_write_txn_markers_request_writable_txn_marker_topic(rng, a, v, &m->topics.items[i]);
+        }
+    }
+    if (1) {
+        m->coordinator_epoch = gr_rng_int32(rng);
+    }
+    if (v >= 2) {
+        m->transaction_version = (int8_t)gr_rng_u64(rng);
+    }
+    if ((v >= 1) && gr_rng_below(rng, 4) == 0)
+        gr_rng_unknown_tags(rng, a, &m->unknown_tags);
+}
+
+static void json_gr_write_txn_markers_request(struct gr_sb *sb, int16_t v, const struct gr_write_txn_markers_request *m)
+{
+    gr_sb_putc(sb, '{');
+    bool first = true;
+    if (1) {
+        gr_sb_json_key(sb, "markers", &first);
+        if (m->markers.count < 0) {
+            gr_sb_puts(sb, "null");
+        } else {
+            gr_sb_putc(sb, '[');
+            for (int32_t i = 0; i < m->markers.count; i++) {
+                if (i) gr_sb_putc(sb, ',');
+                json_gr_write_txn_markers_request_writable_txn_marker(sb, v, &m->markers.items[i]);
+            }
+            gr_sb_putc(sb, ']');
+        }
+    }
+    gr_sb_putc(sb, '}');
+    (void)v;
+    (void)first;
+}
+
+static void rnd_gr_write_txn_markers_request(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_write_txn_markers_request *m)
+{
+    gr_write_txn_markers_request_init(m);
+    (void)v;
+    if (1) {
+        if ((0) && gr_rng_below(rng, 5) == 0) {
+            m->markers.count = -1;
+        } else {
+            m->markers.count = (int32_t)gr_rng_below(rng, 4);
+            m->markers.items = gr_arena_calloc(a, (size_t)m->markers.count + 1, sizeof(struct gr_write_txn_markers_request_writable_txn_marker));
+            for (int32_t i = 0; i < m->markers.count; i++)
+                rnd_gr_write_txn_markers_request_writable_txn_marker(rng, a, v, &m->markers.items[i]);
+        }
+    }
+    if ((v >= 1) && gr_rng_below(rng, 4) == 0)
+        gr_rng_unknown_tags(rng, a, &m->unknown_tags);
+}
+
+static void ops_json_gr_write_txn_markers_request(struct gr_sb *sb, const void *m, int16_t v) { json_gr_write_txn_markers_request(sb, v, m); }
+static void ops_rnd_gr_write_txn_markers_request(struct gr_rng *rng, struct gr_arena *a, void *m, int16_t v) { rnd_gr_write_txn_markers_request(rng, a, v, m); }
+
+static void json_gr_write_txn_markers_response_writable_txn_marker_partition_result(struct gr_sb *sb, int16_t v, const struct gr_write_txn_markers_response_writable_txn_marker_partition_result *m)
+{
+    gr_sb_putc(sb, '{');
+    bool first = true;
+    if (1) {
+        gr_sb_json_key(sb, "partitionIndex", &first);
+        gr_sb_json_int(sb, m->partition_index);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "errorCode", &first);
+        gr_sb_json_int(sb, m->error_code);
+    }
+    gr_sb_putc(sb, '}');
+    (void)v;
+    (void)first;
+}
+
+static void rnd_gr_write_txn_markers_response_writable_txn_marker_partition_result(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_write_txn_markers_response_writable_txn_marker_partition_result *m)
+{
+    gr_write_txn_markers_response_writable_txn_marker_partition_result_init(m);
+    (void)v;
+    if (1) {
+        m->partition_index = gr_rng_int32(rng);
+    }
+    if (1) {
+        m->error_code = (int16_t)gr_rng_u64(rng);
+    }
+    if ((v >= 1) && gr_rng_below(rng, 4) == 0)
+        gr_rng_unknown_tags(rng, a, &m->unknown_tags);
+}
+
+static void json_gr_write_txn_markers_response_writable_txn_marker_topic_result(struct gr_sb *sb, int16_t v, const struct gr_write_txn_markers_response_writable_txn_marker_topic_result *m)
+{
+    gr_sb_putc(sb, '{');
+    bool first = true;
+    if (1) {
+        gr_sb_json_key(sb, "name", &first);
+        gr_sb_json_str(sb, m->name);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "partitions", &first);
+        if (m->partitions.count < 0) {
+            gr_sb_puts(sb, "null");
+        } else {
+            gr_sb_putc(sb, '[');
+            for (int32_t i = 0; i < m->partitions.count; i++) {
+                if (i) gr_sb_putc(sb, ',');
+                json_gr_write_txn_markers_response_writable_txn_marker_partition_result(sb, v, &m->partitions.items[i]);
+            }
+            gr_sb_putc(sb, ']');
+        }
+    }
+    gr_sb_putc(sb, '}');
+    (void)v;
+    (void)first;
+}
+
+static void rnd_gr_write_txn_markers_response_writable_txn_marker_topic_result(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_write_txn_markers_response_writable_txn_marker_topic_result *m)
+{
+    gr_write_txn_markers_response_writable_txn_marker_topic_result_init(m);
+    (void)v;
+    if (1) {
+        m->name = gr_rng_str(rng, a, 0);
+    }
+    if (1) {
+        if ((0) && gr_rng_below(rng, 5) == 0) {
+            m->partitions.count = -1;
+        } else {
+            m->partitions.count = (int32_t)gr_rng_below(rng, 4);
+            m->partitions.items = gr_arena_calloc(a, (size_t)m->partitions.count + 1, sizeof(struct gr_write_txn_markers_response_writable_txn_marker_partition_result));
+            for (int32_t i = 0; i < m->partitions.count; i++)
+                rnd_gr_write_txn_markers_response_writable_txn_marker_partition_result(rng, a, v, &m->partitions.items[i]);
+        }
+    }
+    if ((v >= 1) && gr_rng_below(rng, 4) == 0)
+        gr_rng_unknown_tags(rng, a, &m->unknown_tags);
+}
+
+static void json_gr_write_txn_markers_response_writable_txn_marker_result(struct gr_sb *sb, int16_t v, const struct gr_write_txn_markers_response_writable_txn_marker_result *m)
+{
+    gr_sb_putc(sb, '{');
+    bool first = true;
+    if (1) {
+        gr_sb_json_key(sb, "producerId", &first);
+        gr_sb_json_int(sb, m->producer_id);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "topics", &first);
+        if (m->topics.count < 0) {
+            gr_sb_puts(sb, "null");
+        } else {
+            gr_sb_putc(sb, '[');
+            for (int32_t i = 0; i < m->topics.count; i++) {
+                if (i) gr_sb_putc(sb, ',');
+                json_gr_write_txn_markers_response_writable_txn_marker_topic_result(sb, v, &m->topics.items[i]);
+            }
+            gr_sb_putc(sb, ']');
+        }
+    }
+    gr_sb_putc(sb, '}');
+    (void)v;
+    (void)first;
+}
+
+static void rnd_gr_write_txn_markers_response_writable_txn_marker_result(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_write_txn_markers_response_writable_txn_marker_result *m)
+{
+    gr_write_txn_markers_response_writable_txn_marker_result_init(m);
+    (void)v;
+    if (1) {
+        m->producer_id = gr_rng_int64(rng);
+    }
+    if (1) {
+        if ((0) && gr_rng_below(rng, 5) == 0) {
+            m->topics.count = -1;
+        } else {
+            m->topics.count = (int32_t)gr_rng_below(rng, 4);
+            m->topics.items = gr_arena_calloc(a, (size_t)m->topics.count + 1, sizeof(struct gr_write_txn_markers_response_writable_txn_marker_topic_result));
+            for (int32_t i = 0; i < m->topics.count; i++)
+                rnd_gr_write_txn_markers_response_writable_txn_marker_topic_result(rng, a, v, &m->topics.items[i]);
+        }
+    }
+    if ((v >= 1) && gr_rng_below(rng, 4) == 0)
+        gr_rng_unknown_tags(rng, a, &m->unknown_tags);
+}
+
+static void json_gr_write_txn_markers_response(struct gr_sb *sb, int16_t v, const struct gr_write_txn_markers_response *m)
+{
+    gr_sb_putc(sb, '{');
+    bool first = true;
+    if (1) {
+        gr_sb_json_key(sb, "markers", &first);
+        if (m->markers.count < 0) {
+            gr_sb_puts(sb, "null");
+        } else {
+            gr_sb_putc(sb, '[');
+            for (int32_t i = 0; i < m->markers.count; i++) {
+                if (i) gr_sb_putc(sb, ',');
+                json_gr_write_txn_markers_response_writable_txn_marker_result(sb, v, &m->markers.items[i]);
+            }
+            gr_sb_putc(sb, ']');
+        }
+    }
+    gr_sb_putc(sb, '}');
+    (void)v;
+    (void)first;
+}
+
+static void rnd_gr_write_txn_markers_response(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_write_txn_markers_response *m)
+{
+    gr_write_txn_markers_response_init(m);
+    (void)v;
+    if (1) {
+        if ((0) && gr_rng_below(rng, 5) == 0) {
+            m->markers.count = -1;
+        } else {
+            m->markers.count = (int32_t)gr_rng_below(rng, 4);
+            m->markers.items = gr_arena_calloc(a, (size_t)m->markers.count + 1, sizeof(struct gr_write_txn_markers_response_writable_txn_marker_result));
+            for (int32_t i = 0; i < m->markers.count; i++)
+                rnd_gr_write_txn_markers_response_writable_txn_marker_result(rng, a, v, &m->markers.items[i]);
+        }
+    }
+    if ((v >= 1) && gr_rng_below(rng, 4) == 0)
+        gr_rng_unknown_tags(rng, a, &m->unknown_tags);
+}
+
+static void ops_json_gr_write_txn_markers_response(struct gr_sb *sb, const void *m, int16_t v) { json_gr_write_txn_markers_response(sb, v, m); }
+static void ops_rnd_gr_write_txn_markers_response(struct gr_rng *rng, struct gr_arena *a, void *m, int16_t v) { rnd_gr_write_txn_markers_response(rng, a, v, m); }
+
+static void json_gr_txn_offset_commit_request_txn_offset_commit_request_partition(struct gr_sb *sb, int16_t v, const struct gr_txn_offset_commit_request_txn_offset_commit_request_partition *m)
+{
+    gr_sb_putc(sb, '{');
+    bool first = true;
+    if (1) {
+        gr_sb_json_key(sb, "partitionIndex", &first);
+        gr_sb_json_int(sb, m->partition_index);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "committedOffset", &first);
+        gr_sb_json_int(sb, m->committed_offset);
+    }
+    if (v >= 2) {
+        gr_sb_json_key(sb, "committedLeaderEpoch", &first);
+        gr_sb_json_int(sb, m->committed_leader_epoch);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "committedMetadata", &first);
+        gr_sb_json_str(sb, m->committed_metadata);
+    }
+    gr_sb_putc(sb, '}');
+    (void)v;
+    (void)first;
+}
+
+static void rnd_gr_txn_offset_commit_request_txn_offset_commit_request_partition(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_txn_offset_commit_request_txn_offset_commit_request_partition *m)
+{
+    gr_txn_offset_commit_request_txn_offset_commit_request_partition_init(m);
+    (void)v;
+    if (1) {
+        m->partition_index = gr_rng_int32(rng);
+    }
+    if (1) {
+        m->committed_offset = gr_rng_int64(rng);
+    }
+    if (v >= 2) {
+        m->committed_leader_epoch = gr_rng_int32(rng);
+    }
+    if (1) {
+        m->committed_metadata = gr_rng_str(rng, a, 1);
+    }
+    if ((v >= 3) && gr_rng_below(rng, 4) == 0)
+        gr_rng_unknown_tags(rng, a, &m->unknown_tags);
+}
+
+static void json_gr_txn_offset_commit_request_txn_offset_commit_request_topic(struct gr_sb *sb, int16_t v, const struct gr_txn_offset_commit_request_txn_offset_commit_request_topic *m)
+{
+    gr_sb_putc(sb, '{');
+    bool first = true;
+    if (v <= 5) {
+        gr_sb_json_key(sb, "name", &first);
+        gr_sb_json_str(sb, m->name);
+    }
+    if (v >= 6) {
+        gr_sb_json_key(sb, "topicId", &first);
+        gr_sb_json_uuid(sb, m->topic_id);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "partitions", &first);
+        if (m->partitions.count < 0) {
+            gr_sb_puts(sb, "null");
+        } else {
+            gr_sb_putc(sb, '[');
+            for (int32_t i = 0; i < m->partitions.count; i++) {
+                if (i) gr_sb_putc(sb, ',');
+                json_gr_txn_offset_commit_request_txn_offset_commit_request_partition(sb, v, &m->partitions.items[i]);
+            }
+            gr_sb_putc(sb, ']');
+        }
+    }
+    gr_sb_putc(sb, '}');
+    (void)v;
+    (void)first;
+}
+
+static void rnd_gr_txn_offset_commit_request_txn_offset_commit_request_topic(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_txn_offset_commit_request_txn_offset_commit_request_topic *m)
+{
+    gr_txn_offset_commit_request_txn_offset_commit_request_topic_init(m);
+    (void)v;
+    if (v <= 5) {
+        m->name = gr_rng_str(rng, a, 0);
+    }
+    if (v >= 6) {
+        m->topic_id = gr_rng_uuid(rng);
+    }
+    if (1) {
+        if ((0) && gr_rng_below(rng, 5) == 0) {
+            m->partitions.count = -1;
+        } else {
+            m->partitions.count = (int32_t)gr_rng_below(rng, 4);
+            m->partitions.items = gr_arena_calloc(a, (size_t)m->partitions.count + 1, sizeof(struct gr_txn_offset_commit_request_txn_offset_commit_request_partition));
+            for (int32_t i = 0; i < m->partitions.count; i++)
+                rnd_gr_txn_offset_commit_request_txn_offset_commit_request_partition(rng, a, v, &m->partitions.items[i]);
+        }
+    }
+    if ((v >= 3) && gr_rng_below(rng, 4) == 0)
+        gr_rng_unknown_tags(rng, a, &m->unknown_tags);
+}
+
+static void json_gr_txn_offset_commit_request(struct gr_sb *sb, int16_t v, const struct gr_txn_offset_commit_request *m)
+{
+    gr_sb_putc(sb, '{');
+    bool first = true;
+    if (1) {
+        gr_sb_json_key(sb, "transactionalId", &first);
+        gr_sb_json_str(sb, m->transactional_id);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "groupId", &first);
+        gr_sb_json_str(sb, m->group_id);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "producerId", &first);
+        gr_sb_json_int(sb, m->producer_id);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "producerEpoch", &first);
+        gr_sb_json_int(sb, m->producer_epoch);
+    }
+    if (v >= 3) {
+        gr_sb_json_key(sb, "generationIdOrMemberEpoch", &first);
+        gr_sb_json_int(sb, m->generation_id_or_member_epoch);
+    }
+    if (v >= 3) {
+        gr_sb_json_key(sb, "memberId", &first);
+        gr_sb_json_str(sb, m->member_id);
+    }
+    if (v >= 3) {
+        gr_sb_json_key(sb, "groupInstanceId", &first);
+        gr_sb_json_str(sb, m->group_instance_id);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "topics", &first);
+        if (m->topics.count < 0) {
+            gr_sb_puts(sb, "null");
+        } else {
+            gr_sb_putc(sb, '[');
+            for (int32_t i = 0; i < m->topics.count; i++) {
+                if (i) gr_sb_putc(sb, ',');
+                json_gr_txn_offset_commit_request_txn_offset_commit_request_topic(sb, v, &m->topics.items[i]);
+            }
+            gr_sb_putc(sb, ']');
+        }
+    }
+    gr_sb_putc(sb, '}');
+    (void)v;
+    (void)first;
+}
+
+static void rnd_gr_txn_offset_commit_request(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_txn_offset_commit_request *m)
+{
+    gr_txn_offset_commit_request_init(m);
+    (void)v;
+    if (1) {
+        m->transactional_id = gr_rng_str(rng, a, 0);
+    }
+    if (1) {
+        m->group_id = gr_rng_str(rng, a, 0);
+    }
+    if (1) {
+        m->producer_id = gr_rng_int64(rng);
+    }
+    if (1) {
+        m->producer_epoch = (int16_t)gr_rng_u64(rng);
+    }
+    if (v >= 3) {
+        m->generation_id_or_member_epoch = gr_rng_int32(rng);
+    }
+    if (v >= 3) {
+        m->member_id = gr_rng_str(rng, a, 0);
+    }
+    if (v >= 3) {
+        m->group_instance_id = gr_rng_str(rng, a, v >= 3);
+    }
+    if (1) {
+        if ((0) && gr_rng_below(rng, 5) == 0) {
+            m->topics.count = -1;
+        } else {
+            m->topics.count = (int32_t)gr_rng_below(rng, 4);
+            m->topics.items = gr_arena_calloc(a, (size_t)m->topics.count + 1, sizeof(struct gr_txn_offset_commit_request_txn_offset_commit_request_topic));
+            for (int32_t i = 0; i < m->topics.count; i++)
+                rnd_gr_txn_offset_commit_request_txn_offset_commit_request_topic(rng, a, v, &m->topics.items[i]);
+        }
+    }
+    if ((v >= 3) && gr_rng_below(rng, 4) == 0)
+        gr_rng_unknown_tags(rng, a, &m->unknown_tags);
+}
+
+static void ops_json_gr_txn_offset_commit_request(struct gr_sb *sb, const void *m, int16_t v) { json_gr_txn_offset_commit_request(sb, v, m); }
+static void ops_rnd_gr_txn_offset_commit_request(struct gr_rng *rng, struct gr_arena *a, void *m, int16_t v) { rnd_gr_txn_offset_commit_request(rng, a, v, m); }
+
+static void json_gr_txn_offset_commit_response_txn_offset_commit_response_partition(struct gr_sb *sb, int16_t v, const struct gr_txn_offset_commit_response_txn_offset_commit_response_partition *m)
+{
+    gr_sb_putc(sb, '{');
+    bool first = true;
+    if (1) {
+        gr_sb_json_key(sb, "partitionIndex", &first);
+        gr_sb_json_int(sb, m->partition_index);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "errorCode", &first);
+        gr_sb_json_int(sb, m->error_code);
+    }
+    gr_sb_putc(sb, '}');
+    (void)v;
+    (void)first;
+}
+
+static void rnd_gr_txn_offset_commit_response_txn_offset_commit_response_partition(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_txn_offset_commit_response_txn_offset_commit_response_partition *m)
+{
+    gr_txn_offset_commit_response_txn_offset_commit_response_partition_init(m);
+    (void)v;
+    if (1) {
+        m->partition_index = gr_rng_int32(rng);
+    }
+    if (1) {
+        m->error_code = (int16_t)gr_rng_u64(rng);
+    }
+    if ((v >= 3) && gr_rng_below(rng, 4) == 0)
+        gr_rng_unknown_tags(rng, a, &m->unknown_tags);
+}
+
+static void json_gr_txn_offset_commit_response_txn_offset_commit_response_topic(struct gr_sb *sb, int16_t v, const struct gr_txn_offset_commit_response_txn_offset_commit_response_topic *m)
+{
+    gr_sb_putc(sb, '{');
+    bool first = true;
+    if (v <= 5) {
+        gr_sb_json_key(sb, "name", &first);
+        gr_sb_json_str(sb, m->name);
+    }
+    if (v >= 6) {
+        gr_sb_json_key(sb, "topicId", &first);
+        gr_sb_json_uuid(sb, m->topic_id);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "partitions", &first);
+        if (m->partitions.count < 0) {
+            gr_sb_puts(sb, "null");
+        } else {
+            gr_sb_putc(sb, '[');
+            for (int32_t i = 0; i < m->partitions.count; i++) {
+                if (i) gr_sb_putc(sb, ',');
+                json_gr_txn_offset_commit_response_txn_offset_commit_response_partition(sb, v, &m->partitions.items[i]);
+            }
+            gr_sb_putc(sb, ']');
+        }
+    }
+    gr_sb_putc(sb, '}');
+    (void)v;
+    (void)first;
+}
+
+static void rnd_gr_txn_offset_commit_response_txn_offset_commit_response_topic(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_txn_offset_commit_response_txn_offset_commit_response_topic *m)
+{
+    gr_txn_offset_commit_response_txn_offset_commit_response_topic_init(m);
+    (void)v;
+    if (v <= 5) {
+        m->name = gr_rng_str(rng, a, 0);
+    }
+    if (v >= 6) {
+        m->topic_id = gr_rng_uuid(rng);
+    }
+    if (1) {
+        if ((0) && gr_rng_below(rng, 5) == 0) {
+            m->partitions.count = -1;
+        } else {
+            m->partitions.count = (int32_t)gr_rng_below(rng, 4);
+            m->partitions.items = gr_arena_calloc(a, (size_t)m->partitions.count + 1, sizeof(struct gr_txn_offset_commit_response_txn_offset_commit_response_partition));
+            for (int32_t i = 0; i < m->partitions.count; i++)
+                rnd_gr_txn_offset_commit_response_txn_offset_commit_response_partition(rng, a, v, &m->partitions.items[i]);
+        }
+    }
+    if ((v >= 3) && gr_rng_below(rng, 4) == 0)
+        gr_rng_unknown_tags(rng, a, &m->unknown_tags);
+}
+
+static void json_gr_txn_offset_commit_response(struct gr_sb *sb, int16_t v, const struct gr_txn_offset_commit_response *m)
+{
+    gr_sb_putc(sb, '{');
+    bool first = true;
+    if (1) {
+        gr_sb_json_key(sb, "throttleTimeMs", &first);
+        gr_sb_json_int(sb, m->throttle_time_ms);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "topics", &first);
+        if (m->topics.count < 0) {
+            gr_sb_puts(sb, "null");
+        } else {
+            gr_sb_putc(sb, '[');
+            for (int32_t i = 0; i < m->topics.count; i++) {
+                if (i) gr_sb_putc(sb, ',');
+                json_gr_txn_offset_commit_response_txn_offset_commit_response_topic(sb, v, &m->topics.items[i]);
+            }
+            gr_sb_putc(sb, ']');
+        }
+    }
+    gr_sb_putc(sb, '}');
+    (void)v;
+    (void)first;
+}
+
+static void rnd_gr_txn_offset_commit_response(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_txn_offset_commit_response *m)
+{
+    gr_txn_offset_commit_response_init(m);
+    (void)v;
+    if (1) {
+        m->throttle_time_ms = gr_rng_int32(rng);
+    }
+    if (1) {
+        if ((0) && gr_rng_below(rng, 5) == 0) {
+            m->topics.count = -1;
+        } else {
+            m->topics.count = (int32_t)gr_rng_below(rng, 4);
+            m->topics.items = gr_arena_calloc(a, (size_t)m->topics.count + 1, sizeof(struct gr_txn_offset_commit_response_txn_offset_commit_response_topic));
+            for (int32_t i = 0; i < m->topics.count; i++)
+                rnd_gr_txn_offset_commit_response_txn_offset_commit_response_topic(rng, a, v, &m->topics.items[i]);
+        }
+    }
+    if ((v >= 3) && gr_rng_below(rng, 4) == 0)
+        gr_rng_unknown_tags(rng, a, &m->unknown_tags);
+}
+
+static void ops_json_gr_txn_offset_commit_response(struct gr_sb *sb, const void *m, int16_t v) { json_gr_txn_offset_commit_response(sb, v, m); }
+static void ops_rnd_gr_txn_offset_commit_response(struct gr_rng *rng, struct gr_arena *a, void *m, int16_t v) { rnd_gr_txn_offset_commit_response(rng, a, v, m); }
+
 static void json_gr_describe_configs_request_describe_configs_resource(struct gr_sb *sb, int16_t v, const struct gr_describe_configs_request_describe_configs_resource *m)
 {
     gr_sb_putc(sb, '{');
@@ -8288,6 +9594,433 @@ static void rnd_gr_describe_producers_response(struct gr_rng *rng, struct gr_are
 static void ops_json_gr_describe_producers_response(struct gr_sb *sb, const void *m, int16_t v) { json_gr_describe_producers_response(sb, v, m); }
 static void ops_rnd_gr_describe_producers_response(struct gr_rng *rng, struct gr_arena *a, void *m, int16_t v) { rnd_gr_describe_producers_response(rng, a, v, m); }
 
+static void json_gr_describe_transactions_request(struct gr_sb *sb, int16_t v, const struct gr_describe_transactions_request *m)
+{
+    gr_sb_putc(sb, '{');
+    bool first = true;
+    if (1) {
+        gr_sb_json_key(sb, "transactionalIds", &first);
+        if (m->transactional_ids.count < 0) {
+            gr_sb_puts(sb, "null");
+        } else {
+            gr_sb_putc(sb, '[');
+            for (int32_t i = 0; i < m->transactional_ids.count; i++) {
+                if (i) gr_sb_putc(sb, ',');
+                gr_sb_json_str(sb, m->transactional_ids.items[i]);
+            }
+            gr_sb_putc(sb, ']');
+        }
+    }
+    gr_sb_putc(sb, '}');
+    (void)v;
+    (void)first;
+}
+
+static void rnd_gr_describe_transactions_request(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_describe_transactions_request *m)
+{
+    gr_describe_transactions_request_init(m);
+    (void)v;
+    if (1) {
+        if ((0) && gr_rng_below(rng, 5) == 0) {
+            m->transactional_ids.count = -1;
+        } else {
+            m->transactional_ids.count = (int32_t)gr_rng_below(rng, 4);
+            m->transactional_ids.items = gr_arena_calloc(a, (size_t)m->transactional_ids.count + 1, sizeof(struct gr_str));
+            for (int32_t i = 0; i < m->transactional_ids.count; i++)
+                m->transactional_ids.items[i] = gr_rng_str(rng, a, 0);
+        }
+    }
+    if ((1) && gr_rng_below(rng, 4) == 0)
+        gr_rng_unknown_tags(rng, a, &m->unknown_tags);
+}
+
+static void ops_json_gr_describe_transactions_request(struct gr_sb *sb, const void *m, int16_t v) { json_gr_describe_transactions_request(sb, v, m); }
+static void ops_rnd_gr_describe_transactions_request(struct gr_rng *rng, struct gr_arena *a, void *m, int16_t v) { rnd_gr_describe_transactions_request(rng, a, v, m); }
+
+static void json_gr_describe_transactions_response_topic_data(struct gr_sb *sb, int16_t v, const struct gr_describe_transactions_response_topic_data *m)
+{
+    gr_sb_putc(sb, '{');
+    bool first = true;
+    if (1) {
+        gr_sb_json_key(sb, "topic", &first);
+        gr_sb_json_str(sb, m->topic);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "partitions", &first);
+        if (m->partitions.count < 0) {
+            gr_sb_puts(sb, "null");
+        } else {
+            gr_sb_putc(sb, '[');
+            for (int32_t i = 0; i < m->partitions.count; i++) {
+                if (i) gr_sb_putc(sb, ',');
+                gr_sb_json_int(sb, m->partitions.items[i]);
+            }
+            gr_sb_putc(sb, ']');
+        }
+    }
+    gr_sb_putc(sb, '}');
+    (void)v;
+    (void)first;
+}
+
+static void rnd_gr_describe_transactions_response_topic_data(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_describe_transactions_response_topic_data *m)
+{
+    gr_describe_transactions_response_topic_data_init(m);
+    (void)v;
+    if (1) {
+        m->topic = gr_rng_str(rng, a, 0);
+    }
+    if (1) {
+        if ((0) && gr_rng_below(rng, 5) == 0) {
+            m->partitions.count = -1;
+        } else {
+            m->partitions.count = (int32_t)gr_rng_below(rng, 4);
+            m->partitions.items = gr_arena_calloc(a, (size_t)m->partitions.count + 1, sizeof(int32_t));
+            for (int32_t i = 0; i < m->partitions.count; i++)
+                m->partitions.items[i] = gr_rng_int32(rng);
+        }
+    }
+    if ((1) && gr_rng_below(rng, 4) == 0)
+        gr_rng_unknown_tags(rng, a, &m->unknown_tags);
+}
+
+static void json_gr_describe_transactions_response_transaction_state(struct gr_sb *sb, int16_t v, const struct gr_describe_transactions_response_transaction_state *m)
+{
+    gr_sb_putc(sb, '{');
+    bool first = true;
+    if (1) {
+        gr_sb_json_key(sb, "errorCode", &first);
+        gr_sb_json_int(sb, m->error_code);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "transactionalId", &first);
+        gr_sb_json_str(sb, m->transactional_id);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "transactionState", &first);
+        gr_sb_json_str(sb, m->transaction_state);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "transactionTimeoutMs", &first);
+        gr_sb_json_int(sb, m->transaction_timeout_ms);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "transactionStartTimeMs", &first);
+        gr_sb_json_int(sb, m->transaction_start_time_ms);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "producerId", &first);
+        gr_sb_json_int(sb, m->producer_id);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "producerEpoch", &first);
+        gr_sb_json_int(sb, m->producer_epoch);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "topics", &first);
+        if (m->topics.count < 0) {
+            gr_sb_puts(sb, "null");
+        } else {
+            gr_sb_putc(sb, '[');
+            for (int32_t i = 0; i < m->topics.count; i++) {
+                if (i) gr_sb_putc(sb, ',');
+                json_gr_describe_transactions_response_topic_data(sb, v, &m->topics.items[i]);
+            }
+            gr_sb_putc(sb, ']');
+        }
+    }
+    gr_sb_putc(sb, '}');
+    (void)v;
+    (void)first;
+}
+
+static void rnd_gr_describe_transactions_response_transaction_state(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_describe_transactions_response_transaction_state *m)
+{
+    gr_describe_transactions_response_transaction_state_init(m);
+    (void)v;
+    if (1) {
+        m->error_code = (int16_t)gr_rng_u64(rng);
+    }
+    if (1) {
+        m->transactional_id = gr_rng_str(rng, a, 0);
+    }
+    if (1) {
+        m->transaction_state = gr_rng_str(rng, a, 0);
+    }
+    if (1) {
+        m->transaction_timeout_ms = gr_rng_int32(rng);
+    }
+    if (1) {
+        m->transaction_start_time_ms = gr_rng_int64(rng);
+    }
+    if (1) {
+        m->producer_id = gr_rng_int64(rng);
+    }
+    if (1) {
+        m->producer_epoch = (int16_t)gr_rng_u64(rng);
+    }
+    if (1) {
+        if ((0) && gr_rng_below(rng, 5) == 0) {
+            m->topics.count = -1;
+        } else {
+            m->topics.count = (int32_t)gr_rng_below(rng, 4);
+            m->topics.items = gr_arena_calloc(a, (size_t)m->topics.count + 1, sizeof(struct gr_describe_transactions_response_topic_data));
+            for (int32_t i = 0; i < m->topics.count; i++)
+                rnd_gr_describe_transactions_response_topic_data(rng, a, v, &m->topics.items[i]);
+        }
+    }
+    if ((1) && gr_rng_below(rng, 4) == 0)
+        gr_rng_unknown_tags(rng, a, &m->unknown_tags);
+}
+
+static void json_gr_describe_transactions_response(struct gr_sb *sb, int16_t v, const struct gr_describe_transactions_response *m)
+{
+    gr_sb_putc(sb, '{');
+    bool first = true;
+    if (1) {
+        gr_sb_json_key(sb, "throttleTimeMs", &first);
+        gr_sb_json_int(sb, m->throttle_time_ms);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "transactionStates", &first);
+        if (m->transaction_states.count < 0) {
+            gr_sb_puts(sb, "null");
+        } else {
+            gr_sb_putc(sb, '[');
+            for (int32_t i = 0; i < m->transaction_states.count; i++) {
+                if (i) gr_sb_putc(sb, ',');
+                json_gr_describe_transactions_response_transaction_state(sb, v, &m->transaction_states.items[i]);
+            }
+            gr_sb_putc(sb, ']');
+        }
+    }
+    gr_sb_putc(sb, '}');
+    (void)v;
+    (void)first;
+}
+
+static void rnd_gr_describe_transactions_response(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_describe_transactions_response *m)
+{
+    gr_describe_transactions_response_init(m);
+    (void)v;
+    if (1) {
+        m->throttle_time_ms = gr_rng_int32(rng);
+    }
+    if (1) {
+        if ((0) && gr_rng_below(rng, 5) == 0) {
+            m->transaction_states.count = -1;
+        } else {
+            m->transaction_states.count = (int32_t)gr_rng_below(rng, 4);
+            m->transaction_states.items = gr_arena_calloc(a, (size_t)m->transaction_states.count + 1, sizeof(struct gr_describe_transactions_response_transaction_state));
+            for (int32_t i = 0; i < m->transaction_states.count; i++)
+                rnd_gr_describe_transactions_response_transaction_state(rng, a, v, &m->transaction_states.items[i]);
+        }
+    }
+    if ((1) && gr_rng_below(rng, 4) == 0)
+        gr_rng_unknown_tags(rng, a, &m->unknown_tags);
+}
+
+static void ops_json_gr_describe_transactions_response(struct gr_sb *sb, const void *m, int16_t v) { json_gr_describe_transactions_response(sb, v, m); }
+static void ops_rnd_gr_describe_transactions_response(struct gr_rng *rng, struct gr_arena *a, void *m, int16_t v) { rnd_gr_describe_transactions_response(rng, a, v, m); }
+
+static void json_gr_list_transactions_request(struct gr_sb *sb, int16_t v, const struct gr_list_transactions_request *m)
+{
+    gr_sb_putc(sb, '{');
+    bool first = true;
+    if (1) {
+        gr_sb_json_key(sb, "stateFilters", &first);
+        if (m->state_filters.count < 0) {
+            gr_sb_puts(sb, "null");
+        } else {
+            gr_sb_putc(sb, '[');
+            for (int32_t i = 0; i < m->state_filters.count; i++) {
+                if (i) gr_sb_putc(sb, ',');
+                gr_sb_json_str(sb, m->state_filters.items[i]);
+            }
+            gr_sb_putc(sb, ']');
+        }
+    }
+    if (1) {
+        gr_sb_json_key(sb, "producerIdFilters", &first);
+        if (m->producer_id_filters.count < 0) {
+            gr_sb_puts(sb, "null");
+        } else {
+            gr_sb_putc(sb, '[');
+            for (int32_t i = 0; i < m->producer_id_filters.count; i++) {
+                if (i) gr_sb_putc(sb, ',');
+                gr_sb_json_int(sb, m->producer_id_filters.items[i]);
+            }
+            gr_sb_putc(sb, ']');
+        }
+    }
+    if (v >= 1) {
+        gr_sb_json_key(sb, "durationFilter", &first);
+        gr_sb_json_int(sb, m->duration_filter);
+    }
+    if (v >= 2) {
+        gr_sb_json_key(sb, "transactionalIdPattern", &first);
+        gr_sb_json_str(sb, m->transactional_id_pattern);
+    }
+    gr_sb_putc(sb, '}');
+    (void)v;
+    (void)first;
+}
+
+static void rnd_gr_list_transactions_request(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_list_transactions_request *m)
+{
+    gr_list_transactions_request_init(m);
+    (void)v;
+    if (1) {
+        if ((0) && gr_rng_below(rng, 5) == 0) {
+            m->state_filters.count = -1;
+        } else {
+            m->state_filters.count = (int32_t)gr_rng_below(rng, 4);
+            m->state_filters.items = gr_arena_calloc(a, (size_t)m->state_filters.count + 1, sizeof(struct gr_str));
+            for (int32_t i = 0; i < m->state_filters.count; i++)
+                m->state_filters.items[i] = gr_rng_str(rng, a, 0);
+        }
+    }
+    if (1) {
+        if ((0) && gr_rng_below(rng, 5) == 0) {
+            m->producer_id_filters.count = -1;
+        } else {
+            m->producer_id_filters.count = (int32_t)gr_rng_below(rng, 4);
+            m->producer_id_filters.items = gr_arena_calloc(a, (size_t)m->producer_id_filters.count + 1, sizeof(int64_t));
+            for (int32_t i = 0; i < m->producer_id_filters.count; i++)
+                m->producer_id_filters.items[i] = gr_rng_int64(rng);
+        }
+    }
+    if (v >= 1) {
+        m->duration_filter = gr_rng_int64(rng);
+    }
+    if (v >= 2) {
+        m->transactional_id_pattern = gr_rng_str(rng, a, v >= 2);
+    }
+    if ((1) && gr_rng_below(rng, 4) == 0)
+        gr_rng_unknown_tags(rng, a, &m->unknown_tags);
+}
+
+static void ops_json_gr_list_transactions_request(struct gr_sb *sb, const void *m, int16_t v) { json_gr_list_transactions_request(sb, v, m); }
+static void ops_rnd_gr_list_transactions_request(struct gr_rng *rng, struct gr_arena *a, void *m, int16_t v) { rnd_gr_list_transactions_request(rng, a, v, m); }
+
+static void json_gr_list_transactions_response_transaction_state(struct gr_sb *sb, int16_t v, const struct gr_list_transactions_response_transaction_state *m)
+{
+    gr_sb_putc(sb, '{');
+    bool first = true;
+    if (1) {
+        gr_sb_json_key(sb, "transactionalId", &first);
+        gr_sb_json_str(sb, m->transactional_id);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "producerId", &first);
+        gr_sb_json_int(sb, m->producer_id);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "transactionState", &first);
+        gr_sb_json_str(sb, m->transaction_state);
+    }
+    gr_sb_putc(sb, '}');
+    (void)v;
+    (void)first;
+}
+
+static void rnd_gr_list_transactions_response_transaction_state(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_list_transactions_response_transaction_state *m)
+{
+    gr_list_transactions_response_transaction_state_init(m);
+    (void)v;
+    if (1) {
+        m->transactional_id = gr_rng_str(rng, a, 0);
+    }
+    if (1) {
+        m->producer_id = gr_rng_int64(rng);
+    }
+    if (1) {
+        m->transaction_state = gr_rng_str(rng, a, 0);
+    }
+    if ((1) && gr_rng_below(rng, 4) == 0)
+        gr_rng_unknown_tags(rng, a, &m->unknown_tags);
+}
+
+static void json_gr_list_transactions_response(struct gr_sb *sb, int16_t v, const struct gr_list_transactions_response *m)
+{
+    gr_sb_putc(sb, '{');
+    bool first = true;
+    if (1) {
+        gr_sb_json_key(sb, "throttleTimeMs", &first);
+        gr_sb_json_int(sb, m->throttle_time_ms);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "errorCode", &first);
+        gr_sb_json_int(sb, m->error_code);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "unknownStateFilters", &first);
+        if (m->unknown_state_filters.count < 0) {
+            gr_sb_puts(sb, "null");
+        } else {
+            gr_sb_putc(sb, '[');
+            for (int32_t i = 0; i < m->unknown_state_filters.count; i++) {
+                if (i) gr_sb_putc(sb, ',');
+                gr_sb_json_str(sb, m->unknown_state_filters.items[i]);
+            }
+            gr_sb_putc(sb, ']');
+        }
+    }
+    if (1) {
+        gr_sb_json_key(sb, "transactionStates", &first);
+        if (m->transaction_states.count < 0) {
+            gr_sb_puts(sb, "null");
+        } else {
+            gr_sb_putc(sb, '[');
+            for (int32_t i = 0; i < m->transaction_states.count; i++) {
+                if (i) gr_sb_putc(sb, ',');
+                json_gr_list_transactions_response_transaction_state(sb, v, &m->transaction_states.items[i]);
+            }
+            gr_sb_putc(sb, ']');
+        }
+    }
+    gr_sb_putc(sb, '}');
+    (void)v;
+    (void)first;
+}
+
+static void rnd_gr_list_transactions_response(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_list_transactions_response *m)
+{
+    gr_list_transactions_response_init(m);
+    (void)v;
+    if (1) {
+        m->throttle_time_ms = gr_rng_int32(rng);
+    }
+    if (1) {
+        m->error_code = (int16_t)gr_rng_u64(rng);
+    }
+    if (1) {
+        if ((0) && gr_rng_below(rng, 5) == 0) {
+            m->unknown_state_filters.count = -1;
+        } else {
+            m->unknown_state_filters.count = (int32_t)gr_rng_below(rng, 4);
+            m->unknown_state_filters.items = gr_arena_calloc(a, (size_t)m->unknown_state_filters.count + 1, sizeof(struct gr_str));
+            for (int32_t i = 0; i < m->unknown_state_filters.count; i++)
+                m->unknown_state_filters.items[i] = gr_rng_str(rng, a, 0);
+        }
+    }
+    if (1) {
+        if ((0) && gr_rng_below(rng, 5) == 0) {
+            m->transaction_states.count = -1;
+        } else {
+            m->transaction_states.count = (int32_t)gr_rng_below(rng, 4);
+            m->transaction_states.items = gr_arena_calloc(a, (size_t)m->transaction_states.count + 1, sizeof(struct gr_list_transactions_response_transaction_state));
+            for (int32_t i = 0; i < m->transaction_states.count; i++)
+                rnd_gr_list_transactions_response_transaction_state(rng, a, v, &m->transaction_states.items[i]);
+        }
+    }
+    if ((1) && gr_rng_below(rng, 4) == 0)
+        gr_rng_unknown_tags(rng, a, &m->unknown_tags);
+}
+
+static void ops_json_gr_list_transactions_response(struct gr_sb *sb, const void *m, int16_t v) { json_gr_list_transactions_response(sb, v, m); }
+static void ops_rnd_gr_list_transactions_response(struct gr_rng *rng, struct gr_arena *a, void *m, int16_t v) { rnd_gr_list_transactions_response(rng, a, v, m); }
+
 const struct gr_msg_test_ops gr_msg_test_ops_table[] = {
     {0, false, ops_json_gr_produce_request, ops_rnd_gr_produce_request},
     {0, true, ops_json_gr_produce_response, ops_rnd_gr_produce_response},
@@ -8327,6 +10060,16 @@ const struct gr_msg_test_ops gr_msg_test_ops_table[] = {
     {22, true, ops_json_gr_init_producer_id_response, ops_rnd_gr_init_producer_id_response},
     {23, false, ops_json_gr_offset_for_leader_epoch_request, ops_rnd_gr_offset_for_leader_epoch_request},
     {23, true, ops_json_gr_offset_for_leader_epoch_response, ops_rnd_gr_offset_for_leader_epoch_response},
+    {24, false, ops_json_gr_add_partitions_to_txn_request, ops_rnd_gr_add_partitions_to_txn_request},
+    {24, true, ops_json_gr_add_partitions_to_txn_response, ops_rnd_gr_add_partitions_to_txn_response},
+    {25, false, ops_json_gr_add_offsets_to_txn_request, ops_rnd_gr_add_offsets_to_txn_request},
+    {25, true, ops_json_gr_add_offsets_to_txn_response, ops_rnd_gr_add_offsets_to_txn_response},
+    {26, false, ops_json_gr_end_txn_request, ops_rnd_gr_end_txn_request},
+    {26, true, ops_json_gr_end_txn_response, ops_rnd_gr_end_txn_response},
+    {27, false, ops_json_gr_write_txn_markers_request, ops_rnd_gr_write_txn_markers_request},
+    {27, true, ops_json_gr_write_txn_markers_response, ops_rnd_gr_write_txn_markers_response},
+    {28, false, ops_json_gr_txn_offset_commit_request, ops_rnd_gr_txn_offset_commit_request},
+    {28, true, ops_json_gr_txn_offset_commit_response, ops_rnd_gr_txn_offset_commit_response},
     {32, false, ops_json_gr_describe_configs_request, ops_rnd_gr_describe_configs_request},
     {32, true, ops_json_gr_describe_configs_response, ops_rnd_gr_describe_configs_response},
     {33, false, ops_json_gr_alter_configs_request, ops_rnd_gr_alter_configs_request},
@@ -8345,6 +10088,10 @@ const struct gr_msg_test_ops gr_msg_test_ops_table[] = {
     {60, true, ops_json_gr_describe_cluster_response, ops_rnd_gr_describe_cluster_response},
     {61, false, ops_json_gr_describe_producers_request, ops_rnd_gr_describe_producers_request},
     {61, true, ops_json_gr_describe_producers_response, ops_rnd_gr_describe_producers_response},
+    {65, false, ops_json_gr_describe_transactions_request, ops_rnd_gr_describe_transactions_request},
+    {65, true, ops_json_gr_describe_transactions_response, ops_rnd_gr_describe_transactions_response},
+    {66, false, ops_json_gr_list_transactions_request, ops_rnd_gr_list_transactions_request},
+    {66, true, ops_json_gr_list_transactions_response, ops_rnd_gr_list_transactions_response},
 };
 
 const struct gr_msg_test_ops *gr_msg_test_ops_find(int16_t api_key, bool response)

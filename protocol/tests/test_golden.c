@@ -753,7 +753,7 @@ static void test_every_frame_decodes_exactly(void **state)
     DIR *top = opendir(golden_dir);
     if (!top) fail_msg("cannot open %s", golden_dir);
     int requests = 0, responses = 0, clients = 0;
-    bool seen[64] = {0};
+    bool seen[128] = {0};
     struct dirent *de;
     while ((de = readdir(top))) {
         if (de->d_name[0] == '.' || strcmp(de->d_name, "tools") == 0) continue;
@@ -775,7 +775,7 @@ static void test_every_frame_decodes_exactly(void **state)
             struct frame fr;
             request_open(&fr, rel, -1, -1, NULL);
             int16_t key = fr.api_key, version = fr.version;
-            assert_true(key >= 0 && key < 64);
+            assert_true(key >= 0 && key < 128);
             seen[key] = true;
             if (key == 0) { /* every Produce batch validates as a client batch */
                 struct gr_produce_request *req = fr.body;
@@ -801,11 +801,12 @@ static void test_every_frame_decodes_exactly(void **state)
         }
     }
     closedir(top);
-    assert_int_equal(clients, 6);
-    assert_int_equal(requests, 106); /* as listed in golden/README.md */
-    assert_int_equal(responses, 106);
+    assert_int_equal(clients, 9);
+    assert_int_equal(requests, 139); /* as listed in golden/README.md */
+    assert_int_equal(responses, 138);
     /* the APIs the flows exercise */
-    static const int16_t keys[] = {0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 18, 19, 22};
+    static const int16_t keys[] = {0,  1,  2,  3,  8,  9,  10, 11, 12, 13, 14,
+                                   18, 19, 22, 24, 25, 26, 27, 28, 65, 66};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
         if (!seen[keys[i]]) fail_msg("no golden frame for api key %d", keys[i]);
     print_message("%d request frames, %d response frames from %d clients\n", requests, responses, clients);
@@ -963,6 +964,194 @@ static void test_java(void **state)
     check_leave_group(&c, "19-LeaveGroup-v5", 5);
 }
 
+/* ---- the transaction APIs (txn-kcat, txn-confluent, txn-tools): codec only, Gregor serves none yet ---- */
+
+/* Opens golden/<dir>/<file>.req.hex (or .resp.hex when `resp`) as (key, version); returns the body. */
+static void *txn_open(struct frame *fr, const char *dir, const char *file, bool resp, int16_t key,
+                      int16_t version, const char *client_id)
+{
+    char rel[512];
+    snprintf(rel, sizeof rel, "%s/%s.%s.hex", dir, file, resp ? "resp" : "req");
+    return resp ? response_open(fr, rel, key, version) : request_open(fr, rel, key, version, client_id);
+}
+
+/* AddPartitionsToTxn v0 from a client (one transaction) and v5 from Kafka's broker verifying it before the
+ * first transactional append (KIP-890: batched, verify_only), with their answers. */
+static void check_add_partitions(const char *dir, const char *file0, const char *file5, const char *id,
+                                 int64_t producer_id, const int32_t *parts, int nparts)
+{
+    struct frame fr;
+    struct gr_add_partitions_to_txn_request *req = txn_open(&fr, dir, file0, false, 24, 0, id);
+    assert_true(gr_str_eq_c(req->v3_and_below_transactional_id, id));
+    assert_int_equal(req->v3_and_below_producer_id, producer_id);
+    assert_int_equal(req->v3_and_below_producer_epoch, 0);
+    assert_int_equal(req->v3_and_below_topics.count, 1);
+    assert_true(gr_str_eq_c(req->v3_and_below_topics.items[0].name, id)); /* topic named as the id */
+    assert_int_equal(req->v3_and_below_topics.items[0].partitions.count, nparts);
+    for (int i = 0; i < nparts; i++)
+        assert_int_equal(req->v3_and_below_topics.items[0].partitions.items[i], parts[i]);
+    frame_close(&fr);
+    struct gr_add_partitions_to_txn_response *resp = txn_open(&fr, dir, file0, true, 24, 0, NULL);
+    assert_int_equal(resp->results_by_topic_v3_and_below.count, 1);
+    assert_int_equal(resp->results_by_topic_v3_and_below.items[0].results_by_partition.count, nparts);
+    assert_int_equal(
+        resp->results_by_topic_v3_and_below.items[0].results_by_partition.items[0].partition_error_code, 0);
+    frame_close(&fr);
+    struct gr_add_partitions_to_txn_request *v5 =
+        txn_open(&fr, dir, file5, false, 24, 5, "AddPartitionsManager-client-1");
+    assert_int_equal(v5->transactions.count, 1);
+    assert_true(gr_str_eq_c(v5->transactions.items[0].transactional_id, id));
+    assert_int_equal(v5->transactions.items[0].producer_id, producer_id);
+    assert_true(v5->transactions.items[0].verify_only);
+    assert_int_equal(v5->transactions.items[0].topics.count, 1);
+    assert_int_equal(v5->transactions.items[0].topics.items[0].partitions.count, 1);
+    frame_close(&fr);
+    struct gr_add_partitions_to_txn_response *r5 = txn_open(&fr, dir, file5, true, 24, 5, NULL);
+    assert_int_equal(r5->error_code, 0);
+    assert_int_equal(r5->results_by_transaction.count, 1);
+    assert_true(gr_str_eq_c(r5->results_by_transaction.items[0].transactional_id, id));
+    assert_int_equal(r5->results_by_transaction.items[0].topic_results.items[0].results_by_partition.count,
+                     1);
+    frame_close(&fr);
+}
+
+static void check_end_txn(const char *dir, const char *file, const char *id, int64_t producer_id, bool commit)
+{
+    struct frame fr;
+    struct gr_end_txn_request *req = txn_open(&fr, dir, file, false, 26, 1, id);
+    assert_true(gr_str_eq_c(req->transactional_id, id));
+    assert_int_equal(req->producer_id, producer_id);
+    assert_int_equal(req->committed, commit);
+    frame_close(&fr);
+    struct gr_end_txn_response *resp = txn_open(&fr, dir, file, true, 26, 1, NULL);
+    assert_int_equal(resp->error_code, 0);
+    frame_close(&fr);
+}
+
+/* WriteTxnMarkers v2 from Kafka's coordinator (client id broker-1-txn-marker-sender): one marker; the first
+ * topic named `topic` with partition 0, then `extra_topic` (may be NULL) with partition `extra_part`. */
+static void check_markers(const char *dir, const char *file, bool with_resp, int64_t producer_id, bool commit,
+                          const char *topic, const char *extra_topic, int32_t extra_part)
+{
+    struct frame fr;
+    struct gr_write_txn_markers_request *req =
+        txn_open(&fr, dir, file, false, 27, 2, "broker-1-txn-marker-sender");
+    assert_int_equal(req->markers.count, 1);
+    assert_int_equal(req->markers.items[0].producer_id, producer_id);
+    assert_int_equal(req->markers.items[0].transaction_result, commit);
+    assert_int_equal(req->markers.items[0].coordinator_epoch, 0);
+    assert_int_equal(req->markers.items[0].transaction_version,
+                     0); /* the clients ran transaction version 1 */
+    assert_int_equal(req->markers.items[0].topics.count, extra_topic ? 2 : 1);
+    assert_true(gr_str_eq_c(req->markers.items[0].topics.items[0].name, topic));
+    assert_int_equal(req->markers.items[0].topics.items[0].partition_indexes.items[0], 0);
+    if (extra_topic) {
+        assert_true(gr_str_eq_c(req->markers.items[0].topics.items[1].name, extra_topic));
+        assert_int_equal(req->markers.items[0].topics.items[1].partition_indexes.items[0], extra_part);
+    }
+    frame_close(&fr);
+    if (!with_resp) return;
+    struct gr_write_txn_markers_response *resp = txn_open(&fr, dir, file, true, 27, 2, NULL);
+    assert_int_equal(resp->markers.items[0].producer_id, producer_id);
+    assert_int_equal(resp->markers.items[0].topics.items[0].partitions.items[0].error_code, 0);
+    frame_close(&fr);
+}
+
+/* kcat 1.7.1 / librdkafka 2.0.2 with transactional.id, against Kafka 4.4.0: one committed transaction. */
+static void test_txn_kcat(void **state)
+{
+    (void)state;
+    const char *d = "txn-kcat", *id = "golden-txn-kcat";
+    struct frame fr;
+    struct gr_find_coordinator_request *fc = txn_open(&fr, d, "04-FindCoordinator-v2", false, 10, 2, id);
+    assert_true(gr_str_eq_c(fc->key, id));
+    assert_int_equal(fc->key_type, 1); /* transaction coordinator */
+    frame_close(&fr);
+    /* the first lookup finds no coordinator: Kafka is creating __transaction_state */
+    struct gr_find_coordinator_response *fcr = txn_open(&fr, d, "04-FindCoordinator-v2", true, 10, 2, NULL);
+    assert_int_equal(fcr->error_code, 15); /* COORDINATOR_NOT_AVAILABLE */
+    frame_close(&fr);
+    static const int32_t p0[] = {0};
+    check_add_partitions(d, "06-AddPartitionsToTxn-v0", "09-AddPartitionsToTxn-v5", id, 0, p0, 1);
+    check_end_txn(d, "10-EndTxn-v1", id, 0, true);
+    check_markers(d, "11-WriteTxnMarkers-v2", false, 0, true, id, NULL, 0);
+}
+
+/* confluent-kafka 2.16.1 (librdkafka 2.16.0): a committed transaction over two partitions, then an aborted
+ * one with offsets sent for a group. */
+static void test_txn_confluent(void **state)
+{
+    (void)state;
+    const char *d = "txn-confluent", *id = "golden-txn-confluent", *group = "golden-txn-confluent-group";
+    static const int32_t p01[] = {0, 1};
+    check_add_partitions(d, "09-AddPartitionsToTxn-v0", "12-AddPartitionsToTxn-v5", id, 1, p01, 2);
+    check_end_txn(d, "13-EndTxn-v1", id, 1, true);
+    struct frame fr;
+    struct gr_add_offsets_to_txn_request *ao = txn_open(&fr, d, "15-AddOffsetsToTxn-v0", false, 25, 0, id);
+    assert_true(gr_str_eq_c(ao->transactional_id, id));
+    assert_true(gr_str_eq_c(ao->group_id, group));
+    assert_int_equal(ao->producer_id, 1);
+    frame_close(&fr);
+    struct gr_add_offsets_to_txn_response *aor = txn_open(&fr, d, "15-AddOffsetsToTxn-v0", true, 25, 0, NULL);
+    assert_int_equal(aor->error_code, 0);
+    frame_close(&fr);
+    struct gr_txn_offset_commit_request *oc = txn_open(&fr, d, "16-TxnOffsetCommit-v3", false, 28, 3, id);
+    assert_true(gr_str_eq_c(oc->group_id, group));
+    assert_int_equal(oc->generation_id_or_member_epoch, -1); /* a consumer that never joined */
+    assert_true(gr_str_eq_c(oc->member_id, ""));
+    assert_int_equal(oc->group_instance_id.len, -1);
+    assert_int_equal(oc->topics.count, 1);
+    assert_int_equal(oc->topics.items[0].partitions.items[0].committed_offset, 1);
+    assert_int_equal(oc->topics.items[0].partitions.items[0].committed_leader_epoch, -1);
+    frame_close(&fr);
+    /* as captured: Kafka answered this first attempt NOT_COORDINATOR (librdkafka retried; the retry is not
+     * kept) */
+    struct gr_txn_offset_commit_response *ocr = txn_open(&fr, d, "16-TxnOffsetCommit-v3", true, 28, 3, NULL);
+    assert_int_equal(ocr->topics.items[0].partitions.items[0].error_code, 16); /* NOT_COORDINATOR */
+    frame_close(&fr);
+    /* the markers of the previous flow's transaction, sent on the broker's connection through this proxy */
+    check_markers(d, "02-WriteTxnMarkers-v2", true, 0, true, "golden-txn-kcat", NULL, 0);
+}
+
+/* Kafka 4.4.0's kafka-transactions.sh (its admin client) list and describe, after the two flows above. */
+static void test_txn_tools(void **state)
+{
+    (void)state;
+    const char *d = "txn-tools";
+    struct frame fr;
+    struct gr_list_transactions_request *lt = txn_open(&fr, d, "04-ListTransactions-v2", false, 66, 2, NULL);
+    assert_int_equal(lt->state_filters.count, 0);
+    assert_int_equal(lt->duration_filter, -1);
+    assert_int_equal(lt->transactional_id_pattern.len, -1);
+    frame_close(&fr);
+    struct gr_list_transactions_response *ltr = txn_open(&fr, d, "04-ListTransactions-v2", true, 66, 2, NULL);
+    assert_int_equal(ltr->transaction_states.count, 2);
+    assert_true(gr_str_eq_c(ltr->transaction_states.items[0].transactional_id, "golden-txn-confluent"));
+    assert_true(gr_str_eq_c(ltr->transaction_states.items[0].transaction_state, "CompleteAbort"));
+    assert_true(gr_str_eq_c(ltr->transaction_states.items[1].transaction_state, "CompleteCommit"));
+    frame_close(&fr);
+    struct gr_find_coordinator_request *fc = txn_open(&fr, d, "05-FindCoordinator-v6", false, 10, 6, NULL);
+    assert_int_equal(fc->key_type, 1);
+    assert_true(gr_str_eq_c(fc->coordinator_keys.items[0], "golden-txn-confluent"));
+    frame_close(&fr);
+    struct gr_describe_transactions_request *dt =
+        txn_open(&fr, d, "06-DescribeTransactions-v0", false, 65, 0, NULL);
+    assert_int_equal(dt->transactional_ids.count, 1);
+    frame_close(&fr);
+    struct gr_describe_transactions_response *dtr =
+        txn_open(&fr, d, "06-DescribeTransactions-v0", true, 65, 0, NULL);
+    assert_int_equal(dtr->transaction_states.count, 1);
+    assert_int_equal(dtr->transaction_states.items[0].error_code, 0);
+    assert_true(gr_str_eq_c(dtr->transaction_states.items[0].transaction_state, "CompleteAbort"));
+    assert_int_equal(dtr->transaction_states.items[0].transaction_timeout_ms, 60000);
+    assert_int_equal(dtr->transaction_states.items[0].producer_id, 1);
+    assert_int_equal(dtr->transaction_states.items[0].topics.count, 0); /* none once complete */
+    frame_close(&fr);
+    /* the aborted transaction's markers: its data partition and the group's offsets partition */
+    check_markers(d, "02-WriteTxnMarkers-v2", true, 1, false, "golden-txn-confluent", "__consumer_offsets",
+                  7);
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1) golden_dir = argv[1];
@@ -974,6 +1163,9 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_confluent_kafka),
         cmocka_unit_test(test_kafkajs),
         cmocka_unit_test(test_java),
+        cmocka_unit_test(test_txn_kcat),
+        cmocka_unit_test(test_txn_confluent),
+        cmocka_unit_test(test_txn_tools),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -13,6 +13,7 @@
  *   - OffsetCommit v10: topics by id; an unknown or zero id is UNKNOWN_TOPIC_ID (100) for its partitions.
  *   - DeleteGroups v3: a group result with a coordinator error carries a null error message (Kafka 4.4
  *     answered NOT_COORDINATOR with a null message), and a name given twice is answered once.
+ *   - The transaction APIs (24-28, 65, 66; issue #21) are in the codec but not advertised or dispatched.
  * Read next: server/handlers/api_versions.c, server/handlers/list_offsets.c, server/handlers/delete_groups.c.
  */
 #include <setjmp.h>
@@ -24,6 +25,7 @@
 
 #include <cmocka.h>
 
+#include "server/apis.h"
 #include "server/handlers/handlers.h"
 #include "server/tests/fixture.h"
 #include "storage/tests/helpers.h"
@@ -94,6 +96,24 @@ static void test_api_versions_ranges(void **state)
                          kafka44[i].min, kafka44[i].max);
         }
         assert_true(found);
+    }
+    gr_req_free(req);
+}
+
+/* Issue #21's transaction APIs are in the codec (protocol/schema) but have no handler yet: no apis.def row,
+ * so ApiVersions does not list them and dispatch (gr_api_find first) closes a connection that sends one. */
+static void test_transaction_apis_codec_only(void **state)
+{
+    struct fx *f = *state;
+    static const int16_t txn_keys[] = {24, 25, 26, 27, 28, 65, 66};
+    struct gr_req *req = api_versions(f, 4, GR_STR_NULL, -1);
+    struct gr_api_versions_response *resp = req->resp;
+    for (size_t i = 0; i < sizeof txn_keys / sizeof txn_keys[0]; i++) {
+        assert_non_null(gr_msg_ops_find(txn_keys[i], false));
+        assert_non_null(gr_msg_ops_find(txn_keys[i], true));
+        assert_null(gr_api_find(txn_keys[i]));
+        for (int32_t k = 0; k < resp->api_keys.count; k++)
+            if (resp->api_keys.items[k].api_key == txn_keys[i]) fail_msg("api %d advertised", txn_keys[i]);
     }
     gr_req_free(req);
 }
@@ -266,6 +286,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_api_versions_ranges, setup, teardown),
         cmocka_unit_test_setup_teardown(test_api_versions_v5_cluster_and_node, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_transaction_apis_codec_only, setup, teardown),
         cmocka_unit_test_setup_teardown(test_list_offsets_special_timestamps, setup, teardown),
         cmocka_unit_test_setup_teardown(test_delete_groups_v3_message, setup, teardown),
         cmocka_unit_test_setup_teardown(test_offset_commit_v10_topic_ids, setup, teardown),

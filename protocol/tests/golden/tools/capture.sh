@@ -6,6 +6,7 @@
 # responses are Kafka's own; "gregor" starts $GREGOR (default build/bin/gregor). Either way the broker
 # advertises the proxy's port, so clients come back through the proxy after Metadata.
 # Clients (default: all): kcat, kafka-python-2.0.2, kafka-python-3.0.12, confluent-kafka, kafkajs, java.
+# The transaction flows are named explicitly, in this order: txn-kcat txn-confluent txn-tools.
 # Client installs it makes if missing (all outside the repository): venvs /tmp/gold-venv-kp2 and
 # /tmp/gold-venv-kp3 (kafka-python + python-snappy, lz4, zstandard), /tmp/gold-js (npm kafkajs), and the
 # compiled GoldenFlow in /tmp/gold-java. confluent-kafka is the python3 one on PATH.
@@ -60,6 +61,12 @@ run_client() { # NAME: runs one flow against 127.0.0.1:$port
     cp="$cp:$m2/org/slf4j/slf4j-api/1.7.36/slf4j-api-1.7.36.jar"
     mkdir -p /tmp/gold-java
     javac -d /tmp/gold-java -cp "$cp" "$here/GoldenFlow.java" && java -cp "/tmp/gold-java:$cp" GoldenFlow "$b" java ;;
+  txn-kcat) "$here/txn_kcat_flow.sh" "$b" txn-kcat ;;
+  txn-confluent) python3 "$here/txn_confluent_flow.py" "$b" txn-confluent ;;
+  txn-tools) # Kafka's own kafka-transactions.sh (the distribution start-kafka.sh uses): ListTransactions,
+    # DescribeTransactions of the ids the two flows above left (run them first, against the same broker)
+    local kt=${KAFKA_HOME:-$repo/compat-tests/.cache/kafka-4.4.0}/bin/kafka-transactions.sh
+    "$kt" --bootstrap-server "$b" list && "$kt" --bootstrap-server "$b" describe --transactional-id golden-txn-confluent ;;
   *) echo "capture.sh: unknown client $1" >&2; return 2 ;;
   esac
 }
@@ -70,7 +77,7 @@ for c in "${clients[@]}"; do
   ppid=$!
   sleep 0.5
   echo "== $c"
-  timeout 120 bash -c "$(declare -f run_client need_venv); here='$here' port='$port'; run_client '$c'" >"$out/$c.out" 2>&1
+  timeout 120 bash -c "$(declare -f run_client need_venv); here='$here' repo='$repo' port='$port'; run_client '$c'" >"$out/$c.out" 2>&1
   echo "   exit $?: $(tail -3 "$out/$c.out" | tr '\n' ' ')"
   kill "$ppid"; wait "$ppid" 2>/dev/null
   echo "   $(wc -l <"$out/$c.jsonl") frames"

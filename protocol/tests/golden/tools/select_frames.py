@@ -13,7 +13,9 @@ import sys
 
 API_NAMES = {0: "Produce", 1: "Fetch", 2: "ListOffsets", 3: "Metadata", 8: "OffsetCommit", 9: "OffsetFetch",
              10: "FindCoordinator", 11: "JoinGroup", 12: "Heartbeat", 13: "LeaveGroup", 14: "SyncGroup",
-             18: "ApiVersions", 19: "CreateTopics", 22: "InitProducerId"}
+             18: "ApiVersions", 19: "CreateTopics", 22: "InitProducerId", 24: "AddPartitionsToTxn",
+             25: "AddOffsetsToTxn", 26: "EndTxn", 27: "WriteTxnMarkers", 28: "TxnOffsetCommit",
+             65: "DescribeTransactions", 66: "ListTransactions"}
 MAX_PER_API = {0: 5, 1: 2, 3: 2}
 
 

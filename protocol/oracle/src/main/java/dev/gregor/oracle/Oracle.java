@@ -55,16 +55,18 @@ import java.util.Map;
 import java.util.Random;
 
 public final class Oracle {
-    /** Api key and Kafka message name stem for every API Gregor implements. */
+    /** Api key and Kafka message name stem for every API in Gregor's codec (served or codec only). */
     private static final Object[][] APIS = {
         {0, "Produce"}, {1, "Fetch"}, {2, "ListOffsets"}, {3, "Metadata"}, {8, "OffsetCommit"},
         {9, "OffsetFetch"}, {10, "FindCoordinator"}, {11, "JoinGroup"}, {12, "Heartbeat"},
         {13, "LeaveGroup"}, {14, "SyncGroup"}, {15, "DescribeGroups"}, {16, "ListGroups"},
         {18, "ApiVersions"}, {19, "CreateTopics"}, {20, "DeleteTopics"}, {21, "DeleteRecords"},
-        {22, "InitProducerId"}, {23, "OffsetForLeaderEpoch"}, {32, "DescribeConfigs"},
+        {22, "InitProducerId"}, {23, "OffsetForLeaderEpoch"}, {24, "AddPartitionsToTxn"},
+        {25, "AddOffsetsToTxn"}, {26, "EndTxn"}, {27, "WriteTxnMarkers"}, {28, "TxnOffsetCommit"},
+        {32, "DescribeConfigs"},
         {33, "AlterConfigs"}, {35, "DescribeLogDirs"}, {37, "CreatePartitions"}, {42, "DeleteGroups"},
         {44, "IncrementalAlterConfigs"}, {47, "OffsetDelete"}, {60, "DescribeCluster"},
-        {61, "DescribeProducers"},
+        {61, "DescribeProducers"}, {65, "DescribeTransactions"}, {66, "ListTransactions"},
     };
 
     /** Header messages: file name, kind, versions used (narrower than validVersions for RequestHeader). */
