@@ -4,7 +4,7 @@
  * header's own tag loop, nested structs, known tagged fields whose declared size disagrees with their
  * content, nulls before the version that allows them, compact 0 on non-nullable bytes and arrays, lengths
  * near INT32_MAX / UINT32_MAX, unknown API keys and versions outside the codec's ranges (which must equal
- * Kafka 4.1.1's validVersions). Batch-level shapes (bad CRC, wrong batch length, offset deltas out of
+ * Kafka 4.4.0's validVersions). Batch-level shapes (bad CRC, wrong batch length, offset deltas out of
  * sequence, decompression bombs) are in test_record_batch.c. Inputs that the fuzzer (protocol/fuzz/)
  * found interesting are at the end. Every test asserts the exact gr_wire_err and that no arena memory was
  * taken for elements that cannot be there.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # capture.sh OUTDIR [kafka|gregor] [CLIENT...]: runs each client flow through capture_proxy.py and leaves
 # one JSON-lines log per client in OUTDIR (OUTDIR/<client>.jsonl). select_frames.py then picks the golden
-# frames out of those logs. Upstream: "kafka" (default) starts Apache Kafka 4.1.1 with
+# frames out of those logs. Upstream: "kafka" (default) starts Apache Kafka (4.4.0, start-kafka.sh's default) with
 # compat-tests/kafka-dist/start-kafka.sh, so that every flow (consumer groups included) is served and the
 # responses are Kafka's own; "gregor" starts $GREGOR (default build/bin/gregor). Either way the broker
 # advertises the proxy's port, so clients come back through the proxy after Metadata.
