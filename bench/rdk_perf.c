@@ -11,7 +11,9 @@
  *            like e2e instead of as fast as it goes; --idempotence true turns enable.idempotence on;
  *            --trace-partition P --trace FILE writes one line per delivery report of partition P (-2: every
  *            partition): CLOCK_MONOTONIC ns, partition, broker id (the broker that acknowledged it, -1 on
- *            error), offset, error name, delivery latency in us (bench/cluster.py's failover timing)
+ *            error), offset, error name, delivery latency in us (bench/cluster.py's failover timing);
+ *            -X key=value sets any librdkafka producer setting last (bench/failover.py's debug=eos,...:
+ *            librdkafka logs to stderr)
  *   consume  assign every partition at the beginning (no group), read up to the high watermarks queried at
  *            start; throughput = messages / (last message - assign)
  *   e2e      producer and consumer in one process: messages at a fixed --rate carry their CLOCK_MONOTONIC
@@ -42,10 +44,12 @@
 
 #define POOL_BYTES (1 << 20)
 #define PARTITIONS_MAX 10000
+#define EXTRA_CONF_MAX 16 /* -X settings per run: a handful (debug=..., a timeout) is the use */
 
 struct opts {
     const char *mode, *brokers, *topic, *acks, *codec, *idempotence, *trace_file;
-    int partitions, size, linger_ms, trace_partition;
+    const char *extra[EXTRA_CONF_MAX]; /* -X key=value, borrowed from argv, applied last */
+    int partitions, size, linger_ms, trace_partition, extra_n;
     double seconds, rate, warmup_s;
     long long count;
 };
@@ -154,6 +158,19 @@ static void dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
     }
 }
 
+/* Applies the -X key=value settings (after the mode's own, so they win). */
+static void conf_extra(rd_kafka_conf_t *conf, const struct opts *o)
+{
+    for (int i = 0; i < o->extra_n; i++) {
+        char k[128];
+        const char *eq = strchr(o->extra[i], '=');
+        if (!eq || eq == o->extra[i] || (size_t)(eq - o->extra[i]) >= sizeof k) die("-X", o->extra[i]);
+        memcpy(k, o->extra[i], (size_t)(eq - o->extra[i]));
+        k[eq - o->extra[i]] = '\0';
+        conf_set(conf, k, eq + 1);
+    }
+}
+
 static rd_kafka_t *producer_new(const struct opts *o)
 {
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
@@ -167,6 +184,7 @@ static rd_kafka_t *producer_new(const struct opts *o)
     conf_set(conf, "queue.buffering.max.kbytes", "65536");
     conf_set(conf, "statistics.interval.ms", "250");
     if (o->idempotence) conf_set(conf, "enable.idempotence", o->idempotence);
+    conf_extra(conf, o);
     rd_kafka_conf_set_dr_msg_cb(conf, dr_cb);
     rd_kafka_conf_set_stats_cb(conf, stats_cb);
     char err[512];
@@ -452,7 +470,8 @@ static void usage(void)
             "usage: rdk_perf produce|consume|e2e -b HOST:PORT -t TOPIC [-P partitions] [-s value bytes]\n"
             "       [-d seconds] [-n count] [--acks 1|all] [--codec none|zstd] [--linger ms] [--rate msg/s]\n"
             "       [--warmup s (e2e: messages sent in the first s seconds are not counted, 1)]\n"
-            "       [--idempotence true|false] [--trace-partition P --trace FILE (produce)]\n");
+            "       [--idempotence true|false] [--trace-partition P --trace FILE (produce)]\n"
+            "       [-X key=value (any librdkafka producer setting, e.g. debug=eos,msg; up to 16)]\n");
     exit(2);
 }
 
@@ -500,6 +519,8 @@ int main(int argc, char **argv)
             o.trace_partition = atoi(v);
         else if (!strcmp(a, "--trace"))
             o.trace_file = v;
+        else if (!strcmp(a, "-X") && o.extra_n < EXTRA_CONF_MAX)
+            o.extra[o.extra_n++] = v;
         else
             usage();
     }

@@ -102,6 +102,7 @@ struct gr_req {
     bool parked;
     bool done; /* response ready (or none needed) */
     bool no_response;
+    bool held;      /* read but not dispatched: waits to reach its connection's FIFO head (net.c) */
     uint8_t *frame; /* the request bytes after the size prefix (owned; freed once answered) */
     size_t frame_len;
     int64_t pool_bytes;   /* frame bytes taken from the broker's request pool (given back once answered) */
@@ -381,6 +382,14 @@ const struct gr_api *gr_api_table(int *count);
 /* Decodes one complete request frame, picks its API row and runs its handler (dispatch.c); a frame that
  * does not decode, or names an API or version not served, closes the connection. */
 void gr_dispatch(struct gr_req *req);
+/* Whether a request frame (after its size prefix; borrowed) may be dispatched while requests read before it
+ * on its connection are still unanswered: true for Produce only, whose read-ahead lets one group-commit
+ * fdatasync cover a producer's in-flight batches. Every other request runs once every request before it on
+ * the connection is answered and sent, as Kafka handles one request per connection at a time (its channel
+ * is muted until the response is sent): an answer that describes state (Metadata above all) must be built
+ * when it can be sent, not when it arrived behind a parked request (issue #20's failover stall: a
+ * Metadata answer built at a kill -9 was held 8 s behind acks=-1 Produces and sent the dead leader). */
+bool gr_dispatch_runs_ahead(const uint8_t *frame, size_t frame_len);
 
 /* Returns borrowed: the partition object of `log` (gr_partition_get on b->parts; broker.c). Out of memory
  * for it (a few dozen bytes per partition, made once) aborts with a log line. */

@@ -9,7 +9,8 @@
  * the connection. An API marked needs_groups first has the group coordinator's binding (server/groups.c)
  * start the coordinator; dispatch calls a handler only through its table row (gr_req_run). Everything after
  * (parking, the deadline, finishing, encoding, freeing) is server/request.c; dispatch calls no connection
- * code (it closes and names the peer through request.c's sink).
+ * code (it closes and names the peer through request.c's sink). Which requests may run before the ones ahead
+ * of them on their connection are answered (Produce only) is decided here too (gr_dispatch_runs_ahead).
  * Read next: server/apis.def, server/request.c, server/handlers/handlers.h.
  */
 #include <string.h>
@@ -36,6 +37,14 @@ static void answer_api_versions_unsupported(struct gr_req *req, const struct gr_
     resp->api_keys.count = 1;
     req->resp = resp;
     gr_req_finish(req);
+}
+
+bool gr_dispatch_runs_ahead(const uint8_t *frame, size_t frame_len)
+{
+    int16_t key, version;
+    int32_t corr;
+    if (gr_request_header_peek(frame, frame_len, &key, &version, &corr)) return true; /* closes it at once */
+    return key == GR_API_PRODUCE;
 }
 
 void gr_dispatch(struct gr_req *req)

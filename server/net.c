@@ -7,7 +7,10 @@
  * Reading: a connection reads into a 64 KiB buffer and cuts frames out of it (int32 size prefix, bounded
  * by socket.request.max.bytes); a frame larger than what is buffered gets its own allocation and is read
  * into directly. Each complete frame becomes a request appended to the connection's FIFO and dispatched at
- * once. Memory bounds, each stopping the connection from taking requests (its bytes stay in the kernel or
+ * once when it is the FIFO head or a Produce (gr_dispatch_runs_ahead: read-ahead for group commit); any other
+ * request is held until every request before it is answered and sent, then dispatched by conn_write, so that
+ * its answer tells the state of when it is sent (Kafka handles one request per connection at a time).
+ * Memory bounds, each stopping the connection from taking requests (its bytes stay in the kernel or
  * in its buffer) until a release re-checks it (the stalled list, from a zero timer at the loop's top level):
  *   - queued.max.request.bytes: a frame's announced size is reserved in the request pool when its prefix is
  *     read, as Kafka's SimpleMemoryPool (non-strict: taken while the pool is not spent, so one frame may
@@ -70,6 +73,7 @@ struct gr_conn {
     int64_t frame_bytes;  /* frames read or being read and not yet answered */
     int64_t last_active_ms;
     bool reading;
+    bool writing; /* inside conn_write (a request it dispatches may finish at once and kick it again) */
     bool closing;
     bool stalled; /* in the broker's stalled list */
     struct gr_conn *stall_prev, *stall_next;
@@ -202,6 +206,10 @@ static void conn_add_request(struct gr_conn *conn, uint8_t *frame, size_t len)
         conn->head = req;
     conn->tail = req;
     conn->outstanding++;
+    if (conn->head != req && !gr_dispatch_runs_ahead(frame, len)) {
+        req->held = true; /* dispatched by conn_write once it is the FIFO head */
+        return;
+    }
     gr_dispatch(req);
 }
 
@@ -410,7 +418,9 @@ void gr_net_housekeeping(struct gr_broker *b, int64_t now_mono_ms)
 static void conn_write(struct gr_conn *conn)
 {
     struct gr_broker *b = conn->broker;
-    if (conn->closing) return;
+    if (conn->closing || conn->writing) return; /* a dispatch below finished a request: the loop goes on */
+    conn->writing = true;
+again:
     while (conn->head && conn->head->done) {
         struct gr_req *r = conn->head;
         if (r->no_response || r->chunk_at >= r->chunk_count) {
@@ -457,6 +467,15 @@ static void conn_write(struct gr_conn *conn)
         }
         if (r->chunk_at >= r->chunk_count) release_head(conn);
     }
+    if (conn->head && conn->head->held && !conn->closing) {
+        /* every request before it is answered and sent: it runs now, seeing the state of now */
+        struct gr_req *r = conn->head;
+        r->held = false;
+        gr_dispatch(r);
+        if (!conn->closing) goto again;
+    }
+    conn->writing = false;
+    if (conn->closing) return;
     bool pending = conn->head && conn->head->done;
     if (pending && !ev_is_active(&conn->ww)) ev_io_start(b->loop, &conn->ww);
     if (!pending && ev_is_active(&conn->ww)) ev_io_stop(b->loop, &conn->ww);

@@ -482,6 +482,32 @@ def c19():
         tk.check('C19 Produce acks=0 with a partition error: the broker closes the connection', c.closed_by_peer(3.0))
 
 
+def c33():
+    """A request read behind a parked one runs at its turn, as Kafka (one request per connection at a time):
+    a Metadata behind a long-poll Fetch sees a topic created while the Fetch waited. Built at arrival, it
+    told the past (issue #20: librdkafka moved a partition back to a killed leader from such an answer)."""
+    create('c33-wait', 1)
+    with k.Conn(B) as c:
+        c.send('Fetch', 12, fetch_request(12, 'c33-wait', None, [(0, 0, 1 << 20)], max_wait_ms=1500,
+                                          min_bytes=1 << 20), correlation_id=301)
+        c.send('Metadata', 12, {'topics': [{'name': 'c33-new', 'topic_id': k.ZERO_UUID}],
+                                'allow_auto_topic_creation': False}, correlation_id=302)
+        time.sleep(0.2)  # both read by the broker: the Fetch parked, the Metadata behind it
+        t0 = time.monotonic()
+        create('c33-new', 2)  # another connection, while the Fetch waits
+        made_s = time.monotonic() - t0
+        corr, _ = c.recv('Fetch', 12, None, 10)
+        tk.eq('C33 the parked Fetch is answered first', 301, corr)
+        corr, md = c.recv('Metadata', 12, None, 10)
+        tk.eq('C33 then the Metadata read behind it', 302, corr)
+        t = md['topics'][0]
+        tk.check('C33 the topic was created while the Fetch waited (within its 1.5 s)', made_s < 1.2,
+                 f'{made_s:.3f}s')
+        tk.eq('C33 the Metadata read behind the parked Fetch shows the topic created meanwhile: error 0',
+              0, t['error_code'])
+        tk.eq('C33 ... with its 2 partitions', 2, len(t['partitions']))
+
+
 # ---------------------------------------------------------------------------------------------------
 # C20 empty record sets are present but empty
 
@@ -805,7 +831,7 @@ def c28():
 
 CASES = [('C01', c01), ('C05', c05), ('C06', c06), ('C07', c07), ('C15', c15), ('C16', c16), ('C17', c17),
          ('C19', c19), ('C20', c20), ('C23', c23), ('C25', c25), ('C26', c26), ('C27', c27), ('C30', c30),
-         ('C31', c31), ('C32', c32), ('C08', c08), ('C10', c10), ('C28', c28), ('waiting', waiting)]
+         ('C31', c31), ('C32', c32), ('C33', c33), ('C08', c08), ('C10', c10), ('C28', c28), ('waiting', waiting)]
 
 only = os.environ.get('PITFALLS_ONLY')
 for cid, fn in CASES:
