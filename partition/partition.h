@@ -229,6 +229,14 @@ static inline enum gr_fetch_isolation gr_fetch_isolation_of(int32_t replica_id)
 {
     return replica_id >= 0 ? GR_FETCH_LOG_END : GR_FETCH_HIGH_WATERMARK;
 }
+/* The isolation of a fetch from `replica_id` at `isolation_level` (Fetch v4+ IsolationLevel: 1
+   read_committed): FetchIsolation.of: LOG_END for a broker, TXN_COMMITTED for a read_committed consumer, else
+   HIGH_WATERMARK. */
+static inline enum gr_fetch_isolation gr_fetch_isolation_for(int32_t replica_id, int8_t isolation_level)
+{
+    if (replica_id >= 0) return GR_FETCH_LOG_END;
+    return isolation_level == 1 ? GR_FETCH_TXN_COMMITTED : GR_FETCH_HIGH_WATERMARK;
+}
 /* The offset a fetch under `iso` reads below now: the visible offset (gr_partition_visible_offset), the last
    stable offset (gr_partition_last_stable_offset) or the log end offset (DelayedFetch.tryComplete's
    endOffset). */
@@ -429,8 +437,14 @@ struct gr_fetch_read {
     bool update_fetch_state; /* a follower's first read of this fetch (Kafka's updateFetchState: false
                                 when a parked fetch reads again, ReplicaManager.readFromLog's
                                 readFromPurgatory): its fetch state is recorded */
+    bool read_committed;     /* a consumer's isolation_level 1: reads below the last stable offset
+                                (FetchIsolation.TXN_COMMITTED); ignored for a follower */
     /* out */
-    int64_t high_watermark;       /* the visible offset (also the last stable offset without transactions) */
+    int64_t high_watermark;       /* the visible offset */
+    int64_t last_stable_offset;   /* gr_partition_last_stable_offset (the response's LastStableOffset) */
+    int64_t aborted_upper_bound;  /* read_committed with records: the upper bound for
+                                     gr_partition_aborted_txns(fetch_offset, it) (gr_log_slice_upper_bound);
+                                     -1 otherwise (no aborted transactions to report) */
     int64_t log_start_offset;     /* both set before any error: the caller shows -1 on errors */
     int32_t diverging_epoch;      /* >= 0: the fetcher's log diverges from this one (KIP-320 DivergingEpoch):
                                      the largest epoch <= last_fetched_epoch here ... */
@@ -459,6 +473,8 @@ struct gr_fetch_read {
    now_ms) as the fetch's time; the high watermark may move and waiters be done inside. Its errors: a stale
    broker epoch is NOT_LEADER_OR_FOLLOWER (Replica.updateFetchStateOrThrow), fetch_offset past the log end
    offset OFFSET_OUT_OF_RANGE; then no records and no budget charged.
+   A read_committed consumer reads below the last stable offset instead, and gets aborted_upper_bound when
+   records are returned (Kafka's LocalLog.read with includeAbortedTxns).
    Returns NONE, OFFSET_OUT_OF_RANGE, another Kafka error, or GR_PARTITION_COLD (slice empty). */
 int gr_partition_fetch(struct gr_partition *part, struct gr_cold *c, struct gr_fetch_budget *bud,
                        struct gr_fetch_read *rd);
@@ -482,6 +498,12 @@ struct gr_offset_answer {
    Returns NONE, a Kafka error, or GR_PARTITION_COLD. */
 int gr_partition_list_offset(struct gr_partition *part, struct gr_cold *c, int16_t version,
                              int32_t current_leader_epoch, int64_t ts, struct gr_offset_answer *out);
+/* gr_partition_list_offset under an isolation level (ListOffsets IsolationLevel, v2+): with read_committed
+   (1) the last stable offset takes the visible offset's place: -1 answers it, and -3 and lookups by time
+   find only records below it (Partition.fetchOffsetForTimestamp's lastFetchableOffset). */
+int gr_partition_list_offset_isolated(struct gr_partition *part, struct gr_cold *c, int16_t version,
+                                      int32_t current_leader_epoch, int64_t ts, bool read_committed,
+                                      struct gr_offset_answer *out);
 
 /* OffsetForLeaderEpoch for one partition (KIP-101/KIP-320, Kafka's LeaderEpochFileCache): the epoch check,
    an offline log (KAFKA_STORAGE_ERROR), then for `epoch` -1 or above the current one -1/-1; for the current

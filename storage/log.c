@@ -1028,6 +1028,27 @@ int gr_log_read(struct gr_log *log, int64_t offset, int64_t max_bytes, int64_t u
     return 0;
 }
 
+int64_t gr_log_slice_upper_bound(const struct gr_log *log, const struct gr_log_slice *slice)
+{
+    const struct gr_segment *seg = slice->ref;
+    if (!seg || slice->bytes <= 0) return log->log_end_offset;
+    int64_t end = slice->file_pos + slice->bytes;
+    if (seg->index_loaded && end < seg->size_bytes) {
+        int32_t lo = 0, hi = seg->idx_count; /* the first index entry at or past the slice's end */
+        while (lo < hi) {
+            int32_t mid = lo + (hi - lo) / 2;
+            if (seg->idx[mid].position < end)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo < seg->idx_count) return seg->base_offset + seg->idx[lo].rel_offset;
+    }
+    int i = seg_index_for(log, seg->base_offset);
+    if (log->segs[i] == seg && i + 1 < log->seg_count) return log->segs[i + 1]->base_offset;
+    return log->log_end_offset;
+}
+
 void gr_log_slice_release(struct gr_log_slice *slice)
 {
     gr_log_slice_install(slice); /* a cold slice's pool work: its results go to the segment first */

@@ -240,6 +240,12 @@ struct gr_log_slice {
    until gr_log_slice_release. */
 int gr_log_read(struct gr_log *log, int64_t offset, int64_t max_bytes, int64_t upper_bound, bool min_one,
                 struct gr_log_slice *slice);
+/* The upper bound offset of a read_committed fetch's aborted transactions for `slice` (Kafka's
+   LocalLog.addAbortedTransactions: LogSegment.fetchUpperBoundOffset, else the next segment's base offset,
+   else the log end offset): the offset of the first offset-index entry at or past the slice's end in its
+   segment (an offset outside the slice, not always the smallest), else the next segment's base offset, else
+   the log end offset. No I/O. */
+int64_t gr_log_slice_upper_bound(const struct gr_log *log, const struct gr_log_slice *slice);
 /* Drops the slice's reference (closing the fd if the segment was deleted meanwhile). Idempotent. */
 void gr_log_slice_release(struct gr_log_slice *slice);
 /* gr_log_read that never waits for the disk (storage/residency.c): when the lookup would read a page of

@@ -226,12 +226,92 @@ static void test_durable_bound(void **state)
     assert_int_equal(gr_partition_first_unstable_offset(f->part), -1);
 }
 
+/* read_committed reads (Fetch isolation_level 1, ListOffsets IsolationLevel 1): below the last stable
+   offset, the aborted transactions' upper bound, ListOffsets latest = the LSO; read_uncommitted unchanged. */
+static void test_read_committed_reads(void **state)
+{
+    struct fx *f = *state;
+    struct gr_produce_result r;
+    assert_int_equal(produce(f, 1, 0, 2, true, true, &r), GR_ERR_NONE); /* 0..1 */
+    struct gr_append_result res;
+    assert_int_equal(marker(f, 1, 0, false, &res), 0);                   /* 2: abort */
+    assert_int_equal(produce(f, 9, 0, 2, false, true, &r), GR_ERR_NONE); /* 3..4 */
+    assert_int_equal(produce(f, 2, 0, 2, true, true, &r), GR_ERR_NONE);  /* 5..6: open */
+    assert_int_equal(produce(f, 9, 2, 1, false, true, &r), GR_ERR_NONE); /* 7 */
+    struct gr_cold c;
+    gr_cold_init(&c, f->ps, NULL, NULL, NULL);
+    struct gr_fetch_budget bud;
+    gr_fetch_budget_init(&bud, 1 << 20, 1 << 20);
+    struct gr_fetch_read rd = {.fetch_offset = 0,
+                               .current_leader_epoch = -1,
+                               .partition_max_bytes = 1 << 20,
+                               .version = 12,
+                               .last_fetched_epoch = -1,
+                               .replica_id = -1,
+                               .replica_epoch = -1,
+                               .replica_log_start_offset = -1,
+                               .read_committed = true};
+    assert_int_equal(gr_partition_fetch(f->part, &c, &bud, &rd), GR_ERR_NONE);
+    assert_int_equal(rd.high_watermark, 8);
+    assert_int_equal(rd.last_stable_offset, 5);
+    assert_true(rd.slice.bytes > 0);
+    /* outside the slice (past its last offset 4), at most the log end offset: the offset of the first index
+       entry at or past the slice's end (index.interval.bytes 100 here) */
+    assert_true(rd.aborted_upper_bound > 4 && rd.aborted_upper_bound <= 8);
+    uint8_t *bytes = th_slice_bytes(&rd.slice);
+    size_t pos = 0, bl;
+    const uint8_t *b;
+    int64_t last = -1;
+    while (gr_batch_next(bytes, (size_t)rd.slice.bytes, &pos, &b, &bl) == 1)
+        last = gr_batch_last_offset(b);
+    assert_int_equal(last, 4); /* nothing at or past the LSO */
+    free(bytes);
+    gr_log_slice_release(&rd.slice);
+    struct gr_aborted_txn a[2];
+    assert_int_equal(gr_partition_aborted_txns(f->part, 0, rd.aborted_upper_bound, a, 2), 1);
+    assert_int_equal(a[0].producer_id, 1);
+    assert_int_equal(a[0].first_offset, 0);
+    /* read_uncommitted: up to the high watermark, no aborted list bound */
+    rd.read_committed = false;
+    gr_fetch_budget_init(&bud, 1 << 20, 1 << 20);
+    assert_int_equal(gr_partition_fetch(f->part, &c, &bud, &rd), GR_ERR_NONE);
+    assert_int_equal(rd.aborted_upper_bound, -1);
+    assert_int_equal(rd.last_stable_offset, 5);
+    bytes = th_slice_bytes(&rd.slice);
+    pos = 0;
+    while (gr_batch_next(bytes, (size_t)rd.slice.bytes, &pos, &b, &bl) == 1)
+        last = gr_batch_last_offset(b);
+    assert_int_equal(last, 7);
+    free(bytes);
+    gr_log_slice_release(&rd.slice);
+    /* a read_committed fetch at the LSO: no records, no aborted list */
+    rd.read_committed = true;
+    rd.fetch_offset = 5;
+    gr_fetch_budget_init(&bud, 1 << 20, 1 << 20);
+    assert_int_equal(gr_partition_fetch(f->part, &c, &bud, &rd), GR_ERR_NONE);
+    assert_int_equal(rd.slice.bytes, 0);
+    assert_int_equal(rd.aborted_upper_bound, -1);
+    /* ListOffsets latest: the LSO under read_committed, the high watermark otherwise */
+    struct gr_offset_answer ans;
+    assert_int_equal(gr_partition_list_offset_isolated(f->part, &c, 9, -1, -1, true, &ans), GR_ERR_NONE);
+    assert_int_equal(ans.offset, 5);
+    assert_int_equal(gr_partition_list_offset_isolated(f->part, &c, 9, -1, -1, false, &ans), GR_ERR_NONE);
+    assert_int_equal(ans.offset, 8);
+    assert_int_equal(gr_partition_list_offset(f->part, &c, 9, -1, -1, &ans), GR_ERR_NONE);
+    assert_int_equal(ans.offset, 8);
+    /* by time: a record at or past the LSO is not found under read_committed */
+    assert_int_equal(gr_partition_list_offset_isolated(f->part, &c, 9, -1, NOW_MS, true, &ans), GR_ERR_NONE);
+    assert_int_equal(ans.offset, 0);
+    gr_cold_release(&c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_produce_checks, setup, teardown),
         cmocka_unit_test_setup_teardown(test_last_stable_offset_and_waits, setup, teardown),
         cmocka_unit_test_setup_teardown(test_durable_bound, setup_durable, teardown),
+        cmocka_unit_test_setup_teardown(test_read_committed_reads, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
