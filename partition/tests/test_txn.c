@@ -305,6 +305,49 @@ static void test_read_committed_reads(void **state)
     gr_cold_release(&c);
 }
 
+/* Only a leader takes markers (WriteTxnMarkers on a follower: NOT_LEADER_OR_FOLLOWER); a follower's
+   read_committed waiter wakes when the high watermark it takes from the leader passes a commit. */
+static void test_follower(void **state)
+{
+    struct fx *f = *state;
+    struct gr_produce_result r;
+    assert_int_equal(produce(f, 1, 0, 2, true, true, &r), GR_ERR_NONE); /* 0..1, led here first */
+    struct gr_append_result res;
+    assert_int_equal(marker(f, 1, 0, true, &res), 0); /* 2 */
+    static const int32_t replicas[] = {1, 2};
+    struct gr_partition_role_change c = {GR_PARTITION_FOLLOWER, 1, 5, 5, replicas, 2, replicas, 2, 1, 0};
+    assert_int_equal(gr_partition_set_role(f->part, &c), 0);
+    assert_int_equal(marker(f, 1, 0, false, &res), -EXDEV);
+    assert_int_equal(gr_log_end_offset(f->log), 3);
+    /* the leader's next transaction arrives by replication */
+    struct th_batch_spec s = {.count = 2,
+                              .ts0 = NOW_MS,
+                              .ts_step = 1,
+                              .tag = 3,
+                              .value_bytes = 20,
+                              .producer_id = 1,
+                              .producer_epoch = 0,
+                              .base_sequence = 2,
+                              .transactional = true};
+    size_t len;
+    uint8_t *b = th_batch(&s, &len);
+    gr_batch_set_base_offset(b, 3);
+    gr_batch_set_leader_epoch(b, 5);
+    assert_int_equal(gr_partition_append_as_follower(f->part, b, len, 5, &res), 0);
+    free(b);
+    gr_partition_set_follower_high_watermark(f->part, 5);
+    assert_int_equal(gr_partition_visible_offset(f->part), 5);
+    assert_int_equal(gr_partition_last_stable_offset(f->part), 3); /* the open transaction at 3 */
+    struct gr_partition_waiter w;
+    gr_partition_waiter_init(&w, on_done, NULL);
+    woken = 0;
+    gr_partition_wait_fetchable(f->part, &w, GR_FETCH_TXN_COMMITTED, 3);
+    assert_true(gr_partition_waiting(&w));
+    gr_partition_wait_cancel(&w);
+    assert_false(gr_partition_waiting(&w));
+    assert_int_equal(woken, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -312,6 +355,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_last_stable_offset_and_waits, setup, teardown),
         cmocka_unit_test_setup_teardown(test_durable_bound, setup_durable, teardown),
         cmocka_unit_test_setup_teardown(test_read_committed_reads, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_follower, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
