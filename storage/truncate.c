@@ -322,6 +322,9 @@ static int rebuild_producers(struct gr_log *log)
     if (err < 0) return err;
     log->ps.end_offset = end;
     gr_producer_state_truncate_head(&log->ps, log->log_start_offset);
+    /* Transactions the replay completed below the high watermark are stable already: without this the first
+       unstable offset would wait for the next move of the high watermark, which an idle partition lacks. */
+    if (log->high_watermark >= 0) gr_producer_state_on_high_watermark(&log->ps, log->high_watermark);
     return 0;
 }
 

@@ -336,6 +336,26 @@ static void test_truncation(void **state)
     gr_log_set_high_watermark(f->log, gr_log_end_offset(f->log));
     assert_int_equal(gr_log_first_unstable_offset(f->log), 4);
     assert_int_equal(txnindex_file(f->dir, mseg, NULL), GR_TXN_INDEX_ENTRY_BYTES);
+    /* a replay below an unchanged high watermark leaves no completed transaction holding the LSO back: P1's
+       abort (3) and P2's reopened transaction at 4 are below the high watermark 6 */
+    send_ok(f->log, 2, 0, 2, 1, true);
+    marker_ok(f->log, 2, 0, 0, GR_CONTROL_COMMIT); /* 6..7 */
+    gr_log_set_high_watermark(f->log, 8);
+    assert_int_equal(gr_log_first_unstable_offset(f->log), -1);
+    assert_int_equal(gr_log_truncate_to(f->log, 7), 0); /* the commit goes: P2 open again at 4 */
+    gr_store_quiesce(f->store);
+    assert_int_equal(gr_log_high_watermark(f->log), 7);
+    assert_int_equal(gr_log_first_unstable_offset(f->log), 4);
+    assert_int_equal(marker_ok(f->log, 2, 0, 0, GR_CONTROL_COMMIT), 7);
+    gr_log_set_high_watermark(f->log, 8);
+    assert_int_equal(gr_log_truncate_to(f->log, 8), 0); /* nothing to cut: nothing changes */
+    assert_int_equal(gr_log_first_unstable_offset(f->log), -1);
+    send_ok(f->log, 9, 0, 1000, 1, false); /* 8 */
+    gr_log_set_high_watermark(f->log, 9);
+    assert_int_equal(gr_log_truncate_to(f->log, 8), 0); /* the replay completes P1 (3) and P2 (7) again */
+    gr_store_quiesce(f->store);
+    assert_int_equal(gr_log_high_watermark(f->log), 8);
+    assert_int_equal(gr_log_first_unstable_offset(f->log), -1); /* both below the high watermark 8 */
     assert_int_equal(gr_log_truncate_to(f->log, m1), 0);
     gr_store_quiesce(f->store);
     assert_int_equal(aborted(f->log, 0, gr_log_end_offset(f->log), a, 4), 0);
