@@ -19,6 +19,7 @@
 #include <stdlib.h>
 
 #include "common/log.h"
+#include "storage/producer_state.h"
 
 enum wait_kind {
     WAIT_COMMITTED = 0,
@@ -26,7 +27,8 @@ enum wait_kind {
     WAIT_LOG_START = 2,
     WAIT_LOG_END = 3,
     WAIT_LOW_WATERMARK = 4,
-    WAIT_KINDS = 5
+    WAIT_STABLE = 5, /* a read_committed fetch: until the last stable offset passes an offset */
+    WAIT_KINDS = 6
 };
 
 #define NOT_YET 1 /* a condition's answer: keep waiting */
@@ -246,6 +248,40 @@ int64_t gr_partition_visible_offset(struct gr_partition *part)
     return visible;
 }
 
+int64_t gr_partition_first_unstable_offset(const struct gr_partition *part)
+{
+    return gr_log_first_unstable_offset(part->log);
+}
+
+/* UnifiedLog.lastStableOffset given the high watermark `visible`. */
+static int64_t stable_of(const struct gr_partition *part, int64_t visible)
+{
+    int64_t fuo = gr_log_first_unstable_offset(part->log);
+    return fuo >= 0 && fuo < visible ? fuo : visible;
+}
+
+int64_t gr_partition_last_stable_offset(struct gr_partition *part)
+{
+    return stable_of(part, gr_partition_visible_offset(part));
+}
+
+int gr_partition_aborted_txns(struct gr_partition *part, int64_t start_offset, int64_t upper_bound_offset,
+                              struct gr_aborted_txn *out, int cap)
+{
+    if (gr_log_offline(part->log)) return -EROFS;
+    return gr_log_aborted_txns(part->log, start_offset, upper_bound_offset, out, cap);
+}
+
+int gr_partition_write_marker(struct gr_partition *part, const struct gr_txn_marker *m,
+                              struct gr_append_result *res)
+{
+    if (part->hw.follower) return -EXDEV; /* only a leader takes markers (NOT_LEADER_OR_FOLLOWER) */
+    int rc = gr_log_write_marker(part->log, m->producer_id, m->producer_epoch, m->coordinator_epoch,
+                                 m->commit ? GR_CONTROL_COMMIT : GR_CONTROL_ABORT, m->now_ms, res);
+    if (rc == 0 && !res->duplicate) gr_partition_appended(part);
+    return rc;
+}
+
 /* The low watermark as the waits see it: the log start offset, lowered by the live followers' (replica.c's
    followers_low) on a leader with followers. */
 static int64_t low_watermark(const struct gr_partition *part)
@@ -268,6 +304,7 @@ static int condition(struct gr_partition *part, const struct gr_partition_waiter
     if (w->kind == WAIT_COMMITTED) return visible >= w->arg ? 0 : NOT_YET;
     if (w->kind == WAIT_LOW_WATERMARK) return low_watermark(part) >= w->arg ? 0 : NOT_YET;
     if (w->kind == WAIT_LOG_END) return gr_log_end_offset(part->log) > w->arg ? 0 : NOT_YET;
+    if (w->kind == WAIT_STABLE) return stable_of(part, visible) > w->arg ? 0 : NOT_YET;
     return visible > w->arg ? 0 : NOT_YET;
 }
 
@@ -318,6 +355,7 @@ void gr_partition_appended(struct gr_partition *part)
     int64_t visible = gr_partition_visible_offset(part);
     collect(part, WAIT_COMMITTED, visible);
     collect(part, WAIT_DATA, visible);
+    collect(part, WAIT_STABLE, visible); /* a marker moves the last stable offset without the visible one */
     fire(part);
 }
 
@@ -387,19 +425,26 @@ void gr_partition_wait_data(struct gr_partition *part, struct gr_partition_waite
 
 int64_t gr_partition_fetch_bound(struct gr_partition *part, enum gr_fetch_isolation iso)
 {
-    return iso == GR_FETCH_LOG_END ? gr_log_end_offset(part->log) : gr_partition_visible_offset(part);
+    if (iso == GR_FETCH_LOG_END) return gr_log_end_offset(part->log);
+    if (iso == GR_FETCH_TXN_COMMITTED) return gr_partition_last_stable_offset(part);
+    return gr_partition_visible_offset(part);
 }
 
 void gr_partition_wait_fetchable(struct gr_partition *part, struct gr_partition_waiter *w,
                                  enum gr_fetch_isolation iso, int64_t offset)
 {
-    wait_on(part, w, iso == GR_FETCH_LOG_END ? WAIT_LOG_END : WAIT_DATA, offset);
+    int kind = iso == GR_FETCH_LOG_END         ? WAIT_LOG_END
+               : iso == GR_FETCH_TXN_COMMITTED ? WAIT_STABLE
+                                               : WAIT_DATA;
+    wait_on(part, w, kind, offset);
 }
 
 void gr_partition_wait_data_again(struct gr_partition *part, struct gr_partition_waiter *w)
 {
-    assert(w->kind == WAIT_DATA || w->kind == WAIT_LOG_END); /* a programmer error */
-    enum gr_fetch_isolation iso = w->kind == WAIT_LOG_END ? GR_FETCH_LOG_END : GR_FETCH_HIGH_WATERMARK;
+    assert(w->kind == WAIT_DATA || w->kind == WAIT_LOG_END || w->kind == WAIT_STABLE); /* programmer error */
+    enum gr_fetch_isolation iso = w->kind == WAIT_LOG_END  ? GR_FETCH_LOG_END
+                                  : w->kind == WAIT_STABLE ? GR_FETCH_TXN_COMMITTED
+                                                           : GR_FETCH_HIGH_WATERMARK;
     gr_partition_wait_fetchable(part, w, iso, gr_partition_fetch_bound(part, iso));
 }
 

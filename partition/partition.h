@@ -135,6 +135,9 @@ struct gr_produce_args {
                             gate): an active file still closed answers KAFKA_STORAGE_ERROR, never opened here */
     int16_t acks;        /* the request's acks (0, 1 or -1): -1 is refused NOT_ENOUGH_REPLICAS before the
                             append while the ISR is below the effective min ISR (gr_partition_check_produce_acks) */
+    bool txn_verified;   /* the caller verified that the batch's producer has this partition in its ongoing
+                            transaction (KIP-890): only then is a transactional batch taken (else
+                            INVALID_RECORD); control batches are always INVALID_RECORD from a client */
 };
 
 /* One refused record (Kafka's ProduceResponse.RecordError, KIP-467). */
@@ -162,13 +165,15 @@ struct gr_produce_result {
 
 /* Validates one partition's records and appends them: Kafka's UnifiedLog.analyzeAndValidateRecords and
    LogValidator in their order (exactly one RecordBatch v2; max.message.bytes on the batch as sent; framing,
-   CRC and records; transactional and control batches refused; zstd only from v7; a compressed record
-   longer than max.decompressed.message.bytes; null keys on compacted topics; each record's timestamp within
-   message.timestamp.before/after.max.ms under CreateTime, the max timestamp set, LogAppendTime stamped by
-   the append), recompresses to `policy`'s compression.type when it names another codec, then appends
-   through gr_partition_append (storage's producer-state checks: OUT_OF_ORDER_SEQUENCE_NUMBER,
-   INVALID_PRODUCER_EPOCH; duplicates). `policy` is the topic's typed policy (gr_topic_policy); refusal
-   messages are allocated in `arena`. Fills `out` and returns its error_code (0: appended). Owning thread. */
+   CRC and records; control batches refused, transactional ones unless args->txn_verified; zstd only from v7;
+   a compressed record longer than max.decompressed.message.bytes; null keys on compacted topics; each
+   record's timestamp within message.timestamp.before/after.max.ms under CreateTime, the max timestamp set,
+   LogAppendTime stamped by the append), recompresses to `policy`'s compression.type when it names another
+   codec, then appends through gr_partition_append (storage's producer-state checks:
+   OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH, INVALID_TXN_STATE for a non-transactional batch of a
+   producer whose transaction is open; duplicates). A transactional batch opens its producer's transaction at
+   its first offset. `policy` is the topic's typed policy (gr_topic_policy); refusal messages are allocated in
+   `arena`. Fills `out` and returns its error_code (0: appended). Owning thread. */
 int16_t gr_partition_produce(struct gr_partition *part, const struct gr_log_config *policy,
                              const struct gr_produce_args *args, struct gr_arena *arena,
                              struct gr_produce_result *out);
@@ -210,11 +215,13 @@ void gr_partition_wait_committed(struct gr_partition *part, struct gr_partition_
 void gr_partition_wait_data(struct gr_partition *part, struct gr_partition_waiter *w, int64_t offset);
 
 /* What a fetch reads up to (Kafka's FetchIsolation, FetchIsolation.of): a consumer (replica id < 0) below
-   the high watermark (the visible offset; read_committed will read below the last stable offset), a
-   follower (replica id >= 0, FetchRequest.isFromFollower) below the log end offset (LOG_END). */
+   the high watermark (the visible offset) under read_uncommitted, below the last stable offset under
+   read_committed (TXN_COMMITTED, isolation_level 1), a follower (replica id >= 0,
+   FetchRequest.isFromFollower) below the log end offset (LOG_END). */
 enum gr_fetch_isolation {
     GR_FETCH_HIGH_WATERMARK = 0,
     GR_FETCH_LOG_END = 1,
+    GR_FETCH_TXN_COMMITTED = 2,
 };
 /* The isolation of a fetch from `replica_id` (Fetch v15+ ReplicaState.ReplicaId, else ReplicaId): LOG_END
    for a broker id (>= 0), else HIGH_WATERMARK. */
@@ -222,11 +229,22 @@ static inline enum gr_fetch_isolation gr_fetch_isolation_of(int32_t replica_id)
 {
     return replica_id >= 0 ? GR_FETCH_LOG_END : GR_FETCH_HIGH_WATERMARK;
 }
-/* The offset a fetch under `iso` reads below now: the visible offset (gr_partition_visible_offset) or the
-   log end offset (DelayedFetch.tryComplete's endOffset). */
+/* The isolation of a fetch from `replica_id` at `isolation_level` (Fetch v4+ IsolationLevel: 1
+   read_committed): FetchIsolation.of: LOG_END for a broker, TXN_COMMITTED for a read_committed consumer, else
+   HIGH_WATERMARK. */
+static inline enum gr_fetch_isolation gr_fetch_isolation_for(int32_t replica_id, int8_t isolation_level)
+{
+    if (replica_id >= 0) return GR_FETCH_LOG_END;
+    return isolation_level == 1 ? GR_FETCH_TXN_COMMITTED : GR_FETCH_HIGH_WATERMARK;
+}
+/* The offset a fetch under `iso` reads below now: the visible offset (gr_partition_visible_offset), the last
+   stable offset (gr_partition_last_stable_offset) or the log end offset (DelayedFetch.tryComplete's
+   endOffset). */
 int64_t gr_partition_fetch_bound(struct gr_partition *part, enum gr_fetch_isolation iso);
 /* Until data is readable under `iso`: done once gr_partition_fetch_bound(part, iso) > offset, or with -EROFS
-   once the log is offline. GR_FETCH_HIGH_WATERMARK is gr_partition_wait_data. GR_FETCH_LOG_END (a
+   once the log is offline. GR_FETCH_HIGH_WATERMARK is gr_partition_wait_data. GR_FETCH_TXN_COMMITTED (a
+   read_committed long poll) waits "until the last stable offset moves" past `offset`: appends, markers,
+   flushes and high watermark moves wake it. GR_FETCH_LOG_END (a
    follower's long poll): appends wake it whatever the visible offset (with visible_is_durable too, before
    the flush); a leader only serves followers, so it is done with -EXDEV on a follower (at once, or when a
    leader becomes follower: DelayedFetch's "no longer the leader" case). `w` must be idle. */
@@ -419,8 +437,14 @@ struct gr_fetch_read {
     bool update_fetch_state; /* a follower's first read of this fetch (Kafka's updateFetchState: false
                                 when a parked fetch reads again, ReplicaManager.readFromLog's
                                 readFromPurgatory): its fetch state is recorded */
+    bool read_committed;     /* a consumer's isolation_level 1: reads below the last stable offset
+                                (FetchIsolation.TXN_COMMITTED); ignored for a follower */
     /* out */
-    int64_t high_watermark;       /* the visible offset (also the last stable offset without transactions) */
+    int64_t high_watermark;       /* the visible offset */
+    int64_t last_stable_offset;   /* gr_partition_last_stable_offset (the response's LastStableOffset) */
+    int64_t aborted_upper_bound;  /* read_committed with records: the upper bound for
+                                     gr_partition_aborted_txns(fetch_offset, it) (gr_log_slice_upper_bound);
+                                     -1 otherwise (no aborted transactions to report) */
     int64_t log_start_offset;     /* both set before any error: the caller shows -1 on errors */
     int32_t diverging_epoch;      /* >= 0: the fetcher's log diverges from this one (KIP-320 DivergingEpoch):
                                      the largest epoch <= last_fetched_epoch here ... */
@@ -449,6 +473,8 @@ struct gr_fetch_read {
    now_ms) as the fetch's time; the high watermark may move and waiters be done inside. Its errors: a stale
    broker epoch is NOT_LEADER_OR_FOLLOWER (Replica.updateFetchStateOrThrow), fetch_offset past the log end
    offset OFFSET_OUT_OF_RANGE; then no records and no budget charged.
+   A read_committed consumer reads below the last stable offset instead, and gets aborted_upper_bound when
+   records are returned (Kafka's LocalLog.read with includeAbortedTxns).
    Returns NONE, OFFSET_OUT_OF_RANGE, another Kafka error, or GR_PARTITION_COLD (slice empty). */
 int gr_partition_fetch(struct gr_partition *part, struct gr_cold *c, struct gr_fetch_budget *bud,
                        struct gr_fetch_read *rd);
@@ -472,6 +498,12 @@ struct gr_offset_answer {
    Returns NONE, a Kafka error, or GR_PARTITION_COLD. */
 int gr_partition_list_offset(struct gr_partition *part, struct gr_cold *c, int16_t version,
                              int32_t current_leader_epoch, int64_t ts, struct gr_offset_answer *out);
+/* gr_partition_list_offset under an isolation level (ListOffsets IsolationLevel, v2+): with read_committed
+   (1) the last stable offset takes the visible offset's place: -1 answers it, and -3 and lookups by time
+   find only records below it (Partition.fetchOffsetForTimestamp's lastFetchableOffset). */
+int gr_partition_list_offset_isolated(struct gr_partition *part, struct gr_cold *c, int16_t version,
+                                      int32_t current_leader_epoch, int64_t ts, bool read_committed,
+                                      struct gr_offset_answer *out);
 
 /* OffsetForLeaderEpoch for one partition (KIP-101/KIP-320, Kafka's LeaderEpochFileCache): the epoch check,
    an offline log (KAFKA_STORAGE_ERROR), then for `epoch` -1 or above the current one -1/-1; for the current
@@ -482,17 +514,15 @@ int gr_partition_epoch_end_offset(struct gr_partition *part, int32_t current_lea
                                   int32_t *leader_epoch, int64_t *end_offset);
 
 /* ==================================================================================================== *
- * REPLICATION AND TRANSACTIONS: DECLARED, NOT IMPLEMENTED (except the leader side, partition/replica.c, and
- * the follower side, partition/follower.c, declared at the end of this section).
- * The operations replication and transactions will add, declared now so that the signatures above stay when
- * they come. Nothing defines them yet (and nothing may call them: a call would fail to link), except the
- * leader side from gr_partition_set_role on (roles, followers' fetch states, ISR changes, the high
- * watermark, the acks=-1 checks, the low watermark), which replica.c implements. Each names its
- * counterpart in Apache Kafka 4.x: core/src/main/scala/kafka/cluster/Partition.scala (Partition.*),
+ * REPLICATION AND TRANSACTIONS: the leader side (partition/replica.c), the follower side
+ * (partition/follower.c, declared at the end of this section) and the transactions data plane (partition.c:
+ * the last stable offset, aborted transactions, markers) are implemented. Each names its counterpart in
+ * Apache Kafka 4.x: core/src/main/scala/kafka/cluster/Partition.scala (Partition.*),
  * storage/src/main/java/org/apache/kafka/storage/internals/log/UnifiedLog.java (UnifiedLog.*),
- * core/src/main/scala/kafka/server/ReplicaManager.scala (ReplicaManager.*). With them the visible offset
- * (gr_partition_visible_offset) becomes the high watermark, and the named waits above keep their contracts:
- * committed waiters wake when the followers move it, data waiters also when the last stable offset moves.
+ * core/src/main/scala/kafka/server/ReplicaManager.scala (ReplicaManager.*). The visible offset
+ * (gr_partition_visible_offset) is the high watermark, and the named waits above keep their contracts:
+ * committed waiters wake when the followers move it, read_committed data waiters when the last stable
+ * offset moves (a marker, or the high watermark passing one).
  * ==================================================================================================== */
 
 /* A partition's role on this broker. Until gr_partition_set_role is called a partition is
@@ -566,14 +596,7 @@ struct gr_partition_repl_config {
     bool hw_violation_no_abort;
 };
 
-/* One aborted transaction overlapping a fetch range (Kafka's AbortedTxn, an entry of the .txnindex file);
-   Fetch answers producer_id and first_offset (FetchResponse AbortedTransaction). */
-struct gr_aborted_txn {
-    int64_t producer_id;        /* the transaction's producer */
-    int64_t first_offset;       /* offset of its first record */
-    int64_t last_offset;        /* offset of its ABORT marker */
-    int64_t last_stable_offset; /* the last stable offset when the marker was written */
-};
+/* struct gr_aborted_txn (one aborted transaction, Kafka's AbortedTxn) is storage's: storage/log.h. */
 
 /* How many times the high watermark invariant of issue #20 was found violated in `ps` since create: on a
    leader with followers, at every move of its high watermark and every fetch-state or ISR membership change,
@@ -720,15 +743,42 @@ int64_t gr_partition_leader_epoch_start_offset(const struct gr_partition *part);
    watermark, else the high watermark; what read_committed fetches read below and ListOffsets' latest answers
    for them. Equal to gr_partition_visible_offset when no transaction is open. */
 int64_t gr_partition_last_stable_offset(struct gr_partition *part);
-/* The first offset of the oldest open transaction (UnifiedLog.firstUnstableOffset), -1 when none is open. */
+/* The first unstable offset (UnifiedLog.firstUnstableOffset): the first offset of the oldest transaction that
+   is open or whose marker is not yet below the high watermark, raised to the log start offset; -1 when there
+   is none (storage/log.h gr_log_first_unstable_offset). O(1). */
 int64_t gr_partition_first_unstable_offset(const struct gr_partition *part);
 /* The aborted transactions a read_committed fetch of [start_offset, upper_bound_offset) must report
    (UnifiedLog.collectAbortedTransactions(startOffset, upperBoundOffset), from the transaction indexes of the
    segments the range touches): each one whose range overlaps it, in index order, into out[0..cap).
-   Returns how many there are (more than `cap`: only cap written; call again with room for all), or -errno
-   (-EIO). Reads index files: the caller has made them resident first (the cold-read wait). */
+   Kafka's rule (the issue's): every entry with last_offset >= start_offset and first_offset <
+   upper_bound_offset (upper_bound_offset: the offset after the last batch returned: the next batch's
+   offset, else the next segment's base offset, else the log end offset), from the index of the segment
+   holding start_offset and then of each later segment, stopping at the first entry whose
+   last_stable_offset >= upper_bound_offset. No filtering by the fetched batches (the client does it).
+   Returns how many there are (more than `cap`: only cap written; call again with room for all), or -EROFS
+   (offline). The indexes are in memory (storage keeps every segment's .txnindex loaded): no I/O. */
 int gr_partition_aborted_txns(struct gr_partition *part, int64_t start_offset, int64_t upper_bound_offset,
                               struct gr_aborted_txn *out, int cap);
+
+/* An end-transaction marker to write (WriteTxnMarkers' one marker for one partition). */
+struct gr_txn_marker {
+    int64_t producer_id;
+    int16_t producer_epoch;
+    int32_t coordinator_epoch;
+    bool commit;    /* COMMIT, else ABORT (TransactionResult) */
+    int64_t now_ms; /* the marker record's timestamp (wall clock, ms) */
+};
+/* Appends the control batch of `m` as the leader (UnifiedLog.appendAsLeader with origin COORDINATOR of
+   MemoryRecords.withEndTransactionMarker; storage's gr_log_write_marker), then wakes waiters as
+   gr_partition_append does. It closes the producer's open transaction; an ABORT of a non-empty one adds an
+   entry to the segment's .txnindex; the last stable offset may move once the high watermark passes the
+   marker (answer WriteTxnMarkers then: wait committed on res->last_offset + 1). Returns 0 with *res,
+   -EXDEV on a follower (NOT_LEADER_OR_FOLLOWER), GR_LOG_ERR_INVALID_PRODUCER_EPOCH (INVALID_PRODUCER_EPOCH:
+   the producer epoch is below the partition's entry), GR_LOG_ERR_TRANSACTION_COORDINATOR_FENCED (the
+   coordinator epoch is below the entry's, ProducerAppendInfo.checkCoordinatorEpoch), or gr_log_append's
+   other errors. Owning thread. */
+int gr_partition_write_marker(struct gr_partition *part, const struct gr_txn_marker *m,
+                              struct gr_append_result *res);
 
 /*
  * The follower side (follower.c): a partition gr_partition_set_role made GR_PARTITION_FOLLOWER appends the

@@ -179,9 +179,11 @@ static int16_t append(struct gr_partition *part, const struct gr_produce_args *a
         return fail(out, GR_ERR_KAFKA_STORAGE_ERROR, NULL);
     struct gr_append_result res;
     int rc = gr_partition_append(part, batch, batch_len, lat ? args->now_ms : -1, &res);
-    if (rc == GR_LOG_ERR_OUT_OF_ORDER_SEQUENCE || rc == GR_LOG_ERR_INVALID_PRODUCER_EPOCH) {
+    if (rc == GR_LOG_ERR_OUT_OF_ORDER_SEQUENCE || rc == GR_LOG_ERR_INVALID_PRODUCER_EPOCH ||
+        rc == GR_LOG_ERR_INVALID_TXN_STATE) {
         fail(out,
              rc == GR_LOG_ERR_OUT_OF_ORDER_SEQUENCE ? GR_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER
+             : rc == GR_LOG_ERR_INVALID_TXN_STATE   ? GR_ERR_INVALID_TXN_STATE
                                                     : GR_ERR_INVALID_PRODUCER_EPOCH,
              NULL);
         out->log_start_offset = gr_log_start_offset(log); /* as Kafka: an error met in the log */
@@ -239,7 +241,10 @@ int16_t gr_partition_produce(struct gr_partition *part, const struct gr_log_conf
         if (batch_err_in_log(rc)) out->log_start_offset = gr_log_start_offset(log);
         return out->error_code;
     }
-    if (info.attributes & (GR_BATCH_ATTR_TRANSACTIONAL | GR_BATCH_ATTR_CONTROL))
+    /* A client never writes control batches (Kafka's LogValidator for origin CLIENT); a transactional batch
+       is taken only once the caller verified its transaction (KIP-890; until then refused). */
+    if ((info.attributes & GR_BATCH_ATTR_CONTROL) ||
+        ((info.attributes & GR_BATCH_ATTR_TRANSACTIONAL) && !args->txn_verified))
         return fail(out, GR_ERR_INVALID_RECORD, NULL);
     if (info.codec == GR_CODEC_ZSTD && args->api_version < 7)
         return fail(out, GR_ERR_UNSUPPORTED_COMPRESSION_TYPE, NULL);

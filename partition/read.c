@@ -105,6 +105,8 @@ int gr_partition_fetch(struct gr_partition *part, struct gr_cold *c, struct gr_f
     rd->diverging_epoch = -1;
     rd->diverging_end_offset = -1;
     rd->high_watermark = gr_partition_visible_offset(part);
+    rd->last_stable_offset = gr_partition_last_stable_offset(part);
+    rd->aborted_upper_bound = -1;
     rd->log_start_offset = gr_log_start_offset(log);
     int err = fetch_checks(part, rd);
     if (err || rd->diverging_epoch >= 0) return err;
@@ -112,6 +114,7 @@ int gr_partition_fetch(struct gr_partition *part, struct gr_cold *c, struct gr_f
     if (max > bud->left) max = bud->left;
     if (max < 0) max = 0;
     enum gr_fetch_isolation iso = gr_fetch_isolation_of(rd->replica_id);
+    if (iso == GR_FETCH_HIGH_WATERMARK && rd->read_committed) iso = GR_FETCH_TXN_COMMITTED;
     int rc = gr_cold_read(c, log, rd->fetch_offset, max, gr_partition_fetch_bound(part, iso), !bud->have_data,
                           &rd->slice);
     if (rc && rc != -EAGAIN) return rc == -ERANGE ? GR_ERR_OFFSET_OUT_OF_RANGE : GR_ERR_KAFKA_STORAGE_ERROR;
@@ -123,6 +126,8 @@ int gr_partition_fetch(struct gr_partition *part, struct gr_cold *c, struct gr_f
     }
     if (rc == -EAGAIN) return GR_PARTITION_COLD; /* pages to read in first */
     if (rd->slice.bytes > 0) {
+        if (iso == GR_FETCH_TXN_COMMITTED)
+            rd->aborted_upper_bound = gr_log_slice_upper_bound(log, &rd->slice);
         bud->have_data = true;
         bud->left -= rd->slice.bytes;
         if (bud->left < 0) bud->left = 0;
@@ -157,6 +162,13 @@ static int lagging_lookup(struct gr_cold *c, struct gr_log *log, int64_t ts, int
 int gr_partition_list_offset(struct gr_partition *part, struct gr_cold *c, int16_t version,
                              int32_t current_leader_epoch, int64_t ts, struct gr_offset_answer *out)
 {
+    return gr_partition_list_offset_isolated(part, c, version, current_leader_epoch, ts, false, out);
+}
+
+int gr_partition_list_offset_isolated(struct gr_partition *part, struct gr_cold *c, int16_t version,
+                                      int32_t current_leader_epoch, int64_t ts, bool read_committed,
+                                      struct gr_offset_answer *out)
+{
     struct gr_log *log = gr_partition_log(part);
     *out = (struct gr_offset_answer){-1, -1, -1};
     int err = gr_partition_check_epoch(part, current_leader_epoch);
@@ -168,6 +180,7 @@ int gr_partition_list_offset(struct gr_partition *part, struct gr_cold *c, int16
     bool lagging = gr_partition_leader_epoch_start_offset(part) > visible;
     int rc = 0;
     if (lagging && (ts == -3 || ts >= 0)) return lagging_lookup(c, log, ts, visible, out);
+    if (read_committed) visible = gr_partition_last_stable_offset(part); /* lastFetchableOffset */
     switch (ts) {
     case -1:
         if (lagging) return GR_ERR_OFFSET_NOT_AVAILABLE;

@@ -254,10 +254,20 @@ static void wait_log_end(struct gr_partition *part, struct gr_partition_waiter *
     gr_partition_wait_fetchable(part, w, GR_FETCH_LOG_END, offset);
 }
 
+/* gr_partition_wait_fetchable for a read_committed consumer's fetch (until the last stable offset moves). */
+static void wait_stable(struct gr_partition *part, struct gr_partition_waiter *w, int64_t offset)
+{
+    gr_partition_wait_fetchable(part, w, GR_FETCH_TXN_COMMITTED, offset);
+}
+
 int gr_req_wait_data(struct gr_req *req, struct gr_log *log, enum gr_fetch_isolation iso)
 {
     int64_t offset = gr_partition_fetch_bound(gr_broker_partition(req->broker, log), iso);
-    return req_wait(req, log, true, iso == GR_FETCH_LOG_END ? wait_log_end : gr_partition_wait_data, offset);
+    return req_wait(req, log, true,
+                    iso == GR_FETCH_LOG_END         ? wait_log_end
+                    : iso == GR_FETCH_TXN_COMMITTED ? wait_stable
+                                                    : gr_partition_wait_data,
+                    offset);
 }
 
 int gr_req_wait_log_start(struct gr_req *req, struct gr_log *log, int64_t ticket)

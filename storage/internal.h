@@ -68,6 +68,10 @@ struct gr_segment {
     int32_t idx_count, idx_cap;
     struct gr_time_entry *tidx;
     int32_t tidx_count, tidx_cap;
+    /* The aborted-transaction index (.txnindex, storage/format.md): entries in marker order, whole in memory
+       (loaded at open, rebuilt by recovery's producer replay), written to the file with the other indexes. */
+    struct gr_aborted_txn *atx;
+    int32_t atx_count, atx_cap;
     struct gr_segment *lru_prev, *lru_next; /* store LRU of open .log fds (sealed and active) */
     bool in_lru;
     /* Set (any thread) when the files lost their final names (a cleaner swap whose renames failed, completed
@@ -104,6 +108,8 @@ struct gr_log {
        gr_log_write_epochs writes it again (ENOSPC: "retry later", issue 26). */
     atomic_bool epochs_write_failed;
     struct gr_producer_state ps;
+    int64_t
+        replay_limit;   /* open only: the producer replay starts at or below it (recovery's first segment) */
     int64_t *snapshots; /* offsets of snapshot files on disk, ascending */
     int snapshot_count, snapshot_cap;
     int64_t messages_since_flush;
@@ -274,6 +280,16 @@ void gr_segment_seal_deferred(struct gr_segment *seg);
 int gr_segment_write_indexes_existing(struct gr_segment *seg);
 /* Writes the in-memory indexes to their files (ftruncate + pwrite). 0 or -errno. */
 int gr_segment_write_indexes(struct gr_segment *seg);
+/* The aborted-transaction index (.txnindex): appends one entry (LogSegment.updateTxnIndex), 0 or -ENOMEM;
+   drops the entries whose last offset >= `offset` (TransactionIndex.truncateTo); encodes the file (34 bytes
+   an entry: version int16 0, producer id, first offset, last offset, last stable offset, int64s big-endian;
+   returns new, NULL when empty or out of memory); reads the file into memory at open (0, also when absent;
+   a damaged file is warned about and ignored: -errno only for I/O errors). */
+#define GR_TXN_INDEX_ENTRY_BYTES 34
+int gr_segment_txn_append(struct gr_segment *seg, const struct gr_aborted_txn *t);
+void gr_segment_txn_truncate(struct gr_segment *seg, int64_t offset);
+uint8_t *gr_segment_txn_encode(const struct gr_segment *seg, size_t *len);
+int gr_segment_txn_load(struct gr_segment *seg);
 /* Loads the indexes of a sealed segment (sanity-checked; rebuilt by a header scan if bad). 0 or -errno. */
 int gr_segment_load_index(struct gr_segment *seg, const struct gr_log_config *cfg);
 /* Reads the last time index entry of a sealed segment into max_timestamp_*; rebuilds if invalid. */
@@ -455,6 +471,10 @@ int gr_log_write_bytes(struct gr_log *log, struct gr_segment *seg, const uint8_t
    segment awaits fdatasync, sizes and flush.messages' count grow, the next roll is prepared. */
 void gr_log_written(struct gr_log *log, struct gr_segment *seg, int64_t end_offset, size_t len,
                     int64_t records, int64_t now_ms);
+/* Producer state from one batch just written to `seg` (`len` bytes of it at hand: a marker needs them all):
+   gr_producer_state_update, and an aborted transaction's entry in seg's .txnindex. Out of memory is logged.
+ */
+void gr_log_note_producer(struct gr_log *log, struct gr_segment *seg, const uint8_t *batch, size_t len);
 /* After an append: a new epoch's entry queued for leader-epoch-checkpoint, flush.messages / flush.ms kept. */
 void gr_log_after_append(struct gr_log *log);
 /* Takes the log offline (logged once, with `what` and err). */

@@ -134,6 +134,33 @@ void gr_log_set_high_watermark(struct gr_log *log, int64_t hwm)
     if (hwm > log->log_end_offset) hwm = log->log_end_offset;
     log->high_watermark = hwm;
     log->hwm_from_server = true;
+    gr_producer_state_on_high_watermark(&log->ps, hwm); /* completed transactions below it are stable */
+}
+
+int64_t gr_log_first_unstable_offset(const struct gr_log *log)
+{
+    int64_t fuo = gr_producer_state_first_unstable(&log->ps);
+    if (fuo < 0) return -1;
+    return fuo < log->log_start_offset ? log->log_start_offset : fuo; /* maybeIncrementFirstUnstableOffset */
+}
+
+int gr_log_aborted_txns(const struct gr_log *log, int64_t start_offset, int64_t upper_bound,
+                        struct gr_aborted_txn *out, int cap)
+{
+    int n = 0;
+    for (int i = gr_log_seg_index_for(log, start_offset); i < log->seg_count; i++) {
+        const struct gr_segment *seg = log->segs[i];
+        if (seg->base_offset >= upper_bound) break;
+        for (int32_t k = 0; k < seg->atx_count; k++) {
+            const struct gr_aborted_txn *t = &seg->atx[k];
+            if (t->last_offset >= start_offset && t->first_offset < upper_bound) {
+                if (n < cap) out[n] = *t;
+                n++;
+            }
+            if (t->last_stable_offset >= upper_bound) return n; /* TransactionIndex: the search is complete */
+        }
+    }
+    return n;
 }
 
 static void log_go_offline(struct gr_log *log, const char *what, int err)
@@ -213,13 +240,13 @@ static struct gr_job *job_new(enum gr_job_type type, int dir_fd, int names)
 /* Unlinks the segment's files (async on the housekeeping thread when the store runs, else now). */
 static void unlink_segment_files(struct gr_log *log, struct gr_segment *seg)
 {
-    static const char *const sfx[] = {".log", ".index", ".timeindex"};
-    struct gr_job *job = job_new(GR_JOB_UNLINK, log->dir_fd, 3);
+    static const char *const sfx[] = {".log", ".index", ".timeindex", ".txnindex"};
+    struct gr_job *job = job_new(GR_JOB_UNLINK, log->dir_fd, 4);
     if (job) {
-        job->name_count = 3;
+        job->name_count = 4;
         job->dev = seg->dev;
         job->ino = seg->ino;
-        for (int i = 0; i < 3; i++) {
+        for (int i = 0; i < 4; i++) {
             job->names[i] = malloc(GR_SEGMENT_NAME_BYTES);
             if (!job->names[i]) {
                 gr_job_free(job);
@@ -760,7 +787,7 @@ int gr_log_append(struct gr_log *log, uint8_t *batch, size_t len, int64_t log_ap
            accepted, after any roll's snapshot, and undone if the write fails; otherwise a retry arriving
            meanwhile would pass as new and be written twice. */
         const struct gr_producer_batch *dup;
-        switch (gr_producer_state_check(&log->ps, batch, &dup)) {
+        switch (gr_producer_state_check(&log->ps, batch, len, &dup)) {
         case GR_PRODUCER_DUPLICATE:
             res->base_offset = dup->last_offset - dup->offset_delta;
             res->last_offset = dup->last_offset;
@@ -772,6 +799,10 @@ int gr_log_append(struct gr_log *log, uint8_t *batch, size_t len, int64_t log_ap
             return GR_LOG_ERR_INVALID_PRODUCER_EPOCH;
         case GR_PRODUCER_OUT_OF_ORDER:
             return GR_LOG_ERR_OUT_OF_ORDER_SEQUENCE;
+        case GR_PRODUCER_INVALID_TXN_STATE:
+            return GR_LOG_ERR_INVALID_TXN_STATE;
+        case GR_PRODUCER_COORDINATOR_FENCED:
+            return GR_LOG_ERR_TRANSACTION_COORDINATOR_FENCED;
         case GR_PRODUCER_ACCEPT:
             break;
         }
@@ -807,8 +838,7 @@ int gr_log_append(struct gr_log *log, uint8_t *batch, size_t len, int64_t log_ap
     int err = write_batch(log, seg, batch, len, pos);
     if (err < 0) return err;
     gr_segment_note_batch(seg, batch, pos, cfg);
-    if (gr_producer_state_update(&log->ps, batch) < 0)
-        GR_ERROR("storage: %s: out of memory updating producer state at %" PRId64, log->dir_name, base);
+    gr_log_note_producer(log, seg, batch, len);
     gr_log_written(log, seg, gr_batch_last_offset(batch) + 1, len, gr_batch_record_count(batch), now);
     res->base_offset = base;
     res->last_offset = gr_batch_last_offset(batch);
@@ -817,6 +847,59 @@ int gr_log_append(struct gr_log *log, uint8_t *batch, size_t len, int64_t log_ap
     res->log_start_offset = log->log_start_offset;
     gr_log_after_append(log);
     return 0;
+}
+
+void gr_log_note_producer(struct gr_log *log, struct gr_segment *seg, const uint8_t *batch, size_t len)
+{
+    struct gr_completed_txn done;
+    if (gr_producer_state_update(&log->ps, batch, len, &done) < 0) {
+        GR_ERROR("storage: %s: out of memory updating producer state at %" PRId64, log->dir_name,
+                 gr_batch_base_offset(batch));
+        return;
+    }
+    if (done.producer_id >= 0 && done.aborted) { /* UnifiedLog.append -> LogSegment.updateTxnIndex */
+        struct gr_aborted_txn t = {.producer_id = done.producer_id,
+                                   .first_offset = done.first_offset,
+                                   .last_offset = done.last_offset,
+                                   .last_stable_offset = done.last_stable_offset};
+        if (gr_segment_txn_append(seg, &t) < 0)
+            GR_ERROR("storage: %s: out of memory noting aborted transaction at %" PRId64, log->dir_name,
+                     done.last_offset);
+    }
+}
+
+int gr_log_write_marker(struct gr_log *log, int64_t producer_id, int16_t producer_epoch,
+                        int32_t coordinator_epoch, int type, int64_t now_ms, struct gr_append_result *res)
+{
+    if (producer_id < 0 || (type != GR_CONTROL_ABORT && type != GR_CONTROL_COMMIT)) return -EINVAL;
+    /* Header (61) + one record: length 1, attributes 1, timestamp delta 1, offset delta 1, key length 1,
+       key 4, value length 1, value 6, header count 1 = 17 bytes. */
+    uint8_t b[GR_BATCH_HEADER_BYTES + 17];
+    memset(b, 0, sizeof(b));
+    gr_put_be32(b + GR_BATCH_OFF_LENGTH, (uint32_t)(sizeof(b) - GR_BATCH_LOG_OVERHEAD));
+    gr_put_be32(b + GR_BATCH_OFF_LEADER_EPOCH, (uint32_t)-1);
+    b[GR_BATCH_OFF_MAGIC] = 2;
+    gr_put_be16(b + GR_BATCH_OFF_ATTRIBUTES, GR_BATCH_ATTR_TRANSACTIONAL | GR_BATCH_ATTR_CONTROL);
+    gr_put_be64(b + GR_BATCH_OFF_BASE_TIMESTAMP, (uint64_t)now_ms);
+    gr_put_be64(b + GR_BATCH_OFF_MAX_TIMESTAMP, (uint64_t)now_ms);
+    gr_put_be64(b + GR_BATCH_OFF_PRODUCER_ID, (uint64_t)producer_id);
+    gr_put_be16(b + GR_BATCH_OFF_PRODUCER_EPOCH, (uint16_t)producer_epoch);
+    gr_put_be32(b + GR_BATCH_OFF_BASE_SEQUENCE, (uint32_t)-1);
+    gr_put_be32(b + GR_BATCH_OFF_RECORD_COUNT, 1);
+    uint8_t *r = b + GR_BATCH_HEADER_BYTES;
+    r[0] = 16 << 1; /* record length 16 (zig-zag) */
+    r[1] = 0;       /* attributes */
+    r[2] = 0;       /* timestamp delta */
+    r[3] = 0;       /* offset delta */
+    r[4] = 4 << 1;  /* key length 4: version 0, type */
+    gr_put_be16(r + 5, 0);
+    gr_put_be16(r + 7, (uint16_t)type);
+    r[9] = 6 << 1; /* value length 6: version 0, coordinator epoch */
+    gr_put_be16(r + 10, 0);
+    gr_put_be32(r + 12, (uint32_t)coordinator_epoch);
+    r[16] = 0; /* no headers */
+    gr_batch_crc_store(b, sizeof(b));
+    return gr_log_append(log, b, sizeof(b), -1, res);
 }
 
 void gr_log_written(struct gr_log *log, struct gr_segment *seg, int64_t end_offset, size_t len,
@@ -943,6 +1026,27 @@ int gr_log_read(struct gr_log *log, int64_t offset, int64_t max_bytes, int64_t u
         return 0;
     }
     return 0;
+}
+
+int64_t gr_log_slice_upper_bound(const struct gr_log *log, const struct gr_log_slice *slice)
+{
+    const struct gr_segment *seg = slice->ref;
+    if (!seg || slice->bytes <= 0) return log->log_end_offset;
+    int64_t end = slice->file_pos + slice->bytes;
+    if (seg->index_loaded && end < seg->size_bytes) {
+        int32_t lo = 0, hi = seg->idx_count; /* the first index entry at or past the slice's end */
+        while (lo < hi) {
+            int32_t mid = lo + (hi - lo) / 2;
+            if (seg->idx[mid].position < end)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo < seg->idx_count) return seg->base_offset + seg->idx[lo].rel_offset;
+    }
+    int i = seg_index_for(log, seg->base_offset);
+    if (log->segs[i] == seg && i + 1 < log->seg_count) return log->segs[i + 1]->base_offset;
+    return log->log_end_offset;
 }
 
 void gr_log_slice_release(struct gr_log_slice *slice)
@@ -1414,8 +1518,8 @@ static void truncate_segments(struct gr_log *log, int from)
         seg->deleted = true;
         gr_segment_lru_remove(seg);
         char name[GR_SEGMENT_NAME_BYTES];
-        static const char *const sfx[] = {".log", ".index", ".timeindex"};
-        for (int k = 0; k < 3; k++) {
+        static const char *const sfx[] = {".log", ".index", ".timeindex", ".txnindex"};
+        for (int k = 0; k < 4; k++) {
             gr_segment_file_name(name, seg->base_offset, sfx[k]);
             gr_sys_unlinkat(log->dir_fd, name, 0);
         }
@@ -1497,6 +1601,9 @@ static int sync_recovered(struct gr_log *log, int k)
 }
 
 /* Applies the headers of every batch with base offset >= from to the producer state. */
+/* Kafka's markers are 78 bytes; a control batch larger than this is read by its header only. */
+#define MARKER_READ_BYTES_MAX 4096
+
 static int replay_producers(struct gr_log *log, int64_t from)
 {
     const struct gr_log_config *cfg = log_cfg(log);
@@ -1515,14 +1622,37 @@ static int replay_producers(struct gr_log *log, int64_t from)
         struct gr_seg_reader rd;
         if (gr_seg_reader_init(&rd, fd, SCAN_READ_BYTES) < 0) return -ENOMEM;
         int err = 0;
+        /* The replay rebuilds this segment's aborted-transaction entries from `from` on (recovery: the
+           .txnindex of a segment recovery replays; truncation: the entries past the cut are gone). */
+        gr_segment_txn_truncate(seg, from);
         while (pos < seg->size_bytes) {
             const uint8_t *h = gr_seg_reader_get(&rd, pos, GR_BATCH_HEADER_BYTES, &err);
             if (!h) {
                 err = err ? err : -EIO;
                 break;
             }
-            if (gr_batch_base_offset(h) >= from && (err = gr_producer_state_update(&log->ps, h)) < 0) break;
-            pos += gr_batch_total_bytes(h);
+            int64_t total = gr_batch_total_bytes(h);
+            size_t have = GR_BATCH_HEADER_BYTES;
+            if ((gr_batch_attributes(h) & GR_BATCH_ATTR_CONTROL) && gr_batch_producer_id(h) >= 0 &&
+                total <= MARKER_READ_BYTES_MAX) { /* a marker: read whole (its coordinator epoch and type) */
+                if (!(h = gr_seg_reader_get(&rd, pos, (size_t)total, &err))) {
+                    err = err ? err : -EIO;
+                    break;
+                }
+                have = (size_t)total;
+            }
+            if (gr_batch_base_offset(h) >= from) {
+                struct gr_completed_txn done;
+                if ((err = gr_producer_state_update(&log->ps, h, have, &done)) < 0) break;
+                if (done.producer_id >= 0 && done.aborted) {
+                    struct gr_aborted_txn t = {.producer_id = done.producer_id,
+                                               .first_offset = done.first_offset,
+                                               .last_offset = done.last_offset,
+                                               .last_stable_offset = done.last_stable_offset};
+                    if ((err = gr_segment_txn_append(seg, &t)) < 0) break;
+                }
+            }
+            pos += total;
         }
         gr_seg_reader_free(&rd);
         if (err < 0) return err;
@@ -1541,6 +1671,13 @@ static int load_producer_state(struct gr_log *log)
     }
     int64_t from = log->segs[0]->base_offset;
     gr_producer_state_reset(&log->ps, from);
+    /* The replay must cover every segment recovery re-validated (their .txnindex may predate a crash: the
+       replay rebuilds it), so snapshots above the first of them are skipped (kept on disk). */
+    int usable = log->snapshot_count;
+    while (usable && log->snapshots[usable - 1] > log->replay_limit)
+        usable--;
+    int skipped = log->snapshot_count - usable;
+    log->snapshot_count = usable;
     while (log->snapshot_count) {
         int64_t off = log->snapshots[log->snapshot_count - 1];
         char name[48], *buf;
@@ -1573,10 +1710,18 @@ static int load_producer_state(struct gr_log *log)
         log->snapshot_count--;
         gr_producer_state_reset(&log->ps, log->segs[0]->base_offset);
     }
+    /* The skipped snapshots stay listed (kept on disk; pruned as usual). Those dropped as damaged above
+       were all at or below the limit, so the skipped ones still follow the kept ones in order. */
+    if (skipped) {
+        int kept = log->snapshot_count;
+        memmove(log->snapshots + kept, log->snapshots + usable, sizeof(int64_t) * (size_t)skipped);
+        log->snapshot_count = kept + skipped;
+    }
     int err = replay_producers(log, from);
     if (err < 0) return err;
     log->ps.end_offset = log->log_end_offset;
     gr_producer_state_truncate_head(&log->ps, log->log_start_offset);
+    if (log->high_watermark >= 0) gr_producer_state_on_high_watermark(&log->ps, log->high_watermark);
     return 0;
 }
 
@@ -1706,6 +1851,7 @@ static struct gr_log *log_alloc(struct gr_store *store, struct gr_topic *topic, 
     atomic_init(&log->undo_pending, false);
     atomic_init(&log->trunc_pending, false);
     gr_producer_state_init(&log->ps);
+    log->replay_limit = INT64_MAX;
     return log;
 }
 
@@ -1718,6 +1864,7 @@ static int open_segments(struct gr_log *log, const int64_t *bases, int nb, int64
         if (!seg) return -ENOMEM;
         log->segs[log->seg_count++] = seg;
         if ((err = gr_segment_open(seg, i == nb - 1)) < 0) return err;
+        if ((err = gr_segment_txn_load(seg)) < 0) return err; /* the aborted transactions (.txnindex) */
     }
     if (nb == 0) {
         struct gr_segment *seg = gr_segment_new(log, ckpt_log_start > 0 ? ckpt_log_start : 0);
@@ -1749,16 +1896,19 @@ static int recover(struct gr_log *log, bool clean, int64_t rp)
 {
     int n = log->seg_count;
     if (clean) {
+        log->replay_limit = INT64_MAX;
         int err = load_trusted(log, n - 1);
         if (err < 0) return err;
         err = gr_segment_scan_tail(log_active(log), log_cfg(log));
         if (err == 0) return 0;
         GR_WARN("storage: %s: active segment inconsistent after a clean shutdown (%s), recovering it",
                 log->dir_name, strerror(-err));
+        log->replay_limit = log->segs[n - 1]->base_offset;
         int serr = recover_from(log, n - 1);
         return serr < 0 ? serr : sync_recovered(log, n - 1);
     }
     int k = seg_index_for(log, rp < 0 ? 0 : rp);
+    log->replay_limit = log->segs[k]->base_offset; /* load_producer_state replays from at most here */
     int err = load_trusted(log, k);
     if (err < 0) return err;
     GR_INFO("storage: %s: recovering from segment %" PRId64 " (recovery point %" PRId64 ")", log->dir_name,

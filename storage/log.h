@@ -47,9 +47,21 @@ struct gr_append_result {
     bool duplicate;             /* the batch repeats one already in the log and was not written again */
 };
 
-/* gr_log_append's refusals by the idempotence rules (storage/producer_state.h), outside the errno range. */
-#define GR_LOG_ERR_OUT_OF_ORDER_SEQUENCE (-4045)  /* Kafka OUT_OF_ORDER_SEQUENCE_NUMBER (45) */
-#define GR_LOG_ERR_INVALID_PRODUCER_EPOCH (-4047) /* Kafka INVALID_PRODUCER_EPOCH (47) */
+/* gr_log_append's refusals by the idempotence and transaction rules (storage/producer_state.h), outside
+   the errno range. */
+#define GR_LOG_ERR_OUT_OF_ORDER_SEQUENCE (-4045)          /* Kafka OUT_OF_ORDER_SEQUENCE_NUMBER (45) */
+#define GR_LOG_ERR_INVALID_PRODUCER_EPOCH (-4047)         /* Kafka INVALID_PRODUCER_EPOCH (47) */
+#define GR_LOG_ERR_INVALID_TXN_STATE (-4048)              /* Kafka INVALID_TXN_STATE (48) */
+#define GR_LOG_ERR_TRANSACTION_COORDINATOR_FENCED (-4052) /* Kafka TRANSACTION_COORDINATOR_FENCED (52) */
+
+/* One aborted transaction (Kafka's AbortedTxn, an entry of a segment's .txnindex file, storage/format.md);
+   Fetch answers producer_id and first_offset (FetchResponse AbortedTransaction). */
+struct gr_aborted_txn {
+    int64_t producer_id;        /* the transaction's producer */
+    int64_t first_offset;       /* offset of its first record */
+    int64_t last_offset;        /* offset of its ABORT marker */
+    int64_t last_stable_offset; /* the last stable offset when the marker was written */
+};
 
 /* Appends ONE already-validated record batch (the caller ran the validator; magic 2, lengths and CRC are
    trusted). Patches base offset and partition leader epoch IN PLACE in `batch` (outside the CRC span), then
@@ -64,20 +76,50 @@ struct gr_append_result {
    res filled as Kafka answers a duplicate (the original's base and last offset, log_append_time_ms := the
    original batch's max timestamp, the current log start offset); the caller must not acknowledge it
    before the original's last offset is as durable as the request asks.
-   Returns 0 and fills `res`, or: GR_LOG_ERR_OUT_OF_ORDER_SEQUENCE, GR_LOG_ERR_INVALID_PRODUCER_EPOCH (log
-   unchanged), -ENOMEM (no room for the producer's state; log unchanged), -EMSGSIZE (len > the topic's
-   max.message.bytes, else the store's), -EINVAL (len < 61 or the batch's length field disagrees with `len`),
-   -ENOSPC/-EIO (the write failed; the log is unchanged: readers never see the partial bytes, and the
-   housekeeping thread truncates them away), -EAGAIN (that truncation is not done yet: nothing may be appended
-   after a torn batch; retriable, Kafka's KAFKA_STORAGE_ERROR), -EROFS (the log is offline: the undo itself
-   failed, or an fsync failed). No file is created, truncated or synced on the calling thread: a roll due by
-   segment.bytes, segment.ms or a full index uses a spare file made ahead by the housekeeping thread, and when
-   none is ready yet the batch goes to the active segment, which then exceeds segment.bytes until the first
-   append after the spare is ready, never past twice segment.bytes (storage/roll.c; only a roll at that bound
-   or forced by a 31-bit position or relative offset overflow still creates its files here, and the spare is
-   asked for at half of every limit). */
+   A control batch (an end-transaction marker: gr_log_write_marker builds it) is judged by Kafka's
+   appendEndTxnMarker rules instead, and a non-transactional batch of a producer whose transaction is open
+   is refused (storage/producer_state.h gr_producer_state_check). A marker that completes an ABORTED
+   transaction appends its entry to the .txnindex of the segment it lands in (UnifiedLog.append ->
+   LogSegment.updateTxnIndex).
+   Returns 0 and fills `res`, or: GR_LOG_ERR_OUT_OF_ORDER_SEQUENCE, GR_LOG_ERR_INVALID_PRODUCER_EPOCH,
+   GR_LOG_ERR_INVALID_TXN_STATE, GR_LOG_ERR_TRANSACTION_COORDINATOR_FENCED (log unchanged), -ENOMEM (no room
+   for the producer's state; log unchanged), -EMSGSIZE (len > the topic's max.message.bytes, else the
+   store's), -EINVAL (len < 61 or the batch's length field disagrees with `len`), -ENOSPC/-EIO (the write
+   failed; the log is unchanged: readers never see the partial bytes, and the housekeeping thread truncates
+   them away), -EAGAIN (that truncation is not done yet: nothing may be appended after a torn batch;
+   retriable, Kafka's KAFKA_STORAGE_ERROR), -EROFS (the log is offline: the undo itself failed, or an fsync
+   failed). No file is created, truncated or synced on the calling thread: a roll due by segment.bytes,
+   segment.ms or a full index uses a spare file made ahead by the housekeeping thread, and when none is ready
+   yet the batch goes to the active segment, which then exceeds segment.bytes until the first append after the
+   spare is ready, never past twice segment.bytes (storage/roll.c; only a roll at that bound or forced by a
+   31-bit position or relative offset overflow still creates its files here, and the spare is asked for at
+   half of every limit). */
 int gr_log_append(struct gr_log *log, uint8_t *batch, size_t len, int64_t log_append_time_ms,
                   struct gr_append_result *res);
+
+/* Builds and appends an end-transaction marker for producer `producer_id` at `producer_epoch` (Kafka's
+   MemoryRecords.withEndTransactionMarker appended by UnifiedLog.appendAsLeader with origin COORDINATOR): a
+   RecordBatch v2 with attributes transactional|control, base sequence -1, one record at `now_ms` whose key
+   is (version 0, type: GR_CONTROL_COMMIT or GR_CONTROL_ABORT) and value (version 0, coordinator_epoch).
+   As gr_log_append (its checks: GR_LOG_ERR_INVALID_PRODUCER_EPOCH for an epoch below the producer's,
+   GR_LOG_ERR_TRANSACTION_COORDINATOR_FENCED for a coordinator epoch below the producer's); -EINVAL for a
+   producer id < 0 or another type. The batch lives on the stack (no allocation). */
+int gr_log_write_marker(struct gr_log *log, int64_t producer_id, int16_t producer_epoch,
+                        int32_t coordinator_epoch, int type, int64_t now_ms, struct gr_append_result *res);
+
+/* The first unstable offset (UnifiedLog.firstUnstableOffset): the first offset of the oldest transaction
+   that is open or whose marker is not yet below the high watermark (gr_log_set_high_watermark), raised to
+   the log start offset; -1 when there is none. O(1). */
+int64_t gr_log_first_unstable_offset(const struct gr_log *log);
+
+/* The aborted transactions a read_committed fetch of [start_offset, upper_bound) reports
+   (UnifiedLog.collectAbortedTransactions): the .txnindex entries with last_offset >= start_offset and
+   first_offset < upper_bound, of the segment holding start_offset and then of each later segment, stopping
+   at the first entry whose last_stable_offset >= upper_bound (LogSegment.collectAbortedTxns,
+   TransactionIndex.collectAbortedTxns), in index order, into out[0..cap). From memory (no I/O). Returns how
+   many there are (more than `cap`: only cap written). */
+int gr_log_aborted_txns(const struct gr_log *log, int64_t start_offset, int64_t upper_bound,
+                        struct gr_aborted_txn *out, int cap);
 
 /* ---- Replication: the follower's log (storage/replica.c, storage/truncate.c) ---- */
 
@@ -198,6 +240,12 @@ struct gr_log_slice {
    until gr_log_slice_release. */
 int gr_log_read(struct gr_log *log, int64_t offset, int64_t max_bytes, int64_t upper_bound, bool min_one,
                 struct gr_log_slice *slice);
+/* The upper bound offset of a read_committed fetch's aborted transactions for `slice` (Kafka's
+   LocalLog.addAbortedTransactions: LogSegment.fetchUpperBoundOffset, else the next segment's base offset,
+   else the log end offset): the offset of the first offset-index entry at or past the slice's end in its
+   segment (an offset outside the slice, not always the smallest), else the next segment's base offset, else
+   the log end offset. No I/O. */
+int64_t gr_log_slice_upper_bound(const struct gr_log *log, const struct gr_log_slice *slice);
 /* Drops the slice's reference (closing the fd if the segment was deleted meanwhile). Idempotent. */
 void gr_log_slice_release(struct gr_log_slice *slice);
 /* gr_log_read that never waits for the disk (storage/residency.c): when the lookup would read a page of

@@ -24,6 +24,7 @@ void gr_producer_state_init(struct gr_producer_state *ps)
 void gr_producer_state_free(struct gr_producer_state *ps)
 {
     free(ps->slots);
+    free(ps->txns);
     memset(ps, 0, sizeof(*ps));
 }
 
@@ -33,6 +34,60 @@ void gr_producer_state_reset(struct gr_producer_state *ps, int64_t end_offset)
         ps->slots[i].producer_id = -1;
     ps->count = 0;
     ps->end_offset = end_offset;
+    ps->txn_count = 0;
+    ps->txn_completed = 0;
+}
+
+/* Room for one more transaction. 0 or -ENOMEM. */
+static int txn_reserve(struct gr_producer_state *ps)
+{
+    if (ps->txn_count < ps->txn_cap) return 0;
+    size_t ncap = ps->txn_cap ? ps->txn_cap * 2 : 8;
+    struct gr_producer_txn *n = realloc(ps->txns, ncap * sizeof(*n));
+    if (!n) return -ENOMEM;
+    ps->txns = n;
+    ps->txn_cap = ncap;
+    return 0;
+}
+
+/* Inserts an open transaction, keeping txns ordered by first offset (at the end in every append order). */
+static int txn_open(struct gr_producer_state *ps, int64_t pid, int64_t first_offset)
+{
+    if (txn_reserve(ps) < 0) return -ENOMEM;
+    size_t i = ps->txn_count;
+    while (i > 0 && ps->txns[i - 1].first_offset > first_offset)
+        i--;
+    memmove(&ps->txns[i + 1], &ps->txns[i], (ps->txn_count - i) * sizeof(ps->txns[0]));
+    ps->txns[i] =
+        (struct gr_producer_txn){.producer_id = pid, .first_offset = first_offset, .last_offset = -1};
+    ps->txn_count++;
+    return 0;
+}
+
+/* Drops completed transactions whose marker is below `offset`. */
+static void txn_drop_completed_below(struct gr_producer_state *ps, int64_t offset)
+{
+    if (ps->txn_completed == 0) return;
+    size_t k = 0;
+    for (size_t i = 0; i < ps->txn_count; i++) {
+        struct gr_producer_txn *t = &ps->txns[i];
+        if (t->last_offset >= 0 && t->last_offset < offset) {
+            ps->txn_completed--;
+            continue;
+        }
+        ps->txns[k++] = *t;
+    }
+    ps->txn_count = k;
+}
+
+void gr_producer_state_on_high_watermark(struct gr_producer_state *ps, int64_t high_watermark)
+{
+    txn_drop_completed_below(ps, high_watermark);
+}
+
+int64_t gr_producer_state_first_unstable(const struct gr_producer_state *ps)
+{
+    return ps->txn_count ? ps->txns[0].first_offset : -1;
 }
 
 static size_t ps_hash(int64_t pid, size_t cap)
@@ -154,13 +209,27 @@ static bool in_sequence(int32_t last_seq, int32_t next_seq)
     return (int64_t)next_seq == (int64_t)last_seq + 1 || (next_seq == 0 && last_seq == INT32_MAX);
 }
 
+/* ProducerAppendInfo.checkProducerEpoch and checkCoordinatorEpoch for a marker (origin COORDINATOR). */
+static enum gr_producer_verdict check_marker(const struct gr_producer_entry *e, const uint8_t *b, size_t len)
+{
+    if (!e || e->producer_epoch < 0) return GR_PRODUCER_ACCEPT;
+    if (gr_batch_producer_epoch(b) < e->producer_epoch) return GR_PRODUCER_INVALID_EPOCH;
+    int type;
+    int32_t coordinator_epoch;
+    if (gr_control_marker_parse(b, len, &type, &coordinator_epoch) == 0 &&
+        e->coordinator_epoch > coordinator_epoch)
+        return GR_PRODUCER_COORDINATOR_FENCED;
+    return GR_PRODUCER_ACCEPT;
+}
+
 enum gr_producer_verdict gr_producer_state_check(const struct gr_producer_state *ps, const uint8_t *b,
-                                                 const struct gr_producer_batch **dup)
+                                                 size_t len, const struct gr_producer_batch **dup)
 {
     *dup = NULL;
     int64_t pid = gr_batch_producer_id(b);
-    if (pid < 0 || (gr_batch_attributes(b) & GR_BATCH_ATTR_CONTROL)) return GR_PRODUCER_ACCEPT;
+    if (pid < 0) return GR_PRODUCER_ACCEPT;
     const struct gr_producer_entry *e = ps_lookup(ps, pid);
+    if (gr_batch_attributes(b) & GR_BATCH_ATTR_CONTROL) return check_marker(e, b, len);
     if (!e || e->producer_epoch < 0) return GR_PRODUCER_ACCEPT; /* no state: any sequence (Kafka 4.x) */
     int16_t epoch = gr_batch_producer_epoch(b);
     int32_t first_seq = gr_batch_base_sequence(b);
@@ -169,38 +238,136 @@ enum gr_producer_verdict gr_producer_state_check(const struct gr_producer_state 
         if (*dup) return GR_PRODUCER_DUPLICATE;
     }
     if (epoch < e->producer_epoch) return GR_PRODUCER_INVALID_EPOCH;
-    if (epoch != e->producer_epoch) return first_seq == 0 ? GR_PRODUCER_ACCEPT : GR_PRODUCER_OUT_OF_ORDER;
-    return in_sequence(gr_producer_entry_last_seq(e), first_seq) ? GR_PRODUCER_ACCEPT
-                                                                 : GR_PRODUCER_OUT_OF_ORDER;
+    if (epoch != e->producer_epoch) {
+        if (first_seq != 0) return GR_PRODUCER_OUT_OF_ORDER;
+    } else if (!in_sequence(gr_producer_entry_last_seq(e), first_seq)) {
+        return GR_PRODUCER_OUT_OF_ORDER;
+    }
+    if (e->current_txn_first_offset >= 0 && !(gr_batch_attributes(b) & GR_BATCH_ATTR_TRANSACTIONAL))
+        return GR_PRODUCER_INVALID_TXN_STATE;
+    return GR_PRODUCER_ACCEPT;
 }
 
 int gr_producer_state_reserve(struct gr_producer_state *ps, int64_t producer_id)
 {
+    if (txn_reserve(ps) < 0) return -ENOMEM;
     if (producer_id < 0 || ps_lookup(ps, producer_id)) return 0;
     if ((ps->count + 1) * 4 > ps->cap * 3) return ps_grow(ps);
     return 0;
 }
 
-int gr_producer_state_update(struct gr_producer_state *ps, const uint8_t *b)
+/* Zig-zag varint / varlong (Kafka's record encoding); NULL when it does not fit before `end`. */
+static const uint8_t *read_varlong(const uint8_t *p, const uint8_t *end, int64_t *v)
 {
-    int64_t last_offset = gr_batch_last_offset(b);
-    int64_t pid = gr_batch_producer_id(b);
-    if (pid >= 0) {
-        struct gr_producer_entry *e = ps_insert(ps, pid);
-        if (!e) return -ENOMEM;
-        int16_t epoch = gr_batch_producer_epoch(b);
-        int16_t attrs = gr_batch_attributes(b);
-        if (epoch != e->producer_epoch) {
-            /* A new epoch (or the first batch) starts a fresh sequence history. */
+    uint64_t raw = 0;
+    for (int shift = 0; shift < 70; shift += 7) {
+        if (p >= end) return NULL;
+        uint8_t c = *p++;
+        raw |= (uint64_t)(c & 0x7f) << shift;
+        if (!(c & 0x80)) {
+            *v = (int64_t)(raw >> 1) ^ -(int64_t)(raw & 1);
+            return p;
+        }
+    }
+    return NULL;
+}
+
+int gr_control_marker_parse(const uint8_t *b, size_t len, int *type, int32_t *coordinator_epoch)
+{
+    if (len < GR_BATCH_HEADER_BYTES || (int64_t)len < gr_batch_total_bytes(b) ||
+        !(gr_batch_attributes(b) & GR_BATCH_ATTR_CONTROL) ||
+        (gr_batch_attributes(b) & GR_BATCH_ATTR_CODEC_MASK) || gr_batch_record_count(b) < 1)
+        return -EINVAL;
+    const uint8_t *p = b + GR_BATCH_HEADER_BYTES, *end = b + gr_batch_total_bytes(b);
+    int64_t rec_len, skip, key_len, value_len;
+    if (!(p = read_varlong(p, end, &rec_len)) || rec_len <= 0 || rec_len > end - p) return -EINVAL;
+    end = p + rec_len;
+    if (p >= end) return -EINVAL;
+    p++; /* record attributes */
+    if (!(p = read_varlong(p, end, &skip)) || !(p = read_varlong(p, end, &skip))) return -EINVAL;
+    if (!(p = read_varlong(p, end, &key_len)) || key_len < 4 || key_len > end - p) return -EINVAL;
+    int16_t key_type = (int16_t)gr_be16(p + 2); /* key: version int16, type int16 */
+    p += key_len;
+    if (key_type != GR_CONTROL_ABORT && key_type != GR_CONTROL_COMMIT) return -EINVAL;
+    if (!(p = read_varlong(p, end, &value_len)) || value_len < 6 || value_len > end - p) return -EINVAL;
+    *type = key_type;
+    *coordinator_epoch = (int32_t)gr_be32(p + 2); /* value: version int16, coordinator epoch int32 */
+    return 0;
+}
+
+/* ProducerAppendInfo.appendEndTxnMarker (no checks: gr_producer_state_check ran them for a leader). */
+static void apply_marker(struct gr_producer_state *ps, struct gr_producer_entry *e, const uint8_t *b,
+                         size_t len, struct gr_completed_txn *done)
+{
+    int type;
+    int32_t coordinator_epoch;
+    int16_t epoch = gr_batch_producer_epoch(b);
+    if (gr_control_marker_parse(b, len, &type, &coordinator_epoch) < 0) {
+        /* An empty control batch (its marker cleaned away) or an unreadable one: only the epoch. */
+        if (epoch > e->producer_epoch) {
             e->producer_epoch = epoch;
             e->batch_count = 0;
         }
+        return;
+    }
+    int64_t offset = gr_batch_base_offset(b);
+    if (e->current_txn_first_offset >= 0) {
+        struct gr_producer_txn *t = NULL;
+        for (size_t i = 0; i < ps->txn_count; i++)
+            if (ps->txns[i].producer_id == e->producer_id && ps->txns[i].last_offset < 0) {
+                t = &ps->txns[i];
+                break;
+            }
+        int64_t lso = offset + 1; /* ProducerStateManager.lastStableOffset / findNextIncompleteTxn */
+        for (size_t i = 0; i < ps->txn_count; i++)
+            if (ps->txns[i].last_offset < 0 && ps->txns[i].producer_id != e->producer_id) {
+                lso = ps->txns[i].first_offset;
+                break;
+            }
+        if (done)
+            *done = (struct gr_completed_txn){.producer_id = e->producer_id,
+                                              .first_offset = e->current_txn_first_offset,
+                                              .last_offset = offset,
+                                              .last_stable_offset = lso,
+                                              .aborted = type == GR_CONTROL_ABORT};
+        if (t) { /* completed: holds the first unstable offset until the high watermark passes it */
+            t->last_offset = offset;
+            ps->txn_completed++;
+        }
+    }
+    if (epoch != e->producer_epoch) { /* ProducerStateEntry.maybeUpdateProducerEpoch */
+        e->producer_epoch = epoch;
+        e->batch_count = 0;
+    }
+    e->current_txn_first_offset = -1;
+    e->coordinator_epoch = coordinator_epoch;
+}
+
+int gr_producer_state_update(struct gr_producer_state *ps, const uint8_t *b, size_t len,
+                             struct gr_completed_txn *done)
+{
+    if (done) *done = (struct gr_completed_txn){.producer_id = -1, .first_offset = -1, .last_offset = -1};
+    int64_t last_offset = gr_batch_last_offset(b);
+    int64_t pid = gr_batch_producer_id(b);
+    if (pid >= 0) {
+        if (txn_reserve(ps) < 0) return -ENOMEM;
+        struct gr_producer_entry *e = ps_insert(ps, pid);
+        if (!e) return -ENOMEM;
+        int16_t attrs = gr_batch_attributes(b);
         e->last_timestamp_ms = gr_batch_max_timestamp(b);
         if (attrs & GR_BATCH_ATTR_CONTROL) {
-            e->current_txn_first_offset = -1; /* a commit/abort marker closes the transaction */
+            apply_marker(ps, e, b, len, done); /* a commit/abort marker closes the transaction */
         } else {
-            if ((attrs & GR_BATCH_ATTR_TRANSACTIONAL) && e->current_txn_first_offset < 0)
+            int16_t epoch = gr_batch_producer_epoch(b);
+            if (epoch != e->producer_epoch) {
+                /* A new epoch (or the first batch) starts a fresh sequence history. */
+                e->producer_epoch = epoch;
+                e->batch_count = 0;
+            }
+            if ((attrs & GR_BATCH_ATTR_TRANSACTIONAL) && e->current_txn_first_offset < 0) {
                 e->current_txn_first_offset = gr_batch_base_offset(b);
+                txn_open(ps, pid, e->current_txn_first_offset); /* cannot fail: reserved above */
+            }
             int32_t first_seq = gr_batch_base_sequence(b);
             int32_t delta = gr_batch_last_offset_delta(b);
             if (first_seq >= 0 && delta >= 0) {
@@ -247,6 +414,7 @@ size_t gr_producer_state_expire(struct gr_producer_state *ps, int64_t now_ms, in
 
 void gr_producer_state_truncate_head(struct gr_producer_state *ps, int64_t log_start_offset)
 {
+    txn_drop_completed_below(ps, log_start_offset);
     for (size_t i = 0; i < ps->cap;) {
         struct gr_producer_entry *e = &ps->slots[i];
         if (e->producer_id >= 0 && entry_last_offset(e) < log_start_offset &&
@@ -375,6 +543,15 @@ int gr_producer_state_decode(struct gr_producer_state *ps, const uint8_t *buf, s
     }
     if (p != end) goto bad;
     ps->end_offset = end_offset;
+    /* The open transactions (a snapshot keeps no completed ones: Kafka's unreplicatedTxns are not in it). */
+    size_t cur = 0;
+    const struct gr_producer_entry *oe;
+    while ((oe = gr_producer_state_next(ps, &cur)) != NULL)
+        if (oe->current_txn_first_offset >= 0 &&
+            txn_open(ps, oe->producer_id, oe->current_txn_first_offset) < 0) {
+            gr_producer_state_reset(ps, 0);
+            return -ENOMEM;
+        }
     return 0;
 bad:
     gr_producer_state_reset(ps, 0);

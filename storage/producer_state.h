@@ -59,12 +59,42 @@ struct gr_producer_entry {
     struct gr_producer_batch batches[GR_PRODUCER_BATCHES_MAX]; /* oldest first */
 };
 
+/* One transaction that holds the first unstable offset back: open (last_offset -1: Kafka's ongoingTxns) or
+   completed by a marker not yet below the high watermark (last_offset = the marker's offset: Kafka's
+   unreplicatedTxns). */
+struct gr_producer_txn {
+    int64_t producer_id;
+    int64_t first_offset; /* offset of its first batch */
+    int64_t last_offset;  /* its marker's offset, -1 while open */
+};
+
+/* A transaction a marker just completed (Kafka's CompletedTxn), with the last stable offset its
+   aborted-transaction index entry records (ProducerStateManager.lastStableOffset: the first offset of the
+   oldest open transaction of another producer, else last_offset + 1). producer_id -1: none completed (not a
+   marker, or a marker of a producer with no open transaction: an empty transaction). */
+struct gr_completed_txn {
+    int64_t producer_id;
+    int64_t first_offset;
+    int64_t last_offset;
+    int64_t last_stable_offset;
+    bool aborted;
+};
+
 struct gr_producer_state {
     struct gr_producer_entry *slots; /* open addressing, producer_id -1 = empty */
     size_t cap;                      /* power of two, or 0 */
     size_t count;
     int64_t end_offset; /* the state covers batches below this offset */
+    /* Transactions holding the first unstable offset back, by first offset ascending (appends only ever
+       open a transaction at the log end, so a new one goes last). Grown by doubling (reserve). */
+    struct gr_producer_txn *txns;
+    size_t txn_count, txn_cap;
+    size_t txn_completed; /* how many of txns are completed (last_offset >= 0) */
 };
+
+/* Control record types of an end-transaction marker (Kafka's ControlRecordType). */
+#define GR_CONTROL_ABORT 0
+#define GR_CONTROL_COMMIT 1
 
 void gr_producer_state_init(struct gr_producer_state *ps);
 void gr_producer_state_free(struct gr_producer_state *ps);
@@ -98,27 +128,58 @@ enum gr_producer_verdict {
     GR_PRODUCER_DUPLICATE = 1,
     GR_PRODUCER_INVALID_EPOCH = 2,
     GR_PRODUCER_OUT_OF_ORDER = 3,
+    GR_PRODUCER_INVALID_TXN_STATE = 4,  /* INVALID_TXN_STATE (48): a non-transactional batch of a producer
+                                           with an open transaction (ProducerAppendInfo.appendDataBatch) */
+    GR_PRODUCER_COORDINATOR_FENCED = 5, /* TRANSACTION_COORDINATOR_FENCED (52): a marker whose coordinator
+                                           epoch is below the producer's (appendEndTxnMarker) */
 };
-/* Judges one client data batch by its header (producer id >= 0, base sequence >= 0, not a control batch:
-   the validator and the produce handler ensure these; other batches are ACCEPT). On DUPLICATE, *dup
-   (borrowed, valid until the next change of `ps`) is the original batch; otherwise *dup is NULL. */
-enum gr_producer_verdict gr_producer_state_check(const struct gr_producer_state *ps,
-                                                 const uint8_t *batch_header,
-                                                 const struct gr_producer_batch **dup);
-/* Makes room so that a following gr_producer_state_update for `producer_id` cannot fail. Returns 0 or
-   -ENOMEM (nothing changed). */
+/* Judges one leader append (origin CLIENT or COORDINATOR) of `len` bytes (the whole batch). A data batch
+   (producer id >= 0, base sequence >= 0: the validator and the produce handler ensure these) by the
+   idempotence rules above, then, once accepted, INVALID_TXN_STATE for a non-transactional batch while the
+   producer's transaction is open. A control batch (an end-transaction marker) as Kafka's
+   ProducerAppendInfo.appendEndTxnMarker: checkProducerEpoch (an epoch below the producer's:
+   INVALID_EPOCH), then checkCoordinatorEpoch (COORDINATOR_FENCED); a marker of an unknown producer is
+   accepted. Batches without a producer id are ACCEPT. On DUPLICATE, *dup (borrowed, valid until the next
+   change of `ps`) is the original batch; otherwise *dup is NULL. */
+enum gr_producer_verdict gr_producer_state_check(const struct gr_producer_state *ps, const uint8_t *batch,
+                                                 size_t len, const struct gr_producer_batch **dup);
+/* Makes room so that a following gr_producer_state_update for `producer_id` cannot fail (its entry and one
+   more transaction). Returns 0 or -ENOMEM (nothing changed). */
 int gr_producer_state_reserve(struct gr_producer_state *ps, int64_t producer_id);
 
-/* Applies one appended batch given its header (the first 61 bytes, base offset already assigned).
-   Batches with producer id < 0 only advance end_offset. Returns 0, or -ENOMEM (state unchanged). */
-int gr_producer_state_update(struct gr_producer_state *ps, const uint8_t *batch_header);
+/* Reads the end-transaction marker of control batch `batch` (`len` bytes, whole, uncompressed: Kafka writes
+   markers so): its control type (key: version int16, type int16; GR_CONTROL_ABORT or GR_CONTROL_COMMIT) and
+   coordinator epoch (value: version int16, coordinator epoch int32; EndTransactionMarker). Returns 0, or
+   -EINVAL when it is not a readable end-transaction marker (another control type, no record, short). */
+int gr_control_marker_parse(const uint8_t *batch, size_t len, int *type, int32_t *coordinator_epoch);
+
+/* Applies one appended batch (base offset already assigned): `batch` holds `len` bytes of it, at least the
+   61-byte header; a control batch needs to be whole (its marker is read; a header alone, or a control batch
+   that is no end-transaction marker, changes nothing but end_offset). Kafka's ProducerAppendInfo for any
+   origin (no checks here): a data batch records its sequence history; a transactional one opens the
+   producer's transaction at its base offset when none is open (appendDataBatch); a marker
+   (appendEndTxnMarker) closes it: the producer's epoch becomes the marker's, its coordinator epoch the
+   marker's, current_txn_first_offset -1, and when a transaction was open *done (if not NULL) describes it
+   (ProducerStateManager.lastStableOffset for its index entry) and it stays in txns, completed, until
+   gr_producer_state_on_high_watermark passes its marker. Batches with producer id < 0 only advance
+   end_offset. Returns 0, or -ENOMEM (state unchanged). */
+int gr_producer_state_update(struct gr_producer_state *ps, const uint8_t *batch, size_t len,
+                             struct gr_completed_txn *done);
+
+/* The high watermark moved to `high_watermark` (ProducerStateManager.onHighWatermarkUpdated): completed
+   transactions whose marker is below it stop holding the first unstable offset back. */
+void gr_producer_state_on_high_watermark(struct gr_producer_state *ps, int64_t high_watermark);
+/* The first offset of the oldest transaction that is open or whose marker is not yet below the high
+   watermark (ProducerStateManager.firstUnstableOffset), -1 when none. O(1). */
+int64_t gr_producer_state_first_unstable(const struct gr_producer_state *ps);
 
 /* Drops producers silent for `expiration_ms` or more: last timestamp (the max timestamp of their last batch,
    as Kafka keeps it) <= now_ms - expiration_ms and no open transaction (Kafka's
    ProducerStateManager.isProducerExpired, producer.id.expiration.ms). Returns the number dropped. */
 size_t gr_producer_state_expire(struct gr_producer_state *ps, int64_t now_ms, int64_t expiration_ms);
 
-/* Drops producers whose last batch offset is below `log_start_offset` (retention, DeleteRecords). */
+/* Drops producers whose last batch offset is below `log_start_offset` (retention, DeleteRecords), never one
+   with an open transaction, and completed transactions whose marker is below it. */
 void gr_producer_state_truncate_head(struct gr_producer_state *ps, int64_t log_start_offset);
 
 /* True when both describe the same producers with the same fields (tests, recovery checks). */

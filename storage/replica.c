@@ -57,7 +57,7 @@ static int check_batches(const struct gr_log *log, const uint8_t *p, size_t len)
 
 /* Producer state from one replicated batch, without the idempotence checks (ProducerAppendInfo with origin
    REPLICATION: an epoch below the producer's is warned about and taken). */
-static void note_producer(struct gr_log *log, const uint8_t *b)
+static void note_producer(struct gr_log *log, struct gr_segment *seg, const uint8_t *b)
 {
     int64_t pid = gr_batch_producer_id(b);
     if (pid >= 0) {
@@ -68,9 +68,7 @@ static void note_producer(struct gr_log *log, const uint8_t *b)
                                 log->dir_name, gr_batch_base_offset(b), pid, gr_batch_producer_epoch(b),
                                 e->producer_epoch);
     }
-    if (gr_producer_state_update(&log->ps, b) < 0)
-        GR_ERROR("storage: %s: out of memory updating producer state at %" PRId64, log->dir_name,
-                 gr_batch_base_offset(b));
+    gr_log_note_producer(log, seg, b, (size_t)gr_batch_total_bytes(b)); /* markers: .txnindex too */
 }
 
 /* After the chunk [p, p + len) was written at `at` of `seg`: indexes, epochs, producers, offsets. */
@@ -85,7 +83,7 @@ static void note_chunk(struct gr_log *log, struct gr_segment *seg, const uint8_t
         if (gr_log_epochs_assign(log, gr_batch_leader_epoch(b), gr_batch_base_offset(b)) < 0)
             GR_ERROR("storage: %s: out of memory noting leader epoch %" PRId32, log->dir_name,
                      gr_batch_leader_epoch(b));
-        note_producer(log, b);
+        note_producer(log, seg, b);
         records += gr_batch_record_count(b);
         end = gr_batch_last_offset(b) + 1;
     }

@@ -78,9 +78,9 @@ struct gr_segment *gr_segment_new(struct gr_log *log, int64_t base_offset)
 
 static void seg_unlink_files(struct gr_segment *seg)
 {
-    static const char *const sfx[] = {".log", ".index", ".timeindex"};
+    static const char *const sfx[] = {".log", ".index", ".timeindex", ".txnindex"};
     char name[GR_SEGMENT_NAME_BYTES];
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 4; i++) {
         gr_segment_file_name(name, seg->base_offset, sfx[i]);
         gr_sys_unlinkat(seg->log->dir_fd, name, 0);
     }
@@ -157,6 +157,7 @@ void gr_segment_unref(struct gr_segment *seg)
     gr_sys_close(seg->timeindex_fd);
     free(seg->idx);
     free(seg->tidx);
+    free(seg->atx);
     free(seg);
 }
 
@@ -391,6 +392,104 @@ bool gr_segment_name_parse(const char *name, const char *suffix, int64_t *base_o
     return true;
 }
 
+int gr_segment_txn_append(struct gr_segment *seg, const struct gr_aborted_txn *t)
+{
+    if (seg->atx_count == seg->atx_cap) {
+        int32_t ncap = seg->atx_cap ? seg->atx_cap * 2 : 4;
+        struct gr_aborted_txn *n = realloc(seg->atx, (size_t)ncap * sizeof(*n));
+        if (!n) return -ENOMEM;
+        seg->atx = n;
+        seg->atx_cap = ncap;
+    }
+    seg->atx[seg->atx_count++] = *t;
+    return 0;
+}
+
+void gr_segment_txn_truncate(struct gr_segment *seg, int64_t offset)
+{
+    while (seg->atx_count > 0 && seg->atx[seg->atx_count - 1].last_offset >= offset)
+        seg->atx_count--;
+}
+
+uint8_t *gr_segment_txn_encode(const struct gr_segment *seg, size_t *len)
+{
+    *len = (size_t)seg->atx_count * GR_TXN_INDEX_ENTRY_BYTES;
+    if (*len == 0) return NULL;
+    uint8_t *buf = malloc(*len);
+    if (!buf) return NULL;
+    for (int32_t i = 0; i < seg->atx_count; i++) {
+        uint8_t *p = buf + (size_t)i * GR_TXN_INDEX_ENTRY_BYTES;
+        const struct gr_aborted_txn *t = &seg->atx[i];
+        gr_put_be16(p, 0);
+        gr_put_be64(p + 2, (uint64_t)t->producer_id);
+        gr_put_be64(p + 10, (uint64_t)t->first_offset);
+        gr_put_be64(p + 18, (uint64_t)t->last_offset);
+        gr_put_be64(p + 26, (uint64_t)t->last_stable_offset);
+    }
+    return buf;
+}
+
+int gr_segment_txn_load(struct gr_segment *seg)
+{
+    char name[GR_SEGMENT_NAME_BYTES];
+    gr_segment_file_name(name, seg->base_offset, ".txnindex");
+    char *buf;
+    size_t len;
+    int err = gr_file_read_all(seg_dir_fd(seg), name, (size_t)1 << 30, &buf, &len);
+    if (err == -ENOENT) return 0;
+    if (err < 0 && !gr_err_damaged(err)) return err;
+    seg->atx_count = 0;
+    if (err == 0 && len % GR_TXN_INDEX_ENTRY_BYTES == 0) {
+        for (size_t off = 0; off < len; off += GR_TXN_INDEX_ENTRY_BYTES) {
+            const uint8_t *p = (const uint8_t *)buf + off;
+            struct gr_aborted_txn t = {.producer_id = (int64_t)gr_be64(p + 2),
+                                       .first_offset = (int64_t)gr_be64(p + 10),
+                                       .last_offset = (int64_t)gr_be64(p + 18),
+                                       .last_stable_offset = (int64_t)gr_be64(p + 26)};
+            if (gr_be16(p) != 0 || t.last_offset < seg->base_offset || t.first_offset > t.last_offset) {
+                err = -EINVAL;
+                break;
+            }
+            if ((err = gr_segment_txn_append(seg, &t)) < 0) break;
+        }
+    } else if (err == 0) {
+        err = -EINVAL;
+    }
+    free(buf);
+    if (err < 0) {
+        seg->atx_count = 0;
+        if (err == -ENOMEM) return err;
+        GR_WARN("storage: %s: %s is damaged, ignored (rebuilt from the log where recovery replays it)",
+                seg->log->dir_name, name);
+    }
+    return 0;
+}
+
+/* The .txnindex with the other index files (not by a shadow: it holds no entries). An empty index has no
+   file (Kafka creates it on the first entry). Written and synced whole; an existing-only write creates it
+   only next to an existing .index (a deleted segment never gets a file back). */
+static int write_txn_index(struct gr_segment *seg, bool create)
+{
+    if (seg->shadow) return 0;
+    char name[GR_SEGMENT_NAME_BYTES];
+    gr_segment_file_name(name, seg->base_offset, ".txnindex");
+    size_t len;
+    uint8_t *buf = gr_segment_txn_encode(seg, &len);
+    if (len == 0) {
+        int err = gr_sys_unlinkat(seg_dir_fd(seg), name, 0);
+        return err == -ENOENT ? 0 : err;
+    }
+    if (!buf) return -ENOMEM;
+    int fd =
+        gr_sys_openat(seg_dir_fd(seg), name, O_RDWR | (create || seg->index_fd >= 0 ? O_CREAT : 0), 0644);
+    int err = fd < 0 ? fd : gr_sys_pwrite_full(fd, buf, len, 0);
+    if (err == 0) err = gr_sys_ftruncate(fd, (int64_t)len);
+    if (err == 0) err = gr_sys_fdatasync(fd);
+    if (fd >= 0) gr_sys_close(fd);
+    free(buf);
+    return err;
+}
+
 static int write_indexes(struct gr_segment *seg, bool create)
 {
     size_t n1, n2;
@@ -399,7 +498,8 @@ static int write_indexes(struct gr_segment *seg, bool create)
     int err = write_file(seg, &seg->index_fd, ".index", buf, n1, create);
     int err2 = write_file(seg, &seg->timeindex_fd, ".timeindex", buf + n1, n2, create);
     free(buf);
-    return err ? err : err2;
+    int err3 = err ? 0 : write_txn_index(seg, create);
+    return err ? err : err2 ? err2 : err3;
 }
 
 int gr_segment_write_indexes(struct gr_segment *seg)

@@ -53,6 +53,9 @@ struct trunc_work {
     int64_t cut_pos;    /* bytes it keeps */
     uint8_t *index;     /* a sealed cut segment's .index bytes then .timeindex bytes, NULL: none to write */
     size_t index_bytes, timeindex_bytes;
+    uint8_t *txn; /* the cut segment's .txnindex after the cut (TransactionIndex.truncateTo), NULL: empty */
+    size_t txn_bytes;
+    bool txn_keep;      /* encoding ran out of memory: the file stays until the next seal or clean close */
     int64_t new_base;   /* base offset of the new active segment whose files are made, -1 none */
     int64_t *snapshots; /* producer snapshot files to unlink */
     int snapshot_count;
@@ -66,6 +69,7 @@ static void work_free(struct trunc_work *w)
     if (w->dir_fd >= 0) gr_sys_close(w->dir_fd);
     if (w->cut_fd >= 0) gr_sys_close(w->cut_fd);
     free(w->index);
+    free(w->txn);
     free(w->snapshots);
     free(w->drops);
     free(w);
@@ -121,10 +125,10 @@ static int make_segment_files(struct trunc_work *w)
    the next open recovers: its gap rule drops the leftover). */
 static int unlink_dropped(struct trunc_work *w)
 {
-    static const char *const sfx[] = {".log", ".index", ".timeindex"};
+    static const char *const sfx[] = {".log", ".index", ".timeindex", ".txnindex"};
     char name[GR_SEGMENT_NAME_BYTES];
     for (int i = 0; i < w->drop_count; i++)
-        for (int k = 0; k < 3; k++) {
+        for (int k = 0; k < 4; k++) {
             gr_segment_file_name(name, w->drops[i], sfx[k]);
             int err = gr_sys_unlinkat(w->dir_fd, name, 0);
             if (err < 0 && err != -ENOENT) return err;
@@ -146,6 +150,17 @@ static int trunc_job(void *arg)
         what = "rewriting the index files";
         err = write_index_file(w, ".index", w->index, w->index_bytes);
         if (err == 0) err = write_index_file(w, ".timeindex", w->index + w->index_bytes, w->timeindex_bytes);
+    }
+    if (err == 0 && w->cut_base >= 0 && !w->txn_keep) {
+        what = "rewriting the transaction index";
+        char name[GR_SEGMENT_NAME_BYTES];
+        gr_segment_file_name(name, w->cut_base, ".txnindex");
+        if (w->txn_bytes == 0) {
+            err = gr_sys_unlinkat(w->dir_fd, name, 0);
+            if (err == -ENOENT) err = 0;
+        } else {
+            err = write_index_file(w, ".txnindex", w->txn, w->txn_bytes);
+        }
     }
     if (err == 0 && w->new_base >= 0) {
         what = "creating the new active segment";
@@ -307,6 +322,9 @@ static int rebuild_producers(struct gr_log *log)
     if (err < 0) return err;
     log->ps.end_offset = end;
     gr_producer_state_truncate_head(&log->ps, log->log_start_offset);
+    /* Transactions the replay completed below the high watermark are stable already: without this the first
+       unstable offset would wait for the next move of the high watermark, which an idle partition lacks. */
+    if (log->high_watermark >= 0) gr_producer_state_on_high_watermark(&log->ps, log->high_watermark);
     return 0;
 }
 
@@ -351,6 +369,11 @@ static int cut_segment(struct gr_log *log, struct gr_segment *seg, int64_t pos, 
     if (err < 0) return err;
     w->cut_base = seg->base_offset;
     w->cut_pos = pos;
+    /* Aborted transactions whose marker is past the cut go (TransactionIndex.truncateTo). Encoding
+       failing for lack of memory leaves the file as it was: a load takes no entry past its segment's end. */
+    gr_segment_txn_truncate(seg, seg->next_offset);
+    w->txn = gr_segment_txn_encode(seg, &w->txn_bytes);
+    w->txn_keep = w->txn_bytes && !w->txn;
     if (seg->sealed) {
         gr_segment_seal_deferred(seg); /* the final time index entry of the kept batches */
         /* NULL (no memory): the old index files stay; their entries past the cut fail the sanity check of

@@ -1,18 +1,15 @@
 /*
- * fetch.c: Fetch (key 1), v4-v18, topics by name before v13, by topic id from v13. Each partition's read is
- * gr_partition_fetch (partition/read.c: KIP-74 budget, epochs, the zstd rule, whole batches below the
- * visible offset as a file range for sendfile); empty (not null) records when none. Long poll: parked until
- * min_bytes are there, data arrives on one of its partitions (gr_req_wait_data) or max_wait_ms passes. No
- * fetch sessions (KIP-227): session id 0. Cold reads go through req->cold (partition/cold.c): lookups wait
- * for a pool round, then the fill is redone; before answering, ranges not in the page cache are read in once.
- * LSO = HWM; aborted_transactions null (read_uncommitted) or empty. Unknown topic, id or partition: -1
- * offsets, empty aborted list; a partition error (range, epoch, zstd, storage): -1 offsets, null aborted
- * list. Not led here: NOT_LEADER_OR_FOLLOWER, v12+ CurrentLeader (FENCED_LEADER_EPOCH too), v16+
- * NodeEndpoints (server/route.h). A LastFetchedEpoch whose end here is below the fetch offset:
- * DivergingEpoch, no records, answered at once (KIP-320, partition/read.c). Led here with its log not made
- * yet (cluster mode): empty, offsets 0, and the long poll also waits until the log is made
- * (server/logwait.h). A follower's fetch (ReplicaId >= 0) reads up to the log end offset, its first fill
- * records its state, its long poll wakes on appends (partition/read.c). Read next: partition/read.c.
+ * fetch.c: Fetch (key 1), v4-v18, topics by name before v13, by id from v13. Each partition's read is
+ * gr_partition_fetch (partition/read.c: KIP-74 budget, epochs, zstd rule, whole batches below the visible
+ * offset, the LSO for read_committed, as a file range for sendfile); empty (not null) records when none. Long
+ * poll: parked until min_bytes are there, data arrives (gr_req_wait_data; the LSO moves for read_committed)
+ * or max_wait_ms passes. No fetch sessions (KIP-227). Cold reads go through req->cold (partition/cold.c):
+ * lookups wait for a pool round, the fill is redone; ranges not in the page cache are read in once before
+ * answering. aborted_transactions: null for read_uncommitted, else handlers/fetch_aborted.c. Unknown topic,
+ * id or partition: -1 offsets, empty aborted list; a partition error (range, epoch, zstd, storage): -1
+ * offsets, null aborted list. Not led here: NOT_LEADER_OR_FOLLOWER, v12+ CurrentLeader, v16+ NodeEndpoints
+ * (server/route.h). DivergingEpoch: no records, at once (KIP-320). A log not made yet: empty, offsets 0
+ * (server/logwait.h). Followers: partition/read.c.
  */
 #include "server/handlers/handlers.h"
 #include "server/route.h"
@@ -42,7 +39,6 @@ static void fill_partition(struct gr_req *req, const struct gr_image_topic *it,
         st->error = true;
         return;
     }
-    rp->aborted_transactions.count = ((struct gr_fetch_request *)req->body)->isolation_level == 1 ? 0 : -1;
     struct gr_fetch_read rd = {.fetch_offset = qp->fetch_offset,
                                .current_leader_epoch = qp->current_leader_epoch,
                                .partition_max_bytes = qp->partition_max_bytes,
@@ -51,9 +47,13 @@ static void fill_partition(struct gr_req *req, const struct gr_image_topic *it,
                                .replica_id = st->replica_id,
                                .replica_epoch = st->replica_epoch,
                                .replica_log_start_offset = qp->log_start_offset,
-                               .update_fetch_state = !st->filled};
+                               .update_fetch_state = !st->filled,
+                               .read_committed =
+                                   ((struct gr_fetch_request *)req->body)->isolation_level == 1};
+    rp->aborted_transactions.count = rd.read_committed ? 0 : -1;
     int rc = gr_partition_fetch(gr_broker_partition(req->broker, r.log), &req->cold, bud, &rd);
-    rp->high_watermark = rp->last_stable_offset = rd.high_watermark;
+    rp->high_watermark = rd.high_watermark;
+    rp->last_stable_offset = rd.last_stable_offset;
     rp->log_start_offset = rd.log_start_offset;
     if (rd.diverging_epoch >= 0) { /* KIP-320: the fetcher truncates first; answered at once */
         rp->diverging_epoch.epoch = rd.diverging_epoch;
@@ -71,6 +71,7 @@ static void fill_partition(struct gr_req *req, const struct gr_image_topic *it,
     } else if (rd.slice.bytes > 0) {
         rp->records = gr_records_file(rd.slice.fd, rd.slice.file_pos, (int32_t)rd.slice.bytes);
         st->bytes += rd.slice.bytes;
+        if (!gr_fetch_fill_aborted(req, r.log, &rd, rp)) st->no_memory = true;
     }
 }
 
@@ -156,7 +157,8 @@ static bool fetch_step(struct gr_req *req)
     struct fetch_state *st = req->hstate;
     if (!st->waiting_logs) { /* until data past what it may read now, on every partition it names */
         st->waiting_logs = true;
-        gr_route_fetch_wait(req, gr_fetch_isolation_of(st->replica_id));
+        const struct gr_fetch_request *q = req->body; /* read_committed waits until the LSO moves */
+        gr_route_fetch_wait(req, gr_fetch_isolation_for(st->replica_id, q->isolation_level));
     }
     return false;
 }

@@ -28,6 +28,15 @@ void gr_join_group_fill(struct gr_req *req, const struct gr_join_result *res);
 /* SyncGroup (handlers/sync_group.c): error, protocol type and name, the member's assignment. */
 void gr_sync_group_fill(struct gr_req *req, const struct gr_sync_result *res);
 
+/* Fetch (handlers/fetch_aborted.c): when `rd` (a gr_partition_fetch just done on `log`'s partition) has an
+   aborted_upper_bound, fills rp->aborted_transactions with the aborted transactions overlapping
+   [rd->fetch_offset, it) (gr_partition_aborted_txns), in the request's arena. False when out of request
+   memory. */
+struct gr_fetch_read;
+struct gr_fetch_response_partition_data;
+bool gr_fetch_fill_aborted(struct gr_req *req, struct gr_log *log, const struct gr_fetch_read *rd,
+                           struct gr_fetch_response_partition_data *rp);
+
 /* Shared helpers (handlers/common.c). */
 /* The client's address as Kafka shows a member's host ("/127.0.0.1"), in the request arena ("" when out of
  * memory; "/" when the connection is gone). */

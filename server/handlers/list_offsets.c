@@ -153,9 +153,9 @@ static bool fill(struct gr_req *req)
             }
             struct gr_log *log = r.log;
             struct gr_offset_answer a;
-            int rc = gr_partition_list_offset(gr_broker_partition(req->broker, log), &req->cold,
-                                              req->hdr.request_api_version, qp->current_leader_epoch,
-                                              qp->timestamp, &a);
+            int rc = gr_partition_list_offset_isolated(gr_broker_partition(req->broker, log), &req->cold,
+                                                       req->hdr.request_api_version, qp->current_leader_epoch,
+                                                       qp->timestamp, body->isolation_level == 1, &a);
             rp->error_code = rc > 0 ? (int16_t)rc : GR_ERR_NONE; /* cold: redone after the round */
             rp->offset = a.offset;
             rp->timestamp = a.timestamp;

@@ -265,7 +265,7 @@ int th_read_all_ps(struct gr_log *log, int64_t from, int64_t upper_bound, struct
             v[n].producer_id = gr_batch_producer_id(b);
             v[n].base_sequence = gr_batch_base_sequence(b);
             v[n].tag = first_tag(b, bl);
-            if (ps) gr_producer_state_update(ps, b);
+            if (ps) gr_producer_state_update(ps, b, bl, NULL);
             n++;
         }
         free(buf);

@@ -339,19 +339,19 @@ static void test_check_verdicts_direct(void **state)
     size_t len;
     uint8_t *b = th_batch(&s, &len);
     const struct gr_producer_batch *dup;
-    assert_int_equal(gr_producer_state_check(&ps, b, &dup), GR_PRODUCER_ACCEPT);
+    assert_int_equal(gr_producer_state_check(&ps, b, len, &dup), GR_PRODUCER_ACCEPT);
     assert_null(dup);
     gr_batch_set_base_offset(b, 100);
     assert_int_equal(gr_producer_state_reserve(&ps, 99), 0);
-    assert_int_equal(gr_producer_state_update(&ps, b), 0);
-    assert_int_equal(gr_producer_state_check(&ps, b, &dup), GR_PRODUCER_DUPLICATE);
+    assert_int_equal(gr_producer_state_update(&ps, b, len, NULL), 0);
+    assert_int_equal(gr_producer_state_check(&ps, b, len, &dup), GR_PRODUCER_DUPLICATE);
     assert_non_null(dup);
     assert_int_equal(dup->last_offset, 101);
     assert_int_equal(dup->last_offset - dup->offset_delta, 100);
     /* A batch without a producer id is never judged. */
     struct th_batch_spec n = {.count = 1, .ts0 = 5, .ts_step = 1, .value_bytes = 4, .producer_id = -1};
     uint8_t *nb = th_batch(&n, &len);
-    assert_int_equal(gr_producer_state_check(&ps, nb, &dup), GR_PRODUCER_ACCEPT);
+    assert_int_equal(gr_producer_state_check(&ps, nb, len, &dup), GR_PRODUCER_ACCEPT);
     free(nb);
     free(b);
     gr_producer_state_free(&ps);

@@ -615,7 +615,7 @@ static void test_producer_state_codec(void **state)
             int64_t seq = (int64_t)INT32_MAX - 6 + 5 * b; /* wraps past INT32_MAX to 0 as Kafka's do */
             if (seq > INT32_MAX) seq -= (int64_t)INT32_MAX + 1;
             gr_put_be32(hdr + GR_BATCH_OFF_BASE_SEQUENCE, (uint32_t)seq);
-            assert_int_equal(gr_producer_state_update(&ps, hdr), 0);
+            assert_int_equal(gr_producer_state_update(&ps, hdr, sizeof(hdr), NULL), 0);
         }
     }
     const struct gr_producer_entry *e = gr_producer_state_find(&ps, 6);
