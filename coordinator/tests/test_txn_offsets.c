@@ -547,7 +547,7 @@ static void test_load_batches(void **state)
     /* every whole-batch prefix loads into a consistent state: replay stops at the last whole batch */
     for (size_t cut = 0; cut < lb->len; cut += 7) {
         struct gr_coordinator *c2 = fake_coord(&w->env, NULL);
-        int64_t n;
+        int64_t n = 0;
         int64_t next = gr_offsets_log_replay_partition(c2, p, lb->buf, cut, 0, &n);
         assert_true(next >= 0 && next <= lb->next);
         gr_coord_destroy(c2);
