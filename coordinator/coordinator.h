@@ -104,6 +104,20 @@ struct gr_sync_result {
     struct gr_bytes assignment;  /* empty (len 0) on errors */
 };
 
+/* What a transactional write (the transactional append (gr_coord_set_append_txn)) carries. */
+enum gr_coord_txn_kind {
+    GR_COORD_TXN_RECORDS = 0, /* offset commit records of an open transaction (TxnOffsetCommit) */
+    GR_COORD_TXN_COMMIT = 1,  /* the COMMIT marker (control type 1) */
+    GR_COORD_TXN_ABORT = 2,   /* the ABORT marker (control type 0) */
+};
+
+struct gr_coord_txn_write {
+    enum gr_coord_txn_kind kind;
+    int64_t producer_id;
+    int16_t producer_epoch;
+    int32_t coordinator_epoch; /* markers: the transaction coordinator's epoch (EndTxnMarker) */
+};
+
 struct gr_coord_hooks {
     void *ctx;
     /* Monotonic milliseconds, for timers. */
@@ -131,11 +145,26 @@ struct gr_coord_hooks {
     int (*wait_committed)(void *ctx, int32_t partition, int64_t end_offset, struct gr_partition_waiter *w);
 };
 
+/* A transactional write to partition `partition` of __consumer_offsets (KIP-98; Kafka's CoordinatorRuntime
+ * writes through its partition writer with the producer's id and epoch). `w->kind` GR_COORD_TXN_RECORDS:
+ * `count` records as one transactional batch (attributes bit 4, w->producer_id / producer_epoch, base
+ * sequence -1), as hooks.append writes them otherwise; GR_COORD_TXN_COMMIT / _ABORT: the end-transaction
+ * marker as a control batch (bits 4 and 5, recs NULL, count 0; protocol/txn_marker.h) carrying
+ * w->coordinator_epoch. Returns 0 and the log end offset after the write, or -errno (nothing appended; the
+ * partition layer's producer-epoch refusals come back this way). `ctx` is hooks.ctx. */
+typedef int (*gr_coord_append_txn_fn)(void *ctx, int32_t partition, const struct gr_coord_txn_write *w,
+                                      const struct gr_coord_record *recs, int count, int64_t *end_offset);
+
 /* Creates an empty coordinator. Takes copies of `cfg` and `hooks`. Returns new (gr_coord_destroy), or NULL
  * when out of memory. */
 struct gr_coordinator *gr_coord_create(const struct gr_coord_config *cfg, const struct gr_coord_hooks *hooks);
 /* Returns borrowed: hooks.ctx as given to gr_coord_create. */
 void *gr_coord_hooks_ctx(const struct gr_coordinator *c);
+/* Sets the transactional append (a setter beside struct gr_coord_hooks, not a member of it: the hooks are
+ * filled by positional initializers under -Wmissing-field-initializers, server/groups.c's among them, which
+ * a new member would break). Unset (NULL): TxnOffsetCommit and gr_coord_txn_complete answer
+ * UNKNOWN_SERVER_ERROR and write nothing. */
+void gr_coord_set_append_txn(struct gr_coordinator *c, gr_coord_append_txn_fn fn);
 /* Frees everything. Waiters still held are dropped without a hook call (the server frees them). */
 void gr_coord_destroy(struct gr_coordinator *c);
 
@@ -242,6 +271,67 @@ void gr_coord_offsets_foreach(struct gr_coordinator *c, struct gr_str group_id,
                                          int32_t leader_epoch, struct gr_str metadata),
                               void *ctx);
 
+/* ---- transactional offsets (KIP-98, KIP-447; coordinator/txn_offsets.c) ----
+ * Offsets committed inside a transaction stay pending per producer id until the transaction's marker reaches
+ * the group's __consumer_offsets partition (Kafka 4's OffsetMetadataManager.pendingTransactionalOffsets): a
+ * COMMIT makes each the group's committed offset unless the committed one was written later in the log (a
+ * larger record offset wins, replayEndTransactionMarker), an ABORT drops them. A tombstone of a partition
+ * (OffsetDelete, a deleted topic, DeleteGroups) drops every producer's pending offset of it. */
+
+struct gr_txn_commit_params {
+    struct gr_str group_id, member_id, group_instance_id; /* group_instance_id len -1: null */
+    int32_t generation_id;                                /* -1: not a group member (v0-2 carry none) */
+    int64_t producer_id;
+    int16_t producer_epoch;
+    struct gr_commit_topic *topics; /* topics and partitions the caller checked exist */
+    int32_t topic_count;
+};
+
+/* TxnOffsetCommit (Kafka's OffsetMetadataManager.commitTransactionalOffset): an empty group id gives
+ * INVALID_GROUP_ID; the ownership check as gr_coord_check; an unknown group is created (simple, Empty) for
+ * generation < 0, else ILLEGAL_GENERATION; then ClassicGroup.validateOffsetCommit with isTransactional:
+ * COORDINATOR_NOT_AVAILABLE (Dead), FENCED_INSTANCE_ID, UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION (KIP-447), no
+ * REBALANCE_IN_PROGRESS and no member needed when no generation, member or instance id is given. Accepted
+ * partitions are written through the transactional append (gr_coord_set_append_txn) as one transactional
+ * batch (producer id/epoch, no expire timestamp) and held as pending offsets of the producer. Per-partition
+ * errors as gr_coord_commit (OFFSET_METADATA_TOO_LARGE, INVALID_COMMIT_OFFSET_SIZE, mapped append errors).
+ * *wait_partition / *wait_end_offset as gr_coord_commit: answer once the write is committed (-1: nothing
+ * written). */
+void gr_coord_txn_commit(struct gr_coordinator *c, const struct gr_txn_commit_params *p,
+                         int32_t *wait_partition, int64_t *wait_end_offset);
+
+/* Completes producer `producer_id`'s transaction on __consumer_offsets partition `partition` (Kafka's
+ * GroupCoordinatorService.completeTransaction: the runtime writes the marker, then
+ * replayEndTransactionMarker): writes the COMMIT / ABORT marker through the transactional append
+ * (gr_coord_set_append_txn), then applies it (gr_coord_txn_marker_apply). Returns 0 with *wait_end_offset
+ * (the marker is done once committed up to it), NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS when the
+ * partition is not OWNED, or the append error mapped as gr_coord_append_error (nothing changed,
+ * *wait_end_offset -1). */
+int16_t gr_coord_txn_complete(struct gr_coordinator *c, int32_t partition, int64_t producer_id,
+                              int16_t producer_epoch, int32_t coordinator_epoch, bool commit,
+                              int64_t *wait_end_offset);
+
+/* Applies a marker already in the log (the load, or a marker path that wrote it itself): the pending
+ * offsets of `producer_id` in the groups of `partition` (-1: every partition) become committed (COMMIT;
+ * skipped where the committed offset's record offset is larger) or are dropped (ABORT). Returns the number
+ * of pending offsets it ended. */
+int32_t gr_coord_txn_marker_apply(struct gr_coordinator *c, int32_t partition, int64_t producer_id,
+                                  bool commit);
+
+/* Whether a transactional commit of group/topic/partition waits for its marker (Kafka's
+ * hasPendingTransactionalOffsets; OffsetFetch with require_stable then answers UNSTABLE_OFFSET_COMMIT). */
+bool gr_coord_offset_pending(struct gr_coordinator *c, struct gr_str group_id, struct gr_str topic,
+                             int32_t partition);
+/* OffsetFetch of one partition (OffsetMetadataManager.fetchOffsets): with `require_stable` (OffsetFetch
+ * v7+, KIP-447) and a pending transactional commit of the partition, returns UNSTABLE_OFFSET_COMMIT with
+ * offset -1, leader epoch -1, metadata ""; otherwise 0 with the last committed value (offset -1, epoch -1,
+ * metadata "" when none; the group's existence is the caller's, as gr_coord_offset_get). */
+int16_t gr_coord_offset_fetch(struct gr_coordinator *c, struct gr_str group_id, struct gr_str topic,
+                              int32_t partition, bool require_stable, int64_t *offset, int32_t *leader_epoch,
+                              struct gr_str *metadata);
+/* Number of pending transactional offsets of a group (all producers), 0 when the group is unknown. */
+int32_t gr_coord_txn_pending_count(struct gr_coordinator *c, struct gr_str group_id);
+
 struct gr_offset_delete_partition {
     int32_t partition;  /* in */
     int16_t error_code; /* out */
@@ -314,15 +404,24 @@ int64_t gr_coord_tick(struct gr_coordinator *c);
 /* ---- persistence ---- */
 
 /* Applies one __consumer_offsets record during the load at start (value NULL: tombstone). Unknown key
- * versions are skipped. Returns 0, or -1 for bytes that do not parse (the record is skipped). */
+ * versions are skipped. Returns 0, or -1 for bytes that do not parse (the record is skipped). The record
+ * counts as non-transactional at record offset -1: gr_coord_replay_record is the full form. */
 int gr_coord_replay(struct gr_coordinator *c, const uint8_t *key, size_t key_len, const uint8_t *value,
                     size_t value_len);
+/* gr_coord_replay with the record's offset in the log and its batch's producer id when the batch is
+ * transactional (-1 otherwise): an offset commit of a transactional batch becomes a pending offset of that
+ * producer, completed by a later marker (gr_coord_txn_marker_apply); Kafka's OffsetMetadataManager.replay
+ * (recordOffset, producerId). */
+int gr_coord_replay_record(struct gr_coordinator *c, int64_t record_offset, int64_t producer_id,
+                           const uint8_t *key, size_t key_len, const uint8_t *value, size_t value_len);
 /* Ends the load: starts session timers of loaded members (Kafka's onLoaded) and rebalances groups above
  * group.max.size. */
 void gr_coord_load_done(struct gr_coordinator *c);
 
 /* Calls `emit` with the live record (latest value) of every key that belongs to `partition`: one group
- * metadata record per non-simple group, one offset record per committed offset. Used to rewrite a
+ * metadata record per non-simple group, one offset record per committed offset (pending transactional
+ * offsets are not emitted: a rewrite from a snapshot must wait until the partition has none, or keep the
+ * open transactions' batches and markers as they are). Used to rewrite a
  * partition without its dead records (coordinator/offsets_log.c). Returns 0, or the first non-zero emit
  * result. */
 int gr_coord_snapshot_partition(struct gr_coordinator *c, int32_t partition,

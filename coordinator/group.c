@@ -1692,13 +1692,23 @@ int16_t gr_coord_group_delete(struct gr_coordinator *c, struct gr_str group_id)
     if (!grp || grp->state == GR_GROUP_DEAD) return GR_ERR_GROUP_ID_NOT_FOUND;
     if (grp->state != GR_GROUP_EMPTY) return GR_ERR_NON_EMPTY_GROUP;
     int32_t n = gr_offsets_count(grp);
-    struct gr_coord_record *recs = xmalloc((size_t)(n + 1) * sizeof *recs);
+    struct gr_coord_record *recs = xmalloc((size_t)(n + grp->txn_count + 1) * sizeof *recs);
     int32_t k = 0;
     for (int32_t t = 0; t < grp->topic_count; t++)
         for (int32_t i = 0; i < grp->topics[t].count; i++)
             if (gr_offset_commit_record(&recs[k], grp->group_id, grp->topics[t].name,
                                         grp->topics[t].parts[i].partition, NULL) == 0)
                 k++;
+    /* the partitions only pending in a transaction get a tombstone too, once each
+       (OffsetMetadataManager.deleteAllOffsets) */
+    for (int32_t i = 0; i < grp->txn_count; i++) {
+        const struct gr_txn_offset *x = &grp->txn[i];
+        bool seen = gr_offsets_find(grp, gr_str_c(x->topic), x->e.partition) != NULL;
+        for (int32_t j = 0; j < i && !seen; j++)
+            seen = grp->txn[j].e.partition == x->e.partition && strcmp(grp->txn[j].topic, x->topic) == 0;
+        if (!seen && gr_offset_commit_record(&recs[k], grp->group_id, x->topic, x->e.partition, NULL) == 0)
+            k++;
+    }
     if (gr_group_metadata_record(&recs[k], grp->group_id, NULL) == 0) k++;
     int64_t end;
     int rc = c->hooks.append(c->hooks.ctx, grp->partition, recs, k, &end);
@@ -1964,11 +1974,17 @@ static int replay_group(struct gr_coordinator *c, struct gr_str group_id, const 
 int gr_coord_replay(struct gr_coordinator *c, const uint8_t *key, size_t key_len, const uint8_t *value,
                     size_t value_len)
 {
+    return gr_coord_replay_record(c, -1, -1, key, key_len, value, value_len);
+}
+
+int gr_coord_replay_record(struct gr_coordinator *c, int64_t record_offset, int64_t producer_id,
+                           const uint8_t *key, size_t key_len, const uint8_t *value, size_t value_len)
+{
     struct gr_offset_commit_key ok;
     struct gr_str group;
     switch (gr_coord_key_decode(key, key_len, &ok, &group)) {
     case GR_COORD_KEY_OFFSET_COMMIT:
-        return gr_offsets_replay(c, &ok, value, value_len);
+        return gr_offsets_replay(c, &ok, value, value_len, record_offset, producer_id);
     case GR_COORD_KEY_GROUP_METADATA:
         return replay_group(c, group, value, value_len);
     default:

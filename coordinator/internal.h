@@ -52,6 +52,16 @@ struct gr_offset_entry {
     char *metadata;       /* never NULL */
     int64_t commit_timestamp_ms;
     int64_t expire_timestamp_ms; /* -1 none */
+    int64_t record_offset;       /* offset of its record in __consumer_offsets (-1 unknown): a COMMIT marker
+                                    materializes a pending offset only over an older record (Kafka's
+                                    OffsetAndMetadata.recordOffset) */
+};
+
+/* A transactional offset commit waiting for its producer's marker (txn_offsets.c). */
+struct gr_txn_offset {
+    int64_t producer_id;
+    char *topic;
+    struct gr_offset_entry e;
 };
 
 struct gr_offset_topic {
@@ -87,6 +97,8 @@ struct gr_group {
     int32_t subscribed_count, subscribed_cap;
     struct gr_offset_topic *topics;
     int32_t topic_count, topic_cap;
+    struct gr_txn_offset *txn; /* pending transactional offsets, one per (producer, topic, partition) */
+    int32_t txn_count, txn_cap;
     bool assignment_pending; /* the leader's assignment is written, not yet durable */
     int32_t assignment_generation;
     int64_t assignment_end_offset;
@@ -100,6 +112,7 @@ struct gr_group {
 struct gr_coordinator {
     struct gr_coord_config cfg;
     struct gr_coord_hooks hooks;
+    gr_coord_append_txn_fn append_txn; /* NULL: transactional writes refused */
     struct gr_group **groups;
     int32_t group_count, group_cap;
     struct gr_group **buckets;
@@ -149,8 +162,28 @@ bool gr_coord_partition_owned(const struct gr_coordinator *c, int32_t partition)
 /* offsets.c */
 void gr_offsets_free(struct gr_group *grp);
 int32_t gr_offsets_count(const struct gr_group *grp);
+/* OffsetMetadataManager.replay: producer_id -1 for a non-transactional batch. */
 int gr_offsets_replay(struct gr_coordinator *c, const struct gr_offset_commit_key *key, const uint8_t *value,
-                      size_t value_len);
+                      size_t value_len, int64_t record_offset, int64_t producer_id);
 void gr_offsets_expire(struct gr_coordinator *c);
+/* Offsets.put / get / remove on the committed store; put copies `v` and sets the record offset. */
+void gr_offsets_put(struct gr_group *grp, struct gr_str topic, int32_t partition,
+                    const struct gr_offset_commit_value *v, int64_t record_offset);
+const struct gr_offset_entry *gr_offsets_find(const struct gr_group *grp, struct gr_str topic,
+                                              int32_t partition);
+bool gr_offsets_remove(struct gr_group *grp, struct gr_str topic, int32_t partition);
+/* True when `k` records as one batch at `now_ms` exceed the offsets topic's max.message.bytes. */
+bool gr_offsets_too_large(const struct gr_coordinator *c, const struct gr_coord_record *recs, int32_t k,
+                          int64_t now_ms);
+
+/* txn_offsets.c */
+void gr_txn_offsets_free(struct gr_group *grp);
+/* Holds `v` as producer `producer_id`'s pending offset of topic/partition (replacing its earlier one). */
+void gr_txn_offsets_put(struct gr_group *grp, int64_t producer_id, struct gr_str topic, int32_t partition,
+                        const struct gr_offset_commit_value *v, int64_t record_offset);
+/* Whether any producer has a pending offset of topic/partition (openTransactions.contains). */
+bool gr_txn_offsets_has(const struct gr_group *grp, struct gr_str topic, int32_t partition);
+/* Drops every producer's pending offset of topic/partition (a tombstone's replay). */
+void gr_txn_offsets_drop(struct gr_group *grp, struct gr_str topic, int32_t partition);
 
 #endif

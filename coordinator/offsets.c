@@ -45,6 +45,7 @@ void gr_offsets_free(struct gr_group *grp)
     free(grp->topics);
     grp->topics = NULL;
     grp->topic_count = grp->topic_cap = 0;
+    gr_txn_offsets_free(grp);
 }
 
 int32_t gr_offsets_count(const struct gr_group *grp)
@@ -77,8 +78,8 @@ static int32_t part_search(const struct gr_offset_topic *ot, int32_t partition)
     return -lo - 1;
 }
 
-static const struct gr_offset_entry *offset_find(const struct gr_group *grp, struct gr_str topic,
-                                                 int32_t partition)
+const struct gr_offset_entry *gr_offsets_find(const struct gr_group *grp, struct gr_str topic,
+                                              int32_t partition)
 {
     const struct gr_offset_topic *ot = topic_find(grp, topic);
     if (!ot) return NULL;
@@ -87,8 +88,8 @@ static const struct gr_offset_entry *offset_find(const struct gr_group *grp, str
 }
 
 /* Offsets.put */
-static void offset_put(struct gr_group *grp, struct gr_str topic, int32_t partition,
-                       const struct gr_offset_commit_value *v)
+void gr_offsets_put(struct gr_group *grp, struct gr_str topic, int32_t partition,
+                    const struct gr_offset_commit_value *v, int64_t record_offset)
 {
     struct gr_offset_topic *ot = topic_find(grp, topic);
     if (!ot) {
@@ -120,10 +121,11 @@ static void offset_put(struct gr_group *grp, struct gr_str topic, int32_t partit
         gr_coord_strndup(v->metadata.ptr ? v->metadata.ptr : "", v->metadata.len > 0 ? v->metadata.len : 0);
     e->commit_timestamp_ms = v->commit_timestamp_ms;
     e->expire_timestamp_ms = v->expire_timestamp_ms;
+    e->record_offset = record_offset;
 }
 
 /* Offsets.remove */
-static bool offset_remove(struct gr_group *grp, struct gr_str topic, int32_t partition)
+bool gr_offsets_remove(struct gr_group *grp, struct gr_str topic, int32_t partition)
 {
     struct gr_offset_topic *ot = topic_find(grp, topic);
     if (!ot) return false;
@@ -177,8 +179,8 @@ static void commit_set_all(const struct gr_commit_params *p, int16_t err)
 
 /* True when the `k` commit records, as the one batch the offsets log writes them in (records at `now_ms`,
    uncompressed), exceed max.message.bytes of __consumer_offsets. No memory: false (the append decides). */
-static bool commit_too_large(const struct gr_coordinator *c, const struct gr_coord_record *recs, int32_t k,
-                             int64_t now_ms)
+bool gr_offsets_too_large(const struct gr_coordinator *c, const struct gr_coord_record *recs, int32_t k,
+                          int64_t now_ms)
 {
     struct gr_record_in *in = calloc((size_t)k, sizeof *in);
     if (!in) return false;
@@ -262,7 +264,7 @@ void gr_coord_commit(struct gr_coordinator *c, const struct gr_commit_params *p,
     }
     int rc = 0;
     int64_t end = -1;
-    if (k && commit_too_large(c, recs, k, now)) {
+    if (k && gr_offsets_too_large(c, recs, k, now)) {
         /* Kafka's rule (GroupMetadataManager.storeOffsets): the commit's records are one batch; over the
            offsets topic's max.message.bytes every partition written gets INVALID_COMMIT_OFFSET_SIZE,
            those refused for their metadata keep OFFSET_METADATA_TOO_LARGE. */
@@ -282,11 +284,14 @@ void gr_coord_commit(struct gr_coordinator *c, const struct gr_commit_params *p,
                     p->topics[t].partitions[i].error_code = gr_coord_append_error(rc);
     } else if (k) {
         /* apply in request order (a later duplicate partition wins, as in Kafka's replay) */
-        int32_t j = 0;
+        int32_t j = 0; /* record j sits at offset end - k + j (one append, consecutive offsets) */
         for (int32_t t = 0; t < p->topic_count; t++)
             for (int32_t i = 0; i < p->topics[t].count; i++)
-                if (p->topics[t].partitions[i].error_code == GR_ERR_NONE)
-                    offset_put(grp, p->topics[t].name, p->topics[t].partitions[i].partition, &vals[j++]);
+                if (p->topics[t].partitions[i].error_code == GR_ERR_NONE) {
+                    gr_offsets_put(grp, p->topics[t].name, p->topics[t].partitions[i].partition, &vals[j],
+                                   end - k + j);
+                    j++;
+                }
         *wait_partition = grp->partition;
         *wait_end_offset = end;
     }
@@ -303,7 +308,7 @@ bool gr_coord_offset_get(struct gr_coordinator *c, struct gr_str group_id, struc
 {
     struct gr_group *grp = gr_coord_group_find(c, group_id);
     if (!grp || grp->state == GR_GROUP_DEAD || !gr_coord_partition_owned(c, grp->partition)) return false;
-    const struct gr_offset_entry *e = offset_find(grp, topic, partition);
+    const struct gr_offset_entry *e = gr_offsets_find(grp, topic, partition);
     if (!e) return false;
     *offset = e->offset;
     *leader_epoch = e->leader_epoch;
@@ -350,7 +355,10 @@ int16_t gr_coord_offset_delete(struct gr_coordinator *c, struct gr_str group_id,
         char *topic = gr_coord_strndup(dt->name.ptr, dt->name.len > 0 ? dt->name.len : 0);
         for (int32_t i = 0; i < dt->count; i++) {
             dt->partitions[i].error_code = subscribed ? GR_ERR_GROUP_SUBSCRIBED_TO_TOPIC : GR_ERR_NONE;
-            if (!subscribed && offset_find(grp, dt->name, dt->partitions[i].partition) &&
+            /* a tombstone when committed or pending in a transaction (OffsetMetadataManager.deleteOffsets) */
+            if (!subscribed &&
+                (gr_offsets_find(grp, dt->name, dt->partitions[i].partition) ||
+                 gr_txn_offsets_has(grp, dt->name, dt->partitions[i].partition)) &&
                 gr_offset_commit_record(&recs[k], grp->group_id, topic, dt->partitions[i].partition, NULL) ==
                     0)
                 k++;
@@ -365,8 +373,10 @@ int16_t gr_coord_offset_delete(struct gr_coordinator *c, struct gr_str group_id,
     if (rc) return gr_coord_append_error(rc);
     for (int32_t t = 0; t < count; t++)
         for (int32_t i = 0; i < topics[t].count; i++)
-            if (topics[t].partitions[i].error_code == GR_ERR_NONE)
-                offset_remove(grp, topics[t].name, topics[t].partitions[i].partition);
+            if (topics[t].partitions[i].error_code == GR_ERR_NONE) {
+                gr_offsets_remove(grp, topics[t].name, topics[t].partitions[i].partition);
+                gr_txn_offsets_drop(grp, topics[t].name, topics[t].partitions[i].partition);
+            }
     return GR_ERR_NONE;
 }
 
@@ -379,8 +389,13 @@ int32_t gr_coord_topic_deleted(struct gr_coordinator *c, const char *topic)
     for (int32_t g = 0; g < gr_coord_group_count(c); g++) {
         struct gr_group *grp = gr_coord_group_at(c, g);
         const struct gr_offset_topic *ot = topic_find(grp, name);
-        if (!ot || grp->state == GR_GROUP_DEAD) continue;
-        int32_t n = ot->count, k = 0;
+        if (grp->state == GR_GROUP_DEAD) continue;
+        /* the committed partitions of the topic and those only pending in a transaction
+           (OffsetMetadataManager.onTopicsDeleted cleans both stores) */
+        int32_t n = ot ? ot->count : 0, k = 0;
+        for (int32_t i = 0; i < grp->txn_count; i++)
+            if (name_eq(grp->txn[i].topic, name)) n++;
+        if (n == 0) continue;
         struct gr_coord_record *recs = calloc((size_t)n + 1, sizeof *recs);
         int32_t *parts = calloc((size_t)n + 1, sizeof *parts);
         if (!recs || !parts) {
@@ -389,21 +404,31 @@ int32_t gr_coord_topic_deleted(struct gr_coordinator *c, const char *topic)
             GR_ERROR("coordinator: out of memory removing the offsets of deleted topic %s", topic);
             return removed;
         }
-        for (int32_t i = 0; i < n; i++) {
-            parts[i] = ot->parts[i].partition;
-            if (gr_offset_commit_record(&recs[k], grp->group_id, topic, parts[i], NULL) == 0) k++;
+        int32_t np = 0;
+        for (int32_t i = 0; ot && i < ot->count; i++)
+            parts[np++] = ot->parts[i].partition;
+        for (int32_t i = 0; i < grp->txn_count; i++) {
+            if (!name_eq(grp->txn[i].topic, name)) continue;
+            bool seen = false;
+            for (int32_t j = 0; j < np && !seen; j++)
+                seen = parts[j] == grp->txn[i].e.partition;
+            if (!seen) parts[np++] = grp->txn[i].e.partition;
         }
+        for (int32_t i = 0; i < np; i++)
+            if (gr_offset_commit_record(&recs[k], grp->group_id, topic, parts[i], NULL) == 0) k++;
         int64_t end;
-        int rc = k == n ? c->hooks.append(c->hooks.ctx, grp->partition, recs, k, &end) : -ENOMEM;
+        int rc = k == np ? c->hooks.append(c->hooks.ctx, grp->partition, recs, k, &end) : -ENOMEM;
         gr_coord_records_free(recs, k);
         free(recs);
         if (rc) { /* memory stays as the log says: a later deletion of the topic's name retries nothing */
             GR_ERROR("coordinator: group %s: removing the offsets of deleted topic %s failed (%d)",
                      grp->group_id, topic, rc);
         } else {
-            for (int32_t i = 0; i < n; i++)
-                offset_remove(grp, name, parts[i]);
-            removed += n;
+            for (int32_t i = 0; i < np; i++) {
+                gr_offsets_remove(grp, name, parts[i]);
+                gr_txn_offsets_drop(grp, name, parts[i]);
+            }
+            removed += np;
         }
         free(parts);
     }
@@ -443,7 +468,7 @@ static bool expire_group(struct gr_coordinator *c, struct gr_group *grp, int64_t
     }
     int32_t k = 0;
     if (n == 0) {
-        all_expired = true;
+        all_expired = grp->txn_count == 0; /* cleanupExpiredOffsets: no offsets, no open transaction */
     } else if (!expiration_condition(grp, &use_state_ts)) {
         all_expired = false;
     } else {
@@ -463,7 +488,8 @@ static bool expire_group(struct gr_coordinator *c, struct gr_group *grp, int64_t
                     int64_t base = use_state_ts ? grp->state_timestamp_ms : e->commit_timestamp_ms;
                     expired = gr_ms_sub_sat(now, base) >= c->cfg.offsets_retention_ms; /* base: stored data */
                 }
-                if (expired &&
+                /* not while a transactional commit of the partition is pending (cleanupExpiredOffsets) */
+                if (expired && !gr_txn_offsets_has(grp, gr_str_c(ot->name), e->partition) &&
                     gr_offset_commit_record(&recs[k], grp->group_id, ot->name, e->partition, NULL) == 0) {
                     gone[k].topic = ot->name;
                     gone[k].partition = e->partition;
@@ -475,7 +501,8 @@ static bool expire_group(struct gr_coordinator *c, struct gr_group *grp, int64_t
         }
     }
     int32_t offsets_expired = k;
-    bool delete_group = all_expired && grp->state == GR_GROUP_EMPTY;
+    /* a group with open transactions is kept (cleanupExpiredOffsets: !openTransactions.contains(groupId)) */
+    bool delete_group = all_expired && grp->txn_count == 0 && grp->state == GR_GROUP_EMPTY;
     if (delete_group && gr_group_metadata_record(&recs[k], grp->group_id, NULL) == 0)
         k++;
     else
@@ -491,7 +518,7 @@ static bool expire_group(struct gr_coordinator *c, struct gr_group *grp, int64_t
             if (offsets_expired)
                 GR_INFO("group %s: %d committed offsets expired", grp->group_id, offsets_expired);
             for (int32_t i = offsets_expired - 1; i >= 0; i--)
-                offset_remove(grp, gr_str_c(gone[i].topic), gone[i].partition);
+                gr_offsets_remove(grp, gr_str_c(gone[i].topic), gone[i].partition);
             if (delete_group) {
                 GR_INFO("group %s: empty with no offsets left, deleted", grp->group_id);
                 gr_coord_group_remove(c, grp);
@@ -518,17 +545,23 @@ void gr_offsets_expire(struct gr_coordinator *c)
 /* ---- replay (OffsetMetadataManager.replay) ---- */
 
 int gr_offsets_replay(struct gr_coordinator *c, const struct gr_offset_commit_key *key, const uint8_t *value,
-                      size_t value_len)
+                      size_t value_len, int64_t record_offset, int64_t producer_id)
 {
     struct gr_group *grp = gr_coord_group_find(c, key->group);
-    if (!value) {
-        if (grp) offset_remove(grp, key->topic, key->partition);
+    if (!value) { /* the committed offset and every producer's pending one go */
+        if (grp) {
+            gr_offsets_remove(grp, key->topic, key->partition);
+            gr_txn_offsets_drop(grp, key->topic, key->partition);
+        }
         return 0;
     }
     struct gr_offset_commit_value v;
     if (gr_offset_commit_value_decode(value, value_len, &v) < 0) return -1;
     if (!grp) grp = gr_coord_group_create(c, key->group); /* a simple group */
-    offset_put(grp, key->topic, key->partition, &v);
+    if (producer_id < 0)
+        gr_offsets_put(grp, key->topic, key->partition, &v, record_offset);
+    else /* part of a transaction: pending until its marker */
+        gr_txn_offsets_put(grp, producer_id, key->topic, key->partition, &v, record_offset);
     return 0;
 }
 

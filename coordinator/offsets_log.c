@@ -13,6 +13,7 @@
 
 #include "common/log.h"
 #include "protocol/record_batch.h"
+#include "protocol/txn_marker.h"
 
 struct gr_offsets_log {
     struct gr_store *store;
@@ -85,8 +86,30 @@ void gr_offsets_log_set_partitions(struct gr_offsets_log *ol, struct gr_partitio
 
 /* ---- append ---- */
 
+/* Appends one whole batch (borrowed; the append writes its base offset) through the partition layer when set,
+ * else straight to storage. */
+static int append_raw(struct gr_offsets_log *ol, struct gr_log *log, uint8_t *batch, size_t len)
+{
+    struct gr_append_result res;
+    if (!ol->parts) return gr_log_append(log, batch, len, -1, &res); /* no partition layer (tools, tests) */
+    struct gr_partition *part = gr_partition_get(ol->parts, log);
+    return part ? gr_partition_append(part, batch, len, -1, &res) : -ENOMEM;
+}
+
+static int append_batch_params(struct gr_offsets_log *ol, struct gr_log *log,
+                               const struct gr_coord_record *recs, int count, int64_t wall_ms,
+                               const struct gr_batch_params *bp);
+
 static int append_batch(struct gr_offsets_log *ol, struct gr_log *log, const struct gr_coord_record *recs,
                         int count, int64_t wall_ms)
+{
+    struct gr_batch_params bp = {0, -1, GR_CODEC_NONE, 0, -1, -1, -1, -1};
+    return append_batch_params(ol, log, recs, count, wall_ms, &bp);
+}
+
+static int append_batch_params(struct gr_offsets_log *ol, struct gr_log *log,
+                               const struct gr_coord_record *recs, int count, int64_t wall_ms,
+                               const struct gr_batch_params *bp)
 {
     struct gr_record_in *in = calloc((size_t)count, sizeof *in);
     if (!in) return -ENOMEM;
@@ -96,21 +119,39 @@ static int append_batch(struct gr_offsets_log *ol, struct gr_log *log, const str
         in[i].value =
             recs[i].value ? (struct gr_bytes){recs[i].value, (int32_t)recs[i].value_len} : GR_BYTES_NULL;
     }
-    struct gr_batch_params bp = {0, -1, GR_CODEC_NONE, 0, -1, -1, -1, -1};
     uint8_t *batch;
     size_t len;
-    int rc = gr_batch_build(&bp, in, count, &batch, &len);
+    int rc = gr_batch_build(bp, in, count, &batch, &len);
     free(in);
     if (rc) return rc == GR_BATCH_ERR_TOO_LARGE ? -EMSGSIZE : -ENOMEM;
-    struct gr_append_result res;
-    if (!ol->parts) {
-        rc = gr_log_append(log, batch, len, -1, &res); /* no partition layer (tools, tests) */
-    } else {
-        struct gr_partition *part = gr_partition_get(ol->parts, log);
-        rc = part ? gr_partition_append(part, batch, len, -1, &res) : -ENOMEM;
-    }
+    rc = append_raw(ol, log, batch, len);
     free(batch);
     return rc;
+}
+
+int gr_offsets_log_append_txn(struct gr_offsets_log *ol, int32_t partition,
+                              const struct gr_coord_txn_write *w, const struct gr_coord_record *recs,
+                              int count, int64_t wall_ms, int64_t *end_offset)
+{
+    struct gr_log *log = gr_topic_log(ol->topic, partition);
+    if (!log) return -EINVAL;
+    int rc;
+    if (w->kind == GR_COORD_TXN_RECORDS) {
+        if (count < 1) return -EINVAL;
+        /* one batch: a transaction's commit must not be split (the caller checked max.message.bytes) */
+        struct gr_batch_params bp = {
+            0, -1, GR_CODEC_NONE, GR_BATCH_ATTR_TRANSACTIONAL, -1, w->producer_id, w->producer_epoch, -1};
+        rc = append_batch_params(ol, log, recs, count, wall_ms, &bp);
+    } else {
+        uint8_t batch[GR_TXN_MARKER_BATCH_BYTES];
+        struct gr_txn_marker m = {w->kind == GR_COORD_TXN_COMMIT, w->coordinator_epoch};
+        gr_txn_marker_batch_encode(batch, 0, -1, wall_ms, w->producer_id, w->producer_epoch, &m);
+        rc = append_raw(ol, log, batch, sizeof batch);
+    }
+    if (rc) return rc;
+    gr_log_flush_async(log);
+    *end_offset = gr_log_end_offset(log);
+    return 0;
 }
 
 int gr_offsets_log_append(struct gr_offsets_log *ol, int32_t partition, const struct gr_coord_record *recs,
@@ -164,6 +205,32 @@ int gr_offsets_log_read_slice(const struct gr_log_slice *s, uint8_t *buf)
 int64_t gr_offsets_log_replay(struct gr_coordinator *c, const uint8_t *buf, size_t len, int64_t from,
                               int64_t *count)
 {
+    return gr_offsets_log_replay_partition(c, -1, buf, len, from, count);
+}
+
+/* A control batch: its end-transaction marker completes the producer's pending offsets (Kafka's
+   CoordinatorLoaderImpl reads the control record and replays it as replayEndTransactionMarker). */
+static void replay_control(struct gr_coordinator *c, int32_t partition, const uint8_t *b, size_t blen,
+                           int64_t *count)
+{
+    int64_t pid = (int64_t)gr_be64(b + GR_BATCH_OFF_PRODUCER_ID);
+    struct gr_record_iter it;
+    if (gr_record_iter_init(&it, b, blen) == 0) {
+        struct gr_record rec;
+        while (gr_record_iter_next(&it, &rec) == 1) {
+            struct gr_txn_marker m;
+            if (gr_txn_marker_decode(rec.key.ptr, rec.key.len, rec.value.ptr, rec.value.len, &m) != 0)
+                continue; /* another control type: not a transaction's end */
+            gr_coord_txn_marker_apply(c, partition, pid, m.commit);
+            (*count)++;
+        }
+    }
+    gr_record_iter_close(&it);
+}
+
+int64_t gr_offsets_log_replay_partition(struct gr_coordinator *c, int32_t partition, const uint8_t *buf,
+                                        size_t len, int64_t from, int64_t *count)
+{
     size_t pos = 0;
     const uint8_t *b;
     size_t blen;
@@ -172,16 +239,23 @@ int64_t gr_offsets_log_replay(struct gr_coordinator *c, const uint8_t *buf, size
         int64_t last = gr_batch_last_offset(b);
         if (last < from) continue;
         next = last + 1;
-        if (gr_batch_attributes(b) & GR_BATCH_ATTR_CONTROL) continue;
+        int16_t attrs = gr_batch_attributes(b);
+        if (attrs & GR_BATCH_ATTR_CONTROL) {
+            if (attrs & GR_BATCH_ATTR_TRANSACTIONAL) replay_control(c, partition, b, blen, count);
+            continue;
+        }
+        /* a transactional batch's records stay pending under its producer id until the marker */
+        int64_t pid =
+            attrs & GR_BATCH_ATTR_TRANSACTIONAL ? (int64_t)gr_be64(b + GR_BATCH_OFF_PRODUCER_ID) : -1;
         struct gr_record_iter it;
         if (gr_record_iter_init(&it, b, blen) == 0) {
             struct gr_record rec;
             int rc;
             while ((rc = gr_record_iter_next(&it, &rec)) == 1) {
                 if (rec.offset < from || rec.key.len < 0) continue;
-                if (gr_coord_replay(c, rec.key.ptr, (size_t)rec.key.len,
-                                    rec.value.len >= 0 ? rec.value.ptr : NULL,
-                                    rec.value.len >= 0 ? (size_t)rec.value.len : 0) < 0)
+                if (gr_coord_replay_record(c, rec.offset, pid, rec.key.ptr, (size_t)rec.key.len,
+                                           rec.value.len >= 0 ? rec.value.ptr : NULL,
+                                           rec.value.len >= 0 ? (size_t)rec.value.len : 0) < 0)
                     GR_WARN_RATELIMITED("%s: record at offset %lld does not parse, skipped", GR_OFFSETS_TOPIC,
                                         (long long)rec.offset);
                 else
@@ -219,7 +293,7 @@ int64_t gr_offsets_log_load_partition(struct gr_offsets_log *ol, struct gr_coord
             free(buf);
             return rc;
         }
-        int64_t next = gr_offsets_log_replay(c, buf, (size_t)bytes, off, &count);
+        int64_t next = gr_offsets_log_replay_partition(c, p, buf, (size_t)bytes, off, &count);
         free(buf);
         if (next <= off) break; /* no whole batch advanced: a torn tail */
         off = next;

@@ -56,9 +56,10 @@ int32_t gr_offsets_log_partitions(const struct gr_offsets_log *ol);
 /* Returns borrowed: the log of `partition`. */
 struct gr_log *gr_offsets_log_log(struct gr_offsets_log *ol, int32_t partition);
 
-/* Replays every partition from its log start offset to its log end offset into `c` (gr_coord_replay),
- * skipping control batches; then calls gr_coord_load_done. Returns the number of records replayed, or
- * -errno when a partition cannot be read (the state is then partial: the caller should not serve). */
+/* Replays every partition from its log start offset to its log end offset into `c`
+ * (gr_offsets_log_replay_partition: transactional batches pending, markers completing them); then calls
+ * gr_coord_load_done. Returns the number of records replayed, or -errno when a partition cannot be read (the
+ * state is then partial: the caller should not serve). */
 int64_t gr_offsets_log_load(struct gr_offsets_log *ol, struct gr_coordinator *c);
 /* The same for partition `p` alone, on the calling thread, without gr_coord_load_done: returns the number
  * of records replayed, -ENOENT when this broker holds no log of `p`, or -errno from a read. */
@@ -72,6 +73,16 @@ int64_t gr_offsets_log_load_partition(struct gr_offsets_log *ol, struct gr_coord
 int gr_offsets_log_read_slice(const struct gr_log_slice *s, uint8_t *buf);
 int64_t gr_offsets_log_replay(struct gr_coordinator *c, const uint8_t *buf, size_t len, int64_t from,
                               int64_t *count);
+/* gr_offsets_log_replay for the bytes of partition `partition`: records carry their offsets and, in a
+ * transactional batch (attributes bit 4), its producer id (gr_coord_replay_record: pending until the
+ * marker); a transactional control batch's end-transaction marker (protocol/txn_marker.h: COMMIT / ABORT)
+ * completes that producer's pending offsets of the partition's groups (gr_coord_txn_marker_apply), and is
+ * counted in *count; other control records are skipped. A load that ends inside an open transaction
+ * leaves its offsets pending. gr_offsets_log_replay passes partition -1 (a marker then completes the
+ * producer's pending offsets in every partition's groups: callers that load one partition at a time while
+ * others hold pending offsets should use this form). */
+int64_t gr_offsets_log_replay_partition(struct gr_coordinator *c, int32_t partition, const uint8_t *buf,
+                                        size_t len, int64_t from, int64_t *count);
 
 /* Sends the appends through the partition layer from now on (gr_partition_append on the partitions of
  * `parts`, borrowed, which must outlive the offsets log): the partition then sees them (its visible offset,
@@ -81,6 +92,16 @@ void gr_offsets_log_set_partitions(struct gr_offsets_log *ol, struct gr_partitio
  * *end_offset (durable once gr_offsets_log_durable says so), or -errno from gr_log_append / -ENOMEM. */
 int gr_offsets_log_append(struct gr_offsets_log *ol, int32_t partition, const struct gr_coord_record *recs,
                           int count, int64_t wall_ms, int64_t *end_offset);
+/* The coordinator's transactional append (gr_coord_append_txn_fn) on the log: GR_COORD_TXN_RECORDS writes
+ * the `count` records as ONE batch with the transactional attribute, w's producer id and epoch, base
+ * sequence -1 (never split: a transaction's records land together); a marker kind writes the control batch
+ * of protocol/txn_marker.h (gr_txn_marker_batch_encode, timestamp `wall_ms`). Through the partition layer
+ * when set (whose acceptance of transactional batches, producer-epoch checks and last stable offset are the
+ * storage slice's), else straight to storage. Returns 0 and *end_offset, or -errno (-EINVAL: no such
+ * partition or no records, -EMSGSIZE, -ENOMEM, the append's error). */
+int gr_offsets_log_append_txn(struct gr_offsets_log *ol, int32_t partition,
+                              const struct gr_coord_txn_write *w, const struct gr_coord_record *recs,
+                              int count, int64_t wall_ms, int64_t *end_offset);
 /* 1 when every offset below `end_offset` of `partition` is durable, 0 when not yet, -EROFS when the
  * partition went offline (the write will never be durable). */
 int gr_offsets_log_durable(struct gr_offsets_log *ol, int32_t partition, int64_t end_offset);

@@ -272,7 +272,7 @@ int gr_partition_aborted_txns(struct gr_partition *part, int64_t start_offset, i
     return gr_log_aborted_txns(part->log, start_offset, upper_bound_offset, out, cap);
 }
 
-int gr_partition_write_marker(struct gr_partition *part, const struct gr_txn_marker *m,
+int gr_partition_write_marker(struct gr_partition *part, const struct gr_partition_marker *m,
                               struct gr_append_result *res)
 {
     if (part->hw.follower) return -EXDEV; /* only a leader takes markers (NOT_LEADER_OR_FOLLOWER) */

@@ -761,7 +761,7 @@ int gr_partition_aborted_txns(struct gr_partition *part, int64_t start_offset, i
                               struct gr_aborted_txn *out, int cap);
 
 /* An end-transaction marker to write (WriteTxnMarkers' one marker for one partition). */
-struct gr_txn_marker {
+struct gr_partition_marker {
     int64_t producer_id;
     int16_t producer_epoch;
     int32_t coordinator_epoch;
@@ -777,7 +777,7 @@ struct gr_txn_marker {
    the producer epoch is below the partition's entry), GR_LOG_ERR_TRANSACTION_COORDINATOR_FENCED (the
    coordinator epoch is below the entry's, ProducerAppendInfo.checkCoordinatorEpoch), or gr_log_append's
    other errors. Owning thread. */
-int gr_partition_write_marker(struct gr_partition *part, const struct gr_txn_marker *m,
+int gr_partition_write_marker(struct gr_partition *part, const struct gr_partition_marker *m,
                               struct gr_append_result *res);
 
 /*

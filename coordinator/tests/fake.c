@@ -22,18 +22,29 @@ static int64_t wall(void *ctx)
     return ((struct fake_env *)ctx)->wall_ms;
 }
 
-static int append(void *ctx, int32_t partition, const struct gr_coord_record *recs, int count,
-                  int64_t *end_offset)
+static struct fake_rec *rec_add(struct fake_env *env, int32_t partition, int64_t offset, int64_t pid,
+                                int16_t epoch, int marker)
 {
-    struct fake_env *env = ctx;
+    if (env->rec_count == env->rec_cap) {
+        env->rec_cap = env->rec_cap ? 2 * env->rec_cap : 64;
+        env->recs = realloc(env->recs, (size_t)env->rec_cap * sizeof *env->recs);
+    }
+    struct fake_rec *r = &env->recs[env->rec_count++];
+    memset(r, 0, sizeof *r);
+    r->partition = partition;
+    r->offset = offset;
+    r->producer_id = pid;
+    r->producer_epoch = epoch;
+    r->marker = marker;
+    return r;
+}
+
+static int append_as(struct fake_env *env, int32_t partition, int64_t pid, int16_t epoch,
+                     const struct gr_coord_record *recs, int count, int64_t *end_offset)
+{
     if (env->fail_append) return env->fail_append;
     for (int i = 0; i < count; i++) {
-        if (env->rec_count == env->rec_cap) {
-            env->rec_cap = env->rec_cap ? 2 * env->rec_cap : 64;
-            env->recs = realloc(env->recs, (size_t)env->rec_cap * sizeof *env->recs);
-        }
-        struct fake_rec *r = &env->recs[env->rec_count++];
-        r->partition = partition;
+        struct fake_rec *r = rec_add(env, partition, env->end_offsets[partition % 64] + i, pid, epoch, 0);
         r->key = malloc(recs[i].key_len);
         memcpy(r->key, recs[i].key, recs[i].key_len);
         r->key_len = recs[i].key_len;
@@ -46,6 +57,26 @@ static int append(void *ctx, int32_t partition, const struct gr_coord_record *re
         }
     }
     env->end_offsets[partition % 64] += count;
+    *end_offset = env->end_offsets[partition % 64];
+    return 0;
+}
+
+static int append(void *ctx, int32_t partition, const struct gr_coord_record *recs, int count,
+                  int64_t *end_offset)
+{
+    return append_as(ctx, partition, -1, -1, recs, count, end_offset);
+}
+
+static int append_txn(void *ctx, int32_t partition, const struct gr_coord_txn_write *w,
+                      const struct gr_coord_record *recs, int count, int64_t *end_offset)
+{
+    struct fake_env *env = ctx;
+    env->txn_appends++;
+    if (w->kind == GR_COORD_TXN_RECORDS)
+        return append_as(env, partition, w->producer_id, w->producer_epoch, recs, count, end_offset);
+    if (env->fail_append) return env->fail_append;
+    rec_add(env, partition, env->end_offsets[partition % 64]++, w->producer_id, w->producer_epoch,
+            (int)w->kind);
     *end_offset = env->end_offsets[partition % 64];
     return 0;
 }
@@ -145,7 +176,9 @@ struct gr_coordinator *fake_coord(struct fake_env *env, const struct gr_coord_co
     if (!env->wall_ms) env->wall_ms = 1700000000000LL;
     if (!env->mono_ms) env->mono_ms = 1000;
     struct gr_coord_hooks hooks = {env, mono, wall, append, join_done, sync_done, hint, wait_committed};
-    return gr_coord_create(cfg, &hooks);
+    struct gr_coordinator *c = gr_coord_create(cfg, &hooks);
+    if (c) gr_coord_set_append_txn(c, append_txn);
+    return c;
 }
 
 void fake_env_free(struct fake_env *env)
@@ -306,7 +339,8 @@ int fake_count_records(const struct fake_env *env, enum gr_coord_key_type type, 
     for (int i = 0; i < env->rec_count; i++) {
         struct gr_offset_commit_key ok;
         struct gr_str g;
-        if (gr_coord_key_decode(env->recs[i].key, env->recs[i].key_len, &ok, &g) == type &&
+        if (!env->recs[i].marker &&
+            gr_coord_key_decode(env->recs[i].key, env->recs[i].key_len, &ok, &g) == type &&
             (env->recs[i].value == NULL) == tombstones)
             n++;
     }
@@ -315,8 +349,12 @@ int fake_count_records(const struct fake_env *env, enum gr_coord_key_type type, 
 
 void fake_replay_all(const struct fake_env *env, struct gr_coordinator *c)
 {
-    for (int i = 0; i < env->rec_count; i++)
-        gr_coord_replay(c, env->recs[i].key, env->recs[i].key_len, env->recs[i].value,
-                        env->recs[i].value_len);
+    for (int i = 0; i < env->rec_count; i++) {
+        const struct fake_rec *r = &env->recs[i];
+        if (r->marker)
+            gr_coord_txn_marker_apply(c, r->partition, r->producer_id, r->marker == GR_COORD_TXN_COMMIT);
+        else
+            gr_coord_replay_record(c, r->offset, r->producer_id, r->key, r->key_len, r->value, r->value_len);
+    }
     gr_coord_load_done(c);
 }

@@ -20,6 +20,10 @@ struct fake_rec {
     size_t key_len;
     uint8_t *value; /* NULL: tombstone */
     size_t value_len;
+    int64_t offset;      /* in its partition */
+    int64_t producer_id; /* -1: not transactional */
+    int16_t producer_epoch;
+    int marker; /* 0: a record; GR_COORD_TXN_COMMIT / _ABORT: a marker (key and value NULL) */
 };
 
 struct fake_env {
@@ -32,6 +36,7 @@ struct fake_env {
     int not_durable; /* while non-zero the wait_committed hook keeps its waiter (positive: fake_committed
                         completes it) or completes it at once with this error (negative) */
     struct gr_partition_waiter *commit_waiter; /* the waiter kept while not_durable > 0 */
+    int txn_appends;                           /* calls of the transactional append */
 };
 
 /* What a JoinGroup waiter was answered (deep copies). */
@@ -91,7 +96,8 @@ int fake_subscription(uint8_t *out, int n, const char *const *topics);
 
 /* Number of records appended so far for `group` with key type `type`, tombstones or not. */
 int fake_count_records(const struct fake_env *env, enum gr_coord_key_type type, bool tombstones);
-/* Replays every appended record into `c` (then gr_coord_load_done). */
+/* Replays every appended record into `c` with its offset and producer id, markers through
+   gr_coord_txn_marker_apply (then gr_coord_load_done). */
 void fake_replay_all(const struct fake_env *env, struct gr_coordinator *c);
 
 /* Completes the waiter the wait_committed hook kept (not_durable > 0) with `err`, as a partition's flush

@@ -407,6 +407,9 @@ static int emit(void *ctx, const struct gr_coord_record *rec)
         env->recs = realloc(env->recs, (size_t)env->rec_cap * sizeof *env->recs);
     }
     struct fake_rec *r = &env->recs[env->rec_count++];
+    memset(r, 0, sizeof *r);
+    r->offset = env->rec_count - 1;
+    r->producer_id = -1; /* a snapshot holds plain records only */
     r->partition = 0;
     r->key = malloc(rec->key_len);
     memcpy(r->key, rec->key, rec->key_len);

@@ -20,6 +20,7 @@
 #include "coordinator/offsets_log.h"
 #include "storage/cleaner.h"
 #include "protocol/errors.h"
+#include "protocol/record_batch.h"
 
 struct env {
     char dir[64];
@@ -50,6 +51,12 @@ static int wait_committed(void *ctx, int32_t partition, int64_t end, struct gr_p
     gr_partition_wait_committed(gr_partition_get(e->parts, gr_offsets_log_log(e->ol, partition)), w, end);
     return 0;
 }
+static int append_txn(void *ctx, int32_t partition, const struct gr_coord_txn_write *w,
+                      const struct gr_coord_record *recs, int count, int64_t *end)
+{
+    struct env *e = ctx;
+    return gr_offsets_log_append_txn(e->ol, partition, w, recs, count, 1700000000000LL, end);
+}
 static void join_done(void *ctx, void *waiter, const struct gr_join_result *res)
 {
     (void)ctx;
@@ -77,6 +84,7 @@ static void open_all(struct env *e)
     struct gr_coord_hooks hooks = {e, mono, wall, append, join_done, sync_done, NULL, wait_committed};
     e->c = gr_coord_create(&cfg, &hooks);
     assert_non_null(e->c);
+    gr_coord_set_append_txn(e->c, append_txn);
     assert_true(gr_offsets_log_load(e->ol, e->c) >= 0);
 }
 
@@ -259,12 +267,85 @@ static void test_compaction_bounds_the_log(void **state)
     assert_int_equal(fetch(e, "busy", "u", 0), 77);
 }
 
+static int16_t txn_commit(struct env *e, const char *group, int64_t pid, const char *topic, int32_t partition,
+                          int64_t offset, int32_t *wp, int64_t *we)
+{
+    struct gr_commit_partition cp = {partition, offset, 3, gr_str_c("meta"), -99};
+    struct gr_commit_topic ct = {gr_str_c(topic), &cp, 1};
+    struct gr_txn_commit_params p = {gr_str_c(group), gr_str_c(""), GR_STR_NULL, -1, pid, 0, &ct, 1};
+    gr_coord_txn_commit(e->c, &p, wp, we);
+    return cp.error_code;
+}
+
+static int16_t stable(struct env *e, const char *group, const char *topic, int32_t partition, int64_t *off)
+{
+    int32_t epoch;
+    struct gr_str md;
+    return gr_coord_offset_fetch(e->c, gr_str_c(group), gr_str_c(topic), partition, true, off, &epoch, &md);
+}
+
+/* TxnOffsetCommit batches and markers through the offsets log (transactional batch, control batch), read
+ * back by a restart's load: a committed transaction's offset is the group's, an aborted one's is not, an
+ * open one stays pending (UNSTABLE_OFFSET_COMMIT) and completes after the load. */
+static void test_transactional_batches_survive_restart(void **state)
+{
+    struct env *e = *state;
+    int32_t wp;
+    int64_t we, off;
+    assert_int_equal(commit(e, "g", "t", 0, 5, &wp, &we), 0);
+    assert_int_equal(txn_commit(e, "g", 1000, "t", 0, 9, &wp, &we), 0);
+    assert_int_equal(txn_commit(e, "g", 1001, "t", 1, 19, &wp, &we), 0);
+    assert_int_equal(gr_coord_txn_complete(e->c, wp, 1000, 0, 2, true, &we), 0);
+    assert_int_equal(gr_coord_txn_complete(e->c, wp, 1001, 0, 2, false, &we), 0);
+    assert_int_equal(txn_commit(e, "g", 1002, "t", 2, 29, &wp, &we), 0); /* left open */
+    wait_durable(e, wp, we);
+    /* the bytes: a transactional batch with the producer id, a control batch with the marker */
+    struct gr_log *log = gr_offsets_log_log(e->ol, wp);
+    struct gr_log_slice sl;
+    assert_int_equal(gr_log_read(log, gr_log_start_offset(log), 1 << 20, gr_log_end_offset(log), true, &sl),
+                     0);
+    uint8_t *buf = malloc((size_t)sl.bytes);
+    assert_int_equal(gr_offsets_log_read_slice(&sl, buf), 0);
+    size_t pos = 0, blen;
+    const uint8_t *b;
+    int txn_batches = 0, markers = 0;
+    while (gr_batch_next(buf, (size_t)sl.bytes, &pos, &b, &blen) == 1) {
+        int16_t a = gr_batch_attributes(b);
+        int64_t pid = (int64_t)gr_be64(b + GR_BATCH_OFF_PRODUCER_ID);
+        if (a & GR_BATCH_ATTR_CONTROL) {
+            assert_true(a & GR_BATCH_ATTR_TRANSACTIONAL);
+            markers++;
+        } else if (a & GR_BATCH_ATTR_TRANSACTIONAL) {
+            assert_true(pid >= 1000 && pid <= 1002);
+            txn_batches++;
+        } else {
+            assert_int_equal(pid, -1);
+        }
+    }
+    assert_int_equal(txn_batches, 3);
+    assert_int_equal(markers, 2);
+    free(buf);
+    gr_log_slice_release(&sl);
+
+    close_all(e);
+    open_all(e);
+    assert_int_equal(stable(e, "g", "t", 0, &off), 0);
+    assert_int_equal(off, 9);
+    assert_int_equal(stable(e, "g", "t", 1, &off), 0);
+    assert_int_equal(off, -1);
+    assert_int_equal(stable(e, "g", "t", 2, &off), GR_ERR_UNSTABLE_OFFSET_COMMIT);
+    assert_int_equal(gr_coord_txn_complete(e->c, wp, 1002, 0, 2, true, &we), 0);
+    assert_int_equal(stable(e, "g", "t", 2, &off), 0);
+    assert_int_equal(off, 29);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_topic_created_compacted, setup, teardown),
         cmocka_unit_test_setup_teardown(test_commit_durable_and_survives_restart, setup, teardown),
         cmocka_unit_test_setup_teardown(test_compaction_bounds_the_log, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_transactional_batches_survive_restart, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

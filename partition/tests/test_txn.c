@@ -104,11 +104,11 @@ static int16_t produce(struct fx *f, int64_t pid, int32_t seq, int32_t count, bo
 
 static int marker(struct fx *f, int64_t pid, int32_t coord, bool commit, struct gr_append_result *res)
 {
-    struct gr_txn_marker m = {.producer_id = pid,
-                              .producer_epoch = 0,
-                              .coordinator_epoch = coord,
-                              .commit = commit,
-                              .now_ms = NOW_MS};
+    struct gr_partition_marker m = {.producer_id = pid,
+                                    .producer_epoch = 0,
+                                    .coordinator_epoch = coord,
+                                    .commit = commit,
+                                    .now_ms = NOW_MS};
     return gr_partition_write_marker(f->part, &m, res);
 }
 
