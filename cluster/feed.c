@@ -283,7 +283,8 @@ static int apply_topic(struct gr_feed *feed, const struct gr_feed_kv *kv, const 
         }
     struct gr_topic *local =
         feed->local ? feed->local(feed->local_ctx, k->topic, k->topic_len, v.topic_id.b) : NULL;
-    bool internal = k->topic_len == 18 && memcmp(k->topic, "__consumer_offsets", 18) == 0;
+    bool internal = (k->topic_len == 18 && memcmp(k->topic, "__consumer_offsets", 18) == 0) ||
+                    (k->topic_len == 19 && memcmp(k->topic, "__transaction_state", 19) == 0);
     rc =
         gr_image_put_topic(img, k->topic, k->topic_len, v.topic_id.b, internal, v.partition_count, local, &t);
     if (rc < 0) {

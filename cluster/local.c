@@ -25,7 +25,8 @@ static int put_local(struct gr_image *img, struct gr_topic *t)
 {
     const char *name = gr_topic_name(t);
     struct gr_image_topic *it;
-    bool internal = strcmp(name, "__consumer_offsets") == 0;
+    /* Kafka's Topic.isInternal: the two coordinators' topics */
+    bool internal = strcmp(name, "__consumer_offsets") == 0 || strcmp(name, "__transaction_state") == 0;
     int rc = gr_image_put_topic(img, name, strlen(name), gr_topic_id(t), internal,
                                 gr_topic_partition_count(t), t, &it);
     if (rc < 0) return rc;

@@ -46,6 +46,8 @@ struct gr_req_wait;
 struct gr_req_state_slot;
 struct gr_broker;
 struct gr_groups;
+struct gr_txns;
+struct gr_txn_coord;
 struct gr_coordinator;
 struct gr_producer_id_manager;
 struct gr_producer_ids_etcd;
@@ -229,6 +231,10 @@ struct gr_broker {
         ev_timer deadline_w;
     } ctl_shutdown;
     struct gr_groups *groups; /* the group coordinator's server binding (groups.c), NULL until first used */
+    /* the transaction coordinator (coordinator/txn.h) and its server binding (txns.c): NULL unless
+       gregor.transaction.coordinator.test.enable and __transaction_state exists (issue #21, in progress) */
+    struct gr_txn_coord *txn;
+    struct gr_txns *txns;
 };
 
 /* ---- the request lifecycle (request.c) ---- */

@@ -1,7 +1,8 @@
 /*
  * config.c: the configuration table and its parsing; see config.h. Defaults are Apache Kafka 4.1's unless
  * the comment says why Gregor differs (one node: replication factors fixed at 1,
- * offsets.topic.replication.factor 1 unless set; min.insync.replicas only in cluster mode).
+ * offsets.topic.replication.factor, transaction.state.log.replication.factor and
+ * transaction.state.log.min.isr 1 unless set; min.insync.replicas only in cluster mode).
  */
 #include "server/config.h"
 
@@ -42,6 +43,19 @@ static const struct gr_config_def defs[] = {
      "creation will fail until the cluster size meets this replication factor requirement. Gregor: a "
      "single-node broker uses 1 when it is not set, and refuses to start when it is set above 1."},
     {"offsets.topic.num.partitions", GR_CFG_INT, "50", POS32, "Partitions of __consumer_offsets."},
+    {"transaction.state.log.num.partitions", GR_CFG_INT, "50", 1, 1000,
+     "Partitions of __transaction_state, made on first use; an existing topic keeps its count. Gregor: at "
+     "most 1000."},
+    {"transaction.state.log.replication.factor", GR_CFG_INT, "3", 1, GR_CLUSTER_REPLICAS_MAX,
+     "Replicas of each __transaction_state partition; in a cluster its creation waits until that many "
+     "brokers are registered. Gregor: a single-node broker uses 1 when it is not set, and refuses to start "
+     "when it is set above 1."},
+    {"transaction.state.log.min.isr", GR_CFG_INT, "2", POS32,
+     "The min.insync.replicas of __transaction_state: replicas in the ISR a coordinator write needs. Gregor: "
+     "a single-node broker uses 1 when it is not set, and refuses to start when it is set above 1."},
+    {"transaction.state.log.segment.bytes", GR_CFG_INT, "104857600", POS32,
+     "The segment.bytes of __transaction_state (small segments keep its compaction and the coordinator load "
+     "quick)."},
     {"min.insync.replicas", GR_CFG_INT, "1", 1, INT32_MAX,
      "Replicas (the leader included) that must be in the ISR for an acks=all produce to succeed; a topic's "
      "min.insync.replicas overrides it. A single-node broker accepts only 1."},
@@ -136,6 +150,11 @@ static const struct gr_config_def defs[] = {
      "unsent answers stop reading requests until they drain; a connection with nothing unsent still takes "
      "one request."},
     {"gregor.log.level", GR_CFG_STRING, "INFO", 0, 0, "Gregor: DEBUG, INFO, WARN or ERROR."},
+    {"gregor.transaction.coordinator.test.enable", GR_CFG_BOOLEAN, "false", 0, 0,
+     "Gregor, test only: FindCoordinator for a transaction (key type 1) creates __transaction_state and "
+     "names "
+     "its partition's leader (the transaction coordinator's server binding) instead of answering "
+     "COORDINATOR_NOT_AVAILABLE. Off until the transaction APIs are served; single node only."},
     {"gregor.metadata.etcd.endpoints", GR_CFG_LIST, NULL, 0, 0,
      "Gregor: the etcd cluster that keeps the cluster metadata, as http://host:port, comma-separated (at "
      "most "
@@ -593,15 +612,18 @@ static void inter_broker_listener(const struct gr_broker_settings *s, char *out)
     }
 }
 
-/* default.replication.factor and offsets.topic.replication.factor above 1 need a cluster: a single-node
-   broker would refuse every creation using them. (offsets.topic.replication.factor left unset is already 1
-   there: gr_config_resolve.) Returns 0 or -1 (printed). */
+/* default.replication.factor, offsets.topic.replication.factor, transaction.state.log.replication.factor
+   and transaction.state.log.min.isr above 1 need a cluster: a single-node broker would refuse every creation
+   using them (or, for the min ISR, every write to __transaction_state). (The internal topics' settings left
+   unset are already 1 there: gr_config_resolve.) Returns 0 or -1 (printed). */
 static int replication_factors_check(const struct gr_broker_settings *s)
 {
     if (s->gregor_metadata_etcd_endpoint_count > 0) return 0;
-    int16_t rf[2] = {s->default_replication_factor, s->offsets_topic_replication_factor};
-    const char *name[2] = {"default.replication.factor", "offsets.topic.replication.factor"};
-    for (int i = 0; i < 2; i++)
+    int32_t rf[4] = {s->default_replication_factor, s->offsets_topic_replication_factor,
+                     s->transaction_state_log_replication_factor, s->transaction_state_log_min_isr};
+    const char *name[4] = {"default.replication.factor", "offsets.topic.replication.factor",
+                           "transaction.state.log.replication.factor", "transaction.state.log.min.isr"};
+    for (int i = 0; i < 4; i++)
         if (rf[i] != 1) {
             fprintf(stderr,
                     "config: %s must be 1 on a single-node broker (no gregor.metadata.etcd.endpoints), "
@@ -667,6 +689,21 @@ void gr_config_resolve(struct gr_config *cfg)
                 !gr_config_is_set(cfg, "offsets.topic.replication.factor")
             ? 1
             : (int16_t)gr_config_int(cfg, "offsets.topic.replication.factor");
+    /* the same for __transaction_state's replication factor and min ISR (Kafka's defaults 3 and 2) */
+    bool one_node = s->gregor_metadata_etcd_endpoint_count == 0;
+    s->transaction_state_log_num_partitions =
+        (int32_t)gr_config_int(cfg, "transaction.state.log.num.partitions");
+    s->transaction_state_log_replication_factor =
+        one_node && !gr_config_is_set(cfg, "transaction.state.log.replication.factor")
+            ? 1
+            : (int16_t)gr_config_int(cfg, "transaction.state.log.replication.factor");
+    s->transaction_state_log_min_isr = one_node && !gr_config_is_set(cfg, "transaction.state.log.min.isr")
+                                           ? 1
+                                           : (int32_t)gr_config_int(cfg, "transaction.state.log.min.isr");
+    s->transaction_state_log_segment_bytes =
+        (int32_t)gr_config_int(cfg, "transaction.state.log.segment.bytes");
+    s->gregor_transaction_coordinator_test_enable =
+        gr_config_bool(cfg, "gregor.transaction.coordinator.test.enable");
     s->broker_session_timeout_ms = (int32_t)gr_config_int(cfg, "broker.session.timeout.ms");
     s->broker_heartbeat_interval_ms = (int32_t)gr_config_int(cfg, "broker.heartbeat.interval.ms");
     s->controller_quorum_fetch_timeout_ms = (int32_t)gr_config_int(cfg, "controller.quorum.fetch.timeout.ms");

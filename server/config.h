@@ -48,6 +48,11 @@ struct gr_broker_settings {
     int16_t default_replication_factor;               /* default.replication.factor */
     int32_t offsets_topic_num_partitions;             /* offsets.topic.num.partitions */
     int16_t offsets_topic_replication_factor;         /* offsets.topic.replication.factor */
+    int32_t transaction_state_log_num_partitions;     /* transaction.state.log.num.partitions */
+    int16_t transaction_state_log_replication_factor; /* transaction.state.log.replication.factor */
+    int32_t transaction_state_log_min_isr;            /* transaction.state.log.min.isr */
+    int32_t transaction_state_log_segment_bytes;      /* transaction.state.log.segment.bytes */
+    bool gregor_transaction_coordinator_test_enable;  /* gregor.transaction.coordinator.test.enable */
     int32_t message_max_bytes;                        /* message.max.bytes */
     bool log_message_timestamp_type_log_append_time;  /* log.message.timestamp.type == LogAppendTime */
     int64_t log_message_timestamp_before_max_ms;      /* log.message.timestamp.before.max.ms */

@@ -7,7 +7,8 @@
  * served from v3; any request outside the served range closes the connection, except ApiVersions, which is
  * answered as v0 with UNSUPPORTED_VERSION and its own entry (KIP-511). A request that does not decode closes
  * the connection. An API marked needs_groups first has the group coordinator's binding (server/groups.c)
- * start the coordinator; dispatch calls a handler only through its table row (gr_req_run). Everything after
+ * start the coordinator (and FindCoordinator for transactions has server/txns.c's, when enabled, create
+ * __transaction_state); dispatch calls a handler only through its table row (gr_req_run). Everything after
  * (parking, the deadline, finishing, encoding, freeing) is server/request.c; dispatch calls no connection
  * code (it closes and names the peer through request.c's sink). Which requests may run before the ones ahead
  * of them on their connection are answered (Produce only) is decided here too (gr_dispatch_runs_ahead).
@@ -19,6 +20,7 @@
 #include "protocol/errors.h"
 #include "server/broker.h"
 #include "server/groups.h"
+#include "server/txns.h"
 
 /* KIP-511: ApiVersions at a version we don't know gets a v0 response with UNSUPPORTED_VERSION listing the
  * ApiVersions entry, so the client can retry with a version we serve. */
@@ -92,6 +94,9 @@ void gr_dispatch(struct gr_req *req)
         return;
     }
     req->resp_ops->init(req->resp);
+    /* first transaction coordinator lookup (FindCoordinator key type 1, behind a test-only switch): the
+       request waits while __transaction_state is created on the I/O pool (server/txns.c) */
+    if (gr_txns_defer(req)) return;
     /* first group use: the request waits while __consumer_offsets is created on the I/O pool */
     if (!req->broker->coord && api->needs_groups && gr_groups_defer(req)) return;
     gr_req_run(req);

@@ -28,6 +28,7 @@
 #include "server/dynconf.h"
 #include "storage/cleaner.h"
 #include "server/groups.h"
+#include "server/txns.h"
 #include "server/producer_ids.h"
 #include "server/handlers/handlers.h"
 #include "coordinator/offsets_log.h"
@@ -92,8 +93,9 @@ static void raise_open_files_limit(void)
 /* Says whether the descriptors the broker may hold fit RLIMIT_NOFILE (raised by raise_open_files_limit):
    gregor.open.files.max segment files; per partition its directory and the next segment's file made
    ahead of a roll; the active files of __consumer_offsets (outside the cap: offsets.topic.num.partitions,
-   counted even before the topic exists); max.connections sockets; and a reserve for the rest (listeners,
-   checkpoints, the I/O pool's and flushers' short-lived files). */
+   counted even before the topic exists; and __transaction_state's, transaction.state.log.num.partitions, when
+   gregor.transaction.coordinator.test.enable); max.connections sockets; and a reserve for the rest
+   (listeners, checkpoints, the I/O pool's and flushers' short-lived files). */
 #define OPEN_FILES_RESERVE 64
 static void check_open_files(struct gr_broker *b, int64_t partitions)
 {
@@ -102,6 +104,7 @@ static void check_open_files(struct gr_broker *b, int64_t partitions)
     int64_t segs = gr_config_int(&b->cfg, "gregor.open.files.max");
     int64_t conns = gr_config_int(&b->cfg, "max.connections");
     int64_t kept = gr_config_int(&b->cfg, "offsets.topic.num.partitions");
+    if (gr_txns_enabled(b)) kept += b->cfg.settings.transaction_state_log_num_partitions; /* the same */
     int64_t limit = rl.rlim_cur == RLIM_INFINITY ? INT64_MAX : (int64_t)rl.rlim_cur;
     int64_t fixed = segs + 2 * partitions + kept + OPEN_FILES_RESERVE;
     if (fixed > limit)
@@ -350,6 +353,11 @@ int main(int argc, char **argv)
     if (cluster && gr_membership_join(b) < 0) return 1;
     /* producer id blocks: the log directory's file, or etcd's counter once registered (the broker epoch) */
     if (gr_producer_ids_start(b)) return 1;
+    /* the transaction coordinator (test-only switch): an existing __transaction_state starts loading on the
+       I/O pool now (a missing one is created by the first FindCoordinator for a transaction) */
+    if (gr_txns_enabled(b) && gr_store_topic_find(b->store, GR_TXN_TOPIC, strlen(GR_TXN_TOPIC)) &&
+        gr_txns_start(b) < 0)
+        return 1;
     ev_signal_init(&b->sigterm_w, stop_cb, SIGTERM);
     ev_signal_init(&b->sigint_w, stop_cb, SIGINT);
     b->sigterm_w.data = b->sigint_w.data = b;
@@ -383,6 +391,7 @@ int main(int argc, char **argv)
     gr_iopool_destroy(b->iopool);
     b->iopool = NULL;
     gr_groups_stop(b); /* before parked requests are freed: it drops the JoinGroup/SyncGroup waiters */
+    gr_txns_stop(b);   /* the pool is drained: no load or epoch save in flight */
     while (b->parked_head) {
         struct gr_req *r = b->parked_head;
         r->conn = NULL;

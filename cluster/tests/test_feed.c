@@ -152,6 +152,27 @@ static void snapshot1(struct gr_feed *f)
     gr_feed_commit(f, 60);
 }
 
+/* Both coordinators' topics are internal (Kafka's Topic.isInternal); an ordinary topic is not. */
+static void test_internal_topics(void **state)
+{
+    (void)state;
+    struct gr_image *img = gr_image_new(1);
+    struct gr_feed *f = gr_feed_new(img, &lay, NULL, NULL);
+    gr_feed_snapshot_begin(f);
+    assert_int_equal(put(f, bkey(1), broker_value(1, NULL), 10, 10), 0);
+    assert_int_equal(put(f, tkey("__transaction_state"), topic_value(3, 2, 1), 20, 20), 0);
+    assert_int_equal(put(f, tkey("__transaction_statf"), topic_value(4, 1, 1), 21, 21), 0);
+    gr_feed_commit(f, 30);
+    struct gr_image_topic *ts = gr_image_topic_find(img, "__transaction_state", 19);
+    assert_non_null(ts);
+    assert_true(ts->internal);
+    struct gr_image_topic *other = gr_image_topic_find(img, "__transaction_statf", 19);
+    assert_non_null(other);
+    assert_false(other->internal);
+    gr_feed_free(f);
+    gr_image_free(img);
+}
+
 static void test_snapshot(void **state)
 {
     (void)state;
@@ -311,6 +332,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup(test_snapshot, setup),
+        cmocka_unit_test_setup(test_internal_topics, setup),
         cmocka_unit_test_setup(test_events, setup),
         cmocka_unit_test_setup(test_malformed, setup),
     };

@@ -14,6 +14,8 @@
 
 #include "cluster/local.h"
 #include "server/groups.h"
+#include "server/producer_ids.h"
+#include "server/txns.h"
 #include "server/handlers/handlers.h"
 #include "server/tests/fixture.h"
 #include "storage/tests/helpers.h"
@@ -60,8 +62,10 @@ void srv_broker_close(struct gr_broker *b, const char *dir, void (*after_store_c
     if (b->iopool) gr_iopool_destroy(b->iopool);
     b->iopool = NULL;
     gr_groups_stop(b);
+    gr_txns_stop(b);
     while (b->parked_head)
         gr_req_free(b->parked_head);
+    gr_producer_ids_stop(b);
     gr_store_close(b->store);
     gr_image_free(b->image);
     gr_topic_writer_free(b->topic_writer);

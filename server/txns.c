@@ -1,0 +1,645 @@
+/*
+ * txns.c: the server binding of the transaction coordinator on one node (coordinator/txn.h is plain state
+ * with hooks; this file gives it __transaction_state, a clock, timers, producer ids and a coordinator
+ * epoch). See server/txns.h; server/groups.c is the same binding for groups, and this file follows it.
+ *
+ * Start: b->txn is created owning nothing; an I/O-pool job raises the coordinator epoch in
+ * GR_TXN_EPOCH_FILE (read, +1, atomic durable replace: gr_store_meta_write), then every partition of
+ * __transaction_state is loaded at that epoch (gr_txn_load_begin, then steps of GR_TXN_LOAD_BYTES: the
+ * range found without waiting for the disk (gr_log_read_nowait; cold index or file work prefetched on the
+ * pool), read on the pool, replayed on the loop (gr_txn_log_replay), the next step from a zero-delay timer;
+ * gr_txn_load_done at the log end offset of the load's start). One node leads every partition, so a
+ * single epoch per start serves them all; the file makes it grow across restarts, as a leader epoch would.
+ *
+ * Hooks: append builds the write's batch (gr_txn_log_batch), appends it through the partition layer and
+ * waits "until committed" (partition.h gr_partition_wait_committed: below the visible offset, which is the
+ * fsynced offset under gregor.acks.all.fsync, as groups' writes); the outcome is reported to the
+ * coordinator from a zero-delay timer, never inside the append hook. alloc_producer_id takes an id from the
+ * broker's allocator (coordinator/producer_ids.h) without waiting: when its block is not saved yet the
+ * wait is cancelled (the save it started goes on) and the coordinator answers COORDINATOR_LOAD_IN_PROGRESS,
+ * which clients retry. now_ms is the wall clock. One ev_timer armed at gr_txn_next_deadline_ms runs
+ * gr_txn_tick (the timed-out abort pass every 10 s, the expiry pass hourly, CompleteX retries).
+ * send_markers: the markers need the partition side (issue #21, not built): a marker round is logged and
+ * never reported, so its transaction stays PrepareX until a later coordinator completes it (the job is
+ * freed by gr_txn_destroy).
+ * Read next: coordinator/txn.h, coordinator/txn_log.h.
+ */
+#include "server/txns.h"
+
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cluster/image.h"
+#include "common/log.h"
+#include "common/time.h"
+#include "coordinator/offsets_log.h"
+#include "coordinator/producer_ids.h"
+#include "coordinator/txn.h"
+#include "coordinator/txn_log.h"
+#include "partition/partition.h"
+#include "protocol/errors.h"
+#include "server/handlers/handlers.h"
+#include "storage/iopool.h"
+#include "storage/store.h"
+
+/* Bytes read per load step (one pool read, one replay): bounds what a load holds at once. */
+#define GR_TXN_LOAD_BYTES (1 << 20)
+
+struct load;
+struct twrite;
+
+/* The binding (b->txns): made by gr_txns_start or gr_txns_defer, freed by gr_txns_stop. */
+struct gr_txns {
+    struct gr_broker *b;
+    struct gr_topic *topic; /* __transaction_state, once it exists */
+    int32_t partitions;
+    int32_t epoch;       /* this run's coordinator epoch (0 until the epoch job saved it) */
+    int32_t loaded;      /* partitions whose load completed */
+    struct load **loads; /* per partition, the load in progress (NULL: none) */
+    struct gr_io_job epoch_job;
+    bool epoch_in_job;
+    ev_timer tick;             /* the coordinator's next deadline */
+    bool tick_active;          /* tick is armed */
+    ev_timer report;           /* zero delay: reports the writes in `done_head` */
+    struct twrite *waiting;    /* appends waiting to be committed */
+    struct twrite *done_head;  /* committed (or failed) appends not reported yet, in completion order */
+    struct twrite **done_tail; /* where the next completed one goes */
+    struct gr_req **reqs;      /* FindCoordinator requests parked until the topic exists */
+    int count, cap;
+    bool marker_warned; /* send_markers logged once */
+};
+
+/* One append waiting to be committed. */
+struct twrite {
+    struct gr_partition_waiter pw;
+    struct gr_txns *t;
+    struct gr_txn_write *w;
+    int err;                    /* the wait's outcome (0: committed) */
+    struct twrite *prev, *next; /* on t->waiting, then (next only) on t->done_head */
+};
+
+/* The load of one partition (as server/groups.c's): `t` NULL once abandoned (the pool's completion frees
+ * it). */
+struct load {
+    struct gr_io_job job;
+    struct gr_txns *t;
+    int32_t partition;
+    struct gr_log *log;
+    int64_t off, end, records, t0;
+    bool in_job, cold_phase;
+    struct gr_log_slice slice, cold;
+    uint8_t *buf;
+    ev_timer step;
+};
+
+/* The per-request state key of gr_txns_defer: present once the request waited. */
+static const char deferred_key;
+
+bool gr_txns_enabled(const struct gr_broker *b)
+{
+    return b->cfg.settings.gregor_transaction_coordinator_test_enable && !b->member;
+}
+
+static struct gr_txns *binding(struct gr_broker *b)
+{
+    if (!b->txns && (b->txns = calloc(1, sizeof *b->txns))) {
+        b->txns->b = b;
+        b->txns->done_tail = &b->txns->done_head;
+    }
+    return b->txns;
+}
+
+int32_t gr_txns_epoch(const struct gr_broker *b)
+{
+    return b->txns ? b->txns->epoch : 0;
+}
+
+int32_t gr_txns_loaded(const struct gr_broker *b)
+{
+    return b->txns ? b->txns->loaded : 0;
+}
+
+/* ---- the ticks ---- */
+
+/* Arms the tick timer at the coordinator's next deadline (wall clock). */
+static void arm(struct gr_txns *t)
+{
+    struct gr_broker *b = t->b;
+    ev_timer_stop(b->loop, &t->tick);
+    t->tick_active = false;
+    if (!b->txn) return;
+    int64_t deadline = gr_txn_next_deadline_ms(b->txn);
+    if (deadline == INT64_MAX) return;
+    double after = (double)(deadline - gr_time_wall_ms()) / 1000.0;
+    ev_timer_set(&t->tick, after > 0 ? after : 0, 0);
+    ev_timer_start(b->loop, &t->tick);
+    t->tick_active = true;
+}
+
+static void tick_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    (void)loop;
+    (void)revents;
+    struct gr_txns *t = w->data;
+    t->tick_active = false;
+    gr_txn_tick(t->b->txn);
+    arm(t);
+}
+
+/* ---- coordinator hooks ---- */
+
+static int64_t hook_now(void *ctx)
+{
+    (void)ctx;
+    return gr_time_wall_ms();
+}
+
+/* The committed wait finished: queued for the report timer (never reported inside the append hook). */
+static void write_waited(struct gr_partition_waiter *pw, int err)
+{
+    struct twrite *tw = pw->ctx;
+    struct gr_txns *t = tw->t;
+    if (tw->prev)
+        tw->prev->next = tw->next;
+    else
+        t->waiting = tw->next;
+    if (tw->next) tw->next->prev = tw->prev;
+    tw->err = err;
+    tw->prev = tw->next = NULL;
+    *t->done_tail = tw;
+    t->done_tail = &tw->next;
+    if (!ev_is_active(&t->report)) {
+        ev_timer_set(&t->report, 0, 0);
+        ev_timer_start(t->b->loop, &t->report);
+    }
+}
+
+/* Reports every completed append to the coordinator, in completion order: committed, or KAFKA_STORAGE_ERROR
+ * (the log went offline: gr_txn_append_error makes it NOT_COORDINATOR). */
+static void report_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    (void)loop;
+    (void)revents;
+    struct gr_txns *t = w->data;
+    while (t->done_head) {
+        struct twrite *tw = t->done_head;
+        t->done_head = tw->next;
+        if (!t->done_head) t->done_tail = &t->done_head;
+        int16_t err = tw->err ? GR_ERR_KAFKA_STORAGE_ERROR : GR_ERR_NONE;
+        struct gr_txn_write *tw_w = tw->w;
+        free(tw);
+        gr_txn_write_done(t->b->txn, tw_w, err);
+    }
+    arm(t);
+}
+
+/* An append error (-errno from the storage append) as the Kafka error Produce would answer. */
+static int16_t append_error(int rc)
+{
+    switch (rc) {
+    case -EMSGSIZE:
+        return GR_ERR_MESSAGE_TOO_LARGE;
+    case -ENOMEM:
+        return GR_ERR_UNKNOWN_SERVER_ERROR;
+    default:
+        return GR_ERR_KAFKA_STORAGE_ERROR; /* -EROFS, -ENOSPC, -EIO: NOT_COORDINATOR for the coordinator */
+    }
+}
+
+/* TransactionStateManager.appendTransactionToLog: one batch, acks=-1, answered once committed. */
+static int16_t hook_append(void *ctx, int32_t partition, const struct gr_coord_record *rec,
+                           struct gr_txn_write *w)
+{
+    struct gr_txns *t = ctx;
+    struct gr_broker *b = t->b;
+    struct gr_log *log = t->topic ? gr_topic_log(t->topic, partition) : NULL;
+    if (!log) return GR_ERR_NOT_COORDINATOR;
+    struct gr_partition *part = gr_broker_partition(b, log);
+    struct twrite *tw = calloc(1, sizeof *tw);
+    uint8_t *batch = NULL;
+    size_t len = 0;
+    int rc = !part || !tw ? -ENOMEM : gr_txn_log_batch(rec, gr_time_wall_ms(), &batch, &len);
+    if (rc == 0) {
+        struct gr_append_result res;
+        rc = gr_partition_append(part, batch, len, -1, &res);
+    }
+    free(batch);
+    if (rc < 0) {
+        free(tw);
+        GR_WARN_RATELIMITED("%s-%d: a coordinator write failed: %s", GR_TXN_TOPIC, (int)partition,
+                            strerror(-rc));
+        return append_error(rc);
+    }
+    gr_log_flush_async(log); /* made durable soon, whatever the visible-offset rule */
+    tw->t = t;
+    tw->w = w;
+    tw->pw = (struct gr_partition_waiter){.done = write_waited, .ctx = tw};
+    tw->next = t->waiting;
+    if (t->waiting) t->waiting->prev = tw;
+    t->waiting = tw;
+    gr_partition_wait_committed(part, &tw->pw, gr_log_end_offset(log)); /* may be done at once: queued */
+    return GR_ERR_NONE;
+}
+
+static void hook_send_markers(void *ctx, const struct gr_txn_markers *m)
+{
+    struct gr_txns *t = ctx;
+    if (!t->marker_warned)
+        GR_WARN("transaction coordinator: markers for %.*s (producer id %lld) not sent: transaction markers "
+                "are not built yet; the transaction stays prepared",
+                (int)m->transactional_id.len, m->transactional_id.ptr, (long long)m->producer_id);
+    t->marker_warned = true;
+}
+
+static void pid_done(struct gr_producer_id_waiter *w, int16_t error_code, int64_t producer_id)
+{
+    int64_t *out = w->ctx;
+    *out = error_code ? -1 : producer_id;
+}
+
+/* An id now, or COORDINATOR_LOAD_IN_PROGRESS while the allocator's next block is being saved (the save the
+ * wait started goes on; the client retries, as with RPCProducerIdManager.generateProducerId). */
+static int16_t hook_alloc_producer_id(void *ctx, int64_t *producer_id)
+{
+    struct gr_txns *t = ctx;
+    if (!t->b->producer_ids) return GR_ERR_COORDINATOR_LOAD_IN_PROGRESS;
+    int64_t got = -1;
+    struct gr_producer_id_waiter w = {.done = pid_done, .ctx = &got};
+    gr_producer_id_wait(t->b->producer_ids, &w);
+    if (gr_producer_id_waiting(&w)) {
+        gr_producer_id_wait_cancel(&w);
+        return GR_ERR_COORDINATOR_LOAD_IN_PROGRESS;
+    }
+    if (got < 0) return GR_ERR_COORDINATOR_LOAD_IN_PROGRESS;
+    *producer_id = got;
+    return GR_ERR_NONE;
+}
+
+/* No request reaches the coordinator yet (the transaction APIs are not served): nothing is parked. */
+static void hook_done(void *ctx, void *waiter, const struct gr_txn_result *res)
+{
+    (void)ctx;
+    (void)waiter;
+    (void)res;
+}
+
+/* ---- loads (as server/groups.c's cluster-mode loads) ---- */
+
+static void load_free(struct load *ld)
+{
+    gr_log_slice_release(&ld->slice);
+    gr_log_slice_release(&ld->cold);
+    free(ld->buf);
+    free(ld);
+}
+
+static void abandon(struct gr_txns *t, int32_t p)
+{
+    struct load *ld = t->loads ? t->loads[p] : NULL;
+    if (!ld) return;
+    t->loads[p] = NULL;
+    ev_timer_stop(t->b->loop, &ld->step);
+    ld->t = NULL;
+    if (!ld->in_job) load_free(ld); /* else the pool's completion frees it */
+}
+
+static void load_finish(struct load *ld, int rc)
+{
+    struct gr_txns *t = ld->t;
+    struct gr_broker *b = t->b;
+    int32_t p = ld->partition;
+    t->loads[p] = NULL;
+    ev_timer_stop(b->loop, &ld->step);
+    if (rc < 0) {
+        gr_txn_unload(b->txn, p);
+        GR_ERROR("%s-%d: loading its transactions failed: %s", GR_TXN_TOPIC, (int)p, strerror(-rc));
+    } else {
+        int n = gr_txn_load_done(b->txn, p, t->epoch);
+        int kerr = gr_log_keep_active_open(ld->log); /* the coordinator appends without parking */
+        if (kerr < 0)
+            GR_WARN("%s-%d: cannot open the active segment (%s)", GR_TXN_TOPIC, (int)p, strerror(-kerr));
+        t->loaded++;
+        GR_DEBUG("transaction coordinator: loaded %d ids of %s-%d (epoch %d, %lld records) in %lld ms", n,
+                 GR_TXN_TOPIC, (int)p, (int)t->epoch, (long long)ld->records,
+                 (long long)(gr_time_mono_ms() - ld->t0));
+        if (t->loaded == t->partitions)
+            GR_INFO("transaction coordinator: %d partitions of %s loaded at coordinator epoch %d",
+                    (int)t->partitions, GR_TXN_TOPIC, (int)t->epoch);
+        arm(t);
+    }
+    load_free(ld);
+}
+
+/* On a pool thread: the step's disk work. */
+static void load_run(struct gr_io_job *job)
+{
+    struct load *ld = (struct load *)job;
+    if (ld->cold_phase) {
+        job->result = gr_log_slice_prefetch(&ld->cold);
+        return;
+    }
+    ld->buf = malloc((size_t)ld->slice.bytes);
+    job->result = ld->buf ? gr_offsets_log_read_slice(&ld->slice, ld->buf) : -ENOMEM;
+}
+
+/* On the loop: the step's bytes replayed, the next step scheduled. */
+static void load_done(struct gr_io_job *job)
+{
+    struct load *ld = (struct load *)job;
+    ld->in_job = false;
+    if (!ld->t) {
+        load_free(ld);
+        return;
+    }
+    if (ld->cold_phase) {
+        gr_log_slice_release(&ld->cold); /* installs what the pool opened or loaded */
+        memset(&ld->cold, 0, sizeof ld->cold);
+    } else {
+        int64_t bytes = ld->slice.bytes;
+        gr_log_slice_release(&ld->slice);
+        memset(&ld->slice, 0, sizeof ld->slice);
+        if (job->result == 0) {
+            int64_t next = gr_txn_log_replay(ld->t->b->txn, ld->partition, ld->buf, (size_t)bytes, ld->off,
+                                             &ld->records);
+            ld->off = next > ld->off ? next : ld->end; /* no whole batch: a torn tail ends the load */
+        }
+        free(ld->buf);
+        ld->buf = NULL;
+    }
+    if (job->result < 0) {
+        load_finish(ld, job->result);
+        return;
+    }
+    ev_timer_set(&ld->step, 0, 0);
+    ev_timer_start(ld->t->b->loop, &ld->step);
+}
+
+static void load_submit(struct load *ld)
+{
+    ld->in_job = true;
+    ld->job.run = load_run;
+    ld->job.done = load_done;
+    ld->job.result = 0;
+    struct gr_broker *b = ld->t->b;
+    if (b->iopool) {
+        gr_iopool_submit(b->iopool, &ld->job);
+    } else { /* no pool (tests): inline */
+        load_run(&ld->job);
+        load_done(&ld->job);
+    }
+}
+
+/* One step: find the next range without waiting for the disk, then have the pool read it. */
+static void load_step(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    (void)loop;
+    (void)revents;
+    struct load *ld = w->data;
+    if (ld->off >= ld->end) {
+        load_finish(ld, 0);
+        return;
+    }
+    int rc = gr_log_read_nowait(ld->log, ld->off, GR_TXN_LOAD_BYTES, ld->end, true, &ld->slice, &ld->cold);
+    if (rc == -EAGAIN) {
+        ld->cold_phase = true;
+        load_submit(ld);
+        return;
+    }
+    if (rc == 0 && ld->slice.bytes == 0) {
+        gr_log_slice_release(&ld->slice);
+        memset(&ld->slice, 0, sizeof ld->slice);
+        ld->off = ld->end;
+    }
+    if (rc < 0 || ld->off >= ld->end) {
+        load_finish(ld, rc);
+        return;
+    }
+    ld->cold_phase = false;
+    load_submit(ld);
+}
+
+static void load_start(struct gr_txns *t, int32_t p)
+{
+    struct gr_broker *b = t->b;
+    struct gr_log *log = gr_topic_log(t->topic, p);
+    struct load *ld = log ? calloc(1, sizeof *ld) : NULL;
+    if (!ld || gr_txn_load_begin(b->txn, p, t->epoch) < 0) {
+        free(ld);
+        GR_WARN("%s-%d: cannot start loading its transactions", GR_TXN_TOPIC, (int)p);
+        return;
+    }
+    ld->t = t;
+    ld->partition = p;
+    ld->log = log;
+    ld->off = gr_log_start_offset(log);
+    ld->end = gr_log_end_offset(log);
+    ld->t0 = gr_time_mono_ms();
+    ev_timer_init(&ld->step, load_step, 0, 0);
+    ld->step.data = ld;
+    t->loads[p] = ld;
+    ev_timer_start(b->loop, &ld->step);
+}
+
+/* ---- the coordinator epoch ---- */
+
+/* On a pool thread: reads the last epoch handed out (none: 0), raises it and saves it durably. */
+static void epoch_run(struct gr_io_job *job)
+{
+    struct gr_txns *t = (struct gr_txns *)((char *)job - offsetof(struct gr_txns, epoch_job));
+    uint8_t buf[4];
+    int rc = gr_store_meta_read(t->b->store, GR_TXN_EPOCH_FILE, buf, sizeof buf);
+    int64_t last = 0;
+    if (rc == 0)
+        last = (int64_t)((uint32_t)buf[0] << 24 | (uint32_t)buf[1] << 16 | (uint32_t)buf[2] << 8 | buf[3]);
+    else if (rc != -ENOENT) {
+        job->result = rc;
+        return;
+    }
+    if (last < 0 || last >= INT32_MAX) {
+        job->result = -EOVERFLOW;
+        return;
+    }
+    uint32_t next = (uint32_t)last + 1;
+    uint8_t out[4] = {(uint8_t)(next >> 24), (uint8_t)(next >> 16), (uint8_t)(next >> 8), (uint8_t)next};
+    rc = gr_store_meta_write(t->b->store, GR_TXN_EPOCH_FILE, out, sizeof out);
+    job->result = rc < 0 ? rc : (int)next;
+}
+
+/* On the loop: the epoch is durable; every partition starts loading at it. */
+static void epoch_done(struct gr_io_job *job)
+{
+    struct gr_txns *t = (struct gr_txns *)((char *)job - offsetof(struct gr_txns, epoch_job));
+    t->epoch_in_job = false;
+    if (!t->b->txn) return;
+    if (job->result < 0) {
+        GR_ERROR("transaction coordinator: cannot save the coordinator epoch (%s in the log directory): %s; "
+                 "__transaction_state is not loaded",
+                 GR_TXN_EPOCH_FILE, job->result == -EINVAL ? "damaged" : strerror(-job->result));
+        return;
+    }
+    t->epoch = job->result;
+    for (int32_t p = 0; p < t->partitions; p++)
+        load_start(t, p);
+}
+
+/* ---- life cycle ---- */
+
+int gr_txns_start(struct gr_broker *b)
+{
+    if (!gr_txns_enabled(b) || b->txn) return 0;
+    struct gr_topic *topic = gr_store_topic_find(b->store, GR_TXN_TOPIC, strlen(GR_TXN_TOPIC));
+    if (!topic) return -ENOENT;
+    struct gr_txns *t = binding(b);
+    if (!t) return -ENOMEM;
+    int32_t n = gr_topic_partition_count(topic);
+    struct gr_txn_config cfg;
+    gr_txn_config_defaults(&cfg);
+    cfg.partitions = n;
+    cfg.offsets_partitions = b->cfg.settings.offsets_topic_num_partitions;
+    struct gr_txn_hooks hooks = {t,        hook_now, hook_append, hook_send_markers, hook_alloc_producer_id,
+                                 hook_done};
+    t->loads = calloc((size_t)n, sizeof *t->loads);
+    if (!t->loads || !(b->txn = gr_txn_create(&cfg, &hooks))) {
+        free(t->loads);
+        t->loads = NULL;
+        return -ENOMEM;
+    }
+    t->topic = topic;
+    t->partitions = n;
+    ev_timer_init(&t->tick, tick_cb, 0, 0);
+    t->tick.data = t;
+    ev_timer_init(&t->report, report_cb, 0, 0);
+    t->report.data = t;
+    t->epoch_job.run = epoch_run;
+    t->epoch_job.done = epoch_done;
+    t->epoch_in_job = true;
+    if (b->iopool) {
+        gr_iopool_submit(b->iopool, &t->epoch_job);
+    } else { /* no pool (tests): inline */
+        epoch_run(&t->epoch_job);
+        epoch_done(&t->epoch_job);
+    }
+    return 0;
+}
+
+/* The creation of __transaction_state completed: start the coordinator, run the waiting handlers. */
+static void txn_topic_created(void *ctx, int err, struct gr_topic *topic)
+{
+    (void)topic;
+    struct gr_broker *b = ctx;
+    if (err && err != -EEXIST)
+        GR_ERROR("cannot create %s: %s", GR_TXN_TOPIC, strerror(-err));
+    else {
+        if (!err)
+            GR_INFO("created %s with %d partitions", GR_TXN_TOPIC,
+                    (int)b->cfg.settings.transaction_state_log_num_partitions);
+        int rc = gr_txns_start(b);
+        if (rc < 0) GR_ERROR("cannot start the transaction coordinator: %s", strerror(-rc));
+    }
+    struct gr_txns *t = b->txns;
+    struct gr_req **reqs = t->reqs;
+    int n = t->count;
+    t->reqs = NULL;
+    t->count = t->cap = 0;
+    for (int i = 0; i < n; i++) {
+        struct gr_req *req = reqs[i];
+        gr_req_unpark(req);
+        if (!req->conn)
+            gr_req_free(req); /* the connection closed while it waited */
+        else
+            gr_req_run(req);
+    }
+    free(reqs);
+}
+
+/* __transaction_state's creation: Kafka's TransactionLog topic configs (cleanup.policy compact,
+ * compression.type uncompressed, min.insync.replicas transaction.state.log.min.isr, segment.bytes
+ * transaction.state.log.segment.bytes, unclean.leader.election.enable false). */
+static struct gr_topic_op *create_op(const struct gr_broker *b)
+{
+    const struct gr_broker_settings *s = &b->cfg.settings;
+    char isr[16], seg[16];
+    snprintf(isr, sizeof isr, "%d", (int)s->transaction_state_log_min_isr);
+    snprintf(seg, sizeof seg, "%d", (int)s->transaction_state_log_segment_bytes);
+    const char *const keys[] = {"cleanup.policy", "compression.type", "min.insync.replicas", "segment.bytes",
+                                "unclean.leader.election.enable"};
+    const char *const values[] = {"compact", "uncompressed", isr, seg, "false"};
+    struct gr_topic_op *op =
+        gr_topic_op_create(GR_TXN_TOPIC, s->transaction_state_log_num_partitions, keys, values, 5, false);
+    if (op) gr_topic_op_keep_active_open(op); /* the coordinator appends without waiting for a reopen */
+    return op;
+}
+
+bool gr_txns_defer(struct gr_req *req)
+{
+    struct gr_broker *b = req->broker;
+    if (!gr_txns_enabled(b) || b->txn || req->hdr.request_api_key != GR_API_FIND_COORDINATOR) return false;
+    const struct gr_find_coordinator_request *body = req->body;
+    if (body->key_type != 1 || gr_req_state(req, &deferred_key)) return false;
+    if (!gr_req_state_add(req, &deferred_key, 0)) return false;
+    if (gr_store_topic_find(b->store, GR_TXN_TOPIC, strlen(GR_TXN_TOPIC))) {
+        gr_txns_start(b); /* the topic exists: its loads start now (the answer does not wait for them) */
+        return false;
+    }
+    struct gr_txns *t = binding(b);
+    if (!t) return false;
+    if (t->count == t->cap) {
+        int ncap = t->cap ? t->cap * 2 : 8;
+        struct gr_req **n = realloc(t->reqs, sizeof *n * (size_t)ncap);
+        if (!n) return false;
+        t->reqs = n;
+        t->cap = ncap;
+    }
+    struct gr_topic_op *op = t->count == 0 ? create_op(b) : NULL;
+    if (t->count == 0 && !op) return false;
+    t->reqs[t->count++] = req;
+    gr_req_park(req, INT64_MAX); /* txn_topic_created runs its handler */
+    if (op) gr_store_topic_op_submit(b->store, b->iopool, op, txn_topic_created, b);
+    return true;
+}
+
+int16_t gr_txns_coordinator(struct gr_broker *b, struct gr_str txn_id, int32_t *node_id)
+{
+    *node_id = -1;
+    const struct gr_image *img = b->image;
+    const struct gr_image_topic *it = gr_image_topic_find(img, GR_TXN_TOPIC, strlen(GR_TXN_TOPIC));
+    if (!it || it->partition_count <= 0) return GR_ERR_COORDINATOR_NOT_AVAILABLE;
+    struct gr_str key = txn_id.len >= 0 ? txn_id : gr_str_c("");
+    const struct gr_image_partition *ip =
+        gr_image_partition(it, gr_txn_partition_for(key, it->partition_count));
+    if (!ip || ip->leader < 0) return GR_ERR_COORDINATOR_NOT_AVAILABLE;
+    *node_id = ip->leader;
+    return GR_ERR_NONE;
+}
+
+void gr_txns_stop(struct gr_broker *b)
+{
+    struct gr_txns *t = b->txns;
+    if (!t) return;
+    if (b->txn) {
+        ev_timer_stop(b->loop, &t->tick);
+        ev_timer_stop(b->loop, &t->report);
+        for (int32_t p = 0; p < t->partitions; p++)
+            abandon(t, p);
+        while (t->waiting) {
+            struct twrite *tw = t->waiting;
+            t->waiting = tw->next;
+            gr_partition_wait_cancel(&tw->pw);
+            free(tw);
+        }
+        while (t->done_head) {
+            struct twrite *tw = t->done_head;
+            t->done_head = tw->next;
+            free(tw);
+        }
+        gr_txn_destroy(b->txn); /* the writes and marker jobs it still holds go with it */
+        b->txn = NULL;
+    }
+    free(t->loads);
+    free(t->reqs); /* waiters are parked requests: main frees them */
+    free(t);
+    b->txns = NULL;
+}
