@@ -119,6 +119,20 @@ struct gr_log {
     /* A truncation's file work (storage/truncate.c) is queued or running on the housekeeping thread: appends,
        retention and further truncations wait (-EAGAIN) until its job clears it. Set on the network thread. */
     atomic_bool trunc_pending;
+    /* A truncation's reads (finding the cut, the producer snapshot, the batch headers to replay) are being
+       done on the store's I/O pool (storage/truncate.c, warm jobs): appends, retention and truncations wait
+       (-EAGAIN) as for trunc_pending until the job's done (network thread) clears it and reports through
+       on_flushed. Set and cleared on the network thread; read anywhere. */
+    atomic_bool trunc_warming;
+    int trunc_rounds;     /* pool rounds of the truncation being prepared; at the cap it reads blocking */
+    int64_t trunc_target; /* the offset those rounds were for (another one starts again at 0) */
+    /* The producer snapshot a warm job read for a truncation to end offset trunc_snap_end (-1: none held):
+       the offset of the newest usable one at or below it (-1: none usable), its bytes, or the read's error
+       (a failure other than damage). Network thread; freed by the truncation that used it, or gr_log_free. */
+    int64_t trunc_snap_end, trunc_snap_off;
+    char *trunc_snap_buf;
+    size_t trunc_snap_len;
+    int trunc_snap_err;
     /* [mu] Truncations so far: a flush begun before one does not advance the durable offset (its target may
        lie past the cut). */
     uint64_t trunc_gen;
@@ -207,6 +221,7 @@ struct gr_flusher {
 
 struct gr_store {
     struct gr_store_config cfg;
+    struct gr_iopool *iopool; /* gr_store_set_iopool: a follower's truncation reads there; NULL none */
     char *log_dir;
     int root_fd;
     int topics_dir_fd;

@@ -854,7 +854,8 @@ void gr_log_after_append(struct gr_log *log)
 bool gr_log_file_work_pending(const struct gr_log *log)
 {
     return atomic_load(&((struct gr_log *)log)->undo_pending) ||
-           atomic_load(&((struct gr_log *)log)->trunc_pending);
+           atomic_load(&((struct gr_log *)log)->trunc_pending) ||
+           atomic_load(&((struct gr_log *)log)->trunc_warming);
 }
 int gr_log_need_roll_at(const struct gr_log *log, const struct gr_segment *seg, int64_t size_bytes,
                         int64_t end_offset, int64_t rolling_ts_ms, const uint8_t *batch, size_t len,
@@ -1705,6 +1706,8 @@ static struct gr_log *log_alloc(struct gr_store *store, struct gr_topic *topic, 
     atomic_init(&log->spare_failed, false);
     atomic_init(&log->undo_pending, false);
     atomic_init(&log->trunc_pending, false);
+    atomic_init(&log->trunc_warming, false);
+    log->trunc_snap_end = -1;
     gr_producer_state_init(&log->ps);
     return log;
 }
@@ -1976,6 +1979,7 @@ void gr_log_free(struct gr_log *log)
     free(log->epochs);
     free(log->snapshots);
     gr_producer_state_free(&log->ps);
+    free(log->trunc_snap_buf);
     gr_sys_close(atomic_exchange(&log->spare_fd, -1));
     gr_sys_close(log->dir_fd);
     pthread_mutex_destroy(&log->mu);
