@@ -15,8 +15,9 @@
  * truncation's pending file work (the shim holds ftruncate: no fetch until it is done); a re-add at a newer
  * epoch while a fetch is in flight (its records dropped); records not continuing the log marking the
  * partition failed until re-added; a DivergingEpoch truncation whose pages are all cold (its reads on the
- * store's I/O pool, nothing on the loop thread waiting for the disk, no Fetch before it is done); an add and
- * a removal in one pass (the removal keeps the add's pump);
+ * store's I/O pool, nothing on the loop thread waiting for the disk, no Fetch before it is done), and one
+ * done while the connection's long poll for another partition is in flight; an add and a removal in one
+ * pass (the removal keeps the add's pump);
  * fetcher ids with num.replica.fetchers 2 (Kafka's values, computed with Java's String.hashCode); bad
  * configurations and arguments. Stalls (the RF 3 fault runs): the gated flush completing between the pump
  * and the timer's arming, and a backoff's end falling between them (a test clock one ms later at every
@@ -665,7 +666,8 @@ static void test_diverging_epoch(void **state)
 
 /* ---- a truncation whose reads go to the I/O pool ----
  * A simulated page cache (gr_sys.cachestat): while `cold_on`, a file is resident only once a thread other
- * than the loop's read it (the pool's); the loop thread's audit reports any call that may wait for the disk. */
+ * than the loop's read it (the pool's); the loop thread's audit reports any call that may wait for the disk.
+ */
 static bool cold_on;
 static pthread_t cold_loop_thread;
 static ino_t cold_warm[64];
@@ -761,6 +763,64 @@ static void test_diverging_epoch_cold(void **state)
     assert_int_equal(gr_fetcher_stats(x->f)->truncations, 1);
     assert_int_equal(fk.reqs[n + 1].p[0].fetch_offset, 4); /* the first Fetch after the answer: truncated */
     assert_int_equal(fk.reqs[n + 1].p[0].last_fetched_epoch, 3);
+    fx_free(x);
+    gr_iopool_destroy(fx_pool);
+    fx_pool = NULL;
+    ev_async_stop(loop, &cold_async);
+    gr_sys_reset();
+}
+
+/* Runs the loop until partition `i`'s log end offset is `end` or `ms` pass; true when it is. */
+static bool until_end(struct fx *x, int i, int64_t end, int64_t ms)
+{
+    int64_t stop = gr_time_mono_ms() + ms;
+    ev_timer guard;
+    ev_timer_init(&guard, wake, 0.01, 0.01);
+    ev_timer_start(loop, &guard);
+    while (gr_log_end_offset(log_of(x, i)) != end && gr_time_mono_ms() < stop)
+        ev_run(loop, EVRUN_ONCE);
+    ev_timer_stop(loop, &guard);
+    return gr_log_end_offset(log_of(x, i)) == end;
+}
+
+/* A cold truncation of partition 0 while the connection's Fetch for partition 1 is in flight (a long poll
+   the fake leader does not answer): each pool round's end retries the truncation at once
+   (gr_fetcher_flushed), so it is done without waiting for that answer; the Fetch for partition 1 does not
+   name partition 0. */
+static void test_cold_truncation_during_long_poll(void **state)
+{
+    (void)state;
+    cold_loop_thread = pthread_self();
+    cold_warm_count = cold_audits = cold_completions = 0;
+    gr_sys.pread = cold_pread;
+    gr_sys.cachestat = cold_cachestat;
+    ev_async_init(&cold_async, cold_on_async);
+    ev_async_start(loop, &cold_async);
+    assert_int_equal(gr_iopool_create(1, cold_notify, NULL, &fx_pool), 0);
+    struct fx *x = fx_new(false, 1);
+    add(x, 0, 5);
+    assert_true(until_reqs(1, 5000));
+    int32_t counts[] = {2, 2, 2}, epochs[] = {3, 3, 4};
+    int n = feed(0, 6, 3, counts, epochs); /* request n: partition 0 at 6 */
+    add(x, 1, 5);                          /* fetched once request n is answered */
+    struct pans a = EMPTY;
+    a.div_epoch = 3;
+    a.div_end = 4;
+    a.hw = 6;
+    cold_warm_count = 0;
+    cold_on = true;
+    gr_sys_audit_this_thread(cold_audit);
+    answer_fetch(n, &a);
+    assert_true(until_reqs(n + 2, 5000)); /* request n + 1: partition 1 alone, left unanswered */
+    assert_int_equal(fk.reqs[n + 1].nparts, 1);
+    assert_int_equal(fk.reqs[n + 1].p[0].partition, 1);
+    assert_true(until_end(x, 0, 4, 3000)); /* before request n + 1's answer (5 s request timeout) */
+    gr_sys_audit_this_thread(NULL);
+    cold_on = false;
+    assert_int_equal(fk.nreqs, n + 2);
+    assert_int_equal(cold_audits, 0);
+    assert_true(cold_completions >= 1);
+    assert_int_equal(gr_fetcher_stats(x->f)->truncations, 1);
     fx_free(x);
     gr_iopool_destroy(fx_pool);
     fx_pool = NULL;
@@ -1594,6 +1654,7 @@ int main(void)
         cmocka_unit_test(test_fetch_appends),
         cmocka_unit_test(test_diverging_epoch),
         cmocka_unit_test(test_diverging_epoch_cold),
+        cmocka_unit_test(test_cold_truncation_during_long_poll),
         cmocka_unit_test(test_out_of_range_leader_behind),
         cmocka_unit_test(test_out_of_range_behind_start),
         cmocka_unit_test(test_fenced),
