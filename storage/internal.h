@@ -476,8 +476,6 @@ void gr_log_after_append(struct gr_log *log);
 void gr_log_go_offline(struct gr_log *log, const char *what, int err);
 /* Largest segment index whose base offset <= offset (0 when below every base). */
 int gr_log_seg_index_for(const struct gr_log *log, int64_t offset);
-/* Applies the header of every batch with base offset >= from to log->ps (reads segment files). */
-int gr_log_replay_producers(struct gr_log *log, int64_t from);
 /* "<20-digit offset>.snapshot" into buf. */
 void gr_log_snapshot_name(char *buf, size_t n, int64_t offset);
 /* After the log start offset rose: segments, high watermark, producers, epochs, snapshots follow. */

@@ -880,10 +880,6 @@ int gr_log_seg_index_for(const struct gr_log *log, int64_t offset)
 {
     return seg_index_for(log, offset);
 }
-int gr_log_replay_producers(struct gr_log *log, int64_t from)
-{
-    return replay_producers(log, from);
-}
 void gr_log_snapshot_name(char *buf, size_t n, int64_t offset)
 {
     snapshot_name(buf, n, offset);
