@@ -77,8 +77,8 @@ test-cluster: test-deps build
 
 # The replication fault runs at length (compat-tests/cluster/jepsen.py, issue #20): ten seeds x (300 s of
 # faults + 20 s drain) at replication factor 3 (min.insync.replicas 2), three brokers and etcd in network
-# namespaces; make test runs three seeds x 60 s, at replication factor 1 (see its header), through
-# compat-tests/cluster/run.sh. About an hour; needs root.
+# namespaces; make test runs three seeds x 60 s, also at replication factor 3 (under its network-thread
+# audit), through compat-tests/cluster/run.sh. About an hour; needs root.
 test-faults: test-deps build
 	@REPO=$(CURDIR) GREGOR_BIN=$(CURDIR)/$(BUILD)/bin/gregor python3 compat-tests/cluster/jepsen.py \
 		--seeds 1,2,3,4,5,6,7,8,9,10 --duration 300 --drain 20 --rf 3

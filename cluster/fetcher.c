@@ -9,7 +9,8 @@
  * appended from the answer frame inside the callback (no copy).
  *
  * A partition is ready when it is not fenced or failed, not delayed (backoff), has no truncation waiting to
- * be retried, its log has no truncation file work pending (appends would answer -EAGAIN) and, with the fsync
+ * be retried (its reads on the I/O pool: storage/truncate.c), its log has no truncation work pending
+ * (appends would answer -EAGAIN) and, with the fsync
  * gate, its log's durable offset reached what the last answer appended. With the fsync gate a connection's
  * next Fetch waits until every partition on it that appended is durable. Those two disk waits end on a
  * flusher or I/O thread; the server hands each completion to the loop and calls gr_fetcher_flushed, which
@@ -1170,6 +1171,14 @@ void gr_fetcher_flushed(struct gr_fetcher *f, struct gr_partition *part)
     struct fp *fp = f ? fp_find(f, part) : NULL;
     if (!fp || fp_parked(fp)) return;
     struct fconn *c = fp->conn;
+    if (f->depth == 0 && fp->trunc != TRUNC_NONE && !gr_log_truncation_pending(gr_partition_log(part))) {
+        /* a truncation whose reads were on the I/O pool goes on now, not after the connection's request in
+           flight (a long poll, up to replica.fetch.wait.max.ms per round of reads) */
+        enter(f);
+        bool done = fp_truncate(f, fp, fp->trunc, fp->trunc_offset) == 0 && !fp->removed;
+        leave(f); /* frees fp (and an emptied c) when a done hook removed it */
+        if (!done) return;
+    }
     if (c->woken || c->req || !gr_broker_client_ready(c->bc_conn)) return; /* its answer or readiness pumps */
     c->woken = true;
     if (!ev_is_active(&f->wake) && !ev_is_pending(&f->wake)) {

@@ -37,8 +37,10 @@
  *     their CRC: retried after replica.fetch.backoff.ms (Kafka's partitionsWithError, delayPartitions);
  *   - a storage error on append or truncation: the partition is marked failed and not fetched again until
  *     re-added (Kafka marks it failed and the log dir offline); logged once.
- * An append or truncation answering -EAGAIN (a truncation's file work still running) is retried a little
- * later, and a partition whose log has such work pending is left out of the Fetch until it is done.
+ * An append or truncation answering -EAGAIN (a truncation's reads on the I/O pool or its file work still
+ * running) is retried a little later, and a partition whose log has such work pending is left out of the
+ * Fetch until it is done; a truncation waiting for its reads is retried as soon as gr_fetcher_flushed tells
+ * of their end, even while its connection's Fetch for other partitions is in flight.
  * With fsync gating on (gregor.acks.all.fsync=true) the next Fetch of a partition is sent only after what the
  * previous answer appended is fsynced (its log's flushed offset reached its log end offset), so the log end
  * offset the leader learns from FetchOffset is durable here; the connection's next Fetch waits for it (an
@@ -130,8 +132,10 @@ void gr_fetcher_remove(struct gr_fetcher *f, struct gr_partition *part);
    to the network thread by the server, which calls this after gr_partition_flushed): when `part` is fetched
    here and its connection is idle, the connection is pumped from the loop's next pass (a zero timer: one
    pump per connection for a batch of completions, never inside a fetcher callback), so a Fetch held by the
-   fsync gate or a partition held by pending file work goes out at once. A partition not fetched here (a
-   leader's, removed, unknown) is ignored; calling it when nothing changed is harmless. */
+   fsync gate or a partition held by pending file work goes out at once. A truncation of `part` waiting for
+   its reads on the I/O pool is retried here at once (outside a fetcher walk), even while its connection has
+   a request in flight. A partition not fetched here (a leader's, removed, unknown) is ignored; calling it
+   when nothing changed is harmless. */
 void gr_fetcher_flushed(struct gr_fetcher *f, struct gr_partition *part);
 /* Whether `part` is being fetched: added, not removed, not marked failed or fenced. */
 bool gr_fetcher_active(const struct gr_fetcher *f, const struct gr_partition *part);

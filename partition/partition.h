@@ -809,7 +809,8 @@ int64_t gr_partition_set_follower_high_watermark(struct gr_partition *part, int6
 /* Truncates the log to `offset` (every record at or past it goes; a batch holding it goes whole):
    Partition.truncateTo -> UnifiedLog.truncateTo(targetOffset), the follower's step after
    OffsetsForLeaderEpoch or a DivergingEpoch finds a divergence. Storage's gr_log_truncate_to (its contract:
-   the in-memory cut at once: segments, indexes, the leader-epoch cache by
+   its reads first, cold ones on the store's I/O pool (-EAGAIN until they are in, each round's end reported
+   through on_flushed); then the in-memory cut at once: segments, indexes, the leader-epoch cache by
    LeaderEpochFileCache.truncateFromEnd, producer state reloaded from the newest snapshot at or below the cut
    and replayed; the file work on the housekeeping thread, appends answering -EAGAIN meanwhile, its end
    reported through the store's on_flushed, which the server turns into gr_partition_flushed); the high

@@ -315,6 +315,7 @@ int main(int argc, char **argv)
         GR_ERROR("cannot open log directory %s: %s", dir, strerror(-rc));
         return 1;
     }
+    gr_store_set_iopool(b->store, b->iopool); /* a follower's truncation reads there (storage/truncate.c) */
     /* topic changes (cluster/topic_writer.h): storage's operations on one node; in cluster mode txns on etcd
        (server/membership.c), the local files following through the replica manager */
     b->topic_writer =
@@ -387,7 +388,8 @@ int main(int argc, char **argv)
     ev_run(b->loop, EVRUN_NOWAIT); /* let deferred connection frees run */
     /* runs the pending completions: cold-read fetches finish (and are freed); topic operations in flight or
        queued (storage's FIFO) complete and their requests are freed, all before the store closes */
-    gr_partitions_stop(b->parts); /* a stop while a request waits for a cold-read round runs nothing */
+    gr_partitions_stop(b->parts);        /* a stop while a request waits for a cold-read round runs nothing */
+    gr_store_set_iopool(b->store, NULL); /* a truncation after this reads on the calling thread */
     gr_iopool_destroy(b->iopool);
     b->iopool = NULL;
     gr_groups_stop(b); /* before parked requests are freed: it drops the JoinGroup/SyncGroup waiters */

@@ -125,6 +125,20 @@ struct gr_log {
     /* A truncation's file work (storage/truncate.c) is queued or running on the housekeeping thread: appends,
        retention and further truncations wait (-EAGAIN) until its job clears it. Set on the network thread. */
     atomic_bool trunc_pending;
+    /* A truncation's reads (finding the cut, the producer snapshot, the batch headers to replay) are being
+       done on the store's I/O pool (storage/truncate.c, warm jobs): appends, retention and truncations wait
+       (-EAGAIN) as for trunc_pending until the job's done (network thread) clears it and reports through
+       on_flushed. Set and cleared on the network thread; read anywhere. */
+    atomic_bool trunc_warming;
+    int trunc_rounds;     /* pool rounds of the truncation being prepared; at the cap it reads blocking */
+    int64_t trunc_target; /* the offset those rounds were for (another one starts again at 0) */
+    /* The producer snapshot a warm job read for a truncation to end offset trunc_snap_end (-1: none held):
+       the offset of the newest usable one at or below it (-1: none usable), its bytes, or the read's error
+       (a failure other than damage). Network thread; freed by the truncation that used it, or gr_log_free. */
+    int64_t trunc_snap_end, trunc_snap_off;
+    char *trunc_snap_buf;
+    size_t trunc_snap_len;
+    int trunc_snap_err;
     /* [mu] Truncations so far: a flush begun before one does not advance the durable offset (its target may
        lie past the cut). */
     uint64_t trunc_gen;
@@ -213,6 +227,7 @@ struct gr_flusher {
 
 struct gr_store {
     struct gr_store_config cfg;
+    struct gr_iopool *iopool; /* gr_store_set_iopool: a follower's truncation reads there; NULL none */
     char *log_dir;
     int root_fd;
     int topics_dir_fd;
@@ -481,8 +496,6 @@ void gr_log_after_append(struct gr_log *log);
 void gr_log_go_offline(struct gr_log *log, const char *what, int err);
 /* Largest segment index whose base offset <= offset (0 when below every base). */
 int gr_log_seg_index_for(const struct gr_log *log, int64_t offset);
-/* Applies the header of every batch with base offset >= from to log->ps (reads segment files). */
-int gr_log_replay_producers(struct gr_log *log, int64_t from);
 /* "<20-digit offset>.snapshot" into buf. */
 void gr_log_snapshot_name(char *buf, size_t n, int64_t offset);
 /* After the log start offset rose: segments, high watermark, producers, epochs, snapshots follow. */

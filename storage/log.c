@@ -937,7 +937,8 @@ void gr_log_after_append(struct gr_log *log)
 bool gr_log_file_work_pending(const struct gr_log *log)
 {
     return atomic_load(&((struct gr_log *)log)->undo_pending) ||
-           atomic_load(&((struct gr_log *)log)->trunc_pending);
+           atomic_load(&((struct gr_log *)log)->trunc_pending) ||
+           atomic_load(&((struct gr_log *)log)->trunc_warming);
 }
 int gr_log_need_roll_at(const struct gr_log *log, const struct gr_segment *seg, int64_t size_bytes,
                         int64_t end_offset, int64_t rolling_ts_ms, const uint8_t *batch, size_t len,
@@ -961,10 +962,6 @@ void gr_log_go_offline(struct gr_log *log, const char *what, int err)
 int gr_log_seg_index_for(const struct gr_log *log, int64_t offset)
 {
     return seg_index_for(log, offset);
-}
-int gr_log_replay_producers(struct gr_log *log, int64_t from)
-{
-    return replay_producers(log, from);
 }
 void gr_log_snapshot_name(char *buf, size_t n, int64_t offset)
 {
@@ -1850,6 +1847,8 @@ static struct gr_log *log_alloc(struct gr_store *store, struct gr_topic *topic, 
     atomic_init(&log->spare_failed, false);
     atomic_init(&log->undo_pending, false);
     atomic_init(&log->trunc_pending, false);
+    atomic_init(&log->trunc_warming, false);
+    log->trunc_snap_end = -1;
     gr_producer_state_init(&log->ps);
     log->replay_limit = INT64_MAX;
     return log;
@@ -2126,6 +2125,7 @@ void gr_log_free(struct gr_log *log)
     free(log->epochs);
     free(log->snapshots);
     gr_producer_state_free(&log->ps);
+    free(log->trunc_snap_buf);
     gr_sys_close(atomic_exchange(&log->spare_fd, -1));
     gr_sys_close(log->dir_fd);
     pthread_mutex_destroy(&log->mu);

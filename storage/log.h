@@ -160,18 +160,25 @@ int gr_log_raise_start_offset(struct gr_log *log, int64_t offset);
    end and replayed up to it), so no read sees a half-cut log; the file work (ftruncate, fdatasync, unlinks,
    index files, the new active segment's files, checkpoints) on the housekeeping thread, during which
    appends, retention and truncations answer -EAGAIN (gr_log_truncation_pending); its end is reported
-   through the store's on_flushed (err < 0: the log went offline). Reads on the calling thread: the cut's
-   index and batch headers, one producer snapshot and the headers after it. Returns 0 (also when `offset` >=
-   the log end offset: nothing to do), -EINVAL (offset < 0), -EAGAIN (file work of a failed write or an
-   earlier truncation, compaction, or a flush naming a segment still in flight: retry), -ENOMEM (nothing
-   changed), -EROFS (offline), or -errno of a read (-EIO; the log is then offline when the cut had begun). */
+   through the store's on_flushed (err < 0: the log went offline). Its reads (the cut's index and batch
+   headers, a file the fd cap closed, one producer snapshot and the headers after it) are made before the
+   cut: with an I/O pool (gr_store_set_iopool) as no-wait reads, what is cold going to the pool in rounds
+   (-EAGAIN meanwhile, with appends, retention and truncations held as during the file work, and
+   gr_log_truncation_pending true; each round's end is reported through on_flushed, then call again; after
+   16 rounds, pages evicted again each time, it reads on the calling thread); without a pool on the calling
+   thread. Returns 0 (also when `offset` >= the log end offset: nothing to do), -EINVAL (offset < 0),
+   -EAGAIN (reads on the pool, file work of a failed write or an earlier truncation, compaction, or a flush
+   naming a segment still in flight: retry), -ENOMEM (nothing changed), -EROFS (offline), or -errno of a
+   read (-EIO: nothing changed, or the log is offline when the read failed during the cut or the producer
+   state's rebuild). */
 int gr_log_truncate_to(struct gr_log *log, int64_t offset);
 /* Drops every segment and restarts the log empty at `offset` (UnifiedLog.truncateFullyAndStartAt): log
    start, log end, durable, recovery point and high watermark offsets all become `offset`, the leader epoch
    cache is cleared (clearAndFlush), producer state emptied and its snapshots deleted. In two halves as
    gr_log_truncate_to. Returns 0, -EINVAL, -EAGAIN, -ENOMEM, -EROFS. */
 int gr_log_truncate_fully_and_start_at(struct gr_log *log, int64_t offset);
-/* True while a truncation's file half is queued or running (appends answer -EAGAIN). Thread-safe. */
+/* True while a truncation's file half is queued or running, or its reads are on the I/O pool (appends
+   answer -EAGAIN). Thread-safe. */
 bool gr_log_truncation_pending(const struct gr_log *log);
 
 /* Asks the flushers to fdatasync this log now (group commit: one fdatasync covers every append so far).

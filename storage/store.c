@@ -52,6 +52,11 @@
 #define TOPIC_FILE_BYTES_MAX (16 * 1024 * 1024)
 #define DAY_MS (24LL * 60 * 60 * 1000)
 
+void gr_store_set_iopool(struct gr_store *store, struct gr_iopool *pool)
+{
+    store->iopool = pool;
+}
+
 void gr_store_config_defaults(struct gr_store_config *cfg)
 {
     memset(cfg, 0, sizeof(*cfg));

@@ -39,6 +39,7 @@
 struct gr_store;
 struct gr_topic;
 struct gr_log;
+struct gr_iopool;
 
 /* compression.type (broker key and topic key), parsed: Kafka's names; an unknown name reads as PRODUCER
  * (keep the producer's codec), as the string comparisons it replaces did. Values 0..4 are the codec ids
@@ -172,6 +173,12 @@ void gr_store_config_defaults(struct gr_store_config *cfg);
    (-EINVAL for a bad config or unreadable metadata, -ENOTDIR, -EACCES...). */
 int gr_store_open(const struct gr_store_config *cfg, struct gr_store **out);
 
+/* Gives the store the I/O pool (storage/iopool.h; borrowed; NULL takes it back: call that before destroying
+   the pool) on which a follower's truncation does its reads (storage/truncate.c: finding the cut, the
+   producer snapshot, the batch headers to replay), so the calling (network) thread never waits for the disk;
+   without one they are read on the calling thread. Network thread. */
+void gr_store_set_iopool(struct gr_store *store, struct gr_iopool *pool);
+
 /* Clean shutdown (after every submitted topic operation completed: drain the I/O pool first): stops the
    flushers, fdatasyncs every log, writes indexes of active segments, producer snapshots, checkpoints and the
    clean-shutdown marker (only if every step succeeded), frees everything. Outstanding slices must have been
@@ -252,7 +259,6 @@ int gr_store_topic_add_partitions(struct gr_store *store, struct gr_topic *topic
    they return NULL when out of memory. The topic of delete/add_partitions/set_configs must stay allocated
    (it does: topics are freed only by gr_store_close). */
 struct gr_topic_op;
-struct gr_iopool;
 /* CreateTopics: like gr_store_topic_create. With `refuse_collision`, begin also refuses (-ENOTUNIQ) a name
    equal to a live topic's once '.' and '_' are treated alike (Kafka's Topic.hasCollision). */
 struct gr_topic_op *gr_topic_op_create(const char *name, int32_t partitions, const char *const *config_keys,

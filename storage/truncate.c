@@ -24,9 +24,17 @@
  * before: recover_from's gap rule). Recovery at the next open (from the lowered recovery point) therefore
  * finds a prefix of the log before the truncation, at least up to the cut.
  *
- * Blocking reads on the calling thread (a known limit: the network thread's rule wants them on the I/O pool):
- * finding the cut (gr_segment_find: the index and batch headers, opening a file the fd cap closed) and the
- * producer-state rebuild (one snapshot file opened and read, and the headers after it).
+ * Reads before the cut, never on the calling thread when the store has an I/O pool (gr_store_set_iopool):
+ * finding the cut (gr_segment_find: the index, the batch headers, a file the fd cap closed), the headers
+ * gr_segment_truncate_mem re-reads, the producer snapshot and the headers replayed after it. They run as
+ * no-wait reads (storage/segment.c); what is not in memory or the page cache is handed to the pool in a warm
+ * job (read in, indexes loaded, a file opened, the snapshot read and checked), the truncation answers -EAGAIN
+ * and, like the file half, holds appends, retention and other truncations (trunc_warming) until the job's
+ * done, on the network thread, installs its results and reports through on_flushed; the caller then tries
+ * again, and the truncation is done in memory once every read it needs is resident. Producer state is
+ * rebuilt into a private state before the cut (only batches below the new end are read: the cut does not
+ * change them) and swapped in after. After TRUNC_ROUNDS_MAX rounds (pages evicted again each time), or
+ * without a pool, the reads are made on the calling thread, as before.
  * Read next: storage/replica.c, partition/follower.c.
  */
 #include <errno.h>
@@ -40,9 +48,16 @@
 #include "protocol/record_batch.h"
 #include "storage/cleaner.h"
 #include "storage/internal.h"
+#include "storage/iopool.h"
 #include "storage/sys.h"
 
 #define SNAPSHOT_FILE_BYTES_MAX (1u << 30)
+/* Pool rounds one truncation waits for before it reads on the calling thread (pages evicted again each
+   round); each round reads in one thing (a range, an index, a file, the snapshot). */
+#define TRUNC_ROUNDS_MAX 16
+/* The header scans' read size (storage/segment.c RECOVERY_READ_BYTES, log.c SCAN_READ_BYTES): a scan
+   ending at `pos` reads up to this many bytes past it. */
+#define TRUNC_SCAN_BYTES (1024 * 1024)
 
 /* The file half of one truncation, owned by its housekeeping job. */
 struct trunc_work {
@@ -293,39 +308,262 @@ static void take_snapshots_past(struct gr_log *log, int64_t end, struct trunc_wo
     log->snapshot_count = keep;
 }
 
-/* ProducerStateManager.truncateAndReload: the newest readable snapshot at or below the log end offset,
-   then the headers of the batches after it. 0 or -errno. */
-static int rebuild_producers(struct gr_log *log)
+/* ---------------------------------------------------------------- reads before the cut (warm jobs) */
+
+/* Reads the newest usable producer snapshot among snaps[0, n) (ascending offsets) from `dir_fd`: *off (-1:
+   none usable), its bytes in *buf (malloc'd) and *len. Damaged or missing files are skipped (WARN), as
+   ProducerStateManager does. 0, or -errno of another read failure. Any thread. */
+static int snapshot_pick(int dir_fd, const char *dir_name, const int64_t *snaps, int n, int64_t *off,
+                         char **buf, size_t *len)
 {
-    int64_t end = log->log_end_offset, first = log->segs[0]->base_offset, from = first;
-    gr_producer_state_reset(&log->ps, first);
-    for (int i = log->snapshot_count - 1; i >= 0; i--) {
-        char name[48], *buf;
-        size_t len;
-        gr_log_snapshot_name(name, sizeof(name), log->snapshots[i]);
-        int err = gr_file_read_all(log->dir_fd, name, SNAPSHOT_FILE_BYTES_MAX, &buf, &len);
+    *off = -1;
+    *buf = NULL;
+    *len = 0;
+    for (int i = n - 1; i >= 0; i--) {
+        char name[48], *b;
+        size_t l;
+        gr_log_snapshot_name(name, sizeof(name), snaps[i]);
+        int err = gr_file_read_all(dir_fd, name, SNAPSHOT_FILE_BYTES_MAX, &b, &l);
         if (err == 0) {
-            err = gr_producer_state_decode(&log->ps, (const uint8_t *)buf, len);
-            free(buf);
-            if (err == 0 && log->ps.end_offset != log->snapshots[i]) err = -EINVAL;
-        }
-        if (err == 0) {
-            from = log->snapshots[i] > first ? log->snapshots[i] : first;
-            break;
+            struct gr_producer_state ps;
+            gr_producer_state_init(&ps);
+            err = gr_producer_state_decode(&ps, (const uint8_t *)b, l);
+            if (err == 0 && ps.end_offset != snaps[i]) err = -EINVAL;
+            gr_producer_state_free(&ps);
+            if (err == 0) {
+                *off = snaps[i];
+                *buf = b;
+                *len = l;
+                return 0;
+            }
+            free(b);
         }
         if (!gr_err_damaged(err) && err != -ENOENT) return err;
-        GR_WARN("storage: %s: producer snapshot %s unusable (%s), skipped", log->dir_name, name,
-                strerror(-err));
-        gr_producer_state_reset(&log->ps, first);
+        GR_WARN("storage: %s: producer snapshot %s unusable (%s), skipped", dir_name, name, strerror(-err));
     }
-    int err = gr_log_replay_producers(log, from);
-    if (err < 0) return err;
-    log->ps.end_offset = end;
-    gr_producer_state_truncate_head(&log->ps, log->log_start_offset);
-    /* Transactions the replay completed below the high watermark are stable already: without this the first
-       unstable offset would wait for the next move of the high watermark, which an idle partition lacks. */
-    if (log->high_watermark >= 0) gr_producer_state_on_high_watermark(&log->ps, log->high_watermark);
     return 0;
+}
+
+/* One round of a truncation's reads on the I/O pool. */
+struct trunc_warm {
+    struct gr_io_job job; /* first: the pool hands it back */
+    struct gr_log *log;   /* valid until gr_store_close, which comes after the pool is drained */
+    bool has_cold;
+    struct gr_log_slice cold; /* a no-wait read's work: a range to read in, indexes to load, a file to open */
+    int dir_fd;               /* the snapshot read: a duplicate of the partition directory, -1 none */
+    char *dir_name;
+    int64_t snap_end; /* the end offset the snapshot is for */
+    int64_t *snaps;   /* candidates (ascending), all at or below snap_end */
+    int snap_count;
+    int64_t snap_off; /* results */
+    char *snap_buf;
+    size_t snap_len;
+};
+
+static void warm_run(struct gr_io_job *job)
+{
+    struct trunc_warm *w = (struct trunc_warm *)job;
+    job->result = 0;
+    if (w->has_cold) job->result = gr_log_slice_prefetch(&w->cold); /* the retry meets an error again */
+    if (w->dir_fd >= 0) {
+        int err = snapshot_pick(w->dir_fd, w->dir_name, w->snaps, w->snap_count, &w->snap_off, &w->snap_buf,
+                                &w->snap_len);
+        if (err < 0) job->result = err;
+        gr_sys_close(w->dir_fd);
+        w->dir_fd = -1;
+    }
+}
+
+/* On the network thread: the results go in (the slice's loads into its segment, the snapshot into the log),
+   the log's truncation may go on, and the owner is told (it tries the truncation again). */
+static void warm_done(struct gr_io_job *job)
+{
+    struct trunc_warm *w = (struct trunc_warm *)job;
+    struct gr_log *log = w->log;
+    if (w->has_cold) gr_log_slice_release(&w->cold); /* installs a load first */
+    if (w->snaps) {
+        free(log->trunc_snap_buf);
+        log->trunc_snap_end = w->snap_end;
+        log->trunc_snap_off = w->snap_off;
+        log->trunc_snap_buf = w->snap_buf;
+        log->trunc_snap_len = w->snap_len;
+        log->trunc_snap_err = w->snap_buf || job->result >= 0 ? 0 : job->result;
+    }
+    if (w->dir_fd >= 0) gr_sys_close(w->dir_fd);
+    free(w->snaps);
+    free(w->dir_name);
+    free(w);
+    atomic_store(&log->trunc_warming, false);
+    if (log->store->cfg.on_flushed)
+        log->store->cfg.on_flushed(log->store->cfg.on_flushed_ctx, log, atomic_load(&log->durable_offset), 0);
+}
+
+/* Hands one round to the pool: `nw` a no-wait read that answered -EAGAIN (NULL none), or the snapshot
+   candidates snaps[0, n) for end offset `snap_end` (n 0: none). Returns -EAGAIN (the caller retries; out of
+   memory too: the next try reads on the calling thread), or -errno when the read cannot be noted. */
+static int warm(struct gr_log *log, struct gr_read_nowait *nw, int64_t snap_end, int n)
+{
+    struct trunc_warm *w = calloc(1, sizeof(*w));
+    if (!w) {
+        log->trunc_rounds = TRUNC_ROUNDS_MAX;
+        return -EAGAIN;
+    }
+    *w = (struct trunc_warm){.job = {.run = warm_run, .done = warm_done}, .log = log, .dir_fd = -1};
+    if (nw) {
+        int r = gr_log_nowait_cold(nw, &w->cold);
+        if (r != -EAGAIN) {
+            free(w);
+            return r;
+        }
+        w->has_cold = true;
+    }
+    if (n > 0) {
+        w->snap_end = snap_end;
+        w->snaps = malloc(sizeof(int64_t) * (size_t)n);
+        w->dir_name = strdup(log->dir_name);
+        w->dir_fd = dup(log->dir_fd);
+        if (!w->snaps || !w->dir_name || w->dir_fd < 0) {
+            if (w->has_cold) gr_log_slice_release(&w->cold);
+            if (w->dir_fd >= 0) gr_sys_close(w->dir_fd);
+            free(w->snaps);
+            free(w->dir_name);
+            free(w);
+            log->trunc_rounds = TRUNC_ROUNDS_MAX;
+            return -EAGAIN;
+        }
+        memcpy(w->snaps, log->snapshots, sizeof(int64_t) * (size_t)n);
+        w->snap_count = n;
+    }
+    log->trunc_rounds++;
+    atomic_store(&log->trunc_warming, true);
+    gr_iopool_submit(log->store->iopool, &w->job);
+    return -EAGAIN;
+}
+
+/* Whether the headers gr_segment_truncate_mem re-reads to cut `seg` at `pos` (from its last index entry
+   below pos; a scan reads up to TRUNC_SCAN_BYTES past it) are in the page cache: 0, or -EAGAIN noting them
+   on the no-wait read set on this thread (none set: 0). The segment's indexes are loaded (find_cut). */
+static int rescan_ready(struct gr_segment *seg, int64_t pos)
+{
+    if (!gr_segment_nowait_active() || pos == 0) return 0;
+    int32_t keep = 0;
+    while (keep < seg->idx_count && seg->idx[keep].position < pos)
+        keep++;
+    int64_t from = keep ? seg->idx[keep - 1].position : 0;
+    if (pos <= from) return 0;
+    int fd = gr_segment_fd(seg); /* a closed file: -EAGAIN, the pool opens it */
+    if (fd < 0) return fd;
+    int64_t to = pos + TRUNC_SCAN_BYTES < seg->size_bytes ? pos + TRUNC_SCAN_BYTES : seg->size_bytes;
+    if (gr_sys_range_resident(fd, from, to - from) != 0) return 0;
+    return gr_segment_nowait_cold_range(seg, fd, from, to - from);
+}
+
+/* Kafka's markers are 78 bytes; a control batch larger than this is replayed by its header only. */
+#define TRUNC_MARKER_BYTES_MAX 4096
+
+/* Replays into `ps` the headers of the batches in [from, end) (end: the new log end offset, a batch
+   boundary at `cut_pos` of `cut_seg`). With `nw` set on this thread, -EAGAIN noting the rest of what this
+   replay reads in the segment (up to the cut's scan window in the cut segment) when a header page is cold.
+   0 or -errno. */
+static int replay_below(struct gr_log *log, struct gr_producer_state *ps, int64_t from, int64_t end,
+                        const struct gr_segment *cut_seg, int64_t cut_pos, struct gr_read_nowait *nw)
+{
+    const struct gr_log_config *cfg = &log->topic->cfg;
+    for (int i = gr_log_seg_index_for(log, from); i < log->seg_count; i++) {
+        struct gr_segment *seg = log->segs[i];
+        if (seg->base_offset >= end) break;
+        if (seg->size_bytes == 0) continue;
+        int64_t pos = 0;
+        uint8_t hdr[GR_BATCH_HEADER_BYTES];
+        if (seg->base_offset < from) {
+            int r = gr_segment_find(seg, cfg, from, &pos, hdr);
+            if (r < 0) return r;
+            if (r == 0) continue;
+        }
+        int fd = gr_segment_fd(seg);
+        if (fd < 0) return fd;
+        struct gr_seg_reader rd;
+        if (gr_seg_reader_init(&rd, fd, TRUNC_SCAN_BYTES) < 0) return -ENOMEM;
+        rd.end = seg->size_bytes; /* no-wait checks cover each read as made (it may pass the cut) */
+        if (nw) nw->seg = seg;
+        int err = 0;
+        while (pos < seg->size_bytes) {
+            const uint8_t *h = gr_seg_reader_get(&rd, pos, GR_BATCH_HEADER_BYTES, &err);
+            if (!h) {
+                err = err ? err : -EIO;
+                break;
+            }
+            if (gr_batch_base_offset(h) >= end) break;
+            int64_t total = gr_batch_total_bytes(h);
+            size_t have = GR_BATCH_HEADER_BYTES;
+            if ((gr_batch_attributes(h) & GR_BATCH_ATTR_CONTROL) && gr_batch_producer_id(h) >= 0 &&
+                total <= TRUNC_MARKER_BYTES_MAX) { /* a marker: read whole (its type and coordinator epoch) */
+                if (!(h = gr_seg_reader_get(&rd, pos, (size_t)total, &err))) {
+                    err = err ? err : -EIO;
+                    break;
+                }
+                have = (size_t)total;
+            }
+            if (gr_batch_base_offset(h) >= from && (err = gr_producer_state_update(ps, h, have, NULL)) < 0)
+                break;
+            pos += total;
+        }
+        gr_seg_reader_free(&rd);
+        if (err == -EAGAIN && nw && nw->kind == 1) { /* one round for the rest this replay reads here */
+            int64_t stop = seg == cut_seg ? cut_pos + TRUNC_SCAN_BYTES : seg->size_bytes;
+            if (stop > seg->size_bytes) stop = seg->size_bytes;
+            if (stop > nw->pos + nw->len) nw->len = stop - nw->pos;
+        }
+        if (err < 0) return err;
+    }
+    return 0;
+}
+
+/* ProducerStateManager.truncateAndReload, read before the cut into `ps` (initialized): the newest usable
+   snapshot at or below `end` (read by a warm job, or here without no-wait), then the headers of the batches
+   from it up to `end` (at `cut_pos` in `cut_seg`). 0, -EAGAIN (a warm job was handed the reads; retry), or
+   -errno of a read. */
+static int producers_at(struct gr_log *log, int64_t end, const struct gr_segment *cut_seg, int64_t cut_pos,
+                        bool nowait, struct gr_producer_state *ps)
+{
+    int64_t first = log->segs[0]->base_offset, from = first;
+    gr_producer_state_reset(ps, first);
+    int n = 0;
+    while (n < log->snapshot_count && log->snapshots[n] <= end)
+        n++;
+    if (n > 0 && log->trunc_snap_end != end) {
+        if (nowait) return warm(log, NULL, end, n);
+        free(log->trunc_snap_buf);
+        log->trunc_snap_buf = NULL;
+        int err = snapshot_pick(log->dir_fd, log->dir_name, log->snapshots, n, &log->trunc_snap_off,
+                                &log->trunc_snap_buf, &log->trunc_snap_len);
+        log->trunc_snap_end = end;
+        log->trunc_snap_err = err;
+    }
+    if (n > 0 && log->trunc_snap_err < 0) return log->trunc_snap_err;
+    if (n > 0 && log->trunc_snap_off >= 0) {
+        int err = gr_producer_state_decode(ps, (const uint8_t *)log->trunc_snap_buf, log->trunc_snap_len);
+        if (err == 0 && ps->end_offset != log->trunc_snap_off) err = -EINVAL;
+        if (err == 0)
+            from = log->trunc_snap_off > first ? log->trunc_snap_off : first;
+        else
+            gr_producer_state_reset(ps, first); /* checked on the pool: cannot happen */
+    }
+    struct gr_read_nowait nw = {0};
+    if (nowait) gr_segment_nowait_set(&nw);
+    int err = replay_below(log, ps, from, end, cut_seg, cut_pos, nowait ? &nw : NULL);
+    if (nowait) gr_segment_nowait_set(NULL);
+    if (err == -EAGAIN && nowait) return warm(log, &nw, end, 0);
+    return err;
+}
+
+/* The truncation is done: its prepared reads are dropped. */
+static void prep_done(struct gr_log *log)
+{
+    log->trunc_rounds = 0;
+    free(log->trunc_snap_buf);
+    log->trunc_snap_buf = NULL;
+    log->trunc_snap_end = -1;
 }
 
 /* Common end of both truncations: checkpoints queued (recovery point first on disk), then the job. */
@@ -391,20 +629,46 @@ int gr_log_truncate_to(struct gr_log *log, int64_t offset)
     if (offset < 0) return -EINVAL;
     if (offset >= log->log_end_offset) return 0;
     if (offset < log->segs[0]->base_offset) return gr_log_truncate_fully_and_start_at(log, offset);
+    if (log->trunc_target != offset) log->trunc_rounds = 0; /* an abandoned one's rounds do not count */
+    log->trunc_target = offset;
+    bool nowait = log->store->iopool && log->trunc_rounds < TRUNC_ROUNDS_MAX;
+    if (log->store->iopool && !nowait)
+        GR_WARN_RATELIMITED("storage: %s: truncation to %" PRId64 " still cold after %d I/O pool rounds: "
+                            "reading on the calling thread",
+                            log->dir_name, offset, log->trunc_rounds);
     int k = gr_log_seg_index_for(log, offset);
     int64_t pos, end;
-    if ((err = find_cut(log, k, offset, &pos, &end)) < 0) return err;
+    struct gr_read_nowait nw = {0};
+    if (nowait) gr_segment_nowait_set(&nw);
+    err = find_cut(log, k, offset, &pos, &end);
     bool active = k == log->seg_count - 1, drop_cut = pos == 0 && !active;
+    if (err == 0 && !drop_cut) err = rescan_ready(log->segs[k], pos);
+    if (nowait) gr_segment_nowait_set(NULL);
+    if (err == -EAGAIN && nowait) return warm(log, &nw, end, 0);
+    if (err < 0) return err;
     if (!segments_settled(log, drop_cut ? k : k + 1, drop_cut ? -1 : k)) return -EAGAIN;
+    struct gr_producer_state ps;
+    gr_producer_state_init(&ps);
+    if ((err = producers_at(log, end, log->segs[k], pos, nowait, &ps)) < 0) {
+        gr_producer_state_free(&ps);
+        if (err == -EAGAIN) return err;
+        prep_done(log);
+        gr_log_go_offline(log, "rebuilding producer state", err);
+        return err;
+    }
     struct trunc_work *w = work_new(log);
     struct gr_segment *nseg = active || !w ? NULL : gr_segment_new(log, end);
     if (!w || (!active && !nseg)) {
+        gr_producer_state_free(&ps);
         work_free(w);
         return -ENOMEM;
     }
+    int rounds = log->trunc_rounds;
+    prep_done(log);
     int64_t old_end = log->log_end_offset;
     if (!drop_cut && (err = cut_segment(log, log->segs[k], pos, w)) < 0) {
         gr_log_go_offline(log, "reading the segment to truncate", err); /* its state is half cut */
+        gr_producer_state_free(&ps);
         if (nseg) gr_segment_unref(nseg);
         work_free(w);
         return err;
@@ -414,11 +678,18 @@ int gr_log_truncate_to(struct gr_log *log, int64_t offset)
     gr_log_epochs_truncate_end(log, end);
     take_snapshots_past(log, end, w);
     if (!active) w->new_base = end;
-    if ((err = rebuild_producers(log)) < 0) gr_log_go_offline(log, "rebuilding producer state", err);
-    GR_INFO("storage: %s: truncated to %" PRId64 " (log end offset %" PRId64 " -> %" PRId64 ")",
-            log->dir_name, offset, old_end, end);
+    gr_producer_state_free(&log->ps); /* the state rebuilt before the cut (only batches below it were read) */
+    log->ps = ps;
+    log->ps.end_offset = end;
+    gr_producer_state_truncate_head(&log->ps, log->log_start_offset);
+    /* Transactions the replay completed below the high watermark are stable already: without this the first
+       unstable offset would wait for the next move of the high watermark, which an idle partition lacks. */
+    if (log->high_watermark >= 0) gr_producer_state_on_high_watermark(&log->ps, log->high_watermark);
+    GR_INFO("storage: %s: truncated to %" PRId64 " (log end offset %" PRId64 " -> %" PRId64
+            "; reads: %d I/O pool round(s))",
+            log->dir_name, offset, old_end, end, rounds);
     queue_file_work(log, w);
-    return err;
+    return 0;
 }
 
 int gr_log_truncate_fully_and_start_at(struct gr_log *log, int64_t offset)
@@ -445,6 +716,7 @@ int gr_log_truncate_fully_and_start_at(struct gr_log *log, int64_t offset)
     log->epochs_dirty = true;
     take_snapshots_past(log, -1, w);
     gr_producer_state_reset(&log->ps, offset);
+    prep_done(log);
     w->new_base = offset;
     GR_INFO("storage: %s: truncated fully, log restarts at %" PRId64 " (log end offset was %" PRId64 ")",
             log->dir_name, offset, old_end);
@@ -454,5 +726,6 @@ int gr_log_truncate_fully_and_start_at(struct gr_log *log, int64_t offset)
 
 bool gr_log_truncation_pending(const struct gr_log *log)
 {
-    return atomic_load(&((struct gr_log *)log)->trunc_pending);
+    return atomic_load(&((struct gr_log *)log)->trunc_pending) ||
+           atomic_load(&((struct gr_log *)log)->trunc_warming);
 }

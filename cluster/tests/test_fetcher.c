@@ -14,7 +14,10 @@
  * appended; the fsync gate (the storage shim holds the follower's fsync: no fetch until it is done); a
  * truncation's pending file work (the shim holds ftruncate: no fetch until it is done); a re-add at a newer
  * epoch while a fetch is in flight (its records dropped); records not continuing the log marking the
- * partition failed until re-added; an add and a removal in one pass (the removal keeps the add's pump);
+ * partition failed until re-added; a DivergingEpoch truncation whose pages are all cold (its reads on the
+ * store's I/O pool, nothing on the loop thread waiting for the disk, no Fetch before it is done), and one
+ * done while the connection's long poll for another partition is in flight; an add and a removal in one
+ * pass (the removal keeps the add's pump);
  * fetcher ids with num.replica.fetchers 2 (Kafka's values, computed with Java's String.hashCode); bad
  * configurations and arguments. Stalls (the RF 3 fault runs): the gated flush completing between the pump
  * and the timer's arming, and a backoff's end falling between them (a test clock one ms later at every
@@ -38,6 +41,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -52,6 +56,7 @@
 #include "protocol/gen/messages.h"
 #include "protocol/header.h"
 #include "protocol/record_batch.h"
+#include "storage/iopool.h"
 #include "storage/sys.h"
 #include "storage/tests/helpers.h"
 
@@ -103,6 +108,7 @@ static struct tclock *fx_clock;    /* fx_new: the fetcher's clock, NULL: the rea
 static int64_t fx_backoff_ms = 50; /* fx_new: replica.fetch.backoff.ms */
 static int64_t fx_disk_poll_ms;    /* fx_new: the fetcher's backstop disk_poll_ms (0: its default) */
 static bool fx_no_binding;         /* fx_new: no flush binding (the test calls gr_fetcher_flushed itself) */
+static struct gr_iopool *fx_pool;  /* fx_new: an I/O pool for the store (completions run on the loop) */
 
 static const struct gr_msg_ops *ops_of(int16_t key, bool response)
 {
@@ -435,6 +441,7 @@ static struct fx *fx_new(bool gate, int32_t num_fetchers)
     th_config(&sc, x->dir);
     if (!fx_no_binding) sc.on_flushed = fl_on_flushed;
     assert_int_equal(gr_store_open(&sc, &x->store), 0);
+    if (fx_pool) gr_store_set_iopool(x->store, fx_pool);
     assert_int_equal(gr_store_topic_create(x->store, "orders", 4, NULL, NULL, 0, &x->topic), 0);
     struct gr_partitions_config pc = {x->store, gate};
     assert_non_null(x->ps = gr_partitions_create(&pc));
@@ -497,6 +504,10 @@ static void fx_free(struct fx *x)
     fake_stop();
     watched_log = NULL;
     gr_partitions_destroy(x->ps);
+    if (fx_pool) {
+        gr_store_set_iopool(x->store, NULL);
+        gr_iopool_drain(fx_pool);
+    }
     gr_store_close(x->store);
     pthread_mutex_lock(&fl_mu); /* reports of this store not yet handed over */
     fl_count = 0;
@@ -651,6 +662,170 @@ static void test_diverging_epoch(void **state)
     assert_int_equal(fk.reqs[n + 1].p[0].fetch_offset, 4);
     assert_int_equal(fk.reqs[n + 1].p[0].last_fetched_epoch, 3);
     fx_free(x);
+}
+
+/* ---- a truncation whose reads go to the I/O pool ----
+ * A simulated page cache (gr_sys.cachestat): while `cold_on`, a file is resident only once a thread other
+ * than the loop's read it (the pool's); the loop thread's audit reports any call that may wait for the disk.
+ */
+static bool cold_on;
+static pthread_t cold_loop_thread;
+static ino_t cold_warm[64];
+static int cold_warm_count, cold_audits, cold_completions;
+static pthread_mutex_t cold_mu = PTHREAD_MUTEX_INITIALIZER;
+static ev_async cold_async;
+
+static ssize_t cold_pread(int fd, void *buf, size_t n, off_t pos)
+{
+    struct stat st;
+    if (!pthread_equal(pthread_self(), cold_loop_thread) && fstat(fd, &st) == 0) {
+        pthread_mutex_lock(&cold_mu);
+        bool known = false;
+        for (int i = 0; i < cold_warm_count && !known; i++)
+            known = cold_warm[i] == st.st_ino;
+        if (!known && cold_warm_count < 64) cold_warm[cold_warm_count++] = st.st_ino;
+        pthread_mutex_unlock(&cold_mu);
+    }
+    return gr_sys_libc.pread(fd, buf, n, pos);
+}
+
+static int cold_cachestat(int fd, int64_t pos, int64_t len, int64_t *cached)
+{
+    if (!cold_on) return gr_sys_libc.cachestat(fd, pos, len, cached);
+    struct stat st;
+    bool warm = false;
+    if (fstat(fd, &st) == 0) {
+        pthread_mutex_lock(&cold_mu);
+        for (int i = 0; i < cold_warm_count && !warm; i++)
+            warm = cold_warm[i] == st.st_ino;
+        pthread_mutex_unlock(&cold_mu);
+    }
+    long page = sysconf(_SC_PAGESIZE);
+    *cached = warm ? (len + page - 1) / page : 0;
+    return 0;
+}
+
+static void cold_audit(const char *op, int fd, const char *path)
+{
+    (void)fd;
+    print_message("disk wait on the loop thread: %s %s\n", op, path ? path : "");
+    cold_audits++;
+}
+
+static void cold_notify(void *ctx)
+{
+    (void)ctx;
+    ev_async_send(loop, &cold_async);
+}
+
+static void cold_on_async(struct ev_loop *l, ev_async *w, int revents)
+{
+    (void)l, (void)w, (void)revents;
+    cold_completions += gr_iopool_complete(fx_pool);
+}
+
+/* test_diverging_epoch with every page of the follower's log cold and the store's I/O pool set: the
+   truncation's reads go to the pool (rounds completed on the loop), nothing on the loop thread waits for the
+   disk, no Fetch is sent for the partition before the truncation is done, and the next one starts at 4. */
+static void test_diverging_epoch_cold(void **state)
+{
+    (void)state;
+    cold_loop_thread = pthread_self();
+    cold_warm_count = cold_audits = cold_completions = 0;
+    gr_sys.pread = cold_pread; /* while no store is open (storage/sys.h) */
+    gr_sys.cachestat = cold_cachestat;
+    ev_async_init(&cold_async, cold_on_async);
+    ev_async_start(loop, &cold_async);
+    assert_int_equal(gr_iopool_create(1, cold_notify, NULL, &fx_pool), 0);
+    struct fx *x = fx_new(false, 1);
+    add(x, 0, 5);
+    assert_true(until_reqs(1, 5000));
+    int32_t counts[] = {2, 2, 2}, epochs[] = {3, 3, 4};
+    int n = feed(0, 6, 3, counts, epochs);
+    assert_int_equal(gr_log_end_offset(log_of(x, 0)), 6);
+    uint8_t buf[1024];
+    struct pans a = EMPTY;
+    a.div_epoch = 3;
+    a.div_end = 4;
+    a.hw = 6;
+    a.records = buf;
+    a.len = mk_batch(buf, 6, 1, 5);
+    cold_warm_count = 0;
+    cold_on = true;
+    gr_sys_audit_this_thread(cold_audit);
+    answer_fetch(n, &a);
+    assert_true(until_reqs(n + 2, 5000));
+    gr_sys_audit_this_thread(NULL);
+    cold_on = false;
+    assert_int_equal(cold_audits, 0);
+    assert_true(cold_completions >= 1); /* the reads went to the pool */
+    assert_int_equal(gr_log_end_offset(log_of(x, 0)), 4);
+    assert_int_equal(gr_fetcher_stats(x->f)->truncations, 1);
+    assert_int_equal(fk.reqs[n + 1].p[0].fetch_offset, 4); /* the first Fetch after the answer: truncated */
+    assert_int_equal(fk.reqs[n + 1].p[0].last_fetched_epoch, 3);
+    fx_free(x);
+    gr_iopool_destroy(fx_pool);
+    fx_pool = NULL;
+    ev_async_stop(loop, &cold_async);
+    gr_sys_reset();
+}
+
+/* Runs the loop until partition `i`'s log end offset is `end` or `ms` pass; true when it is. */
+static bool until_end(struct fx *x, int i, int64_t end, int64_t ms)
+{
+    int64_t stop = gr_time_mono_ms() + ms;
+    ev_timer guard;
+    ev_timer_init(&guard, wake, 0.01, 0.01);
+    ev_timer_start(loop, &guard);
+    while (gr_log_end_offset(log_of(x, i)) != end && gr_time_mono_ms() < stop)
+        ev_run(loop, EVRUN_ONCE);
+    ev_timer_stop(loop, &guard);
+    return gr_log_end_offset(log_of(x, i)) == end;
+}
+
+/* A cold truncation of partition 0 while the connection's Fetch for partition 1 is in flight (a long poll
+   the fake leader does not answer): each pool round's end retries the truncation at once
+   (gr_fetcher_flushed), so it is done without waiting for that answer; the Fetch for partition 1 does not
+   name partition 0. */
+static void test_cold_truncation_during_long_poll(void **state)
+{
+    (void)state;
+    cold_loop_thread = pthread_self();
+    cold_warm_count = cold_audits = cold_completions = 0;
+    gr_sys.pread = cold_pread;
+    gr_sys.cachestat = cold_cachestat;
+    ev_async_init(&cold_async, cold_on_async);
+    ev_async_start(loop, &cold_async);
+    assert_int_equal(gr_iopool_create(1, cold_notify, NULL, &fx_pool), 0);
+    struct fx *x = fx_new(false, 1);
+    add(x, 0, 5);
+    assert_true(until_reqs(1, 5000));
+    int32_t counts[] = {2, 2, 2}, epochs[] = {3, 3, 4};
+    int n = feed(0, 6, 3, counts, epochs); /* request n: partition 0 at 6 */
+    add(x, 1, 5);                          /* fetched once request n is answered */
+    struct pans a = EMPTY;
+    a.div_epoch = 3;
+    a.div_end = 4;
+    a.hw = 6;
+    cold_warm_count = 0;
+    cold_on = true;
+    gr_sys_audit_this_thread(cold_audit);
+    answer_fetch(n, &a);
+    assert_true(until_reqs(n + 2, 5000)); /* request n + 1: partition 1 alone, left unanswered */
+    assert_int_equal(fk.reqs[n + 1].nparts, 1);
+    assert_int_equal(fk.reqs[n + 1].p[0].partition, 1);
+    assert_true(until_end(x, 0, 4, 3000)); /* before request n + 1's answer (5 s request timeout) */
+    gr_sys_audit_this_thread(NULL);
+    cold_on = false;
+    assert_int_equal(fk.nreqs, n + 2);
+    assert_int_equal(cold_audits, 0);
+    assert_true(cold_completions >= 1);
+    assert_int_equal(gr_fetcher_stats(x->f)->truncations, 1);
+    fx_free(x);
+    gr_iopool_destroy(fx_pool);
+    fx_pool = NULL;
+    ev_async_stop(loop, &cold_async);
+    gr_sys_reset();
 }
 
 /* OFFSET_OUT_OF_RANGE, leader behind (an unclean election): ListOffsets latest (ReplicaId 2) answers 4 <
@@ -1478,6 +1653,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fetch_appends),
         cmocka_unit_test(test_diverging_epoch),
+        cmocka_unit_test(test_diverging_epoch_cold),
+        cmocka_unit_test(test_cold_truncation_during_long_poll),
         cmocka_unit_test(test_out_of_range_leader_behind),
         cmocka_unit_test(test_out_of_range_behind_start),
         cmocka_unit_test(test_fenced),

@@ -6,9 +6,9 @@ replica comparison (replicacheck.py). Runs as root; everything it starts is undo
 ends by itself under a hard deadline (the harness's watchdog kills it past `--deadline`).
 
 The workload (on the host, reaching the brokers over the bridge): a topic of --partitions partitions with
-replication factor --rf (default 3, as make test-faults runs it: the topic and the compacted one have
-replication factor 3 and min.insync.replicas 2; --rf 1, as make test's short form runs it (run.sh says why),
-one replica per partition, with __consumer_offsets at one replica too); producers p0..p<S-1> strict
+replication factor --rf (default 3, as make test and make test-faults run it: the topic and the compacted one
+have replication factor 3 and min.insync.replicas 2; --rf 1 runs one replica per partition, with
+__consumer_offsets at one replica too); producers p0..p<S-1> strict
 (librdkafka through confluent-kafka, acks=all, enable.idempotence) and one lenient producer (acks=1, not
 idempotent: its losses are reported, not failed), each writing "p<k>-<n>" round-robin over the partitions at
 a fixed rate; two consumers reading every partition from offset 0 while faults run.

@@ -3,22 +3,28 @@
  * leader's bytes (offsets, epochs, timestamps), one write per chunk, refusals write nothing, the leader
  * epoch cache and producer state learn the batches; truncations to the middle of the active segment, to a
  * segment boundary, across segments and fully (below the log start), each checked in memory and after a
- * reopen; the log start offset raised from the leader's; a crash at every syscall of a truncation.
+ * reopen; the log start offset raised from the leader's; a crash at every syscall of a truncation; with an
+ * I/O pool, a truncation whose files are closed, indexes unloaded and pages not in the page cache makes no
+ * call that may wait for the disk on the calling thread (its reads go to the pool, it answers -EAGAIN until
+ * they are in, appends wait meanwhile), and a log deleted meanwhile is left alone by the pool's completion.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
 #include "common/log.h"
 #include "storage/internal.h"
+#include "storage/iopool.h"
 #include "storage/sys.h"
 #include "storage/tests/fault.h"
 #include "storage/tests/helpers.h"
@@ -729,6 +735,180 @@ static void test_crash_mid_full_truncation(void **state)
     crash_at_every_point(200, true);
 }
 
+/* ---------------------------------------------------------------- truncation reads on the I/O pool */
+
+/* Simulated page cache (gr_sys.cachestat): while `sim_cold`, a file counts as resident only once a thread
+   other than the test's read it (the pool's prefetch, index load or snapshot read); the audit of the test's
+   thread then reports each read it would make of a file nobody read in. */
+static bool sim_cold;
+static bool sim_stuck; /* the pool's reads warm nothing (pages evicted again at once) */
+static pthread_t sim_main;
+static ino_t sim_warm[256];
+static int sim_warm_count;
+static pthread_mutex_t sim_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static bool sim_is_warm(int fd)
+{
+    struct stat st;
+    if (fstat(fd, &st) < 0) return false;
+    pthread_mutex_lock(&sim_mu);
+    bool warm = false;
+    for (int i = 0; i < sim_warm_count && !warm; i++)
+        warm = sim_warm[i] == st.st_ino;
+    pthread_mutex_unlock(&sim_mu);
+    return warm;
+}
+
+static ssize_t sim_pread(int fd, void *buf, size_t n, off_t pos)
+{
+    struct stat st;
+    if (!sim_stuck && !pthread_equal(pthread_self(), sim_main) && fstat(fd, &st) == 0) {
+        pthread_mutex_lock(&sim_mu);
+        bool known = false;
+        for (int i = 0; i < sim_warm_count && !known; i++)
+            known = sim_warm[i] == st.st_ino;
+        if (!known && sim_warm_count < 256) sim_warm[sim_warm_count++] = st.st_ino;
+        pthread_mutex_unlock(&sim_mu);
+    }
+    return gr_sys_libc.pread(fd, buf, n, pos);
+}
+
+static int sim_cachestat(int fd, int64_t pos, int64_t len, int64_t *cached_pages)
+{
+    if (!sim_cold) return gr_sys_libc.cachestat(fd, pos, len, cached_pages);
+    long page = sysconf(_SC_PAGESIZE);
+    *cached_pages = sim_is_warm(fd) ? (len + page - 1) / page : 0;
+    return 0;
+}
+
+static int pool_audit_reports;
+static char pool_audit_first[160];
+static void pool_audit_report(const char *op, int fd, const char *path)
+{
+    (void)fd;
+    if (!pool_audit_reports++)
+        snprintf(pool_audit_first, sizeof pool_audit_first, "%s %s", op, path ? path : "");
+    print_message("disk wait on the truncating thread: %s %s\n", op, path ? path : "");
+}
+
+/* The log of build() (30 batches over 1000-byte segments), reopened with a pool, one open .log file at a
+   time and every page "cold": the files of older segments are closed and their indexes not loaded. */
+static struct gr_iopool *cold_log(struct fx *f, struct chunk *c)
+{
+    build(f, c, 30);
+    gr_store_quiesce(f->store);
+    gr_store_close(f->store);
+    f->store = NULL;
+    sim_main = pthread_self();
+    sim_warm_count = 0;
+    gr_sys.pread = sim_pread; /* while no store is open (storage/sys.h) */
+    gr_sys.cachestat = sim_cachestat;
+    f->cfg.open_segment_fds_max = 1;
+    open_log(f, NULL);
+    struct gr_iopool *pool;
+    assert_int_equal(gr_iopool_create(2, NULL, NULL, &pool), 0);
+    gr_store_set_iopool(f->store, pool);
+    assert_true(f->log->seg_count >= 5);
+    assert_true(f->log->snapshot_count >= 2);
+    sim_warm_count = 0;
+    sim_cold = true;
+    return pool;
+}
+
+static void cold_log_end(struct fx *f, struct gr_iopool *pool)
+{
+    sim_cold = false;
+    gr_iopool_drain(pool);
+    gr_store_set_iopool(f->store, NULL);
+    gr_iopool_destroy(pool);
+    gr_store_quiesce(f->store);
+    gr_store_close(f->store);
+    f->store = NULL;
+    gr_sys_reset();
+    f->cfg.open_segment_fds_max = 1024;
+}
+
+/* A truncation into an older segment (its file closed, its index not loaded, a producer snapshot below the
+   cut, batches to replay after it, all cold) answers -EAGAIN while its reads run on the pool, makes no call
+   that may wait for the disk on the calling thread, and ends as the blocking one does (check_cut: segments,
+   indexes, epochs, producer state; again after a reopen). Meanwhile appends answer -EAGAIN and the log
+   reads as truncation pending. */
+static void test_truncate_reads_on_the_pool(void **state)
+{
+    struct fx *f = *state;
+    struct chunk c;
+    struct gr_iopool *pool = cold_log(f, &c);
+    /* inside the older segment starting at the oldest snapshot kept (72: the snapshot is read, then batch
+       72..74 replayed from that closed segment) */
+    int64_t cut = f->log->snapshots[0] + 4, end = cut - cut % 3;
+    assert_true(cut < f->log->segs[f->log->seg_count - 1]->base_offset);
+    pool_audit_reports = 0;
+    int rounds = 0, rc;
+    for (;;) {
+        gr_sys_audit_this_thread(pool_audit_report);
+        rc = gr_log_truncate_to(f->log, cut);
+        gr_sys_audit_this_thread(NULL);
+        if (rc != -EAGAIN || rounds > 40) break;
+        rounds++;
+        assert_true(gr_log_truncation_pending(f->log));
+        assert_int_equal(append_chunk(f->log, &c, 29, 30), -EAGAIN); /* appends wait for it */
+        gr_iopool_drain(pool); /* the warm job's done runs here, on the owner's thread */
+    }
+    assert_int_equal(rc, 0);
+    if (pool_audit_reports) print_message("first: %s\n", pool_audit_first);
+    assert_int_equal(pool_audit_reports, 0);
+    print_message("truncation done after %d pool rounds\n", rounds);
+    assert_true(rounds >= 3); /* the closed file and its index, the snapshot, the headers */
+    sim_cold = false;
+    check_cut(f, &c, end);
+    gr_store_quiesce(f->store);
+    assert_false(gr_log_truncation_pending(f->log));
+    cold_log_end(f, pool);
+    open_log(f, NULL);
+    check_cut(f, &c, end);
+    free(c.bytes);
+}
+
+/* Pages evicted again after every pool round: after TRUNC_ROUNDS_MAX (16) rounds the truncation reads on the
+   calling thread (as without a pool) and ends as the blocking one does. */
+static void test_truncate_rounds_capped(void **state)
+{
+    struct fx *f = *state;
+    struct chunk c;
+    struct gr_iopool *pool = cold_log(f, &c);
+    sim_stuck = true;
+    int64_t cut = f->log->snapshots[0] + 4, end = cut - cut % 3;
+    int rounds = 0, rc;
+    while ((rc = gr_log_truncate_to(f->log, cut)) == -EAGAIN && rounds <= 40) {
+        rounds++;
+        gr_iopool_drain(pool);
+    }
+    sim_stuck = false;
+    assert_int_equal(rc, 0);
+    assert_int_equal(rounds, 16);
+    sim_cold = false;
+    check_cut(f, &c, end);
+    cold_log_end(f, pool);
+    free(c.bytes);
+}
+
+/* A log deleted while its truncation's reads are on the pool: the job's completion leaves it (offline,
+   still allocated until the store closes) and the truncation then answers -EROFS. */
+static void test_truncate_log_deleted_while_reading(void **state)
+{
+    struct fx *f = *state;
+    struct chunk c;
+    struct gr_iopool *pool = cold_log(f, &c);
+    int64_t cut = f->log->segs[1]->base_offset + 4;
+    assert_int_equal(gr_log_truncate_to(f->log, cut), -EAGAIN);
+    assert_int_equal(gr_store_topic_delete(f->store, gr_store_topic_find(f->store, "r", 1)), 0);
+    gr_iopool_drain(pool);
+    assert_false(gr_log_truncation_pending(f->log));
+    assert_int_equal(gr_log_truncate_to(f->log, cut), -EROFS);
+    cold_log_end(f, pool);
+    free(c.bytes);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -743,6 +923,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_truncate_below_log_start_is_full, setup, teardown),
         cmocka_unit_test_setup_teardown(test_truncate_fully_and_start_at, setup, teardown),
         cmocka_unit_test_setup_teardown(test_truncate_refusals, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_truncate_reads_on_the_pool, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_truncate_rounds_capped, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_truncate_log_deleted_while_reading, setup, teardown),
         cmocka_unit_test(test_fail_each_truncation_syscall),
         cmocka_unit_test(test_crash_mid_truncation),
         cmocka_unit_test(test_crash_mid_full_truncation),
