@@ -39,9 +39,9 @@ static const struct gr_config_def defs[] = {
     {"default.replication.factor", GR_CFG_INT, "1", 1, GR_CLUSTER_REPLICAS_MAX,
      "Replication factor of auto-created topics (one node: 1)."},
     {"offsets.topic.replication.factor", GR_CFG_INT, "3", 1, GR_CLUSTER_REPLICAS_MAX,
-     "The replication factor for the offsets topic (set higher to ensure availability). Internal topic "
-     "creation will fail until the cluster size meets this replication factor requirement. Gregor: a "
-     "single-node broker uses 1 when it is not set, and refuses to start when it is set above 1."},
+     "Replicas of each __consumer_offsets partition; in a cluster its creation waits until that many "
+     "brokers are registered. Gregor: a single-node broker uses 1 when it is not set, and refuses to start "
+     "when it is set above 1."},
     {"offsets.topic.num.partitions", GR_CFG_INT, "50", POS32, "Partitions of __consumer_offsets."},
     {"transaction.state.log.num.partitions", GR_CFG_INT, "50", 1, 1000,
      "Partitions of __transaction_state, made on first use; an existing topic keeps its count. Gregor: at "
