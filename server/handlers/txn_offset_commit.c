@@ -62,6 +62,27 @@ static void txn_commit_expire(struct gr_req *req)
     gr_req_finish(req);
 }
 
+/* Hands the valid partitions (`nct` topics) to the group coordinator: st->partition and st->end_offset get
+ * where the transactional batch was appended (end_offset < 0: answered at once). v0-2 carry no generation,
+ * member or instance id (KIP-447 came with v3). */
+static void txn_send(struct gr_req *req, struct txn_commit_state *st, struct gr_commit_topic *cts,
+                     int32_t nct)
+{
+    struct gr_txn_offset_commit_request *body = req->body;
+    int16_t v = req->hdr.request_api_version;
+    struct gr_txn_commit_params p = {
+        .group_id = body->group_id,
+        .member_id = v >= 3 ? body->member_id : gr_str_c(""),
+        .group_instance_id = v >= 3 ? body->group_instance_id : GR_STR_NULL,
+        .generation_id = v >= 3 ? body->generation_id_or_member_epoch : -1,
+        .producer_id = body->producer_id,
+        .producer_epoch = body->producer_epoch,
+        .topics = cts,
+        .topic_count = nct,
+    };
+    gr_coord_txn_commit(req->broker->coord, &p, &st->partition, &st->end_offset);
+}
+
 enum gr_handler_rc gr_handle_txn_offset_commit(struct gr_req *req)
 {
     struct gr_txn_offset_commit_request *body = req->body;
@@ -115,17 +136,7 @@ enum gr_handler_rc gr_handle_txn_offset_commit(struct gr_req *req)
     }
     st->count = k;
     if (k == 0) return GR_HANDLER_DONE;
-    struct gr_txn_commit_params p = {
-        .group_id = body->group_id,
-        .member_id = v >= 3 ? body->member_id : gr_str_c(""),
-        .group_instance_id = v >= 3 ? body->group_instance_id : GR_STR_NULL,
-        .generation_id = v >= 3 ? body->generation_id_or_member_epoch : -1,
-        .producer_id = body->producer_id,
-        .producer_epoch = body->producer_epoch,
-        .topics = cts,
-        .topic_count = nct,
-    };
-    gr_coord_txn_commit(b->coord, &p, &st->partition, &st->end_offset);
+    txn_send(req, st, cts, nct);
     if (st->end_offset < 0) {
         copy_errors(st, GR_ERR_NONE);
         return GR_HANDLER_DONE;
