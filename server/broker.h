@@ -385,6 +385,11 @@ void gr_req_unpark(struct gr_req *req);
  * when Gregor does not serve it; gr_api_table returns every row in key order and sets *count. */
 const struct gr_api *gr_api_find(int16_t api_key);
 const struct gr_api *gr_api_table(int *count);
+/* Whether `api` (a row, or NULL) is served and advertised by broker `b`: it has a handler and, for the
+ * transaction APIs of issue #21 (apis.c's txn_gated list), the test-only
+ * gregor.transaction.coordinator.test.enable is on (server/txns.h gr_txns_enabled). Dispatch closes the
+ * connection of a request for an API not served, as for a key without a row; ApiVersions leaves it out. */
+bool gr_api_served(const struct gr_broker *b, const struct gr_api *api);
 /* Decodes one complete request frame, picks its API row and runs its handler (dispatch.c); a frame that
  * does not decode, or names an API or version not served, closes the connection. */
 void gr_dispatch(struct gr_req *req);

@@ -159,6 +159,16 @@ static int hook_append(void *ctx, int32_t partition, const struct gr_coord_recor
     return gr_offsets_log_append(g->ol, partition, recs, count, gr_time_wall_ms(), end_offset);
 }
 
+/* The coordinator's transactional append (gr_coord_set_append_txn): TxnOffsetCommit's transactional batch
+ * and the COMMIT / ABORT markers, written by the offsets log with the producer's id and epoch. */
+static int hook_append_txn(void *ctx, int32_t partition, const struct gr_coord_txn_write *w,
+                           const struct gr_coord_record *recs, int count, int64_t *end_offset)
+{
+    struct gr_groups *g = ctx;
+    if (!g->ol) return -ENOENT;
+    return gr_offsets_log_append_txn(g->ol, partition, w, recs, count, gr_time_wall_ms(), end_offset);
+}
+
 /* Until committed on the offsets partition (partition/partition.h): with gregor.acks.all.fsync (default) a
  * group-metadata write counts once fsynced (its flush completion wakes `w`); without it, at once (Kafka's
  * page-cache behaviour). */
@@ -227,7 +237,9 @@ static struct gr_coordinator *coord_new(struct gr_groups *g, const struct gr_coo
     struct gr_coord_hooks hooks = {g,           hook_mono,          hook_wall,
                                    hook_append, hook_join_done,     hook_sync_done,
                                    hook_timer,  hook_wait_committed};
-    return gr_coord_create(cfg, &hooks);
+    struct gr_coordinator *c = gr_coord_create(cfg, &hooks);
+    if (c) gr_coord_set_append_txn(c, hook_append_txn);
+    return c;
 }
 
 int gr_groups_start(struct gr_broker *b)
@@ -421,7 +433,10 @@ static void load_done(struct gr_io_job *job)
         memset(&ld->slice, 0, sizeof ld->slice);
         if (job->result == 0) {
             int64_t next =
-                gr_offsets_log_replay(ld->g->b->coord, ld->buf, (size_t)bytes, ld->off, &ld->records);
+                /* this partition's markers complete this partition's pending offsets only: another
+                   partition may hold the same producer's open transaction */
+                gr_offsets_log_replay_partition(ld->g->b->coord, ld->partition, ld->buf, (size_t)bytes,
+                                                ld->off, &ld->records);
             ld->off = next > ld->off ? next : ld->end; /* no whole batch: a torn tail ends the load */
         }
         free(ld->buf);

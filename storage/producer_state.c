@@ -233,6 +233,13 @@ enum gr_producer_verdict gr_producer_state_check(const struct gr_producer_state 
     if (!e || e->producer_epoch < 0) return GR_PRODUCER_ACCEPT; /* no state: any sequence (Kafka 4.x) */
     int16_t epoch = gr_batch_producer_epoch(b);
     int32_t first_seq = gr_batch_base_sequence(b);
+    if (first_seq < 0) {
+        /* NO_SEQUENCE (-1): a coordinator's write (the group coordinator's transactional offset commits;
+           client batches carry a sequence >= 0). Kafka checks sequences and looks for duplicates for origin
+           CLIENT only (ProducerAppendInfo.maybeValidateDataBatch,
+           UnifiedLog.analyzeAndValidateProducerState): the epoch alone is checked. */
+        return epoch < e->producer_epoch ? GR_PRODUCER_INVALID_EPOCH : GR_PRODUCER_ACCEPT;
+    }
     if (epoch == e->producer_epoch) {
         *dup = gr_producer_entry_find_batch(e, first_seq, seq_add(first_seq, gr_batch_last_offset_delta(b)));
         if (*dup) return GR_PRODUCER_DUPLICATE;

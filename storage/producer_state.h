@@ -122,7 +122,9 @@ const struct gr_producer_batch *gr_producer_entry_find_batch(const struct gr_pro
    INVALID_PRODUCER_EPOCH (47) OUT_OF_ORDER  OUT_OF_ORDER_SEQUENCE_NUMBER (45): a higher epoch whose first
    sequence is not 0, or the same epoch with a first sequence that is not last sequence + 1 (INT32_MAX is
    followed by 0) ACCEPT        otherwise; also any sequence of a producer the partition holds no state for
-   (new, expired, or dropped with its batches by retention/DeleteRecords), as Kafka 4.x accepts it. */
+   (new, expired, or dropped with its batches by retention/DeleteRecords), as Kafka 4.x accepts it. A data
+   batch with base sequence -1 (NO_SEQUENCE: a coordinator's write, origin COORDINATOR) is judged by its epoch
+   only (INVALID_EPOCH or ACCEPT: no duplicate or sequence check, as Kafka for a non-CLIENT origin). */
 enum gr_producer_verdict {
     GR_PRODUCER_ACCEPT = 0,
     GR_PRODUCER_DUPLICATE = 1,

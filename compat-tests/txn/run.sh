@@ -5,17 +5,20 @@
 # COORDINATOR_NOT_AVAILABLE and makes no topic; on, the first one creates __transaction_state with Kafka's
 # settings and configs and names this broker, the coordinator loads every partition on the I/O pool at a
 # coordinator epoch saved in the log directory and raised at every start; transaction.state.log.replication.factor
-# or transaction.state.log.min.isr set above 1 stops a single-node broker. Read next: coordinator.py.
+# or transaction.state.log.min.isr set above 1 stops a single-node broker. The group side (offsets.py):
+# TxnOffsetCommit served only when on, its per-partition errors, OffsetFetch require_stable answering
+# UNSTABLE_OFFSET_COMMIT while a transactional commit is pending, also after a restart. Read next:
+# coordinator.py, offsets.py.
 set -u
 . "$(dirname "$0")/../lib/broker.sh"
 trap broker_cleanup EXIT
 export GREGOR_NET_THREAD_AUDIT=${GREGOR_NET_THREAD_AUDIT:-1} # compat-tests/run.sh sets a file
 
-txn_step() { # txn_step STEP: one pass/fail per line that coordinator.py prints
+txn_step() { # txn_step STEP [SCRIPT]: one pass/fail per line that coordinator.py (or SCRIPT) prints
     local line
     while IFS= read -r line; do
         case "$line" in "ok   "*) pass "${line#ok   }" ;; "FAIL "*) fail "${line#FAIL }" ;; *) echo "$line" ;; esac
-    done < <(timeout 60 python3 "$(dirname "$0")/coordinator.py" "$BROKER" "$1" 2>&1)
+    done < <(timeout 60 python3 "$(dirname "$0")/${2:-coordinator.py}" "$BROKER" "$1" 2>&1)
 }
 # wait_log TEXT: up to 30 s for TEXT in the broker's log
 wait_log() {
@@ -25,6 +28,7 @@ wait_log() {
 
 broker_start || { fail "start"; summary txn; exit 1; }
 txn_step off
+txn_step off offsets.py
 broker_stop
 rm -rf "$BROKER_DIR"
 
@@ -32,11 +36,13 @@ BROKER_DIR=$(mktemp -d /tmp/gregor-test.XXXXXX)
 ON=(--override gregor.transaction.coordinator.test.enable=true)
 broker_start "${ON[@]}" || { fail "start"; summary txn; exit 1; }
 txn_step on
+txn_step on offsets.py
 check "every partition loaded at coordinator epoch 1" \
     wait_log "50 partitions of __transaction_state loaded at coordinator epoch 1"
 check_eq "the epoch file holds 1" "00000001" "$(od -An -tx1 "$BROKER_DIR/data/transaction-coordinator-epoch" | tr -d ' \n')"
 broker_restart "${ON[@]}"
 txn_step present
+txn_step pending offsets.py
 check "the restart loaded every partition at coordinator epoch 2" \
     wait_log "50 partitions of __transaction_state loaded at coordinator epoch 2"
 check_eq "the epoch file holds 2" "00000002" "$(od -An -tx1 "$BROKER_DIR/data/transaction-coordinator-epoch" | tr -d ' \n')"

@@ -4,9 +4,11 @@
  * partitions UNKNOWN_TOPIC_ID with offset -1, as Kafka 4.4, and "every committed partition" lists the
  * topics that exist, with their ids (offsets are stored by name; a topic gone has no id to name it by). A
  * partition with no committed offset (or an unknown group) answers offset -1, leader epoch -1, metadata ""
- * and error 0, as Kafka does; the committed leader epoch is carried from v5. require_stable (v7+) has nothing
- * to wait for without transactions. Views of the coordinator's strings are referenced, not copied: the
- * response is encoded as soon as this returns. Read next: coordinator/offsets.c.
+ * and error 0, as Kafka does; the committed leader epoch is carried from v5. require_stable (v7+, KIP-447):
+ * a partition with a transactional commit waiting for its marker answers UNSTABLE_OFFSET_COMMIT with offset
+ * -1, named or listed among every committed partition (Kafka's OffsetMetadataManager.fetchOffsets /
+ * fetchAllOffsets); without it the last committed value. Views of the coordinator's strings are referenced,
+ * not copied: the response is encoded as soon as this returns. Read next: coordinator/offsets.c.
  */
 #include "coordinator/coordinator.h"
 #include "server/handlers/handlers.h"
@@ -18,6 +20,8 @@ typedef struct gr_offset_fetch_response_offset_fetch_response_partitions parts_t
 /* The v8+ shapes are built first; versions below 8 are copied into the older structs at the end. */
 struct all_ctx {
     struct gr_req *req;
+    struct gr_str group_id;
+    bool require_stable;
     topics_t *topics;
     int32_t topic_count, topic_cap;
     bool fail;
@@ -67,13 +71,16 @@ static void add_committed(void *ctx, const char *topic, int32_t partition, int64
     parts_t *p = &t->partitions.items[t->partitions.count++];
     gr_offset_fetch_response_offset_fetch_response_partitions_init(p);
     p->partition_index = partition;
-    p->committed_offset = offset;
-    p->committed_leader_epoch = leader_epoch;
-    p->metadata = metadata;
+    bool unstable =
+        a->require_stable && gr_coord_offset_pending(a->req->broker->coord, a->group_id, t->name, partition);
+    p->error_code = unstable ? GR_ERR_UNSTABLE_OFFSET_COMMIT : GR_ERR_NONE;
+    p->committed_offset = unstable ? -1 : offset;
+    p->committed_leader_epoch = unstable ? -1 : leader_epoch;
+    p->metadata = unstable ? gr_str_c("") : metadata;
 }
 
 /* One group: topics NULL (count -1) = everything committed. Returns false when out of request memory. */
-static bool fetch_group(struct gr_req *req, struct gr_str group_id,
+static bool fetch_group(struct gr_req *req, struct gr_str group_id, bool require_stable,
                         const struct gr_offset_fetch_request_offset_fetch_request_topics *rts, int32_t nrt,
                         struct gr_offset_fetch_response_offset_fetch_response_group *out)
 {
@@ -86,7 +93,7 @@ static bool fetch_group(struct gr_req *req, struct gr_str group_id,
     }
     if ((out->error_code = gr_coord_check(c, group_id))) return true; /* not coordinated here, or loading */
     if (nrt < 0) {
-        struct all_ctx a = {req, NULL, 0, 0, false};
+        struct all_ctx a = {req, group_id, require_stable, NULL, 0, 0, false};
         gr_coord_offsets_foreach(c, group_id, add_committed, &a);
         if (a.fail) return false;
         out->topics.items = a.topics;
@@ -117,20 +124,15 @@ static bool fetch_group(struct gr_req *req, struct gr_str group_id,
             parts_t *p = &t->partitions.items[j];
             gr_offset_fetch_response_offset_fetch_response_partitions_init(p);
             p->partition_index = rts[i].partition_indexes.items[j];
-            int64_t off;
-            int32_t epoch;
-            struct gr_str md;
-            p->error_code = topic_error;
-            if (!topic_error &&
-                gr_coord_offset_get(c, group_id, t->name, p->partition_index, &off, &epoch, &md)) {
-                p->committed_offset = off;
-                p->committed_leader_epoch = epoch;
-                p->metadata = md;
-            } else {
-                p->committed_offset = -1;
-                p->committed_leader_epoch = -1;
-                p->metadata = gr_str_c("");
-            }
+            int64_t off = -1;
+            int32_t epoch = -1;
+            struct gr_str md = gr_str_c("");
+            p->error_code = topic_error ? topic_error
+                                        : gr_coord_offset_fetch(c, group_id, t->name, p->partition_index,
+                                                                require_stable, &off, &epoch, &md);
+            p->committed_offset = off;
+            p->committed_leader_epoch = epoch;
+            p->metadata = md;
         }
     }
     return true;
@@ -148,7 +150,8 @@ enum gr_handler_rc gr_handle_offset_fetch(struct gr_req *req)
         resp->groups.count = ng;
         for (int32_t i = 0; i < ng; i++) {
             struct gr_offset_fetch_request_offset_fetch_request_group *g = &body->groups.items[i];
-            if (!fetch_group(req, g->group_id, g->topics.items, g->topics.count, &resp->groups.items[i]))
+            if (!fetch_group(req, g->group_id, body->require_stable, g->topics.items, g->topics.count,
+                             &resp->groups.items[i]))
                 return GR_HANDLER_CLOSE;
         }
         return GR_HANDLER_DONE;
@@ -166,7 +169,8 @@ enum gr_handler_rc gr_handle_offset_fetch(struct gr_req *req)
         }
     }
     struct gr_offset_fetch_response_offset_fetch_response_group g;
-    if (!fetch_group(req, body->group_id, rts, nrt < 0 ? -1 : nrt, &g)) return GR_HANDLER_CLOSE;
+    if (!fetch_group(req, body->group_id, v >= 7 && body->require_stable, rts, nrt < 0 ? -1 : nrt, &g))
+        return GR_HANDLER_CLOSE;
     resp->error_code = g.error_code;
     int32_t nt = g.topics.count > 0 ? g.topics.count : 0;
     resp->topics.items = gr_arena_calloc(&req->arena, (size_t)nt + 1, sizeof *resp->topics.items);

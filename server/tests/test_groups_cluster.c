@@ -5,7 +5,8 @@
  * NOT_COORDINATOR; becoming its leader starts a load (COORDINATOR_LOAD_IN_PROGRESS until the pool's reads
  * are replayed, the coordinator epoch = the leader epoch); losing it (another leader, leader -1, this
  * broker fenced) drops its groups; leading it again loads the committed offsets back from the log; other
- * partitions are untouched throughout. FindCoordinator's choice (gr_groups_coordinator) follows the image.
+ * partitions are untouched throughout; a transaction marker loaded with one partition completes that
+ * partition's pending offsets only. FindCoordinator's choice (gr_groups_coordinator) follows the image.
  * With no __consumer_offsets yet: FindCoordinator asks the topic writer (a fake here, refusing as placement
  * does while fewer brokers than offsets.topic.replication.factor are usable) and answers
  * COORDINATOR_NOT_AVAILABLE; the creation is tried again when a broker joins, without another
@@ -230,6 +231,50 @@ static void test_epoch_rise_reloads(void **state)
     assert_int_equal(gr_coord_partition_state(b->coord, f->pb), GR_COORD_PART_NOT_OWNED);
 }
 
+static int16_t txn_commit(struct fx *f, const char *group, int64_t pid, int64_t offset)
+{
+    struct gr_commit_partition cp = {0, offset, -1, GR_STR_NULL, -99};
+    struct gr_commit_topic ct = {gr_str_c("t"), &cp, 1};
+    struct gr_txn_commit_params p = {gr_str_c(group), gr_str_c(""), GR_STR_NULL, -1, pid, 0, &ct, 1};
+    int32_t wp;
+    int64_t we;
+    gr_coord_txn_commit(f->b->coord, &p, &wp, &we);
+    return cp.error_code;
+}
+
+/* A producer's transactional commits on two offsets partitions (the binding's transactional append writes
+ * them), its COMMIT marker written on pa only: reloading pa replays that marker for pa's groups alone, so the
+ * producer's still-open transaction on pb stays pending (before, the load's replay applied the marker to
+ * every partition's groups and committed gb's offset). */
+static void test_load_marker_stays_in_its_partition(void **state)
+{
+    struct fx *f = *state;
+    struct gr_broker *b = f->b;
+    start_leading(f, f->pa, 5);
+    lead(f, f->pb, 1, 5);
+    gr_image_changed(b->image);
+    pump(f, f->pb);
+    assert_int_equal(txn_commit(f, f->ga, 500, 10), 0);
+    assert_int_equal(txn_commit(f, f->gb, 500, 20), 0);
+    assert_true(gr_coord_offset_pending(b->coord, gr_str_c(f->ga), gr_str_c("t"), 0));
+    assert_true(gr_coord_offset_pending(b->coord, gr_str_c(f->gb), gr_str_c("t"), 0));
+    int64_t we;
+    assert_int_equal(gr_coord_txn_complete(b->coord, f->pa, 500, 0, 1, true, &we), 0);
+    assert_true(we > 0);
+    assert_false(gr_coord_offset_pending(b->coord, gr_str_c(f->ga), gr_str_c("t"), 0));
+    assert_int_equal(fetch(f, f->ga, 0), 10);
+    assert_true(gr_coord_offset_pending(b->coord, gr_str_c(f->gb), gr_str_c("t"), 0));
+    /* pa loaded again at epoch 9: its batch and marker replayed */
+    lead(f, f->pa, 1, 9);
+    gr_image_changed(b->image);
+    pump(f, f->pa);
+    assert_int_equal(gr_coord_partition_state(b->coord, f->pa), GR_COORD_PART_OWNED);
+    assert_int_equal(fetch(f, f->ga, 0), 10);
+    assert_false(gr_coord_offset_pending(b->coord, gr_str_c(f->ga), gr_str_c("t"), 0));
+    assert_true(gr_coord_offset_pending(b->coord, gr_str_c(f->gb), gr_str_c("t"), 0));
+    assert_int_equal(fetch(f, f->gb, 0), -1);
+}
+
 /* A load abandoned halfway (leadership lost while the pool reads) leaves nothing behind. */
 static void test_unload_while_loading(void **state)
 {
@@ -333,6 +378,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_follow_leadership, setup, teardown),
         cmocka_unit_test_setup_teardown(test_epoch_rise_reloads, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unload_while_loading, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_load_marker_stays_in_its_partition, setup, teardown),
         cmocka_unit_test(test_offsets_topic_retry_on_join),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

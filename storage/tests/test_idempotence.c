@@ -357,6 +357,39 @@ static void test_check_verdicts_direct(void **state)
     gr_producer_state_free(&ps);
 }
 
+/* A coordinator's data batches carry base sequence -1 (the group coordinator's transactional offset
+ * commits): only the epoch is checked, never the sequence or duplicates (Kafka: origin COORDINATOR). Before,
+ * the second such batch of a producer was OUT_OF_ORDER (or a DUPLICATE of the first with the same count). */
+static void test_coordinator_batches_no_sequence(void **state)
+{
+    (void)state;
+    struct gr_producer_state ps;
+    gr_producer_state_init(&ps);
+    struct th_batch_spec s = {.count = 1,
+                              .ts0 = 5,
+                              .ts_step = 1,
+                              .value_bytes = 4,
+                              .producer_id = 77,
+                              .producer_epoch = 3,
+                              .base_sequence = -1};
+    size_t len;
+    uint8_t *b = th_batch(&s, &len);
+    const struct gr_producer_batch *dup;
+    for (int64_t off = 0; off < 3; off++) {
+        assert_int_equal(gr_producer_state_check(&ps, b, len, &dup), GR_PRODUCER_ACCEPT);
+        assert_null(dup);
+        gr_batch_set_base_offset(b, off);
+        assert_int_equal(gr_producer_state_reserve(&ps, 77), 0);
+        assert_int_equal(gr_producer_state_update(&ps, b, len, NULL), 0);
+    }
+    s.producer_epoch = 2; /* an older epoch is still fenced */
+    uint8_t *old = th_batch(&s, &len);
+    assert_int_equal(gr_producer_state_check(&ps, old, len, &dup), GR_PRODUCER_INVALID_EPOCH);
+    free(old);
+    free(b);
+    gr_producer_state_free(&ps);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -373,6 +406,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_rebuild_from_snapshot_and_log, setup, teardown),
         cmocka_unit_test_setup_teardown(test_duplicate_of_batch_not_yet_durable, setup, teardown),
         cmocka_unit_test(test_check_verdicts_direct),
+        cmocka_unit_test(test_coordinator_batches_no_sequence),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
