@@ -18,10 +18,18 @@
  * changed only by apply, on the network thread; every output segment ends with the last batch of its
  * input group (kept empty if needed), so segments still follow each other without offset gaps.
  *
+ * Transactions (Kafka's Cleaner with CleanedTransactionMetadata): nothing at or above the last stable
+ * offset is cleaned; data batches of aborted transactions (the .txnindex entries of the range) are removed
+ * and never enter the key map; a COMMIT/ABORT marker stays while a batch of its transaction was seen in the
+ * round, then gets a delete horizon (now + delete.retention.ms) and goes once it passed; an ABORT marker
+ * kept for its data keeps its entry in the new segment's .txnindex.
+ *
  * Deviations from Kafka 4.1 (documented in cleaner.h / README): the last batch of every output segment is
  * kept (Kafka keeps only the last of the cleaning round), which keeps a .swap file's offset range exact
- * for recovery; transactions are not cleaned specially (Gregor has no transactions yet); the key hash is
- * 128 bits of a non-cryptographic hash (Kafka: MD5).
+ * for recovery; the transaction state is carried across the groups of a round (Kafka: per group), so a
+ * marker never goes while a batch of its transaction is left in an earlier output segment (Gregor rebuilds
+ * producer state from every segment when no snapshot is usable: a lone data batch would reopen the
+ * transaction for good); the key hash is 128 bits of a non-cryptographic hash (Kafka: MD5).
  *
  * Read next: cleaner.h, log.c (the segment list), flusher.c (GR_JOB_CALL).
  */
@@ -209,6 +217,10 @@ struct clean_job {
     int ngroups;
     struct producer_last *producers; /* sorted by producer id */
     int nproducers;
+    struct gr_aborted_txn *atx; /* aborted transactions of the cleaned range, by first offset */
+    int natx;
+    struct txn_meta *map_tm;   /* the map pass's transaction walk */
+    struct txn_meta *clean_tm; /* the rewrite's, carried across the groups of the round */
     atomic_bool abort;
     struct offset_map *map; /* the key map job_run built */
     int err;
@@ -247,6 +259,9 @@ static bool dirty_bounds(struct gr_log *log, int64_t now_ms, int64_t *first_dirt
     int64_t bound = gr_log_hw_bound(log);
     int64_t unc = log->segs[log->seg_count - 1]->base_offset;
     if (bound < unc) unc = bound;
+    /* ... nor at or past the last stable offset (an open transaction's first offset) */
+    int64_t fuo = gr_log_first_unstable_offset(log);
+    if (fuo >= 0 && fuo < unc) unc = fuo;
     if (cfg->min_compaction_lag_ms > 0) {
         for (int i = 0; i < log->seg_count - 1; i++) {
             struct gr_segment *s = log->segs[i];
@@ -303,6 +318,7 @@ static void job_free(struct clean_job *job)
     free(job->segs);
     free(job->groups);
     free(job->producers);
+    free(job->atx);
     if (job->dir_fd >= 0) close(job->dir_fd);
     free(job);
 }
@@ -312,6 +328,31 @@ static int cmp_producer(const void *a, const void *b)
     int64_t x = ((const struct producer_last *)a)->producer_id,
             y = ((const struct producer_last *)b)->producer_id;
     return x < y ? -1 : x > y;
+}
+
+static int cmp_atx(const void *a, const void *b)
+{
+    int64_t x = ((const struct gr_aborted_txn *)a)->first_offset,
+            y = ((const struct gr_aborted_txn *)b)->first_offset;
+    return x < y ? -1 : x > y;
+}
+
+/* Copies the aborted transactions with data below `end` (first offset < end) from every segment's .txnindex
+   (their markers may lie past the cleaned range: UnifiedLog.collectAbortedTransactions reads on through
+   the higher segments), sorted by first offset. 0 or -ENOMEM. */
+static int job_collect_aborted(struct clean_job *job, const struct gr_log *log, int64_t end)
+{
+    int n = 0;
+    for (int i = 0; i < log->seg_count; i++)
+        for (int32_t k = 0; k < log->segs[i]->atx_count; k++)
+            n += log->segs[i]->atx[k].first_offset < end;
+    if (n == 0) return 0;
+    if (!(job->atx = malloc(sizeof(*job->atx) * (size_t)n))) return -ENOMEM;
+    for (int i = 0; i < log->seg_count; i++)
+        for (int32_t k = 0; k < log->segs[i]->atx_count; k++)
+            if (log->segs[i]->atx[k].first_offset < end) job->atx[job->natx++] = log->segs[i]->atx[k];
+    qsort(job->atx, (size_t)job->natx, sizeof(*job->atx), cmp_atx);
+    return 0;
 }
 
 /* Network thread: a job for `log`, or NULL (nothing to clean, or out of memory). */
@@ -350,6 +391,10 @@ static struct clean_job *job_prepare(struct gr_log *log, int64_t now_ms, bool fo
     job->now_ms = now_ms;
     job->first_dirty = first_dirty;
     job->uncleanable = log->segs[n]->base_offset < unc ? log->segs[n]->base_offset : unc;
+    if (job_collect_aborted(job, log, log->segs[n]->base_offset) < 0) {
+        job_free(job);
+        return NULL;
+    }
     job->io_bytes_per_second = log->store->cfg.cleaner_io_bytes_per_second;
     atomic_init(&job->abort, false);
     for (int i = 0; i < n; i++) {
@@ -461,14 +506,133 @@ static int scan_segment(struct clean_job *job, const struct clean_seg *cs, batch
     return rc;
 }
 
-/* Map building: every keyed record at or above the first dirty offset of a data batch. */
+/* ---------------------------------------------------------------- transactions */
+
+/* Kafka's CleanedTransactionMetadata: walks the batches in offset order beside the aborted transactions of
+   the range, telling which data batches belong to an aborted transaction and which markers may go. */
+struct txn_aborted_open {
+    struct gr_aborted_txn t;
+    bool observed; /* a batch of it was read (AbortedTransactionMetadata.lastObservedBatchOffset) */
+};
+
+struct txn_meta {
+    const struct gr_aborted_txn *atx; /* by first offset */
+    int natx, next;
+    int64_t from;                /* entries whose marker is below this offset are not of the walk */
+    struct txn_aborted_open *ab; /* ongoing aborted transactions, one per producer id */
+    int nab, capab;
+    int64_t *committed; /* producer ids with a batch of an ongoing committed transaction */
+    int ncom, capcom;
+};
+
+static void txn_meta_init(struct txn_meta *tm, const struct clean_job *job, int64_t from)
+{
+    memset(tm, 0, sizeof(*tm));
+    tm->atx = job->atx;
+    tm->natx = job->natx;
+    tm->from = from;
+}
+
+static void txn_meta_free(struct txn_meta *tm)
+{
+    free(tm->ab);
+    free(tm->committed);
+    memset(tm, 0, sizeof(*tm));
+}
+
+static int txn_find_aborted(const struct txn_meta *tm, int64_t pid)
+{
+    for (int i = 0; i < tm->nab; i++)
+        if (tm->ab[i].t.producer_id == pid) return i;
+    return -1;
+}
+
+/* CleanedTransactionMetadata.consumeAbortedTxnsUpTo: the aborted transactions starting at or below
+   `offset` become ongoing. 0 or -ENOMEM. */
+static int txn_consume_up_to(struct txn_meta *tm, int64_t offset)
+{
+    while (tm->next < tm->natx && tm->atx[tm->next].first_offset <= offset) {
+        const struct gr_aborted_txn *t = &tm->atx[tm->next++];
+        if (t->last_offset < tm->from || txn_find_aborted(tm, t->producer_id) >= 0) continue;
+        if (tm->nab == tm->capab) {
+            int ncap = tm->capab ? tm->capab * 2 : 8;
+            struct txn_aborted_open *n = realloc(tm->ab, sizeof(*n) * (size_t)ncap);
+            if (!n) return -ENOMEM;
+            tm->ab = n;
+            tm->capab = ncap;
+        }
+        tm->ab[tm->nab++] = (struct txn_aborted_open){*t, false};
+    }
+    return 0;
+}
+
+/* CleanedTransactionMetadata.onBatchRead for a data batch: 1 when it belongs to an aborted transaction (its
+   records go), 0 otherwise, -ENOMEM. */
+static int txn_on_batch(struct txn_meta *tm, const uint8_t *b)
+{
+    if (txn_consume_up_to(tm, gr_batch_last_offset(b)) < 0) return -ENOMEM;
+    if (!(gr_batch_attributes(b) & GR_BATCH_ATTR_TRANSACTIONAL)) return 0;
+    int64_t pid = gr_batch_producer_id(b);
+    int i = txn_find_aborted(tm, pid);
+    if (i >= 0) {
+        tm->ab[i].observed = true;
+        return 1;
+    }
+    for (int k = 0; k < tm->ncom; k++)
+        if (tm->committed[k] == pid) return 0;
+    if (tm->ncom == tm->capcom) {
+        int ncap = tm->capcom ? tm->capcom * 2 : 8;
+        int64_t *n = realloc(tm->committed, sizeof(*n) * (size_t)ncap);
+        if (!n) return -ENOMEM;
+        tm->committed = n;
+        tm->capcom = ncap;
+    }
+    tm->committed[tm->ncom++] = pid;
+    return 0;
+}
+
+/* CleanedTransactionMetadata.onControlBatchRead: 1 when the marker may go (no batch of its transaction was
+   read: it waits for its delete horizon), 0 when it stays, -ENOMEM. An ABORT marker that stays for its data
+   appends its entry to `out`'s .txnindex (cleanedIndex); an empty control batch (cleaned before) may go; an
+   unknown control type stays. */
+static int txn_on_control(struct txn_meta *tm, const uint8_t *b, size_t len, struct gr_segment *out)
+{
+    if (txn_consume_up_to(tm, gr_batch_last_offset(b)) < 0) return -ENOMEM;
+    if (gr_batch_record_count(b) == 0) return 1;
+    int type;
+    int32_t coordinator_epoch;
+    if (gr_control_marker_parse(b, len, &type, &coordinator_epoch) < 0) return 0;
+    int64_t pid = gr_batch_producer_id(b);
+    if (type == GR_CONTROL_ABORT) {
+        int i = txn_find_aborted(tm, pid);
+        if (i < 0) return 1;
+        struct txn_aborted_open a = tm->ab[i];
+        tm->ab[i] = tm->ab[--tm->nab];
+        if (!a.observed) return 1;
+        if (out && gr_segment_txn_append(out, &a.t) < 0) return -ENOMEM;
+        return 0;
+    }
+    for (int k = 0; k < tm->ncom; k++)
+        if (tm->committed[k] == pid) {
+            tm->committed[k] = tm->committed[--tm->ncom];
+            return 0;
+        }
+    return 1;
+}
+
+/* Map building: every keyed record at or above the first dirty offset of a data batch that is not of an
+   aborted transaction (Cleaner.buildOffsetMapForSegment). */
 static int map_batch(struct clean_job *job, const uint8_t *b, size_t len, void *ctx)
 {
     struct offset_map *m = ctx;
     int64_t base = gr_batch_base_offset(b);
-    if (gr_batch_last_offset(b) < job->first_dirty) return 0;
     if (base >= job->uncleanable) return 1;
+    int tr = gr_batch_attributes(b) & GR_BATCH_ATTR_CONTROL ? txn_on_control(job->map_tm, b, len, NULL)
+                                                            : txn_on_batch(job->map_tm, b);
+    if (tr < 0) return tr;
+    if (gr_batch_last_offset(b) < job->first_dirty) return 0;
     if (gr_batch_attributes(b) & GR_BATCH_ATTR_CONTROL) return 0;
+    if (tr == 1) return 0; /* aborted: its keys never count */
     int32_t count = gr_batch_record_count(b);
     int err = map_reserve(m, count > 0 ? (size_t)count : 0);
     if (err == -ENOSPC) {
@@ -614,13 +778,17 @@ static int clean_batch(struct clean_job *job, const uint8_t *b, size_t len, void
     int32_t count = gr_batch_record_count(b);
     job->st.records_read += count > 0 ? count : 0;
     bool keep_empty = is_producer_last(job, gr_batch_producer_id(b), last) || last + 1 == w->group_end;
-    if (attrs & GR_BATCH_ATTR_CONTROL) { /* transaction markers stay (no transactions to clean yet) */
-        job->st.records_kept += count;
-        return writer_put(job, w, b, len);
-    }
     bool horizon_set = (attrs & GR_BATCH_ATTR_DELETE_HORIZON) != 0;
     int64_t horizon = horizon_set ? gr_batch_base_timestamp(b) : -1;
     bool retain_deletes = !horizon_set || job->now_ms < horizon;
+    bool control = (attrs & GR_BATCH_ATTR_CONTROL) != 0;
+    /* Cleaner.cleanInto's checkBatchRetention: a data batch of an aborted transaction loses its records; a
+       marker that may go keeps them until its delete horizon (set now if absent) has passed. */
+    int tr = control ? txn_on_control(job->clean_tm, b, len, w->seg) : txn_on_batch(job->clean_tm, b);
+    if (tr < 0) return tr;
+    bool drop_all = control ? tr == 1 && horizon_set && job->now_ms >= horizon : tr == 1;
+    bool need_horizon = control && tr == 1 && !horizon_set && count > 0;
+    if (drop_all) count = 0; /* no record is read: only the empty header may stay */
     w->recs.len = 0;
     int32_t kept = 0;
     bool tombstones = false;
@@ -637,10 +805,10 @@ static int clean_batch(struct clean_job *job, const uint8_t *b, size_t len, void
         gr_record_iter_close(&it);
         return -ENOMEM;
     }
-    while (r == 0 && (r = gr_record_iter_next(&it, &rec)) == 1) {
+    while (!drop_all && r == 0 && (r = gr_record_iter_next(&it, &rec)) == 1) {
         r = 0;
         bool keep;
-        if (rec.offset >= job->end_offset) {
+        if (control || rec.offset >= job->end_offset) {
             keep = true;
         } else if (rec.key.len < 0) {
             keep = false; /* Kafka drops keyless records in a compacted log */
@@ -664,12 +832,12 @@ static int clean_batch(struct clean_job *job, const uint8_t *b, size_t len, void
     }
     job->st.records_kept += kept;
     int err = 0;
-    if (kept == count && count > 0 && !(tombstones && !horizon_set)) {
+    if (kept == count && count > 0 && !((tombstones || need_horizon) && !horizon_set)) {
         err = writer_put(job, w, b, len); /* unchanged: copied byte for byte */
     } else if (kept > 0) {
         /* Rebuild with the retained records: same base offset, last offset delta, epoch, producer fields
-           and codec; a new delete horizon when tombstones stay and none was set. */
-        bool new_horizon = tombstones && !horizon_set;
+           and codec; a new delete horizon when tombstones (or a marker that may go) stay and none was set. */
+        bool new_horizon = (tombstones || need_horizon) && !horizon_set;
         int64_t h = new_horizon ? gr_ms_add_sat(job->now_ms, job->cfg.delete_retention_ms) : horizon;
         bool with_horizon = new_horizon || horizon_set;
         int64_t base_ts = with_horizon ? h : first_ts;
@@ -717,7 +885,8 @@ static int clean_batch(struct clean_job *job, const uint8_t *b, size_t len, void
             .base_offset = base,
             .partition_leader_epoch = gr_batch_leader_epoch(b),
             .codec = GR_CODEC_NONE,
-            .attributes = (int16_t)(attrs & (GR_BATCH_ATTR_LOG_APPEND_TIME | GR_BATCH_ATTR_TRANSACTIONAL)),
+            .attributes = (int16_t)(attrs & (GR_BATCH_ATTR_LOG_APPEND_TIME | GR_BATCH_ATTR_TRANSACTIONAL |
+                                             GR_BATCH_ATTR_CONTROL)),
             .log_append_time = -1,
             .producer_id = gr_batch_producer_id(b),
             .producer_epoch = gr_batch_producer_epoch(b),
@@ -745,9 +914,9 @@ static void name_of(char *buf, int64_t base, const char *sfx)
 
 static void unlink_cleaned(int dir_fd, int64_t base, const char *ext)
 {
-    static const char *const kinds[] = {".log", ".index", ".timeindex"};
+    static const char *const kinds[] = {".log", ".index", ".timeindex", ".txnindex"};
     char name[GR_SEGMENT_NAME_BYTES + 16];
-    for (int k = 0; k < 3; k++) {
+    for (int k = 0; k < 4; k++) {
         char sfx[32];
         snprintf(sfx, sizeof(sfx), "%s%s", kinds[k], ext);
         name_of(name, base, sfx);
@@ -791,6 +960,24 @@ static int write_index_files(struct clean_job *job, struct gr_segment *seg)
     return err;
 }
 
+/* Writes the new segment's aborted transactions (Cleaner.cleanSegments: the cleaned segment's txnIndex) to
+   <base>.txnindex.cleaned and syncs it; no file when it has none (storage/format.md). 0 or -errno. */
+static int write_txn_file(struct clean_job *job, struct gr_segment *seg)
+{
+    size_t len;
+    uint8_t *buf = gr_segment_txn_encode(seg, &len);
+    if (len == 0) return 0;
+    if (!buf) return -ENOMEM;
+    char name[GR_SEGMENT_NAME_BYTES + 16];
+    name_of(name, seg->base_offset, ".txnindex.cleaned");
+    int fd = gr_sys_openat(job->dir_fd, name, O_RDWR | O_CREAT | O_TRUNC, 0644);
+    int err = fd < 0 ? fd : gr_sys_pwrite_full(fd, buf, len, 0);
+    if (err == 0) err = gr_sys_fdatasync(fd);
+    if (fd >= 0) gr_sys_close(fd);
+    free(buf);
+    return err;
+}
+
 /* Cleans one group into a new segment and commits it as .swap files. */
 static int clean_group(struct clean_job *job, struct clean_group *g)
 {
@@ -813,9 +1000,11 @@ static int clean_group(struct clean_job *job, struct clean_group *g)
     if (err == 0) err = writer_flush(job, &w);
     if (err == 0) err = gr_sys_fdatasync(w.fd);
     if (err == 0) err = write_index_files(job, w.seg);
+    if (err == 0) err = write_txn_file(job, w.seg);
     /* Commit: indexes first, the .log last (recovery keys on <base>.log.swap), then the directory. */
-    static const char *const kinds[] = {".index", ".timeindex", ".log"};
-    for (int k = 0; k < 3 && err == 0; k++) {
+    static const char *const kinds[] = {".index", ".timeindex", ".txnindex", ".log"};
+    for (int k = 0; k < 4 && err == 0; k++) {
+        if (k == 2 && w.seg->atx_count == 0) continue; /* no .txnindex */
         char from[GR_SEGMENT_NAME_BYTES + 16], to[GR_SEGMENT_NAME_BYTES + 16], s1[32], s2[32];
         snprintf(s1, sizeof(s1), "%s.cleaned", kinds[k]);
         snprintf(s2, sizeof(s2), "%s.swap", kinds[k]);
@@ -880,6 +1069,14 @@ static void job_run(struct clean_job *job, struct offset_map *m)
             m->slots[i].offset = -1;
     }
     m->count = 0;
+    struct txn_meta map_tm, clean_tm;
+    int first_scanned = 0;
+    while (first_scanned < job->nsegs && job->segs[first_scanned].end <= job->first_dirty)
+        first_scanned++;
+    txn_meta_init(&map_tm, job, first_scanned < job->nsegs ? job->segs[first_scanned].base : INT64_MAX);
+    txn_meta_init(&clean_tm, job, job->nsegs ? job->segs[0].base : INT64_MAX);
+    job->map_tm = &map_tm;
+    job->clean_tm = &clean_tm;
     for (int i = 0; i < job->nsegs && err == 0; i++) {
         if (job->segs[i].end <= job->first_dirty) continue;
         err = scan_segment(job, &job->segs[i], map_batch, m);
@@ -919,6 +1116,9 @@ static void job_run(struct clean_job *job, struct offset_map *m)
         err = clean_group(job, &job->groups[i]);
         if (err == 0) job->st.segments_in += job->groups[i].count;
     }
+    txn_meta_free(&map_tm);
+    txn_meta_free(&clean_tm);
+    job->map_tm = job->clean_tm = NULL;
     job->err = err;
     job->st.duration_ms = gr_time_mono_ms() - t0;
 }
@@ -935,6 +1135,26 @@ struct finish_arg {
     bool discard;           /* the group was not installed: remove its .swap files instead */
 };
 
+/* Unlinks the files of the replaced segments, their .log files last after a directory sync: a segment
+   whose .log is gone has no other file left, so a later recovery never takes an old .txnindex (which no
+   load rebuilds) for the new segment's. 0 or -errno (a missing file is fine). */
+static int unlink_old(int dir_fd, const int64_t *bases, int n)
+{
+    static const char *const kinds[] = {".index", ".timeindex", ".txnindex", ".log"};
+    int err = 0;
+    for (int k = 0; k < 4 && err == 0; k++) {
+        if (k == 3) err = gr_dir_sync(dir_fd);
+        for (int i = 0; i < n && err == 0; i++) {
+            char name[GR_SEGMENT_NAME_BYTES];
+            name_of(name, bases[i], kinds[k]);
+            int e = gr_sys_unlinkat(dir_fd, name, 0);
+            if (e < 0 && e != -ENOENT) err = e;
+        }
+    }
+    if (err == 0) err = gr_dir_sync(dir_fd);
+    return err;
+}
+
 /* Housekeeping thread: the tail of a swap (see the file comment). */
 static int finish_swap(void *p)
 {
@@ -944,22 +1164,15 @@ static int finish_swap(void *p)
         unlink_cleaned(a->dir_fd, a->new_base, ".swap");
         gr_dir_sync(a->dir_fd);
     } else {
-        static const char *const kinds[] = {".log", ".index", ".timeindex"};
-        for (int i = 0; i < a->nold; i++)
-            for (int k = 0; k < 3; k++) {
-                char name[GR_SEGMENT_NAME_BYTES];
-                name_of(name, a->old_bases[i], kinds[k]);
-                int e = gr_sys_unlinkat(a->dir_fd, name, 0);
-                if (e < 0 && e != -ENOENT && !err) err = e;
-            }
-        if (err == 0) err = gr_dir_sync(a->dir_fd);
-        static const char *const order[] = {".index", ".timeindex", ".log"};
-        for (int k = 0; k < 3 && err == 0; k++) {
+        err = unlink_old(a->dir_fd, a->old_bases, a->nold);
+        static const char *const order[] = {".index", ".timeindex", ".txnindex", ".log"};
+        for (int k = 0; k < 4 && err == 0; k++) {
             char from[GR_SEGMENT_NAME_BYTES + 16], to[GR_SEGMENT_NAME_BYTES], s1[32];
             snprintf(s1, sizeof(s1), "%s.swap", order[k]);
             name_of(from, a->new_base, s1);
             name_of(to, a->new_base, order[k]);
             err = gr_sys_renameat(a->dir_fd, from, a->dir_fd, to);
+            if (err == -ENOENT && k == 2) err = 0; /* the new segment has no .txnindex */
         }
         if (err == 0) err = gr_dir_sync(a->dir_fd);
         if (err < 0) {
@@ -1368,7 +1581,6 @@ int gr_cleaner_recover_dir(int dir_fd, const char *dir_name)
         na[(*cnt)++] = off;
     }
     closedir(d);
-    static const char *const kinds[] = {".log", ".index", ".timeindex"};
     for (int i = 0; i < ns && err == 0; i++) {
         char name[GR_SEGMENT_NAME_BYTES + 16];
         name_of(name, swaps[i], ".log.swap");
@@ -1380,23 +1592,26 @@ int gr_cleaner_recover_dir(int dir_fd, const char *dir_name)
         }
         GR_INFO("storage: %s: completing the swap of cleaned segment %" PRId64 " (offsets below %" PRId64 ")",
                 dir_name, swaps[i], end);
-        for (int k = 0; k < nl; k++) {
-            if (logs[k] < swaps[i] || logs[k] >= end) continue;
-            for (int j = 0; j < 3; j++) {
-                char old[GR_SEGMENT_NAME_BYTES];
-                name_of(old, logs[k], kinds[j]);
-                int e = gr_sys_unlinkat(dir_fd, old, 0);
-                if (e < 0 && e != -ENOENT) err = e;
-            }
+        int64_t *old = malloc(sizeof(int64_t) * (size_t)(nl ? nl : 1));
+        int nold = 0;
+        if (!old) {
+            err = -ENOMEM;
+            break;
         }
-        if (err == 0) err = gr_dir_sync(dir_fd);
-        static const char *const order[] = {".index", ".timeindex", ".log"};
-        for (int k = 0; k < 3 && err == 0; k++) {
+        for (int k = 0; k < nl; k++)
+            if (logs[k] >= swaps[i] && logs[k] < end) old[nold++] = logs[k];
+        err = unlink_old(dir_fd, old, nold);
+        free(old);
+        static const char *const order[] = {".index", ".timeindex", ".txnindex", ".log"};
+        for (int k = 0; k < 4 && err == 0; k++) {
             char from[GR_SEGMENT_NAME_BYTES + 16], to[GR_SEGMENT_NAME_BYTES], s1[32];
             snprintf(s1, sizeof(s1), "%s.swap", order[k]);
             name_of(from, swaps[i], s1);
             name_of(to, swaps[i], order[k]);
             int e = gr_sys_renameat(dir_fd, from, dir_fd, to);
+            if (e == -ENOENT && k == 2)
+                continue; /* none, or renamed before the crash: a .txnindex there is
+                             the new one (unlink_old removed the old first) */
             if (e == -ENOENT && k < 2) {
                 gr_sys_unlinkat(dir_fd, to, 0); /* a stale index of the old segment: rebuilt at load */
                 continue;

@@ -5,7 +5,8 @@
  *   - the "dirty" section is [first dirty offset, first uncleanable offset): the first dirty offset comes
  *     from cleaner-offset-checkpoint (else the log start offset); the first uncleanable offset is the
  *     lowest of the active segment's base offset, the high watermark (the durable offset until the server
- *     reported one) and the base of the first segment holding a batch younger than min.compaction.lag.ms;
+ *     reported one), the last stable offset (the first offset of the oldest open transaction) and the
+ *     base of the first segment holding a batch younger than min.compaction.lag.ms;
  *   - a key -> latest offset map is built over the dirty section, bounded by log.cleaner.dedupe.buffer.size
  *     (24 bytes per key, at most 90% full, as Kafka's SkimpyOffsetMap); when it fills up the cleaning stops
  *     at that batch and the rest waits for the next round;
@@ -17,14 +18,19 @@
  *     offset deltas, leader epochs, producer ids/epochs/base sequences and codecs are kept; a batch whose
  *     records all go is dropped unless it is the last batch of an active producer or the last of its
  *     output segment (then an empty batch header with record count 0 stays);
+ *   - transactions (Kafka's CleanedTransactionMetadata, with the aborted transactions of the .txnindex
+ *     files): a data batch of an aborted transaction loses its records and never feeds the map; a
+ *     COMMIT/ABORT marker stays while a batch of its transaction was read in the round, else it gets a
+ *     delete horizon (as tombstones) and goes once that passed; an empty control batch may go; an ABORT
+ *     marker kept for its data keeps its entry, in the new segment's .txnindex;
  *   - the active segment is never touched.
  *
  * Crash safety (Kafka's file dance): the cleaner thread writes "<base>.log.cleaned" (+ .index.cleaned,
- * .timeindex.cleaned), fdatasyncs them, renames them to ".swap" and fsyncs the directory: from then on the
- * replacement is committed. The network thread swaps the segment list in memory; the housekeeping thread
- * then unlinks the replaced segments' files and renames the .swap files to their final names. At open,
- * gr_cleaner_recover_dir completes a swap found half done (deletes the segments the .swap covers, renames
- * it) and removes .cleaned files.
+ * .timeindex.cleaned, .txnindex.cleaned), fdatasyncs them, renames them to ".swap" and fsyncs the directory:
+ * from then on the replacement is committed. The network thread swaps the segment list in memory; the
+ * housekeeping thread then unlinks the replaced segments' files and renames the .swap files to their final
+ * names. At open, gr_cleaner_recover_dir completes a swap found half done (deletes the segments the .swap
+ * covers, renames it) and removes .cleaned files.
  *
  * Threading: one cleaner thread does the reading, the map, the writing and the fsyncs at a bounded rate
  * (log.cleaner.io.max.bytes.per.second); it reads sealed segments through descriptors pinned by the

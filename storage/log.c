@@ -150,7 +150,8 @@ int gr_log_aborted_txns(const struct gr_log *log, int64_t start_offset, int64_t 
     int n = 0;
     for (int i = gr_log_seg_index_for(log, start_offset); i < log->seg_count; i++) {
         const struct gr_segment *seg = log->segs[i];
-        if (seg->base_offset >= upper_bound) break;
+        /* no stop at a segment past the upper bound: its markers may close transactions begun below it
+           (LocalLog.collectAbortedTransactions walks the higher segments until the search is complete) */
         for (int32_t k = 0; k < seg->atx_count; k++) {
             const struct gr_aborted_txn *t = &seg->atx[k];
             if (t->last_offset >= start_offset && t->first_offset < upper_bound) {

@@ -5,6 +5,10 @@
  * the last batch of an active producer kept empty, readers during cleaning never seeing a key go
  * backwards, the cleaner thread picking the dirtiest log, a crash at every I/O step of a cleaning and
  * its swap, and the figures (bytes per second, time, dirty ratio before/after) printed for the notes.
+ * Transactions: committed and aborted transactions interleaved with plain records, cleaned round after
+ * round (a read_committed read holds exactly the committed latest values, the markers as Kafka keeps them,
+ * the .txnindex files on disk, nothing cleaned at or past the last stable offset, an unclean reopen), and
+ * the crash at every step again with a transactional workload.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -396,6 +400,373 @@ static void test_producer_last_batch_kept_empty(void **state)
     assert_int_equal(gr_producer_entry_last_seq(e), 7);
 }
 
+/* ---- transactions ---- */
+
+/* The transactional workload's writes, in offset order: each record's key and value, and the transaction
+   it belongs to (-1 plain); txn_outcome[t]: 1 committed, 0 aborted, -1 open. */
+struct txn_write {
+    int64_t offset;
+    int key;
+    int64_t value; /* -2 tombstone */
+    int txn;
+};
+
+struct txn_model {
+    struct txn_write w[4096];
+    int nw;
+    int txn_outcome[256];
+    int ntxn;
+    int64_t seq;
+    int32_t pseq[8]; /* next sequence per producer id 1..7 */
+};
+
+/* Appends one batch of `n` records (keys from `keys`, value "v<seq>", tombstone where tomb[i]) as producer
+   `pid` (-1 plain) in transaction `txn`. Returns the append's error (0 on success). */
+static int txn_append(struct gr_log *log, struct txn_model *m, int64_t pid, int txn, const int *keys,
+                      const bool *tomb, int n, int64_t ts)
+{
+    struct gr_record_in recs[16];
+    char kb[16][8], vb[16][24];
+    for (int i = 0; i < n; i++) {
+        snprintf(kb[i], sizeof(kb[i]), "k%03d", keys[i]);
+        int vl = snprintf(vb[i], sizeof(vb[i]), "v%lld", (long long)(m->seq + 1 + i));
+        recs[i] = (struct gr_record_in){
+            .timestamp = ts + i,
+            .key = {(const uint8_t *)kb[i], 4},
+            .value = {tomb && tomb[i] ? NULL : (const uint8_t *)vb[i], tomb && tomb[i] ? -1 : vl}};
+    }
+    struct gr_batch_params bp = {.partition_leader_epoch = -1,
+                                 .codec = GR_CODEC_NONE,
+                                 .attributes = pid >= 0 ? GR_BATCH_ATTR_TRANSACTIONAL : 0,
+                                 .log_append_time = -1,
+                                 .producer_id = pid,
+                                 .producer_epoch = pid >= 0 ? 0 : -1,
+                                 .base_sequence = pid >= 0 ? m->pseq[pid] : -1};
+    uint8_t *b;
+    size_t len;
+    assert_int_equal(gr_batch_build(&bp, recs, n, &b, &len), 0);
+    struct gr_append_result res;
+    int err = gr_log_append(log, b, len, -1, &res);
+    free(b);
+    gr_store_quiesce(log->store);
+    if (err) return err;
+    if (pid >= 0) m->pseq[pid] += n;
+    for (int i = 0; i < n; i++) {
+        m->seq++;
+        m->w[m->nw++] = (struct txn_write){res.base_offset + i, keys[i], tomb && tomb[i] ? -2 : m->seq, txn};
+    }
+    return 0;
+}
+
+static int txn_end(struct gr_log *log, struct txn_model *m, int64_t pid, int txn, bool commit)
+{
+    struct gr_append_result res;
+    int err = gr_log_write_marker(log, pid, 0, 1, commit ? GR_CONTROL_COMMIT : GR_CONTROL_ABORT, T0, &res);
+    gr_store_quiesce(log->store);
+    if (err == 0) m->txn_outcome[txn] = commit ? 1 : 0;
+    return err;
+}
+
+/* The committed latest value per key of the writes below `end` (model conventions: -1 never, -2 deleted).
+ */
+static void txn_latest(const struct txn_model *m, int64_t end, struct model *out)
+{
+    memset(out, 0xff, sizeof(*out));
+    for (int i = 0; i < m->nw; i++)
+        if (m->w[i].offset < end && (m->w[i].txn < 0 || m->txn_outcome[m->w[i].txn] == 1))
+            out->latest[m->w[i].key] = m->w[i].value;
+}
+
+/* Where a read_committed fetch stops: the last stable offset (the high watermark is the log end here). */
+static int64_t committed_end(struct gr_log *log)
+{
+    int64_t fuo = gr_log_first_unstable_offset(log);
+    return fuo >= 0 ? fuo : gr_log_end_offset(log);
+}
+
+/* What a read_committed consumer gets reading from the log start to the end: the records of every batch
+   except the data batches of aborted transactions (Kafka's CompletedFetch: the aborted transactions of the
+   fetch, a producer's data skipped from its aborted transaction's first offset to its ABORT marker). Also
+   counts the control batches with and without records. Stops at the last stable offset. Returns the record
+   count (*out malloc'd). */
+static int read_committed(struct gr_log *log, struct rec_seen **out, int *markers, int *empty_markers)
+{
+    int64_t end = committed_end(log);
+    struct gr_aborted_txn atx[512];
+    int natx = gr_log_aborted_txns(log, gr_log_start_offset(log), end, atx, 512);
+    assert_true(natx <= 512);
+    int64_t abort_pids[512];
+    int nab = 0, next = 0, n = 0, cap = 256;
+    *markers = *empty_markers = 0;
+    struct rec_seen *v = malloc(sizeof(*v) * (size_t)cap);
+    int64_t off = gr_log_start_offset(log);
+    while (off < end) {
+        struct gr_log_slice s;
+        assert_int_equal(gr_log_read(log, off, 1 << 20, end, true, &s), 0);
+        if (s.bytes == 0) break;
+        uint8_t *buf = th_slice_bytes(&s);
+        size_t pos = 0;
+        const uint8_t *b;
+        size_t blen;
+        while (gr_batch_next(buf, (size_t)s.bytes, &pos, &b, &blen) == 1 && gr_batch_base_offset(b) < end) {
+            const char *why = NULL;
+            struct gr_batch_info info;
+            if (gr_batch_validate_ex(b, blen, 0, &info, &why))
+                fail_msg("stored batch at %lld invalid: %s", (long long)gr_batch_base_offset(b), why);
+            int64_t pid = gr_batch_producer_id(b);
+            while (next < natx && atx[next].first_offset <= gr_batch_last_offset(b))
+                abort_pids[nab++] = atx[next++].producer_id;
+            off = gr_batch_last_offset(b) + 1;
+            bool aborted_pid = false;
+            for (int i = 0; i < nab; i++)
+                aborted_pid |= abort_pids[i] == pid;
+            if (gr_batch_attributes(b) & GR_BATCH_ATTR_CONTROL) {
+                int type;
+                int32_t ce;
+                if (gr_batch_record_count(b) == 0) {
+                    (*empty_markers)++;
+                    continue;
+                }
+                (*markers)++;
+                if (gr_control_marker_parse(b, blen, &type, &ce) == 0 && type == GR_CONTROL_ABORT)
+                    for (int i = 0; i < nab; i++)
+                        if (abort_pids[i] == pid) abort_pids[i--] = abort_pids[--nab];
+                continue;
+            }
+            if ((gr_batch_attributes(b) & GR_BATCH_ATTR_TRANSACTIONAL) && aborted_pid) continue;
+            struct gr_record_iter it;
+            assert_int_equal(gr_record_iter_init(&it, b, blen), 0);
+            struct gr_record rec;
+            int r;
+            while ((r = gr_record_iter_next(&it, &rec)) == 1) {
+                if (n == cap) v = realloc(v, sizeof(*v) * (size_t)(cap *= 2));
+                int key =
+                    rec.key.len == 4 && rec.key.ptr[0] == 'k' ? atoi((const char *)rec.key.ptr + 1) : NKEYS;
+                int64_t val = 0;
+                if (rec.value.len < 0) {
+                    val = -2;
+                } else if (key < NKEYS) {
+                    char tmp[24];
+                    int l = rec.value.len < 23 ? rec.value.len : 23;
+                    memcpy(tmp, rec.value.ptr, (size_t)l);
+                    tmp[l] = 0;
+                    val = atoll(tmp + 1);
+                }
+                v[n++] = (struct rec_seen){rec.offset, key, val};
+            }
+            assert_int_equal(r, 0);
+            gr_record_iter_close(&it);
+        }
+        free(buf);
+        gr_log_slice_release(&s);
+    }
+    *out = v;
+    return n;
+}
+
+/* The committed read holds the model's latest value of every key below NKEYS (tombstones: absent or a
+   tombstone); with `exact`, each key once and deleted keys gone. Returns the markers seen. */
+static int check_committed(struct gr_log *log, const struct txn_model *tm, bool exact, int *empty_markers)
+{
+    struct model m;
+    txn_latest(tm, committed_end(log), &m);
+    struct rec_seen *v;
+    int markers, em;
+    int n = read_committed(log, &v, &markers, &em);
+    int64_t last[NKEYS + 1];
+    int times[NKEYS + 1] = {0};
+    for (int k = 0; k <= NKEYS; k++)
+        last[k] = -1;
+    for (int i = 0; i < n; i++) {
+        last[v[i].key] = v[i].value;
+        times[v[i].key]++;
+    }
+    for (int k = 0; k < NKEYS; k++) {
+        if (m.latest[k] == -2) {
+            if (exact && times[k]) fail_msg("key %d: deleted, read %d times", k, times[k]);
+            if (!exact) assert_true(last[k] == -2 || last[k] == -1);
+        } else if (m.latest[k] >= 0) {
+            if (last[k] != m.latest[k])
+                fail_msg("key %d: read %lld, model %lld", k, (long long)last[k], (long long)m.latest[k]);
+            if (exact && times[k] != 1) fail_msg("key %d: read %d times", k, times[k]);
+        } else if (times[k]) {
+            fail_msg("key %d: never committed, read %d times (value %lld)", k, times[k], (long long)last[k]);
+        }
+    }
+    free(v);
+    if (empty_markers) *empty_markers = em;
+    return markers;
+}
+
+/* Every .txnindex file in the partition directory belongs to a segment (.log) of the log; returns how many
+   there are and the number of entries in them (sum of sizes / 34). */
+static int txnindex_files(const char *dir, int *entries)
+{
+    char pdir[128];
+    snprintf(pdir, sizeof(pdir), "%s/c-0", dir);
+    DIR *d = opendir(pdir);
+    assert_non_null(d);
+    struct dirent *de;
+    int files = 0;
+    *entries = 0;
+    while ((de = readdir(d)) != NULL) {
+        size_t l = strlen(de->d_name);
+        if (l < 9 || strcmp(de->d_name + l - 9, ".txnindex") != 0) continue;
+        char logname[64], path[256];
+        snprintf(logname, sizeof(logname), "%.*s.log", (int)(l - 9), de->d_name);
+        if (faccessat(dirfd(d), logname, F_OK, 0) != 0) fail_msg("%s has no segment", de->d_name);
+        snprintf(path, sizeof(path), "%s/%s", pdir, de->d_name);
+        FILE *fp = fopen(path, "rb");
+        assert_non_null(fp);
+        fseek(fp, 0, SEEK_END);
+        long sz = ftell(fp);
+        fclose(fp);
+        assert_int_equal(sz % GR_TXN_INDEX_ENTRY_BYTES, 0);
+        assert_true(sz > 0);
+        *entries += (int)(sz / GR_TXN_INDEX_ENTRY_BYTES);
+        files++;
+    }
+    closedir(d);
+    return files;
+}
+
+/* A big plain record for key NKEYS: rolls the segment. */
+static void txn_roll(struct gr_log *log, struct txn_model *m)
+{
+    struct model dummy;
+    append_sentinel(log, &dummy, T0);
+    (void)m;
+}
+
+/* A cleaning and its swap to the end (the housekeeping renames done). */
+static void txn_clean(struct fx *f, int64_t now, struct gr_clean_stats *st)
+{
+    assert_int_equal(gr_log_clean_now(f->log, now, st), 0);
+    gr_store_quiesce(f->store);
+}
+
+static void test_transactions_cleaned(void **state)
+{
+    struct fx *f = *state;
+    static struct txn_model tm;
+    memset(&tm, 0, sizeof(tm));
+    struct gr_log *log = f->log;
+    int k01[] = {0, 1}, k02[] = {0, 2}, k13[] = {1, 3}, k4[] = {4}, k0[] = {0}, k5[] = {5}, k6[] = {6},
+        k7[] = {7};
+    /* plain k0 k1; txn 0 (pid 1, committed) k0 k2; txn 1 (pid 2, aborted) k1 k3 interleaved; plain k4 */
+    assert_int_equal(txn_append(log, &tm, -1, -1, k01, NULL, 2, T0), 0);
+    tm.txn_outcome[0] = tm.txn_outcome[1] = -1;
+    assert_int_equal(txn_append(log, &tm, 1, 0, k02, NULL, 2, T0), 0);
+    assert_int_equal(txn_append(log, &tm, 2, 1, k13, NULL, 2, T0), 0);
+    txn_roll(log, &tm);
+    assert_int_equal(txn_append(log, &tm, -1, -1, k4, NULL, 1, T0), 0);
+    assert_int_equal(txn_end(log, &tm, 1, 0, true), 0);
+    assert_int_equal(txn_end(log, &tm, 2, 1, false), 0);
+    /* txn 2 (pid 2, aborted) overwrites k0; txn 3 (pid 1, committed) k5 */
+    tm.txn_outcome[2] = tm.txn_outcome[3] = -1;
+    assert_int_equal(txn_append(log, &tm, 2, 2, k0, NULL, 1, T0), 0);
+    txn_roll(log, &tm);
+    assert_int_equal(txn_append(log, &tm, 1, 3, k5, NULL, 1, T0), 0);
+    assert_int_equal(txn_end(log, &tm, 2, 2, false), 0);
+    assert_int_equal(txn_end(log, &tm, 1, 3, true), 0);
+    txn_roll(log, &tm);
+    /* txn 4 (pid 3) left open: nothing at or above its first offset is cleaned */
+    tm.txn_outcome[4] = -1;
+    int64_t lso = gr_log_end_offset(log);
+    assert_int_equal(txn_append(log, &tm, 3, 4, k6, NULL, 1, T0), 0);
+    txn_roll(log, &tm);
+    assert_int_equal(txn_append(log, &tm, -1, -1, k7, NULL, 1, T0), 0);
+    txn_roll(log, &tm);
+    assert_int_equal(txn_append(log, &tm, -1, -1, k7, NULL, 1, T0), 0);
+    txn_roll(log, &tm);
+    gr_log_set_high_watermark(log, gr_log_end_offset(log));
+    assert_int_equal(gr_log_first_unstable_offset(log), lso);
+    int files, entries;
+    assert_int_equal(txnindex_files(f->dir, &entries), 2); /* one per segment with an ABORT marker */
+    assert_int_equal(entries, 2);
+
+    /* Round 1: aborted data gone (and never in the key map: k0 keeps txn 0's value, k1 the plain one);
+       every marker stays (a batch of each transaction was read); the ABORT entries move into the cleaned
+       segments' .txnindex; the merged segments' files are gone. */
+    struct gr_clean_stats st;
+    txn_clean(f, T0, &st);
+    assert_true(st.segments_in > 0);
+    assert_true(st.end_offset <= lso);
+    int em;
+    int markers = check_committed(log, &tm, false, &em);
+    assert_int_equal(markers, 4);
+    assert_int_equal(em, 0);
+    files = txnindex_files(f->dir, &entries);
+    assert_int_equal(entries, 2);
+    assert_true(files >= 1);
+    struct gr_aborted_txn atx[8];
+    int natx = gr_log_aborted_txns(log, 0, gr_log_end_offset(log), atx, 8);
+    assert_int_equal(natx, 2);
+    assert_int_equal(atx[0].producer_id, 2);
+    assert_int_equal(atx[1].producer_id, 2);
+    {
+        struct rec_seen *v;
+        int mk, e2, n = read_records(log, &v), k7_times = 0;
+        (void)mk;
+        (void)e2;
+        for (int i = 0; i < n; i++) {
+            assert_true(v[i].key != 3); /* k3 existed only in the aborted txn 1 */
+            k7_times += v[i].key == 7;
+        }
+        assert_int_equal(k7_times, 2); /* above the last stable offset: not cleaned */
+        free(v);
+    }
+
+    /* Round 2: nothing of txn 1 is left, so its ABORT marker gets a delete horizon and its entry is
+       dropped; txn 2's data batch is producer 2's last, kept empty (its sequence), so its marker and entry
+       stay (Kafka: a batch of the transaction is still there); the COMMIT markers stay (data there). */
+    txn_clean(f, T0 + 10, NULL);
+    markers = check_committed(log, &tm, false, &em);
+    assert_int_equal(markers + em, 4);
+    assert_int_equal(txnindex_files(f->dir, &entries), 1);
+    assert_int_equal(entries, 1);
+    assert_int_equal(gr_log_aborted_txns(log, 0, gr_log_end_offset(log), atx, 8), 1);
+    assert_int_equal(atx[0].producer_id, 2);
+    assert_int_equal(atx[0].first_offset, tm.w[7].offset); /* txn 2's batch (k0) */
+
+    /* Round 3, past delete.retention.ms (1000): txn 1's ABORT marker is gone (or left empty where a
+       segment's last batch must stay); the others remain. */
+    txn_clean(f, T0 + 2000, NULL);
+    markers = check_committed(log, &tm, false, &em);
+    assert_int_equal(markers, 3);
+
+    /* Plain records overwrite every committed key: the committed data batches go, then their COMMIT
+       markers after their horizon. */
+    int ow[] = {0, 2, 5};
+    assert_int_equal(txn_append(log, &tm, -1, -1, ow, NULL, 3, T0), 0);
+    txn_roll(log, &tm);
+    assert_int_equal(txn_end(log, &tm, 3, 4, true), 0); /* closes the open one: all cleanable now */
+    txn_roll(log, &tm);
+    gr_log_set_high_watermark(log, gr_log_end_offset(log));
+    assert_int_equal(gr_log_first_unstable_offset(log), -1);
+    txn_clean(f, T0 + 3000, &st);
+    txn_clean(f, T0 + 3010, NULL);
+    txn_clean(f, T0 + 5000, NULL);
+    markers = check_committed(log, &tm, true, &em);
+    /* txn 0's COMMIT went with its data; txn 3's stays with producer 1's last batch (kept empty), txn 2's
+       ABORT with producer 2's, txn 4's COMMIT with its data (k6, the latest) */
+    assert_int_equal(markers, 3);
+
+    /* Reopen after an unclean shutdown (every segment replayed, empty control batches included): same
+       read, no open transaction. */
+    gr_store_quiesce(f->store);
+    gr_store_close(f->store);
+    char path[128];
+    snprintf(path, sizeof(path), "%s/.kafka_cleanshutdown", f->dir);
+    assert_int_equal(unlink(path), 0);
+    snprintf(path, sizeof(path), "%s/recovery-point-offset-checkpoint", f->dir);
+    unlink(path);
+    open_store(f);
+    assert_int_equal(gr_log_first_unstable_offset(f->log), -1);
+    int markers2 = check_committed(f->log, &tm, true, NULL);
+    assert_int_equal(markers2, markers);
+}
+
 /* A reader walking the log while cleanings are installed between its reads never sees a key's value go
    back to an older one. */
 static void test_reader_never_goes_backwards(void **state)
@@ -554,6 +925,42 @@ static void test_small_dedupe_buffer(void **state)
 
 /* ---- crash at every step ---- */
 
+/* The transactional variant (crash_txn): two producers' transactions committed and aborted between plain
+   batches, every transaction ended before the sentinel. */
+static bool crash_txn;
+static struct txn_model crash_tm;
+
+static void crash_txn_workload(struct gr_log *log)
+{
+    memset(&crash_tm, 0, sizeof(crash_tm));
+    int open_txn[3] = {-1, -1, -1};
+    for (int i = 0; i < 40; i++) {
+        int keys[6];
+        bool tomb[6];
+        int n = 1 + (int)(rnd() % 5);
+        for (int k = 0; k < n; k++) {
+            keys[k] = (int)(rnd() % 20);
+            tomb[k] = rnd() % 6 == 0;
+        }
+        int what = (int)(rnd() % 4); /* 0 plain, 1-2 producer 1/2 writes, 3 a producer ends its txn */
+        if (what == 0) {
+            assert_int_equal(txn_append(log, &crash_tm, -1, -1, keys, tomb, n, T0 + i), 0);
+        } else if (what < 3) {
+            if (open_txn[what] < 0) {
+                open_txn[what] = crash_tm.ntxn++;
+                crash_tm.txn_outcome[open_txn[what]] = -1;
+            }
+            assert_int_equal(txn_append(log, &crash_tm, what, open_txn[what], keys, tomb, n, T0 + i), 0);
+        } else {
+            int p = 1 + (int)(rnd() % 2);
+            if (open_txn[p] >= 0) assert_int_equal(txn_end(log, &crash_tm, p, open_txn[p], rnd() % 2), 0);
+            open_txn[p] = -1;
+        }
+    }
+    for (int p = 1; p < 3; p++)
+        if (open_txn[p] >= 0) assert_int_equal(txn_end(log, &crash_tm, p, open_txn[p], p == 1), 0);
+}
+
 static void crash_prepare(const char *dir, struct model *m)
 {
     struct gr_store_config cfg;
@@ -569,8 +976,12 @@ static void crash_prepare(const char *dir, struct model *m)
     memset(m, 0xff, sizeof(*m));
     m->seq = 0;
     rng_state = 777;
-    for (int i = 0; i < 40; i++)
-        append_random(log, m, 1 + (int)(rnd() % 6), codecs[i % 5], T0 + i, -1, 0);
+    if (crash_txn) {
+        crash_txn_workload(log);
+    } else {
+        for (int i = 0; i < 40; i++)
+            append_random(log, m, 1 + (int)(rnd() % 6), codecs[i % 5], T0 + i, -1, 0);
+    }
     append_sentinel(log, m, T0);
     gr_store_close(store);
 }
@@ -601,7 +1012,14 @@ static void crash_check(const char *dir, const struct model *m, int64_t leo, lon
     if (gr_log_end_offset(log) != leo)
         fail_msg("crash at I/O %ld: log end %lld, want %lld", point, (long long)gr_log_end_offset(log),
                  (long long)leo);
-    check_against_model(log, m, false);
+    if (crash_txn) {
+        assert_int_equal(gr_log_first_unstable_offset(log), -1);
+        check_committed(log, &crash_tm, false, NULL);
+        int entries;
+        txnindex_files(dir, &entries); /* every .txnindex belongs to a segment */
+    } else {
+        check_against_model(log, m, false);
+    }
     /* No leftovers of the swap. */
     char pdir[128];
     snprintf(pdir, sizeof(pdir), "%s/c-0", dir);
@@ -616,7 +1034,13 @@ static void crash_check(const char *dir, const struct model *m, int64_t leo, lon
     assert_int_equal(gr_log_clean_now(log, T0 + 10, NULL), 0);
     assert_int_equal(gr_log_clean_now(log, T0 + 20, NULL), 0);
     gr_store_quiesce(store);
-    check_against_model(log, m, true);
+    if (crash_txn) {
+        check_committed(log, &crash_tm, true, NULL);
+        int entries;
+        txnindex_files(dir, &entries);
+    } else {
+        check_against_model(log, m, true);
+    }
     gr_store_close(store);
 }
 
@@ -660,7 +1084,30 @@ static void test_crash_at_every_step(void **state)
         th_rmtree(dir);
     }
     gr_log_set_level(GR_LOG_INFO);
-    print_message("cleaner crash mode: %ld I/O points, %ld crashes checked\n", total, checked);
+    print_message("cleaner crash mode%s: %ld I/O points, %ld crashes checked\n",
+                  crash_txn ? " (transactions)" : "", total, checked);
+}
+
+/* The same with transactions: the .txnindex of the cleaned segments and the merged ones' files. */
+static void test_crash_with_transactions(void **state)
+{
+    crash_txn = true;
+    /* The workload makes the case: aborted transactions whose ABORT markers stay, with entries, in the
+       cleaned segments' .txnindex. */
+    char dir[64];
+    struct model m;
+    th_tmpdir(dir, sizeof(dir));
+    crash_prepare(dir, &m);
+    int aborted = 0, entries;
+    for (int t = 0; t < crash_tm.ntxn; t++)
+        aborted += crash_tm.txn_outcome[t] == 0;
+    assert_true(aborted >= 3);
+    crash_clean(dir);
+    assert_true(txnindex_files(dir, &entries) > 0);
+    assert_true(entries > 0);
+    th_rmtree(dir);
+    test_crash_at_every_step(state);
+    crash_txn = false;
 }
 
 int main(void)
@@ -669,11 +1116,13 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_random_streams_against_model, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tombstone_kept_until_horizon, setup, teardown),
         cmocka_unit_test_setup_teardown(test_producer_last_batch_kept_empty, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_transactions_cleaned, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reader_never_goes_backwards, setup, teardown),
         cmocka_unit_test_setup_teardown(test_small_dedupe_buffer, setup, teardown),
         cmocka_unit_test_setup_teardown(test_metrics, setup, teardown),
         cmocka_unit_test_setup_teardown(test_io_rate_bounded, setup, teardown),
         cmocka_unit_test(test_crash_at_every_step),
+        cmocka_unit_test(test_crash_with_transactions),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

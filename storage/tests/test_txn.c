@@ -264,6 +264,10 @@ static void test_abort_spanning_segments(void **state)
         assert_int_equal(aborted(f->log, from, end, a, 4), 1);
         assert_atx(&a[0], 5, 0, m, m + 1);
     }
+    /* a fetch of the first segment alone (upper bound: the next segment's base) still learns of the abort
+       whose marker lies in a later segment */
+    assert_int_equal(aborted(f->log, 0, f->log->segs[1]->base_offset, a, 4), 1);
+    assert_atx(&a[0], 5, 0, m, m + 1);
     /* a later abort whose last stable offset is past the upper bound stops the search there */
     int64_t p = send_ok(f->log, 7, 0, 0, 1, true);
     int64_t m2 = marker_ok(f->log, 7, 0, 0, GR_CONTROL_ABORT);
