@@ -9,8 +9,11 @@
 
 static const struct gr_api apis[] = {
 #define GR_API(key, id, name, advertised_min, served_min, served_max, handler, needs_groups)                 \
-    {GR_API_##id, #name, advertised_min, served_min, served_max, gr_handle_##handler, needs_groups},
+    {GR_API_##id, #name, advertised_min, served_min, served_max, gr_handle_##handler, needs_groups, false},
+#define GR_API_TXN(key, id, name, advertised_min, served_min, served_max, handler, needs_groups)             \
+    {GR_API_##id, #name, advertised_min, served_min, served_max, gr_handle_##handler, needs_groups, true},
 #include "server/apis.def"
+#undef GR_API_TXN
 #undef GR_API
 };
 

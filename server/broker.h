@@ -81,6 +81,7 @@ struct gr_api {
     int16_t served_min, served_max;
     gr_handler_fn handler;
     bool needs_groups; /* served by the group coordinator: dispatch has gr_groups_defer start it first */
+    bool txn_only;     /* a GR_API_TXN row: served only while gr_txns_enabled (else an unknown key) */
 };
 
 /* A retained file range the request holds until it is freed: the content of a file-kind records field

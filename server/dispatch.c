@@ -59,6 +59,7 @@ void gr_dispatch(struct gr_req *req)
     req->hdr.correlation_id = corr;
     const struct gr_api *api = gr_api_find(key);
     const char *peer = gr_req_peer(req);
+    if (api && api->txn_only && !gr_txns_enabled(req->broker)) api = NULL; /* apis.def's GR_API_TXN */
     if (!api) {
         GR_WARN_RATELIMITED("connection %s: unsupported api key %d, closing", peer, key);
         req->done = req->no_response = true;

@@ -7,6 +7,7 @@
  * API list, as Kafka 4.4 answers. The unsupported-version fallback lives in dispatch.c.
  */
 #include "server/handlers/handlers.h"
+#include "server/txns.h"
 
 static bool kip511_valid(struct gr_str s)
 {
@@ -47,7 +48,7 @@ enum gr_handler_rc gr_handle_api_versions(struct gr_req *req)
     resp->api_keys.items = gr_arena_calloc(&req->arena, (size_t)n, sizeof *resp->api_keys.items);
     resp->api_keys.count = 0;
     for (int i = 0; i < n; i++) {
-        if (!apis[i].handler) continue;
+        if (!apis[i].handler || (apis[i].txn_only && !gr_txns_enabled(req->broker))) continue;
         struct gr_api_versions_response_api_version *av = &resp->api_keys.items[resp->api_keys.count++];
         gr_api_versions_response_api_version_init(av);
         av->api_key = apis[i].api_key;
