@@ -561,6 +561,26 @@ int16_t gr_txns_check_produce(struct gr_broker *b, struct gr_str txn_id, struct 
     return err;
 }
 
+/* ---- the handlers' side ---- */
+
+struct gr_txn_coord *gr_txns_coord(struct gr_broker *b)
+{
+    if (!b->txn) gr_txns_start(b);
+    return b->txn;
+}
+
+enum gr_handler_rc gr_txns_settle(struct gr_req *req, struct gr_txns_waits *waits, struct gr_txns_waiter **ws,
+                                  int n)
+{
+    for (int i = 0; i < n; i++)
+        if (!ws[i]->answered) {
+            ws[i]->parked = true;
+            waits->pending++;
+        }
+    if (waits->pending == 0) return GR_HANDLER_DONE;
+    return gr_req_await(req, NULL);
+}
+
 /* ---- loads (as server/groups.c's cluster-mode loads) ---- */
 
 static void load_free(struct load *ld)

@@ -39,6 +39,15 @@ struct gr_txns_waiter {
     bool answered, parked;
 };
 
+/* For the transaction APIs' handlers: the coordinator when it runs here (started now when
+ * __transaction_state exists: gr_txns_start), else NULL (the handler answers NOT_COORDINATOR). */
+struct gr_txn_coord *gr_txns_coord(struct gr_broker *b);
+/* Ends a handler that handed the `n` waiters `ws` (sharing `waits`) to the coordinator: GR_HANDLER_DONE when
+ * every one was answered inside its call, else marks the others parked and returns gr_req_await's
+ * GR_HANDLER_WAIT (the done hook finishes the request once the last is answered). */
+enum gr_handler_rc gr_txns_settle(struct gr_req *req, struct gr_txns_waits *waits, struct gr_txns_waiter **ws,
+                                  int n);
+
 /* KIP-890 part 1's verification of one partition's Produce records on one node (ReplicaManager's
  * maybeStartTransactionVerificationForPartition, the coordinator in process: its
  * handleVerifyPartitionsInTransaction, checked and appended in the same loop turn so no marker slips in

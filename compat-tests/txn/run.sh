@@ -49,6 +49,13 @@ rm -rf "$BROKER_DIR"
 BROKER_DIR=$(mktemp -d /tmp/gregor-test.XXXXXX)
 broker_start "${ON[@]}" || { fail "start"; summary txn; exit 1; }
 run_py "transactions on" "$(dirname "$0")/transactions.py" on
+if command -v kcat >/dev/null; then # kcat's transactional producer: init, begin, produce, commit
+    out=$(printf 'k1\nk2\n' | timeout 30 kcat -b "$BROKER" -X transactional.id=kc-1 -P -t kcat-txn -p 0 2>&1)
+    case "$out" in *"Transaction successfully committed"*) pass "kcat -X transactional.id commits" ;;
+        *) fail "kcat -X transactional.id commits" "$out" ;; esac
+    check_eq "kcat read_committed reads both records" "k1 k2" "$(timeout 20 kcat -b "$BROKER" -C -t kcat-txn -p 0 \
+        -o beginning -e -q -X isolation.level=read_committed 2>/dev/null | tr '\n' ' ' | sed 's/ $//')"
+fi
 broker_stop
 check_eq "no ERROR logged" "" "$(grep -E ' ERROR ' "$BROKER_DIR/broker.log")"
 rm -rf "$BROKER_DIR"

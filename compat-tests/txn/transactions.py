@@ -12,7 +12,8 @@ offset equals the high watermark at rest; raw protocol: a transactional Produce 
 is refused (INVALID_TXN_STATE 48 below v11, TRANSACTION_ABORTABLE 120 from v11) and opens nothing; VerifyOnly
 (v4/v5) answers per partition; an added partition is accepted and holds the LSO until EndTxn's markers; a
 second InitProducerId fences the first epoch (EndTxn v1: INVALID_PRODUCER_EPOCH 47, v3: PRODUCER_FENCED 90,
-Produce: 47); a second confluent producer with the same transactional id fences the first.
+Produce: 47); a second confluent producer with the same transactional id fences the first; a partition
+deleted before EndTxn counts as done (the transaction completes).
 """
 import os
 import sys
@@ -214,6 +215,34 @@ def client_fenced():
         tk.eq('at rest the LSO equals the high watermark', hw, lso)
 
 
+def deleted_partition():
+    """A partition deleted before EndTxn counts as done: the transaction completes (the marker on the other
+    partition written, the next InitProducerId answered rather than CONCURRENT_TRANSACTIONS for ever)."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+    a = AdminClient({'bootstrap.servers': BROKER})
+    a.create_topics([NewTopic('txd', 1, 1)])['txd'].result(30)
+    tx = 'tx-del'
+    with kr.Conn(BROKER) as c:
+        r = init_pid(c, tx)
+        pid, ep = r['producer_id'], r['producer_epoch']
+        r = c.request('AddPartitionsToTxn', 2, {
+            'v3_and_below_transactional_id': tx, 'v3_and_below_producer_id': pid, 'v3_and_below_producer_epoch': ep,
+            'v3_and_below_topics': [{'name': 'txd', 'partitions': [0]}, {'name': TOPIC, 'partitions': [1]}]})
+        tk.eq('AddPartitionsToTxn v2 adds txd-0 and %s-1' % TOPIC, [0, 0],
+              [x['partition_error_code'] for t in r['results_by_topic_v3_and_below'] for x in t['results_by_partition']])
+        tk.eq('a transactional batch to txd-0', 0,
+              kr.produce(c, 'txd', 0, raw_batch(pid, ep, 0, b'd'), transactional_id=tx)['error_code'])
+        tk.eq('a transactional batch to %s-1' % TOPIC, 0, produce_err(c, 9, tx, pid, ep, 0, partition=1))
+        hw, lso = offsets(c, 1)
+        tk.check('the open transaction holds the LSO of %s-1' % TOPIC, lso < hw, (hw, lso))
+        a.delete_topics(['txd'])['txd'].result(30)
+        tk.eq('EndTxn v3 commit after txd was deleted: NONE', 0, end_txn(c, 3, tx, pid, ep, True))
+        tk.eq('the marker on %s-1 is written: LSO = HW' % TOPIC, (hw + 1, hw + 1), wait_stable(c, 1))
+        r = init_pid(c, tx)
+        tk.check('the transaction completed: InitProducerId answers epoch %d' % (ep + 1),
+                 r['error_code'] == 0 and r['producer_epoch'] == ep + 1, r)
+
+
 def on():
     with kr.Conn(BROKER) as c:
         tk.eq('ApiVersions lists AddPartitionsToTxn 0-5, AddOffsetsToTxn 0-4, EndTxn 0-4',
@@ -223,6 +252,7 @@ def on():
     tk.run('client transactions', client_transactions)
     tk.run('raw protocol', raw_protocol)
     tk.run('client fencing', client_fenced)
+    tk.run('deleted partition', deleted_partition)
 
 
 if __name__ == '__main__':

@@ -63,8 +63,7 @@ static enum gr_handler_rc init_transactional(struct gr_req *req)
 {
     struct gr_init_producer_id_request *body = req->body;
     struct gr_broker *b = req->broker;
-    if (!b->txn) gr_txns_start(b);
-    if (!b->txn) {
+    if (!gr_txns_coord(b)) {
         answer(req, GR_ERR_NOT_COORDINATOR, -1);
         return GR_HANDLER_DONE;
     }
@@ -75,10 +74,7 @@ static enum gr_handler_rc init_transactional(struct gr_req *req)
     bool kip360 = req->hdr.request_api_version >= 3;
     gr_txn_init_producer_id(b->txn, w, body->transactional_id, body->transaction_timeout_ms,
                             kip360 ? body->producer_id : -1, kip360 ? body->producer_epoch : -1);
-    if (w->answered) return GR_HANDLER_DONE;
-    w->parked = true;
-    waits->pending = 1;
-    return gr_req_await(req, NULL); /* server/txns.c's done hook finishes it */
+    return gr_txns_settle(req, waits, &w, 1); /* parked: server/txns.c's done hook finishes it */
 }
 
 enum gr_handler_rc gr_handle_init_producer_id(struct gr_req *req)
