@@ -356,7 +356,10 @@ static void marker_committed(struct gr_partition_waiter *pw, int err)
  * topic or partition counts as done; a data partition gets gr_partition_write_marker, __consumer_offsets the
  * group coordinator's gr_coord_txn_complete; done once the high watermark passes the marker.
  * INVALID_PRODUCER_EPOCH and TRANSACTION_COORDINATOR_FENCED end the round fenced (Kafka: the coordinator
- * stops sending for the transaction); every other error is retried after GR_TXN_MARKER_RETRY_MS. */
+ * stops sending for the transaction); every other error is retried after GR_TXN_MARKER_RETRY_MS. Known gap:
+ * a data partition's marker does not go through the append gate (partition.h gr_gate_enter), so an active
+ * file the fd cap closed is reopened by the append on this thread (storage/log.c), as coordinator writes do.
+ */
 static void marker_send(struct mpart *mp)
 {
     struct mround *r = mp->r;
