@@ -102,7 +102,7 @@ API_KEY_DIRS = ("server/", "cluster/", "coordinator/", "partition/", "protocol/"
 # oracle are left out; the hand-written codec is checked.
 API_KEY_SKIP = ("protocol/gen/", "protocol/fuzz/", "protocol/oracle/")
 API_DEF = "server/apis.def"
-API_ROW = re.compile(r"^GR_API\(\s*(\d+)\s*,\s*(\w+)\s*,\s*(\w+)\s*,")
+API_ROW = re.compile(r"^GR_API(?:_TXN)?\(\s*(\d+)\s*,\s*(\w+)\s*,\s*(\w+)\s*,")
 # lower-case `key` only: a variable or field (api_key, request_api_key, key), never an enum constant such as
 # GR_BATCH_ERR_RECORD_KEY = -17
 KEY_NUM = re.compile(r"\b\w*key\b\s*(?:==|!=|=(?!=))\s*\(?\s*-?\d+\b|\b\d+\s*(?:==|!=)\s*[\w.>-]*key\b")

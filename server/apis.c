@@ -10,8 +10,11 @@
 
 static const struct gr_api apis[] = {
 #define GR_API(key, id, name, advertised_min, served_min, served_max, handler, needs_groups)                 \
-    {GR_API_##id, #name, advertised_min, served_min, served_max, gr_handle_##handler, needs_groups},
+    {GR_API_##id, #name, advertised_min, served_min, served_max, gr_handle_##handler, needs_groups, false},
+#define GR_API_TXN(key, id, name, advertised_min, served_min, served_max, handler, needs_groups)             \
+    {GR_API_##id, #name, advertised_min, served_min, served_max, gr_handle_##handler, needs_groups, true},
 #include "server/apis.def"
+#undef GR_API_TXN
 #undef GR_API
 };
 
@@ -30,14 +33,7 @@ const struct gr_api *gr_api_table(int *count)
     return apis;
 }
 
-/* The transaction APIs served so far (issue #21): only with the test-only switch, until transactions are
-   complete. */
-static bool txn_gated(int16_t api_key)
-{
-    return api_key == GR_API_TXN_OFFSET_COMMIT;
-}
-
 bool gr_api_served(const struct gr_broker *b, const struct gr_api *api)
 {
-    return api && api->handler && (!txn_gated(api->api_key) || gr_txns_enabled(b));
+    return api && api->handler && (!api->txn_only || gr_txns_enabled(b)); /* apis.def's GR_API_TXN rows */
 }

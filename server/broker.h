@@ -81,6 +81,7 @@ struct gr_api {
     int16_t served_min, served_max;
     gr_handler_fn handler;
     bool needs_groups; /* served by the group coordinator: dispatch has gr_groups_defer start it first */
+    bool txn_only;     /* a GR_API_TXN row: served only while gr_txns_enabled (else an unknown key) */
 };
 
 /* A retained file range the request holds until it is freed: the content of a file-kind records field
@@ -386,7 +387,7 @@ void gr_req_unpark(struct gr_req *req);
 const struct gr_api *gr_api_find(int16_t api_key);
 const struct gr_api *gr_api_table(int *count);
 /* Whether `api` (a row, or NULL) is served and advertised by broker `b`: it has a handler and, for the
- * transaction APIs of issue #21 (apis.c's txn_gated list), the test-only
+ * transaction APIs of issue #21 (apis.def's GR_API_TXN rows, txn_only), the test-only
  * gregor.transaction.coordinator.test.enable is on (server/txns.h gr_txns_enabled). Dispatch closes the
  * connection of a request for an API not served, as for a key without a row; ApiVersions leaves it out. */
 bool gr_api_served(const struct gr_broker *b, const struct gr_api *api);

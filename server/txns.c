@@ -19,9 +19,12 @@
  * wait is cancelled (the save it started goes on) and the coordinator answers COORDINATOR_LOAD_IN_PROGRESS,
  * which clients retry. now_ms is the wall clock. One ev_timer armed at gr_txn_next_deadline_ms runs
  * gr_txn_tick (the timed-out abort pass every 10 s, the expiry pass hourly, CompleteX retries).
- * send_markers: the markers need the partition side (issue #21, not built): a marker round is logged and
- * never reported, so its transaction stays PrepareX until a later coordinator completes it (the job is
- * freed by gr_txn_destroy).
+ * send_markers (TransactionMarkerChannelManager, in process on one node): each partition's marker is written
+ * on its leader here (gr_partition_write_marker; __consumer_offsets through the group coordinator's
+ * gr_coord_txn_complete) and is done once the high watermark passes it; a deleted partition is done; a
+ * refusal for the producer epoch or the coordinator epoch ends the round fenced; other errors are retried
+ * every GR_TXN_MARKER_RETRY_MS; then gr_txn_markers_done. done: a request's waiter (struct
+ * gr_txns_waiter) is answered, and its request finished when it was parked.
  * Read next: coordinator/txn.h, coordinator/txn_log.h.
  */
 #include "server/txns.h"
@@ -35,12 +38,14 @@
 #include "cluster/image.h"
 #include "common/log.h"
 #include "common/time.h"
+#include "coordinator/coordinator.h"
 #include "coordinator/offsets_log.h"
 #include "coordinator/producer_ids.h"
 #include "coordinator/txn.h"
 #include "coordinator/txn_log.h"
 #include "partition/partition.h"
 #include "protocol/errors.h"
+#include "protocol/record_batch.h"
 #include "server/handlers/handlers.h"
 #include "storage/iopool.h"
 #include "storage/store.h"
@@ -50,6 +55,7 @@
 
 struct load;
 struct twrite;
+struct mround;
 
 /* The binding (b->txns): made by gr_txns_start or gr_txns_defer, freed by gr_txns_stop. */
 struct gr_txns {
@@ -69,7 +75,7 @@ struct gr_txns {
     struct twrite **done_tail; /* where the next completed one goes */
     struct gr_req **reqs;      /* FindCoordinator requests parked until the topic exists */
     int count, cap;
-    bool marker_warned; /* send_markers logged once */
+    struct mround *rounds; /* marker rounds in flight */
 };
 
 /* One append waiting to be committed. */
@@ -244,14 +250,242 @@ static int16_t hook_append(void *ctx, int32_t partition, const struct gr_coord_r
     return GR_ERR_NONE;
 }
 
+/* ---- markers (Kafka's TransactionMarkerChannelManager, one node: in process) ---- */
+
+/* Wait before a marker that failed with a retriable error is written again (ms). */
+#define GR_TXN_MARKER_RETRY_MS 100
+
+struct mround;
+
+/* One partition's marker of a round. */
+struct mpart {
+    struct gr_partition_waiter pw;
+    struct mround *r;
+    char *topic; /* owned copy */
+    int32_t partition;
+    bool done;
+};
+
+/* One marker round (send_markers until gr_txn_markers_done), on t->rounds. */
+struct mround {
+    struct gr_txns *t;
+    struct gr_txn_marker_job *job;
+    int64_t producer_id;
+    int16_t producer_epoch;
+    int32_t coordinator_epoch;
+    bool commit;
+    struct mpart *parts;
+    int32_t count, left;
+    int16_t fenced;  /* an error that ends the round (TRANSACTION_COORDINATOR_FENCED), 0 none */
+    ev_timer retry;  /* writes the markers not done again */
+    ev_timer finish; /* zero delay: reports the round (never inside send_markers) */
+    struct mround *prev, *next;
+};
+
+static void round_free(struct mround *r)
+{
+    for (int32_t i = 0; i < r->count; i++) {
+        if (r->parts[i].pw.part) gr_partition_wait_cancel(&r->parts[i].pw);
+        free(r->parts[i].topic);
+    }
+    free(r->parts);
+    free(r);
+}
+
+static void round_unlink(struct mround *r)
+{
+    struct gr_txns *t = r->t;
+    if (r->prev)
+        r->prev->next = r->next;
+    else
+        t->rounds = r->next;
+    if (r->next) r->next->prev = r->prev;
+    r->prev = r->next = NULL;
+    ev_timer_stop(t->b->loop, &r->retry);
+    ev_timer_stop(t->b->loop, &r->finish);
+}
+
+/* Every marker is written and committed (or the round was fenced): report it from a zero-delay timer. */
+static void round_check(struct mround *r)
+{
+    if ((r->left == 0 || r->fenced) && !ev_is_active(&r->finish)) {
+        ev_timer_stop(r->t->b->loop, &r->retry);
+        ev_timer_set(&r->finish, 0, 0);
+        ev_timer_start(r->t->b->loop, &r->finish);
+    }
+}
+
+static void finish_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    (void)loop;
+    (void)revents;
+    struct mround *r = w->data;
+    struct gr_txns *t = r->t;
+    round_unlink(r);
+    struct gr_txn_marker_job *job = r->job;
+    int16_t err = r->fenced;
+    round_free(r);
+    gr_txn_markers_done(t->b->txn, job, err);
+    arm(t);
+}
+
+static void retry_later(struct mround *r)
+{
+    if (!ev_is_active(&r->retry) && !ev_is_active(&r->finish)) {
+        ev_timer_set(&r->retry, GR_TXN_MARKER_RETRY_MS / 1000.0, 0);
+        ev_timer_start(r->t->b->loop, &r->retry);
+    }
+}
+
+/* The committed wait of one marker ended: done, or (the log went offline, the leader moved) written again
+ * later, as Kafka retries KAFKA_STORAGE_ERROR / NOT_LEADER_OR_FOLLOWER. */
+static void marker_committed(struct gr_partition_waiter *pw, int err)
+{
+    struct mpart *mp = pw->ctx;
+    if (err < 0) {
+        retry_later(mp->r);
+        return;
+    }
+    mp->done = true;
+    mp->r->left--;
+    round_check(mp->r);
+}
+
+/* Writes one partition's marker (WriteTxnMarkers' handling on the leader,
+ * KafkaApis.handleWriteTxnMarkersRequest and TransactionMarkerRequestCompletionHandler's outcomes): a deleted
+ * topic or partition counts as done; a data partition gets gr_partition_write_marker, __consumer_offsets the
+ * group coordinator's gr_coord_txn_complete; done once the high watermark passes the marker.
+ * INVALID_PRODUCER_EPOCH and TRANSACTION_COORDINATOR_FENCED end the round fenced (Kafka: the coordinator
+ * stops sending for the transaction); every other error is retried after GR_TXN_MARKER_RETRY_MS. Known gap:
+ * a data partition's marker does not go through the append gate (partition.h gr_gate_enter), so an active
+ * file the fd cap closed is reopened by the append on this thread (storage/log.c), as coordinator writes do.
+ */
+static void marker_send(struct mpart *mp)
+{
+    struct mround *r = mp->r;
+    struct gr_broker *b = r->t->b;
+    struct gr_topic *topic = gr_store_topic_find(b->store, mp->topic, strlen(mp->topic));
+    struct gr_log *log = topic ? gr_topic_log(topic, mp->partition) : NULL;
+    struct gr_partition *part = log ? gr_broker_partition(b, log) : NULL;
+    if (!log) { /* deleted (or never existed): nothing to mark */
+        mp->done = true;
+        r->left--;
+        return;
+    }
+    int64_t end = -1;
+    int16_t kerr = GR_ERR_NONE;
+    if (strcmp(mp->topic, GR_OFFSETS_TOPIC) == 0) {
+        kerr = b->coord ? gr_coord_txn_complete(b->coord, mp->partition, r->producer_id, r->producer_epoch,
+                                                r->coordinator_epoch, r->commit, &end)
+                        : GR_ERR_COORDINATOR_NOT_AVAILABLE;
+    } else if (!part) {
+        kerr = GR_ERR_NOT_LEADER_OR_FOLLOWER;
+    } else {
+        struct gr_partition_marker m = {.producer_id = r->producer_id,
+                                        .producer_epoch = r->producer_epoch,
+                                        .coordinator_epoch = r->coordinator_epoch,
+                                        .commit = r->commit,
+                                        .now_ms = gr_time_wall_ms()};
+        struct gr_append_result res;
+        int rc = gr_partition_write_marker(part, &m, &res);
+        if (rc == GR_LOG_ERR_INVALID_PRODUCER_EPOCH)
+            kerr = GR_ERR_INVALID_PRODUCER_EPOCH;
+        else if (rc == GR_LOG_ERR_TRANSACTION_COORDINATOR_FENCED)
+            kerr = GR_ERR_TRANSACTION_COORDINATOR_FENCED;
+        else if (rc < 0)
+            kerr = GR_ERR_NOT_LEADER_OR_FOLLOWER; /* -EXDEV, offline, no room: retried */
+        else {
+            end = res.last_offset + 1;
+            gr_log_flush_async(log);
+        }
+    }
+    if (kerr == GR_ERR_INVALID_PRODUCER_EPOCH || kerr == GR_ERR_TRANSACTION_COORDINATOR_FENCED) {
+        GR_WARN_RATELIMITED("%s-%d: transaction marker of producer id %lld refused (error %d)", mp->topic,
+                            (int)mp->partition, (long long)r->producer_id, (int)kerr);
+        r->fenced = GR_ERR_TRANSACTION_COORDINATOR_FENCED;
+        return;
+    }
+    if (kerr) {
+        GR_WARN_RATELIMITED("%s-%d: transaction marker not written (error %d), retrying", mp->topic,
+                            (int)mp->partition, (int)kerr);
+        retry_later(r);
+        return;
+    }
+    if (end < 0) { /* nothing written (no pending offsets of the producer): done */
+        mp->done = true;
+        r->left--;
+        return;
+    }
+    if (!part) {
+        retry_later(r);
+        return;
+    }
+    mp->pw = (struct gr_partition_waiter){.done = marker_committed, .ctx = mp};
+    gr_partition_wait_committed(part, &mp->pw, end); /* may be done at once */
+}
+
+/* Sends every marker not done (the first round, and each retry). */
+static void round_send(struct mround *r)
+{
+    for (int32_t i = 0; i < r->count && !r->fenced; i++) {
+        struct mpart *mp = &r->parts[i];
+        if (!mp->done && !mp->pw.part) marker_send(mp);
+    }
+    round_check(r);
+}
+
+static void retry_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    (void)loop;
+    (void)revents;
+    round_send(w->data);
+}
+
+/* TransactionMarkerChannelManager.addTxnMarkersToSend, in process: every partition's marker written, then
+ * the coordinator told (gr_txn_markers_done). Out of memory for the round: logged, never reported, so the
+ * transaction stays PrepareX until the next load completes it. */
 static void hook_send_markers(void *ctx, const struct gr_txn_markers *m)
 {
     struct gr_txns *t = ctx;
-    if (!t->marker_warned)
-        GR_WARN("transaction coordinator: markers for %.*s (producer id %lld) not sent: transaction markers "
-                "are not built yet; the transaction stays prepared",
-                (int)m->transactional_id.len, m->transactional_id.ptr, (long long)m->producer_id);
-    t->marker_warned = true;
+    struct mround *r = calloc(1, sizeof *r);
+    if (r && m->partition_count > 0) r->parts = calloc((size_t)m->partition_count, sizeof *r->parts);
+    if (!r || (m->partition_count > 0 && !r->parts)) {
+        GR_ERROR("transaction coordinator: out of memory for the markers of producer id %lld",
+                 (long long)m->producer_id);
+        free(r);
+        return; /* the round is never reported: PrepareX stays for the next load */
+    }
+    r->t = t;
+    r->job = m->job;
+    r->producer_id = m->producer_id;
+    r->producer_epoch = m->producer_epoch;
+    r->coordinator_epoch = m->coordinator_epoch;
+    r->commit = m->commit;
+    r->count = r->left = m->partition_count;
+    ev_timer_init(&r->retry, retry_cb, 0, 0);
+    r->retry.data = r;
+    ev_timer_init(&r->finish, finish_cb, 0, 0);
+    r->finish.data = r;
+    r->next = t->rounds;
+    if (t->rounds) t->rounds->prev = r;
+    t->rounds = r;
+    for (int32_t i = 0; i < m->partition_count; i++) {
+        struct mpart *mp = &r->parts[i];
+        mp->r = r;
+        mp->partition = m->partitions[i].partition;
+        size_t n = m->partitions[i].topic.len > 0 ? (size_t)m->partitions[i].topic.len : 0;
+        mp->topic = malloc(n + 1);
+        if (!mp->topic) {
+            mp->done = true; /* cannot name it: counted done (logged) */
+            r->left--;
+            GR_ERROR("transaction coordinator: out of memory for a marker of producer id %lld",
+                     (long long)m->producer_id);
+            continue;
+        }
+        if (n) memcpy(mp->topic, m->partitions[i].topic.ptr, n);
+        mp->topic[n] = '\0';
+    }
+    round_send(r);
 }
 
 static void pid_done(struct gr_producer_id_waiter *w, int16_t error_code, int64_t producer_id)
@@ -278,12 +512,76 @@ static int16_t hook_alloc_producer_id(void *ctx, int64_t *producer_id)
     return GR_ERR_NONE;
 }
 
-/* No request reaches the coordinator yet (the transaction APIs are not served): nothing is parked. */
+/* A request's answer from the coordinator: filled through its waiter's hook; a parked request is finished. */
 static void hook_done(void *ctx, void *waiter, const struct gr_txn_result *res)
 {
     (void)ctx;
-    (void)waiter;
-    (void)res;
+    struct gr_txns_waiter *w = waiter;
+    w->answered = true;
+    w->answer(w, res);
+    if (w->parked && --w->req_waits->pending == 0) gr_req_finish(w->req);
+}
+
+/* The coordinator's verification as Produce answers it (gr_txns_check_produce). */
+static int16_t verify_produce(struct gr_broker *b, struct gr_str txn_id, struct gr_str topic,
+                              int32_t partition, int64_t producer_id, int16_t producer_epoch,
+                              int16_t produce_version)
+{
+    if (!b->txn) return GR_ERR_NOT_ENOUGH_REPLICAS; /* no coordinator here yet: retriable */
+    struct gr_txn_tp tp = {topic, partition};
+    int16_t err = GR_ERR_NONE;
+    gr_txn_verify_partitions(b->txn, txn_id, producer_id, producer_epoch, &tp, 1, &err);
+    switch (err) {
+    case GR_ERR_NONE:
+        return GR_ERR_NONE;
+    case GR_ERR_PRODUCER_FENCED:
+    case GR_ERR_INVALID_PRODUCER_EPOCH:
+        return GR_ERR_INVALID_PRODUCER_EPOCH;
+    case GR_ERR_CONCURRENT_TRANSACTIONS:
+    case GR_ERR_COORDINATOR_LOAD_IN_PROGRESS:
+    case GR_ERR_COORDINATOR_NOT_AVAILABLE:
+    case GR_ERR_NOT_COORDINATOR:
+        return GR_ERR_NOT_ENOUGH_REPLICAS;
+    default:
+        return gr_txn_error_for_version(GR_TXN_API_PRODUCE, produce_version, err);
+    }
+}
+
+int16_t gr_txns_check_produce(struct gr_broker *b, struct gr_str txn_id, struct gr_str topic,
+                              int32_t partition, struct gr_bytes records, int16_t produce_version,
+                              bool *verified)
+{
+    *verified = false;
+    if (!gr_txns_enabled(b) || txn_id.len < 0 || records.len <= 0) return GR_ERR_NONE;
+    size_t pos = 0, len;
+    const uint8_t *batch;
+    if (gr_batch_next(records.ptr, (size_t)records.len, &pos, &batch, &len) != 1 ||
+        !(gr_batch_attributes(batch) & GR_BATCH_ATTR_TRANSACTIONAL))
+        return GR_ERR_NONE; /* not transactional (or malformed: the produce path judges it) */
+    int16_t err = verify_produce(b, txn_id, topic, partition, gr_batch_producer_id(batch),
+                                 gr_batch_producer_epoch(batch), produce_version);
+    *verified = err == GR_ERR_NONE;
+    return err;
+}
+
+/* ---- the handlers' side ---- */
+
+struct gr_txn_coord *gr_txns_coord(struct gr_broker *b)
+{
+    if (!b->txn) gr_txns_start(b);
+    return b->txn;
+}
+
+enum gr_handler_rc gr_txns_settle(struct gr_req *req, struct gr_txns_waits *waits, struct gr_txns_waiter **ws,
+                                  int n)
+{
+    for (int i = 0; i < n; i++)
+        if (!ws[i]->answered) {
+            ws[i]->parked = true;
+            waits->pending++;
+        }
+    if (waits->pending == 0) return GR_HANDLER_DONE;
+    return gr_req_await(req, NULL);
 }
 
 /* ---- loads (as server/groups.c's cluster-mode loads) ---- */
@@ -513,6 +811,10 @@ int gr_txns_start(struct gr_broker *b)
     t->tick.data = t;
     ev_timer_init(&t->report, report_cb, 0, 0);
     t->report.data = t;
+    /* Loading from now on (COORDINATOR_LOAD_IN_PROGRESS, as Kafka's loadingPartitions), not NOT_COORDINATOR
+       while the epoch is saved: each load begins again at the saved epoch (epoch_done). */
+    for (int32_t p = 0; p < n; p++)
+        gr_txn_load_begin(b->txn, p, 0);
     t->epoch_job.run = epoch_run;
     t->epoch_job.done = epoch_done;
     t->epoch_in_job = true;
@@ -634,6 +936,11 @@ void gr_txns_stop(struct gr_broker *b)
             struct twrite *tw = t->done_head;
             t->done_head = tw->next;
             free(tw);
+        }
+        while (t->rounds) {
+            struct mround *r = t->rounds;
+            round_unlink(r);
+            round_free(r);
         }
         gr_txn_destroy(b->txn); /* the writes and marker jobs it still holds go with it */
         b->txn = NULL;

@@ -2,10 +2,11 @@
  * txns.h: the transaction coordinator's server binding (server/txns.c) on one node: __transaction_state
  * created on first use, b->txn (coordinator/txn.h) over it with its hooks bound (the append answered once
  * committed, the load of each partition on the I/O pool, the coordinator epoch, producer ids, the clock,
- * the ticks), and FindCoordinator key type 1's answer. The transaction APIs are not served yet (issue #21:
- * the markers need the partition side), so the whole binding is behind the test-only setting
- * gregor.transaction.coordinator.test.enable (off: FindCoordinator key type 1 keeps answering
- * COORDINATOR_NOT_AVAILABLE and nothing here runs). Cluster mode is not bound yet.
+ * the ticks, the markers written in process), FindCoordinator key type 1's answer, the transaction APIs'
+ * waiters (server/handlers/txn_apis.c, init_producer_id.c) and Produce's verification (KIP-890 part 1).
+ * The whole binding is behind the test-only setting gregor.transaction.coordinator.test.enable (off:
+ * FindCoordinator key type 1 keeps answering COORDINATOR_NOT_AVAILABLE, the transaction APIs are not
+ * served, transactional Produce is refused, and nothing here runs). Cluster mode is not bound yet.
  * Read next: server/txns.c, coordinator/txn.h, server/groups.h (the same binding for groups).
  */
 #ifndef GR_TXNS_H
@@ -14,12 +15,53 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "coordinator/txn.h"
 #include "server/broker.h"
 
 #define GR_TXN_TOPIC "__transaction_state"
 /* The small file of the log directory holding the last coordinator epoch handed out (a big-endian int32):
    raised and saved (on the I/O pool, durably) before every load, so an epoch is never used twice. */
 #define GR_TXN_EPOCH_FILE "transaction-coordinator-epoch"
+
+/* A request waiting for the coordinator's answer (coordinator/txn.h's opaque waiter), in the request's
+ * arena. `answer` fills the response from the result (it runs once, maybe inside the coordinator call);
+ * when the handler parked the request (parked, set after the call returned unanswered) the request is
+ * finished once every waiter sharing `req_waits` was answered (AddPartitionsToTxn v4+ waits for several
+ * transactions). */
+struct gr_txns_waits {
+    int32_t pending; /* parked waiters not answered yet */
+};
+struct gr_txns_waiter {
+    void (*answer)(struct gr_txns_waiter *w, const struct gr_txn_result *res);
+    struct gr_req *req;
+    struct gr_txns_waits *req_waits;
+    void *ctx; /* the handler's: where the answer goes */
+    bool answered, parked;
+};
+
+/* For the transaction APIs' handlers: the coordinator when it runs here (started now when
+ * __transaction_state exists: gr_txns_start), else NULL (the handler answers NOT_COORDINATOR). */
+struct gr_txn_coord *gr_txns_coord(struct gr_broker *b);
+/* Ends a handler that handed the `n` waiters `ws` (sharing `waits`) to the coordinator: GR_HANDLER_DONE when
+ * every one was answered inside its call, else marks the others parked and returns gr_req_await's
+ * GR_HANDLER_WAIT (the done hook finishes the request once the last is answered). */
+enum gr_handler_rc gr_txns_settle(struct gr_req *req, struct gr_txns_waits *waits, struct gr_txns_waiter **ws,
+                                  int n);
+
+/* KIP-890 part 1's verification of one partition's Produce records on one node (ReplicaManager's
+ * maybeStartTransactionVerificationForPartition, the coordinator in process: its
+ * handleVerifyPartitionsInTransaction, checked and appended in the same loop turn so no marker slips in
+ * between). Only when the binding is on, `txn_id` is not null and the first batch of `records` is
+ * transactional does it ask; then *verified is true when `topic`-`partition` is in the ongoing transaction
+ * of `txn_id` at the batch's producer id and epoch (append with gr_produce_args.txn_verified). Returns NONE,
+ * or the error Produce answers, mapped as AddPartitionsToTxnManager and KafkaApis do: PRODUCER_FENCED ->
+ * INVALID_PRODUCER_EPOCH; CONCURRENT_TRANSACTIONS, COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE,
+ * NOT_COORDINATOR (and no coordinator started) -> NOT_ENOUGH_REPLICAS (retriable); TRANSACTION_ABORTABLE
+ * (not in the transaction) -> INVALID_TXN_STATE below Produce v11; others (INVALID_PRODUCER_ID_MAPPING)
+ * unchanged. */
+int16_t gr_txns_check_produce(struct gr_broker *b, struct gr_str txn_id, struct gr_str topic,
+                              int32_t partition, struct gr_bytes records, int16_t produce_version,
+                              bool *verified);
 
 /* True when the binding is on (gregor.transaction.coordinator.test.enable, single-node mode). */
 bool gr_txns_enabled(const struct gr_broker *b);

@@ -61,7 +61,7 @@ UNKNOWN_TOPIC_ID = 100
 API_KEYS = {'Produce': 0, 'Fetch': 1, 'ListOffsets': 2, 'Metadata': 3, 'FindCoordinator': 10,
             'ApiVersions': 18, 'CreateTopics': 19, 'DescribeConfigs': 32, 'OffsetCommit': 8, 'OffsetFetch': 9,
             'JoinGroup': 11, 'Heartbeat': 12, 'LeaveGroup': 13, 'SyncGroup': 14, 'OffsetForLeaderEpoch': 23,
-            'DeleteRecords': 21, 'InitProducerId': 22}
+            'DeleteRecords': 21, 'InitProducerId': 22, 'AddPartitionsToTxn': 24, 'EndTxn': 26}
 
 
 class DecodeError(Exception):
@@ -110,6 +110,33 @@ SCHEMAS = {
         F('producer_epoch', 'int16', '0+'),
         F('ongoing_txn_producer_id', 'int64', '6+', default=-1),
         F('ongoing_txn_producer_epoch', 'int16', '6+', default=-1),
+    ]),
+    'AddPartitionsToTxn': (3, [
+        F('transactions', [
+            F('transactional_id', 'string', '4+'), F('producer_id', 'int64', '4+'),
+            F('producer_epoch', 'int16', '4+'), F('verify_only', 'bool', '4+', default=False),
+            F('topics', [F('name', 'string', '0+'), F('partitions', '[int32]', '0+')], '4+'),
+        ], '4+'),
+        F('v3_and_below_transactional_id', 'string', '0-3'), F('v3_and_below_producer_id', 'int64', '0-3'),
+        F('v3_and_below_producer_epoch', 'int16', '0-3'),
+        F('v3_and_below_topics', [F('name', 'string', '0+'), F('partitions', '[int32]', '0+')], '0-3'),
+    ], [
+        F('throttle_time_ms', 'int32', '0+'),
+        F('error_code', 'int16', '4+'),
+        F('results_by_transaction', [
+            F('transactional_id', 'string', '4+'),
+            F('topic_results', [F('name', 'string', '0+'), F('results_by_partition', [
+                F('partition_index', 'int32', '0+'), F('partition_error_code', 'int16', '0+')], '0+')], '4+'),
+        ], '4+'),
+        F('results_by_topic_v3_and_below', [F('name', 'string', '0+'), F('results_by_partition', [
+            F('partition_index', 'int32', '0+'), F('partition_error_code', 'int16', '0+')], '0+')], '0-3'),
+    ]),
+    'EndTxn': (3, [
+        F('transactional_id', 'string', '0+'), F('producer_id', 'int64', '0+'),
+        F('producer_epoch', 'int16', '0+'), F('committed', 'bool', '0+'),
+    ], [
+        F('throttle_time_ms', 'int32', '0+'), F('error_code', 'int16', '0+'),
+        F('producer_id', 'int64', '5+', default=-1), F('producer_epoch', 'int16', '5+', default=-1),
     ]),
     'ApiVersions': (3, [
         F('client_software_name', 'string', '3+', default='gregor-compat'),

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# txn/run.sh: the transaction coordinator's server binding on one node (issue #21, server/txns.c). The
-# transaction APIs are not served yet, so the binding is behind the test-only setting
-# gregor.transaction.coordinator.test.enable: off (the default), FindCoordinator key type 1 keeps answering
-# COORDINATOR_NOT_AVAILABLE and makes no topic; on, the first one creates __transaction_state with Kafka's
+# txn/run.sh: the transaction coordinator's server binding on one node (issue #21, server/txns.c), behind the
+# test-only setting gregor.transaction.coordinator.test.enable: off (the default), FindCoordinator key type 1
+# keeps answering COORDINATOR_NOT_AVAILABLE and makes no topic, and the transaction APIs are not served
+# (transactions.py off); on, transactions work end to end (transactions.py on), and the first one creates __transaction_state with Kafka's
 # settings and configs and names this broker, the coordinator loads every partition on the I/O pool at a
 # coordinator epoch saved in the log directory and raised at every start; transaction.state.log.replication.factor
 # or transaction.state.log.min.isr set above 1 stops a single-node broker. The group side (offsets.py):
@@ -29,6 +29,7 @@ wait_log() {
 broker_start || { fail "start"; summary txn; exit 1; }
 txn_step off
 txn_step off offsets.py
+run_py "transactions off" "$(dirname "$0")/transactions.py" off
 broker_stop
 rm -rf "$BROKER_DIR"
 
@@ -48,6 +49,21 @@ check "the restart loaded every partition at coordinator epoch 2" \
 check_eq "the epoch file holds 2" "00000002" "$(od -An -tx1 "$BROKER_DIR/data/transaction-coordinator-epoch" | tr -d ' \n')"
 broker_stop
 check_eq "no ERROR or WARN logged" "" "$(grep -E ' (ERROR|WARN) ' "$BROKER_DIR/broker.log")"
+rm -rf "$BROKER_DIR"
+
+# Transactions end to end (transactions.py on): a fresh broker with the setting on.
+BROKER_DIR=$(mktemp -d /tmp/gregor-test.XXXXXX)
+broker_start "${ON[@]}" || { fail "start"; summary txn; exit 1; }
+run_py "transactions on" "$(dirname "$0")/transactions.py" on
+if command -v kcat >/dev/null; then # kcat's transactional producer: init, begin, produce, commit
+    out=$(printf 'k1\nk2\n' | timeout 30 kcat -b "$BROKER" -X transactional.id=kc-1 -P -t kcat-txn -p 0 2>&1)
+    case "$out" in *"Transaction successfully committed"*) pass "kcat -X transactional.id commits" ;;
+        *) fail "kcat -X transactional.id commits" "$out" ;; esac
+    check_eq "kcat read_committed reads both records" "k1 k2" "$(timeout 20 kcat -b "$BROKER" -C -t kcat-txn -p 0 \
+        -o beginning -e -q -X isolation.level=read_committed 2>/dev/null | tr '\n' ' ' | sed 's/ $//')"
+fi
+broker_stop
+check_eq "no ERROR logged" "" "$(grep -E ' ERROR ' "$BROKER_DIR/broker.log")"
 rm -rf "$BROKER_DIR"
 
 # Kafka's defaults 3 and 2 need a cluster: unset they are 1 on one node, set above 1 they stop the broker.

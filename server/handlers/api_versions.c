@@ -8,6 +8,7 @@
  * API list, as Kafka 4.4 answers. The unsupported-version fallback lives in dispatch.c.
  */
 #include "server/handlers/handlers.h"
+#include "server/txns.h"
 
 static bool kip511_valid(struct gr_str s)
 {

@@ -5,7 +5,11 @@
  * with epoch 0, whatever producer id and epoch the request carries (the KIP-360 epoch bump of an idempotent
  * producer happens in the client). An empty transactional id is INVALID_REQUEST; any other transactional
  * id is TRANSACTIONAL_ID_AUTHORIZATION_FAILED (non-retriable), as Produce answers one: transactions are not
- * built. Errors answer producer id -1 and epoch -1.
+ * built. Errors answer producer id -1 and epoch -1. With the test-only
+ * gregor.transaction.coordinator.test.enable on, a transactional id goes to the transaction coordinator
+ * (coordinator/txn.h gr_txn_init_producer_id through server/txns.c; NOT_COORDINATOR while it is not
+ * started), its errors shaped by version (gr_txn_error_for_version: PRODUCER_FENCED from v4,
+ * TRANSACTION_ABORTABLE from v5).
  *
  * The id comes from the coordinator's named wait "until the block is saved" (coordinator/producer_ids.h
  * gr_producer_id_wait, bound by server/producer_ids.c to the log directory and the I/O pool, or in cluster
@@ -18,7 +22,9 @@
 #include <stdbool.h>
 
 #include "coordinator/producer_ids.h"
+#include "coordinator/txn.h"
 #include "server/handlers/handlers.h"
+#include "server/txns.h"
 
 /* The wait of one request (its arena). */
 struct pid_req {
@@ -42,6 +48,35 @@ static void id_done(struct gr_producer_id_waiter *w, int16_t error_code, int64_t
     if (pr->parked) gr_req_finish(pr->req);
 }
 
+static void txn_answered(struct gr_txns_waiter *w, const struct gr_txn_result *res)
+{
+    struct gr_init_producer_id_response *resp = w->req->resp;
+    resp->error_code = gr_txn_error_for_version(GR_TXN_API_INIT_PRODUCER_ID, w->req->hdr.request_api_version,
+                                                res->error_code);
+    resp->producer_id = resp->error_code ? -1 : res->producer_id;
+    resp->producer_epoch = resp->error_code ? -1 : res->producer_epoch;
+}
+
+/* TransactionCoordinator.handleInitProducerId with a transactional id (v3+ carry KIP-360's expected
+ * producer id and epoch; older versions none: -1). */
+static enum gr_handler_rc init_transactional(struct gr_req *req)
+{
+    struct gr_init_producer_id_request *body = req->body;
+    struct gr_broker *b = req->broker;
+    if (!gr_txns_coord(b)) {
+        answer(req, GR_ERR_NOT_COORDINATOR, -1);
+        return GR_HANDLER_DONE;
+    }
+    struct gr_txns_waits *waits = gr_arena_calloc(&req->arena, 1, sizeof *waits);
+    struct gr_txns_waiter *w = gr_arena_calloc(&req->arena, 1, sizeof *w);
+    if (!waits || !w) return GR_HANDLER_CLOSE;
+    *w = (struct gr_txns_waiter){.answer = txn_answered, .req = req, .req_waits = waits};
+    bool kip360 = req->hdr.request_api_version >= 3;
+    gr_txn_init_producer_id(b->txn, w, body->transactional_id, body->transaction_timeout_ms,
+                            kip360 ? body->producer_id : -1, kip360 ? body->producer_epoch : -1);
+    return gr_txns_settle(req, waits, &w, 1); /* parked: server/txns.c's done hook finishes it */
+}
+
 enum gr_handler_rc gr_handle_init_producer_id(struct gr_req *req)
 {
     struct gr_init_producer_id_request *body = req->body;
@@ -50,6 +85,7 @@ enum gr_handler_rc gr_handle_init_producer_id(struct gr_req *req)
         answer(req, GR_ERR_INVALID_REQUEST, -1);
         return GR_HANDLER_DONE;
     }
+    if (body->transactional_id.len > 0 && gr_txns_enabled(b)) return init_transactional(req);
     if (body->transactional_id.len > 0) {
         answer(req, GR_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED, -1);
         return GR_HANDLER_DONE;

@@ -14,15 +14,14 @@
  * OUT_OF_ORDER_SEQUENCE_NUMBER and INVALID_PRODUCER_EPOCH are per-partition errors, and a duplicate of one
  * of the producer's last 5 batches is answered with the original's offsets once the ORIGINAL batch is as
  * durable as acks asks (a retry is never acknowledged before the batch it repeats).
- * Transactions are not built: a request with a transactional id, or whose first batch of some partition has
- * the transactional bit, is refused on every partition with TRANSACTIONAL_ID_AUTHORIZATION_FAILED (the
- * latter is Kafka's answer without a transactional id); control batches are INVALID_RECORD.
- * Before its appends a Produce waits (named waits, server/request.c): in cluster mode until the local logs of
- * the partitions led here are made (server/logwait.h; at the timeout those answer REQUEST_TIMED_OUT), then
- * until every partition is appendable (gr_req_await_appendable over partition/gate.c: files closed by the
- * fd cap reopened on the I/O pool, in per-partition order; a file that cannot open: KAFKA_STORAGE_ERROR).
- * Out of request memory, the connection is closed before any append. Partitions led elsewhere (route.h) get
- * NOT_LEADER_OR_FOLLOWER, from v10 with CurrentLeader and NodeEndpoints (KIP-951). Next: fetch.c.
+ * Transactions: produce_request.h gr_produce_txn_refused / _verify (KIP-890); control batches:
+ * INVALID_RECORD. Before its appends a Produce waits (named waits, server/request.c): in cluster mode until
+ * the local logs of the partitions led here are made (server/logwait.h; at the timeout those answer
+ * REQUEST_TIMED_OUT), then until every partition is appendable (gr_req_await_appendable over
+ * partition/gate.c: files closed by the fd cap reopened on the I/O pool, in per-partition order; a file that
+ * cannot open: KAFKA_STORAGE_ERROR). Out of request memory, the connection is closed before any append.
+ * Partitions led elsewhere (route.h) get NOT_LEADER_OR_FOLLOWER, from v10 with CurrentLeader and
+ * NodeEndpoints (KIP-951). Next: fetch.c.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -66,12 +65,15 @@ static struct gr_log *produce_partition(struct gr_req *req, const struct gr_imag
     }
     struct gr_log *log = route.log;
     struct gr_topic *t = route.topic;
+    int txn = gr_produce_txn_verify(req, it->name, partition, records, pr); /* 1: verified, -1: refused */
+    if (txn < 0) return NULL;
     struct gr_produce_args args = {.records = (uint8_t *)records.ptr, /* the request buffer: ours to patch */
                                    .records_len = records.len,
                                    .api_version = req->hdr.request_api_version,
                                    .now_ms = gr_time_wall_ms(),
                                    .require_open = req->broker->iopool != NULL,
-                                   .acks = ((struct gr_produce_request *)req->body)->acks};
+                                   .acks = ((struct gr_produce_request *)req->body)->acks,
+                                   .txn_verified = txn > 0};
     struct gr_produce_result r;
     int16_t err = gr_partition_produce(gr_broker_partition(req->broker, log), gr_topic_policy(t), &args,
                                        &req->arena, &r);
@@ -109,9 +111,7 @@ static enum gr_handler_rc produce_run(struct gr_req *req)
         if (bad_acks) topic_err = GR_ERR_INVALID_REQUIRED_ACKS;
         if (st->txn_refused) {
             topic_err = GR_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
-            /* Kafka sends no message for a transactional batch without a transactional id */
-            topic_msg =
-                body->transactional_id.len >= 0 ? "Transactions are not supported by this broker yet" : NULL;
+            topic_msg = gr_produce_txn_refused_message(body);
         }
         int32_t np = tr->partition_responses.count;
         for (int32_t p = 0; p < np; p++) {
@@ -192,7 +192,7 @@ enum gr_handler_rc gr_handle_produce(struct gr_req *req)
     struct produce_state *st = gr_arena_calloc(&req->arena, 1, sizeof *st);
     if (!st || !gr_req_commits_new(req, total)) return GR_HANDLER_CLOSE;
     req->hstate = st;
-    st->txn_refused = gr_produce_request_transactional(body);
+    st->txn_refused = gr_produce_txn_refused(req);
     bool bad_acks = body->acks != 0 && body->acks != 1 && body->acks != -1;
     if (bad_acks || st->txn_refused) return produce_run(req); /* no appends */
     st->total = total;

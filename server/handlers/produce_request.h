@@ -15,6 +15,8 @@
 #include "partition/partition.h"
 #include "protocol/gen/messages.h"
 
+struct gr_req;
+
 /* Kafka keeps the request's partitions in a map: a topic named twice is one topic, and a partition named
    twice is one partition whose records are those of its LAST occurrence (the earlier ones are neither
    appended nor answered). Rewrites the request's topic_data so: topics in order of first occurrence (by name,
@@ -33,6 +35,19 @@ bool gr_produce_response_alloc(const struct gr_produce_request *body, struct gr_
    not built) or, without one, when the first batch of any partition has the transactional bit
    (RequestUtils.hasTransactionalRecords). Returns true when refused so. */
 bool gr_produce_request_transactional(const struct gr_produce_request *body);
+/* (produce_txn.c) The whole-request refusal as served: gr_produce_request_transactional, except that with the
+   test-only gregor.transaction.coordinator.test.enable on (server/txns.h gr_txns_enabled) a request with a
+   transactional id is taken (its transactional batches verified per partition: gr_produce_txn_verify);
+   a transactional batch without a transactional id stays refused, as Kafka refuses it. */
+bool gr_produce_txn_refused(struct gr_req *req);
+/* The message of that refusal: one with a transactional id (transactions not served), none without (Kafka
+   sends no message for a transactional batch without a transactional id). */
+const char *gr_produce_txn_refused_message(const struct gr_produce_request *body);
+/* KIP-890 part 1 for one partition of `req` (topic `topic`, a NUL-terminated name): server/txns.h
+   gr_txns_check_produce. Returns 1 (a transactional batch verified: append with txn_verified), 0 (nothing
+   to verify), or -1 with `pr` filled with the error (nothing appended). */
+int gr_produce_txn_verify(struct gr_req *req, const char *topic, int32_t partition, struct gr_bytes records,
+                          struct gr_produce_response_partition_produce_response *pr);
 /* Sets a partition's error with no message (`msg` NULL: null on the wire) or a static one; base_offset -1. */
 void gr_produce_partition_error(struct gr_produce_response_partition_produce_response *pr, int16_t code,
                                 const char *msg);

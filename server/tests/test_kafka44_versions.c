@@ -100,23 +100,34 @@ static void test_api_versions_ranges(void **state)
     gr_req_free(req);
 }
 
-/* Issue #21's transaction APIs are in the codec (protocol/schema); those with a handler (TxnOffsetCommit) are
- * served only with the test-only gregor.transaction.coordinator.test.enable, off here: ApiVersions does not
- * list them and dispatch (gr_api_served first) closes a connection that sends one. */
+/* Issue #21's transaction APIs are in the codec (protocol/schema); 24-26 and 28 have GR_API_TXN rows
+ * (txn_only), which ApiVersions lists and dispatch serves (gr_api_served) only with
+ * gregor.transaction.coordinator.test.enable; 27, 65, 66 have no row (gr_api_find: NULL, the connection
+ * closes). */
 static void test_transaction_apis_codec_only(void **state)
 {
     struct fx *f = *state;
     static const int16_t txn_keys[] = {24, 25, 26, 27, 28, 65, 66};
-    struct gr_req *req = api_versions(f, 4, GR_STR_NULL, -1);
-    struct gr_api_versions_response *resp = req->resp;
-    for (size_t i = 0; i < sizeof txn_keys / sizeof txn_keys[0]; i++) {
-        assert_non_null(gr_msg_ops_find(txn_keys[i], false));
-        assert_non_null(gr_msg_ops_find(txn_keys[i], true));
-        assert_false(gr_api_served(f->b, gr_api_find(txn_keys[i])));
-        for (int32_t k = 0; k < resp->api_keys.count; k++)
-            if (resp->api_keys.items[k].api_key == txn_keys[i]) fail_msg("api %d advertised", txn_keys[i]);
+    static const bool has_row[] = {true, true, true, false, true, false, false};
+    for (int on = 0; on <= 1; on++) {
+        f->b->cfg.settings.gregor_transaction_coordinator_test_enable = on;
+        struct gr_req *req = api_versions(f, 4, GR_STR_NULL, -1);
+        struct gr_api_versions_response *resp = req->resp;
+        for (size_t i = 0; i < sizeof txn_keys / sizeof txn_keys[0]; i++) {
+            assert_non_null(gr_msg_ops_find(txn_keys[i], false));
+            assert_non_null(gr_msg_ops_find(txn_keys[i], true));
+            const struct gr_api *api = gr_api_find(txn_keys[i]);
+            assert_true(has_row[i] ? api && api->txn_only : !api);
+            assert_true(gr_api_served(f->b, api) == (on && has_row[i]));
+            bool listed = false;
+            for (int32_t k = 0; k < resp->api_keys.count; k++)
+                listed |= resp->api_keys.items[k].api_key == txn_keys[i];
+            if (listed != (on && has_row[i]))
+                fail_msg("api %d listed: %d (switch %d)", txn_keys[i], listed, on);
+        }
+        gr_req_free(req);
     }
-    gr_req_free(req);
+    f->b->cfg.settings.gregor_transaction_coordinator_test_enable = false;
 }
 
 static void test_api_versions_v5_cluster_and_node(void **state)

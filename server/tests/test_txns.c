@@ -145,6 +145,12 @@ static void hold(struct fx *f)
     }
 }
 
+/* A waiter's answer hook: records the error code in ctx. */
+static void record_answer(struct gr_txns_waiter *w, const struct gr_txn_result *res)
+{
+    *(int16_t *)w->ctx = res->error_code;
+}
+
 static void test_write_committed_and_replayed(void **state)
 {
     struct fx *f = *state;
@@ -155,13 +161,16 @@ static void test_write_committed_and_replayed(void **state)
     until_loaded(f);
     struct gr_str id = gr_str_c("tx-1");
     struct gr_txn_info info;
-    int waiter;
+    int16_t answered = -1;
+    struct gr_txns_waiter waiter = {.answer = record_answer, .ctx = &answered};
     /* the allocator's first block was saved meanwhile: an id at once, and the Empty record written */
     gr_txn_init_producer_id(f->b->txn, &waiter, id, 60000, -1, -1);
     assert_int_equal(gr_txn_describe(f->b->txn, id, &info), GR_ERR_NONE);
     assert_int_not_equal(info.pending, -1); /* written, not reported yet: never inside the append hook */
     int64_t pid = info.producer_id;
+    assert_int_equal(answered, -1);
     hold(f); /* committed (the visible offset is the log end here): reported from the timer */
+    assert_int_equal(answered, GR_ERR_NONE); /* the waiter's answer hook ran (no request: none finished) */
     assert_int_equal(gr_txn_describe(f->b->txn, id, &info), GR_ERR_NONE);
     assert_int_equal(info.pending, -1);
     assert_int_equal(info.state, GR_TXN_EMPTY);

@@ -1,0 +1,34 @@
+/*
+ * produce_txn.c: Produce's transaction rules (declared in produce_request.h): the whole-request refusal
+ * while transactions are not served, and KIP-890 part 1's verification of each transactional batch through
+ * the coordinator in process (server/txns.h gr_txns_check_produce) with the test-only
+ * gregor.transaction.coordinator.test.enable on. Read next: server/txns.h.
+ */
+#include "server/handlers/produce_request.h"
+#include "server/txns.h"
+
+bool gr_produce_txn_refused(struct gr_req *req)
+{
+    const struct gr_produce_request *body = req->body;
+    return gr_produce_request_transactional(body) &&
+           !(gr_txns_enabled(req->broker) && body->transactional_id.len >= 0);
+}
+
+const char *gr_produce_txn_refused_message(const struct gr_produce_request *body)
+{
+    return body->transactional_id.len >= 0 ? "Transactions are not supported by this broker yet" : NULL;
+}
+
+int gr_produce_txn_verify(struct gr_req *req, const char *topic, int32_t partition, struct gr_bytes records,
+                          struct gr_produce_response_partition_produce_response *pr)
+{
+    const struct gr_produce_request *body = req->body;
+    bool verified = false;
+    int16_t err = gr_txns_check_produce(req->broker, body->transactional_id, gr_str_c(topic), partition,
+                                        records, req->hdr.request_api_version, &verified);
+    if (err) {
+        gr_produce_partition_error(pr, err, NULL);
+        return -1;
+    }
+    return verified ? 1 : 0;
+}

@@ -1,0 +1,73 @@
+/*
+ * txn_apis.c: the transaction APIs a producer sends its transaction coordinator, served only while the
+ * test-only gregor.transaction.coordinator.test.enable is on (apis.def's GR_API_TXN rows: otherwise absent
+ * from ApiVersions and closing the connection like any unknown key): AddOffsetsToTxn (key 25, v0-v4), EndTxn
+ * (key 26, v0-v4: transaction version 1 only, issue #21). AddPartitionsToTxn is in add_partitions_to_txn.c,
+ * InitProducerId's transactional path in init_producer_id.c. Each request goes to the coordinator
+ * (coordinator/txn.h, bound by server/txns.c) with a struct gr_txns_waiter; its answer comes through the done
+ * hook, at once or after the coordinator's write is committed (the request is parked meanwhile). Errors are
+ * shaped by version as KafkaApis does (gr_txn_error_for_version: PRODUCER_FENCED, TRANSACTION_ABORTABLE). No
+ * coordinator yet (its topic not made: clients ask FindCoordinator first, which creates it): NOT_COORDINATOR.
+ * Read next: server/txns.h, coordinator/txn.h.
+ */
+#include "coordinator/txn.h"
+#include "server/handlers/handlers.h"
+#include "server/txns.h"
+
+/* ---- AddOffsetsToTxn ---- */
+
+static void offsets_answered(struct gr_txns_waiter *w, const struct gr_txn_result *res)
+{
+    struct gr_add_offsets_to_txn_response *resp = w->req->resp;
+    resp->error_code =
+        gr_txn_error_for_version(GR_TXN_API_ADD_OFFSETS, w->req->hdr.request_api_version, res->error_code);
+}
+
+/* KafkaApis.handleAddOffsetsToTxnRequest: the group's __consumer_offsets partition joins the transaction. */
+enum gr_handler_rc gr_handle_add_offsets_to_txn(struct gr_req *req)
+{
+    struct gr_add_offsets_to_txn_request *body = req->body;
+    struct gr_add_offsets_to_txn_response *resp = req->resp;
+    struct gr_txns_waits *waits = gr_arena_calloc(&req->arena, 1, sizeof *waits);
+    struct gr_txns_waiter *w = gr_arena_calloc(&req->arena, 1, sizeof *w);
+    if (!waits || !w) return GR_HANDLER_CLOSE;
+    struct gr_txn_coord *tc = gr_txns_coord(req->broker);
+    if (!tc) {
+        resp->error_code = GR_ERR_NOT_COORDINATOR;
+        return GR_HANDLER_DONE;
+    }
+    *w = (struct gr_txns_waiter){.answer = offsets_answered, .req = req, .req_waits = waits};
+    gr_txn_add_offsets(tc, w, body->transactional_id, body->producer_id, body->producer_epoch,
+                       body->group_id);
+    return gr_txns_settle(req, waits, &w, 1);
+}
+
+/* ---- EndTxn ---- */
+
+static void end_answered(struct gr_txns_waiter *w, const struct gr_txn_result *res)
+{
+    struct gr_end_txn_response *resp = w->req->resp;
+    resp->error_code =
+        gr_txn_error_for_version(GR_TXN_API_END_TXN, w->req->hdr.request_api_version, res->error_code);
+    resp->producer_id = res->producer_id;
+    resp->producer_epoch = res->producer_epoch;
+}
+
+/* KafkaApis.handleEndTxnRequest (transaction version 1: v0-v4): answered once PrepareCommit / PrepareAbort
+ * is durable; the markers follow. */
+enum gr_handler_rc gr_handle_end_txn(struct gr_req *req)
+{
+    struct gr_end_txn_request *body = req->body;
+    struct gr_end_txn_response *resp = req->resp;
+    struct gr_txns_waits *waits = gr_arena_calloc(&req->arena, 1, sizeof *waits);
+    struct gr_txns_waiter *w = gr_arena_calloc(&req->arena, 1, sizeof *w);
+    if (!waits || !w) return GR_HANDLER_CLOSE;
+    struct gr_txn_coord *tc = gr_txns_coord(req->broker);
+    if (!tc) {
+        resp->error_code = GR_ERR_NOT_COORDINATOR;
+        return GR_HANDLER_DONE;
+    }
+    *w = (struct gr_txns_waiter){.answer = end_answered, .req = req, .req_waits = waits};
+    gr_txn_end(tc, w, body->transactional_id, body->producer_id, body->producer_epoch, body->committed);
+    return gr_txns_settle(req, waits, &w, 1);
+}
