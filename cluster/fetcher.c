@@ -820,8 +820,18 @@ static void take_partition(struct gr_fetcher *f, struct fentry *e,
                 "; waiting for a newer one",
                 fp->topic, fp->partition, fp->leader_epoch, fp->leader_id);
         return;
-    default: /* UNKNOWN_LEADER_EPOCH, NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_*, ...: retried after the backoff
-              */
+    case GR_ERR_NOT_LEADER_OR_FOLLOWER: /* a leadership move in progress: Kafka's AbstractFetcherThread */
+    case GR_ERR_UNKNOWN_LEADER_EPOCH:   /* logs both at DEBUG; retried after the backoff */
+        GR_LOG_RATELIMITED(GR_LOG_INFO,
+                           "fetcher: %s-%" PRId32 ": broker %" PRId32 " answered %s at leader epoch %" PRId32
+                           " (a leadership move in progress); retrying",
+                           fp->topic, fp->partition, fp->leader_id,
+                           p->error_code == GR_ERR_UNKNOWN_LEADER_EPOCH ? "UNKNOWN_LEADER_EPOCH"
+                                                                        : "NOT_LEADER_OR_FOLLOWER",
+                           fp->leader_epoch);
+        fp_delay(f, fp, f->cfg.backoff_ms);
+        return;
+    default: /* UNKNOWN_TOPIC_*, storage errors, ...: retried after the backoff */
         GR_WARN_RATELIMITED("fetcher: %s-%" PRId32 ": error %d from broker %" PRId32, fp->topic,
                             fp->partition, (int)p->error_code, fp->leader_id);
         fp_delay(f, fp, f->cfg.backoff_ms);
