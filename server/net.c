@@ -78,6 +78,7 @@ struct gr_conn {
     bool stalled; /* in the broker's stalled list */
     struct gr_conn *stall_prev, *stall_next;
     ev_timer close_w; /* frees the connection from the loop's top level */
+    ev_timer held_w;  /* dispatches a held FIFO head from the loop's top level (conn_write) */
 };
 
 static void conn_write(struct gr_conn *conn);
@@ -144,6 +145,7 @@ static void conn_free_cb(struct ev_loop *loop, ev_timer *w, int revents)
     struct gr_conn *conn = w->data;
     struct gr_broker *b = conn->broker;
     ev_timer_stop(b->loop, &conn->close_w);
+    ev_timer_stop(b->loop, &conn->held_w);
     close(conn->fd);
     struct gr_req *r = conn->head;
     while (r) {
@@ -414,13 +416,27 @@ void gr_net_housekeeping(struct gr_broker *b, int64_t now_mono_ms)
     }
 }
 
+/* The held FIFO head's turn (conn_write scheduled it): dispatched from the loop's top level, then whatever
+   it finished is written. */
+static void conn_held_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    (void)loop;
+    (void)revents;
+    struct gr_conn *conn = w->data;
+    ev_timer_stop(conn->broker->loop, &conn->held_w);
+    if (conn->closing || !conn->head || !conn->head->held) return;
+    struct gr_req *r = conn->head;
+    r->held = false;
+    gr_dispatch(r);
+    if (!conn->closing) conn_write(conn);
+}
+
 /* Writes finished responses from the FIFO head; returns when the socket is full or the head is not done. */
 static void conn_write(struct gr_conn *conn)
 {
     struct gr_broker *b = conn->broker;
-    if (conn->closing || conn->writing) return; /* a dispatch below finished a request: the loop goes on */
+    if (conn->closing || conn->writing) return; /* re-entered from a request freed below: the loop goes on */
     conn->writing = true;
-again:
     while (conn->head && conn->head->done) {
         struct gr_req *r = conn->head;
         if (r->no_response || r->chunk_at >= r->chunk_count) {
@@ -467,12 +483,14 @@ again:
         }
         if (r->chunk_at >= r->chunk_count) release_head(conn);
     }
-    if (conn->head && conn->head->held && !conn->closing) {
-        /* every request before it is answered and sent: it runs now, seeing the state of now */
-        struct gr_req *r = conn->head;
-        r->held = false;
-        gr_dispatch(r);
-        if (!conn->closing) goto again;
+    if (conn->head && conn->head->held && !conn->closing && !ev_is_active(&conn->held_w)) {
+        /* every request before it is answered and sent: it runs next, seeing the state of then. Not here:
+           conn_write runs inside other requests' completions (a partition's waiters being woken, a flush
+           binding), and a handler started there could change what they are walking; the loop's top level
+           is safe */
+        ev_timer_init(&conn->held_w, conn_held_cb, 0, 0);
+        conn->held_w.data = conn;
+        ev_timer_start(b->loop, &conn->held_w);
     }
     conn->writing = false;
     if (conn->closing) return;

@@ -612,7 +612,7 @@ static int txnindex_files(const char *dir, int *entries)
     while ((de = readdir(d)) != NULL) {
         size_t l = strlen(de->d_name);
         if (l < 9 || strcmp(de->d_name + l - 9, ".txnindex") != 0) continue;
-        char logname[64], path[256];
+        char logname[64], path[128 + sizeof de->d_name + 2];
         snprintf(logname, sizeof(logname), "%.*s.log", (int)(l - 9), de->d_name);
         if (faccessat(dirfd(d), logname, F_OK, 0) != 0) fail_msg("%s has no segment", de->d_name);
         snprintf(path, sizeof(path), "%s/%s", pdir, de->d_name);
