@@ -8,8 +8,10 @@
  * by socket.request.max.bytes); a frame larger than what is buffered gets its own allocation and is read
  * into directly. Each complete frame becomes a request appended to the connection's FIFO and dispatched at
  * once when it is the FIFO head or a Produce (gr_dispatch_runs_ahead: read-ahead for group commit); any other
- * request is held until every request before it is answered and sent, then dispatched by conn_write, so that
- * its answer tells the state of when it is sent (Kafka handles one request per connection at a time).
+ * request is held until every request before it is answered and sent, then dispatched from a zero timer at
+ * the loop's top level (conn_held_cb; never inside conn_write, which runs within other requests'
+ * completions), so that its answer tells the state of when it is sent (Kafka handles one request per
+ * connection at a time).
  * Memory bounds, each stopping the connection from taking requests (its bytes stay in the kernel or
  * in its buffer) until a release re-checks it (the stalled list, from a zero timer at the loop's top level):
  *   - queued.max.request.bytes: a frame's announced size is reserved in the request pool when its prefix is
@@ -209,7 +211,7 @@ static void conn_add_request(struct gr_conn *conn, uint8_t *frame, size_t len)
     conn->tail = req;
     conn->outstanding++;
     if (conn->head != req && !gr_dispatch_runs_ahead(frame, len)) {
-        req->held = true; /* dispatched by conn_write once it is the FIFO head */
+        req->held = true; /* dispatched by conn_held_cb once it is the FIFO head */
         return;
     }
     gr_dispatch(req);
