@@ -510,28 +510,30 @@ def c33():
 
 def c34():
     """A request held behind a parked one runs from the loop's top level, never inside the completion that
-    released it: a LeaveGroup pipelined behind a JoinGroup must not run while the group coordinator is still
-    delivering that rebalance's joins (it removed a member the coordinator was walking: a use-after-free
-    that crashed librdkafka's 0019/0030 runs, found under ASan)."""
+    released it: a member's LeaveGroup pipelined behind its own JoinGroup must not run while the group
+    coordinator is still delivering that rebalance's joins (it freed the member the coordinator was at: a
+    use-after-free that crashed librdkafka's 0019/0030 runs, found under ASan)."""
     join = {'group_id': 'c34', 'session_timeout_ms': 10000, 'rebalance_timeout_ms': 10000,
             'protocol_type': 'consumer', 'protocols': [{'name': 'range', 'metadata': b''}]}
     with k.Conn(B) as ca, k.Conn(B) as cb:
         r = ca.request('JoinGroup', 3, dict(join, member_id=''))
         tk.eq('C34 member A joins alone (generation 1)', (0, 1), (r['error_code'], r['generation_id']))
         a = r['member_id']
-        cb.send('JoinGroup', 3, dict(join, member_id=''), correlation_id=401)  # B: parked, a rebalance
-        cb.send('LeaveGroup', 0, {'group_id': 'c34', 'member_id': a}, correlation_id=402)  # held behind it
+        r = cb.request('JoinGroup', 4, dict(join, member_id=''))
+        tk.eq('C34 member B: MEMBER_ID_REQUIRED (79) with its id', 79, r['error_code'])
+        b = r['member_id']
+        cb.send('JoinGroup', 4, dict(join, member_id=b), correlation_id=401)  # B: parked, a rebalance
+        cb.send('LeaveGroup', 0, {'group_id': 'c34', 'member_id': b}, correlation_id=402)  # held behind it
         time.sleep(0.2)
         r = ca.request('JoinGroup', 3, dict(join, member_id=a))  # A rejoins: the join phase completes
         tk.eq('C34 A rejoins: generation 2, no error', (0, 2), (r['error_code'], r['generation_id']))
-        corr, rb = cb.recv('JoinGroup', 3, None, 10)
+        corr, rb = cb.recv('JoinGroup', 4, None, 10)
         tk.eq('C34 B\'s JoinGroup answered first, generation 2', (401, 0, 2),
               (corr, rb['error_code'], rb['generation_id']))
         corr, rl = cb.recv('LeaveGroup', 0, None, 10)
-        tk.eq('C34 then the LeaveGroup of A held behind it: no error', (402, 0), (corr, rl['error_code']))
+        tk.eq('C34 then B\'s LeaveGroup held behind it: no error', (402, 0), (corr, rl['error_code']))
     with k.Conn(B) as c:
         tk.eq('C34 the broker still answers', 0, k.api_versions(c)['error_code'])
-
 
 # ---------------------------------------------------------------------------------------------------
 # C20 empty record sets are present but empty
