@@ -364,6 +364,12 @@ int gr_seg_reader_init(struct gr_seg_reader *r, int fd, size_t cap);
 void gr_seg_reader_free(struct gr_seg_reader *r);
 /* Returns a pointer to `n` bytes at `pos` (n <= cap), or NULL with *err = -errno or 0 at end of file. */
 const uint8_t *gr_seg_reader_get(struct gr_seg_reader *r, int64_t pos, size_t n, int *err);
+/* For a producer-state replay: the batch at `pos` whose header `h` was just read, read whole when it is a
+   transaction marker (a control batch with a producer id, at most 4096 bytes; Kafka's are 78: its type and
+   coordinator epoch are in its record), else `h` itself; *have is what the returned pointer holds
+   (gr_producer_state_update's `len`). NULL with *err as gr_seg_reader_get. */
+const uint8_t *gr_seg_reader_batch_for_producers(struct gr_seg_reader *r, int64_t pos, const uint8_t *h,
+                                                 size_t *have, int *err);
 
 /* Finds the first batch of `seg` whose last offset >= target: *pos and its header (61 bytes) in hdr.
    Returns 1 found, 0 not in this segment (*pos = size_bytes), or -errno. */

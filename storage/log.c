@@ -1599,9 +1599,6 @@ static int sync_recovered(struct gr_log *log, int k)
 }
 
 /* Applies the headers of every batch with base offset >= from to the producer state. */
-/* Kafka's markers are 78 bytes; a control batch larger than this is read by its header only. */
-#define MARKER_READ_BYTES_MAX 4096
-
 static int replay_producers(struct gr_log *log, int64_t from)
 {
     const struct gr_log_config *cfg = log_cfg(log);
@@ -1630,14 +1627,10 @@ static int replay_producers(struct gr_log *log, int64_t from)
                 break;
             }
             int64_t total = gr_batch_total_bytes(h);
-            size_t have = GR_BATCH_HEADER_BYTES;
-            if ((gr_batch_attributes(h) & GR_BATCH_ATTR_CONTROL) && gr_batch_producer_id(h) >= 0 &&
-                total <= MARKER_READ_BYTES_MAX) { /* a marker: read whole (its coordinator epoch and type) */
-                if (!(h = gr_seg_reader_get(&rd, pos, (size_t)total, &err))) {
-                    err = err ? err : -EIO;
-                    break;
-                }
-                have = (size_t)total;
+            size_t have;
+            if (!(h = gr_seg_reader_batch_for_producers(&rd, pos, h, &have, &err))) {
+                err = err ? err : -EIO;
+                break;
             }
             if (gr_batch_base_offset(h) >= from) {
                 struct gr_completed_txn done;

@@ -569,6 +569,17 @@ void gr_seg_reader_free(struct gr_seg_reader *r)
     r->buf = NULL;
 }
 
+const uint8_t *gr_seg_reader_batch_for_producers(struct gr_seg_reader *r, int64_t pos, const uint8_t *h,
+                                                 size_t *have, int *err)
+{
+    int64_t total = gr_batch_total_bytes(h);
+    *have = GR_BATCH_HEADER_BYTES;
+    if (!(gr_batch_attributes(h) & GR_BATCH_ATTR_CONTROL) || gr_batch_producer_id(h) < 0 || total > 4096)
+        return h;
+    *have = (size_t)total;
+    return gr_seg_reader_get(r, pos, (size_t)total, err);
+}
+
 const uint8_t *gr_seg_reader_get(struct gr_seg_reader *r, int64_t pos, size_t n, int *err)
 {
     *err = 0;

@@ -458,9 +458,6 @@ static int rescan_ready(struct gr_segment *seg, int64_t pos)
     return gr_segment_nowait_cold_range(seg, fd, from, to - from);
 }
 
-/* Kafka's markers are 78 bytes; a control batch larger than this is replayed by its header only. */
-#define TRUNC_MARKER_BYTES_MAX 4096
-
 /* Replays into `ps` the headers of the batches in [from, end) (end: the new log end offset, a batch
    boundary at `cut_pos` of `cut_seg`). With `nw` set on this thread, -EAGAIN noting the rest of what this
    replay reads in the segment (up to the cut's scan window in the cut segment) when a header page is cold.
@@ -495,14 +492,10 @@ static int replay_below(struct gr_log *log, struct gr_producer_state *ps, int64_
             }
             if (gr_batch_base_offset(h) >= end) break;
             int64_t total = gr_batch_total_bytes(h);
-            size_t have = GR_BATCH_HEADER_BYTES;
-            if ((gr_batch_attributes(h) & GR_BATCH_ATTR_CONTROL) && gr_batch_producer_id(h) >= 0 &&
-                total <= TRUNC_MARKER_BYTES_MAX) { /* a marker: read whole (its type and coordinator epoch) */
-                if (!(h = gr_seg_reader_get(&rd, pos, (size_t)total, &err))) {
-                    err = err ? err : -EIO;
-                    break;
-                }
-                have = (size_t)total;
+            size_t have;
+            if (!(h = gr_seg_reader_batch_for_producers(&rd, pos, h, &have, &err))) {
+                err = err ? err : -EIO;
+                break;
             }
             if (gr_batch_base_offset(h) >= from && (err = gr_producer_state_update(ps, h, have, NULL)) < 0)
                 break;
