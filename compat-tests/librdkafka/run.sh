@@ -15,7 +15,8 @@
 #   --bootstrap HOST:PORT     use a running broker (no restarts; default scenario)
 # Other options: --timeout S (per test, default 120), --quick (suite's -Q),
 #   --include-na, --results FILE, --run-dir DIR, --override k=v (Gregor setting),
-#   --keep-data (keep the broker data dirs, removed by default).
+#   --keep-data (keep the broker data dirs, removed by default),
+#   --jobs N (tests at once against the broker, env RDK_JOBS, default 1).
 #
 # Output: one line per test as it finishes, then a markdown table, then the
 # last line `N passed, N failed, N skipped` (TIMEOUT counts as failed); with --must-pass the last line
