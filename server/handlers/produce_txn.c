@@ -24,10 +24,11 @@ int gr_produce_txn_verify(struct gr_req *req, const char *topic, int32_t partiti
 {
     const struct gr_produce_request *body = req->body;
     bool verified = false;
+    const char *msg = NULL;
     int16_t err = gr_txns_check_produce(req->broker, body->transactional_id, gr_str_c(topic), partition,
-                                        records, req->hdr.request_api_version, &verified);
+                                        records, req->hdr.request_api_version, &verified, &msg);
     if (err) {
-        gr_produce_partition_error(pr, err, NULL);
+        gr_produce_partition_error(pr, err, msg);
         return -1;
     }
     return verified ? 1 : 0;
