@@ -52,14 +52,15 @@ enum gr_handler_rc gr_txns_settle(struct gr_req *req, struct gr_txns_waits *wait
  * ReplicaManager.appendRecords / maybeSendPartitionsToTransactionCoordinator, the coordinator in process:
  * its handleVerifyPartitionsInTransaction, checked and appended in the same loop turn so no marker slips in
  * between). Only when the binding is on, `txn_id` is not null and the first batch of `records` is
- * transactional does it apply; with transaction.partition.verification.enable false it asks nothing and
- * sets *verified (Kafka appends unverified); else *verified is true when `topic`-`partition` is in the
- * ongoing transaction of `txn_id` at the batch's producer id and epoch (append with
- * gr_produce_args.txn_verified). Returns NONE, or the error Produce answers (gr_txns_produce_error) with
- * *msg its static message or NULL. */
-int16_t gr_txns_check_produce(struct gr_broker *b, struct gr_str txn_id, struct gr_str topic,
-                              int32_t partition, struct gr_bytes records, int16_t produce_version,
-                              bool *verified, const char **msg);
+ * transactional does it apply; with transaction.partition.verification.enable false, or when `log` (the
+ * partition's, may be NULL) already holds an open transaction of the batch's producer id at its epoch
+ * (UnifiedLog.hasOngoingTransaction: VerificationGuard.SENTINEL), it asks nothing and sets *verified; else
+ * *verified is true when `topic`-`partition` is in the ongoing transaction of `txn_id` at the batch's
+ * producer id and epoch (append with gr_produce_args.txn_verified). Returns NONE, or the error Produce
+ * answers (gr_txns_produce_error) with *msg its static message or NULL. */
+int16_t gr_txns_check_produce(struct gr_broker *b, const struct gr_log *log, struct gr_str txn_id,
+                              struct gr_str topic, int32_t partition, struct gr_bytes records,
+                              int16_t produce_version, bool *verified, const char **msg);
 /* Produce's error and message (*msg static or NULL) for the coordinator's verification answer `err`, as
  * Kafka 4.x's AddPartitionsToTxnManager (response handler) then ReplicaManager.appendRecords
  * (postVerificationCallback) map it: PRODUCER_FENCED -> INVALID_PRODUCER_EPOCH; TRANSACTION_ABORTABLE kept
@@ -74,7 +75,9 @@ int16_t gr_txns_produce_error(int16_t err, int16_t produce_version, const char *
  * maybeStartTransactionVerification before the group coordinator's write): when the binding and
  * transaction.partition.verification.enable are on and `txn_id` is not null and `group_id` not empty, asks
  * whether the group's __consumer_offsets partition (offsets.topic.num.partitions, as AddOffsetsToTxn adds
- * it) is in the ongoing transaction of `txn_id` at `producer_id` / `producer_epoch`. Returns NONE or the
+ * it) is in the ongoing transaction of `txn_id` at `producer_id` / `producer_epoch`, unless that partition's
+ * log already holds an open transaction of the producer at that epoch (asked nothing, as for Produce).
+ * Returns NONE or the
  * error every partition of the request answers (gr_txns_txn_commit_error for TxnOffsetCommit `version`;
  * COORDINATOR_NOT_AVAILABLE while no transaction coordinator runs here). */
 int16_t gr_txns_check_txn_offset_commit(struct gr_broker *b, struct gr_str txn_id, struct gr_str group_id,

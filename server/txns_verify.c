@@ -15,7 +15,10 @@
 #include "coordinator/txn.h"
 #include "protocol/errors.h"
 #include "protocol/record_batch.h"
+#include "server/groups.h"
 #include "server/txns.h"
+#include "storage/log.h"
+#include "storage/producer_state.h"
 
 /* The "Underlying error" messages of ReplicaManager.appendRecords' NOT_ENOUGH_REPLICAS (Errors.toString is
    the enum's name). */
@@ -83,6 +86,15 @@ bool gr_txns_verification_enabled(const struct gr_broker *b)
     return gr_txns_enabled(b) && b->cfg.settings.transaction_partition_verification_enable;
 }
 
+/* UnifiedLog.hasOngoingTransaction: `log` holds an open transaction of `producer_id` at `producer_epoch`;
+   then Kafka's leader asks the coordinator nothing (maybeStartTransactionVerification's SENTINEL). */
+static bool ongoing(const struct gr_log *log, int64_t producer_id, int16_t producer_epoch)
+{
+    const struct gr_producer_entry *e =
+        log ? gr_producer_state_find(gr_log_producer_state(log), producer_id) : NULL;
+    return e && e->producer_epoch == producer_epoch && e->current_txn_first_offset >= 0;
+}
+
 /* The coordinator's answer for one partition: COORDINATOR_NOT_AVAILABLE while none runs here
    (AddPartitionsToTxnManager.getTransactionCoordinator: __transaction_state not there yet). */
 static int16_t ask(struct gr_broker *b, struct gr_str txn_id, struct gr_str topic, int32_t partition,
@@ -95,9 +107,9 @@ static int16_t ask(struct gr_broker *b, struct gr_str txn_id, struct gr_str topi
     return err;
 }
 
-int16_t gr_txns_check_produce(struct gr_broker *b, struct gr_str txn_id, struct gr_str topic,
-                              int32_t partition, struct gr_bytes records, int16_t produce_version,
-                              bool *verified, const char **msg)
+int16_t gr_txns_check_produce(struct gr_broker *b, const struct gr_log *log, struct gr_str txn_id,
+                              struct gr_str topic, int32_t partition, struct gr_bytes records,
+                              int16_t produce_version, bool *verified, const char **msg)
 {
     *verified = false;
     *msg = NULL;
@@ -107,12 +119,13 @@ int16_t gr_txns_check_produce(struct gr_broker *b, struct gr_str txn_id, struct 
     if (gr_batch_next(records.ptr, (size_t)records.len, &pos, &batch, &len) != 1 ||
         !(gr_batch_attributes(batch) & GR_BATCH_ATTR_TRANSACTIONAL))
         return GR_ERR_NONE; /* not transactional (or malformed: the produce path judges it) */
-    if (!b->cfg.settings.transaction_partition_verification_enable) {
-        *verified = true; /* appended unasked, as Kafka with verification off */
+    int64_t pid = gr_batch_producer_id(batch);
+    int16_t epoch = gr_batch_producer_epoch(batch);
+    if (!b->cfg.settings.transaction_partition_verification_enable || ongoing(log, pid, epoch)) {
+        *verified = true; /* appended unasked, as Kafka */
         return GR_ERR_NONE;
     }
-    int16_t err =
-        ask(b, txn_id, topic, partition, gr_batch_producer_id(batch), gr_batch_producer_epoch(batch));
+    int16_t err = ask(b, txn_id, topic, partition, pid, epoch);
     err = gr_txns_produce_error(err, produce_version, msg);
     *verified = err == GR_ERR_NONE;
     return err;
@@ -123,6 +136,10 @@ int16_t gr_txns_check_txn_offset_commit(struct gr_broker *b, struct gr_str txn_i
 {
     if (!gr_txns_verification_enabled(b) || txn_id.len < 0 || group_id.len <= 0) return GR_ERR_NONE;
     int32_t p = gr_coord_partition_for(group_id, b->cfg.settings.offsets_topic_num_partitions);
+    struct gr_offsets_log *ol = gr_groups_offsets_log(b);
+    if (ol && p < gr_offsets_log_partitions(ol) &&
+        ongoing(gr_offsets_log_log(ol, p), producer_id, producer_epoch))
+        return GR_ERR_NONE;
     int16_t err = ask(b, txn_id, gr_str_c(GR_OFFSETS_TOPIC), p, producer_id, producer_epoch);
     return gr_txns_txn_commit_error(err, version);
 }

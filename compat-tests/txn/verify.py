@@ -16,7 +16,8 @@ nothing, with a fenced epoch INVALID_PRODUCER_EPOCH, after AddOffsetsToTxn NONE.
 STEP "noverify" (a broker started with transaction.partition.verification.enable=false): a transactional batch
 for a partition never added is appended (and holds the LSO: Kafka's hanging transaction), TxnOffsetCommit
 before AddOffsetsToTxn is taken; the setting is dynamic: set to true through IncrementalAlterConfigs (cluster
-default) the next such batch is INVALID_TXN_STATE.
+default) the next such batch is INVALID_TXN_STATE, while a batch (and a TxnOffsetCommit) of the producer whose
+transaction the partition's log holds open is still taken unasked (UnifiedLog.hasOngoingTransaction).
 STEP "expire" (producer.id.expiration.ms=1500, checked every 100 ms): an idempotent producer silent past the
 expiration is dropped, a producer with an open transaction is kept (its transaction still commits, LSO = HW).
 STEP "compact" (log.cleaner.backoff.ms=100): a compacted topic with committed and aborted transactions (an
@@ -259,6 +260,12 @@ def noverify():
               produce(c, 'tx-n2', pid2, ep2, 0, partition=1))
         tk.eq('and TxnOffsetCommit before AddOffsetsToTxn INVALID_TXN_STATE', 48,
               txn_commit(c, 'tx-n2', pid2, ep2, 'g-n2'))
+        # UnifiedLog.hasOngoingTransaction: a partition whose log holds the producer's open transaction at its
+        # epoch is not asked about (VerificationGuard.SENTINEL), though the coordinator never added it
+        tk.eq('tx-n\'s next batch on the partition its open transaction holds: appended unasked', (0, None),
+              produce(c, 'tx-n', pid, ep, 1))
+        tk.eq('tx-n\'s next TxnOffsetCommit on g-n (its offsets partition holds the transaction): NONE', 0,
+              txn_commit(c, 'tx-n', pid, ep, 'g-n', offset=6))
 
 
 def expire():
