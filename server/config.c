@@ -125,6 +125,10 @@ static const struct gr_config_def defs[] = {
      "Producer ids expire after this much silence (ms)."},
     {"producer.id.expiration.check.interval.ms", GR_CFG_INT, "600000", 1, INT32_MAX,
      "How often expired producer ids are dropped (ms)."},
+    {"transaction.partition.verification.enable", GR_CFG_BOOLEAN, "true", 0, 0,
+     "The leader asks the transaction coordinator whether a transactional Produce batch's partition (and a "
+     "TxnOffsetCommit's __consumer_offsets partition) is in the producer's ongoing transaction before "
+     "appending it (KIP-890 part 1); false: appended unasked. Dynamic."},
     {"gregor.listener.file", GR_CFG_STRING, NULL, 0, 0,
      "Gregor: file that receives host:port of the bound listener (for tests using port 0)."},
     {"gregor.acks.all.fsync", GR_CFG_BOOLEAN, "true", 0, 0,
@@ -675,6 +679,8 @@ void gr_config_resolve(struct gr_config *cfg)
     s->producer_id_expiration_ms = gr_config_int(cfg, "producer.id.expiration.ms");
     s->producer_id_expiration_check_interval_ms =
         gr_config_int(cfg, "producer.id.expiration.check.interval.ms");
+    s->transaction_partition_verification_enable =
+        gr_config_bool(cfg, "transaction.partition.verification.enable");
     s->gregor_acks_all_fsync = gr_config_bool(cfg, "gregor.acks.all.fsync");
     s->gregor_open_files_max = (int32_t)gr_config_int(cfg, "gregor.open.files.max");
     s->gregor_connection_unsent_bytes_max = gr_config_int(cfg, "gregor.connection.unsent.bytes.max");

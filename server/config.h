@@ -75,6 +75,7 @@ struct gr_broker_settings {
     int32_t offset_metadata_max_bytes;                /* offset.metadata.max.bytes */
     int64_t producer_id_expiration_ms;                /* producer.id.expiration.ms */
     int64_t producer_id_expiration_check_interval_ms; /* producer.id.expiration.check.interval.ms */
+    bool transaction_partition_verification_enable;   /* transaction.partition.verification.enable */
     bool gregor_acks_all_fsync;                       /* gregor.acks.all.fsync */
     int32_t gregor_open_files_max;                    /* gregor.open.files.max */
     int64_t gregor_connection_unsent_bytes_max;       /* gregor.connection.unsent.bytes.max */

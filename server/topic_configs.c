@@ -696,7 +696,8 @@ static const char *const retention_group[] = {"log.retention.ms", "log.retention
 
 /* Kafka 4.x's dynamic broker configs (DynamicBrokerConfig.AllDynamicConfigs) that Gregor has and applies at
  * runtime: the first broker synonym of each topic config (DynamicLogConfig), max.connections (SocketServer,
- * cluster-wide) and producer.id.expiration.ms (DynamicProducerStateManagerConfig). None is per-broker only.
+ * cluster-wide), producer.id.expiration.ms and transaction.partition.verification.enable
+ * (DynamicProducerStateManagerConfig). None is per-broker only.
  */
 static const char *const dynamic_keys[] = {
     "compression.type",
@@ -720,6 +721,7 @@ static const char *const dynamic_keys[] = {
     "message.max.bytes",
     "min.insync.replicas",
     "producer.id.expiration.ms",
+    "transaction.partition.verification.enable",
     "unclean.leader.election.enable",
 };
 /* Kafka dynamic configs in Gregor's table that Gregor does not change at runtime (the cleaner thread reads

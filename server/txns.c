@@ -45,7 +45,6 @@
 #include "coordinator/txn_log.h"
 #include "partition/partition.h"
 #include "protocol/errors.h"
-#include "protocol/record_batch.h"
 #include "server/handlers/handlers.h"
 #include "storage/iopool.h"
 #include "storage/store.h"
@@ -520,48 +519,6 @@ static void hook_done(void *ctx, void *waiter, const struct gr_txn_result *res)
     w->answered = true;
     w->answer(w, res);
     if (w->parked && --w->req_waits->pending == 0) gr_req_finish(w->req);
-}
-
-/* The coordinator's verification as Produce answers it (gr_txns_check_produce). */
-static int16_t verify_produce(struct gr_broker *b, struct gr_str txn_id, struct gr_str topic,
-                              int32_t partition, int64_t producer_id, int16_t producer_epoch,
-                              int16_t produce_version)
-{
-    if (!b->txn) return GR_ERR_NOT_ENOUGH_REPLICAS; /* no coordinator here yet: retriable */
-    struct gr_txn_tp tp = {topic, partition};
-    int16_t err = GR_ERR_NONE;
-    gr_txn_verify_partitions(b->txn, txn_id, producer_id, producer_epoch, &tp, 1, &err);
-    switch (err) {
-    case GR_ERR_NONE:
-        return GR_ERR_NONE;
-    case GR_ERR_PRODUCER_FENCED:
-    case GR_ERR_INVALID_PRODUCER_EPOCH:
-        return GR_ERR_INVALID_PRODUCER_EPOCH;
-    case GR_ERR_CONCURRENT_TRANSACTIONS:
-    case GR_ERR_COORDINATOR_LOAD_IN_PROGRESS:
-    case GR_ERR_COORDINATOR_NOT_AVAILABLE:
-    case GR_ERR_NOT_COORDINATOR:
-        return GR_ERR_NOT_ENOUGH_REPLICAS;
-    default:
-        return gr_txn_error_for_version(GR_TXN_API_PRODUCE, produce_version, err);
-    }
-}
-
-int16_t gr_txns_check_produce(struct gr_broker *b, struct gr_str txn_id, struct gr_str topic,
-                              int32_t partition, struct gr_bytes records, int16_t produce_version,
-                              bool *verified)
-{
-    *verified = false;
-    if (!gr_txns_enabled(b) || txn_id.len < 0 || records.len <= 0) return GR_ERR_NONE;
-    size_t pos = 0, len;
-    const uint8_t *batch;
-    if (gr_batch_next(records.ptr, (size_t)records.len, &pos, &batch, &len) != 1 ||
-        !(gr_batch_attributes(batch) & GR_BATCH_ATTR_TRANSACTIONAL))
-        return GR_ERR_NONE; /* not transactional (or malformed: the produce path judges it) */
-    int16_t err = verify_produce(b, txn_id, topic, partition, gr_batch_producer_id(batch),
-                                 gr_batch_producer_epoch(batch), produce_version);
-    *verified = err == GR_ERR_NONE;
-    return err;
 }
 
 /* ---- the handlers' side ---- */

@@ -48,20 +48,50 @@ struct gr_txn_coord *gr_txns_coord(struct gr_broker *b);
 enum gr_handler_rc gr_txns_settle(struct gr_req *req, struct gr_txns_waits *waits, struct gr_txns_waiter **ws,
                                   int n);
 
-/* KIP-890 part 1's verification of one partition's Produce records on one node (ReplicaManager's
- * maybeStartTransactionVerificationForPartition, the coordinator in process: its
- * handleVerifyPartitionsInTransaction, checked and appended in the same loop turn so no marker slips in
+/* KIP-890 part 1's verification of one partition's Produce records on one node (server/txns_verify.c;
+ * ReplicaManager.appendRecords / maybeSendPartitionsToTransactionCoordinator, the coordinator in process:
+ * its handleVerifyPartitionsInTransaction, checked and appended in the same loop turn so no marker slips in
  * between). Only when the binding is on, `txn_id` is not null and the first batch of `records` is
- * transactional does it ask; then *verified is true when `topic`-`partition` is in the ongoing transaction
- * of `txn_id` at the batch's producer id and epoch (append with gr_produce_args.txn_verified). Returns NONE,
- * or the error Produce answers, mapped as AddPartitionsToTxnManager and KafkaApis do: PRODUCER_FENCED ->
- * INVALID_PRODUCER_EPOCH; CONCURRENT_TRANSACTIONS, COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE,
- * NOT_COORDINATOR (and no coordinator started) -> NOT_ENOUGH_REPLICAS (retriable); TRANSACTION_ABORTABLE
- * (not in the transaction) -> INVALID_TXN_STATE below Produce v11; others (INVALID_PRODUCER_ID_MAPPING)
+ * transactional does it apply; with transaction.partition.verification.enable false, or when `log` (the
+ * partition's, may be NULL) already holds an open transaction of the batch's producer id at its epoch
+ * (UnifiedLog.hasOngoingTransaction: VerificationGuard.SENTINEL), it asks nothing and sets *verified; else
+ * *verified is true when `topic`-`partition` is in the ongoing transaction of `txn_id` at the batch's
+ * producer id and epoch (append with gr_produce_args.txn_verified). Returns NONE, or the error Produce
+ * answers (gr_txns_produce_error) with *msg its static message or NULL. */
+int16_t gr_txns_check_produce(struct gr_broker *b, const struct gr_log *log, struct gr_str txn_id,
+                              struct gr_str topic, int32_t partition, struct gr_bytes records,
+                              int16_t produce_version, bool *verified, const char **msg);
+/* Produce's error and message (*msg static or NULL) for the coordinator's verification answer `err`, as
+ * Kafka 4.x's AddPartitionsToTxnManager (response handler) then ReplicaManager.appendRecords
+ * (postVerificationCallback) map it: PRODUCER_FENCED -> INVALID_PRODUCER_EPOCH; TRANSACTION_ABORTABLE kept
+ * from Produce v11 (produceRequestVersionToTransactionSupportedOperation: genericErrorSupported), else
+ * INVALID_TXN_STATE "Partition was not added to the transaction" (as INVALID_TXN_STATE itself);
+ * CONCURRENT_TRANSACTIONS (transaction version 1), NETWORK_EXCEPTION, COORDINATOR_LOAD_IN_PROGRESS,
+ * COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR -> NOT_ENOUGH_REPLICAS "Unable to verify the partition has
+ * been added to the transaction. Underlying error: <name>"; any other (NONE, INVALID_PRODUCER_ID_MAPPING,
+ * INVALID_REQUEST...) unchanged without a message. */
+int16_t gr_txns_produce_error(int16_t err, int16_t produce_version, const char **msg);
+/* KIP-890 part 1 for TxnOffsetCommit (server/txns_verify.c; Kafka 4.x's CoordinatorPartitionWriter.
+ * maybeStartTransactionVerification before the group coordinator's write): when the binding and
+ * transaction.partition.verification.enable are on and `txn_id` is not null and `group_id` not empty, asks
+ * whether the group's __consumer_offsets partition (offsets.topic.num.partitions, as AddOffsetsToTxn adds
+ * it) is in the ongoing transaction of `txn_id` at `producer_id` / `producer_epoch`, unless that partition's
+ * log already holds an open transaction of the producer at that epoch (asked nothing, as for Produce).
+ * Returns NONE or the
+ * error every partition of the request answers (gr_txns_txn_commit_error for TxnOffsetCommit `version`;
+ * COORDINATOR_NOT_AVAILABLE while no transaction coordinator runs here). */
+int16_t gr_txns_check_txn_offset_commit(struct gr_broker *b, struct gr_str txn_id, struct gr_str group_id,
+                                        int64_t producer_id, int16_t producer_epoch, int16_t version);
+/* TxnOffsetCommit's error for the verification answer `err`: AddPartitionsToTxnManager's (PRODUCER_FENCED
+ * -> INVALID_PRODUCER_EPOCH; TRANSACTION_ABORTABLE -> INVALID_TXN_STATE below v4, whose clients are
+ * txnOffsetCommitRequestVersionToTransactionSupportedOperation's defaultError), then
+ * CoordinatorOperationExceptionHelper.handleOperationException's (NETWORK_EXCEPTION ->
+ * COORDINATOR_LOAD_IN_PROGRESS; UNKNOWN_TOPIC_OR_PARTITION, NOT_ENOUGH_REPLICAS, REQUEST_TIMED_OUT ->
+ * COORDINATOR_NOT_AVAILABLE; NOT_LEADER_OR_FOLLOWER, KAFKA_STORAGE_ERROR -> NOT_COORDINATOR); others
  * unchanged. */
-int16_t gr_txns_check_produce(struct gr_broker *b, struct gr_str txn_id, struct gr_str topic,
-                              int32_t partition, struct gr_bytes records, int16_t produce_version,
-                              bool *verified);
+int16_t gr_txns_txn_commit_error(int16_t err, int16_t version);
+/* True when the binding is on and transaction.partition.verification.enable (dynamic) is true. */
+bool gr_txns_verification_enabled(const struct gr_broker *b);
 
 /* True when the binding is on (gregor.transaction.coordinator.test.enable, single-node mode). */
 bool gr_txns_enabled(const struct gr_broker *b);

@@ -4,7 +4,9 @@ txn_offset_commit.c, offset_fetch.c).
 
 STEP "off" (a broker with the defaults): TxnOffsetCommit (key 28) is not in ApiVersions and a request for it
 closes the connection, as before it had a handler.
-STEP "on" (gregor.transaction.coordinator.test.enable=true): ApiVersions lists TxnOffsetCommit v0-4; a group
+STEP "on" (gregor.transaction.coordinator.test.enable=true): ApiVersions lists TxnOffsetCommit v0-4; the
+producer is tx-o's (InitProducerId, then AddOffsetsToTxn for each group: KIP-890 part 1 verifies every
+TxnOffsetCommit against the transaction, verify.py tests the refusals); a group
 with a committed offset and nothing pending answers OffsetFetch require_stable with the committed value; a
 TxnOffsetCommit of the producer leaves that partition pending until the transaction's marker: OffsetFetch
 v7/v8 with require_stable then answers UNSTABLE_OFFSET_COMMIT (88) with offset -1 (named, and among every
@@ -18,6 +20,7 @@ Prints one "ok|FAIL <what>" line per check; exits 1 on any failure.
 """
 import os
 import sys
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'lib'))
 import kafka_raw as kr  # noqa: E402
@@ -43,6 +46,11 @@ kr.SCHEMAS.setdefault('TxnOffsetCommit', (3, [
         F('partitions', [F('partition_index', 'int32', '0+'), F('error_code', 'int16', '0+')], '0+'),
     ], '0+'),
 ]))
+kr.API_KEYS.setdefault('AddOffsetsToTxn', 25)
+kr.SCHEMAS.setdefault('AddOffsetsToTxn', (3, [
+    F('transactional_id', 'string', '0+'), F('producer_id', 'int64', '0+'), F('producer_epoch', 'int16', '0+'),
+    F('group_id', 'string', '0+'),
+], [F('throttle_time_ms', 'int32', '0+'), F('error_code', 'int16', '0+')]))
 
 broker, step = sys.argv[1], sys.argv[2]
 bad = 0
@@ -98,6 +106,22 @@ elif step == 'on':
         check('ApiVersions lists TxnOffsetCommit v0-4', advertised(c).get(28) == (0, 4), advertised(c).get(28))
         r = kr.create_topic(c, TOPIC, partitions=2)
         check('topic created', r['error_code'] == 0, r)
+        # KIP-890 part 1: TxnOffsetCommit is verified, so tx-o's transaction holds the groups' offsets partitions
+        for _ in range(100):
+            if c.request('FindCoordinator', 3, {'key': 'tx-o', 'key_type': 1})['error_code'] == 0:
+                break
+            time.sleep(0.1)
+        for _ in range(100):
+            r = c.request('InitProducerId', 4, {'transactional_id': 'tx-o', 'transaction_timeout_ms': 60000})
+            if r['error_code'] not in (14, 15, 51):
+                break
+            time.sleep(0.1)
+        PID, EPOCH = r['producer_id'], r['producer_epoch']
+        check('InitProducerId tx-o', r['error_code'] == 0, r)
+        errs = [c.request('AddOffsetsToTxn', 3, {'transactional_id': 'tx-o', 'producer_id': PID,
+                                                 'producer_epoch': EPOCH, 'group_id': g})['error_code']
+                for g in ('g-txo', 'g-none', 'g-mem')]
+        check('AddOffsetsToTxn g-txo, g-none, g-mem', errs == [0, 0, 0], errs)
         c.request('FindCoordinator', 3, {'key': 'g-txo', 'key_type': 0})
         r = c.request('OffsetCommit', 8, {'group_id': 'g-txo', 'generation_id_or_member_epoch': -1, 'member_id': '',
                                           'group_instance_id': None,

@@ -7,8 +7,11 @@
 # coordinator epoch saved in the log directory and raised at every start; transaction.state.log.replication.factor
 # or transaction.state.log.min.isr set above 1 stops a single-node broker. The group side (offsets.py):
 # TxnOffsetCommit served only when on, its per-partition errors, OffsetFetch require_stable answering
-# UNSTABLE_OFFSET_COMMIT while a transactional commit is pending, also after a restart. Read next:
-# coordinator.py, offsets.py.
+# UNSTABLE_OFFSET_COMMIT while a transactional commit is pending, also after a restart. KIP-890 part 1's
+# verification of Produce and TxnOffsetCommit, transaction.partition.verification.enable (off, and on again
+# dynamically), a non-transactional batch during an open transaction, producer.id.expiration.ms keeping a
+# producer with an open transaction, compaction of committed and aborted transactions (verify.py). Read next:
+# coordinator.py, offsets.py, verify.py.
 set -u
 . "$(dirname "$0")/../lib/broker.sh"
 trap broker_cleanup EXIT
@@ -65,6 +68,23 @@ fi
 broker_stop
 check_eq "no ERROR logged" "" "$(grep -E ' ERROR ' "$BROKER_DIR/broker.log")"
 rm -rf "$BROKER_DIR"
+
+# KIP-890 part 1's verification and the refusal rules (verify.py): each step on a fresh broker.
+for step_args in "verify --override log.cleaner.backoff.ms=100" \
+    "noverify --override transaction.partition.verification.enable=false" \
+    "expire --override producer.id.expiration.ms=1500 --override producer.id.expiration.check.interval.ms=100"; do
+    read -r step args <<<"$step_args"
+    BROKER_DIR=$(mktemp -d /tmp/gregor-test.XXXXXX)
+    # one __transaction_state partition: a quicker first FindCoordinator on a loaded machine
+    # shellcheck disable=SC2086 # the overrides are words
+    broker_start "${ON[@]}" --override transaction.state.log.num.partitions=1 $args ||
+        { fail "start ($step)"; summary txn; exit 1; }
+    run_py "verify.py $step" "$(dirname "$0")/verify.py" "$step"
+    [ "$step" = verify ] && run_py "verify.py compact" "$(dirname "$0")/verify.py" compact
+    broker_stop
+    check_eq "no ERROR logged ($step)" "" "$(grep -E ' ERROR ' "$BROKER_DIR/broker.log")"
+    rm -rf "$BROKER_DIR"
+done
 
 # Kafka's defaults 3 and 2 need a cluster: unset they are 1 on one node, set above 1 they stop the broker.
 tmp=$(mktemp -d /tmp/gregor-test.XXXXXX)

@@ -65,7 +65,7 @@ static struct gr_log *produce_partition(struct gr_req *req, const struct gr_imag
     }
     struct gr_log *log = route.log;
     struct gr_topic *t = route.topic;
-    int txn = gr_produce_txn_verify(req, it->name, partition, records, pr); /* 1: verified, -1: refused */
+    int txn = gr_produce_txn_verify(req, log, it->name, partition, records, pr); /* 1: verified, -1: no */
     if (txn < 0) return NULL;
     struct gr_produce_args args = {.records = (uint8_t *)records.ptr, /* the request buffer: ours to patch */
                                    .records_len = records.len,

@@ -19,15 +19,16 @@ const char *gr_produce_txn_refused_message(const struct gr_produce_request *body
     return body->transactional_id.len >= 0 ? "Transactions are not supported by this broker yet" : NULL;
 }
 
-int gr_produce_txn_verify(struct gr_req *req, const char *topic, int32_t partition, struct gr_bytes records,
-                          struct gr_produce_response_partition_produce_response *pr)
+int gr_produce_txn_verify(struct gr_req *req, const struct gr_log *log, const char *topic, int32_t partition,
+                          struct gr_bytes records, struct gr_produce_response_partition_produce_response *pr)
 {
     const struct gr_produce_request *body = req->body;
     bool verified = false;
-    int16_t err = gr_txns_check_produce(req->broker, body->transactional_id, gr_str_c(topic), partition,
-                                        records, req->hdr.request_api_version, &verified);
+    const char *msg = NULL;
+    int16_t err = gr_txns_check_produce(req->broker, log, body->transactional_id, gr_str_c(topic), partition,
+                                        records, req->hdr.request_api_version, &verified, &msg);
     if (err) {
-        gr_produce_partition_error(pr, err, NULL);
+        gr_produce_partition_error(pr, err, msg);
         return -1;
     }
     return verified ? 1 : 0;

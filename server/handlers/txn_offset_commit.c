@@ -8,14 +8,19 @@
  * one transactional batch of the producer's id and epoch to __consumer_offsets and holds them pending until
  * the transaction's marker (OffsetFetch with require_stable answers UNSTABLE_OFFSET_COMMIT meanwhile). The
  * answer waits until the batch is committed on the offsets partition, as OffsetCommit's (offset_commit.c):
- * after offsets.commit.timeout.ms the partitions get COORDINATOR_NOT_AVAILABLE. KIP-890 verification of the
- * transaction is not done yet. Read next: coordinator/txn_offsets.c.
+ * after offsets.commit.timeout.ms the partitions get COORDINATOR_NOT_AVAILABLE. Before the group coordinator,
+ * KIP-890 part 1's verification (server/txns.h gr_txns_check_txn_offset_commit, as Kafka 4.x's
+ * CoordinatorRuntime.scheduleTransactionalWriteOperation): the group's __consumer_offsets partition must be
+ * in the producer's ongoing transaction, else every partition gets the error (INVALID_TXN_STATE below v4,
+ * TRANSACTION_ABORTABLE from v4, INVALID_PRODUCER_EPOCH when fenced...) and nothing is written.
+ * Read next: coordinator/txn_offsets.c.
  */
 #include "coordinator/coordinator.h"
 #include "coordinator/offsets_log.h"
 #include "server/groups.h"
 #include "server/handlers/handlers.h"
 #include "server/route.h"
+#include "server/txns.h"
 
 #define TXN_COMMIT_TIMEOUT_MS 5000 /* Kafka's offsets.commit.timeout.ms default */
 
@@ -83,6 +88,19 @@ static void txn_send(struct gr_req *req, struct txn_commit_state *st, struct gr_
     gr_coord_txn_commit(req->broker->coord, &p, &st->partition, &st->end_offset);
 }
 
+/* KIP-890 part 1 (server/txns.h gr_txns_check_txn_offset_commit): true when the transaction does not hold the
+ * group's offsets partition, every valid partition then answering the error (nothing is written). */
+static bool txn_unverified(struct gr_req *req, struct txn_commit_state *st)
+{
+    struct gr_txn_offset_commit_request *body = req->body;
+    int16_t err = gr_txns_check_txn_offset_commit(req->broker, body->transactional_id, body->group_id,
+                                                  body->producer_id, body->producer_epoch,
+                                                  req->hdr.request_api_version);
+    for (int32_t i = 0; err && i < st->count; i++)
+        st->dst[i]->error_code = err;
+    return err != GR_ERR_NONE;
+}
+
 enum gr_handler_rc gr_handle_txn_offset_commit(struct gr_req *req)
 {
     struct gr_txn_offset_commit_request *body = req->body;
@@ -136,6 +154,7 @@ enum gr_handler_rc gr_handle_txn_offset_commit(struct gr_req *req)
     }
     st->count = k;
     if (k == 0) return GR_HANDLER_DONE;
+    if (txn_unverified(req, st)) return GR_HANDLER_DONE;
     txn_send(req, st, cts, nct);
     if (st->end_offset < 0) {
         copy_errors(st, GR_ERR_NONE);

@@ -614,6 +614,7 @@ static void test_dynamic_allowed_and_refused(void **state)
                              "log.cleaner.delete.retention.ms",
                              "max.connections",
                              "producer.id.expiration.ms",
+                             "transaction.partition.verification.enable",
                              "unclean.leader.election.enable"};
     for (size_t i = 0; i < sizeof allowed / sizeof allowed[0]; i++)
         assert_true(gr_bcfg_dynamic(allowed[i]));

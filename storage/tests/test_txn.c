@@ -8,7 +8,8 @@
  * log start offset; the aborted-transaction index (.txnindex, 34-byte entries) with its last stable offset,
  * an abort spanning segments, collection with Kafka's stop rule, truncation, a clean restart, a kill -9
  * (copy of a running store: the index rebuilt by recovery's replay), crashes at many I/O points (the
- * storage fault shim's crash mode), and a follower learning the same from the batches it copies.
+ * storage fault shim's crash mode), a follower learning the same from the batches it copies, and
+ * producer.id.expiration.ms never expiring a producer with an open transaction.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -209,6 +210,22 @@ static void test_marker_closes_with_epoch_checks(void **state)
     marker_ok(f->log, 77, 0, 0, GR_CONTROL_ABORT);
     assert_int_equal(
         gr_log_write_marker(f->log, -1, 0, 0, GR_CONTROL_ABORT, 0, &(struct gr_append_result){0}), -EINVAL);
+}
+
+/* producer.id.expiration.ms (ProducerStateManager.isProducerExpired): a producer with an open transaction is
+   never expired however silent; once its marker closed it, it expires as any other. */
+static void test_open_txn_never_expires(void **state)
+{
+    struct fx *f = *state;
+    send_ok(f->log, 1, 0, 0, 2, true);  /* transaction open */
+    send_ok(f->log, 2, 0, 0, 1, false); /* idempotent only */
+    int64_t far = INT64_MAX / 2;
+    assert_int_equal(gr_log_expire_producers(f->log, far, 1), 1); /* only producer 2 */
+    assert_null(gr_producer_state_find(gr_log_producer_state(f->log), 2));
+    assert_int_equal(entry(f->log, 1)->current_txn_first_offset, 0); /* kept */
+    marker_ok(f->log, 1, 0, 0, GR_CONTROL_COMMIT);
+    assert_int_equal(gr_log_expire_producers(f->log, far, 1), 1);
+    assert_null(gr_producer_state_find(gr_log_producer_state(f->log), 1));
 }
 
 /* Three producers interleaved: P1 and P2 transactional, P3 idempotent only. */
@@ -534,6 +551,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_marker_closes_with_epoch_checks, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_open_txn_never_expires, setup, teardown),
         cmocka_unit_test_setup_teardown(test_interleaved_producers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_abort_spanning_segments, setup, teardown),
         cmocka_unit_test_setup_teardown(test_log_start_inside_open_txn, setup, teardown),
