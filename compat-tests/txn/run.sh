@@ -7,8 +7,8 @@
 # coordinator epoch saved in the log directory and raised at every start; transaction.state.log.replication.factor
 # or transaction.state.log.min.isr set above 1 stops a single-node broker. The group side (offsets.py):
 # TxnOffsetCommit served only when on, its per-partition errors, OffsetFetch require_stable answering
-# UNSTABLE_OFFSET_COMMIT while a transactional commit is pending, also after a restart. Read next:
-# coordinator.py, offsets.py.
+# UNSTABLE_OFFSET_COMMIT while a transactional commit is pending, also after a restart. The admin APIs
+# (admin.py): WriteTxnMarkers as a partition leader. Read next: coordinator.py, offsets.py, admin.py.
 set -u
 . "$(dirname "$0")/../lib/broker.sh"
 trap broker_cleanup EXIT
@@ -64,6 +64,14 @@ if command -v kcat >/dev/null; then # kcat's transactional producer: init, begin
 fi
 broker_stop
 check_eq "no ERROR logged" "" "$(grep -E ' ERROR ' "$BROKER_DIR/broker.log")"
+rm -rf "$BROKER_DIR"
+
+# The admin APIs (admin.py): WriteTxnMarkers' answers as a partition leader, by raw requests.
+BROKER_DIR=$(mktemp -d /tmp/gregor-test.XXXXXX)
+broker_start "${ON[@]}" || { fail "start"; summary txn; exit 1; }
+run_py "admin markers" "$(dirname "$0")/admin.py" markers
+broker_stop
+check_eq "no ERROR logged (admin)" "" "$(grep -E ' ERROR ' "$BROKER_DIR/broker.log")"
 rm -rf "$BROKER_DIR"
 
 # Kafka's defaults 3 and 2 need a cluster: unset they are 1 on one node, set above 1 they stop the broker.

@@ -12,6 +12,8 @@
  *     whose files stayed closed are not written (KAFKA_STORAGE_ERROR), the network thread opens nothing.
  *   - The same Produce while the broker stops: the job's completion does not run it (nothing appended, no
  *     new job), and freeing it drops its pins (the cap closes the files again).
+ *   - WriteTxnMarkers sent while that Produce waits: its markers land after the Produce's batches, with no
+ *     pool job and no open of its own (the append gate, as Produce).
  *   - ListOffsets by time (-3, max timestamp) naming all 20 partitions: answered in a few pool rounds,
  *     without an open on this thread (each round used to close what the last one opened, until the round
  *     limit sent the lookups to blocking opens).
@@ -153,6 +155,62 @@ static void test_wide_produce_one_round(void **state)
     gr_store_quiesce(f->b->store);
     gr_store_fds_trim(f->b->store);
     assert_true(gr_store_open_segment_fds(f->b->store) <= CAP); /* the pins went with the requests */
+}
+
+/* A WriteTxnMarkers (v1, no connection) with one ABORT marker of producer `pid` for `n` partitions of "w". */
+static struct gr_req *markers_req(struct fx *f, int64_t pid, const int32_t *parts, int n)
+{
+    struct gr_req *req = new_req(f, 27, 1);
+    struct gr_write_txn_markers_request *body = gr_arena_alloc(&req->arena, sizeof *body);
+    gr_write_txn_markers_request_init(body);
+    body->markers.items = gr_arena_calloc(&req->arena, 1, sizeof *body->markers.items);
+    body->markers.count = 1;
+    struct gr_write_txn_markers_request_writable_txn_marker *mk = &body->markers.items[0];
+    gr_write_txn_markers_request_writable_txn_marker_init(mk);
+    mk->producer_id = pid;
+    mk->producer_epoch = 0;
+    mk->transaction_result = false;
+    mk->coordinator_epoch = 0;
+    mk->topics.items = gr_arena_calloc(&req->arena, 1, sizeof *mk->topics.items);
+    mk->topics.count = 1;
+    mk->topics.items[0].name = gr_str_c("w");
+    mk->topics.items[0].partition_indexes.items = gr_arena_calloc(&req->arena, (size_t)n, sizeof(int32_t));
+    mk->topics.items[0].partition_indexes.count = n;
+    for (int i = 0; i < n; i++)
+        mk->topics.items[0].partition_indexes.items[i] = parts[i];
+    req->body = body;
+    req->resp = gr_arena_alloc(&req->arena, sizeof(struct gr_write_txn_markers_response));
+    gr_write_txn_markers_response_init(req->resp);
+    return req;
+}
+
+/* WriteTxnMarkers passes the append gate as Produce does: sent while a Produce naming all 20 partitions waits
+ * for its reopen round, its markers on partitions 0 and 7 queue behind it and land after its batches (before
+ * the gate they were appended at once, ahead of the earlier Produce, and their closed files reopened on this
+ * thread); no pool job of its own, no open on this thread. */
+static void test_markers_gated(void **state)
+{
+    struct fx *f = *state;
+    long opens = fault_count_this_thread(F_OPEN);
+    struct gr_req *wide = produce_req(f, all_parts, PARTS, 1, 1);
+    assert_int_equal(gr_handle_produce(wide), GR_HANDLER_WAIT);
+    int32_t two[] = {0, 7};
+    struct gr_req *mk = markers_req(f, 4242, two, 2);
+    assert_int_equal(gr_handle_write_txn_markers(mk), GR_HANDLER_WAIT); /* queued behind `wide` */
+    assert_int_equal(gr_log_end_offset(gr_topic_log(f->topic, 0)), 0);
+    assert_int_equal(run_pool(f, 8), 1);
+    assert_int_equal(f->b->parked_count, 0);
+    assert_int_equal(fault_count_this_thread(F_OPEN), opens);
+    for (int i = 0; i < 2; i++) {
+        struct th_seen *seen;
+        int n = th_read_all(gr_topic_log(f->topic, two[i]), 0, INT64_MAX, &seen);
+        assert_int_equal(n, 2);
+        assert_int_equal(seen[0].tag, 1); /* the Produce's batch first */
+        assert_int_equal(seen[0].producer_id, -1);
+        assert_int_equal(seen[1].producer_id, 4242); /* then the marker */
+        assert_int_equal(seen[1].base_offset, 1);
+        free(seen);
+    }
 }
 
 static void test_stop_while_gated(void **state)
@@ -329,6 +387,7 @@ int main(void)
         all_parts[p] = p;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_wide_produce_one_round, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_markers_gated, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stop_while_gated, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reopen_fails, setup, teardown),
         cmocka_unit_test_setup_teardown(test_list_offsets_over_cap, setup, teardown),
