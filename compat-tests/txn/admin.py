@@ -9,6 +9,12 @@ coordinator epoch below the entry's: TRANSACTION_COORDINATOR_FENCED (52); an ABO
 (raw InitProducerId, AddPartitionsToTxn, Produce) closes it on the partition: the LSO reaches the high
 watermark and DescribeProducers shows no open transaction and the marker's coordinator epoch; several markers
 and topics in one request are answered in request order, with the producer ids.
+STEP "describe": DescribeTransactions (65) and ListTransactions (66, v0-v1; server/handlers/txn_admin.c) from
+the coordinator's state: an open transaction (its state, producer, timeout, partitions), an Empty one, an
+unknown id (TRANSACTIONAL_ID_NOT_FOUND), an empty id (INVALID_REQUEST); ListTransactions' state filter (unknown
+names echoed), producer id filter and v1's DurationFilter; DescribeProducers shows the open transaction's start
+offset. Leaves transaction tx-hang open at offset 0 of wth-0 with a batch an hour old (kafka-transactions.sh).
+STEP "stable": wth-0's LSO equals its high watermark, 2 (after kafka-transactions.sh abort).
 """
 import os
 import sys
@@ -19,6 +25,7 @@ import testkit as tk
 
 BROKER = os.environ['BROKER']
 TOPIC = 'wtm'
+HANG = 'wth'  # the describe step's topic: tx-hang's open transaction at offset 0 of partition 0
 
 
 def init_pid(c, txn_id, version=4):
@@ -141,6 +148,72 @@ def step_markers():
               (off + 3, off + 3), wait_offsets(c, TOPIC, 0, (off + 3, off + 3)))
         tk.eq('DescribeProducers: the coordinator\'s epoch', 1, producers(c, TOPIC, 0).get(pid, {}).get('coordinator_epoch'))
 
+def step_stable():
+    with kr.Conn(BROKER) as c:
+        hw, lso = wait_stable(c, HANG, 0)
+        tk.eq('%s-0: the LSO reached the high watermark (record + marker)' % HANG, (2, 2), (hw, lso))
+
+
+def describe(c, ids):
+    r = c.request('DescribeTransactions', 0, {'transactional_ids': ids})
+    return {t['transactional_id']: t for t in r['transaction_states']}
+
+
+def listed(c, version=1, states=(), pids=(), duration=-1):
+    """ListTransactions: (error, unknown state filters, {transactional id: (producer id, state)})."""
+    values = {'state_filters': list(states), 'producer_id_filters': list(pids)}
+    if version >= 1:
+        values['duration_filter'] = duration
+    r = c.request('ListTransactions', version, values)
+    return (r['error_code'], r['unknown_state_filters'],
+            {t['transactional_id']: (t['producer_id'], t['transaction_state']) for t in r['transaction_states']})
+
+
+def step_describe():
+    """DescribeTransactions and ListTransactions from the coordinator's state; leaves 'tx-hang' open on wtm-1
+    with a batch timestamped an hour ago (find-hanging's age) for run.sh's kafka-transactions.sh part."""
+    with kr.Conn(BROKER) as c:
+        rows = {a['api_key']: (a['min_version'], a['max_version']) for a in kr.api_versions(c)['api_keys']}
+        tk.eq('ApiVersions lists DescribeTransactions (65) 0-0, ListTransactions (66) 0-1',
+              ((0, 0), (0, 1)), (rows.get(65), rows.get(66)))
+        tk.eq('topic %s created' % HANG, 0, kr.create_topic(c, HANG, partitions=1)['error_code'])
+        old = int(time.time() * 1000) - 3600 * 1000
+        pid, ep, off = open_txn(c, 'tx-hang', HANG, 0, ts=old)
+        r = init_pid(c, 'tx-empty')
+        epid = r['producer_id']
+        d = describe(c, ['tx-hang', 'tx-empty', 'tx-none', ''])
+        h = d['tx-hang']
+        tk.eq('describe an open transaction: NONE, Ongoing, its producer, timeout and partition',
+              (0, 'Ongoing', pid, ep, 60000, [{'topic': HANG, 'partitions': [0]}]),
+              (h['error_code'], h['transaction_state'], h['producer_id'], h['producer_epoch'],
+               h['transaction_timeout_ms'], h['topics']))
+        tk.check('its start time is now (the coordinator\'s clock, not the batch\'s)',
+                 abs(h['transaction_start_time_ms'] - time.time() * 1000) < 60000, h['transaction_start_time_ms'])
+        e = d['tx-empty']
+        tk.eq('describe a transactional id after InitProducerId: Empty, no partitions',
+              (0, 'Empty', epid, []), (e['error_code'], e['transaction_state'], e['producer_id'], e['topics']))
+        tk.eq('describe an unknown id: TRANSACTIONAL_ID_NOT_FOUND (105)', 105, d['tx-none']['error_code'])
+        tk.eq('describe an empty id: INVALID_REQUEST (42)', 42, d['']['error_code'])
+        err, unknown, ts = listed(c)
+        tk.check('ListTransactions v1 lists both (and the earlier ones)', err == 0 and unknown == [] and
+                 ts.get('tx-hang') == (pid, 'Ongoing') and ts.get('tx-empty') == (epid, 'Empty'), (err, ts))
+        err, unknown, ts = listed(c, version=0, states=['Ongoing', 'Bogus'])
+        tk.eq('v0 state filter Ongoing (+ an unknown name, echoed): tx-hang only',
+              (0, ['Bogus'], {'tx-hang': (pid, 'Ongoing')}), (err, unknown, ts))
+        tk.eq('state filter with only unknown names: nothing', (0, ['Nope'], {}), listed(c, states=['Nope']))
+        tk.eq('producer id filter', {'tx-empty': (epid, 'Empty')}, listed(c, pids=[epid])[2])
+        tk.eq('producer id filter, unknown id: nothing', {}, listed(c, pids=[987654321])[2])
+        ts = listed(c, states=['Ongoing'], duration=3600 * 1000)[2]
+        tk.eq('DurationFilter 1 h: the transaction started now is left out', {}, ts)
+        time.sleep(0.3)
+        ts = listed(c, states=['Ongoing'], duration=100)[2]
+        tk.eq('DurationFilter 100 ms, 300 ms later: listed', {'tx-hang': (pid, 'Ongoing')}, ts)
+        st = producers(c, HANG, 0).get(pid, {})
+        tk.eq('DescribeProducers: the open transaction\'s start offset, its batch\'s timestamp, no marker yet',
+              (off, old, -1), (st.get('current_txn_start_offset'), st.get('last_timestamp'),
+                               st.get('coordinator_epoch')))
+
+
 if __name__ == '__main__':
-    tk.run(sys.argv[1], {'markers': step_markers}[sys.argv[1]])
+    tk.run(sys.argv[1], {'markers': step_markers, 'describe': step_describe, 'stable': step_stable}[sys.argv[1]])
     tk.finish()
