@@ -8,7 +8,8 @@ below 0: CORRUPT_MESSAGE (2); a producer epoch below the partition's entry: INVA
 coordinator epoch below the entry's: TRANSACTION_COORDINATOR_FENCED (52); an ABORT for an open transaction
 (raw InitProducerId, AddPartitionsToTxn, Produce) closes it on the partition: the LSO reaches the high
 watermark and DescribeProducers shows no open transaction and the marker's coordinator epoch; several markers
-and topics in one request are answered in request order, with the producer ids.
+and topics in one request are answered in request order, with the producer ids, a partition named twice
+too; a marker on __consumer_offsets goes to the group coordinator (NOT_LEADER_OR_FOLLOWER while it loads).
 STEP "describe": DescribeTransactions (65) and ListTransactions (66, v0-v1; server/handlers/txn_admin.c) from
 the coordinator's state: an open transaction (its state, producer, timeout, partitions), an Empty one, an
 unknown id (TRANSACTIONAL_ID_NOT_FOUND), an empty id (INVALID_REQUEST); ListTransactions' state filter (unknown
@@ -127,6 +128,18 @@ def step_markers():
         tk.eq('a marker at epoch 5, coordinator epoch 100: NONE', 0, marker_err(c, qid, 5, 100, partition=1))
         tk.eq('then coordinator epoch 99: TRANSACTION_COORDINATOR_FENCED', 52, marker_err(c, qid, 5, 99, partition=1))
         tk.eq('then coordinator epoch 100 again (v2): NONE', 0, marker_err(c, qid, 5, 100, partition=1, version=2))
+        got = markers(c, [(qid, 5, False, 100, {TOPIC: [1, 1]}), (qid + 1000, 0, False, 0, {TOPIC: [1]})])
+        tk.eq('one partition named twice in a marker and again in another marker: each answered',
+              [(qid, [(TOPIC, 1, 0), (TOPIC, 1, 0)]), (qid + 1000, [(TOPIC, 1, 0)])], got)
+        r = c.request('FindCoordinator', 3, {'key': 'g-wtm', 'key_type': 0})  # makes __consumer_offsets
+        tk.eq('FindCoordinator for a group (makes __consumer_offsets)', 0, r['error_code'])
+        end, first, err = time.time() + 10, None, None
+        while err != 0 and time.time() < end:  # NOT_LEADER_OR_FOLLOWER while the group coordinator loads
+            err = marker_err(c, qid, 5, 100, topic='__consumer_offsets', partition=0, commit=True)
+            first = err if first is None else first
+            time.sleep(0.05 if err else 0)
+        tk.check('a marker on __consumer_offsets-0 (the group coordinator\'s): NONE (NOT_LEADER_OR_FOLLOWER while '
+                 'it loads)', err == 0 and first in (0, 6), (first, err))
         # a transaction opened by raw requests, aborted by a raw marker
         pid, ep, off = open_txn(c, 'tx-wtm', TOPIC, 0)
         hw, lso = offsets(c, TOPIC, 0)
