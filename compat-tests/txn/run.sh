@@ -10,8 +10,9 @@
 # UNSTABLE_OFFSET_COMMIT while a transactional commit is pending, also after a restart. KIP-890 part 1's
 # verification of Produce and TxnOffsetCommit, transaction.partition.verification.enable (off, and on again
 # dynamically), a non-transactional batch during an open transaction, producer.id.expiration.ms keeping a
-# producer with an open transaction, compaction of committed and aborted transactions (verify.py). Read next:
-# coordinator.py, offsets.py, verify.py.
+# producer with an open transaction, compaction of committed and aborted transactions (verify.py). The admin APIs (admin.py):
+# WriteTxnMarkers as a partition leader, DescribeTransactions, ListTransactions, kafka-transactions.sh. Read next:
+# coordinator.py, offsets.py, verify.py, admin.py.
 set -u
 . "$(dirname "$0")/../lib/broker.sh"
 trap broker_cleanup EXIT
@@ -85,6 +86,48 @@ for step_args in "verify --override log.cleaner.backoff.ms=100" \
     check_eq "no ERROR logged ($step)" "" "$(grep -E ' ERROR ' "$BROKER_DIR/broker.log")"
     rm -rf "$BROKER_DIR"
 done
+
+# The admin APIs (admin.py, raw requests): WriteTxnMarkers as a partition leader, DescribeTransactions,
+# ListTransactions, DescribeProducers; then Kafka's kafka-transactions.sh when compat-tests/.cache/kafka-4.4.0
+# holds it (compat-tests/kafka-dist/get-kafka.sh): list, describe, describe-producers, find-hanging (an open
+# transaction the coordinator knows is not hanging; once __transaction_state is lost (its topic file removed
+# while the broker is down: the coordinator was told nothing of the transaction) it is), abort by start offset.
+BROKER_DIR=$(mktemp -d /tmp/gregor-test.XXXXXX)
+broker_start "${ON[@]}" || { fail "start"; summary txn; exit 1; }
+run_py "admin markers" "$(dirname "$0")/admin.py" markers
+run_py "admin describe" "$(dirname "$0")/admin.py" describe
+KTX=$REPO/compat-tests/.cache/kafka-4.4.0/bin/kafka-transactions.sh
+if [ -x "$KTX" ] && command -v java >/dev/null; then
+    ktx() { timeout 60 "$KTX" --bootstrap-server "$BROKER" "$@" 2>&1; }
+    # the tools print tab-separated tables padded with spaces, a header first
+    out=$(ktx list)
+    check "kafka-transactions.sh list: tx-hang Ongoing, tx-empty Empty, coordinator 1" \
+        bash -c 'tail -n +2 <<<"$1" | tr -d " " | awk -F"\t" "\$1 == \"tx-hang\" && \$2 == 1 && \$4 == \"Ongoing\" { a = 1 }
+            \$1 == \"tx-empty\" && \$4 == \"Empty\" { b = 1 } END { exit !(a && b) }"' _ "$out"
+    out=$(ktx describe --transactional-id tx-hang)
+    check "kafka-transactions.sh describe: tx-hang Ongoing, timeout 60000, over wth-0" \
+        bash -c 'tail -1 <<<"$1" | tr -d " " | awk -F"\t" "\$2 == \"tx-hang\" && \$5 == \"Ongoing\" && \$6 == 60000 && \$9 == \"wth-0\" { ok = 1 } END { exit !ok }"' _ "$out"
+    out=$(ktx describe-producers --topic wth --partition 0)
+    check "kafka-transactions.sh describe-producers: one producer, its open transaction at offset 0" \
+        bash -c 'tail -n +2 <<<"$1" | tr -d " " | awk -F"\t" "\$6 == 0 { n++ } END { exit !(n == 1 && NR == 1) }"' _ "$out"
+    out=$(ktx find-hanging --topic wth)
+    check_eq "kafka-transactions.sh find-hanging: an open transaction its coordinator holds is not hanging" 1 \
+        "$(grep -c . <<<"$out")"
+    broker_stop
+    rm -f "$(grep -l '^name=__transaction_state$' "$BROKER_DIR"/data/__gregor_topics/*.topic)"
+    broker_restart "${ON[@]}" || { fail "restart"; summary txn; exit 1; }
+    out=$(ktx find-hanging --topic wth)
+    check "kafka-transactions.sh find-hanging once __transaction_state is lost: wth-0 from offset 0, an hour old" \
+        bash -c 'tail -n +2 <<<"$1" | tr -d " " | awk -F"\t" "\$1 == \"wth\" && \$2 == 0 && \$6 == 0 && \$8 >= 59 { n++ } END { exit !(n == 1 && NR == 1) }"' _ "$out"
+    out=$(ktx abort --topic wth --partition 0 --start-offset 0)
+    check_eq "kafka-transactions.sh abort --topic wth --partition 0 --start-offset 0: no output" "" "$out"
+    run_py "admin stable" "$(dirname "$0")/admin.py" stable
+else
+    echo "  skip kafka-transactions.sh: run compat-tests/kafka-dist/get-kafka.sh to include it"
+fi
+broker_stop
+check_eq "no ERROR logged (admin)" "" "$(grep -E ' ERROR ' "$BROKER_DIR/broker.log")"
+rm -rf "$BROKER_DIR"
 
 # Kafka's defaults 3 and 2 need a cluster: unset they are 1 on one node, set above 1 they stop the broker.
 tmp=$(mktemp -d /tmp/gregor-test.XXXXXX)

@@ -1,10 +1,11 @@
 /*
  * describe_producers.c: DescribeProducers (key 61, KIP-664), v0. For each requested partition, the producers
  * its idempotence state holds (storage/producer_state.h): producer id, epoch, last sequence (-1 when no
- * batch is remembered), last timestamp (max timestamp of its last batch), coordinator epoch and the first
- * offset of its open transaction (both -1 until transactions exist). An unknown topic or partition is
- * UNKNOWN_TOPIC_OR_PARTITION, as Kafka's ReplicaManager answers on a broker that hosts no such partition.
- * Read next: storage/producer_state.h.
+ * batch is remembered), last timestamp (max timestamp of its last batch), the coordinator epoch of its last
+ * transaction marker (-1 before any) and the first offset of its open transaction (-1 when none), as Kafka's
+ * UnifiedLog.activeProducers (kafka-transactions.sh describe-producers and find-hanging read them). An
+ * unknown topic or partition is UNKNOWN_TOPIC_OR_PARTITION, as Kafka's ReplicaManager answers on a broker
+ * that hosts no such partition. Read next: storage/producer_state.h.
  */
 #include "server/handlers/handlers.h"
 #include "server/route.h"
