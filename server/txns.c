@@ -36,6 +36,7 @@
 #include <string.h>
 
 #include "cluster/image.h"
+#include "common/failpoint.h"
 #include "common/log.h"
 #include "common/time.h"
 #include "coordinator/coordinator.h"
@@ -351,6 +352,14 @@ static void marker_committed(struct gr_partition_waiter *pw, int err)
     round_check(mp->r);
 }
 
+/* True when a partition of mp's round other than mp has no marker written yet (txn.mid_markers). */
+static bool marker_others_unsent(const struct mpart *mp)
+{
+    for (int32_t i = 0; i < mp->r->count; i++)
+        if (&mp->r->parts[i] != mp && !mp->r->parts[i].done && !mp->r->parts[i].pw.part) return true;
+    return false;
+}
+
 /* Writes one partition's marker (WriteTxnMarkers' handling on the leader,
  * KafkaApis.handleWriteTxnMarkersRequest and TransactionMarkerRequestCompletionHandler's outcomes): a deleted
  * topic or partition counts as done; a data partition gets gr_partition_write_marker, __consumer_offsets the
@@ -420,6 +429,7 @@ static void marker_send(struct mpart *mp)
         retry_later(r);
         return;
     }
+    if (GR_FAILPOINT_ARMED() && marker_others_unsent(mp)) GR_FAILPOINT("txn.mid_markers");
     mp->pw = (struct gr_partition_waiter){.done = marker_committed, .ctx = mp};
     gr_partition_wait_committed(part, &mp->pw, end); /* may be done at once */
 }
@@ -797,6 +807,7 @@ int gr_txns_start(struct gr_broker *b)
     gr_txn_config_defaults(&cfg);
     cfg.partitions = n;
     cfg.offsets_partitions = b->cfg.settings.offsets_topic_num_partitions;
+    cfg.abort_timed_out_interval_ms = b->cfg.settings.transaction_abort_interval_ms;
     struct gr_txn_hooks hooks = {t,        hook_now, hook_append, hook_send_markers, hook_alloc_producer_id,
                                  hook_done};
     t->loads = calloc((size_t)n, sizeof *t->loads);

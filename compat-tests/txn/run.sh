@@ -66,6 +66,10 @@ broker_stop
 check_eq "no ERROR logged" "" "$(grep -E ' ERROR ' "$BROKER_DIR/broker.log")"
 rm -rf "$BROKER_DIR"
 
+# GREGOR_FAILPOINT: the broker killed at each transaction failpoint under a confluent-kafka transaction and
+# restarted on its data directory (failpoints.py, its own broker on its own port; about 25 s).
+run_py "failpoints" "$(dirname "$0")/failpoints.py"
+
 # Kafka's defaults 3 and 2 need a cluster: unset they are 1 on one node, set above 1 they stop the broker.
 tmp=$(mktemp -d /tmp/gregor-test.XXXXXX)
 for kv in transaction.state.log.replication.factor=3 transaction.state.log.min.isr=2; do
