@@ -7,8 +7,9 @@
 # coordinator epoch saved in the log directory and raised at every start; transaction.state.log.replication.factor
 # or transaction.state.log.min.isr set above 1 stops a single-node broker. The group side (offsets.py):
 # TxnOffsetCommit served only when on, its per-partition errors, OffsetFetch require_stable answering
-# UNSTABLE_OFFSET_COMMIT while a transactional commit is pending, also after a restart. Read next:
-# coordinator.py, offsets.py.
+# UNSTABLE_OFFSET_COMMIT while a transactional commit is pending, also after a restart. The failure runs
+# (GREGOR_FAILPOINT): failpoints.py and a short eos.py, each with its own broker. Read next: coordinator.py,
+# offsets.py, failpoints.py, eos.py.
 set -u
 . "$(dirname "$0")/../lib/broker.sh"
 trap broker_cleanup EXIT
@@ -69,6 +70,9 @@ rm -rf "$BROKER_DIR"
 # GREGOR_FAILPOINT: the broker killed at each transaction failpoint under a confluent-kafka transaction and
 # restarted on its data directory (failpoints.py, its own broker on its own port; about 25 s).
 run_py "failpoints" "$(dirname "$0")/failpoints.py"
+# The read-process-write pipeline under kill -9 of itself and of the broker and the failpoints (eos.py, its own
+# broker): seed 1, 600 records, 15 s of faults (about 30 s); `make test-txn-faults` runs five seeds at length.
+run_py "eos" "$(dirname "$0")/eos.py" --seed "${EOS_SEED:-1}"
 
 # Kafka's defaults 3 and 2 need a cluster: unset they are 1 on one node, set above 1 they stop the broker.
 tmp=$(mktemp -d /tmp/gregor-test.XXXXXX)
