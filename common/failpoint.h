@@ -4,7 +4,8 @@
  * _exit at once (no flush, no clean stop: as kill -9, the page cache survives) at the Nth time (default the
  * first) the code passes the named point. Unset (the default), a point costs one load of a global and a
  * branch (GR_FAILPOINT). The names are the table in failpoint.c; an unknown name stops the broker at start.
- * The points (README "Failure points"):
+ * The points (README, Tests: "Transaction failpoints and exactly-once fault runs"); the coordinator's own
+ * aborts (timeout, fencing) and the completion of a prepared transaction after a load pass them too:
  *   txn.after_prepare          PrepareCommit/PrepareAbort durable, before EndTxn's answer and any marker
  *   txn.mid_markers            a transaction's first marker written, at least one other not yet
  *   txn.before_complete        every marker written and committed, CompleteCommit/CompleteAbort not written
@@ -50,7 +51,7 @@ void gr_failpoint_reset(void);
 
 #define GR_FAILPOINT(name)                                                                                   \
     do {                                                                                                     \
-        if (GR_FAILPOINT_ARMED()) gr_failpoint_hit(name);                                 \
+        if (GR_FAILPOINT_ARMED()) gr_failpoint_hit(name);                                                    \
     } while (0)
 
 #endif

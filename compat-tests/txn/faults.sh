@@ -11,6 +11,7 @@ SEEDS=${1:-1,2,3,4,5}
 RECORDS=${2:-3000}
 DURATION=${3:-60}
 export GREGOR_NET_THREAD_AUDIT=${GREGOR_NET_THREAD_AUDIT:-1}
+BROKER= BROKER_DIR= # each Python part starts its own broker (txnkit.Broker)
 t0=$(date +%s)
 run_py "failpoints" "$(dirname "$0")/failpoints.py"
 for seed in ${SEEDS//,/ }; do
