@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/failpoint.h"
 #include "common/log.h"
 #include "protocol/errors.h"
 
@@ -536,10 +537,12 @@ void gr_txn_write_done(struct gr_txn_coord *tc, struct gr_txn_write *w, int16_t 
            EndTxn below v5 has no such fields), then the markers */
         e->pending = e->state == GR_TXN_PREPARE_COMMIT ? GR_TXN_COMPLETE_COMMIT : GR_TXN_COMPLETE_ABORT;
         e->failed_epoch_fence = false;
+        GR_FAILPOINT("txn.after_prepare"); /* PrepareX durable; no answer, no marker yet */
         if (has_waiter) answer(tc, waiter, fence ? GR_ERR_CONCURRENT_TRANSACTIONS : GR_ERR_NONE, -1, -1);
         if (e->pending == GR_TXN_COMPLETE_COMMIT || e->pending == GR_TXN_COMPLETE_ABORT) send_markers(tc, e);
         return;
     }
+    if (kind == W_ADD) GR_FAILPOINT("txn.after_add_partitions"); /* Ongoing durable, not answered */
     if (has_waiter) answer(tc, waiter, GR_ERR_NONE, e->producer_id, e->epoch);
 }
 
@@ -588,6 +591,7 @@ void gr_txn_markers_done(struct gr_txn_coord *tc, struct gr_txn_marker_job *job,
         return;
     }
     if (e->pending != GR_TXN_COMPLETE_COMMIT && e->pending != GR_TXN_COMPLETE_ABORT) return;
+    GR_FAILPOINT("txn.before_complete"); /* every marker committed, CompleteX not written */
     write_complete(tc, e);
 }
 

@@ -56,6 +56,8 @@ static const struct gr_config_def defs[] = {
     {"transaction.state.log.segment.bytes", GR_CFG_INT, "104857600", POS32,
      "The segment.bytes of __transaction_state (small segments keep its compaction and the coordinator load "
      "quick)."},
+    {"transaction.abort.timed.out.transaction.cleanup.interval.ms", GR_CFG_INT, "10000", POS32,
+     "How often the transaction coordinator looks for transactions past their timeout and aborts them (ms)."},
     {"min.insync.replicas", GR_CFG_INT, "1", 1, INT32_MAX,
      "Replicas (the leader included) that must be in the ISR for an acks=all produce to succeed; a topic's "
      "min.insync.replicas overrides it. A single-node broker accepts only 1."},
@@ -710,6 +712,8 @@ void gr_config_resolve(struct gr_config *cfg)
         (int32_t)gr_config_int(cfg, "transaction.state.log.segment.bytes");
     s->gregor_transaction_coordinator_test_enable =
         gr_config_bool(cfg, "gregor.transaction.coordinator.test.enable");
+    s->transaction_abort_interval_ms =
+        (int32_t)gr_config_int(cfg, "transaction.abort.timed.out.transaction.cleanup.interval.ms");
     s->broker_session_timeout_ms = (int32_t)gr_config_int(cfg, "broker.session.timeout.ms");
     s->broker_heartbeat_interval_ms = (int32_t)gr_config_int(cfg, "broker.heartbeat.interval.ms");
     s->controller_quorum_fetch_timeout_ms = (int32_t)gr_config_int(cfg, "controller.quorum.fetch.timeout.ms");

@@ -53,6 +53,8 @@ struct gr_broker_settings {
     int32_t transaction_state_log_min_isr;            /* transaction.state.log.min.isr */
     int32_t transaction_state_log_segment_bytes;      /* transaction.state.log.segment.bytes */
     bool gregor_transaction_coordinator_test_enable;  /* gregor.transaction.coordinator.test.enable */
+    /* transaction.abort.timed.out.transaction.cleanup.interval.ms */
+    int32_t transaction_abort_interval_ms;
     int32_t message_max_bytes;                        /* message.max.bytes */
     bool log_message_timestamp_type_log_append_time;  /* log.message.timestamp.type == LogAppendTime */
     int64_t log_message_timestamp_before_max_ms;      /* log.message.timestamp.before.max.ms */

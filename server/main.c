@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/failpoint.h"
 #include "common/log.h"
 #include "common/time.h"
 #include "cluster/local.h"
@@ -256,6 +257,7 @@ int main(int argc, char **argv)
                      : !strcasecmp(lvl, "WARN")  ? GR_LOG_WARN
                      : !strcasecmp(lvl, "ERROR") ? GR_LOG_ERROR
                                                  : GR_LOG_INFO);
+    if (gr_failpoint_init(getenv("GREGOR_FAILPOINT")) < 0) return 2; /* tests only (common/failpoint.h) */
 
     b->node_id = (int32_t)gr_config_int(&b->cfg, "node.id");
     if (gr_config_is_set(&b->cfg, "broker.id") && gr_config_int(&b->cfg, "broker.id") >= 0)

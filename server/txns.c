@@ -37,6 +37,7 @@
 #include <string.h>
 
 #include "cluster/image.h"
+#include "common/failpoint.h"
 #include "common/log.h"
 #include "common/time.h"
 #include "coordinator/coordinator.h"
@@ -367,6 +368,14 @@ static void marker_committed(struct gr_partition_waiter *pw, int err)
     round_check(mp->r);
 }
 
+/* True when a partition of mp's round other than mp has no marker written yet (txn.mid_markers). */
+static bool marker_others_unsent(const struct mpart *mp)
+{
+    for (int32_t i = 0; i < mp->r->count; i++)
+        if (&mp->r->parts[i] != mp && !mp->r->parts[i].done && !mp->r->parts[i].pw.part) return true;
+    return false;
+}
+
 int16_t gr_txns_write_marker(struct gr_broker *b, struct gr_log *log, const struct gr_partition_marker *m,
                              int64_t *end_offset)
 {
@@ -453,6 +462,7 @@ static void marker_send(struct mpart *mp)
         retry_later(r);
         return;
     }
+    if (GR_FAILPOINT_ARMED() && marker_others_unsent(mp)) GR_FAILPOINT("txn.mid_markers");
     mp->pw = (struct gr_partition_waiter){.done = marker_committed, .ctx = mp};
     gr_partition_wait_committed(part, &mp->pw, end); /* may be done at once */
 }
@@ -839,6 +849,7 @@ int gr_txns_start(struct gr_broker *b)
     gr_txn_config_defaults(&cfg);
     cfg.partitions = n;
     cfg.offsets_partitions = b->cfg.settings.offsets_topic_num_partitions;
+    cfg.abort_timed_out_interval_ms = b->cfg.settings.transaction_abort_interval_ms;
     struct gr_txn_hooks hooks = {t,        hook_now, hook_append, hook_send_markers, hook_alloc_producer_id,
                                  hook_done};
     t->loads = calloc((size_t)n, sizeof *t->loads);

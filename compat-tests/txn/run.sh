@@ -11,8 +11,9 @@
 # verification of Produce and TxnOffsetCommit, transaction.partition.verification.enable (off, and on again
 # dynamically), a non-transactional batch during an open transaction, producer.id.expiration.ms keeping a
 # producer with an open transaction, compaction of committed and aborted transactions (verify.py). The admin APIs (admin.py):
-# WriteTxnMarkers as a partition leader, DescribeTransactions, ListTransactions, kafka-transactions.sh. Read next:
-# coordinator.py, offsets.py, verify.py, admin.py.
+# WriteTxnMarkers as a partition leader, DescribeTransactions, ListTransactions, kafka-transactions.sh. The failure runs
+# (GREGOR_FAILPOINT): failpoints.py and a short eos.py, each with its own broker. Read next:
+# coordinator.py, offsets.py, verify.py, admin.py, failpoints.py, eos.py.
 set -u
 . "$(dirname "$0")/../lib/broker.sh"
 trap broker_cleanup EXIT
@@ -128,6 +129,13 @@ fi
 broker_stop
 check_eq "no ERROR logged (admin)" "" "$(grep -E ' ERROR ' "$BROKER_DIR/broker.log")"
 rm -rf "$BROKER_DIR"
+
+# GREGOR_FAILPOINT: the broker killed at each transaction failpoint under a confluent-kafka transaction and
+# restarted on its data directory (failpoints.py, its own broker on its own port; about 25 s).
+run_py "failpoints" "$(dirname "$0")/failpoints.py"
+# The read-process-write pipeline under kill -9 of itself and of the broker and the failpoints (eos.py, its own
+# broker): seed 1, 600 records, 15 s of faults (about 30 s); `make test-txn-faults` runs five seeds at length.
+run_py "eos" "$(dirname "$0")/eos.py" --seed "${EOS_SEED:-1}"
 
 # Kafka's defaults 3 and 2 need a cluster: unset they are 1 on one node, set above 1 they stop the broker.
 tmp=$(mktemp -d /tmp/gregor-test.XXXXXX)
