@@ -14,6 +14,7 @@ source "$here/../lib/broker.sh"
 seed=${SEED:-$(date +%j | sed 's/^0*//')}
 only=""
 build=""
+keep=${KEEP_DATA:-} # env KEEP_DATA=1 keeps every run's broker dir (as broker.sh does); a failed run's is kept anyway
 while [ $# -gt 0 ]; do
     case "$1" in
         --seed) seed=$2; shift ;;
@@ -66,6 +67,6 @@ for run in streams pipeline; do
         KEEP_DATA=1
     fi
     broker_cleanup
-    KEEP_DATA=
+    KEEP_DATA=$keep
 done
 summary eos

@@ -5,13 +5,16 @@
  *   EosTest streams BOOTSTRAP SEED WORKDIR   Kafka Streams, processing.guarantee=exactly_once_v2: a stateful
  *       word count (flatMapValues -> groupBy(word) -> count(), so Streams makes a repartition topic and a
  *       changelog topic itself) fed 3000 lines of 5 seeded-random words over ~8 s while running; the instance is
- *       killed (SIGKILL) at a seeded time in [2.5, 5.5] s and restarted on the same state dir; the last count per
- *       word in the output topic (read_committed) must equal the words fed, exactly.
+ *       killed (SIGKILL) at a seeded time in [2.5, 5.5] s of the feed (once RUNNING, and after it wrote output)
+ *       and restarted on the same state dir; the last count per word in the output topic (read_committed) must
+ *       equal the words fed, exactly. Env EOS_GUARANTEE=at_least_once makes it fail (the replay over-counts).
  *   EosTest pipeline BOOTSTRAP SEED WORKDIR  a read-process-write pipeline on the plain Java client: a group
  *       consumer reads topic A (read_committed), a transactional producer writes "out-" + value to topic B with
  *       the consumed offsets in each transaction (sendOffsetsToTransaction with the group metadata, KIP-447),
- *       one transaction per poll; killed twice at seeded times and restarted (same transactional.id, which
- *       fences the dead one and aborts its open transaction); B under read_committed must hold every input record exactly once, in order per key.
+ *       one transaction per poll (flushed, then held 100 ms, so a kill usually lands inside one); 3000 records;
+ *       killed twice, a seeded 200..1000 ms after an instance's first commit, and restarted with the same
+ *       transactional.id (its InitProducerId fences the dead one and aborts its open transaction); B under
+ *       read_committed must hold every input record exactly once, in order per key.
  *   EosTest streams-app BOOTSTRAP IN OUT STATE_DIR / pipeline-app BOOTSTRAP A B GROUP TXN_ID: the child apps.
  *
  * Each run prints "<name>: 1 passed, 0 failed" or "... 0 passed, 1 failed" with the reason, and exits 0 / 1.
@@ -20,7 +23,6 @@
 package dev.gregor.streams;
 
 import java.io.File;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.*;
 import java.util.concurrent.TimeUnit;
