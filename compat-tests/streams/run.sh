@@ -6,7 +6,7 @@
 # the transaction coordinator's test-only switch on) and runs
 #   streams   Kafka Streams exactly_once_v2 word count, its instance kill -9ed at a seeded time, restarted
 #   pipeline  a Java read-process-write pipeline (sendOffsetsToTransaction), kill -9ed twice, restarted
-# (EosTest.java says what each checks). Seed: --seed or env SEED (default: the date's day of year), printed.
+# (EosTest.java says what each checks), the brokers under the network-thread audit. Seed: --seed or env SEED (default: the date's day of year), printed.
 # Last line: "eos: N passed, N failed"; the work dirs (app logs, broker log) are kept on failure.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -38,6 +38,10 @@ if [ ! -s "$cp" ] || [ ! -d "$here/target/classes" ] || [ -n "$(find "$here/src"
     fi
 fi
 echo "eos: seed $seed"
+# the network-thread audit (as compat-tests/run.sh runs make test's suites): a call that may wait for the disk
+# on the broker's network thread fails the run
+own_audit=""
+if [ -z "${GREGOR_NET_THREAD_AUDIT:-}" ]; then own_audit=$(mktemp); export GREGOR_NET_THREAD_AUDIT=$own_audit; fi
 for run in streams pipeline; do
     [ -n "$only" ] && [ "$only" != "$run" ] && continue
     BROKER_DIR=$(mktemp -d /tmp/gregor-eos.XXXXXX)
@@ -60,6 +64,9 @@ for run in streams pipeline; do
         fail "$run" "Gregor exited during the run: $(tail -3 "$BROKER_DIR/broker.log" | tr '\n' ' ')"
     elif grep -Eiq 'assert|abort\(|sanitizer' "$BROKER_DIR/broker.log"; then
         fail "$run" "broker log: $(grep -Ei -m2 'assert|abort\(|sanitizer' "$BROKER_DIR/broker.log" | tr '\n' ' ')"
+    elif [ -n "$own_audit" ] && [ -s "$own_audit" ]; then
+        fail "$run" "the network thread made $(wc -l <"$own_audit") calls that may wait for the disk: $(head -3 "$own_audit" | tr '\n' ' ')"
+        : >"$own_audit"
     elif [ $rc -eq 0 ]; then
         pass "$run"
     else
@@ -69,4 +76,5 @@ for run in streams pipeline; do
     broker_cleanup
     KEEP_DATA=$keep
 done
+[ -n "$own_audit" ] && rm -f "$own_audit"
 summary eos
