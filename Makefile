@@ -4,7 +4,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo
 
-.PHONY: all build deps test-deps run test lint unit cluster-check oracle codegen-check compat compat-full compat-librdkafka compat-librdkafka-extended bench docker-test clean sanitize sanitize-check test-cluster test-faults test-txn-faults
+.PHONY: all build deps test-deps run test lint unit cluster-check oracle codegen-check compat compat-full compat-eos compat-librdkafka compat-librdkafka-extended bench docker-test clean sanitize sanitize-check test-cluster test-faults test-txn-faults
 
 all: build
 
@@ -60,6 +60,11 @@ compat-full: test-deps build
 	GREGOR_BIN=$(BUILD)/bin/gregor compat-tests/clients/run.sh --full $(BUILD); c=$$?; \
 	REPO=$(CURDIR) RESULTS=$(CURDIR)/compat-tests/differential/results.md GREGOR_BIN=$(abspath $(BUILD))/bin/gregor compat-tests/differential/run.sh; d=$$?; \
 	[ $$e -eq 0 ] && [ $$i -eq 0 ] && [ $$c -eq 0 ] && [ $$d -eq 0 ]
+
+# Exactly-once with kill -9 (issue #21, the transaction switch on): Kafka Streams 4.4.0 exactly_once_v2 word count
+# and a Java read-process-write pipeline, each killed mid-run and restarted (compat-tests/streams/run.sh; env SEED).
+compat-eos: test-deps build
+	@GREGOR_BIN=$(BUILD)/bin/gregor compat-tests/streams/run.sh
 
 # Every broker test of librdkafka 2.0.2's own suite, one per process; writes compat-tests/librdkafka/results.md.
 compat-librdkafka: test-deps build

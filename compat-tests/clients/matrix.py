@@ -21,10 +21,10 @@ import platform
 import sys
 
 STEP_ORDER = ["1", "2", "3", "4", "5", "6a", "6b", "6c", "6d",
-              "2-none", "2-gzip", "2-snappy", "2-lz4", "2-zstd"]
+              "2-none", "2-gzip", "2-snappy", "2-lz4", "2-zstd", "7"]
 STEP_NAMES = {"1": "create-topic", "2": "produce", "3": "group-consume", "4": "restart-resume",
               "5": "describe-lag-list-offsets", "6a": "produce-missing-topic-noautocreate",
-              "6b": "record-too-large", "6c": "out-of-range-none", "6d": "out-of-range-earliest"}
+              "6b": "record-too-large", "6c": "out-of-range-none", "6d": "out-of-range-earliest", "7": "transactions"}
 
 
 def load(path):

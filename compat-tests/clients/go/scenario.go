@@ -436,6 +436,10 @@ func (s *scenario) run() {
 		}
 		return "offset 1000000 reset to earliest, first record at offset 0", nil
 	})
+
+	if os.Getenv("TXN") == "1" {
+		s.step("7", "transactions", s.transactions)
+	}
 }
 
 func (s *scenario) makeRecords(n int) []rec {

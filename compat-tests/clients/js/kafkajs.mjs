@@ -158,6 +158,66 @@ export async function create (bootstrap) {
       return got
     },
 
+    // step 7: producer({ transactionalId }) and producer.transaction() (send, sendOffsets, commit, abort);
+    // consumers read committed by default (readUncommitted: false)
+    async txnProduce (topic, tid, batches) {
+      const p = kafka.producer({ transactionalId: tid, idempotent: true, maxInFlightRequests: 1 })
+      await p.connect()
+      try {
+        for (const b of batches) {
+          const txn = await p.transaction()
+          await txn.send({ topic, acks: -1, messages: b.recs })
+          if (b.commit) await txn.commit(); else await txn.abort()
+        }
+      } finally { await p.disconnect() }
+      return 'producer({ transactionalId }).transaction() send/commit/abort'
+    },
+
+    async readValues (topic, readCommitted, want) {
+      const consumer = kafka.consumer({ groupId: `matrix-kafkajs-rv-${Date.now() % 1e9}-${Math.random()}`, maxWaitTimeInMs: 200, readUncommitted: !readCommitted })
+      const got = []
+      await consumer.connect()
+      await consumer.subscribe({ topic, fromBeginning: true })
+      await consumer.run({ eachMessage: async ({ message }) => { got.push(message.value.toString()) } })
+      try {
+        let quiet = 0
+        for (let i = 0; i < 200 && (quiet === 0 || Date.now() < quiet); i++) {
+          await sleep(100)
+          if (got.length >= want && quiet === 0) quiet = Date.now() + 1500
+        }
+      } finally { await consumer.disconnect() }
+      return got
+    },
+
+    async ctp (src, dst, group, tid, want) {
+      const p = kafka.producer({ transactionalId: tid, idempotent: true, maxInFlightRequests: 1 })
+      const consumer = kafka.consumer({ groupId: group, maxWaitTimeInMs: 200 })
+      let n = 0
+      let err = null
+      await p.connect()
+      await consumer.connect()
+      await consumer.subscribe({ topic: src, fromBeginning: true })
+      await consumer.run({
+        autoCommit: false,
+        eachBatch: async ({ batch }) => {
+          if (!batch.messages.length) return
+          const txn = await p.transaction()
+          try {
+            await txn.send({ topic: dst, acks: -1, messages: batch.messages.map(m => ({ key: m.key, value: 'out-' + m.value.toString() })) })
+            const next = String(Number(batch.messages[batch.messages.length - 1].offset) + 1)
+            await txn.sendOffsets({ consumerGroupId: group, topics: [{ topic: src, partitions: [{ partition: batch.partition, offset: next }] }] })
+            await txn.commit()
+            n += batch.messages.length
+          } catch (e) { err = e; await txn.abort().catch(() => {}) }
+        }
+      })
+      try {
+        for (let i = 0; i < 300 && n < want && !err; i++) await sleep(100)
+      } finally { await consumer.disconnect(); await p.disconnect() }
+      if (err) throw err
+      return n
+    },
+
     async close () { await admin.disconnect() }
   }
 }

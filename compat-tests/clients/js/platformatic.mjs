@@ -165,6 +165,56 @@ export async function create (bootstrap) {
       return got
     },
 
+    // step 7: Producer({ transactionalId }).beginTransaction() (send, commit, abort; addConsumer and addOffset put
+    // a group consumer's offsets in the transaction); consume({ isolationLevel }) picks read_committed (1) or not (0)
+    async txnProduce (topic, tid, batches) {
+      const p = new Producer({ ...base, idempotent: true, transactionalId: tid, acks: -1, autocreateTopics: false, retries: 3 })
+      try {
+        for (const b of batches) {
+          const txn = await p.beginTransaction()
+          await txn.send({ messages: b.recs.map(r => ({ topic, key: Buffer.from(r.key), value: Buffer.from(r.value) })) })
+          if (b.commit) await txn.commit(); else await txn.abort()
+        }
+      } finally { await p.close() }
+      return 'Producer({ transactionalId }).beginTransaction() send/commit/abort'
+    },
+
+    async readValues (topic, readCommitted, want) {
+      const { consumer, s } = await stream(`matrix-platformatic-rv-${Date.now() % 1e9}-${Math.random()}`, topic, { mode: 'earliest', isolationLevel: readCommitted ? 1 : 0 })
+      const got = []
+      s.on('data', msg => got.push(msg.value.toString()))
+      try {
+        let quiet = 0
+        for (let i = 0; i < 200 && (quiet === 0 || Date.now() < quiet); i++) {
+          await sleep(100)
+          if (got.length >= want && quiet === 0) quiet = Date.now() + 1500
+        }
+      } finally { await s.close().catch(() => {}); await consumer.close(true).catch(() => {}) }
+      return got
+    },
+
+    async ctp (src, dst, group, tid, want) {
+      const p = new Producer({ ...base, idempotent: true, transactionalId: tid, acks: -1, autocreateTopics: false, retries: 3 })
+      const { consumer, s } = await stream(group, src, { mode: 'committed', fallbackMode: 'earliest', isolationLevel: 1 })
+      const pending = []
+      let n = 0
+      s.on('data', msg => pending.push(msg))
+      try {
+        for (let i = 0; i < 300 && n < want; i++) {
+          await sleep(100)
+          if (!pending.length) continue
+          const batch = pending.splice(0)
+          const txn = await p.beginTransaction()
+          await txn.addConsumer(consumer)
+          await txn.send({ messages: batch.map(m => ({ topic: dst, key: m.key, value: Buffer.from('out-' + m.value.toString()) })) })
+          for (const m of batch) await txn.addOffset(m)
+          await txn.commit()
+          n += batch.length
+        }
+      } finally { await s.close().catch(() => {}); await consumer.close(true).catch(() => {}); await p.close() }
+      return n
+    },
+
     async close () { await admin.close() }
   }
 }

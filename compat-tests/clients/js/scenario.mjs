@@ -386,6 +386,42 @@ export class Scenario {
       if (off !== 0) throw new Error(`after the reset to earliest the first record had offset ${off}, want 0`)
       return 'offset 1000000 reset to earliest, first record at offset 0'
     })
+
+    if (process.env.TXN === '1') await this.step('7', 'transactions', () => this.transactions())
+  }
+
+  // Step 7 (README "7 transactions"): commit 20, abort 20, commit 20 in one transactional producer; a
+  // read_committed reader sees exactly the 40 committed, a read_uncommitted one all 60; a
+  // consume-transform-produce pass with the offsets in each transaction copies them to a second topic and
+  // leaves the group's offsets at the end (the commit marker's offset, or past it).
+  async transactions () {
+    if (!this.c.txnProduce) throw new NotApplicable(`${this.c.name} has no transactional producer here`)
+    const t = `${this.topic}-txn`; const t2 = `${t}-out`; const g = `${t}-group`
+    await this.c.createTopic(t, 3, {})
+    await this.c.createTopic(t2, 3, {})
+    const batches = []; const want = []
+    for (const [tag, commit] of [['c1', true], ['a', false], ['c2', true]]) {
+      const recs = []
+      for (let i = 0; i < 20; i++) recs.push({ key: `k${i % 10}`, value: `tx-${tag}-${i}` })
+      batches.push({ recs, commit })
+      if (commit) want.push(...recs.map(r => r.value))
+    }
+    const how = await this.c.txnProduce(t, `${t}-tx`, batches)
+    const same = (a, b) => a.length === b.length && [...a].sort().every((v, i) => v === [...b].sort()[i])
+    const rc = await this.c.readValues(t, true, want.length)
+    if (!same(rc, want)) throw new Error(`read_committed saw ${rc.length} records, want the ${want.length} committed (${rc.filter(v => v.startsWith('tx-a-')).length} aborted among them)`)
+    const ru = await this.c.readValues(t, false, 60)
+    if (ru.length !== 60) throw new Error(`read_uncommitted saw ${ru.length} records, want 60 (aborted included)`)
+    const n = await this.c.ctp(t, t2, g, `${t}-ctp`, want.length)
+    const out = await this.c.readValues(t2, true, want.length)
+    if (!same(out, want.map(v => 'out-' + v))) throw new Error(`consume-transform-produce: read_committed saw ${out.length} records in ${t2}, want ${want.length}`)
+    const ends = await this.c.listOffsets(t, -1)
+    const gi = await this.c.describeGroup(g, t)
+    for (const [p, end] of ends) {
+      const c = gi.commits.get(p)
+      if (end > 0 && c !== end - 1 && c !== end) throw new Error(`group ${g} committed ${c} for partition ${p}, want ${end - 1} (or ${end}, past the marker)`)
+    }
+    return `${how}: committed 20, aborted 20, committed 20; read_committed saw exactly the ${want.length} committed, read_uncommitted 60; consume-transform-produce copied ${n} with the offsets in the transaction, group offsets at the end`
   }
 }
 

@@ -196,6 +196,78 @@ class KafkaPythonBackend:
         finally:
             c.close()
 
+    # step 7: transactions (kafka-python 3 has KIP-98 producers and read_committed; 2.0.2 has neither)
+    def txn_supported(self):
+        return hasattr(self.k.KafkaProducer, "init_transactions")
+
+    def txn_producer(self, tid):
+        return self.k.KafkaProducer(bootstrap_servers=self.b, transactional_id=tid, acks="all", linger_ms=5,
+                                    max_block_ms=15000, request_timeout_ms=15000)
+
+    def txn_produce(self, topic, tid, batches):
+        """batches: [(key_value_pairs, commit)]; one transaction each, committed or aborted."""
+        p = self.txn_producer(tid)
+        try:
+            p.init_transactions()
+            for kvs, commit in batches:
+                p.begin_transaction()
+                for k, v in kvs:
+                    p.send(topic, key=k, value=v)
+                p.flush(20)
+                p.commit_transaction() if commit else p.abort_transaction()
+        finally:
+            p.close(5)
+        return "KafkaProducer(transactional_id=...), init/begin/commit/abort_transaction"
+
+    def read_values(self, topic, parts, isolation, want, timeout_s=20):
+        from kafka import TopicPartition
+        c = self.k.KafkaConsumer(bootstrap_servers=self.b, group_id=None, enable_auto_commit=False,
+                                 auto_offset_reset="earliest", isolation_level=isolation)
+        out = []
+        try:
+            c.assign([TopicPartition(topic, p) for p in range(parts)])
+            c.seek_to_beginning()
+            deadline = time.time() + timeout_s
+            quiet = None
+            while time.time() < deadline and (quiet is None or time.time() < quiet):
+                for _, msgs in c.poll(timeout_ms=300).items():
+                    out += [m.value for m in msgs]
+                if len(out) >= want and quiet is None:
+                    quiet = time.time() + 1.5  # a wrong reader would deliver more: keep reading a little
+            return out
+        finally:
+            c.close()
+
+    def ctp(self, src, dst, parts, group, tid, want, timeout_s=30):
+        """Consume-transform-produce: copies src to dst ("out-" + value), the consumed offsets in each
+        transaction (send_offsets_to_transaction with the consumer's group metadata, KIP-447)."""
+        from kafka import TopicPartition
+        from kafka.structs import OffsetAndMetadata
+        c = self.k.KafkaConsumer(src, bootstrap_servers=self.b, group_id=group, enable_auto_commit=False,
+                                 auto_offset_reset="earliest", isolation_level="read_committed")
+        p = self.txn_producer(tid)
+        n = 0
+        try:
+            p.init_transactions()
+            deadline = time.time() + timeout_s
+            while n < want and time.time() < deadline:
+                recs = c.poll(timeout_ms=300)
+                if not recs:
+                    continue
+                p.begin_transaction()
+                offs = {}
+                for tp, msgs in recs.items():
+                    for m in msgs:
+                        p.send(dst, key=m.key, value=b"out-" + m.value)
+                        n += 1
+                    offs[tp] = OffsetAndMetadata(msgs[-1].offset + 1, "", -1)
+                p.send_offsets_to_transaction(offs, c.group_metadata())
+                p.commit_transaction()
+        finally:
+            p.close(5)
+            c.close()
+        return n
+
     def close(self):
         self.admin.close()
 
@@ -365,6 +437,67 @@ class ConfluentBackend:
             return out
         finally:
             c.close()
+
+    # step 7: transactions (librdkafka's KIP-98 producer and isolation.level)
+    def txn_supported(self):
+        return hasattr(self.ck.Producer, "init_transactions")
+
+    def txn_producer(self, tid):
+        return self.ck.Producer({"bootstrap.servers": self.b, "transactional.id": tid, "linger.ms": 5,
+                                 "message.timeout.ms": 30000})
+
+    def txn_produce(self, topic, tid, batches):
+        p = self.txn_producer(tid)
+        p.init_transactions(20)
+        for kvs, commit in batches:
+            p.begin_transaction()
+            for k, v in kvs:
+                p.produce(topic, key=k, value=v)
+            p.flush(20)
+            p.commit_transaction(20) if commit else p.abort_transaction(20)
+        p.flush(5)
+        return "Producer(transactional.id), init/begin/commit/abort_transaction"
+
+    def read_values(self, topic, parts, isolation, want, timeout_s=20):
+        c = self.ck.Consumer({"bootstrap.servers": self.b, "group.id": "rv-" + uuid.uuid4().hex[:8],
+                              "enable.auto.commit": False, "isolation.level": isolation})
+        out = []
+        try:
+            c.assign([self.ck.TopicPartition(topic, p, self.ck.OFFSET_BEGINNING) for p in range(parts)])
+            deadline = time.time() + timeout_s
+            quiet = None
+            while time.time() < deadline and (quiet is None or time.time() < quiet):
+                for m in c.consume(500, 0.3):
+                    if not m.error():
+                        out.append(m.value())
+                if len(out) >= want and quiet is None:
+                    quiet = time.time() + 1.5
+            return out
+        finally:
+            c.close()
+
+    def ctp(self, src, dst, parts, group, tid, want, timeout_s=30):
+        c = self.ck.Consumer({"bootstrap.servers": self.b, "group.id": group, "enable.auto.commit": False,
+                              "auto.offset.reset": "earliest", "isolation.level": "read_committed"})
+        p = self.txn_producer(tid)
+        n = 0
+        try:
+            p.init_transactions(20)
+            c.subscribe([src])
+            deadline = time.time() + timeout_s
+            while n < want and time.time() < deadline:
+                msgs = [m for m in c.consume(500, 0.3) if not m.error()]
+                if not msgs:
+                    continue
+                p.begin_transaction()
+                for m in msgs:
+                    p.produce(dst, key=m.key(), value=b"out-" + m.value())
+                    n += 1
+                p.send_offsets_to_transaction(c.position(c.assignment()), c.consumer_group_metadata(), 20)
+                p.commit_transaction(20)
+        finally:
+            c.close()
+        return n
 
     def close(self):
         pass
@@ -735,6 +868,48 @@ class Scenario:
         n = self.check_records(got, range(1000))
         return "1000 records with %s read back (%s)" % (codec, note)
 
+    def s7_txn(self):
+        """Step 7: commit 20, abort 20, commit 20 in one transactional producer; read_committed sees exactly
+        the 40 committed, read_uncommitted all 60; a consume-transform-produce pass with the offsets in the
+        transaction copies the 40 to a second topic and leaves the group's offsets at the end."""
+        if not self.be.txn_supported():
+            raise NA("%s %s has no transactional producer" % (self.kind, self.be.version))
+        sfx = uuid.uuid4().hex[:6]
+        t, t2, g = ("%s-%s-%s" % (self.client, x, sfx) for x in ("txn", "txnout", "txngroup"))
+        self.be.create_topic(t, 3)
+        self.be.create_topic(t2, 3)
+        batches, want = [], []
+        for tag, commit in (("c1", True), ("a", False), ("c2", True)):
+            kvs = [(("k%d" % (i % 10)).encode(), ("tx-%s-%d" % (tag, i)).encode()) for i in range(20)]
+            batches.append((kvs, commit))
+            if commit:
+                want += [v for _, v in kvs]
+        how = self.be.txn_produce(t, "%s-tx-%s" % (self.client, sfx), batches)
+        rc = self.be.read_values(t, 3, "read_committed", len(want))
+        if sorted(rc) != sorted(want):
+            raise Failed("read_committed saw %d records, expected the %d committed (%d aborted among them)"
+                         % (len(rc), len(want), sum(1 for v in rc if v.startswith(b"tx-a-"))))
+        ru = self.be.read_values(t, 3, "read_uncommitted", 60)
+        if len(ru) != 60:
+            raise Failed("read_uncommitted saw %d records, expected 60 (aborted included)" % len(ru))
+        n = self.be.ctp(t, t2, 3, g, "%s-ctp-%s" % (self.client, sfx), len(want))
+        out = self.be.read_values(t2, 3, "read_committed", len(want))
+        if sorted(out) != sorted(b"out-" + v for v in want):
+            raise Failed("consume-transform-produce: read_committed saw %d records in %s, expected %d"
+                         % (len(out), t2, len(want)))
+        _, end, _ = self.be.list_offsets(t, 3, [])
+        try:
+            got = self.be.committed(g)
+        except NA:
+            got = self.be.committed_via_consumer(g, t, 3)
+        for p in range(3):  # the record after the last copied is the commit marker: its offset or the end
+            if end[p] and got.get(p) not in (end[p] - 1, end[p]):
+                raise Failed("group %s committed %s for partition %d, expected %d (or %d, past the marker)"
+                             % (g, got.get(p), p, end[p] - 1, end[p]))
+        return ("%s: committed 20, aborted 20, committed 20; read_committed saw exactly the %d committed, "
+                "read_uncommitted 60; consume-transform-produce copied %d with send_offsets_to_transaction, "
+                "group offsets at the end" % (how, len(want), n))
+
     def run(self):
         try:
             self.be = {"kafka-python": KafkaPythonBackend, "confluent-kafka": ConfluentBackend}[self.kind](self.b, self.client)
@@ -766,6 +941,8 @@ class Scenario:
         if self.mode == "full":
             for c in ("none", "gzip", "snappy", "lz4", "zstd"):
                 self.step("2-" + c, "produce-" + c, lambda c=c: self.s2_codec(c))
+        if os.environ.get("TXN") == "1":
+            self.step("7", "transactions", self.s7_txn)
         self.be.close()
 
 

@@ -21,6 +21,7 @@ import java.util.concurrent.atomic.AtomicReference;
 import org.apache.kafka.clients.admin.*;
 import org.apache.kafka.clients.consumer.*;
 import org.apache.kafka.clients.producer.*;
+import org.apache.kafka.common.IsolationLevel;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
@@ -498,6 +499,110 @@ public final class Scenario {
         return "1000 records with " + c + " read back (" + note + ")";
     }
 
+
+    // ---- step 7: transactions -------------------------------------------------------------------------
+    /** Reads every partition of t from offset 0 up to the end the consumer sees at isolation (read_committed:
+     * the last stable offset), returns the values in partition/offset order. */
+    List<String> readAll(String t, int parts, String isolation) throws Exception {
+        Properties cp = consumerProps(null, "earliest");
+        cp.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, isolation);
+        List<String> vals = new ArrayList<>();
+        try (KafkaConsumer<byte[], byte[]> c = new KafkaConsumer<>(cp)) {
+            List<TopicPartition> tps = new ArrayList<>();
+            for (int p = 0; p < parts; p++) tps.add(new TopicPartition(t, p));
+            c.assign(tps);
+            c.seekToBeginning(tps);
+            Map<TopicPartition, Long> end = c.endOffsets(tps, Duration.ofSeconds(15));
+            long deadline = System.currentTimeMillis() + 20000;
+            while (System.currentTimeMillis() < deadline) {
+                boolean atEnd = true;
+                for (TopicPartition tp : tps) if (c.position(tp, Duration.ofSeconds(10)) < end.get(tp)) atEnd = false;
+                if (atEnd) break;
+                for (ConsumerRecord<byte[], byte[]> r : c.poll(Duration.ofMillis(300)))
+                    vals.add(new String(r.value(), StandardCharsets.UTF_8));
+            }
+        }
+        return vals;
+    }
+
+    static List<String> txnValues(String tag, int k) {
+        List<String> l = new ArrayList<>();
+        for (int i = 0; i < k; i++) l.add("tx-" + tag + "-" + i);
+        return l;
+    }
+
+    /** Step 7 (README "7 transactions"): a transactional producer commits 20 records, aborts 20, commits 20;
+     * a read_committed reader sees exactly the 40 committed ones (a read_uncommitted one all 60); then a
+     * consume-transform-produce pass (KIP-447: sendOffsetsToTransaction with the consumer's group metadata)
+     * copies them to a second topic, and the group's committed offsets equal the source's end. */
+    String s7() throws Exception {
+        String sfx = UUID.randomUUID().toString().substring(0, 6);
+        String t = CLIENT + "-txn-" + sfx, t2 = CLIENT + "-txnout-" + sfx, g = CLIENT + "-txngroup-" + sfx;
+        admin.createTopics(List.of(new NewTopic(t, 3, (short) 1), new NewTopic(t2, 3, (short) 1))).all().get(20, TimeUnit.SECONDS);
+        Properties pp = producerProps("lz4", true);
+        pp.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, CLIENT + "-tx-" + sfx);
+        List<String> want = new ArrayList<>();
+        try (KafkaProducer<byte[], byte[]> p = new KafkaProducer<>(pp)) {
+            p.initTransactions();
+            for (String tag : List.of("c1", "a", "c2")) {
+                p.beginTransaction();
+                int i = 0;
+                for (String v : txnValues(tag, 20))
+                    p.send(new ProducerRecord<>(t, ("k" + (i++ % 10)).getBytes(StandardCharsets.UTF_8), v.getBytes(StandardCharsets.UTF_8)));
+                p.flush();
+                if (tag.equals("a")) p.abortTransaction();
+                else { p.commitTransaction(); want.addAll(txnValues(tag, 20)); }
+            }
+        }
+        List<String> rc = readAll(t, 3, "read_committed"), ru = readAll(t, 3, "read_uncommitted");
+        if (rc.size() != want.size() || !new HashSet<>(rc).equals(new HashSet<>(want)))
+            throw new Failed("read_committed saw " + rc.size() + " records, expected the 40 committed: " + rc);
+        if (ru.size() != 60) throw new Failed("read_uncommitted saw " + ru.size() + " records, expected 60 (aborted included)");
+        // consume-transform-produce with the offsets in the transaction
+        Properties cp = consumerProps(g, "earliest");
+        cp.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
+        pp.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, CLIENT + "-ctp-" + sfx);
+        int copied = 0;
+        try (KafkaConsumer<byte[], byte[]> c = new KafkaConsumer<>(cp); KafkaProducer<byte[], byte[]> p = new KafkaProducer<>(pp)) {
+            p.initTransactions();
+            c.subscribe(List.of(t));
+            long deadline = System.currentTimeMillis() + 30000;
+            while (copied < want.size() && System.currentTimeMillis() < deadline) {
+                ConsumerRecords<byte[], byte[]> rs = c.poll(Duration.ofMillis(300));
+                if (rs.isEmpty()) continue;
+                p.beginTransaction();
+                Map<TopicPartition, OffsetAndMetadata> offs = new HashMap<>();
+                for (ConsumerRecord<byte[], byte[]> r : rs) {
+                    p.send(new ProducerRecord<>(t2, r.key(), ("out-" + new String(r.value(), StandardCharsets.UTF_8)).getBytes(StandardCharsets.UTF_8)));
+                    offs.put(new TopicPartition(r.topic(), r.partition()), new OffsetAndMetadata(r.offset() + 1));
+                    copied++;
+                }
+                p.sendOffsetsToTransaction(offs, c.groupMetadata());
+                p.commitTransaction();
+            }
+        }
+        List<String> out2 = readAll(t2, 3, "read_committed");
+        Set<String> want2 = new HashSet<>();
+        for (String v : want) want2.add("out-" + v);
+        if (out2.size() != want.size() || !new HashSet<>(out2).equals(want2))
+            throw new Failed("consume-transform-produce: read_committed saw " + out2.size() + " records in " + t2 + ", expected 40");
+        Map<TopicPartition, OffsetAndMetadata> committed = admin.listConsumerGroupOffsets(g).partitionsToOffsetAndMetadata().get(20, TimeUnit.SECONDS);
+        Map<TopicPartition, OffsetSpec> ql = new HashMap<>();
+        for (int p = 0; p < 3; p++) ql.put(new TopicPartition(t, p), OffsetSpec.latest());
+        var l = admin.listOffsets(ql, new ListOffsetsOptions(IsolationLevel.READ_COMMITTED)).all().get(20, TimeUnit.SECONDS);
+        for (TopicPartition tp : ql.keySet()) {
+            OffsetAndMetadata c = committed.get(tp);
+            if (c == null && l.get(tp).offset() == 0) continue; // no key of the 10 went to this partition
+            // the last committed record of a partition is followed by its commit marker: the group's offset is
+            // the record after it (r.offset + 1), the marker's own offset; the partition's end is one past it
+            if (c == null || c.offset() != l.get(tp).offset() - 1)
+                throw new Failed("group " + g + " committed " + c + " for " + tp + ", expected " + (l.get(tp).offset() - 1) + " (the end less its commit marker)");
+        }
+        return "committed 20, aborted 20, committed 20 (transactional.id, initTransactions); read_committed saw exactly the 40 committed, "
+                + "read_uncommitted 60; consume-transform-produce (sendOffsetsToTransaction, group metadata) copied " + copied
+                + " to " + t2 + ", read_committed there 40, group offsets at the end";
+    }
+
     // ---- driver ---------------------------------------------------------------------------------------
     interface Step { String run() throws Exception; }
 
@@ -594,6 +699,7 @@ public final class Scenario {
         if (mode.equals("full"))
             for (String c : List.of("none", "gzip", "snappy", "lz4", "zstd"))
                 step("2-" + c, "produce-" + c, () -> s2codec(c));
+        if (System.getenv().getOrDefault("TXN", "0").equals("1")) step("7", "transactions", this::s7);
         admin.close(Duration.ofSeconds(5));
     }
 
