@@ -36,6 +36,7 @@
 #include <string.h>
 
 #include "cluster/image.h"
+#include "cluster/topic_writer.h"
 #include "common/log.h"
 #include "common/time.h"
 #include "coordinator/coordinator.h"
@@ -76,6 +77,12 @@ struct gr_txns {
     struct gr_req **reqs;      /* FindCoordinator requests parked until the topic exists */
     int count, cap;
     struct mround *rounds; /* marker rounds in flight */
+    /* cluster mode (gr_txns_cluster_start) */
+    bool cluster;           /* partitions follow the image (server/membership.c calls gr_txns_follow) */
+    bool creating;          /* a creation of __transaction_state through the topic writer is in flight */
+    bool create_retry;      /* a creation failed: tried again when the usable broker count changes */
+    int32_t create_brokers; /* usable brokers when it failed (create_retry) */
+    int32_t *epochs;        /* per partition, the leader epoch it is loading or loaded at; -1: not owned */
 };
 
 /* One append waiting to be committed. */
@@ -83,7 +90,8 @@ struct twrite {
     struct gr_partition_waiter pw;
     struct gr_txns *t;
     struct gr_txn_write *w;
-    int err;                    /* the wait's outcome (0: committed) */
+    struct gr_partition *part;  /* the partition appended to (a leader's, checked once committed) */
+    int16_t err;                /* the wait's outcome as a Kafka error (NONE: committed) */
     struct twrite *prev, *next; /* on t->waiting, then (next only) on t->done_head */
 };
 
@@ -92,7 +100,7 @@ struct twrite {
 struct load {
     struct gr_io_job job;
     struct gr_txns *t;
-    int32_t partition;
+    int32_t partition, epoch; /* the coordinator epoch it loads at */
     struct gr_log *log;
     int64_t off, end, records, t0;
     bool in_job, cold_phase;
@@ -106,7 +114,7 @@ static const char deferred_key;
 
 bool gr_txns_enabled(const struct gr_broker *b)
 {
-    return b->cfg.settings.gregor_transaction_coordinator_test_enable && !b->member;
+    return b->cfg.settings.gregor_transaction_coordinator_test_enable;
 }
 
 static struct gr_txns *binding(struct gr_broker *b)
@@ -125,7 +133,7 @@ int32_t gr_txns_epoch(const struct gr_broker *b)
 
 int32_t gr_txns_loaded(const struct gr_broker *b)
 {
-    return b->txns ? b->txns->loaded : 0;
+    return b->txns && b->txn ? b->txns->loaded : 0;
 }
 
 /* ---- the ticks ---- */
@@ -173,7 +181,13 @@ static void write_waited(struct gr_partition_waiter *pw, int err)
     else
         t->waiting = tw->next;
     if (tw->next) tw->next->prev = tw->prev;
-    tw->err = err;
+    /* committed; in cluster mode Partition.checkEnoughReplicasReachOffset too
+       (NOT_ENOUGH_REPLICAS_AFTER_APPEND
+       -> COORDINATOR_NOT_AVAILABLE); a leader that became follower -> NOT_COORDINATOR; offline -> the same */
+    if (err == 0)
+        tw->err = t->cluster ? gr_partition_check_enough_replicas(tw->part) : GR_ERR_NONE;
+    else
+        tw->err = err == -EXDEV ? GR_ERR_NOT_LEADER_OR_FOLLOWER : GR_ERR_KAFKA_STORAGE_ERROR;
     tw->prev = tw->next = NULL;
     *t->done_tail = tw;
     t->done_tail = &tw->next;
@@ -183,8 +197,9 @@ static void write_waited(struct gr_partition_waiter *pw, int err)
     }
 }
 
-/* Reports every completed append to the coordinator, in completion order: committed, or KAFKA_STORAGE_ERROR
- * (the log went offline: gr_txn_append_error makes it NOT_COORDINATOR). */
+/* Reports every completed append to the coordinator, in completion order: committed, or the wait's error
+ * (gr_txn_append_error maps it: NOT_COORDINATOR for a lost leadership or an offline log,
+ * COORDINATOR_NOT_AVAILABLE for too few replicas). */
 static void report_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
     (void)loop;
@@ -194,7 +209,7 @@ static void report_cb(struct ev_loop *loop, ev_timer *w, int revents)
         struct twrite *tw = t->done_head;
         t->done_head = tw->next;
         if (!t->done_head) t->done_tail = &t->done_head;
-        int16_t err = tw->err ? GR_ERR_KAFKA_STORAGE_ERROR : GR_ERR_NONE;
+        int16_t err = tw->err;
         struct gr_txn_write *tw_w = tw->w;
         free(tw);
         gr_txn_write_done(t->b->txn, tw_w, err);
@@ -224,6 +239,11 @@ static int16_t hook_append(void *ctx, int32_t partition, const struct gr_coord_r
     struct gr_log *log = t->topic ? gr_topic_log(t->topic, partition) : NULL;
     if (!log) return GR_ERR_NOT_COORDINATOR;
     struct gr_partition *part = gr_broker_partition(b, log);
+    /* cluster mode: acks=-1's rule before the append (Partition.appendRecordsToLeader): NOT_ENOUGH_REPLICAS
+       below transaction.state.log.min.isr, NOT_LEADER_OR_FOLLOWER on a follower (mapped by the coordinator)
+     */
+    int16_t aerr = t->cluster && part ? gr_partition_check_produce_acks(part, -1) : GR_ERR_NONE;
+    if (aerr) return aerr;
     struct twrite *tw = calloc(1, sizeof *tw);
     uint8_t *batch = NULL;
     size_t len = 0;
@@ -242,6 +262,7 @@ static int16_t hook_append(void *ctx, int32_t partition, const struct gr_coord_r
     gr_log_flush_async(log); /* made durable soon, whatever the visible-offset rule */
     tw->t = t;
     tw->w = w;
+    tw->part = part;
     tw->pw = (struct gr_partition_waiter){.done = write_waited, .ctx = tw};
     tw->next = t->waiting;
     if (t->waiting) t->waiting->prev = tw;
@@ -273,6 +294,7 @@ struct mround {
     int64_t producer_id;
     int16_t producer_epoch;
     int32_t coordinator_epoch;
+    int32_t txn_partition; /* the __transaction_state partition of the transactional id */
     bool commit;
     struct mpart *parts;
     int32_t count, left;
@@ -460,6 +482,7 @@ static void hook_send_markers(void *ctx, const struct gr_txn_markers *m)
     r->producer_id = m->producer_id;
     r->producer_epoch = m->producer_epoch;
     r->coordinator_epoch = m->coordinator_epoch;
+    r->txn_partition = gr_txn_partition_for(m->transactional_id, t->partitions);
     r->commit = m->commit;
     r->count = r->left = m->partition_count;
     ev_timer_init(&r->retry, retry_cb, 0, 0);
@@ -613,17 +636,23 @@ static void load_finish(struct load *ld, int rc)
     ev_timer_stop(b->loop, &ld->step);
     if (rc < 0) {
         gr_txn_unload(b->txn, p);
+        if (t->epochs) t->epochs[p] = -1; /* cluster mode: the next image change or made log tries again */
         GR_ERROR("%s-%d: loading its transactions failed: %s", GR_TXN_TOPIC, (int)p, strerror(-rc));
     } else {
-        int n = gr_txn_load_done(b->txn, p, t->epoch);
+        int n = gr_txn_load_done(b->txn, p, ld->epoch);
         int kerr = gr_log_keep_active_open(ld->log); /* the coordinator appends without parking */
         if (kerr < 0)
             GR_WARN("%s-%d: cannot open the active segment (%s)", GR_TXN_TOPIC, (int)p, strerror(-kerr));
         t->loaded++;
-        GR_DEBUG("transaction coordinator: loaded %d ids of %s-%d (epoch %d, %lld records) in %lld ms", n,
-                 GR_TXN_TOPIC, (int)p, (int)t->epoch, (long long)ld->records,
-                 (long long)(gr_time_mono_ms() - ld->t0));
-        if (t->loaded == t->partitions)
+        if (t->cluster)
+            GR_INFO("transaction coordinator: loaded %d ids of %s-%d (epoch %d, %lld records) in %lld ms", n,
+                    GR_TXN_TOPIC, (int)p, (int)ld->epoch, (long long)ld->records,
+                    (long long)(gr_time_mono_ms() - ld->t0));
+        else
+            GR_DEBUG("transaction coordinator: loaded %d ids of %s-%d (epoch %d, %lld records) in %lld ms", n,
+                     GR_TXN_TOPIC, (int)p, (int)ld->epoch, (long long)ld->records,
+                     (long long)(gr_time_mono_ms() - ld->t0));
+        if (!t->cluster && t->loaded == t->partitions)
             GR_INFO("transaction coordinator: %d partitions of %s loaded at coordinator epoch %d",
                     (int)t->partitions, GR_TXN_TOPIC, (int)t->epoch);
         arm(t);
@@ -719,18 +748,21 @@ static void load_step(struct ev_loop *loop, ev_timer *w, int revents)
     load_submit(ld);
 }
 
-static void load_start(struct gr_txns *t, int32_t p)
+/* Partition `p` starts loading at coordinator epoch `epoch` (single node: this run's; cluster: the
+ * partition's leader epoch). Returns 0, or -1 (logged) when it cannot start. */
+static int load_start(struct gr_txns *t, int32_t p, int32_t epoch)
 {
     struct gr_broker *b = t->b;
     struct gr_log *log = gr_topic_log(t->topic, p);
     struct load *ld = log ? calloc(1, sizeof *ld) : NULL;
-    if (!ld || gr_txn_load_begin(b->txn, p, t->epoch) < 0) {
+    if (!ld || gr_txn_load_begin(b->txn, p, epoch) < 0) {
         free(ld);
-        GR_WARN("%s-%d: cannot start loading its transactions", GR_TXN_TOPIC, (int)p);
-        return;
+        GR_WARN_RATELIMITED("%s-%d: cannot start loading its transactions", GR_TXN_TOPIC, (int)p);
+        return -1;
     }
     ld->t = t;
     ld->partition = p;
+    ld->epoch = epoch;
     ld->log = log;
     ld->off = gr_log_start_offset(log);
     ld->end = gr_log_end_offset(log);
@@ -739,6 +771,7 @@ static void load_start(struct gr_txns *t, int32_t p)
     ld->step.data = ld;
     t->loads[p] = ld;
     ev_timer_start(b->loop, &ld->step);
+    return 0;
 }
 
 /* ---- the coordinator epoch ---- */
@@ -780,19 +813,16 @@ static void epoch_done(struct gr_io_job *job)
     }
     t->epoch = job->result;
     for (int32_t p = 0; p < t->partitions; p++)
-        load_start(t, p);
+        load_start(t, p, t->epoch);
 }
 
 /* ---- life cycle ---- */
 
-int gr_txns_start(struct gr_broker *b)
+/* Creates b->txn owning nothing, mapping ids over `n` partitions, with the per-partition arrays and the
+ * timers. Returns 0 or -ENOMEM. */
+static int coord_create(struct gr_txns *t, int32_t n)
 {
-    if (!gr_txns_enabled(b) || b->txn) return 0;
-    struct gr_topic *topic = gr_store_topic_find(b->store, GR_TXN_TOPIC, strlen(GR_TXN_TOPIC));
-    if (!topic) return -ENOENT;
-    struct gr_txns *t = binding(b);
-    if (!t) return -ENOMEM;
-    int32_t n = gr_topic_partition_count(topic);
+    struct gr_broker *b = t->b;
     struct gr_txn_config cfg;
     gr_txn_config_defaults(&cfg);
     cfg.partitions = n;
@@ -800,17 +830,34 @@ int gr_txns_start(struct gr_broker *b)
     struct gr_txn_hooks hooks = {t,        hook_now, hook_append, hook_send_markers, hook_alloc_producer_id,
                                  hook_done};
     t->loads = calloc((size_t)n, sizeof *t->loads);
-    if (!t->loads || !(b->txn = gr_txn_create(&cfg, &hooks))) {
+    t->epochs = malloc((size_t)n * sizeof *t->epochs);
+    if (!t->loads || !t->epochs || !(b->txn = gr_txn_create(&cfg, &hooks))) {
         free(t->loads);
+        free(t->epochs);
         t->loads = NULL;
+        t->epochs = NULL;
         return -ENOMEM;
     }
-    t->topic = topic;
+    for (int32_t p = 0; p < n; p++)
+        t->epochs[p] = -1;
     t->partitions = n;
     ev_timer_init(&t->tick, tick_cb, 0, 0);
     t->tick.data = t;
     ev_timer_init(&t->report, report_cb, 0, 0);
     t->report.data = t;
+    return 0;
+}
+
+int gr_txns_start(struct gr_broker *b)
+{
+    if (!gr_txns_enabled(b) || b->txn || b->member) return 0; /* cluster mode: gr_txns_follow starts it */
+    struct gr_topic *topic = gr_store_topic_find(b->store, GR_TXN_TOPIC, strlen(GR_TXN_TOPIC));
+    if (!topic) return -ENOENT;
+    struct gr_txns *t = binding(b);
+    if (!t) return -ENOMEM;
+    int32_t n = gr_topic_partition_count(topic);
+    if (coord_create(t, n) < 0) return -ENOMEM;
+    t->topic = topic;
     /* Loading from now on (COORDINATOR_LOAD_IN_PROGRESS, as Kafka's loadingPartitions), not NOT_COORDINATOR
        while the epoch is saved: each load begins again at the saved epoch (epoch_done). */
     for (int32_t p = 0; p < n; p++)
@@ -878,7 +925,10 @@ static struct gr_topic_op *create_op(const struct gr_broker *b)
 bool gr_txns_defer(struct gr_req *req)
 {
     struct gr_broker *b = req->broker;
-    if (!gr_txns_enabled(b) || b->txn || req->hdr.request_api_key != GR_API_FIND_COORDINATOR) return false;
+    /* cluster mode: __transaction_state is a topic of the cluster, created through the topic writer by
+       gr_txns_coordinator, never here on the side */
+    if (!gr_txns_enabled(b) || b->txn || b->member || req->hdr.request_api_key != GR_API_FIND_COORDINATOR)
+        return false;
     const struct gr_find_coordinator_request *body = req->body;
     if (body->key_type != 1 || gr_req_state(req, &deferred_key)) return false;
     if (!gr_req_state_add(req, &deferred_key, 0)) return false;
@@ -903,16 +953,151 @@ bool gr_txns_defer(struct gr_req *req)
     return true;
 }
 
+/* ---- cluster mode: partitions follow the image (as server/groups.c's) ---- */
+
+/* Brokers placement may use (registered, not fenced, not shutting down), as server/groups.c counts them. */
+static int32_t usable_brokers(const struct gr_image *img)
+{
+    int32_t n = 0;
+    for (int32_t i = 0; i < gr_image_broker_count(img); i++) {
+        const struct gr_image_broker *br = gr_image_broker_at(img, i);
+        n += !br->fenced && !br->shutting_down;
+    }
+    return n;
+}
+
+/* The topic writer answered the creation of __transaction_state (TOPIC_ALREADY_EXISTS: another broker's
+ * first FindCoordinator won; fine). */
+static void txn_topic_made(void *ctx, const struct gr_topic_change *res)
+{
+    struct gr_broker *b = ctx;
+    struct gr_txns *t = b->txns;
+    bool failed = res->error_code && res->error_code != GR_ERR_TOPIC_ALREADY_EXISTS;
+    if (t) {
+        t->creating = false;
+        t->create_retry = failed;
+        t->create_brokers = failed ? usable_brokers(b->image) : 0;
+    }
+    if (failed)
+        GR_WARN_RATELIMITED("cannot create %s: %s (error %d; transaction.state.log.replication.factor %d: "
+                            "tried again when a broker joins or leaves)",
+                            GR_TXN_TOPIC, res->message ? res->message : "", (int)res->error_code,
+                            (int)b->cfg.settings.transaction_state_log_replication_factor);
+    else if (!res->error_code)
+        GR_INFO("created %s with %d partitions", GR_TXN_TOPIC, (int)res->partition_count);
+}
+
+/* Has the topic writer create __transaction_state (once at a time), as Kafka's first FindCoordinator for a
+ * transaction does (AutoTopicCreationManager): transaction.state.log.num.partitions partitions of
+ * transaction.state.log.replication.factor replicas (placement refuses it while fewer brokers are usable:
+ * FindCoordinator answers COORDINATOR_NOT_AVAILABLE, and gr_txns_follow tries again when the usable broker
+ * count changes), with TransactionLog's topic configs (create_op's). */
+static void create_txn_topic(struct gr_broker *b)
+{
+    struct gr_txns *t = b->txns;
+    if (!t || t->creating || !b->topic_writer) return;
+    const struct gr_broker_settings *s = &b->cfg.settings;
+    char isr[16], seg[16];
+    snprintf(isr, sizeof isr, "%d", (int)s->transaction_state_log_min_isr);
+    snprintf(seg, sizeof seg, "%d", (int)s->transaction_state_log_segment_bytes);
+    const char *keys[] = {"cleanup.policy", "compression.type", "min.insync.replicas", "segment.bytes",
+                          "unclean.leader.election.enable"};
+    const char *values[] = {"compact", "uncompressed", isr, seg, "false"};
+    struct gr_topic_create_args a = {.name = GR_TXN_TOPIC,
+                                     .partitions = s->transaction_state_log_num_partitions,
+                                     .replication_factor = s->transaction_state_log_replication_factor,
+                                     .config_keys = keys,
+                                     .config_values = values,
+                                     .config_count = 5,
+                                     .timeout_ms = 0};
+    t->creating = true;
+    gr_topic_writer_create(b->topic_writer, &a, txn_topic_made, b);
+}
+
+/* Partition `p` is no longer led here (TransactionStateManager.removeTransactionsForTxnTopicPartition): its
+ * ids leave the cache (writes in flight answer NOT_COORDINATOR when they end) and its marker rounds stop
+ * (TransactionMarkerChannelManager.removeMarkersForTxnTopicPartition: the new coordinator completes them). */
+static void unload(struct gr_txns *t, int32_t p)
+{
+    bool loading = t->loads[p] != NULL;
+    abandon(t, p);
+    if (t->epochs[p] >= 0 && !loading) t->loaded--;
+    gr_txn_unload(t->b->txn, p);
+    for (struct mround *r = t->rounds; r; r = r->next)
+        if (r->txn_partition == p && !r->fenced) {
+            r->fenced = GR_ERR_NOT_COORDINATOR;
+            round_check(r);
+        }
+    GR_INFO("transaction coordinator: unloaded %s-%d (epoch %d; no longer its leader)", GR_TXN_TOPIC, (int)p,
+            (int)t->epochs[p]);
+    t->epochs[p] = -1;
+}
+
+void gr_txns_follow(struct gr_broker *b)
+{
+    struct gr_txns *t = b->txns;
+    if (!t || !t->cluster) return;
+    const struct gr_image *img = b->image;
+    const struct gr_image_topic *it = gr_image_topic_find(img, GR_TXN_TOPIC, strlen(GR_TXN_TOPIC));
+    if (!it && t->create_retry && usable_brokers(img) != t->create_brokers) {
+        t->create_retry = false; /* a broker joined (or left) since the creation failed: try again now */
+        create_txn_topic(b);
+    }
+    if (!b->txn &&
+        (!it || it->partition_count <= 0 || it->partition_count > GR_TXN_STATE_LOG_PARTITIONS_MAX ||
+         coord_create(t, it->partition_count) < 0))
+        return;
+    if (it && it->partition_count != t->partitions)
+        GR_WARN_RATELIMITED("%s has %d partitions, the coordinator maps ids over %d: not served here",
+                            GR_TXN_TOPIC, (int)it->partition_count, (int)t->partitions);
+    struct gr_topic *local = it && it->partition_count == t->partitions ? it->local : NULL;
+    if (local != t->topic) { /* the topic was (re)made or deleted: what was loaded is gone */
+        for (int32_t p = 0; p < t->partitions; p++)
+            if (t->epochs[p] >= 0) unload(t, p);
+        t->topic = local;
+    }
+    for (int32_t p = 0; p < t->partitions; p++) {
+        const struct gr_image_partition *ip = local ? gr_image_partition(it, p) : NULL;
+        struct gr_log *log = local ? gr_topic_log(local, p) : NULL;
+        bool lead = ip && log && !img->self_fenced && ip->leader == img->node_id;
+        if (lead && t->epochs[p] < 0) {
+            if (load_start(t, p, ip->leader_epoch) == 0) t->epochs[p] = ip->leader_epoch;
+        } else if (!lead && t->epochs[p] >= 0) {
+            unload(t, p);
+        } else if (lead && ip->leader_epoch > t->epochs[p]) {
+            /* led here again at a newer epoch (the image skipped the state in between): loaded again, as
+               server/groups.c does */
+            unload(t, p);
+            if (load_start(t, p, ip->leader_epoch) == 0) t->epochs[p] = ip->leader_epoch;
+        }
+    }
+    arm(t);
+}
+
+int gr_txns_cluster_start(struct gr_broker *b)
+{
+    if (!gr_txns_enabled(b)) return 0;
+    struct gr_txns *t = binding(b);
+    if (!t) return -ENOMEM;
+    t->cluster = true;
+    gr_txns_follow(b);
+    return 0;
+}
+
 int16_t gr_txns_coordinator(struct gr_broker *b, struct gr_str txn_id, int32_t *node_id)
 {
     *node_id = -1;
     const struct gr_image *img = b->image;
     const struct gr_image_topic *it = gr_image_topic_find(img, GR_TXN_TOPIC, strlen(GR_TXN_TOPIC));
-    if (!it || it->partition_count <= 0) return GR_ERR_COORDINATOR_NOT_AVAILABLE;
+    if (!it || it->partition_count <= 0) {
+        if (b->txns && b->txns->cluster) create_txn_topic(b);
+        return GR_ERR_COORDINATOR_NOT_AVAILABLE;
+    }
     struct gr_str key = txn_id.len >= 0 ? txn_id : gr_str_c("");
     const struct gr_image_partition *ip =
         gr_image_partition(it, gr_txn_partition_for(key, it->partition_count));
-    if (!ip || ip->leader < 0) return GR_ERR_COORDINATOR_NOT_AVAILABLE;
+    if (!ip || ip->leader < 0 || (img->self_fenced && ip->leader == img->node_id))
+        return GR_ERR_COORDINATOR_NOT_AVAILABLE;
     *node_id = ip->leader;
     return GR_ERR_NONE;
 }
@@ -946,6 +1131,7 @@ void gr_txns_stop(struct gr_broker *b)
         b->txn = NULL;
     }
     free(t->loads);
+    free(t->epochs);
     free(t->reqs); /* waiters are parked requests: main frees them */
     free(t);
     b->txns = NULL;

@@ -6,7 +6,11 @@
  * waiters (server/handlers/txn_apis.c, init_producer_id.c) and Produce's verification (KIP-890 part 1).
  * The whole binding is behind the test-only setting gregor.transaction.coordinator.test.enable (off:
  * FindCoordinator key type 1 keeps answering COORDINATOR_NOT_AVAILABLE, the transaction APIs are not
- * served, transactional Produce is refused, and nothing here runs). Cluster mode is not bound yet.
+ * served, transactional Produce is refused, and nothing here runs). Cluster mode (gr_txns_cluster_start):
+ * __transaction_state is a topic of the cluster (created through the topic writer by the first
+ * FindCoordinator key type 1, replicated), and b->txn holds only the ids of the partitions this broker
+ * leads, loaded at their leader epochs (gr_txns_follow). Markers reach only partitions led here, and
+ * Produce verification only a coordinator here, so far (issue #21).
  * Read next: server/txns.c, coordinator/txn.h, server/groups.h (the same binding for groups).
  */
 #ifndef GR_TXNS_H
@@ -63,7 +67,7 @@ int16_t gr_txns_check_produce(struct gr_broker *b, struct gr_str txn_id, struct 
                               int32_t partition, struct gr_bytes records, int16_t produce_version,
                               bool *verified);
 
-/* True when the binding is on (gregor.transaction.coordinator.test.enable, single-node mode). */
+/* True when the binding is on (gregor.transaction.coordinator.test.enable; single-node or cluster mode). */
 bool gr_txns_enabled(const struct gr_broker *b);
 /* Starts b->txn over the existing __transaction_state (at broker start when the topic exists, or when its
    creation completed): the coordinator owns no partition until each partition's load (raise and save the
@@ -83,8 +87,22 @@ bool gr_txns_defer(struct gr_req *req);
 /* FindCoordinator for `txn_id` (key type 1): the leader of partition abs(hashCode(txn_id)) % partitions of
    __transaction_state (Kafka's TransactionStateManager.partitionFor, coordinator/txn_records.h
    gr_txn_partition_for). Returns NONE and *node_id, or COORDINATOR_NOT_AVAILABLE (*node_id -1) while the
-   topic does not exist or the partition has no leader. */
+   topic does not exist (cluster mode: the call has the topic writer create it, once at a time), while the
+   partition has no leader, or when the leader is this broker and it is fenced. */
 int16_t gr_txns_coordinator(struct gr_broker *b, struct gr_str txn_id, int32_t *node_id);
+/* Cluster mode (server/membership.c, after gr_groups_cluster_start; nothing when the binding is off): the
+   coordinator follows the image (gr_txns_follow). b->txn is created (owning nothing) once the image holds
+   __transaction_state, mapping ids over its partition count. Returns 0 or -ENOMEM. */
+int gr_txns_cluster_start(struct gr_broker *b);
+/* Cluster mode: the one place that decides which __transaction_state partitions this coordinator serves
+   (called on every image change and when the replica manager made a local log): a partition led here (not
+   fenced) whose local log exists is loaded at its leader epoch, the coordinator epoch
+   (TransactionCoordinator.onElection: loadTransactionsForTxnTopicPartition; its PrepareX transactions are
+   completed once loaded), one no longer led here is unloaded (onResignation: its ids answer NOT_COORDINATOR,
+   its writes in flight answer NOT_COORDINATOR when they end, its marker rounds stop), one led again at a
+   newer leader epoch is loaded again. Also retries a failed creation of the topic when the usable broker
+   count changed. Nothing in single-node mode. */
+void gr_txns_follow(struct gr_broker *b);
 /* Stops the ticks, cancels the appends waiting to be committed and frees b->txn and the binding (after the
    I/O pool is drained: no load or epoch save in flight; before parked requests are freed). */
 void gr_txns_stop(struct gr_broker *b);
