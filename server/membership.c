@@ -432,6 +432,7 @@ void gr_membership_stop_controller(struct gr_broker *b)
     b->isr_writer = NULL;
     gr_fetcher_free(b->fetcher); /* no append after this (the role binding removed every partition) */
     b->fetcher = NULL;
+    gr_txns_stop_markers(b); /* its connections first: they belong to the inter-broker client */
     gr_broker_client_free(b->broker_client);
     b->broker_client = NULL;
 }

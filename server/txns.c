@@ -35,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cluster/broker_client.h"
 #include "cluster/image.h"
 #include "cluster/topic_writer.h"
 #include "common/log.h"
@@ -48,6 +49,8 @@
 #include "protocol/errors.h"
 #include "protocol/record_batch.h"
 #include "server/handlers/handlers.h"
+#include "server/route.h"
+#include "server/txn_markers.h"
 #include "storage/iopool.h"
 #include "storage/store.h"
 
@@ -83,6 +86,8 @@ struct gr_txns {
     bool create_retry;      /* a creation failed: tried again when the usable broker count changes */
     int32_t create_brokers; /* usable brokers when it failed (create_retry) */
     int32_t *epochs;        /* per partition, the leader epoch it is loading or loaded at; -1: not owned */
+    struct gr_txn_markers *markers; /* markers to leaders on other brokers (made on first use) */
+    struct vconn *vconns;           /* verification connections to coordinator brokers (made on first use) */
 };
 
 /* One append waiting to be committed. */
@@ -281,6 +286,7 @@ struct mround;
 /* One partition's marker of a round. */
 struct mpart {
     struct gr_partition_waiter pw;
+    struct gr_txn_marker_send send; /* to a leader on another broker (cluster mode) */
     struct mround *r;
     char *topic; /* owned copy */
     int32_t partition;
@@ -308,6 +314,7 @@ static void round_free(struct mround *r)
 {
     for (int32_t i = 0; i < r->count; i++) {
         if (r->parts[i].pw.part) gr_partition_wait_cancel(&r->parts[i].pw);
+        gr_txn_markers_cancel(&r->parts[i].send);
         free(r->parts[i].topic);
     }
     free(r->parts);
@@ -373,6 +380,65 @@ static void marker_committed(struct gr_partition_waiter *pw, int err)
     round_check(mp->r);
 }
 
+/* The answer of a marker sent to another broker (TransactionMarkerRequestCompletionHandler): NONE is done;
+ * INVALID_PRODUCER_EPOCH and TRANSACTION_COORDINATOR_FENCED end the round fenced;
+ * UNSUPPORTED_FOR_MESSAGE_FORMAT counts as done (Kafka logs it and moves on); everything else
+ * (NOT_LEADER_OR_FOLLOWER, NOT_ENOUGH_REPLICAS, REQUEST_TIMED_OUT, UNKNOWN_TOPIC_OR_PARTITION,
+ * KAFKA_STORAGE_ERROR, a lost connection, ...) is sent again after GR_TXN_MARKER_RETRY_MS, to the leader the
+ * image names then. */
+static void marker_remote_done(struct gr_txn_marker_send *s, int16_t err)
+{
+    struct mpart *mp = (struct mpart *)((char *)s - offsetof(struct mpart, send));
+    struct mround *r = mp->r;
+    if (err == GR_ERR_NONE || err == GR_ERR_UNSUPPORTED_FOR_MESSAGE_FORMAT) {
+        mp->done = true;
+        r->left--;
+        round_check(r);
+    } else if (err == GR_ERR_INVALID_PRODUCER_EPOCH || err == GR_ERR_TRANSACTION_COORDINATOR_FENCED) {
+        GR_WARN_RATELIMITED("%s-%d: transaction marker of producer id %lld refused (error %d)", mp->topic,
+                            (int)mp->partition, (long long)r->producer_id, (int)err);
+        r->fenced = GR_ERR_TRANSACTION_COORDINATOR_FENCED;
+        round_check(r);
+    } else {
+        retry_later(r);
+    }
+}
+
+/* Cluster mode: where partition `mp` is led, from the image (kept current by etcd's watch: a retry reads
+ * it again, Kafka's metadata refresh). Returns false when the leader is this broker (the caller writes it in
+ * process); true when handled here: a topic or partition the image does not hold counts as done (deleted),
+ * one without a leader is retried later, one led elsewhere is queued for that broker (server/txn_markers.h;
+ * retried later when refused). */
+static bool marker_route(struct mpart *mp)
+{
+    struct mround *r = mp->r;
+    struct gr_txns *t = r->t;
+    struct gr_broker *b = t->b;
+    const struct gr_image_topic *it = gr_image_topic_find(b->image, mp->topic, strlen(mp->topic));
+    const struct gr_image_partition *ip = it ? gr_image_partition(it, mp->partition) : NULL;
+    if (!ip) {
+        mp->done = true;
+        r->left--;
+        return true;
+    }
+    if (ip->leader == b->image->node_id) return false;
+    if (ip->leader >= 0 && !t->markers && b->broker_client)
+        t->markers = gr_txn_markers_new(b->loop, b->broker_client);
+    int rc = ip->leader < 0 ? -EAGAIN : !t->markers ? -ENOMEM : 0;
+    if (rc == 0) {
+        mp->send = (struct gr_txn_marker_send){.producer_id = r->producer_id,
+                                               .producer_epoch = r->producer_epoch,
+                                               .coordinator_epoch = r->coordinator_epoch,
+                                               .commit = r->commit,
+                                               .topic = mp->topic,
+                                               .partition = mp->partition,
+                                               .done = marker_remote_done};
+        rc = gr_txn_markers_send(t->markers, ip->leader, &mp->send);
+    }
+    if (rc < 0) retry_later(r);
+    return true;
+}
+
 /* Writes one partition's marker (WriteTxnMarkers' handling on the leader,
  * KafkaApis.handleWriteTxnMarkersRequest and TransactionMarkerRequestCompletionHandler's outcomes): a deleted
  * topic or partition counts as done; a data partition gets gr_partition_write_marker, __consumer_offsets the
@@ -386,9 +452,14 @@ static void marker_send(struct mpart *mp)
 {
     struct mround *r = mp->r;
     struct gr_broker *b = r->t->b;
+    if (r->t->cluster && marker_route(mp)) return; /* a leader elsewhere, none, or a deleted partition */
     struct gr_topic *topic = gr_store_topic_find(b->store, mp->topic, strlen(mp->topic));
     struct gr_log *log = topic ? gr_topic_log(topic, mp->partition) : NULL;
     struct gr_partition *part = log ? gr_broker_partition(b, log) : NULL;
+    if (!log && r->t->cluster) { /* led here by the image, the local log not made yet */
+        retry_later(r);
+        return;
+    }
     if (!log) { /* deleted (or never existed): nothing to mark */
         mp->done = true;
         r->left--;
@@ -451,7 +522,7 @@ static void round_send(struct mround *r)
 {
     for (int32_t i = 0; i < r->count && !r->fenced; i++) {
         struct mpart *mp = &r->parts[i];
-        if (!mp->done && !mp->pw.part) marker_send(mp);
+        if (!mp->done && !mp->pw.part && !mp->send.dest) marker_send(mp);
     }
     round_check(r);
 }
@@ -543,6 +614,28 @@ static void hook_done(void *ctx, void *waiter, const struct gr_txn_result *res)
     w->answered = true;
     w->answer(w, res);
     if (w->parked && --w->req_waits->pending == 0) gr_req_finish(w->req);
+}
+
+/* A verification's answer as Produce answers it (AddPartitionsToTxnManager and KafkaApis): PRODUCER_FENCED
+ * -> INVALID_PRODUCER_EPOCH; CONCURRENT_TRANSACTIONS, COORDINATOR_LOAD_IN_PROGRESS,
+ * COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR -> NOT_ENOUGH_REPLICAS (retriable); the others shaped by the
+ * Produce version. */
+static int16_t produce_error(int16_t err, int16_t produce_version)
+{
+    switch (err) {
+    case GR_ERR_NONE:
+        return GR_ERR_NONE;
+    case GR_ERR_PRODUCER_FENCED:
+    case GR_ERR_INVALID_PRODUCER_EPOCH:
+        return GR_ERR_INVALID_PRODUCER_EPOCH;
+    case GR_ERR_CONCURRENT_TRANSACTIONS:
+    case GR_ERR_COORDINATOR_LOAD_IN_PROGRESS:
+    case GR_ERR_COORDINATOR_NOT_AVAILABLE:
+    case GR_ERR_NOT_COORDINATOR:
+        return GR_ERR_NOT_ENOUGH_REPLICAS;
+    default:
+        return gr_txn_error_for_version(GR_TXN_API_PRODUCE, produce_version, err);
+    }
 }
 
 /* The coordinator's verification as Produce answers it (gr_txns_check_produce). */
@@ -1084,6 +1177,315 @@ int gr_txns_cluster_start(struct gr_broker *b)
     return 0;
 }
 
+/* ---- verification at a coordinator on another broker (AddPartitionsToTxnManager, KIP-890 part 1) ---- */
+
+/* One partition of a Produce being verified remotely. */
+struct vpart {
+    struct gr_str topic; /* a copy in the request's arena */
+    int32_t partition;
+    int16_t error; /* the coordinator's answer for it */
+};
+
+/* A Produce's remote verification (the request's state under verify_key, in its arena). */
+struct vstate {
+    struct gr_req *req;
+    struct vconn *conn;         /* on its list (queued or in flight); NULL: answered, withdrawn, unsent */
+    struct vstate *prev, *next; /* conn's list, in arrival order */
+    struct gr_broker_client_req *bcreq; /* in flight (NULL: queued) */
+    struct gr_str txn_id;
+    int64_t producer_id;
+    int16_t producer_epoch;
+    struct vpart *parts;
+    int32_t count;
+    int16_t top_error; /* the whole answer's error (a lost connection, a top-level error), NONE else */
+    bool answered;
+};
+
+/* The verification connection to one coordinator broker (purpose GR_BROKER_CLIENT_VERIFY). */
+struct vconn {
+    struct gr_txns *t;
+    int32_t broker_id;
+    struct gr_broker_client_conn *conn;
+    bool ready;
+    struct vstate *head, *tail; /* verifications queued or in flight */
+    int32_t pending;
+    struct vconn *next;
+};
+
+static const char verify_key;
+
+/* Takes `v` off its connection's list. */
+static void vstate_unlink(struct vstate *v)
+{
+    struct vconn *c = v->conn;
+    if (v->prev)
+        v->prev->next = v->next;
+    else
+        c->head = v->next;
+    if (v->next)
+        v->next->prev = v->prev;
+    else
+        c->tail = v->prev;
+    v->prev = v->next = NULL;
+    v->conn = NULL;
+    v->bcreq = NULL;
+    c->pending--;
+}
+
+/* The coordinator's answer (or the request's end): each partition's error, then the Produce runs again. */
+static void on_verified(void *ctx, enum gr_broker_client_status status, const void *resp, int16_t version,
+                        struct gr_broker_client_answer *ans)
+{
+    (void)version;
+    (void)ans;
+    struct vstate *v = ctx;
+    if (v->conn) vstate_unlink(v);
+    v->answered = true;
+    /* a lost connection or a timeout: NOT_COORDINATOR (AddPartitionsToTxnManager's disconnect), retriable */
+    v->top_error = status == GR_BROKER_CLIENT_OK
+                       ? ((const struct gr_add_partitions_to_txn_response *)resp)->error_code
+                       : GR_ERR_NOT_COORDINATOR;
+    for (int32_t i = 0; i < v->count; i++)
+        v->parts[i].error = GR_ERR_NOT_COORDINATOR; /* not named in the answer */
+    if (status == GR_BROKER_CLIENT_OK && !v->top_error) {
+        const struct gr_add_partitions_to_txn_response *r = resp;
+        for (int32_t i = 0; i < r->results_by_transaction.count; i++) {
+            const struct gr_add_partitions_to_txn_response_add_partitions_to_txn_result *tr =
+                &r->results_by_transaction.items[i];
+            if (!gr_str_eq(tr->transactional_id, v->txn_id)) continue;
+            for (int32_t j = 0; j < tr->topic_results.count; j++)
+                for (int32_t k = 0; k < tr->topic_results.items[j].results_by_partition.count; k++) {
+                    const struct gr_add_partitions_to_txn_response_add_partitions_to_txn_partition_result
+                        *pr = &tr->topic_results.items[j].results_by_partition.items[k];
+                    for (int32_t x = 0; x < v->count; x++)
+                        if (v->parts[x].partition == pr->partition_index &&
+                            gr_str_eq(v->parts[x].topic, tr->topic_results.items[j].name))
+                            v->parts[x].error = pr->partition_error_code;
+                }
+        }
+    }
+    gr_req_verified(v->req);
+}
+
+/* Sends `v` (on `c`'s list, not in flight) as one AddPartitionsToTxn v4+ VerifyOnly; false when it could not
+ * be sent (not ready, the peer below v4, the client's queue full, out of memory). */
+static bool vstate_send(struct vconn *c, struct vstate *v)
+{
+    const struct gr_msg_ops *ops = gr_msg_ops_find(GR_API_ADD_PARTITIONS_TO_TXN, false);
+    int16_t ver = c->ready && ops ? gr_broker_client_version(c->conn, ops) : -1;
+    if (ver < 4) return false;
+    struct gr_add_partitions_to_txn_request_add_partitions_to_txn_topic *tps =
+        calloc((size_t)v->count, sizeof *tps);
+    int32_t *idx = calloc((size_t)v->count, sizeof *idx);
+    int rc = -ENOMEM;
+    if (tps && idx) {
+        for (int32_t i = 0; i < v->count; i++) { /* one topic entry per partition */
+            gr_add_partitions_to_txn_request_add_partitions_to_txn_topic_init(&tps[i]);
+            tps[i].name = v->parts[i].topic;
+            idx[i] = v->parts[i].partition;
+            tps[i].partitions = (struct gr_int32_array){&idx[i], 1};
+        }
+        struct gr_add_partitions_to_txn_request_add_partitions_to_txn_transaction tx;
+        gr_add_partitions_to_txn_request_add_partitions_to_txn_transaction_init(&tx);
+        tx.transactional_id = v->txn_id;
+        tx.producer_id = v->producer_id;
+        tx.producer_epoch = v->producer_epoch;
+        tx.verify_only = true;
+        tx.topics =
+            (struct gr_add_partitions_to_txn_request_add_partitions_to_txn_topic_array){tps, v->count};
+        struct gr_add_partitions_to_txn_request req;
+        gr_add_partitions_to_txn_request_init(&req);
+        req.transactions =
+            (struct gr_add_partitions_to_txn_request_add_partitions_to_txn_transaction_array){&tx, 1};
+        v->bcreq = gr_broker_client_send(c->conn, ops, ver, &req, 0, on_verified, v, &rc);
+    }
+    free(tps);
+    free(idx);
+    if (!v->bcreq)
+        GR_WARN_RATELIMITED("transaction verification at broker %d not sent (%d)", (int)c->broker_id, rc);
+    return v->bcreq != NULL;
+}
+
+/* The connection became ready: every queued verification is sent; one that cannot be is answered
+ * NOT_COORDINATOR now (from the loop: its Produce runs again and answers NOT_ENOUGH_REPLICAS). */
+static void vconn_flush(struct vconn *c)
+{
+    for (struct vstate *v = c->head, *next; v; v = next) {
+        next = v->next;
+        if (!v->bcreq && !vstate_send(c, v)) on_verified(v, GR_BROKER_CLIENT_DISCONNECTED, NULL, 0, NULL);
+    }
+}
+
+static void vconn_state(void *ctx, struct gr_broker_client_conn *conn, bool ready)
+{
+    (void)conn;
+    struct vconn *c = ctx;
+    c->ready = ready;
+    if (ready) vconn_flush(c);
+}
+
+/* The verification connection to `broker_id`, opened on first use; NULL without a client or memory. */
+static struct vconn *vconn_of(struct gr_txns *t, int32_t broker_id)
+{
+    for (struct vconn *c = t->vconns; c; c = c->next)
+        if (c->broker_id == broker_id) return c;
+    const struct gr_msg_ops *ops = gr_msg_ops_find(GR_API_ADD_PARTITIONS_TO_TXN, false);
+    struct vconn *c = t->b->broker_client && ops ? calloc(1, sizeof *c) : NULL;
+    if (!c) return NULL;
+    c->t = t;
+    c->broker_id = broker_id;
+    int rc = 0;
+    const struct gr_msg_ops *apis[] = {ops};
+    c->conn = gr_broker_client_open(t->b->broker_client, broker_id, GR_BROKER_CLIENT_VERIFY, 0, apis, 1,
+                                    vconn_state, c, &rc);
+    if (!c->conn) {
+        free(c);
+        return NULL;
+    }
+    c->next = t->vconns;
+    t->vconns = c;
+    return c;
+}
+
+/* The request's question is withdrawn (its deadline passed): no answer comes after this. */
+static void verify_cancel(struct gr_req *req)
+{
+    struct vstate *v = gr_req_state(req, &verify_key);
+    if (!v || !v->conn) return;
+    if (v->bcreq) gr_broker_client_cancel(v->bcreq);
+    vstate_unlink(v);
+}
+
+/* The transactional id's coordinator from the image: its broker id, or -1 (no topic, no leader). */
+static int32_t coordinator_node(struct gr_broker *b, struct gr_str txn_id)
+{
+    const struct gr_image_topic *it = gr_image_topic_find(b->image, GR_TXN_TOPIC, strlen(GR_TXN_TOPIC));
+    if (!it || it->partition_count <= 0) return -1;
+    const struct gr_image_partition *ip =
+        gr_image_partition(it, gr_txn_partition_for(txn_id, it->partition_count));
+    return ip ? ip->leader : -1;
+}
+
+/* The first batch of `records` when it is transactional, else NULL. */
+static const uint8_t *txn_batch(struct gr_bytes records)
+{
+    size_t pos = 0, len;
+    const uint8_t *batch;
+    if (records.len <= 0 || gr_batch_next(records.ptr, (size_t)records.len, &pos, &batch, &len) != 1 ||
+        !(gr_batch_attributes(batch) & GR_BATCH_ATTR_TRANSACTIONAL))
+        return NULL;
+    return batch;
+}
+
+bool gr_txns_verify_remote(struct gr_req *req, gr_handler_fn run, enum gr_handler_rc *rc)
+{
+    struct gr_broker *b = req->broker;
+    const struct gr_produce_request *body = req->body;
+    if (!gr_txns_enabled(b) || !b->member || !b->txns || body->transactional_id.len < 0 ||
+        gr_req_state(req, &verify_key))
+        return false;
+    int32_t node = coordinator_node(b, body->transactional_id);
+    if (node < 0 || node == b->image->node_id) return false; /* here (in process) or none: NOT_COORDINATOR */
+    int32_t total = 0;
+    for (int32_t i = 0; i < body->topic_data.count; i++)
+        total += body->topic_data.items[i].partition_data.count > 0
+                     ? body->topic_data.items[i].partition_data.count
+                     : 0;
+    struct vstate *v = gr_req_state_add(req, &verify_key, sizeof *v);
+    if (!v || !(v->parts = gr_arena_calloc(&req->arena, (size_t)total + 1, sizeof *v->parts))) return false;
+    v->req = req;
+    v->txn_id = body->transactional_id;
+    bool v13 = req->hdr.request_api_version >= 13;
+    for (int32_t i = 0; i < body->topic_data.count; i++) {
+        const struct gr_produce_request_topic_produce_data *td = &body->topic_data.items[i];
+        const struct gr_image_topic *it = gr_route_topic_by(b, v13, td->name, td->topic_id.b);
+        for (int32_t p = 0; it && p < td->partition_data.count && v->count < total; p++) {
+            const struct gr_produce_request_partition_produce_data *pd = &td->partition_data.items[p];
+            const uint8_t *batch = pd->records.kind == GR_RECORDS_MEM ? txn_batch(pd->records.mem) : NULL;
+            size_t n = strlen(it->name);
+            char *name = batch ? gr_arena_alloc(&req->arena, n + 1) : NULL;
+            if (!name)
+                continue; /* not transactional (or out of arena: its partition answers NOT_COORDINATOR) */
+            memcpy(name, it->name, n + 1);
+            if (v->count == 0) {
+                v->producer_id = gr_batch_producer_id(batch);
+                v->producer_epoch = gr_batch_producer_epoch(batch);
+            }
+            v->parts[v->count++] = (struct vpart){gr_str_c(name), pd->index, GR_ERR_NOT_COORDINATOR};
+        }
+    }
+    if (v->count == 0) {
+        v->answered = true; /* nothing transactional to verify */
+        return false;
+    }
+    struct vconn *c = vconn_of(b->txns, node);
+    if (!c || c->pending >= GR_TXN_VERIFY_PENDING_MAX) {
+        v->answered = true; /* every partition answers NOT_COORDINATOR -> NOT_ENOUGH_REPLICAS, retriable */
+        return false;
+    }
+    v->conn = c;
+    v->prev = c->tail;
+    if (c->tail)
+        c->tail->next = v;
+    else
+        c->head = v;
+    c->tail = v;
+    c->pending++;
+    if (c->ready && !vstate_send(c, v)) { /* sent now, or queued until ready; refused: not waited for */
+        vstate_unlink(v);
+        v->answered = true;
+        return false;
+    }
+    /* bounded as the inter-broker request is (a connect, then its timeout), not by the Produce's timeout_ms,
+       which Kafka applies only to the acks=-1 wait after the append */
+    int64_t wait_ms = GR_BROKER_CLIENT_CONNECT_TIMEOUT_MS + b->cfg.settings.replica_socket_timeout_ms;
+    *rc = gr_req_await_verified(req, wait_ms, run, verify_cancel); /* the answer comes later */
+    if (*rc == GR_HANDLER_CLOSE) verify_cancel(req);
+    return true;
+}
+
+bool gr_txns_remote_verdict(struct gr_req *req, struct gr_str topic, int32_t partition,
+                            int16_t produce_version, int16_t *error_code, bool *verified)
+{
+    struct vstate *v = gr_req_state(req, &verify_key);
+    *verified = false;
+    *error_code = GR_ERR_NONE;
+    if (!v) return false;
+    for (int32_t i = 0; i < v->count; i++)
+        if (v->parts[i].partition == partition && gr_str_eq(v->parts[i].topic, topic)) {
+            int16_t err = !v->answered   ? GR_ERR_NOT_COORDINATOR /* the deadline passed first */
+                          : v->top_error ? v->top_error
+                                         : v->parts[i].error;
+            *error_code = produce_error(err, produce_version);
+            *verified = *error_code == GR_ERR_NONE;
+            return true;
+        }
+    return false;
+}
+
+/* Closes the verification connections (before the inter-broker client is freed); questions in flight or
+ * queued are withdrawn (their requests' deadlines run them again: NOT_ENOUGH_REPLICAS). */
+static void vconns_close(struct gr_txns *t)
+{
+    while (t->vconns) {
+        struct vconn *c = t->vconns;
+        t->vconns = c->next;
+        gr_broker_client_close(c->conn); /* requests in flight dropped without a callback */
+        while (c->head)
+            vstate_unlink(c->head); /* unanswered: their deadline runs them (NOT_ENOUGH_REPLICAS) */
+        free(c);
+    }
+}
+
+void gr_txns_stop_markers(struct gr_broker *b)
+{
+    struct gr_txns *t = b->txns;
+    if (!t) return;
+    gr_txn_markers_free(t->markers); /* sends queued or in flight become idle: their rounds retry or go */
+    t->markers = NULL;
+    vconns_close(t);
+}
+
 int16_t gr_txns_coordinator(struct gr_broker *b, struct gr_str txn_id, int32_t *node_id)
 {
     *node_id = -1;
@@ -1127,6 +1529,9 @@ void gr_txns_stop(struct gr_broker *b)
             round_unlink(r);
             round_free(r);
         }
+        gr_txn_markers_free(t->markers);
+        t->markers = NULL;
+        vconns_close(t);
         gr_txn_destroy(b->txn); /* the writes and marker jobs it still holds go with it */
         b->txn = NULL;
     }

@@ -67,6 +67,23 @@ int16_t gr_txns_check_produce(struct gr_broker *b, struct gr_str txn_id, struct 
                               int32_t partition, struct gr_bytes records, int16_t produce_version,
                               bool *verified);
 
+/* Cluster mode, before a transactional Produce's appends (ReplicaManager.appendRecords with
+ * AddPartitionsToTxnManager.verifyTransaction): when the request's transactional id is coordinated by
+ * another broker and it was not asked yet, asks it (AddPartitionsToTxn v4+ VerifyOnly, one per Produce,
+ * over this broker's verification connection to it, GR_BROKER_CLIENT_VERIFY) about every partition of the
+ * request whose first batch is transactional, and declares the request's wait until the answer
+ * (gr_req_await_verified, at most a connect plus replica.socket.timeout.ms; `run` runs again then): returns
+ * true with *rc for the handler to return. Returns false (go on now) otherwise: the switch off, single-node
+ * mode, no transactional id, the coordinator here (gr_txns_check_produce asks it in process) or unknown,
+ * nothing transactional, already asked, or it could not be asked (its partitions then answer
+ * NOT_ENOUGH_REPLICAS). */
+bool gr_txns_verify_remote(struct gr_req *req, gr_handler_fn run, enum gr_handler_rc *rc);
+/* The remote verification's verdict for `topic`-`partition` of `req` (gr_txns_verify_remote): false when the
+ * request has none for it (ask gr_txns_check_produce); else true with *error_code as Produce answers it
+ * (mapped as gr_txns_check_produce maps the in-process answer; a lost connection, a timeout or a
+ * withdrawn question: NOT_ENOUGH_REPLICAS) and *verified (append with gr_produce_args.txn_verified). */
+bool gr_txns_remote_verdict(struct gr_req *req, struct gr_str topic, int32_t partition,
+                            int16_t produce_version, int16_t *error_code, bool *verified);
 /* True when the binding is on (gregor.transaction.coordinator.test.enable; single-node or cluster mode). */
 bool gr_txns_enabled(const struct gr_broker *b);
 /* Starts b->txn over the existing __transaction_state (at broker start when the topic exists, or when its
@@ -103,6 +120,10 @@ int gr_txns_cluster_start(struct gr_broker *b);
    newer leader epoch is loaded again. Also retries a failed creation of the topic when the usable broker
    count changed. Nothing in single-node mode. */
 void gr_txns_follow(struct gr_broker *b);
+/* Cluster mode, before the inter-broker client is freed (server/membership.c): closes the marker connections
+   to other brokers (server/txn_markers.h); markers not answered are dropped (their rounds end at
+   gr_txns_stop). Nothing when none was made. */
+void gr_txns_stop_markers(struct gr_broker *b);
 /* Stops the ticks, cancels the appends waiting to be committed and frees b->txn and the binding (after the
    I/O pool is drained: no load or epoch save in flight; before parked requests are freed). */
 void gr_txns_stop(struct gr_broker *b);

@@ -14,6 +14,10 @@ loads short; transaction.state.log.replication.factor and .min.isr at Kafka's de
     __transaction_state (so both are led by the same broker before and after a failover: markers and
     Produce verification to other brokers are not bound yet); read_committed reads exactly the committed
     records;
+  - raw protocol, a transactional Produce at a broker that does not coordinate its transactional id: verified
+    at the coordinator (AddPartitionsToTxn v4 VerifyOnly between brokers): a partition not in the transaction
+    is INVALID_TXN_STATE (v9) / TRANSACTION_ABORTABLE (v11), a newer epoch INVALID_PRODUCER_EPOCH, an added
+    partition accepted (last stable offset held);
   - kill -9 the coordinator's broker mid-transaction (records produced, no EndTxn): the next broker in the
     replica order coordinates at a newer leader epoch (loaded from the replicated log); a new producer with
     the same transactional id fences the old one, its open transaction is aborted, a new one committed;
@@ -218,6 +222,54 @@ def t_local_txn(run, etcd, bs, st):
     st['producer'] = pr
 
 
+def t_remote_verify(run, etcd, bs, st):
+    """Raw protocol: a transactional Produce at a leader whose transactional id is coordinated by another broker
+    is verified there (AddPartitionsToTxn v4 VerifyOnly between the brokers)."""
+    tp = st['txn_parts']
+    name = next(n for n in NAMES if n != TXN_ID)
+    coord = by_id(bs, tp[partition_for(name)][0])
+    lead = next(b for b in bs if b is not coord)
+    topic = 'txr'
+    with k.Conn(bs[0].bootstrap, timeout=30) as c:
+        r = c.request('CreateTopics', 7, {'topics': [{'name': topic, 'num_partitions': -1, 'replication_factor': -1,
+                                                      'assignments': [{'partition_index': 0,
+                                                                       'broker_ids': [lead.node_id]}],
+                                                      'configs': []}], 'timeout_ms': 10000, 'validate_only': False})
+    eq(f'CreateTopics {topic} led by broker {lead.node_id} ({name} is coordinated by broker {coord.node_id})', 0,
+       r['topics'][0]['error_code'])
+    h.wait_until(lambda: (parts_of(lead, topic) or {}).get(0, (-1,))[0] == lead.node_id, 20, f'{topic} led')
+    with k.Conn(coord.bootstrap, timeout=10) as c:
+        def init_ok():
+            r = c.request('InitProducerId', 4, {'transactional_id': name, 'transaction_timeout_ms': 900000,
+                                                'producer_id': -1, 'producer_epoch': -1})
+            return r if r['error_code'] == 0 else None
+        r = h.wait_until(init_ok, 20, 'InitProducerId')
+        pid, epoch = r['producer_id'], r['producer_epoch']
+
+        def produce(e, seq, version=9):
+            with k.Conn(lead.bootstrap, timeout=10) as pc:
+                b = k.build_batch([(None, b'v')], attributes_extra=0x10, producer_id=pid, producer_epoch=e,
+                                  base_sequence=seq)
+                return k.produce(pc, topic, 0, b, version=version, transactional_id=name)['error_code']
+        eq(f'Produce v9 at broker {lead.node_id} for a partition not in the transaction: INVALID_TXN_STATE '
+           '(the coordinator\'s TRANSACTION_ABORTABLE)', 48, produce(epoch, 0))
+        eq('Produce v11 the same: TRANSACTION_ABORTABLE', 120, produce(epoch, 0, version=11))
+        r = c.request('AddPartitionsToTxn', 3, {'v3_and_below_transactional_id': name,
+                                                'v3_and_below_producer_id': pid,
+                                                'v3_and_below_producer_epoch': epoch,
+                                                'v3_and_below_topics': [{'name': topic, 'partitions': [0]}]})
+        eq(f'AddPartitionsToTxn at the coordinator (broker {coord.node_id})', 0,
+           r['results_by_topic_v3_and_below'][0]['results_by_partition'][0]['partition_error_code'])
+    eq(f'Produce at broker {lead.node_id} with a newer epoch than the coordinator\'s: INVALID_PRODUCER_EPOCH', 47,
+       produce(epoch + 1, 0))
+    eq(f'Produce at broker {lead.node_id} once the partition is in the transaction: accepted', 0, produce(epoch, 0))
+    with k.Conn(lead.bootstrap, timeout=10) as c:
+        lso = [c.request('ListOffsets', 7, {'replica_id': -1, 'isolation_level': iso, 'topics': [
+            {'name': topic, 'partitions': [{'partition_index': 0, 'timestamp': -1}]}]})['topics'][0]['partitions'][0]
+            ['offset'] for iso in (0, 1)]
+    eq('high watermark 1, last stable offset 0 (the transaction is open)', [1, 0], lso)
+
+
 def t_kill_mid(run, etcd, bs, st):
     p = partition_for(TXN_ID)
     pr = st.pop('producer')
@@ -293,7 +345,7 @@ def log_of(b):
 def t_unload(run, etcd, bs, st):
     """SIGSTOP the coordinator's broker past its session: the partition moves; resumed, the broker unloads it."""
     p = partition_for(TXN_ID)
-    coord = by_id(bs, find(bs[0], TXN_ID)[1])
+    coord = by_id(bs, find(next(b for b in bs if b.alive()), TXN_ID)[1])
     others = [b for b in bs if b is not coord and b.alive()]
     coord.pause()
     try:
@@ -317,6 +369,8 @@ def main():
         section('FindCoordinator key type 1 across the cluster', t_find, run, etcd, bs, st)
         if 'txn_parts' in st:
             section('commit and abort at a coordinator leading the data partition', t_local_txn, run, etcd, bs, st)
+        if 'txn_parts' in st:
+            section('Produce verified by a coordinator on another broker', t_remote_verify, run, etcd, bs, st)
         if 'producer' in st:
             section('kill -9 the coordinator mid-transaction', t_kill_mid, run, etcd, bs, st)
         if 'producer' in st:

@@ -2,8 +2,10 @@
  * produce_txn.c: Produce's transaction rules (declared in produce_request.h): the whole-request refusal
  * while transactions are not served, and KIP-890 part 1's verification of each transactional batch through
  * the coordinator in process (server/txns.h gr_txns_check_produce) with the test-only
- * gregor.transaction.coordinator.test.enable on. Read next: server/txns.h.
+ * gregor.transaction.coordinator.test.enable on; in cluster mode, through the coordinator on another broker
+ * (gr_produce_txn_remote before the appends, its verdict per partition here). Read next: server/txns.h.
  */
+#include "protocol/errors.h"
 #include "server/handlers/produce_request.h"
 #include "server/txns.h"
 
@@ -24,11 +26,20 @@ int gr_produce_txn_verify(struct gr_req *req, const char *topic, int32_t partiti
 {
     const struct gr_produce_request *body = req->body;
     bool verified = false;
-    int16_t err = gr_txns_check_produce(req->broker, body->transactional_id, gr_str_c(topic), partition,
-                                        records, req->hdr.request_api_version, &verified);
+    int16_t err = GR_ERR_NONE;
+    if (!gr_txns_remote_verdict(req, gr_str_c(topic), partition, req->hdr.request_api_version, &err,
+                                &verified))
+        err = gr_txns_check_produce(req->broker, body->transactional_id, gr_str_c(topic), partition, records,
+                                    req->hdr.request_api_version, &verified);
     if (err) {
         gr_produce_partition_error(pr, err, NULL);
         return -1;
     }
     return verified ? 1 : 0;
+}
+
+enum gr_handler_rc gr_produce_txn_remote(struct gr_req *req, gr_handler_fn run)
+{
+    enum gr_handler_rc rc;
+    return gr_txns_verify_remote(req, run, &rc) ? rc : run(req);
 }
