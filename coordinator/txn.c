@@ -999,6 +999,46 @@ bool gr_txn_has_partition(const struct gr_txn_coord *tc, struct gr_str txn_id, s
     return e && tp_find(&e->parts, tp.topic, tp.partition) >= 0;
 }
 
+int32_t gr_txn_partitions(const struct gr_txn_coord *tc, struct gr_str txn_id, struct gr_txn_tp *out,
+                          int32_t cap)
+{
+    const struct entry *e = find(tc, txn_id);
+    if (!e) return 0;
+    for (int32_t i = 0; i < e->parts.n && i < cap; i++)
+        out[i] = (struct gr_txn_tp){{e->parts.v[i].topic, e->parts.v[i].topic_len}, e->parts.v[i].partition};
+    return e->parts.n;
+}
+
+/* listTransactionStates' shouldInclude. */
+static bool list_keeps(const struct entry *e, const struct gr_txn_list_filter *f, int64_t now)
+{
+    if (e->state == GR_TXN_DEAD) return false; /* being expired */
+    bool found = f->producer_id_count == 0;
+    for (int32_t i = 0; i < f->producer_id_count && !found; i++)
+        found = f->producer_ids[i] == e->producer_id;
+    if (!found) return false;
+    found = !f->filter_states;
+    for (int32_t i = 0; i < f->state_count && !found; i++)
+        found = f->states[i] == e->state;
+    if (!found) return false;
+    return f->duration_ms < 0 || now - e->start_ms > f->duration_ms;
+}
+
+int16_t gr_txn_list(const struct gr_txn_coord *tc, const struct gr_txn_list_filter *f,
+                    void (*fn)(void *ctx, const struct gr_txn_listing *l), void *ctx)
+{
+    for (int32_t p = 0; p < tc->cfg.partitions; p++)
+        if (tc->parts[p].owner == LOADING) return GR_ERR_COORDINATOR_LOAD_IN_PROGRESS;
+    int64_t now = now_ms(tc);
+    for (size_t b = 0; b < tc->nbuckets; b++)
+        for (const struct entry *e = tc->buckets[b]; e; e = e->hnext) {
+            if (tc->parts[e->partition].owner != OWNED || !list_keeps(e, f, now)) continue;
+            struct gr_txn_listing l = {{e->id, e->id_len}, e->producer_id, e->state};
+            fn(ctx, &l);
+        }
+    return GR_ERR_NONE;
+}
+
 /* ---- error shaping ---- */
 
 int16_t gr_txn_error_for_version(enum gr_txn_api api, int16_t version, int16_t error)

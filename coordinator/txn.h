@@ -199,7 +199,7 @@ void gr_txn_tick(struct gr_txn_coord *tc);
 /* The next time (now_ms clock) gr_txn_tick has work. */
 int64_t gr_txn_next_deadline_ms(const struct gr_txn_coord *tc);
 
-/* ---- inspection (DescribeTransactions / ListTransactions later; tests) ---- */
+/* ---- inspection (DescribeTransactions, ListTransactions; tests) ---- */
 
 struct gr_txn_info {
     enum gr_txn_state state;
@@ -215,6 +215,34 @@ struct gr_txn_info {
 int16_t gr_txn_describe(const struct gr_txn_coord *tc, struct gr_str txn_id, struct gr_txn_info *out);
 /* True when `tp` is in the transaction of `txn_id` (false when the id is unknown). */
 bool gr_txn_has_partition(const struct gr_txn_coord *tc, struct gr_str txn_id, struct gr_txn_tp tp);
+/* The partitions of `txn_id`'s transaction (TransactionMetadata.topicPartitions) into out[0..cap), in the
+   order they were added: returns how many there are (more than cap: only cap written; 0 for an unknown id).
+   The topics are views borrowed until the coordinator next changes. DescribeTransactions. */
+int32_t gr_txn_partitions(const struct gr_txn_coord *tc, struct gr_str txn_id, struct gr_txn_tp *out,
+                          int32_t cap);
+
+/* ListTransactions' filters (TransactionStateManager.listTransactionStates): an id is listed unless it is
+   Dead, its producer id is not among `producer_ids` (count > 0), its state not among `states` (when
+   `filter_states`: an empty set then lists nothing, as request state names all unknown do), or
+   duration_ms >= 0 and now - its transaction start <= duration_ms (KIP-994). */
+struct gr_txn_list_filter {
+    const int64_t *producer_ids;
+    int32_t producer_id_count;
+    const enum gr_txn_state *states;
+    int32_t state_count;
+    bool filter_states;
+    int64_t duration_ms; /* -1: none */
+};
+/* One listed transaction (views borrowed for the call). */
+struct gr_txn_listing {
+    struct gr_str transactional_id;
+    int64_t producer_id;
+    enum gr_txn_state state;
+};
+/* Calls `fn` for every transactional id of the owned partitions that `f` keeps. Returns NONE, or
+   COORDINATOR_LOAD_IN_PROGRESS (nothing listed) while any partition is loading, as Kafka. */
+int16_t gr_txn_list(const struct gr_txn_coord *tc, const struct gr_txn_list_filter *f,
+                    void (*fn)(void *ctx, const struct gr_txn_listing *l), void *ctx);
 
 /* ---- error shaping ---- */
 

@@ -20,11 +20,18 @@
  * which clients retry. now_ms is the wall clock. One ev_timer armed at gr_txn_next_deadline_ms runs
  * gr_txn_tick (the timed-out abort pass every 10 s, the expiry pass hourly, CompleteX retries).
  * send_markers (TransactionMarkerChannelManager, in process on one node): each partition's marker is written
- * on its leader here (gr_partition_write_marker; __consumer_offsets through the group coordinator's
+ * on its leader here (gr_txns_write_marker, WriteTxnMarkers' own path: data partitions past the append gate
+ * through gr_partition_write_marker, __consumer_offsets through the group coordinator's
  * gr_coord_txn_complete) and is done once the high watermark passes it; a deleted partition is done; a
  * refusal for the producer epoch or the coordinator epoch ends the round fenced; other errors are retried
  * every GR_TXN_MARKER_RETRY_MS; then gr_txn_markers_done. done: a request's waiter (struct
  * gr_txns_waiter) is answered, and its request finished when it was parked.
+ * Cluster mode (gr_txns_cluster_start, gr_txns_follow; as server/groups.c's): __transaction_state is made by
+ * the topic writer, b->txn holds the partitions led here, each loaded at its leader epoch (the coordinator
+ * epoch; the epoch file is single-node only) and unloaded when led elsewhere; coordinator writes follow
+ * acks=-1's min ISR rule; markers for partitions led elsewhere go through server/txn_markers.h
+ * (WriteTxnMarkers to that leader), and a transactional Produce whose id another broker coordinates is
+ * verified there (gr_txns_verify_remote: AddPartitionsToTxn v4+ VerifyOnly, the Produce parked meanwhile).
  * Read next: coordinator/txn.h, coordinator/txn_log.h.
  */
 #include "server/txns.h"
@@ -304,11 +311,24 @@ struct mround {
     bool commit;
     struct mpart *parts;
     int32_t count, left;
-    int16_t fenced;  /* an error that ends the round (TRANSACTION_COORDINATOR_FENCED), 0 none */
-    ev_timer retry;  /* writes the markers not done again */
-    ev_timer finish; /* zero delay: reports the round (never inside send_markers) */
+    int16_t fenced;                /* an error that ends the round (TRANSACTION_COORDINATOR_FENCED), 0 none */
+    struct gr_append_gate gate;    /* round_send's turn (partition.h) */
+    struct gr_cold cold;           /* the gate's pins */
+    struct gr_log **logs;          /* count slots: the data partitions entering the gate */
+    struct gr_gate_entry *entries; /* count slots */
+    bool gated;                    /* queued in the gate: round_gated writes */
+    ev_timer retry;                /* writes the markers not done again */
+    ev_timer finish;               /* zero delay: reports the round (never inside send_markers) */
     struct mround *prev, *next;
 };
+
+/* The local log of a marker's partition, NULL when its topic or partition is gone. */
+static struct gr_log *mpart_log(const struct mpart *mp)
+{
+    struct gr_store *store = mp->r->t->b->store;
+    struct gr_topic *topic = gr_store_topic_find(store, mp->topic, strlen(mp->topic));
+    return topic ? gr_topic_log(topic, mp->partition) : NULL;
+}
 
 static void round_free(struct mround *r)
 {
@@ -317,7 +337,10 @@ static void round_free(struct mround *r)
         gr_txn_markers_cancel(&r->parts[i].send);
         free(r->parts[i].topic);
     }
+    gr_cold_release(&r->cold);
     free(r->parts);
+    free(r->logs);
+    free(r->entries);
     free(r);
 }
 
@@ -360,7 +383,7 @@ static void finish_cb(struct ev_loop *loop, ev_timer *w, int revents)
 
 static void retry_later(struct mround *r)
 {
-    if (!ev_is_active(&r->retry) && !ev_is_active(&r->finish)) {
+    if (!r->gated && !ev_is_active(&r->retry) && !ev_is_active(&r->finish)) {
         ev_timer_set(&r->retry, GR_TXN_MARKER_RETRY_MS / 1000.0, 0);
         ev_timer_start(r->t->b->loop, &r->retry);
     }
@@ -439,23 +462,59 @@ static bool marker_route(struct mpart *mp)
     return true;
 }
 
-/* Writes one partition's marker (WriteTxnMarkers' handling on the leader,
- * KafkaApis.handleWriteTxnMarkersRequest and TransactionMarkerRequestCompletionHandler's outcomes): a deleted
- * topic or partition counts as done; a data partition gets gr_partition_write_marker, __consumer_offsets the
- * group coordinator's gr_coord_txn_complete; done once the high watermark passes the marker.
+int16_t gr_txns_write_marker(struct gr_broker *b, struct gr_log *log, const struct gr_partition_marker *m,
+                             int64_t *end_offset)
+{
+    *end_offset = -1;
+    if (m->producer_id < 0 || m->producer_epoch < 0) return GR_ERR_CORRUPT_MESSAGE;
+    int32_t partition = gr_log_partition(log);
+    if (strcmp(gr_topic_name(gr_log_topic(log)), GR_OFFSETS_TOPIC) == 0) {
+        int16_t kerr = b->coord
+                           ? gr_coord_txn_complete(b->coord, partition, m->producer_id, m->producer_epoch,
+                                                   m->coordinator_epoch, m->commit, end_offset)
+                           : GR_ERR_COORDINATOR_NOT_AVAILABLE;
+        if (kerr == GR_ERR_COORDINATOR_NOT_AVAILABLE || kerr == GR_ERR_COORDINATOR_LOAD_IN_PROGRESS ||
+            kerr == GR_ERR_NOT_COORDINATOR)
+            kerr = GR_ERR_NOT_LEADER_OR_FOLLOWER;
+        return kerr;
+    }
+    struct gr_partition *part = gr_broker_partition(b, log);
+    if (!part) return GR_ERR_NOT_LEADER_OR_FOLLOWER;
+    struct gr_append_result res;
+    int rc = gr_partition_write_marker(part, m, &res);
+    switch (rc) {
+    case 0:
+        gr_log_flush_async(log);
+        *end_offset = res.last_offset + 1;
+        return GR_ERR_NONE;
+    case GR_LOG_ERR_INVALID_PRODUCER_EPOCH:
+        return GR_ERR_INVALID_PRODUCER_EPOCH;
+    case GR_LOG_ERR_TRANSACTION_COORDINATOR_FENCED:
+        return GR_ERR_TRANSACTION_COORDINATOR_FENCED;
+    case -EINVAL:
+        return GR_ERR_CORRUPT_MESSAGE;
+    case -EXDEV:
+        return GR_ERR_NOT_LEADER_OR_FOLLOWER;
+    case -EMSGSIZE:
+        return GR_ERR_MESSAGE_TOO_LARGE;
+    case -ENOMEM:
+        return GR_ERR_UNKNOWN_SERVER_ERROR;
+    default:
+        return GR_ERR_KAFKA_STORAGE_ERROR; /* -EROFS, -ENOSPC, -EIO */
+    }
+}
+
+/* Writes one partition's marker of a round (gr_txns_write_marker; TransactionMarkerRequestCompletionHandler's
+ * outcomes): a deleted topic or partition counts as done; done once the high watermark passes the marker.
  * INVALID_PRODUCER_EPOCH and TRANSACTION_COORDINATOR_FENCED end the round fenced (Kafka: the coordinator
- * stops sending for the transaction); every other error is retried after GR_TXN_MARKER_RETRY_MS. Known gap:
- * a data partition's marker does not go through the append gate (partition.h gr_gate_enter), so an active
- * file the fd cap closed is reopened by the append on this thread (storage/log.c), as coordinator writes do.
- */
+ * stops sending for the transaction); every other error is retried after GR_TXN_MARKER_RETRY_MS. A data
+ * partition's marker is written past the append gate (round_send). */
 static void marker_send(struct mpart *mp)
 {
     struct mround *r = mp->r;
     struct gr_broker *b = r->t->b;
     if (r->t->cluster && marker_route(mp)) return; /* a leader elsewhere, none, or a deleted partition */
-    struct gr_topic *topic = gr_store_topic_find(b->store, mp->topic, strlen(mp->topic));
-    struct gr_log *log = topic ? gr_topic_log(topic, mp->partition) : NULL;
-    struct gr_partition *part = log ? gr_broker_partition(b, log) : NULL;
+    struct gr_log *log = mpart_log(mp);
     if (!log && r->t->cluster) { /* led here by the image, the local log not made yet */
         retry_later(r);
         return;
@@ -465,33 +524,13 @@ static void marker_send(struct mpart *mp)
         r->left--;
         return;
     }
+    struct gr_partition_marker m = {.producer_id = r->producer_id,
+                                    .producer_epoch = r->producer_epoch,
+                                    .coordinator_epoch = r->coordinator_epoch,
+                                    .commit = r->commit,
+                                    .now_ms = gr_time_wall_ms()};
     int64_t end = -1;
-    int16_t kerr = GR_ERR_NONE;
-    if (strcmp(mp->topic, GR_OFFSETS_TOPIC) == 0) {
-        kerr = b->coord ? gr_coord_txn_complete(b->coord, mp->partition, r->producer_id, r->producer_epoch,
-                                                r->coordinator_epoch, r->commit, &end)
-                        : GR_ERR_COORDINATOR_NOT_AVAILABLE;
-    } else if (!part) {
-        kerr = GR_ERR_NOT_LEADER_OR_FOLLOWER;
-    } else {
-        struct gr_partition_marker m = {.producer_id = r->producer_id,
-                                        .producer_epoch = r->producer_epoch,
-                                        .coordinator_epoch = r->coordinator_epoch,
-                                        .commit = r->commit,
-                                        .now_ms = gr_time_wall_ms()};
-        struct gr_append_result res;
-        int rc = gr_partition_write_marker(part, &m, &res);
-        if (rc == GR_LOG_ERR_INVALID_PRODUCER_EPOCH)
-            kerr = GR_ERR_INVALID_PRODUCER_EPOCH;
-        else if (rc == GR_LOG_ERR_TRANSACTION_COORDINATOR_FENCED)
-            kerr = GR_ERR_TRANSACTION_COORDINATOR_FENCED;
-        else if (rc < 0)
-            kerr = GR_ERR_NOT_LEADER_OR_FOLLOWER; /* -EXDEV, offline, no room: retried */
-        else {
-            end = res.last_offset + 1;
-            gr_log_flush_async(log);
-        }
-    }
+    int16_t kerr = gr_txns_write_marker(b, log, &m, &end);
     if (kerr == GR_ERR_INVALID_PRODUCER_EPOCH || kerr == GR_ERR_TRANSACTION_COORDINATOR_FENCED) {
         GR_WARN_RATELIMITED("%s-%d: transaction marker of producer id %lld refused (error %d)", mp->topic,
                             (int)mp->partition, (long long)r->producer_id, (int)kerr);
@@ -504,6 +543,7 @@ static void marker_send(struct mpart *mp)
         retry_later(r);
         return;
     }
+    struct gr_partition *part = gr_broker_partition(b, log);
     if (end < 0) { /* nothing written (no pending offsets of the producer): done */
         mp->done = true;
         r->left--;
@@ -517,14 +557,55 @@ static void marker_send(struct mpart *mp)
     gr_partition_wait_committed(part, &mp->pw, end); /* may be done at once */
 }
 
-/* Sends every marker not done (the first round, and each retry). */
-static void round_send(struct mround *r)
+/* Writes the markers not done and not waiting (their files pinned open when gated), drops the pins. */
+static void round_write(struct mround *r)
 {
     for (int32_t i = 0; i < r->count && !r->fenced; i++) {
         struct mpart *mp = &r->parts[i];
         if (!mp->done && !mp->pw.part && !mp->send.dest) marker_send(mp);
     }
+    gr_cold_unpin(&r->cold);
     round_check(r);
+}
+
+/* The round's turn in the append gate: its data partitions are appendable (or nothing could be pinned). */
+static void round_gated(struct gr_append_gate *g, int err)
+{
+    struct mround *r = g->ctx;
+    r->gated = false;
+    if (err) {
+        retry_later(r);
+        return;
+    }
+    round_write(r);
+}
+
+/* Sends every marker not done (the first round, and each retry): through the append gate as every append
+ * (partition.h gr_gate_enter: a data partition's marker lands after the appends queued before it, and an
+ * active file the fd cap closed is reopened on the I/O pool, never on this thread), then round_write. */
+static void round_send(struct mround *r)
+{
+    struct gr_broker *b = r->t->b;
+    if (r->gated || r->fenced) return;
+    int n = 0;
+    for (int32_t i = 0; i < r->count; i++) {
+        struct mpart *mp = &r->parts[i];
+        struct gr_log *log = mp->done || mp->pw.part || mp->send.dest ? NULL : mpart_log(mp);
+        if (log && strcmp(mp->topic, GR_OFFSETS_TOPIC) != 0) r->logs[n++] = log;
+    }
+    if (n == 0 || !b->iopool) { /* no pool (tests): as Produce, straight to the append */
+        round_write(r);
+        return;
+    }
+    gr_cold_release(&r->cold);
+    gr_cold_init(&r->cold, b->parts, b->iopool, NULL, NULL); /* the gate sets its hook */
+    int rc = gr_gate_enter(&r->gate, b->parts, &r->cold, r->logs, r->entries, n, round_gated, r);
+    if (rc < 0)
+        retry_later(r);
+    else if (rc == 0)
+        r->gated = true; /* round_gated writes */
+    else
+        round_write(r);
 }
 
 static void retry_cb(struct ev_loop *loop, ev_timer *w, int revents)
@@ -541,8 +622,18 @@ static void hook_send_markers(void *ctx, const struct gr_txn_markers *m)
 {
     struct gr_txns *t = ctx;
     struct mround *r = calloc(1, sizeof *r);
-    if (r && m->partition_count > 0) r->parts = calloc((size_t)m->partition_count, sizeof *r->parts);
-    if (!r || (m->partition_count > 0 && !r->parts)) {
+    size_t slots = m->partition_count > 0 ? (size_t)m->partition_count : 0;
+    if (r && slots > 0) {
+        r->parts = calloc(slots, sizeof *r->parts);
+        r->logs = calloc(slots, sizeof *r->logs);
+        r->entries = calloc(slots, sizeof *r->entries);
+    }
+    if (!r || (slots > 0 && (!r->parts || !r->logs || !r->entries))) {
+        if (r) {
+            free(r->parts);
+            free(r->logs);
+            free(r->entries);
+        }
         GR_ERROR("transaction coordinator: out of memory for the markers of producer id %lld",
                  (long long)m->producer_id);
         free(r);

@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "coordinator/txn.h"
+#include "partition/partition.h"
 #include "server/broker.h"
 
 #define GR_TXN_TOPIC "__transaction_state"
@@ -66,6 +67,23 @@ enum gr_handler_rc gr_txns_settle(struct gr_req *req, struct gr_txns_waits *wait
 int16_t gr_txns_check_produce(struct gr_broker *b, struct gr_str txn_id, struct gr_str topic,
                               int32_t partition, struct gr_bytes records, int16_t produce_version,
                               bool *verified);
+
+/* Writes one partition's end-transaction marker `m` on this node, the one path for WriteTxnMarkers on the
+ * leader (server/handlers/write_txn_markers.c) and the coordinator's in-process rounds (KafkaApis
+ * .handleWriteTxnMarkersRequest's append, origin COORDINATOR): `log` (borrowed, the local log of the
+ * partition) of __consumer_offsets goes to the group coordinator's gr_coord_txn_complete (its
+ * COORDINATOR_NOT_AVAILABLE, COORDINATOR_LOAD_IN_PROGRESS and NOT_COORDINATOR answered
+ * NOT_LEADER_OR_FOLLOWER, as KafkaApis does: the transaction coordinator retries those); any other to
+ * gr_partition_write_marker. A data partition's caller is past the append gate (partition.h gr_gate_enter:
+ * its active file pinned open); __consumer_offsets keeps its active file open (the group coordinator's
+ * appends never wait). Returns NONE with *end_offset (commit up to it before answering: the high watermark
+ * passes the marker; -1: nothing written, done), or CORRUPT_MESSAGE (producer id or epoch below 0: no
+ * marker can carry it), INVALID_PRODUCER_EPOCH (epoch below the producer's entry),
+ * TRANSACTION_COORDINATOR_FENCED (coordinator epoch below the entry's: ProducerAppendInfo
+ * .checkCoordinatorEpoch), NOT_LEADER_OR_FOLLOWER (not the leader), KAFKA_STORAGE_ERROR (offline, no room,
+ * I/O error), MESSAGE_TOO_LARGE or UNKNOWN_SERVER_ERROR (no memory). */
+int16_t gr_txns_write_marker(struct gr_broker *b, struct gr_log *log, const struct gr_partition_marker *m,
+                             int64_t *end_offset);
 
 /* Cluster mode, before a transactional Produce's appends (ReplicaManager.appendRecords with
  * AddPartitionsToTxnManager.verifyTransaction): when the request's transactional id is coordinated by

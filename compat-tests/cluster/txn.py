@@ -18,6 +18,9 @@ loads short; transaction.state.log.replication.factor and .min.isr at Kafka's de
     at the coordinator (AddPartitionsToTxn v4 VerifyOnly between brokers): a partition not in the transaction
     is INVALID_TXN_STATE (v9) / TRANSACTION_ABORTABLE (v11), a newer epoch INVALID_PRODUCER_EPOCH, an added
     partition accepted (last stable offset held);
+  - confluent-kafka commits two transactions and aborts one over three partitions led by the three brokers
+    (markers to the other brokers' WriteTxnMarkers, Produce verified at the remote coordinator);
+    read_committed exact;
   - kill -9 the coordinator's broker mid-transaction (records produced, no EndTxn): the next broker in the
     replica order coordinates at a newer leader epoch (loaded from the replicated log); a new producer with
     the same transactional id fences the old one, its open transaction is aborted, a new one committed;
@@ -270,6 +273,58 @@ def t_remote_verify(run, etcd, bs, st):
     eq('high watermark 1, last stable offset 0 (the transaction is open)', [1, 0], lso)
 
 
+def t_cross(run, etcd, bs, st):
+    """confluent-kafka commit and abort over three partitions led by the three brokers: markers to the other
+    brokers (WriteTxnMarkers between brokers) and Produce verified at a remote coordinator."""
+    from confluent_kafka import Consumer, Producer, TopicPartition
+    topic, txn_id = 'txx', 'cross-txn'
+    with k.Conn(bs[0].bootstrap, timeout=30) as c:
+        r = c.request('CreateTopics', 7, {'topics': [{'name': topic, 'num_partitions': -1, 'replication_factor': -1,
+                                                      'assignments': [{'partition_index': p, 'broker_ids': ids}
+                                                                      for p, ids in enumerate(
+                                                                          [[1, 2, 3], [2, 3, 1], [3, 1, 2]])],
+                                                      'configs': []}], 'timeout_ms': 10000, 'validate_only': False})
+    eq(f'CreateTopics {topic}: partitions 0, 1, 2 led by brokers 1, 2, 3', 0, r['topics'][0]['error_code'])
+    h.wait_until(lambda: [v[0] for _, v in sorted((parts_of(bs[0], topic) or {}).items())] == [1, 2, 3], 20,
+                 f'{topic} led')
+    pr = Producer({'bootstrap.servers': ','.join(b.bootstrap for b in bs), 'transactional.id': txn_id,
+                   'linger.ms': 5, 'message.timeout.ms': 30000, 'log_level': 2})
+    pr.init_transactions(30)
+    pr.begin_transaction()
+    for p in range(3):
+        for i in range(3):
+            pr.produce(topic, value=f'c{p}-{i}'.encode(), partition=p)
+    pr.commit_transaction(30)
+    pr.begin_transaction()
+    for p in range(3):
+        pr.produce(topic, value=f'a{p}'.encode(), partition=p)
+    pr.abort_transaction(30)
+    pr.begin_transaction()
+    pr.produce(topic, value=b'last', partition=1)
+    pr.commit_transaction(30)
+    ok(f'two transactions committed, one aborted over the three brokers (coordinator broker '
+       f'{find(bs[0], txn_id)[1]})')
+    c = Consumer({'bootstrap.servers': ','.join(b.bootstrap for b in bs), 'group.id': 'rc-x',
+                  'isolation.level': 'read_committed', 'enable.auto.commit': False, 'log_level': 2})
+    c.assign([TopicPartition(topic, p, 0) for p in range(3)])
+    got = []
+    try:
+        end = time.monotonic() + 20
+        while len(got) < 10 and time.monotonic() < end:
+            m = c.poll(0.2)
+            if m is not None and not m.error():
+                got.append(m.value().decode())
+        end = time.monotonic() + 1.5
+        while time.monotonic() < end:
+            m = c.poll(0.2)
+            if m is not None and not m.error():
+                got.append(m.value().decode())
+    finally:
+        c.close()
+    eq('read_committed reads exactly the committed records of the three partitions',
+       sorted([f'c{p}-{i}' for p in range(3) for i in range(3)] + ['last']), sorted(got))
+
+
 def t_kill_mid(run, etcd, bs, st):
     p = partition_for(TXN_ID)
     pr = st.pop('producer')
@@ -371,6 +426,8 @@ def main():
             section('commit and abort at a coordinator leading the data partition', t_local_txn, run, etcd, bs, st)
         if 'txn_parts' in st:
             section('Produce verified by a coordinator on another broker', t_remote_verify, run, etcd, bs, st)
+        if 'txn_parts' in st:
+            section('commit and abort across partitions led by the three brokers', t_cross, run, etcd, bs, st)
         if 'producer' in st:
             section('kill -9 the coordinator mid-transaction', t_kill_mid, run, etcd, bs, st)
         if 'producer' in st:

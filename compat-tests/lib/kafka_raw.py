@@ -61,7 +61,8 @@ UNKNOWN_TOPIC_ID = 100
 API_KEYS = {'Produce': 0, 'Fetch': 1, 'ListOffsets': 2, 'Metadata': 3, 'FindCoordinator': 10,
             'ApiVersions': 18, 'CreateTopics': 19, 'DescribeConfigs': 32, 'OffsetCommit': 8, 'OffsetFetch': 9,
             'JoinGroup': 11, 'Heartbeat': 12, 'LeaveGroup': 13, 'SyncGroup': 14, 'OffsetForLeaderEpoch': 23,
-            'DeleteRecords': 21, 'InitProducerId': 22, 'AddPartitionsToTxn': 24, 'EndTxn': 26}
+            'DeleteRecords': 21, 'InitProducerId': 22, 'AddPartitionsToTxn': 24, 'EndTxn': 26,
+            'WriteTxnMarkers': 27, 'DescribeProducers': 61, 'DescribeTransactions': 65, 'ListTransactions': 66}
 
 
 class DecodeError(Exception):
@@ -137,6 +138,57 @@ SCHEMAS = {
     ], [
         F('throttle_time_ms', 'int32', '0+'), F('error_code', 'int16', '0+'),
         F('producer_id', 'int64', '5+', default=-1), F('producer_epoch', 'int16', '5+', default=-1),
+    ]),
+    'WriteTxnMarkers': (1, [
+        F('markers', [
+            F('producer_id', 'int64', '0+'), F('producer_epoch', 'int16', '0+'),
+            F('transaction_result', 'bool', '0+'),
+            F('topics', [F('name', 'string', '0+'), F('partition_indexes', '[int32]', '0+')], '0+'),
+            F('coordinator_epoch', 'int32', '0+'), F('transaction_version', 'int8', '2+', default=0),
+        ], '0+'),
+    ], [
+        F('markers', [
+            F('producer_id', 'int64', '0+'),
+            F('topics', [F('name', 'string', '0+'), F('partitions', [
+                F('partition_index', 'int32', '0+'), F('error_code', 'int16', '0+')], '0+')], '0+'),
+        ], '0+'),
+    ]),
+    'DescribeProducers': (0, [
+        F('topics', [F('name', 'string', '0+'), F('partition_indexes', '[int32]', '0+')], '0+'),
+    ], [
+        F('throttle_time_ms', 'int32', '0+'),
+        F('topics', [F('name', 'string', '0+'), F('partitions', [
+            F('partition_index', 'int32', '0+'), F('error_code', 'int16', '0+'),
+            F('error_message', 'string', '0+', nullable='0+'),
+            F('active_producers', [
+                F('producer_id', 'int64', '0+'), F('producer_epoch', 'int32', '0+'),
+                F('last_sequence', 'int32', '0+', default=-1), F('last_timestamp', 'int64', '0+', default=-1),
+                F('coordinator_epoch', 'int32', '0+'), F('current_txn_start_offset', 'int64', '0+', default=-1),
+            ], '0+')], '0+')], '0+'),
+    ]),
+    'DescribeTransactions': (0, [
+        F('transactional_ids', '[string]', '0+'),
+    ], [
+        F('throttle_time_ms', 'int32', '0+'),
+        F('transaction_states', [
+            F('error_code', 'int16', '0+'), F('transactional_id', 'string', '0+'),
+            F('transaction_state', 'string', '0+'), F('transaction_timeout_ms', 'int32', '0+'),
+            F('transaction_start_time_ms', 'int64', '0+'), F('producer_id', 'int64', '0+'),
+            F('producer_epoch', 'int16', '0+'),
+            F('topics', [F('topic', 'string', '0+'), F('partitions', '[int32]', '0+')], '0+'),
+        ], '0+'),
+    ]),
+    'ListTransactions': (0, [
+        F('state_filters', '[string]', '0+'), F('producer_id_filters', '[int64]', '0+'),
+        F('duration_filter', 'int64', '1+', default=-1),
+        F('transactional_id_pattern', 'string', '2+', nullable='2+'),
+    ], [
+        F('throttle_time_ms', 'int32', '0+'), F('error_code', 'int16', '0+'),
+        F('unknown_state_filters', '[string]', '0+'),
+        F('transaction_states', [
+            F('transactional_id', 'string', '0+'), F('producer_id', 'int64', '0+'),
+            F('transaction_state', 'string', '0+'),
+        ], '0+'),
     ]),
     'ApiVersions': (3, [
         F('client_software_name', 'string', '3+', default='gregor-compat'),

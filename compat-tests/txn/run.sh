@@ -7,8 +7,8 @@
 # coordinator epoch saved in the log directory and raised at every start; transaction.state.log.replication.factor
 # or transaction.state.log.min.isr set above 1 stops a single-node broker. The group side (offsets.py):
 # TxnOffsetCommit served only when on, its per-partition errors, OffsetFetch require_stable answering
-# UNSTABLE_OFFSET_COMMIT while a transactional commit is pending, also after a restart. Read next:
-# coordinator.py, offsets.py.
+# UNSTABLE_OFFSET_COMMIT while a transactional commit is pending, also after a restart. The admin APIs
+# (admin.py): WriteTxnMarkers as a partition leader. Read next: coordinator.py, offsets.py, admin.py.
 set -u
 . "$(dirname "$0")/../lib/broker.sh"
 trap broker_cleanup EXIT
@@ -64,6 +64,48 @@ if command -v kcat >/dev/null; then # kcat's transactional producer: init, begin
 fi
 broker_stop
 check_eq "no ERROR logged" "" "$(grep -E ' ERROR ' "$BROKER_DIR/broker.log")"
+rm -rf "$BROKER_DIR"
+
+# The admin APIs (admin.py, raw requests): WriteTxnMarkers as a partition leader, DescribeTransactions,
+# ListTransactions, DescribeProducers; then Kafka's kafka-transactions.sh when compat-tests/.cache/kafka-4.4.0
+# holds it (compat-tests/kafka-dist/get-kafka.sh): list, describe, describe-producers, find-hanging (an open
+# transaction the coordinator knows is not hanging; once __transaction_state is lost (its topic file removed
+# while the broker is down: the coordinator was told nothing of the transaction) it is), abort by start offset.
+BROKER_DIR=$(mktemp -d /tmp/gregor-test.XXXXXX)
+broker_start "${ON[@]}" || { fail "start"; summary txn; exit 1; }
+run_py "admin markers" "$(dirname "$0")/admin.py" markers
+run_py "admin describe" "$(dirname "$0")/admin.py" describe
+KTX=$REPO/compat-tests/.cache/kafka-4.4.0/bin/kafka-transactions.sh
+if [ -x "$KTX" ] && command -v java >/dev/null; then
+    ktx() { timeout 60 "$KTX" --bootstrap-server "$BROKER" "$@" 2>&1; }
+    # the tools print tab-separated tables padded with spaces, a header first
+    out=$(ktx list)
+    check "kafka-transactions.sh list: tx-hang Ongoing, tx-empty Empty, coordinator 1" \
+        bash -c 'tail -n +2 <<<"$1" | tr -d " " | awk -F"\t" "\$1 == \"tx-hang\" && \$2 == 1 && \$4 == \"Ongoing\" { a = 1 }
+            \$1 == \"tx-empty\" && \$4 == \"Empty\" { b = 1 } END { exit !(a && b) }"' _ "$out"
+    out=$(ktx describe --transactional-id tx-hang)
+    check "kafka-transactions.sh describe: tx-hang Ongoing, timeout 60000, over wth-0" \
+        bash -c 'tail -1 <<<"$1" | tr -d " " | awk -F"\t" "\$2 == \"tx-hang\" && \$5 == \"Ongoing\" && \$6 == 60000 && \$9 == \"wth-0\" { ok = 1 } END { exit !ok }"' _ "$out"
+    out=$(ktx describe-producers --topic wth --partition 0)
+    check "kafka-transactions.sh describe-producers: one producer, its open transaction at offset 0" \
+        bash -c 'tail -n +2 <<<"$1" | tr -d " " | awk -F"\t" "\$6 == 0 { n++ } END { exit !(n == 1 && NR == 1) }"' _ "$out"
+    out=$(ktx find-hanging --topic wth)
+    check_eq "kafka-transactions.sh find-hanging: an open transaction its coordinator holds is not hanging" 1 \
+        "$(grep -c . <<<"$out")"
+    broker_stop
+    rm -f "$(grep -l '^name=__transaction_state$' "$BROKER_DIR"/data/__gregor_topics/*.topic)"
+    broker_restart "${ON[@]}" || { fail "restart"; summary txn; exit 1; }
+    out=$(ktx find-hanging --topic wth)
+    check "kafka-transactions.sh find-hanging once __transaction_state is lost: wth-0 from offset 0, an hour old" \
+        bash -c 'tail -n +2 <<<"$1" | tr -d " " | awk -F"\t" "\$1 == \"wth\" && \$2 == 0 && \$6 == 0 && \$8 >= 59 { n++ } END { exit !(n == 1 && NR == 1) }"' _ "$out"
+    out=$(ktx abort --topic wth --partition 0 --start-offset 0)
+    check_eq "kafka-transactions.sh abort --topic wth --partition 0 --start-offset 0: no output" "" "$out"
+    run_py "admin stable" "$(dirname "$0")/admin.py" stable
+else
+    echo "  skip kafka-transactions.sh: run compat-tests/kafka-dist/get-kafka.sh to include it"
+fi
+broker_stop
+check_eq "no ERROR logged (admin)" "" "$(grep -E ' ERROR ' "$BROKER_DIR/broker.log")"
 rm -rf "$BROKER_DIR"
 
 # Kafka's defaults 3 and 2 need a cluster: unset they are 1 on one node, set above 1 they stop the broker.

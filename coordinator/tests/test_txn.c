@@ -1010,10 +1010,83 @@ static void test_crash_during_fence(void **state)
     reset(&f);
 }
 
+struct seen_list {
+    int n;
+    char ids[8][16];
+    int64_t pids[8];
+    enum gr_txn_state states[8];
+};
+static void seen_one(void *ctx, const struct gr_txn_listing *l)
+{
+    struct seen_list *s = ctx;
+    assert_true(s->n < 8 && l->transactional_id.len < 16);
+    memcpy(s->ids[s->n], l->transactional_id.ptr, (size_t)l->transactional_id.len);
+    s->ids[s->n][l->transactional_id.len] = '\0';
+    s->pids[s->n] = l->producer_id;
+    s->states[s->n++] = l->state;
+}
+static struct seen_list list_of(struct fake *f, const struct gr_txn_list_filter *flt, int16_t want)
+{
+    struct seen_list s = {0};
+    assert_int_equal(gr_txn_list(f->tc, flt, seen_one, &s), want);
+    return s;
+}
+
+/* ListTransactions' filters (listTransactionStates): producer ids, states (an empty state set lists
+ * nothing), the duration (now - start > DurationFilter); COORDINATOR_LOAD_IN_PROGRESS while a partition
+ * loads, the ids of a partition not owned left out; gr_txn_partitions in the order added. */
+static void test_list_and_partitions(void **state)
+{
+    (void)state;
+    struct fake f = {0};
+    make(&f, 0);
+    int64_t a = begin(&f, "a", 60000); /* Ongoing over t-0, t-1 */
+    struct res r = {0};
+    gr_txn_init_producer_id(f.tc, &r, gr_str_c("b"), 60000, -1, -1);
+    report(&f, 0);
+    int64_t b = r.r.producer_id; /* Empty */
+    struct gr_txn_tp tps[4];
+    assert_int_equal(gr_txn_partitions(f.tc, gr_str_c("a"), tps, 1), 2); /* cap 1: one written */
+    assert_int_equal(gr_txn_partitions(f.tc, gr_str_c("a"), tps, 4), 2);
+    assert_true(gr_str_eq_c(tps[0].topic, "t") && tps[0].partition == 0 && tps[1].partition == 1);
+    assert_int_equal(gr_txn_partitions(f.tc, gr_str_c("b"), tps, 4), 0);
+    assert_int_equal(gr_txn_partitions(f.tc, gr_str_c("none"), tps, 4), 0);
+    struct gr_txn_list_filter all = {.duration_ms = -1};
+    assert_int_equal(list_of(&f, &all, 0).n, 2);
+    int64_t pids[] = {b};
+    struct gr_txn_list_filter by_pid = {.producer_ids = pids, .producer_id_count = 1, .duration_ms = -1};
+    struct seen_list s = list_of(&f, &by_pid, 0);
+    assert_int_equal(s.n, 1);
+    assert_string_equal(s.ids[0], "b");
+    assert_int_equal(s.states[0], GR_TXN_EMPTY);
+    enum gr_txn_state ongoing[] = {GR_TXN_ONGOING};
+    struct gr_txn_list_filter by_state = {
+        .states = ongoing, .state_count = 1, .filter_states = true, .duration_ms = -1};
+    s = list_of(&f, &by_state, 0);
+    assert_int_equal(s.n, 1);
+    assert_string_equal(s.ids[0], "a");
+    assert_int_equal(s.pids[0], a);
+    struct gr_txn_list_filter none = {.filter_states = true, .duration_ms = -1};
+    assert_int_equal(list_of(&f, &none, 0).n, 0);
+    struct gr_txn_list_filter dur = {
+        .states = ongoing, .state_count = 1, .filter_states = true, .duration_ms = 5000};
+    assert_int_equal(list_of(&f, &dur, 0).n, 0); /* started now */
+    f.now += 5001;
+    assert_int_equal(list_of(&f, &dur, 0).n, 1);
+    int32_t pa = gr_txn_partition_for(gr_str_c("a"), 50);
+    gr_txn_unload(f.tc, pa);
+    s = list_of(&f, &all, 0);
+    assert_true(s.n == 1 && strcmp(s.ids[0], "b") == 0); /* a's partition not owned: left out */
+    assert_int_equal(gr_txn_load_begin(f.tc, pa, 1), 0);
+    assert_int_equal(list_of(&f, &all, GR_ERR_COORDINATOR_LOAD_IN_PROGRESS).n, 0);
+    reset(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_init_producer_id),
+        cmocka_unit_test(test_list_and_partitions),
         cmocka_unit_test(test_init_invalid),
         cmocka_unit_test(test_ownership_errors),
         cmocka_unit_test(test_commit_flow),

@@ -12,6 +12,9 @@
  *     whose files stayed closed are not written (KAFKA_STORAGE_ERROR), the network thread opens nothing.
  *   - The same Produce while the broker stops: the job's completion does not run it (nothing appended, no
  *     new job), and freeing it drops its pins (the cap closes the files again).
+ *   - WriteTxnMarkers sent while that Produce waits: its markers land after the Produce's batches, with no
+ *     pool job and no open of its own (the append gate, as Produce); so does the COMMIT marker the
+ *     transaction coordinator writes in process (its round enters the gate), with the binding on.
  *   - ListOffsets by time (-3, max timestamp) naming all 20 partitions: answered in a few pool rounds,
  *     without an open on this thread (each round used to close what the last one opened, until the round
  *     limit sent the lookups to blocking opens).
@@ -30,7 +33,10 @@
 #include <cmocka.h>
 
 #include "common/time.h"
+#include "coordinator/txn.h"
 #include "server/handlers/handlers.h"
+#include "server/producer_ids.h"
+#include "server/txns.h"
 #include "server/tests/fixture.h"
 #include "storage/tests/fault.h"
 #include "storage/tests/helpers.h"
@@ -153,6 +159,156 @@ static void test_wide_produce_one_round(void **state)
     gr_store_quiesce(f->b->store);
     gr_store_fds_trim(f->b->store);
     assert_true(gr_store_open_segment_fds(f->b->store) <= CAP); /* the pins went with the requests */
+}
+
+/* A WriteTxnMarkers (v1, no connection) with one ABORT marker of producer `pid` for `n` partitions of "w". */
+static struct gr_req *markers_req(struct fx *f, int64_t pid, const int32_t *parts, int n)
+{
+    struct gr_req *req = new_req(f, 27, 1);
+    struct gr_write_txn_markers_request *body = gr_arena_alloc(&req->arena, sizeof *body);
+    gr_write_txn_markers_request_init(body);
+    body->markers.items = gr_arena_calloc(&req->arena, 1, sizeof *body->markers.items);
+    body->markers.count = 1;
+    struct gr_write_txn_markers_request_writable_txn_marker *mk = &body->markers.items[0];
+    gr_write_txn_markers_request_writable_txn_marker_init(mk);
+    mk->producer_id = pid;
+    mk->producer_epoch = 0;
+    mk->transaction_result = false;
+    mk->coordinator_epoch = 0;
+    mk->topics.items = gr_arena_calloc(&req->arena, 1, sizeof *mk->topics.items);
+    mk->topics.count = 1;
+    mk->topics.items[0].name = gr_str_c("w");
+    mk->topics.items[0].partition_indexes.items = gr_arena_calloc(&req->arena, (size_t)n, sizeof(int32_t));
+    mk->topics.items[0].partition_indexes.count = n;
+    for (int i = 0; i < n; i++)
+        mk->topics.items[0].partition_indexes.items[i] = parts[i];
+    req->body = body;
+    req->resp = gr_arena_alloc(&req->arena, sizeof(struct gr_write_txn_markers_response));
+    gr_write_txn_markers_response_init(req->resp);
+    return req;
+}
+
+/* WriteTxnMarkers passes the append gate as Produce does: sent while a Produce naming all 20 partitions waits
+ * for its reopen round, its markers on partitions 0 and 7 queue behind it and land after its batches (before
+ * the gate they were appended at once, ahead of the earlier Produce, and their closed files reopened on this
+ * thread); no pool job of its own, no open on this thread. */
+static void test_markers_gated(void **state)
+{
+    struct fx *f = *state;
+    long opens = fault_count_this_thread(F_OPEN);
+    struct gr_req *wide = produce_req(f, all_parts, PARTS, 1, 1);
+    assert_int_equal(gr_handle_produce(wide), GR_HANDLER_WAIT);
+    int32_t two[] = {0, 7};
+    struct gr_req *mk = markers_req(f, 4242, two, 2);
+    assert_int_equal(gr_handle_write_txn_markers(mk), GR_HANDLER_WAIT); /* queued behind `wide` */
+    assert_int_equal(gr_log_end_offset(gr_topic_log(f->topic, 0)), 0);
+    assert_int_equal(run_pool(f, 8), 1);
+    assert_int_equal(f->b->parked_count, 0);
+    assert_int_equal(fault_count_this_thread(F_OPEN), opens);
+    for (int i = 0; i < 2; i++) {
+        struct th_seen *seen;
+        int n = th_read_all(gr_topic_log(f->topic, two[i]), 0, INT64_MAX, &seen);
+        assert_int_equal(n, 2);
+        assert_int_equal(seen[0].tag, 1); /* the Produce's batch first */
+        assert_int_equal(seen[0].producer_id, -1);
+        assert_int_equal(seen[1].producer_id, 4242); /* then the marker */
+        assert_int_equal(seen[1].base_offset, 1);
+        free(seen);
+    }
+}
+
+/* The loop and the pool (a cap pass before each completion, as run_pool) until `*flag` is set or 10 s. */
+static void spin_until(struct fx *f, const bool *flag)
+{
+    int64_t deadline = gr_time_mono_ms() + 10000;
+    while (!*flag && gr_time_mono_ms() < deadline) {
+        gr_store_fds_trim(f->b->store);
+        int n = gr_iopool_complete(f->b->iopool);
+        ev_run(f->b->loop, EVRUN_NOWAIT);
+        if (!n) usleep(1000);
+    }
+    assert_true(*flag);
+}
+
+struct answered {
+    bool done;
+    int16_t error_code;
+};
+static void txn_answered(struct gr_txns_waiter *w, const struct gr_txn_result *res)
+{
+    struct answered *a = w->ctx;
+    a->done = true;
+    a->error_code = res->error_code;
+}
+
+/* The coordinator's in-process marker round passes the append gate too (server/txns.c round_send): the
+ * binding on (one __transaction_state partition), transaction "tx" over w-0 is committed while a Produce
+ * naming all 20 partitions waits for its reopen round; the COMMIT marker lands on w-0 after the Produce's
+ * batch (before the gate it was appended at once, ahead of it, its file reopened on this thread), with no
+ * open on this thread. */
+static void test_coordinator_markers_gated(void **state)
+{
+    struct fx *f = *state;
+    struct gr_broker *b = f->b;
+    b->cfg.settings.gregor_transaction_coordinator_test_enable = true;
+    b->cfg.settings.transaction_state_log_num_partitions = 1;
+    assert_int_equal(gr_producer_ids_start(b), 0);
+    struct gr_req *fc = new_req(f, GR_API_FIND_COORDINATOR, 3);
+    fc->api = gr_api_find(GR_API_FIND_COORDINATOR);
+    fc->body = gr_arena_calloc(&fc->arena, 1, sizeof(struct gr_find_coordinator_request));
+    fc->resp = gr_arena_calloc(&fc->arena, 1, sizeof(struct gr_find_coordinator_response));
+    gr_find_coordinator_request_init(fc->body);
+    gr_find_coordinator_response_init(fc->resp);
+    ((struct gr_find_coordinator_request *)fc->body)->key = gr_str_c("tx");
+    ((struct gr_find_coordinator_request *)fc->body)->key_type = 1;
+    assert_true(gr_txns_defer(fc)); /* __transaction_state made on the pool, then loaded */
+    bool loaded = false;
+    int64_t deadline = gr_time_mono_ms() + 10000;
+    while (!(loaded = gr_txns_loaded(b) == 1) && gr_time_mono_ms() < deadline) {
+        gr_iopool_complete(b->iopool);
+        ev_run(b->loop, EVRUN_NOWAIT);
+        usleep(1000);
+    }
+    assert_true(loaded);
+    struct gr_str id = gr_str_c("tx");
+    struct answered init = {0}, add = {0}, end = {0};
+    struct gr_txns_waiter wi = {.answer = txn_answered, .ctx = &init};
+    gr_txn_init_producer_id(b->txn, &wi, id, 60000, -1, -1);
+    spin_until(f, &init.done);
+    assert_int_equal(init.error_code, 0);
+    struct gr_txn_info info;
+    assert_int_equal(gr_txn_describe(b->txn, id, &info), 0);
+    struct gr_txn_tp tp = {gr_str_c("w"), 0};
+    struct gr_txns_waiter wa = {.answer = txn_answered, .ctx = &add};
+    gr_txn_add_partitions(b->txn, &wa, id, info.producer_id, info.producer_epoch, &tp, 1);
+    spin_until(f, &add.done);
+    assert_int_equal(add.error_code, 0);
+
+    long opens = fault_count_this_thread(F_OPEN);
+    gr_store_fds_trim(b->store);
+    struct gr_req *wide = produce_req(f, all_parts, PARTS, 1, 1);
+    assert_int_equal(gr_handle_produce(wide), GR_HANDLER_WAIT); /* files closed: parked */
+    struct gr_txns_waiter we = {.answer = txn_answered, .ctx = &end};
+    gr_txn_end(b->txn, &we, id, info.producer_id, info.producer_epoch, true);
+    spin_until(f, &end.done); /* PrepareCommit durable; the markers follow */
+    assert_int_equal(end.error_code, 0);
+    struct gr_log *log = gr_topic_log(f->topic, 0);
+    bool marked = false;
+    deadline = gr_time_mono_ms() + 10000;
+    while (!(marked = gr_log_end_offset(log) == 2 && b->parked_count == 0) && gr_time_mono_ms() < deadline) {
+        gr_store_fds_trim(b->store);
+        gr_iopool_complete(b->iopool);
+        ev_run(b->loop, EVRUN_NOWAIT);
+        usleep(1000);
+    }
+    assert_true(marked);
+    assert_int_equal(fault_count_this_thread(F_OPEN), opens);
+    struct th_seen *seen;
+    assert_int_equal(th_read_all(log, 0, INT64_MAX, &seen), 2);
+    assert_int_equal(seen[0].tag, 1); /* the Produce's batch first */
+    assert_int_equal(seen[0].producer_id, -1);
+    assert_int_equal(seen[1].producer_id, info.producer_id); /* then the COMMIT marker */
+    free(seen);
 }
 
 static void test_stop_while_gated(void **state)
@@ -329,6 +485,8 @@ int main(void)
         all_parts[p] = p;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_wide_produce_one_round, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_markers_gated, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_coordinator_markers_gated, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stop_while_gated, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reopen_fails, setup, teardown),
         cmocka_unit_test_setup_teardown(test_list_offsets_over_cap, setup, teardown),
