@@ -30,6 +30,17 @@
  * none; each costs a connection and its buffers per leader broker, and more than a few never helps on one
  * network path. */
 #define GR_REPLICA_FETCHERS_MAX 64
+/* Transaction markers to other brokers (server/txn_markers.h): markers in one WriteTxnMarkers request (Kafka
+ * drains a broker's whole queue into one request; a bound keeps one request's size and the work one answer
+ * triggers small) and markers waiting per destination broker (Kafka's queues are unbounded; a coordinator
+ * has at most one marker round per transactional id, so this is only reached with thousands of ids
+ * completing at once toward one broker, and a refused marker is retried after 100 ms). */
+#define GR_TXN_MARKERS_BATCH_MAX 256
+#define GR_TXN_MARKERS_QUEUED_MAX 8192
+/* Produce requests waiting for one coordinator broker's verification (server/txns.c,
+ * AddPartitionsToTxnManager): each holds a parked request already bounded by the request memory budget; past
+ * this a transactional Produce answers NOT_ENOUGH_REPLICAS (retriable) at once rather than queue. */
+#define GR_TXN_VERIFY_PENDING_MAX 4096
 /* Controlled shutdown (server/membership.c): the longest a SIGTERMed cluster broker keeps serving while it
  * waits for the controller to move its leaderships away (issue #20: "at most 30 s"). Kafka bounds the same
  * wait by the broker's shutdown timeout; etcd-side moves take milliseconds, so 30 s only passes when the

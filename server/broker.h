@@ -329,6 +329,15 @@ int64_t gr_req_logs_left_ms(const struct gr_req *req, int64_t timeout_ms);
    (its result acted on as a handler's, gr_req_complete); at the deadline `run` runs with
    gr_req_logs_expired true. Returns GR_HANDLER_WAIT. */
 enum gr_handler_rc gr_req_await_logs(struct gr_req *req, int64_t timeout_ms, gr_handler_fn run);
+/* Until verified by the transaction coordinator on another broker (KIP-890 part 1, server/txns.c
+   gr_txns_verify_remote: AddPartitionsToTxnManager's wait): declares that the running request waits for at
+   most `timeout_ms`, then runs `run` again (its result acted on as a handler's, gr_req_complete) when
+   gr_req_verified is called, or at the deadline after `cancel(req)` withdrew the question (its answer then
+   never comes). Returns GR_HANDLER_WAIT. gr_req_verified: the answer is in (call it once, from the loop,
+   never inside a handler). */
+enum gr_handler_rc gr_req_await_verified(struct gr_req *req, int64_t timeout_ms, gr_handler_fn run,
+                                         void (*cancel)(struct gr_req *req));
+void gr_req_verified(struct gr_req *req);
 /* A parked request (its recheck set by gr_req_await) also waits for the log of (topic_id, partition) to be
    made, then for data on it (gr_req_wait_data under `iso`); each runs req->recheck. Returns 1 when queued,
    -ENOMEM out of arena memory (the request's deadline still ends it). Fetch's long poll. */

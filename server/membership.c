@@ -34,6 +34,7 @@
 #include "partition/partition.h"
 #include "server/broker.h"
 #include "server/groups.h"
+#include "server/txns.h"
 #include "server/route.h"
 
 /* The feed's link from an image topic to this broker's storage topic: same name and same id. */
@@ -145,6 +146,7 @@ static void follow_image(void *ctx, struct gr_image *img)
     shutdown_check(ctx);
     sync_configs(ctx);
     gr_route_logwaits_settle(ctx); /* requests waiting for a log no longer led here: answered now */
+    gr_txns_follow(ctx);           /* __transaction_state partitions led here load, others unload */
     if (img->self_fenced) return;
     for (int32_t i = 0; i < gr_image_topic_count(img); i++) {
         struct gr_image_topic *t = gr_image_topic_at(img, i);
@@ -233,6 +235,7 @@ static void on_log(void *ctx, struct gr_topic *t, int32_t partition, struct gr_l
         gr_partition_visible_offset(gr_broker_partition(b, log));
         sync_configs(b);
         gr_groups_follow(b); /* a __consumer_offsets partition led here can load its groups now */
+        gr_txns_follow(b);   /* and a __transaction_state partition its transactions */
     }
     gr_logwait_signal(&b->logwaits, gr_topic_id(t), partition); /* Produce and Fetch waiting for this log */
     gr_broker_wake_parked(b);
@@ -294,6 +297,10 @@ int gr_membership_join(struct gr_broker *b)
        local replicas follow it, the controller campaigns */
     if (gr_groups_cluster_start(b) < 0) {
         GR_ERROR("cannot start the group coordinator");
+        return -1;
+    }
+    if (gr_txns_cluster_start(b) < 0) {
+        GR_ERROR("cannot start the transaction coordinator");
         return -1;
     }
     struct gr_replicas_config rc = {
@@ -425,6 +432,7 @@ void gr_membership_stop_controller(struct gr_broker *b)
     b->isr_writer = NULL;
     gr_fetcher_free(b->fetcher); /* no append after this (the role binding removed every partition) */
     b->fetcher = NULL;
+    gr_txns_stop_markers(b); /* its connections first: they belong to the inter-broker client */
     gr_broker_client_free(b->broker_client);
     b->broker_client = NULL;
 }

@@ -528,6 +528,40 @@ enum gr_handler_rc gr_req_await_logs(struct gr_req *req, int64_t timeout_ms, gr_
     return GR_HANDLER_WAIT;
 }
 
+/* The wait until verified (gr_req_await_verified): what runs when the answer is in or the deadline passed. */
+struct req_verify {
+    gr_handler_fn run;
+    void (*cancel)(struct gr_req *req);
+};
+static const char verify_key;
+
+static void verify_expire(struct gr_req *req)
+{
+    struct req_verify *s = gr_req_state(req, &verify_key);
+    s->cancel(req); /* no answer after this: the re-run sees the question unanswered */
+    gr_req_complete(req, s->run(req));
+}
+
+enum gr_handler_rc gr_req_await_verified(struct gr_req *req, int64_t timeout_ms, gr_handler_fn run,
+                                         void (*cancel)(struct gr_req *req))
+{
+    struct req_verify *s = gr_req_state(req, &verify_key);
+    if (!s) s = gr_req_state_add(req, &verify_key, sizeof *s);
+    if (!s) return GR_HANDLER_CLOSE; /* out of arena memory, before any append */
+    s->run = run;
+    s->cancel = cancel;
+    return gr_req_await(req, &(struct gr_await){.expire = verify_expire, .timeout_ms = timeout_ms});
+}
+
+void gr_req_verified(struct gr_req *req)
+{
+    struct req_verify *s = gr_req_state(req, &verify_key);
+    assert(s);
+    req->expire = NULL; /* answered: the wait's deadline goes (the re-run declares its own waits) */
+    arm_deadline(req, INT64_MAX);
+    gr_req_complete(req, s->run(req));
+}
+
 /* Fetch's log wait is done: the log made, the request also waits for data on it (an until-data wait, as for
    the partitions it had at first), then is re-checked. */
 static void recheck_done(struct gr_logwait_waiter *w)

@@ -26,6 +26,12 @@
  * refusal for the producer epoch or the coordinator epoch ends the round fenced; other errors are retried
  * every GR_TXN_MARKER_RETRY_MS; then gr_txn_markers_done. done: a request's waiter (struct
  * gr_txns_waiter) is answered, and its request finished when it was parked.
+ * Cluster mode (gr_txns_cluster_start, gr_txns_follow; as server/groups.c's): __transaction_state is made by
+ * the topic writer, b->txn holds the partitions led here, each loaded at its leader epoch (the coordinator
+ * epoch; the epoch file is single-node only) and unloaded when led elsewhere; coordinator writes follow
+ * acks=-1's min ISR rule; markers for partitions led elsewhere go through server/txn_markers.h
+ * (WriteTxnMarkers to that leader), and a transactional Produce whose id another broker coordinates is
+ * verified there (gr_txns_verify_remote: AddPartitionsToTxn v4+ VerifyOnly, the Produce parked meanwhile).
  * Read next: coordinator/txn.h, coordinator/txn_log.h.
  */
 #include "server/txns.h"
@@ -36,8 +42,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cluster/broker_client.h"
 #include "cluster/image.h"
 #include "common/failpoint.h"
+#include "cluster/topic_writer.h"
 #include "common/log.h"
 #include "common/time.h"
 #include "coordinator/coordinator.h"
@@ -47,7 +55,10 @@
 #include "coordinator/txn_log.h"
 #include "partition/partition.h"
 #include "protocol/errors.h"
+#include "protocol/record_batch.h"
 #include "server/handlers/handlers.h"
+#include "server/route.h"
+#include "server/txn_markers.h"
 #include "storage/iopool.h"
 #include "storage/store.h"
 
@@ -77,6 +88,14 @@ struct gr_txns {
     struct gr_req **reqs;      /* FindCoordinator requests parked until the topic exists */
     int count, cap;
     struct mround *rounds; /* marker rounds in flight */
+    /* cluster mode (gr_txns_cluster_start) */
+    bool cluster;           /* partitions follow the image (server/membership.c calls gr_txns_follow) */
+    bool creating;          /* a creation of __transaction_state through the topic writer is in flight */
+    bool create_retry;      /* a creation failed: tried again when the usable broker count changes */
+    int32_t create_brokers; /* usable brokers when it failed (create_retry) */
+    int32_t *epochs;        /* per partition, the leader epoch it is loading or loaded at; -1: not owned */
+    struct gr_txn_markers *markers; /* markers to leaders on other brokers (made on first use) */
+    struct vconn *vconns;           /* verification connections to coordinator brokers (made on first use) */
 };
 
 /* One append waiting to be committed. */
@@ -84,7 +103,8 @@ struct twrite {
     struct gr_partition_waiter pw;
     struct gr_txns *t;
     struct gr_txn_write *w;
-    int err;                    /* the wait's outcome (0: committed) */
+    struct gr_partition *part;  /* the partition appended to (a leader's, checked once committed) */
+    int16_t err;                /* the wait's outcome as a Kafka error (NONE: committed) */
     struct twrite *prev, *next; /* on t->waiting, then (next only) on t->done_head */
 };
 
@@ -93,7 +113,7 @@ struct twrite {
 struct load {
     struct gr_io_job job;
     struct gr_txns *t;
-    int32_t partition;
+    int32_t partition, epoch; /* the coordinator epoch it loads at */
     struct gr_log *log;
     int64_t off, end, records, t0;
     bool in_job, cold_phase;
@@ -107,7 +127,7 @@ static const char deferred_key;
 
 bool gr_txns_enabled(const struct gr_broker *b)
 {
-    return b->cfg.settings.gregor_transaction_coordinator_test_enable && !b->member;
+    return b->cfg.settings.gregor_transaction_coordinator_test_enable;
 }
 
 static struct gr_txns *binding(struct gr_broker *b)
@@ -126,7 +146,7 @@ int32_t gr_txns_epoch(const struct gr_broker *b)
 
 int32_t gr_txns_loaded(const struct gr_broker *b)
 {
-    return b->txns ? b->txns->loaded : 0;
+    return b->txns && b->txn ? b->txns->loaded : 0;
 }
 
 /* ---- the ticks ---- */
@@ -174,7 +194,13 @@ static void write_waited(struct gr_partition_waiter *pw, int err)
     else
         t->waiting = tw->next;
     if (tw->next) tw->next->prev = tw->prev;
-    tw->err = err;
+    /* committed; in cluster mode Partition.checkEnoughReplicasReachOffset too
+       (NOT_ENOUGH_REPLICAS_AFTER_APPEND
+       -> COORDINATOR_NOT_AVAILABLE); a leader that became follower -> NOT_COORDINATOR; offline -> the same */
+    if (err == 0)
+        tw->err = t->cluster ? gr_partition_check_enough_replicas(tw->part) : GR_ERR_NONE;
+    else
+        tw->err = err == -EXDEV ? GR_ERR_NOT_LEADER_OR_FOLLOWER : GR_ERR_KAFKA_STORAGE_ERROR;
     tw->prev = tw->next = NULL;
     *t->done_tail = tw;
     t->done_tail = &tw->next;
@@ -184,8 +210,9 @@ static void write_waited(struct gr_partition_waiter *pw, int err)
     }
 }
 
-/* Reports every completed append to the coordinator, in completion order: committed, or KAFKA_STORAGE_ERROR
- * (the log went offline: gr_txn_append_error makes it NOT_COORDINATOR). */
+/* Reports every completed append to the coordinator, in completion order: committed, or the wait's error
+ * (gr_txn_append_error maps it: NOT_COORDINATOR for a lost leadership or an offline log,
+ * COORDINATOR_NOT_AVAILABLE for too few replicas). */
 static void report_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
     (void)loop;
@@ -195,7 +222,7 @@ static void report_cb(struct ev_loop *loop, ev_timer *w, int revents)
         struct twrite *tw = t->done_head;
         t->done_head = tw->next;
         if (!t->done_head) t->done_tail = &t->done_head;
-        int16_t err = tw->err ? GR_ERR_KAFKA_STORAGE_ERROR : GR_ERR_NONE;
+        int16_t err = tw->err;
         struct gr_txn_write *tw_w = tw->w;
         free(tw);
         gr_txn_write_done(t->b->txn, tw_w, err);
@@ -225,6 +252,11 @@ static int16_t hook_append(void *ctx, int32_t partition, const struct gr_coord_r
     struct gr_log *log = t->topic ? gr_topic_log(t->topic, partition) : NULL;
     if (!log) return GR_ERR_NOT_COORDINATOR;
     struct gr_partition *part = gr_broker_partition(b, log);
+    /* cluster mode: acks=-1's rule before the append (Partition.appendRecordsToLeader): NOT_ENOUGH_REPLICAS
+       below transaction.state.log.min.isr, NOT_LEADER_OR_FOLLOWER on a follower (mapped by the coordinator)
+     */
+    int16_t aerr = t->cluster && part ? gr_partition_check_produce_acks(part, -1) : GR_ERR_NONE;
+    if (aerr) return aerr;
     struct twrite *tw = calloc(1, sizeof *tw);
     uint8_t *batch = NULL;
     size_t len = 0;
@@ -243,6 +275,7 @@ static int16_t hook_append(void *ctx, int32_t partition, const struct gr_coord_r
     gr_log_flush_async(log); /* made durable soon, whatever the visible-offset rule */
     tw->t = t;
     tw->w = w;
+    tw->part = part;
     tw->pw = (struct gr_partition_waiter){.done = write_waited, .ctx = tw};
     tw->next = t->waiting;
     if (t->waiting) t->waiting->prev = tw;
@@ -261,6 +294,7 @@ struct mround;
 /* One partition's marker of a round. */
 struct mpart {
     struct gr_partition_waiter pw;
+    struct gr_txn_marker_send send; /* to a leader on another broker (cluster mode) */
     struct mround *r;
     char *topic; /* owned copy */
     int32_t partition;
@@ -274,6 +308,7 @@ struct mround {
     int64_t producer_id;
     int16_t producer_epoch;
     int32_t coordinator_epoch;
+    int32_t txn_partition; /* the __transaction_state partition of the transactional id */
     bool commit;
     struct mpart *parts;
     int32_t count, left;
@@ -300,6 +335,7 @@ static void round_free(struct mround *r)
 {
     for (int32_t i = 0; i < r->count; i++) {
         if (r->parts[i].pw.part) gr_partition_wait_cancel(&r->parts[i].pw);
+        gr_txn_markers_cancel(&r->parts[i].send);
         free(r->parts[i].topic);
     }
     gr_cold_release(&r->cold);
@@ -376,6 +412,65 @@ static bool marker_others_unsent(const struct mpart *mp)
     return false;
 }
 
+/* The answer of a marker sent to another broker (TransactionMarkerRequestCompletionHandler): NONE is done;
+ * INVALID_PRODUCER_EPOCH and TRANSACTION_COORDINATOR_FENCED end the round fenced;
+ * UNSUPPORTED_FOR_MESSAGE_FORMAT counts as done (Kafka logs it and moves on); everything else
+ * (NOT_LEADER_OR_FOLLOWER, NOT_ENOUGH_REPLICAS, REQUEST_TIMED_OUT, UNKNOWN_TOPIC_OR_PARTITION,
+ * KAFKA_STORAGE_ERROR, a lost connection, ...) is sent again after GR_TXN_MARKER_RETRY_MS, to the leader the
+ * image names then. */
+static void marker_remote_done(struct gr_txn_marker_send *s, int16_t err)
+{
+    struct mpart *mp = (struct mpart *)((char *)s - offsetof(struct mpart, send));
+    struct mround *r = mp->r;
+    if (err == GR_ERR_NONE || err == GR_ERR_UNSUPPORTED_FOR_MESSAGE_FORMAT) {
+        mp->done = true;
+        r->left--;
+        round_check(r);
+    } else if (err == GR_ERR_INVALID_PRODUCER_EPOCH || err == GR_ERR_TRANSACTION_COORDINATOR_FENCED) {
+        GR_WARN_RATELIMITED("%s-%d: transaction marker of producer id %lld refused (error %d)", mp->topic,
+                            (int)mp->partition, (long long)r->producer_id, (int)err);
+        r->fenced = GR_ERR_TRANSACTION_COORDINATOR_FENCED;
+        round_check(r);
+    } else {
+        retry_later(r);
+    }
+}
+
+/* Cluster mode: where partition `mp` is led, from the image (kept current by etcd's watch: a retry reads
+ * it again, Kafka's metadata refresh). Returns false when the leader is this broker (the caller writes it in
+ * process); true when handled here: a topic or partition the image does not hold counts as done (deleted),
+ * one without a leader is retried later, one led elsewhere is queued for that broker (server/txn_markers.h;
+ * retried later when refused). */
+static bool marker_route(struct mpart *mp)
+{
+    struct mround *r = mp->r;
+    struct gr_txns *t = r->t;
+    struct gr_broker *b = t->b;
+    const struct gr_image_topic *it = gr_image_topic_find(b->image, mp->topic, strlen(mp->topic));
+    const struct gr_image_partition *ip = it ? gr_image_partition(it, mp->partition) : NULL;
+    if (!ip) {
+        mp->done = true;
+        r->left--;
+        return true;
+    }
+    if (ip->leader == b->image->node_id) return false;
+    if (ip->leader >= 0 && !t->markers && b->broker_client)
+        t->markers = gr_txn_markers_new(b->loop, b->broker_client);
+    int rc = ip->leader < 0 ? -EAGAIN : !t->markers ? -ENOMEM : 0;
+    if (rc == 0) {
+        mp->send = (struct gr_txn_marker_send){.producer_id = r->producer_id,
+                                               .producer_epoch = r->producer_epoch,
+                                               .coordinator_epoch = r->coordinator_epoch,
+                                               .commit = r->commit,
+                                               .topic = mp->topic,
+                                               .partition = mp->partition,
+                                               .done = marker_remote_done};
+        rc = gr_txn_markers_send(t->markers, ip->leader, &mp->send);
+    }
+    if (rc < 0) retry_later(r);
+    return true;
+}
+
 int16_t gr_txns_write_marker(struct gr_broker *b, struct gr_log *log, const struct gr_partition_marker *m,
                              int64_t *end_offset)
 {
@@ -427,7 +522,12 @@ static void marker_send(struct mpart *mp)
 {
     struct mround *r = mp->r;
     struct gr_broker *b = r->t->b;
+    if (r->t->cluster && marker_route(mp)) return; /* a leader elsewhere, none, or a deleted partition */
     struct gr_log *log = mpart_log(mp);
+    if (!log && r->t->cluster) { /* led here by the image, the local log not made yet */
+        retry_later(r);
+        return;
+    }
     if (!log) { /* deleted (or never existed): nothing to mark */
         mp->done = true;
         r->left--;
@@ -472,7 +572,7 @@ static void round_write(struct mround *r)
 {
     for (int32_t i = 0; i < r->count && !r->fenced; i++) {
         struct mpart *mp = &r->parts[i];
-        if (!mp->done && !mp->pw.part) marker_send(mp);
+        if (!mp->done && !mp->pw.part && !mp->send.dest) marker_send(mp);
     }
     gr_cold_unpin(&r->cold);
     round_check(r);
@@ -500,7 +600,7 @@ static void round_send(struct mround *r)
     int n = 0;
     for (int32_t i = 0; i < r->count; i++) {
         struct mpart *mp = &r->parts[i];
-        struct gr_log *log = mp->done || mp->pw.part ? NULL : mpart_log(mp);
+        struct gr_log *log = mp->done || mp->pw.part || mp->send.dest ? NULL : mpart_log(mp);
         if (log && strcmp(mp->topic, GR_OFFSETS_TOPIC) != 0) r->logs[n++] = log;
     }
     if (n == 0 || !b->iopool) { /* no pool (tests): as Produce, straight to the append */
@@ -554,6 +654,7 @@ static void hook_send_markers(void *ctx, const struct gr_txn_markers *m)
     r->producer_id = m->producer_id;
     r->producer_epoch = m->producer_epoch;
     r->coordinator_epoch = m->coordinator_epoch;
+    r->txn_partition = gr_txn_partition_for(m->transactional_id, t->partitions);
     r->commit = m->commit;
     r->count = r->left = m->partition_count;
     ev_timer_init(&r->retry, retry_cb, 0, 0);
@@ -665,17 +766,23 @@ static void load_finish(struct load *ld, int rc)
     ev_timer_stop(b->loop, &ld->step);
     if (rc < 0) {
         gr_txn_unload(b->txn, p);
+        if (t->epochs) t->epochs[p] = -1; /* cluster mode: the next image change or made log tries again */
         GR_ERROR("%s-%d: loading its transactions failed: %s", GR_TXN_TOPIC, (int)p, strerror(-rc));
     } else {
-        int n = gr_txn_load_done(b->txn, p, t->epoch);
+        int n = gr_txn_load_done(b->txn, p, ld->epoch);
         int kerr = gr_log_keep_active_open(ld->log); /* the coordinator appends without parking */
         if (kerr < 0)
             GR_WARN("%s-%d: cannot open the active segment (%s)", GR_TXN_TOPIC, (int)p, strerror(-kerr));
         t->loaded++;
-        GR_DEBUG("transaction coordinator: loaded %d ids of %s-%d (epoch %d, %lld records) in %lld ms", n,
-                 GR_TXN_TOPIC, (int)p, (int)t->epoch, (long long)ld->records,
-                 (long long)(gr_time_mono_ms() - ld->t0));
-        if (t->loaded == t->partitions)
+        if (t->cluster)
+            GR_INFO("transaction coordinator: loaded %d ids of %s-%d (epoch %d, %lld records) in %lld ms", n,
+                    GR_TXN_TOPIC, (int)p, (int)ld->epoch, (long long)ld->records,
+                    (long long)(gr_time_mono_ms() - ld->t0));
+        else
+            GR_DEBUG("transaction coordinator: loaded %d ids of %s-%d (epoch %d, %lld records) in %lld ms", n,
+                     GR_TXN_TOPIC, (int)p, (int)ld->epoch, (long long)ld->records,
+                     (long long)(gr_time_mono_ms() - ld->t0));
+        if (!t->cluster && t->loaded == t->partitions)
             GR_INFO("transaction coordinator: %d partitions of %s loaded at coordinator epoch %d",
                     (int)t->partitions, GR_TXN_TOPIC, (int)t->epoch);
         arm(t);
@@ -771,18 +878,21 @@ static void load_step(struct ev_loop *loop, ev_timer *w, int revents)
     load_submit(ld);
 }
 
-static void load_start(struct gr_txns *t, int32_t p)
+/* Partition `p` starts loading at coordinator epoch `epoch` (single node: this run's; cluster: the
+ * partition's leader epoch). Returns 0, or -1 (logged) when it cannot start. */
+static int load_start(struct gr_txns *t, int32_t p, int32_t epoch)
 {
     struct gr_broker *b = t->b;
     struct gr_log *log = gr_topic_log(t->topic, p);
     struct load *ld = log ? calloc(1, sizeof *ld) : NULL;
-    if (!ld || gr_txn_load_begin(b->txn, p, t->epoch) < 0) {
+    if (!ld || gr_txn_load_begin(b->txn, p, epoch) < 0) {
         free(ld);
-        GR_WARN("%s-%d: cannot start loading its transactions", GR_TXN_TOPIC, (int)p);
-        return;
+        GR_WARN_RATELIMITED("%s-%d: cannot start loading its transactions", GR_TXN_TOPIC, (int)p);
+        return -1;
     }
     ld->t = t;
     ld->partition = p;
+    ld->epoch = epoch;
     ld->log = log;
     ld->off = gr_log_start_offset(log);
     ld->end = gr_log_end_offset(log);
@@ -791,6 +901,7 @@ static void load_start(struct gr_txns *t, int32_t p)
     ld->step.data = ld;
     t->loads[p] = ld;
     ev_timer_start(b->loop, &ld->step);
+    return 0;
 }
 
 /* ---- the coordinator epoch ---- */
@@ -832,19 +943,16 @@ static void epoch_done(struct gr_io_job *job)
     }
     t->epoch = job->result;
     for (int32_t p = 0; p < t->partitions; p++)
-        load_start(t, p);
+        load_start(t, p, t->epoch);
 }
 
 /* ---- life cycle ---- */
 
-int gr_txns_start(struct gr_broker *b)
+/* Creates b->txn owning nothing, mapping ids over `n` partitions, with the per-partition arrays and the
+ * timers. Returns 0 or -ENOMEM. */
+static int coord_create(struct gr_txns *t, int32_t n)
 {
-    if (!gr_txns_enabled(b) || b->txn) return 0;
-    struct gr_topic *topic = gr_store_topic_find(b->store, GR_TXN_TOPIC, strlen(GR_TXN_TOPIC));
-    if (!topic) return -ENOENT;
-    struct gr_txns *t = binding(b);
-    if (!t) return -ENOMEM;
-    int32_t n = gr_topic_partition_count(topic);
+    struct gr_broker *b = t->b;
     struct gr_txn_config cfg;
     gr_txn_config_defaults(&cfg);
     cfg.partitions = n;
@@ -853,17 +961,34 @@ int gr_txns_start(struct gr_broker *b)
     struct gr_txn_hooks hooks = {t,        hook_now, hook_append, hook_send_markers, hook_alloc_producer_id,
                                  hook_done};
     t->loads = calloc((size_t)n, sizeof *t->loads);
-    if (!t->loads || !(b->txn = gr_txn_create(&cfg, &hooks))) {
+    t->epochs = malloc((size_t)n * sizeof *t->epochs);
+    if (!t->loads || !t->epochs || !(b->txn = gr_txn_create(&cfg, &hooks))) {
         free(t->loads);
+        free(t->epochs);
         t->loads = NULL;
+        t->epochs = NULL;
         return -ENOMEM;
     }
-    t->topic = topic;
+    for (int32_t p = 0; p < n; p++)
+        t->epochs[p] = -1;
     t->partitions = n;
     ev_timer_init(&t->tick, tick_cb, 0, 0);
     t->tick.data = t;
     ev_timer_init(&t->report, report_cb, 0, 0);
     t->report.data = t;
+    return 0;
+}
+
+int gr_txns_start(struct gr_broker *b)
+{
+    if (!gr_txns_enabled(b) || b->txn || b->member) return 0; /* cluster mode: gr_txns_follow starts it */
+    struct gr_topic *topic = gr_store_topic_find(b->store, GR_TXN_TOPIC, strlen(GR_TXN_TOPIC));
+    if (!topic) return -ENOENT;
+    struct gr_txns *t = binding(b);
+    if (!t) return -ENOMEM;
+    int32_t n = gr_topic_partition_count(topic);
+    if (coord_create(t, n) < 0) return -ENOMEM;
+    t->topic = topic;
     /* Loading from now on (COORDINATOR_LOAD_IN_PROGRESS, as Kafka's loadingPartitions), not NOT_COORDINATOR
        while the epoch is saved: each load begins again at the saved epoch (epoch_done). */
     for (int32_t p = 0; p < n; p++)
@@ -931,7 +1056,10 @@ static struct gr_topic_op *create_op(const struct gr_broker *b)
 bool gr_txns_defer(struct gr_req *req)
 {
     struct gr_broker *b = req->broker;
-    if (!gr_txns_enabled(b) || b->txn || req->hdr.request_api_key != GR_API_FIND_COORDINATOR) return false;
+    /* cluster mode: __transaction_state is a topic of the cluster, created through the topic writer by
+       gr_txns_coordinator, never here on the side */
+    if (!gr_txns_enabled(b) || b->txn || b->member || req->hdr.request_api_key != GR_API_FIND_COORDINATOR)
+        return false;
     const struct gr_find_coordinator_request *body = req->body;
     if (body->key_type != 1 || gr_req_state(req, &deferred_key)) return false;
     if (!gr_req_state_add(req, &deferred_key, 0)) return false;
@@ -956,16 +1084,457 @@ bool gr_txns_defer(struct gr_req *req)
     return true;
 }
 
+/* ---- cluster mode: partitions follow the image (as server/groups.c's) ---- */
+
+/* Brokers placement may use (registered, not fenced, not shutting down), as server/groups.c counts them. */
+static int32_t usable_brokers(const struct gr_image *img)
+{
+    int32_t n = 0;
+    for (int32_t i = 0; i < gr_image_broker_count(img); i++) {
+        const struct gr_image_broker *br = gr_image_broker_at(img, i);
+        n += !br->fenced && !br->shutting_down;
+    }
+    return n;
+}
+
+/* The topic writer answered the creation of __transaction_state (TOPIC_ALREADY_EXISTS: another broker's
+ * first FindCoordinator won; fine). */
+static void txn_topic_made(void *ctx, const struct gr_topic_change *res)
+{
+    struct gr_broker *b = ctx;
+    struct gr_txns *t = b->txns;
+    bool failed = res->error_code && res->error_code != GR_ERR_TOPIC_ALREADY_EXISTS;
+    if (t) {
+        t->creating = false;
+        t->create_retry = failed;
+        t->create_brokers = failed ? usable_brokers(b->image) : 0;
+    }
+    if (failed)
+        GR_WARN_RATELIMITED("cannot create %s: %s (error %d; transaction.state.log.replication.factor %d: "
+                            "tried again when a broker joins or leaves)",
+                            GR_TXN_TOPIC, res->message ? res->message : "", (int)res->error_code,
+                            (int)b->cfg.settings.transaction_state_log_replication_factor);
+    else if (!res->error_code)
+        GR_INFO("created %s with %d partitions", GR_TXN_TOPIC, (int)res->partition_count);
+}
+
+/* Has the topic writer create __transaction_state (once at a time), as Kafka's first FindCoordinator for a
+ * transaction does (AutoTopicCreationManager): transaction.state.log.num.partitions partitions of
+ * transaction.state.log.replication.factor replicas (placement refuses it while fewer brokers are usable:
+ * FindCoordinator answers COORDINATOR_NOT_AVAILABLE, and gr_txns_follow tries again when the usable broker
+ * count changes), with TransactionLog's topic configs (create_op's). */
+static void create_txn_topic(struct gr_broker *b)
+{
+    struct gr_txns *t = b->txns;
+    if (!t || t->creating || !b->topic_writer) return;
+    const struct gr_broker_settings *s = &b->cfg.settings;
+    char isr[16], seg[16];
+    snprintf(isr, sizeof isr, "%d", (int)s->transaction_state_log_min_isr);
+    snprintf(seg, sizeof seg, "%d", (int)s->transaction_state_log_segment_bytes);
+    const char *keys[] = {"cleanup.policy", "compression.type", "min.insync.replicas", "segment.bytes",
+                          "unclean.leader.election.enable"};
+    const char *values[] = {"compact", "uncompressed", isr, seg, "false"};
+    struct gr_topic_create_args a = {.name = GR_TXN_TOPIC,
+                                     .partitions = s->transaction_state_log_num_partitions,
+                                     .replication_factor = s->transaction_state_log_replication_factor,
+                                     .config_keys = keys,
+                                     .config_values = values,
+                                     .config_count = 5,
+                                     .timeout_ms = 0};
+    t->creating = true;
+    gr_topic_writer_create(b->topic_writer, &a, txn_topic_made, b);
+}
+
+/* Partition `p` is no longer led here (TransactionStateManager.removeTransactionsForTxnTopicPartition): its
+ * ids leave the cache (writes in flight answer NOT_COORDINATOR when they end) and its marker rounds stop
+ * (TransactionMarkerChannelManager.removeMarkersForTxnTopicPartition: the new coordinator completes them). */
+static void unload(struct gr_txns *t, int32_t p)
+{
+    bool loading = t->loads[p] != NULL;
+    abandon(t, p);
+    if (t->epochs[p] >= 0 && !loading) t->loaded--;
+    gr_txn_unload(t->b->txn, p);
+    for (struct mround *r = t->rounds; r; r = r->next)
+        if (r->txn_partition == p && !r->fenced) {
+            r->fenced = GR_ERR_NOT_COORDINATOR;
+            round_check(r);
+        }
+    GR_INFO("transaction coordinator: unloaded %s-%d (epoch %d; no longer its leader)", GR_TXN_TOPIC, (int)p,
+            (int)t->epochs[p]);
+    t->epochs[p] = -1;
+}
+
+void gr_txns_follow(struct gr_broker *b)
+{
+    struct gr_txns *t = b->txns;
+    if (!t || !t->cluster) return;
+    const struct gr_image *img = b->image;
+    const struct gr_image_topic *it = gr_image_topic_find(img, GR_TXN_TOPIC, strlen(GR_TXN_TOPIC));
+    if (!it && t->create_retry && usable_brokers(img) != t->create_brokers) {
+        t->create_retry = false; /* a broker joined (or left) since the creation failed: try again now */
+        create_txn_topic(b);
+    }
+    if (!b->txn &&
+        (!it || it->partition_count <= 0 || it->partition_count > GR_TXN_STATE_LOG_PARTITIONS_MAX ||
+         coord_create(t, it->partition_count) < 0))
+        return;
+    if (it && it->partition_count != t->partitions)
+        GR_WARN_RATELIMITED("%s has %d partitions, the coordinator maps ids over %d: not served here",
+                            GR_TXN_TOPIC, (int)it->partition_count, (int)t->partitions);
+    struct gr_topic *local = it && it->partition_count == t->partitions ? it->local : NULL;
+    if (local != t->topic) { /* the topic was (re)made or deleted: what was loaded is gone */
+        for (int32_t p = 0; p < t->partitions; p++)
+            if (t->epochs[p] >= 0) unload(t, p);
+        t->topic = local;
+    }
+    for (int32_t p = 0; p < t->partitions; p++) {
+        const struct gr_image_partition *ip = local ? gr_image_partition(it, p) : NULL;
+        struct gr_log *log = local ? gr_topic_log(local, p) : NULL;
+        bool lead = ip && log && !img->self_fenced && ip->leader == img->node_id;
+        if (lead && t->epochs[p] < 0) {
+            if (load_start(t, p, ip->leader_epoch) == 0) t->epochs[p] = ip->leader_epoch;
+        } else if (!lead && t->epochs[p] >= 0) {
+            unload(t, p);
+        } else if (lead && ip->leader_epoch > t->epochs[p]) {
+            /* led here again at a newer epoch (the image skipped the state in between): loaded again, as
+               server/groups.c does */
+            unload(t, p);
+            if (load_start(t, p, ip->leader_epoch) == 0) t->epochs[p] = ip->leader_epoch;
+        }
+    }
+    arm(t);
+}
+
+int gr_txns_cluster_start(struct gr_broker *b)
+{
+    if (!gr_txns_enabled(b)) return 0;
+    struct gr_txns *t = binding(b);
+    if (!t) return -ENOMEM;
+    t->cluster = true;
+    gr_txns_follow(b);
+    return 0;
+}
+
+/* ---- verification at a coordinator on another broker (AddPartitionsToTxnManager, KIP-890 part 1) ---- */
+
+/* One partition of a Produce being verified remotely. */
+struct vpart {
+    struct gr_str topic; /* a copy in the request's arena */
+    int32_t partition;
+    int16_t error; /* the coordinator's answer for it */
+};
+
+/* A Produce's remote verification (the request's state under verify_key, in its arena). */
+struct vstate {
+    struct gr_req *req;
+    struct vconn *conn;         /* on its list (queued or in flight); NULL: answered, withdrawn, unsent */
+    struct vstate *prev, *next; /* conn's list, in arrival order */
+    struct gr_broker_client_req *bcreq; /* in flight (NULL: queued) */
+    struct gr_str txn_id;
+    int64_t producer_id;
+    int16_t producer_epoch;
+    struct vpart *parts;
+    int32_t count;
+    int16_t top_error; /* the whole answer's error (a lost connection, a top-level error), NONE else */
+    bool answered;
+};
+
+/* The verification connection to one coordinator broker (purpose GR_BROKER_CLIENT_VERIFY). */
+struct vconn {
+    struct gr_txns *t;
+    int32_t broker_id;
+    struct gr_broker_client_conn *conn;
+    bool ready;
+    struct vstate *head, *tail; /* verifications queued or in flight */
+    int32_t pending;
+    struct vconn *next;
+};
+
+static const char verify_key;
+
+/* Takes `v` off its connection's list. */
+static void vstate_unlink(struct vstate *v)
+{
+    struct vconn *c = v->conn;
+    if (v->prev)
+        v->prev->next = v->next;
+    else
+        c->head = v->next;
+    if (v->next)
+        v->next->prev = v->prev;
+    else
+        c->tail = v->prev;
+    v->prev = v->next = NULL;
+    v->conn = NULL;
+    v->bcreq = NULL;
+    c->pending--;
+}
+
+/* The coordinator's answer (or the request's end): each partition's error, then the Produce runs again. */
+static void on_verified(void *ctx, enum gr_broker_client_status status, const void *resp, int16_t version,
+                        struct gr_broker_client_answer *ans)
+{
+    (void)version;
+    (void)ans;
+    struct vstate *v = ctx;
+    if (v->conn) vstate_unlink(v);
+    v->answered = true;
+    /* a lost connection or a timeout: NOT_COORDINATOR (AddPartitionsToTxnManager's disconnect), retriable */
+    v->top_error = status == GR_BROKER_CLIENT_OK
+                       ? ((const struct gr_add_partitions_to_txn_response *)resp)->error_code
+                       : GR_ERR_NOT_COORDINATOR;
+    for (int32_t i = 0; i < v->count; i++)
+        v->parts[i].error = GR_ERR_NOT_COORDINATOR; /* not named in the answer */
+    if (status == GR_BROKER_CLIENT_OK && !v->top_error) {
+        const struct gr_add_partitions_to_txn_response *r = resp;
+        for (int32_t i = 0; i < r->results_by_transaction.count; i++) {
+            const struct gr_add_partitions_to_txn_response_add_partitions_to_txn_result *tr =
+                &r->results_by_transaction.items[i];
+            if (!gr_str_eq(tr->transactional_id, v->txn_id)) continue;
+            for (int32_t j = 0; j < tr->topic_results.count; j++)
+                for (int32_t k = 0; k < tr->topic_results.items[j].results_by_partition.count; k++) {
+                    const struct gr_add_partitions_to_txn_response_add_partitions_to_txn_partition_result
+                        *pr = &tr->topic_results.items[j].results_by_partition.items[k];
+                    for (int32_t x = 0; x < v->count; x++)
+                        if (v->parts[x].partition == pr->partition_index &&
+                            gr_str_eq(v->parts[x].topic, tr->topic_results.items[j].name))
+                            v->parts[x].error = pr->partition_error_code;
+                }
+        }
+    }
+    gr_req_verified(v->req);
+}
+
+/* Sends `v` (on `c`'s list, not in flight) as one AddPartitionsToTxn v4+ VerifyOnly; false when it could not
+ * be sent (not ready, the peer below v4, the client's queue full, out of memory). */
+static bool vstate_send(struct vconn *c, struct vstate *v)
+{
+    const struct gr_msg_ops *ops = gr_msg_ops_find(GR_API_ADD_PARTITIONS_TO_TXN, false);
+    int16_t ver = c->ready && ops ? gr_broker_client_version(c->conn, ops) : -1;
+    if (ver < 4) return false;
+    struct gr_add_partitions_to_txn_request_add_partitions_to_txn_topic *tps =
+        calloc((size_t)v->count, sizeof *tps);
+    int32_t *idx = calloc((size_t)v->count, sizeof *idx);
+    int rc = -ENOMEM;
+    if (tps && idx) {
+        for (int32_t i = 0; i < v->count; i++) { /* one topic entry per partition */
+            gr_add_partitions_to_txn_request_add_partitions_to_txn_topic_init(&tps[i]);
+            tps[i].name = v->parts[i].topic;
+            idx[i] = v->parts[i].partition;
+            tps[i].partitions = (struct gr_int32_array){&idx[i], 1};
+        }
+        struct gr_add_partitions_to_txn_request_add_partitions_to_txn_transaction tx;
+        gr_add_partitions_to_txn_request_add_partitions_to_txn_transaction_init(&tx);
+        tx.transactional_id = v->txn_id;
+        tx.producer_id = v->producer_id;
+        tx.producer_epoch = v->producer_epoch;
+        tx.verify_only = true;
+        tx.topics =
+            (struct gr_add_partitions_to_txn_request_add_partitions_to_txn_topic_array){tps, v->count};
+        struct gr_add_partitions_to_txn_request req;
+        gr_add_partitions_to_txn_request_init(&req);
+        req.transactions =
+            (struct gr_add_partitions_to_txn_request_add_partitions_to_txn_transaction_array){&tx, 1};
+        v->bcreq = gr_broker_client_send(c->conn, ops, ver, &req, 0, on_verified, v, &rc);
+    }
+    free(tps);
+    free(idx);
+    if (!v->bcreq)
+        GR_WARN_RATELIMITED("transaction verification at broker %d not sent (%d)", (int)c->broker_id, rc);
+    return v->bcreq != NULL;
+}
+
+/* The connection became ready: every queued verification is sent; one that cannot be is answered
+ * NOT_COORDINATOR now (from the loop: its Produce runs again and answers NOT_ENOUGH_REPLICAS). */
+static void vconn_flush(struct vconn *c)
+{
+    for (struct vstate *v = c->head, *next; v; v = next) {
+        next = v->next;
+        if (!v->bcreq && !vstate_send(c, v)) on_verified(v, GR_BROKER_CLIENT_DISCONNECTED, NULL, 0, NULL);
+    }
+}
+
+static void vconn_state(void *ctx, struct gr_broker_client_conn *conn, bool ready)
+{
+    (void)conn;
+    struct vconn *c = ctx;
+    c->ready = ready;
+    if (ready) vconn_flush(c);
+}
+
+/* The verification connection to `broker_id`, opened on first use; NULL without a client or memory. */
+static struct vconn *vconn_of(struct gr_txns *t, int32_t broker_id)
+{
+    for (struct vconn *c = t->vconns; c; c = c->next)
+        if (c->broker_id == broker_id) return c;
+    const struct gr_msg_ops *ops = gr_msg_ops_find(GR_API_ADD_PARTITIONS_TO_TXN, false);
+    struct vconn *c = t->b->broker_client && ops ? calloc(1, sizeof *c) : NULL;
+    if (!c) return NULL;
+    c->t = t;
+    c->broker_id = broker_id;
+    int rc = 0;
+    const struct gr_msg_ops *apis[] = {ops};
+    c->conn = gr_broker_client_open(t->b->broker_client, broker_id, GR_BROKER_CLIENT_VERIFY, 0, apis, 1,
+                                    vconn_state, c, &rc);
+    if (!c->conn) {
+        free(c);
+        return NULL;
+    }
+    c->next = t->vconns;
+    t->vconns = c;
+    return c;
+}
+
+/* The request's question is withdrawn (its deadline passed): no answer comes after this. */
+static void verify_cancel(struct gr_req *req)
+{
+    struct vstate *v = gr_req_state(req, &verify_key);
+    if (!v || !v->conn) return;
+    if (v->bcreq) gr_broker_client_cancel(v->bcreq);
+    vstate_unlink(v);
+}
+
+/* The transactional id's coordinator from the image: its broker id, or -1 (no topic, no leader). */
+static int32_t coordinator_node(struct gr_broker *b, struct gr_str txn_id)
+{
+    const struct gr_image_topic *it = gr_image_topic_find(b->image, GR_TXN_TOPIC, strlen(GR_TXN_TOPIC));
+    if (!it || it->partition_count <= 0) return -1;
+    const struct gr_image_partition *ip =
+        gr_image_partition(it, gr_txn_partition_for(txn_id, it->partition_count));
+    return ip ? ip->leader : -1;
+}
+
+/* The first batch of `records` when it is transactional, else NULL. */
+static const uint8_t *txn_batch(struct gr_bytes records)
+{
+    size_t pos = 0, len;
+    const uint8_t *batch;
+    if (records.len <= 0 || gr_batch_next(records.ptr, (size_t)records.len, &pos, &batch, &len) != 1 ||
+        !(gr_batch_attributes(batch) & GR_BATCH_ATTR_TRANSACTIONAL))
+        return NULL;
+    return batch;
+}
+
+bool gr_txns_verify_remote(struct gr_req *req, gr_handler_fn run, enum gr_handler_rc *rc)
+{
+    struct gr_broker *b = req->broker;
+    const struct gr_produce_request *body = req->body;
+    if (!gr_txns_enabled(b) || !b->cfg.settings.transaction_partition_verification_enable || !b->member ||
+        !b->txns || body->transactional_id.len < 0 || gr_req_state(req, &verify_key))
+        return false;
+    int32_t node = coordinator_node(b, body->transactional_id);
+    if (node < 0 || node == b->image->node_id) return false; /* here (in process) or none: NOT_COORDINATOR */
+    int32_t total = 0;
+    for (int32_t i = 0; i < body->topic_data.count; i++)
+        total += body->topic_data.items[i].partition_data.count > 0
+                     ? body->topic_data.items[i].partition_data.count
+                     : 0;
+    struct vstate *v = gr_req_state_add(req, &verify_key, sizeof *v);
+    if (!v || !(v->parts = gr_arena_calloc(&req->arena, (size_t)total + 1, sizeof *v->parts))) return false;
+    v->req = req;
+    v->txn_id = body->transactional_id;
+    bool v13 = req->hdr.request_api_version >= 13;
+    for (int32_t i = 0; i < body->topic_data.count; i++) {
+        const struct gr_produce_request_topic_produce_data *td = &body->topic_data.items[i];
+        const struct gr_image_topic *it = gr_route_topic_by(b, v13, td->name, td->topic_id.b);
+        for (int32_t p = 0; it && p < td->partition_data.count && v->count < total; p++) {
+            const struct gr_produce_request_partition_produce_data *pd = &td->partition_data.items[p];
+            const uint8_t *batch = pd->records.kind == GR_RECORDS_MEM ? txn_batch(pd->records.mem) : NULL;
+            size_t n = strlen(it->name);
+            char *name = batch ? gr_arena_alloc(&req->arena, n + 1) : NULL;
+            if (!name)
+                continue; /* not transactional (or out of arena: its partition answers NOT_COORDINATOR) */
+            memcpy(name, it->name, n + 1);
+            if (v->count == 0) {
+                v->producer_id = gr_batch_producer_id(batch);
+                v->producer_epoch = gr_batch_producer_epoch(batch);
+            }
+            v->parts[v->count++] = (struct vpart){gr_str_c(name), pd->index, GR_ERR_NOT_COORDINATOR};
+        }
+    }
+    if (v->count == 0) {
+        v->answered = true; /* nothing transactional to verify */
+        return false;
+    }
+    struct vconn *c = vconn_of(b->txns, node);
+    if (!c || c->pending >= GR_TXN_VERIFY_PENDING_MAX) {
+        v->answered = true; /* every partition answers NOT_COORDINATOR -> NOT_ENOUGH_REPLICAS, retriable */
+        return false;
+    }
+    v->conn = c;
+    v->prev = c->tail;
+    if (c->tail)
+        c->tail->next = v;
+    else
+        c->head = v;
+    c->tail = v;
+    c->pending++;
+    if (c->ready && !vstate_send(c, v)) { /* sent now, or queued until ready; refused: not waited for */
+        vstate_unlink(v);
+        v->answered = true;
+        return false;
+    }
+    /* bounded as the inter-broker request is (a connect, then its timeout), not by the Produce's timeout_ms,
+       which Kafka applies only to the acks=-1 wait after the append */
+    int64_t wait_ms = GR_BROKER_CLIENT_CONNECT_TIMEOUT_MS + b->cfg.settings.replica_socket_timeout_ms;
+    *rc = gr_req_await_verified(req, wait_ms, run, verify_cancel); /* the answer comes later */
+    if (*rc == GR_HANDLER_CLOSE) verify_cancel(req);
+    return true;
+}
+
+bool gr_txns_remote_verdict(struct gr_req *req, struct gr_str topic, int32_t partition, int16_t *error_code)
+{
+    struct vstate *v = gr_req_state(req, &verify_key);
+    *error_code = GR_ERR_NONE;
+    if (!v) return false;
+    for (int32_t i = 0; i < v->count; i++)
+        if (v->parts[i].partition == partition && gr_str_eq(v->parts[i].topic, topic)) {
+            int16_t err = !v->answered   ? GR_ERR_NOT_COORDINATOR /* the deadline passed first */
+                          : v->top_error ? v->top_error
+                                         : v->parts[i].error;
+            *error_code = err;
+            return true;
+        }
+    return false;
+}
+
+/* Closes the verification connections (before the inter-broker client is freed); questions in flight or
+ * queued are withdrawn (their requests' deadlines run them again: NOT_ENOUGH_REPLICAS). */
+static void vconns_close(struct gr_txns *t)
+{
+    while (t->vconns) {
+        struct vconn *c = t->vconns;
+        t->vconns = c->next;
+        gr_broker_client_close(c->conn); /* requests in flight dropped without a callback */
+        while (c->head)
+            vstate_unlink(c->head); /* unanswered: their deadline runs them (NOT_ENOUGH_REPLICAS) */
+        free(c);
+    }
+}
+
+void gr_txns_stop_markers(struct gr_broker *b)
+{
+    struct gr_txns *t = b->txns;
+    if (!t) return;
+    gr_txn_markers_free(t->markers); /* sends queued or in flight become idle: their rounds retry or go */
+    t->markers = NULL;
+    vconns_close(t);
+}
+
 int16_t gr_txns_coordinator(struct gr_broker *b, struct gr_str txn_id, int32_t *node_id)
 {
     *node_id = -1;
     const struct gr_image *img = b->image;
     const struct gr_image_topic *it = gr_image_topic_find(img, GR_TXN_TOPIC, strlen(GR_TXN_TOPIC));
-    if (!it || it->partition_count <= 0) return GR_ERR_COORDINATOR_NOT_AVAILABLE;
+    if (!it || it->partition_count <= 0) {
+        if (b->txns && b->txns->cluster) create_txn_topic(b);
+        return GR_ERR_COORDINATOR_NOT_AVAILABLE;
+    }
     struct gr_str key = txn_id.len >= 0 ? txn_id : gr_str_c("");
     const struct gr_image_partition *ip =
         gr_image_partition(it, gr_txn_partition_for(key, it->partition_count));
-    if (!ip || ip->leader < 0) return GR_ERR_COORDINATOR_NOT_AVAILABLE;
+    if (!ip || ip->leader < 0 || (img->self_fenced && ip->leader == img->node_id))
+        return GR_ERR_COORDINATOR_NOT_AVAILABLE;
     *node_id = ip->leader;
     return GR_ERR_NONE;
 }
@@ -995,10 +1564,14 @@ void gr_txns_stop(struct gr_broker *b)
             round_unlink(r);
             round_free(r);
         }
+        gr_txn_markers_free(t->markers);
+        t->markers = NULL;
+        vconns_close(t);
         gr_txn_destroy(b->txn); /* the writes and marker jobs it still holds go with it */
         b->txn = NULL;
     }
     free(t->loads);
+    free(t->epochs);
     free(t->reqs); /* waiters are parked requests: main frees them */
     free(t);
     b->txns = NULL;

@@ -6,7 +6,11 @@
  * waiters (server/handlers/txn_apis.c, init_producer_id.c) and Produce's verification (KIP-890 part 1).
  * The whole binding is behind the test-only setting gregor.transaction.coordinator.test.enable (off:
  * FindCoordinator key type 1 keeps answering COORDINATOR_NOT_AVAILABLE, the transaction APIs are not
- * served, transactional Produce is refused, and nothing here runs). Cluster mode is not bound yet.
+ * served, transactional Produce is refused, and nothing here runs). Cluster mode (gr_txns_cluster_start):
+ * __transaction_state is a topic of the cluster (created through the topic writer by the first
+ * FindCoordinator key type 1, replicated), and b->txn holds only the ids of the partitions this broker
+ * leads, loaded at their leader epochs (gr_txns_follow). Markers reach only partitions led here, and
+ * Produce verification only a coordinator here, so far (issue #21).
  * Read next: server/txns.c, coordinator/txn.h, server/groups.h (the same binding for groups).
  */
 #ifndef GR_TXNS_H
@@ -111,7 +115,24 @@ bool gr_txns_verification_enabled(const struct gr_broker *b);
 int16_t gr_txns_write_marker(struct gr_broker *b, struct gr_log *log, const struct gr_partition_marker *m,
                              int64_t *end_offset);
 
-/* True when the binding is on (gregor.transaction.coordinator.test.enable, single-node mode). */
+/* Cluster mode, before a transactional Produce's appends (ReplicaManager.appendRecords with
+ * AddPartitionsToTxnManager.verifyTransaction): when the request's transactional id is coordinated by
+ * another broker and it was not asked yet, asks it (AddPartitionsToTxn v4+ VerifyOnly, one per Produce,
+ * over this broker's verification connection to it, GR_BROKER_CLIENT_VERIFY) about every partition of the
+ * request whose first batch is transactional, and declares the request's wait until the answer
+ * (gr_req_await_verified, at most a connect plus replica.socket.timeout.ms; `run` runs again then): returns
+ * true with *rc for the handler to return. Returns false (go on now) otherwise: the switch or
+ * transaction.partition.verification.enable off, single-node
+ * mode, no transactional id, the coordinator here (gr_txns_check_produce asks it in process) or unknown,
+ * nothing transactional, already asked, or it could not be asked (its partitions then answer
+ * NOT_ENOUGH_REPLICAS). */
+bool gr_txns_verify_remote(struct gr_req *req, gr_handler_fn run, enum gr_handler_rc *rc);
+/* The remote verification's verdict for `topic`-`partition` of `req` (gr_txns_verify_remote): false when the
+ * request has none for it (ask gr_txns_check_produce); else true with *error_code the coordinator's answer
+ * as AddPartitionsToTxn carried it (NONE: verified; NOT_COORDINATOR for a lost connection, a timeout or a
+ * withdrawn question), for the caller to map as Produce answers it (gr_txns_produce_error). */
+bool gr_txns_remote_verdict(struct gr_req *req, struct gr_str topic, int32_t partition, int16_t *error_code);
+/* True when the binding is on (gregor.transaction.coordinator.test.enable; single-node or cluster mode). */
 bool gr_txns_enabled(const struct gr_broker *b);
 /* Starts b->txn over the existing __transaction_state (at broker start when the topic exists, or when its
    creation completed): the coordinator owns no partition until each partition's load (raise and save the
@@ -131,8 +152,26 @@ bool gr_txns_defer(struct gr_req *req);
 /* FindCoordinator for `txn_id` (key type 1): the leader of partition abs(hashCode(txn_id)) % partitions of
    __transaction_state (Kafka's TransactionStateManager.partitionFor, coordinator/txn_records.h
    gr_txn_partition_for). Returns NONE and *node_id, or COORDINATOR_NOT_AVAILABLE (*node_id -1) while the
-   topic does not exist or the partition has no leader. */
+   topic does not exist (cluster mode: the call has the topic writer create it, once at a time), while the
+   partition has no leader, or when the leader is this broker and it is fenced. */
 int16_t gr_txns_coordinator(struct gr_broker *b, struct gr_str txn_id, int32_t *node_id);
+/* Cluster mode (server/membership.c, after gr_groups_cluster_start; nothing when the binding is off): the
+   coordinator follows the image (gr_txns_follow). b->txn is created (owning nothing) once the image holds
+   __transaction_state, mapping ids over its partition count. Returns 0 or -ENOMEM. */
+int gr_txns_cluster_start(struct gr_broker *b);
+/* Cluster mode: the one place that decides which __transaction_state partitions this coordinator serves
+   (called on every image change and when the replica manager made a local log): a partition led here (not
+   fenced) whose local log exists is loaded at its leader epoch, the coordinator epoch
+   (TransactionCoordinator.onElection: loadTransactionsForTxnTopicPartition; its PrepareX transactions are
+   completed once loaded), one no longer led here is unloaded (onResignation: its ids answer NOT_COORDINATOR,
+   its writes in flight answer NOT_COORDINATOR when they end, its marker rounds stop), one led again at a
+   newer leader epoch is loaded again. Also retries a failed creation of the topic when the usable broker
+   count changed. Nothing in single-node mode. */
+void gr_txns_follow(struct gr_broker *b);
+/* Cluster mode, before the inter-broker client is freed (server/membership.c): closes the marker connections
+   to other brokers (server/txn_markers.h); markers not answered are dropped (their rounds end at
+   gr_txns_stop). Nothing when none was made. */
+void gr_txns_stop_markers(struct gr_broker *b);
 /* Stops the ticks, cancels the appends waiting to be committed and frees b->txn and the binding (after the
    I/O pool is drained: no load or epoch save in flight; before parked requests are freed). */
 void gr_txns_stop(struct gr_broker *b);

@@ -196,5 +196,5 @@ enum gr_handler_rc gr_handle_produce(struct gr_req *req)
     bool bad_acks = body->acks != 0 && body->acks != 1 && body->acks != -1;
     if (bad_acks || st->txn_refused) return produce_run(req); /* no appends */
     st->total = total;
-    return produce_gated(req);
+    return gr_produce_txn_remote(req, produce_gated); /* a remote coordinator's verification first */
 }

@@ -2,8 +2,10 @@
  * produce_txn.c: Produce's transaction rules (declared in produce_request.h): the whole-request refusal
  * while transactions are not served, and KIP-890 part 1's verification of each transactional batch through
  * the coordinator in process (server/txns.h gr_txns_check_produce) with the test-only
- * gregor.transaction.coordinator.test.enable on. Read next: server/txns.h.
+ * gregor.transaction.coordinator.test.enable on; in cluster mode, through the coordinator on another broker
+ * (gr_produce_txn_remote before the appends, its verdict per partition here). Read next: server/txns.h.
  */
+#include "protocol/errors.h"
 #include "server/handlers/produce_request.h"
 #include "server/txns.h"
 
@@ -25,11 +27,23 @@ int gr_produce_txn_verify(struct gr_req *req, const struct gr_log *log, const ch
     const struct gr_produce_request *body = req->body;
     bool verified = false;
     const char *msg = NULL;
-    int16_t err = gr_txns_check_produce(req->broker, log, body->transactional_id, gr_str_c(topic), partition,
-                                        records, req->hdr.request_api_version, &verified, &msg);
+    int16_t err = GR_ERR_NONE;
+    if (gr_txns_remote_verdict(req, gr_str_c(topic), partition, &err)) {
+        err = gr_txns_produce_error(err, req->hdr.request_api_version, &msg);
+        verified = err == GR_ERR_NONE;
+    } else {
+        err = gr_txns_check_produce(req->broker, log, body->transactional_id, gr_str_c(topic), partition,
+                                    records, req->hdr.request_api_version, &verified, &msg);
+    }
     if (err) {
         gr_produce_partition_error(pr, err, msg);
         return -1;
     }
     return verified ? 1 : 0;
+}
+
+enum gr_handler_rc gr_produce_txn_remote(struct gr_req *req, gr_handler_fn run)
+{
+    enum gr_handler_rc rc;
+    return gr_txns_verify_remote(req, run, &rc) ? rc : run(req);
 }
