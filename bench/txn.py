@@ -20,8 +20,8 @@ when a thread ended meanwhile. The 1-minute load average is sampled every 15 s (
 
 Writes bench/results-txn.md (or --out) with medians over the rounds, the spread and Gregor/Kafka ratios, and
 puts the same table in bench/results.md's "Transactions" section (run.py keeps that section when it rewrites
-results.md). Raw per-run results: build-bench/txn-raw.json. `--quick` (and run.py's bench-quick, through
-smoke()) runs Gregor once with tiny counts: a harness check, no figures.
+results.md). Raw per-run results: build-bench/txn-raw.json (--quick: txn-quick-raw.json). `--quick` (and
+run.py's bench-quick, through smoke()) runs Gregor once with tiny counts: a harness check, no figures.
 Invariants: only processes this script started are signalled (by pid, run.Broker.stop); nothing is pinned.
 Read next: bench/rdk_txn.c, bench/run.py.
 """
@@ -192,8 +192,10 @@ def table(tb):
             continue  # inside the records/s row
         if s != sec:
             sec = s
-            out += [f"\n#### {s}\n", "| workload | metric | Kafka | Gregor, page cache | Gregor, fsync | "
-                    "page cache / Kafka | better | spread K / G / Gfs |", "| --- | --- | ---: | ---: | ---: | ---: | --- | --- |"]
+            out += [f"\n#### {s}\n",
+                    "| workload | metric | Kafka | Gregor, page cache | Gregor, fsync | page cache / Kafka | better | "
+                    "spread K / G / Gfs |",
+                    "| --- | --- | ---: | ---: | ---: | ---: | --- | --- |"]
         v = tb.results[key]
         m = {side: med(v[side]) for side, _ in SIDES}
         cells = {side: run.fmt(m[side]) for side, _ in SIDES}
@@ -302,7 +304,7 @@ def main():
         f.write("# Transactions: Gregor vs Apache Kafka 4.4.0, one node\n\n" + sec.split("\n", 1)[1])
     if not args.quick and not args.out:
         put_section(os.path.join(run.HERE, "results.md"), sec)
-    with open(os.path.join(run.BUILD, "txn-raw.json"), "w") as f:
+    with open(os.path.join(run.BUILD, "txn-quick-raw.json" if args.quick else "txn-raw.json"), "w") as f:
         json.dump({"raw": tb.raw, "errors": tb.errors, "load": loads.samples}, f, indent=1)
     run.log(f"report: {out}")
     if args.quick:

@@ -394,10 +394,8 @@ static void marker_send(struct mpart *mp)
             kerr = GR_ERR_TRANSACTION_COORDINATOR_FENCED;
         else if (rc < 0)
             kerr = GR_ERR_NOT_LEADER_OR_FOLLOWER; /* -EXDEV, offline, no room: retried */
-        else {
-            end = res.last_offset + 1;
-            gr_log_flush_async(log);
-        }
+        else
+            end = res.last_offset + 1; /* durable as the partition's records are (gr_partition_appended) */
     }
     if (kerr == GR_ERR_INVALID_PRODUCER_EPOCH || kerr == GR_ERR_TRANSACTION_COORDINATOR_FENCED) {
         GR_WARN_RATELIMITED("%s-%d: transaction marker of producer id %lld refused (error %d)", mp->topic,
