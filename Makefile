@@ -123,6 +123,13 @@ bench-quick: test-deps
 bench-cluster: test-deps
 	@python3 bench/cluster.py
 
+# `make bench-txn`: transactions on one node, Gregor (switch on; page cache and fsync) against Kafka 4.4.0:
+# EndTxn latency, transactional vs idempotent throughput, CPU per GB (bench/txn.py, about 20 minutes); writes
+# bench/results-txn.md and results.md's Transactions section. bench-quick runs its client once (a few seconds).
+.PHONY: bench-txn
+bench-txn: test-deps
+	@python3 bench/txn.py
+
 # Gregor before/after (issue #18's reshape): the release broker at BEFORE against the working tree, ROUNDS
 # alternating rounds, no Kafka; writes bench/before-after.md (bench/compare.py). About 13 minutes for 5 rounds.
 BEFORE ?= 5a4c1fd

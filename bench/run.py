@@ -172,9 +172,9 @@ class Broker:
 class Gregor(Broker):
     kind = "gregor"
 
-    def __init__(self, fsync, binary=GREGOR, label=None):
+    def __init__(self, fsync, binary=GREGOR, label=None, extra=()):
         super().__init__(label or ("Gregor" + (" (fsync)" if fsync else "")))
-        self.fsync, self.proc, self.binary = fsync, None, binary
+        self.fsync, self.proc, self.binary, self.extra = fsync, None, binary, list(extra)
 
     def start(self):
         self.dir = tempfile.mkdtemp(prefix="gregor-bench-")
@@ -183,7 +183,7 @@ class Gregor(Broker):
                 "--override", f"gregor.listener.file={listener}",
                 "--override", f"log.dirs={self.dir}/data",
                 "--override", f"gregor.acks.all.fsync={'true' if self.fsync else 'false'}"]
-        for o in BROKER_OVERRIDES:
+        for o in BROKER_OVERRIDES + self.extra:
             args += ["--override", o]
         env = dict(os.environ, GLIBC_TUNABLES=GLIBC_TUNABLES)
         logf = open(os.path.join(self.dir, "broker.log"), "w")
@@ -755,6 +755,10 @@ def report(bench, started, ended, loads, path):
         w("\n## Errors during the run\n")
         for e in bench.errors:
             w(f"- {e}")
+    import txn  # bench/txn.py (it imports this module: here, not at the top)
+    kept = txn.kept_section(path)  # bench/txn.py's section, measured apart: kept when this report is rewritten
+    if kept:
+        w("\n" + kept)
     with open(path, "w") as f:
         f.write("\n".join(out) + "\n")
 
@@ -842,6 +846,8 @@ def main():
     if args.quick:
         session(bench, Gregor(fsync=False), ["pc"])
         session(bench, Gregor(fsync=True), ["fs"])
+        import txn
+        txn.smoke(bench)  # bench/txn.py's clients and its session, a few seconds
         out = args.out or os.path.join(BUILD, "bench-quick.md")
     else:
         bench.kafka_home = kafka_home()

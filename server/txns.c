@@ -492,8 +492,7 @@ int16_t gr_txns_write_marker(struct gr_broker *b, struct gr_log *log, const stru
     struct gr_append_result res;
     int rc = gr_partition_write_marker(part, m, &res);
     switch (rc) {
-    case 0:
-        gr_log_flush_async(log);
+    case 0: /* durable as the partition's records are (gr_partition_appended): no fdatasync asked here */
         *end_offset = res.last_offset + 1;
         return GR_ERR_NONE;
     case GR_LOG_ERR_INVALID_PRODUCER_EPOCH:

@@ -137,6 +137,13 @@ run_py "failpoints" "$(dirname "$0")/failpoints.py"
 # broker): seed 1, 600 records, 15 s of faults (about 30 s); `make test-txn-faults` runs five seeds at length.
 run_py "eos" "$(dirname "$0")/eos.py" --seed "${EOS_SEED:-1}"
 
+# Page-cache mode (markers_fsync.py): a transaction's marker asks no fdatasync of the data partition.
+BROKER_DIR=$(mktemp -d /tmp/gregor-test.XXXXXX)
+broker_start "${ON[@]}" --override gregor.acks.all.fsync=false || { fail "start"; summary txn; exit 1; }
+BROKER_PID=$BROKER_PID run_py "markers in page-cache mode" "$(dirname "$0")/markers_fsync.py"
+broker_stop
+rm -rf "$BROKER_DIR"
+
 # Kafka's defaults 3 and 2 need a cluster: unset they are 1 on one node, set above 1 they stop the broker.
 tmp=$(mktemp -d /tmp/gregor-test.XXXXXX)
 for kv in transaction.state.log.replication.factor=3 transaction.state.log.min.isr=2; do
