@@ -58,6 +58,16 @@ static const struct gr_config_def defs[] = {
      "quick)."},
     {"transaction.abort.timed.out.transaction.cleanup.interval.ms", GR_CFG_INT, "10000", POS32,
      "How often the transaction coordinator looks for transactions past their timeout and aborts them (ms)."},
+    {"transaction.max.timeout.ms", GR_CFG_INT, "900000", POS32,
+     "The longest transaction.timeout.ms a producer may ask for (ms); InitProducerId asking for more gets "
+     "INVALID_TRANSACTION_TIMEOUT."},
+    {"transactional.id.expiration.ms", GR_CFG_INT, "604800000", POS32,
+     "How long the transaction coordinator keeps a transactional id whose producer sent no transaction "
+     "request, once no transaction of it is open (ms)."},
+    {"transaction.remove.expired.transaction.cleanup.interval.ms", GR_CFG_INT, "3600000", POS32,
+     "How often the transaction coordinator removes the transactional ids past "
+     "transactional.id.expiration.ms "
+     "(ms)."},
     {"min.insync.replicas", GR_CFG_INT, "1", 1, INT32_MAX,
      "Replicas (the leader included) that must be in the ISR for an acks=all produce to succeed; a topic's "
      "min.insync.replicas overrides it. A single-node broker accepts only 1."},
@@ -714,6 +724,10 @@ void gr_config_resolve(struct gr_config *cfg)
         gr_config_bool(cfg, "gregor.transaction.coordinator.test.enable");
     s->transaction_abort_interval_ms =
         (int32_t)gr_config_int(cfg, "transaction.abort.timed.out.transaction.cleanup.interval.ms");
+    s->transaction_max_timeout_ms = (int32_t)gr_config_int(cfg, "transaction.max.timeout.ms");
+    s->transactional_id_expiration_ms = (int32_t)gr_config_int(cfg, "transactional.id.expiration.ms");
+    s->transaction_remove_expired_interval_ms =
+        (int32_t)gr_config_int(cfg, "transaction.remove.expired.transaction.cleanup.interval.ms");
     s->broker_session_timeout_ms = (int32_t)gr_config_int(cfg, "broker.session.timeout.ms");
     s->broker_heartbeat_interval_ms = (int32_t)gr_config_int(cfg, "broker.heartbeat.interval.ms");
     s->controller_quorum_fetch_timeout_ms = (int32_t)gr_config_int(cfg, "controller.quorum.fetch.timeout.ms");

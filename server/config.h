@@ -55,6 +55,10 @@ struct gr_broker_settings {
     bool gregor_transaction_coordinator_test_enable;  /* gregor.transaction.coordinator.test.enable */
     /* transaction.abort.timed.out.transaction.cleanup.interval.ms */
     int32_t transaction_abort_interval_ms;
+    int32_t transaction_max_timeout_ms;     /* transaction.max.timeout.ms */
+    int32_t transactional_id_expiration_ms; /* transactional.id.expiration.ms */
+    /* transaction.remove.expired.transaction.cleanup.interval.ms */
+    int32_t transaction_remove_expired_interval_ms;
     int32_t message_max_bytes;                        /* message.max.bytes */
     bool log_message_timestamp_type_log_append_time;  /* log.message.timestamp.type == LogAppendTime */
     int64_t log_message_timestamp_before_max_ms;      /* log.message.timestamp.before.max.ms */

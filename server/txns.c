@@ -957,6 +957,9 @@ static int coord_create(struct gr_txns *t, int32_t n)
     cfg.partitions = n;
     cfg.offsets_partitions = b->cfg.settings.offsets_topic_num_partitions;
     cfg.abort_timed_out_interval_ms = b->cfg.settings.transaction_abort_interval_ms;
+    cfg.max_timeout_ms = b->cfg.settings.transaction_max_timeout_ms;
+    cfg.id_expiration_ms = b->cfg.settings.transactional_id_expiration_ms;
+    cfg.remove_expired_interval_ms = b->cfg.settings.transaction_remove_expired_interval_ms;
     struct gr_txn_hooks hooks = {t,        hook_now, hook_append, hook_send_markers, hook_alloc_producer_id,
                                  hook_done};
     t->loads = calloc((size_t)n, sizeof *t->loads);

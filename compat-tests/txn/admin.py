@@ -16,6 +16,10 @@ unknown id (TRANSACTIONAL_ID_NOT_FOUND), an empty id (INVALID_REQUEST); ListTran
 names echoed), producer id filter and v1's DurationFilter; DescribeProducers shows the open transaction's start
 offset. Leaves transaction tx-hang open at offset 0 of wth-0 with a batch an hour old (kafka-transactions.sh).
 STEP "stable": wth-0's LSO equals its high watermark, 2 (after kafka-transactions.sh abort).
+STEP "settings" (a broker with transaction.max.timeout.ms=60000, transactional.id.expiration.ms=1500,
+transaction.remove.expired.transaction.cleanup.interval.ms=200): InitProducerId asking for 60001 ms gets
+INVALID_TRANSACTION_TIMEOUT (50), 60000 ms is taken; an idle Empty transactional id is gone (DescribeTransactions:
+TRANSACTIONAL_ID_NOT_FOUND) within a few seconds, as Kafka's expiry removes it.
 """
 import os
 import sys
@@ -227,6 +231,24 @@ def step_describe():
                                st.get('coordinator_epoch')))
 
 
+def step_settings():
+    with kr.Conn(BROKER) as c:
+        c.request('FindCoordinator', 3, {'key': 'tx-set', 'key_type': 1})
+        r = init_pid(c, 'tx-set')
+        tk.eq('InitProducerId at transaction.max.timeout.ms (60000): taken', 0, r['error_code'])
+        r = c.request('InitProducerId', 4, {'transactional_id': 'tx-set2', 'transaction_timeout_ms': 60001})
+        tk.eq('InitProducerId above transaction.max.timeout.ms: INVALID_TRANSACTION_TIMEOUT (50)', 50,
+              r['error_code'])
+        tk.eq('tx-set is described (Empty) at first', (0, 'Empty'),
+              (describe(c, ['tx-set'])['tx-set']['error_code'], describe(c, ['tx-set'])['tx-set']['transaction_state']))
+        end = time.time() + 15
+        while describe(c, ['tx-set'])['tx-set']['error_code'] == 0 and time.time() < end:
+            time.sleep(0.2)
+        tk.eq('an idle Empty transactional id expires (transactional.id.expiration.ms 1500): TRANSACTIONAL_ID_NOT_FOUND',
+              105, describe(c, ['tx-set'])['tx-set']['error_code'])
+
+
 if __name__ == '__main__':
-    tk.run(sys.argv[1], {'markers': step_markers, 'describe': step_describe, 'stable': step_stable}[sys.argv[1]])
+    tk.run(sys.argv[1], {'markers': step_markers, 'describe': step_describe, 'stable': step_stable,
+                         'settings': step_settings}[sys.argv[1]])
     tk.finish()

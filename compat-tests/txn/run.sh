@@ -137,6 +137,16 @@ run_py "failpoints" "$(dirname "$0")/failpoints.py"
 # broker): seed 1, 600 records, 15 s of faults (about 30 s); `make test-txn-faults` runs five seeds at length.
 run_py "eos" "$(dirname "$0")/eos.py" --seed "${EOS_SEED:-1}"
 
+# The coordinator's settings (admin.py settings): transaction.max.timeout.ms, transactional.id.expiration.ms and
+# transaction.remove.expired.transaction.cleanup.interval.ms lowered.
+BROKER_DIR=$(mktemp -d /tmp/gregor-test.XXXXXX)
+broker_start "${ON[@]}" --override transaction.state.log.num.partitions=1 --override transaction.max.timeout.ms=60000 \
+    --override transactional.id.expiration.ms=1500 \
+    --override transaction.remove.expired.transaction.cleanup.interval.ms=200 || { fail "start"; summary txn; exit 1; }
+run_py "admin settings" "$(dirname "$0")/admin.py" settings
+broker_stop
+rm -rf "$BROKER_DIR"
+
 # Page-cache mode (markers_fsync.py): a transaction's marker asks no fdatasync of the data partition.
 BROKER_DIR=$(mktemp -d /tmp/gregor-test.XXXXXX)
 broker_start "${ON[@]}" --override gregor.acks.all.fsync=false || { fail "start"; summary txn; exit 1; }
