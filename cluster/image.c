@@ -183,6 +183,14 @@ const struct gr_image_broker *gr_image_broker_at(const struct gr_image *img, int
     return &img->brokers[i];
 }
 
+int32_t gr_image_usable_broker_count(const struct gr_image *img)
+{
+    int32_t n = 0;
+    for (int32_t i = 0; i < img->broker_count; i++)
+        n += !img->brokers[i].fenced && !img->brokers[i].shutting_down;
+    return n;
+}
+
 const struct gr_image_listener *gr_image_broker_listener(const struct gr_image_broker *br, const char *name,
                                                          size_t len)
 {

@@ -160,6 +160,10 @@ const struct gr_image_broker *gr_image_broker(const struct gr_image *img, int32_
 /* Brokers, in node id order: count, and number i (0 <= i < count; borrowed). */
 int32_t gr_image_broker_count(const struct gr_image *img);
 const struct gr_image_broker *gr_image_broker_at(const struct gr_image *img, int32_t i);
+/* Brokers a new topic's replicas may be placed on (cluster/topic_writer_etcd.c's placement: registered, not
+ * fenced, not shutting down): the internal topics' creation (__consumer_offsets, __transaction_state) is
+ * tried again when this count changes, as Kafka retries when the cluster grows to the replication factor. */
+int32_t gr_image_usable_broker_count(const struct gr_image *img);
 /* Returns borrowed: the listener of `br` named `name` (`len` bytes, not NUL-terminated), NULL when it has
  * none of that name (Kafka: the broker is left out of Metadata, its partitions get LISTENER_NOT_FOUND). */
 const struct gr_image_listener *gr_image_broker_listener(const struct gr_image_broker *br, const char *name,

@@ -550,25 +550,13 @@ static bool follow_count(struct gr_groups *g, int32_t count)
 /* The one place that decides which partitions this coordinator serves (see the file comment). */
 static void create_offsets_topic(struct gr_broker *b);
 
-/* Brokers placement may use (cluster/topic_writer_etcd.c place: registered, not fenced, not shutting down).
- */
-static int32_t usable_brokers(const struct gr_image *img)
-{
-    int32_t n = 0;
-    for (int32_t i = 0; i < gr_image_broker_count(img); i++) {
-        const struct gr_image_broker *br = gr_image_broker_at(img, i);
-        n += !br->fenced && !br->shutting_down;
-    }
-    return n;
-}
-
 static void groups_follow(void *ctx, struct gr_image *img)
 {
     struct gr_broker *b = ctx;
     struct gr_groups *g = b->groups;
     if (!g || !g->cluster || !b->coord) return;
     struct gr_image_topic *it = gr_image_topic_find(img, GR_OFFSETS_TOPIC, strlen(GR_OFFSETS_TOPIC));
-    if (!it && g->create_retry && usable_brokers(img) != g->create_brokers) {
+    if (!it && g->create_retry && gr_image_usable_broker_count(img) != g->create_brokers) {
         /* A broker joined (or left) since the creation failed: try again now, so the coordinator appears
          * without waiting for the clients' next FindCoordinator */
         g->create_retry = false;
@@ -647,7 +635,7 @@ static void offsets_topic_created(void *ctx, const struct gr_topic_change *res)
     if (g) {
         g->creating = false;
         g->create_retry = failed;
-        g->create_brokers = failed ? usable_brokers(b->image) : 0;
+        g->create_brokers = failed ? gr_image_usable_broker_count(b->image) : 0;
     }
     if (failed && res->error_code == GR_ERR_INVALID_REPLICATION_FACTOR)
         GR_WARN_RATELIMITED("cannot create %s: %s (offsets.topic.replication.factor %d: internal topic "

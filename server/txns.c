@@ -1088,17 +1088,6 @@ bool gr_txns_defer(struct gr_req *req)
 
 /* ---- cluster mode: partitions follow the image (as server/groups.c's) ---- */
 
-/* Brokers placement may use (registered, not fenced, not shutting down), as server/groups.c counts them. */
-static int32_t usable_brokers(const struct gr_image *img)
-{
-    int32_t n = 0;
-    for (int32_t i = 0; i < gr_image_broker_count(img); i++) {
-        const struct gr_image_broker *br = gr_image_broker_at(img, i);
-        n += !br->fenced && !br->shutting_down;
-    }
-    return n;
-}
-
 /* The topic writer answered the creation of __transaction_state (TOPIC_ALREADY_EXISTS: another broker's
  * first FindCoordinator won; fine). */
 static void txn_topic_made(void *ctx, const struct gr_topic_change *res)
@@ -1109,7 +1098,7 @@ static void txn_topic_made(void *ctx, const struct gr_topic_change *res)
     if (t) {
         t->creating = false;
         t->create_retry = failed;
-        t->create_brokers = failed ? usable_brokers(b->image) : 0;
+        t->create_brokers = failed ? gr_image_usable_broker_count(b->image) : 0;
     }
     if (failed)
         GR_WARN_RATELIMITED("cannot create %s: %s (error %d; transaction.state.log.replication.factor %d: "
@@ -1172,7 +1161,7 @@ void gr_txns_follow(struct gr_broker *b)
     if (!t || !t->cluster) return;
     const struct gr_image *img = b->image;
     const struct gr_image_topic *it = gr_image_topic_find(img, GR_TXN_TOPIC, strlen(GR_TXN_TOPIC));
-    if (!it && t->create_retry && usable_brokers(img) != t->create_brokers) {
+    if (!it && t->create_retry && gr_image_usable_broker_count(img) != t->create_brokers) {
         t->create_retry = false; /* a broker joined (or left) since the creation failed: try again now */
         create_txn_topic(b);
     }
