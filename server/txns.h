@@ -91,7 +91,8 @@ int16_t gr_txns_check_txn_offset_commit(struct gr_broker *b, struct gr_str txn_i
  * -> INVALID_PRODUCER_EPOCH; TRANSACTION_ABORTABLE -> INVALID_TXN_STATE below v4, whose clients are
  * txnOffsetCommitRequestVersionToTransactionSupportedOperation's defaultError), then
  * CoordinatorOperationExceptionHelper.handleOperationException's (NETWORK_EXCEPTION ->
- * COORDINATOR_LOAD_IN_PROGRESS; UNKNOWN_TOPIC_OR_PARTITION, NOT_ENOUGH_REPLICAS, REQUEST_TIMED_OUT ->
+ * COORDINATOR_LOAD_IN_PROGRESS; the log-append errors as coordinator.h gr_coord_write_error maps the group
+ * coordinator's writes: UNKNOWN_TOPIC_OR_PARTITION, NOT_ENOUGH_REPLICAS, REQUEST_TIMED_OUT ->
  * COORDINATOR_NOT_AVAILABLE; NOT_LEADER_OR_FOLLOWER, KAFKA_STORAGE_ERROR -> NOT_COORDINATOR); others
  * unchanged. */
 int16_t gr_txns_txn_commit_error(int16_t err, int16_t version);

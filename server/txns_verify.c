@@ -10,6 +10,7 @@
  * appended and opens a transaction on the partition whether the coordinator knows it or not.
  * Read next: server/txns.h, coordinator/txn.h.
  */
+#include "coordinator/coordinator.h"
 #include "coordinator/offsets_log.h"
 #include "coordinator/records.h"
 #include "coordinator/txn.h"
@@ -69,15 +70,9 @@ int16_t gr_txns_txn_commit_error(int16_t err, int16_t version)
         return version >= 4 ? GR_ERR_TRANSACTION_ABORTABLE : GR_ERR_INVALID_TXN_STATE;
     case GR_ERR_NETWORK_EXCEPTION:
         return GR_ERR_COORDINATOR_LOAD_IN_PROGRESS;
-    case GR_ERR_UNKNOWN_TOPIC_OR_PARTITION:
-    case GR_ERR_NOT_ENOUGH_REPLICAS:
-    case GR_ERR_REQUEST_TIMED_OUT:
-        return GR_ERR_COORDINATOR_NOT_AVAILABLE;
-    case GR_ERR_NOT_LEADER_OR_FOLLOWER:
-    case GR_ERR_KAFKA_STORAGE_ERROR:
-        return GR_ERR_NOT_COORDINATOR;
-    default: /* NONE, the coordinator's COORDINATOR_*, NOT_COORDINATOR, CONCURRENT_TRANSACTIONS... */
-        return err;
+    default: /* the log-append errors as the group coordinator maps its own writes; NONE, the coordinator's
+                COORDINATOR_*, NOT_COORDINATOR, CONCURRENT_TRANSACTIONS... unchanged */
+        return gr_coord_write_error(err);
     }
 }
 
