@@ -1395,8 +1395,7 @@ static int32_t coordinator_node(struct gr_broker *b, struct gr_str txn_id)
     return ip ? ip->leader : -1;
 }
 
-/* The first batch of `records` when it is transactional, else NULL. */
-static const uint8_t *txn_batch(struct gr_bytes records)
+const uint8_t *gr_txns_txn_batch(struct gr_bytes records)
 {
     size_t pos = 0, len;
     const uint8_t *batch;
@@ -1430,7 +1429,8 @@ bool gr_txns_verify_remote(struct gr_req *req, gr_handler_fn run, enum gr_handle
         const struct gr_image_topic *it = gr_route_topic_by(b, v13, td->name, td->topic_id.b);
         for (int32_t p = 0; it && p < td->partition_data.count && v->count < total; p++) {
             const struct gr_produce_request_partition_produce_data *pd = &td->partition_data.items[p];
-            const uint8_t *batch = pd->records.kind == GR_RECORDS_MEM ? txn_batch(pd->records.mem) : NULL;
+            const uint8_t *batch =
+                pd->records.kind == GR_RECORDS_MEM ? gr_txns_txn_batch(pd->records.mem) : NULL;
             size_t n = strlen(it->name);
             char *name = batch ? gr_arena_alloc(&req->arena, n + 1) : NULL;
             if (!name)

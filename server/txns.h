@@ -53,6 +53,10 @@ struct gr_txn_coord *gr_txns_coord(struct gr_broker *b);
 enum gr_handler_rc gr_txns_settle(struct gr_req *req, struct gr_txns_waits *waits, struct gr_txns_waiter **ws,
                                   int n);
 
+/* The first record batch of `records` when it is transactional (the attribute bit), else NULL (none,
+ * malformed: the produce path judges it, or not transactional). What KIP-890 part 1's verification looks at.
+ */
+const uint8_t *gr_txns_txn_batch(struct gr_bytes records);
 /* KIP-890 part 1's verification of one partition's Produce records on one node (server/txns_verify.c;
  * ReplicaManager.appendRecords / maybeSendPartitionsToTransactionCoordinator, the coordinator in process:
  * its handleVerifyPartitionsInTransaction, checked and appended in the same loop turn so no marker slips in

@@ -108,12 +108,8 @@ int16_t gr_txns_check_produce(struct gr_broker *b, const struct gr_log *log, str
 {
     *verified = false;
     *msg = NULL;
-    if (!gr_txns_enabled(b) || txn_id.len < 0 || records.len <= 0) return GR_ERR_NONE;
-    size_t pos = 0, len;
-    const uint8_t *batch;
-    if (gr_batch_next(records.ptr, (size_t)records.len, &pos, &batch, &len) != 1 ||
-        !(gr_batch_attributes(batch) & GR_BATCH_ATTR_TRANSACTIONAL))
-        return GR_ERR_NONE; /* not transactional (or malformed: the produce path judges it) */
+    const uint8_t *batch = gr_txns_enabled(b) && txn_id.len >= 0 ? gr_txns_txn_batch(records) : NULL;
+    if (!batch) return GR_ERR_NONE; /* not transactional (or malformed: the produce path judges it) */
     int64_t pid = gr_batch_producer_id(batch);
     int16_t epoch = gr_batch_producer_epoch(batch);
     if (!b->cfg.settings.transaction_partition_verification_enable || ongoing(log, pid, epoch)) {
