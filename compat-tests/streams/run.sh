@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # streams/run.sh: exactly-once runs with kill -9 against Gregor (issue #21), `make compat-eos`.
 #   run.sh [--seed N] [--only streams|pipeline] [BUILD]
-# Builds EosTest (Maven: kafka-streams 4.4.0 and its kafka-clients from Maven Central; target/ gitignored),
+# Builds EosTest (build.sh: Maven, kafka-streams 4.4.0 and its kafka-clients from Maven Central; target/ gitignored),
 # starts one Gregor per run (compat-tests/lib/broker.sh: free port, fresh data dir, auto.create.topics off,
 # the transaction coordinator's test-only switch on) and runs
 #   streams   Kafka Streams exactly_once_v2 word count, its instance kill -9ed at a seeded time, restarted
@@ -27,15 +27,10 @@ if [ -n "$build" ]; then
     case "$build" in /*) ;; *) build=$REPO/$build ;; esac
     GREGOR_BIN=$build/bin/gregor
 fi
-cp=$here/target/classpath.txt
-mkdir -p "$here/target"
-if [ ! -s "$cp" ] || [ ! -d "$here/target/classes" ] || [ -n "$(find "$here/src" "$here/pom.xml" -newer "$cp" -print -quit)" ]; then
-    if ! mvn -B -q -f "$here/pom.xml" compile dependency:build-classpath -Dmdep.outputFile="$cp" >"$here/target/build.log" 2>&1; then
-        rm -f "$cp"
-        echo "eos: mvn build failed: $(grep -m3 ERROR "$here/target/build.log")"
-        echo "eos: 0 passed, 1 failed"
-        exit 1
-    fi
+if ! classpath=$("$here/build.sh" 2>&1); then
+    echo "eos: $classpath"
+    echo "eos: 0 passed, 1 failed"
+    exit 1
 fi
 echo "eos: seed $seed"
 # the network-thread audit (as compat-tests/run.sh runs make test's suites): a call that may wait for the disk
@@ -53,7 +48,7 @@ for run in streams pipeline; do
     work=$BROKER_DIR/work
     mkdir -p "$work"
     # the driver and the app JVMs it starts run in a process group of their own, ended by its id afterwards
-    setsid timeout -k 10 400 java -Xmx256m -XX:+UseSerialGC -cp "$here/target/classes:$(cat "$cp")" dev.gregor.streams.EosTest \
+    setsid timeout -k 10 400 java -Xmx256m -XX:+UseSerialGC -cp "$classpath" dev.gregor.streams.EosTest \
         "$run" "$BROKER" "$seed" "$work" >"$work/driver.log" 2>&1 &
     pg=$!
     wait $pg

@@ -1,9 +1,12 @@
 #!/usr/bin/env python3
-"""txn/eos.py [--seed S] [--records R] [--duration D] [--per-txn N] [--keys K]: exactly-once under kill -9 on
-one node (issue #21): the read-process-write pipeline (pipeline.py, its own process) between topics in (3
+"""txn/eos.py [--seed S] [--records R] [--duration D] [--per-txn N] [--keys K] [--pipeline confluent|java]:
+exactly-once under kill -9 on one node (issue #21): the read-process-write pipeline (its own process:
+pipeline.py on confluent-kafka, or with --pipeline java compat-tests/streams TxnPipeline.java on the Java 4.4
+client, one JVM per process, built by compat-tests/streams/build.sh; the same contract) between topics in (3
 partitions, R records, K keys, key k on partition k % 3, values "k:seq") and out (3 partitions), while a
-seeded schedule (random.Random(S), printed) kills things for D seconds, one fault every 0.5-2.5 s (the first
-three one of each kind, in a seeded order), each one of:
+seeded schedule (random.Random(S), printed) kills things for D seconds, one fault every 0.5-2.5 s (1-3.5 s
+for the Java pipeline, whose JVM takes ~1 s to start; the first three one of each kind, in a seeded order),
+each one of:
   - kill -9 of the pipeline process 50-300 ms after one of its commits (so records of an open transaction
     are written), started again at once (that transaction aborted by the new producer's init_transactions);
   - kill -9 of the broker, restarted on the same data directory and port;
@@ -39,6 +42,15 @@ STALL_S = 30  # the drain's limit on a pipeline committing nothing
 FAILPOINTS = ('txn.after_prepare', 'txn.mid_markers', 'txn.before_complete', 'txn.after_add_partitions')
 
 
+def java_classpath():
+    """The class path of compat-tests/streams (TxnPipeline), built first when stale (its build.sh)."""
+    build = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'streams', 'build.sh')
+    r = subprocess.run(['bash', build], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=600)
+    if r.returncode != 0:
+        raise RuntimeError('compat-tests/streams/build.sh: ' + r.stdout.decode(errors='replace')[-600:])
+    return r.stdout.decode().strip()
+
+
 class Run:
     def __init__(self, args):
         self.args = args
@@ -46,6 +58,8 @@ class Run:
         self.b = txnkit.Broker()
         self.pipe = None
         self.pipe_starts = 0
+        self.classpath = java_classpath() if args.pipeline == 'java' else None
+        self.spacing = (1.0, 3.5) if args.pipeline == 'java' else (0.5, 2.5)
         self.counts = {'pipeline kill -9': 0, 'broker kill -9': 0, 'broker kill -9, failpoint armed': 0,
                        'failpoint fired': 0, 'pipeline exited': 0}
         self.fired = {}
@@ -58,10 +72,14 @@ class Run:
 
     def start_pipeline(self):
         log = open(os.path.join(self.b.dir, 'pipeline.log'), 'ab')
-        self.pipe = subprocess.Popen([sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                                                   'pipeline.py'),
-                                     self.b.addr, SRC, DST, str(PARTS), GROUP, TXN_ID, str(self.args.per_txn),
-                                     str(self.delay_ms)], stdout=log, stderr=subprocess.STDOUT)
+        argv = [self.b.addr, SRC, DST, str(PARTS), GROUP, TXN_ID, str(self.args.per_txn), str(self.delay_ms)]
+        if self.args.pipeline == 'java':
+            # one JVM per pipeline process; a thread dump on SIGQUIT (stalled())
+            cmd = ['java', '-Xmx256m', '-XX:+UseSerialGC', '-XX:TieredStopAtLevel=1', '-cp', self.classpath,
+                   'dev.gregor.streams.TxnPipeline']
+        else:
+            cmd = [sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), 'pipeline.py')]
+        self.pipe = subprocess.Popen(cmd + argv, stdout=log, stderr=subprocess.STDOUT)
         log.close()
         self.pipe_starts += 1
 
@@ -124,13 +142,13 @@ class Run:
             self.start_broker('%s:%d' % (self.rng.choice(FAILPOINTS), self.rng.randint(1, 2)))
 
     def stalled(self):
-        """The pipeline committed nothing for STALL_S s: its Python stack (faulthandler, SIGUSR1) is printed,
+        """The pipeline committed nothing for STALL_S s: its stack (Python: faulthandler, SIGUSR1; Java: SIGQUIT) is printed,
         the stall counted (a failure), and it is killed and started again so the run can still drain."""
         self.counts['pipeline stalled'] = self.counts.get('pipeline stalled', 0) + 1
         path = os.path.join(self.b.dir, 'pipeline.log')
         size = os.path.getsize(path)
         if self.pipe is not None:
-            self.pipe.send_signal(signal.SIGUSR1)
+            self.pipe.send_signal(signal.SIGQUIT if self.args.pipeline == 'java' else signal.SIGUSR1)
             time.sleep(1)
         with open(path, errors='replace') as f:
             f.seek(size)
@@ -165,8 +183,8 @@ class Run:
 
     def run(self):
         a = self.args
-        print('eos: seed %d, %d records, %d keys, %d s of faults, %d records per transaction, %d ms per record' %
-              (a.seed, a.records, a.keys, a.duration, a.per_txn, self.delay_ms), flush=True)
+        print('eos: seed %d, %s pipeline, %d records, %d keys, %d s of faults, %d records per transaction, %d ms per '
+              'record' % (a.seed, a.pipeline, a.records, a.keys, a.duration, a.per_txn, self.delay_ms), flush=True)
         t0 = time.time()
         self.start_broker()
         with kr.Conn(self.b.addr) as c:
@@ -177,7 +195,7 @@ class Run:
         self.start_pipeline()
         end = time.time() + a.duration
         while time.time() < end:
-            self.sleep(self.rng.uniform(0.5, 2.5))
+            self.sleep(self.rng.uniform(*self.spacing))
             if time.time() < end:
                 self.fault()
         t_faults = time.time()
@@ -200,9 +218,9 @@ class Run:
         self.kill_pipeline()
         tk.eq('drain: the committed offsets of %s reach its end' % SRC, ends, last)
         self.check(want)
-        print('eos: seed %d: faults %s; failpoints fired %s; pipeline started %d times, broker %d times; '
+        print('eos: seed %d, %s pipeline: faults %s; failpoints fired %s; pipeline started %d times, broker %d times; '
               '%.1f s of faults, drained in %.1f s, %.1f s in all' %
-              (a.seed, self.counts, self.fired or '{}', self.pipe_starts, self.b.starts, t_faults - t0,
+              (a.seed, a.pipeline, self.counts, self.fired or '{}', self.pipe_starts, self.b.starts, t_faults - t0,
                t_drain - t_faults, time.time() - t0), flush=True)
 
     def check(self, want):
@@ -241,6 +259,7 @@ def main():
     ap.add_argument('--duration', type=float, default=15)
     ap.add_argument('--per-txn', type=int, default=20)
     ap.add_argument('--delay-ms', type=int, default=None)
+    ap.add_argument('--pipeline', choices=('confluent', 'java'), default='confluent')
     a = ap.parse_args()
     if a.seed is None:
         a.seed = int.from_bytes(os.urandom(2), 'big')

@@ -1,15 +1,20 @@
 #!/usr/bin/env bash
-# txn/faults.sh [SEEDS] [RECORDS] [DURATION]: the exactly-once fault runs at length (`make test-txn-faults`,
-# issue #21): failpoints.py once (every transaction failpoint under a confluent-kafka transaction), then
-# eos.py (the read-process-write pipeline under kill -9 of itself and of the broker, and the failpoints) for
-# each seed of SEEDS (default 1,2,3,4,5), RECORDS records (default 3000) over DURATION seconds of faults
-# (default 60). make test's txn suite runs failpoints.py and one short eos.py (compat-tests/txn/run.sh).
+# txn/faults.sh [SEEDS] [RECORDS] [DURATION] [JAVA_SEEDS]: the exactly-once fault runs at length (`make
+# test-txn-faults`, issue #21): failpoints.py once (every transaction failpoint under a confluent-kafka
+# transaction), then eos.py (the read-process-write pipeline under kill -9 of itself and of the broker, and the
+# failpoints) for each seed of SEEDS (default 1,2,3,4,5) with the confluent-kafka pipeline, then for each seed
+# of JAVA_SEEDS (default 1,2,3; "none" for none) with the Java 4.4 client's (--pipeline java, built by
+# compat-tests/streams/build.sh), and once more with the Java pipeline on the last of JAVA_SEEDS + 1 with
+# TXN_PIPELINE_ABORT_EVERY=5 (its abort-and-continue path, which the faults alone never reach); RECORDS
+# records (default 3000) over DURATION seconds of faults (default 60) each. make test's txn suite runs
+# failpoints.py and one short eos.py (compat-tests/txn/run.sh).
 # Ends with "txn-faults: N passed, N failed". Read next: compat-tests/txn/eos.py.
 set -u
 . "$(dirname "$0")/../lib/broker.sh"
 SEEDS=${1:-1,2,3,4,5}
 RECORDS=${2:-3000}
 DURATION=${3:-60}
+JAVA_SEEDS=${4:-1,2,3}
 export GREGOR_NET_THREAD_AUDIT=${GREGOR_NET_THREAD_AUDIT:-1}
 BROKER= BROKER_DIR= # each Python part starts its own broker (txnkit.Broker)
 t0=$(date +%s)
@@ -17,5 +22,16 @@ run_py "failpoints" "$(dirname "$0")/failpoints.py"
 for seed in ${SEEDS//,/ }; do
     run_py "eos seed $seed" "$(dirname "$0")/eos.py" --seed "$seed" --records "$RECORDS" --duration "$DURATION"
 done
-echo "txn-faults: seeds $SEEDS, $RECORDS records, $DURATION s of faults each: $(($(date +%s) - t0)) s"
+last=
+if [ "$JAVA_SEEDS" != none ]; then
+    for seed in ${JAVA_SEEDS//,/ }; do
+        run_py "eos seed $seed, java pipeline" "$(dirname "$0")/eos.py" --pipeline java --seed "$seed" \
+            --records "$RECORDS" --duration "$DURATION"
+        last=$seed
+    done
+    seed=$((last + 1))
+    TXN_PIPELINE_ABORT_EVERY=5 run_py "eos seed $seed, java pipeline, an abort every 5th transaction" \
+        "$(dirname "$0")/eos.py" --pipeline java --seed "$seed" --records "$RECORDS" --duration "$DURATION"
+fi
+echo "txn-faults: seeds $SEEDS (confluent-kafka), $JAVA_SEEDS${last:+ and $((last + 1)) with aborts} (Java), $RECORDS records, $DURATION s of faults each: $(($(date +%s) - t0)) s"
 summary txn-faults
