@@ -1,9 +1,7 @@
 #!/usr/bin/env python3
 """txn/coordinator.py BROKER STEP: FindCoordinator for transactions (key type 1) and __transaction_state.
 
-STEP "off" (a broker with the defaults): key type 1 answers COORDINATOR_NOT_AVAILABLE (15) in v3 and in v4's
-batched form, and no __transaction_state is made (the transaction APIs are not served yet, issue #21).
-STEP "on" (gregor.transaction.coordinator.test.enable=true, server/txns.c): the first FindCoordinator with key
+STEP "on" (a new broker, transactions always on, server/txns.c): the first FindCoordinator with key
 type 1 creates __transaction_state (internal, transaction.state.log.num.partitions = 50 partitions) and names
 this broker (its node id, host and port), v3 and v4 with two keys; the topic has Kafka's configs for it
 (DescribeConfigs: cleanup.policy compact, compression.type uncompressed, segment.bytes 104857600,
@@ -43,14 +41,7 @@ def names_this_broker(e):
 
 
 with kr.Conn(broker) as c:
-    if step == 'off':
-        r = c.request('FindCoordinator', 3, {'key': 'tx-off', 'key_type': 1})
-        check('v3 key type 1: COORDINATOR_NOT_AVAILABLE (15)', r['error_code'] == 15 and r['node_id'] == -1, r)
-        r = c.request('FindCoordinator', 4, {'key_type': 1, 'coordinator_keys': ['tx-off']})
-        e = r['coordinators'][0] if r['coordinators'] else {}
-        check('v4 key type 1: COORDINATOR_NOT_AVAILABLE (15)', e.get('error_code') == 15, r)
-        check('no __transaction_state is made', txn_topic(c) is None)
-    elif step == 'on':
+    if step == 'on':
         r = c.request('FindCoordinator', 3, {'key': 'tx-a', 'key_type': 1})
         check('v3 key type 1 on a new broker names this broker', names_this_broker(r), r)
         t = txn_topic(c)
