@@ -6,7 +6,9 @@ type 1 creates __transaction_state (internal, transaction.state.log.num.partitio
 this broker (its node id, host and port), v3 and v4 with two keys; the topic has Kafka's configs for it
 (DescribeConfigs: cleanup.policy compact, compression.type uncompressed, segment.bytes 104857600,
 min.insync.replicas 1 on one node, unclean.leader.election.enable false); InitProducerId with a transactional
-id is answered by the coordinator (transactions.py tests the rest). STEP "present": after a
+id is answered by the coordinator (transactions.py tests the rest); a client's Produce to
+__transaction_state is refused with INVALID_TOPIC_EXCEPTION (17, no message: ReplicaManager refuses appends
+to an internal topic) and the coordinator still answers. STEP "present": after a
 restart the topic is there and key type 1 still names this broker.
 Prints one "ok|FAIL <what>" line per check; exits 1 on any failure.
 """
@@ -75,6 +77,17 @@ with kr.Conn(broker) as c:
             time.sleep(0.05)
         check('InitProducerId with a transactional id: the coordinator answers a producer id, epoch 0',
               r['error_code'] == 0 and r['producer_id'] >= 0 and r['producer_epoch'] == 0, r)
+        pid0 = r['producer_id']
+        for p in range(50):  # tx-a's partition among them: a client batch there would be replayed as state
+            pr = kr.produce(c, TOPIC, p, kr.build_batch([(b'k', b'v')]))
+            if pr['error_code'] != 17 or pr['error_message'] is not None:
+                break
+        check('Produce to every partition of __transaction_state: INVALID_TOPIC_EXCEPTION (17), no message',
+              pr['error_code'] == 17 and pr['error_message'] is None and p == 49, (p, pr))
+        r = c.request('InitProducerId', 4, {'transactional_id': 'tx-a', 'transaction_timeout_ms': 60000,
+                                            'producer_id': -1, 'producer_epoch': -1})
+        check('then InitProducerId for tx-a again: the same producer id, epoch 1',
+              r['error_code'] == 0 and r['producer_id'] == pid0 and r['producer_epoch'] == 1, r)
     elif step == 'present':
         t = txn_topic(c)
         check('__transaction_state is there after a restart', t is not None and len(t['partitions']) == 50, t)

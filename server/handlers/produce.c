@@ -104,8 +104,9 @@ static enum gr_handler_rc produce_run(struct gr_req *req)
         int16_t topic_err = GR_ERR_NONE;
         if (!it)
             topic_err = v >= 13 ? GR_ERR_UNKNOWN_TOPIC_ID : GR_ERR_UNKNOWN_TOPIC_OR_PARTITION;
-        else if (strcmp(it->name, "__consumer_offsets") == 0) {
-            topic_err = GR_ERR_INVALID_TOPIC_EXCEPTION; /* no message, as Kafka 4.4 */
+        else if (gr_topic_is_internal(it->name)) {
+            /* ReplicaManager.appendToLocalLog: no client appends to an internal topic (no message) */
+            topic_err = GR_ERR_INVALID_TOPIC_EXCEPTION;
         }
         if (bad_acks) topic_err = GR_ERR_INVALID_REQUIRED_ACKS;
         if (st->txn_refused) {
