@@ -5,8 +5,8 @@ What it does: builds the release broker and bench/rdk_txn.c (librdkafka 2.0.2, t
 for both brokers) like bench/run.py, then for ROUNDS rounds starts, each alone in turn on loopback with a fresh
 directory: Kafka (start-kafka.sh, KRaft single node, __transaction_state with 10 partitions, replication 1),
 Gregor with gregor.acks.all.fsync=false (page cache, as Kafka, which never fsyncs: the fair pair) and Gregor
-with its default gregor.acks.all.fsync=true (every coordinator and marker write fsynced before it counts);
-both Gregors with the test-only switch gregor.transaction.coordinator.test.enable=true. Per broker, on topics
+with its default gregor.acks.all.fsync=true (every coordinator and marker write fsynced before it counts).
+Per broker, on topics
 of 1 partition (1 KiB values, acks=all, enable.idempotence=true):
   - a warm-up (the same for all: lets the JVM compile the transaction paths);
   - EndTxn latency: transactions of 1 record, and of 100 records, one after the other (rdk_txn endtxn): the
@@ -37,7 +37,6 @@ import compare
 import run
 
 RDK_TXN = os.path.join(run.TOOLS, "rdk_txn")
-SWITCH = "gregor.transaction.coordinator.test.enable=true"
 SECTION = "## Transactions (bench/txn.py)"
 SIDES = (("kafka", "Kafka"), ("gregor", "Gregor, page cache"), ("gregor-fs", "Gregor, fsync"))
 
@@ -156,7 +155,7 @@ class TxnBench:
 
 
 def gregor(fsync):
-    return run.Gregor(fsync=fsync, extra=[SWITCH], label="Gregor, " + ("fsync" if fsync else "page cache"))
+    return run.Gregor(fsync=fsync, extra=[], label="Gregor, " + ("fsync" if fsync else "page cache"))
 
 
 def smoke(bench):
@@ -223,8 +222,7 @@ mean {mean:.1f}, max {mx:.1f} (the benchmark itself accounts for about 2){
 Medians of {tb.rounds} rounds, each round Kafka, then Gregor with `gregor.acks.all.fsync=false`, then Gregor with
 its default fsync; ratio = Gregor (page cache) / Kafka. Client: bench/rdk_txn.c on librdkafka 2.0.2 (C), one
 producer, acks=all, enable.idempotence=true, 1 KiB values, topics of 1 partition; Kafka 4.4.0 KRaft single
-node (`{run.KAFKA_HEAP}`, __transaction_state 10 partitions, replication 1); Gregor release build with
-`{SWITCH}`.
+node (`{run.KAFKA_HEAP}`, __transaction_state 10 partitions, replication 1); Gregor release build.
 
 - EndTxn latency: each transaction is begin, produce, flush (every record acknowledged), then
   commit_transaction, timed alone (the EndTxn request and its answer: librdkafka has nothing else to send);

@@ -6,15 +6,11 @@
  */
 #include "server/apis.h"
 #include "server/handlers/handlers.h"
-#include "server/txns.h"
 
 static const struct gr_api apis[] = {
 #define GR_API(key, id, name, advertised_min, served_min, served_max, handler, needs_groups)                 \
-    {GR_API_##id, #name, advertised_min, served_min, served_max, gr_handle_##handler, needs_groups, false},
-#define GR_API_TXN(key, id, name, advertised_min, served_min, served_max, handler, needs_groups)             \
-    {GR_API_##id, #name, advertised_min, served_min, served_max, gr_handle_##handler, needs_groups, true},
+    {GR_API_##id, #name, advertised_min, served_min, served_max, gr_handle_##handler, needs_groups},
 #include "server/apis.def"
-#undef GR_API_TXN
 #undef GR_API
 };
 
@@ -31,9 +27,4 @@ const struct gr_api *gr_api_table(int *count)
 {
     *count = NAPIS;
     return apis;
-}
-
-bool gr_api_served(const struct gr_broker *b, const struct gr_api *api)
-{
-    return api && api->handler && (!api->txn_only || gr_txns_enabled(b)); /* apis.def's GR_API_TXN rows */
 }

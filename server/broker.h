@@ -81,7 +81,6 @@ struct gr_api {
     int16_t served_min, served_max;
     gr_handler_fn handler;
     bool needs_groups; /* served by the group coordinator: dispatch has gr_groups_defer start it first */
-    bool txn_only;     /* a GR_API_TXN row: served only while gr_txns_enabled (else an unknown key) */
 };
 
 /* A retained file range the request holds until it is freed: the content of a file-kind records field
@@ -232,8 +231,8 @@ struct gr_broker {
         ev_timer deadline_w;
     } ctl_shutdown;
     struct gr_groups *groups; /* the group coordinator's server binding (groups.c), NULL until first used */
-    /* the transaction coordinator (coordinator/txn.h) and its server binding (txns.c): NULL unless
-       gregor.transaction.coordinator.test.enable and __transaction_state exists (issue #21, in progress) */
+    /* the transaction coordinator (coordinator/txn.h) and its server binding (txns.c): NULL until
+       __transaction_state exists (issue #21) */
     struct gr_txn_coord *txn;
     struct gr_txns *txns;
 };
@@ -395,11 +394,6 @@ void gr_req_unpark(struct gr_req *req);
  * when Gregor does not serve it; gr_api_table returns every row in key order and sets *count. */
 const struct gr_api *gr_api_find(int16_t api_key);
 const struct gr_api *gr_api_table(int *count);
-/* Whether `api` (a row, or NULL) is served and advertised by broker `b`: it has a handler and, for the
- * transaction APIs of issue #21 (apis.def's GR_API_TXN rows, txn_only), the test-only
- * gregor.transaction.coordinator.test.enable is on (server/txns.h gr_txns_enabled). Dispatch closes the
- * connection of a request for an API not served, as for a key without a row; ApiVersions leaves it out. */
-bool gr_api_served(const struct gr_broker *b, const struct gr_api *api);
 /* Decodes one complete request frame, picks its API row and runs its handler (dispatch.c); a frame that
  * does not decode, or names an API or version not served, closes the connection. */
 void gr_dispatch(struct gr_req *req);

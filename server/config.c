@@ -166,11 +166,6 @@ static const struct gr_config_def defs[] = {
      "unsent answers stop reading requests until they drain; a connection with nothing unsent still takes "
      "one request."},
     {"gregor.log.level", GR_CFG_STRING, "INFO", 0, 0, "Gregor: DEBUG, INFO, WARN or ERROR."},
-    {"gregor.transaction.coordinator.test.enable", GR_CFG_BOOLEAN, "false", 0, 0,
-     "Gregor, test only: FindCoordinator for a transaction (key type 1) creates __transaction_state and "
-     "names "
-     "its partition's leader (the transaction coordinator's server binding) instead of answering "
-     "COORDINATOR_NOT_AVAILABLE. Off until the transaction APIs are served; single node only."},
     {"gregor.metadata.etcd.endpoints", GR_CFG_LIST, NULL, 0, 0,
      "Gregor: the etcd cluster that keeps the cluster metadata, as http://host:port, comma-separated (at "
      "most "
@@ -464,14 +459,23 @@ static int validate(const struct gr_config_def *d, const char *value)
     }
 }
 
+/* Settings Gregor had and removed: given, each is ignored (as an unknown key) with one line saying why. */
+static const struct {
+    const char *key, *why;
+} removed[] = {
+    {"gregor.cluster.replication.enable",
+     "a cluster always replicates (replication factors above 1 are taken)"},
+    {"gregor.transaction.coordinator.test.enable", "transactions are always on (issue #21)"},
+};
+
 int gr_config_set(struct gr_config *cfg, const char *key, const char *value)
 {
     int i = find(key);
-    if (i < 0 && !strcmp(key, "gregor.cluster.replication.enable")) {
-        fprintf(stderr, "config: gregor.cluster.replication.enable was removed and is ignored: a cluster "
-                        "always replicates (replication factors above 1 are taken)\n");
-        return 1;
-    }
+    for (size_t r = 0; i < 0 && r < sizeof removed / sizeof removed[0]; r++)
+        if (!strcmp(key, removed[r].key)) {
+            fprintf(stderr, "config: %s was removed and is ignored: %s\n", key, removed[r].why);
+            return 1;
+        }
     if (i < 0) {
         fprintf(stderr, "config: unknown key '%s' ignored\n", key);
         return 1;
@@ -720,8 +724,6 @@ void gr_config_resolve(struct gr_config *cfg)
                                            : (int32_t)gr_config_int(cfg, "transaction.state.log.min.isr");
     s->transaction_state_log_segment_bytes =
         (int32_t)gr_config_int(cfg, "transaction.state.log.segment.bytes");
-    s->gregor_transaction_coordinator_test_enable =
-        gr_config_bool(cfg, "gregor.transaction.coordinator.test.enable");
     s->transaction_abort_interval_ms =
         (int32_t)gr_config_int(cfg, "transaction.abort.timed.out.transaction.cleanup.interval.ms");
     s->transaction_max_timeout_ms = (int32_t)gr_config_int(cfg, "transaction.max.timeout.ms");

@@ -52,7 +52,6 @@ struct gr_broker_settings {
     int16_t transaction_state_log_replication_factor; /* transaction.state.log.replication.factor */
     int32_t transaction_state_log_min_isr;            /* transaction.state.log.min.isr */
     int32_t transaction_state_log_segment_bytes;      /* transaction.state.log.segment.bytes */
-    bool gregor_transaction_coordinator_test_enable;  /* gregor.transaction.coordinator.test.enable */
     /* transaction.abort.timed.out.transaction.cleanup.interval.ms */
     int32_t transaction_abort_interval_ms;
     int32_t transaction_max_timeout_ms;     /* transaction.max.timeout.ms */

@@ -7,7 +7,7 @@
  * served from v3; any request outside the served range closes the connection, except ApiVersions, which is
  * answered as v0 with UNSUPPORTED_VERSION and its own entry (KIP-511). A request that does not decode closes
  * the connection. An API marked needs_groups first has the group coordinator's binding (server/groups.c)
- * start the coordinator (and FindCoordinator for transactions has server/txns.c's, when enabled, create
+ * start the coordinator (and FindCoordinator for transactions has server/txns.c's create
  * __transaction_state); dispatch calls a handler only through its table row (gr_req_run). Everything after
  * (parking, the deadline, finishing, encoding, freeing) is server/request.c; dispatch calls no connection
  * code (it closes and names the peer through request.c's sink). Which requests may run before the ones ahead
@@ -59,7 +59,7 @@ void gr_dispatch(struct gr_req *req)
     req->hdr.correlation_id = corr;
     const struct gr_api *api = gr_api_find(key);
     const char *peer = gr_req_peer(req);
-    if (!gr_api_served(req->broker, api)) {
+    if (!api) {
         GR_WARN_RATELIMITED("connection %s: unsupported api key %d, closing", peer, key);
         req->done = req->no_response = true;
         gr_req_close(req, "unknown api key");
@@ -94,8 +94,8 @@ void gr_dispatch(struct gr_req *req)
         return;
     }
     req->resp_ops->init(req->resp);
-    /* first transaction coordinator lookup (FindCoordinator key type 1, behind a test-only switch): the
-       request waits while __transaction_state is created on the I/O pool (server/txns.c) */
+    /* first transaction coordinator lookup (FindCoordinator key type 1): the request waits while
+       __transaction_state is created on the I/O pool (server/txns.c) */
     if (gr_txns_defer(req)) return;
     /* first group use: the request waits while __consumer_offsets is created on the I/O pool */
     if (!req->broker->coord && api->needs_groups && gr_groups_defer(req)) return;

@@ -94,8 +94,8 @@ static void raise_open_files_limit(void)
 /* Says whether the descriptors the broker may hold fit RLIMIT_NOFILE (raised by raise_open_files_limit):
    gregor.open.files.max segment files; per partition its directory and the next segment's file made
    ahead of a roll; the active files of __consumer_offsets (outside the cap: offsets.topic.num.partitions,
-   counted even before the topic exists; and __transaction_state's, transaction.state.log.num.partitions, when
-   gregor.transaction.coordinator.test.enable); max.connections sockets; and a reserve for the rest
+   counted even before the topic exists; and __transaction_state's, transaction.state.log.num.partitions, the
+   same); max.connections sockets; and a reserve for the rest
    (listeners, checkpoints, the I/O pool's and flushers' short-lived files). */
 #define OPEN_FILES_RESERVE 64
 static void check_open_files(struct gr_broker *b, int64_t partitions)
@@ -105,15 +105,16 @@ static void check_open_files(struct gr_broker *b, int64_t partitions)
     int64_t segs = gr_config_int(&b->cfg, "gregor.open.files.max");
     int64_t conns = gr_config_int(&b->cfg, "max.connections");
     int64_t kept = gr_config_int(&b->cfg, "offsets.topic.num.partitions");
-    if (gr_txns_enabled(b)) kept += b->cfg.settings.transaction_state_log_num_partitions; /* the same */
+    kept += b->cfg.settings.transaction_state_log_num_partitions; /* the same */
     int64_t limit = rl.rlim_cur == RLIM_INFINITY ? INT64_MAX : (int64_t)rl.rlim_cur;
     int64_t fixed = segs + 2 * partitions + kept + OPEN_FILES_RESERVE;
     if (fixed > limit)
-        GR_WARN("open files: gregor.open.files.max (%" PRId64 ") + 2 x %" PRId64 " partitions + %" PRId64
-                " __consumer_offsets files + %d reserved exceed RLIMIT_NOFILE (%" PRId64
-                "): opens may fail with "
-                "EMFILE; lower gregor.open.files.max or raise the limit",
-                segs, partitions, kept, OPEN_FILES_RESERVE, limit);
+        GR_WARN(
+            "open files: gregor.open.files.max (%" PRId64 ") + 2 x %" PRId64 " partitions + %" PRId64
+            " __consumer_offsets and __transaction_state files + %d reserved exceed RLIMIT_NOFILE (%" PRId64
+            "): opens may fail with "
+            "EMFILE; lower gregor.open.files.max or raise the limit",
+            segs, partitions, kept, OPEN_FILES_RESERVE, limit);
     else if (conns == INT32_MAX) /* Kafka's default, no limit: say how many fit, no warning */
         GR_INFO("open files: RLIMIT_NOFILE %" PRId64 ", gregor.open.files.max %" PRId64 ", room for %" PRId64
                 " connections",
@@ -121,7 +122,7 @@ static void check_open_files(struct gr_broker *b, int64_t partitions)
     else if (conns > limit - fixed)
         GR_WARN("open files: RLIMIT_NOFILE %" PRId64 " leaves room for %" PRId64 " connections beside "
                 "gregor.open.files.max (%" PRId64 "), 2 x %" PRId64 " partitions and %" PRId64
-                " __consumer_offsets files; max.connections is %" PRId64,
+                " __consumer_offsets and __transaction_state files; max.connections is %" PRId64,
                 limit, limit - fixed, segs, partitions, kept, conns);
     else
         GR_INFO("open files: RLIMIT_NOFILE %" PRId64 ", gregor.open.files.max %" PRId64, limit, segs);
@@ -356,11 +357,9 @@ int main(int argc, char **argv)
     if (cluster && gr_membership_join(b) < 0) return 1;
     /* producer id blocks: the log directory's file, or etcd's counter once registered (the broker epoch) */
     if (gr_producer_ids_start(b)) return 1;
-    /* the transaction coordinator (test-only switch): an existing __transaction_state starts loading on the
+    /* the transaction coordinator: an existing __transaction_state starts loading on the
        I/O pool now (a missing one is created by the first FindCoordinator for a transaction) */
-    if (gr_txns_enabled(b) && gr_store_topic_find(b->store, GR_TXN_TOPIC, strlen(GR_TXN_TOPIC)) &&
-        gr_txns_start(b) < 0)
-        return 1;
+    if (gr_store_topic_find(b->store, GR_TXN_TOPIC, strlen(GR_TXN_TOPIC)) && gr_txns_start(b) < 0) return 1;
     ev_signal_init(&b->sigterm_w, stop_cb, SIGTERM);
     ev_signal_init(&b->sigint_w, stop_cb, SIGINT);
     b->sigterm_w.data = b->sigint_w.data = b;

@@ -125,11 +125,6 @@ struct load {
 /* The per-request state key of gr_txns_defer: present once the request waited. */
 static const char deferred_key;
 
-bool gr_txns_enabled(const struct gr_broker *b)
-{
-    return b->cfg.settings.gregor_transaction_coordinator_test_enable;
-}
-
 static struct gr_txns *binding(struct gr_broker *b)
 {
     if (!b->txns && (b->txns = calloc(1, sizeof *b->txns))) {
@@ -983,7 +978,7 @@ static int coord_create(struct gr_txns *t, int32_t n)
 
 int gr_txns_start(struct gr_broker *b)
 {
-    if (!gr_txns_enabled(b) || b->txn || b->member) return 0; /* cluster mode: gr_txns_follow starts it */
+    if (b->txn || b->member) return 0; /* cluster mode: gr_txns_follow starts it */
     struct gr_topic *topic = gr_store_topic_find(b->store, GR_TXN_TOPIC, strlen(GR_TXN_TOPIC));
     if (!topic) return -ENOENT;
     struct gr_txns *t = binding(b);
@@ -1060,8 +1055,7 @@ bool gr_txns_defer(struct gr_req *req)
     struct gr_broker *b = req->broker;
     /* cluster mode: __transaction_state is a topic of the cluster, created through the topic writer by
        gr_txns_coordinator, never here on the side */
-    if (!gr_txns_enabled(b) || b->txn || b->member || req->hdr.request_api_key != GR_API_FIND_COORDINATOR)
-        return false;
+    if (b->txn || b->member || req->hdr.request_api_key != GR_API_FIND_COORDINATOR) return false;
     const struct gr_find_coordinator_request *body = req->body;
     if (body->key_type != 1 || gr_req_state(req, &deferred_key)) return false;
     if (!gr_req_state_add(req, &deferred_key, 0)) return false;
@@ -1198,7 +1192,6 @@ void gr_txns_follow(struct gr_broker *b)
 
 int gr_txns_cluster_start(struct gr_broker *b)
 {
-    if (!gr_txns_enabled(b)) return 0;
     struct gr_txns *t = binding(b);
     if (!t) return -ENOMEM;
     t->cluster = true;
@@ -1409,8 +1402,8 @@ bool gr_txns_verify_remote(struct gr_req *req, gr_handler_fn run, enum gr_handle
 {
     struct gr_broker *b = req->broker;
     const struct gr_produce_request *body = req->body;
-    if (!gr_txns_enabled(b) || !b->cfg.settings.transaction_partition_verification_enable || !b->member ||
-        !b->txns || body->transactional_id.len < 0 || gr_req_state(req, &verify_key))
+    if (!b->cfg.settings.transaction_partition_verification_enable || !b->member || !b->txns ||
+        body->transactional_id.len < 0 || gr_req_state(req, &verify_key))
         return false;
     int32_t node = coordinator_node(b, body->transactional_id);
     if (node < 0 || node == b->image->node_id) return false; /* here (in process) or none: NOT_COORDINATOR */

@@ -4,9 +4,7 @@
  * committed, the load of each partition on the I/O pool, the coordinator epoch, producer ids, the clock,
  * the ticks, the markers written in process), FindCoordinator key type 1's answer, the transaction APIs'
  * waiters (server/handlers/txn_apis.c, init_producer_id.c) and Produce's verification (KIP-890 part 1).
- * The whole binding is behind the test-only setting gregor.transaction.coordinator.test.enable (off:
- * FindCoordinator key type 1 keeps answering COORDINATOR_NOT_AVAILABLE, the transaction APIs are not
- * served, transactional Produce is refused, and nothing here runs). Cluster mode (gr_txns_cluster_start):
+ * Always on, on one node and in a cluster (issue #21). Cluster mode (gr_txns_cluster_start):
  * __transaction_state is a topic of the cluster (created through the topic writer by the first
  * FindCoordinator key type 1, replicated), and b->txn holds only the ids of the partitions this broker
  * leads, loaded at their leader epochs (gr_txns_follow). Markers reach only partitions led here, and
@@ -100,7 +98,7 @@ int16_t gr_txns_check_txn_offset_commit(struct gr_broker *b, struct gr_str txn_i
  * COORDINATOR_NOT_AVAILABLE; NOT_LEADER_OR_FOLLOWER, KAFKA_STORAGE_ERROR -> NOT_COORDINATOR); others
  * unchanged. */
 int16_t gr_txns_txn_commit_error(int16_t err, int16_t version);
-/* True when the binding is on and transaction.partition.verification.enable (dynamic) is true. */
+/* True when transaction.partition.verification.enable (dynamic; default true, KIP-890) is true. */
 bool gr_txns_verification_enabled(const struct gr_broker *b);
 
 /* Writes one partition's end-transaction marker `m` on this node, the one path for WriteTxnMarkers on the
@@ -126,7 +124,7 @@ int16_t gr_txns_write_marker(struct gr_broker *b, struct gr_log *log, const stru
  * over this broker's verification connection to it, GR_BROKER_CLIENT_VERIFY) about every partition of the
  * request whose first batch is transactional, and declares the request's wait until the answer
  * (gr_req_await_verified, at most a connect plus replica.socket.timeout.ms; `run` runs again then): returns
- * true with *rc for the handler to return. Returns false (go on now) otherwise: the switch or
+ * true with *rc for the handler to return. Returns false (go on now) otherwise:
  * transaction.partition.verification.enable off, single-node
  * mode, no transactional id, the coordinator here (gr_txns_check_produce asks it in process) or unknown,
  * nothing transactional, already asked, or it could not be asked (its partitions then answer
@@ -137,8 +135,6 @@ bool gr_txns_verify_remote(struct gr_req *req, gr_handler_fn run, enum gr_handle
  * as AddPartitionsToTxn carried it (NONE: verified; NOT_COORDINATOR for a lost connection, a timeout or a
  * withdrawn question), for the caller to map as Produce answers it (gr_txns_produce_error). */
 bool gr_txns_remote_verdict(struct gr_req *req, struct gr_str topic, int32_t partition, int16_t *error_code);
-/* True when the binding is on (gregor.transaction.coordinator.test.enable; single-node or cluster mode). */
-bool gr_txns_enabled(const struct gr_broker *b);
 /* Starts b->txn over the existing __transaction_state (at broker start when the topic exists, or when its
    creation completed): the coordinator owns no partition until each partition's load (raise and save the
    coordinator epoch on the I/O pool, then read the partition in steps on the pool and replay each on the

@@ -78,7 +78,7 @@ int16_t gr_txns_txn_commit_error(int16_t err, int16_t version)
 
 bool gr_txns_verification_enabled(const struct gr_broker *b)
 {
-    return gr_txns_enabled(b) && b->cfg.settings.transaction_partition_verification_enable;
+    return b->cfg.settings.transaction_partition_verification_enable;
 }
 
 /* UnifiedLog.hasOngoingTransaction: `log` holds an open transaction of `producer_id` at `producer_epoch`;
@@ -108,7 +108,7 @@ int16_t gr_txns_check_produce(struct gr_broker *b, const struct gr_log *log, str
 {
     *verified = false;
     *msg = NULL;
-    const uint8_t *batch = gr_txns_enabled(b) && txn_id.len >= 0 ? gr_txns_txn_batch(records) : NULL;
+    const uint8_t *batch = txn_id.len >= 0 ? gr_txns_txn_batch(records) : NULL;
     if (!batch) return GR_ERR_NONE; /* not transactional (or malformed: the produce path judges it) */
     int64_t pid = gr_batch_producer_id(batch);
     int16_t epoch = gr_batch_producer_epoch(batch);

@@ -59,10 +59,8 @@ if [ -n "$only" ]; then
 fi
 
 # Step 7 (transactions) runs for every client in --full, and in --quick for the clients in QUICK_TXN (make
-# test's budget); a client runs it when its env TXN is 1. The brokers run with the transaction coordinator's
-# test-only switch on (issue #21), which only adds the transaction APIs to what they serve. With --bootstrap
-# (Apache Kafka, or make test-cluster's brokers, where transactions are not bound yet) step 7 runs only with
-# env MATRIX_TXN=1.
+# test's budget); a client runs it when its env TXN is 1. With --bootstrap (Apache Kafka, or make
+# test-cluster's brokers) step 7 runs only with env MATRIX_TXN=1.
 QUICK_TXN=${QUICK_TXN:-java,confluent-kafka,franz-go}
 results=$here/results
 mkdir -p "$results"
@@ -85,8 +83,7 @@ for c in "${clients[@]+"${clients[@]}"}"; do
         B=$bootstrap
     else
         BROKER_DIR=$(mktemp -d /tmp/gregor-clients.XXXXXX)
-        if ! broker_start --override auto.create.topics.enable=false --override group.initial.rebalance.delay.ms=0 \
-            --override gregor.transaction.coordinator.test.enable=true; then
+        if ! broker_start --override auto.create.topics.enable=false --override group.initial.rebalance.delay.ms=0; then
             python3 "$here/matrix.py" --harness-error "$res" "$c" "Gregor did not start"
             broker_cleanup; continue
         fi

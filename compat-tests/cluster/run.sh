@@ -14,8 +14,8 @@
 # SIGTERM during the wait stops it at once). Then pids.py: producer ids from etcd's counter across three
 # brokers and a restart, a librdkafka idempotent producer, the shutting_down mark on SIGTERM. Then groups.py:
 # consumer groups across the cluster (FindCoordinator on every broker, a group of three librdkafka consumers,
-# kill -9 of its coordinator). Then txn.py: the transaction coordinator in cluster mode (issue #21, the test-only
-# switch on; __transaction_state created once at RF 3, FindCoordinator key type 1 on every broker,
+# kill -9 of its coordinator). Then txn.py: the transaction coordinator in cluster mode (issue #21;
+# __transaction_state created once at RF 3, FindCoordinator key type 1 on every broker,
 # confluent-kafka commits and aborts on one broker and across the three, Produce verified at a remote
 # coordinator, kill -9 of the coordinator mid-transaction and after EndTxn(commit), an unload; about 30 s). Then tools.py: Kafka's kafka-topics.sh, kafka-broker-api-versions.sh,
 # kafka-configs.sh and kafka-consumer-groups.sh through any broker. Then lifecycle.py: a 1,000-partition

@@ -1,5 +1,5 @@
 """txn.py: the transaction coordinator in cluster mode (issue #21; server/txns.c gr_txns_follow): etcd and three
-gregor brokers on the host with gregor.transaction.coordinator.test.enable=true, as groups.py; runs as root
+gregor brokers on the host, as groups.py; runs as root
 through harness.py, seeded and bounded in time.
 
 What it checks (broker.session.timeout.ms 3000; transaction.state.log.num.partitions 10, set here to keep the
@@ -59,8 +59,7 @@ figures = []
 def overrides(etcd):
     return [f'gregor.metadata.etcd.endpoints={etcd.endpoints()}', f'gregor.metadata.etcd.prefix={PREFIX}',
             f'broker.session.timeout.ms={SESSION_MS}', 'broker.heartbeat.interval.ms=500',
-            'auto.create.topics.enable=false', f'transaction.state.log.num.partitions={TXN_PARTS}',
-            'gregor.transaction.coordinator.test.enable=true']
+            'auto.create.topics.enable=false', f'transaction.state.log.num.partitions={TXN_PARTS}']
 
 
 def java_hash(s):

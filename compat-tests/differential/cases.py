@@ -716,5 +716,119 @@ case('DeleteGroups', 'groups', versions='max', request={'groups_names': [SIMPLE,
 case('DeleteGroups', 'empty-list', versions='all', request={'groups_names': []})
 unsupported('DeleteGroups', [99])
 
+# --- Transactions (issue #21) ------------------------------------------------------------------
+# One transactional id, TXN_ID, over TXN_TOPIC-0 and the offsets of TXN_GROUP, committed; then the errors of a
+# finished transaction. Both sides start from no __transaction_state: the first case's request function first
+# waits (bounded) until FindCoordinator key type 1 and InitProducerId answer (Kafka answers
+# COORDINATOR_NOT_AVAILABLE while it creates and loads the topic; Gregor parks the lookup meanwhile), so the
+# compared answers do not depend on how long either takes to load.
+TXN_ID = 'd-txn'
+TXN_TOPIC = 'd-txn-topic'
+TXN_GROUP = 'dg-txn'
+
+
+def _txn_retry(side, api, version, values, ok=lambda r: r.get('error_code') == 0, timeout=60.0):
+    deadline = time.monotonic() + timeout
+    while True:
+        with side.conn() as c:
+            r = c.request(api, version, values)
+        if ok(r) or time.monotonic() > deadline:
+            return r
+        time.sleep(0.2)
+
+
+def _txn_ready(side, v):
+    """Bounded warm-up (not compared): TXN_TOPIC made, the coordinator answering, TXN_ID's producer id kept."""
+    with side.conn() as c:
+        r = kr.create_topic(c, TXN_TOPIC, 1, {}, version=7)
+        assert r['error_code'] == 0, r
+    metadata_ready(side, [TXN_TOPIC])
+    produce_ready(side, TXN_TOPIC, 0)
+    r = _txn_retry(side, 'FindCoordinator', 3, {'key': TXN_ID, 'key_type': 1})
+    assert r['error_code'] == 0, r
+    r = _txn_retry(side, 'InitProducerId', 4, {'transactional_id': TXN_ID, 'transaction_timeout_ms': 60000})
+    assert r['error_code'] == 0, r
+    side.ctx['txn_pid'], side.ctx['txn_epoch'] = r['producer_id'], r['producer_epoch']
+    return {'key': TXN_ID, 'key_type': 1}
+
+
+def _txn(extra=None, **kw):
+    def build(side, v):
+        d = {'transactional_id': TXN_ID, 'producer_id': side.ctx['txn_pid'], 'producer_epoch': side.ctx['txn_epoch']}
+        d.update(kw)
+        if extra:
+            d.update(extra(side, v))
+        return d
+    return build
+
+
+def _txn_settle(side, v):
+    """Bounded wait until TXN_ID's transaction is complete (no Prepare* state: its markers are written)."""
+    _txn_retry(side, 'DescribeTransactions', 0, {'transactional_ids': [TXN_ID]},
+               ok=lambda r: r['transaction_states'][0]['transaction_state'] in ('CompleteCommit', 'CompleteAbort',
+                                                                               'Empty'), timeout=30.0)
+
+
+def _txn_start_time(side, v, norm):
+    """DescribeTransactions' start time is each broker's clock: compared as set (>= 0) or -1."""
+    for s in norm.get('transaction_states', []) if isinstance(norm, dict) else []:
+        if isinstance(s.get('transaction_start_time_ms'), int) and s['transaction_start_time_ms'] > 0:
+            s['transaction_start_time_ms'] = '<time>'
+    return norm
+
+
+case('FindCoordinator', 'transaction-ready', version=[3], request=_txn_ready)
+case('FindCoordinator', 'transaction-batched', versions='max', request={'key_type': 1, 'coordinator_keys': [TXN_ID, 'd-txn-2']})
+case('InitProducerId', 'transaction-timeout-too-long', versions='max',
+     request={'transactional_id': 'd-txn-long', 'transaction_timeout_ms': 900001})
+case('AddPartitionsToTxn', 'client', version=[3], request=lambda s, v: {
+    'v3_and_below_transactional_id': TXN_ID, 'v3_and_below_producer_id': s.ctx['txn_pid'],
+    'v3_and_below_producer_epoch': s.ctx['txn_epoch'],
+    'v3_and_below_topics': [{'name': TXN_TOPIC, 'partitions': [0]}, {'name': MISSING, 'partitions': [0]}]})
+case('AddPartitionsToTxn', 'client-added', version=[3], request=lambda s, v: {
+    'v3_and_below_transactional_id': TXN_ID, 'v3_and_below_producer_id': s.ctx['txn_pid'],
+    'v3_and_below_producer_epoch': s.ctx['txn_epoch'], 'v3_and_below_topics': [{'name': TXN_TOPIC, 'partitions': [0]}]})
+case('AddPartitionsToTxn', 'verify-only', versions='max', request=lambda s, v: {'transactions': [
+    {'transactional_id': TXN_ID, 'producer_id': s.ctx['txn_pid'], 'producer_epoch': s.ctx['txn_epoch'],
+     'verify_only': True, 'topics': [{'name': TXN_TOPIC, 'partitions': [0]}, {'name': MAIN, 'partitions': [0]}]}]})
+# Produce v11 (the highest a transaction version 1 client sends transactionally): from v12 Kafka 4.4, whose
+# finalized transaction.version is 2, adds the partition to the transaction itself (KIP-890 part 2); Gregor
+# stays at transaction version 1 (issue #25).
+case('Produce', 'transactional', version=[11], request=lambda s, v: _produce(
+    TXN_TOPIC, 0, lambda: batch(2, attributes_extra=0x10, producer_id=s.ctx['txn_pid'],
+                                producer_epoch=s.ctx['txn_epoch'], base_sequence=0), txn=TXN_ID)(s, v))
+case('Produce', 'transactional-partition-not-added', version=[11], request=lambda s, v: _produce(
+    MAIN, 1, lambda: batch(1, attributes_extra=0x10, producer_id=s.ctx['txn_pid'],
+                           producer_epoch=s.ctx['txn_epoch'], base_sequence=0), txn=TXN_ID)(s, v))
+case('Produce', 'to-transaction-state', version=[9],
+     request=_produce('__transaction_state', 0, lambda: batch(1)))
+case('AddOffsetsToTxn', 'group', versions='max', request=_txn(group_id=TXN_GROUP))
+case('TxnOffsetCommit', 'simple', versions='max', request=lambda s, v: {
+    'transactional_id': TXN_ID, 'group_id': TXN_GROUP, 'producer_id': s.ctx['txn_pid'],
+    'producer_epoch': s.ctx['txn_epoch'], 'generation_id': -1, 'member_id': '', 'group_instance_id': None,
+    'topics': [{'name': TXN_TOPIC, 'partitions': [{'partition_index': 0, 'committed_offset': 2,
+                                                   'committed_leader_epoch': -1, 'committed_metadata': ''}]}]})
+case('DescribeTransactions', 'ongoing', versions='max', request={'transactional_ids': [TXN_ID, 'd-txn-none']},
+     normalise=_txn_start_time)
+case('ListTransactions', 'ongoing', versions='max',
+     request={'state_filters': ['Ongoing'], 'producer_id_filters': [], 'duration_filter': -1})
+case('ListOffsets', 'read-committed-open-transaction', versions='max', request=lambda s, v: {
+    'replica_id': -1, 'isolation_level': 1, 'topics': [{'name': TXN_TOPIC, 'partitions': [
+        {'partition_index': 0, 'current_leader_epoch': -1, 'timestamp': -1}]}]})
+case('EndTxn', 'commit', versions='max', request=_txn(committed=True), settle=_txn_settle)
+case('EndTxn', 'commit-again', versions='max', request=_txn(committed=True))
+case('EndTxn', 'abort-after-commit', versions='max', request=_txn(committed=False))
+case('EndTxn', 'other-epoch', versions='max', request=lambda s, v: _txn(committed=True)(s, v) | {
+    'producer_epoch': s.ctx['txn_epoch'] + 1})
+case('DescribeTransactions', 'committed', versions='max', request={'transactional_ids': [TXN_ID]},
+     normalise=_txn_start_time)
+case('Fetch', 'read-committed-after-commit', versions='max', request=lambda s, v: dict(
+    _fetch(TXN_TOPIC, 0, 0)(s, v), isolation_level=1))
+case('OffsetFetch', 'after-transactional-commit', versions='max', request=_offset_fetch(TXN_GROUP, [(TXN_TOPIC, [0])]))
+case('DescribeTransactions', 'unknown-id', versions='max', request={'transactional_ids': ['d-txn-none']})
+case('ListTransactions', 'all', versions='max',
+     request={'state_filters': [], 'producer_id_filters': [], 'duration_filter': -1})
+unsupported('EndTxn', [99])
+
 # Last, since it is destructive on Kafka (it deletes the group coordinator's topic and every group with it).
 case('DeleteTopics', 'consumer-offsets', versions='max', request=_delete_topics(['__consumer_offsets']))

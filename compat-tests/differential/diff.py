@@ -71,6 +71,7 @@ def load_schemas(schema_dir):
         name = None
         msgs = {}
         stack = None
+        structs = []  # (type name, its field list): a type named again without fields reuses the first's
         for line in lines:
             toks = line.split()
             indent = (len(line) - len(line.lstrip(' '))) // 2
@@ -98,9 +99,11 @@ def load_schemas(schema_dir):
                 else:
                     sub = []
                     t = sub
+                    structs.append((inner, sub))
             elif ftyp[0].isupper():
                 sub = []
                 t = ('struct', sub)
+                structs.append((ftyp, sub))
             else:
                 t = ftyp
             v = _vers(fver)
@@ -112,6 +115,15 @@ def load_schemas(schema_dir):
             parent.append(f)
             if sub is not None:
                 stack.append((indent, sub))
+        # protocol/schema lists a struct's fields once (AddPartitionsToTxn's AddPartitionsToTxnTopic under
+        # both `transactions` v4+ and `v3_and_below_topics`), as Kafka's message definitions do
+        defined = {}
+        for tname, sub in structs:
+            if sub and tname not in defined:
+                defined[tname] = sub
+        for tname, sub in structs:
+            if not sub and tname in defined:
+                sub.extend(defined[tname])
         valid, flex, req = msgs['request']
         lo, hi = (int(x) for x in (valid.split('-') if '-' in valid else (valid, valid)))
         flex_from = 1 << 15 if flex == 'none' else int(flex.rstrip('+'))

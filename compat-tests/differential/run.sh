@@ -52,7 +52,8 @@ fi
 # The static settings start-kafka.sh gives Kafka (those Gregor has), so both report the same values and sources.
 broker_start --override group.initial.rebalance.delay.ms=0 --override group.min.session.timeout.ms=1000 \
     --override offsets.topic.num.partitions=10 --override num.partitions=1 --override auto.create.topics.enable=true \
-    --override message.max.bytes=10000000 --override socket.request.max.bytes=104857600 ${DIFF_GREGOR_ARGS:-} ||
+    --override message.max.bytes=10000000 --override socket.request.max.bytes=104857600 \
+    --override transaction.state.log.num.partitions=10 ${DIFF_GREGOR_ARGS:-} ||
     { echo "differential: 0 passed, 1 failed (Gregor did not start)"; exit 1; }
 echo "differential: gregor at $BROKER, kafka $KAFKA_VERSION at $KAFKA (started in $(( $(date +%s) - t0 ))s)"
 GREGOR=$BROKER KAFKA=$KAFKA PYTHONPATH=$REPO/compat-tests/lib python3 "$here/diff.py" | tee /tmp/diff-out.$$

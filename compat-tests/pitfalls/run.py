@@ -831,14 +831,88 @@ def c32():
 
 
 # ---------------------------------------------------------------------------------------------------
+# C12 aborted data: read_uncommitted returns it with a null aborted list, read_committed lists it
+
+def txn_retry(c, api, version, values, timeout=30.0):
+    """A transaction API request, retried while its answer is retriable (COORDINATOR_NOT_AVAILABLE,
+    COORDINATOR_LOAD_IN_PROGRESS, NOT_COORDINATOR, CONCURRENT_TRANSACTIONS); bounded."""
+    deadline = time.monotonic() + timeout
+    while True:
+        r = c.request(api, version, values)
+        if r['error_code'] not in (14, 15, 16, 51) or time.monotonic() > deadline:
+            return r
+        time.sleep(0.1)
+
+
+def c12():
+    """A raw transaction: an aborted one of two records at offsets 0-1 (ABORT marker at 2), then a committed
+    one of one record at 3 (COMMIT marker at 4). Every Fetch version, both isolation levels, from offset 0:
+    the same five offsets come back (Kafka filters nothing on the broker); read_uncommitted has a null
+    aborted list, read_committed lists exactly the aborted transaction (its producer id, first offset 0).
+    From offset 3 read_committed lists nothing (the aborted range ends before it). kcat (librdkafka)
+    hides the aborted records only under read_committed."""
+    tid = create('c12', 1)
+    tx = 'c12-tx'
+    with k.Conn(B) as c:
+        r = txn_retry(c, 'FindCoordinator', 3, {'key': tx, 'key_type': 1})
+        tk.eq('C12 FindCoordinator key type 1 names a coordinator', 0, r['error_code'])
+        r = txn_retry(c, 'InitProducerId', 4, {'transactional_id': tx, 'transaction_timeout_ms': 60000})
+        tk.eq('C12 InitProducerId with a transactional id', 0, r['error_code'])
+        pid, ep = r['producer_id'], r['producer_epoch']
+        seq = 0
+        for values, commit in (([b'a1', b'a2'], False), ([b'c1'], True)):
+            deadline = time.monotonic() + 10
+            while True:  # CONCURRENT_TRANSACTIONS (51) while the previous transaction completes: retried
+                r = c.request('AddPartitionsToTxn', 3, {
+                    'v3_and_below_transactional_id': tx, 'v3_and_below_producer_id': pid,
+                    'v3_and_below_producer_epoch': ep, 'v3_and_below_topics': [{'name': 'c12', 'partitions': [0]}]})
+                err = r['results_by_topic_v3_and_below'][0]['results_by_partition'][0]['partition_error_code']
+                if err != 51 or time.monotonic() > deadline:
+                    break
+                time.sleep(0.05)
+            tk.eq(f'C12 AddPartitionsToTxn ({"commit" if commit else "abort"} round)', 0, err)
+            b = k.build_batch([(None, v) for v in values], attributes_extra=0x10, producer_id=pid,
+                              producer_epoch=ep, base_sequence=seq)
+            seq += len(values)
+            pr = k.produce(c, 'c12', 0, b, transactional_id=tx)
+            tk.eq(f'C12 transactional Produce ({"commit" if commit else "abort"} round)', 0, pr['error_code'])
+            r = txn_retry(c, 'EndTxn', 3, {'transactional_id': tx, 'producer_id': pid, 'producer_epoch': ep,
+                                           'committed': commit})
+            tk.eq(f'C12 EndTxn {"commit" if commit else "abort"}', 0, r['error_code'])
+        deadline = time.monotonic() + 10
+        while True:  # the markers are written after EndTxn's answer: the LSO reaches the HW then
+            p = fetch(12, 'c12', tid, [(0, 0, 1 << 20)], isolation=1)['responses'][0]['partitions'][0]
+            if p['last_stable_offset'] == 5 or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+    for v in FETCH_VERSIONS:
+        for iso in (0, 1):
+            p = fetch(v, 'c12', tid, [(0, 0, 1 << 20)], isolation=iso)['responses'][0]['partitions'][0]
+            parsed = k.parse_batches(p['records'] or b'')
+            batches = [(b['base_offset'], b['attributes'] & 0x30) for b in parsed]
+            data = [r['value'] for b in parsed if not b['attributes'] & 0x20 for r in b.get('records', [])]
+            got = [p['error_code'], p['high_watermark'], p['last_stable_offset'], p['aborted_transactions'], data,
+                   batches]
+            aborted = None if iso == 0 else [{'producer_id': pid, 'first_offset': 0}]
+            exp = [0, 5, 5, aborted, [b'a1', b'a2', b'c1'], [(0, 0x10), (2, 0x30), (3, 0x10), (4, 0x30)]]
+            tk.eq(f'C12 Fetch v{v} isolation {iso} from 0: error, HW, LSO, aborted list, data records, '
+                  f'batches (offset, transactional/control bits)', exp, got)
+            p = fetch(v, 'c12', tid, [(0, 3, 1 << 20)], isolation=iso)['responses'][0]['partitions'][0]
+            tk.eq(f'C12 Fetch v{v} isolation {iso} from 3: aborted list {"null" if iso == 0 else "empty"}',
+                  None if iso == 0 else [], p['aborted_transactions'])
+    for iso, want in (('read_uncommitted', [b'a1', b'a2', b'c1']), ('read_committed', [b'c1'])):
+        rc, out, err, _ = kcat(['-C', '-t', 'c12', '-o', 'beginning', '-e', '-X', f'isolation.level={iso}',
+                                '-f', '%s\n'])
+        tk.eq(f'C12 kcat {iso} reads {b" ".join(want).decode()}', want, out.split())
+
+
+# ---------------------------------------------------------------------------------------------------
 # Cases waiting for features
 
 def waiting():
     feature_missing('C03 ApiVersions fallback before SASL on a SASL_PLAINTEXT listener', [17, 36], 'SASL (SaslHandshake)')
     feature_missing('C04 SaslHandshake v0/v1 then SaslAuthenticate', [17, 36], 'SASL (SaslHandshake/SaslAuthenticate)')
     feature_missing('C29 SASL state machine and mechanism negotiation', [17, 36], 'SASL')
-    feature_missing('C12 read_uncommitted returns aborted data; aborted list only for read_committed', [24, 26],
-                    'transactions (AddPartitionsToTxn/EndTxn)')
 
 
 def c08():
@@ -858,7 +932,7 @@ def c28():
 
 CASES = [('C01', c01), ('C05', c05), ('C06', c06), ('C07', c07), ('C15', c15), ('C16', c16), ('C17', c17),
          ('C19', c19), ('C20', c20), ('C23', c23), ('C25', c25), ('C26', c26), ('C27', c27), ('C30', c30),
-         ('C31', c31), ('C32', c32), ('C33', c33), ('C34', c34), ('C08', c08), ('C10', c10), ('C28', c28), ('waiting', waiting)]
+         ('C31', c31), ('C32', c32), ('C33', c33), ('C34', c34), ('C12', c12), ('C08', c08), ('C10', c10), ('C28', c28), ('waiting', waiting)]
 
 only = os.environ.get('PITFALLS_ONLY')
 for cid, fn in CASES:

@@ -3,7 +3,7 @@
 #   run.sh [--seed N] [--only streams|pipeline] [BUILD]
 # Builds EosTest (build.sh: Maven, kafka-streams 4.4.0 and its kafka-clients from Maven Central; target/ gitignored),
 # starts one Gregor per run (compat-tests/lib/broker.sh: free port, fresh data dir, auto.create.topics off,
-# the transaction coordinator's test-only switch on) and runs
+# transactions always on) and runs
 #   streams   Kafka Streams exactly_once_v2 word count, its instance kill -9ed at a seeded time, restarted
 #   pipeline  a Java read-process-write pipeline (sendOffsetsToTransaction), kill -9ed twice, restarted
 # (EosTest.java says what each checks), the brokers under the network-thread audit. Seed: --seed or env SEED (default: the date's day of year), printed.
@@ -40,8 +40,7 @@ if [ -z "${GREGOR_NET_THREAD_AUDIT:-}" ]; then own_audit=$(mktemp); export GREGO
 for run in streams pipeline; do
     [ -n "$only" ] && [ "$only" != "$run" ] && continue
     BROKER_DIR=$(mktemp -d /tmp/gregor-eos.XXXXXX)
-    if ! broker_start --override auto.create.topics.enable=false --override group.initial.rebalance.delay.ms=0 \
-        --override gregor.transaction.coordinator.test.enable=true; then
+    if ! broker_start --override auto.create.topics.enable=false --override group.initial.rebalance.delay.ms=0; then
         fail "$run" "Gregor did not start"; broker_cleanup; continue
     fi
     for _ in $(seq 1 300); do grep -q 'started in' "$BROKER_DIR/broker.log" && break; sleep 0.1; done

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """txn/admin.py STEP: the transaction admin APIs on one node (issue #21 slice A), raw requests, with BROKER
-from the environment (run_py) and gregor.transaction.coordinator.test.enable=true.
+from the environment (run_py).
 
 STEP "markers": WriteTxnMarkers (27, v1-v2; server/handlers/write_txn_markers.c) as a partition leader answers
 it: ApiVersions lists 27 at 1-2; unknown topic or partition: UNKNOWN_TOPIC_OR_PARTITION (3); a producer id

@@ -1,14 +1,14 @@
 #!/usr/bin/env python3
 """txn/coordinator.py BROKER STEP: FindCoordinator for transactions (key type 1) and __transaction_state.
 
-STEP "off" (a broker with the defaults): key type 1 answers COORDINATOR_NOT_AVAILABLE (15) in v3 and in v4's
-batched form, and no __transaction_state is made (the transaction APIs are not served yet, issue #21).
-STEP "on" (gregor.transaction.coordinator.test.enable=true, server/txns.c): the first FindCoordinator with key
+STEP "on" (a new broker, transactions always on, server/txns.c): the first FindCoordinator with key
 type 1 creates __transaction_state (internal, transaction.state.log.num.partitions = 50 partitions) and names
 this broker (its node id, host and port), v3 and v4 with two keys; the topic has Kafka's configs for it
 (DescribeConfigs: cleanup.policy compact, compression.type uncompressed, segment.bytes 104857600,
 min.insync.replicas 1 on one node, unclean.leader.election.enable false); InitProducerId with a transactional
-id is answered by the coordinator (transactions.py tests the rest). STEP "present": after a
+id is answered by the coordinator (transactions.py tests the rest); a client's Produce to
+__transaction_state is refused with INVALID_TOPIC_EXCEPTION (17, no message: ReplicaManager refuses appends
+to an internal topic) and the coordinator still answers. STEP "present": after a
 restart the topic is there and key type 1 still names this broker.
 Prints one "ok|FAIL <what>" line per check; exits 1 on any failure.
 """
@@ -43,14 +43,7 @@ def names_this_broker(e):
 
 
 with kr.Conn(broker) as c:
-    if step == 'off':
-        r = c.request('FindCoordinator', 3, {'key': 'tx-off', 'key_type': 1})
-        check('v3 key type 1: COORDINATOR_NOT_AVAILABLE (15)', r['error_code'] == 15 and r['node_id'] == -1, r)
-        r = c.request('FindCoordinator', 4, {'key_type': 1, 'coordinator_keys': ['tx-off']})
-        e = r['coordinators'][0] if r['coordinators'] else {}
-        check('v4 key type 1: COORDINATOR_NOT_AVAILABLE (15)', e.get('error_code') == 15, r)
-        check('no __transaction_state is made', txn_topic(c) is None)
-    elif step == 'on':
+    if step == 'on':
         r = c.request('FindCoordinator', 3, {'key': 'tx-a', 'key_type': 1})
         check('v3 key type 1 on a new broker names this broker', names_this_broker(r), r)
         t = txn_topic(c)
@@ -84,6 +77,17 @@ with kr.Conn(broker) as c:
             time.sleep(0.05)
         check('InitProducerId with a transactional id: the coordinator answers a producer id, epoch 0',
               r['error_code'] == 0 and r['producer_id'] >= 0 and r['producer_epoch'] == 0, r)
+        pid0 = r['producer_id']
+        for p in range(50):  # tx-a's partition among them: a client batch there would be replayed as state
+            pr = kr.produce(c, TOPIC, p, kr.build_batch([(b'k', b'v')]))
+            if pr['error_code'] != 17 or pr['error_message'] is not None:
+                break
+        check('Produce to every partition of __transaction_state: INVALID_TOPIC_EXCEPTION (17), no message',
+              pr['error_code'] == 17 and pr['error_message'] is None and p == 49, (p, pr))
+        r = c.request('InitProducerId', 4, {'transactional_id': 'tx-a', 'transaction_timeout_ms': 60000,
+                                            'producer_id': -1, 'producer_epoch': -1})
+        check('then InitProducerId for tx-a again: the same producer id, epoch 1',
+              r['error_code'] == 0 and r['producer_id'] == pid0 and r['producer_epoch'] == 1, r)
     elif step == 'present':
         t = txn_topic(c)
         check('__transaction_state is there after a restart', t is not None and len(t['partitions']) == 50, t)

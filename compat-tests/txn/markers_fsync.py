@@ -6,7 +6,7 @@ records do (server/txns.c marker_send; with fsync=true gr_partition_appended ask
 Before the fix every committed transaction cost the data partition a background fdatasync (bench/txn.py,
 README Benchmarks: about 15% of the page-cache throughput when committing every 100 records).
 
-Run by txn/run.sh on a broker started with the switch and fsync=false; BROKER and BROKER_PID from the
+Run by txn/run.sh on a broker started with fsync=false; BROKER and BROKER_PID from the
 environment. 30 transactions of one record each, committed by a confluent-kafka producer while strace counts
 the broker's fdatasync/fsync calls by file (-f -y: every thread, the path of each descriptor). Checks: no
 sync of the data partition's files; at least one of __transaction_state's (its writes are made durable soon

@@ -2,9 +2,7 @@
 """txn/offsets.py BROKER STEP: the group side of transactional offsets (KIP-98, KIP-447; server/handlers/
 txn_offset_commit.c, offset_fetch.c).
 
-STEP "off" (a broker with the defaults): TxnOffsetCommit (key 28) is not in ApiVersions and a request for it
-closes the connection, as before it had a handler.
-STEP "on" (gregor.transaction.coordinator.test.enable=true): ApiVersions lists TxnOffsetCommit v0-4; the
+STEP "on" (a broker with the defaults: transactions are always on): ApiVersions lists TxnOffsetCommit v0-4; the
 producer is tx-o's (InitProducerId, then AddOffsetsToTxn for each group: KIP-890 part 1 verifies every
 TxnOffsetCommit against the transaction, verify.py tests the refusals); a group
 with a committed offset and nothing pending answers OffsetFetch require_stable with the committed value; a
@@ -95,13 +93,7 @@ def advertised(c):
     return {k['api_key']: (k['min_version'], k['max_version']) for k in kr.api_versions(c)['api_keys']}
 
 
-if step == 'off':
-    with kr.Conn(broker) as c:
-        check('TxnOffsetCommit (28) not in ApiVersions', 28 not in advertised(c))
-        c.send('TxnOffsetCommit', 3, {'transactional_id': 'tx-o', 'group_id': 'g', 'producer_id': PID,
-                                      'producer_epoch': EPOCH, 'topics': []})
-        check('a TxnOffsetCommit request closes the connection', c.closed_by_peer())
-elif step == 'on':
+if step == 'on':
     with kr.Conn(broker) as c:
         check('ApiVersions lists TxnOffsetCommit v0-4', advertised(c).get(28) == (0, 4), advertised(c).get(28))
         r = kr.create_topic(c, TOPIC, partitions=2)

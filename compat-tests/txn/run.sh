@@ -1,12 +1,11 @@
 #!/usr/bin/env bash
-# txn/run.sh: the transaction coordinator's server binding on one node (issue #21, server/txns.c), behind the
-# test-only setting gregor.transaction.coordinator.test.enable: off (the default), FindCoordinator key type 1
-# keeps answering COORDINATOR_NOT_AVAILABLE and makes no topic, and the transaction APIs are not served
-# (transactions.py off); on, transactions work end to end (transactions.py on), and the first one creates __transaction_state with Kafka's
+# txn/run.sh: the transaction coordinator's server binding on one node (issue #21, server/txns.c), always on
+# (the removed gregor.transaction.coordinator.test.enable, given false, is ignored with one line saying so):
+# transactions work end to end (transactions.py on), and the first one creates __transaction_state with Kafka's
 # settings and configs and names this broker, the coordinator loads every partition on the I/O pool at a
 # coordinator epoch saved in the log directory and raised at every start; transaction.state.log.replication.factor
 # or transaction.state.log.min.isr set above 1 stops a single-node broker. The group side (offsets.py):
-# TxnOffsetCommit served only when on, its per-partition errors, OffsetFetch require_stable answering
+# TxnOffsetCommit, its per-partition errors, OffsetFetch require_stable answering
 # UNSTABLE_OFFSET_COMMIT while a transactional commit is pending, also after a restart. KIP-890 part 1's
 # verification of Produce and TxnOffsetCommit, transaction.partition.verification.enable (off, and on again
 # dynamically), a non-transactional batch during an open transaction, producer.id.expiration.ms keeping a
@@ -31,22 +30,15 @@ wait_log() {
     return 1
 }
 
-broker_start || { fail "start"; summary txn; exit 1; }
-txn_step off
-txn_step off offsets.py
-run_py "transactions off" "$(dirname "$0")/transactions.py" off
-broker_stop
-rm -rf "$BROKER_DIR"
-
-BROKER_DIR=$(mktemp -d /tmp/gregor-test.XXXXXX)
-ON=(--override gregor.transaction.coordinator.test.enable=true)
-broker_start "${ON[@]}" || { fail "start"; summary txn; exit 1; }
+broker_start --override gregor.transaction.coordinator.test.enable=false || { fail "start"; summary txn; exit 1; }
+check "the removed gregor.transaction.coordinator.test.enable is ignored, saying so" \
+    wait_log "gregor.transaction.coordinator.test.enable was removed and is ignored: transactions are always on"
 txn_step on
 txn_step on offsets.py
 check "every partition loaded at coordinator epoch 1" \
     wait_log "50 partitions of __transaction_state loaded at coordinator epoch 1"
 check_eq "the epoch file holds 1" "00000001" "$(od -An -tx1 "$BROKER_DIR/data/transaction-coordinator-epoch" | tr -d ' \n')"
-broker_restart "${ON[@]}"
+broker_restart
 txn_step present
 txn_step pending offsets.py
 check "the restart loaded every partition at coordinator epoch 2" \
@@ -56,9 +48,9 @@ broker_stop
 check_eq "no ERROR or WARN logged" "" "$(grep -E ' (ERROR|WARN) ' "$BROKER_DIR/broker.log")"
 rm -rf "$BROKER_DIR"
 
-# Transactions end to end (transactions.py on): a fresh broker with the setting on.
+# Transactions end to end (transactions.py on): a fresh broker.
 BROKER_DIR=$(mktemp -d /tmp/gregor-test.XXXXXX)
-broker_start "${ON[@]}" || { fail "start"; summary txn; exit 1; }
+broker_start || { fail "start"; summary txn; exit 1; }
 run_py "transactions on" "$(dirname "$0")/transactions.py" on
 if command -v kcat >/dev/null; then # kcat's transactional producer: init, begin, produce, commit
     out=$(printf 'k1\nk2\n' | timeout 30 kcat -b "$BROKER" -X transactional.id=kc-1 -P -t kcat-txn -p 0 2>&1)
@@ -79,7 +71,7 @@ for step_args in "verify --override log.cleaner.backoff.ms=100" \
     BROKER_DIR=$(mktemp -d /tmp/gregor-test.XXXXXX)
     # one __transaction_state partition: a quicker first FindCoordinator on a loaded machine
     # shellcheck disable=SC2086 # the overrides are words
-    broker_start "${ON[@]}" --override transaction.state.log.num.partitions=1 $args ||
+    broker_start --override transaction.state.log.num.partitions=1 $args ||
         { fail "start ($step)"; summary txn; exit 1; }
     run_py "verify.py $step" "$(dirname "$0")/verify.py" "$step"
     [ "$step" = verify ] && run_py "verify.py compact" "$(dirname "$0")/verify.py" compact
@@ -94,7 +86,7 @@ done
 # transaction the coordinator knows is not hanging; once __transaction_state is lost (its topic file removed
 # while the broker is down: the coordinator was told nothing of the transaction) it is), abort by start offset.
 BROKER_DIR=$(mktemp -d /tmp/gregor-test.XXXXXX)
-broker_start "${ON[@]}" || { fail "start"; summary txn; exit 1; }
+broker_start || { fail "start"; summary txn; exit 1; }
 run_py "admin markers" "$(dirname "$0")/admin.py" markers
 run_py "admin describe" "$(dirname "$0")/admin.py" describe
 KTX=$REPO/compat-tests/.cache/kafka-4.4.0/bin/kafka-transactions.sh
@@ -116,7 +108,7 @@ if [ -x "$KTX" ] && command -v java >/dev/null; then
         "$(grep -c . <<<"$out")"
     broker_stop
     rm -f "$(grep -l '^name=__transaction_state$' "$BROKER_DIR"/data/__gregor_topics/*.topic)"
-    broker_restart "${ON[@]}" || { fail "restart"; summary txn; exit 1; }
+    broker_restart || { fail "restart"; summary txn; exit 1; }
     out=$(ktx find-hanging --topic wth)
     check "kafka-transactions.sh find-hanging once __transaction_state is lost: wth-0 from offset 0, an hour old" \
         bash -c 'tail -n +2 <<<"$1" | tr -d " " | awk -F"\t" "\$1 == \"wth\" && \$2 == 0 && \$6 == 0 && \$8 >= 59 { n++ } END { exit !(n == 1 && NR == 1) }"' _ "$out"
@@ -140,7 +132,7 @@ run_py "eos" "$(dirname "$0")/eos.py" --seed "${EOS_SEED:-1}"
 # The coordinator's settings (admin.py settings): transaction.max.timeout.ms, transactional.id.expiration.ms and
 # transaction.remove.expired.transaction.cleanup.interval.ms lowered.
 BROKER_DIR=$(mktemp -d /tmp/gregor-test.XXXXXX)
-broker_start "${ON[@]}" --override transaction.state.log.num.partitions=1 --override transaction.max.timeout.ms=60000 \
+broker_start --override transaction.state.log.num.partitions=1 --override transaction.max.timeout.ms=60000 \
     --override transactional.id.expiration.ms=1500 \
     --override transaction.remove.expired.transaction.cleanup.interval.ms=200 || { fail "start"; summary txn; exit 1; }
 run_py "admin settings" "$(dirname "$0")/admin.py" settings
@@ -149,7 +141,7 @@ rm -rf "$BROKER_DIR"
 
 # Page-cache mode (markers_fsync.py): a transaction's marker asks no fdatasync of the data partition.
 BROKER_DIR=$(mktemp -d /tmp/gregor-test.XXXXXX)
-broker_start "${ON[@]}" --override gregor.acks.all.fsync=false || { fail "start"; summary txn; exit 1; }
+broker_start --override gregor.acks.all.fsync=false || { fail "start"; summary txn; exit 1; }
 BROKER_PID=$BROKER_PID run_py "markers in page-cache mode" "$(dirname "$0")/markers_fsync.py"
 broker_stop
 rm -rf "$BROKER_DIR"

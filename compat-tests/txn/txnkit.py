@@ -1,6 +1,6 @@
 """txn/txnkit.py: what the transaction failure tests share (failpoints.py, eos.py): a Gregor broker they start,
 kill -9 and restart themselves on one free loopback port and one data directory (a client keeps its bootstrap
-address across restarts), with the transaction switch on; the last stable offset against the high watermark;
+address across restarts); the last stable offset against the high watermark;
 ListTransactions when the broker serves it; a read_committed / read_uncommitted read of whole partitions.
 Read next: compat-tests/txn/failpoints.py, compat-tests/txn/eos.py.
 """
@@ -18,9 +18,8 @@ REPO = os.environ.get('REPO') or os.path.abspath(os.path.join(os.path.dirname(__
 GREGOR_BIN = os.environ.get('GREGOR_BIN') or os.path.join(REPO, 'build', 'bin', 'gregor')
 FAILPOINT_EXIT = 86  # common/failpoint.h GR_FAILPOINT_EXIT_CODE
 
-# The switch, a 500 ms timed-out-transaction pass (Kafka's default 10 s) and no initial rebalance delay.
-OVERRIDES = ('gregor.transaction.coordinator.test.enable=true',
-             'transaction.abort.timed.out.transaction.cleanup.interval.ms=500',
+# A 500 ms timed-out-transaction pass (Kafka's default 10 s) and no initial rebalance delay.
+OVERRIDES = ('transaction.abort.timed.out.transaction.cleanup.interval.ms=500',
              'group.initial.rebalance.delay.ms=0')
 
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """txn/verify.py STEP: KIP-890 part 1's verification and the single-node refusal rules (server/txns_verify.c,
-storage/producer_state.c), with BROKER from the environment (run_py); every step on its own fresh broker with
-gregor.transaction.coordinator.test.enable=true (txn/run.sh).
+storage/producer_state.c), with BROKER from the environment (run_py); every step on its own fresh broker
+(txn/run.sh).
 
 STEP "verify" (transaction.partition.verification.enable at its default, true; run before anything made
 __transaction_state): a transactional Produce while no transaction coordinator runs is NOT_ENOUGH_REPLICAS with

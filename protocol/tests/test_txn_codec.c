@@ -1,6 +1,6 @@
 /*
- * test_txn_codec.c: the transaction APIs' messages in the generated codec (issue #21, codec only: no handler
- * serves them yet, server/apis.def has no rows for them). AddPartitionsToTxn (24), AddOffsetsToTxn (25),
+ * test_txn_codec.c: the transaction APIs' messages in the generated codec (issue #21; the handlers are
+ * server/handlers/'s). AddPartitionsToTxn (24), AddOffsetsToTxn (25),
  * EndTxn (26), WriteTxnMarkers (27), TxnOffsetCommit (28), DescribeTransactions (65), ListTransactions (66).
  *  - hand-written frames decode to the fields Kafka's message definitions place there (the v0-3 single
  *    transaction and the v4+ batched shape of AddPartitionsToTxn with VerifyOnly; WriteTxnMarkers v2's

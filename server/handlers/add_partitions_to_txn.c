@@ -1,6 +1,5 @@
 /*
- * add_partitions_to_txn.c: AddPartitionsToTxn (key 24), v0-v5, served only with the test-only
- * gregor.transaction.coordinator.test.enable (apis.def's GR_API_TXN row): the client versions 0-3 (one
+ * add_partitions_to_txn.c: AddPartitionsToTxn (key 24), v0-v5: the client versions 0-3 (one
  * transaction) and the batched v4+ (several, each maybe VerifyOnly: KIP-890's verification, answered at
  * once), as KafkaApis.handleAddPartitionsToTxnRequest; the coordinator answers through server/txns.h's
  * waiters (txn_apis.c says how). Read next: txn_apis.c, coordinator/txn.h.

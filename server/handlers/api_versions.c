@@ -1,6 +1,6 @@
 /*
- * api_versions.c: ApiVersions (key 18). Lists every API served (gr_api_served: a handler, and the test-only
- * switch for the transaction APIs), advertised min to served max.
+ * api_versions.c: ApiVersions (key 18). Lists every API served (every row of server/apis.def), advertised
+ * min to served max.
  * v3+ carries the client's software name and version, which must match KIP-511's pattern
  * [a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])? or the answer is INVALID_REQUEST. v5 (KIP-1242) names the
  * cluster id and node id the client means to reach, both or neither (null and -1): one without the other
@@ -8,7 +8,6 @@
  * API list, as Kafka 4.4 answers. The unsupported-version fallback lives in dispatch.c.
  */
 #include "server/handlers/handlers.h"
-#include "server/txns.h"
 
 static bool kip511_valid(struct gr_str s)
 {
@@ -49,7 +48,6 @@ enum gr_handler_rc gr_handle_api_versions(struct gr_req *req)
     resp->api_keys.items = gr_arena_calloc(&req->arena, (size_t)n, sizeof *resp->api_keys.items);
     resp->api_keys.count = 0;
     for (int i = 0; i < n; i++) {
-        if (!gr_api_served(req->broker, &apis[i])) continue;
         struct gr_api_versions_response_api_version *av = &resp->api_keys.items[resp->api_keys.count++];
         gr_api_versions_response_api_version_init(av);
         av->api_key = apis[i].api_key;

@@ -4,11 +4,9 @@
  * (server/groups.c gr_groups_coordinator: abs(hashCode) % partitions; a single node leads all of them), at
  * that broker's address on the listener the client connected on; COORDINATOR_NOT_AVAILABLE while the topic
  * does not exist yet (its creation is triggered), while the partition has no leader, or when the leader has
- * no live registration with that listener. Transactions (key type 1) are not served yet (issue #21), so
- * their coordinator is COORDINATOR_NOT_AVAILABLE, unless the test-only
- * gregor.transaction.coordinator.test.enable is on (server/txns.h): then the leader of the id's
- * __transaction_state partition (abs(hashCode) % 50), COORDINATOR_NOT_AVAILABLE while the topic does not
- * exist (dispatch has it created first).
+ * no live registration with that listener. A transaction's coordinator (key type 1, server/txns.h) is
+ * the leader of the id's __transaction_state partition (abs(hashCode) % 50), COORDINATOR_NOT_AVAILABLE while
+ * the topic does not exist (dispatch has it created first).
  */
 #include "server/groups.h"
 #include "server/txns.h"
@@ -21,10 +19,6 @@ static int16_t answer(struct gr_req *req, int8_t key_type, struct gr_str key, co
 {
     *l = NULL;
     *node_id = -1;
-    if (key_type == 1 && !gr_txns_enabled(req->broker)) {
-        *msg = "Transactions are not supported by this broker yet";
-        return GR_ERR_COORDINATOR_NOT_AVAILABLE;
-    }
     if (key_type != 0 && key_type != 1) {
         *msg = "Unknown key type";
         return GR_ERR_INVALID_REQUEST;

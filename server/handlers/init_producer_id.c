@@ -1,12 +1,10 @@
 /*
  * init_producer_id.c: InitProducerId (key 22), v0-v5 (v6, KIP-939's two-phase commit, is unstable in Kafka
- * 4.x and not advertised), for idempotent producers only, as Kafka 4.4's
- * TransactionCoordinator.handleInitProducerId answers a null transactional id: always a fresh producer id
+ * 4.x and not advertised). A null transactional id (an idempotent producer) is answered as Kafka 4.4's
+ * TransactionCoordinator.handleInitProducerId answers it: always a fresh producer id
  * with epoch 0, whatever producer id and epoch the request carries (the KIP-360 epoch bump of an idempotent
- * producer happens in the client). An empty transactional id is INVALID_REQUEST; any other transactional
- * id is TRANSACTIONAL_ID_AUTHORIZATION_FAILED (non-retriable), as Produce answers one: transactions are not
- * built. Errors answer producer id -1 and epoch -1. With the test-only
- * gregor.transaction.coordinator.test.enable on, a transactional id goes to the transaction coordinator
+ * producer happens in the client). An empty transactional id is INVALID_REQUEST. Errors answer producer id
+ * -1 and epoch -1. Any other transactional id goes to the transaction coordinator
  * (coordinator/txn.h gr_txn_init_producer_id through server/txns.c; NOT_COORDINATOR while it is not
  * started), its errors shaped by version (gr_txn_error_for_version: PRODUCER_FENCED from v4,
  * TRANSACTION_ABORTABLE from v5).
@@ -85,11 +83,7 @@ enum gr_handler_rc gr_handle_init_producer_id(struct gr_req *req)
         answer(req, GR_ERR_INVALID_REQUEST, -1);
         return GR_HANDLER_DONE;
     }
-    if (body->transactional_id.len > 0 && gr_txns_enabled(b)) return init_transactional(req);
-    if (body->transactional_id.len > 0) {
-        answer(req, GR_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED, -1);
-        return GR_HANDLER_DONE;
-    }
+    if (body->transactional_id.len > 0) return init_transactional(req);
     if (!b->producer_ids) {
         answer(req, GR_ERR_COORDINATOR_LOAD_IN_PROGRESS, -1);
         return GR_HANDLER_DONE;

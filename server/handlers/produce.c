@@ -102,16 +102,15 @@ static enum gr_handler_rc produce_run(struct gr_req *req)
         tr->topic_id = td->topic_id;
         const struct gr_image_topic *it = gr_route_topic_by(b, v >= 13, td->name, td->topic_id.b);
         int16_t topic_err = GR_ERR_NONE;
-        const char *topic_msg = NULL;
         if (!it)
             topic_err = v >= 13 ? GR_ERR_UNKNOWN_TOPIC_ID : GR_ERR_UNKNOWN_TOPIC_OR_PARTITION;
-        else if (strcmp(it->name, "__consumer_offsets") == 0) {
-            topic_err = GR_ERR_INVALID_TOPIC_EXCEPTION; /* no message, as Kafka 4.4 */
+        else if (gr_topic_is_internal(it->name)) {
+            /* ReplicaManager.appendToLocalLog: no client appends to an internal topic (no message) */
+            topic_err = GR_ERR_INVALID_TOPIC_EXCEPTION;
         }
         if (bad_acks) topic_err = GR_ERR_INVALID_REQUIRED_ACKS;
         if (st->txn_refused) {
             topic_err = GR_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
-            topic_msg = gr_produce_txn_refused_message(body);
         }
         int32_t np = tr->partition_responses.count;
         for (int32_t p = 0; p < np; p++) {
@@ -120,7 +119,7 @@ static enum gr_handler_rc produce_run(struct gr_req *req)
             gr_produce_response_partition_produce_response_init(pr);
             pr->index = pd->index;
             if (topic_err) {
-                gr_produce_partition_error(pr, topic_err, topic_msg);
+                gr_produce_partition_error(pr, topic_err, NULL);
                 any_error = true;
                 continue;
             }

@@ -31,19 +31,15 @@ bool gr_produce_merge_duplicates(struct gr_produce_request *body, bool by_id, st
    memory: the caller closes the connection (never a write through NULL). */
 bool gr_produce_response_alloc(const struct gr_produce_request *body, struct gr_produce_response *resp,
                                struct gr_arena *arena);
-/* Kafka's KafkaApis.handleProduceRequest: a request is refused as a whole
-   (TRANSACTIONAL_ID_AUTHORIZATION_FAILED on every partition) when it has a transactional id (transactions are
-   not built) or, without one, when the first batch of any partition has the transactional bit
-   (RequestUtils.hasTransactionalRecords). Returns true when refused so. */
+/* True when the request has a transactional id or the first batch of any partition has the transactional
+   bit (RequestUtils.hasTransactionalRecords). */
 bool gr_produce_request_transactional(const struct gr_produce_request *body);
-/* (produce_txn.c) The whole-request refusal as served: gr_produce_request_transactional, except that with the
-   test-only gregor.transaction.coordinator.test.enable on (server/txns.h gr_txns_enabled) a request with a
-   transactional id is taken (its transactional batches verified per partition: gr_produce_txn_verify);
-   a transactional batch without a transactional id stays refused, as Kafka refuses it. */
+/* (produce_txn.c) Kafka's KafkaApis.handleProduceRequest: a request whose first batch of some partition is
+   transactional but which has no transactional id is refused as a whole
+   (TRANSACTIONAL_ID_AUTHORIZATION_FAILED on every partition, no message, as Kafka sends none); returns true
+   then. A request with a transactional id is taken (its transactional batches verified per partition:
+   gr_produce_txn_verify). */
 bool gr_produce_txn_refused(struct gr_req *req);
-/* The message of that refusal: one with a transactional id (transactions not served), none without (Kafka
-   sends no message for a transactional batch without a transactional id). */
-const char *gr_produce_txn_refused_message(const struct gr_produce_request *body);
 /* KIP-890 part 1 for one partition of `req` (topic `topic`, a NUL-terminated name): server/txns.h
    gr_txns_check_produce (`log`: the partition's), or the remote coordinator's verdict
    (gr_txns_remote_verdict). Returns 1 (a transactional batch verified: append with txn_verified), 0 (nothing

@@ -1,8 +1,8 @@
 /*
  * produce_txn.c: Produce's transaction rules (declared in produce_request.h): the whole-request refusal
- * while transactions are not served, and KIP-890 part 1's verification of each transactional batch through
- * the coordinator in process (server/txns.h gr_txns_check_produce) with the test-only
- * gregor.transaction.coordinator.test.enable on; in cluster mode, through the coordinator on another broker
+ * of a transactional batch without a transactional id, and KIP-890 part 1's verification of each
+ * transactional batch through the coordinator in process (server/txns.h gr_txns_check_produce); in
+ * cluster mode, through the coordinator on another broker
  * (gr_produce_txn_remote before the appends, its verdict per partition here). Read next: server/txns.h.
  */
 #include "protocol/errors.h"
@@ -12,13 +12,7 @@
 bool gr_produce_txn_refused(struct gr_req *req)
 {
     const struct gr_produce_request *body = req->body;
-    return gr_produce_request_transactional(body) &&
-           !(gr_txns_enabled(req->broker) && body->transactional_id.len >= 0);
-}
-
-const char *gr_produce_txn_refused_message(const struct gr_produce_request *body)
-{
-    return body->transactional_id.len >= 0 ? "Transactions are not supported by this broker yet" : NULL;
+    return body->transactional_id.len < 0 && gr_produce_request_transactional(body);
 }
 
 int gr_produce_txn_verify(struct gr_req *req, const struct gr_log *log, const char *topic, int32_t partition,

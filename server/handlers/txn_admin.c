@@ -1,6 +1,5 @@
 /*
- * txn_admin.c: the transaction coordinator's admin APIs, served only while the test-only
- * gregor.transaction.coordinator.test.enable is on (apis.def's GR_API_TXN rows), answered at once from the
+ * txn_admin.c: the transaction coordinator's admin APIs, answered at once from the
  * coordinator's state (coordinator/txn.h, bound by server/txns.c):
  *   DescribeTransactions (key 65, v0): per transactional id (TransactionCoordinator
  *     .handleDescribeTransactions) its state's name, timeout, start time, producer id and epoch and its

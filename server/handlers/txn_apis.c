@@ -1,7 +1,6 @@
 /*
- * txn_apis.c: the transaction APIs a producer sends its transaction coordinator, served only while the
- * test-only gregor.transaction.coordinator.test.enable is on (apis.def's GR_API_TXN rows: otherwise absent
- * from ApiVersions and closing the connection like any unknown key): AddOffsetsToTxn (key 25, v0-v4), EndTxn
+ * txn_apis.c: the transaction APIs a producer sends its transaction coordinator: AddOffsetsToTxn (key 25,
+ * v0-v4), EndTxn
  * (key 26, v0-v4: transaction version 1 only, issue #21). AddPartitionsToTxn is in add_partitions_to_txn.c,
  * InitProducerId's transactional path in init_producer_id.c. Each request goes to the coordinator
  * (coordinator/txn.h, bound by server/txns.c) with a struct gr_txns_waiter; its answer comes through the done

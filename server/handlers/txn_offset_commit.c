@@ -1,6 +1,5 @@
 /*
- * txn_offset_commit.c: TxnOffsetCommit (key 28), v0-4 (issue #21: up to v4 until transaction version 2),
- * served only with the test-only gregor.transaction.coordinator.test.enable (server/apis.c gr_api_served).
+ * txn_offset_commit.c: TxnOffsetCommit (key 28), v0-4 (issue #21: up to v4 until transaction version 2).
  * As Kafka's KafkaApis.handleTxnOffsetCommitRequest: a partition of an unknown topic (or beyond its partition
  * count) gets UNKNOWN_TOPIC_OR_PARTITION and never reaches the coordinator; the rest go to the group
  * coordinator (gr_coord_txn_commit: INVALID_GROUP_ID, NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS, and

@@ -1,6 +1,5 @@
 /*
- * write_txn_markers.c: WriteTxnMarkers (key 27, v1-v2; Kafka 4 removed v0), served only while the test-only
- * gregor.transaction.coordinator.test.enable is on (apis.def's GR_API_TXN row). A transaction coordinator
+ * write_txn_markers.c: WriteTxnMarkers (key 27, v1-v2; Kafka 4 removed v0). A transaction coordinator
  * asks the leader of each partition of a finished transaction to write its COMMIT or ABORT marker
  * (KafkaApis.handleWriteTxnMarkersRequest). Per marker and partition:
  *   - topic or partition unknown here: UNKNOWN_TOPIC_OR_PARTITION; led elsewhere: NOT_LEADER_OR_FOLLOWER

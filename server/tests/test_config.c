@@ -365,7 +365,8 @@ static void test_replication_keys(void **state)
 /* Replication factors: above 1 refused at check time on a single node, taken in a cluster; above
    GR_CLUSTER_REPLICAS_MAX refused when set. offsets.topic.replication.factor: Kafka's default 3 in a cluster,
    1 on a single node while unset, refused there when set above 1. The removed
-   gregor.cluster.replication.enable is ignored (returns 1, as an unknown key). */
+   gregor.cluster.replication.enable and gregor.transaction.coordinator.test.enable are ignored (return 1,
+   as an unknown key). */
 static void test_replication_factors(void **state)
 {
     (void)state;
@@ -377,6 +378,7 @@ static void test_replication_factors(void **state)
     assert_string_equal(gr_config_str(&c, "offsets.topic.replication.factor"), "3");
     assert_int_equal(gr_config_check(&c), 0);
     assert_int_equal(gr_config_set(&c, "gregor.cluster.replication.enable", "true"), 1);
+    assert_int_equal(gr_config_set(&c, "gregor.transaction.coordinator.test.enable", "true"), 1);
     assert_int_equal(gr_config_set(&c, "default.replication.factor", "17"),
                      -1); /* > GR_CLUSTER_REPLICAS_MAX */
     assert_int_equal(gr_config_set(&c, "default.replication.factor", "0"), -1);

@@ -242,7 +242,7 @@ static void txn_answered(struct gr_txns_waiter *w, const struct gr_txn_result *r
 }
 
 /* The coordinator's in-process marker round passes the append gate too (server/txns.c round_send): the
- * binding on (one __transaction_state partition), transaction "tx" over w-0 is committed while a Produce
+ * binding with one __transaction_state partition, transaction "tx" over w-0 is committed while a Produce
  * naming all 20 partitions waits for its reopen round; the COMMIT marker lands on w-0 after the Produce's
  * batch (before the gate it was appended at once, ahead of it, its file reopened on this thread), with no
  * open on this thread. */
@@ -250,7 +250,6 @@ static void test_coordinator_markers_gated(void **state)
 {
     struct fx *f = *state;
     struct gr_broker *b = f->b;
-    b->cfg.settings.gregor_transaction_coordinator_test_enable = true;
     b->cfg.settings.transaction_state_log_num_partitions = 1;
     assert_int_equal(gr_producer_ids_start(b), 0);
     struct gr_req *fc = new_req(f, GR_API_FIND_COORDINATOR, 3);

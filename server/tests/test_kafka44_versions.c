@@ -13,7 +13,7 @@
  *   - OffsetCommit v10: topics by id; an unknown or zero id is UNKNOWN_TOPIC_ID (100) for its partitions.
  *   - DeleteGroups v3: a group result with a coordinator error carries a null error message (Kafka 4.4
  *     answered NOT_COORDINATOR with a null message), and a name given twice is answered once.
- *   - The transaction APIs (24-28, 65, 66; issue #21) are in the codec but not advertised or dispatched.
+ *   - The transaction APIs (24-28, 65, 66; issue #21) are listed with the ranges Gregor serves.
  * Read next: server/handlers/api_versions.c, server/handlers/list_offsets.c, server/handlers/delete_groups.c.
  */
 #include <setjmp.h>
@@ -100,34 +100,35 @@ static void test_api_versions_ranges(void **state)
     gr_req_free(req);
 }
 
-/* Issue #21's transaction APIs are in the codec (protocol/schema); 24-26 and 28 have GR_API_TXN rows
- * (txn_only), which ApiVersions lists and dispatch serves (gr_api_served) only with
- * gregor.transaction.coordinator.test.enable, as have 27 (WriteTxnMarkers), 65 (DescribeTransactions) and
- * 66 (ListTransactions). */
-static void test_transaction_apis_codec_only(void **state)
+/* Issue #21's transaction APIs are always served: ApiVersions lists each with the range apis.def serves
+ * (Kafka 4.4's message ranges, EndTxn and TxnOffsetCommit up to v4 and ListTransactions up to v1 until
+ * transaction version 2), and dispatch finds its row. */
+static void test_transaction_apis_listed(void **state)
 {
     struct fx *f = *state;
-    static const int16_t txn_keys[] = {24, 25, 26, 27, 28, 65, 66};
-    static const bool has_row[] = {true, true, true, true, true, true, true};
-    for (int on = 0; on <= 1; on++) {
-        f->b->cfg.settings.gregor_transaction_coordinator_test_enable = on;
-        struct gr_req *req = api_versions(f, 4, GR_STR_NULL, -1);
-        struct gr_api_versions_response *resp = req->resp;
-        for (size_t i = 0; i < sizeof txn_keys / sizeof txn_keys[0]; i++) {
-            assert_non_null(gr_msg_ops_find(txn_keys[i], false));
-            assert_non_null(gr_msg_ops_find(txn_keys[i], true));
-            const struct gr_api *api = gr_api_find(txn_keys[i]);
-            assert_true(has_row[i] ? api && api->txn_only : !api);
-            assert_true(gr_api_served(f->b, api) == (on && has_row[i]));
-            bool listed = false;
-            for (int32_t k = 0; k < resp->api_keys.count; k++)
-                listed |= resp->api_keys.items[k].api_key == txn_keys[i];
-            if (listed != (on && has_row[i]))
-                fail_msg("api %d listed: %d (switch %d)", txn_keys[i], listed, on);
+    static const struct {
+        int16_t key, min, max;
+    } txn[] = {{24, 0, 5}, {25, 0, 4}, {26, 0, 4}, {27, 1, 2}, {28, 0, 4}, {65, 0, 0}, {66, 0, 1}};
+    struct gr_req *req = api_versions(f, 4, GR_STR_NULL, -1);
+    struct gr_api_versions_response *resp = req->resp;
+    for (size_t i = 0; i < sizeof txn / sizeof txn[0]; i++) {
+        assert_non_null(gr_msg_ops_find(txn[i].key, false));
+        assert_non_null(gr_msg_ops_find(txn[i].key, true));
+        const struct gr_api *api = gr_api_find(txn[i].key);
+        assert_non_null(api);
+        assert_non_null(api->handler);
+        bool listed = false;
+        for (int32_t k = 0; k < resp->api_keys.count; k++) {
+            const struct gr_api_versions_response_api_version *av = &resp->api_keys.items[k];
+            if (av->api_key != txn[i].key) continue;
+            listed = true;
+            if (av->min_version != txn[i].min || av->max_version != txn[i].max)
+                fail_msg("api %d: %d-%d, expected %d-%d", txn[i].key, av->min_version, av->max_version,
+                         txn[i].min, txn[i].max);
         }
-        gr_req_free(req);
+        if (!listed) fail_msg("api %d not listed", txn[i].key);
     }
-    f->b->cfg.settings.gregor_transaction_coordinator_test_enable = false;
+    gr_req_free(req);
 }
 
 static void test_api_versions_v5_cluster_and_node(void **state)
@@ -298,7 +299,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_api_versions_ranges, setup, teardown),
         cmocka_unit_test_setup_teardown(test_api_versions_v5_cluster_and_node, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_transaction_apis_codec_only, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_transaction_apis_listed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_list_offsets_special_timestamps, setup, teardown),
         cmocka_unit_test_setup_teardown(test_delete_groups_v3_message, setup, teardown),
         cmocka_unit_test_setup_teardown(test_offset_commit_v10_topic_ids, setup, teardown),

@@ -1,7 +1,7 @@
 /*
  * test_txns.c: the transaction coordinator's server binding on one node (server/txns.c) with a real store,
- * I/O pool and producer id allocator. Off (the default), FindCoordinator key type 1 is not deferred and
- * nothing is made. On, the first FindCoordinator with key type 1 is parked while __transaction_state is
+ * I/O pool and producer id allocator. With no setting at all (transactions are always on), the first
+ * FindCoordinator with key type 1 is parked while __transaction_state is
  * created on the pool (Kafka's configs, 50 partitions) with no call that may wait for the disk on this
  * thread (storage/sys.h audit), then names this broker; every partition loads at coordinator epoch 1 (the
  * epoch file holds 1). A coordinator write (InitProducerId's Empty record, its id from the broker's
@@ -87,22 +87,11 @@ static int32_t epoch_file(struct fx *f)
     return (int32_t)((uint32_t)buf[0] << 24 | (uint32_t)buf[1] << 16 | (uint32_t)buf[2] << 8 | buf[3]);
 }
 
-static void test_off_by_default(void **state)
-{
-    struct fx *f = *state;
-    struct gr_req *req = find_coordinator(f, 1, "tx");
-    assert_false(gr_txns_enabled(f->b));
-    assert_false(gr_txns_defer(req));
-    assert_null(f->b->txn);
-    assert_null(gr_store_topic_find(f->b->store, GR_TXN_TOPIC, strlen(GR_TXN_TOPIC)));
-    gr_req_free(req);
-}
-
 static void test_first_lookup_creates_and_loads(void **state)
 {
     struct fx *f = *state;
-    f->b->cfg.settings.gregor_transaction_coordinator_test_enable = true;
-    assert_true(gr_txns_enabled(f->b));
+    assert_null(f->b->txn); /* nothing made before the first lookup */
+    assert_null(gr_store_topic_find(f->b->store, GR_TXN_TOPIC, strlen(GR_TXN_TOPIC)));
     struct gr_req *group = find_coordinator(f, 0, "g");
     assert_false(gr_txns_defer(group)); /* key type 0: not the transaction binding's */
     gr_req_free(group);
@@ -154,7 +143,6 @@ static void record_answer(struct gr_txns_waiter *w, const struct gr_txn_result *
 static void test_write_committed_and_replayed(void **state)
 {
     struct fx *f = *state;
-    f->b->cfg.settings.gregor_transaction_coordinator_test_enable = true;
     assert_int_equal(gr_producer_ids_start(f->b), 0);
     struct gr_req *req = find_coordinator(f, 1, "tx");
     assert_true(gr_txns_defer(req));
@@ -192,7 +180,6 @@ static void test_write_committed_and_replayed(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_off_by_default, setup, teardown),
         cmocka_unit_test_setup_teardown(test_first_lookup_creates_and_loads, setup, teardown),
         cmocka_unit_test_setup_teardown(test_write_committed_and_replayed, setup, teardown),
     };

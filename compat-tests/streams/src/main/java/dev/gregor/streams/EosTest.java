@@ -18,7 +18,7 @@
  *   EosTest streams-app BOOTSTRAP IN OUT STATE_DIR / pipeline-app BOOTSTRAP A B GROUP TXN_ID: the child apps.
  *
  * Each run prints "<name>: 1 passed, 0 failed" or "... 0 passed, 1 failed" with the reason, and exits 0 / 1.
- * Read next: ../../../../../../run.sh (builds, starts Gregor with the transaction switch, runs both).
+ * Read next: ../../../../../../run.sh (builds, starts Gregor, runs both).
  */
 package dev.gregor.streams;
 
