@@ -754,7 +754,9 @@ void gr_txn_add_offsets(struct gr_txn_coord *tc, void *waiter, struct gr_str txn
 {
     if (group_id.len < 0) return answer(tc, waiter, GR_ERR_INVALID_REQUEST, -1, -1);
     struct gr_txn_tp tp = {gr_str_c(CONSUMER_OFFSETS),
-                           gr_coord_partition_for(group_id, tc->cfg.offsets_partitions)};
+                           tc->hooks.offsets_partition
+                               ? tc->hooks.offsets_partition(tc->hooks.ctx, group_id)
+                               : gr_coord_partition_for(group_id, tc->cfg.offsets_partitions)};
     gr_txn_add_partitions(tc, waiter, txn_id, producer_id, producer_epoch, &tp, 1);
 }
 

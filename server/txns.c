@@ -56,6 +56,7 @@
 #include "partition/partition.h"
 #include "protocol/errors.h"
 #include "protocol/record_batch.h"
+#include "server/groups.h"
 #include "server/handlers/handlers.h"
 #include "server/route.h"
 #include "server/txn_markers.h"
@@ -947,6 +948,13 @@ static void epoch_done(struct gr_io_job *job)
 
 /* ---- life cycle ---- */
 
+/* AddOffsetsToTxn's partition: the group coordinator's (groupCoordinator.partitionFor). */
+static int32_t hook_offsets_partition(void *ctx, struct gr_str group_id)
+{
+    struct gr_txns *t = ctx;
+    return gr_groups_partition_for(t->b, group_id);
+}
+
 /* Creates b->txn owning nothing, mapping ids over `n` partitions, with the per-partition arrays and the
  * timers. Returns 0 or -ENOMEM. */
 static int coord_create(struct gr_txns *t, int32_t n)
@@ -955,13 +963,18 @@ static int coord_create(struct gr_txns *t, int32_t n)
     struct gr_txn_config cfg;
     gr_txn_config_defaults(&cfg);
     cfg.partitions = n;
-    cfg.offsets_partitions = b->cfg.settings.offsets_topic_num_partitions;
+    /* cfg.offsets_partitions unused: hook_offsets_partition maps groups as the group coordinator does */
     cfg.abort_timed_out_interval_ms = b->cfg.settings.transaction_abort_interval_ms;
     cfg.max_timeout_ms = b->cfg.settings.transaction_max_timeout_ms;
     cfg.id_expiration_ms = b->cfg.settings.transactional_id_expiration_ms;
     cfg.remove_expired_interval_ms = b->cfg.settings.transaction_remove_expired_interval_ms;
-    struct gr_txn_hooks hooks = {t,        hook_now, hook_append, hook_send_markers, hook_alloc_producer_id,
-                                 hook_done};
+    struct gr_txn_hooks hooks = {.ctx = t,
+                                 .now_ms = hook_now,
+                                 .append = hook_append,
+                                 .send_markers = hook_send_markers,
+                                 .alloc_producer_id = hook_alloc_producer_id,
+                                 .done = hook_done,
+                                 .offsets_partition = hook_offsets_partition};
     t->loads = calloc((size_t)n, sizeof *t->loads);
     t->epochs = malloc((size_t)n * sizeof *t->epochs);
     if (!t->loads || !t->epochs || !(b->txn = gr_txn_create(&cfg, &hooks))) {

@@ -110,7 +110,7 @@ static struct gr_txn_config config(void)
 static struct gr_txn_coord *make(struct fake *f, int32_t epoch)
 {
     struct gr_txn_config cfg = config();
-    struct gr_txn_hooks h = {f, f_now, f_append, f_markers, f_pid, f_done};
+    struct gr_txn_hooks h = {f, f_now, f_append, f_markers, f_pid, f_done, NULL};
     if (!f->next_pid) f->next_pid = 1000;
     if (!f->now) f->now = 1700000000000LL;
     struct gr_txn_coord *tc = gr_txn_create(&cfg, &h);
@@ -814,7 +814,7 @@ static void test_error_for_version(void **state)
 static void reload(struct fake *f, struct fake *g, int k, int32_t epoch)
 {
     struct gr_txn_config cfg = config();
-    struct gr_txn_hooks h = {g, f_now, f_append, f_markers, f_pid, f_done};
+    struct gr_txn_hooks h = {g, f_now, f_append, f_markers, f_pid, f_done, NULL};
     g->now = f->now;
     g->next_pid = f->next_pid;
     g->tc = gr_txn_create(&cfg, &h);
