@@ -105,7 +105,7 @@ static enum gr_handler_rc produce_run(struct gr_req *req)
         const char *topic_msg = NULL;
         if (!it)
             topic_err = v >= 13 ? GR_ERR_UNKNOWN_TOPIC_ID : GR_ERR_UNKNOWN_TOPIC_OR_PARTITION;
-        else if (strcmp(it->name, "__consumer_offsets") == 0) {
+        else if (gr_topic_is_internal(it->name)) {      /* Topic.isInternal: __transaction_state too */
             topic_err = GR_ERR_INVALID_TOPIC_EXCEPTION; /* no message, as Kafka 4.4 */
         }
         if (bad_acks) topic_err = GR_ERR_INVALID_REQUIRED_ACKS;
