@@ -30,6 +30,7 @@
 #include <cmocka.h>
 
 #include "common/log.h"
+#include "common/time.h"
 #include "coordinator/coordinator.h"
 #include "coordinator/offsets_log.h"
 #include "coordinator/txn.h"
@@ -44,8 +45,8 @@
 #include "storage/tests/fault.h"
 #include "storage/tests/helpers.h"
 
-#define TXN_PARTS 2 /* transaction.state.log.num.partitions and offsets.topic.num.partitions here */
-#define WAIT_STEPS 20000
+#define TXN_PARTS 2   /* transaction.state.log.num.partitions and offsets.topic.num.partitions here */
+#define WAIT_MS 20000 /* a wait gives up after this long (monotonic ms): a bound, never an assertion */
 #define NOT_YET INT16_MIN
 
 static const char *const TXN_ID = "tx";
@@ -66,13 +67,18 @@ static void settings(struct gr_broker *b)
     b->cfg.settings.offsets_topic_num_partitions = TXN_PARTS;
 }
 
-/* One turn of the loop and the pool; a short sleep lets the flusher threads report. */
-static void turn(struct gr_broker *b, int i)
+/* Turn i of a wait (i = 0 starts it): one turn of the loop and the pool, a short sleep letting the flusher
+ * threads report. Returns false when the wait should give up: WAIT_MS passed, or the machine crashed (what
+ * did not happen 300 turns after, never will: the client records no answer, the conservative side). */
+static bool turn(struct gr_broker *b, int i)
 {
-    if (fault_crashed() && i > 300) return; /* the machine is down: what did not happen by now never will */
+    static int64_t start;
+    if (i == 0) start = gr_time_mono_ms();
+    if ((fault_crashed() && i > 300) || gr_time_mono_ms() - start > WAIT_MS) return false;
     gr_iopool_drain(b->iopool);
     ev_run(b->loop, EVRUN_NOWAIT);
     if (i > 50) usleep(100);
+    return true;
 }
 
 static void record_answer(struct gr_txns_waiter *w, const struct gr_txn_result *res)
@@ -83,8 +89,8 @@ static void record_answer(struct gr_txns_waiter *w, const struct gr_txn_result *
 
 static int16_t wait_answer(struct gr_broker *b, volatile int16_t *ans)
 {
-    for (int i = 0; i < WAIT_STEPS && *ans == NOT_YET; i++)
-        turn(b, i);
+    for (int i = 0; *ans == NOT_YET && turn(b, i); i++)
+        ;
     return *ans;
 }
 
@@ -102,8 +108,8 @@ static bool wait_committed(struct gr_broker *b, struct gr_log *log, int64_t end)
     struct gr_partition_waiter pw;
     gr_partition_waiter_init(&pw, committed, &done);
     gr_partition_wait_committed(part, &pw, end);
-    for (int i = 0; i < WAIT_STEPS && done == 0; i++)
-        turn(b, i);
+    for (int i = 0; done == 0 && turn(b, i); i++)
+        ;
     if (done == 0) { /* bounded: never reached (the log's flushes failed quietly): fail the waiter */
         gr_partition_fail(part, -EIO);
         return false;
@@ -142,14 +148,13 @@ static struct gr_log *data_log(struct gr_broker *b, int32_t p)
 /* Waits until the id is at rest (no pending transition, not PrepareX): true when it got there. */
 static bool until_rest(struct gr_broker *b)
 {
-    for (int i = 0; i < WAIT_STEPS; i++) {
+    for (int i = 0;; i++) {
         struct gr_txn_info info;
         if (b->txn && gr_txn_describe(b->txn, gr_str_c(TXN_ID), &info) == GR_ERR_NONE && info.pending == -1 &&
             info.state != GR_TXN_PREPARE_COMMIT && info.state != GR_TXN_PREPARE_ABORT)
             return true;
-        turn(b, i);
+        if (!turn(b, i)) return false;
     }
-    return false;
 }
 
 /* One transaction k (0: commit with offset 42, 1: abort with offset 77); false at the client's first error.
@@ -216,8 +221,8 @@ static bool transaction(struct gr_broker *b, struct run *r, int k)
 /* Until every __transaction_state partition is loaded (bounded): true when they are. */
 static bool until_loaded(struct gr_broker *b)
 {
-    for (int i = 0; i < WAIT_STEPS && gr_txns_loaded(b) < TXN_PARTS; i++)
-        turn(b, i);
+    for (int i = 0; gr_txns_loaded(b) < TXN_PARTS && turn(b, i); i++)
+        ;
     return gr_txns_loaded(b) == TXN_PARTS;
 }
 
