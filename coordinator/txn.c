@@ -754,7 +754,9 @@ void gr_txn_add_offsets(struct gr_txn_coord *tc, void *waiter, struct gr_str txn
 {
     if (group_id.len < 0) return answer(tc, waiter, GR_ERR_INVALID_REQUEST, -1, -1);
     struct gr_txn_tp tp = {gr_str_c(CONSUMER_OFFSETS),
-                           gr_coord_partition_for(group_id, tc->cfg.offsets_partitions)};
+                           tc->hooks.offsets_partition
+                               ? tc->hooks.offsets_partition(tc->hooks.ctx, group_id)
+                               : gr_coord_partition_for(group_id, tc->cfg.offsets_partitions)};
     gr_txn_add_partitions(tc, waiter, txn_id, producer_id, producer_epoch, &tp, 1);
 }
 
@@ -775,6 +777,18 @@ void gr_txn_verify_partitions(struct gr_txn_coord *tc, struct gr_str txn_id, int
 
 /* ---- EndTxn ---- */
 
+/* A refused state change answers INVALID_TXN_STATE and logs one WARN line (rate-limited: a client can repeat
+ * it at will), naming the transition, as Kafka's TransactionMetadata.prepareTransitionTo ("... is not a valid
+ * previous state of ...") and TransactionCoordinator.logInvalidStateTransitionAndReturnError. */
+static void refuse_transition(struct gr_txn_coord *tc, void *waiter, const struct entry *e,
+                              enum gr_txn_state to)
+{
+    GR_WARN_RATELIMITED("txn %s: transition from %s to %s refused: %s is not a valid previous state of %s",
+                        e->id, gr_txn_state_name(e->state), gr_txn_state_name(to),
+                        gr_txn_state_name(e->state), gr_txn_state_name(to));
+    answer(tc, waiter, GR_ERR_INVALID_TXN_STATE, -1, -1);
+}
+
 void gr_txn_end(struct gr_txn_coord *tc, void *waiter, struct gr_str txn_id, int64_t producer_id,
                 int16_t producer_epoch, bool commit)
 {
@@ -789,14 +803,14 @@ void gr_txn_end(struct gr_txn_coord *tc, void *waiter, struct gr_str txn_id, int
     case GR_TXN_COMPLETE_ABORT:
         /* a retry after completion: NONE for the same result */
         if (commit == (e->state == GR_TXN_COMPLETE_COMMIT)) return answer(tc, waiter, GR_ERR_NONE, -1, -1);
-        return answer(tc, waiter, GR_ERR_INVALID_TXN_STATE, -1, -1);
+        return refuse_transition(tc, waiter, e, commit ? GR_TXN_PREPARE_COMMIT : GR_TXN_PREPARE_ABORT);
     case GR_TXN_PREPARE_COMMIT:
     case GR_TXN_PREPARE_ABORT:
         if (commit == (e->state == GR_TXN_PREPARE_COMMIT))
             return answer(tc, waiter, GR_ERR_CONCURRENT_TRANSACTIONS, -1, -1);
-        return answer(tc, waiter, GR_ERR_INVALID_TXN_STATE, -1, -1);
+        return refuse_transition(tc, waiter, e, commit ? GR_TXN_PREPARE_COMMIT : GR_TXN_PREPARE_ABORT);
     default: /* Empty */
-        return answer(tc, waiter, GR_ERR_INVALID_TXN_STATE, -1, -1);
+        return refuse_transition(tc, waiter, e, commit ? GR_TXN_PREPARE_COMMIT : GR_TXN_PREPARE_ABORT);
     }
     struct gr_txn_write *w =
         new_write(tc, e, W_PREPARE, commit ? GR_TXN_PREPARE_COMMIT : GR_TXN_PREPARE_ABORT);

@@ -127,6 +127,10 @@ struct gr_txn_hooks {
     int16_t (*alloc_producer_id)(void *ctx, int64_t *producer_id);
     /* Answers a request's waiter (exactly once per waiter). */
     void (*done)(void *ctx, void *waiter, const struct gr_txn_result *res);
+    /* Optional (NULL: over cfg.offsets_partitions): the __consumer_offsets partition of `group_id` for
+       AddOffsetsToTxn, the group coordinator's (Kafka's TransactionCoordinator asks
+       groupCoordinator.partitionFor, over the topic's actual partition count). */
+    int32_t (*offsets_partition)(void *ctx, struct gr_str group_id);
 };
 
 /* Creates a coordinator owning no partition. Copies cfg and hooks. Returns new (gr_txn_destroy) or NULL
@@ -167,7 +171,7 @@ void gr_txn_init_producer_id(struct gr_txn_coord *tc, void *waiter, struct gr_st
 void gr_txn_add_partitions(struct gr_txn_coord *tc, void *waiter, struct gr_str txn_id, int64_t producer_id,
                            int16_t producer_epoch, const struct gr_txn_tp *parts, int32_t count);
 /* AddOffsetsToTxn (handleAddOffsetsToTransaction): adds the group's __consumer_offsets partition
-   (records.h gr_coord_partition_for over cfg.offsets_partitions). */
+   (hooks.offsets_partition, or records.h gr_coord_partition_for over cfg.offsets_partitions without it). */
 void gr_txn_add_offsets(struct gr_txn_coord *tc, void *waiter, struct gr_str txn_id, int64_t producer_id,
                         int16_t producer_epoch, struct gr_str group_id);
 /* EndTxn (handleEndTransaction, from a client of transaction version 1: EndTxn v0-v4). */

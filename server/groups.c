@@ -242,6 +242,15 @@ static struct gr_coordinator *coord_new(struct gr_groups *g, const struct gr_coo
     return c;
 }
 
+int32_t gr_groups_partition_for(struct gr_broker *b, struct gr_str group_id)
+{
+    if (b->coord) return gr_coord_partition(b->coord, group_id);
+    const struct gr_image_topic *it =
+        b->image ? gr_image_topic_find(b->image, GR_OFFSETS_TOPIC, strlen(GR_OFFSETS_TOPIC)) : NULL;
+    return gr_coord_partition_for(group_id,
+                                  it ? it->partition_count : b->cfg.settings.offsets_topic_num_partitions);
+}
+
 int gr_groups_start(struct gr_broker *b)
 {
     struct gr_groups *g = binding(b);

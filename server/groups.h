@@ -56,6 +56,12 @@ void gr_groups_follow(struct gr_broker *b);
  * while the partition has no leader, or when the leader is this broker and it is fenced. The caller still
  * resolves the node's endpoint (a broker without a live registration is COORDINATOR_NOT_AVAILABLE too). */
 int16_t gr_groups_coordinator(struct gr_broker *b, struct gr_str group_id, int32_t *node_id);
+/* The __consumer_offsets partition of group `group_id` (Kafka's GroupCoordinatorService.partitionFor, which
+ * AddOffsetsToTxn asks): over the partition count the group coordinator maps with (b->coord: the topic's
+ * actual count, which differs from offsets.topic.num.partitions when the topic was made before the setting
+ * changed), else the image's __consumer_offsets count, else offsets.topic.num.partitions (what the topic
+ * will be made with). */
+int32_t gr_groups_partition_for(struct gr_broker *b, struct gr_str group_id);
 /* Returns borrowed: the __consumer_offsets binding (durability checks), NULL when groups are not started. */
 struct gr_offsets_log *gr_groups_offsets_log(struct gr_broker *b);
 

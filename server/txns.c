@@ -56,7 +56,9 @@
 #include "partition/partition.h"
 #include "protocol/errors.h"
 #include "protocol/record_batch.h"
+#include "server/groups.h"
 #include "server/handlers/handlers.h"
+#include "server/internal_topics.h"
 #include "server/route.h"
 #include "server/txn_markers.h"
 #include "storage/iopool.h"
@@ -942,6 +944,13 @@ static void epoch_done(struct gr_io_job *job)
 
 /* ---- life cycle ---- */
 
+/* AddOffsetsToTxn's partition: the group coordinator's (groupCoordinator.partitionFor). */
+static int32_t hook_offsets_partition(void *ctx, struct gr_str group_id)
+{
+    struct gr_txns *t = ctx;
+    return gr_groups_partition_for(t->b, group_id);
+}
+
 /* Creates b->txn owning nothing, mapping ids over `n` partitions, with the per-partition arrays and the
  * timers. Returns 0 or -ENOMEM. */
 static int coord_create(struct gr_txns *t, int32_t n)
@@ -950,13 +959,18 @@ static int coord_create(struct gr_txns *t, int32_t n)
     struct gr_txn_config cfg;
     gr_txn_config_defaults(&cfg);
     cfg.partitions = n;
-    cfg.offsets_partitions = b->cfg.settings.offsets_topic_num_partitions;
+    /* cfg.offsets_partitions unused: hook_offsets_partition maps groups as the group coordinator does */
     cfg.abort_timed_out_interval_ms = b->cfg.settings.transaction_abort_interval_ms;
     cfg.max_timeout_ms = b->cfg.settings.transaction_max_timeout_ms;
     cfg.id_expiration_ms = b->cfg.settings.transactional_id_expiration_ms;
     cfg.remove_expired_interval_ms = b->cfg.settings.transaction_remove_expired_interval_ms;
-    struct gr_txn_hooks hooks = {t,        hook_now, hook_append, hook_send_markers, hook_alloc_producer_id,
-                                 hook_done};
+    struct gr_txn_hooks hooks = {.ctx = t,
+                                 .now_ms = hook_now,
+                                 .append = hook_append,
+                                 .send_markers = hook_send_markers,
+                                 .alloc_producer_id = hook_alloc_producer_id,
+                                 .done = hook_done,
+                                 .offsets_partition = hook_offsets_partition};
     t->loads = calloc((size_t)n, sizeof *t->loads);
     t->epochs = malloc((size_t)n * sizeof *t->epochs);
     if (!t->loads || !t->epochs || !(b->txn = gr_txn_create(&cfg, &hooks))) {
@@ -1032,20 +1046,14 @@ static void txn_topic_created(void *ctx, int err, struct gr_topic *topic)
     free(reqs);
 }
 
-/* __transaction_state's creation: Kafka's TransactionLog topic configs (cleanup.policy compact,
- * compression.type uncompressed, min.insync.replicas transaction.state.log.min.isr, segment.bytes
- * transaction.state.log.segment.bytes, unclean.leader.election.enable false). */
+/* __transaction_state's creation on one node: internal_topics.h's configs. */
 static struct gr_topic_op *create_op(const struct gr_broker *b)
 {
-    const struct gr_broker_settings *s = &b->cfg.settings;
-    char isr[16], seg[16];
-    snprintf(isr, sizeof isr, "%d", (int)s->transaction_state_log_min_isr);
-    snprintf(seg, sizeof seg, "%d", (int)s->transaction_state_log_segment_bytes);
-    const char *const keys[] = {"cleanup.policy", "compression.type", "min.insync.replicas", "segment.bytes",
-                                "unclean.leader.election.enable"};
-    const char *const values[] = {"compact", "uncompressed", isr, seg, "false"};
+    struct gr_txn_topic_configs c;
+    gr_txn_topic_configs(&b->cfg.settings, &c);
     struct gr_topic_op *op =
-        gr_topic_op_create(GR_TXN_TOPIC, s->transaction_state_log_num_partitions, keys, values, 5, false);
+        gr_topic_op_create(GR_TXN_TOPIC, b->cfg.settings.transaction_state_log_num_partitions, c.keys,
+                           c.values, GR_TXN_TOPIC_CONFIGS, false);
     if (op) gr_topic_op_keep_active_open(op); /* the coordinator appends without waiting for a reopen */
     return op;
 }
@@ -1113,18 +1121,14 @@ static void create_txn_topic(struct gr_broker *b)
     struct gr_txns *t = b->txns;
     if (!t || t->creating || !b->topic_writer) return;
     const struct gr_broker_settings *s = &b->cfg.settings;
-    char isr[16], seg[16];
-    snprintf(isr, sizeof isr, "%d", (int)s->transaction_state_log_min_isr);
-    snprintf(seg, sizeof seg, "%d", (int)s->transaction_state_log_segment_bytes);
-    const char *keys[] = {"cleanup.policy", "compression.type", "min.insync.replicas", "segment.bytes",
-                          "unclean.leader.election.enable"};
-    const char *values[] = {"compact", "uncompressed", isr, seg, "false"};
+    struct gr_txn_topic_configs c;
+    gr_txn_topic_configs(&b->cfg.settings, &c);
     struct gr_topic_create_args a = {.name = GR_TXN_TOPIC,
                                      .partitions = s->transaction_state_log_num_partitions,
                                      .replication_factor = s->transaction_state_log_replication_factor,
-                                     .config_keys = keys,
-                                     .config_values = values,
-                                     .config_count = 5,
+                                     .config_keys = c.keys,
+                                     .config_values = c.values,
+                                     .config_count = GR_TXN_TOPIC_CONFIGS,
                                      .timeout_ms = 0};
     t->creating = true;
     gr_topic_writer_create(b->topic_writer, &a, txn_topic_made, b);

@@ -81,7 +81,7 @@ int16_t gr_txns_produce_error(int16_t err, int16_t produce_version, const char *
 /* KIP-890 part 1 for TxnOffsetCommit (server/txns_verify.c; Kafka 4.x's CoordinatorPartitionWriter.
  * maybeStartTransactionVerification before the group coordinator's write): when the binding and
  * transaction.partition.verification.enable are on and `txn_id` is not null and `group_id` not empty, asks
- * whether the group's __consumer_offsets partition (offsets.topic.num.partitions, as AddOffsetsToTxn adds
+ * whether the group's __consumer_offsets partition (groups.h gr_groups_partition_for, as AddOffsetsToTxn adds
  * it) is in the ongoing transaction of `txn_id` at `producer_id` / `producer_epoch`, unless that partition's
  * log already holds an open transaction of the producer at that epoch (asked nothing, as for Produce).
  * Returns NONE or the

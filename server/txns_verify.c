@@ -126,7 +126,7 @@ int16_t gr_txns_check_txn_offset_commit(struct gr_broker *b, struct gr_str txn_i
                                         int64_t producer_id, int16_t producer_epoch, int16_t version)
 {
     if (!gr_txns_verification_enabled(b) || txn_id.len < 0 || group_id.len <= 0) return GR_ERR_NONE;
-    int32_t p = gr_coord_partition_for(group_id, b->cfg.settings.offsets_topic_num_partitions);
+    int32_t p = gr_groups_partition_for(b, group_id); /* as AddOffsetsToTxn added it */
     struct gr_offsets_log *ol = gr_groups_offsets_log(b);
     if (ol && p < gr_offsets_log_partitions(ol) &&
         ongoing(gr_offsets_log_log(ol, p), producer_id, producer_epoch))

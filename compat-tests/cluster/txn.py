@@ -3,7 +3,10 @@ gregor brokers on the host, as groups.py; runs as root
 through harness.py, seeded and bounded in time.
 
 What it checks (broker.session.timeout.ms 3000; transaction.state.log.num.partitions 10, set here to keep the
-loads short; transaction.state.log.replication.factor and .min.isr at Kafka's defaults, 3 and 2):
+loads short; offsets.topic.num.partitions 4; transaction.state.log.replication.factor and .min.isr at
+Kafka's defaults, 3 and 2):
+  - CreateTopics naming __consumer_offsets with 2 partitions and cleanup.policy delete makes it in the group
+    coordinator's shape (4 partitions of 3 replicas, compact: server/internal_topics.h);
   - the first FindCoordinator key type 1 answers COORDINATOR_NOT_AVAILABLE and has __transaction_state
     created once (one "created __transaction_state" log line over the three brokers): 10 partitions of 3
     replicas, min.insync.replicas 2 (DescribeConfigs); for 12 transactional ids every broker names the leader
@@ -48,6 +51,7 @@ SESSION_MS = 3000
 PREFIX = '/gregor'
 TXN_TOPIC = '__transaction_state'
 TXN_PARTS = 10
+OFFSETS_PARTS = 4
 TOPIC = 'txc'
 TXN_ID = 'cluster-txn'
 COORDINATOR_NOT_AVAILABLE = 15
@@ -59,7 +63,8 @@ figures = []
 def overrides(etcd):
     return [f'gregor.metadata.etcd.endpoints={etcd.endpoints()}', f'gregor.metadata.etcd.prefix={PREFIX}',
             f'broker.session.timeout.ms={SESSION_MS}', 'broker.heartbeat.interval.ms=500',
-            'auto.create.topics.enable=false', f'transaction.state.log.num.partitions={TXN_PARTS}']
+            'auto.create.topics.enable=false', f'transaction.state.log.num.partitions={TXN_PARTS}',
+            f'offsets.topic.num.partitions={OFFSETS_PARTS}']
 
 
 def java_hash(s):
@@ -145,6 +150,22 @@ def read_committed(bs, want):
     finally:
         c.close()
     return got
+
+
+def t_internal_shape(run, etcd, bs, st):
+    """CreateTopics naming a coordinator's topic makes it in the coordinator's shape (server/internal_topics.h)."""
+    with k.Conn(bs[1].bootstrap, timeout=10) as c:
+        r = k.create_topic(c, '__consumer_offsets', partitions=2, configs={'cleanup.policy': 'delete'})
+    eq('CreateTopics __consumer_offsets with 2 partitions: NONE, offsets.topic.num.partitions (4) of 3 replicas',
+       (0, OFFSETS_PARTS, 3), (r['error_code'], r.get('num_partitions'), r.get('replication_factor')))
+    pp = h.wait_until(lambda: parts_of(bs[0], '__consumer_offsets'), 20, '__consumer_offsets in the image')
+    eq('Metadata: 4 partitions of 3 replicas', {3: OFFSETS_PARTS}, {len(v[1]): len(pp) for v in pp.values()})
+    with k.Conn(bs[2].bootstrap, timeout=5) as c:
+        r = c.request('DescribeConfigs', 4, {'resources': [{'resource_type': 2, 'resource_name': '__consumer_offsets',
+                                                            'configuration_keys': ['cleanup.policy']}],
+                                             'include_synonyms': False, 'include_documentation': False})
+    eq('its cleanup.policy is compact', {'cleanup.policy': 'compact'},
+       {x['name']: x['value'] for x in r['results'][0]['configs']})
 
 
 def t_find(run, etcd, bs, st):
@@ -420,6 +441,7 @@ def main():
     with h.Run(seed=seed, deadline_s=deadline, label='cluster-txn') as run:
         etcd = run.etcd(1)
         bs = [run.broker(i, overrides=overrides(etcd)) for i in (1, 2, 3)]
+        section('a coordinator topic made in its coordinator\'s shape', t_internal_shape, run, etcd, bs, st)
         section('FindCoordinator key type 1 across the cluster', t_find, run, etcd, bs, st)
         if 'txn_parts' in st:
             section('commit and abort at a coordinator leading the data partition', t_local_txn, run, etcd, bs, st)

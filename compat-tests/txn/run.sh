@@ -156,4 +156,15 @@ for kv in transaction.state.log.replication.factor=3 transaction.state.log.min.i
         *) fail "naming ${kv%=*}" "$out" ;; esac
 done
 rm -rf "$tmp"
+
+# A coordinator's topic is made in its coordinator's shape whoever asks (internal_topics.py): CreateTopics, then
+# a Metadata auto-creation, each on a fresh broker without __transaction_state.
+for step in create auto; do
+    BROKER_DIR=$(mktemp -d /tmp/gregor-test.XXXXXX)
+    broker_start --override transaction.state.log.num.partitions=7 ||
+        { fail "start ($step)"; summary txn; exit 1; }
+    txn_step "$step" internal_topics.py
+    broker_stop
+    rm -rf "$BROKER_DIR"
+done
 summary txn

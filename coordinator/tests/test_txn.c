@@ -15,6 +15,8 @@
 
 #include <cmocka.h>
 
+#include "common/log.h"
+#include "common/tests/capture.h"
 #include "coordinator/txn.h"
 #include "protocol/errors.h"
 
@@ -110,7 +112,7 @@ static struct gr_txn_config config(void)
 static struct gr_txn_coord *make(struct fake *f, int32_t epoch)
 {
     struct gr_txn_config cfg = config();
-    struct gr_txn_hooks h = {f, f_now, f_append, f_markers, f_pid, f_done};
+    struct gr_txn_hooks h = {f, f_now, f_append, f_markers, f_pid, f_done, NULL};
     if (!f->next_pid) f->next_pid = 1000;
     if (!f->now) f->now = 1700000000000LL;
     struct gr_txn_coord *tc = gr_txn_create(&cfg, &h);
@@ -406,6 +408,62 @@ static void test_end_errors(void **state)
     assert_int_equal(r.r.error_code, GR_ERR_INVALID_TXN_STATE);
     gr_txn_end(f.tc, &r, gr_str_c("txn"), pid, 1, false);
     assert_int_equal(r.r.error_code, GR_ERR_CONCURRENT_TRANSACTIONS);
+    reset(&f);
+}
+
+static int count_of(const char *text, const char *needle)
+{
+    int n = 0;
+    for (const char *p = strstr(text, needle); p; p = strstr(p + 1, needle))
+        n++;
+    return n;
+}
+
+/* A refused state change logs one WARN line per refusal naming the transition (Kafka's TransactionMetadata
+ * .prepareTransitionTo: "... is not a valid previous state ..."): EndTxn from Empty, ABORT after
+ * CompleteCommit; an accepted EndTxn and its retries (CONCURRENT_TRANSACTIONS, NONE) log nothing. */
+static void test_refused_transition_warns(void **state)
+{
+    (void)state;
+    struct fake f = {0};
+    make(&f, 0);
+    struct res r = {0};
+    gr_txn_init_producer_id(f.tc, &r, gr_str_c("txn"), 1000, -1, -1);
+    report(&f, 0);
+    int64_t pid = r.r.producer_id; /* epoch 0 */
+    gr_log_set_level(GR_LOG_INFO);
+    capture();
+    gr_txn_end(f.tc, &r, gr_str_c("txn"), pid, 0, true); /* Empty: refused */
+    assert_int_equal(r.r.error_code, GR_ERR_INVALID_TXN_STATE);
+    char *out = captured();
+    assert_int_equal(count_of(out, " WARN "), 1);
+    assert_non_null(strstr(out,
+                           "txn txn: transition from Empty to PrepareCommit refused: Empty is not a valid "
+                           "previous state of PrepareCommit"));
+    free(out);
+
+    gr_txn_add_partitions(f.tc, &r, gr_str_c("txn"), pid, 0, T0, 1);
+    report(&f, 0);
+    capture();
+    gr_txn_end(f.tc, &r, gr_str_c("txn"), pid, 0, true); /* accepted */
+    report(&f, 0);
+    gr_txn_end(f.tc, &r, gr_str_c("txn"), pid, 0, true); /* a retry while PrepareCommit: CONCURRENT */
+    assert_int_equal(r.r.error_code, GR_ERR_CONCURRENT_TRANSACTIONS);
+    gr_txn_end(f.tc, &r, gr_str_c("txn"), pid, 0, false); /* ABORT while CompleteCommit is pending */
+    assert_int_equal(r.r.error_code, GR_ERR_CONCURRENT_TRANSACTIONS);
+    report_markers(&f, 0);
+    report(&f, 0);
+    assert_int_equal(info(&f, "txn").state, GR_TXN_COMPLETE_COMMIT);
+    gr_txn_end(f.tc, &r, gr_str_c("txn"), pid, 0, true); /* a retry after CompleteCommit: NONE */
+    assert_int_equal(r.r.error_code, GR_ERR_NONE);
+    gr_txn_end(f.tc, &r, gr_str_c("txn"), pid, 0, false); /* ABORT after CompleteCommit: refused */
+    assert_int_equal(r.r.error_code, GR_ERR_INVALID_TXN_STATE);
+    out = captured();
+    assert_int_equal(count_of(out, " WARN "), 1);
+    assert_non_null(strstr(out,
+                           "transition from CompleteCommit to PrepareAbort refused: CompleteCommit is not a "
+                           "valid previous state of PrepareAbort"));
+    free(out);
     reset(&f);
 }
 
@@ -814,7 +872,7 @@ static void test_error_for_version(void **state)
 static void reload(struct fake *f, struct fake *g, int k, int32_t epoch)
 {
     struct gr_txn_config cfg = config();
-    struct gr_txn_hooks h = {g, f_now, f_append, f_markers, f_pid, f_done};
+    struct gr_txn_hooks h = {g, f_now, f_append, f_markers, f_pid, f_done, NULL};
     g->now = f->now;
     g->next_pid = f->next_pid;
     g->tc = gr_txn_create(&cfg, &h);
@@ -1092,6 +1150,7 @@ int main(void)
         cmocka_unit_test(test_commit_flow),
         cmocka_unit_test(test_end_errors),
         cmocka_unit_test(test_fence_ongoing),
+        cmocka_unit_test(test_refused_transition_warns),
         cmocka_unit_test(test_fence_write_fails),
         cmocka_unit_test(test_append_errors),
         cmocka_unit_test(test_kip360),

@@ -89,7 +89,7 @@ static struct gr_txn_coord *make(struct fake *f, bool load_all)
 {
     struct gr_txn_config cfg;
     gr_txn_config_defaults(&cfg);
-    struct gr_txn_hooks h = {f, f_now, f_append, f_markers, f_pid, f_done};
+    struct gr_txn_hooks h = {f, f_now, f_append, f_markers, f_pid, f_done, NULL};
     struct gr_txn_coord *tc = gr_txn_create(&cfg, &h);
     assert_non_null(tc);
     if (load_all) {

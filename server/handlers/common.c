@@ -91,11 +91,6 @@ int32_t *gr_req_keys_first(struct gr_req *req, struct gr_req_key *keys, int32_t 
     return first;
 }
 
-bool gr_topic_is_internal(const char *name)
-{
-    return strcmp(name, "__consumer_offsets") == 0 || strcmp(name, "__transaction_state") == 0;
-}
-
 struct create_ctx {
     gr_topic_created_fn done;
     void *item;
@@ -177,8 +172,11 @@ int16_t gr_topic_create(struct gr_req *req, struct gr_str name, int32_t partitio
 int16_t gr_topic_auto_create(struct gr_req *req, struct gr_str name, gr_topic_created_fn done, void *item)
 {
     const struct gr_broker_settings *s = &req->broker->cfg.settings;
-    return gr_topic_create(req, name, s->num_partitions, s->default_replication_factor, NULL, NULL, NULL, 0,
-                           false, NULL, GR_TOPIC_WRITER_AUTO_CREATE_WAIT_MS, done, item);
+    int32_t parts = s->num_partitions, rf = s->default_replication_factor, count = 0, *assignment = NULL;
+    const char **keys = NULL, **values = NULL;
+    gr_internal_topic_layout(&req->arena, s, name, &parts, &rf, &assignment, &keys, &values, &count);
+    return gr_topic_create(req, name, parts, rf, assignment, keys, values, count, false, NULL,
+                           GR_TOPIC_WRITER_AUTO_CREATE_WAIT_MS, done, item);
 }
 
 struct gr_str gr_req_client_host(struct gr_req *req)

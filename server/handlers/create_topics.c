@@ -101,6 +101,10 @@ static void create_one(struct gr_req *req, const struct gr_create_topics_request
         rt->error_code = gr_topic_layout(req, qt, &parts, &rf, &assignment, &msg);
     }
     if (!rt->error_code) rt->error_code = request_configs(req, qt, &keys, &values, &msg);
+    /* a coordinator's internal topic is made in its coordinator's shape, whatever the request asks */
+    if (!rt->error_code)
+        gr_internal_topic_layout(&req->arena, &req->broker->cfg.settings, qt->name, &parts, &rf, &assignment,
+                                 &keys, &values, &nc);
     if (!rt->error_code) {
         int16_t code = gr_topic_create(req, qt->name, parts, rf, assignment, keys, values, nc,
                                        body->validate_only, &msg, body->timeout_ms, created, rt);

@@ -9,6 +9,7 @@
 #include "cluster/topic_writer.h"
 #include "protocol/errors.h"
 #include "server/broker.h"
+#include "server/internal_topics.h"
 
 /* One handler per row of server/apis.def: enum gr_handler_rc gr_handle_<handler>(struct gr_req *req), e.g.
  * gr_handle_produce. Each takes a decoded request (req->body, req->resp initialised), fills req->resp and
@@ -65,7 +66,8 @@ int16_t gr_topic_create(struct gr_req *req, struct gr_str name, int32_t partitio
                         const char *const *values, int count, bool validate_only, const char **error_message,
                         int64_t timeout_ms, gr_topic_created_fn done, void *item);
 /* A Metadata auto-creation (Kafka's AutoTopicCreationManager): gr_topic_create with num.partitions,
- * default.replication.factor, no configs, waiting at most GR_TOPIC_WRITER_AUTO_CREATE_WAIT_MS. */
+ * default.replication.factor, no configs (a coordinator's internal topic: server/internal_topics.h's layout),
+ * waiting at most GR_TOPIC_WRITER_AUTO_CREATE_WAIT_MS. */
 int16_t gr_topic_auto_create(struct gr_req *req, struct gr_str name, gr_topic_created_fn done, void *item);
 /* The replication factor check of CreateTopics (the broker's topic writer decides: one broker, one replica
  * per partition; a cluster, 1..GR_CLUSTER_REPLICAS_MAX, placement checks the live brokers). Returns NONE or
@@ -136,7 +138,5 @@ struct gr_req_key {
  * NULL when out of memory (the caller closes the connection). Kafka answers such duplicates once, or refuses
  * them (CreateTopics, CreatePartitions, DeleteTopics, AlterConfigs, IncrementalAlterConfigs). */
 int32_t *gr_req_keys_first(struct gr_req *req, struct gr_req_key *keys, int32_t n, bool **repeated);
-/* Whether `name` is one of Kafka's internal topics (__consumer_offsets, __transaction_state). */
-bool gr_topic_is_internal(const char *name);
 
 #endif

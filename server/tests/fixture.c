@@ -25,7 +25,7 @@ void gr_broker_on_flushed(void *ctx, struct gr_log *log, int64_t durable_end_off
 
 struct gr_broker *srv_broker_open(char *dir, size_t cap, const struct srv_broker_opts *opts)
 {
-    th_tmpdir(dir, cap);
+    if (!opts->reuse_dir) th_tmpdir(dir, cap);
     struct gr_broker *b = calloc(1, sizeof *b);
     assert_non_null(b);
     gr_config_init(&b->cfg);
@@ -75,7 +75,7 @@ void srv_broker_close(struct gr_broker *b, const char *dir, void (*after_store_c
     gr_partitions_destroy(b->parts); /* as main.c does at shutdown */
     free(b->flushed);                /* completions queued for a loop the test did not run */
     free(b);
-    th_rmtree(dir);
+    if (dir) th_rmtree(dir);
 }
 
 struct gr_req *srv_req_new(struct gr_broker *b, int16_t api_key, int16_t api_version, size_t arena_bytes)

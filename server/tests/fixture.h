@@ -23,17 +23,18 @@ struct srv_broker_opts {
     bool on_flushed;          /* the store reports flushes to the broker (gr_broker_on_flushed) */
     int32_t node_id;          /* b->node_id (0 by default, as a zeroed broker) */
     int open_segment_fds_max; /* the store's open-file cap; 0 keeps th_config's */
+    bool reuse_dir;           /* open the store in `dir` as it is (a restart) instead of a fresh directory */
 };
 
-/* Makes a fresh temporary directory (written to dir, `cap` bytes) and a broker on a store in it, as
- * described above; fails the running cmocka test on any error. Returns the broker (heap, owned by the
- * caller until srv_broker_close). */
+/* Makes a fresh temporary directory (written to dir, `cap` bytes; with opts->reuse_dir `dir` already names
+ * one, opened as it is) and a broker on a store in it, as described above; fails the running cmocka test on
+ * any error. Returns the broker (heap, owned by the caller until srv_broker_close). */
 struct gr_broker *srv_broker_open(char *dir, size_t cap, const struct srv_broker_opts *opts);
 
 /* Takes down a broker from srv_broker_open in main.c's order: the I/O pool, the group coordinator, the
  * parked requests (freed, not answered), the store; then `after_store_close` (may be NULL: e.g. a test's
  * syscall shim is removed here), the loop, the config, the waiters and the queued flush completions; frees
- * the broker and removes `dir` with everything in it. */
+ * the broker and removes `dir` with everything in it (dir NULL: the directory is kept, for a restart). */
 void srv_broker_close(struct gr_broker *b, const char *dir, void (*after_store_close)(void));
 
 /* A request without a connection for `b`: header api key and version set, an arena of `arena_bytes`, no

@@ -22,6 +22,8 @@
 
 #include "coordinator/txn.h"
 #include "protocol/errors.h"
+#include "coordinator/records.h"
+#include "server/groups.h"
 #include "server/producer_ids.h"
 #include "server/tests/fixture.h"
 #include "server/txns.h"
@@ -177,11 +179,49 @@ static void test_write_committed_and_replayed(void **state)
     assert_int_equal(info.producer_id, pid);
 }
 
+/* AddOffsetsToTxn adds the group's partition over the actual partition count of __consumer_offsets (made
+ * with 3 partitions here, before offsets.topic.num.partitions changed to 50), as the group coordinator maps
+ * groups: Kafka's TransactionCoordinator asks groupCoordinator.partitionFor. */
+static void test_add_offsets_actual_partition_count(void **state)
+{
+    struct fx *f = *state;
+    f->b->cfg.settings.offsets_topic_num_partitions = 3;
+    assert_int_equal(gr_groups_ensure(f->b), 0);          /* __consumer_offsets made with 3 partitions */
+    f->b->cfg.settings.offsets_topic_num_partitions = 50; /* the setting changed afterwards */
+    struct gr_str group = gr_str_c("g");
+    int32_t actual = gr_coord_partition_for(group, 3);
+    assert_int_not_equal(actual, gr_coord_partition_for(group, 50)); /* the two mappings differ for "g" */
+    assert_int_equal(gr_groups_partition_for(f->b, group), actual);
+    assert_int_equal(gr_producer_ids_start(f->b), 0);
+    struct gr_req *req = find_coordinator(f, 1, "tx");
+    assert_true(gr_txns_defer(req));
+    until_loaded(f);
+    struct gr_str id = gr_str_c("tx-o");
+    int16_t answered = -1;
+    struct gr_txns_waiter waiter = {.answer = record_answer, .ctx = &answered};
+    gr_txn_init_producer_id(f->b->txn, &waiter, id, 60000, -1, -1);
+    hold(f);
+    assert_int_equal(answered, GR_ERR_NONE);
+    struct gr_txn_info info;
+    assert_int_equal(gr_txn_describe(f->b->txn, id, &info), GR_ERR_NONE);
+    answered = -1;
+    waiter = (struct gr_txns_waiter){.answer = record_answer, .ctx = &answered};
+    gr_txn_add_offsets(f->b->txn, &waiter, id, info.producer_id, info.producer_epoch, group);
+    hold(f);
+    assert_int_equal(answered, GR_ERR_NONE);
+    struct gr_txn_tp tp;
+    assert_int_equal(gr_txn_partitions(f->b->txn, id, &tp, 1), 1);
+    assert_true(tp.topic.len == (int32_t)strlen("__consumer_offsets") &&
+                memcmp(tp.topic.ptr, "__consumer_offsets", (size_t)tp.topic.len) == 0);
+    assert_int_equal(tp.partition, actual);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_first_lookup_creates_and_loads, setup, teardown),
         cmocka_unit_test_setup_teardown(test_write_committed_and_replayed, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_add_offsets_actual_partition_count, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
