@@ -8,6 +8,10 @@
  * for TxnOffsetCommit). transaction.partition.verification.enable=false skips the question (Kafka's
  * ReplicaManager.maybeSendPartitionsToTransactionCoordinator for transaction version 1): the batch is
  * appended and opens a transaction on the partition whether the coordinator knows it or not.
+ * The verification guard (Kafka's VerificationGuard, checked again at append) is not needed here: the
+ * coordinator is asked and the batch appended in the same call on the loop (produce.c produce_partition,
+ * past the append gate), so no marker can land in between. A coordinator on another broker answers later:
+ * server/txns.c gr_txns_verify_remote takes a guard first (partition.h gr_partition_txn_verify_start).
  * Read next: server/txns.h, coordinator/txn.h.
  */
 #include "coordinator/coordinator.h"

@@ -17,7 +17,8 @@ loads short; transaction.state.log.replication.factor and .min.isr at Kafka's de
   - raw protocol, a transactional Produce at a broker that does not coordinate its transactional id: verified
     at the coordinator (AddPartitionsToTxn v4 VerifyOnly between brokers): a partition not in the transaction
     is INVALID_TXN_STATE (v9) / TRANSACTION_ABORTABLE (v11), a newer epoch INVALID_PRODUCER_EPOCH, an added
-    partition accepted (last stable offset held);
+    partition accepted (last stable offset held), the next batch accepted with the coordinator SIGSTOPped (the
+    transaction is open in the partition's log: not asked, Kafka's hasOngoingTransaction);
   - confluent-kafka commits two transactions and aborts one over three partitions led by the three brokers
     (markers to the other brokers' WriteTxnMarkers, Produce verified at the remote coordinator);
     read_committed exact;
@@ -266,11 +267,23 @@ def t_remote_verify(run, etcd, bs, st):
     eq(f'Produce at broker {lead.node_id} with a newer epoch than the coordinator\'s: INVALID_PRODUCER_EPOCH', 47,
        produce(epoch + 1, 0))
     eq(f'Produce at broker {lead.node_id} once the partition is in the transaction: accepted', 0, produce(epoch, 0))
+    # Kafka's hasOngoingTransaction: the partition's log holds the producer's open transaction, so the leader
+    # asks nobody. With the coordinator SIGSTOPped a question would wait out the inter-broker timeout (far
+    # past this connection's 10 s); answered at once, it was not asked.
+    coord.pause()
+    try:
+        t0 = time.monotonic()
+        err = produce(epoch, 1)
+        took = time.monotonic() - t0
+    finally:
+        coord.resume()
+    eq(f'the next batch with the coordinator (broker {coord.node_id}) SIGSTOPped: accepted at once, not asked '
+       f'({took:.2f} s)', (0, True), (err, took < 5))
     with k.Conn(lead.bootstrap, timeout=10) as c:
         lso = [c.request('ListOffsets', 7, {'replica_id': -1, 'isolation_level': iso, 'topics': [
             {'name': topic, 'partitions': [{'partition_index': 0, 'timestamp': -1}]}]})['topics'][0]['partitions'][0]
             ['offset'] for iso in (0, 1)]
-    eq('high watermark 1, last stable offset 0 (the transaction is open)', [1, 0], lso)
+    eq('high watermark 2, last stable offset 0 (the transaction is open)', [2, 0], lso)
 
 
 def t_cross(run, etcd, bs, st):
