@@ -58,6 +58,7 @@
 #include "partition/partition.h"
 #include "protocol/errors.h"
 #include "protocol/record_batch.h"
+#include "server/groups.h"
 #include "server/handlers/handlers.h"
 #include "server/route.h"
 #include "server/txn_markers.h"
@@ -1266,6 +1267,9 @@ const uint8_t *gr_txns_txn_batch(struct gr_bytes records)
     return batch;
 }
 
+static bool ask_remote(struct gr_req *req, struct vstate *v, int32_t node, gr_handler_fn run,
+                       enum gr_handler_rc *rc);
+
 /* The local log of `it`'s `partition` when this broker leads it (not fenced) and has made it, else NULL (as
    route.h gr_route_partition decides; its answer comes at the append). */
 static struct gr_log *led_log(const struct gr_broker *b, const struct gr_image_topic *it, int32_t partition)
@@ -1326,6 +1330,15 @@ bool gr_txns_verify_remote(struct gr_req *req, gr_handler_fn run, enum gr_handle
             v->q.parts[v->q.count++] = (struct gr_txn_verify_part){vp->topic, pd->index, GR_ERR_NONE};
         }
     }
+    return ask_remote(req, v, node, run, rc);
+}
+
+/* Asks `node` the question of `v` (filled) and declares the request's wait until the answer; false (go on
+   now, the verdicts set) when nothing is asked or it was answered or refused at once. */
+static bool ask_remote(struct gr_req *req, struct vstate *v, int32_t node, gr_handler_fn run,
+                       enum gr_handler_rc *rc)
+{
+    struct gr_broker *b = req->broker;
     if (v->q.count == 0) {
         v->answered = true; /* nothing to ask */
         return false;
@@ -1346,6 +1359,42 @@ bool gr_txns_verify_remote(struct gr_req *req, gr_handler_fn run, enum gr_handle
     *rc = gr_req_await_verified(req, wait_ms, run, verify_cancel); /* the answer comes later */
     if (*rc == GR_HANDLER_CLOSE) verify_cancel(req);
     return true;
+}
+
+bool gr_txns_verify_offsets_remote(struct gr_req *req, struct gr_str txn_id, struct gr_str group_id,
+                                   int64_t producer_id, int16_t producer_epoch, gr_handler_fn run,
+                                   enum gr_handler_rc *rc)
+{
+    struct gr_broker *b = req->broker;
+    if (!gr_txns_enabled(b) || !b->cfg.settings.transaction_partition_verification_enable || !b->member ||
+        !b->txns || txn_id.len <= 0 || group_id.len <= 0 || gr_req_state(req, &verify_key))
+        return false;
+    int32_t node = coordinator_node(b, txn_id);
+    struct gr_offsets_log *ol = gr_groups_offsets_log(b);
+    int32_t p = gr_coord_partition_for(group_id, b->cfg.settings.offsets_topic_num_partitions);
+    struct gr_log *log = ol && p < gr_offsets_log_partitions(ol) ? gr_offsets_log_log(ol, p) : NULL;
+    if (node < 0 || node == b->image->node_id || !log) return false; /* asked in process (or refused there) */
+    struct vstate *v = gr_req_state_add(req, &verify_key, sizeof *v);
+    if (!v || !(v->parts = gr_arena_calloc(&req->arena, 1, sizeof *v->parts)) ||
+        !(v->q.parts = gr_arena_calloc(&req->arena, 1, sizeof *v->q.parts)))
+        return false;
+    uint64_t guard = GR_TXN_GUARD_SENTINEL;
+    if (gr_partition_txn_verify_start(gr_broker_partition(b, log), producer_id, producer_epoch, &guard))
+        return false; /* no verdict: the in-process check answers */
+    v->req = req;
+    v->q = (struct gr_txn_question){.txn_id = txn_id,
+                                    .producer_id = producer_id,
+                                    .producer_epoch = producer_epoch,
+                                    .parts = v->q.parts,
+                                    .done = on_verified};
+    v->parts[0] = (struct vpart){gr_str_c(GR_OFFSETS_TOPIC), p, guard, -1};
+    v->count = 1;
+    if (guard != GR_TXN_GUARD_SENTINEL) { /* the offsets partition does not hold its transaction yet: asked */
+        v->parts[0].asked = 0;
+        v->q.parts[0] = (struct gr_txn_verify_part){gr_str_c(GR_OFFSETS_TOPIC), p, GR_ERR_NONE};
+        v->q.count = 1;
+    }
+    return ask_remote(req, v, node, run, rc);
 }
 
 bool gr_txns_remote_verdict(struct gr_req *req, struct gr_str topic, int32_t partition, int16_t *error_code,

@@ -86,10 +86,12 @@ int16_t gr_txns_produce_error(int16_t err, int16_t produce_version, const char *
  * whether the group's __consumer_offsets partition (offsets.topic.num.partitions, as AddOffsetsToTxn adds
  * it) is in the ongoing transaction of `txn_id` at `producer_id` / `producer_epoch`, unless that partition's
  * log already holds an open transaction of the producer at that epoch (asked nothing, as for Produce).
- * Returns NONE or the
- * error every partition of the request answers (gr_txns_txn_commit_error for TxnOffsetCommit `version`;
- * COORDINATOR_NOT_AVAILABLE while no transaction coordinator runs here). */
-int16_t gr_txns_check_txn_offset_commit(struct gr_broker *b, struct gr_str txn_id, struct gr_str group_id,
+ * When `req` holds a remote coordinator's verdict (gr_txns_verify_offsets_remote) that is the answer, and
+ * the partition's guard must still hold (a marker since: INVALID_TXN_STATE); the group coordinator's write
+ * follows in the same call. Returns NONE or the error every partition of the request answers
+ * (gr_txns_txn_commit_error for TxnOffsetCommit `version`; COORDINATOR_NOT_AVAILABLE while no transaction
+ * coordinator runs here). */
+int16_t gr_txns_check_txn_offset_commit(struct gr_req *req, struct gr_str txn_id, struct gr_str group_id,
                                         int64_t producer_id, int16_t producer_epoch, int16_t version);
 /* TxnOffsetCommit's error for the verification answer `err`: AddPartitionsToTxnManager's (PRODUCER_FENCED
  * -> INVALID_PRODUCER_EPOCH; TRANSACTION_ABORTABLE -> INVALID_TXN_STATE below v4, whose clients are
@@ -134,6 +136,16 @@ int16_t gr_txns_write_marker(struct gr_broker *b, struct gr_log *log, const stru
  * refused at once (a fenced epoch: INVALID_PRODUCER_EPOCH; the broker's queue full or no memory:
  * NETWORK_EXCEPTION, so NOT_ENOUGH_REPLICAS). */
 bool gr_txns_verify_remote(struct gr_req *req, gr_handler_fn run, enum gr_handler_rc *rc);
+/* Cluster mode, TxnOffsetCommit before the group coordinator writes (CoordinatorRuntime
+ * .scheduleTransactionalWriteOperation's verification through AddPartitionsToTxnManager): when `txn_id` is
+ * coordinated by another broker and the group's __consumer_offsets partition is here, takes the guard on that
+ * partition and asks the coordinator's broker whether the partition is in the producer's transaction
+ * (not when its log already holds the transaction), as gr_txns_verify_remote does; true with *rc while the
+ * request waits (`run` runs again with the answer). False (go on now) otherwise; the verdict is then read by
+ * gr_txns_check_txn_offset_commit. */
+bool gr_txns_verify_offsets_remote(struct gr_req *req, struct gr_str txn_id, struct gr_str group_id,
+                                   int64_t producer_id, int16_t producer_epoch, gr_handler_fn run,
+                                   enum gr_handler_rc *rc);
 /* The remote verification's verdict for `topic`-`partition` of `req` (gr_txns_verify_remote): false when the
  * request has none for it (ask gr_txns_check_produce); else true with *error_code the coordinator's answer
  * as server/txn_verifier.h gives it (NONE: verified or not asked; NETWORK_EXCEPTION for a lost connection,

@@ -18,8 +18,10 @@
 #include "coordinator/offsets_log.h"
 #include "coordinator/records.h"
 #include "coordinator/txn.h"
+#include "partition/partition.h"
 #include "protocol/errors.h"
 #include "protocol/record_batch.h"
+#include "server/broker.h"
 #include "server/groups.h"
 #include "server/txns.h"
 #include "storage/log.h"
@@ -126,15 +128,24 @@ int16_t gr_txns_check_produce(struct gr_broker *b, const struct gr_log *log, str
     return err;
 }
 
-int16_t gr_txns_check_txn_offset_commit(struct gr_broker *b, struct gr_str txn_id, struct gr_str group_id,
+int16_t gr_txns_check_txn_offset_commit(struct gr_req *req, struct gr_str txn_id, struct gr_str group_id,
                                         int64_t producer_id, int16_t producer_epoch, int16_t version)
 {
+    struct gr_broker *b = req->broker;
     if (!gr_txns_verification_enabled(b) || txn_id.len < 0 || group_id.len <= 0) return GR_ERR_NONE;
     int32_t p = gr_coord_partition_for(group_id, b->cfg.settings.offsets_topic_num_partitions);
     struct gr_offsets_log *ol = gr_groups_offsets_log(b);
-    if (ol && p < gr_offsets_log_partitions(ol) &&
-        ongoing(gr_offsets_log_log(ol, p), producer_id, producer_epoch))
-        return GR_ERR_NONE;
-    int16_t err = ask(b, txn_id, gr_str_c(GR_OFFSETS_TOPIC), p, producer_id, producer_epoch);
+    struct gr_log *log = ol && p < gr_offsets_log_partitions(ol) ? gr_offsets_log_log(ol, p) : NULL;
+    int16_t err = GR_ERR_NONE;
+    uint64_t guard = 0;
+    if (gr_txns_remote_verdict(req, gr_str_c(GR_OFFSETS_TOPIC), p, &err, &guard)) {
+        /* the verdict came before: the guard must still hold (no marker since), the write follows now */
+        if (!err && (!log || !gr_partition_txn_guard_holds(gr_broker_partition(b, log), producer_id,
+                                                           producer_epoch, guard)))
+            return GR_ERR_INVALID_TXN_STATE;
+        return gr_txns_txn_commit_error(err, version);
+    }
+    if (log && ongoing(log, producer_id, producer_epoch)) return GR_ERR_NONE;
+    err = ask(b, txn_id, gr_str_c(GR_OFFSETS_TOPIC), p, producer_id, producer_epoch);
     return gr_txns_txn_commit_error(err, version);
 }
