@@ -4,8 +4,11 @@
  * (in process: gr_txn_verify_partitions, Kafka's TransactionCoordinator.handleVerifyPartitionsInTransaction)
  * whether the partition is in the producer's ongoing transaction, and answers the client with the errors
  * Kafka 4.x maps the coordinator's answer to (AddPartitionsToTxnManager's response handler, then
- * ReplicaManager.appendRecords for Produce or CoordinatorOperationExceptionHelper.handleOperationException
- * for TxnOffsetCommit). transaction.partition.verification.enable=false skips the question (Kafka's
+ * ReplicaManager.handleProduceAppend's postVerificationCallback for Produce: NETWORK_EXCEPTION,
+ * COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR and, for transaction version 1,
+ * CONCURRENT_TRANSACTIONS as NOT_ENOUGH_REPLICAS; or
+ * CoordinatorOperationExceptionHelper.handleOperationException for TxnOffsetCommit).
+ * transaction.partition.verification.enable=false skips the question (Kafka's
  * ReplicaManager.maybeSendPartitionsToTransactionCoordinator for transaction version 1): the batch is
  * appended and opens a transaction on the partition whether the coordinator knows it or not.
  * The verification guard (Kafka's VerificationGuard, checked again at append) is not needed here: the

@@ -164,16 +164,16 @@ static bool collect_logs(struct gr_req *req, struct produce_state *st, int total
     return true;
 }
 
-/* Waits until the logs of the partitions led here are made (server/logwait.h: at most timeout_ms), then for
-   a remote coordinator's verification (once), then until they are appendable (with an I/O pool), then
-   appends. Run again after each wait. */
+/* Waits until the logs led here are made (server/logwait.h: at most timeout_ms), for a remote coordinator's
+   verdict (once), until appendable (with an I/O pool), then appends. Run again after each wait. */
 static enum gr_handler_rc produce_gated(struct gr_req *req)
 {
     struct produce_state *st = req->hstate;
     if (!collect_logs(req, st, st->total)) return GR_HANDLER_CLOSE;
     if (gr_req_logs_waiting(req))
         return gr_req_await_logs(req, ((struct gr_produce_request *)req->body)->timeout_ms, produce_gated);
-    if (!st->asked && (st->asked = true)) return gr_produce_txn_remote(req, produce_gated);
+    enum gr_handler_rc rc;
+    if (!st->asked && (st->asked = true) && gr_produce_txn_remote(req, produce_gated, &rc)) return rc;
     if (!req->broker->iopool) return produce_run(req);
     return gr_req_await_appendable(req, st->logs, st->nlogs, produce_run);
 }

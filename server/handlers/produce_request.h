@@ -53,10 +53,11 @@ const char *gr_produce_txn_refused_message(const struct gr_produce_request *body
 int gr_produce_txn_verify(struct gr_req *req, const struct gr_log *log, const char *topic, int32_t partition,
                           struct gr_bytes records, struct gr_produce_response_partition_produce_response *pr,
                           struct gr_produce_args *args);
-/* Before the appends, once the local logs are made: in cluster mode the request first waits while the
-   coordinator of its transactional id on another broker verifies its transactional partitions (server/txns.h
-   gr_txns_verify_remote), then runs `run`; otherwise runs `run` now. Returns what the handler returns. */
-enum gr_handler_rc gr_produce_txn_remote(struct gr_req *req, gr_handler_fn run);
+/* Before the appends, once the local logs are made: in cluster mode, when the coordinator of the request's
+   transactional id is on another broker, the request waits while it verifies the transactional partitions
+   (server/txns.h gr_txns_verify_remote): returns true with *rc for the handler to return (`run` runs again
+   with the answer). False: go on now. */
+bool gr_produce_txn_remote(struct gr_req *req, gr_handler_fn run, enum gr_handler_rc *rc);
 /* Sets a partition's error with no message (`msg` NULL: null on the wire) or a static one; base_offset -1. */
 void gr_produce_partition_error(struct gr_produce_response_partition_produce_response *pr, int16_t code,
                                 const char *msg);

@@ -47,8 +47,7 @@ int gr_produce_txn_verify(struct gr_req *req, const struct gr_log *log, const ch
     return verified ? 1 : 0;
 }
 
-enum gr_handler_rc gr_produce_txn_remote(struct gr_req *req, gr_handler_fn run)
+bool gr_produce_txn_remote(struct gr_req *req, gr_handler_fn run, enum gr_handler_rc *rc)
 {
-    enum gr_handler_rc rc;
-    return gr_txns_verify_remote(req, run, &rc) ? rc : run(req);
+    return gr_txns_verify_remote(req, run, rc);
 }
