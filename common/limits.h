@@ -41,6 +41,17 @@
  * AddPartitionsToTxnManager): each holds a parked request already bounded by the request memory budget; past
  * this a transactional Produce answers NOT_ENOUGH_REPLICAS (retriable) at once rather than queue. */
 #define GR_TXN_VERIFY_PENDING_MAX 4096
+/* One verification request to a coordinator broker (server/txn_verifier.h, AddPartitionsToTxnManager's
+ * batch): at most this many transactions, and partitions across them (a single question larger than the
+ * partition bound still goes, alone). Kafka drains a broker's whole map into one request; a bound keeps
+ * one request's size and the work its answer triggers small. */
+#define GR_TXN_VERIFY_BATCH_TXNS_MAX 128
+#define GR_TXN_VERIFY_BATCH_PARTS_MAX 2048
+/* Verification entries per partition (partition.h gr_partition_txn_verify_start, Kafka's
+ * ProducerStateManager.verificationStates, which only expiry bounds): one per producer id with a question
+ * in flight; when full the oldest entry goes (a request still holding its guard then fails at append with
+ * INVALID_TXN_STATE: a refusal, never a transaction the coordinator does not know). */
+#define GR_TXN_GUARDS_MAX 1024
 /* Controlled shutdown (server/membership.c): the longest a SIGTERMed cluster broker keeps serving while it
  * waits for the controller to move its leaderships away (issue #20: "at most 30 s"). Kafka bounds the same
  * wait by the broker's shutdown timeout; etcd-side moves take milliseconds, so 30 s only passes when the

@@ -17,8 +17,11 @@
 #include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "common/limits.h"
 #include "common/log.h"
+#include "protocol/record_batch.h"
 #include "storage/producer_state.h"
 
 enum wait_kind {
@@ -43,6 +46,17 @@ struct gr_partition {
     struct gr_gate_queue gate;      /* gate.c */
     struct gr_partition_repl *repl; /* replica.c, NULL until a role is set (one allocation) */
     struct gr_partition_hw hw;      /* internal.h: written by replica.c */
+    struct txn_guard *guards;       /* verification entries (gr_partition_txn_verify_start), by age */
+    int guard_count, guard_cap;
+};
+
+static void guard_clear(struct gr_partition *part, int64_t producer_id);
+
+/* One producer's verification entry (Kafka's VerificationStateEntry): its guard, the highest epoch asked. */
+struct txn_guard {
+    int64_t producer_id;
+    int16_t producer_epoch;
+    uint64_t guard;
 };
 
 struct gr_partitions {
@@ -111,6 +125,7 @@ void gr_partitions_destroy(struct gr_partitions *ps)
             w->part = NULL;
         }
         free(part->repl);
+        free(part->guards);
         free(part);
     }
     free(ps);
@@ -278,8 +293,82 @@ int gr_partition_write_marker(struct gr_partition *part, const struct gr_partiti
     if (part->hw.follower) return -EXDEV; /* only a leader takes markers (NOT_LEADER_OR_FOLLOWER) */
     int rc = gr_log_write_marker(part->log, m->producer_id, m->producer_epoch, m->coordinator_epoch,
                                  m->commit ? GR_CONTROL_COMMIT : GR_CONTROL_ABORT, m->now_ms, res);
+    if (rc == 0) guard_clear(part, m->producer_id); /* the transaction ended: a verdict before it is stale */
     if (rc == 0 && !res->duplicate) gr_partition_appended(part);
     return rc;
+}
+
+/* ---- verification guards (KIP-890 part 1) ---- */
+
+/* Kafka's VerificationGuard values: 0 is the SENTINEL, each real guard the next value of one counter (the
+   partition layer runs on the owning thread only). */
+static uint64_t next_guard = 1;
+
+static struct txn_guard *guard_find(const struct gr_partition *part, int64_t producer_id)
+{
+    for (int i = 0; i < part->guard_count; i++)
+        if (part->guards[i].producer_id == producer_id) return &part->guards[i];
+    return NULL;
+}
+
+/* Kafka's ProducerStateManager.clearVerificationStateEntry: after any transactional append of the producer
+   (its first batch opened the transaction, or a marker ended one; transaction version 1 clears on both). */
+static void guard_clear(struct gr_partition *part, int64_t producer_id)
+{
+    struct txn_guard *g = guard_find(part, producer_id);
+    if (!g) return;
+    int i = (int)(g - part->guards);
+    memmove(&part->guards[i], &part->guards[i + 1], (size_t)(part->guard_count - i - 1) * sizeof *g);
+    part->guard_count--;
+}
+
+void gr_partition_txn_guards_clear(struct gr_partition *part)
+{
+    part->guard_count = 0;
+}
+
+/* UnifiedLog.hasOngoingTransaction(producerId, epoch): the log holds the producer's open transaction at that
+   epoch. */
+static bool ongoing(const struct gr_partition *part, int64_t producer_id, int16_t producer_epoch)
+{
+    const struct gr_producer_entry *e = gr_producer_state_find(gr_log_producer_state(part->log), producer_id);
+    return e && e->producer_epoch == producer_epoch && e->current_txn_first_offset >= 0;
+}
+
+int gr_partition_txn_verify_start(struct gr_partition *part, int64_t producer_id, int16_t producer_epoch,
+                                  uint64_t *guard)
+{
+    *guard = GR_TXN_GUARD_SENTINEL;
+    if (ongoing(part, producer_id, producer_epoch)) return 0; /* nothing to ask */
+    struct txn_guard *g = guard_find(part, producer_id);
+    if (g) { /* reused, as maybeCreateVerificationStateEntry does; the higher epoch kept */
+        if (producer_epoch > g->producer_epoch) g->producer_epoch = producer_epoch;
+        *guard = g->guard;
+        return 0;
+    }
+    if (part->guard_count == part->guard_cap) {
+        if (part->guard_cap >= GR_TXN_GUARDS_MAX) {
+            guard_clear(part, part->guards[0].producer_id); /* full: the oldest goes (limits.h) */
+        } else {
+            int cap = part->guard_cap ? part->guard_cap * 2 : 4;
+            if (cap > GR_TXN_GUARDS_MAX) cap = GR_TXN_GUARDS_MAX;
+            struct txn_guard *n = realloc(part->guards, (size_t)cap * sizeof *n);
+            if (!n) return -ENOMEM;
+            part->guards = n;
+            part->guard_cap = cap;
+        }
+    }
+    part->guards[part->guard_count++] = (struct txn_guard){producer_id, producer_epoch, next_guard++};
+    *guard = part->guards[part->guard_count - 1].guard;
+    return 0;
+}
+
+bool gr_partition_txn_guard_holds(const struct gr_partition *part, int64_t producer_id,
+                                  int16_t producer_epoch, uint64_t guard)
+{
+    if (ongoing(part, producer_id, producer_epoch)) return true;
+    const struct txn_guard *g = guard_find(part, producer_id);
+    return guard != GR_TXN_GUARD_SENTINEL && g && g->guard == guard;
 }
 
 /* The low watermark as the waits see it: the log start offset, lowered by the live followers' (replica.c's
@@ -340,6 +429,8 @@ int gr_partition_append(struct gr_partition *part, uint8_t *batch, size_t len, i
                         struct gr_append_result *res)
 {
     int rc = gr_log_append(part->log, batch, len, log_append_time_ms, res);
+    if (rc == 0 && !res->duplicate && (gr_batch_attributes(batch) & GR_BATCH_ATTR_TRANSACTIONAL))
+        guard_clear(part, gr_batch_producer_id(batch)); /* the transaction is open now (or was already) */
     if (rc == 0 && !res->duplicate) gr_partition_appended(part);
     return rc;
 }

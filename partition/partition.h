@@ -138,6 +138,10 @@ struct gr_produce_args {
     bool txn_verified;   /* the caller verified that the batch's producer has this partition in its ongoing
                             transaction (KIP-890): only then is a transactional batch taken (else
                             INVALID_RECORD); control batches are always INVALID_RECORD from a client */
+    bool txn_guarded;    /* the verdict came before this call (a coordinator on another broker): the batch
+                            is taken only while gr_partition_txn_guard_holds(txn_guard), checked at the
+                            append (UnifiedLog.analyzeAndValidateProducerState); else INVALID_TXN_STATE */
+    uint64_t txn_guard;  /* with txn_guarded: what gr_partition_txn_verify_start gave before the question */
 };
 
 /* One refused record (Kafka's ProduceResponse.RecordError, KIP-467). */
@@ -162,6 +166,28 @@ struct gr_produce_result {
     struct gr_produce_record_error *record_errors; /* refused records (arena), in batch order */
     int record_error_count; /* at most GR_PRODUCE_RECORD_ERRORS_MAX (common/limits.h) */
 };
+
+/* ---- Verification guards (KIP-890 part 1: Kafka's VerificationStateEntry and VerificationGuard) ----
+ * A leader that asks a coordinator elsewhere whether a producer's transaction holds this partition takes a
+ * guard first; the producer's next transactional append here (its first batch, or an end marker) drops it,
+ * so a marker that lands between the coordinator's answer and the append makes the append fail. */
+
+/* Kafka's VerificationGuard.SENTINEL: verifies nothing (only an ongoing transaction lets such a batch in). */
+#define GR_TXN_GUARD_SENTINEL 0
+/* Before the question (UnifiedLog.maybeStartTransactionVerification): *guard = SENTINEL when the log already
+   holds `producer_id`'s ongoing transaction at `producer_epoch` (hasOngoingTransaction: no question needed;
+   the append still requires it ongoing), else the guard of the producer's verification entry here (made
+   now, or the one already there: one per producer id, as maybeCreateVerificationStateEntry; at most
+   GR_TXN_GUARDS_MAX, the oldest dropped past it). Returns 0 or -ENOMEM. Owning thread. */
+int gr_partition_txn_verify_start(struct gr_partition *part, int64_t producer_id, int16_t producer_epoch,
+                                  uint64_t *guard);
+/* At the append (analyzeAndValidateProducerState's batchMissingRequiredVerification): true when the log
+   holds the producer's ongoing transaction at `producer_epoch`, or `guard` (not SENTINEL) is still the
+   producer's entry (no transactional batch or marker of the producer appended here since it was taken). */
+bool gr_partition_txn_guard_holds(const struct gr_partition *part, int64_t producer_id,
+                                  int16_t producer_epoch, uint64_t guard);
+/* Drops every verification entry (a role change: a guard taken under another leadership never holds). */
+void gr_partition_txn_guards_clear(struct gr_partition *part);
 
 /* Validates one partition's records and appends them: Kafka's UnifiedLog.analyzeAndValidateRecords and
    LogValidator in their order (exactly one RecordBatch v2; max.message.bytes on the batch as sent; framing,

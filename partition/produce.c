@@ -246,6 +246,14 @@ int16_t gr_partition_produce(struct gr_partition *part, const struct gr_log_conf
     if ((info.attributes & GR_BATCH_ATTR_CONTROL) ||
         ((info.attributes & GR_BATCH_ATTR_TRANSACTIONAL) && !args->txn_verified))
         return fail(out, GR_ERR_INVALID_RECORD, NULL);
+    /* A verdict given before this call still holds only if no marker of the producer ended its transaction
+       here since the guard was taken (UnifiedLog.analyzeAndValidateProducerState: InvalidTxnStateException
+       "Record was not part of an ongoing transaction", answered INVALID_TXN_STATE without a message). The
+       append below follows in this same call. */
+    if ((info.attributes & GR_BATCH_ATTR_TRANSACTIONAL) && args->txn_guarded &&
+        !gr_partition_txn_guard_holds(part, gr_batch_producer_id(args->records),
+                                      gr_batch_producer_epoch(args->records), args->txn_guard))
+        return fail(out, GR_ERR_INVALID_TXN_STATE, NULL);
     if (info.codec == GR_CODEC_ZSTD && args->api_version < 7)
         return fail(out, GR_ERR_UNSUPPORTED_COMPRESSION_TYPE, NULL);
     if (too_long) {

@@ -359,6 +359,8 @@ int gr_partition_set_role(struct gr_partition *part, const struct gr_partition_r
         *slot = r;
     }
     if (change->min_insync_replicas > 0) r->min_isr = change->min_insync_replicas;
+    if (!r->set || change->leader_epoch != r->leader_epoch || change->role != r->role)
+        gr_partition_txn_guards_clear(part); /* a new leadership (or none): guards taken before never hold */
     return change->role == GR_PARTITION_LEADER ? make_leader(part, r, change)
                                                : make_follower(part, r, change);
 }

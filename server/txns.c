@@ -31,7 +31,9 @@
  * epoch; the epoch file is single-node only) and unloaded when led elsewhere; coordinator writes follow
  * acks=-1's min ISR rule; markers for partitions led elsewhere go through server/txn_markers.h
  * (WriteTxnMarkers to that leader), and a transactional Produce whose id another broker coordinates is
- * verified there (gr_txns_verify_remote: AddPartitionsToTxn v4+ VerifyOnly, the Produce parked meanwhile).
+ * verified there (gr_txns_verify_remote: a verification guard taken on each partition first, then the
+ * question batched per broker through server/txn_verifier.h as AddPartitionsToTxn v4+ VerifyOnly, the
+ * Produce parked meanwhile; the partition checks the guard again at the append).
  * Read next: coordinator/txn.h, coordinator/txn_log.h.
  */
 #include "server/txns.h"
@@ -61,6 +63,7 @@
 #include "server/internal_topics.h"
 #include "server/route.h"
 #include "server/txn_markers.h"
+#include "server/txn_verifier.h"
 #include "storage/iopool.h"
 #include "storage/store.h"
 
@@ -96,8 +99,8 @@ struct gr_txns {
     bool create_retry;      /* a creation failed: tried again when the usable broker count changes */
     int32_t create_brokers; /* usable brokers when it failed (create_retry) */
     int32_t *epochs;        /* per partition, the leader epoch it is loading or loaded at; -1: not owned */
-    struct gr_txn_markers *markers; /* markers to leaders on other brokers (made on first use) */
-    struct vconn *vconns;           /* verification connections to coordinator brokers (made on first use) */
+    struct gr_txn_markers *markers;   /* markers to leaders on other brokers (made on first use) */
+    struct gr_txn_verifier *verifier; /* verification at coordinators on other brokers (on first use) */
 };
 
 /* One append waiting to be committed. */
@@ -1209,177 +1212,35 @@ int gr_txns_cluster_start(struct gr_broker *b)
 struct vpart {
     struct gr_str topic; /* a copy in the request's arena */
     int32_t partition;
-    int16_t error; /* the coordinator's answer for it */
+    uint64_t guard; /* partition.h gr_partition_txn_verify_start's, checked again at the append */
+    int32_t asked;  /* its index in the question's parts; -1: not asked (the producer's transaction is open
+                       there: hasOngoingTransaction) */
 };
 
 /* A Produce's remote verification (the request's state under verify_key, in its arena). */
 struct vstate {
     struct gr_req *req;
-    struct vconn *conn;         /* on its list (queued or in flight); NULL: answered, withdrawn, unsent */
-    struct vstate *prev, *next; /* conn's list, in arrival order */
-    struct gr_broker_client_req *bcreq; /* in flight (NULL: queued) */
-    struct gr_str txn_id;
-    int64_t producer_id;
-    int16_t producer_epoch;
+    struct gr_txn_question q; /* to the coordinator's broker (server/txn_verifier.h) */
     struct vpart *parts;
     int32_t count;
-    int16_t top_error; /* the whole answer's error (a lost connection, a top-level error), NONE else */
-    bool answered;
-};
-
-/* The verification connection to one coordinator broker (purpose GR_BROKER_CLIENT_VERIFY). */
-struct vconn {
-    struct gr_txns *t;
-    int32_t broker_id;
-    struct gr_broker_client_conn *conn;
-    bool ready;
-    struct vstate *head, *tail; /* verifications queued or in flight */
-    int32_t pending;
-    struct vconn *next;
+    bool answered; /* the question's errors are in (or nothing was asked) */
 };
 
 static const char verify_key;
 
-/* Takes `v` off its connection's list. */
-static void vstate_unlink(struct vstate *v)
+/* The coordinator's answer: each asked partition's error is in q.parts; the Produce runs again. */
+static void on_verified(struct gr_txn_question *q)
 {
-    struct vconn *c = v->conn;
-    if (v->prev)
-        v->prev->next = v->next;
-    else
-        c->head = v->next;
-    if (v->next)
-        v->next->prev = v->prev;
-    else
-        c->tail = v->prev;
-    v->prev = v->next = NULL;
-    v->conn = NULL;
-    v->bcreq = NULL;
-    c->pending--;
-}
-
-/* The coordinator's answer (or the request's end): each partition's error, then the Produce runs again. */
-static void on_verified(void *ctx, enum gr_broker_client_status status, const void *resp, int16_t version,
-                        struct gr_broker_client_answer *ans)
-{
-    (void)version;
-    (void)ans;
-    struct vstate *v = ctx;
-    if (v->conn) vstate_unlink(v);
+    struct vstate *v = (struct vstate *)((char *)q - offsetof(struct vstate, q));
     v->answered = true;
-    /* a lost connection or a timeout: NOT_COORDINATOR (AddPartitionsToTxnManager's disconnect), retriable */
-    v->top_error = status == GR_BROKER_CLIENT_OK
-                       ? ((const struct gr_add_partitions_to_txn_response *)resp)->error_code
-                       : GR_ERR_NOT_COORDINATOR;
-    for (int32_t i = 0; i < v->count; i++)
-        v->parts[i].error = GR_ERR_NOT_COORDINATOR; /* not named in the answer */
-    if (status == GR_BROKER_CLIENT_OK && !v->top_error) {
-        const struct gr_add_partitions_to_txn_response *r = resp;
-        for (int32_t i = 0; i < r->results_by_transaction.count; i++) {
-            const struct gr_add_partitions_to_txn_response_add_partitions_to_txn_result *tr =
-                &r->results_by_transaction.items[i];
-            if (!gr_str_eq(tr->transactional_id, v->txn_id)) continue;
-            for (int32_t j = 0; j < tr->topic_results.count; j++)
-                for (int32_t k = 0; k < tr->topic_results.items[j].results_by_partition.count; k++) {
-                    const struct gr_add_partitions_to_txn_response_add_partitions_to_txn_partition_result
-                        *pr = &tr->topic_results.items[j].results_by_partition.items[k];
-                    for (int32_t x = 0; x < v->count; x++)
-                        if (v->parts[x].partition == pr->partition_index &&
-                            gr_str_eq(v->parts[x].topic, tr->topic_results.items[j].name))
-                            v->parts[x].error = pr->partition_error_code;
-                }
-        }
-    }
     gr_req_verified(v->req);
-}
-
-/* Sends `v` (on `c`'s list, not in flight) as one AddPartitionsToTxn v4+ VerifyOnly; false when it could not
- * be sent (not ready, the peer below v4, the client's queue full, out of memory). */
-static bool vstate_send(struct vconn *c, struct vstate *v)
-{
-    const struct gr_msg_ops *ops = gr_msg_ops_find(GR_API_ADD_PARTITIONS_TO_TXN, false);
-    int16_t ver = c->ready && ops ? gr_broker_client_version(c->conn, ops) : -1;
-    if (ver < 4) return false;
-    struct gr_add_partitions_to_txn_request_add_partitions_to_txn_topic *tps =
-        calloc((size_t)v->count, sizeof *tps);
-    int32_t *idx = calloc((size_t)v->count, sizeof *idx);
-    int rc = -ENOMEM;
-    if (tps && idx) {
-        for (int32_t i = 0; i < v->count; i++) { /* one topic entry per partition */
-            gr_add_partitions_to_txn_request_add_partitions_to_txn_topic_init(&tps[i]);
-            tps[i].name = v->parts[i].topic;
-            idx[i] = v->parts[i].partition;
-            tps[i].partitions = (struct gr_int32_array){&idx[i], 1};
-        }
-        struct gr_add_partitions_to_txn_request_add_partitions_to_txn_transaction tx;
-        gr_add_partitions_to_txn_request_add_partitions_to_txn_transaction_init(&tx);
-        tx.transactional_id = v->txn_id;
-        tx.producer_id = v->producer_id;
-        tx.producer_epoch = v->producer_epoch;
-        tx.verify_only = true;
-        tx.topics =
-            (struct gr_add_partitions_to_txn_request_add_partitions_to_txn_topic_array){tps, v->count};
-        struct gr_add_partitions_to_txn_request req;
-        gr_add_partitions_to_txn_request_init(&req);
-        req.transactions =
-            (struct gr_add_partitions_to_txn_request_add_partitions_to_txn_transaction_array){&tx, 1};
-        v->bcreq = gr_broker_client_send(c->conn, ops, ver, &req, 0, on_verified, v, &rc);
-    }
-    free(tps);
-    free(idx);
-    if (!v->bcreq)
-        GR_WARN_RATELIMITED("transaction verification at broker %d not sent (%d)", (int)c->broker_id, rc);
-    return v->bcreq != NULL;
-}
-
-/* The connection became ready: every queued verification is sent; one that cannot be is answered
- * NOT_COORDINATOR now (from the loop: its Produce runs again and answers NOT_ENOUGH_REPLICAS). */
-static void vconn_flush(struct vconn *c)
-{
-    for (struct vstate *v = c->head, *next; v; v = next) {
-        next = v->next;
-        if (!v->bcreq && !vstate_send(c, v)) on_verified(v, GR_BROKER_CLIENT_DISCONNECTED, NULL, 0, NULL);
-    }
-}
-
-static void vconn_state(void *ctx, struct gr_broker_client_conn *conn, bool ready)
-{
-    (void)conn;
-    struct vconn *c = ctx;
-    c->ready = ready;
-    if (ready) vconn_flush(c);
-}
-
-/* The verification connection to `broker_id`, opened on first use; NULL without a client or memory. */
-static struct vconn *vconn_of(struct gr_txns *t, int32_t broker_id)
-{
-    for (struct vconn *c = t->vconns; c; c = c->next)
-        if (c->broker_id == broker_id) return c;
-    const struct gr_msg_ops *ops = gr_msg_ops_find(GR_API_ADD_PARTITIONS_TO_TXN, false);
-    struct vconn *c = t->b->broker_client && ops ? calloc(1, sizeof *c) : NULL;
-    if (!c) return NULL;
-    c->t = t;
-    c->broker_id = broker_id;
-    int rc = 0;
-    const struct gr_msg_ops *apis[] = {ops};
-    c->conn = gr_broker_client_open(t->b->broker_client, broker_id, GR_BROKER_CLIENT_VERIFY, 0, apis, 1,
-                                    vconn_state, c, &rc);
-    if (!c->conn) {
-        free(c);
-        return NULL;
-    }
-    c->next = t->vconns;
-    t->vconns = c;
-    return c;
 }
 
 /* The request's question is withdrawn (its deadline passed): no answer comes after this. */
 static void verify_cancel(struct gr_req *req)
 {
     struct vstate *v = gr_req_state(req, &verify_key);
-    if (!v || !v->conn) return;
-    if (v->bcreq) gr_broker_client_cancel(v->bcreq);
-    vstate_unlink(v);
+    if (v) gr_txn_verifier_cancel(&v->q);
 }
 
 /* The transactional id's coordinator from the image: its broker id, or -1 (no topic, no leader). */
@@ -1402,6 +1263,18 @@ const uint8_t *gr_txns_txn_batch(struct gr_bytes records)
     return batch;
 }
 
+static bool ask_remote(struct gr_req *req, struct vstate *v, int32_t node, gr_handler_fn run,
+                       enum gr_handler_rc *rc);
+
+/* The local log of `it`'s `partition` when this broker leads it (not fenced) and has made it, else NULL (as
+   route.h gr_route_partition decides; its answer comes at the append). */
+static struct gr_log *led_log(const struct gr_broker *b, const struct gr_image_topic *it, int32_t partition)
+{
+    const struct gr_image_partition *ip = gr_image_partition(it, partition);
+    if (!ip || ip->leader != b->image->node_id || b->image->self_fenced || !it->local) return NULL;
+    return gr_topic_log(it->local, partition);
+}
+
 bool gr_txns_verify_remote(struct gr_req *req, gr_handler_fn run, enum gr_handler_rc *rc)
 {
     struct gr_broker *b = req->broker;
@@ -1417,9 +1290,12 @@ bool gr_txns_verify_remote(struct gr_req *req, gr_handler_fn run, enum gr_handle
                      ? body->topic_data.items[i].partition_data.count
                      : 0;
     struct vstate *v = gr_req_state_add(req, &verify_key, sizeof *v);
-    if (!v || !(v->parts = gr_arena_calloc(&req->arena, (size_t)total + 1, sizeof *v->parts))) return false;
+    if (!v || !(v->parts = gr_arena_calloc(&req->arena, (size_t)total + 1, sizeof *v->parts)) ||
+        !(v->q.parts = gr_arena_calloc(&req->arena, (size_t)total + 1, sizeof *v->q.parts)))
+        return false; /* out of request memory: the in-process check answers (NOT_ENOUGH_REPLICAS) */
     v->req = req;
-    v->txn_id = body->transactional_id;
+    v->q.txn_id = body->transactional_id;
+    v->q.done = on_verified;
     bool v13 = req->hdr.request_api_version >= 13;
     for (int32_t i = 0; i < body->topic_data.count; i++) {
         const struct gr_produce_request_topic_produce_data *td = &body->topic_data.items[i];
@@ -1428,37 +1304,48 @@ bool gr_txns_verify_remote(struct gr_req *req, gr_handler_fn run, enum gr_handle
             const struct gr_produce_request_partition_produce_data *pd = &td->partition_data.items[p];
             const uint8_t *batch =
                 pd->records.kind == GR_RECORDS_MEM ? gr_txns_txn_batch(pd->records.mem) : NULL;
+            struct gr_log *log = batch ? led_log(b, it, pd->index) : NULL;
+            if (!log) continue; /* not transactional, or not led here: its own answer at the append */
             size_t n = strlen(it->name);
-            char *name = batch ? gr_arena_alloc(&req->arena, n + 1) : NULL;
-            if (!name)
-                continue; /* not transactional (or out of arena: its partition answers NOT_COORDINATOR) */
+            char *name = gr_arena_alloc(&req->arena, n + 1);
+            uint64_t guard = GR_TXN_GUARD_SENTINEL;
+            int64_t pid = gr_batch_producer_id(batch);
+            int16_t epoch = gr_batch_producer_epoch(batch);
+            /* the guard before the question (UnifiedLog.maybeStartTransactionVerification) */
+            if (!name || gr_partition_txn_verify_start(gr_broker_partition(b, log), pid, epoch, &guard))
+                continue; /* out of memory: no verdict, the in-process check answers NOT_ENOUGH_REPLICAS */
             memcpy(name, it->name, n + 1);
-            if (v->count == 0) {
-                v->producer_id = gr_batch_producer_id(batch);
-                v->producer_epoch = gr_batch_producer_epoch(batch);
+            if (v->q.count == 0) {
+                v->q.producer_id = pid;
+                v->q.producer_epoch = epoch;
             }
-            v->parts[v->count++] = (struct vpart){gr_str_c(name), pd->index, GR_ERR_NOT_COORDINATOR};
+            struct vpart *vp = &v->parts[v->count++];
+            *vp = (struct vpart){gr_str_c(name), pd->index, guard, -1};
+            if (guard == GR_TXN_GUARD_SENTINEL) continue; /* its transaction is open there: not asked */
+            vp->asked = v->q.count;
+            v->q.parts[v->q.count++] = (struct gr_txn_verify_part){vp->topic, pd->index, GR_ERR_NONE};
         }
     }
-    if (v->count == 0) {
-        v->answered = true; /* nothing transactional to verify */
+    return ask_remote(req, v, node, run, rc);
+}
+
+/* Asks `node` the question of `v` (filled) and declares the request's wait until the answer; false (go on
+   now, the verdicts set) when nothing is asked or it was answered or refused at once. */
+static bool ask_remote(struct gr_req *req, struct vstate *v, int32_t node, gr_handler_fn run,
+                       enum gr_handler_rc *rc)
+{
+    struct gr_broker *b = req->broker;
+    if (v->q.count == 0) {
+        v->answered = true; /* nothing to ask */
         return false;
     }
-    struct vconn *c = vconn_of(b->txns, node);
-    if (!c || c->pending >= GR_TXN_VERIFY_PENDING_MAX) {
-        v->answered = true; /* every partition answers NOT_COORDINATOR -> NOT_ENOUGH_REPLICAS, retriable */
-        return false;
-    }
-    v->conn = c;
-    v->prev = c->tail;
-    if (c->tail)
-        c->tail->next = v;
-    else
-        c->head = v;
-    c->tail = v;
-    c->pending++;
-    if (c->ready && !vstate_send(c, v)) { /* sent now, or queued until ready; refused: not waited for */
-        vstate_unlink(v);
+    struct gr_txns *t = b->txns;
+    if (!t->verifier && b->broker_client) t->verifier = gr_txn_verifier_new(b->loop, b->broker_client);
+    int asked = t->verifier ? gr_txn_verifier_ask(t->verifier, node, &v->q) : -ENOMEM;
+    if (asked != 0) { /* answered at once (a fenced epoch), or not asked: NETWORK_EXCEPTION, retriable */
+        if (asked < 0)
+            for (int32_t i = 0; i < v->q.count; i++)
+                v->q.parts[i].error = GR_ERR_NETWORK_EXCEPTION;
         v->answered = true;
         return false;
     }
@@ -1470,17 +1357,55 @@ bool gr_txns_verify_remote(struct gr_req *req, gr_handler_fn run, enum gr_handle
     return true;
 }
 
-bool gr_txns_remote_verdict(struct gr_req *req, struct gr_str topic, int32_t partition, int16_t *error_code)
+bool gr_txns_verify_offsets_remote(struct gr_req *req, struct gr_str txn_id, struct gr_str group_id,
+                                   int64_t producer_id, int16_t producer_epoch, gr_handler_fn run,
+                                   enum gr_handler_rc *rc)
+{
+    struct gr_broker *b = req->broker;
+    if (!b->cfg.settings.transaction_partition_verification_enable || !b->member ||
+        !b->txns || txn_id.len <= 0 || group_id.len <= 0 || gr_req_state(req, &verify_key))
+        return false;
+    int32_t node = coordinator_node(b, txn_id);
+    struct gr_offsets_log *ol = gr_groups_offsets_log(b);
+    int32_t p = gr_groups_partition_for(b, group_id);
+    struct gr_log *log = ol && p < gr_offsets_log_partitions(ol) ? gr_offsets_log_log(ol, p) : NULL;
+    if (node < 0 || node == b->image->node_id || !log) return false; /* asked in process (or refused there) */
+    struct vstate *v = gr_req_state_add(req, &verify_key, sizeof *v);
+    if (!v || !(v->parts = gr_arena_calloc(&req->arena, 1, sizeof *v->parts)) ||
+        !(v->q.parts = gr_arena_calloc(&req->arena, 1, sizeof *v->q.parts)))
+        return false;
+    uint64_t guard = GR_TXN_GUARD_SENTINEL;
+    if (gr_partition_txn_verify_start(gr_broker_partition(b, log), producer_id, producer_epoch, &guard))
+        return false; /* no verdict: the in-process check answers */
+    v->req = req;
+    v->q = (struct gr_txn_question){.txn_id = txn_id,
+                                    .producer_id = producer_id,
+                                    .producer_epoch = producer_epoch,
+                                    .parts = v->q.parts,
+                                    .done = on_verified};
+    v->parts[0] = (struct vpart){gr_str_c(GR_OFFSETS_TOPIC), p, guard, -1};
+    v->count = 1;
+    if (guard != GR_TXN_GUARD_SENTINEL) { /* the offsets partition does not hold its transaction yet: asked */
+        v->parts[0].asked = 0;
+        v->q.parts[0] = (struct gr_txn_verify_part){gr_str_c(GR_OFFSETS_TOPIC), p, GR_ERR_NONE};
+        v->q.count = 1;
+    }
+    return ask_remote(req, v, node, run, rc);
+}
+
+bool gr_txns_remote_verdict(struct gr_req *req, struct gr_str topic, int32_t partition, int16_t *error_code,
+                            uint64_t *guard)
 {
     struct vstate *v = gr_req_state(req, &verify_key);
     *error_code = GR_ERR_NONE;
+    *guard = GR_TXN_GUARD_SENTINEL;
     if (!v) return false;
     for (int32_t i = 0; i < v->count; i++)
         if (v->parts[i].partition == partition && gr_str_eq(v->parts[i].topic, topic)) {
-            int16_t err = !v->answered   ? GR_ERR_NOT_COORDINATOR /* the deadline passed first */
-                          : v->top_error ? v->top_error
-                                         : v->parts[i].error;
-            *error_code = err;
+            const struct vpart *vp = &v->parts[i];
+            *guard = vp->guard;
+            if (vp->asked >= 0) /* the deadline passed first: as a request that timed out */
+                *error_code = v->answered ? v->q.parts[vp->asked].error : GR_ERR_NETWORK_EXCEPTION;
             return true;
         }
     return false;
@@ -1490,14 +1415,8 @@ bool gr_txns_remote_verdict(struct gr_req *req, struct gr_str topic, int32_t par
  * queued are withdrawn (their requests' deadlines run them again: NOT_ENOUGH_REPLICAS). */
 static void vconns_close(struct gr_txns *t)
 {
-    while (t->vconns) {
-        struct vconn *c = t->vconns;
-        t->vconns = c->next;
-        gr_broker_client_close(c->conn); /* requests in flight dropped without a callback */
-        while (c->head)
-            vstate_unlink(c->head); /* unanswered: their deadline runs them (NOT_ENOUGH_REPLICAS) */
-        free(c);
-    }
+    gr_txn_verifier_free(t->verifier);
+    t->verifier = NULL;
 }
 
 void gr_txns_stop_markers(struct gr_broker *b)

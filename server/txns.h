@@ -84,10 +84,12 @@ int16_t gr_txns_produce_error(int16_t err, int16_t produce_version, const char *
  * whether the group's __consumer_offsets partition (groups.h gr_groups_partition_for, as AddOffsetsToTxn adds
  * it) is in the ongoing transaction of `txn_id` at `producer_id` / `producer_epoch`, unless that partition's
  * log already holds an open transaction of the producer at that epoch (asked nothing, as for Produce).
- * Returns NONE or the
- * error every partition of the request answers (gr_txns_txn_commit_error for TxnOffsetCommit `version`;
- * COORDINATOR_NOT_AVAILABLE while no transaction coordinator runs here). */
-int16_t gr_txns_check_txn_offset_commit(struct gr_broker *b, struct gr_str txn_id, struct gr_str group_id,
+ * When `req` holds a remote coordinator's verdict (gr_txns_verify_offsets_remote) that is the answer, and
+ * the partition's guard must still hold (a marker since: INVALID_TXN_STATE); the group coordinator's write
+ * follows in the same call. Returns NONE or the error every partition of the request answers
+ * (gr_txns_txn_commit_error for TxnOffsetCommit `version`; COORDINATOR_NOT_AVAILABLE while no transaction
+ * coordinator runs here). */
+int16_t gr_txns_check_txn_offset_commit(struct gr_req *req, struct gr_str txn_id, struct gr_str group_id,
                                         int64_t producer_id, int16_t producer_epoch, int16_t version);
 /* TxnOffsetCommit's error for the verification answer `err`: AddPartitionsToTxnManager's (PRODUCER_FENCED
  * -> INVALID_PRODUCER_EPOCH; TRANSACTION_ABORTABLE -> INVALID_TXN_STATE below v4, whose clients are
@@ -119,22 +121,37 @@ int16_t gr_txns_write_marker(struct gr_broker *b, struct gr_log *log, const stru
                              int64_t *end_offset);
 
 /* Cluster mode, before a transactional Produce's appends (ReplicaManager.appendRecords with
- * AddPartitionsToTxnManager.verifyTransaction): when the request's transactional id is coordinated by
- * another broker and it was not asked yet, asks it (AddPartitionsToTxn v4+ VerifyOnly, one per Produce,
- * over this broker's verification connection to it, GR_BROKER_CLIENT_VERIFY) about every partition of the
- * request whose first batch is transactional, and declares the request's wait until the answer
+ * AddPartitionsToTxnManager.verifyTransaction), once the request's local logs are made: when the request's
+ * transactional id is coordinated by another broker and it was not asked yet, takes a verification guard on
+ * every partition led here whose first batch is transactional (partition.h gr_partition_txn_verify_start;
+ * one whose log already holds the producer's ongoing transaction is not asked: hasOngoingTransaction) and
+ * asks that broker about the others (server/txn_verifier.h: batched with other Produces' questions into one
+ * AddPartitionsToTxn v4+ VerifyOnly per broker), declaring the request's wait until the answer
  * (gr_req_await_verified, at most a connect plus replica.socket.timeout.ms; `run` runs again then): returns
  * true with *rc for the handler to return. Returns false (go on now) otherwise:
- * transaction.partition.verification.enable off, single-node
- * mode, no transactional id, the coordinator here (gr_txns_check_produce asks it in process) or unknown,
- * nothing transactional, already asked, or it could not be asked (its partitions then answer
- * NOT_ENOUGH_REPLICAS). */
+ * transaction.partition.verification.enable off, single-node mode, no transactional id, the coordinator
+ * here (gr_txns_check_produce asks it in process) or unknown, nothing to ask, already asked, or answered or
+ * refused at once (a fenced epoch: INVALID_PRODUCER_EPOCH; the broker's queue full or no memory:
+ * NETWORK_EXCEPTION, so NOT_ENOUGH_REPLICAS). */
 bool gr_txns_verify_remote(struct gr_req *req, gr_handler_fn run, enum gr_handler_rc *rc);
+/* Cluster mode, TxnOffsetCommit before the group coordinator writes (CoordinatorRuntime
+ * .scheduleTransactionalWriteOperation's verification through AddPartitionsToTxnManager): when `txn_id` is
+ * coordinated by another broker and the group's __consumer_offsets partition is here, takes the guard on that
+ * partition and asks the coordinator's broker whether the partition is in the producer's transaction
+ * (not when its log already holds the transaction), as gr_txns_verify_remote does; true with *rc while the
+ * request waits (`run` runs again with the answer). False (go on now) otherwise; the verdict is then read by
+ * gr_txns_check_txn_offset_commit. */
+bool gr_txns_verify_offsets_remote(struct gr_req *req, struct gr_str txn_id, struct gr_str group_id,
+                                   int64_t producer_id, int16_t producer_epoch, gr_handler_fn run,
+                                   enum gr_handler_rc *rc);
 /* The remote verification's verdict for `topic`-`partition` of `req` (gr_txns_verify_remote): false when the
  * request has none for it (ask gr_txns_check_produce); else true with *error_code the coordinator's answer
- * as AddPartitionsToTxn carried it (NONE: verified; NOT_COORDINATOR for a lost connection, a timeout or a
- * withdrawn question), for the caller to map as Produce answers it (gr_txns_produce_error). */
-bool gr_txns_remote_verdict(struct gr_req *req, struct gr_str topic, int32_t partition, int16_t *error_code);
+ * as server/txn_verifier.h gives it (NONE: verified or not asked; NETWORK_EXCEPTION for a lost connection,
+ * a timeout or a withdrawn question), for the caller to map as Produce answers it (gr_txns_produce_error),
+ * and *guard the partition's verification guard, which the append must still hold (gr_produce_args
+ * txn_guarded: a marker that ended the transaction since makes it INVALID_TXN_STATE). */
+bool gr_txns_remote_verdict(struct gr_req *req, struct gr_str topic, int32_t partition, int16_t *error_code,
+                            uint64_t *guard);
 /* Starts b->txn over the existing __transaction_state (at broker start when the topic exists, or when its
    creation completed): the coordinator owns no partition until each partition's load (raise and save the
    coordinator epoch on the I/O pool, then read the partition in steps on the pool and replay each on the

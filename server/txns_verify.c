@@ -4,18 +4,27 @@
  * (in process: gr_txn_verify_partitions, Kafka's TransactionCoordinator.handleVerifyPartitionsInTransaction)
  * whether the partition is in the producer's ongoing transaction, and answers the client with the errors
  * Kafka 4.x maps the coordinator's answer to (AddPartitionsToTxnManager's response handler, then
- * ReplicaManager.appendRecords for Produce or CoordinatorOperationExceptionHelper.handleOperationException
- * for TxnOffsetCommit). transaction.partition.verification.enable=false skips the question (Kafka's
+ * ReplicaManager.handleProduceAppend's postVerificationCallback for Produce: NETWORK_EXCEPTION,
+ * COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR and, for transaction version 1,
+ * CONCURRENT_TRANSACTIONS as NOT_ENOUGH_REPLICAS; or
+ * CoordinatorOperationExceptionHelper.handleOperationException for TxnOffsetCommit).
+ * transaction.partition.verification.enable=false skips the question (Kafka's
  * ReplicaManager.maybeSendPartitionsToTransactionCoordinator for transaction version 1): the batch is
  * appended and opens a transaction on the partition whether the coordinator knows it or not.
+ * The verification guard (Kafka's VerificationGuard, checked again at append) is not needed here: the
+ * coordinator is asked and the batch appended in the same call on the loop (produce.c produce_partition,
+ * past the append gate), so no marker can land in between. A coordinator on another broker answers later:
+ * server/txns.c gr_txns_verify_remote takes a guard first (partition.h gr_partition_txn_verify_start).
  * Read next: server/txns.h, coordinator/txn.h.
  */
 #include "coordinator/coordinator.h"
 #include "coordinator/offsets_log.h"
 #include "coordinator/records.h"
 #include "coordinator/txn.h"
+#include "partition/partition.h"
 #include "protocol/errors.h"
 #include "protocol/record_batch.h"
+#include "server/broker.h"
 #include "server/groups.h"
 #include "server/txns.h"
 #include "storage/log.h"
@@ -122,15 +131,24 @@ int16_t gr_txns_check_produce(struct gr_broker *b, const struct gr_log *log, str
     return err;
 }
 
-int16_t gr_txns_check_txn_offset_commit(struct gr_broker *b, struct gr_str txn_id, struct gr_str group_id,
+int16_t gr_txns_check_txn_offset_commit(struct gr_req *req, struct gr_str txn_id, struct gr_str group_id,
                                         int64_t producer_id, int16_t producer_epoch, int16_t version)
 {
+    struct gr_broker *b = req->broker;
     if (!gr_txns_verification_enabled(b) || txn_id.len < 0 || group_id.len <= 0) return GR_ERR_NONE;
     int32_t p = gr_groups_partition_for(b, group_id); /* as AddOffsetsToTxn added it */
     struct gr_offsets_log *ol = gr_groups_offsets_log(b);
-    if (ol && p < gr_offsets_log_partitions(ol) &&
-        ongoing(gr_offsets_log_log(ol, p), producer_id, producer_epoch))
-        return GR_ERR_NONE;
-    int16_t err = ask(b, txn_id, gr_str_c(GR_OFFSETS_TOPIC), p, producer_id, producer_epoch);
+    struct gr_log *log = ol && p < gr_offsets_log_partitions(ol) ? gr_offsets_log_log(ol, p) : NULL;
+    int16_t err = GR_ERR_NONE;
+    uint64_t guard = 0;
+    if (gr_txns_remote_verdict(req, gr_str_c(GR_OFFSETS_TOPIC), p, &err, &guard)) {
+        /* the verdict came before: the guard must still hold (no marker since), the write follows now */
+        if (!err && (!log || !gr_partition_txn_guard_holds(gr_broker_partition(b, log), producer_id,
+                                                           producer_epoch, guard)))
+            return GR_ERR_INVALID_TXN_STATE;
+        return gr_txns_txn_commit_error(err, version);
+    }
+    if (log && ongoing(log, producer_id, producer_epoch)) return GR_ERR_NONE;
+    err = ask(b, txn_id, gr_str_c(GR_OFFSETS_TOPIC), p, producer_id, producer_epoch);
     return gr_txns_txn_commit_error(err, version);
 }

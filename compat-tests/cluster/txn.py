@@ -20,7 +20,11 @@ Kafka's defaults, 3 and 2):
   - raw protocol, a transactional Produce at a broker that does not coordinate its transactional id: verified
     at the coordinator (AddPartitionsToTxn v4 VerifyOnly between brokers): a partition not in the transaction
     is INVALID_TXN_STATE (v9) / TRANSACTION_ABORTABLE (v11), a newer epoch INVALID_PRODUCER_EPOCH, an added
-    partition accepted (last stable offset held);
+    partition accepted (last stable offset held), the next batch accepted with the coordinator SIGSTOPped (the
+    transaction is open in the partition's log: not asked, Kafka's hasOngoingTransaction);
+  - raw protocol, TxnOffsetCommit at a group coordinator on another broker than the transactional id's: verified
+    there too (INVALID_TXN_STATE v3 / TRANSACTION_ABORTABLE v4 before AddOffsetsToTxn, accepted after), and
+    the offset committed by EndTxn;
   - confluent-kafka commits two transactions and aborts one over three partitions led by the three brokers
     (markers to the other brokers' WriteTxnMarkers, Produce verified at the remote coordinator);
     read_committed exact;
@@ -286,11 +290,103 @@ def t_remote_verify(run, etcd, bs, st):
     eq(f'Produce at broker {lead.node_id} with a newer epoch than the coordinator\'s: INVALID_PRODUCER_EPOCH', 47,
        produce(epoch + 1, 0))
     eq(f'Produce at broker {lead.node_id} once the partition is in the transaction: accepted', 0, produce(epoch, 0))
+    # Kafka's hasOngoingTransaction: the partition's log holds the producer's open transaction, so the leader
+    # asks nobody. With the coordinator SIGSTOPped a question would wait out the inter-broker timeout (far
+    # past this connection's 10 s); answered at once, it was not asked.
+    coord.pause()
+    try:
+        t0 = time.monotonic()
+        err = produce(epoch, 1)
+        took = time.monotonic() - t0
+    finally:
+        coord.resume()
+    eq(f'the next batch with the coordinator (broker {coord.node_id}) SIGSTOPped: accepted at once, not asked '
+       f'({took:.2f} s)', (0, True), (err, took < 5))
     with k.Conn(lead.bootstrap, timeout=10) as c:
         lso = [c.request('ListOffsets', 7, {'replica_id': -1, 'isolation_level': iso, 'topics': [
             {'name': topic, 'partitions': [{'partition_index': 0, 'timestamp': -1}]}]})['topics'][0]['partitions'][0]
             ['offset'] for iso in (0, 1)]
-    eq('high watermark 1, last stable offset 0 (the transaction is open)', [1, 0], lso)
+    eq('high watermark 2, last stable offset 0 (the transaction is open)', [2, 0], lso)
+    st['remote'] = (name, pid, epoch, coord, topic)
+
+
+# TxnOffsetCommit and AddOffsetsToTxn (clients/src/main/resources/common/message/*.json), as txn/offsets.py
+k.API_KEYS.setdefault('TxnOffsetCommit', 28)
+k.SCHEMAS.setdefault('TxnOffsetCommit', (3, [
+    k.field('transactional_id', 'string', '0+'), k.field('group_id', 'string', '0+'),
+    k.field('producer_id', 'int64', '0+'), k.field('producer_epoch', 'int16', '0+'),
+    k.field('generation_id', 'int32', '3+', default=-1), k.field('member_id', 'string', '3+'),
+    k.field('group_instance_id', 'string', '3+', nullable='3+'),
+    k.field('topics', [
+        k.field('name', 'string', '0+'),
+        k.field('partitions', [k.field('partition_index', 'int32', '0+'), k.field('committed_offset', 'int64', '0+'),
+                               k.field('committed_leader_epoch', 'int32', '2+', default=-1),
+                               k.field('committed_metadata', 'string', '0+', nullable='0+')], '0+'),
+    ], '0+'),
+], [
+    k.field('throttle_time_ms', 'int32', '0+'),
+    k.field('topics', [
+        k.field('name', 'string', '0+'),
+        k.field('partitions', [k.field('partition_index', 'int32', '0+'), k.field('error_code', 'int16', '0+')],
+                '0+'),
+    ], '0+'),
+]))
+k.API_KEYS.setdefault('AddOffsetsToTxn', 25)
+k.SCHEMAS.setdefault('AddOffsetsToTxn', (3, [
+    k.field('transactional_id', 'string', '0+'), k.field('producer_id', 'int64', '0+'),
+    k.field('producer_epoch', 'int16', '0+'), k.field('group_id', 'string', '0+'),
+], [k.field('throttle_time_ms', 'int32', '0+'), k.field('error_code', 'int16', '0+')]))
+
+
+def t_remote_offsets(run, etcd, bs, st):
+    """Raw protocol: TxnOffsetCommit at a group coordinator whose transactional id another broker coordinates
+    is verified there (the group's __consumer_offsets partition in the transaction), as Produce is."""
+    name, pid, epoch, coord, topic = st['remote']
+
+    def group_node(g):
+        with k.Conn(bs[0].bootstrap, timeout=10) as c:
+            r = c.request('FindCoordinator', 3, {'key': g, 'key_type': 0})
+        return r['node_id'] if r['error_code'] == 0 else None
+    group, gnode = None, None
+    for i in range(40):
+        n = h.wait_until(lambda: group_node(f'g-{i}'), 30, 'the group coordinator')
+        if n != coord.node_id:
+            group, gnode = f'g-{i}', by_id(bs, n)
+            break
+    check(f'a group coordinated by another broker than {name}\'s', group is not None)
+    if group is None:
+        return
+
+    def commit(version):
+        with k.Conn(gnode.bootstrap, timeout=10) as c:
+            r = c.request('TxnOffsetCommit', version, {
+                'transactional_id': name, 'group_id': group, 'producer_id': pid, 'producer_epoch': epoch,
+                'generation_id': -1, 'member_id': '', 'group_instance_id': None,
+                'topics': [{'name': topic, 'partitions': [{'partition_index': 0, 'committed_offset': 42,
+                                                           'committed_metadata': 'm'}]}]})
+        return r['topics'][0]['partitions'][0]['error_code']
+    eq(f'TxnOffsetCommit v3 at broker {gnode.node_id} (group {group}) before AddOffsetsToTxn: INVALID_TXN_STATE '
+       f'(asked broker {coord.node_id})', 48, commit(3))
+    eq('TxnOffsetCommit v4 the same: TRANSACTION_ABORTABLE', 120, commit(4))
+    with k.Conn(coord.bootstrap, timeout=10) as c:
+        r = c.request('AddOffsetsToTxn', 3, {'transactional_id': name, 'producer_id': pid, 'producer_epoch': epoch,
+                                             'group_id': group})
+    eq(f'AddOffsetsToTxn at the coordinator (broker {coord.node_id})', 0, r['error_code'])
+    eq(f'TxnOffsetCommit at broker {gnode.node_id} once the offsets partition is in the transaction: accepted', 0,
+       commit(3))
+    with k.Conn(coord.bootstrap, timeout=10) as c:
+        r = c.request('EndTxn', 3, {'transactional_id': name, 'producer_id': pid, 'producer_epoch': epoch,
+                                    'committed': True})
+    eq('EndTxn(commit)', 0, r['error_code'])
+
+    def fetched():
+        with k.Conn(gnode.bootstrap, timeout=10) as c:
+            r = c.request('OffsetFetch', 7, {'group_id': group, 'topics': [{'name': topic, 'partition_indexes': [0]}],
+                                             'require_stable': True})
+        p = r['topics'][0]['partitions'][0]
+        return p['committed_offset'] if p['error_code'] == 0 and p['committed_offset'] == 42 else None
+    eq('OffsetFetch (require_stable) at the group coordinator: the committed offset', 42,
+       h.wait_until(fetched, 20, 'the offset committed'))
 
 
 def t_cross(run, etcd, bs, st):
@@ -447,6 +543,9 @@ def main():
             section('commit and abort at a coordinator leading the data partition', t_local_txn, run, etcd, bs, st)
         if 'txn_parts' in st:
             section('Produce verified by a coordinator on another broker', t_remote_verify, run, etcd, bs, st)
+        if 'remote' in st:
+            section('TxnOffsetCommit verified by a coordinator on another broker', t_remote_offsets, run, etcd, bs,
+                    st)
         if 'txn_parts' in st:
             section('commit and abort across partitions led by the three brokers', t_cross, run, etcd, bs, st)
         if 'producer' in st:

@@ -348,10 +348,81 @@ static void test_follower(void **state)
     assert_int_equal(woken, 0);
 }
 
+/* Produces one transactional batch of pid (epoch 0) whose verdict came before the call, under `guard`. */
+static int16_t produce_guarded(struct fx *f, int64_t pid, int32_t seq, uint64_t guard)
+{
+    struct th_batch_spec s = {.count = 1,
+                              .ts0 = NOW_MS,
+                              .ts_step = 1,
+                              .tag = 1,
+                              .value_bytes = 20,
+                              .producer_id = pid,
+                              .producer_epoch = 0,
+                              .base_sequence = seq,
+                              .transactional = true};
+    size_t len;
+    uint8_t *b = th_batch(&s, &len);
+    struct gr_produce_args args = {.records = b,
+                                   .records_len = (int64_t)len,
+                                   .api_version = 9,
+                                   .now_ms = NOW_MS,
+                                   .acks = 1,
+                                   .txn_verified = true,
+                                   .txn_guarded = true,
+                                   .txn_guard = guard};
+    struct gr_produce_result r;
+    int16_t err = gr_partition_produce(f->part, &f->policy, &args, &f->arena, &r);
+    free(b);
+    return err;
+}
+
+/* KIP-890 part 1's verification guard (Kafka's VerificationStateEntry): a marker that ends the producer's
+   transaction between the coordinator's verdict and the append makes the append fail INVALID_TXN_STATE;
+   without one the append goes and drops the guard; a producer whose transaction is open here needs none,
+   and once a marker ends it the SENTINEL guard no longer lets a batch in. */
+static void test_verification_guard(void **state)
+{
+    struct fx *f = *state;
+    struct gr_append_result res;
+    uint64_t g = 0, g2 = 0;
+    /* the question is asked (guard taken), the coordinator says yes, then the abort marker lands first */
+    assert_int_equal(gr_partition_txn_verify_start(f->part, 7, 0, &g), 0);
+    assert_int_not_equal(g, GR_TXN_GUARD_SENTINEL);
+    assert_int_equal(gr_partition_txn_verify_start(f->part, 7, 0, &g2), 0);
+    assert_true(g2 == g); /* one entry per producer id, reused */
+    assert_int_equal(marker(f, 7, 0, false, &res), 0);
+    assert_false(gr_partition_txn_guard_holds(f->part, 7, 0, g));
+    assert_int_equal(produce_guarded(f, 7, 0, g), GR_ERR_INVALID_TXN_STATE);
+    const struct gr_producer_entry *e = gr_producer_state_find(gr_log_producer_state(f->log), 7);
+    assert_true(!e || e->current_txn_first_offset < 0); /* no transaction opened behind the coordinator */
+    int64_t end = gr_log_end_offset(f->log);
+    /* asked again (a retry): a new guard, no marker this time: appended, the entry dropped */
+    assert_int_equal(gr_partition_txn_verify_start(f->part, 7, 0, &g2), 0);
+    assert_true(g2 != g && g2 != GR_TXN_GUARD_SENTINEL);
+    assert_int_equal(produce_guarded(f, 7, 0, g2), GR_ERR_NONE);
+    assert_int_equal(gr_log_end_offset(f->log), end + 1);
+    assert_false(gr_partition_txn_guard_holds(f->part, 7, 1, g2)); /* dropped; another epoch not ongoing */
+    /* ongoing here: nothing to ask (SENTINEL), and the next batch goes */
+    assert_int_equal(gr_partition_txn_verify_start(f->part, 7, 0, &g), 0);
+    assert_true(g == GR_TXN_GUARD_SENTINEL);
+    assert_int_equal(produce_guarded(f, 7, 1, g), GR_ERR_NONE);
+    /* the commit marker lands before the next append that relied on "ongoing": refused */
+    assert_int_equal(marker(f, 7, 0, true, &res), 0);
+    assert_int_equal(produce_guarded(f, 7, 2, GR_TXN_GUARD_SENTINEL), GR_ERR_INVALID_TXN_STATE);
+    /* another producer's marker leaves this producer's guard alone */
+    assert_int_equal(gr_partition_txn_verify_start(f->part, 7, 0, &g), 0);
+    assert_int_equal(gr_partition_txn_verify_start(f->part, 8, 0, &g2), 0);
+    assert_int_equal(marker(f, 8, 0, false, &res), 0);
+    assert_true(gr_partition_txn_guard_holds(f->part, 7, 0, g));
+    assert_false(gr_partition_txn_guard_holds(f->part, 8, 0, g2));
+    assert_int_equal(produce_guarded(f, 7, 2, g), GR_ERR_NONE);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_produce_checks, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_verification_guard, setup, teardown),
         cmocka_unit_test_setup_teardown(test_last_stable_offset_and_waits, setup, teardown),
         cmocka_unit_test_setup_teardown(test_durable_bound, setup_durable, teardown),
         cmocka_unit_test_setup_teardown(test_read_committed_reads, setup, teardown),

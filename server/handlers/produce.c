@@ -17,11 +17,10 @@
  * Transactions: produce_request.h gr_produce_txn_refused / _verify (KIP-890); control batches:
  * INVALID_RECORD. Before its appends a Produce waits (named waits, server/request.c): in cluster mode until
  * the local logs of the partitions led here are made (server/logwait.h; at the timeout those answer
- * REQUEST_TIMED_OUT), then until every partition is appendable (gr_req_await_appendable over
- * partition/gate.c: files closed by the fd cap reopened on the I/O pool, in per-partition order; a file that
- * cannot open: KAFKA_STORAGE_ERROR). Out of request memory, the connection is closed before any append.
- * Partitions led elsewhere (route.h) get NOT_LEADER_OR_FOLLOWER, from v10 with CurrentLeader and
- * NodeEndpoints (KIP-951). Next: fetch.c.
+ * REQUEST_TIMED_OUT), for a remote transaction coordinator's verdict, then until every partition is
+ * appendable (partition/gate.c: closed files reopened on the I/O pool; KAFKA_STORAGE_ERROR if not). Out of
+ * request memory, the connection is closed first. Partitions led elsewhere (route.h) get
+ * NOT_LEADER_OR_FOLLOWER, from v10 with CurrentLeader and NodeEndpoints (KIP-951). Next: fetch.c.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -39,6 +38,7 @@ struct produce_state {
     struct gr_log **logs; /* the request's partitions that exist (arena), for the append gate */
     int nlogs, total;
     bool txn_refused; /* every partition answers TRANSACTIONAL_ID_AUTHORIZATION_FAILED (no appends) */
+    bool asked;       /* gr_produce_txn_remote ran (a remote coordinator's verification, at most once) */
 };
 
 /* The acks=-1 wait ended in an error: as Kafka's DelayedProduce, only the error changes, not the offsets. */
@@ -65,15 +65,13 @@ static struct gr_log *produce_partition(struct gr_req *req, const struct gr_imag
     }
     struct gr_log *log = route.log;
     struct gr_topic *t = route.topic;
-    int txn = gr_produce_txn_verify(req, log, it->name, partition, records, pr); /* 1: verified, -1: no */
-    if (txn < 0) return NULL;
     struct gr_produce_args args = {.records = (uint8_t *)records.ptr, /* the request buffer: ours to patch */
                                    .records_len = records.len,
                                    .api_version = req->hdr.request_api_version,
                                    .now_ms = gr_time_wall_ms(),
                                    .require_open = req->broker->iopool != NULL,
-                                   .acks = ((struct gr_produce_request *)req->body)->acks,
-                                   .txn_verified = txn > 0};
+                                   .acks = ((struct gr_produce_request *)req->body)->acks};
+    if (gr_produce_txn_verify(req, log, it->name, partition, records, pr, &args) < 0) return NULL;
     struct gr_produce_result r;
     int16_t err = gr_partition_produce(gr_broker_partition(req->broker, log), gr_topic_policy(t), &args,
                                        &req->arena, &r);
@@ -165,14 +163,16 @@ static bool collect_logs(struct gr_req *req, struct produce_state *st, int total
     return true;
 }
 
-/* Waits until the logs of the partitions led here are made (server/logwait.h: at most timeout_ms), then
-   until they are appendable (with an I/O pool), then appends. Run again after each log wait. */
+/* Waits until the logs led here are made (server/logwait.h: at most timeout_ms), for a remote coordinator's
+   verdict (once), until appendable (with an I/O pool), then appends. Run again after each wait. */
 static enum gr_handler_rc produce_gated(struct gr_req *req)
 {
     struct produce_state *st = req->hstate;
     if (!collect_logs(req, st, st->total)) return GR_HANDLER_CLOSE;
     if (gr_req_logs_waiting(req))
         return gr_req_await_logs(req, ((struct gr_produce_request *)req->body)->timeout_ms, produce_gated);
+    enum gr_handler_rc rc;
+    if (!st->asked && (st->asked = true) && gr_produce_txn_remote(req, produce_gated, &rc)) return rc;
     if (!req->broker->iopool) return produce_run(req);
     return gr_req_await_appendable(req, st->logs, st->nlogs, produce_run);
 }
@@ -195,5 +195,5 @@ enum gr_handler_rc gr_handle_produce(struct gr_req *req)
     bool bad_acks = body->acks != 0 && body->acks != 1 && body->acks != -1;
     if (bad_acks || st->txn_refused) return produce_run(req); /* no appends */
     st->total = total;
-    return gr_produce_txn_remote(req, produce_gated); /* a remote coordinator's verification first */
+    return produce_gated(req);
 }

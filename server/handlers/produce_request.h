@@ -41,15 +41,19 @@ bool gr_produce_request_transactional(const struct gr_produce_request *body);
    gr_produce_txn_verify). */
 bool gr_produce_txn_refused(struct gr_req *req);
 /* KIP-890 part 1 for one partition of `req` (topic `topic`, a NUL-terminated name): server/txns.h
-   gr_txns_check_produce (`log`: the partition's), or the remote coordinator's verdict
-   (gr_txns_remote_verdict). Returns 1 (a transactional batch verified: append with txn_verified), 0 (nothing
-   to verify), or -1 with `pr` filled with the error (nothing appended). */
+   gr_txns_check_produce (`log`: the partition's; asked and appended in one loop turn, so no marker can come
+   between), or the remote coordinator's verdict (gr_txns_remote_verdict; then args->txn_guarded and
+   txn_guard are set: the partition checks the guard again at the append). Sets args->txn_verified. Returns
+   1 (a transactional batch verified), 0 (nothing to verify), or -1 with `pr` filled with the error (nothing
+   appended). */
 int gr_produce_txn_verify(struct gr_req *req, const struct gr_log *log, const char *topic, int32_t partition,
-                          struct gr_bytes records, struct gr_produce_response_partition_produce_response *pr);
-/* Before the appends: in cluster mode the request first waits while the coordinator of its transactional id
-   on another broker verifies its transactional partitions (server/txns.h gr_txns_verify_remote), then runs
-   `run`; otherwise runs `run` now. Returns what the handler returns. */
-enum gr_handler_rc gr_produce_txn_remote(struct gr_req *req, gr_handler_fn run);
+                          struct gr_bytes records, struct gr_produce_response_partition_produce_response *pr,
+                          struct gr_produce_args *args);
+/* Before the appends, once the local logs are made: in cluster mode, when the coordinator of the request's
+   transactional id is on another broker, the request waits while it verifies the transactional partitions
+   (server/txns.h gr_txns_verify_remote): returns true with *rc for the handler to return (`run` runs again
+   with the answer). False: go on now. */
+bool gr_produce_txn_remote(struct gr_req *req, gr_handler_fn run, enum gr_handler_rc *rc);
 /* Sets a partition's error with no message (`msg` NULL: null on the wire) or a static one; base_offset -1. */
 void gr_produce_partition_error(struct gr_produce_response_partition_produce_response *pr, int16_t code,
                                 const char *msg);

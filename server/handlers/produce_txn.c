@@ -16,15 +16,19 @@ bool gr_produce_txn_refused(struct gr_req *req)
 }
 
 int gr_produce_txn_verify(struct gr_req *req, const struct gr_log *log, const char *topic, int32_t partition,
-                          struct gr_bytes records, struct gr_produce_response_partition_produce_response *pr)
+                          struct gr_bytes records, struct gr_produce_response_partition_produce_response *pr,
+                          struct gr_produce_args *args)
 {
     const struct gr_produce_request *body = req->body;
     bool verified = false;
     const char *msg = NULL;
     int16_t err = GR_ERR_NONE;
-    if (gr_txns_remote_verdict(req, gr_str_c(topic), partition, &err)) {
+    uint64_t guard = 0;
+    if (gr_txns_remote_verdict(req, gr_str_c(topic), partition, &err, &guard)) {
         err = gr_txns_produce_error(err, req->hdr.request_api_version, &msg);
         verified = err == GR_ERR_NONE;
+        args->txn_guarded = true; /* the verdict came before: the append checks the guard again */
+        args->txn_guard = guard;
     } else {
         err = gr_txns_check_produce(req->broker, log, body->transactional_id, gr_str_c(topic), partition,
                                     records, req->hdr.request_api_version, &verified, &msg);
@@ -33,11 +37,11 @@ int gr_produce_txn_verify(struct gr_req *req, const struct gr_log *log, const ch
         gr_produce_partition_error(pr, err, msg);
         return -1;
     }
+    args->txn_verified = verified;
     return verified ? 1 : 0;
 }
 
-enum gr_handler_rc gr_produce_txn_remote(struct gr_req *req, gr_handler_fn run)
+bool gr_produce_txn_remote(struct gr_req *req, gr_handler_fn run, enum gr_handler_rc *rc)
 {
-    enum gr_handler_rc rc;
-    return gr_txns_verify_remote(req, run, &rc) ? rc : run(req);
+    return gr_txns_verify_remote(req, run, rc);
 }

@@ -11,7 +11,8 @@
  * KIP-890 part 1's verification (server/txns.h gr_txns_check_txn_offset_commit, as Kafka 4.x's
  * CoordinatorRuntime.scheduleTransactionalWriteOperation): the group's __consumer_offsets partition must be
  * in the producer's ongoing transaction, else every partition gets the error (INVALID_TXN_STATE below v4,
- * TRANSACTION_ABORTABLE from v4, INVALID_PRODUCER_EPOCH when fenced...) and nothing is written.
+ * TRANSACTION_ABORTABLE from v4, INVALID_PRODUCER_EPOCH when fenced...) and nothing is written; in cluster
+ * mode a coordinator on another broker is asked first (gr_txns_verify_offsets_remote, the request parked).
  * Read next: coordinator/txn_offsets.c.
  */
 #include "coordinator/coordinator.h"
@@ -31,6 +32,8 @@ struct txn_commit_state {
     struct gr_commit_partition *cps;
     resp_partition **dst;
     int32_t count;
+    struct gr_commit_topic *cts; /* the valid partitions by topic (nct of them), for the group coordinator */
+    int32_t nct;
 };
 
 static void copy_errors(struct txn_commit_state *st, int16_t unresolved)
@@ -92,13 +95,15 @@ static void txn_send(struct gr_req *req, struct txn_commit_state *st, struct gr_
 static bool txn_unverified(struct gr_req *req, struct txn_commit_state *st)
 {
     struct gr_txn_offset_commit_request *body = req->body;
-    int16_t err = gr_txns_check_txn_offset_commit(req->broker, body->transactional_id, body->group_id,
-                                                  body->producer_id, body->producer_epoch,
-                                                  req->hdr.request_api_version);
+    int16_t err =
+        gr_txns_check_txn_offset_commit(req, body->transactional_id, body->group_id, body->producer_id,
+                                        body->producer_epoch, req->hdr.request_api_version);
     for (int32_t i = 0; err && i < st->count; i++)
         st->dst[i]->error_code = err;
     return err != GR_ERR_NONE;
 }
+
+static enum gr_handler_rc txn_commit_run(struct gr_req *req);
 
 enum gr_handler_rc gr_handle_txn_offset_commit(struct gr_req *req)
 {
@@ -153,13 +158,26 @@ enum gr_handler_rc gr_handle_txn_offset_commit(struct gr_req *req)
     }
     st->count = k;
     if (k == 0) return GR_HANDLER_DONE;
+    *st = (struct txn_commit_state){.cps = st->cps, .dst = st->dst, .count = k, .cts = cts, .nct = nct};
+    req->hstate = st;
+    enum gr_handler_rc rc;
+    if (gr_txns_verify_offsets_remote(req, body->transactional_id, body->group_id, body->producer_id,
+                                      body->producer_epoch, txn_commit_run, &rc))
+        return rc; /* a coordinator on another broker answers first */
+    return txn_commit_run(req);
+}
+
+/* Verifies (the verdict, then the guard, in this call), writes through the group coordinator and waits
+   until the batch is committed. */
+static enum gr_handler_rc txn_commit_run(struct gr_req *req)
+{
+    struct txn_commit_state *st = req->hstate;
     if (txn_unverified(req, st)) return GR_HANDLER_DONE;
-    txn_send(req, st, cts, nct);
+    txn_send(req, st, st->cts, st->nct);
     if (st->end_offset < 0) {
         copy_errors(st, GR_ERR_NONE);
         return GR_HANDLER_DONE;
     }
-    req->hstate = st;
     gr_req_await(req, &(struct gr_await){.recheck = txn_commit_recheck,
                                          .expire = txn_commit_expire,
                                          .timeout_ms = TXN_COMMIT_TIMEOUT_MS});
