@@ -1362,8 +1362,8 @@ bool gr_txns_verify_offsets_remote(struct gr_req *req, struct gr_str txn_id, str
                                    enum gr_handler_rc *rc)
 {
     struct gr_broker *b = req->broker;
-    if (!b->cfg.settings.transaction_partition_verification_enable || !b->member ||
-        !b->txns || txn_id.len <= 0 || group_id.len <= 0 || gr_req_state(req, &verify_key))
+    if (!b->cfg.settings.transaction_partition_verification_enable || !b->member || !b->txns ||
+        txn_id.len <= 0 || group_id.len <= 0 || gr_req_state(req, &verify_key))
         return false;
     int32_t node = coordinator_node(b, txn_id);
     struct gr_offsets_log *ol = gr_groups_offsets_log(b);
