@@ -17,7 +17,11 @@
 # kill -9 of its coordinator). Then txn.py: the transaction coordinator in cluster mode (issue #21, the test-only
 # switch on; __transaction_state created once at RF 3, FindCoordinator key type 1 on every broker,
 # confluent-kafka commits and aborts on one broker and across the three, Produce verified at a remote
-# coordinator, kill -9 of the coordinator mid-transaction and after EndTxn(commit), an unload; about 30 s). Then tools.py: Kafka's kafka-topics.sh, kafka-broker-api-versions.sh,
+# coordinator, kill -9 of the coordinator mid-transaction and after EndTxn(commit), an unload; about 30 s). Then
+# txn_faults.py: the exactly-once read-process-write pipeline (txn/pipeline.py) under a seeded schedule of kill -9
+# of itself, of the transaction coordinator's broker and of data leaders, SIGSTOP of leaders and the transaction
+# failpoints on the next coordinator, then read_committed exact, aborted records seen, LSO = HW, nothing open,
+# replicas byte for byte (30 s of faults, about 60 s). Then tools.py: Kafka's kafka-topics.sh, kafka-broker-api-versions.sh,
 # kafka-configs.sh and kafka-consumer-groups.sh through any broker. Then lifecycle.py: a 1,000-partition
 # CreateTopics with a Produce the moment a leader shows, the __consumer_offsets shape, delete while a broker
 # is down, a rolling restart under load. Then faults.py: etcd and the brokers each in a network namespace;
@@ -43,7 +47,7 @@ fi
 total_p=0
 total_f=0
 status=0
-for t in selftest membership e2e replication_factors replication_default replication ctl_shutdown pids groups txn tools lifecycle faults jepsen; do
+for t in selftest membership e2e replication_factors replication_default replication ctl_shutdown pids groups txn txn_faults tools lifecycle faults jepsen; do
     out=$(mktemp)
     extra=()
     [ "$t" = jepsen ] && extra=(--rf 3)
