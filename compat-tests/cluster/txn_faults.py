@@ -10,7 +10,11 @@ Setup: __transaction_state made by the first FindCoordinator (10 partitions here
 min ISR 2: Kafka's defaults); C, the broker coordinating the transactional id (the leader of its
 __transaction_state partition); topics in and out (3 partitions each, RF 3, min.insync.replicas 2) assigned
 so that every data partition is led away from C (C last in each replica list; the controller elects in
-assignment order); R records (K keys, key k on partition k % 3, values "k:seq") written to in by an
+assignment order); the consumer group picked so that its __consumer_offsets partition has the same replicas
+in the same order as the transactional id's __transaction_state partition, so the group coordinator is the
+transaction coordinator, before and after each election (a TxnOffsetCommit at a group coordinator on another
+broker answers NOT_COORDINATOR today: KIP-890's verification of TxnOffsetCommit asks only the in-process
+transaction coordinator; --group-elsewhere picks such a group and shows it); R records (K keys, key k on partition k % 3, values "k:seq") written to in by an
 idempotent acks=all producer; then the pipeline (a transaction every N records, acks=all).
 A seeded schedule (random.Random(seed), printed) of faults for D seconds, one every 1-3 s, the first five
 one of each kind in a seeded order, each one of:
@@ -35,9 +39,12 @@ and out (at its leader); ListTransactions at each of the three brokers lists not
 Then, every partition of in and out back at a full ISR (at most 30 s), the brokers are stopped (kill -9: at
 rest nothing is in flight) and the replicas of every partition of out and in compared up to the high
 watermark (replicacheck.py: byte for byte, at the same offsets). A broker that exits other than at a
-failpoint is a failure. Prints its seed and figures (faults by kind, failpoints fired by name, aborted
+failpoint is a failure. Before the pipeline starts, one transaction of the same transactional id commits an
+offset for a group coordinated by another broker (remote_offsets): an expected failure today (XFAIL, the
+TxnOffsetCommit answers NOT_COORDINATOR), checked to commit once that is built. Prints its seed and figures (faults by kind, failpoints fired by name, aborted
 records seen). Ends with `cluster-txn-faults: N passed, N failed`; exit status 1 on any failure.
 Usage: txn_faults.py [--seed N] [--duration D] [--records R] [--keys K] [--per-txn N] [--deadline S]
+[--group-elsewhere]
 (the cluster suite's short form: the defaults, 30 s of faults; make test-txn-faults: 60 s per seed).
 Read next: compat-tests/txn/pipeline.py, compat-tests/txn/txnkit.py, compat-tests/txn/eos.py, txn.py.
 """
@@ -62,7 +69,8 @@ from txn import partition_for, parts_of  # noqa: E402 - cluster/txn.py's __trans
 SESSION_MS = 3000
 PREFIX = '/gregor'
 TXN_TOPIC, TXN_PARTS = '__transaction_state', 10
-SRC, DST, PARTS, GROUP, TXN_ID = 'ctf-in', 'ctf-out', 3, 'ctf-group', 'ctf-pipeline'
+SRC, DST, PARTS, TXN_ID = 'ctf-in', 'ctf-out', 3, 'ctf-pipeline'
+OFFSETS_TOPIC, OFFSETS_PARTS = '__consumer_offsets', 50
 STALL_S = 30
 FAILPOINTS = ('txn.after_prepare', 'txn.mid_markers', 'txn.before_complete', 'txn.after_add_partitions')
 KINDS = ('pipeline', 'coordinator', 'leader', 'failpoint', 'pause')
@@ -95,6 +103,7 @@ class Run:
         self.rng.shuffle(self.first)
         self.txn_p = partition_for(TXN_ID, TXN_PARTS)
         self.delay_ms = max(0, int(args.duration * 1000 * 0.8 / max(1, args.records)))
+        self.group = None
 
     # -- what the cluster looks like now
     def bootstrap(self):
@@ -132,7 +141,7 @@ class Run:
     # -- processes
     def start_pipeline(self):
         self.pipe = self.run.spawn([sys.executable, os.path.join(TXN_DIR, 'pipeline.py'), self.bootstrap(), SRC,
-                                    DST, str(PARTS), GROUP, TXN_ID, str(self.a.per_txn), str(self.delay_ms)],
+                                    DST, str(PARTS), self.group, TXN_ID, str(self.a.per_txn), str(self.delay_ms)],
                                    log_name='pipeline.log', label='pipeline')
         self.pipe_starts += 1
 
@@ -246,13 +255,71 @@ class Run:
     # -- the run
     def committed(self):
         from confluent_kafka import Consumer, TopicPartition
-        c = Consumer({'bootstrap.servers': self.bootstrap(), 'group.id': GROUP, 'enable.auto.commit': False,
+        c = Consumer({'bootstrap.servers': self.bootstrap(), 'group.id': self.group, 'enable.auto.commit': False,
                       'log_level': 0})
         try:
             got = c.committed([TopicPartition(SRC, p) for p in range(PARTS)], timeout=5)
             return [tp.offset if tp.offset >= 0 else None for tp in got]
         except Exception:  # noqa: BLE001 - a broker restarting: asked again
             return [None] * PARTS
+        finally:
+            c.close()
+
+    def pick_group(self, coord):
+        """The consumer group: by default one whose __consumer_offsets partition has the replicas of the
+        transactional id's __transaction_state partition in the same order (so its group coordinator is the
+        transaction coordinator, before and after each election); with --group-elsewhere one whose group
+        coordinator is another broker (a TxnOffsetCommit verified at a remote transaction coordinator)."""
+        def served():
+            try:
+                with k.Conn(self.bs[0].bootstrap, timeout=5) as c:
+                    return c.request('FindCoordinator', 3, {'key': 'ctf', 'key_type': 0})['error_code'] == 0
+            except Exception:  # noqa: BLE001
+                return False
+        h.wait_until(served, 40, f'{OFFSETS_TOPIC} made and a group coordinator', interval=0.2)
+        offs = h.wait_until(lambda: (lambda v: v if v and len(v) == OFFSETS_PARTS and
+                                     all(x[2] == (1, 2, 3) for x in v.values()) else None)(self.meta(OFFSETS_TOPIC)),
+                            30, f'{OFFSETS_TOPIC} with full ISRs', interval=0.2)
+        replicas = self.meta(TXN_TOPIC)[self.txn_p][1]
+        for i in range(1000):
+            g = f'ctf-group-{i}'
+            v = offs[partition_for(g, OFFSETS_PARTS)]
+            if (v[0] != coord.node_id) if self.a.group_elsewhere else (v[1] == replicas):
+                self.group = g
+                tk.ok(f'group {g}: {OFFSETS_TOPIC}-{partition_for(g, OFFSETS_PARTS)} replicas {list(v[1])} '
+                      f'(the transactional id\'s {TXN_TOPIC}-{self.txn_p}: {list(replicas)})')
+                return offs
+        raise RuntimeError(f'no group id among 1000 with the placement wanted ({replicas})')
+
+    def remote_offsets(self, coord, offs):
+        """One transaction of TXN_ID (before the pipeline's first start: it fences this producer) that only
+        commits an offset of `in` for a group whose coordinator is another broker than the transaction
+        coordinator: the TxnOffsetCommit is verified (KIP-890 part 1) at a remote transaction coordinator.
+        Today it answers NOT_COORDINATOR (server/txns_verify.c gr_txns_check_txn_offset_commit asks only the
+        in-process coordinator): an expected failure until that is built, then checked to commit."""
+        from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+        g = next(f'ctf-probe-{i}' for i in range(1000)
+                 if offs[partition_for(f'ctf-probe-{i}', OFFSETS_PARTS)][0] != coord.node_id)
+        gc = offs[partition_for(g, OFFSETS_PARTS)][0]
+        pr = Producer({'bootstrap.servers': self.bootstrap(), 'transactional.id': TXN_ID, 'log_level': 2})
+        c = Consumer({'bootstrap.servers': self.bootstrap(), 'group.id': g, 'enable.auto.commit': False,
+                      'log_level': 2})
+        name = (f'TxnOffsetCommit of group {g} at broker {gc}, transaction coordinator broker {coord.node_id}: '
+                f'committed')
+        try:
+            pr.init_transactions(30)
+            pr.begin_transaction()
+            try:
+                pr.send_offsets_to_transaction([TopicPartition(SRC, 0, 1)], c.consumer_group_metadata(), 30)
+                pr.commit_transaction(30)
+            except KafkaException as e:
+                if e.args[0].code() != 16:  # NOT_COORDINATOR
+                    raise
+                tk.xfail(name + ' (NOT_COORDINATOR today)', 'TxnOffsetCommit verified at a remote transaction '
+                         'coordinator (server/txns_verify.c asks only the in-process one)')
+                pr.abort_transaction(30)
+                return
+            tk.eq(name, [1], [tp.offset for tp in c.committed([TopicPartition(SRC, 0)], timeout=10)])
         finally:
             c.close()
 
@@ -303,7 +370,9 @@ class Run:
                      f'{TXN_TOPIC}-{self.txn_p} with a full ISR', interval=0.2)
         coord = self.by_id[node]
         tk.ok(f'{TXN_ID} is coordinated by broker {node} ({TXN_TOPIC}-{self.txn_p})')
+        offs = self.pick_group(coord)
         self.create_topics(coord)
+        self.remote_offsets(coord, offs)
         want = self.produce_input()
         ends = [txnkit.offsets(self.leader_addr(SRC, p), SRC, p)[0] for p in range(PARTS)]
         t_setup = time.monotonic()
@@ -388,6 +457,8 @@ def main():
     ap.add_argument('--records', type=int, default=1500)
     ap.add_argument('--keys', type=int, default=12)
     ap.add_argument('--per-txn', type=int, default=20)
+    ap.add_argument('--group-elsewhere', action='store_true',
+                    help='a group coordinated by another broker than the transaction coordinator')
     a = ap.parse_args()
     deadline = a.deadline or a.duration + 240
     t0 = time.monotonic()
@@ -400,11 +471,13 @@ def main():
                        r.go)
         finally:
             r.kill_pipeline()
-        if tk.failed and os.environ.get('KEEP_DATA') is None:
-            print(run.log_tails(12), flush=True)
+        if tk.failed:
+            for b in bs:
+                print(f'--- broker {b.node_id} ({b.dir})\n{b.log_tail(12)}', flush=True)
     print(f'   (total {time.monotonic() - t0:.1f} s)')
     print(f'RESULT {tk.passed} {tk.failed} {tk.xfailed}')  # for run_py (txn/faults.sh)
-    print(f'cluster-txn-faults: {tk.passed} passed, {tk.failed} failed', flush=True)
+    xf = f', {tk.xfailed} expected-fail' if tk.xfailed else ''
+    print(f'cluster-txn-faults: {tk.passed} passed, {tk.failed} failed{xf}', flush=True)
     sys.exit(1 if tk.failed else 0)
 
 
