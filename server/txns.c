@@ -1405,6 +1405,38 @@ const uint8_t *gr_txns_txn_batch(struct gr_bytes records)
     return batch;
 }
 
+/* Puts `v` (parts filled, not yet on a list) on the verification connection to `node` and declares the
+ * request's wait for the answer (the tail of gr_txns_verify_remote and gr_txns_verify_remote_one): true with
+ * *rc, or false when it could not be asked (v answered: its partitions NOT_COORDINATOR). */
+static bool vstate_wait(struct gr_broker *b, struct gr_req *req, struct vstate *v, int32_t node,
+                        gr_handler_fn run, enum gr_handler_rc *rc)
+{
+    struct vconn *c = vconn_of(b->txns, node);
+    if (!c || c->pending >= GR_TXN_VERIFY_PENDING_MAX) {
+        v->answered = true; /* every partition answers NOT_COORDINATOR -> NOT_ENOUGH_REPLICAS, retriable */
+        return false;
+    }
+    v->conn = c;
+    v->prev = c->tail;
+    if (c->tail)
+        c->tail->next = v;
+    else
+        c->head = v;
+    c->tail = v;
+    c->pending++;
+    if (c->ready && !vstate_send(c, v)) { /* sent now, or queued until ready; refused: not waited for */
+        vstate_unlink(v);
+        v->answered = true;
+        return false;
+    }
+    /* bounded as the inter-broker request is (a connect, then its timeout), not by the Produce's timeout_ms,
+       which Kafka applies only to the acks=-1 wait after the append */
+    int64_t wait_ms = GR_BROKER_CLIENT_CONNECT_TIMEOUT_MS + b->cfg.settings.replica_socket_timeout_ms;
+    *rc = gr_req_await_verified(req, wait_ms, run, verify_cancel); /* the answer comes later */
+    if (*rc == GR_HANDLER_CLOSE) verify_cancel(req);
+    return true;
+}
+
 bool gr_txns_verify_remote(struct gr_req *req, gr_handler_fn run, enum gr_handler_rc *rc)
 {
     struct gr_broker *b = req->broker;
@@ -1447,30 +1479,27 @@ bool gr_txns_verify_remote(struct gr_req *req, gr_handler_fn run, enum gr_handle
         v->answered = true; /* nothing transactional to verify */
         return false;
     }
-    struct vconn *c = vconn_of(b->txns, node);
-    if (!c || c->pending >= GR_TXN_VERIFY_PENDING_MAX) {
-        v->answered = true; /* every partition answers NOT_COORDINATOR -> NOT_ENOUGH_REPLICAS, retriable */
+    return vstate_wait(b, req, v, node, run, rc);
+}
+
+bool gr_txns_verify_remote_one(struct gr_req *req, struct gr_str txn_id, int64_t producer_id,
+                               int16_t producer_epoch, struct gr_str topic, int32_t partition,
+                               gr_handler_fn run, enum gr_handler_rc *rc)
+{
+    struct gr_broker *b = req->broker;
+    if (!gr_txns_enabled(b) || !b->cfg.settings.transaction_partition_verification_enable || !b->member ||
+        !b->txns || txn_id.len < 0 || gr_req_state(req, &verify_key))
         return false;
-    }
-    v->conn = c;
-    v->prev = c->tail;
-    if (c->tail)
-        c->tail->next = v;
-    else
-        c->head = v;
-    c->tail = v;
-    c->pending++;
-    if (c->ready && !vstate_send(c, v)) { /* sent now, or queued until ready; refused: not waited for */
-        vstate_unlink(v);
-        v->answered = true;
-        return false;
-    }
-    /* bounded as the inter-broker request is (a connect, then its timeout), not by the Produce's timeout_ms,
-       which Kafka applies only to the acks=-1 wait after the append */
-    int64_t wait_ms = GR_BROKER_CLIENT_CONNECT_TIMEOUT_MS + b->cfg.settings.replica_socket_timeout_ms;
-    *rc = gr_req_await_verified(req, wait_ms, run, verify_cancel); /* the answer comes later */
-    if (*rc == GR_HANDLER_CLOSE) verify_cancel(req);
-    return true;
+    int32_t node = coordinator_node(b, txn_id);
+    if (node < 0 || node == b->image->node_id) return false; /* here (in process) or none */
+    struct vstate *v = gr_req_state_add(req, &verify_key, sizeof *v);
+    if (!v || !(v->parts = gr_arena_calloc(&req->arena, 1, sizeof *v->parts))) return false;
+    v->req = req;
+    v->txn_id = txn_id;
+    v->producer_id = producer_id;
+    v->producer_epoch = producer_epoch;
+    v->parts[v->count++] = (struct vpart){topic, partition, GR_ERR_NOT_COORDINATOR};
+    return vstate_wait(b, req, v, node, run, rc);
 }
 
 bool gr_txns_remote_verdict(struct gr_req *req, struct gr_str topic, int32_t partition, int16_t *error_code)

@@ -85,12 +85,14 @@ int16_t gr_txns_produce_error(int16_t err, int16_t produce_version, const char *
  * transaction.partition.verification.enable are on and `txn_id` is not null and `group_id` not empty, asks
  * whether the group's __consumer_offsets partition (offsets.topic.num.partitions, as AddOffsetsToTxn adds
  * it) is in the ongoing transaction of `txn_id` at `producer_id` / `producer_epoch`, unless that partition's
- * log already holds an open transaction of the producer at that epoch (asked nothing, as for Produce).
- * Returns NONE or the
+ * log already holds an open transaction of the producer at that epoch (asked nothing, as for Produce): the
+ * coordinator in process, or, in cluster mode, the remote one (gr_txns_verify_remote_one: returns true with
+ * *rc, the request waiting; `run` runs again with the verdict). Returns false with *error_code NONE or the
  * error every partition of the request answers (gr_txns_txn_commit_error for TxnOffsetCommit `version`;
  * COORDINATOR_NOT_AVAILABLE while no transaction coordinator runs here). */
-int16_t gr_txns_check_txn_offset_commit(struct gr_broker *b, struct gr_str txn_id, struct gr_str group_id,
-                                        int64_t producer_id, int16_t producer_epoch, int16_t version);
+bool gr_txns_check_txn_offset_commit(struct gr_req *req, struct gr_str txn_id, struct gr_str group_id,
+                                     int64_t producer_id, int16_t producer_epoch, int16_t version,
+                                     gr_handler_fn run, enum gr_handler_rc *rc, int16_t *error_code);
 /* TxnOffsetCommit's error for the verification answer `err`: AddPartitionsToTxnManager's (PRODUCER_FENCED
  * -> INVALID_PRODUCER_EPOCH; TRANSACTION_ABORTABLE -> INVALID_TXN_STATE below v4, whose clients are
  * txnOffsetCommitRequestVersionToTransactionSupportedOperation's defaultError), then
@@ -132,6 +134,15 @@ int16_t gr_txns_write_marker(struct gr_broker *b, struct gr_log *log, const stru
  * nothing transactional, already asked, or it could not be asked (its partitions then answer
  * NOT_ENOUGH_REPLICAS). */
 bool gr_txns_verify_remote(struct gr_req *req, gr_handler_fn run, enum gr_handler_rc *rc);
+/* One partition's remote verification, as gr_txns_verify_remote but for `topic`-`partition` of the
+ * transaction of `txn_id` at `producer_id` / `producer_epoch` (TxnOffsetCommit's __consumer_offsets
+ * partition: Kafka's GroupCoordinator asks the remote transaction coordinator through
+ * AddPartitionsToTxnManager too): true with *rc when the question went out (`run` runs again once answered or
+ * after the wait); false when not asked (the same cases: the coordinator here or unknown, already asked;
+ * could not be asked: its verdict is then NOT_COORDINATOR). The verdict: gr_txns_remote_verdict. */
+bool gr_txns_verify_remote_one(struct gr_req *req, struct gr_str txn_id, int64_t producer_id,
+                               int16_t producer_epoch, struct gr_str topic, int32_t partition,
+                               gr_handler_fn run, enum gr_handler_rc *rc);
 /* The remote verification's verdict for `topic`-`partition` of `req` (gr_txns_verify_remote): false when the
  * request has none for it (ask gr_txns_check_produce); else true with *error_code the coordinator's answer
  * as AddPartitionsToTxn carried it (NONE: verified; NOT_COORDINATOR for a lost connection, a timeout or a

@@ -122,15 +122,29 @@ int16_t gr_txns_check_produce(struct gr_broker *b, const struct gr_log *log, str
     return err;
 }
 
-int16_t gr_txns_check_txn_offset_commit(struct gr_broker *b, struct gr_str txn_id, struct gr_str group_id,
-                                        int64_t producer_id, int16_t producer_epoch, int16_t version)
+bool gr_txns_check_txn_offset_commit(struct gr_req *req, struct gr_str txn_id, struct gr_str group_id,
+                                     int64_t producer_id, int16_t producer_epoch, int16_t version,
+                                     gr_handler_fn run, enum gr_handler_rc *rc, int16_t *error_code)
 {
-    if (!gr_txns_verification_enabled(b) || txn_id.len < 0 || group_id.len <= 0) return GR_ERR_NONE;
+    struct gr_broker *b = req->broker;
+    *error_code = GR_ERR_NONE;
+    if (!gr_txns_verification_enabled(b) || txn_id.len < 0 || group_id.len <= 0) return false;
     int32_t p = gr_coord_partition_for(group_id, b->cfg.settings.offsets_topic_num_partitions);
+    struct gr_str topic = gr_str_c(GR_OFFSETS_TOPIC);
+    int16_t err;
+    if (gr_txns_remote_verdict(req, topic, p, &err)) { /* the remote coordinator answered (or could not) */
+        *error_code = gr_txns_txn_commit_error(err, version);
+        return false;
+    }
     struct gr_offsets_log *ol = gr_groups_offsets_log(b);
     if (ol && p < gr_offsets_log_partitions(ol) &&
         ongoing(gr_offsets_log_log(ol, p), producer_id, producer_epoch))
-        return GR_ERR_NONE;
-    int16_t err = ask(b, txn_id, gr_str_c(GR_OFFSETS_TOPIC), p, producer_id, producer_epoch);
-    return gr_txns_txn_commit_error(err, version);
+        return false;
+    if (gr_txns_verify_remote_one(req, txn_id, producer_id, producer_epoch, topic, p, run, rc)) return true;
+    if (gr_txns_remote_verdict(req, topic, p, &err)) /* could not be asked: NOT_COORDINATOR */
+        *error_code = gr_txns_txn_commit_error(err, version);
+    else
+        *error_code =
+            gr_txns_txn_commit_error(ask(b, txn_id, topic, p, producer_id, producer_epoch), version);
+    return false;
 }

@@ -10,11 +10,11 @@ Setup: __transaction_state made by the first FindCoordinator (10 partitions here
 min ISR 2: Kafka's defaults); C, the broker coordinating the transactional id (the leader of its
 __transaction_state partition); topics in and out (3 partitions each, RF 3, min.insync.replicas 2) assigned
 so that every data partition is led away from C (C last in each replica list; the controller elects in
-assignment order); the consumer group picked so that its __consumer_offsets partition has the same replicas
-in the same order as the transactional id's __transaction_state partition, so the group coordinator is the
-transaction coordinator, before and after each election (a TxnOffsetCommit at a group coordinator on another
-broker answers NOT_COORDINATOR today: KIP-890's verification of TxnOffsetCommit asks only the in-process
-transaction coordinator; --group-elsewhere picks such a group and shows it); R records (K keys, key k on partition k % 3, values "k:seq") written to in by an
+assignment order); the consumer group picked so that its group coordinator (the leader of its
+__consumer_offsets partition) is another broker than the transaction coordinator, so every TxnOffsetCommit is
+verified (KIP-890 part 1) at a remote transaction coordinator (--group-with-coordinator: a group whose
+__consumer_offsets partition has the replicas of the transactional id's __transaction_state partition in the
+same order, so the two coordinators stay together across elections); R records (K keys, key k on partition k % 3, values "k:seq") written to in by an
 idempotent acks=all producer; then the pipeline (a transaction every N records, acks=all).
 A seeded schedule (random.Random(seed), printed) of faults for D seconds, one every 1-3 s, the first five
 one of each kind in a seeded order, each one of:
@@ -40,11 +40,11 @@ Then, every partition of in and out back at a full ISR (at most 30 s), the broke
 rest nothing is in flight) and the replicas of every partition of out and in compared up to the high
 watermark (replicacheck.py: byte for byte, at the same offsets). A broker that exits other than at a
 failpoint is a failure. Before the pipeline starts, one transaction of the same transactional id commits an
-offset for a group coordinated by another broker (remote_offsets): an expected failure today (XFAIL, the
-TxnOffsetCommit answers NOT_COORDINATOR), checked to commit once that is built. Prints its seed and figures (faults by kind, failpoints fired by name, aborted
+offset for a group coordinated by another broker (remote_offsets): committed and read back (it answered
+NOT_COORDINATOR before the group coordinator learnt to ask a remote transaction coordinator). Prints its seed and figures (faults by kind, failpoints fired by name, aborted
 records seen). Ends with `cluster-txn-faults: N passed, N failed`; exit status 1 on any failure.
 Usage: txn_faults.py [--seed N] [--duration D] [--records R] [--keys K] [--per-txn N] [--deadline S]
-[--group-elsewhere]
+[--group-with-coordinator]
 (the cluster suite's short form: the defaults, 30 s of faults; make test-txn-faults: 60 s per seed).
 Read next: compat-tests/txn/pipeline.py, compat-tests/txn/txnkit.py, compat-tests/txn/eos.py, txn.py.
 """
@@ -266,10 +266,11 @@ class Run:
             c.close()
 
     def pick_group(self, coord):
-        """The consumer group: by default one whose __consumer_offsets partition has the replicas of the
-        transactional id's __transaction_state partition in the same order (so its group coordinator is the
-        transaction coordinator, before and after each election); with --group-elsewhere one whose group
-        coordinator is another broker (a TxnOffsetCommit verified at a remote transaction coordinator)."""
+        """The consumer group: by default one whose group coordinator is another broker than the transaction
+        coordinator (its TxnOffsetCommits verified at a remote transaction coordinator); with
+        --group-with-coordinator one whose __consumer_offsets partition has the replicas of the transactional
+        id's __transaction_state partition in the same order (the two coordinators together, before and after
+        each election)."""
         def served():
             try:
                 with k.Conn(self.bs[0].bootstrap, timeout=5) as c:
@@ -284,7 +285,7 @@ class Run:
         for i in range(1000):
             g = f'ctf-group-{i}'
             v = offs[partition_for(g, OFFSETS_PARTS)]
-            if (v[0] != coord.node_id) if self.a.group_elsewhere else (v[1] == replicas):
+            if (v[1] == replicas) if self.a.group_with_coordinator else (v[0] != coord.node_id):
                 self.group = g
                 tk.ok(f'group {g}: {OFFSETS_TOPIC}-{partition_for(g, OFFSETS_PARTS)} replicas {list(v[1])} '
                       f'(the transactional id\'s {TXN_TOPIC}-{self.txn_p}: {list(replicas)})')
@@ -295,8 +296,8 @@ class Run:
         """One transaction of TXN_ID (before the pipeline's first start: it fences this producer) that only
         commits an offset of `in` for a group whose coordinator is another broker than the transaction
         coordinator: the TxnOffsetCommit is verified (KIP-890 part 1) at a remote transaction coordinator.
-        Today it answers NOT_COORDINATOR (server/txns_verify.c gr_txns_check_txn_offset_commit asks only the
-        in-process coordinator): an expected failure until that is built, then checked to commit."""
+        It answered NOT_COORDINATOR while server/txns_verify.c gr_txns_check_txn_offset_commit asked only the
+        in-process coordinator."""
         from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
         g = next(f'ctf-probe-{i}' for i in range(1000)
                  if offs[partition_for(f'ctf-probe-{i}', OFFSETS_PARTS)][0] != coord.node_id)
@@ -313,10 +314,7 @@ class Run:
                 pr.send_offsets_to_transaction([TopicPartition(SRC, 0, 1)], c.consumer_group_metadata(), 30)
                 pr.commit_transaction(30)
             except KafkaException as e:
-                if e.args[0].code() != 16:  # NOT_COORDINATOR
-                    raise
-                tk.xfail(name + ' (NOT_COORDINATOR today)', 'TxnOffsetCommit verified at a remote transaction '
-                         'coordinator (server/txns_verify.c asks only the in-process one)')
+                tk.fail(name, str(e))
                 pr.abort_transaction(30)
                 return
             tk.eq(name, [1], [tp.offset for tp in c.committed([TopicPartition(SRC, 0)], timeout=10)])
@@ -457,8 +455,8 @@ def main():
     ap.add_argument('--records', type=int, default=1500)
     ap.add_argument('--keys', type=int, default=12)
     ap.add_argument('--per-txn', type=int, default=20)
-    ap.add_argument('--group-elsewhere', action='store_true',
-                    help='a group coordinated by another broker than the transaction coordinator')
+    ap.add_argument('--group-with-coordinator', action='store_true',
+                    help='a group coordinated by the transaction coordinator\'s broker')
     a = ap.parse_args()
     deadline = a.deadline or a.duration + 240
     t0 = time.monotonic()

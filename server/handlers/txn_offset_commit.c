@@ -88,17 +88,20 @@ static void txn_send(struct gr_req *req, struct txn_commit_state *st, struct gr_
     gr_coord_txn_commit(req->broker->coord, &p, &st->partition, &st->end_offset);
 }
 
-/* KIP-890 part 1 (server/txns.h gr_txns_check_txn_offset_commit): true when the transaction does not hold the
- * group's offsets partition, every valid partition then answering the error (nothing is written). */
-static bool txn_unverified(struct gr_req *req, struct txn_commit_state *st)
+/* KIP-890 part 1 (server/txns.h gr_txns_check_txn_offset_commit): 1 when the request waits for a remote
+ * transaction coordinator's answer (*rc), 2 when the transaction does not hold the group's offsets partition
+ * (every valid partition then answers the error; nothing is written), 0 to go on. */
+static int txn_unverified(struct gr_req *req, struct txn_commit_state *st, enum gr_handler_rc *rc)
 {
     struct gr_txn_offset_commit_request *body = req->body;
-    int16_t err = gr_txns_check_txn_offset_commit(req->broker, body->transactional_id, body->group_id,
-                                                  body->producer_id, body->producer_epoch,
-                                                  req->hdr.request_api_version);
+    int16_t err;
+    if (gr_txns_check_txn_offset_commit(req, body->transactional_id, body->group_id, body->producer_id,
+                                        body->producer_epoch, req->hdr.request_api_version,
+                                        gr_handle_txn_offset_commit, rc, &err))
+        return 1;
     for (int32_t i = 0; err && i < st->count; i++)
         st->dst[i]->error_code = err;
-    return err != GR_ERR_NONE;
+    return err != GR_ERR_NONE ? 2 : 0;
 }
 
 enum gr_handler_rc gr_handle_txn_offset_commit(struct gr_req *req)
@@ -154,7 +157,9 @@ enum gr_handler_rc gr_handle_txn_offset_commit(struct gr_req *req)
     }
     st->count = k;
     if (k == 0) return GR_HANDLER_DONE;
-    if (txn_unverified(req, st)) return GR_HANDLER_DONE;
+    enum gr_handler_rc vrc;
+    int unverified = txn_unverified(req, st, &vrc); /* 1: asked a remote coordinator, runs again then */
+    if (unverified) return unverified == 1 ? vrc : GR_HANDLER_DONE;
     txn_send(req, st, cts, nct);
     if (st->end_offset < 0) {
         copy_errors(st, GR_ERR_NONE);
