@@ -17,7 +17,7 @@ __consumer_offsets partition has the replicas of the transactional id's __transa
 same order, so the two coordinators stay together across elections); R records (K keys, key k on partition k % 3, values "k:seq") written to in by an
 idempotent acks=all producer; then the pipeline (a transaction every N records, acks=all).
 A seeded schedule (random.Random(seed), printed) of faults for D seconds, one every 1-3 s, the first five
-one of each kind in a seeded order, each one of:
+one of each kind (the pipeline's kill first, the others in a seeded order), each one of:
   - pipeline: kill -9 of the pipeline process 50-300 ms after one of its commits, started again at once;
   - coordinator: kill -9 of the broker leading the transactional id's __transaction_state partition (as
     Metadata says then), restarted at once on the same data dir and ports;
@@ -25,8 +25,9 @@ one of each kind in a seeded order, each one of:
     follower when every data partition is led by the coordinator's broker then: counted apart), restarted;
   - failpoint: T, the broker the controller would elect next for that __transaction_state partition (the
     first other ISR member in assignment order), kill -9 and restarted with GREGOR_FAILPOINT=<one of the four
-    txn points>:<1-2>, then, once it is back in that partition's ISR (at most 30 s), kill -9 of the
-    coordinator (restarted at once, unarmed), so T coordinates armed; a broker that exits at its failpoint
+    txn points>:<1-2> (each of the four once, in a seeded order, before any repeats), then, once it is back
+    in that partition's ISR (at most 30 s), kill -9 of the coordinator (restarted at once, unarmed), so T
+    coordinates armed; then up to 10 s for T to exit at its point; a broker that exits at its failpoint
     (status 86) is restarted without one;
   - pause: SIGSTOP of a leader of a partition of in, out or that __transaction_state partition for 1-5 s
     (past the 3 s session sometimes: its leaderships move), then SIGCONT.
@@ -72,6 +73,7 @@ TXN_TOPIC, TXN_PARTS = '__transaction_state', 10
 SRC, DST, PARTS, TXN_ID = 'ctf-in', 'ctf-out', 3, 'ctf-pipeline'
 OFFSETS_TOPIC, OFFSETS_PARTS = '__consumer_offsets', 50
 STALL_S = 30
+FIRE_WAIT_S = 10  # a failpoint fault waits this long for the armed broker to exit at its point
 FAILPOINTS = ('txn.after_prepare', 'txn.mid_markers', 'txn.before_complete', 'txn.after_add_partitions')
 KINDS = ('pipeline', 'coordinator', 'leader', 'failpoint', 'pause')
 
@@ -99,8 +101,10 @@ class Run:
                                       'failpoint armed', 'pause', 'failpoint fired', 'pipeline exited',
                                       'armed broker disarmed for the drain')}
         self.fired = {}
-        self.first = list(KINDS)
-        self.rng.shuffle(self.first)
+        self.first = list(KINDS[1:])  # the pipeline's kill first (an aborted transaction even in a short run),
+        self.rng.shuffle(self.first)    # then one of each other kind in a seeded order
+        self.first.insert(0, 'pipeline')
+        self.points = []  # failpoints still to arm before any repeats: each of the four first, seeded order
         self.txn_p = partition_for(TXN_ID, TXN_PARTS)
         self.delay_ms = max(0, int(args.duration * 1000 * 0.8 / max(1, args.records)))
         self.group = None
@@ -225,7 +229,10 @@ class Run:
             nxt = [r for r in v[1] if r != coord.node_id and r in v[2]] or \
                 [r for r in v[1] if r != coord.node_id]
             t = self.by_id[nxt[0]]
-            fp = '%s:%d' % (self.rng.choice(FAILPOINTS), self.rng.randint(1, 2))
+            if not self.points:
+                self.points = list(FAILPOINTS)
+                self.rng.shuffle(self.points)
+            fp = '%s:%d' % (self.points.pop(0), self.rng.randint(1, 2))
             self.counts['failpoint armed'] += 1
             self.kill_restart(t, fp)
             end = time.monotonic() + 30
@@ -237,8 +244,11 @@ class Run:
             if coord is not None and coord is not t and coord.alive():
                 self.counts['coordinator kill -9'] += 1
                 self.kill_restart(coord)
+            fired, end = self.counts['failpoint fired'], time.monotonic() + FIRE_WAIT_S
+            while t.armed and time.monotonic() < end:  # until T (coordinating, armed) exits there, bounded
+                self.sleep(0.1)
             return (f'failpoint {fp} on broker {t.node_id} (back in the ISR: {back}), then coordinator kill -9 '
-                    f'(broker {coord and coord.node_id})')
+                    f'(broker {coord and coord.node_id}); fired: {self.counts["failpoint fired"] > fired}')
         # pause: a leader of in, out or the transactional id's partition
         leaders = set(self.data_leaders()) | ({coord} if coord else set())
         b = self.rng.choice(sorted(leaders, key=lambda x: x.node_id) or self.bs)
