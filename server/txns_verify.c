@@ -7,7 +7,9 @@
  * ReplicaManager.appendRecords for Produce or CoordinatorOperationExceptionHelper.handleOperationException
  * for TxnOffsetCommit). transaction.partition.verification.enable=false skips the question (Kafka's
  * ReplicaManager.maybeSendPartitionsToTransactionCoordinator for transaction version 1): the batch is
- * appended and opens a transaction on the partition whether the coordinator knows it or not.
+ * appended and opens a transaction on the partition whether the coordinator knows it or not. In cluster mode
+ * a TxnOffsetCommit whose transaction coordinator is another broker asks it instead (server/txns.c
+ * gr_txns_verify_remote_one, as Produce's gr_txns_verify_remote).
  * Read next: server/txns.h, coordinator/txn.h.
  */
 #include "coordinator/coordinator.h"

@@ -10,9 +10,10 @@
  * answer waits until the batch is committed on the offsets partition, as OffsetCommit's (offset_commit.c):
  * after offsets.commit.timeout.ms the partitions get COORDINATOR_NOT_AVAILABLE. Before the group coordinator,
  * KIP-890 part 1's verification (server/txns.h gr_txns_check_txn_offset_commit, as Kafka 4.x's
- * CoordinatorRuntime.scheduleTransactionalWriteOperation): the group's __consumer_offsets partition must be
- * in the producer's ongoing transaction, else every partition gets the error (INVALID_TXN_STATE below v4,
- * TRANSACTION_ABORTABLE from v4, INVALID_PRODUCER_EPOCH when fenced...) and nothing is written.
+ * CoordinatorRuntime.scheduleTransactionalWriteOperation; a remote transaction coordinator asked over the
+ * verification connection): the group's __consumer_offsets partition must be in the producer's ongoing
+ * transaction, else every partition gets the error (INVALID_TXN_STATE below v4, TRANSACTION_ABORTABLE from
+ * v4, INVALID_PRODUCER_EPOCH when fenced...) and nothing is written.
  * Read next: coordinator/txn_offsets.c.
  */
 #include "coordinator/coordinator.h"
