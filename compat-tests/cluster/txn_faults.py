@@ -468,7 +468,7 @@ def main():
     ap.add_argument('--group-with-coordinator', action='store_true',
                     help='a group coordinated by the transaction coordinator\'s broker')
     a = ap.parse_args()
-    deadline = a.deadline or a.duration + 240
+    deadline = a.deadline or a.duration + 360  # faults, a failpoint fault's waits, the 120 s drain, the checks
     t0 = time.monotonic()
     with h.Run(seed=a.seed, deadline_s=deadline, label='cluster-txn-faults') as run:
         etcd = run.etcd(1)
