@@ -224,31 +224,7 @@ class Run:
                t_drain - t_faults, time.time() - t0), flush=True)
 
     def check(self, want):
-        addr = self.b.addr
-        committed = txnkit.read_all(addr, DST, PARTS, 'read_committed', timeout=60)
-        by_key = {}
-        for part in committed.values():
-            for k, v in part:
-                by_key.setdefault(k, []).append(v)
-        bad = [k for k, n in want.items() if by_key.get(k) != ['%s:%d:out' % (k, i) for i in range(n)]]
-        extra = sorted(set(by_key) - set(want))
-        tk.check('read_committed: every input record\'s output exactly once, in order per key (%d records, %d '
-                 'keys)' % (sum(want.values()), len(want)), not bad and not extra,
-                 'keys wrong: %s (first: %s got %s...)' % (bad[:5] + extra, bad[:1],
-                                                           (by_key.get(bad[0]) or [])[:8] if bad else ''))
-        total = sum(len(v) for v in committed.values())
-        raw = txnkit.read_all(addr, DST, PARTS, 'read_uncommitted', timeout=60)
-        raw_total = sum(len(v) for v in raw.values())
-        tk.check('read_uncommitted sees aborted records (%d beyond the %d committed): the faults bit' %
-                 (raw_total - total, total), raw_total > total)
-        for t in (SRC, DST):
-            stable = txnkit.wait_stable(addr, t, PARTS, 15)
-            tk.check('at rest: LSO = HW on every partition of %s' % t,
-                     all(hw == lso for hw, lso in stable.values()), str(stable))
-        open_ids = txnkit.open_transactions(addr)
-        if open_ids is not None:
-            tk.eq('at rest: ListTransactions lists nothing Ongoing or Prepare*', [], open_ids)
-        self.aborted = raw_total - total
+        self.aborted = txnkit.check_pipeline(self.b.addr, SRC, DST, PARTS, want)
 
 
 def main():

@@ -29,9 +29,11 @@ def main():
     # broker restarting) and decommissions the broker it knew; send_offsets_to_transaction then waits forever
     # on the decommissioned group coordinator (confluentinc/librdkafka#5511, open; seen here as a pipeline
     # stuck in it while the broker serves). Off, the client reconnects to the same broker as before 2.10.
-    consumer = Consumer({'bootstrap.servers': broker, 'group.id': group, 'isolation.level': 'read_committed',
-                         'enable.auto.commit': False, 'auto.offset.reset': 'earliest',
-                         'metadata.recovery.strategy': 'none'})
+    cconf = {'bootstrap.servers': broker, 'group.id': group, 'isolation.level': 'read_committed',
+             'enable.auto.commit': False, 'auto.offset.reset': 'earliest', 'metadata.recovery.strategy': 'none'}
+    if os.environ.get('PIPELINE_CONSUMER_DEBUG'):  # the same for the consumer, e.g. "cgrp,fetch,topic"
+        cconf['debug'] = os.environ['PIPELINE_CONSUMER_DEBUG']
+    consumer = Consumer(cconf)
     pconf = {'bootstrap.servers': broker, 'transactional.id': txn_id, 'transaction.timeout.ms': 10000,
              'linger.ms': 5, 'metadata.recovery.strategy': 'none'}
     if os.environ.get('PIPELINE_DEBUG'):  # librdkafka's debug contexts for the producer, e.g. "eos,protocol"

@@ -1,7 +1,8 @@
-"""txn/txnkit.py: what the transaction failure tests share (failpoints.py, eos.py): a Gregor broker they start,
-kill -9 and restart themselves on one free loopback port and one data directory (a client keeps its bootstrap
-address across restarts); the last stable offset against the high watermark;
-ListTransactions when the broker serves it; a read_committed / read_uncommitted read of whole partitions.
+"""txn/txnkit.py: what the transaction failure tests share (failpoints.py, eos.py, cluster/txn_faults.py): a
+Gregor broker they start, kill -9 and restart themselves on one free loopback port and one data directory (a
+client keeps its bootstrap address across restarts); the last stable offset against the high watermark; ListTransactions when the broker serves
+it; a read_committed / read_uncommitted read of whole partitions; and the exactly-once pipeline's checks at
+rest (check_pipeline), one node or a cluster.
 Read next: compat-tests/txn/failpoints.py, compat-tests/txn/eos.py.
 """
 import os
@@ -137,13 +138,14 @@ def offsets(addr, topic, partition):
 
 
 def wait_stable(addr, topic, partitions, timeout):
-    """Waits until LSO = HW on every partition; returns {partition: (hw, lso)} as last read."""
+    """Waits until LSO = HW on every partition; returns {partition: (hw, lso)} as last read. addr: one
+    broker's address, or a function (topic, partition) -> the address of its leader (a cluster)."""
     end = time.time() + timeout
     while True:
         got = {}
         for p in range(partitions):
             try:
-                got[p] = offsets(addr, topic, p)
+                got[p] = offsets(addr(topic, p) if callable(addr) else addr, topic, p)
             except (OSError, RuntimeError, kr.ConnectionClosed) as e:
                 got[p] = (str(e), None)
         if all(hw == lso for hw, lso in got.values()) or time.time() > end:
@@ -191,3 +193,41 @@ def read_all(addr, topic, partitions, isolation, timeout=30):
         return out
     finally:
         c.close()
+
+
+def check_pipeline(bootstrap, src, dst, partitions, want, leader_of=None, coordinators=None):
+    """The exactly-once pipeline's checks at rest (issue #21; eos.py, cluster/txn_faults.py), each a testkit
+    check: a read_committed reader of `dst` sees, for every key k of want {key: n}, exactly "k:0:out" ..
+    "k:(n-1):out" in that order and no other key; a read_uncommitted reader sees more records than that (the
+    faults bit); LSO = HW on every partition of `src` and `dst`; ListTransactions lists nothing Ongoing or
+    Prepare* at any broker of `coordinators` (addresses; default [bootstrap]; skipped where not served).
+    bootstrap: the readers' bootstrap list; leader_of: (topic, partition) -> the leader's address for
+    ListOffsets (default: bootstrap, one broker). Returns the number of aborted records read_uncommitted saw
+    beyond the committed ones."""
+    import testkit as tk
+    committed = read_all(bootstrap, dst, partitions, 'read_committed', timeout=60)
+    by_key = {}
+    for part in committed.values():
+        for k, v in part:
+            by_key.setdefault(k, []).append(v)
+    bad = [k for k, n in want.items() if by_key.get(k) != ['%s:%d:out' % (k, i) for i in range(n)]]
+    extra = sorted(set(by_key) - set(want))
+    tk.check('read_committed: every input record\'s output exactly once, in order per key (%d records, %d '
+             'keys)' % (sum(want.values()), len(want)), not bad and not extra,
+             'keys wrong: %s (first: %s got %s...)' % (bad[:5] + extra, bad[:1],
+                                                       (by_key.get(bad[0]) or [])[:8] if bad else ''))
+    total = sum(len(v) for v in committed.values())
+    raw = read_all(bootstrap, dst, partitions, 'read_uncommitted', timeout=60)
+    raw_total = sum(len(v) for v in raw.values())
+    tk.check('read_uncommitted sees aborted records (%d beyond the %d committed): the faults bit' %
+             (raw_total - total, total), raw_total > total)
+    for t in (src, dst):
+        stable = wait_stable(leader_of or bootstrap, t, partitions, 15)
+        tk.check('at rest: LSO = HW on every partition of %s' % t,
+                 all(hw == lso for hw, lso in stable.values()), str(stable))
+    listed = [(a, open_transactions(a)) for a in (coordinators or [bootstrap])]
+    listed = [(a, ids) for a, ids in listed if ids is not None]
+    if listed:
+        tk.eq('at rest: ListTransactions lists nothing Ongoing or Prepare* (%d broker(s))' % len(listed), [],
+              [(a, ids) for a, ids in listed if ids])
+    return raw_total - total
