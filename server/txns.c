@@ -56,10 +56,13 @@
 #include "partition/partition.h"
 #include "protocol/errors.h"
 #include "protocol/record_batch.h"
+#include "server/groups.h"
 #include "server/handlers/handlers.h"
 #include "server/route.h"
 #include "server/txn_markers.h"
 #include "storage/iopool.h"
+#include "storage/log.h"
+#include "storage/producer_state.h"
 #include "storage/store.h"
 
 /* Bytes read per load step (one pool read, one replay): bounds what a load holds at once. */
@@ -1405,6 +1408,9 @@ const uint8_t *gr_txns_txn_batch(struct gr_bytes records)
     return batch;
 }
 
+static bool verify_at(struct gr_req *req, struct vstate *v, int32_t node, gr_handler_fn run,
+                      enum gr_handler_rc *rc);
+
 bool gr_txns_verify_remote(struct gr_req *req, gr_handler_fn run, enum gr_handler_rc *rc)
 {
     struct gr_broker *b = req->broker;
@@ -1447,6 +1453,15 @@ bool gr_txns_verify_remote(struct gr_req *req, gr_handler_fn run, enum gr_handle
         v->answered = true; /* nothing transactional to verify */
         return false;
     }
+    return verify_at(req, v, node, run, rc);
+}
+
+/* Queues `v` (its partitions set) on the verification connection to broker `node` and parks `req` until the
+ * answer (gr_txns_verify_remote's wait): true with *rc, or false (go on now) when it could not be asked. */
+static bool verify_at(struct gr_req *req, struct vstate *v, int32_t node, gr_handler_fn run,
+                      enum gr_handler_rc *rc)
+{
+    struct gr_broker *b = req->broker;
     struct vconn *c = vconn_of(b->txns, node);
     if (!c || c->pending >= GR_TXN_VERIFY_PENDING_MAX) {
         v->answered = true; /* every partition answers NOT_COORDINATOR -> NOT_ENOUGH_REPLICAS, retriable */
@@ -1471,6 +1486,39 @@ bool gr_txns_verify_remote(struct gr_req *req, gr_handler_fn run, enum gr_handle
     *rc = gr_req_await_verified(req, wait_ms, run, verify_cancel); /* the answer comes later */
     if (*rc == GR_HANDLER_CLOSE) verify_cancel(req);
     return true;
+}
+
+bool gr_txns_log_txn_ongoing(const struct gr_log *log, int64_t producer_id, int16_t producer_epoch)
+{
+    const struct gr_producer_entry *e =
+        log ? gr_producer_state_find(gr_log_producer_state(log), producer_id) : NULL;
+    return e && e->producer_epoch == producer_epoch && e->current_txn_first_offset >= 0;
+}
+
+bool gr_txns_verify_remote_offsets(struct gr_req *req, struct gr_str txn_id, struct gr_str group_id,
+                                   int64_t producer_id, int16_t producer_epoch, gr_handler_fn run,
+                                   enum gr_handler_rc *rc)
+{
+    struct gr_broker *b = req->broker;
+    if (!gr_txns_enabled(b) || !b->cfg.settings.transaction_partition_verification_enable || !b->member ||
+        !b->txns || txn_id.len < 0 || group_id.len <= 0 || gr_req_state(req, &verify_key))
+        return false;
+    int32_t node = coordinator_node(b, txn_id);
+    if (node < 0 || node == b->image->node_id) return false; /* here (in process) or none */
+    int32_t p = gr_coord_partition_for(group_id, b->cfg.settings.offsets_topic_num_partitions);
+    struct gr_offsets_log *ol = gr_groups_offsets_log(b);
+    if (ol && p < gr_offsets_log_partitions(ol) &&
+        gr_txns_log_txn_ongoing(gr_offsets_log_log(ol, p), producer_id, producer_epoch))
+        return false; /* asked nothing, as Kafka (UnifiedLog.hasOngoingTransaction) */
+    struct vstate *v = gr_req_state_add(req, &verify_key, sizeof *v);
+    if (!v || !(v->parts = gr_arena_calloc(&req->arena, 1, sizeof *v->parts))) return false;
+    v->req = req;
+    v->txn_id = txn_id;
+    v->producer_id = producer_id;
+    v->producer_epoch = producer_epoch;
+    v->parts[0] = (struct vpart){gr_str_c(GR_OFFSETS_TOPIC), p, GR_ERR_NOT_COORDINATOR};
+    v->count = 1;
+    return verify_at(req, v, node, run, rc);
 }
 
 bool gr_txns_remote_verdict(struct gr_req *req, struct gr_str topic, int32_t partition, int16_t *error_code)

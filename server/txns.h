@@ -132,6 +132,23 @@ int16_t gr_txns_write_marker(struct gr_broker *b, struct gr_log *log, const stru
  * nothing transactional, already asked, or it could not be asked (its partitions then answer
  * NOT_ENOUGH_REPLICAS). */
 bool gr_txns_verify_remote(struct gr_req *req, gr_handler_fn run, enum gr_handler_rc *rc);
+/* Cluster mode, before TxnOffsetCommit's verification (gr_txns_check_txn_offset_commit; Kafka 4.x's
+ * CoordinatorPartitionWriter.maybeStartTransactionVerification through AddPartitionsToTxnManager): when
+ * `txn_id` is coordinated by another broker, asks it, as gr_txns_verify_remote asks for a Produce, whether
+ * the group's __consumer_offsets partition (abs(hashCode(group_id)) % offsets.topic.num.partitions) is in the
+ * ongoing transaction of `producer_id` / `producer_epoch`, and parks `req` until the answer (`run` runs again
+ * then; gr_txns_remote_verdict gives it): returns true with *rc. Returns false (go on now) when the switch or
+ * transaction.partition.verification.enable is off, in single-node mode, for a null `txn_id` or an empty
+ * `group_id`, when the coordinator is here or unknown, when the partition's local log already holds an open
+ * transaction of the producer at that epoch (asked nothing), when already asked, or when it could not be
+ * asked (gr_txns_check_txn_offset_commit then answers). */
+bool gr_txns_verify_remote_offsets(struct gr_req *req, struct gr_str txn_id, struct gr_str group_id,
+                                   int64_t producer_id, int16_t producer_epoch, gr_handler_fn run,
+                                   enum gr_handler_rc *rc);
+/* UnifiedLog.hasOngoingTransaction: true when `log` (may be NULL: false) holds an open transaction of
+ * `producer_id` at `producer_epoch`; then Kafka's leader asks the coordinator nothing
+ * (maybeStartTransactionVerification's VerificationGuard.SENTINEL). */
+bool gr_txns_log_txn_ongoing(const struct gr_log *log, int64_t producer_id, int16_t producer_epoch);
 /* The remote verification's verdict for `topic`-`partition` of `req` (gr_txns_verify_remote): false when the
  * request has none for it (ask gr_txns_check_produce); else true with *error_code the coordinator's answer
  * as AddPartitionsToTxn carried it (NONE: verified; NOT_COORDINATOR for a lost connection, a timeout or a

@@ -81,15 +81,6 @@ bool gr_txns_verification_enabled(const struct gr_broker *b)
     return gr_txns_enabled(b) && b->cfg.settings.transaction_partition_verification_enable;
 }
 
-/* UnifiedLog.hasOngoingTransaction: `log` holds an open transaction of `producer_id` at `producer_epoch`;
-   then Kafka's leader asks the coordinator nothing (maybeStartTransactionVerification's SENTINEL). */
-static bool ongoing(const struct gr_log *log, int64_t producer_id, int16_t producer_epoch)
-{
-    const struct gr_producer_entry *e =
-        log ? gr_producer_state_find(gr_log_producer_state(log), producer_id) : NULL;
-    return e && e->producer_epoch == producer_epoch && e->current_txn_first_offset >= 0;
-}
-
 /* The coordinator's answer for one partition: COORDINATOR_NOT_AVAILABLE while none runs here
    (AddPartitionsToTxnManager.getTransactionCoordinator: __transaction_state not there yet). */
 static int16_t ask(struct gr_broker *b, struct gr_str txn_id, struct gr_str topic, int32_t partition,
@@ -112,7 +103,8 @@ int16_t gr_txns_check_produce(struct gr_broker *b, const struct gr_log *log, str
     if (!batch) return GR_ERR_NONE; /* not transactional (or malformed: the produce path judges it) */
     int64_t pid = gr_batch_producer_id(batch);
     int16_t epoch = gr_batch_producer_epoch(batch);
-    if (!b->cfg.settings.transaction_partition_verification_enable || ongoing(log, pid, epoch)) {
+    if (!b->cfg.settings.transaction_partition_verification_enable ||
+        gr_txns_log_txn_ongoing(log, pid, epoch)) {
         *verified = true; /* appended unasked, as Kafka */
         return GR_ERR_NONE;
     }
@@ -129,7 +121,7 @@ int16_t gr_txns_check_txn_offset_commit(struct gr_broker *b, struct gr_str txn_i
     int32_t p = gr_coord_partition_for(group_id, b->cfg.settings.offsets_topic_num_partitions);
     struct gr_offsets_log *ol = gr_groups_offsets_log(b);
     if (ol && p < gr_offsets_log_partitions(ol) &&
-        ongoing(gr_offsets_log_log(ol, p), producer_id, producer_epoch))
+        gr_txns_log_txn_ongoing(gr_offsets_log_log(ol, p), producer_id, producer_epoch))
         return GR_ERR_NONE;
     int16_t err = ask(b, txn_id, gr_str_c(GR_OFFSETS_TOPIC), p, producer_id, producer_epoch);
     return gr_txns_txn_commit_error(err, version);

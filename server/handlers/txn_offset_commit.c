@@ -12,8 +12,11 @@
  * KIP-890 part 1's verification (server/txns.h gr_txns_check_txn_offset_commit, as Kafka 4.x's
  * CoordinatorRuntime.scheduleTransactionalWriteOperation): the group's __consumer_offsets partition must be
  * in the producer's ongoing transaction, else every partition gets the error (INVALID_TXN_STATE below v4,
- * TRANSACTION_ABORTABLE from v4, INVALID_PRODUCER_EPOCH when fenced...) and nothing is written.
- * Read next: coordinator/txn_offsets.c.
+ * TRANSACTION_ABORTABLE from v4, INVALID_PRODUCER_EPOCH when fenced...) and nothing is written. In cluster
+ * mode, when the transaction's coordinator is another broker, it is asked there first
+ * (gr_txns_verify_remote_offsets: AddPartitionsToTxn VerifyOnly, the request parked until the answer), not in
+ * process (where it is NOT_COORDINATOR: librdkafka retried its TxnOffsetCommit for good, 0103 in the
+ * cluster). Read next: coordinator/txn_offsets.c.
  */
 #include "coordinator/coordinator.h"
 #include "coordinator/offsets_log.h"
@@ -88,14 +91,26 @@ static void txn_send(struct gr_req *req, struct txn_commit_state *st, struct gr_
     gr_coord_txn_commit(req->broker->coord, &p, &st->partition, &st->end_offset);
 }
 
-/* KIP-890 part 1 (server/txns.h gr_txns_check_txn_offset_commit): true when the transaction does not hold the
- * group's offsets partition, every valid partition then answering the error (nothing is written). */
-static bool txn_unverified(struct gr_req *req, struct txn_commit_state *st)
+/* KIP-890 part 1 (server/txns.h gr_txns_check_txn_offset_commit): true with *rc when the request ends here:
+ * parked while the transaction's coordinator on another broker is asked (gr_txns_verify_remote_offsets; the
+ * handler runs again with its answer), or answered because the transaction does not hold the group's offsets
+ * partition, every valid partition then answering the error (nothing is written). */
+static bool txn_unverified(struct gr_req *req, struct txn_commit_state *st, enum gr_handler_rc *rc)
 {
     struct gr_txn_offset_commit_request *body = req->body;
-    int16_t err = gr_txns_check_txn_offset_commit(req->broker, body->transactional_id, body->group_id,
-                                                  body->producer_id, body->producer_epoch,
-                                                  req->hdr.request_api_version);
+    if (gr_txns_verify_remote_offsets(req, body->transactional_id, body->group_id, body->producer_id,
+                                      body->producer_epoch, gr_handle_txn_offset_commit, rc))
+        return true;
+    *rc = GR_HANDLER_DONE;
+    int16_t err;
+    int32_t p =
+        gr_coord_partition_for(body->group_id, req->broker->cfg.settings.offsets_topic_num_partitions);
+    if (gr_txns_remote_verdict(req, gr_str_c(GR_OFFSETS_TOPIC), p, &err)) /* asked another broker */
+        err = gr_txns_txn_commit_error(err, req->hdr.request_api_version);
+    else
+        err = gr_txns_check_txn_offset_commit(req->broker, body->transactional_id, body->group_id,
+                                              body->producer_id, body->producer_epoch,
+                                              req->hdr.request_api_version);
     for (int32_t i = 0; err && i < st->count; i++)
         st->dst[i]->error_code = err;
     return err != GR_ERR_NONE;
@@ -154,7 +169,8 @@ enum gr_handler_rc gr_handle_txn_offset_commit(struct gr_req *req)
     }
     st->count = k;
     if (k == 0) return GR_HANDLER_DONE;
-    if (txn_unverified(req, st)) return GR_HANDLER_DONE;
+    enum gr_handler_rc rc;
+    if (txn_unverified(req, st, &rc)) return rc;
     txn_send(req, st, cts, nct);
     if (st->end_offset < 0) {
         copy_errors(st, GR_ERR_NONE);
