@@ -21,13 +21,14 @@
  * topic of the cluster, created through the topic writer by the first FindCoordinator
  * (gr_groups_coordinator), and the coordinator holds only the groups of the partitions this broker leads.
  * One image observer (gr_groups_follow, also run when the replica manager made a local log) is the only
- * place that decides: a partition led here (not fenced) whose local log exists is loaded, one no longer
- * led here is unloaded (Kafka's GroupCoordinatorService.onElection / onResignation; the coordinator
- * epoch is the partition's leader epoch). A load reads the partition in GR_OFFSETS_LOAD_BYTES steps on the
- * I/O pool (cold index and file work too: gr_log_read_nowait) and replays each step on the loop, so the
- * network thread never waits for the disk and group requests meanwhile get COORDINATOR_LOAD_IN_PROGRESS
- * (coordinator/ownership.c answers it; handlers have no mode branch).
- * Read next: coordinator/coordinator.h, server/handlers/join_group.c.
+ * place that decides: a partition led here (not fenced) whose local log exists is loaded (one led here
+ * whose local log is not made yet waits as loading: COORDINATOR_LOAD_IN_PROGRESS, not NOT_COORDINATOR, to the
+ * clients FindCoordinator already sends here), one no longer led here is unloaded (Kafka's
+ * GroupCoordinatorService.onElection / onResignation; the coordinator epoch is the partition's leader epoch).
+ * A load reads the partition in GR_OFFSETS_LOAD_BYTES steps on the I/O pool (cold index and file work too:
+ * gr_log_read_nowait) and replays each step on the loop, so the network thread never waits for the disk and
+ * group requests meanwhile get COORDINATOR_LOAD_IN_PROGRESS (coordinator/ownership.c answers it; handlers
+ * have no mode branch). Read next: coordinator/coordinator.h, server/handlers/join_group.c.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -580,9 +581,21 @@ static void groups_follow(void *ctx, struct gr_image *img)
     for (int32_t p = 0; p < it->partition_count; p++) {
         const struct gr_image_partition *ip = gr_image_partition(it, p);
         struct gr_log *log = g->ol && it->local == g->ol_topic ? gr_offsets_log_log(g->ol, p) : NULL;
-        bool lead = log && !img->self_fenced && ip->leader == img->node_id;
+        bool elected = !img->self_fenced && ip->leader == img->node_id;
+        bool lead = log && elected;
         enum gr_coord_part_state st = gr_coord_partition_state(b->coord, p);
-        if (lead && st == GR_COORD_PART_NOT_OWNED) {
+        bool waiting = st == GR_COORD_PART_LOADING && !g->loads[p]; /* elected, its local log not made yet */
+        if (elected && !log) {
+            /* The image names this broker the leader (FindCoordinator at any broker sends clients here) but
+             * the replica manager has not made the local log yet (it makes a new topic's logs one by one,
+             * __consumer_offsets' 50 in about a second): loading from now on, so group requests get the
+             * retriable COORDINATOR_LOAD_IN_PROGRESS rather than NOT_COORDINATOR (which librdkafka 2.0.2
+             * gives a consumer as an error: 0061 in the cluster). The load starts once the log exists. */
+            if (!waiting || gr_coord_partition_epoch(b->coord, p) != ip->leader_epoch) {
+                if (st != GR_COORD_PART_NOT_OWNED) unload(g, p);
+                gr_coord_partition_load_begin(b->coord, p, ip->leader_epoch);
+            }
+        } else if (lead && (st == GR_COORD_PART_NOT_OWNED || waiting)) {
             load_start(g, p, ip->leader_epoch, log);
         } else if (!lead && st != GR_COORD_PART_NOT_OWNED) {
             unload(g, p);

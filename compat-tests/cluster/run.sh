@@ -16,8 +16,8 @@
 # consumer groups across the cluster (FindCoordinator on every broker, a group of three librdkafka consumers,
 # kill -9 of its coordinator). Then txn.py: the transaction coordinator in cluster mode (issue #21;
 # __transaction_state created once at RF 3, FindCoordinator key type 1 on every broker,
-# confluent-kafka commits and aborts on one broker and across the three, Produce verified at a remote
-# coordinator, kill -9 of the coordinator mid-transaction and after EndTxn(commit), an unload; about 30 s; the pipeline under faults in a
+# confluent-kafka commits and aborts on one broker and across the three, Produce and TxnOffsetCommit verified at
+# a remote coordinator, kill -9 of the coordinator mid-transaction and after EndTxn(commit), an unload; about 30 s; the pipeline under faults in a
 # cluster, txn_faults.py, runs in make test-txn-faults only). Then tools.py: Kafka's kafka-topics.sh, kafka-broker-api-versions.sh,
 # kafka-configs.sh and kafka-consumer-groups.sh through any broker. Then lifecycle.py: a 1,000-partition
 # CreateTopics with a Produce the moment a leader shows, the __consumer_offsets shape, delete while a broker

@@ -3,7 +3,8 @@
 #   1. librdkafka 2.0.2's own suite (every broker test, as `make compat-librdkafka`) through the harness's
 #      cluster mode (librdkafka/run.sh --cluster 3: compat-tests/cluster/serve.py starts etcd and three
 #      cluster-mode brokers on free loopback ports; a fresh cluster per scenario and after a broker dies);
-#      the table goes to compat-tests/librdkafka/results-cluster.md;
+#      the table goes to compat-tests/librdkafka/results-cluster.md; must-pass.txt and must-pass-cluster.txt
+#      (librdkafka's transactional tests) must pass;
 #   2. the Java and franz-go rows of the client matrix (clients/run.sh --full --only java,franz-go) against
 #      one such cluster, with MATRIX_PARTITIONS=12 MATRIX_MEMBERS=3: a 12-partition topic led by the three
 #      brokers and a group of three consumers spanning them (issue #19's client test).

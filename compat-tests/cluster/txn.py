@@ -28,6 +28,9 @@ Kafka's defaults, 3 and 2):
   - confluent-kafka commits two transactions and aborts one over three partitions led by the three brokers
     (markers to the other brokers' WriteTxnMarkers, Produce verified at the remote coordinator);
     read_committed exact;
+  - send_offsets_to_transaction for a group coordinated by another broker than the transactional id: its
+    TxnOffsetCommit is verified at the transaction coordinator on the other broker (AddPartitionsToTxn v4
+    VerifyOnly), the offset committed with the transaction (librdkafka's 0103 in the cluster);
   - kill -9 the coordinator's broker mid-transaction (records produced, no EndTxn): the next broker in the
     replica order coordinates at a newer leader epoch (loaded from the replicated log); a new producer with
     the same transactional id fences the old one, its open transaction is aborted, a new one committed;
@@ -441,6 +444,46 @@ def t_cross(run, etcd, bs, st):
        sorted([f'c{p}-{i}' for p in range(3) for i in range(3)] + ['last']), sorted(got))
 
 
+def find_group(b, group):
+    with k.Conn(b.bootstrap, timeout=5) as c:
+        r = c.request('FindCoordinator', 3, {'key': group, 'key_type': 0})
+    return r['error_code'], r['node_id']
+
+
+def t_offsets_remote(run, etcd, bs, st):
+    """send_offsets_to_transaction for a group whose coordinator is not the transaction's: TxnOffsetCommit is
+    verified at the transaction coordinator on the other broker (AddPartitionsToTxn VerifyOnly), not in process
+    (NOT_COORDINATOR there: librdkafka retried it for good, 0103 in the cluster); the offset is committed with
+    the transaction."""
+    from confluent_kafka import Consumer, Producer, TopicPartition
+    topic, txn_id = 'txx', 'offsets-txn'
+    tnode = find(bs[0], txn_id)[1]
+    group = None
+    for i in range(200):  # a group coordinated by another broker than the transaction
+        h.wait_until(lambda: find_group(bs[0], f'og-{i}')[0] == 0, 20, '__consumer_offsets')
+        if find_group(bs[0], f'og-{i}')[1] != tnode:
+            group = f'og-{i}'
+            break
+    gnode = find_group(bs[0], group)[1]
+    check(f'group {group} coordinated by broker {gnode}, transaction {txn_id} by broker {tnode}',
+          gnode != tnode and gnode >= 0 and tnode >= 0)
+    boot = ','.join(b.bootstrap for b in bs)
+    c = Consumer({'bootstrap.servers': boot, 'group.id': group, 'enable.auto.commit': False, 'log_level': 2})
+    pr = Producer({'bootstrap.servers': boot, 'transactional.id': txn_id, 'linger.ms': 5,
+                   'message.timeout.ms': 30000, 'log_level': 2})
+    try:
+        pr.init_transactions(30)
+        pr.begin_transaction()
+        pr.produce(topic, value=b'o', partition=0)
+        pr.send_offsets_to_transaction([TopicPartition(topic, 0, 7)], c.consumer_group_metadata(), 10)
+        pr.commit_transaction(30)
+        ok(f'send_offsets_to_transaction (group at broker {gnode}) and commit_transaction returned')
+        got = c.committed([TopicPartition(topic, 0)], timeout=10)
+        eq(f'the committed offset of {group} for {topic}-0', 7, got[0].offset)
+    finally:
+        c.close()
+
+
 def t_kill_mid(run, etcd, bs, st):
     p = partition_for(TXN_ID)
     pr = st.pop('producer')
@@ -548,6 +591,8 @@ def main():
                     st)
         if 'txn_parts' in st:
             section('commit and abort across partitions led by the three brokers', t_cross, run, etcd, bs, st)
+            section('TxnOffsetCommit verified at the transaction coordinator on another broker', t_offsets_remote,
+                    run, etcd, bs, st)
         if 'producer' in st:
             section('kill -9 the coordinator mid-transaction', t_kill_mid, run, etcd, bs, st)
         if 'producer' in st:

@@ -29,6 +29,7 @@ Units and results:
   without a report. NOT RUN: not started (time budget spent, or unsupported with
   the chosen broker). N/A: listed in not-applicable.txt, not run unless asked.
 - A must-pass test marked `alone` runs with no other test beside it (with --jobs above 1).
+- With --cluster N the tests in must-pass-cluster.txt are must-pass too (make test-cluster fails without them).
 - A broker that dies during a test fails that test and those beside it that end
   before the restart (note "broker died") and is restarted with a fresh data
   directory, once none is running, before the next test.
@@ -39,7 +40,7 @@ topic; everything (logs, test.conf, reports) lives in one run directory;
 broker data directories are deleted when the broker stops (--keep-data).
 
 Read next: run.sh (prerequisites, build, entry point), must-pass.txt,
-not-applicable.txt, compat-tests/kafka-dist/start-kafka.sh.
+must-pass-cluster.txt, not-applicable.txt, compat-tests/kafka-dist/start-kafka.sh.
 """
 
 import argparse
@@ -171,6 +172,24 @@ def applicable_na(na, cluster):
                 continue
             reason = reason[len("single:"):].strip()
         out[uid] = reason
+    return out
+
+
+def cluster_must(must, cluster_list, cluster):
+    """must-pass.txt's entries ({id: tags}) for this run: in the cluster mode (cluster true) with
+    must-pass-cluster.txt's entries (cluster_list) added, the tests that must pass against a cluster only (0103
+    needs 3 brokers) or beside must-pass.txt's; an id in both keeps must-pass.txt's tags.
+    Check: python3 -m doctest compat-tests/librdkafka/harness.py
+
+    >>> cluster_must({"0001": "", "0055": "alone"}, {"0055": "", "0103": ""}, False)
+    {'0001': '', '0055': 'alone'}
+    >>> cluster_must({"0001": "", "0055": "alone"}, {"0055": "", "0103": ""}, True)
+    {'0001': '', '0055': 'alone', '0103': ''}
+    """
+    out = dict(must)
+    if cluster:
+        for uid, tags in cluster_list.items():
+            out.setdefault(uid, tags)
     return out
 
 
@@ -696,7 +715,9 @@ def main():
     test_c = os.environ.get("RDK_TEST_C") or find_test_c(args.runner)
     table_ = parse_test_table(test_c)
     units = broker_units(table_)
-    must_all = read_list(os.path.join(HERE, "must-pass.txt"), with_reason=True)
+    must_all = cluster_must(read_list(os.path.join(HERE, "must-pass.txt"), with_reason=True),
+                            read_list(os.path.join(HERE, "must-pass-cluster.txt"), with_reason=True),
+                            bool(args.cluster))
     na = read_list(os.path.join(HERE, "not-applicable.txt"), with_reason=True)
     na = applicable_na(na, bool(args.cluster))
     units = add_idempotent_units(units, list(must_all) + list(args.tests))

@@ -5,7 +5,8 @@
  * NOT_COORDINATOR; becoming its leader starts a load (COORDINATOR_LOAD_IN_PROGRESS until the pool's reads
  * are replayed, the coordinator epoch = the leader epoch); losing it (another leader, leader -1, this
  * broker fenced) drops its groups; leading it again loads the committed offsets back from the log; other
- * partitions are untouched throughout; a transaction marker loaded with one partition completes that
+ * partitions are untouched throughout; led here before the local log is made, COORDINATOR_LOAD_IN_PROGRESS
+ * until it is made and loaded; a transaction marker loaded with one partition completes that
  * partition's pending offsets only. FindCoordinator's choice (gr_groups_coordinator) follows the image.
  * With no __consumer_offsets yet: FindCoordinator asks the topic writer (a fake here, refusing as placement
  * does while fewer brokers than offsets.topic.replication.factor are usable) and answers
@@ -231,6 +232,51 @@ static void test_epoch_rise_reloads(void **state)
     assert_int_equal(gr_coord_partition_state(b->coord, f->pb), GR_COORD_PART_NOT_OWNED);
 }
 
+/* The image names this broker the leader before its local log is made (the replica manager makes a new
+ * topic's logs one by one after the image changed): FindCoordinator at any broker already names this one, so
+ * its group requests answer COORDINATOR_LOAD_IN_PROGRESS (retriable) until the log exists and is loaded, not
+ * NOT_COORDINATOR (librdkafka 2.0.2 gives that to a consumer as an OffsetFetch error: 0061 in the cluster).
+ */
+static void test_elected_before_local_log(void **state)
+{
+    struct fx *f = *state;
+    struct gr_broker *b = f->b;
+    assert_int_equal(gr_groups_cluster_start(b), 0);
+    struct gr_topic *local = f->it->local;
+    f->it->local = NULL; /* no local logs yet */
+    lead(f, f->pa, 1, 5);
+    gr_image_changed(b->image);
+    int32_t node;
+    assert_int_equal(gr_groups_coordinator(b, gr_str_c(f->ga), &node), 0);
+    assert_int_equal(node, 1);
+    assert_int_equal(gr_coord_partition_state(b->coord, f->pa), GR_COORD_PART_LOADING);
+    assert_int_equal(gr_coord_partition_epoch(b->coord, f->pa), 5);
+    assert_int_equal(gr_coord_check(b->coord, gr_str_c(f->ga)), GR_ERR_COORDINATOR_LOAD_IN_PROGRESS);
+    assert_int_equal(commit(f, f->ga, 0, 10), GR_ERR_COORDINATOR_LOAD_IN_PROGRESS);
+    assert_int_equal(gr_coord_check(b->coord, gr_str_c(f->gb)), GR_ERR_NOT_COORDINATOR); /* led elsewhere */
+    /* another image change with the log still missing: still waiting, at the same epoch */
+    gr_image_changed(b->image);
+    assert_int_equal(gr_coord_partition_state(b->coord, f->pa), GR_COORD_PART_LOADING);
+    assert_int_equal(gr_coord_partition_epoch(b->coord, f->pa), 5);
+    /* moved to broker 3 meanwhile: NOT_COORDINATOR; back here at epoch 7: waiting at epoch 7 */
+    lead(f, f->pa, 3, 6);
+    gr_image_changed(b->image);
+    assert_int_equal(gr_coord_check(b->coord, gr_str_c(f->ga)), GR_ERR_NOT_COORDINATOR);
+    lead(f, f->pa, 1, 7);
+    gr_image_changed(b->image);
+    assert_int_equal(gr_coord_check(b->coord, gr_str_c(f->ga)), GR_ERR_COORDINATOR_LOAD_IN_PROGRESS);
+    assert_int_equal(gr_coord_partition_epoch(b->coord, f->pa), 7);
+    /* the log is made (the replica manager runs the observer again): loaded, then served at epoch 7 */
+    f->it->local = local;
+    gr_groups_follow(b);
+    pump(f, f->pa);
+    assert_int_equal(gr_coord_partition_state(b->coord, f->pa), GR_COORD_PART_OWNED);
+    assert_int_equal(gr_coord_partition_epoch(b->coord, f->pa), 7);
+    assert_int_equal(commit(f, f->ga, 0, 10), 0);
+    assert_int_equal(fetch(f, f->ga, 0), 10);
+    assert_int_equal(gr_coord_partition_state(b->coord, f->pb), GR_COORD_PART_NOT_OWNED);
+}
+
 static int16_t txn_commit(struct fx *f, const char *group, int64_t pid, int64_t offset)
 {
     struct gr_commit_partition cp = {0, offset, -1, GR_STR_NULL, -99};
@@ -377,6 +423,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_follow_leadership, setup, teardown),
         cmocka_unit_test_setup_teardown(test_epoch_rise_reloads, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_elected_before_local_log, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unload_while_loading, setup, teardown),
         cmocka_unit_test_setup_teardown(test_load_marker_stays_in_its_partition, setup, teardown),
         cmocka_unit_test(test_offsets_topic_retry_on_join),
