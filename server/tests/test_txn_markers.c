@@ -1,12 +1,12 @@
 /*
  * test_txn_markers.c: transaction markers to another broker (server/txn_markers.h) against a fake peer in
- * this process: a listening socket on the test's loop, registered in a metadata image as broker 2, that
- * answers ApiVersions from the codec and WriteTxnMarkers as each test tells it, and records what it was
- * sent. Covered: one WriteTxnMarkers v1 request carrying the queued markers field by field (producer id and
- * epoch, result, coordinator epoch, topic, partition), each marker's done with its own partition's error
- * (NONE, NOT_LEADER_OR_FOLLOWER, one the answer leaves out), one request in flight at a time (markers queued
- * meanwhile go in the next), a marker cancelled in flight never called back, a lost connection ending the
- * markers in flight with NOT_LEADER_OR_FOLLOWER, and free with markers still queued calling nothing.
+ * this process (fake_peer.h: broker 2 on the test's loop) that answers WriteTxnMarkers as each test tells it
+ * and records what it was sent. Covered: one WriteTxnMarkers v1 request carrying the queued markers field by
+ * field (producer id and epoch, result, coordinator epoch, topic, partition), each marker's done with its own
+ * partition's error (NONE, NOT_LEADER_OR_FOLLOWER, one the answer leaves out), one request in flight at a
+ * time (markers queued meanwhile go in the next), a marker cancelled in flight never called back, a lost
+ * connection ending the markers in flight with NOT_LEADER_OR_FOLLOWER, and free with markers still queued
+ * calling nothing.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -32,9 +32,8 @@
 #include "protocol/gen/messages.h"
 #include "protocol/header.h"
 #include "protocol/record_batch.h"
+#include "server/tests/fake_peer.h"
 #include "server/txn_markers.h"
-
-enum fake_mode { ANSWER, SILENT, HANG_UP };
 
 /* What the peer received in WriteTxnMarkers requests (flattened: one row per marker partition). */
 struct seen {
@@ -47,75 +46,15 @@ struct seen {
 };
 
 static struct ev_loop *loop;
-static struct gr_image *img;
-static struct gr_broker_client *bc;
+static struct fake_peer peer;
 
 static struct fake {
-    enum fake_mode mode;
-    int lfd, cfd;
-    ev_io lw, cw;
-    int requests; /* WriteTxnMarkers requests received */
-    int16_t version;
+    int16_t version; /* of the last WriteTxnMarkers request (peer.requests counts them) */
     struct seen seen[16];
     int seen_count;
     /* the error answered for partition p of any topic: errs[p]; partition 99 is left out of the answer */
     int16_t errs[8];
 } fake;
-
-static bool read_full(int fd, uint8_t *p, size_t n)
-{
-    while (n) {
-        ssize_t r = recv(fd, p, n, 0);
-        if (r <= 0) return false;
-        p += r;
-        n -= (size_t)r;
-    }
-    return true;
-}
-
-static const struct gr_msg_ops *ops_named(const char *name)
-{
-    for (int i = 0; i < gr_msg_ops_count; i++)
-        if (!strcmp(gr_msg_ops_table[i].name, name)) return &gr_msg_ops_table[i];
-    return NULL;
-}
-
-/* One answer frame: size, the response header (v0, or v1 with an empty tag section), the body. */
-static void answer(const struct gr_msg_ops *ops, const void *body, int32_t corr, int16_t version,
-                   bool flex_hdr)
-{
-    size_t len = 4 + 4 + (flex_hdr ? 1 : 0) + ops->size(body, version);
-    uint8_t *buf = malloc(len);
-    assert_non_null(buf);
-    struct gr_wr wr;
-    gr_wr_init(&wr, buf, len);
-    gr_wr_int32(&wr, (int32_t)(len - 4));
-    gr_wr_int32(&wr, corr);
-    if (flex_hdr) gr_wr_int8(&wr, 0);
-    ops->encode(&wr, body, version);
-    assert_int_equal(send(fake.cfd, buf, len, MSG_NOSIGNAL), (ssize_t)len);
-    free(buf);
-}
-
-static void api_versions(int32_t corr, int16_t version)
-{
-    struct gr_api_versions_response_api_version keys[128];
-    int n = 0;
-    for (int i = 0; i < gr_msg_ops_count && n < 128; i++) {
-        const struct gr_msg_ops *o = &gr_msg_ops_table[i];
-        if (o->response) continue;
-        gr_api_versions_response_api_version_init(&keys[n]);
-        keys[n].api_key = o->api_key;
-        keys[n].min_version = o->version_min;
-        keys[n].max_version = o->version_max;
-        n++;
-    }
-    struct gr_api_versions_response av;
-    gr_api_versions_response_init(&av);
-    av.api_keys.items = keys;
-    av.api_keys.count = n;
-    answer(gr_msg_ops_find(ops_named("api_versions_request")->api_key, true), &av, corr, version, false);
-}
 
 /* Decodes a WriteTxnMarkers request into fake.seen and answers it from fake.errs. */
 static void write_txn_markers(const uint8_t *frame, size_t n, int32_t corr, int16_t version)
@@ -129,7 +68,7 @@ static void write_txn_markers(const uint8_t *frame, size_t n, int32_t corr, int1
     gr_write_txn_markers_request_init(&req);
     assert_int_equal(gr_request_header_decode(&rd, 2, &h), 0);
     assert_int_equal(gr_write_txn_markers_request_decode(&rd, version, &req), 0);
-    fake.requests++;
+    peer.requests++;
     fake.version = version;
     struct gr_write_txn_markers_response_writable_txn_marker_result mr[16];
     struct gr_write_txn_markers_response_writable_txn_marker_topic_result tr[16];
@@ -175,60 +114,8 @@ static void write_txn_markers(const uint8_t *frame, size_t n, int32_t corr, int1
     gr_write_txn_markers_response_init(&resp);
     resp.markers.items = mr;
     resp.markers.count = nm;
-    answer(gr_msg_ops_find(h.request_api_key, true), &resp, corr, version, true);
+    fake_peer_answer(&peer, gr_msg_ops_find(h.request_api_key, true), &resp, corr, version, true);
     gr_arena_reset(&arena);
-}
-
-static void close_client(void)
-{
-    ev_io_stop(loop, &fake.cw);
-    close(fake.cfd);
-    fake.cfd = -1;
-}
-
-static void on_client(struct ev_loop *l, ev_io *w, int revents)
-{
-    (void)l;
-    (void)w;
-    (void)revents;
-    uint8_t hdr[4];
-    if (!read_full(fake.cfd, hdr, 4)) {
-        close_client();
-        return;
-    }
-    size_t n = gr_be32(hdr);
-    uint8_t *frame = n <= (1 << 20) ? malloc(n) : NULL;
-    int16_t key, version;
-    int32_t corr;
-    if (!frame || !read_full(fake.cfd, frame, n) || gr_request_header_peek(frame, n, &key, &version, &corr)) {
-        free(frame);
-        close_client();
-        return;
-    }
-    if (key == ops_named("api_versions_request")->api_key) {
-        api_versions(corr, version);
-    } else if (fake.mode == HANG_UP) {
-        fake.requests++;
-        close_client();
-    } else if (fake.mode == ANSWER) {
-        write_txn_markers(frame, n, corr, version);
-    } else {
-        fake.requests++;
-    }
-    free(frame);
-}
-
-static void on_accept(struct ev_loop *l, ev_io *w, int revents)
-{
-    (void)l;
-    (void)w;
-    (void)revents;
-    int fd = accept(fake.lfd, NULL, NULL);
-    if (fd < 0) return;
-    if (fake.cfd >= 0) close_client();
-    fake.cfd = fd;
-    ev_io_init(&fake.cw, on_client, fd, EV_READ);
-    ev_io_start(loop, &fake.cw);
 }
 
 /* ---- the markers' side ---- */
@@ -258,26 +145,6 @@ static void rec_init(struct rec *r, int64_t pid, const char *topic, int32_t part
                                        .done = rec_done};
 }
 
-static void wake(struct ev_loop *l, ev_timer *t, int revents)
-{
-    (void)l;
-    (void)t;
-    (void)revents;
-}
-
-static bool run_until(bool (*pred)(void *), void *arg, int64_t ms)
-{
-    int64_t end = gr_time_mono_ms() + ms;
-    ev_timer guard;
-    ev_timer_init(&guard, wake, 0.01, 0.01);
-    ev_timer_start(loop, &guard);
-    bool ok;
-    while (!(ok = pred(arg)) && gr_time_mono_ms() < end)
-        ev_run(loop, EVRUN_ONCE);
-    ev_timer_stop(loop, &guard);
-    return ok;
-}
-
 static bool called(void *arg)
 {
     return ((struct rec *)arg)->calls > 0;
@@ -286,44 +153,21 @@ static bool called(void *arg)
 static bool requests_at_least_1(void *arg)
 {
     (void)arg;
-    return fake.requests >= 1;
+    return peer.requests >= 1;
 }
 
 static int setup(void **state)
 {
     (void)state;
     memset(&fake, 0, sizeof fake);
-    fake.cfd = -1;
-    fake.lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t al = sizeof a;
-    assert_true(fake.lfd >= 0 && !bind(fake.lfd, (struct sockaddr *)&a, sizeof a) && !listen(fake.lfd, 8) &&
-                !getsockname(fake.lfd, (struct sockaddr *)&a, &al));
-    ev_io_init(&fake.lw, on_accept, fake.lfd, EV_READ);
-    ev_io_start(loop, &fake.lw);
-    img = gr_image_new(1);
-    struct gr_image_broker br = {.node_id = 2, .epoch = 7, .listener_count = 1};
-    snprintf(br.listeners[0].name, sizeof br.listeners[0].name, "INTERNAL");
-    snprintf(br.listeners[0].host, sizeof br.listeners[0].host, "127.0.0.1");
-    br.listeners[0].port = ntohs(a.sin_port);
-    assert_int_equal(gr_image_set_broker(img, &br), 0);
-    gr_image_changed(img);
-    char err[128];
-    struct gr_broker_client_config cfg = {
-        .node_id = 1, .listener_name = "INTERNAL", .request_timeout_ms = 2000, .backoff_ms = 50};
-    bc = gr_broker_client_new(loop, img, &cfg, err, sizeof err);
-    assert_non_null(bc);
+    fake_peer_start(&peer, loop, write_txn_markers);
     return 0;
 }
 
 static int teardown(void **state)
 {
     (void)state;
-    gr_broker_client_free(bc);
-    gr_image_free(img);
-    if (fake.cfd >= 0) close_client();
-    ev_io_stop(loop, &fake.lw);
-    close(fake.lfd);
+    fake_peer_stop(&peer);
     return 0;
 }
 
@@ -332,7 +176,7 @@ static int teardown(void **state)
 static void test_batch_and_errors(void **state)
 {
     (void)state;
-    struct gr_txn_markers *m = gr_txn_markers_new(loop, bc);
+    struct gr_txn_markers *m = gr_txn_markers_new(loop, peer.bc);
     assert_non_null(m);
     fake.errs[1] = GR_ERR_NOT_LEADER_OR_FOLLOWER;
     struct rec a, b, c;
@@ -344,8 +188,8 @@ static void test_batch_and_errors(void **state)
     assert_int_equal(gr_txn_markers_send(m, 2, &c.s), 0);
     assert_int_equal(gr_txn_markers_send(m, 2, &c.s), -EINVAL); /* already queued */
     assert_int_equal(gr_txn_markers_pending(m), 3);
-    assert_true(run_until(called, &c, 5000));
-    assert_int_equal(fake.requests, 1);
+    assert_true(fake_peer_run_until(loop, called, &c, 5000));
+    assert_int_equal(peer.requests, 1);
     assert_int_equal(fake.version, 1);
     assert_int_equal(fake.seen_count, 3);
     assert_int_equal(fake.seen[0].producer_id, 7);
@@ -369,9 +213,9 @@ static void test_batch_and_errors(void **state)
     assert_int_equal(gr_txn_markers_send(m, 2, &b.s), 0);
     fake.errs[1] = GR_ERR_NONE;
     b.calls = 0;
-    assert_true(run_until(called, &b, 5000));
+    assert_true(fake_peer_run_until(loop, called, &b, 5000));
     assert_int_equal(b.err, GR_ERR_NONE);
-    assert_int_equal(fake.requests, 2);
+    assert_int_equal(peer.requests, 2);
     gr_txn_markers_free(m);
 }
 
@@ -380,21 +224,21 @@ static void test_batch_and_errors(void **state)
 static void test_cancel_in_flight(void **state)
 {
     (void)state;
-    struct gr_txn_markers *m = gr_txn_markers_new(loop, bc);
+    struct gr_txn_markers *m = gr_txn_markers_new(loop, peer.bc);
     struct rec a, b, warm;
     rec_init(&warm, 1, "t", 0, true);
     assert_int_equal(gr_txn_markers_send(m, 2, &warm.s), 0);
-    assert_true(run_until(called, &warm, 5000)); /* the connection is ready from now on */
+    assert_true(fake_peer_run_until(loop, called, &warm, 5000)); /* the connection is ready from now on */
     rec_init(&a, 7, "t", 0, true);
     rec_init(&b, 8, "t", 2, true);
     assert_int_equal(gr_txn_markers_send(m, 2, &a.s), 0); /* written at once: in flight */
     assert_int_equal(gr_txn_markers_send(m, 2, &b.s), 0); /* queued behind it */
     gr_txn_markers_cancel(&a.s);
     gr_txn_markers_cancel(&a.s); /* idle: nothing */
-    assert_true(run_until(called, &b, 5000));
+    assert_true(fake_peer_run_until(loop, called, &b, 5000));
     assert_int_equal(a.calls, 0);
     assert_int_equal(b.calls, 1);
-    assert_int_equal(fake.requests, 3); /* warm, a (answered, ignored), b */
+    assert_int_equal(peer.requests, 3); /* warm, a (answered, ignored), b */
     gr_txn_markers_free(m);
 }
 
@@ -403,23 +247,23 @@ static void test_cancel_in_flight(void **state)
 static void test_hang_up_and_free(void **state)
 {
     (void)state;
-    struct gr_txn_markers *m = gr_txn_markers_new(loop, bc);
-    fake.mode = HANG_UP;
+    struct gr_txn_markers *m = gr_txn_markers_new(loop, peer.bc);
+    peer.mode = FAKE_PEER_HANG_UP;
     struct rec a;
     rec_init(&a, 7, "t", 0, true);
     assert_int_equal(gr_txn_markers_send(m, 2, &a.s), 0);
-    assert_true(run_until(called, &a, 5000));
+    assert_true(fake_peer_run_until(loop, called, &a, 5000));
     assert_int_equal(a.err, GR_ERR_NOT_LEADER_OR_FOLLOWER);
-    fake.mode = SILENT;
-    fake.requests = 0;
+    peer.mode = FAKE_PEER_SILENT;
+    peer.requests = 0;
     struct rec b;
     rec_init(&b, 8, "t", 0, true);
     assert_int_equal(gr_txn_markers_send(m, 2, &b.s), 0);
-    assert_true(run_until(requests_at_least_1, NULL, 5000));
+    assert_true(fake_peer_run_until(loop, requests_at_least_1, NULL, 5000));
     gr_txn_markers_free(m);
     assert_int_equal(b.calls, 0);
     assert_null(b.s.dest);
-    run_until(called, &b, 200);
+    fake_peer_run_until(loop, called, &b, 200);
     assert_int_equal(b.calls, 0);
 }
 

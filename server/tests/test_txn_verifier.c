@@ -1,11 +1,10 @@
 /*
  * test_txn_verifier.c: verification at a transaction coordinator on another broker (server/txn_verifier.h,
- * Kafka's AddPartitionsToTxnManager) against a fake peer in this process: a listening socket on the test's
- * loop, registered in a metadata image as broker 2, that answers ApiVersions from the codec and
- * AddPartitionsToTxn as each test tells it (per-partition errors from a table, partition 99 left out, a
- * top-level error, a held answer, a hang-up), and records what it was sent. Covered: several Produces'
- * questions with several transactional ids in ONE request (one VerifyOnly entry per id, a topic's
- * partitions in one entry), each answer routed back to its own question (NONE, TRANSACTION_ABORTABLE,
+ * Kafka's AddPartitionsToTxnManager) against a fake peer in this process (fake_peer.h: broker 2 on the
+ * test's loop) that answers AddPartitionsToTxn as each test tells it (per-partition errors from a table,
+ * partition 99 left out, a top-level error, a held answer, a hang-up), and records what it was sent. Covered:
+ * several Produces' questions with several transactional ids in ONE request (one VerifyOnly entry per id, a
+ * topic's partitions in one entry), each answer routed back to its own question (NONE, TRANSACTION_ABORTABLE,
  * PRODUCER_FENCED as INVALID_PRODUCER_EPOCH, NETWORK_EXCEPTION for a partition left out); one request in
  * flight, the queued ones in the next; a second question for a queued id (addTxnData's three cases); a lost
  * connection (NETWORK_EXCEPTION) and CLUSTER_AUTHORIZATION_FAILED (INVALID_TXN_STATE); the queue bound;
@@ -38,11 +37,10 @@
 #include "protocol/gen/messages.h"
 #include "protocol/header.h"
 #include "protocol/record_batch.h"
+#include "server/tests/fake_peer.h"
 #include "server/txn_verifier.h"
 #include "storage/producer_state.h"
 #include "storage/tests/helpers.h"
-
-enum fake_mode { ANSWER, SILENT, HANG_UP, HOLD };
 
 /* One transaction entry the peer received. */
 struct seen {
@@ -56,79 +54,15 @@ struct seen {
 };
 
 static struct ev_loop *loop;
-static struct gr_image *img;
-static struct gr_broker_client *bc;
+static struct fake_peer peer;
 
 static struct fake {
-    enum fake_mode mode;
-    int lfd, cfd;
-    ev_io lw, cw;
-    int requests; /* AddPartitionsToTxn requests received */
-    int16_t version;
+    int16_t version; /* of the last AddPartitionsToTxn request (peer.requests counts them) */
     struct seen seen[64];
     int seen_count;
     int16_t errs[8];   /* the error answered for partition p of any topic; partition 99 left out */
     int16_t top_error; /* the answer's top-level error */
-    uint8_t *held;     /* HOLD: the request frame not answered yet */
-    size_t held_len;
-    int32_t held_corr;
-    int16_t held_version;
 } fake;
-
-static bool read_full(int fd, uint8_t *p, size_t n)
-{
-    while (n) {
-        ssize_t r = recv(fd, p, n, 0);
-        if (r <= 0) return false;
-        p += r;
-        n -= (size_t)r;
-    }
-    return true;
-}
-
-static const struct gr_msg_ops *ops_named(const char *name)
-{
-    for (int i = 0; i < gr_msg_ops_count; i++)
-        if (!strcmp(gr_msg_ops_table[i].name, name)) return &gr_msg_ops_table[i];
-    return NULL;
-}
-
-/* One answer frame: size, the response header (v0, or v1 with an empty tag section), the body. */
-static void answer(const struct gr_msg_ops *ops, const void *body, int32_t corr, int16_t version,
-                   bool flex_hdr)
-{
-    size_t len = 4 + 4 + (flex_hdr ? 1 : 0) + ops->size(body, version);
-    uint8_t *buf = malloc(len);
-    assert_non_null(buf);
-    struct gr_wr wr;
-    gr_wr_init(&wr, buf, len);
-    gr_wr_int32(&wr, (int32_t)(len - 4));
-    gr_wr_int32(&wr, corr);
-    if (flex_hdr) gr_wr_int8(&wr, 0);
-    ops->encode(&wr, body, version);
-    assert_int_equal(send(fake.cfd, buf, len, MSG_NOSIGNAL), (ssize_t)len);
-    free(buf);
-}
-
-static void api_versions(int32_t corr, int16_t version)
-{
-    struct gr_api_versions_response_api_version keys[128];
-    int n = 0;
-    for (int i = 0; i < gr_msg_ops_count && n < 128; i++) {
-        const struct gr_msg_ops *o = &gr_msg_ops_table[i];
-        if (o->response) continue;
-        gr_api_versions_response_api_version_init(&keys[n]);
-        keys[n].api_key = o->api_key;
-        keys[n].min_version = o->version_min;
-        keys[n].max_version = o->version_max;
-        n++;
-    }
-    struct gr_api_versions_response av;
-    gr_api_versions_response_init(&av);
-    av.api_keys.items = keys;
-    av.api_keys.count = n;
-    answer(gr_msg_ops_find(ops_named("api_versions_request")->api_key, true), &av, corr, version, false);
-}
 
 /* Decodes an AddPartitionsToTxn request into fake.seen and answers it from fake.errs / fake.top_error. */
 static void add_partitions(const uint8_t *frame, size_t n, int32_t corr, int16_t version)
@@ -142,7 +76,7 @@ static void add_partitions(const uint8_t *frame, size_t n, int32_t corr, int16_t
     gr_add_partitions_to_txn_request_init(&req);
     assert_int_equal(gr_request_header_decode(&rd, 2, &h), 0);
     assert_int_equal(gr_add_partitions_to_txn_request_decode(&rd, version, &req), 0);
-    fake.requests++;
+    peer.requests++;
     fake.version = version;
     enum { M = 64 };
     static struct gr_add_partitions_to_txn_response_add_partitions_to_txn_result rr[M];
@@ -154,7 +88,7 @@ static void add_partitions(const uint8_t *frame, size_t n, int32_t corr, int16_t
             &req.transactions.items[i];
         struct seen *s = fake.seen_count < 64 ? &fake.seen[fake.seen_count++] : NULL;
         if (s) {
-            *s = (struct seen){.request = fake.requests,
+            *s = (struct seen){.request = peer.requests,
                                .producer_id = tx->producer_id,
                                .producer_epoch = tx->producer_epoch,
                                .verify_only = tx->verify_only,
@@ -193,76 +127,8 @@ static void add_partitions(const uint8_t *frame, size_t n, int32_t corr, int16_t
     resp.error_code = fake.top_error;
     resp.results_by_transaction.items = rr;
     resp.results_by_transaction.count = fake.top_error ? 0 : nr;
-    answer(gr_msg_ops_find(h.request_api_key, true), &resp, corr, version, true);
+    fake_peer_answer(&peer, gr_msg_ops_find(h.request_api_key, true), &resp, corr, version, true);
     gr_arena_reset(&arena);
-}
-
-/* HOLD: answers the held request now. */
-static void release_held(void)
-{
-    assert_non_null(fake.held);
-    uint8_t *f = fake.held;
-    fake.held = NULL;
-    add_partitions(f, fake.held_len, fake.held_corr, fake.held_version);
-    free(f);
-}
-
-static void close_client(void)
-{
-    ev_io_stop(loop, &fake.cw);
-    close(fake.cfd);
-    fake.cfd = -1;
-}
-
-static void on_client(struct ev_loop *l, ev_io *w, int revents)
-{
-    (void)l;
-    (void)w;
-    (void)revents;
-    uint8_t hdr[4];
-    if (!read_full(fake.cfd, hdr, 4)) {
-        close_client();
-        return;
-    }
-    size_t n = gr_be32(hdr);
-    uint8_t *frame = n <= (1 << 20) ? malloc(n) : NULL;
-    int16_t key, version;
-    int32_t corr;
-    if (!frame || !read_full(fake.cfd, frame, n) || gr_request_header_peek(frame, n, &key, &version, &corr)) {
-        free(frame);
-        close_client();
-        return;
-    }
-    if (key == ops_named("api_versions_request")->api_key) {
-        api_versions(corr, version);
-    } else if (fake.mode == HANG_UP) {
-        fake.requests++;
-        close_client();
-    } else if (fake.mode == ANSWER) {
-        add_partitions(frame, n, corr, version);
-    } else if (fake.mode == HOLD && !fake.held) {
-        fake.held = frame;
-        fake.held_len = n;
-        fake.held_corr = corr;
-        fake.held_version = version;
-        return;
-    } else {
-        fake.requests++;
-    }
-    free(frame);
-}
-
-static void on_accept(struct ev_loop *l, ev_io *w, int revents)
-{
-    (void)l;
-    (void)w;
-    (void)revents;
-    int fd = accept(fake.lfd, NULL, NULL);
-    if (fd < 0) return;
-    if (fake.cfd >= 0) close_client();
-    fake.cfd = fd;
-    ev_io_init(&fake.cw, on_client, fd, EV_READ);
-    ev_io_start(loop, &fake.cw);
 }
 
 /* ---- the questions' side ---- */
@@ -293,26 +159,6 @@ static void rec_init(struct rec *r, const char *txn, int64_t pid, int16_t epoch,
         r->parts[i] = (struct gr_txn_verify_part){gr_str_c(topics[i]), partitions[i], -1};
 }
 
-static void wake(struct ev_loop *l, ev_timer *t, int revents)
-{
-    (void)l;
-    (void)t;
-    (void)revents;
-}
-
-static bool run_until(bool (*pred)(void *), void *arg, int64_t ms)
-{
-    int64_t end = gr_time_mono_ms() + ms;
-    ev_timer guard;
-    ev_timer_init(&guard, wake, 0.01, 0.01);
-    ev_timer_start(loop, &guard);
-    bool ok;
-    while (!(ok = pred(arg)) && gr_time_mono_ms() < end)
-        ev_run(loop, EVRUN_ONCE);
-    ev_timer_stop(loop, &guard);
-    return ok;
-}
-
 static bool called(void *arg)
 {
     return ((struct rec *)arg)->calls > 0;
@@ -321,45 +167,21 @@ static bool called(void *arg)
 static bool held(void *arg)
 {
     (void)arg;
-    return fake.held != NULL;
+    return peer.held != NULL;
 }
 
 static int setup(void **state)
 {
     (void)state;
     memset(&fake, 0, sizeof fake);
-    fake.cfd = -1;
-    fake.lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t al = sizeof a;
-    assert_true(fake.lfd >= 0 && !bind(fake.lfd, (struct sockaddr *)&a, sizeof a) && !listen(fake.lfd, 8) &&
-                !getsockname(fake.lfd, (struct sockaddr *)&a, &al));
-    ev_io_init(&fake.lw, on_accept, fake.lfd, EV_READ);
-    ev_io_start(loop, &fake.lw);
-    img = gr_image_new(1);
-    struct gr_image_broker br = {.node_id = 2, .epoch = 7, .listener_count = 1};
-    snprintf(br.listeners[0].name, sizeof br.listeners[0].name, "INTERNAL");
-    snprintf(br.listeners[0].host, sizeof br.listeners[0].host, "127.0.0.1");
-    br.listeners[0].port = ntohs(a.sin_port);
-    assert_int_equal(gr_image_set_broker(img, &br), 0);
-    gr_image_changed(img);
-    char err[128];
-    struct gr_broker_client_config cfg = {
-        .node_id = 1, .listener_name = "INTERNAL", .request_timeout_ms = 2000, .backoff_ms = 50};
-    bc = gr_broker_client_new(loop, img, &cfg, err, sizeof err);
-    assert_non_null(bc);
+    fake_peer_start(&peer, loop, add_partitions);
     return 0;
 }
 
 static int teardown(void **state)
 {
     (void)state;
-    gr_broker_client_free(bc);
-    gr_image_free(img);
-    if (fake.cfd >= 0) close_client();
-    ev_io_stop(loop, &fake.lw);
-    close(fake.lfd);
-    free(fake.held);
+    fake_peer_stop(&peer);
     return 0;
 }
 
@@ -371,7 +193,7 @@ static const char *const T2[] = {"t", "t"}, *const TU[] = {"t", "u"}, *const T1[
 static void test_batch_routes_answers(void **state)
 {
     (void)state;
-    struct gr_txn_verifier *v = gr_txn_verifier_new(loop, bc);
+    struct gr_txn_verifier *v = gr_txn_verifier_new(loop, peer.bc);
     assert_non_null(v);
     fake.errs[1] = GR_ERR_TRANSACTION_ABORTABLE;
     fake.errs[2] = GR_ERR_PRODUCER_FENCED;
@@ -384,8 +206,8 @@ static void test_batch_routes_answers(void **state)
     assert_int_equal(gr_txn_verifier_ask(v, 2, &c.q), 0);
     assert_int_equal(gr_txn_verifier_ask(v, 2, &c.q), -EINVAL); /* already queued */
     assert_int_equal(gr_txn_verifier_pending(v), 3);
-    assert_true(run_until(called, &c, 5000));
-    assert_int_equal(fake.requests, 1);
+    assert_true(fake_peer_run_until(loop, called, &c, 5000));
+    assert_int_equal(peer.requests, 1);
     assert_int_equal(gr_txn_verifier_requests(v), 1);
     assert_true(fake.version >= 4);
     assert_int_equal(fake.seen_count, 3);
@@ -420,14 +242,14 @@ static void test_batch_routes_answers(void **state)
 static void test_one_in_flight_and_same_id(void **state)
 {
     (void)state;
-    struct gr_txn_verifier *v = gr_txn_verifier_new(loop, bc);
-    fake.mode = HOLD;
+    struct gr_txn_verifier *v = gr_txn_verifier_new(loop, peer.bc);
+    peer.mode = FAKE_PEER_HOLD;
     struct rec a, x, b1, b2, b3, b4, c;
     rec_init(&a, "txn-a", 11, 0, 1, T1, (const int32_t[]){0});
     rec_init(&x, "txn-x", 19, 0, 1, T1, (const int32_t[]){5});
     assert_int_equal(gr_txn_verifier_ask(v, 2, &a.q), 0);
     assert_int_equal(gr_txn_verifier_ask(v, 2, &x.q), 0);
-    assert_true(run_until(held, NULL, 5000)); /* a and x in flight, unanswered */
+    assert_true(fake_peer_run_until(loop, held, NULL, 5000)); /* a and x in flight, unanswered */
     gr_txn_verifier_cancel(&x.q);
     rec_init(&b1, "txn-a", 11, 0, 1, T1, (const int32_t[]){1}); /* same id as the one in flight: queued */
     rec_init(&b2, "txn-a", 11, 0, 1, T1, (const int32_t[]){1});
@@ -441,21 +263,21 @@ static void test_one_in_flight_and_same_id(void **state)
     assert_int_equal(gr_txn_verifier_ask(v, 2, &b4.q), 1); /* lower than b3's: answered at once */
     assert_int_equal(b4.parts[0].error, GR_ERR_INVALID_PRODUCER_EPOCH);
     assert_int_equal(gr_txn_verifier_ask(v, 2, &c.q), 0);
-    assert_true(run_until(called, &b2, 5000));
+    assert_true(fake_peer_run_until(loop, called, &b2, 5000));
     assert_int_equal(b1.calls, 1);
     assert_int_equal(b1.parts[0].error, GR_ERR_NETWORK_EXCEPTION);
     assert_int_equal(b2.parts[0].error, GR_ERR_INVALID_PRODUCER_EPOCH);
     assert_int_equal(b4.calls, 0);
-    assert_int_equal(fake.requests, 0);              /* still only the held one */
+    assert_int_equal(peer.requests, 0);              /* still only the held one */
     assert_int_equal(gr_txn_verifier_pending(v), 3); /* a in flight, b3 and c queued */
-    fake.mode = ANSWER;
-    release_held();
-    assert_true(run_until(called, &c, 5000));
+    peer.mode = FAKE_PEER_ANSWER;
+    fake_peer_release_held(&peer);
+    assert_true(fake_peer_run_until(loop, called, &c, 5000));
     assert_int_equal(a.calls, 1);
     assert_int_equal(a.parts[0].error, GR_ERR_NONE);
     assert_int_equal(x.calls, 0); /* cancelled in flight */
     assert_int_equal(b3.calls, 1);
-    assert_int_equal(fake.requests, 2); /* the held one, then b3 and c together */
+    assert_int_equal(peer.requests, 2); /* the held one, then b3 and c together */
     assert_int_equal(gr_txn_verifier_requests(v), 2);
     assert_int_equal(fake.seen_count, 4);
     assert_string_equal(fake.seen[2].txn_id, "txn-a");
@@ -472,31 +294,31 @@ static void test_one_in_flight_and_same_id(void **state)
 static void test_errors_and_free(void **state)
 {
     (void)state;
-    struct gr_txn_verifier *v = gr_txn_verifier_new(loop, bc);
-    fake.mode = HANG_UP;
+    struct gr_txn_verifier *v = gr_txn_verifier_new(loop, peer.bc);
+    peer.mode = FAKE_PEER_HANG_UP;
     struct rec a, b;
     rec_init(&a, "txn-a", 11, 0, 2, T2, (const int32_t[]){0, 1});
     rec_init(&b, "txn-b", 12, 0, 1, T1, (const int32_t[]){0});
     assert_int_equal(gr_txn_verifier_ask(v, 2, &a.q), 0);
     assert_int_equal(gr_txn_verifier_ask(v, 2, &b.q), 0);
-    assert_true(run_until(called, &b, 5000));
+    assert_true(fake_peer_run_until(loop, called, &b, 5000));
     assert_int_equal(a.parts[0].error, GR_ERR_NETWORK_EXCEPTION);
     assert_int_equal(a.parts[1].error, GR_ERR_NETWORK_EXCEPTION);
     assert_int_equal(b.parts[0].error, GR_ERR_NETWORK_EXCEPTION);
-    fake.mode = ANSWER;
+    peer.mode = FAKE_PEER_ANSWER;
     fake.top_error = GR_ERR_CLUSTER_AUTHORIZATION_FAILED;
     rec_init(&a, "txn-a", 11, 0, 2, T2, (const int32_t[]){0, 1});
     assert_int_equal(gr_txn_verifier_ask(v, 2, &a.q), 0);
-    assert_true(run_until(called, &a, 5000));
+    assert_true(fake_peer_run_until(loop, called, &a, 5000));
     assert_int_equal(a.parts[0].error, GR_ERR_INVALID_TXN_STATE);
     assert_int_equal(a.parts[1].error, GR_ERR_INVALID_TXN_STATE);
     fake.top_error = GR_ERR_NONE;
-    fake.mode = SILENT;
+    peer.mode = FAKE_PEER_SILENT;
     rec_init(&b, "txn-b", 12, 0, 1, T1, (const int32_t[]){0});
-    int before = fake.requests;
+    int before = peer.requests;
     assert_int_equal(gr_txn_verifier_ask(v, 2, &b.q), 0);
-    run_until(called, &b, 300);
-    assert_true(fake.requests > before);
+    fake_peer_run_until(loop, called, &b, 300);
+    assert_true(peer.requests > before);
     gr_txn_verifier_free(v);
     assert_int_equal(b.calls, 0);
     assert_null(b.q.dest);
@@ -507,7 +329,7 @@ static void test_errors_and_free(void **state)
 static void test_queue_bound(void **state)
 {
     (void)state;
-    struct gr_txn_verifier *v = gr_txn_verifier_new(loop, bc);
+    struct gr_txn_verifier *v = gr_txn_verifier_new(loop, peer.bc);
     static struct rec r[GR_TXN_VERIFY_PENDING_MAX + 1];
     static char ids[GR_TXN_VERIFY_PENDING_MAX + 1][16];
     for (int i = 0; i <= GR_TXN_VERIFY_PENDING_MAX; i++) {
@@ -547,7 +369,7 @@ static void test_marker_between_verdict_and_append(void **state)
     assert_non_null(part);
     struct gr_arena arena;
     gr_arena_init(&arena, 0);
-    struct gr_txn_verifier *v = gr_txn_verifier_new(loop, bc);
+    struct gr_txn_verifier *v = gr_txn_verifier_new(loop, peer.bc);
     for (int round = 0; round < 2; round++) {
         bool marker_first = round == 0;
         int64_t pid = 40 + round;
@@ -557,7 +379,7 @@ static void test_marker_between_verdict_and_append(void **state)
         struct rec q;
         rec_init(&q, "txn-g", pid, 0, 1, T1, (const int32_t[]){0});
         assert_int_equal(gr_txn_verifier_ask(v, 2, &q.q), 0);
-        assert_true(run_until(called, &q, 5000));
+        assert_true(fake_peer_run_until(loop, called, &q, 5000));
         assert_int_equal(q.parts[0].error, GR_ERR_NONE); /* the verdict: in the transaction */
         if (marker_first) {
             struct gr_partition_marker m = {
