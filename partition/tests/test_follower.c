@@ -3,7 +3,8 @@
  * refused when not following or under another leader epoch; the visible offset is min(the leader's high
  * watermark as taken, the log end offset), never down but by truncation, and wakes data waiters; truncation
  * lowers it and leaves waiters past the new end waiting; the log start offset from the leader; a full
- * truncation; back to leading.
+ * truncation; back to leading; failover under an idempotent producer (duplicates of batches held past the
+ * high watermark, the next sequence, a gap; after a truncation).
  * Read next: partition/follower.c.
  */
 #include <errno.h>
@@ -173,6 +174,98 @@ static void test_back_to_leading(void **state)
     assert_int_equal(replicate(f, 5, 1, 1, 2), -EPERM);
 }
 
+/* An idempotent batch of producer 7 at epoch 0: `count` records from sequence `seq`. Malloc'd, *len set. */
+static uint8_t *idem_batch(int32_t seq, int32_t count, size_t *len)
+{
+    struct th_batch_spec s = {.count = count,
+                              .ts0 = 1700000000000 + seq,
+                              .ts_step = 1,
+                              .tag = (uint32_t)seq,
+                              .value_bytes = 10,
+                              .producer_id = 7,
+                              .producer_epoch = 0,
+                              .base_sequence = seq};
+    return th_batch(&s, len);
+}
+
+/* The leader's batch of sequences [seq, seq + count) at offset `base`, leader epoch 1, copied as follower. */
+static void replicate_idem(struct fx *f, int64_t base, int32_t seq, int32_t count)
+{
+    size_t len;
+    uint8_t *b = idem_batch(seq, count, &len);
+    gr_batch_set_base_offset(b, base);
+    gr_batch_set_leader_epoch(b, 1);
+    struct gr_append_result res;
+    assert_int_equal(gr_partition_append_as_follower(f->part, b, len, 1, &res), 0);
+    assert_int_equal(res.base_offset, base);
+    free(b);
+}
+
+/* The producer sends sequences [seq, seq + count) to this partition (as leader): the append's result code,
+ *res its answer. */
+static int produce_idem(struct fx *f, int32_t seq, int32_t count, struct gr_append_result *res)
+{
+    size_t len;
+    uint8_t *b = idem_batch(seq, count, &len);
+    int rc = gr_partition_append(f->part, b, len, -1, res);
+    free(b);
+    return rc;
+}
+
+/* Failover under an idempotent producer (Kafka: the follower's ProducerStateManager is built from the batches
+   it copies, Partition.makeLeader keeps the log whole): the new leader holds batches past the high watermark
+   it had as follower (the producer's retries of them must be duplicates answered with their offsets, never
+   OUT_OF_ORDER_SEQUENCE_NUMBER) and takes the sequence after the last batch it holds; a gap is out of order.
+ */
+static void test_failover_producer_state(void **state)
+{
+    struct fx *f = *state;
+    follow(f, 1);
+    replicate_idem(f, 0, 0, 5);
+    replicate_idem(f, 5, 5, 5);
+    replicate_idem(f, 10, 10, 5);
+    assert_int_equal(gr_partition_set_follower_high_watermark(f->part, 5), 5); /* 5..14 not yet committed */
+    lead(f, 2);
+    struct gr_append_result res;
+    assert_int_equal(produce_idem(f, 5, 5, &res), 0); /* held past the old high watermark: a duplicate */
+    assert_true(res.duplicate);
+    assert_int_equal(res.base_offset, 5);
+    assert_int_equal(res.last_offset, 9);
+    assert_int_equal(produce_idem(f, 10, 5, &res), 0);
+    assert_true(res.duplicate);
+    assert_int_equal(res.base_offset, 10);
+    assert_int_equal(produce_idem(f, 20, 5, &res), GR_LOG_ERR_OUT_OF_ORDER_SEQUENCE); /* 15..19 skipped */
+    assert_int_equal(produce_idem(f, 15, 5, &res), 0); /* the next one: written */
+    assert_false(res.duplicate);
+    assert_int_equal(res.base_offset, 15);
+    assert_int_equal(gr_log_end_offset(f->log), 20);
+}
+
+/* A follower that truncated (a diverging epoch: the batches past 10 were the old leader's alone, never
+   acknowledged) and then leads: its producer state is that of the truncated log (ProducerStateManager
+   truncateAndReload), so the producer's retry of the cut batch is written anew, not a duplicate of bytes
+   that are gone nor out of order, and a batch still held stays a duplicate. */
+static void test_failover_after_truncation(void **state)
+{
+    struct fx *f = *state;
+    follow(f, 1);
+    replicate_idem(f, 0, 0, 5);
+    replicate_idem(f, 5, 5, 5);
+    replicate_idem(f, 10, 10, 5);
+    assert_int_equal(gr_partition_truncate_to(f->part, 10), 0);
+    gr_store_quiesce(f->store);
+    assert_int_equal(gr_log_end_offset(f->log), 10);
+    lead(f, 2);
+    struct gr_append_result res;
+    assert_int_equal(produce_idem(f, 5, 5, &res), 0);
+    assert_true(res.duplicate);
+    assert_int_equal(res.base_offset, 5);
+    assert_int_equal(produce_idem(f, 15, 5, &res), GR_LOG_ERR_OUT_OF_ORDER_SEQUENCE); /* 10..14 are gone */
+    assert_int_equal(produce_idem(f, 10, 5, &res), 0);
+    assert_false(res.duplicate);
+    assert_int_equal(res.base_offset, 10);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -180,6 +273,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_high_watermark_is_the_leaders, setup, teardown),
         cmocka_unit_test_setup_teardown(test_truncation_lowers_it, setup, teardown),
         cmocka_unit_test_setup_teardown(test_back_to_leading, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_failover_producer_state, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_failover_after_truncation, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
