@@ -258,7 +258,8 @@ class Compare:
             out = os.path.join(tmp, "callgrind.out")
             listener = os.path.join(tmp, "listener")
             args = ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}", binary,
-                    "--override", "listeners=PLAINTEXT://127.0.0.1:0", "--override",
+                    "--override", "listeners=PLAINTEXT://127.0.0.1:0", "--override", "gregor.admin.listeners=http://127.0.0.1:0",
+                    "--override",
                     f"gregor.listener.file={listener}", "--override", f"log.dirs={tmp}/data",
                     "--override", "gregor.acks.all.fsync=false"]
             for o in run.BROKER_OVERRIDES:

@@ -26,6 +26,7 @@ TOP = 15
 def start_gregor(tmp, prefix=()):
     listener = os.path.join(tmp, "listener")
     args = list(prefix) + [run.GREGOR, "--override", "listeners=PLAINTEXT://127.0.0.1:0",
+                           "--override", "gregor.admin.listeners=http://127.0.0.1:0",  # never the fixed 9644
                            "--override", f"gregor.listener.file={listener}", "--override", f"log.dirs={tmp}/data",
                            "--override", "gregor.acks.all.fsync=false"]
     env = dict(os.environ, GLIBC_TUNABLES=run.GLIBC_TUNABLES)

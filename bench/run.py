@@ -180,6 +180,7 @@ class Gregor(Broker):
         self.dir = tempfile.mkdtemp(prefix="gregor-bench-")
         listener = os.path.join(self.dir, "listener")
         args = [self.binary, "--override", "listeners=PLAINTEXT://127.0.0.1:0",
+                "--override", "gregor.admin.listeners=http://127.0.0.1:0",  # as by default, on a free port
                 "--override", f"gregor.listener.file={listener}",
                 "--override", f"log.dirs={self.dir}/data",
                 "--override", f"gregor.acks.all.fsync={'true' if self.fsync else 'false'}"]

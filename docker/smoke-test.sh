@@ -306,7 +306,7 @@ start_broker() {
         buildah run --isolation=chroot --network=host -v "$WORK/data:/var/lib/gregor" \
             -e GREGOR_CFG_LISTENERS="PLAINTEXT://127.0.0.1:$port" \
             -e GREGOR_CFG_ADVERTISED_LISTENERS="PLAINTEXT://127.0.0.1:$port" \
-            -e GREGOR_CFG_NUM_PARTITIONS=1 \
+            -e GREGOR_CFG_NUM_PARTITIONS=1 -e GREGOR_CFG_GREGOR_ADMIN_LISTENERS=http://127.0.0.1:0 \
             "$ctr" -- "${argv[@]}" >"$log" 2>&1 &
         broker_pid=$!
         for _ in $(seq 1 200); do
@@ -489,6 +489,7 @@ start_cluster_broker() {
         -e GREGOR_CFG_INTER_BROKER_LISTENER_NAME=INTERNAL \
         -e GREGOR_CFG_GREGOR_METADATA_ETCD_ENDPOINTS="$ETCD_URL" \
         -e GREGOR_CFG_AUTO_CREATE_TOPICS_ENABLE=true -e GREGOR_CFG_NUM_PARTITIONS=6 \
+        -e GREGOR_CFG_GREGOR_ADMIN_LISTENERS=http://127.0.0.1:0 \
         "${run_ctr[broker$i]}" -- "${gargv[@]}"
 }
 broker_health() { buildah run --isolation=chroot "${run_ctr[broker$1]}" -- "${hargv[@]}" >"$WORK/health-broker$1.log" 2>&1; }

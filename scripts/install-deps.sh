@@ -4,7 +4,7 @@
 set -euo pipefail
 mode=${1:-build}
 build_pkgs=(build-essential cmake pkg-config python3 libev-dev libzstd-dev libsnappy-dev liblz4-dev zlib1g-dev libcmocka-dev
-            libcurl4-openssl-dev libjansson-dev libssl-dev)
+            libcurl4-openssl-dev libjansson-dev libssl-dev libmicrohttpd-dev)
 # kcat and librdkafka drive the compat tests; Java 17 and Maven run the codec oracle and Kafka's own tools;
 # pip installs the Python clients the admin and group suites use; the client matrix (compat-tests/clients)
 # also runs Debian's own (older) python3-kafka and python3-confluent-kafka with their codec modules.

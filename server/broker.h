@@ -35,6 +35,7 @@
 #include "server/apis.h"
 #include "server/config.h"
 #include "server/logwait.h"
+#include "server/metrics.h"
 #include "server/netlimits.h"
 #include "storage/iopool.h"
 #include "storage/log.h"
@@ -235,6 +236,9 @@ struct gr_broker {
        __transaction_state exists (issue #21) */
     struct gr_txn_coord *txn;
     struct gr_txns *txns;
+    struct gr_metrics metrics;   /* request and topic counters (server/metrics.h), network thread only */
+    struct gr_admin_http *admin; /* gregor.admin.listeners (server/admin_http.h), NULL when disabled */
+    bool ready;                  /* start-up done (and registered, in a cluster): /v1/status/ready 200 */
 };
 
 /* ---- the request lifecycle (request.c) ---- */

@@ -143,6 +143,11 @@ static const struct gr_config_def defs[] = {
      "appending it (KIP-890 part 1); false: appended unasked. Dynamic."},
     {"gregor.listener.file", GR_CFG_STRING, NULL, 0, 0,
      "Gregor: file that receives host:port of the bound listener (for tests using port 0)."},
+    {"gregor.admin.listeners", GR_CFG_STRING, "http://127.0.0.1:9644", 0, 0,
+     "Gregor: the admin HTTP listener (/metrics, /v1/status/live, /v1/status/ready), http://host:port with "
+     "an IPv4 address; port 0 binds a free port; empty disables it."},
+    {"gregor.admin.listener.file", GR_CFG_STRING, NULL, 0, 0,
+     "Gregor: file that receives host:port of the bound admin listener (for tests using port 0)."},
     {"gregor.acks.all.fsync", GR_CFG_BOOLEAN, "true", 0, 0,
      "Gregor: acks=-1 is answered once the batch is fsynced, and the high watermark follows the fsynced "
      "offset. false: Kafka's page-cache behaviour."},

@@ -77,6 +77,7 @@ void gr_dispatch(struct gr_req *req)
         gr_req_close(req, "unsupported version");
         return;
     }
+    gr_metrics_request(&req->broker->metrics, key, version); /* RequestMetrics RequestsPerSec */
     req->req_ops = gr_msg_ops_find(key, false);
     req->resp_ops = gr_msg_ops_find(key, true);
     struct gr_rd rd;

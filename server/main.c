@@ -25,6 +25,7 @@
 #include "common/time.h"
 #include "cluster/local.h"
 #include "cluster/topic_writer.h"
+#include "server/admin_http.h"
 #include "server/broker.h"
 #include "server/dynconf.h"
 #include "storage/cleaner.h"
@@ -326,6 +327,10 @@ int main(int argc, char **argv)
        refused and retries instead of waiting unanswered */
     gr_net_init(b);
     if (gr_net_bind(b)) return 1;
+    gr_metrics_init(&b->metrics);
+    b->metrics.version = GREGOR_VERSION;
+    /* the admin listener (server/admin_http.h): a busy port or a bad value is a refused config */
+    if (gr_admin_http_start(b, &b->admin) < 0) return refused(b);
     if (lock_log_dir(dir) < 0) return 1;
     /* cluster mode: the cluster id is settled with etcd before the store may write a new meta.properties */
     if (cluster && gr_membership_resolve(b, dir, &sc.cluster_id) < 0) return 1;
@@ -398,7 +403,10 @@ int main(int argc, char **argv)
     GR_INFO("gregor %s started in %lld ms: node %d, cluster %s, log dir %s, %d topics", GREGOR_VERSION,
             (long long)(gr_time_mono_ms() - t0), b->node_id, gr_store_cluster_id(b->store), dir,
             gr_store_topic_count(b->store));
+    b->ready = true; /* /v1/status/ready: recovery done and, in a cluster, registered (gr_membership_join) */
     ev_run(b->loop, 0);
+    gr_admin_http_stop(b->admin); /* no scrape reads the store after this */
+    b->admin = NULL;
     gr_sys_audit_this_thread(NULL);   /* shutdown may wait for the disk: nobody is served any more */
     gr_membership_stop_controller(b); /* cluster mode: no partition-state write after this */
 
@@ -433,6 +441,7 @@ int main(int argc, char **argv)
     gr_image_free(b->image);
     gr_log_ratelimit_flush(INT64_MAX); /* every count of suppressed warnings still pending */
     GR_INFO("stopped cleanly (%lld parked-request re-checks since start)", (long long)b->rechecks);
+    gr_metrics_free(&b->metrics);
     gr_config_free(&b->cfg);
     free(b->flushed); /* flush completions that arrived after the loop stopped */
     free(b);

@@ -640,6 +640,7 @@ void gr_req_finish(struct gr_req *req)
         gr_req_free(req);
         return;
     }
+    gr_metrics_answered(req); /* per-API counters of the answer (server/metrics.h) */
     encode_response(req);
     req->done = true;
     req_answered(req);

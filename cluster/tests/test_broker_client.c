@@ -124,7 +124,8 @@ static bool broker_start(int i, int port)
             dup2(fd, 1);
             dup2(fd, 2);
         }
-        execl(bin, bin, "--override", listeners, "--override", lfile, "--override", logdirs, (char *)NULL);
+        execl(bin, bin, "--override", listeners, "--override", lfile, "--override", logdirs, "--override",
+              "gregor.admin.listeners=http://127.0.0.1:0", (char *)NULL); /* never the fixed 9644 */
         _exit(127);
     }
     brokers[i] = pid;

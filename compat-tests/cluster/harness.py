@@ -948,7 +948,10 @@ class Broker:
         ls = ','.join(f'{n}://{self.ip}:{ports.get(n, 0)}' for n in self.listener_names)
         pmap = ','.join(f'{n}:PLAINTEXT' for n in self.listener_names)
         o = [f'listeners={ls}', f'listener.security.protocol.map={pmap}', f'node.id={self.node_id}',
-             f'log.dirs={self.data_dir}', f'gregor.listener.file={self.listener_file}']
+             f'log.dirs={self.data_dir}', f'gregor.listener.file={self.listener_file}',
+             # admin HTTP on a free port of the broker's own loopback (the default 9644 would collide)
+             'gregor.admin.listeners=http://127.0.0.1:0',
+             f'gregor.admin.listener.file={os.path.join(self.dir, "admin")}']
         o += self.overrides + list(extra)
         out = [self.bin]
         for kv in o:

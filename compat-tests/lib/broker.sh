@@ -1,7 +1,7 @@
 # broker.sh: sourced by compat-test scripts. Starts a Gregor broker on a free loopback port with a fresh
 # data directory, and counts assertions.
 #   GREGOR_BIN   path of the gregor binary (default: build/bin/gregor under the repo)
-#   broker_start [--override k=v ...]  -> sets BROKER (host:port), BROKER_DIR, BROKER_PID
+#   broker_start [--override k=v ...]  -> sets BROKER (host:port), ADMIN (admin HTTP host:port), BROKER_DIR, BROKER_PID
 #   broker_stop [signal]               -> stops it (default TERM) and waits
 #   broker_restart [--override ...]    -> stops with TERM and starts again on the same data dir
 #   check NAME CMD...                  -> runs CMD, counts a pass or a failure
@@ -26,8 +26,11 @@ broker_start() {
 }
 
 _broker_launch() {
-    rm -f "$BROKER_DIR/listener"
+    rm -f "$BROKER_DIR/listener" "$BROKER_DIR/admin"
+    # the admin HTTP listener on a free port (its default 9644 would collide between brokers): its address in
+    # $BROKER_DIR/admin (ADMIN= below); BROKER_ARGS may override both
     "$GREGOR_BIN" --override listeners=PLAINTEXT://127.0.0.1:0 --override "gregor.listener.file=$BROKER_DIR/listener" \
+        --override gregor.admin.listeners=http://127.0.0.1:0 --override "gregor.admin.listener.file=$BROKER_DIR/admin" \
         --override "log.dirs=$BROKER_DIR/data" "${BROKER_ARGS[@]}" >>"$BROKER_DIR/broker.log" 2>&1 &
     BROKER_PID=$!
     # The listener file is written once the broker serves, after its log directory is loaded (recovery after
@@ -38,6 +41,7 @@ _broker_launch() {
         sleep 0.05
     done
     BROKER=$(head -1 "$BROKER_DIR/listener")
+    ADMIN=$(head -1 "$BROKER_DIR/admin" 2>/dev/null)
     [ -n "$BROKER" ] || { echo "broker did not start"; tail -20 "$BROKER_DIR/broker.log"; return 1; }
 }
 

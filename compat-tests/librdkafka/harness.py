@@ -272,6 +272,9 @@ class GregorBroker(ProcBroker):
         props.update({
             "listeners": "PLAINTEXT://127.0.0.1:0",
             "gregor.listener.file": listener_file,
+            # admin HTTP on a free port: the default 9644 would collide between brokers
+            "gregor.admin.listeners": "http://127.0.0.1:0",
+            "gregor.admin.listener.file": os.path.join(d, "admin"),
             "log.dirs": os.path.join(d, "data"),
         })
         for o in self.overrides:

@@ -26,7 +26,7 @@ check_eq "FindCoordinator on EXTERNAL answers localhost:29092" "localhost:29092"
 broker_stop
 
 BROKER_DIR2=$(mktemp -d /tmp/gregor-test.XXXXXX)
-out=$("$GREGOR_BIN" --override "listeners=SASL_PLAINTEXT://127.0.0.1:0" --override "log.dirs=$BROKER_DIR2/data" 2>&1)
+out=$("$GREGOR_BIN" --override gregor.admin.listeners=http://127.0.0.1:0 --override "listeners=SASL_PLAINTEXT://127.0.0.1:0" --override "log.dirs=$BROKER_DIR2/data" 2>&1)
 rc=$?
 rm -rf "$BROKER_DIR2"
 check_eq "a SASL_PLAINTEXT listener stops the broker (exit 1)" "1" "$rc"

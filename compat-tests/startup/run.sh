@@ -10,7 +10,7 @@ trap broker_cleanup EXIT
 broker_start || { fail "start"; summary startup; exit 1; }
 check "healthcheck answers" "$GREGOR_BIN" --healthcheck --override "gregor.listener.file=$BROKER_DIR/listener" \
     --override "listeners=PLAINTEXT://127.0.0.1:0"
-out=$(timeout 10 "$GREGOR_BIN" --override listeners=PLAINTEXT://127.0.0.1:0 --override "log.dirs=$BROKER_DIR/data" 2>&1)
+out=$(timeout 10 "$GREGOR_BIN" --override gregor.admin.listeners=http://127.0.0.1:0 --override listeners=PLAINTEXT://127.0.0.1:0 --override "log.dirs=$BROKER_DIR/data" 2>&1)
 rc=$?
 check_eq "a second broker on the same log.dirs exits 1" "1" "$rc"
 case "$out" in *"is in use by another process"*) pass "and says the directory is in use" ;; *) fail "and says the directory is in use" "$out" ;; esac
@@ -20,10 +20,10 @@ check_eq "a start with the defaults logs no warning (max.connections unlimited i
     "$(grep ' WARN ' "$BROKER_DIR/broker.log")"
 
 tmp=$(mktemp -d /tmp/gregor-test.XXXXXX)
-out=$("$GREGOR_BIN" --override gregor.log.level=TRACE --override "log.dirs=$tmp/d" 2>&1)
+out=$("$GREGOR_BIN" --override gregor.admin.listeners=http://127.0.0.1:0 --override gregor.log.level=TRACE --override "log.dirs=$tmp/d" 2>&1)
 check_eq "gregor.log.level=TRACE stops the broker (exit 2)" "2" "$?"
 case "$out" in *"gregor.log.level must be"*) pass "naming the key" ;; *) fail "naming the key" "$out" ;; esac
-out=$("$GREGOR_BIN" --override listeners=foo --override "log.dirs=$tmp/d" 2>&1)
+out=$("$GREGOR_BIN" --override gregor.admin.listeners=http://127.0.0.1:0 --override listeners=foo --override "log.dirs=$tmp/d" 2>&1)
 check_eq "a bad listeners value stops the broker (exit 1)" "1" "$?"
 check_eq "before the log directory is created" "no" "$([ -e "$tmp/d" ] && echo yes || echo no)"
 check_eq "--version" "gregor" "$("$GREGOR_BIN" --version | cut -d' ' -f1)"
@@ -32,7 +32,7 @@ rm -rf "$tmp"
 # A log directory holding somebody else's directories is refused, never cleaned up.
 tmp=$(mktemp -d /tmp/gregor-test.XXXXXX)
 mkdir -p "$tmp/home/Documents" "$tmp/home/projects-2" && echo keep >"$tmp/home/Documents/a.txt" && echo keep >"$tmp/home/projects-2/b.txt"
-out=$(timeout 10 "$GREGOR_BIN" --override listeners=PLAINTEXT://127.0.0.1:0 --override "log.dirs=$tmp/home" 2>&1)
+out=$(timeout 10 "$GREGOR_BIN" --override gregor.admin.listeners=http://127.0.0.1:0 --override listeners=PLAINTEXT://127.0.0.1:0 --override "log.dirs=$tmp/home" 2>&1)
 check_eq "log.dirs at a directory with other subdirectories and no meta.properties: exit 1" "1" "$?"
 case "$out" in *"not a Gregor log directory"*) pass "saying it is not a Gregor log directory" ;; *) fail "saying it is not a Gregor log directory" "$out" ;; esac
 check_eq "its subdirectories and files are untouched" "keep keep" "$(cat "$tmp/home/Documents/a.txt" "$tmp/home/projects-2/b.txt" 2>&1 | tr '\n' ' ' | sed 's/ $//')"
@@ -41,7 +41,7 @@ BROKER_DIR="$tmp/b" && mkdir -p "$BROKER_DIR"
 broker_start || fail "start"
 broker_stop
 mkdir -p "$BROKER_DIR/data/backup" && echo keep >"$BROKER_DIR/data/backup/x"
-out=$(timeout 10 "$GREGOR_BIN" --override listeners=PLAINTEXT://127.0.0.1:0 --override "log.dirs=$BROKER_DIR/data" 2>&1)
+out=$(timeout 10 "$GREGOR_BIN" --override gregor.admin.listeners=http://127.0.0.1:0 --override listeners=PLAINTEXT://127.0.0.1:0 --override "log.dirs=$BROKER_DIR/data" 2>&1)
 check_eq "a Gregor log directory with a non-partition subdirectory added: exit 1" "1" "$?"
 case "$out" in *"is not a partition directory"*) pass "naming the directory" ;; *) fail "naming the directory" "$out" ;; esac
 check_eq "which is untouched" "keep" "$(cat "$BROKER_DIR/data/backup/x" 2>&1)"
@@ -53,7 +53,7 @@ if [ "$(id -u)" = 0 ] && command -v runuser >/dev/null; then
     tmp=$(mktemp -d /tmp/gregor-test.XXXXXX)
     chmod 755 "$tmp" && mkdir "$tmp/data" && chown nobody "$tmp/data"
     as_nobody() {
-        runuser -u nobody -- "$GREGOR_BIN" --override listeners=PLAINTEXT://127.0.0.1:0 \
+        runuser -u nobody -- "$GREGOR_BIN" --override gregor.admin.listeners=http://127.0.0.1:0 --override listeners=PLAINTEXT://127.0.0.1:0 \
             --override "gregor.listener.file=$tmp/data/listener" --override "log.dirs=$tmp/data/log" \
             --override log.segment.bytes=2000 >>"$tmp/broker.log" 2>&1 &
         NOBODY_PID=$!

@@ -149,7 +149,7 @@ rm -rf "$BROKER_DIR"
 # Kafka's defaults 3 and 2 need a cluster: unset they are 1 on one node, set above 1 they stop the broker.
 tmp=$(mktemp -d /tmp/gregor-test.XXXXXX)
 for kv in transaction.state.log.replication.factor=3 transaction.state.log.min.isr=2; do
-    out=$(timeout 10 "$GREGOR_BIN" --override listeners=PLAINTEXT://127.0.0.1:0 --override "$kv" \
+    out=$(timeout 10 "$GREGOR_BIN" --override gregor.admin.listeners=http://127.0.0.1:0 --override listeners=PLAINTEXT://127.0.0.1:0 --override "$kv" \
         --override "log.dirs=$tmp/d" 2>&1)
     check_eq "$kv stops a single-node broker (exit 2)" "2" "$?"
     case "$out" in *"${kv%=*} must be 1 on a single-node broker"*) pass "naming ${kv%=*}" ;;

@@ -53,6 +53,7 @@ class Broker:
             env['GREGOR_FAILPOINT'] = failpoint
         argv = [GREGOR_BIN, '--override', 'listeners=PLAINTEXT://%s' % self.addr,
                 '--override', 'gregor.listener.file=' + listener,
+                '--override', 'gregor.admin.listeners=http://127.0.0.1:0',  # never the fixed 9644
                 '--override', 'log.dirs=' + os.path.join(self.dir, 'data')]
         for o in self.overrides:
             argv += ['--override', o]

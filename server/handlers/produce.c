@@ -76,6 +76,7 @@ static struct gr_log *produce_partition(struct gr_req *req, const struct gr_imag
     int16_t err = gr_partition_produce(gr_broker_partition(req->broker, log), gr_topic_policy(t), &args,
                                        &req->arena, &r);
     gr_produce_fill_partition(&r, pr, &req->arena);
+    gr_metrics_appended(&req->broker->metrics, it, &r, (size_t)records.len); /* BrokerTopicMetrics */
     *end_offset = r.end_offset;
     return err ? NULL : log;
 }

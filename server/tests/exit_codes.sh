@@ -12,7 +12,7 @@ fail=0
 expect2() { # expect2 WHAT ARGS...: the broker exits 2 within 20 s
     what=$1
     shift
-    timeout 20 "$gregor" --override listeners=PLAINTEXT://127.0.0.1:0 --override "log.dirs=$tmp/d" "$@" \
+    timeout 20 "$gregor" --override gregor.admin.listeners=http://127.0.0.1:0 --override listeners=PLAINTEXT://127.0.0.1:0 --override "log.dirs=$tmp/d" "$@" \
         >"$tmp/out" 2>&1
     rc=$?
     if [ "$rc" -eq 2 ]; then

@@ -29,7 +29,7 @@ kafka)
   stop_upstream() { "$repo/compat-tests/kafka-dist/stop-kafka.sh" "$updir/k"; }
   ;;
 gregor)
-  "${GREGOR:-$repo/build/bin/gregor}" --override listeners=PLAINTEXT://127.0.0.1:0 \
+  "${GREGOR:-$repo/build/bin/gregor}" --override listeners=PLAINTEXT://127.0.0.1:0 --override gregor.admin.listeners= \
     --override "advertised.listeners=PLAINTEXT://127.0.0.1:$port" --override "gregor.listener.file=$updir/addr" \
     --override "log.dirs=$updir/data" >"$updir/gregor.log" 2>&1 &
   gpid=$!

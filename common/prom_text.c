@@ -1,0 +1,108 @@
+/*
+ * prom_text.c: the Prometheus text format writer (common/prom_text.h).
+ */
+#include "common/prom_text.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void gr_prom_buf_init(struct gr_prom_buf *b, size_t max)
+{
+    memset(b, 0, sizeof *b);
+    b->max = max;
+}
+
+void gr_prom_buf_free(struct gr_prom_buf *b)
+{
+    free(b->data);
+    b->data = NULL;
+    b->len = b->cap = 0;
+}
+
+bool gr_prom_put(struct gr_prom_buf *b, const char *s, size_t len)
+{
+    if (b->failed) return false;
+    if (b->max && b->len + len > b->max) {
+        b->failed = true;
+        return false;
+    }
+    if (b->len + len + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 4096;
+        while (cap < b->len + len + 1)
+            cap *= 2;
+        char *d = realloc(b->data, cap);
+        if (!d) {
+            b->failed = true;
+            return false;
+        }
+        b->data = d;
+        b->cap = cap;
+    }
+    memcpy(b->data + b->len, s, len);
+    b->len += len;
+    b->data[b->len] = 0;
+    return true;
+}
+
+bool gr_prom_put_escaped(struct gr_prom_buf *b, const char *s)
+{
+    const char *run = s;
+    for (; *s; s++) {
+        const char *esc = *s == '\\' ? "\\\\" : *s == '"' ? "\\\"" : *s == '\n' ? "\\n" : NULL;
+        if (!esc) continue;
+        gr_prom_put(b, run, (size_t)(s - run));
+        gr_prom_put(b, esc, 2);
+        run = s + 1;
+    }
+    return gr_prom_put(b, run, (size_t)(s - run));
+}
+
+bool gr_prom_type(struct gr_prom_buf *b, const char *name, const char *type)
+{
+    gr_prom_put(b, "# TYPE ", 7);
+    gr_prom_put(b, name, strlen(name));
+    gr_prom_put(b, " ", 1);
+    gr_prom_put(b, type, strlen(type));
+    return gr_prom_put(b, "\n", 1);
+}
+
+static void put_head(struct gr_prom_buf *b, const char *name, const struct gr_prom_label *labels, int n)
+{
+    gr_prom_put(b, name, strlen(name));
+    if (n <= 0) return;
+    gr_prom_put(b, "{", 1);
+    for (int i = 0; i < n; i++) {
+        if (i) gr_prom_put(b, ",", 1);
+        gr_prom_put(b, labels[i].name, strlen(labels[i].name));
+        gr_prom_put(b, "=\"", 2);
+        gr_prom_put_escaped(b, labels[i].value ? labels[i].value : "");
+        gr_prom_put(b, "\"", 1);
+    }
+    gr_prom_put(b, "}", 1);
+}
+
+bool gr_prom_sample(struct gr_prom_buf *b, const char *name, const struct gr_prom_label *labels, int n,
+                    double value)
+{
+    put_head(b, name, labels, n);
+    char v[40];
+    if (isnan(value))
+        snprintf(v, sizeof v, " NaN\n");
+    else if (isinf(value))
+        snprintf(v, sizeof v, value > 0 ? " +Inf\n" : " -Inf\n");
+    else
+        snprintf(v, sizeof v, " %.17g\n", value);
+    return gr_prom_put(b, v, strlen(v));
+}
+
+bool gr_prom_sample_u64(struct gr_prom_buf *b, const char *name, const struct gr_prom_label *labels, int n,
+                        uint64_t value)
+{
+    put_head(b, name, labels, n);
+    char v[32];
+    int len = snprintf(v, sizeof v, " %" PRIu64 "\n", value);
+    return gr_prom_put(b, v, (size_t)len);
+}

@@ -1,0 +1,228 @@
+/*
+ * admin_http.c: the admin HTTP listener on the libev loop (server/admin_http.h).
+ */
+#include "server/admin_http.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "server/broker.h"
+#include "server/metrics.h"
+
+struct gr_admin_http {
+    struct gr_broker *b;
+    struct MHD_Daemon *d;
+    ev_io io_w;
+    ev_timer timer_w;
+};
+
+/* A rendered /metrics page handed to MHD in blocks. */
+struct body {
+    struct gr_prom_buf buf;
+};
+
+static ssize_t body_read(void *cls, uint64_t pos, char *out, size_t max)
+{
+    struct body *bd = cls;
+    if (pos >= bd->buf.len) return MHD_CONTENT_READER_END_OF_STREAM;
+    size_t n = bd->buf.len - (size_t)pos;
+    if (n > max) n = max;
+    if (n > GR_ADMIN_BLOCK_BYTES) n = GR_ADMIN_BLOCK_BYTES;
+    memcpy(out, bd->buf.data + pos, n);
+    return (ssize_t)n;
+}
+
+static void body_free(void *cls)
+{
+    struct body *bd = cls;
+    gr_prom_buf_free(&bd->buf);
+    free(bd);
+}
+
+static enum MHD_Result reply_text(struct MHD_Connection *c, unsigned status, const char *text)
+{
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer(strlen(text), (void *)text, MHD_RESPMEM_PERSISTENT);
+    if (!r) return MHD_NO;
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; charset=utf-8");
+    if (status == MHD_HTTP_METHOD_NOT_ALLOWED) MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
+    enum MHD_Result rc = MHD_queue_response(c, status, r);
+    MHD_destroy_response(r);
+    return rc;
+}
+
+static enum MHD_Result reply_metrics(struct gr_admin_http *a, struct MHD_Connection *c)
+{
+    struct body *bd = calloc(1, sizeof *bd);
+    if (!bd) return MHD_NO;
+    gr_prom_buf_init(&bd->buf, 0);
+    if (!gr_metrics_render(a->b, &bd->buf)) {
+        body_free(bd);
+        return reply_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
+    }
+    struct MHD_Response *r =
+        MHD_create_response_from_callback(bd->buf.len, GR_ADMIN_BLOCK_BYTES, body_read, bd, body_free);
+    if (!r) {
+        body_free(bd);
+        return MHD_NO;
+    }
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8");
+    enum MHD_Result rc = MHD_queue_response(c, MHD_HTTP_OK, r);
+    MHD_destroy_response(r);
+    return rc;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+                                  const char *version, const char *upload, size_t *upload_size, void **ctx)
+{
+    (void)version;
+    (void)upload;
+    struct gr_admin_http *a = cls;
+    if (!*ctx) { /* headers only so far: answer once they are complete */
+        *ctx = a;
+        return MHD_YES;
+    }
+    if (*upload_size) { /* a body is not read: GET and HEAD take none */
+        *upload_size = 0;
+        return MHD_YES;
+    }
+    if (strcmp(method, MHD_HTTP_METHOD_GET) && strcmp(method, MHD_HTTP_METHOD_HEAD))
+        return reply_text(c, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed\n");
+    if (!strcmp(url, "/metrics")) return reply_metrics(a, c);
+    if (!strcmp(url, "/v1/status/live")) return reply_text(c, MHD_HTTP_OK, "ok\n");
+    if (!strcmp(url, "/v1/status/ready"))
+        return a->b->ready ? reply_text(c, MHD_HTTP_OK, "ready\n")
+                           : reply_text(c, MHD_HTTP_SERVICE_UNAVAILABLE, "starting\n");
+    return reply_text(c, MHD_HTTP_NOT_FOUND, "not found\n");
+}
+
+/* Runs MHD once and re-arms the timer on what it asks for. */
+static void drive(struct gr_admin_http *a)
+{
+    MHD_run(a->d);
+    ev_timer_stop(a->b->loop, &a->timer_w);
+    MHD_UNSIGNED_LONG_LONG ms;
+    if (MHD_get_timeout(a->d, &ms) == MHD_YES) {
+        ev_timer_set(&a->timer_w, (double)ms / 1000.0, 0.0);
+        ev_timer_start(a->b->loop, &a->timer_w);
+    }
+}
+
+static void io_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+    (void)loop;
+    (void)revents;
+    drive(w->data);
+}
+
+static void timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    (void)loop;
+    (void)revents;
+    drive(w->data);
+}
+
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    (void)cls;
+    char msg[512];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    size_t n = strlen(msg);
+    if (n && msg[n - 1] == '\n') msg[n - 1] = 0;
+    GR_WARN_RATELIMITED("gregor.admin.listeners: %s", msg);
+}
+
+/* Parses "http://host:port" (an IPv4 address) into `sa`; -1 when malformed. */
+static int parse_listener(const char *v, struct sockaddr_in *sa)
+{
+    const char *pfx = "http://";
+    if (strncmp(v, pfx, strlen(pfx))) return -1;
+    const char *hp = v + strlen(pfx);
+    const char *colon = strrchr(hp, ':');
+    if (!colon || colon == hp || (size_t)(colon - hp) >= 64) return -1;
+    char host[64];
+    memcpy(host, hp, (size_t)(colon - hp));
+    host[colon - hp] = 0;
+    char *end;
+    errno = 0;
+    long port = strtol(colon + 1, &end, 10);
+    if (errno || end == colon + 1 || *end || port < 0 || port > 65535) return -1;
+    memset(sa, 0, sizeof *sa);
+    sa->sin_family = AF_INET;
+    sa->sin_port = htons((uint16_t)port);
+    if (!strcmp(host, "localhost")) strcpy(host, "127.0.0.1");
+    return inet_pton(AF_INET, host, &sa->sin_addr) == 1 ? 0 : -1;
+}
+
+int gr_admin_http_start(struct gr_broker *b, struct gr_admin_http **out)
+{
+    *out = NULL;
+    const char *v = gr_config_str(&b->cfg, "gregor.admin.listeners");
+    if (!v || !*v) return 0;
+    struct sockaddr_in sa;
+    if (parse_listener(v, &sa) < 0) {
+        fprintf(stderr, "config: gregor.admin.listeners: expected http://<IPv4 address>:<port>, got '%s'\n",
+                v);
+        return -1;
+    }
+    struct gr_admin_http *a = calloc(1, sizeof *a);
+    if (!a) return -1;
+    a->b = b;
+    a->d = MHD_start_daemon(MHD_USE_EPOLL | MHD_USE_ERROR_LOG, 0, NULL, NULL, on_request, a,
+                            MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_SOCK_ADDR,
+                            (struct sockaddr *)&sa, MHD_OPTION_CONNECTION_LIMIT,
+                            (unsigned)GR_ADMIN_CONNECTIONS_MAX, MHD_OPTION_CONNECTION_TIMEOUT,
+                            (unsigned)GR_ADMIN_IDLE_TIMEOUT_S, MHD_OPTION_END);
+    if (!a->d) {
+        fprintf(stderr, "config: gregor.admin.listeners: cannot serve %s (address in use or not local?)\n",
+                v);
+        free(a);
+        return -1;
+    }
+    const union MHD_DaemonInfo *port = MHD_get_daemon_info(a->d, MHD_DAEMON_INFO_BIND_PORT);
+    const union MHD_DaemonInfo *efd = MHD_get_daemon_info(a->d, MHD_DAEMON_INFO_EPOLL_FD);
+    if (!port || !efd) {
+        fprintf(stderr, "config: gregor.admin.listeners: libmicrohttpd gave no port or epoll descriptor\n");
+        gr_admin_http_stop(a);
+        return -1;
+    }
+    char host[INET_ADDRSTRLEN];
+    inet_ntop(AF_INET, &sa.sin_addr, host, sizeof host);
+    const char *lf = gr_config_str(&b->cfg, "gregor.admin.listener.file");
+    if (lf && *lf) {
+        char tmp[4200];
+        snprintf(tmp, sizeof tmp, "%s.tmp", lf);
+        FILE *f = fopen(tmp, "w");
+        bool ok = f && fprintf(f, "%s:%u\n", host, (unsigned)port->port) > 0;
+        if (f && fclose(f)) ok = false;
+        if (!ok || rename(tmp, lf)) {
+            fprintf(stderr, "config: gregor.admin.listener.file: cannot write %s\n", lf);
+            gr_admin_http_stop(a);
+            return -1;
+        }
+    }
+    ev_io_init(&a->io_w, io_cb, efd->epoll_fd, EV_READ);
+    a->io_w.data = a;
+    ev_io_start(b->loop, &a->io_w);
+    ev_timer_init(&a->timer_w, timer_cb, 0.0, 0.0);
+    a->timer_w.data = a;
+    GR_INFO("admin listener on http://%s:%u (/metrics, /v1/status/live, /v1/status/ready)", host,
+            (unsigned)port->port);
+    *out = a;
+    return 0;
+}
+
+void gr_admin_http_stop(struct gr_admin_http *a)
+{
+    if (!a) return;
+    if (ev_is_active(&a->io_w)) ev_io_stop(a->b->loop, &a->io_w);
+    if (ev_is_active(&a->timer_w)) ev_timer_stop(a->b->loop, &a->timer_w);
+    MHD_stop_daemon(a->d);
+    free(a);
+}

@@ -1,0 +1,28 @@
+/*
+ * admin_http.h: the admin HTTP listener (gregor.admin.listeners, issue #22): /metrics (server/metrics.h),
+ * /v1/status/live and /v1/status/ready.
+ *
+ * HTTP is libmicrohttpd's, driven from the broker's libev loop without a thread of its own: an ev_io on
+ * MHD's epoll descriptor and an ev_timer on MHD_get_timeout call MHD_run. GET and HEAD only (405 with an
+ * Allow header otherwise), 404 for other paths, at most 16 connections, idle ones closed after 30 s; a body
+ * leaves in blocks of at most 64 KiB.
+ * Read next: server/metrics.c.
+ */
+#ifndef GR_ADMIN_HTTP_H
+#define GR_ADMIN_HTTP_H
+
+struct gr_broker;
+struct gr_admin_http;
+
+#define GR_ADMIN_CONNECTIONS_MAX 16
+#define GR_ADMIN_IDLE_TIMEOUT_S 30
+#define GR_ADMIN_BLOCK_BYTES (64 * 1024)
+
+/* Binds gregor.admin.listeners ("http://host:port", port 0: a free one; empty: disabled, *out NULL) and
+   writes the bound host:port to gregor.admin.listener.file when set. Returns 0, or -1 after printing a
+   message naming the key (a bad value, a busy port, an unwritable file): the broker then exits with 2. */
+int gr_admin_http_start(struct gr_broker *b, struct gr_admin_http **out);
+/* Stops serving and frees; NULL ignored. */
+void gr_admin_http_stop(struct gr_admin_http *a);
+
+#endif

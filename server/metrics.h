@@ -1,0 +1,81 @@
+/*
+ * metrics.h: the broker's counters and their /metrics page (issue #22, first slice).
+ *
+ * Counters live on the network thread, which handles every request: a plain increment per request (by API
+ * name and version, Kafka's RequestMetrics "RequestsPerSec") and per partition of a Produce appended as
+ * leader or a client Fetch answered (Kafka's BrokerTopicMetrics, counted as ReplicaManager.appendToLocalLog
+ * and KafkaApis.handleFetchRequest count them: MessagesInPerSec, BytesInPerSec, BytesOutPerSec,
+ * TotalProduceRequestsPerSec, TotalFetchRequestsPerSec), overall and per topic. Replication fetches are not
+ * counted in these. Per-topic counters are allocated when a topic is first counted, never per request.
+ * gr_metrics_render writes them, with the logs' sizes and offsets read from the store on the loop, in the
+ * names Kafka's JMX exporter gives them (kafka_server_brokertopicmetrics_*_total, ...).
+ * Read next: common/prom_text.h (the format), server/admin_http.c (the listener that serves the page).
+ */
+#ifndef GR_METRICS_H
+#define GR_METRICS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/prom_text.h"
+
+struct gr_broker;
+struct gr_req;
+struct gr_image_topic;
+struct gr_produce_result;
+
+#define GR_METRICS_API_KEYS 128    /* Kafka API keys counted (keys above are never served) */
+#define GR_METRICS_API_VERSIONS 32 /* versions counted per key */
+
+/* BrokerTopicMetrics counters of one topic, or of all topics. */
+struct gr_topic_counters {
+    uint64_t messages_in, bytes_in, bytes_out, produce_requests, fetch_requests;
+};
+
+struct gr_metrics_topic; /* one topic's counters in the table (metrics.c) */
+
+struct gr_metrics {
+    struct gr_topic_counters all;
+    uint64_t requests[GR_METRICS_API_KEYS][GR_METRICS_API_VERSIONS];
+    struct gr_metrics_topic *topics; /* open-addressing table keyed by topic name */
+    size_t topic_cap, topic_count;
+    int64_t start_time_ms; /* wall clock at start: process_start_time_seconds */
+    const char *version;   /* gregor_build_info's version label (main.c's GREGOR_VERSION) */
+};
+
+/* Zeroes `m` and notes the start time (wall clock). */
+void gr_metrics_init(struct gr_metrics *m);
+/* Frees the per-topic table. */
+void gr_metrics_free(struct gr_metrics *m);
+/* One request of API `key` at `version` served (after the version check). Out-of-range keys are ignored. */
+void gr_metrics_request(struct gr_metrics *m, int16_t key, int16_t version);
+/* A Produce partition appended as leader: `records` records in `bytes` bytes of record batches (Kafka's
+   MessagesInPerSec / BytesInPerSec), and a TotalProduceRequestsPerSec mark, for `topic` and overall. */
+void gr_metrics_produced(struct gr_metrics *m, const char *topic, size_t topic_len, uint64_t records,
+                         uint64_t bytes);
+/* As gr_metrics_produced for one Produce partition's append result `r` of `bytes` record bytes to topic
+   `it`: counted when appended (not refused, not a duplicate retry, which Kafka does not write again). */
+void gr_metrics_appended(struct gr_metrics *m, const struct gr_image_topic *it,
+                         const struct gr_produce_result *r, size_t bytes);
+/* Request `req` is answered (gr_req_finish, before encoding): a client's Fetch (not a follower's: replica
+   id < 0) counts each partition of a known topic in its response with gr_metrics_fetched and its record
+   bytes. Other APIs: nothing yet. */
+void gr_metrics_answered(struct gr_req *req);
+/* A client Fetch answered for one partition of `topic`: `bytes` record bytes sent (BytesOutPerSec) and a
+   TotalFetchRequestsPerSec mark. Followers' fetches are not counted (Kafka counts them as replication). */
+void gr_metrics_fetched(struct gr_metrics *m, const char *topic, size_t topic_len, uint64_t bytes);
+/* The counters of `topic`, or NULL when it was never counted. */
+const struct gr_topic_counters *gr_metrics_topic(const struct gr_metrics *m, const char *topic);
+
+/* Writes the whole /metrics page of broker `b` into `out` (Prometheus text format 0.0.4): the counters
+   above, kafka_log_log_* per local partition, the controller count, process_* figures from /proc/self and
+   gregor_build_info. Runs on the network thread. Returns false when `out` failed (memory or its max). */
+bool gr_metrics_render(struct gr_broker *b, struct gr_prom_buf *out);
+
+/* Writes the counter families of `m` only (no store, no process figures): what gr_metrics_render writes
+   first; split out so unit tests can check exact lines. `topics`/`ntopics` name the topics to list (those
+   in the store); a topic never counted is listed with zeros. */
+bool gr_metrics_render_counters(const struct gr_metrics *m, const char *const *topics, int ntopics,
+                                struct gr_prom_buf *out);
+
+#endif
