@@ -222,6 +222,7 @@ CONFIG_READERS = {
     "server/handlers/create_topics.c": "CreateTopics' result lists the new topic's configs as DescribeConfigs",
     "server/main.c": "start-up: reads the keys that set up the store, the pools and logging",
     "server/healthcheck.c": "the --healthcheck mode (a start-up of its own, no broker)",
+    "server/admin_http.c": "start-up: the admin listener's address and listener file, read once when main starts it",
     "storage/store.c": "defines gr_topic_config_get and parses the topic strings into the typed policy",
     "storage/store.h": "declares gr_topic_config_get",
 }
