@@ -93,8 +93,8 @@ bool gr_prom_sample(struct gr_prom_buf *b, const char *name, const struct gr_pro
         snprintf(v, sizeof v, " NaN\n");
     else if (isinf(value))
         snprintf(v, sizeof v, value > 0 ? " +Inf\n" : " -Inf\n");
-    else
-        snprintf(v, sizeof v, " %.17g\n", value);
+    else if (snprintf(v, sizeof v, " %.15g\n", value) > 0 && strtod(v, NULL) != value)
+        snprintf(v, sizeof v, " %.17g\n", value); /* the shortest of the two that reads back exactly */
     return gr_prom_put(b, v, strlen(v));
 }
 

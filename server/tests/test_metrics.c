@@ -24,10 +24,15 @@ static void escapes_label_values(void **state)
     gr_prom_sample_u64(&b, "m_total", l, 2, 18446744073709551615ull);
     gr_prom_sample(&b, "g", NULL, 0, 1.5);
     gr_prom_sample(&b, "h", NULL, 0, 1.0 / 0.0);
+    volatile double tenth = 0.1, fifth = 0.2; /* not folded: 0.1 + 0.2 is 0.30000000000000004 at run time */
+    gr_prom_sample(&b, "s", NULL, 0, 0.05);   /* the shortest text that reads back: 0.05 */
+    gr_prom_sample(&b, "t", NULL, 0, tenth + fifth); /* needs all 17 digits */
     assert_false(b.failed);
     assert_string_equal(b.data, "m_total{topic=\"a\\\\b\\\"c\\nd\",partition=\"0\"} 18446744073709551615\n"
                                 "g 1.5\n"
-                                "h +Inf\n");
+                                "h +Inf\n"
+                                "s 0.05\n"
+                                "t 0.30000000000000004\n");
     gr_prom_buf_free(&b);
 }
 
