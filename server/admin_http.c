@@ -174,7 +174,7 @@ int gr_admin_http_start(struct gr_broker *b, struct gr_admin_http **out)
     struct gr_admin_http *a = calloc(1, sizeof *a);
     if (!a) return -1;
     a->b = b;
-    a->d = MHD_start_daemon(MHD_USE_EPOLL | MHD_USE_ERROR_LOG, 0, NULL, NULL, on_request, a,
+    a->d = MHD_start_daemon(MHD_USE_EPOLL | MHD_USE_ERROR_LOG, ntohs(sa.sin_port), NULL, NULL, on_request, a,
                             MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_SOCK_ADDR,
                             (struct sockaddr *)&sa, MHD_OPTION_CONNECTION_LIMIT,
                             (unsigned)GR_ADMIN_CONNECTIONS_MAX, MHD_OPTION_CONNECTION_TIMEOUT,
