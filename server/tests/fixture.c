@@ -14,6 +14,7 @@
 
 #include "cluster/local.h"
 #include "server/groups.h"
+#include "server/metrics.h"
 #include "server/producer_ids.h"
 #include "server/txns.h"
 #include "server/handlers/handlers.h"
@@ -73,6 +74,7 @@ void srv_broker_close(struct gr_broker *b, const char *dir, void (*after_store_c
     ev_loop_destroy(b->loop);
     gr_config_free(&b->cfg);
     gr_partitions_destroy(b->parts); /* as main.c does at shutdown */
+    gr_metrics_free(&b->metrics);    /* per-topic counters made by the handlers (main.c frees them too) */
     free(b->flushed);                /* completions queued for a loop the test did not run */
     free(b);
     if (dir) th_rmtree(dir);
