@@ -77,8 +77,9 @@ static int teardown(void **state)
 }
 
 /* Produces `count` records of pid/epoch/seq; `txn`: transactional; `verified`: the caller's flag. */
-static int16_t produce(struct fx *f, int64_t pid, int32_t seq, int32_t count, bool txn, bool verified,
-                       struct gr_produce_result *r)
+/* One batch of `count` records from `pid` at `seq`; `guarded`: the append must still hold `guard`. */
+static int16_t produce_at(struct fx *f, int64_t pid, int32_t seq, int32_t count, bool txn, bool verified,
+                          bool guarded, uint64_t guard, struct gr_produce_result *r)
 {
     struct th_batch_spec s = {.count = count,
                               .ts0 = NOW_MS,
@@ -96,10 +97,18 @@ static int16_t produce(struct fx *f, int64_t pid, int32_t seq, int32_t count, bo
                                    .api_version = 9,
                                    .now_ms = NOW_MS,
                                    .acks = 1,
-                                   .txn_verified = verified};
+                                   .txn_verified = verified,
+                                   .txn_guarded = guarded,
+                                   .txn_guard = guard};
     int16_t err = gr_partition_produce(f->part, &f->policy, &args, &f->arena, r);
     free(b);
     return err;
+}
+
+static int16_t produce(struct fx *f, int64_t pid, int32_t seq, int32_t count, bool txn, bool verified,
+                       struct gr_produce_result *r)
+{
+    return produce_at(f, pid, seq, count, txn, verified, false, 0, r);
 }
 
 static int marker(struct fx *f, int64_t pid, int32_t coord, bool commit, struct gr_append_result *res)
@@ -351,29 +360,8 @@ static void test_follower(void **state)
 /* Produces one transactional batch of pid (epoch 0) whose verdict came before the call, under `guard`. */
 static int16_t produce_guarded(struct fx *f, int64_t pid, int32_t seq, uint64_t guard)
 {
-    struct th_batch_spec s = {.count = 1,
-                              .ts0 = NOW_MS,
-                              .ts_step = 1,
-                              .tag = 1,
-                              .value_bytes = 20,
-                              .producer_id = pid,
-                              .producer_epoch = 0,
-                              .base_sequence = seq,
-                              .transactional = true};
-    size_t len;
-    uint8_t *b = th_batch(&s, &len);
-    struct gr_produce_args args = {.records = b,
-                                   .records_len = (int64_t)len,
-                                   .api_version = 9,
-                                   .now_ms = NOW_MS,
-                                   .acks = 1,
-                                   .txn_verified = true,
-                                   .txn_guarded = true,
-                                   .txn_guard = guard};
     struct gr_produce_result r;
-    int16_t err = gr_partition_produce(f->part, &f->policy, &args, &f->arena, &r);
-    free(b);
-    return err;
+    return produce_at(f, pid, seq, 1, true, true, true, guard, &r);
 }
 
 /* KIP-890 part 1's verification guard (Kafka's VerificationStateEntry): a marker that ends the producer's
