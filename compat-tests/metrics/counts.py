@@ -4,7 +4,9 @@ Against the broker of compat-tests/metrics/run.sh (BROKER, ADMIN), after metrics
 checked as the difference between a scrape before and one after): creates topic c1 (max.message.bytes 1000,
 message.timestamp.before.max.ms 60000), sends Produce v9 twice with a good batch, once to an unknown topic,
 once with a batch over max.message.bytes and once with a batch timestamped in 1970, then Fetch v12 of c1-0
-and of c1-7 (no such partition). Expected values come from what the test sent and the errors it was answered:
+and of c1-7 (no such partition), then acks=0 produces: a good one (answered with nothing, no error counted,
+as Kafka's sendNoOpResponse) and one to an unknown topic (the connection closed, its error counted, as
+Kafka's closeConnection). Expected values come from what the test sent and the errors it was answered:
 errors_total per (request, error) as Kafka's errorCounts() counts them (Fetch's top-level error counts as
 NONE), failedproducerequests 1 (INVALID_TIMESTAMP; Kafka leaves out MESSAGE_TOO_LARGE and unknown topics),
 bytesrejected = the oversized batch's bytes, failedfetchrequests 0 (Kafka leaves out unknown partitions),
@@ -15,7 +17,6 @@ import http.client
 import os
 import re
 import sys
-import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'lib'))
 import kafka_raw as kr  # noqa: E402
@@ -93,7 +94,22 @@ def main():
             part = f['responses'][0]['partitions'][0]
             tk.eq(f'fetch c1-{p}: error {want}', want, part['error_code'])
             answered('Fetch', part['error_code'])
-    time.sleep(0.05)
+    with kr.Conn(broker) as c:  # acks=0: a good one is answered with nothing and counts no error (Kafka's
+        kr.produce(c, 'c1', 0, good, version=9, acks=0)  # sendNoOpResponse); then a request behind it
+        tk.eq('after an acks=0 produce the connection still answers', 0,  # on the same connection
+              kr.fetch(c, 'c1', 0, 0, version=12)['error_code'])
+        fetches += 1
+        answered('Fetch', 0)
+        answered('Fetch', 0)  # its partition's NONE
+    with kr.Conn(broker) as c:  # one to an unknown topic closes the connection and counts its error
+        kr.produce(c, 'no-such-topic-c1', 0, good, version=9, acks=0)
+        c.sock.settimeout(10)
+        try:
+            closed = c.sock.recv(1) == b''
+        except OSError:
+            closed = True
+        tk.check('an acks=0 produce to an unknown topic closes the connection', closed)
+        answered('Produce', 3)
     after = scrape(admin)
 
     def delta(name, labels):
