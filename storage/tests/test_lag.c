@@ -2,7 +2,8 @@
  * test_lag.c: the lag formulas of storage/lag.h with exact numbers (lag bytes, lag seconds, retention
  * headroom for k < n and k = n, retention -1, rate 0, compact, c below the log start), the sample history
  * (the one-second sampling rule, thinning, pruning, truncation, the 15-minute rate), and on a real log: the
- * samples appends take, gr_log_lag's bytes against the segments' sizes, and the history rebuilt at reopen.
+ * samples appends take, gr_log_lag's bytes against the segments' sizes and the in-memory offset index, and
+ * the history rebuilt at reopen.
  * No timing: every time is given.
  */
 #include <math.h>
@@ -376,6 +377,35 @@ static void test_log_samples_and_rebuild(void **state)
     assert_true(out.seconds == (double)(now - maxts[0]) / 1000.0);
 }
 
+/* The in-memory offset index bounds lag bytes where no sample helps: with an entry for every batch but the
+   first (index.interval.bytes 1), c inside batch i (i >= 2) counts from the start of batch i - 1, the last
+   indexed batch ending below c: one batch more than the truth, as lag.h documents. */
+static void test_log_index_bound(void **state)
+{
+    struct fx *f = *state;
+    assert_int_equal(gr_store_open(&f->cfg, &f->store), 0);
+    const char *k[] = {"index.interval.bytes"}, *v[] = {"1"};
+    assert_int_equal(gr_store_topic_create(f->store, "i", 1, k, v, 1, &f->topic), 0);
+    f->log = gr_topic_log(f->topic, 0);
+    int64_t pos[11] = {0};
+    for (int i = 0; i < 10; i++)
+        pos[i + 1] = pos[i] + append(f->log, 5, 1000 + i, (uint32_t)(100 + i));
+    assert_int_equal(f->log->seg_count, 1);
+    assert_int_equal(f->log->segs[0]->idx_count, 9);
+    gr_lag_ring_free(&f->log->lag); /* no samples: the index alone */
+    gr_lag_ring_init(&f->log->lag, 0);
+    struct gr_log_lag out;
+    for (int i = 2; i < 10; i++) {
+        assert_int_equal(gr_log_lag(f->log, 5 * i + 2, 0, &out), 0);
+        assert_int_equal(out.bytes, pos[10] - pos[i - 1]);
+        assert_int_equal(gr_log_lag(f->log, 5 * i, 0, &out), 0); /* at the batch's base: same bound */
+        assert_int_equal(out.bytes, pos[10] - pos[i - 1]);
+    }
+    assert_int_equal(gr_log_lag(f->log, 7, 0, &out), 0); /* batch 1: only the segment start below it */
+    assert_int_equal(out.bytes, pos[10]);
+    assert_true(out.seconds == -1); /* no sample at all: unknown */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -387,6 +417,7 @@ int main(void)
         cmocka_unit_test(test_headroom),
         cmocka_unit_test(test_headroom_active),
         cmocka_unit_test_setup_teardown(test_log_samples_and_rebuild, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_log_index_bound, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
