@@ -110,10 +110,27 @@ double gr_lag_rate(const struct gr_lag_ring *r, int64_t now_ms)
     if (w > GR_LAG_RATE_WINDOW_MS) w = GR_LAG_RATE_WINDOW_MS;
     if (w <= 0) return 0;
     int64_t from = now_ms - w;
-    for (int32_t i = 0; i < r->count; i++) /* the first live sample in the window */
-        if (!r->s[i].rebuilt && r->s[i].time_ms >= from && r->s[i].time_ms <= now_ms)
-            return (double)(r->appended - r->s[i].appended) * 1000.0 / (double)w;
-    return 0;
+    /* The first live sample in the window, by binary search (a scrape asks once per committed offset):
+       rebuilt samples are a prefix (made at open, below every append), live ones are in append order, so
+       their times ascend (a clock stepped back breaks that for a while: the answer is then approximate). */
+    int32_t lo = 0, hi = r->count;
+    while (lo < hi) {
+        int32_t mid = lo + (hi - lo) / 2;
+        if (r->s[mid].rebuilt)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    hi = r->count;
+    while (lo < hi) {
+        int32_t mid = lo + (hi - lo) / 2;
+        if (r->s[mid].time_ms < from)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == r->count || r->s[lo].time_ms > now_ms) return 0;
+    return (double)(r->appended - r->s[lo].appended) * 1000.0 / (double)w;
 }
 
 /* Index of the segment holding `offset`: the last with base <= offset (0 when below all). */
