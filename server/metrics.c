@@ -18,6 +18,7 @@
 #include "protocol/errors.h"
 #include "server/apis.h"
 #include "server/broker.h"
+#include "server/metrics_lagtime.h"
 #include "server/route.h"
 #include "storage/store.h"
 
@@ -314,6 +315,7 @@ bool gr_metrics_render(struct gr_broker *b, struct gr_prom_buf *out)
     gr_prom_sample(out, cc, NULL, 0,
                    !b->member ? 1.0 : (b->controller && gr_controller_epoch(b->controller)));
     gr_metrics_counts_render(&m->counts, b->fetcher ? gr_fetcher_stats(b->fetcher) : NULL, out);
+    gr_metrics_lagtime_render(b, out);
     render_process(m, out);
     gr_prom_type(out, "gregor_build_info", "gauge");
     struct gr_prom_label bl[2] = {{"version", m->version ? m->version : ""}, {"revision", GREGOR_REVISION}};

@@ -18,6 +18,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "storage/lag.h"
 #include "storage/log.h"
 #include "storage/producer_state.h"
 #include "storage/store.h"
@@ -164,6 +165,9 @@ struct gr_log {
     bool flush_queued;  /* [store flusher mu] */
     bool flush_running; /* [store flusher mu] */
     bool flush_again;   /* [store flusher mu] */
+
+    /* The append history for the lag formulas (storage/lag.h). Network thread. */
+    struct gr_lag_ring lag;
 };
 
 struct gr_topic {

@@ -290,6 +290,7 @@ static void lower_offsets(struct gr_log *log, int64_t end, int64_t start)
     log->size_bytes = 0;
     for (int i = 0; i < log->seg_count; i++)
         log->size_bytes += log->segs[i]->size_bytes;
+    gr_lag_ring_truncate(&log->lag, end);
 }
 
 /* Snapshots past `end` (all when end < 0) leave the list; their files go with the job. */
