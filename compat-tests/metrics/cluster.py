@@ -9,7 +9,8 @@ min ISR (one replica: the effective min ISR is 1), no ISR change; the controller
 internal topic counts, as KRaft's topicsById) and partition count 8, no offline partition, no imbalance;
 kafka_brokers 1, kafka_topic_partitions per topic; per partition the high watermark (5, 7, 0, ...), the log
 start offset (4 on t3-1), leader 7, one replica in sync, preferred leader, last stable offset lag 0; every
-family's # TYPE once. Prints "RESULT p f x".
+family's # TYPE once. Then a transaction left open on t2-0 after 2 plain records: laststableoffsetlag 3 (high
+watermark 5 - its first offset 2); committed, 0 with the high watermark past the marker. Prints "RESULT p f x".
 """
 import http.client
 import os
@@ -63,6 +64,7 @@ def start_broker(d):
     for kv in ('listeners=PLAINTEXT://127.0.0.1:0', f'gregor.listener.file={d}/listener',
                'gregor.admin.listeners=http://127.0.0.1:0', f'gregor.admin.listener.file={d}/admin',
                f'log.dirs={d}/data', f'node.id={NODE}', f'offsets.topic.num.partitions={OFFSETS_PARTITIONS}',
+               'transaction.state.log.num.partitions=2',
                'auto.create.topics.enable=false'):
         argv += ['--override', kv]
     log = open(os.path.join(d, 'broker.log'), 'wb')
@@ -157,6 +159,50 @@ def run(broker, admin):
         tk.eq(f'{name}{dict(labels)}', v, m.get((name, labels)))
     per_part = [k for k in m if k[0] == 'kafka_topic_partition_current_offset']
     tk.eq('kafka_topic_partition_current_offset: one series per partition, no more', total, len(per_part))
+    open_transaction(broker, admin)
+
+
+def open_transaction(broker, admin):
+    """t2-0: 2 plain records, then a transaction's 3 records left open: the high watermark is 5, the last
+    stable offset 2 (the transaction's first offset), lastStableOffsetLag 3; committed: back to 0."""
+    L = frozenset({('topic', 't2'), ('partition', '0')})
+    lag = 'kafka_cluster_partition_laststableoffsetlag'
+    txn_id = 'mc-txn'
+    with kr.Conn(broker) as c:
+        tk.eq('produce 2 plain records to t2-0', 0,
+              kr.produce(c, 't2', 0, kr.build_batch([(None, b'p')] * 2))['error_code'])
+        end = time.monotonic() + 10
+        while c.request('FindCoordinator', 3, {'key': txn_id, 'key_type': 1})['error_code'] and time.monotonic() < end:
+            time.sleep(0.1)
+        while True:
+            r = c.request('InitProducerId', 4, {'transactional_id': txn_id, 'transaction_timeout_ms': 60000})
+            if r['error_code'] not in (14, 15, 51) or time.monotonic() > end:
+                break
+            time.sleep(0.1)
+        tk.eq('InitProducerId for a transactional id', 0, r['error_code'])
+        pid, epoch = r['producer_id'], r['producer_epoch']
+        r = c.request('AddPartitionsToTxn', 3, {
+            'v3_and_below_transactional_id': txn_id, 'v3_and_below_producer_id': pid,
+            'v3_and_below_producer_epoch': epoch, 'v3_and_below_topics': [{'name': 't2', 'partitions': [0]}]})
+        tk.eq('AddPartitionsToTxn t2-0', 0, r['results_by_topic_v3_and_below'][0]['results_by_partition'][0][
+            'partition_error_code'])
+        b = kr.build_batch([(None, b't')] * 3, attributes_extra=0x10, producer_id=pid, producer_epoch=epoch,
+                           base_sequence=0)
+        tk.eq('a transactional batch of 3 records, left open', 0,
+              kr.produce(c, 't2', 0, b, transactional_id=txn_id)['error_code'])
+        m, _ = parse(scrape(admin)[1])
+        tk.eq('an open transaction: laststableoffsetlag = 5 - 2', 3, m.get((lag, L)))
+        tk.eq('and current_offset (the high watermark) 5', 5, m.get(('kafka_topic_partition_current_offset', L)))
+        tk.eq('EndTxn commit', 0, c.request('EndTxn', 3, {'transactional_id': txn_id, 'producer_id': pid,
+                                                           'producer_epoch': epoch, 'committed': True})['error_code'])
+        end = time.monotonic() + 10
+        while time.monotonic() < end:  # the marker is written after EndTxn's answer
+            m, _ = parse(scrape(admin)[1])
+            if m.get((lag, L)) == 0:
+                break
+            time.sleep(0.05)
+        tk.eq('committed: laststableoffsetlag 0, the high watermark past the marker (6)', (0, 6),
+              (m.get((lag, L)), m.get(('kafka_topic_partition_current_offset', L))))
 
 
 def main():
