@@ -10,12 +10,14 @@ internal topic counts, as KRaft's topicsById) and partition count 8, no offline 
 kafka_brokers 1, kafka_topic_partitions per topic; per partition the high watermark (5, 7, 0, ...), the log
 start offset (4 on t3-1), leader 7, one replica in sync, preferred leader, last stable offset lag 0; every
 family's # TYPE once. Then a transaction left open on t2-0 after 2 plain records: laststableoffsetlag 3 (high
-watermark 5 - its first offset 2); committed, 0 with the high watermark past the marker. Prints "RESULT p f x".
+watermark 5 - its first offset 2); committed, 0 with the high watermark past the marker. First, a cluster-mode broker whose etcd does not answer:
+/metrics is 503 before its log directory is open, and it keeps running. Prints "RESULT p f x".
 """
 import http.client
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -57,7 +59,7 @@ def parse(text):
     return out, types
 
 
-def start_broker(d):
+def start_broker(d, extra=(), wait_listener=True):
     repo = os.environ.get('REPO') or os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..')
     binary = os.environ.get('GREGOR_BIN') or os.path.join(repo, 'build', 'bin', 'gregor')
     argv = [binary]
@@ -65,7 +67,7 @@ def start_broker(d):
                'gregor.admin.listeners=http://127.0.0.1:0', f'gregor.admin.listener.file={d}/admin',
                f'log.dirs={d}/data', f'node.id={NODE}', f'offsets.topic.num.partitions={OFFSETS_PARTITIONS}',
                'transaction.state.log.num.partitions=2',
-               'auto.create.topics.enable=false'):
+               'auto.create.topics.enable=false') + tuple(extra):
         argv += ['--override', kv]
     log = open(os.path.join(d, 'broker.log'), 'wb')
     p = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
@@ -74,8 +76,12 @@ def start_broker(d):
         if p.poll() is not None:
             raise RuntimeError(f'broker exited at start ({p.returncode})')
         try:
-            with open(f'{d}/listener') as f, open(f'{d}/admin') as g:
-                b, a = f.readline().strip(), g.readline().strip()
+            with open(f'{d}/admin') as g:
+                a = g.readline().strip()
+            if a and not wait_listener:
+                return p, None, a
+            with open(f'{d}/listener') as f:
+                b = f.readline().strip()
             if b and a:
                 return p, b, a
         except FileNotFoundError:
@@ -205,7 +211,39 @@ def open_transaction(broker, admin):
               (m.get((lag, L)), m.get(('kafka_topic_partition_current_offset', L))))
 
 
+def stop(p):
+    p.terminate()
+    try:
+        p.wait(10)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait()
+
+
+def starting():
+    """A cluster-mode broker whose etcd does not answer (a closed loopback port) runs its loop before its log
+    directory is open: /metrics answers 503 then, and the broker lives on (it crashed on a null store)."""
+    d = tempfile.mkdtemp(prefix='gregor-metrics-starting.')
+    s = socket.socket()
+    s.bind(('127.0.0.1', 0))
+    port = s.getsockname()[1]
+    s.close()  # nothing listens there
+    p = None
+    try:
+        p, _, admin = start_broker(d, (f'gregor.metadata.etcd.endpoints=http://127.0.0.1:{port}',),
+                                   wait_listener=False)
+        st, text = scrape(admin)
+        tk.eq('/metrics before the log directory is open (etcd unreachable): 503', (503, 'starting\n'), (st, text))
+        time.sleep(0.2)
+        tk.eq('and the broker still runs', None, p.poll())
+    finally:
+        if p is not None:
+            stop(p)
+        shutil.rmtree(d, ignore_errors=True)
+
+
 def main():
+    tk.run('a scrape while starting', starting)
     d = tempfile.mkdtemp(prefix='gregor-metrics-cluster.')
     p = None
     try:
@@ -215,12 +253,7 @@ def main():
         tk.fail('metrics/cluster', str(e))
     finally:
         if p is not None:
-            p.terminate()
-            try:
-                p.wait(10)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
+            stop(p)
         shutil.rmtree(d, ignore_errors=True)
     tk.finish()
 
