@@ -172,7 +172,10 @@ bool gr_metrics_cluster_render(struct gr_broker *b, struct gr_prom_buf *out)
         }
     }
     struct led *leds = calloc((size_t)held + 1, sizeof *leds);
-    if (!leds) return false;
+    if (!leds) {
+        out->failed = true; /* the caller refuses the page rather than serve it without these families */
+        return false;
+    }
     int64_t nled = 0, under_repl = 0, under_min = 0, at_min = 0;
     int32_t nt = gr_image_topic_count(img);
     for (int32_t i = 0; i < nt; i++) {

@@ -75,7 +75,7 @@ struct gr_metrics_isr_state {
 struct gr_metrics_isr_state gr_metrics_isr_state(int32_t replicas, int32_t isr, int32_t min_isr);
 
 /* Writes the families above for broker `b` into `out`. Returns false when `out` failed or memory ran out
-   (the page is then refused by the caller). */
+   (then out->failed is set: gr_metrics_render refuses the page). */
 bool gr_metrics_cluster_render(struct gr_broker *b, struct gr_prom_buf *out);
 
 #endif
