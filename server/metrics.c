@@ -19,6 +19,7 @@
 #include "server/apis.h"
 #include "server/broker.h"
 #include "server/metrics_lagtime.h"
+#include "server/metrics_cluster.h"
 #include "server/route.h"
 #include "storage/store.h"
 
@@ -316,6 +317,7 @@ bool gr_metrics_render(struct gr_broker *b, struct gr_prom_buf *out)
                    !b->member ? 1.0 : (b->controller && gr_controller_epoch(b->controller)));
     gr_metrics_counts_render(&m->counts, b->fetcher ? gr_fetcher_stats(b->fetcher) : NULL, out);
     gr_metrics_lagtime_render(b, out);
+    gr_metrics_cluster_render(b, out);
     render_process(m, out);
     gr_prom_type(out, "gregor_build_info", "gauge");
     struct gr_prom_label bl[2] = {{"version", m->version ? m->version : ""}, {"revision", GREGOR_REVISION}};
