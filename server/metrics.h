@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "common/prom_text.h"
+#include "server/metrics_status.h"
 
 struct gr_broker;
 struct gr_req;
@@ -41,6 +42,8 @@ struct gr_metrics {
     size_t topic_cap, topic_count;
     int64_t start_time_ms; /* wall clock at start: process_start_time_seconds */
     const char *version;   /* gregor_build_info's version label (main.c's GREGOR_VERSION) */
+    /* records lost to retention per (group, topic) (metrics_status.h) */
+    struct gr_metrics_status status;
 };
 
 /* Zeroes `m` and notes the start time (wall clock). */
