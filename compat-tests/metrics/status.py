@@ -3,7 +3,7 @@
 Against the broker of compat-tests/metrics/run.sh (BROKER, BROKER_DIR; ADMIN = its admin host:port):
 - group st-ok commits the log end offset three times while records arrive between commits:
   gregor_consumergroup_status{consumergroup="st-ok"} 1 (OK: the lag is 0);
-- group st-stall commits offset 2 three times, 0.5 s apart, while 5 records arrive before each commit (lag
+- group st-stall commits offset 2 three times, 1 s apart, while 5 records arrive before each commit (lag
   3, 8, 13): STALL, reported as ERR, 3 (scraped within the window's span, so not STOP);
 - topic st-lost gets 20 records; st-lost-a commits 7, st-lost-b commits 13, st-lost-c commits 16;
   DeleteRecords to 12: records_lost_total{st-lost-a,st-lost} = 12 - 7 = 5, b and c none, and the log line
@@ -97,7 +97,7 @@ def main():
             produce(c, 'st-stall', 5)
             commit(c, 'st-stall', 'st-stall', 2)
             if i < 2:
-                time.sleep(0.5)
+                time.sleep(1.0)
         m, types = scrape(admin)
         tk.eq('status of st-ok: OK (1)', 1, m.get((STATUS, G('st-ok'))))
         tk.eq('status of st-stall: STALL reported as ERR (3)', 3, m.get((STATUS, G('st-stall'))))
