@@ -300,12 +300,57 @@ static void test_coordinator_windows(void **state)
     fake_env_free(&env);
 }
 
+static int16_t txn_commit(struct gr_coordinator *c, const char *group, int64_t pid, int64_t offset)
+{
+    struct gr_commit_partition cp = {0, offset, -1, GR_STR_NULL, -99};
+    struct gr_commit_topic ct = {gr_str_c("t"), &cp, 1};
+    struct gr_txn_commit_params p = {gr_str_c(group), gr_str_c(""), GR_STR_NULL, -1, pid, 0, &ct, 1};
+    int32_t wp;
+    int64_t we;
+    gr_coord_txn_commit(c, &p, &wp, &we);
+    return cp.error_code;
+}
+
+/* TxnOffsetCommit: into the window when the COMMIT marker is written, not before, not on ABORT, not when a
+   marker already in the log is applied (gr_coord_txn_marker_apply: the load's path). */
+static void test_txn_windows(void **state)
+{
+    (void)state;
+    struct fake_env env = {0};
+    env.wall_ms = 2000000;
+    struct gr_coordinator *c = fake_coord(&env, NULL);
+    gr_coord_set_hw_fn(c, hw_of, NULL);
+    int32_t part = gr_coord_partition(c, gr_str_c("x"));
+    int64_t end;
+    fake_hw = 50;
+    assert_int_equal(txn_commit(c, "x", 7, 40), 0);
+    assert_int_equal(seen_of(c, "x").n, 0); /* pending: not committed yet */
+    assert_int_equal(gr_coord_txn_complete(c, part, 7, 0, 5, true, &end), 0);
+    struct seen x = seen_of(c, "x");
+    assert_int_equal(x.count, 1);
+    assert_int_equal(x.s[0].offset, 40);
+    assert_int_equal(x.s[0].lag, 10);
+    assert_int_equal(txn_commit(c, "x", 7, 45), 0);
+    assert_int_equal(gr_coord_txn_complete(c, part, 7, 0, 5, false, &end), 0); /* ABORT */
+    x = seen_of(c, "x");
+    assert_int_equal(x.count, 1);
+    assert_int_equal(x.committed, 40);
+    assert_int_equal(txn_commit(c, "x", 8, 47), 0);
+    assert_int_equal(gr_coord_txn_marker_apply(c, part, 8, true), 1); /* committed, as a load applies it */
+    x = seen_of(c, "x");
+    assert_int_equal(x.committed, 47);
+    assert_int_equal(x.count, 1);
+    gr_coord_destroy(c);
+    fake_env_free(&env);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_burrow_cases), cmocka_unit_test(test_rollup),
         cmocka_unit_test(test_recent_hw),    cmocka_unit_test(test_records_lost_arithmetic),
         cmocka_unit_test(test_window_ring),  cmocka_unit_test(test_coordinator_windows),
+        cmocka_unit_test(test_txn_windows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
