@@ -45,6 +45,7 @@ void gr_metrics_free(struct gr_metrics *m)
     free(m->topics);
     m->topics = NULL;
     m->topic_cap = m->topic_count = 0;
+    gr_metrics_status_free(&m->status);
 }
 
 void gr_metrics_request(struct gr_metrics *m, int16_t key, int16_t version)
@@ -318,6 +319,7 @@ bool gr_metrics_render(struct gr_broker *b, struct gr_prom_buf *out)
     gr_metrics_counts_render(&m->counts, b->fetcher ? gr_fetcher_stats(b->fetcher) : NULL, out);
     gr_metrics_lagtime_render(b, out);
     gr_metrics_cluster_render(b, out);
+    gr_metrics_status_render(b, out);
     render_process(m, out);
     gr_prom_type(out, "gregor_build_info", "gauge");
     struct gr_prom_label bl[2] = {{"version", m->version ? m->version : ""}, {"revision", GREGOR_REVISION}};

@@ -1341,6 +1341,19 @@ static void after_start_moved(struct gr_log *log)
     log->store->ls_checkpoint_dirty = true;
 }
 
+void gr_log_start_moved(struct gr_log *log, int64_t old_start)
+{
+    struct gr_store *st = log->store;
+    if (st->start_hook && log->log_start_offset > old_start)
+        st->start_hook(st->start_hook_ctx, log, old_start, log->log_start_offset);
+}
+
+void gr_store_set_start_hook(struct gr_store *store, gr_store_start_hook fn, void *ctx)
+{
+    store->start_hook = fn;
+    store->start_hook_ctx = ctx;
+}
+
 int64_t gr_log_start_offset_for_checkpoint(const struct gr_log *log)
 {
     return log->ls_pending_ops > 0 && log->ls_pending > log->log_start_offset ? log->ls_pending
@@ -1373,12 +1386,14 @@ int gr_log_delete_records_end(struct gr_log *log, int64_t offset, int err)
     if (err < 0) return err;
     if (log->deleted || atomic_load(&log->offline)) return -EROFS;
     if (offset <= log->log_start_offset) return 0; /* retention or another DeleteRecords went further */
+    int64_t old_start = log->log_start_offset;
     log->log_start_offset = offset;
     int del = 0;
     while (del + 1 < log->seg_count && log->segs[del + 1]->base_offset <= offset)
         del++;
     if (del) remove_head_segments(log, del);
     after_start_moved(log);
+    gr_log_start_moved(log, old_start);
     return 0;
 }
 
@@ -1430,8 +1445,10 @@ void gr_log_retention(struct gr_log *log, int64_t now_ms)
         if (gr_roll_defer(log) || log_roll(log) < 0) del = n - 1;
     }
     if (del == 0) return;
+    int64_t old_start = log->log_start_offset;
     remove_head_segments(log, del);
     after_start_moved(log);
+    gr_log_start_moved(log, old_start);
 }
 
 /* ---------------------------------------------------------------- open and recovery */
