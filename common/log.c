@@ -302,7 +302,7 @@ static void put_pair(struct out *o, enum gr_log_format format, const char *key, 
 
 size_t gr_log_render(char *buf, size_t cap, enum gr_log_format format, const char *ts,
                      enum gr_log_level level, const char *component, const char *msg,
-                     const struct gr_log_kv *kv, size_t n)
+                     const struct gr_log_pair *kv, size_t n)
 {
     static const char *const names[] = {"debug", "info", "warn", "error"};
     if (cap == 0) return 0;
@@ -347,7 +347,7 @@ size_t gr_log_render(char *buf, size_t cap, enum gr_log_format format, const cha
 }
 
 /* Writes one line at `level` (already filtered) with the current format and time. */
-static void emit(const char *file, enum gr_log_level level, const char *msg, const struct gr_log_kv *kv,
+static void emit(const char *file, enum gr_log_level level, const char *msg, const struct gr_log_pair *kv,
                  size_t n)
 {
     struct timeval tv;
@@ -381,13 +381,13 @@ void gr_log_write_at(const char *file, enum gr_log_level level, const char *fmt,
 void gr_log_kv_at(const char *file, enum gr_log_level level, const char *msg, ...)
 {
     if (level < min_level) return;
-    struct gr_log_kv kv[GR_LOG_KV_MAX];
+    struct gr_log_pair kv[GR_LOG_KV_MAX];
     size_t n = 0;
     va_list ap;
     va_start(ap, msg);
     for (const char *key; (key = va_arg(ap, const char *));) {
         const char *value = va_arg(ap, const char *);
-        if (n < GR_LOG_KV_MAX) kv[n++] = (struct gr_log_kv){key, value, false};
+        if (n < GR_LOG_KV_MAX) kv[n++] = (struct gr_log_pair){key, value, false};
     }
     va_end(ap);
     emit(file, level, msg, kv, n);
@@ -517,7 +517,7 @@ static bool format_value(char *dst, size_t cap, const char *f, const char *end, 
 void gr_log_kvf_at(const char *file, enum gr_log_level level, const char *msg, const char *kvfmt, ...)
 {
     if (level < min_level) return;
-    struct gr_log_kv kv[GR_LOG_KV_MAX];
+    struct gr_log_pair kv[GR_LOG_KV_MAX];
     char keys[GR_LOG_KV_MAX][64];
     char values[KV_VALUES_MAX];
     size_t n = 0, used = 0;
@@ -541,7 +541,7 @@ void gr_log_kvf_at(const char *file, enum gr_log_level level, const char *msg, c
         size_t room = sizeof values - used;
         if (room < 2) break;
         if (!format_value(values + used, room, vstart, tok_end, &ap, &number)) break;
-        kv[n] = (struct gr_log_kv){keys[n], values + used, number};
+        kv[n] = (struct gr_log_pair){keys[n], values + used, number};
         used += strlen(values + used) + 1;
         n++;
         p = tok_end;
@@ -582,10 +582,10 @@ static void report(const struct gr_log_site *site, int level, uint64_t dropped)
     snprintf(count, sizeof count, "%" PRIu64, dropped);
     snprintf(lines, sizeof lines, "%d", GR_LOG_RATELIMIT_LINES);
     snprintf(window, sizeof window, "%d", GR_LOG_RATELIMIT_WINDOW_MS / 1000);
-    struct gr_log_kv kv[] = {{"site", short_where(site->where), false},
-                             {"suppressed", count, true},
-                             {"max_lines", lines, true},
-                             {"window_s", window, true}};
+    struct gr_log_pair kv[] = {{"site", short_where(site->where), false},
+                               {"suppressed", count, true},
+                               {"max_lines", lines, true},
+                               {"window_s", window, true}};
     emit(site->where, (enum gr_log_level)level, "similar messages suppressed", kv, sizeof kv / sizeof kv[0]);
 }
 

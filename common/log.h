@@ -44,7 +44,7 @@ const char *gr_log_component(const char *file);
 /* One extra key of a line: `key` ([A-Za-z0-9_.-]; other characters become '_'; ts, level, component and msg
  * get a leading '_' so keys stay unique), `value` (text, escaped as above), `number`: the value is written
  * as a JSON number when it is one (the GR_*_KV forms set it for %d %i %u %f %e %g values). */
-struct gr_log_kv {
+struct gr_log_pair {
     const char *key;
     const char *value;
     bool number;
@@ -56,7 +56,7 @@ struct gr_log_kv {
  */
 size_t gr_log_render(char *buf, size_t cap, enum gr_log_format format, const char *ts,
                      enum gr_log_level level, const char *component, const char *msg,
-                     const struct gr_log_kv *kv, size_t n);
+                     const struct gr_log_pair *kv, size_t n);
 
 /* Prints one line at `level` if it is at or above the configured level: msg = the printf-formatted text
  * (cut at GR_LOG_MSG_MAX), component from `file`. Use the GR_INFO... macros (they pass __FILE__). */

@@ -27,7 +27,7 @@
 static char line[GR_LOG_LINE_MAX];
 
 static const char *render(enum gr_log_format f, enum gr_log_level lvl, const char *msg,
-                          const struct gr_log_kv *kv, size_t n)
+                          const struct gr_log_pair *kv, size_t n)
 {
     size_t len = gr_log_render(line, sizeof line, f, TS, lvl, "server", msg, kv, n);
     assert_int_equal(len, strlen(line));
@@ -35,7 +35,7 @@ static const char *render(enum gr_log_format f, enum gr_log_level lvl, const cha
 }
 
 /* One value of each kind that needs care, and the exact logfmt line. */
-static const struct gr_log_kv cases[] = {
+static const struct gr_log_pair cases[] = {
     {"api", "Produce", false},           /* plain: unquoted */
     {"client_id", "my app", false},      /* a space: quoted */
     {"quote", "say \"hi\"", false},      /* '"': quoted, escaped */
@@ -126,7 +126,7 @@ static void test_json_parses_back(void **state)
     for (int i = 1; i < 128; i++)
         ascii[i - 1] = (char)i;
     ascii[127] = 0;
-    struct gr_log_kv kv[] = {{"all", all, false}, {"ascii", ascii, false}};
+    struct gr_log_pair kv[] = {{"all", all, false}, {"ascii", ascii, false}};
     j = parse_line(render(GR_LOG_JSON, GR_LOG_INFO, all, kv, 2));
     assert_string_equal(json_string_value(json_object_get(j, "ascii")), ascii);
     json_decref(j);
@@ -143,7 +143,7 @@ static void test_json_parses_back(void **state)
                            : (char)(128 + rand() % 128);
         }
         s[n] = 0;
-        struct gr_log_kv one[] = {{"v", s, (round & 1) != 0}};
+        struct gr_log_pair one[] = {{"v", s, (round & 1) != 0}};
         j = parse_line(render(GR_LOG_JSON, GR_LOG_INFO, s, one, 1));
         json_decref(j);
     }
@@ -157,7 +157,7 @@ static void test_cut_line_stays_well_formed(void **state)
     static char big[3 * GR_LOG_LINE_MAX];
     memset(big, '"', sizeof big - 1); /* every byte doubles when escaped */
     big[sizeof big - 1] = 0;
-    struct gr_log_kv kv[] = {{"after", "x", false}};
+    struct gr_log_pair kv[] = {{"after", "x", false}};
     const char *l = render(GR_LOG_JSON, GR_LOG_INFO, big, kv, 1);
     assert_true(strlen(l) < GR_LOG_LINE_MAX);
     assert_true(strlen(l) > GR_LOG_LINE_MAX - 16);
@@ -171,7 +171,7 @@ static void test_cut_line_stays_well_formed(void **state)
     static char huge[GR_LOG_LINE_MAX];
     memset(huge, 'v', sizeof huge - 1);
     huge[sizeof huge - 1] = 0;
-    struct gr_log_kv two[] = {{"small", "1", true}, {"huge", huge, false}, {"late", "2", false}};
+    struct gr_log_pair two[] = {{"small", "1", true}, {"huge", huge, false}, {"late", "2", false}};
     l = render(GR_LOG_JSON, GR_LOG_INFO, "short", two, 3);
     json_t *j = parse_line(l);
     assert_int_equal(json_integer_value(json_object_get(j, "small")), 1);
