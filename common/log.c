@@ -161,10 +161,10 @@ static bool logfmt_needs_quotes(const char *s)
     return false;
 }
 
-/* Appends s escaped for the inside of a quoted value (JSON string or quoted logfmt value): '"' '\\' and
- * control characters escaped, valid UTF-8 copied, other bytes as \ufffd. Each character goes in whole or the
- * output is full. */
-static void put_escaped(struct out *o, const char *s, bool json)
+/* Appends s escaped for the inside of a quoted value, the same escapes for a JSON string and a quoted logfmt
+ * value: '"' '\\' and control characters escaped, valid UTF-8 copied, other bytes as \ufffd. Each character
+ * goes in whole or the output is full. */
+static void put_escaped(struct out *o, const char *s)
 {
     const unsigned char *p = (const unsigned char *)s;
     size_t left = strlen(s);
@@ -204,7 +204,6 @@ static void put_escaped(struct out *o, const char *s, bool json)
                 plen = 6;
             }
         }
-        (void)json; /* the same escapes are valid in both formats */
         put(o, piece, plen);
         p += n;
         left -= n;
@@ -279,7 +278,7 @@ static void put_pair(struct out *o, enum gr_log_format format, const char *key, 
             puts_(o, value);
         } else {
             puts_(o, "\"");
-            put_escaped(o, value, true);
+            put_escaped(o, value);
             puts_(o, "\"");
         }
     } else {
@@ -288,7 +287,7 @@ static void put_pair(struct out *o, enum gr_log_format format, const char *key, 
         puts_(o, "=");
         if (quote_always || logfmt_needs_quotes(value)) {
             puts_(o, "\"");
-            put_escaped(o, value, false);
+            put_escaped(o, value);
             puts_(o, "\"");
         } else {
             puts_(o, value);
@@ -335,7 +334,7 @@ size_t gr_log_render(char *buf, size_t cap, enum gr_log_format format, const cha
         buf[1] = 0;
         return 1;
     }
-    put_escaped(&o, msg, format == GR_LOG_JSON); /* cut here if it is too long */
+    put_escaped(&o, msg); /* cut here if it is too long */
     o.full = false;
     o.buf[o.len++] = '"'; /* from the reserve */
     for (size_t i = 0; i < n; i++)

@@ -73,7 +73,8 @@ void gr_log_kv_at(const char *file, enum gr_log_level level, const char *msg, ..
 /* Extra keys printf-style: `kvfmt` is "key=<format> key=<format> ...", tokens separated by single spaces,
  * each key's value formatted from its own conversions (so a %s value may hold spaces and quotes: it is
  * escaped as one value); a value that is one %d %i %u %f %e %g conversion alone is a JSON number. `msg` is
- * the text as is. Checked by the compiler like printf; no %n, no ' ' flag, no positional (%1$) arguments.
+ * the text as is. Checked by the compiler like printf; '*' widths and precisions work (%.*s for a string
+ * with a length); no %n, no %ls, no ' ' flag, no positional (%1$) arguments (a value stops the keys there).
  * The slow-request line (issue #22) is one call:
  *     GR_WARN_KV("slow request", "api=%s version=%d client_id=%s correlation_id=%d peer=%s duration_ms=%.1f",
  *                api_name, version, client_id, correlation_id, peer, ms);

@@ -242,8 +242,8 @@ static void test_writers_logfmt(void **state)
     free(out);
 
     capture();
-    GR_INFO_KV("conversions", "i64=%" PRId64 " z=%zu w=%*d pct=%d%% hp=%s:%d ch=%c x=%#x neg=%ld",
-               (int64_t)-5, (size_t)42, 4, 7, 50, "h", 9092, 'q', 255u, -3L);
+    GR_INFO_KV("conversions", "i64=%" PRId64 " z=%zu w=%*d pct=%d%% hp=%s:%d ch=%c x=%#x neg=%ld cid=%.*s",
+               (int64_t)-5, (size_t)42, 4, 7, 50, "h", 9092, 'q', 255u, -3L, 3, "abcdef");
     GR_DEBUG_KV("below the level", "k=%d", 1); /* not printed */
     gr_log_kv(GR_LOG_ERROR, "pairs", "a", "1", "b c", "two words", "nul", NULL, NULL);
     out = captured();
@@ -251,7 +251,7 @@ static void test_writers_logfmt(void **state)
     second[-1] = 0;
     assert_string_equal(after_ts(out),
                         "level=info component=common msg=\"conversions\" i64=-5 z=42 w=\"   7\" "
-                        "pct=50% hp=h:9092 ch=q x=0xff neg=-3");
+                        "pct=50% hp=h:9092 ch=q x=0xff neg=-3 cid=abc");
     assert_string_equal(after_ts(second),
                         "level=error component=common msg=\"pairs\" a=1 b_c=\"two words\" nul=\"\"\n");
     free(out);
