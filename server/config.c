@@ -16,6 +16,7 @@
 
 #include "cluster/layout.h" /* gr_cluster_prefix_check */
 #include "common/limits.h"  /* GR_CLUSTER_REPLICAS_MAX */
+#include "common/log.h"     /* gr_log_format_parse */
 
 #define I32 INT32_MIN, INT32_MAX
 #define I64 INT64_MIN, INT64_MAX
@@ -171,6 +172,9 @@ static const struct gr_config_def defs[] = {
      "unsent answers stop reading requests until they drain; a connection with nothing unsent still takes "
      "one request."},
     {"gregor.log.level", GR_CFG_STRING, "INFO", 0, 0, "Gregor: DEBUG, INFO, WARN or ERROR."},
+    {"gregor.log.format", GR_CFG_STRING, "logfmt", 0, 0,
+     "Gregor: the layout of the log lines on stderr: logfmt (ts=... level=... component=... msg=... "
+     "key=value) or json (one JSON object per line with the same keys)."},
     {"gregor.metadata.etcd.endpoints", GR_CFG_LIST, NULL, 0, 0,
      "Gregor: the etcd cluster that keeps the cluster metadata, as http://host:port, comma-separated (at "
      "most "
@@ -441,6 +445,11 @@ static int validate(const struct gr_config_def *d, const char *value)
         if (strcmp(d->name, "gregor.log.level") == 0 && strcasecmp(value, "DEBUG") &&
             strcasecmp(value, "INFO") && strcasecmp(value, "WARN") && strcasecmp(value, "ERROR")) {
             fprintf(stderr, "config: gregor.log.level must be DEBUG, INFO, WARN or ERROR, got '%s'\n", value);
+            return -1;
+        }
+        enum gr_log_format lf;
+        if (strcmp(d->name, "gregor.log.format") == 0 && gr_log_format_parse(value, &lf) < 0) {
+            fprintf(stderr, "config: gregor.log.format must be logfmt or json, got '%s'\n", value);
             return -1;
         }
         if (strcmp(d->name, "log.cleanup.policy") == 0 && strcmp(value, "delete") &&

@@ -276,6 +276,9 @@ int main(int argc, char **argv)
                      : !strcasecmp(lvl, "WARN")  ? GR_LOG_WARN
                      : !strcasecmp(lvl, "ERROR") ? GR_LOG_ERROR
                                                  : GR_LOG_INFO);
+    enum gr_log_format log_format = GR_LOG_LOGFMT;
+    gr_log_format_parse(gr_config_str(&b->cfg, "gregor.log.format"), &log_format); /* checked by config.c */
+    gr_log_set_format(log_format);
     if (gr_failpoint_init(getenv("GREGOR_FAILPOINT")) < 0) return refused(b); /* tests only (failpoint.h) */
 
     b->node_id = (int32_t)gr_config_int(&b->cfg, "node.id");
