@@ -329,6 +329,7 @@ int main(int argc, char **argv)
     if (gr_net_bind(b)) return 1;
     gr_metrics_init(&b->metrics);
     b->metrics.version = GREGOR_VERSION;
+    if (gr_reqtime_start(b) < 0) return 1; /* request timing and the loop's idle time (request_metrics.h) */
     /* the admin listener (server/admin_http.h): a busy port or a bad value is a refused config */
     if (gr_admin_http_start(b, &b->admin) < 0) return refused(b);
     if (lock_log_dir(dir) < 0) return 1;

@@ -41,6 +41,8 @@ void gr_metrics_free(struct gr_metrics *m)
     free(m->topics);
     m->topics = NULL;
     m->topic_cap = m->topic_count = 0;
+    gr_reqtime_free(m->reqtime); /* server/request_metrics.h */
+    m->reqtime = NULL;
 }
 
 void gr_metrics_request(struct gr_metrics *m, int16_t key, int16_t version)
@@ -285,6 +287,7 @@ bool gr_metrics_render(struct gr_broker *b, struct gr_prom_buf *out)
     /* single node: this broker is the controller; cluster mode: while it holds the controller epoch */
     gr_prom_sample(out, cc, NULL, 0,
                    !b->member ? 1.0 : (b->controller && gr_controller_epoch(b->controller)));
+    gr_reqtime_render(b, out); /* request times, latency, idle fractions: server/request_metrics.h */
     render_process(m, out);
     gr_prom_type(out, "gregor_build_info", "gauge");
     struct gr_prom_label bl[2] = {{"version", m->version ? m->version : ""}, {"revision", GREGOR_REVISION}};

@@ -23,6 +23,7 @@ struct gr_broker;
 struct gr_req;
 struct gr_image_topic;
 struct gr_produce_result;
+struct gr_reqtime;
 
 #define GR_METRICS_API_KEYS 128    /* Kafka API keys counted (keys above are never served) */
 #define GR_METRICS_API_VERSIONS 32 /* versions counted per key */
@@ -41,6 +42,8 @@ struct gr_metrics {
     size_t topic_cap, topic_count;
     int64_t start_time_ms; /* wall clock at start: process_start_time_seconds */
     const char *version;   /* gregor_build_info's version label (main.c's GREGOR_VERSION) */
+    /* request timing and idle fractions (server/request_metrics.h), made by gr_reqtime_start */
+    struct gr_reqtime *reqtime;
 };
 
 /* Zeroes `m` and notes the start time (wall clock). */
