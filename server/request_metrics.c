@@ -119,6 +119,15 @@ static struct gr_rt_request *request_slot(struct gr_reqtime *rt, int slot, const
     return rt->req[slot];
 }
 
+/* The total time of a request less a Fetch's wait (its long poll: wake - local), never negative. */
+static int64_t latency_us(const struct gr_req_times *t, int64_t end_us, int fetch_kind)
+{
+    int64_t recv = t->recv ? t->recv : end_us;
+    int64_t wait = fetch_kind && t->wake && t->local ? t->wake - t->local : 0;
+    int64_t latency = end_us - recv - (wait > 0 ? wait : 0);
+    return latency > 0 ? latency : 0;
+}
+
 int64_t gr_reqtime_observe(struct gr_reqtime *rt, int slot, const char *name, int fetch_kind,
                            const struct gr_req_times *t, int64_t end_us, int64_t now_ms)
 {
@@ -130,9 +139,7 @@ int64_t gr_reqtime_observe(struct gr_reqtime *rt, int slot, const char *name, in
     int64_t send = t->send ? t->send : end_us;
     int64_t d[GR_RT_METRICS] = {start - recv, local - start, done - local,
                                 send - done,  end_us - send, end_us - recv};
-    int64_t wait = fetch_kind && t->wake && t->local ? t->wake - t->local : 0; /* a Fetch's long poll */
-    int64_t latency = d[GR_RT_TOTAL] - (wait > 0 ? wait : 0);
-    if (latency < 0) latency = 0;
+    int64_t latency = latency_us(t, end_us, fetch_kind);
     int slots[2] = {slot, fetch_kind};
     const char *names[2] = {name, fetch_kind == GR_RT_FETCH_FOLLOWER ? "FetchFollower" : "FetchConsumer"};
     for (int k = 0; k < (fetch_kind ? 2 : 1); k++) {
@@ -325,12 +332,13 @@ static int fetch_kind(const struct gr_req *req)
 void gr_reqtime_sent(struct gr_req *req, const char *peer)
 {
     struct gr_broker *b = req->broker;
-    if (!req->api || !req->times.recv) return; /* never dispatched (closed at once) or made outside net.c */
-    struct gr_reqtime *rt = b->metrics.reqtime;
-    if (!rt && !(rt = b->metrics.reqtime = calloc(1, sizeof *rt))) return;
+    if (!req->api || !req->times.recv) return;  /* never dispatched (closed at once) or made outside net.c */
+    struct gr_reqtime *rt = b->metrics.reqtime; /* NULL without gr_reqtime_start (unit tests): log only */
     int64_t now = gr_time_mono_us();
-    int64_t latency = gr_reqtime_observe(rt, req->hdr.request_api_key, req->api->name, fetch_kind(req),
-                                         &req->times, now, now / 1000);
+    int kind = fetch_kind(req);
+    int64_t latency = rt ? gr_reqtime_observe(rt, req->hdr.request_api_key, req->api->name, kind, &req->times,
+                                              now, now / 1000)
+                         : latency_us(&req->times, now, kind);
     int64_t slow_ms = b->cfg.settings.gregor_log_slow_request_ms;
     if (slow_ms >= 0 && latency > slow_ms * 1000) {
         GR_WARN_RATELIMITED("slow request api=%s version=%d client_id=%s correlation_id=%d peer=%s "

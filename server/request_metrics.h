@@ -181,8 +181,9 @@ void gr_reqtime_parked(struct gr_req *req);
 void gr_reqtime_finishing(struct gr_req *req);
 void gr_reqtime_queued(struct gr_req *req);
 void gr_reqtime_sending(struct gr_req *req);
-/* The last byte of `req`'s answer is written (or none was due): records it (gr_reqtime_observe) and logs it
-   when slower than gregor.log.slow.request.ms; `peer` is its connection's peer for the log line. */
+/* The last byte of `req`'s answer is written (or none was due): records it (gr_reqtime_observe; only once
+   gr_reqtime_start made b->metrics.reqtime: nothing is allocated here) and logs it when slower than
+   gregor.log.slow.request.ms; `peer` is its connection's peer for the log line. */
 void gr_reqtime_sent(struct gr_req *req, const char *peer);
 /* Around each gr_req_run: handler time for requesthandleravgidlepercent. enter returns a token for exit;
    `b` is passed (not the request: a handler may free its request). */

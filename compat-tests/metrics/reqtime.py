@@ -9,7 +9,8 @@ FetchConsumer equals the requests sent (no FetchFollower series); the Fetch's re
 below 0.262144 s (the wait is excluded); the latency _count values equal the requests sent; both idle
 gauges are fractions in 0..1; every family has one # TYPE line; and A's log has no slow-request line.
 B with gregor.log.slow.request.ms=0: an ApiVersions with a known client id and correlation id logs the
-slow-request line naming api, version, client_id, correlation_id and peer. Prints "RESULT p f x".
+slow-request line naming api, version, client_id, correlation_id and peer; a Fetch v12 with replica id 2 is
+counted under Fetch and FetchFollower, not FetchConsumer. Prints "RESULT p f x".
 """
 import http.client
 import math
@@ -186,6 +187,20 @@ def check_b(b):
     if found:
         tk.eq('its peer is the client\'s port', port, int(found.group(1)))
         tk.check('its duration_ms is positive', float(found.group(2)) > 0, found.group(2))
+    # a follower's Fetch (replica id 2 >= 0; this single node answers NOT_LEADER_OR_FOLLOWER) counts under
+    # FetchFollower and Fetch, not FetchConsumer
+    with kr.Conn(b.addr) as c:
+        tk.eq('topic rtf created', 0, kr.create_topic(c, 'rtf', partitions=1)['error_code'])
+        part = {'partition': 0, 'fetch_offset': 0, 'current_leader_epoch': -1, 'last_fetched_epoch': -1,
+                'partition_max_bytes': 1000}
+        r = c.request('Fetch', 12, {'replica_id': 2, 'max_wait_ms': 0, 'min_bytes': 1, 'max_bytes': 1000000,
+                                    'isolation_level': 0, 'session_id': 0, 'session_epoch': -1,
+                                    'topics': [{'topic': 'rtf', 'topic_id': kr.ZERO_UUID, 'partitions': [part]}]})
+        tk.eq('the follower Fetch is answered', 0, r['error_code'])
+    _, m = scrape(b)
+    tk.eq('a follower Fetch: totaltimems_count for Fetch, FetchFollower, FetchConsumer', (1, 1, None),
+          (count(m, 'totaltimems', 'Fetch'), count(m, 'totaltimems', 'FetchFollower'),
+           count(m, 'totaltimems', 'FetchConsumer')))
 
 
 def main():
