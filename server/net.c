@@ -493,6 +493,7 @@ static void conn_write(struct gr_conn *conn)
            conn_write runs inside other requests' completions (a partition's waiters being woken, a flush
            binding), and a handler started there could change what they are walking; the loop's top level
            is safe */
+        gr_reqtime_received(conn->head); /* as Kafka reads it: once the one before is sent */
         ev_timer_init(&conn->held_w, conn_held_cb, 0, 0);
         conn->held_w.data = conn;
         ev_timer_start(b->loop, &conn->held_w);

@@ -3,9 +3,11 @@
  * request timing).
  *
  * Timestamps (monotonic microseconds, struct gr_req_times in every request; 0 = not reached):
- *   recv   its frame was fully read (server/net.c, conn_add_request);
- *   start  it was dispatched: decoding and its handler begin (server/dispatch.c; a request held behind
- *          earlier ones on its connection starts when it reaches the head);
+ *   recv   its frame was fully read (server/net.c, conn_add_request); for a request held behind earlier
+ *          ones on its connection, when they are all answered and sent (Kafka mutes a connection while a
+ *          request is in flight and reads the next one only after its response is sent, so time spent
+ *          behind, say, a long-poll Fetch is no part of its times);
+ *   start  it was dispatched: decoding and its handler begin (server/dispatch.c);
  *   local  its handler first declared a wait (gr_req_await: long-poll Fetch, acks=all, verification, a
  *          coordinator's answer, any park) or, when it never waited, its answer was encoded;
  *   wake   the wait ended: gr_req_finish was entered for a request that had waited;

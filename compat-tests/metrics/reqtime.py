@@ -3,6 +3,7 @@
 Starts its own two brokers (GREGOR_BIN, Kafka and admin listeners on port 0, fresh data directories):
 A with the default gregor.log.slow.request.ms (1000): creates topics rt and rt_empty, sends N ApiVersions
 v3 and M Produce v9, then one Fetch v12 with max_wait_ms 500 on the empty partition (a client's long poll),
+and another with an ApiVersions pipelined right behind it (its times start once the Fetch is sent),
 and checks on its scrape: each family's _count for ApiVersions, Produce, CreateTopics, Fetch and
 FetchConsumer equals the requests sent (no FetchFollower series); the Fetch's remotetimems is about 500 ms
 (and its totaltimems too) while gregor_request_latency_seconds{request="Fetch"} holds it in a bucket at or
@@ -124,10 +125,20 @@ def check_a(a):
         waited = time.monotonic() - t0
         tk.eq('the long-poll Fetch answers empty', b'', f['responses'][0]['partitions'][0]['records'] or b'')
         tk.check('and waited its 500 ms', waited >= 0.45, f'{waited:.3f} s')
+        # pipelined: an ApiVersions sent right behind a long-poll Fetch waits for it on the connection, yet its
+        # times start when the Fetch is sent, as Kafka reads the next request only then
+        fcorr = c.send('Fetch', 12, {'max_wait_ms': 500, 'min_bytes': 1, 'max_bytes': 1000000, 'isolation_level': 0,
+                                     'session_id': 0, 'session_epoch': -1,
+                                     'topics': [{'topic': 'rt_empty', 'topic_id': kr.ZERO_UUID, 'partitions': [
+                                         {'partition': 0, 'fetch_offset': 0, 'current_leader_epoch': -1,
+                                          'last_fetched_epoch': -1, 'partition_max_bytes': 1000}]}]})
+        acorr = c.send('ApiVersions', 3)
+        tk.eq('the pipelined Fetch answered first', 0, c.recv('Fetch', 12, fcorr)[1]['error_code'])
+        tk.eq('then the ApiVersions behind it', 0, c.recv('ApiVersions', 3, acorr)[1]['error_code'])
     # the last request's metrics are recorded once its last byte is written: the client has it by then, and
     # the scrape runs on the same loop after it
     text, m = scrape(a)
-    sent = {'ApiVersions': n_av, 'Produce': n_prod, 'CreateTopics': 2, 'Fetch': 1, 'FetchConsumer': 1}
+    sent = {'ApiVersions': n_av + 1, 'Produce': n_prod, 'CreateTopics': 2, 'Fetch': 2, 'FetchConsumer': 2}
     for fam in FAMILIES:
         tk.eq(f'# TYPE {RQ}{fam} summary, once', 1, text.count(f'# TYPE {RQ}{fam} summary\n'))
         for req, n in sent.items():
@@ -146,10 +157,15 @@ def check_a(a):
     tk.check('ApiVersions remotetimems is 0 (never waited)',
              quantile(m, 'remotetimems', 'ApiVersions', '0.999') == 0, str(quantile(m, 'remotetimems', 'ApiVersions', '0.999')))
     lat = 'gregor_request_latency_seconds'
+    aq = quantile(m, 'requestqueuetimems', 'ApiVersions', '0.999')
+    tk.check('ApiVersions requestqueuetimems: not the 500 ms it waited behind the pipelined Fetch', aq is not None and
+             aq < 250, str(aq))
+    tk.eq('and all its latencies in le=0.262144', sent['ApiVersions'],
+          m.get((f'{lat}_bucket', frozenset({('request', 'ApiVersions'), ('le', '0.262144')}))))
     tk.eq(f'# TYPE {lat} histogram, once', 1, text.count(f'# TYPE {lat} histogram\n'))
     le_low = m.get((f'{lat}_bucket', frozenset({('request', 'Fetch'), ('le', '0.262144')})))
     le_inf = m.get((f'{lat}_bucket', frozenset({('request', 'Fetch'), ('le', '+Inf')})))
-    tk.eq('latency{request=Fetch}: the long poll in a low bucket (le=0.262144), its wait excluded', (1, 1),
+    tk.eq('latency{request=Fetch}: the long polls in a low bucket (le=0.262144), their wait excluded', (2, 2),
           (le_low, le_inf))
     fsum = m.get((f'{lat}_sum', frozenset({('request', 'Fetch')})))
     tk.check('latency_sum{request=Fetch} well below the 0.5 s wait', fsum is not None and fsum < 0.262144, str(fsum))
