@@ -329,7 +329,6 @@ int main(int argc, char **argv)
     if (gr_net_bind(b)) return 1;
     gr_metrics_init(&b->metrics);
     b->metrics.version = GREGOR_VERSION;
-    if (gr_reqtime_start(b) < 0) return 1; /* request timing and the loop's idle time (request_metrics.h) */
     /* the admin listener (server/admin_http.h): a busy port or a bad value is a refused config */
     if (gr_admin_http_start(b, &b->admin) < 0) return refused(b);
     if (lock_log_dir(dir) < 0) return 1;
@@ -392,6 +391,7 @@ int main(int argc, char **argv)
     b->housekeeping_timer.data = b;
     ev_timer_start(b->loop, &b->housekeeping_timer);
     b->last_retention_ms = b->last_producer_expiry_ms = gr_time_mono_ms();
+    if (gr_reqtime_start(b) < 0) return 1; /* request timing and the loop's idle time (request_metrics.h) */
     if (gr_net_serve(b)) return 1;
 
     const char *audit = getenv("GREGOR_NET_THREAD_AUDIT");

@@ -87,13 +87,16 @@ class Broker:
             return f.read()
 
     def stop(self):
+        """SIGTERM; returns the exit status (None when it had to be killed)."""
         if self.proc.poll() is None:
             self.proc.terminate()
             try:
-                self.proc.wait(20)
+                return self.proc.wait(20)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+                return None
+        return self.proc.returncode
 
 
 def scrape(b):
@@ -227,6 +230,9 @@ def main():
         check_a(brokers[-1])
         brokers.append(Broker(tmp, 'b', 'gregor.log.slow.request.ms=0'))
         check_b(brokers[-1])
+        for br in brokers:  # the sanitizer build exits 1 on a leak: its timing state freed at shutdown too
+            tk.eq(f'broker {os.path.basename(br.dir)} stops cleanly on SIGTERM', (0, True),
+                  (br.stop(), 'stopped cleanly' in br.log_text()))
     finally:
         for br in brokers:
             br.stop()
