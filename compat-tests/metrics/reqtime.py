@@ -10,8 +10,8 @@ FetchConsumer equals the requests sent (no FetchFollower series); the Fetch's re
 below 0.262144 s (the wait is excluded); the latency _count values equal the requests sent; both idle
 gauges are fractions in 0..1; every family has one # TYPE line; and A's log has no slow-request line.
 B with gregor.log.slow.request.ms=0: an ApiVersions with a known client id and correlation id logs the
-slow-request line naming api, version, client_id, correlation_id and peer; a Fetch v12 with replica id 2 is
-counted under Fetch and FetchFollower, not FetchConsumer. Prints "RESULT p f x".
+slow-request line naming api, version, client_id, correlation_id and peer; a Fetch v12 with replica id 2 and a
+Fetch v15 with ReplicaState.replica_id 2 are counted under Fetch and FetchFollower, not FetchConsumer. Prints "RESULT p f x".
 """
 import http.client
 import math
@@ -216,8 +216,15 @@ def check_b(b):
                                     'isolation_level': 0, 'session_id': 0, 'session_epoch': -1,
                                     'topics': [{'topic': 'rtf', 'topic_id': kr.ZERO_UUID, 'partitions': [part]}]})
         tk.eq('the follower Fetch is answered', 0, r['error_code'])
+        # from v15 the replica id is in ReplicaState
+        tid = kr.topic_id(b.addr, 'rtf')
+        r = c.request('Fetch', 15, {'replica_state': {'replica_id': 2, 'replica_epoch': -1}, 'max_wait_ms': 0,
+                                    'min_bytes': 1, 'max_bytes': 1000000, 'isolation_level': 0, 'session_id': 0,
+                                    'session_epoch': -1,
+                                    'topics': [{'topic_id': tid, 'partitions': [part]}]})
+        tk.eq('the follower Fetch v15 is answered', 0, r['error_code'])
     _, m = scrape(b)
-    tk.eq('a follower Fetch: totaltimems_count for Fetch, FetchFollower, FetchConsumer', (1, 1, None),
+    tk.eq('two follower Fetches (v12, v15): totaltimems_count for Fetch, FetchFollower, FetchConsumer', (2, 2, None),
           (count(m, 'totaltimems', 'Fetch'), count(m, 'totaltimems', 'FetchFollower'),
            count(m, 'totaltimems', 'FetchConsumer')))
 
