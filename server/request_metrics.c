@@ -55,24 +55,33 @@ static bool window_current(const struct gr_rt_hist *h, int w, int64_t e)
     return h->epoch[w] <= e && h->epoch[w] > e - GR_RT_WINDOWS;
 }
 
-double gr_rt_hist_quantile_us(const struct gr_rt_hist *h, uint32_t q_ppm, int64_t now_ms)
+void gr_rt_hist_quantiles_us(const struct gr_rt_hist *h, const uint32_t *q_ppm, int nq, int64_t now_ms,
+                             double *out)
 {
     int64_t e = now_ms / GR_RT_WINDOW_MS;
-    uint64_t n = 0;
+    uint64_t merged[GR_RT_BUCKETS] = {0}, n = 0; /* the current windows summed once */
     for (int w = 0; w < GR_RT_WINDOWS; w++)
         if (window_current(h, w, e))
             for (int i = 0; i < GR_RT_BUCKETS; i++)
-                n += h->counts[w][i];
-    if (!n) return NAN;
-    uint64_t rank = (q_ppm * n + 999999) / 1000000; /* ceil(q * n), in integers */
-    if (rank < 1) rank = 1;
-    uint64_t cum = 0;
-    for (int i = 0; i < GR_RT_BUCKETS; i++) {
-        for (int w = 0; w < GR_RT_WINDOWS; w++)
-            if (window_current(h, w, e)) cum += h->counts[w][i];
-        if (cum >= rank) return gr_rt_bucket_value_us(i);
+                merged[i] += h->counts[w][i];
+    for (int i = 0; i < GR_RT_BUCKETS; i++)
+        n += merged[i];
+    for (int q = 0; q < nq; q++) {
+        out[q] = NAN;
+        if (!n) continue;
+        uint64_t rank = (q_ppm[q] * n + 999999) / 1000000; /* ceil(q * n), in integers */
+        if (rank < 1) rank = 1;
+        uint64_t cum = 0;
+        for (int i = 0; i < GR_RT_BUCKETS && isnan(out[q]); i++)
+            if ((cum += merged[i]) >= rank) out[q] = gr_rt_bucket_value_us(i);
     }
-    return gr_rt_bucket_value_us(GR_RT_BUCKETS - 1); /* not reached: cum ends at n >= rank */
+}
+
+double gr_rt_hist_quantile_us(const struct gr_rt_hist *h, uint32_t q_ppm, int64_t now_ms)
+{
+    double v;
+    gr_rt_hist_quantiles_us(h, &q_ppm, 1, now_ms, &v);
+    return v;
 }
 
 /* ---- idle accounting ---- */
@@ -166,12 +175,10 @@ static const char *const metric_names[GR_RT_METRICS] = {
     "kafka_network_requestmetrics_remotetimems",       "kafka_network_requestmetrics_responsequeuetimems",
     "kafka_network_requestmetrics_responsesendtimems", "kafka_network_requestmetrics_totaltimems",
 };
-/* the JMX exporter's labels for Yammer's 50thPercentile ... 999thPercentile */
-static const struct {
-    const char *label;
-    uint32_t ppm;
-} quantiles[] = {{"0.50", 500000}, {"0.75", 750000}, {"0.95", 950000},
-                 {"0.98", 980000}, {"0.99", 990000}, {"0.999", 999000}};
+/* the JMX exporter's labels for Yammer's 50thPercentile ... 999thPercentile, and the quantiles in ppm */
+#define GR_RT_QUANTILES 6
+static const char *const quantile_labels[GR_RT_QUANTILES] = {"0.50", "0.75", "0.95", "0.98", "0.99", "0.999"};
+static const uint32_t quantile_ppm[GR_RT_QUANTILES] = {500000, 750000, 950000, 980000, 990000, 999000};
 
 bool gr_reqtime_render_at(const struct gr_reqtime *rt, int64_t now_us, struct gr_prom_buf *out)
 {
@@ -183,10 +190,11 @@ bool gr_reqtime_render_at(const struct gr_reqtime *rt, int64_t now_us, struct gr
         for (int s = 0; s < GR_RT_SLOTS; s++) {
             const struct gr_rt_request *r = rt->req[s];
             if (!r) continue;
-            for (size_t q = 0; q < sizeof quantiles / sizeof quantiles[0]; q++) {
-                struct gr_prom_label l[2] = {{"request", r->name}, {"quantile", quantiles[q].label}};
-                gr_prom_sample(out, metric_names[m], l, 2,
-                               gr_rt_hist_quantile_us(&r->h[m], quantiles[q].ppm, now_ms) / 1000.0);
+            double qv[GR_RT_QUANTILES];
+            gr_rt_hist_quantiles_us(&r->h[m], quantile_ppm, GR_RT_QUANTILES, now_ms, qv);
+            for (int q = 0; q < GR_RT_QUANTILES; q++) {
+                struct gr_prom_label l[2] = {{"request", r->name}, {"quantile", quantile_labels[q]}};
+                gr_prom_sample(out, metric_names[m], l, 2, qv[q] / 1000.0);
             }
             struct gr_prom_label l = {"request", r->name};
             snprintf(name, sizeof name, "%s_count", metric_names[m]);

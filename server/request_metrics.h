@@ -149,6 +149,10 @@ void gr_rt_hist_add(struct gr_rt_hist *h, uint64_t us, int64_t now_ms);
 /* The q-quantile (q_ppm = q * 10^6, e.g. 999000) of the observations in the windows current at `now_ms`:
    nearest rank ceil(q * n), its bucket's midpoint in microseconds; NaN when the windows are empty. */
 double gr_rt_hist_quantile_us(const struct gr_rt_hist *h, uint32_t q_ppm, int64_t now_ms);
+/* The `nq` quantiles `q_ppm` at once into out[0..nq) (as gr_rt_hist_quantile_us), the windows summed once:
+   what a scrape uses. */
+void gr_rt_hist_quantiles_us(const struct gr_rt_hist *h, const uint32_t *q_ppm, int nq, int64_t now_ms,
+                             double *out);
 /* Adds the span [from_us, to_us) to the idle (busy = false) or busy account of `id`, split over slots. */
 void gr_rt_idle_add(struct gr_rt_idle *id, int64_t from_us, int64_t to_us, bool busy);
 /* The idle (busy = false: idle time) or busy fraction of the window ending at `now_us`: the time accounted in

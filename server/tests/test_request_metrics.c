@@ -62,6 +62,17 @@ static void quantiles_nearest_rank(void **state)
     assert_true(gr_rt_hist_quantile_us(h, 950000, 1000) == 91.5); /* rank 95: 88..95 */
     assert_true(gr_rt_hist_quantile_us(h, 980000, 1000) == 99.5); /* rank 98: 96..103 */
     assert_true(gr_rt_hist_quantile_us(h, 999000, 1000) == 99.5); /* rank 100 */
+    const uint32_t qs[3] = {750000, 500000, 950000}; /* any order, as a scrape asks them at once */
+    double v[3];
+    gr_rt_hist_quantiles_us(h, qs, 3, 1000, v);
+    assert_true(v[0] == 75.5 && v[1] == 49.5 && v[2] == 91.5);
+    free(h);
+
+    h = calloc(1, sizeof *h); /* 1, 2, 3: the median's rank is ceil(1.5) = 2, not 1 */
+    for (uint64_t x = 1; x <= 3; x++)
+        gr_rt_hist_add(h, x, 0);
+    assert_true(gr_rt_hist_quantile_us(h, 500000, 0) == 2.0);
+    assert_true(gr_rt_hist_quantile_us(h, 980000, 0) == 3.0); /* ceil(2.94) = 3 */
     free(h);
 
     h = calloc(1, sizeof *h);
