@@ -175,6 +175,10 @@ static const struct gr_config_def defs[] = {
     {"gregor.log.format", GR_CFG_STRING, "logfmt", 0, 0,
      "Gregor: the layout of the log lines on stderr: logfmt (ts=... level=... component=... msg=... "
      "key=value) or json (one JSON object per line with the same keys)."},
+    {"gregor.log.slow.request.ms", GR_CFG_LONG, "1000", 0, INT64_MAX / 1000,
+     "Gregor: a request whose total time (from its frame read to its answer's last byte, less a long-poll "
+     "Fetch's wait) exceeds this many ms logs one line (rate-limited) with its api, version, client_id, "
+     "correlation_id, peer and duration_ms."},
     {"gregor.metadata.etcd.endpoints", GR_CFG_LIST, NULL, 0, 0,
      "Gregor: the etcd cluster that keeps the cluster metadata, as http://host:port, comma-separated (at "
      "most "
@@ -715,6 +719,7 @@ void gr_config_resolve(struct gr_config *cfg)
     s->gregor_open_files_max = (int32_t)gr_config_int(cfg, "gregor.open.files.max");
     s->gregor_connection_unsent_bytes_max = gr_config_int(cfg, "gregor.connection.unsent.bytes.max");
     s->gregor_unsent_bytes_max = gr_config_int(cfg, "gregor.unsent.bytes.max");
+    s->gregor_log_slow_request_ms = gr_config_int(cfg, "gregor.log.slow.request.ms");
     const char *endpoints = gr_config_str(cfg, "gregor.metadata.etcd.endpoints");
     int n = endpoints ? endpoints_parse(endpoints, s->gregor_metadata_etcd_endpoints) : 0;
     s->gregor_metadata_etcd_endpoint_count = n > 0 ? n : 0; /* values were validated when set */

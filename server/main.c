@@ -395,6 +395,7 @@ int main(int argc, char **argv)
     b->housekeeping_timer.data = b;
     ev_timer_start(b->loop, &b->housekeeping_timer);
     b->last_retention_ms = b->last_producer_expiry_ms = gr_time_mono_ms();
+    if (gr_reqtime_start(b) < 0) return 1; /* request timing and the loop's idle time (request_metrics.h) */
     if (gr_net_serve(b)) return 1;
 
     const char *audit = getenv("GREGOR_NET_THREAD_AUDIT");
