@@ -513,15 +513,15 @@ static bool format_value(char *dst, size_t cap, const char *f, const char *end, 
 
 #define KV_VALUES_MAX 4096 /* bytes of all formatted values of one line */
 
-void gr_log_kvf_at(const char *file, enum gr_log_level level, const char *msg, const char *kvfmt, ...)
+/* gr_log_kvf_at's body over a va_list (the plain and the rate-limited forms share it). */
+static void kvf_v(const char *file, enum gr_log_level level, const char *msg, const char *kvfmt, va_list args)
 {
-    if (level < min_level) return;
+    va_list ap; /* a copy: format_value takes a va_list's address, which a parameter's array type is not */
+    va_copy(ap, args);
     struct gr_log_pair kv[GR_LOG_KV_MAX];
     char keys[GR_LOG_KV_MAX][64];
     char values[KV_VALUES_MAX];
     size_t n = 0, used = 0;
-    va_list ap;
-    va_start(ap, kvfmt);
     const char *p = kvfmt ? kvfmt : "";
     while (*p && n < GR_LOG_KV_MAX) {
         while (*p == ' ')
@@ -547,6 +547,15 @@ void gr_log_kvf_at(const char *file, enum gr_log_level level, const char *msg, c
     }
     va_end(ap);
     emit(file, level, msg, kv, n);
+}
+
+void gr_log_kvf_at(const char *file, enum gr_log_level level, const char *msg, const char *kvfmt, ...)
+{
+    if (level < min_level) return;
+    va_list ap;
+    va_start(ap, kvfmt);
+    kvf_v(file, level, msg, kvfmt, ap);
+    va_end(ap);
 }
 
 /* ---- rate limiting ---- */
@@ -588,9 +597,10 @@ static void report(const struct gr_log_site *site, int level, uint64_t dropped)
     emit(site->where, (enum gr_log_level)level, "similar messages suppressed", kv, sizeof kv / sizeof kv[0]);
 }
 
-void gr_log_write_limited(struct gr_log_site *site, enum gr_log_level level, const char *fmt, ...)
+/* Counts one line of `site` in its window: true when it may be printed (the pending count of a window that
+   ended is printed first). */
+static bool limit_admit(struct gr_log_site *site, enum gr_log_level level)
 {
-    if (level < min_level) return;
     int64_t now = rl_clock();
     pthread_mutex_lock(&rl_mu);
     uint64_t dropped = window_roll_locked(site, now);
@@ -609,10 +619,25 @@ void gr_log_write_limited(struct gr_log_site *site, enum gr_log_level level, con
     }
     pthread_mutex_unlock(&rl_mu);
     if (dropped) report(site, prev_level, dropped);
-    if (!print) return;
+    return print;
+}
+
+void gr_log_write_limited(struct gr_log_site *site, enum gr_log_level level, const char *fmt, ...)
+{
+    if (level < min_level || !limit_admit(site, level)) return;
     va_list ap;
     va_start(ap, fmt);
     write_msg(site->where, level, fmt, ap);
+    va_end(ap);
+}
+
+void gr_log_kvf_limited(struct gr_log_site *site, enum gr_log_level level, const char *msg, const char *kvfmt,
+                        ...)
+{
+    if (level < min_level || !limit_admit(site, level)) return;
+    va_list ap;
+    va_start(ap, kvfmt);
+    kvf_v(site->where, level, msg, kvfmt, ap);
     va_end(ap);
 }
 

@@ -105,6 +105,10 @@ struct gr_log_site {
  * Thread-safe. Levels below the configured one neither print nor count. */
 void gr_log_write_limited(struct gr_log_site *site, enum gr_log_level level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* gr_log_kvf_at's form (msg as is, keys printf-style) under `site`'s limit, as gr_log_write_limited: for
+ * key=value lines a peer can repeat at will (the slow-request line, records lost to retention). */
+void gr_log_kvf_limited(struct gr_log_site *site, enum gr_log_level level, const char *msg, const char *kvfmt,
+                        ...) __attribute__((format(printf, 4, 5)));
 /* Prints the pending suppressed counts of every site whose window ended by `now_ms` (monotonic ms,
  * gr_time_mono_ms). Called from the broker's housekeeping pass (every second), so a count is reported
  * within a window of the flood ending even when the site stays quiet afterwards. */
@@ -122,6 +126,11 @@ void gr_log_set_clock(int64_t (*mono_ms)(void));
 /* Rate-limited forms for warnings a peer or a failing disk can repeat at will (per frame, per connection,
  * per append). Never for lines tests or operators count one by one (the network-thread audit). */
 #define GR_WARN_RATELIMITED(...) GR_LOG_RATELIMITED(GR_LOG_WARN, __VA_ARGS__)
+#define GR_WARN_KV_RATELIMITED(...)                                                                          \
+    do {                                                                                                     \
+        static struct gr_log_site gr_log_site_ = {.where = __FILE__ ":" GR_LOG_STR(__LINE__)};               \
+        gr_log_kvf_limited(&gr_log_site_, GR_LOG_WARN, __VA_ARGS__);                                         \
+    } while (0)
 #define GR_ERROR_RATELIMITED(...) GR_LOG_RATELIMITED(GR_LOG_ERROR, __VA_ARGS__)
 
 #define GR_DEBUG(...) gr_log_write_at(__FILE__, GR_LOG_DEBUG, __VA_ARGS__)

@@ -349,10 +349,10 @@ void gr_reqtime_sent(struct gr_req *req, const char *peer)
                          : latency_us(&req->times, now, kind);
     int64_t slow_ms = b->cfg.settings.gregor_log_slow_request_ms;
     if (slow_ms >= 0 && latency > slow_ms * 1000) {
-        GR_WARN_RATELIMITED("slow request api=%s version=%d client_id=%s correlation_id=%d peer=%s "
-                            "duration_ms=%.3f",
-                            req->api->name, req->hdr.request_api_version, req->times.client_id,
-                            req->hdr.correlation_id, peer ? peer : "", (double)latency / 1000.0);
+        GR_WARN_KV_RATELIMITED("slow request",
+                               "api=%s version=%d client_id=%s correlation_id=%d peer=%s duration_ms=%.3f",
+                               req->api->name, req->hdr.request_api_version, req->times.client_id,
+                               req->hdr.correlation_id, peer ? peer : "", (double)latency / 1000.0);
     }
 }
 

@@ -194,7 +194,7 @@ def check_b(b):
         corr = c.send('ApiVersions', 3, client_id='reqtime-slow', correlation_id=4242)
         tk.eq('ApiVersions answered', 0, c.recv('ApiVersions', 3, corr)[1]['error_code'])
         port = c.sock.getsockname()[1]
-    want = re.compile(r'slow request api=ApiVersions version=3 client_id=reqtime-slow correlation_id=4242 '
+    want = re.compile(r'msg="slow request" api=ApiVersions version=3 client_id=reqtime-slow correlation_id=4242 '
                       r'peer=127\.0\.0\.1:(\d+) duration_ms=(\d+\.\d{3})')
     found = None
     deadline = time.monotonic() + 5
