@@ -240,6 +240,8 @@ static int parse_args(int argc, char **argv, struct gr_config *cfg, int *mode)
 static int exit_early(struct gr_broker *b, int status)
 {
     if (b->iopool) gr_iopool_destroy(b->iopool);
+    gr_image_free(b->image); /* NULL ignored */
+    gr_metrics_free(&b->metrics);
     gr_config_free(&b->cfg);
     free(b);
     return status;
