@@ -2,6 +2,7 @@
 """dashboard/run.py: every panel of docker/grafana/dashboards/gregor.json against a real Prometheus (`make test-dashboard`).
 
     python3 compat-tests/dashboard/run.py [BUILD_DIR]      (GREGOR_BIN overrides BUILD_DIR/bin/gregor)
+    DASHBOARD_SCREENSHOTS=docs/img make test-dashboard    (also PNGs of Prometheus's graph page, below)
 
 Starts, in a temporary directory, a broker (Kafka and admin listeners on port 0, retention checked every
 second) and Debian's prometheus server on a free loopback port, scraping the broker's /metrics every second
@@ -12,13 +13,17 @@ every 200 ms; group dash-slow reads 20 records of dash-short and commits every 3
 it has not read (headroom reaches 0, records lost grow); a Fetch past the log end and a Metadata for a missing
 topic every second give error codes; at the end the test checks that dash-short's log start (Prometheus)
 passed dash-slow's committed offset (OffsetFetch), so the load did fall behind retention. After 20 s of load, every panel's exprs (the dashboard's variables
-substituted: $instance/$topic/$group by their "All" .*, $__rate_interval by 10s) go to Prometheus's
+substituted: $instance/$topic/$group by their "All" values, .* and .+, $__rate_interval by 10s) go to Prometheus's
 /api/v1/query every 5 s until each panel has data or 90 s have passed since the start. Prints one line per
-panel, "data (N series)" or "NO DATA", then "dashboard: N panels with data, N without"; exits 1 if a panel
-has no data or something did not start. Ends its processes and removes the directory in every case.
+panel, "data (N series)" or "NO DATA" (also for a query error, or for a series of an `agg by (labels)`
+expr without those labels), then "dashboard: N panels with data, N without"; exits 1 if a panel
+has no data or something did not start. With DASHBOARD_SCREENSHOTS=DIR, headless Chromium (Debian chromium)
+also saves Prometheus's graph page (last 2 minutes) for the lag and headroom queries in SCREENSHOTS (lag-*.png),
+before the load stops. Ends its processes and removes the directory in every case.
 """
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -36,17 +41,21 @@ sys.path.insert(0, os.path.join(REPO, 'compat-tests', 'lib'))
 import kafka_raw as kr  # noqa: E402
 
 DASHBOARD = os.path.join(REPO, 'docker', 'grafana', 'dashboards', 'gregor.json')
-SUBST = {'$__rate_interval': '10s', '${instance}': '.*', '$instance': '.*', '${topic}': '.*', '$topic': '.*',
-         '${group}': '.*', '$group': '.*'}
+RATE_INTERVAL = '10s'
 START = time.monotonic()
 DEADLINE = START + 90
 
 
 def panels_of(path):
-    """[(title, [expr, ...])] of every non-row panel, the variables substituted."""
+    """[(title, [expr, ...])] of every non-row panel, the variables substituted: each query variable by its
+    "All" value (allValue, else .*), $__rate_interval by RATE_INTERVAL."""
     out = []
     with open(path) as f:
         d = json.load(f)
+    subst = {'$__rate_interval': RATE_INTERVAL}
+    for v in d.get('templating', {}).get('list', []):
+        if v.get('type') == 'query':
+            subst['${%s}' % v['name']] = subst['$' + v['name']] = v.get('allValue') or '.*'
 
     def walk(ps):
         for p in ps:
@@ -56,8 +65,8 @@ def panels_of(path):
             exprs = []
             for t in p.get('targets', []):
                 e = t.get('expr', '')
-                for k in sorted(SUBST, key=len, reverse=True):
-                    e = e.replace(k, SUBST[k])
+                for k in sorted(subst, key=len, reverse=True):
+                    e = e.replace(k, subst[k])
                 exprs.append(e)
             out.append((p['title'], exprs))
     walk(d['panels'])
@@ -124,11 +133,19 @@ def stop(p):
 
 
 def query(url, expr):
-    """Number of series (or 1 for a scalar) the instant query returns; raises on a bad expression."""
+    """Number of series (or 1 for a scalar) the instant query returns; raises on a bad expression, and when
+    an expr of the form `agg by (a, b) (...)` returns a series with a or b empty (a legend of {}: e.g. the
+    broker's topic-less totals summed into a per-topic panel)."""
     body = json.loads(http_get(url + '/api/v1/query?' + urllib.parse.urlencode({'query': expr})))
     if body.get('status') != 'success':
         raise ValueError(body.get('error'))
     r = body['data']['result']
+    m = re.match(r'^\w+ by \(([^)]*)\)', expr)
+    if m and isinstance(r, list):
+        for series in r:
+            for label in (x.strip() for x in m.group(1).split(',')):
+                if not series['metric'].get(label):
+                    raise ValueError(f'a series without {label}: {series["metric"]}')
     return len(r) if isinstance(r, list) else 1
 
 
@@ -195,6 +212,35 @@ def load(broker, stop_ev, errors):
     return ts
 
 
+SHOTS = [
+    ('lag-records', 'sum by (consumergroup, topic) (gregor_consumergroup_lag_records)'),
+    ('lag-seconds', 'max by (consumergroup, topic) (gregor_consumergroup_lag_seconds)'),
+    ('lag-retention-headroom', 'min by (consumergroup, topic) (gregor_consumergroup_retention_headroom_seconds)'),
+    ('lag-records-lost', 'sum by (consumergroup, topic) (gregor_consumergroup_records_lost_total)'),
+]
+
+
+def screenshots(url, outdir, tmp):
+    """Prometheus's graph page for each SHOTS query as outdir/NAME.png; prints what it saved."""
+    chromium = shutil.which('chromium')
+    if not chromium:
+        print('dashboard: screenshots skipped: chromium not installed (Debian package chromium)')
+        return
+    os.makedirs(outdir, exist_ok=True)
+    for name, expr in SHOTS:
+        page = url + '/graph?' + urllib.parse.urlencode({'g0.expr': expr, 'g0.tab': '0', 'g0.range_input': '2m',
+                                                          'g0.stacked': '0', 'g0.show_exemplars': '0'})
+        png = os.path.abspath(os.path.join(outdir, name + '.png'))
+        # flags as the machine notes give them: no background networking on a closed network
+        r = subprocess.run([chromium, '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+                            '--disable-background-networking', '--disable-component-update', '--disable-sync',
+                            f'--user-data-dir={tmp}/chromium', '--window-size=1400,1000', '--hide-scrollbars',
+                            '--virtual-time-budget=10000', f'--screenshot={png}', page],
+                           capture_output=True, timeout=60)
+        ok = r.returncode == 0 and os.path.exists(png)
+        print(f'dashboard: screenshot {png}: {"saved" if ok else "FAILED " + r.stderr.decode()[-200:]}')
+
+
 def check_load(broker, url):
     """The load did what the lag panels need: retention moved dash-short's log start (from Prometheus) past
     the slow group's committed offset (OffsetFetch). Prints the figures; False when it did not."""
@@ -257,11 +303,13 @@ def main():
                         n += query(url, e)
                     except (OSError, ValueError) as ex:
                         err = f'{e}: {ex}'
-                result[title] = (n, err)
+                result[title] = (0 if err else n, err)
             if all(v[0] > 0 for v in result.values()) or time.monotonic() + 5 > DEADLINE:
                 break
             time.sleep(5)
         load_ok = check_load(broker, url)
+        if os.environ.get('DASHBOARD_SCREENSHOTS'):
+            screenshots(url, os.environ['DASHBOARD_SCREENSHOTS'], tmp)
         stop_ev.set()
         with_data = 0
         for title, exprs in panels:

@@ -4,8 +4,9 @@
     python3 docker/grafana/make-dashboard.py        (rewrites the JSON; commit both)
 
 Grafana 10/11 dashboard schema (schemaVersion 39). Every panel queries the data source chosen in the
-`datasource` variable (type prometheus); `instance`, `topic` and `group` filter by label, each with an "All"
-of `.*`. Three rows: broker health, topic traffic, consumer group lag and retention headroom. The metric names
+`datasource` variable (type prometheus); `instance`, `topic` and `group` filter by label, their "All" being
+`.*` for instances and `.+` for topics and groups (so that the BrokerTopicMetrics series without a topic, the
+broker's totals, stay out of the per-topic panels; the totals are read with topic=""). Three rows: broker health, topic traffic, consumer group lag and retention headroom. The metric names
 are exactly issue #22's (Kafka's JMX exporter, kafka_exporter, gregor_*): dashboards written for Kafka work on
 the first two rows unchanged. `make test-dashboard` (compat-tests/dashboard) runs every panel's expr against
 a real Prometheus scraping a broker under load.
@@ -117,8 +118,9 @@ panel('Log size per topic', [(f'sum by (topic) (kafka_log_log_size{{{I},{T}}})',
       desc='Bytes on disk over the partitions held here (every replica).')
 panel('Log segments per topic', [(f'sum by (topic) (kafka_log_log_numlogsegments{{{I},{T}}})', '{{topic}}')])
 panel('Replication bytes',
-      [(f'sum(rate(kafka_server_brokertopicmetrics_replicationbytesin_total{{{I}}}[{R}]))', 'in'),
-       (f'sum(rate(kafka_server_brokertopicmetrics_replicationbytesout_total{{{I}}}[{R}]))', 'out')], unit='Bps')
+      [(f'sum(rate(kafka_server_brokertopicmetrics_replicationbytesin_total{{{I},topic=""}}[{R}]))', 'in'),
+       (f'sum(rate(kafka_server_brokertopicmetrics_replicationbytesout_total{{{I},topic=""}}[{R}]))', 'out')],
+      unit='Bps', desc='Replica fetching, all topics (the series without a topic label).')
 end_row()
 
 row('Consumer groups: lag and retention headroom')
@@ -157,10 +159,10 @@ panel('Lag in bytes',
 end_row()
 
 
-def var_query(name, label, query, desc):
+def var_query(name, label, query, desc, all_value='.+'):
     return {'name': name, 'label': label, 'type': 'query', 'datasource': DS, 'description': desc,
             'query': {'query': query, 'refId': name}, 'definition': query, 'refresh': 2, 'sort': 1,
-            'multi': True, 'includeAll': True, 'allValue': '.*',
+            'multi': True, 'includeAll': True, 'allValue': all_value,
             'current': {'selected': True, 'text': ['All'], 'value': ['$__all']}, 'options': []}
 
 
@@ -181,7 +183,7 @@ dashboard = {
     'templating': {'list': [
         {'name': 'datasource', 'label': 'Data source', 'type': 'datasource', 'query': 'prometheus',
          'current': {}, 'hide': 0, 'includeAll': False, 'multi': False, 'options': [], 'refresh': 1, 'regex': ''},
-        var_query('instance', 'Broker', 'label_values(gregor_build_info, instance)', 'Brokers (scrape targets).'),
+        var_query('instance', 'Broker', 'label_values(gregor_build_info, instance)', 'Brokers (scrape targets).', '.*'),
         var_query('topic', 'Topic', 'label_values(kafka_log_log_size, topic)', 'Topics held by the brokers.'),
         var_query('group', 'Consumer group',
                   'label_values(gregor_consumergroup_min_retention_headroom_seconds, consumergroup)',
