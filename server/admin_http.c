@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "common/limits.h"
 #include "common/log.h"
 #include "server/broker.h"
 #include "server/metrics.h"
@@ -23,6 +24,7 @@ struct gr_admin_http {
     int lfd;    /* the listening socket: accepted here, handed to MHD (MHD_add_connection) */
     ev_io io_w; /* MHD's epoll descriptor */
     ev_io accept_w;
+    ev_timer backoff_w; /* out of descriptors: accepting stopped for GR_ACCEPT_BACKOFF_MS */
     ev_timer timer_w;
 };
 
@@ -150,10 +152,28 @@ static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
         struct sockaddr_in peer;
         socklen_t len = sizeof peer;
         int fd = accept4(a->lfd, (struct sockaddr *)&peer, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (fd < 0) break; /* EAGAIN, or an error of that one connection */
+        if (fd < 0) {
+            if (errno == EINTR || errno == ECONNABORTED) continue;
+            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+                /* the listener stays readable: pause instead of spinning (the Kafka listener's rule) */
+                GR_WARN_RATELIMITED("gregor.admin.listeners: accept: %s: paused %d ms", strerror(errno),
+                                    GR_ACCEPT_BACKOFF_MS);
+                ev_io_stop(a->b->loop, &a->accept_w);
+                ev_timer_set(&a->backoff_w, GR_ACCEPT_BACKOFF_MS / 1000.0, 0.0);
+                ev_timer_start(a->b->loop, &a->backoff_w);
+            }
+            break; /* EAGAIN: nothing more waits */
+        }
         MHD_add_connection(a->d, fd, (struct sockaddr *)&peer, len); /* closes fd itself when it fails */
     }
     drive(a);
+}
+
+static void backoff_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    (void)revents;
+    struct gr_admin_http *a = w->data;
+    ev_io_start(loop, &a->accept_w);
 }
 
 static void timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
@@ -262,6 +282,8 @@ int gr_admin_http_start(struct gr_broker *b, struct gr_admin_http **out)
     ev_io_init(&a->accept_w, accept_cb, a->lfd, EV_READ);
     a->accept_w.data = a;
     ev_io_start(b->loop, &a->accept_w);
+    ev_timer_init(&a->backoff_w, backoff_cb, 0.0, 0.0);
+    a->backoff_w.data = a;
     ev_timer_init(&a->timer_w, timer_cb, 0.0, 0.0);
     a->timer_w.data = a;
     GR_INFO("admin listener on http://%s:%u (/metrics, /v1/status/live, /v1/status/ready)", host,
@@ -276,6 +298,7 @@ void gr_admin_http_stop(struct gr_admin_http *a)
     if (ev_is_active(&a->io_w)) ev_io_stop(a->b->loop, &a->io_w);
     if (ev_is_active(&a->accept_w)) ev_io_stop(a->b->loop, &a->accept_w);
     if (ev_is_active(&a->timer_w)) ev_timer_stop(a->b->loop, &a->timer_w);
+    if (ev_is_active(&a->backoff_w)) ev_timer_stop(a->b->loop, &a->backoff_w);
     MHD_stop_daemon(a->d);
     close(a->lfd);
     free(a);

@@ -24,7 +24,7 @@ check "the admin listener file names host:port" grep -qE '^127\.0\.0\.1:[0-9]+$'
 export ADMIN
 run_py "metrics/run.py" "$here/run.py"
 run_py "metrics/promtool" "$here/promtool.py"
-IDLE_MS=4000 run_py "metrics/admin_limits" "$here/admin_limits.py"
+GREGOR_BIN=$GREGOR_BIN IDLE_MS=4000 run_py "metrics/admin_limits" "$here/admin_limits.py"
 
 # start_one NAME [--override ...]: a broker in $tmp/NAME, admin and Kafka listeners on port 0, in background
 start_one() {
