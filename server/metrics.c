@@ -16,6 +16,7 @@
 #include "cluster/image.h"
 #include "server/apis.h"
 #include "server/broker.h"
+#include "server/metrics_groups.h"
 #include "server/route.h"
 #include "storage/store.h"
 
@@ -285,6 +286,7 @@ bool gr_metrics_render(struct gr_broker *b, struct gr_prom_buf *out)
     /* single node: this broker is the controller; cluster mode: while it holds the controller epoch */
     gr_prom_sample(out, cc, NULL, 0,
                    !b->member ? 1.0 : (b->controller && gr_controller_epoch(b->controller)));
+    gr_metrics_groups_render(b, out);
     render_process(m, out);
     gr_prom_type(out, "gregor_build_info", "gauge");
     struct gr_prom_label bl[2] = {{"version", m->version ? m->version : ""}, {"revision", GREGOR_REVISION}};

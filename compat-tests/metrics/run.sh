@@ -21,6 +21,7 @@ broker_start || { fail "broker starts"; summary metrics; exit 1; }
 check "the admin listener file names host:port" grep -qE '^127\.0\.0\.1:[0-9]+$' "$BROKER_DIR/admin"
 export ADMIN
 run_py "metrics/run.py" "$here/run.py"
+run_py "metrics/grouplag" "$here/grouplag.py"
 
 # start_one NAME [--override ...]: a broker in $tmp/NAME, admin and Kafka listeners on port 0, in background
 start_one() {
