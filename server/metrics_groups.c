@@ -90,16 +90,61 @@ static void fill_local(struct gr_broker *b, const struct gr_image_topic *it, str
     p->log_start = gr_log_start_offset(log);
 }
 
+/* The length of the valid UTF-8 sequence at s (1-4 bytes), 0 when the bytes there are not one (overlong,
+   surrogate, above U+10FFFF, truncated). */
+static int utf8_len(const unsigned char *s)
+{
+    if (s[0] < 0x80) return 1;
+    int n = s[0] >= 0xc2 && s[0] <= 0xdf   ? 2
+            : s[0] >= 0xe0 && s[0] <= 0xef ? 3
+            : s[0] >= 0xf0 && s[0] <= 0xf4 ? 4
+                                           : 0;
+    for (int i = 1; i < n; i++)
+        if ((s[i] & 0xc0) != 0x80) return 0;
+    if ((s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] > 0x9f) || (s[0] == 0xf0 && s[1] < 0x90) ||
+        (s[0] == 0xf4 && s[1] > 0x8f))
+        return 0; /* overlong, surrogate, above U+10FFFF */
+    return n;
+}
+
+/* A malloc'd copy of `s` with every byte not in a valid UTF-8 sequence replaced by U+FFFD; NULL when `s` is
+   valid (nothing to copy) or out of memory (*oom set). */
+static char *utf8_fixed(const char *s, bool *oom)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    size_t bad = 0, len = strlen(s);
+    for (size_t i = 0; i < len;) {
+        int n = utf8_len(u + i);
+        bad += !n;
+        i += n ? (size_t)n : 1;
+    }
+    if (!bad) return NULL;
+    char *out = malloc(len + bad * 2 + 1), *o = out;
+    if (!(*oom = !out))
+        for (size_t i = 0; i < len;) {
+            int n = utf8_len(u + i);
+            memcpy(o, n ? s + i : "\xef\xbf\xbd", n ? (size_t)n : 3);
+            o += n ? n : 3;
+            i += n ? (size_t)n : 1;
+        }
+    if (out) *o = 0;
+    return out;
+}
+
 int gr_group_lag_collect(struct gr_broker *b, struct gr_group *grp, struct gr_group_lag *out)
 {
     memset(out, 0, sizeof *out);
-    out->group = gr_group_id(grp);
+    bool oom = false;
+    out->group_utf8 = utf8_fixed(gr_group_id(grp), &oom);
+    if (oom) return -ENOMEM;
+    out->group = out->group_utf8 ? out->group_utf8 : gr_group_id(grp);
     out->state = gr_group_state_name(gr_group_state(grp));
     out->members = gr_group_member_count(grp);
     struct commits cs = {.b = b};
-    gr_coord_offsets_foreach(b->coord, gr_str_c(out->group), add_commit, &cs);
+    gr_coord_offsets_foreach(b->coord, gr_str_c(gr_group_id(grp)), add_commit, &cs);
     if (cs.failed) {
         free(cs.v);
+        gr_group_lag_free(out);
         return -ENOMEM;
     }
     if (cs.n > 1) qsort(cs.v, (size_t)cs.n, sizeof *cs.v, by_topic_partition);
@@ -108,6 +153,7 @@ int gr_group_lag_collect(struct gr_broker *b, struct gr_group *grp, struct gr_gr
         if (!i || cs.v[i].it != cs.v[i - 1].it) rows += cs.v[i].it->partition_count;
     if (rows && !(out->parts = calloc((size_t)rows, sizeof *out->parts))) {
         free(cs.v);
+        gr_group_lag_free(out);
         return -ENOMEM;
     }
     for (int32_t i = 0; i < cs.n;) {
@@ -130,6 +176,7 @@ int gr_group_lag_collect(struct gr_broker *b, struct gr_group *grp, struct gr_gr
 void gr_group_lag_free(struct gr_group_lag *gl)
 {
     free(gl->parts);
+    free(gl->group_utf8);
     memset(gl, 0, sizeof *gl);
 }
 

@@ -64,7 +64,11 @@ struct gr_group_lag_part {
 
 /* One group's lag: its identity and its partitions sorted by topic name (bytewise) then partition. */
 struct gr_group_lag {
-    const char *group; /* borrowed from the coordinator: valid until the next coordinator change */
+    const char *group; /* borrowed from the coordinator (valid until the next coordinator change), or
+                          `group_utf8` */
+    char *group_utf8;  /* owned: the id with each byte of an invalid UTF-8 sequence as U+FFFD (Prometheus
+                          refuses a page with an invalid label value; Kafka's Java side would have decoded the
+                          id so), NULL when the id is valid UTF-8 */
     const char *state; /* Kafka's state name (coordinator.h gr_group_state_name) */
     int32_t members;
     struct gr_group_lag_part *parts; /* owned (gr_group_lag_free) */

@@ -15,7 +15,8 @@ A topic the group never committed to (gl2) has no series of the group. /v1/group
 whole JSON value. DeleteRecords of partition 0 up to D (K < D < N0) makes lag_records = N0 - D (hw - log
 start) while kafka_consumergroup_lag stays N0 - K. A group id that needs URL encoding ("g l/x%", committed
 with generation -1: an Empty group that never had members) is looked up decoded; an unknown group gets 404
-with a JSON error, a group id over 4096 bytes 400. Prints "RESULT p f x".
+with a JSON error, a group id over 4096 bytes 400. A group id that is not UTF-8 (raw bytes on the wire) is
+labelled with U+FFFD for each bad byte, so the page stays valid for Prometheus. Prints "RESULT p f x".
 """
 import http.client
 import json
@@ -48,8 +49,13 @@ def scrape(admin):
     st, _, body = http_get(admin, '/metrics')
     if st != 200:
         raise RuntimeError(f'/metrics answered {st}')
-    out = {}
-    for line in body.decode().splitlines():
+    try:
+        body.decode('utf-8')
+        out = {'utf8': True}
+    except UnicodeDecodeError:
+        out = {'utf8': False}
+    text = body.decode('utf-8', 'surrogateescape')
+    for line in text.splitlines():
         if not line.startswith(('kafka_consumergroup_', 'gregor_consumergroup_lag_records')):
             continue
         m = re.match(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)\{(.*)\} (\S+)$', line)
@@ -58,7 +64,15 @@ def scrape(admin):
         labels = frozenset((k, v.replace('\\"', '"').replace('\\\\', '\\'))
                            for k, v in re.findall(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"', m.group(2)))
         out[(m.group(1), labels)] = float(m.group(3))
-    return out, body.decode()
+    return out, text
+
+
+def jparse(body):
+    """The JSON value of `body`, or {'not json': the first bytes} (a check then fails instead of the script)."""
+    try:
+        return json.loads(body)
+    except ValueError:
+        return {'not json': body[:80]}
 
 
 def retried(fn):
@@ -112,6 +126,7 @@ def main():
         r = c.request('LeaveGroup', 4, {'group_id': G, 'members': [{'member_id': member}]})
         tk.eq('LeaveGroup', (0, 0), (r['error_code'], r['members'][0]['error_code']))
         tk.eq('an admin commit (generation -1) makes group "g l/x%"', 0, commit(c, 'g l/x%', -1, '', T, 1, 3))
+        tk.eq('an admin commit makes group b"bad\\xffid" (not UTF-8)', 0, commit(c, b'bad\xffid', -1, '', T, 0, 1))
 
     m, text = scrape(admin)
     p0, p1 = L(consumergroup=G, topic=T, partition='0'), L(consumergroup=G, topic=T, partition='1')
@@ -130,7 +145,7 @@ def main():
     for name, labels, v in want:
         tk.eq(f'{name}{dict(labels)}', v, m.get((name, labels)))
     tk.eq('no series of the group for gl2, which it never committed to', [],
-          [k for k in m if ('consumergroup', G) in k[1] and ('topic', 'gl2') in k[1]])
+          [k for k in m if k != 'utf8' and ('consumergroup', G) in k[1] and ('topic', 'gl2') in k[1]])
     for fam in ('current_offset', 'current_offset_sum', 'lag', 'lag_sum', 'members'):
         tk.eq(f'# TYPE kafka_consumergroup_{fam} gauge once', 1,
               text.count(f'# TYPE kafka_consumergroup_{fam} gauge\n'))
@@ -141,9 +156,12 @@ def main():
           (m.get(('kafka_consumergroup_members', L(consumergroup='g l/x%'))), m.get(('kafka_consumergroup_lag', o)),
            m.get(('kafka_consumergroup_lag', L(consumergroup='g l/x%', topic=T, partition='0')))))
 
+    tk.eq('the page is UTF-8; group b"bad\\xffid" is labelled with U+FFFD (Prometheus refuses invalid UTF-8)',
+          (True, 0), (m.get('utf8'), m.get(('kafka_consumergroup_members', L(consumergroup='bad\ufffdid')))))
+
     def lag_json(group):
         st, ctype, body = http_get(admin, '/v1/groups/' + urllib.parse.quote(group, safe='') + '/lag')
-        return st, ctype, json.loads(body) if body else None
+        return st, ctype, jparse(body)
 
     st, ctype, j = lag_json(G)
     tk.eq('/v1/groups/gl-g/lag: 200 application/json', (200, 'application/json'), (st, ctype))
@@ -155,6 +173,9 @@ def main():
     tk.eq('/v1/groups/g%20l%2Fx%25/lag: the decoded group', (200, 'g l/x%', [(T, 1, 3, N1, 0, N1 - 3)]),
           (st, j.get('group'), [(p['topic'], p['partition'], p['committed_offset'], p['high_watermark'],
                                  p['log_start_offset'], p['lag_records']) for p in j.get('partitions', [])]))
+    st, _, body = http_get(admin, '/v1/groups/bad%FFid/lag')
+    tk.eq('/v1/groups/bad%FFid/lag: 200, the id in JSON with U+FFFD', (200, 'bad\ufffdid', N0 - 1),
+          (st, jparse(body).get('group'), (jparse(body).get('partitions') or [{}])[0].get('lag_records')))
     st, ctype, j = lag_json('no-such-group')
     tk.eq('unknown group: 404 with a JSON error', (404, 'application/json', 'unknown group'),
           (st, ctype, j.get('error')))

@@ -41,8 +41,8 @@ static struct gr_group_lag_part a_parts[] = {
     {"u", 0, 2, true, 9, 5},  {"u", 1, 7, false, -1, -1},
 };
 static const struct gr_group_lag groups[] = {
-    {"a", "Empty", 0, a_parts, 5},
-    {"b\"q", "Stable", 2, NULL, 0},
+    {.group = "a", .state = "Empty", .members = 0, .parts = a_parts, .count = 5},
+    {.group = "b\"q", .state = "Stable", .members = 2},
 };
 
 static void render_lines(void **state)
