@@ -123,6 +123,13 @@ bench-quick: test-deps
 bench-cluster: test-deps
 	@python3 bench/cluster.py
 
+# `make bench-metrics`: what /metrics costs (issue #22): ApiVersions p50/p99/p99.9 and broker CPU per GB with and
+# without a scrape every second, scrape time and size, on 1,000 partitions and 100 groups with commits
+# (bench/metrics_cost.py, about 3 minutes); writes bench/results-metrics.md.
+.PHONY: bench-metrics
+bench-metrics: test-deps
+	@python3 bench/metrics_cost.py
+
 # `make bench-txn`: transactions on one node, Gregor (switch on; page cache and fsync) against Kafka 4.4.0:
 # EndTxn latency, transactional vs idempotent throughput, CPU per GB (bench/txn.py, about 20 minutes); writes
 # bench/results-txn.md and results.md's Transactions section. bench-quick runs its client once (a few seconds).

@@ -95,6 +95,7 @@ void gr_dispatch(struct gr_req *req)
         return;
     }
     req->resp_ops->init(req->resp);
+    gr_metrics_counts_request(req); /* FetchConsumer / FetchFollower (server/metrics_counts.h) */
     /* first transaction coordinator lookup (FindCoordinator key type 1): the request waits while
        __transaction_state is created on the I/O pool (server/txns.c) */
     if (gr_txns_defer(req)) return;

@@ -12,8 +12,10 @@
 #include <unistd.h>
 
 #include "cluster/controller.h"
+#include "cluster/fetcher.h"
 #include "common/time.h"
 #include "cluster/image.h"
+#include "protocol/errors.h"
 #include "server/apis.h"
 #include "server/broker.h"
 #include "server/metrics_groups.h"
@@ -113,17 +115,27 @@ void gr_metrics_fetched(struct gr_metrics *m, const char *topic, size_t topic_le
 void gr_metrics_appended(struct gr_metrics *m, const struct gr_image_topic *it,
                          const struct gr_produce_result *r, size_t bytes)
 {
+    if (r->error_code) { /* ReplicaManager.appendToLocalLog / UnifiedLog: failed or rejected, per topic too */
+        struct gr_topic_counters *cs[2] = {&m->all, topic_counters(m, it->name, (size_t)it->name_len)};
+        for (int i = 0; i < 2; i++)
+            if (cs[i] && r->error_code == GR_ERR_MESSAGE_TOO_LARGE)
+                cs[i]->bytes_rejected += bytes;
+            else if (cs[i] && gr_metrics_counts_produce_failed(r->error_code))
+                cs[i]->failed_produce++;
+    }
     if (r->error_code || r->duplicate) return;
     gr_metrics_produced(m, it->name, (size_t)it->name_len, (uint64_t)(r->end_offset - r->base_offset), bytes);
 }
 
 void gr_metrics_answered(struct gr_req *req)
 {
+    gr_metrics_counts_answered(req); /* errors_total, replication bytes out (server/metrics_counts.h) */
     if (req->hdr.request_api_key != GR_API_FETCH || !req->body || !req->resp) return;
     const struct gr_fetch_request *body = req->body;
     const struct gr_fetch_response *resp = req->resp;
     bool v15 = req->hdr.request_api_version >= 15;
-    if ((v15 ? body->replica_state.replica_id : body->replica_id) >= 0) return; /* a follower's */
+    bool follower =
+        (v15 ? body->replica_state.replica_id : body->replica_id) >= 0; /* counted as replication */
     for (int32_t i = 0; i < resp->responses.count && i < body->topics.count; i++) {
         const struct gr_fetch_response_fetchable_topic_response *rt = &resp->responses.items[i];
         const struct gr_fetch_request_fetch_topic *qt = &body->topics.items[i];
@@ -131,6 +143,14 @@ void gr_metrics_answered(struct gr_req *req)
             gr_route_topic_by(req->broker, req->hdr.request_api_version >= 13, qt->topic, qt->topic_id.b);
         if (!t) continue; /* an unknown topic: nothing to count it under */
         for (int32_t p = 0; p < rt->partitions.count; p++) {
+            if (gr_metrics_counts_fetch_failed(rt->partitions.items[p].error_code)) { /* readFromLog */
+                struct gr_topic_counters *cs[2] = {
+                    &req->broker->metrics.all,
+                    topic_counters(&req->broker->metrics, t->name, (size_t)t->name_len)};
+                for (int k = 0; k < 2; k++)
+                    if (cs[k]) cs[k]->failed_fetch++;
+            }
+            if (follower) continue;
             int32_t len = gr_records_len(rt->partitions.items[p].records);
             gr_metrics_fetched(&req->broker->metrics, t->name, (size_t)t->name_len,
                                len > 0 ? (uint64_t)len : 0);
@@ -156,6 +176,12 @@ static const struct {
      offsetof(struct gr_topic_counters, produce_requests)},
     {"kafka_server_brokertopicmetrics_totalfetchrequests_total",
      offsetof(struct gr_topic_counters, fetch_requests)},
+    {"kafka_server_brokertopicmetrics_failedproducerequests_total",
+     offsetof(struct gr_topic_counters, failed_produce)},
+    {"kafka_server_brokertopicmetrics_failedfetchrequests_total",
+     offsetof(struct gr_topic_counters, failed_fetch)},
+    {"kafka_server_brokertopicmetrics_bytesrejected_total",
+     offsetof(struct gr_topic_counters, bytes_rejected)},
 };
 
 static uint64_t field(const struct gr_topic_counters *c, size_t offset)
@@ -194,6 +220,8 @@ bool gr_metrics_render_counters(const struct gr_metrics *m, const char *const *t
             struct gr_prom_label l[2] = {{"request", apis[i].name}, {"version", ver}};
             gr_prom_sample_u64(out, rq, l, 2, m->requests[key][v]);
         }
+        if (key == GR_API_FETCH)
+            gr_metrics_counts_render_fetch_split(&m->counts, out); /* FetchConsumer/Follower */
     }
     return !out->failed;
 }
@@ -287,6 +315,7 @@ bool gr_metrics_render(struct gr_broker *b, struct gr_prom_buf *out)
     gr_prom_sample(out, cc, NULL, 0,
                    !b->member ? 1.0 : (b->controller && gr_controller_epoch(b->controller)));
     gr_metrics_groups_render(b, out);
+    gr_metrics_counts_render(&m->counts, b->fetcher ? gr_fetcher_stats(b->fetcher) : NULL, out);
     render_process(m, out);
     gr_prom_type(out, "gregor_build_info", "gauge");
     struct gr_prom_label bl[2] = {{"version", m->version ? m->version : ""}, {"revision", GREGOR_REVISION}};

@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "common/prom_text.h"
+#include "server/metrics_counts.h"
 
 struct gr_broker;
 struct gr_req;
@@ -30,6 +31,7 @@ struct gr_produce_result;
 /* BrokerTopicMetrics counters of one topic, or of all topics. */
 struct gr_topic_counters {
     uint64_t messages_in, bytes_in, bytes_out, produce_requests, fetch_requests;
+    uint64_t failed_produce, failed_fetch, bytes_rejected; /* server/metrics_counts.h says which errors */
 };
 
 struct gr_metrics_topic; /* one topic's counters in the table (metrics.c) */
@@ -41,6 +43,8 @@ struct gr_metrics {
     size_t topic_cap, topic_count;
     int64_t start_time_ms; /* wall clock at start: process_start_time_seconds */
     const char *version;   /* gregor_build_info's version label (main.c's GREGOR_VERSION) */
+    /* errors, the Fetch split, replication bytes (server/metrics_counts.h) */
+    struct gr_metrics_counts counts;
 };
 
 /* Zeroes `m` and notes the start time (wall clock). */
@@ -54,12 +58,15 @@ void gr_metrics_request(struct gr_metrics *m, int16_t key, int16_t version);
 void gr_metrics_produced(struct gr_metrics *m, const char *topic, size_t topic_len, uint64_t records,
                          uint64_t bytes);
 /* As gr_metrics_produced for one Produce partition's append result `r` of `bytes` record bytes to topic
-   `it`: counted when appended (not refused, not a duplicate retry, which Kafka does not write again). */
+   `it`: counted when appended (not refused, not a duplicate retry, which Kafka does not write again). A
+   refused append marks FailedProduceRequestsPerSec (gr_metrics_counts_produce_failed says which errors) or,
+   for MESSAGE_TOO_LARGE, BytesRejectedPerSec with all `bytes` (UnifiedLog.analyzeAndValidateRecords). */
 void gr_metrics_appended(struct gr_metrics *m, const struct gr_image_topic *it,
                          const struct gr_produce_result *r, size_t bytes);
 /* Request `req` is answered (gr_req_finish, before encoding): a client's Fetch (not a follower's: replica
    id < 0) counts each partition of a known topic in its response with gr_metrics_fetched and its record
-   bytes. Other APIs: nothing yet. */
+   bytes; any Fetch marks FailedFetchRequestsPerSec for a partition of a known topic answered with an error
+   gr_metrics_counts_fetch_failed names. Every API: gr_metrics_counts_answered (errors, replication bytes). */
 void gr_metrics_answered(struct gr_req *req);
 /* A client Fetch answered for one partition of `topic`: `bytes` record bytes sent (BytesOutPerSec) and a
    TotalFetchRequestsPerSec mark. Followers' fetches are not counted (Kafka counts them as replication). */

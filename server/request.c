@@ -623,6 +623,7 @@ void gr_req_complete(struct gr_req *req, enum gr_handler_rc rc)
         gr_req_finish_silent(req);
         break;
     case GR_HANDLER_CLOSE:
+        gr_metrics_counts_closed(req); /* a Produce acks=0's errors, as Kafka's closeConnection */
         gr_req_unpark(req);
         req->done = req->no_response = true;
         if (req->conn)

@@ -14,7 +14,8 @@ bytes records uuid, []<primitive>, <Struct>, []<Struct>.
 
 Outputs (committed; `make test` regenerates and fails on a difference):
     protocol/gen/messages.h       structs and decode/encode/size/init prototypes, the message table
-    protocol/gen/messages.c       the codec (linked into the broker)
+    protocol/gen/messages.c       the codec (linked into the broker), and per response a walker that counts its
+                                  error codes (<response>_count_errors, Kafka's AbstractResponse.errorCounts)
     protocol/gen/messages_test.c  JSON dump (Kafka JsonConverter shape) and random fill, for tests only
 Usage: gen_codec.py <schema_dir> <out_dir>
 """
@@ -322,6 +323,11 @@ def gen_header(msgs, out):
             w(' * files, not written to memory. Sets *ranges to their number (the writer then needs a chunk list with')
             w(' * room for 2 * *ranges + 1 chunks). */')
             w('size_t %s_file_bytes(const struct %s *m, int16_t version, int *ranges);' % (c, c))
+        if m.kind == 'response' and has_errors(m.top):
+            w('/* Adds one to counts[code + 1] for each error field of `m` (%s, every version: Kafka\'s' % ', '.join(ERROR_FIELDS))
+            w(' * errorCounts() reads its in-memory response), the top-level ones only when `top`; a code outside')
+            w(' * 0..nslots-2 counts in slot 0 (-1, UNKNOWN_SERVER_ERROR, as Errors.forCode). */')
+            w('void %s_count_errors(const struct %s *m, bool top, uint64_t *counts, int nslots);' % (c, c))
         w('')
     w('/* One row per message: the generic face of the codec, for tests and tools. */')
     w('struct gr_msg_ops {')
@@ -338,6 +344,8 @@ def gen_header(msgs, out):
     w('    void (*encode)(struct gr_wr *wr, const void *m, int16_t version);')
     w('    /* the *_file_bytes() function; NULL when the message has no records field */')
     w('    size_t (*file_bytes)(const void *m, int16_t version, int *ranges);')
+    w('    /* the *_count_errors() function of a response; NULL for requests */')
+    w('    void (*count_errors)(const void *m, bool top, uint64_t *counts, int nslots);')
     w('};')
     w('extern const struct gr_msg_ops gr_msg_ops_table[];')
     w('extern const int gr_msg_ops_count;')
@@ -512,6 +520,13 @@ def gen_codec(msgs, out):
     w('    t->count++;')
     w('}')
     w('')
+    w('/* One error code counted: counts[code + 1], a code outside the table in slot 0 (-1, as Errors.forCode). */')
+    w('static inline void count_error(uint64_t *counts, int nslots, int16_t code)')
+    w('{')
+    w('    int i = code + 1;')
+    w('    counts[i >= 0 && i < nslots ? i : 0]++;')
+    w('}')
+    w('')
     w('static void write_unknown_tag(struct gr_wr *wr, const struct gr_tag *t)')
     w('{')
     w('    gr_wr_uvarint(wr, t->tag);')
@@ -532,6 +547,8 @@ def gen_codec(msgs, out):
     for m in msgs:
         for s in m.structs:
             gen_struct_codec(w, m, s)
+        if m.kind == 'response':
+            gen_count_errors(w, m)
         c = m.top.cname
         w('int %s_decode(struct gr_rd *rd, int16_t version, struct %s *m)' % (c, c))
         w('{')
@@ -562,10 +579,11 @@ def gen_codec(msgs, out):
     w('const struct gr_msg_ops gr_msg_ops_table[] = {')
     for m in msgs:
         c = m.top.cname
-        w('    {%d, %s, "%s", %d, %d, %d, %d, sizeof(struct %s), ops_init_%s, ops_decode_%s, ops_size_%s, ops_encode_%s, %s},' %
+        w('    {%d, %s, "%s", %d, %d, %d, %d, sizeof(struct %s), ops_init_%s, ops_decode_%s, ops_size_%s, ops_encode_%s, %s, %s},' %
           (m.api_key, 'true' if m.kind == 'response' else 'false', m.name, m.valid.lo, m.valid.hi,
            -1 if m.flexible.empty() else m.flexible.lo, m.header, c, c, c, c, c,
-           'ops_file_bytes_' + c if has_records(m.top) else 'NULL'))
+           'ops_file_bytes_' + c if has_records(m.top) else 'NULL',
+           'ops_count_errors_' + c if m.kind == 'response' and has_errors(m.top) else 'NULL'))
     w('};')
     w('const int gr_msg_ops_count = %d;' % len(msgs))
     w('')
@@ -731,6 +749,50 @@ def gen_struct_codec(w, m, s):
     w('')
     if has_records(s):
         gen_file_bytes(w, m, s)
+
+
+ERROR_FIELDS = ('error_code', 'partition_error_code')  # the fields Kafka's errorCounts() reads
+
+
+def is_error_field(f):
+    return not f.is_array and f.typ == 'int16' and f.kafka_name in ERROR_FIELDS
+
+
+def has_errors(s):
+    """True when struct s holds an error field (ERROR_FIELDS), directly or in a nested struct."""
+    return any(is_error_field(f) or (f.is_struct and has_errors(f.struct)) for f in s.fields)
+
+
+def gen_count_errors(w, m):
+    """ce_<struct> walkers of response m and its public <top>_count_errors: every error field, at every
+    version (Kafka counts its in-memory response, where a field absent at the version holds its default)."""
+    for s in m.structs:
+        if not has_errors(s):
+            continue
+        c = s.cname
+        top = s is m.top
+        if top:
+            w('void %s_count_errors(const struct %s *m, bool top, uint64_t *counts, int nslots)' % (c, c))
+        else:
+            w('static void ce_%s(const struct %s *m, uint64_t *counts, int nslots)' % (c, c))
+        w('{')
+        for f in s.fields:
+            if is_error_field(f):
+                w('    %scount_error(counts, nslots, m->%s);' % ('if (top) ' if top else '', f.name))
+            elif f.is_struct and has_errors(f.struct):
+                if f.is_array:
+                    w('    for (int32_t i = 0; i < m->%s.count; i++)' % f.name)
+                    w('        ce_%s(&m->%s.items[i], counts, nslots);' % (f.struct.cname, f.name))
+                else:
+                    w('    ce_%s(&m->%s, counts, nslots);' % (f.struct.cname, f.name))
+        if top:
+            w('    (void)top;')
+        w('}')
+        w('')
+    if has_errors(m.top):
+        c = m.top.cname
+        w('static void ops_count_errors_%s(const void *m, bool top, uint64_t *counts, int nslots) { %s_count_errors(m, top, counts, nslots); }' % (c, c))
+        w('')
 
 
 def has_records(s):

@@ -11,7 +11,11 @@ What it checks:
   - kill -9 the leader of partition 0: a new leader from the ISR with a higher leader epoch; acks=all produce
     goes on (time to the first acknowledged record reported); every record acknowledged before and after is
     read back; the dead broker leaves the ISR;
-  - restarted, the broker fetches again and rejoins the ISR of every partition; the replicas agree again.
+  - restarted, the broker fetches again and rejoins the ISR of every partition; the replicas agree again;
+  - /metrics after the first produce (issue #22): each broker's replicationbytesin_total is exactly the bytes
+    of the batches on disk of the partitions it follows, its replicationbytesout_total at least twice those of
+    the partitions it leads (two followers each fetched them; a dropped answer may add), and
+    requests_total{request="FetchFollower"} is not 0.
 Ends with `cluster-replication: N passed, N failed`; exit status 1 on any failure.
 Usage: replication.py [--seed N] [--deadline SECONDS]
 Read next: cluster/fetcher.h, cluster/roles.h, partition/replica.c, replicacheck.py.
@@ -171,6 +175,52 @@ def replicas_agree(label, bs):
            (0, []), (bad, lines[:-1] if not bad else lines[:4]))
 
 
+def scrape(b):
+    """{(name, frozenset(labels)): value} of b's /metrics (its admin listener file, harness.py)."""
+    import http.client
+    import re
+    with open(os.path.join(b.dir, 'admin')) as f:
+        host, port = f.read().strip().rsplit(':', 1)
+    c = http.client.HTTPConnection(host, int(port), timeout=10)
+    try:
+        c.request('GET', '/metrics')
+        text = c.getresponse().read().decode()
+    finally:
+        c.close()
+    out = {}
+    for line in text.splitlines():
+        m = re.match(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})? (\S+)$', line)
+        if m and not line.startswith('#'):
+            out[(m.group(1), frozenset(re.findall(r'([a-zA-Z_]+)="([^"]*)"', m.group(3) or '')))] = float(m.group(4))
+    return out
+
+
+def replication_bytes(label, bs, lay):
+    """Each broker's replication byte counters against the batches on disk (the replicas agree up to hw)."""
+    hw = {}
+    for b in bs:
+        hw.update(end_offsets(b))
+    for b in bs:
+        follows = leads = 0
+        for p, (leader, _, replicas, _) in lay.items():
+            bl, _ = replicacheck.batches(os.path.join(b.data_dir, f'{TOPIC}-{p}'), hw.get(p, 0))
+            n = sum(len(x[2]) for x in bl)
+            if leader == b.node_id:
+                leads += n
+            elif b.node_id in replicas:
+                follows += n
+        m = scrape(b)
+        bi = m.get(('kafka_server_brokertopicmetrics_replicationbytesin_total', frozenset()))
+        bo = m.get(('kafka_server_brokertopicmetrics_replicationbytesout_total', frozenset()))
+        eq(f'{label}: broker {b.node_id}: replicationbytesin_total = the bytes of the partitions it follows',
+           follows, bi)
+        check(f'{label}: broker {b.node_id}: replicationbytesout_total {bo} >= 2 x {leads} bytes it leads',
+              bo is not None and leads > 0 and bo >= 2 * leads, str(bo))
+        ff = sum(v for (n, ls), v in m.items()
+                 if n == 'kafka_network_requestmetrics_requests_total' and ('request', 'FetchFollower') in ls)
+        check(f'{label}: broker {b.node_id}: requests_total{{request="FetchFollower"}} counted', ff > 0, str(ff))
+
+
 def t_produce(run, etcd, bs, st):
     r = create(bs[0])
     eq('CreateTopics rf 3 min.insync.replicas=2: NONE', 0, r['error_code'])
@@ -181,6 +231,7 @@ def t_produce(run, etcd, bs, st):
     st['acked'] = dict(acked)
     read_back('after produce', bs, st['acked'])
     replicas_agree('after produce', bs)
+    replication_bytes('after produce', bs, lay)
     time.sleep(6)  # past replica.lag.time.max.ms: a follower that fetches stays in the ISR
     lay = wait_layout(bs, lambda l: True, 5, 'layout')
     eq('ISR still the three replicas after replica.lag.time.max.ms', {p: [1, 2, 3] for p in range(PARTS)},

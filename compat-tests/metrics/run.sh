@@ -22,6 +22,7 @@ check "the admin listener file names host:port" grep -qE '^127\.0\.0\.1:[0-9]+$'
 export ADMIN
 run_py "metrics/run.py" "$here/run.py"
 run_py "metrics/grouplag" "$here/grouplag.py"
+run_py "metrics/counts" "$here/counts.py"
 
 # start_one NAME [--override ...]: a broker in $tmp/NAME, admin and Kafka listeners on port 0, in background
 start_one() {

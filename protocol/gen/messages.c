@@ -22,6 +22,13 @@ static void keep_unknown_tag(struct gr_rd *rd, struct gr_tags *t, uint32_t cap, 
     t->count++;
 }
 
+/* One error code counted: counts[code + 1], a code outside the table in slot 0 (-1, as Errors.forCode). */
+static inline void count_error(uint64_t *counts, int nslots, int16_t code)
+{
+    int i = code + 1;
+    counts[i >= 0 && i < nslots ? i : 0]++;
+}
+
 static void write_unknown_tag(struct gr_wr *wr, const struct gr_tag *t)
 {
     gr_wr_uvarint(wr, t->tag);
@@ -2215,6 +2222,26 @@ static void enc_gr_produce_response(struct gr_wr *wr, int16_t v, const struct gr
         write_unknown_tag(wr, &m->unknown_tags.items[u++]);
 }
 
+static void ce_gr_produce_response_partition_produce_response(const struct gr_produce_response_partition_produce_response *m, uint64_t *counts, int nslots)
+{
+    count_error(counts, nslots, m->error_code);
+}
+
+static void ce_gr_produce_response_topic_produce_response(const struct gr_produce_response_topic_produce_response *m, uint64_t *counts, int nslots)
+{
+    for (int32_t i = 0; i < m->partition_responses.count; i++)
+        ce_gr_produce_response_partition_produce_response(&m->partition_responses.items[i], counts, nslots);
+}
+
+void gr_produce_response_count_errors(const struct gr_produce_response *m, bool top, uint64_t *counts, int nslots)
+{
+    for (int32_t i = 0; i < m->responses.count; i++)
+        ce_gr_produce_response_topic_produce_response(&m->responses.items[i], counts, nslots);
+    (void)top;
+}
+
+static void ops_count_errors_gr_produce_response(const void *m, bool top, uint64_t *counts, int nslots) { gr_produce_response_count_errors(m, top, counts, nslots); }
+
 int gr_produce_response_decode(struct gr_rd *rd, int16_t version, struct gr_produce_response *m)
 {
     dec_gr_produce_response(rd, version, m);
@@ -4334,6 +4361,27 @@ static size_t fb_gr_fetch_response(const struct gr_fetch_response *m, int16_t v,
     return n;
 }
 
+static void ce_gr_fetch_response_partition_data(const struct gr_fetch_response_partition_data *m, uint64_t *counts, int nslots)
+{
+    count_error(counts, nslots, m->error_code);
+}
+
+static void ce_gr_fetch_response_fetchable_topic_response(const struct gr_fetch_response_fetchable_topic_response *m, uint64_t *counts, int nslots)
+{
+    for (int32_t i = 0; i < m->partitions.count; i++)
+        ce_gr_fetch_response_partition_data(&m->partitions.items[i], counts, nslots);
+}
+
+void gr_fetch_response_count_errors(const struct gr_fetch_response *m, bool top, uint64_t *counts, int nslots)
+{
+    if (top) count_error(counts, nslots, m->error_code);
+    for (int32_t i = 0; i < m->responses.count; i++)
+        ce_gr_fetch_response_fetchable_topic_response(&m->responses.items[i], counts, nslots);
+    (void)top;
+}
+
+static void ops_count_errors_gr_fetch_response(const void *m, bool top, uint64_t *counts, int nslots) { gr_fetch_response_count_errors(m, top, counts, nslots); }
+
 int gr_fetch_response_decode(struct gr_rd *rd, int16_t version, struct gr_fetch_response *m)
 {
     dec_gr_fetch_response(rd, version, m);
@@ -5120,6 +5168,26 @@ static void enc_gr_list_offsets_response(struct gr_wr *wr, int16_t v, const stru
     while (u < m->unknown_tags.count)
         write_unknown_tag(wr, &m->unknown_tags.items[u++]);
 }
+
+static void ce_gr_list_offsets_response_list_offsets_partition_response(const struct gr_list_offsets_response_list_offsets_partition_response *m, uint64_t *counts, int nslots)
+{
+    count_error(counts, nslots, m->error_code);
+}
+
+static void ce_gr_list_offsets_response_list_offsets_topic_response(const struct gr_list_offsets_response_list_offsets_topic_response *m, uint64_t *counts, int nslots)
+{
+    for (int32_t i = 0; i < m->partitions.count; i++)
+        ce_gr_list_offsets_response_list_offsets_partition_response(&m->partitions.items[i], counts, nslots);
+}
+
+void gr_list_offsets_response_count_errors(const struct gr_list_offsets_response *m, bool top, uint64_t *counts, int nslots)
+{
+    for (int32_t i = 0; i < m->topics.count; i++)
+        ce_gr_list_offsets_response_list_offsets_topic_response(&m->topics.items[i], counts, nslots);
+    (void)top;
+}
+
+static void ops_count_errors_gr_list_offsets_response(const void *m, bool top, uint64_t *counts, int nslots) { gr_list_offsets_response_count_errors(m, top, counts, nslots); }
 
 int gr_list_offsets_response_decode(struct gr_rd *rd, int16_t version, struct gr_list_offsets_response *m)
 {
@@ -6087,6 +6155,28 @@ static void enc_gr_metadata_response(struct gr_wr *wr, int16_t v, const struct g
         write_unknown_tag(wr, &m->unknown_tags.items[u++]);
 }
 
+static void ce_gr_metadata_response_metadata_response_partition(const struct gr_metadata_response_metadata_response_partition *m, uint64_t *counts, int nslots)
+{
+    count_error(counts, nslots, m->error_code);
+}
+
+static void ce_gr_metadata_response_metadata_response_topic(const struct gr_metadata_response_metadata_response_topic *m, uint64_t *counts, int nslots)
+{
+    count_error(counts, nslots, m->error_code);
+    for (int32_t i = 0; i < m->partitions.count; i++)
+        ce_gr_metadata_response_metadata_response_partition(&m->partitions.items[i], counts, nslots);
+}
+
+void gr_metadata_response_count_errors(const struct gr_metadata_response *m, bool top, uint64_t *counts, int nslots)
+{
+    for (int32_t i = 0; i < m->topics.count; i++)
+        ce_gr_metadata_response_metadata_response_topic(&m->topics.items[i], counts, nslots);
+    if (top) count_error(counts, nslots, m->error_code);
+    (void)top;
+}
+
+static void ops_count_errors_gr_metadata_response(const void *m, bool top, uint64_t *counts, int nslots) { gr_metadata_response_count_errors(m, top, counts, nslots); }
+
 int gr_metadata_response_decode(struct gr_rd *rd, int16_t version, struct gr_metadata_response *m)
 {
     dec_gr_metadata_response(rd, version, m);
@@ -6890,6 +6980,26 @@ static void enc_gr_offset_commit_response(struct gr_wr *wr, int16_t v, const str
     while (u < m->unknown_tags.count)
         write_unknown_tag(wr, &m->unknown_tags.items[u++]);
 }
+
+static void ce_gr_offset_commit_response_offset_commit_response_partition(const struct gr_offset_commit_response_offset_commit_response_partition *m, uint64_t *counts, int nslots)
+{
+    count_error(counts, nslots, m->error_code);
+}
+
+static void ce_gr_offset_commit_response_offset_commit_response_topic(const struct gr_offset_commit_response_offset_commit_response_topic *m, uint64_t *counts, int nslots)
+{
+    for (int32_t i = 0; i < m->partitions.count; i++)
+        ce_gr_offset_commit_response_offset_commit_response_partition(&m->partitions.items[i], counts, nslots);
+}
+
+void gr_offset_commit_response_count_errors(const struct gr_offset_commit_response *m, bool top, uint64_t *counts, int nslots)
+{
+    for (int32_t i = 0; i < m->topics.count; i++)
+        ce_gr_offset_commit_response_offset_commit_response_topic(&m->topics.items[i], counts, nslots);
+    (void)top;
+}
+
+static void ops_count_errors_gr_offset_commit_response(const void *m, bool top, uint64_t *counts, int nslots) { gr_offset_commit_response_count_errors(m, top, counts, nslots); }
 
 int gr_offset_commit_response_decode(struct gr_rd *rd, int16_t version, struct gr_offset_commit_response *m)
 {
@@ -8279,6 +8389,47 @@ static void enc_gr_offset_fetch_response(struct gr_wr *wr, int16_t v, const stru
         write_unknown_tag(wr, &m->unknown_tags.items[u++]);
 }
 
+static void ce_gr_offset_fetch_response_offset_fetch_response_partition(const struct gr_offset_fetch_response_offset_fetch_response_partition *m, uint64_t *counts, int nslots)
+{
+    count_error(counts, nslots, m->error_code);
+}
+
+static void ce_gr_offset_fetch_response_offset_fetch_response_topic(const struct gr_offset_fetch_response_offset_fetch_response_topic *m, uint64_t *counts, int nslots)
+{
+    for (int32_t i = 0; i < m->partitions.count; i++)
+        ce_gr_offset_fetch_response_offset_fetch_response_partition(&m->partitions.items[i], counts, nslots);
+}
+
+static void ce_gr_offset_fetch_response_offset_fetch_response_partitions(const struct gr_offset_fetch_response_offset_fetch_response_partitions *m, uint64_t *counts, int nslots)
+{
+    count_error(counts, nslots, m->error_code);
+}
+
+static void ce_gr_offset_fetch_response_offset_fetch_response_topics(const struct gr_offset_fetch_response_offset_fetch_response_topics *m, uint64_t *counts, int nslots)
+{
+    for (int32_t i = 0; i < m->partitions.count; i++)
+        ce_gr_offset_fetch_response_offset_fetch_response_partitions(&m->partitions.items[i], counts, nslots);
+}
+
+static void ce_gr_offset_fetch_response_offset_fetch_response_group(const struct gr_offset_fetch_response_offset_fetch_response_group *m, uint64_t *counts, int nslots)
+{
+    for (int32_t i = 0; i < m->topics.count; i++)
+        ce_gr_offset_fetch_response_offset_fetch_response_topics(&m->topics.items[i], counts, nslots);
+    count_error(counts, nslots, m->error_code);
+}
+
+void gr_offset_fetch_response_count_errors(const struct gr_offset_fetch_response *m, bool top, uint64_t *counts, int nslots)
+{
+    for (int32_t i = 0; i < m->topics.count; i++)
+        ce_gr_offset_fetch_response_offset_fetch_response_topic(&m->topics.items[i], counts, nslots);
+    if (top) count_error(counts, nslots, m->error_code);
+    for (int32_t i = 0; i < m->groups.count; i++)
+        ce_gr_offset_fetch_response_offset_fetch_response_group(&m->groups.items[i], counts, nslots);
+    (void)top;
+}
+
+static void ops_count_errors_gr_offset_fetch_response(const void *m, bool top, uint64_t *counts, int nslots) { gr_offset_fetch_response_count_errors(m, top, counts, nslots); }
+
 int gr_offset_fetch_response_decode(struct gr_rd *rd, int16_t version, struct gr_offset_fetch_response *m)
 {
     dec_gr_offset_fetch_response(rd, version, m);
@@ -8767,6 +8918,21 @@ static void enc_gr_find_coordinator_response(struct gr_wr *wr, int16_t v, const 
     while (u < m->unknown_tags.count)
         write_unknown_tag(wr, &m->unknown_tags.items[u++]);
 }
+
+static void ce_gr_find_coordinator_response_coordinator(const struct gr_find_coordinator_response_coordinator *m, uint64_t *counts, int nslots)
+{
+    count_error(counts, nslots, m->error_code);
+}
+
+void gr_find_coordinator_response_count_errors(const struct gr_find_coordinator_response *m, bool top, uint64_t *counts, int nslots)
+{
+    if (top) count_error(counts, nslots, m->error_code);
+    for (int32_t i = 0; i < m->coordinators.count; i++)
+        ce_gr_find_coordinator_response_coordinator(&m->coordinators.items[i], counts, nslots);
+    (void)top;
+}
+
+static void ops_count_errors_gr_find_coordinator_response(const void *m, bool top, uint64_t *counts, int nslots) { gr_find_coordinator_response_count_errors(m, top, counts, nslots); }
 
 int gr_find_coordinator_response_decode(struct gr_rd *rd, int16_t version, struct gr_find_coordinator_response *m)
 {
@@ -9408,6 +9574,14 @@ static void enc_gr_join_group_response(struct gr_wr *wr, int16_t v, const struct
         write_unknown_tag(wr, &m->unknown_tags.items[u++]);
 }
 
+void gr_join_group_response_count_errors(const struct gr_join_group_response *m, bool top, uint64_t *counts, int nslots)
+{
+    if (top) count_error(counts, nslots, m->error_code);
+    (void)top;
+}
+
+static void ops_count_errors_gr_join_group_response(const void *m, bool top, uint64_t *counts, int nslots) { gr_join_group_response_count_errors(m, top, counts, nslots); }
+
 int gr_join_group_response_decode(struct gr_rd *rd, int16_t version, struct gr_join_group_response *m)
 {
     dec_gr_join_group_response(rd, version, m);
@@ -9667,6 +9841,14 @@ static void enc_gr_heartbeat_response(struct gr_wr *wr, int16_t v, const struct 
     while (u < m->unknown_tags.count)
         write_unknown_tag(wr, &m->unknown_tags.items[u++]);
 }
+
+void gr_heartbeat_response_count_errors(const struct gr_heartbeat_response *m, bool top, uint64_t *counts, int nslots)
+{
+    if (top) count_error(counts, nslots, m->error_code);
+    (void)top;
+}
+
+static void ops_count_errors_gr_heartbeat_response(const void *m, bool top, uint64_t *counts, int nslots) { gr_heartbeat_response_count_errors(m, top, counts, nslots); }
 
 int gr_heartbeat_response_decode(struct gr_rd *rd, int16_t version, struct gr_heartbeat_response *m)
 {
@@ -10188,6 +10370,21 @@ static void enc_gr_leave_group_response(struct gr_wr *wr, int16_t v, const struc
         write_unknown_tag(wr, &m->unknown_tags.items[u++]);
 }
 
+static void ce_gr_leave_group_response_member_response(const struct gr_leave_group_response_member_response *m, uint64_t *counts, int nslots)
+{
+    count_error(counts, nslots, m->error_code);
+}
+
+void gr_leave_group_response_count_errors(const struct gr_leave_group_response *m, bool top, uint64_t *counts, int nslots)
+{
+    if (top) count_error(counts, nslots, m->error_code);
+    for (int32_t i = 0; i < m->members.count; i++)
+        ce_gr_leave_group_response_member_response(&m->members.items[i], counts, nslots);
+    (void)top;
+}
+
+static void ops_count_errors_gr_leave_group_response(const void *m, bool top, uint64_t *counts, int nslots) { gr_leave_group_response_count_errors(m, top, counts, nslots); }
+
 int gr_leave_group_response_decode(struct gr_rd *rd, int16_t version, struct gr_leave_group_response *m)
 {
     dec_gr_leave_group_response(rd, version, m);
@@ -10637,6 +10834,14 @@ static void enc_gr_sync_group_response(struct gr_wr *wr, int16_t v, const struct
     while (u < m->unknown_tags.count)
         write_unknown_tag(wr, &m->unknown_tags.items[u++]);
 }
+
+void gr_sync_group_response_count_errors(const struct gr_sync_group_response *m, bool top, uint64_t *counts, int nslots)
+{
+    if (top) count_error(counts, nslots, m->error_code);
+    (void)top;
+}
+
+static void ops_count_errors_gr_sync_group_response(const void *m, bool top, uint64_t *counts, int nslots) { gr_sync_group_response_count_errors(m, top, counts, nslots); }
 
 int gr_sync_group_response_decode(struct gr_rd *rd, int16_t version, struct gr_sync_group_response *m)
 {
@@ -11245,6 +11450,20 @@ static void enc_gr_describe_groups_response(struct gr_wr *wr, int16_t v, const s
         write_unknown_tag(wr, &m->unknown_tags.items[u++]);
 }
 
+static void ce_gr_describe_groups_response_described_group(const struct gr_describe_groups_response_described_group *m, uint64_t *counts, int nslots)
+{
+    count_error(counts, nslots, m->error_code);
+}
+
+void gr_describe_groups_response_count_errors(const struct gr_describe_groups_response *m, bool top, uint64_t *counts, int nslots)
+{
+    for (int32_t i = 0; i < m->groups.count; i++)
+        ce_gr_describe_groups_response_described_group(&m->groups.items[i], counts, nslots);
+    (void)top;
+}
+
+static void ops_count_errors_gr_describe_groups_response(const void *m, bool top, uint64_t *counts, int nslots) { gr_describe_groups_response_count_errors(m, top, counts, nslots); }
+
 int gr_describe_groups_response_decode(struct gr_rd *rd, int16_t version, struct gr_describe_groups_response *m)
 {
     dec_gr_describe_groups_response(rd, version, m);
@@ -11664,6 +11883,14 @@ static void enc_gr_list_groups_response(struct gr_wr *wr, int16_t v, const struc
     while (u < m->unknown_tags.count)
         write_unknown_tag(wr, &m->unknown_tags.items[u++]);
 }
+
+void gr_list_groups_response_count_errors(const struct gr_list_groups_response *m, bool top, uint64_t *counts, int nslots)
+{
+    if (top) count_error(counts, nslots, m->error_code);
+    (void)top;
+}
+
+static void ops_count_errors_gr_list_groups_response(const void *m, bool top, uint64_t *counts, int nslots) { gr_list_groups_response_count_errors(m, top, counts, nslots); }
 
 int gr_list_groups_response_decode(struct gr_rd *rd, int16_t version, struct gr_list_groups_response *m)
 {
@@ -12476,6 +12703,14 @@ static void enc_gr_api_versions_response(struct gr_wr *wr, int16_t v, const stru
     while (u < m->unknown_tags.count)
         write_unknown_tag(wr, &m->unknown_tags.items[u++]);
 }
+
+void gr_api_versions_response_count_errors(const struct gr_api_versions_response *m, bool top, uint64_t *counts, int nslots)
+{
+    if (top) count_error(counts, nslots, m->error_code);
+    (void)top;
+}
+
+static void ops_count_errors_gr_api_versions_response(const void *m, bool top, uint64_t *counts, int nslots) { gr_api_versions_response_count_errors(m, top, counts, nslots); }
 
 int gr_api_versions_response_decode(struct gr_rd *rd, int16_t version, struct gr_api_versions_response *m)
 {
@@ -13496,6 +13731,20 @@ static void enc_gr_create_topics_response(struct gr_wr *wr, int16_t v, const str
         write_unknown_tag(wr, &m->unknown_tags.items[u++]);
 }
 
+static void ce_gr_create_topics_response_creatable_topic_result(const struct gr_create_topics_response_creatable_topic_result *m, uint64_t *counts, int nslots)
+{
+    count_error(counts, nslots, m->error_code);
+}
+
+void gr_create_topics_response_count_errors(const struct gr_create_topics_response *m, bool top, uint64_t *counts, int nslots)
+{
+    for (int32_t i = 0; i < m->topics.count; i++)
+        ce_gr_create_topics_response_creatable_topic_result(&m->topics.items[i], counts, nslots);
+    (void)top;
+}
+
+static void ops_count_errors_gr_create_topics_response(const void *m, bool top, uint64_t *counts, int nslots) { gr_create_topics_response_count_errors(m, top, counts, nslots); }
+
 int gr_create_topics_response_decode(struct gr_rd *rd, int16_t version, struct gr_create_topics_response *m)
 {
     dec_gr_create_topics_response(rd, version, m);
@@ -14018,6 +14267,20 @@ static void enc_gr_delete_topics_response(struct gr_wr *wr, int16_t v, const str
     while (u < m->unknown_tags.count)
         write_unknown_tag(wr, &m->unknown_tags.items[u++]);
 }
+
+static void ce_gr_delete_topics_response_deletable_topic_result(const struct gr_delete_topics_response_deletable_topic_result *m, uint64_t *counts, int nslots)
+{
+    count_error(counts, nslots, m->error_code);
+}
+
+void gr_delete_topics_response_count_errors(const struct gr_delete_topics_response *m, bool top, uint64_t *counts, int nslots)
+{
+    for (int32_t i = 0; i < m->responses.count; i++)
+        ce_gr_delete_topics_response_deletable_topic_result(&m->responses.items[i], counts, nslots);
+    (void)top;
+}
+
+static void ops_count_errors_gr_delete_topics_response(const void *m, bool top, uint64_t *counts, int nslots) { gr_delete_topics_response_count_errors(m, top, counts, nslots); }
 
 int gr_delete_topics_response_decode(struct gr_rd *rd, int16_t version, struct gr_delete_topics_response *m)
 {
@@ -14739,6 +15002,26 @@ static void enc_gr_delete_records_response(struct gr_wr *wr, int16_t v, const st
         write_unknown_tag(wr, &m->unknown_tags.items[u++]);
 }
 
+static void ce_gr_delete_records_response_delete_records_partition_result(const struct gr_delete_records_response_delete_records_partition_result *m, uint64_t *counts, int nslots)
+{
+    count_error(counts, nslots, m->error_code);
+}
+
+static void ce_gr_delete_records_response_delete_records_topic_result(const struct gr_delete_records_response_delete_records_topic_result *m, uint64_t *counts, int nslots)
+{
+    for (int32_t i = 0; i < m->partitions.count; i++)
+        ce_gr_delete_records_response_delete_records_partition_result(&m->partitions.items[i], counts, nslots);
+}
+
+void gr_delete_records_response_count_errors(const struct gr_delete_records_response *m, bool top, uint64_t *counts, int nslots)
+{
+    for (int32_t i = 0; i < m->topics.count; i++)
+        ce_gr_delete_records_response_delete_records_topic_result(&m->topics.items[i], counts, nslots);
+    (void)top;
+}
+
+static void ops_count_errors_gr_delete_records_response(const void *m, bool top, uint64_t *counts, int nslots) { gr_delete_records_response_count_errors(m, top, counts, nslots); }
+
 int gr_delete_records_response_decode(struct gr_rd *rd, int16_t version, struct gr_delete_records_response *m)
 {
     dec_gr_delete_records_response(rd, version, m);
@@ -15070,6 +15353,14 @@ static void enc_gr_init_producer_id_response(struct gr_wr *wr, int16_t v, const 
     while (u < m->unknown_tags.count)
         write_unknown_tag(wr, &m->unknown_tags.items[u++]);
 }
+
+void gr_init_producer_id_response_count_errors(const struct gr_init_producer_id_response *m, bool top, uint64_t *counts, int nslots)
+{
+    if (top) count_error(counts, nslots, m->error_code);
+    (void)top;
+}
+
+static void ops_count_errors_gr_init_producer_id_response(const void *m, bool top, uint64_t *counts, int nslots) { gr_init_producer_id_response_count_errors(m, top, counts, nslots); }
 
 int gr_init_producer_id_response_decode(struct gr_rd *rd, int16_t version, struct gr_init_producer_id_response *m)
 {
@@ -15814,6 +16105,26 @@ static void enc_gr_offset_for_leader_epoch_response(struct gr_wr *wr, int16_t v,
     while (u < m->unknown_tags.count)
         write_unknown_tag(wr, &m->unknown_tags.items[u++]);
 }
+
+static void ce_gr_offset_for_leader_epoch_response_epoch_end_offset(const struct gr_offset_for_leader_epoch_response_epoch_end_offset *m, uint64_t *counts, int nslots)
+{
+    count_error(counts, nslots, m->error_code);
+}
+
+static void ce_gr_offset_for_leader_epoch_response_offset_for_leader_topic_result(const struct gr_offset_for_leader_epoch_response_offset_for_leader_topic_result *m, uint64_t *counts, int nslots)
+{
+    for (int32_t i = 0; i < m->partitions.count; i++)
+        ce_gr_offset_for_leader_epoch_response_epoch_end_offset(&m->partitions.items[i], counts, nslots);
+}
+
+void gr_offset_for_leader_epoch_response_count_errors(const struct gr_offset_for_leader_epoch_response *m, bool top, uint64_t *counts, int nslots)
+{
+    for (int32_t i = 0; i < m->topics.count; i++)
+        ce_gr_offset_for_leader_epoch_response_offset_for_leader_topic_result(&m->topics.items[i], counts, nslots);
+    (void)top;
+}
+
+static void ops_count_errors_gr_offset_for_leader_epoch_response(const void *m, bool top, uint64_t *counts, int nslots) { gr_offset_for_leader_epoch_response_count_errors(m, top, counts, nslots); }
 
 int gr_offset_for_leader_epoch_response_decode(struct gr_rd *rd, int16_t version, struct gr_offset_for_leader_epoch_response *m)
 {
@@ -16781,6 +17092,35 @@ static void enc_gr_add_partitions_to_txn_response(struct gr_wr *wr, int16_t v, c
         write_unknown_tag(wr, &m->unknown_tags.items[u++]);
 }
 
+static void ce_gr_add_partitions_to_txn_response_add_partitions_to_txn_partition_result(const struct gr_add_partitions_to_txn_response_add_partitions_to_txn_partition_result *m, uint64_t *counts, int nslots)
+{
+    count_error(counts, nslots, m->partition_error_code);
+}
+
+static void ce_gr_add_partitions_to_txn_response_add_partitions_to_txn_topic_result(const struct gr_add_partitions_to_txn_response_add_partitions_to_txn_topic_result *m, uint64_t *counts, int nslots)
+{
+    for (int32_t i = 0; i < m->results_by_partition.count; i++)
+        ce_gr_add_partitions_to_txn_response_add_partitions_to_txn_partition_result(&m->results_by_partition.items[i], counts, nslots);
+}
+
+static void ce_gr_add_partitions_to_txn_response_add_partitions_to_txn_result(const struct gr_add_partitions_to_txn_response_add_partitions_to_txn_result *m, uint64_t *counts, int nslots)
+{
+    for (int32_t i = 0; i < m->topic_results.count; i++)
+        ce_gr_add_partitions_to_txn_response_add_partitions_to_txn_topic_result(&m->topic_results.items[i], counts, nslots);
+}
+
+void gr_add_partitions_to_txn_response_count_errors(const struct gr_add_partitions_to_txn_response *m, bool top, uint64_t *counts, int nslots)
+{
+    if (top) count_error(counts, nslots, m->error_code);
+    for (int32_t i = 0; i < m->results_by_transaction.count; i++)
+        ce_gr_add_partitions_to_txn_response_add_partitions_to_txn_result(&m->results_by_transaction.items[i], counts, nslots);
+    for (int32_t i = 0; i < m->results_by_topic_v3_and_below.count; i++)
+        ce_gr_add_partitions_to_txn_response_add_partitions_to_txn_topic_result(&m->results_by_topic_v3_and_below.items[i], counts, nslots);
+    (void)top;
+}
+
+static void ops_count_errors_gr_add_partitions_to_txn_response(const void *m, bool top, uint64_t *counts, int nslots) { gr_add_partitions_to_txn_response_count_errors(m, top, counts, nslots); }
+
 int gr_add_partitions_to_txn_response_decode(struct gr_rd *rd, int16_t version, struct gr_add_partitions_to_txn_response *m)
 {
     dec_gr_add_partitions_to_txn_response(rd, version, m);
@@ -17040,6 +17380,14 @@ static void enc_gr_add_offsets_to_txn_response(struct gr_wr *wr, int16_t v, cons
     while (u < m->unknown_tags.count)
         write_unknown_tag(wr, &m->unknown_tags.items[u++]);
 }
+
+void gr_add_offsets_to_txn_response_count_errors(const struct gr_add_offsets_to_txn_response *m, bool top, uint64_t *counts, int nslots)
+{
+    if (top) count_error(counts, nslots, m->error_code);
+    (void)top;
+}
+
+static void ops_count_errors_gr_add_offsets_to_txn_response(const void *m, bool top, uint64_t *counts, int nslots) { gr_add_offsets_to_txn_response_count_errors(m, top, counts, nslots); }
 
 int gr_add_offsets_to_txn_response_decode(struct gr_rd *rd, int16_t version, struct gr_add_offsets_to_txn_response *m)
 {
@@ -17324,6 +17672,14 @@ static void enc_gr_end_txn_response(struct gr_wr *wr, int16_t v, const struct gr
     while (u < m->unknown_tags.count)
         write_unknown_tag(wr, &m->unknown_tags.items[u++]);
 }
+
+void gr_end_txn_response_count_errors(const struct gr_end_txn_response *m, bool top, uint64_t *counts, int nslots)
+{
+    if (top) count_error(counts, nslots, m->error_code);
+    (void)top;
+}
+
+static void ops_count_errors_gr_end_txn_response(const void *m, bool top, uint64_t *counts, int nslots) { gr_end_txn_response_count_errors(m, top, counts, nslots); }
 
 int gr_end_txn_response_decode(struct gr_rd *rd, int16_t version, struct gr_end_txn_response *m)
 {
@@ -18189,6 +18545,32 @@ static void enc_gr_write_txn_markers_response(struct gr_wr *wr, int16_t v, const
         write_unknown_tag(wr, &m->unknown_tags.items[u++]);
 }
 
+static void ce_gr_write_txn_markers_response_writable_txn_marker_partition_result(const struct gr_write_txn_markers_response_writable_txn_marker_partition_result *m, uint64_t *counts, int nslots)
+{
+    count_error(counts, nslots, m->error_code);
+}
+
+static void ce_gr_write_txn_markers_response_writable_txn_marker_topic_result(const struct gr_write_txn_markers_response_writable_txn_marker_topic_result *m, uint64_t *counts, int nslots)
+{
+    for (int32_t i = 0; i < m->partitions.count; i++)
+        ce_gr_write_txn_markers_response_writable_txn_marker_partition_result(&m->partitions.items[i], counts, nslots);
+}
+
+static void ce_gr_write_txn_markers_response_writable_txn_marker_result(const struct gr_write_txn_markers_response_writable_txn_marker_result *m, uint64_t *counts, int nslots)
+{
+    for (int32_t i = 0; i < m->topics.count; i++)
+        ce_gr_write_txn_markers_response_writable_txn_marker_topic_result(&m->topics.items[i], counts, nslots);
+}
+
+void gr_write_txn_markers_response_count_errors(const struct gr_write_txn_markers_response *m, bool top, uint64_t *counts, int nslots)
+{
+    for (int32_t i = 0; i < m->markers.count; i++)
+        ce_gr_write_txn_markers_response_writable_txn_marker_result(&m->markers.items[i], counts, nslots);
+    (void)top;
+}
+
+static void ops_count_errors_gr_write_txn_markers_response(const void *m, bool top, uint64_t *counts, int nslots) { gr_write_txn_markers_response_count_errors(m, top, counts, nslots); }
+
 int gr_write_txn_markers_response_decode(struct gr_rd *rd, int16_t version, struct gr_write_txn_markers_response *m)
 {
     dec_gr_write_txn_markers_response(rd, version, m);
@@ -19016,6 +19398,26 @@ static void enc_gr_txn_offset_commit_response(struct gr_wr *wr, int16_t v, const
     while (u < m->unknown_tags.count)
         write_unknown_tag(wr, &m->unknown_tags.items[u++]);
 }
+
+static void ce_gr_txn_offset_commit_response_txn_offset_commit_response_partition(const struct gr_txn_offset_commit_response_txn_offset_commit_response_partition *m, uint64_t *counts, int nslots)
+{
+    count_error(counts, nslots, m->error_code);
+}
+
+static void ce_gr_txn_offset_commit_response_txn_offset_commit_response_topic(const struct gr_txn_offset_commit_response_txn_offset_commit_response_topic *m, uint64_t *counts, int nslots)
+{
+    for (int32_t i = 0; i < m->partitions.count; i++)
+        ce_gr_txn_offset_commit_response_txn_offset_commit_response_partition(&m->partitions.items[i], counts, nslots);
+}
+
+void gr_txn_offset_commit_response_count_errors(const struct gr_txn_offset_commit_response *m, bool top, uint64_t *counts, int nslots)
+{
+    for (int32_t i = 0; i < m->topics.count; i++)
+        ce_gr_txn_offset_commit_response_txn_offset_commit_response_topic(&m->topics.items[i], counts, nslots);
+    (void)top;
+}
+
+static void ops_count_errors_gr_txn_offset_commit_response(const void *m, bool top, uint64_t *counts, int nslots) { gr_txn_offset_commit_response_count_errors(m, top, counts, nslots); }
 
 int gr_txn_offset_commit_response_decode(struct gr_rd *rd, int16_t version, struct gr_txn_offset_commit_response *m)
 {
@@ -19884,6 +20286,20 @@ static void enc_gr_describe_configs_response(struct gr_wr *wr, int16_t v, const 
         write_unknown_tag(wr, &m->unknown_tags.items[u++]);
 }
 
+static void ce_gr_describe_configs_response_describe_configs_result(const struct gr_describe_configs_response_describe_configs_result *m, uint64_t *counts, int nslots)
+{
+    count_error(counts, nslots, m->error_code);
+}
+
+void gr_describe_configs_response_count_errors(const struct gr_describe_configs_response *m, bool top, uint64_t *counts, int nslots)
+{
+    for (int32_t i = 0; i < m->results.count; i++)
+        ce_gr_describe_configs_response_describe_configs_result(&m->results.items[i], counts, nslots);
+    (void)top;
+}
+
+static void ops_count_errors_gr_describe_configs_response(const void *m, bool top, uint64_t *counts, int nslots) { gr_describe_configs_response_count_errors(m, top, counts, nslots); }
+
 int gr_describe_configs_response_decode(struct gr_rd *rd, int16_t version, struct gr_describe_configs_response *m)
 {
     dec_gr_describe_configs_response(rd, version, m);
@@ -20509,6 +20925,20 @@ static void enc_gr_alter_configs_response(struct gr_wr *wr, int16_t v, const str
     while (u < m->unknown_tags.count)
         write_unknown_tag(wr, &m->unknown_tags.items[u++]);
 }
+
+static void ce_gr_alter_configs_response_alter_configs_resource_response(const struct gr_alter_configs_response_alter_configs_resource_response *m, uint64_t *counts, int nslots)
+{
+    count_error(counts, nslots, m->error_code);
+}
+
+void gr_alter_configs_response_count_errors(const struct gr_alter_configs_response *m, bool top, uint64_t *counts, int nslots)
+{
+    for (int32_t i = 0; i < m->responses.count; i++)
+        ce_gr_alter_configs_response_alter_configs_resource_response(&m->responses.items[i], counts, nslots);
+    (void)top;
+}
+
+static void ops_count_errors_gr_alter_configs_response(const void *m, bool top, uint64_t *counts, int nslots) { gr_alter_configs_response_count_errors(m, top, counts, nslots); }
 
 int gr_alter_configs_response_decode(struct gr_rd *rd, int16_t version, struct gr_alter_configs_response *m)
 {
@@ -21304,6 +21734,21 @@ static void enc_gr_describe_log_dirs_response(struct gr_wr *wr, int16_t v, const
         write_unknown_tag(wr, &m->unknown_tags.items[u++]);
 }
 
+static void ce_gr_describe_log_dirs_response_describe_log_dirs_result(const struct gr_describe_log_dirs_response_describe_log_dirs_result *m, uint64_t *counts, int nslots)
+{
+    count_error(counts, nslots, m->error_code);
+}
+
+void gr_describe_log_dirs_response_count_errors(const struct gr_describe_log_dirs_response *m, bool top, uint64_t *counts, int nslots)
+{
+    if (top) count_error(counts, nslots, m->error_code);
+    for (int32_t i = 0; i < m->results.count; i++)
+        ce_gr_describe_log_dirs_response_describe_log_dirs_result(&m->results.items[i], counts, nslots);
+    (void)top;
+}
+
+static void ops_count_errors_gr_describe_log_dirs_response(const void *m, bool top, uint64_t *counts, int nslots) { gr_describe_log_dirs_response_count_errors(m, top, counts, nslots); }
+
 int gr_describe_log_dirs_response_decode(struct gr_rd *rd, int16_t version, struct gr_describe_log_dirs_response *m)
 {
     dec_gr_describe_log_dirs_response(rd, version, m);
@@ -21932,6 +22377,20 @@ static void enc_gr_create_partitions_response(struct gr_wr *wr, int16_t v, const
         write_unknown_tag(wr, &m->unknown_tags.items[u++]);
 }
 
+static void ce_gr_create_partitions_response_create_partitions_topic_result(const struct gr_create_partitions_response_create_partitions_topic_result *m, uint64_t *counts, int nslots)
+{
+    count_error(counts, nslots, m->error_code);
+}
+
+void gr_create_partitions_response_count_errors(const struct gr_create_partitions_response *m, bool top, uint64_t *counts, int nslots)
+{
+    for (int32_t i = 0; i < m->results.count; i++)
+        ce_gr_create_partitions_response_create_partitions_topic_result(&m->results.items[i], counts, nslots);
+    (void)top;
+}
+
+static void ops_count_errors_gr_create_partitions_response(const void *m, bool top, uint64_t *counts, int nslots) { gr_create_partitions_response_count_errors(m, top, counts, nslots); }
+
 int gr_create_partitions_response_decode(struct gr_rd *rd, int16_t version, struct gr_create_partitions_response *m)
 {
     dec_gr_create_partitions_response(rd, version, m);
@@ -22300,6 +22759,20 @@ static void enc_gr_delete_groups_response(struct gr_wr *wr, int16_t v, const str
     while (u < m->unknown_tags.count)
         write_unknown_tag(wr, &m->unknown_tags.items[u++]);
 }
+
+static void ce_gr_delete_groups_response_deletable_group_result(const struct gr_delete_groups_response_deletable_group_result *m, uint64_t *counts, int nslots)
+{
+    count_error(counts, nslots, m->error_code);
+}
+
+void gr_delete_groups_response_count_errors(const struct gr_delete_groups_response *m, bool top, uint64_t *counts, int nslots)
+{
+    for (int32_t i = 0; i < m->results.count; i++)
+        ce_gr_delete_groups_response_deletable_group_result(&m->results.items[i], counts, nslots);
+    (void)top;
+}
+
+static void ops_count_errors_gr_delete_groups_response(const void *m, bool top, uint64_t *counts, int nslots) { gr_delete_groups_response_count_errors(m, top, counts, nslots); }
 
 int gr_delete_groups_response_decode(struct gr_rd *rd, int16_t version, struct gr_delete_groups_response *m)
 {
@@ -22938,6 +23411,20 @@ static void enc_gr_incremental_alter_configs_response(struct gr_wr *wr, int16_t 
     while (u < m->unknown_tags.count)
         write_unknown_tag(wr, &m->unknown_tags.items[u++]);
 }
+
+static void ce_gr_incremental_alter_configs_response_alter_configs_resource_response(const struct gr_incremental_alter_configs_response_alter_configs_resource_response *m, uint64_t *counts, int nslots)
+{
+    count_error(counts, nslots, m->error_code);
+}
+
+void gr_incremental_alter_configs_response_count_errors(const struct gr_incremental_alter_configs_response *m, bool top, uint64_t *counts, int nslots)
+{
+    for (int32_t i = 0; i < m->responses.count; i++)
+        ce_gr_incremental_alter_configs_response_alter_configs_resource_response(&m->responses.items[i], counts, nslots);
+    (void)top;
+}
+
+static void ops_count_errors_gr_incremental_alter_configs_response(const void *m, bool top, uint64_t *counts, int nslots) { gr_incremental_alter_configs_response_count_errors(m, top, counts, nslots); }
 
 int gr_incremental_alter_configs_response_decode(struct gr_rd *rd, int16_t version, struct gr_incremental_alter_configs_response *m)
 {
@@ -23647,6 +24134,27 @@ static void enc_gr_offset_delete_response(struct gr_wr *wr, int16_t v, const str
         write_unknown_tag(wr, &m->unknown_tags.items[u++]);
 }
 
+static void ce_gr_offset_delete_response_offset_delete_response_partition(const struct gr_offset_delete_response_offset_delete_response_partition *m, uint64_t *counts, int nslots)
+{
+    count_error(counts, nslots, m->error_code);
+}
+
+static void ce_gr_offset_delete_response_offset_delete_response_topic(const struct gr_offset_delete_response_offset_delete_response_topic *m, uint64_t *counts, int nslots)
+{
+    for (int32_t i = 0; i < m->partitions.count; i++)
+        ce_gr_offset_delete_response_offset_delete_response_partition(&m->partitions.items[i], counts, nslots);
+}
+
+void gr_offset_delete_response_count_errors(const struct gr_offset_delete_response *m, bool top, uint64_t *counts, int nslots)
+{
+    if (top) count_error(counts, nslots, m->error_code);
+    for (int32_t i = 0; i < m->topics.count; i++)
+        ce_gr_offset_delete_response_offset_delete_response_topic(&m->topics.items[i], counts, nslots);
+    (void)top;
+}
+
+static void ops_count_errors_gr_offset_delete_response(const void *m, bool top, uint64_t *counts, int nslots) { gr_offset_delete_response_count_errors(m, top, counts, nslots); }
+
 int gr_offset_delete_response_decode(struct gr_rd *rd, int16_t version, struct gr_offset_delete_response *m)
 {
     dec_gr_offset_delete_response(rd, version, m);
@@ -24120,6 +24628,14 @@ static void enc_gr_describe_cluster_response(struct gr_wr *wr, int16_t v, const 
     while (u < m->unknown_tags.count)
         write_unknown_tag(wr, &m->unknown_tags.items[u++]);
 }
+
+void gr_describe_cluster_response_count_errors(const struct gr_describe_cluster_response *m, bool top, uint64_t *counts, int nslots)
+{
+    if (top) count_error(counts, nslots, m->error_code);
+    (void)top;
+}
+
+static void ops_count_errors_gr_describe_cluster_response(const void *m, bool top, uint64_t *counts, int nslots) { gr_describe_cluster_response_count_errors(m, top, counts, nslots); }
 
 int gr_describe_cluster_response_decode(struct gr_rd *rd, int16_t version, struct gr_describe_cluster_response *m)
 {
@@ -24903,6 +25419,26 @@ static void enc_gr_describe_producers_response(struct gr_wr *wr, int16_t v, cons
         write_unknown_tag(wr, &m->unknown_tags.items[u++]);
 }
 
+static void ce_gr_describe_producers_response_partition_response(const struct gr_describe_producers_response_partition_response *m, uint64_t *counts, int nslots)
+{
+    count_error(counts, nslots, m->error_code);
+}
+
+static void ce_gr_describe_producers_response_topic_response(const struct gr_describe_producers_response_topic_response *m, uint64_t *counts, int nslots)
+{
+    for (int32_t i = 0; i < m->partitions.count; i++)
+        ce_gr_describe_producers_response_partition_response(&m->partitions.items[i], counts, nslots);
+}
+
+void gr_describe_producers_response_count_errors(const struct gr_describe_producers_response *m, bool top, uint64_t *counts, int nslots)
+{
+    for (int32_t i = 0; i < m->topics.count; i++)
+        ce_gr_describe_producers_response_topic_response(&m->topics.items[i], counts, nslots);
+    (void)top;
+}
+
+static void ops_count_errors_gr_describe_producers_response(const void *m, bool top, uint64_t *counts, int nslots) { gr_describe_producers_response_count_errors(m, top, counts, nslots); }
+
 int gr_describe_producers_response_decode(struct gr_rd *rd, int16_t version, struct gr_describe_producers_response *m)
 {
     dec_gr_describe_producers_response(rd, version, m);
@@ -25464,6 +26000,20 @@ static void enc_gr_describe_transactions_response(struct gr_wr *wr, int16_t v, c
         write_unknown_tag(wr, &m->unknown_tags.items[u++]);
 }
 
+static void ce_gr_describe_transactions_response_transaction_state(const struct gr_describe_transactions_response_transaction_state *m, uint64_t *counts, int nslots)
+{
+    count_error(counts, nslots, m->error_code);
+}
+
+void gr_describe_transactions_response_count_errors(const struct gr_describe_transactions_response *m, bool top, uint64_t *counts, int nslots)
+{
+    for (int32_t i = 0; i < m->transaction_states.count; i++)
+        ce_gr_describe_transactions_response_transaction_state(&m->transaction_states.items[i], counts, nslots);
+    (void)top;
+}
+
+static void ops_count_errors_gr_describe_transactions_response(const void *m, bool top, uint64_t *counts, int nslots) { gr_describe_transactions_response_count_errors(m, top, counts, nslots); }
+
 int gr_describe_transactions_response_decode(struct gr_rd *rd, int16_t version, struct gr_describe_transactions_response *m)
 {
     dec_gr_describe_transactions_response(rd, version, m);
@@ -25922,6 +26472,14 @@ static void enc_gr_list_transactions_response(struct gr_wr *wr, int16_t v, const
         write_unknown_tag(wr, &m->unknown_tags.items[u++]);
 }
 
+void gr_list_transactions_response_count_errors(const struct gr_list_transactions_response *m, bool top, uint64_t *counts, int nslots)
+{
+    if (top) count_error(counts, nslots, m->error_code);
+    (void)top;
+}
+
+static void ops_count_errors_gr_list_transactions_response(const void *m, bool top, uint64_t *counts, int nslots) { gr_list_transactions_response_count_errors(m, top, counts, nslots); }
+
 int gr_list_transactions_response_decode(struct gr_rd *rd, int16_t version, struct gr_list_transactions_response *m)
 {
     dec_gr_list_transactions_response(rd, version, m);
@@ -25938,76 +26496,76 @@ static size_t ops_size_gr_list_transactions_response(const void *m, int16_t v) {
 static void ops_encode_gr_list_transactions_response(struct gr_wr *wr, const void *m, int16_t v) { gr_list_transactions_response_encode(wr, m, v); }
 
 const struct gr_msg_ops gr_msg_ops_table[] = {
-    {0, false, "produce_request", 3, 13, 9, -1, sizeof(struct gr_produce_request), ops_init_gr_produce_request, ops_decode_gr_produce_request, ops_size_gr_produce_request, ops_encode_gr_produce_request, ops_file_bytes_gr_produce_request},
-    {0, true, "produce_response", 3, 13, 9, -1, sizeof(struct gr_produce_response), ops_init_gr_produce_response, ops_decode_gr_produce_response, ops_size_gr_produce_response, ops_encode_gr_produce_response, NULL},
-    {1, false, "fetch_request", 4, 18, 12, -1, sizeof(struct gr_fetch_request), ops_init_gr_fetch_request, ops_decode_gr_fetch_request, ops_size_gr_fetch_request, ops_encode_gr_fetch_request, NULL},
-    {1, true, "fetch_response", 4, 18, 12, -1, sizeof(struct gr_fetch_response), ops_init_gr_fetch_response, ops_decode_gr_fetch_response, ops_size_gr_fetch_response, ops_encode_gr_fetch_response, ops_file_bytes_gr_fetch_response},
-    {2, false, "list_offsets_request", 1, 11, 6, -1, sizeof(struct gr_list_offsets_request), ops_init_gr_list_offsets_request, ops_decode_gr_list_offsets_request, ops_size_gr_list_offsets_request, ops_encode_gr_list_offsets_request, NULL},
-    {2, true, "list_offsets_response", 1, 11, 6, -1, sizeof(struct gr_list_offsets_response), ops_init_gr_list_offsets_response, ops_decode_gr_list_offsets_response, ops_size_gr_list_offsets_response, ops_encode_gr_list_offsets_response, NULL},
-    {3, false, "metadata_request", 0, 13, 9, -1, sizeof(struct gr_metadata_request), ops_init_gr_metadata_request, ops_decode_gr_metadata_request, ops_size_gr_metadata_request, ops_encode_gr_metadata_request, NULL},
-    {3, true, "metadata_response", 0, 13, 9, -1, sizeof(struct gr_metadata_response), ops_init_gr_metadata_response, ops_decode_gr_metadata_response, ops_size_gr_metadata_response, ops_encode_gr_metadata_response, NULL},
-    {8, false, "offset_commit_request", 2, 10, 8, -1, sizeof(struct gr_offset_commit_request), ops_init_gr_offset_commit_request, ops_decode_gr_offset_commit_request, ops_size_gr_offset_commit_request, ops_encode_gr_offset_commit_request, NULL},
-    {8, true, "offset_commit_response", 2, 10, 8, -1, sizeof(struct gr_offset_commit_response), ops_init_gr_offset_commit_response, ops_decode_gr_offset_commit_response, ops_size_gr_offset_commit_response, ops_encode_gr_offset_commit_response, NULL},
-    {9, false, "offset_fetch_request", 1, 10, 6, -1, sizeof(struct gr_offset_fetch_request), ops_init_gr_offset_fetch_request, ops_decode_gr_offset_fetch_request, ops_size_gr_offset_fetch_request, ops_encode_gr_offset_fetch_request, NULL},
-    {9, true, "offset_fetch_response", 1, 10, 6, -1, sizeof(struct gr_offset_fetch_response), ops_init_gr_offset_fetch_response, ops_decode_gr_offset_fetch_response, ops_size_gr_offset_fetch_response, ops_encode_gr_offset_fetch_response, NULL},
-    {10, false, "find_coordinator_request", 0, 6, 3, -1, sizeof(struct gr_find_coordinator_request), ops_init_gr_find_coordinator_request, ops_decode_gr_find_coordinator_request, ops_size_gr_find_coordinator_request, ops_encode_gr_find_coordinator_request, NULL},
-    {10, true, "find_coordinator_response", 0, 6, 3, -1, sizeof(struct gr_find_coordinator_response), ops_init_gr_find_coordinator_response, ops_decode_gr_find_coordinator_response, ops_size_gr_find_coordinator_response, ops_encode_gr_find_coordinator_response, NULL},
-    {11, false, "join_group_request", 0, 9, 6, -1, sizeof(struct gr_join_group_request), ops_init_gr_join_group_request, ops_decode_gr_join_group_request, ops_size_gr_join_group_request, ops_encode_gr_join_group_request, NULL},
-    {11, true, "join_group_response", 0, 9, 6, -1, sizeof(struct gr_join_group_response), ops_init_gr_join_group_response, ops_decode_gr_join_group_response, ops_size_gr_join_group_response, ops_encode_gr_join_group_response, NULL},
-    {12, false, "heartbeat_request", 0, 4, 4, -1, sizeof(struct gr_heartbeat_request), ops_init_gr_heartbeat_request, ops_decode_gr_heartbeat_request, ops_size_gr_heartbeat_request, ops_encode_gr_heartbeat_request, NULL},
-    {12, true, "heartbeat_response", 0, 4, 4, -1, sizeof(struct gr_heartbeat_response), ops_init_gr_heartbeat_response, ops_decode_gr_heartbeat_response, ops_size_gr_heartbeat_response, ops_encode_gr_heartbeat_response, NULL},
-    {13, false, "leave_group_request", 0, 5, 4, -1, sizeof(struct gr_leave_group_request), ops_init_gr_leave_group_request, ops_decode_gr_leave_group_request, ops_size_gr_leave_group_request, ops_encode_gr_leave_group_request, NULL},
-    {13, true, "leave_group_response", 0, 5, 4, -1, sizeof(struct gr_leave_group_response), ops_init_gr_leave_group_response, ops_decode_gr_leave_group_response, ops_size_gr_leave_group_response, ops_encode_gr_leave_group_response, NULL},
-    {14, false, "sync_group_request", 0, 5, 4, -1, sizeof(struct gr_sync_group_request), ops_init_gr_sync_group_request, ops_decode_gr_sync_group_request, ops_size_gr_sync_group_request, ops_encode_gr_sync_group_request, NULL},
-    {14, true, "sync_group_response", 0, 5, 4, -1, sizeof(struct gr_sync_group_response), ops_init_gr_sync_group_response, ops_decode_gr_sync_group_response, ops_size_gr_sync_group_response, ops_encode_gr_sync_group_response, NULL},
-    {15, false, "describe_groups_request", 0, 6, 5, -1, sizeof(struct gr_describe_groups_request), ops_init_gr_describe_groups_request, ops_decode_gr_describe_groups_request, ops_size_gr_describe_groups_request, ops_encode_gr_describe_groups_request, NULL},
-    {15, true, "describe_groups_response", 0, 6, 5, -1, sizeof(struct gr_describe_groups_response), ops_init_gr_describe_groups_response, ops_decode_gr_describe_groups_response, ops_size_gr_describe_groups_response, ops_encode_gr_describe_groups_response, NULL},
-    {16, false, "list_groups_request", 0, 5, 3, -1, sizeof(struct gr_list_groups_request), ops_init_gr_list_groups_request, ops_decode_gr_list_groups_request, ops_size_gr_list_groups_request, ops_encode_gr_list_groups_request, NULL},
-    {16, true, "list_groups_response", 0, 5, 3, -1, sizeof(struct gr_list_groups_response), ops_init_gr_list_groups_response, ops_decode_gr_list_groups_response, ops_size_gr_list_groups_response, ops_encode_gr_list_groups_response, NULL},
-    {18, false, "api_versions_request", 0, 5, 3, -1, sizeof(struct gr_api_versions_request), ops_init_gr_api_versions_request, ops_decode_gr_api_versions_request, ops_size_gr_api_versions_request, ops_encode_gr_api_versions_request, NULL},
-    {18, true, "api_versions_response", 0, 5, 3, 0, sizeof(struct gr_api_versions_response), ops_init_gr_api_versions_response, ops_decode_gr_api_versions_response, ops_size_gr_api_versions_response, ops_encode_gr_api_versions_response, NULL},
-    {19, false, "create_topics_request", 2, 7, 5, -1, sizeof(struct gr_create_topics_request), ops_init_gr_create_topics_request, ops_decode_gr_create_topics_request, ops_size_gr_create_topics_request, ops_encode_gr_create_topics_request, NULL},
-    {19, true, "create_topics_response", 2, 7, 5, -1, sizeof(struct gr_create_topics_response), ops_init_gr_create_topics_response, ops_decode_gr_create_topics_response, ops_size_gr_create_topics_response, ops_encode_gr_create_topics_response, NULL},
-    {20, false, "delete_topics_request", 1, 6, 4, -1, sizeof(struct gr_delete_topics_request), ops_init_gr_delete_topics_request, ops_decode_gr_delete_topics_request, ops_size_gr_delete_topics_request, ops_encode_gr_delete_topics_request, NULL},
-    {20, true, "delete_topics_response", 1, 6, 4, -1, sizeof(struct gr_delete_topics_response), ops_init_gr_delete_topics_response, ops_decode_gr_delete_topics_response, ops_size_gr_delete_topics_response, ops_encode_gr_delete_topics_response, NULL},
-    {21, false, "delete_records_request", 0, 2, 2, -1, sizeof(struct gr_delete_records_request), ops_init_gr_delete_records_request, ops_decode_gr_delete_records_request, ops_size_gr_delete_records_request, ops_encode_gr_delete_records_request, NULL},
-    {21, true, "delete_records_response", 0, 2, 2, -1, sizeof(struct gr_delete_records_response), ops_init_gr_delete_records_response, ops_decode_gr_delete_records_response, ops_size_gr_delete_records_response, ops_encode_gr_delete_records_response, NULL},
-    {22, false, "init_producer_id_request", 0, 6, 2, -1, sizeof(struct gr_init_producer_id_request), ops_init_gr_init_producer_id_request, ops_decode_gr_init_producer_id_request, ops_size_gr_init_producer_id_request, ops_encode_gr_init_producer_id_request, NULL},
-    {22, true, "init_producer_id_response", 0, 6, 2, -1, sizeof(struct gr_init_producer_id_response), ops_init_gr_init_producer_id_response, ops_decode_gr_init_producer_id_response, ops_size_gr_init_producer_id_response, ops_encode_gr_init_producer_id_response, NULL},
-    {23, false, "offset_for_leader_epoch_request", 2, 4, 4, -1, sizeof(struct gr_offset_for_leader_epoch_request), ops_init_gr_offset_for_leader_epoch_request, ops_decode_gr_offset_for_leader_epoch_request, ops_size_gr_offset_for_leader_epoch_request, ops_encode_gr_offset_for_leader_epoch_request, NULL},
-    {23, true, "offset_for_leader_epoch_response", 2, 4, 4, -1, sizeof(struct gr_offset_for_leader_epoch_response), ops_init_gr_offset_for_leader_epoch_response, ops_decode_gr_offset_for_leader_epoch_response, ops_size_gr_offset_for_leader_epoch_response, ops_encode_gr_offset_for_leader_epoch_response, NULL},
-    {24, false, "add_partitions_to_txn_request", 0, 5, 3, -1, sizeof(struct gr_add_partitions_to_txn_request), ops_init_gr_add_partitions_to_txn_request, ops_decode_gr_add_partitions_to_txn_request, ops_size_gr_add_partitions_to_txn_request, ops_encode_gr_add_partitions_to_txn_request, NULL},
-    {24, true, "add_partitions_to_txn_response", 0, 5, 3, -1, sizeof(struct gr_add_partitions_to_txn_response), ops_init_gr_add_partitions_to_txn_response, ops_decode_gr_add_partitions_to_txn_response, ops_size_gr_add_partitions_to_txn_response, ops_encode_gr_add_partitions_to_txn_response, NULL},
-    {25, false, "add_offsets_to_txn_request", 0, 4, 3, -1, sizeof(struct gr_add_offsets_to_txn_request), ops_init_gr_add_offsets_to_txn_request, ops_decode_gr_add_offsets_to_txn_request, ops_size_gr_add_offsets_to_txn_request, ops_encode_gr_add_offsets_to_txn_request, NULL},
-    {25, true, "add_offsets_to_txn_response", 0, 4, 3, -1, sizeof(struct gr_add_offsets_to_txn_response), ops_init_gr_add_offsets_to_txn_response, ops_decode_gr_add_offsets_to_txn_response, ops_size_gr_add_offsets_to_txn_response, ops_encode_gr_add_offsets_to_txn_response, NULL},
-    {26, false, "end_txn_request", 0, 5, 3, -1, sizeof(struct gr_end_txn_request), ops_init_gr_end_txn_request, ops_decode_gr_end_txn_request, ops_size_gr_end_txn_request, ops_encode_gr_end_txn_request, NULL},
-    {26, true, "end_txn_response", 0, 5, 3, -1, sizeof(struct gr_end_txn_response), ops_init_gr_end_txn_response, ops_decode_gr_end_txn_response, ops_size_gr_end_txn_response, ops_encode_gr_end_txn_response, NULL},
-    {27, false, "write_txn_markers_request", 1, 2, 1, -1, sizeof(struct gr_write_txn_markers_request), ops_init_gr_write_txn_markers_request, ops_decode_gr_write_txn_markers_request, ops_size_gr_write_txn_markers_request, ops_encode_gr_write_txn_markers_request, NULL},
-    {27, true, "write_txn_markers_response", 1, 2, 1, -1, sizeof(struct gr_write_txn_markers_response), ops_init_gr_write_txn_markers_response, ops_decode_gr_write_txn_markers_response, ops_size_gr_write_txn_markers_response, ops_encode_gr_write_txn_markers_response, NULL},
-    {28, false, "txn_offset_commit_request", 0, 6, 3, -1, sizeof(struct gr_txn_offset_commit_request), ops_init_gr_txn_offset_commit_request, ops_decode_gr_txn_offset_commit_request, ops_size_gr_txn_offset_commit_request, ops_encode_gr_txn_offset_commit_request, NULL},
-    {28, true, "txn_offset_commit_response", 0, 6, 3, -1, sizeof(struct gr_txn_offset_commit_response), ops_init_gr_txn_offset_commit_response, ops_decode_gr_txn_offset_commit_response, ops_size_gr_txn_offset_commit_response, ops_encode_gr_txn_offset_commit_response, NULL},
-    {32, false, "describe_configs_request", 1, 4, 4, -1, sizeof(struct gr_describe_configs_request), ops_init_gr_describe_configs_request, ops_decode_gr_describe_configs_request, ops_size_gr_describe_configs_request, ops_encode_gr_describe_configs_request, NULL},
-    {32, true, "describe_configs_response", 1, 4, 4, -1, sizeof(struct gr_describe_configs_response), ops_init_gr_describe_configs_response, ops_decode_gr_describe_configs_response, ops_size_gr_describe_configs_response, ops_encode_gr_describe_configs_response, NULL},
-    {33, false, "alter_configs_request", 0, 2, 2, -1, sizeof(struct gr_alter_configs_request), ops_init_gr_alter_configs_request, ops_decode_gr_alter_configs_request, ops_size_gr_alter_configs_request, ops_encode_gr_alter_configs_request, NULL},
-    {33, true, "alter_configs_response", 0, 2, 2, -1, sizeof(struct gr_alter_configs_response), ops_init_gr_alter_configs_response, ops_decode_gr_alter_configs_response, ops_size_gr_alter_configs_response, ops_encode_gr_alter_configs_response, NULL},
-    {35, false, "describe_log_dirs_request", 1, 5, 2, -1, sizeof(struct gr_describe_log_dirs_request), ops_init_gr_describe_log_dirs_request, ops_decode_gr_describe_log_dirs_request, ops_size_gr_describe_log_dirs_request, ops_encode_gr_describe_log_dirs_request, NULL},
-    {35, true, "describe_log_dirs_response", 1, 5, 2, -1, sizeof(struct gr_describe_log_dirs_response), ops_init_gr_describe_log_dirs_response, ops_decode_gr_describe_log_dirs_response, ops_size_gr_describe_log_dirs_response, ops_encode_gr_describe_log_dirs_response, NULL},
-    {37, false, "create_partitions_request", 0, 3, 2, -1, sizeof(struct gr_create_partitions_request), ops_init_gr_create_partitions_request, ops_decode_gr_create_partitions_request, ops_size_gr_create_partitions_request, ops_encode_gr_create_partitions_request, NULL},
-    {37, true, "create_partitions_response", 0, 3, 2, -1, sizeof(struct gr_create_partitions_response), ops_init_gr_create_partitions_response, ops_decode_gr_create_partitions_response, ops_size_gr_create_partitions_response, ops_encode_gr_create_partitions_response, NULL},
-    {42, false, "delete_groups_request", 0, 3, 2, -1, sizeof(struct gr_delete_groups_request), ops_init_gr_delete_groups_request, ops_decode_gr_delete_groups_request, ops_size_gr_delete_groups_request, ops_encode_gr_delete_groups_request, NULL},
-    {42, true, "delete_groups_response", 0, 3, 2, -1, sizeof(struct gr_delete_groups_response), ops_init_gr_delete_groups_response, ops_decode_gr_delete_groups_response, ops_size_gr_delete_groups_response, ops_encode_gr_delete_groups_response, NULL},
-    {44, false, "incremental_alter_configs_request", 0, 1, 1, -1, sizeof(struct gr_incremental_alter_configs_request), ops_init_gr_incremental_alter_configs_request, ops_decode_gr_incremental_alter_configs_request, ops_size_gr_incremental_alter_configs_request, ops_encode_gr_incremental_alter_configs_request, NULL},
-    {44, true, "incremental_alter_configs_response", 0, 1, 1, -1, sizeof(struct gr_incremental_alter_configs_response), ops_init_gr_incremental_alter_configs_response, ops_decode_gr_incremental_alter_configs_response, ops_size_gr_incremental_alter_configs_response, ops_encode_gr_incremental_alter_configs_response, NULL},
-    {47, false, "offset_delete_request", 0, 0, -1, -1, sizeof(struct gr_offset_delete_request), ops_init_gr_offset_delete_request, ops_decode_gr_offset_delete_request, ops_size_gr_offset_delete_request, ops_encode_gr_offset_delete_request, NULL},
-    {47, true, "offset_delete_response", 0, 0, -1, -1, sizeof(struct gr_offset_delete_response), ops_init_gr_offset_delete_response, ops_decode_gr_offset_delete_response, ops_size_gr_offset_delete_response, ops_encode_gr_offset_delete_response, NULL},
-    {60, false, "describe_cluster_request", 0, 2, 0, -1, sizeof(struct gr_describe_cluster_request), ops_init_gr_describe_cluster_request, ops_decode_gr_describe_cluster_request, ops_size_gr_describe_cluster_request, ops_encode_gr_describe_cluster_request, NULL},
-    {60, true, "describe_cluster_response", 0, 2, 0, -1, sizeof(struct gr_describe_cluster_response), ops_init_gr_describe_cluster_response, ops_decode_gr_describe_cluster_response, ops_size_gr_describe_cluster_response, ops_encode_gr_describe_cluster_response, NULL},
-    {61, false, "describe_producers_request", 0, 0, 0, -1, sizeof(struct gr_describe_producers_request), ops_init_gr_describe_producers_request, ops_decode_gr_describe_producers_request, ops_size_gr_describe_producers_request, ops_encode_gr_describe_producers_request, NULL},
-    {61, true, "describe_producers_response", 0, 0, 0, -1, sizeof(struct gr_describe_producers_response), ops_init_gr_describe_producers_response, ops_decode_gr_describe_producers_response, ops_size_gr_describe_producers_response, ops_encode_gr_describe_producers_response, NULL},
-    {65, false, "describe_transactions_request", 0, 0, 0, -1, sizeof(struct gr_describe_transactions_request), ops_init_gr_describe_transactions_request, ops_decode_gr_describe_transactions_request, ops_size_gr_describe_transactions_request, ops_encode_gr_describe_transactions_request, NULL},
-    {65, true, "describe_transactions_response", 0, 0, 0, -1, sizeof(struct gr_describe_transactions_response), ops_init_gr_describe_transactions_response, ops_decode_gr_describe_transactions_response, ops_size_gr_describe_transactions_response, ops_encode_gr_describe_transactions_response, NULL},
-    {66, false, "list_transactions_request", 0, 2, 0, -1, sizeof(struct gr_list_transactions_request), ops_init_gr_list_transactions_request, ops_decode_gr_list_transactions_request, ops_size_gr_list_transactions_request, ops_encode_gr_list_transactions_request, NULL},
-    {66, true, "list_transactions_response", 0, 2, 0, -1, sizeof(struct gr_list_transactions_response), ops_init_gr_list_transactions_response, ops_decode_gr_list_transactions_response, ops_size_gr_list_transactions_response, ops_encode_gr_list_transactions_response, NULL},
+    {0, false, "produce_request", 3, 13, 9, -1, sizeof(struct gr_produce_request), ops_init_gr_produce_request, ops_decode_gr_produce_request, ops_size_gr_produce_request, ops_encode_gr_produce_request, ops_file_bytes_gr_produce_request, NULL},
+    {0, true, "produce_response", 3, 13, 9, -1, sizeof(struct gr_produce_response), ops_init_gr_produce_response, ops_decode_gr_produce_response, ops_size_gr_produce_response, ops_encode_gr_produce_response, NULL, ops_count_errors_gr_produce_response},
+    {1, false, "fetch_request", 4, 18, 12, -1, sizeof(struct gr_fetch_request), ops_init_gr_fetch_request, ops_decode_gr_fetch_request, ops_size_gr_fetch_request, ops_encode_gr_fetch_request, NULL, NULL},
+    {1, true, "fetch_response", 4, 18, 12, -1, sizeof(struct gr_fetch_response), ops_init_gr_fetch_response, ops_decode_gr_fetch_response, ops_size_gr_fetch_response, ops_encode_gr_fetch_response, ops_file_bytes_gr_fetch_response, ops_count_errors_gr_fetch_response},
+    {2, false, "list_offsets_request", 1, 11, 6, -1, sizeof(struct gr_list_offsets_request), ops_init_gr_list_offsets_request, ops_decode_gr_list_offsets_request, ops_size_gr_list_offsets_request, ops_encode_gr_list_offsets_request, NULL, NULL},
+    {2, true, "list_offsets_response", 1, 11, 6, -1, sizeof(struct gr_list_offsets_response), ops_init_gr_list_offsets_response, ops_decode_gr_list_offsets_response, ops_size_gr_list_offsets_response, ops_encode_gr_list_offsets_response, NULL, ops_count_errors_gr_list_offsets_response},
+    {3, false, "metadata_request", 0, 13, 9, -1, sizeof(struct gr_metadata_request), ops_init_gr_metadata_request, ops_decode_gr_metadata_request, ops_size_gr_metadata_request, ops_encode_gr_metadata_request, NULL, NULL},
+    {3, true, "metadata_response", 0, 13, 9, -1, sizeof(struct gr_metadata_response), ops_init_gr_metadata_response, ops_decode_gr_metadata_response, ops_size_gr_metadata_response, ops_encode_gr_metadata_response, NULL, ops_count_errors_gr_metadata_response},
+    {8, false, "offset_commit_request", 2, 10, 8, -1, sizeof(struct gr_offset_commit_request), ops_init_gr_offset_commit_request, ops_decode_gr_offset_commit_request, ops_size_gr_offset_commit_request, ops_encode_gr_offset_commit_request, NULL, NULL},
+    {8, true, "offset_commit_response", 2, 10, 8, -1, sizeof(struct gr_offset_commit_response), ops_init_gr_offset_commit_response, ops_decode_gr_offset_commit_response, ops_size_gr_offset_commit_response, ops_encode_gr_offset_commit_response, NULL, ops_count_errors_gr_offset_commit_response},
+    {9, false, "offset_fetch_request", 1, 10, 6, -1, sizeof(struct gr_offset_fetch_request), ops_init_gr_offset_fetch_request, ops_decode_gr_offset_fetch_request, ops_size_gr_offset_fetch_request, ops_encode_gr_offset_fetch_request, NULL, NULL},
+    {9, true, "offset_fetch_response", 1, 10, 6, -1, sizeof(struct gr_offset_fetch_response), ops_init_gr_offset_fetch_response, ops_decode_gr_offset_fetch_response, ops_size_gr_offset_fetch_response, ops_encode_gr_offset_fetch_response, NULL, ops_count_errors_gr_offset_fetch_response},
+    {10, false, "find_coordinator_request", 0, 6, 3, -1, sizeof(struct gr_find_coordinator_request), ops_init_gr_find_coordinator_request, ops_decode_gr_find_coordinator_request, ops_size_gr_find_coordinator_request, ops_encode_gr_find_coordinator_request, NULL, NULL},
+    {10, true, "find_coordinator_response", 0, 6, 3, -1, sizeof(struct gr_find_coordinator_response), ops_init_gr_find_coordinator_response, ops_decode_gr_find_coordinator_response, ops_size_gr_find_coordinator_response, ops_encode_gr_find_coordinator_response, NULL, ops_count_errors_gr_find_coordinator_response},
+    {11, false, "join_group_request", 0, 9, 6, -1, sizeof(struct gr_join_group_request), ops_init_gr_join_group_request, ops_decode_gr_join_group_request, ops_size_gr_join_group_request, ops_encode_gr_join_group_request, NULL, NULL},
+    {11, true, "join_group_response", 0, 9, 6, -1, sizeof(struct gr_join_group_response), ops_init_gr_join_group_response, ops_decode_gr_join_group_response, ops_size_gr_join_group_response, ops_encode_gr_join_group_response, NULL, ops_count_errors_gr_join_group_response},
+    {12, false, "heartbeat_request", 0, 4, 4, -1, sizeof(struct gr_heartbeat_request), ops_init_gr_heartbeat_request, ops_decode_gr_heartbeat_request, ops_size_gr_heartbeat_request, ops_encode_gr_heartbeat_request, NULL, NULL},
+    {12, true, "heartbeat_response", 0, 4, 4, -1, sizeof(struct gr_heartbeat_response), ops_init_gr_heartbeat_response, ops_decode_gr_heartbeat_response, ops_size_gr_heartbeat_response, ops_encode_gr_heartbeat_response, NULL, ops_count_errors_gr_heartbeat_response},
+    {13, false, "leave_group_request", 0, 5, 4, -1, sizeof(struct gr_leave_group_request), ops_init_gr_leave_group_request, ops_decode_gr_leave_group_request, ops_size_gr_leave_group_request, ops_encode_gr_leave_group_request, NULL, NULL},
+    {13, true, "leave_group_response", 0, 5, 4, -1, sizeof(struct gr_leave_group_response), ops_init_gr_leave_group_response, ops_decode_gr_leave_group_response, ops_size_gr_leave_group_response, ops_encode_gr_leave_group_response, NULL, ops_count_errors_gr_leave_group_response},
+    {14, false, "sync_group_request", 0, 5, 4, -1, sizeof(struct gr_sync_group_request), ops_init_gr_sync_group_request, ops_decode_gr_sync_group_request, ops_size_gr_sync_group_request, ops_encode_gr_sync_group_request, NULL, NULL},
+    {14, true, "sync_group_response", 0, 5, 4, -1, sizeof(struct gr_sync_group_response), ops_init_gr_sync_group_response, ops_decode_gr_sync_group_response, ops_size_gr_sync_group_response, ops_encode_gr_sync_group_response, NULL, ops_count_errors_gr_sync_group_response},
+    {15, false, "describe_groups_request", 0, 6, 5, -1, sizeof(struct gr_describe_groups_request), ops_init_gr_describe_groups_request, ops_decode_gr_describe_groups_request, ops_size_gr_describe_groups_request, ops_encode_gr_describe_groups_request, NULL, NULL},
+    {15, true, "describe_groups_response", 0, 6, 5, -1, sizeof(struct gr_describe_groups_response), ops_init_gr_describe_groups_response, ops_decode_gr_describe_groups_response, ops_size_gr_describe_groups_response, ops_encode_gr_describe_groups_response, NULL, ops_count_errors_gr_describe_groups_response},
+    {16, false, "list_groups_request", 0, 5, 3, -1, sizeof(struct gr_list_groups_request), ops_init_gr_list_groups_request, ops_decode_gr_list_groups_request, ops_size_gr_list_groups_request, ops_encode_gr_list_groups_request, NULL, NULL},
+    {16, true, "list_groups_response", 0, 5, 3, -1, sizeof(struct gr_list_groups_response), ops_init_gr_list_groups_response, ops_decode_gr_list_groups_response, ops_size_gr_list_groups_response, ops_encode_gr_list_groups_response, NULL, ops_count_errors_gr_list_groups_response},
+    {18, false, "api_versions_request", 0, 5, 3, -1, sizeof(struct gr_api_versions_request), ops_init_gr_api_versions_request, ops_decode_gr_api_versions_request, ops_size_gr_api_versions_request, ops_encode_gr_api_versions_request, NULL, NULL},
+    {18, true, "api_versions_response", 0, 5, 3, 0, sizeof(struct gr_api_versions_response), ops_init_gr_api_versions_response, ops_decode_gr_api_versions_response, ops_size_gr_api_versions_response, ops_encode_gr_api_versions_response, NULL, ops_count_errors_gr_api_versions_response},
+    {19, false, "create_topics_request", 2, 7, 5, -1, sizeof(struct gr_create_topics_request), ops_init_gr_create_topics_request, ops_decode_gr_create_topics_request, ops_size_gr_create_topics_request, ops_encode_gr_create_topics_request, NULL, NULL},
+    {19, true, "create_topics_response", 2, 7, 5, -1, sizeof(struct gr_create_topics_response), ops_init_gr_create_topics_response, ops_decode_gr_create_topics_response, ops_size_gr_create_topics_response, ops_encode_gr_create_topics_response, NULL, ops_count_errors_gr_create_topics_response},
+    {20, false, "delete_topics_request", 1, 6, 4, -1, sizeof(struct gr_delete_topics_request), ops_init_gr_delete_topics_request, ops_decode_gr_delete_topics_request, ops_size_gr_delete_topics_request, ops_encode_gr_delete_topics_request, NULL, NULL},
+    {20, true, "delete_topics_response", 1, 6, 4, -1, sizeof(struct gr_delete_topics_response), ops_init_gr_delete_topics_response, ops_decode_gr_delete_topics_response, ops_size_gr_delete_topics_response, ops_encode_gr_delete_topics_response, NULL, ops_count_errors_gr_delete_topics_response},
+    {21, false, "delete_records_request", 0, 2, 2, -1, sizeof(struct gr_delete_records_request), ops_init_gr_delete_records_request, ops_decode_gr_delete_records_request, ops_size_gr_delete_records_request, ops_encode_gr_delete_records_request, NULL, NULL},
+    {21, true, "delete_records_response", 0, 2, 2, -1, sizeof(struct gr_delete_records_response), ops_init_gr_delete_records_response, ops_decode_gr_delete_records_response, ops_size_gr_delete_records_response, ops_encode_gr_delete_records_response, NULL, ops_count_errors_gr_delete_records_response},
+    {22, false, "init_producer_id_request", 0, 6, 2, -1, sizeof(struct gr_init_producer_id_request), ops_init_gr_init_producer_id_request, ops_decode_gr_init_producer_id_request, ops_size_gr_init_producer_id_request, ops_encode_gr_init_producer_id_request, NULL, NULL},
+    {22, true, "init_producer_id_response", 0, 6, 2, -1, sizeof(struct gr_init_producer_id_response), ops_init_gr_init_producer_id_response, ops_decode_gr_init_producer_id_response, ops_size_gr_init_producer_id_response, ops_encode_gr_init_producer_id_response, NULL, ops_count_errors_gr_init_producer_id_response},
+    {23, false, "offset_for_leader_epoch_request", 2, 4, 4, -1, sizeof(struct gr_offset_for_leader_epoch_request), ops_init_gr_offset_for_leader_epoch_request, ops_decode_gr_offset_for_leader_epoch_request, ops_size_gr_offset_for_leader_epoch_request, ops_encode_gr_offset_for_leader_epoch_request, NULL, NULL},
+    {23, true, "offset_for_leader_epoch_response", 2, 4, 4, -1, sizeof(struct gr_offset_for_leader_epoch_response), ops_init_gr_offset_for_leader_epoch_response, ops_decode_gr_offset_for_leader_epoch_response, ops_size_gr_offset_for_leader_epoch_response, ops_encode_gr_offset_for_leader_epoch_response, NULL, ops_count_errors_gr_offset_for_leader_epoch_response},
+    {24, false, "add_partitions_to_txn_request", 0, 5, 3, -1, sizeof(struct gr_add_partitions_to_txn_request), ops_init_gr_add_partitions_to_txn_request, ops_decode_gr_add_partitions_to_txn_request, ops_size_gr_add_partitions_to_txn_request, ops_encode_gr_add_partitions_to_txn_request, NULL, NULL},
+    {24, true, "add_partitions_to_txn_response", 0, 5, 3, -1, sizeof(struct gr_add_partitions_to_txn_response), ops_init_gr_add_partitions_to_txn_response, ops_decode_gr_add_partitions_to_txn_response, ops_size_gr_add_partitions_to_txn_response, ops_encode_gr_add_partitions_to_txn_response, NULL, ops_count_errors_gr_add_partitions_to_txn_response},
+    {25, false, "add_offsets_to_txn_request", 0, 4, 3, -1, sizeof(struct gr_add_offsets_to_txn_request), ops_init_gr_add_offsets_to_txn_request, ops_decode_gr_add_offsets_to_txn_request, ops_size_gr_add_offsets_to_txn_request, ops_encode_gr_add_offsets_to_txn_request, NULL, NULL},
+    {25, true, "add_offsets_to_txn_response", 0, 4, 3, -1, sizeof(struct gr_add_offsets_to_txn_response), ops_init_gr_add_offsets_to_txn_response, ops_decode_gr_add_offsets_to_txn_response, ops_size_gr_add_offsets_to_txn_response, ops_encode_gr_add_offsets_to_txn_response, NULL, ops_count_errors_gr_add_offsets_to_txn_response},
+    {26, false, "end_txn_request", 0, 5, 3, -1, sizeof(struct gr_end_txn_request), ops_init_gr_end_txn_request, ops_decode_gr_end_txn_request, ops_size_gr_end_txn_request, ops_encode_gr_end_txn_request, NULL, NULL},
+    {26, true, "end_txn_response", 0, 5, 3, -1, sizeof(struct gr_end_txn_response), ops_init_gr_end_txn_response, ops_decode_gr_end_txn_response, ops_size_gr_end_txn_response, ops_encode_gr_end_txn_response, NULL, ops_count_errors_gr_end_txn_response},
+    {27, false, "write_txn_markers_request", 1, 2, 1, -1, sizeof(struct gr_write_txn_markers_request), ops_init_gr_write_txn_markers_request, ops_decode_gr_write_txn_markers_request, ops_size_gr_write_txn_markers_request, ops_encode_gr_write_txn_markers_request, NULL, NULL},
+    {27, true, "write_txn_markers_response", 1, 2, 1, -1, sizeof(struct gr_write_txn_markers_response), ops_init_gr_write_txn_markers_response, ops_decode_gr_write_txn_markers_response, ops_size_gr_write_txn_markers_response, ops_encode_gr_write_txn_markers_response, NULL, ops_count_errors_gr_write_txn_markers_response},
+    {28, false, "txn_offset_commit_request", 0, 6, 3, -1, sizeof(struct gr_txn_offset_commit_request), ops_init_gr_txn_offset_commit_request, ops_decode_gr_txn_offset_commit_request, ops_size_gr_txn_offset_commit_request, ops_encode_gr_txn_offset_commit_request, NULL, NULL},
+    {28, true, "txn_offset_commit_response", 0, 6, 3, -1, sizeof(struct gr_txn_offset_commit_response), ops_init_gr_txn_offset_commit_response, ops_decode_gr_txn_offset_commit_response, ops_size_gr_txn_offset_commit_response, ops_encode_gr_txn_offset_commit_response, NULL, ops_count_errors_gr_txn_offset_commit_response},
+    {32, false, "describe_configs_request", 1, 4, 4, -1, sizeof(struct gr_describe_configs_request), ops_init_gr_describe_configs_request, ops_decode_gr_describe_configs_request, ops_size_gr_describe_configs_request, ops_encode_gr_describe_configs_request, NULL, NULL},
+    {32, true, "describe_configs_response", 1, 4, 4, -1, sizeof(struct gr_describe_configs_response), ops_init_gr_describe_configs_response, ops_decode_gr_describe_configs_response, ops_size_gr_describe_configs_response, ops_encode_gr_describe_configs_response, NULL, ops_count_errors_gr_describe_configs_response},
+    {33, false, "alter_configs_request", 0, 2, 2, -1, sizeof(struct gr_alter_configs_request), ops_init_gr_alter_configs_request, ops_decode_gr_alter_configs_request, ops_size_gr_alter_configs_request, ops_encode_gr_alter_configs_request, NULL, NULL},
+    {33, true, "alter_configs_response", 0, 2, 2, -1, sizeof(struct gr_alter_configs_response), ops_init_gr_alter_configs_response, ops_decode_gr_alter_configs_response, ops_size_gr_alter_configs_response, ops_encode_gr_alter_configs_response, NULL, ops_count_errors_gr_alter_configs_response},
+    {35, false, "describe_log_dirs_request", 1, 5, 2, -1, sizeof(struct gr_describe_log_dirs_request), ops_init_gr_describe_log_dirs_request, ops_decode_gr_describe_log_dirs_request, ops_size_gr_describe_log_dirs_request, ops_encode_gr_describe_log_dirs_request, NULL, NULL},
+    {35, true, "describe_log_dirs_response", 1, 5, 2, -1, sizeof(struct gr_describe_log_dirs_response), ops_init_gr_describe_log_dirs_response, ops_decode_gr_describe_log_dirs_response, ops_size_gr_describe_log_dirs_response, ops_encode_gr_describe_log_dirs_response, NULL, ops_count_errors_gr_describe_log_dirs_response},
+    {37, false, "create_partitions_request", 0, 3, 2, -1, sizeof(struct gr_create_partitions_request), ops_init_gr_create_partitions_request, ops_decode_gr_create_partitions_request, ops_size_gr_create_partitions_request, ops_encode_gr_create_partitions_request, NULL, NULL},
+    {37, true, "create_partitions_response", 0, 3, 2, -1, sizeof(struct gr_create_partitions_response), ops_init_gr_create_partitions_response, ops_decode_gr_create_partitions_response, ops_size_gr_create_partitions_response, ops_encode_gr_create_partitions_response, NULL, ops_count_errors_gr_create_partitions_response},
+    {42, false, "delete_groups_request", 0, 3, 2, -1, sizeof(struct gr_delete_groups_request), ops_init_gr_delete_groups_request, ops_decode_gr_delete_groups_request, ops_size_gr_delete_groups_request, ops_encode_gr_delete_groups_request, NULL, NULL},
+    {42, true, "delete_groups_response", 0, 3, 2, -1, sizeof(struct gr_delete_groups_response), ops_init_gr_delete_groups_response, ops_decode_gr_delete_groups_response, ops_size_gr_delete_groups_response, ops_encode_gr_delete_groups_response, NULL, ops_count_errors_gr_delete_groups_response},
+    {44, false, "incremental_alter_configs_request", 0, 1, 1, -1, sizeof(struct gr_incremental_alter_configs_request), ops_init_gr_incremental_alter_configs_request, ops_decode_gr_incremental_alter_configs_request, ops_size_gr_incremental_alter_configs_request, ops_encode_gr_incremental_alter_configs_request, NULL, NULL},
+    {44, true, "incremental_alter_configs_response", 0, 1, 1, -1, sizeof(struct gr_incremental_alter_configs_response), ops_init_gr_incremental_alter_configs_response, ops_decode_gr_incremental_alter_configs_response, ops_size_gr_incremental_alter_configs_response, ops_encode_gr_incremental_alter_configs_response, NULL, ops_count_errors_gr_incremental_alter_configs_response},
+    {47, false, "offset_delete_request", 0, 0, -1, -1, sizeof(struct gr_offset_delete_request), ops_init_gr_offset_delete_request, ops_decode_gr_offset_delete_request, ops_size_gr_offset_delete_request, ops_encode_gr_offset_delete_request, NULL, NULL},
+    {47, true, "offset_delete_response", 0, 0, -1, -1, sizeof(struct gr_offset_delete_response), ops_init_gr_offset_delete_response, ops_decode_gr_offset_delete_response, ops_size_gr_offset_delete_response, ops_encode_gr_offset_delete_response, NULL, ops_count_errors_gr_offset_delete_response},
+    {60, false, "describe_cluster_request", 0, 2, 0, -1, sizeof(struct gr_describe_cluster_request), ops_init_gr_describe_cluster_request, ops_decode_gr_describe_cluster_request, ops_size_gr_describe_cluster_request, ops_encode_gr_describe_cluster_request, NULL, NULL},
+    {60, true, "describe_cluster_response", 0, 2, 0, -1, sizeof(struct gr_describe_cluster_response), ops_init_gr_describe_cluster_response, ops_decode_gr_describe_cluster_response, ops_size_gr_describe_cluster_response, ops_encode_gr_describe_cluster_response, NULL, ops_count_errors_gr_describe_cluster_response},
+    {61, false, "describe_producers_request", 0, 0, 0, -1, sizeof(struct gr_describe_producers_request), ops_init_gr_describe_producers_request, ops_decode_gr_describe_producers_request, ops_size_gr_describe_producers_request, ops_encode_gr_describe_producers_request, NULL, NULL},
+    {61, true, "describe_producers_response", 0, 0, 0, -1, sizeof(struct gr_describe_producers_response), ops_init_gr_describe_producers_response, ops_decode_gr_describe_producers_response, ops_size_gr_describe_producers_response, ops_encode_gr_describe_producers_response, NULL, ops_count_errors_gr_describe_producers_response},
+    {65, false, "describe_transactions_request", 0, 0, 0, -1, sizeof(struct gr_describe_transactions_request), ops_init_gr_describe_transactions_request, ops_decode_gr_describe_transactions_request, ops_size_gr_describe_transactions_request, ops_encode_gr_describe_transactions_request, NULL, NULL},
+    {65, true, "describe_transactions_response", 0, 0, 0, -1, sizeof(struct gr_describe_transactions_response), ops_init_gr_describe_transactions_response, ops_decode_gr_describe_transactions_response, ops_size_gr_describe_transactions_response, ops_encode_gr_describe_transactions_response, NULL, ops_count_errors_gr_describe_transactions_response},
+    {66, false, "list_transactions_request", 0, 2, 0, -1, sizeof(struct gr_list_transactions_request), ops_init_gr_list_transactions_request, ops_decode_gr_list_transactions_request, ops_size_gr_list_transactions_request, ops_encode_gr_list_transactions_request, NULL, NULL},
+    {66, true, "list_transactions_response", 0, 2, 0, -1, sizeof(struct gr_list_transactions_response), ops_init_gr_list_transactions_response, ops_decode_gr_list_transactions_response, ops_size_gr_list_transactions_response, ops_encode_gr_list_transactions_response, NULL, ops_count_errors_gr_list_transactions_response},
 };
 const int gr_msg_ops_count = 70;
 

@@ -317,6 +317,10 @@ int gr_produce_response_decode(struct gr_rd *rd, int16_t version, struct gr_prod
 size_t gr_produce_response_size(const struct gr_produce_response *m, int16_t version);
 /* Encodes `m` at `version`; the writer must have gr_produce_response_size() bytes of room. */
 void gr_produce_response_encode(struct gr_wr *wr, const struct gr_produce_response *m, int16_t version);
+/* Adds one to counts[code + 1] for each error field of `m` (error_code, partition_error_code, every version: Kafka's
+ * errorCounts() reads its in-memory response), the top-level ones only when `top`; a code outside
+ * 0..nslots-2 counts in slot 0 (-1, UNKNOWN_SERVER_ERROR, as Errors.forCode). */
+void gr_produce_response_count_errors(const struct gr_produce_response *m, bool top, uint64_t *counts, int nslots);
 
 /* ---- fetch_request (api key 1 request, versions 4-18, flexible 12+) ---- */
 struct gr_fetch_request_replica_state {
@@ -507,6 +511,10 @@ void gr_fetch_response_encode(struct gr_wr *wr, const struct gr_fetch_response *
  * files, not written to memory. Sets *ranges to their number (the writer then needs a chunk list with
  * room for 2 * *ranges + 1 chunks). */
 size_t gr_fetch_response_file_bytes(const struct gr_fetch_response *m, int16_t version, int *ranges);
+/* Adds one to counts[code + 1] for each error field of `m` (error_code, partition_error_code, every version: Kafka's
+ * errorCounts() reads its in-memory response), the top-level ones only when `top`; a code outside
+ * 0..nslots-2 counts in slot 0 (-1, UNKNOWN_SERVER_ERROR, as Errors.forCode). */
+void gr_fetch_response_count_errors(const struct gr_fetch_response *m, bool top, uint64_t *counts, int nslots);
 
 /* ---- list_offsets_request (api key 2 request, versions 1-11, flexible 6+) ---- */
 struct gr_list_offsets_request_list_offsets_partition {
@@ -589,6 +597,10 @@ int gr_list_offsets_response_decode(struct gr_rd *rd, int16_t version, struct gr
 size_t gr_list_offsets_response_size(const struct gr_list_offsets_response *m, int16_t version);
 /* Encodes `m` at `version`; the writer must have gr_list_offsets_response_size() bytes of room. */
 void gr_list_offsets_response_encode(struct gr_wr *wr, const struct gr_list_offsets_response *m, int16_t version);
+/* Adds one to counts[code + 1] for each error field of `m` (error_code, partition_error_code, every version: Kafka's
+ * errorCounts() reads its in-memory response), the top-level ones only when `top`; a code outside
+ * 0..nslots-2 counts in slot 0 (-1, UNKNOWN_SERVER_ERROR, as Errors.forCode). */
+void gr_list_offsets_response_count_errors(const struct gr_list_offsets_response *m, bool top, uint64_t *counts, int nslots);
 
 /* ---- metadata_request (api key 3 request, versions 0-13, flexible 9+) ---- */
 struct gr_metadata_request_metadata_request_topic {
@@ -683,6 +695,10 @@ int gr_metadata_response_decode(struct gr_rd *rd, int16_t version, struct gr_met
 size_t gr_metadata_response_size(const struct gr_metadata_response *m, int16_t version);
 /* Encodes `m` at `version`; the writer must have gr_metadata_response_size() bytes of room. */
 void gr_metadata_response_encode(struct gr_wr *wr, const struct gr_metadata_response *m, int16_t version);
+/* Adds one to counts[code + 1] for each error field of `m` (error_code, partition_error_code, every version: Kafka's
+ * errorCounts() reads its in-memory response), the top-level ones only when `top`; a code outside
+ * 0..nslots-2 counts in slot 0 (-1, UNKNOWN_SERVER_ERROR, as Errors.forCode). */
+void gr_metadata_response_count_errors(const struct gr_metadata_response *m, bool top, uint64_t *counts, int nslots);
 
 /* ---- offset_commit_request (api key 8 request, versions 2-10, flexible 8+) ---- */
 struct gr_offset_commit_request_offset_commit_request_partition {
@@ -767,6 +783,10 @@ int gr_offset_commit_response_decode(struct gr_rd *rd, int16_t version, struct g
 size_t gr_offset_commit_response_size(const struct gr_offset_commit_response *m, int16_t version);
 /* Encodes `m` at `version`; the writer must have gr_offset_commit_response_size() bytes of room. */
 void gr_offset_commit_response_encode(struct gr_wr *wr, const struct gr_offset_commit_response *m, int16_t version);
+/* Adds one to counts[code + 1] for each error field of `m` (error_code, partition_error_code, every version: Kafka's
+ * errorCounts() reads its in-memory response), the top-level ones only when `top`; a code outside
+ * 0..nslots-2 counts in slot 0 (-1, UNKNOWN_SERVER_ERROR, as Errors.forCode). */
+void gr_offset_commit_response_count_errors(const struct gr_offset_commit_response *m, bool top, uint64_t *counts, int nslots);
 
 /* ---- offset_fetch_request (api key 9 request, versions 1-10, flexible 6+) ---- */
 struct gr_offset_fetch_request_offset_fetch_request_topic {
@@ -902,6 +922,10 @@ int gr_offset_fetch_response_decode(struct gr_rd *rd, int16_t version, struct gr
 size_t gr_offset_fetch_response_size(const struct gr_offset_fetch_response *m, int16_t version);
 /* Encodes `m` at `version`; the writer must have gr_offset_fetch_response_size() bytes of room. */
 void gr_offset_fetch_response_encode(struct gr_wr *wr, const struct gr_offset_fetch_response *m, int16_t version);
+/* Adds one to counts[code + 1] for each error field of `m` (error_code, partition_error_code, every version: Kafka's
+ * errorCounts() reads its in-memory response), the top-level ones only when `top`; a code outside
+ * 0..nslots-2 counts in slot 0 (-1, UNKNOWN_SERVER_ERROR, as Errors.forCode). */
+void gr_offset_fetch_response_count_errors(const struct gr_offset_fetch_response *m, bool top, uint64_t *counts, int nslots);
 
 /* ---- find_coordinator_request (api key 10 request, versions 0-6, flexible 3+) ---- */
 struct gr_find_coordinator_request {
@@ -955,6 +979,10 @@ int gr_find_coordinator_response_decode(struct gr_rd *rd, int16_t version, struc
 size_t gr_find_coordinator_response_size(const struct gr_find_coordinator_response *m, int16_t version);
 /* Encodes `m` at `version`; the writer must have gr_find_coordinator_response_size() bytes of room. */
 void gr_find_coordinator_response_encode(struct gr_wr *wr, const struct gr_find_coordinator_response *m, int16_t version);
+/* Adds one to counts[code + 1] for each error field of `m` (error_code, partition_error_code, every version: Kafka's
+ * errorCounts() reads its in-memory response), the top-level ones only when `top`; a code outside
+ * 0..nslots-2 counts in slot 0 (-1, UNKNOWN_SERVER_ERROR, as Errors.forCode). */
+void gr_find_coordinator_response_count_errors(const struct gr_find_coordinator_response *m, bool top, uint64_t *counts, int nslots);
 
 /* ---- join_group_request (api key 11 request, versions 0-9, flexible 6+) ---- */
 struct gr_join_group_request_join_group_request_protocol {
@@ -1023,6 +1051,10 @@ int gr_join_group_response_decode(struct gr_rd *rd, int16_t version, struct gr_j
 size_t gr_join_group_response_size(const struct gr_join_group_response *m, int16_t version);
 /* Encodes `m` at `version`; the writer must have gr_join_group_response_size() bytes of room. */
 void gr_join_group_response_encode(struct gr_wr *wr, const struct gr_join_group_response *m, int16_t version);
+/* Adds one to counts[code + 1] for each error field of `m` (error_code, partition_error_code, every version: Kafka's
+ * errorCounts() reads its in-memory response), the top-level ones only when `top`; a code outside
+ * 0..nslots-2 counts in slot 0 (-1, UNKNOWN_SERVER_ERROR, as Errors.forCode). */
+void gr_join_group_response_count_errors(const struct gr_join_group_response *m, bool top, uint64_t *counts, int nslots);
 
 /* ---- heartbeat_request (api key 12 request, versions 0-4, flexible 4+) ---- */
 struct gr_heartbeat_request {
@@ -1057,6 +1089,10 @@ int gr_heartbeat_response_decode(struct gr_rd *rd, int16_t version, struct gr_he
 size_t gr_heartbeat_response_size(const struct gr_heartbeat_response *m, int16_t version);
 /* Encodes `m` at `version`; the writer must have gr_heartbeat_response_size() bytes of room. */
 void gr_heartbeat_response_encode(struct gr_wr *wr, const struct gr_heartbeat_response *m, int16_t version);
+/* Adds one to counts[code + 1] for each error field of `m` (error_code, partition_error_code, every version: Kafka's
+ * errorCounts() reads its in-memory response), the top-level ones only when `top`; a code outside
+ * 0..nslots-2 counts in slot 0 (-1, UNKNOWN_SERVER_ERROR, as Errors.forCode). */
+void gr_heartbeat_response_count_errors(const struct gr_heartbeat_response *m, bool top, uint64_t *counts, int nslots);
 
 /* ---- leave_group_request (api key 13 request, versions 0-5, flexible 4+) ---- */
 struct gr_leave_group_request_member_identity {
@@ -1115,6 +1151,10 @@ int gr_leave_group_response_decode(struct gr_rd *rd, int16_t version, struct gr_
 size_t gr_leave_group_response_size(const struct gr_leave_group_response *m, int16_t version);
 /* Encodes `m` at `version`; the writer must have gr_leave_group_response_size() bytes of room. */
 void gr_leave_group_response_encode(struct gr_wr *wr, const struct gr_leave_group_response *m, int16_t version);
+/* Adds one to counts[code + 1] for each error field of `m` (error_code, partition_error_code, every version: Kafka's
+ * errorCounts() reads its in-memory response), the top-level ones only when `top`; a code outside
+ * 0..nslots-2 counts in slot 0 (-1, UNKNOWN_SERVER_ERROR, as Errors.forCode). */
+void gr_leave_group_response_count_errors(const struct gr_leave_group_response *m, bool top, uint64_t *counts, int nslots);
 
 /* ---- sync_group_request (api key 14 request, versions 0-5, flexible 4+) ---- */
 struct gr_sync_group_request_sync_group_request_assignment {
@@ -1166,6 +1206,10 @@ int gr_sync_group_response_decode(struct gr_rd *rd, int16_t version, struct gr_s
 size_t gr_sync_group_response_size(const struct gr_sync_group_response *m, int16_t version);
 /* Encodes `m` at `version`; the writer must have gr_sync_group_response_size() bytes of room. */
 void gr_sync_group_response_encode(struct gr_wr *wr, const struct gr_sync_group_response *m, int16_t version);
+/* Adds one to counts[code + 1] for each error field of `m` (error_code, partition_error_code, every version: Kafka's
+ * errorCounts() reads its in-memory response), the top-level ones only when `top`; a code outside
+ * 0..nslots-2 counts in slot 0 (-1, UNKNOWN_SERVER_ERROR, as Errors.forCode). */
+void gr_sync_group_response_count_errors(const struct gr_sync_group_response *m, bool top, uint64_t *counts, int nslots);
 
 /* ---- describe_groups_request (api key 15 request, versions 0-6, flexible 5+) ---- */
 struct gr_describe_groups_request {
@@ -1230,6 +1274,10 @@ int gr_describe_groups_response_decode(struct gr_rd *rd, int16_t version, struct
 size_t gr_describe_groups_response_size(const struct gr_describe_groups_response *m, int16_t version);
 /* Encodes `m` at `version`; the writer must have gr_describe_groups_response_size() bytes of room. */
 void gr_describe_groups_response_encode(struct gr_wr *wr, const struct gr_describe_groups_response *m, int16_t version);
+/* Adds one to counts[code + 1] for each error field of `m` (error_code, partition_error_code, every version: Kafka's
+ * errorCounts() reads its in-memory response), the top-level ones only when `top`; a code outside
+ * 0..nslots-2 counts in slot 0 (-1, UNKNOWN_SERVER_ERROR, as Errors.forCode). */
+void gr_describe_groups_response_count_errors(const struct gr_describe_groups_response *m, bool top, uint64_t *counts, int nslots);
 
 /* ---- list_groups_request (api key 16 request, versions 0-5, flexible 3+) ---- */
 struct gr_list_groups_request {
@@ -1276,6 +1324,10 @@ int gr_list_groups_response_decode(struct gr_rd *rd, int16_t version, struct gr_
 size_t gr_list_groups_response_size(const struct gr_list_groups_response *m, int16_t version);
 /* Encodes `m` at `version`; the writer must have gr_list_groups_response_size() bytes of room. */
 void gr_list_groups_response_encode(struct gr_wr *wr, const struct gr_list_groups_response *m, int16_t version);
+/* Adds one to counts[code + 1] for each error field of `m` (error_code, partition_error_code, every version: Kafka's
+ * errorCounts() reads its in-memory response), the top-level ones only when `top`; a code outside
+ * 0..nslots-2 counts in slot 0 (-1, UNKNOWN_SERVER_ERROR, as Errors.forCode). */
+void gr_list_groups_response_count_errors(const struct gr_list_groups_response *m, bool top, uint64_t *counts, int nslots);
 
 /* ---- api_versions_request (api key 18 request, versions 0-5, flexible 3+) ---- */
 struct gr_api_versions_request {
@@ -1351,6 +1403,10 @@ int gr_api_versions_response_decode(struct gr_rd *rd, int16_t version, struct gr
 size_t gr_api_versions_response_size(const struct gr_api_versions_response *m, int16_t version);
 /* Encodes `m` at `version`; the writer must have gr_api_versions_response_size() bytes of room. */
 void gr_api_versions_response_encode(struct gr_wr *wr, const struct gr_api_versions_response *m, int16_t version);
+/* Adds one to counts[code + 1] for each error field of `m` (error_code, partition_error_code, every version: Kafka's
+ * errorCounts() reads its in-memory response), the top-level ones only when `top`; a code outside
+ * 0..nslots-2 counts in slot 0 (-1, UNKNOWN_SERVER_ERROR, as Errors.forCode). */
+void gr_api_versions_response_count_errors(const struct gr_api_versions_response *m, bool top, uint64_t *counts, int nslots);
 
 /* ---- create_topics_request (api key 19 request, versions 2-7, flexible 5+) ---- */
 struct gr_create_topics_request_creatable_replica_assignment {
@@ -1451,6 +1507,10 @@ int gr_create_topics_response_decode(struct gr_rd *rd, int16_t version, struct g
 size_t gr_create_topics_response_size(const struct gr_create_topics_response *m, int16_t version);
 /* Encodes `m` at `version`; the writer must have gr_create_topics_response_size() bytes of room. */
 void gr_create_topics_response_encode(struct gr_wr *wr, const struct gr_create_topics_response *m, int16_t version);
+/* Adds one to counts[code + 1] for each error field of `m` (error_code, partition_error_code, every version: Kafka's
+ * errorCounts() reads its in-memory response), the top-level ones only when `top`; a code outside
+ * 0..nslots-2 counts in slot 0 (-1, UNKNOWN_SERVER_ERROR, as Errors.forCode). */
+void gr_create_topics_response_count_errors(const struct gr_create_topics_response *m, bool top, uint64_t *counts, int nslots);
 
 /* ---- delete_topics_request (api key 20 request, versions 1-6, flexible 4+) ---- */
 struct gr_delete_topics_request_delete_topic_state {
@@ -1508,6 +1568,10 @@ int gr_delete_topics_response_decode(struct gr_rd *rd, int16_t version, struct g
 size_t gr_delete_topics_response_size(const struct gr_delete_topics_response *m, int16_t version);
 /* Encodes `m` at `version`; the writer must have gr_delete_topics_response_size() bytes of room. */
 void gr_delete_topics_response_encode(struct gr_wr *wr, const struct gr_delete_topics_response *m, int16_t version);
+/* Adds one to counts[code + 1] for each error field of `m` (error_code, partition_error_code, every version: Kafka's
+ * errorCounts() reads its in-memory response), the top-level ones only when `top`; a code outside
+ * 0..nslots-2 counts in slot 0 (-1, UNKNOWN_SERVER_ERROR, as Errors.forCode). */
+void gr_delete_topics_response_count_errors(const struct gr_delete_topics_response *m, bool top, uint64_t *counts, int nslots);
 
 /* ---- delete_records_request (api key 21 request, versions 0-2, flexible 2+) ---- */
 struct gr_delete_records_request_delete_records_partition {
@@ -1585,6 +1649,10 @@ int gr_delete_records_response_decode(struct gr_rd *rd, int16_t version, struct 
 size_t gr_delete_records_response_size(const struct gr_delete_records_response *m, int16_t version);
 /* Encodes `m` at `version`; the writer must have gr_delete_records_response_size() bytes of room. */
 void gr_delete_records_response_encode(struct gr_wr *wr, const struct gr_delete_records_response *m, int16_t version);
+/* Adds one to counts[code + 1] for each error field of `m` (error_code, partition_error_code, every version: Kafka's
+ * errorCounts() reads its in-memory response), the top-level ones only when `top`; a code outside
+ * 0..nslots-2 counts in slot 0 (-1, UNKNOWN_SERVER_ERROR, as Errors.forCode). */
+void gr_delete_records_response_count_errors(const struct gr_delete_records_response *m, bool top, uint64_t *counts, int nslots);
 
 /* ---- init_producer_id_request (api key 22 request, versions 0-6, flexible 2+) ---- */
 struct gr_init_producer_id_request {
@@ -1625,6 +1693,10 @@ int gr_init_producer_id_response_decode(struct gr_rd *rd, int16_t version, struc
 size_t gr_init_producer_id_response_size(const struct gr_init_producer_id_response *m, int16_t version);
 /* Encodes `m` at `version`; the writer must have gr_init_producer_id_response_size() bytes of room. */
 void gr_init_producer_id_response_encode(struct gr_wr *wr, const struct gr_init_producer_id_response *m, int16_t version);
+/* Adds one to counts[code + 1] for each error field of `m` (error_code, partition_error_code, every version: Kafka's
+ * errorCounts() reads its in-memory response), the top-level ones only when `top`; a code outside
+ * 0..nslots-2 counts in slot 0 (-1, UNKNOWN_SERVER_ERROR, as Errors.forCode). */
+void gr_init_producer_id_response_count_errors(const struct gr_init_producer_id_response *m, bool top, uint64_t *counts, int nslots);
 
 /* ---- offset_for_leader_epoch_request (api key 23 request, versions 2-4, flexible 4+) ---- */
 struct gr_offset_for_leader_epoch_request_offset_for_leader_partition {
@@ -1704,6 +1776,10 @@ int gr_offset_for_leader_epoch_response_decode(struct gr_rd *rd, int16_t version
 size_t gr_offset_for_leader_epoch_response_size(const struct gr_offset_for_leader_epoch_response *m, int16_t version);
 /* Encodes `m` at `version`; the writer must have gr_offset_for_leader_epoch_response_size() bytes of room. */
 void gr_offset_for_leader_epoch_response_encode(struct gr_wr *wr, const struct gr_offset_for_leader_epoch_response *m, int16_t version);
+/* Adds one to counts[code + 1] for each error field of `m` (error_code, partition_error_code, every version: Kafka's
+ * errorCounts() reads its in-memory response), the top-level ones only when `top`; a code outside
+ * 0..nslots-2 counts in slot 0 (-1, UNKNOWN_SERVER_ERROR, as Errors.forCode). */
+void gr_offset_for_leader_epoch_response_count_errors(const struct gr_offset_for_leader_epoch_response *m, bool top, uint64_t *counts, int nslots);
 
 /* ---- add_partitions_to_txn_request (api key 24 request, versions 0-5, flexible 3+) ---- */
 struct gr_add_partitions_to_txn_request_add_partitions_to_txn_topic {
@@ -1799,6 +1875,10 @@ int gr_add_partitions_to_txn_response_decode(struct gr_rd *rd, int16_t version, 
 size_t gr_add_partitions_to_txn_response_size(const struct gr_add_partitions_to_txn_response *m, int16_t version);
 /* Encodes `m` at `version`; the writer must have gr_add_partitions_to_txn_response_size() bytes of room. */
 void gr_add_partitions_to_txn_response_encode(struct gr_wr *wr, const struct gr_add_partitions_to_txn_response *m, int16_t version);
+/* Adds one to counts[code + 1] for each error field of `m` (error_code, partition_error_code, every version: Kafka's
+ * errorCounts() reads its in-memory response), the top-level ones only when `top`; a code outside
+ * 0..nslots-2 counts in slot 0 (-1, UNKNOWN_SERVER_ERROR, as Errors.forCode). */
+void gr_add_partitions_to_txn_response_count_errors(const struct gr_add_partitions_to_txn_response *m, bool top, uint64_t *counts, int nslots);
 
 /* ---- add_offsets_to_txn_request (api key 25 request, versions 0-4, flexible 3+) ---- */
 struct gr_add_offsets_to_txn_request {
@@ -1833,6 +1913,10 @@ int gr_add_offsets_to_txn_response_decode(struct gr_rd *rd, int16_t version, str
 size_t gr_add_offsets_to_txn_response_size(const struct gr_add_offsets_to_txn_response *m, int16_t version);
 /* Encodes `m` at `version`; the writer must have gr_add_offsets_to_txn_response_size() bytes of room. */
 void gr_add_offsets_to_txn_response_encode(struct gr_wr *wr, const struct gr_add_offsets_to_txn_response *m, int16_t version);
+/* Adds one to counts[code + 1] for each error field of `m` (error_code, partition_error_code, every version: Kafka's
+ * errorCounts() reads its in-memory response), the top-level ones only when `top`; a code outside
+ * 0..nslots-2 counts in slot 0 (-1, UNKNOWN_SERVER_ERROR, as Errors.forCode). */
+void gr_add_offsets_to_txn_response_count_errors(const struct gr_add_offsets_to_txn_response *m, bool top, uint64_t *counts, int nslots);
 
 /* ---- end_txn_request (api key 26 request, versions 0-5, flexible 3+) ---- */
 struct gr_end_txn_request {
@@ -1869,6 +1953,10 @@ int gr_end_txn_response_decode(struct gr_rd *rd, int16_t version, struct gr_end_
 size_t gr_end_txn_response_size(const struct gr_end_txn_response *m, int16_t version);
 /* Encodes `m` at `version`; the writer must have gr_end_txn_response_size() bytes of room. */
 void gr_end_txn_response_encode(struct gr_wr *wr, const struct gr_end_txn_response *m, int16_t version);
+/* Adds one to counts[code + 1] for each error field of `m` (error_code, partition_error_code, every version: Kafka's
+ * errorCounts() reads its in-memory response), the top-level ones only when `top`; a code outside
+ * 0..nslots-2 counts in slot 0 (-1, UNKNOWN_SERVER_ERROR, as Errors.forCode). */
+void gr_end_txn_response_count_errors(const struct gr_end_txn_response *m, bool top, uint64_t *counts, int nslots);
 
 /* ---- write_txn_markers_request (api key 27 request, versions 1-2, flexible 1+) ---- */
 struct gr_write_txn_markers_request_writable_txn_marker_topic {
@@ -1958,6 +2046,10 @@ int gr_write_txn_markers_response_decode(struct gr_rd *rd, int16_t version, stru
 size_t gr_write_txn_markers_response_size(const struct gr_write_txn_markers_response *m, int16_t version);
 /* Encodes `m` at `version`; the writer must have gr_write_txn_markers_response_size() bytes of room. */
 void gr_write_txn_markers_response_encode(struct gr_wr *wr, const struct gr_write_txn_markers_response *m, int16_t version);
+/* Adds one to counts[code + 1] for each error field of `m` (error_code, partition_error_code, every version: Kafka's
+ * errorCounts() reads its in-memory response), the top-level ones only when `top`; a code outside
+ * 0..nslots-2 counts in slot 0 (-1, UNKNOWN_SERVER_ERROR, as Errors.forCode). */
+void gr_write_txn_markers_response_count_errors(const struct gr_write_txn_markers_response *m, bool top, uint64_t *counts, int nslots);
 
 /* ---- txn_offset_commit_request (api key 28 request, versions 0-6, flexible 3+) ---- */
 struct gr_txn_offset_commit_request_txn_offset_commit_request_partition {
@@ -2044,6 +2136,10 @@ int gr_txn_offset_commit_response_decode(struct gr_rd *rd, int16_t version, stru
 size_t gr_txn_offset_commit_response_size(const struct gr_txn_offset_commit_response *m, int16_t version);
 /* Encodes `m` at `version`; the writer must have gr_txn_offset_commit_response_size() bytes of room. */
 void gr_txn_offset_commit_response_encode(struct gr_wr *wr, const struct gr_txn_offset_commit_response *m, int16_t version);
+/* Adds one to counts[code + 1] for each error field of `m` (error_code, partition_error_code, every version: Kafka's
+ * errorCounts() reads its in-memory response), the top-level ones only when `top`; a code outside
+ * 0..nslots-2 counts in slot 0 (-1, UNKNOWN_SERVER_ERROR, as Errors.forCode). */
+void gr_txn_offset_commit_response_count_errors(const struct gr_txn_offset_commit_response *m, bool top, uint64_t *counts, int nslots);
 
 /* ---- describe_configs_request (api key 32 request, versions 1-4, flexible 4+) ---- */
 struct gr_describe_configs_request_describe_configs_resource {
@@ -2132,6 +2228,10 @@ int gr_describe_configs_response_decode(struct gr_rd *rd, int16_t version, struc
 size_t gr_describe_configs_response_size(const struct gr_describe_configs_response *m, int16_t version);
 /* Encodes `m` at `version`; the writer must have gr_describe_configs_response_size() bytes of room. */
 void gr_describe_configs_response_encode(struct gr_wr *wr, const struct gr_describe_configs_response *m, int16_t version);
+/* Adds one to counts[code + 1] for each error field of `m` (error_code, partition_error_code, every version: Kafka's
+ * errorCounts() reads its in-memory response), the top-level ones only when `top`; a code outside
+ * 0..nslots-2 counts in slot 0 (-1, UNKNOWN_SERVER_ERROR, as Errors.forCode). */
+void gr_describe_configs_response_count_errors(const struct gr_describe_configs_response *m, bool top, uint64_t *counts, int nslots);
 
 /* ---- alter_configs_request (api key 33 request, versions 0-2, flexible 2+) ---- */
 struct gr_alter_configs_request_alterable_config {
@@ -2200,6 +2300,10 @@ int gr_alter_configs_response_decode(struct gr_rd *rd, int16_t version, struct g
 size_t gr_alter_configs_response_size(const struct gr_alter_configs_response *m, int16_t version);
 /* Encodes `m` at `version`; the writer must have gr_alter_configs_response_size() bytes of room. */
 void gr_alter_configs_response_encode(struct gr_wr *wr, const struct gr_alter_configs_response *m, int16_t version);
+/* Adds one to counts[code + 1] for each error field of `m` (error_code, partition_error_code, every version: Kafka's
+ * errorCounts() reads its in-memory response), the top-level ones only when `top`; a code outside
+ * 0..nslots-2 counts in slot 0 (-1, UNKNOWN_SERVER_ERROR, as Errors.forCode). */
+void gr_alter_configs_response_count_errors(const struct gr_alter_configs_response *m, bool top, uint64_t *counts, int nslots);
 
 /* ---- describe_log_dirs_request (api key 35 request, versions 1-5, flexible 2+) ---- */
 struct gr_describe_log_dirs_request_describable_log_dir_topic {
@@ -2282,6 +2386,10 @@ int gr_describe_log_dirs_response_decode(struct gr_rd *rd, int16_t version, stru
 size_t gr_describe_log_dirs_response_size(const struct gr_describe_log_dirs_response *m, int16_t version);
 /* Encodes `m` at `version`; the writer must have gr_describe_log_dirs_response_size() bytes of room. */
 void gr_describe_log_dirs_response_encode(struct gr_wr *wr, const struct gr_describe_log_dirs_response *m, int16_t version);
+/* Adds one to counts[code + 1] for each error field of `m` (error_code, partition_error_code, every version: Kafka's
+ * errorCounts() reads its in-memory response), the top-level ones only when `top`; a code outside
+ * 0..nslots-2 counts in slot 0 (-1, UNKNOWN_SERVER_ERROR, as Errors.forCode). */
+void gr_describe_log_dirs_response_count_errors(const struct gr_describe_log_dirs_response *m, bool top, uint64_t *counts, int nslots);
 
 /* ---- create_partitions_request (api key 37 request, versions 0-3, flexible 2+) ---- */
 struct gr_create_partitions_request_create_partitions_assignment {
@@ -2349,6 +2457,10 @@ int gr_create_partitions_response_decode(struct gr_rd *rd, int16_t version, stru
 size_t gr_create_partitions_response_size(const struct gr_create_partitions_response *m, int16_t version);
 /* Encodes `m` at `version`; the writer must have gr_create_partitions_response_size() bytes of room. */
 void gr_create_partitions_response_encode(struct gr_wr *wr, const struct gr_create_partitions_response *m, int16_t version);
+/* Adds one to counts[code + 1] for each error field of `m` (error_code, partition_error_code, every version: Kafka's
+ * errorCounts() reads its in-memory response), the top-level ones only when `top`; a code outside
+ * 0..nslots-2 counts in slot 0 (-1, UNKNOWN_SERVER_ERROR, as Errors.forCode). */
+void gr_create_partitions_response_count_errors(const struct gr_create_partitions_response *m, bool top, uint64_t *counts, int nslots);
 
 /* ---- delete_groups_request (api key 42 request, versions 0-3, flexible 2+) ---- */
 struct gr_delete_groups_request {
@@ -2392,6 +2504,10 @@ int gr_delete_groups_response_decode(struct gr_rd *rd, int16_t version, struct g
 size_t gr_delete_groups_response_size(const struct gr_delete_groups_response *m, int16_t version);
 /* Encodes `m` at `version`; the writer must have gr_delete_groups_response_size() bytes of room. */
 void gr_delete_groups_response_encode(struct gr_wr *wr, const struct gr_delete_groups_response *m, int16_t version);
+/* Adds one to counts[code + 1] for each error field of `m` (error_code, partition_error_code, every version: Kafka's
+ * errorCounts() reads its in-memory response), the top-level ones only when `top`; a code outside
+ * 0..nslots-2 counts in slot 0 (-1, UNKNOWN_SERVER_ERROR, as Errors.forCode). */
+void gr_delete_groups_response_count_errors(const struct gr_delete_groups_response *m, bool top, uint64_t *counts, int nslots);
 
 /* ---- incremental_alter_configs_request (api key 44 request, versions 0-1, flexible 1+) ---- */
 struct gr_incremental_alter_configs_request_alterable_config {
@@ -2461,6 +2577,10 @@ int gr_incremental_alter_configs_response_decode(struct gr_rd *rd, int16_t versi
 size_t gr_incremental_alter_configs_response_size(const struct gr_incremental_alter_configs_response *m, int16_t version);
 /* Encodes `m` at `version`; the writer must have gr_incremental_alter_configs_response_size() bytes of room. */
 void gr_incremental_alter_configs_response_encode(struct gr_wr *wr, const struct gr_incremental_alter_configs_response *m, int16_t version);
+/* Adds one to counts[code + 1] for each error field of `m` (error_code, partition_error_code, every version: Kafka's
+ * errorCounts() reads its in-memory response), the top-level ones only when `top`; a code outside
+ * 0..nslots-2 counts in slot 0 (-1, UNKNOWN_SERVER_ERROR, as Errors.forCode). */
+void gr_incremental_alter_configs_response_count_errors(const struct gr_incremental_alter_configs_response *m, bool top, uint64_t *counts, int nslots);
 
 /* ---- offset_delete_request (api key 47 request, versions 0, flexible none) ---- */
 struct gr_offset_delete_request_offset_delete_request_partition {
@@ -2537,6 +2657,10 @@ int gr_offset_delete_response_decode(struct gr_rd *rd, int16_t version, struct g
 size_t gr_offset_delete_response_size(const struct gr_offset_delete_response *m, int16_t version);
 /* Encodes `m` at `version`; the writer must have gr_offset_delete_response_size() bytes of room. */
 void gr_offset_delete_response_encode(struct gr_wr *wr, const struct gr_offset_delete_response *m, int16_t version);
+/* Adds one to counts[code + 1] for each error field of `m` (error_code, partition_error_code, every version: Kafka's
+ * errorCounts() reads its in-memory response), the top-level ones only when `top`; a code outside
+ * 0..nslots-2 counts in slot 0 (-1, UNKNOWN_SERVER_ERROR, as Errors.forCode). */
+void gr_offset_delete_response_count_errors(const struct gr_offset_delete_response *m, bool top, uint64_t *counts, int nslots);
 
 /* ---- describe_cluster_request (api key 60 request, versions 0-2, flexible 0+) ---- */
 struct gr_describe_cluster_request {
@@ -2590,6 +2714,10 @@ int gr_describe_cluster_response_decode(struct gr_rd *rd, int16_t version, struc
 size_t gr_describe_cluster_response_size(const struct gr_describe_cluster_response *m, int16_t version);
 /* Encodes `m` at `version`; the writer must have gr_describe_cluster_response_size() bytes of room. */
 void gr_describe_cluster_response_encode(struct gr_wr *wr, const struct gr_describe_cluster_response *m, int16_t version);
+/* Adds one to counts[code + 1] for each error field of `m` (error_code, partition_error_code, every version: Kafka's
+ * errorCounts() reads its in-memory response), the top-level ones only when `top`; a code outside
+ * 0..nslots-2 counts in slot 0 (-1, UNKNOWN_SERVER_ERROR, as Errors.forCode). */
+void gr_describe_cluster_response_count_errors(const struct gr_describe_cluster_response *m, bool top, uint64_t *counts, int nslots);
 
 /* ---- describe_producers_request (api key 61 request, versions 0, flexible 0+) ---- */
 struct gr_describe_producers_request_topic_request {
@@ -2671,6 +2799,10 @@ int gr_describe_producers_response_decode(struct gr_rd *rd, int16_t version, str
 size_t gr_describe_producers_response_size(const struct gr_describe_producers_response *m, int16_t version);
 /* Encodes `m` at `version`; the writer must have gr_describe_producers_response_size() bytes of room. */
 void gr_describe_producers_response_encode(struct gr_wr *wr, const struct gr_describe_producers_response *m, int16_t version);
+/* Adds one to counts[code + 1] for each error field of `m` (error_code, partition_error_code, every version: Kafka's
+ * errorCounts() reads its in-memory response), the top-level ones only when `top`; a code outside
+ * 0..nslots-2 counts in slot 0 (-1, UNKNOWN_SERVER_ERROR, as Errors.forCode). */
+void gr_describe_producers_response_count_errors(const struct gr_describe_producers_response *m, bool top, uint64_t *counts, int nslots);
 
 /* ---- describe_transactions_request (api key 65 request, versions 0, flexible 0+) ---- */
 struct gr_describe_transactions_request {
@@ -2730,6 +2862,10 @@ int gr_describe_transactions_response_decode(struct gr_rd *rd, int16_t version, 
 size_t gr_describe_transactions_response_size(const struct gr_describe_transactions_response *m, int16_t version);
 /* Encodes `m` at `version`; the writer must have gr_describe_transactions_response_size() bytes of room. */
 void gr_describe_transactions_response_encode(struct gr_wr *wr, const struct gr_describe_transactions_response *m, int16_t version);
+/* Adds one to counts[code + 1] for each error field of `m` (error_code, partition_error_code, every version: Kafka's
+ * errorCounts() reads its in-memory response), the top-level ones only when `top`; a code outside
+ * 0..nslots-2 counts in slot 0 (-1, UNKNOWN_SERVER_ERROR, as Errors.forCode). */
+void gr_describe_transactions_response_count_errors(const struct gr_describe_transactions_response *m, bool top, uint64_t *counts, int nslots);
 
 /* ---- list_transactions_request (api key 66 request, versions 0-2, flexible 0+) ---- */
 struct gr_list_transactions_request {
@@ -2778,6 +2914,10 @@ int gr_list_transactions_response_decode(struct gr_rd *rd, int16_t version, stru
 size_t gr_list_transactions_response_size(const struct gr_list_transactions_response *m, int16_t version);
 /* Encodes `m` at `version`; the writer must have gr_list_transactions_response_size() bytes of room. */
 void gr_list_transactions_response_encode(struct gr_wr *wr, const struct gr_list_transactions_response *m, int16_t version);
+/* Adds one to counts[code + 1] for each error field of `m` (error_code, partition_error_code, every version: Kafka's
+ * errorCounts() reads its in-memory response), the top-level ones only when `top`; a code outside
+ * 0..nslots-2 counts in slot 0 (-1, UNKNOWN_SERVER_ERROR, as Errors.forCode). */
+void gr_list_transactions_response_count_errors(const struct gr_list_transactions_response *m, bool top, uint64_t *counts, int nslots);
 
 /* One row per message: the generic face of the codec, for tests and tools. */
 struct gr_msg_ops {
@@ -2794,6 +2934,8 @@ struct gr_msg_ops {
     void (*encode)(struct gr_wr *wr, const void *m, int16_t version);
     /* the *_file_bytes() function; NULL when the message has no records field */
     size_t (*file_bytes)(const void *m, int16_t version, int *ranges);
+    /* the *_count_errors() function of a response; NULL for requests */
+    void (*count_errors)(const void *m, bool top, uint64_t *counts, int nslots);
 };
 extern const struct gr_msg_ops gr_msg_ops_table[];
 extern const int gr_msg_ops_count;
