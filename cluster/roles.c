@@ -37,6 +37,11 @@ struct rec {
     int32_t leader, leader_epoch;
     int64_t partition_epoch;
     int32_t min_isr;
+    /* the ISR change handed to the writer, until its outcome or the image shows it (the metrics' marks) */
+    bool isr_pending, isr_expand;      /* one is in flight; it adds a member (else removes) */
+    int32_t isr_epoch, isr_count;      /* its leader epoch and ISR size */
+    int64_t isr_base;                  /* the partition epoch it is based on */
+    uint64_t isr_sig;                  /* isr_signature of its ISR */
     bool fetching;                     /* fetcher_add succeeded and no remove since */
     int32_t fetch_leader, fetch_epoch; /* what it was added with */
     uint64_t gen;                      /* the last pass that saw it */
@@ -138,6 +143,31 @@ static void stop_fetch(struct gr_roles *r, struct rec *e)
     e->fetching = false;
 }
 
+/* An order-independent signature of the node set nodes[0..n) (each id mixed, then summed). */
+static uint64_t isr_signature(const int32_t *nodes, int n)
+{
+    uint64_t sig = 0;
+    for (int i = 0; i < n; i++) {
+        uint64_t x = (uint64_t)(uint32_t)nodes[i] * 0x9e3779b97f4a7c15ull;
+        x ^= x >> 29;
+        sig += x * 0xbf58476d1ce4e5b9ull;
+    }
+    return sig;
+}
+
+/* The ISR change in flight of `e` was written by this leader (ReplicaManager's IsrShrinksPerSec /
+   IsrExpandsPerSec mark): counted once, whichever of the writer's answer and the image's new state comes
+   first. */
+static void isr_written(struct gr_roles *r, struct rec *e)
+{
+    if (!e->isr_pending) return;
+    e->isr_pending = false;
+    if (e->isr_expand)
+        r->st.isr_expands++;
+    else
+        r->st.isr_shrinks++;
+}
+
 static void cancel_isr(struct gr_roles *r, struct rec *e)
 {
     if (e->role == REC_LEADER && r->cfg.ops.isr_cancel)
@@ -221,6 +251,11 @@ static void role_note(const struct rec *e, const struct gr_image_topic *t, int32
 static int apply_role(struct gr_roles *r, struct rec *e, enum rec_role role, const struct gr_image_topic *t,
                       int32_t p, const struct gr_image_partition *ip, int32_t min_isr)
 {
+    if (e->isr_pending && role == REC_LEADER && ip->leader_epoch == e->isr_epoch &&
+        ip->partition_epoch > e->isr_base && ip->isr_count == e->isr_count &&
+        isr_signature(gr_image_isr(ip), ip->isr_count) == e->isr_sig)
+        isr_written(r, e); /* the image shows this leader's write before the writer's answer came */
+    e->isr_pending = false;
     cancel_isr(r, e); /* a change in flight is the old state's: the new one drops it */
     struct gr_partition_role_change c = {.role =
                                              role == REC_LEADER ? GR_PARTITION_LEADER : GR_PARTITION_FOLLOWER,
@@ -303,6 +338,7 @@ static void apply_partition(struct gr_roles *r, const struct gr_image_topic *t, 
     if (role == REC_NONE) { /* a stray: the replica manager deletes it */
         stop_fetch(r, e);
         cancel_isr(r, e);
+        e->isr_pending = false;
         e->role = REC_NONE;
         return;
     }
@@ -416,12 +452,14 @@ static void isr_done(void *ctx, const struct gr_isr_change *chg, enum gr_isr_out
     if (!e || e->role != REC_LEADER) return; /* no longer led here: nothing to tell */
     if (outcome == GR_ISR_OK) {
         if (new_pe < 1 || new_pe > INT32_MAX) return; /* out of the partition's range: the image will tell */
+        isr_written(r, e);
         int rc =
             gr_partition_isr_committed(e->part, chg->leader_epoch, (int32_t)new_pe, chg->isr, chg->isr_count);
         if (rc == 0 && chg->leader_epoch == e->leader_epoch && new_pe > e->partition_epoch)
             e->partition_epoch = new_pe; /* the image showing this state later is no change */
         return;
     }
+    e->isr_pending = false; /* not written by this leader */
     if (outcome == GR_ISR_INELIGIBLE) {
         gr_partition_isr_failed(e->part, (int32_t)chg->partition_epoch);
         return;
@@ -453,7 +491,15 @@ static void hook_propose(void *ctx, struct gr_partition *part, const struct gr_p
         int32_t cur[GR_CLUSTER_REPLICAS_MAX];
         int n = gr_partition_isr(part, cur, GR_CLUSTER_REPLICAS_MAX);
         nodes_text(from, sizeof from, cur, n < GR_CLUSTER_REPLICAS_MAX ? n : GR_CLUSTER_REPLICAS_MAX);
+        /* noted before the call: the outcome may come from inside it */
+        e->isr_pending = true;
+        e->isr_expand = c->expand;
+        e->isr_epoch = c->leader_epoch;
+        e->isr_base = c->partition_epoch;
+        e->isr_count = c->isr_count;
+        e->isr_sig = isr_signature(c->isr, c->isr_count);
         rc = r->cfg.ops.isr_propose(r->cfg.ops.isr_ctx, &chg, isr_done, r); /* may answer from inside */
+        if (rc != 0) e->isr_pending = false;
     }
     if (rc == 0) {
         r->st.proposals++;

@@ -100,6 +100,9 @@ struct gr_roles_stats {
     int64_t refused;      /* ISR changes the writer refused at once (reverted) */
     int64_t shrink_ticks; /* shrink timer runs */
     int64_t role_errors;  /* set_role calls that failed (logged) */
+    int64_t isr_shrinks;  /* ISR changes of partitions led here the writer made (GR_ISR_OK) removing members:
+                             Kafka's ReplicaManager IsrShrinksPerSec, marked on a successful AlterPartition */
+    int64_t isr_expands;  /* ... adding a member (IsrExpandsPerSec) */
     int32_t tracked;      /* partitions with a role applied */
 };
 

@@ -55,6 +55,7 @@ struct gr_offset_entry {
     int64_t record_offset;       /* offset of its record in __consumer_offsets (-1 unknown): a COMMIT marker
                                     materializes a pending offset only over an older record (Kafka's
                                     OffsetAndMetadata.recordOffset) */
+    struct gr_commit_window *window; /* the last commits applied here (group_status.h), NULL none yet */
 };
 
 /* A transactional offset commit waiting for its producer's marker (txn_offsets.c). */
@@ -124,6 +125,8 @@ struct gr_coordinator {
     void *current_waiter; /* the waiter of the call in progress */
     bool current_answered;
     uint64_t rng;
+    int64_t (*hw_fn)(void *ctx, const char *topic, int32_t partition); /* group_status.h, NULL unset */
+    void *hw_ctx;
 };
 
 /* group.c */
@@ -175,6 +178,12 @@ bool gr_offsets_remove(struct gr_group *grp, struct gr_str topic, int32_t partit
 /* True when `k` records as one batch at `now_ms` exceed the offsets topic's max.message.bytes. */
 bool gr_offsets_too_large(const struct gr_coordinator *c, const struct gr_coord_record *recs, int32_t k,
                           int64_t now_ms);
+
+/* group_status.c */
+/* A commit of topic/partition was just applied to `grp` (not a replay): adds it to the entry's window with
+   the lag at commit (hw_fn). Out of memory: the commit is left out of the window (logged). */
+void gr_coord_status_note(struct gr_coordinator *c, struct gr_group *grp, struct gr_str topic,
+                          int32_t partition);
 
 /* txn_offsets.c */
 void gr_txn_offsets_free(struct gr_group *grp);

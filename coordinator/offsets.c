@@ -37,8 +37,10 @@ static bool name_eq(const char *a, struct gr_str b)
 void gr_offsets_free(struct gr_group *grp)
 {
     for (int32_t t = 0; t < grp->topic_count; t++) {
-        for (int32_t i = 0; i < grp->topics[t].count; i++)
+        for (int32_t i = 0; i < grp->topics[t].count; i++) {
             free(grp->topics[t].parts[i].metadata);
+            free(grp->topics[t].parts[i].window);
+        }
         free(grp->topics[t].parts);
         free(grp->topics[t].name);
     }
@@ -111,6 +113,7 @@ void gr_offsets_put(struct gr_group *grp, struct gr_str topic, int32_t partition
         memmove(&ot->parts[i + 1], &ot->parts[i], (size_t)(ot->count - i) * sizeof *ot->parts);
         ot->count++;
         ot->parts[i].metadata = NULL;
+        ot->parts[i].window = NULL;
     }
     struct gr_offset_entry *e = &ot->parts[i];
     free(e->metadata);
@@ -132,6 +135,7 @@ bool gr_offsets_remove(struct gr_group *grp, struct gr_str topic, int32_t partit
     int32_t i = part_search(ot, partition);
     if (i < 0) return false;
     free(ot->parts[i].metadata);
+    free(ot->parts[i].window);
     memmove(&ot->parts[i], &ot->parts[i + 1], (size_t)(ot->count - i - 1) * sizeof *ot->parts);
     ot->count--;
     if (ot->count == 0) {
@@ -290,6 +294,7 @@ void gr_coord_commit(struct gr_coordinator *c, const struct gr_commit_params *p,
                 if (p->topics[t].partitions[i].error_code == GR_ERR_NONE) {
                     gr_offsets_put(grp, p->topics[t].name, p->topics[t].partitions[i].partition, &vals[j],
                                    end - k + j);
+                    gr_coord_status_note(c, grp, p->topics[t].name, p->topics[t].partitions[i].partition);
                     j++;
                 }
         *wait_partition = grp->partition;

@@ -248,8 +248,10 @@ void gr_coord_txn_commit(struct gr_coordinator *c, const struct gr_txn_commit_pa
 
 /* ---- markers ---- */
 
-/* replayEndTransactionMarker for one group. */
-static int32_t marker_apply_group(struct gr_group *grp, int64_t producer_id, bool commit)
+/* replayEndTransactionMarker for one group; `live` (the marker written now, not replayed): an offset made
+   committed goes into its commit window (group_status.h). */
+static int32_t marker_apply_group(struct gr_coordinator *c, struct gr_group *grp, int64_t producer_id,
+                                  bool commit, bool live)
 {
     int32_t ended = 0;
     for (int32_t i = grp->txn_count - 1; i >= 0; i--) { /* entry_remove moves a visited entry into i */
@@ -263,6 +265,7 @@ static int32_t marker_apply_group(struct gr_group *grp, int64_t producer_id, boo
                 struct gr_offset_commit_value v = {x->e.offset, x->e.leader_epoch, gr_str_c(x->e.metadata),
                                                    x->e.commit_timestamp_ms, x->e.expire_timestamp_ms};
                 gr_offsets_put(grp, topic, x->e.partition, &v, x->e.record_offset);
+                if (live) gr_coord_status_note(c, grp, topic, x->e.partition);
             } else {
                 GR_INFO("group %s: transactional offset of %s-%d from producer %lld (record %lld) not "
                         "materialized: the committed one is newer (record %lld)",
@@ -276,16 +279,22 @@ static int32_t marker_apply_group(struct gr_group *grp, int64_t producer_id, boo
     return ended;
 }
 
-int32_t gr_coord_txn_marker_apply(struct gr_coordinator *c, int32_t partition, int64_t producer_id,
-                                  bool commit)
+static int32_t marker_apply(struct gr_coordinator *c, int32_t partition, int64_t producer_id, bool commit,
+                            bool live)
 {
     int32_t ended = 0;
     for (int32_t g = 0; g < c->group_count; g++) {
         struct gr_group *grp = c->groups[g];
         if ((partition < 0 || grp->partition == partition) && grp->txn_count)
-            ended += marker_apply_group(grp, producer_id, commit);
+            ended += marker_apply_group(c, grp, producer_id, commit, live);
     }
     return ended;
+}
+
+int32_t gr_coord_txn_marker_apply(struct gr_coordinator *c, int32_t partition, int64_t producer_id,
+                                  bool commit)
+{
+    return marker_apply(c, partition, producer_id, commit, false);
 }
 
 int16_t gr_coord_txn_complete(struct gr_coordinator *c, int32_t partition, int64_t producer_id,
@@ -311,7 +320,7 @@ int16_t gr_coord_txn_complete(struct gr_coordinator *c, int32_t partition, int64
                             commit ? "COMMIT" : "ABORT", (long long)producer_id, partition, strerror(-rc));
         return gr_coord_append_error(rc);
     }
-    gr_coord_txn_marker_apply(c, partition, producer_id, commit);
+    marker_apply(c, partition, producer_id, commit, true);
     *wait_end_offset = end;
     return GR_ERR_NONE;
 }

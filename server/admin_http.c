@@ -110,7 +110,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     }
     if (strcmp(method, MHD_HTTP_METHOD_GET) && strcmp(method, MHD_HTTP_METHOD_HEAD))
         return reply_text(c, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed\n");
-    if (!strcmp(url, "/metrics")) return reply_metrics(a, c);
+    /* /metrics: 503 while start-up has no store yet (a cluster-mode broker waiting for etcd) */
+    if (!strcmp(url, "/metrics"))
+        return a->b->store && a->b->parts ? reply_metrics(a, c)
+                                          : reply_text(c, MHD_HTTP_SERVICE_UNAVAILABLE, "starting\n");
     if (!strcmp(url, "/v1/status/live")) return reply_text(c, MHD_HTTP_OK, "ok\n");
     if (!strcmp(url, "/v1/status/ready"))
         return a->b->ready ? reply_text(c, MHD_HTTP_OK, "ready\n")

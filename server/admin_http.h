@@ -5,7 +5,8 @@
  * HTTP is libmicrohttpd's, driven from the broker's libev loop without a thread of its own: an ev_io on
  * MHD's epoll descriptor and an ev_timer on MHD_get_timeout call MHD_run. GET and HEAD only (405 with an
  * Allow header otherwise), 404 for other paths, at most 16 connections, idle ones closed after 30 s; a body
- * leaves in blocks of at most 64 KiB.
+ * leaves in blocks of at most 64 KiB. /metrics answers 503 until the log directory is open (a cluster-mode
+ * broker resolving its cluster id with etcd runs the loop before that).
  * Read next: server/metrics.c.
  */
 #ifndef GR_ADMIN_HTTP_H

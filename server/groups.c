@@ -40,6 +40,7 @@
 #include "common/log.h"
 #include "common/time.h"
 #include "coordinator/coordinator.h"
+#include "coordinator/group_status.h"
 #include "coordinator/offsets_log.h"
 #include "protocol/errors.h"
 #include "server/groups.h"
@@ -240,6 +241,7 @@ static struct gr_coordinator *coord_new(struct gr_groups *g, const struct gr_coo
                                    hook_timer,  hook_wait_committed};
     struct gr_coordinator *c = gr_coord_create(cfg, &hooks);
     if (c) gr_coord_set_append_txn(c, hook_append_txn);
+    if (c) gr_coord_set_hw_fn(c, gr_metrics_status_hw, g->b); /* lag at commit (coordinator/group_status.h) */
     return c;
 }
 

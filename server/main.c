@@ -341,6 +341,7 @@ int main(int argc, char **argv)
         return 1;
     }
     gr_store_set_iopool(b->store, b->iopool); /* a follower's truncation reads there (storage/truncate.c) */
+    gr_store_set_start_hook(b->store, gr_metrics_status_start_moved, b); /* records lost (metrics_status.h) */
     /* topic changes (cluster/topic_writer.h): storage's operations on one node; in cluster mode txns on etcd
        (server/membership.c), the local files following through the replica manager */
     b->topic_writer =

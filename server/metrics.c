@@ -18,6 +18,8 @@
 #include "protocol/errors.h"
 #include "server/apis.h"
 #include "server/broker.h"
+#include "server/metrics_lagtime.h"
+#include "server/metrics_cluster.h"
 #include "server/metrics_groups.h"
 #include "server/route.h"
 #include "storage/store.h"
@@ -44,6 +46,7 @@ void gr_metrics_free(struct gr_metrics *m)
     free(m->topics);
     m->topics = NULL;
     m->topic_cap = m->topic_count = 0;
+    gr_metrics_status_free(&m->status);
 }
 
 void gr_metrics_request(struct gr_metrics *m, int16_t key, int16_t version)
@@ -316,6 +319,9 @@ bool gr_metrics_render(struct gr_broker *b, struct gr_prom_buf *out)
                    !b->member ? 1.0 : (b->controller && gr_controller_epoch(b->controller)));
     gr_metrics_groups_render(b, out);
     gr_metrics_counts_render(&m->counts, b->fetcher ? gr_fetcher_stats(b->fetcher) : NULL, out);
+    gr_metrics_lagtime_render(b, out);
+    gr_metrics_cluster_render(b, out);
+    gr_metrics_status_render(b, out);
     render_process(m, out);
     gr_prom_type(out, "gregor_build_info", "gauge");
     struct gr_prom_label bl[2] = {{"version", m->version ? m->version : ""}, {"revision", GREGOR_REVISION}};

@@ -19,6 +19,7 @@
 
 #include "common/prom_text.h"
 #include "server/metrics_counts.h"
+#include "server/metrics_status.h"
 
 struct gr_broker;
 struct gr_req;
@@ -45,6 +46,8 @@ struct gr_metrics {
     const char *version;   /* gregor_build_info's version label (main.c's GREGOR_VERSION) */
     /* errors, the Fetch split, replication bytes (server/metrics_counts.h) */
     struct gr_metrics_counts counts;
+    /* records lost to retention per (group, topic) (metrics_status.h) */
+    struct gr_metrics_status status;
 };
 
 /* Zeroes `m` and notes the start time (wall clock). */

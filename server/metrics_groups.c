@@ -90,31 +90,13 @@ static void fill_local(struct gr_broker *b, const struct gr_image_topic *it, str
     p->log_start = gr_log_start_offset(log);
 }
 
-/* The length of the valid UTF-8 sequence at s (1-4 bytes), 0 when the bytes there are not one (overlong,
-   surrogate, above U+10FFFF, truncated). */
-static int utf8_len(const unsigned char *s)
-{
-    if (s[0] < 0x80) return 1;
-    int n = s[0] >= 0xc2 && s[0] <= 0xdf   ? 2
-            : s[0] >= 0xe0 && s[0] <= 0xef ? 3
-            : s[0] >= 0xf0 && s[0] <= 0xf4 ? 4
-                                           : 0;
-    for (int i = 1; i < n; i++)
-        if ((s[i] & 0xc0) != 0x80) return 0;
-    if ((s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] > 0x9f) || (s[0] == 0xf0 && s[1] < 0x90) ||
-        (s[0] == 0xf4 && s[1] > 0x8f))
-        return 0; /* overlong, surrogate, above U+10FFFF */
-    return n;
-}
-
 /* A malloc'd copy of `s` with every byte not in a valid UTF-8 sequence replaced by U+FFFD; NULL when `s` is
    valid (nothing to copy) or out of memory (*oom set). */
 static char *utf8_fixed(const char *s, bool *oom)
 {
-    const unsigned char *u = (const unsigned char *)s;
     size_t bad = 0, len = strlen(s);
     for (size_t i = 0; i < len;) {
-        int n = utf8_len(u + i);
+        int n = gr_prom_utf8_len(s + i);
         bad += !n;
         i += n ? (size_t)n : 1;
     }
@@ -122,7 +104,7 @@ static char *utf8_fixed(const char *s, bool *oom)
     char *out = malloc(len + bad * 2 + 1), *o = out;
     if (!(*oom = !out))
         for (size_t i = 0; i < len;) {
-            int n = utf8_len(u + i);
+            int n = gr_prom_utf8_len(s + i);
             memcpy(o, n ? s + i : "\xef\xbf\xbd", n ? (size_t)n : 3);
             o += n ? n : 3;
             i += n ? (size_t)n : 1;
@@ -279,7 +261,7 @@ static bool served_here(struct gr_coordinator *c, struct gr_group *grp)
 
 bool gr_metrics_groups_render(struct gr_broker *b, struct gr_prom_buf *out)
 {
-    int32_t total = b->coord ? gr_coord_group_count(b->coord) : 0;
+    int32_t total = b->coord && b->parts && b->image ? gr_coord_group_count(b->coord) : 0;
     struct gr_group_lag *gs = total > 0 ? calloc((size_t)total, sizeof *gs) : NULL;
     if (total > 0 && !gs) return !(out->failed = true);
     int n = 0;
@@ -366,8 +348,9 @@ unsigned gr_metrics_groups_http(struct gr_broker *b, const char *url, char **bod
     memcpy(id, url + pl, glen);
     id[glen] = 0;
     struct gr_str gid = {id, (int32_t)glen};
-    int16_t own = b->coord && glen ? gr_coord_check(b->coord, gid) : GR_ERR_NONE;
-    struct gr_group *grp = b->coord && glen && !own ? gr_coord_group_find(b->coord, gid) : NULL;
+    bool up = b->coord && b->parts && b->image; /* the coordinator runs only once these exist */
+    int16_t own = up && glen ? gr_coord_check(b->coord, gid) : GR_ERR_NONE;
+    struct gr_group *grp = up && glen && !own ? gr_coord_group_find(b->coord, gid) : NULL;
     unsigned status = 200;
     if (own == GR_ERR_COORDINATOR_LOAD_IN_PROGRESS) {
         status = 503;

@@ -18,6 +18,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "storage/lag.h"
 #include "storage/log.h"
 #include "storage/producer_state.h"
 #include "storage/store.h"
@@ -164,6 +165,9 @@ struct gr_log {
     bool flush_queued;  /* [store flusher mu] */
     bool flush_running; /* [store flusher mu] */
     bool flush_again;   /* [store flusher mu] */
+
+    /* The append history for the lag formulas (storage/lag.h). Network thread. */
+    struct gr_lag_ring lag;
 };
 
 struct gr_topic {
@@ -256,6 +260,8 @@ struct gr_store {
        begun and not finished (at most one). Network thread only. */
     struct gr_topic_op *ops_head, *ops_tail, *op_running;
     bool ops_pumping;
+    gr_store_start_hook start_hook; /* gr_store_set_start_hook, NULL none */
+    void *start_hook_ctx;
 };
 
 /* --- segment.c --- */
@@ -458,6 +464,9 @@ int gr_log_flush_begin(struct gr_log *log, struct gr_flush_ticket *t);
    and index files of segments sealed by a roll. 0 or -errno (*what names the step). */
 int gr_log_flush_write(struct gr_log *log, struct gr_flush_ticket *t, const char **what);
 int gr_log_flush_end(struct gr_log *log, struct gr_flush_ticket *t, int err, const char *what, bool report);
+/* The log start offset of `log` rose from `old_start` (to log->log_start_offset): tells the store's start
+   hook (gr_store_set_start_hook). Network thread. */
+void gr_log_start_moved(struct gr_log *log, int64_t old_start);
 /* Retention for one log (see gr_store_retention_run). */
 void gr_log_retention(struct gr_log *log, int64_t now_ms);
 /* The high watermark as storage knows it: the server's last gr_log_set_high_watermark since open; before

@@ -907,6 +907,8 @@ void gr_log_written(struct gr_log *log, struct gr_segment *seg, int64_t end_offs
                     int64_t records, int64_t now_ms)
 {
     seg->modified_ms = now_ms;
+    gr_lag_ring_append(&log->lag, log->log_end_offset, (int32_t)(seg->size_bytes - (int64_t)len),
+                       (int64_t)len, now_ms, log->log_start_offset);
     pthread_mutex_lock(&log->mu);
     log->log_end_offset = end_offset;
     unsynced_add_locked(log, seg);
@@ -1339,6 +1341,19 @@ static void after_start_moved(struct gr_log *log)
     log->store->ls_checkpoint_dirty = true;
 }
 
+void gr_log_start_moved(struct gr_log *log, int64_t old_start)
+{
+    struct gr_store *st = log->store;
+    if (st->start_hook && log->log_start_offset > old_start)
+        st->start_hook(st->start_hook_ctx, log, old_start, log->log_start_offset);
+}
+
+void gr_store_set_start_hook(struct gr_store *store, gr_store_start_hook fn, void *ctx)
+{
+    store->start_hook = fn;
+    store->start_hook_ctx = ctx;
+}
+
 int64_t gr_log_start_offset_for_checkpoint(const struct gr_log *log)
 {
     return log->ls_pending_ops > 0 && log->ls_pending > log->log_start_offset ? log->ls_pending
@@ -1371,12 +1386,14 @@ int gr_log_delete_records_end(struct gr_log *log, int64_t offset, int err)
     if (err < 0) return err;
     if (log->deleted || atomic_load(&log->offline)) return -EROFS;
     if (offset <= log->log_start_offset) return 0; /* retention or another DeleteRecords went further */
+    int64_t old_start = log->log_start_offset;
     log->log_start_offset = offset;
     int del = 0;
     while (del + 1 < log->seg_count && log->segs[del + 1]->base_offset <= offset)
         del++;
     if (del) remove_head_segments(log, del);
     after_start_moved(log);
+    gr_log_start_moved(log, old_start);
     return 0;
 }
 
@@ -1428,8 +1445,10 @@ void gr_log_retention(struct gr_log *log, int64_t now_ms)
         if (gr_roll_defer(log) || log_roll(log) < 0) del = n - 1;
     }
     if (del == 0) return;
+    int64_t old_start = log->log_start_offset;
     remove_head_segments(log, del);
     after_start_moved(log);
+    gr_log_start_moved(log, old_start);
 }
 
 /* ---------------------------------------------------------------- open and recovery */
@@ -1845,6 +1864,7 @@ static struct gr_log *log_alloc(struct gr_store *store, struct gr_topic *topic, 
     log->trunc_snap_end = -1;
     gr_producer_state_init(&log->ps);
     log->replay_limit = INT64_MAX;
+    gr_lag_ring_init(&log->lag, gr_time_wall_ms());
     return log;
 }
 
@@ -1911,6 +1931,21 @@ static int recover(struct gr_log *log, bool clean, int64_t rp)
     return sync_recovered(log, k);
 }
 
+/* The lag history after an open (storage/lag.h): one sample per non-empty segment at its base offset, timed
+   by its first batch's timestamp when known, else the previous segment's max timestamp, else its own. */
+static void lag_rebuild(struct gr_log *log)
+{
+    int64_t suffix = log->size_bytes;
+    for (int i = 0; i < log->seg_count; i++) {
+        const struct gr_segment *seg = log->segs[i];
+        int64_t t = seg->rolling_timestamp_ms;
+        if (t < 0 && i > 0) t = log->segs[i - 1]->max_timestamp_ms;
+        if (t < 0) t = seg->max_timestamp_ms;
+        if (seg->size_bytes > 0 && t >= 0) gr_lag_ring_rebuilt(&log->lag, seg->base_offset, t, -suffix);
+        suffix -= seg->size_bytes;
+    }
+}
+
 int gr_log_load(struct gr_store *store, struct gr_topic *topic, int32_t partition, bool clean,
                 int64_t ckpt_recovery_point, int64_t ckpt_log_start, int64_t ckpt_hwm, struct gr_log **out)
 {
@@ -1955,6 +1990,7 @@ int gr_log_load(struct gr_store *store, struct gr_topic *topic, int32_t partitio
     if (del) remove_head_segments(log, del);
     for (int i = 0; i < log->seg_count; i++)
         log->size_bytes += log->segs[i]->size_bytes;
+    lag_rebuild(log);
     if (log->dir_dirty && (err = gr_dir_sync(log->dir_fd)) < 0) {
         gr_log_free(log);
         return err;
@@ -2119,6 +2155,7 @@ void gr_log_free(struct gr_log *log)
     free(log->epochs);
     free(log->snapshots);
     gr_producer_state_free(&log->ps);
+    gr_lag_ring_free(&log->lag);
     free(log->trunc_snap_buf);
     gr_sys_close(atomic_exchange(&log->spare_fd, -1));
     gr_sys_close(log->dir_fd);

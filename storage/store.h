@@ -358,6 +358,13 @@ int gr_topic_config_set_all(struct gr_store *store, struct gr_topic *t, const ch
    (removed in Kafka 4.0), i.e. gr_store_topic_create accepts it. */
 bool gr_topic_config_key_known(const char *key);
 
+/* Called on the network thread each time a live log's start offset rises from `old_start` to `new_start`:
+   retention deleting segments, DeleteRecords (and a follower raising it to its leader's), a follower's
+   truncation that restarts the log further on. Not called at open. Issue #22's records-lost count. */
+typedef void (*gr_store_start_hook)(void *ctx, struct gr_log *log, int64_t old_start, int64_t new_start);
+/* Sets the hook above (NULL: none) and its `ctx`. */
+void gr_store_set_start_hook(struct gr_store *store, gr_store_start_hook fn, void *ctx);
+
 /* Retention: for every live log whose cleanup.policy includes "delete", deletes (oldest first) segments
    whose largest record timestamp is more than retention.ms before `now_ms`, then oldest segments while the
    log exceeds retention.bytes; -1 means unlimited. A segment is deleted only if all its offsets lie below

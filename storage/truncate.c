@@ -283,6 +283,7 @@ static void lower_offsets(struct gr_log *log, int64_t end, int64_t start)
     log->trunc_gen++;
     pthread_mutex_unlock(&log->mu);
     if (log->log_start_offset != start) log->store->ls_checkpoint_dirty = true;
+    int64_t old_start = log->log_start_offset;
     log->log_start_offset = start;
     if (log->high_watermark > end) log->high_watermark = end;
     if (log->high_watermark >= 0 && log->high_watermark < start) log->high_watermark = start;
@@ -290,6 +291,8 @@ static void lower_offsets(struct gr_log *log, int64_t end, int64_t start)
     log->size_bytes = 0;
     for (int i = 0; i < log->seg_count; i++)
         log->size_bytes += log->segs[i]->size_bytes;
+    gr_lag_ring_truncate(&log->lag, end);
+    gr_log_start_moved(log, old_start); /* only when it rose: a restart further on */
 }
 
 /* Snapshots past `end` (all when end < 0) leave the list; their files go with the job. */

@@ -324,7 +324,10 @@ static void test_shrink_and_commit(void **state_)
     assert_true(gr_partition_isr_inflight(f->part));
     assert_isr(f, ISR_ALL, 3);                           /* committed ISR unchanged until the outcome */
     assert_int_equal(gr_roles_shrink_tick(f->roles), 0); /* one change in flight */
+    assert_int_equal(stats(f).isr_shrinks, 0);           /* proposed, not yet written */
     f->fk.done(f->fk.done_ctx, &f->fk.last, GR_ISR_OK, 11);
+    assert_int_equal(stats(f).isr_shrinks, 1); /* ReplicaManager's IsrShrinksPerSec mark */
+    assert_int_equal(stats(f).isr_expands, 0);
     assert_false(gr_partition_isr_inflight(f->part));
     assert_isr(f, ISR_12, 2);
     assert_int_equal(gr_partition_partition_epoch(f->part), 11);
@@ -337,6 +340,33 @@ static void test_shrink_and_commit(void **state_)
     assert_int_equal(stats(f).set_roles, roles_before);
     assert_isr(f, ISR_12, 2);
     assert_int_equal(f->fk.cancels, 0);
+    /* follower 3 catches up: the expand, once written, is an IsrExpandsPerSec mark */
+    assert_int_equal(fetch(f, 3, 10), 0);
+    assert_int_equal(f->fk.proposals, 2);
+    assert_int_equal(f->fk.last.isr_count, 3);
+    f->fk.done(f->fk.done_ctx, &f->fk.last, GR_ISR_OK, 12);
+    assert_int_equal(stats(f).isr_expands, 1);
+    assert_int_equal(stats(f).isr_shrinks, 1);
+    assert_isr(f, ISR_ALL, 3);
+}
+
+/* The image shows this leader's write before the writer's answer: the mark is made then, once. */
+static void test_shrink_seen_in_image_first(void **state_)
+{
+    struct fx *f = *state_;
+    lagging_follower(f);
+    assert_int_equal(gr_roles_shrink_tick(f->roles), 1);
+    state(f, SELF, 3, 11, ISR_ALL, 3); /* a newer state that is not the proposal (another writer's) */
+    gr_image_changed(f->img);
+    assert_int_equal(stats(f).isr_shrinks, 0);
+    assert_int_equal(gr_roles_shrink_tick(f->roles), 1); /* proposed again from partition epoch 11 */
+    state(f, SELF, 3, 12, ISR_12, 2);                    /* the write, seen through the image first */
+    gr_image_changed(f->img);
+    assert_int_equal(stats(f).isr_shrinks, 1);
+    assert_isr(f, ISR_12, 2);
+    f->fk.done(f->fk.done_ctx, &f->fk.last, GR_ISR_OK, 12); /* the answer, late */
+    assert_int_equal(stats(f).isr_shrinks, 1);
+    assert_int_equal(stats(f).isr_expands, 0);
 }
 
 static void test_ineligible_reverts_stale_waits(void **state_)
@@ -359,6 +389,8 @@ static void test_ineligible_reverts_stale_waits(void **state_)
     assert_isr(f, ISR_12, 2);
     assert_int_equal(gr_partition_partition_epoch(f->part), 12);
     assert_int_equal(f->fk.cancels, 1); /* the writer's change of the old state cancelled */
+    /* neither INELIGIBLE nor STALE wrote anything: no mark (the controller's change is not this leader's) */
+    assert_int_equal(stats(f).isr_shrinks + stats(f).isr_expands, 0);
 }
 
 static void test_refused_at_once_reverts(void **state_)
@@ -470,6 +502,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_assigned_without_state, setup, teardown),
         cmocka_unit_test_setup_teardown(test_follower_then_offline, setup, teardown),
         cmocka_unit_test_setup_teardown(test_shrink_and_commit, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_shrink_seen_in_image_first, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ineligible_reverts_stale_waits, setup, teardown),
         cmocka_unit_test_setup_teardown(test_refused_at_once_reverts, setup, teardown),
         cmocka_unit_test_setup_teardown(test_min_isr_alone, setup, teardown),

@@ -30,7 +30,9 @@
 # the replica comparison, the high watermark invariant's count, under make test's network-thread audit
 # (compat-tests/run.sh). A follower's truncation no longer reads on the network thread (its cold reads go to
 # the I/O pool, storage/truncate.c), which that audit had reported in 2 of 3 runs on 2026-12-03 while this
-# ran at --rf 1. Needs root; installs etcd-server,
+# ran at --rf 1. Then metrics.py: /metrics of three brokers (issue #22; leadercount summed, one active
+# controller, a SIGSTOPped follower's partitions under-replicated on their leaders with isrshrinks_total
+# grown, isrexpands_total after its return; about 10 s). Needs root; installs etcd-server,
 # etcd-client and nftables (scripts/install-deps.sh test) when they are missing. Each prints its own
 # "N passed, N failed" line; the
 # last line, "cluster: N passed, N failed", sums them.
@@ -45,7 +47,7 @@ fi
 total_p=0
 total_f=0
 status=0
-for t in selftest membership e2e replication_factors replication_default replication ctl_shutdown pids groups grouplag txn tools lifecycle faults jepsen; do
+for t in selftest membership e2e replication_factors replication_default replication ctl_shutdown pids groups grouplag txn tools lifecycle faults jepsen metrics; do
     out=$(mktemp)
     extra=()
     [ "$t" = jepsen ] && extra=(--rf 3)

@@ -23,6 +23,9 @@ export ADMIN
 run_py "metrics/run.py" "$here/run.py"
 run_py "metrics/grouplag" "$here/grouplag.py"
 run_py "metrics/counts" "$here/counts.py"
+run_py "metrics/lagtime" "$here/lagtime.py"
+run_py "metrics/cluster" "$here/cluster.py"
+run_py "metrics/status" "$here/status.py"
 
 # start_one NAME [--override ...]: a broker in $tmp/NAME, admin and Kafka listeners on port 0, in background
 start_one() {

@@ -145,13 +145,29 @@ static void http_paths(void **state)
     free(b);
 }
 
+/* Label values off the wire may be any bytes: each byte outside a valid UTF-8 sequence becomes U+FFFD
+   (common/prom_text.c), so one odd group id cannot make Prometheus refuse the whole page. */
+static void label_values_utf8(void **state)
+{
+    (void)state;
+    struct gr_prom_buf b;
+    gr_prom_buf_init(&b, 0);
+    struct gr_prom_label l = {"consumergroup", "a\xff\"b\xe2\x82\xac\xc0\xaf\xed\xa0\x80z\xe2\x82"};
+    gr_prom_sample(&b, "m", &l, 1, 1);
+    assert_string_equal(b.data, "m{consumergroup=\"a\xef\xbf\xbd\\\"b\xe2\x82\xac" /* valid U+20AC kept */
+                                "\xef\xbf\xbd\xef\xbf\xbd"                         /* overlong C0 AF */
+                                "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"             /* surrogate ED A0 80 */
+                                "z\xef\xbf\xbd\xef\xbf\xbd\"} 1\n");               /* truncated at the end */
+    assert_int_equal(gr_prom_utf8_len("\xf4\x8f\xbf\xbf"), 4);                     /* U+10FFFF */
+    assert_int_equal(gr_prom_utf8_len("\xf4\x90\x80\x80"), 0);                     /* above it */
+    gr_prom_buf_free(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(value_rules),
-        cmocka_unit_test(render_lines),
-        cmocka_unit_test(lag_json),
-        cmocka_unit_test(http_paths),
+        cmocka_unit_test(value_rules), cmocka_unit_test(render_lines),      cmocka_unit_test(lag_json),
+        cmocka_unit_test(http_paths),  cmocka_unit_test(label_values_utf8),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

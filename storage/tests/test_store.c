@@ -356,9 +356,27 @@ static struct gr_log *make_log(struct fx *f, const char *name, const char *const
     return gr_topic_log(t, 0);
 }
 
+/* What the store's start hook (gr_store_set_start_hook) was told: its calls and the last (old, new). */
+struct start_seen {
+    int calls;
+    struct gr_log *log;
+    int64_t old_start, new_start;
+};
+
+static void on_start(void *ctx, struct gr_log *log, int64_t old_start, int64_t new_start)
+{
+    struct start_seen *x = ctx;
+    x->calls++;
+    x->log = log;
+    x->old_start = old_start;
+    x->new_start = new_start;
+}
+
 static void test_retention_by_time(void **state)
 {
     struct fx *f = *state;
+    struct start_seen hook = {0};
+    gr_store_set_start_hook(f->store, on_start, &hook);
     const char *k[] = {"segment.bytes", "retention.ms"}, *v[] = {"700", "50000"};
     struct gr_log *log = make_log(f, "rt", k, v, 2);
     for (uint32_t i = 0; i < 20; i++)
@@ -372,10 +390,16 @@ static void test_retention_by_time(void **state)
     gr_store_retention_run(f->store, 120000);
     assert_int_equal(gr_log_segment_count(log), segs);
     assert_int_equal(gr_log_start_offset(log), 0);
+    assert_int_equal(hook.calls, 0);
     gr_log_set_high_watermark(log, 160);
     gr_store_retention_run(f->store, 120000);
     /* Every segment whose largest timestamp is < 70000 went; the first kept holds batch 20's data. */
     int64_t ls = gr_log_start_offset(log);
+    /* the start hook heard of the move once: 0 -> ls */
+    assert_int_equal(hook.calls, 1);
+    assert_ptr_equal(hook.log, log);
+    assert_int_equal(hook.old_start, 0);
+    assert_int_equal(hook.new_start, ls);
     assert_true(ls > 0 && ls <= 80);
     assert_int_equal(ls, log->segs[0]->base_offset);
     assert_true(log->segs[0]->max_timestamp_ms >= 70000);
@@ -403,6 +427,9 @@ static void test_retention_by_time(void **state)
     assert_int_equal(gr_log_start_offset(log), 160);
     assert_int_equal(gr_log_end_offset(log), 160);
     assert_int_equal(gr_log_size_bytes(log), 0);
+    assert_int_equal(hook.calls, 2);
+    assert_int_equal(hook.old_start, ls);
+    assert_int_equal(hook.new_start, 160);
     assert_int_equal(append(log, 1, 2000000000, 40), 160);
     reopen(f);
     log = gr_topic_log(find(f, "rt"), 0);
@@ -472,12 +499,17 @@ static void test_delete_records(void **state)
     struct fx *f = *state;
     const char *k[] = {"segment.bytes"}, *v[] = {"500"};
     struct gr_log *log = make_log(f, "dr", k, v, 1);
+    struct start_seen hook = {0};
+    gr_store_set_start_hook(f->store, on_start, &hook);
     for (uint32_t i = 0; i < 20; i++)
         append(log, 5, 1000, i); /* offsets 0..99 */
     int segs = gr_log_segment_count(log);
     assert_int_equal(gr_log_delete_records(log, 101), -ERANGE);
     assert_int_equal(gr_log_delete_records(log, 57), 0);
     assert_int_equal(gr_log_start_offset(log), 57);
+    assert_int_equal(hook.calls, 1); /* the start hook: 0 -> 57 */
+    assert_int_equal(hook.old_start, 0);
+    assert_int_equal(hook.new_start, 57);
     assert_true(gr_log_segment_count(log) < segs);
     assert_true(log->segs[0]->base_offset <= 57);
     assert_true(log->seg_count == 1 || log->segs[1]->base_offset > 57);
@@ -488,6 +520,7 @@ static void test_delete_records(void **state)
     gr_log_slice_release(&s);
     assert_int_equal(gr_log_delete_records(log, 10), 0); /* below: nothing to do */
     assert_int_equal(gr_log_start_offset(log), 57);
+    assert_int_equal(hook.calls, 1); /* and nothing told */
     int64_t off, ts;
     int32_t ep;
     assert_int_equal(gr_log_offset_for_time(log, 0, INT64_MAX, &off, &ts, &ep), 0);
