@@ -37,6 +37,7 @@
 #include "server/logwait.h"
 #include "server/metrics.h"
 #include "server/netlimits.h"
+#include "server/request_metrics.h"
 #include "storage/iopool.h"
 #include "storage/log.h"
 #include "storage/store.h"
@@ -131,6 +132,8 @@ struct gr_req {
     int chunk_count;
     int chunk_at;     /* first chunk not fully sent */
     size_t chunk_off; /* bytes of chunks[chunk_at] already sent */
+    /* when it was read, dispatched, parked, answered and sent (server/request_metrics.h) */
+    struct gr_req_times times;
 };
 
 /* One bound listener: NAME://host:port from `listeners`, and what Metadata tells clients that came in

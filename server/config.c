@@ -16,6 +16,7 @@
 
 #include "cluster/layout.h" /* gr_cluster_prefix_check */
 #include "common/limits.h"  /* GR_CLUSTER_REPLICAS_MAX */
+#include "common/log.h"     /* gr_log_format_parse */
 
 #define I32 INT32_MIN, INT32_MAX
 #define I64 INT64_MIN, INT64_MAX
@@ -171,6 +172,13 @@ static const struct gr_config_def defs[] = {
      "unsent answers stop reading requests until they drain; a connection with nothing unsent still takes "
      "one request."},
     {"gregor.log.level", GR_CFG_STRING, "INFO", 0, 0, "Gregor: DEBUG, INFO, WARN or ERROR."},
+    {"gregor.log.format", GR_CFG_STRING, "logfmt", 0, 0,
+     "Gregor: the layout of the log lines on stderr: logfmt (ts=... level=... component=... msg=... "
+     "key=value) or json (one JSON object per line with the same keys)."},
+    {"gregor.log.slow.request.ms", GR_CFG_LONG, "1000", 0, INT64_MAX / 1000,
+     "Gregor: a request whose total time (from its frame read to its answer's last byte, less a long-poll "
+     "Fetch's wait) exceeds this many ms logs one line (rate-limited) with its api, version, client_id, "
+     "correlation_id, peer and duration_ms."},
     {"gregor.metadata.etcd.endpoints", GR_CFG_LIST, NULL, 0, 0,
      "Gregor: the etcd cluster that keeps the cluster metadata, as http://host:port, comma-separated (at "
      "most "
@@ -443,6 +451,11 @@ static int validate(const struct gr_config_def *d, const char *value)
             fprintf(stderr, "config: gregor.log.level must be DEBUG, INFO, WARN or ERROR, got '%s'\n", value);
             return -1;
         }
+        enum gr_log_format lf;
+        if (strcmp(d->name, "gregor.log.format") == 0 && gr_log_format_parse(value, &lf) < 0) {
+            fprintf(stderr, "config: gregor.log.format must be logfmt or json, got '%s'\n", value);
+            return -1;
+        }
         if (strcmp(d->name, "log.cleanup.policy") == 0 && strcmp(value, "delete") &&
             strcmp(value, "compact") && strcmp(value, "compact,delete") && strcmp(value, "delete,compact")) {
             fprintf(stderr,
@@ -706,6 +719,7 @@ void gr_config_resolve(struct gr_config *cfg)
     s->gregor_open_files_max = (int32_t)gr_config_int(cfg, "gregor.open.files.max");
     s->gregor_connection_unsent_bytes_max = gr_config_int(cfg, "gregor.connection.unsent.bytes.max");
     s->gregor_unsent_bytes_max = gr_config_int(cfg, "gregor.unsent.bytes.max");
+    s->gregor_log_slow_request_ms = gr_config_int(cfg, "gregor.log.slow.request.ms");
     const char *endpoints = gr_config_str(cfg, "gregor.metadata.etcd.endpoints");
     int n = endpoints ? endpoints_parse(endpoints, s->gregor_metadata_etcd_endpoints) : 0;
     s->gregor_metadata_etcd_endpoint_count = n > 0 ? n : 0; /* values were validated when set */

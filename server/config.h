@@ -85,6 +85,7 @@ struct gr_broker_settings {
     int32_t gregor_open_files_max;                    /* gregor.open.files.max */
     int64_t gregor_connection_unsent_bytes_max;       /* gregor.connection.unsent.bytes.max */
     int64_t gregor_unsent_bytes_max;                  /* gregor.unsent.bytes.max */
+    int64_t gregor_log_slow_request_ms;               /* gregor.log.slow.request.ms */
     /* Cluster mode (issue #19; read-only, as in Kafka). */
     int32_t gregor_metadata_etcd_endpoint_count; /* gregor.metadata.etcd.endpoints: 0 = single node */
     char gregor_metadata_etcd_endpoints[GR_ETCD_ENDPOINTS_MAX]

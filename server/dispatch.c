@@ -53,6 +53,7 @@ void gr_dispatch(struct gr_req *req)
 {
     int16_t key, version;
     int32_t corr;
+    gr_reqtime_started(req);
     gr_request_header_peek(req->frame, req->frame_len, &key, &version, &corr);
     req->hdr.request_api_key = key;
     req->hdr.request_api_version = version;

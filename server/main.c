@@ -240,6 +240,8 @@ static int parse_args(int argc, char **argv, struct gr_config *cfg, int *mode)
 static int exit_early(struct gr_broker *b, int status)
 {
     if (b->iopool) gr_iopool_destroy(b->iopool);
+    gr_image_free(b->image); /* NULL ignored */
+    gr_metrics_free(&b->metrics);
     gr_config_free(&b->cfg);
     free(b);
     return status;
@@ -276,6 +278,9 @@ int main(int argc, char **argv)
                      : !strcasecmp(lvl, "WARN")  ? GR_LOG_WARN
                      : !strcasecmp(lvl, "ERROR") ? GR_LOG_ERROR
                                                  : GR_LOG_INFO);
+    enum gr_log_format log_format = GR_LOG_LOGFMT;
+    gr_log_format_parse(gr_config_str(&b->cfg, "gregor.log.format"), &log_format); /* checked by config.c */
+    gr_log_set_format(log_format);
     if (gr_failpoint_init(getenv("GREGOR_FAILPOINT")) < 0) return refused(b); /* tests only (failpoint.h) */
 
     b->node_id = (int32_t)gr_config_int(&b->cfg, "node.id");
@@ -392,6 +397,7 @@ int main(int argc, char **argv)
     b->housekeeping_timer.data = b;
     ev_timer_start(b->loop, &b->housekeeping_timer);
     b->last_retention_ms = b->last_producer_expiry_ms = gr_time_mono_ms();
+    if (gr_reqtime_start(b) < 0) return 1; /* request timing and the loop's idle time (request_metrics.h) */
     if (gr_net_serve(b)) return 1;
 
     const char *audit = getenv("GREGOR_NET_THREAD_AUDIT");

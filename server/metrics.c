@@ -47,6 +47,8 @@ void gr_metrics_free(struct gr_metrics *m)
     m->topics = NULL;
     m->topic_cap = m->topic_count = 0;
     gr_metrics_status_free(&m->status);
+    gr_reqtime_free(m->reqtime); /* server/request_metrics.h */
+    m->reqtime = NULL;
 }
 
 void gr_metrics_request(struct gr_metrics *m, int16_t key, int16_t version)
@@ -322,6 +324,7 @@ bool gr_metrics_render(struct gr_broker *b, struct gr_prom_buf *out)
     gr_metrics_lagtime_render(b, out);
     gr_metrics_cluster_render(b, out);
     gr_metrics_status_render(b, out);
+    gr_reqtime_render(b, out); /* request times, latency, idle fractions: server/request_metrics.h */
     render_process(m, out);
     gr_prom_type(out, "gregor_build_info", "gauge");
     struct gr_prom_label bl[2] = {{"version", m->version ? m->version : ""}, {"revision", GREGOR_REVISION}};

@@ -25,6 +25,7 @@ struct gr_broker;
 struct gr_req;
 struct gr_image_topic;
 struct gr_produce_result;
+struct gr_reqtime;
 
 #define GR_METRICS_API_KEYS 128    /* Kafka API keys counted (keys above are never served) */
 #define GR_METRICS_API_VERSIONS 32 /* versions counted per key */
@@ -48,6 +49,8 @@ struct gr_metrics {
     struct gr_metrics_counts counts;
     /* records lost to retention per (group, topic) (metrics_status.h) */
     struct gr_metrics_status status;
+    /* request timing and idle fractions (server/request_metrics.h), made by gr_reqtime_start */
+    struct gr_reqtime *reqtime;
 };
 
 /* Zeroes `m` and notes the start time (wall clock). */

@@ -89,9 +89,9 @@ static void lost_one(void *ctx, const char *group_id, int64_t committed)
     struct lost_walk *w = ctx;
     int64_t n = gr_status_records_lost(committed, w->l0, w->l1);
     if (n <= 0) return;
-    GR_WARN_RATELIMITED(
-        "retention deleted past committed offset group=%s topic=%s partition=%d records_lost=%" PRId64,
-        group_id, w->topic, w->partition, n);
+    GR_WARN_KV_RATELIMITED("retention deleted past committed offset",
+                           "group=%s topic=%s partition=%d records_lost=%" PRId64, group_id, w->topic,
+                           w->partition, n);
     if (gr_metrics_status_add_lost(w->s, group_id, w->topic, (uint64_t)n)) w->total += (uint64_t)n;
 }
 

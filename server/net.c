@@ -202,6 +202,7 @@ static void conn_add_request(struct gr_conn *conn, uint8_t *frame, size_t len)
     req->frame = frame;
     req->frame_len = len;
     req->pool_bytes = (int64_t)len; /* reserved when its size prefix was read */
+    gr_reqtime_received(req);
     /* arrays decoded from a frame can take at most ~32 bytes of memory per wire byte (see gen_codec.py) */
     gr_arena_init(&req->arena, 32 * len + (1 << 20));
     if (conn->tail)
@@ -360,6 +361,7 @@ static void release_head(struct gr_conn *conn)
     conn->head = r->next;
     if (!conn->head) conn->tail = NULL;
     conn->outstanding--;
+    gr_reqtime_sent(r, conn->peer); /* its last byte is written (or no answer was due) */
     gr_req_free(r);
     if (conn->stalled) resume_schedule(conn->broker);
 }
@@ -447,6 +449,7 @@ static void conn_write(struct gr_conn *conn)
         }
         struct gr_chunk *c = &r->chunks[r->chunk_at];
         ssize_t n;
+        gr_reqtime_sending(r);
         if (c->mem) {
             struct iovec iov[16];
             int cnt = 0, i = r->chunk_at;
@@ -490,6 +493,7 @@ static void conn_write(struct gr_conn *conn)
            conn_write runs inside other requests' completions (a partition's waiters being woken, a flush
            binding), and a handler started there could change what they are walking; the loop's top level
            is safe */
+        gr_reqtime_received(conn->head); /* as Kafka reads it: once the one before is sent */
         ev_timer_init(&conn->held_w, conn_held_cb, 0, 0);
         conn->held_w.data = conn;
         ev_timer_start(b->loop, &conn->held_w);

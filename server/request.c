@@ -181,6 +181,7 @@ enum gr_handler_rc gr_req_await(struct gr_req *req, const struct gr_await *a)
     if (!a) a = &none;
     req->recheck = a->recheck;
     req->expire = a->expire;
+    gr_reqtime_parked(req); /* its local time ends at its first wait */
     if (!req->parked) gr_req_park(req, INT64_MAX);
     arm_deadline(req, a->expire ? gr_time_mono_ms() + (a->timeout_ms > 0 ? a->timeout_ms : 0) : INT64_MAX);
     return GR_HANDLER_WAIT;
@@ -608,7 +609,10 @@ void gr_req_run(struct gr_req *req)
     /* parked while its handler runs: waits may be registered at any point, and a connection closed
        meanwhile leaves the request to be freed when it finishes (server/net.c) */
     if (!req->parked) gr_req_park(req, INT64_MAX);
+    struct gr_broker *b = req->broker; /* the handler may free req */
+    int64_t t = gr_reqtime_handler_enter(b);
     gr_req_complete(req, req->api->handler(req));
+    gr_reqtime_handler_exit(b, t);
 }
 
 void gr_req_complete(struct gr_req *req, enum gr_handler_rc rc)
@@ -641,8 +645,10 @@ void gr_req_finish(struct gr_req *req)
         gr_req_free(req);
         return;
     }
+    gr_reqtime_finishing(req);
     gr_metrics_answered(req); /* per-API counters of the answer (server/metrics.h) */
     encode_response(req);
+    gr_reqtime_queued(req);
     req->done = true;
     req_answered(req);
 }
@@ -652,6 +658,7 @@ void gr_req_finish_silent(struct gr_req *req)
     gr_req_unpark(req);
     req->no_response = true;
     req->done = true;
+    gr_reqtime_queued(req);
     if (!req->conn) {
         gr_req_free(req);
         return;

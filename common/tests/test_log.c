@@ -43,6 +43,30 @@ static void site_b(int i)
     GR_WARN_RATELIMITED("append to t-%d failed: No space left on device", i);
 }
 
+static void site_kv(int i)
+{
+    GR_WARN_KV_RATELIMITED("slow request", "api=%s correlation_id=%d client_id=%s", "Produce", i, "my app");
+}
+
+static void test_kv_lines_limited(void **state)
+{
+    (void)state;
+    gr_log_set_clock(fake_clock);
+    capture();
+    for (int i = 0; i < 12; i++)
+        site_kv(i);
+    fake_now += GR_LOG_RATELIMIT_WINDOW_MS;
+    site_kv(99);
+    char *out = captured();
+    assert_int_equal(count_of(out, "msg=\"slow request\""), GR_LOG_RATELIMIT_LINES + 1);
+    assert_non_null(strstr(out, "msg=\"slow request\" api=Produce correlation_id=9 client_id=\"my app\"\n"));
+    assert_null(strstr(out, "correlation_id=10 "));
+    assert_non_null(strstr(out, " suppressed=2 max_lines=10 window_s=10\n"));
+    assert_true(strstr(out, "suppressed=2") < strstr(out, "correlation_id=99 "));
+    free(out);
+    gr_log_set_clock(NULL);
+}
+
 static void test_lines_then_suppressed_count(void **state)
 {
     (void)state;
@@ -63,8 +87,11 @@ static void test_lines_then_suppressed_count(void **state)
     assert_null(strstr(out, "peer-100: malformed"));
     assert_non_null(strstr(out, "peer-101: malformed"));
     assert_int_equal(count_of(out, "similar messages suppressed"), 1);
-    assert_non_null(strstr(out, "WARN tests/test_log.c:"));
-    assert_non_null(strstr(out, ": 16 similar messages suppressed")); /* 25 - 10 + the one at +9.999 s */
+    /* a logfmt line of its own at the site's level and component, the count in a key */
+    assert_non_null(strstr(out, " level=warn component=common msg=\"similar messages suppressed\" "
+                                "site=tests/test_log.c:"));
+    assert_non_null(
+        strstr(out, " suppressed=16 max_lines=10 window_s=10\n")); /* 25 - 10 + the one at +9.999 s */
     assert_true(strstr(out, "suppressed") < strstr(out, "peer-101"));
     assert_int_equal(count_of(out, "No space left"), 3); /* another site: its own budget */
     free(out);
@@ -85,7 +112,7 @@ static void test_flush_reports_quiet_site(void **state)
     char *out = captured();
     assert_int_equal(count_of(out, "No space left"), GR_LOG_RATELIMIT_LINES);
     assert_int_equal(count_of(out, "similar messages suppressed"), 1);
-    assert_non_null(strstr(out, ": 30 similar messages suppressed"));
+    assert_non_null(strstr(out, " suppressed=30 max_lines=10 window_s=10\n"));
     free(out);
     gr_log_set_clock(NULL);
 }
@@ -116,6 +143,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_lines_then_suppressed_count),
+        cmocka_unit_test(test_kv_lines_limited),
         cmocka_unit_test(test_flush_reports_quiet_site),
         cmocka_unit_test(test_level_filter_and_plain_warn),
     };

@@ -377,7 +377,8 @@ def t_sigterm(run, etcd, bs, st):
               'its lease changed or was lost' not in after)
         if was_controller:
             check(f'broker {b.node_id}, the controller: "stops ... the broker is shutting down" at INFO',
-                  re.search(r'INFO controller: node \d+ stops \(epoch \d+\): the broker is shutting down', after)
+                  re.search(r' level=info component=cluster msg="controller: node \d+ stops \(epoch \d+\): the broker is '
+                            r'shutting down', after)
                   is not None)
         if i:
             check(f'broker {b.node_id}: the unanswered revoke is logged',

@@ -131,9 +131,9 @@ def wait_parts(bs, pred, timeout, what, topic=TOPIC):
 
 
 def log_ms(line):
-    """Milliseconds since the epoch of a broker log line ("2026-12-02T07:58:00.388Z LEVEL ...")."""
+    """Milliseconds since the epoch of a broker log line ("ts=2026-12-02T07:58:00.388Z level=... ", logfmt)."""
     import datetime
-    ts = datetime.datetime.strptime(line.split(' ', 1)[0], '%Y-%m-%dT%H:%M:%S.%fZ')
+    ts = datetime.datetime.strptime(line.split(' ', 1)[0].removeprefix('ts='), '%Y-%m-%dT%H:%M:%S.%fZ')
     return int(ts.replace(tzinfo=datetime.timezone.utc).timestamp() * 1000)
 
 

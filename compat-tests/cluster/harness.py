@@ -975,8 +975,12 @@ class Broker:
 
         def ready():
             if not self.proc.alive():
+                try:  # a dying process shows state Z for some ms before waitpid can reap it: wait for its status
+                    status = self.proc.popen.wait(5)
+                except subprocess.TimeoutExpired:
+                    status = None
                 raise HarnessError(f'broker {self.node_id} exited at start '
-                                   f'(status {self.proc.popen.poll()}):\n{self.proc.log_tail()}')
+                                   f'(status {status}):\n{self.proc.log_tail()}')
             try:
                 with open(self.listener_file) as f:
                     lines = f.read().splitlines()

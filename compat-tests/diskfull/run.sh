@@ -48,7 +48,7 @@ audit_none() { # NAME: no audit line in the broker's log
     local n
     n=$(grep -c "net-thread disk call" "$BROKER_DIR/broker.log")
     check_eq "$1" 0 "$n"
-    [ "$n" -gt 0 ] && grep "net-thread disk call" "$BROKER_DIR/broker.log" | cut -d' ' -f3- | sort | uniq -c | sort -rn | head -10
+    [ "$n" -gt 0 ] && grep "net-thread disk call" "$BROKER_DIR/broker.log" | sed -E 's/^ts=[^ ]* level=[^ ]* component=[^ ]* //' | sort | uniq -c | sort -rn | head -10
 }
 
 start=$(date +%s)
@@ -58,7 +58,7 @@ run_py "diskfull/run.py fill" "$here/run.py" fill
 check "the file system is full ($(df --output=avail -k "$MNT" | tail -1 | tr -d ' ') KiB left)" \
     [ "$(df --output=avail -k "$MNT" | tail -1)" -lt 1024 ]
 broker_stop TERM
-echo "  stop: $(grep -E 'storage: closed' "$BROKER_DIR/broker.log" | tail -1 | cut -d' ' -f3-)"
+echo "  stop: $(grep -E 'storage: closed' "$BROKER_DIR/broker.log" | tail -1 | sed -E 's/^ts=[^ ]* level=[^ ]* component=[^ ]* //')"
 started() { # N: waits until the log holds N "started in" lines with the broker alive (its store opened)
     for _ in $(seq 1 200); do
         [ "$(grep -c ' started in ' "$BROKER_DIR/broker.log")" -ge "$1" ] && kill -0 "$BROKER_PID" 2>/dev/null && return 0

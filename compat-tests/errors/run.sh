@@ -17,7 +17,7 @@ run_py "errors/idempotence.py" "$here/idempotence.py" before "$idem_state"
 broker_restart || fail "broker restarts after SIGTERM"
 # The rate-limited per-frame warning (log_flood in run.py) reported how many it suppressed (by SIGTERM at the latest).
 check "the broker log counts the suppressed frame warnings" \
-    grep -Eq "net\.c:[0-9]+: [0-9]+ similar messages suppressed" "$BROKER_DIR/broker.log"
+    grep -Eq 'msg="similar messages suppressed" site=server/net\.c:[0-9]+ suppressed=[1-9][0-9]* ' "$BROKER_DIR/broker.log"
 run_py "errors/idempotence.py after restart" "$here/idempotence.py" after "$idem_state"
 broker_restart --override producer.id.expiration.ms=3000 --override producer.id.expiration.check.interval.ms=200 ||
     fail "broker restarts with producer.id.expiration.ms=3000"

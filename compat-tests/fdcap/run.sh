@@ -46,7 +46,7 @@ audit_none() { # NAME: no network-thread disk call in this broker's log
     local n
     n=$(grep -c "net-thread disk call" "$BROKER_DIR/broker.log")
     check_eq "$1: network-thread disk calls logged by the audit" 0 "$n"
-    [ "$n" -gt 0 ] && grep "net-thread disk call" "$BROKER_DIR/broker.log" | cut -d' ' -f3- | sort | uniq -c | sort -rn | head -5
+    [ "$n" -gt 0 ] && grep "net-thread disk call" "$BROKER_DIR/broker.log" | sed -E 's/^ts=[^ ]* level=[^ ]* component=[^ ]* //' | sort | uniq -c | sort -rn | head -5
 }
 
 add_result() { # NAME FILE: the output of a Python part run outside run_py, added to the counts

@@ -26,6 +26,7 @@ run_py "metrics/counts" "$here/counts.py"
 run_py "metrics/lagtime" "$here/lagtime.py"
 run_py "metrics/cluster" "$here/cluster.py"
 run_py "metrics/status" "$here/status.py"
+run_py "metrics/reqtime" "$here/reqtime.py"
 
 # start_one NAME [--override ...]: a broker in $tmp/NAME, admin and Kafka listeners on port 0, in background
 start_one() {

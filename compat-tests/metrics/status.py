@@ -7,7 +7,7 @@ Against the broker of compat-tests/metrics/run.sh (BROKER, BROKER_DIR; ADMIN = i
   3, 8, 13): STALL, reported as ERR, 3 (scraped within the window's span, so not STOP);
 - topic st-lost gets 20 records; st-lost-a commits 7, st-lost-b commits 13, st-lost-c commits 16;
   DeleteRecords to 12: records_lost_total{st-lost-a,st-lost} = 12 - 7 = 5, b and c none, and the log line
-  "retention deleted past committed offset group=st-lost-a topic=st-lost partition=0 records_lost=5"; then
+  msg="retention deleted past committed offset" group=st-lost-a topic=st-lost partition=0 records_lost=5; then
   DeleteRecords to 15: a gains 15 - 12 = 3 (8 in all), b gains 15 - 13 = 2, c still none.
 Expected values are computed here from what the test produced and committed. Prints "RESULT p f x".
 """
@@ -122,7 +122,7 @@ def main():
         lines = lost_lines(log_path)[before:]
         tk.eq('one log line, for st-lost-a',
               ['group=st-lost-a topic=st-lost partition=0 records_lost=%d' % want1['st-lost-a']],
-              [re.sub(r'^.*offset ', '', ln).strip() for ln in lines])
+              [re.sub(r'^.*offset" ', '', ln).strip() for ln in lines])
         delete_records(c, 'st-lost', l2)
         m, _ = scrape(admin)
         for g, k in committed.items():
@@ -133,7 +133,7 @@ def main():
         tk.eq('log lines for the second move: one per group that lost records',
               sorted('group=%s topic=st-lost partition=0 records_lost=%d' % (g, gained(k, l1, l2))
                      for g, k in committed.items() if gained(k, l1, l2)),
-              sorted(re.sub(r'^.*offset ', '', ln).strip() for ln in lines[1:]))
+              sorted(re.sub(r'^.*offset" ', '', ln).strip() for ln in lines[1:]))
     tk.finish()
 
 

@@ -32,7 +32,7 @@ audit_none() { # NAME: no audit line in this broker's log
     local n
     n=$(grep -c "net-thread disk call" "$BROKER_DIR/broker.log")
     check_eq "$1" 0 "$n"
-    [ "$n" -gt 0 ] && grep "net-thread disk call" "$BROKER_DIR/broker.log" | cut -d' ' -f3- | sort | uniq -c | sort -rn | head -10
+    [ "$n" -gt 0 ] && grep "net-thread disk call" "$BROKER_DIR/broker.log" | sed -E 's/^ts=[^ ]* level=[^ ]* component=[^ ]* //' | sort | uniq -c | sort -rn | head -10
 }
 audit_none "network-thread disk calls logged by the audit during create/produce/roll/DeleteRecords/InitProducerId"
 broker_restart

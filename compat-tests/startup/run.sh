@@ -17,7 +17,7 @@ case "$out" in *"is in use by another process"*) pass "and says the directory is
 check "the first broker still serves" kcat -L -b "$BROKER" -m 5
 broker_stop
 check_eq "a start with the defaults logs no warning (max.connections unlimited is not one)" "" \
-    "$(grep ' WARN ' "$BROKER_DIR/broker.log")"
+    "$(grep ' level=warn ' "$BROKER_DIR/broker.log")"
 
 tmp=$(mktemp -d /tmp/gregor-test.XXXXXX)
 out=$("$GREGOR_BIN" --override gregor.admin.listeners=http://127.0.0.1:0 --override gregor.log.level=TRACE --override "log.dirs=$tmp/d" 2>&1)
@@ -121,4 +121,5 @@ else
 fi
 broker_stop
 rm -rf "$BROKER_DIR"
+run_py "startup/logformat.py" "$(dirname "$0")/logformat.py" # the log lines: json with gregor.log.format=json, logfmt by default
 summary startup

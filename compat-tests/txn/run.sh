@@ -45,7 +45,7 @@ check "the restart loaded every partition at coordinator epoch 2" \
     wait_log "50 partitions of __transaction_state loaded at coordinator epoch 2"
 check_eq "the epoch file holds 2" "00000002" "$(od -An -tx1 "$BROKER_DIR/data/transaction-coordinator-epoch" | tr -d ' \n')"
 broker_stop
-check_eq "no ERROR or WARN logged" "" "$(grep -E ' (ERROR|WARN) ' "$BROKER_DIR/broker.log")"
+check_eq "no ERROR or WARN logged" "" "$(grep -E ' level=(error|warn) ' "$BROKER_DIR/broker.log")"
 rm -rf "$BROKER_DIR"
 
 # Transactions end to end (transactions.py on): a fresh broker.
@@ -60,7 +60,7 @@ if command -v kcat >/dev/null; then # kcat's transactional producer: init, begin
         -o beginning -e -q -X isolation.level=read_committed 2>/dev/null | tr '\n' ' ' | sed 's/ $//')"
 fi
 broker_stop
-check_eq "no ERROR logged" "" "$(grep -E ' ERROR ' "$BROKER_DIR/broker.log")"
+check_eq "no ERROR logged" "" "$(grep -E ' level=error ' "$BROKER_DIR/broker.log")"
 rm -rf "$BROKER_DIR"
 
 # KIP-890 part 1's verification and the refusal rules (verify.py): each step on a fresh broker.
@@ -76,7 +76,7 @@ for step_args in "verify --override log.cleaner.backoff.ms=100" \
     run_py "verify.py $step" "$(dirname "$0")/verify.py" "$step"
     [ "$step" = verify ] && run_py "verify.py compact" "$(dirname "$0")/verify.py" compact
     broker_stop
-    check_eq "no ERROR logged ($step)" "" "$(grep -E ' ERROR ' "$BROKER_DIR/broker.log")"
+    check_eq "no ERROR logged ($step)" "" "$(grep -E ' level=error ' "$BROKER_DIR/broker.log")"
     rm -rf "$BROKER_DIR"
 done
 
@@ -119,7 +119,7 @@ else
     echo "  skip kafka-transactions.sh: run compat-tests/kafka-dist/get-kafka.sh to include it"
 fi
 broker_stop
-check_eq "no ERROR logged (admin)" "" "$(grep -E ' ERROR ' "$BROKER_DIR/broker.log")"
+check_eq "no ERROR logged (admin)" "" "$(grep -E ' level=error ' "$BROKER_DIR/broker.log")"
 rm -rf "$BROKER_DIR"
 
 # GREGOR_FAILPOINT: the broker killed at each transaction failpoint under a confluent-kafka transaction and

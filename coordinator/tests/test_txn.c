@@ -436,7 +436,7 @@ static void test_refused_transition_warns(void **state)
     gr_txn_end(f.tc, &r, gr_str_c("txn"), pid, 0, true); /* Empty: refused */
     assert_int_equal(r.r.error_code, GR_ERR_INVALID_TXN_STATE);
     char *out = captured();
-    assert_int_equal(count_of(out, " WARN "), 1);
+    assert_int_equal(count_of(out, " level=warn component=coordinator "), 1);
     assert_non_null(strstr(out,
                            "txn txn: transition from Empty to PrepareCommit refused: Empty is not a valid "
                            "previous state of PrepareCommit"));
@@ -459,7 +459,7 @@ static void test_refused_transition_warns(void **state)
     gr_txn_end(f.tc, &r, gr_str_c("txn"), pid, 0, false); /* ABORT after CompleteCommit: refused */
     assert_int_equal(r.r.error_code, GR_ERR_INVALID_TXN_STATE);
     out = captured();
-    assert_int_equal(count_of(out, " WARN "), 1);
+    assert_int_equal(count_of(out, " level=warn component=coordinator "), 1);
     assert_non_null(strstr(out,
                            "transition from CompleteCommit to PrepareAbort refused: CompleteCommit is not a "
                            "valid previous state of PrepareAbort"));

@@ -270,7 +270,8 @@ static void test_hw_invariant_violation(void **state)
     char *text = captured();
     assert_int_equal(gr_partitions_hw_violations(f->ps), 1);
     assert_non_null(
-        strstr(text, "ERROR high watermark invariant violated: r-0 hw 15 > replica 2 log end offset 12"));
+        strstr(text, " level=error component=partition msg=\"high watermark invariant violated: r-0 hw 15 > "
+                     "replica 2 log end offset 12"));
     free(text);
     assert_int_equal(gr_partition_visible_offset(f->part), 15); /* never back */
     assert_int_equal(fetch(f, 2, 15), 0);

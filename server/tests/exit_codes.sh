@@ -28,6 +28,8 @@ expect2 "a rule between keys" --override transaction.state.log.min.isr=2
 expect2 "an unknown argument" --no-such-flag
 expect2 "two log directories" --override "log.dirs=$tmp/a,$tmp/b"
 GREGOR_FAILPOINT='no such point' expect2 "a bad failpoint"
+expect2 "a malformed admin listener (refused after the metadata image is made)" \
+    --override gregor.admin.listeners=ftp://127.0.0.1:0
 if timeout 20 "$gregor" --version >"$tmp/out" 2>&1; then pass=$((pass + 1)); else
     fail=$((fail + 1))
     echo "FAIL --version: exit $?, want 0"

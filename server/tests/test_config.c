@@ -126,6 +126,11 @@ static void test_bad_values(void **state)
     assert_int_equal(gr_config_set(&c, "message.max.bytes", "3000000000"), -1); /* not a 32-bit int */
     assert_int_equal(gr_config_set(&c, "auto.create.topics.enable", "yes"), -1);
     assert_int_equal(gr_config_set(&c, "log.message.timestamp.type", "Whenever"), -1);
+    assert_string_equal(gr_config_str(&c, "gregor.log.format"), "logfmt"); /* the default */
+    assert_int_equal(gr_config_set(&c, "gregor.log.format", "xml"), -1);   /* logfmt or json only */
+    assert_int_equal(gr_config_set(&c, "gregor.log.format", ""), -1);
+    assert_string_equal(gr_config_str(&c, "gregor.log.format"), "logfmt");
+    assert_int_equal(gr_config_set(&c, "gregor.log.format", "json"), 0);
     assert_int_equal(gr_config_set(&c, "no.such.key", "1"), 1); /* unknown: warned and ignored */
     assert_int_equal(gr_config_set_kv(&c, "novalue"), -1);
     assert_int_equal(gr_config_int(&c, "num.partitions"), 1); /* unchanged by the failures */
