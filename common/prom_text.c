@@ -84,6 +84,57 @@ bool gr_prom_put_escaped(struct gr_prom_buf *b, const char *s)
     return gr_prom_put(b, run, (size_t)(s - run));
 }
 
+bool gr_prom_add_help(struct gr_prom_buf *b, const char *(*help)(const char *name))
+{
+    if (b->failed || !b->len) return !b->failed;
+    struct gr_prom_buf o;
+    gr_prom_buf_init(&o, b->max);
+    char name[256], helped[256] = "";
+    const char *p = b->data, *end = b->data + b->len;
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        const char *eol = nl ? nl + 1 : end;
+        if (eol - p > 7 && !memcmp(p, "# HELP ", 7)) { /* a renderer's own HELP line: keep, note its name */
+            size_t n = strcspn(p + 7, " \n");
+            if (n < sizeof helped) {
+                memcpy(helped, p + 7, n);
+                helped[n] = 0;
+            }
+        } else if (eol - p > 7 && !memcmp(p, "# TYPE ", 7)) {
+            size_t n = strcspn(p + 7, " \n");
+            const char *text = NULL;
+            if (n < sizeof name) {
+                memcpy(name, p + 7, n);
+                name[n] = 0;
+                text = strcmp(name, helped) ? help(name) : NULL;
+            }
+            if (text) {
+                gr_prom_put(&o, "# HELP ", 7);
+                gr_prom_put(&o, name, n);
+                gr_prom_put(&o, " ", 1);
+                for (const char *t = text; *t; t++)
+                    gr_prom_put(&o,
+                                *t == '\\'   ? "\\\\"
+                                : *t == '\n' ? "\\n"
+                                             : t,
+                                *t == '\\' || *t == '\n' ? 2 : 1);
+                gr_prom_put(&o, "\n", 1);
+            }
+            helped[0] = 0;
+        }
+        gr_prom_put(&o, p, (size_t)(eol - p));
+        p = eol;
+    }
+    if (o.failed) {
+        gr_prom_buf_free(&o);
+        b->failed = true;
+        return false;
+    }
+    gr_prom_buf_free(b);
+    *b = o;
+    return true;
+}
+
 bool gr_prom_type(struct gr_prom_buf *b, const char *name, const char *type)
 {
     gr_prom_put(b, "# TYPE ", 7);

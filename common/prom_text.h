@@ -4,7 +4,8 @@
  * The rules come from Prometheus's "Exposition formats" document: one sample per line,
  * `name{label="value",...} value`; in a label value backslash, double quote and line feed are written as
  * \\, \" and \n; `# TYPE name counter|gauge` precedes a metric family. Values are printed with %.17g
- * (integers exactly), +Inf/-Inf/NaN as Prometheus spells them.
+ * (integers exactly), +Inf/-Inf/NaN as Prometheus spells them. `# HELP name text` lines are added to a whole
+ * page afterwards (gr_prom_add_help), so that the renderers name each family once, in its TYPE line.
  * Read next: server/metrics.c (what Gregor exports).
  */
 #ifndef GR_PROM_TEXT_H
@@ -43,6 +44,11 @@ bool gr_prom_put_escaped(struct gr_prom_buf *b, const char *s);
 int gr_prom_utf8_len(const char *s);
 /* Appends "# TYPE name type\n" (`type` "counter" or "gauge"). */
 bool gr_prom_type(struct gr_prom_buf *b, const char *name, const char *type);
+/* Inserts "# HELP name text\n" before each "# TYPE name ..." line of the whole page in `b` for which
+   help(name) gives a text (NULL: no HELP line; promtool check metrics then reports the family), unless a
+   HELP line for that name already precedes it. The text is escaped as the format requires for HELP (\\ and
+   \n). Rewrites the buffer once (one copy of the page); false (b->failed) when out of memory or past max. */
+bool gr_prom_add_help(struct gr_prom_buf *b, const char *(*help)(const char *name));
 /* Appends one sample line: name, the `n` labels in {} (none: no braces), a space, the value, "\n". */
 bool gr_prom_sample(struct gr_prom_buf *b, const char *name, const struct gr_prom_label *labels, int n,
                     double value);

@@ -10,7 +10,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include "common/limits.h"
 #include "common/log.h"
 #include "server/broker.h"
 #include "server/metrics.h"
@@ -19,7 +22,10 @@
 struct gr_admin_http {
     struct gr_broker *b;
     struct MHD_Daemon *d;
-    ev_io io_w;
+    int lfd;    /* the listening socket: accepted here, handed to MHD (MHD_add_connection) */
+    ev_io io_w; /* MHD's epoll descriptor */
+    ev_io accept_w;
+    ev_timer backoff_w; /* out of descriptors: accepting stopped for GR_ACCEPT_BACKOFF_MS */
     ev_timer timer_w;
 };
 
@@ -94,14 +100,27 @@ static enum MHD_Result reply_metrics(struct gr_admin_http *a, struct MHD_Connect
     return rc;
 }
 
+/* Adds one header field's bytes as they came on the wire: name, ": ", value, CRLF. */
+static enum MHD_Result count_header(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+    (void)kind;
+    *(size_t *)cls += strlen(key) + 2 + (value ? strlen(value) : 0) + 2;
+    return MHD_YES;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
                                   const char *version, const char *upload, size_t *upload_size, void **ctx)
 {
     (void)version;
     (void)upload;
     struct gr_admin_http *a = cls;
-    if (!*ctx) { /* headers only so far: answer once they are complete */
+    if (!*ctx) { /* headers complete, no body read yet */
         *ctx = a;
+        size_t hdr = 0;
+        MHD_get_connection_values(c, MHD_HEADER_KIND, count_header, &hdr);
+        if (hdr > GR_ADMIN_HEADER_BYTES)
+            return reply_text(c, MHD_HTTP_REQUEST_HEADER_FIELDS_TOO_LARGE,
+                              "request header fields too large\n");
         return MHD_YES;
     }
     if (*upload_size) { /* a body is not read: GET and HEAD take none */
@@ -141,6 +160,42 @@ static void io_cb(struct ev_loop *loop, ev_io *w, int revents)
     (void)loop;
     (void)revents;
     drive(w->data);
+}
+
+/* Accepts what is pending (at most 64 per wakeup) and hands each to MHD; past GR_ADMIN_CONNECTIONS_MAX MHD
+   closes the new socket at once (MHD_add_connection fails), so a 17th client sees its connection closed
+   rather than waiting in the listen backlog. */
+static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+    (void)loop;
+    (void)revents;
+    struct gr_admin_http *a = w->data;
+    for (int i = 0; i < 64; i++) {
+        struct sockaddr_in peer;
+        socklen_t len = sizeof peer;
+        int fd = accept4(a->lfd, (struct sockaddr *)&peer, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno == EINTR || errno == ECONNABORTED) continue;
+            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+                /* the listener stays readable: pause instead of spinning (the Kafka listener's rule) */
+                GR_WARN_RATELIMITED("gregor.admin.listeners: accept: %s: paused %d ms", strerror(errno),
+                                    GR_ACCEPT_BACKOFF_MS);
+                ev_io_stop(a->b->loop, &a->accept_w);
+                ev_timer_set(&a->backoff_w, GR_ACCEPT_BACKOFF_MS / 1000.0, 0.0);
+                ev_timer_start(a->b->loop, &a->backoff_w);
+            }
+            break; /* EAGAIN: nothing more waits */
+        }
+        MHD_add_connection(a->d, fd, (struct sockaddr *)&peer, len); /* closes fd itself when it fails */
+    }
+    drive(a);
+}
+
+static void backoff_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    (void)revents;
+    struct gr_admin_http *a = w->data;
+    ev_io_start(loop, &a->accept_w);
 }
 
 static void timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
@@ -196,21 +251,35 @@ int gr_admin_http_start(struct gr_broker *b, struct gr_admin_http **out)
     struct gr_admin_http *a = calloc(1, sizeof *a);
     if (!a) return -1;
     a->b = b;
-    a->d = MHD_start_daemon(MHD_USE_EPOLL | MHD_USE_ERROR_LOG, ntohs(sa.sin_port), NULL, NULL, on_request, a,
-                            MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_SOCK_ADDR,
-                            (struct sockaddr *)&sa, MHD_OPTION_CONNECTION_LIMIT,
-                            (unsigned)GR_ADMIN_CONNECTIONS_MAX, MHD_OPTION_CONNECTION_TIMEOUT,
-                            (unsigned)GR_ADMIN_IDLE_TIMEOUT_S, MHD_OPTION_END);
-    if (!a->d) {
-        fprintf(stderr, "config: gregor.admin.listeners: cannot serve %s (address in use or not local?)\n",
-                v);
+    a->lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    int one = 1;
+    socklen_t salen = sizeof sa;
+    if (a->lfd < 0 || setsockopt(a->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) ||
+        bind(a->lfd, (struct sockaddr *)&sa, sizeof sa) || listen(a->lfd, 64) ||
+        getsockname(a->lfd, (struct sockaddr *)&sa, &salen)) {
+        fprintf(stderr,
+                "config: gregor.admin.listeners: cannot serve %s: %s (address in use or not local?)\n", v,
+                strerror(errno));
+        if (a->lfd >= 0) close(a->lfd);
         free(a);
         return -1;
     }
-    const union MHD_DaemonInfo *port = MHD_get_daemon_info(a->d, MHD_DAEMON_INFO_BIND_PORT);
+    unsigned idle_s =
+        (unsigned)((gr_config_int(&b->cfg, "gregor.admin.connections.max.idle.ms") + 999) / 1000);
+    a->d = MHD_start_daemon(MHD_USE_EPOLL | MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ERROR_LOG, 0, NULL, NULL,
+                            on_request, a, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+                            MHD_OPTION_CONNECTION_LIMIT, (unsigned)GR_ADMIN_CONNECTIONS_MAX,
+                            MHD_OPTION_CONNECTION_TIMEOUT, idle_s, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+                            (size_t)GR_ADMIN_POOL_BYTES, MHD_OPTION_END);
+    if (!a->d) {
+        fprintf(stderr, "config: gregor.admin.listeners: libmicrohttpd did not start for %s\n", v);
+        close(a->lfd);
+        free(a);
+        return -1;
+    }
     const union MHD_DaemonInfo *efd = MHD_get_daemon_info(a->d, MHD_DAEMON_INFO_EPOLL_FD);
-    if (!port || !efd) {
-        fprintf(stderr, "config: gregor.admin.listeners: libmicrohttpd gave no port or epoll descriptor\n");
+    if (!efd) {
+        fprintf(stderr, "config: gregor.admin.listeners: libmicrohttpd gave no epoll descriptor\n");
         gr_admin_http_stop(a);
         return -1;
     }
@@ -221,7 +290,7 @@ int gr_admin_http_start(struct gr_broker *b, struct gr_admin_http **out)
         char tmp[4200];
         snprintf(tmp, sizeof tmp, "%s.tmp", lf);
         FILE *f = fopen(tmp, "w");
-        bool ok = f && fprintf(f, "%s:%u\n", host, (unsigned)port->port) > 0;
+        bool ok = f && fprintf(f, "%s:%u\n", host, (unsigned)ntohs(sa.sin_port)) > 0;
         if (f && fclose(f)) ok = false;
         if (!ok || rename(tmp, lf)) {
             fprintf(stderr, "config: gregor.admin.listener.file: cannot write %s\n", lf);
@@ -232,10 +301,15 @@ int gr_admin_http_start(struct gr_broker *b, struct gr_admin_http **out)
     ev_io_init(&a->io_w, io_cb, efd->epoll_fd, EV_READ);
     a->io_w.data = a;
     ev_io_start(b->loop, &a->io_w);
+    ev_io_init(&a->accept_w, accept_cb, a->lfd, EV_READ);
+    a->accept_w.data = a;
+    ev_io_start(b->loop, &a->accept_w);
+    ev_timer_init(&a->backoff_w, backoff_cb, 0.0, 0.0);
+    a->backoff_w.data = a;
     ev_timer_init(&a->timer_w, timer_cb, 0.0, 0.0);
     a->timer_w.data = a;
     GR_INFO("admin listener on http://%s:%u (/metrics, /v1/status/live, /v1/status/ready)", host,
-            (unsigned)port->port);
+            (unsigned)ntohs(sa.sin_port));
     *out = a;
     return 0;
 }
@@ -244,7 +318,10 @@ void gr_admin_http_stop(struct gr_admin_http *a)
 {
     if (!a) return;
     if (ev_is_active(&a->io_w)) ev_io_stop(a->b->loop, &a->io_w);
+    if (ev_is_active(&a->accept_w)) ev_io_stop(a->b->loop, &a->accept_w);
     if (ev_is_active(&a->timer_w)) ev_timer_stop(a->b->loop, &a->timer_w);
+    if (ev_is_active(&a->backoff_w)) ev_timer_stop(a->b->loop, &a->backoff_w);
     MHD_stop_daemon(a->d);
+    close(a->lfd);
     free(a);
 }

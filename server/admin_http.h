@@ -4,9 +4,10 @@
  *
  * HTTP is libmicrohttpd's, driven from the broker's libev loop without a thread of its own: an ev_io on
  * MHD's epoll descriptor and an ev_timer on MHD_get_timeout call MHD_run. GET and HEAD only (405 with an
- * Allow header otherwise), 404 for other paths, at most 16 connections, idle ones closed after 30 s; a body
- * leaves in blocks of at most 64 KiB. /metrics answers 503 until the log directory is open (a cluster-mode
- * broker resolving its cluster id with etcd runs the loop before that).
+ * Allow header otherwise), 404 for other paths, 431 when the request's header fields pass 8 KiB, at most 16
+ * connections (a 17th is closed at once), idle ones closed after 30 s (gregor.admin.connections.max.idle.ms);
+ * a body leaves in blocks of at most 64 KiB. /metrics answers 503 until the log directory is open (a
+ * cluster-mode broker resolving its cluster id with etcd runs the loop before that).
  * Read next: server/metrics.c.
  */
 #ifndef GR_ADMIN_HTTP_H
@@ -16,8 +17,11 @@ struct gr_broker;
 struct gr_admin_http;
 
 #define GR_ADMIN_CONNECTIONS_MAX 16
-#define GR_ADMIN_IDLE_TIMEOUT_S 30
 #define GR_ADMIN_BLOCK_BYTES (64 * 1024)
+/* Largest header section answered: the sum over fields of name, ": ", value and CRLF (issue #22: 431 above).
+   Headers that do not fit the connection's memory pool (GR_ADMIN_POOL_BYTES) get libmicrohttpd's own 431. */
+#define GR_ADMIN_HEADER_BYTES (8 * 1024)
+#define GR_ADMIN_POOL_BYTES (16 * 1024)
 
 /* Binds gregor.admin.listeners ("http://host:port", port 0: a free one; empty: disabled, *out NULL) and
    writes the bound host:port to gregor.admin.listener.file when set. Returns 0, or -1 after printing a

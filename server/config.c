@@ -149,6 +149,9 @@ static const struct gr_config_def defs[] = {
      "an IPv4 address; port 0 binds a free port; empty disables it."},
     {"gregor.admin.listener.file", GR_CFG_STRING, NULL, 0, 0,
      "Gregor: file that receives host:port of the bound admin listener (for tests using port 0)."},
+    {"gregor.admin.connections.max.idle.ms", GR_CFG_LONG, "30000", 1000, 86400000,
+     "Gregor: an admin HTTP connection idle this long is closed (ms, rounded up to whole seconds); tests of "
+     "the idle close lower it."},
     {"gregor.acks.all.fsync", GR_CFG_BOOLEAN, "true", 0, 0,
      "Gregor: acks=-1 is answered once the batch is fsynced, and the high watermark follows the fsynced "
      "offset. false: Kafka's page-cache behaviour."},

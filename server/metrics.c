@@ -21,6 +21,7 @@
 #include "server/metrics_lagtime.h"
 #include "server/metrics_cluster.h"
 #include "server/metrics_groups.h"
+#include "server/metrics_help.h"
 #include "server/route.h"
 #include "storage/store.h"
 
@@ -329,5 +330,6 @@ bool gr_metrics_render(struct gr_broker *b, struct gr_prom_buf *out)
     gr_prom_type(out, "gregor_build_info", "gauge");
     struct gr_prom_label bl[2] = {{"version", m->version ? m->version : ""}, {"revision", GREGOR_REVISION}};
     gr_prom_sample(out, "gregor_build_info", bl, 2, 1);
+    gr_prom_add_help(out, gr_metrics_help); /* last: every family's HELP line (server/metrics_help.c) */
     return !out->failed;
 }

@@ -91,8 +91,9 @@ int gr_group_lag_collect(struct gr_broker *b, struct gr_group *grp, struct gr_gr
 void gr_group_lag_free(struct gr_group_lag *gl);
 
 /* Writes the six families above for `groups` (`n` of them, in that order) into `out`, each family's
-   `# TYPE` line once (also when there is no group). Pure: the unit test's entry. Returns false when `out`
-   failed (memory or its max). */
+   `# TYPE` line once (also when there is no group): gauge, but untyped for the two _sum families (promtool
+   check metrics refuses a gauge named *_sum, a summary's reserved suffix; kafka_exporter's names are kept).
+   Pure: the unit test's entry. Returns false when `out` failed (memory or its max). */
 bool gr_metrics_groups_render_lags(const struct gr_group_lag *groups, int n, struct gr_prom_buf *out);
 /* Collects every group broker `b`'s coordinator serves (none while the coordinator is not started) and
    writes them with gr_metrics_groups_render_lags. The call gr_metrics_render makes. Returns false when out

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # metrics/run.sh: the admin HTTP listener and /metrics (issue #22, first slice). A broker with
 # gregor.admin.listeners on port 0 (compat-tests/lib/broker.sh) and its listener file; metrics/run.py
-# produces and fetches known records and checks the scrape's exact values and the HTTP rules; then two brokers
+# produces and fetches known records and checks the scrape's exact values and the HTTP rules; metrics/promtool.py
+# runs `promtool check metrics` on scrapes taken under a produce/consume load; metrics/admin_limits.py the
+# admin listener's 431, 16 stalled clients, 17th connection and idle close (idle timeout lowered to 4 s); then two brokers
 # started at once with port 0 both serve, a broker whose admin port is taken exits 2 naming the key, and an
 # empty gregor.admin.listeners serves no admin listener.
 # Prints "metrics: N passed, N failed" and exits non-zero on failure.
@@ -17,7 +19,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-broker_start || { fail "broker starts"; summary metrics; exit 1; }
+broker_start --override gregor.admin.connections.max.idle.ms=4000 || { fail "broker starts"; summary metrics; exit 1; }
 check "the admin listener file names host:port" grep -qE '^127\.0\.0\.1:[0-9]+$' "$BROKER_DIR/admin"
 export ADMIN
 run_py "metrics/run.py" "$here/run.py"
@@ -27,6 +29,8 @@ run_py "metrics/lagtime" "$here/lagtime.py"
 run_py "metrics/cluster" "$here/cluster.py"
 run_py "metrics/status" "$here/status.py"
 run_py "metrics/reqtime" "$here/reqtime.py"
+run_py "metrics/promtool" "$here/promtool.py"
+GREGOR_BIN=$GREGOR_BIN IDLE_MS=4000 run_py "metrics/admin_limits" "$here/admin_limits.py"
 
 # start_one NAME [--override ...]: a broker in $tmp/NAME, admin and Kafka listeners on port 0, in background
 start_one() {

@@ -58,7 +58,7 @@ static void render_lines(void **state)
                 "kafka_consumergroup_current_offset{consumergroup=\"a\",topic=\"t\",partition=\"2\"} 12\n"
                 "kafka_consumergroup_current_offset{consumergroup=\"a\",topic=\"u\",partition=\"0\"} 2\n"
                 "kafka_consumergroup_current_offset{consumergroup=\"a\",topic=\"u\",partition=\"1\"} 7\n"
-                "# TYPE kafka_consumergroup_current_offset_sum gauge\n"
+                "# TYPE kafka_consumergroup_current_offset_sum untyped\n"
                 "kafka_consumergroup_current_offset_sum{consumergroup=\"a\",topic=\"t\"} 15\n"
                 "kafka_consumergroup_current_offset_sum{consumergroup=\"a\",topic=\"u\"} 9\n"
                 "# TYPE kafka_consumergroup_lag gauge\n"
@@ -66,7 +66,7 @@ static void render_lines(void **state)
                 "kafka_consumergroup_lag{consumergroup=\"a\",topic=\"t\",partition=\"1\"} -1\n"
                 "kafka_consumergroup_lag{consumergroup=\"a\",topic=\"t\",partition=\"2\"} -2\n"
                 "kafka_consumergroup_lag{consumergroup=\"a\",topic=\"u\",partition=\"0\"} 7\n"
-                "# TYPE kafka_consumergroup_lag_sum gauge\n"
+                "# TYPE kafka_consumergroup_lag_sum untyped\n"
                 "kafka_consumergroup_lag_sum{consumergroup=\"a\",topic=\"t\"} 4\n"
                 "# TYPE kafka_consumergroup_members gauge\n"
                 "kafka_consumergroup_members{consumergroup=\"a\"} 0\n"
@@ -80,9 +80,9 @@ static void render_lines(void **state)
     gr_prom_buf_init(&b, 0); /* no group: each family's TYPE line only */
     assert_true(gr_metrics_groups_render_lags(NULL, 0, &b));
     assert_string_equal(b.data, "# TYPE kafka_consumergroup_current_offset gauge\n"
-                                "# TYPE kafka_consumergroup_current_offset_sum gauge\n"
+                                "# TYPE kafka_consumergroup_current_offset_sum untyped\n"
                                 "# TYPE kafka_consumergroup_lag gauge\n"
-                                "# TYPE kafka_consumergroup_lag_sum gauge\n"
+                                "# TYPE kafka_consumergroup_lag_sum untyped\n"
                                 "# TYPE kafka_consumergroup_members gauge\n"
                                 "# TYPE gregor_consumergroup_lag_records gauge\n");
     gr_prom_buf_free(&b);
