@@ -47,15 +47,39 @@ bool gr_prom_put(struct gr_prom_buf *b, const char *s, size_t len)
     return true;
 }
 
+int gr_prom_utf8_len(const char *str)
+{
+    const unsigned char *s = (const unsigned char *)str;
+    if (s[0] < 0x80) return 1;
+    int n = s[0] >= 0xc2 && s[0] <= 0xdf   ? 2
+            : s[0] >= 0xe0 && s[0] <= 0xef ? 3
+            : s[0] >= 0xf0 && s[0] <= 0xf4 ? 4
+                                           : 0;
+    for (int i = 1; i < n; i++)
+        if ((s[i] & 0xc0) != 0x80) return 0;
+    if ((s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] > 0x9f) || (s[0] == 0xf0 && s[1] < 0x90) ||
+        (s[0] == 0xf4 && s[1] > 0x8f))
+        return 0; /* overlong, surrogate, above U+10FFFF */
+    return n;
+}
+
 bool gr_prom_put_escaped(struct gr_prom_buf *b, const char *s)
 {
     const char *run = s;
-    for (; *s; s++) {
-        const char *esc = *s == '\\' ? "\\\\" : *s == '"' ? "\\\"" : *s == '\n' ? "\\n" : NULL;
-        if (!esc) continue;
+    while (*s) {
+        int n = gr_prom_utf8_len(s);
+        const char *esc = *s == '\\'   ? "\\\\"
+                          : *s == '"'  ? "\\\""
+                          : *s == '\n' ? "\\n"
+                          : !n         ? "\xef\xbf\xbd"
+                                       : NULL;
+        if (!esc) {
+            s += n;
+            continue;
+        }
         gr_prom_put(b, run, (size_t)(s - run));
-        gr_prom_put(b, esc, 2);
-        run = s + 1;
+        gr_prom_put(b, esc, strlen(esc));
+        run = ++s;
     }
     return gr_prom_put(b, run, (size_t)(s - run));
 }

@@ -35,8 +35,13 @@ void gr_prom_buf_init(struct gr_prom_buf *b, size_t max);
 void gr_prom_buf_free(struct gr_prom_buf *b);
 /* Appends `len` bytes; false (and b->failed) when out of memory or past max. */
 bool gr_prom_put(struct gr_prom_buf *b, const char *s, size_t len);
-/* Appends a label value escaped per the text format (\\, \", \n). */
+/* Appends a label value escaped per the text format (\\, \", \n); each byte outside a valid UTF-8 sequence
+   is written as U+FFFD (Prometheus refuses a whole page with an invalid label value; a group id off the wire
+   may be any bytes, which Kafka's Java side would have decoded with U+FFFD too). */
 bool gr_prom_put_escaped(struct gr_prom_buf *b, const char *s);
+/* The length (1-4) of the valid UTF-8 sequence at `s`, 0 when the bytes there are not one (a bad lead or
+   continuation byte, an overlong form, a surrogate, above U+10FFFF; the NUL ends any sequence). */
+int gr_prom_utf8_len(const char *s);
 /* Appends "# TYPE name type\n" (`type` "counter" or "gauge"). */
 bool gr_prom_type(struct gr_prom_buf *b, const char *name, const char *type);
 /* Inserts "# HELP name text\n" before each "# TYPE name ..." line of the whole page in `b` for which

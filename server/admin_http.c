@@ -17,6 +17,7 @@
 #include "common/log.h"
 #include "server/broker.h"
 #include "server/metrics.h"
+#include "server/metrics_groups.h"
 
 struct gr_admin_http {
     struct gr_broker *b;
@@ -58,6 +59,21 @@ static enum MHD_Result reply_text(struct MHD_Connection *c, unsigned status, con
     if (!r) return MHD_NO;
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; charset=utf-8");
     if (status == MHD_HTTP_METHOD_NOT_ALLOWED) MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
+    enum MHD_Result rc = MHD_queue_response(c, status, r);
+    MHD_destroy_response(r);
+    return rc;
+}
+
+/* Answers `status` with the malloc'd JSON text `json` (taken; NULL: out of memory, answered 500). */
+static enum MHD_Result reply_json(struct MHD_Connection *c, unsigned status, char *json)
+{
+    if (!json) return reply_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
+    struct MHD_Response *r = MHD_create_response_from_buffer(strlen(json), json, MHD_RESPMEM_MUST_FREE);
+    if (!r) {
+        free(json);
+        return MHD_NO;
+    }
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
     enum MHD_Result rc = MHD_queue_response(c, status, r);
     MHD_destroy_response(r);
     return rc;
@@ -121,6 +137,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     if (!strcmp(url, "/v1/status/ready"))
         return a->b->ready ? reply_text(c, MHD_HTTP_OK, "ready\n")
                            : reply_text(c, MHD_HTTP_SERVICE_UNAVAILABLE, "starting\n");
+    char *json = NULL; /* /v1/groups/<group>/lag (server/metrics_groups.h) */
+    unsigned status = gr_metrics_groups_http(a->b, url, &json);
+    if (status) return reply_json(c, status, json);
     return reply_text(c, MHD_HTTP_NOT_FOUND, "not found\n");
 }
 

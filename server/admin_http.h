@@ -1,6 +1,6 @@
 /*
  * admin_http.h: the admin HTTP listener (gregor.admin.listeners, issue #22): /metrics (server/metrics.h),
- * /v1/status/live and /v1/status/ready.
+ * /v1/status/live, /v1/status/ready and /v1/groups/<group>/lag (server/metrics_groups.h).
  *
  * HTTP is libmicrohttpd's, driven from the broker's libev loop without a thread of its own: an ev_io on
  * MHD's epoll descriptor and an ev_timer on MHD_get_timeout call MHD_run. GET and HEAD only (405 with an

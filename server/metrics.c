@@ -20,6 +20,7 @@
 #include "server/broker.h"
 #include "server/metrics_lagtime.h"
 #include "server/metrics_cluster.h"
+#include "server/metrics_groups.h"
 #include "server/metrics_help.h"
 #include "server/route.h"
 #include "storage/store.h"
@@ -319,6 +320,7 @@ bool gr_metrics_render(struct gr_broker *b, struct gr_prom_buf *out)
     /* single node: this broker is the controller; cluster mode: while it holds the controller epoch */
     gr_prom_sample(out, cc, NULL, 0,
                    !b->member ? 1.0 : (b->controller && gr_controller_epoch(b->controller)));
+    gr_metrics_groups_render(b, out);
     gr_metrics_counts_render(&m->counts, b->fetcher ? gr_fetcher_stats(b->fetcher) : NULL, out);
     gr_metrics_lagtime_render(b, out);
     gr_metrics_cluster_render(b, out);

@@ -92,9 +92,9 @@ static const struct {
      "1 when a partition's ISR is smaller than its replicas."},
     {"kafka_consumergroup_current_offset", "A group's committed offset in a partition."},
     {"kafka_consumergroup_current_offset_sum",
-     "Sum of a group's committed offsets over a topic's partitions."},
+     "Sum of a group's current_offset values over a topic's partitions (-1 for each without a commit)."},
     {"kafka_consumergroup_lag", "High watermark minus committed offset; -1 without a commit; not clamped."},
-    {"kafka_consumergroup_lag_sum", "Sum of a group's non-negative lags over a topic's partitions."},
+    {"kafka_consumergroup_lag_sum", "Sum of a group's lags over a topic's partitions with a commit."},
     {"kafka_consumergroup_members", "Members of a consumer group."},
     /* Gregor's own */
     {"gregor_consumergroup_lag_records", "High watermark minus max(committed, log start); never negative."},

@@ -23,6 +23,7 @@ broker_start --override gregor.admin.connections.max.idle.ms=4000 || { fail "bro
 check "the admin listener file names host:port" grep -qE '^127\.0\.0\.1:[0-9]+$' "$BROKER_DIR/admin"
 export ADMIN
 run_py "metrics/run.py" "$here/run.py"
+run_py "metrics/grouplag" "$here/grouplag.py"
 run_py "metrics/counts" "$here/counts.py"
 run_py "metrics/lagtime" "$here/lagtime.py"
 run_py "metrics/cluster" "$here/cluster.py"
