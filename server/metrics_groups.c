@@ -7,15 +7,18 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cluster/image.h"
+#include "common/time.h"
 #include "coordinator/coordinator.h"
 #include "partition/partition.h"
 #include "protocol/errors.h"
 #include "server/broker.h"
+#include "storage/lag.h"
 #include "storage/log.h"
 #include "storage/store.h"
 
@@ -303,6 +306,16 @@ json_t *gr_group_lag_part_json(const struct gr_group_lag_part *p)
         ok = ok && !json_object_set_new(o, "high_watermark", json_null()) &&
              !json_object_set_new(o, "log_start_offset", json_null()) &&
              !json_object_set_new(o, "lag_records", json_null());
+    bool t = p->time_known;
+    ok = ok && !json_object_set_new(o, "lag_bytes", t ? json_integer(p->lag_bytes) : json_null()) &&
+         !json_object_set_new(o, "lag_seconds",
+                              t && p->lag_seconds >= 0 ? json_real(p->lag_seconds) : json_null()) &&
+         !json_object_set_new(o, "retention_headroom_records",
+                              t ? json_integer(p->headroom_records) : json_null()) &&
+         !json_object_set_new(o, "retention_headroom_seconds",
+                              !t                           ? json_null()
+                              : isinf(p->headroom_seconds) ? json_string("+Inf") /* JSON has no infinity */
+                                                           : json_real(p->headroom_seconds));
     if (!ok) {
         json_decref(o);
         return NULL;
@@ -333,6 +346,25 @@ static char *error_json(const char *msg, const char *group)
     char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
     json_decref(o);
     return s;
+}
+
+void gr_group_lag_fill_time(struct gr_broker *b, struct gr_group_lag *gl, int64_t now_ms)
+{
+    for (int32_t i = 0; i < gl->count; i++) {
+        struct gr_group_lag_part *p = &gl->parts[i];
+        p->time_known = false;
+        if (!p->known || p->committed < 0 || !b->store) continue;
+        struct gr_topic *t = gr_store_topic_find(b->store, p->topic, strlen(p->topic));
+        struct gr_log *log =
+            t && p->partition < gr_topic_partition_count(t) ? gr_topic_log(t, p->partition) : NULL;
+        struct gr_log_lag v;
+        if (!log || gr_log_lag(log, p->committed, now_ms, &v) < 0) continue;
+        p->time_known = true;
+        p->lag_bytes = v.bytes;
+        p->lag_seconds = v.seconds;
+        p->headroom_records = v.headroom_records;
+        p->headroom_seconds = v.headroom_seconds;
+    }
 }
 
 unsigned gr_metrics_groups_http(struct gr_broker *b, const char *url, char **body)
@@ -367,6 +399,7 @@ unsigned gr_metrics_groups_http(struct gr_broker *b, const char *url, char **bod
     } else {
         struct gr_group_lag gl;
         if (gr_group_lag_collect(b, grp, &gl)) return 500;
+        gr_group_lag_fill_time(b, &gl, gr_time_wall_ms());
         json_t *o = gr_group_lag_json(&gl);
         *body = o ? json_dumps(o, JSON_COMPACT) : NULL;
         json_decref(o);

@@ -60,6 +60,12 @@ struct gr_group_lag_part {
     bool known;             /* led here and readable: high_watermark and log_start are this broker's */
     int64_t high_watermark; /* -1 when !known */
     int64_t log_start;      /* -1 when !known */
+    /* lag in bytes and seconds and retention headroom (storage/lag.h gr_log_lag), for /v1/groups/<g>/lag only
+       (the page's families are server/metrics_lagtime.c's): set by gr_group_lag_fill_time; false: JSON null
+     */
+    bool time_known;
+    int64_t lag_bytes, headroom_records;
+    double lag_seconds, headroom_seconds; /* seconds: -1 unknown (JSON null); headroom: +Inf as "+Inf" */
 };
 
 /* One group's lag: its identity and its partitions sorted by topic name (bytewise) then partition. */
@@ -89,6 +95,10 @@ int64_t gr_group_lag_records(int64_t committed, int64_t hw, int64_t log_start);
 int gr_group_lag_collect(struct gr_broker *b, struct gr_group *grp, struct gr_group_lag *out);
 /* Frees what gr_group_lag_collect allocated; `gl` is empty afterwards. */
 void gr_group_lag_free(struct gr_group_lag *gl);
+/* Sets the time_known fields (lag bytes and seconds, retention headroom records and seconds: issue #22's
+   definitions, storage/lag.h gr_log_lag, from memory) of every part of `gl` with a commit whose log this
+   broker holds and leads (`known`), at `now_ms` (wall clock); other parts keep time_known false. */
+void gr_group_lag_fill_time(struct gr_broker *b, struct gr_group_lag *gl, int64_t now_ms);
 
 /* Writes the six families above for `groups` (`n` of them, in that order) into `out`, each family's
    `# TYPE` line once (also when there is no group): gauge, but untyped for the two _sum families (promtool

@@ -12,7 +12,7 @@ expected value is computed here from what was produced and committed, never read
   kafka_consumergroup_members          = 0 once it left (1 while joined)
   gregor_consumergroup_lag_records     p0 = N0 - K, none for p1 (no commit)
 A topic the group never committed to (gl2) has no series of the group. /v1/groups/gl-g/lag is compared as a
-whole JSON value. DeleteRecords of partition 0 up to D (K < D < N0) makes lag_records = N0 - D (hw - log
+whole JSON value (lag_bytes as the page's, headroom records K and K - D, seconds 0 once deleted). DeleteRecords of partition 0 up to D (K < D < N0) makes lag_records = N0 - D (hw - log
 start) while kafka_consumergroup_lag stays N0 - K. A group id that needs URL encoding ("g l/x%", committed
 with generation -1: an Empty group that never had members) is looked up decoded; an unknown group gets 404
 with a JSON error, a group id over 4096 bytes 400. A group id that is not UTF-8 (raw bytes on the wire) is
@@ -56,7 +56,8 @@ def scrape(admin):
         out = {'utf8': False}
     text = body.decode('utf-8', 'surrogateescape')
     for line in text.splitlines():
-        if not line.startswith(('kafka_consumergroup_', 'gregor_consumergroup_lag_records')):
+        if not line.startswith(('kafka_consumergroup_', 'gregor_consumergroup_lag_records',
+                                'gregor_consumergroup_lag_bytes')):
             continue
         m = re.match(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)\{(.*)\} (\S+)$', line)
         if not m:
@@ -166,6 +167,16 @@ def main():
 
     st, ctype, j = lag_json(G)
     tk.eq('/v1/groups/gl-g/lag: 200 application/json', (200, 'application/json'), (st, ctype))
+    # the lag in bytes and seconds and the headroom (storage/lag.h), then the rest exactly
+    tp = (j.get('partitions') or [{}])[0]
+    tv = {k: tp.pop(k, 'absent') for k in ('lag_bytes', 'lag_seconds', 'retention_headroom_records',
+                                           'retention_headroom_seconds')}
+    tk.eq('/v1/groups/gl-g/lag: lag_bytes as the page\'s gregor_consumergroup_lag_bytes, headroom records = K',
+          (m.get(('gregor_consumergroup_lag_bytes', p0)), K), (tv['lag_bytes'], tv['retention_headroom_records']))
+    tk.check('/v1/groups/gl-g/lag: lag_seconds > 0 (K < the log end) and headroom seconds within the default '
+             '7 days', isinstance(tv['lag_seconds'], float) and tv['lag_seconds'] > 0 and
+             isinstance(tv['retention_headroom_seconds'], float) and
+             0 < tv['retention_headroom_seconds'] <= 7 * 86400, tv)
     tk.eq('/v1/groups/gl-g/lag: exact', {
         'group': G, 'state': 'Empty', 'members': 0,
         'partitions': [{'topic': T, 'partition': 0, 'committed_offset': K, 'high_watermark': N0,
@@ -195,6 +206,11 @@ def main():
           m.get(('gregor_consumergroup_lag_records', p0)))
     tk.eq('and kafka_consumergroup_lag stays hw - committed', N0 - K, m.get(('kafka_consumergroup_lag', p0)))
     st, _, j = lag_json(G)
+    tp = (j.get('partitions') or [{}])[0]
+    tv = {k: tp.pop(k, 'absent') for k in ('lag_bytes', 'lag_seconds', 'retention_headroom_records',
+                                           'retention_headroom_seconds')}
+    tk.eq('/v1/groups/gl-g/lag after DeleteRecords: headroom records K - D (already deleted), seconds 0',
+          (K - D, 0.0), (tv['retention_headroom_records'], tv['retention_headroom_seconds']))
     tk.eq('/v1/groups/gl-g/lag after DeleteRecords: exact', {
         'group': G, 'state': 'Empty', 'members': 0,
         'partitions': [{'topic': T, 'partition': 0, 'committed_offset': K, 'high_watermark': N0,

@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -37,8 +38,11 @@ static void value_rules(void **state)
    truncation, log start 0) and topic u (p0 committed 2 below log start 5, hw 9; p1 led elsewhere, committed
    7). Group "b\"q": no commits, 2 members. */
 static struct gr_group_lag_part a_parts[] = {
-    {"t", 0, 4, true, 10, 0}, {"t", 1, -1, true, 10, 0},  {"t", 2, 12, true, 10, 0},
-    {"u", 0, 2, true, 9, 5},  {"u", 1, 7, false, -1, -1},
+    /* t/0 and u/0 with their lag in bytes and seconds and headroom (gr_group_lag_fill_time's fields): u/0's
+       seconds unknown (JSON null) and its headroom infinite (a compacted topic: "+Inf") */
+    {"t", 0, 4, true, 10, 0, true, 120, 4, 2.5, 3600.5}, {"t", 1, -1, true, 10, 0, false, 0, 0, 0, 0},
+    {"t", 2, 12, true, 10, 0, false, 0, 0, 0, 0},        {"u", 0, 2, true, 9, 5, true, 300, -3, -1, INFINITY},
+    {"u", 1, 7, false, -1, -1, false, 0, 0, 0, 0},
 };
 static const struct gr_group_lag groups[] = {
     {.group = "a", .state = "Empty", .members = 0, .parts = a_parts, .count = 5},
@@ -100,13 +104,21 @@ static void lag_json(void **state)
     char *s = json_dumps(o, JSON_COMPACT);
     assert_string_equal(s, "{\"group\":\"a\",\"state\":\"Empty\",\"members\":0,\"partitions\":["
                            "{\"topic\":\"t\",\"partition\":0,\"committed_offset\":4,\"high_watermark\":10,"
-                           "\"log_start_offset\":0,\"lag_records\":6},"
+                           "\"log_start_offset\":0,\"lag_records\":6,"
+                           "\"lag_bytes\":120,\"lag_seconds\":2.5,\"retention_headroom_records\":4,"
+                           "\"retention_headroom_seconds\":3600.5},"
                            "{\"topic\":\"t\",\"partition\":2,\"committed_offset\":12,\"high_watermark\":10,"
-                           "\"log_start_offset\":0,\"lag_records\":0},"
+                           "\"log_start_offset\":0,\"lag_records\":0,"
+                           "\"lag_bytes\":null,\"lag_seconds\":null,\"retention_headroom_records\":null,"
+                           "\"retention_headroom_seconds\":null},"
                            "{\"topic\":\"u\",\"partition\":0,\"committed_offset\":2,\"high_watermark\":9,"
-                           "\"log_start_offset\":5,\"lag_records\":4},"
+                           "\"log_start_offset\":5,\"lag_records\":4,"
+                           "\"lag_bytes\":300,\"lag_seconds\":null,\"retention_headroom_records\":-3,"
+                           "\"retention_headroom_seconds\":\"+Inf\"},"
                            "{\"topic\":\"u\",\"partition\":1,\"committed_offset\":7,\"high_watermark\":null,"
-                           "\"log_start_offset\":null,\"lag_records\":null}]}");
+                           "\"log_start_offset\":null,\"lag_records\":null,"
+                           "\"lag_bytes\":null,\"lag_seconds\":null,\"retention_headroom_records\":null,"
+                           "\"retention_headroom_seconds\":null}]}");
     free(s);
     json_decref(o);
     o = gr_group_lag_json(&groups[1]);
