@@ -144,8 +144,17 @@ def t_lag(run, etcd, bs, st):
         parts.append({'topic': TOPIC, 'partition': p, 'committed_offset': K[p],
                       'high_watermark': N[p] if known else None, 'log_start_offset': 0 if known else None,
                       'lag_records': N[p] - K[p] if known else None})
+    got_j = json.loads(body)
+    # the lag in bytes/seconds and headroom: null where another broker leads, the headroom records (committed -
+    # log start 0) where this one does; then the rest exactly
+    tfields = ('lag_bytes', 'lag_seconds', 'retention_headroom_records', 'retention_headroom_seconds')
+    tv = [{k: gp.pop(k, 'absent') for k in tfields} for gp in got_j.get('partitions', [])]
+    eq('/v1/groups/glc-g/lag at the coordinator: headroom records where it leads, nulls elsewhere',
+       [K[p] if p == lp else None for p in N], [t['retention_headroom_records'] for t in tv])
+    eq('/v1/groups/glc-g/lag at the coordinator: no lag bytes where another broker leads',
+       [None for p in N if p != lp], [t['lag_bytes'] for t, p in zip(tv, N) if p != lp])
     eq('/v1/groups/glc-g/lag at the coordinator: exact, null where another broker leads', (200, {
-        'group': GROUP, 'state': 'Empty', 'members': 0, 'partitions': parts}), (stc, json.loads(body)))
+        'group': GROUP, 'state': 'Empty', 'members': 0, 'partitions': parts}), (stc, got_j))
     for b in bs:
         if b.node_id != cid:
             s, body = http_get(b, f'/v1/groups/{GROUP}/lag')
