@@ -7,6 +7,7 @@
  */
 #include <assert.h>
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -520,4 +521,16 @@ const char *gr_image_topic_config(const struct gr_image_topic *t, const char *na
     const struct gr_image_config *c =
         t->config_count ? bsearch(&key, t->configs, (size_t)t->config_count, sizeof key, config_cmp) : NULL;
     return c ? c->value : NULL;
+}
+
+int32_t gr_image_topic_min_isr(const struct gr_image_topic *t, int32_t broker_default)
+{
+    const char *v = gr_image_topic_config(t, "min.insync.replicas");
+    if (v) {
+        char *end;
+        errno = 0;
+        long n = strtol(v, &end, 10);
+        if (!errno && end != v && !*end && n >= 1 && n <= INT32_MAX) return (int32_t)n;
+    }
+    return broker_default;
 }

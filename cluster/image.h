@@ -199,6 +199,9 @@ int gr_image_set_topic_configs(struct gr_image *img, struct gr_image_topic *t, c
 /* Returns borrowed: the value of topic-level config `name` of `t`, NULL when the topic has none of its own.
  * O(log configs). */
 const char *gr_image_topic_config(const struct gr_image_topic *t, const char *name);
+/* The topic's min.insync.replicas (Kafka's topic config, LogConfig): its own value when a valid
+ * integer >= 1, else `broker_default` (the broker's min.insync.replicas). */
+int32_t gr_image_topic_min_isr(const struct gr_image_topic *t, int32_t broker_default);
 
 /* Returns borrowed: the topic named `name` (`len` bytes), NULL when unknown. One hash and one compare. */
 struct gr_image_topic *gr_image_topic_find(const struct gr_image *img, const char *name, size_t len);

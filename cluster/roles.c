@@ -187,14 +187,7 @@ static void rec_drop(struct gr_roles *r, struct rec *e)
 /* The topic's min.insync.replicas: its own config when a valid integer >= 1, else the broker's. */
 static int32_t topic_min_isr(const struct gr_roles *r, const struct gr_image_topic *t)
 {
-    const char *v = gr_image_topic_config(t, "min.insync.replicas");
-    if (v) {
-        char *end;
-        errno = 0;
-        long n = strtol(v, &end, 10);
-        if (!errno && end != v && !*end && n >= 1 && n <= INT32_MAX) return (int32_t)n;
-    }
-    return r->cfg.min_insync_replicas;
+    return gr_image_topic_min_isr(t, r->cfg.min_insync_replicas);
 }
 
 static bool holds(const int32_t *nodes, int n, int32_t id)

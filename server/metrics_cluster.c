@@ -55,14 +55,7 @@ struct led {
    cluster/roles.c gives the partition). */
 static int32_t topic_min_isr(const struct gr_broker *b, const struct gr_image_topic *t)
 {
-    const char *v = gr_image_topic_config(t, "min.insync.replicas");
-    if (v) {
-        char *end;
-        errno = 0;
-        long n = strtol(v, &end, 10);
-        if (!errno && end != v && !*end && n >= 1 && n <= INT32_MAX) return (int32_t)n;
-    }
-    return b->cfg.settings.min_insync_replicas;
+    return gr_image_topic_min_isr(t, b->cfg.settings.min_insync_replicas);
 }
 
 /* Fills *l for partition `p` of image topic `it` when it is online and led here (route.c's rule: the image
