@@ -179,9 +179,10 @@ static const struct gr_config_def defs[] = {
      "Gregor: the layout of the log lines on stderr: logfmt (ts=... level=... component=... msg=... "
      "key=value) or json (one JSON object per line with the same keys)."},
     {"gregor.log.slow.request.ms", GR_CFG_LONG, "1000", 0, INT64_MAX / 1000,
-     "Gregor: a request whose total time (from its frame read to its answer's last byte, less a long-poll "
-     "Fetch's wait) exceeds this many ms logs one line (rate-limited) with its api, version, client_id, "
-     "correlation_id, peer and duration_ms."},
+     "Gregor: a request whose total time (from its frame read to its answer's last byte, less its long-poll "
+     "wait: a Fetch's, JoinGroup's or SyncGroup's) exceeds this many ms logs one line (rate-limited) with "
+     "its "
+     "api, version, client_id, correlation_id, peer and duration_ms."},
     {"gregor.metadata.etcd.endpoints", GR_CFG_LIST, NULL, 0, 0,
      "Gregor: the etcd cluster that keeps the cluster metadata, as http://host:port, comma-separated (at "
      "most "

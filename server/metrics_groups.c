@@ -401,7 +401,9 @@ unsigned gr_metrics_groups_http(struct gr_broker *b, const char *url, char **bod
         if (gr_group_lag_collect(b, grp, &gl)) return 500;
         gr_group_lag_fill_time(b, &gl, gr_time_wall_ms());
         json_t *o = gr_group_lag_json(&gl);
-        *body = o ? json_dumps(o, JSON_COMPACT) : NULL;
+        /* 12 significant digits: seconds to the microsecond below 10^6 s, no binary tails
+         * (17.425000000000001) */
+        *body = o ? json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(12)) : NULL;
         json_decref(o);
         gr_group_lag_free(&gl);
     }

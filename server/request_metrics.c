@@ -347,6 +347,11 @@ void gr_reqtime_sent(struct gr_req *req, const char *peer)
     int64_t latency = rt ? gr_reqtime_observe(rt, req->hdr.request_api_key, req->api->name, kind, &req->times,
                                               now, now / 1000)
                          : latency_us(&req->times, now, kind);
+    /* the slow-request line leaves out every long-poll wait: a Fetch's (as the histogram), and JoinGroup's
+       and SyncGroup's waits for the rebalance (group.initial.rebalance.delay.ms alone is 3 s by default) */
+    int16_t key = req->hdr.request_api_key;
+    if (!kind && (key == GR_API_JOIN_GROUP || key == GR_API_SYNC_GROUP))
+        latency = latency_us(&req->times, now, 1);
     int64_t slow_ms = b->cfg.settings.gregor_log_slow_request_ms;
     if (slow_ms >= 0 && latency > slow_ms * 1000) {
         GR_WARN_KV_RATELIMITED("slow request",

@@ -42,9 +42,10 @@
  * gregor_request_latency_seconds{request} (histogram, cumulative since start; API name only): buckets
  * le = 0.000256 * 2^i s, i = 0..17 (up to 33.554432 s), +Inf, _sum and _count, of totaltime less a Fetch's
  * wait (wake - local for a Fetch: the long poll, which is remotetimems); other waits (acks=all, coordinator
- * joins, verification) count. The same duration, over gregor.log.slow.request.ms, logs one rate-limited line
- * (GR_WARN_RATELIMITED) naming api, version, client_id (its first 63 bytes), correlation_id, peer and
- * duration_ms.
+ * joins, verification) count. The same duration, less also JoinGroup's and SyncGroup's wait for the rebalance
+ * (long polls too: the initial rebalance delay alone is 3 s), over gregor.log.slow.request.ms, logs one
+ * rate-limited key=value line (GR_WARN_KV_RATELIMITED) naming api, version, client_id (its first 63 bytes),
+ * correlation_id, peer and duration_ms.
  *
  * Idle fractions over the last minute (the current 10-second slot and the 5 before: 50 to 60 s, less since
  * start), both 0..1 as Kafka's gauges:

@@ -165,6 +165,9 @@ def main():
         st, ctype, body = http_get(admin, '/v1/groups/' + urllib.parse.quote(group, safe='') + '/lag')
         return st, ctype, jparse(body)
 
+    st, ctype, body = http_get(admin, '/v1/groups/' + G + '/lag')
+    tk.check('/v1/groups/gl-g/lag: numbers with at most 12 significant digits (no binary tails)',
+             not re.search(rb'[0-9.]{14,}', body), body[:300])
     st, ctype, j = lag_json(G)
     tk.eq('/v1/groups/gl-g/lag: 200 application/json', (200, 'application/json'), (st, ctype))
     # the lag in bytes and seconds and the headroom (storage/lag.h), then the rest exactly

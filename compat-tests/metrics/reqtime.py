@@ -185,7 +185,18 @@ def check_a(a):
         v = m.get((g, frozenset()))
         tk.check(f'{g}: a fraction in 0..1', v is not None and 0 <= v <= 1, str(v))
         tk.eq(f'# TYPE {g} gauge, once', 1, text.count(f'# TYPE {g} gauge\n'))
-    tk.check('broker A (default gregor.log.slow.request.ms=1000) logs no slow-request line for fast requests',
+    # a JoinGroup that waits out the initial rebalance delay (1.2 s here) is a long-poll wait: no slow line
+    with kr.Conn(a.addr) as c:
+        join = {'group_id': 'rt-g', 'session_timeout_ms': 10000, 'rebalance_timeout_ms': 10000, 'member_id': '',
+                'protocol_type': 'consumer', 'protocols': [{'name': 'range', 'metadata': b''}]}
+        r = c.request('JoinGroup', 5, join, timeout=20)
+        join['member_id'] = r['member_id']
+        t0 = time.monotonic()
+        r = c.request('JoinGroup', 5, join, timeout=20)
+        tk.check('JoinGroup waited out the 1.2 s initial rebalance delay', r['error_code'] == 0 and
+                 time.monotonic() - t0 >= 1.1, (r['error_code'], time.monotonic() - t0))
+    tk.check('broker A (default gregor.log.slow.request.ms=1000) logs no slow-request line for fast requests '
+             'nor for a JoinGroup waiting for its rebalance',
              'slow request' not in a.log_text(), a.log_text()[-2000:])
 
 
@@ -233,7 +244,7 @@ def main():
     tmp = tempfile.mkdtemp(prefix='gregor-reqtime.')
     brokers = []
     try:
-        brokers.append(Broker(tmp, 'a'))
+        brokers.append(Broker(tmp, 'a', 'group.initial.rebalance.delay.ms=1200'))
         check_a(brokers[-1])
         brokers.append(Broker(tmp, 'b', 'gregor.log.slow.request.ms=0'))
         check_b(brokers[-1])
