@@ -13,43 +13,17 @@ bytesrejected = the oversized batch's bytes, failedfetchrequests 0 (Kafka leaves
 requests_total{request="FetchConsumer"} = the fetches sent, no FetchFollower, replication bytes 0.
 Prints "RESULT p f x".
 """
-import http.client
 import os
-import re
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'lib'))
 import kafka_raw as kr  # noqa: E402
 import testkit as tk  # noqa: E402
-
-
-def http_req(admin, method, path):
-    host, port = admin.rsplit(':', 1)
-    c = http.client.HTTPConnection(host, int(port), timeout=10)
-    try:
-        c.request(method, path)
-        r = c.getresponse()
-        return r.status, r.read()
-    finally:
-        c.close()
-
-
-def parse(text):
-    """{(name, frozenset(labels)): value} of the text format's sample lines."""
-    out = {}
-    for line in text.splitlines():
-        if not line or line.startswith('#'):
-            continue
-        m = re.match(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})? (\S+)$', line)
-        if not m:
-            raise ValueError(f'not a sample line: {line!r}')
-        labels = frozenset(re.findall(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"', m.group(3) or ''))
-        out[(m.group(1), labels)] = float(m.group(4))
-    return out
+from promkit import http_req, parse  # noqa: E402
 
 
 def scrape(admin):
-    st, body = http_req(admin, 'GET', '/metrics')
+    st, _, body = http_req(admin, 'GET', '/metrics')
     if st != 200:
         raise RuntimeError(f'/metrics answered {st}')
     return parse(body.decode())

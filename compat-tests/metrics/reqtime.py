@@ -13,7 +13,6 @@ B with gregor.log.slow.request.ms=0: an ApiVersions with a known client id and c
 slow-request line naming api, version, client_id, correlation_id and peer; a Fetch v12 with replica id 2 and a
 Fetch v15 with ReplicaState.replica_id 2 are counted under Fetch and FetchFollower, not FetchConsumer. Prints "RESULT p f x".
 """
-import http.client
 import math
 import os
 import re
@@ -26,37 +25,13 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'lib'))
 import kafka_raw as kr  # noqa: E402
 import testkit as tk  # noqa: E402
+from promkit import http_req, parse  # noqa: E402
 
 REPO = os.environ.get('REPO') or os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..')
 GREGOR_BIN = os.environ.get('GREGOR_BIN') or os.path.join(REPO, 'build', 'bin', 'gregor')
 RQ = 'kafka_network_requestmetrics_'
 FAMILIES = ['requestqueuetimems', 'localtimems', 'remotetimems', 'responsequeuetimems', 'responsesendtimems',
             'totaltimems']
-
-
-def http_req(admin, method, path):
-    host, port = admin.rsplit(':', 1)
-    c = http.client.HTTPConnection(host, int(port), timeout=10)
-    try:
-        c.request(method, path)
-        r = c.getresponse()
-        return r.status, dict((k.lower(), v) for k, v in r.getheaders()), r.read()
-    finally:
-        c.close()
-
-
-def parse(text):
-    """{(name, frozenset(labels)): value} of the text format's sample lines (as metrics/run.py reads them)."""
-    out = {}
-    for line in text.splitlines():
-        if not line or line.startswith('#'):
-            continue
-        m = re.match(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})? (\S+)$', line)
-        if not m:
-            raise ValueError(f'not a sample line: {line!r}')
-        labels = frozenset(re.findall(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"', m.group(3) or ''))
-        out[(m.group(1), labels)] = float(m.group(4))
-    return out
 
 
 class Broker:

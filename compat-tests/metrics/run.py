@@ -7,39 +7,13 @@ then scrapes /metrics and checks the exact values: messagesin 10, bytesin = the 
 (2) and Fetch v12 (1), the log's end offset 10, start offset 0, 1 segment and size = bytesin; the HTTP rules
 (405 with Allow for POST, 404, HEAD, ready/live, the content type). Prints "RESULT p f x".
 """
-import http.client
 import os
-import re
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'lib'))
 import kafka_raw as kr  # noqa: E402
 import testkit as tk  # noqa: E402
-
-
-def http_req(admin, method, path):
-    host, port = admin.rsplit(':', 1)
-    c = http.client.HTTPConnection(host, int(port), timeout=10)
-    try:
-        c.request(method, path)
-        r = c.getresponse()
-        return r.status, dict((k.lower(), v) for k, v in r.getheaders()), r.read()
-    finally:
-        c.close()
-
-
-def parse(text):
-    """{(name, frozenset(labels)): value} of the text format's sample lines."""
-    out = {}
-    for line in text.splitlines():
-        if not line or line.startswith('#'):
-            continue
-        m = re.match(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})? (\S+)$', line)
-        if not m:
-            raise ValueError(f'not a sample line: {line!r}')
-        labels = frozenset(re.findall(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"', m.group(3) or ''))
-        out[(m.group(1), labels)] = float(m.group(4))
-    return out
+from promkit import http_req, parse  # noqa: E402
 
 
 def main():
