@@ -190,6 +190,24 @@ void th_config(struct gr_store_config *cfg, const char *dir)
     th_flush_hook(cfg);
 }
 
+int th_store_setup(void **state)
+{
+    struct th_store_fx *f = calloc(1, sizeof(*f));
+    th_tmpdir(f->dir, sizeof(f->dir));
+    th_config(&f->cfg, f->dir);
+    *state = f;
+    return 0;
+}
+
+int th_store_teardown(void **state)
+{
+    struct th_store_fx *f = *state;
+    if (f->store) gr_store_close(f->store);
+    th_rmtree(f->dir);
+    free(f);
+    return 0;
+}
+
 /* ---- reading ---- */
 
 uint8_t *th_slice_bytes(const struct gr_log_slice *s)

@@ -51,6 +51,19 @@ int64_t th_reported_durable(void);
 /* Store config with small segments for tests (flushers 2, index interval 100 bytes). */
 void th_config(struct gr_store_config *cfg, const char *dir);
 
+/* The cmocka fixture most store tests share: a fresh directory and th_config's config; the test opens the
+ * store (and finds its topic and log) itself. th_store_setup makes it (*state); th_store_teardown closes the
+ * store when it was opened and removes the directory. Both return 0. */
+struct th_store_fx {
+    char dir[64];
+    struct gr_store_config cfg;
+    struct gr_store *store;
+    struct gr_topic *topic;
+    struct gr_log *log;
+};
+int th_store_setup(void **state);
+int th_store_teardown(void **state);
+
 /* One batch as seen by a reader. */
 struct th_seen {
     int64_t base_offset;

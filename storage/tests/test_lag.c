@@ -258,32 +258,6 @@ static void test_headroom_active(void **state)
 
 /* ---------------------------------------------------------------- on a log */
 
-struct fx {
-    char dir[64];
-    struct gr_store_config cfg;
-    struct gr_store *store;
-    struct gr_topic *topic;
-    struct gr_log *log;
-};
-
-static int setup(void **state)
-{
-    struct fx *f = calloc(1, sizeof(*f));
-    th_tmpdir(f->dir, sizeof(f->dir));
-    th_config(&f->cfg, f->dir);
-    *state = f;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    struct fx *f = *state;
-    if (f->store) gr_store_close(f->store);
-    th_rmtree(f->dir);
-    free(f);
-    return 0;
-}
-
 /* Appends `count` records at timestamp ts; returns the batch's bytes. */
 static int64_t append(struct gr_log *log, int32_t count, int64_t ts, uint32_t tag)
 {
@@ -298,7 +272,7 @@ static int64_t append(struct gr_log *log, int32_t count, int64_t ts, uint32_t ta
 
 static void test_log_samples_and_rebuild(void **state)
 {
-    struct fx *f = *state;
+    struct th_store_fx *f = *state;
     assert_int_equal(gr_store_open(&f->cfg, &f->store), 0);
     const char *k[] = {"segment.bytes", "index.interval.bytes"}, *v[] = {"1000", "100000"};
     assert_int_equal(gr_store_topic_create(f->store, "t", 1, k, v, 2, &f->topic), 0);
@@ -382,7 +356,7 @@ static void test_log_samples_and_rebuild(void **state)
    indexed batch ending below c: one batch more than the truth, as lag.h documents. */
 static void test_log_index_bound(void **state)
 {
-    struct fx *f = *state;
+    struct th_store_fx *f = *state;
     assert_int_equal(gr_store_open(&f->cfg, &f->store), 0);
     const char *k[] = {"index.interval.bytes"}, *v[] = {"1"};
     assert_int_equal(gr_store_topic_create(f->store, "i", 1, k, v, 1, &f->topic), 0);
@@ -416,8 +390,8 @@ int main(void)
         cmocka_unit_test(test_lag_seconds),
         cmocka_unit_test(test_headroom),
         cmocka_unit_test(test_headroom_active),
-        cmocka_unit_test_setup_teardown(test_log_samples_and_rebuild, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_log_index_bound, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_log_samples_and_rebuild, th_store_setup, th_store_teardown),
+        cmocka_unit_test_setup_teardown(test_log_index_bound, th_store_setup, th_store_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -19,38 +19,12 @@
 #include "storage/internal.h"
 #include "storage/tests/helpers.h"
 
-struct fx {
-    char dir[64];
-    struct gr_store_config cfg;
-    struct gr_store *store;
-    struct gr_topic *topic;
-    struct gr_log *log;
-};
-
-static int setup(void **state)
-{
-    struct fx *f = calloc(1, sizeof(*f));
-    th_tmpdir(f->dir, sizeof(f->dir));
-    th_config(&f->cfg, f->dir);
-    *state = f;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    struct fx *f = *state;
-    if (f->store) gr_store_close(f->store);
-    th_rmtree(f->dir);
-    free(f);
-    return 0;
-}
-
-static void open_store(struct fx *f)
+static void open_store(struct th_store_fx *f)
 {
     assert_int_equal(gr_store_open(&f->cfg, &f->store), 0);
 }
 
-static void reopen(struct fx *f, const char *topic)
+static void reopen(struct th_store_fx *f, const char *topic)
 {
     gr_store_close(f->store);
     f->store = NULL;
@@ -61,7 +35,8 @@ static void reopen(struct fx *f, const char *topic)
     assert_non_null(f->log);
 }
 
-static void create(struct fx *f, const char *name, const char *const *keys, const char *const *values, int n)
+static void create(struct th_store_fx *f, const char *name, const char *const *keys,
+                   const char *const *values, int n)
 {
     assert_int_equal(gr_store_topic_create(f->store, name, 1, keys, values, n, &f->topic), 0);
     f->log = gr_topic_log(f->topic, 0);
@@ -85,7 +60,7 @@ static int64_t append(struct gr_log *log, int32_t count, int64_t ts, uint32_t ta
 
 static void test_append_read_across_rolls(void **state)
 {
-    struct fx *f = *state;
+    struct th_store_fx *f = *state;
     open_store(f);
     const char *k[] = {"segment.bytes"}, *v[] = {"1000"};
     create(f, "t", k, v, 1);
@@ -141,7 +116,7 @@ static void test_append_read_across_rolls(void **state)
 
 static void test_index_lookups_every_offset(void **state)
 {
-    struct fx *f = *state;
+    struct th_store_fx *f = *state;
     open_store(f);
     const char *k[] = {"segment.bytes", "index.interval.bytes"}, *v[] = {"4000", "150"};
     create(f, "idx", k, v, 2);
@@ -174,7 +149,7 @@ static void test_index_lookups_every_offset(void **state)
 
 static void test_kip74_and_bounds(void **state)
 {
-    struct fx *f = *state;
+    struct th_store_fx *f = *state;
     open_store(f);
     create(f, "k", NULL, NULL, 0);
     for (uint32_t i = 0; i < 10; i++)
@@ -212,7 +187,7 @@ static void test_kip74_and_bounds(void **state)
 
 static void test_offsets_for_time(void **state)
 {
-    struct fx *f = *state;
+    struct th_store_fx *f = *state;
     open_store(f);
     const char *k[] = {"segment.bytes"}, *v[] = {"2000"};
     create(f, "time", k, v, 1);
@@ -280,7 +255,7 @@ static void test_offsets_for_time(void **state)
 
 static void test_max_timestamp_first_of_equals(void **state)
 {
-    struct fx *f = *state;
+    struct th_store_fx *f = *state;
     open_store(f);
     create(f, "mt", NULL, NULL, 0);
     /* Timestamps not monotonic: the maximum 9000 appears in batch 1 (record 2) and again in batch 3. */
@@ -316,7 +291,7 @@ static void test_max_timestamp_first_of_equals(void **state)
 
 static void test_log_append_time(void **state)
 {
-    struct fx *f = *state;
+    struct th_store_fx *f = *state;
     open_store(f);
     create(f, "lat", NULL, NULL, 0);
     append(f->log, 2, 100, 0);
@@ -345,7 +320,7 @@ static void test_log_append_time(void **state)
 
 static void test_size_limits(void **state)
 {
-    struct fx *f = *state;
+    struct th_store_fx *f = *state;
     open_store(f);
     const char *k[] = {"max.message.bytes"}, *v[] = {"200"};
     create(f, "small", k, v, 1);
@@ -374,7 +349,7 @@ static void read_file(const char *path, char *buf, size_t cap)
 
 static void test_leader_epochs(void **state)
 {
-    struct fx *f = *state;
+    struct th_store_fx *f = *state;
     open_store(f);
     create(f, "ep", NULL, NULL, 0);
     assert_int_equal(gr_log_leader_epoch(f->log), 0);
@@ -420,7 +395,7 @@ static void test_leader_epochs(void **state)
  * any batch replaces the entry no batch carries. */
 static void test_set_leader_epoch(void **state)
 {
-    struct fx *f = *state;
+    struct th_store_fx *f = *state;
     open_store(f);
     create(f, "se", NULL, NULL, 0);
     append(f->log, 10, 0, 0);
@@ -448,7 +423,7 @@ static void test_set_leader_epoch(void **state)
 
 static void test_group_commit_flush(void **state)
 {
-    struct fx *f = *state;
+    struct th_store_fx *f = *state;
     open_store(f);
     create(f, "fl", NULL, NULL, 0);
     for (uint32_t i = 0; i < 20; i++)
@@ -474,7 +449,7 @@ static void test_group_commit_flush(void **state)
 
 static void test_roll_triggers(void **state)
 {
-    struct fx *f = *state;
+    struct th_store_fx *f = *state;
     open_store(f);
     /* A full index: segment.index.bytes 24 holds 3 offset entries (and 2 time entries): roll. */
     const char *k[] = {"segment.index.bytes", "index.interval.bytes"}, *v[] = {"24", "1"};
@@ -540,7 +515,7 @@ static void append_header_ts(struct gr_log *log, int64_t max_ts)
    retention pass at any clock value neither overflows nor deletes what is not expired. */
 static void test_extreme_header_timestamps(void **state)
 {
-    struct fx *f = *state;
+    struct th_store_fx *f = *state;
     th_flush_hook(&f->cfg);
     open_store(f);
     const char *k[] = {"segment.ms", "retention.ms"}, *v[] = {"1000", "60000"};
@@ -575,18 +550,19 @@ static void test_extreme_header_timestamps(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_append_read_across_rolls, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_index_lookups_every_offset, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_kip74_and_bounds, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_offsets_for_time, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_max_timestamp_first_of_equals, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_log_append_time, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_size_limits, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_leader_epochs, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_set_leader_epoch, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_group_commit_flush, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_roll_triggers, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_extreme_header_timestamps, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_append_read_across_rolls, th_store_setup, th_store_teardown),
+        cmocka_unit_test_setup_teardown(test_index_lookups_every_offset, th_store_setup, th_store_teardown),
+        cmocka_unit_test_setup_teardown(test_kip74_and_bounds, th_store_setup, th_store_teardown),
+        cmocka_unit_test_setup_teardown(test_offsets_for_time, th_store_setup, th_store_teardown),
+        cmocka_unit_test_setup_teardown(test_max_timestamp_first_of_equals, th_store_setup,
+                                        th_store_teardown),
+        cmocka_unit_test_setup_teardown(test_log_append_time, th_store_setup, th_store_teardown),
+        cmocka_unit_test_setup_teardown(test_size_limits, th_store_setup, th_store_teardown),
+        cmocka_unit_test_setup_teardown(test_leader_epochs, th_store_setup, th_store_teardown),
+        cmocka_unit_test_setup_teardown(test_set_leader_epoch, th_store_setup, th_store_teardown),
+        cmocka_unit_test_setup_teardown(test_group_commit_flush, th_store_setup, th_store_teardown),
+        cmocka_unit_test_setup_teardown(test_roll_triggers, th_store_setup, th_store_teardown),
+        cmocka_unit_test_setup_teardown(test_extreme_header_timestamps, th_store_setup, th_store_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -29,32 +29,7 @@
 #include "storage/tests/fault.h"
 #include "storage/tests/helpers.h"
 
-struct fx {
-    char dir[64];
-    struct gr_store_config cfg;
-    struct gr_store *store;
-    struct gr_log *log;
-};
-
-static int setup(void **state)
-{
-    struct fx *f = calloc(1, sizeof(*f));
-    th_tmpdir(f->dir, sizeof(f->dir));
-    th_config(&f->cfg, f->dir);
-    *state = f;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    struct fx *f = *state;
-    if (f->store) gr_store_close(f->store);
-    th_rmtree(f->dir);
-    free(f);
-    return 0;
-}
-
-static void open_log(struct fx *f, const char *segment_bytes)
+static void open_log(struct th_store_fx *f, const char *segment_bytes)
 {
     assert_int_equal(gr_store_open(&f->cfg, &f->store), 0);
     struct gr_topic *t = gr_store_topic_find(f->store, "r", 1);
@@ -66,7 +41,7 @@ static void open_log(struct fx *f, const char *segment_bytes)
     assert_non_null(f->log);
 }
 
-static void reopen(struct fx *f)
+static void reopen(struct th_store_fx *f)
 {
     gr_store_close(f->store);
     f->store = NULL;
@@ -170,7 +145,7 @@ static void assert_epochs(struct gr_log *log, const struct gr_epoch_entry *want,
 }
 
 /* leader-epoch-checkpoint on disk (after the checkpoint pass) equals `want`. */
-static void assert_epoch_file(struct fx *f, const struct gr_epoch_entry *want, int n)
+static void assert_epoch_file(struct th_store_fx *f, const struct gr_epoch_entry *want, int n)
 {
     gr_store_checkpoint(f->store);
     gr_store_quiesce(f->store);
@@ -187,7 +162,7 @@ static void assert_epoch_file(struct fx *f, const struct gr_epoch_entry *want, i
 
 static void test_append_keeps_bytes_epochs_producers(void **state)
 {
-    struct fx *f = *state;
+    struct th_store_fx *f = *state;
     fault_install(); /* counts the writes (installed while no store is open, as sys.h asks) */
     open_log(f, "1000000");
     struct chunk c;
@@ -240,7 +215,7 @@ static void audit_report(const char *op, int fd, const char *path)
    unlinks, fsyncs and creates are never made on the calling thread. */
 static void test_no_disk_wait_on_the_calling_thread(void **state)
 {
-    struct fx *f = *state;
+    struct th_store_fx *f = *state;
     open_log(f, "1000");
     struct chunk c;
     chunk_build(&c, 30);
@@ -274,7 +249,7 @@ static void test_no_disk_wait_on_the_calling_thread(void **state)
    replace it; when this replica then leads in exactly that next epoch the entry comes back. */
 static void test_open_epoch_then_follower_then_leader(void **state)
 {
-    struct fx *f = *state;
+    struct th_store_fx *f = *state;
     open_log(f, "1000000");
     struct chunk c;
     chunk_build(&c, 4); /* epochs 0, 0, 2, 5 */
@@ -305,7 +280,7 @@ static void test_open_epoch_then_follower_then_leader(void **state)
 
 static void test_append_refusals_write_nothing(void **state)
 {
-    struct fx *f = *state;
+    struct th_store_fx *f = *state;
     open_log(f, "1000000");
     struct chunk c;
     chunk_build(&c, 4);
@@ -340,7 +315,7 @@ static void test_append_refusals_write_nothing(void **state)
 
 static void test_append_splits_at_rolls(void **state)
 {
-    struct fx *f = *state;
+    struct th_store_fx *f = *state;
     open_log(f, "1000");
     struct chunk c;
     chunk_build(&c, 40);
@@ -368,7 +343,7 @@ static void test_append_splits_at_rolls(void **state)
 /* ---------------------------------------------------------------- truncation */
 
 /* The log of `n` leader batches over segments of segment.bytes 1000 (about 5 batches each). */
-static void build(struct fx *f, struct chunk *c, int n)
+static void build(struct th_store_fx *f, struct chunk *c, int n)
 {
     open_log(f, "1000");
     chunk_build(c, n);
@@ -379,7 +354,7 @@ static void build(struct fx *f, struct chunk *c, int n)
 }
 
 /* Everything a truncation to a batch boundary `end` (batch end/3 is the first to go) must show. */
-static void check_cut(struct fx *f, const struct chunk *c, int64_t end)
+static void check_cut(struct th_store_fx *f, const struct chunk *c, int64_t end)
 {
     int kept = (int)(end / 3);
     assert_int_equal(gr_log_end_offset(f->log), end);
@@ -417,7 +392,7 @@ static void check_cut(struct fx *f, const struct chunk *c, int64_t end)
 
 /* Truncates to `offset`, waits for the file half, appends the leader's new history from the end (epoch 7),
    checks, then checks again after a reopen. */
-static void truncate_and_check(struct fx *f, struct chunk *c, int64_t offset, int64_t end)
+static void truncate_and_check(struct th_store_fx *f, struct chunk *c, int64_t offset, int64_t end)
 {
     assert_int_equal(gr_log_truncate_to(f->log, offset), 0);
     check_cut(f, c, end);
@@ -451,7 +426,7 @@ static void truncate_and_check(struct fx *f, struct chunk *c, int64_t offset, in
 
 static void test_truncate_middle_of_active(void **state)
 {
-    struct fx *f = *state;
+    struct th_store_fx *f = *state;
     struct chunk c;
     build(f, &c, 20);
     int64_t active_base = f->log->segs[f->log->seg_count - 1]->base_offset;
@@ -462,7 +437,7 @@ static void test_truncate_middle_of_active(void **state)
 
 static void test_truncate_segment_boundary(void **state)
 {
-    struct fx *f = *state;
+    struct th_store_fx *f = *state;
     struct chunk c;
     build(f, &c, 20);
     assert_true(f->log->seg_count >= 3);
@@ -474,7 +449,7 @@ static void test_truncate_segment_boundary(void **state)
 
 static void test_truncate_across_segments(void **state)
 {
-    struct fx *f = *state;
+    struct th_store_fx *f = *state;
     struct chunk c;
     build(f, &c, 20);
     assert_true(f->log->seg_count >= 3);
@@ -487,7 +462,7 @@ static void test_truncate_across_segments(void **state)
 
 static void test_truncate_below_log_start_is_full(void **state)
 {
-    struct fx *f = *state;
+    struct th_store_fx *f = *state;
     struct chunk c;
     build(f, &c, 20);
     int64_t first = f->log->segs[1]->base_offset;
@@ -518,7 +493,7 @@ static void test_truncate_below_log_start_is_full(void **state)
 
 static void test_truncate_fully_and_start_at(void **state)
 {
-    struct fx *f = *state;
+    struct th_store_fx *f = *state;
     struct chunk c;
     build(f, &c, 10);
     assert_int_equal(gr_log_truncate_fully_and_start_at(f->log, 500), 0);
@@ -538,7 +513,7 @@ static void test_truncate_fully_and_start_at(void **state)
 
 static void test_truncate_refusals(void **state)
 {
-    struct fx *f = *state;
+    struct th_store_fx *f = *state;
     struct chunk c;
     build(f, &c, 4);
     assert_int_equal(gr_log_truncate_to(f->log, -1), -EINVAL);
@@ -793,7 +768,7 @@ static void pool_audit_report(const char *op, int fd, const char *path)
 
 /* The log of build() (30 batches over 1000-byte segments), reopened with a pool, one open .log file at a
    time and every page "cold": the files of older segments are closed and their indexes not loaded. */
-static struct gr_iopool *cold_log(struct fx *f, struct chunk *c)
+static struct gr_iopool *cold_log(struct th_store_fx *f, struct chunk *c)
 {
     build(f, c, 30);
     gr_store_quiesce(f->store);
@@ -815,7 +790,7 @@ static struct gr_iopool *cold_log(struct fx *f, struct chunk *c)
     return pool;
 }
 
-static void cold_log_end(struct fx *f, struct gr_iopool *pool)
+static void cold_log_end(struct th_store_fx *f, struct gr_iopool *pool)
 {
     sim_cold = false;
     gr_iopool_drain(pool);
@@ -835,7 +810,7 @@ static void cold_log_end(struct fx *f, struct gr_iopool *pool)
    reads as truncation pending. */
 static void test_truncate_reads_on_the_pool(void **state)
 {
-    struct fx *f = *state;
+    struct th_store_fx *f = *state;
     struct chunk c;
     struct gr_iopool *pool = cold_log(f, &c);
     /* inside the older segment starting at the oldest snapshot kept (72: the snapshot is read, then batch
@@ -873,7 +848,7 @@ static void test_truncate_reads_on_the_pool(void **state)
    calling thread (as without a pool) and ends as the blocking one does. */
 static void test_truncate_rounds_capped(void **state)
 {
-    struct fx *f = *state;
+    struct th_store_fx *f = *state;
     struct chunk c;
     struct gr_iopool *pool = cold_log(f, &c);
     sim_stuck = true;
@@ -896,7 +871,7 @@ static void test_truncate_rounds_capped(void **state)
    still allocated until the store closes) and the truncation then answers -EROFS. */
 static void test_truncate_log_deleted_while_reading(void **state)
 {
-    struct fx *f = *state;
+    struct th_store_fx *f = *state;
     struct chunk c;
     struct gr_iopool *pool = cold_log(f, &c);
     int64_t cut = f->log->segs[1]->base_offset + 4;
@@ -912,20 +887,26 @@ static void test_truncate_log_deleted_while_reading(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_append_keeps_bytes_epochs_producers, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_append_refusals_write_nothing, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_open_epoch_then_follower_then_leader, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_no_disk_wait_on_the_calling_thread, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_append_splits_at_rolls, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_truncate_middle_of_active, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_truncate_segment_boundary, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_truncate_across_segments, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_truncate_below_log_start_is_full, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_truncate_fully_and_start_at, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_truncate_refusals, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_truncate_reads_on_the_pool, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_truncate_rounds_capped, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_truncate_log_deleted_while_reading, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_append_keeps_bytes_epochs_producers, th_store_setup,
+                                        th_store_teardown),
+        cmocka_unit_test_setup_teardown(test_append_refusals_write_nothing, th_store_setup,
+                                        th_store_teardown),
+        cmocka_unit_test_setup_teardown(test_open_epoch_then_follower_then_leader, th_store_setup,
+                                        th_store_teardown),
+        cmocka_unit_test_setup_teardown(test_no_disk_wait_on_the_calling_thread, th_store_setup,
+                                        th_store_teardown),
+        cmocka_unit_test_setup_teardown(test_append_splits_at_rolls, th_store_setup, th_store_teardown),
+        cmocka_unit_test_setup_teardown(test_truncate_middle_of_active, th_store_setup, th_store_teardown),
+        cmocka_unit_test_setup_teardown(test_truncate_segment_boundary, th_store_setup, th_store_teardown),
+        cmocka_unit_test_setup_teardown(test_truncate_across_segments, th_store_setup, th_store_teardown),
+        cmocka_unit_test_setup_teardown(test_truncate_below_log_start_is_full, th_store_setup,
+                                        th_store_teardown),
+        cmocka_unit_test_setup_teardown(test_truncate_fully_and_start_at, th_store_setup, th_store_teardown),
+        cmocka_unit_test_setup_teardown(test_truncate_refusals, th_store_setup, th_store_teardown),
+        cmocka_unit_test_setup_teardown(test_truncate_reads_on_the_pool, th_store_setup, th_store_teardown),
+        cmocka_unit_test_setup_teardown(test_truncate_rounds_capped, th_store_setup, th_store_teardown),
+        cmocka_unit_test_setup_teardown(test_truncate_log_deleted_while_reading, th_store_setup,
+                                        th_store_teardown),
         cmocka_unit_test(test_fail_each_truncation_syscall),
         cmocka_unit_test(test_crash_mid_truncation),
         cmocka_unit_test(test_crash_mid_full_truncation),
