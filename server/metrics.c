@@ -104,23 +104,44 @@ void gr_metrics_produced(struct gr_metrics *m, const char *topic, size_t topic_l
         if (cs[i]) {
             cs[i]->messages_in += records;
             cs[i]->bytes_in += bytes;
-            cs[i]->produce_requests++;
         }
+}
+
+void gr_metrics_produce_partition(struct gr_metrics *m, const char *topic, size_t topic_len)
+{
+    struct gr_topic_counters *cs[2] = {&m->all, topic_counters(m, topic, topic_len)};
+    for (int i = 0; i < 2; i++)
+        if (cs[i]) cs[i]->produce_requests++;
+}
+
+void gr_metrics_produce_refused(struct gr_metrics *m, const struct gr_image_topic *it, int16_t error_code)
+{
+    /* KafkaApis answers these before ReplicaManager.appendRecords (not marked); appendToLocalLog marks the
+       rest (not leader, storage error, an internal topic) before it refuses them */
+    bool before = error_code == GR_ERR_UNKNOWN_TOPIC_OR_PARTITION || error_code == GR_ERR_UNKNOWN_TOPIC_ID ||
+                  error_code == GR_ERR_INVALID_REQUIRED_ACKS ||
+                  error_code == GR_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
+    if (it && !before) gr_metrics_produce_partition(m, it->name, (size_t)it->name_len);
 }
 
 void gr_metrics_fetched(struct gr_metrics *m, const char *topic, size_t topic_len, uint64_t bytes)
 {
     struct gr_topic_counters *cs[2] = {&m->all, topic_counters(m, topic, topic_len)};
     for (int i = 0; i < 2; i++)
-        if (cs[i]) {
-            cs[i]->bytes_out += bytes;
-            cs[i]->fetch_requests++;
-        }
+        if (cs[i]) cs[i]->bytes_out += bytes;
+}
+
+void gr_metrics_fetch_partition(struct gr_metrics *m, const char *topic, size_t topic_len)
+{
+    struct gr_topic_counters *cs[2] = {&m->all, topic_counters(m, topic, topic_len)};
+    for (int i = 0; i < 2; i++)
+        if (cs[i]) cs[i]->fetch_requests++;
 }
 
 void gr_metrics_appended(struct gr_metrics *m, const struct gr_image_topic *it,
                          const struct gr_produce_result *r, size_t bytes)
 {
+    gr_metrics_produce_partition(m, it->name, (size_t)it->name_len); /* whatever the outcome, as Kafka */
     if (r->error_code) { /* ReplicaManager.appendToLocalLog / UnifiedLog: failed or rejected, per topic too */
         struct gr_topic_counters *cs[2] = {&m->all, topic_counters(m, it->name, (size_t)it->name_len)};
         for (int i = 0; i < 2; i++)
@@ -149,7 +170,13 @@ void gr_metrics_answered(struct gr_req *req)
             gr_route_topic_by(req->broker, req->hdr.request_api_version >= 13, qt->topic, qt->topic_id.b);
         if (!t) continue; /* an unknown topic: nothing to count it under */
         for (int32_t p = 0; p < rt->partitions.count; p++) {
-            if (gr_metrics_counts_fetch_failed(rt->partitions.items[p].error_code)) { /* readFromLog */
+            int16_t ec = rt->partitions.items[p].error_code;
+            /* ReplicaManager.fetchMessages marks TotalFetchRequestsPerSec for every partition it read, a
+               follower's too, errors included; KafkaApis answers a partition unknown to the metadata before
+               reading (not marked) */
+            if (ec != GR_ERR_UNKNOWN_TOPIC_OR_PARTITION && ec != GR_ERR_UNKNOWN_TOPIC_ID)
+                gr_metrics_fetch_partition(&req->broker->metrics, t->name, (size_t)t->name_len);
+            if (gr_metrics_counts_fetch_failed(ec)) { /* readFromLog */
                 struct gr_topic_counters *cs[2] = {
                     &req->broker->metrics.all,
                     topic_counters(&req->broker->metrics, t->name, (size_t)t->name_len)};

@@ -60,23 +60,39 @@ void gr_metrics_free(struct gr_metrics *m);
 /* One request of API `key` at `version` served (after the version check). Out-of-range keys are ignored. */
 void gr_metrics_request(struct gr_metrics *m, int16_t key, int16_t version);
 /* A Produce partition appended as leader: `records` records in `bytes` bytes of record batches (Kafka's
-   MessagesInPerSec / BytesInPerSec), and a TotalProduceRequestsPerSec mark, for `topic` and overall. */
+   MessagesInPerSec / BytesInPerSec), for `topic` and overall. */
 void gr_metrics_produced(struct gr_metrics *m, const char *topic, size_t topic_len, uint64_t records,
                          uint64_t bytes);
-/* As gr_metrics_produced for one Produce partition's append result `r` of `bytes` record bytes to topic
-   `it`: counted when appended (not refused, not a duplicate retry, which Kafka does not write again). A
-   refused append marks FailedProduceRequestsPerSec (gr_metrics_counts_produce_failed says which errors) or,
-   for MESSAGE_TOO_LARGE, BytesRejectedPerSec with all `bytes` (UnifiedLog.analyzeAndValidateRecords). */
+/* A TotalProduceRequestsPerSec mark for one Produce partition of `topic` (and overall) that reached the
+   append, whatever its outcome: Kafka's ReplicaManager.appendToLocalLog marks every partition it is given
+   (refused, duplicate and not-leader ones too); partitions KafkaApis answers first (unknown topic or
+   partition, failed transaction verification) are not marked. */
+void gr_metrics_produce_partition(struct gr_metrics *m, const char *topic, size_t topic_len);
+/* A Produce partition of topic `it` (NULL: unknown, nothing counted) answered `error_code` without reaching
+   gr_partition_produce: marks TotalProduceRequestsPerSec where Kafka's appendToLocalLog would have (not
+   leader or follower, storage errors, internal topics), not where KafkaApis answers first
+   (UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_ID, INVALID_REQUIRED_ACKS,
+   TRANSACTIONAL_ID_AUTHORIZATION_FAILED). */
+void gr_metrics_produce_refused(struct gr_metrics *m, const struct gr_image_topic *it, int16_t error_code);
+/* One Produce partition's append result `r` of `bytes` record bytes to topic `it`: marks
+   TotalProduceRequestsPerSec (gr_metrics_produce_partition), then counts messages and bytes in when appended
+   (not refused, not a duplicate retry, which Kafka does not write again); a refused append marks
+   FailedProduceRequestsPerSec (gr_metrics_counts_produce_failed says which errors) or, for
+   MESSAGE_TOO_LARGE, BytesRejectedPerSec with all `bytes` (UnifiedLog.analyzeAndValidateRecords). */
 void gr_metrics_appended(struct gr_metrics *m, const struct gr_image_topic *it,
                          const struct gr_produce_result *r, size_t bytes);
-/* Request `req` is answered (gr_req_finish, before encoding): a client's Fetch (not a follower's: replica
-   id < 0) counts each partition of a known topic in its response with gr_metrics_fetched and its record
-   bytes; any Fetch marks FailedFetchRequestsPerSec for a partition of a known topic answered with an error
-   gr_metrics_counts_fetch_failed names. Every API: gr_metrics_counts_answered (errors, replication bytes). */
+/* Request `req` is answered (gr_req_finish, before encoding): every Fetch (a client's or a follower's) marks
+   TotalFetchRequestsPerSec for each partition of a known topic in its response not answered
+   UNKNOWN_TOPIC_OR_PARTITION / UNKNOWN_TOPIC_ID (ReplicaManager.fetchMessages marks each partition it read),
+   FailedFetchRequestsPerSec for one answered with an error gr_metrics_counts_fetch_failed names; a client's
+   Fetch (replica id < 0) also counts its record bytes with gr_metrics_fetched. Every API:
+   gr_metrics_counts_answered (errors, replication bytes). */
 void gr_metrics_answered(struct gr_req *req);
-/* A client Fetch answered for one partition of `topic`: `bytes` record bytes sent (BytesOutPerSec) and a
-   TotalFetchRequestsPerSec mark. Followers' fetches are not counted (Kafka counts them as replication). */
+/* A client Fetch answered for one partition of `topic`: `bytes` record bytes sent (BytesOutPerSec).
+   Followers' bytes are not counted here (Kafka counts them as replication bytes out). */
 void gr_metrics_fetched(struct gr_metrics *m, const char *topic, size_t topic_len, uint64_t bytes);
+/* A TotalFetchRequestsPerSec mark for one Fetch partition of `topic` (and overall). */
+void gr_metrics_fetch_partition(struct gr_metrics *m, const char *topic, size_t topic_len);
 /* The counters of `topic`, or NULL when it was never counted. */
 const struct gr_topic_counters *gr_metrics_topic(const struct gr_metrics *m, const char *topic);
 

@@ -3,13 +3,15 @@
 Against the broker of compat-tests/metrics/run.sh (BROKER, ADMIN), after metrics/run.py (so every value is
 checked as the difference between a scrape before and one after): creates topic c1 (max.message.bytes 1000,
 message.timestamp.before.max.ms 60000), sends Produce v9 twice with a good batch, once to an unknown topic,
-once with a batch over max.message.bytes and once with a batch timestamped in 1970, then Fetch v12 of c1-0
+once to c1-7 (no such partition), once with a batch over max.message.bytes and once with a batch timestamped in 1970, then Fetch v12 of c1-0
 and of c1-7 (no such partition), then acks=0 produces: a good one (answered with nothing, no error counted,
 as Kafka's sendNoOpResponse) and one to an unknown topic (the connection closed, its error counted, as
 Kafka's closeConnection). Expected values come from what the test sent and the errors it was answered:
 errors_total per (request, error) as Kafka's errorCounts() counts them (Fetch's top-level error counts as
 NONE), failedproducerequests 1 (INVALID_TIMESTAMP; Kafka leaves out MESSAGE_TOO_LARGE and unknown topics),
 bytesrejected = the oversized batch's bytes, failedfetchrequests 0 (Kafka leaves out unknown partitions),
+totalproducerequests 5 and totalfetchrequests 2 (every partition ReplicaManager appended to or read, refused
+ones too, not the unknown topic or partitions KafkaApis answers first),
 requests_total{request="FetchConsumer"} = the fetches sent, no FetchFollower, replication bytes 0.
 Prints "RESULT p f x".
 """
@@ -51,6 +53,9 @@ def main():
             answered('Produce', r['error_code'])
         r = kr.produce(c, 'no-such-topic-c1', 0, good, version=9)
         tk.eq('produce to an unknown topic: UNKNOWN_TOPIC_OR_PARTITION', 3, r['error_code'])
+        answered('Produce', r['error_code'])
+        r = kr.produce(c, 'c1', 7, good, version=9)
+        tk.eq('produce to c1-7 (no such partition): UNKNOWN_TOPIC_OR_PARTITION', 3, r['error_code'])
         answered('Produce', r['error_code'])
         big = kr.build_batch([(None, b'x' * 1500)])
         r = kr.produce(c, 'c1', 0, big, version=9)
@@ -107,6 +112,12 @@ def main():
               delta(B + 'bytesrejected_total', labels))
         tk.eq(f'failedfetchrequests{labels}: 0 (an unknown partition is not a failure)', 0,
               delta(B + 'failedfetchrequests_total', labels))
+    for labels in ({}, {'topic': 'c1'}):  # ReplicaManager marks every partition it appends to or reads,
+        # refused or not; KafkaApis answers unknown topics and partitions before (not marked)
+        tk.eq(f'totalproducerequests{labels}: 5 (2 good, too large, 1970, acks=0 good; not the unknown ones)', 5,
+              delta(B + 'totalproducerequests_total', labels))
+        tk.eq(f'totalfetchrequests{labels}: 2 (c1-0 twice; not c1-7)', 2,
+              delta(B + 'totalfetchrequests_total', labels))
     R = 'kafka_network_requestmetrics_requests_total'
     tk.eq('requests_total{request="FetchConsumer",version="12"} grew by the fetches sent', fetches,
           delta(R, {'request': 'FetchConsumer', 'version': '12'}))

@@ -59,6 +59,7 @@ static struct gr_log *produce_partition(struct gr_req *req, const struct gr_imag
     int16_t rc = gr_route_partition(req->broker, it, partition, req->hdr.request_api_version >= 13, &route);
     if (rc) { /* led here, log not made by the end of the wait (server/logwait.h): timed out */
         if (route.pending && gr_req_logs_expired(req)) rc = GR_ERR_REQUEST_TIMED_OUT;
+        gr_metrics_produce_refused(&req->broker->metrics, it, rc); /* TotalProduceRequests, as Kafka */
         gr_produce_partition_error(pr, rc, NULL);
         gr_route_produce_leader(req, pr, &route);
         return NULL;
@@ -108,9 +109,7 @@ static enum gr_handler_rc produce_run(struct gr_req *req)
             topic_err = GR_ERR_INVALID_TOPIC_EXCEPTION;
         }
         if (bad_acks) topic_err = GR_ERR_INVALID_REQUIRED_ACKS;
-        if (st->txn_refused) {
-            topic_err = GR_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
-        }
+        if (st->txn_refused) topic_err = GR_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
         int32_t np = tr->partition_responses.count;
         for (int32_t p = 0; p < np; p++) {
             struct gr_produce_request_partition_produce_data *pd = &td->partition_data.items[p];
@@ -118,6 +117,7 @@ static enum gr_handler_rc produce_run(struct gr_req *req)
             gr_produce_response_partition_produce_response_init(pr);
             pr->index = pd->index;
             if (topic_err) {
+                gr_metrics_produce_refused(&b->metrics, it, topic_err); /* TotalProduceRequests, as Kafka */
                 gr_produce_partition_error(pr, topic_err, NULL);
                 any_error = true;
                 continue;

@@ -55,8 +55,12 @@ static void counter_lines(void **state)
     gr_metrics_init(&m);
     gr_metrics_produced(&m, "t1xyz", 2, 10, 1000); /* only "t1" of the bytes: the length counts */
     gr_metrics_produced(&m, "t1", 2, 5, 500);
+    gr_metrics_produce_partition(&m, "t1xyz", 2);
+    gr_metrics_produce_partition(&m, "t1", 2);
     gr_metrics_fetched(&m, "t1", 2, 700);
+    gr_metrics_fetch_partition(&m, "t1", 2);
     gr_metrics_fetched(&m, "q\"", 2, 0);
+    gr_metrics_fetch_partition(&m, "q\"", 2);
     gr_metrics_request(&m, GR_API_PRODUCE, 9);
     gr_metrics_request(&m, GR_API_PRODUCE, 9);
     gr_metrics_request(&m, GR_API_FETCH, 12);

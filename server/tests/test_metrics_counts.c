@@ -215,6 +215,19 @@ static void append_marks_and_fetch_split(void **state)
     assert_int_equal(tc->bytes_rejected, 2000);
     assert_int_equal(tc->failed_produce, 2);
     assert_int_equal(tc->messages_in, 3);
+    /* TotalProduceRequestsPerSec: every partition that reached the append, refused or not (appendToLocalLog)
+     */
+    assert_int_equal(tc->produce_requests, 5);
+    assert_int_equal(m->all.produce_requests, 5);
+    /* refused before the append: only what Kafka's appendToLocalLog would have seen is marked */
+    gr_metrics_produce_refused(m, &it, GR_ERR_NOT_LEADER_OR_FOLLOWER);
+    gr_metrics_produce_refused(m, &it, GR_ERR_INVALID_TOPIC_EXCEPTION);
+    gr_metrics_produce_refused(m, &it, GR_ERR_UNKNOWN_TOPIC_OR_PARTITION);
+    gr_metrics_produce_refused(m, &it, GR_ERR_INVALID_REQUIRED_ACKS);
+    gr_metrics_produce_refused(m, &it, GR_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED);
+    gr_metrics_produce_refused(m, NULL, GR_ERR_UNKNOWN_TOPIC_ID);
+    assert_int_equal(tc->produce_requests, 7);
+    assert_int_equal(m->all.produce_requests, 7);
     assert_int_equal(m->all.bytes_rejected, 2000);
     assert_int_equal(m->all.failed_produce, 2);
     gr_metrics_request(m, GR_API_FETCH, 12);
