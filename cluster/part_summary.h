@@ -89,4 +89,18 @@ int32_t gr_part_summaries_count(const struct gr_part_summaries *s);
    about (the commit is newer than the latest refresh). */
 const struct gr_log_lag *gr_part_summary_lag(const struct gr_part_summary *sum, int64_t committed);
 
+struct gr_partition;
+struct gr_log;
+
+/* The leader's side (the PartitionSummary handler, server/handlers/partition_summary.c): fills `out` for
+   partition `part` with local log `log` (both borrowed; the caller checked this broker leads it) at `now_ms`
+   (wall clock), from memory only (network thread, no disk I/O): high watermark
+   (gr_partition_visible_offset), last stable offset, log start and end, the append rate (gr_lag_rate), and
+   for each distinct non-negative value of committed[0..n) the figures of storage/lag.h gr_log_lag, sorted by
+   committed offset into out->offsets, which the caller provides with room for n entries (negative values are
+   skipped: a commit is >= 0). Returns 0, or -EROFS for an offline or deleted log (KAFKA_STORAGE_ERROR),
+   -ENOMEM. */
+int gr_part_summary_local(struct gr_partition *part, const struct gr_log *log, const int64_t *committed,
+                          int32_t n, int64_t now_ms, struct gr_part_summary *out);
+
 #endif
