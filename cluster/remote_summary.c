@@ -389,7 +389,8 @@ int gr_remote_summary_refresh(struct gr_remote_summary *rs, struct gr_remote_wan
         const struct gr_image_partition *ip = it ? gr_image_partition(it, wants[i].partition) : NULL;
         int32_t id = ip ? ip->leader : -1;
         struct leader *l = id >= 0 && id != rs->node_id ? leader_get(rs, id) : NULL;
-        if (l && l->round != round && !l->pending && now_ms - l->asked_ms >= rs->interval_ms) {
+        if (l && l->round != round && !l->pending &&
+            (l->asked_ms == INT64_MIN || now_ms - l->asked_ms >= rs->interval_ms)) {
             l->round = round; /* asked in this refresh */
             asked_clear(l);
         }
