@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "partition/partition.h"
+#include "protocol/gen/messages.h"
 #include "storage/log.h"
 
 struct entry {
@@ -240,4 +241,18 @@ int gr_part_summary_local(struct gr_partition *part, const struct gr_log *log, c
         out->rate = v.rate;
     }
     return 0;
+}
+
+bool gr_part_summary_request_within_bounds(const struct gr_partition_summary_request *body)
+{
+    int64_t parts = 0;
+    for (int32_t i = 0; i < body->topics.count; i++) {
+        const struct gr_partition_summary_request_partition_summary_topic *t = &body->topics.items[i];
+        if (t->name.len > GR_PART_SUMMARY_TOPIC_BYTES_MAX) return false;
+        parts += t->partitions.count > 0 ? t->partitions.count : 0;
+        if (parts > GR_PART_SUMMARY_PARTITIONS_MAX) return false;
+        for (int32_t p = 0; p < t->partitions.count; p++)
+            if (t->partitions.items[p].committed_offsets.count > GR_PART_SUMMARY_OFFSETS_MAX) return false;
+    }
+    return true;
 }

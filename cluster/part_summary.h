@@ -31,6 +31,7 @@
 /* Bounds on what comes off the wire from another broker (a request or an answer past them is refused). */
 #define GR_PART_SUMMARY_PARTITIONS_MAX 100000 /* partitions in one request or answer */
 #define GR_PART_SUMMARY_OFFSETS_MAX 1000      /* committed offsets asked per partition (distinct values) */
+#define GR_PART_SUMMARY_TOPIC_BYTES_MAX 249   /* a topic name's bytes: Kafka's Topic.MAX_NAME_LENGTH */
 
 /* The figures of one committed offset. */
 struct gr_part_summary_offset {
@@ -91,6 +92,13 @@ const struct gr_log_lag *gr_part_summary_lag(const struct gr_part_summary *sum, 
 
 struct gr_partition;
 struct gr_log;
+struct gr_partition_summary_request;
+
+/* Whether a decoded PartitionSummary request stays within the bounds above: at most
+   GR_PART_SUMMARY_PARTITIONS_MAX partitions in all, GR_PART_SUMMARY_OFFSETS_MAX committed offsets per
+   partition, topic names of at most GR_PART_SUMMARY_TOPIC_BYTES_MAX bytes. The handler closes the connection
+   otherwise (only a broker sends this API, and Gregor's never passes them). */
+bool gr_part_summary_request_within_bounds(const struct gr_partition_summary_request *body);
 
 /* The leader's side (the PartitionSummary handler, server/handlers/partition_summary.c): fills `out` for
    partition `part` with local log `log` (both borrowed; the caller checked this broker leads it) at `now_ms`

@@ -312,7 +312,7 @@ json_t *gr_group_lag_part_json(const struct gr_group_lag_part *p)
              !json_object_set_new(
                  o, "lag_records",
                  json_integer(gr_group_lag_records(p->committed, p->high_watermark, p->log_start)));
-    else /* led by another broker: not known here in this slice */
+    else /* led by another broker that did not answer in time: not known here */
         ok = ok && !json_object_set_new(o, "high_watermark", json_null()) &&
              !json_object_set_new(o, "log_start_offset", json_null()) &&
              !json_object_set_new(o, "lag_records", json_null());

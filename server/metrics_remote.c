@@ -13,18 +13,8 @@
 #include "coordinator/coordinator.h"
 #include "protocol/errors.h"
 #include "server/broker.h"
-#include "server/metrics_status.h"
 
-/* A leader's log start rose: records_lost for the partitions led elsewhere (the local start hook counts only
-   the partitions led here: server/metrics_status.c). */
-static void start_moved(void *ctx, const char *topic, int32_t partition, int64_t old_start, int64_t new_start)
-{
-    struct gr_broker *b = ctx;
-    if (b->coord)
-        gr_metrics_status_count_lost(&b->metrics.status, b->coord, topic, partition, old_start, new_start);
-}
-
-int gr_metrics_remote_start(struct gr_broker *b)
+int gr_metrics_remote_start(struct gr_broker *b, gr_remote_summary_start_cb *start_moved)
 {
     char err[200] = "";
     struct gr_remote_summary_config cfg = {.node_id = b->node_id,

@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "cluster/part_summary.h"
+#include "cluster/remote_summary.h"
 #include "common/prom_text.h"
 
 struct gr_broker;
@@ -27,9 +28,10 @@ struct gr_broker;
 #define GR_METRICS_REMOTE_INTERVAL_MS 1000
 #define GR_METRICS_REMOTE_TIMEOUT_MS 500
 
-/* Cluster mode: makes b->remote_summary (connections on the inter-broker listener). Returns 0 or -1 (logged).
- */
-int gr_metrics_remote_start(struct gr_broker *b);
+/* Cluster mode: makes b->remote_summary (connections on the inter-broker listener); `start_moved` (ctx = b)
+   hears a leader's log start rise (server/metrics_status.h gr_metrics_status_remote_moved: records_lost).
+   Returns 0 or -1 (logged). */
+int gr_metrics_remote_start(struct gr_broker *b, gr_remote_summary_start_cb *start_moved);
 /* Frees b->remote_summary (NULL afterwards); nothing in single-node mode. */
 void gr_metrics_remote_stop(struct gr_broker *b);
 

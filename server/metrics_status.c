@@ -224,3 +224,11 @@ bool gr_metrics_status_render(struct gr_broker *b, struct gr_prom_buf *out)
     }
     return !out->failed;
 }
+
+void gr_metrics_status_remote_moved(void *ctx, const char *topic, int32_t partition, int64_t old_start,
+                                    int64_t new_start)
+{
+    struct gr_broker *b = ctx;
+    if (b->coord)
+        gr_metrics_status_count_lost(&b->metrics.status, b->coord, topic, partition, old_start, new_start);
+}

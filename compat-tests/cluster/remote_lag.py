@@ -16,7 +16,7 @@ partitions B and C lead. Expected values come from what was produced and committ
   - /v1/groups/rl-g/lag at A: high watermark, log start, lag records and bytes, headroom for all three;
   - B SIGSTOPped: A's next scrape answers within 0.5 s + margin, leaves B's partition out (lag, lag_records,
     lag_bytes), and gregor_metrics_remote_partition_errors_total rises by 1 (B's one partition); after
-    SIGCONT the partition comes back.
+    SIGCONT the partition comes back; `promtool check metrics` passes the coordinator's cluster-mode page.
 Ends with `cluster-remote-lag: N passed, N failed`; exit status 1 on any failure.
 Usage: remote_lag.py [--seed N] [--deadline SECONDS]
 Read next: cluster/remote_summary.h, grouplag.py.
@@ -24,6 +24,7 @@ Read next: cluster/remote_summary.h, grouplag.py.
 import json
 import os
 import re
+import subprocess
 import sys
 import time
 
@@ -148,6 +149,10 @@ def t_remote(run, etcd, bs, st):
     eq(f'status of {OKG} (caught up on the two remote partitions): OK (1)', 1,
        got.get(('gregor_consumergroup_status', L(consumergroup=OKG))))
     eq(f'{ERRS} at the coordinator: 0 so far', 0, got.get((ERRS, L())))
+    st_, page = gl.http_get(a, '/metrics')
+    pt = subprocess.run(['promtool', 'check', 'metrics'], input=page, capture_output=True, timeout=30)
+    eq('promtool check metrics on the coordinator\'s cluster-mode page: no problem', (0, b''),
+       (pt.returncode, pt.stdout + pt.stderr))
     others = {b.node_id: of_groups(scrape(b)[0]) for b in bs if b.node_id != cid}
     eq('the other brokers: no series of the groups', {i: {} for i in others}, others)
     total = sum(v for (n, lab), v in of_groups(got).items() if n == 'kafka_consumergroup_lag' and

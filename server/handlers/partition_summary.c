@@ -6,10 +6,10 @@
  * UNKNOWN_TOPIC_OR_PARTITION for one unknown, KAFKA_STORAGE_ERROR for an offline log. The figures come from
  * memory (cluster/part_summary.h gr_part_summary_local: no disk I/O on the network thread).
  * Bounds: at most GR_PART_SUMMARY_PARTITIONS_MAX partitions in all, GR_PART_SUMMARY_OFFSETS_MAX committed
- * offsets per partition, topic names of at most GR_TOPIC_NAME_MAX bytes (Kafka's 249): past one the
- * connection is closed (only a broker sends this API, and Gregor's never past them).
- * Never listed in ApiVersions (api_versions.c). Served on every listener until issue #23 brings listener
- * security (README, Metrics).
+ * offsets per partition, topic names of at most GR_PART_SUMMARY_TOPIC_BYTES_MAX bytes (Kafka's 249): past one
+ * the connection is closed (only a broker sends this API, and Gregor's never past them). Never listed in
+ * ApiVersions (api_versions.c). Served on every listener until issue #23 brings listener security (README,
+ * Metrics).
  */
 #include <errno.h>
 
@@ -17,24 +17,6 @@
 #include "server/handlers/handlers.h"
 #include "common/time.h"
 #include "server/route.h"
-
-/* Kafka's longest topic name (Topic.MAX_NAME_LENGTH). */
-#define GR_TOPIC_NAME_MAX 249
-
-/* Whether the request stays within the bounds above. */
-static bool within_bounds(const struct gr_partition_summary_request *body)
-{
-    int64_t parts = 0;
-    for (int32_t i = 0; i < body->topics.count; i++) {
-        const struct gr_partition_summary_request_partition_summary_topic *t = &body->topics.items[i];
-        if (t->name.len > GR_TOPIC_NAME_MAX) return false;
-        parts += t->partitions.count > 0 ? t->partitions.count : 0;
-        if (parts > GR_PART_SUMMARY_PARTITIONS_MAX) return false;
-        for (int32_t p = 0; p < t->partitions.count; p++)
-            if (t->partitions.items[p].committed_offsets.count > GR_PART_SUMMARY_OFFSETS_MAX) return false;
-    }
-    return true;
-}
 
 static int16_t summarize(struct gr_req *req, const struct gr_image_topic *it,
                          const struct gr_partition_summary_request_partition_summary_partition *qp,
@@ -75,7 +57,7 @@ enum gr_handler_rc gr_handle_partition_summary(struct gr_req *req)
 {
     struct gr_partition_summary_request *body = req->body;
     struct gr_partition_summary_response *resp = req->resp;
-    if (!within_bounds(body)) return GR_HANDLER_CLOSE;
+    if (!gr_part_summary_request_within_bounds(body)) return GR_HANDLER_CLOSE;
     int32_t nt = body->topics.count > 0 ? body->topics.count : 0;
     resp->topics.items = gr_arena_calloc(&req->arena, (size_t)nt + 1, sizeof *resp->topics.items);
     if (!resp->topics.items) return GR_HANDLER_CLOSE;
