@@ -16,7 +16,11 @@ partitions B and C lead. Expected values come from what was produced and committ
   - /v1/groups/rl-g/lag at A: high watermark, log start, lag records and bytes, headroom for all three;
   - B SIGSTOPped: A's next scrape answers within 0.5 s + margin, leaves B's partition out (lag, lag_records,
     lag_bytes), and gregor_metrics_remote_partition_errors_total rises by 1 (B's one partition); after
-    SIGCONT the partition comes back; `promtool check metrics` passes the coordinator's cluster-mode page.
+    SIGCONT the partition comes back; `promtool check metrics` passes the coordinator's cluster-mode page;
+  - DeleteRecords to X = K_p + 1 on C's partition: rl-g's records_lost_total on A rises by X - K_p = 1 (from
+    the rise of C's summarized log start), rl-ok's stays 0, lag_records becomes N_p - X;
+  - topic rlf (RF 3) led by another broker with a follower replica on A: DeleteRecords past rl-g's commit
+    counts X - K once on A (its follower's start hook does not count, the leader's summary does).
 Ends with `cluster-remote-lag: N passed, N failed`; exit status 1 on any failure.
 Usage: remote_lag.py [--seed N] [--deadline SECONDS]
 Read next: cluster/remote_summary.h, grouplag.py.
@@ -190,6 +194,73 @@ def t_remote(run, etcd, bs, st):
     while not back() and time.monotonic() - t < 15:
         time.sleep(0.5)
     check(f'{TOPIC}-{rp} back after SIGCONT (lag N - K again) within 15 s', back())
+
+    # records lost: DeleteRecords past rl-g's commit on the other remote partition, at its leader; the
+    # coordinator counts it from the rise of that leader's summarized log start (X - K), rl-ok nothing
+    x = K[other] + 1
+    with k.Conn(byid[lead[other]].bootstrap, timeout=10) as c:
+        r = c.request('DeleteRecords', 2, {'topics': [{'name': TOPIC, 'partitions': [
+            {'partition_index': other, 'offset': x}]}], 'timeout_ms': 10000})
+    dp = r['topics'][0]['partitions'][0]
+    eq(f'DeleteRecords {TOPIC}-{other} to {x} at its leader', (0, x), (dp['error_code'], dp['low_watermark']))
+    lost = ('gregor_consumergroup_records_lost_total', L(consumergroup=GROUP, topic=TOPIC))
+    before = got.get(lost)
+    time.sleep(1.1)  # past the interval: the next scrape asks that leader again
+    got3, _ = scrape(a)
+    eq(f'records_lost_total{{{GROUP},{TOPIC}}} at the coordinator: 0, then X - K = 1', (0, 1),
+       (before, got3.get(lost)))
+    eq(f'records_lost_total{{{OKG},{TOPIC}}}: 0 (its commit is past X)', 0,
+       got3.get(('gregor_consumergroup_records_lost_total', L(consumergroup=OKG, topic=TOPIC))))
+    eq(f'lag_records {TOPIC}-{other} = N - X after the deletion', K[other] + M[other] - x,
+       got3.get(('gregor_consumergroup_lag_records', PL(GROUP, other))))
+    others = {b.node_id: of_groups(scrape(b)[0]) for b in bs if b.node_id != cid}
+    eq('the other brokers: still no series of the groups (the loss counted once)', {i: {} for i in others},
+       others)
+
+    # counted once when the coordinator holds a follower replica: topic rlf (RF 3) led by another broker,
+    # A a follower; DeleteRecords at the leader moves A's own log start too (storage's start hook fires on
+    # the follower: not counted), the leader's summary counts X - K once
+    ft, fl = 'rlf', lead[other]
+    third = [i for i in byid if i not in (fl, cid)][0]
+    with k.Conn(a.bootstrap, timeout=30) as c:
+        r = c.request('CreateTopics', 7, {'topics': [{
+            'name': ft, 'num_partitions': -1, 'replication_factor': -1, 'configs': [],
+            'assignments': [{'partition_index': 0, 'broker_ids': [fl, cid, third]}]}],
+            'timeout_ms': 15000, 'validate_only': False})['topics'][0]
+    eq(f'CreateTopics {ft}: replicas [{fl}, {cid}, {third}], led by {fl}', 0, r['error_code'])
+
+    def isr_full():
+        with k.Conn(a.bootstrap, timeout=5) as c:
+            m = k.metadata(c, [ft], version=12, allow_auto=False)
+        p0 = m['topics'][0]['partitions'][0] if m['topics'][0]['error_code'] == 0 else None
+        return p0 and p0['leader_id'] == fl and sorted(p0['isr_nodes']) == sorted(byid)
+    h.wait_until(lambda: gl.try_(isr_full), 30, f'{ft}-0 led by {fl} with all three in its ISR')
+    with k.Conn(byid[fl].bootstrap, timeout=10) as c:
+        eq(f'produce 5 records to {ft}-0 (acks=all)', 0,
+           k.produce(c, ft, 0, k.build_batch([(None, b'f%d' % i) for i in range(5)]))['error_code'])
+
+    def commit_f():
+        with k.Conn(a.bootstrap, timeout=10) as c:
+            r = c.request('OffsetCommit', 8, {
+                'group_id': GROUP, 'generation_id_or_member_epoch': -1, 'member_id': '',
+                'topics': [{'name': ft, 'partitions': [{'partition_index': 0, 'committed_offset': 2,
+                                                        'committed_metadata': ''}]}]})
+        return r['topics'][0]['partitions'][0]['error_code']
+    eq(f'{GROUP} commits 2 on {ft}-0', 0, commit_f())
+    time.sleep(1.1)
+    g4, _ = scrape(a)
+    eq(f'lag_records {ft}-0 = 5 - 2 from its leader {fl}', 3,
+       g4.get(('gregor_consumergroup_lag_records', L(consumergroup=GROUP, topic=ft, partition='0'))))
+    with k.Conn(byid[fl].bootstrap, timeout=10) as c:
+        r = c.request('DeleteRecords', 2, {'topics': [{'name': ft, 'partitions': [
+            {'partition_index': 0, 'offset': 4}]}], 'timeout_ms': 10000})
+    eq(f'DeleteRecords {ft}-0 to 4 at its leader', 0, r['topics'][0]['partitions'][0]['error_code'])
+    lsf = ('kafka_log_log_logstartoffset', L(topic=ft, partition='0'))
+    h.wait_until(lambda: scrape(a)[0].get(lsf) == 4, 15, f'the follower replica on {cid} follows the log start 4')
+    time.sleep(1.1)
+    g5, _ = scrape(a)
+    eq(f'records_lost_total{{{GROUP},{ft}}}: 4 - 2 = 2, counted once (follower hook not counted)', 2,
+       g5.get(('gregor_consumergroup_records_lost_total', L(consumergroup=GROUP, topic=ft))))
 
 
 def leaders(b):

@@ -17,7 +17,7 @@
 # kill -9 of its coordinator). Then grouplag.py: a group's lag series and /v1/groups/<g>/lag come from its
 # coordinator only (about 2 s). Then remote_lag.py: the lag of partitions other brokers lead, from their
 # partition summaries (issue #22): exact values on the coordinator, once over the brokers, a SIGSTOPped leader's
-# partition left out within 0.5 s and counted, back after SIGCONT (about 10 s). Then txn.py: the transaction coordinator in cluster mode (issue #21;
+# partition left out within 0.5 s and counted, back after SIGCONT, records lost counted once (about 12 s). Then txn.py: the transaction coordinator in cluster mode (issue #21;
 # __transaction_state created once at RF 3, FindCoordinator key type 1 on every broker,
 # confluent-kafka commits and aborts on one broker and across the three, Produce and TxnOffsetCommit verified at
 # a remote coordinator, kill -9 of the coordinator mid-transaction and after EndTxn(commit), an unload; about 30 s; the pipeline under faults in a
