@@ -133,7 +133,7 @@ static void conn_fail(struct gr_broker_client_conn *conn, enum gr_broker_client_
 static void conn_arm(struct gr_broker_client_conn *conn);
 static void conn_flush(struct gr_broker_client_conn *conn);
 
-static const char *const purpose_names[] = {"fetcher", "txn-markers", "verify"};
+static const char *const purpose_names[] = {"fetcher", "txn-markers", "verify", "summary"};
 
 /* ---- entry points and deferred frees ---- */
 
@@ -583,6 +583,7 @@ static const struct peer_api *peer_api(const struct gr_broker_client_conn *conn,
 /* The highest version both serve of request row `ops`, -1 when none (the peer's list must be loaded). */
 static int16_t shared_version(const struct gr_broker_client_conn *conn, const struct gr_msg_ops *ops)
 {
+    if (ops->api_key >= GR_API_KEY_INTERNAL_MIN) return ops->version_max; /* never advertised: see header */
     const struct peer_api *p = peer_api(conn, ops->api_key);
     if (!p) return -1;
     int16_t lo = p->min_version > ops->version_min ? p->min_version : ops->version_min;
@@ -925,7 +926,7 @@ struct gr_broker_client_conn *gr_broker_client_open(struct gr_broker_client *bc,
                                                     gr_broker_client_state_cb *state_cb, void *ctx, int *rc)
 {
     *rc = -EINVAL;
-    if (broker_id < 0 || index < 0 || (unsigned)purpose > GR_BROKER_CLIENT_VERIFY || api_count < 0 ||
+    if (broker_id < 0 || index < 0 || (unsigned)purpose > GR_BROKER_CLIENT_SUMMARY || api_count < 0 ||
         api_count > GR_BROKER_CLIENT_APIS_MAX)
         return NULL;
     for (int i = 0; i < api_count; i++)
@@ -997,6 +998,8 @@ struct gr_broker_client_req *gr_broker_client_send(struct gr_broker_client_conn 
 {
     int16_t max = gr_broker_client_version(conn, ops);
     const struct peer_api *p = max >= 0 ? peer_api(conn, ops->api_key) : NULL;
+    struct peer_api internal = {ops->api_key, ops->version_min, ops->version_max};
+    if (max >= 0 && ops->api_key >= GR_API_KEY_INTERNAL_MIN) p = &internal;
     int files = 0;
     if (conn->state != S_READY)
         *rc = -ENOTCONN;

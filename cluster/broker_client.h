@@ -17,8 +17,12 @@
  * down to v0 when the peer answers UNSUPPORTED_VERSION, KIP-511), which fixes for each API the highest
  * version both sides support; then ready (the owner's state callback says so) until it is lost. A peer that
  * lacks one of the APIs the owner named at open, in a version range this broker's codec serves, fails the
- * exchange (logged error). Any failure (refused, reset, timeout, a bad frame) closes the socket, ends every
- * request and waits `backoff_ms` (replica.fetch.backoff.ms for the fetcher) before connecting again.
+ * exchange (logged error). A Gregor-internal API (key >= GR_API_KEY_INTERNAL_MIN, protocol/header.h:
+ * PartitionSummary) is never in a peer's answer: the client takes the peer to serve the codec's own versions
+ * (brokers of one cluster run the same codec); a peer that does not closes the connection on the unknown key
+ * and the request ends DISCONNECTED. Any failure (refused, reset, timeout, a bad frame) closes the socket,
+ * ends every request and waits `backoff_ms` (replica.fetch.backoff.ms for the fetcher) before connecting
+ * again.
  *
  * Requests (gr_broker_client_send) are accepted only while the connection is ready. Each is encoded at
  * once into one buffer (size() first: int32 frame size, request header v1 or v2 as the API version needs,
@@ -86,6 +90,8 @@ enum gr_broker_client_purpose {
     GR_BROKER_CLIENT_REPLICA_FETCHER = 0, /* index: fetcher id, 0 .. num.replica.fetchers - 1 */
     GR_BROKER_CLIENT_TXN_MARKERS = 1,     /* later: WriteTxnMarkers (index 0) */
     GR_BROKER_CLIENT_VERIFY = 2, /* later: partition verification (AddPartitionsToTxn v4+, index 0) */
+    GR_BROKER_CLIENT_SUMMARY =
+        3, /* PartitionSummary to partition leaders (cluster/remote_summary.h, index 0) */
 };
 
 /* How a request ended (see the file comment). */

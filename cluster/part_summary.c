@@ -11,6 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "partition/partition.h"
+#include "protocol/gen/messages.h"
+#include "storage/log.h"
+
 struct entry {
     char *topic;
     int32_t partition;
@@ -193,4 +197,62 @@ const struct gr_log_lag *gr_part_summary_lag(const struct gr_part_summary *sum, 
             hi = mid - 1;
     }
     return NULL;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+int gr_part_summary_local(struct gr_partition *part, const struct gr_log *log, const int64_t *committed,
+                          int32_t n, int64_t now_ms, struct gr_part_summary *out)
+{
+    if (gr_log_offline(log)) return -EROFS;
+    struct gr_part_summary_offset *o = out->offsets;
+    int32_t k = 0;
+    for (int32_t i = 0; i < n; i++)
+        if (committed[i] >= 0) o[k++].committed = committed[i];
+    /* sort the committed values in place (the first member of each entry), then keep distinct ones */
+    int64_t *keys = malloc(sizeof *keys * (size_t)(k ? k : 1));
+    if (!keys) return -ENOMEM;
+    for (int32_t i = 0; i < k; i++)
+        keys[i] = o[i].committed;
+    if (k > 1) qsort(keys, (size_t)k, sizeof *keys, cmp_i64);
+    int32_t d = 0;
+    for (int32_t i = 0; i < k; i++)
+        if (!d || keys[i] != o[d - 1].committed) o[d++].committed = keys[i];
+    free(keys);
+    out->high_watermark = gr_partition_visible_offset(part);
+    out->last_stable_offset = gr_partition_last_stable_offset(part);
+    out->log_start_offset = gr_log_start_offset(log);
+    out->log_end_offset = gr_log_end_offset(log);
+    out->offset_count = d;
+    struct gr_log_lag v;
+    for (int32_t i = 0; i < d; i++) {
+        int rc = gr_log_lag(log, o[i].committed, now_ms, &o[i].lag);
+        if (rc < 0) return rc;
+    }
+    if (d)
+        out->rate = o[0].lag.rate;
+    else {
+        int rc = gr_log_lag(log, out->log_end_offset, now_ms, &v); /* the rate alone */
+        if (rc < 0) return rc;
+        out->rate = v.rate;
+    }
+    return 0;
+}
+
+bool gr_part_summary_request_within_bounds(const struct gr_partition_summary_request *body)
+{
+    int64_t parts = 0;
+    for (int32_t i = 0; i < body->topics.count; i++) {
+        const struct gr_partition_summary_request_partition_summary_topic *t = &body->topics.items[i];
+        if (t->name.len > GR_PART_SUMMARY_TOPIC_BYTES_MAX) return false;
+        parts += t->partitions.count > 0 ? t->partitions.count : 0;
+        if (parts > GR_PART_SUMMARY_PARTITIONS_MAX) return false;
+        for (int32_t p = 0; p < t->partitions.count; p++)
+            if (t->partitions.items[p].committed_offsets.count > GR_PART_SUMMARY_OFFSETS_MAX) return false;
+    }
+    return true;
 }

@@ -31,6 +31,7 @@
 /* Bounds on what comes off the wire from another broker (a request or an answer past them is refused). */
 #define GR_PART_SUMMARY_PARTITIONS_MAX 100000 /* partitions in one request or answer */
 #define GR_PART_SUMMARY_OFFSETS_MAX 1000      /* committed offsets asked per partition (distinct values) */
+#define GR_PART_SUMMARY_TOPIC_BYTES_MAX 249   /* a topic name's bytes: Kafka's Topic.MAX_NAME_LENGTH */
 
 /* The figures of one committed offset. */
 struct gr_part_summary_offset {
@@ -88,5 +89,26 @@ int32_t gr_part_summaries_count(const struct gr_part_summaries *s);
 /* Returns borrowed: the figures `sum` holds for committed offset `committed`, NULL when it was not asked
    about (the commit is newer than the latest refresh). */
 const struct gr_log_lag *gr_part_summary_lag(const struct gr_part_summary *sum, int64_t committed);
+
+struct gr_partition;
+struct gr_log;
+struct gr_partition_summary_request;
+
+/* Whether a decoded PartitionSummary request stays within the bounds above: at most
+   GR_PART_SUMMARY_PARTITIONS_MAX partitions in all, GR_PART_SUMMARY_OFFSETS_MAX committed offsets per
+   partition, topic names of at most GR_PART_SUMMARY_TOPIC_BYTES_MAX bytes. The handler closes the connection
+   otherwise (only a broker sends this API, and Gregor's never passes them). */
+bool gr_part_summary_request_within_bounds(const struct gr_partition_summary_request *body);
+
+/* The leader's side (the PartitionSummary handler, server/handlers/partition_summary.c): fills `out` for
+   partition `part` with local log `log` (both borrowed; the caller checked this broker leads it) at `now_ms`
+   (wall clock), from memory only (network thread, no disk I/O): high watermark
+   (gr_partition_visible_offset), last stable offset, log start and end, the append rate (gr_lag_rate), and
+   for each distinct non-negative value of committed[0..n) the figures of storage/lag.h gr_log_lag, sorted by
+   committed offset into out->offsets, which the caller provides with room for n entries (negative values are
+   skipped: a commit is >= 0). Returns 0, or -EROFS for an offline or deleted log (KAFKA_STORAGE_ERROR),
+   -ENOMEM. */
+int gr_part_summary_local(struct gr_partition *part, const struct gr_log *log, const int64_t *committed,
+                          int32_t n, int64_t now_ms, struct gr_part_summary *out);
 
 #endif

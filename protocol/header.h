@@ -17,6 +17,12 @@
 
 struct gr_msg_ops;
 
+/* API keys from this one up are Gregor-internal (broker to broker; protocol/schema/partition_summary.schema):
+ * Kafka numbers its APIs in order from 0 and 4.x ends below 100. ApiVersions never lists them
+ * (server/handlers/api_versions.c) and the inter-broker client sends them at the codec's version without
+ * looking for them in the peer's ApiVersions answer (cluster/broker_client.h). */
+#define GR_API_KEY_INTERNAL_MIN 32000
+
 struct gr_request_header {
     int16_t request_api_key;
     int16_t request_api_version;

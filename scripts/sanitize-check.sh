@@ -21,7 +21,8 @@ fuzz_s=${2:-60}
 jobs=${JOBS:-$(nproc)}
 tests=(test_wire test_codec test_malformed test_malformed2 test_txn_codec test_golden test_record_batch
        test_txn_marker test_compress test_crc32c test_storage_log test_produce_timestamps test_common_log test_common_log_format test_storage_lag test_storage_replica
-       test_partition_replica test_partition_follower test_server_fdcap_requests test_server_exit_codes)
+       test_partition_replica test_partition_follower test_server_fdcap_requests test_server_exit_codes
+       test_cluster_part_summary_local)
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 start=$(date +%s)

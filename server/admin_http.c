@@ -18,6 +18,8 @@
 #include "server/broker.h"
 #include "server/metrics.h"
 #include "server/metrics_groups.h"
+#include "server/metrics_remote.h"
+#include "cluster/remote_summary.h"
 
 struct gr_admin_http {
     struct gr_broker *b;
@@ -27,6 +29,12 @@ struct gr_admin_http {
     ev_io accept_w;
     ev_timer backoff_w; /* out of descriptors: accepting stopped for GR_ACCEPT_BACKOFF_MS */
     ev_timer timer_w;
+    /* cluster mode: scrapes suspended until the partition summary refresh they started ends
+       (server/metrics_remote.h; at most GR_METRICS_REMOTE_TIMEOUT_MS) */
+    struct MHD_Connection *suspended[GR_ADMIN_CONNECTIONS_MAX];
+    int suspended_n;
+    bool waiting; /* a waiter is registered with b->remote_summary */
+    char waited;  /* its address in a connection's *ctx: that request waited already, render now */
 };
 
 /* A rendered /metrics page handed to MHD in blocks. */
@@ -100,6 +108,37 @@ static enum MHD_Result reply_metrics(struct gr_admin_http *a, struct MHD_Connect
     return rc;
 }
 
+static void drive(struct gr_admin_http *a);
+
+/* The refresh ended: every suspended scrape renders now (from the loop: MHD runs on the next timer tick). */
+static void resume_all(void *ctx)
+{
+    struct gr_admin_http *a = ctx;
+    a->waiting = false;
+    for (int i = 0; i < a->suspended_n; i++)
+        MHD_resume_connection(a->suspended[i]);
+    a->suspended_n = 0;
+    ev_timer_stop(a->b->loop, &a->timer_w);
+    ev_timer_set(&a->timer_w, 0.0, 0.0);
+    ev_timer_start(a->b->loop, &a->timer_w);
+}
+
+/* Cluster mode, before rendering /metrics or /v1/groups/<g>/lag: starts a refresh of the other leaders'
+   partition summaries and suspends `c` until it ends (issue #22: a scrape shows fresh answers). Returns true
+   when `c` is suspended (on_request runs again once resumed, with *ctx = &a->waited: it renders then). */
+static bool wait_refresh(struct gr_admin_http *a, struct MHD_Connection *c, void **ctx)
+{
+    if (*ctx == &a->waited || !a->b->remote_summary || a->suspended_n == GR_ADMIN_CONNECTIONS_MAX)
+        return false;
+    if (gr_metrics_remote_refresh(a->b) <= 0) return false;
+    if (!a->waiting && gr_remote_summary_wait(a->b->remote_summary, resume_all, a) < 0) return false;
+    a->waiting = true;
+    MHD_suspend_connection(c);
+    a->suspended[a->suspended_n++] = c;
+    *ctx = &a->waited;
+    return true;
+}
+
 /* Adds one header field's bytes as they came on the wire: name, ": ", value, CRLF. */
 static enum MHD_Result count_header(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
 {
@@ -129,6 +168,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     }
     if (strcmp(method, MHD_HTTP_METHOD_GET) && strcmp(method, MHD_HTTP_METHOD_HEAD))
         return reply_text(c, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed\n");
+    bool lag = !strncmp(url, "/v1/groups/", strlen("/v1/groups/"));
+    if ((lag || (!strcmp(url, "/metrics") && a->b->store && a->b->parts)) && wait_refresh(a, c, ctx))
+        return MHD_YES;
     /* /metrics: 503 while start-up has no store yet (a cluster-mode broker waiting for etcd) */
     if (!strcmp(url, "/metrics"))
         return a->b->store && a->b->parts ? reply_metrics(a, c)
@@ -266,11 +308,11 @@ int gr_admin_http_start(struct gr_broker *b, struct gr_admin_http **out)
     }
     unsigned idle_s =
         (unsigned)((gr_config_int(&b->cfg, "gregor.admin.connections.max.idle.ms") + 999) / 1000);
-    a->d = MHD_start_daemon(MHD_USE_EPOLL | MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ERROR_LOG, 0, NULL, NULL,
-                            on_request, a, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
-                            MHD_OPTION_CONNECTION_LIMIT, (unsigned)GR_ADMIN_CONNECTIONS_MAX,
-                            MHD_OPTION_CONNECTION_TIMEOUT, idle_s, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-                            (size_t)GR_ADMIN_POOL_BYTES, MHD_OPTION_END);
+    a->d = MHD_start_daemon(
+        MHD_USE_EPOLL | MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME, 0, NULL,
+        NULL, on_request, a, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_CONNECTION_LIMIT,
+        (unsigned)GR_ADMIN_CONNECTIONS_MAX, MHD_OPTION_CONNECTION_TIMEOUT, idle_s,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)GR_ADMIN_POOL_BYTES, MHD_OPTION_END);
     if (!a->d) {
         fprintf(stderr, "config: gregor.admin.listeners: libmicrohttpd did not start for %s\n", v);
         close(a->lfd);
@@ -321,6 +363,9 @@ void gr_admin_http_stop(struct gr_admin_http *a)
     if (ev_is_active(&a->accept_w)) ev_io_stop(a->b->loop, &a->accept_w);
     if (ev_is_active(&a->timer_w)) ev_timer_stop(a->b->loop, &a->timer_w);
     if (ev_is_active(&a->backoff_w)) ev_timer_stop(a->b->loop, &a->backoff_w);
+    if (a->waiting && a->b->remote_summary) gr_remote_summary_unwait(a->b->remote_summary, a);
+    for (int i = 0; i < a->suspended_n; i++) /* MHD closes them with the daemon */
+        MHD_resume_connection(a->suspended[i]);
     MHD_stop_daemon(a->d);
     close(a->lfd);
     free(a);

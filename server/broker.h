@@ -61,6 +61,7 @@ struct gr_replicas;
 struct gr_roles;
 struct gr_broker_client;
 struct gr_fetcher;
+struct gr_remote_summary;
 struct gr_isr_writer;
 struct gr_topic_writer;
 
@@ -182,8 +183,10 @@ struct gr_broker {
     struct gr_isr_writer
         *isr_writer; /* cluster mode: the ISR changes of partitions led here (isr_writer.h) */
     struct gr_broker_client *broker_client; /* cluster mode: connections to other brokers (broker_client.h) */
-    struct gr_fetcher *fetcher;  /* cluster mode: followers copy their leaders' logs (cluster/fetcher.h) */
-    struct {                     /* cluster mode: topic configs of the image to local topics */
+    struct gr_fetcher *fetcher; /* cluster mode: followers copy their leaders' logs (cluster/fetcher.h) */
+    struct gr_remote_summary *remote_summary; /* cluster mode: other leaders' partition summaries for the
+                                                 lag families (server/metrics_remote.h) */
+    struct {                                  /* cluster mode: topic configs of the image to local topics */
         bool busy;               /* one gr_topic_op_set_configs in flight (server/membership.c) */
         uint8_t failed_id[16];   /* the last topic whose configs the store refused ... */
         int64_t failed_revision; /* ... at this record revision: not retried until the record changes */

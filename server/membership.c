@@ -32,6 +32,8 @@
 #include "common/log.h"
 #include "common/time.h"
 #include "partition/partition.h"
+#include "server/metrics_remote.h"
+#include "server/metrics_status.h"
 #include "server/broker.h"
 #include "server/groups.h"
 #include "server/txns.h"
@@ -274,7 +276,7 @@ static int start_fetcher(struct gr_broker *b)
 static int start_roles(struct gr_broker *b)
 {
     const struct gr_broker_settings *s = &b->cfg.settings;
-    if (start_fetcher(b) < 0) return -1;
+    if (start_fetcher(b) < 0 || gr_metrics_remote_start(b, gr_metrics_status_remote_moved) < 0) return -1;
     b->isr_writer = gr_isr_writer_new(b->loop, gr_member_etcd(b->member), gr_member_layout(b->member),
                                       b->image, b->node_id);
     struct gr_roles_config rc = {.loop = b->loop,
@@ -432,7 +434,8 @@ void gr_membership_stop_controller(struct gr_broker *b)
     b->isr_writer = NULL;
     gr_fetcher_free(b->fetcher); /* no append after this (the role binding removed every partition) */
     b->fetcher = NULL;
-    gr_txns_stop_markers(b); /* its connections first: they belong to the inter-broker client */
+    gr_metrics_remote_stop(b); /* its own inter-broker client */
+    gr_txns_stop_markers(b);   /* its connections first: they belong to the inter-broker client */
     gr_broker_client_free(b->broker_client);
     b->broker_client = NULL;
 }

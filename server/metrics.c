@@ -19,6 +19,7 @@
 #include "server/apis.h"
 #include "server/broker.h"
 #include "server/metrics_lagtime.h"
+#include "server/metrics_remote.h"
 #include "server/metrics_cluster.h"
 #include "server/metrics_groups.h"
 #include "server/metrics_help.h"
@@ -352,7 +353,8 @@ bool gr_metrics_render(struct gr_broker *b, struct gr_prom_buf *out)
     gr_metrics_lagtime_render(b, out);
     gr_metrics_cluster_render(b, out);
     gr_metrics_status_render(b, out);
-    gr_reqtime_render(b, out); /* request times, latency, idle fractions: server/request_metrics.h */
+    gr_metrics_remote_render(b, out); /* cluster mode: server/metrics_remote.h */
+    gr_reqtime_render(b, out);        /* request times, latency, idle fractions: server/request_metrics.h */
     render_process(m, out);
     gr_prom_type(out, "gregor_build_info", "gauge");
     struct gr_prom_label bl[2] = {{"version", m->version ? m->version : ""}, {"revision", GREGOR_REVISION}};

@@ -27,7 +27,7 @@ struct gr_image_topic;
 struct gr_produce_result;
 struct gr_reqtime;
 
-#define GR_METRICS_API_KEYS 128    /* Kafka API keys counted (keys above are never served) */
+#define GR_METRICS_API_KEYS 128    /* Kafka API keys counted (above: Gregor-internal ones, not counted) */
 #define GR_METRICS_API_VERSIONS 32 /* versions counted per key */
 
 /* BrokerTopicMetrics counters of one topic, or of all topics. */

@@ -18,6 +18,7 @@
 #include "partition/partition.h"
 #include "protocol/errors.h"
 #include "server/broker.h"
+#include "server/metrics_remote.h"
 #include "storage/lag.h"
 #include "storage/log.h"
 #include "storage/store.h"
@@ -83,6 +84,15 @@ static void fill_local(struct gr_broker *b, const struct gr_image_topic *it, str
 {
     p->known = false;
     p->high_watermark = p->log_start = -1;
+    const struct gr_part_summary *sum; /* led by another broker: its leader's summary (metrics_remote.h) */
+    if (gr_metrics_remote_elsewhere(b, it->name, p->partition, &sum)) {
+        if (sum) {
+            p->known = true;
+            p->high_watermark = sum->high_watermark;
+            p->log_start = sum->log_start_offset;
+        }
+        return;
+    }
     const struct gr_image_partition *ip = gr_image_partition(it, p->partition);
     if (!ip || ip->leader != b->image->node_id || b->image->self_fenced || !it->local) return;
     struct gr_log *log = gr_topic_log(it->local, p->partition);
@@ -302,7 +312,7 @@ json_t *gr_group_lag_part_json(const struct gr_group_lag_part *p)
              !json_object_set_new(
                  o, "lag_records",
                  json_integer(gr_group_lag_records(p->committed, p->high_watermark, p->log_start)));
-    else /* led by another broker: not known here in this slice */
+    else /* led by another broker that did not answer in time: not known here */
         ok = ok && !json_object_set_new(o, "high_watermark", json_null()) &&
              !json_object_set_new(o, "log_start_offset", json_null()) &&
              !json_object_set_new(o, "lag_records", json_null());
@@ -354,6 +364,17 @@ void gr_group_lag_fill_time(struct gr_broker *b, struct gr_group_lag *gl, int64_
         struct gr_group_lag_part *p = &gl->parts[i];
         p->time_known = false;
         if (!p->known || p->committed < 0 || !b->store) continue;
+        const struct gr_part_summary *sum;
+        if (gr_metrics_remote_elsewhere(b, p->topic, p->partition, &sum)) {
+            const struct gr_log_lag *v = sum ? gr_part_summary_lag(sum, p->committed) : NULL;
+            if (!v) continue; /* asked before this commit, or no answer: left out */
+            p->time_known = true;
+            p->lag_bytes = v->bytes;
+            p->lag_seconds = v->seconds;
+            p->headroom_records = v->headroom_records;
+            p->headroom_seconds = v->headroom_seconds;
+            continue;
+        }
         struct gr_topic *t = gr_store_topic_find(b->store, p->topic, strlen(p->topic));
         struct gr_log *log =
             t && p->partition < gr_topic_partition_count(t) ? gr_topic_log(t, p->partition) : NULL;

@@ -26,10 +26,11 @@
  *
  * In a cluster each group's series come only from its coordinator (the broker whose coordinator has the
  * group's __consumer_offsets partition loaded: coordinator.h gr_coord_check), so sum() over brokers counts a
- * group once. A partition led by another broker (or not readable here: led here with no log yet, offline)
- * has no known high watermark in this slice: its lag, lag_records and its topic's lag_sum are LEFT OUT (the
- * batched inter-broker partition summary is a later slice); its committed offset, which the coordinator
- * knows, is still emitted. Nothing is emitted with a guessed value.
+ * group once. A partition led by another broker takes its high watermark and log start from that leader's
+ * partition summary (server/metrics_remote.h); one without a summary from its current leader (it did not
+ * answer in time, or no broker leads it) or not readable here (led here with no log yet, offline) has no
+ * known high watermark: its lag, lag_records and its topic's lag_sum are LEFT OUT; its committed offset,
+ * which the coordinator knows, is still emitted. Nothing is emitted with a guessed value.
  *
  * A scrape runs on the network thread: it reads the coordinator's memory and the logs' offsets (no disk),
  * work proportional to the groups and the partitions of the topics they committed to.

@@ -112,6 +112,9 @@ static const struct {
      "Smallest retention headroom in seconds over a group's partitions."},
     {"gregor_consumergroup_records_lost_total",
      "Records deleted by retention or DeleteRecords before a group read them."},
+    {"gregor_metrics_remote_partition_errors_total",
+     "Partitions left out of a scrape: their leader did not answer the coordinator's partition summary "
+     "request in 500 ms, or answered an error (cluster mode)."},
     {"gregor_consumergroup_status",
      "Burrow's status of a group: 0 NOTFOUND, 1 OK, 2 WARN, 3 ERR, 4 STOP, 5 STALL, 6 REWIND."},
     {"gregor_request_latency_seconds",

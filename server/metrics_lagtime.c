@@ -12,6 +12,8 @@
 #include "common/time.h"
 #include "coordinator/coordinator.h"
 #include "server/broker.h"
+#include "server/metrics_remote.h"
+#include "cluster/image.h"
 #include "storage/store.h"
 
 static const char *const F_BYTES = "gregor_consumergroup_lag_bytes";
@@ -86,6 +88,17 @@ static void on_offset(void *ctx, const char *topic, int32_t partition, int64_t o
     (void)metadata;
     struct collect *c = ctx;
     c->any = true;
+    const struct gr_part_summary *sum; /* led by another broker: its leader's figures, never a follower's */
+    if (gr_metrics_remote_elsewhere(c->b, topic, partition, &sum)) {
+        const struct gr_log_lag *lv = sum ? gr_part_summary_lag(sum, offset) : NULL;
+        struct gr_lagtime_row *r = lv ? row_add(c) : NULL;
+        if (!r) return; /* no answer for this commit: left out */
+        const struct gr_image_topic *it = gr_image_topic_find(c->b->image, topic, strlen(topic));
+        r->topic = it->name; /* the image's copy: lives through the scrape */
+        r->partition = partition;
+        r->v = *lv;
+        return;
+    }
     struct gr_topic *t = gr_store_topic_find(c->b->store, topic, strlen(topic));
     struct gr_log *log =
         t && partition >= 0 && partition < gr_topic_partition_count(t) ? gr_topic_log(t, partition) : NULL;

@@ -9,8 +9,9 @@
  * Values from storage/lag.h (gr_log_lag: memory only). Every group the broker's group coordinator holds with
  * committed offsets is reported (the coordinator holds the groups of the __consumer_offsets partitions this
  * broker leads, so in a cluster only a group's coordinator reports it); of its partitions only those with a
- * log on this broker (a partition led elsewhere is left out: the remote summary is a later slice). Read next:
- * storage/lag.h (the formulas and their precision), server/metrics.c (the page).
+ * log on this broker that it leads; a partition led by another broker gets the figures its leader computed
+ * (server/metrics_remote.h; left out without an answer for that committed offset), never a follower's. Read
+ * next: storage/lag.h (the formulas and their precision), server/metrics.c (the page).
  */
 #ifndef GR_METRICS_LAGTIME_H
 #define GR_METRICS_LAGTIME_H

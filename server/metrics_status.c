@@ -15,6 +15,7 @@
 #include "coordinator/group_status.h"
 #include "partition/partition.h"
 #include "server/broker.h"
+#include "server/metrics_remote.h"
 #include "storage/store.h"
 
 struct gr_lost_entry {
@@ -106,7 +107,9 @@ uint64_t gr_metrics_status_count_lost(struct gr_metrics_status *s, struct gr_coo
 void gr_metrics_status_start_moved(void *ctx, struct gr_log *log, int64_t old_start, int64_t new_start)
 {
     struct gr_broker *b = ctx;
-    if (!b->coord) return; /* no group coordinator yet: no committed offsets known here */
+    if (!b->coord) return;             /* no group coordinator yet: no committed offsets known here */
+    const struct gr_part_summary *sum; /* a follower's move: counted from its leader's summary instead */
+    if (gr_metrics_remote_elsewhere(b, gr_topic_name(gr_log_topic(log)), gr_log_partition(log), &sum)) return;
     gr_metrics_status_count_lost(&b->metrics.status, b->coord, gr_topic_name(gr_log_topic(log)),
                                  gr_log_partition(log), old_start, new_start);
 }
@@ -114,6 +117,8 @@ void gr_metrics_status_start_moved(void *ctx, struct gr_log *log, int64_t old_st
 int64_t gr_metrics_status_hw(void *ctx, const char *topic, int32_t partition)
 {
     struct gr_broker *b = ctx;
+    const struct gr_part_summary *sum; /* led by another broker: its leader's high watermark */
+    if (gr_metrics_remote_elsewhere(b, topic, partition, &sum)) return sum ? sum->high_watermark : -1;
     struct gr_topic *t = b->store ? gr_store_topic_find(b->store, topic, strlen(topic)) : NULL;
     if (!t || partition < 0 || partition >= gr_topic_partition_count(t)) return -1;
     struct gr_log *log = gr_topic_log(t, partition);
@@ -218,4 +223,12 @@ bool gr_metrics_status_render(struct gr_broker *b, struct gr_prom_buf *out)
         }
     }
     return !out->failed;
+}
+
+void gr_metrics_status_remote_moved(void *ctx, const char *topic, int32_t partition, int64_t old_start,
+                                    int64_t new_start)
+{
+    struct gr_broker *b = ctx;
+    if (b->coord)
+        gr_metrics_status_count_lost(&b->metrics.status, b->coord, topic, partition, old_start, new_start);
 }

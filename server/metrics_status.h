@@ -5,7 +5,7 @@
  * Burrow's status (coordinator/group_status.h) over the commit windows of its partitions held here, the worst
  * partition's with STOP/STALL/REWIND reported as ERR (3); 0 (NOTFOUND) when no partition could be evaluated
  * (no commit applied since this broker loaded the group, or no partition held here to read the high
- * watermark).
+ * watermark; a partition another broker leads is read from its leader's summary: server/metrics_remote.h).
  *
  * gregor_consumergroup_records_lost_total{consumergroup,topic}: when a partition's log start offset rises
  * from L0 to L1 on this broker (retention, DeleteRecords, a follower following its leader: storage's start
@@ -52,11 +52,19 @@ uint64_t gr_metrics_status_count_lost(struct gr_metrics_status *s, struct gr_coo
                                       const char *topic, int32_t partition, int64_t l0, int64_t l1);
 
 /* storage's start hook (storage/store.h gr_store_set_start_hook) with `ctx` = the broker: counts the move
-   into b->metrics.status against the broker's group coordinator (nothing before it started). */
+   into b->metrics.status against the broker's group coordinator (nothing before it started). In cluster mode
+   only for a partition this broker leads: a follower's move (it fires on replicas too) is counted once, from
+   the leader's summary (gr_metrics_status_remote_moved). */
 void gr_metrics_status_start_moved(void *ctx, struct gr_log *log, int64_t old_start, int64_t new_start);
+/* cluster/remote_summary.h's start callback with `ctx` = the broker: a partition another broker leads had
+   its log start rise from `old_start` to `new_start` between two of its leader's summaries; counted as
+   gr_metrics_status_count_lost does (issue #22: once per (group, partition) whoever holds the partition). */
+void gr_metrics_status_remote_moved(void *ctx, const char *topic, int32_t partition, int64_t old_start,
+                                    int64_t new_start);
 
 /* The coordinator's high watermark reader (coordinator/group_status.h gr_coord_set_hw_fn) with `ctx` = the
-   broker: the visible offset of the partition's replica held here, -1 when not held here. */
+   broker: the visible offset of the partition's replica held here, -1 when not held here; for a partition
+   another broker leads (cluster mode), its leader's summarized high watermark, -1 without one. */
 int64_t gr_metrics_status_hw(void *ctx, const char *topic, int32_t partition);
 
 /* Writes gregor_consumergroup_status and gregor_consumergroup_records_lost_total of broker `b` (network

@@ -7,9 +7,10 @@ group). Expected values are computed here from what was produced and committed:
   - only C's /metrics has series of the group (sum() over brokers counts it once): members 0, every
     partition's kafka_consumergroup_current_offset = K_p (the coordinator knows every commit), the topic's
     current_offset_sum = sum K_p;
-  - kafka_consumergroup_lag and gregor_consumergroup_lag_records only for the partition C leads (N_p - K_p);
-    the two led by the other brokers are left out, and so is the topic's lag_sum (it would be partial);
-  - /v1/groups/glc-g/lag at C: the three partitions, hw / log start / lag_records null for the remote two;
+  - kafka_consumergroup_lag and gregor_consumergroup_lag_records N_p - K_p for every partition, the two led
+    by the other brokers from their leaders' partition summaries (remote_lag.py tests those in depth), and
+    the topic's lag_sum;
+  - /v1/groups/glc-g/lag at C: the three partitions with hw, log start, lag_records and the headroom records;
     at the other brokers 404 "group not coordinated by this broker".
 Ends with `cluster-grouplag: N passed, N failed`; exit status 1 on any failure.
 Usage: grouplag.py [--seed N] [--deadline SECONDS]
@@ -124,15 +125,16 @@ def t_lag(run, etcd, bs, st):
         return frozenset(kw.items())
     want = {('kafka_consumergroup_members', L(consumergroup=GROUP)): 0,
             ('kafka_consumergroup_current_offset_sum', L(consumergroup=GROUP, topic=TOPIC)): sum(K.values()),
-            ('kafka_consumergroup_lag', L(consumergroup=GROUP, topic=TOPIC, partition=str(lp))): N[lp] - K[lp],
-            ('gregor_consumergroup_lag_records', L(consumergroup=GROUP, topic=TOPIC, partition=str(lp))):
-                N[lp] - K[lp]}
+            ('kafka_consumergroup_lag_sum', L(consumergroup=GROUP, topic=TOPIC)): sum(N[p] - K[p] for p in N)}
     for p in N:
         want[('kafka_consumergroup_current_offset', L(consumergroup=GROUP, topic=TOPIC, partition=str(p)))] = K[p]
+        want[('kafka_consumergroup_lag', L(consumergroup=GROUP, topic=TOPIC, partition=str(p)))] = N[p] - K[p]
+        want[('gregor_consumergroup_lag_records', L(consumergroup=GROUP, topic=TOPIC, partition=str(p)))] = \
+            N[p] - K[p]
     got = {}
     for b in bs:
         got[b.node_id] = group_series(b)
-    eq(f'the coordinator (broker {cid}): exactly the committed offsets, and the lag of the partition it leads',
+    eq(f'the coordinator (broker {cid}): exactly the committed offsets and the lag of every partition',
        sorted((n, sorted(lab), v) for (n, lab), v in want.items()),
        sorted((n, sorted(lab), v) for (n, lab), v in got[cid].items()))
     eq('the other brokers: no series of the group', {b.node_id: {} for b in bs if b.node_id != cid},
@@ -140,20 +142,20 @@ def t_lag(run, etcd, bs, st):
     stc, body = http_get(cb, f'/v1/groups/{GROUP}/lag')
     parts = []
     for p in N:
-        known = p == lp
+        known = True  # the remote two from their leaders' summaries
         parts.append({'topic': TOPIC, 'partition': p, 'committed_offset': K[p],
                       'high_watermark': N[p] if known else None, 'log_start_offset': 0 if known else None,
                       'lag_records': N[p] - K[p] if known else None})
     got_j = json.loads(body)
-    # the lag in bytes/seconds and headroom: null where another broker leads, the headroom records (committed -
-    # log start 0) where this one does; then the rest exactly
+    # the lag in bytes/seconds and headroom: the headroom records (committed - log start 0) everywhere, lag
+    # bytes known everywhere (remote_lag.py checks their values); then the rest exactly
     tfields = ('lag_bytes', 'lag_seconds', 'retention_headroom_records', 'retention_headroom_seconds')
     tv = [{k: gp.pop(k, 'absent') for k in tfields} for gp in got_j.get('partitions', [])]
-    eq('/v1/groups/glc-g/lag at the coordinator: headroom records where it leads, nulls elsewhere',
-       [K[p] if p == lp else None for p in N], [t['retention_headroom_records'] for t in tv])
-    eq('/v1/groups/glc-g/lag at the coordinator: no lag bytes where another broker leads',
-       [None for p in N if p != lp], [t['lag_bytes'] for t, p in zip(tv, N) if p != lp])
-    eq('/v1/groups/glc-g/lag at the coordinator: exact, null where another broker leads', (200, {
+    eq('/v1/groups/glc-g/lag at the coordinator: headroom records of every partition',
+       [K[p] for p in N], [t['retention_headroom_records'] for t in tv])
+    eq('/v1/groups/glc-g/lag at the coordinator: lag bytes known where another broker leads too',
+       [True for p in N if p != lp], [isinstance(t['lag_bytes'], int) for t, p in zip(tv, N) if p != lp])
+    eq('/v1/groups/glc-g/lag at the coordinator: exact, every partition known', (200, {
         'group': GROUP, 'state': 'Empty', 'members': 0, 'partitions': parts}), (stc, got_j))
     for b in bs:
         if b.node_id != cid:

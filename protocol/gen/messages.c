@@ -937,6 +937,41 @@ static void enc_gr_list_transactions_response(struct gr_wr *wr, int16_t v, const
 static size_t sz_gr_list_transactions_response(const struct gr_list_transactions_response *m, int16_t v);
 static size_t minsz_gr_list_transactions_response(int16_t v) __attribute__((unused));
 static bool isdef_gr_list_transactions_response(const struct gr_list_transactions_response *m) __attribute__((unused));
+static void dec_gr_partition_summary_request_partition_summary_partition(struct gr_rd *rd, int16_t v, struct gr_partition_summary_request_partition_summary_partition *m);
+static void enc_gr_partition_summary_request_partition_summary_partition(struct gr_wr *wr, int16_t v, const struct gr_partition_summary_request_partition_summary_partition *m);
+static size_t sz_gr_partition_summary_request_partition_summary_partition(const struct gr_partition_summary_request_partition_summary_partition *m, int16_t v);
+static size_t minsz_gr_partition_summary_request_partition_summary_partition(int16_t v) __attribute__((unused));
+static bool isdef_gr_partition_summary_request_partition_summary_partition(const struct gr_partition_summary_request_partition_summary_partition *m) __attribute__((unused));
+static void dec_gr_partition_summary_request_partition_summary_topic(struct gr_rd *rd, int16_t v, struct gr_partition_summary_request_partition_summary_topic *m);
+static void enc_gr_partition_summary_request_partition_summary_topic(struct gr_wr *wr, int16_t v, const struct gr_partition_summary_request_partition_summary_topic *m);
+static size_t sz_gr_partition_summary_request_partition_summary_topic(const struct gr_partition_summary_request_partition_summary_topic *m, int16_t v);
+static size_t minsz_gr_partition_summary_request_partition_summary_topic(int16_t v) __attribute__((unused));
+static bool isdef_gr_partition_summary_request_partition_summary_topic(const struct gr_partition_summary_request_partition_summary_topic *m) __attribute__((unused));
+static void dec_gr_partition_summary_request(struct gr_rd *rd, int16_t v, struct gr_partition_summary_request *m);
+static void enc_gr_partition_summary_request(struct gr_wr *wr, int16_t v, const struct gr_partition_summary_request *m);
+static size_t sz_gr_partition_summary_request(const struct gr_partition_summary_request *m, int16_t v);
+static size_t minsz_gr_partition_summary_request(int16_t v) __attribute__((unused));
+static bool isdef_gr_partition_summary_request(const struct gr_partition_summary_request *m) __attribute__((unused));
+static void dec_gr_partition_summary_response_partition_summary_offset(struct gr_rd *rd, int16_t v, struct gr_partition_summary_response_partition_summary_offset *m);
+static void enc_gr_partition_summary_response_partition_summary_offset(struct gr_wr *wr, int16_t v, const struct gr_partition_summary_response_partition_summary_offset *m);
+static size_t sz_gr_partition_summary_response_partition_summary_offset(const struct gr_partition_summary_response_partition_summary_offset *m, int16_t v);
+static size_t minsz_gr_partition_summary_response_partition_summary_offset(int16_t v) __attribute__((unused));
+static bool isdef_gr_partition_summary_response_partition_summary_offset(const struct gr_partition_summary_response_partition_summary_offset *m) __attribute__((unused));
+static void dec_gr_partition_summary_response_partition_summary_partition_result(struct gr_rd *rd, int16_t v, struct gr_partition_summary_response_partition_summary_partition_result *m);
+static void enc_gr_partition_summary_response_partition_summary_partition_result(struct gr_wr *wr, int16_t v, const struct gr_partition_summary_response_partition_summary_partition_result *m);
+static size_t sz_gr_partition_summary_response_partition_summary_partition_result(const struct gr_partition_summary_response_partition_summary_partition_result *m, int16_t v);
+static size_t minsz_gr_partition_summary_response_partition_summary_partition_result(int16_t v) __attribute__((unused));
+static bool isdef_gr_partition_summary_response_partition_summary_partition_result(const struct gr_partition_summary_response_partition_summary_partition_result *m) __attribute__((unused));
+static void dec_gr_partition_summary_response_partition_summary_topic_result(struct gr_rd *rd, int16_t v, struct gr_partition_summary_response_partition_summary_topic_result *m);
+static void enc_gr_partition_summary_response_partition_summary_topic_result(struct gr_wr *wr, int16_t v, const struct gr_partition_summary_response_partition_summary_topic_result *m);
+static size_t sz_gr_partition_summary_response_partition_summary_topic_result(const struct gr_partition_summary_response_partition_summary_topic_result *m, int16_t v);
+static size_t minsz_gr_partition_summary_response_partition_summary_topic_result(int16_t v) __attribute__((unused));
+static bool isdef_gr_partition_summary_response_partition_summary_topic_result(const struct gr_partition_summary_response_partition_summary_topic_result *m) __attribute__((unused));
+static void dec_gr_partition_summary_response(struct gr_rd *rd, int16_t v, struct gr_partition_summary_response *m);
+static void enc_gr_partition_summary_response(struct gr_wr *wr, int16_t v, const struct gr_partition_summary_response *m);
+static size_t sz_gr_partition_summary_response(const struct gr_partition_summary_response *m, int16_t v);
+static size_t minsz_gr_partition_summary_response(int16_t v) __attribute__((unused));
+static bool isdef_gr_partition_summary_response(const struct gr_partition_summary_response *m) __attribute__((unused));
 
 void gr_produce_request_partition_produce_data_init(struct gr_produce_request_partition_produce_data *m)
 {
@@ -26495,6 +26530,962 @@ static int ops_decode_gr_list_transactions_response(struct gr_rd *rd, int16_t v,
 static size_t ops_size_gr_list_transactions_response(const void *m, int16_t v) { return gr_list_transactions_response_size(m, v); }
 static void ops_encode_gr_list_transactions_response(struct gr_wr *wr, const void *m, int16_t v) { gr_list_transactions_response_encode(wr, m, v); }
 
+void gr_partition_summary_request_partition_summary_partition_init(struct gr_partition_summary_request_partition_summary_partition *m)
+{
+    m->partition_index = 0;
+    m->committed_offsets.items = NULL;
+    m->committed_offsets.count = 0;
+    m->unknown_tags.items = NULL;
+    m->unknown_tags.count = 0;
+}
+
+static bool isdef_gr_partition_summary_request_partition_summary_partition(const struct gr_partition_summary_request_partition_summary_partition *m)
+{
+    return (m->partition_index == 0) &&
+           m->committed_offsets.count == 0 &&
+           m->unknown_tags.count == 0;
+}
+
+static size_t minsz_gr_partition_summary_request_partition_summary_partition(int16_t v)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    size_t n = fx ? 1 : 0;
+    if (1) n += 4;
+    if (1) n += (fx ? 1 : 4);
+    (void)v;
+    return n;
+}
+
+static void dec_gr_partition_summary_request_partition_summary_partition(struct gr_rd *rd, int16_t v, struct gr_partition_summary_request_partition_summary_partition *m)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    gr_partition_summary_request_partition_summary_partition_init(m);
+    if (1) {
+        m->partition_index = gr_rd_int32(rd);
+    }
+    if (1) {
+        {
+            int32_t n = gr_rd_array_len(rd, fx, 0, 8);
+            m->committed_offsets.count = n;
+            m->committed_offsets.items = NULL;
+            if (n > 0) {
+                m->committed_offsets.items = gr_rd_alloc(rd, (size_t)n, sizeof(int64_t));
+                for (int32_t i = 0; i < n && !rd->err; i++)
+                    m->committed_offsets.items[i] = gr_rd_int64(rd);
+                if (rd->err) m->committed_offsets.count = 0;
+            }
+        }
+    }
+    if (!fx || rd->err) return;
+    uint32_t ntags = gr_rd_tag_count(rd);
+    int64_t last_tag = -1;
+    for (uint32_t t = 0; t < ntags && !rd->err; t++) {
+        uint32_t tag = gr_rd_uvarint(rd);
+        uint32_t len = gr_rd_uvarint(rd);
+        if (rd->err) return;
+        if ((int64_t)tag <= last_tag) {
+            gr_rd_fail(rd, GR_WIRE_BAD_TAGS);
+            return;
+        }
+        last_tag = tag;
+        if (len > gr_rd_left(rd)) {
+            gr_rd_fail(rd, GR_WIRE_SHORT);
+            return;
+        }
+        const uint8_t *body = rd->p;
+        switch (tag) {
+        default:
+            keep_unknown_tag(rd, &m->unknown_tags, ntags, tag, body, len);
+        }
+        rd->p = body + len;
+    }
+}
+
+static size_t sz_gr_partition_summary_request_partition_summary_partition(const struct gr_partition_summary_request_partition_summary_partition *m, int16_t v)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    size_t n = 0;
+    if (1) {
+        n += 4;
+    }
+    if (1) {
+        n += gr_sz_array_len(m->committed_offsets.count, fx);
+        if (m->committed_offsets.count > 0) n += (size_t)m->committed_offsets.count * 8;
+    }
+    if (fx) {
+        uint32_t count = (uint32_t)m->unknown_tags.count;
+        n += gr_sz_uvarint(count) + gr_sz_unknown_tags(&m->unknown_tags);
+    }
+    (void)m;
+    return n;
+}
+
+static void enc_gr_partition_summary_request_partition_summary_partition(struct gr_wr *wr, int16_t v, const struct gr_partition_summary_request_partition_summary_partition *m)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    if (1) {
+        gr_wr_int32(wr, m->partition_index);
+    }
+    if (1) {
+        gr_wr_array_len(wr, m->committed_offsets.count, fx);
+        for (int32_t i = 0; i < m->committed_offsets.count; i++)
+            gr_wr_int64(wr, m->committed_offsets.items[i]);
+    }
+    if (!fx) return;
+    uint32_t count = (uint32_t)m->unknown_tags.count;
+    gr_wr_uvarint(wr, count);
+    int32_t u = 0;
+    while (u < m->unknown_tags.count)
+        write_unknown_tag(wr, &m->unknown_tags.items[u++]);
+}
+
+void gr_partition_summary_request_partition_summary_topic_init(struct gr_partition_summary_request_partition_summary_topic *m)
+{
+    m->name = ((struct gr_str){"", 0});
+    m->partitions.items = NULL;
+    m->partitions.count = 0;
+    m->unknown_tags.items = NULL;
+    m->unknown_tags.count = 0;
+}
+
+static bool isdef_gr_partition_summary_request_partition_summary_topic(const struct gr_partition_summary_request_partition_summary_topic *m)
+{
+    return gr_str_eq(m->name, gr_str_c("")) &&
+           m->partitions.count == 0 &&
+           m->unknown_tags.count == 0;
+}
+
+static size_t minsz_gr_partition_summary_request_partition_summary_topic(int16_t v)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    size_t n = fx ? 1 : 0;
+    if (1) n += (fx ? 1 : 2);
+    if (1) n += (fx ? 1 : 4);
+    (void)v;
+    return n;
+}
+
+static void dec_gr_partition_summary_request_partition_summary_topic(struct gr_rd *rd, int16_t v, struct gr_partition_summary_request_partition_summary_topic *m)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    gr_partition_summary_request_partition_summary_topic_init(m);
+    if (1) {
+        m->name = gr_rd_string(rd, fx, 0);
+    }
+    if (1) {
+        {
+            int32_t n = gr_rd_array_len(rd, fx, 0, minsz_gr_partition_summary_request_partition_summary_partition(v));
+            m->partitions.count = n;
+            m->partitions.items = NULL;
+            if (n > 0) {
+                m->partitions.items = gr_rd_alloc(rd, (size_t)n, sizeof(struct gr_partition_summary_request_partition_summary_partition));
+                for (int32_t i = 0; i < n && !rd->err; i++)
+                    dec_gr_partition_summary_request_partition_summary_partition(rd, v, &m->partitions.items[i]);
+                if (rd->err) m->partitions.count = 0;
+            }
+        }
+    }
+    if (!fx || rd->err) return;
+    uint32_t ntags = gr_rd_tag_count(rd);
+    int64_t last_tag = -1;
+    for (uint32_t t = 0; t < ntags && !rd->err; t++) {
+        uint32_t tag = gr_rd_uvarint(rd);
+        uint32_t len = gr_rd_uvarint(rd);
+        if (rd->err) return;
+        if ((int64_t)tag <= last_tag) {
+            gr_rd_fail(rd, GR_WIRE_BAD_TAGS);
+            return;
+        }
+        last_tag = tag;
+        if (len > gr_rd_left(rd)) {
+            gr_rd_fail(rd, GR_WIRE_SHORT);
+            return;
+        }
+        const uint8_t *body = rd->p;
+        switch (tag) {
+        default:
+            keep_unknown_tag(rd, &m->unknown_tags, ntags, tag, body, len);
+        }
+        rd->p = body + len;
+    }
+}
+
+static size_t sz_gr_partition_summary_request_partition_summary_topic(const struct gr_partition_summary_request_partition_summary_topic *m, int16_t v)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    size_t n = 0;
+    if (1) {
+        n += gr_sz_string(m->name, fx);
+    }
+    if (1) {
+        n += gr_sz_array_len(m->partitions.count, fx);
+        for (int32_t i = 0; i < m->partitions.count; i++)
+            n += sz_gr_partition_summary_request_partition_summary_partition(&m->partitions.items[i], v);
+    }
+    if (fx) {
+        uint32_t count = (uint32_t)m->unknown_tags.count;
+        n += gr_sz_uvarint(count) + gr_sz_unknown_tags(&m->unknown_tags);
+    }
+    (void)m;
+    return n;
+}
+
+static void enc_gr_partition_summary_request_partition_summary_topic(struct gr_wr *wr, int16_t v, const struct gr_partition_summary_request_partition_summary_topic *m)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    if (1) {
+        gr_wr_string(wr, m->name, fx);
+    }
+    if (1) {
+        gr_wr_array_len(wr, m->partitions.count, fx);
+        for (int32_t i = 0; i < m->partitions.count; i++)
+            enc_gr_partition_summary_request_partition_summary_partition(wr, v, &m->partitions.items[i]);
+    }
+    if (!fx) return;
+    uint32_t count = (uint32_t)m->unknown_tags.count;
+    gr_wr_uvarint(wr, count);
+    int32_t u = 0;
+    while (u < m->unknown_tags.count)
+        write_unknown_tag(wr, &m->unknown_tags.items[u++]);
+}
+
+void gr_partition_summary_request_init(struct gr_partition_summary_request *m)
+{
+    m->topics.items = NULL;
+    m->topics.count = 0;
+    m->unknown_tags.items = NULL;
+    m->unknown_tags.count = 0;
+}
+
+static bool isdef_gr_partition_summary_request(const struct gr_partition_summary_request *m)
+{
+    return m->topics.count == 0 &&
+           m->unknown_tags.count == 0;
+}
+
+static size_t minsz_gr_partition_summary_request(int16_t v)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    size_t n = fx ? 1 : 0;
+    if (1) n += (fx ? 1 : 4);
+    (void)v;
+    return n;
+}
+
+static void dec_gr_partition_summary_request(struct gr_rd *rd, int16_t v, struct gr_partition_summary_request *m)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    gr_partition_summary_request_init(m);
+    if (1) {
+        {
+            int32_t n = gr_rd_array_len(rd, fx, 0, minsz_gr_partition_summary_request_partition_summary_topic(v));
+            m->topics.count = n;
+            m->topics.items = NULL;
+            if (n > 0) {
+                m->topics.items = gr_rd_alloc(rd, (size_t)n, sizeof(struct gr_partition_summary_request_partition_summary_topic));
+                for (int32_t i = 0; i < n && !rd->err; i++)
+                    dec_gr_partition_summary_request_partition_summary_topic(rd, v, &m->topics.items[i]);
+                if (rd->err) m->topics.count = 0;
+            }
+        }
+    }
+    if (!fx || rd->err) return;
+    uint32_t ntags = gr_rd_tag_count(rd);
+    int64_t last_tag = -1;
+    for (uint32_t t = 0; t < ntags && !rd->err; t++) {
+        uint32_t tag = gr_rd_uvarint(rd);
+        uint32_t len = gr_rd_uvarint(rd);
+        if (rd->err) return;
+        if ((int64_t)tag <= last_tag) {
+            gr_rd_fail(rd, GR_WIRE_BAD_TAGS);
+            return;
+        }
+        last_tag = tag;
+        if (len > gr_rd_left(rd)) {
+            gr_rd_fail(rd, GR_WIRE_SHORT);
+            return;
+        }
+        const uint8_t *body = rd->p;
+        switch (tag) {
+        default:
+            keep_unknown_tag(rd, &m->unknown_tags, ntags, tag, body, len);
+        }
+        rd->p = body + len;
+    }
+}
+
+static size_t sz_gr_partition_summary_request(const struct gr_partition_summary_request *m, int16_t v)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    size_t n = 0;
+    if (1) {
+        n += gr_sz_array_len(m->topics.count, fx);
+        for (int32_t i = 0; i < m->topics.count; i++)
+            n += sz_gr_partition_summary_request_partition_summary_topic(&m->topics.items[i], v);
+    }
+    if (fx) {
+        uint32_t count = (uint32_t)m->unknown_tags.count;
+        n += gr_sz_uvarint(count) + gr_sz_unknown_tags(&m->unknown_tags);
+    }
+    (void)m;
+    return n;
+}
+
+static void enc_gr_partition_summary_request(struct gr_wr *wr, int16_t v, const struct gr_partition_summary_request *m)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    if (1) {
+        gr_wr_array_len(wr, m->topics.count, fx);
+        for (int32_t i = 0; i < m->topics.count; i++)
+            enc_gr_partition_summary_request_partition_summary_topic(wr, v, &m->topics.items[i]);
+    }
+    if (!fx) return;
+    uint32_t count = (uint32_t)m->unknown_tags.count;
+    gr_wr_uvarint(wr, count);
+    int32_t u = 0;
+    while (u < m->unknown_tags.count)
+        write_unknown_tag(wr, &m->unknown_tags.items[u++]);
+}
+
+int gr_partition_summary_request_decode(struct gr_rd *rd, int16_t version, struct gr_partition_summary_request *m)
+{
+    dec_gr_partition_summary_request(rd, version, m);
+    return rd->err;
+}
+
+size_t gr_partition_summary_request_size(const struct gr_partition_summary_request *m, int16_t version) { return sz_gr_partition_summary_request(m, version); }
+
+void gr_partition_summary_request_encode(struct gr_wr *wr, const struct gr_partition_summary_request *m, int16_t version) { enc_gr_partition_summary_request(wr, version, m); }
+
+static void ops_init_gr_partition_summary_request(void *m) { gr_partition_summary_request_init(m); }
+static int ops_decode_gr_partition_summary_request(struct gr_rd *rd, int16_t v, void *m) { return gr_partition_summary_request_decode(rd, v, m); }
+static size_t ops_size_gr_partition_summary_request(const void *m, int16_t v) { return gr_partition_summary_request_size(m, v); }
+static void ops_encode_gr_partition_summary_request(struct gr_wr *wr, const void *m, int16_t v) { gr_partition_summary_request_encode(wr, m, v); }
+
+void gr_partition_summary_response_partition_summary_offset_init(struct gr_partition_summary_response_partition_summary_offset *m)
+{
+    m->committed_offset = 0;
+    m->lag_bytes = 0;
+    m->lag_seconds = 0.0;
+    m->headroom_records = 0;
+    m->headroom_seconds = 0.0;
+    m->unknown_tags.items = NULL;
+    m->unknown_tags.count = 0;
+}
+
+static bool isdef_gr_partition_summary_response_partition_summary_offset(const struct gr_partition_summary_response_partition_summary_offset *m)
+{
+    return (m->committed_offset == 0) &&
+           (m->lag_bytes == 0) &&
+           (m->lag_seconds == 0.0) &&
+           (m->headroom_records == 0) &&
+           (m->headroom_seconds == 0.0) &&
+           m->unknown_tags.count == 0;
+}
+
+static size_t minsz_gr_partition_summary_response_partition_summary_offset(int16_t v)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    size_t n = fx ? 1 : 0;
+    if (1) n += 8;
+    if (1) n += 8;
+    if (1) n += 8;
+    if (1) n += 8;
+    if (1) n += 8;
+    (void)v;
+    return n;
+}
+
+static void dec_gr_partition_summary_response_partition_summary_offset(struct gr_rd *rd, int16_t v, struct gr_partition_summary_response_partition_summary_offset *m)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    gr_partition_summary_response_partition_summary_offset_init(m);
+    if (1) {
+        m->committed_offset = gr_rd_int64(rd);
+    }
+    if (1) {
+        m->lag_bytes = gr_rd_int64(rd);
+    }
+    if (1) {
+        m->lag_seconds = gr_rd_float64(rd);
+    }
+    if (1) {
+        m->headroom_records = gr_rd_int64(rd);
+    }
+    if (1) {
+        m->headroom_seconds = gr_rd_float64(rd);
+    }
+    if (!fx || rd->err) return;
+    uint32_t ntags = gr_rd_tag_count(rd);
+    int64_t last_tag = -1;
+    for (uint32_t t = 0; t < ntags && !rd->err; t++) {
+        uint32_t tag = gr_rd_uvarint(rd);
+        uint32_t len = gr_rd_uvarint(rd);
+        if (rd->err) return;
+        if ((int64_t)tag <= last_tag) {
+            gr_rd_fail(rd, GR_WIRE_BAD_TAGS);
+            return;
+        }
+        last_tag = tag;
+        if (len > gr_rd_left(rd)) {
+            gr_rd_fail(rd, GR_WIRE_SHORT);
+            return;
+        }
+        const uint8_t *body = rd->p;
+        switch (tag) {
+        default:
+            keep_unknown_tag(rd, &m->unknown_tags, ntags, tag, body, len);
+        }
+        rd->p = body + len;
+    }
+}
+
+static size_t sz_gr_partition_summary_response_partition_summary_offset(const struct gr_partition_summary_response_partition_summary_offset *m, int16_t v)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    size_t n = 0;
+    if (1) {
+        n += 8;
+    }
+    if (1) {
+        n += 8;
+    }
+    if (1) {
+        n += 8;
+    }
+    if (1) {
+        n += 8;
+    }
+    if (1) {
+        n += 8;
+    }
+    if (fx) {
+        uint32_t count = (uint32_t)m->unknown_tags.count;
+        n += gr_sz_uvarint(count) + gr_sz_unknown_tags(&m->unknown_tags);
+    }
+    (void)m;
+    return n;
+}
+
+static void enc_gr_partition_summary_response_partition_summary_offset(struct gr_wr *wr, int16_t v, const struct gr_partition_summary_response_partition_summary_offset *m)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    if (1) {
+        gr_wr_int64(wr, m->committed_offset);
+    }
+    if (1) {
+        gr_wr_int64(wr, m->lag_bytes);
+    }
+    if (1) {
+        gr_wr_float64(wr, m->lag_seconds);
+    }
+    if (1) {
+        gr_wr_int64(wr, m->headroom_records);
+    }
+    if (1) {
+        gr_wr_float64(wr, m->headroom_seconds);
+    }
+    if (!fx) return;
+    uint32_t count = (uint32_t)m->unknown_tags.count;
+    gr_wr_uvarint(wr, count);
+    int32_t u = 0;
+    while (u < m->unknown_tags.count)
+        write_unknown_tag(wr, &m->unknown_tags.items[u++]);
+}
+
+void gr_partition_summary_response_partition_summary_partition_result_init(struct gr_partition_summary_response_partition_summary_partition_result *m)
+{
+    m->partition_index = 0;
+    m->error_code = 0;
+    m->high_watermark = -1LL;
+    m->last_stable_offset = -1LL;
+    m->log_start_offset = -1LL;
+    m->log_end_offset = -1LL;
+    m->rate = 0.0;
+    m->offsets.items = NULL;
+    m->offsets.count = 0;
+    m->unknown_tags.items = NULL;
+    m->unknown_tags.count = 0;
+}
+
+static bool isdef_gr_partition_summary_response_partition_summary_partition_result(const struct gr_partition_summary_response_partition_summary_partition_result *m)
+{
+    return (m->partition_index == 0) &&
+           (m->error_code == 0) &&
+           (m->high_watermark == -1LL) &&
+           (m->last_stable_offset == -1LL) &&
+           (m->log_start_offset == -1LL) &&
+           (m->log_end_offset == -1LL) &&
+           (m->rate == 0.0) &&
+           m->offsets.count == 0 &&
+           m->unknown_tags.count == 0;
+}
+
+static size_t minsz_gr_partition_summary_response_partition_summary_partition_result(int16_t v)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    size_t n = fx ? 1 : 0;
+    if (1) n += 4;
+    if (1) n += 2;
+    if (1) n += 8;
+    if (1) n += 8;
+    if (1) n += 8;
+    if (1) n += 8;
+    if (1) n += 8;
+    if (1) n += (fx ? 1 : 4);
+    (void)v;
+    return n;
+}
+
+static void dec_gr_partition_summary_response_partition_summary_partition_result(struct gr_rd *rd, int16_t v, struct gr_partition_summary_response_partition_summary_partition_result *m)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    gr_partition_summary_response_partition_summary_partition_result_init(m);
+    if (1) {
+        m->partition_index = gr_rd_int32(rd);
+    }
+    if (1) {
+        m->error_code = gr_rd_int16(rd);
+    }
+    if (1) {
+        m->high_watermark = gr_rd_int64(rd);
+    }
+    if (1) {
+        m->last_stable_offset = gr_rd_int64(rd);
+    }
+    if (1) {
+        m->log_start_offset = gr_rd_int64(rd);
+    }
+    if (1) {
+        m->log_end_offset = gr_rd_int64(rd);
+    }
+    if (1) {
+        m->rate = gr_rd_float64(rd);
+    }
+    if (1) {
+        {
+            int32_t n = gr_rd_array_len(rd, fx, 0, minsz_gr_partition_summary_response_partition_summary_offset(v));
+            m->offsets.count = n;
+            m->offsets.items = NULL;
+            if (n > 0) {
+                m->offsets.items = gr_rd_alloc(rd, (size_t)n, sizeof(struct gr_partition_summary_response_partition_summary_offset));
+                for (int32_t i = 0; i < n && !rd->err; i++)
+                    dec_gr_partition_summary_response_partition_summary_offset(rd, v, &m->offsets.items[i]);
+                if (rd->err) m->offsets.count = 0;
+            }
+        }
+    }
+    if (!fx || rd->err) return;
+    uint32_t ntags = gr_rd_tag_count(rd);
+    int64_t last_tag = -1;
+    for (uint32_t t = 0; t < ntags && !rd->err; t++) {
+        uint32_t tag = gr_rd_uvarint(rd);
+        uint32_t len = gr_rd_uvarint(rd);
+        if (rd->err) return;
+        if ((int64_t)tag <= last_tag) {
+            gr_rd_fail(rd, GR_WIRE_BAD_TAGS);
+            return;
+        }
+        last_tag = tag;
+        if (len > gr_rd_left(rd)) {
+            gr_rd_fail(rd, GR_WIRE_SHORT);
+            return;
+        }
+        const uint8_t *body = rd->p;
+        switch (tag) {
+        default:
+            keep_unknown_tag(rd, &m->unknown_tags, ntags, tag, body, len);
+        }
+        rd->p = body + len;
+    }
+}
+
+static size_t sz_gr_partition_summary_response_partition_summary_partition_result(const struct gr_partition_summary_response_partition_summary_partition_result *m, int16_t v)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    size_t n = 0;
+    if (1) {
+        n += 4;
+    }
+    if (1) {
+        n += 2;
+    }
+    if (1) {
+        n += 8;
+    }
+    if (1) {
+        n += 8;
+    }
+    if (1) {
+        n += 8;
+    }
+    if (1) {
+        n += 8;
+    }
+    if (1) {
+        n += 8;
+    }
+    if (1) {
+        n += gr_sz_array_len(m->offsets.count, fx);
+        for (int32_t i = 0; i < m->offsets.count; i++)
+            n += sz_gr_partition_summary_response_partition_summary_offset(&m->offsets.items[i], v);
+    }
+    if (fx) {
+        uint32_t count = (uint32_t)m->unknown_tags.count;
+        n += gr_sz_uvarint(count) + gr_sz_unknown_tags(&m->unknown_tags);
+    }
+    (void)m;
+    return n;
+}
+
+static void enc_gr_partition_summary_response_partition_summary_partition_result(struct gr_wr *wr, int16_t v, const struct gr_partition_summary_response_partition_summary_partition_result *m)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    if (1) {
+        gr_wr_int32(wr, m->partition_index);
+    }
+    if (1) {
+        gr_wr_int16(wr, m->error_code);
+    }
+    if (1) {
+        gr_wr_int64(wr, m->high_watermark);
+    }
+    if (1) {
+        gr_wr_int64(wr, m->last_stable_offset);
+    }
+    if (1) {
+        gr_wr_int64(wr, m->log_start_offset);
+    }
+    if (1) {
+        gr_wr_int64(wr, m->log_end_offset);
+    }
+    if (1) {
+        gr_wr_float64(wr, m->rate);
+    }
+    if (1) {
+        gr_wr_array_len(wr, m->offsets.count, fx);
+        for (int32_t i = 0; i < m->offsets.count; i++)
+            enc_gr_partition_summary_response_partition_summary_offset(wr, v, &m->offsets.items[i]);
+    }
+    if (!fx) return;
+    uint32_t count = (uint32_t)m->unknown_tags.count;
+    gr_wr_uvarint(wr, count);
+    int32_t u = 0;
+    while (u < m->unknown_tags.count)
+        write_unknown_tag(wr, &m->unknown_tags.items[u++]);
+}
+
+void gr_partition_summary_response_partition_summary_topic_result_init(struct gr_partition_summary_response_partition_summary_topic_result *m)
+{
+    m->name = ((struct gr_str){"", 0});
+    m->partitions.items = NULL;
+    m->partitions.count = 0;
+    m->unknown_tags.items = NULL;
+    m->unknown_tags.count = 0;
+}
+
+static bool isdef_gr_partition_summary_response_partition_summary_topic_result(const struct gr_partition_summary_response_partition_summary_topic_result *m)
+{
+    return gr_str_eq(m->name, gr_str_c("")) &&
+           m->partitions.count == 0 &&
+           m->unknown_tags.count == 0;
+}
+
+static size_t minsz_gr_partition_summary_response_partition_summary_topic_result(int16_t v)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    size_t n = fx ? 1 : 0;
+    if (1) n += (fx ? 1 : 2);
+    if (1) n += (fx ? 1 : 4);
+    (void)v;
+    return n;
+}
+
+static void dec_gr_partition_summary_response_partition_summary_topic_result(struct gr_rd *rd, int16_t v, struct gr_partition_summary_response_partition_summary_topic_result *m)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    gr_partition_summary_response_partition_summary_topic_result_init(m);
+    if (1) {
+        m->name = gr_rd_string(rd, fx, 0);
+    }
+    if (1) {
+        {
+            int32_t n = gr_rd_array_len(rd, fx, 0, minsz_gr_partition_summary_response_partition_summary_partition_result(v));
+            m->partitions.count = n;
+            m->partitions.items = NULL;
+            if (n > 0) {
+                m->partitions.items = gr_rd_alloc(rd, (size_t)n, sizeof(struct gr_partition_summary_response_partition_summary_partition_result));
+                for (int32_t i = 0; i < n && !rd->err; i++)
+                    dec_gr_partition_summary_response_partition_summary_partition_result(rd, v, &m->partitions.items[i]);
+                if (rd->err) m->partitions.count = 0;
+            }
+        }
+    }
+    if (!fx || rd->err) return;
+    uint32_t ntags = gr_rd_tag_count(rd);
+    int64_t last_tag = -1;
+    for (uint32_t t = 0; t < ntags && !rd->err; t++) {
+        uint32_t tag = gr_rd_uvarint(rd);
+        uint32_t len = gr_rd_uvarint(rd);
+        if (rd->err) return;
+        if ((int64_t)tag <= last_tag) {
+            gr_rd_fail(rd, GR_WIRE_BAD_TAGS);
+            return;
+        }
+        last_tag = tag;
+        if (len > gr_rd_left(rd)) {
+            gr_rd_fail(rd, GR_WIRE_SHORT);
+            return;
+        }
+        const uint8_t *body = rd->p;
+        switch (tag) {
+        default:
+            keep_unknown_tag(rd, &m->unknown_tags, ntags, tag, body, len);
+        }
+        rd->p = body + len;
+    }
+}
+
+static size_t sz_gr_partition_summary_response_partition_summary_topic_result(const struct gr_partition_summary_response_partition_summary_topic_result *m, int16_t v)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    size_t n = 0;
+    if (1) {
+        n += gr_sz_string(m->name, fx);
+    }
+    if (1) {
+        n += gr_sz_array_len(m->partitions.count, fx);
+        for (int32_t i = 0; i < m->partitions.count; i++)
+            n += sz_gr_partition_summary_response_partition_summary_partition_result(&m->partitions.items[i], v);
+    }
+    if (fx) {
+        uint32_t count = (uint32_t)m->unknown_tags.count;
+        n += gr_sz_uvarint(count) + gr_sz_unknown_tags(&m->unknown_tags);
+    }
+    (void)m;
+    return n;
+}
+
+static void enc_gr_partition_summary_response_partition_summary_topic_result(struct gr_wr *wr, int16_t v, const struct gr_partition_summary_response_partition_summary_topic_result *m)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    if (1) {
+        gr_wr_string(wr, m->name, fx);
+    }
+    if (1) {
+        gr_wr_array_len(wr, m->partitions.count, fx);
+        for (int32_t i = 0; i < m->partitions.count; i++)
+            enc_gr_partition_summary_response_partition_summary_partition_result(wr, v, &m->partitions.items[i]);
+    }
+    if (!fx) return;
+    uint32_t count = (uint32_t)m->unknown_tags.count;
+    gr_wr_uvarint(wr, count);
+    int32_t u = 0;
+    while (u < m->unknown_tags.count)
+        write_unknown_tag(wr, &m->unknown_tags.items[u++]);
+}
+
+void gr_partition_summary_response_init(struct gr_partition_summary_response *m)
+{
+    m->throttle_time_ms = 0;
+    m->topics.items = NULL;
+    m->topics.count = 0;
+    m->unknown_tags.items = NULL;
+    m->unknown_tags.count = 0;
+}
+
+static bool isdef_gr_partition_summary_response(const struct gr_partition_summary_response *m)
+{
+    return (m->throttle_time_ms == 0) &&
+           m->topics.count == 0 &&
+           m->unknown_tags.count == 0;
+}
+
+static size_t minsz_gr_partition_summary_response(int16_t v)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    size_t n = fx ? 1 : 0;
+    if (1) n += 4;
+    if (1) n += (fx ? 1 : 4);
+    (void)v;
+    return n;
+}
+
+static void dec_gr_partition_summary_response(struct gr_rd *rd, int16_t v, struct gr_partition_summary_response *m)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    gr_partition_summary_response_init(m);
+    if (1) {
+        m->throttle_time_ms = gr_rd_int32(rd);
+    }
+    if (1) {
+        {
+            int32_t n = gr_rd_array_len(rd, fx, 0, minsz_gr_partition_summary_response_partition_summary_topic_result(v));
+            m->topics.count = n;
+            m->topics.items = NULL;
+            if (n > 0) {
+                m->topics.items = gr_rd_alloc(rd, (size_t)n, sizeof(struct gr_partition_summary_response_partition_summary_topic_result));
+                for (int32_t i = 0; i < n && !rd->err; i++)
+                    dec_gr_partition_summary_response_partition_summary_topic_result(rd, v, &m->topics.items[i]);
+                if (rd->err) m->topics.count = 0;
+            }
+        }
+    }
+    if (!fx || rd->err) return;
+    uint32_t ntags = gr_rd_tag_count(rd);
+    int64_t last_tag = -1;
+    for (uint32_t t = 0; t < ntags && !rd->err; t++) {
+        uint32_t tag = gr_rd_uvarint(rd);
+        uint32_t len = gr_rd_uvarint(rd);
+        if (rd->err) return;
+        if ((int64_t)tag <= last_tag) {
+            gr_rd_fail(rd, GR_WIRE_BAD_TAGS);
+            return;
+        }
+        last_tag = tag;
+        if (len > gr_rd_left(rd)) {
+            gr_rd_fail(rd, GR_WIRE_SHORT);
+            return;
+        }
+        const uint8_t *body = rd->p;
+        switch (tag) {
+        default:
+            keep_unknown_tag(rd, &m->unknown_tags, ntags, tag, body, len);
+        }
+        rd->p = body + len;
+    }
+}
+
+static size_t sz_gr_partition_summary_response(const struct gr_partition_summary_response *m, int16_t v)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    size_t n = 0;
+    if (1) {
+        n += 4;
+    }
+    if (1) {
+        n += gr_sz_array_len(m->topics.count, fx);
+        for (int32_t i = 0; i < m->topics.count; i++)
+            n += sz_gr_partition_summary_response_partition_summary_topic_result(&m->topics.items[i], v);
+    }
+    if (fx) {
+        uint32_t count = (uint32_t)m->unknown_tags.count;
+        n += gr_sz_uvarint(count) + gr_sz_unknown_tags(&m->unknown_tags);
+    }
+    (void)m;
+    return n;
+}
+
+static void enc_gr_partition_summary_response(struct gr_wr *wr, int16_t v, const struct gr_partition_summary_response *m)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    if (1) {
+        gr_wr_int32(wr, m->throttle_time_ms);
+    }
+    if (1) {
+        gr_wr_array_len(wr, m->topics.count, fx);
+        for (int32_t i = 0; i < m->topics.count; i++)
+            enc_gr_partition_summary_response_partition_summary_topic_result(wr, v, &m->topics.items[i]);
+    }
+    if (!fx) return;
+    uint32_t count = (uint32_t)m->unknown_tags.count;
+    gr_wr_uvarint(wr, count);
+    int32_t u = 0;
+    while (u < m->unknown_tags.count)
+        write_unknown_tag(wr, &m->unknown_tags.items[u++]);
+}
+
+static void ce_gr_partition_summary_response_partition_summary_partition_result(const struct gr_partition_summary_response_partition_summary_partition_result *m, uint64_t *counts, int nslots)
+{
+    count_error(counts, nslots, m->error_code);
+}
+
+static void ce_gr_partition_summary_response_partition_summary_topic_result(const struct gr_partition_summary_response_partition_summary_topic_result *m, uint64_t *counts, int nslots)
+{
+    for (int32_t i = 0; i < m->partitions.count; i++)
+        ce_gr_partition_summary_response_partition_summary_partition_result(&m->partitions.items[i], counts, nslots);
+}
+
+void gr_partition_summary_response_count_errors(const struct gr_partition_summary_response *m, bool top, uint64_t *counts, int nslots)
+{
+    for (int32_t i = 0; i < m->topics.count; i++)
+        ce_gr_partition_summary_response_partition_summary_topic_result(&m->topics.items[i], counts, nslots);
+    (void)top;
+}
+
+static void ops_count_errors_gr_partition_summary_response(const void *m, bool top, uint64_t *counts, int nslots) { gr_partition_summary_response_count_errors(m, top, counts, nslots); }
+
+int gr_partition_summary_response_decode(struct gr_rd *rd, int16_t version, struct gr_partition_summary_response *m)
+{
+    dec_gr_partition_summary_response(rd, version, m);
+    return rd->err;
+}
+
+size_t gr_partition_summary_response_size(const struct gr_partition_summary_response *m, int16_t version) { return sz_gr_partition_summary_response(m, version); }
+
+void gr_partition_summary_response_encode(struct gr_wr *wr, const struct gr_partition_summary_response *m, int16_t version) { enc_gr_partition_summary_response(wr, version, m); }
+
+static void ops_init_gr_partition_summary_response(void *m) { gr_partition_summary_response_init(m); }
+static int ops_decode_gr_partition_summary_response(struct gr_rd *rd, int16_t v, void *m) { return gr_partition_summary_response_decode(rd, v, m); }
+static size_t ops_size_gr_partition_summary_response(const void *m, int16_t v) { return gr_partition_summary_response_size(m, v); }
+static void ops_encode_gr_partition_summary_response(struct gr_wr *wr, const void *m, int16_t v) { gr_partition_summary_response_encode(wr, m, v); }
+
 const struct gr_msg_ops gr_msg_ops_table[] = {
     {0, false, "produce_request", 3, 13, 9, -1, sizeof(struct gr_produce_request), ops_init_gr_produce_request, ops_decode_gr_produce_request, ops_size_gr_produce_request, ops_encode_gr_produce_request, ops_file_bytes_gr_produce_request, NULL},
     {0, true, "produce_response", 3, 13, 9, -1, sizeof(struct gr_produce_response), ops_init_gr_produce_response, ops_decode_gr_produce_response, ops_size_gr_produce_response, ops_encode_gr_produce_response, NULL, ops_count_errors_gr_produce_response},
@@ -26566,8 +27557,10 @@ const struct gr_msg_ops gr_msg_ops_table[] = {
     {65, true, "describe_transactions_response", 0, 0, 0, -1, sizeof(struct gr_describe_transactions_response), ops_init_gr_describe_transactions_response, ops_decode_gr_describe_transactions_response, ops_size_gr_describe_transactions_response, ops_encode_gr_describe_transactions_response, NULL, ops_count_errors_gr_describe_transactions_response},
     {66, false, "list_transactions_request", 0, 2, 0, -1, sizeof(struct gr_list_transactions_request), ops_init_gr_list_transactions_request, ops_decode_gr_list_transactions_request, ops_size_gr_list_transactions_request, ops_encode_gr_list_transactions_request, NULL, NULL},
     {66, true, "list_transactions_response", 0, 2, 0, -1, sizeof(struct gr_list_transactions_response), ops_init_gr_list_transactions_response, ops_decode_gr_list_transactions_response, ops_size_gr_list_transactions_response, ops_encode_gr_list_transactions_response, NULL, ops_count_errors_gr_list_transactions_response},
+    {32000, false, "partition_summary_request", 0, 0, 0, -1, sizeof(struct gr_partition_summary_request), ops_init_gr_partition_summary_request, ops_decode_gr_partition_summary_request, ops_size_gr_partition_summary_request, ops_encode_gr_partition_summary_request, NULL, NULL},
+    {32000, true, "partition_summary_response", 0, 0, 0, -1, sizeof(struct gr_partition_summary_response), ops_init_gr_partition_summary_response, ops_decode_gr_partition_summary_response, ops_size_gr_partition_summary_response, ops_encode_gr_partition_summary_response, NULL, ops_count_errors_gr_partition_summary_response},
 };
-const int gr_msg_ops_count = 70;
+const int gr_msg_ops_count = 72;
 
 const struct gr_msg_ops *gr_msg_ops_find(int16_t api_key, bool response)
 {

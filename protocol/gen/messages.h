@@ -191,6 +191,13 @@ struct gr_describe_transactions_response;
 struct gr_list_transactions_request;
 struct gr_list_transactions_response_transaction_state;
 struct gr_list_transactions_response;
+struct gr_partition_summary_request_partition_summary_partition;
+struct gr_partition_summary_request_partition_summary_topic;
+struct gr_partition_summary_request;
+struct gr_partition_summary_response_partition_summary_offset;
+struct gr_partition_summary_response_partition_summary_partition_result;
+struct gr_partition_summary_response_partition_summary_topic_result;
+struct gr_partition_summary_response;
 
 /* ---- produce_request (api key 0 request, versions 3-13, flexible 9+) ---- */
 struct gr_produce_request_partition_produce_data {
@@ -2918,6 +2925,105 @@ void gr_list_transactions_response_encode(struct gr_wr *wr, const struct gr_list
  * errorCounts() reads its in-memory response), the top-level ones only when `top`; a code outside
  * 0..nslots-2 counts in slot 0 (-1, UNKNOWN_SERVER_ERROR, as Errors.forCode). */
 void gr_list_transactions_response_count_errors(const struct gr_list_transactions_response *m, bool top, uint64_t *counts, int nslots);
+
+/* ---- partition_summary_request (api key 32000 request, versions 0, flexible 0+) ---- */
+struct gr_partition_summary_request_partition_summary_partition {
+    int32_t partition_index; /* v0+ */
+    struct gr_int64_array committed_offsets; /* v0+ */
+    struct gr_tags unknown_tags;
+};
+struct gr_partition_summary_request_partition_summary_partition_array {
+    struct gr_partition_summary_request_partition_summary_partition *items;
+    int32_t count; /* -1 = null */
+};
+/* Sets every field of `m` to its default. */
+void gr_partition_summary_request_partition_summary_partition_init(struct gr_partition_summary_request_partition_summary_partition *m);
+struct gr_partition_summary_request_partition_summary_topic {
+    struct gr_str name; /* v0+ */
+    struct gr_partition_summary_request_partition_summary_partition_array partitions; /* v0+ */
+    struct gr_tags unknown_tags;
+};
+struct gr_partition_summary_request_partition_summary_topic_array {
+    struct gr_partition_summary_request_partition_summary_topic *items;
+    int32_t count; /* -1 = null */
+};
+/* Sets every field of `m` to its default. */
+void gr_partition_summary_request_partition_summary_topic_init(struct gr_partition_summary_request_partition_summary_topic *m);
+struct gr_partition_summary_request {
+    struct gr_partition_summary_request_partition_summary_topic_array topics; /* v0+ */
+    struct gr_tags unknown_tags;
+};
+/* Sets every field to its default (Kafka's "default", else 0 / empty / null for records). */
+void gr_partition_summary_request_init(struct gr_partition_summary_request *m);
+/* Decodes a partition_summary_request body at `version` (0) from `rd`; arrays come from rd->arena. Returns 0 or the
+ * reader's sticky enum gr_wire_err. Does not check that the reader is exhausted. */
+int gr_partition_summary_request_decode(struct gr_rd *rd, int16_t version, struct gr_partition_summary_request *m);
+/* Bytes that gr_partition_summary_request_encode writes for `m` at `version`. */
+size_t gr_partition_summary_request_size(const struct gr_partition_summary_request *m, int16_t version);
+/* Encodes `m` at `version`; the writer must have gr_partition_summary_request_size() bytes of room. */
+void gr_partition_summary_request_encode(struct gr_wr *wr, const struct gr_partition_summary_request *m, int16_t version);
+
+/* ---- partition_summary_response (api key 32000 response, versions 0, flexible 0+) ---- */
+struct gr_partition_summary_response_partition_summary_offset {
+    int64_t committed_offset; /* v0+ */
+    int64_t lag_bytes; /* v0+ */
+    double lag_seconds; /* v0+ */
+    int64_t headroom_records; /* v0+ */
+    double headroom_seconds; /* v0+ */
+    struct gr_tags unknown_tags;
+};
+struct gr_partition_summary_response_partition_summary_offset_array {
+    struct gr_partition_summary_response_partition_summary_offset *items;
+    int32_t count; /* -1 = null */
+};
+/* Sets every field of `m` to its default. */
+void gr_partition_summary_response_partition_summary_offset_init(struct gr_partition_summary_response_partition_summary_offset *m);
+struct gr_partition_summary_response_partition_summary_partition_result {
+    int32_t partition_index; /* v0+ */
+    int16_t error_code; /* v0+ */
+    int64_t high_watermark; /* v0+ */
+    int64_t last_stable_offset; /* v0+ */
+    int64_t log_start_offset; /* v0+ */
+    int64_t log_end_offset; /* v0+ */
+    double rate; /* v0+ */
+    struct gr_partition_summary_response_partition_summary_offset_array offsets; /* v0+ */
+    struct gr_tags unknown_tags;
+};
+struct gr_partition_summary_response_partition_summary_partition_result_array {
+    struct gr_partition_summary_response_partition_summary_partition_result *items;
+    int32_t count; /* -1 = null */
+};
+/* Sets every field of `m` to its default. */
+void gr_partition_summary_response_partition_summary_partition_result_init(struct gr_partition_summary_response_partition_summary_partition_result *m);
+struct gr_partition_summary_response_partition_summary_topic_result {
+    struct gr_str name; /* v0+ */
+    struct gr_partition_summary_response_partition_summary_partition_result_array partitions; /* v0+ */
+    struct gr_tags unknown_tags;
+};
+struct gr_partition_summary_response_partition_summary_topic_result_array {
+    struct gr_partition_summary_response_partition_summary_topic_result *items;
+    int32_t count; /* -1 = null */
+};
+/* Sets every field of `m` to its default. */
+void gr_partition_summary_response_partition_summary_topic_result_init(struct gr_partition_summary_response_partition_summary_topic_result *m);
+struct gr_partition_summary_response {
+    int32_t throttle_time_ms; /* v0+ */
+    struct gr_partition_summary_response_partition_summary_topic_result_array topics; /* v0+ */
+    struct gr_tags unknown_tags;
+};
+/* Sets every field to its default (Kafka's "default", else 0 / empty / null for records). */
+void gr_partition_summary_response_init(struct gr_partition_summary_response *m);
+/* Decodes a partition_summary_response body at `version` (0) from `rd`; arrays come from rd->arena. Returns 0 or the
+ * reader's sticky enum gr_wire_err. Does not check that the reader is exhausted. */
+int gr_partition_summary_response_decode(struct gr_rd *rd, int16_t version, struct gr_partition_summary_response *m);
+/* Bytes that gr_partition_summary_response_encode writes for `m` at `version`. */
+size_t gr_partition_summary_response_size(const struct gr_partition_summary_response *m, int16_t version);
+/* Encodes `m` at `version`; the writer must have gr_partition_summary_response_size() bytes of room. */
+void gr_partition_summary_response_encode(struct gr_wr *wr, const struct gr_partition_summary_response *m, int16_t version);
+/* Adds one to counts[code + 1] for each error field of `m` (error_code, partition_error_code, every version: Kafka's
+ * errorCounts() reads its in-memory response), the top-level ones only when `top`; a code outside
+ * 0..nslots-2 counts in slot 0 (-1, UNKNOWN_SERVER_ERROR, as Errors.forCode). */
+void gr_partition_summary_response_count_errors(const struct gr_partition_summary_response *m, bool top, uint64_t *counts, int nslots);
 
 /* One row per message: the generic face of the codec, for tests and tools. */
 struct gr_msg_ops {

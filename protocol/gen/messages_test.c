@@ -361,6 +361,20 @@ static void json_gr_list_transactions_response_transaction_state(struct gr_sb *s
 static void rnd_gr_list_transactions_response_transaction_state(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_list_transactions_response_transaction_state *m);
 static void json_gr_list_transactions_response(struct gr_sb *sb, int16_t v, const struct gr_list_transactions_response *m);
 static void rnd_gr_list_transactions_response(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_list_transactions_response *m);
+static void json_gr_partition_summary_request_partition_summary_partition(struct gr_sb *sb, int16_t v, const struct gr_partition_summary_request_partition_summary_partition *m);
+static void rnd_gr_partition_summary_request_partition_summary_partition(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_partition_summary_request_partition_summary_partition *m);
+static void json_gr_partition_summary_request_partition_summary_topic(struct gr_sb *sb, int16_t v, const struct gr_partition_summary_request_partition_summary_topic *m);
+static void rnd_gr_partition_summary_request_partition_summary_topic(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_partition_summary_request_partition_summary_topic *m);
+static void json_gr_partition_summary_request(struct gr_sb *sb, int16_t v, const struct gr_partition_summary_request *m);
+static void rnd_gr_partition_summary_request(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_partition_summary_request *m);
+static void json_gr_partition_summary_response_partition_summary_offset(struct gr_sb *sb, int16_t v, const struct gr_partition_summary_response_partition_summary_offset *m);
+static void rnd_gr_partition_summary_response_partition_summary_offset(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_partition_summary_response_partition_summary_offset *m);
+static void json_gr_partition_summary_response_partition_summary_partition_result(struct gr_sb *sb, int16_t v, const struct gr_partition_summary_response_partition_summary_partition_result *m);
+static void rnd_gr_partition_summary_response_partition_summary_partition_result(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_partition_summary_response_partition_summary_partition_result *m);
+static void json_gr_partition_summary_response_partition_summary_topic_result(struct gr_sb *sb, int16_t v, const struct gr_partition_summary_response_partition_summary_topic_result *m);
+static void rnd_gr_partition_summary_response_partition_summary_topic_result(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_partition_summary_response_partition_summary_topic_result *m);
+static void json_gr_partition_summary_response(struct gr_sb *sb, int16_t v, const struct gr_partition_summary_response *m);
+static void rnd_gr_partition_summary_response(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_partition_summary_response *m);
 
 static void json_gr_produce_request_partition_produce_data(struct gr_sb *sb, int16_t v, const struct gr_produce_request_partition_produce_data *m)
 {
@@ -10021,6 +10035,381 @@ static void rnd_gr_list_transactions_response(struct gr_rng *rng, struct gr_aren
 static void ops_json_gr_list_transactions_response(struct gr_sb *sb, const void *m, int16_t v) { json_gr_list_transactions_response(sb, v, m); }
 static void ops_rnd_gr_list_transactions_response(struct gr_rng *rng, struct gr_arena *a, void *m, int16_t v) { rnd_gr_list_transactions_response(rng, a, v, m); }
 
+static void json_gr_partition_summary_request_partition_summary_partition(struct gr_sb *sb, int16_t v, const struct gr_partition_summary_request_partition_summary_partition *m)
+{
+    gr_sb_putc(sb, '{');
+    bool first = true;
+    if (1) {
+        gr_sb_json_key(sb, "partitionIndex", &first);
+        gr_sb_json_int(sb, m->partition_index);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "committedOffsets", &first);
+        if (m->committed_offsets.count < 0) {
+            gr_sb_puts(sb, "null");
+        } else {
+            gr_sb_putc(sb, '[');
+            for (int32_t i = 0; i < m->committed_offsets.count; i++) {
+                if (i) gr_sb_putc(sb, ',');
+                gr_sb_json_int(sb, m->committed_offsets.items[i]);
+            }
+            gr_sb_putc(sb, ']');
+        }
+    }
+    gr_sb_putc(sb, '}');
+    (void)v;
+    (void)first;
+}
+
+static void rnd_gr_partition_summary_request_partition_summary_partition(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_partition_summary_request_partition_summary_partition *m)
+{
+    gr_partition_summary_request_partition_summary_partition_init(m);
+    (void)v;
+    if (1) {
+        m->partition_index = gr_rng_int32(rng);
+    }
+    if (1) {
+        if ((0) && gr_rng_below(rng, 5) == 0) {
+            m->committed_offsets.count = -1;
+        } else {
+            m->committed_offsets.count = (int32_t)gr_rng_below(rng, 4);
+            m->committed_offsets.items = gr_arena_calloc(a, (size_t)m->committed_offsets.count + 1, sizeof(int64_t));
+            for (int32_t i = 0; i < m->committed_offsets.count; i++)
+                m->committed_offsets.items[i] = gr_rng_int64(rng);
+        }
+    }
+    if ((1) && gr_rng_below(rng, 4) == 0)
+        gr_rng_unknown_tags(rng, a, &m->unknown_tags);
+}
+
+static void json_gr_partition_summary_request_partition_summary_topic(struct gr_sb *sb, int16_t v, const struct gr_partition_summary_request_partition_summary_topic *m)
+{
+    gr_sb_putc(sb, '{');
+    bool first = true;
+    if (1) {
+        gr_sb_json_key(sb, "name", &first);
+        gr_sb_json_str(sb, m->name);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "partitions", &first);
+        if (m->partitions.count < 0) {
+            gr_sb_puts(sb, "null");
+        } else {
+            gr_sb_putc(sb, '[');
+            for (int32_t i = 0; i < m->partitions.count; i++) {
+                if (i) gr_sb_putc(sb, ',');
+                json_gr_partition_summary_request_partition_summary_partition(sb, v, &m->partitions.items[i]);
+            }
+            gr_sb_putc(sb, ']');
+        }
+    }
+    gr_sb_putc(sb, '}');
+    (void)v;
+    (void)first;
+}
+
+static void rnd_gr_partition_summary_request_partition_summary_topic(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_partition_summary_request_partition_summary_topic *m)
+{
+    gr_partition_summary_request_partition_summary_topic_init(m);
+    (void)v;
+    if (1) {
+        m->name = gr_rng_str(rng, a, 0);
+    }
+    if (1) {
+        if ((0) && gr_rng_below(rng, 5) == 0) {
+            m->partitions.count = -1;
+        } else {
+            m->partitions.count = (int32_t)gr_rng_below(rng, 4);
+            m->partitions.items = gr_arena_calloc(a, (size_t)m->partitions.count + 1, sizeof(struct gr_partition_summary_request_partition_summary_partition));
+            for (int32_t i = 0; i < m->partitions.count; i++)
+                rnd_gr_partition_summary_request_partition_summary_partition(rng, a, v, &m->partitions.items[i]);
+        }
+    }
+    if ((1) && gr_rng_below(rng, 4) == 0)
+        gr_rng_unknown_tags(rng, a, &m->unknown_tags);
+}
+
+static void json_gr_partition_summary_request(struct gr_sb *sb, int16_t v, const struct gr_partition_summary_request *m)
+{
+    gr_sb_putc(sb, '{');
+    bool first = true;
+    if (1) {
+        gr_sb_json_key(sb, "topics", &first);
+        if (m->topics.count < 0) {
+            gr_sb_puts(sb, "null");
+        } else {
+            gr_sb_putc(sb, '[');
+            for (int32_t i = 0; i < m->topics.count; i++) {
+                if (i) gr_sb_putc(sb, ',');
+                json_gr_partition_summary_request_partition_summary_topic(sb, v, &m->topics.items[i]);
+            }
+            gr_sb_putc(sb, ']');
+        }
+    }
+    gr_sb_putc(sb, '}');
+    (void)v;
+    (void)first;
+}
+
+static void rnd_gr_partition_summary_request(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_partition_summary_request *m)
+{
+    gr_partition_summary_request_init(m);
+    (void)v;
+    if (1) {
+        if ((0) && gr_rng_below(rng, 5) == 0) {
+            m->topics.count = -1;
+        } else {
+            m->topics.count = (int32_t)gr_rng_below(rng, 4);
+            m->topics.items = gr_arena_calloc(a, (size_t)m->topics.count + 1, sizeof(struct gr_partition_summary_request_partition_summary_topic));
+            for (int32_t i = 0; i < m->topics.count; i++)
+                rnd_gr_partition_summary_request_partition_summary_topic(rng, a, v, &m->topics.items[i]);
+        }
+    }
+    if ((1) && gr_rng_below(rng, 4) == 0)
+        gr_rng_unknown_tags(rng, a, &m->unknown_tags);
+}
+
+static void ops_json_gr_partition_summary_request(struct gr_sb *sb, const void *m, int16_t v) { json_gr_partition_summary_request(sb, v, m); }
+static void ops_rnd_gr_partition_summary_request(struct gr_rng *rng, struct gr_arena *a, void *m, int16_t v) { rnd_gr_partition_summary_request(rng, a, v, m); }
+
+static void json_gr_partition_summary_response_partition_summary_offset(struct gr_sb *sb, int16_t v, const struct gr_partition_summary_response_partition_summary_offset *m)
+{
+    gr_sb_putc(sb, '{');
+    bool first = true;
+    if (1) {
+        gr_sb_json_key(sb, "committedOffset", &first);
+        gr_sb_json_int(sb, m->committed_offset);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "lagBytes", &first);
+        gr_sb_json_int(sb, m->lag_bytes);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "lagSeconds", &first);
+        gr_sb_json_double(sb, m->lag_seconds);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "headroomRecords", &first);
+        gr_sb_json_int(sb, m->headroom_records);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "headroomSeconds", &first);
+        gr_sb_json_double(sb, m->headroom_seconds);
+    }
+    gr_sb_putc(sb, '}');
+    (void)v;
+    (void)first;
+}
+
+static void rnd_gr_partition_summary_response_partition_summary_offset(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_partition_summary_response_partition_summary_offset *m)
+{
+    gr_partition_summary_response_partition_summary_offset_init(m);
+    (void)v;
+    if (1) {
+        m->committed_offset = gr_rng_int64(rng);
+    }
+    if (1) {
+        m->lag_bytes = gr_rng_int64(rng);
+    }
+    if (1) {
+        m->lag_seconds = gr_rng_double(rng);
+    }
+    if (1) {
+        m->headroom_records = gr_rng_int64(rng);
+    }
+    if (1) {
+        m->headroom_seconds = gr_rng_double(rng);
+    }
+    if ((1) && gr_rng_below(rng, 4) == 0)
+        gr_rng_unknown_tags(rng, a, &m->unknown_tags);
+}
+
+static void json_gr_partition_summary_response_partition_summary_partition_result(struct gr_sb *sb, int16_t v, const struct gr_partition_summary_response_partition_summary_partition_result *m)
+{
+    gr_sb_putc(sb, '{');
+    bool first = true;
+    if (1) {
+        gr_sb_json_key(sb, "partitionIndex", &first);
+        gr_sb_json_int(sb, m->partition_index);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "errorCode", &first);
+        gr_sb_json_int(sb, m->error_code);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "highWatermark", &first);
+        gr_sb_json_int(sb, m->high_watermark);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "lastStableOffset", &first);
+        gr_sb_json_int(sb, m->last_stable_offset);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "logStartOffset", &first);
+        gr_sb_json_int(sb, m->log_start_offset);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "logEndOffset", &first);
+        gr_sb_json_int(sb, m->log_end_offset);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "rate", &first);
+        gr_sb_json_double(sb, m->rate);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "offsets", &first);
+        if (m->offsets.count < 0) {
+            gr_sb_puts(sb, "null");
+        } else {
+            gr_sb_putc(sb, '[');
+            for (int32_t i = 0; i < m->offsets.count; i++) {
+                if (i) gr_sb_putc(sb, ',');
+                json_gr_partition_summary_response_partition_summary_offset(sb, v, &m->offsets.items[i]);
+            }
+            gr_sb_putc(sb, ']');
+        }
+    }
+    gr_sb_putc(sb, '}');
+    (void)v;
+    (void)first;
+}
+
+static void rnd_gr_partition_summary_response_partition_summary_partition_result(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_partition_summary_response_partition_summary_partition_result *m)
+{
+    gr_partition_summary_response_partition_summary_partition_result_init(m);
+    (void)v;
+    if (1) {
+        m->partition_index = gr_rng_int32(rng);
+    }
+    if (1) {
+        m->error_code = (int16_t)gr_rng_u64(rng);
+    }
+    if (1) {
+        m->high_watermark = gr_rng_int64(rng);
+    }
+    if (1) {
+        m->last_stable_offset = gr_rng_int64(rng);
+    }
+    if (1) {
+        m->log_start_offset = gr_rng_int64(rng);
+    }
+    if (1) {
+        m->log_end_offset = gr_rng_int64(rng);
+    }
+    if (1) {
+        m->rate = gr_rng_double(rng);
+    }
+    if (1) {
+        if ((0) && gr_rng_below(rng, 5) == 0) {
+            m->offsets.count = -1;
+        } else {
+            m->offsets.count = (int32_t)gr_rng_below(rng, 4);
+            m->offsets.items = gr_arena_calloc(a, (size_t)m->offsets.count + 1, sizeof(struct gr_partition_summary_response_partition_summary_offset));
+            for (int32_t i = 0; i < m->offsets.count; i++)
+                rnd_gr_partition_summary_response_partition_summary_offset(rng, a, v, &m->offsets.items[i]);
+        }
+    }
+    if ((1) && gr_rng_below(rng, 4) == 0)
+        gr_rng_unknown_tags(rng, a, &m->unknown_tags);
+}
+
+static void json_gr_partition_summary_response_partition_summary_topic_result(struct gr_sb *sb, int16_t v, const struct gr_partition_summary_response_partition_summary_topic_result *m)
+{
+    gr_sb_putc(sb, '{');
+    bool first = true;
+    if (1) {
+        gr_sb_json_key(sb, "name", &first);
+        gr_sb_json_str(sb, m->name);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "partitions", &first);
+        if (m->partitions.count < 0) {
+            gr_sb_puts(sb, "null");
+        } else {
+            gr_sb_putc(sb, '[');
+            for (int32_t i = 0; i < m->partitions.count; i++) {
+                if (i) gr_sb_putc(sb, ',');
+                json_gr_partition_summary_response_partition_summary_partition_result(sb, v, &m->partitions.items[i]);
+            }
+            gr_sb_putc(sb, ']');
+        }
+    }
+    gr_sb_putc(sb, '}');
+    (void)v;
+    (void)first;
+}
+
+static void rnd_gr_partition_summary_response_partition_summary_topic_result(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_partition_summary_response_partition_summary_topic_result *m)
+{
+    gr_partition_summary_response_partition_summary_topic_result_init(m);
+    (void)v;
+    if (1) {
+        m->name = gr_rng_str(rng, a, 0);
+    }
+    if (1) {
+        if ((0) && gr_rng_below(rng, 5) == 0) {
+            m->partitions.count = -1;
+        } else {
+            m->partitions.count = (int32_t)gr_rng_below(rng, 4);
+            m->partitions.items = gr_arena_calloc(a, (size_t)m->partitions.count + 1, sizeof(struct gr_partition_summary_response_partition_summary_partition_result));
+            for (int32_t i = 0; i < m->partitions.count; i++)
+                rnd_gr_partition_summary_response_partition_summary_partition_result(rng, a, v, &m->partitions.items[i]);
+        }
+    }
+    if ((1) && gr_rng_below(rng, 4) == 0)
+        gr_rng_unknown_tags(rng, a, &m->unknown_tags);
+}
+
+static void json_gr_partition_summary_response(struct gr_sb *sb, int16_t v, const struct gr_partition_summary_response *m)
+{
+    gr_sb_putc(sb, '{');
+    bool first = true;
+    if (1) {
+        gr_sb_json_key(sb, "throttleTimeMs", &first);
+        gr_sb_json_int(sb, m->throttle_time_ms);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "topics", &first);
+        if (m->topics.count < 0) {
+            gr_sb_puts(sb, "null");
+        } else {
+            gr_sb_putc(sb, '[');
+            for (int32_t i = 0; i < m->topics.count; i++) {
+                if (i) gr_sb_putc(sb, ',');
+                json_gr_partition_summary_response_partition_summary_topic_result(sb, v, &m->topics.items[i]);
+            }
+            gr_sb_putc(sb, ']');
+        }
+    }
+    gr_sb_putc(sb, '}');
+    (void)v;
+    (void)first;
+}
+
+static void rnd_gr_partition_summary_response(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_partition_summary_response *m)
+{
+    gr_partition_summary_response_init(m);
+    (void)v;
+    if (1) {
+        m->throttle_time_ms = gr_rng_int32(rng);
+    }
+    if (1) {
+        if ((0) && gr_rng_below(rng, 5) == 0) {
+            m->topics.count = -1;
+        } else {
+            m->topics.count = (int32_t)gr_rng_below(rng, 4);
+            m->topics.items = gr_arena_calloc(a, (size_t)m->topics.count + 1, sizeof(struct gr_partition_summary_response_partition_summary_topic_result));
+            for (int32_t i = 0; i < m->topics.count; i++)
+                rnd_gr_partition_summary_response_partition_summary_topic_result(rng, a, v, &m->topics.items[i]);
+        }
+    }
+    if ((1) && gr_rng_below(rng, 4) == 0)
+        gr_rng_unknown_tags(rng, a, &m->unknown_tags);
+}
+
+static void ops_json_gr_partition_summary_response(struct gr_sb *sb, const void *m, int16_t v) { json_gr_partition_summary_response(sb, v, m); }
+static void ops_rnd_gr_partition_summary_response(struct gr_rng *rng, struct gr_arena *a, void *m, int16_t v) { rnd_gr_partition_summary_response(rng, a, v, m); }
+
 const struct gr_msg_test_ops gr_msg_test_ops_table[] = {
     {0, false, ops_json_gr_produce_request, ops_rnd_gr_produce_request},
     {0, true, ops_json_gr_produce_response, ops_rnd_gr_produce_response},
@@ -10092,6 +10481,8 @@ const struct gr_msg_test_ops gr_msg_test_ops_table[] = {
     {65, true, ops_json_gr_describe_transactions_response, ops_rnd_gr_describe_transactions_response},
     {66, false, ops_json_gr_list_transactions_request, ops_rnd_gr_list_transactions_request},
     {66, true, ops_json_gr_list_transactions_response, ops_rnd_gr_list_transactions_response},
+    {32000, false, ops_json_gr_partition_summary_request, ops_rnd_gr_partition_summary_request},
+    {32000, true, ops_json_gr_partition_summary_response, ops_rnd_gr_partition_summary_response},
 };
 
 const struct gr_msg_test_ops *gr_msg_test_ops_find(int16_t api_key, bool response)

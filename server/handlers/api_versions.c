@@ -1,6 +1,7 @@
 /*
  * api_versions.c: ApiVersions (key 18). Lists every API served (every row of server/apis.def), advertised
- * min to served max.
+ * min to served max, except the Gregor-internal APIs (key >= GR_API_KEY_INTERNAL_MIN: PartitionSummary),
+ * which only brokers send one another and no Kafka client may see.
  * v3+ carries the client's software name and version, which must match KIP-511's pattern
  * [a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])? or the answer is INVALID_REQUEST. v5 (KIP-1242) names the
  * cluster id and node id the client means to reach, both or neither (null and -1): one without the other
@@ -48,6 +49,7 @@ enum gr_handler_rc gr_handle_api_versions(struct gr_req *req)
     resp->api_keys.items = gr_arena_calloc(&req->arena, (size_t)n, sizeof *resp->api_keys.items);
     resp->api_keys.count = 0;
     for (int i = 0; i < n; i++) {
+        if (apis[i].api_key >= GR_API_KEY_INTERNAL_MIN) continue; /* never advertised */
         struct gr_api_versions_response_api_version *av = &resp->api_keys.items[resp->api_keys.count++];
         gr_api_versions_response_api_version_init(av);
         av->api_key = apis[i].api_key;

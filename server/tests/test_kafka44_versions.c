@@ -131,6 +131,30 @@ static void test_transaction_apis_listed(void **state)
     gr_req_free(req);
 }
 
+/* The Gregor-internal PartitionSummary (issue #22) is served (dispatch finds its row and codec) but never
+ * listed: ApiVersions lists exactly the table's rows below GR_API_KEY_INTERNAL_MIN. */
+static void test_internal_api_not_listed(void **state)
+{
+    struct fx *f = *state;
+    assert_true(GR_API_PARTITION_SUMMARY >= GR_API_KEY_INTERNAL_MIN);
+    const struct gr_api *api = gr_api_find(GR_API_PARTITION_SUMMARY);
+    assert_non_null(api);
+    assert_non_null(api->handler);
+    assert_non_null(gr_msg_ops_find(GR_API_PARTITION_SUMMARY, false));
+    int n, kafka = 0;
+    const struct gr_api *apis = gr_api_table(&n);
+    for (int i = 0; i < n; i++)
+        kafka += apis[i].api_key < GR_API_KEY_INTERNAL_MIN;
+    struct gr_req *req = api_versions(f, 4, GR_STR_NULL, -1);
+    struct gr_api_versions_response *resp = req->resp;
+    assert_int_equal(resp->api_keys.count, kafka);
+    assert_true(kafka < n);
+    for (int32_t k = 0; k < resp->api_keys.count; k++)
+        if (resp->api_keys.items[k].api_key >= GR_API_KEY_INTERNAL_MIN)
+            fail_msg("internal api %d listed", resp->api_keys.items[k].api_key);
+    gr_req_free(req);
+}
+
 static void test_api_versions_v5_cluster_and_node(void **state)
 {
     struct fx *f = *state;
@@ -300,6 +324,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_api_versions_ranges, setup, teardown),
         cmocka_unit_test_setup_teardown(test_api_versions_v5_cluster_and_node, setup, teardown),
         cmocka_unit_test_setup_teardown(test_transaction_apis_listed, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_internal_api_not_listed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_list_offsets_special_timestamps, setup, teardown),
         cmocka_unit_test_setup_teardown(test_delete_groups_v3_message, setup, teardown),
         cmocka_unit_test_setup_teardown(test_offset_commit_v10_topic_ids, setup, teardown),
