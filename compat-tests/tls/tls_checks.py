@@ -7,6 +7,7 @@ import socket
 import struct
 import time
 
+import kafka_raw as k
 import testkit as t
 
 SSL = os.environ['SSL']
@@ -128,6 +129,43 @@ def half_open_and_trickle():
     idle.close()
 
 
+def slow_reader_pipelined_fetches():
+    """40 Fetches (answers of about 1 MB) sent at once over TLS, then read slowly, 8 KiB at a time: the broker's TLS
+    writes stop at a full socket (kernel buffers hold a few MB) in every part of a response, the first, a
+    middle and the last 16 KiB buffer, and go on; every answer must decode whole, in order (a lost or doubled byte shifts every later frame)."""
+    import ssl
+    ctx = ssl.create_default_context(cafile=CA)
+    c = k.Conn(SSL)
+    c.sock = ctx.wrap_socket(c.sock, server_hostname='127.0.0.1')
+    n = 40
+    sent = [c.send('Fetch', 12, {'max_wait_ms': 0, 'min_bytes': 1, 'max_bytes': 0x7fffffff, 'isolation_level': 0,
+                                  'session_id': 0, 'session_epoch': -1,
+                                  'topics': [{'topic': 'tls1', 'topic_id': k.ZERO_UUID,
+                                              'partitions': [{'partition': 0, 'fetch_offset': 57 * i % 2000,
+                                                              'current_leader_epoch': -1, 'last_fetched_epoch': -1,
+                                                              'partition_max_bytes': 1000000}]}]})
+            for i in range(n)]
+    time.sleep(1.0)
+    ok = 0
+    total = 0
+    real_recv = c.sock.recv
+
+    def slow_recv(size):
+        return real_recv(min(size, 8192))
+    c.sock.recv = slow_recv
+    for corr in sent:
+        _, body = c.recv('Fetch', 12, corr, timeout=30)
+        p = body['responses'][0]['partitions'][0]
+        recs = p.get('records') or b''
+        if p['error_code'] == 0 and len(recs) > 0:
+            ok += 1
+            total += len(recs)
+    c.close()
+    t.eq('40 pipelined Fetches (about 1 MB each) read slowly over TLS: every answer whole, in order',
+         n, ok)
+
+
+t.run('slow reader, pipelined fetches', slow_reader_pipelined_fetches)
 t.run('confluent-kafka over SSL', confluent_round_trip)
 t.run('kafka-python over SSL', kafka_python_round_trip)
 t.run('plaintext request on the SSL port', plaintext_on_ssl_port)
