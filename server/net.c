@@ -367,7 +367,10 @@ static void conn_update_read(struct gr_conn *conn)
     struct gr_broker *b = conn->broker;
     if (conn->closing) return;
     bool want = conn->big || (conn->rlen < 4 && conn_may_take(conn) && !gr_mempool_spent(&b->request_pool));
-    if (conn->ssl && conn->tls_write_wants_read) want = true; /* a TLS write waits for the socket's bytes */
+    if (conn->ssl) {
+        if (conn->tls_write_wants_read) want = true;  /* a TLS write waits for the socket's bytes */
+        if (conn->tls_read_wants_write) want = false; /* a TLS read waits for room: no spinning on reads */
+    }
     if (want && !conn->reading) {
         ev_io_start(b->loop, &conn->rw);
         /* decrypted bytes already inside the session: the socket may never call back for them */
@@ -644,6 +647,7 @@ static void conn_write_cb(struct ev_loop *loop, ev_io *w, int revents)
     conn->last_active_ms = gr_time_mono_ms();
     if (conn->tls_read_wants_write) { /* the handshake's write: the read goes on */
         conn->tls_read_wants_write = false;
+        conn_update_read(conn);
         if (conn->reading) ev_feed_event(conn->broker->loop, &conn->rw, EV_READ);
     }
     conn_write(conn);

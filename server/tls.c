@@ -164,9 +164,12 @@ static int use_keystore(SSL_CTX *ctx, const struct gr_ssl_settings *s, char *err
             s->keystore_type);
         return -1;
     }
-    if (s->keystore_password && !inl) {
-        /* Kafka's PEM store: the file key is protected by ssl.key.password; ssl.keystore.password is JKS's */
-        snprintf(err, cap, "ssl.keystore.password is not used with a PEM keystore: use ssl.key.password");
+    if (s->keystore_password) {
+        /* as Kafka's DefaultSslEngineFactory: a PEM key is protected by ssl.key.password only (Kafka also
+           requires ssl.key.password for a PEM file; Gregor takes an unencrypted key there too) */
+        snprintf(err, cap,
+                 "ssl.keystore.password cannot be specified with PEM format, only ssl.key.password may be "
+                 "specified");
         return -1;
     }
     const char *key_name = inl ? "ssl.keystore.key" : "ssl.keystore.location";

@@ -142,6 +142,7 @@ refused "key of another certificate" "does not match" "${P[@]}" --override "ssl.
 refused "keystore without a certificate" "no certificate found" "${P[@]}" --override "ssl.keystore.location=$CERTS/server.key"
 refused "unknown protocol" "ssl.enabled.protocols: unknown protocol 'SSLv3'" "${P[@]}" --override "ssl.keystore.location=$CERTS/server-plainkey.pem" --override ssl.enabled.protocols=SSLv3
 refused "bad ssl.client.auth" "ssl.client.auth must be none, requested or required" --override ssl.client.auth=maybe
+refused "ssl.keystore.password with PEM" "ssl.keystore.password cannot be specified with PEM format" "${P[@]}" --override "ssl.keystore.location=$CERTS/server-plainkey.pem" --override ssl.keystore.password=x
 refused "JKS truststore" "ssl.truststore.type is JKS" "${P[@]}" --override "ssl.keystore.location=$CERTS/server-plainkey.pem" --override "ssl.truststore.location=$CERTS/ca.pem"
 refused "per-listener key wins over broker-wide" "listener SSL: ssl.keystore.location: cannot read" "${P[@]}" \
     --override "ssl.keystore.location=$CERTS/server-plainkey.pem" --override "listener.name.ssl.ssl.keystore.location=$CERTS/nope.pem"
