@@ -2,9 +2,9 @@
 # tls/run.sh: SSL listeners (issue #23, first slice). Certificates are made here with openssl (a CA, a
 # server certificate for 127.0.0.1 in its SAN with an encrypted key, a client certificate, and a second CA
 # that trusts nothing of ours); no key is checked in. One broker serves SSL (PEM keystore file, key
-# password), MTLS (an SSL listener with listener.name.mtls.ssl.client.auth=required and its own truststore)
-# and PLAINTEXT; kcat, confluent-kafka, kafka-python and (when KAFKA_HOME is set) Kafka's console tools
-# use them. tls_checks.py adds a plaintext request on the SSL port, half-open and trickling handshakes.
+# password), MTLS (an SSL listener with listener.name.mtls.ssl.client.auth=required and its own truststore),
+# REQ (ssl.client.auth=requested) and PLAINTEXT; kcat, confluent-kafka, kafka-python and (when KAFKA_HOME is
+# set) Kafka's console tools use them. tls_checks.py adds a plaintext request on the SSL port, half-open and trickling handshakes.
 # Then a broker with the inline PEM form (KIP-651) read from a properties file, and start-up refusals
 # (exit 2, the message naming the key).
 set -u
@@ -32,8 +32,10 @@ mkcerts() {
 mkcerts >"$CERTS/openssl.log" 2>&1 || { fail "certificates" "$(tail -3 "$CERTS/openssl.log")"; summary tls; exit 1; }
 cd "$REPO" || exit 1
 
-broker_start --override "listeners=SSL://127.0.0.1:0,MTLS://127.0.0.1:0,PLAINTEXT://127.0.0.1:0" \
-    --override "listener.security.protocol.map=SSL:SSL,MTLS:SSL,PLAINTEXT:PLAINTEXT" \
+broker_start --override "listeners=SSL://127.0.0.1:0,MTLS://127.0.0.1:0,REQ://127.0.0.1:0,PLAINTEXT://127.0.0.1:0" \
+    --override "listener.security.protocol.map=SSL:SSL,MTLS:SSL,REQ:SSL,PLAINTEXT:PLAINTEXT" \
+    --override listener.name.req.ssl.client.auth=requested --override listener.name.req.ssl.truststore.type=PEM \
+    --override "listener.name.req.ssl.truststore.location=$CERTS/ca.pem" \
     --override ssl.keystore.type=PEM --override "ssl.keystore.location=$CERTS/server-keystore.pem" \
     --override ssl.key.password=s3cret \
     --override listener.name.mtls.ssl.client.auth=required --override listener.name.mtls.ssl.truststore.type=PEM \
@@ -42,6 +44,7 @@ broker_start --override "listeners=SSL://127.0.0.1:0,MTLS://127.0.0.1:0,PLAINTEX
 SSL=$BROKER
 MTLS=$(grep '^MTLS ' "$BROKER_DIR/listener" | cut -d' ' -f2)
 PLAIN=$(grep '^PLAINTEXT ' "$BROKER_DIR/listener" | cut -d' ' -f2)
+REQ=$(grep '^REQ ' "$BROKER_DIR/listener" | cut -d' ' -f2)
 KSSL=(-X security.protocol=ssl -X "ssl.ca.location=$CERTS/ca.pem")
 KMTLS=(-X security.protocol=ssl -X "ssl.ca.location=$CERTS/ca.pem" -X "ssl.certificate.location=$CERTS/client.pem" -X "ssl.key.location=$CERTS/client.key")
 
@@ -74,6 +77,15 @@ check_eq "MTLS: and consumes what it produced" "mtls-record" \
     "$(timeout 20 kcat -C -b "$MTLS" "${KMTLS[@]}" -t tls2 -o beginning -e -q 2>>"$CERTS/kcat.err")"
 check_eq "SSL (no client auth) still takes a client without a certificate" "mtls-record" \
     "$(timeout 20 kcat -C -b "$SSL" "${KSSL[@]}" -t tls2 -o beginning -e -q 2>>"$CERTS/kcat.err")"
+
+# ssl.client.auth=requested (REQ): with or without a certificate, but not with one the truststore refuses
+check_eq "REQ (requested): a client without a certificate is served" "1" \
+    "$(timeout 20 kcat -L -b "$REQ" "${KSSL[@]}" 2>/dev/null | grep -c 'broker 1 at')"
+check_eq "REQ (requested): a client with a trusted certificate is served" "1" \
+    "$(timeout 20 kcat -L -b "$REQ" "${KMTLS[@]}" 2>/dev/null | grep -c 'broker 1 at')"
+timeout 20 kcat -L -b "$REQ" -X security.protocol=ssl -X "ssl.ca.location=$CERTS/ca.pem" \
+    -X "ssl.certificate.location=$CERTS/rogue.pem" -X "ssl.key.location=$CERTS/rogue.key" -m 3 >/dev/null 2>&1
+check "REQ (requested): a client certificate from another CA is refused" test $? -ne 0
 
 SSL=$SSL MTLS=$MTLS PLAIN=$PLAIN CERTS=$CERTS run_py "tls_checks.py" "$REPO/compat-tests/tls/tls_checks.py"
 
