@@ -116,6 +116,9 @@ rm -rf "$BROKER_DIR"; BROKER_DIR=
 broker_start "$CERTS/inline.properties" --override "listeners=SSL://127.0.0.1:0" || fail "inline PEM broker starts"
 check_eq "inline ssl.keystore.key + ssl.keystore.certificate.chain: kcat reads Metadata over SSL" "1" \
     "$(timeout 20 kcat -L -b "$BROKER" "${KSSL[@]}" 2>/dev/null | grep -c 'broker 1 at')"
+out=$(timeout 20 "$GREGOR_BIN" --healthcheck --override "listeners=SSL://127.0.0.1:0" \
+    --override "gregor.listener.file=$BROKER_DIR/listener" 2>&1)
+check_eq "gregor --healthcheck speaks TLS to an SSL first listener" "0:healthcheck: ok" "$?:$out"
 broker_stop
 
 # ssl.enabled.protocols and ssl.cipher.suites (a Java/IANA name) as openssl s_client sees them
