@@ -633,7 +633,9 @@ static void conn_write(struct gr_conn *conn)
     }
     conn->writing = false;
     if (conn->closing) return;
-    bool pending = (conn->head && conn->head->done) || conn->tls_read_wants_write;
+    /* a TLS write waiting for the socket's bytes must not spin on its writability */
+    bool pending =
+        (conn->head && conn->head->done && !conn->tls_write_wants_read) || conn->tls_read_wants_write;
     if (pending && !ev_is_active(&conn->ww)) ev_io_start(b->loop, &conn->ww);
     if (!pending && ev_is_active(&conn->ww)) ev_io_stop(b->loop, &conn->ww);
     conn_update_read(conn);
@@ -958,9 +960,9 @@ int gr_net_bind(struct gr_broker *b)
         enum listener_protocol proto = listener_protocol(b, b->listeners[i].name);
         if (proto != PROTO_PLAINTEXT && proto != PROTO_SSL) {
             GR_ERROR("config: listeners: %s is %s in listener.security.protocol.map (Gregor serves PLAINTEXT "
-                     "and SSL listeners; SASL comes with a later slice of issue #23)",
+                     "and SSL listeners; SASL_PLAINTEXT and SASL_SSL come with a later slice of issue #23)",
                      b->listeners[i].name,
-                     proto == PROTO_UNMAPPED ? "not mapped" : "mapped to a SASL protocol");
+                     proto == PROTO_UNMAPPED ? "not mapped" : "mapped to a protocol Gregor does not serve");
             return -1;
         }
         b->listeners[i].fd = -1;
