@@ -148,6 +148,7 @@ struct gr_listener {
     int32_t adv_port;
     int fd;
     ev_io w;
+    struct ssl_ctx_st *tls_ctx; /* security protocol SSL: its context (server/tls.h); NULL = PLAINTEXT */
 };
 
 /* What request.c tells a request's connection (set by gr_net_init in b->req_sink; NULL in unit tests that
@@ -462,6 +463,10 @@ void gr_net_init(struct gr_broker *b);
 /* Parses `listeners` and binds each (a busy port or bad address fails here, before the data is touched),
  * without listening: a connect is refused until gr_net_serve. Returns 0 or -1 after logging why. */
 int gr_net_bind(struct gr_broker *b);
+/* After gr_net_bind: builds the TLS context of every listener whose security protocol is SSL from its
+ * ssl.* settings (server/tls.h; issue #23). Returns 0, or -1 after logging the reason naming the key (a
+ * refused configuration: the broker exits with status 2 before it serves). */
+int gr_net_tls_setup(struct gr_broker *b);
 /* Listens on the bound listeners, starts accepting and writes gregor.listener.file: call once the store is
  * open. Returns 0 or -1 after logging why. */
 int gr_net_serve(struct gr_broker *b);

@@ -302,6 +302,10 @@ void gr_config_init(struct gr_config *cfg)
 
 void gr_config_free(struct gr_config *cfg)
 {
+    for (int i = 0; i < cfg->ssl_count; i++) {
+        free(cfg->ssl_keys[i]);
+        free(cfg->ssl_values[i]);
+    }
     for (int i = 0; i < NDEFS; i++) {
         free(cfg->values[i]);
         free(cfg->dynamic[0][i]);
@@ -490,8 +494,114 @@ static const struct {
     {"gregor.transaction.coordinator.test.enable", "transactions are always on (issue #21)"},
 };
 
+/* The ssl.* keys Gregor reads (issue #23), with Kafka's defaults (SslConfigs, BrokerSecurityConfigs). */
+static const struct {
+    const char *key, *default_value;
+} ssl_defs[] = {
+    {"ssl.keystore.type", "JKS"},
+    {"ssl.keystore.location", NULL},
+    {"ssl.keystore.key", NULL},
+    {"ssl.keystore.certificate.chain", NULL},
+    {"ssl.keystore.password", NULL},
+    {"ssl.key.password", NULL},
+    {"ssl.truststore.type", "JKS"},
+    {"ssl.truststore.location", NULL},
+    {"ssl.truststore.certificates", NULL},
+    {"ssl.client.auth", "none"},
+    {"ssl.enabled.protocols", "TLSv1.2,TLSv1.3"},
+    {"ssl.cipher.suites", NULL},
+};
+#define NSSL ((int)(sizeof ssl_defs / sizeof ssl_defs[0]))
+
+/* The ssl_defs row of `key` (ssl.<x>, or listener.name.<listener>.ssl.<x>), or -1. */
+static int ssl_row(const char *key)
+{
+    static const char prefix[] = "listener.name.";
+    if (!strncmp(key, prefix, sizeof prefix - 1)) {
+        const char *dot = strchr(key + sizeof prefix - 1, '.');
+        if (!dot || dot == key + sizeof prefix - 1) return -1;
+        key = dot + 1;
+    }
+    for (int i = 0; i < NSSL; i++)
+        if (!strcmp(key, ssl_defs[i].key)) return i;
+    return -1;
+}
+
+/* Sets an ssl.* key (see ssl_row) after checking its own form; same returns as gr_config_set. Store types
+   (JKS, PKCS12) are checked only for an SSL listener (server/tls.c), as Kafka opens a store only when used.
+ */
+static int ssl_set(struct gr_config *cfg, const char *key, int row, const char *value)
+{
+    const char *name = ssl_defs[row].key;
+    if (!strcmp(name, "ssl.client.auth") && strcmp(value, "none") && strcmp(value, "requested") &&
+        strcmp(value, "required")) {
+        fprintf(stderr, "config: %s must be none, requested or required, got '%.64s'\n", key, value);
+        return -1;
+    }
+    int i = 0;
+    while (i < cfg->ssl_count && strcmp(cfg->ssl_keys[i], key))
+        i++;
+    if (i == GR_CONFIG_SSL_KEYS_MAX) {
+        fprintf(stderr, "config: more than %d ssl.* keys, %s refused\n", GR_CONFIG_SSL_KEYS_MAX, key);
+        return -1;
+    }
+    char *k = strdup(key), *v = strdup(value);
+    if (!k || !v) {
+        free(k);
+        free(v);
+        fprintf(stderr, "config: out of memory for %s\n", key);
+        return -1;
+    }
+    if (i == cfg->ssl_count) {
+        cfg->ssl_count++;
+    } else {
+        free(cfg->ssl_keys[i]);
+        free(cfg->ssl_values[i]);
+    }
+    cfg->ssl_keys[i] = k;
+    cfg->ssl_values[i] = v;
+    return 0;
+}
+
+static const char *ssl_lookup(const struct gr_config *cfg, const char *key)
+{
+    for (int i = 0; i < cfg->ssl_count; i++)
+        if (!strcmp(cfg->ssl_keys[i], key)) return cfg->ssl_values[i];
+    return NULL;
+}
+
+void gr_config_ssl(const struct gr_config *cfg, const char *listener, struct gr_ssl_settings *out)
+{
+    const char **f[NSSL] = {&out->keystore_type,
+                            &out->keystore_location,
+                            &out->keystore_key,
+                            &out->keystore_certificate_chain,
+                            &out->keystore_password,
+                            &out->key_password,
+                            &out->truststore_type,
+                            &out->truststore_location,
+                            &out->truststore_certificates,
+                            &out->client_auth,
+                            &out->enabled_protocols,
+                            &out->cipher_suites};
+    char lower[GR_LISTENER_NAME_BYTES_MAX + 1];
+    size_t n = 0;
+    for (; listener[n] && n < GR_LISTENER_NAME_BYTES_MAX; n++)
+        lower[n] = (char)tolower((unsigned char)listener[n]);
+    lower[n] = 0;
+    for (int i = 0; i < NSSL; i++) {
+        char key[GR_LISTENER_NAME_BYTES_MAX + 64];
+        snprintf(key, sizeof key, "listener.name.%s.%s", lower, ssl_defs[i].key);
+        const char *v = ssl_lookup(cfg, key);
+        if (!v) v = ssl_lookup(cfg, ssl_defs[i].key);
+        *f[i] = v ? v : ssl_defs[i].default_value;
+    }
+}
+
 int gr_config_set(struct gr_config *cfg, const char *key, const char *value)
 {
+    int ssl = ssl_row(key);
+    if (ssl >= 0) return ssl_set(cfg, key, ssl, value);
     int i = find(key);
     for (size_t r = 0; i < 0 && r < sizeof removed / sizeof removed[0]; r++)
         if (!strcmp(key, removed[r].key)) {
@@ -522,15 +632,21 @@ static char *trim(char *s)
 
 int gr_config_set_kv(struct gr_config *cfg, const char *kv)
 {
-    char buf[4096];
-    snprintf(buf, sizeof buf, "%s", kv);
+    char *buf = strdup(kv); /* an inline PEM value (ssl.keystore.key) runs to kilobytes */
+    if (!buf) {
+        fprintf(stderr, "config: out of memory\n");
+        return -1;
+    }
     char *sep = strpbrk(buf, "=:");
     if (!sep) {
-        fprintf(stderr, "config: expected key=value, got '%s'\n", kv);
+        fprintf(stderr, "config: expected key=value, got '%.200s'\n", kv);
+        free(buf);
         return -1;
     }
     *sep = 0;
-    return gr_config_set(cfg, trim(buf), trim(sep + 1));
+    int rc = gr_config_set(cfg, trim(buf), trim(sep + 1));
+    free(buf);
+    return rc;
 }
 
 int gr_config_load_file(struct gr_config *cfg, const char *path)
@@ -540,7 +656,8 @@ int gr_config_load_file(struct gr_config *cfg, const char *path)
         fprintf(stderr, "config: cannot read %s: %s\n", path, strerror(errno));
         return -1;
     }
-    char line[4096], acc[8192];
+    char line[4096];
+    static char acc[65536]; /* a value continued over lines: inline PEM keys and certificate chains */
     acc[0] = 0;
     int rc = 0;
     while (fgets(line, sizeof line, f)) {

@@ -115,10 +115,35 @@ struct gr_broker_settings {
     bool controlled_shutdown_enable;     /* controlled.shutdown.enable (cluster mode's SIGTERM wait) */
 };
 
+/* The TLS settings of one listener (issue #23), Kafka's names (SslConfigs, BrokerSecurityConfigs, KIP-651):
+ * each field is listener.name.<listener, lower case>.<key> when set, else the broker-wide <key>, else Kafka's
+ * default. Strings are borrowed from the config; NULL = unset (null). */
+struct gr_ssl_settings {
+    const char *keystore_type;              /* ssl.keystore.type, default JKS (Gregor reads PEM only) */
+    const char *keystore_location;          /* ssl.keystore.location: key and certificate chain, one PEM */
+    const char *keystore_key;               /* ssl.keystore.key: inline PEM private key (KIP-651) */
+    const char *keystore_certificate_chain; /* ssl.keystore.certificate.chain: inline PEM certificates */
+    const char *keystore_password;          /* ssl.keystore.password (no meaning for PEM: refused when set) */
+    const char *key_password;               /* ssl.key.password: the private key's password */
+    const char *truststore_type;            /* ssl.truststore.type, default JKS (PEM only) */
+    const char *truststore_location;        /* ssl.truststore.location: PEM CA certificates */
+    const char *truststore_certificates;    /* ssl.truststore.certificates: inline PEM CA certificates */
+    const char *client_auth;                /* ssl.client.auth: none (default), requested, required */
+    const char *enabled_protocols;          /* ssl.enabled.protocols, default TLSv1.2,TLSv1.3 */
+    const char *cipher_suites;              /* ssl.cipher.suites, NULL or empty = OpenSSL's defaults */
+};
+
+/* Most ssl.* keys a config holds (broker-wide and per listener together). */
+#define GR_CONFIG_SSL_KEYS_MAX 128
+
 struct gr_config {
     struct gr_broker_settings settings; /* typed view of the values below, kept current by the setters */
-    char *values[128];                  /* current value per definition row (NULL = default) */
-    bool from_file[128];                /* set by file or override (config_source STATIC_BROKER_CONFIG) */
+    /* ssl.* and listener.name.<l>.ssl.* keys (not table rows: never shown by DescribeConfigs, as Kafka
+       hides passwords and keys), full key and value, owned */
+    char *ssl_keys[GR_CONFIG_SSL_KEYS_MAX], *ssl_values[GR_CONFIG_SSL_KEYS_MAX];
+    int ssl_count;
+    char *values[128];     /* current value per definition row (NULL = default) */
+    bool from_file[128];   /* set by file or override (config_source STATIC_BROKER_CONFIG) */
     char *dynamic[2][128]; /* per enum gr_config_level: set at runtime (server/dynconf.h), NULL = unset */
 };
 
@@ -156,6 +181,10 @@ const char *gr_config_dynamic(const struct gr_config *cfg, enum gr_config_level 
  * min.insync.replicas 1 unless in cluster mode (gregor.metadata.etcd.endpoints set). Returns 0, or -1 after
  * printing the first broken rule, naming both keys, to stderr. */
 int gr_config_check(const struct gr_config *cfg);
+/* Fills `out` with the TLS settings of listener `listener` (its name as in listeners, any case: Kafka
+ * looks listener.name.<name in lower case>.ssl.* up first, then ssl.*, then the default). Values are the
+ * strings as set (each checked for its own form when set); the TLS module (server/tls.h) checks the rest. */
+void gr_config_ssl(const struct gr_config *cfg, const char *listener, struct gr_ssl_settings *out);
 /* Recomputes cfg->settings from the string values (called by the setters; exposed for tests). */
 void gr_config_resolve(struct gr_config *cfg);
 /* log.retention.ms resolved from log.retention.ms / .minutes / .hours as Kafka does, in milliseconds. */

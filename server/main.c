@@ -332,6 +332,7 @@ int main(int argc, char **argv)
        refused and retries instead of waiting unanswered */
     gr_net_init(b);
     if (gr_net_bind(b)) return 1;
+    if (gr_net_tls_setup(b)) return refused(b); /* a bad key or certificate stops the broker here */
     gr_metrics_init(&b->metrics);
     b->metrics.version = GREGOR_VERSION;
     /* the admin listener (server/admin_http.h): a busy port or a bad value is a refused config */

@@ -31,6 +31,14 @@
  * connections and closes them at once (their clients see a closed connection and retry), takes the spare
  * again and stops the listeners for GR_ACCEPT_BACKOFF_MS; the episode is logged when it starts and, with
  * its counts, when it ends.
+ * TLS (listeners whose security protocol is SSL, server/tls.h): the connection gets an SSL object and its
+ * reads and writes go through it, on the same watchers: a TLS read that must write first (the handshake)
+ * runs the write watcher, a TLS write that must read first runs the read watcher. Decrypted bytes may wait
+ * inside the session while the socket is drained, so the read watcher is fed an event while they do.
+ * Responses are copied, up to GR_CONN_TLS_OUT_BYTES at a time, into the connection's TLS buffer (file ranges
+ * with pread instead of sendfile) and written with SSL_write. The handshake is bounded by
+ * connections.max.idle.ms counted from the accept (gr_net_close_idle). Plaintext connections take none of
+ * these paths (a branch on conn->ssl).
  * Read next: server/netlimits.h, server/dispatch.c.
  */
 #include <errno.h>
@@ -52,11 +60,14 @@
 #include "common/log.h"
 #include "common/time.h"
 #include "server/broker.h"
+#include "server/tls.h"
 
 #define GR_CONN_READ_BUF_BYTES (64 * 1024)
 /* Requests read ahead on one connection before it stops reading: lets one fsync cover a producer's
  * in-flight batches while bounding memory per connection. */
 #define GR_CONN_PIPELINE_MAX 64
+/* A TLS connection's write buffer: one TLS record's worth of plaintext (16 KiB) per SSL_write. */
+#define GR_CONN_TLS_OUT_BYTES (16 * 1024)
 
 struct gr_conn {
     struct gr_broker *broker;
@@ -81,6 +92,14 @@ struct gr_conn {
     struct gr_conn *stall_prev, *stall_next;
     ev_timer close_w; /* frees the connection from the loop's top level */
     ev_timer held_w;  /* dispatches a held FIFO head from the loop's top level (conn_write) */
+    /* TLS (NULL ssl = PLAINTEXT): the session, when it was accepted (the handshake's bound), the response
+       bytes copied for SSL_write (tls_out_off of tls_out_len written), and which watcher a call waits on */
+    struct ssl_st *ssl;
+    int64_t accepted_ms;
+    uint8_t *tls_out;
+    size_t tls_out_len, tls_out_off;
+    bool tls_read_wants_write; /* a read (the handshake) waits for the socket to be writable */
+    bool tls_write_wants_read; /* a write waits for the socket to be readable */
 };
 
 static void conn_write(struct gr_conn *conn);
@@ -168,6 +187,8 @@ static void conn_free_cb(struct ev_loop *loop, ev_timer *w, int revents)
     if (conn->big) request_pool_give(b, (int64_t)conn->big_len);
     free(conn->rbuf);
     free(conn->big);
+    gr_tls_free(conn->ssl);
+    free(conn->tls_out);
     free(conn);
 }
 
@@ -263,19 +284,46 @@ static bool conn_parse(struct gr_conn *conn)
     return true;
 }
 
+/* One TLS read into dst: the byte count, 0 when the peer closed, -1 when it waits for the socket (the
+ * handshake's write sets the write watcher), -2 after closing the connection on a failure. */
+static ssize_t conn_tls_read(struct gr_conn *conn, uint8_t *dst, size_t len)
+{
+    enum gr_tls_want tw;
+    char why[300];
+    ssize_t n = gr_tls_read(conn->ssl, dst, len, &tw, why, sizeof why);
+    if (n >= 0) return n;
+    if (tw == GR_TLS_WANT_READ) return -1;
+    if (tw == GR_TLS_WANT_WRITE) {
+        conn->tls_read_wants_write = true;
+        if (!ev_is_active(&conn->ww)) ev_io_start(conn->broker->loop, &conn->ww);
+        return -1;
+    }
+    GR_WARN_RATELIMITED("connection %s on %s: %s, closing", conn->peer, conn->listener->name, why);
+    gr_conn_close(conn, why);
+    return -2;
+}
+
 static void conn_read_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
     (void)loop;
     (void)revents;
     struct gr_conn *conn = w->data;
     conn->last_active_ms = gr_time_mono_ms();
+    if (conn->tls_write_wants_read) { /* a TLS write waited for this */
+        conn->tls_write_wants_read = false;
+        conn_write(conn);
+        if (conn->closing) return;
+    }
     for (int rounds = 0; rounds < 16 && conn->reading && !conn->closing; rounds++) {
         ssize_t n;
         size_t want = conn->big ? conn->big_len - conn->big_have : GR_CONN_READ_BUF_BYTES - conn->rlen;
-        if (conn->big) {
-            n = read(conn->fd, conn->big + conn->big_have, want);
+        uint8_t *dst = conn->big ? conn->big + conn->big_have : conn->rbuf + conn->rlen;
+        if (conn->ssl) {
+            n = conn_tls_read(conn, dst, want);
+            if (n == -2) return; /* closed */
+            if (n < 0) break;    /* waits for the socket (the watchers are set) */
         } else {
-            n = read(conn->fd, conn->rbuf + conn->rlen, want);
+            n = read(conn->fd, dst, want);
         }
         if (n == 0) {
             gr_conn_close(conn, "peer closed");
@@ -302,10 +350,13 @@ static void conn_read_cb(struct ev_loop *loop, ev_io *w, int revents)
         conn_update_read(conn);
         /* A short read drained the socket: stop without the read that would only return EAGAIN (one
            syscall of five per small request); the watcher is level-triggered, so bytes that arrive later
-           call back. */
-        if ((size_t)n < want) break;
+           call back. Not for TLS: a read returns one record at most. */
+        if ((size_t)n < want && !conn->ssl) break;
     }
-    if (!conn->closing) conn_write(conn);
+    if (conn->closing) return;
+    if (conn->ssl && conn->reading && gr_tls_pending(conn->ssl))
+        ev_feed_event(conn->broker->loop, &conn->rw, EV_READ);
+    conn_write(conn);
 }
 
 /* Reads while inside a reserved frame (it must be able to complete), else only when nothing waits in
@@ -316,7 +367,15 @@ static void conn_update_read(struct gr_conn *conn)
     struct gr_broker *b = conn->broker;
     if (conn->closing) return;
     bool want = conn->big || (conn->rlen < 4 && conn_may_take(conn) && !gr_mempool_spent(&b->request_pool));
-    if (want && !conn->reading) ev_io_start(b->loop, &conn->rw);
+    if (conn->ssl) {
+        if (conn->tls_write_wants_read) want = true;  /* a TLS write waits for the socket's bytes */
+        if (conn->tls_read_wants_write) want = false; /* a TLS read waits for room: no spinning on reads */
+    }
+    if (want && !conn->reading) {
+        ev_io_start(b->loop, &conn->rw);
+        /* decrypted bytes already inside the session: the socket may never call back for them */
+        if (conn->ssl && gr_tls_pending(conn->ssl)) ev_feed_event(b->loop, &conn->rw, EV_READ);
+    }
     if (!want && conn->reading) ev_io_stop(b->loop, &conn->rw);
     conn->reading = want;
     if (want)
@@ -435,6 +494,72 @@ static void conn_held_cb(struct ev_loop *loop, ev_timer *w, int revents)
     if (!conn->closing) conn_write(conn);
 }
 
+/* Fills the TLS buffer with the next bytes of r's response: memory chunks copied, file ranges read with
+ * pread (sendfile cannot encrypt; kTLS, a later slice of issue #23, would let TLS connections keep sendfile
+ * here). r's chunk_at/chunk_off count bytes taken into the buffer. Returns 0, or -1 after closing. */
+static int conn_tls_fill(struct gr_conn *conn, struct gr_req *r)
+{
+    size_t len = 0;
+    while (len < GR_CONN_TLS_OUT_BYTES && r->chunk_at < r->chunk_count) {
+        struct gr_chunk *c = &r->chunks[r->chunk_at];
+        size_t take = c->len - r->chunk_off;
+        if (take > GR_CONN_TLS_OUT_BYTES - len) take = GR_CONN_TLS_OUT_BYTES - len;
+        if (c->mem) {
+            memcpy(conn->tls_out + len, c->mem + r->chunk_off, take);
+        } else {
+            ssize_t k = pread(c->fd, conn->tls_out + len, take, c->file_pos + (off_t)r->chunk_off);
+            if (k < 0 && errno == EINTR) continue;
+            if (k <= 0) { /* the file shrank under us (truncation) or cannot be read */
+                gr_conn_close(conn, k == 0 ? "segment shrank during read" : strerror(errno));
+                return -1;
+            }
+            take = (size_t)k;
+        }
+        len += take;
+        r->chunk_off += take;
+        if (r->chunk_off == c->len) {
+            r->chunk_at++;
+            r->chunk_off = 0;
+        }
+    }
+    conn->tls_out_len = len;
+    conn->tls_out_off = 0;
+    return 0;
+}
+
+/* Writes r's response through TLS from the connection's buffer. Returns 0 when all of it is written, 1 when
+ * it waits for the socket (the watcher it needs is set), -1 after closing the connection. */
+static int conn_tls_write(struct gr_conn *conn, struct gr_req *r)
+{
+    if (!conn->tls_out && !(conn->tls_out = malloc(GR_CONN_TLS_OUT_BYTES))) {
+        gr_conn_close(conn, "out of memory");
+        return -1;
+    }
+    for (;;) {
+        if (conn->tls_out_off == conn->tls_out_len) {
+            if (r->chunk_at >= r->chunk_count) return 0;
+            if (conn_tls_fill(conn, r)) return -1;
+            if (!conn->tls_out_len) return 0;
+        }
+        enum gr_tls_want tw;
+        char why[300];
+        ssize_t n = gr_tls_write(conn->ssl, conn->tls_out + conn->tls_out_off,
+                                 conn->tls_out_len - conn->tls_out_off, &tw, why, sizeof why);
+        if (n > 0) {
+            conn->tls_out_off += (size_t)n;
+            continue;
+        }
+        if (tw == GR_TLS_WANT_WRITE) return 1; /* the head stays done: conn_write keeps the write watcher */
+        if (tw == GR_TLS_WANT_READ) {
+            conn->tls_write_wants_read = true;
+            conn_update_read(conn);
+            return 1;
+        }
+        gr_conn_close(conn, why);
+        return -1;
+    }
+}
+
 /* Writes finished responses from the FIFO head; returns when the socket is full or the head is not done. */
 static void conn_write(struct gr_conn *conn)
 {
@@ -443,13 +568,21 @@ static void conn_write(struct gr_conn *conn)
     conn->writing = true;
     while (conn->head && conn->head->done) {
         struct gr_req *r = conn->head;
-        if (r->no_response || r->chunk_at >= r->chunk_count) {
+        if (r->no_response ||
+            (r->chunk_at >= r->chunk_count && !(conn->ssl && conn->tls_out_off < conn->tls_out_len))) {
             release_head(conn);
             continue;
         }
         struct gr_chunk *c = &r->chunks[r->chunk_at];
         ssize_t n;
         gr_reqtime_sending(r);
+        if (conn->ssl) {
+            int rc = conn_tls_write(conn, r);
+            if (rc < 0) return; /* closed */
+            if (rc > 0) break;  /* waits for the socket */
+            release_head(conn);
+            continue;
+        }
         if (c->mem) {
             struct iovec iov[16];
             int cnt = 0, i = r->chunk_at;
@@ -500,7 +633,9 @@ static void conn_write(struct gr_conn *conn)
     }
     conn->writing = false;
     if (conn->closing) return;
-    bool pending = conn->head && conn->head->done;
+    /* a TLS write waiting for the socket's bytes must not spin on its writability */
+    bool pending =
+        (conn->head && conn->head->done && !conn->tls_write_wants_read) || conn->tls_read_wants_write;
     if (pending && !ev_is_active(&conn->ww)) ev_io_start(b->loop, &conn->ww);
     if (!pending && ev_is_active(&conn->ww)) ev_io_stop(b->loop, &conn->ww);
     conn_update_read(conn);
@@ -512,6 +647,11 @@ static void conn_write_cb(struct ev_loop *loop, ev_io *w, int revents)
     (void)revents;
     struct gr_conn *conn = w->data;
     conn->last_active_ms = gr_time_mono_ms();
+    if (conn->tls_read_wants_write) { /* the handshake's write: the read goes on */
+        conn->tls_read_wants_write = false;
+        conn_update_read(conn);
+        if (conn->reading) ev_feed_event(conn->broker->loop, &conn->rw, EV_READ);
+    }
     conn_write(conn);
 }
 
@@ -624,6 +764,13 @@ static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
         conn->broker = b;
         conn->listener = listener;
         conn->fd = fd;
+        if (listener->tls_ctx && !(conn->ssl = gr_tls_new(listener->tls_ctx, fd))) {
+            close(fd);
+            free(conn->rbuf);
+            free(conn);
+            GR_WARN_RATELIMITED("accept on %s: out of memory for a TLS session, closed", listener->name);
+            continue;
+        }
         char host[INET6_ADDRSTRLEN] = "?";
         int port = 0;
         if (ss.ss_family == AF_INET) {
@@ -636,7 +783,7 @@ static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
             port = ntohs(sin6->sin6_port);
         }
         snprintf(conn->peer, sizeof conn->peer, "%s:%d", host, port);
-        conn->last_active_ms = gr_time_mono_ms();
+        conn->last_active_ms = conn->accepted_ms = gr_time_mono_ms();
         ev_io_init(&conn->rw, conn_read_cb, fd, EV_READ);
         ev_io_init(&conn->ww, conn_write_cb, fd, EV_WRITE);
         conn->rw.data = conn->ww.data = conn;
@@ -712,20 +859,27 @@ static int parse_listener_list(const char *spec, struct gr_listener *out, bool a
     return n;
 }
 
+enum listener_protocol { PROTO_UNMAPPED, PROTO_PLAINTEXT, PROTO_SSL, PROTO_OTHER };
+
 /* listener.security.protocol.map lookup: the security protocol of a listener name. */
-static bool listener_plaintext(struct gr_broker *b, const char *name)
+static enum listener_protocol listener_protocol(struct gr_broker *b, const char *name)
 {
     const char *map = b->cfg.settings.listener_security_protocol_map;
     size_t nl = strlen(name);
     for (const char *p = map; p && *p;) {
         const char *end = strchr(p, ',');
         size_t len = end ? (size_t)(end - p) : strlen(p);
-        if (len > nl && strncmp(p, name, nl) == 0 && p[nl] == ':')
-            return len - nl - 1 == strlen("PLAINTEXT") && strncmp(p + nl + 1, "PLAINTEXT", len - nl - 1) == 0;
+        if (len > nl && strncmp(p, name, nl) == 0 && p[nl] == ':') {
+            const char *v = p + nl + 1;
+            size_t vl = len - nl - 1;
+            if (vl == strlen("PLAINTEXT") && !strncmp(v, "PLAINTEXT", vl)) return PROTO_PLAINTEXT;
+            if (vl == strlen("SSL") && !strncmp(v, "SSL", vl)) return PROTO_SSL;
+            return PROTO_OTHER;
+        }
         if (!end) break;
         p = end + 1;
     }
-    return false;
+    return PROTO_UNMAPPED;
 }
 
 static int bind_listener(struct gr_broker *b, struct gr_listener *l)
@@ -803,13 +957,16 @@ int gr_net_bind(struct gr_broker *b)
                 GR_ERROR("config: listeners: listener name %s appears twice", b->listeners[i].name);
                 return -1;
             }
-        if (!listener_plaintext(b, b->listeners[i].name)) {
-            GR_ERROR("config: listeners: %s is not mapped to PLAINTEXT in listener.security.protocol.map "
-                     "(Gregor serves PLAINTEXT only for now)",
-                     b->listeners[i].name);
+        enum listener_protocol proto = listener_protocol(b, b->listeners[i].name);
+        if (proto != PROTO_PLAINTEXT && proto != PROTO_SSL) {
+            GR_ERROR("config: listeners: %s is %s in listener.security.protocol.map (Gregor serves PLAINTEXT "
+                     "and SSL listeners; SASL_PLAINTEXT and SASL_SSL come with a later slice of issue #23)",
+                     b->listeners[i].name,
+                     proto == PROTO_UNMAPPED ? "not mapped" : "mapped to a protocol Gregor does not serve");
             return -1;
         }
         b->listeners[i].fd = -1;
+        b->listeners[i].tls_ctx = NULL;
     }
     /* advertised.listeners: by listener name; a listener not named there advertises its own address */
     const char *adv = b->cfg.settings.advertised_listeners;
@@ -848,6 +1005,27 @@ int gr_net_bind(struct gr_broker *b)
     return 0;
 }
 
+int gr_net_tls_setup(struct gr_broker *b)
+{
+    for (int i = 0; i < b->listener_count; i++) {
+        struct gr_listener *l = &b->listeners[i];
+        if (listener_protocol(b, l->name) != PROTO_SSL) continue;
+        struct gr_ssl_settings ss;
+        gr_config_ssl(&b->cfg, l->name, &ss);
+        char err[1024];
+        l->tls_ctx = gr_tls_ctx_new(l->name, &ss, err, sizeof err);
+        if (!l->tls_ctx) {
+            GR_ERROR("config: %s", err);
+            for (int k = 0; k < i; k++) {
+                gr_tls_ctx_free(b->listeners[k].tls_ctx);
+                b->listeners[k].tls_ctx = NULL;
+            }
+            return -1;
+        }
+    }
+    return 0;
+}
+
 int gr_net_serve(struct gr_broker *b)
 {
     int n = b->listener_count;
@@ -858,8 +1036,8 @@ int gr_net_serve(struct gr_broker *b)
             return -1;
         }
         ev_io_start(b->loop, &l->w);
-        GR_INFO("listening on %s://%s:%d, advertised as %s:%d", l->name, l->host, l->port, l->adv_host,
-                l->adv_port);
+        GR_INFO("listening on %s://%s:%d (%s), advertised as %s:%d", l->name, l->host, l->port,
+                l->tls_ctx ? "SSL" : "PLAINTEXT", l->adv_host, l->adv_port);
     }
     const char *lf = b->cfg.settings.gregor_listener_file;
     if (lf) {
@@ -904,6 +1082,8 @@ void gr_net_close_all(struct gr_broker *b)
         ev_io_stop(b->loop, &b->listeners[i].w);
         close(b->listeners[i].fd);
         b->listeners[i].fd = -1;
+        gr_tls_ctx_free(b->listeners[i].tls_ctx); /* its connections hold references until they are freed */
+        b->listeners[i].tls_ctx = NULL;
     }
     ev_timer_stop(b->loop, &b->resume_w);
     ev_timer_stop(b->loop, &b->accept_w);
@@ -922,6 +1102,14 @@ void gr_net_close_idle(struct gr_broker *b, int64_t now_mono_ms)
     while (c) {
         struct gr_conn *next = c->next;
         if (!c->head && !c->closing && now_mono_ms - c->last_active_ms > idle) gr_conn_close(c, "idle");
+        /* a TLS handshake gets connections.max.idle.ms from the accept, however slowly its bytes trickle */
+        if (c->ssl && !c->closing && now_mono_ms - c->accepted_ms > idle && !gr_tls_handshake_done(c->ssl)) {
+            GR_WARN_RATELIMITED(
+                "connection %s on %s: TLS handshake not finished within connections.max.idle.ms "
+                "(%lld ms), closing",
+                c->peer, c->listener->name, (long long)idle);
+            gr_conn_close(c, "TLS handshake timed out");
+        }
         c = next;
     }
 }

@@ -405,13 +405,59 @@ static void test_replication_factors(void **state)
     gr_config_free(&c);
 }
 
+/* The ssl.* keys (issue #23): Kafka's defaults, listener.name.<lower-case name>.ssl.* over ssl.*, a bad
+ * ssl.client.auth refused, an unknown listener-prefixed key not taken, and DescribeConfigs' table untouched.
+ */
+static void test_ssl_keys(void **state)
+{
+    (void)state;
+    struct gr_config cfg;
+    gr_config_init(&cfg);
+    struct gr_ssl_settings s;
+    gr_config_ssl(&cfg, "SSL", &s);
+    assert_string_equal(s.keystore_type, "JKS");
+    assert_string_equal(s.truststore_type, "JKS");
+    assert_string_equal(s.client_auth, "none");
+    assert_string_equal(s.enabled_protocols, "TLSv1.2,TLSv1.3");
+    assert_null(s.keystore_location);
+    assert_null(s.cipher_suites);
+    assert_int_equal(gr_config_set_kv(&cfg, "ssl.keystore.location=/k/broker.pem"), 0);
+    assert_int_equal(gr_config_set_kv(&cfg, "ssl.client.auth=requested"), 0);
+    assert_int_equal(gr_config_set_kv(&cfg, "listener.name.mtls.ssl.client.auth=required"), 0);
+    assert_int_equal(gr_config_set_kv(&cfg, "listener.name.mtls.ssl.keystore.type=PEM"), 0);
+    assert_int_equal(gr_config_set_kv(&cfg, "ssl.client.auth=required"), 0); /* a second set replaces */
+    assert_int_equal(gr_config_set_kv(&cfg, "ssl.client.auth=requested"), 0);
+    assert_int_equal(gr_config_set_kv(&cfg, "ssl.client.auth=maybe"), -1);
+    assert_int_equal(gr_config_set_kv(&cfg, "listener.name.mtls.ssl.client.auth=yes"), -1);
+    assert_int_equal(gr_config_set_kv(&cfg, "listener.name.mtls.ssl.not.a.key=1"), 1); /* unknown: ignored */
+    assert_int_equal(gr_config_set_kv(&cfg, "listener.name..ssl.client.auth=none"), 1);
+    assert_int_equal(cfg.ssl_count, 4);
+    gr_config_ssl(&cfg, "MTLS", &s); /* listener names are looked up in lower case, as Kafka's prefix */
+    assert_string_equal(s.client_auth, "required");
+    assert_string_equal(s.keystore_type, "PEM");
+    assert_string_equal(s.keystore_location, "/k/broker.pem"); /* broker-wide fallback */
+    gr_config_ssl(&cfg, "SSL", &s);
+    assert_string_equal(s.client_auth, "requested");
+    assert_string_equal(s.keystore_type, "JKS");
+    int n;
+    const struct gr_config_def *defs = gr_config_defs(&n);
+    for (int i = 0; i < n; i++)
+        assert_true(strncmp(defs[i].name, "ssl.", 4) != 0);
+    gr_config_free(&cfg);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_defaults),         cmocka_unit_test(test_file_and_overrides),
-        cmocka_unit_test(test_bad_values),       cmocka_unit_test(test_dynamic_file_reload),
-        cmocka_unit_test(test_settings),         cmocka_unit_test(test_cluster_keys),
-        cmocka_unit_test(test_replication_keys), cmocka_unit_test(test_replication_factors),
+        cmocka_unit_test(test_ssl_keys),
+        cmocka_unit_test(test_defaults),
+        cmocka_unit_test(test_file_and_overrides),
+        cmocka_unit_test(test_bad_values),
+        cmocka_unit_test(test_dynamic_file_reload),
+        cmocka_unit_test(test_settings),
+        cmocka_unit_test(test_cluster_keys),
+        cmocka_unit_test(test_replication_keys),
+        cmocka_unit_test(test_replication_factors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,471 @@
+/*
+ * tls.c: the SSL listeners' contexts and the non-blocking TLS reads and writes; see tls.h.
+ * PEM text, from a file or inline, is read as Kafka's PEM store reads it (DefaultSslEngineFactory's PEM
+ * parser): each -----BEGIN X----- ... -----END X----- block with any whitespace inside the base64 body, so
+ * that a value continued over lines in server.properties (no newlines kept) parses. Blocks are rewritten
+ * in the canonical form before OpenSSL reads them.
+ */
+#include "server/tls.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/err.h>
+#include <openssl/pem.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+
+#define GR_TLS_PEM_FILE_BYTES_MAX (1 << 20) /* a keystore or truststore file larger than this is refused */
+
+/* The first OpenSSL error on the queue as text (or `fallback`), the queue cleared. */
+static const char *ossl_reason(char *buf, size_t cap, const char *fallback)
+{
+    unsigned long e = ERR_peek_last_error();
+    if (e)
+        ERR_error_string_n(e, buf, cap);
+    else
+        snprintf(buf, cap, "%s", fallback);
+    ERR_clear_error();
+    return buf;
+}
+
+/* Reads a whole file of at most GR_TLS_PEM_FILE_BYTES_MAX bytes, NUL-terminated; NULL with errno set. */
+static char *read_file(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    char *buf = malloc(GR_TLS_PEM_FILE_BYTES_MAX + 1);
+    size_t n = buf ? fread(buf, 1, GR_TLS_PEM_FILE_BYTES_MAX + 1, f) : 0;
+    int err = buf ? (ferror(f) ? EIO : 0) : ENOMEM;
+    fclose(f);
+    if (!err && n > GR_TLS_PEM_FILE_BYTES_MAX) err = EFBIG;
+    if (err) {
+        free(buf);
+        errno = err;
+        return NULL;
+    }
+    buf[n] = 0;
+    return buf;
+}
+
+/* PEM text in any whitespace layout -> canonical PEM (64-column base64 lines), as a memory BIO; NULL when
+ * no complete block is found or out of memory. */
+static BIO *pem_normalize(const char *text)
+{
+    BIO *out = BIO_new(BIO_s_mem());
+    if (!out) return NULL;
+    int blocks = 0;
+    const char *p = text;
+    for (;;) {
+        const char *begin = strstr(p, "-----BEGIN ");
+        if (!begin) break;
+        const char *label = begin + 11, *label_end = strstr(label, "-----");
+        if (!label_end) break;
+        const char *body = label_end + 5, *end = strstr(body, "-----END ");
+        if (!end) break;
+        const char *end_close = strstr(end + 9, "-----");
+        if (!end_close) break;
+        int label_len = (int)(label_end - label);
+        BIO_printf(out, "-----BEGIN %.*s-----\n", label_len, label);
+        int col = 0;
+        for (const char *c = body; c < end; c++) {
+            if (*c == ' ' || *c == '\t' || *c == '\r' || *c == '\n' || *c == '\\') continue;
+            BIO_write(out, c, 1);
+            if (++col == 64) {
+                BIO_write(out, "\n", 1);
+                col = 0;
+            }
+        }
+        BIO_printf(out, "%s-----END %.*s-----\n", col ? "\n" : "", label_len, label);
+        blocks++;
+        p = end_close + 5;
+    }
+    if (!blocks) {
+        BIO_free(out);
+        return NULL;
+    }
+    return out;
+}
+
+/* PEM text from `location` (a file) or `inline_text`; NULL with a message naming `key` in err. */
+static char *pem_text(const char *location, const char *inline_text, const char *key, char *err, size_t cap)
+{
+    if (inline_text) {
+        char *t = strdup(inline_text);
+        if (!t) snprintf(err, cap, "%s: out of memory", key);
+        return t;
+    }
+    char *t = read_file(location);
+    if (!t)
+        snprintf(err, cap, "%s: cannot read '%s': %s", key, location,
+                 errno == EFBIG ? "larger than 1 MiB" : strerror(errno));
+    return t;
+}
+
+static int password_cb(char *buf, int size, int rwflag, void *u)
+{
+    (void)rwflag;
+    const char *pw = u;
+    if (!pw) return -1; /* an encrypted key and no ssl.key.password: fail instead of prompting */
+    int n = (int)strlen(pw);
+    if (n > size) n = size;
+    memcpy(buf, pw, (size_t)n);
+    return n;
+}
+
+/* Loads every certificate of PEM `text` into `certs` (a new stack); returns the count (0 on none). */
+static int load_certs(const char *text, STACK_OF(X509) * *certs)
+{
+    *certs = sk_X509_new_null();
+    BIO *bio = pem_normalize(text);
+    if (!*certs || !bio) {
+        BIO_free(bio);
+        return 0;
+    }
+    X509 *x;
+    while ((x = PEM_read_bio_X509(bio, NULL, NULL, NULL)))
+        if (!sk_X509_push(*certs, x)) X509_free(x);
+    ERR_clear_error(); /* the end of the text reads as "no start line" */
+    BIO_free(bio);
+    return sk_X509_num(*certs);
+}
+
+/* The keystore: key and chain from one PEM (ssl.keystore.location) or inline (KIP-651). 0 or -1 (err). */
+static int use_keystore(SSL_CTX *ctx, const struct gr_ssl_settings *s, char *err, size_t cap)
+{
+    char why[256];
+    bool inl = s->keystore_key || s->keystore_certificate_chain;
+    if (!inl && !s->keystore_location) {
+        snprintf(err, cap,
+                 "an SSL listener needs ssl.keystore.location, or ssl.keystore.key and "
+                 "ssl.keystore.certificate.chain (PEM)");
+        return -1;
+    }
+    if (inl && s->keystore_location) {
+        snprintf(
+            err, cap,
+            "ssl.keystore.location and ssl.keystore.key/ssl.keystore.certificate.chain are both set: set "
+            "one form");
+        return -1;
+    }
+    if (inl && (!s->keystore_key || !s->keystore_certificate_chain)) {
+        snprintf(err, cap, "%s is set but %s is not: inline PEM needs both",
+                 s->keystore_key ? "ssl.keystore.key" : "ssl.keystore.certificate.chain",
+                 s->keystore_key ? "ssl.keystore.certificate.chain" : "ssl.keystore.key");
+        return -1;
+    }
+    if (strcmp(s->keystore_type, "PEM")) {
+        snprintf(
+            err, cap,
+            "ssl.keystore.type is %s: Gregor reads PEM keystores only (set ssl.keystore.type=PEM, with the "
+            "key and certificate chain in one PEM file or inline)",
+            s->keystore_type);
+        return -1;
+    }
+    if (s->keystore_password) {
+        /* as Kafka's DefaultSslEngineFactory: a PEM key is protected by ssl.key.password only (Kafka also
+           requires ssl.key.password for a PEM file; Gregor takes an unencrypted key there too) */
+        snprintf(err, cap,
+                 "ssl.keystore.password cannot be specified with PEM format, only ssl.key.password may be "
+                 "specified");
+        return -1;
+    }
+    const char *key_name = inl ? "ssl.keystore.key" : "ssl.keystore.location";
+    const char *chain_name = inl ? "ssl.keystore.certificate.chain" : "ssl.keystore.location";
+    char *key_text = pem_text(s->keystore_location, s->keystore_key, key_name, err, cap);
+    if (!key_text) return -1;
+    char *chain_text = inl ? pem_text(NULL, s->keystore_certificate_chain, chain_name, err, cap) : key_text;
+    if (!chain_text) {
+        free(key_text);
+        return -1;
+    }
+    int rc = -1;
+    EVP_PKEY *pkey = NULL;
+    STACK_OF(X509) *certs = NULL;
+    BIO *kb = pem_normalize(key_text);
+    if (kb) pkey = PEM_read_bio_PrivateKey(kb, NULL, password_cb, (void *)s->key_password);
+    BIO_free(kb);
+    if (!pkey) {
+        snprintf(err, cap, "%s: no private key could be read (%s)%s", key_name,
+                 ossl_reason(why, sizeof why, "no PEM private key block"),
+                 s->key_password ? ": is ssl.key.password right?"
+                                 : ": if it is encrypted, set ssl.key.password");
+        goto out;
+    }
+    int n = load_certs(chain_text, &certs);
+    if (n == 0) {
+        snprintf(err, cap, "%s: no certificate found (expected PEM CERTIFICATE blocks)", chain_name);
+        goto out;
+    }
+    bool ok = SSL_CTX_use_certificate(ctx, sk_X509_value(certs, 0)) == 1;
+    for (int i = 1; ok && i < n; i++)
+        ok = SSL_CTX_add1_chain_cert(ctx, sk_X509_value(certs, i)) == 1;
+    if (!ok) {
+        snprintf(err, cap, "%s: certificate refused: %s", chain_name, ossl_reason(why, sizeof why, "?"));
+        goto out;
+    }
+    if (SSL_CTX_use_PrivateKey(ctx, pkey) != 1 || SSL_CTX_check_private_key(ctx) != 1) {
+        snprintf(err, cap, "%s: the private key does not match the certificate of %s (%s)", key_name,
+                 chain_name, ossl_reason(why, sizeof why, "mismatch"));
+        goto out;
+    }
+    rc = 0;
+out:
+    EVP_PKEY_free(pkey);
+    sk_X509_pop_free(certs, X509_free);
+    if (chain_text != key_text) free(chain_text);
+    free(key_text);
+    return rc;
+}
+
+/* The truststore and ssl.client.auth. 0 or -1 (err). */
+static int use_truststore(SSL_CTX *ctx, const struct gr_ssl_settings *s, char *err, size_t cap)
+{
+    int mode = SSL_VERIFY_NONE;
+    if (!strcmp(s->client_auth, "requested")) mode = SSL_VERIFY_PEER;
+    if (!strcmp(s->client_auth, "required")) mode = SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT;
+    SSL_CTX_set_verify(ctx, mode, NULL);
+    const char *key = s->truststore_certificates ? "ssl.truststore.certificates" : "ssl.truststore.location";
+    if (s->truststore_certificates && s->truststore_location) {
+        snprintf(err, cap, "ssl.truststore.location and ssl.truststore.certificates are both set: set one");
+        return -1;
+    }
+    if (!s->truststore_certificates && !s->truststore_location) {
+        /* as Kafka falls back to the JVM's default trust store: the system's CA certificates */
+        if (mode != SSL_VERIFY_NONE) SSL_CTX_set_default_verify_paths(ctx);
+        return 0;
+    }
+    if (strcmp(s->truststore_type, "PEM")) {
+        snprintf(err, cap,
+                 "ssl.truststore.type is %s: Gregor reads PEM truststores only (set ssl.truststore.type=PEM)",
+                 s->truststore_type);
+        return -1;
+    }
+    char *text = pem_text(s->truststore_location, s->truststore_certificates, key, err, cap);
+    if (!text) return -1;
+    STACK_OF(X509) *certs = NULL;
+    int n = load_certs(text, &certs);
+    free(text);
+    int rc = 0;
+    X509_STORE *store = SSL_CTX_get_cert_store(ctx);
+    if (n == 0) {
+        snprintf(err, cap, "%s: no certificate found (expected PEM CERTIFICATE blocks)", key);
+        rc = -1;
+    }
+    for (int i = 0; rc == 0 && i < n; i++) {
+        X509 *x = sk_X509_value(certs, i);
+        if (X509_STORE_add_cert(store, x) != 1 || SSL_CTX_add_client_CA(ctx, x) != 1) {
+            char why[256];
+            snprintf(err, cap, "%s: certificate %d refused: %s", key, i + 1,
+                     ossl_reason(why, sizeof why, "?"));
+            rc = -1;
+        }
+    }
+    sk_X509_pop_free(certs, X509_free);
+    return rc;
+}
+
+/* ssl.enabled.protocols -> the lowest and highest version (TLSv1, TLSv1.1, TLSv1.2, TLSv1.3). */
+static int use_protocols(SSL_CTX *ctx, const char *list, char *err, size_t cap)
+{
+    static const struct {
+        const char *name;
+        int version;
+    } names[] = {{"TLSv1", TLS1_VERSION},
+                 {"TLSv1.1", TLS1_1_VERSION},
+                 {"TLSv1.2", TLS1_2_VERSION},
+                 {"TLSv1.3", TLS1_3_VERSION}};
+    int lo = 0, hi = 0;
+    for (const char *p = list; *p;) {
+        while (*p == ' ' || *p == ',')
+            p++;
+        if (!*p) break;
+        size_t len = strcspn(p, ", ");
+        int v = 0;
+        for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+            if (strlen(names[i].name) == len && !strncmp(p, names[i].name, len)) v = names[i].version;
+        if (!v) {
+            snprintf(err, cap,
+                     "ssl.enabled.protocols: unknown protocol '%.*s' (TLSv1, TLSv1.1, TLSv1.2, TLSv1.3)",
+                     (int)(len > 32 ? 32 : len), p);
+            return -1;
+        }
+        if (!lo || v < lo) lo = v;
+        if (v > hi) hi = v;
+        p += len;
+    }
+    if (!lo) {
+        snprintf(err, cap, "ssl.enabled.protocols is empty: name at least one of TLSv1.2, TLSv1.3");
+        return -1;
+    }
+    SSL_CTX_set_min_proto_version(ctx, lo);
+    SSL_CTX_set_max_proto_version(ctx, hi);
+    return 0;
+}
+
+/* ssl.cipher.suites: standard (IANA, Java) names as Kafka takes them, or OpenSSL's; TLS 1.3 suites
+ * (TLS_AES_*, TLS_CHACHA20_*) are set apart from the TLS 1.2 ones. Empty: OpenSSL's defaults. */
+static int use_ciphers(SSL_CTX *ctx, const char *list, char *err, size_t cap)
+{
+    if (!list || !*list) return 0;
+    size_t sz = strlen(list) * 2 + 2;
+    char *v12 = calloc(1, sz), *v13 = calloc(1, sz);
+    int rc = -1;
+    if (!v12 || !v13) {
+        snprintf(err, cap, "ssl.cipher.suites: out of memory");
+        goto out;
+    }
+    for (const char *p = list; *p;) {
+        while (*p == ' ' || *p == ',')
+            p++;
+        if (!*p) break;
+        size_t len = strcspn(p, ", ");
+        char name[128];
+        snprintf(name, sizeof name, "%.*s", (int)(len < sizeof name ? len : sizeof name - 1), p);
+        p += len;
+        bool tls13 = !strncmp(name, "TLS_", 4) && !strstr(name, "_WITH_");
+        const char *os = tls13 ? name : OPENSSL_cipher_name(name);
+        if (!os || !strcmp(os, "(NONE)")) os = name; /* already OpenSSL's name */
+        char *dst = tls13 ? v13 : v12;
+        if (*dst) strcat(dst, ":");
+        strcat(dst, os);
+    }
+    char why[256];
+    if (*v12 && SSL_CTX_set_cipher_list(ctx, v12) != 1) {
+        snprintf(err, cap, "ssl.cipher.suites: no usable TLS 1.2 suite in '%.200s' (%s)", list,
+                 ossl_reason(why, sizeof why, "?"));
+        goto out;
+    }
+    if (*v13 && SSL_CTX_set_ciphersuites(ctx, v13) != 1) {
+        snprintf(err, cap, "ssl.cipher.suites: no usable TLS 1.3 suite in '%.200s' (%s)", list,
+                 ossl_reason(why, sizeof why, "?"));
+        goto out;
+    }
+    rc = 0;
+out:
+    free(v12);
+    free(v13);
+    return rc;
+}
+
+struct ssl_ctx_st *gr_tls_ctx_new(const char *listener, const struct gr_ssl_settings *s, char *err,
+                                  size_t cap)
+{
+    char inner[700];
+    SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
+    if (!ctx) {
+        snprintf(err, cap, "listener %s: cannot create a TLS context: %s", listener,
+                 ossl_reason(inner, sizeof inner, "out of memory"));
+        return NULL;
+    }
+    if (use_keystore(ctx, s, inner, sizeof inner) || use_truststore(ctx, s, inner, sizeof inner) ||
+        use_protocols(ctx, s->enabled_protocols, inner, sizeof inner) ||
+        use_ciphers(ctx, s->cipher_suites, inner, sizeof inner)) {
+        snprintf(err, cap, "listener %s: %s", listener, inner);
+        SSL_CTX_free(ctx);
+        ERR_clear_error();
+        return NULL;
+    }
+    /* partial writes and a retried write from a moved buffer: net.c resumes a write where it stopped;
+       idle connections give their read and write buffers back (10,000 idle TLS clients stay small) */
+    SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER |
+                              SSL_MODE_RELEASE_BUFFERS);
+    SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION);
+    static const unsigned char sid[] = "gregor";
+    SSL_CTX_set_session_id_context(ctx, sid, sizeof sid - 1);
+    return ctx;
+}
+
+void gr_tls_ctx_free(struct ssl_ctx_st *ctx)
+{
+    SSL_CTX_free(ctx);
+}
+
+struct ssl_st *gr_tls_new(struct ssl_ctx_st *ctx, int fd)
+{
+    SSL *ssl = SSL_new(ctx);
+    if (!ssl) {
+        ERR_clear_error();
+        return NULL;
+    }
+    if (SSL_set_fd(ssl, fd) != 1) {
+        SSL_free(ssl);
+        ERR_clear_error();
+        return NULL;
+    }
+    SSL_set_accept_state(ssl);
+    return ssl;
+}
+
+void gr_tls_free(struct ssl_st *ssl)
+{
+    SSL_free(ssl);
+}
+
+/* After a call that returned rc <= 0: what it waits for, or NONE with the reason in why. */
+static ssize_t io_fail(SSL *ssl, int rc, enum gr_tls_want *want, char *why, size_t cap)
+{
+    int e = SSL_get_error(ssl, rc);
+    *want = GR_TLS_WANT_NONE;
+    switch (e) {
+    case SSL_ERROR_WANT_READ:
+        *want = GR_TLS_WANT_READ;
+        return -1;
+    case SSL_ERROR_WANT_WRITE:
+        *want = GR_TLS_WANT_WRITE;
+        return -1;
+    case SSL_ERROR_ZERO_RETURN: /* close_notify */
+        return 0;
+    case SSL_ERROR_SYSCALL:
+        if (!ERR_peek_error() && (errno == 0 || errno == ECONNRESET || errno == EPIPE)) {
+            snprintf(why, cap, "%s", errno ? strerror(errno) : "peer closed without close_notify");
+            if (!errno) return 0;
+            return -1;
+        }
+        snprintf(why, cap, "%s", errno ? strerror(errno) : "TLS I/O error");
+        ERR_clear_error();
+        return -1;
+    default:
+        snprintf(why, cap, "TLS %s failed: ", SSL_is_init_finished(ssl) ? "record" : "handshake");
+        size_t n = strlen(why);
+        ossl_reason(why + n, cap - n, "?");
+        return -1;
+    }
+}
+
+ssize_t gr_tls_read(struct ssl_st *ssl, void *buf, size_t len, enum gr_tls_want *want, char *why, size_t cap)
+{
+    ERR_clear_error();
+    errno = 0;
+    size_t got = 0;
+    int rc = SSL_read_ex(ssl, buf, len, &got);
+    if (rc == 1) return (ssize_t)got;
+    return io_fail(ssl, rc, want, why, cap);
+}
+
+ssize_t gr_tls_write(struct ssl_st *ssl, const void *buf, size_t len, enum gr_tls_want *want, char *why,
+                     size_t cap)
+{
+    ERR_clear_error();
+    errno = 0;
+    size_t put = 0;
+    int rc = SSL_write_ex(ssl, buf, len, &put);
+    if (rc == 1) return (ssize_t)put;
+    ssize_t r = io_fail(ssl, rc, want, why, cap);
+    if (r == 0) snprintf(why, cap, "peer closed"); /* a write never reports "closed" as progress */
+    return -1;
+}
+
+bool gr_tls_pending(const struct ssl_st *ssl)
+{
+    /* SSL_pending: decrypted bytes only (SSL_has_pending also counts a partial record, which waits for the
+       socket: feeding a read for it would spin) */
+    return SSL_pending(ssl) > 0;
+}
+
+bool gr_tls_handshake_done(const struct ssl_st *ssl)
+{
+    return SSL_is_init_finished(ssl) == 1;
+}
