@@ -18,10 +18,6 @@
 #include "protocol/errors.h"
 #include "server/apis.h"
 #include "server/broker.h"
-#include "server/metrics_lagtime.h"
-#include "server/metrics_cluster.h"
-#include "server/metrics_groups.h"
-#include "server/metrics_help.h"
 #include "server/route.h"
 #include "storage/store.h"
 
@@ -287,12 +283,12 @@ static const struct {
     {"kafka_log_log_numlogsegments", 3},
 };
 
-bool gr_metrics_render(struct gr_broker *b, struct gr_prom_buf *out)
+bool gr_metrics_render_head(struct gr_broker *b, struct gr_prom_buf *out)
 {
     struct gr_metrics *m = &b->metrics;
     int ntopics = gr_store_topic_count(b->store);
     const char **names = calloc((size_t)ntopics + 1, sizeof *names);
-    if (!names) return false;
+    if (!names) return !(out->failed = true);
     for (int i = 0; i < ntopics; i++)
         names[i] = gr_topic_name(gr_store_topic_at(b->store, i));
     gr_metrics_render_counters(m, names, ntopics, out);
@@ -320,16 +316,15 @@ bool gr_metrics_render(struct gr_broker *b, struct gr_prom_buf *out)
     /* single node: this broker is the controller; cluster mode: while it holds the controller epoch */
     gr_prom_sample(out, cc, NULL, 0,
                    !b->member ? 1.0 : (b->controller && gr_controller_epoch(b->controller)));
-    gr_metrics_groups_render(b, out);
-    gr_metrics_counts_render(&m->counts, b->fetcher ? gr_fetcher_stats(b->fetcher) : NULL, out);
-    gr_metrics_lagtime_render(b, out);
-    gr_metrics_cluster_render(b, out);
-    gr_metrics_status_render(b, out);
-    gr_reqtime_render(b, out); /* request times, latency, idle fractions: server/request_metrics.h */
+    return !out->failed;
+}
+
+bool gr_metrics_render_tail(struct gr_broker *b, struct gr_prom_buf *out)
+{
+    struct gr_metrics *m = &b->metrics;
     render_process(m, out);
     gr_prom_type(out, "gregor_build_info", "gauge");
     struct gr_prom_label bl[2] = {{"version", m->version ? m->version : ""}, {"revision", GREGOR_REVISION}};
     gr_prom_sample(out, "gregor_build_info", bl, 2, 1);
-    gr_prom_add_help(out, gr_metrics_help); /* last: every family's HELP line (server/metrics_help.c) */
     return !out->failed;
 }
