@@ -61,7 +61,7 @@ int gr_metrics_cap_select(struct gr_metrics_cap *c, struct gr_metrics_cap_row *r
             return -ENOMEM;
         }
     }
-    qsort(c->keep, (size_t)max, sizeof *c->keep, key_qsort);
+    if (max) qsort(c->keep, (size_t)max, sizeof *c->keep, key_qsort); /* max 0: keep is NULL */
     c->capped = true;
     return 0;
 }
