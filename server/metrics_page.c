@@ -101,6 +101,7 @@ struct broker_page {
     int nlag;
     bool lag_taken;
     struct gr_metrics_lagtime_cursor lcur;
+    struct gr_metrics_cluster_slice *cluster; /* the cluster families' sliced write, when under way */
 };
 
 static void broker_page_free(void *ctx)
@@ -112,6 +113,7 @@ static void broker_page_free(void *ctx)
     free(bp->topics);
     gr_metrics_cap_free(&bp->cap);
     if (bp->lag_taken) gr_metrics_lagtime_rows_free(bp->lag, bp->nlag);
+    gr_metrics_cluster_slice_free(bp->cluster);
     free(bp);
 }
 
@@ -197,10 +199,12 @@ static int broker_step(void *ctx, size_t budget, struct gr_prom_buf *out)
             bp->s = S_CLUSTER;
         ok = !out->failed;
         break;
-    case S_CLUSTER:
-        ok = gr_metrics_cluster_render(b, out);
-        bp->s = S_STATUS;
+    case S_CLUSTER: {
+        int rc = gr_metrics_cluster_render_step(b, &bp->cluster, budget, out);
+        if (rc == 0) bp->s = S_STATUS;
+        ok = rc >= 0;
         break;
+    }
     case S_STATUS:
         ok = gr_metrics_status_render(b, out);
         bp->s = S_DROPPED;

@@ -14,7 +14,8 @@ seconds) and the others none, that gregor_metrics_series_dropped is exactly the 
 B: a broker of its own at the default cap (10000): topic big of 200 partitions, 30 groups committing all of
 them (6,000 rows): the page arrives chunked (Transfer-Encoding: chunked, several 64 KiB blocks), complete
 (the chunked body's end seen, gregor_build_info, the last family, present) and parses, with exactly 6,000
-current_offset samples and 0 dropped; promtool check metrics passes on it when promtool is installed;
+current_offset samples, 200 samples of topic big in each of the 13 kafka_cluster_partition_* and
+kafka_topic_partition_* families, and 0 dropped; promtool check metrics passes on it when promtool is installed;
 HEAD answers 200 with nothing after its headers (not even a last chunk); a client that reads part of the page and disconnects leaves the broker
 serving the next scrape whole. Prints "RESULT p f x".
 """
@@ -225,6 +226,12 @@ def part_b(tmp):
         m = promkit.parse(text)
         n_off = sum(1 for (name, _l) in m if name == 'kafka_consumergroup_current_offset')
         tk.eq(f'{P * G} current_offset samples', P * G, n_off)
+        led = {}
+        for (name, labels) in m:
+            if name.startswith(('kafka_cluster_partition_', 'kafka_topic_partition_')) and ('topic', 'big') in labels:
+                led[name] = led.get(name, 0) + 1
+        tk.eq(f'the 13 per-partition families of led partitions (sliced too): {P} samples each for topic big',
+              {n: P for n in led} if len(led) == 13 else 'not 13 families', led if len(led) == 13 else sorted(led))
         tk.eq('nothing dropped at the default cap', 0.0, m.get(('gregor_metrics_series_dropped', frozenset())))
         tk.check('the last family (gregor_build_info) is there', text.rstrip('\n').splitlines()[-1]
                  .startswith('gregor_build_info{'))
