@@ -80,8 +80,15 @@ void gr_metrics_fetched(struct gr_metrics *m, const char *topic, size_t topic_le
 /* The counters of `topic`, or NULL when it was never counted. */
 const struct gr_topic_counters *gr_metrics_topic(const struct gr_metrics *m, const char *topic);
 
-/* The page's first step: the counters above, kafka_log_log_* per local partition, the controller count. */
-bool gr_metrics_render_head(struct gr_broker *b, struct gr_prom_buf *out);
+struct gr_metrics_log_slice; /* where the page's first section stands (metrics.c) */
+/* The page's first section in steps: with *state NULL, writes the counters above and takes a snapshot of
+   the partitions held here (topic names copied, sizes and offsets read now), then writes kafka_log_log_*
+   from it until out->len reaches `budget`; later calls go on; the last one writes the controller count and
+   frees the state. Returns 1 when more remain, 0 when done, -1 out of memory (out->failed set). */
+int gr_metrics_render_head_step(struct gr_broker *b, struct gr_metrics_log_slice **state, size_t budget,
+                                struct gr_prom_buf *out);
+/* Frees an unfinished first section's state (a page freed mid-way); NULL ignored. */
+void gr_metrics_log_slice_free(struct gr_metrics_log_slice *st);
 /* The page's last step: process_* figures from /proc/self and gregor_build_info. */
 bool gr_metrics_render_tail(struct gr_broker *b, struct gr_prom_buf *out);
 

@@ -102,6 +102,7 @@ struct broker_page {
     bool lag_taken;
     struct gr_metrics_lagtime_cursor lcur;
     struct gr_metrics_cluster_slice *cluster; /* the cluster families' sliced write, when under way */
+    struct gr_metrics_log_slice *head;        /* the first section's, when under way */
 };
 
 static void broker_page_free(void *ctx)
@@ -114,6 +115,7 @@ static void broker_page_free(void *ctx)
     gr_metrics_cap_free(&bp->cap);
     if (bp->lag_taken) gr_metrics_lagtime_rows_free(bp->lag, bp->nlag);
     gr_metrics_cluster_slice_free(bp->cluster);
+    gr_metrics_log_slice_free(bp->head);
     free(bp);
 }
 
@@ -176,10 +178,12 @@ static int broker_step(void *ctx, size_t budget, struct gr_prom_buf *out)
     struct gr_broker *b = bp->b;
     bool ok = true;
     switch (bp->s) {
-    case S_HEAD:
-        ok = gr_metrics_render_head(b, out);
-        bp->s = S_GROUPS;
+    case S_HEAD: {
+        int rc = gr_metrics_render_head_step(b, &bp->head, budget, out);
+        if (rc == 0) bp->s = S_GROUPS;
+        ok = rc >= 0;
         break;
+    }
     case S_GROUPS:
         if (gr_metrics_groups_write_slice(bp->groups, bp->ngroups, &bp->cap, &bp->gcur, budget, out))
             bp->s = S_COUNTS;

@@ -11,11 +11,11 @@ have per-partition series (current_offset, lag, lag_records, lag_bytes, lag_seco
 seconds) and the others none, that gregor_metrics_series_dropped is exactly the number of samples left out
 (2 for a row without a commit: current_offset -1 and lag -1; 7 for one with), and that the aggregates
 (current_offset_sum, lag_sum, members, min headroom, status, records_lost) are those of all 12 rows.
-B: a broker of its own at the default cap (10000): topic big of 200 partitions, 30 groups committing all of
+B: a broker of its own at the default cap (10000): topic big of 300 partitions, 20 groups committing all of
 them (6,000 rows): the page arrives chunked (Transfer-Encoding: chunked, several 64 KiB blocks), complete
 (the chunked body's end seen, gregor_build_info, the last family, present) and parses, with exactly 6,000
-current_offset samples, 200 samples of topic big in each of the 13 kafka_cluster_partition_* and
-kafka_topic_partition_* families, and 0 dropped; promtool check metrics passes on it when promtool is installed;
+current_offset samples, each of the 17 kafka_log_log_*, kafka_cluster_partition_* and kafka_topic_partition_*
+families (written in slices too) with exactly the 350 partitions held (big's 300 and __consumer_offsets' 50), and 0 dropped; promtool check metrics passes on it when promtool is installed;
 HEAD answers 200 with nothing after its headers (not even a last chunk); a client that reads part of the page and disconnects leaves the broker
 serving the next scrape whole. Prints "RESULT p f x".
 """
@@ -207,7 +207,7 @@ def dechunk(body):
 def part_b(tmp):
     b = Broker(tmp, 'b')
     try:
-        P, G = 200, 30
+        P, G = 300, 20
         with kr.Conn(b.addr) as c:
             tk.eq(f'topic big ({P} partitions) created', 0, kr.create_topic(c, 'big', partitions=P)['error_code'])
             for p in range(0, P, 7):
@@ -226,12 +226,17 @@ def part_b(tmp):
         m = promkit.parse(text)
         n_off = sum(1 for (name, _l) in m if name == 'kafka_consumergroup_current_offset')
         tk.eq(f'{P * G} current_offset samples', P * G, n_off)
-        led = {}
+        # every partition held and led here, in every per-partition family without a group: topic big's P and
+        # __consumer_offsets' 50 (offsets.topic.num.partitions' default; made by the groups' commits)
+        want_parts = {('big', str(p)) for p in range(P)} | {('__consumer_offsets', str(p)) for p in range(50)}
+        fams = {}
         for (name, labels) in m:
-            if name.startswith(('kafka_cluster_partition_', 'kafka_topic_partition_')) and ('topic', 'big') in labels:
-                led[name] = led.get(name, 0) + 1
-        tk.eq(f'the 13 per-partition families of led partitions (sliced too): {P} samples each for topic big',
-              {n: P for n in led} if len(led) == 13 else 'not 13 families', led if len(led) == 13 else sorted(led))
+            if name.startswith(('kafka_cluster_partition_', 'kafka_topic_partition_', 'kafka_log_log_')):
+                d = dict(labels)
+                fams.setdefault(name, set()).add((d['topic'], d['partition']))
+        tk.eq(f'the 17 per-partition families without a group (sliced too): each has all {len(want_parts)} '
+              'partitions held here', {n: True for n in fams} if len(fams) == 17 else 'not 17 families',
+              {n: v == want_parts for n, v in fams.items()})
         tk.eq('nothing dropped at the default cap', 0.0, m.get(('gregor_metrics_series_dropped', frozenset())))
         tk.check('the last family (gregor_build_info) is there', text.rstrip('\n').splitlines()[-1]
                  .startswith('gregor_build_info{'))
