@@ -20,6 +20,7 @@
 #include "server/metrics_groups.h"
 #include "server/metrics_remote.h"
 #include "cluster/remote_summary.h"
+#include "server/metrics_page.h"
 
 struct gr_admin_http {
     struct gr_broker *b;
@@ -37,27 +38,22 @@ struct gr_admin_http {
     char waited;  /* its address in a connection's *ctx: that request waited already, render now */
 };
 
-/* A rendered /metrics page handed to MHD in blocks. */
-struct body {
-    struct gr_prom_buf buf;
-};
-
+/* MHD's content reader over the page (server/metrics_page.h): one call renders at most one step (about a
+   block) and hands out at most a block; the loop runs between calls. A failed step ends the response with an
+   error: MHD closes the connection without the chunked body's last chunk, so the client sees a failed scrape
+   rather than a shorter page. */
 static ssize_t body_read(void *cls, uint64_t pos, char *out, size_t max)
 {
-    struct body *bd = cls;
-    if (pos >= bd->buf.len) return MHD_CONTENT_READER_END_OF_STREAM;
-    size_t n = bd->buf.len - (size_t)pos;
-    if (n > max) n = max;
-    if (n > GR_ADMIN_BLOCK_BYTES) n = GR_ADMIN_BLOCK_BYTES;
-    memcpy(out, bd->buf.data + pos, n);
-    return (ssize_t)n;
+    (void)pos;
+    if (max > GR_ADMIN_BLOCK_BYTES) max = GR_ADMIN_BLOCK_BYTES;
+    ssize_t n = gr_metrics_page_read(cls, out, max);
+    return n > 0 ? n : n == 0 ? MHD_CONTENT_READER_END_OF_STREAM : MHD_CONTENT_READER_END_WITH_ERROR;
 }
 
+/* MHD's free callback: the response is done, or its client went away mid-page. */
 static void body_free(void *cls)
 {
-    struct body *bd = cls;
-    gr_prom_buf_free(&bd->buf);
-    free(bd);
+    gr_metrics_page_free(cls);
 }
 
 static enum MHD_Result reply_text(struct MHD_Connection *c, unsigned status, const char *text)
@@ -87,21 +83,29 @@ static enum MHD_Result reply_json(struct MHD_Connection *c, unsigned status, cha
     return rc;
 }
 
-static enum MHD_Result reply_metrics(struct gr_admin_http *a, struct MHD_Connection *c)
+/* The content reader of a HEAD's response: no body. */
+static ssize_t no_body(void *cls, uint64_t pos, char *out, size_t max)
 {
-    struct body *bd = calloc(1, sizeof *bd);
-    if (!bd) return MHD_NO;
-    gr_prom_buf_init(&bd->buf, 0);
-    if (!gr_metrics_render(a->b, &bd->buf)) {
-        body_free(bd);
-        return reply_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
-    }
-    struct MHD_Response *r =
-        MHD_create_response_from_callback(bd->buf.len, GR_ADMIN_BLOCK_BYTES, body_read, bd, body_free);
+    (void)cls, (void)pos, (void)out, (void)max;
+    return MHD_CONTENT_READER_END_OF_STREAM;
+}
+
+static enum MHD_Result reply_metrics(struct gr_admin_http *a, struct MHD_Connection *c, bool head)
+{
+    /* HEAD: the same status and type, nothing rendered. libmicrohttpd 0.9.75 writes a chunked body's last
+       chunk ("0\r\n\r\n") after a HEAD's headers, which a keep-alive client would take for the start of the
+       next answer: the HEAD answer is close-delimited instead (HTTP/1.0 framing, Connection: close) */
+    struct gr_metrics_page *page =
+        head ? NULL : gr_metrics_page_start(a->b); /* the render starts here, once */
+    if (!head && !page) return reply_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
+    /* size unknown: chunked, produced block by block from the loop */
+    struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, GR_ADMIN_BLOCK_BYTES,
+                                                               head ? no_body : body_read, page, body_free);
     if (!r) {
-        body_free(bd);
+        gr_metrics_page_free(page);
         return MHD_NO;
     }
+    if (head) MHD_set_response_options(r, MHD_RF_HTTP_1_0_SERVER, MHD_RO_END);
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8");
     enum MHD_Result rc = MHD_queue_response(c, MHD_HTTP_OK, r);
     MHD_destroy_response(r);
@@ -173,7 +177,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         return MHD_YES;
     /* /metrics: 503 while start-up has no store yet (a cluster-mode broker waiting for etcd) */
     if (!strcmp(url, "/metrics"))
-        return a->b->store && a->b->parts ? reply_metrics(a, c)
+        return a->b->store && a->b->parts ? reply_metrics(a, c, !strcmp(method, MHD_HTTP_METHOD_HEAD))
                                           : reply_text(c, MHD_HTTP_SERVICE_UNAVAILABLE, "starting\n");
     if (!strcmp(url, "/v1/status/live")) return reply_text(c, MHD_HTTP_OK, "ok\n");
     if (!strcmp(url, "/v1/status/ready"))

@@ -6,7 +6,11 @@
  * MHD's epoll descriptor and an ev_timer on MHD_get_timeout call MHD_run. GET and HEAD only (405 with an
  * Allow header otherwise), 404 for other paths, 431 when the request's header fields pass 8 KiB, at most 16
  * connections (a 17th is closed at once), idle ones closed after 30 s (gregor.admin.connections.max.idle.ms);
- * a body leaves in blocks of at most 64 KiB. /metrics answers 503 until the log directory is open (a
+ * a body leaves in blocks of at most 64 KiB. /metrics is produced block by block as it is sent (chunked;
+ * server/metrics_page.h), one step per libmicrohttpd content-reader call; a step that fails (out of memory)
+ * ends the response without its last chunk, so the scrape fails rather than reading as a shorter page; HEAD
+ * renders nothing and is answered close-delimited (libmicrohttpd 0.9.75 would write the last chunk of an
+ * empty chunked body after a HEAD's headers). /metrics answers 503 until the log directory is open (a
  * cluster-mode broker resolving its cluster id with etcd runs the loop before that).
  * Read next: server/metrics.c.
  */

@@ -152,6 +152,10 @@ static const struct gr_config_def defs[] = {
     {"gregor.admin.connections.max.idle.ms", GR_CFG_LONG, "30000", 1000, 86400000,
      "Gregor: an admin HTTP connection idle this long is closed (ms, rounded up to whole seconds); tests of "
      "the idle close lower it."},
+    {"gregor.metrics.partition.series.max", GR_CFG_INT, "10000", 0, INT32_MAX,
+     "Gregor: the most (group, topic, partition) rows whose per-partition consumer-group series /metrics "
+     "writes in one scrape; past it the rows with the largest lag are kept and the samples left out are "
+     "counted in gregor_metrics_series_dropped. Per-topic and per-group aggregates are always written."},
     {"gregor.acks.all.fsync", GR_CFG_BOOLEAN, "true", 0, 0,
      "Gregor: acks=-1 is answered once the batch is fsynced, and the high watermark follows the fsynced "
      "offset. false: Kafka's page-cache behaviour."},
@@ -841,6 +845,8 @@ void gr_config_resolve(struct gr_config *cfg)
     s->gregor_connection_unsent_bytes_max = gr_config_int(cfg, "gregor.connection.unsent.bytes.max");
     s->gregor_unsent_bytes_max = gr_config_int(cfg, "gregor.unsent.bytes.max");
     s->gregor_log_slow_request_ms = gr_config_int(cfg, "gregor.log.slow.request.ms");
+    s->gregor_metrics_partition_series_max =
+        (int32_t)gr_config_int(cfg, "gregor.metrics.partition.series.max");
     const char *endpoints = gr_config_str(cfg, "gregor.metadata.etcd.endpoints");
     int n = endpoints ? endpoints_parse(endpoints, s->gregor_metadata_etcd_endpoints) : 0;
     s->gregor_metadata_etcd_endpoint_count = n > 0 ? n : 0; /* values were validated when set */

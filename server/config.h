@@ -86,6 +86,7 @@ struct gr_broker_settings {
     int64_t gregor_connection_unsent_bytes_max;       /* gregor.connection.unsent.bytes.max */
     int64_t gregor_unsent_bytes_max;                  /* gregor.unsent.bytes.max */
     int64_t gregor_log_slow_request_ms;               /* gregor.log.slow.request.ms */
+    int32_t gregor_metrics_partition_series_max;      /* gregor.metrics.partition.series.max */
     /* Cluster mode (issue #19; read-only, as in Kafka). */
     int32_t gregor_metadata_etcd_endpoint_count; /* gregor.metadata.etcd.endpoints: 0 = single node */
     char gregor_metadata_etcd_endpoints[GR_ETCD_ENDPOINTS_MAX]

@@ -18,11 +18,6 @@
 #include "protocol/errors.h"
 #include "server/apis.h"
 #include "server/broker.h"
-#include "server/metrics_lagtime.h"
-#include "server/metrics_remote.h"
-#include "server/metrics_cluster.h"
-#include "server/metrics_groups.h"
-#include "server/metrics_help.h"
 #include "server/route.h"
 #include "storage/store.h"
 
@@ -315,32 +310,92 @@ static const struct {
     {"kafka_log_log_numlogsegments", 3},
 };
 
-bool gr_metrics_render(struct gr_broker *b, struct gr_prom_buf *out)
+/* One partition held here, as the log families show it. */
+struct log_row {
+    char *topic; /* owned: the slices outlive the loop iteration */
+    int32_t partition;
+    int64_t v[4]; /* log_families' values, by `which` */
+};
+
+struct gr_metrics_log_slice {
+    struct log_row *rows;
+    int64_t n;
+    size_t family; /* log_families index being written */
+    int64_t next;  /* its next row */
+    bool typed;    /* its # TYPE line written */
+};
+
+void gr_metrics_log_slice_free(struct gr_metrics_log_slice *st)
+{
+    if (!st) return;
+    for (int64_t i = 0; i < st->n; i++)
+        free(st->rows[i].topic);
+    free(st->rows);
+    free(st);
+}
+
+/* The counters and the snapshot of the partitions held here; NULL out of memory. */
+static struct gr_metrics_log_slice *head_start(struct gr_broker *b, struct gr_prom_buf *out)
 {
     struct gr_metrics *m = &b->metrics;
     int ntopics = gr_store_topic_count(b->store);
     const char **names = calloc((size_t)ntopics + 1, sizeof *names);
-    if (!names) return false;
-    for (int i = 0; i < ntopics; i++)
-        names[i] = gr_topic_name(gr_store_topic_at(b->store, i));
+    if (!names) return NULL;
+    int64_t held = 0;
+    for (int i = 0; i < ntopics; i++) {
+        struct gr_topic *t = gr_store_topic_at(b->store, i);
+        names[i] = gr_topic_name(t);
+        for (int32_t p = 0; p < gr_topic_partition_count(t); p++)
+            held += gr_topic_log(t, p) != NULL;
+    }
     gr_metrics_render_counters(m, names, ntopics, out);
     free(names);
-    for (size_t f = 0; f < sizeof log_families / sizeof log_families[0]; f++) {
-        gr_prom_type(out, log_families[f].name, "gauge");
-        for (int i = 0; i < ntopics; i++) {
-            struct gr_topic *t = gr_store_topic_at(b->store, i);
-            for (int32_t p = 0; p < gr_topic_partition_count(t); p++) {
-                struct gr_log *log = gr_topic_log(t, p);
-                if (!log) continue; /* a partition this broker does not hold */
-                char ps[16];
-                snprintf(ps, sizeof ps, "%d", p);
-                struct gr_prom_label l[2] = {{"topic", gr_topic_name(t)}, {"partition", ps}};
-                int64_t v = log_families[f].which == 0   ? gr_log_size_bytes(log)
-                            : log_families[f].which == 1 ? gr_log_start_offset(log)
-                            : log_families[f].which == 2 ? gr_log_end_offset(log)
-                                                         : gr_log_segment_count(log);
-                gr_prom_sample(out, log_families[f].name, l, 2, (double)v);
+    struct gr_metrics_log_slice *st = calloc(1, sizeof *st);
+    if (!st || !(st->rows = calloc((size_t)held + 1, sizeof *st->rows))) {
+        free(st);
+        return NULL;
+    }
+    for (int i = 0; i < ntopics; i++) {
+        struct gr_topic *t = gr_store_topic_at(b->store, i);
+        for (int32_t p = 0; p < gr_topic_partition_count(t) && st->n < held; p++) {
+            struct gr_log *log = gr_topic_log(t, p);
+            if (!log) continue; /* a partition this broker does not hold */
+            struct log_row *r = &st->rows[st->n];
+            if (!(r->topic = strdup(gr_topic_name(t)))) {
+                gr_metrics_log_slice_free(st);
+                return NULL;
             }
+            st->n++;
+            r->partition = p;
+            r->v[0] = gr_log_size_bytes(log);
+            r->v[1] = gr_log_start_offset(log);
+            r->v[2] = gr_log_end_offset(log);
+            r->v[3] = gr_log_segment_count(log);
+        }
+    }
+    return st;
+}
+
+int gr_metrics_render_head_step(struct gr_broker *b, struct gr_metrics_log_slice **state, size_t budget,
+                                struct gr_prom_buf *out)
+{
+    struct gr_metrics_log_slice *st = *state;
+    if (!st && !(st = *state = head_start(b, out))) {
+        out->failed = true;
+        return -1;
+    }
+    for (; st->family < sizeof log_families / sizeof log_families[0];
+         st->family++, st->next = 0, st->typed = false) {
+        const char *name = log_families[st->family].name;
+        if (!st->typed) gr_prom_type(out, name, "gauge");
+        st->typed = true;
+        for (; st->next < st->n; st->next++) {
+            if (out->len >= budget) return out->failed ? -1 : 1; /* the rest next time */
+            const struct log_row *r = &st->rows[st->next];
+            char ps[16];
+            snprintf(ps, sizeof ps, "%d", r->partition);
+            struct gr_prom_label l[2] = {{"topic", r->topic}, {"partition", ps}};
+            gr_prom_sample(out, name, l, 2, (double)r->v[log_families[st->family].which]);
         }
     }
     const char *cc = "kafka_controller_kafkacontroller_activecontrollercount";
@@ -348,17 +403,17 @@ bool gr_metrics_render(struct gr_broker *b, struct gr_prom_buf *out)
     /* single node: this broker is the controller; cluster mode: while it holds the controller epoch */
     gr_prom_sample(out, cc, NULL, 0,
                    !b->member ? 1.0 : (b->controller && gr_controller_epoch(b->controller)));
-    gr_metrics_groups_render(b, out);
-    gr_metrics_counts_render(&m->counts, b->fetcher ? gr_fetcher_stats(b->fetcher) : NULL, out);
-    gr_metrics_lagtime_render(b, out);
-    gr_metrics_cluster_render(b, out);
-    gr_metrics_status_render(b, out);
-    gr_metrics_remote_render(b, out); /* cluster mode: server/metrics_remote.h */
-    gr_reqtime_render(b, out);        /* request times, latency, idle fractions: server/request_metrics.h */
+    gr_metrics_log_slice_free(st);
+    *state = NULL;
+    return out->failed ? -1 : 0;
+}
+
+bool gr_metrics_render_tail(struct gr_broker *b, struct gr_prom_buf *out)
+{
+    struct gr_metrics *m = &b->metrics;
     render_process(m, out);
     gr_prom_type(out, "gregor_build_info", "gauge");
     struct gr_prom_label bl[2] = {{"version", m->version ? m->version : ""}, {"revision", GREGOR_REVISION}};
     gr_prom_sample(out, "gregor_build_info", bl, 2, 1);
-    gr_prom_add_help(out, gr_metrics_help); /* last: every family's HELP line (server/metrics_help.c) */
     return !out->failed;
 }

@@ -7,8 +7,8 @@
  * and KafkaApis.handleFetchRequest count them: MessagesInPerSec, BytesInPerSec, BytesOutPerSec,
  * TotalProduceRequestsPerSec, TotalFetchRequestsPerSec), overall and per topic. Replication fetches are not
  * counted in these. Per-topic counters are allocated when a topic is first counted, never per request.
- * gr_metrics_render writes them, with the logs' sizes and offsets read from the store on the loop, in the
- * names Kafka's JMX exporter gives them (kafka_server_brokertopicmetrics_*_total, ...).
+ * gr_metrics_render (server/metrics_page.h) writes them, with the logs' sizes and offsets read from the store
+ * on the loop, in the names Kafka's JMX exporter gives them (kafka_server_brokertopicmetrics_*_total, ...).
  * Read next: common/prom_text.h (the format), server/admin_http.c (the listener that serves the page).
  */
 #ifndef GR_METRICS_H
@@ -96,10 +96,17 @@ void gr_metrics_fetch_partition(struct gr_metrics *m, const char *topic, size_t 
 /* The counters of `topic`, or NULL when it was never counted. */
 const struct gr_topic_counters *gr_metrics_topic(const struct gr_metrics *m, const char *topic);
 
-/* Writes the whole /metrics page of broker `b` into `out` (Prometheus text format 0.0.4): the counters
-   above, kafka_log_log_* per local partition, the controller count, process_* figures from /proc/self and
-   gregor_build_info. Runs on the network thread. Returns false when `out` failed (memory or its max). */
-bool gr_metrics_render(struct gr_broker *b, struct gr_prom_buf *out);
+struct gr_metrics_log_slice; /* where the page's first section stands (metrics.c) */
+/* The page's first section in steps: with *state NULL, writes the counters above and takes a snapshot of
+   the partitions held here (topic names copied, sizes and offsets read now), then writes kafka_log_log_*
+   from it until out->len reaches `budget`; later calls go on; the last one writes the controller count and
+   frees the state. Returns 1 when more remain, 0 when done, -1 out of memory (out->failed set). */
+int gr_metrics_render_head_step(struct gr_broker *b, struct gr_metrics_log_slice **state, size_t budget,
+                                struct gr_prom_buf *out);
+/* Frees an unfinished first section's state (a page freed mid-way); NULL ignored. */
+void gr_metrics_log_slice_free(struct gr_metrics_log_slice *st);
+/* The page's last step: process_* figures from /proc/self and gregor_build_info. */
+bool gr_metrics_render_tail(struct gr_broker *b, struct gr_prom_buf *out);
 
 /* Writes the counter families of `m` only (no store, no process figures): what gr_metrics_render writes
    first; split out so unit tests can check exact lines. `topics`/`ntopics` name the topics to list (those

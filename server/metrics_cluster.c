@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cluster/controller.h"
 #include "cluster/image.h"
@@ -43,7 +44,8 @@ struct gr_metrics_isr_state gr_metrics_isr_state(int32_t replicas, int32_t isr, 
 
 /* One partition led here, as the scrape saw it. */
 struct led {
-    const struct gr_image_topic *it;
+    const struct gr_image_topic *it; /* valid while collecting only: the image may change between steps */
+    char *name;                      /* the topic's name, owned (the slices outlive the loop iteration) */
     int32_t partition;
     int32_t leader, replicas, isr;
     bool preferred;
@@ -149,7 +151,25 @@ static void gauge(struct gr_prom_buf *out, const char *name, double v)
     gr_prom_sample(out, name, NULL, 0, v);
 }
 
-bool gr_metrics_cluster_render(struct gr_broker *b, struct gr_prom_buf *out)
+struct gr_metrics_cluster_slice {
+    struct led *leds;
+    int64_t nled;
+    size_t family; /* led_families index being written */
+    int64_t next;  /* its next led */
+    bool typed;    /* its # TYPE line written */
+};
+
+void gr_metrics_cluster_slice_free(struct gr_metrics_cluster_slice *st)
+{
+    if (!st) return;
+    for (int64_t i = 0; i < st->nled; i++)
+        free(st->leds[i].name);
+    free(st->leds);
+    free(st);
+}
+
+/* The first step: the replica manager's counts and the led partitions' snapshot; NULL out of memory. */
+static struct gr_metrics_cluster_slice *cluster_start(struct gr_broker *b, struct gr_prom_buf *out)
 {
     const struct gr_image *img = b->image;
     /* the replica manager's counts over the local logs */
@@ -164,11 +184,13 @@ bool gr_metrics_cluster_render(struct gr_broker *b, struct gr_prom_buf *out)
             offline += gr_log_offline(log);
         }
     }
-    struct led *leds = calloc((size_t)held + 1, sizeof *leds);
+    struct gr_metrics_cluster_slice *st = calloc(1, sizeof *st);
+    struct led *leds = st ? calloc((size_t)held + 1, sizeof *leds) : NULL;
     if (!leds) {
-        out->failed = true; /* the caller refuses the page rather than serve it without these families */
-        return false;
+        free(st);
+        return NULL;
     }
+    st->leds = leds;
     int64_t nled = 0, under_repl = 0, under_min = 0, at_min = 0;
     int32_t nt = gr_image_topic_count(img);
     for (int32_t i = 0; i < nt; i++) {
@@ -176,7 +198,11 @@ bool gr_metrics_cluster_render(struct gr_broker *b, struct gr_prom_buf *out)
         for (int32_t p = 0; p < it->partition_count && nled < held; p++) {
             struct led *l = &leds[nled];
             if (!led_here(b, it, p, l)) continue;
-            nled++;
+            if (!(l->name = strdup(it->name))) {
+                gr_metrics_cluster_slice_free(st);
+                return NULL;
+            }
+            st->nled = ++nled;
             under_repl += l->st.under_replicated;
             under_min += l->st.under_min_isr;
             at_min += l->st.at_min_isr;
@@ -196,18 +222,14 @@ bool gr_metrics_cluster_render(struct gr_broker *b, struct gr_prom_buf *out)
     gr_prom_type(out, "kafka_server_replicamanager_isrexpands_total", "counter");
     gr_prom_sample_u64(out, "kafka_server_replicamanager_isrexpands_total", NULL, 0,
                        (uint64_t)rs.isr_expands);
+    return st;
+}
 
-    for (size_t f = 0; f < sizeof led_families / sizeof led_families[0]; f++) {
-        gr_prom_type(out, led_families[f].name, "gauge");
-        for (int64_t i = 0; i < nled; i++) {
-            char ps[16];
-            snprintf(ps, sizeof ps, "%d", (int)leds[i].partition);
-            struct gr_prom_label l[2] = {{"topic", leds[i].it->name}, {"partition", ps}};
-            gr_prom_sample(out, led_families[f].name, l, 2, (double)led_value(&leds[i], led_families[f].f));
-        }
-    }
-    free(leds);
-
+/* The last part: the controller's figures and kafka_exporter's cluster-wide ones, read now. */
+static void cluster_end(struct gr_broker *b, struct gr_prom_buf *out)
+{
+    const struct gr_image *img = b->image;
+    int32_t nt = gr_image_topic_count(img);
     /* the controller's figures: the active controller's image (a single node is its own controller) */
     bool active = !b->member || (b->controller && gr_controller_epoch(b->controller));
     struct gr_metrics_ctl_counts c = {0};
@@ -227,5 +249,42 @@ bool gr_metrics_cluster_render(struct gr_broker *b, struct gr_prom_buf *out)
             gr_prom_sample(out, "kafka_topic_partitions", &l, 1, (double)it->partition_count);
         }
     }
-    return !out->failed;
+}
+
+int gr_metrics_cluster_render_step(struct gr_broker *b, struct gr_metrics_cluster_slice **state,
+                                   size_t budget, struct gr_prom_buf *out)
+{
+    struct gr_metrics_cluster_slice *st = *state;
+    if (!st && !(st = *state = cluster_start(b, out))) {
+        out->failed = true; /* the page is refused rather than served without these families */
+        return -1;
+    }
+    for (; st->family < sizeof led_families / sizeof led_families[0];
+         st->family++, st->next = 0, st->typed = false) {
+        const char *name = led_families[st->family].name;
+        if (!st->typed) gr_prom_type(out, name, "gauge");
+        st->typed = true;
+        for (; st->next < st->nled; st->next++) {
+            if (out->len >= budget) return out->failed ? -1 : 1; /* the rest next time */
+            const struct led *l = &st->leds[st->next];
+            char ps[16];
+            snprintf(ps, sizeof ps, "%d", (int)l->partition);
+            struct gr_prom_label lb[2] = {{"topic", l->name}, {"partition", ps}};
+            gr_prom_sample(out, name, lb, 2, (double)led_value(l, led_families[st->family].f));
+        }
+    }
+    cluster_end(b, out);
+    gr_metrics_cluster_slice_free(st);
+    *state = NULL;
+    return out->failed ? -1 : 0;
+}
+
+bool gr_metrics_cluster_render(struct gr_broker *b, struct gr_prom_buf *out)
+{
+    struct gr_metrics_cluster_slice *st = NULL;
+    int rc;
+    while ((rc = gr_metrics_cluster_render_step(b, &st, SIZE_MAX, out)) > 0)
+        ;
+    gr_metrics_cluster_slice_free(st);
+    return rc == 0 && !out->failed;
 }

@@ -19,6 +19,7 @@
 #include "protocol/errors.h"
 #include "server/broker.h"
 #include "server/metrics_remote.h"
+#include "server/metrics_cap.h"
 #include "storage/lag.h"
 #include "storage/log.h"
 #include "storage/store.h"
@@ -210,22 +211,30 @@ static void topic_sums(const struct gr_group_lag_part *rows, int32_t from, int32
     }
 }
 
-/* Writes family `f`'s samples of group `g`. */
-static void render_group(enum family f, const struct gr_group_lag *g, struct gr_prom_buf *out)
+/* Writes family `f`'s samples of group `g` from row *row on (0: its first), each per-partition sample asked
+   of `cap` first; stops after the sample or topic run that brings out->len to `budget`, with *row the next
+   row. Returns true when the group's family is done. */
+static bool render_group(enum family f, const struct gr_group_lag *g, struct gr_metrics_cap *cap,
+                         int32_t *row, size_t budget, struct gr_prom_buf *out)
 {
     const char *name = family_names[f];
     if (f == MEMBERS) {
         struct gr_prom_label l = {"consumergroup", g->group};
         gr_prom_sample(out, name, &l, 1, (double)g->members);
-        return;
+        return true;
     }
-    for (int32_t i = 0; i < g->count;) {
+    for (int32_t i = *row; i < g->count;) {
+        if (out->len >= budget && i > *row) { /* a slice's worth written: go on from here next time */
+            *row = i;
+            return false;
+        }
         int32_t end = i; /* the rows of one topic: [i, end) */
         while (end < g->count && !strcmp(g->parts[end].topic, g->parts[i].topic))
             end++;
         if (f == CURRENT_OFFSET_SUM || f == LAG_SUM) {
             int64_t osum, lsum;
             bool lag_known;
+            /* aggregates: over every row of the topic, rows the cap leaves out included */
             topic_sums(g->parts, i, end, &osum, &lsum, &lag_known);
             struct gr_prom_label l[2] = {{"consumergroup", g->group}, {"topic", g->parts[i].topic}};
             if (f == CURRENT_OFFSET_SUM) gr_prom_sample(out, name, l, 2, (double)osum);
@@ -233,34 +242,48 @@ static void render_group(enum family f, const struct gr_group_lag *g, struct gr_
             i = end;
             continue;
         }
-        for (; i < end; i++) {
-            const struct gr_group_lag_part *p = &g->parts[i];
-            char ps[16];
-            struct gr_prom_label l[3] = {{"consumergroup", g->group},
-                                         {"topic", p->topic},
-                                         {"partition", pstr(ps, sizeof ps, p->partition)}};
-            if (f == CURRENT_OFFSET)
-                gr_prom_sample(out, name, l, 3, (double)p->committed);
-            else if (f == LAG && (p->committed < 0 || p->known)) /* no commit: -1 whatever the leader */
-                gr_prom_sample(out, name, l, 3, (double)gr_group_lag_kafka(p->committed, p->high_watermark));
-            else if (f == LAG_RECORDS && p->committed >= 0 && p->known)
-                gr_prom_sample(out, name, l, 3,
-                               (double)gr_group_lag_records(p->committed, p->high_watermark, p->log_start));
+        const struct gr_group_lag_part *p = &g->parts[i++];
+        bool emit = f == CURRENT_OFFSET || (f == LAG && (p->committed < 0 || p->known)) || /* no commit: -1 */
+                    (f == LAG_RECORDS && p->committed >= 0 && p->known);
+        if (!emit || !gr_metrics_cap_keep(cap, g->group, p->topic, p->partition)) continue;
+        char ps[16];
+        struct gr_prom_label l[3] = {{"consumergroup", g->group},
+                                     {"topic", p->topic},
+                                     {"partition", pstr(ps, sizeof ps, p->partition)}};
+        double v = f == CURRENT_OFFSET ? (double)p->committed
+                   : f == LAG          ? (double)gr_group_lag_kafka(p->committed, p->high_watermark)
+                              : (double)gr_group_lag_records(p->committed, p->high_watermark, p->log_start);
+        gr_prom_sample(out, name, l, 3, v);
+    }
+    *row = 0;
+    return true;
+}
+
+bool gr_metrics_groups_write_slice(const struct gr_group_lag *groups, int n, struct gr_metrics_cap *cap,
+                                   struct gr_metrics_groups_cursor *cur, size_t budget,
+                                   struct gr_prom_buf *out)
+{
+    for (; cur->family < FAMILIES; cur->family++, cur->group = 0, cur->typed = false) {
+        int f = cur->family;
+        /* kafka_exporter types its two _sum families gauge; promtool's linter refuses a gauge named *_sum (a
+           summary's reserved suffix) and leaves untyped families alone: the names stay, the type is untyped
+         */
+        if (!cur->typed)
+            gr_prom_type(out, family_names[f], f == CURRENT_OFFSET_SUM || f == LAG_SUM ? "untyped" : "gauge");
+        cur->typed = true;
+        for (; cur->group < n; cur->group++) {
+            if (out->failed) return false;
+            if (out->len >= budget) return false; /* the rest next time, from this group */
+            if (!render_group((enum family)f, &groups[cur->group], cap, &cur->row, budget, out)) return false;
         }
     }
+    return !out->failed;
 }
 
 bool gr_metrics_groups_render_lags(const struct gr_group_lag *groups, int n, struct gr_prom_buf *out)
 {
-    for (int f = 0; f < FAMILIES; f++) {
-        /* kafka_exporter types its two _sum families gauge; promtool's linter refuses a gauge named *_sum (a
-           summary's reserved suffix) and leaves untyped families alone: the names stay, the type is untyped
-         */
-        gr_prom_type(out, family_names[f], f == CURRENT_OFFSET_SUM || f == LAG_SUM ? "untyped" : "gauge");
-        for (int g = 0; g < n; g++)
-            render_group((enum family)f, &groups[g], out);
-    }
-    return !out->failed;
+    struct gr_metrics_groups_cursor cur = {0};
+    return gr_metrics_groups_write_slice(groups, n, NULL, &cur, SIZE_MAX, out);
 }
 
 static int by_group_id(const void *a, const void *b)
@@ -275,24 +298,43 @@ static bool served_here(struct gr_coordinator *c, struct gr_group *grp)
            gr_coord_check(c, gr_str_c(gr_group_id(grp))) == GR_ERR_NONE;
 }
 
-bool gr_metrics_groups_render(struct gr_broker *b, struct gr_prom_buf *out)
+int gr_metrics_groups_snapshot(struct gr_broker *b, struct gr_group_lag **groups, int *count)
 {
+    *groups = NULL;
+    *count = 0;
     int32_t total = b->coord && b->parts && b->image ? gr_coord_group_count(b->coord) : 0;
     struct gr_group_lag *gs = total > 0 ? calloc((size_t)total, sizeof *gs) : NULL;
-    if (total > 0 && !gs) return !(out->failed = true);
+    if (total > 0 && !gs) return -ENOMEM;
     int n = 0;
     bool ok = true;
     for (int32_t i = 0; i < total && ok; i++) {
         struct gr_group *grp = gr_coord_group_at(b->coord, i);
         if (grp && served_here(b->coord, grp)) ok = gr_group_lag_collect(b, grp, &gs[n++]) == 0;
     }
-    if (ok) {
-        if (n > 1) qsort(gs, (size_t)n, sizeof *gs, by_group_id);
-        ok = gr_metrics_groups_render_lags(gs, n, out);
+    if (!ok) {
+        gr_metrics_groups_snapshot_free(gs, n);
+        return -ENOMEM;
     }
+    if (n > 1) qsort(gs, (size_t)n, sizeof *gs, by_group_id);
+    *groups = gs;
+    *count = n;
+    return 0;
+}
+
+void gr_metrics_groups_snapshot_free(struct gr_group_lag *groups, int n)
+{
     for (int i = 0; i < n; i++)
-        gr_group_lag_free(&gs[i]);
-    free(gs);
+        gr_group_lag_free(&groups[i]);
+    free(groups);
+}
+
+bool gr_metrics_groups_render(struct gr_broker *b, struct gr_prom_buf *out)
+{
+    struct gr_group_lag *gs;
+    int n;
+    bool got = gr_metrics_groups_snapshot(b, &gs, &n) == 0;
+    bool ok = got && gr_metrics_groups_render_lags(gs, n, out);
+    if (got) gr_metrics_groups_snapshot_free(gs, n);
     if (!ok) out->failed = true; /* a page without the groups' series would read as "no groups" */
     return ok;
 }

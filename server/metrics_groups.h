@@ -44,6 +44,7 @@
 #include <stdint.h>
 
 #include "common/prom_text.h"
+#include "server/metrics_cap.h"
 
 struct gr_broker;
 struct gr_group;
@@ -106,9 +107,32 @@ void gr_group_lag_fill_time(struct gr_broker *b, struct gr_group_lag *gl, int64_
    check metrics refuses a gauge named *_sum, a summary's reserved suffix; kafka_exporter's names are kept).
    Pure: the unit test's entry. Returns false when `out` failed (memory or its max). */
 bool gr_metrics_groups_render_lags(const struct gr_group_lag *groups, int n, struct gr_prom_buf *out);
-/* Collects every group broker `b`'s coordinator serves (none while the coordinator is not started) and
-   writes them with gr_metrics_groups_render_lags. The call gr_metrics_render makes. Returns false when out
-   of memory. */
+/* Where a sliced write of the six families stands (gr_metrics_groups_write_slice). All zero: the start. */
+struct gr_metrics_groups_cursor {
+    int family;  /* the family being written (the order above) */
+    int group;   /* its next group */
+    int32_t row; /* that group's next row */
+    bool typed;  /* the family's # TYPE line is written */
+};
+/* Writes the six families of groups[0..n) from `cur` on into `out`, in slices: stops once out->len reaches
+   `budget` bytes (after the sample or per-topic sum that passes it; at least one line per call), `cur` then
+   naming where the next call goes on; concatenated, the slices are byte for byte what one call with budget
+   SIZE_MAX writes, whatever the budget. Before each per-partition sample (current_offset, lag, lag_records)
+   asks gr_metrics_cap_keep(cap, ...) (NULL: all kept), which counts what it refuses; the _sum families and
+   members are written for every row, refused or not. Returns true when every family is written, false
+   when more remain or `out` failed (out->failed). */
+bool gr_metrics_groups_write_slice(const struct gr_group_lag *groups, int n, struct gr_metrics_cap *cap,
+                                   struct gr_metrics_groups_cursor *cur, size_t budget,
+                                   struct gr_prom_buf *out);
+/* Collects every group broker `b`'s coordinator serves now (none while the coordinator is not started), as
+   gr_group_lag_collect each, sorted by group id: the snapshot the page's group section and the series cap
+   work from. Strings in it are borrowed (coordinator, image): valid on the loop until they change. Returns 0
+   (*groups and *count set; free with gr_metrics_groups_snapshot_free) or -ENOMEM (nothing set). */
+int gr_metrics_groups_snapshot(struct gr_broker *b, struct gr_group_lag **groups, int *count);
+/* Frees a snapshot of `n` groups. */
+void gr_metrics_groups_snapshot_free(struct gr_group_lag *groups, int n);
+/* gr_metrics_groups_snapshot then gr_metrics_groups_render_lags into `out`, no cap. Returns false when out of
+   memory. */
 bool gr_metrics_groups_render(struct gr_broker *b, struct gr_prom_buf *out);
 
 /* The JSON object of one partition row `p` of /v1/groups/<group>/lag: topic, partition, committed_offset,

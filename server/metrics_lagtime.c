@@ -22,14 +22,34 @@ static const char *const F_HR_RECORDS = "gregor_consumergroup_retention_headroom
 static const char *const F_HR_SECONDS = "gregor_consumergroup_retention_headroom_seconds";
 static const char *const F_MIN_HR = "gregor_consumergroup_min_retention_headroom_seconds";
 
-bool gr_metrics_lagtime_write(const struct gr_lagtime_row *rows, int n, struct gr_prom_buf *out)
+bool gr_metrics_lagtime_write_slice(const struct gr_lagtime_row *rows, int n, struct gr_metrics_cap *cap,
+                                    struct gr_metrics_lagtime_cursor *cur, size_t budget,
+                                    struct gr_prom_buf *out)
 {
-    const char *fams[4] = {F_BYTES, F_SECONDS, F_HR_RECORDS, F_HR_SECONDS};
-    for (int f = 0; f < 4; f++) {
-        gr_prom_type(out, fams[f], "gauge");
-        for (int i = 0; i < n; i++) {
-            const struct gr_lagtime_row *r = &rows[i];
+    const char *fams[5] = {F_BYTES, F_SECONDS, F_HR_RECORDS, F_HR_SECONDS, F_MIN_HR};
+    for (; cur->family < 5; cur->family++, cur->row = 0, cur->typed = false) {
+        int f = cur->family;
+        if (!cur->typed) gr_prom_type(out, fams[f], "gauge");
+        cur->typed = true;
+        while (cur->row < n) {
+            if (out->failed) return false;
+            if (out->len >= budget) return false; /* a slice's worth written: the rest next time */
+            const struct gr_lagtime_row *r = &rows[cur->row];
+            if (f ==
+                4) { /* the group's least headroom over all its rows, those the cap leaves out included */
+                double min = INFINITY;
+                int j = cur->row;
+                for (; j < n && !strcmp(rows[j].group, r->group); j++)
+                    if (rows[j].partition >= 0 && rows[j].v.headroom_seconds < min)
+                        min = rows[j].v.headroom_seconds;
+                struct gr_prom_label l = {"consumergroup", r->group};
+                gr_prom_sample(out, F_MIN_HR, &l, 1, min);
+                cur->row = j;
+                continue;
+            }
+            cur->row++;
             if (r->partition < 0 || (f == 1 && r->v.seconds < 0)) continue;
+            if (!gr_metrics_cap_keep(cap, r->group, r->topic, r->partition)) continue;
             char ps[16];
             snprintf(ps, sizeof ps, "%d", r->partition);
             struct gr_prom_label l[3] = {{"consumergroup", r->group}, {"topic", r->topic}, {"partition", ps}};
@@ -40,17 +60,13 @@ bool gr_metrics_lagtime_write(const struct gr_lagtime_row *rows, int n, struct g
             gr_prom_sample(out, fams[f], l, 3, v);
         }
     }
-    gr_prom_type(out, F_MIN_HR, "gauge");
-    for (int i = 0; i < n;) {
-        double min = INFINITY;
-        int j = i;
-        for (; j < n && !strcmp(rows[j].group, rows[i].group); j++)
-            if (rows[j].partition >= 0 && rows[j].v.headroom_seconds < min) min = rows[j].v.headroom_seconds;
-        struct gr_prom_label l = {"consumergroup", rows[i].group};
-        gr_prom_sample(out, F_MIN_HR, &l, 1, min);
-        i = j;
-    }
     return !out->failed;
+}
+
+bool gr_metrics_lagtime_write(const struct gr_lagtime_row *rows, int n, struct gr_prom_buf *out)
+{
+    struct gr_metrics_lagtime_cursor cur = {0};
+    return gr_metrics_lagtime_write_slice(rows, n, NULL, &cur, SIZE_MAX, out);
 }
 
 struct collect {
@@ -112,7 +128,7 @@ static void on_offset(void *ctx, const char *topic, int32_t partition, int64_t o
     r->v = v;
 }
 
-bool gr_metrics_lagtime_render(struct gr_broker *b, struct gr_prom_buf *out)
+int gr_metrics_lagtime_collect(struct gr_broker *b, struct gr_lagtime_row **rows, int *count)
 {
     struct collect c = {.b = b, .now_ms = gr_time_wall_ms()};
     int32_t ng = b->coord ? gr_coord_group_count(b->coord) : 0;
@@ -127,7 +143,42 @@ bool gr_metrics_lagtime_render(struct gr_broker *b, struct gr_prom_buf *out)
             if (r) r->partition = -1;
         }
     }
-    bool ok = gr_metrics_lagtime_write(c.rows, c.n, out) && !c.nomem;
-    free(c.rows);
+    if (c.nomem) { /* the strings are still borrowed */
+        free(c.rows);
+        return -1;
+    }
+    /* own the strings: the rows outlive this loop iteration when the page is written in slices */
+    for (int i = 0; i < c.n && !c.nomem; i++) {
+        char *g = strdup(c.rows[i].group), *t = c.rows[i].topic ? strdup(c.rows[i].topic) : NULL;
+        c.rows[i].group = g;
+        c.rows[i].topic = t;
+        if (!g || (c.rows[i].partition >= 0 && !t)) c.nomem = true;
+        if (c.nomem) c.n = i + 1; /* free what was copied so far */
+    }
+    if (c.nomem) {
+        gr_metrics_lagtime_rows_free(c.rows, c.n);
+        return -1;
+    }
+    *rows = c.rows;
+    *count = c.n;
+    return 0;
+}
+
+void gr_metrics_lagtime_rows_free(struct gr_lagtime_row *rows, int n)
+{
+    for (int i = 0; i < n; i++) {
+        free((char *)rows[i].group);
+        free((char *)rows[i].topic);
+    }
+    free(rows);
+}
+
+bool gr_metrics_lagtime_render(struct gr_broker *b, struct gr_prom_buf *out)
+{
+    struct gr_lagtime_row *rows;
+    int n;
+    if (gr_metrics_lagtime_collect(b, &rows, &n) < 0) return !(out->failed = true);
+    bool ok = gr_metrics_lagtime_write(rows, n, out);
+    gr_metrics_lagtime_rows_free(rows, n);
     return ok;
 }

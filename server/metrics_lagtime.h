@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "common/prom_text.h"
+#include "server/metrics_cap.h"
 #include "storage/lag.h"
 
 struct gr_broker;
@@ -39,9 +40,32 @@ struct gr_lagtime_row {
    `out` failed. */
 bool gr_metrics_lagtime_write(const struct gr_lagtime_row *rows, int n, struct gr_prom_buf *out);
 
+/* Where a sliced write of the five families stands (gr_metrics_lagtime_write_slice). All zero: the start. */
+struct gr_metrics_lagtime_cursor {
+    int family; /* 0-3 the per-partition families in the order above, 4 the min headroom */
+    int row;    /* the family's next row */
+    bool typed; /* its # TYPE line is written */
+};
+
+/* gr_metrics_lagtime_write in slices: from `cur` on, stops once out->len reaches `budget` bytes (at least one
+   row per call), `cur` naming where the next call goes on; the slices concatenated are byte for byte what
+   one call with budget SIZE_MAX writes. Before each per-partition sample asks gr_metrics_cap_keep(cap, ...)
+   (NULL: all kept), which counts what it refuses; the min headroom is over every row. Returns true when all
+   five families are written, false when more remain or `out` failed (out->failed). */
+bool gr_metrics_lagtime_write_slice(const struct gr_lagtime_row *rows, int n, struct gr_metrics_cap *cap,
+                                    struct gr_metrics_lagtime_cursor *cur, size_t budget,
+                                    struct gr_prom_buf *out);
+
 /* Collects the rows of broker `b` (groups of b->coord, committed offsets whose partition has a log here,
-   figures at the wall clock now) and writes them with gr_metrics_lagtime_write. Network thread; no disk
-   I/O. Returns false when `out` failed or out of memory. */
+   figures at the wall clock now), their group and topic strings copied (owned: the rows may be written over
+   several loop iterations). Network thread; no disk I/O. Returns 0 (*rows, *count set; free with
+   gr_metrics_lagtime_rows_free) or -1 out of memory. */
+int gr_metrics_lagtime_collect(struct gr_broker *b, struct gr_lagtime_row **rows, int *count);
+/* Frees rows from gr_metrics_lagtime_collect. */
+void gr_metrics_lagtime_rows_free(struct gr_lagtime_row *rows, int n);
+
+/* gr_metrics_lagtime_collect then gr_metrics_lagtime_write into `out`, no cap. Returns false when `out`
+   failed or out of memory. */
 bool gr_metrics_lagtime_render(struct gr_broker *b, struct gr_prom_buf *out);
 
 #endif

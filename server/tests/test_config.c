@@ -131,6 +131,11 @@ static void test_bad_values(void **state)
     assert_int_equal(gr_config_set(&c, "gregor.log.format", ""), -1);
     assert_string_equal(gr_config_str(&c, "gregor.log.format"), "logfmt");
     assert_int_equal(gr_config_set(&c, "gregor.log.format", "json"), 0);
+    assert_int_equal(gr_config_set(&c, "gregor.metrics.partition.series.max", "-1"), -1); /* 0 .. 2^31-1 */
+    assert_int_equal(gr_config_set(&c, "gregor.metrics.partition.series.max", "2147483648"), -1);
+    assert_int_equal(c.settings.gregor_metrics_partition_series_max, 10000); /* the default, kept */
+    assert_int_equal(gr_config_set(&c, "gregor.metrics.partition.series.max", "0"), 0);
+    assert_int_equal(c.settings.gregor_metrics_partition_series_max, 0);
     assert_int_equal(gr_config_set(&c, "no.such.key", "1"), 1); /* unknown: warned and ignored */
     assert_int_equal(gr_config_set_kv(&c, "novalue"), -1);
     assert_int_equal(gr_config_int(&c, "num.partitions"), 1); /* unchanged by the failures */
