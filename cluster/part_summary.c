@@ -184,6 +184,12 @@ int32_t gr_part_summaries_count(const struct gr_part_summaries *s)
     return s ? s->n : 0;
 }
 
+int64_t gr_part_summary_caught_up(const struct gr_part_summary *sum)
+{
+    int64_t c = sum->caught_up_offset;
+    return c >= 0 && c <= sum->high_watermark ? c : sum->high_watermark;
+}
+
 const struct gr_log_lag *gr_part_summary_lag(const struct gr_part_summary *sum, int64_t committed)
 {
     int32_t lo = 0, hi = sum->offset_count - 1;
@@ -227,6 +233,7 @@ int gr_part_summary_local(struct gr_partition *part, const struct gr_log *log, c
     out->last_stable_offset = gr_partition_last_stable_offset(part);
     out->log_start_offset = gr_log_start_offset(log);
     out->log_end_offset = gr_log_end_offset(log);
+    out->caught_up_offset = gr_lag_caught_up(gr_log_data_end_offset(log), out->high_watermark);
     out->offset_count = d;
     struct gr_log_lag v;
     for (int32_t i = 0; i < d; i++) {

@@ -5,7 +5,8 @@
  * most once per second per leader in one batched Gregor-internal request with a 500 ms timeout).
  *
  * A summary holds the leader's view of one partition: its high watermark (the visible offset: what
- * ListOffsets' latest answers), last stable offset, log start and log end offsets, the 15-minute append rate,
+ * ListOffsets' latest answers), last stable offset, log start and log end offsets, the caught-up offset (no
+ * readable record at or past it below the high watermark: storage/lag.h), the 15-minute append rate,
  * and for each committed offset the coordinator asked about, the four lag figures of storage/lag.h
  * (gr_log_lag: lag bytes and seconds, retention headroom records and seconds) computed by the leader from its
  * own segments and append history. The leader computes them rather than shipping its segment list and sample
@@ -45,8 +46,9 @@ struct gr_part_summary {
     int64_t last_stable_offset; /* == high_watermark without open transactions */
     int64_t log_start_offset;
     int64_t log_end_offset;
-    double rate;                            /* append rate, bytes/s over 15 minutes (gr_lag_rate) */
-    int32_t offset_count;                   /* entries in offsets[] */
+    int64_t caught_up_offset; /* storage/lag.h gr_lag_caught_up; -1 not sent (the high watermark stands in) */
+    double rate;              /* append rate, bytes/s over 15 minutes (gr_lag_rate) */
+    int32_t offset_count;     /* entries in offsets[] */
     struct gr_part_summary_offset *offsets; /* sorted by committed, distinct; owned by whoever owns the
                                                summary (the cache after gr_part_summaries_replace_leader) */
 };
@@ -86,6 +88,9 @@ const struct gr_part_summary *gr_part_summaries_find(const struct gr_part_summar
 /* The number of entries cached. */
 int32_t gr_part_summaries_count(const struct gr_part_summaries *s);
 
+/* The caught-up offset of `sum`: its caught_up_offset when the leader sent one within [0, high watermark],
+   else the high watermark (a leader that does not send it: nothing hidden, lag as before). */
+int64_t gr_part_summary_caught_up(const struct gr_part_summary *sum);
 /* Returns borrowed: the figures `sum` holds for committed offset `committed`, NULL when it was not asked
    about (the commit is newer than the latest refresh). */
 const struct gr_log_lag *gr_part_summary_lag(const struct gr_part_summary *sum, int64_t committed);
@@ -103,7 +108,8 @@ bool gr_part_summary_request_within_bounds(const struct gr_partition_summary_req
 /* The leader's side (the PartitionSummary handler, server/handlers/partition_summary.c): fills `out` for
    partition `part` with local log `log` (both borrowed; the caller checked this broker leads it) at `now_ms`
    (wall clock), from memory only (network thread, no disk I/O): high watermark
-   (gr_partition_visible_offset), last stable offset, log start and end, the append rate (gr_lag_rate), and
+   (gr_partition_visible_offset), last stable offset, log start and end, the caught-up offset
+   (gr_lag_caught_up of gr_log_data_end_offset and that high watermark), the append rate (gr_lag_rate), and
    for each distinct non-negative value of committed[0..n) the figures of storage/lag.h gr_log_lag, sorted by
    committed offset into out->offsets, which the caller provides with room for n entries (negative values are
    skipped: a commit is >= 0). Returns 0, or -EROFS for an offline or deleted log (KAFKA_STORAGE_ERROR),

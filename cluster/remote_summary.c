@@ -163,13 +163,14 @@ static void take_answer(struct leader *l, const struct gr_partition_summary_resp
             if (rp->error_code != GR_ERR_NONE || rp->offsets.count < 0 ||
                 rp->offsets.count > GR_PART_SUMMARY_OFFSETS_MAX)
                 continue; /* left out (counted below) */
-            struct gr_part_summary s = {rp->high_watermark,
-                                        rp->last_stable_offset,
-                                        rp->log_start_offset,
-                                        rp->log_end_offset,
-                                        rp->rate,
-                                        rp->offsets.count,
-                                        NULL};
+            struct gr_part_summary s = {.high_watermark = rp->high_watermark,
+                                        .last_stable_offset = rp->last_stable_offset,
+                                        .log_start_offset = rp->log_start_offset,
+                                        .log_end_offset = rp->log_end_offset,
+                                        .caught_up_offset = rp->caught_up_offset,
+                                        .rate = rp->rate,
+                                        .offset_count = rp->offsets.count,
+                                        .offsets = NULL};
             if (s.offset_count && !(s.offsets = malloc(sizeof *s.offsets * (size_t)s.offset_count))) continue;
             for (int32_t o = 0; o < s.offset_count; o++) {
                 const struct gr_partition_summary_response_partition_summary_offset *ro =

@@ -29,8 +29,9 @@ int64_t gr_group_lag_kafka(int64_t committed, int64_t hw)
     return committed < 0 ? -1 : hw - committed;
 }
 
-int64_t gr_group_lag_records(int64_t committed, int64_t hw, int64_t log_start)
+int64_t gr_group_lag_records(int64_t committed, int64_t hw, int64_t log_start, int64_t caught_up)
 {
+    if (committed >= caught_up) return 0;
     int64_t from = committed > log_start ? committed : log_start;
     return hw > from ? hw - from : 0;
 }
@@ -84,13 +85,14 @@ static int by_topic_partition(const void *a, const void *b)
 static void fill_local(struct gr_broker *b, const struct gr_image_topic *it, struct gr_group_lag_part *p)
 {
     p->known = false;
-    p->high_watermark = p->log_start = -1;
+    p->high_watermark = p->log_start = p->caught_up = -1;
     const struct gr_part_summary *sum; /* led by another broker: its leader's summary (metrics_remote.h) */
     if (gr_metrics_remote_elsewhere(b, it->name, p->partition, &sum)) {
         if (sum) {
             p->known = true;
             p->high_watermark = sum->high_watermark;
             p->log_start = sum->log_start_offset;
+            p->caught_up = gr_part_summary_caught_up(sum);
         }
         return;
     }
@@ -102,6 +104,7 @@ static void fill_local(struct gr_broker *b, const struct gr_image_topic *it, str
     p->known = true;
     p->high_watermark = gr_partition_visible_offset(part);
     p->log_start = gr_log_start_offset(log);
+    p->caught_up = gr_lag_caught_up(gr_log_data_end_offset(log), p->high_watermark);
 }
 
 /* A malloc'd copy of `s` with every byte not in a valid UTF-8 sequence replaced by U+FFFD; NULL when `s` is
@@ -252,7 +255,8 @@ static bool render_group(enum family f, const struct gr_group_lag *g, struct gr_
                                      {"partition", pstr(ps, sizeof ps, p->partition)}};
         double v = f == CURRENT_OFFSET ? (double)p->committed
                    : f == LAG          ? (double)gr_group_lag_kafka(p->committed, p->high_watermark)
-                              : (double)gr_group_lag_records(p->committed, p->high_watermark, p->log_start);
+                              : (double)gr_group_lag_records(p->committed, p->high_watermark, p->log_start,
+                                                             p->caught_up);
         gr_prom_sample(out, name, l, 3, v);
     }
     *row = 0;
@@ -351,9 +355,9 @@ json_t *gr_group_lag_part_json(const struct gr_group_lag_part *p)
     if (p->known && p->committed >= 0)
         ok = ok && !json_object_set_new(o, "high_watermark", json_integer(p->high_watermark)) &&
              !json_object_set_new(o, "log_start_offset", json_integer(p->log_start)) &&
-             !json_object_set_new(
-                 o, "lag_records",
-                 json_integer(gr_group_lag_records(p->committed, p->high_watermark, p->log_start)));
+             !json_object_set_new(o, "lag_records",
+                                  json_integer(gr_group_lag_records(p->committed, p->high_watermark,
+                                                                    p->log_start, p->caught_up)));
     else /* led by another broker that did not answer in time: not known here */
         ok = ok && !json_object_set_new(o, "high_watermark", json_null()) &&
              !json_object_set_new(o, "log_start_offset", json_null()) &&

@@ -62,6 +62,7 @@ struct gr_group_lag_part {
     bool known;             /* led here and readable: high_watermark and log_start are this broker's */
     int64_t high_watermark; /* -1 when !known */
     int64_t log_start;      /* -1 when !known */
+    int64_t caught_up;      /* storage/lag.h gr_lag_caught_up (<= high_watermark); -1 when !known */
     /* lag in bytes and seconds and retention headroom (storage/lag.h gr_log_lag), for /v1/groups/<g>/lag only
        (the page's families are server/metrics_lagtime.c's): set by gr_group_lag_fill_time; false: JSON null
      */
@@ -86,9 +87,10 @@ struct gr_group_lag {
 /* kafka_exporter's kafka_consumergroup_lag for committed offset `committed` (-1: none) and high watermark
    `hw`: -1 without a commit, else hw - committed, not clamped. */
 int64_t gr_group_lag_kafka(int64_t committed, int64_t hw);
-/* gregor_consumergroup_lag_records (issue #22): hw - max(committed, log_start), 0 when that is negative.
-   `committed` must be a commit (>= 0). */
-int64_t gr_group_lag_records(int64_t committed, int64_t hw, int64_t log_start);
+/* gregor_consumergroup_lag_records (issue #22): 0 when committed >= `caught_up` (storage/lag.h
+   gr_lag_caught_up: nothing readable left below the high watermark, e.g. only a transaction marker), else
+   hw - max(committed, log_start), 0 when that is negative. `committed` must be a commit (>= 0). */
+int64_t gr_group_lag_records(int64_t committed, int64_t hw, int64_t log_start, int64_t caught_up);
 
 /* Fills `out` with group `grp` of broker `b`'s coordinator: state, members and one row per partition of every
    topic of the metadata image in which the group has a committed offset (topics no longer in the image are

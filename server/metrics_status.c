@@ -16,6 +16,8 @@
 #include "partition/partition.h"
 #include "server/broker.h"
 #include "server/metrics_remote.h"
+#include "storage/lag.h"
+#include "storage/log.h"
 #include "storage/store.h"
 
 struct gr_lost_entry {
@@ -118,11 +120,14 @@ int64_t gr_metrics_status_hw(void *ctx, const char *topic, int32_t partition)
 {
     struct gr_broker *b = ctx;
     const struct gr_part_summary *sum; /* led by another broker: its leader's high watermark */
-    if (gr_metrics_remote_elsewhere(b, topic, partition, &sum)) return sum ? sum->high_watermark : -1;
+    if (gr_metrics_remote_elsewhere(b, topic, partition, &sum))
+        return sum ? gr_part_summary_caught_up(sum) : -1;
     struct gr_topic *t = b->store ? gr_store_topic_find(b->store, topic, strlen(topic)) : NULL;
     if (!t || partition < 0 || partition >= gr_topic_partition_count(t)) return -1;
     struct gr_log *log = gr_topic_log(t, partition);
-    return log ? gr_partition_visible_offset(gr_broker_partition(b, log)) : -1;
+    if (!log) return -1;
+    int64_t hw = gr_partition_visible_offset(gr_broker_partition(b, log));
+    return gr_lag_caught_up(gr_log_data_end_offset(log), hw);
 }
 
 struct status_walk {

@@ -63,8 +63,11 @@ void gr_metrics_status_remote_moved(void *ctx, const char *topic, int32_t partit
                                     int64_t new_start);
 
 /* The coordinator's high watermark reader (coordinator/group_status.h gr_coord_set_hw_fn) with `ctx` = the
-   broker: the visible offset of the partition's replica held here, -1 when not held here; for a partition
-   another broker leads (cluster mode), its leader's summarized high watermark, -1 without one. */
+   broker: the caught-up offset (storage/lag.h gr_lag_caught_up: the visible offset, lowered to the end of
+   the latest non-control batch, so a group committed past its last data record but below a trailing
+   transaction marker is caught up as Burrow sees it) of the partition's replica held here, -1 when not held
+   here; for a partition another broker leads (cluster mode), its leader's summarized one
+   (gr_part_summary_caught_up), -1 without one. */
 int64_t gr_metrics_status_hw(void *ctx, const char *topic, int32_t partition);
 
 /* Writes gregor_consumergroup_status and gregor_consumergroup_records_lost_total of broker `b` (network

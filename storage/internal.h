@@ -98,6 +98,10 @@ struct gr_log {
     int seg_count, seg_cap;
     int64_t log_start_offset;
     int64_t log_end_offset; /* written under mu, read unlocked by the network thread */
+    /* An upper bound on the end offset (last offset + 1) of the latest non-control batch (storage/log.h
+       gr_log_data_end_offset): set by leader and follower appends of data batches, lowered by truncations,
+       the log end offset at open. Network thread. */
+    int64_t data_end_offset;
     int64_t high_watermark; /* last reported by the server, or restored from the checkpoint; -1 none */
     bool hwm_from_server;   /* set since open: only then does it bound retention */
     int64_t size_bytes;

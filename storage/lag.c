@@ -165,6 +165,11 @@ int64_t gr_lag_bytes(const struct gr_lag_seg *segs, int n, int64_t log_start, in
     return bytes;
 }
 
+int64_t gr_lag_caught_up(int64_t data_end, int64_t hw)
+{
+    return data_end <= hw ? data_end : hw;
+}
+
 double gr_lag_seconds(const struct gr_lag_ring *r, int64_t log_start, int64_t caught_up, int64_t c,
                       int64_t now_ms)
 {
@@ -254,8 +259,9 @@ int gr_log_lag(const struct gr_log *log, int64_t c, int64_t now_ms, struct gr_lo
     int64_t at = c < ls ? ls : c;
     int32_t ipos = index_pos_below(log->segs[seg_for(segs, n, at)], at);
     out->rate = gr_lag_rate(&log->lag, now_ms);
-    out->bytes = gr_lag_bytes(segs, n, ls, le, c, &log->lag, ipos);
-    out->seconds = gr_lag_seconds(&log->lag, ls, hw, c, now_ms);
+    int64_t caught = gr_lag_caught_up(log->data_end_offset, hw);
+    out->bytes = c >= caught ? 0 : gr_lag_bytes(segs, n, ls, le, c, &log->lag, ipos);
+    out->seconds = gr_lag_seconds(&log->lag, ls, caught, c, now_ms);
     out->headroom_records = c - ls;
     out->headroom_seconds = gr_lag_headroom_seconds(segs, n, ls, c, out->rate, now_ms, &cfg);
     if (segs != stack) free(segs);

@@ -100,7 +100,14 @@ struct gr_lag_cfg {
    that segment. 0 when c >= log_end. Bytes, >= 0. */
 int64_t gr_lag_bytes(const struct gr_lag_seg *segs, int n, int64_t log_start, int64_t log_end, int64_t c,
                      const struct gr_lag_ring *r, int32_t index_pos);
-/* Lag in seconds of committed offset `c` (issue #22): 0 when c >= `caught_up` (the high watermark), else
+/* A partition's caught-up offset: the smallest offset from which nothing readable lies below the high
+   watermark `hw`: `data_end` (storage/log.h gr_log_data_end_offset, the end of the latest non-control batch)
+   when it is <= hw, else hw. Control records (transaction markers) are never returned to a consumer
+   (Kafka's consumer Fetcher skips control batches), so a group committed at or past it has nothing left to
+   read: Gregor's own lag families report 0 for it (kafka_exporter's kafka_consumergroup_lag keeps hw -
+   committed). An upper bound when data_end is one. */
+int64_t gr_lag_caught_up(int64_t data_end, int64_t hw);
+/* Lag in seconds of committed offset `c` (issue #22): 0 when c >= `caught_up` (gr_lag_caught_up), else
    now - the time of the sample of `r` at or below max(c, log start) (never negative). -1 when no sample is at
    or below it (unknown: no timestamps in the log). Seconds. */
 double gr_lag_seconds(const struct gr_lag_ring *r, int64_t log_start, int64_t caught_up, int64_t c,
@@ -119,15 +126,16 @@ double gr_lag_headroom_seconds(const struct gr_lag_seg *segs, int n, int64_t log
 
 /* All four of one committed offset on one local log. */
 struct gr_log_lag {
-    int64_t bytes;            /* gr_lag_bytes to the log end */
-    double seconds;           /* gr_lag_seconds against the high watermark; -1 unknown */
+    int64_t bytes;            /* gr_lag_bytes to the log end; 0 when c >= the caught-up offset */
+    double seconds;           /* gr_lag_seconds against the caught-up offset; -1 unknown */
     int64_t headroom_records; /* c - log start offset (negative: already deleted) */
     double headroom_seconds;  /* gr_lag_headroom_seconds */
     double rate;              /* gr_lag_rate, bytes/s */
 };
 /* Fills `out` for committed offset `c` of `log` at `now_ms` (wall clock) from memory only: segments, their
-   in-memory offset index, the sample history and the topic's effective config. Network thread. Returns 0,
-   -EROFS (offline or deleted: `out` untouched) or -ENOMEM. */
+   in-memory offset index, the sample history and the topic's effective config; bytes and seconds are 0 when
+   c >= gr_lag_caught_up(gr_log_data_end_offset(log), the high watermark storage knows). Network thread.
+   Returns 0, -EROFS (offline or deleted: `out` untouched) or -ENOMEM. */
 int gr_log_lag(const struct gr_log *log, int64_t c, int64_t now_ms, struct gr_log_lag *out);
 
 #endif

@@ -51,6 +51,10 @@ int64_t gr_log_end_offset(const struct gr_log *log)
 {
     return log->log_end_offset;
 }
+int64_t gr_log_data_end_offset(const struct gr_log *log)
+{
+    return log->data_end_offset;
+}
 int64_t gr_log_durable_offset(const struct gr_log *log)
 {
     return atomic_load(&((struct gr_log *)log)->durable_offset);
@@ -841,6 +845,7 @@ int gr_log_append(struct gr_log *log, uint8_t *batch, size_t len, int64_t log_ap
     gr_segment_note_batch(seg, batch, pos, cfg);
     gr_log_note_producer(log, seg, batch, len);
     gr_log_written(log, seg, gr_batch_last_offset(batch) + 1, len, gr_batch_record_count(batch), now);
+    if (!(gr_batch_attributes(batch) & GR_BATCH_ATTR_CONTROL)) log->data_end_offset = log->log_end_offset;
     res->base_offset = base;
     res->last_offset = gr_batch_last_offset(batch);
     res->duplicate = false;
@@ -1965,6 +1970,7 @@ int gr_log_load(struct gr_store *store, struct gr_topic *topic, int32_t partitio
         return err;
     }
     log->log_end_offset = log_active(log)->next_offset;
+    log->data_end_offset = log->log_end_offset; /* batch attributes not read at open: the upper bound */
     int64_t ls = ckpt_log_start > log->segs[0]->base_offset ? ckpt_log_start : log->segs[0]->base_offset;
     if (ls > log->log_end_offset) {
         /* Data at or above the checkpointed log start offset was lost: start an empty log there. */
@@ -1980,7 +1986,7 @@ int gr_log_load(struct gr_store *store, struct gr_topic *topic, int32_t partitio
         }
         log->segs[0] = seg;
         log->seg_count = 1;
-        log->log_end_offset = ls;
+        log->log_end_offset = log->data_end_offset = ls;
         log->dir_dirty = true;
     }
     log->log_start_offset = ls;
@@ -2024,6 +2030,7 @@ int gr_log_new_offline(struct gr_store *store, struct gr_topic *topic, int32_t p
     log->recovery_point =
         ckpt_recovery_point > log->log_start_offset ? ckpt_recovery_point : log->log_start_offset;
     log->log_end_offset = log->log_start_offset; /* nothing to read: a reader of every log skips it */
+    log->data_end_offset = log->log_end_offset;
     atomic_store(&log->durable_offset, log->log_start_offset);
     log->high_watermark = ckpt_hwm >= 0 ? ckpt_hwm : log->recovery_point;
     log->hwm_from_server = true; /* the checkpoint writes this value back */
@@ -2077,7 +2084,7 @@ int gr_log_create_new(struct gr_store *store, struct gr_topic *topic, int32_t pa
     }
     log->epochs_dirty = false;
     log->leader_epoch = 0;
-    log->log_start_offset = log->log_end_offset = 0;
+    log->log_start_offset = log->log_end_offset = log->data_end_offset = 0;
     atomic_store(&log->durable_offset, 0);
     log->recovery_point = 0;
     gr_producer_state_reset(&log->ps, 0);

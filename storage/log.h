@@ -188,6 +188,12 @@ void gr_log_flush_async(struct gr_log *log);
 
 int64_t gr_log_start_offset(const struct gr_log *log);
 int64_t gr_log_end_offset(const struct gr_log *log);
+/* An upper bound on the end offset (last offset + 1) of the latest non-control batch (data, as against a
+   transaction marker: the batch attributes' control bit, Kafka's RecordBatch.isControlBatch): exact after a
+   leader or follower append, lowered to the new end by a truncation, the log end offset right after open
+   (the batch attributes are not read then). Feeds the caught-up offset (storage/lag.h gr_lag_caught_up).
+   Network thread. */
+int64_t gr_log_data_end_offset(const struct gr_log *log);
 /* End offset of the fdatasynced prefix (thread-safe). */
 int64_t gr_log_durable_offset(const struct gr_log *log);
 /* True after a failed fsync or a failed undo of a failed write (thread-safe). */

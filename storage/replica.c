@@ -76,7 +76,7 @@ static void note_chunk(struct gr_log *log, struct gr_segment *seg, const uint8_t
                        int64_t now_ms)
 {
     const struct gr_log_config *cfg = &log->topic->cfg;
-    int64_t records = 0, end = log->log_end_offset;
+    int64_t records = 0, end = log->log_end_offset, data_end = -1;
     for (size_t off = 0; off < len; off += (size_t)gr_batch_total_bytes(p + off)) {
         const uint8_t *b = p + off;
         gr_segment_note_batch(seg, b, at + (int64_t)off, cfg);
@@ -86,8 +86,10 @@ static void note_chunk(struct gr_log *log, struct gr_segment *seg, const uint8_t
         note_producer(log, seg, b);
         records += gr_batch_record_count(b);
         end = gr_batch_last_offset(b) + 1;
+        if (!(gr_batch_attributes(b) & GR_BATCH_ATTR_CONTROL)) data_end = end;
     }
     gr_log_written(log, seg, end, len, records, now_ms);
+    if (data_end >= 0) log->data_end_offset = data_end;
 }
 
 /* The bytes from `pos` that go to `seg` with one write: batches while none needs a roll (or, when the

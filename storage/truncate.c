@@ -288,6 +288,7 @@ static void lower_offsets(struct gr_log *log, int64_t end, int64_t start)
     if (log->high_watermark > end) log->high_watermark = end;
     if (log->high_watermark >= 0 && log->high_watermark < start) log->high_watermark = start;
     if (log->cleaner_checkpoint > end) log->cleaner_checkpoint = end;
+    if (log->data_end_offset > end) log->data_end_offset = end;
     log->size_bytes = 0;
     for (int i = 0; i < log->seg_count; i++)
         log->size_bytes += log->segs[i]->size_bytes;

@@ -56,6 +56,13 @@ static void test_find_and_refresh(void **state)
     assert_int_equal(gr_part_summary_lag(p, 3)->bytes, 30);
     assert_null(gr_part_summary_lag(p, 5));
     assert_null(gr_part_summary_lag(gr_part_summaries_find(s, "t", 0, NULL, NULL), 0));
+    /* the caught-up offset: the leader's within [0, hw], else the high watermark (not sent: -1) */
+    struct gr_part_summary cu = {.high_watermark = 10, .caught_up_offset = 9};
+    assert_int_equal(gr_part_summary_caught_up(&cu), 9);
+    cu.caught_up_offset = -1;
+    assert_int_equal(gr_part_summary_caught_up(&cu), 10);
+    cu.caught_up_offset = 11; /* above the hw: bounded */
+    assert_int_equal(gr_part_summary_caught_up(&cu), 10);
 
     /* leader 3 answers for t/0 (leadership moved) and b/0: t/0 is now leader 3's */
     struct gr_part_summary_entry b[] = {entry("t", 0, 60, NULL, 0), entry("b", 0, 1, NULL, 0)};

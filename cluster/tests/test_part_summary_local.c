@@ -21,6 +21,7 @@
 #include "common/time.h"
 #include "partition/partition.h"
 #include "protocol/gen/messages.h"
+#include "storage/producer_state.h"
 #include "storage/tests/helpers.h"
 
 struct fx {
@@ -83,6 +84,7 @@ static void test_local_summary(void **state)
     assert_int_equal(s.last_stable_offset, 7);
     assert_int_equal(s.log_start_offset, 0);
     assert_int_equal(s.log_end_offset, 7);
+    assert_int_equal(s.caught_up_offset, 7); /* data only: the high watermark */
     int64_t want[] = {0, 3, 5, 7};
     assert_int_equal(s.offset_count, 4); /* distinct, non-negative, ascending */
     for (int i = 0; i < 4; i++) {
@@ -103,6 +105,47 @@ static void test_local_summary(void **state)
     assert_int_equal(gr_part_summary_local(f->part, f->log, NULL, 0, now, &e), 0);
     assert_int_equal(e.offset_count, 0);
     assert_int_equal(e.high_watermark, 7);
+}
+
+/* A transaction's records then its commit marker: the summary's caught-up offset is the records' end, one
+   below the high watermark (the marker is not readable); plain data after it moves it to the high
+   watermark. */
+static void test_local_caught_up(void **state)
+{
+    struct fx *f = *state;
+    struct th_batch_spec spec = {.count = 4,
+                                 .ts0 = 1000,
+                                 .ts_step = 1,
+                                 .tag = 3,
+                                 .value_bytes = 10,
+                                 .producer_id = 42,
+                                 .producer_epoch = 0,
+                                 .base_sequence = 0,
+                                 .transactional = true};
+    size_t len;
+    uint8_t *b = th_batch(&spec, &len);
+    struct gr_append_result res;
+    assert_int_equal(gr_log_append(f->log, b, len, -1, &res), 0); /* 0..3 */
+    free(b);
+    assert_int_equal(gr_log_write_marker(f->log, 42, 0, 0, GR_CONTROL_COMMIT, 2000, &res), 0); /* 4 */
+    assert_int_equal(res.base_offset, 4);
+    gr_partition_appended(f->part);
+    struct gr_part_summary_offset offs[2];
+    struct gr_part_summary s = {.offsets = offs};
+    int64_t asked[] = {4, 3};
+    int64_t now = gr_time_wall_ms();
+    assert_int_equal(gr_part_summary_local(f->part, f->log, asked, 2, now, &s), 0);
+    assert_int_equal(s.high_watermark, 5);
+    assert_int_equal(s.caught_up_offset, 4);
+    assert_int_equal(gr_part_summary_caught_up(&s), 4);
+    assert_int_equal(s.offsets[1].committed, 4); /* at the marker: nothing to read */
+    assert_int_equal(s.offsets[1].lag.bytes, 0);
+    assert_true(s.offsets[1].lag.seconds == 0);
+    assert_true(s.offsets[0].lag.bytes > 0); /* at 3: one record left */
+    append(f, 2);                            /* 5..6 */
+    assert_int_equal(gr_part_summary_local(f->part, f->log, asked, 2, now, &s), 0);
+    assert_int_equal(s.high_watermark, 7);
+    assert_int_equal(s.caught_up_offset, 7);
 }
 
 static void test_request_bounds(void **state)
@@ -203,6 +246,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_local_summary, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_local_caught_up, setup, teardown),
         cmocka_unit_test(test_request_bounds),
         cmocka_unit_test(test_codec_round_trip),
     };

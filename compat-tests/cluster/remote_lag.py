@@ -20,7 +20,11 @@ partitions B and C lead. Expected values come from what was produced and committ
   - DeleteRecords to X = K_p + 1 on C's partition: rl-g's records_lost_total on A rises by X - K_p = 1 (from
     the rise of C's summarized log start), rl-ok's stays 0, lag_records becomes N_p - X;
   - topic rlf (RF 3) led by another broker with a follower replica on A: DeleteRecords past rl-g's commit
-    counts X - K once on A (its follower's start hook does not count, the leader's summary does).
+    counts X - K once on A (its follower's start hook does not count, the leader's summary does);
+  - topic rlt: 10 records in one committed transaction on a partition led by a broker other than group rl-t's
+    coordinator (COMMIT marker at 10, high watermark 11), rl-t commits 10 three times: on its coordinator
+    kafka_consumergroup_lag 1 (hw - committed) but lag_records, lag_bytes, lag_seconds 0 and status OK (1),
+    from the leader's summarized caught-up offset (cluster/part_summary.h).
 Ends with `cluster-remote-lag: N passed, N failed`; exit status 1 on any failure.
 Usage: remote_lag.py [--seed N] [--deadline SECONDS]
 Read next: cluster/remote_summary.h, grouplag.py.
@@ -263,6 +267,74 @@ def t_remote(run, etcd, bs, st):
        g5.get(('gregor_consumergroup_records_lost_total', L(consumergroup=GROUP, topic=ft))))
 
 
+def t_txn(run, etcd, bs):
+    """A partition led by another broker that ends with a COMMIT marker: its leader's summary carries the
+    caught-up offset (the records' end N, the high watermark N + 1), so a group committed at N shows
+    kafka_consumergroup_lag 1 but lag_records, lag_bytes, lag_seconds 0 and status OK (1) on its
+    coordinator."""
+    byid = {b.node_id: b for b in bs}
+    tt, grp, tid, n = 'rlt', 'rl-t', 'rl-txn', 10
+    with k.Conn(bs[0].bootstrap, timeout=30) as c:
+        eq(f'CreateTopics {tt} (3 partitions)', 0, k.create_topic(c, tt, 3)['error_code'])
+
+    def lead_of():
+        with k.Conn(bs[0].bootstrap, timeout=5) as c:
+            m = k.metadata(c, [tt], allow_auto=False)
+        t = m['topics'][0]
+        d = {q['partition_index']: q['leader_id'] for q in t['partitions']} if t['error_code'] == 0 else {}
+        return d if d.keys() == {0, 1, 2} and -1 not in d.values() else None
+    lead = h.wait_until(lambda: gl.try_(lead_of), 20, f'{tt} has three leaders')
+    cid = h.wait_until(lambda: gl.try_(lambda: coordinator(bs, grp)), 30, f'FindCoordinator {grp}')
+    p = next(q for q in sorted(lead) if lead[q] != cid)
+
+    def find_tc():
+        with k.Conn(bs[0].bootstrap, timeout=5) as c:
+            r = c.request('FindCoordinator', 3, {'key': tid, 'key_type': 1})
+        return r['node_id'] if r['error_code'] == 0 else None
+    tc = byid[h.wait_until(lambda: gl.try_(find_tc), 60, 'the transaction coordinator')]
+
+    def init():
+        with k.Conn(tc.bootstrap, timeout=10) as c:
+            r = c.request('InitProducerId', 4, {'transactional_id': tid, 'transaction_timeout_ms': 60000})
+        return r if r['error_code'] == 0 else None
+    r = h.wait_until(lambda: gl.try_(init), 60, 'InitProducerId')
+    pid, epoch = r['producer_id'], r['producer_epoch']
+    with k.Conn(tc.bootstrap, timeout=10) as c:
+        r = c.request('AddPartitionsToTxn', 3, {
+            'v3_and_below_transactional_id': tid, 'v3_and_below_producer_id': pid,
+            'v3_and_below_producer_epoch': epoch, 'v3_and_below_topics': [{'name': tt, 'partitions': [p]}]})
+    eq(f'AddPartitionsToTxn {tt}-{p}', 0,
+       r['results_by_topic_v3_and_below'][0]['results_by_partition'][0]['partition_error_code'])
+    b = k.build_batch([(None, b'x%d' % i) for i in range(n)], attributes_extra=0x10, producer_id=pid,
+                      producer_epoch=epoch, base_sequence=0)
+    with k.Conn(byid[lead[p]].bootstrap, timeout=10) as c:
+        eq(f'{n} transactional records to {tt}-{p} at its leader {lead[p]} (coordinator of {grp}: {cid})', 0,
+           k.produce(c, tt, p, b, transactional_id=tid)['error_code'])
+    with k.Conn(tc.bootstrap, timeout=10) as c:
+        eq('EndTxn commit', 0, c.request('EndTxn', 3, {'transactional_id': tid, 'producer_id': pid,
+                                                        'producer_epoch': epoch, 'committed': True})['error_code'])
+    h.wait_until(lambda: gl.try_(lambda: k.high_watermark(byid[lead[p]].bootstrap, tt, p)) == n + 1, 15,
+                 f'the COMMIT marker at {n}: high watermark {n + 1}')
+
+    def commit():
+        with k.Conn(byid[cid].bootstrap, timeout=10) as c:
+            r = c.request('OffsetCommit', 8, {
+                'group_id': grp, 'generation_id_or_member_epoch': -1, 'member_id': '',
+                'topics': [{'name': tt, 'partitions': [{'partition_index': p, 'committed_offset': n,
+                                                        'committed_metadata': ''}]}]})
+        return r['topics'][0]['partitions'][0]['error_code'] == 0
+    for i in range(3):
+        h.wait_until(lambda: gl.try_(commit), 30, f'{grp} commits {n} (the marker\'s offset)')
+        time.sleep(1.1)  # a summary refresh (at most once per second per leader) between commits
+    m, _ = scrape(byid[cid])
+    PT = L(consumergroup=grp, topic=tt, partition=str(p))
+    eq(f'{grp} on its coordinator: kafka_consumergroup_lag 1, lag_records 0, lag_bytes 0, lag_seconds 0, '
+       f'status OK (1)', (1, 0, 0, 0, 1),
+       (m.get(('kafka_consumergroup_lag', PT)), m.get(('gregor_consumergroup_lag_records', PT)),
+        m.get(('gregor_consumergroup_lag_bytes', PT)), m.get(('gregor_consumergroup_lag_seconds', PT)),
+        m.get(('gregor_consumergroup_status', L(consumergroup=grp)))))
+
+
 def leaders(b):
     with k.Conn(b.bootstrap, timeout=5) as c:
         m = k.metadata(c, [TOPIC], allow_auto=False)
@@ -284,6 +356,7 @@ def main():
         bs = [run.broker(i, overrides=overrides(etcd)) for i in (1, 2, 3)]
         check('three brokers serve their admin listener', all(gl.try_(lambda b=b: gl.admin(b)) for b in bs))
         section('lag of partitions led elsewhere, from their leaders\' summaries', t_remote, run, etcd, bs, {})
+        section('a group caught up at a remote partition\'s COMMIT marker', t_txn, run, etcd, bs)
     print(f'   (total {time.monotonic() - t0:.1f} s)')
     print(f'cluster-remote-lag: {testkit.passed} passed, {testkit.failed} failed', flush=True)
     sys.exit(1 if testkit.failed else 0)

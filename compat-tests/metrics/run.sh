@@ -31,6 +31,7 @@ run_py "metrics/status" "$here/status.py"
 run_py "metrics/reqtime" "$here/reqtime.py"
 run_py "metrics/promtool" "$here/promtool.py"
 run_py "metrics/cap" "$here/cap.py"
+run_py "metrics/caughtup" "$here/caughtup.py"
 GREGOR_BIN=$GREGOR_BIN IDLE_MS=4000 run_py "metrics/admin_limits" "$here/admin_limits.py"
 
 # start_one NAME [--override ...]: a broker in $tmp/NAME, admin and Kafka listeners on port 0, in background

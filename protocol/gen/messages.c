@@ -27033,6 +27033,7 @@ void gr_partition_summary_response_partition_summary_partition_result_init(struc
     m->last_stable_offset = -1LL;
     m->log_start_offset = -1LL;
     m->log_end_offset = -1LL;
+    m->caught_up_offset = -1LL;
     m->rate = 0.0;
     m->offsets.items = NULL;
     m->offsets.count = 0;
@@ -27048,6 +27049,7 @@ static bool isdef_gr_partition_summary_response_partition_summary_partition_resu
            (m->last_stable_offset == -1LL) &&
            (m->log_start_offset == -1LL) &&
            (m->log_end_offset == -1LL) &&
+           (m->caught_up_offset == -1LL) &&
            (m->rate == 0.0) &&
            m->offsets.count == 0 &&
            m->unknown_tags.count == 0;
@@ -27129,6 +27131,24 @@ static void dec_gr_partition_summary_response_partition_summary_partition_result
         }
         const uint8_t *body = rd->p;
         switch (tag) {
+        case 0:
+            if (1) {
+                struct gr_rd sub = *rd;
+                sub.end = body + len;
+                {
+                    struct gr_rd *outer = rd;
+                    rd = &sub;
+                    m->caught_up_offset = gr_rd_int64(rd);
+                    rd = outer;
+                }
+                if (sub.err || sub.p != sub.end) {
+                    gr_rd_fail(rd, sub.err ? sub.err : GR_WIRE_BAD_LENGTH);
+                    return;
+                }
+                break;
+            }
+            keep_unknown_tag(rd, &m->unknown_tags, ntags, tag, body, len); /* not known at this version */
+            break;
         default:
             keep_unknown_tag(rd, &m->unknown_tags, ntags, tag, body, len);
         }
@@ -27170,6 +27190,12 @@ static size_t sz_gr_partition_summary_response_partition_summary_partition_resul
     }
     if (fx) {
         uint32_t count = (uint32_t)m->unknown_tags.count;
+        if (1 && !((m->caught_up_offset == -1LL))) {
+            size_t body = 0;
+            body += 8;
+            n += gr_sz_uvarint(0) + gr_sz_uvarint((uint32_t)body) + body;
+            count++;
+        }
         n += gr_sz_uvarint(count) + gr_sz_unknown_tags(&m->unknown_tags);
     }
     (void)m;
@@ -27209,8 +27235,17 @@ static void enc_gr_partition_summary_response_partition_summary_partition_result
     }
     if (!fx) return;
     uint32_t count = (uint32_t)m->unknown_tags.count;
+    const bool has0 = 1 && !((m->caught_up_offset == -1LL));
+    count += has0;
     gr_wr_uvarint(wr, count);
     int32_t u = 0;
+    if (has0) {
+        size_t body = 0;
+        body += 8;
+        gr_wr_uvarint(wr, 0);
+        gr_wr_uvarint(wr, (uint32_t)body);
+        gr_wr_int64(wr, m->caught_up_offset);
+    }
     while (u < m->unknown_tags.count)
         write_unknown_tag(wr, &m->unknown_tags.items[u++]);
 }

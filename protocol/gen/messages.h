@@ -2985,6 +2985,7 @@ struct gr_partition_summary_response_partition_summary_partition_result {
     int64_t last_stable_offset; /* v0+ */
     int64_t log_start_offset; /* v0+ */
     int64_t log_end_offset; /* v0+ */
+    int64_t caught_up_offset; /* v0+, tag 0 v0+ */
     double rate; /* v0+ */
     struct gr_partition_summary_response_partition_summary_offset_array offsets; /* v0+ */
     struct gr_tags unknown_tags;

@@ -10253,6 +10253,10 @@ static void json_gr_partition_summary_response_partition_summary_partition_resul
         gr_sb_json_int(sb, m->log_end_offset);
     }
     if (1) {
+        gr_sb_json_key(sb, "caughtUpOffset", &first);
+        gr_sb_json_int(sb, m->caught_up_offset);
+    }
+    if (1) {
         gr_sb_json_key(sb, "rate", &first);
         gr_sb_json_double(sb, m->rate);
     }
@@ -10295,6 +10299,9 @@ static void rnd_gr_partition_summary_response_partition_summary_partition_result
     }
     if (1) {
         m->log_end_offset = gr_rng_int64(rng);
+    }
+    if ((1) && (1) && gr_rng_bool(rng)) {
+        m->caught_up_offset = gr_rng_int64(rng);
     }
     if (1) {
         m->rate = gr_rng_double(rng);

@@ -37,6 +37,7 @@ static int16_t summarize(struct gr_req *req, const struct gr_image_topic *it,
     rp->last_stable_offset = s.last_stable_offset;
     rp->log_start_offset = s.log_start_offset;
     rp->log_end_offset = s.log_end_offset;
+    rp->caught_up_offset = s.caught_up_offset;
     rp->rate = s.rate;
     rp->offsets.items = gr_arena_calloc(&req->arena, (size_t)s.offset_count + 1, sizeof *rp->offsets.items);
     if (!rp->offsets.items) return GR_ERR_UNKNOWN_SERVER_ERROR;

@@ -26,11 +26,11 @@
    (lag -2), u/0 committed 2 of 9 (lag 7), u/1 led elsewhere (committed 7, lag unknown). Group "b\"q": no
    commits. Group "c": t/0 committed 4 of 10 (lag 6: a tie with a's t/0). */
 static struct gr_group_lag_part a_parts[] = {
-    {"t", 0, 4, true, 10, 0, false, 0, 0, 0, 0},   {"t", 1, -1, true, 10, 0, false, 0, 0, 0, 0},
-    {"t", 2, 12, true, 10, 0, false, 0, 0, 0, 0},  {"u", 0, 2, true, 9, 5, false, 0, 0, 0, 0},
-    {"u", 1, 7, false, -1, -1, false, 0, 0, 0, 0},
+    {"t", 0, 4, true, 10, 0, 10, false, 0, 0, 0, 0},   {"t", 1, -1, true, 10, 0, 10, false, 0, 0, 0, 0},
+    {"t", 2, 12, true, 10, 0, 10, false, 0, 0, 0, 0},  {"u", 0, 2, true, 9, 5, 9, false, 0, 0, 0, 0},
+    {"u", 1, 7, false, -1, -1, -1, false, 0, 0, 0, 0},
 };
-static struct gr_group_lag_part c_parts[] = {{"t", 0, 4, true, 10, 0, false, 0, 0, 0, 0}};
+static struct gr_group_lag_part c_parts[] = {{"t", 0, 4, true, 10, 0, 10, false, 0, 0, 0, 0}};
 static const struct gr_group_lag groups[] = {
     {.group = "a", .state = "Empty", .members = 0, .parts = a_parts, .count = 5},
     {.group = "b\"q", .state = "Stable", .members = 2},
@@ -201,7 +201,7 @@ static void make_big(void)
             for (int p = 0; p < BP; p++) {
                 int64_t committed = (g + p) % 4 == 0 ? -1 : (g * 7 + p * 3) % 50;
                 big_parts[g][t * BP + p] = (struct gr_group_lag_part){
-                    topics[t], p, committed, (p % 5) != 4, 60, (p % 3), false, 0, 0, 0, 0};
+                    topics[t], p, committed, (p % 5) != 4, 60, (p % 3), 60, false, 0, 0, 0, 0};
                 if (committed >= 0)
                     big_lag[nbig_lag++] = (struct gr_lagtime_row){gnames[g],
                                                                   topics[t],

@@ -25,13 +25,19 @@ static void value_rules(void **state)
     assert_int_equal(gr_group_lag_kafka(-1, 10), -1); /* no commit */
     assert_int_equal(gr_group_lag_kafka(4, 10), 6);
     assert_int_equal(gr_group_lag_kafka(0, 0), 0);
-    assert_int_equal(gr_group_lag_kafka(12, 10), -2);      /* committed above hw (truncation): not clamped */
-    assert_int_equal(gr_group_lag_records(12, 10, 0), 0);  /* ... but never negative in records */
-    assert_int_equal(gr_group_lag_records(4, 10, 0), 6);   /* hw - committed */
-    assert_int_equal(gr_group_lag_records(2, 10, 5), 5);   /* committed below log start: hw - log start */
-    assert_int_equal(gr_group_lag_records(5, 10, 5), 5);   /* at the log start */
-    assert_int_equal(gr_group_lag_records(10, 10, 10), 0); /* caught up, everything deleted */
-    assert_int_equal(gr_group_lag_records(3, 10, 12), 0);  /* log start above hw cannot give a negative */
+    assert_int_equal(gr_group_lag_kafka(12, 10), -2); /* committed above hw (truncation): not clamped */
+    assert_int_equal(gr_group_lag_records(12, 10, 0, 10), 0);  /* ... but never negative in records */
+    assert_int_equal(gr_group_lag_records(4, 10, 0, 10), 6);   /* hw - committed */
+    assert_int_equal(gr_group_lag_records(2, 10, 5, 10), 5);   /* committed below log start: hw - log start */
+    assert_int_equal(gr_group_lag_records(5, 10, 5, 10), 5);   /* at the log start */
+    assert_int_equal(gr_group_lag_records(10, 10, 10, 10), 0); /* caught up, everything deleted */
+    assert_int_equal(gr_group_lag_records(3, 10, 12, 10), 0);  /* log start above hw cannot give a negative */
+    /* a transaction's records end at 1000, its marker at 1000, hw 1001: caught up at 1000 */
+    assert_int_equal(gr_group_lag_records(1000, 1001, 0, 1000), 0);
+    assert_int_equal(gr_group_lag_records(1001, 1001, 0, 1000), 0);
+    assert_int_equal(gr_group_lag_records(995, 1001, 0, 1000), 6); /* below it: hw - committed, as before */
+    assert_int_equal(gr_group_lag_records(999, 1001, 0, 1000), 2);
+    assert_int_equal(gr_group_lag_kafka(1000, 1001), 1); /* kafka_exporter's keeps hw - committed */
 }
 
 /* Group "a": topic t (3 partitions: p0 committed 4 of 10, p1 no commit, p2 committed 12 above hw 10 after a
@@ -40,9 +46,11 @@ static void value_rules(void **state)
 static struct gr_group_lag_part a_parts[] = {
     /* t/0 and u/0 with their lag in bytes and seconds and headroom (gr_group_lag_fill_time's fields): u/0's
        seconds unknown (JSON null) and its headroom infinite (a compacted topic: "+Inf") */
-    {"t", 0, 4, true, 10, 0, true, 120, 4, 2.5, 3600.5}, {"t", 1, -1, true, 10, 0, false, 0, 0, 0, 0},
-    {"t", 2, 12, true, 10, 0, false, 0, 0, 0, 0},        {"u", 0, 2, true, 9, 5, true, 300, -3, -1, INFINITY},
-    {"u", 1, 7, false, -1, -1, false, 0, 0, 0, 0},
+    {"t", 0, 4, true, 10, 0, 10, true, 120, 4, 2.5, 3600.5},
+    {"t", 1, -1, true, 10, 0, 10, false, 0, 0, 0, 0},
+    {"t", 2, 12, true, 10, 0, 10, false, 0, 0, 0, 0},
+    {"u", 0, 2, true, 9, 5, 9, true, 300, -3, -1, INFINITY},
+    {"u", 1, 7, false, -1, -1, -1, false, 0, 0, 0, 0},
 };
 static const struct gr_group_lag groups[] = {
     {.group = "a", .state = "Empty", .members = 0, .parts = a_parts, .count = 5},

@@ -180,6 +180,12 @@ static void test_lag_seconds(void **state)
     assert_true(gr_lag_seconds(&r, 0, 35, 5, 5000) == -1);
     /* a sample from the future (clock stepped back): never negative */
     assert_true(gr_lag_seconds(&r, 10, 35, 30, 3000) == 0);
+    /* the caught-up offset: data ends at 34, a marker at 34, hw 35: caught up at 34 */
+    assert_int_equal(gr_lag_caught_up(34, 35), 34);
+    assert_int_equal(gr_lag_caught_up(35, 35), 35);
+    assert_int_equal(gr_lag_caught_up(40, 35), 35); /* data past the hw (not yet replicated): the hw */
+    assert_true(gr_lag_seconds(&r, 10, gr_lag_caught_up(34, 35), 34, 5000) == 0);
+    assert_true(gr_lag_seconds(&r, 10, gr_lag_caught_up(34, 35), 33, 5000) == 1.5);
     gr_lag_ring_free(&r);
 }
 

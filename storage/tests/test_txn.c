@@ -26,7 +26,9 @@
 #include <cmocka.h>
 
 #include "common/log.h"
+#include "common/time.h"
 #include "storage/internal.h"
+#include "storage/lag.h"
 #include "storage/tests/fault.h"
 #include "storage/tests/helpers.h"
 
@@ -547,6 +549,96 @@ static void test_follower_learns(void **state)
     assert_int_equal(entry(fl, 2)->coordinator_epoch, 4);
 }
 
+/* The end of the latest non-control batch (gr_log_data_end_offset) and the caught-up offset it gives
+   (storage/lag.h): a commit marker after data leaves it at the data's end, so a group committed at the
+   marker's offset has nothing to read and gr_log_lag reports 0 bytes and 0 seconds; a truncation lowers it
+   to the new end and a marker appended after it leaves it there; a reopen sets it to the log end offset (the
+   conservative bound); a follower's multi-batch append with a trailing marker ends it at the last data
+   batch, and a marker-only append leaves it. */
+static void test_data_end_offset(void **state)
+{
+    struct fx *f = *state;
+    struct gr_topic *t2, *t3;
+    assert_int_equal(gr_store_topic_create(f->store, "c", 1, NULL, NULL, 0, &t2), 0);
+    assert_int_equal(gr_store_topic_create(f->store, "cf", 1, NULL, NULL, 0, &t3), 0);
+    struct gr_log *l = gr_topic_log(t2, 0), *fl = gr_topic_log(t3, 0);
+    assert_int_equal(gr_log_data_end_offset(l), 0);
+    send_ok(l, 1, 0, 0, 5, true); /* 0..4 */
+    assert_int_equal(gr_log_data_end_offset(l), 5);
+    assert_int_equal(marker_ok(l, 1, 0, 0, GR_CONTROL_COMMIT), 5); /* the marker at 5, hw 6 */
+    assert_int_equal(gr_log_data_end_offset(l), 5);
+    assert_int_equal(gr_lag_caught_up(gr_log_data_end_offset(l), 6), 5);
+    gr_log_set_high_watermark(l, 6);
+    struct gr_log_lag v;
+    int64_t now = gr_time_wall_ms();
+    assert_int_equal(gr_log_lag(l, 5, now, &v), 0); /* caught up at the marker */
+    assert_int_equal(v.bytes, 0);
+    assert_true(v.seconds == 0);
+    assert_int_equal(gr_log_lag(l, 6, now, &v), 0);
+    assert_int_equal(v.bytes, 0);
+    assert_int_equal(gr_log_lag(l, 4, now, &v), 0); /* one record left: its batch to the log end */
+    assert_int_equal(v.bytes, l->segs[0]->size_bytes);
+    /* The hw below the data's end (not yet replicated): the hw stands. */
+    gr_log_set_high_watermark(l, 3);
+    assert_int_equal(gr_log_lag(l, 3, now, &v), 0);
+    assert_int_equal(v.bytes, 0);
+    assert_int_equal(gr_log_lag(l, 2, now, &v), 0);
+    assert_true(v.bytes > 0);
+    gr_log_set_high_watermark(l, 6);
+    send_ok(l, 3, 0, 0, 2, true); /* 6..7, left open */
+    send_ok(l, 1, 0, 5, 3, true); /* 8..10 */
+    assert_int_equal(marker_ok(l, 1, 0, 0, GR_CONTROL_ABORT), 11);
+    assert_int_equal(gr_log_data_end_offset(l), 11);
+    assert_int_equal(gr_log_truncate_to(l, 11), 0); /* the marker goes: data end unchanged */
+    gr_store_quiesce(f->store);
+    assert_int_equal(gr_log_data_end_offset(l), 11);
+    assert_int_equal(gr_log_truncate_to(l, 9), 0); /* into P1's batch: cut at its start, 8 */
+    gr_store_quiesce(f->store);
+    assert_int_equal(gr_log_end_offset(l), 8);
+    assert_int_equal(gr_log_data_end_offset(l), 8);
+    assert_int_equal(marker_ok(l, 3, 0, 0, GR_CONTROL_COMMIT), 8); /* a marker only after the truncation */
+    assert_int_equal(gr_log_data_end_offset(l), 8);
+    /* A follower copies 0..8 in one append (data, marker, data, marker): it ends at the last data batch. */
+    struct gr_log_slice sl;
+    assert_int_equal(gr_log_read(l, 0, 1 << 20, 9, true, &sl), 0);
+    uint8_t *bytes = th_slice_bytes(&sl);
+    size_t nbytes = (size_t)sl.bytes;
+    gr_log_slice_release(&sl);
+    struct gr_append_result res;
+    assert_int_equal(gr_log_append_replica(fl, bytes, nbytes, &res), 0);
+    free(bytes);
+    gr_store_quiesce(f->store);
+    assert_int_equal(gr_log_end_offset(fl), 9);
+    assert_int_equal(gr_log_data_end_offset(fl), 8);
+    /* A marker-only buffer leaves it; a data batch after it moves it. */
+    send_ok(l, 2, 0, 0, 2, true); /* 9..10 */
+    assert_int_equal(marker_ok(l, 2, 0, 0, GR_CONTROL_COMMIT), 11);
+    assert_int_equal(gr_log_read(l, 9, 1 << 20, 12, true, &sl), 0);
+    bytes = th_slice_bytes(&sl);
+    nbytes = (size_t)sl.bytes;
+    gr_log_slice_release(&sl);
+    size_t first = (size_t)gr_batch_total_bytes(bytes);
+    assert_true(first < nbytes);
+    assert_int_equal(gr_log_append_replica(fl, bytes, first, &res), 0); /* data 9..10 */
+    gr_store_quiesce(f->store);
+    assert_int_equal(gr_log_data_end_offset(fl), 11);
+    assert_int_equal(gr_log_append_replica(fl, bytes + first, nbytes - first, &res), 0); /* marker 11 */
+    free(bytes);
+    gr_store_quiesce(f->store);
+    assert_int_equal(gr_log_end_offset(fl), 12);
+    assert_int_equal(gr_log_data_end_offset(fl), 11);
+    assert_int_equal(gr_log_data_end_offset(l), 11);
+    /* Reopen: the log end offset (batch attributes are not read at open), until the next data append. */
+    gr_store_close(f->store);
+    assert_int_equal(gr_store_open(&f->cfg, &f->store), 0);
+    l = gr_topic_log(gr_store_topic_find(f->store, "c", 1), 0);
+    f->log = gr_topic_log(gr_store_topic_find(f->store, "t", 1), 0);
+    assert_int_equal(gr_log_end_offset(l), 12);
+    assert_int_equal(gr_log_data_end_offset(l), 12);
+    send_ok(l, 9, 0, 0, 1, false); /* 12 */
+    assert_int_equal(gr_log_data_end_offset(l), 13);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -559,6 +651,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_recovery_after_kill, setup, teardown),
         cmocka_unit_test(test_crash_points),
         cmocka_unit_test_setup_teardown(test_follower_learns, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_data_end_offset, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
