@@ -15,7 +15,6 @@
 
 #include "common/limits.h"
 #include "common/log.h"
-#include "common/time.h"
 #include "server/broker.h"
 #include "server/metrics.h"
 #include "server/metrics_groups.h"
@@ -190,16 +189,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     return reply_text(c, MHD_HTTP_NOT_FOUND, "not found\n");
 }
 
-/* Runs MHD, again while it has work ready at once (timeout 0) and GR_ADMIN_RUN_BUDGET_US has not passed,
-   then re-arms the timer on what it asks for. */
+/* Runs MHD once and re-arms the timer on what it asks for. */
 static void drive(struct gr_admin_http *a)
 {
-    int64_t until = gr_time_mono_us() + GR_ADMIN_RUN_BUDGET_US;
-    MHD_UNSIGNED_LONG_LONG ms;
-    do
-        MHD_run(a->d);
-    while (MHD_get_timeout(a->d, &ms) == MHD_YES && ms == 0 && gr_time_mono_us() < until);
+    MHD_run(a->d);
     ev_timer_stop(a->b->loop, &a->timer_w);
+    MHD_UNSIGNED_LONG_LONG ms;
     if (MHD_get_timeout(a->d, &ms) == MHD_YES) {
         ev_timer_set(&a->timer_w, (double)ms / 1000.0, 0.0);
         ev_timer_start(a->b->loop, &a->timer_w);

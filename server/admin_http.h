@@ -22,11 +22,6 @@ struct gr_admin_http;
 
 #define GR_ADMIN_CONNECTIONS_MAX 16
 #define GR_ADMIN_BLOCK_BYTES (64 * 1024)
-/* One loop iteration's share of the admin listener: MHD is run again while it has work ready at once (a
-   page's next block for a socket that takes it) for at most this long, so a large page needs far fewer
-   iterations when the loop is busy (each iteration then costs tens of milliseconds) and still never holds the
-   loop much longer than one block's step. Microseconds. */
-#define GR_ADMIN_RUN_BUDGET_US 1000
 /* Largest header section answered: the sum over fields of name, ": ", value and CRLF (issue #22: 431 above).
    Headers that do not fit the connection's memory pool (GR_ADMIN_POOL_BYTES) get libmicrohttpd's own 431. */
 #define GR_ADMIN_HEADER_BYTES (8 * 1024)
