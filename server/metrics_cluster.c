@@ -278,13 +278,3 @@ int gr_metrics_cluster_render_step(struct gr_broker *b, struct gr_metrics_cluste
     *state = NULL;
     return out->failed ? -1 : 0;
 }
-
-bool gr_metrics_cluster_render(struct gr_broker *b, struct gr_prom_buf *out)
-{
-    struct gr_metrics_cluster_slice *st = NULL;
-    int rc;
-    while ((rc = gr_metrics_cluster_render_step(b, &st, SIZE_MAX, out)) > 0)
-        ;
-    gr_metrics_cluster_slice_free(st);
-    return rc == 0 && !out->failed;
-}

@@ -74,16 +74,12 @@ struct gr_metrics_isr_state {
    min.insync.replicas is `min_isr` (< 1 taken as 1): the effective min ISR is min(min_isr, replicas). */
 struct gr_metrics_isr_state gr_metrics_isr_state(int32_t replicas, int32_t isr, int32_t min_isr);
 
-/* Writes the families above for broker `b` into `out` in one call. Returns false when `out` failed or memory
-   ran out (then out->failed is set: the page is refused). */
-bool gr_metrics_cluster_render(struct gr_broker *b, struct gr_prom_buf *out);
-
 struct gr_metrics_cluster_slice; /* where a sliced write stands (metrics_cluster.c) */
 /* The same families in steps (server/metrics_page.h): with *state NULL, writes the replica manager's counts
    and takes a snapshot of the partitions led here (values and topic names copied), then writes the
    per-partition families from it until out->len reaches `budget`; later calls go on; the last one writes
-   the controller's and cluster-wide figures (read then) and frees the state. The steps' texts concatenated
-   are what gr_metrics_cluster_render writes. Returns 1 when more remain, 0 when done, -1 out of memory. */
+   the controller's and cluster-wide figures (read then) and frees the state. Returns 1 when more remain, 0
+   when done, -1 out of memory. */
 int gr_metrics_cluster_render_step(struct gr_broker *b, struct gr_metrics_cluster_slice **state,
                                    size_t budget, struct gr_prom_buf *out);
 /* Frees a sliced write's state left unfinished (a page freed mid-way); NULL ignored. */

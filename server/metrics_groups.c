@@ -332,17 +332,6 @@ void gr_metrics_groups_snapshot_free(struct gr_group_lag *groups, int n)
     free(groups);
 }
 
-bool gr_metrics_groups_render(struct gr_broker *b, struct gr_prom_buf *out)
-{
-    struct gr_group_lag *gs;
-    int n;
-    bool got = gr_metrics_groups_snapshot(b, &gs, &n) == 0;
-    bool ok = got && gr_metrics_groups_render_lags(gs, n, out);
-    if (got) gr_metrics_groups_snapshot_free(gs, n);
-    if (!ok) out->failed = true; /* a page without the groups' series would read as "no groups" */
-    return ok;
-}
-
 /* ---- /v1/groups/<group>/lag ---- */
 
 json_t *gr_group_lag_part_json(const struct gr_group_lag_part *p)

@@ -133,9 +133,6 @@ bool gr_metrics_groups_write_slice(const struct gr_group_lag *groups, int n, str
 int gr_metrics_groups_snapshot(struct gr_broker *b, struct gr_group_lag **groups, int *count);
 /* Frees a snapshot of `n` groups. */
 void gr_metrics_groups_snapshot_free(struct gr_group_lag *groups, int n);
-/* gr_metrics_groups_snapshot then gr_metrics_groups_render_lags into `out`, no cap. Returns false when out of
-   memory. */
-bool gr_metrics_groups_render(struct gr_broker *b, struct gr_prom_buf *out);
 
 /* The JSON object of one partition row `p` of /v1/groups/<group>/lag: topic, partition, committed_offset,
    high_watermark, log_start_offset, lag_records (the last three null when the row is not known here). The

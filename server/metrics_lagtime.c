@@ -172,13 +172,3 @@ void gr_metrics_lagtime_rows_free(struct gr_lagtime_row *rows, int n)
     }
     free(rows);
 }
-
-bool gr_metrics_lagtime_render(struct gr_broker *b, struct gr_prom_buf *out)
-{
-    struct gr_lagtime_row *rows;
-    int n;
-    if (gr_metrics_lagtime_collect(b, &rows, &n) < 0) return !(out->failed = true);
-    bool ok = gr_metrics_lagtime_write(rows, n, out);
-    gr_metrics_lagtime_rows_free(rows, n);
-    return ok;
-}

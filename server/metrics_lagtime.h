@@ -64,8 +64,4 @@ int gr_metrics_lagtime_collect(struct gr_broker *b, struct gr_lagtime_row **rows
 /* Frees rows from gr_metrics_lagtime_collect. */
 void gr_metrics_lagtime_rows_free(struct gr_lagtime_row *rows, int n);
 
-/* gr_metrics_lagtime_collect then gr_metrics_lagtime_write into `out`, no cap. Returns false when `out`
-   failed or out of memory. */
-bool gr_metrics_lagtime_render(struct gr_broker *b, struct gr_prom_buf *out);
-
 #endif
