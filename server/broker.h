@@ -483,5 +483,24 @@ void gr_net_close_idle(struct gr_broker *b, int64_t now_mono_ms);
 void gr_conn_close(struct gr_conn *conn, const char *why);
 bool gr_conn_is_closing(const struct gr_conn *conn);
 const char *gr_conn_peer(const struct gr_conn *conn);
+/* The connection's peer address without the port ("127.0.0.1", "::1"): what an ACL's host is matched
+ * against (Kafka's RequestContext.clientAddress). */
+const char *gr_conn_host(const struct gr_conn *conn);
+
+/* Kafka's principal of an unauthenticated connection (KafkaPrincipal.ANONYMOUS), and the longest principal
+ * kept (bytes, without the NUL; a longer name is refused by gr_conn_set_principal). */
+#define GR_PRINCIPAL_ANONYMOUS "User:ANONYMOUS"
+#define GR_PRINCIPAL_MAX 1024
+/* The connection's principal as "<type>:<name>" (Kafka's KafkaPrincipal.toString): set by SASL or by the
+ * SSL principal mapping (issue #23), GR_PRINCIPAL_ANONYMOUS until then. Valid until the next set or the
+ * connection's free. */
+const char *gr_conn_principal(const struct gr_conn *conn);
+/* Sets the connection's principal to a copy of `principal` ("User:alice"). Returns 0, or -1 when it is
+ * empty, longer than GR_PRINCIPAL_MAX or memory ran out (the old principal is then kept). */
+int gr_conn_set_principal(struct gr_conn *conn, const char *principal);
+/* The request's principal and client host (gr_conn_principal, gr_conn_host); GR_PRINCIPAL_ANONYMOUS and ""
+ * once its connection is gone. What the authorizer checks (issue #23). */
+const char *gr_req_principal(const struct gr_req *req);
+const char *gr_req_host(const struct gr_req *req);
 
 #endif

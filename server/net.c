@@ -75,6 +75,8 @@ struct gr_conn {
     int fd;
     ev_io rw, ww;
     char peer[64];
+    char host[48];   /* the peer's address without the port (ACL host matching) */
+    char *principal; /* the authenticated principal ("User:<name>", heap), NULL = User:ANONYMOUS */
     struct gr_conn *prev, *next; /* broker list */
     struct gr_req *head, *tail;  /* FIFO */
     int outstanding;
@@ -189,6 +191,7 @@ static void conn_free_cb(struct ev_loop *loop, ev_timer *w, int revents)
     free(conn->big);
     gr_tls_free(conn->ssl);
     free(conn->tls_out);
+    free(conn->principal);
     free(conn);
 }
 
@@ -783,6 +786,7 @@ static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
             port = ntohs(sin6->sin6_port);
         }
         snprintf(conn->peer, sizeof conn->peer, "%s:%d", host, port);
+        snprintf(conn->host, sizeof conn->host, "%s", host);
         conn->last_active_ms = conn->accepted_ms = gr_time_mono_ms();
         ev_io_init(&conn->rw, conn_read_cb, fd, EV_READ);
         ev_io_init(&conn->ww, conn_write_cb, fd, EV_WRITE);
@@ -1121,4 +1125,35 @@ bool gr_conn_is_closing(const struct gr_conn *conn)
 const char *gr_conn_peer(const struct gr_conn *conn)
 {
     return conn->peer;
+}
+
+const char *gr_conn_host(const struct gr_conn *conn)
+{
+    return conn->host;
+}
+
+const char *gr_conn_principal(const struct gr_conn *conn)
+{
+    return conn->principal ? conn->principal : GR_PRINCIPAL_ANONYMOUS;
+}
+
+int gr_conn_set_principal(struct gr_conn *conn, const char *principal)
+{
+    size_t n = strnlen(principal, GR_PRINCIPAL_MAX + 1);
+    if (n == 0 || n > GR_PRINCIPAL_MAX) return -1;
+    char *copy = strndup(principal, n);
+    if (!copy) return -1;
+    free(conn->principal);
+    conn->principal = copy;
+    return 0;
+}
+
+const char *gr_req_principal(const struct gr_req *req)
+{
+    return req->conn ? gr_conn_principal(req->conn) : GR_PRINCIPAL_ANONYMOUS;
+}
+
+const char *gr_req_host(const struct gr_req *req)
+{
+    return req->conn ? req->conn->host : "";
 }
