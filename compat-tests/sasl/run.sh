@@ -59,6 +59,17 @@ check_eq "a PLAINTEXT client on the SASL listener gets no metadata" "0" \
     "$(timeout 10 kcat -L -b "$SP" -m 3 2>/dev/null | grep -c 'broker 1 at')"
 
 SP=$SP SS=$SS PT=$PT CERTS=$CERTS REAUTH_MS=$REAUTH_MS run_py "sasl_checks.py" "$REPO/compat-tests/sasl/sasl_checks.py"
+# kafka-python 2.0.2 (Debian's python3-kafka; the pip kafka-python 3 would shadow it): SaslHandshake v0 framing
+if [ -d /usr/lib/python3/dist-packages/kafka ]; then
+    out=$(SP=$SP PYTHONPATH=/usr/lib/python3/dist-packages:$REPO/compat-tests/lib timeout 120 python3 -S -c \
+        'import sys; sys.path[:0] = ["/usr/lib/python3/dist-packages"]; import runpy; runpy.run_path(sys.argv[1], run_name="__main__")' \
+        "$REPO/compat-tests/sasl/kp202.py" 2>&1)
+    echo "$out" | grep -v '^RESULT '
+    read -r _ p f x <<<"$(echo "$out" | grep '^RESULT ' | tail -1)"
+    if [ -n "${p:-}" ]; then PASSED=$((PASSED + p)); FAILED=$((FAILED + f)); else fail "kp202.py" "$(echo "$out" | tail -3)"; fi
+else
+    xfail "kafka-python 2.0.2 over SASL_PLAINTEXT (v0 framing)" "Debian's python3-kafka"
+fi
 
 # Kafka's console producer (the Java client) with a client JAAS config, over SASL_SSL, when Kafka is there
 KAFKA_HOME=${KAFKA_HOME:-$REPO/compat-tests/.cache/kafka-4.4.0}
