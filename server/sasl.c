@@ -88,11 +88,15 @@ struct gr_sasl_listener *gr_sasl_listener_new(struct gr_broker *b, const char *l
         if (n) {
             const struct gr_sasl_mech *m = served_find(p, n);
             if (!m) {
+                char names[256] = "";
+                for (int i = 0; i < NSERVED; i++)
+                    snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? ", " : "",
+                             served[i]->name);
                 snprintf(
                     err, cap,
                     "%s: listener %s enables SASL mechanism '%.*s', which Gregor does not serve (served: "
-                    "PLAIN; Kafka's default is GSSAPI, so a SASL listener needs this key set)",
-                    ss.enabled_mechanisms_key, listener, (int)(n > 64 ? 64 : n), p);
+                    "%s; Kafka's default is GSSAPI, so a SASL listener needs this key set)",
+                    ss.enabled_mechanisms_key, listener, (int)(n > 64 ? 64 : n), p, names);
                 gr_sasl_listener_free(l);
                 return NULL;
             }
