@@ -529,7 +529,9 @@ static const struct {
 /* Whether `key` is one of the SASL keys kept beside the ssl.* ones (issue #23; not table rows, so never
    shown by DescribeConfigs or the start-up dump, as Kafka hides JAAS configs): sasl.enabled.mechanisms,
    sasl.jaas.config, listener.name.<l>.sasl.enabled.mechanisms, listener.name.<l>.<mechanism>.sasl.jaas.config
-   (BrokerSecurityConfigs, SaslConfigs, JaasContext.loadServerContext). */
+   (BrokerSecurityConfigs, SaslConfigs, JaasContext.loadServerContext), and the per-listener forms of the
+   connections.max.reauth.ms table row: listener.name.<l>.connections.max.reauth.ms and
+   listener.name.<l>.<mechanism>.connections.max.reauth.ms (Kafka's listener and mechanism prefixes). */
 static bool sasl_key(const char *key)
 {
     static const char prefix[] = "listener.name.";
@@ -537,9 +539,11 @@ static bool sasl_key(const char *key)
     if (strncmp(key, prefix, sizeof prefix - 1)) return false;
     const char *l = key + sizeof prefix - 1, *dot = strchr(l, '.');
     if (!dot || dot == l) return false;
-    if (!strcmp(dot + 1, "sasl.enabled.mechanisms")) return true;
+    if (!strcmp(dot + 1, "sasl.enabled.mechanisms") || !strcmp(dot + 1, "connections.max.reauth.ms"))
+        return true;
     const char *m = dot + 1, *mdot = strchr(m, '.');
-    return mdot && mdot != m && !strcmp(mdot + 1, "sasl.jaas.config");
+    return mdot && mdot != m &&
+           (!strcmp(mdot + 1, "sasl.jaas.config") || !strcmp(mdot + 1, "connections.max.reauth.ms"));
 }
 
 /* The ssl_defs row of `key` (ssl.<x>, or listener.name.<listener>.ssl.<x>), or -1. */
@@ -653,13 +657,31 @@ void gr_config_sasl(const struct gr_config *cfg, const char *listener, const cha
              mech);
     out->jaas_config = ssl_lookup(cfg, out->jaas_config_key);
     out->broker_jaas_config = ssl_lookup(cfg, "sasl.jaas.config");
+    snprintf(key, sizeof key, "listener.name.%s.%s.connections.max.reauth.ms", lower, mech);
+    out->reauth_ms = mech[0] ? ssl_lookup(cfg, key) : NULL;
+    if (!out->reauth_ms) {
+        snprintf(key, sizeof key, "listener.name.%s.connections.max.reauth.ms", lower);
+        out->reauth_ms = ssl_lookup(cfg, key);
+    }
 }
 
 int gr_config_set(struct gr_config *cfg, const char *key, const char *value)
 {
     int ssl = ssl_row(key);
     if (ssl >= 0) return ssl_set(cfg, key, ssl, value);
-    if (sasl_key(key)) return ssl_set(cfg, key, -1, value);
+    if (sasl_key(key)) {
+        size_t kl = strlen(key), sl = strlen("connections.max.reauth.ms");
+        if (kl > sl && !strcmp(key + kl - sl, "connections.max.reauth.ms")) { /* a long, as the table row */
+            char *e;
+            errno = 0;
+            (void)strtoll(value, &e, 10);
+            if (!value[0] || *e || errno) {
+                fprintf(stderr, "config: %s must be a long (milliseconds), got '%.64s'\n", key, value);
+                return -1;
+            }
+        }
+        return ssl_set(cfg, key, -1, value);
+    }
     int i = find(key);
     for (size_t r = 0; i < 0 && r < sizeof removed / sizeof removed[0]; r++)
         if (!strcmp(key, removed[r].key)) {

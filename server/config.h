@@ -150,6 +150,10 @@ struct gr_sasl_settings {
     const char *jaas_config;
     char jaas_config_key[GR_LISTENER_NAME_BYTES_MAX + 128];
     const char *broker_jaas_config; /* sasl.jaas.config: a client setting, never read by a broker */
+    /* listener.name.<listener>.<mechanism>.connections.max.reauth.ms, else
+       listener.name.<listener>.connections.max.reauth.ms (checked to be a long when set), NULL: neither, the
+       broker-wide connections.max.reauth.ms applies */
+    const char *reauth_ms;
 };
 
 /* Most ssl.* keys a config holds (broker-wide and per listener together). */

@@ -29,6 +29,7 @@ struct gr_sasl_listener {
     int count;
     const struct gr_sasl_mech *mechs[GR_SASL_ENABLED_MAX]; /* enabled, in the configured order */
     void *ctx[GR_SASL_ENABLED_MAX];                        /* each one's listener_new context */
+    int64_t reauth_ms[GR_SASL_ENABLED_MAX];                /* each one's connections.max.reauth.ms */
     char *names;                                           /* "PLAIN,SCRAM-SHA-256" */
 };
 
@@ -48,6 +49,7 @@ struct gr_sasl {
     enum state state;
     char peer[64];
     const struct gr_sasl_mech *mech; /* the handshake's mechanism */
+    int64_t reauth_ms;               /* its connections.max.reauth.ms on this listener */
     struct gr_sasl_exchange *x;
     bool reauth;        /* the current exchange re-authenticates */
     bool client_reauth; /* the client used SaslAuthenticate v1+ (can re-authenticate) */
@@ -109,6 +111,10 @@ struct gr_sasl_listener *gr_sasl_listener_new(struct gr_broker *b, const char *l
                     gr_sasl_listener_free(l);
                     return NULL;
                 }
+                struct gr_sasl_settings ms;
+                gr_config_sasl(&b->cfg, listener, m->name, &ms);
+                l->reauth_ms[l->count] = ms.reauth_ms ? strtoll(ms.reauth_ms, NULL, 10)
+                                                      : b->cfg.settings.connections_max_reauth_ms;
                 l->mechs[l->count] = m;
                 l->ctx[l->count++] = ctx;
                 if (l->names[0]) strcat(l->names, ",");
@@ -290,6 +296,7 @@ bool gr_sasl_handshake(struct gr_sasl *s, int16_t version, const struct gr_sasl_
     }
     exchange_end(s);
     s->mech = m;
+    s->reauth_ms = l->reauth_ms[at];
     s->x = m->start_listener ? m->start_listener(l->b, l->ctx[at]) : m->start(l->b);
     if (!s->x) {
         resp->error_code = GR_ERR_UNKNOWN_SERVER_ERROR;
@@ -340,7 +347,7 @@ static enum gr_sasl_step_rc step(struct gr_sasl *s, const uint8_t *in, size_t le
     }
     if (rc == GR_SASL_DONE) {
         /* KIP-368: the session lives connections.max.reauth.ms, bounded by the credential's own lifetime */
-        int64_t max = s->l->b->cfg.settings.connections_max_reauth_ms, life = 0;
+        int64_t max = s->reauth_ms, life = 0;
         if (max > 0 || cred_ms > 0) {
             life = max > 0 && cred_ms > 0 ? (max < cred_ms ? max : cred_ms) : (max > 0 ? max : cred_ms);
             s->expiry_ms = gr_time_mono_ms() + life;

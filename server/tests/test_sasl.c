@@ -313,6 +313,26 @@ static void test_state_machine(void **state)
     gr_sasl_free(s);
 
     assert_int_equal(handshake(NULL, 1, "PLAIN", &a), GR_ERR_ILLEGAL_SASL_STATE); /* no SASL listener */
+    /* connections.max.reauth.ms per listener and per listener and mechanism (Kafka's prefixes) */
+    assert_int_equal(gr_config_set(&b->cfg, "listener.name.sq.connections.max.reauth.ms", "x"), -1);
+    assert_int_equal(gr_config_set(&b->cfg, "listener.name.sq.plain.connections.max.reauth.ms", "9e3"), -1);
+    assert_int_equal(gr_config_set(&b->cfg, "listener.name.sq.plain.sasl.jaas.config", PLAIN_JAAS), 0);
+    assert_int_equal(gr_config_set(&b->cfg, "listener.name.sr.plain.sasl.jaas.config", PLAIN_JAAS), 0);
+    assert_int_equal(gr_config_set(&b->cfg, "listener.name.sq.connections.max.reauth.ms", "6000"), 0);
+    assert_int_equal(gr_config_set(&b->cfg, "listener.name.sr.connections.max.reauth.ms", "6000"), 0);
+    assert_int_equal(gr_config_set(&b->cfg, "listener.name.sq.plain.connections.max.reauth.ms", "7000"), 0);
+    const char *names[] = {"SQ", "SR", "SP"};
+    const int64_t want[] = {7000, 6000, 5000};
+    for (int i = 0; i < 3; i++) {
+        struct gr_sasl_listener *li = gr_sasl_listener_new(b, names[i], err, sizeof err);
+        assert_non_null(li);
+        s = gr_sasl_new(li, "127.0.0.1:9");
+        assert_int_equal(handshake(s, 1, "PLAIN", &a), 0);
+        assert_int_equal(authenticate(s, 1, "\0alice\0alice-secret", 19, &a, &principal, &life), 0);
+        assert_int_equal(life, want[i]);
+        gr_sasl_free(s);
+        gr_sasl_listener_free(li);
+    }
     gr_arena_reset(&a);
     gr_sasl_listener_free(l);
     gr_config_free(&b->cfg);
