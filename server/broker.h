@@ -61,6 +61,8 @@ struct gr_replicas;
 struct gr_roles;
 struct gr_broker_client;
 struct gr_fetcher;
+struct gr_sasl;
+struct gr_sasl_listener;
 struct gr_remote_summary;
 struct gr_isr_writer;
 struct gr_topic_writer;
@@ -148,7 +150,8 @@ struct gr_listener {
     int32_t adv_port;
     int fd;
     ev_io w;
-    struct ssl_ctx_st *tls_ctx; /* security protocol SSL: its context (server/tls.h); NULL = PLAINTEXT */
+    struct ssl_ctx_st *tls_ctx;    /* security protocol SSL or SASL_SSL: its context (server/tls.h) */
+    struct gr_sasl_listener *sasl; /* SASL_PLAINTEXT or SASL_SSL: its mechanisms (server/sasl.h) */
 };
 
 /* What request.c tells a request's connection (set by gr_net_init in b->req_sink; NULL in unit tests that
@@ -501,6 +504,9 @@ int gr_conn_set_principal(struct gr_conn *conn, const char *principal);
 /* The request's principal and client host (gr_conn_principal, gr_conn_host); GR_PRINCIPAL_ANONYMOUS and ""
  * once its connection is gone. What the authorizer checks (issue #23). */
 const char *gr_req_principal(const struct gr_req *req);
+/* The SASL session of the connection of `req` (server/sasl.h), NULL on a listener without SASL or once the
+ * connection is gone: what the SaslHandshake and SaslAuthenticate handlers drive. */
+struct gr_sasl *gr_req_sasl(const struct gr_req *req);
 const char *gr_req_host(const struct gr_req *req);
 
 #endif

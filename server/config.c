@@ -121,6 +121,15 @@ static const struct gr_config_def defs[] = {
     {"max.connections", GR_CFG_INT, "2147483647", 0, INT32_MAX, "Maximum concurrent connections."},
     {"connections.max.idle.ms", GR_CFG_LONG, "600000", -1, INT64_MAX,
      "Idle connections are closed after this (ms); -1 never."},
+    {"connections.max.reauth.ms", GR_CFG_LONG, "0", I64,
+     "KIP-368: a SASL session's longest lifetime (ms), told to the client in SaslAuthenticate v1+; a "
+     "connection that has not re-authenticated by then is closed at its next request. 0 or less: off."},
+    {"sasl.server.max.receive.size", GR_CFG_INT, "524288", POS32,
+     "Largest frame a SASL connection may send before it is authenticated, in bytes; a larger announced "
+     "size closes the connection before anything is allocated."},
+    {"connection.failed.authentication.delay.ms", GR_CFG_INT, "100", 0, INT32_MAX,
+     "How long the answer to a failed SASL authentication is held before it is sent and the connection "
+     "closed (ms): slows password guessing without blocking the loop."},
     {"fetch.max.bytes", GR_CFG_INT, "57671680", 1024, INT32_MAX, "Maximum bytes returned by one Fetch."},
     {"delete.topic.enable", GR_CFG_BOOLEAN, "true", 0, 0, "Whether topics can be deleted."},
     {"group.min.session.timeout.ms", GR_CFG_INT, "6000", 0, INT32_MAX,
@@ -517,6 +526,26 @@ static const struct {
 };
 #define NSSL ((int)(sizeof ssl_defs / sizeof ssl_defs[0]))
 
+/* Whether `key` is one of the SASL keys kept beside the ssl.* ones (issue #23; not table rows, so never
+   shown by DescribeConfigs or the start-up dump, as Kafka hides JAAS configs): sasl.enabled.mechanisms,
+   sasl.jaas.config, listener.name.<l>.sasl.enabled.mechanisms, listener.name.<l>.<mechanism>.sasl.jaas.config
+   (BrokerSecurityConfigs, SaslConfigs, JaasContext.loadServerContext), and the per-listener forms of the
+   connections.max.reauth.ms table row: listener.name.<l>.connections.max.reauth.ms and
+   listener.name.<l>.<mechanism>.connections.max.reauth.ms (Kafka's listener and mechanism prefixes). */
+static bool sasl_key(const char *key)
+{
+    static const char prefix[] = "listener.name.";
+    if (!strcmp(key, "sasl.enabled.mechanisms") || !strcmp(key, "sasl.jaas.config")) return true;
+    if (strncmp(key, prefix, sizeof prefix - 1)) return false;
+    const char *l = key + sizeof prefix - 1, *dot = strchr(l, '.');
+    if (!dot || dot == l) return false;
+    if (!strcmp(dot + 1, "sasl.enabled.mechanisms") || !strcmp(dot + 1, "connections.max.reauth.ms"))
+        return true;
+    const char *m = dot + 1, *mdot = strchr(m, '.');
+    return mdot && mdot != m &&
+           (!strcmp(mdot + 1, "sasl.jaas.config") || !strcmp(mdot + 1, "connections.max.reauth.ms"));
+}
+
 /* The ssl_defs row of `key` (ssl.<x>, or listener.name.<listener>.ssl.<x>), or -1. */
 static int ssl_row(const char *key)
 {
@@ -536,7 +565,7 @@ static int ssl_row(const char *key)
  */
 static int ssl_set(struct gr_config *cfg, const char *key, int row, const char *value)
 {
-    const char *name = ssl_defs[row].key;
+    const char *name = row >= 0 ? ssl_defs[row].key : key; /* row -1: a SASL key (sasl_key) */
     if (!strcmp(name, "ssl.client.auth") && strcmp(value, "none") && strcmp(value, "requested") &&
         strcmp(value, "required")) {
         fprintf(stderr, "config: %s must be none, requested or required, got '%.64s'\n", key, value);
@@ -602,10 +631,57 @@ void gr_config_ssl(const struct gr_config *cfg, const char *listener, struct gr_
     }
 }
 
+void gr_config_sasl(const struct gr_config *cfg, const char *listener, const char *mechanism,
+                    struct gr_sasl_settings *out)
+{
+    char lower[GR_LISTENER_NAME_BYTES_MAX + 1], mech[64];
+    size_t n = 0;
+    for (; listener[n] && n < GR_LISTENER_NAME_BYTES_MAX; n++)
+        lower[n] = (char)tolower((unsigned char)listener[n]);
+    lower[n] = 0;
+    for (n = 0; mechanism && mechanism[n] && n < sizeof mech - 1; n++)
+        mech[n] = (char)tolower((unsigned char)mechanism[n]);
+    mech[n] = 0;
+    char key[GR_LISTENER_NAME_BYTES_MAX + 128];
+    snprintf(key, sizeof key, "listener.name.%s.sasl.enabled.mechanisms", lower);
+    out->enabled_mechanisms_key = "sasl.enabled.mechanisms";
+    out->enabled_mechanisms = ssl_lookup(cfg, key);
+    if (out->enabled_mechanisms) {
+        snprintf(out->enabled_key_buf, sizeof out->enabled_key_buf, "%s", key);
+        out->enabled_mechanisms_key = out->enabled_key_buf;
+    } else {
+        out->enabled_mechanisms = ssl_lookup(cfg, "sasl.enabled.mechanisms");
+    }
+    if (!out->enabled_mechanisms) out->enabled_mechanisms = "GSSAPI";
+    snprintf(out->jaas_config_key, sizeof out->jaas_config_key, "listener.name.%s.%s.sasl.jaas.config", lower,
+             mech);
+    out->jaas_config = ssl_lookup(cfg, out->jaas_config_key);
+    out->broker_jaas_config = ssl_lookup(cfg, "sasl.jaas.config");
+    snprintf(key, sizeof key, "listener.name.%s.%s.connections.max.reauth.ms", lower, mech);
+    out->reauth_ms = mech[0] ? ssl_lookup(cfg, key) : NULL;
+    if (!out->reauth_ms) {
+        snprintf(key, sizeof key, "listener.name.%s.connections.max.reauth.ms", lower);
+        out->reauth_ms = ssl_lookup(cfg, key);
+    }
+}
+
 int gr_config_set(struct gr_config *cfg, const char *key, const char *value)
 {
     int ssl = ssl_row(key);
     if (ssl >= 0) return ssl_set(cfg, key, ssl, value);
+    if (sasl_key(key)) {
+        size_t kl = strlen(key), sl = strlen("connections.max.reauth.ms");
+        if (kl > sl && !strcmp(key + kl - sl, "connections.max.reauth.ms")) { /* a long, as the table row */
+            char *e;
+            errno = 0;
+            (void)strtoll(value, &e, 10);
+            if (!value[0] || *e || errno) {
+                fprintf(stderr, "config: %s must be a long (milliseconds), got '%.64s'\n", key, value);
+                return -1;
+            }
+        }
+        return ssl_set(cfg, key, -1, value);
+    }
     int i = find(key);
     for (size_t r = 0; i < 0 && r < sizeof removed / sizeof removed[0]; r++)
         if (!strcmp(key, removed[r].key)) {
@@ -827,6 +903,9 @@ void gr_config_resolve(struct gr_config *cfg)
     s->queued_max_request_bytes = gr_config_int(cfg, "queued.max.request.bytes");
     s->max_connections = (int32_t)gr_config_int(cfg, "max.connections");
     s->connections_max_idle_ms = gr_config_int(cfg, "connections.max.idle.ms");
+    s->connections_max_reauth_ms = gr_config_int(cfg, "connections.max.reauth.ms");
+    s->sasl_server_max_receive_size = (int32_t)gr_config_int(cfg, "sasl.server.max.receive.size");
+    s->failed_auth_delay_ms = (int32_t)gr_config_int(cfg, "connection.failed.authentication.delay.ms");
     s->fetch_max_bytes = (int32_t)gr_config_int(cfg, "fetch.max.bytes");
     s->delete_topic_enable = gr_config_bool(cfg, "delete.topic.enable");
     s->group_min_session_timeout_ms = (int32_t)gr_config_int(cfg, "group.min.session.timeout.ms");

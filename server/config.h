@@ -70,6 +70,9 @@ struct gr_broker_settings {
     int64_t queued_max_request_bytes;                 /* queued.max.request.bytes, -1 unlimited */
     int32_t max_connections;                          /* max.connections */
     int64_t connections_max_idle_ms;                  /* connections.max.idle.ms, -1 never */
+    int64_t connections_max_reauth_ms;                /* connections.max.reauth.ms (KIP-368), <= 0 off */
+    int32_t sasl_server_max_receive_size;             /* sasl.server.max.receive.size: before auth */
+    int32_t failed_auth_delay_ms;                     /* connection.failed.authentication.delay.ms */
     int32_t fetch_max_bytes;                          /* fetch.max.bytes */
     bool delete_topic_enable;                         /* delete.topic.enable */
     int32_t group_min_session_timeout_ms;             /* group.min.session.timeout.ms */
@@ -134,6 +137,25 @@ struct gr_ssl_settings {
     const char *cipher_suites;              /* ssl.cipher.suites, NULL or empty = OpenSSL's defaults */
 };
 
+/* The SASL settings of one listener and one mechanism (issue #23), Kafka's names (BrokerSecurityConfigs,
+ * SaslConfigs, JaasContext.loadServerContext). Strings are borrowed from the config. */
+struct gr_sasl_settings {
+    /* listener.name.<listener>.sasl.enabled.mechanisms, else sasl.enabled.mechanisms, else Kafka's default
+       GSSAPI (comma-separated), and the key it came from (for messages) */
+    const char *enabled_mechanisms;
+    const char *enabled_mechanisms_key;
+    char enabled_key_buf[GR_LISTENER_NAME_BYTES_MAX + 128];
+    /* listener.name.<listener>.<mechanism>.sasl.jaas.config (NULL when unset) and its key: the only place a
+       Kafka broker reads a JAAS config from its properties */
+    const char *jaas_config;
+    char jaas_config_key[GR_LISTENER_NAME_BYTES_MAX + 128];
+    const char *broker_jaas_config; /* sasl.jaas.config: a client setting, never read by a broker */
+    /* listener.name.<listener>.<mechanism>.connections.max.reauth.ms, else
+       listener.name.<listener>.connections.max.reauth.ms (checked to be a long when set), NULL: neither, the
+       broker-wide connections.max.reauth.ms applies */
+    const char *reauth_ms;
+};
+
 /* Most ssl.* keys a config holds (broker-wide and per listener together). */
 #define GR_CONFIG_SSL_KEYS_MAX 128
 
@@ -186,6 +208,11 @@ int gr_config_check(const struct gr_config *cfg);
  * looks listener.name.<name in lower case>.ssl.* up first, then ssl.*, then the default). Values are the
  * strings as set (each checked for its own form when set); the TLS module (server/tls.h) checks the rest. */
 void gr_config_ssl(const struct gr_config *cfg, const char *listener, struct gr_ssl_settings *out);
+/* Fills `out` with the SASL settings of listener `listener` (any case: looked up in lower case, as Kafka's
+ * ListenerName.configPrefix) for `mechanism` (any case, NULL for none; its JAAS key uses it in lower case).
+ */
+void gr_config_sasl(const struct gr_config *cfg, const char *listener, const char *mechanism,
+                    struct gr_sasl_settings *out);
 /* Recomputes cfg->settings from the string values (called by the setters; exposed for tests). */
 void gr_config_resolve(struct gr_config *cfg);
 /* log.retention.ms resolved from log.retention.ms / .minutes / .hours as Kafka does, in milliseconds. */

@@ -60,6 +60,7 @@
 #include "common/log.h"
 #include "common/time.h"
 #include "server/broker.h"
+#include "server/sasl.h"
 #include "server/tls.h"
 
 #define GR_CONN_READ_BUF_BYTES (64 * 1024)
@@ -102,11 +103,16 @@ struct gr_conn {
     size_t tls_out_len, tls_out_off;
     bool tls_read_wants_write; /* a read (the handshake) waits for the socket to be writable */
     bool tls_write_wants_read; /* a write waits for the socket to be readable */
+    /* SASL (NULL sasl = none): the session (server/sasl.h) and the timer that closes the connection
+       connection.failed.authentication.delay.ms after a raw token failed */
+    struct gr_sasl *sasl;
+    ev_timer sasl_fail_w;
 };
 
 static void conn_write(struct gr_conn *conn);
 static void conn_kick(struct gr_conn *conn);
 static void conn_update_read(struct gr_conn *conn);
+static void req_answered(struct gr_req *req);
 
 static void stall_add(struct gr_conn *conn)
 {
@@ -169,6 +175,7 @@ static void conn_free_cb(struct ev_loop *loop, ev_timer *w, int revents)
     struct gr_broker *b = conn->broker;
     ev_timer_stop(b->loop, &conn->close_w);
     ev_timer_stop(b->loop, &conn->held_w);
+    ev_timer_stop(b->loop, &conn->sasl_fail_w);
     close(conn->fd);
     struct gr_req *r = conn->head;
     while (r) {
@@ -192,6 +199,7 @@ static void conn_free_cb(struct ev_loop *loop, ev_timer *w, int revents)
     gr_tls_free(conn->ssl);
     free(conn->tls_out);
     free(conn->principal);
+    gr_sasl_free(conn->sasl);
     free(conn);
 }
 
@@ -209,6 +217,73 @@ void gr_conn_close(struct gr_conn *conn, const char *why)
     ev_timer_init(&conn->close_w, conn_free_cb, 0, 0);
     conn->close_w.data = conn;
     ev_timer_start(b->loop, &conn->close_w);
+}
+
+/* A raw SASL token failed: the connection closes connection.failed.authentication.delay.ms later, with no
+   answer (Kafka's delayed close); nothing more is read meanwhile. */
+static void conn_sasl_fail_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    (void)loop;
+    (void)revents;
+    gr_conn_close(w->data, "SASL authentication failed");
+}
+
+/* A raw SASL token (after SaslHandshake v0): one step, answered with a raw size-prefixed token. */
+static void conn_sasl_raw(struct gr_conn *conn, struct gr_req *req)
+{
+    struct gr_broker *b = conn->broker;
+    uint8_t *out;
+    size_t n;
+    const char *principal;
+    enum gr_sasl_step_rc rc = gr_sasl_raw_token(conn->sasl, req->frame, req->frame_len, &out, &n, &principal);
+    if (rc == GR_SASL_FAIL) {
+        double delay = b->cfg.settings.failed_auth_delay_ms / 1000.0;
+        ev_timer_init(&conn->sasl_fail_w, conn_sasl_fail_cb, delay, 0);
+        conn->sasl_fail_w.data = conn;
+        ev_timer_start(b->loop, &conn->sasl_fail_w);
+        conn_update_read(conn);
+        return;
+    }
+    req->out_mem = malloc(4 + n);
+    req->chunks = gr_arena_calloc(&req->arena, 1, sizeof *req->chunks);
+    if (!req->out_mem || !req->chunks || (principal && gr_conn_set_principal(conn, principal))) {
+        free(out);
+        req->done = req->no_response = true;
+        gr_conn_close(conn, "out of memory");
+        return;
+    }
+    req->out_mem[0] = (uint8_t)(n >> 24);
+    req->out_mem[1] = (uint8_t)(n >> 16);
+    req->out_mem[2] = (uint8_t)(n >> 8);
+    req->out_mem[3] = (uint8_t)n;
+    if (n) memcpy(req->out_mem + 4, out, n);
+    free(out);
+    req->out_mem_bytes = 4 + n;
+    req->chunks[0].mem = req->out_mem;
+    req->chunks[0].len = 4 + n;
+    req->chunk_count = 1;
+    req->done = true;
+    req_answered(req);
+}
+
+/* Dispatches a request, through the SASL gate on a SASL listener (server/sasl.h). */
+static void conn_dispatch(struct gr_conn *conn, struct gr_req *req)
+{
+    if (conn->sasl) {
+        const char *why;
+        switch (gr_sasl_gate(conn->sasl, req->frame, req->frame_len, gr_time_mono_ms(), &why)) {
+        case GR_SASL_PASS:
+            break;
+        case GR_SASL_RAW:
+            conn_sasl_raw(conn, req);
+            return;
+        default:
+            req->done = req->no_response = true;
+            gr_conn_close(conn, why);
+            return;
+        }
+    }
+    gr_dispatch(req);
 }
 
 static void conn_add_request(struct gr_conn *conn, uint8_t *frame, size_t len)
@@ -235,11 +310,14 @@ static void conn_add_request(struct gr_conn *conn, uint8_t *frame, size_t len)
         conn->head = req;
     conn->tail = req;
     conn->outstanding++;
-    if (conn->head != req && !gr_dispatch_runs_ahead(frame, len)) {
+    /* until authenticated, a SASL connection's frames each wait for the one before (their meaning depends
+       on the state it leaves) */
+    if (conn->head != req &&
+        (!gr_dispatch_runs_ahead(frame, len) || (conn->sasl && gr_sasl_in_handshake(conn->sasl)))) {
         req->held = true; /* dispatched by conn_held_cb once it is the FIFO head */
         return;
     }
-    gr_dispatch(req);
+    conn_dispatch(conn, req);
 }
 
 /* Cuts complete frames out of rbuf while the connection may take requests and the request pool lets their
@@ -249,6 +327,8 @@ static bool conn_parse(struct gr_conn *conn)
     struct gr_broker *b = conn->broker;
     int64_t frame_max = b->cfg.settings.socket_request_max_bytes;
     size_t off = 0;
+    /* before SASL authentication: sasl.server.max.receive.size (checked before anything is allocated) */
+    if (conn->sasl) frame_max = gr_sasl_frame_max(conn->sasl, frame_max);
     while (conn->rlen - off >= 4 && !conn->big && conn_may_take(conn)) {
         const uint8_t *p = conn->rbuf + off;
         int32_t size = (int32_t)((uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]);
@@ -370,6 +450,7 @@ static void conn_update_read(struct gr_conn *conn)
     struct gr_broker *b = conn->broker;
     if (conn->closing) return;
     bool want = conn->big || (conn->rlen < 4 && conn_may_take(conn) && !gr_mempool_spent(&b->request_pool));
+    if (conn->sasl && gr_sasl_failed(conn->sasl)) want = false; /* only the failure's answer is left */
     if (conn->ssl) {
         if (conn->tls_write_wants_read) want = true;  /* a TLS write waits for the socket's bytes */
         if (conn->tls_read_wants_write) want = false; /* a TLS read waits for room: no spinning on reads */
@@ -426,6 +507,8 @@ static void release_head(struct gr_conn *conn)
     gr_reqtime_sent(r, conn->peer); /* its last byte is written (or no answer was due) */
     gr_req_free(r);
     if (conn->stalled) resume_schedule(conn->broker);
+    /* a failed SASL authentication's answer is sent: the connection closes (SaslServerAuthenticator) */
+    if (conn->sasl && gr_sasl_failed(conn->sasl)) gr_conn_close(conn, "SASL authentication failed");
 }
 
 /* A request's answer is built (req->out_mem_bytes set; none for acks=0): frees its frame (giving back its
@@ -493,7 +576,7 @@ static void conn_held_cb(struct ev_loop *loop, ev_timer *w, int revents)
     if (conn->closing || !conn->head || !conn->head->held) return;
     struct gr_req *r = conn->head;
     r->held = false;
-    gr_dispatch(r);
+    conn_dispatch(conn, r);
     if (!conn->closing) conn_write(conn);
 }
 
@@ -569,7 +652,7 @@ static void conn_write(struct gr_conn *conn)
     struct gr_broker *b = conn->broker;
     if (conn->closing || conn->writing) return; /* re-entered from a request freed below: the loop goes on */
     conn->writing = true;
-    while (conn->head && conn->head->done) {
+    while (conn->head && conn->head->done && !conn->closing) {
         struct gr_req *r = conn->head;
         if (r->no_response ||
             (r->chunk_at >= r->chunk_count && !(conn->ssl && conn->tls_out_off < conn->tls_out_len))) {
@@ -787,6 +870,14 @@ static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
         }
         snprintf(conn->peer, sizeof conn->peer, "%s:%d", host, port);
         snprintf(conn->host, sizeof conn->host, "%s", host);
+        if (listener->sasl && !(conn->sasl = gr_sasl_new(listener->sasl, conn->peer))) {
+            close(fd);
+            gr_tls_free(conn->ssl);
+            free(conn->rbuf);
+            free(conn);
+            GR_WARN_RATELIMITED("accept on %s: out of memory for a SASL session, closed", listener->name);
+            continue;
+        }
         conn->last_active_ms = conn->accepted_ms = gr_time_mono_ms();
         ev_io_init(&conn->rw, conn_read_cb, fd, EV_READ);
         ev_io_init(&conn->ww, conn_write_cb, fd, EV_WRITE);
@@ -863,7 +954,14 @@ static int parse_listener_list(const char *spec, struct gr_listener *out, bool a
     return n;
 }
 
-enum listener_protocol { PROTO_UNMAPPED, PROTO_PLAINTEXT, PROTO_SSL, PROTO_OTHER };
+enum listener_protocol {
+    PROTO_UNMAPPED,
+    PROTO_PLAINTEXT,
+    PROTO_SSL,
+    PROTO_SASL_PLAINTEXT,
+    PROTO_SASL_SSL,
+    PROTO_OTHER
+};
 
 /* listener.security.protocol.map lookup: the security protocol of a listener name. */
 static enum listener_protocol listener_protocol(struct gr_broker *b, const char *name)
@@ -878,6 +976,9 @@ static enum listener_protocol listener_protocol(struct gr_broker *b, const char 
             size_t vl = len - nl - 1;
             if (vl == strlen("PLAINTEXT") && !strncmp(v, "PLAINTEXT", vl)) return PROTO_PLAINTEXT;
             if (vl == strlen("SSL") && !strncmp(v, "SSL", vl)) return PROTO_SSL;
+            if (vl == strlen("SASL_PLAINTEXT") && !strncmp(v, "SASL_PLAINTEXT", vl))
+                return PROTO_SASL_PLAINTEXT;
+            if (vl == strlen("SASL_SSL") && !strncmp(v, "SASL_SSL", vl)) return PROTO_SASL_SSL;
             return PROTO_OTHER;
         }
         if (!end) break;
@@ -962,15 +1063,17 @@ int gr_net_bind(struct gr_broker *b)
                 return -1;
             }
         enum listener_protocol proto = listener_protocol(b, b->listeners[i].name);
-        if (proto != PROTO_PLAINTEXT && proto != PROTO_SSL) {
-            GR_ERROR("config: listeners: %s is %s in listener.security.protocol.map (Gregor serves PLAINTEXT "
-                     "and SSL listeners; SASL_PLAINTEXT and SASL_SSL come with a later slice of issue #23)",
-                     b->listeners[i].name,
-                     proto == PROTO_UNMAPPED ? "not mapped" : "mapped to a protocol Gregor does not serve");
+        if (proto == PROTO_UNMAPPED || proto == PROTO_OTHER) {
+            GR_ERROR(
+                "config: listeners: %s is %s in listener.security.protocol.map (Gregor serves PLAINTEXT, "
+                "SSL, SASL_PLAINTEXT and SASL_SSL listeners)",
+                b->listeners[i].name,
+                proto == PROTO_UNMAPPED ? "not mapped" : "mapped to a protocol Gregor does not serve");
             return -1;
         }
         b->listeners[i].fd = -1;
         b->listeners[i].tls_ctx = NULL;
+        b->listeners[i].sasl = NULL;
     }
     /* advertised.listeners: by listener name; a listener not named there advertises its own address */
     const char *adv = b->cfg.settings.advertised_listeners;
@@ -1013,19 +1116,27 @@ int gr_net_tls_setup(struct gr_broker *b)
 {
     for (int i = 0; i < b->listener_count; i++) {
         struct gr_listener *l = &b->listeners[i];
-        if (listener_protocol(b, l->name) != PROTO_SSL) continue;
-        struct gr_ssl_settings ss;
-        gr_config_ssl(&b->cfg, l->name, &ss);
+        enum listener_protocol proto = listener_protocol(b, l->name);
         char err[1024];
-        l->tls_ctx = gr_tls_ctx_new(l->name, &ss, err, sizeof err);
-        if (!l->tls_ctx) {
-            GR_ERROR("config: %s", err);
-            for (int k = 0; k < i; k++) {
-                gr_tls_ctx_free(b->listeners[k].tls_ctx);
-                b->listeners[k].tls_ctx = NULL;
-            }
-            return -1;
+        if (proto == PROTO_SSL || proto == PROTO_SASL_SSL) {
+            struct gr_ssl_settings ss;
+            gr_config_ssl(&b->cfg, l->name, &ss);
+            l->tls_ctx = gr_tls_ctx_new(l->name, &ss, err, sizeof err);
         }
+        if ((proto == PROTO_SSL || proto == PROTO_SASL_SSL) && !l->tls_ctx) goto refused;
+        if ((proto == PROTO_SASL_PLAINTEXT || proto == PROTO_SASL_SSL) &&
+            !(l->sasl = gr_sasl_listener_new(b, l->name, err, sizeof err)))
+            goto refused;
+        continue;
+    refused:
+        GR_ERROR("config: %s", err);
+        for (int k = 0; k <= i; k++) {
+            gr_tls_ctx_free(b->listeners[k].tls_ctx);
+            b->listeners[k].tls_ctx = NULL;
+            gr_sasl_listener_free(b->listeners[k].sasl);
+            b->listeners[k].sasl = NULL;
+        }
+        return -1;
     }
     return 0;
 }
@@ -1040,8 +1151,12 @@ int gr_net_serve(struct gr_broker *b)
             return -1;
         }
         ev_io_start(b->loop, &l->w);
-        GR_INFO("listening on %s://%s:%d (%s), advertised as %s:%d", l->name, l->host, l->port,
-                l->tls_ctx ? "SSL" : "PLAINTEXT", l->adv_host, l->adv_port);
+        const char *proto = l->sasl      ? (l->tls_ctx ? "SASL_SSL" : "SASL_PLAINTEXT")
+                            : l->tls_ctx ? "SSL"
+                                         : "PLAINTEXT";
+        GR_INFO("listening on %s://%s:%d (%s%s%s), advertised as %s:%d", l->name, l->host, l->port, proto,
+                l->sasl ? ", SASL mechanisms " : "", l->sasl ? gr_sasl_listener_mechanisms(l->sasl) : "",
+                l->adv_host, l->adv_port);
     }
     const char *lf = b->cfg.settings.gregor_listener_file;
     if (lf) {
@@ -1088,6 +1203,8 @@ void gr_net_close_all(struct gr_broker *b)
         b->listeners[i].fd = -1;
         gr_tls_ctx_free(b->listeners[i].tls_ctx); /* its connections hold references until they are freed */
         b->listeners[i].tls_ctx = NULL;
+        gr_sasl_listener_free(b->listeners[i].sasl); /* sessions never reach back into it once closed */
+        b->listeners[i].sasl = NULL;
     }
     ev_timer_stop(b->loop, &b->resume_w);
     ev_timer_stop(b->loop, &b->accept_w);
@@ -1156,4 +1273,9 @@ const char *gr_req_principal(const struct gr_req *req)
 const char *gr_req_host(const struct gr_req *req)
 {
     return req->conn ? req->conn->host : "";
+}
+
+struct gr_sasl *gr_req_sasl(const struct gr_req *req)
+{
+    return req->conn ? req->conn->sasl : NULL;
 }

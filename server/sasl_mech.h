@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 struct gr_broker;
+struct gr_config;
 struct gr_sasl_exchange; /* one mechanism's per-authentication state */
 
 /* The longest client token a step is given (bytes). Kafka bounds a SASL frame before authentication by
@@ -48,6 +49,18 @@ struct gr_sasl_mech {
                                  char *err, size_t err_cap);
     /* Frees the exchange (NULL ignored), wiping any secret it held. */
     void (*free)(struct gr_sasl_exchange *x);
+    /* Optional (NULL: the mechanism keeps nothing per listener; zero in a table that does not name them).
+     * listener_new builds at start what the mechanism needs on listener `listener` from `cfg` (PLAIN: its
+     * users from listener.name.<listener>.plain.sasl.jaas.config); it returns the context, or NULL after
+     * writing into `err` (`err_cap` bytes) a message naming the key at fault (the broker then exits with
+     * status 2). listener_free frees it (NULL ignored). start_listener, when set, is called instead of start
+     * with that context. */
+    void *(*listener_new)(const struct gr_config *cfg, const char *listener, char *err, size_t err_cap);
+    void (*listener_free)(void *ctx);
+    struct gr_sasl_exchange *(*start_listener)(struct gr_broker *b, void *ctx);
 };
+/* A step's FAIL with an empty `err` asks the SASL layer for Kafka's generic message (SaslServerAuthenticator,
+ * for a SaslException: "Authentication failed during authentication due to invalid credentials with SASL
+ * mechanism <name>", "re-authentication" when re-authenticating), which tells the client nothing more. */
 
 #endif

@@ -62,7 +62,8 @@ API_KEYS = {'Produce': 0, 'Fetch': 1, 'ListOffsets': 2, 'Metadata': 3, 'FindCoor
             'ApiVersions': 18, 'CreateTopics': 19, 'DescribeConfigs': 32, 'OffsetCommit': 8, 'OffsetFetch': 9,
             'JoinGroup': 11, 'Heartbeat': 12, 'LeaveGroup': 13, 'SyncGroup': 14, 'OffsetForLeaderEpoch': 23,
             'DeleteRecords': 21, 'InitProducerId': 22, 'AddPartitionsToTxn': 24, 'EndTxn': 26,
-            'WriteTxnMarkers': 27, 'DescribeProducers': 61, 'DescribeTransactions': 65, 'ListTransactions': 66}
+            'WriteTxnMarkers': 27, 'DescribeProducers': 61, 'DescribeTransactions': 65, 'ListTransactions': 66,
+            'SaslHandshake': 17, 'SaslAuthenticate': 36}
 
 
 class DecodeError(Exception):
@@ -97,6 +98,12 @@ LEADER_ID_AND_EPOCH = [F('leader_id', 'int32', '0+', default=-1), F('leader_epoc
 
 SCHEMAS = {
     # key: (flexible from, request fields, response fields)
+    'SaslHandshake': (99, [F('mechanism', 'string', '0+')],
+                      [F('error_code', 'int16', '0+'), F('mechanisms', '[string]', '0+')]),
+    'SaslAuthenticate': (2, [F('auth_bytes', 'bytes', '0+')], [
+        F('error_code', 'int16', '0+'), F('error_message', 'string', '0+', nullable='0+'),
+        F('auth_bytes', 'bytes', '0+'), F('session_lifetime_ms', 'int64', '1+', default=0),
+    ]),
     'InitProducerId': (2, [
         F('transactional_id', 'string', '0+', nullable='0+'),
         F('transaction_timeout_ms', 'int32', '0+', default=60000),

@@ -407,6 +407,16 @@ static void enc_gr_list_groups_response(struct gr_wr *wr, int16_t v, const struc
 static size_t sz_gr_list_groups_response(const struct gr_list_groups_response *m, int16_t v);
 static size_t minsz_gr_list_groups_response(int16_t v) __attribute__((unused));
 static bool isdef_gr_list_groups_response(const struct gr_list_groups_response *m) __attribute__((unused));
+static void dec_gr_sasl_handshake_request(struct gr_rd *rd, int16_t v, struct gr_sasl_handshake_request *m);
+static void enc_gr_sasl_handshake_request(struct gr_wr *wr, int16_t v, const struct gr_sasl_handshake_request *m);
+static size_t sz_gr_sasl_handshake_request(const struct gr_sasl_handshake_request *m, int16_t v);
+static size_t minsz_gr_sasl_handshake_request(int16_t v) __attribute__((unused));
+static bool isdef_gr_sasl_handshake_request(const struct gr_sasl_handshake_request *m) __attribute__((unused));
+static void dec_gr_sasl_handshake_response(struct gr_rd *rd, int16_t v, struct gr_sasl_handshake_response *m);
+static void enc_gr_sasl_handshake_response(struct gr_wr *wr, int16_t v, const struct gr_sasl_handshake_response *m);
+static size_t sz_gr_sasl_handshake_response(const struct gr_sasl_handshake_response *m, int16_t v);
+static size_t minsz_gr_sasl_handshake_response(int16_t v) __attribute__((unused));
+static bool isdef_gr_sasl_handshake_response(const struct gr_sasl_handshake_response *m) __attribute__((unused));
 static void dec_gr_api_versions_request(struct gr_rd *rd, int16_t v, struct gr_api_versions_request *m);
 static void enc_gr_api_versions_request(struct gr_wr *wr, int16_t v, const struct gr_api_versions_request *m);
 static size_t sz_gr_api_versions_request(const struct gr_api_versions_request *m, int16_t v);
@@ -762,6 +772,16 @@ static void enc_gr_describe_log_dirs_response(struct gr_wr *wr, int16_t v, const
 static size_t sz_gr_describe_log_dirs_response(const struct gr_describe_log_dirs_response *m, int16_t v);
 static size_t minsz_gr_describe_log_dirs_response(int16_t v) __attribute__((unused));
 static bool isdef_gr_describe_log_dirs_response(const struct gr_describe_log_dirs_response *m) __attribute__((unused));
+static void dec_gr_sasl_authenticate_request(struct gr_rd *rd, int16_t v, struct gr_sasl_authenticate_request *m);
+static void enc_gr_sasl_authenticate_request(struct gr_wr *wr, int16_t v, const struct gr_sasl_authenticate_request *m);
+static size_t sz_gr_sasl_authenticate_request(const struct gr_sasl_authenticate_request *m, int16_t v);
+static size_t minsz_gr_sasl_authenticate_request(int16_t v) __attribute__((unused));
+static bool isdef_gr_sasl_authenticate_request(const struct gr_sasl_authenticate_request *m) __attribute__((unused));
+static void dec_gr_sasl_authenticate_response(struct gr_rd *rd, int16_t v, struct gr_sasl_authenticate_response *m);
+static void enc_gr_sasl_authenticate_response(struct gr_wr *wr, int16_t v, const struct gr_sasl_authenticate_response *m);
+static size_t sz_gr_sasl_authenticate_response(const struct gr_sasl_authenticate_response *m, int16_t v);
+static size_t minsz_gr_sasl_authenticate_response(int16_t v) __attribute__((unused));
+static bool isdef_gr_sasl_authenticate_response(const struct gr_sasl_authenticate_response *m) __attribute__((unused));
 static void dec_gr_create_partitions_request_create_partitions_assignment(struct gr_rd *rd, int16_t v, struct gr_create_partitions_request_create_partitions_assignment *m);
 static void enc_gr_create_partitions_request_create_partitions_assignment(struct gr_wr *wr, int16_t v, const struct gr_create_partitions_request_create_partitions_assignment *m);
 static size_t sz_gr_create_partitions_request_create_partitions_assignment(const struct gr_create_partitions_request_create_partitions_assignment *m, int16_t v);
@@ -11942,6 +11962,253 @@ static int ops_decode_gr_list_groups_response(struct gr_rd *rd, int16_t v, void 
 static size_t ops_size_gr_list_groups_response(const void *m, int16_t v) { return gr_list_groups_response_size(m, v); }
 static void ops_encode_gr_list_groups_response(struct gr_wr *wr, const void *m, int16_t v) { gr_list_groups_response_encode(wr, m, v); }
 
+void gr_sasl_handshake_request_init(struct gr_sasl_handshake_request *m)
+{
+    m->mechanism = ((struct gr_str){"", 0});
+    m->unknown_tags.items = NULL;
+    m->unknown_tags.count = 0;
+}
+
+static bool isdef_gr_sasl_handshake_request(const struct gr_sasl_handshake_request *m)
+{
+    return gr_str_eq(m->mechanism, gr_str_c("")) &&
+           m->unknown_tags.count == 0;
+}
+
+static size_t minsz_gr_sasl_handshake_request(int16_t v)
+{
+    const bool fx = 0;
+    (void)fx;
+    (void)v;
+    size_t n = fx ? 1 : 0;
+    if (1) n += (fx ? 1 : 2);
+    (void)v;
+    return n;
+}
+
+static void dec_gr_sasl_handshake_request(struct gr_rd *rd, int16_t v, struct gr_sasl_handshake_request *m)
+{
+    const bool fx = 0;
+    (void)fx;
+    (void)v;
+    gr_sasl_handshake_request_init(m);
+    if (1) {
+        m->mechanism = gr_rd_string(rd, fx, 0);
+    }
+    if (!fx || rd->err) return;
+    uint32_t ntags = gr_rd_tag_count(rd);
+    int64_t last_tag = -1;
+    for (uint32_t t = 0; t < ntags && !rd->err; t++) {
+        uint32_t tag = gr_rd_uvarint(rd);
+        uint32_t len = gr_rd_uvarint(rd);
+        if (rd->err) return;
+        if ((int64_t)tag <= last_tag) {
+            gr_rd_fail(rd, GR_WIRE_BAD_TAGS);
+            return;
+        }
+        last_tag = tag;
+        if (len > gr_rd_left(rd)) {
+            gr_rd_fail(rd, GR_WIRE_SHORT);
+            return;
+        }
+        const uint8_t *body = rd->p;
+        switch (tag) {
+        default:
+            keep_unknown_tag(rd, &m->unknown_tags, ntags, tag, body, len);
+        }
+        rd->p = body + len;
+    }
+}
+
+static size_t sz_gr_sasl_handshake_request(const struct gr_sasl_handshake_request *m, int16_t v)
+{
+    const bool fx = 0;
+    (void)fx;
+    (void)v;
+    size_t n = 0;
+    if (1) {
+        n += gr_sz_string(m->mechanism, fx);
+    }
+    if (fx) {
+        uint32_t count = (uint32_t)m->unknown_tags.count;
+        n += gr_sz_uvarint(count) + gr_sz_unknown_tags(&m->unknown_tags);
+    }
+    (void)m;
+    return n;
+}
+
+static void enc_gr_sasl_handshake_request(struct gr_wr *wr, int16_t v, const struct gr_sasl_handshake_request *m)
+{
+    const bool fx = 0;
+    (void)fx;
+    (void)v;
+    if (1) {
+        gr_wr_string(wr, m->mechanism, fx);
+    }
+    if (!fx) return;
+    uint32_t count = (uint32_t)m->unknown_tags.count;
+    gr_wr_uvarint(wr, count);
+    int32_t u = 0;
+    while (u < m->unknown_tags.count)
+        write_unknown_tag(wr, &m->unknown_tags.items[u++]);
+}
+
+int gr_sasl_handshake_request_decode(struct gr_rd *rd, int16_t version, struct gr_sasl_handshake_request *m)
+{
+    dec_gr_sasl_handshake_request(rd, version, m);
+    return rd->err;
+}
+
+size_t gr_sasl_handshake_request_size(const struct gr_sasl_handshake_request *m, int16_t version) { return sz_gr_sasl_handshake_request(m, version); }
+
+void gr_sasl_handshake_request_encode(struct gr_wr *wr, const struct gr_sasl_handshake_request *m, int16_t version) { enc_gr_sasl_handshake_request(wr, version, m); }
+
+static void ops_init_gr_sasl_handshake_request(void *m) { gr_sasl_handshake_request_init(m); }
+static int ops_decode_gr_sasl_handshake_request(struct gr_rd *rd, int16_t v, void *m) { return gr_sasl_handshake_request_decode(rd, v, m); }
+static size_t ops_size_gr_sasl_handshake_request(const void *m, int16_t v) { return gr_sasl_handshake_request_size(m, v); }
+static void ops_encode_gr_sasl_handshake_request(struct gr_wr *wr, const void *m, int16_t v) { gr_sasl_handshake_request_encode(wr, m, v); }
+
+void gr_sasl_handshake_response_init(struct gr_sasl_handshake_response *m)
+{
+    m->error_code = 0;
+    m->mechanisms.items = NULL;
+    m->mechanisms.count = 0;
+    m->unknown_tags.items = NULL;
+    m->unknown_tags.count = 0;
+}
+
+static bool isdef_gr_sasl_handshake_response(const struct gr_sasl_handshake_response *m)
+{
+    return (m->error_code == 0) &&
+           m->mechanisms.count == 0 &&
+           m->unknown_tags.count == 0;
+}
+
+static size_t minsz_gr_sasl_handshake_response(int16_t v)
+{
+    const bool fx = 0;
+    (void)fx;
+    (void)v;
+    size_t n = fx ? 1 : 0;
+    if (1) n += 2;
+    if (1) n += (fx ? 1 : 4);
+    (void)v;
+    return n;
+}
+
+static void dec_gr_sasl_handshake_response(struct gr_rd *rd, int16_t v, struct gr_sasl_handshake_response *m)
+{
+    const bool fx = 0;
+    (void)fx;
+    (void)v;
+    gr_sasl_handshake_response_init(m);
+    if (1) {
+        m->error_code = gr_rd_int16(rd);
+    }
+    if (1) {
+        {
+            int32_t n = gr_rd_array_len(rd, fx, 0, (fx ? 1 : 2));
+            m->mechanisms.count = n;
+            m->mechanisms.items = NULL;
+            if (n > 0) {
+                m->mechanisms.items = gr_rd_alloc(rd, (size_t)n, sizeof(struct gr_str));
+                for (int32_t i = 0; i < n && !rd->err; i++)
+                    m->mechanisms.items[i] = gr_rd_string(rd, fx, 0);
+                if (rd->err) m->mechanisms.count = 0;
+            }
+        }
+    }
+    if (!fx || rd->err) return;
+    uint32_t ntags = gr_rd_tag_count(rd);
+    int64_t last_tag = -1;
+    for (uint32_t t = 0; t < ntags && !rd->err; t++) {
+        uint32_t tag = gr_rd_uvarint(rd);
+        uint32_t len = gr_rd_uvarint(rd);
+        if (rd->err) return;
+        if ((int64_t)tag <= last_tag) {
+            gr_rd_fail(rd, GR_WIRE_BAD_TAGS);
+            return;
+        }
+        last_tag = tag;
+        if (len > gr_rd_left(rd)) {
+            gr_rd_fail(rd, GR_WIRE_SHORT);
+            return;
+        }
+        const uint8_t *body = rd->p;
+        switch (tag) {
+        default:
+            keep_unknown_tag(rd, &m->unknown_tags, ntags, tag, body, len);
+        }
+        rd->p = body + len;
+    }
+}
+
+static size_t sz_gr_sasl_handshake_response(const struct gr_sasl_handshake_response *m, int16_t v)
+{
+    const bool fx = 0;
+    (void)fx;
+    (void)v;
+    size_t n = 0;
+    if (1) {
+        n += 2;
+    }
+    if (1) {
+        n += gr_sz_array_len(m->mechanisms.count, fx);
+        for (int32_t i = 0; i < m->mechanisms.count; i++)
+            n += gr_sz_string(m->mechanisms.items[i], fx);
+    }
+    if (fx) {
+        uint32_t count = (uint32_t)m->unknown_tags.count;
+        n += gr_sz_uvarint(count) + gr_sz_unknown_tags(&m->unknown_tags);
+    }
+    (void)m;
+    return n;
+}
+
+static void enc_gr_sasl_handshake_response(struct gr_wr *wr, int16_t v, const struct gr_sasl_handshake_response *m)
+{
+    const bool fx = 0;
+    (void)fx;
+    (void)v;
+    if (1) {
+        gr_wr_int16(wr, m->error_code);
+    }
+    if (1) {
+        gr_wr_array_len(wr, m->mechanisms.count, fx);
+        for (int32_t i = 0; i < m->mechanisms.count; i++)
+            gr_wr_string(wr, m->mechanisms.items[i], fx);
+    }
+    if (!fx) return;
+    uint32_t count = (uint32_t)m->unknown_tags.count;
+    gr_wr_uvarint(wr, count);
+    int32_t u = 0;
+    while (u < m->unknown_tags.count)
+        write_unknown_tag(wr, &m->unknown_tags.items[u++]);
+}
+
+void gr_sasl_handshake_response_count_errors(const struct gr_sasl_handshake_response *m, bool top, uint64_t *counts, int nslots)
+{
+    if (top) count_error(counts, nslots, m->error_code);
+    (void)top;
+}
+
+static void ops_count_errors_gr_sasl_handshake_response(const void *m, bool top, uint64_t *counts, int nslots) { gr_sasl_handshake_response_count_errors(m, top, counts, nslots); }
+
+int gr_sasl_handshake_response_decode(struct gr_rd *rd, int16_t version, struct gr_sasl_handshake_response *m)
+{
+    dec_gr_sasl_handshake_response(rd, version, m);
+    return rd->err;
+}
+
+size_t gr_sasl_handshake_response_size(const struct gr_sasl_handshake_response *m, int16_t version) { return sz_gr_sasl_handshake_response(m, version); }
+
+void gr_sasl_handshake_response_encode(struct gr_wr *wr, const struct gr_sasl_handshake_response *m, int16_t version) { enc_gr_sasl_handshake_response(wr, version, m); }
+
+static void ops_init_gr_sasl_handshake_response(void *m) { gr_sasl_handshake_response_init(m); }
+static int ops_decode_gr_sasl_handshake_response(struct gr_rd *rd, int16_t v, void *m) { return gr_sasl_handshake_response_decode(rd, v, m); }
+static size_t ops_size_gr_sasl_handshake_response(const void *m, int16_t v) { return gr_sasl_handshake_response_size(m, v); }
+static void ops_encode_gr_sasl_handshake_response(struct gr_wr *wr, const void *m, int16_t v) { gr_sasl_handshake_response_encode(wr, m, v); }
+
 void gr_api_versions_request_init(struct gr_api_versions_request *m)
 {
     m->client_software_name = ((struct gr_str){"", 0});
@@ -21799,6 +22066,262 @@ static int ops_decode_gr_describe_log_dirs_response(struct gr_rd *rd, int16_t v,
 static size_t ops_size_gr_describe_log_dirs_response(const void *m, int16_t v) { return gr_describe_log_dirs_response_size(m, v); }
 static void ops_encode_gr_describe_log_dirs_response(struct gr_wr *wr, const void *m, int16_t v) { gr_describe_log_dirs_response_encode(wr, m, v); }
 
+void gr_sasl_authenticate_request_init(struct gr_sasl_authenticate_request *m)
+{
+    m->auth_bytes = ((struct gr_bytes){(const uint8_t *)"", 0});
+    m->unknown_tags.items = NULL;
+    m->unknown_tags.count = 0;
+}
+
+static bool isdef_gr_sasl_authenticate_request(const struct gr_sasl_authenticate_request *m)
+{
+    return m->auth_bytes.len == 0 &&
+           m->unknown_tags.count == 0;
+}
+
+static size_t minsz_gr_sasl_authenticate_request(int16_t v)
+{
+    const bool fx = v >= 2;
+    (void)fx;
+    (void)v;
+    size_t n = fx ? 1 : 0;
+    if (1) n += (fx ? 1 : 4);
+    (void)v;
+    return n;
+}
+
+static void dec_gr_sasl_authenticate_request(struct gr_rd *rd, int16_t v, struct gr_sasl_authenticate_request *m)
+{
+    const bool fx = v >= 2;
+    (void)fx;
+    (void)v;
+    gr_sasl_authenticate_request_init(m);
+    if (1) {
+        m->auth_bytes = gr_rd_bytes(rd, fx, 0);
+    }
+    if (!fx || rd->err) return;
+    uint32_t ntags = gr_rd_tag_count(rd);
+    int64_t last_tag = -1;
+    for (uint32_t t = 0; t < ntags && !rd->err; t++) {
+        uint32_t tag = gr_rd_uvarint(rd);
+        uint32_t len = gr_rd_uvarint(rd);
+        if (rd->err) return;
+        if ((int64_t)tag <= last_tag) {
+            gr_rd_fail(rd, GR_WIRE_BAD_TAGS);
+            return;
+        }
+        last_tag = tag;
+        if (len > gr_rd_left(rd)) {
+            gr_rd_fail(rd, GR_WIRE_SHORT);
+            return;
+        }
+        const uint8_t *body = rd->p;
+        switch (tag) {
+        default:
+            keep_unknown_tag(rd, &m->unknown_tags, ntags, tag, body, len);
+        }
+        rd->p = body + len;
+    }
+}
+
+static size_t sz_gr_sasl_authenticate_request(const struct gr_sasl_authenticate_request *m, int16_t v)
+{
+    const bool fx = v >= 2;
+    (void)fx;
+    (void)v;
+    size_t n = 0;
+    if (1) {
+        n += gr_sz_bytes(m->auth_bytes, fx);
+    }
+    if (fx) {
+        uint32_t count = (uint32_t)m->unknown_tags.count;
+        n += gr_sz_uvarint(count) + gr_sz_unknown_tags(&m->unknown_tags);
+    }
+    (void)m;
+    return n;
+}
+
+static void enc_gr_sasl_authenticate_request(struct gr_wr *wr, int16_t v, const struct gr_sasl_authenticate_request *m)
+{
+    const bool fx = v >= 2;
+    (void)fx;
+    (void)v;
+    if (1) {
+        gr_wr_bytes(wr, m->auth_bytes, fx);
+    }
+    if (!fx) return;
+    uint32_t count = (uint32_t)m->unknown_tags.count;
+    gr_wr_uvarint(wr, count);
+    int32_t u = 0;
+    while (u < m->unknown_tags.count)
+        write_unknown_tag(wr, &m->unknown_tags.items[u++]);
+}
+
+int gr_sasl_authenticate_request_decode(struct gr_rd *rd, int16_t version, struct gr_sasl_authenticate_request *m)
+{
+    dec_gr_sasl_authenticate_request(rd, version, m);
+    return rd->err;
+}
+
+size_t gr_sasl_authenticate_request_size(const struct gr_sasl_authenticate_request *m, int16_t version) { return sz_gr_sasl_authenticate_request(m, version); }
+
+void gr_sasl_authenticate_request_encode(struct gr_wr *wr, const struct gr_sasl_authenticate_request *m, int16_t version) { enc_gr_sasl_authenticate_request(wr, version, m); }
+
+static void ops_init_gr_sasl_authenticate_request(void *m) { gr_sasl_authenticate_request_init(m); }
+static int ops_decode_gr_sasl_authenticate_request(struct gr_rd *rd, int16_t v, void *m) { return gr_sasl_authenticate_request_decode(rd, v, m); }
+static size_t ops_size_gr_sasl_authenticate_request(const void *m, int16_t v) { return gr_sasl_authenticate_request_size(m, v); }
+static void ops_encode_gr_sasl_authenticate_request(struct gr_wr *wr, const void *m, int16_t v) { gr_sasl_authenticate_request_encode(wr, m, v); }
+
+void gr_sasl_authenticate_response_init(struct gr_sasl_authenticate_response *m)
+{
+    m->error_code = 0;
+    m->error_message = ((struct gr_str){"", 0});
+    m->auth_bytes = ((struct gr_bytes){(const uint8_t *)"", 0});
+    m->session_lifetime_ms = 0LL;
+    m->unknown_tags.items = NULL;
+    m->unknown_tags.count = 0;
+}
+
+static bool isdef_gr_sasl_authenticate_response(const struct gr_sasl_authenticate_response *m)
+{
+    return (m->error_code == 0) &&
+           gr_str_eq(m->error_message, gr_str_c("")) &&
+           m->auth_bytes.len == 0 &&
+           (m->session_lifetime_ms == 0LL) &&
+           m->unknown_tags.count == 0;
+}
+
+static size_t minsz_gr_sasl_authenticate_response(int16_t v)
+{
+    const bool fx = v >= 2;
+    (void)fx;
+    (void)v;
+    size_t n = fx ? 1 : 0;
+    if (1) n += 2;
+    if (1) n += (fx ? 1 : 2);
+    if (1) n += (fx ? 1 : 4);
+    if (v >= 1) n += 8;
+    (void)v;
+    return n;
+}
+
+static void dec_gr_sasl_authenticate_response(struct gr_rd *rd, int16_t v, struct gr_sasl_authenticate_response *m)
+{
+    const bool fx = v >= 2;
+    (void)fx;
+    (void)v;
+    gr_sasl_authenticate_response_init(m);
+    if (1) {
+        m->error_code = gr_rd_int16(rd);
+    }
+    if (1) {
+        m->error_message = gr_rd_string(rd, fx, 1);
+    }
+    if (1) {
+        m->auth_bytes = gr_rd_bytes(rd, fx, 0);
+    }
+    if (v >= 1) {
+        m->session_lifetime_ms = gr_rd_int64(rd);
+    }
+    if (!fx || rd->err) return;
+    uint32_t ntags = gr_rd_tag_count(rd);
+    int64_t last_tag = -1;
+    for (uint32_t t = 0; t < ntags && !rd->err; t++) {
+        uint32_t tag = gr_rd_uvarint(rd);
+        uint32_t len = gr_rd_uvarint(rd);
+        if (rd->err) return;
+        if ((int64_t)tag <= last_tag) {
+            gr_rd_fail(rd, GR_WIRE_BAD_TAGS);
+            return;
+        }
+        last_tag = tag;
+        if (len > gr_rd_left(rd)) {
+            gr_rd_fail(rd, GR_WIRE_SHORT);
+            return;
+        }
+        const uint8_t *body = rd->p;
+        switch (tag) {
+        default:
+            keep_unknown_tag(rd, &m->unknown_tags, ntags, tag, body, len);
+        }
+        rd->p = body + len;
+    }
+}
+
+static size_t sz_gr_sasl_authenticate_response(const struct gr_sasl_authenticate_response *m, int16_t v)
+{
+    const bool fx = v >= 2;
+    (void)fx;
+    (void)v;
+    size_t n = 0;
+    if (1) {
+        n += 2;
+    }
+    if (1) {
+        n += gr_sz_string(m->error_message, fx);
+    }
+    if (1) {
+        n += gr_sz_bytes(m->auth_bytes, fx);
+    }
+    if (v >= 1) {
+        n += 8;
+    }
+    if (fx) {
+        uint32_t count = (uint32_t)m->unknown_tags.count;
+        n += gr_sz_uvarint(count) + gr_sz_unknown_tags(&m->unknown_tags);
+    }
+    (void)m;
+    return n;
+}
+
+static void enc_gr_sasl_authenticate_response(struct gr_wr *wr, int16_t v, const struct gr_sasl_authenticate_response *m)
+{
+    const bool fx = v >= 2;
+    (void)fx;
+    (void)v;
+    if (1) {
+        gr_wr_int16(wr, m->error_code);
+    }
+    if (1) {
+        gr_wr_string(wr, m->error_message, fx);
+    }
+    if (1) {
+        gr_wr_bytes(wr, m->auth_bytes, fx);
+    }
+    if (v >= 1) {
+        gr_wr_int64(wr, m->session_lifetime_ms);
+    }
+    if (!fx) return;
+    uint32_t count = (uint32_t)m->unknown_tags.count;
+    gr_wr_uvarint(wr, count);
+    int32_t u = 0;
+    while (u < m->unknown_tags.count)
+        write_unknown_tag(wr, &m->unknown_tags.items[u++]);
+}
+
+void gr_sasl_authenticate_response_count_errors(const struct gr_sasl_authenticate_response *m, bool top, uint64_t *counts, int nslots)
+{
+    if (top) count_error(counts, nslots, m->error_code);
+    (void)top;
+}
+
+static void ops_count_errors_gr_sasl_authenticate_response(const void *m, bool top, uint64_t *counts, int nslots) { gr_sasl_authenticate_response_count_errors(m, top, counts, nslots); }
+
+int gr_sasl_authenticate_response_decode(struct gr_rd *rd, int16_t version, struct gr_sasl_authenticate_response *m)
+{
+    dec_gr_sasl_authenticate_response(rd, version, m);
+    return rd->err;
+}
+
+size_t gr_sasl_authenticate_response_size(const struct gr_sasl_authenticate_response *m, int16_t version) { return sz_gr_sasl_authenticate_response(m, version); }
+
+void gr_sasl_authenticate_response_encode(struct gr_wr *wr, const struct gr_sasl_authenticate_response *m, int16_t version) { enc_gr_sasl_authenticate_response(wr, version, m); }
+
+static void ops_init_gr_sasl_authenticate_response(void *m) { gr_sasl_authenticate_response_init(m); }
+static int ops_decode_gr_sasl_authenticate_response(struct gr_rd *rd, int16_t v, void *m) { return gr_sasl_authenticate_response_decode(rd, v, m); }
+static size_t ops_size_gr_sasl_authenticate_response(const void *m, int16_t v) { return gr_sasl_authenticate_response_size(m, v); }
+static void ops_encode_gr_sasl_authenticate_response(struct gr_wr *wr, const void *m, int16_t v) { gr_sasl_authenticate_response_encode(wr, m, v); }
+
 void gr_create_partitions_request_create_partitions_assignment_init(struct gr_create_partitions_request_create_partitions_assignment *m)
 {
     m->broker_ids.items = NULL;
@@ -27548,6 +28071,8 @@ const struct gr_msg_ops gr_msg_ops_table[] = {
     {15, true, "describe_groups_response", 0, 6, 5, -1, sizeof(struct gr_describe_groups_response), ops_init_gr_describe_groups_response, ops_decode_gr_describe_groups_response, ops_size_gr_describe_groups_response, ops_encode_gr_describe_groups_response, NULL, ops_count_errors_gr_describe_groups_response},
     {16, false, "list_groups_request", 0, 5, 3, -1, sizeof(struct gr_list_groups_request), ops_init_gr_list_groups_request, ops_decode_gr_list_groups_request, ops_size_gr_list_groups_request, ops_encode_gr_list_groups_request, NULL, NULL},
     {16, true, "list_groups_response", 0, 5, 3, -1, sizeof(struct gr_list_groups_response), ops_init_gr_list_groups_response, ops_decode_gr_list_groups_response, ops_size_gr_list_groups_response, ops_encode_gr_list_groups_response, NULL, ops_count_errors_gr_list_groups_response},
+    {17, false, "sasl_handshake_request", 0, 1, -1, -1, sizeof(struct gr_sasl_handshake_request), ops_init_gr_sasl_handshake_request, ops_decode_gr_sasl_handshake_request, ops_size_gr_sasl_handshake_request, ops_encode_gr_sasl_handshake_request, NULL, NULL},
+    {17, true, "sasl_handshake_response", 0, 1, -1, -1, sizeof(struct gr_sasl_handshake_response), ops_init_gr_sasl_handshake_response, ops_decode_gr_sasl_handshake_response, ops_size_gr_sasl_handshake_response, ops_encode_gr_sasl_handshake_response, NULL, ops_count_errors_gr_sasl_handshake_response},
     {18, false, "api_versions_request", 0, 5, 3, -1, sizeof(struct gr_api_versions_request), ops_init_gr_api_versions_request, ops_decode_gr_api_versions_request, ops_size_gr_api_versions_request, ops_encode_gr_api_versions_request, NULL, NULL},
     {18, true, "api_versions_response", 0, 5, 3, 0, sizeof(struct gr_api_versions_response), ops_init_gr_api_versions_response, ops_decode_gr_api_versions_response, ops_size_gr_api_versions_response, ops_encode_gr_api_versions_response, NULL, ops_count_errors_gr_api_versions_response},
     {19, false, "create_topics_request", 2, 7, 5, -1, sizeof(struct gr_create_topics_request), ops_init_gr_create_topics_request, ops_decode_gr_create_topics_request, ops_size_gr_create_topics_request, ops_encode_gr_create_topics_request, NULL, NULL},
@@ -27576,6 +28101,8 @@ const struct gr_msg_ops gr_msg_ops_table[] = {
     {33, true, "alter_configs_response", 0, 2, 2, -1, sizeof(struct gr_alter_configs_response), ops_init_gr_alter_configs_response, ops_decode_gr_alter_configs_response, ops_size_gr_alter_configs_response, ops_encode_gr_alter_configs_response, NULL, ops_count_errors_gr_alter_configs_response},
     {35, false, "describe_log_dirs_request", 1, 5, 2, -1, sizeof(struct gr_describe_log_dirs_request), ops_init_gr_describe_log_dirs_request, ops_decode_gr_describe_log_dirs_request, ops_size_gr_describe_log_dirs_request, ops_encode_gr_describe_log_dirs_request, NULL, NULL},
     {35, true, "describe_log_dirs_response", 1, 5, 2, -1, sizeof(struct gr_describe_log_dirs_response), ops_init_gr_describe_log_dirs_response, ops_decode_gr_describe_log_dirs_response, ops_size_gr_describe_log_dirs_response, ops_encode_gr_describe_log_dirs_response, NULL, ops_count_errors_gr_describe_log_dirs_response},
+    {36, false, "sasl_authenticate_request", 0, 2, 2, -1, sizeof(struct gr_sasl_authenticate_request), ops_init_gr_sasl_authenticate_request, ops_decode_gr_sasl_authenticate_request, ops_size_gr_sasl_authenticate_request, ops_encode_gr_sasl_authenticate_request, NULL, NULL},
+    {36, true, "sasl_authenticate_response", 0, 2, 2, -1, sizeof(struct gr_sasl_authenticate_response), ops_init_gr_sasl_authenticate_response, ops_decode_gr_sasl_authenticate_response, ops_size_gr_sasl_authenticate_response, ops_encode_gr_sasl_authenticate_response, NULL, ops_count_errors_gr_sasl_authenticate_response},
     {37, false, "create_partitions_request", 0, 3, 2, -1, sizeof(struct gr_create_partitions_request), ops_init_gr_create_partitions_request, ops_decode_gr_create_partitions_request, ops_size_gr_create_partitions_request, ops_encode_gr_create_partitions_request, NULL, NULL},
     {37, true, "create_partitions_response", 0, 3, 2, -1, sizeof(struct gr_create_partitions_response), ops_init_gr_create_partitions_response, ops_decode_gr_create_partitions_response, ops_size_gr_create_partitions_response, ops_encode_gr_create_partitions_response, NULL, ops_count_errors_gr_create_partitions_response},
     {42, false, "delete_groups_request", 0, 3, 2, -1, sizeof(struct gr_delete_groups_request), ops_init_gr_delete_groups_request, ops_decode_gr_delete_groups_request, ops_size_gr_delete_groups_request, ops_encode_gr_delete_groups_request, NULL, NULL},
@@ -27595,7 +28122,7 @@ const struct gr_msg_ops gr_msg_ops_table[] = {
     {32000, false, "partition_summary_request", 0, 0, 0, -1, sizeof(struct gr_partition_summary_request), ops_init_gr_partition_summary_request, ops_decode_gr_partition_summary_request, ops_size_gr_partition_summary_request, ops_encode_gr_partition_summary_request, NULL, NULL},
     {32000, true, "partition_summary_response", 0, 0, 0, -1, sizeof(struct gr_partition_summary_response), ops_init_gr_partition_summary_response, ops_decode_gr_partition_summary_response, ops_size_gr_partition_summary_response, ops_encode_gr_partition_summary_response, NULL, ops_count_errors_gr_partition_summary_response},
 };
-const int gr_msg_ops_count = 72;
+const int gr_msg_ops_count = 76;
 
 const struct gr_msg_ops *gr_msg_ops_find(int16_t api_key, bool response)
 {

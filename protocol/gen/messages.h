@@ -85,6 +85,8 @@ struct gr_describe_groups_response;
 struct gr_list_groups_request;
 struct gr_list_groups_response_listed_group;
 struct gr_list_groups_response;
+struct gr_sasl_handshake_request;
+struct gr_sasl_handshake_response;
 struct gr_api_versions_request;
 struct gr_api_versions_response_api_version;
 struct gr_api_versions_response_supported_feature_key;
@@ -156,6 +158,8 @@ struct gr_describe_log_dirs_response_describe_log_dirs_partition;
 struct gr_describe_log_dirs_response_describe_log_dirs_topic;
 struct gr_describe_log_dirs_response_describe_log_dirs_result;
 struct gr_describe_log_dirs_response;
+struct gr_sasl_authenticate_request;
+struct gr_sasl_authenticate_response;
 struct gr_create_partitions_request_create_partitions_assignment;
 struct gr_create_partitions_request_create_partitions_topic;
 struct gr_create_partitions_request;
@@ -1336,6 +1340,41 @@ void gr_list_groups_response_encode(struct gr_wr *wr, const struct gr_list_group
  * 0..nslots-2 counts in slot 0 (-1, UNKNOWN_SERVER_ERROR, as Errors.forCode). */
 void gr_list_groups_response_count_errors(const struct gr_list_groups_response *m, bool top, uint64_t *counts, int nslots);
 
+/* ---- sasl_handshake_request (api key 17 request, versions 0-1, flexible none) ---- */
+struct gr_sasl_handshake_request {
+    struct gr_str mechanism; /* v0+ */
+    struct gr_tags unknown_tags;
+};
+/* Sets every field to its default (Kafka's "default", else 0 / empty / null for records). */
+void gr_sasl_handshake_request_init(struct gr_sasl_handshake_request *m);
+/* Decodes a sasl_handshake_request body at `version` (0-1) from `rd`; arrays come from rd->arena. Returns 0 or the
+ * reader's sticky enum gr_wire_err. Does not check that the reader is exhausted. */
+int gr_sasl_handshake_request_decode(struct gr_rd *rd, int16_t version, struct gr_sasl_handshake_request *m);
+/* Bytes that gr_sasl_handshake_request_encode writes for `m` at `version`. */
+size_t gr_sasl_handshake_request_size(const struct gr_sasl_handshake_request *m, int16_t version);
+/* Encodes `m` at `version`; the writer must have gr_sasl_handshake_request_size() bytes of room. */
+void gr_sasl_handshake_request_encode(struct gr_wr *wr, const struct gr_sasl_handshake_request *m, int16_t version);
+
+/* ---- sasl_handshake_response (api key 17 response, versions 0-1, flexible none) ---- */
+struct gr_sasl_handshake_response {
+    int16_t error_code; /* v0+ */
+    struct gr_str_array mechanisms; /* v0+ */
+    struct gr_tags unknown_tags;
+};
+/* Sets every field to its default (Kafka's "default", else 0 / empty / null for records). */
+void gr_sasl_handshake_response_init(struct gr_sasl_handshake_response *m);
+/* Decodes a sasl_handshake_response body at `version` (0-1) from `rd`; arrays come from rd->arena. Returns 0 or the
+ * reader's sticky enum gr_wire_err. Does not check that the reader is exhausted. */
+int gr_sasl_handshake_response_decode(struct gr_rd *rd, int16_t version, struct gr_sasl_handshake_response *m);
+/* Bytes that gr_sasl_handshake_response_encode writes for `m` at `version`. */
+size_t gr_sasl_handshake_response_size(const struct gr_sasl_handshake_response *m, int16_t version);
+/* Encodes `m` at `version`; the writer must have gr_sasl_handshake_response_size() bytes of room. */
+void gr_sasl_handshake_response_encode(struct gr_wr *wr, const struct gr_sasl_handshake_response *m, int16_t version);
+/* Adds one to counts[code + 1] for each error field of `m` (error_code, partition_error_code, every version: Kafka's
+ * errorCounts() reads its in-memory response), the top-level ones only when `top`; a code outside
+ * 0..nslots-2 counts in slot 0 (-1, UNKNOWN_SERVER_ERROR, as Errors.forCode). */
+void gr_sasl_handshake_response_count_errors(const struct gr_sasl_handshake_response *m, bool top, uint64_t *counts, int nslots);
+
 /* ---- api_versions_request (api key 18 request, versions 0-5, flexible 3+) ---- */
 struct gr_api_versions_request {
     struct gr_str client_software_name; /* v3+ */
@@ -2397,6 +2436,43 @@ void gr_describe_log_dirs_response_encode(struct gr_wr *wr, const struct gr_desc
  * errorCounts() reads its in-memory response), the top-level ones only when `top`; a code outside
  * 0..nslots-2 counts in slot 0 (-1, UNKNOWN_SERVER_ERROR, as Errors.forCode). */
 void gr_describe_log_dirs_response_count_errors(const struct gr_describe_log_dirs_response *m, bool top, uint64_t *counts, int nslots);
+
+/* ---- sasl_authenticate_request (api key 36 request, versions 0-2, flexible 2+) ---- */
+struct gr_sasl_authenticate_request {
+    struct gr_bytes auth_bytes; /* v0+ */
+    struct gr_tags unknown_tags;
+};
+/* Sets every field to its default (Kafka's "default", else 0 / empty / null for records). */
+void gr_sasl_authenticate_request_init(struct gr_sasl_authenticate_request *m);
+/* Decodes a sasl_authenticate_request body at `version` (0-2) from `rd`; arrays come from rd->arena. Returns 0 or the
+ * reader's sticky enum gr_wire_err. Does not check that the reader is exhausted. */
+int gr_sasl_authenticate_request_decode(struct gr_rd *rd, int16_t version, struct gr_sasl_authenticate_request *m);
+/* Bytes that gr_sasl_authenticate_request_encode writes for `m` at `version`. */
+size_t gr_sasl_authenticate_request_size(const struct gr_sasl_authenticate_request *m, int16_t version);
+/* Encodes `m` at `version`; the writer must have gr_sasl_authenticate_request_size() bytes of room. */
+void gr_sasl_authenticate_request_encode(struct gr_wr *wr, const struct gr_sasl_authenticate_request *m, int16_t version);
+
+/* ---- sasl_authenticate_response (api key 36 response, versions 0-2, flexible 2+) ---- */
+struct gr_sasl_authenticate_response {
+    int16_t error_code; /* v0+ */
+    struct gr_str error_message; /* v0+, nullable v0+ */
+    struct gr_bytes auth_bytes; /* v0+ */
+    int64_t session_lifetime_ms; /* v1+ */
+    struct gr_tags unknown_tags;
+};
+/* Sets every field to its default (Kafka's "default", else 0 / empty / null for records). */
+void gr_sasl_authenticate_response_init(struct gr_sasl_authenticate_response *m);
+/* Decodes a sasl_authenticate_response body at `version` (0-2) from `rd`; arrays come from rd->arena. Returns 0 or the
+ * reader's sticky enum gr_wire_err. Does not check that the reader is exhausted. */
+int gr_sasl_authenticate_response_decode(struct gr_rd *rd, int16_t version, struct gr_sasl_authenticate_response *m);
+/* Bytes that gr_sasl_authenticate_response_encode writes for `m` at `version`. */
+size_t gr_sasl_authenticate_response_size(const struct gr_sasl_authenticate_response *m, int16_t version);
+/* Encodes `m` at `version`; the writer must have gr_sasl_authenticate_response_size() bytes of room. */
+void gr_sasl_authenticate_response_encode(struct gr_wr *wr, const struct gr_sasl_authenticate_response *m, int16_t version);
+/* Adds one to counts[code + 1] for each error field of `m` (error_code, partition_error_code, every version: Kafka's
+ * errorCounts() reads its in-memory response), the top-level ones only when `top`; a code outside
+ * 0..nslots-2 counts in slot 0 (-1, UNKNOWN_SERVER_ERROR, as Errors.forCode). */
+void gr_sasl_authenticate_response_count_errors(const struct gr_sasl_authenticate_response *m, bool top, uint64_t *counts, int nslots);
 
 /* ---- create_partitions_request (api key 37 request, versions 0-3, flexible 2+) ---- */
 struct gr_create_partitions_request_create_partitions_assignment {

@@ -149,6 +149,10 @@ static void json_gr_list_groups_response_listed_group(struct gr_sb *sb, int16_t 
 static void rnd_gr_list_groups_response_listed_group(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_list_groups_response_listed_group *m);
 static void json_gr_list_groups_response(struct gr_sb *sb, int16_t v, const struct gr_list_groups_response *m);
 static void rnd_gr_list_groups_response(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_list_groups_response *m);
+static void json_gr_sasl_handshake_request(struct gr_sb *sb, int16_t v, const struct gr_sasl_handshake_request *m);
+static void rnd_gr_sasl_handshake_request(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_sasl_handshake_request *m);
+static void json_gr_sasl_handshake_response(struct gr_sb *sb, int16_t v, const struct gr_sasl_handshake_response *m);
+static void rnd_gr_sasl_handshake_response(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_sasl_handshake_response *m);
 static void json_gr_api_versions_request(struct gr_sb *sb, int16_t v, const struct gr_api_versions_request *m);
 static void rnd_gr_api_versions_request(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_api_versions_request *m);
 static void json_gr_api_versions_response_api_version(struct gr_sb *sb, int16_t v, const struct gr_api_versions_response_api_version *m);
@@ -291,6 +295,10 @@ static void json_gr_describe_log_dirs_response_describe_log_dirs_result(struct g
 static void rnd_gr_describe_log_dirs_response_describe_log_dirs_result(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_describe_log_dirs_response_describe_log_dirs_result *m);
 static void json_gr_describe_log_dirs_response(struct gr_sb *sb, int16_t v, const struct gr_describe_log_dirs_response *m);
 static void rnd_gr_describe_log_dirs_response(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_describe_log_dirs_response *m);
+static void json_gr_sasl_authenticate_request(struct gr_sb *sb, int16_t v, const struct gr_sasl_authenticate_request *m);
+static void rnd_gr_sasl_authenticate_request(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_sasl_authenticate_request *m);
+static void json_gr_sasl_authenticate_response(struct gr_sb *sb, int16_t v, const struct gr_sasl_authenticate_response *m);
+static void rnd_gr_sasl_authenticate_response(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_sasl_authenticate_response *m);
 static void json_gr_create_partitions_request_create_partitions_assignment(struct gr_sb *sb, int16_t v, const struct gr_create_partitions_request_create_partitions_assignment *m);
 static void rnd_gr_create_partitions_request_create_partitions_assignment(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_create_partitions_request_create_partitions_assignment *m);
 static void json_gr_create_partitions_request_create_partitions_topic(struct gr_sb *sb, int16_t v, const struct gr_create_partitions_request_create_partitions_topic *m);
@@ -4557,6 +4565,83 @@ static void rnd_gr_list_groups_response(struct gr_rng *rng, struct gr_arena *a, 
 static void ops_json_gr_list_groups_response(struct gr_sb *sb, const void *m, int16_t v) { json_gr_list_groups_response(sb, v, m); }
 static void ops_rnd_gr_list_groups_response(struct gr_rng *rng, struct gr_arena *a, void *m, int16_t v) { rnd_gr_list_groups_response(rng, a, v, m); }
 
+static void json_gr_sasl_handshake_request(struct gr_sb *sb, int16_t v, const struct gr_sasl_handshake_request *m)
+{
+    gr_sb_putc(sb, '{');
+    bool first = true;
+    if (1) {
+        gr_sb_json_key(sb, "mechanism", &first);
+        gr_sb_json_str(sb, m->mechanism);
+    }
+    gr_sb_putc(sb, '}');
+    (void)v;
+    (void)first;
+}
+
+static void rnd_gr_sasl_handshake_request(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_sasl_handshake_request *m)
+{
+    gr_sasl_handshake_request_init(m);
+    (void)v;
+    if (1) {
+        m->mechanism = gr_rng_str(rng, a, 0);
+    }
+    if ((0) && gr_rng_below(rng, 4) == 0)
+        gr_rng_unknown_tags(rng, a, &m->unknown_tags);
+}
+
+static void ops_json_gr_sasl_handshake_request(struct gr_sb *sb, const void *m, int16_t v) { json_gr_sasl_handshake_request(sb, v, m); }
+static void ops_rnd_gr_sasl_handshake_request(struct gr_rng *rng, struct gr_arena *a, void *m, int16_t v) { rnd_gr_sasl_handshake_request(rng, a, v, m); }
+
+static void json_gr_sasl_handshake_response(struct gr_sb *sb, int16_t v, const struct gr_sasl_handshake_response *m)
+{
+    gr_sb_putc(sb, '{');
+    bool first = true;
+    if (1) {
+        gr_sb_json_key(sb, "errorCode", &first);
+        gr_sb_json_int(sb, m->error_code);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "mechanisms", &first);
+        if (m->mechanisms.count < 0) {
+            gr_sb_puts(sb, "null");
+        } else {
+            gr_sb_putc(sb, '[');
+            for (int32_t i = 0; i < m->mechanisms.count; i++) {
+                if (i) gr_sb_putc(sb, ',');
+                gr_sb_json_str(sb, m->mechanisms.items[i]);
+            }
+            gr_sb_putc(sb, ']');
+        }
+    }
+    gr_sb_putc(sb, '}');
+    (void)v;
+    (void)first;
+}
+
+static void rnd_gr_sasl_handshake_response(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_sasl_handshake_response *m)
+{
+    gr_sasl_handshake_response_init(m);
+    (void)v;
+    if (1) {
+        m->error_code = (int16_t)gr_rng_u64(rng);
+    }
+    if (1) {
+        if ((0) && gr_rng_below(rng, 5) == 0) {
+            m->mechanisms.count = -1;
+        } else {
+            m->mechanisms.count = (int32_t)gr_rng_below(rng, 4);
+            m->mechanisms.items = gr_arena_calloc(a, (size_t)m->mechanisms.count + 1, sizeof(struct gr_str));
+            for (int32_t i = 0; i < m->mechanisms.count; i++)
+                m->mechanisms.items[i] = gr_rng_str(rng, a, 0);
+        }
+    }
+    if ((0) && gr_rng_below(rng, 4) == 0)
+        gr_rng_unknown_tags(rng, a, &m->unknown_tags);
+}
+
+static void ops_json_gr_sasl_handshake_response(struct gr_sb *sb, const void *m, int16_t v) { json_gr_sasl_handshake_response(sb, v, m); }
+static void ops_rnd_gr_sasl_handshake_response(struct gr_rng *rng, struct gr_arena *a, void *m, int16_t v) { rnd_gr_sasl_handshake_response(rng, a, v, m); }
+
 static void json_gr_api_versions_request(struct gr_sb *sb, int16_t v, const struct gr_api_versions_request *m)
 {
     gr_sb_putc(sb, '{');
@@ -8253,6 +8338,81 @@ static void rnd_gr_describe_log_dirs_response(struct gr_rng *rng, struct gr_aren
 static void ops_json_gr_describe_log_dirs_response(struct gr_sb *sb, const void *m, int16_t v) { json_gr_describe_log_dirs_response(sb, v, m); }
 static void ops_rnd_gr_describe_log_dirs_response(struct gr_rng *rng, struct gr_arena *a, void *m, int16_t v) { rnd_gr_describe_log_dirs_response(rng, a, v, m); }
 
+static void json_gr_sasl_authenticate_request(struct gr_sb *sb, int16_t v, const struct gr_sasl_authenticate_request *m)
+{
+    gr_sb_putc(sb, '{');
+    bool first = true;
+    if (1) {
+        gr_sb_json_key(sb, "authBytes", &first);
+        gr_sb_json_bytes(sb, m->auth_bytes);
+    }
+    gr_sb_putc(sb, '}');
+    (void)v;
+    (void)first;
+}
+
+static void rnd_gr_sasl_authenticate_request(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_sasl_authenticate_request *m)
+{
+    gr_sasl_authenticate_request_init(m);
+    (void)v;
+    if (1) {
+        m->auth_bytes = gr_rng_bytes(rng, a, 0);
+    }
+    if ((v >= 2) && gr_rng_below(rng, 4) == 0)
+        gr_rng_unknown_tags(rng, a, &m->unknown_tags);
+}
+
+static void ops_json_gr_sasl_authenticate_request(struct gr_sb *sb, const void *m, int16_t v) { json_gr_sasl_authenticate_request(sb, v, m); }
+static void ops_rnd_gr_sasl_authenticate_request(struct gr_rng *rng, struct gr_arena *a, void *m, int16_t v) { rnd_gr_sasl_authenticate_request(rng, a, v, m); }
+
+static void json_gr_sasl_authenticate_response(struct gr_sb *sb, int16_t v, const struct gr_sasl_authenticate_response *m)
+{
+    gr_sb_putc(sb, '{');
+    bool first = true;
+    if (1) {
+        gr_sb_json_key(sb, "errorCode", &first);
+        gr_sb_json_int(sb, m->error_code);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "errorMessage", &first);
+        gr_sb_json_str(sb, m->error_message);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "authBytes", &first);
+        gr_sb_json_bytes(sb, m->auth_bytes);
+    }
+    if (v >= 1) {
+        gr_sb_json_key(sb, "sessionLifetimeMs", &first);
+        gr_sb_json_int(sb, m->session_lifetime_ms);
+    }
+    gr_sb_putc(sb, '}');
+    (void)v;
+    (void)first;
+}
+
+static void rnd_gr_sasl_authenticate_response(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_sasl_authenticate_response *m)
+{
+    gr_sasl_authenticate_response_init(m);
+    (void)v;
+    if (1) {
+        m->error_code = (int16_t)gr_rng_u64(rng);
+    }
+    if (1) {
+        m->error_message = gr_rng_str(rng, a, 1);
+    }
+    if (1) {
+        m->auth_bytes = gr_rng_bytes(rng, a, 0);
+    }
+    if (v >= 1) {
+        m->session_lifetime_ms = gr_rng_int64(rng);
+    }
+    if ((v >= 2) && gr_rng_below(rng, 4) == 0)
+        gr_rng_unknown_tags(rng, a, &m->unknown_tags);
+}
+
+static void ops_json_gr_sasl_authenticate_response(struct gr_sb *sb, const void *m, int16_t v) { json_gr_sasl_authenticate_response(sb, v, m); }
+static void ops_rnd_gr_sasl_authenticate_response(struct gr_rng *rng, struct gr_arena *a, void *m, int16_t v) { rnd_gr_sasl_authenticate_response(rng, a, v, m); }
+
 static void json_gr_create_partitions_request_create_partitions_assignment(struct gr_sb *sb, int16_t v, const struct gr_create_partitions_request_create_partitions_assignment *m)
 {
     gr_sb_putc(sb, '{');
@@ -10444,6 +10604,8 @@ const struct gr_msg_test_ops gr_msg_test_ops_table[] = {
     {15, true, ops_json_gr_describe_groups_response, ops_rnd_gr_describe_groups_response},
     {16, false, ops_json_gr_list_groups_request, ops_rnd_gr_list_groups_request},
     {16, true, ops_json_gr_list_groups_response, ops_rnd_gr_list_groups_response},
+    {17, false, ops_json_gr_sasl_handshake_request, ops_rnd_gr_sasl_handshake_request},
+    {17, true, ops_json_gr_sasl_handshake_response, ops_rnd_gr_sasl_handshake_response},
     {18, false, ops_json_gr_api_versions_request, ops_rnd_gr_api_versions_request},
     {18, true, ops_json_gr_api_versions_response, ops_rnd_gr_api_versions_response},
     {19, false, ops_json_gr_create_topics_request, ops_rnd_gr_create_topics_request},
@@ -10472,6 +10634,8 @@ const struct gr_msg_test_ops gr_msg_test_ops_table[] = {
     {33, true, ops_json_gr_alter_configs_response, ops_rnd_gr_alter_configs_response},
     {35, false, ops_json_gr_describe_log_dirs_request, ops_rnd_gr_describe_log_dirs_request},
     {35, true, ops_json_gr_describe_log_dirs_response, ops_rnd_gr_describe_log_dirs_response},
+    {36, false, ops_json_gr_sasl_authenticate_request, ops_rnd_gr_sasl_authenticate_request},
+    {36, true, ops_json_gr_sasl_authenticate_response, ops_rnd_gr_sasl_authenticate_response},
     {37, false, ops_json_gr_create_partitions_request, ops_rnd_gr_create_partitions_request},
     {37, true, ops_json_gr_create_partitions_response, ops_rnd_gr_create_partitions_response},
     {42, false, ops_json_gr_delete_groups_request, ops_rnd_gr_delete_groups_request},
