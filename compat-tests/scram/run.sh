@@ -6,7 +6,7 @@
 # 2026-12-03): both mechanisms in one --add-config is DuplicateResourceException there too (its controller
 # allows one change per user and request), so they are added one command each. The credentials file holds
 # the keys RFC 5802 derives from the password (recomputed here with Python's hashlib), never the password;
-# the credentials survive a restart; a damaged file stops the start with a message.
+# the credentials survive a restart; raw.py checks Kafka's per-user answers on the wire first; a damaged file stops the start with a message.
 # Needs compat-tests/.cache/kafka-4.4.0 (compat-tests/kafka-dist/get-kafka.sh) and java.
 # Prints "scram: N passed, N failed" last and exits non-zero on failure.
 set -u
@@ -23,6 +23,7 @@ broker_start || { fail "broker starts"; summary scram; exit 1; }
 cfg() { timeout 60 "$KAFKA_BIN/kafka-configs.sh" --bootstrap-server "$BROKER" "$@" --entity-type users 2>&1 | grep -v '^[[:space:]]at '; }
 has() { grep -qF -- "$1" <<<"$2"; }
 
+run_py "scram/raw.py" "$here/raw.py"
 out=$(cfg --describe)
 check_eq "--describe with no users: nothing listed, no error" "" "$out"
 out=$(cfg --alter --add-config 'SCRAM-SHA-256=[iterations=8192,password=alice-secret],SCRAM-SHA-512=[password=alice-secret]' --entity-name alice)
