@@ -15,6 +15,8 @@
 
 #include "server/broker.h"
 
+_Static_assert(GR_SCRAM_NAME_MAX + 5 <= GR_PRINCIPAL_MAX, "a SCRAM user's principal must fit");
+
 #define B64_LEN(n) (4 * (((n) + 2) / 3))
 #define GS2_MAX (3 + 2 + 3 * GR_SCRAM_NAME_MAX + 1) /* "n,a=<escaped authzid>," */
 #define FAKE_ITERATIONS 4096

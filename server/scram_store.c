@@ -175,7 +175,7 @@ int16_t gr_scram_check_upsert(size_t name_len, int mech, int32_t iterations, siz
     if (iterations > GR_SCRAM_ITERATIONS_MAX)
         return *msg = "Too many iterations", GR_ERR_UNACCEPTABLE_CREDENTIAL;
     if (name_len > GR_SCRAM_NAME_MAX)
-        return *msg = "Username longer than 1024 bytes", GR_ERR_UNACCEPTABLE_CREDENTIAL;
+        return *msg = "Username longer than 1019 bytes", GR_ERR_UNACCEPTABLE_CREDENTIAL;
     if (salt_len > GR_SCRAM_SALT_MAX)
         return *msg = "Salt longer than 256 bytes", GR_ERR_UNACCEPTABLE_CREDENTIAL;
     return 0;

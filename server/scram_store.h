@@ -21,7 +21,7 @@
 #include <stdint.h>
 
 #define GR_SCRAM_FILE "gregor-scram-credentials"
-#define GR_SCRAM_NAME_MAX 1024 /* bytes of a user name */
+#define GR_SCRAM_NAME_MAX 1019 /* bytes of a user name: "User:<name>" fits GR_PRINCIPAL_MAX (1024) */
 #define GR_SCRAM_SALT_MAX 256  /* bytes of a salt (Kafka's clients send 16..64) */
 #define GR_SCRAM_USERS_MAX 10000
 #define GR_SCRAM_KEY_MAX 64 /* SHA-512's digest */

@@ -297,14 +297,15 @@ static void client_proof(const char *salted_hex, const char *auth, char *out)
 }
 
 /* Runs one exchange as `cfirst` (gs2 header + bare) with channel binding `cb`, final extension `ext`. */
-static struct step exchange(struct gr_scram_store *s, const char *cfirst, size_t bare_at, const char *cb,
-                            const char *ext)
+static struct step exchange_n(struct gr_scram_store *s, const char *cfirst, size_t bare_at, const char *cb,
+                              const char *ext, const char *nonce_suffix)
 {
     struct gr_sasl_exchange *x = gr_scram_exchange_new(s, GR_SCRAM_SHA_256, "SN");
     struct step r = step_s(x, &gr_sasl_mech_scram_sha256, cfirst);
     assert_int_equal(r.rc, GR_SASL_CONTINUE);
     char nonce[128], without[512], auth[8192], proof[64], final[1024];
-    sscanf(r.out, "r=%127[^,]", nonce);
+    sscanf(r.out, "r=%100[^,]", nonce);
+    strcat(nonce, nonce_suffix);
     snprintf(without, sizeof without, "c=%s,r=%s%s", cb, nonce, ext);
     snprintf(auth, sizeof auth, "%s,%s,%s", cfirst + bare_at, r.out, without);
     client_proof("c4a49510323ab4f952cac1fa99441939e78ea74d6be81ddf7096e87513dc615d", auth, proof);
@@ -312,6 +313,12 @@ static struct step exchange(struct gr_scram_store *s, const char *cfirst, size_t
     r = step_s(x, &gr_sasl_mech_scram_sha256, final);
     gr_sasl_mech_scram_sha256.free(x);
     return r;
+}
+
+static struct step exchange(struct gr_scram_store *s, const char *cfirst, size_t bare_at, const char *cb,
+                            const char *ext)
+{
+    return exchange_n(s, cfirst, bare_at, cb, ext, "");
 }
 
 /* saslname escapes, an authzid equal to the user, extensions ignored, tokenauth=true refused. */
@@ -336,6 +343,11 @@ static void names_and_extensions(void **state)
     /* the channel binding must be the gs2 header sent first */
     r = exchange(&s, "n,a=user,n=user,r=CN", 9, "biws", "");
     assert_int_equal(r.rc, GR_SASL_FAIL);
+    /* a final message naming another nonce fails even with a proof made for it (a replayed exchange) */
+    r = exchange_n(&s, "n,,n=user,r=CN", 3, "biws", "", "X");
+    assert_int_equal(r.rc, GR_SASL_FAIL);
+    r = exchange_n(&s, "n,,n=user,r=CN", 3, "biws", "", "");
+    assert_int_equal(r.rc, GR_SASL_DONE);
     gr_scram_store_clear(&s);
 }
 
