@@ -24876,7 +24876,7 @@ void gr_describe_client_quotas_response_init(struct gr_describe_client_quotas_re
 {
     m->throttle_time_ms = 0;
     m->error_code = 0;
-    m->error_message = GR_STR_NULL;
+    m->error_message = ((struct gr_str){"", 0});
     m->entries.items = NULL;
     m->entries.count = 0;
     m->unknown_tags.items = NULL;
@@ -24887,7 +24887,7 @@ static bool isdef_gr_describe_client_quotas_response(const struct gr_describe_cl
 {
     return (m->throttle_time_ms == 0) &&
            (m->error_code == 0) &&
-           m->error_message.len < 0 &&
+           gr_str_eq(m->error_message, gr_str_c("")) &&
            m->entries.count == 0 &&
            m->unknown_tags.count == 0;
 }
@@ -25356,7 +25356,7 @@ void gr_describe_user_scram_credentials_response_describe_user_scram_credentials
 {
     m->user = ((struct gr_str){"", 0});
     m->error_code = 0;
-    m->error_message = GR_STR_NULL;
+    m->error_message = ((struct gr_str){"", 0});
     m->credential_infos.items = NULL;
     m->credential_infos.count = 0;
     m->unknown_tags.items = NULL;
@@ -25367,7 +25367,7 @@ static bool isdef_gr_describe_user_scram_credentials_response_describe_user_scra
 {
     return gr_str_eq(m->user, gr_str_c("")) &&
            (m->error_code == 0) &&
-           m->error_message.len < 0 &&
+           gr_str_eq(m->error_message, gr_str_c("")) &&
            m->credential_infos.count == 0 &&
            m->unknown_tags.count == 0;
 }
@@ -25498,7 +25498,7 @@ void gr_describe_user_scram_credentials_response_init(struct gr_describe_user_sc
 {
     m->throttle_time_ms = 0;
     m->error_code = 0;
-    m->error_message = GR_STR_NULL;
+    m->error_message = ((struct gr_str){"", 0});
     m->results.items = NULL;
     m->results.count = 0;
     m->unknown_tags.items = NULL;
@@ -25509,7 +25509,7 @@ static bool isdef_gr_describe_user_scram_credentials_response(const struct gr_de
 {
     return (m->throttle_time_ms == 0) &&
            (m->error_code == 0) &&
-           m->error_message.len < 0 &&
+           gr_str_eq(m->error_message, gr_str_c("")) &&
            m->results.count == 0 &&
            m->unknown_tags.count == 0;
 }
