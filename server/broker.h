@@ -38,6 +38,7 @@
 #include "server/metrics.h"
 #include "server/netlimits.h"
 #include "server/request_metrics.h"
+#include "server/scram_store.h"
 #include "storage/iopool.h"
 #include "storage/log.h"
 #include "storage/store.h"
@@ -180,6 +181,8 @@ struct gr_broker {
     struct gr_producer_ids_etcd *producer_ids_etcd; /* cluster mode: their source, owning producer_ids */
     struct gr_member *member; /* cluster mode: registration and the image's etcd feed (server/membership.c);
                                  NULL in single-node mode */
+    struct gr_scram_store scram;      /* SCRAM credentials (server/scram_store.h), read at start, changed by
+                                         AlterUserScramCredentials once the file holding the change is written */
     struct gr_controller *controller; /* cluster mode: this broker's controller (cluster/controller.h) */
     struct gr_ctl_lease *ctl_lease;   /* cluster mode: the controller key's lease (cluster/ctl_lease.h) */
     struct gr_replicas *replicas;     /* cluster mode: local replicas follow the image (cluster/replicas.h) */

@@ -28,6 +28,7 @@
 #include "server/admin_http.h"
 #include "server/broker.h"
 #include "server/dynconf.h"
+#include "server/scram_store.h"
 #include "storage/cleaner.h"
 #include "server/groups.h"
 #include "server/txns.h"
@@ -305,6 +306,7 @@ int main(int argc, char **argv)
     }
     sc.log_dir = dir;
     if (gr_dynconf_load(&b->cfg, dir) < 0) return refused(b); /* kafka-configs.sh --entity-type brokers */
+    if (gr_scram_store_load(&b->scram, dir) < 0) return refused(b); /* --entity-type users (SCRAM) */
     gr_dynconf_store_config(&b->cfg, &sc);
     sc.flusher_threads = (int)gr_config_int(&b->cfg, "gregor.flusher.threads");
     sc.cleaner_enable = gr_config_bool(&b->cfg, "log.cleaner.enable");
@@ -447,6 +449,7 @@ int main(int argc, char **argv)
     gr_topic_writer_free(b->topic_writer); /* borrows the member's etcd client */
     gr_membership_stop(b);                 /* revokes the lease: the registration is gone at once */
     gr_image_free(b->image);
+    gr_scram_store_clear(&b->scram);
     gr_log_ratelimit_flush(INT64_MAX); /* every count of suppressed warnings still pending */
     GR_INFO("stopped cleanly (%lld parked-request re-checks since start)", (long long)b->rechecks);
     gr_metrics_free(&b->metrics);

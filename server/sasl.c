@@ -15,11 +15,13 @@
 #include "protocol/header.h"
 #include "server/broker.h"
 #include "server/sasl_plain.h"
+#include "server/sasl_scram.h"
 
-/* The mechanisms Gregor serves. SCRAM joins at merge: add &gr_sasl_mech_scram_sha256 and
- * &gr_sasl_mech_scram_sha512 here (server/sasl_scram.h), one line. */
+/* The mechanisms Gregor serves (server/sasl_mech.h's interface). */
 static const struct gr_sasl_mech *const served[] = {
     &gr_sasl_mech_plain,
+    &gr_sasl_mech_scram_sha256,
+    &gr_sasl_mech_scram_sha512,
 };
 #define NSERVED ((int)(sizeof served / sizeof served[0]))
 #define GR_SASL_ENABLED_MAX 8

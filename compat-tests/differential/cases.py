@@ -716,6 +716,39 @@ case('DeleteGroups', 'groups', versions='max', request={'groups_names': [SIMPLE,
 case('DeleteGroups', 'empty-list', versions='all', request={'groups_names': []})
 unsupported('DeleteGroups', [99])
 
+# --- SCRAM credentials and client quotas (issue #23) -----------------------------------------------
+# Run in this order on each side: none at first, then upsertions with Kafka's refusals, describes, deletions.
+SCRAM_SALTED = bytes(range(32))
+
+
+def scram_up(name, mech=1, iterations=4096, salted=SCRAM_SALTED):
+    return {'name': name, 'mechanism': mech, 'iterations': iterations, 'salt': b'differential-salt',
+            'salted_password': salted}
+
+
+case('DescribeUserScramCredentials', 'none-yet', versions='all', request={'users': None})
+case('AlterUserScramCredentials', 'upsertions', versions='all', request={'deletions': [], 'upsertions': [
+    scram_up('dc-alice'), scram_up('dc-bob', 2, 8192, bytes(64)), scram_up('dc-mech0', 0), scram_up('dc-mech3', 3),
+    scram_up('', 1), scram_up('dc-few', 1, 4095), scram_up('dc-many', 2, 16385), scram_up('dc-twice', 1),
+    scram_up('dc-twice', 2)]})
+case('DescribeUserScramCredentials', 'all-null', versions='all', request={'users': None})
+case('DescribeUserScramCredentials', 'all-empty', versions='all', request={'users': []})
+case('DescribeUserScramCredentials', 'named', versions='all', request={'users': [
+    {'name': 'dc-alice'}, {'name': 'nobody'}, {'name': 'dc-bob'}, {'name': 'dc-bob'}]})
+case('AlterUserScramCredentials', 'deletions', versions='all', request={'upsertions': [scram_up('dc-alice', 2)],
+     'deletions': [{'name': 'dc-bob', 'mechanism': 1}, {'name': 'nobody', 'mechanism': 1},
+                   {'name': 'dc-alice', 'mechanism': 1}, {'name': 'dc-zero', 'mechanism': 0}]})
+case('AlterUserScramCredentials', 'delete-last', versions='all',
+     request={'upsertions': [], 'deletions': [{'name': 'dc-bob', 'mechanism': 2}]})
+case('DescribeUserScramCredentials', 'after-deletions', versions='all', request={'users': None})
+unsupported('DescribeUserScramCredentials', [99])
+unsupported('AlterUserScramCredentials', [99])
+case('DescribeClientQuotas', 'users-any', versions='all',
+     request={'components': [{'entity_type': 'user', 'match_type': 2, 'match': None}], 'strict': False})
+case('DescribeClientQuotas', 'client-exact', versions='all',
+     request={'components': [{'entity_type': 'client-id', 'match_type': 0, 'match': 'dc-client'}], 'strict': True})
+unsupported('DescribeClientQuotas', [99])
+
 # --- Transactions (issue #21) ------------------------------------------------------------------
 # One transactional id, TXN_ID, over TXN_TOPIC-0 and the offsets of TXN_GROUP, committed; then the errors of a
 # finished transaction. Both sides start from no __transaction_state: the first case's request function first

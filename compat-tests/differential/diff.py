@@ -227,7 +227,7 @@ GENERATED = {'member_id': 'member', 'leader': 'member', 'producer_id': 'producer
 LITERALS = {'nobody'}
 # Arrays whose order Kafka leaves unspecified (or that hold maps): keyed by their identifying field.
 KEYS = ('name', 'topic', 'group_id', 'api_key', 'partition_index', 'partition', 'resource_name', 'key',
-        'broker_id', 'node_id', 'member_id', 'log_dir', 'topic_name')
+        'broker_id', 'node_id', 'member_id', 'log_dir', 'topic_name', 'user', 'mechanism')
 
 
 def _norm_uuid(side, v):

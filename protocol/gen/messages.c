@@ -877,6 +877,86 @@ static void enc_gr_offset_delete_response(struct gr_wr *wr, int16_t v, const str
 static size_t sz_gr_offset_delete_response(const struct gr_offset_delete_response *m, int16_t v);
 static size_t minsz_gr_offset_delete_response(int16_t v) __attribute__((unused));
 static bool isdef_gr_offset_delete_response(const struct gr_offset_delete_response *m) __attribute__((unused));
+static void dec_gr_describe_client_quotas_request_component_data(struct gr_rd *rd, int16_t v, struct gr_describe_client_quotas_request_component_data *m);
+static void enc_gr_describe_client_quotas_request_component_data(struct gr_wr *wr, int16_t v, const struct gr_describe_client_quotas_request_component_data *m);
+static size_t sz_gr_describe_client_quotas_request_component_data(const struct gr_describe_client_quotas_request_component_data *m, int16_t v);
+static size_t minsz_gr_describe_client_quotas_request_component_data(int16_t v) __attribute__((unused));
+static bool isdef_gr_describe_client_quotas_request_component_data(const struct gr_describe_client_quotas_request_component_data *m) __attribute__((unused));
+static void dec_gr_describe_client_quotas_request(struct gr_rd *rd, int16_t v, struct gr_describe_client_quotas_request *m);
+static void enc_gr_describe_client_quotas_request(struct gr_wr *wr, int16_t v, const struct gr_describe_client_quotas_request *m);
+static size_t sz_gr_describe_client_quotas_request(const struct gr_describe_client_quotas_request *m, int16_t v);
+static size_t minsz_gr_describe_client_quotas_request(int16_t v) __attribute__((unused));
+static bool isdef_gr_describe_client_quotas_request(const struct gr_describe_client_quotas_request *m) __attribute__((unused));
+static void dec_gr_describe_client_quotas_response_entity_data(struct gr_rd *rd, int16_t v, struct gr_describe_client_quotas_response_entity_data *m);
+static void enc_gr_describe_client_quotas_response_entity_data(struct gr_wr *wr, int16_t v, const struct gr_describe_client_quotas_response_entity_data *m);
+static size_t sz_gr_describe_client_quotas_response_entity_data(const struct gr_describe_client_quotas_response_entity_data *m, int16_t v);
+static size_t minsz_gr_describe_client_quotas_response_entity_data(int16_t v) __attribute__((unused));
+static bool isdef_gr_describe_client_quotas_response_entity_data(const struct gr_describe_client_quotas_response_entity_data *m) __attribute__((unused));
+static void dec_gr_describe_client_quotas_response_value_data(struct gr_rd *rd, int16_t v, struct gr_describe_client_quotas_response_value_data *m);
+static void enc_gr_describe_client_quotas_response_value_data(struct gr_wr *wr, int16_t v, const struct gr_describe_client_quotas_response_value_data *m);
+static size_t sz_gr_describe_client_quotas_response_value_data(const struct gr_describe_client_quotas_response_value_data *m, int16_t v);
+static size_t minsz_gr_describe_client_quotas_response_value_data(int16_t v) __attribute__((unused));
+static bool isdef_gr_describe_client_quotas_response_value_data(const struct gr_describe_client_quotas_response_value_data *m) __attribute__((unused));
+static void dec_gr_describe_client_quotas_response_entry_data(struct gr_rd *rd, int16_t v, struct gr_describe_client_quotas_response_entry_data *m);
+static void enc_gr_describe_client_quotas_response_entry_data(struct gr_wr *wr, int16_t v, const struct gr_describe_client_quotas_response_entry_data *m);
+static size_t sz_gr_describe_client_quotas_response_entry_data(const struct gr_describe_client_quotas_response_entry_data *m, int16_t v);
+static size_t minsz_gr_describe_client_quotas_response_entry_data(int16_t v) __attribute__((unused));
+static bool isdef_gr_describe_client_quotas_response_entry_data(const struct gr_describe_client_quotas_response_entry_data *m) __attribute__((unused));
+static void dec_gr_describe_client_quotas_response(struct gr_rd *rd, int16_t v, struct gr_describe_client_quotas_response *m);
+static void enc_gr_describe_client_quotas_response(struct gr_wr *wr, int16_t v, const struct gr_describe_client_quotas_response *m);
+static size_t sz_gr_describe_client_quotas_response(const struct gr_describe_client_quotas_response *m, int16_t v);
+static size_t minsz_gr_describe_client_quotas_response(int16_t v) __attribute__((unused));
+static bool isdef_gr_describe_client_quotas_response(const struct gr_describe_client_quotas_response *m) __attribute__((unused));
+static void dec_gr_describe_user_scram_credentials_request_user_name(struct gr_rd *rd, int16_t v, struct gr_describe_user_scram_credentials_request_user_name *m);
+static void enc_gr_describe_user_scram_credentials_request_user_name(struct gr_wr *wr, int16_t v, const struct gr_describe_user_scram_credentials_request_user_name *m);
+static size_t sz_gr_describe_user_scram_credentials_request_user_name(const struct gr_describe_user_scram_credentials_request_user_name *m, int16_t v);
+static size_t minsz_gr_describe_user_scram_credentials_request_user_name(int16_t v) __attribute__((unused));
+static bool isdef_gr_describe_user_scram_credentials_request_user_name(const struct gr_describe_user_scram_credentials_request_user_name *m) __attribute__((unused));
+static void dec_gr_describe_user_scram_credentials_request(struct gr_rd *rd, int16_t v, struct gr_describe_user_scram_credentials_request *m);
+static void enc_gr_describe_user_scram_credentials_request(struct gr_wr *wr, int16_t v, const struct gr_describe_user_scram_credentials_request *m);
+static size_t sz_gr_describe_user_scram_credentials_request(const struct gr_describe_user_scram_credentials_request *m, int16_t v);
+static size_t minsz_gr_describe_user_scram_credentials_request(int16_t v) __attribute__((unused));
+static bool isdef_gr_describe_user_scram_credentials_request(const struct gr_describe_user_scram_credentials_request *m) __attribute__((unused));
+static void dec_gr_describe_user_scram_credentials_response_credential_info(struct gr_rd *rd, int16_t v, struct gr_describe_user_scram_credentials_response_credential_info *m);
+static void enc_gr_describe_user_scram_credentials_response_credential_info(struct gr_wr *wr, int16_t v, const struct gr_describe_user_scram_credentials_response_credential_info *m);
+static size_t sz_gr_describe_user_scram_credentials_response_credential_info(const struct gr_describe_user_scram_credentials_response_credential_info *m, int16_t v);
+static size_t minsz_gr_describe_user_scram_credentials_response_credential_info(int16_t v) __attribute__((unused));
+static bool isdef_gr_describe_user_scram_credentials_response_credential_info(const struct gr_describe_user_scram_credentials_response_credential_info *m) __attribute__((unused));
+static void dec_gr_describe_user_scram_credentials_response_describe_user_scram_credentials_result(struct gr_rd *rd, int16_t v, struct gr_describe_user_scram_credentials_response_describe_user_scram_credentials_result *m);
+static void enc_gr_describe_user_scram_credentials_response_describe_user_scram_credentials_result(struct gr_wr *wr, int16_t v, const struct gr_describe_user_scram_credentials_response_describe_user_scram_credentials_result *m);
+static size_t sz_gr_describe_user_scram_credentials_response_describe_user_scram_credentials_result(const struct gr_describe_user_scram_credentials_response_describe_user_scram_credentials_result *m, int16_t v);
+static size_t minsz_gr_describe_user_scram_credentials_response_describe_user_scram_credentials_result(int16_t v) __attribute__((unused));
+static bool isdef_gr_describe_user_scram_credentials_response_describe_user_scram_credentials_result(const struct gr_describe_user_scram_credentials_response_describe_user_scram_credentials_result *m) __attribute__((unused));
+static void dec_gr_describe_user_scram_credentials_response(struct gr_rd *rd, int16_t v, struct gr_describe_user_scram_credentials_response *m);
+static void enc_gr_describe_user_scram_credentials_response(struct gr_wr *wr, int16_t v, const struct gr_describe_user_scram_credentials_response *m);
+static size_t sz_gr_describe_user_scram_credentials_response(const struct gr_describe_user_scram_credentials_response *m, int16_t v);
+static size_t minsz_gr_describe_user_scram_credentials_response(int16_t v) __attribute__((unused));
+static bool isdef_gr_describe_user_scram_credentials_response(const struct gr_describe_user_scram_credentials_response *m) __attribute__((unused));
+static void dec_gr_alter_user_scram_credentials_request_scram_credential_deletion(struct gr_rd *rd, int16_t v, struct gr_alter_user_scram_credentials_request_scram_credential_deletion *m);
+static void enc_gr_alter_user_scram_credentials_request_scram_credential_deletion(struct gr_wr *wr, int16_t v, const struct gr_alter_user_scram_credentials_request_scram_credential_deletion *m);
+static size_t sz_gr_alter_user_scram_credentials_request_scram_credential_deletion(const struct gr_alter_user_scram_credentials_request_scram_credential_deletion *m, int16_t v);
+static size_t minsz_gr_alter_user_scram_credentials_request_scram_credential_deletion(int16_t v) __attribute__((unused));
+static bool isdef_gr_alter_user_scram_credentials_request_scram_credential_deletion(const struct gr_alter_user_scram_credentials_request_scram_credential_deletion *m) __attribute__((unused));
+static void dec_gr_alter_user_scram_credentials_request_scram_credential_upsertion(struct gr_rd *rd, int16_t v, struct gr_alter_user_scram_credentials_request_scram_credential_upsertion *m);
+static void enc_gr_alter_user_scram_credentials_request_scram_credential_upsertion(struct gr_wr *wr, int16_t v, const struct gr_alter_user_scram_credentials_request_scram_credential_upsertion *m);
+static size_t sz_gr_alter_user_scram_credentials_request_scram_credential_upsertion(const struct gr_alter_user_scram_credentials_request_scram_credential_upsertion *m, int16_t v);
+static size_t minsz_gr_alter_user_scram_credentials_request_scram_credential_upsertion(int16_t v) __attribute__((unused));
+static bool isdef_gr_alter_user_scram_credentials_request_scram_credential_upsertion(const struct gr_alter_user_scram_credentials_request_scram_credential_upsertion *m) __attribute__((unused));
+static void dec_gr_alter_user_scram_credentials_request(struct gr_rd *rd, int16_t v, struct gr_alter_user_scram_credentials_request *m);
+static void enc_gr_alter_user_scram_credentials_request(struct gr_wr *wr, int16_t v, const struct gr_alter_user_scram_credentials_request *m);
+static size_t sz_gr_alter_user_scram_credentials_request(const struct gr_alter_user_scram_credentials_request *m, int16_t v);
+static size_t minsz_gr_alter_user_scram_credentials_request(int16_t v) __attribute__((unused));
+static bool isdef_gr_alter_user_scram_credentials_request(const struct gr_alter_user_scram_credentials_request *m) __attribute__((unused));
+static void dec_gr_alter_user_scram_credentials_response_alter_user_scram_credentials_result(struct gr_rd *rd, int16_t v, struct gr_alter_user_scram_credentials_response_alter_user_scram_credentials_result *m);
+static void enc_gr_alter_user_scram_credentials_response_alter_user_scram_credentials_result(struct gr_wr *wr, int16_t v, const struct gr_alter_user_scram_credentials_response_alter_user_scram_credentials_result *m);
+static size_t sz_gr_alter_user_scram_credentials_response_alter_user_scram_credentials_result(const struct gr_alter_user_scram_credentials_response_alter_user_scram_credentials_result *m, int16_t v);
+static size_t minsz_gr_alter_user_scram_credentials_response_alter_user_scram_credentials_result(int16_t v) __attribute__((unused));
+static bool isdef_gr_alter_user_scram_credentials_response_alter_user_scram_credentials_result(const struct gr_alter_user_scram_credentials_response_alter_user_scram_credentials_result *m) __attribute__((unused));
+static void dec_gr_alter_user_scram_credentials_response(struct gr_rd *rd, int16_t v, struct gr_alter_user_scram_credentials_response *m);
+static void enc_gr_alter_user_scram_credentials_response(struct gr_wr *wr, int16_t v, const struct gr_alter_user_scram_credentials_response *m);
+static size_t sz_gr_alter_user_scram_credentials_response(const struct gr_alter_user_scram_credentials_response *m, int16_t v);
+static size_t minsz_gr_alter_user_scram_credentials_response(int16_t v) __attribute__((unused));
+static bool isdef_gr_alter_user_scram_credentials_response(const struct gr_alter_user_scram_credentials_response *m) __attribute__((unused));
 static void dec_gr_describe_cluster_request(struct gr_rd *rd, int16_t v, struct gr_describe_cluster_request *m);
 static void enc_gr_describe_cluster_request(struct gr_wr *wr, int16_t v, const struct gr_describe_cluster_request *m);
 static size_t sz_gr_describe_cluster_request(const struct gr_describe_cluster_request *m, int16_t v);
@@ -24728,6 +24808,2039 @@ static int ops_decode_gr_offset_delete_response(struct gr_rd *rd, int16_t v, voi
 static size_t ops_size_gr_offset_delete_response(const void *m, int16_t v) { return gr_offset_delete_response_size(m, v); }
 static void ops_encode_gr_offset_delete_response(struct gr_wr *wr, const void *m, int16_t v) { gr_offset_delete_response_encode(wr, m, v); }
 
+void gr_describe_client_quotas_request_component_data_init(struct gr_describe_client_quotas_request_component_data *m)
+{
+    m->entity_type = ((struct gr_str){"", 0});
+    m->match_type = 0;
+    m->match = ((struct gr_str){"", 0});
+    m->unknown_tags.items = NULL;
+    m->unknown_tags.count = 0;
+}
+
+static bool isdef_gr_describe_client_quotas_request_component_data(const struct gr_describe_client_quotas_request_component_data *m)
+{
+    return gr_str_eq(m->entity_type, gr_str_c("")) &&
+           (m->match_type == 0) &&
+           gr_str_eq(m->match, gr_str_c("")) &&
+           m->unknown_tags.count == 0;
+}
+
+static size_t minsz_gr_describe_client_quotas_request_component_data(int16_t v)
+{
+    const bool fx = v >= 1;
+    (void)fx;
+    (void)v;
+    size_t n = fx ? 1 : 0;
+    if (1) n += (fx ? 1 : 2);
+    if (1) n += 1;
+    if (1) n += (fx ? 1 : 2);
+    (void)v;
+    return n;
+}
+
+static void dec_gr_describe_client_quotas_request_component_data(struct gr_rd *rd, int16_t v, struct gr_describe_client_quotas_request_component_data *m)
+{
+    const bool fx = v >= 1;
+    (void)fx;
+    (void)v;
+    gr_describe_client_quotas_request_component_data_init(m);
+    if (1) {
+        m->entity_type = gr_rd_string(rd, fx, 0);
+    }
+    if (1) {
+        m->match_type = gr_rd_int8(rd);
+    }
+    if (1) {
+        m->match = gr_rd_string(rd, fx, 1);
+    }
+    if (!fx || rd->err) return;
+    uint32_t ntags = gr_rd_tag_count(rd);
+    int64_t last_tag = -1;
+    for (uint32_t t = 0; t < ntags && !rd->err; t++) {
+        uint32_t tag = gr_rd_uvarint(rd);
+        uint32_t len = gr_rd_uvarint(rd);
+        if (rd->err) return;
+        if ((int64_t)tag <= last_tag) {
+            gr_rd_fail(rd, GR_WIRE_BAD_TAGS);
+            return;
+        }
+        last_tag = tag;
+        if (len > gr_rd_left(rd)) {
+            gr_rd_fail(rd, GR_WIRE_SHORT);
+            return;
+        }
+        const uint8_t *body = rd->p;
+        switch (tag) {
+        default:
+            keep_unknown_tag(rd, &m->unknown_tags, ntags, tag, body, len);
+        }
+        rd->p = body + len;
+    }
+}
+
+static size_t sz_gr_describe_client_quotas_request_component_data(const struct gr_describe_client_quotas_request_component_data *m, int16_t v)
+{
+    const bool fx = v >= 1;
+    (void)fx;
+    (void)v;
+    size_t n = 0;
+    if (1) {
+        n += gr_sz_string(m->entity_type, fx);
+    }
+    if (1) {
+        n += 1;
+    }
+    if (1) {
+        n += gr_sz_string(m->match, fx);
+    }
+    if (fx) {
+        uint32_t count = (uint32_t)m->unknown_tags.count;
+        n += gr_sz_uvarint(count) + gr_sz_unknown_tags(&m->unknown_tags);
+    }
+    (void)m;
+    return n;
+}
+
+static void enc_gr_describe_client_quotas_request_component_data(struct gr_wr *wr, int16_t v, const struct gr_describe_client_quotas_request_component_data *m)
+{
+    const bool fx = v >= 1;
+    (void)fx;
+    (void)v;
+    if (1) {
+        gr_wr_string(wr, m->entity_type, fx);
+    }
+    if (1) {
+        gr_wr_int8(wr, m->match_type);
+    }
+    if (1) {
+        gr_wr_string(wr, m->match, fx);
+    }
+    if (!fx) return;
+    uint32_t count = (uint32_t)m->unknown_tags.count;
+    gr_wr_uvarint(wr, count);
+    int32_t u = 0;
+    while (u < m->unknown_tags.count)
+        write_unknown_tag(wr, &m->unknown_tags.items[u++]);
+}
+
+void gr_describe_client_quotas_request_init(struct gr_describe_client_quotas_request *m)
+{
+    m->components.items = NULL;
+    m->components.count = 0;
+    m->strict = false;
+    m->unknown_tags.items = NULL;
+    m->unknown_tags.count = 0;
+}
+
+static bool isdef_gr_describe_client_quotas_request(const struct gr_describe_client_quotas_request *m)
+{
+    return m->components.count == 0 &&
+           (m->strict == false) &&
+           m->unknown_tags.count == 0;
+}
+
+static size_t minsz_gr_describe_client_quotas_request(int16_t v)
+{
+    const bool fx = v >= 1;
+    (void)fx;
+    (void)v;
+    size_t n = fx ? 1 : 0;
+    if (1) n += (fx ? 1 : 4);
+    if (1) n += 1;
+    (void)v;
+    return n;
+}
+
+static void dec_gr_describe_client_quotas_request(struct gr_rd *rd, int16_t v, struct gr_describe_client_quotas_request *m)
+{
+    const bool fx = v >= 1;
+    (void)fx;
+    (void)v;
+    gr_describe_client_quotas_request_init(m);
+    if (1) {
+        {
+            int32_t n = gr_rd_array_len(rd, fx, 0, minsz_gr_describe_client_quotas_request_component_data(v));
+            m->components.count = n;
+            m->components.items = NULL;
+            if (n > 0) {
+                m->components.items = gr_rd_alloc(rd, (size_t)n, sizeof(struct gr_describe_client_quotas_request_component_data));
+                for (int32_t i = 0; i < n && !rd->err; i++)
+                    dec_gr_describe_client_quotas_request_component_data(rd, v, &m->components.items[i]);
+                if (rd->err) m->components.count = 0;
+            }
+        }
+    }
+    if (1) {
+        m->strict = gr_rd_bool(rd);
+    }
+    if (!fx || rd->err) return;
+    uint32_t ntags = gr_rd_tag_count(rd);
+    int64_t last_tag = -1;
+    for (uint32_t t = 0; t < ntags && !rd->err; t++) {
+        uint32_t tag = gr_rd_uvarint(rd);
+        uint32_t len = gr_rd_uvarint(rd);
+        if (rd->err) return;
+        if ((int64_t)tag <= last_tag) {
+            gr_rd_fail(rd, GR_WIRE_BAD_TAGS);
+            return;
+        }
+        last_tag = tag;
+        if (len > gr_rd_left(rd)) {
+            gr_rd_fail(rd, GR_WIRE_SHORT);
+            return;
+        }
+        const uint8_t *body = rd->p;
+        switch (tag) {
+        default:
+            keep_unknown_tag(rd, &m->unknown_tags, ntags, tag, body, len);
+        }
+        rd->p = body + len;
+    }
+}
+
+static size_t sz_gr_describe_client_quotas_request(const struct gr_describe_client_quotas_request *m, int16_t v)
+{
+    const bool fx = v >= 1;
+    (void)fx;
+    (void)v;
+    size_t n = 0;
+    if (1) {
+        n += gr_sz_array_len(m->components.count, fx);
+        for (int32_t i = 0; i < m->components.count; i++)
+            n += sz_gr_describe_client_quotas_request_component_data(&m->components.items[i], v);
+    }
+    if (1) {
+        n += 1;
+    }
+    if (fx) {
+        uint32_t count = (uint32_t)m->unknown_tags.count;
+        n += gr_sz_uvarint(count) + gr_sz_unknown_tags(&m->unknown_tags);
+    }
+    (void)m;
+    return n;
+}
+
+static void enc_gr_describe_client_quotas_request(struct gr_wr *wr, int16_t v, const struct gr_describe_client_quotas_request *m)
+{
+    const bool fx = v >= 1;
+    (void)fx;
+    (void)v;
+    if (1) {
+        gr_wr_array_len(wr, m->components.count, fx);
+        for (int32_t i = 0; i < m->components.count; i++)
+            enc_gr_describe_client_quotas_request_component_data(wr, v, &m->components.items[i]);
+    }
+    if (1) {
+        gr_wr_bool(wr, m->strict);
+    }
+    if (!fx) return;
+    uint32_t count = (uint32_t)m->unknown_tags.count;
+    gr_wr_uvarint(wr, count);
+    int32_t u = 0;
+    while (u < m->unknown_tags.count)
+        write_unknown_tag(wr, &m->unknown_tags.items[u++]);
+}
+
+int gr_describe_client_quotas_request_decode(struct gr_rd *rd, int16_t version, struct gr_describe_client_quotas_request *m)
+{
+    dec_gr_describe_client_quotas_request(rd, version, m);
+    return rd->err;
+}
+
+size_t gr_describe_client_quotas_request_size(const struct gr_describe_client_quotas_request *m, int16_t version) { return sz_gr_describe_client_quotas_request(m, version); }
+
+void gr_describe_client_quotas_request_encode(struct gr_wr *wr, const struct gr_describe_client_quotas_request *m, int16_t version) { enc_gr_describe_client_quotas_request(wr, version, m); }
+
+static void ops_init_gr_describe_client_quotas_request(void *m) { gr_describe_client_quotas_request_init(m); }
+static int ops_decode_gr_describe_client_quotas_request(struct gr_rd *rd, int16_t v, void *m) { return gr_describe_client_quotas_request_decode(rd, v, m); }
+static size_t ops_size_gr_describe_client_quotas_request(const void *m, int16_t v) { return gr_describe_client_quotas_request_size(m, v); }
+static void ops_encode_gr_describe_client_quotas_request(struct gr_wr *wr, const void *m, int16_t v) { gr_describe_client_quotas_request_encode(wr, m, v); }
+
+void gr_describe_client_quotas_response_entity_data_init(struct gr_describe_client_quotas_response_entity_data *m)
+{
+    m->entity_type = ((struct gr_str){"", 0});
+    m->entity_name = ((struct gr_str){"", 0});
+    m->unknown_tags.items = NULL;
+    m->unknown_tags.count = 0;
+}
+
+static bool isdef_gr_describe_client_quotas_response_entity_data(const struct gr_describe_client_quotas_response_entity_data *m)
+{
+    return gr_str_eq(m->entity_type, gr_str_c("")) &&
+           gr_str_eq(m->entity_name, gr_str_c("")) &&
+           m->unknown_tags.count == 0;
+}
+
+static size_t minsz_gr_describe_client_quotas_response_entity_data(int16_t v)
+{
+    const bool fx = v >= 1;
+    (void)fx;
+    (void)v;
+    size_t n = fx ? 1 : 0;
+    if (1) n += (fx ? 1 : 2);
+    if (1) n += (fx ? 1 : 2);
+    (void)v;
+    return n;
+}
+
+static void dec_gr_describe_client_quotas_response_entity_data(struct gr_rd *rd, int16_t v, struct gr_describe_client_quotas_response_entity_data *m)
+{
+    const bool fx = v >= 1;
+    (void)fx;
+    (void)v;
+    gr_describe_client_quotas_response_entity_data_init(m);
+    if (1) {
+        m->entity_type = gr_rd_string(rd, fx, 0);
+    }
+    if (1) {
+        m->entity_name = gr_rd_string(rd, fx, 1);
+    }
+    if (!fx || rd->err) return;
+    uint32_t ntags = gr_rd_tag_count(rd);
+    int64_t last_tag = -1;
+    for (uint32_t t = 0; t < ntags && !rd->err; t++) {
+        uint32_t tag = gr_rd_uvarint(rd);
+        uint32_t len = gr_rd_uvarint(rd);
+        if (rd->err) return;
+        if ((int64_t)tag <= last_tag) {
+            gr_rd_fail(rd, GR_WIRE_BAD_TAGS);
+            return;
+        }
+        last_tag = tag;
+        if (len > gr_rd_left(rd)) {
+            gr_rd_fail(rd, GR_WIRE_SHORT);
+            return;
+        }
+        const uint8_t *body = rd->p;
+        switch (tag) {
+        default:
+            keep_unknown_tag(rd, &m->unknown_tags, ntags, tag, body, len);
+        }
+        rd->p = body + len;
+    }
+}
+
+static size_t sz_gr_describe_client_quotas_response_entity_data(const struct gr_describe_client_quotas_response_entity_data *m, int16_t v)
+{
+    const bool fx = v >= 1;
+    (void)fx;
+    (void)v;
+    size_t n = 0;
+    if (1) {
+        n += gr_sz_string(m->entity_type, fx);
+    }
+    if (1) {
+        n += gr_sz_string(m->entity_name, fx);
+    }
+    if (fx) {
+        uint32_t count = (uint32_t)m->unknown_tags.count;
+        n += gr_sz_uvarint(count) + gr_sz_unknown_tags(&m->unknown_tags);
+    }
+    (void)m;
+    return n;
+}
+
+static void enc_gr_describe_client_quotas_response_entity_data(struct gr_wr *wr, int16_t v, const struct gr_describe_client_quotas_response_entity_data *m)
+{
+    const bool fx = v >= 1;
+    (void)fx;
+    (void)v;
+    if (1) {
+        gr_wr_string(wr, m->entity_type, fx);
+    }
+    if (1) {
+        gr_wr_string(wr, m->entity_name, fx);
+    }
+    if (!fx) return;
+    uint32_t count = (uint32_t)m->unknown_tags.count;
+    gr_wr_uvarint(wr, count);
+    int32_t u = 0;
+    while (u < m->unknown_tags.count)
+        write_unknown_tag(wr, &m->unknown_tags.items[u++]);
+}
+
+void gr_describe_client_quotas_response_value_data_init(struct gr_describe_client_quotas_response_value_data *m)
+{
+    m->key = ((struct gr_str){"", 0});
+    m->value = 0.0;
+    m->unknown_tags.items = NULL;
+    m->unknown_tags.count = 0;
+}
+
+static bool isdef_gr_describe_client_quotas_response_value_data(const struct gr_describe_client_quotas_response_value_data *m)
+{
+    return gr_str_eq(m->key, gr_str_c("")) &&
+           (m->value == 0.0) &&
+           m->unknown_tags.count == 0;
+}
+
+static size_t minsz_gr_describe_client_quotas_response_value_data(int16_t v)
+{
+    const bool fx = v >= 1;
+    (void)fx;
+    (void)v;
+    size_t n = fx ? 1 : 0;
+    if (1) n += (fx ? 1 : 2);
+    if (1) n += 8;
+    (void)v;
+    return n;
+}
+
+static void dec_gr_describe_client_quotas_response_value_data(struct gr_rd *rd, int16_t v, struct gr_describe_client_quotas_response_value_data *m)
+{
+    const bool fx = v >= 1;
+    (void)fx;
+    (void)v;
+    gr_describe_client_quotas_response_value_data_init(m);
+    if (1) {
+        m->key = gr_rd_string(rd, fx, 0);
+    }
+    if (1) {
+        m->value = gr_rd_float64(rd);
+    }
+    if (!fx || rd->err) return;
+    uint32_t ntags = gr_rd_tag_count(rd);
+    int64_t last_tag = -1;
+    for (uint32_t t = 0; t < ntags && !rd->err; t++) {
+        uint32_t tag = gr_rd_uvarint(rd);
+        uint32_t len = gr_rd_uvarint(rd);
+        if (rd->err) return;
+        if ((int64_t)tag <= last_tag) {
+            gr_rd_fail(rd, GR_WIRE_BAD_TAGS);
+            return;
+        }
+        last_tag = tag;
+        if (len > gr_rd_left(rd)) {
+            gr_rd_fail(rd, GR_WIRE_SHORT);
+            return;
+        }
+        const uint8_t *body = rd->p;
+        switch (tag) {
+        default:
+            keep_unknown_tag(rd, &m->unknown_tags, ntags, tag, body, len);
+        }
+        rd->p = body + len;
+    }
+}
+
+static size_t sz_gr_describe_client_quotas_response_value_data(const struct gr_describe_client_quotas_response_value_data *m, int16_t v)
+{
+    const bool fx = v >= 1;
+    (void)fx;
+    (void)v;
+    size_t n = 0;
+    if (1) {
+        n += gr_sz_string(m->key, fx);
+    }
+    if (1) {
+        n += 8;
+    }
+    if (fx) {
+        uint32_t count = (uint32_t)m->unknown_tags.count;
+        n += gr_sz_uvarint(count) + gr_sz_unknown_tags(&m->unknown_tags);
+    }
+    (void)m;
+    return n;
+}
+
+static void enc_gr_describe_client_quotas_response_value_data(struct gr_wr *wr, int16_t v, const struct gr_describe_client_quotas_response_value_data *m)
+{
+    const bool fx = v >= 1;
+    (void)fx;
+    (void)v;
+    if (1) {
+        gr_wr_string(wr, m->key, fx);
+    }
+    if (1) {
+        gr_wr_float64(wr, m->value);
+    }
+    if (!fx) return;
+    uint32_t count = (uint32_t)m->unknown_tags.count;
+    gr_wr_uvarint(wr, count);
+    int32_t u = 0;
+    while (u < m->unknown_tags.count)
+        write_unknown_tag(wr, &m->unknown_tags.items[u++]);
+}
+
+void gr_describe_client_quotas_response_entry_data_init(struct gr_describe_client_quotas_response_entry_data *m)
+{
+    m->entity.items = NULL;
+    m->entity.count = 0;
+    m->values.items = NULL;
+    m->values.count = 0;
+    m->unknown_tags.items = NULL;
+    m->unknown_tags.count = 0;
+}
+
+static bool isdef_gr_describe_client_quotas_response_entry_data(const struct gr_describe_client_quotas_response_entry_data *m)
+{
+    return m->entity.count == 0 &&
+           m->values.count == 0 &&
+           m->unknown_tags.count == 0;
+}
+
+static size_t minsz_gr_describe_client_quotas_response_entry_data(int16_t v)
+{
+    const bool fx = v >= 1;
+    (void)fx;
+    (void)v;
+    size_t n = fx ? 1 : 0;
+    if (1) n += (fx ? 1 : 4);
+    if (1) n += (fx ? 1 : 4);
+    (void)v;
+    return n;
+}
+
+static void dec_gr_describe_client_quotas_response_entry_data(struct gr_rd *rd, int16_t v, struct gr_describe_client_quotas_response_entry_data *m)
+{
+    const bool fx = v >= 1;
+    (void)fx;
+    (void)v;
+    gr_describe_client_quotas_response_entry_data_init(m);
+    if (1) {
+        {
+            int32_t n = gr_rd_array_len(rd, fx, 0, minsz_gr_describe_client_quotas_response_entity_data(v));
+            m->entity.count = n;
+            m->entity.items = NULL;
+            if (n > 0) {
+                m->entity.items = gr_rd_alloc(rd, (size_t)n, sizeof(struct gr_describe_client_quotas_response_entity_data));
+                for (int32_t i = 0; i < n && !rd->err; i++)
+                    dec_gr_describe_client_quotas_response_entity_data(rd, v, &m->entity.items[i]);
+                if (rd->err) m->entity.count = 0;
+            }
+        }
+    }
+    if (1) {
+        {
+            int32_t n = gr_rd_array_len(rd, fx, 0, minsz_gr_describe_client_quotas_response_value_data(v));
+            m->values.count = n;
+            m->values.items = NULL;
+            if (n > 0) {
+                m->values.items = gr_rd_alloc(rd, (size_t)n, sizeof(struct gr_describe_client_quotas_response_value_data));
+                for (int32_t i = 0; i < n && !rd->err; i++)
+                    dec_gr_describe_client_quotas_response_value_data(rd, v, &m->values.items[i]);
+                if (rd->err) m->values.count = 0;
+            }
+        }
+    }
+    if (!fx || rd->err) return;
+    uint32_t ntags = gr_rd_tag_count(rd);
+    int64_t last_tag = -1;
+    for (uint32_t t = 0; t < ntags && !rd->err; t++) {
+        uint32_t tag = gr_rd_uvarint(rd);
+        uint32_t len = gr_rd_uvarint(rd);
+        if (rd->err) return;
+        if ((int64_t)tag <= last_tag) {
+            gr_rd_fail(rd, GR_WIRE_BAD_TAGS);
+            return;
+        }
+        last_tag = tag;
+        if (len > gr_rd_left(rd)) {
+            gr_rd_fail(rd, GR_WIRE_SHORT);
+            return;
+        }
+        const uint8_t *body = rd->p;
+        switch (tag) {
+        default:
+            keep_unknown_tag(rd, &m->unknown_tags, ntags, tag, body, len);
+        }
+        rd->p = body + len;
+    }
+}
+
+static size_t sz_gr_describe_client_quotas_response_entry_data(const struct gr_describe_client_quotas_response_entry_data *m, int16_t v)
+{
+    const bool fx = v >= 1;
+    (void)fx;
+    (void)v;
+    size_t n = 0;
+    if (1) {
+        n += gr_sz_array_len(m->entity.count, fx);
+        for (int32_t i = 0; i < m->entity.count; i++)
+            n += sz_gr_describe_client_quotas_response_entity_data(&m->entity.items[i], v);
+    }
+    if (1) {
+        n += gr_sz_array_len(m->values.count, fx);
+        for (int32_t i = 0; i < m->values.count; i++)
+            n += sz_gr_describe_client_quotas_response_value_data(&m->values.items[i], v);
+    }
+    if (fx) {
+        uint32_t count = (uint32_t)m->unknown_tags.count;
+        n += gr_sz_uvarint(count) + gr_sz_unknown_tags(&m->unknown_tags);
+    }
+    (void)m;
+    return n;
+}
+
+static void enc_gr_describe_client_quotas_response_entry_data(struct gr_wr *wr, int16_t v, const struct gr_describe_client_quotas_response_entry_data *m)
+{
+    const bool fx = v >= 1;
+    (void)fx;
+    (void)v;
+    if (1) {
+        gr_wr_array_len(wr, m->entity.count, fx);
+        for (int32_t i = 0; i < m->entity.count; i++)
+            enc_gr_describe_client_quotas_response_entity_data(wr, v, &m->entity.items[i]);
+    }
+    if (1) {
+        gr_wr_array_len(wr, m->values.count, fx);
+        for (int32_t i = 0; i < m->values.count; i++)
+            enc_gr_describe_client_quotas_response_value_data(wr, v, &m->values.items[i]);
+    }
+    if (!fx) return;
+    uint32_t count = (uint32_t)m->unknown_tags.count;
+    gr_wr_uvarint(wr, count);
+    int32_t u = 0;
+    while (u < m->unknown_tags.count)
+        write_unknown_tag(wr, &m->unknown_tags.items[u++]);
+}
+
+void gr_describe_client_quotas_response_init(struct gr_describe_client_quotas_response *m)
+{
+    m->throttle_time_ms = 0;
+    m->error_code = 0;
+    m->error_message = ((struct gr_str){"", 0});
+    m->entries.items = NULL;
+    m->entries.count = 0;
+    m->unknown_tags.items = NULL;
+    m->unknown_tags.count = 0;
+}
+
+static bool isdef_gr_describe_client_quotas_response(const struct gr_describe_client_quotas_response *m)
+{
+    return (m->throttle_time_ms == 0) &&
+           (m->error_code == 0) &&
+           gr_str_eq(m->error_message, gr_str_c("")) &&
+           m->entries.count == 0 &&
+           m->unknown_tags.count == 0;
+}
+
+static size_t minsz_gr_describe_client_quotas_response(int16_t v)
+{
+    const bool fx = v >= 1;
+    (void)fx;
+    (void)v;
+    size_t n = fx ? 1 : 0;
+    if (1) n += 4;
+    if (1) n += 2;
+    if (1) n += (fx ? 1 : 2);
+    if (1) n += (fx ? 1 : 4);
+    (void)v;
+    return n;
+}
+
+static void dec_gr_describe_client_quotas_response(struct gr_rd *rd, int16_t v, struct gr_describe_client_quotas_response *m)
+{
+    const bool fx = v >= 1;
+    (void)fx;
+    (void)v;
+    gr_describe_client_quotas_response_init(m);
+    if (1) {
+        m->throttle_time_ms = gr_rd_int32(rd);
+    }
+    if (1) {
+        m->error_code = gr_rd_int16(rd);
+    }
+    if (1) {
+        m->error_message = gr_rd_string(rd, fx, 1);
+    }
+    if (1) {
+        {
+            int32_t n = gr_rd_array_len(rd, fx, 1, minsz_gr_describe_client_quotas_response_entry_data(v));
+            m->entries.count = n;
+            m->entries.items = NULL;
+            if (n > 0) {
+                m->entries.items = gr_rd_alloc(rd, (size_t)n, sizeof(struct gr_describe_client_quotas_response_entry_data));
+                for (int32_t i = 0; i < n && !rd->err; i++)
+                    dec_gr_describe_client_quotas_response_entry_data(rd, v, &m->entries.items[i]);
+                if (rd->err) m->entries.count = 0;
+            }
+        }
+    }
+    if (!fx || rd->err) return;
+    uint32_t ntags = gr_rd_tag_count(rd);
+    int64_t last_tag = -1;
+    for (uint32_t t = 0; t < ntags && !rd->err; t++) {
+        uint32_t tag = gr_rd_uvarint(rd);
+        uint32_t len = gr_rd_uvarint(rd);
+        if (rd->err) return;
+        if ((int64_t)tag <= last_tag) {
+            gr_rd_fail(rd, GR_WIRE_BAD_TAGS);
+            return;
+        }
+        last_tag = tag;
+        if (len > gr_rd_left(rd)) {
+            gr_rd_fail(rd, GR_WIRE_SHORT);
+            return;
+        }
+        const uint8_t *body = rd->p;
+        switch (tag) {
+        default:
+            keep_unknown_tag(rd, &m->unknown_tags, ntags, tag, body, len);
+        }
+        rd->p = body + len;
+    }
+}
+
+static size_t sz_gr_describe_client_quotas_response(const struct gr_describe_client_quotas_response *m, int16_t v)
+{
+    const bool fx = v >= 1;
+    (void)fx;
+    (void)v;
+    size_t n = 0;
+    if (1) {
+        n += 4;
+    }
+    if (1) {
+        n += 2;
+    }
+    if (1) {
+        n += gr_sz_string(m->error_message, fx);
+    }
+    if (1) {
+        n += gr_sz_array_len(m->entries.count, fx);
+        for (int32_t i = 0; i < m->entries.count; i++)
+            n += sz_gr_describe_client_quotas_response_entry_data(&m->entries.items[i], v);
+    }
+    if (fx) {
+        uint32_t count = (uint32_t)m->unknown_tags.count;
+        n += gr_sz_uvarint(count) + gr_sz_unknown_tags(&m->unknown_tags);
+    }
+    (void)m;
+    return n;
+}
+
+static void enc_gr_describe_client_quotas_response(struct gr_wr *wr, int16_t v, const struct gr_describe_client_quotas_response *m)
+{
+    const bool fx = v >= 1;
+    (void)fx;
+    (void)v;
+    if (1) {
+        gr_wr_int32(wr, m->throttle_time_ms);
+    }
+    if (1) {
+        gr_wr_int16(wr, m->error_code);
+    }
+    if (1) {
+        gr_wr_string(wr, m->error_message, fx);
+    }
+    if (1) {
+        gr_wr_array_len(wr, m->entries.count, fx);
+        for (int32_t i = 0; i < m->entries.count; i++)
+            enc_gr_describe_client_quotas_response_entry_data(wr, v, &m->entries.items[i]);
+    }
+    if (!fx) return;
+    uint32_t count = (uint32_t)m->unknown_tags.count;
+    gr_wr_uvarint(wr, count);
+    int32_t u = 0;
+    while (u < m->unknown_tags.count)
+        write_unknown_tag(wr, &m->unknown_tags.items[u++]);
+}
+
+void gr_describe_client_quotas_response_count_errors(const struct gr_describe_client_quotas_response *m, bool top, uint64_t *counts, int nslots)
+{
+    if (top) count_error(counts, nslots, m->error_code);
+    (void)top;
+}
+
+static void ops_count_errors_gr_describe_client_quotas_response(const void *m, bool top, uint64_t *counts, int nslots) { gr_describe_client_quotas_response_count_errors(m, top, counts, nslots); }
+
+int gr_describe_client_quotas_response_decode(struct gr_rd *rd, int16_t version, struct gr_describe_client_quotas_response *m)
+{
+    dec_gr_describe_client_quotas_response(rd, version, m);
+    return rd->err;
+}
+
+size_t gr_describe_client_quotas_response_size(const struct gr_describe_client_quotas_response *m, int16_t version) { return sz_gr_describe_client_quotas_response(m, version); }
+
+void gr_describe_client_quotas_response_encode(struct gr_wr *wr, const struct gr_describe_client_quotas_response *m, int16_t version) { enc_gr_describe_client_quotas_response(wr, version, m); }
+
+static void ops_init_gr_describe_client_quotas_response(void *m) { gr_describe_client_quotas_response_init(m); }
+static int ops_decode_gr_describe_client_quotas_response(struct gr_rd *rd, int16_t v, void *m) { return gr_describe_client_quotas_response_decode(rd, v, m); }
+static size_t ops_size_gr_describe_client_quotas_response(const void *m, int16_t v) { return gr_describe_client_quotas_response_size(m, v); }
+static void ops_encode_gr_describe_client_quotas_response(struct gr_wr *wr, const void *m, int16_t v) { gr_describe_client_quotas_response_encode(wr, m, v); }
+
+void gr_describe_user_scram_credentials_request_user_name_init(struct gr_describe_user_scram_credentials_request_user_name *m)
+{
+    m->name = ((struct gr_str){"", 0});
+    m->unknown_tags.items = NULL;
+    m->unknown_tags.count = 0;
+}
+
+static bool isdef_gr_describe_user_scram_credentials_request_user_name(const struct gr_describe_user_scram_credentials_request_user_name *m)
+{
+    return gr_str_eq(m->name, gr_str_c("")) &&
+           m->unknown_tags.count == 0;
+}
+
+static size_t minsz_gr_describe_user_scram_credentials_request_user_name(int16_t v)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    size_t n = fx ? 1 : 0;
+    if (1) n += (fx ? 1 : 2);
+    (void)v;
+    return n;
+}
+
+static void dec_gr_describe_user_scram_credentials_request_user_name(struct gr_rd *rd, int16_t v, struct gr_describe_user_scram_credentials_request_user_name *m)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    gr_describe_user_scram_credentials_request_user_name_init(m);
+    if (1) {
+        m->name = gr_rd_string(rd, fx, 0);
+    }
+    if (!fx || rd->err) return;
+    uint32_t ntags = gr_rd_tag_count(rd);
+    int64_t last_tag = -1;
+    for (uint32_t t = 0; t < ntags && !rd->err; t++) {
+        uint32_t tag = gr_rd_uvarint(rd);
+        uint32_t len = gr_rd_uvarint(rd);
+        if (rd->err) return;
+        if ((int64_t)tag <= last_tag) {
+            gr_rd_fail(rd, GR_WIRE_BAD_TAGS);
+            return;
+        }
+        last_tag = tag;
+        if (len > gr_rd_left(rd)) {
+            gr_rd_fail(rd, GR_WIRE_SHORT);
+            return;
+        }
+        const uint8_t *body = rd->p;
+        switch (tag) {
+        default:
+            keep_unknown_tag(rd, &m->unknown_tags, ntags, tag, body, len);
+        }
+        rd->p = body + len;
+    }
+}
+
+static size_t sz_gr_describe_user_scram_credentials_request_user_name(const struct gr_describe_user_scram_credentials_request_user_name *m, int16_t v)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    size_t n = 0;
+    if (1) {
+        n += gr_sz_string(m->name, fx);
+    }
+    if (fx) {
+        uint32_t count = (uint32_t)m->unknown_tags.count;
+        n += gr_sz_uvarint(count) + gr_sz_unknown_tags(&m->unknown_tags);
+    }
+    (void)m;
+    return n;
+}
+
+static void enc_gr_describe_user_scram_credentials_request_user_name(struct gr_wr *wr, int16_t v, const struct gr_describe_user_scram_credentials_request_user_name *m)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    if (1) {
+        gr_wr_string(wr, m->name, fx);
+    }
+    if (!fx) return;
+    uint32_t count = (uint32_t)m->unknown_tags.count;
+    gr_wr_uvarint(wr, count);
+    int32_t u = 0;
+    while (u < m->unknown_tags.count)
+        write_unknown_tag(wr, &m->unknown_tags.items[u++]);
+}
+
+void gr_describe_user_scram_credentials_request_init(struct gr_describe_user_scram_credentials_request *m)
+{
+    m->users.items = NULL;
+    m->users.count = 0;
+    m->unknown_tags.items = NULL;
+    m->unknown_tags.count = 0;
+}
+
+static bool isdef_gr_describe_user_scram_credentials_request(const struct gr_describe_user_scram_credentials_request *m)
+{
+    return m->users.count == 0 &&
+           m->unknown_tags.count == 0;
+}
+
+static size_t minsz_gr_describe_user_scram_credentials_request(int16_t v)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    size_t n = fx ? 1 : 0;
+    if (1) n += (fx ? 1 : 4);
+    (void)v;
+    return n;
+}
+
+static void dec_gr_describe_user_scram_credentials_request(struct gr_rd *rd, int16_t v, struct gr_describe_user_scram_credentials_request *m)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    gr_describe_user_scram_credentials_request_init(m);
+    if (1) {
+        {
+            int32_t n = gr_rd_array_len(rd, fx, 1, minsz_gr_describe_user_scram_credentials_request_user_name(v));
+            m->users.count = n;
+            m->users.items = NULL;
+            if (n > 0) {
+                m->users.items = gr_rd_alloc(rd, (size_t)n, sizeof(struct gr_describe_user_scram_credentials_request_user_name));
+                for (int32_t i = 0; i < n && !rd->err; i++)
+                    dec_gr_describe_user_scram_credentials_request_user_name(rd, v, &m->users.items[i]);
+                if (rd->err) m->users.count = 0;
+            }
+        }
+    }
+    if (!fx || rd->err) return;
+    uint32_t ntags = gr_rd_tag_count(rd);
+    int64_t last_tag = -1;
+    for (uint32_t t = 0; t < ntags && !rd->err; t++) {
+        uint32_t tag = gr_rd_uvarint(rd);
+        uint32_t len = gr_rd_uvarint(rd);
+        if (rd->err) return;
+        if ((int64_t)tag <= last_tag) {
+            gr_rd_fail(rd, GR_WIRE_BAD_TAGS);
+            return;
+        }
+        last_tag = tag;
+        if (len > gr_rd_left(rd)) {
+            gr_rd_fail(rd, GR_WIRE_SHORT);
+            return;
+        }
+        const uint8_t *body = rd->p;
+        switch (tag) {
+        default:
+            keep_unknown_tag(rd, &m->unknown_tags, ntags, tag, body, len);
+        }
+        rd->p = body + len;
+    }
+}
+
+static size_t sz_gr_describe_user_scram_credentials_request(const struct gr_describe_user_scram_credentials_request *m, int16_t v)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    size_t n = 0;
+    if (1) {
+        n += gr_sz_array_len(m->users.count, fx);
+        for (int32_t i = 0; i < m->users.count; i++)
+            n += sz_gr_describe_user_scram_credentials_request_user_name(&m->users.items[i], v);
+    }
+    if (fx) {
+        uint32_t count = (uint32_t)m->unknown_tags.count;
+        n += gr_sz_uvarint(count) + gr_sz_unknown_tags(&m->unknown_tags);
+    }
+    (void)m;
+    return n;
+}
+
+static void enc_gr_describe_user_scram_credentials_request(struct gr_wr *wr, int16_t v, const struct gr_describe_user_scram_credentials_request *m)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    if (1) {
+        gr_wr_array_len(wr, m->users.count, fx);
+        for (int32_t i = 0; i < m->users.count; i++)
+            enc_gr_describe_user_scram_credentials_request_user_name(wr, v, &m->users.items[i]);
+    }
+    if (!fx) return;
+    uint32_t count = (uint32_t)m->unknown_tags.count;
+    gr_wr_uvarint(wr, count);
+    int32_t u = 0;
+    while (u < m->unknown_tags.count)
+        write_unknown_tag(wr, &m->unknown_tags.items[u++]);
+}
+
+int gr_describe_user_scram_credentials_request_decode(struct gr_rd *rd, int16_t version, struct gr_describe_user_scram_credentials_request *m)
+{
+    dec_gr_describe_user_scram_credentials_request(rd, version, m);
+    return rd->err;
+}
+
+size_t gr_describe_user_scram_credentials_request_size(const struct gr_describe_user_scram_credentials_request *m, int16_t version) { return sz_gr_describe_user_scram_credentials_request(m, version); }
+
+void gr_describe_user_scram_credentials_request_encode(struct gr_wr *wr, const struct gr_describe_user_scram_credentials_request *m, int16_t version) { enc_gr_describe_user_scram_credentials_request(wr, version, m); }
+
+static void ops_init_gr_describe_user_scram_credentials_request(void *m) { gr_describe_user_scram_credentials_request_init(m); }
+static int ops_decode_gr_describe_user_scram_credentials_request(struct gr_rd *rd, int16_t v, void *m) { return gr_describe_user_scram_credentials_request_decode(rd, v, m); }
+static size_t ops_size_gr_describe_user_scram_credentials_request(const void *m, int16_t v) { return gr_describe_user_scram_credentials_request_size(m, v); }
+static void ops_encode_gr_describe_user_scram_credentials_request(struct gr_wr *wr, const void *m, int16_t v) { gr_describe_user_scram_credentials_request_encode(wr, m, v); }
+
+void gr_describe_user_scram_credentials_response_credential_info_init(struct gr_describe_user_scram_credentials_response_credential_info *m)
+{
+    m->mechanism = 0;
+    m->iterations = 0;
+    m->unknown_tags.items = NULL;
+    m->unknown_tags.count = 0;
+}
+
+static bool isdef_gr_describe_user_scram_credentials_response_credential_info(const struct gr_describe_user_scram_credentials_response_credential_info *m)
+{
+    return (m->mechanism == 0) &&
+           (m->iterations == 0) &&
+           m->unknown_tags.count == 0;
+}
+
+static size_t minsz_gr_describe_user_scram_credentials_response_credential_info(int16_t v)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    size_t n = fx ? 1 : 0;
+    if (1) n += 1;
+    if (1) n += 4;
+    (void)v;
+    return n;
+}
+
+static void dec_gr_describe_user_scram_credentials_response_credential_info(struct gr_rd *rd, int16_t v, struct gr_describe_user_scram_credentials_response_credential_info *m)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    gr_describe_user_scram_credentials_response_credential_info_init(m);
+    if (1) {
+        m->mechanism = gr_rd_int8(rd);
+    }
+    if (1) {
+        m->iterations = gr_rd_int32(rd);
+    }
+    if (!fx || rd->err) return;
+    uint32_t ntags = gr_rd_tag_count(rd);
+    int64_t last_tag = -1;
+    for (uint32_t t = 0; t < ntags && !rd->err; t++) {
+        uint32_t tag = gr_rd_uvarint(rd);
+        uint32_t len = gr_rd_uvarint(rd);
+        if (rd->err) return;
+        if ((int64_t)tag <= last_tag) {
+            gr_rd_fail(rd, GR_WIRE_BAD_TAGS);
+            return;
+        }
+        last_tag = tag;
+        if (len > gr_rd_left(rd)) {
+            gr_rd_fail(rd, GR_WIRE_SHORT);
+            return;
+        }
+        const uint8_t *body = rd->p;
+        switch (tag) {
+        default:
+            keep_unknown_tag(rd, &m->unknown_tags, ntags, tag, body, len);
+        }
+        rd->p = body + len;
+    }
+}
+
+static size_t sz_gr_describe_user_scram_credentials_response_credential_info(const struct gr_describe_user_scram_credentials_response_credential_info *m, int16_t v)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    size_t n = 0;
+    if (1) {
+        n += 1;
+    }
+    if (1) {
+        n += 4;
+    }
+    if (fx) {
+        uint32_t count = (uint32_t)m->unknown_tags.count;
+        n += gr_sz_uvarint(count) + gr_sz_unknown_tags(&m->unknown_tags);
+    }
+    (void)m;
+    return n;
+}
+
+static void enc_gr_describe_user_scram_credentials_response_credential_info(struct gr_wr *wr, int16_t v, const struct gr_describe_user_scram_credentials_response_credential_info *m)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    if (1) {
+        gr_wr_int8(wr, m->mechanism);
+    }
+    if (1) {
+        gr_wr_int32(wr, m->iterations);
+    }
+    if (!fx) return;
+    uint32_t count = (uint32_t)m->unknown_tags.count;
+    gr_wr_uvarint(wr, count);
+    int32_t u = 0;
+    while (u < m->unknown_tags.count)
+        write_unknown_tag(wr, &m->unknown_tags.items[u++]);
+}
+
+void gr_describe_user_scram_credentials_response_describe_user_scram_credentials_result_init(struct gr_describe_user_scram_credentials_response_describe_user_scram_credentials_result *m)
+{
+    m->user = ((struct gr_str){"", 0});
+    m->error_code = 0;
+    m->error_message = ((struct gr_str){"", 0});
+    m->credential_infos.items = NULL;
+    m->credential_infos.count = 0;
+    m->unknown_tags.items = NULL;
+    m->unknown_tags.count = 0;
+}
+
+static bool isdef_gr_describe_user_scram_credentials_response_describe_user_scram_credentials_result(const struct gr_describe_user_scram_credentials_response_describe_user_scram_credentials_result *m)
+{
+    return gr_str_eq(m->user, gr_str_c("")) &&
+           (m->error_code == 0) &&
+           gr_str_eq(m->error_message, gr_str_c("")) &&
+           m->credential_infos.count == 0 &&
+           m->unknown_tags.count == 0;
+}
+
+static size_t minsz_gr_describe_user_scram_credentials_response_describe_user_scram_credentials_result(int16_t v)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    size_t n = fx ? 1 : 0;
+    if (1) n += (fx ? 1 : 2);
+    if (1) n += 2;
+    if (1) n += (fx ? 1 : 2);
+    if (1) n += (fx ? 1 : 4);
+    (void)v;
+    return n;
+}
+
+static void dec_gr_describe_user_scram_credentials_response_describe_user_scram_credentials_result(struct gr_rd *rd, int16_t v, struct gr_describe_user_scram_credentials_response_describe_user_scram_credentials_result *m)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    gr_describe_user_scram_credentials_response_describe_user_scram_credentials_result_init(m);
+    if (1) {
+        m->user = gr_rd_string(rd, fx, 0);
+    }
+    if (1) {
+        m->error_code = gr_rd_int16(rd);
+    }
+    if (1) {
+        m->error_message = gr_rd_string(rd, fx, 1);
+    }
+    if (1) {
+        {
+            int32_t n = gr_rd_array_len(rd, fx, 0, minsz_gr_describe_user_scram_credentials_response_credential_info(v));
+            m->credential_infos.count = n;
+            m->credential_infos.items = NULL;
+            if (n > 0) {
+                m->credential_infos.items = gr_rd_alloc(rd, (size_t)n, sizeof(struct gr_describe_user_scram_credentials_response_credential_info));
+                for (int32_t i = 0; i < n && !rd->err; i++)
+                    dec_gr_describe_user_scram_credentials_response_credential_info(rd, v, &m->credential_infos.items[i]);
+                if (rd->err) m->credential_infos.count = 0;
+            }
+        }
+    }
+    if (!fx || rd->err) return;
+    uint32_t ntags = gr_rd_tag_count(rd);
+    int64_t last_tag = -1;
+    for (uint32_t t = 0; t < ntags && !rd->err; t++) {
+        uint32_t tag = gr_rd_uvarint(rd);
+        uint32_t len = gr_rd_uvarint(rd);
+        if (rd->err) return;
+        if ((int64_t)tag <= last_tag) {
+            gr_rd_fail(rd, GR_WIRE_BAD_TAGS);
+            return;
+        }
+        last_tag = tag;
+        if (len > gr_rd_left(rd)) {
+            gr_rd_fail(rd, GR_WIRE_SHORT);
+            return;
+        }
+        const uint8_t *body = rd->p;
+        switch (tag) {
+        default:
+            keep_unknown_tag(rd, &m->unknown_tags, ntags, tag, body, len);
+        }
+        rd->p = body + len;
+    }
+}
+
+static size_t sz_gr_describe_user_scram_credentials_response_describe_user_scram_credentials_result(const struct gr_describe_user_scram_credentials_response_describe_user_scram_credentials_result *m, int16_t v)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    size_t n = 0;
+    if (1) {
+        n += gr_sz_string(m->user, fx);
+    }
+    if (1) {
+        n += 2;
+    }
+    if (1) {
+        n += gr_sz_string(m->error_message, fx);
+    }
+    if (1) {
+        n += gr_sz_array_len(m->credential_infos.count, fx);
+        for (int32_t i = 0; i < m->credential_infos.count; i++)
+            n += sz_gr_describe_user_scram_credentials_response_credential_info(&m->credential_infos.items[i], v);
+    }
+    if (fx) {
+        uint32_t count = (uint32_t)m->unknown_tags.count;
+        n += gr_sz_uvarint(count) + gr_sz_unknown_tags(&m->unknown_tags);
+    }
+    (void)m;
+    return n;
+}
+
+static void enc_gr_describe_user_scram_credentials_response_describe_user_scram_credentials_result(struct gr_wr *wr, int16_t v, const struct gr_describe_user_scram_credentials_response_describe_user_scram_credentials_result *m)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    if (1) {
+        gr_wr_string(wr, m->user, fx);
+    }
+    if (1) {
+        gr_wr_int16(wr, m->error_code);
+    }
+    if (1) {
+        gr_wr_string(wr, m->error_message, fx);
+    }
+    if (1) {
+        gr_wr_array_len(wr, m->credential_infos.count, fx);
+        for (int32_t i = 0; i < m->credential_infos.count; i++)
+            enc_gr_describe_user_scram_credentials_response_credential_info(wr, v, &m->credential_infos.items[i]);
+    }
+    if (!fx) return;
+    uint32_t count = (uint32_t)m->unknown_tags.count;
+    gr_wr_uvarint(wr, count);
+    int32_t u = 0;
+    while (u < m->unknown_tags.count)
+        write_unknown_tag(wr, &m->unknown_tags.items[u++]);
+}
+
+void gr_describe_user_scram_credentials_response_init(struct gr_describe_user_scram_credentials_response *m)
+{
+    m->throttle_time_ms = 0;
+    m->error_code = 0;
+    m->error_message = ((struct gr_str){"", 0});
+    m->results.items = NULL;
+    m->results.count = 0;
+    m->unknown_tags.items = NULL;
+    m->unknown_tags.count = 0;
+}
+
+static bool isdef_gr_describe_user_scram_credentials_response(const struct gr_describe_user_scram_credentials_response *m)
+{
+    return (m->throttle_time_ms == 0) &&
+           (m->error_code == 0) &&
+           gr_str_eq(m->error_message, gr_str_c("")) &&
+           m->results.count == 0 &&
+           m->unknown_tags.count == 0;
+}
+
+static size_t minsz_gr_describe_user_scram_credentials_response(int16_t v)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    size_t n = fx ? 1 : 0;
+    if (1) n += 4;
+    if (1) n += 2;
+    if (1) n += (fx ? 1 : 2);
+    if (1) n += (fx ? 1 : 4);
+    (void)v;
+    return n;
+}
+
+static void dec_gr_describe_user_scram_credentials_response(struct gr_rd *rd, int16_t v, struct gr_describe_user_scram_credentials_response *m)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    gr_describe_user_scram_credentials_response_init(m);
+    if (1) {
+        m->throttle_time_ms = gr_rd_int32(rd);
+    }
+    if (1) {
+        m->error_code = gr_rd_int16(rd);
+    }
+    if (1) {
+        m->error_message = gr_rd_string(rd, fx, 1);
+    }
+    if (1) {
+        {
+            int32_t n = gr_rd_array_len(rd, fx, 0, minsz_gr_describe_user_scram_credentials_response_describe_user_scram_credentials_result(v));
+            m->results.count = n;
+            m->results.items = NULL;
+            if (n > 0) {
+                m->results.items = gr_rd_alloc(rd, (size_t)n, sizeof(struct gr_describe_user_scram_credentials_response_describe_user_scram_credentials_result));
+                for (int32_t i = 0; i < n && !rd->err; i++)
+                    dec_gr_describe_user_scram_credentials_response_describe_user_scram_credentials_result(rd, v, &m->results.items[i]);
+                if (rd->err) m->results.count = 0;
+            }
+        }
+    }
+    if (!fx || rd->err) return;
+    uint32_t ntags = gr_rd_tag_count(rd);
+    int64_t last_tag = -1;
+    for (uint32_t t = 0; t < ntags && !rd->err; t++) {
+        uint32_t tag = gr_rd_uvarint(rd);
+        uint32_t len = gr_rd_uvarint(rd);
+        if (rd->err) return;
+        if ((int64_t)tag <= last_tag) {
+            gr_rd_fail(rd, GR_WIRE_BAD_TAGS);
+            return;
+        }
+        last_tag = tag;
+        if (len > gr_rd_left(rd)) {
+            gr_rd_fail(rd, GR_WIRE_SHORT);
+            return;
+        }
+        const uint8_t *body = rd->p;
+        switch (tag) {
+        default:
+            keep_unknown_tag(rd, &m->unknown_tags, ntags, tag, body, len);
+        }
+        rd->p = body + len;
+    }
+}
+
+static size_t sz_gr_describe_user_scram_credentials_response(const struct gr_describe_user_scram_credentials_response *m, int16_t v)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    size_t n = 0;
+    if (1) {
+        n += 4;
+    }
+    if (1) {
+        n += 2;
+    }
+    if (1) {
+        n += gr_sz_string(m->error_message, fx);
+    }
+    if (1) {
+        n += gr_sz_array_len(m->results.count, fx);
+        for (int32_t i = 0; i < m->results.count; i++)
+            n += sz_gr_describe_user_scram_credentials_response_describe_user_scram_credentials_result(&m->results.items[i], v);
+    }
+    if (fx) {
+        uint32_t count = (uint32_t)m->unknown_tags.count;
+        n += gr_sz_uvarint(count) + gr_sz_unknown_tags(&m->unknown_tags);
+    }
+    (void)m;
+    return n;
+}
+
+static void enc_gr_describe_user_scram_credentials_response(struct gr_wr *wr, int16_t v, const struct gr_describe_user_scram_credentials_response *m)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    if (1) {
+        gr_wr_int32(wr, m->throttle_time_ms);
+    }
+    if (1) {
+        gr_wr_int16(wr, m->error_code);
+    }
+    if (1) {
+        gr_wr_string(wr, m->error_message, fx);
+    }
+    if (1) {
+        gr_wr_array_len(wr, m->results.count, fx);
+        for (int32_t i = 0; i < m->results.count; i++)
+            enc_gr_describe_user_scram_credentials_response_describe_user_scram_credentials_result(wr, v, &m->results.items[i]);
+    }
+    if (!fx) return;
+    uint32_t count = (uint32_t)m->unknown_tags.count;
+    gr_wr_uvarint(wr, count);
+    int32_t u = 0;
+    while (u < m->unknown_tags.count)
+        write_unknown_tag(wr, &m->unknown_tags.items[u++]);
+}
+
+static void ce_gr_describe_user_scram_credentials_response_describe_user_scram_credentials_result(const struct gr_describe_user_scram_credentials_response_describe_user_scram_credentials_result *m, uint64_t *counts, int nslots)
+{
+    count_error(counts, nslots, m->error_code);
+}
+
+void gr_describe_user_scram_credentials_response_count_errors(const struct gr_describe_user_scram_credentials_response *m, bool top, uint64_t *counts, int nslots)
+{
+    if (top) count_error(counts, nslots, m->error_code);
+    for (int32_t i = 0; i < m->results.count; i++)
+        ce_gr_describe_user_scram_credentials_response_describe_user_scram_credentials_result(&m->results.items[i], counts, nslots);
+    (void)top;
+}
+
+static void ops_count_errors_gr_describe_user_scram_credentials_response(const void *m, bool top, uint64_t *counts, int nslots) { gr_describe_user_scram_credentials_response_count_errors(m, top, counts, nslots); }
+
+int gr_describe_user_scram_credentials_response_decode(struct gr_rd *rd, int16_t version, struct gr_describe_user_scram_credentials_response *m)
+{
+    dec_gr_describe_user_scram_credentials_response(rd, version, m);
+    return rd->err;
+}
+
+size_t gr_describe_user_scram_credentials_response_size(const struct gr_describe_user_scram_credentials_response *m, int16_t version) { return sz_gr_describe_user_scram_credentials_response(m, version); }
+
+void gr_describe_user_scram_credentials_response_encode(struct gr_wr *wr, const struct gr_describe_user_scram_credentials_response *m, int16_t version) { enc_gr_describe_user_scram_credentials_response(wr, version, m); }
+
+static void ops_init_gr_describe_user_scram_credentials_response(void *m) { gr_describe_user_scram_credentials_response_init(m); }
+static int ops_decode_gr_describe_user_scram_credentials_response(struct gr_rd *rd, int16_t v, void *m) { return gr_describe_user_scram_credentials_response_decode(rd, v, m); }
+static size_t ops_size_gr_describe_user_scram_credentials_response(const void *m, int16_t v) { return gr_describe_user_scram_credentials_response_size(m, v); }
+static void ops_encode_gr_describe_user_scram_credentials_response(struct gr_wr *wr, const void *m, int16_t v) { gr_describe_user_scram_credentials_response_encode(wr, m, v); }
+
+void gr_alter_user_scram_credentials_request_scram_credential_deletion_init(struct gr_alter_user_scram_credentials_request_scram_credential_deletion *m)
+{
+    m->name = ((struct gr_str){"", 0});
+    m->mechanism = 0;
+    m->unknown_tags.items = NULL;
+    m->unknown_tags.count = 0;
+}
+
+static bool isdef_gr_alter_user_scram_credentials_request_scram_credential_deletion(const struct gr_alter_user_scram_credentials_request_scram_credential_deletion *m)
+{
+    return gr_str_eq(m->name, gr_str_c("")) &&
+           (m->mechanism == 0) &&
+           m->unknown_tags.count == 0;
+}
+
+static size_t minsz_gr_alter_user_scram_credentials_request_scram_credential_deletion(int16_t v)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    size_t n = fx ? 1 : 0;
+    if (1) n += (fx ? 1 : 2);
+    if (1) n += 1;
+    (void)v;
+    return n;
+}
+
+static void dec_gr_alter_user_scram_credentials_request_scram_credential_deletion(struct gr_rd *rd, int16_t v, struct gr_alter_user_scram_credentials_request_scram_credential_deletion *m)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    gr_alter_user_scram_credentials_request_scram_credential_deletion_init(m);
+    if (1) {
+        m->name = gr_rd_string(rd, fx, 0);
+    }
+    if (1) {
+        m->mechanism = gr_rd_int8(rd);
+    }
+    if (!fx || rd->err) return;
+    uint32_t ntags = gr_rd_tag_count(rd);
+    int64_t last_tag = -1;
+    for (uint32_t t = 0; t < ntags && !rd->err; t++) {
+        uint32_t tag = gr_rd_uvarint(rd);
+        uint32_t len = gr_rd_uvarint(rd);
+        if (rd->err) return;
+        if ((int64_t)tag <= last_tag) {
+            gr_rd_fail(rd, GR_WIRE_BAD_TAGS);
+            return;
+        }
+        last_tag = tag;
+        if (len > gr_rd_left(rd)) {
+            gr_rd_fail(rd, GR_WIRE_SHORT);
+            return;
+        }
+        const uint8_t *body = rd->p;
+        switch (tag) {
+        default:
+            keep_unknown_tag(rd, &m->unknown_tags, ntags, tag, body, len);
+        }
+        rd->p = body + len;
+    }
+}
+
+static size_t sz_gr_alter_user_scram_credentials_request_scram_credential_deletion(const struct gr_alter_user_scram_credentials_request_scram_credential_deletion *m, int16_t v)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    size_t n = 0;
+    if (1) {
+        n += gr_sz_string(m->name, fx);
+    }
+    if (1) {
+        n += 1;
+    }
+    if (fx) {
+        uint32_t count = (uint32_t)m->unknown_tags.count;
+        n += gr_sz_uvarint(count) + gr_sz_unknown_tags(&m->unknown_tags);
+    }
+    (void)m;
+    return n;
+}
+
+static void enc_gr_alter_user_scram_credentials_request_scram_credential_deletion(struct gr_wr *wr, int16_t v, const struct gr_alter_user_scram_credentials_request_scram_credential_deletion *m)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    if (1) {
+        gr_wr_string(wr, m->name, fx);
+    }
+    if (1) {
+        gr_wr_int8(wr, m->mechanism);
+    }
+    if (!fx) return;
+    uint32_t count = (uint32_t)m->unknown_tags.count;
+    gr_wr_uvarint(wr, count);
+    int32_t u = 0;
+    while (u < m->unknown_tags.count)
+        write_unknown_tag(wr, &m->unknown_tags.items[u++]);
+}
+
+void gr_alter_user_scram_credentials_request_scram_credential_upsertion_init(struct gr_alter_user_scram_credentials_request_scram_credential_upsertion *m)
+{
+    m->name = ((struct gr_str){"", 0});
+    m->mechanism = 0;
+    m->iterations = 0;
+    m->salt = ((struct gr_bytes){(const uint8_t *)"", 0});
+    m->salted_password = ((struct gr_bytes){(const uint8_t *)"", 0});
+    m->unknown_tags.items = NULL;
+    m->unknown_tags.count = 0;
+}
+
+static bool isdef_gr_alter_user_scram_credentials_request_scram_credential_upsertion(const struct gr_alter_user_scram_credentials_request_scram_credential_upsertion *m)
+{
+    return gr_str_eq(m->name, gr_str_c("")) &&
+           (m->mechanism == 0) &&
+           (m->iterations == 0) &&
+           m->salt.len == 0 &&
+           m->salted_password.len == 0 &&
+           m->unknown_tags.count == 0;
+}
+
+static size_t minsz_gr_alter_user_scram_credentials_request_scram_credential_upsertion(int16_t v)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    size_t n = fx ? 1 : 0;
+    if (1) n += (fx ? 1 : 2);
+    if (1) n += 1;
+    if (1) n += 4;
+    if (1) n += (fx ? 1 : 4);
+    if (1) n += (fx ? 1 : 4);
+    (void)v;
+    return n;
+}
+
+static void dec_gr_alter_user_scram_credentials_request_scram_credential_upsertion(struct gr_rd *rd, int16_t v, struct gr_alter_user_scram_credentials_request_scram_credential_upsertion *m)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    gr_alter_user_scram_credentials_request_scram_credential_upsertion_init(m);
+    if (1) {
+        m->name = gr_rd_string(rd, fx, 0);
+    }
+    if (1) {
+        m->mechanism = gr_rd_int8(rd);
+    }
+    if (1) {
+        m->iterations = gr_rd_int32(rd);
+    }
+    if (1) {
+        m->salt = gr_rd_bytes(rd, fx, 0);
+    }
+    if (1) {
+        m->salted_password = gr_rd_bytes(rd, fx, 0);
+    }
+    if (!fx || rd->err) return;
+    uint32_t ntags = gr_rd_tag_count(rd);
+    int64_t last_tag = -1;
+    for (uint32_t t = 0; t < ntags && !rd->err; t++) {
+        uint32_t tag = gr_rd_uvarint(rd);
+        uint32_t len = gr_rd_uvarint(rd);
+        if (rd->err) return;
+        if ((int64_t)tag <= last_tag) {
+            gr_rd_fail(rd, GR_WIRE_BAD_TAGS);
+            return;
+        }
+        last_tag = tag;
+        if (len > gr_rd_left(rd)) {
+            gr_rd_fail(rd, GR_WIRE_SHORT);
+            return;
+        }
+        const uint8_t *body = rd->p;
+        switch (tag) {
+        default:
+            keep_unknown_tag(rd, &m->unknown_tags, ntags, tag, body, len);
+        }
+        rd->p = body + len;
+    }
+}
+
+static size_t sz_gr_alter_user_scram_credentials_request_scram_credential_upsertion(const struct gr_alter_user_scram_credentials_request_scram_credential_upsertion *m, int16_t v)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    size_t n = 0;
+    if (1) {
+        n += gr_sz_string(m->name, fx);
+    }
+    if (1) {
+        n += 1;
+    }
+    if (1) {
+        n += 4;
+    }
+    if (1) {
+        n += gr_sz_bytes(m->salt, fx);
+    }
+    if (1) {
+        n += gr_sz_bytes(m->salted_password, fx);
+    }
+    if (fx) {
+        uint32_t count = (uint32_t)m->unknown_tags.count;
+        n += gr_sz_uvarint(count) + gr_sz_unknown_tags(&m->unknown_tags);
+    }
+    (void)m;
+    return n;
+}
+
+static void enc_gr_alter_user_scram_credentials_request_scram_credential_upsertion(struct gr_wr *wr, int16_t v, const struct gr_alter_user_scram_credentials_request_scram_credential_upsertion *m)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    if (1) {
+        gr_wr_string(wr, m->name, fx);
+    }
+    if (1) {
+        gr_wr_int8(wr, m->mechanism);
+    }
+    if (1) {
+        gr_wr_int32(wr, m->iterations);
+    }
+    if (1) {
+        gr_wr_bytes(wr, m->salt, fx);
+    }
+    if (1) {
+        gr_wr_bytes(wr, m->salted_password, fx);
+    }
+    if (!fx) return;
+    uint32_t count = (uint32_t)m->unknown_tags.count;
+    gr_wr_uvarint(wr, count);
+    int32_t u = 0;
+    while (u < m->unknown_tags.count)
+        write_unknown_tag(wr, &m->unknown_tags.items[u++]);
+}
+
+void gr_alter_user_scram_credentials_request_init(struct gr_alter_user_scram_credentials_request *m)
+{
+    m->deletions.items = NULL;
+    m->deletions.count = 0;
+    m->upsertions.items = NULL;
+    m->upsertions.count = 0;
+    m->unknown_tags.items = NULL;
+    m->unknown_tags.count = 0;
+}
+
+static bool isdef_gr_alter_user_scram_credentials_request(const struct gr_alter_user_scram_credentials_request *m)
+{
+    return m->deletions.count == 0 &&
+           m->upsertions.count == 0 &&
+           m->unknown_tags.count == 0;
+}
+
+static size_t minsz_gr_alter_user_scram_credentials_request(int16_t v)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    size_t n = fx ? 1 : 0;
+    if (1) n += (fx ? 1 : 4);
+    if (1) n += (fx ? 1 : 4);
+    (void)v;
+    return n;
+}
+
+static void dec_gr_alter_user_scram_credentials_request(struct gr_rd *rd, int16_t v, struct gr_alter_user_scram_credentials_request *m)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    gr_alter_user_scram_credentials_request_init(m);
+    if (1) {
+        {
+            int32_t n = gr_rd_array_len(rd, fx, 0, minsz_gr_alter_user_scram_credentials_request_scram_credential_deletion(v));
+            m->deletions.count = n;
+            m->deletions.items = NULL;
+            if (n > 0) {
+                m->deletions.items = gr_rd_alloc(rd, (size_t)n, sizeof(struct gr_alter_user_scram_credentials_request_scram_credential_deletion));
+                for (int32_t i = 0; i < n && !rd->err; i++)
+                    dec_gr_alter_user_scram_credentials_request_scram_credential_deletion(rd, v, &m->deletions.items[i]);
+                if (rd->err) m->deletions.count = 0;
+            }
+        }
+    }
+    if (1) {
+        {
+            int32_t n = gr_rd_array_len(rd, fx, 0, minsz_gr_alter_user_scram_credentials_request_scram_credential_upsertion(v));
+            m->upsertions.count = n;
+            m->upsertions.items = NULL;
+            if (n > 0) {
+                m->upsertions.items = gr_rd_alloc(rd, (size_t)n, sizeof(struct gr_alter_user_scram_credentials_request_scram_credential_upsertion));
+                for (int32_t i = 0; i < n && !rd->err; i++)
+                    dec_gr_alter_user_scram_credentials_request_scram_credential_upsertion(rd, v, &m->upsertions.items[i]);
+                if (rd->err) m->upsertions.count = 0;
+            }
+        }
+    }
+    if (!fx || rd->err) return;
+    uint32_t ntags = gr_rd_tag_count(rd);
+    int64_t last_tag = -1;
+    for (uint32_t t = 0; t < ntags && !rd->err; t++) {
+        uint32_t tag = gr_rd_uvarint(rd);
+        uint32_t len = gr_rd_uvarint(rd);
+        if (rd->err) return;
+        if ((int64_t)tag <= last_tag) {
+            gr_rd_fail(rd, GR_WIRE_BAD_TAGS);
+            return;
+        }
+        last_tag = tag;
+        if (len > gr_rd_left(rd)) {
+            gr_rd_fail(rd, GR_WIRE_SHORT);
+            return;
+        }
+        const uint8_t *body = rd->p;
+        switch (tag) {
+        default:
+            keep_unknown_tag(rd, &m->unknown_tags, ntags, tag, body, len);
+        }
+        rd->p = body + len;
+    }
+}
+
+static size_t sz_gr_alter_user_scram_credentials_request(const struct gr_alter_user_scram_credentials_request *m, int16_t v)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    size_t n = 0;
+    if (1) {
+        n += gr_sz_array_len(m->deletions.count, fx);
+        for (int32_t i = 0; i < m->deletions.count; i++)
+            n += sz_gr_alter_user_scram_credentials_request_scram_credential_deletion(&m->deletions.items[i], v);
+    }
+    if (1) {
+        n += gr_sz_array_len(m->upsertions.count, fx);
+        for (int32_t i = 0; i < m->upsertions.count; i++)
+            n += sz_gr_alter_user_scram_credentials_request_scram_credential_upsertion(&m->upsertions.items[i], v);
+    }
+    if (fx) {
+        uint32_t count = (uint32_t)m->unknown_tags.count;
+        n += gr_sz_uvarint(count) + gr_sz_unknown_tags(&m->unknown_tags);
+    }
+    (void)m;
+    return n;
+}
+
+static void enc_gr_alter_user_scram_credentials_request(struct gr_wr *wr, int16_t v, const struct gr_alter_user_scram_credentials_request *m)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    if (1) {
+        gr_wr_array_len(wr, m->deletions.count, fx);
+        for (int32_t i = 0; i < m->deletions.count; i++)
+            enc_gr_alter_user_scram_credentials_request_scram_credential_deletion(wr, v, &m->deletions.items[i]);
+    }
+    if (1) {
+        gr_wr_array_len(wr, m->upsertions.count, fx);
+        for (int32_t i = 0; i < m->upsertions.count; i++)
+            enc_gr_alter_user_scram_credentials_request_scram_credential_upsertion(wr, v, &m->upsertions.items[i]);
+    }
+    if (!fx) return;
+    uint32_t count = (uint32_t)m->unknown_tags.count;
+    gr_wr_uvarint(wr, count);
+    int32_t u = 0;
+    while (u < m->unknown_tags.count)
+        write_unknown_tag(wr, &m->unknown_tags.items[u++]);
+}
+
+int gr_alter_user_scram_credentials_request_decode(struct gr_rd *rd, int16_t version, struct gr_alter_user_scram_credentials_request *m)
+{
+    dec_gr_alter_user_scram_credentials_request(rd, version, m);
+    return rd->err;
+}
+
+size_t gr_alter_user_scram_credentials_request_size(const struct gr_alter_user_scram_credentials_request *m, int16_t version) { return sz_gr_alter_user_scram_credentials_request(m, version); }
+
+void gr_alter_user_scram_credentials_request_encode(struct gr_wr *wr, const struct gr_alter_user_scram_credentials_request *m, int16_t version) { enc_gr_alter_user_scram_credentials_request(wr, version, m); }
+
+static void ops_init_gr_alter_user_scram_credentials_request(void *m) { gr_alter_user_scram_credentials_request_init(m); }
+static int ops_decode_gr_alter_user_scram_credentials_request(struct gr_rd *rd, int16_t v, void *m) { return gr_alter_user_scram_credentials_request_decode(rd, v, m); }
+static size_t ops_size_gr_alter_user_scram_credentials_request(const void *m, int16_t v) { return gr_alter_user_scram_credentials_request_size(m, v); }
+static void ops_encode_gr_alter_user_scram_credentials_request(struct gr_wr *wr, const void *m, int16_t v) { gr_alter_user_scram_credentials_request_encode(wr, m, v); }
+
+void gr_alter_user_scram_credentials_response_alter_user_scram_credentials_result_init(struct gr_alter_user_scram_credentials_response_alter_user_scram_credentials_result *m)
+{
+    m->user = ((struct gr_str){"", 0});
+    m->error_code = 0;
+    m->error_message = GR_STR_NULL;
+    m->unknown_tags.items = NULL;
+    m->unknown_tags.count = 0;
+}
+
+static bool isdef_gr_alter_user_scram_credentials_response_alter_user_scram_credentials_result(const struct gr_alter_user_scram_credentials_response_alter_user_scram_credentials_result *m)
+{
+    return gr_str_eq(m->user, gr_str_c("")) &&
+           (m->error_code == 0) &&
+           m->error_message.len < 0 &&
+           m->unknown_tags.count == 0;
+}
+
+static size_t minsz_gr_alter_user_scram_credentials_response_alter_user_scram_credentials_result(int16_t v)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    size_t n = fx ? 1 : 0;
+    if (1) n += (fx ? 1 : 2);
+    if (1) n += 2;
+    if (1) n += (fx ? 1 : 2);
+    (void)v;
+    return n;
+}
+
+static void dec_gr_alter_user_scram_credentials_response_alter_user_scram_credentials_result(struct gr_rd *rd, int16_t v, struct gr_alter_user_scram_credentials_response_alter_user_scram_credentials_result *m)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    gr_alter_user_scram_credentials_response_alter_user_scram_credentials_result_init(m);
+    if (1) {
+        m->user = gr_rd_string(rd, fx, 0);
+    }
+    if (1) {
+        m->error_code = gr_rd_int16(rd);
+    }
+    if (1) {
+        m->error_message = gr_rd_string(rd, fx, 1);
+    }
+    if (!fx || rd->err) return;
+    uint32_t ntags = gr_rd_tag_count(rd);
+    int64_t last_tag = -1;
+    for (uint32_t t = 0; t < ntags && !rd->err; t++) {
+        uint32_t tag = gr_rd_uvarint(rd);
+        uint32_t len = gr_rd_uvarint(rd);
+        if (rd->err) return;
+        if ((int64_t)tag <= last_tag) {
+            gr_rd_fail(rd, GR_WIRE_BAD_TAGS);
+            return;
+        }
+        last_tag = tag;
+        if (len > gr_rd_left(rd)) {
+            gr_rd_fail(rd, GR_WIRE_SHORT);
+            return;
+        }
+        const uint8_t *body = rd->p;
+        switch (tag) {
+        default:
+            keep_unknown_tag(rd, &m->unknown_tags, ntags, tag, body, len);
+        }
+        rd->p = body + len;
+    }
+}
+
+static size_t sz_gr_alter_user_scram_credentials_response_alter_user_scram_credentials_result(const struct gr_alter_user_scram_credentials_response_alter_user_scram_credentials_result *m, int16_t v)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    size_t n = 0;
+    if (1) {
+        n += gr_sz_string(m->user, fx);
+    }
+    if (1) {
+        n += 2;
+    }
+    if (1) {
+        n += gr_sz_string(m->error_message, fx);
+    }
+    if (fx) {
+        uint32_t count = (uint32_t)m->unknown_tags.count;
+        n += gr_sz_uvarint(count) + gr_sz_unknown_tags(&m->unknown_tags);
+    }
+    (void)m;
+    return n;
+}
+
+static void enc_gr_alter_user_scram_credentials_response_alter_user_scram_credentials_result(struct gr_wr *wr, int16_t v, const struct gr_alter_user_scram_credentials_response_alter_user_scram_credentials_result *m)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    if (1) {
+        gr_wr_string(wr, m->user, fx);
+    }
+    if (1) {
+        gr_wr_int16(wr, m->error_code);
+    }
+    if (1) {
+        gr_wr_string(wr, m->error_message, fx);
+    }
+    if (!fx) return;
+    uint32_t count = (uint32_t)m->unknown_tags.count;
+    gr_wr_uvarint(wr, count);
+    int32_t u = 0;
+    while (u < m->unknown_tags.count)
+        write_unknown_tag(wr, &m->unknown_tags.items[u++]);
+}
+
+void gr_alter_user_scram_credentials_response_init(struct gr_alter_user_scram_credentials_response *m)
+{
+    m->throttle_time_ms = 0;
+    m->results.items = NULL;
+    m->results.count = 0;
+    m->unknown_tags.items = NULL;
+    m->unknown_tags.count = 0;
+}
+
+static bool isdef_gr_alter_user_scram_credentials_response(const struct gr_alter_user_scram_credentials_response *m)
+{
+    return (m->throttle_time_ms == 0) &&
+           m->results.count == 0 &&
+           m->unknown_tags.count == 0;
+}
+
+static size_t minsz_gr_alter_user_scram_credentials_response(int16_t v)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    size_t n = fx ? 1 : 0;
+    if (1) n += 4;
+    if (1) n += (fx ? 1 : 4);
+    (void)v;
+    return n;
+}
+
+static void dec_gr_alter_user_scram_credentials_response(struct gr_rd *rd, int16_t v, struct gr_alter_user_scram_credentials_response *m)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    gr_alter_user_scram_credentials_response_init(m);
+    if (1) {
+        m->throttle_time_ms = gr_rd_int32(rd);
+    }
+    if (1) {
+        {
+            int32_t n = gr_rd_array_len(rd, fx, 0, minsz_gr_alter_user_scram_credentials_response_alter_user_scram_credentials_result(v));
+            m->results.count = n;
+            m->results.items = NULL;
+            if (n > 0) {
+                m->results.items = gr_rd_alloc(rd, (size_t)n, sizeof(struct gr_alter_user_scram_credentials_response_alter_user_scram_credentials_result));
+                for (int32_t i = 0; i < n && !rd->err; i++)
+                    dec_gr_alter_user_scram_credentials_response_alter_user_scram_credentials_result(rd, v, &m->results.items[i]);
+                if (rd->err) m->results.count = 0;
+            }
+        }
+    }
+    if (!fx || rd->err) return;
+    uint32_t ntags = gr_rd_tag_count(rd);
+    int64_t last_tag = -1;
+    for (uint32_t t = 0; t < ntags && !rd->err; t++) {
+        uint32_t tag = gr_rd_uvarint(rd);
+        uint32_t len = gr_rd_uvarint(rd);
+        if (rd->err) return;
+        if ((int64_t)tag <= last_tag) {
+            gr_rd_fail(rd, GR_WIRE_BAD_TAGS);
+            return;
+        }
+        last_tag = tag;
+        if (len > gr_rd_left(rd)) {
+            gr_rd_fail(rd, GR_WIRE_SHORT);
+            return;
+        }
+        const uint8_t *body = rd->p;
+        switch (tag) {
+        default:
+            keep_unknown_tag(rd, &m->unknown_tags, ntags, tag, body, len);
+        }
+        rd->p = body + len;
+    }
+}
+
+static size_t sz_gr_alter_user_scram_credentials_response(const struct gr_alter_user_scram_credentials_response *m, int16_t v)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    size_t n = 0;
+    if (1) {
+        n += 4;
+    }
+    if (1) {
+        n += gr_sz_array_len(m->results.count, fx);
+        for (int32_t i = 0; i < m->results.count; i++)
+            n += sz_gr_alter_user_scram_credentials_response_alter_user_scram_credentials_result(&m->results.items[i], v);
+    }
+    if (fx) {
+        uint32_t count = (uint32_t)m->unknown_tags.count;
+        n += gr_sz_uvarint(count) + gr_sz_unknown_tags(&m->unknown_tags);
+    }
+    (void)m;
+    return n;
+}
+
+static void enc_gr_alter_user_scram_credentials_response(struct gr_wr *wr, int16_t v, const struct gr_alter_user_scram_credentials_response *m)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    if (1) {
+        gr_wr_int32(wr, m->throttle_time_ms);
+    }
+    if (1) {
+        gr_wr_array_len(wr, m->results.count, fx);
+        for (int32_t i = 0; i < m->results.count; i++)
+            enc_gr_alter_user_scram_credentials_response_alter_user_scram_credentials_result(wr, v, &m->results.items[i]);
+    }
+    if (!fx) return;
+    uint32_t count = (uint32_t)m->unknown_tags.count;
+    gr_wr_uvarint(wr, count);
+    int32_t u = 0;
+    while (u < m->unknown_tags.count)
+        write_unknown_tag(wr, &m->unknown_tags.items[u++]);
+}
+
+static void ce_gr_alter_user_scram_credentials_response_alter_user_scram_credentials_result(const struct gr_alter_user_scram_credentials_response_alter_user_scram_credentials_result *m, uint64_t *counts, int nslots)
+{
+    count_error(counts, nslots, m->error_code);
+}
+
+void gr_alter_user_scram_credentials_response_count_errors(const struct gr_alter_user_scram_credentials_response *m, bool top, uint64_t *counts, int nslots)
+{
+    for (int32_t i = 0; i < m->results.count; i++)
+        ce_gr_alter_user_scram_credentials_response_alter_user_scram_credentials_result(&m->results.items[i], counts, nslots);
+    (void)top;
+}
+
+static void ops_count_errors_gr_alter_user_scram_credentials_response(const void *m, bool top, uint64_t *counts, int nslots) { gr_alter_user_scram_credentials_response_count_errors(m, top, counts, nslots); }
+
+int gr_alter_user_scram_credentials_response_decode(struct gr_rd *rd, int16_t version, struct gr_alter_user_scram_credentials_response *m)
+{
+    dec_gr_alter_user_scram_credentials_response(rd, version, m);
+    return rd->err;
+}
+
+size_t gr_alter_user_scram_credentials_response_size(const struct gr_alter_user_scram_credentials_response *m, int16_t version) { return sz_gr_alter_user_scram_credentials_response(m, version); }
+
+void gr_alter_user_scram_credentials_response_encode(struct gr_wr *wr, const struct gr_alter_user_scram_credentials_response *m, int16_t version) { enc_gr_alter_user_scram_credentials_response(wr, version, m); }
+
+static void ops_init_gr_alter_user_scram_credentials_response(void *m) { gr_alter_user_scram_credentials_response_init(m); }
+static int ops_decode_gr_alter_user_scram_credentials_response(struct gr_rd *rd, int16_t v, void *m) { return gr_alter_user_scram_credentials_response_decode(rd, v, m); }
+static size_t ops_size_gr_alter_user_scram_credentials_response(const void *m, int16_t v) { return gr_alter_user_scram_credentials_response_size(m, v); }
+static void ops_encode_gr_alter_user_scram_credentials_response(struct gr_wr *wr, const void *m, int16_t v) { gr_alter_user_scram_credentials_response_encode(wr, m, v); }
+
 void gr_describe_cluster_request_init(struct gr_describe_cluster_request *m)
 {
     m->include_cluster_authorized_operations = false;
@@ -28111,6 +30224,12 @@ const struct gr_msg_ops gr_msg_ops_table[] = {
     {44, true, "incremental_alter_configs_response", 0, 1, 1, -1, sizeof(struct gr_incremental_alter_configs_response), ops_init_gr_incremental_alter_configs_response, ops_decode_gr_incremental_alter_configs_response, ops_size_gr_incremental_alter_configs_response, ops_encode_gr_incremental_alter_configs_response, NULL, ops_count_errors_gr_incremental_alter_configs_response},
     {47, false, "offset_delete_request", 0, 0, -1, -1, sizeof(struct gr_offset_delete_request), ops_init_gr_offset_delete_request, ops_decode_gr_offset_delete_request, ops_size_gr_offset_delete_request, ops_encode_gr_offset_delete_request, NULL, NULL},
     {47, true, "offset_delete_response", 0, 0, -1, -1, sizeof(struct gr_offset_delete_response), ops_init_gr_offset_delete_response, ops_decode_gr_offset_delete_response, ops_size_gr_offset_delete_response, ops_encode_gr_offset_delete_response, NULL, ops_count_errors_gr_offset_delete_response},
+    {48, false, "describe_client_quotas_request", 0, 1, 1, -1, sizeof(struct gr_describe_client_quotas_request), ops_init_gr_describe_client_quotas_request, ops_decode_gr_describe_client_quotas_request, ops_size_gr_describe_client_quotas_request, ops_encode_gr_describe_client_quotas_request, NULL, NULL},
+    {48, true, "describe_client_quotas_response", 0, 1, 1, -1, sizeof(struct gr_describe_client_quotas_response), ops_init_gr_describe_client_quotas_response, ops_decode_gr_describe_client_quotas_response, ops_size_gr_describe_client_quotas_response, ops_encode_gr_describe_client_quotas_response, NULL, ops_count_errors_gr_describe_client_quotas_response},
+    {50, false, "describe_user_scram_credentials_request", 0, 0, 0, -1, sizeof(struct gr_describe_user_scram_credentials_request), ops_init_gr_describe_user_scram_credentials_request, ops_decode_gr_describe_user_scram_credentials_request, ops_size_gr_describe_user_scram_credentials_request, ops_encode_gr_describe_user_scram_credentials_request, NULL, NULL},
+    {50, true, "describe_user_scram_credentials_response", 0, 0, 0, -1, sizeof(struct gr_describe_user_scram_credentials_response), ops_init_gr_describe_user_scram_credentials_response, ops_decode_gr_describe_user_scram_credentials_response, ops_size_gr_describe_user_scram_credentials_response, ops_encode_gr_describe_user_scram_credentials_response, NULL, ops_count_errors_gr_describe_user_scram_credentials_response},
+    {51, false, "alter_user_scram_credentials_request", 0, 0, 0, -1, sizeof(struct gr_alter_user_scram_credentials_request), ops_init_gr_alter_user_scram_credentials_request, ops_decode_gr_alter_user_scram_credentials_request, ops_size_gr_alter_user_scram_credentials_request, ops_encode_gr_alter_user_scram_credentials_request, NULL, NULL},
+    {51, true, "alter_user_scram_credentials_response", 0, 0, 0, -1, sizeof(struct gr_alter_user_scram_credentials_response), ops_init_gr_alter_user_scram_credentials_response, ops_decode_gr_alter_user_scram_credentials_response, ops_size_gr_alter_user_scram_credentials_response, ops_encode_gr_alter_user_scram_credentials_response, NULL, ops_count_errors_gr_alter_user_scram_credentials_response},
     {60, false, "describe_cluster_request", 0, 2, 0, -1, sizeof(struct gr_describe_cluster_request), ops_init_gr_describe_cluster_request, ops_decode_gr_describe_cluster_request, ops_size_gr_describe_cluster_request, ops_encode_gr_describe_cluster_request, NULL, NULL},
     {60, true, "describe_cluster_response", 0, 2, 0, -1, sizeof(struct gr_describe_cluster_response), ops_init_gr_describe_cluster_response, ops_decode_gr_describe_cluster_response, ops_size_gr_describe_cluster_response, ops_encode_gr_describe_cluster_response, NULL, ops_count_errors_gr_describe_cluster_response},
     {61, false, "describe_producers_request", 0, 0, 0, -1, sizeof(struct gr_describe_producers_request), ops_init_gr_describe_producers_request, ops_decode_gr_describe_producers_request, ops_size_gr_describe_producers_request, ops_encode_gr_describe_producers_request, NULL, NULL},
@@ -28122,7 +30241,7 @@ const struct gr_msg_ops gr_msg_ops_table[] = {
     {32000, false, "partition_summary_request", 0, 0, 0, -1, sizeof(struct gr_partition_summary_request), ops_init_gr_partition_summary_request, ops_decode_gr_partition_summary_request, ops_size_gr_partition_summary_request, ops_encode_gr_partition_summary_request, NULL, NULL},
     {32000, true, "partition_summary_response", 0, 0, 0, -1, sizeof(struct gr_partition_summary_response), ops_init_gr_partition_summary_response, ops_decode_gr_partition_summary_response, ops_size_gr_partition_summary_response, ops_encode_gr_partition_summary_response, NULL, ops_count_errors_gr_partition_summary_response},
 };
-const int gr_msg_ops_count = 76;
+const int gr_msg_ops_count = 82;
 
 const struct gr_msg_ops *gr_msg_ops_find(int16_t api_key, bool response)
 {

@@ -179,6 +179,22 @@ struct gr_offset_delete_request;
 struct gr_offset_delete_response_offset_delete_response_partition;
 struct gr_offset_delete_response_offset_delete_response_topic;
 struct gr_offset_delete_response;
+struct gr_describe_client_quotas_request_component_data;
+struct gr_describe_client_quotas_request;
+struct gr_describe_client_quotas_response_entity_data;
+struct gr_describe_client_quotas_response_value_data;
+struct gr_describe_client_quotas_response_entry_data;
+struct gr_describe_client_quotas_response;
+struct gr_describe_user_scram_credentials_request_user_name;
+struct gr_describe_user_scram_credentials_request;
+struct gr_describe_user_scram_credentials_response_credential_info;
+struct gr_describe_user_scram_credentials_response_describe_user_scram_credentials_result;
+struct gr_describe_user_scram_credentials_response;
+struct gr_alter_user_scram_credentials_request_scram_credential_deletion;
+struct gr_alter_user_scram_credentials_request_scram_credential_upsertion;
+struct gr_alter_user_scram_credentials_request;
+struct gr_alter_user_scram_credentials_response_alter_user_scram_credentials_result;
+struct gr_alter_user_scram_credentials_response;
 struct gr_describe_cluster_request;
 struct gr_describe_cluster_response_describe_cluster_broker;
 struct gr_describe_cluster_response;
@@ -2744,6 +2760,233 @@ void gr_offset_delete_response_encode(struct gr_wr *wr, const struct gr_offset_d
  * errorCounts() reads its in-memory response), the top-level ones only when `top`; a code outside
  * 0..nslots-2 counts in slot 0 (-1, UNKNOWN_SERVER_ERROR, as Errors.forCode). */
 void gr_offset_delete_response_count_errors(const struct gr_offset_delete_response *m, bool top, uint64_t *counts, int nslots);
+
+/* ---- describe_client_quotas_request (api key 48 request, versions 0-1, flexible 1+) ---- */
+struct gr_describe_client_quotas_request_component_data {
+    struct gr_str entity_type; /* v0+ */
+    int8_t match_type; /* v0+ */
+    struct gr_str match; /* v0+, nullable v0+ */
+    struct gr_tags unknown_tags;
+};
+struct gr_describe_client_quotas_request_component_data_array {
+    struct gr_describe_client_quotas_request_component_data *items;
+    int32_t count; /* -1 = null */
+};
+/* Sets every field of `m` to its default. */
+void gr_describe_client_quotas_request_component_data_init(struct gr_describe_client_quotas_request_component_data *m);
+struct gr_describe_client_quotas_request {
+    struct gr_describe_client_quotas_request_component_data_array components; /* v0+ */
+    bool strict; /* v0+ */
+    struct gr_tags unknown_tags;
+};
+/* Sets every field to its default (Kafka's "default", else 0 / empty / null for records). */
+void gr_describe_client_quotas_request_init(struct gr_describe_client_quotas_request *m);
+/* Decodes a describe_client_quotas_request body at `version` (0-1) from `rd`; arrays come from rd->arena. Returns 0 or the
+ * reader's sticky enum gr_wire_err. Does not check that the reader is exhausted. */
+int gr_describe_client_quotas_request_decode(struct gr_rd *rd, int16_t version, struct gr_describe_client_quotas_request *m);
+/* Bytes that gr_describe_client_quotas_request_encode writes for `m` at `version`. */
+size_t gr_describe_client_quotas_request_size(const struct gr_describe_client_quotas_request *m, int16_t version);
+/* Encodes `m` at `version`; the writer must have gr_describe_client_quotas_request_size() bytes of room. */
+void gr_describe_client_quotas_request_encode(struct gr_wr *wr, const struct gr_describe_client_quotas_request *m, int16_t version);
+
+/* ---- describe_client_quotas_response (api key 48 response, versions 0-1, flexible 1+) ---- */
+struct gr_describe_client_quotas_response_entity_data {
+    struct gr_str entity_type; /* v0+ */
+    struct gr_str entity_name; /* v0+, nullable v0+ */
+    struct gr_tags unknown_tags;
+};
+struct gr_describe_client_quotas_response_entity_data_array {
+    struct gr_describe_client_quotas_response_entity_data *items;
+    int32_t count; /* -1 = null */
+};
+/* Sets every field of `m` to its default. */
+void gr_describe_client_quotas_response_entity_data_init(struct gr_describe_client_quotas_response_entity_data *m);
+struct gr_describe_client_quotas_response_value_data {
+    struct gr_str key; /* v0+ */
+    double value; /* v0+ */
+    struct gr_tags unknown_tags;
+};
+struct gr_describe_client_quotas_response_value_data_array {
+    struct gr_describe_client_quotas_response_value_data *items;
+    int32_t count; /* -1 = null */
+};
+/* Sets every field of `m` to its default. */
+void gr_describe_client_quotas_response_value_data_init(struct gr_describe_client_quotas_response_value_data *m);
+struct gr_describe_client_quotas_response_entry_data {
+    struct gr_describe_client_quotas_response_entity_data_array entity; /* v0+ */
+    struct gr_describe_client_quotas_response_value_data_array values; /* v0+ */
+    struct gr_tags unknown_tags;
+};
+struct gr_describe_client_quotas_response_entry_data_array {
+    struct gr_describe_client_quotas_response_entry_data *items;
+    int32_t count; /* -1 = null */
+};
+/* Sets every field of `m` to its default. */
+void gr_describe_client_quotas_response_entry_data_init(struct gr_describe_client_quotas_response_entry_data *m);
+struct gr_describe_client_quotas_response {
+    int32_t throttle_time_ms; /* v0+ */
+    int16_t error_code; /* v0+ */
+    struct gr_str error_message; /* v0+, nullable v0+ */
+    struct gr_describe_client_quotas_response_entry_data_array entries; /* v0+, nullable v0+ */
+    struct gr_tags unknown_tags;
+};
+/* Sets every field to its default (Kafka's "default", else 0 / empty / null for records). */
+void gr_describe_client_quotas_response_init(struct gr_describe_client_quotas_response *m);
+/* Decodes a describe_client_quotas_response body at `version` (0-1) from `rd`; arrays come from rd->arena. Returns 0 or the
+ * reader's sticky enum gr_wire_err. Does not check that the reader is exhausted. */
+int gr_describe_client_quotas_response_decode(struct gr_rd *rd, int16_t version, struct gr_describe_client_quotas_response *m);
+/* Bytes that gr_describe_client_quotas_response_encode writes for `m` at `version`. */
+size_t gr_describe_client_quotas_response_size(const struct gr_describe_client_quotas_response *m, int16_t version);
+/* Encodes `m` at `version`; the writer must have gr_describe_client_quotas_response_size() bytes of room. */
+void gr_describe_client_quotas_response_encode(struct gr_wr *wr, const struct gr_describe_client_quotas_response *m, int16_t version);
+/* Adds one to counts[code + 1] for each error field of `m` (error_code, partition_error_code, every version: Kafka's
+ * errorCounts() reads its in-memory response), the top-level ones only when `top`; a code outside
+ * 0..nslots-2 counts in slot 0 (-1, UNKNOWN_SERVER_ERROR, as Errors.forCode). */
+void gr_describe_client_quotas_response_count_errors(const struct gr_describe_client_quotas_response *m, bool top, uint64_t *counts, int nslots);
+
+/* ---- describe_user_scram_credentials_request (api key 50 request, versions 0, flexible 0+) ---- */
+struct gr_describe_user_scram_credentials_request_user_name {
+    struct gr_str name; /* v0+ */
+    struct gr_tags unknown_tags;
+};
+struct gr_describe_user_scram_credentials_request_user_name_array {
+    struct gr_describe_user_scram_credentials_request_user_name *items;
+    int32_t count; /* -1 = null */
+};
+/* Sets every field of `m` to its default. */
+void gr_describe_user_scram_credentials_request_user_name_init(struct gr_describe_user_scram_credentials_request_user_name *m);
+struct gr_describe_user_scram_credentials_request {
+    struct gr_describe_user_scram_credentials_request_user_name_array users; /* v0+, nullable v0+ */
+    struct gr_tags unknown_tags;
+};
+/* Sets every field to its default (Kafka's "default", else 0 / empty / null for records). */
+void gr_describe_user_scram_credentials_request_init(struct gr_describe_user_scram_credentials_request *m);
+/* Decodes a describe_user_scram_credentials_request body at `version` (0) from `rd`; arrays come from rd->arena. Returns 0 or the
+ * reader's sticky enum gr_wire_err. Does not check that the reader is exhausted. */
+int gr_describe_user_scram_credentials_request_decode(struct gr_rd *rd, int16_t version, struct gr_describe_user_scram_credentials_request *m);
+/* Bytes that gr_describe_user_scram_credentials_request_encode writes for `m` at `version`. */
+size_t gr_describe_user_scram_credentials_request_size(const struct gr_describe_user_scram_credentials_request *m, int16_t version);
+/* Encodes `m` at `version`; the writer must have gr_describe_user_scram_credentials_request_size() bytes of room. */
+void gr_describe_user_scram_credentials_request_encode(struct gr_wr *wr, const struct gr_describe_user_scram_credentials_request *m, int16_t version);
+
+/* ---- describe_user_scram_credentials_response (api key 50 response, versions 0, flexible 0+) ---- */
+struct gr_describe_user_scram_credentials_response_credential_info {
+    int8_t mechanism; /* v0+ */
+    int32_t iterations; /* v0+ */
+    struct gr_tags unknown_tags;
+};
+struct gr_describe_user_scram_credentials_response_credential_info_array {
+    struct gr_describe_user_scram_credentials_response_credential_info *items;
+    int32_t count; /* -1 = null */
+};
+/* Sets every field of `m` to its default. */
+void gr_describe_user_scram_credentials_response_credential_info_init(struct gr_describe_user_scram_credentials_response_credential_info *m);
+struct gr_describe_user_scram_credentials_response_describe_user_scram_credentials_result {
+    struct gr_str user; /* v0+ */
+    int16_t error_code; /* v0+ */
+    struct gr_str error_message; /* v0+, nullable v0+ */
+    struct gr_describe_user_scram_credentials_response_credential_info_array credential_infos; /* v0+ */
+    struct gr_tags unknown_tags;
+};
+struct gr_describe_user_scram_credentials_response_describe_user_scram_credentials_result_array {
+    struct gr_describe_user_scram_credentials_response_describe_user_scram_credentials_result *items;
+    int32_t count; /* -1 = null */
+};
+/* Sets every field of `m` to its default. */
+void gr_describe_user_scram_credentials_response_describe_user_scram_credentials_result_init(struct gr_describe_user_scram_credentials_response_describe_user_scram_credentials_result *m);
+struct gr_describe_user_scram_credentials_response {
+    int32_t throttle_time_ms; /* v0+ */
+    int16_t error_code; /* v0+ */
+    struct gr_str error_message; /* v0+, nullable v0+ */
+    struct gr_describe_user_scram_credentials_response_describe_user_scram_credentials_result_array results; /* v0+ */
+    struct gr_tags unknown_tags;
+};
+/* Sets every field to its default (Kafka's "default", else 0 / empty / null for records). */
+void gr_describe_user_scram_credentials_response_init(struct gr_describe_user_scram_credentials_response *m);
+/* Decodes a describe_user_scram_credentials_response body at `version` (0) from `rd`; arrays come from rd->arena. Returns 0 or the
+ * reader's sticky enum gr_wire_err. Does not check that the reader is exhausted. */
+int gr_describe_user_scram_credentials_response_decode(struct gr_rd *rd, int16_t version, struct gr_describe_user_scram_credentials_response *m);
+/* Bytes that gr_describe_user_scram_credentials_response_encode writes for `m` at `version`. */
+size_t gr_describe_user_scram_credentials_response_size(const struct gr_describe_user_scram_credentials_response *m, int16_t version);
+/* Encodes `m` at `version`; the writer must have gr_describe_user_scram_credentials_response_size() bytes of room. */
+void gr_describe_user_scram_credentials_response_encode(struct gr_wr *wr, const struct gr_describe_user_scram_credentials_response *m, int16_t version);
+/* Adds one to counts[code + 1] for each error field of `m` (error_code, partition_error_code, every version: Kafka's
+ * errorCounts() reads its in-memory response), the top-level ones only when `top`; a code outside
+ * 0..nslots-2 counts in slot 0 (-1, UNKNOWN_SERVER_ERROR, as Errors.forCode). */
+void gr_describe_user_scram_credentials_response_count_errors(const struct gr_describe_user_scram_credentials_response *m, bool top, uint64_t *counts, int nslots);
+
+/* ---- alter_user_scram_credentials_request (api key 51 request, versions 0, flexible 0+) ---- */
+struct gr_alter_user_scram_credentials_request_scram_credential_deletion {
+    struct gr_str name; /* v0+ */
+    int8_t mechanism; /* v0+ */
+    struct gr_tags unknown_tags;
+};
+struct gr_alter_user_scram_credentials_request_scram_credential_deletion_array {
+    struct gr_alter_user_scram_credentials_request_scram_credential_deletion *items;
+    int32_t count; /* -1 = null */
+};
+/* Sets every field of `m` to its default. */
+void gr_alter_user_scram_credentials_request_scram_credential_deletion_init(struct gr_alter_user_scram_credentials_request_scram_credential_deletion *m);
+struct gr_alter_user_scram_credentials_request_scram_credential_upsertion {
+    struct gr_str name; /* v0+ */
+    int8_t mechanism; /* v0+ */
+    int32_t iterations; /* v0+ */
+    struct gr_bytes salt; /* v0+ */
+    struct gr_bytes salted_password; /* v0+ */
+    struct gr_tags unknown_tags;
+};
+struct gr_alter_user_scram_credentials_request_scram_credential_upsertion_array {
+    struct gr_alter_user_scram_credentials_request_scram_credential_upsertion *items;
+    int32_t count; /* -1 = null */
+};
+/* Sets every field of `m` to its default. */
+void gr_alter_user_scram_credentials_request_scram_credential_upsertion_init(struct gr_alter_user_scram_credentials_request_scram_credential_upsertion *m);
+struct gr_alter_user_scram_credentials_request {
+    struct gr_alter_user_scram_credentials_request_scram_credential_deletion_array deletions; /* v0+ */
+    struct gr_alter_user_scram_credentials_request_scram_credential_upsertion_array upsertions; /* v0+ */
+    struct gr_tags unknown_tags;
+};
+/* Sets every field to its default (Kafka's "default", else 0 / empty / null for records). */
+void gr_alter_user_scram_credentials_request_init(struct gr_alter_user_scram_credentials_request *m);
+/* Decodes a alter_user_scram_credentials_request body at `version` (0) from `rd`; arrays come from rd->arena. Returns 0 or the
+ * reader's sticky enum gr_wire_err. Does not check that the reader is exhausted. */
+int gr_alter_user_scram_credentials_request_decode(struct gr_rd *rd, int16_t version, struct gr_alter_user_scram_credentials_request *m);
+/* Bytes that gr_alter_user_scram_credentials_request_encode writes for `m` at `version`. */
+size_t gr_alter_user_scram_credentials_request_size(const struct gr_alter_user_scram_credentials_request *m, int16_t version);
+/* Encodes `m` at `version`; the writer must have gr_alter_user_scram_credentials_request_size() bytes of room. */
+void gr_alter_user_scram_credentials_request_encode(struct gr_wr *wr, const struct gr_alter_user_scram_credentials_request *m, int16_t version);
+
+/* ---- alter_user_scram_credentials_response (api key 51 response, versions 0, flexible 0+) ---- */
+struct gr_alter_user_scram_credentials_response_alter_user_scram_credentials_result {
+    struct gr_str user; /* v0+ */
+    int16_t error_code; /* v0+ */
+    struct gr_str error_message; /* v0+, nullable v0+ */
+    struct gr_tags unknown_tags;
+};
+struct gr_alter_user_scram_credentials_response_alter_user_scram_credentials_result_array {
+    struct gr_alter_user_scram_credentials_response_alter_user_scram_credentials_result *items;
+    int32_t count; /* -1 = null */
+};
+/* Sets every field of `m` to its default. */
+void gr_alter_user_scram_credentials_response_alter_user_scram_credentials_result_init(struct gr_alter_user_scram_credentials_response_alter_user_scram_credentials_result *m);
+struct gr_alter_user_scram_credentials_response {
+    int32_t throttle_time_ms; /* v0+ */
+    struct gr_alter_user_scram_credentials_response_alter_user_scram_credentials_result_array results; /* v0+ */
+    struct gr_tags unknown_tags;
+};
+/* Sets every field to its default (Kafka's "default", else 0 / empty / null for records). */
+void gr_alter_user_scram_credentials_response_init(struct gr_alter_user_scram_credentials_response *m);
+/* Decodes a alter_user_scram_credentials_response body at `version` (0) from `rd`; arrays come from rd->arena. Returns 0 or the
+ * reader's sticky enum gr_wire_err. Does not check that the reader is exhausted. */
+int gr_alter_user_scram_credentials_response_decode(struct gr_rd *rd, int16_t version, struct gr_alter_user_scram_credentials_response *m);
+/* Bytes that gr_alter_user_scram_credentials_response_encode writes for `m` at `version`. */
+size_t gr_alter_user_scram_credentials_response_size(const struct gr_alter_user_scram_credentials_response *m, int16_t version);
+/* Encodes `m` at `version`; the writer must have gr_alter_user_scram_credentials_response_size() bytes of room. */
+void gr_alter_user_scram_credentials_response_encode(struct gr_wr *wr, const struct gr_alter_user_scram_credentials_response *m, int16_t version);
+/* Adds one to counts[code + 1] for each error field of `m` (error_code, partition_error_code, every version: Kafka's
+ * errorCounts() reads its in-memory response), the top-level ones only when `top`; a code outside
+ * 0..nslots-2 counts in slot 0 (-1, UNKNOWN_SERVER_ERROR, as Errors.forCode). */
+void gr_alter_user_scram_credentials_response_count_errors(const struct gr_alter_user_scram_credentials_response *m, bool top, uint64_t *counts, int nslots);
 
 /* ---- describe_cluster_request (api key 60 request, versions 0-2, flexible 0+) ---- */
 struct gr_describe_cluster_request {

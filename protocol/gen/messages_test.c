@@ -337,6 +337,38 @@ static void json_gr_offset_delete_response_offset_delete_response_topic(struct g
 static void rnd_gr_offset_delete_response_offset_delete_response_topic(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_offset_delete_response_offset_delete_response_topic *m);
 static void json_gr_offset_delete_response(struct gr_sb *sb, int16_t v, const struct gr_offset_delete_response *m);
 static void rnd_gr_offset_delete_response(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_offset_delete_response *m);
+static void json_gr_describe_client_quotas_request_component_data(struct gr_sb *sb, int16_t v, const struct gr_describe_client_quotas_request_component_data *m);
+static void rnd_gr_describe_client_quotas_request_component_data(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_describe_client_quotas_request_component_data *m);
+static void json_gr_describe_client_quotas_request(struct gr_sb *sb, int16_t v, const struct gr_describe_client_quotas_request *m);
+static void rnd_gr_describe_client_quotas_request(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_describe_client_quotas_request *m);
+static void json_gr_describe_client_quotas_response_entity_data(struct gr_sb *sb, int16_t v, const struct gr_describe_client_quotas_response_entity_data *m);
+static void rnd_gr_describe_client_quotas_response_entity_data(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_describe_client_quotas_response_entity_data *m);
+static void json_gr_describe_client_quotas_response_value_data(struct gr_sb *sb, int16_t v, const struct gr_describe_client_quotas_response_value_data *m);
+static void rnd_gr_describe_client_quotas_response_value_data(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_describe_client_quotas_response_value_data *m);
+static void json_gr_describe_client_quotas_response_entry_data(struct gr_sb *sb, int16_t v, const struct gr_describe_client_quotas_response_entry_data *m);
+static void rnd_gr_describe_client_quotas_response_entry_data(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_describe_client_quotas_response_entry_data *m);
+static void json_gr_describe_client_quotas_response(struct gr_sb *sb, int16_t v, const struct gr_describe_client_quotas_response *m);
+static void rnd_gr_describe_client_quotas_response(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_describe_client_quotas_response *m);
+static void json_gr_describe_user_scram_credentials_request_user_name(struct gr_sb *sb, int16_t v, const struct gr_describe_user_scram_credentials_request_user_name *m);
+static void rnd_gr_describe_user_scram_credentials_request_user_name(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_describe_user_scram_credentials_request_user_name *m);
+static void json_gr_describe_user_scram_credentials_request(struct gr_sb *sb, int16_t v, const struct gr_describe_user_scram_credentials_request *m);
+static void rnd_gr_describe_user_scram_credentials_request(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_describe_user_scram_credentials_request *m);
+static void json_gr_describe_user_scram_credentials_response_credential_info(struct gr_sb *sb, int16_t v, const struct gr_describe_user_scram_credentials_response_credential_info *m);
+static void rnd_gr_describe_user_scram_credentials_response_credential_info(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_describe_user_scram_credentials_response_credential_info *m);
+static void json_gr_describe_user_scram_credentials_response_describe_user_scram_credentials_result(struct gr_sb *sb, int16_t v, const struct gr_describe_user_scram_credentials_response_describe_user_scram_credentials_result *m);
+static void rnd_gr_describe_user_scram_credentials_response_describe_user_scram_credentials_result(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_describe_user_scram_credentials_response_describe_user_scram_credentials_result *m);
+static void json_gr_describe_user_scram_credentials_response(struct gr_sb *sb, int16_t v, const struct gr_describe_user_scram_credentials_response *m);
+static void rnd_gr_describe_user_scram_credentials_response(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_describe_user_scram_credentials_response *m);
+static void json_gr_alter_user_scram_credentials_request_scram_credential_deletion(struct gr_sb *sb, int16_t v, const struct gr_alter_user_scram_credentials_request_scram_credential_deletion *m);
+static void rnd_gr_alter_user_scram_credentials_request_scram_credential_deletion(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_alter_user_scram_credentials_request_scram_credential_deletion *m);
+static void json_gr_alter_user_scram_credentials_request_scram_credential_upsertion(struct gr_sb *sb, int16_t v, const struct gr_alter_user_scram_credentials_request_scram_credential_upsertion *m);
+static void rnd_gr_alter_user_scram_credentials_request_scram_credential_upsertion(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_alter_user_scram_credentials_request_scram_credential_upsertion *m);
+static void json_gr_alter_user_scram_credentials_request(struct gr_sb *sb, int16_t v, const struct gr_alter_user_scram_credentials_request *m);
+static void rnd_gr_alter_user_scram_credentials_request(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_alter_user_scram_credentials_request *m);
+static void json_gr_alter_user_scram_credentials_response_alter_user_scram_credentials_result(struct gr_sb *sb, int16_t v, const struct gr_alter_user_scram_credentials_response_alter_user_scram_credentials_result *m);
+static void rnd_gr_alter_user_scram_credentials_response_alter_user_scram_credentials_result(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_alter_user_scram_credentials_response_alter_user_scram_credentials_result *m);
+static void json_gr_alter_user_scram_credentials_response(struct gr_sb *sb, int16_t v, const struct gr_alter_user_scram_credentials_response *m);
+static void rnd_gr_alter_user_scram_credentials_response(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_alter_user_scram_credentials_response *m);
 static void json_gr_describe_cluster_request(struct gr_sb *sb, int16_t v, const struct gr_describe_cluster_request *m);
 static void rnd_gr_describe_cluster_request(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_describe_cluster_request *m);
 static void json_gr_describe_cluster_response_describe_cluster_broker(struct gr_sb *sb, int16_t v, const struct gr_describe_cluster_response_describe_cluster_broker *m);
@@ -9276,6 +9308,743 @@ static void rnd_gr_offset_delete_response(struct gr_rng *rng, struct gr_arena *a
 static void ops_json_gr_offset_delete_response(struct gr_sb *sb, const void *m, int16_t v) { json_gr_offset_delete_response(sb, v, m); }
 static void ops_rnd_gr_offset_delete_response(struct gr_rng *rng, struct gr_arena *a, void *m, int16_t v) { rnd_gr_offset_delete_response(rng, a, v, m); }
 
+static void json_gr_describe_client_quotas_request_component_data(struct gr_sb *sb, int16_t v, const struct gr_describe_client_quotas_request_component_data *m)
+{
+    gr_sb_putc(sb, '{');
+    bool first = true;
+    if (1) {
+        gr_sb_json_key(sb, "entityType", &first);
+        gr_sb_json_str(sb, m->entity_type);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "matchType", &first);
+        gr_sb_json_int(sb, m->match_type);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "match", &first);
+        gr_sb_json_str(sb, m->match);
+    }
+    gr_sb_putc(sb, '}');
+    (void)v;
+    (void)first;
+}
+
+static void rnd_gr_describe_client_quotas_request_component_data(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_describe_client_quotas_request_component_data *m)
+{
+    gr_describe_client_quotas_request_component_data_init(m);
+    (void)v;
+    if (1) {
+        m->entity_type = gr_rng_str(rng, a, 0);
+    }
+    if (1) {
+        m->match_type = (int8_t)gr_rng_u64(rng);
+    }
+    if (1) {
+        m->match = gr_rng_str(rng, a, 1);
+    }
+    if ((v >= 1) && gr_rng_below(rng, 4) == 0)
+        gr_rng_unknown_tags(rng, a, &m->unknown_tags);
+}
+
+static void json_gr_describe_client_quotas_request(struct gr_sb *sb, int16_t v, const struct gr_describe_client_quotas_request *m)
+{
+    gr_sb_putc(sb, '{');
+    bool first = true;
+    if (1) {
+        gr_sb_json_key(sb, "components", &first);
+        if (m->components.count < 0) {
+            gr_sb_puts(sb, "null");
+        } else {
+            gr_sb_putc(sb, '[');
+            for (int32_t i = 0; i < m->components.count; i++) {
+                if (i) gr_sb_putc(sb, ',');
+                json_gr_describe_client_quotas_request_component_data(sb, v, &m->components.items[i]);
+            }
+            gr_sb_putc(sb, ']');
+        }
+    }
+    if (1) {
+        gr_sb_json_key(sb, "strict", &first);
+        gr_sb_json_bool(sb, m->strict);
+    }
+    gr_sb_putc(sb, '}');
+    (void)v;
+    (void)first;
+}
+
+static void rnd_gr_describe_client_quotas_request(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_describe_client_quotas_request *m)
+{
+    gr_describe_client_quotas_request_init(m);
+    (void)v;
+    if (1) {
+        if ((0) && gr_rng_below(rng, 5) == 0) {
+            m->components.count = -1;
+        } else {
+            m->components.count = (int32_t)gr_rng_below(rng, 4);
+            m->components.items = gr_arena_calloc(a, (size_t)m->components.count + 1, sizeof(struct gr_describe_client_quotas_request_component_data));
+            for (int32_t i = 0; i < m->components.count; i++)
+                rnd_gr_describe_client_quotas_request_component_data(rng, a, v, &m->components.items[i]);
+        }
+    }
+    if (1) {
+        m->strict = gr_rng_bool(rng);
+    }
+    if ((v >= 1) && gr_rng_below(rng, 4) == 0)
+        gr_rng_unknown_tags(rng, a, &m->unknown_tags);
+}
+
+static void ops_json_gr_describe_client_quotas_request(struct gr_sb *sb, const void *m, int16_t v) { json_gr_describe_client_quotas_request(sb, v, m); }
+static void ops_rnd_gr_describe_client_quotas_request(struct gr_rng *rng, struct gr_arena *a, void *m, int16_t v) { rnd_gr_describe_client_quotas_request(rng, a, v, m); }
+
+static void json_gr_describe_client_quotas_response_entity_data(struct gr_sb *sb, int16_t v, const struct gr_describe_client_quotas_response_entity_data *m)
+{
+    gr_sb_putc(sb, '{');
+    bool first = true;
+    if (1) {
+        gr_sb_json_key(sb, "entityType", &first);
+        gr_sb_json_str(sb, m->entity_type);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "entityName", &first);
+        gr_sb_json_str(sb, m->entity_name);
+    }
+    gr_sb_putc(sb, '}');
+    (void)v;
+    (void)first;
+}
+
+static void rnd_gr_describe_client_quotas_response_entity_data(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_describe_client_quotas_response_entity_data *m)
+{
+    gr_describe_client_quotas_response_entity_data_init(m);
+    (void)v;
+    if (1) {
+        m->entity_type = gr_rng_str(rng, a, 0);
+    }
+    if (1) {
+        m->entity_name = gr_rng_str(rng, a, 1);
+    }
+    if ((v >= 1) && gr_rng_below(rng, 4) == 0)
+        gr_rng_unknown_tags(rng, a, &m->unknown_tags);
+}
+
+static void json_gr_describe_client_quotas_response_value_data(struct gr_sb *sb, int16_t v, const struct gr_describe_client_quotas_response_value_data *m)
+{
+    gr_sb_putc(sb, '{');
+    bool first = true;
+    if (1) {
+        gr_sb_json_key(sb, "key", &first);
+        gr_sb_json_str(sb, m->key);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "value", &first);
+        gr_sb_json_double(sb, m->value);
+    }
+    gr_sb_putc(sb, '}');
+    (void)v;
+    (void)first;
+}
+
+static void rnd_gr_describe_client_quotas_response_value_data(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_describe_client_quotas_response_value_data *m)
+{
+    gr_describe_client_quotas_response_value_data_init(m);
+    (void)v;
+    if (1) {
+        m->key = gr_rng_str(rng, a, 0);
+    }
+    if (1) {
+        m->value = gr_rng_double(rng);
+    }
+    if ((v >= 1) && gr_rng_below(rng, 4) == 0)
+        gr_rng_unknown_tags(rng, a, &m->unknown_tags);
+}
+
+static void json_gr_describe_client_quotas_response_entry_data(struct gr_sb *sb, int16_t v, const struct gr_describe_client_quotas_response_entry_data *m)
+{
+    gr_sb_putc(sb, '{');
+    bool first = true;
+    if (1) {
+        gr_sb_json_key(sb, "entity", &first);
+        if (m->entity.count < 0) {
+            gr_sb_puts(sb, "null");
+        } else {
+            gr_sb_putc(sb, '[');
+            for (int32_t i = 0; i < m->entity.count; i++) {
+                if (i) gr_sb_putc(sb, ',');
+                json_gr_describe_client_quotas_response_entity_data(sb, v, &m->entity.items[i]);
+            }
+            gr_sb_putc(sb, ']');
+        }
+    }
+    if (1) {
+        gr_sb_json_key(sb, "values", &first);
+        if (m->values.count < 0) {
+            gr_sb_puts(sb, "null");
+        } else {
+            gr_sb_putc(sb, '[');
+            for (int32_t i = 0; i < m->values.count; i++) {
+                if (i) gr_sb_putc(sb, ',');
+                json_gr_describe_client_quotas_response_value_data(sb, v, &m->values.items[i]);
+            }
+            gr_sb_putc(sb, ']');
+        }
+    }
+    gr_sb_putc(sb, '}');
+    (void)v;
+    (void)first;
+}
+
+static void rnd_gr_describe_client_quotas_response_entry_data(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_describe_client_quotas_response_entry_data *m)
+{
+    gr_describe_client_quotas_response_entry_data_init(m);
+    (void)v;
+    if (1) {
+        if ((0) && gr_rng_below(rng, 5) == 0) {
+            m->entity.count = -1;
+        } else {
+            m->entity.count = (int32_t)gr_rng_below(rng, 4);
+            m->entity.items = gr_arena_calloc(a, (size_t)m->entity.count + 1, sizeof(struct gr_describe_client_quotas_response_entity_data));
+            for (int32_t i = 0; i < m->entity.count; i++)
+                rnd_gr_describe_client_quotas_response_entity_data(rng, a, v, &m->entity.items[i]);
+        }
+    }
+    if (1) {
+        if ((0) && gr_rng_below(rng, 5) == 0) {
+            m->values.count = -1;
+        } else {
+            m->values.count = (int32_t)gr_rng_below(rng, 4);
+            m->values.items = gr_arena_calloc(a, (size_t)m->values.count + 1, sizeof(struct gr_describe_client_quotas_response_value_data));
+            for (int32_t i = 0; i < m->values.count; i++)
+                rnd_gr_describe_client_quotas_response_value_data(rng, a, v, &m->values.items[i]);
+        }
+    }
+    if ((v >= 1) && gr_rng_below(rng, 4) == 0)
+        gr_rng_unknown_tags(rng, a, &m->unknown_tags);
+}
+
+static void json_gr_describe_client_quotas_response(struct gr_sb *sb, int16_t v, const struct gr_describe_client_quotas_response *m)
+{
+    gr_sb_putc(sb, '{');
+    bool first = true;
+    if (1) {
+        gr_sb_json_key(sb, "throttleTimeMs", &first);
+        gr_sb_json_int(sb, m->throttle_time_ms);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "errorCode", &first);
+        gr_sb_json_int(sb, m->error_code);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "errorMessage", &first);
+        gr_sb_json_str(sb, m->error_message);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "entries", &first);
+        if (m->entries.count < 0) {
+            gr_sb_puts(sb, "null");
+        } else {
+            gr_sb_putc(sb, '[');
+            for (int32_t i = 0; i < m->entries.count; i++) {
+                if (i) gr_sb_putc(sb, ',');
+                json_gr_describe_client_quotas_response_entry_data(sb, v, &m->entries.items[i]);
+            }
+            gr_sb_putc(sb, ']');
+        }
+    }
+    gr_sb_putc(sb, '}');
+    (void)v;
+    (void)first;
+}
+
+static void rnd_gr_describe_client_quotas_response(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_describe_client_quotas_response *m)
+{
+    gr_describe_client_quotas_response_init(m);
+    (void)v;
+    if (1) {
+        m->throttle_time_ms = gr_rng_int32(rng);
+    }
+    if (1) {
+        m->error_code = (int16_t)gr_rng_u64(rng);
+    }
+    if (1) {
+        m->error_message = gr_rng_str(rng, a, 1);
+    }
+    if (1) {
+        if ((1) && gr_rng_below(rng, 5) == 0) {
+            m->entries.count = -1;
+        } else {
+            m->entries.count = (int32_t)gr_rng_below(rng, 4);
+            m->entries.items = gr_arena_calloc(a, (size_t)m->entries.count + 1, sizeof(struct gr_describe_client_quotas_response_entry_data));
+            for (int32_t i = 0; i < m->entries.count; i++)
+                rnd_gr_describe_client_quotas_response_entry_data(rng, a, v, &m->entries.items[i]);
+        }
+    }
+    if ((v >= 1) && gr_rng_below(rng, 4) == 0)
+        gr_rng_unknown_tags(rng, a, &m->unknown_tags);
+}
+
+static void ops_json_gr_describe_client_quotas_response(struct gr_sb *sb, const void *m, int16_t v) { json_gr_describe_client_quotas_response(sb, v, m); }
+static void ops_rnd_gr_describe_client_quotas_response(struct gr_rng *rng, struct gr_arena *a, void *m, int16_t v) { rnd_gr_describe_client_quotas_response(rng, a, v, m); }
+
+static void json_gr_describe_user_scram_credentials_request_user_name(struct gr_sb *sb, int16_t v, const struct gr_describe_user_scram_credentials_request_user_name *m)
+{
+    gr_sb_putc(sb, '{');
+    bool first = true;
+    if (1) {
+        gr_sb_json_key(sb, "name", &first);
+        gr_sb_json_str(sb, m->name);
+    }
+    gr_sb_putc(sb, '}');
+    (void)v;
+    (void)first;
+}
+
+static void rnd_gr_describe_user_scram_credentials_request_user_name(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_describe_user_scram_credentials_request_user_name *m)
+{
+    gr_describe_user_scram_credentials_request_user_name_init(m);
+    (void)v;
+    if (1) {
+        m->name = gr_rng_str(rng, a, 0);
+    }
+    if ((1) && gr_rng_below(rng, 4) == 0)
+        gr_rng_unknown_tags(rng, a, &m->unknown_tags);
+}
+
+static void json_gr_describe_user_scram_credentials_request(struct gr_sb *sb, int16_t v, const struct gr_describe_user_scram_credentials_request *m)
+{
+    gr_sb_putc(sb, '{');
+    bool first = true;
+    if (1) {
+        gr_sb_json_key(sb, "users", &first);
+        if (m->users.count < 0) {
+            gr_sb_puts(sb, "null");
+        } else {
+            gr_sb_putc(sb, '[');
+            for (int32_t i = 0; i < m->users.count; i++) {
+                if (i) gr_sb_putc(sb, ',');
+                json_gr_describe_user_scram_credentials_request_user_name(sb, v, &m->users.items[i]);
+            }
+            gr_sb_putc(sb, ']');
+        }
+    }
+    gr_sb_putc(sb, '}');
+    (void)v;
+    (void)first;
+}
+
+static void rnd_gr_describe_user_scram_credentials_request(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_describe_user_scram_credentials_request *m)
+{
+    gr_describe_user_scram_credentials_request_init(m);
+    (void)v;
+    if (1) {
+        if ((1) && gr_rng_below(rng, 5) == 0) {
+            m->users.count = -1;
+        } else {
+            m->users.count = (int32_t)gr_rng_below(rng, 4);
+            m->users.items = gr_arena_calloc(a, (size_t)m->users.count + 1, sizeof(struct gr_describe_user_scram_credentials_request_user_name));
+            for (int32_t i = 0; i < m->users.count; i++)
+                rnd_gr_describe_user_scram_credentials_request_user_name(rng, a, v, &m->users.items[i]);
+        }
+    }
+    if ((1) && gr_rng_below(rng, 4) == 0)
+        gr_rng_unknown_tags(rng, a, &m->unknown_tags);
+}
+
+static void ops_json_gr_describe_user_scram_credentials_request(struct gr_sb *sb, const void *m, int16_t v) { json_gr_describe_user_scram_credentials_request(sb, v, m); }
+static void ops_rnd_gr_describe_user_scram_credentials_request(struct gr_rng *rng, struct gr_arena *a, void *m, int16_t v) { rnd_gr_describe_user_scram_credentials_request(rng, a, v, m); }
+
+static void json_gr_describe_user_scram_credentials_response_credential_info(struct gr_sb *sb, int16_t v, const struct gr_describe_user_scram_credentials_response_credential_info *m)
+{
+    gr_sb_putc(sb, '{');
+    bool first = true;
+    if (1) {
+        gr_sb_json_key(sb, "mechanism", &first);
+        gr_sb_json_int(sb, m->mechanism);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "iterations", &first);
+        gr_sb_json_int(sb, m->iterations);
+    }
+    gr_sb_putc(sb, '}');
+    (void)v;
+    (void)first;
+}
+
+static void rnd_gr_describe_user_scram_credentials_response_credential_info(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_describe_user_scram_credentials_response_credential_info *m)
+{
+    gr_describe_user_scram_credentials_response_credential_info_init(m);
+    (void)v;
+    if (1) {
+        m->mechanism = (int8_t)gr_rng_u64(rng);
+    }
+    if (1) {
+        m->iterations = gr_rng_int32(rng);
+    }
+    if ((1) && gr_rng_below(rng, 4) == 0)
+        gr_rng_unknown_tags(rng, a, &m->unknown_tags);
+}
+
+static void json_gr_describe_user_scram_credentials_response_describe_user_scram_credentials_result(struct gr_sb *sb, int16_t v, const struct gr_describe_user_scram_credentials_response_describe_user_scram_credentials_result *m)
+{
+    gr_sb_putc(sb, '{');
+    bool first = true;
+    if (1) {
+        gr_sb_json_key(sb, "user", &first);
+        gr_sb_json_str(sb, m->user);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "errorCode", &first);
+        gr_sb_json_int(sb, m->error_code);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "errorMessage", &first);
+        gr_sb_json_str(sb, m->error_message);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "credentialInfos", &first);
+        if (m->credential_infos.count < 0) {
+            gr_sb_puts(sb, "null");
+        } else {
+            gr_sb_putc(sb, '[');
+            for (int32_t i = 0; i < m->credential_infos.count; i++) {
+                if (i) gr_sb_putc(sb, ',');
+                json_gr_describe_user_scram_credentials_response_credential_info(sb, v, &m->credential_infos.items[i]);
+            }
+            gr_sb_putc(sb, ']');
+        }
+    }
+    gr_sb_putc(sb, '}');
+    (void)v;
+    (void)first;
+}
+
+static void rnd_gr_describe_user_scram_credentials_response_describe_user_scram_credentials_result(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_describe_user_scram_credentials_response_describe_user_scram_credentials_result *m)
+{
+    gr_describe_user_scram_credentials_response_describe_user_scram_credentials_result_init(m);
+    (void)v;
+    if (1) {
+        m->user = gr_rng_str(rng, a, 0);
+    }
+    if (1) {
+        m->error_code = (int16_t)gr_rng_u64(rng);
+    }
+    if (1) {
+        m->error_message = gr_rng_str(rng, a, 1);
+    }
+    if (1) {
+        if ((0) && gr_rng_below(rng, 5) == 0) {
+            m->credential_infos.count = -1;
+        } else {
+            m->credential_infos.count = (int32_t)gr_rng_below(rng, 4);
+            m->credential_infos.items = gr_arena_calloc(a, (size_t)m->credential_infos.count + 1, sizeof(struct gr_describe_user_scram_credentials_response_credential_info));
+            for (int32_t i = 0; i < m->credential_infos.count; i++)
+                rnd_gr_describe_user_scram_credentials_response_credential_info(rng, a, v, &m->credential_infos.items[i]);
+        }
+    }
+    if ((1) && gr_rng_below(rng, 4) == 0)
+        gr_rng_unknown_tags(rng, a, &m->unknown_tags);
+}
+
+static void json_gr_describe_user_scram_credentials_response(struct gr_sb *sb, int16_t v, const struct gr_describe_user_scram_credentials_response *m)
+{
+    gr_sb_putc(sb, '{');
+    bool first = true;
+    if (1) {
+        gr_sb_json_key(sb, "throttleTimeMs", &first);
+        gr_sb_json_int(sb, m->throttle_time_ms);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "errorCode", &first);
+        gr_sb_json_int(sb, m->error_code);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "errorMessage", &first);
+        gr_sb_json_str(sb, m->error_message);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "results", &first);
+        if (m->results.count < 0) {
+            gr_sb_puts(sb, "null");
+        } else {
+            gr_sb_putc(sb, '[');
+            for (int32_t i = 0; i < m->results.count; i++) {
+                if (i) gr_sb_putc(sb, ',');
+                json_gr_describe_user_scram_credentials_response_describe_user_scram_credentials_result(sb, v, &m->results.items[i]);
+            }
+            gr_sb_putc(sb, ']');
+        }
+    }
+    gr_sb_putc(sb, '}');
+    (void)v;
+    (void)first;
+}
+
+static void rnd_gr_describe_user_scram_credentials_response(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_describe_user_scram_credentials_response *m)
+{
+    gr_describe_user_scram_credentials_response_init(m);
+    (void)v;
+    if (1) {
+        m->throttle_time_ms = gr_rng_int32(rng);
+    }
+    if (1) {
+        m->error_code = (int16_t)gr_rng_u64(rng);
+    }
+    if (1) {
+        m->error_message = gr_rng_str(rng, a, 1);
+    }
+    if (1) {
+        if ((0) && gr_rng_below(rng, 5) == 0) {
+            m->results.count = -1;
+        } else {
+            m->results.count = (int32_t)gr_rng_below(rng, 4);
+            m->results.items = gr_arena_calloc(a, (size_t)m->results.count + 1, sizeof(struct gr_describe_user_scram_credentials_response_describe_user_scram_credentials_result));
+            for (int32_t i = 0; i < m->results.count; i++)
+                rnd_gr_describe_user_scram_credentials_response_describe_user_scram_credentials_result(rng, a, v, &m->results.items[i]);
+        }
+    }
+    if ((1) && gr_rng_below(rng, 4) == 0)
+        gr_rng_unknown_tags(rng, a, &m->unknown_tags);
+}
+
+static void ops_json_gr_describe_user_scram_credentials_response(struct gr_sb *sb, const void *m, int16_t v) { json_gr_describe_user_scram_credentials_response(sb, v, m); }
+static void ops_rnd_gr_describe_user_scram_credentials_response(struct gr_rng *rng, struct gr_arena *a, void *m, int16_t v) { rnd_gr_describe_user_scram_credentials_response(rng, a, v, m); }
+
+static void json_gr_alter_user_scram_credentials_request_scram_credential_deletion(struct gr_sb *sb, int16_t v, const struct gr_alter_user_scram_credentials_request_scram_credential_deletion *m)
+{
+    gr_sb_putc(sb, '{');
+    bool first = true;
+    if (1) {
+        gr_sb_json_key(sb, "name", &first);
+        gr_sb_json_str(sb, m->name);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "mechanism", &first);
+        gr_sb_json_int(sb, m->mechanism);
+    }
+    gr_sb_putc(sb, '}');
+    (void)v;
+    (void)first;
+}
+
+static void rnd_gr_alter_user_scram_credentials_request_scram_credential_deletion(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_alter_user_scram_credentials_request_scram_credential_deletion *m)
+{
+    gr_alter_user_scram_credentials_request_scram_credential_deletion_init(m);
+    (void)v;
+    if (1) {
+        m->name = gr_rng_str(rng, a, 0);
+    }
+    if (1) {
+        m->mechanism = (int8_t)gr_rng_u64(rng);
+    }
+    if ((1) && gr_rng_below(rng, 4) == 0)
+        gr_rng_unknown_tags(rng, a, &m->unknown_tags);
+}
+
+static void json_gr_alter_user_scram_credentials_request_scram_credential_upsertion(struct gr_sb *sb, int16_t v, const struct gr_alter_user_scram_credentials_request_scram_credential_upsertion *m)
+{
+    gr_sb_putc(sb, '{');
+    bool first = true;
+    if (1) {
+        gr_sb_json_key(sb, "name", &first);
+        gr_sb_json_str(sb, m->name);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "mechanism", &first);
+        gr_sb_json_int(sb, m->mechanism);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "iterations", &first);
+        gr_sb_json_int(sb, m->iterations);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "salt", &first);
+        gr_sb_json_bytes(sb, m->salt);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "saltedPassword", &first);
+        gr_sb_json_bytes(sb, m->salted_password);
+    }
+    gr_sb_putc(sb, '}');
+    (void)v;
+    (void)first;
+}
+
+static void rnd_gr_alter_user_scram_credentials_request_scram_credential_upsertion(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_alter_user_scram_credentials_request_scram_credential_upsertion *m)
+{
+    gr_alter_user_scram_credentials_request_scram_credential_upsertion_init(m);
+    (void)v;
+    if (1) {
+        m->name = gr_rng_str(rng, a, 0);
+    }
+    if (1) {
+        m->mechanism = (int8_t)gr_rng_u64(rng);
+    }
+    if (1) {
+        m->iterations = gr_rng_int32(rng);
+    }
+    if (1) {
+        m->salt = gr_rng_bytes(rng, a, 0);
+    }
+    if (1) {
+        m->salted_password = gr_rng_bytes(rng, a, 0);
+    }
+    if ((1) && gr_rng_below(rng, 4) == 0)
+        gr_rng_unknown_tags(rng, a, &m->unknown_tags);
+}
+
+static void json_gr_alter_user_scram_credentials_request(struct gr_sb *sb, int16_t v, const struct gr_alter_user_scram_credentials_request *m)
+{
+    gr_sb_putc(sb, '{');
+    bool first = true;
+    if (1) {
+        gr_sb_json_key(sb, "deletions", &first);
+        if (m->deletions.count < 0) {
+            gr_sb_puts(sb, "null");
+        } else {
+            gr_sb_putc(sb, '[');
+            for (int32_t i = 0; i < m->deletions.count; i++) {
+                if (i) gr_sb_putc(sb, ',');
+                json_gr_alter_user_scram_credentials_request_scram_credential_deletion(sb, v, &m->deletions.items[i]);
+            }
+            gr_sb_putc(sb, ']');
+        }
+    }
+    if (1) {
+        gr_sb_json_key(sb, "upsertions", &first);
+        if (m->upsertions.count < 0) {
+            gr_sb_puts(sb, "null");
+        } else {
+            gr_sb_putc(sb, '[');
+            for (int32_t i = 0; i < m->upsertions.count; i++) {
+                if (i) gr_sb_putc(sb, ',');
+                json_gr_alter_user_scram_credentials_request_scram_credential_upsertion(sb, v, &m->upsertions.items[i]);
+            }
+            gr_sb_putc(sb, ']');
+        }
+    }
+    gr_sb_putc(sb, '}');
+    (void)v;
+    (void)first;
+}
+
+static void rnd_gr_alter_user_scram_credentials_request(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_alter_user_scram_credentials_request *m)
+{
+    gr_alter_user_scram_credentials_request_init(m);
+    (void)v;
+    if (1) {
+        if ((0) && gr_rng_below(rng, 5) == 0) {
+            m->deletions.count = -1;
+        } else {
+            m->deletions.count = (int32_t)gr_rng_below(rng, 4);
+            m->deletions.items = gr_arena_calloc(a, (size_t)m->deletions.count + 1, sizeof(struct gr_alter_user_scram_credentials_request_scram_credential_deletion));
+            for (int32_t i = 0; i < m->deletions.count; i++)
+                rnd_gr_alter_user_scram_credentials_request_scram_credential_deletion(rng, a, v, &m->deletions.items[i]);
+        }
+    }
+    if (1) {
+        if ((0) && gr_rng_below(rng, 5) == 0) {
+            m->upsertions.count = -1;
+        } else {
+            m->upsertions.count = (int32_t)gr_rng_below(rng, 4);
+            m->upsertions.items = gr_arena_calloc(a, (size_t)m->upsertions.count + 1, sizeof(struct gr_alter_user_scram_credentials_request_scram_credential_upsertion));
+            for (int32_t i = 0; i < m->upsertions.count; i++)
+                rnd_gr_alter_user_scram_credentials_request_scram_credential_upsertion(rng, a, v, &m->upsertions.items[i]);
+        }
+    }
+    if ((1) && gr_rng_below(rng, 4) == 0)
+        gr_rng_unknown_tags(rng, a, &m->unknown_tags);
+}
+
+static void ops_json_gr_alter_user_scram_credentials_request(struct gr_sb *sb, const void *m, int16_t v) { json_gr_alter_user_scram_credentials_request(sb, v, m); }
+static void ops_rnd_gr_alter_user_scram_credentials_request(struct gr_rng *rng, struct gr_arena *a, void *m, int16_t v) { rnd_gr_alter_user_scram_credentials_request(rng, a, v, m); }
+
+static void json_gr_alter_user_scram_credentials_response_alter_user_scram_credentials_result(struct gr_sb *sb, int16_t v, const struct gr_alter_user_scram_credentials_response_alter_user_scram_credentials_result *m)
+{
+    gr_sb_putc(sb, '{');
+    bool first = true;
+    if (1) {
+        gr_sb_json_key(sb, "user", &first);
+        gr_sb_json_str(sb, m->user);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "errorCode", &first);
+        gr_sb_json_int(sb, m->error_code);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "errorMessage", &first);
+        gr_sb_json_str(sb, m->error_message);
+    }
+    gr_sb_putc(sb, '}');
+    (void)v;
+    (void)first;
+}
+
+static void rnd_gr_alter_user_scram_credentials_response_alter_user_scram_credentials_result(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_alter_user_scram_credentials_response_alter_user_scram_credentials_result *m)
+{
+    gr_alter_user_scram_credentials_response_alter_user_scram_credentials_result_init(m);
+    (void)v;
+    if (1) {
+        m->user = gr_rng_str(rng, a, 0);
+    }
+    if (1) {
+        m->error_code = (int16_t)gr_rng_u64(rng);
+    }
+    if (1) {
+        m->error_message = gr_rng_str(rng, a, 1);
+    }
+    if ((1) && gr_rng_below(rng, 4) == 0)
+        gr_rng_unknown_tags(rng, a, &m->unknown_tags);
+}
+
+static void json_gr_alter_user_scram_credentials_response(struct gr_sb *sb, int16_t v, const struct gr_alter_user_scram_credentials_response *m)
+{
+    gr_sb_putc(sb, '{');
+    bool first = true;
+    if (1) {
+        gr_sb_json_key(sb, "throttleTimeMs", &first);
+        gr_sb_json_int(sb, m->throttle_time_ms);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "results", &first);
+        if (m->results.count < 0) {
+            gr_sb_puts(sb, "null");
+        } else {
+            gr_sb_putc(sb, '[');
+            for (int32_t i = 0; i < m->results.count; i++) {
+                if (i) gr_sb_putc(sb, ',');
+                json_gr_alter_user_scram_credentials_response_alter_user_scram_credentials_result(sb, v, &m->results.items[i]);
+            }
+            gr_sb_putc(sb, ']');
+        }
+    }
+    gr_sb_putc(sb, '}');
+    (void)v;
+    (void)first;
+}
+
+static void rnd_gr_alter_user_scram_credentials_response(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_alter_user_scram_credentials_response *m)
+{
+    gr_alter_user_scram_credentials_response_init(m);
+    (void)v;
+    if (1) {
+        m->throttle_time_ms = gr_rng_int32(rng);
+    }
+    if (1) {
+        if ((0) && gr_rng_below(rng, 5) == 0) {
+            m->results.count = -1;
+        } else {
+            m->results.count = (int32_t)gr_rng_below(rng, 4);
+            m->results.items = gr_arena_calloc(a, (size_t)m->results.count + 1, sizeof(struct gr_alter_user_scram_credentials_response_alter_user_scram_credentials_result));
+            for (int32_t i = 0; i < m->results.count; i++)
+                rnd_gr_alter_user_scram_credentials_response_alter_user_scram_credentials_result(rng, a, v, &m->results.items[i]);
+        }
+    }
+    if ((1) && gr_rng_below(rng, 4) == 0)
+        gr_rng_unknown_tags(rng, a, &m->unknown_tags);
+}
+
+static void ops_json_gr_alter_user_scram_credentials_response(struct gr_sb *sb, const void *m, int16_t v) { json_gr_alter_user_scram_credentials_response(sb, v, m); }
+static void ops_rnd_gr_alter_user_scram_credentials_response(struct gr_rng *rng, struct gr_arena *a, void *m, int16_t v) { rnd_gr_alter_user_scram_credentials_response(rng, a, v, m); }
+
 static void json_gr_describe_cluster_request(struct gr_sb *sb, int16_t v, const struct gr_describe_cluster_request *m)
 {
     gr_sb_putc(sb, '{');
@@ -10644,6 +11413,12 @@ const struct gr_msg_test_ops gr_msg_test_ops_table[] = {
     {44, true, ops_json_gr_incremental_alter_configs_response, ops_rnd_gr_incremental_alter_configs_response},
     {47, false, ops_json_gr_offset_delete_request, ops_rnd_gr_offset_delete_request},
     {47, true, ops_json_gr_offset_delete_response, ops_rnd_gr_offset_delete_response},
+    {48, false, ops_json_gr_describe_client_quotas_request, ops_rnd_gr_describe_client_quotas_request},
+    {48, true, ops_json_gr_describe_client_quotas_response, ops_rnd_gr_describe_client_quotas_response},
+    {50, false, ops_json_gr_describe_user_scram_credentials_request, ops_rnd_gr_describe_user_scram_credentials_request},
+    {50, true, ops_json_gr_describe_user_scram_credentials_response, ops_rnd_gr_describe_user_scram_credentials_response},
+    {51, false, ops_json_gr_alter_user_scram_credentials_request, ops_rnd_gr_alter_user_scram_credentials_request},
+    {51, true, ops_json_gr_alter_user_scram_credentials_response, ops_rnd_gr_alter_user_scram_credentials_response},
     {60, false, ops_json_gr_describe_cluster_request, ops_rnd_gr_describe_cluster_request},
     {60, true, ops_json_gr_describe_cluster_response, ops_rnd_gr_describe_cluster_response},
     {61, false, ops_json_gr_describe_producers_request, ops_rnd_gr_describe_producers_request},

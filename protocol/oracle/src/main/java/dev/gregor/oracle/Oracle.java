@@ -65,7 +65,9 @@ public final class Oracle {
         {25, "AddOffsetsToTxn"}, {26, "EndTxn"}, {27, "WriteTxnMarkers"}, {28, "TxnOffsetCommit"},
         {32, "DescribeConfigs"},
         {33, "AlterConfigs"}, {35, "DescribeLogDirs"}, {37, "CreatePartitions"}, {42, "DeleteGroups"},
-        {44, "IncrementalAlterConfigs"}, {47, "OffsetDelete"}, {60, "DescribeCluster"},
+        {44, "IncrementalAlterConfigs"}, {47, "OffsetDelete"}, {48, "DescribeClientQuotas"},
+        {50, "DescribeUserScramCredentials"},
+        {51, "AlterUserScramCredentials"}, {60, "DescribeCluster"},
         {61, "DescribeProducers"}, {65, "DescribeTransactions"}, {66, "ListTransactions"},
     };
 
