@@ -122,9 +122,10 @@ int16_t gr_acl_validate(const struct gr_acl *acl, const char **msg)
 
 int16_t gr_acl_filter_validate(const struct gr_acl_filter *f, const char **msg)
 {
-    if (f->resource_type == GR_ACL_RES_UNKNOWN || f->resource_type > GR_ACL_RES_USER || f->resource_type < 0 ||
-        f->pattern_type == GR_ACL_PAT_UNKNOWN || f->pattern_type > GR_ACL_PAT_PREFIXED || f->pattern_type < 0 ||
-        f->operation == GR_ACL_OP_UNKNOWN || f->operation > GR_ACL_OP_TWO_PHASE_COMMIT || f->operation < 0 ||
+    if (f->resource_type == GR_ACL_RES_UNKNOWN || f->resource_type > GR_ACL_RES_USER ||
+        f->resource_type < 0 || f->pattern_type == GR_ACL_PAT_UNKNOWN ||
+        f->pattern_type > GR_ACL_PAT_PREFIXED || f->pattern_type < 0 || f->operation == GR_ACL_OP_UNKNOWN ||
+        f->operation > GR_ACL_OP_TWO_PHASE_COMMIT || f->operation < 0 ||
         f->permission == GR_ACL_PERM_UNKNOWN || f->permission > GR_ACL_PERM_ALLOW || f->permission < 0) {
         *msg = "The filter must not contain UNKNOWN elements";
         return 42;
@@ -140,7 +141,8 @@ int16_t gr_acl_filter_validate(const struct gr_acl_filter *f, const char **msg)
    name or the literal wildcard, or a prefix). */
 static bool pattern_applies(int8_t pattern_type, const char *pattern, const char *name)
 {
-    if (pattern_type == GR_ACL_PAT_LITERAL) return !strcmp(pattern, name) || !strcmp(pattern, GR_ACL_WILDCARD);
+    if (pattern_type == GR_ACL_PAT_LITERAL)
+        return !strcmp(pattern, name) || !strcmp(pattern, GR_ACL_WILDCARD);
     if (pattern_type == GR_ACL_PAT_PREFIXED) return !strncmp(pattern, name, strlen(pattern));
     return false;
 }
@@ -335,8 +337,8 @@ char *gr_authz_serialize(const struct gr_authorizer *a, size_t *len)
     for (int i = 0; i < a->count; i++) {
         const struct gr_acl *x = &a->acls[i];
         char head[64];
-        int k = snprintf(head, sizeof head, "acl %d %d %d %d", x->resource_type, x->pattern_type, x->operation,
-                         x->permission);
+        int k = snprintf(head, sizeof head, "acl %d %d %d %d", x->resource_type, x->pattern_type,
+                         x->operation, x->permission);
         sb_add(&b, head, (size_t)k);
         sb_str(&b, x->name);
         sb_str(&b, x->principal);
@@ -440,15 +442,28 @@ bad:
 
 const char *gr_acl_resource_name(int8_t code)
 {
-    static const char *const n[] = {"UNKNOWN", "ANY", "TOPIC", "GROUP", "CLUSTER", "TRANSACTIONAL_ID",
-                                    "DELEGATION_TOKEN", "USER"};
+    static const char *const n[] = {
+        "UNKNOWN", "ANY", "TOPIC", "GROUP", "CLUSTER", "TRANSACTIONAL_ID", "DELEGATION_TOKEN", "USER"};
     return code >= 0 && code < 8 ? n[code] : "UNKNOWN";
 }
 
 const char *gr_acl_op_name(int8_t code)
 {
-    static const char *const n[] = {"UNKNOWN", "ANY", "ALL", "READ", "WRITE", "CREATE", "DELETE", "ALTER",
-                                    "DESCRIBE", "CLUSTER_ACTION", "DESCRIBE_CONFIGS", "ALTER_CONFIGS",
-                                    "IDEMPOTENT_WRITE", "CREATE_TOKENS", "DESCRIBE_TOKENS", "TWO_PHASE_COMMIT"};
+    static const char *const n[] = {"UNKNOWN",
+                                    "ANY",
+                                    "ALL",
+                                    "READ",
+                                    "WRITE",
+                                    "CREATE",
+                                    "DELETE",
+                                    "ALTER",
+                                    "DESCRIBE",
+                                    "CLUSTER_ACTION",
+                                    "DESCRIBE_CONFIGS",
+                                    "ALTER_CONFIGS",
+                                    "IDEMPOTENT_WRITE",
+                                    "CREATE_TOKENS",
+                                    "DESCRIBE_TOKENS",
+                                    "TWO_PHASE_COMMIT"};
     return code >= 0 && code < 16 ? n[code] : "UNKNOWN";
 }

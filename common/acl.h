@@ -59,7 +59,12 @@ enum gr_acl_op {
     GR_ACL_OP_TWO_PHASE_COMMIT = 15,
 };
 /* Kafka's AclPermissionType codes. */
-enum gr_acl_perm { GR_ACL_PERM_UNKNOWN = 0, GR_ACL_PERM_ANY = 1, GR_ACL_PERM_DENY = 2, GR_ACL_PERM_ALLOW = 3 };
+enum gr_acl_perm {
+    GR_ACL_PERM_UNKNOWN = 0,
+    GR_ACL_PERM_ANY = 1,
+    GR_ACL_PERM_DENY = 2,
+    GR_ACL_PERM_ALLOW = 3
+};
 
 /* The CLUSTER resource's only name (Kafka's Resource.CLUSTER_NAME) and the wildcards. */
 #define GR_ACL_CLUSTER_NAME "kafka-cluster"

@@ -60,6 +60,7 @@
 #include "common/log.h"
 #include "common/time.h"
 #include "server/broker.h"
+#include "server/ssl_principal.h"
 #include "server/tls.h"
 
 #define GR_CONN_READ_BUF_BYTES (64 * 1024)
@@ -101,6 +102,7 @@ struct gr_conn {
     uint8_t *tls_out;
     size_t tls_out_len, tls_out_off;
     bool tls_read_wants_write; /* a read (the handshake) waits for the socket to be writable */
+    bool tls_principal_done;   /* the SSL principal mapping ran (once, after the handshake) */
     bool tls_write_wants_read; /* a write waits for the socket to be readable */
 };
 
@@ -287,6 +289,27 @@ static bool conn_parse(struct gr_conn *conn)
     return true;
 }
 
+/* The principal of a finished handshake (server/ssl_principal.h): User:<the subject mapped by the listener's
+ * ssl.principal.mapping.rules>, User:ANONYMOUS without a client certificate. 0, or -1 after closing the
+ * connection when no rule matches the subject (Kafka fails the authentication) or it cannot be read. */
+static int conn_tls_principal(struct gr_conn *conn)
+{
+    conn->tls_principal_done = true;
+    char dn[GR_PRINCIPAL_MAX + 1], name[GR_PRINCIPAL_MAX + 1], principal[GR_PRINCIPAL_MAX + 8];
+    int rc = gr_tls_peer_dn(conn->ssl, dn, sizeof dn);
+    if (rc == 0) return 0; /* no certificate: User:ANONYMOUS */
+    if (rc < 0 || gr_ssl_rules_apply(conn->listener->principal_rules, dn, name, sizeof name) < 0 ||
+        snprintf(principal, sizeof principal, "User:%s", name) > GR_PRINCIPAL_MAX ||
+        gr_conn_set_principal(conn, principal) < 0) {
+        GR_WARN_RATELIMITED("connection %s on %s: no principal for the client certificate '%.200s' "
+                            "(ssl.principal.mapping.rules), closing",
+                            conn->peer, conn->listener->name, rc < 0 ? "(unreadable)" : dn);
+        gr_conn_close(conn, "SSL authentication failed");
+        return -1;
+    }
+    return 0;
+}
+
 /* One TLS read into dst: the byte count, 0 when the peer closed, -1 when it waits for the socket (the
  * handshake's write sets the write watcher), -2 after closing the connection on a failure. */
 static ssize_t conn_tls_read(struct gr_conn *conn, uint8_t *dst, size_t len)
@@ -294,6 +317,9 @@ static ssize_t conn_tls_read(struct gr_conn *conn, uint8_t *dst, size_t len)
     enum gr_tls_want tw;
     char why[300];
     ssize_t n = gr_tls_read(conn->ssl, dst, len, &tw, why, sizeof why);
+    if (n >= 0 && !conn->tls_principal_done && gr_tls_handshake_done(conn->ssl) &&
+        conn_tls_principal(conn) < 0)
+        return -2;
     if (n >= 0) return n;
     if (tw == GR_TLS_WANT_READ) return -1;
     if (tw == GR_TLS_WANT_WRITE) {
@@ -1018,11 +1044,18 @@ int gr_net_tls_setup(struct gr_broker *b)
         gr_config_ssl(&b->cfg, l->name, &ss);
         char err[1024];
         l->tls_ctx = gr_tls_ctx_new(l->name, &ss, err, sizeof err);
+        if (l->tls_ctx &&
+            !(l->principal_rules = gr_ssl_rules_parse(ss.principal_mapping_rules, err, sizeof err))) {
+            gr_tls_ctx_free(l->tls_ctx);
+            l->tls_ctx = NULL;
+        }
         if (!l->tls_ctx) {
             GR_ERROR("config: %s", err);
             for (int k = 0; k < i; k++) {
                 gr_tls_ctx_free(b->listeners[k].tls_ctx);
                 b->listeners[k].tls_ctx = NULL;
+                gr_ssl_rules_free(b->listeners[k].principal_rules);
+                b->listeners[k].principal_rules = NULL;
             }
             return -1;
         }
@@ -1088,6 +1121,8 @@ void gr_net_close_all(struct gr_broker *b)
         b->listeners[i].fd = -1;
         gr_tls_ctx_free(b->listeners[i].tls_ctx); /* its connections hold references until they are freed */
         b->listeners[i].tls_ctx = NULL;
+        gr_ssl_rules_free(b->listeners[i].principal_rules);
+        b->listeners[i].principal_rules = NULL;
     }
     ev_timer_stop(b->loop, &b->resume_w);
     ev_timer_stop(b->loop, &b->accept_w);

@@ -83,7 +83,8 @@ static void test_deny_wins(void **state)
     assert_false(can(a, A, H, GR_ACL_OP_READ, GR_ACL_RES_TOPIC, "t"));
     assert_true(can(a, A, "10.0.0.1", GR_ACL_OP_READ, GR_ACL_RES_TOPIC, "t")); /* the deny names one host */
     assert_true(can(a, A, H, GR_ACL_OP_WRITE, GR_ACL_RES_TOPIC, "t"));
-    assert_true(can(a, A, H, GR_ACL_OP_DESCRIBE, GR_ACL_RES_TOPIC, "t")); /* DENY READ does not deny DESCRIBE */
+    assert_true(
+        can(a, A, H, GR_ACL_OP_DESCRIBE, GR_ACL_RES_TOPIC, "t")); /* DENY READ does not deny DESCRIBE */
     add(a, GR_ACL_RES_TOPIC, GR_ACL_PAT_LITERAL, "*", "User:*", "*", GR_ACL_OP_ALL, GR_ACL_PERM_DENY);
     assert_false(can(a, A, H, GR_ACL_OP_WRITE, GR_ACL_RES_TOPIC, "t"));
     assert_false(can(a, A, H, GR_ACL_OP_DESCRIBE, GR_ACL_RES_TOPIC, "t"));
@@ -151,10 +152,12 @@ static void test_authorize_any(void **state)
 static void test_filters_and_validation(void **state)
 {
     (void)state;
-    struct gr_acl lit = {GR_ACL_RES_TOPIC, GR_ACL_PAT_LITERAL, GR_ACL_OP_READ, GR_ACL_PERM_ALLOW,
-                         "payments", A, "*"};
-    struct gr_acl pre = {GR_ACL_RES_TOPIC, GR_ACL_PAT_PREFIXED, GR_ACL_OP_READ, GR_ACL_PERM_ALLOW, "pay", A, "*"};
-    struct gr_acl_filter any = {GR_ACL_RES_ANY, GR_ACL_PAT_ANY, GR_ACL_OP_ANY, GR_ACL_PERM_ANY, NULL, NULL, NULL};
+    struct gr_acl lit = {
+        GR_ACL_RES_TOPIC, GR_ACL_PAT_LITERAL, GR_ACL_OP_READ, GR_ACL_PERM_ALLOW, "payments", A, "*"};
+    struct gr_acl pre = {
+        GR_ACL_RES_TOPIC, GR_ACL_PAT_PREFIXED, GR_ACL_OP_READ, GR_ACL_PERM_ALLOW, "pay", A, "*"};
+    struct gr_acl_filter any = {GR_ACL_RES_ANY, GR_ACL_PAT_ANY, GR_ACL_OP_ANY, GR_ACL_PERM_ANY,
+                                NULL,           NULL,           NULL};
     assert_true(gr_acl_filter_matches(&any, &lit));
     struct gr_acl_filter m = any;
     m.pattern_type = GR_ACL_PAT_MATCH;
@@ -243,9 +246,12 @@ static void test_image(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_implications),       cmocka_unit_test(test_deny_wins),
-        cmocka_unit_test(test_patterns_and_wildcards), cmocka_unit_test(test_super_users_and_no_acl),
-        cmocka_unit_test(test_authorize_any),      cmocka_unit_test(test_filters_and_validation),
+        cmocka_unit_test(test_implications),
+        cmocka_unit_test(test_deny_wins),
+        cmocka_unit_test(test_patterns_and_wildcards),
+        cmocka_unit_test(test_super_users_and_no_acl),
+        cmocka_unit_test(test_authorize_any),
+        cmocka_unit_test(test_filters_and_validation),
         cmocka_unit_test(test_image),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
