@@ -62,7 +62,8 @@ API_KEYS = {'Produce': 0, 'Fetch': 1, 'ListOffsets': 2, 'Metadata': 3, 'FindCoor
             'ApiVersions': 18, 'CreateTopics': 19, 'DescribeConfigs': 32, 'OffsetCommit': 8, 'OffsetFetch': 9,
             'JoinGroup': 11, 'Heartbeat': 12, 'LeaveGroup': 13, 'SyncGroup': 14, 'OffsetForLeaderEpoch': 23,
             'DeleteRecords': 21, 'InitProducerId': 22, 'AddPartitionsToTxn': 24, 'EndTxn': 26,
-            'WriteTxnMarkers': 27, 'DescribeProducers': 61, 'DescribeTransactions': 65, 'ListTransactions': 66}
+            'WriteTxnMarkers': 27, 'DescribeProducers': 61, 'DescribeTransactions': 65, 'ListTransactions': 66,
+            'DescribeAcls': 29, 'CreateAcls': 30, 'DeleteAcls': 31}
 
 
 class DecodeError(Exception):
@@ -188,6 +189,51 @@ SCHEMAS = {
         F('transaction_states', [
             F('transactional_id', 'string', '0+'), F('producer_id', 'int64', '0+'),
             F('transaction_state', 'string', '0+'),
+        ], '0+'),
+    ]),
+    # ACLs (Kafka 4.4.0 CreateAcls/DescribeAcls/DeleteAcls v1-3, flexible from v2)
+    'DescribeAcls': (2, [
+        F('resource_type_filter', 'int8', '0+'), F('resource_name_filter', 'string', '0+', nullable='0+'),
+        F('pattern_type_filter', 'int8', '1+', default=3), F('principal_filter', 'string', '0+', nullable='0+'),
+        F('host_filter', 'string', '0+', nullable='0+'), F('operation', 'int8', '0+'),
+        F('permission_type', 'int8', '0+'),
+    ], [
+        F('throttle_time_ms', 'int32', '0+'), F('error_code', 'int16', '0+'),
+        F('error_message', 'string', '0+', nullable='0+'),
+        F('resources', [
+            F('resource_type', 'int8', '0+'), F('resource_name', 'string', '0+'),
+            F('pattern_type', 'int8', '1+', default=3),
+            F('acls', [F('principal', 'string', '0+'), F('host', 'string', '0+'), F('operation', 'int8', '0+'),
+                       F('permission_type', 'int8', '0+')], '0+'),
+        ], '0+'),
+    ]),
+    'CreateAcls': (2, [
+        F('creations', [
+            F('resource_type', 'int8', '0+'), F('resource_name', 'string', '0+'),
+            F('resource_pattern_type', 'int8', '1+', default=3), F('principal', 'string', '0+'),
+            F('host', 'string', '0+'), F('operation', 'int8', '0+'), F('permission_type', 'int8', '0+'),
+        ], '0+'),
+    ], [
+        F('throttle_time_ms', 'int32', '0+'),
+        F('results', [F('error_code', 'int16', '0+'), F('error_message', 'string', '0+', nullable='0+')], '0+'),
+    ]),
+    'DeleteAcls': (2, [
+        F('filters', [
+            F('resource_type_filter', 'int8', '0+'), F('resource_name_filter', 'string', '0+', nullable='0+'),
+            F('pattern_type_filter', 'int8', '1+', default=3), F('principal_filter', 'string', '0+', nullable='0+'),
+            F('host_filter', 'string', '0+', nullable='0+'), F('operation', 'int8', '0+'),
+            F('permission_type', 'int8', '0+'),
+        ], '0+'),
+    ], [
+        F('throttle_time_ms', 'int32', '0+'),
+        F('filter_results', [
+            F('error_code', 'int16', '0+'), F('error_message', 'string', '0+', nullable='0+'),
+            F('matching_acls', [
+                F('error_code', 'int16', '0+'), F('error_message', 'string', '0+', nullable='0+'),
+                F('resource_type', 'int8', '0+'), F('resource_name', 'string', '0+'),
+                F('pattern_type', 'int8', '1+', default=3), F('principal', 'string', '0+'),
+                F('host', 'string', '0+'), F('operation', 'int8', '0+'), F('permission_type', 'int8', '0+'),
+            ], '0+'),
         ], '0+'),
     ]),
     'ApiVersions': (3, [
