@@ -160,6 +160,8 @@ struct gr_req_sink {
     void (*released)(struct gr_req *req); /* the request is being freed: give back what it held */
     void (*close)(struct gr_req *req, const char *why); /* close the request's connection */
     const char *(*peer)(const struct gr_req *req);      /* the connection's peer, for log lines */
+    const char *(*principal)(const struct gr_req *req); /* gr_conn_principal (NULL: User:ANONYMOUS) */
+    const char *(*host)(const struct gr_req *req);      /* gr_conn_host (NULL: "") */
 };
 
 /* The broker, owned by the network thread: its configuration, store and partitions, the loop and its

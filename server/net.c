@@ -955,8 +955,19 @@ static const char *req_peer(const struct gr_req *req)
     return gr_conn_peer(req->conn);
 }
 
+static const char *req_principal(const struct gr_req *req)
+{
+    return gr_conn_principal(req->conn);
+}
+
+static const char *req_host(const struct gr_req *req)
+{
+    return req->conn->host;
+}
+
 /* What request.c tells a request's connection (struct gr_req_sink). */
-static const struct gr_req_sink req_sink = {req_answered_kick, req_released, req_close, req_peer};
+static const struct gr_req_sink req_sink = {req_answered_kick, req_released,  req_close,
+                                            req_peer,          req_principal, req_host};
 
 void gr_net_init(struct gr_broker *b)
 {
@@ -1181,14 +1192,4 @@ int gr_conn_set_principal(struct gr_conn *conn, const char *principal)
     free(conn->principal);
     conn->principal = copy;
     return 0;
-}
-
-const char *gr_req_principal(const struct gr_req *req)
-{
-    return req->conn ? gr_conn_principal(req->conn) : GR_PRINCIPAL_ANONYMOUS;
-}
-
-const char *gr_req_host(const struct gr_req *req)
-{
-    return req->conn ? req->conn->host : "";
 }

@@ -92,6 +92,29 @@ def acl(name, principal, op, pattern=LITERAL, perm=ALLOW, rtype=TOPIC, host='*')
             'principal': principal, 'host': host, 'operation': op, 'permission_type': perm}
 
 
+def group_errors(who, group):
+    """JoinGroup v5, SyncGroup v3, Heartbeat v3, LeaveGroup v3, FindCoordinator v3/v4 (group), ListOffsets v6."""
+    out = {}
+    with conn(who) as c:
+        r = c.request('FindCoordinator', 3, {'key': group, 'key_type': 0})
+        out['FindCoordinator v3'] = r['error_code']
+        r = c.request('FindCoordinator', 4, {'key_type': 0, 'coordinator_keys': [group]})
+        out['FindCoordinator v4'] = r['coordinators'][0]['error_code']
+        r = c.request('JoinGroup', 5, {'group_id': group, 'session_timeout_ms': 10000, 'rebalance_timeout_ms': 10000,
+                                      'member_id': '', 'group_instance_id': None, 'protocol_type': 'consumer',
+                                      'protocols': [{'name': 'range', 'metadata': b''}]})
+        out['JoinGroup'] = r['error_code']
+        member = r.get('member_id') or 'm'
+        out['SyncGroup'] = c.request('SyncGroup', 3, {'group_id': group, 'generation_id': 1, 'member_id': member,
+                                                     'group_instance_id': None, 'assignments': []})['error_code']
+        out['Heartbeat'] = c.request('Heartbeat', 3, {'group_id': group, 'generation_id': 1, 'member_id': member,
+                                                     'group_instance_id': None})['error_code']
+        out['LeaveGroup'] = c.request('LeaveGroup', 3, {'group_id': group, 'members': [
+            {'member_id': member, 'group_instance_id': None}]})['error_code']
+        out['ListOffsets'] = k.list_offsets(c, 'acl-t', 0, -1, version=6)['error_code']
+    return out
+
+
 def before():
     with conn('admin') as c:
         for name in ('acl-t', 'pre-a', 'other'):
@@ -110,6 +133,14 @@ def before():
              meta(who, ['acl-t'])['topics'][0]['error_code'])
         t.eq(f'{who} without ACLs: Metadata auto-creating new-{who} TOPIC_AUTHORIZATION_FAILED', TOPIC_AUTH,
              meta(who, [f'new-{who}'])['topics'][0]['error_code'])
+        g = group_errors(who, 'g-' + who)
+        for api in ('FindCoordinator v3', 'FindCoordinator v4', 'JoinGroup', 'SyncGroup', 'Heartbeat', 'LeaveGroup'):
+            t.eq(f'{who} without ACLs: {api} GROUP_AUTHORIZATION_FAILED', GROUP_AUTH, g[api])
+        t.eq(f'{who} without ACLs: ListOffsets TOPIC_AUTHORIZATION_FAILED', TOPIC_AUTH, g['ListOffsets'])
+        with conn(who) as c:
+            r = c.request('FindCoordinator', 4, {'key_type': 1, 'coordinator_keys': ['tx-' + who]})
+        t.eq(f'{who} without ACLs: FindCoordinator (transaction) TRANSACTIONAL_ID_AUTHORIZATION_FAILED', 53,
+             r['coordinators'][0]['error_code'])
         r = describe_acls(who)
         t.eq(f'{who}: DescribeAcls without DESCRIBE on the cluster CLUSTER_AUTHORIZATION_FAILED', CLUSTER_AUTH,
              r['error_code'])
@@ -149,9 +180,18 @@ def granted():
          meta('bob', ['acl-t'])['topics'][0]['error_code'])
     t.eq('bob: DESCRIBE does not allow Fetch', TOPIC_AUTH, fetch_part('bob', 'acl-t')['error_code'])
     t.eq('bob: DESCRIBE does not allow Produce', TOPIC_AUTH, produce_err('bob', 'acl-t'))
+    g = group_errors('alice', 'g-alice')
+    t.eq('alice with READ on group g-alice: FindCoordinator and JoinGroup pass the check (NONE, or'
+         ' MEMBER_ID_REQUIRED for a v4+ join without a member id)', {'FindCoordinator v3': 0, 'FindCoordinator v4': 0,
+                                                                    'JoinGroup': 79},
+         {a: g[a] for a in ('FindCoordinator v3', 'FindCoordinator v4', 'JoinGroup')})
+    t.check('alice: SyncGroup, Heartbeat, LeaveGroup reach the coordinator (not GROUP_AUTHORIZATION_FAILED)',
+            all(g[a] != GROUP_AUTH for a in ('SyncGroup', 'Heartbeat', 'LeaveGroup')), str(g))
+    t.eq('alice (READ implies DESCRIBE on acl-t): ListOffsets succeeds', 0, g['ListOffsets'])
+    t.eq('bob (DESCRIBE on acl-t): ListOffsets succeeds', 0, group_errors('bob', 'g-bob')['ListOffsets'])
     r = describe_acls('admin')
     n = sum(len(x['acls']) for x in r['resources'])
-    t.eq('DescribeAcls (ANY) by admin: the 4 ACLs kafka-acls.sh added', (0, 4), (r['error_code'], n))
+    t.eq('DescribeAcls (ANY) by admin: the 5 ACLs kafka-acls.sh added', (0, 5), (r['error_code'], n))
     r = describe_acls('admin', resource_type_filter=TOPIC, resource_name_filter='pre-a', pattern_type_filter=MATCH)
     t.eq('DescribeAcls MATCH pre-a: the prefixed pre- ACL', [('pre-', PREFIXED)],
          [(x['resource_name'], x['pattern_type']) for x in r['resources']])
@@ -175,8 +215,9 @@ def removed():
     t.eq('alice keeps READ: Fetch succeeds', 0, fetch_part('alice', 'acl-t')['error_code'])
     r = describe_acls('admin')
     got = sorted((x['resource_name'], a['principal'], a['operation']) for x in r['resources'] for a in x['acls'])
-    t.eq('DescribeAcls: the 3 ACLs left', [('acl-t', 'User:CN=bob,OU=ops,O=example', DESCRIBE),
-                                           ('acl-t', 'User:alice', READ), ('pre-', 'User:alice', WRITE)], got)
+    t.eq('DescribeAcls: the 4 ACLs left', [('acl-t', 'User:CN=bob,OU=ops,O=example', DESCRIBE),
+                                           ('acl-t', 'User:alice', READ), ('g-alice', 'User:alice', READ),
+                                           ('pre-', 'User:alice', WRITE)], got)
 
 
 def disabled():

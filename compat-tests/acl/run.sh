@@ -61,6 +61,8 @@ if [ -x "$KAFKA_HOME/bin/kafka-acls.sh" ]; then
     check_eq "kafka-acls.sh --add prefixed WRITE on pre- (exit 0)" "0" "$?"
     acls --add --allow-principal "User:CN=bob,OU=ops,O=example" --operation Describe --topic acl-t
     check_eq "kafka-acls.sh --add DESCRIBE for bob's subject (exit 0)" "0" "$?"
+    acls --add --allow-principal User:alice --operation Read --group g-alice
+    check_eq "kafka-acls.sh --add READ on group g-alice (exit 0)" "0" "$?"
     out=$(timeout 90 "$KAFKA_HOME/bin/kafka-acls.sh" --bootstrap-server "$MTLS" --command-config "$CERTS/admin.properties" --list --topic acl-t 2>&1)
     check_eq "kafka-acls.sh --list --topic acl-t shows the 3 literal ACLs" "3" "$(echo "$out" | grep -c 'principal=User:')"
     case "$out" in *"principal=User:alice, host=*, operation=WRITE, permissionType=ALLOW"*) pass "--list shows alice's WRITE as Kafka prints it" ;;

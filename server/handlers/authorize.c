@@ -60,6 +60,15 @@ int16_t gr_metadata_topic_authorized(struct gr_req *req, struct gr_str name, con
     return GR_ERR_NONE;
 }
 
+int16_t gr_route_described(struct gr_req *req, const struct gr_image_topic *it, struct gr_str name,
+                           int32_t partition, struct gr_route *r)
+{
+    if (gr_req_authorized(req, GR_ACL_OP_DESCRIBE, GR_ACL_RES_TOPIC, name))
+        return gr_route_partition(req->broker, it, partition, false, r);
+    *r = (struct gr_route){0};
+    return GR_ERR_TOPIC_AUTHORIZATION_FAILED;
+}
+
 bool *gr_produce_topics_denied(struct gr_req *req, bool *txn_refused)
 {
     struct gr_produce_request *body = req->body;

@@ -22,20 +22,11 @@ static int find_resource(const struct gr_describe_acls_response *resp, int nres,
     return nres;
 }
 
-enum gr_handler_rc gr_handle_describe_acls(struct gr_req *req)
+/* The request's filter into *out; false after filling the response's INVALID_REQUEST. */
+static bool read_filter(struct gr_req *req, struct gr_acl_filter *out)
 {
     struct gr_describe_acls_request *body = req->body;
     struct gr_describe_acls_response *resp = req->resp;
-    struct gr_broker *b = req->broker;
-    if (!gr_req_authorized_cluster(req, GR_ACL_OP_DESCRIBE)) {
-        resp->error_code = GR_ERR_CLUSTER_AUTHORIZATION_FAILED;
-        return GR_HANDLER_DONE;
-    }
-    if (!b->authz) {
-        resp->error_code = GR_ERR_SECURITY_DISABLED;
-        resp->error_message = gr_str_c("No Authorizer is configured.");
-        return GR_HANDLER_DONE;
-    }
     bool ok = true;
     struct gr_acl_filter f = {body->resource_type_filter,
                               body->pattern_type_filter,
@@ -48,8 +39,27 @@ enum gr_handler_rc gr_handle_describe_acls(struct gr_req *req)
     if (!ok || gr_acl_filter_validate(&f, &msg)) {
         resp->error_code = GR_ERR_INVALID_REQUEST;
         resp->error_message = gr_str_c(msg);
+        return false;
+    }
+    *out = f;
+    return true;
+}
+
+enum gr_handler_rc gr_handle_describe_acls(struct gr_req *req)
+{
+    struct gr_describe_acls_response *resp = req->resp;
+    struct gr_broker *b = req->broker;
+    if (!gr_req_authorized_cluster(req, GR_ACL_OP_DESCRIBE)) {
+        resp->error_code = GR_ERR_CLUSTER_AUTHORIZATION_FAILED;
         return GR_HANDLER_DONE;
     }
+    if (!b->authz) {
+        resp->error_code = GR_ERR_SECURITY_DISABLED;
+        resp->error_message = gr_str_c("No Authorizer is configured.");
+        return GR_HANDLER_DONE;
+    }
+    struct gr_acl_filter f;
+    if (!read_filter(req, &f)) return GR_HANDLER_DONE;
     int n = gr_authz_count(b->authz);
     int *match = gr_arena_calloc(&req->arena, (size_t)n + 1, sizeof *match);
     resp->resources.items = gr_arena_calloc(&req->arena, (size_t)n + 1, sizeof *resp->resources.items);

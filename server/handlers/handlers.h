@@ -7,6 +7,7 @@
 #define GR_HANDLERS_H
 
 #include "cluster/topic_writer.h"
+#include "common/acl.h"
 #include "protocol/errors.h"
 #include "server/broker.h"
 #include "server/internal_topics.h"
@@ -55,6 +56,11 @@ void gr_fetch_partition_init(struct gr_fetch_response_partition_data *rp, int32_
  * (`may_create`) without CREATE on the cluster or the topic; else NONE. */
 int16_t gr_metadata_topic_authorized(struct gr_req *req, struct gr_str name, const struct gr_image_topic *it,
                                      bool may_create);
+/* gr_route_partition (server/route.h, by name) when the principal may DESCRIBE the topic `name`, else
+ * TOPIC_AUTHORIZATION_FAILED with *r cleared (not pending): ListOffsets' check. */
+struct gr_route;
+int16_t gr_route_described(struct gr_req *req, const struct gr_image_topic *it, struct gr_str name,
+                           int32_t partition, struct gr_route *r);
 /* Produce: per topic_data entry, whether WRITE on the topic is denied (a v13 id checked by its topic's name;
  * an unknown id is not denied); *txn_refused when transactional records come without a transactional id
  * (gr_produce_txn_refused) or without WRITE on it. NULL when out of request memory. */
