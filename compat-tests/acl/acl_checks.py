@@ -115,6 +115,26 @@ def group_errors(who, group):
     return out
 
 
+def more_errors(who, group, topic='acl-t', new_topic=None, txn=None):
+    """OffsetCommit v8 (group, topic), CreateTopics v5, InitProducerId v2 (idempotent or txn), WriteTxnMarkers v1."""
+    out = {}
+    with conn(who) as c:
+        r = c.request('OffsetCommit', 8, {'group_id': group, 'generation_id_or_member_epoch': -1, 'member_id': '',
+                                         'group_instance_id': None, 'topics': [{'name': topic, 'partitions': [
+                                             {'partition_index': 0, 'committed_offset': 0,
+                                              'committed_metadata': None}]}]})
+        out['OffsetCommit'] = r['topics'][0]['partitions'][0]['error_code']
+        if new_topic:
+            out['CreateTopics'] = k.create_topic(c, new_topic, version=5)['error_code']
+        r = c.request('InitProducerId', 2, {'transactional_id': txn, 'transaction_timeout_ms': 60000})
+        out['InitProducerId'] = r['error_code']
+        r = c.request('WriteTxnMarkers', 1, {'markers': [{'producer_id': 1, 'producer_epoch': 0,
+                                                          'transaction_result': False, 'coordinator_epoch': 0,
+                                                          'topics': [{'name': 'acl-t', 'partition_indexes': [0]}]}]})
+        out['WriteTxnMarkers'] = r['markers'][0]['topics'][0]['partitions'][0]['error_code']
+    return out
+
+
 def before():
     with conn('admin') as c:
         for name in ('acl-t', 'pre-a', 'other'):
@@ -141,6 +161,15 @@ def before():
             r = c.request('FindCoordinator', 4, {'key_type': 1, 'coordinator_keys': ['tx-' + who]})
         t.eq(f'{who} without ACLs: FindCoordinator (transaction) TRANSACTIONAL_ID_AUTHORIZATION_FAILED', 53,
              r['coordinators'][0]['error_code'])
+        m = more_errors(who, 'g-' + who, new_topic=f'ct-{who}')
+        t.eq(f'{who} without ACLs: OffsetCommit GROUP_AUTHORIZATION_FAILED', GROUP_AUTH, m['OffsetCommit'])
+        t.eq(f'{who} without ACLs: CreateTopics TOPIC_AUTHORIZATION_FAILED', TOPIC_AUTH, m['CreateTopics'])
+        t.eq(f'{who} without ACLs: InitProducerId (idempotent) CLUSTER_AUTHORIZATION_FAILED', CLUSTER_AUTH,
+             m['InitProducerId'])
+        t.eq(f'{who}: WriteTxnMarkers without CLUSTER_ACTION CLUSTER_AUTHORIZATION_FAILED', CLUSTER_AUTH,
+             m['WriteTxnMarkers'])
+        t.eq(f'{who} without ACLs: InitProducerId (transactional) TRANSACTIONAL_ID_AUTHORIZATION_FAILED', 53,
+             more_errors(who, 'g-' + who, txn='tx-' + who)['InitProducerId'])
         r = describe_acls(who)
         t.eq(f'{who}: DescribeAcls without DESCRIBE on the cluster CLUSTER_AUTHORIZATION_FAILED', CLUSTER_AUTH,
              r['error_code'])
@@ -148,8 +177,8 @@ def before():
              create_acls(who, [acl('acl-t', 'User:' + who, ALL)]))
     t.eq('nothing was appended: acl-t high watermark still 1', (0, 1), hw('acl-t'))
     names = listed('admin')
-    t.check('no topic was auto-created (new-alice, new-bob, no-such-topic absent)',
-            not {'new-alice', 'new-bob', 'no-such-topic'} & set(names), str(names))
+    t.check('no topic was created (new-alice, new-bob, ct-alice, ct-bob, no-such-topic absent)',
+            not {'new-alice', 'new-bob', 'ct-alice', 'ct-bob', 'no-such-topic'} & set(names), str(names))
     t.eq('admin (super user) lists every topic', ['acl-t', 'other', 'pre-a'], [n for n in names if n in
                                                                              ('acl-t', 'other', 'pre-a')])
     t.eq('an anonymous PLAINTEXT client sees no topic', [], listed(None, plain=True))
@@ -188,6 +217,13 @@ def granted():
     t.check('alice: SyncGroup, Heartbeat, LeaveGroup reach the coordinator (not GROUP_AUTHORIZATION_FAILED)',
             all(g[a] != GROUP_AUTH for a in ('SyncGroup', 'Heartbeat', 'LeaveGroup')), str(g))
     t.eq('alice (READ implies DESCRIBE on acl-t): ListOffsets succeeds', 0, g['ListOffsets'])
+    m = more_errors('alice', 'g-alice', topic='other')
+    t.eq('alice with READ on g-alice: OffsetCommit of a topic without READ TOPIC_AUTHORIZATION_FAILED', TOPIC_AUTH,
+         m['OffsetCommit'])
+    t.eq('alice with WRITE on some topic: InitProducerId (idempotent) succeeds (KIP-679)', 0, m['InitProducerId'])
+    m = more_errors('alice', 'g-alice')
+    t.check('alice with READ on g-alice and acl-t: OffsetCommit passes the checks (not 29/30)',
+            m['OffsetCommit'] not in (TOPIC_AUTH, GROUP_AUTH), str(m))
     t.eq('bob (DESCRIBE on acl-t): ListOffsets succeeds', 0, group_errors('bob', 'g-bob')['ListOffsets'])
     r = describe_acls('admin')
     n = sum(len(x['acls']) for x in r['resources'])
