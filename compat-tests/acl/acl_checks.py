@@ -248,6 +248,11 @@ def granted():
 
 def removed():
     t.eq('after --remove of WRITE: alice Produce TOPIC_AUTHORIZATION_FAILED', TOPIC_AUTH, produce_err('alice', 'acl-t'))
+    with conn('admin') as c:  # v1 (not flexible), as older clients send it
+        r = c.request('DescribeAcls', 1, {'resource_type_filter': ANY, 'resource_name_filter': None,
+                                          'pattern_type_filter': ANYPAT, 'principal_filter': None,
+                                          'host_filter': None, 'operation': ANY, 'permission_type': ANY})
+    t.eq('DescribeAcls v1: the same 4 ACLs', (0, 4), (r['error_code'], sum(len(x['acls']) for x in r['resources'])))
     t.eq('alice keeps READ: Fetch succeeds', 0, fetch_part('alice', 'acl-t')['error_code'])
     r = describe_acls('admin')
     got = sorted((x['resource_name'], a['principal'], a['operation']) for x in r['resources'] for a in x['acls'])
