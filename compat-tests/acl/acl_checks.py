@@ -135,6 +135,12 @@ def more_errors(who, group, topic='acl-t', new_topic=None, txn=None):
     return out
 
 
+def delete_topic(who, name):
+    with conn(who) as c:
+        r = c.request('DeleteTopics', 5, {'topic_names': [name], 'timeout_ms': 10000})
+    return r['responses'][0]['error_code']
+
+
 def before():
     with conn('admin') as c:
         for name in ('acl-t', 'pre-a', 'other'):
@@ -224,6 +230,16 @@ def granted():
     m = more_errors('alice', 'g-alice')
     t.check('alice with READ on g-alice and acl-t: OffsetCommit passes the checks (not 29/30)',
             m['OffsetCommit'] not in (TOPIC_AUTH, GROUP_AUTH), str(m))
+    t.eq('bob with DESCRIBE but not DELETE on acl-t: DeleteTopics TOPIC_AUTHORIZATION_FAILED', TOPIC_AUTH,
+         delete_topic('bob', 'acl-t'))
+    t.eq('alice without DESCRIBE on other: DeleteTopics TOPIC_AUTHORIZATION_FAILED', TOPIC_AUTH,
+         delete_topic('alice', 'other'))
+    t.eq('alice without DESCRIBE: DeleteTopics of a missing topic TOPIC_AUTHORIZATION_FAILED (not disclosed)',
+         TOPIC_AUTH, delete_topic('alice', 'no-such-topic'))
+    t.check('acl-t and other still exist', {'acl-t', 'other'} <= set(listed('admin')), str(listed('admin')))
+    with conn('admin') as c:
+        t.eq('admin creates and deletes del-me (super user)', (0, 0),
+             (k.create_topic(c, 'del-me')['error_code'], delete_topic('admin', 'del-me')))
     t.eq('bob (DESCRIBE on acl-t): ListOffsets succeeds', 0, group_errors('bob', 'g-bob')['ListOffsets'])
     r = describe_acls('admin')
     n = sum(len(x['acls']) for x in r['resources'])

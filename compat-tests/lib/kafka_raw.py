@@ -63,7 +63,7 @@ API_KEYS = {'Produce': 0, 'Fetch': 1, 'ListOffsets': 2, 'Metadata': 3, 'FindCoor
             'JoinGroup': 11, 'Heartbeat': 12, 'LeaveGroup': 13, 'SyncGroup': 14, 'OffsetForLeaderEpoch': 23,
             'DeleteRecords': 21, 'InitProducerId': 22, 'AddPartitionsToTxn': 24, 'EndTxn': 26,
             'WriteTxnMarkers': 27, 'DescribeProducers': 61, 'DescribeTransactions': 65, 'ListTransactions': 66,
-            'DescribeAcls': 29, 'CreateAcls': 30, 'DeleteAcls': 31}
+            'DescribeAcls': 29, 'CreateAcls': 30, 'DeleteAcls': 31, 'DeleteTopics': 20}
 
 
 class DecodeError(Exception):
@@ -189,6 +189,17 @@ SCHEMAS = {
         F('transaction_states', [
             F('transactional_id', 'string', '0+'), F('producer_id', 'int64', '0+'),
             F('transaction_state', 'string', '0+'),
+        ], '0+'),
+    ]),
+    'DeleteTopics': (4, [
+        F('topics', [F('name', 'string', '6+', nullable='6+'), F('topic_id', 'uuid', '6+')], '6+'),
+        F('topic_names', '[string]', '0-5'),
+        F('timeout_ms', 'int32', '0+', default=30000),
+    ], [
+        F('throttle_time_ms', 'int32', '1+'),
+        F('responses', [
+            F('name', 'string', '0+', nullable='6+'), F('topic_id', 'uuid', '6+'), F('error_code', 'int16', '0+'),
+            F('error_message', 'string', '5+', nullable='5+'),
         ], '0+'),
     ]),
     # ACLs (Kafka 4.4.0 CreateAcls/DescribeAcls/DeleteAcls v1-3, flexible from v2)
