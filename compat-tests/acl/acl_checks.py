@@ -141,6 +141,14 @@ def delete_topic(who, name):
     return r['responses'][0]['error_code']
 
 
+def groups_seen(who):
+    """(ListGroups v4 group ids, DescribeGroups v5 error code of g-admin)."""
+    with conn(who) as c:
+        lg = sorted(g['group_id'] for g in c.request('ListGroups', 4, {'states_filter': []})['groups'])
+        dg = c.request('DescribeGroups', 5, {'groups': ['g-admin']})['groups'][0]['error_code']
+    return lg, dg
+
+
 def before():
     with conn('admin') as c:
         for name in ('acl-t', 'pre-a', 'other'):
@@ -181,6 +189,18 @@ def before():
              r['error_code'])
         t.eq(f'{who}: CreateAcls without ALTER on the cluster CLUSTER_AUTHORIZATION_FAILED', [CLUSTER_AUTH],
              create_acls(who, [acl('acl-t', 'User:' + who, ALL)]))
+    with conn('admin') as c:  # a group with a committed offset, made by the super user
+        r = c.request('OffsetCommit', 8, {'group_id': 'g-admin', 'generation_id_or_member_epoch': -1, 'member_id': '',
+                                         'group_instance_id': None, 'topics': [{'name': 'acl-t', 'partitions': [
+                                             {'partition_index': 0, 'committed_offset': 0,
+                                              'committed_metadata': None}]}]})
+    t.eq('admin commits an offset for g-admin', 0, r['topics'][0]['partitions'][0]['error_code'])
+    lg, dg = groups_seen('admin')
+    t.eq('admin: ListGroups shows g-admin, DescribeGroups answers it', (True, 0), ('g-admin' in lg, dg))
+    for who in ('alice', 'bob'):
+        lg, dg = groups_seen(who)
+        t.eq(f'{who} without ACLs: ListGroups shows no group', [], lg)
+        t.eq(f'{who} without ACLs: DescribeGroups GROUP_AUTHORIZATION_FAILED', GROUP_AUTH, dg)
     t.eq('nothing was appended: acl-t high watermark still 1', (0, 1), hw('acl-t'))
     names = listed('admin')
     t.check('no topic was created (new-alice, new-bob, ct-alice, ct-bob, no-such-topic absent)',
@@ -240,6 +260,9 @@ def granted():
     with conn('admin') as c:
         t.eq('admin creates and deletes del-me (super user)', (0, 0),
              (k.create_topic(c, 'del-me')['error_code'], delete_topic('admin', 'del-me')))
+    lg, dg = groups_seen('alice')
+    t.eq('alice with READ on g-alice (implies DESCRIBE): ListGroups shows only groups she may describe',
+         True, set(lg) <= {'g-alice'})
     t.eq('bob (DESCRIBE on acl-t): ListOffsets succeeds', 0, group_errors('bob', 'g-bob')['ListOffsets'])
     r = describe_acls('admin')
     n = sum(len(x['acls']) for x in r['resources'])
