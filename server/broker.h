@@ -151,8 +151,9 @@ struct gr_listener {
     int32_t adv_port;
     int fd;
     ev_io w;
-    struct ssl_ctx_st *tls_ctx;    /* security protocol SSL or SASL_SSL: its context (server/tls.h) */
-    struct gr_sasl_listener *sasl; /* SASL_PLAINTEXT or SASL_SSL: its mechanisms (server/sasl.h) */
+    struct ssl_ctx_st *tls_ctx;           /* security protocol SSL or SASL_SSL: its context (server/tls.h) */
+    struct gr_sasl_listener *sasl;        /* SASL_PLAINTEXT or SASL_SSL: its mechanisms (server/sasl.h) */
+    struct gr_ssl_rules *principal_rules; /* with tls_ctx: ssl.principal.mapping.rules (ssl_principal.h) */
 };
 
 /* What request.c tells a request's connection (set by gr_net_init in b->req_sink; NULL in unit tests that
@@ -163,6 +164,8 @@ struct gr_req_sink {
     void (*released)(struct gr_req *req); /* the request is being freed: give back what it held */
     void (*close)(struct gr_req *req, const char *why); /* close the request's connection */
     const char *(*peer)(const struct gr_req *req);      /* the connection's peer, for log lines */
+    const char *(*principal)(const struct gr_req *req); /* gr_conn_principal (NULL: User:ANONYMOUS) */
+    const char *(*host)(const struct gr_req *req);      /* gr_conn_host (NULL: "") */
 };
 
 /* The broker, owned by the network thread: its configuration, store and partitions, the loop and its
@@ -174,8 +177,10 @@ struct gr_broker {
     struct ev_loop *loop;
     struct gr_store *store;
     struct gr_coordinator *coord;
-    struct gr_image *image; /* what this broker knows about the cluster (cluster/image.h): read through
-                               server/route.h; fed by cluster/local.h in single-node mode */
+    struct gr_image *image;      /* what this broker knows about the cluster (cluster/image.h): read through
+                                    server/route.h; fed by cluster/local.h in single-node mode */
+    struct gr_authorizer *authz; /* authorizer.class.name set: the ACLs (server/acls.h); NULL = no checks */
+    char *acls_dir;              /* with authz: the directory of its file */
     struct gr_topic_writer *topic_writer; /* every topic change goes through it (cluster/topic_writer.h) */
     struct gr_producer_id_manager *producer_ids;    /* InitProducerId's ids (server/producer_ids.c) */
     struct gr_producer_ids_etcd *producer_ids_etcd; /* cluster mode: their source, owning producer_ids */

@@ -263,6 +263,14 @@ static const struct gr_config_def defs[] = {
     {"inter.broker.listener.name", GR_CFG_STRING, NULL, 0, 0,
      "Name of the listener brokers use to reach each other; must be one of the names in listeners. Unset: "
      "the listener named after security.inter.broker.protocol (PLAINTEXT), else the first in listeners."},
+    /* ACLs (issue #23), Kafka's names (ServerConfigs, StandardAuthorizer) */
+    {"authorizer.class.name", GR_CFG_STRING, "", 0, 0,
+     "The authorizer: org.apache.kafka.metadata.authorizer.StandardAuthorizer switches ACL checks on "
+     "(server/acls.h); empty: no authorization, as in Kafka."},
+    {"super.users", GR_CFG_STRING, NULL, 0, 0,
+     "Principals allowed everything, semicolon-separated (User:admin;User:CN=ops,O=example)."},
+    {"allow.everyone.if.no.acl.found", GR_CFG_BOOLEAN, "false", 0, 0,
+     "Whether a resource with no ACL at all is open to every principal."},
 };
 
 #define NDEFS ((int)(sizeof defs / sizeof defs[0]))
@@ -429,6 +437,14 @@ static int validate_cluster(const char *name, const char *value)
                 known ? "cannot be" : "must be PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL, got", value);
         return -1;
     }
+    if (!strcmp(name, "authorizer.class.name") && *value && strcmp(value, GR_CONFIG_STANDARD_AUTHORIZER)) {
+        fprintf(stderr, "config: authorizer.class.name must be empty or %s, got '%.200s'%s\n",
+                GR_CONFIG_STANDARD_AUTHORIZER, value,
+                strcmp(value, "kafka.security.authorizer.AclAuthorizer")
+                    ? ""
+                    : " (Kafka 4 removed AclAuthorizer with ZooKeeper)");
+        return -1;
+    }
     if (!strcmp(name, "inter.broker.listener.name") && !*value) {
         fprintf(stderr, "config: inter.broker.listener.name must name a listener, got ''\n");
         return -1;
@@ -523,6 +539,7 @@ static const struct {
     {"ssl.client.auth", "none"},
     {"ssl.enabled.protocols", "TLSv1.2,TLSv1.3"},
     {"ssl.cipher.suites", NULL},
+    {"ssl.principal.mapping.rules", "DEFAULT"},
 };
 #define NSSL ((int)(sizeof ssl_defs / sizeof ssl_defs[0]))
 
@@ -616,7 +633,8 @@ void gr_config_ssl(const struct gr_config *cfg, const char *listener, struct gr_
                             &out->truststore_certificates,
                             &out->client_auth,
                             &out->enabled_protocols,
-                            &out->cipher_suites};
+                            &out->cipher_suites,
+                            &out->principal_mapping_rules};
     char lower[GR_LISTENER_NAME_BYTES_MAX + 1];
     size_t n = 0;
     for (; listener[n] && n < GR_LISTENER_NAME_BYTES_MAX; n++)
@@ -961,6 +979,9 @@ void gr_config_resolve(struct gr_config *cfg)
     s->broker_rack = gr_config_str(cfg, "broker.rack");
     s->inter_broker_listener_name = gr_config_str(cfg, "inter.broker.listener.name");
     s->security_inter_broker_protocol = gr_config_str(cfg, "security.inter.broker.protocol");
+    s->authorizer_enabled = !!*gr_config_str(cfg, "authorizer.class.name");
+    s->super_users = gr_config_str(cfg, "super.users");
+    s->allow_everyone_if_no_acl_found = gr_config_bool(cfg, "allow.everyone.if.no.acl.found");
     s->min_insync_replicas = (int32_t)gr_config_int(cfg, "min.insync.replicas");
     s->replica_lag_time_max_ms = gr_config_int(cfg, "replica.lag.time.max.ms");
     s->replica_fetch_max_bytes = (int32_t)gr_config_int(cfg, "replica.fetch.max.bytes");

@@ -117,7 +117,15 @@ struct gr_broker_settings {
     int64_t replica_high_watermark_checkpoint_interval_ms; /* replica.high.watermark.checkpoint.interval.ms */
     bool unclean_leader_election_enable; /* unclean.leader.election.enable (broker default) */
     bool controlled_shutdown_enable;     /* controlled.shutdown.enable (cluster mode's SIGTERM wait) */
+    /* ACLs (issue #23): read once at start by server/acls.c */
+    bool authorizer_enabled;             /* authorizer.class.name is GR_CONFIG_STANDARD_AUTHORIZER */
+    const char *super_users;             /* super.users, NULL when unset */
+    bool allow_everyone_if_no_acl_found; /* allow.everyone.if.no.acl.found */
 };
+
+/* The one authorizer.class.name Gregor accepts besides "" (Kafka 4.x's StandardAuthorizer; Kafka 4 removed
+ * kafka.security.authorizer.AclAuthorizer with ZooKeeper, so it is refused as Kafka 4 cannot load it). */
+#define GR_CONFIG_STANDARD_AUTHORIZER "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 
 /* The TLS settings of one listener (issue #23), Kafka's names (SslConfigs, BrokerSecurityConfigs, KIP-651):
  * each field is listener.name.<listener, lower case>.<key> when set, else the broker-wide <key>, else Kafka's
@@ -135,6 +143,7 @@ struct gr_ssl_settings {
     const char *client_auth;                /* ssl.client.auth: none (default), requested, required */
     const char *enabled_protocols;          /* ssl.enabled.protocols, default TLSv1.2,TLSv1.3 */
     const char *cipher_suites;              /* ssl.cipher.suites, NULL or empty = OpenSSL's defaults */
+    const char *principal_mapping_rules;    /* ssl.principal.mapping.rules, default DEFAULT */
 };
 
 /* The SASL settings of one listener and one mechanism (issue #23), Kafka's names (BrokerSecurityConfigs,

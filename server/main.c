@@ -25,6 +25,7 @@
 #include "common/time.h"
 #include "cluster/local.h"
 #include "cluster/topic_writer.h"
+#include "server/acls.h"
 #include "server/admin_http.h"
 #include "server/broker.h"
 #include "server/dynconf.h"
@@ -340,6 +341,7 @@ int main(int argc, char **argv)
     /* the admin listener (server/admin_http.h): a busy port or a bad value is a refused config */
     if (gr_admin_http_start(b, &b->admin) < 0) return refused(b);
     if (lock_log_dir(dir) < 0) return 1;
+    if (gr_acls_setup(b, dir) < 0) return refused(b); /* a bad super.users or a damaged ACL file */
     /* cluster mode: the cluster id is settled with etcd before the store may write a new meta.properties */
     if (cluster && gr_membership_resolve(b, dir, &sc.cluster_id) < 0) return 1;
     raise_open_files_limit();
@@ -450,6 +452,7 @@ int main(int argc, char **argv)
     gr_membership_stop(b);                 /* revokes the lease: the registration is gone at once */
     gr_image_free(b->image);
     gr_scram_store_clear(&b->scram);
+    gr_acls_free(b);
     gr_log_ratelimit_flush(INT64_MAX); /* every count of suppressed warnings still pending */
     GR_INFO("stopped cleanly (%lld parked-request re-checks since start)", (long long)b->rechecks);
     gr_metrics_free(&b->metrics);

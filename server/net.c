@@ -61,6 +61,7 @@
 #include "common/time.h"
 #include "server/broker.h"
 #include "server/sasl.h"
+#include "server/ssl_principal.h"
 #include "server/tls.h"
 
 #define GR_CONN_READ_BUF_BYTES (64 * 1024)
@@ -102,6 +103,7 @@ struct gr_conn {
     uint8_t *tls_out;
     size_t tls_out_len, tls_out_off;
     bool tls_read_wants_write; /* a read (the handshake) waits for the socket to be writable */
+    bool tls_principal_done;   /* the SSL principal mapping ran (once, after the handshake) */
     bool tls_write_wants_read; /* a write waits for the socket to be readable */
     /* SASL (NULL sasl = none): the session (server/sasl.h) and the timer that closes the connection
        connection.failed.authentication.delay.ms after a raw token failed */
@@ -367,6 +369,29 @@ static bool conn_parse(struct gr_conn *conn)
     return true;
 }
 
+/* The principal of a finished handshake (server/ssl_principal.h): User:<the subject mapped by the listener's
+ * ssl.principal.mapping.rules>, User:ANONYMOUS without a client certificate. 0, or -1 after closing the
+ * connection when no rule matches the subject (Kafka fails the authentication) or it cannot be read. */
+static int conn_tls_principal(struct gr_conn *conn)
+{
+    conn->tls_principal_done = true;
+    if (conn->listener->sasl)
+        return 0; /* SASL_SSL: the principal is SASL's (Kafka maps SSL subjects only on SSL) */
+    char dn[GR_PRINCIPAL_MAX + 1], name[GR_PRINCIPAL_MAX + 1], principal[GR_PRINCIPAL_MAX + 8];
+    int rc = gr_tls_peer_dn(conn->ssl, dn, sizeof dn);
+    if (rc == 0) return 0; /* no certificate: User:ANONYMOUS */
+    if (rc < 0 || gr_ssl_rules_apply(conn->listener->principal_rules, dn, name, sizeof name) < 0 ||
+        snprintf(principal, sizeof principal, "User:%s", name) > GR_PRINCIPAL_MAX ||
+        gr_conn_set_principal(conn, principal) < 0) {
+        GR_WARN_RATELIMITED("connection %s on %s: no principal for the client certificate '%.200s' "
+                            "(ssl.principal.mapping.rules), closing",
+                            conn->peer, conn->listener->name, rc < 0 ? "(unreadable)" : dn);
+        gr_conn_close(conn, "SSL authentication failed");
+        return -1;
+    }
+    return 0;
+}
+
 /* One TLS read into dst: the byte count, 0 when the peer closed, -1 when it waits for the socket (the
  * handshake's write sets the write watcher), -2 after closing the connection on a failure. */
 static ssize_t conn_tls_read(struct gr_conn *conn, uint8_t *dst, size_t len)
@@ -374,6 +399,9 @@ static ssize_t conn_tls_read(struct gr_conn *conn, uint8_t *dst, size_t len)
     enum gr_tls_want tw;
     char why[300];
     ssize_t n = gr_tls_read(conn->ssl, dst, len, &tw, why, sizeof why);
+    if (n >= 0 && !conn->tls_principal_done && gr_tls_handshake_done(conn->ssl) &&
+        conn_tls_principal(conn) < 0)
+        return -2;
     if (n >= 0) return n;
     if (tw == GR_TLS_WANT_READ) return -1;
     if (tw == GR_TLS_WANT_WRITE) {
@@ -1030,8 +1058,19 @@ static const char *req_peer(const struct gr_req *req)
     return gr_conn_peer(req->conn);
 }
 
+static const char *req_principal(const struct gr_req *req)
+{
+    return gr_conn_principal(req->conn);
+}
+
+static const char *req_host(const struct gr_req *req)
+{
+    return req->conn->host;
+}
+
 /* What request.c tells a request's connection (struct gr_req_sink). */
-static const struct gr_req_sink req_sink = {req_answered_kick, req_released, req_close, req_peer};
+static const struct gr_req_sink req_sink = {req_answered_kick, req_released,  req_close,
+                                            req_peer,          req_principal, req_host};
 
 void gr_net_init(struct gr_broker *b)
 {
@@ -1122,6 +1161,11 @@ int gr_net_tls_setup(struct gr_broker *b)
             struct gr_ssl_settings ss;
             gr_config_ssl(&b->cfg, l->name, &ss);
             l->tls_ctx = gr_tls_ctx_new(l->name, &ss, err, sizeof err);
+            if (l->tls_ctx &&
+                !(l->principal_rules = gr_ssl_rules_parse(ss.principal_mapping_rules, err, sizeof err))) {
+                gr_tls_ctx_free(l->tls_ctx);
+                l->tls_ctx = NULL;
+            }
         }
         if ((proto == PROTO_SSL || proto == PROTO_SASL_SSL) && !l->tls_ctx) goto refused;
         if ((proto == PROTO_SASL_PLAINTEXT || proto == PROTO_SASL_SSL) &&
@@ -1135,6 +1179,8 @@ int gr_net_tls_setup(struct gr_broker *b)
             b->listeners[k].tls_ctx = NULL;
             gr_sasl_listener_free(b->listeners[k].sasl);
             b->listeners[k].sasl = NULL;
+            gr_ssl_rules_free(b->listeners[k].principal_rules);
+            b->listeners[k].principal_rules = NULL;
         }
         return -1;
     }
@@ -1205,6 +1251,8 @@ void gr_net_close_all(struct gr_broker *b)
         b->listeners[i].tls_ctx = NULL;
         gr_sasl_listener_free(b->listeners[i].sasl); /* sessions never reach back into it once closed */
         b->listeners[i].sasl = NULL;
+        gr_ssl_rules_free(b->listeners[i].principal_rules);
+        b->listeners[i].principal_rules = NULL;
     }
     ev_timer_stop(b->loop, &b->resume_w);
     ev_timer_stop(b->loop, &b->accept_w);
@@ -1263,16 +1311,6 @@ int gr_conn_set_principal(struct gr_conn *conn, const char *principal)
     free(conn->principal);
     conn->principal = copy;
     return 0;
-}
-
-const char *gr_req_principal(const struct gr_req *req)
-{
-    return req->conn ? gr_conn_principal(req->conn) : GR_PRINCIPAL_ANONYMOUS;
-}
-
-const char *gr_req_host(const struct gr_req *req)
-{
-    return req->conn ? req->conn->host : "";
 }
 
 struct gr_sasl *gr_req_sasl(const struct gr_req *req)

@@ -79,6 +79,20 @@ const char *gr_req_peer(const struct gr_req *req)
     return req->conn && sink ? sink->peer(req) : "";
 }
 
+/* Through the sink, as gr_req_peer: the handlers and the authorizer (server/acls.c) read the principal
+   without calling connection code (scripts/lint.py's call-cycle check). */
+const char *gr_req_principal(const struct gr_req *req)
+{
+    const struct gr_req_sink *sink = req->broker->req_sink;
+    return req->conn && sink && sink->principal ? sink->principal(req) : GR_PRINCIPAL_ANONYMOUS;
+}
+
+const char *gr_req_host(const struct gr_req *req)
+{
+    const struct gr_req_sink *sink = req->broker->req_sink;
+    return req->conn && sink && sink->host ? sink->host(req) : "";
+}
+
 static void req_answered(struct gr_req *req)
 {
     const struct gr_req_sink *sink = req->broker->req_sink;

@@ -469,3 +469,103 @@ bool gr_tls_handshake_done(const struct ssl_st *ssl)
 {
     return SSL_is_init_finished(ssl) == 1;
 }
+
+/* Appends `n` bytes of `s` at out[*k] (cap bytes in all); false when they do not fit. */
+static bool dn_put(char *out, size_t cap, size_t *k, const char *s, size_t n)
+{
+    if (*k + n >= cap) return false;
+    memcpy(out + *k, s, n);
+    *k += n;
+    out[*k] = 0;
+    return true;
+}
+
+/* Java's X500Principal RFC 2253 keyword for `nid`, NULL when Java writes the OID instead. */
+static const char *dn_keyword(int nid)
+{
+    switch (nid) {
+    case NID_commonName:
+        return "CN";
+    case NID_countryName:
+        return "C";
+    case NID_localityName:
+        return "L";
+    case NID_stateOrProvinceName:
+        return "ST";
+    case NID_organizationName:
+        return "O";
+    case NID_organizationalUnitName:
+        return "OU";
+    case NID_streetAddress:
+        return "STREET";
+    case NID_domainComponent:
+        return "DC";
+    case NID_userId:
+        return "UID";
+    default:
+        return NULL;
+    }
+}
+
+/* One attribute "<keyword>=<value>" (the value escaped as RFC 2253 section 2.4 asks), or, for an attribute
+   Java has no keyword for, "<oid>=#<hex of the DER value>" as X500Principal.getName() writes it. */
+static bool dn_entry(X509_NAME_ENTRY *e, char *out, size_t cap, size_t *k)
+{
+    ASN1_OBJECT *obj = X509_NAME_ENTRY_get_object(e);
+    ASN1_STRING *val = X509_NAME_ENTRY_get_data(e);
+    const char *kw = dn_keyword(OBJ_obj2nid(obj));
+    char oid[128];
+    if (!kw) {
+        if (OBJ_obj2txt(oid, sizeof oid, obj, 1) <= 0) return false;
+        kw = oid;
+    }
+    if (!dn_put(out, cap, k, kw, strlen(kw)) || !dn_put(out, cap, k, "=", 1)) return false;
+    if (kw == oid) {
+        unsigned char *der = NULL;
+        int n = i2d_ASN1_TYPE(&(ASN1_TYPE){.type = ASN1_STRING_type(val), .value.asn1_string = val}, &der);
+        if (n <= 0) return false;
+        bool ok = dn_put(out, cap, k, "#", 1);
+        for (int i = 0; ok && i < n; i++) {
+            char hx[3];
+            snprintf(hx, sizeof hx, "%02x", der[i]);
+            ok = dn_put(out, cap, k, hx, 2);
+        }
+        OPENSSL_free(der);
+        return ok;
+    }
+    unsigned char *u = NULL;
+    int n = ASN1_STRING_to_UTF8(&u, val);
+    if (n < 0) return false;
+    bool ok = true;
+    for (int i = 0; ok && i < n; i++) {
+        char c = (char)u[i];
+        bool esc =
+            strchr(",+\"\\<>;", c) != NULL || (i == 0 && (c == '#' || c == ' ')) || (i == n - 1 && c == ' ');
+        if (esc) ok = dn_put(out, cap, k, "\\", 1);
+        if (ok) ok = dn_put(out, cap, k, &c, 1);
+    }
+    OPENSSL_free(u);
+    return ok;
+}
+
+int gr_tls_peer_dn(struct ssl_st *ssl, char *out, size_t cap)
+{
+    X509 *peer = SSL_get1_peer_certificate(ssl);
+    if (!peer) return 0;
+    const X509_NAME *name = X509_get_subject_name(peer);
+    size_t k = 0;
+    out[0] = 0;
+    bool ok = cap > 0;
+    int count = X509_NAME_entry_count(name);
+    /* RFC 2253 writes the RDNs last to first; the attributes of one multi-valued RDN are joined by '+' */
+    for (int i = count - 1; ok && i >= 0; i--) {
+        X509_NAME_ENTRY *e = X509_NAME_get_entry(name, i);
+        if (i < count - 1) {
+            bool same = X509_NAME_ENTRY_set(e) == X509_NAME_ENTRY_set(X509_NAME_get_entry(name, i + 1));
+            ok = dn_put(out, cap, &k, same ? "+" : ",", 1);
+        }
+        if (ok) ok = dn_entry(e, out, cap, &k);
+    }
+    X509_free(peer);
+    return ok ? 1 : -1;
+}

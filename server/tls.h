@@ -7,7 +7,8 @@
  * problem is reported at start naming the key, never at the first connection.
  * Each connection of that listener gets an SSL object on its non-blocking socket; the reads and writes here
  * never block: they say which readiness (read or write) the socket needs before the call can go on.
- * Not here yet (later slices of #23): kTLS, certificate reload, principal mapping, SASL, inter-broker TLS.
+ * The peer's subject (gr_tls_peer_dn) feeds the principal mapping (server/ssl_principal.h).
+ * Not here yet (later slices of #23): kTLS, certificate reload, SASL, inter-broker TLS.
  * Read next: server/net.c (the connections that call these).
  */
 #ifndef GR_TLS_H
@@ -53,5 +54,12 @@ ssize_t gr_tls_write(struct ssl_st *ssl, const void *buf, size_t len, enum gr_tl
 bool gr_tls_pending(const struct ssl_st *ssl);
 /* Whether the handshake is finished. */
 bool gr_tls_handshake_done(const struct ssl_st *ssl);
+/* The subject of the peer's (verified) certificate after the handshake, in RFC 2253 form as Java's
+ * X500Principal.getName() writes it (Kafka's DefaultKafkaPrincipalBuilder): RDNs last to first, ',' between
+ * them, '+' inside a multi-valued one, keywords CN C L ST O OU STREET DC UID, other attributes as
+ * <oid>=#<hex DER>, values escaped per RFC 2253. Written into `out` (`cap` bytes). Returns 1, 0 when the peer
+ * sent no certificate, -1 when the name does not fit or cannot be read. Java differs on rare forms
+ * (non-UTF-8 string types, the order inside a multi-valued RDN). */
+int gr_tls_peer_dn(struct ssl_st *ssl, char *out, size_t cap);
 
 #endif

@@ -63,7 +63,10 @@ API_KEYS = {'Produce': 0, 'Fetch': 1, 'ListOffsets': 2, 'Metadata': 3, 'FindCoor
             'JoinGroup': 11, 'Heartbeat': 12, 'LeaveGroup': 13, 'SyncGroup': 14, 'OffsetForLeaderEpoch': 23,
             'DeleteRecords': 21, 'InitProducerId': 22, 'AddPartitionsToTxn': 24, 'EndTxn': 26,
             'WriteTxnMarkers': 27, 'DescribeProducers': 61, 'DescribeTransactions': 65, 'ListTransactions': 66,
-            'SaslHandshake': 17, 'SaslAuthenticate': 36}
+            'SaslHandshake': 17, 'SaslAuthenticate': 36,
+
+            'DescribeAcls': 29, 'CreateAcls': 30, 'DeleteAcls': 31, 'DeleteTopics': 20,
+            'DescribeGroups': 15, 'ListGroups': 16}
 
 
 class DecodeError(Exception):
@@ -195,6 +198,83 @@ SCHEMAS = {
         F('transaction_states', [
             F('transactional_id', 'string', '0+'), F('producer_id', 'int64', '0+'),
             F('transaction_state', 'string', '0+'),
+        ], '0+'),
+    ]),
+    'DescribeGroups': (5, [
+        F('groups', '[string]', '0+'), F('include_authorized_operations', 'bool', '3+', default=False),
+    ], [
+        F('throttle_time_ms', 'int32', '1+'),
+        F('groups', [
+            F('error_code', 'int16', '0+'), F('error_message', 'string', '6+', nullable='6+'),
+            F('group_id', 'string', '0+'), F('group_state', 'string', '0+'), F('protocol_type', 'string', '0+'),
+            F('protocol_data', 'string', '0+'),
+            F('members', [F('member_id', 'string', '0+'), F('group_instance_id', 'string', '4+', nullable='4+'),
+                          F('client_id', 'string', '0+'), F('client_host', 'string', '0+'),
+                          F('member_metadata', 'bytes', '0+'), F('member_assignment', 'bytes', '0+')], '0+'),
+            F('authorized_operations', 'int32', '3+', default=-2147483648),
+        ], '0+'),
+    ]),
+    'ListGroups': (3, [
+        F('states_filter', '[string]', '4+'), F('types_filter', '[string]', '5+'),
+    ], [
+        F('throttle_time_ms', 'int32', '1+'), F('error_code', 'int16', '0+'),
+        F('groups', [F('group_id', 'string', '0+'), F('protocol_type', 'string', '0+'),
+                     F('group_state', 'string', '4+'), F('group_type', 'string', '5+')], '0+'),
+    ]),
+    'DeleteTopics': (4, [
+        F('topics', [F('name', 'string', '6+', nullable='6+'), F('topic_id', 'uuid', '6+')], '6+'),
+        F('topic_names', '[string]', '0-5'),
+        F('timeout_ms', 'int32', '0+', default=30000),
+    ], [
+        F('throttle_time_ms', 'int32', '1+'),
+        F('responses', [
+            F('name', 'string', '0+', nullable='6+'), F('topic_id', 'uuid', '6+'), F('error_code', 'int16', '0+'),
+            F('error_message', 'string', '5+', nullable='5+'),
+        ], '0+'),
+    ]),
+    # ACLs (Kafka 4.4.0 CreateAcls/DescribeAcls/DeleteAcls v1-3, flexible from v2)
+    'DescribeAcls': (2, [
+        F('resource_type_filter', 'int8', '0+'), F('resource_name_filter', 'string', '0+', nullable='0+'),
+        F('pattern_type_filter', 'int8', '1+', default=3), F('principal_filter', 'string', '0+', nullable='0+'),
+        F('host_filter', 'string', '0+', nullable='0+'), F('operation', 'int8', '0+'),
+        F('permission_type', 'int8', '0+'),
+    ], [
+        F('throttle_time_ms', 'int32', '0+'), F('error_code', 'int16', '0+'),
+        F('error_message', 'string', '0+', nullable='0+'),
+        F('resources', [
+            F('resource_type', 'int8', '0+'), F('resource_name', 'string', '0+'),
+            F('pattern_type', 'int8', '1+', default=3),
+            F('acls', [F('principal', 'string', '0+'), F('host', 'string', '0+'), F('operation', 'int8', '0+'),
+                       F('permission_type', 'int8', '0+')], '0+'),
+        ], '0+'),
+    ]),
+    'CreateAcls': (2, [
+        F('creations', [
+            F('resource_type', 'int8', '0+'), F('resource_name', 'string', '0+'),
+            F('resource_pattern_type', 'int8', '1+', default=3), F('principal', 'string', '0+'),
+            F('host', 'string', '0+'), F('operation', 'int8', '0+'), F('permission_type', 'int8', '0+'),
+        ], '0+'),
+    ], [
+        F('throttle_time_ms', 'int32', '0+'),
+        F('results', [F('error_code', 'int16', '0+'), F('error_message', 'string', '0+', nullable='0+')], '0+'),
+    ]),
+    'DeleteAcls': (2, [
+        F('filters', [
+            F('resource_type_filter', 'int8', '0+'), F('resource_name_filter', 'string', '0+', nullable='0+'),
+            F('pattern_type_filter', 'int8', '1+', default=3), F('principal_filter', 'string', '0+', nullable='0+'),
+            F('host_filter', 'string', '0+', nullable='0+'), F('operation', 'int8', '0+'),
+            F('permission_type', 'int8', '0+'),
+        ], '0+'),
+    ], [
+        F('throttle_time_ms', 'int32', '0+'),
+        F('filter_results', [
+            F('error_code', 'int16', '0+'), F('error_message', 'string', '0+', nullable='0+'),
+            F('matching_acls', [
+                F('error_code', 'int16', '0+'), F('error_message', 'string', '0+', nullable='0+'),
+                F('resource_type', 'int8', '0+'), F('resource_name', 'string', '0+'),
+                F('pattern_type', 'int8', '1+', default=3), F('principal', 'string', '0+'),
+                F('host', 'string', '0+'), F('operation', 'int8', '0+'), F('permission_type', 'int8', '0+'),
+            ], '0+'),
         ], '0+'),
     ]),
     'ApiVersions': (3, [

@@ -687,6 +687,71 @@ static void enc_gr_txn_offset_commit_response(struct gr_wr *wr, int16_t v, const
 static size_t sz_gr_txn_offset_commit_response(const struct gr_txn_offset_commit_response *m, int16_t v);
 static size_t minsz_gr_txn_offset_commit_response(int16_t v) __attribute__((unused));
 static bool isdef_gr_txn_offset_commit_response(const struct gr_txn_offset_commit_response *m) __attribute__((unused));
+static void dec_gr_describe_acls_request(struct gr_rd *rd, int16_t v, struct gr_describe_acls_request *m);
+static void enc_gr_describe_acls_request(struct gr_wr *wr, int16_t v, const struct gr_describe_acls_request *m);
+static size_t sz_gr_describe_acls_request(const struct gr_describe_acls_request *m, int16_t v);
+static size_t minsz_gr_describe_acls_request(int16_t v) __attribute__((unused));
+static bool isdef_gr_describe_acls_request(const struct gr_describe_acls_request *m) __attribute__((unused));
+static void dec_gr_describe_acls_response_acl_description(struct gr_rd *rd, int16_t v, struct gr_describe_acls_response_acl_description *m);
+static void enc_gr_describe_acls_response_acl_description(struct gr_wr *wr, int16_t v, const struct gr_describe_acls_response_acl_description *m);
+static size_t sz_gr_describe_acls_response_acl_description(const struct gr_describe_acls_response_acl_description *m, int16_t v);
+static size_t minsz_gr_describe_acls_response_acl_description(int16_t v) __attribute__((unused));
+static bool isdef_gr_describe_acls_response_acl_description(const struct gr_describe_acls_response_acl_description *m) __attribute__((unused));
+static void dec_gr_describe_acls_response_describe_acls_resource(struct gr_rd *rd, int16_t v, struct gr_describe_acls_response_describe_acls_resource *m);
+static void enc_gr_describe_acls_response_describe_acls_resource(struct gr_wr *wr, int16_t v, const struct gr_describe_acls_response_describe_acls_resource *m);
+static size_t sz_gr_describe_acls_response_describe_acls_resource(const struct gr_describe_acls_response_describe_acls_resource *m, int16_t v);
+static size_t minsz_gr_describe_acls_response_describe_acls_resource(int16_t v) __attribute__((unused));
+static bool isdef_gr_describe_acls_response_describe_acls_resource(const struct gr_describe_acls_response_describe_acls_resource *m) __attribute__((unused));
+static void dec_gr_describe_acls_response(struct gr_rd *rd, int16_t v, struct gr_describe_acls_response *m);
+static void enc_gr_describe_acls_response(struct gr_wr *wr, int16_t v, const struct gr_describe_acls_response *m);
+static size_t sz_gr_describe_acls_response(const struct gr_describe_acls_response *m, int16_t v);
+static size_t minsz_gr_describe_acls_response(int16_t v) __attribute__((unused));
+static bool isdef_gr_describe_acls_response(const struct gr_describe_acls_response *m) __attribute__((unused));
+static void dec_gr_create_acls_request_acl_creation(struct gr_rd *rd, int16_t v, struct gr_create_acls_request_acl_creation *m);
+static void enc_gr_create_acls_request_acl_creation(struct gr_wr *wr, int16_t v, const struct gr_create_acls_request_acl_creation *m);
+static size_t sz_gr_create_acls_request_acl_creation(const struct gr_create_acls_request_acl_creation *m, int16_t v);
+static size_t minsz_gr_create_acls_request_acl_creation(int16_t v) __attribute__((unused));
+static bool isdef_gr_create_acls_request_acl_creation(const struct gr_create_acls_request_acl_creation *m) __attribute__((unused));
+static void dec_gr_create_acls_request(struct gr_rd *rd, int16_t v, struct gr_create_acls_request *m);
+static void enc_gr_create_acls_request(struct gr_wr *wr, int16_t v, const struct gr_create_acls_request *m);
+static size_t sz_gr_create_acls_request(const struct gr_create_acls_request *m, int16_t v);
+static size_t minsz_gr_create_acls_request(int16_t v) __attribute__((unused));
+static bool isdef_gr_create_acls_request(const struct gr_create_acls_request *m) __attribute__((unused));
+static void dec_gr_create_acls_response_acl_creation_result(struct gr_rd *rd, int16_t v, struct gr_create_acls_response_acl_creation_result *m);
+static void enc_gr_create_acls_response_acl_creation_result(struct gr_wr *wr, int16_t v, const struct gr_create_acls_response_acl_creation_result *m);
+static size_t sz_gr_create_acls_response_acl_creation_result(const struct gr_create_acls_response_acl_creation_result *m, int16_t v);
+static size_t minsz_gr_create_acls_response_acl_creation_result(int16_t v) __attribute__((unused));
+static bool isdef_gr_create_acls_response_acl_creation_result(const struct gr_create_acls_response_acl_creation_result *m) __attribute__((unused));
+static void dec_gr_create_acls_response(struct gr_rd *rd, int16_t v, struct gr_create_acls_response *m);
+static void enc_gr_create_acls_response(struct gr_wr *wr, int16_t v, const struct gr_create_acls_response *m);
+static size_t sz_gr_create_acls_response(const struct gr_create_acls_response *m, int16_t v);
+static size_t minsz_gr_create_acls_response(int16_t v) __attribute__((unused));
+static bool isdef_gr_create_acls_response(const struct gr_create_acls_response *m) __attribute__((unused));
+static void dec_gr_delete_acls_request_delete_acls_filter(struct gr_rd *rd, int16_t v, struct gr_delete_acls_request_delete_acls_filter *m);
+static void enc_gr_delete_acls_request_delete_acls_filter(struct gr_wr *wr, int16_t v, const struct gr_delete_acls_request_delete_acls_filter *m);
+static size_t sz_gr_delete_acls_request_delete_acls_filter(const struct gr_delete_acls_request_delete_acls_filter *m, int16_t v);
+static size_t minsz_gr_delete_acls_request_delete_acls_filter(int16_t v) __attribute__((unused));
+static bool isdef_gr_delete_acls_request_delete_acls_filter(const struct gr_delete_acls_request_delete_acls_filter *m) __attribute__((unused));
+static void dec_gr_delete_acls_request(struct gr_rd *rd, int16_t v, struct gr_delete_acls_request *m);
+static void enc_gr_delete_acls_request(struct gr_wr *wr, int16_t v, const struct gr_delete_acls_request *m);
+static size_t sz_gr_delete_acls_request(const struct gr_delete_acls_request *m, int16_t v);
+static size_t minsz_gr_delete_acls_request(int16_t v) __attribute__((unused));
+static bool isdef_gr_delete_acls_request(const struct gr_delete_acls_request *m) __attribute__((unused));
+static void dec_gr_delete_acls_response_delete_acls_matching_acl(struct gr_rd *rd, int16_t v, struct gr_delete_acls_response_delete_acls_matching_acl *m);
+static void enc_gr_delete_acls_response_delete_acls_matching_acl(struct gr_wr *wr, int16_t v, const struct gr_delete_acls_response_delete_acls_matching_acl *m);
+static size_t sz_gr_delete_acls_response_delete_acls_matching_acl(const struct gr_delete_acls_response_delete_acls_matching_acl *m, int16_t v);
+static size_t minsz_gr_delete_acls_response_delete_acls_matching_acl(int16_t v) __attribute__((unused));
+static bool isdef_gr_delete_acls_response_delete_acls_matching_acl(const struct gr_delete_acls_response_delete_acls_matching_acl *m) __attribute__((unused));
+static void dec_gr_delete_acls_response_delete_acls_filter_result(struct gr_rd *rd, int16_t v, struct gr_delete_acls_response_delete_acls_filter_result *m);
+static void enc_gr_delete_acls_response_delete_acls_filter_result(struct gr_wr *wr, int16_t v, const struct gr_delete_acls_response_delete_acls_filter_result *m);
+static size_t sz_gr_delete_acls_response_delete_acls_filter_result(const struct gr_delete_acls_response_delete_acls_filter_result *m, int16_t v);
+static size_t minsz_gr_delete_acls_response_delete_acls_filter_result(int16_t v) __attribute__((unused));
+static bool isdef_gr_delete_acls_response_delete_acls_filter_result(const struct gr_delete_acls_response_delete_acls_filter_result *m) __attribute__((unused));
+static void dec_gr_delete_acls_response(struct gr_rd *rd, int16_t v, struct gr_delete_acls_response *m);
+static void enc_gr_delete_acls_response(struct gr_wr *wr, int16_t v, const struct gr_delete_acls_response *m);
+static size_t sz_gr_delete_acls_response(const struct gr_delete_acls_response *m, int16_t v);
+static size_t minsz_gr_delete_acls_response(int16_t v) __attribute__((unused));
+static bool isdef_gr_delete_acls_response(const struct gr_delete_acls_response *m) __attribute__((unused));
 static void dec_gr_describe_configs_request_describe_configs_resource(struct gr_rd *rd, int16_t v, struct gr_describe_configs_request_describe_configs_resource *m);
 static void enc_gr_describe_configs_request_describe_configs_resource(struct gr_wr *wr, int16_t v, const struct gr_describe_configs_request_describe_configs_resource *m);
 static size_t sz_gr_describe_configs_request_describe_configs_resource(const struct gr_describe_configs_request_describe_configs_resource *m, int16_t v);
@@ -19816,6 +19881,1907 @@ static int ops_decode_gr_txn_offset_commit_response(struct gr_rd *rd, int16_t v,
 static size_t ops_size_gr_txn_offset_commit_response(const void *m, int16_t v) { return gr_txn_offset_commit_response_size(m, v); }
 static void ops_encode_gr_txn_offset_commit_response(struct gr_wr *wr, const void *m, int16_t v) { gr_txn_offset_commit_response_encode(wr, m, v); }
 
+void gr_describe_acls_request_init(struct gr_describe_acls_request *m)
+{
+    m->resource_type_filter = 0;
+    m->resource_name_filter = ((struct gr_str){"", 0});
+    m->pattern_type_filter = 3;
+    m->principal_filter = ((struct gr_str){"", 0});
+    m->host_filter = ((struct gr_str){"", 0});
+    m->operation = 0;
+    m->permission_type = 0;
+    m->unknown_tags.items = NULL;
+    m->unknown_tags.count = 0;
+}
+
+static bool isdef_gr_describe_acls_request(const struct gr_describe_acls_request *m)
+{
+    return (m->resource_type_filter == 0) &&
+           gr_str_eq(m->resource_name_filter, gr_str_c("")) &&
+           (m->pattern_type_filter == 3) &&
+           gr_str_eq(m->principal_filter, gr_str_c("")) &&
+           gr_str_eq(m->host_filter, gr_str_c("")) &&
+           (m->operation == 0) &&
+           (m->permission_type == 0) &&
+           m->unknown_tags.count == 0;
+}
+
+static size_t minsz_gr_describe_acls_request(int16_t v)
+{
+    const bool fx = v >= 2;
+    (void)fx;
+    (void)v;
+    size_t n = fx ? 1 : 0;
+    if (1) n += 1;
+    if (1) n += (fx ? 1 : 2);
+    if (v >= 1) n += 1;
+    if (1) n += (fx ? 1 : 2);
+    if (1) n += (fx ? 1 : 2);
+    if (1) n += 1;
+    if (1) n += 1;
+    (void)v;
+    return n;
+}
+
+static void dec_gr_describe_acls_request(struct gr_rd *rd, int16_t v, struct gr_describe_acls_request *m)
+{
+    const bool fx = v >= 2;
+    (void)fx;
+    (void)v;
+    gr_describe_acls_request_init(m);
+    if (1) {
+        m->resource_type_filter = gr_rd_int8(rd);
+    }
+    if (1) {
+        m->resource_name_filter = gr_rd_string(rd, fx, 1);
+    }
+    if (v >= 1) {
+        m->pattern_type_filter = gr_rd_int8(rd);
+    }
+    if (1) {
+        m->principal_filter = gr_rd_string(rd, fx, 1);
+    }
+    if (1) {
+        m->host_filter = gr_rd_string(rd, fx, 1);
+    }
+    if (1) {
+        m->operation = gr_rd_int8(rd);
+    }
+    if (1) {
+        m->permission_type = gr_rd_int8(rd);
+    }
+    if (!fx || rd->err) return;
+    uint32_t ntags = gr_rd_tag_count(rd);
+    int64_t last_tag = -1;
+    for (uint32_t t = 0; t < ntags && !rd->err; t++) {
+        uint32_t tag = gr_rd_uvarint(rd);
+        uint32_t len = gr_rd_uvarint(rd);
+        if (rd->err) return;
+        if ((int64_t)tag <= last_tag) {
+            gr_rd_fail(rd, GR_WIRE_BAD_TAGS);
+            return;
+        }
+        last_tag = tag;
+        if (len > gr_rd_left(rd)) {
+            gr_rd_fail(rd, GR_WIRE_SHORT);
+            return;
+        }
+        const uint8_t *body = rd->p;
+        switch (tag) {
+        default:
+            keep_unknown_tag(rd, &m->unknown_tags, ntags, tag, body, len);
+        }
+        rd->p = body + len;
+    }
+}
+
+static size_t sz_gr_describe_acls_request(const struct gr_describe_acls_request *m, int16_t v)
+{
+    const bool fx = v >= 2;
+    (void)fx;
+    (void)v;
+    size_t n = 0;
+    if (1) {
+        n += 1;
+    }
+    if (1) {
+        n += gr_sz_string(m->resource_name_filter, fx);
+    }
+    if (v >= 1) {
+        n += 1;
+    }
+    if (1) {
+        n += gr_sz_string(m->principal_filter, fx);
+    }
+    if (1) {
+        n += gr_sz_string(m->host_filter, fx);
+    }
+    if (1) {
+        n += 1;
+    }
+    if (1) {
+        n += 1;
+    }
+    if (fx) {
+        uint32_t count = (uint32_t)m->unknown_tags.count;
+        n += gr_sz_uvarint(count) + gr_sz_unknown_tags(&m->unknown_tags);
+    }
+    (void)m;
+    return n;
+}
+
+static void enc_gr_describe_acls_request(struct gr_wr *wr, int16_t v, const struct gr_describe_acls_request *m)
+{
+    const bool fx = v >= 2;
+    (void)fx;
+    (void)v;
+    if (1) {
+        gr_wr_int8(wr, m->resource_type_filter);
+    }
+    if (1) {
+        gr_wr_string(wr, m->resource_name_filter, fx);
+    }
+    if (v >= 1) {
+        gr_wr_int8(wr, m->pattern_type_filter);
+    }
+    if (1) {
+        gr_wr_string(wr, m->principal_filter, fx);
+    }
+    if (1) {
+        gr_wr_string(wr, m->host_filter, fx);
+    }
+    if (1) {
+        gr_wr_int8(wr, m->operation);
+    }
+    if (1) {
+        gr_wr_int8(wr, m->permission_type);
+    }
+    if (!fx) return;
+    uint32_t count = (uint32_t)m->unknown_tags.count;
+    gr_wr_uvarint(wr, count);
+    int32_t u = 0;
+    while (u < m->unknown_tags.count)
+        write_unknown_tag(wr, &m->unknown_tags.items[u++]);
+}
+
+int gr_describe_acls_request_decode(struct gr_rd *rd, int16_t version, struct gr_describe_acls_request *m)
+{
+    dec_gr_describe_acls_request(rd, version, m);
+    return rd->err;
+}
+
+size_t gr_describe_acls_request_size(const struct gr_describe_acls_request *m, int16_t version) { return sz_gr_describe_acls_request(m, version); }
+
+void gr_describe_acls_request_encode(struct gr_wr *wr, const struct gr_describe_acls_request *m, int16_t version) { enc_gr_describe_acls_request(wr, version, m); }
+
+static void ops_init_gr_describe_acls_request(void *m) { gr_describe_acls_request_init(m); }
+static int ops_decode_gr_describe_acls_request(struct gr_rd *rd, int16_t v, void *m) { return gr_describe_acls_request_decode(rd, v, m); }
+static size_t ops_size_gr_describe_acls_request(const void *m, int16_t v) { return gr_describe_acls_request_size(m, v); }
+static void ops_encode_gr_describe_acls_request(struct gr_wr *wr, const void *m, int16_t v) { gr_describe_acls_request_encode(wr, m, v); }
+
+void gr_describe_acls_response_acl_description_init(struct gr_describe_acls_response_acl_description *m)
+{
+    m->principal = ((struct gr_str){"", 0});
+    m->host = ((struct gr_str){"", 0});
+    m->operation = 0;
+    m->permission_type = 0;
+    m->unknown_tags.items = NULL;
+    m->unknown_tags.count = 0;
+}
+
+static bool isdef_gr_describe_acls_response_acl_description(const struct gr_describe_acls_response_acl_description *m)
+{
+    return gr_str_eq(m->principal, gr_str_c("")) &&
+           gr_str_eq(m->host, gr_str_c("")) &&
+           (m->operation == 0) &&
+           (m->permission_type == 0) &&
+           m->unknown_tags.count == 0;
+}
+
+static size_t minsz_gr_describe_acls_response_acl_description(int16_t v)
+{
+    const bool fx = v >= 2;
+    (void)fx;
+    (void)v;
+    size_t n = fx ? 1 : 0;
+    if (1) n += (fx ? 1 : 2);
+    if (1) n += (fx ? 1 : 2);
+    if (1) n += 1;
+    if (1) n += 1;
+    (void)v;
+    return n;
+}
+
+static void dec_gr_describe_acls_response_acl_description(struct gr_rd *rd, int16_t v, struct gr_describe_acls_response_acl_description *m)
+{
+    const bool fx = v >= 2;
+    (void)fx;
+    (void)v;
+    gr_describe_acls_response_acl_description_init(m);
+    if (1) {
+        m->principal = gr_rd_string(rd, fx, 0);
+    }
+    if (1) {
+        m->host = gr_rd_string(rd, fx, 0);
+    }
+    if (1) {
+        m->operation = gr_rd_int8(rd);
+    }
+    if (1) {
+        m->permission_type = gr_rd_int8(rd);
+    }
+    if (!fx || rd->err) return;
+    uint32_t ntags = gr_rd_tag_count(rd);
+    int64_t last_tag = -1;
+    for (uint32_t t = 0; t < ntags && !rd->err; t++) {
+        uint32_t tag = gr_rd_uvarint(rd);
+        uint32_t len = gr_rd_uvarint(rd);
+        if (rd->err) return;
+        if ((int64_t)tag <= last_tag) {
+            gr_rd_fail(rd, GR_WIRE_BAD_TAGS);
+            return;
+        }
+        last_tag = tag;
+        if (len > gr_rd_left(rd)) {
+            gr_rd_fail(rd, GR_WIRE_SHORT);
+            return;
+        }
+        const uint8_t *body = rd->p;
+        switch (tag) {
+        default:
+            keep_unknown_tag(rd, &m->unknown_tags, ntags, tag, body, len);
+        }
+        rd->p = body + len;
+    }
+}
+
+static size_t sz_gr_describe_acls_response_acl_description(const struct gr_describe_acls_response_acl_description *m, int16_t v)
+{
+    const bool fx = v >= 2;
+    (void)fx;
+    (void)v;
+    size_t n = 0;
+    if (1) {
+        n += gr_sz_string(m->principal, fx);
+    }
+    if (1) {
+        n += gr_sz_string(m->host, fx);
+    }
+    if (1) {
+        n += 1;
+    }
+    if (1) {
+        n += 1;
+    }
+    if (fx) {
+        uint32_t count = (uint32_t)m->unknown_tags.count;
+        n += gr_sz_uvarint(count) + gr_sz_unknown_tags(&m->unknown_tags);
+    }
+    (void)m;
+    return n;
+}
+
+static void enc_gr_describe_acls_response_acl_description(struct gr_wr *wr, int16_t v, const struct gr_describe_acls_response_acl_description *m)
+{
+    const bool fx = v >= 2;
+    (void)fx;
+    (void)v;
+    if (1) {
+        gr_wr_string(wr, m->principal, fx);
+    }
+    if (1) {
+        gr_wr_string(wr, m->host, fx);
+    }
+    if (1) {
+        gr_wr_int8(wr, m->operation);
+    }
+    if (1) {
+        gr_wr_int8(wr, m->permission_type);
+    }
+    if (!fx) return;
+    uint32_t count = (uint32_t)m->unknown_tags.count;
+    gr_wr_uvarint(wr, count);
+    int32_t u = 0;
+    while (u < m->unknown_tags.count)
+        write_unknown_tag(wr, &m->unknown_tags.items[u++]);
+}
+
+void gr_describe_acls_response_describe_acls_resource_init(struct gr_describe_acls_response_describe_acls_resource *m)
+{
+    m->resource_type = 0;
+    m->resource_name = ((struct gr_str){"", 0});
+    m->pattern_type = 3;
+    m->acls.items = NULL;
+    m->acls.count = 0;
+    m->unknown_tags.items = NULL;
+    m->unknown_tags.count = 0;
+}
+
+static bool isdef_gr_describe_acls_response_describe_acls_resource(const struct gr_describe_acls_response_describe_acls_resource *m)
+{
+    return (m->resource_type == 0) &&
+           gr_str_eq(m->resource_name, gr_str_c("")) &&
+           (m->pattern_type == 3) &&
+           m->acls.count == 0 &&
+           m->unknown_tags.count == 0;
+}
+
+static size_t minsz_gr_describe_acls_response_describe_acls_resource(int16_t v)
+{
+    const bool fx = v >= 2;
+    (void)fx;
+    (void)v;
+    size_t n = fx ? 1 : 0;
+    if (1) n += 1;
+    if (1) n += (fx ? 1 : 2);
+    if (v >= 1) n += 1;
+    if (1) n += (fx ? 1 : 4);
+    (void)v;
+    return n;
+}
+
+static void dec_gr_describe_acls_response_describe_acls_resource(struct gr_rd *rd, int16_t v, struct gr_describe_acls_response_describe_acls_resource *m)
+{
+    const bool fx = v >= 2;
+    (void)fx;
+    (void)v;
+    gr_describe_acls_response_describe_acls_resource_init(m);
+    if (1) {
+        m->resource_type = gr_rd_int8(rd);
+    }
+    if (1) {
+        m->resource_name = gr_rd_string(rd, fx, 0);
+    }
+    if (v >= 1) {
+        m->pattern_type = gr_rd_int8(rd);
+    }
+    if (1) {
+        {
+            int32_t n = gr_rd_array_len(rd, fx, 0, minsz_gr_describe_acls_response_acl_description(v));
+            m->acls.count = n;
+            m->acls.items = NULL;
+            if (n > 0) {
+                m->acls.items = gr_rd_alloc(rd, (size_t)n, sizeof(struct gr_describe_acls_response_acl_description));
+                for (int32_t i = 0; i < n && !rd->err; i++)
+                    dec_gr_describe_acls_response_acl_description(rd, v, &m->acls.items[i]);
+                if (rd->err) m->acls.count = 0;
+            }
+        }
+    }
+    if (!fx || rd->err) return;
+    uint32_t ntags = gr_rd_tag_count(rd);
+    int64_t last_tag = -1;
+    for (uint32_t t = 0; t < ntags && !rd->err; t++) {
+        uint32_t tag = gr_rd_uvarint(rd);
+        uint32_t len = gr_rd_uvarint(rd);
+        if (rd->err) return;
+        if ((int64_t)tag <= last_tag) {
+            gr_rd_fail(rd, GR_WIRE_BAD_TAGS);
+            return;
+        }
+        last_tag = tag;
+        if (len > gr_rd_left(rd)) {
+            gr_rd_fail(rd, GR_WIRE_SHORT);
+            return;
+        }
+        const uint8_t *body = rd->p;
+        switch (tag) {
+        default:
+            keep_unknown_tag(rd, &m->unknown_tags, ntags, tag, body, len);
+        }
+        rd->p = body + len;
+    }
+}
+
+static size_t sz_gr_describe_acls_response_describe_acls_resource(const struct gr_describe_acls_response_describe_acls_resource *m, int16_t v)
+{
+    const bool fx = v >= 2;
+    (void)fx;
+    (void)v;
+    size_t n = 0;
+    if (1) {
+        n += 1;
+    }
+    if (1) {
+        n += gr_sz_string(m->resource_name, fx);
+    }
+    if (v >= 1) {
+        n += 1;
+    }
+    if (1) {
+        n += gr_sz_array_len(m->acls.count, fx);
+        for (int32_t i = 0; i < m->acls.count; i++)
+            n += sz_gr_describe_acls_response_acl_description(&m->acls.items[i], v);
+    }
+    if (fx) {
+        uint32_t count = (uint32_t)m->unknown_tags.count;
+        n += gr_sz_uvarint(count) + gr_sz_unknown_tags(&m->unknown_tags);
+    }
+    (void)m;
+    return n;
+}
+
+static void enc_gr_describe_acls_response_describe_acls_resource(struct gr_wr *wr, int16_t v, const struct gr_describe_acls_response_describe_acls_resource *m)
+{
+    const bool fx = v >= 2;
+    (void)fx;
+    (void)v;
+    if (1) {
+        gr_wr_int8(wr, m->resource_type);
+    }
+    if (1) {
+        gr_wr_string(wr, m->resource_name, fx);
+    }
+    if (v >= 1) {
+        gr_wr_int8(wr, m->pattern_type);
+    }
+    if (1) {
+        gr_wr_array_len(wr, m->acls.count, fx);
+        for (int32_t i = 0; i < m->acls.count; i++)
+            enc_gr_describe_acls_response_acl_description(wr, v, &m->acls.items[i]);
+    }
+    if (!fx) return;
+    uint32_t count = (uint32_t)m->unknown_tags.count;
+    gr_wr_uvarint(wr, count);
+    int32_t u = 0;
+    while (u < m->unknown_tags.count)
+        write_unknown_tag(wr, &m->unknown_tags.items[u++]);
+}
+
+void gr_describe_acls_response_init(struct gr_describe_acls_response *m)
+{
+    m->throttle_time_ms = 0;
+    m->error_code = 0;
+    m->error_message = GR_STR_NULL;
+    m->resources.items = NULL;
+    m->resources.count = 0;
+    m->unknown_tags.items = NULL;
+    m->unknown_tags.count = 0;
+}
+
+static bool isdef_gr_describe_acls_response(const struct gr_describe_acls_response *m)
+{
+    return (m->throttle_time_ms == 0) &&
+           (m->error_code == 0) &&
+           m->error_message.len < 0 &&
+           m->resources.count == 0 &&
+           m->unknown_tags.count == 0;
+}
+
+static size_t minsz_gr_describe_acls_response(int16_t v)
+{
+    const bool fx = v >= 2;
+    (void)fx;
+    (void)v;
+    size_t n = fx ? 1 : 0;
+    if (1) n += 4;
+    if (1) n += 2;
+    if (1) n += (fx ? 1 : 2);
+    if (1) n += (fx ? 1 : 4);
+    (void)v;
+    return n;
+}
+
+static void dec_gr_describe_acls_response(struct gr_rd *rd, int16_t v, struct gr_describe_acls_response *m)
+{
+    const bool fx = v >= 2;
+    (void)fx;
+    (void)v;
+    gr_describe_acls_response_init(m);
+    if (1) {
+        m->throttle_time_ms = gr_rd_int32(rd);
+    }
+    if (1) {
+        m->error_code = gr_rd_int16(rd);
+    }
+    if (1) {
+        m->error_message = gr_rd_string(rd, fx, 1);
+    }
+    if (1) {
+        {
+            int32_t n = gr_rd_array_len(rd, fx, 0, minsz_gr_describe_acls_response_describe_acls_resource(v));
+            m->resources.count = n;
+            m->resources.items = NULL;
+            if (n > 0) {
+                m->resources.items = gr_rd_alloc(rd, (size_t)n, sizeof(struct gr_describe_acls_response_describe_acls_resource));
+                for (int32_t i = 0; i < n && !rd->err; i++)
+                    dec_gr_describe_acls_response_describe_acls_resource(rd, v, &m->resources.items[i]);
+                if (rd->err) m->resources.count = 0;
+            }
+        }
+    }
+    if (!fx || rd->err) return;
+    uint32_t ntags = gr_rd_tag_count(rd);
+    int64_t last_tag = -1;
+    for (uint32_t t = 0; t < ntags && !rd->err; t++) {
+        uint32_t tag = gr_rd_uvarint(rd);
+        uint32_t len = gr_rd_uvarint(rd);
+        if (rd->err) return;
+        if ((int64_t)tag <= last_tag) {
+            gr_rd_fail(rd, GR_WIRE_BAD_TAGS);
+            return;
+        }
+        last_tag = tag;
+        if (len > gr_rd_left(rd)) {
+            gr_rd_fail(rd, GR_WIRE_SHORT);
+            return;
+        }
+        const uint8_t *body = rd->p;
+        switch (tag) {
+        default:
+            keep_unknown_tag(rd, &m->unknown_tags, ntags, tag, body, len);
+        }
+        rd->p = body + len;
+    }
+}
+
+static size_t sz_gr_describe_acls_response(const struct gr_describe_acls_response *m, int16_t v)
+{
+    const bool fx = v >= 2;
+    (void)fx;
+    (void)v;
+    size_t n = 0;
+    if (1) {
+        n += 4;
+    }
+    if (1) {
+        n += 2;
+    }
+    if (1) {
+        n += gr_sz_string(m->error_message, fx);
+    }
+    if (1) {
+        n += gr_sz_array_len(m->resources.count, fx);
+        for (int32_t i = 0; i < m->resources.count; i++)
+            n += sz_gr_describe_acls_response_describe_acls_resource(&m->resources.items[i], v);
+    }
+    if (fx) {
+        uint32_t count = (uint32_t)m->unknown_tags.count;
+        n += gr_sz_uvarint(count) + gr_sz_unknown_tags(&m->unknown_tags);
+    }
+    (void)m;
+    return n;
+}
+
+static void enc_gr_describe_acls_response(struct gr_wr *wr, int16_t v, const struct gr_describe_acls_response *m)
+{
+    const bool fx = v >= 2;
+    (void)fx;
+    (void)v;
+    if (1) {
+        gr_wr_int32(wr, m->throttle_time_ms);
+    }
+    if (1) {
+        gr_wr_int16(wr, m->error_code);
+    }
+    if (1) {
+        gr_wr_string(wr, m->error_message, fx);
+    }
+    if (1) {
+        gr_wr_array_len(wr, m->resources.count, fx);
+        for (int32_t i = 0; i < m->resources.count; i++)
+            enc_gr_describe_acls_response_describe_acls_resource(wr, v, &m->resources.items[i]);
+    }
+    if (!fx) return;
+    uint32_t count = (uint32_t)m->unknown_tags.count;
+    gr_wr_uvarint(wr, count);
+    int32_t u = 0;
+    while (u < m->unknown_tags.count)
+        write_unknown_tag(wr, &m->unknown_tags.items[u++]);
+}
+
+void gr_describe_acls_response_count_errors(const struct gr_describe_acls_response *m, bool top, uint64_t *counts, int nslots)
+{
+    if (top) count_error(counts, nslots, m->error_code);
+    (void)top;
+}
+
+static void ops_count_errors_gr_describe_acls_response(const void *m, bool top, uint64_t *counts, int nslots) { gr_describe_acls_response_count_errors(m, top, counts, nslots); }
+
+int gr_describe_acls_response_decode(struct gr_rd *rd, int16_t version, struct gr_describe_acls_response *m)
+{
+    dec_gr_describe_acls_response(rd, version, m);
+    return rd->err;
+}
+
+size_t gr_describe_acls_response_size(const struct gr_describe_acls_response *m, int16_t version) { return sz_gr_describe_acls_response(m, version); }
+
+void gr_describe_acls_response_encode(struct gr_wr *wr, const struct gr_describe_acls_response *m, int16_t version) { enc_gr_describe_acls_response(wr, version, m); }
+
+static void ops_init_gr_describe_acls_response(void *m) { gr_describe_acls_response_init(m); }
+static int ops_decode_gr_describe_acls_response(struct gr_rd *rd, int16_t v, void *m) { return gr_describe_acls_response_decode(rd, v, m); }
+static size_t ops_size_gr_describe_acls_response(const void *m, int16_t v) { return gr_describe_acls_response_size(m, v); }
+static void ops_encode_gr_describe_acls_response(struct gr_wr *wr, const void *m, int16_t v) { gr_describe_acls_response_encode(wr, m, v); }
+
+void gr_create_acls_request_acl_creation_init(struct gr_create_acls_request_acl_creation *m)
+{
+    m->resource_type = 0;
+    m->resource_name = ((struct gr_str){"", 0});
+    m->resource_pattern_type = 3;
+    m->principal = ((struct gr_str){"", 0});
+    m->host = ((struct gr_str){"", 0});
+    m->operation = 0;
+    m->permission_type = 0;
+    m->unknown_tags.items = NULL;
+    m->unknown_tags.count = 0;
+}
+
+static bool isdef_gr_create_acls_request_acl_creation(const struct gr_create_acls_request_acl_creation *m)
+{
+    return (m->resource_type == 0) &&
+           gr_str_eq(m->resource_name, gr_str_c("")) &&
+           (m->resource_pattern_type == 3) &&
+           gr_str_eq(m->principal, gr_str_c("")) &&
+           gr_str_eq(m->host, gr_str_c("")) &&
+           (m->operation == 0) &&
+           (m->permission_type == 0) &&
+           m->unknown_tags.count == 0;
+}
+
+static size_t minsz_gr_create_acls_request_acl_creation(int16_t v)
+{
+    const bool fx = v >= 2;
+    (void)fx;
+    (void)v;
+    size_t n = fx ? 1 : 0;
+    if (1) n += 1;
+    if (1) n += (fx ? 1 : 2);
+    if (v >= 1) n += 1;
+    if (1) n += (fx ? 1 : 2);
+    if (1) n += (fx ? 1 : 2);
+    if (1) n += 1;
+    if (1) n += 1;
+    (void)v;
+    return n;
+}
+
+static void dec_gr_create_acls_request_acl_creation(struct gr_rd *rd, int16_t v, struct gr_create_acls_request_acl_creation *m)
+{
+    const bool fx = v >= 2;
+    (void)fx;
+    (void)v;
+    gr_create_acls_request_acl_creation_init(m);
+    if (1) {
+        m->resource_type = gr_rd_int8(rd);
+    }
+    if (1) {
+        m->resource_name = gr_rd_string(rd, fx, 0);
+    }
+    if (v >= 1) {
+        m->resource_pattern_type = gr_rd_int8(rd);
+    }
+    if (1) {
+        m->principal = gr_rd_string(rd, fx, 0);
+    }
+    if (1) {
+        m->host = gr_rd_string(rd, fx, 0);
+    }
+    if (1) {
+        m->operation = gr_rd_int8(rd);
+    }
+    if (1) {
+        m->permission_type = gr_rd_int8(rd);
+    }
+    if (!fx || rd->err) return;
+    uint32_t ntags = gr_rd_tag_count(rd);
+    int64_t last_tag = -1;
+    for (uint32_t t = 0; t < ntags && !rd->err; t++) {
+        uint32_t tag = gr_rd_uvarint(rd);
+        uint32_t len = gr_rd_uvarint(rd);
+        if (rd->err) return;
+        if ((int64_t)tag <= last_tag) {
+            gr_rd_fail(rd, GR_WIRE_BAD_TAGS);
+            return;
+        }
+        last_tag = tag;
+        if (len > gr_rd_left(rd)) {
+            gr_rd_fail(rd, GR_WIRE_SHORT);
+            return;
+        }
+        const uint8_t *body = rd->p;
+        switch (tag) {
+        default:
+            keep_unknown_tag(rd, &m->unknown_tags, ntags, tag, body, len);
+        }
+        rd->p = body + len;
+    }
+}
+
+static size_t sz_gr_create_acls_request_acl_creation(const struct gr_create_acls_request_acl_creation *m, int16_t v)
+{
+    const bool fx = v >= 2;
+    (void)fx;
+    (void)v;
+    size_t n = 0;
+    if (1) {
+        n += 1;
+    }
+    if (1) {
+        n += gr_sz_string(m->resource_name, fx);
+    }
+    if (v >= 1) {
+        n += 1;
+    }
+    if (1) {
+        n += gr_sz_string(m->principal, fx);
+    }
+    if (1) {
+        n += gr_sz_string(m->host, fx);
+    }
+    if (1) {
+        n += 1;
+    }
+    if (1) {
+        n += 1;
+    }
+    if (fx) {
+        uint32_t count = (uint32_t)m->unknown_tags.count;
+        n += gr_sz_uvarint(count) + gr_sz_unknown_tags(&m->unknown_tags);
+    }
+    (void)m;
+    return n;
+}
+
+static void enc_gr_create_acls_request_acl_creation(struct gr_wr *wr, int16_t v, const struct gr_create_acls_request_acl_creation *m)
+{
+    const bool fx = v >= 2;
+    (void)fx;
+    (void)v;
+    if (1) {
+        gr_wr_int8(wr, m->resource_type);
+    }
+    if (1) {
+        gr_wr_string(wr, m->resource_name, fx);
+    }
+    if (v >= 1) {
+        gr_wr_int8(wr, m->resource_pattern_type);
+    }
+    if (1) {
+        gr_wr_string(wr, m->principal, fx);
+    }
+    if (1) {
+        gr_wr_string(wr, m->host, fx);
+    }
+    if (1) {
+        gr_wr_int8(wr, m->operation);
+    }
+    if (1) {
+        gr_wr_int8(wr, m->permission_type);
+    }
+    if (!fx) return;
+    uint32_t count = (uint32_t)m->unknown_tags.count;
+    gr_wr_uvarint(wr, count);
+    int32_t u = 0;
+    while (u < m->unknown_tags.count)
+        write_unknown_tag(wr, &m->unknown_tags.items[u++]);
+}
+
+void gr_create_acls_request_init(struct gr_create_acls_request *m)
+{
+    m->creations.items = NULL;
+    m->creations.count = 0;
+    m->unknown_tags.items = NULL;
+    m->unknown_tags.count = 0;
+}
+
+static bool isdef_gr_create_acls_request(const struct gr_create_acls_request *m)
+{
+    return m->creations.count == 0 &&
+           m->unknown_tags.count == 0;
+}
+
+static size_t minsz_gr_create_acls_request(int16_t v)
+{
+    const bool fx = v >= 2;
+    (void)fx;
+    (void)v;
+    size_t n = fx ? 1 : 0;
+    if (1) n += (fx ? 1 : 4);
+    (void)v;
+    return n;
+}
+
+static void dec_gr_create_acls_request(struct gr_rd *rd, int16_t v, struct gr_create_acls_request *m)
+{
+    const bool fx = v >= 2;
+    (void)fx;
+    (void)v;
+    gr_create_acls_request_init(m);
+    if (1) {
+        {
+            int32_t n = gr_rd_array_len(rd, fx, 0, minsz_gr_create_acls_request_acl_creation(v));
+            m->creations.count = n;
+            m->creations.items = NULL;
+            if (n > 0) {
+                m->creations.items = gr_rd_alloc(rd, (size_t)n, sizeof(struct gr_create_acls_request_acl_creation));
+                for (int32_t i = 0; i < n && !rd->err; i++)
+                    dec_gr_create_acls_request_acl_creation(rd, v, &m->creations.items[i]);
+                if (rd->err) m->creations.count = 0;
+            }
+        }
+    }
+    if (!fx || rd->err) return;
+    uint32_t ntags = gr_rd_tag_count(rd);
+    int64_t last_tag = -1;
+    for (uint32_t t = 0; t < ntags && !rd->err; t++) {
+        uint32_t tag = gr_rd_uvarint(rd);
+        uint32_t len = gr_rd_uvarint(rd);
+        if (rd->err) return;
+        if ((int64_t)tag <= last_tag) {
+            gr_rd_fail(rd, GR_WIRE_BAD_TAGS);
+            return;
+        }
+        last_tag = tag;
+        if (len > gr_rd_left(rd)) {
+            gr_rd_fail(rd, GR_WIRE_SHORT);
+            return;
+        }
+        const uint8_t *body = rd->p;
+        switch (tag) {
+        default:
+            keep_unknown_tag(rd, &m->unknown_tags, ntags, tag, body, len);
+        }
+        rd->p = body + len;
+    }
+}
+
+static size_t sz_gr_create_acls_request(const struct gr_create_acls_request *m, int16_t v)
+{
+    const bool fx = v >= 2;
+    (void)fx;
+    (void)v;
+    size_t n = 0;
+    if (1) {
+        n += gr_sz_array_len(m->creations.count, fx);
+        for (int32_t i = 0; i < m->creations.count; i++)
+            n += sz_gr_create_acls_request_acl_creation(&m->creations.items[i], v);
+    }
+    if (fx) {
+        uint32_t count = (uint32_t)m->unknown_tags.count;
+        n += gr_sz_uvarint(count) + gr_sz_unknown_tags(&m->unknown_tags);
+    }
+    (void)m;
+    return n;
+}
+
+static void enc_gr_create_acls_request(struct gr_wr *wr, int16_t v, const struct gr_create_acls_request *m)
+{
+    const bool fx = v >= 2;
+    (void)fx;
+    (void)v;
+    if (1) {
+        gr_wr_array_len(wr, m->creations.count, fx);
+        for (int32_t i = 0; i < m->creations.count; i++)
+            enc_gr_create_acls_request_acl_creation(wr, v, &m->creations.items[i]);
+    }
+    if (!fx) return;
+    uint32_t count = (uint32_t)m->unknown_tags.count;
+    gr_wr_uvarint(wr, count);
+    int32_t u = 0;
+    while (u < m->unknown_tags.count)
+        write_unknown_tag(wr, &m->unknown_tags.items[u++]);
+}
+
+int gr_create_acls_request_decode(struct gr_rd *rd, int16_t version, struct gr_create_acls_request *m)
+{
+    dec_gr_create_acls_request(rd, version, m);
+    return rd->err;
+}
+
+size_t gr_create_acls_request_size(const struct gr_create_acls_request *m, int16_t version) { return sz_gr_create_acls_request(m, version); }
+
+void gr_create_acls_request_encode(struct gr_wr *wr, const struct gr_create_acls_request *m, int16_t version) { enc_gr_create_acls_request(wr, version, m); }
+
+static void ops_init_gr_create_acls_request(void *m) { gr_create_acls_request_init(m); }
+static int ops_decode_gr_create_acls_request(struct gr_rd *rd, int16_t v, void *m) { return gr_create_acls_request_decode(rd, v, m); }
+static size_t ops_size_gr_create_acls_request(const void *m, int16_t v) { return gr_create_acls_request_size(m, v); }
+static void ops_encode_gr_create_acls_request(struct gr_wr *wr, const void *m, int16_t v) { gr_create_acls_request_encode(wr, m, v); }
+
+void gr_create_acls_response_acl_creation_result_init(struct gr_create_acls_response_acl_creation_result *m)
+{
+    m->error_code = 0;
+    m->error_message = GR_STR_NULL;
+    m->unknown_tags.items = NULL;
+    m->unknown_tags.count = 0;
+}
+
+static bool isdef_gr_create_acls_response_acl_creation_result(const struct gr_create_acls_response_acl_creation_result *m)
+{
+    return (m->error_code == 0) &&
+           m->error_message.len < 0 &&
+           m->unknown_tags.count == 0;
+}
+
+static size_t minsz_gr_create_acls_response_acl_creation_result(int16_t v)
+{
+    const bool fx = v >= 2;
+    (void)fx;
+    (void)v;
+    size_t n = fx ? 1 : 0;
+    if (1) n += 2;
+    if (1) n += (fx ? 1 : 2);
+    (void)v;
+    return n;
+}
+
+static void dec_gr_create_acls_response_acl_creation_result(struct gr_rd *rd, int16_t v, struct gr_create_acls_response_acl_creation_result *m)
+{
+    const bool fx = v >= 2;
+    (void)fx;
+    (void)v;
+    gr_create_acls_response_acl_creation_result_init(m);
+    if (1) {
+        m->error_code = gr_rd_int16(rd);
+    }
+    if (1) {
+        m->error_message = gr_rd_string(rd, fx, 1);
+    }
+    if (!fx || rd->err) return;
+    uint32_t ntags = gr_rd_tag_count(rd);
+    int64_t last_tag = -1;
+    for (uint32_t t = 0; t < ntags && !rd->err; t++) {
+        uint32_t tag = gr_rd_uvarint(rd);
+        uint32_t len = gr_rd_uvarint(rd);
+        if (rd->err) return;
+        if ((int64_t)tag <= last_tag) {
+            gr_rd_fail(rd, GR_WIRE_BAD_TAGS);
+            return;
+        }
+        last_tag = tag;
+        if (len > gr_rd_left(rd)) {
+            gr_rd_fail(rd, GR_WIRE_SHORT);
+            return;
+        }
+        const uint8_t *body = rd->p;
+        switch (tag) {
+        default:
+            keep_unknown_tag(rd, &m->unknown_tags, ntags, tag, body, len);
+        }
+        rd->p = body + len;
+    }
+}
+
+static size_t sz_gr_create_acls_response_acl_creation_result(const struct gr_create_acls_response_acl_creation_result *m, int16_t v)
+{
+    const bool fx = v >= 2;
+    (void)fx;
+    (void)v;
+    size_t n = 0;
+    if (1) {
+        n += 2;
+    }
+    if (1) {
+        n += gr_sz_string(m->error_message, fx);
+    }
+    if (fx) {
+        uint32_t count = (uint32_t)m->unknown_tags.count;
+        n += gr_sz_uvarint(count) + gr_sz_unknown_tags(&m->unknown_tags);
+    }
+    (void)m;
+    return n;
+}
+
+static void enc_gr_create_acls_response_acl_creation_result(struct gr_wr *wr, int16_t v, const struct gr_create_acls_response_acl_creation_result *m)
+{
+    const bool fx = v >= 2;
+    (void)fx;
+    (void)v;
+    if (1) {
+        gr_wr_int16(wr, m->error_code);
+    }
+    if (1) {
+        gr_wr_string(wr, m->error_message, fx);
+    }
+    if (!fx) return;
+    uint32_t count = (uint32_t)m->unknown_tags.count;
+    gr_wr_uvarint(wr, count);
+    int32_t u = 0;
+    while (u < m->unknown_tags.count)
+        write_unknown_tag(wr, &m->unknown_tags.items[u++]);
+}
+
+void gr_create_acls_response_init(struct gr_create_acls_response *m)
+{
+    m->throttle_time_ms = 0;
+    m->results.items = NULL;
+    m->results.count = 0;
+    m->unknown_tags.items = NULL;
+    m->unknown_tags.count = 0;
+}
+
+static bool isdef_gr_create_acls_response(const struct gr_create_acls_response *m)
+{
+    return (m->throttle_time_ms == 0) &&
+           m->results.count == 0 &&
+           m->unknown_tags.count == 0;
+}
+
+static size_t minsz_gr_create_acls_response(int16_t v)
+{
+    const bool fx = v >= 2;
+    (void)fx;
+    (void)v;
+    size_t n = fx ? 1 : 0;
+    if (1) n += 4;
+    if (1) n += (fx ? 1 : 4);
+    (void)v;
+    return n;
+}
+
+static void dec_gr_create_acls_response(struct gr_rd *rd, int16_t v, struct gr_create_acls_response *m)
+{
+    const bool fx = v >= 2;
+    (void)fx;
+    (void)v;
+    gr_create_acls_response_init(m);
+    if (1) {
+        m->throttle_time_ms = gr_rd_int32(rd);
+    }
+    if (1) {
+        {
+            int32_t n = gr_rd_array_len(rd, fx, 0, minsz_gr_create_acls_response_acl_creation_result(v));
+            m->results.count = n;
+            m->results.items = NULL;
+            if (n > 0) {
+                m->results.items = gr_rd_alloc(rd, (size_t)n, sizeof(struct gr_create_acls_response_acl_creation_result));
+                for (int32_t i = 0; i < n && !rd->err; i++)
+                    dec_gr_create_acls_response_acl_creation_result(rd, v, &m->results.items[i]);
+                if (rd->err) m->results.count = 0;
+            }
+        }
+    }
+    if (!fx || rd->err) return;
+    uint32_t ntags = gr_rd_tag_count(rd);
+    int64_t last_tag = -1;
+    for (uint32_t t = 0; t < ntags && !rd->err; t++) {
+        uint32_t tag = gr_rd_uvarint(rd);
+        uint32_t len = gr_rd_uvarint(rd);
+        if (rd->err) return;
+        if ((int64_t)tag <= last_tag) {
+            gr_rd_fail(rd, GR_WIRE_BAD_TAGS);
+            return;
+        }
+        last_tag = tag;
+        if (len > gr_rd_left(rd)) {
+            gr_rd_fail(rd, GR_WIRE_SHORT);
+            return;
+        }
+        const uint8_t *body = rd->p;
+        switch (tag) {
+        default:
+            keep_unknown_tag(rd, &m->unknown_tags, ntags, tag, body, len);
+        }
+        rd->p = body + len;
+    }
+}
+
+static size_t sz_gr_create_acls_response(const struct gr_create_acls_response *m, int16_t v)
+{
+    const bool fx = v >= 2;
+    (void)fx;
+    (void)v;
+    size_t n = 0;
+    if (1) {
+        n += 4;
+    }
+    if (1) {
+        n += gr_sz_array_len(m->results.count, fx);
+        for (int32_t i = 0; i < m->results.count; i++)
+            n += sz_gr_create_acls_response_acl_creation_result(&m->results.items[i], v);
+    }
+    if (fx) {
+        uint32_t count = (uint32_t)m->unknown_tags.count;
+        n += gr_sz_uvarint(count) + gr_sz_unknown_tags(&m->unknown_tags);
+    }
+    (void)m;
+    return n;
+}
+
+static void enc_gr_create_acls_response(struct gr_wr *wr, int16_t v, const struct gr_create_acls_response *m)
+{
+    const bool fx = v >= 2;
+    (void)fx;
+    (void)v;
+    if (1) {
+        gr_wr_int32(wr, m->throttle_time_ms);
+    }
+    if (1) {
+        gr_wr_array_len(wr, m->results.count, fx);
+        for (int32_t i = 0; i < m->results.count; i++)
+            enc_gr_create_acls_response_acl_creation_result(wr, v, &m->results.items[i]);
+    }
+    if (!fx) return;
+    uint32_t count = (uint32_t)m->unknown_tags.count;
+    gr_wr_uvarint(wr, count);
+    int32_t u = 0;
+    while (u < m->unknown_tags.count)
+        write_unknown_tag(wr, &m->unknown_tags.items[u++]);
+}
+
+static void ce_gr_create_acls_response_acl_creation_result(const struct gr_create_acls_response_acl_creation_result *m, uint64_t *counts, int nslots)
+{
+    count_error(counts, nslots, m->error_code);
+}
+
+void gr_create_acls_response_count_errors(const struct gr_create_acls_response *m, bool top, uint64_t *counts, int nslots)
+{
+    for (int32_t i = 0; i < m->results.count; i++)
+        ce_gr_create_acls_response_acl_creation_result(&m->results.items[i], counts, nslots);
+    (void)top;
+}
+
+static void ops_count_errors_gr_create_acls_response(const void *m, bool top, uint64_t *counts, int nslots) { gr_create_acls_response_count_errors(m, top, counts, nslots); }
+
+int gr_create_acls_response_decode(struct gr_rd *rd, int16_t version, struct gr_create_acls_response *m)
+{
+    dec_gr_create_acls_response(rd, version, m);
+    return rd->err;
+}
+
+size_t gr_create_acls_response_size(const struct gr_create_acls_response *m, int16_t version) { return sz_gr_create_acls_response(m, version); }
+
+void gr_create_acls_response_encode(struct gr_wr *wr, const struct gr_create_acls_response *m, int16_t version) { enc_gr_create_acls_response(wr, version, m); }
+
+static void ops_init_gr_create_acls_response(void *m) { gr_create_acls_response_init(m); }
+static int ops_decode_gr_create_acls_response(struct gr_rd *rd, int16_t v, void *m) { return gr_create_acls_response_decode(rd, v, m); }
+static size_t ops_size_gr_create_acls_response(const void *m, int16_t v) { return gr_create_acls_response_size(m, v); }
+static void ops_encode_gr_create_acls_response(struct gr_wr *wr, const void *m, int16_t v) { gr_create_acls_response_encode(wr, m, v); }
+
+void gr_delete_acls_request_delete_acls_filter_init(struct gr_delete_acls_request_delete_acls_filter *m)
+{
+    m->resource_type_filter = 0;
+    m->resource_name_filter = ((struct gr_str){"", 0});
+    m->pattern_type_filter = 3;
+    m->principal_filter = ((struct gr_str){"", 0});
+    m->host_filter = ((struct gr_str){"", 0});
+    m->operation = 0;
+    m->permission_type = 0;
+    m->unknown_tags.items = NULL;
+    m->unknown_tags.count = 0;
+}
+
+static bool isdef_gr_delete_acls_request_delete_acls_filter(const struct gr_delete_acls_request_delete_acls_filter *m)
+{
+    return (m->resource_type_filter == 0) &&
+           gr_str_eq(m->resource_name_filter, gr_str_c("")) &&
+           (m->pattern_type_filter == 3) &&
+           gr_str_eq(m->principal_filter, gr_str_c("")) &&
+           gr_str_eq(m->host_filter, gr_str_c("")) &&
+           (m->operation == 0) &&
+           (m->permission_type == 0) &&
+           m->unknown_tags.count == 0;
+}
+
+static size_t minsz_gr_delete_acls_request_delete_acls_filter(int16_t v)
+{
+    const bool fx = v >= 2;
+    (void)fx;
+    (void)v;
+    size_t n = fx ? 1 : 0;
+    if (1) n += 1;
+    if (1) n += (fx ? 1 : 2);
+    if (v >= 1) n += 1;
+    if (1) n += (fx ? 1 : 2);
+    if (1) n += (fx ? 1 : 2);
+    if (1) n += 1;
+    if (1) n += 1;
+    (void)v;
+    return n;
+}
+
+static void dec_gr_delete_acls_request_delete_acls_filter(struct gr_rd *rd, int16_t v, struct gr_delete_acls_request_delete_acls_filter *m)
+{
+    const bool fx = v >= 2;
+    (void)fx;
+    (void)v;
+    gr_delete_acls_request_delete_acls_filter_init(m);
+    if (1) {
+        m->resource_type_filter = gr_rd_int8(rd);
+    }
+    if (1) {
+        m->resource_name_filter = gr_rd_string(rd, fx, 1);
+    }
+    if (v >= 1) {
+        m->pattern_type_filter = gr_rd_int8(rd);
+    }
+    if (1) {
+        m->principal_filter = gr_rd_string(rd, fx, 1);
+    }
+    if (1) {
+        m->host_filter = gr_rd_string(rd, fx, 1);
+    }
+    if (1) {
+        m->operation = gr_rd_int8(rd);
+    }
+    if (1) {
+        m->permission_type = gr_rd_int8(rd);
+    }
+    if (!fx || rd->err) return;
+    uint32_t ntags = gr_rd_tag_count(rd);
+    int64_t last_tag = -1;
+    for (uint32_t t = 0; t < ntags && !rd->err; t++) {
+        uint32_t tag = gr_rd_uvarint(rd);
+        uint32_t len = gr_rd_uvarint(rd);
+        if (rd->err) return;
+        if ((int64_t)tag <= last_tag) {
+            gr_rd_fail(rd, GR_WIRE_BAD_TAGS);
+            return;
+        }
+        last_tag = tag;
+        if (len > gr_rd_left(rd)) {
+            gr_rd_fail(rd, GR_WIRE_SHORT);
+            return;
+        }
+        const uint8_t *body = rd->p;
+        switch (tag) {
+        default:
+            keep_unknown_tag(rd, &m->unknown_tags, ntags, tag, body, len);
+        }
+        rd->p = body + len;
+    }
+}
+
+static size_t sz_gr_delete_acls_request_delete_acls_filter(const struct gr_delete_acls_request_delete_acls_filter *m, int16_t v)
+{
+    const bool fx = v >= 2;
+    (void)fx;
+    (void)v;
+    size_t n = 0;
+    if (1) {
+        n += 1;
+    }
+    if (1) {
+        n += gr_sz_string(m->resource_name_filter, fx);
+    }
+    if (v >= 1) {
+        n += 1;
+    }
+    if (1) {
+        n += gr_sz_string(m->principal_filter, fx);
+    }
+    if (1) {
+        n += gr_sz_string(m->host_filter, fx);
+    }
+    if (1) {
+        n += 1;
+    }
+    if (1) {
+        n += 1;
+    }
+    if (fx) {
+        uint32_t count = (uint32_t)m->unknown_tags.count;
+        n += gr_sz_uvarint(count) + gr_sz_unknown_tags(&m->unknown_tags);
+    }
+    (void)m;
+    return n;
+}
+
+static void enc_gr_delete_acls_request_delete_acls_filter(struct gr_wr *wr, int16_t v, const struct gr_delete_acls_request_delete_acls_filter *m)
+{
+    const bool fx = v >= 2;
+    (void)fx;
+    (void)v;
+    if (1) {
+        gr_wr_int8(wr, m->resource_type_filter);
+    }
+    if (1) {
+        gr_wr_string(wr, m->resource_name_filter, fx);
+    }
+    if (v >= 1) {
+        gr_wr_int8(wr, m->pattern_type_filter);
+    }
+    if (1) {
+        gr_wr_string(wr, m->principal_filter, fx);
+    }
+    if (1) {
+        gr_wr_string(wr, m->host_filter, fx);
+    }
+    if (1) {
+        gr_wr_int8(wr, m->operation);
+    }
+    if (1) {
+        gr_wr_int8(wr, m->permission_type);
+    }
+    if (!fx) return;
+    uint32_t count = (uint32_t)m->unknown_tags.count;
+    gr_wr_uvarint(wr, count);
+    int32_t u = 0;
+    while (u < m->unknown_tags.count)
+        write_unknown_tag(wr, &m->unknown_tags.items[u++]);
+}
+
+void gr_delete_acls_request_init(struct gr_delete_acls_request *m)
+{
+    m->filters.items = NULL;
+    m->filters.count = 0;
+    m->unknown_tags.items = NULL;
+    m->unknown_tags.count = 0;
+}
+
+static bool isdef_gr_delete_acls_request(const struct gr_delete_acls_request *m)
+{
+    return m->filters.count == 0 &&
+           m->unknown_tags.count == 0;
+}
+
+static size_t minsz_gr_delete_acls_request(int16_t v)
+{
+    const bool fx = v >= 2;
+    (void)fx;
+    (void)v;
+    size_t n = fx ? 1 : 0;
+    if (1) n += (fx ? 1 : 4);
+    (void)v;
+    return n;
+}
+
+static void dec_gr_delete_acls_request(struct gr_rd *rd, int16_t v, struct gr_delete_acls_request *m)
+{
+    const bool fx = v >= 2;
+    (void)fx;
+    (void)v;
+    gr_delete_acls_request_init(m);
+    if (1) {
+        {
+            int32_t n = gr_rd_array_len(rd, fx, 0, minsz_gr_delete_acls_request_delete_acls_filter(v));
+            m->filters.count = n;
+            m->filters.items = NULL;
+            if (n > 0) {
+                m->filters.items = gr_rd_alloc(rd, (size_t)n, sizeof(struct gr_delete_acls_request_delete_acls_filter));
+                for (int32_t i = 0; i < n && !rd->err; i++)
+                    dec_gr_delete_acls_request_delete_acls_filter(rd, v, &m->filters.items[i]);
+                if (rd->err) m->filters.count = 0;
+            }
+        }
+    }
+    if (!fx || rd->err) return;
+    uint32_t ntags = gr_rd_tag_count(rd);
+    int64_t last_tag = -1;
+    for (uint32_t t = 0; t < ntags && !rd->err; t++) {
+        uint32_t tag = gr_rd_uvarint(rd);
+        uint32_t len = gr_rd_uvarint(rd);
+        if (rd->err) return;
+        if ((int64_t)tag <= last_tag) {
+            gr_rd_fail(rd, GR_WIRE_BAD_TAGS);
+            return;
+        }
+        last_tag = tag;
+        if (len > gr_rd_left(rd)) {
+            gr_rd_fail(rd, GR_WIRE_SHORT);
+            return;
+        }
+        const uint8_t *body = rd->p;
+        switch (tag) {
+        default:
+            keep_unknown_tag(rd, &m->unknown_tags, ntags, tag, body, len);
+        }
+        rd->p = body + len;
+    }
+}
+
+static size_t sz_gr_delete_acls_request(const struct gr_delete_acls_request *m, int16_t v)
+{
+    const bool fx = v >= 2;
+    (void)fx;
+    (void)v;
+    size_t n = 0;
+    if (1) {
+        n += gr_sz_array_len(m->filters.count, fx);
+        for (int32_t i = 0; i < m->filters.count; i++)
+            n += sz_gr_delete_acls_request_delete_acls_filter(&m->filters.items[i], v);
+    }
+    if (fx) {
+        uint32_t count = (uint32_t)m->unknown_tags.count;
+        n += gr_sz_uvarint(count) + gr_sz_unknown_tags(&m->unknown_tags);
+    }
+    (void)m;
+    return n;
+}
+
+static void enc_gr_delete_acls_request(struct gr_wr *wr, int16_t v, const struct gr_delete_acls_request *m)
+{
+    const bool fx = v >= 2;
+    (void)fx;
+    (void)v;
+    if (1) {
+        gr_wr_array_len(wr, m->filters.count, fx);
+        for (int32_t i = 0; i < m->filters.count; i++)
+            enc_gr_delete_acls_request_delete_acls_filter(wr, v, &m->filters.items[i]);
+    }
+    if (!fx) return;
+    uint32_t count = (uint32_t)m->unknown_tags.count;
+    gr_wr_uvarint(wr, count);
+    int32_t u = 0;
+    while (u < m->unknown_tags.count)
+        write_unknown_tag(wr, &m->unknown_tags.items[u++]);
+}
+
+int gr_delete_acls_request_decode(struct gr_rd *rd, int16_t version, struct gr_delete_acls_request *m)
+{
+    dec_gr_delete_acls_request(rd, version, m);
+    return rd->err;
+}
+
+size_t gr_delete_acls_request_size(const struct gr_delete_acls_request *m, int16_t version) { return sz_gr_delete_acls_request(m, version); }
+
+void gr_delete_acls_request_encode(struct gr_wr *wr, const struct gr_delete_acls_request *m, int16_t version) { enc_gr_delete_acls_request(wr, version, m); }
+
+static void ops_init_gr_delete_acls_request(void *m) { gr_delete_acls_request_init(m); }
+static int ops_decode_gr_delete_acls_request(struct gr_rd *rd, int16_t v, void *m) { return gr_delete_acls_request_decode(rd, v, m); }
+static size_t ops_size_gr_delete_acls_request(const void *m, int16_t v) { return gr_delete_acls_request_size(m, v); }
+static void ops_encode_gr_delete_acls_request(struct gr_wr *wr, const void *m, int16_t v) { gr_delete_acls_request_encode(wr, m, v); }
+
+void gr_delete_acls_response_delete_acls_matching_acl_init(struct gr_delete_acls_response_delete_acls_matching_acl *m)
+{
+    m->error_code = 0;
+    m->error_message = GR_STR_NULL;
+    m->resource_type = 0;
+    m->resource_name = ((struct gr_str){"", 0});
+    m->pattern_type = 3;
+    m->principal = ((struct gr_str){"", 0});
+    m->host = ((struct gr_str){"", 0});
+    m->operation = 0;
+    m->permission_type = 0;
+    m->unknown_tags.items = NULL;
+    m->unknown_tags.count = 0;
+}
+
+static bool isdef_gr_delete_acls_response_delete_acls_matching_acl(const struct gr_delete_acls_response_delete_acls_matching_acl *m)
+{
+    return (m->error_code == 0) &&
+           m->error_message.len < 0 &&
+           (m->resource_type == 0) &&
+           gr_str_eq(m->resource_name, gr_str_c("")) &&
+           (m->pattern_type == 3) &&
+           gr_str_eq(m->principal, gr_str_c("")) &&
+           gr_str_eq(m->host, gr_str_c("")) &&
+           (m->operation == 0) &&
+           (m->permission_type == 0) &&
+           m->unknown_tags.count == 0;
+}
+
+static size_t minsz_gr_delete_acls_response_delete_acls_matching_acl(int16_t v)
+{
+    const bool fx = v >= 2;
+    (void)fx;
+    (void)v;
+    size_t n = fx ? 1 : 0;
+    if (1) n += 2;
+    if (1) n += (fx ? 1 : 2);
+    if (1) n += 1;
+    if (1) n += (fx ? 1 : 2);
+    if (v >= 1) n += 1;
+    if (1) n += (fx ? 1 : 2);
+    if (1) n += (fx ? 1 : 2);
+    if (1) n += 1;
+    if (1) n += 1;
+    (void)v;
+    return n;
+}
+
+static void dec_gr_delete_acls_response_delete_acls_matching_acl(struct gr_rd *rd, int16_t v, struct gr_delete_acls_response_delete_acls_matching_acl *m)
+{
+    const bool fx = v >= 2;
+    (void)fx;
+    (void)v;
+    gr_delete_acls_response_delete_acls_matching_acl_init(m);
+    if (1) {
+        m->error_code = gr_rd_int16(rd);
+    }
+    if (1) {
+        m->error_message = gr_rd_string(rd, fx, 1);
+    }
+    if (1) {
+        m->resource_type = gr_rd_int8(rd);
+    }
+    if (1) {
+        m->resource_name = gr_rd_string(rd, fx, 0);
+    }
+    if (v >= 1) {
+        m->pattern_type = gr_rd_int8(rd);
+    }
+    if (1) {
+        m->principal = gr_rd_string(rd, fx, 0);
+    }
+    if (1) {
+        m->host = gr_rd_string(rd, fx, 0);
+    }
+    if (1) {
+        m->operation = gr_rd_int8(rd);
+    }
+    if (1) {
+        m->permission_type = gr_rd_int8(rd);
+    }
+    if (!fx || rd->err) return;
+    uint32_t ntags = gr_rd_tag_count(rd);
+    int64_t last_tag = -1;
+    for (uint32_t t = 0; t < ntags && !rd->err; t++) {
+        uint32_t tag = gr_rd_uvarint(rd);
+        uint32_t len = gr_rd_uvarint(rd);
+        if (rd->err) return;
+        if ((int64_t)tag <= last_tag) {
+            gr_rd_fail(rd, GR_WIRE_BAD_TAGS);
+            return;
+        }
+        last_tag = tag;
+        if (len > gr_rd_left(rd)) {
+            gr_rd_fail(rd, GR_WIRE_SHORT);
+            return;
+        }
+        const uint8_t *body = rd->p;
+        switch (tag) {
+        default:
+            keep_unknown_tag(rd, &m->unknown_tags, ntags, tag, body, len);
+        }
+        rd->p = body + len;
+    }
+}
+
+static size_t sz_gr_delete_acls_response_delete_acls_matching_acl(const struct gr_delete_acls_response_delete_acls_matching_acl *m, int16_t v)
+{
+    const bool fx = v >= 2;
+    (void)fx;
+    (void)v;
+    size_t n = 0;
+    if (1) {
+        n += 2;
+    }
+    if (1) {
+        n += gr_sz_string(m->error_message, fx);
+    }
+    if (1) {
+        n += 1;
+    }
+    if (1) {
+        n += gr_sz_string(m->resource_name, fx);
+    }
+    if (v >= 1) {
+        n += 1;
+    }
+    if (1) {
+        n += gr_sz_string(m->principal, fx);
+    }
+    if (1) {
+        n += gr_sz_string(m->host, fx);
+    }
+    if (1) {
+        n += 1;
+    }
+    if (1) {
+        n += 1;
+    }
+    if (fx) {
+        uint32_t count = (uint32_t)m->unknown_tags.count;
+        n += gr_sz_uvarint(count) + gr_sz_unknown_tags(&m->unknown_tags);
+    }
+    (void)m;
+    return n;
+}
+
+static void enc_gr_delete_acls_response_delete_acls_matching_acl(struct gr_wr *wr, int16_t v, const struct gr_delete_acls_response_delete_acls_matching_acl *m)
+{
+    const bool fx = v >= 2;
+    (void)fx;
+    (void)v;
+    if (1) {
+        gr_wr_int16(wr, m->error_code);
+    }
+    if (1) {
+        gr_wr_string(wr, m->error_message, fx);
+    }
+    if (1) {
+        gr_wr_int8(wr, m->resource_type);
+    }
+    if (1) {
+        gr_wr_string(wr, m->resource_name, fx);
+    }
+    if (v >= 1) {
+        gr_wr_int8(wr, m->pattern_type);
+    }
+    if (1) {
+        gr_wr_string(wr, m->principal, fx);
+    }
+    if (1) {
+        gr_wr_string(wr, m->host, fx);
+    }
+    if (1) {
+        gr_wr_int8(wr, m->operation);
+    }
+    if (1) {
+        gr_wr_int8(wr, m->permission_type);
+    }
+    if (!fx) return;
+    uint32_t count = (uint32_t)m->unknown_tags.count;
+    gr_wr_uvarint(wr, count);
+    int32_t u = 0;
+    while (u < m->unknown_tags.count)
+        write_unknown_tag(wr, &m->unknown_tags.items[u++]);
+}
+
+void gr_delete_acls_response_delete_acls_filter_result_init(struct gr_delete_acls_response_delete_acls_filter_result *m)
+{
+    m->error_code = 0;
+    m->error_message = GR_STR_NULL;
+    m->matching_acls.items = NULL;
+    m->matching_acls.count = 0;
+    m->unknown_tags.items = NULL;
+    m->unknown_tags.count = 0;
+}
+
+static bool isdef_gr_delete_acls_response_delete_acls_filter_result(const struct gr_delete_acls_response_delete_acls_filter_result *m)
+{
+    return (m->error_code == 0) &&
+           m->error_message.len < 0 &&
+           m->matching_acls.count == 0 &&
+           m->unknown_tags.count == 0;
+}
+
+static size_t minsz_gr_delete_acls_response_delete_acls_filter_result(int16_t v)
+{
+    const bool fx = v >= 2;
+    (void)fx;
+    (void)v;
+    size_t n = fx ? 1 : 0;
+    if (1) n += 2;
+    if (1) n += (fx ? 1 : 2);
+    if (1) n += (fx ? 1 : 4);
+    (void)v;
+    return n;
+}
+
+static void dec_gr_delete_acls_response_delete_acls_filter_result(struct gr_rd *rd, int16_t v, struct gr_delete_acls_response_delete_acls_filter_result *m)
+{
+    const bool fx = v >= 2;
+    (void)fx;
+    (void)v;
+    gr_delete_acls_response_delete_acls_filter_result_init(m);
+    if (1) {
+        m->error_code = gr_rd_int16(rd);
+    }
+    if (1) {
+        m->error_message = gr_rd_string(rd, fx, 1);
+    }
+    if (1) {
+        {
+            int32_t n = gr_rd_array_len(rd, fx, 0, minsz_gr_delete_acls_response_delete_acls_matching_acl(v));
+            m->matching_acls.count = n;
+            m->matching_acls.items = NULL;
+            if (n > 0) {
+                m->matching_acls.items = gr_rd_alloc(rd, (size_t)n, sizeof(struct gr_delete_acls_response_delete_acls_matching_acl));
+                for (int32_t i = 0; i < n && !rd->err; i++)
+                    dec_gr_delete_acls_response_delete_acls_matching_acl(rd, v, &m->matching_acls.items[i]);
+                if (rd->err) m->matching_acls.count = 0;
+            }
+        }
+    }
+    if (!fx || rd->err) return;
+    uint32_t ntags = gr_rd_tag_count(rd);
+    int64_t last_tag = -1;
+    for (uint32_t t = 0; t < ntags && !rd->err; t++) {
+        uint32_t tag = gr_rd_uvarint(rd);
+        uint32_t len = gr_rd_uvarint(rd);
+        if (rd->err) return;
+        if ((int64_t)tag <= last_tag) {
+            gr_rd_fail(rd, GR_WIRE_BAD_TAGS);
+            return;
+        }
+        last_tag = tag;
+        if (len > gr_rd_left(rd)) {
+            gr_rd_fail(rd, GR_WIRE_SHORT);
+            return;
+        }
+        const uint8_t *body = rd->p;
+        switch (tag) {
+        default:
+            keep_unknown_tag(rd, &m->unknown_tags, ntags, tag, body, len);
+        }
+        rd->p = body + len;
+    }
+}
+
+static size_t sz_gr_delete_acls_response_delete_acls_filter_result(const struct gr_delete_acls_response_delete_acls_filter_result *m, int16_t v)
+{
+    const bool fx = v >= 2;
+    (void)fx;
+    (void)v;
+    size_t n = 0;
+    if (1) {
+        n += 2;
+    }
+    if (1) {
+        n += gr_sz_string(m->error_message, fx);
+    }
+    if (1) {
+        n += gr_sz_array_len(m->matching_acls.count, fx);
+        for (int32_t i = 0; i < m->matching_acls.count; i++)
+            n += sz_gr_delete_acls_response_delete_acls_matching_acl(&m->matching_acls.items[i], v);
+    }
+    if (fx) {
+        uint32_t count = (uint32_t)m->unknown_tags.count;
+        n += gr_sz_uvarint(count) + gr_sz_unknown_tags(&m->unknown_tags);
+    }
+    (void)m;
+    return n;
+}
+
+static void enc_gr_delete_acls_response_delete_acls_filter_result(struct gr_wr *wr, int16_t v, const struct gr_delete_acls_response_delete_acls_filter_result *m)
+{
+    const bool fx = v >= 2;
+    (void)fx;
+    (void)v;
+    if (1) {
+        gr_wr_int16(wr, m->error_code);
+    }
+    if (1) {
+        gr_wr_string(wr, m->error_message, fx);
+    }
+    if (1) {
+        gr_wr_array_len(wr, m->matching_acls.count, fx);
+        for (int32_t i = 0; i < m->matching_acls.count; i++)
+            enc_gr_delete_acls_response_delete_acls_matching_acl(wr, v, &m->matching_acls.items[i]);
+    }
+    if (!fx) return;
+    uint32_t count = (uint32_t)m->unknown_tags.count;
+    gr_wr_uvarint(wr, count);
+    int32_t u = 0;
+    while (u < m->unknown_tags.count)
+        write_unknown_tag(wr, &m->unknown_tags.items[u++]);
+}
+
+void gr_delete_acls_response_init(struct gr_delete_acls_response *m)
+{
+    m->throttle_time_ms = 0;
+    m->filter_results.items = NULL;
+    m->filter_results.count = 0;
+    m->unknown_tags.items = NULL;
+    m->unknown_tags.count = 0;
+}
+
+static bool isdef_gr_delete_acls_response(const struct gr_delete_acls_response *m)
+{
+    return (m->throttle_time_ms == 0) &&
+           m->filter_results.count == 0 &&
+           m->unknown_tags.count == 0;
+}
+
+static size_t minsz_gr_delete_acls_response(int16_t v)
+{
+    const bool fx = v >= 2;
+    (void)fx;
+    (void)v;
+    size_t n = fx ? 1 : 0;
+    if (1) n += 4;
+    if (1) n += (fx ? 1 : 4);
+    (void)v;
+    return n;
+}
+
+static void dec_gr_delete_acls_response(struct gr_rd *rd, int16_t v, struct gr_delete_acls_response *m)
+{
+    const bool fx = v >= 2;
+    (void)fx;
+    (void)v;
+    gr_delete_acls_response_init(m);
+    if (1) {
+        m->throttle_time_ms = gr_rd_int32(rd);
+    }
+    if (1) {
+        {
+            int32_t n = gr_rd_array_len(rd, fx, 0, minsz_gr_delete_acls_response_delete_acls_filter_result(v));
+            m->filter_results.count = n;
+            m->filter_results.items = NULL;
+            if (n > 0) {
+                m->filter_results.items = gr_rd_alloc(rd, (size_t)n, sizeof(struct gr_delete_acls_response_delete_acls_filter_result));
+                for (int32_t i = 0; i < n && !rd->err; i++)
+                    dec_gr_delete_acls_response_delete_acls_filter_result(rd, v, &m->filter_results.items[i]);
+                if (rd->err) m->filter_results.count = 0;
+            }
+        }
+    }
+    if (!fx || rd->err) return;
+    uint32_t ntags = gr_rd_tag_count(rd);
+    int64_t last_tag = -1;
+    for (uint32_t t = 0; t < ntags && !rd->err; t++) {
+        uint32_t tag = gr_rd_uvarint(rd);
+        uint32_t len = gr_rd_uvarint(rd);
+        if (rd->err) return;
+        if ((int64_t)tag <= last_tag) {
+            gr_rd_fail(rd, GR_WIRE_BAD_TAGS);
+            return;
+        }
+        last_tag = tag;
+        if (len > gr_rd_left(rd)) {
+            gr_rd_fail(rd, GR_WIRE_SHORT);
+            return;
+        }
+        const uint8_t *body = rd->p;
+        switch (tag) {
+        default:
+            keep_unknown_tag(rd, &m->unknown_tags, ntags, tag, body, len);
+        }
+        rd->p = body + len;
+    }
+}
+
+static size_t sz_gr_delete_acls_response(const struct gr_delete_acls_response *m, int16_t v)
+{
+    const bool fx = v >= 2;
+    (void)fx;
+    (void)v;
+    size_t n = 0;
+    if (1) {
+        n += 4;
+    }
+    if (1) {
+        n += gr_sz_array_len(m->filter_results.count, fx);
+        for (int32_t i = 0; i < m->filter_results.count; i++)
+            n += sz_gr_delete_acls_response_delete_acls_filter_result(&m->filter_results.items[i], v);
+    }
+    if (fx) {
+        uint32_t count = (uint32_t)m->unknown_tags.count;
+        n += gr_sz_uvarint(count) + gr_sz_unknown_tags(&m->unknown_tags);
+    }
+    (void)m;
+    return n;
+}
+
+static void enc_gr_delete_acls_response(struct gr_wr *wr, int16_t v, const struct gr_delete_acls_response *m)
+{
+    const bool fx = v >= 2;
+    (void)fx;
+    (void)v;
+    if (1) {
+        gr_wr_int32(wr, m->throttle_time_ms);
+    }
+    if (1) {
+        gr_wr_array_len(wr, m->filter_results.count, fx);
+        for (int32_t i = 0; i < m->filter_results.count; i++)
+            enc_gr_delete_acls_response_delete_acls_filter_result(wr, v, &m->filter_results.items[i]);
+    }
+    if (!fx) return;
+    uint32_t count = (uint32_t)m->unknown_tags.count;
+    gr_wr_uvarint(wr, count);
+    int32_t u = 0;
+    while (u < m->unknown_tags.count)
+        write_unknown_tag(wr, &m->unknown_tags.items[u++]);
+}
+
+static void ce_gr_delete_acls_response_delete_acls_matching_acl(const struct gr_delete_acls_response_delete_acls_matching_acl *m, uint64_t *counts, int nslots)
+{
+    count_error(counts, nslots, m->error_code);
+}
+
+static void ce_gr_delete_acls_response_delete_acls_filter_result(const struct gr_delete_acls_response_delete_acls_filter_result *m, uint64_t *counts, int nslots)
+{
+    count_error(counts, nslots, m->error_code);
+    for (int32_t i = 0; i < m->matching_acls.count; i++)
+        ce_gr_delete_acls_response_delete_acls_matching_acl(&m->matching_acls.items[i], counts, nslots);
+}
+
+void gr_delete_acls_response_count_errors(const struct gr_delete_acls_response *m, bool top, uint64_t *counts, int nslots)
+{
+    for (int32_t i = 0; i < m->filter_results.count; i++)
+        ce_gr_delete_acls_response_delete_acls_filter_result(&m->filter_results.items[i], counts, nslots);
+    (void)top;
+}
+
+static void ops_count_errors_gr_delete_acls_response(const void *m, bool top, uint64_t *counts, int nslots) { gr_delete_acls_response_count_errors(m, top, counts, nslots); }
+
+int gr_delete_acls_response_decode(struct gr_rd *rd, int16_t version, struct gr_delete_acls_response *m)
+{
+    dec_gr_delete_acls_response(rd, version, m);
+    return rd->err;
+}
+
+size_t gr_delete_acls_response_size(const struct gr_delete_acls_response *m, int16_t version) { return sz_gr_delete_acls_response(m, version); }
+
+void gr_delete_acls_response_encode(struct gr_wr *wr, const struct gr_delete_acls_response *m, int16_t version) { enc_gr_delete_acls_response(wr, version, m); }
+
+static void ops_init_gr_delete_acls_response(void *m) { gr_delete_acls_response_init(m); }
+static int ops_decode_gr_delete_acls_response(struct gr_rd *rd, int16_t v, void *m) { return gr_delete_acls_response_decode(rd, v, m); }
+static size_t ops_size_gr_delete_acls_response(const void *m, int16_t v) { return gr_delete_acls_response_size(m, v); }
+static void ops_encode_gr_delete_acls_response(struct gr_wr *wr, const void *m, int16_t v) { gr_delete_acls_response_encode(wr, m, v); }
+
 void gr_describe_configs_request_describe_configs_resource_init(struct gr_describe_configs_request_describe_configs_resource *m)
 {
     m->resource_type = 0;
@@ -30208,6 +32174,12 @@ const struct gr_msg_ops gr_msg_ops_table[] = {
     {27, true, "write_txn_markers_response", 1, 2, 1, -1, sizeof(struct gr_write_txn_markers_response), ops_init_gr_write_txn_markers_response, ops_decode_gr_write_txn_markers_response, ops_size_gr_write_txn_markers_response, ops_encode_gr_write_txn_markers_response, NULL, ops_count_errors_gr_write_txn_markers_response},
     {28, false, "txn_offset_commit_request", 0, 6, 3, -1, sizeof(struct gr_txn_offset_commit_request), ops_init_gr_txn_offset_commit_request, ops_decode_gr_txn_offset_commit_request, ops_size_gr_txn_offset_commit_request, ops_encode_gr_txn_offset_commit_request, NULL, NULL},
     {28, true, "txn_offset_commit_response", 0, 6, 3, -1, sizeof(struct gr_txn_offset_commit_response), ops_init_gr_txn_offset_commit_response, ops_decode_gr_txn_offset_commit_response, ops_size_gr_txn_offset_commit_response, ops_encode_gr_txn_offset_commit_response, NULL, ops_count_errors_gr_txn_offset_commit_response},
+    {29, false, "describe_acls_request", 1, 3, 2, -1, sizeof(struct gr_describe_acls_request), ops_init_gr_describe_acls_request, ops_decode_gr_describe_acls_request, ops_size_gr_describe_acls_request, ops_encode_gr_describe_acls_request, NULL, NULL},
+    {29, true, "describe_acls_response", 1, 3, 2, -1, sizeof(struct gr_describe_acls_response), ops_init_gr_describe_acls_response, ops_decode_gr_describe_acls_response, ops_size_gr_describe_acls_response, ops_encode_gr_describe_acls_response, NULL, ops_count_errors_gr_describe_acls_response},
+    {30, false, "create_acls_request", 1, 3, 2, -1, sizeof(struct gr_create_acls_request), ops_init_gr_create_acls_request, ops_decode_gr_create_acls_request, ops_size_gr_create_acls_request, ops_encode_gr_create_acls_request, NULL, NULL},
+    {30, true, "create_acls_response", 1, 3, 2, -1, sizeof(struct gr_create_acls_response), ops_init_gr_create_acls_response, ops_decode_gr_create_acls_response, ops_size_gr_create_acls_response, ops_encode_gr_create_acls_response, NULL, ops_count_errors_gr_create_acls_response},
+    {31, false, "delete_acls_request", 1, 3, 2, -1, sizeof(struct gr_delete_acls_request), ops_init_gr_delete_acls_request, ops_decode_gr_delete_acls_request, ops_size_gr_delete_acls_request, ops_encode_gr_delete_acls_request, NULL, NULL},
+    {31, true, "delete_acls_response", 1, 3, 2, -1, sizeof(struct gr_delete_acls_response), ops_init_gr_delete_acls_response, ops_decode_gr_delete_acls_response, ops_size_gr_delete_acls_response, ops_encode_gr_delete_acls_response, NULL, ops_count_errors_gr_delete_acls_response},
     {32, false, "describe_configs_request", 1, 4, 4, -1, sizeof(struct gr_describe_configs_request), ops_init_gr_describe_configs_request, ops_decode_gr_describe_configs_request, ops_size_gr_describe_configs_request, ops_encode_gr_describe_configs_request, NULL, NULL},
     {32, true, "describe_configs_response", 1, 4, 4, -1, sizeof(struct gr_describe_configs_response), ops_init_gr_describe_configs_response, ops_decode_gr_describe_configs_response, ops_size_gr_describe_configs_response, ops_encode_gr_describe_configs_response, NULL, ops_count_errors_gr_describe_configs_response},
     {33, false, "alter_configs_request", 0, 2, 2, -1, sizeof(struct gr_alter_configs_request), ops_init_gr_alter_configs_request, ops_decode_gr_alter_configs_request, ops_size_gr_alter_configs_request, ops_encode_gr_alter_configs_request, NULL, NULL},
@@ -30241,7 +32213,7 @@ const struct gr_msg_ops gr_msg_ops_table[] = {
     {32000, false, "partition_summary_request", 0, 0, 0, -1, sizeof(struct gr_partition_summary_request), ops_init_gr_partition_summary_request, ops_decode_gr_partition_summary_request, ops_size_gr_partition_summary_request, ops_encode_gr_partition_summary_request, NULL, NULL},
     {32000, true, "partition_summary_response", 0, 0, 0, -1, sizeof(struct gr_partition_summary_response), ops_init_gr_partition_summary_response, ops_decode_gr_partition_summary_response, ops_size_gr_partition_summary_response, ops_encode_gr_partition_summary_response, NULL, ops_count_errors_gr_partition_summary_response},
 };
-const int gr_msg_ops_count = 82;
+const int gr_msg_ops_count = 88;
 
 const struct gr_msg_ops *gr_msg_ops_find(int16_t api_key, bool response)
 {

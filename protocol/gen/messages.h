@@ -141,6 +141,19 @@ struct gr_txn_offset_commit_request;
 struct gr_txn_offset_commit_response_txn_offset_commit_response_partition;
 struct gr_txn_offset_commit_response_txn_offset_commit_response_topic;
 struct gr_txn_offset_commit_response;
+struct gr_describe_acls_request;
+struct gr_describe_acls_response_acl_description;
+struct gr_describe_acls_response_describe_acls_resource;
+struct gr_describe_acls_response;
+struct gr_create_acls_request_acl_creation;
+struct gr_create_acls_request;
+struct gr_create_acls_response_acl_creation_result;
+struct gr_create_acls_response;
+struct gr_delete_acls_request_delete_acls_filter;
+struct gr_delete_acls_request;
+struct gr_delete_acls_response_delete_acls_matching_acl;
+struct gr_delete_acls_response_delete_acls_filter_result;
+struct gr_delete_acls_response;
 struct gr_describe_configs_request_describe_configs_resource;
 struct gr_describe_configs_request;
 struct gr_describe_configs_response_describe_configs_synonym;
@@ -2202,6 +2215,218 @@ void gr_txn_offset_commit_response_encode(struct gr_wr *wr, const struct gr_txn_
  * errorCounts() reads its in-memory response), the top-level ones only when `top`; a code outside
  * 0..nslots-2 counts in slot 0 (-1, UNKNOWN_SERVER_ERROR, as Errors.forCode). */
 void gr_txn_offset_commit_response_count_errors(const struct gr_txn_offset_commit_response *m, bool top, uint64_t *counts, int nslots);
+
+/* ---- describe_acls_request (api key 29 request, versions 1-3, flexible 2+) ---- */
+struct gr_describe_acls_request {
+    int8_t resource_type_filter; /* v0+ */
+    struct gr_str resource_name_filter; /* v0+, nullable v0+ */
+    int8_t pattern_type_filter; /* v1+ */
+    struct gr_str principal_filter; /* v0+, nullable v0+ */
+    struct gr_str host_filter; /* v0+, nullable v0+ */
+    int8_t operation; /* v0+ */
+    int8_t permission_type; /* v0+ */
+    struct gr_tags unknown_tags;
+};
+/* Sets every field to its default (Kafka's "default", else 0 / empty / null for records). */
+void gr_describe_acls_request_init(struct gr_describe_acls_request *m);
+/* Decodes a describe_acls_request body at `version` (1-3) from `rd`; arrays come from rd->arena. Returns 0 or the
+ * reader's sticky enum gr_wire_err. Does not check that the reader is exhausted. */
+int gr_describe_acls_request_decode(struct gr_rd *rd, int16_t version, struct gr_describe_acls_request *m);
+/* Bytes that gr_describe_acls_request_encode writes for `m` at `version`. */
+size_t gr_describe_acls_request_size(const struct gr_describe_acls_request *m, int16_t version);
+/* Encodes `m` at `version`; the writer must have gr_describe_acls_request_size() bytes of room. */
+void gr_describe_acls_request_encode(struct gr_wr *wr, const struct gr_describe_acls_request *m, int16_t version);
+
+/* ---- describe_acls_response (api key 29 response, versions 1-3, flexible 2+) ---- */
+struct gr_describe_acls_response_acl_description {
+    struct gr_str principal; /* v0+ */
+    struct gr_str host; /* v0+ */
+    int8_t operation; /* v0+ */
+    int8_t permission_type; /* v0+ */
+    struct gr_tags unknown_tags;
+};
+struct gr_describe_acls_response_acl_description_array {
+    struct gr_describe_acls_response_acl_description *items;
+    int32_t count; /* -1 = null */
+};
+/* Sets every field of `m` to its default. */
+void gr_describe_acls_response_acl_description_init(struct gr_describe_acls_response_acl_description *m);
+struct gr_describe_acls_response_describe_acls_resource {
+    int8_t resource_type; /* v0+ */
+    struct gr_str resource_name; /* v0+ */
+    int8_t pattern_type; /* v1+ */
+    struct gr_describe_acls_response_acl_description_array acls; /* v0+ */
+    struct gr_tags unknown_tags;
+};
+struct gr_describe_acls_response_describe_acls_resource_array {
+    struct gr_describe_acls_response_describe_acls_resource *items;
+    int32_t count; /* -1 = null */
+};
+/* Sets every field of `m` to its default. */
+void gr_describe_acls_response_describe_acls_resource_init(struct gr_describe_acls_response_describe_acls_resource *m);
+struct gr_describe_acls_response {
+    int32_t throttle_time_ms; /* v0+ */
+    int16_t error_code; /* v0+ */
+    struct gr_str error_message; /* v0+, nullable v0+ */
+    struct gr_describe_acls_response_describe_acls_resource_array resources; /* v0+ */
+    struct gr_tags unknown_tags;
+};
+/* Sets every field to its default (Kafka's "default", else 0 / empty / null for records). */
+void gr_describe_acls_response_init(struct gr_describe_acls_response *m);
+/* Decodes a describe_acls_response body at `version` (1-3) from `rd`; arrays come from rd->arena. Returns 0 or the
+ * reader's sticky enum gr_wire_err. Does not check that the reader is exhausted. */
+int gr_describe_acls_response_decode(struct gr_rd *rd, int16_t version, struct gr_describe_acls_response *m);
+/* Bytes that gr_describe_acls_response_encode writes for `m` at `version`. */
+size_t gr_describe_acls_response_size(const struct gr_describe_acls_response *m, int16_t version);
+/* Encodes `m` at `version`; the writer must have gr_describe_acls_response_size() bytes of room. */
+void gr_describe_acls_response_encode(struct gr_wr *wr, const struct gr_describe_acls_response *m, int16_t version);
+/* Adds one to counts[code + 1] for each error field of `m` (error_code, partition_error_code, every version: Kafka's
+ * errorCounts() reads its in-memory response), the top-level ones only when `top`; a code outside
+ * 0..nslots-2 counts in slot 0 (-1, UNKNOWN_SERVER_ERROR, as Errors.forCode). */
+void gr_describe_acls_response_count_errors(const struct gr_describe_acls_response *m, bool top, uint64_t *counts, int nslots);
+
+/* ---- create_acls_request (api key 30 request, versions 1-3, flexible 2+) ---- */
+struct gr_create_acls_request_acl_creation {
+    int8_t resource_type; /* v0+ */
+    struct gr_str resource_name; /* v0+ */
+    int8_t resource_pattern_type; /* v1+ */
+    struct gr_str principal; /* v0+ */
+    struct gr_str host; /* v0+ */
+    int8_t operation; /* v0+ */
+    int8_t permission_type; /* v0+ */
+    struct gr_tags unknown_tags;
+};
+struct gr_create_acls_request_acl_creation_array {
+    struct gr_create_acls_request_acl_creation *items;
+    int32_t count; /* -1 = null */
+};
+/* Sets every field of `m` to its default. */
+void gr_create_acls_request_acl_creation_init(struct gr_create_acls_request_acl_creation *m);
+struct gr_create_acls_request {
+    struct gr_create_acls_request_acl_creation_array creations; /* v0+ */
+    struct gr_tags unknown_tags;
+};
+/* Sets every field to its default (Kafka's "default", else 0 / empty / null for records). */
+void gr_create_acls_request_init(struct gr_create_acls_request *m);
+/* Decodes a create_acls_request body at `version` (1-3) from `rd`; arrays come from rd->arena. Returns 0 or the
+ * reader's sticky enum gr_wire_err. Does not check that the reader is exhausted. */
+int gr_create_acls_request_decode(struct gr_rd *rd, int16_t version, struct gr_create_acls_request *m);
+/* Bytes that gr_create_acls_request_encode writes for `m` at `version`. */
+size_t gr_create_acls_request_size(const struct gr_create_acls_request *m, int16_t version);
+/* Encodes `m` at `version`; the writer must have gr_create_acls_request_size() bytes of room. */
+void gr_create_acls_request_encode(struct gr_wr *wr, const struct gr_create_acls_request *m, int16_t version);
+
+/* ---- create_acls_response (api key 30 response, versions 1-3, flexible 2+) ---- */
+struct gr_create_acls_response_acl_creation_result {
+    int16_t error_code; /* v0+ */
+    struct gr_str error_message; /* v0+, nullable v0+ */
+    struct gr_tags unknown_tags;
+};
+struct gr_create_acls_response_acl_creation_result_array {
+    struct gr_create_acls_response_acl_creation_result *items;
+    int32_t count; /* -1 = null */
+};
+/* Sets every field of `m` to its default. */
+void gr_create_acls_response_acl_creation_result_init(struct gr_create_acls_response_acl_creation_result *m);
+struct gr_create_acls_response {
+    int32_t throttle_time_ms; /* v0+ */
+    struct gr_create_acls_response_acl_creation_result_array results; /* v0+ */
+    struct gr_tags unknown_tags;
+};
+/* Sets every field to its default (Kafka's "default", else 0 / empty / null for records). */
+void gr_create_acls_response_init(struct gr_create_acls_response *m);
+/* Decodes a create_acls_response body at `version` (1-3) from `rd`; arrays come from rd->arena. Returns 0 or the
+ * reader's sticky enum gr_wire_err. Does not check that the reader is exhausted. */
+int gr_create_acls_response_decode(struct gr_rd *rd, int16_t version, struct gr_create_acls_response *m);
+/* Bytes that gr_create_acls_response_encode writes for `m` at `version`. */
+size_t gr_create_acls_response_size(const struct gr_create_acls_response *m, int16_t version);
+/* Encodes `m` at `version`; the writer must have gr_create_acls_response_size() bytes of room. */
+void gr_create_acls_response_encode(struct gr_wr *wr, const struct gr_create_acls_response *m, int16_t version);
+/* Adds one to counts[code + 1] for each error field of `m` (error_code, partition_error_code, every version: Kafka's
+ * errorCounts() reads its in-memory response), the top-level ones only when `top`; a code outside
+ * 0..nslots-2 counts in slot 0 (-1, UNKNOWN_SERVER_ERROR, as Errors.forCode). */
+void gr_create_acls_response_count_errors(const struct gr_create_acls_response *m, bool top, uint64_t *counts, int nslots);
+
+/* ---- delete_acls_request (api key 31 request, versions 1-3, flexible 2+) ---- */
+struct gr_delete_acls_request_delete_acls_filter {
+    int8_t resource_type_filter; /* v0+ */
+    struct gr_str resource_name_filter; /* v0+, nullable v0+ */
+    int8_t pattern_type_filter; /* v1+ */
+    struct gr_str principal_filter; /* v0+, nullable v0+ */
+    struct gr_str host_filter; /* v0+, nullable v0+ */
+    int8_t operation; /* v0+ */
+    int8_t permission_type; /* v0+ */
+    struct gr_tags unknown_tags;
+};
+struct gr_delete_acls_request_delete_acls_filter_array {
+    struct gr_delete_acls_request_delete_acls_filter *items;
+    int32_t count; /* -1 = null */
+};
+/* Sets every field of `m` to its default. */
+void gr_delete_acls_request_delete_acls_filter_init(struct gr_delete_acls_request_delete_acls_filter *m);
+struct gr_delete_acls_request {
+    struct gr_delete_acls_request_delete_acls_filter_array filters; /* v0+ */
+    struct gr_tags unknown_tags;
+};
+/* Sets every field to its default (Kafka's "default", else 0 / empty / null for records). */
+void gr_delete_acls_request_init(struct gr_delete_acls_request *m);
+/* Decodes a delete_acls_request body at `version` (1-3) from `rd`; arrays come from rd->arena. Returns 0 or the
+ * reader's sticky enum gr_wire_err. Does not check that the reader is exhausted. */
+int gr_delete_acls_request_decode(struct gr_rd *rd, int16_t version, struct gr_delete_acls_request *m);
+/* Bytes that gr_delete_acls_request_encode writes for `m` at `version`. */
+size_t gr_delete_acls_request_size(const struct gr_delete_acls_request *m, int16_t version);
+/* Encodes `m` at `version`; the writer must have gr_delete_acls_request_size() bytes of room. */
+void gr_delete_acls_request_encode(struct gr_wr *wr, const struct gr_delete_acls_request *m, int16_t version);
+
+/* ---- delete_acls_response (api key 31 response, versions 1-3, flexible 2+) ---- */
+struct gr_delete_acls_response_delete_acls_matching_acl {
+    int16_t error_code; /* v0+ */
+    struct gr_str error_message; /* v0+, nullable v0+ */
+    int8_t resource_type; /* v0+ */
+    struct gr_str resource_name; /* v0+ */
+    int8_t pattern_type; /* v1+ */
+    struct gr_str principal; /* v0+ */
+    struct gr_str host; /* v0+ */
+    int8_t operation; /* v0+ */
+    int8_t permission_type; /* v0+ */
+    struct gr_tags unknown_tags;
+};
+struct gr_delete_acls_response_delete_acls_matching_acl_array {
+    struct gr_delete_acls_response_delete_acls_matching_acl *items;
+    int32_t count; /* -1 = null */
+};
+/* Sets every field of `m` to its default. */
+void gr_delete_acls_response_delete_acls_matching_acl_init(struct gr_delete_acls_response_delete_acls_matching_acl *m);
+struct gr_delete_acls_response_delete_acls_filter_result {
+    int16_t error_code; /* v0+ */
+    struct gr_str error_message; /* v0+, nullable v0+ */
+    struct gr_delete_acls_response_delete_acls_matching_acl_array matching_acls; /* v0+ */
+    struct gr_tags unknown_tags;
+};
+struct gr_delete_acls_response_delete_acls_filter_result_array {
+    struct gr_delete_acls_response_delete_acls_filter_result *items;
+    int32_t count; /* -1 = null */
+};
+/* Sets every field of `m` to its default. */
+void gr_delete_acls_response_delete_acls_filter_result_init(struct gr_delete_acls_response_delete_acls_filter_result *m);
+struct gr_delete_acls_response {
+    int32_t throttle_time_ms; /* v0+ */
+    struct gr_delete_acls_response_delete_acls_filter_result_array filter_results; /* v0+ */
+    struct gr_tags unknown_tags;
+};
+/* Sets every field to its default (Kafka's "default", else 0 / empty / null for records). */
+void gr_delete_acls_response_init(struct gr_delete_acls_response *m);
+/* Decodes a delete_acls_response body at `version` (1-3) from `rd`; arrays come from rd->arena. Returns 0 or the
+ * reader's sticky enum gr_wire_err. Does not check that the reader is exhausted. */
+int gr_delete_acls_response_decode(struct gr_rd *rd, int16_t version, struct gr_delete_acls_response *m);
+/* Bytes that gr_delete_acls_response_encode writes for `m` at `version`. */
+size_t gr_delete_acls_response_size(const struct gr_delete_acls_response *m, int16_t version);
+/* Encodes `m` at `version`; the writer must have gr_delete_acls_response_size() bytes of room. */
+void gr_delete_acls_response_encode(struct gr_wr *wr, const struct gr_delete_acls_response *m, int16_t version);
+/* Adds one to counts[code + 1] for each error field of `m` (error_code, partition_error_code, every version: Kafka's
+ * errorCounts() reads its in-memory response), the top-level ones only when `top`; a code outside
+ * 0..nslots-2 counts in slot 0 (-1, UNKNOWN_SERVER_ERROR, as Errors.forCode). */
+void gr_delete_acls_response_count_errors(const struct gr_delete_acls_response *m, bool top, uint64_t *counts, int nslots);
 
 /* ---- describe_configs_request (api key 32 request, versions 1-4, flexible 4+) ---- */
 struct gr_describe_configs_request_describe_configs_resource {

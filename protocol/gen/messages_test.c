@@ -261,6 +261,32 @@ static void json_gr_txn_offset_commit_response_txn_offset_commit_response_topic(
 static void rnd_gr_txn_offset_commit_response_txn_offset_commit_response_topic(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_txn_offset_commit_response_txn_offset_commit_response_topic *m);
 static void json_gr_txn_offset_commit_response(struct gr_sb *sb, int16_t v, const struct gr_txn_offset_commit_response *m);
 static void rnd_gr_txn_offset_commit_response(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_txn_offset_commit_response *m);
+static void json_gr_describe_acls_request(struct gr_sb *sb, int16_t v, const struct gr_describe_acls_request *m);
+static void rnd_gr_describe_acls_request(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_describe_acls_request *m);
+static void json_gr_describe_acls_response_acl_description(struct gr_sb *sb, int16_t v, const struct gr_describe_acls_response_acl_description *m);
+static void rnd_gr_describe_acls_response_acl_description(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_describe_acls_response_acl_description *m);
+static void json_gr_describe_acls_response_describe_acls_resource(struct gr_sb *sb, int16_t v, const struct gr_describe_acls_response_describe_acls_resource *m);
+static void rnd_gr_describe_acls_response_describe_acls_resource(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_describe_acls_response_describe_acls_resource *m);
+static void json_gr_describe_acls_response(struct gr_sb *sb, int16_t v, const struct gr_describe_acls_response *m);
+static void rnd_gr_describe_acls_response(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_describe_acls_response *m);
+static void json_gr_create_acls_request_acl_creation(struct gr_sb *sb, int16_t v, const struct gr_create_acls_request_acl_creation *m);
+static void rnd_gr_create_acls_request_acl_creation(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_create_acls_request_acl_creation *m);
+static void json_gr_create_acls_request(struct gr_sb *sb, int16_t v, const struct gr_create_acls_request *m);
+static void rnd_gr_create_acls_request(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_create_acls_request *m);
+static void json_gr_create_acls_response_acl_creation_result(struct gr_sb *sb, int16_t v, const struct gr_create_acls_response_acl_creation_result *m);
+static void rnd_gr_create_acls_response_acl_creation_result(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_create_acls_response_acl_creation_result *m);
+static void json_gr_create_acls_response(struct gr_sb *sb, int16_t v, const struct gr_create_acls_response *m);
+static void rnd_gr_create_acls_response(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_create_acls_response *m);
+static void json_gr_delete_acls_request_delete_acls_filter(struct gr_sb *sb, int16_t v, const struct gr_delete_acls_request_delete_acls_filter *m);
+static void rnd_gr_delete_acls_request_delete_acls_filter(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_delete_acls_request_delete_acls_filter *m);
+static void json_gr_delete_acls_request(struct gr_sb *sb, int16_t v, const struct gr_delete_acls_request *m);
+static void rnd_gr_delete_acls_request(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_delete_acls_request *m);
+static void json_gr_delete_acls_response_delete_acls_matching_acl(struct gr_sb *sb, int16_t v, const struct gr_delete_acls_response_delete_acls_matching_acl *m);
+static void rnd_gr_delete_acls_response_delete_acls_matching_acl(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_delete_acls_response_delete_acls_matching_acl *m);
+static void json_gr_delete_acls_response_delete_acls_filter_result(struct gr_sb *sb, int16_t v, const struct gr_delete_acls_response_delete_acls_filter_result *m);
+static void rnd_gr_delete_acls_response_delete_acls_filter_result(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_delete_acls_response_delete_acls_filter_result *m);
+static void json_gr_delete_acls_response(struct gr_sb *sb, int16_t v, const struct gr_delete_acls_response *m);
+static void rnd_gr_delete_acls_response(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_delete_acls_response *m);
 static void json_gr_describe_configs_request_describe_configs_resource(struct gr_sb *sb, int16_t v, const struct gr_describe_configs_request_describe_configs_resource *m);
 static void rnd_gr_describe_configs_request_describe_configs_resource(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_describe_configs_request_describe_configs_resource *m);
 static void json_gr_describe_configs_request(struct gr_sb *sb, int16_t v, const struct gr_describe_configs_request *m);
@@ -7470,6 +7496,728 @@ static void rnd_gr_txn_offset_commit_response(struct gr_rng *rng, struct gr_aren
 static void ops_json_gr_txn_offset_commit_response(struct gr_sb *sb, const void *m, int16_t v) { json_gr_txn_offset_commit_response(sb, v, m); }
 static void ops_rnd_gr_txn_offset_commit_response(struct gr_rng *rng, struct gr_arena *a, void *m, int16_t v) { rnd_gr_txn_offset_commit_response(rng, a, v, m); }
 
+static void json_gr_describe_acls_request(struct gr_sb *sb, int16_t v, const struct gr_describe_acls_request *m)
+{
+    gr_sb_putc(sb, '{');
+    bool first = true;
+    if (1) {
+        gr_sb_json_key(sb, "resourceTypeFilter", &first);
+        gr_sb_json_int(sb, m->resource_type_filter);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "resourceNameFilter", &first);
+        gr_sb_json_str(sb, m->resource_name_filter);
+    }
+    if (v >= 1) {
+        gr_sb_json_key(sb, "patternTypeFilter", &first);
+        gr_sb_json_int(sb, m->pattern_type_filter);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "principalFilter", &first);
+        gr_sb_json_str(sb, m->principal_filter);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "hostFilter", &first);
+        gr_sb_json_str(sb, m->host_filter);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "operation", &first);
+        gr_sb_json_int(sb, m->operation);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "permissionType", &first);
+        gr_sb_json_int(sb, m->permission_type);
+    }
+    gr_sb_putc(sb, '}');
+    (void)v;
+    (void)first;
+}
+
+static void rnd_gr_describe_acls_request(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_describe_acls_request *m)
+{
+    gr_describe_acls_request_init(m);
+    (void)v;
+    if (1) {
+        m->resource_type_filter = (int8_t)gr_rng_u64(rng);
+    }
+    if (1) {
+        m->resource_name_filter = gr_rng_str(rng, a, 1);
+    }
+    if (v >= 1) {
+        m->pattern_type_filter = (int8_t)gr_rng_u64(rng);
+    }
+    if (1) {
+        m->principal_filter = gr_rng_str(rng, a, 1);
+    }
+    if (1) {
+        m->host_filter = gr_rng_str(rng, a, 1);
+    }
+    if (1) {
+        m->operation = (int8_t)gr_rng_u64(rng);
+    }
+    if (1) {
+        m->permission_type = (int8_t)gr_rng_u64(rng);
+    }
+    if ((v >= 2) && gr_rng_below(rng, 4) == 0)
+        gr_rng_unknown_tags(rng, a, &m->unknown_tags);
+}
+
+static void ops_json_gr_describe_acls_request(struct gr_sb *sb, const void *m, int16_t v) { json_gr_describe_acls_request(sb, v, m); }
+static void ops_rnd_gr_describe_acls_request(struct gr_rng *rng, struct gr_arena *a, void *m, int16_t v) { rnd_gr_describe_acls_request(rng, a, v, m); }
+
+static void json_gr_describe_acls_response_acl_description(struct gr_sb *sb, int16_t v, const struct gr_describe_acls_response_acl_description *m)
+{
+    gr_sb_putc(sb, '{');
+    bool first = true;
+    if (1) {
+        gr_sb_json_key(sb, "principal", &first);
+        gr_sb_json_str(sb, m->principal);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "host", &first);
+        gr_sb_json_str(sb, m->host);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "operation", &first);
+        gr_sb_json_int(sb, m->operation);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "permissionType", &first);
+        gr_sb_json_int(sb, m->permission_type);
+    }
+    gr_sb_putc(sb, '}');
+    (void)v;
+    (void)first;
+}
+
+static void rnd_gr_describe_acls_response_acl_description(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_describe_acls_response_acl_description *m)
+{
+    gr_describe_acls_response_acl_description_init(m);
+    (void)v;
+    if (1) {
+        m->principal = gr_rng_str(rng, a, 0);
+    }
+    if (1) {
+        m->host = gr_rng_str(rng, a, 0);
+    }
+    if (1) {
+        m->operation = (int8_t)gr_rng_u64(rng);
+    }
+    if (1) {
+        m->permission_type = (int8_t)gr_rng_u64(rng);
+    }
+    if ((v >= 2) && gr_rng_below(rng, 4) == 0)
+        gr_rng_unknown_tags(rng, a, &m->unknown_tags);
+}
+
+static void json_gr_describe_acls_response_describe_acls_resource(struct gr_sb *sb, int16_t v, const struct gr_describe_acls_response_describe_acls_resource *m)
+{
+    gr_sb_putc(sb, '{');
+    bool first = true;
+    if (1) {
+        gr_sb_json_key(sb, "resourceType", &first);
+        gr_sb_json_int(sb, m->resource_type);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "resourceName", &first);
+        gr_sb_json_str(sb, m->resource_name);
+    }
+    if (v >= 1) {
+        gr_sb_json_key(sb, "patternType", &first);
+        gr_sb_json_int(sb, m->pattern_type);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "acls", &first);
+        if (m->acls.count < 0) {
+            gr_sb_puts(sb, "null");
+        } else {
+            gr_sb_putc(sb, '[');
+            for (int32_t i = 0; i < m->acls.count; i++) {
+                if (i) gr_sb_putc(sb, ',');
+                json_gr_describe_acls_response_acl_description(sb, v, &m->acls.items[i]);
+            }
+            gr_sb_putc(sb, ']');
+        }
+    }
+    gr_sb_putc(sb, '}');
+    (void)v;
+    (void)first;
+}
+
+static void rnd_gr_describe_acls_response_describe_acls_resource(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_describe_acls_response_describe_acls_resource *m)
+{
+    gr_describe_acls_response_describe_acls_resource_init(m);
+    (void)v;
+    if (1) {
+        m->resource_type = (int8_t)gr_rng_u64(rng);
+    }
+    if (1) {
+        m->resource_name = gr_rng_str(rng, a, 0);
+    }
+    if (v >= 1) {
+        m->pattern_type = (int8_t)gr_rng_u64(rng);
+    }
+    if (1) {
+        if ((0) && gr_rng_below(rng, 5) == 0) {
+            m->acls.count = -1;
+        } else {
+            m->acls.count = (int32_t)gr_rng_below(rng, 4);
+            m->acls.items = gr_arena_calloc(a, (size_t)m->acls.count + 1, sizeof(struct gr_describe_acls_response_acl_description));
+            for (int32_t i = 0; i < m->acls.count; i++)
+                rnd_gr_describe_acls_response_acl_description(rng, a, v, &m->acls.items[i]);
+        }
+    }
+    if ((v >= 2) && gr_rng_below(rng, 4) == 0)
+        gr_rng_unknown_tags(rng, a, &m->unknown_tags);
+}
+
+static void json_gr_describe_acls_response(struct gr_sb *sb, int16_t v, const struct gr_describe_acls_response *m)
+{
+    gr_sb_putc(sb, '{');
+    bool first = true;
+    if (1) {
+        gr_sb_json_key(sb, "throttleTimeMs", &first);
+        gr_sb_json_int(sb, m->throttle_time_ms);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "errorCode", &first);
+        gr_sb_json_int(sb, m->error_code);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "errorMessage", &first);
+        gr_sb_json_str(sb, m->error_message);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "resources", &first);
+        if (m->resources.count < 0) {
+            gr_sb_puts(sb, "null");
+        } else {
+            gr_sb_putc(sb, '[');
+            for (int32_t i = 0; i < m->resources.count; i++) {
+                if (i) gr_sb_putc(sb, ',');
+                json_gr_describe_acls_response_describe_acls_resource(sb, v, &m->resources.items[i]);
+            }
+            gr_sb_putc(sb, ']');
+        }
+    }
+    gr_sb_putc(sb, '}');
+    (void)v;
+    (void)first;
+}
+
+static void rnd_gr_describe_acls_response(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_describe_acls_response *m)
+{
+    gr_describe_acls_response_init(m);
+    (void)v;
+    if (1) {
+        m->throttle_time_ms = gr_rng_int32(rng);
+    }
+    if (1) {
+        m->error_code = (int16_t)gr_rng_u64(rng);
+    }
+    if (1) {
+        m->error_message = gr_rng_str(rng, a, 1);
+    }
+    if (1) {
+        if ((0) && gr_rng_below(rng, 5) == 0) {
+            m->resources.count = -1;
+        } else {
+            m->resources.count = (int32_t)gr_rng_below(rng, 4);
+            m->resources.items = gr_arena_calloc(a, (size_t)m->resources.count + 1, sizeof(struct gr_describe_acls_response_describe_acls_resource));
+            for (int32_t i = 0; i < m->resources.count; i++)
+                rnd_gr_describe_acls_response_describe_acls_resource(rng, a, v, &m->resources.items[i]);
+        }
+    }
+    if ((v >= 2) && gr_rng_below(rng, 4) == 0)
+        gr_rng_unknown_tags(rng, a, &m->unknown_tags);
+}
+
+static void ops_json_gr_describe_acls_response(struct gr_sb *sb, const void *m, int16_t v) { json_gr_describe_acls_response(sb, v, m); }
+static void ops_rnd_gr_describe_acls_response(struct gr_rng *rng, struct gr_arena *a, void *m, int16_t v) { rnd_gr_describe_acls_response(rng, a, v, m); }
+
+static void json_gr_create_acls_request_acl_creation(struct gr_sb *sb, int16_t v, const struct gr_create_acls_request_acl_creation *m)
+{
+    gr_sb_putc(sb, '{');
+    bool first = true;
+    if (1) {
+        gr_sb_json_key(sb, "resourceType", &first);
+        gr_sb_json_int(sb, m->resource_type);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "resourceName", &first);
+        gr_sb_json_str(sb, m->resource_name);
+    }
+    if (v >= 1) {
+        gr_sb_json_key(sb, "resourcePatternType", &first);
+        gr_sb_json_int(sb, m->resource_pattern_type);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "principal", &first);
+        gr_sb_json_str(sb, m->principal);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "host", &first);
+        gr_sb_json_str(sb, m->host);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "operation", &first);
+        gr_sb_json_int(sb, m->operation);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "permissionType", &first);
+        gr_sb_json_int(sb, m->permission_type);
+    }
+    gr_sb_putc(sb, '}');
+    (void)v;
+    (void)first;
+}
+
+static void rnd_gr_create_acls_request_acl_creation(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_create_acls_request_acl_creation *m)
+{
+    gr_create_acls_request_acl_creation_init(m);
+    (void)v;
+    if (1) {
+        m->resource_type = (int8_t)gr_rng_u64(rng);
+    }
+    if (1) {
+        m->resource_name = gr_rng_str(rng, a, 0);
+    }
+    if (v >= 1) {
+        m->resource_pattern_type = (int8_t)gr_rng_u64(rng);
+    }
+    if (1) {
+        m->principal = gr_rng_str(rng, a, 0);
+    }
+    if (1) {
+        m->host = gr_rng_str(rng, a, 0);
+    }
+    if (1) {
+        m->operation = (int8_t)gr_rng_u64(rng);
+    }
+    if (1) {
+        m->permission_type = (int8_t)gr_rng_u64(rng);
+    }
+    if ((v >= 2) && gr_rng_below(rng, 4) == 0)
+        gr_rng_unknown_tags(rng, a, &m->unknown_tags);
+}
+
+static void json_gr_create_acls_request(struct gr_sb *sb, int16_t v, const struct gr_create_acls_request *m)
+{
+    gr_sb_putc(sb, '{');
+    bool first = true;
+    if (1) {
+        gr_sb_json_key(sb, "creations", &first);
+        if (m->creations.count < 0) {
+            gr_sb_puts(sb, "null");
+        } else {
+            gr_sb_putc(sb, '[');
+            for (int32_t i = 0; i < m->creations.count; i++) {
+                if (i) gr_sb_putc(sb, ',');
+                json_gr_create_acls_request_acl_creation(sb, v, &m->creations.items[i]);
+            }
+            gr_sb_putc(sb, ']');
+        }
+    }
+    gr_sb_putc(sb, '}');
+    (void)v;
+    (void)first;
+}
+
+static void rnd_gr_create_acls_request(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_create_acls_request *m)
+{
+    gr_create_acls_request_init(m);
+    (void)v;
+    if (1) {
+        if ((0) && gr_rng_below(rng, 5) == 0) {
+            m->creations.count = -1;
+        } else {
+            m->creations.count = (int32_t)gr_rng_below(rng, 4);
+            m->creations.items = gr_arena_calloc(a, (size_t)m->creations.count + 1, sizeof(struct gr_create_acls_request_acl_creation));
+            for (int32_t i = 0; i < m->creations.count; i++)
+                rnd_gr_create_acls_request_acl_creation(rng, a, v, &m->creations.items[i]);
+        }
+    }
+    if ((v >= 2) && gr_rng_below(rng, 4) == 0)
+        gr_rng_unknown_tags(rng, a, &m->unknown_tags);
+}
+
+static void ops_json_gr_create_acls_request(struct gr_sb *sb, const void *m, int16_t v) { json_gr_create_acls_request(sb, v, m); }
+static void ops_rnd_gr_create_acls_request(struct gr_rng *rng, struct gr_arena *a, void *m, int16_t v) { rnd_gr_create_acls_request(rng, a, v, m); }
+
+static void json_gr_create_acls_response_acl_creation_result(struct gr_sb *sb, int16_t v, const struct gr_create_acls_response_acl_creation_result *m)
+{
+    gr_sb_putc(sb, '{');
+    bool first = true;
+    if (1) {
+        gr_sb_json_key(sb, "errorCode", &first);
+        gr_sb_json_int(sb, m->error_code);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "errorMessage", &first);
+        gr_sb_json_str(sb, m->error_message);
+    }
+    gr_sb_putc(sb, '}');
+    (void)v;
+    (void)first;
+}
+
+static void rnd_gr_create_acls_response_acl_creation_result(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_create_acls_response_acl_creation_result *m)
+{
+    gr_create_acls_response_acl_creation_result_init(m);
+    (void)v;
+    if (1) {
+        m->error_code = (int16_t)gr_rng_u64(rng);
+    }
+    if (1) {
+        m->error_message = gr_rng_str(rng, a, 1);
+    }
+    if ((v >= 2) && gr_rng_below(rng, 4) == 0)
+        gr_rng_unknown_tags(rng, a, &m->unknown_tags);
+}
+
+static void json_gr_create_acls_response(struct gr_sb *sb, int16_t v, const struct gr_create_acls_response *m)
+{
+    gr_sb_putc(sb, '{');
+    bool first = true;
+    if (1) {
+        gr_sb_json_key(sb, "throttleTimeMs", &first);
+        gr_sb_json_int(sb, m->throttle_time_ms);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "results", &first);
+        if (m->results.count < 0) {
+            gr_sb_puts(sb, "null");
+        } else {
+            gr_sb_putc(sb, '[');
+            for (int32_t i = 0; i < m->results.count; i++) {
+                if (i) gr_sb_putc(sb, ',');
+                json_gr_create_acls_response_acl_creation_result(sb, v, &m->results.items[i]);
+            }
+            gr_sb_putc(sb, ']');
+        }
+    }
+    gr_sb_putc(sb, '}');
+    (void)v;
+    (void)first;
+}
+
+static void rnd_gr_create_acls_response(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_create_acls_response *m)
+{
+    gr_create_acls_response_init(m);
+    (void)v;
+    if (1) {
+        m->throttle_time_ms = gr_rng_int32(rng);
+    }
+    if (1) {
+        if ((0) && gr_rng_below(rng, 5) == 0) {
+            m->results.count = -1;
+        } else {
+            m->results.count = (int32_t)gr_rng_below(rng, 4);
+            m->results.items = gr_arena_calloc(a, (size_t)m->results.count + 1, sizeof(struct gr_create_acls_response_acl_creation_result));
+            for (int32_t i = 0; i < m->results.count; i++)
+                rnd_gr_create_acls_response_acl_creation_result(rng, a, v, &m->results.items[i]);
+        }
+    }
+    if ((v >= 2) && gr_rng_below(rng, 4) == 0)
+        gr_rng_unknown_tags(rng, a, &m->unknown_tags);
+}
+
+static void ops_json_gr_create_acls_response(struct gr_sb *sb, const void *m, int16_t v) { json_gr_create_acls_response(sb, v, m); }
+static void ops_rnd_gr_create_acls_response(struct gr_rng *rng, struct gr_arena *a, void *m, int16_t v) { rnd_gr_create_acls_response(rng, a, v, m); }
+
+static void json_gr_delete_acls_request_delete_acls_filter(struct gr_sb *sb, int16_t v, const struct gr_delete_acls_request_delete_acls_filter *m)
+{
+    gr_sb_putc(sb, '{');
+    bool first = true;
+    if (1) {
+        gr_sb_json_key(sb, "resourceTypeFilter", &first);
+        gr_sb_json_int(sb, m->resource_type_filter);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "resourceNameFilter", &first);
+        gr_sb_json_str(sb, m->resource_name_filter);
+    }
+    if (v >= 1) {
+        gr_sb_json_key(sb, "patternTypeFilter", &first);
+        gr_sb_json_int(sb, m->pattern_type_filter);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "principalFilter", &first);
+        gr_sb_json_str(sb, m->principal_filter);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "hostFilter", &first);
+        gr_sb_json_str(sb, m->host_filter);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "operation", &first);
+        gr_sb_json_int(sb, m->operation);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "permissionType", &first);
+        gr_sb_json_int(sb, m->permission_type);
+    }
+    gr_sb_putc(sb, '}');
+    (void)v;
+    (void)first;
+}
+
+static void rnd_gr_delete_acls_request_delete_acls_filter(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_delete_acls_request_delete_acls_filter *m)
+{
+    gr_delete_acls_request_delete_acls_filter_init(m);
+    (void)v;
+    if (1) {
+        m->resource_type_filter = (int8_t)gr_rng_u64(rng);
+    }
+    if (1) {
+        m->resource_name_filter = gr_rng_str(rng, a, 1);
+    }
+    if (v >= 1) {
+        m->pattern_type_filter = (int8_t)gr_rng_u64(rng);
+    }
+    if (1) {
+        m->principal_filter = gr_rng_str(rng, a, 1);
+    }
+    if (1) {
+        m->host_filter = gr_rng_str(rng, a, 1);
+    }
+    if (1) {
+        m->operation = (int8_t)gr_rng_u64(rng);
+    }
+    if (1) {
+        m->permission_type = (int8_t)gr_rng_u64(rng);
+    }
+    if ((v >= 2) && gr_rng_below(rng, 4) == 0)
+        gr_rng_unknown_tags(rng, a, &m->unknown_tags);
+}
+
+static void json_gr_delete_acls_request(struct gr_sb *sb, int16_t v, const struct gr_delete_acls_request *m)
+{
+    gr_sb_putc(sb, '{');
+    bool first = true;
+    if (1) {
+        gr_sb_json_key(sb, "filters", &first);
+        if (m->filters.count < 0) {
+            gr_sb_puts(sb, "null");
+        } else {
+            gr_sb_putc(sb, '[');
+            for (int32_t i = 0; i < m->filters.count; i++) {
+                if (i) gr_sb_putc(sb, ',');
+                json_gr_delete_acls_request_delete_acls_filter(sb, v, &m->filters.items[i]);
+            }
+            gr_sb_putc(sb, ']');
+        }
+    }
+    gr_sb_putc(sb, '}');
+    (void)v;
+    (void)first;
+}
+
+static void rnd_gr_delete_acls_request(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_delete_acls_request *m)
+{
+    gr_delete_acls_request_init(m);
+    (void)v;
+    if (1) {
+        if ((0) && gr_rng_below(rng, 5) == 0) {
+            m->filters.count = -1;
+        } else {
+            m->filters.count = (int32_t)gr_rng_below(rng, 4);
+            m->filters.items = gr_arena_calloc(a, (size_t)m->filters.count + 1, sizeof(struct gr_delete_acls_request_delete_acls_filter));
+            for (int32_t i = 0; i < m->filters.count; i++)
+                rnd_gr_delete_acls_request_delete_acls_filter(rng, a, v, &m->filters.items[i]);
+        }
+    }
+    if ((v >= 2) && gr_rng_below(rng, 4) == 0)
+        gr_rng_unknown_tags(rng, a, &m->unknown_tags);
+}
+
+static void ops_json_gr_delete_acls_request(struct gr_sb *sb, const void *m, int16_t v) { json_gr_delete_acls_request(sb, v, m); }
+static void ops_rnd_gr_delete_acls_request(struct gr_rng *rng, struct gr_arena *a, void *m, int16_t v) { rnd_gr_delete_acls_request(rng, a, v, m); }
+
+static void json_gr_delete_acls_response_delete_acls_matching_acl(struct gr_sb *sb, int16_t v, const struct gr_delete_acls_response_delete_acls_matching_acl *m)
+{
+    gr_sb_putc(sb, '{');
+    bool first = true;
+    if (1) {
+        gr_sb_json_key(sb, "errorCode", &first);
+        gr_sb_json_int(sb, m->error_code);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "errorMessage", &first);
+        gr_sb_json_str(sb, m->error_message);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "resourceType", &first);
+        gr_sb_json_int(sb, m->resource_type);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "resourceName", &first);
+        gr_sb_json_str(sb, m->resource_name);
+    }
+    if (v >= 1) {
+        gr_sb_json_key(sb, "patternType", &first);
+        gr_sb_json_int(sb, m->pattern_type);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "principal", &first);
+        gr_sb_json_str(sb, m->principal);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "host", &first);
+        gr_sb_json_str(sb, m->host);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "operation", &first);
+        gr_sb_json_int(sb, m->operation);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "permissionType", &first);
+        gr_sb_json_int(sb, m->permission_type);
+    }
+    gr_sb_putc(sb, '}');
+    (void)v;
+    (void)first;
+}
+
+static void rnd_gr_delete_acls_response_delete_acls_matching_acl(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_delete_acls_response_delete_acls_matching_acl *m)
+{
+    gr_delete_acls_response_delete_acls_matching_acl_init(m);
+    (void)v;
+    if (1) {
+        m->error_code = (int16_t)gr_rng_u64(rng);
+    }
+    if (1) {
+        m->error_message = gr_rng_str(rng, a, 1);
+    }
+    if (1) {
+        m->resource_type = (int8_t)gr_rng_u64(rng);
+    }
+    if (1) {
+        m->resource_name = gr_rng_str(rng, a, 0);
+    }
+    if (v >= 1) {
+        m->pattern_type = (int8_t)gr_rng_u64(rng);
+    }
+    if (1) {
+        m->principal = gr_rng_str(rng, a, 0);
+    }
+    if (1) {
+        m->host = gr_rng_str(rng, a, 0);
+    }
+    if (1) {
+        m->operation = (int8_t)gr_rng_u64(rng);
+    }
+    if (1) {
+        m->permission_type = (int8_t)gr_rng_u64(rng);
+    }
+    if ((v >= 2) && gr_rng_below(rng, 4) == 0)
+        gr_rng_unknown_tags(rng, a, &m->unknown_tags);
+}
+
+static void json_gr_delete_acls_response_delete_acls_filter_result(struct gr_sb *sb, int16_t v, const struct gr_delete_acls_response_delete_acls_filter_result *m)
+{
+    gr_sb_putc(sb, '{');
+    bool first = true;
+    if (1) {
+        gr_sb_json_key(sb, "errorCode", &first);
+        gr_sb_json_int(sb, m->error_code);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "errorMessage", &first);
+        gr_sb_json_str(sb, m->error_message);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "matchingAcls", &first);
+        if (m->matching_acls.count < 0) {
+            gr_sb_puts(sb, "null");
+        } else {
+            gr_sb_putc(sb, '[');
+            for (int32_t i = 0; i < m->matching_acls.count; i++) {
+                if (i) gr_sb_putc(sb, ',');
+                json_gr_delete_acls_response_delete_acls_matching_acl(sb, v, &m->matching_acls.items[i]);
+            }
+            gr_sb_putc(sb, ']');
+        }
+    }
+    gr_sb_putc(sb, '}');
+    (void)v;
+    (void)first;
+}
+
+static void rnd_gr_delete_acls_response_delete_acls_filter_result(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_delete_acls_response_delete_acls_filter_result *m)
+{
+    gr_delete_acls_response_delete_acls_filter_result_init(m);
+    (void)v;
+    if (1) {
+        m->error_code = (int16_t)gr_rng_u64(rng);
+    }
+    if (1) {
+        m->error_message = gr_rng_str(rng, a, 1);
+    }
+    if (1) {
+        if ((0) && gr_rng_below(rng, 5) == 0) {
+            m->matching_acls.count = -1;
+        } else {
+            m->matching_acls.count = (int32_t)gr_rng_below(rng, 4);
+            m->matching_acls.items = gr_arena_calloc(a, (size_t)m->matching_acls.count + 1, sizeof(struct gr_delete_acls_response_delete_acls_matching_acl));
+            for (int32_t i = 0; i < m->matching_acls.count; i++)
+                rnd_gr_delete_acls_response_delete_acls_matching_acl(rng, a, v, &m->matching_acls.items[i]);
+        }
+    }
+    if ((v >= 2) && gr_rng_below(rng, 4) == 0)
+        gr_rng_unknown_tags(rng, a, &m->unknown_tags);
+}
+
+static void json_gr_delete_acls_response(struct gr_sb *sb, int16_t v, const struct gr_delete_acls_response *m)
+{
+    gr_sb_putc(sb, '{');
+    bool first = true;
+    if (1) {
+        gr_sb_json_key(sb, "throttleTimeMs", &first);
+        gr_sb_json_int(sb, m->throttle_time_ms);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "filterResults", &first);
+        if (m->filter_results.count < 0) {
+            gr_sb_puts(sb, "null");
+        } else {
+            gr_sb_putc(sb, '[');
+            for (int32_t i = 0; i < m->filter_results.count; i++) {
+                if (i) gr_sb_putc(sb, ',');
+                json_gr_delete_acls_response_delete_acls_filter_result(sb, v, &m->filter_results.items[i]);
+            }
+            gr_sb_putc(sb, ']');
+        }
+    }
+    gr_sb_putc(sb, '}');
+    (void)v;
+    (void)first;
+}
+
+static void rnd_gr_delete_acls_response(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_delete_acls_response *m)
+{
+    gr_delete_acls_response_init(m);
+    (void)v;
+    if (1) {
+        m->throttle_time_ms = gr_rng_int32(rng);
+    }
+    if (1) {
+        if ((0) && gr_rng_below(rng, 5) == 0) {
+            m->filter_results.count = -1;
+        } else {
+            m->filter_results.count = (int32_t)gr_rng_below(rng, 4);
+            m->filter_results.items = gr_arena_calloc(a, (size_t)m->filter_results.count + 1, sizeof(struct gr_delete_acls_response_delete_acls_filter_result));
+            for (int32_t i = 0; i < m->filter_results.count; i++)
+                rnd_gr_delete_acls_response_delete_acls_filter_result(rng, a, v, &m->filter_results.items[i]);
+        }
+    }
+    if ((v >= 2) && gr_rng_below(rng, 4) == 0)
+        gr_rng_unknown_tags(rng, a, &m->unknown_tags);
+}
+
+static void ops_json_gr_delete_acls_response(struct gr_sb *sb, const void *m, int16_t v) { json_gr_delete_acls_response(sb, v, m); }
+static void ops_rnd_gr_delete_acls_response(struct gr_rng *rng, struct gr_arena *a, void *m, int16_t v) { rnd_gr_delete_acls_response(rng, a, v, m); }
+
 static void json_gr_describe_configs_request_describe_configs_resource(struct gr_sb *sb, int16_t v, const struct gr_describe_configs_request_describe_configs_resource *m)
 {
     gr_sb_putc(sb, '{');
@@ -11397,6 +12145,12 @@ const struct gr_msg_test_ops gr_msg_test_ops_table[] = {
     {27, true, ops_json_gr_write_txn_markers_response, ops_rnd_gr_write_txn_markers_response},
     {28, false, ops_json_gr_txn_offset_commit_request, ops_rnd_gr_txn_offset_commit_request},
     {28, true, ops_json_gr_txn_offset_commit_response, ops_rnd_gr_txn_offset_commit_response},
+    {29, false, ops_json_gr_describe_acls_request, ops_rnd_gr_describe_acls_request},
+    {29, true, ops_json_gr_describe_acls_response, ops_rnd_gr_describe_acls_response},
+    {30, false, ops_json_gr_create_acls_request, ops_rnd_gr_create_acls_request},
+    {30, true, ops_json_gr_create_acls_response, ops_rnd_gr_create_acls_response},
+    {31, false, ops_json_gr_delete_acls_request, ops_rnd_gr_delete_acls_request},
+    {31, true, ops_json_gr_delete_acls_response, ops_rnd_gr_delete_acls_response},
     {32, false, ops_json_gr_describe_configs_request, ops_rnd_gr_describe_configs_request},
     {32, true, ops_json_gr_describe_configs_response, ops_rnd_gr_describe_configs_response},
     {33, false, ops_json_gr_alter_configs_request, ops_rnd_gr_alter_configs_request},

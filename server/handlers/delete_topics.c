@@ -11,7 +11,9 @@
  * I/O pool, after every operation submitted before it, answered once durable (the topic file removed, the
  * partition directories renamed), so timeout_ms never expires; cluster: the record deleted in etcd, answered
  * once the image drops the topic or at timeout_ms); parked fetches are then woken so they see it gone.
- * Read next: cluster/topic_writer.h.
+ * ACLs (ControllerApis): DESCRIBE on a named topic first (TOPIC_AUTHORIZATION_FAILED, existence not
+ * disclosed), an id the principal may not DESCRIBE is UNKNOWN_TOPIC_ID, then DELETE
+ * (TOPIC_AUTHORIZATION_FAILED). Read next: cluster/topic_writer.h.
  */
 #include <errno.h>
 #include <string.h>
@@ -19,6 +21,7 @@
 #include "cluster/image.h"
 #include "common/log.h"
 #include "coordinator/coordinator.h"
+#include "server/acls.h"
 #include "server/handlers/handlers.h"
 
 struct dt_entry {
@@ -51,10 +54,23 @@ static int16_t resolve(struct gr_req *req, struct dt_entry *e, bool repeated, co
         return *msg = "You may not specify both topic name and topic id.", GR_ERR_INVALID_REQUEST;
     if (repeated)
         return *msg = by_name ? "Duplicate topic name." : "Duplicate topic id.", GR_ERR_INVALID_REQUEST;
+    /* ControllerApis: DESCRIBE on a named topic first, its existence not disclosed */
+    if (by_name && !gr_req_authorized(req, GR_ACL_OP_DESCRIBE, GR_ACL_RES_TOPIC, e->name))
+        return GR_ERR_TOPIC_AUTHORIZATION_FAILED;
     struct gr_image *img = req->broker->image;
     e->t = by_name ? (e->name.len > 0 ? gr_image_topic_find(img, e->name.ptr, (size_t)e->name.len) : NULL)
                    : gr_image_topic_find_id(img, e->id.b);
     if (!e->t) return by_name ? GR_ERR_UNKNOWN_TOPIC_OR_PARTITION : GR_ERR_UNKNOWN_TOPIC_ID;
+    struct gr_str tn = {e->t->name, e->t->name_len};
+    int16_t denied = !by_name && !gr_req_authorized(req, GR_ACL_OP_DESCRIBE, GR_ACL_RES_TOPIC, tn)
+                         ? GR_ERR_UNKNOWN_TOPIC_ID /* an id the principal may not describe: hidden */
+                     : !gr_req_authorized(req, GR_ACL_OP_DELETE, GR_ACL_RES_TOPIC, tn)
+                         ? GR_ERR_TOPIC_AUTHORIZATION_FAILED
+                         : GR_ERR_NONE;
+    if (denied) {
+        e->t = NULL;
+        return denied;
+    }
     if (gr_topic_is_internal(e->t->name)) {
         e->t = NULL;
         *msg = "Gregor keeps its consumer group state in this internal topic; it cannot be deleted";

@@ -6,10 +6,12 @@
  * include_authorized_operations (v3+) the group's operations are all allowed (no authorizer). A group this
  * broker does not coordinate gets NOT_COORDINATOR (COORDINATOR_LOAD_IN_PROGRESS while its partition loads).
  * Read next: server/handlers/delete_groups.c.
+ * ACLs: DESCRIBE on each group, else that group GROUP_AUTHORIZATION_FAILED (KafkaApis).
  */
 #include <stdio.h>
 
 #include "coordinator/coordinator.h"
+#include "server/acls.h"
 #include "server/handlers/handlers.h"
 
 /* Kafka AclOperation bits for a group without an authorizer: READ, DELETE, DESCRIBE, DESCRIBE_CONFIGS,
@@ -30,6 +32,10 @@ enum gr_handler_rc gr_handle_describe_groups(struct gr_req *req)
         struct gr_describe_groups_response_described_group *dg = &resp->groups.items[i];
         gr_describe_groups_response_described_group_init(dg);
         dg->group_id = body->groups.items[i];
+        if (!gr_req_authorized(req, GR_ACL_OP_DESCRIBE, GR_ACL_RES_GROUP, dg->group_id)) { /* KafkaApis */
+            dg->error_code = GR_ERR_GROUP_AUTHORIZATION_FAILED;
+            continue;
+        }
         if (!b->coord) {
             dg->error_code = GR_ERR_COORDINATOR_NOT_AVAILABLE;
             continue;

@@ -9,7 +9,7 @@
  * id or partition: -1 offsets, empty aborted list; a partition error (range, epoch, zstd, storage): -1
  * offsets, null aborted list. Not led here: NOT_LEADER_OR_FOLLOWER, v12+ CurrentLeader, v16+ NodeEndpoints
  * (server/route.h). DivergingEpoch: no records, at once (KIP-320). A log not made yet: empty, offsets 0
- * (server/logwait.h). Followers: partition/read.c.
+ * (server/logwait.h). Followers: partition/read.c. ACLs: handlers/authorize.c.
  */
 #include "server/handlers/handlers.h"
 #include "server/route.h"
@@ -23,6 +23,7 @@ struct fetch_state {
     bool filled;        /* a fill ran: later ones read again without recording a follower's state */
     int32_t replica_id; /* Kafka's FetchRequest.replicaId: v15+ ReplicaState's, else ReplicaId; -1 consumer */
     int64_t replica_epoch; /* v15+ ReplicaState.ReplicaEpoch, else -1 */
+    bool *denied;          /* per requested topic: TOPIC_AUTHORIZATION_FAILED (gr_fetch_topics_denied) */
 };
 
 /* Fills one partition of topic `it` (NULL: unknown); out of request memory it sets st->no_memory. */
@@ -113,12 +114,8 @@ static void fetch_fill(struct gr_req *req)
             gr_route_topic_by(req->broker, req->hdr.request_api_version >= 13, qt->topic, qt->topic_id.b);
         rt->partitions.count = np;
         for (int32_t p = 0; p < np; p++) {
-            gr_fetch_response_partition_data_init(&parts[p]);
-            parts[p].partition_index = qt->partitions.items[p].partition;
-            parts[p].high_watermark = -1;
-            parts[p].records = gr_records_mem((struct gr_bytes){(const uint8_t *)"", 0});
-            parts[p].aborted_transactions.count = 0;
-            fill_partition(req, t, &qt->partitions.items[p], &parts[p], &bud);
+            gr_fetch_partition_init(&parts[p], qt->partitions.items[p].partition, st->denied[i]);
+            if (!st->denied[i]) fill_partition(req, t, &qt->partitions.items[p], &parts[p], &bud);
             if (st->no_memory) return;
         }
     }
@@ -191,6 +188,8 @@ enum gr_handler_rc gr_handle_fetch(struct gr_req *req)
     bool v15 = req->hdr.request_api_version >= 15;
     st->replica_id = v15 ? body->replica_state.replica_id : body->replica_id;
     st->replica_epoch = v15 ? body->replica_state.replica_epoch : -1;
+    /* every topic denied: nothing to wait for, answered at once (as Kafka) */
+    if (!(st->denied = gr_fetch_topics_denied(req, st->replica_id, &st->final))) return GR_HANDLER_CLOSE;
     /* Declared from the start (a parked request is freed only once finished; finishing it unparks it). */
     gr_req_await(req, &(struct gr_await){.recheck = fetch_recheck,
                                          .expire = st->final ? NULL : fetch_expire,

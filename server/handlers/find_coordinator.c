@@ -6,8 +6,10 @@
  * does not exist yet (its creation is triggered), while the partition has no leader, or when the leader has
  * no live registration with that listener. A transaction's coordinator (key type 1, server/txns.h) is
  * the leader of the id's __transaction_state partition (abs(hashCode) % 50), COORDINATOR_NOT_AVAILABLE while
- * the topic does not exist (dispatch has it created first).
+ * the topic does not exist (dispatch has it created first). ACLs: DESCRIBE on the group (else
+ * GROUP_AUTHORIZATION_FAILED) or the transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED).
  */
+#include "server/acls.h"
 #include "server/groups.h"
 #include "server/txns.h"
 #include "server/handlers/handlers.h"
@@ -22,6 +24,14 @@ static int16_t answer(struct gr_req *req, int8_t key_type, struct gr_str key, co
     if (key_type != 0 && key_type != 1) {
         *msg = "Unknown key type";
         return GR_ERR_INVALID_REQUEST;
+    }
+    /* KafkaApis: DESCRIBE on the group or the transactional id, before looking the coordinator up */
+    enum gr_acl_resource rt = key_type == 1 ? GR_ACL_RES_TRANSACTIONAL_ID : GR_ACL_RES_GROUP;
+    if (!gr_req_authorized(req, GR_ACL_OP_DESCRIBE, rt, key)) {
+        int16_t e =
+            key_type == 1 ? GR_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED : GR_ERR_GROUP_AUTHORIZATION_FAILED;
+        *msg = gr_error_message(e);
+        return e;
     }
     int16_t err = key_type == 1 ? gr_txns_coordinator(req->broker, key, node_id)
                                 : gr_groups_coordinator(req->broker, key, node_id);

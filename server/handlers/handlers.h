@@ -7,6 +7,7 @@
 #define GR_HANDLERS_H
 
 #include "cluster/topic_writer.h"
+#include "common/acl.h"
 #include "protocol/errors.h"
 #include "server/broker.h"
 #include "server/internal_topics.h"
@@ -37,6 +38,37 @@ struct gr_fetch_read;
 struct gr_fetch_response_partition_data;
 bool gr_fetch_fill_aborted(struct gr_req *req, struct gr_log *log, const struct gr_fetch_read *rd,
                            struct gr_fetch_response_partition_data *rp);
+
+/* The ACL checks of Produce, Fetch and Metadata (handlers/authorize.c, KafkaApis; server/acls.h), each
+ * true (nothing denied) without an authorizer. */
+struct gr_image_topic;
+/* Topic operations topic `it` allows the request's principal, as Metadata's TopicAuthorizedOperations bits
+ * (Kafka's AclOperation codes among READ..ALTER_CONFIGS). */
+int32_t gr_topic_authorized_ops(struct gr_req *req, const struct gr_image_topic *it);
+/* Whether the request's principal may DESCRIBE topic `it` (Metadata's all-topics list leaves it out). */
+bool gr_topic_describable(struct gr_req *req, const struct gr_image_topic *it);
+/* Fetch: a response partition's defaults (index, -1 high watermark, empty records, empty aborted list);
+ * `denied`: Kafka's error answer TOPIC_AUTHORIZATION_FAILED (-1 offsets, null aborted list). */
+struct gr_fetch_response_partition_data;
+void gr_fetch_partition_init(struct gr_fetch_response_partition_data *rp, int32_t index, bool denied);
+/* Metadata's check of one named topic (`name`, or the topic `it` a v10+ id resolved to; `it` NULL when it
+ * does not exist): TOPIC_AUTHORIZATION_FAILED without DESCRIBE on it, or when it would be auto-created
+ * (`may_create`) without CREATE on the cluster or the topic; else NONE. */
+int16_t gr_metadata_topic_authorized(struct gr_req *req, struct gr_str name, const struct gr_image_topic *it,
+                                     bool may_create);
+/* gr_route_partition (server/route.h, by name) when the principal may DESCRIBE the topic `name`, else
+ * TOPIC_AUTHORIZATION_FAILED with *r cleared (not pending): ListOffsets' check. */
+struct gr_route;
+int16_t gr_route_described(struct gr_req *req, const struct gr_image_topic *it, struct gr_str name,
+                           int32_t partition, struct gr_route *r);
+/* Produce: per topic_data entry, whether WRITE on the topic is denied (a v13 id checked by its topic's name;
+ * an unknown id is not denied); *txn_refused when transactional records come without a transactional id
+ * (gr_produce_txn_refused) or without WRITE on it. NULL when out of request memory. */
+bool *gr_produce_topics_denied(struct gr_req *req, bool *txn_refused);
+/* Fetch: per requested topic, whether it is denied: READ on the topic for a consumer (replica_id < 0),
+ * CLUSTER_ACTION on the cluster for a follower; sets *all_denied when every topic is (else leaves it). NULL
+ * when out of memory. */
+bool *gr_fetch_topics_denied(struct gr_req *req, int32_t replica_id, bool *all_denied);
 
 /* Shared helpers (handlers/common.c). */
 /* The client's address as Kafka shows a member's host ("/127.0.0.1"), in the request arena ("" when out of

@@ -4,6 +4,7 @@
  * group.instance.id). Read next: coordinator/group.c (gr_coord_heartbeat).
  */
 #include "coordinator/coordinator.h"
+#include "server/acls.h"
 #include "server/handlers/handlers.h"
 
 enum gr_handler_rc gr_handle_heartbeat(struct gr_req *req)
@@ -11,6 +12,10 @@ enum gr_handler_rc gr_handle_heartbeat(struct gr_req *req)
     struct gr_heartbeat_request *body = req->body;
     struct gr_heartbeat_response *resp = req->resp;
     struct gr_broker *b = req->broker;
+    if (!gr_req_authorized(req, GR_ACL_OP_READ, GR_ACL_RES_GROUP, body->group_id)) { /* KafkaApis, first */
+        resp->error_code = GR_ERR_GROUP_AUTHORIZATION_FAILED;
+        return GR_HANDLER_DONE;
+    }
     if (!b->coord) {
         resp->error_code = GR_ERR_COORDINATOR_NOT_AVAILABLE;
         return GR_HANDLER_DONE;

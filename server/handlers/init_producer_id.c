@@ -15,12 +15,13 @@
  * once, or parked (no deadline, in arrival order) until the next block's end is durable; a failed save
  * answers COORDINATOR_LOAD_IN_PROGRESS (what Kafka answers while it has no block: retriable, and older
  * clients treat REQUEST_TIMED_OUT as fatal). This file only translates. Read next:
- * coordinator/producer_ids.h.
+ * coordinator/producer_ids.h. ACLs (KafkaApis, before anything else): init_denied.
  */
 #include <stdbool.h>
 
 #include "coordinator/producer_ids.h"
 #include "coordinator/txn.h"
+#include "server/acls.h"
 #include "server/handlers/handlers.h"
 #include "server/txns.h"
 
@@ -75,10 +76,31 @@ static enum gr_handler_rc init_transactional(struct gr_req *req)
     return gr_txns_settle(req, waits, &w, 1); /* parked: server/txns.c's done hook finishes it */
 }
 
+/* KafkaApis' checks, first: WRITE on the transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED); without
+   one, IDEMPOTENT_WRITE on the cluster or WRITE on some topic (authorizeByResourceType, KIP-679), else
+   CLUSTER_AUTHORIZATION_FAILED. NONE when allowed. */
+static int16_t init_denied(struct gr_req *req)
+{
+    struct gr_init_producer_id_request *body = req->body;
+    if (body->transactional_id.len >= 0)
+        return gr_req_authorized(req, GR_ACL_OP_WRITE, GR_ACL_RES_TRANSACTIONAL_ID, body->transactional_id)
+                   ? GR_ERR_NONE
+                   : GR_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
+    if (gr_req_authorized_cluster(req, GR_ACL_OP_IDEMPOTENT_WRITE) ||
+        gr_req_authorized_any(req, GR_ACL_OP_WRITE, GR_ACL_RES_TOPIC))
+        return GR_ERR_NONE;
+    return GR_ERR_CLUSTER_AUTHORIZATION_FAILED;
+}
+
 enum gr_handler_rc gr_handle_init_producer_id(struct gr_req *req)
 {
     struct gr_init_producer_id_request *body = req->body;
     struct gr_broker *b = req->broker;
+    int16_t denied = init_denied(req);
+    if (denied) {
+        answer(req, denied, -1);
+        return GR_HANDLER_DONE;
+    }
     if (body->transactional_id.len == 0) {
         answer(req, GR_ERR_INVALID_REQUEST, -1);
         return GR_HANDLER_DONE;

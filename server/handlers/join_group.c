@@ -11,6 +11,7 @@
  */
 #include "common/log.h"
 #include "coordinator/coordinator.h"
+#include "server/acls.h"
 #include "server/handlers/handlers.h"
 
 /* ---- the late answer (server/groups.c's join_done hook) ---- */
@@ -56,6 +57,11 @@ enum gr_handler_rc gr_handle_join_group(struct gr_req *req)
     struct gr_join_group_request *body = req->body;
     struct gr_join_group_response *resp = req->resp;
     struct gr_broker *b = req->broker;
+    if (!gr_req_authorized(req, GR_ACL_OP_READ, GR_ACL_RES_GROUP, body->group_id)) { /* KafkaApis, first */
+        resp->error_code = GR_ERR_GROUP_AUTHORIZATION_FAILED;
+        resp->member_id = body->member_id;
+        return GR_HANDLER_DONE;
+    }
     if (!b->coord) {
         resp->error_code = GR_ERR_COORDINATOR_NOT_AVAILABLE;
         resp->member_id = body->member_id;

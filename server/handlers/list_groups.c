@@ -2,12 +2,14 @@
  * list_groups.c: ListGroups (key 16), v0-5. Every group this node coordinates (those of the
  * __consumer_offsets partitions it has loaded: all of them on a single node, as Kafka lists only its own),
  * filtered by state from v4 (case-insensitive against Kafka's state names) and by type from v5 (every group
- * here is "classic"; an unknown type name matches nothing, as Kafka's GroupType.parse gives UNKNOWN). Read
+ * here is "classic"; an unknown type name matches nothing, as Kafka's GroupType.parse gives UNKNOWN). ACLs:
+ * every group with DESCRIBE on the cluster, else only the groups the principal may DESCRIBE. Read
  * next: server/handlers/describe_groups.c.
  */
 #include <strings.h>
 
 #include "coordinator/coordinator.h"
+#include "server/acls.h"
 #include "server/handlers/handlers.h"
 
 static bool in_filter(const struct gr_str_array *filter, const char *value)
@@ -39,6 +41,8 @@ enum gr_handler_rc gr_handle_list_groups(struct gr_req *req)
     struct gr_str_array none = {NULL, 0};
     const struct gr_str_array *states = v >= 4 ? &body->states_filter : &none;
     const struct gr_str_array *types = v >= 5 ? &body->types_filter : &none;
+    /* KafkaApis: DESCRIBE on the cluster lists every group, else those the principal may DESCRIBE */
+    bool every = gr_req_authorized_cluster(req, GR_ACL_OP_DESCRIBE);
     int32_t n = gr_coord_group_count(b->coord);
     resp->groups.items = gr_arena_calloc(&req->arena, (size_t)n + 1, sizeof *resp->groups.items);
     if (!resp->groups.items) return GR_HANDLER_CLOSE;
@@ -46,6 +50,8 @@ enum gr_handler_rc gr_handle_list_groups(struct gr_req *req)
     for (int32_t i = 0; i < n; i++) {
         struct gr_group *grp = gr_coord_group_at(b->coord, i);
         if (gr_coord_check(b->coord, gr_str_c(gr_group_id(grp)))) continue; /* its partition is loading */
+        if (!every && !gr_req_authorized_c(req, GR_ACL_OP_DESCRIBE, GR_ACL_RES_GROUP, gr_group_id(grp)))
+            continue;
         const char *state = gr_group_state_name(gr_group_state(grp));
         if (!in_filter(states, state) || !in_filter(types, "classic")) continue;
         struct gr_list_groups_response_listed_group *lg = &resp->groups.items[resp->groups.count++];

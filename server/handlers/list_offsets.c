@@ -14,8 +14,8 @@
  * the request until the pool round ends (gr_cold_wait), then the answer is recomputed. A partition led here
  * whose log is not made yet waits for it (server/logwait.h) at most LO_LOG_WAIT_MS, then answers
  * NOT_LEADER_OR_FOLLOWER (retriable). Read next: partition/read.c (the lookups), partition/cold.c.
+ * ACLs: DESCRIBE on each topic, else TOPIC_AUTHORIZATION_FAILED per partition (handlers/authorize.c).
  */
-
 #include "server/handlers/handlers.h"
 #include "server/route.h"
 
@@ -147,7 +147,7 @@ static bool fill(struct gr_req *req)
                 continue;
             }
             struct gr_route r; /* another broker's: NOT_LEADER_OR_FOLLOWER (server/route.h) */
-            if ((rp->error_code = gr_route_partition(req->broker, it, qp->partition_index, false, &r))) {
+            if ((rp->error_code = gr_route_described(req, it, qt->name, qp->partition_index, &r))) {
                 if (r.pending) gr_req_logs_note(req, it->id, qp->partition_index); /* false once expired */
                 continue;
             }

@@ -7,6 +7,7 @@
  * UNKNOWN_TOPIC_OR_PARTITION, as KRaft Kafka answers while it creates, and the next Metadata shows the
  * partitions. Invalid names get INVALID_TOPIC_EXCEPTION. The request waits until the creation (files on the
  * I/O pool) completed, so the next Metadata shows the partitions, and gets its error code when it failed.
+ * ACLs (server/acls.h): all topics = those the principal may DESCRIBE; named ones: handlers/authorize.c.
  */
 #include <string.h>
 
@@ -15,11 +16,6 @@
 #include "server/groups.h"
 #include "server/handlers/handlers.h"
 #include "server/route.h"
-
-/* Kafka AclOperation bits for a topic when no authorizer is set: READ, WRITE, CREATE, DELETE, ALTER,
- * DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS. */
-#define TOPIC_ALL_OPERATIONS                                                                                 \
-    ((1 << 3) | (1 << 4) | (1 << 5) | (1 << 6) | (1 << 7) | (1 << 8) | (1 << 10) | (1 << 11))
 
 /* The partition's node lists copied into the request (the image may change while it waits for an
    auto-creation): replicas and ISR (v0: only the reachable ones), offline replicas (the unreachable ones and
@@ -93,7 +89,7 @@ static bool fill_topic(struct gr_req *req, struct gr_metadata_response_metadata_
     rt->name = gr_str_c(gr_arena_strndup(&req->arena, it->name, (size_t)it->name_len));
     memcpy(rt->topic_id.b, it->id, 16);
     rt->is_internal = it->internal;
-    if (want_ops) rt->topic_authorized_operations = TOPIC_ALL_OPERATIONS;
+    if (want_ops) rt->topic_authorized_operations = gr_topic_authorized_ops(req, it);
     int32_t n = it->partition_count;
     rt->partitions.items = gr_arena_calloc(&req->arena, (size_t)n, sizeof *rt->partitions.items);
     if (!rt->name.ptr || !rt->partitions.items) return false;
@@ -127,6 +123,23 @@ static bool fill_brokers(struct gr_req *req, struct gr_metadata_response *resp)
     return true;
 }
 
+/* Every topic (v0 empty list, v1+ null), as KafkaApis: those the principal may not DESCRIBE left out. */
+static bool fill_all(struct gr_req *req, struct gr_metadata_response *resp, bool want_ops)
+{
+    int32_t n = gr_image_topic_count(req->broker->image);
+    resp->topics.items = gr_arena_calloc(&req->arena, (size_t)n + 1, sizeof *resp->topics.items);
+    if (!resp->topics.items) return false;
+    resp->topics.count = 0;
+    for (int32_t i = 0; i < n; i++) {
+        const struct gr_image_topic *it = gr_image_topic_at(req->broker->image, i);
+        if (!gr_topic_describable(req, it)) continue;
+        struct gr_metadata_response_metadata_response_topic *rt = &resp->topics.items[resp->topics.count++];
+        gr_metadata_response_metadata_response_topic_init(rt);
+        if (!fill_topic(req, rt, it, want_ops)) return false;
+    }
+    return true;
+}
+
 /* An auto-creation completed: the answer stays UNKNOWN_TOPIC_OR_PARTITION unless it failed otherwise. */
 static void auto_created(struct gr_req *req, void *item, const struct gr_topic_change *res)
 {
@@ -147,19 +160,8 @@ enum gr_handler_rc gr_handle_metadata(struct gr_req *req)
     resp->controller_id = b->image->controller_id;
     bool want_ops = v >= 8 && body->include_topic_authorized_operations;
 
-    bool all = body->topics.count < 0 || (v == 0 && body->topics.count == 0);
-    if (all) {
-        int32_t n = gr_image_topic_count(b->image);
-        resp->topics.items = gr_arena_calloc(&req->arena, (size_t)n + 1, sizeof *resp->topics.items);
-        if (!resp->topics.items) return GR_HANDLER_CLOSE;
-        resp->topics.count = n;
-        for (int32_t i = 0; i < n; i++) {
-            gr_metadata_response_metadata_response_topic_init(&resp->topics.items[i]);
-            if (!fill_topic(req, &resp->topics.items[i], gr_image_topic_at(b->image, i), want_ops))
-                return GR_HANDLER_CLOSE;
-        }
-        return GR_HANDLER_DONE;
-    }
+    if (body->topics.count < 0 || (v == 0 && body->topics.count == 0))
+        return fill_all(req, resp, want_ops) ? GR_HANDLER_DONE : GR_HANDLER_CLOSE;
     bool may_create = b->cfg.settings.auto_create_topics_enable && (v < 4 || body->allow_auto_topic_creation);
     int32_t n = body->topics.count;
     /* __consumer_offsets is created by the group coordinator's start (before anything else is submitted) */
@@ -175,6 +177,7 @@ enum gr_handler_rc gr_handle_metadata(struct gr_req *req)
         rt->name = qt->name;
         rt->topic_id = qt->topic_id;
         const struct gr_image_topic *it = gr_route_topic_by(b, qt->name.len < 0, qt->name, qt->topic_id.b);
+        if ((rt->error_code = gr_metadata_topic_authorized(req, qt->name, it, may_create))) continue;
         if (it) { /* out of memory: an error, as topic operations may be pending */
             if (!fill_topic(req, rt, it, want_ops))
                 *rt = (struct gr_metadata_response_metadata_response_topic){

@@ -12,12 +12,14 @@
  * (gr_partition_produce_acked; gr_coord_write_error maps as Kafka 4's coordinator runtime). Without the fsync
  * setting the visible offset is the log end offset: the answer follows the append (Kafka's page-cache
  * behaviour). The committed values are visible to OffsetFetch as soon as they are appended. v2-4 carry
- * retention_time_ms (kept as the record's expire timestamp when not -1); v7+ group.instance.id. Read next:
+ * retention_time_ms (kept as the record's expire timestamp when not -1); v7+ group.instance.id. ACLs: READ
+ * on the group (GROUP_AUTHORIZATION_FAILED), READ on each topic (TOPIC_AUTHORIZATION_FAILED). Read next:
  * coordinator/offsets.c (gr_coord_commit).
  */
 #include "common/time.h"
 #include "coordinator/coordinator.h"
 #include "coordinator/offsets_log.h"
+#include "server/acls.h"
 #include "server/groups.h"
 #include "server/handlers/handlers.h"
 #include "server/route.h"
@@ -92,6 +94,28 @@ static void commit_send(struct gr_req *req, struct commit_state *st, struct gr_c
     gr_coord_commit(req->broker->coord, &p, &st->partition, &st->end_offset);
 }
 
+/* The request's partition count (negative counts as 0). */
+static int32_t commit_total(const struct gr_offset_commit_request *body)
+{
+    int32_t total = 0;
+    for (int32_t i = 0; i < body->topics.count; i++)
+        total += body->topics.items[i].partitions.count > 0 ? body->topics.items[i].partitions.count : 0;
+    return total;
+}
+
+/* KafkaApis' checks: READ on the group (else GROUP_AUTHORIZATION_FAILED), then READ on the topic
+   (TOPIC_AUTHORIZATION_FAILED, before existence; an unknown v10 id stays UNKNOWN_TOPIC_ID). */
+static int16_t commit_denied(struct gr_req *req, const struct gr_image_topic *t, struct gr_str name)
+{
+    struct gr_offset_commit_request *body = req->body;
+    if (!gr_req_authorized(req, GR_ACL_OP_READ, GR_ACL_RES_GROUP, body->group_id))
+        return GR_ERR_GROUP_AUTHORIZATION_FAILED;
+    if ((t || req->hdr.request_api_version < 10) &&
+        !gr_req_authorized(req, GR_ACL_OP_READ, GR_ACL_RES_TOPIC, name))
+        return GR_ERR_TOPIC_AUTHORIZATION_FAILED;
+    return GR_ERR_NONE;
+}
+
 enum gr_handler_rc gr_handle_offset_commit(struct gr_req *req)
 {
     struct gr_offset_commit_request *body = req->body;
@@ -99,9 +123,7 @@ enum gr_handler_rc gr_handle_offset_commit(struct gr_req *req)
     struct gr_broker *b = req->broker;
     int16_t v = req->hdr.request_api_version;
     int32_t ntopics = body->topics.count > 0 ? body->topics.count : 0;
-    int32_t total = 0;
-    for (int32_t i = 0; i < ntopics; i++)
-        total += body->topics.items[i].partitions.count > 0 ? body->topics.items[i].partitions.count : 0;
+    int32_t total = commit_total(body);
     struct commit_state *st = gr_arena_alloc(&req->arena, sizeof *st);
     struct gr_commit_topic *cts = gr_arena_calloc(&req->arena, (size_t)ntopics + 1, sizeof *cts);
     resp->topics.items = gr_arena_calloc(&req->arena, (size_t)ntopics + 1, sizeof *resp->topics.items);
@@ -125,12 +147,13 @@ enum gr_handler_rc gr_handle_offset_commit(struct gr_req *req)
         const struct gr_image_topic *t =
             v >= 10 ? gr_route_topic_id(b, rt->topic_id.b) : gr_route_topic(b, rt->name);
         struct gr_str name = t ? (struct gr_str){t->name, t->name_len} : rt->name;
-        int32_t first = k;
+        int32_t first = k, deny = commit_denied(req, t, name);
         for (int32_t j = 0; j < np; j++) {
             struct gr_offset_commit_request_offset_commit_request_partition *rp = &rt->partitions.items[j];
             resp_partition *pr = &tr->partitions.items[j];
             gr_offset_commit_response_offset_commit_response_partition_init(pr);
             pr->partition_index = rp->partition_index;
+            if ((pr->error_code = (int16_t)deny)) continue;
             if (!t || rp->partition_index < 0 || rp->partition_index >= t->partition_count) {
                 pr->error_code = !t && v >= 10 ? GR_ERR_UNKNOWN_TOPIC_ID : GR_ERR_UNKNOWN_TOPIC_OR_PARTITION;
                 continue;

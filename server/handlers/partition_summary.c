@@ -10,10 +10,13 @@
  * the connection is closed (only a broker sends this API, and Gregor's never past them). Never listed in
  * ApiVersions (api_versions.c). Served on every listener until issue #23 brings listener security (README,
  * Metrics).
+ * ACLs: CLUSTER_ACTION on the cluster (Kafka's inter-broker rule), else CLUSTER_AUTHORIZATION_FAILED on every
+ * partition.
  */
 #include <errno.h>
 
 #include "cluster/part_summary.h"
+#include "server/acls.h"
 #include "server/handlers/handlers.h"
 #include "common/time.h"
 #include "server/route.h"
@@ -59,6 +62,8 @@ enum gr_handler_rc gr_handle_partition_summary(struct gr_req *req)
     struct gr_partition_summary_request *body = req->body;
     struct gr_partition_summary_response *resp = req->resp;
     if (!gr_part_summary_request_within_bounds(body)) return GR_HANDLER_CLOSE;
+    /* broker to broker: CLUSTER_ACTION on the cluster, as Kafka asks of its inter-broker APIs */
+    bool cluster_action = gr_req_authorized_cluster(req, GR_ACL_OP_CLUSTER_ACTION);
     int32_t nt = body->topics.count > 0 ? body->topics.count : 0;
     resp->topics.items = gr_arena_calloc(&req->arena, (size_t)nt + 1, sizeof *resp->topics.items);
     if (!resp->topics.items) return GR_HANDLER_CLOSE;
@@ -78,7 +83,8 @@ enum gr_handler_rc gr_handle_partition_summary(struct gr_req *req)
                 &rt->partitions.items[p];
             gr_partition_summary_response_partition_summary_partition_result_init(rp);
             rp->partition_index = qt->partitions.items[p].partition_index;
-            rp->error_code = summarize(req, it, &qt->partitions.items[p], rp);
+            rp->error_code = cluster_action ? summarize(req, it, &qt->partitions.items[p], rp)
+                                            : GR_ERR_CLUSTER_AUTHORIZATION_FAILED;
         }
     }
     return GR_HANDLER_DONE;

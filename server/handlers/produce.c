@@ -21,6 +21,7 @@
  * appendable (partition/gate.c: closed files reopened on the I/O pool; KAFKA_STORAGE_ERROR if not). Out of
  * request memory, the connection is closed first. Partitions led elsewhere (route.h) get
  * NOT_LEADER_OR_FOLLOWER, from v10 with CurrentLeader and NodeEndpoints (KIP-951). Next: fetch.c.
+ * ACLs (WRITE on each topic, before existence; on the transactional id): handlers/authorize.c.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -38,6 +39,7 @@ struct produce_state {
     struct gr_log **logs; /* the request's partitions that exist (arena), for the append gate */
     int nlogs, total;
     bool txn_refused; /* every partition answers TRANSACTIONAL_ID_AUTHORIZATION_FAILED (no appends) */
+    bool *denied;     /* per topic_data entry: no WRITE on the topic (TOPIC_AUTHORIZATION_FAILED) */
     bool asked;       /* gr_produce_txn_remote ran (a remote coordinator's verification, at most once) */
 };
 
@@ -109,7 +111,9 @@ static enum gr_handler_rc produce_run(struct gr_req *req)
             topic_err = GR_ERR_INVALID_TOPIC_EXCEPTION;
         }
         if (bad_acks) topic_err = GR_ERR_INVALID_REQUIRED_ACKS;
-        if (st->txn_refused) topic_err = GR_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
+        if (st->txn_refused || st->denied[i]) /* KafkaApis checks WRITE before existence */
+            topic_err = st->txn_refused ? GR_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+                                        : GR_ERR_TOPIC_AUTHORIZATION_FAILED;
         int32_t np = tr->partition_responses.count;
         for (int32_t p = 0; p < np; p++) {
             struct gr_produce_request_partition_produce_data *pd = &td->partition_data.items[p];
@@ -183,16 +187,11 @@ enum gr_handler_rc gr_handle_produce(struct gr_req *req)
     struct gr_produce_request *body = req->body;
     if (!gr_produce_merge_duplicates(body, req->hdr.request_api_version >= 13, &req->arena))
         return GR_HANDLER_CLOSE; /* before any append: nothing half done */
-    int32_t ntopics = body->topic_data.count > 0 ? body->topic_data.count : 0;
-    int total = 0;
-    for (int32_t i = 0; i < ntopics; i++)
-        total += body->topic_data.items[i].partition_data.count > 0
-                     ? body->topic_data.items[i].partition_data.count
-                     : 0;
+    int total = gr_produce_request_partitions(body);
     struct produce_state *st = gr_arena_calloc(&req->arena, 1, sizeof *st);
     if (!st || !gr_req_commits_new(req, total)) return GR_HANDLER_CLOSE;
     req->hstate = st;
-    st->txn_refused = gr_produce_txn_refused(req);
+    if (!(st->denied = gr_produce_topics_denied(req, &st->txn_refused))) return GR_HANDLER_CLOSE;
     bool bad_acks = body->acks != 0 && body->acks != 1 && body->acks != -1;
     if (bad_acks || st->txn_refused) return produce_run(req); /* no appends */
     st->total = total;

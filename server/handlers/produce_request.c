@@ -187,3 +187,13 @@ void gr_produce_fill_partition(const struct gr_produce_result *r,
     pr->record_errors.items = items;
     pr->record_errors.count = r->record_error_count;
 }
+
+int gr_produce_request_partitions(const struct gr_produce_request *body)
+{
+    int total = 0;
+    for (int32_t i = 0; i < body->topic_data.count; i++)
+        total += body->topic_data.items[i].partition_data.count > 0
+                     ? body->topic_data.items[i].partition_data.count
+                     : 0;
+    return total;
+}

@@ -31,6 +31,8 @@ bool gr_produce_merge_duplicates(struct gr_produce_request *body, bool by_id, st
    memory: the caller closes the connection (never a write through NULL). */
 bool gr_produce_response_alloc(const struct gr_produce_request *body, struct gr_produce_response *resp,
                                struct gr_arena *arena);
+/* The number of partition entries the request holds (negative counts as 0). */
+int gr_produce_request_partitions(const struct gr_produce_request *body);
 /* True when the request has a transactional id or the first batch of any partition has the transactional
    bit (RequestUtils.hasTransactionalRecords). */
 bool gr_produce_request_transactional(const struct gr_produce_request *body);

@@ -7,6 +7,7 @@
  * fill the response here and sends it. Read next: coordinator/group.c (sync_impl), server/groups.c.
  */
 #include "coordinator/coordinator.h"
+#include "server/acls.h"
 #include "server/handlers/handlers.h"
 
 enum gr_handler_rc gr_handle_sync_group(struct gr_req *req)
@@ -15,6 +16,10 @@ enum gr_handler_rc gr_handle_sync_group(struct gr_req *req)
     struct gr_sync_group_response *resp = req->resp;
     struct gr_broker *b = req->broker;
     int16_t v = req->hdr.request_api_version;
+    if (!gr_req_authorized(req, GR_ACL_OP_READ, GR_ACL_RES_GROUP, body->group_id)) { /* KafkaApis, first */
+        resp->error_code = GR_ERR_GROUP_AUTHORIZATION_FAILED;
+        return GR_HANDLER_DONE;
+    }
     if (!b->coord) {
         resp->error_code = GR_ERR_COORDINATOR_NOT_AVAILABLE;
         return GR_HANDLER_DONE;

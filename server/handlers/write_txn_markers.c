@@ -16,12 +16,15 @@
  * and an active file the fd cap closed is reopened on the I/O pool. Markers are written in request order.
  * The marker's TransactionVersion (v2) is not used: markers follow transaction version 1's rules.
  * Read next: server/txns.h, partition/partition.h (gr_partition_write_marker).
+ * ACLs: CLUSTER_ACTION on the cluster (Kafka's inter-broker rule), else CLUSTER_AUTHORIZATION_FAILED on every
+ * partition.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/time.h"
 #include "coordinator/offsets_log.h"
+#include "server/acls.h"
 #include "server/handlers/handlers.h"
 #include "server/route.h"
 #include "server/txns.h"
@@ -157,6 +160,15 @@ enum gr_handler_rc gr_handle_write_txn_markers(struct gr_req *req)
 {
     int total = alloc_response(req);
     if (total < 0 || !gr_req_commits_new(req, total)) return GR_HANDLER_CLOSE;
+    if (!gr_req_authorized_cluster(req, GR_ACL_OP_CLUSTER_ACTION)) { /* KafkaApis: an inter-broker API */
+        struct gr_write_txn_markers_response *resp = req->resp;
+        for (int32_t i = 0; i < resp->markers.count; i++)
+            for (int32_t t = 0; t < resp->markers.items[i].topics.count; t++)
+                for (int32_t p = 0; p < resp->markers.items[i].topics.items[t].partitions.count; p++)
+                    resp->markers.items[i].topics.items[t].partitions.items[p].error_code =
+                        GR_ERR_CLUSTER_AUTHORIZATION_FAILED;
+        return GR_HANDLER_DONE;
+    }
     if (!req->broker->iopool) return markers_run(req);
     struct gr_log **logs = NULL;
     int n = gate_logs(req, total, &logs);

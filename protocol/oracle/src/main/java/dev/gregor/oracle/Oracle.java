@@ -63,6 +63,7 @@ public final class Oracle {
         {18, "ApiVersions"}, {19, "CreateTopics"}, {20, "DeleteTopics"}, {21, "DeleteRecords"},
         {22, "InitProducerId"}, {23, "OffsetForLeaderEpoch"}, {24, "AddPartitionsToTxn"},
         {25, "AddOffsetsToTxn"}, {26, "EndTxn"}, {27, "WriteTxnMarkers"}, {28, "TxnOffsetCommit"},
+        {29, "DescribeAcls"}, {30, "CreateAcls"}, {31, "DeleteAcls"},
         {32, "DescribeConfigs"},
         {33, "AlterConfigs"}, {35, "DescribeLogDirs"}, {37, "CreatePartitions"}, {42, "DeleteGroups"},
         {44, "IncrementalAlterConfigs"}, {47, "OffsetDelete"}, {48, "DescribeClientQuotas"},
