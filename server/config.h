@@ -132,6 +132,8 @@ struct gr_ssl_settings {
     const char *client_auth;                /* ssl.client.auth: none (default), requested, required */
     const char *enabled_protocols;          /* ssl.enabled.protocols, default TLSv1.2,TLSv1.3 */
     const char *cipher_suites;              /* ssl.cipher.suites, NULL or empty = OpenSSL's defaults */
+    const char *endpoint_identification_algorithm; /* ssl.endpoint.identification.algorithm, default https:
+                                                      the inter-broker client checks the peer's host */
 };
 
 /* Most ssl.* keys a config holds (broker-wide and per listener together). */
