@@ -16,11 +16,11 @@ inter.broker.listener.name) and EXTERNAL (PLAINTEXT, the clients'). What it chec
     the remote verification between brokers) reads back exactly with read_committed, and the logs show the
     txn-markers and verify connections over TLS;
   - a fourth broker whose certificate and truststore come from another CA joins the membership (etcd carries no
-    TLS) but cannot replicate: a partition it follows keeps it out of the ISR, its log names the certificate
+    TLS) but cannot replicate: a partition it follows drops it from the ISR, its log names the certificate
     verification failure, and its failing reconnects back off instead of spinning (CPU under 2 s over 5 s);
   - a fifth broker with a certificate from our CA for 127.0.0.2 while it advertises 127.0.0.1: broker 1 refuses it
     as a leader (ssl.endpoint.identification.algorithm=https, Kafka's default: "IP address mismatch" in broker
-    1's log), and a partition it leads never gets broker 1 in its ISR;
+    1's log), and a partition it leads drops broker 1 from its ISR;
   - start-up refusals: ssl.endpoint.identification.algorithm other than https or empty, and
     security.inter.broker.protocol=SSL with no listener named SSL (Kafka's rule), each stop the broker with exit
     status 2 and the key named.
@@ -215,11 +215,12 @@ def t_elsewhere(run, etcd, bs, st):
     eq('CreateTopics elsewhere-t [5, 1] (broker 5 leads, 1 follows): NONE', 0,
        create_assigned(bs[0], 'elsewhere-t', [[5, 1]]))
     h.wait_until(lambda: (txn.parts_of(bs[0], 'elsewhere-t') or {}).get(0, (-1,))[0] == 5, 20, 'elsewhere-t led by 5')
-    eq('10 records acknowledged on elsewhere-t (acks=1, leader 5)', [], produce_some(bs + [other], 'elsewhere-t', 10)[:3])
+    eq('10 records acknowledged on elsewhere-t (acks=1, leader 5)', [],
+       produce_some(bs + [other], 'elsewhere-t', 10)[:3])
     eq('elsewhere-t ISR within 20 s: broker 5 only (broker 1 cannot verify 5\'s certificate for 127.0.0.1)', (5,),
        isr_within(bs[0], 'elsewhere-t', (5,)))
-    m = re.search(r'broker-1-fetcher-\d+: TLS handshake with broker 5 at \S+ failed: [^"]*IP address mismatch[^"]*',
-                  log_of(bs[0]))
+    m = re.search(r'broker-1-fetcher-\d+: TLS handshake with broker 5 at \S+ failed: '
+                  r'[^"]*IP address mismatch[^"]*', log_of(bs[0]))
     check('broker 1 logs the host mismatch of broker 5\'s certificate', bool(m))
     if m:
         figures.append(f'broker 1: {m.group(0)[:200]}')
