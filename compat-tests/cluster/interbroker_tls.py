@@ -4,7 +4,7 @@ here with openssl (a CA, the brokers' certificate for 127.0.0.1, a second CA, a 
 address); no key is checked in.
 
 Each broker has INTERNAL (SSL, ssl.client.auth=required, PEM keystore and truststore, the inter-broker listener by
-inter.broker.listener.name) and EXTERNAL (PLAINTEXT, the clients'). What it checks:
+inter.broker.listener.name), EXTERNAL (PLAINTEXT, the clients') and SECURE (SSL for clients). What it checks:
   - a plaintext ApiVersions on INTERNAL is not answered (the listener speaks TLS only);
   - replication.py's RF 3 run over it: acks=all produce, every record read back, the replicas of every partition
     byte for byte equal up to the high watermark, the replication byte counters; kill -9 the leader of partition
@@ -15,6 +15,8 @@ inter.broker.listener.name) and EXTERNAL (PLAINTEXT, the clients'). What it chec
   - txn.py's transaction across three partitions led by the three brokers (two commits, one abort; markers and
     the remote verification between brokers) reads back exactly with read_committed, and the logs show the
     txn-markers and verify connections over TLS;
+  - clients over SSL as well: confluent-kafka on SECURE produces 300 records acks=all to three partitions led by
+    the three brokers and reads them back; Metadata on SECURE names the brokers' SECURE addresses;
   - a fourth broker whose certificate and truststore come from another CA joins the membership (etcd carries no
     TLS) but cannot replicate: a partition it follows drops it from the ISR, its log names the certificate
     verification failure, and its failing reconnects back off instead of spinning (CPU under 2 s over 5 s);
@@ -71,13 +73,53 @@ def mkcerts(d):
                 f.write(open(os.path.join(d, part)).read())
 
 
-def tls_overrides(d, keystore='broker', truststore='ca'):
-    return ['listener.security.protocol.map=INTERNAL:SSL,EXTERNAL:PLAINTEXT', 'inter.broker.listener.name=INTERNAL',
+def tls_overrides(d, keystore='broker', truststore='ca', secure=False):
+    """INTERNAL: SSL, the inter-broker listener, client certificates required; EXTERNAL: PLAINTEXT; with `secure`
+    a third client listener SECURE over SSL too (broker-wide ssl.* keystore, no client certificate)."""
+    pmap = 'INTERNAL:SSL,EXTERNAL:PLAINTEXT' + (',SECURE:SSL' if secure else '')
+    ks = os.path.join(d, keystore + '-ks.pem')
+    extra = ['ssl.keystore.type=PEM', f'ssl.keystore.location={ks}'] if secure else []
+    return [f'listener.security.protocol.map={pmap}', 'inter.broker.listener.name=INTERNAL'] + extra + [
             'listener.name.internal.ssl.client.auth=required',
             'listener.name.internal.ssl.keystore.type=PEM',
             f'listener.name.internal.ssl.keystore.location={os.path.join(d, keystore + "-ks.pem")}',
             'listener.name.internal.ssl.truststore.type=PEM',
             f'listener.name.internal.ssl.truststore.location={os.path.join(d, truststore + ".pem")}']
+
+
+def t_client_ssl(run, etcd, bs, st):
+    """Clients over SSL too (the SECURE listener, its own context): confluent-kafka produces acks=all to an RF 3
+    topic and reads it back over TLS; Metadata on SECURE names the other brokers' SECURE addresses."""
+    from confluent_kafka import Consumer, Producer, TopicPartition
+    ca = os.path.join(st['certs'], 'ca.pem')
+    tls = {'bootstrap.servers': ','.join(b.addrs['SECURE'] for b in bs), 'security.protocol': 'ssl',
+           'ssl.ca.location': ca, 'log_level': 2}
+    topic = 'secure-t'
+    eq(f'CreateTopics {topic} [1, 2, 3] / [2, 3, 1] / [3, 1, 2]: NONE', 0,
+       create_assigned(bs[0], topic, [[1, 2, 3], [2, 3, 1], [3, 1, 2]]))
+    h.wait_until(lambda: [v[0] for _, v in sorted((txn.parts_of(bs[0], topic) or {}).items())] == [1, 2, 3], 20,
+                 f'{topic} led by 1, 2, 3')
+    p = Producer(dict(tls, acks='all', **{'linger.ms': 5, 'message.timeout.ms': 30000}))
+    acked, errs = [], []
+    for i in range(300):
+        p.produce(topic, value=f's{i}'.encode(), partition=i % 3,
+                  on_delivery=lambda e, m: errs.append(str(e)) if e else acked.append(m.value().decode()))
+    p.flush(35)
+    eq('300 records acknowledged with acks=all over SSL (leaders 1, 2, 3)', (300, []), (len(acked), errs[:3]))
+    c = Consumer(dict(tls, **{'group.id': 'secure-unused', 'enable.auto.commit': False}))
+    c.assign([TopicPartition(topic, q, 0) for q in range(3)])
+    got, end = [], time.monotonic() + 30
+    try:
+        while len(got) < 300 and time.monotonic() < end:
+            m = c.poll(0.5)
+            if m is not None and not m.error():
+                got.append(m.value().decode())
+        md = c.list_topics(topic, timeout=10)
+    finally:
+        c.close()
+    eq('every acknowledged record read back over SSL', sorted(acked), sorted(got))
+    eq('Metadata on SECURE names every broker at its SECURE address',
+       sorted(b.addrs['SECURE'] for b in bs), sorted(f'{x.host}:{x.port}' for x in md.brokers.values()))
 
 
 def overrides(etcd):
@@ -260,13 +302,17 @@ def main():
             sys.exit(1)
         st['certs'] = certs
         etcd = run.etcd(1)
-        bs = [run.broker(i, overrides=overrides(etcd) + tls_overrides(certs)) for i in (1, 2, 3)]
+        bs = [run.broker(i, overrides=overrides(etcd) + tls_overrides(certs, secure=True),
+                         listeners=('INTERNAL', 'EXTERNAL', 'SECURE')) for i in (1, 2, 3)]
         internal_addrs(bs, st)
         section('the INTERNAL listener speaks TLS only', t_plain_refused, run, etcd, bs, st)
         section('RF 3 over TLS: produce acks=all, read back, replicas agree', rp.t_produce, run, etcd, bs, st)
         if 'lay' in st:
             section('kill -9 a leader, produce on, restart it', rp.t_kill_leader, run, etcd, bs, st)
         section('the fetchers connected over TLS', t_logs_tls, run, etcd, bs, st)
+        if all(b.alive() for b in bs):
+            section('clients over SSL too (a SECURE listener beside the inter-broker one)', t_client_ssl, run, etcd,
+                    bs, st)
         if all(b.alive() for b in bs):
             section('a transaction across partitions led by the three brokers', txn.t_cross, run, etcd, bs, st)
             section('markers and verification connected over TLS', t_logs_txn_tls, run, etcd, bs, st)
