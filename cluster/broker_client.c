@@ -32,6 +32,7 @@
 #include "cluster/image.h"
 #include "common/arena.h"
 #include "common/log.h"
+#include "common/tls_io.h"
 #include "common/time.h"
 #include "protocol/errors.h"
 #include "protocol/gen/messages.h"
@@ -41,6 +42,7 @@ enum conn_state {
     S_UNRESOLVED, /* no registration or no listener of our name: waits for an image change */
     S_BACKOFF,    /* waits backoff_ms after a failure */
     S_CONNECTING, /* non-blocking connect in progress */
+    S_TLS,        /* TLS handshake in progress (an SSL inter-broker listener) */
     S_HANDSHAKE,  /* ApiVersions in flight */
     S_READY,
     S_CLOSED, /* closed by the owner, freed by the outermost leave() */
@@ -96,6 +98,9 @@ struct gr_broker_client_conn {
     int32_t port;
     int64_t broker_epoch;
     int fd;
+    struct ssl_st *ssl;   /* the TLS session on fd (a TLS client), else NULL */
+    bool tls_rd_wants_ww; /* a TLS read waits for the socket to be writable */
+    bool tls_wr_wants_rw; /* a TLS write waits for the socket to be readable */
     ev_io rw, ww;
     ev_timer tw;
     int64_t timer_at_ms;       /* S_BACKOFF / S_CONNECTING: when the wait ends */
@@ -120,6 +125,8 @@ struct gr_broker_client {
     char listener_name[GR_LISTENER_NAME_BYTES_MAX + 1];
     int64_t request_timeout_ms, backoff_ms, response_bytes_max;
     int32_t in_flight_max;
+    struct ssl_ctx_st *tls_ctx; /* borrowed; NULL: PLAINTEXT */
+    bool tls_verify_host;
     const struct gr_msg_ops *av_req_ops, *av_resp_ops;
     struct gr_broker_client_conn *conns;
     int depth;         /* entry points on the stack */
@@ -132,6 +139,7 @@ static void conn_fail(struct gr_broker_client_conn *conn, enum gr_broker_client_
                       bool reconnect_now);
 static void conn_arm(struct gr_broker_client_conn *conn);
 static void conn_flush(struct gr_broker_client_conn *conn);
+static void conn_read(struct gr_broker_client_conn *conn);
 
 static const char *const purpose_names[] = {"fetcher", "txn-markers", "verify", "summary"};
 
@@ -297,6 +305,9 @@ static void conn_close_socket(struct gr_broker_client_conn *conn)
     struct ev_loop *loop = conn->bc->loop;
     ev_io_stop(loop, &conn->rw);
     ev_io_stop(loop, &conn->ww);
+    gr_tls_free(conn->ssl); /* before the descriptor it runs on */
+    conn->ssl = NULL;
+    conn->tls_rd_wants_ww = conn->tls_wr_wants_rw = false;
     if (conn->fd >= 0) close(conn->fd);
     conn->fd = -1;
     free(conn->rframe);
@@ -324,7 +335,8 @@ static void conn_fail(struct gr_broker_client_conn *conn, enum gr_broker_client_
                       bool reconnect_now)
 {
     bool was_ready = conn->state == S_READY;
-    if (conn->state == S_CONNECTING || conn->state == S_HANDSHAKE) conn->stats.connect_failures++;
+    if (conn->state == S_CONNECTING || conn->state == S_TLS || conn->state == S_HANDSHAKE)
+        conn->stats.connect_failures++;
     conn_close_socket(conn);
     conn->state = S_BACKOFF;
     conn->timer_at_ms = gr_time_mono_ms() + (reconnect_now ? 0 : conn->bc->backoff_ms);
@@ -414,6 +426,7 @@ static int64_t conn_deadline(const struct gr_broker_client_conn *conn)
     switch (conn->state) {
     case S_BACKOFF:
     case S_CONNECTING:
+    case S_TLS: /* the connect timeout covers the TLS handshake too */
         return conn->timer_at_ms;
     case S_HANDSHAKE:
     case S_READY: {
@@ -471,9 +484,9 @@ static void on_timer(struct ev_loop *loop, ev_timer *w, int revents)
         conn_fail(conn, GR_BROKER_CLIENT_DISCONNECTED, false);
     } else if (conn->state == S_BACKOFF) {
         conn_connect(conn);
-    } else if (conn->state == S_CONNECTING) {
-        GR_WARN_RATELIMITED("broker client: %s: connect to %s:%d timed out", conn->client_id, conn->host,
-                            (int)conn->port);
+    } else if (conn->state == S_CONNECTING || conn->state == S_TLS) {
+        GR_WARN_RATELIMITED("broker client: %s: connect to %s:%d timed out%s", conn->client_id, conn->host,
+                            (int)conn->port, conn->state == S_TLS ? " in the TLS handshake" : "");
         conn_fail(conn, GR_BROKER_CLIENT_DISCONNECTED, false);
     } else if (conn->flight.head && conn->flight.head->deadline_ms <= now) {
         GR_WARN_RATELIMITED("broker client: %s: request timed out after %lld ms, closing the connection to "
@@ -494,6 +507,76 @@ static void on_timer(struct ev_loop *loop, ev_timer *w, int revents)
         }
     }
     leave(bc);
+}
+
+/* ---- the socket's bytes: plain or through the TLS session ---- */
+
+/* Reads up to `len` bytes. Returns the count (> 0), 0 when the peer closed, -2 when the socket has nothing
+ * now (a TLS read that needs the socket writable starts the write watcher), -1 on a failure (why). */
+static ssize_t conn_recv(struct gr_broker_client_conn *conn, void *buf, size_t len, char *why, size_t cap)
+{
+    if (!conn->ssl) {
+        ssize_t n = recv(conn->fd, buf, len, 0);
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return -2;
+        if (n < 0) snprintf(why, cap, "%s", strerror(errno));
+        return n;
+    }
+    enum gr_tls_want want;
+    ssize_t n = gr_tls_read(conn->ssl, buf, len, &want, why, cap);
+    if (n == -1 && want == GR_TLS_WANT_WRITE) {
+        conn->tls_rd_wants_ww = true;
+        ev_io_start(conn->bc->loop, &conn->ww);
+    }
+    return n == -1 && want != GR_TLS_WANT_NONE ? -2 : n;
+}
+
+/* Writes up to `len` bytes. Returns the count taken (> 0), -2 when the socket takes nothing now (a TLS write
+ * that needs the socket readable marks it: the read watcher, always on once connected, resumes it), -1 on a
+ * failure (why). */
+static ssize_t conn_send(struct gr_broker_client_conn *conn, const void *buf, size_t len, char *why,
+                         size_t cap)
+{
+    if (!conn->ssl) {
+        ssize_t n = send(conn->fd, buf, len, MSG_NOSIGNAL);
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return -2;
+        if (n < 0) snprintf(why, cap, "%s", strerror(errno));
+        return n < 0 ? -1 : n;
+    }
+    enum gr_tls_want want;
+    ssize_t n = gr_tls_write(conn->ssl, buf, len, &want, why, cap);
+    conn->tls_wr_wants_rw = n == -1 && want == GR_TLS_WANT_READ;
+    return n == -1 && want != GR_TLS_WANT_NONE ? -2 : n;
+}
+
+/* Drives the TLS handshake of a connected socket; once done, starts the ApiVersions exchange. A failure
+ * (the peer's certificate does not verify, the peer refuses ours) is logged and backs off like a refused
+ * connect. */
+static void conn_tls_step(struct gr_broker_client_conn *conn)
+{
+    struct ev_loop *loop = conn->bc->loop;
+    enum gr_tls_want want;
+    char why[400];
+    if (gr_tls_handshake(conn->ssl, &want, why, sizeof why) == 1) {
+        conn->stats.tls_handshakes++;
+        ev_io_stop(loop, &conn->ww);
+        ev_io_start(loop, &conn->rw);
+        conn->av_version = conn->bc->av_req_ops->version_max;
+        conn_handshake(conn);
+        return;
+    }
+    if (want == GR_TLS_WANT_NONE) {
+        GR_ERROR_RATELIMITED("broker client: %s: TLS handshake with broker %d at %s:%d failed: %s",
+                             conn->client_id, (int)conn->broker_id, conn->host, (int)conn->port, why);
+        conn_fail(conn, GR_BROKER_CLIENT_DISCONNECTED, false);
+        return;
+    }
+    if (want == GR_TLS_WANT_READ) {
+        ev_io_stop(loop, &conn->ww);
+        ev_io_start(loop, &conn->rw);
+    } else {
+        ev_io_stop(loop, &conn->rw);
+        ev_io_start(loop, &conn->ww);
+    }
 }
 
 /* ---- writing ---- */
@@ -517,16 +600,17 @@ static void conn_flush(struct gr_broker_client_conn *conn)
     if (conn->state == S_READY) conn_promote(conn);
     while (conn->wnext) {
         struct gr_broker_client_req *req = conn->wnext;
-        ssize_t n = send(conn->fd, req->buf + req->sent, req->len - req->sent, MSG_NOSIGNAL);
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            ev_io_start(conn->bc->loop, &conn->ww);
+        char why[300];
+        ssize_t n = conn_send(conn, req->buf + req->sent, req->len - req->sent, why, sizeof why);
+        if (n == -2) {
+            if (!conn->tls_wr_wants_rw) ev_io_start(conn->bc->loop, &conn->ww);
             return;
         }
         if (n < 0) {
             /* failed from the timer at once: this may be inside gr_broker_client_send, which never calls
              * back */
             GR_WARN_RATELIMITED("broker client: %s: send to broker %d: %s", conn->client_id,
-                                (int)conn->broker_id, strerror(errno));
+                                (int)conn->broker_id, why);
             conn->write_failed = true;
             ev_io_stop(conn->bc->loop, &conn->ww);
             ev_timer_stop(conn->bc->loop, &conn->tw);
@@ -541,7 +625,7 @@ static void conn_flush(struct gr_broker_client_conn *conn)
             conn->wnext = req->next;
         }
     }
-    ev_io_stop(conn->bc->loop, &conn->ww);
+    if (!conn->tls_rd_wants_ww) ev_io_stop(conn->bc->loop, &conn->ww);
     conn_arm(conn);
 }
 
@@ -559,14 +643,29 @@ static void on_writable(struct ev_loop *loop, ev_io *w, int revents)
             GR_WARN_RATELIMITED("broker client: %s: connect to broker %d at %s:%d: %s", conn->client_id,
                                 (int)conn->broker_id, conn->host, (int)conn->port, strerror(err));
             conn_fail(conn, GR_BROKER_CLIENT_DISCONNECTED, false);
+        } else if (conn->bc->tls_ctx) {
+            conn->ssl = gr_tls_client_new(conn->bc->tls_ctx, conn->fd, conn->host, conn->bc->tls_verify_host);
+            if (!conn->ssl) {
+                GR_ERROR_RATELIMITED("broker client: %s: no memory for a TLS session", conn->client_id);
+                conn_fail(conn, GR_BROKER_CLIENT_DISCONNECTED, false);
+            } else {
+                conn->state = S_TLS;
+                conn_tls_step(conn);
+            }
         } else {
             ev_io_stop(conn->bc->loop, &conn->ww);
             ev_io_start(conn->bc->loop, &conn->rw);
             conn->av_version = conn->bc->av_req_ops->version_max;
             conn_handshake(conn);
         }
+    } else if (conn->state == S_TLS) {
+        conn_tls_step(conn);
     } else {
-        conn_flush(conn);
+        if (conn->tls_rd_wants_ww) { /* a TLS read waited for this: read first */
+            conn->tls_rd_wants_ww = false;
+            conn_read(conn);
+        }
+        if (alive(conn) && conn->fd >= 0) conn_flush(conn);
     }
     leave(conn->bc);
 }
@@ -652,8 +751,9 @@ static void av_answer(struct gr_broker_client_conn *conn, const uint8_t *p, size
     }
     conn->state = S_READY;
     conn->stats.readies++;
-    GR_INFO("broker client: %s: connected to broker %d at %s:%d", conn->client_id, (int)conn->broker_id,
-            conn->host, (int)conn->port);
+    GR_INFO("broker client: %s: connected to broker %d at %s:%d%s%s", conn->client_id, (int)conn->broker_id,
+            conn->host, (int)conn->port, conn->ssl ? " over " : "",
+            conn->ssl ? gr_tls_version(conn->ssl) : "");
     if (conn->state_cb) conn->state_cb(conn->ctx, conn, true);
     if (alive(conn) && conn->state == S_READY) conn_flush(conn);
 }
@@ -729,11 +829,12 @@ static bool on_frame(struct gr_broker_client_conn *conn, uint8_t *frame, size_t 
  * connection. */
 static int read_prefix(struct gr_broker_client_conn *conn)
 {
-    ssize_t n = recv(conn->fd, conn->rhdr + conn->rhave, 4 - conn->rhave, 0);
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return 0;
+    char lost[300];
+    ssize_t n = conn_recv(conn, conn->rhdr + conn->rhave, 4 - conn->rhave, lost, sizeof lost);
+    if (n == -2) return 0;
     if (n <= 0) {
         GR_WARN_RATELIMITED("broker client: %s: connection to broker %d lost: %s", conn->client_id,
-                            (int)conn->broker_id, n == 0 ? "closed by the peer" : strerror(errno));
+                            (int)conn->broker_id, n == 0 ? "closed by the peer" : lost);
         conn_fail(conn, GR_BROKER_CLIENT_DISCONNECTED, false);
         return -1;
     }
@@ -768,24 +869,20 @@ static int read_prefix(struct gr_broker_client_conn *conn)
     return 1;
 }
 
-static void on_readable(struct ev_loop *loop, ev_io *w, int revents)
+/* Reads and handles up to 64 answer frames. */
+static void conn_read(struct gr_broker_client_conn *conn)
 {
-    (void)loop;
-    (void)revents;
-    struct gr_broker_client_conn *conn = w->data;
-    struct gr_broker_client *bc = conn->bc;
-    enter(bc);
     for (int frames = 0; frames < 64 && alive(conn) && conn->fd >= 0;) {
         if (!conn->rframe) {
             if (read_prefix(conn) <= 0) break;
             continue;
         }
-        ssize_t n = recv(conn->fd, conn->rframe + conn->rgot, conn->rlen - conn->rgot, 0);
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+        char why[300];
+        ssize_t n = conn_recv(conn, conn->rframe + conn->rgot, conn->rlen - conn->rgot, why, sizeof why);
+        if (n == -2) break;
         if (n <= 0) {
             GR_WARN_RATELIMITED("broker client: %s: connection to broker %d lost mid-answer: %s",
-                                conn->client_id, (int)conn->broker_id,
-                                n == 0 ? "closed by the peer" : strerror(errno));
+                                conn->client_id, (int)conn->broker_id, n == 0 ? "closed by the peer" : why);
             conn_fail(conn, GR_BROKER_CLIENT_DISCONNECTED, false);
             break;
         }
@@ -797,6 +894,27 @@ static void on_readable(struct ev_loop *loop, ev_io *w, int revents)
         conn->rhave = conn->rlen = conn->rgot = 0;
         frames++;
         if (!on_frame(conn, frame, len)) break;
+    }
+    /* decrypted bytes left in the session wake no watcher: come back to them on the next loop iteration */
+    if (alive(conn) && conn->fd >= 0 && conn->ssl && gr_tls_pending(conn->ssl))
+        ev_feed_event(conn->bc->loop, &conn->rw, EV_READ);
+}
+
+static void on_readable(struct ev_loop *loop, ev_io *w, int revents)
+{
+    (void)loop;
+    (void)revents;
+    struct gr_broker_client_conn *conn = w->data;
+    struct gr_broker_client *bc = conn->bc;
+    enter(bc);
+    if (conn->state == S_TLS) {
+        conn_tls_step(conn);
+    } else {
+        if (conn->tls_wr_wants_rw) { /* a TLS write waited for this */
+            conn->tls_wr_wants_rw = false;
+            conn_flush(conn);
+        }
+        if (alive(conn) && conn->fd >= 0) conn_read(conn);
     }
     if (alive(conn) && conn->fd >= 0) conn_arm(conn);
     leave(bc);
@@ -879,6 +997,8 @@ struct gr_broker_client *gr_broker_client_new(struct ev_loop *loop, struct gr_im
     bc->in_flight_max = cfg->in_flight_max ? cfg->in_flight_max : GR_BROKER_CLIENT_IN_FLIGHT_DEFAULT;
     bc->response_bytes_max =
         cfg->response_bytes_max ? cfg->response_bytes_max : GR_BROKER_CLIENT_RESPONSE_BYTES_DEFAULT;
+    bc->tls_ctx = cfg->tls_ctx;
+    bc->tls_verify_host = cfg->tls_verify_host;
     for (int i = 0; i < gr_msg_ops_count; i++)
         if (!strcmp(gr_msg_ops_table[i].name, "api_versions_request")) bc->av_req_ops = &gr_msg_ops_table[i];
     if (!bc->av_req_ops || gr_image_observe(img, on_image, bc) != 0) {

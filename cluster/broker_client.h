@@ -13,7 +13,10 @@
  * resolver); a host name is logged and waits for the next registration change.
  *
  * A connection's life: connecting (non-blocking connect, TCP_NODELAY, at most
- * GR_BROKER_CLIENT_CONNECT_TIMEOUT_MS), then an ApiVersions exchange (highest version both sides serve,
+ * GR_BROKER_CLIENT_CONNECT_TIMEOUT_MS, which covers the TLS handshake too), with a TLS context (an SSL
+ * inter-broker listener, issue #23) a non-blocking TLS handshake on the loop (the peer's certificate checked
+ * against the truststore and, with tls_verify_host, the advertised host; a failure is logged, rate limited,
+ * and backs off as a refused connect does), then an ApiVersions exchange (highest version both sides serve,
  * down to v0 when the peer answers UNSUPPORTED_VERSION, KIP-511), which fixes for each API the highest
  * version both sides support; then ready (the owner's state callback says so) until it is lost. A peer that
  * lacks one of the APIs the owner named at open, in a version range this broker's codec serves, fails the
@@ -65,6 +68,7 @@
 struct ev_loop;
 struct gr_image;
 struct gr_msg_ops;
+struct ssl_ctx_st; /* OpenSSL's SSL_CTX */
 
 /* Kafka's socket.connection.setup.timeout.ms default: the longest one connect may take before it counts as
  * failed and the back-off starts. */
@@ -109,6 +113,12 @@ struct gr_broker_client_config {
     int64_t backoff_ms;         /* wait after a failed or lost connection (replica.fetch.backoff.ms), >= 0 */
     int32_t in_flight_max;      /* 1..GR_BROKER_CLIENT_IN_FLIGHT_MAX, 0: GR_BROKER_CLIENT_IN_FLIGHT_DEFAULT */
     int64_t response_bytes_max; /* cap on one response frame, 0: GR_BROKER_CLIENT_RESPONSE_BYTES_DEFAULT */
+    /* The inter-broker listener's security protocol is SSL: every connection runs a TLS handshake with this
+     * client context (borrowed, outlives the client; server/tls.h gr_tls_client_ctx_new) after the connect,
+     * before ApiVersions. NULL: PLAINTEXT. */
+    struct ssl_ctx_st *tls_ctx;
+    bool
+        tls_verify_host; /* ssl.endpoint.identification.algorithm=https: the certificate must name the host */
 };
 
 /* Counters of one connection (tests and logs). */
@@ -116,6 +126,7 @@ struct gr_broker_client_stats {
     uint64_t connects;         /* connection attempts started */
     uint64_t connect_failures; /* attempts that failed before the ApiVersions exchange finished */
     uint64_t readies;          /* times the connection became ready */
+    uint64_t tls_handshakes;   /* TLS handshakes completed (0 over PLAINTEXT) */
     uint64_t requests_sent;    /* requests written (ApiVersions not counted) */
     uint64_t responses;        /* answers matched to a request (cancelled ones included) */
     int in_flight_peak;        /* the most requests in flight at once */

@@ -28,6 +28,7 @@
 #ifndef GR_CLUSTER_REMOTE_SUMMARY_H
 #define GR_CLUSTER_REMOTE_SUMMARY_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -35,6 +36,7 @@
 
 struct ev_loop;
 struct gr_image;
+struct ssl_ctx_st; /* OpenSSL's SSL_CTX */
 
 /* A PartitionSummary answer frame's cap when the config leaves it 0 (bytes). A partition costs about 60
  * bytes and a committed offset about 40: 16 MiB holds 100,000 partitions with several offsets each. */
@@ -48,6 +50,9 @@ struct gr_remote_summary_config {
     int64_t interval_ms;        /* a leader is asked at most once per interval (issue #22: 1000) */
     int64_t timeout_ms;         /* a leader's answer is awaited at most this long (issue #22: 500) */
     int64_t response_bytes_max; /* 0: GR_REMOTE_SUMMARY_RESPONSE_BYTES_DEFAULT */
+    struct ssl_ctx_st
+        *tls_ctx;         /* an SSL inter-broker listener's client context (borrowed), NULL: PLAINTEXT */
+    bool tls_verify_host; /* broker_client.h: the certificate must name the peer's host */
 };
 
 /* One committed offset of a partition the caller wants figures for (several groups: several entries). */

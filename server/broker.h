@@ -195,6 +195,9 @@ struct gr_broker {
     struct gr_isr_writer
         *isr_writer; /* cluster mode: the ISR changes of partitions led here (isr_writer.h) */
     struct gr_broker_client *broker_client; /* cluster mode: connections to other brokers (broker_client.h) */
+    struct ssl_ctx_st *ib_tls_ctx;          /* the inter-broker listener is SSL: the client context of those
+                                               connections (server/tls.h gr_tls_client_ctx_new); NULL: PLAINTEXT */
+    bool ib_tls_verify_host;                /* its ssl.endpoint.identification.algorithm is https */
     struct gr_fetcher *fetcher; /* cluster mode: followers copy their leaders' logs (cluster/fetcher.h) */
     struct gr_remote_summary *remote_summary; /* cluster mode: other leaders' partition summaries for the
                                                  lag families (server/metrics_remote.h) */

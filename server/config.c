@@ -431,9 +431,12 @@ static int validate_cluster(const char *name, const char *value)
                 GR_CLUSTER_RACK_BYTES_MAX, value);
         return -1;
     }
-    if (!strcmp(name, "security.inter.broker.protocol") && strcmp(value, "PLAINTEXT")) {
-        bool known = !strcmp(value, "SSL") || !strcmp(value, "SASL_PLAINTEXT") || !strcmp(value, "SASL_SSL");
-        fprintf(stderr, "config: security.inter.broker.protocol %s '%.64s': Gregor speaks PLAINTEXT only\n",
+    if (!strcmp(name, "security.inter.broker.protocol") && strcmp(value, "PLAINTEXT") &&
+        strcmp(value, "SSL")) {
+        bool known = !strcmp(value, "SASL_PLAINTEXT") || !strcmp(value, "SASL_SSL");
+        fprintf(stderr,
+                "config: security.inter.broker.protocol %s '%.64s': Gregor speaks PLAINTEXT and SSL between "
+                "brokers\n",
                 known ? "cannot be" : "must be PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL, got", value);
         return -1;
     }
@@ -540,6 +543,7 @@ static const struct {
     {"ssl.enabled.protocols", "TLSv1.2,TLSv1.3"},
     {"ssl.cipher.suites", NULL},
     {"ssl.principal.mapping.rules", "DEFAULT"},
+    {"ssl.endpoint.identification.algorithm", "https"},
 };
 #define NSSL ((int)(sizeof ssl_defs / sizeof ssl_defs[0]))
 
@@ -634,7 +638,8 @@ void gr_config_ssl(const struct gr_config *cfg, const char *listener, struct gr_
                             &out->client_auth,
                             &out->enabled_protocols,
                             &out->cipher_suites,
-                            &out->principal_mapping_rules};
+                            &out->principal_mapping_rules,
+                            &out->endpoint_identification_algorithm};
     char lower[GR_LISTENER_NAME_BYTES_MAX + 1];
     size_t n = 0;
     for (; listener[n] && n < GR_LISTENER_NAME_BYTES_MAX; n++)
@@ -1054,8 +1059,11 @@ int gr_config_check(const struct gr_config *cfg)
         return -1;
     }
     char names[512];
-    if (s->inter_broker_listener_name &&
-        !listener_named(s->listeners, s->inter_broker_listener_name, names, sizeof names)) {
+    /* security.inter.broker.protocol other than PLAINTEXT names the listener of that name (Kafka's
+       ListenerName.forSecurityProtocol), which must exist; only PLAINTEXT falls back to the first listener */
+    const char *ib = s->inter_broker_listener_name;
+    if (!ib && strcmp(s->security_inter_broker_protocol, "PLAINTEXT")) ib = s->security_inter_broker_protocol;
+    if (ib && !listener_named(s->listeners, ib, names, sizeof names)) {
         fprintf(stderr,
                 "config: inter.broker.listener.name must be a listener name defined in listeners. The valid "
                 "options "

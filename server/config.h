@@ -144,6 +144,8 @@ struct gr_ssl_settings {
     const char *enabled_protocols;          /* ssl.enabled.protocols, default TLSv1.2,TLSv1.3 */
     const char *cipher_suites;              /* ssl.cipher.suites, NULL or empty = OpenSSL's defaults */
     const char *principal_mapping_rules;    /* ssl.principal.mapping.rules, default DEFAULT */
+    const char *endpoint_identification_algorithm; /* ssl.endpoint.identification.algorithm, default https:
+                                                      the inter-broker client checks the peer's host */
 };
 
 /* The SASL settings of one listener and one mechanism (issue #23), Kafka's names (BrokerSecurityConfigs,

@@ -254,7 +254,9 @@ static int start_fetcher(struct gr_broker *b)
                                           .listener_name = s->inter_broker_listener,
                                           .request_timeout_ms = s->replica_socket_timeout_ms,
                                           .backoff_ms = s->replica_fetch_backoff_ms,
-                                          .in_flight_max = 1};
+                                          .in_flight_max = 1,
+                                          .tls_ctx = b->ib_tls_ctx,
+                                          .tls_verify_host = b->ib_tls_verify_host};
     struct gr_fetcher_config fc = {.node_id = b->node_id,
                                    .num_fetchers = s->num_replica_fetchers,
                                    .max_wait_ms = s->replica_fetch_wait_max_ms,

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <openssl/err.h>
 #include <openssl/pem.h>
@@ -399,75 +400,44 @@ struct ssl_st *gr_tls_new(struct ssl_ctx_st *ctx, int fd)
     return ssl;
 }
 
-void gr_tls_free(struct ssl_st *ssl)
+struct ssl_ctx_st *gr_tls_client_ctx_new(const char *listener, const struct gr_ssl_settings *s,
+                                         bool *verify_host, char *err, size_t cap)
 {
-    SSL_free(ssl);
-}
-
-/* After a call that returned rc <= 0: what it waits for, or NONE with the reason in why. */
-static ssize_t io_fail(SSL *ssl, int rc, enum gr_tls_want *want, char *why, size_t cap)
-{
-    int e = SSL_get_error(ssl, rc);
-    *want = GR_TLS_WANT_NONE;
-    switch (e) {
-    case SSL_ERROR_WANT_READ:
-        *want = GR_TLS_WANT_READ;
-        return -1;
-    case SSL_ERROR_WANT_WRITE:
-        *want = GR_TLS_WANT_WRITE;
-        return -1;
-    case SSL_ERROR_ZERO_RETURN: /* close_notify */
-        return 0;
-    case SSL_ERROR_SYSCALL:
-        if (!ERR_peek_error() && (errno == 0 || errno == ECONNRESET || errno == EPIPE)) {
-            snprintf(why, cap, "%s", errno ? strerror(errno) : "peer closed without close_notify");
-            if (!errno) return 0;
-            return -1;
-        }
-        snprintf(why, cap, "%s", errno ? strerror(errno) : "TLS I/O error");
-        ERR_clear_error();
-        return -1;
-    default:
-        snprintf(why, cap, "TLS %s failed: ", SSL_is_init_finished(ssl) ? "record" : "handshake");
-        size_t n = strlen(why);
-        ossl_reason(why + n, cap - n, "?");
-        return -1;
+    const char *alg = s->endpoint_identification_algorithm ? s->endpoint_identification_algorithm : "";
+    if (*alg && strcasecmp(alg, "https")) {
+        snprintf(err, cap,
+                 "listener %s: ssl.endpoint.identification.algorithm is '%.64s': Gregor knows https (the "
+                 "default: the peer's certificate must name its advertised host) and empty (no host check)",
+                 listener, alg);
+        return NULL;
     }
-}
-
-ssize_t gr_tls_read(struct ssl_st *ssl, void *buf, size_t len, enum gr_tls_want *want, char *why, size_t cap)
-{
-    ERR_clear_error();
-    errno = 0;
-    size_t got = 0;
-    int rc = SSL_read_ex(ssl, buf, len, &got);
-    if (rc == 1) return (ssize_t)got;
-    return io_fail(ssl, rc, want, why, cap);
-}
-
-ssize_t gr_tls_write(struct ssl_st *ssl, const void *buf, size_t len, enum gr_tls_want *want, char *why,
-                     size_t cap)
-{
-    ERR_clear_error();
-    errno = 0;
-    size_t put = 0;
-    int rc = SSL_write_ex(ssl, buf, len, &put);
-    if (rc == 1) return (ssize_t)put;
-    ssize_t r = io_fail(ssl, rc, want, why, cap);
-    if (r == 0) snprintf(why, cap, "peer closed"); /* a write never reports "closed" as progress */
-    return -1;
-}
-
-bool gr_tls_pending(const struct ssl_st *ssl)
-{
-    /* SSL_pending: decrypted bytes only (SSL_has_pending also counts a partial record, which waits for the
-       socket: feeding a read for it would spin) */
-    return SSL_pending(ssl) > 0;
-}
-
-bool gr_tls_handshake_done(const struct ssl_st *ssl)
-{
-    return SSL_is_init_finished(ssl) == 1;
+    *verify_host = *alg != 0;
+    char inner[700];
+    SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+    if (!ctx) {
+        snprintf(err, cap, "listener %s: cannot create a TLS client context: %s", listener,
+                 ossl_reason(inner, sizeof inner, "out of memory"));
+        return NULL;
+    }
+    /* the keystore is optional for a client (presented only when the peer asks); the truststore always
+       verifies the peer, whatever ssl.client.auth says of the other direction */
+    bool keystore = s->keystore_location || s->keystore_key || s->keystore_certificate_chain;
+    int rc = keystore ? use_keystore(ctx, s, inner, sizeof inner) : 0;
+    if (!rc) rc = use_truststore(ctx, s, inner, sizeof inner);
+    if (!rc && !s->truststore_location && !s->truststore_certificates) SSL_CTX_set_default_verify_paths(ctx);
+    if (!rc) rc = use_protocols(ctx, s->enabled_protocols, inner, sizeof inner);
+    if (!rc) rc = use_ciphers(ctx, s->cipher_suites, inner, sizeof inner);
+    if (rc) {
+        snprintf(err, cap, "listener %s (inter-broker client): %s", listener, inner);
+        SSL_CTX_free(ctx);
+        ERR_clear_error();
+        return NULL;
+    }
+    SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+    SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER |
+                              SSL_MODE_RELEASE_BUFFERS);
+    SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION);
+    return ctx;
 }
 
 /* Appends `n` bytes of `s` at out[*k] (cap bytes in all); false when they do not fit. */

@@ -8,7 +8,9 @@
  * Each connection of that listener gets an SSL object on its non-blocking socket; the reads and writes here
  * never block: they say which readiness (read or write) the socket needs before the call can go on.
  * The peer's subject (gr_tls_peer_dn) feeds the principal mapping (server/ssl_principal.h).
- * Not here yet (later slices of #23): kTLS, certificate reload, SASL, inter-broker TLS.
+ * The inter-broker listener, when SSL, also gets a client context (gr_tls_client_ctx_new) for this broker's
+ * connections to the others (cluster/broker_client.h).
+ * Not here yet (later slices of #23): kTLS, certificate reload, SASL between brokers.
  * Read next: server/net.c (the connections that call these).
  */
 #ifndef GR_TLS_H
@@ -18,13 +20,8 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "common/tls_io.h" /* the sessions' reads and writes, shared with cluster/broker_client.c */
 #include "server/config.h"
-
-struct ssl_ctx_st; /* OpenSSL's SSL_CTX */
-struct ssl_st;     /* OpenSSL's SSL */
-
-/* What a TLS call that made no progress waits for. */
-enum gr_tls_want { GR_TLS_WANT_NONE, GR_TLS_WANT_READ, GR_TLS_WANT_WRITE };
 
 /* Builds the server context of listener `listener` from `s`. Returns it, or NULL after writing into `err`
  * (`cap` bytes) a message naming the key at fault (a missing or unreadable file, a key that does not
@@ -38,22 +35,6 @@ void gr_tls_ctx_free(struct ssl_ctx_st *ctx);
 /* A server-side TLS session on the connected non-blocking socket `fd` (the handshake runs inside the first
  * reads). NULL when out of memory. Free with gr_tls_free. */
 struct ssl_st *gr_tls_new(struct ssl_ctx_st *ctx, int fd);
-/* Frees a session (NULL ignored). Sends nothing: the socket is shut by the caller. */
-void gr_tls_free(struct ssl_st *ssl);
-
-/* Reads up to `len` (> 0) decrypted bytes into `buf`, running the handshake first while it is not done.
- * Returns the byte count (> 0); 0 when the peer closed; -1 with *want READ or WRITE when the socket must be
- * readable or writable before the call is repeated, or with *want NONE on a failure (handshake refused, a
- * bad record, a reset), whose reason is written into `why` (`cap` bytes). */
-ssize_t gr_tls_read(struct ssl_st *ssl, void *buf, size_t len, enum gr_tls_want *want, char *why, size_t cap);
-/* Encrypts and writes up to `len` (> 0) bytes of `buf`; partial writes are taken. Returns the bytes taken
- * (> 0), or -1 as gr_tls_read. After a -1 with a want, repeat the call with the same bytes. */
-ssize_t gr_tls_write(struct ssl_st *ssl, const void *buf, size_t len, enum gr_tls_want *want, char *why,
-                     size_t cap);
-/* Whether decrypted bytes wait inside the session (the socket may be drained while they do). */
-bool gr_tls_pending(const struct ssl_st *ssl);
-/* Whether the handshake is finished. */
-bool gr_tls_handshake_done(const struct ssl_st *ssl);
 /* The subject of the peer's (verified) certificate after the handshake, in RFC 2253 form as Java's
  * X500Principal.getName() writes it (Kafka's DefaultKafkaPrincipalBuilder): RDNs last to first, ',' between
  * them, '+' inside a multi-valued one, keywords CN C L ST O OU STREET DC UID, other attributes as
@@ -62,4 +43,14 @@ bool gr_tls_handshake_done(const struct ssl_st *ssl);
  * (non-UTF-8 string types, the order inside a multi-valued RDN). */
 int gr_tls_peer_dn(struct ssl_st *ssl, char *out, size_t cap);
 
+/* Builds the client context this broker's connections to other brokers use when the inter-broker listener
+ * `listener` is SSL, from that listener's settings `s`, as Kafka's inter-broker client does
+ * (DefaultSslEngineFactory in client mode): the peer's certificate must chain to the truststore
+ * (ssl.truststore.*, else the system's CA certificates); the keystore (ssl.keystore.*), when set, is
+ * presented when the peer asks for a client certificate; ssl.enabled.protocols and ssl.cipher.suites as for
+ * the listener. *verify_host is set from ssl.endpoint.identification.algorithm: true for https (Kafka's
+ * default, any case), false for empty; any other value is refused. Returns the context, or NULL after
+ * writing into `err` (`cap` bytes) a message naming the key at fault. Free it with gr_tls_ctx_free. */
+struct ssl_ctx_st *gr_tls_client_ctx_new(const char *listener, const struct gr_ssl_settings *s,
+                                         bool *verify_host, char *err, size_t cap);
 #endif

@@ -21,7 +21,11 @@
 # __transaction_state created once at RF 3, FindCoordinator key type 1 on every broker,
 # confluent-kafka commits and aborts on one broker and across the three, Produce and TxnOffsetCommit verified at
 # a remote coordinator, kill -9 of the coordinator mid-transaction and after EndTxn(commit), an unload; about 30 s; the pipeline under faults in a
-# cluster, txn_faults.py, runs in make test-txn-faults only). Then tools.py: Kafka's kafka-topics.sh, kafka-broker-api-versions.sh,
+# cluster, txn_faults.py, runs in make test-txn-faults only). Then interbroker_tls.py: the inter-broker listener
+# over SSL with ssl.client.auth=required (issue #23): replication.py's RF 3 sections and txn.py's transaction across
+# three leaders over it, every inter-broker connection logged over TLS, clients on a second SSL listener, a broker
+# of another CA kept out of the ISR, a certificate for another address refused, bad settings stopping the broker
+# (about 35 s). Then tools.py: Kafka's kafka-topics.sh, kafka-broker-api-versions.sh,
 # kafka-configs.sh and kafka-consumer-groups.sh through any broker. Then lifecycle.py: a 1,000-partition
 # CreateTopics with a Produce the moment a leader shows, the __consumer_offsets shape, delete while a broker
 # is down, a rolling restart under load. Then faults.py: etcd and the brokers each in a network namespace;
@@ -50,7 +54,7 @@ fi
 total_p=0
 total_f=0
 status=0
-for t in selftest membership e2e replication_factors replication_default replication ctl_shutdown pids groups grouplag remote_lag txn tools lifecycle faults jepsen metrics; do
+for t in selftest membership e2e replication_factors replication_default replication ctl_shutdown pids groups grouplag remote_lag txn interbroker_tls tools lifecycle faults jepsen metrics; do
     out=$(mktemp)
     extra=()
     [ "$t" = jepsen ] && extra=(--rf 3 --seeds 1,2)

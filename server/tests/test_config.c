@@ -365,10 +365,20 @@ static void test_replication_keys(void **state)
     assert_int_equal(gr_config_set(&c, "inter.broker.listener.name", "EXTERNAL"), 0);
     assert_string_equal(s->inter_broker_listener, "EXTERNAL");
     assert_int_equal(gr_config_check(&c), 0);
-    assert_int_equal(gr_config_set(&c, "security.inter.broker.protocol", "SSL"), -1); /* PLAINTEXT only */
+    assert_int_equal(gr_config_set(&c, "security.inter.broker.protocol", "SASL_SSL"), -1); /* not yet */
     assert_int_equal(gr_config_set(&c, "security.inter.broker.protocol", "TLS"), -1);
     assert_int_equal(gr_config_set(&c, "security.inter.broker.protocol", "PLAINTEXT"), 0);
     assert_int_equal(gr_config_check(&c), -1); /* both set */
+    gr_config_free(&c);
+    /* security.inter.broker.protocol=SSL: the listener named SSL, which must exist (no fallback) */
+    gr_config_init(&c);
+    s = &c.settings;
+    assert_int_equal(gr_config_set(&c, "listeners", "PLAINTEXT://127.0.0.1:9092,SSL://127.0.0.1:9093"), 0);
+    assert_int_equal(gr_config_set(&c, "security.inter.broker.protocol", "SSL"), 0);
+    assert_string_equal(s->inter_broker_listener, "SSL");
+    assert_int_equal(gr_config_check(&c), 0);
+    assert_int_equal(gr_config_set(&c, "listeners", "PLAINTEXT://127.0.0.1:9092,TLS://127.0.0.1:9093"), 0);
+    assert_int_equal(gr_config_check(&c), -1);
     gr_config_free(&c);
 }
 
