@@ -137,6 +137,11 @@ static int start_lz4(struct gr_dstream *ds)
                      ((uint32_t)ds->in[3] << 24);
     if (magic != LZ4_FRAME_MAGIC) return GR_COMPRESS_ERR_CORRUPT;
     if (!(ds->in[4] & LZ4_FLG_BLOCK_INDEPENDENT)) return GR_COMPRESS_ERR_UNSUPPORTED;
+    if (ds->lz4 && !ds->lz4_clean) { /* LZ4F_resetDecompressionContext does not undo every damaged state */
+        LZ4F_freeDecompressionContext(ds->lz4);
+        ds->lz4 = NULL;
+    }
+    ds->lz4_clean = false;
     if (!ds->lz4) {
         LZ4F_dctx *dctx;
         if (LZ4F_isError(LZ4F_createDecompressionContext(&dctx, LZ4F_VERSION)))
@@ -254,6 +259,7 @@ static int read_lz4(struct gr_dstream *ds, uint8_t *out, size_t room, size_t *go
         if (ds->member_ended) {
             if (ds->in_pos != ds->in_len) return GR_COMPRESS_ERR_CORRUPT; /* bytes after the frame */
             ds->state = 1;
+            ds->lz4_clean = true;
             break;
         }
         size_t dst = room - done, src = ds->in_len - ds->in_pos;

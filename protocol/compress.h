@@ -73,6 +73,8 @@ struct gr_dstream {
     bool zlib_ready;        /* inflateInit2 done on zlib */
     void *zstd;             /* ZSTD_DStream * */
     void *lz4;              /* LZ4F_dctx * */
+    bool lz4_clean;         /* lz4's last frame ended cleanly: reusable (else recreated: a context left
+                               mid-frame by a damaged frame can refuse the next good one) */
     uint8_t *blk;           /* snappy: decompressed block (raw snappy: the whole output) */
     size_t blk_cap;
     size_t blk_pos;

@@ -73,7 +73,7 @@ if [ $ok -eq 1 ] && "$build/fuzz/fuzz_replay" -r 1000000 -t "$fuzz_s" "$seeds" 2
 else
     grep -v "^ *$" "$build/sanitize-check.fuzz.log" | head -60
     echo "sanitize-check: the fuzz corpus replay found something (or could not run); reproduce with"
-    echo "  UBSAN_OPTIONS=$UBSAN_OPTIONS $build/fuzz/fuzz_replay -r 1000000 -t $fuzz_s <seeds dir>"
+    echo "  FUZZ_CRASH_FILE=/tmp/crash UBSAN_OPTIONS=$UBSAN_OPTIONS $build/fuzz/fuzz_replay -r 1000000 -t $fuzz_s <seeds dir>  (writes the inputs that led there to /tmp/crash.NNNNNN)"
     fail=$((fail + 1))
 fi
 echo "sanitize-check: done in $(($(date +%s) - start)) s"

@@ -8,15 +8,21 @@
  * fields), truncation, a duplicated chunk; batch-mode inputs (first byte % 3 == 2) also get the
  * "recompute the CRC" flag so that mutations reach the record scan. A finding is an abort: a sanitizer
  * report (UBSAN_OPTIONS=halt_on_error=1) or a failed FUZZ_CHECK. Prints "fuzz-replay: N inputs (S files,
- * M mutants) in T s" on success. Read next: protocol/fuzz/fuzz_protocol.c, scripts/sanitize-check.sh.
+ * M mutants) in T s" on success. With FUZZ_CRASH_FILE=PATH set, a finding also writes the inputs run so far
+ * (the last 50,000) to PATH.NNNNNN, in order: replaying them as a directory reproduces a finding that
+ * depends on earlier inputs (per-thread state such as the validator's decompressor). Read next:
+ * protocol/fuzz/fuzz_protocol.c, scripts/sanitize-check.sh.
  */
 #include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -161,6 +167,58 @@ static void mutate_once(uint8_t *buf, size_t *len)
     }
 }
 
+/* The input being run, written to $FUZZ_CRASH_FILE when a check or a sanitizer aborts, so that a finding of
+ * the time-bounded mutant rounds can be replayed alone (fuzz_replay FILE). */
+static const uint8_t *volatile current;
+static volatile size_t current_len;
+static const char *crash_file;
+
+static void dump_ring(void);
+static void on_abort(int sig)
+{
+    if (crash_file && current) {
+        int fd = open(crash_file, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fd >= 0) {
+            ssize_t w = write(fd, (const void *)current, current_len);
+            (void)w;
+            close(fd);
+        }
+    }
+    dump_ring();
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+#define RING 50000 /* inputs kept for FUZZ_CRASH_FILE (a state-dependent finding needs its past) */
+static uint8_t *ring[RING];
+static size_t ring_len[RING];
+static unsigned long ring_n;
+static void dump_ring(void)
+{
+    char path[256];
+    for (unsigned long i = ring_n > RING ? ring_n - RING : 0; i < ring_n; i++) {
+        snprintf(path, sizeof path, "%s.%06lu", crash_file, i);
+        FILE *f = fopen(path, "wb");
+        if (!f) return;
+        fwrite(ring[i % RING], 1, ring_len[i % RING], f);
+        fclose(f);
+    }
+}
+static void run_one(const uint8_t *data, size_t len)
+{
+    if (crash_file) {
+        free(ring[ring_n % RING]);
+        ring[ring_n % RING] = malloc(len);
+        if (!ring[ring_n % RING]) abort();
+        memcpy(ring[ring_n % RING], data, len);
+        ring_len[ring_n % RING] = len;
+        ring_n++;
+    }
+    current = data;
+    current_len = len;
+    LLVMFuzzerTestOneInput(data, len);
+}
+
 static double now_s(void)
 {
     struct timespec ts;
@@ -188,9 +246,11 @@ int main(int argc, char **argv)
     }
     for (; i < argc; i++)
         add_path(argv[i]);
+    crash_file = getenv("FUZZ_CRASH_FILE");
+    if (crash_file) signal(SIGABRT, on_abort);
     double t0 = now_s();
     for (size_t k = 0; k < ninputs; k++)
-        LLVMFuzzerTestOneInput(inputs[k].data, inputs[k].len);
+        run_one(inputs[k].data, inputs[k].len);
     uint8_t *buf = malloc(REPLAY_INPUT_BYTES_MAX);
     if (!buf) return 2;
     unsigned long long mutants = 0;
@@ -202,7 +262,7 @@ int main(int argc, char **argv)
             for (int m = 0; m < count; m++)
                 mutate_once(buf, &len);
             if (len >= 2 && buf[0] % 3 == 2 && (rnd() % 4) != 0) buf[1] |= 4; /* reach the record scan */
-            LLVMFuzzerTestOneInput(buf, len);
+            run_one(buf, len);
             mutants++;
         }
     }
