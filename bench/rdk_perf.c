@@ -12,8 +12,9 @@
  *            --trace-partition P --trace FILE writes one line per delivery report of partition P (-2: every
  *            partition): CLOCK_MONOTONIC ns, partition, broker id (the broker that acknowledged it, -1 on
  *            error), offset, error name, delivery latency in us (bench/cluster.py's failover timing);
- *            -X key=value sets any librdkafka producer setting last (bench/failover.py's debug=eos,...:
- *            librdkafka logs to stderr)
+ *            -X key=value sets any librdkafka setting last, the consumer's too in consume and e2e
+ *            (bench/failover.py's debug=eos,...: librdkafka logs to stderr; bench/security.py's
+ *            security.protocol, ssl.ca.location, sasl.*)
  *   consume  assign every partition at the beginning (no group), read up to the high watermarks queried at
  *            start; throughput = messages / (last message - assign)
  *   e2e      producer and consumer in one process: messages at a fixed --rate carry their CLOCK_MONOTONIC
@@ -287,6 +288,7 @@ static rd_kafka_t *consumer_new(const struct opts *o)
     conf_set(conf, "group.id", "gregor-bench"); /* librdkafka's assign() wants one; never joined */
     conf_set(conf, "enable.auto.commit", "false");
     conf_set(conf, "enable.partition.eof", "false");
+    conf_extra(conf, o);
     char err[512];
     rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof err);
     if (!rk) die("consumer", err);
@@ -471,7 +473,7 @@ static void usage(void)
             "       [-d seconds] [-n count] [--acks 1|all] [--codec none|zstd] [--linger ms] [--rate msg/s]\n"
             "       [--warmup s (e2e: messages sent in the first s seconds are not counted, 1)]\n"
             "       [--idempotence true|false] [--trace-partition P --trace FILE (produce)]\n"
-            "       [-X key=value (any librdkafka producer setting, e.g. debug=eos,msg; up to 16)]\n");
+            "       [-X key=value (any librdkafka setting, e.g. debug=eos,msg; up to 16)]\n");
     exit(2);
 }
 

@@ -215,8 +215,9 @@ class Gregor(Broker):
 class Kafka(Broker):
     kind = "kafka"
 
-    def __init__(self):
+    def __init__(self, extra=()):
         super().__init__("Kafka")
+        self.extra = list(extra)  # more start-kafka.sh arguments (--listener, --override)
 
     def start(self):
         try:
@@ -236,6 +237,7 @@ class Kafka(Broker):
         args = [os.path.join(KAFKA_DIST, "start-kafka.sh"), "--dir", self.dir]
         for o in BROKER_OVERRIDES:
             args += ["--override", o]
+        args += self.extra
         starter = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         pidf, bootf = os.path.join(self.dir, "kafka.pid"), os.path.join(self.dir, "bootstrap")
         deadline = time.time() + 120
