@@ -135,6 +135,13 @@ bench-cluster: test-deps
 bench-metrics: test-deps
 	@python3 bench/metrics_cost.py
 
+# `make bench-security`: what TLS and SASL cost (issue #23): produce and consume MB/s, broker CPU per GB over
+# PLAINTEXT, SSL and SASL_SSL (PLAIN), Gregor against Kafka 4.4.0 side by side, and TLS handshakes per second
+# (bench/security.py, about 10 minutes); writes bench/results-security.md.
+.PHONY: bench-security
+bench-security: test-deps
+	@python3 bench/security.py
+
 # `make bench-txn`: transactions on one node, Gregor (switch on; page cache and fsync) against Kafka 4.4.0:
 # EndTxn latency, transactional vs idempotent throughput, CPU per GB (bench/txn.py, about 20 minutes); writes
 # bench/results-txn.md and results.md's Transactions section. bench-quick runs its client once (a few seconds).
