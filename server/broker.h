@@ -235,7 +235,8 @@ struct gr_broker {
     struct gr_conn **resume_buf; /* the stalled list copied for one re-check pass */
     int resume_cap;
     ev_timer resume_w;                 /* the re-check pass, run from the loop's top level */
-    int64_t released_since_trim_bytes; /* freed frame and answer bytes not yet given back by malloc_trim */
+    int64_t released_since_trim_bytes; /* freed frame, answer and connection bytes not yet given back by
+                                          malloc_trim */
     /* Out of descriptors (net.c): the listeners back off and a spare descriptor refuses waiting clients. */
     struct gr_accept_episode accept_ep;
     ev_timer accept_w; /* the listeners' back-off */

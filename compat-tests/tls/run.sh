@@ -162,5 +162,16 @@ refused "JKS truststore" "ssl.truststore.type is JKS" "${P[@]}" --override "ssl.
 refused "per-listener key wins over broker-wide" "listener SSL: ssl.keystore.location: cannot read" "${P[@]}" \
     --override "ssl.keystore.location=$CERTS/server-plainkey.pem" --override "listener.name.ssl.ssl.keystore.location=$CERTS/nope.pem"
 refused "unknown cipher suite" "ssl.cipher.suites: no usable TLS 1.2 suite" "${P[@]}" --override "ssl.keystore.location=$CERTS/server-plainkey.pem" --override ssl.cipher.suites=TLS_NOPE_WITH_NOTHING
+# Hostile connections before authentication: 10,000 waiting on an SSL and a SASL_PLAINTEXT listener of a broker
+# with the default connections.max.idle.ms (halfopen.py: bounded memory, other clients served)
+broker_stop
+JAAS='org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="alice-secret";'
+broker_start --override "listeners=SSL://127.0.0.1:0,SP://127.0.0.1:0" \
+    --override "listener.security.protocol.map=SSL:SSL,SP:SASL_PLAINTEXT" --override sasl.enabled.mechanisms=PLAIN \
+    --override "listener.name.sp.plain.sasl.jaas.config=$JAAS" \
+    --override ssl.keystore.type=PEM --override "ssl.keystore.location=$CERTS/server-keystore.pem" \
+    --override ssl.key.password=s3cret || fail "broker for the hostile connections starts"
+SASLP=$(grep '^SP ' "$BROKER_DIR/listener" | cut -d' ' -f2)
+SSL=$BROKER SASLP=$SASLP CA=$CERTS/ca.pem PID=$BROKER_PID run_py "halfopen.py" "$REPO/compat-tests/tls/halfopen.py"
 echo "  ..   tls suite took $(( $(date +%s) - T0 )) s"
 summary tls
