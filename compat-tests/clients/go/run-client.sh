@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # go/run-client.sh: installs and runs the Go row of the client matrix (issue #9) for one client.
 #   run-client.sh <franz-go|sarama> BOOTSTRAP quick|full RESULT_JSON
+#   run-client.sh build    (installs and builds only, then prints the binary's path: compat-tests/sasl/clients.sh
+#                           runs it as `gomatrix -client franz-sasl ...`, see sasl.go)
 # The module here (go.mod/go.sum pin franz-go, kadm and sarama) needs Go >= 1.26 (its dependencies' go
 # lines). Install path, all through the Go module proxy, into compat-tests/.cache/clients/go:
 #   - go >= 1.26 on PATH: used as it is;
@@ -11,7 +13,7 @@
 # If the install fails the result has install_error and no steps; the script exits 0 in every case where
 # it wrote a result (the contract in ../README.md).
 set -uo pipefail
-client=$1 bootstrap=$2 mode=$3 result=$4
+client=$1 bootstrap=${2:-} mode=${3:-} result=${4:-}
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../../.." && pwd)
 cache=$repo/compat-tests/.cache/clients/go
@@ -20,6 +22,7 @@ export GOMODCACHE=$cache/mod GOPATH=$cache/gopath GOCACHE=${GOCACHE:-$cache/buil
 TOOLCHAIN=go1.27.3
 
 install_error() {
+    [ "$client" = build ] && { echo "go: install failed: $1" >&2; exit 1; }
     python3 - "$result" "$client" "$1" <<'PY'
 import json, sys
 json.dump({"client": sys.argv[2], "version": "unknown", "language": "Go", "install_error": sys.argv[3], "steps": []},
@@ -50,5 +53,6 @@ bin=$cache/gomatrix
 if ! (cd "$here" && "$GO" build -o "$bin" .) >"$cache/build.log" 2>&1; then
     install_error "go build of compat-tests/clients/go failed: $(tail -3 "$cache/build.log" | tr '\n' ' ')"
 fi
+[ "$client" = build ] && { echo "$bin"; exit 0; }
 "$bin" -client "$client" -bootstrap "$bootstrap" -mode "$mode" -out "$result"
 [ -s "$result" ] && exit 0 || exit 1

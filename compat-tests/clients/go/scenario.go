@@ -113,7 +113,24 @@ func main() {
 	// group spanning them); the matrix's own scenario is 6 partitions and a group of 2.
 	parts := envInt("MATRIX_PARTITIONS", 6, 1, 1000)
 	nmembers := envInt("MATRIX_MEMBERS", 2, 2, 16)
+	var sf saslFlags
+	flag.StringVar(&sf.protocol, "protocol", "SASL_SSL", "franz-sasl: SASL_PLAINTEXT, SASL_SSL or SSL")
+	flag.StringVar(&sf.mechanism, "mechanism", "PLAIN", "franz-sasl: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512")
+	flag.StringVar(&sf.user, "user", "", "franz-sasl: user name")
+	flag.StringVar(&sf.password, "password", "", "franz-sasl: password")
+	flag.StringVar(&sf.ca, "ca", "", "franz-sasl: CA certificate (PEM)")
+	flag.StringVar(&sf.topic, "topic", "franz-sasl", "franz-sasl: topic")
+	flag.IntVar(&sf.n, "n", 200, "franz-sasl: records")
 	flag.Parse()
+	if *which == "franz-sasl" {
+		sf.bootstrap = *bootstrap
+		if err := runSASL(sf); err != nil {
+			fmt.Fprintln(os.Stderr, "franz-sasl:", err)
+			os.Exit(1)
+		}
+		fmt.Println("franz-sasl: ok")
+		return
+	}
 	var c client
 	var err error
 	switch *which {
