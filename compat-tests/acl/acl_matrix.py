@@ -328,7 +328,20 @@ def setup():
     assert r['error_code'] == 0, r
 
 
+def refused_first():
+    """Before any group or transaction use: refused lookups and group requests make no internal topic."""
+    fc = req('alice', 'FindCoordinator', 4, {'key_type': 0, 'coordinator_keys': [G]})['coordinators'][0]['error_code']
+    ft = req('alice', 'FindCoordinator', 4, {'key_type': 1, 'coordinator_keys': [X]})['coordinators'][0]['error_code']
+    j = req('alice', 'JoinGroup', 5, {'group_id': G, 'session_timeout_ms': 10000, 'rebalance_timeout_ms': 10000,
+                                      'member_id': '', 'group_instance_id': None, 'protocol_type': 'consumer',
+                                      'protocols': [{'name': 'range', 'metadata': b''}]})['error_code']
+    t.eq('first FindCoordinator (group, transactional id) and JoinGroup refused: 30, 53, 30', (30, 53, 30), (fc, ft, j))
+    t.eq('... and neither __consumer_offsets nor __transaction_state was made', [],
+         [n for n in topics() if n.startswith('__')])
+
+
 def main():
+    refused_first()
     setup()
     keys = served_keys()
     t.eq('apis.def lists more than 40 API keys', True, len(keys) > 40)
