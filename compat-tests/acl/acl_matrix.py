@@ -340,6 +340,49 @@ def refused_first():
          [n for n in topics() if n.startswith('__')])
 
 
+def details():
+    """The finer points of the refusals (after the rows: u<key> hold their ACLs)."""
+    def fetch(user, topics_):
+        g = req(user, 'OffsetFetch', 8, {'groups': [{'group_id': G, 'topics': topics_}]})['groups'][0]
+        return g['error_code'], [(x['name'], [(p['error_code'], p['committed_offset']) for p in x['partitions']])
+                                 for x in g['topics']]
+    named = [{'name': T, 'partition_indexes': [0]}]
+    t.eq('OffsetFetch, group DESCRIBE but not the topic: TOPIC_AUTHORIZATION_FAILED, offset -1',
+         (0, [(T, [(TOPIC_AUTH, -1)])]), fetch('u15', named))
+    t.eq('OffsetFetch all partitions, group DESCRIBE but not the topic: the topic left out', (0, []), fetch('u15', None))
+    t.eq('OffsetFetch all partitions with topic DESCRIBE: the committed offset', (0, [(T, [(0, 1)])]), fetch('u9', None))
+    r = req('alice', 'DescribeConfigs', 4, {'resources': [{'resource_type': 4, 'resource_name': '1',
+                                                           'configuration_keys': None},
+                                                          {'resource_type': 2, 'resource_name': T,
+                                                           'configuration_keys': None}]})['results']
+    t.eq('DescribeConfigs refused: broker CLUSTER_, topic TOPIC_AUTHORIZATION_FAILED with Kafka\'s messages, no configs',
+         [(31, 'Cluster authorization failed.', []), (29, 'Topic authorization failed.', [])],
+         [(x['error_code'], x['error_message'], x['configs']) for x in r])
+    r = req('u24', 'AddPartitionsToTxn', 3, {
+        'v3_and_below_transactional_id': X, 'v3_and_below_producer_id': 999, 'v3_and_below_producer_epoch': 0,
+        'v3_and_below_topics': tp() + tp('m-cp')})['results_by_topic_v3_and_below']
+    t.eq('AddPartitionsToTxn v3, a topic without WRITE: TOPIC_AUTHORIZATION_FAILED, the other OPERATION_NOT_ATTEMPTED',
+         [(T, 55), ('m-cp', 29)], [(x['name'], x['results_by_partition'][0]['partition_error_code']) for x in r])
+    r = req('alice', 'AddPartitionsToTxn', 4, {'transactions': [{'transactional_id': X, 'producer_id': 999,
+                                                                 'producer_epoch': 0, 'verify_only': True,
+                                                                 'topics': tp()}]})
+    t.eq('AddPartitionsToTxn v4 without CLUSTER_ACTION: top-level CLUSTER_AUTHORIZATION_FAILED, no results',
+         (31, []), (r['error_code'], r['results_by_transaction']))
+    r = req('u27', 'OffsetForLeaderEpoch', 4, {'replica_id': 1, 'topics': [{'topic': T, 'partitions': [
+        {'partition': 0, 'current_leader_epoch': -1, 'leader_epoch': 0}]}]})
+    t.eq('OffsetForLeaderEpoch with CLUSTER_ACTION only: served', 0, part(r, 'topics')['error_code'])
+    r = req('alice', 'DescribeUserScramCredentials', 0, {'users': [{'name': 'x'}, {'name': 'y'}]})
+    t.eq('DescribeUserScramCredentials refused: one result per named user, each CLUSTER_AUTHORIZATION_FAILED',
+         (31, [31, 31]), (r['error_code'], [x['error_code'] for x in r['results']]))
+    up = [{'name': n, 'mechanism': 1, 'iterations': 4096, 'salt': b'salt-salt', 'salted_password': b'p' * 32}
+          for n in ('zed', 'amy', 'zed')]
+    r = req('alice', 'AlterUserScramCredentials', 0, {'deletions': [], 'upsertions': up})
+    t.eq('AlterUserScramCredentials refused: each user once, sorted, CLUSTER_AUTHORIZATION_FAILED',
+         [('amy', 31), ('zed', 31)], [(x['user'], x['error_code']) for x in r['results']])
+    r = req('alice', 'DescribeClientQuotas', 1, {'components': [], 'strict': False})
+    t.eq('DescribeClientQuotas refused: null entries', (31, None), (r['error_code'], r['entries']))
+
+
 def main():
     refused_first()
     setup()
@@ -370,6 +413,7 @@ def main():
         except Exception as e:  # noqa: BLE001
             got = f'{type(e).__name__}: {e}'
         t.eq(f'{name} (key {key}) with {len(acls)} ACL(s): {granted}', granted, got)
+    details()
     extra = sorted(set(ROWS) - set(keys))
     t.eq('every row names an API apis.def serves', [], extra)
     # DeleteAcls granted, last: with ALTER on the cluster u31 deletes one ACL (alice's never existed)
