@@ -58,6 +58,7 @@
 #include "partition/partition.h"
 #include "protocol/errors.h"
 #include "protocol/record_batch.h"
+#include "server/acls.h"
 #include "server/groups.h"
 #include "server/handlers/handlers.h"
 #include "server/internal_topics.h"
@@ -1069,6 +1070,10 @@ bool gr_txns_defer(struct gr_req *req)
     if (b->txn || b->member || req->hdr.request_api_key != GR_API_FIND_COORDINATOR) return false;
     const struct gr_find_coordinator_request *body = req->body;
     if (body->key_type != 1 || gr_req_state(req, &deferred_key)) return false;
+    /* a principal no transactional id ACL lets through is refused by FindCoordinator's check: no topic */
+    if (!gr_req_authorized_any(req, GR_ACL_OP_DESCRIBE, GR_ACL_RES_TRANSACTIONAL_ID) &&
+        !gr_req_authorized_any(req, GR_ACL_OP_WRITE, GR_ACL_RES_TRANSACTIONAL_ID))
+        return false;
     if (!gr_req_state_add(req, &deferred_key, 0)) return false;
     if (gr_store_topic_find(b->store, GR_TXN_TOPIC, strlen(GR_TXN_TOPIC))) {
         gr_txns_start(b); /* the topic exists: its loads start now (the answer does not wait for them) */

@@ -6,7 +6,8 @@
 # runs the matrix (each checked API: Kafka's error and nothing done without an ACL, success with it) around
 # kafka-acls.sh --add/--list/--remove (Kafka 4.4.0's tool, KAFKA_HOME), then a restart (the ACL file), a
 # damaged ACL file and bad settings refused at start (exit 2 naming the key), and a broker without an
-# authorizer (SECURITY_DISABLED, nothing else changes).
+# authorizer (SECURITY_DISABLED, nothing else changes). Last, acl_matrix.py over SASL_PLAINTEXT with PLAIN
+# users: every API key of server/apis.def, refused without the ACL (nothing done) and served with it.
 set -u
 . "$(dirname "$0")/../lib/broker.sh"
 CERTS=$(mktemp -d /tmp/gregor-acl.XXXXXX)
@@ -116,5 +117,19 @@ rm -rf "$BROKER_DIR"; BROKER_DIR=
 broker_start || fail "a broker without an authorizer starts"
 PLAIN=$BROKER MTLS= PHASE=disabled CERTS=$CERTS run_py "acl_checks.py disabled" "$REPO/compat-tests/acl/acl_checks.py"
 broker_stop
+# the ACL matrix (acl_matrix.py): every API key of server/apis.def over SASL_PLAINTEXT with PLAIN users,
+# admin a super user, alice without ACLs, u<key> holding exactly the ACLs of that key's row
+rm -rf "$BROKER_DIR"; BROKER_DIR=
+JAAS='org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="pw-admin" user_admin="pw-admin" user_alice="pw-alice"'
+for key in $(sed -n 's/^GR_API(\([0-9]*\),.*/\1/p' "$REPO/server/apis.def"); do JAAS="$JAAS user_u$key=\"pw-u$key\""; done
+if broker_start --override "listeners=SP://127.0.0.1:0" --override "listener.security.protocol.map=SP:SASL_PLAINTEXT" \
+    --override inter.broker.listener.name=SP --override sasl.enabled.mechanisms=PLAIN \
+    --override "listener.name.sp.plain.sasl.jaas.config=$JAAS;" --override "authorizer.class.name=$AUTHZ" \
+    --override "super.users=User:admin"; then
+    SP=$BROKER run_py "acl_matrix.py" "$REPO/compat-tests/acl/acl_matrix.py"
+    broker_stop
+else
+    fail "a SASL_PLAINTEXT broker with an authorizer starts (the ACL matrix)"
+fi
 echo "  ..   acl suite took $(( $(date +%s) - T0 )) s"
 summary acl

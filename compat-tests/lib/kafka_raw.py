@@ -750,6 +750,7 @@ def _enc_value(w, t, v, version, flex, nullable):
     elif t == 'int16': w.int16(v)
     elif t == 'int32': w.int32(v)
     elif t == 'int64': w.int64(v)
+    elif t == 'float64': w.raw(struct.pack('>d', v))
     elif t == 'bool': w.bool(v)
     elif t == 'uuid':
         assert len(v) == 16
@@ -805,6 +806,7 @@ def _dec_value(r, t, version, flex, nullable):
     if t == 'int16': return r.int16()
     if t == 'int32': return r.int32()
     if t == 'int64': return r.int64()
+    if t == 'float64': return struct.unpack('>d', r.take(8))[0]
     if t == 'bool': return r.bool()
     if t == 'uuid': return r.take(16)
     if t == 'string': return r.string(flex, nullable)

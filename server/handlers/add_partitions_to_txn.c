@@ -2,10 +2,15 @@
  * add_partitions_to_txn.c: AddPartitionsToTxn (key 24), v0-v5: the client versions 0-3 (one
  * transaction) and the batched v4+ (several, each maybe VerifyOnly: KIP-890's verification, answered at
  * once), as KafkaApis.handleAddPartitionsToTxnRequest; the coordinator answers through server/txns.h's
- * waiters (txn_apis.c says how). Read next: txn_apis.c, coordinator/txn.h.
+ * waiters (txn_apis.c says how). Authorization (KafkaApis): v4+ (broker to coordinator) needs CLUSTER_ACTION,
+ * else the top-level CLUSTER_AUTHORIZATION_FAILED and no results; v0-3 WRITE on the transactional id, else
+ * every partition TRANSACTIONAL_ID_AUTHORIZATION_FAILED, then WRITE on each topic, else its partitions
+ * TOPIC_AUTHORIZATION_FAILED and the others OPERATION_NOT_ATTEMPTED (nothing added). Read next: txn_apis.c,
+ * coordinator/txn.h.
  */
 #include "cluster/image.h"
 #include "coordinator/txn.h"
+#include "server/acls.h"
 #include "server/handlers/handlers.h"
 #include "server/txns.h"
 
@@ -70,14 +75,24 @@ static bool add_one(struct gr_req *req, struct gr_txns_waits *waits, struct add_
     at->version = v;
     at->w = (struct gr_txns_waiter){.answer = add_answered, .req = req, .req_waits = waits, .ctx = at};
     if (!topic_results(req, in, at->out)) return false;
+    if (v < 4 && !gr_req_authorized(req, GR_ACL_OP_WRITE, GR_ACL_RES_TRANSACTIONAL_ID, txn_id)) {
+        set_all(at->out, GR_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED);
+        at->w.answered = true;
+        return true;
+    }
     int32_t total = 0;
     bool unknown = false;
     for (int32_t i = 0; i < at->out->count; i++) {
         const struct gr_image_topic *it =
             gr_image_topic_find(b->image, in->items[i].name.ptr, (size_t)in->items[i].name.len);
+        bool denied = v < 4 && !gr_req_authorized(req, GR_ACL_OP_WRITE, GR_ACL_RES_TOPIC, in->items[i].name);
         for (int32_t p = 0; p < at->out->items[i].results_by_partition.count; p++, total++) {
             int32_t idx = in->items[i].partitions.items[p];
-            if (!it || idx < 0 || idx >= it->partition_count) {
+            if (denied) {
+                at->out->items[i].results_by_partition.items[p].partition_error_code =
+                    GR_ERR_TOPIC_AUTHORIZATION_FAILED;
+                unknown = true;
+            } else if (!it || idx < 0 || idx >= it->partition_count) {
                 at->out->items[i].results_by_partition.items[p].partition_error_code =
                     GR_ERR_UNKNOWN_TOPIC_OR_PARTITION;
                 unknown = true;
@@ -133,6 +148,11 @@ enum gr_handler_rc gr_handle_add_partitions_to_txn(struct gr_req *req)
             return GR_HANDLER_CLOSE;
         struct gr_txns_waiter *one = &at->w;
         return gr_txns_settle(req, waits, &one, 1);
+    }
+    if (!gr_req_authorized_cluster(req, GR_ACL_OP_CLUSTER_ACTION)) { /* an inter-broker version */
+        resp->error_code = GR_ERR_CLUSTER_AUTHORIZATION_FAILED;
+        resp->results_by_transaction.count = 0;
+        return GR_HANDLER_DONE;
     }
     int32_t n = body->transactions.count > 0 ? body->transactions.count : 0;
     struct add_txn *ats = gr_arena_calloc(&req->arena, (size_t)n + 1, sizeof *ats);

@@ -15,9 +15,12 @@
  * The new set is written durably by storage (gr_topic_op_set_configs: the topic file is replaced on the
  * I/O pool while the request waits) and applies from the next append, roll or retention run.
  * The resource checks and the writes are server/config_resources.h's (IncrementalAlterConfigs shares them).
+ * Authorization (ControllerApis): ALTER_CONFIGS on the topic, or on the cluster for a broker, else
+ * TOPIC_/CLUSTER_AUTHORIZATION_FAILED with Kafka's message (gr_config_resource_denied).
  * Read next: incremental_alter_configs.c, server/config_resources.h, server/topic_configs.h.
  */
 #include "server/config_resources.h"
+#include "server/acls.h"
 #include "server/handlers/handlers.h"
 
 /* One TOPIC resource: new set = exactly the given pairs. */
@@ -96,6 +99,9 @@ enum gr_handler_rc gr_handle_alter_configs(struct gr_req *req)
         if (repeated[i]) {
             r->error_code = GR_ERR_INVALID_REQUEST;
             msg = "Each resource must appear at most once.";
+        } else if ((r->error_code = gr_config_resource_denied(req, res->resource_type, res->resource_name,
+                                                              GR_ACL_OP_ALTER_CONFIGS, &msg))) {
+            /* ControllerApis: refused, nothing changed */
         } else {
             r->error_code = alter_one(req, res, body->validate_only, &msg, r);
         }

@@ -10,8 +10,8 @@
  * the I/O pool; the answer waits for the write (KAFKA_STORAGE_ERROR for every accepted user when it fails:
  * the change then stays in memory until the next successful write or a restart).
  * Authorization: Kafka requires ALTER on the CLUSTER resource (KafkaApis, CLUSTER_AUTHORIZATION_FAILED for
- * every user); that check goes here once the authorizer lands (issue #23, helper `acl`). Until then anyone
- * reaching the broker may change credentials.
+ * each distinct user, names sorted, message null: AlterUserScramCredentialsRequest.getErrorResponse), checked
+ * before anything else: a refused request changes nothing.
  * Read next: server/scram_store.h.
  */
 #include <errno.h>
@@ -21,6 +21,7 @@
 #include <openssl/crypto.h>
 
 #include "common/log.h"
+#include "server/acls.h"
 #include "server/handlers/handlers.h"
 #include "server/scram_store.h"
 #include "storage/store.h"
@@ -117,6 +118,16 @@ enum gr_handler_rc gr_handle_alter_user_scram_credentials(struct gr_req *req)
     bool *repeated; /* keys are sorted by the call: names are read from the request after it */
     int32_t *first = gr_req_keys_first(req, keys, n, &repeated);
     if (!first) return GR_HANDLER_CLOSE;
+    if (!gr_req_authorized_cluster(req, GR_ACL_OP_ALTER)) { /* KafkaApis: each user once, sorted */
+        for (int32_t i = 0; i < n; i++) {
+            if (i > 0 && gr_str_eq(keys[i].name, keys[i - 1].name)) continue;
+            result_t *r = &resp->results.items[resp->results.count++];
+            gr_alter_user_scram_credentials_response_alter_user_scram_credentials_result_init(r);
+            r->user = keys[i].name;
+            r->error_code = GR_ERR_CLUSTER_AUTHORIZATION_FAILED;
+        }
+        return GR_HANDLER_DONE;
+    }
     bool changed = false;
     for (int32_t i = 0; i < n; i++) { /* each user's first entry decides */
         if (first[i] != i) continue;

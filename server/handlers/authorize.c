@@ -25,6 +25,49 @@ int32_t gr_topic_authorized_ops(struct gr_req *req, const struct gr_image_topic 
     return ops;
 }
 
+/* AclOperation codes 5, 7, 8, 9, 10, 11, 12 as bits. */
+#define CLUSTER_ALL_OPERATIONS ((1 << 5) | (1 << 7) | (1 << 8) | (1 << 9) | (1 << 10) | (1 << 11) | (1 << 12))
+
+int32_t gr_cluster_authorized_ops(struct gr_req *req)
+{
+    if (!req->broker->authz) return CLUSTER_ALL_OPERATIONS;
+    if (!gr_req_authorized_cluster(req, GR_ACL_OP_DESCRIBE)) return 0;
+    int32_t ops = 0;
+    for (int op = GR_ACL_OP_CREATE; op <= GR_ACL_OP_IDEMPOTENT_WRITE; op++)
+        if ((CLUSTER_ALL_OPERATIONS & (1 << op)) && gr_req_authorized_cluster(req, (enum gr_acl_op)op))
+            ops |= 1 << op;
+    return ops;
+}
+
+int16_t gr_config_resource_denied(struct gr_req *req, int8_t type, struct gr_str name, enum gr_acl_op op,
+                                  const char **msg)
+{
+    switch (type) {
+    case 2:
+        if (gr_req_authorized(req, op, GR_ACL_RES_TOPIC, name)) return GR_ERR_NONE;
+        return *msg = "Topic authorization failed.", GR_ERR_TOPIC_AUTHORIZATION_FAILED;
+    case 4:
+    case 8:
+    case 16:
+        if (gr_req_authorized_cluster(req, op)) return GR_ERR_NONE;
+        return *msg = "Cluster authorization failed.", GR_ERR_CLUSTER_AUTHORIZATION_FAILED;
+    case 32:
+        if (gr_req_authorized(req, op, GR_ACL_RES_GROUP, name)) return GR_ERR_NONE;
+        return *msg = "Group authorization failed.", GR_ERR_GROUP_AUTHORIZATION_FAILED;
+    default:
+        return GR_ERR_NONE;
+    }
+}
+
+int16_t gr_txn_group_refused(struct gr_req *req, struct gr_str transactional_id, struct gr_str group_id)
+{
+    if (!gr_req_authorized(req, GR_ACL_OP_WRITE, GR_ACL_RES_TRANSACTIONAL_ID, transactional_id))
+        return GR_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
+    if (!gr_req_authorized(req, GR_ACL_OP_READ, GR_ACL_RES_GROUP, group_id))
+        return GR_ERR_GROUP_AUTHORIZATION_FAILED;
+    return GR_ERR_NONE;
+}
+
 bool gr_topic_describable(struct gr_req *req, const struct gr_image_topic *it)
 {
     return gr_req_authorized(req, GR_ACL_OP_DESCRIBE, GR_ACL_RES_TOPIC,

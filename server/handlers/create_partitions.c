@@ -10,7 +10,8 @@
  * (INVALID_REQUEST): the group coordinator maps each group to a __consumer_offsets partition by that count.
  * Kafka 4.1 allows it. The change goes through the broker's topic writer (single node: the files on the I/O
  * pool; cluster: the record in etcd, then the new leaders); the response waits for every topic of the
- * request. Read next: cluster/topic_writer.h.
+ * request. Authorization (ControllerApis.createPartitions): ALTER on the topic, after the duplicate check,
+ * else TOPIC_AUTHORIZATION_FAILED with a null message, before existence. Read next: cluster/topic_writer.h.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -21,6 +22,7 @@
 #include "cluster/image.h"
 #include "common/limits.h"
 #include "common/log.h"
+#include "server/acls.h"
 #include "server/handlers/handlers.h"
 
 static const char *msgf(struct gr_req *req, const char *f, ...) __attribute__((format(printf, 2, 3)));
@@ -178,6 +180,8 @@ enum gr_handler_rc gr_handle_create_partitions(struct gr_req *req)
         if (dup) {
             r->error_code = GR_ERR_INVALID_REQUEST;
             msg = "Duplicate topic name.";
+        } else if (!gr_req_authorized(req, GR_ACL_OP_ALTER, GR_ACL_RES_TOPIC, qt->name)) {
+            r->error_code = GR_ERR_TOPIC_AUTHORIZATION_FAILED;
         } else {
             int16_t code = create(req, qt, body->validate_only, &msg, r); /* NONE: grown() may set one */
             if (code) r->error_code = code;

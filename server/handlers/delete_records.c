@@ -5,7 +5,8 @@
  * watermark, or negative other than -1, is OFFSET_OUT_OF_RANGE; an offset at or below the current log start
  * offset changes nothing here; internal topics are INVALID_TOPIC_EXCEPTION; unknown topics or partitions
  * UNKNOWN_TOPIC_OR_PARTITION; a topic whose cleanup.policy has compact without delete is POLICY_VIOLATION
- * and keeps its records (Kafka 4.4). Errors answer low_watermark -1.
+ * and keeps its records (Kafka 4.4). Errors answer low_watermark -1. Authorization (KafkaApis): DELETE on the
+ * topic, else its partitions TOPIC_AUTHORIZATION_FAILED, before existence, and nothing is deleted.
  *
  * The new log start offsets are made durable before the answer, without waiting on the network thread:
  * every partition that moves is begun (gr_log_delete_records_begin), ONE log-start-offset-checkpoint write
@@ -28,6 +29,7 @@
  */
 #include <errno.h>
 
+#include "server/acls.h"
 #include "server/handlers/delete_records.h"
 #include "server/route.h"
 
@@ -88,6 +90,7 @@ enum gr_handler_rc gr_handle_delete_records(struct gr_req *req)
         gr_delete_records_response_delete_records_topic_result_init(rt);
         rt->name = qt->name;
         const struct gr_image_topic *t = gr_route_topic(req->broker, qt->name);
+        bool denied = !gr_req_authorized(req, GR_ACL_OP_DELETE, GR_ACL_RES_TOPIC, qt->name);
         int32_t np = qt->partitions.count > 0 ? qt->partitions.count : 0;
         rt->partitions.items = gr_arena_calloc(&req->arena, (size_t)np + 1, sizeof *rt->partitions.items);
         if (!rt->partitions.items) {
@@ -103,8 +106,10 @@ enum gr_handler_rc gr_handle_delete_records(struct gr_req *req)
             struct gr_log *log = NULL;
             int64_t target = -1;
             enum dr_phase phase = DR_DONE;
-            rp->error_code = delete_records(req, t, rp->partition_index, qt->partitions.items[p].offset,
-                                            &rp->low_watermark, &log, &target, &phase);
+            rp->error_code = denied
+                                 ? GR_ERR_TOPIC_AUTHORIZATION_FAILED
+                                 : delete_records(req, t, rp->partition_index, qt->partitions.items[p].offset,
+                                                  &rp->low_watermark, &log, &target, &phase);
             if (phase != DR_DONE) st->waits[st->count++] = (struct dr_wait){log, target, rp, phase, NULL};
             st->checkpointing = st->checkpointing || phase == DR_CHECKPOINT;
         }

@@ -6,16 +6,14 @@
  * else UNSUPPORTED_ENDPOINT_TYPE, both with Kafka 4.1's messages, cluster id "" and controller -1.
  * cluster_authorized_operations: INT32_MIN unless requested, then every cluster operation (no authorizer:
  * CREATE, ALTER, DESCRIBE, CLUSTER_ACTION, DESCRIBE_CONFIGS, ALTER_CONFIGS, IDEMPOTENT_WRITE, the bits a
- * Kafka 4.1 broker without an authorizer answers).
+ * Kafka 4.1 broker without an authorizer answers); with an authorizer 0 without DESCRIBE on the cluster, else
+ * the allowed ones (gr_cluster_authorized_ops). DescribeCluster itself is never refused (AuthHelper).
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "cluster/image.h"
 #include "server/handlers/handlers.h"
-
-/* AclOperation codes 5, 7, 8, 9, 10, 11, 12 as bits. */
-#define CLUSTER_ALL_OPERATIONS ((1 << 5) | (1 << 7) | (1 << 8) | (1 << 9) | (1 << 10) | (1 << 11) | (1 << 12))
 
 enum gr_handler_rc gr_handle_describe_cluster(struct gr_req *req)
 {
@@ -63,6 +61,6 @@ enum gr_handler_rc gr_handle_describe_cluster(struct gr_req *req)
         br->is_fenced = ib->fenced;
     }
     resp->cluster_authorized_operations =
-        body->include_cluster_authorized_operations ? CLUSTER_ALL_OPERATIONS : INT32_MIN;
+        body->include_cluster_authorized_operations ? gr_cluster_authorized_ops(req) : INT32_MIN;
     return GR_HANDLER_DONE;
 }

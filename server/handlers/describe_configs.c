@@ -13,12 +13,16 @@
  * configuration_keys (null or empty = all) filters by name; unknown names are left out silently.
  * Synonyms are sent only when include_synonyms; documentation (v3+) only when include_documentation;
  * config_type (v3+) always. The resource checks are server/config_resources.h's, the entries
- * server/topic_configs.h's. Read next: server/config_resources.h, server/topic_configs.h.
+ * server/topic_configs.h's. Authorization (ConfigHelper): DESCRIBE_CONFIGS on the topic, or on the cluster
+ * for a broker or broker logger; the refused resources come after the others,
+ * TOPIC_/CLUSTER_AUTHORIZATION_FAILED with Kafka's message and no configs. Read next:
+ * server/config_resources.h, server/topic_configs.h.
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "server/config_resources.h"
+#include "server/acls.h"
 #include "server/handlers/handlers.h"
 
 typedef struct gr_describe_configs_response_describe_configs_result result_t;
@@ -159,13 +163,22 @@ enum gr_handler_rc gr_handle_describe_configs(struct gr_req *req)
     int32_t n = body->resources.count > 0 ? body->resources.count : 0;
     resp->results.items = gr_arena_calloc(&req->arena, (size_t)n + 1, sizeof *resp->results.items);
     if (!resp->results.items) return GR_HANDLER_CLOSE;
-    resp->results.count = n;
-    for (int32_t i = 0; i < n; i++) {
-        const struct gr_describe_configs_request_describe_configs_resource *res = &body->resources.items[i];
-        result_t *r = &resp->results.items[i];
+    resp->results.count = 0;
+    for (int32_t k = 0; k < 2 * n; k++) { /* the authorized resources, then the refused ones */
+        const struct gr_describe_configs_request_describe_configs_resource *res =
+            &body->resources.items[k % n];
+        const char *msg = NULL;
+        int16_t denied = gr_config_resource_denied(req, res->resource_type, res->resource_name,
+                                                   GR_ACL_OP_DESCRIBE_CONFIGS, &msg);
+        if ((denied != 0) != (k >= n)) continue;
+        result_t *r = &resp->results.items[resp->results.count++];
         gr_describe_configs_response_describe_configs_result_init(r);
         r->resource_type = res->resource_type;
         r->resource_name = res->resource_name;
+        if (denied) {
+            fail(r, denied, msg);
+            continue;
+        }
         switch (res->resource_type) {
         case GR_CFG_RESOURCE_TOPIC:
             describe_topic(req, res, r);

@@ -9,11 +9,13 @@
  * request is parked meanwhile and the partition sizes are read when the answer is built. A topic listed
  * twice in the request is answered once with the union of its partitions. From v5, is_cordoned false: Gregor
  * cannot cordon its directory (KIP-1066's cordoned.log.dirs, empty by default in Kafka 4.4, which then
- * answers false too).
+ * answers false too). Authorization: DESCRIBE on the cluster, else CLUSTER_AUTHORIZATION_FAILED and no
+ * results (KafkaApis).
  */
 #include <stdbool.h>
 #include <string.h>
 
+#include "server/acls.h"
 #include "server/handlers/handlers.h"
 #include "storage/log_dir_usage.h"
 
@@ -130,6 +132,11 @@ enum gr_handler_rc gr_handle_describe_log_dirs(struct gr_req *req)
     resp->results.items = gr_arena_calloc(&req->arena, 1, sizeof *resp->results.items);
     struct dir_query *q = gr_arena_calloc(&req->arena, 1, sizeof *q);
     if (!resp->results.items || !q) return GR_HANDLER_CLOSE;
+    if (!gr_req_authorized_cluster(req, GR_ACL_OP_DESCRIBE)) { /* KafkaApis: no log dirs */
+        resp->results.count = 0;
+        resp->error_code = GR_ERR_CLUSTER_AUTHORIZATION_FAILED;
+        return GR_HANDLER_DONE;
+    }
     resp->results.count = 1;
     gr_describe_log_dirs_response_describe_log_dirs_result_init(&resp->results.items[0]);
     q->req = req;

@@ -5,8 +5,10 @@
  * transaction marker (-1 before any) and the first offset of its open transaction (-1 when none), as Kafka's
  * UnifiedLog.activeProducers (kafka-transactions.sh describe-producers and find-hanging read them). An
  * unknown topic or partition is UNKNOWN_TOPIC_OR_PARTITION, as Kafka's ReplicaManager answers on a broker
- * that hosts no such partition. Read next: storage/producer_state.h.
+ * that hosts no such partition. Authorization (KafkaApis): READ on the topic, before existence, else each
+ * partition TOPIC_AUTHORIZATION_FAILED "Topic authorization failed.". Read next: storage/producer_state.h.
  */
+#include "server/acls.h"
 #include "server/handlers/handlers.h"
 #include "server/route.h"
 #include "storage/producer_state.h"
@@ -61,6 +63,11 @@ enum gr_handler_rc gr_handle_describe_producers(struct gr_req *req)
             struct gr_describe_producers_response_partition_response *rp = &rt->partitions.items[p];
             gr_describe_producers_response_partition_response_init(rp);
             rp->partition_index = qt->partition_indexes.items[p];
+            if (!gr_req_authorized(req, GR_ACL_OP_READ, GR_ACL_RES_TOPIC, qt->name)) {
+                rp->error_code = GR_ERR_TOPIC_AUTHORIZATION_FAILED;
+                rp->error_message = gr_str_c("Topic authorization failed.");
+                continue;
+            }
             rp->error_code = describe_partition(req, t, rp);
             /* Kafka 4.4 names an unknown topic with the error's default message (Errors.message()); an
                unknown partition of a known topic gets none */

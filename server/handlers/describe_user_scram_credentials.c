@@ -4,11 +4,13 @@
  * once each in the order first named: a name given twice DUPLICATE_RESOURCE, a user without credentials
  * RESOURCE_NOT_FOUND, both with Kafka's messages (ScramImage.describe). Each user's credential infos list its
  * mechanisms (type byte, iterations), SCRAM-SHA-256 first; salts and keys never leave the broker.
- * Authorization: Kafka requires DESCRIBE on the CLUSTER resource (KafkaApis); that check goes here once the
- * authorizer lands (issue #23, helper `acl`). Read next: server/scram_store.h.
+ * Authorization: DESCRIBE on the cluster (KafkaApis), else CLUSTER_AUTHORIZATION_FAILED at the top and one
+ * result per named user, user "" (DescribeUserScramCredentialsRequest.getErrorResponse).
+ * Read next: server/scram_store.h.
  */
 #include <stdio.h>
 
+#include "server/acls.h"
 #include "server/handlers/handlers.h"
 #include "server/scram_store.h"
 
@@ -58,6 +60,16 @@ enum gr_handler_rc gr_handle_describe_user_scram_credentials(struct gr_req *req)
     resp->results.items = gr_arena_calloc(&req->arena, rows + 1, sizeof *resp->results.items);
     if (!resp->results.items) return GR_HANDLER_CLOSE;
     resp->results.count = 0;
+    if (!gr_req_authorized_cluster(req, GR_ACL_OP_DESCRIBE)) {
+        resp->error_code = GR_ERR_CLUSTER_AUTHORIZATION_FAILED;
+        for (int32_t i = 0; i < n; i++) {
+            result_t *r = &resp->results.items[resp->results.count++];
+            gr_describe_user_scram_credentials_response_describe_user_scram_credentials_result_init(r);
+            r->user = gr_str_c("");
+            r->error_code = GR_ERR_CLUSTER_AUTHORIZATION_FAILED;
+        }
+        return GR_HANDLER_DONE;
+    }
     if (n == 0) {
         for (size_t i = 0; i < s->count; i++) {
             struct gr_str name = {s->users[i].name, (int32_t)s->users[i].name_len};

@@ -45,6 +45,22 @@ struct gr_image_topic;
 /* Topic operations topic `it` allows the request's principal, as Metadata's TopicAuthorizedOperations bits
  * (Kafka's AclOperation codes among READ..ALTER_CONFIGS). */
 int32_t gr_topic_authorized_ops(struct gr_req *req, const struct gr_image_topic *it);
+/* DescribeCluster's cluster_authorized_operations when asked for (AuthHelper.computeDescribeClusterResponse):
+ * 0 without DESCRIBE on the cluster, else the cluster operations (CREATE, ALTER, DESCRIBE, CLUSTER_ACTION,
+ * DESCRIBE_CONFIGS, ALTER_CONFIGS, IDEMPOTENT_WRITE as AclOperation code bits) the principal is allowed; all
+ * of them without an authorizer. */
+int32_t gr_cluster_authorized_ops(struct gr_req *req);
+/* TxnOffsetCommit's and AddOffsetsToTxn's first checks (KafkaApis): TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+ * without WRITE on the transactional id, else GROUP_AUTHORIZATION_FAILED without READ on the group, else
+ * NONE. */
+int16_t gr_txn_group_refused(struct gr_req *req, struct gr_str transactional_id, struct gr_str group_id);
+/* The config APIs' check of one resource (ConfigHelper for DescribeConfigs, ControllerApis for AlterConfigs
+ * and IncrementalAlterConfigs): `op` (DESCRIBE_CONFIGS or ALTER_CONFIGS) on the topic (type 2), on the
+ * cluster (broker 4, broker logger 8, client metrics 16) or on the group (32). Returns NONE when allowed or
+ * the type is none of these (the handler refuses it), else TOPIC_, CLUSTER_ or GROUP_AUTHORIZATION_FAILED
+ * with *msg Kafka's message for it ("Topic authorization failed." ...). */
+int16_t gr_config_resource_denied(struct gr_req *req, int8_t type, struct gr_str name, enum gr_acl_op op,
+                                  const char **msg);
 /* Whether the request's principal may DESCRIBE topic `it` (Metadata's all-topics list leaves it out). */
 bool gr_topic_describable(struct gr_req *req, const struct gr_image_topic *it);
 /* Fetch: a response partition's defaults (index, -1 high watermark, empty records, empty aborted list);

@@ -11,6 +11,8 @@
  * (Kafka's root logger name), at once and not persisted, as in Kafka: SET to one of Kafka's levels (TRACE
  * runs as DEBUG and FATAL as ERROR: Gregor's log has four levels); DELETE of root is refused.
  * The resource checks, the logger and the writes are server/config_resources.h's.
+ * Authorization (ControllerApis): ALTER_CONFIGS on the topic, or on the cluster for a broker or broker
+ * logger, else TOPIC_/CLUSTER_AUTHORIZATION_FAILED with Kafka's message (gr_config_resource_denied).
  * Read next: server/config_resources.h, server/topic_configs.h (gr_tcfg_apply_ops).
  */
 #include <stdio.h>
@@ -18,6 +20,7 @@
 
 #include "cluster/image.h"
 #include "server/config_resources.h"
+#include "server/acls.h"
 #include "server/handlers/handlers.h"
 
 /* The topic's current topic-level set, borrowed from the image. */
@@ -134,6 +137,9 @@ enum gr_handler_rc gr_handle_incremental_alter_configs(struct gr_req *req)
         if (repeated[i]) {
             r->error_code = GR_ERR_INVALID_REQUEST;
             msg = "Each resource must appear at most once.";
+        } else if ((r->error_code = gr_config_resource_denied(req, res->resource_type, res->resource_name,
+                                                              GR_ACL_OP_ALTER_CONFIGS, &msg))) {
+            /* ControllerApis: refused, nothing changed */
         } else {
             r->error_code = alter_one(req, res, body->validate_only, &msg, r);
         }

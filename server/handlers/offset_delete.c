@@ -4,9 +4,13 @@
  * GROUP_ID_NOT_FOUND / NON_EMPTY_GROUP (a non-empty group not using the consumer protocol) or answers per
  * partition: GROUP_SUBSCRIBED_TO_TOPIC for a topic a member's consumer-protocol subscription names, else 0
  * (a tombstone is written when an offset was committed). A top-level error carries no topics (Kafka's
- * OffsetDeleteResponse.Builder.merge). Read next: coordinator/offsets.c (gr_coord_offset_delete).
+ * OffsetDeleteResponse.Builder.merge). Authorization (KafkaApis): DELETE on the group first, else
+ * GROUP_AUTHORIZATION_FAILED and no topics; then READ on each topic, else its partitions
+ * TOPIC_AUTHORIZATION_FAILED (before existence) and not sent to the coordinator. Read next:
+ * coordinator/offsets.c (gr_coord_offset_delete).
  */
 #include "coordinator/coordinator.h"
+#include "server/acls.h"
 #include "server/handlers/handlers.h"
 #include "server/route.h"
 
@@ -19,6 +23,10 @@ enum gr_handler_rc gr_handle_offset_delete(struct gr_req *req)
     struct gr_broker *b = req->broker;
     if (!b->coord) {
         resp->error_code = GR_ERR_COORDINATOR_NOT_AVAILABLE;
+        return GR_HANDLER_DONE;
+    }
+    if (!gr_req_authorized(req, GR_ACL_OP_DELETE, GR_ACL_RES_GROUP, body->group_id)) {
+        resp->error_code = GR_ERR_GROUP_AUTHORIZATION_FAILED;
         return GR_HANDLER_DONE;
     }
     int32_t ntopics = body->topics.count > 0 ? body->topics.count : 0;
@@ -41,11 +49,16 @@ enum gr_handler_rc gr_handle_offset_delete(struct gr_req *req)
         if (!tr->partitions.items) return GR_HANDLER_CLOSE;
         tr->partitions.count = np;
         const struct gr_image_topic *t = gr_route_topic(b, rt->name); /* the cluster's topics */
+        bool denied = !gr_req_authorized(req, GR_ACL_OP_READ, GR_ACL_RES_TOPIC, rt->name);
         int32_t first = k;
         for (int32_t j = 0; j < np; j++) {
             resp_partition *pr = &tr->partitions.items[j];
             gr_offset_delete_response_offset_delete_response_partition_init(pr);
             pr->partition_index = rt->partitions.items[j].partition_index;
+            if (denied) {
+                pr->error_code = GR_ERR_TOPIC_AUTHORIZATION_FAILED;
+                continue;
+            }
             if (!t || pr->partition_index < 0 || pr->partition_index >= t->partition_count) {
                 pr->error_code = GR_ERR_UNKNOWN_TOPIC_OR_PARTITION;
                 continue;

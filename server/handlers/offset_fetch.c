@@ -8,9 +8,12 @@
  * a partition with a transactional commit waiting for its marker answers UNSTABLE_OFFSET_COMMIT with offset
  * -1, named or listed among every committed partition (Kafka's OffsetMetadataManager.fetchOffsets /
  * fetchAllOffsets); without it the last committed value. Views of the coordinator's strings are referenced,
- * not copied: the response is encoded as soon as this returns. Read next: coordinator/offsets.c.
+ * not copied: the response is encoded as soon as this returns. ACLs (KafkaApis): DESCRIBE on the group, else
+ * GROUP_AUTHORIZATION_FAILED; named topics without DESCRIBE come last, TOPIC_AUTHORIZATION_FAILED, offset -1;
+ * "every committed partition" hides them. Read next: coordinator/offsets.c.
  */
 #include "coordinator/coordinator.h"
+#include "server/acls.h"
 #include "server/handlers/handlers.h"
 #include "server/route.h"
 
@@ -21,10 +24,9 @@ typedef struct gr_offset_fetch_response_offset_fetch_response_partitions parts_t
 struct all_ctx {
     struct gr_req *req;
     struct gr_str group_id;
-    bool require_stable;
+    bool require_stable, fail;
     topics_t *topics;
     int32_t topic_count, topic_cap;
-    bool fail;
 };
 
 static void add_committed(void *ctx, const char *topic, int32_t partition, int64_t offset,
@@ -33,6 +35,7 @@ static void add_committed(void *ctx, const char *topic, int32_t partition, int64
     struct all_ctx *a = ctx;
     if (a->fail) return;
     topics_t *t = a->topic_count ? &a->topics[a->topic_count - 1] : NULL;
+    if (!gr_req_authorized_c(a->req, GR_ACL_OP_DESCRIBE, GR_ACL_RES_TOPIC, topic)) return; /* hidden */
     if (!t || !gr_str_eq_c(t->name, topic)) {
         const struct gr_image_topic *live = NULL;
         if (a->req->hdr.request_api_version >= 10 &&
@@ -87,13 +90,13 @@ static bool fetch_group(struct gr_req *req, struct gr_str group_id, bool require
     struct gr_coordinator *c = req->broker->coord;
     gr_offset_fetch_response_offset_fetch_response_group_init(out);
     out->group_id = group_id;
-    if (!c) {
-        out->error_code = GR_ERR_COORDINATOR_NOT_AVAILABLE;
-        return true;
-    }
-    if ((out->error_code = gr_coord_check(c, group_id))) return true; /* not coordinated here, or loading */
+    out->error_code = !gr_req_authorized(req, GR_ACL_OP_DESCRIBE, GR_ACL_RES_GROUP, group_id)
+                          ? GR_ERR_GROUP_AUTHORIZATION_FAILED
+                      : !c ? GR_ERR_COORDINATOR_NOT_AVAILABLE
+                           : gr_coord_check(c, group_id); /* not coordinated here, or loading */
+    if (out->error_code) return true;
     if (nrt < 0) {
-        struct all_ctx a = {req, group_id, require_stable, NULL, 0, 0, false};
+        struct all_ctx a = {req, group_id, require_stable, false, NULL, 0, 0};
         gr_coord_offsets_foreach(c, group_id, add_committed, &a);
         if (a.fail) return false;
         out->topics.items = a.topics;
@@ -102,20 +105,20 @@ static bool fetch_group(struct gr_req *req, struct gr_str group_id, bool require
     }
     out->topics.items = gr_arena_calloc(&req->arena, (size_t)nrt + 1, sizeof *out->topics.items);
     if (!out->topics.items) return false;
-    out->topics.count = nrt;
-    for (int32_t i = 0; i < nrt; i++) {
-        topics_t *t = &out->topics.items[i];
+    out->topics.count = 0;
+    for (int32_t k = 0; k < 2 * nrt; k++) { /* the describable topics, then the others (KafkaApis) */
+        int32_t i = k % nrt;
+        bool by_id = req->hdr.request_api_version >= 10;
+        const struct gr_image_topic *live = by_id ? gr_route_topic_id(req->broker, rts[i].topic_id.b) : NULL;
+        struct gr_str name = live ? (struct gr_str){live->name, live->name_len} : rts[i].name;
+        int16_t topic_error = by_id && !live ? GR_ERR_UNKNOWN_TOPIC_ID : GR_ERR_NONE;
+        bool denied = !topic_error && !gr_req_authorized(req, GR_ACL_OP_DESCRIBE, GR_ACL_RES_TOPIC, name);
+        if (denied != (k >= nrt)) continue;
+        if (denied) topic_error = GR_ERR_TOPIC_AUTHORIZATION_FAILED;
+        topics_t *t = &out->topics.items[out->topics.count++];
         gr_offset_fetch_response_offset_fetch_response_topics_init(t);
-        t->name = rts[i].name;
+        t->name = name;
         t->topic_id = rts[i].topic_id;
-        int16_t topic_error = 0;
-        if (req->hdr.request_api_version >= 10) {
-            const struct gr_image_topic *live = gr_route_topic_id(req->broker, rts[i].topic_id.b);
-            if (live)
-                t->name = (struct gr_str){live->name, live->name_len};
-            else
-                topic_error = GR_ERR_UNKNOWN_TOPIC_ID;
-        }
         int32_t np = rts[i].partition_indexes.count > 0 ? rts[i].partition_indexes.count : 0;
         t->partitions.items = gr_arena_calloc(&req->arena, (size_t)np + 1, sizeof *t->partitions.items);
         if (!t->partitions.items) return false;
@@ -158,15 +161,13 @@ enum gr_handler_rc gr_handle_offset_fetch(struct gr_req *req)
     }
     /* v1-7: one group, in the older topic/partition structs */
     int32_t nrt = body->topics.count;
-    struct gr_offset_fetch_request_offset_fetch_request_topics *rts = NULL;
-    if (nrt > 0) {
-        rts = gr_arena_calloc(&req->arena, (size_t)nrt, sizeof *rts);
-        if (!rts) return GR_HANDLER_CLOSE;
-        for (int32_t i = 0; i < nrt; i++) {
-            gr_offset_fetch_request_offset_fetch_request_topics_init(&rts[i]);
-            rts[i].name = body->topics.items[i].name;
-            rts[i].partition_indexes = body->topics.items[i].partition_indexes;
-        }
+    struct gr_offset_fetch_request_offset_fetch_request_topics *rts =
+        gr_arena_calloc(&req->arena, (size_t)(nrt > 0 ? nrt : 0) + 1, sizeof *rts);
+    if (!rts) return GR_HANDLER_CLOSE;
+    for (int32_t i = 0; i < nrt; i++) {
+        gr_offset_fetch_request_offset_fetch_request_topics_init(&rts[i]);
+        rts[i].name = body->topics.items[i].name;
+        rts[i].partition_indexes = body->topics.items[i].partition_indexes;
     }
     struct gr_offset_fetch_response_offset_fetch_response_group g;
     if (!fetch_group(req, body->group_id, v >= 7 && body->require_stable, rts, nrt < 0 ? -1 : nrt, &g))
@@ -195,6 +196,5 @@ enum gr_handler_rc gr_handle_offset_fetch(struct gr_req *req)
             p->error_code = src->error_code;
         }
     }
-    /* v1 has no top-level error: Kafka puts a group error on every partition (none to put it on here) */
-    return GR_HANDLER_DONE;
+    return GR_HANDLER_DONE; /* v1 has no top-level error: Kafka puts it on every partition (none here) */
 }

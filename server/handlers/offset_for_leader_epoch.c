@@ -8,8 +8,11 @@
  * current_leader_epoch (when >= 0) older than the partition's is FENCED_LEADER_EPOCH, newer is
  * UNKNOWN_LEADER_EPOCH. replica_id (v3+: -1 consumers, -2 debug, >= 0 followers) changes nothing on one
  * node: this broker leads every partition. The answer is the partition layer's
- * (gr_partition_epoch_end_offset). Read next: partition/read.c.
+ * (gr_partition_epoch_end_offset). Authorization (KafkaApis): CLUSTER_ACTION on the cluster allows every
+ * topic; else DESCRIBE on each topic, its partitions TOPIC_AUTHORIZATION_FAILED (epoch and offset -1)
+ * without it, whatever replica_id says. Read next: partition/read.c.
  */
+#include "server/acls.h"
 #include "server/handlers/handlers.h"
 #include "server/route.h"
 
@@ -21,6 +24,7 @@ enum gr_handler_rc gr_handle_offset_for_leader_epoch(struct gr_req *req)
     resp->topics.items = gr_arena_calloc(&req->arena, (size_t)nt + 1, sizeof *resp->topics.items);
     if (!resp->topics.items) return GR_HANDLER_CLOSE;
     resp->topics.count = nt;
+    bool cluster_action = gr_req_authorized_cluster(req, GR_ACL_OP_CLUSTER_ACTION);
     for (int32_t i = 0; i < nt; i++) {
         struct gr_offset_for_leader_epoch_request_offset_for_leader_topic *qt = &body->topics.items[i];
         struct gr_offset_for_leader_epoch_response_offset_for_leader_topic_result *rt =
@@ -28,6 +32,8 @@ enum gr_handler_rc gr_handle_offset_for_leader_epoch(struct gr_req *req)
         gr_offset_for_leader_epoch_response_offset_for_leader_topic_result_init(rt);
         rt->topic = qt->topic;
         const struct gr_image_topic *it = gr_route_topic(req->broker, qt->topic);
+        bool denied =
+            !cluster_action && !gr_req_authorized(req, GR_ACL_OP_DESCRIBE, GR_ACL_RES_TOPIC, qt->topic);
         int32_t np = qt->partitions.count > 0 ? qt->partitions.count : 0;
         rt->partitions.items = gr_arena_calloc(&req->arena, (size_t)np + 1, sizeof *rt->partitions.items);
         if (!rt->partitions.items) return GR_HANDLER_CLOSE;
@@ -41,6 +47,10 @@ enum gr_handler_rc gr_handle_offset_for_leader_epoch(struct gr_req *req)
             rp->leader_epoch = -1;
             rp->end_offset = -1;
             struct gr_route r; /* another broker's: NOT_LEADER_OR_FOLLOWER (server/route.h) */
+            if (denied) {
+                rp->error_code = GR_ERR_TOPIC_AUTHORIZATION_FAILED;
+                continue;
+            }
             if ((rp->error_code = gr_route_partition(req->broker, it, qp->partition, false, &r))) continue;
             rp->error_code = (int16_t)gr_partition_epoch_end_offset(
                 gr_broker_partition(req->broker, r.log), qp->current_leader_epoch, qp->leader_epoch,

@@ -10,12 +10,16 @@
  *     coordinator owns, filtered by state names (unknown names echoed in UnknownStateFilters), producer ids
  *     and v1's DurationFilter (TransactionStateManager.listTransactionStates); COORDINATOR_LOAD_IN_PROGRESS
  *     while any partition loads; no coordinator yet: an empty list (a broker that owns no partition).
- * DescribeProducers (61, describe_producers.c) is the partition side: each producer's open transaction.
- * Read next: coordinator/txn.h (gr_txn_describe, gr_txn_partitions, gr_txn_list).
+ * Authorization (KafkaApis): DescribeTransactions needs DESCRIBE on each transactional id, else that id
+ * TRANSACTIONAL_ID_AUTHORIZATION_FAILED, and lists only the topics the principal may DESCRIBE;
+ * ListTransactions leaves out the ids the principal may not DESCRIBE. DescribeProducers (61,
+ * describe_producers.c) is the partition side: each producer's open transaction. Read next: coordinator/txn.h
+ * (gr_txn_describe, gr_txn_partitions, gr_txn_list).
  */
 #include <string.h>
 
 #include "coordinator/txn.h"
+#include "server/acls.h"
 #include "server/handlers/handlers.h"
 #include "server/txns.h"
 
@@ -40,6 +44,8 @@ static bool describe_topics(struct gr_req *req, const struct gr_txn_coord *tc, s
     n = gr_txn_partitions(tc, id, tps, n);
     int32_t nt = 0;
     for (int32_t i = 0; i < n; i++) {
+        if (!gr_req_authorized(req, GR_ACL_OP_DESCRIBE, GR_ACL_RES_TOPIC, tps[i].topic))
+            continue; /* hidden */
         int32_t t = 0;
         while (t < nt && !gr_str_eq(st->topics.items[t].topic, tps[i].topic))
             t++;
@@ -65,7 +71,9 @@ static bool describe_one(struct gr_req *req, const struct gr_txn_coord *tc, stru
     st->transactional_id = id;
     st->topics.count = 0;
     struct gr_txn_info info;
-    if (id.len <= 0)
+    if (!gr_req_authorized(req, GR_ACL_OP_DESCRIBE, GR_ACL_RES_TRANSACTIONAL_ID, id))
+        st->error_code = GR_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
+    else if (id.len <= 0)
         st->error_code = GR_ERR_INVALID_REQUEST;
     else if (!tc)
         st->error_code = GR_ERR_NOT_COORDINATOR;
@@ -109,6 +117,8 @@ static void listed(void *ctx, const struct gr_txn_listing *l)
 {
     struct listing *ls = ctx;
     struct gr_list_transactions_response *resp = ls->resp;
+    if (!gr_req_authorized(ls->req, GR_ACL_OP_DESCRIBE, GR_ACL_RES_TRANSACTIONAL_ID, l->transactional_id))
+        return; /* hidden */
     if (ls->cap == 0 || resp->transaction_states.count >= ls->cap) {
         if (ls->cap == 0) resp->transaction_states.count++;
         return;

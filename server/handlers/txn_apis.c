@@ -7,9 +7,12 @@
  * hook, at once or after the coordinator's write is committed (the request is parked meanwhile). Errors are
  * shaped by version as KafkaApis does (gr_txn_error_for_version: PRODUCER_FENCED, TRANSACTION_ABORTABLE). No
  * coordinator yet (its topic not made: clients ask FindCoordinator first, which creates it): NOT_COORDINATOR.
- * Read next: server/txns.h, coordinator/txn.h.
+ * Authorization (KafkaApis), before the coordinator: WRITE on the transactional id, else
+ * TRANSACTIONAL_ID_AUTHORIZATION_FAILED; AddOffsetsToTxn then READ on the group, else
+ * GROUP_AUTHORIZATION_FAILED. Read next: server/txns.h, coordinator/txn.h.
  */
 #include "coordinator/txn.h"
+#include "server/acls.h"
 #include "server/handlers/handlers.h"
 #include "server/txns.h"
 
@@ -27,6 +30,8 @@ enum gr_handler_rc gr_handle_add_offsets_to_txn(struct gr_req *req)
 {
     struct gr_add_offsets_to_txn_request *body = req->body;
     struct gr_add_offsets_to_txn_response *resp = req->resp;
+    if ((resp->error_code = gr_txn_group_refused(req, body->transactional_id, body->group_id)))
+        return GR_HANDLER_DONE;
     struct gr_txns_waits *waits = gr_arena_calloc(&req->arena, 1, sizeof *waits);
     struct gr_txns_waiter *w = gr_arena_calloc(&req->arena, 1, sizeof *w);
     if (!waits || !w) return GR_HANDLER_CLOSE;
@@ -58,6 +63,10 @@ enum gr_handler_rc gr_handle_end_txn(struct gr_req *req)
 {
     struct gr_end_txn_request *body = req->body;
     struct gr_end_txn_response *resp = req->resp;
+    if (!gr_req_authorized(req, GR_ACL_OP_WRITE, GR_ACL_RES_TRANSACTIONAL_ID, body->transactional_id)) {
+        resp->error_code = GR_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED; /* producer id and epoch stay -1 */
+        return GR_HANDLER_DONE;
+    }
     struct gr_txns_waits *waits = gr_arena_calloc(&req->arena, 1, sizeof *waits);
     struct gr_txns_waiter *w = gr_arena_calloc(&req->arena, 1, sizeof *w);
     if (!waits || !w) return GR_HANDLER_CLOSE;

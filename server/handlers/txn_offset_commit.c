@@ -13,10 +13,14 @@
  * in the producer's ongoing transaction, else every partition gets the error (INVALID_TXN_STATE below v4,
  * TRANSACTION_ABORTABLE from v4, INVALID_PRODUCER_EPOCH when fenced...) and nothing is written; in cluster
  * mode a coordinator on another broker is asked first (gr_txns_verify_offsets_remote, the request parked).
- * Read next: coordinator/txn_offsets.c.
+ * Authorization (KafkaApis), first: WRITE on the transactional id, else every partition
+ * TRANSACTIONAL_ID_AUTHORIZATION_FAILED; READ on the group, else GROUP_AUTHORIZATION_FAILED on every
+ * partition; READ on each topic, else its partitions TOPIC_AUTHORIZATION_FAILED (before existence; never
+ * committed). Read next: coordinator/txn_offsets.c.
  */
 #include "coordinator/coordinator.h"
 #include "coordinator/offsets_log.h"
+#include "server/acls.h"
 #include "server/groups.h"
 #include "server/handlers/handlers.h"
 #include "server/route.h"
@@ -123,6 +127,7 @@ enum gr_handler_rc gr_handle_txn_offset_commit(struct gr_req *req)
     st->dst = gr_arena_calloc(&req->arena, (size_t)total + 1, sizeof *st->dst);
     if (!st->cps || !st->dst) return GR_HANDLER_CLOSE;
     resp->topics.count = ntopics;
+    int16_t refused = gr_txn_group_refused(req, body->transactional_id, body->group_id);
     int32_t k = 0, nct = 0;
     for (int32_t i = 0; i < ntopics; i++) {
         struct gr_txn_offset_commit_request_txn_offset_commit_request_topic *rt = &body->topics.items[i];
@@ -134,6 +139,10 @@ enum gr_handler_rc gr_handle_txn_offset_commit(struct gr_req *req)
         if (!tr->partitions.items) return GR_HANDLER_CLOSE;
         tr->partitions.count = np;
         const struct gr_image_topic *t = gr_route_topic(b, rt->name);
+        int16_t topic_refused = refused ? refused
+                                : gr_req_authorized(req, GR_ACL_OP_READ, GR_ACL_RES_TOPIC, rt->name)
+                                    ? GR_ERR_NONE
+                                    : GR_ERR_TOPIC_AUTHORIZATION_FAILED;
         int32_t first = k;
         for (int32_t j = 0; j < np; j++) {
             struct gr_txn_offset_commit_request_txn_offset_commit_request_partition *rp =
@@ -141,6 +150,10 @@ enum gr_handler_rc gr_handle_txn_offset_commit(struct gr_req *req)
             resp_partition *pr = &tr->partitions.items[j];
             gr_txn_offset_commit_response_txn_offset_commit_response_partition_init(pr);
             pr->partition_index = rp->partition_index;
+            if (topic_refused) {
+                pr->error_code = topic_refused;
+                continue;
+            }
             if (!t || rp->partition_index < 0 || rp->partition_index >= t->partition_count) {
                 pr->error_code = GR_ERR_UNKNOWN_TOPIC_OR_PARTITION;
                 continue;
