@@ -1188,6 +1188,10 @@ int gr_net_tls_setup(struct gr_broker *b)
        a bad setting stops the broker at start, whether or not a peer is ever connected to */
     const char *ib = b->cfg.settings.inter_broker_listener;
     enum listener_protocol ibp = ib[0] ? listener_protocol(b, ib) : PROTO_UNMAPPED;
+    /* a single node opens no inter-broker connection: its SASL listeners need no inter-broker login */
+    if ((ibp == PROTO_SASL_PLAINTEXT || ibp == PROTO_SASL_SSL) &&
+        b->cfg.settings.gregor_metadata_etcd_endpoint_count == 0)
+        ibp = PROTO_UNMAPPED;
     if (ibp == PROTO_SASL_PLAINTEXT || ibp == PROTO_SASL_SSL) {
         const struct gr_sasl_listener *isl = NULL;
         for (int k = 0; k < b->listener_count; k++)

@@ -228,7 +228,8 @@ def t_scram(run, etcd, bs, st):
 
 
 def t_refusals(run, etcd, bs, st):
-    """Start-up refusals of the inter-broker SASL settings: exit status 2, the message naming the key."""
+    """Start-up refusals of the inter-broker SASL settings in a cluster: exit status 2, the message naming the key
+    (a single node opens no inter-broker connection and needs none of them)."""
     d = st['certs']
     no_user = f'{PLAIN_MODULE} required password="{PW}" user_broker="{PW}";'
     no_pw = f'{PLAIN_MODULE} required username="broker" user_broker="{PW}";'
@@ -238,8 +239,8 @@ def t_refusals(run, etcd, bs, st):
              (sasl_ssl_overrides(d, jaas=no_user), 'listener.name.internal.plain.sasl.jaas.config', 'no username'),
              (sasl_ssl_overrides(d, jaas=no_pw), 'listener.name.internal.plain.sasl.jaas.config', 'no password')]
     for kvs, key, what in cases:
-        kvs = ['listeners=INTERNAL://127.0.0.1:0,EXTERNAL://127.0.0.1:0',
-               f'log.dirs={os.path.join(run.dir, "refused-data")}'] + kvs
+        kvs = ['listeners=INTERNAL://127.0.0.1:0,EXTERNAL://127.0.0.1:0', 'node.id=99',
+               f'log.dirs={os.path.join(run.dir, "refused-data")}'] + rp.overrides(etcd) + kvs
         argv = [h.GREGOR_BIN]
         for kv in kvs:
             argv += ['--override', kv]
@@ -264,8 +265,8 @@ def main():
             print(f'cluster-interbroker-sasl: {testkit.passed} passed, {testkit.failed} failed', flush=True)
             sys.exit(1)
         st['certs'] = certs
-        section('bad inter-broker SASL settings stop the broker at start', t_refusals, run, None, [], st)
         etcd = run.etcd(1)
+        section('bad inter-broker SASL settings stop the broker at start', t_refusals, run, etcd, [], st)
         bs = [run.broker(i, overrides=it.overrides(etcd) + sasl_ssl_overrides(certs)) for i in (1, 2, 3)]
         it.internal_addrs(bs, st)
         section('the INTERNAL listener speaks TLS first', t_plain_refused, run, etcd, bs, st)
