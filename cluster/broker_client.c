@@ -29,9 +29,12 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <openssl/crypto.h>
+
 #include "cluster/image.h"
 #include "common/arena.h"
 #include "common/log.h"
+#include "common/scram_client.h"
 #include "common/tls_io.h"
 #include "common/time.h"
 #include "protocol/errors.h"
@@ -44,9 +47,12 @@ enum conn_state {
     S_CONNECTING, /* non-blocking connect in progress */
     S_TLS,        /* TLS handshake in progress (an SSL inter-broker listener) */
     S_HANDSHAKE,  /* ApiVersions in flight */
+    S_SASL,       /* SaslHandshake or SaslAuthenticate in flight (a SASL inter-broker listener) */
     S_READY,
     S_CLOSED, /* closed by the owner, freed by the outermost leave() */
 };
+
+enum req_kind { K_USER = 0, K_API_VERSIONS, K_SASL_HANDSHAKE, K_SASL_AUTH };
 
 struct gr_broker_client_req {
     struct gr_broker_client_conn *conn;
@@ -60,7 +66,7 @@ struct gr_broker_client_req {
     size_t len, sent;
     gr_broker_client_cb *cb; /* NULL once cancelled */
     void *ctx;
-    bool handshake; /* the client's own ApiVersions request */
+    enum req_kind kind; /* the client's own requests: ApiVersions, SaslHandshake, SaslAuthenticate */
 };
 
 /* A decoded answer: the response frame, the arena of its arrays, the response struct. */
@@ -112,11 +118,17 @@ struct gr_broker_client_conn {
     size_t rhave; /* bytes of the size prefix read */
     uint8_t *rframe;
     size_t rlen, rgot;
-    int16_t av_version; /* the ApiVersions version being tried */
+    int16_t av_version;            /* the ApiVersions version being tried */
+    struct gr_scram_client *scram; /* a SCRAM exchange in progress, else NULL */
+    int sasl_step;                 /* SaslAuthenticate round trips done in this exchange */
+    int16_t sasl_auth_version;     /* SaslAuthenticate version both serve (v2 where the peer offers it) */
     int peer_api_count;
     struct peer_api peer_apis[GR_BROKER_CLIENT_PEER_APIS_MAX];
     struct gr_broker_client_stats stats;
 };
+
+enum sasl_mech { SASL_NONE = 0, SASL_PLAIN, SASL_SCRAM_SHA_256, SASL_SCRAM_SHA_512 };
+static const char *const sasl_names[] = {"", "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"};
 
 struct gr_broker_client {
     struct ev_loop *loop;
@@ -127,7 +139,9 @@ struct gr_broker_client {
     int32_t in_flight_max;
     struct ssl_ctx_st *tls_ctx; /* borrowed; NULL: PLAINTEXT */
     bool tls_verify_host;
-    const struct gr_msg_ops *av_req_ops, *av_resp_ops;
+    enum sasl_mech sasl_mech; /* SASL_NONE: no SASL step */
+    char *sasl_username, *sasl_password;
+    const struct gr_msg_ops *av_req_ops, *av_resp_ops, *sh_req_ops, *sa_req_ops;
     struct gr_broker_client_conn *conns;
     int depth;         /* entry points on the stack */
     bool need_sweep;   /* a connection was closed inside an entry point */
@@ -140,6 +154,8 @@ static void conn_fail(struct gr_broker_client_conn *conn, enum gr_broker_client_
 static void conn_arm(struct gr_broker_client_conn *conn);
 static void conn_flush(struct gr_broker_client_conn *conn);
 static void conn_read(struct gr_broker_client_conn *conn);
+static void conn_ready(struct gr_broker_client_conn *conn);
+static void sasl_start(struct gr_broker_client_conn *conn);
 
 static const char *const purpose_names[] = {"fetcher", "txn-markers", "verify", "summary"};
 
@@ -315,6 +331,9 @@ static void conn_close_socket(struct gr_broker_client_conn *conn)
     conn->rhave = conn->rlen = conn->rgot = 0;
     conn->wnext = NULL;
     conn->write_failed = false;
+    gr_scram_client_free(conn->scram);
+    conn->scram = NULL;
+    conn->sasl_step = 0;
 }
 
 /* Takes every request off the connection (queue and flight) into one list, oldest first. */
@@ -335,7 +354,8 @@ static void conn_fail(struct gr_broker_client_conn *conn, enum gr_broker_client_
                       bool reconnect_now)
 {
     bool was_ready = conn->state == S_READY;
-    if (conn->state == S_CONNECTING || conn->state == S_TLS || conn->state == S_HANDSHAKE)
+    if (conn->state == S_CONNECTING || conn->state == S_TLS || conn->state == S_HANDSHAKE ||
+        conn->state == S_SASL)
         conn->stats.connect_failures++;
     conn_close_socket(conn);
     conn->state = S_BACKOFF;
@@ -376,7 +396,7 @@ static void conn_handshake(struct gr_broker_client_conn *conn)
         conn_fail(conn, GR_BROKER_CLIENT_DISCONNECTED, false);
         return;
     }
-    req->handshake = true;
+    req->kind = K_API_VERSIONS;
     req->timeout_ms = conn->bc->request_timeout_ms;
     req->deadline_ms = gr_time_mono_ms() + req->timeout_ms;
     fifo_push(&conn->flight, req);
@@ -429,6 +449,7 @@ static int64_t conn_deadline(const struct gr_broker_client_conn *conn)
     case S_TLS: /* the connect timeout covers the TLS handshake too */
         return conn->timer_at_ms;
     case S_HANDSHAKE:
+    case S_SASL:
     case S_READY: {
         int64_t d = INT64_MAX;
         for (const struct gr_broker_client_req *r = conn->flight.head; r; r = r->next)
@@ -749,11 +770,205 @@ static void av_answer(struct gr_broker_client_conn *conn, const uint8_t *p, size
         conn_fail(conn, GR_BROKER_CLIENT_DISCONNECTED, false);
         return;
     }
+    if (conn->bc->sasl_mech != SASL_NONE) {
+        sasl_start(conn);
+        return;
+    }
+    conn_ready(conn);
+}
+
+/* ---- SASL (a SASL_PLAINTEXT or SASL_SSL inter-broker listener) ---- */
+
+/* Sends one of the client's own SASL requests (`kind`) at the head of the stream: nothing else is queued
+ * before the connection is ready. */
+static void sasl_send(struct gr_broker_client_conn *conn, enum req_kind kind, const struct gr_msg_ops *ops,
+                      int16_t version, const void *body)
+{
+    struct gr_broker_client_req *req = req_encode(conn, ops, version, body);
+    if (!req) {
+        GR_ERROR_RATELIMITED("broker client: %s: out of memory for %s", conn->client_id, ops->name);
+        conn_fail(conn, GR_BROKER_CLIENT_DISCONNECTED, false);
+        return;
+    }
+    req->kind = kind;
+    req->timeout_ms = conn->bc->request_timeout_ms;
+    req->deadline_ms = gr_time_mono_ms() + req->timeout_ms;
+    fifo_push(&conn->flight, req);
+    if (!conn->wnext) conn->wnext = req;
+    conn->state = S_SASL;
+    conn_flush(conn);
+}
+
+/* A failed SASL step: logged (rate limited, never the password), then the connection backs off
+ * (replica.fetch.backoff.ms for the fetcher) like a refused connect. */
+static void sasl_fail(struct gr_broker_client_conn *conn, const char *why)
+{
+    conn->stats.sasl_failures++;
+    GR_ERROR_RATELIMITED(
+        "broker client: %s: SASL %s authentication to broker %d at %s:%d as User:%s failed: %s "
+        "(retrying after %lld ms)",
+        conn->client_id, sasl_names[conn->bc->sasl_mech], (int)conn->broker_id, conn->host, (int)conn->port,
+        conn->bc->sasl_username, why, (long long)conn->bc->backoff_ms);
+    conn_fail(conn, GR_BROKER_CLIENT_DISCONNECTED, false);
+}
+
+/* After ApiVersions: SaslHandshake v1 naming the mechanism (Kafka's SaslClientAuthenticator order). */
+static void sasl_start(struct gr_broker_client_conn *conn)
+{
+    struct gr_broker_client *bc = conn->bc;
+    const struct peer_api *sh = peer_api(conn, bc->sh_req_ops->api_key);
+    const struct peer_api *sa = peer_api(conn, bc->sa_req_ops->api_key);
+    int16_t sav = sa ? shared_version(conn, bc->sa_req_ops) : -1;
+    if (!sh || sh->min_version > 1 || sh->max_version < 1 || sav < 0) {
+        sasl_fail(conn, "the peer serves no SaslHandshake v1 or no SaslAuthenticate");
+        return;
+    }
+    conn->sasl_auth_version = sav;
+    conn->sasl_step = 0;
+    struct gr_sasl_handshake_request h;
+    gr_sasl_handshake_request_init(&h);
+    h.mechanism = gr_str_c(sasl_names[bc->sasl_mech]);
+    sasl_send(conn, K_SASL_HANDSHAKE, bc->sh_req_ops, 1, &h);
+}
+
+/* Sends one SaslAuthenticate token (`len` bytes, borrowed during the call). */
+static void sasl_token(struct gr_broker_client_conn *conn, const void *token, size_t len)
+{
+    struct gr_sasl_authenticate_request a;
+    gr_sasl_authenticate_request_init(&a);
+    a.auth_bytes = (struct gr_bytes){token, (int32_t)len};
+    sasl_send(conn, K_SASL_AUTH, conn->bc->sa_req_ops, conn->sasl_auth_version, &a);
+}
+
+/* Copies a peer's message for a log line: at most 200 bytes, non-printable bytes replaced. */
+static void peer_text(struct gr_str s, char *out, size_t cap)
+{
+    size_t n = s.len > 0 ? (size_t)s.len : 0;
+    if (n > 200) n = 200;
+    if (n >= cap) n = cap - 1;
+    for (size_t i = 0; i < n; i++)
+        out[i] = s.ptr[i] >= 0x20 && s.ptr[i] <= 0x7e ? s.ptr[i] : '?';
+    out[n] = 0;
+}
+
+/* The answer to one of the client's SASL requests (`kind`, sent at `version`): the body after the header. */
+static void sasl_answer(struct gr_broker_client_conn *conn, enum req_kind kind, int16_t version,
+                        const uint8_t *p, size_t len)
+{
+    struct gr_broker_client *bc = conn->bc;
+    struct gr_arena arena;
+    gr_arena_init(&arena, 32 * len + 4096);
+    struct gr_rd rd;
+    gr_rd_init(&rd, p, len, &arena);
+    char why[400], text[256];
+    if (kind == K_SASL_HANDSHAKE) {
+        struct gr_sasl_handshake_response h;
+        gr_sasl_handshake_response_init(&h);
+        int rc = gr_sasl_handshake_response_decode(&rd, version, &h);
+        if (rc || h.error_code != GR_ERR_NONE) {
+            size_t o = (size_t)snprintf(why, sizeof why, "%s",
+                                        rc ? "malformed SaslHandshake answer" : gr_error_name(h.error_code));
+            if (!rc && h.error_code == GR_ERR_UNSUPPORTED_SASL_MECHANISM) {
+                o += (size_t)snprintf(why + o, sizeof why - o, ": the peer's listener %s enables",
+                                      bc->listener_name);
+                for (int32_t i = 0; i < h.mechanisms.count && i < 8 && o < sizeof why - 80; i++) {
+                    peer_text(h.mechanisms.items[i], text, 64);
+                    o += (size_t)snprintf(why + o, sizeof why - o, "%s%s", i ? "," : " ", text);
+                }
+            }
+            gr_arena_reset(&arena);
+            sasl_fail(conn, why);
+            return;
+        }
+        gr_arena_reset(&arena);
+        if (bc->sasl_mech == SASL_PLAIN) { /* RFC 4616: authzid NUL authcid NUL passwd (no authzid) */
+            size_t ul = strlen(bc->sasl_username), pl = strlen(bc->sasl_password);
+            uint8_t *t = malloc(ul + pl + 2);
+            if (!t) {
+                sasl_fail(conn, "out of memory");
+                return;
+            }
+            t[0] = 0;
+            memcpy(t + 1, bc->sasl_username, ul);
+            t[1 + ul] = 0;
+            memcpy(t + 2 + ul, bc->sasl_password, pl);
+            sasl_token(conn, t, ul + pl + 2);
+            OPENSSL_cleanse(t, ul + pl + 2);
+            free(t);
+            return;
+        }
+        conn->scram = gr_scram_client_new(bc->sasl_mech == SASL_SCRAM_SHA_512, bc->sasl_username,
+                                          bc->sasl_password, NULL);
+        if (!conn->scram) {
+            sasl_fail(conn, "out of memory for a SCRAM exchange");
+            return;
+        }
+        size_t fl;
+        const char *first = gr_scram_client_first(conn->scram, &fl);
+        sasl_token(conn, first, fl);
+        return;
+    }
+    struct gr_sasl_authenticate_response a;
+    gr_sasl_authenticate_response_init(&a);
+    int rc = gr_sasl_authenticate_response_decode(&rd, version, &a);
+    if (rc || a.error_code != GR_ERR_NONE) {
+        if (rc)
+            snprintf(why, sizeof why, "malformed SaslAuthenticate answer");
+        else {
+            peer_text(a.error_message, text, sizeof text);
+            snprintf(why, sizeof why, "%s: %s", gr_error_name(a.error_code), text);
+        }
+        gr_arena_reset(&arena);
+        sasl_fail(conn, why);
+        return;
+    }
+    conn->sasl_step++;
+    const uint8_t *tok = a.auth_bytes.len > 0 ? a.auth_bytes.ptr : (const uint8_t *)"";
+    size_t tl = a.auth_bytes.len > 0 ? (size_t)a.auth_bytes.len : 0;
+    if (tl > GR_SCRAM_CLIENT_TOKEN_MAX) {
+        gr_arena_reset(&arena);
+        sasl_fail(conn, "the peer's SASL token is over the size the client takes");
+        return;
+    }
+    if (bc->sasl_mech == SASL_PLAIN || conn->sasl_step == 2) {
+        int vr =
+            bc->sasl_mech == SASL_PLAIN ? 0 : gr_scram_client_verify(conn->scram, tok, tl, why, sizeof why);
+        if (bc->sasl_mech == SASL_PLAIN && tl)
+            snprintf(why, sizeof why, "a PLAIN exchange answered with a token"), vr = -1;
+        gr_arena_reset(&arena);
+        gr_scram_client_free(conn->scram);
+        conn->scram = NULL;
+        if (vr) {
+            sasl_fail(conn, why);
+            return;
+        }
+        conn->stats.sasl_auths++;
+        conn_ready(conn);
+        return;
+    }
+    char final[GR_SCRAM_CLIENT_FINAL_MAX];
+    size_t fl = 0;
+    rc = gr_scram_client_final(conn->scram, tok, tl, final, sizeof final, &fl, why, sizeof why);
+    gr_arena_reset(&arena);
+    if (rc) {
+        sasl_fail(conn, why);
+        return;
+    }
+    sasl_token(conn, final, fl);
+}
+
+/* The connection is ready: the owner hears so, and queued requests go out. */
+static void conn_ready(struct gr_broker_client_conn *conn)
+{
+    struct gr_broker_client *bc = conn->bc;
     conn->state = S_READY;
     conn->stats.readies++;
-    GR_INFO("broker client: %s: connected to broker %d at %s:%d%s%s", conn->client_id, (int)conn->broker_id,
+    char sasl[GR_SCRAM_CLIENT_NAME_MAX + 64] = "";
+    if (bc->sasl_mech != SASL_NONE)
+        snprintf(sasl, sizeof sasl, " with SASL %s as User:%s", sasl_names[bc->sasl_mech], bc->sasl_username);
+    GR_INFO("broker client: %s: connected to broker %d at %s:%d%s%s%s", conn->client_id, (int)conn->broker_id,
             conn->host, (int)conn->port, conn->ssl ? " over " : "",
-            conn->ssl ? gr_tls_version(conn->ssl) : "");
+            conn->ssl ? gr_tls_version(conn->ssl) : "", sasl);
     if (conn->state_cb) conn->state_cb(conn->ctx, conn, true);
     if (alive(conn) && conn->state == S_READY) conn_flush(conn);
 }
@@ -788,8 +1003,11 @@ static bool on_frame(struct gr_broker_client_conn *conn, uint8_t *frame, size_t 
     }
     fifo_pop(&conn->flight);
     conn->stats.responses++;
-    if (req->handshake) {
-        av_answer(conn, rd.p, gr_rd_left(&rd));
+    if (req->kind != K_USER) {
+        if (req->kind == K_API_VERSIONS)
+            av_answer(conn, rd.p, gr_rd_left(&rd));
+        else
+            sasl_answer(conn, req->kind, req->version, rd.p, gr_rd_left(&rd));
         free(frame);
         req_free(req);
         return alive(conn) && conn->fd >= 0;
@@ -963,6 +1181,15 @@ static void on_start(struct ev_loop *loop, ev_timer *w, int revents)
 
 /* ---- the public face ---- */
 
+/* Frees the client's SASL credentials, wiping the password. */
+static void client_free_sasl(struct gr_broker_client *bc)
+{
+    if (bc->sasl_password) OPENSSL_cleanse(bc->sasl_password, strlen(bc->sasl_password));
+    free(bc->sasl_password);
+    free(bc->sasl_username);
+    bc->sasl_password = bc->sasl_username = NULL;
+}
+
 struct gr_broker_client *gr_broker_client_new(struct ev_loop *loop, struct gr_image *img,
                                               const struct gr_broker_client_config *cfg, char *err,
                                               size_t err_len)
@@ -999,11 +1226,30 @@ struct gr_broker_client *gr_broker_client_new(struct ev_loop *loop, struct gr_im
         cfg->response_bytes_max ? cfg->response_bytes_max : GR_BROKER_CLIENT_RESPONSE_BYTES_DEFAULT;
     bc->tls_ctx = cfg->tls_ctx;
     bc->tls_verify_host = cfg->tls_verify_host;
-    for (int i = 0; i < gr_msg_ops_count; i++)
+    if (cfg->sasl_mechanism) {
+        for (int m = SASL_PLAIN; m <= SASL_SCRAM_SHA_512; m++)
+            if (!strcmp(cfg->sasl_mechanism, sasl_names[m])) bc->sasl_mech = (enum sasl_mech)m;
+        if (!bc->sasl_mech || !(bc->sasl_username = strdup(cfg->sasl_username)) ||
+            !(bc->sasl_password = strdup(cfg->sasl_password))) {
+            snprintf(err, err_len, "broker client: %s",
+                     bc->sasl_mech ? "out of memory" : "unknown SASL mechanism");
+            client_free_sasl(bc);
+            free(bc);
+            return NULL;
+        }
+    }
+    for (int i = 0; i < gr_msg_ops_count; i++) {
         if (!strcmp(gr_msg_ops_table[i].name, "api_versions_request")) bc->av_req_ops = &gr_msg_ops_table[i];
-    if (!bc->av_req_ops || gr_image_observe(img, on_image, bc) != 0) {
+        if (!strcmp(gr_msg_ops_table[i].name, "sasl_handshake_request"))
+            bc->sh_req_ops = &gr_msg_ops_table[i];
+        if (!strcmp(gr_msg_ops_table[i].name, "sasl_authenticate_request"))
+            bc->sa_req_ops = &gr_msg_ops_table[i];
+    }
+    if (!bc->av_req_ops || !bc->sh_req_ops || !bc->sa_req_ops || gr_image_observe(img, on_image, bc) != 0) {
         snprintf(err, err_len, "broker client: %s",
-                 bc->av_req_ops ? "too many image observers" : "no ApiVersions codec");
+                 bc->av_req_ops && bc->sh_req_ops && bc->sa_req_ops ? "too many image observers"
+                                                                    : "no ApiVersions or SASL codec");
+        client_free_sasl(bc);
         free(bc);
         return NULL;
     }
@@ -1037,6 +1283,7 @@ void gr_broker_client_free(struct gr_broker_client *bc)
     }
     ev_timer_stop(bc->loop, &bc->start_tw);
     gr_image_unobserve(bc->img, on_image, bc);
+    client_free_sasl(bc);
     free(bc);
 }
 
@@ -1189,7 +1436,7 @@ int gr_broker_client_pending(const struct gr_broker_client_conn *conn)
 {
     int n = conn->queue.count;
     for (const struct gr_broker_client_req *r = conn->flight.head; r; r = r->next)
-        n += !r->handshake;
+        n += r->kind == K_USER;
     return n;
 }
 

@@ -23,9 +23,12 @@
  * exchange (logged error). A Gregor-internal API (key >= GR_API_KEY_INTERNAL_MIN, protocol/header.h:
  * PartitionSummary) is never in a peer's answer: the client takes the peer to serve the codec's own versions
  * (brokers of one cluster run the same codec); a peer that does not closes the connection on the unknown key
- * and the request ends DISCONNECTED. Any failure (refused, reset, timeout, a bad frame) closes the socket,
- * ends every request and waits `backoff_ms` (replica.fetch.backoff.ms for the fetcher) before connecting
- * again.
+ * and the request ends DISCONNECTED. With a SASL mechanism configured (a SASL_PLAINTEXT or SASL_SSL
+ * inter-broker listener), SaslHandshake v1 and SaslAuthenticate follow ApiVersions before the connection
+ * is ready (PLAIN: one token; SCRAM: common/scram_client.h, the server's signature verified), so every
+ * request after them carries the broker's principal User:<username>. Any failure (refused, reset, timeout, a
+ * bad frame) closes the socket, ends every request and waits `backoff_ms` (replica.fetch.backoff.ms for the
+ * fetcher) before connecting again.
  *
  * Requests (gr_broker_client_send) are accepted only while the connection is ready. Each is encoded at
  * once into one buffer (size() first: int32 frame size, request header v1 or v2 as the API version needs,
@@ -119,6 +122,14 @@ struct gr_broker_client_config {
     struct ssl_ctx_st *tls_ctx;
     bool
         tls_verify_host; /* ssl.endpoint.identification.algorithm=https: the certificate must name the host */
+    /* The inter-broker listener's security protocol is SASL_PLAINTEXT or SASL_SSL: after ApiVersions (and
+     * after TLS with tls_ctx, SASL_SSL), every connection runs SaslHandshake v1 and SaslAuthenticate (the
+     * highest version both serve, v2 with Kafka 4) with this mechanism (sasl.mechanism.inter.broker.protocol:
+     * "PLAIN", "SCRAM-SHA-256" or "SCRAM-SHA-512"; copied) and this broker's credentials (copied; the
+     * password is wiped at free and never logged); a failure is logged, rate limited, and backs off as a
+     * refused connect does. NULL mechanism: no SASL step (username and password are then ignored). */
+    const char *sasl_mechanism;
+    const char *sasl_username, *sasl_password;
 };
 
 /* Counters of one connection (tests and logs). */
@@ -127,6 +138,8 @@ struct gr_broker_client_stats {
     uint64_t connect_failures; /* attempts that failed before the ApiVersions exchange finished */
     uint64_t readies;          /* times the connection became ready */
     uint64_t tls_handshakes;   /* TLS handshakes completed (0 over PLAINTEXT) */
+    uint64_t sasl_auths;       /* SASL authentications completed (0 without SASL) */
+    uint64_t sasl_failures;    /* SASL steps refused by the peer or failed here */
     uint64_t requests_sent;    /* requests written (ApiVersions not counted) */
     uint64_t responses;        /* answers matched to a request (cancelled ones included) */
     int in_flight_peak;        /* the most requests in flight at once */
@@ -149,8 +162,8 @@ typedef void gr_broker_client_state_cb(void *ctx, struct gr_broker_client_conn *
 
 /* Makes a client on `loop` reading addresses from `img` (both borrowed; they outlive the client) and
  * observing it. Returns new, or NULL with a reason in err (err_len bytes) for a bad config (listener name
- * empty or too long, timeout < 1, backoff < 0, in_flight_max out of range, response_bytes_max < 0) or when
- * out of memory or of image observers. */
+ * empty or too long, a SASL mechanism not PLAIN/SCRAM-SHA-256/SCRAM-SHA-512, timeout < 1, backoff < 0,
+ * in_flight_max out of range, response_bytes_max < 0) or when out of memory or of image observers. */
 struct gr_broker_client *gr_broker_client_new(struct ev_loop *loop, struct gr_image *img,
                                               const struct gr_broker_client_config *cfg, char *err,
                                               size_t err_len);

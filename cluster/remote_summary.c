@@ -316,6 +316,9 @@ struct gr_remote_summary *gr_remote_summary_new(struct ev_loop *loop, struct gr_
         .in_flight_max = 1,
         .tls_ctx = cfg->tls_ctx,
         .tls_verify_host = cfg->tls_verify_host,
+        .sasl_mechanism = cfg->sasl_mechanism,
+        .sasl_username = cfg->sasl_username,
+        .sasl_password = cfg->sasl_password,
         .response_bytes_max =
             cfg->response_bytes_max ? cfg->response_bytes_max : GR_REMOTE_SUMMARY_RESPONSE_BYTES_DEFAULT};
     if (!rs->req_ops || !(rs->cache = gr_part_summaries_new()) ||

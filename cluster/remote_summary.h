@@ -53,6 +53,9 @@ struct gr_remote_summary_config {
     struct ssl_ctx_st
         *tls_ctx;         /* an SSL inter-broker listener's client context (borrowed), NULL: PLAINTEXT */
     bool tls_verify_host; /* broker_client.h: the certificate must name the peer's host */
+    /* broker_client.h: a SASL inter-broker listener's mechanism and this broker's credentials (borrowed
+       during gr_remote_summary_new, copied); NULL mechanism: no SASL */
+    const char *sasl_mechanism, *sasl_username, *sasl_password;
 };
 
 /* One committed offset of a partition the caller wants figures for (several groups: several entries). */

@@ -198,6 +198,10 @@ struct gr_broker {
     struct ssl_ctx_st *ib_tls_ctx;          /* the inter-broker listener is SSL: the client context of those
                                                connections (server/tls.h gr_tls_client_ctx_new); NULL: PLAINTEXT */
     bool ib_tls_verify_host;                /* its ssl.endpoint.identification.algorithm is https */
+    /* the inter-broker listener is SASL_PLAINTEXT or SASL_SSL (server/sasl.h gr_sasl_inter_broker_setup): the
+       mechanism (static name), this broker's username and password (malloc'd); NULL: no SASL */
+    const char *ib_sasl_mechanism;
+    char *ib_sasl_username, *ib_sasl_password;
     struct gr_fetcher *fetcher; /* cluster mode: followers copy their leaders' logs (cluster/fetcher.h) */
     struct gr_remote_summary *remote_summary; /* cluster mode: other leaders' partition summaries for the
                                                  lag families (server/metrics_remote.h) */

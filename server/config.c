@@ -222,7 +222,7 @@ static const struct gr_config_def defs[] = {
      "Rack of the broker, used by rack-aware replica placement and reported in Metadata and DescribeCluster "
      "(1 to 255 printable ASCII characters)."},
     {"security.inter.broker.protocol", GR_CFG_STRING, "PLAINTEXT", 0, 0,
-     "Security protocol used to communicate between brokers (Gregor: PLAINTEXT only); when "
+     "Security protocol used to communicate between brokers (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL); when "
      "inter.broker.listener.name is unset, brokers reach each other on the listener of this name. Setting "
      "both "
      "is an error."},
@@ -260,6 +260,11 @@ static const struct gr_config_def defs[] = {
     {"unclean.leader.election.enable", GR_CFG_BOOLEAN, "false", 0, 0,
      "Whether a replica outside the ISR may be elected leader as a last resort, even though records may be "
      "lost; a topic's unclean.leader.election.enable overrides it."},
+    {"sasl.mechanism.inter.broker.protocol", GR_CFG_STRING, "GSSAPI", 0, 0,
+     "SASL mechanism used for communication between brokers when the inter-broker listener is SASL_PLAINTEXT "
+     "or SASL_SSL: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (Gregor serves no GSSAPI, Kafka's default, so such "
+     "a listener needs this set); the broker's username and password come from that listener's "
+     "listener.name.<listener>.<mechanism>.sasl.jaas.config."},
     {"inter.broker.listener.name", GR_CFG_STRING, NULL, 0, 0,
      "Name of the listener brokers use to reach each other; must be one of the names in listeners. Unset: "
      "the listener named after security.inter.broker.protocol (PLAINTEXT), else the first in listeners."},
@@ -432,12 +437,12 @@ static int validate_cluster(const char *name, const char *value)
         return -1;
     }
     if (!strcmp(name, "security.inter.broker.protocol") && strcmp(value, "PLAINTEXT") &&
-        strcmp(value, "SSL")) {
-        bool known = !strcmp(value, "SASL_PLAINTEXT") || !strcmp(value, "SASL_SSL");
-        fprintf(stderr,
-                "config: security.inter.broker.protocol %s '%.64s': Gregor speaks PLAINTEXT and SSL between "
-                "brokers\n",
-                known ? "cannot be" : "must be PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL, got", value);
+        strcmp(value, "SSL") && strcmp(value, "SASL_PLAINTEXT") && strcmp(value, "SASL_SSL")) {
+        fprintf(
+            stderr,
+            "config: security.inter.broker.protocol must be PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL, got "
+            "'%.64s'\n",
+            value);
         return -1;
     }
     if (!strcmp(name, "authorizer.class.name") && *value && strcmp(value, GR_CONFIG_STANDARD_AUTHORIZER)) {
@@ -984,6 +989,7 @@ void gr_config_resolve(struct gr_config *cfg)
     s->broker_rack = gr_config_str(cfg, "broker.rack");
     s->inter_broker_listener_name = gr_config_str(cfg, "inter.broker.listener.name");
     s->security_inter_broker_protocol = gr_config_str(cfg, "security.inter.broker.protocol");
+    s->sasl_mechanism_inter_broker_protocol = gr_config_str(cfg, "sasl.mechanism.inter.broker.protocol");
     s->authorizer_enabled = !!*gr_config_str(cfg, "authorizer.class.name");
     s->super_users = gr_config_str(cfg, "super.users");
     s->allow_everyone_if_no_acl_found = gr_config_bool(cfg, "allow.everyone.if.no.acl.found");

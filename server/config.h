@@ -101,6 +101,7 @@ struct gr_broker_settings {
     const char *broker_rack;                    /* broker.rack, NULL when unset */
     const char *inter_broker_listener_name;     /* inter.broker.listener.name, NULL when unset */
     const char *security_inter_broker_protocol; /* security.inter.broker.protocol (PLAINTEXT) */
+    const char *sasl_mechanism_inter_broker_protocol; /* sasl.mechanism.inter.broker.protocol (GSSAPI) */
     /* the listener other brokers are reached on: inter.broker.listener.name, else the listener named after
        security.inter.broker.protocol, else the first in listeners (Kafka's interBrokerListenerName) */
     char inter_broker_listener[GR_LISTENER_NAME_BYTES_MAX + 1];

@@ -256,7 +256,10 @@ static int start_fetcher(struct gr_broker *b)
                                           .backoff_ms = s->replica_fetch_backoff_ms,
                                           .in_flight_max = 1,
                                           .tls_ctx = b->ib_tls_ctx,
-                                          .tls_verify_host = b->ib_tls_verify_host};
+                                          .tls_verify_host = b->ib_tls_verify_host,
+                                          .sasl_mechanism = b->ib_sasl_mechanism,
+                                          .sasl_username = b->ib_sasl_username,
+                                          .sasl_password = b->ib_sasl_password};
     struct gr_fetcher_config fc = {.node_id = b->node_id,
                                    .num_fetchers = s->num_replica_fetchers,
                                    .max_wait_ms = s->replica_fetch_wait_max_ms,

@@ -22,7 +22,10 @@ int gr_metrics_remote_start(struct gr_broker *b, gr_remote_summary_start_cb *sta
                                            .interval_ms = GR_METRICS_REMOTE_INTERVAL_MS,
                                            .timeout_ms = GR_METRICS_REMOTE_TIMEOUT_MS,
                                            .tls_ctx = b->ib_tls_ctx,
-                                           .tls_verify_host = b->ib_tls_verify_host};
+                                           .tls_verify_host = b->ib_tls_verify_host,
+                                           .sasl_mechanism = b->ib_sasl_mechanism,
+                                           .sasl_username = b->ib_sasl_username,
+                                           .sasl_password = b->ib_sasl_password};
     b->remote_summary = gr_remote_summary_new(b->loop, b->image, &cfg, start_moved, b, err, sizeof err);
     if (!b->remote_summary)
         GR_ERROR("cannot start the partition summary client: %s", err[0] ? err : "out of memory");

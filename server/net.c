@@ -1190,13 +1190,33 @@ int gr_net_tls_setup(struct gr_broker *b)
     /* the inter-broker listener's client side (Kafka's inter-broker channel builder): built here so that
        a bad setting stops the broker at start, whether or not a peer is ever connected to */
     const char *ib = b->cfg.settings.inter_broker_listener;
-    if (ib[0] && listener_protocol(b, ib) == PROTO_SSL) {
+    enum listener_protocol ibp = ib[0] ? listener_protocol(b, ib) : PROTO_UNMAPPED;
+    /* a single node opens no inter-broker connection: its SASL listeners need no inter-broker login */
+    if ((ibp == PROTO_SASL_PLAINTEXT || ibp == PROTO_SASL_SSL) &&
+        b->cfg.settings.gregor_metadata_etcd_endpoint_count == 0)
+        ibp = PROTO_UNMAPPED;
+    if (ibp == PROTO_SASL_PLAINTEXT || ibp == PROTO_SASL_SSL) {
+        const struct gr_sasl_listener *isl = NULL;
+        for (int k = 0; k < b->listener_count; k++)
+            if (!strcmp(b->listeners[k].name, ib)) isl = b->listeners[k].sasl;
+        char err[1024] = "no SASL settings for the inter-broker listener";
+        if (!isl || gr_sasl_inter_broker_setup(b, ib, isl, err, sizeof err)) {
+            GR_ERROR("config: %s", err);
+            for (int k = 0; k < b->listener_count; k++) {
+                gr_tls_ctx_free(b->listeners[k].tls_ctx);
+                b->listeners[k].tls_ctx = NULL;
+            }
+            return -1;
+        }
+    }
+    if (ibp == PROTO_SSL || ibp == PROTO_SASL_SSL) {
         struct gr_ssl_settings ss;
         gr_config_ssl(&b->cfg, ib, &ss);
         char err[1024];
         b->ib_tls_ctx = gr_tls_client_ctx_new(ib, &ss, &b->ib_tls_verify_host, err, sizeof err);
         if (!b->ib_tls_ctx) {
             GR_ERROR("config: %s", err);
+            gr_sasl_inter_broker_free(b);
             for (int k = 0; k < b->listener_count; k++) {
                 gr_tls_ctx_free(b->listeners[k].tls_ctx);
                 b->listeners[k].tls_ctx = NULL;
@@ -1276,6 +1296,7 @@ void gr_net_close_all(struct gr_broker *b)
     }
     gr_tls_ctx_free(b->ib_tls_ctx); /* the inter-broker clients were freed before (membership.c) */
     b->ib_tls_ctx = NULL;
+    gr_sasl_inter_broker_free(b);
     ev_timer_stop(b->loop, &b->resume_w);
     ev_timer_stop(b->loop, &b->accept_w);
     if (b->spare_fd >= 0) close(b->spare_fd);

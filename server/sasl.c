@@ -9,11 +9,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <openssl/crypto.h>
+
 #include "common/log.h"
 #include "common/time.h"
 #include "protocol/errors.h"
 #include "protocol/header.h"
 #include "server/broker.h"
+#include "server/jaas.h"
 #include "server/sasl_plain.h"
 #include "server/sasl_scram.h"
 
@@ -417,4 +420,81 @@ enum gr_sasl_step_rc gr_sasl_raw_token(struct gr_sasl *s, const uint8_t *in, siz
     enum gr_sasl_step_rc rc = step(s, in, len, out, out_len, &life, msg, sizeof msg);
     if (rc == GR_SASL_DONE) *principal = s->principal;
     return rc;
+}
+
+int gr_sasl_inter_broker_setup(struct gr_broker *b, const char *listener, const struct gr_sasl_listener *l,
+                               char *err, size_t cap)
+{
+    const char *mech = b->cfg.settings.sasl_mechanism_inter_broker_protocol;
+    const struct gr_sasl_mech *m = mech ? served_find(mech, strlen(mech)) : NULL;
+    if (!m) {
+        snprintf(
+            err, cap,
+            "sasl.mechanism.inter.broker.protocol: the inter-broker listener %s is SASL, and Gregor speaks "
+            "PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 to other brokers, got '%.64s'%s",
+            listener, mech ? mech : "", mech && !strcmp(mech, "GSSAPI") ? " (Kafka's default: set it)" : "");
+        return -1;
+    }
+    bool enabled = false;
+    for (int i = 0; i < l->count; i++)
+        enabled |= l->mechs[i] == m;
+    if (!enabled) {
+        /* Kafka's KafkaConfig: sasl.mechanism.inter.broker.protocol must be included in
+           sasl.enabled.mechanisms when SASL is used for inter-broker communication */
+        struct gr_sasl_settings ss;
+        gr_config_sasl(&b->cfg, listener, NULL, &ss);
+        snprintf(err, cap,
+                 "sasl.mechanism.inter.broker.protocol: %s must be included in %s (%s) of the inter-broker "
+                 "listener %s",
+                 m->name, ss.enabled_mechanisms_key, l->names, listener);
+        return -1;
+    }
+    struct gr_sasl_settings ms;
+    gr_config_sasl(&b->cfg, listener, m->name, &ms);
+    struct gr_jaas j;
+    char jerr[300];
+    if (!ms.jaas_config) {
+        snprintf(err, cap,
+                 "%s: unset, and it holds this broker's username and password for the inter-broker "
+                 "listener %s",
+                 ms.jaas_config_key, listener);
+        return -1;
+    }
+    if (gr_jaas_parse(ms.jaas_config, &j, jerr, sizeof jerr)) {
+        snprintf(err, cap, "%s: %s", ms.jaas_config_key, jerr);
+        gr_jaas_free(&j);
+        return -1;
+    }
+    const char *user = gr_jaas_option(&j, "username"), *pass = gr_jaas_option(&j, "password");
+    if (!user || !*user || !pass || !*pass || strlen(user) > GR_PRINCIPAL_MAX - 5) {
+        snprintf(
+            err, cap,
+            "%s: the inter-broker listener %s needs this broker's own credentials in it: username=\"...\" "
+            "password=\"...\" (%s)",
+            ms.jaas_config_key, listener,
+            !user || !*user   ? "no username"
+            : !pass || !*pass ? "no password"
+                              : "username too long");
+        gr_jaas_free(&j);
+        return -1;
+    }
+    b->ib_sasl_mechanism = m->name;
+    b->ib_sasl_username = strdup(user);
+    b->ib_sasl_password = strdup(pass);
+    gr_jaas_free(&j);
+    if (!b->ib_sasl_username || !b->ib_sasl_password) {
+        gr_sasl_inter_broker_free(b);
+        snprintf(err, cap, "out of memory for the inter-broker SASL credentials");
+        return -1;
+    }
+    return 0;
+}
+
+void gr_sasl_inter_broker_free(struct gr_broker *b)
+{
+    if (b->ib_sasl_password) OPENSSL_cleanse(b->ib_sasl_password, strlen(b->ib_sasl_password));
+    free(b->ib_sasl_password);
+    free(b->ib_sasl_username);
+    b->ib_sasl_password = b->ib_sasl_username = NULL;
+    b->ib_sasl_mechanism = NULL;
 }

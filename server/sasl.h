@@ -41,6 +41,17 @@ struct gr_sasl_listener *gr_sasl_listener_new(struct gr_broker *b, const char *l
 void gr_sasl_listener_free(struct gr_sasl_listener *l);
 /* Returns borrowed: the listener's enabled mechanisms, comma-separated (for the start-up log line). */
 const char *gr_sasl_listener_mechanisms(const struct gr_sasl_listener *l);
+/* The inter-broker listener `listener` (SASL_PLAINTEXT or SASL_SSL, its mechanisms `l`) is the one this
+ * broker connects to others on: sets b->ib_sasl_mechanism from sasl.mechanism.inter.broker.protocol (which
+ * must be one Gregor serves, and enabled on that listener, as Kafka's KafkaConfig requires) and
+ * b->ib_sasl_username / ib_sasl_password from the username and password options of
+ * listener.name.<listener>.<mechanism lower-case>.sasl.jaas.config (where Kafka's broker takes its own
+ * inter-broker login: PlainLoginModule / ScramLoginModule). Returns 0, or -1 with a message naming the key
+ * at fault in `err` (`cap` bytes; never a password): the broker then exits with status 2. */
+int gr_sasl_inter_broker_setup(struct gr_broker *b, const char *listener, const struct gr_sasl_listener *l,
+                               char *err, size_t cap);
+/* Frees what gr_sasl_inter_broker_setup set (the password wiped); safe when it set nothing. */
+void gr_sasl_inter_broker_free(struct gr_broker *b);
 
 /* A new connection's session on listener `l`, `peer` ("host:port") copied for log lines. NULL when out of
  * memory. Free with gr_sasl_free (NULL ignored). */

@@ -13,7 +13,9 @@
  * epoch) closing and reopening the connection, an oversized response frame and a wrong correlation id each
  * closing the connection with a BAD_RESPONSE callback, a peer that never answers ApiVersions, an old peer
  * (ApiVersions falls back to v2 after a v0 UNSUPPORTED_VERSION answer, KIP-511; Metadata v8 goes with request
- * header v1), and every callback counted so none runs twice.
+ * header v1), SASL against fake peers (a mechanism the peer does not enable, a SCRAM token over the client's
+ * cap: never ready, counted, retried after the back-off; an unknown mechanism refused at new), and every
+ * callback counted so none runs twice.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -548,12 +550,15 @@ static void test_refused_then_up(struct gr_broker_client *bc)
 /* ---- a fake peer on the loop ---- */
 
 enum fake_mode {
-    FAKE_OVERSIZE, /* answers ApiVersions, then any request with a size prefix over the client's cap */
-    FAKE_NO_FETCH, /* answers ApiVersions without Fetch in its list */
-    FAKE_SILENT,   /* accepts and reads, never answers */
-    FAKE_BAD_CORR, /* answers ApiVersions, then any request with a wrong correlation id */
-    FAKE_OLD,      /* an old broker: ApiVersions 0..2 (UNSUPPORTED_VERSION in v0 above, KIP-511), Metadata
-                      0..8 and nothing else; answers Metadata */
+    FAKE_OVERSIZE,  /* answers ApiVersions, then any request with a size prefix over the client's cap */
+    FAKE_NO_FETCH,  /* answers ApiVersions without Fetch in its list */
+    FAKE_SILENT,    /* accepts and reads, never answers */
+    FAKE_BAD_CORR,  /* answers ApiVersions, then any request with a wrong correlation id */
+    FAKE_SASL_MECH, /* answers ApiVersions, then SaslHandshake with UNSUPPORTED_SASL_MECHANISM */
+    FAKE_SASL_BIG,  /* answers ApiVersions and SaslHandshake, then SaslAuthenticate with a token over the cap
+                     */
+    FAKE_OLD,       /* an old broker: ApiVersions 0..2 (UNSUPPORTED_VERSION in v0 above, KIP-511), Metadata
+                       0..8 and nothing else; answers Metadata */
 };
 
 struct fake {
@@ -710,6 +715,31 @@ static void fake_on_client(struct ev_loop *l, ev_io *w, int revents)
     }
     if (key == ops_named("api_versions_request")->api_key) {
         fake_api_versions(f, corr, version);
+    } else if (key == ops_named("sasl_handshake_request")->api_key) {
+        struct gr_str mechs[1] = {gr_str_c("SCRAM-SHA-256")};
+        struct gr_sasl_handshake_response r;
+        gr_sasl_handshake_response_init(&r);
+        r.error_code = f->mode == FAKE_SASL_MECH ? GR_ERR_UNSUPPORTED_SASL_MECHANISM : GR_ERR_NONE;
+        r.mechanisms.items = mechs;
+        r.mechanisms.count = 1;
+        fake_answer(f, gr_msg_ops_find(key, true), &r, corr, version);
+    } else if (key == ops_named("sasl_authenticate_request")->api_key) {
+        static uint8_t tok[8192];
+        memset(tok, 'r', sizeof tok);
+        struct gr_sasl_authenticate_response r;
+        gr_sasl_authenticate_response_init(&r);
+        r.auth_bytes = (struct gr_bytes){tok, (int32_t)sizeof tok};
+        /* response header v1 from SaslAuthenticate v2 (flexible): an empty tag section after the id */
+        size_t len = 4 + 4 + 1 + gr_sasl_authenticate_response_size(&r, version);
+        uint8_t *buf = malloc(len);
+        struct gr_wr wr;
+        gr_wr_init(&wr, buf, len);
+        gr_wr_int32(&wr, (int32_t)(len - 4));
+        gr_wr_int32(&wr, corr);
+        gr_wr_int8(&wr, 0);
+        gr_sasl_authenticate_response_encode(&wr, &r, version);
+        CHECK(version == 2 && send(f->cfd, buf, len, MSG_NOSIGNAL) == (ssize_t)len);
+        free(buf);
     } else if (f->mode == FAKE_BAD_CORR) {
         uint8_t bad[8];
         gr_put_be32(bad, 4);
@@ -884,6 +914,47 @@ static void test_old_peer(struct gr_broker_client *bc)
     fake_stop(&f);
 }
 
+static bool sasl_failed_twice(void *arg)
+{
+    return gr_broker_client_stats(arg)->sasl_failures >= 2;
+}
+
+/* SASL against fake peers (a SASL client of its own): a peer that does not enable the mechanism, and one
+ * whose SCRAM server-first token is over GR_SCRAM_CLIENT_TOKEN_MAX (8192 bytes), each fail the attempt (never
+ * ready, counted, logged) and are tried again after the back-off; an unknown mechanism is refused at new. */
+static void test_sasl_fakes(void)
+{
+    char err[128] = "";
+    struct gr_broker_client_config cfg = {.node_id = 9,
+                                          .listener_name = "PLAINTEXT",
+                                          .request_timeout_ms = 2000,
+                                          .backoff_ms = 200,
+                                          .sasl_mechanism = "GSSAPI",
+                                          .sasl_username = "broker",
+                                          .sasl_password = "pw"};
+    CHECK(gr_broker_client_new(loop, img, &cfg, err, sizeof err) == NULL && strstr(err, "SASL mechanism"));
+    cfg.sasl_mechanism = "SCRAM-SHA-512";
+    struct gr_broker_client *sbc = gr_broker_client_new(loop, img, &cfg, err, sizeof err);
+    CHECK(sbc != NULL);
+    if (!sbc) return;
+    enum fake_mode modes[2] = {FAKE_SASL_MECH, FAKE_SASL_BIG};
+    for (int i = 0; i < 2; i++) {
+        struct fake f;
+        image_broker(10 + i, fake_start(&f, modes[i]), 1);
+        struct conn_watch w;
+        struct gr_broker_client_conn *conn = open_conn(sbc, 10 + i, 0, main_apis, 1, &w);
+        CHECK(testkit_run_until(loop, sasl_failed_twice, conn, 10000));
+        const struct gr_broker_client_stats *st = gr_broker_client_stats(conn);
+        CHECK(w.ready == 0 && !gr_broker_client_ready(conn) && st->sasl_auths == 0 && f.accepted >= 2 &&
+              st->connect_failures >= 2);
+        /* handshake (and, for the big token, the client-first) per attempt: no spinning */
+        CHECK(f.frames <= (int)(st->connects * 3));
+        gr_broker_client_close(conn);
+        fake_stop(&f);
+    }
+    gr_broker_client_free(sbc);
+}
+
 /* Bad configurations are refused with a reason; a second open of one key is -EEXIST. */
 static void test_config(struct gr_broker_client *bc)
 {
@@ -950,6 +1021,7 @@ int main(void)
         test_silent_peer(bc);
         test_bad_correlation(bc);
         test_old_peer(bc);
+        test_sasl_fakes();
     }
     gr_broker_client_free(bc);
     gr_image_free(img);

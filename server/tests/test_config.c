@@ -365,7 +365,8 @@ static void test_replication_keys(void **state)
     assert_int_equal(gr_config_set(&c, "inter.broker.listener.name", "EXTERNAL"), 0);
     assert_string_equal(s->inter_broker_listener, "EXTERNAL");
     assert_int_equal(gr_config_check(&c), 0);
-    assert_int_equal(gr_config_set(&c, "security.inter.broker.protocol", "SASL_SSL"), -1); /* not yet */
+    assert_int_equal(gr_config_set(&c, "security.inter.broker.protocol", "SASL_SSL"), 0);
+    assert_int_equal(gr_config_set(&c, "security.inter.broker.protocol", "SASL_PLAINTEXT"), 0);
     assert_int_equal(gr_config_set(&c, "security.inter.broker.protocol", "TLS"), -1);
     assert_int_equal(gr_config_set(&c, "security.inter.broker.protocol", "PLAINTEXT"), 0);
     assert_int_equal(gr_config_check(&c), -1); /* both set */
