@@ -63,10 +63,12 @@ KAFKA_DIST = os.path.join(REPO, "compat-tests", "kafka-dist")
 
 ANSI_RE = re.compile(r"\x1b\[[0-9;]*m")
 SCENARIOS = ("default", "noautocreate", "acl")  # "ak23" means Kafka 2.3: not ours
-# "acl" is ours, not librdkafka's: unit 0081:acl runs 0081's ACL sub-tests alone (SUBTESTS=Acls: CreateAcls,
-# DescribeAcls, DeleteAcls) against a broker with Kafka's StandardAuthorizer and super.users=User:ANONYMOUS
-# (librdkafka's own CI runs them against a cluster with an authorizer; without one they get SECURITY_DISABLED).
-ACL_UNIT, ACL_SUBTESTS = "0081", "Acls"
+# "acl" is ours, not librdkafka's: a broker with Kafka's StandardAuthorizer and allow.everyone.if.no.acl.found=true
+# (no super user: the tests' deny ACLs for User:* must apply), as librdkafka's own CI runs its auth tests against
+# a cluster with an authorizer. Units: 0081:acl, 0081's ACL sub-tests alone (SUBTESTS=Acls: CreateAcls,
+# DescribeAcls, DeleteAcls; without an authorizer they get SECURITY_DISABLED), and 0115:acl / 0119:acl
+# (producer_auth, consumer_auth: kafka-acls.sh denies a topic, the client must see TOPIC_AUTHORIZATION_FAILED).
+ACL_UNITS = {"0081": "Acls", "0115": None, "0119": None}  # unit: SUBTESTS
 
 
 # ---------------------------------------------------------------- test table
@@ -235,7 +237,7 @@ class Broker:
             "num.partitions": "4",
             "auto.create.topics.enable": "false" if self.scenario == "noautocreate" else "true",
             **({"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
-                "super.users": "User:ANONYMOUS"} if self.scenario == "acl" else {}),
+                "allow.everyone.if.no.acl.found": "true"} if self.scenario == "acl" else {}),
             "message.max.bytes": "10000000",
             "socket.request.max.bytes": "104857600",
             "group.min.session.timeout.ms": "1000",
@@ -577,7 +579,8 @@ def run_unit(uid, subtests, runner, broker, work_root, args, env_base):
         "RDKAFKA_TEST_CONF": os.path.join(work_root, "test-%s.conf" % scen),
     })
     if scen == "acl":  # librdkafka's scenario for 0081 is "default"; ours picks the broker and the sub-tests
-        env["SUBTESTS"] = ACL_SUBTESTS
+        if ACL_UNITS.get(num):
+            env["SUBTESTS"] = ACL_UNITS[num]
         env["TEST_SCENARIO"] = "default"
     if num in TIMEOUT_MULTIPLIER:
         conf = os.path.join(wd, "test.conf")
@@ -727,8 +730,9 @@ def main():
     test_c = os.environ.get("RDK_TEST_C") or find_test_c(args.runner)
     table_ = parse_test_table(test_c)
     units = broker_units(table_)
-    if ACL_UNIT in units:
-        units["%s:acl" % ACL_UNIT] = list(units[ACL_UNIT])
+    for num in ACL_UNITS:
+        if num in units:
+            units["%s:acl" % num] = list(units[num])
     must_all = cluster_must(read_list(os.path.join(HERE, "must-pass.txt"), with_reason=True),
                             read_list(os.path.join(HERE, "must-pass-cluster.txt"), with_reason=True),
                             bool(args.cluster))
