@@ -62,13 +62,20 @@ REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
 KAFKA_DIST = os.path.join(REPO, "compat-tests", "kafka-dist")
 
 ANSI_RE = re.compile(r"\x1b\[[0-9;]*m")
-SCENARIOS = ("default", "noautocreate", "acl")  # "ak23" means Kafka 2.3: not ours
+SCENARIOS = ("default", "noautocreate", "acl", "sasl")  # "ak23" means Kafka 2.3: not ours
 # "acl" is ours, not librdkafka's: a broker with Kafka's StandardAuthorizer and allow.everyone.if.no.acl.found=true
 # (no super user: the tests' deny ACLs for User:* must apply), as librdkafka's own CI runs its auth tests against
 # a cluster with an authorizer. Units: 0081:acl, 0081's ACL sub-tests alone (SUBTESTS=Acls: CreateAcls,
 # DescribeAcls, DeleteAcls; without an authorizer they get SECURITY_DISABLED), and 0115:acl / 0119:acl
 # (producer_auth, consumer_auth: kafka-acls.sh denies a topic, the client must see TOPIC_AUTHORIZATION_FAILED).
 ACL_UNITS = {"0081": "Acls", "0115": None, "0119": None}  # unit: SUBTESTS
+# "sasl" is ours too: a Gregor broker whose one listener is SASL_PLAINTEXT with PLAIN (one user from the
+# listener's JAAS entry) and a test.conf with the client's SASL settings; unit 0135:sasl (sasl_credentials:
+# wrong credentials, then rd_kafka_sasl_set_credentials, then a cluster id) runs there.
+SASL_UNITS = ("0135",)
+SASL_USER, SASL_PASSWORD = "rdktest", "rdktest-secret"
+SCENARIO_TEST_CONF = {"sasl": ["security.protocol=SASL_PLAINTEXT", "sasl.mechanism=PLAIN",
+                               "sasl.username=" + SASL_USER, "sasl.password=" + SASL_PASSWORD]}
 
 
 # ---------------------------------------------------------------- test table
@@ -196,6 +203,8 @@ def cluster_must(must, cluster_list, cluster):
     if cluster:
         for uid, tags in cluster_list.items():
             out.setdefault(uid, tags)
+        # the sasl scenario's broker is one Gregor with a SASL listener: the cluster harness has none
+        out = {u: t for u, t in out.items() if not u.endswith(":sasl")}
     return out
 
 
@@ -285,6 +294,14 @@ class GregorBroker(ProcBroker):
             "gregor.admin.listener.file": os.path.join(d, "admin"),
             "log.dirs": os.path.join(d, "data"),
         })
+        if self.scenario == "sasl":
+            props.update({
+                "listeners": "SASL_PLAINTEXT://127.0.0.1:0",
+                "sasl.enabled.mechanisms": "PLAIN",
+                "listener.name.sasl_plaintext.plain.sasl.jaas.config":
+                    "org.apache.kafka.common.security.plain.PlainLoginModule required user_%s=\"%s\";"
+                    % (SASL_USER, SASL_PASSWORD),
+            })
         for o in self.overrides:
             k, v = o.split("=", 1)
             props[k] = v
@@ -578,6 +595,8 @@ def run_unit(uid, subtests, runner, broker, work_root, args, env_base):
         "BROKERS": broker.bootstrap,
         "RDKAFKA_TEST_CONF": os.path.join(work_root, "test-%s.conf" % scen),
     })
+    if scen == "sasl":
+        env["TEST_SCENARIO"] = "default"
     if scen == "acl":  # librdkafka's scenario for 0081 is "default"; ours picks the broker and the sub-tests
         if ACL_UNITS.get(num):
             env["SUBTESTS"] = ACL_UNITS[num]
@@ -733,6 +752,9 @@ def main():
     for num in ACL_UNITS:
         if num in units:
             units["%s:acl" % num] = list(units[num])
+    for num in SASL_UNITS:
+        if num in units:
+            units["%s:sasl" % num] = list(units[num])
     must_all = cluster_must(read_list(os.path.join(HERE, "must-pass.txt"), with_reason=True),
                             read_list(os.path.join(HERE, "must-pass-cluster.txt"), with_reason=True),
                             bool(args.cluster))
@@ -816,7 +838,7 @@ def main():
     def restart(broker, scen):
         broker.stop()
         broker.start()
-        write_test_conf(os.path.join(work_root, "test-%s.conf" % scen), broker.bootstrap)
+        write_test_conf(os.path.join(work_root, "test-%s.conf" % scen), broker.bootstrap, scen)
 
     def run_scenario(todo, broker, scen):
         """Runs `todo` against `broker`, up to args.jobs tests at once (librdkafka's own runner runs its
@@ -914,7 +936,7 @@ def main():
             broker = make_broker(scen)
             broker.start()
             say("# scenario %s: %s at %s" % (scen, broker.describe(), broker.bootstrap))
-            write_test_conf(os.path.join(work_root, "test-%s.conf" % scen), broker.bootstrap)
+            write_test_conf(os.path.join(work_root, "test-%s.conf" % scen), broker.bootstrap, scen)
             budget_hit = run_scenario(todo, broker, scen) or budget_hit
             broker.stop()
             broker = None
@@ -998,12 +1020,14 @@ def user_args(argv):
     return " ".join(out)
 
 
-def write_test_conf(path, bootstrap):
+def write_test_conf(path, bootstrap, scen="default"):
     with open(path, "w") as f:
         f.write("# written by compat-tests/librdkafka/harness.py\n"
                 "bootstrap.servers=%s\n"
                 "# unique topic names per test and run: no state shared between tests\n"
                 "test.topic.random=true\n" % bootstrap)
+        for line in SCENARIO_TEST_CONF.get(scen, []):
+            f.write(line + "\n")
         extra = os.environ.get("RDK_TEST_CONF_EXTRA", "")
         for kv in extra.split(";"):
             if kv.strip():
