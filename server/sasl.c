@@ -14,6 +14,7 @@
 #include "protocol/errors.h"
 #include "protocol/header.h"
 #include "server/broker.h"
+#include "server/sasl_oauth.h"
 #include "server/sasl_plain.h"
 #include "server/sasl_scram.h"
 
@@ -22,6 +23,7 @@ static const struct gr_sasl_mech *const served[] = {
     &gr_sasl_mech_plain,
     &gr_sasl_mech_scram_sha256,
     &gr_sasl_mech_scram_sha512,
+    &gr_sasl_mech_oauthbearer,
 };
 #define NSERVED ((int)(sizeof served / sizeof served[0]))
 #define GR_SASL_ENABLED_MAX 8
