@@ -604,6 +604,19 @@ static void exchange(void **state)
     assert_non_null(strstr(err, "sasl.oauthbearer.jwks.endpoint.url is not set"));
     assert_int_equal(gr_config_set(&cfg, "sasl.oauthbearer.jwks.endpoint.url", jwks_url), 0);
     assert_int_equal(gr_config_set(&cfg, "org.apache.kafka.sasl.oauthbearer.allowed.urls", jwks_url), 0);
+    /* a per-listener key wins over the broker-wide one (Kafka's listener.name.<l>.<mechanism>. prefix) */
+    assert_int_equal(gr_config_set(&cfg, "sasl.oauthbearer.expected.issuer", "https://all"), 0);
+    assert_string_equal(gr_config_sasl_option(&cfg, "SP", "OAUTHBEARER", "sasl.oauthbearer.expected.issuer"),
+                        "https://all");
+    assert_int_equal(
+        gr_config_set(&cfg, "listener.name.sp.oauthbearer.sasl.oauthbearer.expected.issuer", "https://sp"),
+        0);
+    assert_string_equal(gr_config_sasl_option(&cfg, "SP", "OAUTHBEARER", "sasl.oauthbearer.expected.issuer"),
+                        "https://sp");
+    assert_string_equal(
+        gr_config_sasl_option(&cfg, "OTHER", "OAUTHBEARER", "sasl.oauthbearer.expected.issuer"),
+        "https://all");
+    assert_null(gr_config_sasl_option(&cfg, "SP", "OAUTHBEARER", "sasl.oauthbearer.expected.audience"));
     void *sctx = m->listener_new(&cfg, "SP", err, sizeof err);
     assert_non_null(sctx);
     assert_int_equal(gr_config_set(&cfg, "listener.name.sp.oauthbearer.sasl.server.callback.handler.class",
