@@ -447,12 +447,15 @@ struct gr_oauth_validator *gr_oauth_validator_new(const struct gr_oauth_options 
                  SECURED_HANDLER);
         goto fail;
     }
-    if (!url_allowed(o->jwks_url,
-                     o->allowed_urls)) { /* Kafka 4.x: ConfigurationUtils.throwIfURLIsNotAllowed */
-        snprintf(err, cap,
-                 "sasl.oauthbearer.jwks.endpoint.url: '%.200s' is not listed in "
-                 "org.apache.kafka.sasl.oauthbearer.allowed.urls (Kafka 4.x allows no JWKS URL by default)",
-                 o->jwks_url);
+    /* Kafka 4.x: ConfigurationUtils.throwIfURLIsNotAllowed */
+    if (!url_allowed(o->jwks_url, o->allowed_urls)) {
+        snprintf(
+            err, cap,
+            "Invalid value %.200s for configuration sasl.oauthbearer.jwks.endpoint.url: The URL cannot be "
+            "accessed due to restrictions. Update the system property "
+            "'org.apache.kafka.sasl.oauthbearer.allowed.urls' to allow the URL to be accessed. (Gregor reads "
+            "it from server.properties; Kafka 4.x allows no URL by default)",
+            o->jwks_url);
         goto fail;
     }
     if (load_jwks(v, o->jwks_url, err, cap)) goto fail;
@@ -694,7 +697,16 @@ int gr_oauth_validate(const struct gr_oauth_validator *v, const char *token, siz
                    v->scopes[i], v->scope_text);
             goto out;
         }
-    memcpy(r->principal, principal, pl + 1);
+    if (v->secured) { /* OAuthBearerUtils.validateClaimSubject: the trimmed value */
+        while (isspace((unsigned char)*principal)) {
+            principal++;
+            pl--;
+        }
+        while (pl && isspace((unsigned char)principal[pl - 1]))
+            pl--;
+    }
+    memcpy(r->principal, principal, pl);
+    r->principal[pl] = 0;
     r->exp_ms = exp_ms;
     rc = 0;
 out:
