@@ -110,6 +110,22 @@ def raw():
         time.sleep(life / 1000.0 + 0.3)
         c.send('Metadata', 12, {'topics': None})
         t.check('a request after the token expired without re-authentication: closed', c.closed_by_peer(5))
+    with k.Conn(UN) as c:
+        start(c)
+        r = auth(c, initial(unsecured({'sub': 'alice', 'exp': time.time() + 2})))
+        t.eq('KIP-368 with OAUTHBEARER: first token (2 s) taken', 0, r['error_code'])
+        start(c)
+        r = auth(c, initial(unsecured({'sub': 'alice', 'exp': int(time.time()) + 3600})))
+        t.check('in-band re-authentication with a new token (1 h): taken, session = connections.max.reauth.ms',
+                r['error_code'] == 0 and r['session_lifetime_ms'] == REAUTH_MS)
+        time.sleep(2.3)
+        t.eq('past the first token\'s exp the connection still serves (the new token bounds it)', 1,
+             len(c.request('Metadata', 12, {'topics': None})['brokers']))
+        start(c)
+        r = auth(c, initial(unsecured({'sub': 'bob', 'exp': int(time.time()) + 3600})))
+        t.eq('re-authentication with a token for another principal: Kafka\'s message',
+             (58, 'Cannot change principals during re-authentication from User.alice: User.bob'),
+             (r['error_code'], r['error_message']))
     refused('unsecured: expired token', UN, unsecured({'sub': 'alice', 'exp': int(time.time()) - 10}))
     refused('unsecured: no exp', UN, unsecured({'sub': 'alice'}))
     refused('unsecured: a signed token on the unsecured listener', UN, signed(claims()))

@@ -5,9 +5,10 @@
 # JWTs as Kafka's OAuthBearerValidatorCallbackHandler: file: JWKS URL listed in
 # org.apache.kafka.sasl.oauthbearer.allowed.urls, audience kafka, an issuer), connections.max.reauth.ms=60000
 # so that a token's exp is what bounds the session: oauth_checks.py (raw protocol, confluent-kafka with its
-# unsecured token and with RS256/ES256 tokens signed here), Kafka's console producer with OAuthBearerLoginModule
-# unsecuredLoginStringClaim_sub=alice when KAFKA_HOME is set, no token in the broker's log, then start-up
-# refusals (exit 2, the message naming the key). Prints "oauth: N passed, N failed" last.
+# unsecured token and with RS256/ES256 tokens signed here), librdkafka's in-band re-authentications counted in
+# the broker's DEBUG log, Kafka's console producer with OAuthBearerLoginModule unsecuredLoginStringClaim_sub=alice
+# when KAFKA_HOME is set, no token in the broker's log, then start-up refusals (exit 2, the message naming the
+# key). Prints "oauth: N passed, N failed" last.
 set -u
 . "$(dirname "$0")/../lib/broker.sh"
 DIR=$(mktemp -d /tmp/gregor-oauth.XXXXXX)
@@ -46,7 +47,7 @@ broker_start --override "listeners=UN://127.0.0.1:0,SG://127.0.0.1:0" \
     --override "listener.name.sg.oauthbearer.sasl.server.callback.handler.class=$HANDLER" \
     --override "sasl.oauthbearer.jwks.endpoint.url=$JWKS" --override "org.apache.kafka.sasl.oauthbearer.allowed.urls=$JWKS" \
     --override sasl.oauthbearer.expected.audience=kafka --override "sasl.oauthbearer.expected.issuer=$ISS" \
-    --override connections.max.reauth.ms=$REAUTH_MS || { fail "start"; summary oauth; exit 1; }
+    --override connections.max.reauth.ms=$REAUTH_MS --override gregor.log.level=DEBUG || { fail "start"; summary oauth; exit 1; }
 UN=$BROKER
 SG=$(grep '^SG ' "$BROKER_DIR/listener" | cut -d' ' -f2)
 
@@ -68,6 +69,12 @@ if [ -x "$KAFKA_HOME/bin/kafka-console-producer.sh" ]; then
 else
     xfail "Kafka's console producer with OAuthBearerLoginModule" "KAFKA_HOME (compat-tests/kafka-dist/get-kafka.sh)"
 fi
+# the broker logs each in-band re-authentication at DEBUG: librdkafka's (oauth_checks.py's 4 s tokens over
+# 10 s) must have happened on the live connection, not by reconnecting
+for a in rs256 es256; do
+    n=$(grep -c "SASL OAUTHBEARER re-authenticated as User:svc-$a" "$BROKER_DIR/broker.log")
+    check "confluent-kafka with $a tokens re-authenticated in band as each token neared exp ($n times, at least 2)" test "$n" -ge 2
+done
 kill -0 "$BROKER_PID" 2>/dev/null
 check_eq "the broker is still running after all of the above" "0" "$?"
 check_eq "no token in the broker's log (a JWS starts with eyJ, base64url of '{\"')" "0" "$(grep -c 'eyJ' "$BROKER_DIR/broker.log")"
