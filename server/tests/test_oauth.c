@@ -632,13 +632,13 @@ static void exchange(void **state)
              (long long)now_s + 100);
     char good[1024];
     snprintf(good, sizeof good, "%s", unsecured(claims));
-    /* success: User:alice, lifetime bounded by exp (at most 100 s, at least 98 s whatever the clock did) */
+    /* success: User:alice, lifetime bounded by exp (at most 100 s) */
     struct gr_sasl_exchange *x = m->start_listener(NULL, ctx);
     struct step r = step_tok(x, NULL, good);
     assert_int_equal(r.rc, GR_SASL_DONE);
     assert_string_equal(r.principal, "User:alice");
     assert_int_equal(r.out_len, 0);
-    assert_true(r.life > 98000 && r.life <= 100000);
+    assert_true(r.life > 50000 && r.life <= 100000); /* exp - now: generous below, for a stalled machine */
     assert_int_equal(step_tok(x, NULL, good).rc, GR_SASL_FAIL); /* a step after DONE */
     m->free(x);
     /* authzid equal to the principal, then different */
