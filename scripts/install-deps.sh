@@ -15,7 +15,7 @@ build_pkgs=(build-essential cmake pkg-config python3 libev-dev libzstd-dev libsn
 # the server `make test-dashboard` runs (96 MB installed; 9 s to install here on 2026-12-03).
 test_pkgs=(clang-format-14 kcat librdkafka-dev wamerican netcat-openbsd python3-pip python3-venv
            python3-kafka python3-confluent-kafka python3-lz4 python3-snappy python3-zstandard
-           etcd-server etcd-client nftables iproute2 procps faketime strace prometheus)
+           python3-cryptography openssl etcd-server etcd-client nftables iproute2 procps faketime strace prometheus)
 pkgs=("${build_pkgs[@]}")
 if [ "$mode" = test ]; then
     pkgs+=("${test_pkgs[@]}")

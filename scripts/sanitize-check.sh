@@ -11,7 +11,8 @@
 #     broker's exit status 2 on a refused configuration (test_server_exit_codes: the leak check must not turn it
 #     into 1), the SCRAM messages and credential file parsers (test_scram: malformed client messages, damaged
 #     files), the /metrics page's steps and the series cap (test_metrics_cap: a page freed mid-way, a failed
-#     step), the SASL parsers and state machine (test_sasl: JAAS, PLAIN), through ctest;
+#     step), the SASL parsers and state machine (test_sasl: JAAS, PLAIN), OAUTHBEARER tokens (test_oauth: malformed
+#     and mutated tokens), through ctest;
 #   - the fuzz corpus: make_seeds' generated seeds plus the golden frames (as protocol/fuzz/run.sh builds
 #     them), replayed by fuzz_replay, then deterministic mutants of them for FUZZ_SECONDS (default 60).
 # Any sanitizer report, failed check or crash fails the stage. Ends with "sanitize-check: N passed, N failed"
@@ -25,7 +26,7 @@ tests=(test_wire test_codec test_malformed test_malformed2 test_txn_codec test_g
        test_txn_marker test_compress test_crc32c test_storage_log test_produce_timestamps test_common_log test_common_log_format test_storage_lag test_storage_replica
        test_partition_replica test_partition_follower test_server_fdcap_requests test_server_exit_codes
        test_cluster_part_summary_local
-       test_metrics_cap test_sasl test_scram)
+       test_metrics_cap test_sasl test_scram test_oauth)
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 start=$(date +%s)

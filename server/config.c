@@ -562,6 +562,11 @@ static bool sasl_key(const char *key)
 {
     static const char prefix[] = "listener.name.";
     if (!strcmp(key, "sasl.enabled.mechanisms") || !strcmp(key, "sasl.jaas.config")) return true;
+    /* OAUTHBEARER's validation keys (SaslConfigs, KIP-768) and the stand-in for Kafka's JVM system property
+       org.apache.kafka.sasl.oauthbearer.allowed.urls (a broker has no JVM to pass -D to) */
+    if (!strncmp(key, "sasl.oauthbearer.", 17) ||
+        !strcmp(key, "org.apache.kafka.sasl.oauthbearer.allowed.urls"))
+        return true;
     if (strncmp(key, prefix, sizeof prefix - 1)) return false;
     const char *l = key + sizeof prefix - 1, *dot = strchr(l, '.');
     if (!dot || dot == l) return false;
@@ -569,7 +574,9 @@ static bool sasl_key(const char *key)
         return true;
     const char *m = dot + 1, *mdot = strchr(m, '.');
     return mdot && mdot != m &&
-           (!strcmp(mdot + 1, "sasl.jaas.config") || !strcmp(mdot + 1, "connections.max.reauth.ms"));
+           (!strcmp(mdot + 1, "sasl.jaas.config") || !strcmp(mdot + 1, "connections.max.reauth.ms") ||
+            !strcmp(mdot + 1, "sasl.server.callback.handler.class") ||
+            !strncmp(mdot + 1, "sasl.oauthbearer.", 17));
 }
 
 /* The ssl_defs row of `key` (ssl.<x>, or listener.name.<listener>.ssl.<x>), or -1. */
@@ -691,6 +698,21 @@ void gr_config_sasl(const struct gr_config *cfg, const char *listener, const cha
         snprintf(key, sizeof key, "listener.name.%s.connections.max.reauth.ms", lower);
         out->reauth_ms = ssl_lookup(cfg, key);
     }
+}
+
+const char *gr_config_sasl_option(const struct gr_config *cfg, const char *listener, const char *mechanism,
+                                  const char *name)
+{
+    char key[GR_LISTENER_NAME_BYTES_MAX + 256];
+    size_t n = (size_t)snprintf(key, sizeof key, "listener.name.");
+    for (size_t i = 0; listener[i] && i < GR_LISTENER_NAME_BYTES_MAX && n < sizeof key - 1; i++)
+        key[n++] = (char)tolower((unsigned char)listener[i]);
+    key[n++] = '.';
+    for (size_t i = 0; mechanism[i] && i < 63 && n < sizeof key - 1; i++)
+        key[n++] = (char)tolower((unsigned char)mechanism[i]);
+    snprintf(key + n, sizeof key - n, ".%s", name);
+    const char *v = ssl_lookup(cfg, key);
+    return v ? v : ssl_lookup(cfg, name);
 }
 
 int gr_config_set(struct gr_config *cfg, const char *key, const char *value)

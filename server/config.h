@@ -225,6 +225,11 @@ void gr_config_ssl(const struct gr_config *cfg, const char *listener, struct gr_
  */
 void gr_config_sasl(const struct gr_config *cfg, const char *listener, const char *mechanism,
                     struct gr_sasl_settings *out);
+/* A mechanism's SASL setting `name` (sasl.server.callback.handler.class, sasl.oauthbearer.jwks.endpoint.url,
+ * ...) for `listener`: listener.name.<listener>.<mechanism>.<name> (lower-cased, as Kafka's listener prefix),
+ * else the broker-wide <name>; NULL when neither is set. Returns a borrowed value. */
+const char *gr_config_sasl_option(const struct gr_config *cfg, const char *listener, const char *mechanism,
+                                  const char *name);
 /* Recomputes cfg->settings from the string values (called by the setters; exposed for tests). */
 void gr_config_resolve(struct gr_config *cfg);
 /* log.retention.ms resolved from log.retention.ms / .minutes / .hours as Kafka does, in milliseconds. */

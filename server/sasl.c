@@ -17,6 +17,7 @@
 #include "protocol/header.h"
 #include "server/broker.h"
 #include "server/jaas.h"
+#include "server/sasl_oauth.h"
 #include "server/sasl_plain.h"
 #include "server/sasl_scram.h"
 
@@ -25,6 +26,7 @@ static const struct gr_sasl_mech *const served[] = {
     &gr_sasl_mech_plain,
     &gr_sasl_mech_scram_sha256,
     &gr_sasl_mech_scram_sha512,
+    &gr_sasl_mech_oauthbearer,
 };
 #define NSERVED ((int)(sizeof served / sizeof served[0]))
 #define GR_SASL_ENABLED_MAX 8

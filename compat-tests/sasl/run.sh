@@ -106,7 +106,7 @@ refused() { # NAME EXPECTED-TEXT overrides...
     case "$out" in *secret*) fail "$name: the message shows no password" "$out" ;; esac
 }
 refused "sasl.enabled.mechanisms unset (Kafka's default GSSAPI)" "sasl.enabled.mechanisms: listener SP enables SASL mechanism 'GSSAPI'"
-refused "a mechanism Gregor does not serve" "sasl.enabled.mechanisms: listener SP enables SASL mechanism 'OAUTHBEARER'" --override sasl.enabled.mechanisms=PLAIN,OAUTHBEARER \
+refused "a mechanism Gregor does not serve" "sasl.enabled.mechanisms: listener SP enables SASL mechanism 'SCRAM-SHA-1'" --override sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-1 \
     --override "listener.name.sp.plain.sasl.jaas.config=$JAAS"
 refused "per-listener list wins" "listener.name.sp.sasl.enabled.mechanisms: listener SP enables SASL mechanism 'GSSAPI'" \
     --override sasl.enabled.mechanisms=PLAIN --override listener.name.sp.sasl.enabled.mechanisms=GSSAPI
