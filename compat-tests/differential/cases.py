@@ -726,20 +726,40 @@ def scram_up(name, mech=1, iterations=4096, salted=SCRAM_SALTED):
             'salted_password': salted}
 
 
+def settle_scram(expected, timeout=15.0):
+    """Bounded wait until DescribeUserScramCredentials shows `expected` ({user: {mechanism}}): Kafka applies a
+    change through its controller and the metadata log, so a describe right after an alter may see the state
+    before it (Gregor answers once the change is on disk)."""
+    def fn(side, v):
+        deadline = time.monotonic() + timeout
+        while True:
+            with side.conn() as c:
+                r = c.request('DescribeUserScramCredentials', 0, {'users': None})
+            got = {u['user']: {i['mechanism'] for i in u['credential_infos']} for u in r.get('results') or []}
+            if got == expected:
+                return
+            if time.monotonic() > deadline:
+                raise RuntimeError(f'{side.label}: SCRAM credentials {got} not {expected} after {timeout}s')
+            time.sleep(0.2)
+    return fn
+
+
 case('DescribeUserScramCredentials', 'none-yet', versions='all', request={'users': None})
 case('AlterUserScramCredentials', 'upsertions', versions='all', request={'deletions': [], 'upsertions': [
     scram_up('dc-alice'), scram_up('dc-bob', 2, 8192, bytes(64)), scram_up('dc-mech0', 0), scram_up('dc-mech3', 3),
     scram_up('', 1), scram_up('dc-few', 1, 4095), scram_up('dc-many', 2, 16385), scram_up('dc-twice', 1),
-    scram_up('dc-twice', 2)]})
+    scram_up('dc-twice', 2)]}, settle=settle_scram({'dc-alice': {1}, 'dc-bob': {2}}))
 case('DescribeUserScramCredentials', 'all-null', versions='all', request={'users': None})
 case('DescribeUserScramCredentials', 'all-empty', versions='all', request={'users': []})
 case('DescribeUserScramCredentials', 'named', versions='all', request={'users': [
     {'name': 'dc-alice'}, {'name': 'nobody'}, {'name': 'dc-bob'}, {'name': 'dc-bob'}]})
 case('AlterUserScramCredentials', 'deletions', versions='all', request={'upsertions': [scram_up('dc-alice', 2)],
      'deletions': [{'name': 'dc-bob', 'mechanism': 1}, {'name': 'nobody', 'mechanism': 1},
-                   {'name': 'dc-alice', 'mechanism': 1}, {'name': 'dc-zero', 'mechanism': 0}]})
+                   {'name': 'dc-alice', 'mechanism': 1}, {'name': 'dc-zero', 'mechanism': 0}]},
+     settle=settle_scram({'dc-alice': {1}, 'dc-bob': {2}}))  # dc-alice named twice: DUPLICATE_RESOURCE, unchanged
 case('AlterUserScramCredentials', 'delete-last', versions='all',
-     request={'upsertions': [], 'deletions': [{'name': 'dc-bob', 'mechanism': 2}]})
+     request={'upsertions': [], 'deletions': [{'name': 'dc-bob', 'mechanism': 2}]},
+     settle=settle_scram({'dc-alice': {1}}))
 case('DescribeUserScramCredentials', 'after-deletions', versions='all', request={'users': None})
 unsupported('DescribeUserScramCredentials', [99])
 unsupported('AlterUserScramCredentials', [99])
