@@ -25,7 +25,7 @@
 # over SSL with ssl.client.auth=required (issue #23): replication.py's RF 3 sections and txn.py's transaction across
 # three leaders over it, every inter-broker connection logged over TLS, clients on a second SSL listener, a broker
 # of another CA kept out of the ISR, a certificate for another address refused, bad settings stopping the broker
-# (about 35 s). Then tools.py: Kafka's kafka-topics.sh, kafka-broker-api-versions.sh,
+# (about 35 s). Then security_etcd.py: ACLs and SCRAM credentials in etcd across three brokers (issue #23). Then tools.py: Kafka's kafka-topics.sh, kafka-broker-api-versions.sh,
 # kafka-configs.sh and kafka-consumer-groups.sh through any broker. Then lifecycle.py: a 1,000-partition
 # CreateTopics with a Produce the moment a leader shows, the __consumer_offsets shape, delete while a broker
 # is down, a rolling restart under load. Then faults.py: etcd and the brokers each in a network namespace;
@@ -54,7 +54,7 @@ fi
 total_p=0
 total_f=0
 status=0
-for t in selftest membership e2e replication_factors replication_default replication ctl_shutdown pids groups grouplag remote_lag txn interbroker_tls tools lifecycle faults jepsen metrics; do
+for t in selftest membership e2e replication_factors replication_default replication ctl_shutdown pids groups grouplag remote_lag txn interbroker_tls security_etcd tools lifecycle faults jepsen metrics; do
     out=$(mktemp)
     extra=()
     [ "$t" = jepsen ] && extra=(--rf 3 --seeds 1,2)
