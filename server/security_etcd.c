@@ -133,10 +133,10 @@ static void first_read_cb(void *ctx, const struct gr_etcd_result *res)
 {
     struct gr_security_etcd *se = ctx;
     se->first_read = NULL;
-    int64_t from = 0;
+    int64_t from = 1; /* read failed: the watch replays the keys' history (or resyncs from a snapshot) */
     if (res->status != GR_ETCD_OK) {
-        GR_ERROR("security: reading %s: %s (watching from now; the state comes with the next change)",
-                 se->prefix, res->message);
+        GR_ERROR("security: reading %s: %s (the watch replays them from revision 1 instead)", se->prefix,
+                 res->message);
     } else {
         bool have[2] = {false, false};
         for (size_t i = 0; i < res->op.kv_count; i++) {

@@ -13,7 +13,9 @@
  * times. The client's answer waits for etcd's acknowledgement. Every broker reads both keys after joining
  * and watches them: a new value replaces the broker's authorizer ACLs / credential store whole; a value
  * that fails to parse or exceeds GR_SECURITY_ETCD_VALUE_MAX is refused (logged, the previous state kept).
- * Until the first read arrives the broker has no ACLs (every non-super user refused) and no credentials.
+ * Until the first read arrives the broker has no ACLs (every non-super user refused) and no credentials (a
+ * failed first read: the watch starts at revision 1, replaying the keys' history or resyncing from a
+ * snapshot when compacted).
  * Read next: server/handlers/create_acls.c, server/handlers/alter_user_scram_credentials.c.
  */
 #ifndef GR_SECURITY_ETCD_H
