@@ -146,7 +146,11 @@ def t_acls(run, etcd, bs, st):
 
 
 def t_bad_value(run, etcd, bs, st):
-    keys = [k for k in etcd.get_prefix(rp.PREFIX + '/') if k.endswith('/security/acls')]
+    kv = etcd.get_prefix(rp.PREFIX + '/')
+    for k_, v in kv.items():
+        if '/security/' in k_:
+            figures.append(f'{k_.rsplit("/", 1)[1]} value in etcd: {len(v)} bytes')
+    keys = [k for k in kv if k.endswith('/security/acls')]
     eq('one ACL key in etcd', 1, len(keys))
     if not keys:
         return
