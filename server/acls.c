@@ -66,6 +66,10 @@ int gr_acls_setup(struct gr_broker *b, const char *log_dir)
         GR_ERROR("config: %s", err);
         return -1;
     }
+    if (!log_dir) { /* cluster mode: the ACLs come from etcd (server/security_etcd.h) */
+        GR_INFO("acls: authorizer on (StandardAuthorizer rules), the ACLs from etcd");
+        return 0;
+    }
     b->acls_dir = strdup(log_dir);
     char *path = file_path(log_dir, GR_ACLS_FILE);
     if (!b->acls_dir || !path) {

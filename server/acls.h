@@ -5,7 +5,7 @@
  * Storage: one node keeps the ACLs in <log dir>/__gregor_acls (the image of gr_authz_serialize), replaced
  * atomically after every CreateAcls/DeleteAcls that changed something (temp file, fsync, rename, directory
  * fsync) before the response is sent, read at start; a damaged file stops the broker naming it. Cluster
- * mode: not yet shared through etcd (each broker keeps its own file; the next slice).
+ * mode: one etcd key shared by every broker (server/security_etcd.h); no file is read or written.
  * Read next: common/acl.h, server/handlers/create_acls.c.
  */
 #ifndef GR_ACLS_H
@@ -24,7 +24,8 @@ struct gr_req;
 
 /* Sets b->authz from the settings: NULL when authorizer.class.name is empty (no authorization, as Kafka);
  * else an authorizer with super.users and allow.everyone.if.no.acl.found, its ACLs read from `log_dir`'s
- * file. Returns 0, or -1 after logging why (a bad super.users entry, an unreadable or damaged file). */
+ * file (`log_dir` NULL in cluster mode: no ACLs until server/security_etcd.c installs etcd's). Returns 0, or
+ * -1 after logging why (a bad super.users entry, an unreadable or damaged file). */
 int gr_acls_setup(struct gr_broker *b, const char *log_dir);
 /* Frees b->authz (at shutdown). */
 void gr_acls_free(struct gr_broker *b);

@@ -56,6 +56,7 @@ struct gr_producer_id_manager;
 struct gr_producer_ids_etcd;
 struct gr_image;
 struct gr_member;
+struct gr_security_etcd;
 struct gr_controller;
 struct gr_ctl_lease;
 struct gr_replicas;
@@ -184,6 +185,7 @@ struct gr_broker {
     struct gr_topic_writer *topic_writer; /* every topic change goes through it (cluster/topic_writer.h) */
     struct gr_producer_id_manager *producer_ids;    /* InitProducerId's ids (server/producer_ids.c) */
     struct gr_producer_ids_etcd *producer_ids_etcd; /* cluster mode: their source, owning producer_ids */
+    struct gr_security_etcd *security_etcd; /* cluster mode: ACLs and SCRAM in etcd (security_etcd.h) */
     struct gr_member *member; /* cluster mode: registration and the image's etcd feed (server/membership.c);
                                  NULL in single-node mode */
     struct gr_scram_store scram;      /* SCRAM credentials (server/scram_store.h), read at start, changed by

@@ -30,6 +30,7 @@
 #include "server/broker.h"
 #include "server/dynconf.h"
 #include "server/scram_store.h"
+#include "server/security_etcd.h"
 #include "storage/cleaner.h"
 #include "server/groups.h"
 #include "server/txns.h"
@@ -307,7 +308,9 @@ int main(int argc, char **argv)
     }
     sc.log_dir = dir;
     if (gr_dynconf_load(&b->cfg, dir) < 0) return refused(b); /* kafka-configs.sh --entity-type brokers */
-    if (gr_scram_store_load(&b->scram, dir) < 0) return refused(b); /* --entity-type users (SCRAM) */
+    bool in_cluster = b->cfg.settings.gregor_metadata_etcd_endpoint_count > 0;
+    /* --entity-type users (SCRAM): the file on one node; etcd in a cluster (server/security_etcd.h) */
+    if (!in_cluster && gr_scram_store_load(&b->scram, dir) < 0) return refused(b);
     gr_dynconf_store_config(&b->cfg, &sc);
     sc.flusher_threads = (int)gr_config_int(&b->cfg, "gregor.flusher.threads");
     sc.cleaner_enable = gr_config_bool(&b->cfg, "log.cleaner.enable");
@@ -341,7 +344,8 @@ int main(int argc, char **argv)
     /* the admin listener (server/admin_http.h): a busy port or a bad value is a refused config */
     if (gr_admin_http_start(b, &b->admin) < 0) return refused(b);
     if (lock_log_dir(dir) < 0) return 1;
-    if (gr_acls_setup(b, dir) < 0) return refused(b); /* a bad super.users or a damaged ACL file */
+    /* a bad super.users or a damaged ACL file; in a cluster the ACLs come from etcd (no file is read) */
+    if (gr_acls_setup(b, cluster ? NULL : dir) < 0) return refused(b);
     /* cluster mode: the cluster id is settled with etcd before the store may write a new meta.properties */
     if (cluster && gr_membership_resolve(b, dir, &sc.cluster_id) < 0) return 1;
     raise_open_files_limit();
@@ -388,6 +392,8 @@ int main(int argc, char **argv)
 
     /* cluster mode: registered, the whole metadata read and watched before any client is served */
     if (cluster && gr_membership_join(b) < 0) return 1;
+    /* cluster mode: the ACLs and SCRAM credentials read from etcd and watched */
+    if (cluster && gr_security_etcd_start(b) < 0) return 1;
     /* producer id blocks: the log directory's file, or etcd's counter once registered (the broker epoch) */
     if (gr_producer_ids_start(b)) return 1;
     /* the transaction coordinator: an existing __transaction_state starts loading on the
@@ -448,6 +454,7 @@ int main(int argc, char **argv)
     ev_async_stop(b->loop, &b->flush_async);
     ev_async_stop(b->loop, &b->io_async);
     gr_store_close(b->store);
+    gr_security_etcd_stop(b);              /* borrows the member's etcd client */
     gr_topic_writer_free(b->topic_writer); /* borrows the member's etcd client */
     gr_membership_stop(b);                 /* revokes the lease: the registration is gone at once */
     gr_image_free(b->image);

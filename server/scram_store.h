@@ -10,7 +10,7 @@
  *
  * Bounds (Gregor's, Kafka has none but the request size): a user name at most GR_SCRAM_NAME_MAX bytes, a
  * salt at most GR_SCRAM_SALT_MAX, at most GR_SCRAM_USERS_MAX users. One node only: in cluster mode
- * (gregor.metadata.etcd.endpoints) each broker keeps its own file (etcd storage is not built yet).
+ * (gregor.metadata.etcd.endpoints) the same text is one etcd key (server/security_etcd.h); no file is read.
  * Read next: server/sasl_scram.h (the mechanism reading these), handlers/alter_user_scram_credentials.c.
  */
 #ifndef GR_SCRAM_STORE_H

@@ -29,6 +29,7 @@
 # with SCRAM-SHA-512, credentials added after start): replication.py's RF 3 sections over it, every fetcher
 # connection logged with SASL as User:broker, a leader without User:broker in super.users refusing its fetches,
 # a wrong password kept out of the ISR without spinning, bad settings stopping the broker (about 30 s).
+# Then security_etcd.py: ACLs and SCRAM credentials in etcd across three brokers (issue #23; about 5 s).
 # Then tools.py: Kafka's kafka-topics.sh, kafka-broker-api-versions.sh,
 # kafka-configs.sh and kafka-consumer-groups.sh through any broker. Then lifecycle.py: a 1,000-partition
 # CreateTopics with a Produce the moment a leader shows, the __consumer_offsets shape, delete while a broker
@@ -58,7 +59,7 @@ fi
 total_p=0
 total_f=0
 status=0
-for t in selftest membership e2e replication_factors replication_default replication ctl_shutdown pids groups grouplag remote_lag txn interbroker_tls interbroker_sasl tools lifecycle faults jepsen metrics; do
+for t in selftest membership e2e replication_factors replication_default replication ctl_shutdown pids groups grouplag remote_lag txn interbroker_tls interbroker_sasl security_etcd tools lifecycle faults jepsen metrics; do
     out=$(mktemp)
     extra=()
     [ "$t" = jepsen ] && extra=(--rf 3 --seeds 1,2)

@@ -22,23 +22,17 @@
 
 #include "common/log.h"
 #include "server/acls.h"
+#include "server/handlers/alter_user_scram.h"
 #include "server/handlers/handlers.h"
 #include "server/scram_store.h"
+#include "server/security_etcd.h"
 #include "storage/store.h"
-
-typedef struct gr_alter_user_scram_credentials_response_alter_user_scram_credentials_result result_t;
-
-struct alter_state {
-    result_t *ok; /* the accepted users' rows: [0, ok_count) */
-    int32_t ok_count;
-    int err;
-};
 
 static void stored(struct gr_req *req, void *item, int err, struct gr_topic *t)
 {
     (void)req;
     (void)t;
-    struct alter_state *st = item;
+    struct gr_scram_alter_state *st = item;
     st->err = err;
     if (err)
         GR_ERROR("writing %s: %s (SCRAM credentials changed in memory only)", GR_SCRAM_FILE, strerror(-err));
@@ -46,7 +40,7 @@ static void stored(struct gr_req *req, void *item, int err, struct gr_topic *t)
 
 static void all_done(struct gr_req *req)
 {
-    struct alter_state *st = req->hstate;
+    struct gr_scram_alter_state *st = req->hstate;
     if (!st || !st->err) return;
     for (int32_t i = 0; i < st->ok_count; i++) {
         st->ok[i].error_code = GR_ERR_KAFKA_STORAGE_ERROR;
@@ -54,48 +48,31 @@ static void all_done(struct gr_req *req)
     }
 }
 
-typedef struct gr_alter_user_scram_credentials_request_scram_credential_deletion deletion_t;
-typedef struct gr_alter_user_scram_credentials_request_scram_credential_upsertion upsertion_t;
-
-/* Kafka's checks of a user's first entry `i` (deletions first, then upsertions at nd + j). */
-static int16_t check(const struct gr_scram_store *s,
-                     const struct gr_alter_user_scram_credentials_request *body, int32_t nd, int32_t i,
-                     const char **msg)
+static int scram_apply(void *ctx, const char *cur, size_t cur_len, char **out, size_t *out_len)
 {
-    if (i >= nd) {
-        const upsertion_t *u = &body->upsertions.items[i - nd];
-        size_t salt_len = u->salt.len > 0 ? (size_t)u->salt.len : 0;
-        return gr_scram_check_upsert((size_t)u->name.len, u->mechanism, u->iterations, salt_len, msg);
+    struct gr_scram_alter *dc = ctx;
+    struct gr_scram_store s = {0};
+    char err[256];
+    if (cur_len > 0 && gr_scram_store_parse(&s, cur, cur_len, err, sizeof err) < 0) {
+        gr_scram_store_clear(&s);
+        GR_ERROR("etcd's SCRAM credentials do not parse (%s): AlterUserScramCredentials refused", err);
+        gr_scram_alter_decide(dc, &s); /* the rows; all_done marks the accepted ones failed */
+        gr_scram_store_clear(&s);
+        return -EINVAL;
     }
-    const deletion_t *d = &body->deletions.items[i];
-    if (d->name.len == 0) return *msg = "Username must not be empty", GR_ERR_UNACCEPTABLE_CREDENTIAL;
-    if (!gr_scram_digest_len(d->mechanism))
-        return *msg = "Unknown SCRAM mechanism", GR_ERR_UNSUPPORTED_SASL_MECHANISM;
-    if (!gr_scram_store_cred(s, d->name.ptr, (size_t)d->name.len, d->mechanism))
-        return *msg = "Attempt to delete a user credential that does not exist", GR_ERR_RESOURCE_NOT_FOUND;
-    return GR_ERR_NONE;
+    int rc = 0;
+    if (gr_scram_alter_decide(dc, &s)) rc = (*out = gr_scram_store_format(&s, out_len)) ? 1 : -ENOMEM;
+    gr_scram_store_clear(&s);
+    return rc;
 }
 
-/* Applies the accepted entry `i` to the store. Returns its error code (NONE when applied). */
-static int16_t apply(struct gr_scram_store *s, const struct gr_alter_user_scram_credentials_request *body,
-                     int32_t nd, int32_t i, const char **msg)
+static void scram_done(void *ctx, int err)
 {
-    int err;
-    if (i < nd) {
-        const deletion_t *d = &body->deletions.items[i];
-        err = gr_scram_store_delete(s, d->name.ptr, (size_t)d->name.len, d->mechanism);
-    } else {
-        const upsertion_t *u = &body->upsertions.items[i - nd];
-        err = gr_scram_store_upsert(s, u->name.ptr, (size_t)u->name.len, u->mechanism, u->iterations,
-                                    u->salt.ptr, u->salt.len > 0 ? (size_t)u->salt.len : 0,
-                                    u->salted_password.ptr,
-                                    u->salted_password.len > 0 ? (size_t)u->salted_password.len : 0);
-    }
-    if (err == -ENOSPC)
-        return *msg = "Too many users with SCRAM credentials (10000)", GR_ERR_UNACCEPTABLE_CREDENTIAL;
-    if (err == -EINVAL) return *msg = "Username must not contain NUL", GR_ERR_UNACCEPTABLE_CREDENTIAL;
-    if (err) return *msg = "Out of memory", GR_ERR_UNKNOWN_SERVER_ERROR;
-    return GR_ERR_NONE;
+    struct gr_scram_alter *dc = ctx;
+    dc->st->err = err;
+    if (err) GR_ERROR("writing SCRAM credentials to etcd: %s", strerror(-err));
+    all_done(dc->req);
+    gr_req_finish(dc->req);
 }
 
 enum gr_handler_rc gr_handle_alter_user_scram_credentials(struct gr_req *req)
@@ -110,7 +87,7 @@ enum gr_handler_rc gr_handle_alter_user_scram_credentials(struct gr_req *req)
     int16_t *code = gr_arena_calloc(&req->arena, (size_t)n + 1, sizeof *code);
     const char **msg = gr_arena_calloc(&req->arena, (size_t)n + 1, sizeof *msg);
     resp->results.items = gr_arena_calloc(&req->arena, (size_t)n + 1, sizeof *resp->results.items);
-    struct alter_state *st = gr_arena_calloc(&req->arena, 1, sizeof *st);
+    struct gr_scram_alter_state *st = gr_arena_calloc(&req->arena, 1, sizeof *st);
     if (!keys || !code || !msg || !resp->results.items || !st) return GR_HANDLER_CLOSE;
     for (int32_t i = 0; i < n; i++)
         keys[i] = (struct gr_req_key){
@@ -121,35 +98,39 @@ enum gr_handler_rc gr_handle_alter_user_scram_credentials(struct gr_req *req)
     if (!gr_req_authorized_cluster(req, GR_ACL_OP_ALTER)) { /* KafkaApis: each user once, sorted */
         for (int32_t i = 0; i < n; i++) {
             if (i > 0 && gr_str_eq(keys[i].name, keys[i - 1].name)) continue;
-            result_t *r = &resp->results.items[resp->results.count++];
+            gr_scram_alter_result_t *r = &resp->results.items[resp->results.count++];
             gr_alter_user_scram_credentials_response_alter_user_scram_credentials_result_init(r);
             r->user = keys[i].name;
             r->error_code = GR_ERR_CLUSTER_AUTHORIZATION_FAILED;
         }
         return GR_HANDLER_DONE;
     }
-    bool changed = false;
-    for (int32_t i = 0; i < n; i++) { /* each user's first entry decides */
-        if (first[i] != i) continue;
-        code[i] = check(s, body, nd, i, &msg[i]);
-        if (!code[i] && repeated[i])
-            code[i] = GR_ERR_DUPLICATE_RESOURCE,
-            msg[i] = "A user credential cannot be altered twice in the same request";
-    }
-    for (int32_t i = 0; i < n; i++) /* every check before the first change: deletions see the old store */
-        if (first[i] == i && !code[i]) changed |= (code[i] = apply(s, body, nd, i, &msg[i])) == GR_ERR_NONE;
-    for (int pass = 0; pass < 2; pass++) /* accepted users first (deletions, upsertions), then refused ones */
-        for (int32_t i = 0; i < n; i++) {
-            if (first[i] != i || (pass == 0) != (code[i] == 0)) continue;
-            result_t *r = &resp->results.items[resp->results.count++];
-            gr_alter_user_scram_credentials_response_alter_user_scram_credentials_result_init(r);
-            r->user = i < nd ? body->deletions.items[i].name : body->upsertions.items[i - nd].name;
-            r->error_code = code[i];
-            if (code[i])
-                r->error_message = gr_str_c(msg[i]);
-            else
-                st->ok_count++;
+    struct gr_scram_alter *dc = gr_arena_calloc(&req->arena, 1, sizeof *dc);
+    if (!dc) return GR_HANDLER_CLOSE;
+    *dc = (struct gr_scram_alter){req, first, repeated, code, msg, nd, n, st};
+    req->hstate = st;
+    if (gr_security_etcd_on(req->broker)) {
+        if (gr_security_etcd_update(req->broker, GR_SECURITY_SCRAM, scram_apply, scram_done, dc) == 0)
+            return gr_req_await(req, NULL); /* scram_done finishes it */
+        size_t len; /* not started: the rows as they would be on a copy, each accepted one failed */
+        char *text = gr_scram_store_format(s, &len);
+        struct gr_scram_store copy = {0};
+        char err[256];
+        if (!text || gr_scram_store_parse(&copy, text, len, err, sizeof err) < 0) {
+            if (text) OPENSSL_cleanse(text, len);
+            free(text);
+            gr_scram_store_clear(&copy);
+            return GR_HANDLER_CLOSE;
         }
+        OPENSSL_cleanse(text, len);
+        free(text);
+        gr_scram_alter_decide(dc, &copy);
+        gr_scram_store_clear(&copy);
+        st->err = -EIO;
+        all_done(req);
+        return GR_HANDLER_DONE;
+    }
+    bool changed = gr_scram_alter_decide(dc, s);
     st->ok = resp->results.items;
     req->hstate = st;
     if (!changed) return GR_HANDLER_DONE;

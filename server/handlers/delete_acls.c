@@ -4,44 +4,45 @@
  * for a filter with an UNKNOWN code; each filter's result lists the ACLs it matched, all matched against the
  * ACLs as they were before the request (an ACL two filters match is listed by both), then removed. The ACL
  * file (server/acls.h) is written before the response; when that fails nothing is removed and each filter
- * answers UNKNOWN_SERVER_ERROR. Read next: server/acls.h.
+ * answers UNKNOWN_SERVER_ERROR. Cluster mode: the filters are matched against etcd's ACL key and the
+ * matches removed from it (server/security_etcd.h, again after a lost compare); the answer waits for etcd's
+ * acknowledgement (UNKNOWN_SERVER_ERROR for each filter when the write fails). Read next: server/acls.h.
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/log.h"
 #include "server/acls.h"
+#include "server/handlers/delete_acls_etcd.h"
 #include "server/handlers/handlers.h"
+#include "server/security_etcd.h"
 
-/* Fills filter result `fr` with the ACLs `f` matches and marks them in `gone` (n ACLs). False when out of
-   request memory. */
-static bool match_filter(struct gr_req *req, const struct gr_acl_filter *f, bool *gone,
-                         struct gr_delete_acls_response_delete_acls_filter_result *fr)
+/* One node: removes the ACLs marked in `gone` (count) and writes the file; when that fails nothing is removed
+   and each of the n filters answers UNKNOWN_SERVER_ERROR. */
+static enum gr_handler_rc remove_and_save(struct gr_req *req, const bool *gone, int count, int32_t n)
 {
-    const struct gr_authorizer *a = req->broker->authz;
-    int n = gr_authz_count(a), nm = 0;
-    for (int i = 0; i < n; i++)
-        nm += gr_acl_filter_matches(f, gr_authz_at(a, i));
-    fr->matching_acls.items = gr_arena_calloc(&req->arena, (size_t)nm + 1, sizeof *fr->matching_acls.items);
-    if (!fr->matching_acls.items) return false;
-    fr->matching_acls.count = 0;
-    for (int i = 0; i < n; i++) {
-        const struct gr_acl *x = gr_authz_at(a, i);
-        if (!gr_acl_filter_matches(f, x)) continue;
-        gone[i] = true;
-        struct gr_delete_acls_response_delete_acls_matching_acl *m =
-            &fr->matching_acls.items[fr->matching_acls.count++];
-        gr_delete_acls_response_delete_acls_matching_acl_init(m);
-        m->resource_type = x->resource_type;
-        m->pattern_type = x->pattern_type;
-        m->operation = x->operation;
-        m->permission_type = x->permission;
-        m->resource_name = gr_str_c(gr_arena_strndup(&req->arena, x->name, strlen(x->name)));
-        m->principal = gr_str_c(gr_arena_strndup(&req->arena, x->principal, strlen(x->principal)));
-        m->host = gr_str_c(gr_arena_strndup(&req->arena, x->host, strlen(x->host)));
-        if (!m->resource_name.ptr || !m->principal.ptr || !m->host.ptr) return false;
+    struct gr_delete_acls_response *resp = req->resp;
+    struct gr_broker *b = req->broker;
+    size_t len = 0;
+    char *old = gr_authz_serialize(b->authz, &len); /* to go back to when the file cannot be written */
+    if (!old) return GR_HANDLER_CLOSE;
+    for (int i = count - 1; i >= 0; i--) /* from the end: the indexes before stay valid */
+        if (gone[i]) gr_authz_remove(b->authz, i);
+    if (gr_acls_save(b) < 0) {
+        char err[256];
+        if (gr_authz_parse(b->authz, old, len, err, sizeof err) < 0)
+            GR_ERROR("acls: cannot go back: %s", err);
+        for (int32_t i = 0; i < n; i++) {
+            struct gr_delete_acls_response_delete_acls_filter_result *fr = &resp->filter_results.items[i];
+            if (fr->error_code) continue;
+            fr->error_code = GR_ERR_UNKNOWN_SERVER_ERROR;
+            fr->error_message = gr_str_c("The ACL file could not be written");
+            fr->matching_acls.count = 0;
+        }
     }
-    return true;
+    free(old);
+    return GR_HANDLER_DONE;
 }
 
 enum gr_handler_rc gr_handle_delete_acls(struct gr_req *req)
@@ -62,6 +63,9 @@ enum gr_handler_rc gr_handle_delete_acls(struct gr_req *req)
         all_err = GR_ERR_SECURITY_DISABLED;
         all_msg = "No Authorizer is configured.";
     }
+    struct gr_delete_acls_etcd *de = NULL;
+    if (gr_security_etcd_on(b) && !all_err && n > 0 && !(de = gr_delete_acls_etcd_new(req, n)))
+        return GR_HANDLER_CLOSE;
     int count = b->authz ? gr_authz_count(b->authz) : 0;
     bool *gone = gr_arena_calloc(&req->arena, (size_t)count + 1, sizeof *gone);
     if (!gone) return GR_HANDLER_CLOSE;
@@ -88,29 +92,17 @@ enum gr_handler_rc gr_handle_delete_acls(struct gr_req *req)
             fr->error_message = gr_str_c(msg);
             continue;
         }
-        if (!match_filter(req, &f, gone, fr)) return GR_HANDLER_CLOSE;
+        if (de) {
+            de->fs[i] = f;
+            de->valid[i] = true;
+            continue;
+        }
+        if (!gr_delete_acls_match(req, b->authz, &f, gone, fr)) return GR_HANDLER_CLOSE;
     }
+    if (de) return gr_delete_acls_etcd_start(de);
     bool any = false;
     for (int i = 0; i < count; i++)
         any = any || gone[i];
     if (!any) return GR_HANDLER_DONE;
-    size_t len = 0;
-    char *old = gr_authz_serialize(b->authz, &len); /* to go back to when the file cannot be written */
-    if (!old) return GR_HANDLER_CLOSE;
-    for (int i = count - 1; i >= 0; i--) /* from the end: the indexes before stay valid */
-        if (gone[i]) gr_authz_remove(b->authz, i);
-    if (gr_acls_save(b) < 0) {
-        char err[256];
-        if (gr_authz_parse(b->authz, old, len, err, sizeof err) < 0)
-            GR_ERROR("acls: cannot go back: %s", err);
-        for (int32_t i = 0; i < n; i++) {
-            struct gr_delete_acls_response_delete_acls_filter_result *fr = &resp->filter_results.items[i];
-            if (fr->error_code) continue;
-            fr->error_code = GR_ERR_UNKNOWN_SERVER_ERROR;
-            fr->error_message = gr_str_c("The ACL file could not be written");
-            fr->matching_acls.count = 0;
-        }
-    }
-    free(old);
-    return GR_HANDLER_DONE;
+    return remove_and_save(req, gone, count, n);
 }
