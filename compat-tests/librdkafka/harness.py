@@ -925,6 +925,7 @@ def main():
     # lasts (pass 1): the budget spent on the default scenario's other tests must not leave a later scenario's
     # must-pass tests (0081:acl, 0135:sasl) unrun.
     passes = [lambda u: u in must, lambda u: u not in must] if args.must_pass else [lambda u: True]
+    made = {}
     try:
         for scen, in_pass in [(sc, f) for f in passes for sc in SCENARIOS]:
             todo = [u for u in order_run if unit_scenario(u) == scen and in_pass(u)]
@@ -940,7 +941,8 @@ def main():
                     results[u] = {"id": u, "name": ", ".join(s[5:] for s in units[u]), "result": "NOT RUN",
                                   "time": None, "note": "time budget (%ds) spent" % args.budget}
                 continue
-            broker = make_broker(scen)
+            broker = made.get(scen) or made.setdefault(scen, make_broker(scen))  # one per scenario: each
+            # start of it takes a new directory (broker-<scenario>-<generation>)
             broker.start()
             say("# scenario %s: %s at %s" % (scen, broker.describe(), broker.bootstrap))
             write_test_conf(os.path.join(work_root, "test-%s.conf" % scen), broker.bootstrap, scen)
