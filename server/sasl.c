@@ -12,6 +12,7 @@
 #include <openssl/crypto.h>
 
 #include "common/log.h"
+#include "common/strlist.h"
 #include "common/time.h"
 #include "protocol/errors.h"
 #include "protocol/header.h"
@@ -84,51 +85,40 @@ struct gr_sasl_listener *gr_sasl_listener_new(struct gr_broker *b, const char *l
         return NULL;
     }
     l->b = b;
-    const char *p = ss.enabled_mechanisms;
-    while (*p) {
-        while (*p == ' ' || *p == ',')
-            p++;
-        const char *e = p;
-        while (*e && *e != ',')
-            e++;
-        size_t n = (size_t)(e - p);
-        while (n && p[n - 1] == ' ')
-            n--;
-        if (n) {
-            const struct gr_sasl_mech *m = served_find(p, n);
-            if (!m) {
-                char names[256] = "";
-                for (int i = 0; i < NSERVED; i++)
-                    snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? ", " : "",
-                             served[i]->name);
-                snprintf(
-                    err, cap,
-                    "%s: listener %s enables SASL mechanism '%.*s', which Gregor does not serve (served: "
-                    "%s; Kafka's default is GSSAPI, so a SASL listener needs this key set)",
-                    ss.enabled_mechanisms_key, listener, (int)(n > 64 ? 64 : n), p, names);
+    const char *list = ss.enabled_mechanisms, *p;
+    size_t n;
+    while (gr_list_next(&list, &p, &n)) {
+        const struct gr_sasl_mech *m = served_find(p, n);
+        if (!m) {
+            char names[256] = "";
+            for (int i = 0; i < NSERVED; i++)
+                snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? ", " : "",
+                         served[i]->name);
+            snprintf(err, cap,
+                     "%s: listener %s enables SASL mechanism '%.*s', which Gregor does not serve (served: "
+                     "%s; Kafka's default is GSSAPI, so a SASL listener needs this key set)",
+                     ss.enabled_mechanisms_key, listener, (int)(n > 64 ? 64 : n), p, names);
+            gr_sasl_listener_free(l);
+            return NULL;
+        }
+        bool dup = false;
+        for (int i = 0; i < l->count; i++)
+            dup |= l->mechs[i] == m;
+        if (!dup && l->count < GR_SASL_ENABLED_MAX) {
+            void *ctx = NULL;
+            if (m->listener_new && !(ctx = m->listener_new(&b->cfg, listener, err, cap))) {
                 gr_sasl_listener_free(l);
                 return NULL;
             }
-            bool dup = false;
-            for (int i = 0; i < l->count; i++)
-                dup |= l->mechs[i] == m;
-            if (!dup && l->count < GR_SASL_ENABLED_MAX) {
-                void *ctx = NULL;
-                if (m->listener_new && !(ctx = m->listener_new(&b->cfg, listener, err, cap))) {
-                    gr_sasl_listener_free(l);
-                    return NULL;
-                }
-                struct gr_sasl_settings ms;
-                gr_config_sasl(&b->cfg, listener, m->name, &ms);
-                l->reauth_ms[l->count] = ms.reauth_ms ? strtoll(ms.reauth_ms, NULL, 10)
-                                                      : b->cfg.settings.connections_max_reauth_ms;
-                l->mechs[l->count] = m;
-                l->ctx[l->count++] = ctx;
-                if (l->names[0]) strcat(l->names, ",");
-                strcat(l->names, m->name);
-            }
+            struct gr_sasl_settings ms;
+            gr_config_sasl(&b->cfg, listener, m->name, &ms);
+            l->reauth_ms[l->count] =
+                ms.reauth_ms ? strtoll(ms.reauth_ms, NULL, 10) : b->cfg.settings.connections_max_reauth_ms;
+            l->mechs[l->count] = m;
+            l->ctx[l->count++] = ctx;
+            if (l->names[0]) strcat(l->names, ",");
+            strcat(l->names, m->name);
         }
-        p = e;
     }
     if (!l->count) {
         snprintf(err, cap, "%s: listener %s enables no SASL mechanism", ss.enabled_mechanisms_key, listener);

@@ -23,6 +23,7 @@
 #include <openssl/param_build.h>
 
 #include "common/log.h"
+#include "common/strlist.h"
 #include "common/time.h"
 #include "server/config.h"
 #include "server/jaas.h"
@@ -419,23 +420,13 @@ struct gr_oauth_validator *gr_oauth_validator_new(const struct gr_oauth_options 
     }
     if (!o->secured) return v;
     if (o->expected_audience) {
-        for (const char *p = o->expected_audience; *p;) {
-            while (*p == ',' || *p == ' ')
-                p++;
-            const char *q = p;
-            while (*q && *q != ',')
-                q++;
-            size_t n = (size_t)(q - p);
-            while (n && p[n - 1] == ' ')
-                n--;
-            if (n) {
-                if (v->naud == 16 || !(v->aud[v->naud++] = strndup(p, n))) {
-                    snprintf(err, cap, "sasl.oauthbearer.expected.audience: more than 16 audiences");
-                    goto fail;
-                }
+        const char *list = o->expected_audience, *p;
+        size_t n;
+        while (gr_list_next(&list, &p, &n))
+            if (v->naud == 16 || !(v->aud[v->naud++] = strndup(p, n))) {
+                snprintf(err, cap, "sasl.oauthbearer.expected.audience: more than 16 audiences");
+                goto fail;
             }
-            p = q;
-        }
     }
     if (o->expected_issuer && o->expected_issuer[0] && !(v->issuer = strdup(o->expected_issuer))) {
         snprintf(err, cap, "out of memory");
