@@ -685,8 +685,7 @@ static int conn_ktls_sendfile(struct gr_conn *conn, struct gr_req *r)
             conn_update_read(conn);
             return 1;
         }
-        if (n < 0) {
-            GR_WARN_RATELIMITED("connection %s on %s: %s, closing", conn->peer, conn->listener->name, why);
+        if (n < 0) { /* as a failed SSL_write: closed (a peer's reset is common, not worth a warning) */
             gr_conn_close(conn, why);
             return -1;
         }
