@@ -9,7 +9,9 @@
  *           -storetype JKS -keystore s.jks -storepass samepw11 -keypass samepw11
  * Checked: the key and chain, the key password defaulting to the store's, the truststore with and without
  * its password, and every refusal's exact message: a wrong store or key password, every truncation and
- * every flipped byte, hostile counts and lengths, an unknown tag, JCEKS, PEM text, an unknown type.
+ * every flipped byte, hostile counts and lengths, an unknown tag, JCEKS, PEM text, an unknown type; and the
+ * stores from the config keys (listener.name.<l>.ssl.*, ssl.truststore.password) through gr_tls_ctx_new and
+ * gr_tls_client_ctx_new, with Kafka's password rules.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -26,7 +28,9 @@
 #include <openssl/evp.h>
 #include <openssl/x509.h>
 
+#include "server/config.h"
 #include "server/keystore.h"
+#include "server/tls.h"
 
 /* k.jks, t.jks and s.jks, as keytool wrote them (see above) */
 static const unsigned char ks_jks[] = {
@@ -357,12 +361,79 @@ static void test_store_load(void **state)
     rmdir(dir);
 }
 
+/* The stores through the config keys and the TLS contexts (server/tls.h), listener and client side. */
+static void test_tls_contexts(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/gregor-keystore-XXXXXX", ks[256], ts[256], want[700];
+    assert_non_null(mkdtemp(dir));
+    put(dir, "k.jks", ks_jks, sizeof ks_jks, ks, sizeof ks);
+    put(dir, "t.jks", ts_jks, sizeof ts_jks, ts, sizeof ts);
+    struct gr_config cfg;
+    gr_config_init(&cfg);
+    assert_int_equal(gr_config_set(&cfg, "listener.name.internal.ssl.keystore.location", ks), 0);
+    assert_int_equal(gr_config_set(&cfg, "ssl.keystore.password", "storepw1"), 0);
+    assert_int_equal(gr_config_set(&cfg, "ssl.key.password", "keypw123"), 0);
+    assert_int_equal(gr_config_set(&cfg, "ssl.truststore.location", ts), 0);
+    assert_int_equal(gr_config_set(&cfg, "ssl.truststore.password", "trustpw1"), 0);
+    assert_int_equal(gr_config_set(&cfg, "ssl.client.auth", "required"), 0);
+    struct gr_ssl_settings s;
+    gr_config_ssl(&cfg, "INTERNAL", &s);
+    assert_string_equal(s.keystore_type, "JKS"); /* Kafka's default */
+    assert_string_equal(s.truststore_password, "trustpw1");
+    err[0] = 0;
+    struct ssl_ctx_st *ctx = gr_tls_ctx_new("INTERNAL", &s, err, sizeof err);
+    assert_non_null(ctx);
+    gr_tls_ctx_free(ctx);
+    bool vh;
+    ctx = gr_tls_client_ctx_new("INTERNAL", &s, &vh, err, sizeof err);
+    assert_non_null(ctx);
+    gr_tls_ctx_free(ctx);
+    /* a wrong truststore password, then a wrong keystore password: refused naming the key */
+    s.truststore_password = "nope";
+    assert_null(gr_tls_ctx_new("INTERNAL", &s, err, sizeof err));
+    snprintf(want, sizeof want,
+             "listener INTERNAL: ssl.truststore.password: wrong password or damaged store ('%s')", ts);
+    assert_string_equal(err, want);
+    s.truststore_password = "trustpw1";
+    s.keystore_password = "nope";
+    assert_null(gr_tls_client_ctx_new("INTERNAL", &s, &vh, err, sizeof err));
+    snprintf(want, sizeof want,
+             "listener INTERNAL (inter-broker client): ssl.keystore.password: wrong password or damaged "
+             "store ('%s')",
+             ks);
+    assert_string_equal(err, want);
+    /* Kafka's rules: a keystore needs its password; a truststore password needs a truststore; PEM takes none
+     */
+    s.keystore_password = NULL;
+    assert_null(gr_tls_ctx_new("INTERNAL", &s, err, sizeof err));
+    snprintf(want, sizeof want,
+             "listener INTERNAL: ssl.keystore.password: unset, but '%s' is a JKS keystore, which needs its "
+             "password",
+             ks);
+    assert_string_equal(err, want);
+    s.keystore_password = "storepw1";
+    s.truststore_location = NULL;
+    assert_null(gr_tls_ctx_new("INTERNAL", &s, err, sizeof err));
+    assert_string_equal(
+        err, "listener INTERNAL: ssl.truststore.password is set but ssl.truststore.location is not");
+    s.truststore_location = ts;
+    s.truststore_type = "PEM";
+    assert_null(gr_tls_ctx_new("INTERNAL", &s, err, sizeof err));
+    assert_string_equal(err, "listener INTERNAL: ssl.truststore.password cannot be specified for PEM format");
+    gr_config_free(&cfg);
+    unlink(ks);
+    unlink(ts);
+    rmdir(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_keystore_loads), cmocka_unit_test(test_keystore_passwords),
         cmocka_unit_test(test_truststore),     cmocka_unit_test(test_damaged),
         cmocka_unit_test(test_hostile),        cmocka_unit_test(test_store_load),
+        cmocka_unit_test(test_tls_contexts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
