@@ -49,7 +49,7 @@ broker_start --override "listeners=SSL://127.0.0.1:0,MTLS://127.0.0.1:0,MTLSP://
     --override listener.name.mtlsp.ssl.truststore.type=PKCS12 --override "listener.name.mtlsp.ssl.truststore.location=$CERTS/trust.p12" \
     --override listener.name.mtlsp.ssl.truststore.password=trustpw \
     --override listener.name.mtlsn.ssl.client.auth=required --override "listener.name.mtlsn.ssl.truststore.location=$CERTS/trust.jks" ||
-    { fail "broker with JKS and PKCS12 stores starts" "$(tail -2 "$BROKER_DIR/log" 2>/dev/null)"; return 0; }
+    { fail "broker with JKS and PKCS12 stores starts" "$(tail -1 "$BROKER_DIR/broker.log" 2>/dev/null)"; return 0; }
 S_SSL=$BROKER
 S_MTLS=$(grep '^MTLS ' "$BROKER_DIR/listener" | cut -d' ' -f2)
 S_MTLSP=$(grep '^MTLSP ' "$BROKER_DIR/listener" | cut -d' ' -f2)
