@@ -7,7 +7,7 @@ key; PBE-SHA1-3DES, since the JDK 17 Kafka runs on has no PBES2 key factory), th
 start-kafka.sh) and Gregor, each with three listeners: PLAINTEXT, SSL and SASL_SSL (SASL PLAIN, one user from
 the listener's JAAS line). On each listener it runs the same librdkafka 2.0.2 clients (bench/rdk_perf):
   - produce: 1 KiB records, 8 partitions, acks=1, no compression, linger.ms=5, for SECONDS;
-  - consume: a 256 MiB topic (1 KiB records, 1 partition, filled over PLAINTEXT) read from the start;
+  - consume: a 1 GiB topic (--consume-mb) (1 KiB records, 1 partition, filled over PLAINTEXT) read from the start;
 and records the client's MB/s and the broker's CPU seconds (utime+stime, all threads) per GB of record values.
 Then TLS handshakes per second: `openssl s_time -new` (a full handshake per connection, no data) against
 each broker's SSL listener for SECONDS, with the broker's CPU milliseconds per handshake.
@@ -241,9 +241,9 @@ def run_git(*a):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--seconds", type=float, default=10.0, help="per produce run and handshake run (10)")
-    ap.add_argument("--consume-mb", type=int, default=256, help="the consume topic's size in MiB (256)")
+    ap.add_argument("--consume-mb", type=int, default=1024, help="the consume topic's size in MiB (1024)")
     ap.add_argument("--gregor-only", action="store_true", help="no Kafka (a harness check)")
     ap.add_argument("--protocols", default=",".join(PROTOCOLS), help="listeners measured (PLAINTEXT,SSL,SASL_SSL)")
     ap.add_argument("--gregor", default=None, help="broker binary (default: the release build in build-bench/)")

@@ -168,6 +168,59 @@ int gr_cluster_range_end(const char *prefix, size_t len, char *out)
     return (int)len;
 }
 
+static bool scram_plain(unsigned char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+           c == '_' || c == '-';
+}
+
+int gr_cluster_scram_escape(const char *name, size_t len, char *out, size_t cap)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    size_t o = 0;
+    if (len == 0) return -EINVAL;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)name[i];
+        size_t need = scram_plain(c) ? 1 : 3;
+        if (o + need + 1 > cap || o + need > INT32_MAX) return -EINVAL;
+        if (need == 1) {
+            out[o++] = (char)c;
+        } else {
+            out[o++] = '%';
+            out[o++] = hex[c >> 4];
+            out[o++] = hex[c & 15];
+        }
+    }
+    out[o] = '\0';
+    return (int)o;
+}
+
+static int upper_hex(char c)
+{
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+int gr_cluster_scram_unescape(const char *seg, size_t len, char *out, size_t cap)
+{
+    size_t o = 0;
+    if (len == 0 || len > INT32_MAX) return -EINVAL;
+    for (size_t i = 0; i < len; o++) {
+        if (o >= cap) return -EINVAL;
+        unsigned char c = (unsigned char)seg[i];
+        if (c != '%') {
+            if (!scram_plain(c)) return -EINVAL;
+            out[o] = (char)c;
+            i++;
+            continue;
+        }
+        int hi = i + 2 < len ? upper_hex(seg[i + 1]) : -1, lo = hi >= 0 ? upper_hex(seg[i + 2]) : -1;
+        if (lo < 0 || scram_plain((unsigned char)(hi << 4 | lo))) return -EINVAL;
+        out[o] = (char)(hi << 4 | lo);
+        i += 3;
+    }
+    return (int)o;
+}
+
 /* A canonical decimal in [0, max]: digits only, no leading zero unless it is "0". 0 or -EINVAL. */
 static int parse_index(const char *s, size_t len, int64_t max, int32_t *out)
 {

@@ -109,6 +109,18 @@ int gr_cluster_prefix_partitions(const struct gr_cluster_layout *lay, struct gr_
  * or one whose last byte is 0xff. */
 int gr_cluster_range_end(const char *prefix, size_t len, char *out);
 
+/* A SCRAM user's key segment (the key is `<root>security/scram/<segment>`, server/security_etcd.h): the
+ * name's bytes [A-Za-z0-9._-] as they are, every other byte (a '/', '%', control byte, space, each byte of
+ * a non-ASCII UTF-8 character) as '%' and two upper-case hex digits, so the segment is one key level and
+ * the mapping is one-to-one. Writes the segment and a NUL into `out` (`cap` bytes; 3 * len + 1 always
+ * fits) and returns its length, or -EINVAL for an empty name or one that does not fit. */
+int gr_cluster_scram_escape(const char *name, size_t len, char *out, size_t cap);
+/* The inverse: decodes `seg` (`len` bytes) into `out` (`cap` bytes, no NUL added) and returns the name's
+ * length, or -EINVAL for an empty segment, a '%' not followed by two upper-case hex digits, a byte that
+ * would have been escaped standing bare, an escaped byte that needs none (not canonical: two segments
+ * never name one user), or a name over `cap`. */
+int gr_cluster_scram_unescape(const char *seg, size_t len, char *out, size_t cap);
+
 /* Classifies `key` (`len` bytes, as a watch event or a range response carries it, not NUL-terminated) of
  * the layout `lay`. Returns 0 with `out` filled; -EINVAL when the key is not under the root or is malformed
  * under a known kind (a node id with a sign or a leading zero or out of range, an invalid topic name or

@@ -182,6 +182,11 @@ bool gr_tls_pending(const struct ssl_st *ssl)
     return SSL_pending(ssl) > 0;
 }
 
+bool gr_tls_buffered(const struct ssl_st *ssl)
+{
+    return SSL_has_pending(ssl) == 1;
+}
+
 bool gr_tls_handshake_done(const struct ssl_st *ssl)
 {
     return SSL_is_init_finished(ssl) == 1;

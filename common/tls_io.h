@@ -64,6 +64,12 @@ ssize_t gr_tls_sendfile(struct ssl_st *ssl, int fd, off_t off, size_t len, enum 
                         size_t cap);
 /* Whether decrypted bytes wait inside the session (the socket may be drained while they do). */
 bool gr_tls_pending(const struct ssl_st *ssl);
+/* Whether the session holds received bytes not yet returned by gr_tls_read: decrypted bytes, or, on a
+ * context with read-ahead (server/tls.c's listener contexts), records read from the socket and not yet
+ * decrypted, possibly only the start of one. The socket may never call back for them, so a caller comes back
+ * to them itself, but never right after a gr_tls_read that answered -1 with WANT_READ: then what is held is
+ * an incomplete record that waits for the socket, and coming back would spin (OpenSSL's SSL_has_pending). */
+bool gr_tls_buffered(const struct ssl_st *ssl);
 /* Whether the handshake is finished. */
 bool gr_tls_handshake_done(const struct ssl_st *ssl);
 /* The protocol version the session runs ("TLSv1.3"), for logs; static text. */

@@ -133,15 +133,18 @@ struct gr_broker_settings {
  * each field is listener.name.<listener, lower case>.<key> when set, else the broker-wide <key>, else Kafka's
  * default. Strings are borrowed from the config; NULL = unset (null). */
 struct gr_ssl_settings {
-    const char *keystore_type;              /* ssl.keystore.type, default JKS (Gregor reads PEM only) */
-    const char *keystore_location;          /* ssl.keystore.location: key and certificate chain, one PEM */
+    const char *keystore_type;              /* ssl.keystore.type: JKS (default), PKCS12 or PEM */
+    const char *keystore_location;          /* ssl.keystore.location: the store (PEM: key and chain) */
     const char *keystore_key;               /* ssl.keystore.key: inline PEM private key (KIP-651) */
     const char *keystore_certificate_chain; /* ssl.keystore.certificate.chain: inline PEM certificates */
-    const char *keystore_password;          /* ssl.keystore.password (no meaning for PEM: refused when set) */
-    const char *key_password;               /* ssl.key.password: the private key's password */
-    const char *truststore_type;            /* ssl.truststore.type, default JKS (PEM only) */
-    const char *truststore_location;        /* ssl.truststore.location: PEM CA certificates */
+    const char *keystore_password;          /* ssl.keystore.password (JKS/PKCS12; refused with PEM) */
+    const char *key_password;               /* ssl.key.password: the private key's (JKS/PKCS12: unset =
+                                               ssl.keystore.password, as Kafka) */
+    const char *truststore_type;            /* ssl.truststore.type: JKS (default), PKCS12 or PEM */
+    const char *truststore_location;        /* ssl.truststore.location: the store (PEM: CA certificates) */
     const char *truststore_certificates;    /* ssl.truststore.certificates: inline PEM CA certificates */
+    const char *truststore_password;        /* ssl.truststore.password: JKS/PKCS12, optional (JKS: unset
+                                               skips the integrity check, as Java); refused with PEM */
     const char *client_auth;                /* ssl.client.auth: none (default), requested, required */
     const char *enabled_protocols;          /* ssl.enabled.protocols, default TLSv1.2,TLSv1.3 */
     const char *cipher_suites;              /* ssl.cipher.suites, NULL or empty = OpenSSL's defaults */

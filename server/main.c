@@ -392,7 +392,8 @@ int main(int argc, char **argv)
 
     /* cluster mode: registered, the whole metadata read and watched before any client is served */
     if (cluster && gr_membership_join(b) < 0) return 1;
-    /* cluster mode: the ACLs and SCRAM credentials read from etcd and watched */
+    /* cluster mode: the ACLs and SCRAM credentials read from etcd (the loop runs until they are, before
+       gr_net_serve: no login or authorization is answered from an empty state) and watched */
     if (cluster && gr_security_etcd_start(b) < 0) return 1;
     /* producer id blocks: the log directory's file, or etcd's counter once registered (the broker epoch) */
     if (gr_producer_ids_start(b)) return 1;

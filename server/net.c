@@ -444,6 +444,7 @@ static void conn_read_cb(struct ev_loop *loop, ev_io *w, int revents)
         conn_write(conn);
         if (conn->closing) return;
     }
+    bool tls_blocked = false; /* the last TLS read waits for the socket */
     for (int rounds = 0; rounds < 16 && conn->reading && !conn->closing; rounds++) {
         ssize_t n;
         size_t want = conn->big ? conn->big_len - conn->big_have : GR_CONN_READ_BUF_BYTES - conn->rlen;
@@ -451,7 +452,8 @@ static void conn_read_cb(struct ev_loop *loop, ev_io *w, int revents)
         if (conn->ssl) {
             n = conn_tls_read(conn, dst, want);
             if (n == -2) return; /* closed */
-            if (n < 0) break;    /* waits for the socket (the watchers are set) */
+            tls_blocked = n < 0;
+            if (n < 0) break; /* waits for the socket (the watchers are set) */
         } else {
             n = read(conn->fd, dst, want);
         }
@@ -484,7 +486,9 @@ static void conn_read_cb(struct ev_loop *loop, ev_io *w, int revents)
         if ((size_t)n < want && !conn->ssl) break;
     }
     if (conn->closing) return;
-    if (conn->ssl && conn->reading && gr_tls_pending(conn->ssl))
+    /* records already inside the session (read-ahead) wake no watcher: come back for them, unless the last
+       read found only part of one, which waits for the socket */
+    if (conn->ssl && conn->reading && !tls_blocked && gr_tls_buffered(conn->ssl))
         ev_feed_event(conn->broker->loop, &conn->rw, EV_READ);
     conn_write(conn);
 }
@@ -504,8 +508,9 @@ static void conn_update_read(struct gr_conn *conn)
     }
     if (want && !conn->reading) {
         ev_io_start(b->loop, &conn->rw);
-        /* decrypted bytes already inside the session: the socket may never call back for them */
-        if (conn->ssl && gr_tls_pending(conn->ssl)) ev_feed_event(b->loop, &conn->rw, EV_READ);
+        /* records already inside the session: the socket may never call back for them (at most one read
+           that finds only part of a record, once per restart: no spinning) */
+        if (conn->ssl && gr_tls_buffered(conn->ssl)) ev_feed_event(b->loop, &conn->rw, EV_READ);
     }
     if (!want && conn->reading) ev_io_stop(b->loop, &conn->rw);
     conn->reading = want;

@@ -164,6 +164,27 @@ int gr_scram_store_delete(struct gr_scram_store *s, const char *name, size_t len
     return 0;
 }
 
+int gr_scram_store_set_user(struct gr_scram_store *s, const struct gr_scram_user *from)
+{
+    if (!name_ok(from->name, from->name_len)) return -EINVAL;
+    int err = 0;
+    struct gr_scram_user *u = add_user(s, from->name, from->name_len, &err);
+    if (!u) return err;
+    memcpy(u->cred, from->cred, sizeof u->cred);
+    return 0;
+}
+
+int gr_scram_store_remove(struct gr_scram_store *s, const char *name, size_t len)
+{
+    struct gr_scram_user *u = find(s, name, len);
+    if (!u) return -ENOENT;
+    size_t i = (size_t)(u - s->users);
+    user_free(u);
+    memmove(&s->users[i], &s->users[i + 1], (s->count - i - 1) * sizeof *s->users);
+    s->count--;
+    return 0;
+}
+
 int16_t gr_scram_check_upsert(size_t name_len, int mech, int32_t iterations, size_t salt_len,
                               const char **msg)
 {

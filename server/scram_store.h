@@ -10,7 +10,8 @@
  *
  * Bounds (Gregor's, Kafka has none but the request size): a user name at most GR_SCRAM_NAME_MAX bytes, a
  * salt at most GR_SCRAM_SALT_MAX, at most GR_SCRAM_USERS_MAX users. One node only: in cluster mode
- * (gregor.metadata.etcd.endpoints) the same text is one etcd key (server/security_etcd.h); no file is read.
+ * (gregor.metadata.etcd.endpoints) each user is one etcd key holding the same text for that user alone
+ * (server/security_etcd.h); no file is read.
  * Read next: server/sasl_scram.h (the mechanism reading these), handlers/alter_user_scram_credentials.c.
  */
 #ifndef GR_SCRAM_STORE_H
@@ -78,6 +79,13 @@ int gr_scram_store_upsert(struct gr_scram_store *s, const char *name, size_t len
                           size_t salted_len);
 /* Removes `name`'s `mech` credential (and the user once it has none). Returns 0 or -ENOENT. */
 int gr_scram_store_delete(struct gr_scram_store *s, const char *name, size_t len, int mech);
+
+/* Sets `u`'s credentials (both mechanisms, copied) as the user named u->name's in `s`, replacing what it
+ * had: how a cluster broker installs one user's etcd key (server/security_etcd.h). Returns 0, -EINVAL (a
+ * bad name), -ENOSPC (GR_SCRAM_USERS_MAX users), -ENOMEM. */
+int gr_scram_store_set_user(struct gr_scram_store *s, const struct gr_scram_user *u);
+/* Removes the user `name` (`len` bytes) with every credential. Returns 0 or -ENOENT. */
+int gr_scram_store_remove(struct gr_scram_store *s, const char *name, size_t len);
 
 /* Kafka's checks of one upsertion (ScramControlManager.validateUpsertion): empty name UNACCEPTABLE_CREDENTIAL
  * "Username must not be empty", unknown mechanism UNSUPPORTED_SASL_MECHANISM "Unknown SCRAM mechanism",

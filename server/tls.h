@@ -1,10 +1,11 @@
 /*
  * tls.h: TLS for the SSL listeners (issue #23, first slice: client listeners), with OpenSSL.
  * A listener whose security protocol is SSL (listener.security.protocol.map) gets one server context built
- * at start from its settings (struct gr_ssl_settings, Kafka's ssl.* names): a PEM key and certificate
- * chain (ssl.keystore.location, or inline ssl.keystore.key + ssl.keystore.certificate.chain, KIP-651), a PEM
- * truststore for client certificates, ssl.client.auth, ssl.enabled.protocols and ssl.cipher.suites. Any
- * problem is reported at start naming the key, never at the first connection.
+ * at start from its settings (struct gr_ssl_settings, Kafka's ssl.* names): a key and certificate chain
+ * (ssl.keystore.location: JKS/PKCS12, server/keystore.h, or PEM; or inline ssl.keystore.key + ssl.keystore.
+ * certificate.chain, KIP-651), a truststore (JKS, PKCS12 or PEM) for client certificates, ssl.client.auth,
+ * ssl.enabled.protocols and ssl.cipher.suites. Any problem is reported at start naming the key, never at the
+ * first connection.
  * Each connection of that listener gets an SSL object on its non-blocking socket; the reads and writes here
  * never block: they say which readiness (read or write) the socket needs before the call can go on.
  * The peer's subject (gr_tls_peer_dn) feeds the principal mapping (server/ssl_principal.h).
@@ -27,8 +28,8 @@
 
 /* Builds the server context of listener `listener` from `s`. Returns it, or NULL after writing into `err`
  * (`cap` bytes) a message naming the key at fault (a missing or unreadable file, a key that does not
- * decrypt with ssl.key.password or does not match the certificate, a JKS/PKCS12 store, an unknown
- * protocol or cipher suite). Free it with gr_tls_ctx_free. */
+ * decrypt with ssl.key.password or does not match the certificate, a wrong store password or a damaged
+ * JKS/PKCS12 store, an unknown protocol or cipher suite). Free it with gr_tls_ctx_free. */
 struct ssl_ctx_st *gr_tls_ctx_new(const char *listener, const struct gr_ssl_settings *s, char *err,
                                   size_t cap);
 /* Frees a context from gr_tls_ctx_new (NULL ignored; connections hold their own reference). */

@@ -280,12 +280,52 @@ static void test_parse_canonical(void **state)
     assert_true(accepted > 1000);
 }
 
+/* SCRAM user names as key segments: kept bytes, escaped ones, the round trip, and refusals of every
+ * segment that is not what the escape makes (one-to-one). */
+static void test_scram_escape(void **state)
+{
+    (void)state;
+    char seg[64], back[64];
+    assert_int_equal(gr_cluster_scram_escape("alice.B_1-x", 11, seg, sizeof seg), 11);
+    assert_string_equal(seg, "alice.B_1-x");
+    assert_int_equal(gr_cluster_scram_escape("a/b%c d", 7, seg, sizeof seg), 13);
+    assert_string_equal(seg, "a%2Fb%25c%20d");
+    const char nul_ctl[] = {'x', 0, '\n', (char)0x7f};
+    assert_int_equal(gr_cluster_scram_escape(nul_ctl, 4, seg, sizeof seg), 10);
+    assert_string_equal(seg, "x%00%0A%7F");
+    /* "Jürgen/日本" in UTF-8: every byte of the two non-ASCII characters escaped */
+    const char *utf8 = "J\xc3\xbcrgen/\xe6\x97\xa5\xe6\x9c\xac";
+    int n = gr_cluster_scram_escape(utf8, strlen(utf8), seg, sizeof seg);
+    assert_string_equal(seg, "J%C3%BCrgen%2F%E6%97%A5%E6%9C%AC");
+    assert_int_equal(n, (int)strlen(seg));
+    assert_int_equal(gr_cluster_scram_unescape(seg, (size_t)n, back, sizeof back), (int)strlen(utf8));
+    assert_memory_equal(back, utf8, strlen(utf8));
+    /* every byte value round-trips, and the segment never holds '/' */
+    char all[256], big[3 * 256 + 1], all_back[256];
+    for (int i = 0; i < 256; i++)
+        all[i] = (char)i;
+    n = gr_cluster_scram_escape(all, 256, big, sizeof big);
+    assert_true(n > 256);
+    assert_null(memchr(big, '/', (size_t)n));
+    assert_int_equal(gr_cluster_scram_unescape(big, (size_t)n, all_back, sizeof all_back), 256);
+    assert_memory_equal(all, all_back, 256);
+    /* refused: empty, too small an output, and segments the escape never makes */
+    assert_int_equal(gr_cluster_scram_escape("", 0, seg, sizeof seg), -EINVAL);
+    assert_int_equal(gr_cluster_scram_escape("a/b", 3, seg, 5), -EINVAL);
+    assert_int_equal(gr_cluster_scram_escape("a/b", 3, seg, 6), 5);
+    const char *bad[] = {"", "a/b", "a%2fb", "%41", "%2", "%", "a%G0", "a b", "%2F%"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+        assert_int_equal(gr_cluster_scram_unescape(bad[i], strlen(bad[i]), back, sizeof back), -EINVAL);
+    assert_int_equal(gr_cluster_scram_unescape("abc", 3, back, 2), -EINVAL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_prefix_check),    cmocka_unit_test(test_builders),
         cmocka_unit_test(test_longest_key),     cmocka_unit_test(test_parse_round_trip),
         cmocka_unit_test(test_parse_malformed), cmocka_unit_test(test_parse_canonical),
+        cmocka_unit_test(test_scram_escape),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

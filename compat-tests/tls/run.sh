@@ -9,7 +9,7 @@
 # userspace where the kernel has no tls ULP; the ktls check runs only where it has one, else a SKIP line). The
 # TLSv1.2-only broker has gregor.ssl.ktls.enable=false (the off switch).
 # Then a broker with the inline PEM form (KIP-651) read from a properties file, and start-up refusals
-# (exit 2, the message naming the key).
+# (exit 2, the message naming the key); stores.sh: JKS and PKCS12 stores made with keytool.
 set -u
 . "$(dirname "$0")/../lib/broker.sh"
 CERTS=$(mktemp -d /tmp/gregor-tls.XXXXXX)
@@ -182,8 +182,8 @@ refused() { # NAME EXPECTED-TEXT overrides...
 }
 P=(--override ssl.keystore.type=PEM)
 refused "no keystore" "ssl.keystore.location" "${P[@]}"
-refused "JKS keystore (Kafka's default type)" "ssl.keystore.type is JKS" --override "ssl.keystore.location=$CERTS/server-plainkey.pem"
-refused "PKCS12 keystore" "ssl.keystore.type is PKCS12" --override ssl.keystore.type=PKCS12 --override "ssl.keystore.location=$CERTS/server-plainkey.pem"
+refused "PEM file, type unset (Kafka's default JKS)" "ssl.keystore.type is JKS but '$CERTS/server-plainkey.pem' is PEM text: set ssl.keystore.type=PEM" --override "ssl.keystore.location=$CERTS/server-plainkey.pem"
+refused "PEM file as a PKCS12 keystore" "ssl.keystore.type is PKCS12 but" --override ssl.keystore.type=PKCS12 --override "ssl.keystore.location=$CERTS/server-plainkey.pem" --override ssl.keystore.password=x
 refused "missing keystore file" "ssl.keystore.location: cannot read" "${P[@]}" --override "ssl.keystore.location=$CERTS/nope.pem"
 refused "encrypted key without ssl.key.password" "set ssl.key.password" "${P[@]}" --override "ssl.keystore.location=$CERTS/server-keystore.pem"
 refused "wrong ssl.key.password" "is ssl.key.password right" "${P[@]}" --override "ssl.keystore.location=$CERTS/server-keystore.pem" --override ssl.key.password=wrong
@@ -192,10 +192,11 @@ refused "keystore without a certificate" "no certificate found" "${P[@]}" --over
 refused "unknown protocol" "ssl.enabled.protocols: unknown protocol 'SSLv3'" "${P[@]}" --override "ssl.keystore.location=$CERTS/server-plainkey.pem" --override ssl.enabled.protocols=SSLv3
 refused "bad ssl.client.auth" "ssl.client.auth must be none, requested or required" --override ssl.client.auth=maybe
 refused "ssl.keystore.password with PEM" "ssl.keystore.password cannot be specified with PEM format" "${P[@]}" --override "ssl.keystore.location=$CERTS/server-plainkey.pem" --override ssl.keystore.password=x
-refused "JKS truststore" "ssl.truststore.type is JKS" "${P[@]}" --override "ssl.keystore.location=$CERTS/server-plainkey.pem" --override "ssl.truststore.location=$CERTS/ca.pem"
+refused "PEM file as a JKS truststore (type unset)" "ssl.truststore.type is JKS but" "${P[@]}" --override "ssl.keystore.location=$CERTS/server-plainkey.pem" --override "ssl.truststore.location=$CERTS/ca.pem"
 refused "per-listener key wins over broker-wide" "listener SSL: ssl.keystore.location: cannot read" "${P[@]}" \
     --override "ssl.keystore.location=$CERTS/server-plainkey.pem" --override "listener.name.ssl.ssl.keystore.location=$CERTS/nope.pem"
 refused "unknown cipher suite" "ssl.cipher.suites: no usable TLS 1.2 suite" "${P[@]}" --override "ssl.keystore.location=$CERTS/server-plainkey.pem" --override ssl.cipher.suites=TLS_NOPE_WITH_NOTHING
+. "$REPO/compat-tests/tls/stores.sh" # JKS and PKCS12 stores
 # Hostile connections before authentication: 10,000 waiting on an SSL and a SASL_PLAINTEXT listener of a broker
 # with the default connections.max.idle.ms (halfopen.py: bounded memory, other clients served)
 broker_stop

@@ -252,6 +252,24 @@ def send_paths_at_the_end():
              sum(v for (_, sp), v in counts.items() if sp == 'ktls'))
 
 
+def many_small_records():
+    """2,000 ApiVersions requests, each its own TLS record, written back to back before reading: the broker's
+    read-ahead takes many records from the socket in one read, so records wait inside the TLS session with the
+    socket drained; the broker must come back to them itself (no socket event will). Every answer, in order."""
+    import ssl
+    ctx = ssl.create_default_context(cafile=CA)
+    c = k.Conn(SSL)
+    c.sock = ctx.wrap_socket(c.sock, server_hostname='127.0.0.1')
+    n = 2000
+    sent = [c.send('ApiVersions', 0, {}) for _ in range(n)]
+    ok = 0
+    for corr in sent:
+        _, body = c.recv('ApiVersions', 0, corr, timeout=10)
+        ok += body['error_code'] == 0
+    c.close()
+    t.eq('2,000 pipelined requests in 2,000 TLS records: every answer, in order', n, ok)
+
+
 if os.environ.get('MODE') == 'emulate':
     # run.sh's broker with GREGOR_TEST_KTLS_EMULATE=1: the same Fetch checks through the kTLS path's calls
     t.run('big fetch over TLS (kTLS path emulated)', big_fetch_over_tls)
@@ -259,6 +277,7 @@ if os.environ.get('MODE') == 'emulate':
     t.finish()
 t.run('big fetch over TLS', big_fetch_over_tls)
 t.run('slow reader, pipelined fetches', slow_reader_pipelined_fetches)
+t.run('many small TLS records pipelined', many_small_records)
 t.run('confluent-kafka over SSL', confluent_round_trip)
 t.run('kafka-python over SSL', kafka_python_round_trip)
 t.run('plaintext request on the SSL port', plaintext_on_ssl_port)

@@ -9,6 +9,10 @@
  * The accepted changes take effect in the broker's store at once and the credentials file is rewritten on
  * the I/O pool; the answer waits for the write (KAFKA_STORAGE_ERROR for every accepted user when it fails:
  * the change then stays in memory until the next successful write or a restart).
+ * In a cluster (server/security_etcd.h) the request is one etcd txn over its users' keys, all or nothing,
+ * answered once etcd acknowledged it (KAFKA_STORAGE_ERROR for the accepted users when it did not); a request
+ * naming more than GR_SECURITY_SCRAM_TXN_USERS (128) distinct users is refused whole, INVALID_REQUEST for
+ * each (Gregor's bound: etcd's max-txn-ops; Kafka has none).
  * Authorization: Kafka requires ALTER on the CLUSTER resource (KafkaApis, CLUSTER_AUTHORIZATION_FAILED for
  * each distinct user, names sorted, message null: AlterUserScramCredentialsRequest.getErrorResponse), checked
  * before anything else: a refused request changes nothing.
@@ -48,22 +52,26 @@ static void all_done(struct gr_req *req)
     }
 }
 
-static int scram_apply(void *ctx, const char *cur, size_t cur_len, char **out, size_t *out_len)
+static int scram_apply(void *ctx, struct gr_scram_store *s)
 {
-    struct gr_scram_alter *dc = ctx;
-    struct gr_scram_store s = {0};
-    char err[256];
-    if (cur_len > 0 && gr_scram_store_parse(&s, cur, cur_len, err, sizeof err) < 0) {
-        gr_scram_store_clear(&s);
-        GR_ERROR("etcd's SCRAM credentials do not parse (%s): AlterUserScramCredentials refused", err);
-        gr_scram_alter_decide(dc, &s); /* the rows; all_done marks the accepted ones failed */
-        gr_scram_store_clear(&s);
-        return -EINVAL;
+    return gr_scram_alter_decide(ctx, s) ? 1 : 0;
+}
+
+/* More users than one etcd txn holds: every user refused, nothing written (Gregor's bound, Kafka has none).
+ */
+static enum gr_handler_rc too_many_users(struct gr_req *req, const struct gr_req_key *keys, int32_t n)
+{
+    struct gr_alter_user_scram_credentials_response *resp = req->resp;
+    for (int32_t i = 0; i < n; i++) {
+        if (i > 0 && gr_str_eq(keys[i].name, keys[i - 1].name)) continue;
+        gr_scram_alter_result_t *r = &resp->results.items[resp->results.count++];
+        gr_alter_user_scram_credentials_response_alter_user_scram_credentials_result_init(r);
+        r->user = keys[i].name;
+        r->error_code = GR_ERR_INVALID_REQUEST;
+        r->error_message = gr_str_c("At most 128 users per AlterUserScramCredentials in a cluster (one etcd "
+                                    "transaction): nothing was changed");
     }
-    int rc = 0;
-    if (gr_scram_alter_decide(dc, &s)) rc = (*out = gr_scram_store_format(&s, out_len)) ? 1 : -ENOMEM;
-    gr_scram_store_clear(&s);
-    return rc;
+    return GR_HANDLER_DONE;
 }
 
 static void scram_done(void *ctx, int err)
@@ -73,6 +81,49 @@ static void scram_done(void *ctx, int err)
     if (err) GR_ERROR("writing SCRAM credentials to etcd: %s", strerror(-err));
     all_done(dc->req);
     gr_req_finish(dc->req);
+}
+
+/* Cluster mode: one etcd txn over the request's users (server/security_etcd.h). */
+static enum gr_handler_rc alter_etcd(struct gr_req *req, struct gr_scram_alter *dc,
+                                     const struct gr_req_key *keys, int32_t n)
+{
+    struct gr_scram_store *s = &req->broker->scram;
+    struct gr_scram_alter_state *st = dc->st;
+    int32_t users = 0; /* keys are sorted: each distinct name once */
+    for (int32_t i = 0; i < n; i++)
+        users += i == 0 || !gr_str_eq(keys[i].name, keys[i - 1].name);
+    if (users > GR_SECURITY_SCRAM_TXN_USERS) return too_many_users(req, keys, n);
+    struct gr_security_user *us = gr_arena_calloc(&req->arena, (size_t)users + 1, sizeof *us);
+    if (!us) return GR_HANDLER_CLOSE;
+    int32_t u = 0; /* an empty or null name (refused by the checks) has no key: not read nor written */
+    for (int32_t i = 0; i < n; i++)
+        if (keys[i].name.len > 0 && (i == 0 || !gr_str_eq(keys[i].name, keys[i - 1].name)))
+            us[u++] = (struct gr_security_user){keys[i].name.ptr, (size_t)keys[i].name.len};
+    if (u == 0) {
+        struct gr_scram_store none = {0};
+        gr_scram_alter_decide(dc, &none); /* every entry refused by its checks */
+        gr_scram_store_clear(&none);
+        return GR_HANDLER_DONE;
+    }
+    if (gr_security_scram_update(req->broker, us, (size_t)u, scram_apply, scram_done, dc) == 0)
+        return gr_req_await(req, NULL); /* scram_done finishes it */
+    size_t len; /* not started: the rows as they would be on a copy, each accepted one failed */
+    char *text = gr_scram_store_format(s, &len);
+    struct gr_scram_store copy = {0};
+    char err[256];
+    if (!text || gr_scram_store_parse(&copy, text, len, err, sizeof err) < 0) {
+        if (text) OPENSSL_cleanse(text, len);
+        free(text);
+        gr_scram_store_clear(&copy);
+        return GR_HANDLER_CLOSE;
+    }
+    OPENSSL_cleanse(text, len);
+    free(text);
+    gr_scram_alter_decide(dc, &copy);
+    gr_scram_store_clear(&copy);
+    st->err = -EIO;
+    all_done(req);
+    return GR_HANDLER_DONE;
 }
 
 enum gr_handler_rc gr_handle_alter_user_scram_credentials(struct gr_req *req)
@@ -109,27 +160,7 @@ enum gr_handler_rc gr_handle_alter_user_scram_credentials(struct gr_req *req)
     if (!dc) return GR_HANDLER_CLOSE;
     *dc = (struct gr_scram_alter){req, first, repeated, code, msg, nd, n, st};
     req->hstate = st;
-    if (gr_security_etcd_on(req->broker)) {
-        if (gr_security_etcd_update(req->broker, GR_SECURITY_SCRAM, scram_apply, scram_done, dc) == 0)
-            return gr_req_await(req, NULL); /* scram_done finishes it */
-        size_t len; /* not started: the rows as they would be on a copy, each accepted one failed */
-        char *text = gr_scram_store_format(s, &len);
-        struct gr_scram_store copy = {0};
-        char err[256];
-        if (!text || gr_scram_store_parse(&copy, text, len, err, sizeof err) < 0) {
-            if (text) OPENSSL_cleanse(text, len);
-            free(text);
-            gr_scram_store_clear(&copy);
-            return GR_HANDLER_CLOSE;
-        }
-        OPENSSL_cleanse(text, len);
-        free(text);
-        gr_scram_alter_decide(dc, &copy);
-        gr_scram_store_clear(&copy);
-        st->err = -EIO;
-        all_done(req);
-        return GR_HANDLER_DONE;
-    }
+    if (gr_security_etcd_on(req->broker)) return alter_etcd(req, dc, keys, n);
     bool changed = gr_scram_alter_decide(dc, s);
     st->ok = resp->results.items;
     req->hstate = st;

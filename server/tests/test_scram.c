@@ -24,6 +24,7 @@
 #include "protocol/errors.h"
 #include "server/sasl_scram.h"
 #include "server/scram_store.h"
+#include "server/security_etcd.h"
 
 static const char *GENERIC256 = "Authentication failed during authentication due to invalid credentials with "
                                 "SASL mechanism SCRAM-SHA-256";
@@ -373,6 +374,59 @@ static void write_file(const char *text, size_t len)
 
 /* The store's file: a reload gives the same credentials (and the exchange still passes); deletions; a
  * damaged, truncated or foreign file is refused; no file is an empty store. */
+/* A cluster's per-user etcd values (server/security_etcd.h): the key of a name with '/', a space and
+ * non-ASCII, one user's text parsed back under its key, and refused under another user's key, as garbage
+ * or holding two users; gr_scram_store_set_user replaces, gr_scram_store_remove removes. */
+static void etcd_user_values(void **state)
+{
+    (void)state;
+    const char *name = "a/b \xc3\xbc";
+    char key[256], err[160];
+    assert_int_equal(gr_security_scram_key("/g/CID/", name, strlen(name), key, sizeof key), 36);
+    assert_string_equal(key, "/g/CID/security/scram/a%2Fb%20%C3%BC");
+    assert_int_equal(gr_security_scram_key("/g/CID/", "", 0, key, sizeof key), -EINVAL);
+    assert_int_equal(gr_security_scram_key("/g/CID/", name, strlen(name), key, 30), -EINVAL);
+    struct gr_scram_store all = {0}, one = {0}, got = {0};
+    add_rfc_user(&all, name);
+    add_rfc_user(&all, "other");
+    assert_int_equal(gr_scram_store_set_user(&one, gr_scram_store_find(&all, name, strlen(name))), 0);
+    size_t len, len2;
+    char *text = gr_scram_store_format(&one, &len), *two = gr_scram_store_format(&all, &len2);
+    assert_non_null(text);
+    assert_non_null(two);
+    const char *seg = "a%2Fb%20%C3%BC";
+    assert_int_equal(gr_security_scram_parse(seg, strlen(seg), text, len, &got, err, sizeof err), 0);
+    assert_int_equal(got.count, 1);
+    assert_memory_equal(got.users[0].name, name, strlen(name));
+    assert_memory_equal(gr_scram_store_cred(&got, name, strlen(name), GR_SCRAM_SHA_256)->stored_key,
+                        gr_scram_store_cred(&all, name, strlen(name), GR_SCRAM_SHA_256)->stored_key, 32);
+    assert_int_equal(gr_security_scram_parse("other", 5, text, len, &got, err, sizeof err), -1);
+    assert_int_equal(got.count, 0);
+    assert_int_equal(gr_security_scram_parse("a/b", 3, text, len, &got, err, sizeof err), -1);
+    assert_int_equal(gr_security_scram_parse(seg, strlen(seg), "garbage", 7, &got, err, sizeof err), -1);
+    assert_int_equal(gr_security_scram_parse("other", 5, two, len2, &got, err, sizeof err), -1);
+    /* set_user replaces a user's credentials whole (the SHA-512 one it had is gone) */
+    uint8_t salted[64] = {7};
+    assert_int_equal(
+        gr_scram_store_upsert(&all, "other", 5, GR_SCRAM_SHA_512, 4096, (const uint8_t *)"s", 1, salted, 64),
+        0);
+    struct gr_scram_user u = one.users[0];
+    u.name = (char *)"other";
+    u.name_len = 5;
+    assert_int_equal(gr_scram_store_set_user(&all, &u), 0);
+    assert_int_equal(all.count, 2);
+    assert_null(gr_scram_store_cred(&all, "other", 5, GR_SCRAM_SHA_512));
+    assert_non_null(gr_scram_store_cred(&all, "other", 5, GR_SCRAM_SHA_256));
+    assert_int_equal(gr_scram_store_remove(&all, "other", 5), 0);
+    assert_int_equal(gr_scram_store_remove(&all, "other", 5), -ENOENT);
+    assert_int_equal(all.count, 1);
+    free(text);
+    free(two);
+    gr_scram_store_clear(&all);
+    gr_scram_store_clear(&one);
+    gr_scram_store_clear(&got);
+}
+
 static void store_file(void **state)
 {
     (void)state;
@@ -502,6 +556,7 @@ int main(void)
         cmocka_unit_test(malformed_client_final),
         cmocka_unit_test(names_and_extensions),
         cmocka_unit_test(store_file),
+        cmocka_unit_test(etcd_user_values),
         cmocka_unit_test(upsert_checks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
