@@ -153,6 +153,14 @@ def main():
             'Keystore DistinguishedName does not match')
     refused('fewer SubjectAltNames are refused (ssl.allow.san.changes false)',
             alter(adm, [(loc, os.path.join(CERTS, 'serverD-keystore.pem'))]), 'Keystore SubjectAltNames do not match')
+    res = ConfigResource('broker', '1', set_config={loc: os.path.join(CERTS, 'serverC-keystore.pem')})
+    try:
+        list(adm.alter_configs([res], validate_only=True).values())[0].result(timeout=30)
+        got = None
+    except KafkaException as e:
+        got = (e.args[0].code(), e.args[0].str())
+    refused('AlterConfigs (validate_only) with another DN is refused too', got,
+            'Keystore DistinguishedName does not match')
     refused('the cluster-default level is refused', alter_default(loc, reload_pem),
             'Cannot update these configs at default cluster level, broker id must be specified')
     t.eq('after the refusals B is still served', B, served(SSL))

@@ -5,6 +5,7 @@
 # password), MTLS (an SSL listener with listener.name.mtls.ssl.client.auth=required and its own truststore),
 # REQ (ssl.client.auth=requested) and PLAINTEXT; kcat, confluent-kafka, kafka-python and (when KAFKA_HOME is
 # set) Kafka's console tools use them. tls_checks.py adds a plaintext request on the SSL port, half-open and trickling handshakes.
+# reload.py reloads SSL's certificate and MTLS's truststore at runtime (kafka-configs.sh too), then a restart.
 # Then a broker with the inline PEM form (KIP-651) read from a properties file, and start-up refusals
 # (exit 2, the message naming the key).
 set -u
@@ -117,6 +118,22 @@ else
 fi
 kill -0 "$BROKER_PID" 2>/dev/null
 check_eq "the broker is still running after all of the above" "0" "$?"
+
+# Certificate reload without restart (IncrementalAlterConfigs on this broker's BROKER resource), then a restart
+# serves the reloaded certificate and truststore (the dynamic config file)
+SSL=$BROKER MTLS=$MTLS PLAIN=$PLAIN CERTS=$CERTS run_py "reload.py" "$REPO/compat-tests/tls/reload.py"
+if [ -n "${KAFKA_HOME:-}" ] && [ -x "$KAFKA_HOME/bin/kafka-configs.sh" ]; then
+    cp "$CERTS/serverB-keystore.pem" "$CERTS/reload.pem" # a changed file at the same location is read again
+    out=$(timeout 60 "$KAFKA_HOME/bin/kafka-configs.sh" --bootstrap-server "$PLAIN" --entity-type brokers --entity-name 1 \
+        --alter --add-config "listener.name.ssl.ssl.keystore.location=$CERTS/reload.pem" 2>&1)
+    check_eq "kafka-configs.sh --alter --add-config listener.name.ssl.ssl.keystore.location (exit 0)" "0" "$?"
+    SSL=$BROKER CERTS=$CERTS run_py "reload.py serves B" "$REPO/compat-tests/tls/reload.py" serves
+else
+    xfail "kafka-configs.sh reloads the certificate" "KAFKA_HOME"
+fi
+broker_restart
+SSL=$BROKER MTLS=$(grep '^MTLS ' "$BROKER_DIR/listener" | cut -d' ' -f2) PLAIN=$(grep '^PLAINTEXT ' "$BROKER_DIR/listener" | cut -d' ' -f2) \
+    CERTS=$CERTS run_py "reload.py after restart" "$REPO/compat-tests/tls/reload.py" restart
 broker_stop
 
 # the inline PEM form (KIP-651) from a properties file, values continued over lines as Kafka's docs show
@@ -175,21 +192,6 @@ refused "JKS truststore" "ssl.truststore.type is JKS" "${P[@]}" --override "ssl.
 refused "per-listener key wins over broker-wide" "listener SSL: ssl.keystore.location: cannot read" "${P[@]}" \
     --override "ssl.keystore.location=$CERTS/server-plainkey.pem" --override "listener.name.ssl.ssl.keystore.location=$CERTS/nope.pem"
 refused "unknown cipher suite" "ssl.cipher.suites: no usable TLS 1.2 suite" "${P[@]}" --override "ssl.keystore.location=$CERTS/server-plainkey.pem" --override ssl.cipher.suites=TLS_NOPE_WITH_NOTHING
-# Certificate reload without restart (IncrementalAlterConfigs on this broker's BROKER resource), then a restart
-# serves the reloaded certificate and truststore (the dynamic config file)
-SSL=$BROKER MTLS=$MTLS PLAIN=$PLAIN CERTS=$CERTS run_py "reload.py" "$REPO/compat-tests/tls/reload.py"
-if [ -n "${KAFKA_HOME:-}" ] && [ -x "$KAFKA_HOME/bin/kafka-configs.sh" ]; then
-    cp "$CERTS/serverB-keystore.pem" "$CERTS/reload.pem" # a changed file at the same location is read again
-    out=$(timeout 60 "$KAFKA_HOME/bin/kafka-configs.sh" --bootstrap-server "$PLAIN" --entity-type brokers --entity-name 1 \
-        --alter --add-config "listener.name.ssl.ssl.keystore.location=$CERTS/reload.pem" 2>&1)
-    check_eq "kafka-configs.sh --alter --add-config listener.name.ssl.ssl.keystore.location (exit 0)" "0" "$?"
-    SSL=$BROKER CERTS=$CERTS run_py "reload.py serves B" "$REPO/compat-tests/tls/reload.py" serves
-else
-    xfail "kafka-configs.sh reloads the certificate" "KAFKA_HOME"
-fi
-broker_restart
-SSL=$BROKER MTLS=$(grep '^MTLS ' "$BROKER_DIR/listener" | cut -d' ' -f2) PLAIN=$(grep '^PLAINTEXT ' "$BROKER_DIR/listener" | cut -d' ' -f2) \
-    CERTS=$CERTS run_py "reload.py after restart" "$REPO/compat-tests/tls/reload.py" restart
 # Hostile connections before authentication: 10,000 waiting on an SSL and a SASL_PLAINTEXT listener of a broker
 # with the default connections.max.idle.ms (halfopen.py: bounded memory, other clients served)
 broker_stop
