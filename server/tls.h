@@ -11,7 +11,7 @@
  * The peer's subject (gr_tls_peer_dn) feeds the principal mapping (server/ssl_principal.h).
  * The inter-broker listener, when SSL, also gets a client context (gr_tls_client_ctx_new) for this broker's
  * connections to the others (cluster/broker_client.h).
- * Not here yet (later slices of #23): kTLS, certificate reload, SASL between brokers.
+ * Not here yet (later slices of #23): kTLS, SASL between brokers. Certificate reload: server/tls_reload.h.
  * Read next: server/net.c (the connections that call these).
  */
 #ifndef GR_TLS_H
