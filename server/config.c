@@ -336,6 +336,10 @@ void gr_config_free(struct gr_config *cfg)
         free(cfg->ssl_keys[i]);
         free(cfg->ssl_values[i]);
     }
+    for (int i = 0; i < cfg->ssl_dyn_count; i++) {
+        free(cfg->ssl_dyn_keys[i]);
+        free(cfg->ssl_dyn_values[i]);
+    }
     for (int i = 0; i < NDEFS; i++) {
         free(cfg->values[i]);
         free(cfg->dynamic[0][i]);
@@ -554,6 +558,8 @@ static const struct {
     {"ssl.cipher.suites", NULL},
     {"ssl.principal.mapping.rules", "DEFAULT"},
     {"ssl.endpoint.identification.algorithm", "https"},
+    {"ssl.allow.dn.changes", "false"},
+    {"ssl.allow.san.changes", "false"},
 };
 #define NSSL ((int)(sizeof ssl_defs / sizeof ssl_defs[0]))
 
@@ -641,7 +647,47 @@ static const char *ssl_lookup(const struct gr_config *cfg, const char *key)
     return NULL;
 }
 
-void gr_config_ssl(const struct gr_config *cfg, const char *listener, struct gr_ssl_settings *out)
+/* Kafka's SslConfigs.RECONFIGURABLE_CONFIGS: what a listener's SslFactory takes at runtime. */
+static const char *const ssl_reconfigurable[] = {
+    "ssl.keystore.type",
+    "ssl.keystore.location",
+    "ssl.keystore.password",
+    "ssl.key.password",
+    "ssl.truststore.type",
+    "ssl.truststore.location",
+    "ssl.truststore.password",
+    "ssl.keystore.key",
+    "ssl.keystore.certificate.chain",
+    "ssl.truststore.certificates",
+};
+
+/* The ssl.* part of listener.name.<l>.ssl.*, or NULL. */
+static const char *listener_suffix(const char *key)
+{
+    static const char prefix[] = "listener.name.";
+    if (strncmp(key, prefix, sizeof prefix - 1)) return NULL;
+    const char *l = key + sizeof prefix - 1, *dot = strchr(l, '.');
+    return dot && dot != l ? dot + 1 : NULL;
+}
+
+bool gr_config_ssl_dynamic_key(const char *key)
+{
+    const char *base = listener_suffix(key);
+    for (size_t i = 0; base && i < sizeof ssl_reconfigurable / sizeof ssl_reconfigurable[0]; i++)
+        if (!strcmp(base, ssl_reconfigurable[i])) return true;
+    return false;
+}
+
+bool gr_config_ssl_key_sensitive(const char *key)
+{
+    const char *base = listener_suffix(key);
+    if (!base) base = key;
+    return strstr(base, "password") != NULL || !strcmp(base, "ssl.keystore.key") ||
+           !strcmp(base, "ssl.keystore.certificate.chain") || !strcmp(base, "ssl.truststore.certificates");
+}
+
+void gr_config_ssl_with(const struct gr_config *cfg, const char *listener, const char *const *keys,
+                        const char *const *values, int count, struct gr_ssl_settings *out)
 {
     const char **f[NSSL] = {&out->keystore_type,
                             &out->keystore_location,
@@ -657,7 +703,9 @@ void gr_config_ssl(const struct gr_config *cfg, const char *listener, struct gr_
                             &out->enabled_protocols,
                             &out->cipher_suites,
                             &out->principal_mapping_rules,
-                            &out->endpoint_identification_algorithm};
+                            &out->endpoint_identification_algorithm,
+                            &out->allow_dn_changes,
+                            &out->allow_san_changes};
     char lower[GR_LISTENER_NAME_BYTES_MAX + 1];
     size_t n = 0;
     for (; listener[n] && n < GR_LISTENER_NAME_BYTES_MAX; n++)
@@ -666,11 +714,20 @@ void gr_config_ssl(const struct gr_config *cfg, const char *listener, struct gr_
     for (int i = 0; i < NSSL; i++) {
         char key[GR_LISTENER_NAME_BYTES_MAX + 64];
         snprintf(key, sizeof key, "listener.name.%s.%s", lower, ssl_defs[i].key);
-        const char *v = ssl_lookup(cfg, key);
+        const char *v = NULL;
+        for (int k = 0; k < count && !v; k++) /* dynamic per-broker first (Kafka's precedence) */
+            if (!strcmp(keys[k], key) && gr_config_ssl_dynamic_key(key)) v = values[k];
+        if (!v) v = ssl_lookup(cfg, key);
         if (!v) v = ssl_lookup(cfg, ssl_defs[i].key);
         *f[i] = v ? v : ssl_defs[i].default_value;
     }
     out->ktls_enable = gr_config_bool(cfg, "gregor.ssl.ktls.enable");
+}
+
+void gr_config_ssl(const struct gr_config *cfg, const char *listener, struct gr_ssl_settings *out)
+{
+    gr_config_ssl_with(cfg, listener, (const char *const *)cfg->ssl_dyn_keys,
+                       (const char *const *)cfg->ssl_dyn_values, cfg->ssl_dyn_count, out);
 }
 
 void gr_config_sasl(const struct gr_config *cfg, const char *listener, const char *mechanism,
@@ -849,17 +906,47 @@ void gr_config_set_dynamic(struct gr_config *cfg, enum gr_config_level level, co
         free(cfg->dynamic[level][i]);
         cfg->dynamic[level][i] = NULL;
     }
+    /* the listener SSL keys: the new store is built before the old one is freed (`keys` may borrow it) */
+    char *dk[GR_CONFIG_SSL_KEYS_MAX], *dv[GR_CONFIG_SSL_KEYS_MAX];
+    int nd = 0;
     for (int k = 0; k < count; k++) {
+        if (gr_config_ssl_dynamic_key(keys[k])) {
+            assert(level == GR_CFG_LEVEL_BROKER && "listener SSL keys are per-broker only");
+            if (nd == GR_CONFIG_SSL_KEYS_MAX) continue; /* bounded by the validation */
+            dk[nd] = strdup(keys[k]);
+            dv[nd] = strdup(values[k]);
+            if (!dk[nd] || !dv[nd]) { /* out of memory: the key reads as unset */
+                free(dk[nd]);
+                free(dv[nd]);
+                continue;
+            }
+            nd++;
+            continue;
+        }
         int i = find(keys[k]);
         assert(i >= 0 && "unknown config key");
         free(cfg->dynamic[level][i]);
         cfg->dynamic[level][i] = strdup(values[k]);
+    }
+    if (level == GR_CFG_LEVEL_BROKER) {
+        for (int i = 0; i < cfg->ssl_dyn_count; i++) {
+            free(cfg->ssl_dyn_keys[i]);
+            free(cfg->ssl_dyn_values[i]);
+        }
+        memcpy(cfg->ssl_dyn_keys, dk, (size_t)nd * sizeof dk[0]);
+        memcpy(cfg->ssl_dyn_values, dv, (size_t)nd * sizeof dv[0]);
+        cfg->ssl_dyn_count = nd;
     }
     gr_config_resolve(cfg);
 }
 
 const char *gr_config_dynamic(const struct gr_config *cfg, enum gr_config_level level, const char *key)
 {
+    if (gr_config_ssl_dynamic_key(key)) {
+        for (int i = 0; level == GR_CFG_LEVEL_BROKER && i < cfg->ssl_dyn_count; i++)
+            if (!strcmp(cfg->ssl_dyn_keys[i], key)) return cfg->ssl_dyn_values[i];
+        return NULL;
+    }
     int i = find(key);
     return i < 0 ? NULL : cfg->dynamic[level][i];
 }

@@ -151,6 +151,8 @@ struct gr_ssl_settings {
     const char *principal_mapping_rules;    /* ssl.principal.mapping.rules, default DEFAULT */
     const char *endpoint_identification_algorithm; /* ssl.endpoint.identification.algorithm, default https:
                                                       the inter-broker client checks the peer's host */
+    const char *allow_dn_changes;  /* ssl.allow.dn.changes, default false: a reloaded keystore keeps its DN */
+    const char *allow_san_changes; /* ssl.allow.san.changes, default false: and keeps its SubjectAltNames */
     bool ktls_enable; /* gregor.ssl.ktls.enable (broker-wide, default true): SSL_OP_ENABLE_KTLS on the
                          listeners */
 };
@@ -183,6 +185,10 @@ struct gr_config {
        hides passwords and keys), full key and value, owned */
     char *ssl_keys[GR_CONFIG_SSL_KEYS_MAX], *ssl_values[GR_CONFIG_SSL_KEYS_MAX];
     int ssl_count;
+    /* the dynamic per-broker listener.name.<l>.ssl.* keystore/truststore keys (certificate reload,
+       server/tls_reload.h; gr_config_ssl_dynamic_key), full key and value, owned; above the static ones */
+    char *ssl_dyn_keys[GR_CONFIG_SSL_KEYS_MAX], *ssl_dyn_values[GR_CONFIG_SSL_KEYS_MAX];
+    int ssl_dyn_count;
     char *values[128];     /* current value per definition row (NULL = default) */
     bool from_file[128];   /* set by file or override (config_source STATIC_BROKER_CONFIG) */
     char *dynamic[2][128]; /* per enum gr_config_level: set at runtime (server/dynconf.h), NULL = unset */
@@ -208,7 +214,9 @@ bool gr_config_bool(const struct gr_config *cfg, const char *key);
 /* Whether `key` was set explicitly (file, override or a dynamic level). */
 bool gr_config_is_set(const struct gr_config *cfg, const char *key);
 /* Replaces the whole dynamic set of `level` (Kafka's precedence: dynamic per-broker > dynamic default >
- * static > default, as gr_config_str reads it). Keys must be table rows, values already validated; copies. */
+ * static > default, as gr_config_str reads it). Keys must be table rows or, at the per-broker level only,
+ * listener SSL store keys (gr_config_ssl_dynamic_key; kept in ssl_dyn_*); values already validated; copies.
+ */
 void gr_config_set_dynamic(struct gr_config *cfg, enum gr_config_level level, const char *const *keys,
                            const char *const *values, int count);
 /* Returns borrowed: the dynamic value of `key` at `level`, NULL when unset (or not a table row). */
@@ -226,6 +234,18 @@ int gr_config_check(const struct gr_config *cfg);
  * looks listener.name.<name in lower case>.ssl.* up first, then ssl.*, then the default). Values are the
  * strings as set (each checked for its own form when set); the TLS module (server/tls.h) checks the rest. */
 void gr_config_ssl(const struct gr_config *cfg, const char *listener, struct gr_ssl_settings *out);
+/* gr_config_ssl with the dynamic per-broker listener SSL keys taken from `keys`/`values` (`count` pairs,
+ * any other key ignored) instead of cfg's current ones: the settings a pending change would give. */
+void gr_config_ssl_with(const struct gr_config *cfg, const char *listener, const char *const *keys,
+                        const char *const *values, int count, struct gr_ssl_settings *out);
+/* Whether `key` is listener.name.<listener>.<one of Kafka's SslConfigs.RECONFIGURABLE_CONFIGS>: the
+ * keystore and truststore keys (type, location, password, ssl.key.password, inline PEM forms) that Kafka
+ * changes at runtime per broker (DynamicBrokerConfig's listener configs, SslFactory.reconfigure). */
+bool gr_config_ssl_dynamic_key(const char *key);
+/* Whether a (listener-prefixed or not) SSL key has Kafka's PASSWORD type (the passwords and KIP-651's inline
+ * ssl.keystore.key, ssl.keystore.certificate.chain, ssl.truststore.certificates): DescribeConfigs shows it
+ * as null and sensitive. */
+bool gr_config_ssl_key_sensitive(const char *key);
 /* Fills `out` with the SASL settings of listener `listener` (any case: looked up in lower case, as Kafka's
  * ListenerName.configPrefix) for `mechanism` (any case, NULL for none; its JAAS key uses it in lower case).
  */

@@ -90,8 +90,9 @@ struct alter_slot {
     int16_t code;
     const char *msg;
     struct alter_slot *next;
-    int level;              /* BROKER resources: enum gr_config_level; topics: -1 */
-    struct gr_tcfg_set set; /* BROKER resources: the new dynamic set of `level` */
+    int level;                    /* BROKER resources: enum gr_config_level; topics: -1 */
+    struct gr_tcfg_set set;       /* BROKER resources: the new dynamic set of `level` */
+    struct gr_tls_reload *reload; /* BROKER resources: new listener TLS contexts, or NULL */
 };
 
 static void stored(struct gr_req *req, void *item, int err, struct gr_topic *t)
@@ -102,9 +103,12 @@ static void stored(struct gr_req *req, void *item, int err, struct gr_topic *t)
         GR_ERROR("writing %s: %s", GR_DYNCONF_FILE, strerror(-err));
         slot->code = GR_ERR_KAFKA_STORAGE_ERROR;
         slot->msg = "The broker could not write its dynamic configuration";
+        gr_tls_reload_free(slot->reload);
     } else if (slot->level >= 0) {
         gr_dynconf_commit(req->broker, (enum gr_config_level)slot->level, &slot->set);
+        gr_tls_reload_apply(req->broker, slot->reload);
     }
+    slot->reload = NULL;
 }
 
 /* A topic's new config set was written (through the broker's topic writer). */
@@ -127,7 +131,8 @@ int16_t gr_alter_topic_store(struct gr_req *req, const struct gr_image_topic *t,
 {
     struct alter_slot *slot = gr_arena_calloc(&req->arena, 1, sizeof *slot);
     if (!slot) return *msg = "Out of memory", GR_ERR_UNKNOWN_SERVER_ERROR;
-    *slot = (struct alter_slot){code_out, message_out, GR_ERR_NONE, NULL, req->hstate, -1, {NULL, NULL, 0}};
+    *slot =
+        (struct alter_slot){code_out, message_out, GR_ERR_NONE, NULL, req->hstate, -1, {NULL, NULL, 0}, NULL};
     if (!gr_req_topic_set_configs(req, t->id, (const char *const *)set->keys,
                                   (const char *const *)set->values, set->count, topic_stored, slot))
         return *msg = "Out of memory", GR_ERR_UNKNOWN_SERVER_ERROR;
@@ -174,20 +179,57 @@ int16_t gr_alter_broker_name(struct gr_req *req, struct gr_str name, const char 
     return name.len > 0 ? node_name_check(req, name, msg) : GR_ERR_NONE;
 }
 
+int16_t gr_alter_broker_tls(struct gr_req *req, struct gr_str name, const struct gr_tcfg_set *set,
+                            const char *const *named, int nnamed, bool validate_only,
+                            struct gr_tls_reload **reload, const char **msg)
+{
+    *reload = NULL;
+    if (name.len <= 0) { /* DynamicBrokerConfig.validateConfigs: listener configs are per broker */
+        char buf[700];
+        size_t o = (size_t)snprintf(
+            buf, sizeof buf,
+            "Cannot update these configs at default cluster level, broker id must be specified: [");
+        int found = 0;
+        for (int i = 0; i < set->count && o < sizeof buf; i++)
+            if (gr_config_ssl_dynamic_key(set->keys[i]))
+                o += (size_t)snprintf(buf + o, sizeof buf - o, "%s%s", found++ ? ", " : "", set->keys[i]);
+        if (!found) return GR_ERR_NONE;
+        if (o < sizeof buf) snprintf(buf + o, sizeof buf - o, "]");
+        *msg = msgf(req, "%s", buf);
+        return GR_ERR_INVALID_REQUEST;
+    }
+    char buf[1024];
+    int16_t err =
+        gr_tls_reload_prepare(req->broker, (const char *const *)set->keys, (const char *const *)set->values,
+                              set->count, named, nnamed, reload, buf, sizeof buf);
+    if (err) return *msg = msgf(req, "%s", buf), err;
+    if (validate_only) {
+        gr_tls_reload_free(*reload);
+        *reload = NULL;
+    }
+    return GR_ERR_NONE;
+}
+
 int16_t gr_alter_broker_store(struct gr_req *req, struct gr_str name, const struct gr_tcfg_set *set,
-                              const char **msg, int16_t *code_out, struct gr_str *message_out)
+                              struct gr_tls_reload *reload, const char **msg, int16_t *code_out,
+                              struct gr_str *message_out)
 {
     int level = name.len > 0 ? GR_CFG_LEVEL_BROKER : GR_CFG_LEVEL_DEFAULT;
     struct alter_slot *slot = gr_arena_calloc(&req->arena, 1, sizeof *slot);
-    if (!slot) return *msg = "Out of memory", GR_ERR_UNKNOWN_SERVER_ERROR;
-    *slot = (struct alter_slot){code_out, message_out, GR_ERR_NONE, NULL, req->hstate, level, *set};
+    if (!slot) {
+        gr_tls_reload_free(reload);
+        return *msg = "Out of memory", GR_ERR_UNKNOWN_SERVER_ERROR;
+    }
+    *slot = (struct alter_slot){code_out, message_out, GR_ERR_NONE, NULL, req->hstate, level, *set, reload};
     const struct gr_tcfg_set *sets[2] = {NULL, NULL}; /* the file holds both levels: pending ones included */
     for (struct alter_slot *s = slot; s; s = s->next)
         if (s->level >= 0 && !sets[s->level]) sets[s->level] = &s->set;
     size_t len;
     char *file = gr_dynconf_format(&req->broker->cfg, sets[0], sets[1], &req->arena, &len);
-    if (!file || !gr_req_topic_op(req, gr_topic_op_meta_write(GR_DYNCONF_FILE, file, len), stored, slot))
+    if (!file || !gr_req_topic_op(req, gr_topic_op_meta_write(GR_DYNCONF_FILE, file, len), stored, slot)) {
+        gr_tls_reload_free(reload);
         return *msg = "Out of memory", GR_ERR_UNKNOWN_SERVER_ERROR;
+    }
     req->hstate = slot;
     return GR_ERR_NONE;
 }
@@ -362,4 +404,18 @@ void gr_describe_logger_entry(struct gr_cfg_entry *e)
     e->source = GR_CFGS_DYNAMIC_BROKER_LOGGER;
     e->type = GR_CFGT_UNKNOWN;
     e->doc = "Gregor's only logger: gregor.log.level at start, IncrementalAlterConfigs at runtime.";
+}
+
+void gr_describe_listener_ssl_entry(const struct gr_config *cfg, int i, struct gr_cfg_entry *e)
+{
+    bool secret = gr_config_ssl_key_sensitive(cfg->ssl_dyn_keys[i]);
+    const char *v = secret ? NULL : cfg->ssl_dyn_values[i];
+    *e = (struct gr_cfg_entry){.name = cfg->ssl_dyn_keys[i],
+                               .value = v,
+                               .source = GR_CFGS_DYNAMIC_BROKER,
+                               .type = secret ? GR_CFGT_PASSWORD : GR_CFGT_STRING,
+                               .is_sensitive = secret,
+                               .doc = "A listener's SSL store, changed at runtime (certificate reload).",
+                               .synonyms = {{cfg->ssl_dyn_keys[i], v, GR_CFGS_DYNAMIC_BROKER}},
+                               .synonym_count = 1};
 }

@@ -16,6 +16,7 @@
 
 #include "cluster/image.h"
 #include "server/broker.h"
+#include "server/tls_reload.h"
 #include "server/topic_configs.h"
 
 /* AlterConfigs and IncrementalAlterConfigs (Kafka's ConfigAdminManager, ConfigurationControlManager).
@@ -44,12 +45,24 @@ void gr_alter_topics_stored(struct gr_req *req);
 /* A BROKER resource name: "" (the cluster-wide default) or this node id, else INVALID_REQUEST with Kafka's
  * messages (ConfigAdminManager.validateResourceNameIsCurrentNodeId). */
 int16_t gr_alter_broker_name(struct gr_req *req, struct gr_str name, const char **msg);
+/* The listener SSL store keys of a new, validated dynamic broker set `set` of resource `name` (certificate
+ * reload, server/tls_reload.h): at the cluster-default level ("") INVALID_REQUEST "Cannot update these
+ * configs at default cluster level, broker id must be specified: [k, ...]" (Kafka's DynamicBrokerConfig);
+ * per broker, the new contexts of the SSL listeners that `named` (`nnamed` keys the request sets or
+ * deletes) concerns are built and checked (gr_tls_reload_prepare, INVALID_REQUEST with Kafka's message).
+ * Returns NONE with *reload (NULL when nothing to reload, or validate_only: built, checked, freed). */
+int16_t gr_alter_broker_tls(struct gr_req *req, struct gr_str name, const struct gr_tcfg_set *set,
+                            const char *const *named, int nnamed, bool validate_only,
+                            struct gr_tls_reload **reload, const char **msg);
 /* Submits the durable replacement of the dynamic broker set of resource `name` ("" = the cluster-wide
  * default level, else this broker's) with `set` (validated, e.g. by gr_bcfg_replace; arrays must live as
  * long as the request): the file (server/dynconf.h) is written on the I/O pool, then the set applies at
- * once (gr_dynconf_commit). Failure reporting, hstate use and returns as gr_alter_topic_store. */
+ * once (gr_dynconf_commit) and `reload` (from gr_alter_broker_tls, NULL for none; taken over, freed when
+ * the write fails) swaps the listeners' TLS contexts. Failure reporting, hstate use and returns as
+ * gr_alter_topic_store. */
 int16_t gr_alter_broker_store(struct gr_req *req, struct gr_str name, const struct gr_tcfg_set *set,
-                              const char **msg, int16_t *code_out, struct gr_str *message_out);
+                              struct gr_tls_reload *reload, const char **msg, int16_t *code_out,
+                              struct gr_str *message_out);
 
 /* IncrementalAlterConfigs on a BROKER_LOGGER resource (Kafka's RuntimeLoggerManager): `name` must be this
  * node id ("Node id must be an integer, but it is: x", "Unexpected node id. Expected n, but received n");
@@ -71,6 +84,11 @@ int16_t gr_describe_topic_check(struct gr_req *req, struct gr_str name, const ch
 const char *gr_describe_topic_value(struct gr_req *req, const struct gr_image_topic *t, const char *name);
 /* A BROKER resource name: "" (the cluster-wide dynamic defaults) or this node id, else INVALID_REQUEST. */
 int16_t gr_describe_broker_check(struct gr_req *req, struct gr_str name, const char **msg);
+/* Fills `e` with the i-th (< cfg->ssl_dyn_count) dynamic listener SSL store config of this broker
+ * (certificate reload, server/tls_reload.h) as Kafka shows a per-broker dynamic listener config:
+ * DYNAMIC_BROKER_CONFIG, not read-only, PASSWORD-typed ones (gr_config_ssl_key_sensitive) null and
+ * sensitive. Strings borrowed from cfg. */
+void gr_describe_listener_ssl_entry(const struct gr_config *cfg, int i, struct gr_cfg_entry *e);
 /* A BROKER_LOGGER resource name: this node id, else INVALID_REQUEST ("" included). */
 int16_t gr_describe_logger_check(struct gr_req *req, struct gr_str name, const char **msg);
 /* Fills `e` with the one logger, "root", at its current level (DYNAMIC_BROKER_LOGGER_CONFIG, not read-only:

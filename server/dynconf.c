@@ -97,6 +97,13 @@ int gr_dynconf_load(struct gr_config *cfg, const char *log_dir)
             rc = -1;
             break;
         }
+        for (int i = 0; l == GR_CFG_LEVEL_DEFAULT && i < checked.count; i++)
+            if (gr_config_ssl_dynamic_key(checked.keys[i])) { /* per broker only, as Kafka */
+                fprintf(stderr, "config: %s: default.%s: listener SSL configs are per broker (broker.)\n",
+                        path, checked.keys[i]);
+                rc = -1;
+            }
+        if (rc) break;
         gr_config_set_dynamic(cfg, (enum gr_config_level)l, checked.keys, checked.values, checked.count);
     }
     gr_arena_reset(&arena);

@@ -13,7 +13,7 @@
  * connections to the others (cluster/broker_client.h).
  * kTLS (gregor.ssl.ktls.enable): the contexts ask OpenSSL for it; gr_tls_send_path says per connection
  * whether the kernel encrypts its sends (then Fetch's file ranges go out with SSL_sendfile, server/net.c).
- * Not here yet (later slices of #23): certificate reload, SASL between brokers.
+ * Not here yet (later slices of #23): SASL between brokers. Certificate reload: server/tls_reload.h.
  * Read next: server/net.c (the connections that call these).
  */
 #ifndef GR_TLS_H

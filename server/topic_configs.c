@@ -793,9 +793,12 @@ int gr_bcfg_current(const struct gr_config *cfg, enum gr_config_level level, str
 {
     int n;
     const struct gr_config_def *bdefs = gr_config_defs(&n);
-    if (!set_alloc(out, n, arena)) return -1;
+    int nssl = level == GR_CFG_LEVEL_BROKER ? cfg->ssl_dyn_count : 0;
+    if (!set_alloc(out, n + nssl, arena)) return -1;
     for (int i = 0; i < n; i++)
         if (cfg->dynamic[level][i]) set_put(out, bdefs[i].name, cfg->dynamic[level][i]);
+    for (int i = 0; i < nssl; i++) /* listener SSL stores (certificate reload, server/tls_reload.h) */
+        set_put(out, cfg->ssl_dyn_keys[i], cfg->ssl_dyn_values[i]);
     return 0;
 }
 
@@ -840,7 +843,7 @@ static bool kafka_static_only(const char *name)
 
 static bool gregor_not_dynamic(const char *name)
 {
-    return !gr_bcfg_dynamic(name) && !kafka_static_only(name);
+    return !gr_bcfg_dynamic(name) && !kafka_static_only(name) && !gr_config_ssl_dynamic_key(name);
 }
 
 /* Validates and normalises one dynamic value as Kafka's DynamicConfig.Broker.validate (ConfigDef types and
@@ -884,7 +887,8 @@ static int16_t bcfg_validate(struct gr_tcfg_set *set, struct gr_arena *arena, co
         return GR_ERR_INVALID_CONFIG;
     }
     for (int i = 0; i < set->count; i++)
-        if (bcfg_check(set->keys[i], set->values[i], arena, &set->values[i], msg))
+        if (!gr_config_ssl_dynamic_key(set->keys[i]) && /* strings: server/tls_reload.h checks them */
+            bcfg_check(set->keys[i], set->values[i], arena, &set->values[i], msg))
             return GR_ERR_INVALID_REQUEST;
     return GR_ERR_NONE;
 }

@@ -8,6 +8,7 @@
 # 8 MiB fetched across 1 MiB segments and the kTLS send path of each connection (gregor_tls_connections_total:
 # userspace where the kernel has no tls ULP; the ktls check runs only where it has one, else a SKIP line). The
 # TLSv1.2-only broker has gregor.ssl.ktls.enable=false (the off switch).
+# reload.py reloads SSL's certificate and MTLS's truststore at runtime (kafka-configs.sh too), then a restart.
 # Then a broker with the inline PEM form (KIP-651) read from a properties file, and start-up refusals
 # (exit 2, the message naming the key); stores.sh: JKS and PKCS12 stores made with keytool.
 set -u
@@ -30,7 +31,20 @@ mkcerts() {
     openssl req -newkey rsa:2048 -nodes -keyout client.key -out client.csr -subj "/CN=client" &&
     openssl x509 -req -in client.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out client.pem $o &&
     openssl req -newkey rsa:2048 -nodes -keyout rogue.key -out rogue.csr -subj "/CN=rogue" &&
-    openssl x509 -req -in rogue.csr -CA other-ca.pem -CAkey other-ca.key -CAcreateserial -out rogue.pem $o
+    openssl x509 -req -in rogue.csr -CA other-ca.pem -CAkey other-ca.key -CAcreateserial -out rogue.pem $o &&
+    # certificate reload (reload.py): B and B2 (new keys, A's DN and SAN; B's key under another password),
+    # C (another DN), D (fewer SubjectAltNames), a truststore with both CAs
+    for n in B B2 C D; do
+        local subj="/CN=127.0.0.1" ext=san.ext
+        [ $n = C ] && subj="/CN=someone-else"
+        [ $n = D ] && { printf 'subjectAltName=DNS:localhost\n' >san-d.ext; ext=san-d.ext; }
+        openssl req -newkey rsa:2048 -nodes -keyout "server$n.key" -out "server$n.csr" -subj "$subj" &&
+        openssl x509 -req -in "server$n.csr" -CA ca.pem -CAkey ca.key -CAcreateserial -out "server$n.pem" $o -extfile $ext &&
+        cat "server$n.key" "server$n.pem" >"server$n-keystore.pem" || return 1
+    done &&
+    openssl pkcs8 -topk8 -v2 aes-256-cbc -in serverB.key -out serverB-enc.key -passout pass:n3w &&
+    cat serverB-enc.key serverB.pem >serverB-keystore.pem &&
+    cat ca.pem other-ca.pem >trust-both.pem
 }
 mkcerts >"$CERTS/openssl.log" 2>&1 || { fail "certificates" "$(tail -3 "$CERTS/openssl.log")"; summary tls; exit 1; }
 cd "$REPO" || exit 1
@@ -118,6 +132,22 @@ else
 fi
 kill -0 "$BROKER_PID" 2>/dev/null
 check_eq "the broker is still running after all of the above" "0" "$?"
+
+# Certificate reload without restart (IncrementalAlterConfigs on this broker's BROKER resource), then a restart
+# serves the reloaded certificate and truststore (the dynamic config file)
+SSL=$BROKER MTLS=$MTLS PLAIN=$PLAIN CERTS=$CERTS run_py "reload.py" "$REPO/compat-tests/tls/reload.py"
+if [ -n "${KAFKA_HOME:-}" ] && [ -x "$KAFKA_HOME/bin/kafka-configs.sh" ]; then
+    cp "$CERTS/serverB-keystore.pem" "$CERTS/reload.pem" # a changed file at the same location is read again
+    out=$(timeout 60 "$KAFKA_HOME/bin/kafka-configs.sh" --bootstrap-server "$PLAIN" --entity-type brokers --entity-name 1 \
+        --alter --add-config "listener.name.ssl.ssl.keystore.location=$CERTS/reload.pem" 2>&1)
+    check_eq "kafka-configs.sh --alter --add-config listener.name.ssl.ssl.keystore.location (exit 0)" "0" "$?"
+    SSL=$BROKER CERTS=$CERTS run_py "reload.py serves B" "$REPO/compat-tests/tls/reload.py" serves
+else
+    xfail "kafka-configs.sh reloads the certificate" "KAFKA_HOME"
+fi
+broker_restart
+SSL=$BROKER MTLS=$(grep '^MTLS ' "$BROKER_DIR/listener" | cut -d' ' -f2) PLAIN=$(grep '^PLAINTEXT ' "$BROKER_DIR/listener" | cut -d' ' -f2) \
+    CERTS=$CERTS run_py "reload.py after restart" "$REPO/compat-tests/tls/reload.py" restart
 broker_stop
 
 # the kTLS path's bookkeeping (the TLS buffer stopping at a file range, partial sends, a full socket) on a machine

@@ -45,6 +45,31 @@ static int16_t alter_topic(struct gr_req *req,
     return gr_alter_topic_store(req, t, &set, msg, &r->error_code, &r->error_message);
 }
 
+/* One BROKER resource: new dynamic set = exactly the given pairs; listener SSL stores named by the new or
+   the current set are rebuilt (server/tls_reload.h). */
+static int16_t alter_broker(struct gr_req *req, struct gr_str name, const char *const *keys,
+                            const char *const *values, int n, bool validate_only, const char **msg,
+                            struct gr_alter_configs_response_alter_configs_resource_response *r)
+{
+    struct gr_tcfg_set set, cur;
+    struct gr_tls_reload *reload;
+    int16_t err = gr_alter_broker_name(req, name, msg);
+    if (err || (err = gr_bcfg_replace(keys, values, n, &req->arena, &set, msg))) return err;
+    int level = name.len > 0 ? GR_CFG_LEVEL_BROKER : GR_CFG_LEVEL_DEFAULT;
+    if (gr_bcfg_current(&req->broker->cfg, (enum gr_config_level)level, &req->arena, &cur))
+        return GR_ERR_UNKNOWN_SERVER_ERROR;
+    const char **named = gr_arena_calloc(&req->arena, (size_t)(n + cur.count) + 1, sizeof *named);
+    if (!named) return GR_ERR_UNKNOWN_SERVER_ERROR;
+    for (int i = 0; i < n; i++)
+        named[i] = keys[i];
+    for (int i = 0; i < cur.count; i++)
+        named[n + i] = cur.keys[i];
+    if ((err = gr_alter_broker_tls(req, name, &set, named, n + cur.count, validate_only, &reload, msg)) ||
+        validate_only)
+        return err;
+    return gr_alter_broker_store(req, name, &set, reload, msg, &r->error_code, &r->error_message);
+}
+
 static int16_t alter_one(struct gr_req *req,
                          const struct gr_alter_configs_request_alter_configs_resource *res,
                          bool validate_only, const char **msg,
@@ -65,12 +90,8 @@ static int16_t alter_one(struct gr_req *req,
         return alter_topic(req, res, keys, values, n, validate_only, msg, r);
     int16_t err = gr_tcfg_precheck(keys, values, NULL, n, &req->arena, msg);
     if (err) return err;
-    if (res->resource_type == GR_CFG_RESOURCE_BROKER) {
-        struct gr_tcfg_set set;
-        if ((err = gr_alter_broker_name(req, res->resource_name, msg))) return err;
-        if ((err = gr_bcfg_replace(keys, values, n, &req->arena, &set, msg)) || validate_only) return err;
-        return gr_alter_broker_store(req, res->resource_name, &set, msg, &r->error_code, &r->error_message);
-    }
+    if (res->resource_type == GR_CFG_RESOURCE_BROKER)
+        return alter_broker(req, res->resource_name, keys, values, n, validate_only, msg, r);
     return gr_alter_unknown_type(req, res->resource_type, msg);
 }
 

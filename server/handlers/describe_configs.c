@@ -5,18 +5,15 @@
  *                      invalid name is INVALID_TOPIC_EXCEPTION, an unknown topic UNKNOWN_TOPIC_OR_PARTITION.
  *   BROKER (4)         name = this node id: every row of the broker config table (server/config.c) with
  *                      its source (DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG, STATIC_BROKER_CONFIG
- *                      or DEFAULT_CONFIG); name "" = the cluster-wide dynamic defaults that are set (Kafka's
- *                      ConfigHelper); another id or a non-number INVALID_REQUEST.
+ *                      or DEFAULT_CONFIG), then the dynamic listener SSL stores (server/tls_reload.h);
+ *                      name "" = the cluster-wide dynamic defaults that are set; else INVALID_REQUEST.
  *   BROKER_LOGGER (8)  name = this node id: Gregor's one logger, "root", at its current level (not
- *                      read-only: IncrementalAlterConfigs changes it).
- *   anything else      INVALID_REQUEST (Gregor has no client-metrics or group configs).
+ *                      read-only: IncrementalAlterConfigs changes it). Anything else: INVALID_REQUEST.
  * configuration_keys (null or empty = all) filters by name; unknown names are left out silently.
  * Synonyms are sent only when include_synonyms; documentation (v3+) only when include_documentation;
- * config_type (v3+) always. The resource checks are server/config_resources.h's, the entries
- * server/topic_configs.h's. Authorization (ConfigHelper): DESCRIBE_CONFIGS on the topic, or on the cluster
- * for a broker or broker logger; the refused resources come after the others,
- * TOPIC_/CLUSTER_AUTHORIZATION_FAILED with Kafka's message and no configs. Read next:
- * server/config_resources.h, server/topic_configs.h.
+ * config_type (v3+) always. Authorization (ConfigHelper): DESCRIBE_CONFIGS on the topic, or on the cluster
+ * for a broker or broker logger; the refused resources come after the others, TOPIC_/CLUSTER_AUTHORIZATION_
+ * FAILED with Kafka's message and no configs. Read next: server/config_resources.h.
  */
 #include <stdio.h>
 #include <string.h>
@@ -118,17 +115,20 @@ static void describe_broker(struct gr_req *req,
     }
     int n;
     const struct gr_config_def *defs = gr_config_defs(&n);
-    r->configs.items = gr_arena_calloc(&req->arena, (size_t)n, sizeof *r->configs.items);
+    r->configs.items = gr_arena_calloc(&req->arena, (size_t)(n + b->cfg.ssl_dyn_count) + 1, sizeof(entry_t));
     if (!r->configs.items) {
         fail(r, GR_ERR_UNKNOWN_SERVER_ERROR, "Out of request memory");
         return;
     }
-    for (int i = 0; i < n; i++) {
-        if (!wanted(res, defs[i].name)) continue;
-        if (!per_broker && !gr_config_dynamic(&b->cfg, GR_CFG_LEVEL_DEFAULT, defs[i].name)) continue;
+    for (int i = 0; i < n + (per_broker ? b->cfg.ssl_dyn_count : 0); i++) {
         struct gr_cfg_entry e;
-        gr_bcfg_describe(&defs[i], &b->cfg, per_broker, &e);
-        if (!put(req, &e, &r->configs.items[r->configs.count++])) {
+        if (i >= n) /* certificate reload's listener SSL keys */
+            gr_describe_listener_ssl_entry(&b->cfg, i - n, &e);
+        else if (per_broker || gr_config_dynamic(&b->cfg, GR_CFG_LEVEL_DEFAULT, defs[i].name))
+            gr_bcfg_describe(&defs[i], &b->cfg, per_broker, &e);
+        else
+            continue;
+        if (wanted(res, e.name) && !put(req, &e, &r->configs.items[r->configs.count++])) {
             fail(r, GR_ERR_UNKNOWN_SERVER_ERROR, "Out of request memory");
             return;
         }

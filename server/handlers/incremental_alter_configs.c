@@ -75,8 +75,17 @@ static int16_t alter_broker(struct gr_req *req,
     if (err) return err;
     if (gr_bcfg_current(&req->broker->cfg, (enum gr_config_level)level, &req->arena, &cur))
         return GR_ERR_UNKNOWN_SERVER_ERROR;
-    if ((err = gr_bcfg_apply_ops(&cur, ops, n, &req->arena, &next, msg)) || validate_only) return err;
-    return gr_alter_broker_store(req, res->resource_name, &next, msg, &r->error_code, &r->error_message);
+    if ((err = gr_bcfg_apply_ops(&cur, ops, n, &req->arena, &next, msg))) return err;
+    const char **named = gr_arena_calloc(&req->arena, (size_t)n + 1, sizeof *named);
+    if (!named) return GR_ERR_UNKNOWN_SERVER_ERROR;
+    for (int i = 0; i < n; i++) /* the listeners whose SSL stores the operations name are rebuilt */
+        named[i] = ops[i].key;
+    struct gr_tls_reload *reload;
+    if ((err = gr_alter_broker_tls(req, res->resource_name, &next, named, n, validate_only, &reload, msg)) ||
+        validate_only)
+        return err;
+    return gr_alter_broker_store(req, res->resource_name, &next, reload, msg, &r->error_code,
+                                 &r->error_message);
 }
 
 static int16_t alter_one(struct gr_req *req,

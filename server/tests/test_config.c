@@ -462,18 +462,59 @@ static void test_ssl_keys(void **state)
     gr_config_free(&cfg);
 }
 
+/* Certificate reload's keys (server/tls_reload.h): only listener.name.<l>.<Kafka's reconfigurable SSL key>
+ * is dynamic; the per-broker dynamic value wins over the static listener and broker-wide ones; a pending set
+ * (gr_config_ssl_with) is read without touching cfg; a new set whose keys and values borrow the current store
+ * (as gr_bcfg_current hands them out) replaces it intact; deleting the key falls back to the static value. */
+static void test_ssl_dynamic_keys(void **state)
+{
+    (void)state;
+    assert_true(gr_config_ssl_dynamic_key("listener.name.ssl.ssl.keystore.location"));
+    assert_true(gr_config_ssl_dynamic_key("listener.name.ssl.ssl.truststore.certificates"));
+    assert_false(gr_config_ssl_dynamic_key("ssl.keystore.location")); /* Kafka: listener prefix only */
+    assert_false(gr_config_ssl_dynamic_key("listener.name.ssl.ssl.client.auth"));
+    assert_false(gr_config_ssl_dynamic_key("listener.name..ssl.keystore.location"));
+    assert_true(gr_config_ssl_key_sensitive("listener.name.ssl.ssl.key.password"));
+    assert_true(gr_config_ssl_key_sensitive("listener.name.ssl.ssl.keystore.key"));
+    assert_false(gr_config_ssl_key_sensitive("listener.name.ssl.ssl.keystore.location"));
+    struct gr_config cfg;
+    gr_config_init(&cfg);
+    assert_int_equal(gr_config_set_kv(&cfg, "ssl.keystore.location=/k/a.pem"), 0);
+    assert_int_equal(gr_config_set_kv(&cfg, "listener.name.ssl.ssl.keystore.location=/k/static.pem"), 0);
+    const char *k[] = {"listener.name.ssl.ssl.keystore.location", "log.retention.ms"};
+    const char *v[] = {"/k/b.pem", "1000"};
+    struct gr_ssl_settings s;
+    gr_config_ssl_with(&cfg, "SSL", k, v, 2, &s);
+    assert_string_equal(s.keystore_location, "/k/b.pem");
+    gr_config_ssl(&cfg, "SSL", &s);
+    assert_string_equal(s.keystore_location, "/k/static.pem"); /* nothing applied yet */
+    gr_config_set_dynamic(&cfg, GR_CFG_LEVEL_BROKER, k, v, 2);
+    gr_config_ssl(&cfg, "SSL", &s);
+    assert_string_equal(s.keystore_location, "/k/b.pem");
+    assert_string_equal(gr_config_dynamic(&cfg, GR_CFG_LEVEL_BROKER, k[0]), "/k/b.pem");
+    assert_null(gr_config_dynamic(&cfg, GR_CFG_LEVEL_DEFAULT, k[0]));
+    gr_config_ssl(&cfg, "OTHER", &s);
+    assert_string_equal(s.keystore_location, "/k/a.pem"); /* another listener: the broker-wide value */
+    const char *bk[] = {cfg.ssl_dyn_keys[0], "log.retention.ms"}, *bv[] = {cfg.ssl_dyn_values[0], "1000"};
+    gr_config_set_dynamic(&cfg, GR_CFG_LEVEL_BROKER, bk, bv, 2); /* borrowed from the store it replaces */
+    assert_int_equal(cfg.ssl_dyn_count, 1);
+    assert_string_equal(cfg.ssl_dyn_keys[0], "listener.name.ssl.ssl.keystore.location");
+    assert_string_equal(cfg.ssl_dyn_values[0], "/k/b.pem");
+    gr_config_set_dynamic(&cfg, GR_CFG_LEVEL_BROKER, k + 1, v + 1, 1);
+    gr_config_ssl(&cfg, "SSL", &s);
+    assert_string_equal(s.keystore_location, "/k/static.pem");
+    assert_int_equal(cfg.ssl_dyn_count, 0);
+    gr_config_free(&cfg);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_ssl_keys),
-        cmocka_unit_test(test_defaults),
-        cmocka_unit_test(test_file_and_overrides),
-        cmocka_unit_test(test_bad_values),
-        cmocka_unit_test(test_dynamic_file_reload),
-        cmocka_unit_test(test_settings),
-        cmocka_unit_test(test_cluster_keys),
-        cmocka_unit_test(test_replication_keys),
-        cmocka_unit_test(test_replication_factors),
+        cmocka_unit_test(test_ssl_keys),         cmocka_unit_test(test_ssl_dynamic_keys),
+        cmocka_unit_test(test_defaults),         cmocka_unit_test(test_file_and_overrides),
+        cmocka_unit_test(test_bad_values),       cmocka_unit_test(test_dynamic_file_reload),
+        cmocka_unit_test(test_settings),         cmocka_unit_test(test_cluster_keys),
+        cmocka_unit_test(test_replication_keys), cmocka_unit_test(test_replication_factors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
