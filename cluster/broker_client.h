@@ -26,9 +26,15 @@
  * and the request ends DISCONNECTED. With a SASL mechanism configured (a SASL_PLAINTEXT or SASL_SSL
  * inter-broker listener), SaslHandshake v1 and SaslAuthenticate follow ApiVersions before the connection
  * is ready (PLAIN: one token; SCRAM: common/scram_client.h, the server's signature verified), so every
- * request after them carries the broker's principal User:<username>. Any failure (refused, reset, timeout, a
- * bad frame) closes the socket, ends every request and waits `backoff_ms` (replica.fetch.backoff.ms for the
- * fetcher) before connecting again.
+ * request after them carries the broker's principal User:<username>. KIP-368: when the final SaslAuthenticate
+ * answer (v1+) carries a non-zero session_lifetime_ms (the peer's connections.max.reauth.ms, or an
+ * OAUTHBEARER token's remaining life), the connection re-authenticates in band at a random point between 85%
+ * and 95% of it (Kafka's SaslClientAuthenticator): from then on requests wait in the queue, and once every
+ * request in flight is answered SaslHandshake and SaslAuthenticate go out again (ApiVersions is not
+ * repeated); the connection stays ready to its owner throughout, and the waiting requests go out when it
+ * succeeds. A failed re-authentication fails the connection like any other failure. Any failure (refused,
+ * reset, timeout, a bad frame) closes the socket, ends every request and waits `backoff_ms`
+ * (replica.fetch.backoff.ms for the fetcher) before connecting again.
  *
  * Requests (gr_broker_client_send) are accepted only while the connection is ready. Each is encoded at
  * once into one buffer (size() first: int32 frame size, request header v1 or v2 as the API version needs,
@@ -140,6 +146,7 @@ struct gr_broker_client_stats {
     uint64_t tls_handshakes;   /* TLS handshakes completed (0 over PLAINTEXT) */
     uint64_t sasl_auths;       /* SASL authentications completed (0 without SASL) */
     uint64_t sasl_failures;    /* SASL steps refused by the peer or failed here */
+    uint64_t sasl_reauths;     /* KIP-368 re-authentications completed on a ready connection */
     uint64_t requests_sent;    /* requests written (ApiVersions not counted) */
     uint64_t responses;        /* answers matched to a request (cancelled ones included) */
     int in_flight_peak;        /* the most requests in flight at once */
