@@ -34,6 +34,7 @@
 #include "cluster/image.h"
 #include "common/arena.h"
 #include "common/log.h"
+#include "common/oauth_login.h"
 #include "common/scram_client.h"
 #include "common/tls_io.h"
 #include "common/time.h"
@@ -133,8 +134,8 @@ struct gr_broker_client_conn {
     struct gr_broker_client_stats stats;
 };
 
-enum sasl_mech { SASL_NONE = 0, SASL_PLAIN, SASL_SCRAM_SHA_256, SASL_SCRAM_SHA_512 };
-static const char *const sasl_names[] = {"", "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"};
+enum sasl_mech { SASL_NONE = 0, SASL_PLAIN, SASL_SCRAM_SHA_256, SASL_SCRAM_SHA_512, SASL_OAUTHBEARER };
+static const char *const sasl_names[] = {"", "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"};
 
 struct gr_broker_client {
     struct ev_loop *loop;
@@ -145,8 +146,9 @@ struct gr_broker_client {
     int32_t in_flight_max;
     struct ssl_ctx_st *tls_ctx; /* borrowed; NULL: PLAINTEXT */
     bool tls_verify_host;
-    enum sasl_mech sasl_mech; /* SASL_NONE: no SASL step */
-    char *sasl_username, *sasl_password;
+    enum sasl_mech sasl_mech;                      /* SASL_NONE: no SASL step */
+    char *sasl_username, *sasl_password;           /* OAUTHBEARER: the token's subject, no password */
+    const struct gr_oauth_login *sasl_oauth_login; /* OAUTHBEARER: makes each token (borrowed) */
     const struct gr_msg_ops *av_req_ops, *av_resp_ops, *sh_req_ops, *sa_req_ops;
     struct gr_broker_client_conn *conns;
     int depth;         /* entry points on the stack */
@@ -861,6 +863,30 @@ static void sasl_token(struct gr_broker_client_conn *conn, const void *token, si
     sasl_send(conn, K_SASL_AUTH, conn->bc->sa_req_ops, conn->sasl_auth_version, &a);
 }
 
+/* OAUTHBEARER's client-first message (RFC 7628 3.1, as Kafka's OAuthBearerClientInitialResponse without an
+ * authzid or extensions): "n,," %x01 "auth=Bearer " token %x01 %x01, with a token made now. */
+static void oauth_first(struct gr_broker_client_conn *conn)
+{
+    enum { PRE = 3 + 1 + 12, POST = 2 };
+    char *msg = malloc(PRE + GR_OAUTH_LOGIN_TOKEN_MAX + POST + 1);
+    int n = msg ? gr_oauth_login_token(conn->bc->sasl_oauth_login, gr_time_wall_ms(), msg + PRE,
+                                       GR_OAUTH_LOGIN_TOKEN_MAX + 1)
+                : -1;
+    if (n < 0) {
+        const char *why = msg ? "the OAUTHBEARER token is over its size cap" : "out of memory";
+        free(msg);
+        sasl_fail(conn, why);
+        return;
+    }
+    memcpy(msg,
+           "n,,\x01"
+           "auth=Bearer ",
+           PRE); /* split: \x01a would be one hex escape */
+    memcpy(msg + PRE + n, "\x01\x01", POST);
+    sasl_token(conn, msg, PRE + (size_t)n + POST);
+    free(msg);
+}
+
 /* Copies a peer's message for a log line: at most 200 bytes, non-printable bytes replaced. */
 static void peer_text(struct gr_str s, char *out, size_t cap)
 {
@@ -918,6 +944,10 @@ static void sasl_answer(struct gr_broker_client_conn *conn, enum req_kind kind, 
             free(t);
             return;
         }
+        if (bc->sasl_mech == SASL_OAUTHBEARER) {
+            oauth_first(conn);
+            return;
+        }
         conn->scram = gr_scram_client_new(bc->sasl_mech == SASL_SCRAM_SHA_512, bc->sasl_username,
                                           bc->sasl_password, NULL);
         if (!conn->scram) {
@@ -951,9 +981,25 @@ static void sasl_answer(struct gr_broker_client_conn *conn, enum req_kind kind, 
         sasl_fail(conn, "the peer's SASL token is over the size the client takes");
         return;
     }
-    if (bc->sasl_mech == SASL_PLAIN || conn->sasl_step == 2) {
-        int vr =
-            bc->sasl_mech == SASL_PLAIN ? 0 : gr_scram_client_verify(conn->scram, tok, tl, why, sizeof why);
+    if (bc->sasl_mech == SASL_OAUTHBEARER && (tl || conn->sasl_step > 1)) {
+        /* RFC 7628 3.2.2: a refused token comes back as a JSON error challenge, to which the client answers
+         * %x01 and the server then fails the exchange (its message is logged from that answer) */
+        if (conn->sasl_step > 1) {
+            gr_arena_reset(&arena);
+            sasl_fail(conn, "the peer went on after refusing the token");
+            return;
+        }
+        peer_text((struct gr_str){(const char *)tok, (int32_t)tl}, text, sizeof text);
+        GR_WARN_RATELIMITED("broker client: %s: broker %d refused this broker's OAUTHBEARER token: %s",
+                            conn->client_id, (int)conn->broker_id, text);
+        gr_arena_reset(&arena);
+        sasl_token(conn, "\x01", 1);
+        return;
+    }
+    if (bc->sasl_mech == SASL_PLAIN || bc->sasl_mech == SASL_OAUTHBEARER || conn->sasl_step == 2) {
+        int vr = bc->sasl_mech == SASL_PLAIN || bc->sasl_mech == SASL_OAUTHBEARER
+                     ? 0
+                     : gr_scram_client_verify(conn->scram, tok, tl, why, sizeof why);
         if (bc->sasl_mech == SASL_PLAIN && tl)
             snprintf(why, sizeof why, "a PLAIN exchange answered with a token"), vr = -1;
         gr_arena_reset(&arena);
@@ -1299,12 +1345,19 @@ struct gr_broker_client *gr_broker_client_new(struct ev_loop *loop, struct gr_im
         1;
     bc->tls_verify_host = cfg->tls_verify_host;
     if (cfg->sasl_mechanism) {
-        for (int m = SASL_PLAIN; m <= SASL_SCRAM_SHA_512; m++)
+        for (int m = SASL_PLAIN; m <= SASL_OAUTHBEARER; m++)
             if (!strcmp(cfg->sasl_mechanism, sasl_names[m])) bc->sasl_mech = (enum sasl_mech)m;
-        if (!bc->sasl_mech || !(bc->sasl_username = strdup(cfg->sasl_username)) ||
-            !(bc->sasl_password = strdup(cfg->sasl_password))) {
+        bool oauth = bc->sasl_mech == SASL_OAUTHBEARER;
+        bc->sasl_oauth_login = cfg->sasl_oauth_login;
+        const char *user = oauth && cfg->sasl_oauth_login ? gr_oauth_login_principal(cfg->sasl_oauth_login)
+                                                          : cfg->sasl_username;
+        bool bad = !bc->sasl_mech || !user || (oauth ? !cfg->sasl_oauth_login : !cfg->sasl_password);
+        if (bad || !(bc->sasl_username = strdup(user)) ||
+            (!oauth && !(bc->sasl_password = strdup(cfg->sasl_password)))) {
             snprintf(err, err_len, "broker client: %s",
-                     bc->sasl_mech ? "out of memory" : "unknown SASL mechanism");
+                     !bc->sasl_mech ? "unknown SASL mechanism"
+                     : bad          ? "SASL credentials (or the OAUTHBEARER login) missing"
+                                    : "out of memory");
             client_free_sasl(bc);
             free(bc);
             return NULL;
