@@ -878,10 +878,9 @@ static void oauth_first(struct gr_broker_client_conn *conn)
         sasl_fail(conn, why);
         return;
     }
-    memcpy(msg,
-           "n,,\x01"
-           "auth=Bearer ",
-           PRE); /* split: \x01a would be one hex escape */
+    static const char head[PRE + 1] = "n,,\x01" /* split: \x01a would be one hex escape */
+                                      "auth=Bearer ";
+    memcpy(msg, head, PRE);
     memcpy(msg + PRE + n, "\x01\x01", POST);
     sasl_token(conn, msg, PRE + (size_t)n + POST);
     free(msg);

@@ -34,6 +34,7 @@
 #include "cluster/image.h"
 #include "cluster/tests/testkit.h"
 #include "common/log.h"
+#include "common/oauth_login.h"
 #include "common/time.h"
 #include "protocol/errors.h"
 #include "protocol/gen/messages.h"
@@ -558,6 +559,7 @@ enum fake_mode {
     FAKE_SASL_MECH, /* answers ApiVersions, then SaslHandshake with UNSUPPORTED_SASL_MECHANISM */
     FAKE_SASL_BIG,  /* answers ApiVersions and SaslHandshake, then SaslAuthenticate with a token over the cap
                      */
+    FAKE_OAUTH,     /* an OAUTHBEARER peer refusing every token: the JSON challenge, then the failure */
     FAKE_REAUTH,    /* a PLAIN peer granting 300 ms sessions (KIP-368); answers Metadata 30 ms late */
     FAKE_OLD,       /* an old broker: ApiVersions 0..2 (UNSUPPORTED_VERSION in v0 above, KIP-511), Metadata
                        0..8 and nothing else; answers Metadata */
@@ -581,6 +583,9 @@ struct fake {
     int after_expiry;   /* requests other than SASL that came after the session expired */
     int64_t expiry_ms;  /* monotonic: when the current session ends */
     ev_timer md_timer;  /* answers the pending Metadata requests */
+    /* FAKE_OAUTH: the SaslAuthenticate tokens of the first attempt */
+    char oauth_tok[2][4096];
+    int oauth_len[2], oauth_count;
 };
 
 /* Reads exactly n bytes from a blocking socket; false at EOF or error. */
@@ -733,6 +738,25 @@ static void fake_on_client(struct ev_loop *l, ev_io *w, int revents)
             return;
         }
     }
+    if (f->mode == FAKE_OAUTH && key == ops_named("sasl_authenticate_request")->api_key &&
+        f->oauth_count < 2) {
+        const struct gr_msg_ops *ops = ops_named("sasl_authenticate_request");
+        struct gr_arena arena;
+        gr_arena_init(&arena, 1 << 16);
+        struct gr_rd rd;
+        gr_rd_init(&rd, frame, n, &arena);
+        struct gr_request_header h;
+        struct gr_sasl_authenticate_request a;
+        gr_sasl_authenticate_request_init(&a);
+        int i = f->oauth_count++;
+        if (gr_request_header_decode(&rd, gr_request_header_version(version, ops->flexible_min), &h) == 0 &&
+            gr_sasl_authenticate_request_decode(&rd, version, &a) == 0 && a.auth_bytes.len >= 0 &&
+            a.auth_bytes.len < (int32_t)sizeof f->oauth_tok[i]) {
+            memcpy(f->oauth_tok[i], a.auth_bytes.ptr, (size_t)a.auth_bytes.len);
+            f->oauth_len[i] = a.auth_bytes.len;
+        }
+        gr_arena_reset(&arena);
+    }
     if (f->mode == FAKE_OLD && key != ops_named("api_versions_request")->api_key)
         f->header_versions[f->md_count++ % 4] = metadata_header_version(frame, n, version);
     free(frame);
@@ -744,7 +768,9 @@ static void fake_on_client(struct ev_loop *l, ev_io *w, int revents)
     if (key == ops_named("api_versions_request")->api_key) {
         fake_api_versions(f, corr, version);
     } else if (key == ops_named("sasl_handshake_request")->api_key) {
-        struct gr_str mechs[1] = {gr_str_c(f->mode == FAKE_REAUTH ? "PLAIN" : "SCRAM-SHA-256")};
+        struct gr_str mechs[1] = {gr_str_c(f->mode == FAKE_REAUTH  ? "PLAIN"
+                                           : f->mode == FAKE_OAUTH ? "OAUTHBEARER"
+                                                                   : "SCRAM-SHA-256")};
         struct gr_sasl_handshake_response r;
         gr_sasl_handshake_response_init(&r);
         r.error_code = f->mode == FAKE_SASL_MECH ? GR_ERR_UNSUPPORTED_SASL_MECHANISM : GR_ERR_NONE;
@@ -762,6 +788,14 @@ static void fake_on_client(struct ev_loop *l, ev_io *w, int revents)
             r.session_lifetime_ms = 300;
             f->expiry_ms = gr_time_mono_ms() + 300;
             f->auths++;
+        }
+        static const char challenge[] = "{\"status\":\"invalid_token\"}";
+        if (f->mode == FAKE_OAUTH && f->frames % 2 == 1) { /* a client-first message (odd: see the test) */
+            r.auth_bytes = (struct gr_bytes){(const uint8_t *)challenge, (int32_t)strlen(challenge)};
+        } else if (f->mode == FAKE_OAUTH) { /* the client's %x01 after the challenge */
+            r.auth_bytes = (struct gr_bytes){NULL, 0};
+            r.error_code = GR_ERR_SASL_AUTHENTICATION_FAILED;
+            r.error_message = gr_str_c(challenge);
         }
         /* response header v1 from SaslAuthenticate v2 (flexible): an empty tag section after the id */
         size_t len = 4 + 4 + 1 + gr_sasl_authenticate_response_size(&r, version);
@@ -1086,6 +1120,56 @@ static void test_sasl_reauth(void)
     gr_broker_client_free(sbc);
 }
 
+/* OAUTHBEARER against a fake peer that refuses every token as Kafka's broker does (the JSON challenge, then
+ * SASL_AUTHENTICATION_FAILED after the client's %x01): the client-first message is RFC 7628's
+ * "n,,^Aauth=Bearer <unsecured JWS>^A^A", the challenge is answered with a lone %x01, and the attempt fails
+ * (never ready, retried after the back-off). Without a login the client is refused at new. */
+static void test_sasl_oauth(void)
+{
+    char err[256] = "";
+    struct gr_oauth_login *lg = gr_oauth_login_new();
+    CHECK(lg && gr_oauth_login_option(lg, "unsecuredLoginStringClaim_sub", "broker", err, sizeof err) == 0 &&
+          gr_oauth_login_check(lg, err, sizeof err) == 0);
+    struct gr_broker_client_config cfg = {.node_id = 9,
+                                          .listener_name = "PLAINTEXT",
+                                          .request_timeout_ms = 2000,
+                                          .backoff_ms = 200,
+                                          .sasl_mechanism = "OAUTHBEARER"};
+    CHECK(gr_broker_client_new(loop, img, &cfg, err, sizeof err) == NULL && strstr(err, "OAUTHBEARER login"));
+    cfg.sasl_oauth_login = lg;
+    struct gr_broker_client *sbc = gr_broker_client_new(loop, img, &cfg, err, sizeof err);
+    CHECK(sbc != NULL);
+    if (!sbc) {
+        gr_oauth_login_free(lg);
+        return;
+    }
+    struct fake f;
+    image_broker(13, fake_start(&f, FAKE_OAUTH), 1);
+    struct conn_watch w;
+    struct gr_broker_client_conn *conn = open_conn(sbc, 13, 0, main_apis, 1, &w);
+    CHECK(testkit_run_until(loop, sasl_failed_twice, conn, 10000));
+    /* frames of one attempt: ApiVersions, SaslHandshake, the client-first (3rd, odd), the %x01 (4th) */
+    const char *t = f.oauth_tok[0];
+    int n = f.oauth_len[0];
+    static const char pre[] = "n,,\x01"
+                              "auth=Bearer ";
+    CHECK(n > (int)sizeof pre + 2 && !memcmp(t, pre, sizeof pre - 1) && !memcmp(t + n - 2, "\x01\x01", 2));
+    /* the token: three base64url parts, the last (the signature) empty; header {"alg":"none"} */
+    const char *tok = t + sizeof pre - 1;
+    int tl = n - (int)(sizeof pre - 1) - 2;
+    int dots = 0;
+    for (int i = 0; i < tl; i++)
+        dots += tok[i] == '.';
+    CHECK(tl > 20 && dots == 2 && tok[tl - 1] == '.' && !memcmp(tok, "eyJhbGciOiJub25lIn0.", 20));
+    CHECK(f.oauth_len[1] == 1 && f.oauth_tok[1][0] == 1);
+    const struct gr_broker_client_stats *st = gr_broker_client_stats(conn);
+    CHECK(w.ready == 0 && st->sasl_auths == 0 && st->sasl_failures >= 2 && f.accepted >= 2);
+    gr_broker_client_close(conn);
+    fake_stop(&f);
+    gr_broker_client_free(sbc);
+    gr_oauth_login_free(lg);
+}
+
 /* Bad configurations are refused with a reason; a second open of one key is -EEXIST. */
 static void test_config(struct gr_broker_client *bc)
 {
@@ -1154,6 +1238,7 @@ int main(void)
         test_old_peer(bc);
         test_sasl_fakes();
         test_sasl_reauth();
+        test_sasl_oauth();
     }
     gr_broker_client_free(bc);
     gr_image_free(img);
