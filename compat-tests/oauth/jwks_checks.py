@@ -5,8 +5,8 @@ Kafka's OAuthBearerValidatorCallbackHandler) trusts that CA through the JAAS opt
 and ssl.truststore.location. Checks: a token with kid A logs in; the JWKS rotated to kid B: a kid-B token is
 refused at first and asks for a refresh, then logs in; kid A is refused after it; a malformed body, an
 oversized body (over 1 MiB) and the endpoint down each leave kid B working and are logged as a failed refresh;
-a kid asks at most once per 60 s; at start, an endpoint that is down, or whose CA is not trusted, stops the
-broker with exit 2. Prints RESULT lines for compat-tests/lib/broker.sh's run_py."""
+a kid asks at most once per 60 s; at start, an endpoint that is down, or whose CA is not trusted, or a JKS
+truststore stops the broker with exit 2; a plain http:// endpoint (Kafka allows it) serves keys. Prints RESULT lines for compat-tests/lib/broker.sh's run_py."""
 import base64
 import datetime
 import http.server
@@ -110,13 +110,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
         pass
 
 
-def serve():
+def serve(tls=True):
     srv = http.server.ThreadingHTTPServer(('127.0.0.1', 0), Handler)
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    ctx.load_cert_chain(f'{DIR}/server.pem')
-    srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+    if tls:
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(f'{DIR}/server.pem')
+        srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
     threading.Thread(target=srv.serve_forever, daemon=True).start()
-    return srv, f'https://127.0.0.1:{srv.server_address[1]}/jwks.json'
+    return srv, f'{"https" if tls else "http"}://127.0.0.1:{srv.server_address[1]}/jwks.json'
 
 
 def broker_args(url, d, jaas_extra):
@@ -231,6 +232,22 @@ def main():
     out = (r.stdout + r.stderr).decode(errors='replace')
     t.check('at start, the endpoint down: exit 2 (Kafka: "Could not refresh JWKS")',
             r.returncode == 2 and 'could not fetch the JWKS' in out, f'exit {r.returncode}: {out[-300:]}')
+    # plain http: Kafka's ConfigurationUtils.validateUrl allows http, https and file
+    State.body = jwks('B')
+    srv3, url3 = serve(tls=False)
+    d = tempfile.mkdtemp(prefix='gregor-jwks-http.', dir=DIR)
+    p = subprocess.Popen(broker_args(url3, d, ''), stdout=open(f'{d}/broker.log', 'wb'), stderr=subprocess.STDOUT)
+    try:
+        up = until(lambda: os.path.exists(f'{d}/listener') and os.path.getsize(f'{d}/listener') > 0, 30)
+        t.check('an http:// JWKS endpoint (allowed by Kafka): the broker starts', up)
+        if up:
+            addr = open(f'{d}/listener').readline().strip().split()[-1]
+            t.check('an http:// JWKS endpoint: a token with kid B logs in', login(addr, token('B')))
+    finally:
+        p.terminate()
+        p.wait(10)
+        srv3.shutdown()
+        srv3.server_close()
 
 
 t.run('jwks over https', main)
