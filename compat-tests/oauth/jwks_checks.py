@@ -6,7 +6,8 @@ and ssl.truststore.location. Checks: a token with kid A logs in; the JWKS rotate
 refused at first and asks for a refresh, then logs in; kid A is refused after it; a malformed body, an
 oversized body (over 1 MiB) and the endpoint down each leave kid B working and are logged as a failed refresh;
 a kid asks at most once per 60 s; at start, an endpoint that is down, or whose CA is not trusted, or a JKS
-truststore stops the broker with exit 2; a plain http:// endpoint (Kafka allows it) serves keys. Prints RESULT lines for compat-tests/lib/broker.sh's run_py."""
+truststore stops the broker with exit 2; a plain http:// endpoint (Kafka allows it) serves keys, and with
+refresh.ms=400 is fetched on schedule with no token asking. Prints RESULT lines for compat-tests/lib/broker.sh's run_py."""
 import base64
 import datetime
 import http.server
@@ -236,13 +237,21 @@ def main():
     State.body = jwks('B')
     srv3, url3 = serve(tls=False)
     d = tempfile.mkdtemp(prefix='gregor-jwks-http.', dir=DIR)
-    p = subprocess.Popen(broker_args(url3, d, ''), stdout=open(f'{d}/broker.log', 'wb'), stderr=subprocess.STDOUT)
+    args = broker_args(url3, d, '') + ['--override', 'sasl.oauthbearer.jwks.endpoint.refresh.ms=400']
+    p = subprocess.Popen(args, stdout=open(f'{d}/broker.log', 'wb'), stderr=subprocess.STDOUT)
     try:
         up = until(lambda: os.path.exists(f'{d}/listener') and os.path.getsize(f'{d}/listener') > 0, 30)
         t.check('an http:// JWKS endpoint (allowed by Kafka): the broker starts', up)
         if up:
             addr = open(f'{d}/listener').readline().strip().split()[-1]
             t.check('an http:// JWKS endpoint: a token with kid B logs in', login(addr, token('B')))
+            # the scheduled refresh: no token asks, the set still follows the endpoint
+            hits = State.hits
+            State.body = jwks('A')
+            t.check('refresh.ms=400: scheduled refreshes fetch with no token asking (3 within 8 s)',
+                    until(lambda: State.hits >= hits + 3), f'{State.hits - hits} requests')
+            t.check('refresh.ms=400: kid A, new at the endpoint, logs in at the first try after them',
+                    login(addr, token('A')))
     finally:
         p.terminate()
         p.wait(10)
