@@ -34,6 +34,7 @@
 #include "cluster/image.h"
 #include "common/arena.h"
 #include "common/log.h"
+#include "common/oauth_login.h"
 #include "common/scram_client.h"
 #include "common/tls_io.h"
 #include "common/time.h"
@@ -122,13 +123,19 @@ struct gr_broker_client_conn {
     struct gr_scram_client *scram; /* a SCRAM exchange in progress, else NULL */
     int sasl_step;                 /* SaslAuthenticate round trips done in this exchange */
     int16_t sasl_auth_version;     /* SaslAuthenticate version both serve (v2 where the peer offers it) */
+    /* KIP-368: re-authentication of a ready connection. REAUTH_DUE: the session's re-authentication time
+     * passed, requests wait in `queue` until those in flight are answered; REAUTH_RUNNING: SaslHandshake and
+     * SaslAuthenticate in flight, the connection still ready to its owner. */
+    enum { REAUTH_NONE = 0, REAUTH_DUE, REAUTH_RUNNING } reauth;
+    int64_t reauth_at_ms;    /* monotonic; 0: the session does not expire (session_lifetime_ms 0) */
+    int64_t session_life_ms; /* the last SaslAuthenticate answer's session_lifetime_ms */
     int peer_api_count;
     struct peer_api peer_apis[GR_BROKER_CLIENT_PEER_APIS_MAX];
     struct gr_broker_client_stats stats;
 };
 
-enum sasl_mech { SASL_NONE = 0, SASL_PLAIN, SASL_SCRAM_SHA_256, SASL_SCRAM_SHA_512 };
-static const char *const sasl_names[] = {"", "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"};
+enum sasl_mech { SASL_NONE = 0, SASL_PLAIN, SASL_SCRAM_SHA_256, SASL_SCRAM_SHA_512, SASL_OAUTHBEARER };
+static const char *const sasl_names[] = {"", "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"};
 
 struct gr_broker_client {
     struct ev_loop *loop;
@@ -139,12 +146,14 @@ struct gr_broker_client {
     int32_t in_flight_max;
     struct ssl_ctx_st *tls_ctx; /* borrowed; NULL: PLAINTEXT */
     bool tls_verify_host;
-    enum sasl_mech sasl_mech; /* SASL_NONE: no SASL step */
-    char *sasl_username, *sasl_password;
+    enum sasl_mech sasl_mech;                      /* SASL_NONE: no SASL step */
+    char *sasl_username, *sasl_password;           /* OAUTHBEARER: the token's subject, no password */
+    const struct gr_oauth_login *sasl_oauth_login; /* OAUTHBEARER: makes each token (borrowed) */
     const struct gr_msg_ops *av_req_ops, *av_resp_ops, *sh_req_ops, *sa_req_ops;
     struct gr_broker_client_conn *conns;
     int depth;         /* entry points on the stack */
     bool need_sweep;   /* a connection was closed inside an entry point */
+    uint64_t rng;      /* xorshift state of the KIP-368 re-authentication jitter */
     ev_timer start_tw; /* kicks new connections from the loop (open never connects inline) */
 };
 
@@ -156,6 +165,9 @@ static void conn_flush(struct gr_broker_client_conn *conn);
 static void conn_read(struct gr_broker_client_conn *conn);
 static void conn_ready(struct gr_broker_client_conn *conn);
 static void sasl_start(struct gr_broker_client_conn *conn);
+static void reauth_maybe(struct gr_broker_client_conn *conn);
+static void session_start(struct gr_broker_client_conn *conn, int64_t life_ms);
+static void reauth_done(struct gr_broker_client_conn *conn);
 
 static const char *const purpose_names[] = {"fetcher", "txn-markers", "verify", "summary"};
 
@@ -334,6 +346,8 @@ static void conn_close_socket(struct gr_broker_client_conn *conn)
     gr_scram_client_free(conn->scram);
     conn->scram = NULL;
     conn->sasl_step = 0;
+    conn->reauth = REAUTH_NONE;
+    conn->reauth_at_ms = 0;
 }
 
 /* Takes every request off the connection (queue and flight) into one list, oldest first. */
@@ -456,6 +470,9 @@ static int64_t conn_deadline(const struct gr_broker_client_conn *conn)
             d = r->deadline_ms < d ? r->deadline_ms : d;
         for (const struct gr_broker_client_req *r = conn->queue.head; r; r = r->next)
             d = r->deadline_ms < d ? r->deadline_ms : d;
+        if (conn->state == S_READY && conn->reauth == REAUTH_NONE && conn->reauth_at_ms > 0 &&
+            conn->reauth_at_ms < d)
+            d = conn->reauth_at_ms;
         return d;
     }
     default:
@@ -524,6 +541,11 @@ static void on_timer(struct ev_loop *loop, ev_timer *w, int revents)
             conn_fail(conn, GR_BROKER_CLIENT_DISCONNECTED, false);
         } else {
             conn_expire_queued(conn, now);
+            if (alive(conn) && conn->state == S_READY && conn->reauth == REAUTH_NONE &&
+                conn->reauth_at_ms > 0 && conn->reauth_at_ms <= now) {
+                conn->reauth = REAUTH_DUE; /* KIP-368: begins once the requests in flight are answered */
+                reauth_maybe(conn);
+            }
             if (alive(conn)) conn_arm(conn);
         }
     }
@@ -605,7 +627,7 @@ static void conn_tls_step(struct gr_broker_client_conn *conn)
 /* Moves queued requests into flight while slots are free. */
 static void conn_promote(struct gr_broker_client_conn *conn)
 {
-    while (conn->queue.head && conn->flight.count < conn->bc->in_flight_max) {
+    while (conn->reauth == REAUTH_NONE && conn->queue.head && conn->flight.count < conn->bc->in_flight_max) {
         struct gr_broker_client_req *req = fifo_pop(&conn->queue);
         fifo_push(&conn->flight, req);
         if (!conn->wnext) conn->wnext = req;
@@ -795,7 +817,7 @@ static void sasl_send(struct gr_broker_client_conn *conn, enum req_kind kind, co
     req->deadline_ms = gr_time_mono_ms() + req->timeout_ms;
     fifo_push(&conn->flight, req);
     if (!conn->wnext) conn->wnext = req;
-    conn->state = S_SASL;
+    if (conn->reauth == REAUTH_NONE) conn->state = S_SASL; /* a re-authenticating connection stays ready */
     conn_flush(conn);
 }
 
@@ -804,11 +826,12 @@ static void sasl_send(struct gr_broker_client_conn *conn, enum req_kind kind, co
 static void sasl_fail(struct gr_broker_client_conn *conn, const char *why)
 {
     conn->stats.sasl_failures++;
-    GR_ERROR_RATELIMITED(
-        "broker client: %s: SASL %s authentication to broker %d at %s:%d as User:%s failed: %s "
-        "(retrying after %lld ms)",
-        conn->client_id, sasl_names[conn->bc->sasl_mech], (int)conn->broker_id, conn->host, (int)conn->port,
-        conn->bc->sasl_username, why, (long long)conn->bc->backoff_ms);
+    GR_ERROR_RATELIMITED("broker client: %s: SASL %s %s to broker %d at %s:%d as User:%s failed: %s "
+                         "(closing; retrying after %lld ms)",
+                         conn->client_id, sasl_names[conn->bc->sasl_mech],
+                         conn->reauth == REAUTH_NONE ? "authentication" : "re-authentication",
+                         (int)conn->broker_id, conn->host, (int)conn->port, conn->bc->sasl_username, why,
+                         (long long)conn->bc->backoff_ms);
     conn_fail(conn, GR_BROKER_CLIENT_DISCONNECTED, false);
 }
 
@@ -838,6 +861,29 @@ static void sasl_token(struct gr_broker_client_conn *conn, const void *token, si
     gr_sasl_authenticate_request_init(&a);
     a.auth_bytes = (struct gr_bytes){token, (int32_t)len};
     sasl_send(conn, K_SASL_AUTH, conn->bc->sa_req_ops, conn->sasl_auth_version, &a);
+}
+
+/* OAUTHBEARER's client-first message (RFC 7628 3.1, as Kafka's OAuthBearerClientInitialResponse without an
+ * authzid or extensions): "n,," %x01 "auth=Bearer " token %x01 %x01, with a token made now. */
+static void oauth_first(struct gr_broker_client_conn *conn)
+{
+    enum { PRE = 3 + 1 + 12, POST = 2 };
+    char *msg = malloc(PRE + GR_OAUTH_LOGIN_TOKEN_MAX + POST + 1);
+    int n = msg ? gr_oauth_login_token(conn->bc->sasl_oauth_login, gr_time_wall_ms(), msg + PRE,
+                                       GR_OAUTH_LOGIN_TOKEN_MAX + 1)
+                : -1;
+    if (n < 0) {
+        const char *why = msg ? "the OAUTHBEARER token is over its size cap" : "out of memory";
+        free(msg);
+        sasl_fail(conn, why);
+        return;
+    }
+    static const char head[PRE + 1] = "n,,\x01" /* split: \x01a would be one hex escape */
+                                      "auth=Bearer ";
+    memcpy(msg, head, PRE);
+    memcpy(msg + PRE + n, "\x01\x01", POST);
+    sasl_token(conn, msg, PRE + (size_t)n + POST);
+    free(msg);
 }
 
 /* Copies a peer's message for a log line: at most 200 bytes, non-printable bytes replaced. */
@@ -897,6 +943,10 @@ static void sasl_answer(struct gr_broker_client_conn *conn, enum req_kind kind, 
             free(t);
             return;
         }
+        if (bc->sasl_mech == SASL_OAUTHBEARER) {
+            oauth_first(conn);
+            return;
+        }
         conn->scram = gr_scram_client_new(bc->sasl_mech == SASL_SCRAM_SHA_512, bc->sasl_username,
                                           bc->sasl_password, NULL);
         if (!conn->scram) {
@@ -930,9 +980,25 @@ static void sasl_answer(struct gr_broker_client_conn *conn, enum req_kind kind, 
         sasl_fail(conn, "the peer's SASL token is over the size the client takes");
         return;
     }
-    if (bc->sasl_mech == SASL_PLAIN || conn->sasl_step == 2) {
-        int vr =
-            bc->sasl_mech == SASL_PLAIN ? 0 : gr_scram_client_verify(conn->scram, tok, tl, why, sizeof why);
+    if (bc->sasl_mech == SASL_OAUTHBEARER && (tl || conn->sasl_step > 1)) {
+        /* RFC 7628 3.2.2: a refused token comes back as a JSON error challenge, to which the client answers
+         * %x01 and the server then fails the exchange (its message is logged from that answer) */
+        if (conn->sasl_step > 1) {
+            gr_arena_reset(&arena);
+            sasl_fail(conn, "the peer went on after refusing the token");
+            return;
+        }
+        peer_text((struct gr_str){(const char *)tok, (int32_t)tl}, text, sizeof text);
+        GR_WARN_RATELIMITED("broker client: %s: broker %d refused this broker's OAUTHBEARER token: %s",
+                            conn->client_id, (int)conn->broker_id, text);
+        gr_arena_reset(&arena);
+        sasl_token(conn, "\x01", 1);
+        return;
+    }
+    if (bc->sasl_mech == SASL_PLAIN || bc->sasl_mech == SASL_OAUTHBEARER || conn->sasl_step == 2) {
+        int vr = bc->sasl_mech == SASL_PLAIN || bc->sasl_mech == SASL_OAUTHBEARER
+                     ? 0
+                     : gr_scram_client_verify(conn->scram, tok, tl, why, sizeof why);
         if (bc->sasl_mech == SASL_PLAIN && tl)
             snprintf(why, sizeof why, "a PLAIN exchange answered with a token"), vr = -1;
         gr_arena_reset(&arena);
@@ -943,6 +1009,11 @@ static void sasl_answer(struct gr_broker_client_conn *conn, enum req_kind kind, 
             return;
         }
         conn->stats.sasl_auths++;
+        session_start(conn, version >= 1 ? a.session_lifetime_ms : 0);
+        if (conn->reauth == REAUTH_RUNNING) {
+            reauth_done(conn);
+            return;
+        }
         conn_ready(conn);
         return;
     }
@@ -955,6 +1026,48 @@ static void sasl_answer(struct gr_broker_client_conn *conn, enum req_kind kind, 
         return;
     }
     sasl_token(conn, final, fl);
+}
+
+/* KIP-368: a (re-)authentication ended now with the server's session_lifetime_ms `life_ms` (0: the session
+ * does not expire). As Kafka's SaslClientAuthenticator (ReauthInfo), the next re-authentication is due at a
+ * random point between 85% and 95% of the lifetime, leaving room for the round trips and clock drift and
+ * spreading many connections' re-authentications apart. */
+static void session_start(struct gr_broker_client_conn *conn, int64_t life_ms)
+{
+    struct gr_broker_client *bc = conn->bc;
+    conn->session_life_ms = life_ms > 0 ? life_ms : 0;
+    if (life_ms <= 0) {
+        conn->reauth_at_ms = 0;
+        return;
+    }
+    bc->rng ^= bc->rng << 13; /* xorshift64: jitter only, nothing secret */
+    bc->rng ^= bc->rng >> 7;
+    bc->rng ^= bc->rng << 17;
+    double pct = 0.85 + (double)(bc->rng >> 11) / (double)(1ULL << 53) * 0.10;
+    int64_t after = (int64_t)((double)life_ms * pct);
+    conn->reauth_at_ms = gr_time_mono_ms() + (after > 0 ? after : 1);
+}
+
+/* KIP-368: when the session's re-authentication time passed and nothing is in flight: SaslHandshake (v1, the
+ * same mechanism) and SaslAuthenticate again on the same connection, without ApiVersions (the first answer is
+ * kept, as Kafka's client keeps it). Requests the owner sends meanwhile wait in the queue. */
+static void reauth_maybe(struct gr_broker_client_conn *conn)
+{
+    if (conn->state != S_READY || conn->reauth != REAUTH_DUE || conn->flight.head) return;
+    conn->reauth = REAUTH_RUNNING;
+    sasl_start(conn);
+}
+
+/* A re-authentication succeeded: counted, logged, and the requests that waited go out. */
+static void reauth_done(struct gr_broker_client_conn *conn)
+{
+    conn->reauth = REAUTH_NONE;
+    conn->stats.sasl_reauths++;
+    GR_INFO(
+        "broker client: %s: re-authenticated to broker %d with SASL %s as User:%s (session lifetime %lld ms)",
+        conn->client_id, (int)conn->broker_id, sasl_names[conn->bc->sasl_mech], conn->bc->sasl_username,
+        (long long)conn->session_life_ms);
+    conn_flush(conn);
 }
 
 /* The connection is ready: the owner hears so, and queued requests go out. */
@@ -1039,7 +1152,8 @@ static bool on_frame(struct gr_broker_client_conn *conn, uint8_t *frame, size_t 
         gr_arena_reset(&ans.arena);
         free(frame);
     }
-    if (keep && conn->state == S_READY) conn_flush(conn);
+    if (keep && conn->state == S_READY) reauth_maybe(conn); /* from the loop: a failure may call back */
+    if (keep && alive(conn) && conn->fd >= 0 && conn->state == S_READY) conn_flush(conn);
     return keep && alive(conn) && conn->fd >= 0;
 }
 
@@ -1225,14 +1339,24 @@ struct gr_broker_client *gr_broker_client_new(struct ev_loop *loop, struct gr_im
     bc->response_bytes_max =
         cfg->response_bytes_max ? cfg->response_bytes_max : GR_BROKER_CLIENT_RESPONSE_BYTES_DEFAULT;
     bc->tls_ctx = cfg->tls_ctx;
+    bc->rng =
+        (((uint64_t)gr_time_mono_ms() * 0x9E3779B97F4A7C15ULL) ^ ((uint64_t)(uint32_t)cfg->node_id << 32)) |
+        1;
     bc->tls_verify_host = cfg->tls_verify_host;
     if (cfg->sasl_mechanism) {
-        for (int m = SASL_PLAIN; m <= SASL_SCRAM_SHA_512; m++)
+        for (int m = SASL_PLAIN; m <= SASL_OAUTHBEARER; m++)
             if (!strcmp(cfg->sasl_mechanism, sasl_names[m])) bc->sasl_mech = (enum sasl_mech)m;
-        if (!bc->sasl_mech || !(bc->sasl_username = strdup(cfg->sasl_username)) ||
-            !(bc->sasl_password = strdup(cfg->sasl_password))) {
+        bool oauth = bc->sasl_mech == SASL_OAUTHBEARER;
+        bc->sasl_oauth_login = cfg->sasl_oauth_login;
+        const char *user = oauth && cfg->sasl_oauth_login ? gr_oauth_login_principal(cfg->sasl_oauth_login)
+                                                          : cfg->sasl_username;
+        bool bad = !bc->sasl_mech || !user || (oauth ? !cfg->sasl_oauth_login : !cfg->sasl_password);
+        if (bad || !(bc->sasl_username = strdup(user)) ||
+            (!oauth && !(bc->sasl_password = strdup(cfg->sasl_password)))) {
             snprintf(err, err_len, "broker client: %s",
-                     bc->sasl_mech ? "out of memory" : "unknown SASL mechanism");
+                     !bc->sasl_mech ? "unknown SASL mechanism"
+                     : bad          ? "SASL credentials (or the OAUTHBEARER login) missing"
+                                    : "out of memory");
             client_free_sasl(bc);
             free(bc);
             return NULL;

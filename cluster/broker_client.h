@@ -26,9 +26,15 @@
  * and the request ends DISCONNECTED. With a SASL mechanism configured (a SASL_PLAINTEXT or SASL_SSL
  * inter-broker listener), SaslHandshake v1 and SaslAuthenticate follow ApiVersions before the connection
  * is ready (PLAIN: one token; SCRAM: common/scram_client.h, the server's signature verified), so every
- * request after them carries the broker's principal User:<username>. Any failure (refused, reset, timeout, a
- * bad frame) closes the socket, ends every request and waits `backoff_ms` (replica.fetch.backoff.ms for the
- * fetcher) before connecting again.
+ * request after them carries the broker's principal User:<username>. KIP-368: when the final SaslAuthenticate
+ * answer (v1+) carries a non-zero session_lifetime_ms (the peer's connections.max.reauth.ms, or an
+ * OAUTHBEARER token's remaining life), the connection re-authenticates in band at a random point between 85%
+ * and 95% of it (Kafka's SaslClientAuthenticator): from then on requests wait in the queue, and once every
+ * request in flight is answered SaslHandshake and SaslAuthenticate go out again (ApiVersions is not
+ * repeated); the connection stays ready to its owner throughout, and the waiting requests go out when it
+ * succeeds. A failed re-authentication fails the connection like any other failure. Any failure (refused,
+ * reset, timeout, a bad frame) closes the socket, ends every request and waits `backoff_ms`
+ * (replica.fetch.backoff.ms for the fetcher) before connecting again.
  *
  * Requests (gr_broker_client_send) are accepted only while the connection is ready. Each is encoded at
  * once into one buffer (size() first: int32 frame size, request header v1 or v2 as the API version needs,
@@ -72,6 +78,7 @@ struct ev_loop;
 struct gr_image;
 struct gr_msg_ops;
 struct ssl_ctx_st; /* OpenSSL's SSL_CTX */
+struct gr_oauth_login;
 
 /* Kafka's socket.connection.setup.timeout.ms default: the longest one connect may take before it counts as
  * failed and the back-off starts. */
@@ -125,11 +132,14 @@ struct gr_broker_client_config {
     /* The inter-broker listener's security protocol is SASL_PLAINTEXT or SASL_SSL: after ApiVersions (and
      * after TLS with tls_ctx, SASL_SSL), every connection runs SaslHandshake v1 and SaslAuthenticate (the
      * highest version both serve, v2 with Kafka 4) with this mechanism (sasl.mechanism.inter.broker.protocol:
-     * "PLAIN", "SCRAM-SHA-256" or "SCRAM-SHA-512"; copied) and this broker's credentials (copied; the
-     * password is wiped at free and never logged); a failure is logged, rate limited, and backs off as a
-     * refused connect does. NULL mechanism: no SASL step (username and password are then ignored). */
+     * "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512" or "OAUTHBEARER"; copied) and this broker's credentials
+     * (copied; the password is wiped at free and never logged); a failure is logged, rate limited, and backs
+     * off as a refused connect does. NULL mechanism: no SASL step (the credentials are then ignored). */
     const char *sasl_mechanism;
-    const char *sasl_username, *sasl_password;
+    const char *sasl_username, *sasl_password; /* PLAIN and SCRAM */
+    /* OAUTHBEARER: makes the token of every authentication and re-authentication (common/oauth_login.h;
+     * borrowed, outlives the client); its principal claim names the broker in logs. */
+    const struct gr_oauth_login *sasl_oauth_login;
 };
 
 /* Counters of one connection (tests and logs). */
@@ -140,6 +150,7 @@ struct gr_broker_client_stats {
     uint64_t tls_handshakes;   /* TLS handshakes completed (0 over PLAINTEXT) */
     uint64_t sasl_auths;       /* SASL authentications completed (0 without SASL) */
     uint64_t sasl_failures;    /* SASL steps refused by the peer or failed here */
+    uint64_t sasl_reauths;     /* KIP-368 re-authentications completed on a ready connection */
     uint64_t requests_sent;    /* requests written (ApiVersions not counted) */
     uint64_t responses;        /* answers matched to a request (cancelled ones included) */
     int in_flight_peak;        /* the most requests in flight at once */
@@ -162,7 +173,8 @@ typedef void gr_broker_client_state_cb(void *ctx, struct gr_broker_client_conn *
 
 /* Makes a client on `loop` reading addresses from `img` (both borrowed; they outlive the client) and
  * observing it. Returns new, or NULL with a reason in err (err_len bytes) for a bad config (listener name
- * empty or too long, a SASL mechanism not PLAIN/SCRAM-SHA-256/SCRAM-SHA-512, timeout < 1, backoff < 0,
+ * empty or too long, a SASL mechanism not PLAIN/SCRAM-SHA-256/SCRAM-SHA-512/OAUTHBEARER or without its
+ * credentials (username and password; OAUTHBEARER: sasl_oauth_login), timeout < 1, backoff < 0,
  * in_flight_max out of range, response_bytes_max < 0) or when out of memory or of image observers. */
 struct gr_broker_client *gr_broker_client_new(struct ev_loop *loop, struct gr_image *img,
                                               const struct gr_broker_client_config *cfg, char *err,

@@ -319,6 +319,7 @@ struct gr_remote_summary *gr_remote_summary_new(struct ev_loop *loop, struct gr_
         .sasl_mechanism = cfg->sasl_mechanism,
         .sasl_username = cfg->sasl_username,
         .sasl_password = cfg->sasl_password,
+        .sasl_oauth_login = cfg->sasl_oauth_login,
         .response_bytes_max =
             cfg->response_bytes_max ? cfg->response_bytes_max : GR_REMOTE_SUMMARY_RESPONSE_BYTES_DEFAULT};
     if (!rs->req_ops || !(rs->cache = gr_part_summaries_new()) ||

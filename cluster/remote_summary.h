@@ -37,6 +37,7 @@
 struct ev_loop;
 struct gr_image;
 struct ssl_ctx_st; /* OpenSSL's SSL_CTX */
+struct gr_oauth_login;
 
 /* A PartitionSummary answer frame's cap when the config leaves it 0 (bytes). A partition costs about 60
  * bytes and a committed offset about 40: 16 MiB holds 100,000 partitions with several offsets each. */
@@ -56,6 +57,7 @@ struct gr_remote_summary_config {
     /* broker_client.h: a SASL inter-broker listener's mechanism and this broker's credentials (borrowed
        during gr_remote_summary_new, copied); NULL mechanism: no SASL */
     const char *sasl_mechanism, *sasl_username, *sasl_password;
+    const struct gr_oauth_login *sasl_oauth_login; /* broker_client.h: OAUTHBEARER's token maker (borrowed) */
 };
 
 /* One committed offset of a partition the caller wants figures for (several groups: several entries). */

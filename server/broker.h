@@ -44,6 +44,7 @@
 #include "storage/store.h"
 
 struct gr_conn;
+struct gr_oauth_login;
 struct gr_req;
 struct gr_req_wait;
 struct gr_req_state_slot;
@@ -206,6 +207,7 @@ struct gr_broker {
        mechanism (static name), this broker's username and password (malloc'd); NULL: no SASL */
     const char *ib_sasl_mechanism;
     char *ib_sasl_username, *ib_sasl_password;
+    struct gr_oauth_login *ib_oauth_login; /* OAUTHBEARER: this broker's token maker (common/oauth_login.h) */
     struct gr_fetcher *fetcher; /* cluster mode: followers copy their leaders' logs (cluster/fetcher.h) */
     struct gr_remote_summary *remote_summary; /* cluster mode: other leaders' partition summaries for the
                                                  lag families (server/metrics_remote.h) */

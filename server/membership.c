@@ -259,7 +259,8 @@ static int start_fetcher(struct gr_broker *b)
                                           .tls_verify_host = b->ib_tls_verify_host,
                                           .sasl_mechanism = b->ib_sasl_mechanism,
                                           .sasl_username = b->ib_sasl_username,
-                                          .sasl_password = b->ib_sasl_password};
+                                          .sasl_password = b->ib_sasl_password,
+                                          .sasl_oauth_login = b->ib_oauth_login};
     struct gr_fetcher_config fc = {.node_id = b->node_id,
                                    .num_fetchers = s->num_replica_fetchers,
                                    .max_wait_ms = s->replica_fetch_wait_max_ms,

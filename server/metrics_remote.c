@@ -25,7 +25,8 @@ int gr_metrics_remote_start(struct gr_broker *b, gr_remote_summary_start_cb *sta
                                            .tls_verify_host = b->ib_tls_verify_host,
                                            .sasl_mechanism = b->ib_sasl_mechanism,
                                            .sasl_username = b->ib_sasl_username,
-                                           .sasl_password = b->ib_sasl_password};
+                                           .sasl_password = b->ib_sasl_password,
+                                           .sasl_oauth_login = b->ib_oauth_login};
     b->remote_summary = gr_remote_summary_new(b->loop, b->image, &cfg, start_moved, b, err, sizeof err);
     if (!b->remote_summary)
         GR_ERROR("cannot start the partition summary client: %s", err[0] ? err : "out of memory");

@@ -12,6 +12,7 @@
 #include <openssl/crypto.h>
 
 #include "common/log.h"
+#include "common/oauth_login.h"
 #include "common/strlist.h"
 #include "common/time.h"
 #include "protocol/errors.h"
@@ -414,6 +415,30 @@ enum gr_sasl_step_rc gr_sasl_raw_token(struct gr_sasl *s, const uint8_t *in, siz
     return rc;
 }
 
+/* OAUTHBEARER between brokers: the login's unsecuredLogin* options of the listener's OAuthBearerLoginModule
+ * entry `j` (read from `key`), as Kafka's default OAuthBearerUnsecuredLoginCallbackHandler takes them; the
+ * token's subject becomes b->ib_sasl_username (logs). Returns 0 or -1 with a message naming the key. */
+static int inter_broker_oauth(struct gr_broker *b, const struct gr_jaas *j, const char *key,
+                              const char *listener, char *err, size_t cap)
+{
+    char why[400] = "";
+    struct gr_oauth_login *lg = gr_oauth_login_new();
+    int rc = lg ? 0 : -1;
+    for (int i = 0; lg && rc == 0 && i < j->count; i++)
+        rc = gr_oauth_login_option(lg, j->keys[i], j->values[i], why, sizeof why) < 0 ? -1 : 0;
+    if (lg && rc == 0) rc = gr_oauth_login_check(lg, why, sizeof why);
+    if (rc == 0 && !(b->ib_sasl_username = strdup(gr_oauth_login_principal(lg)))) rc = -1;
+    if (rc) {
+        snprintf(err, cap, "%s: the inter-broker listener %s logs in with OAUTHBEARER: %s", key, listener,
+                 why[0] ? why : "out of memory");
+        gr_oauth_login_free(lg);
+        return -1;
+    }
+    b->ib_sasl_mechanism = gr_sasl_mech_oauthbearer.name;
+    b->ib_oauth_login = lg;
+    return 0;
+}
+
 int gr_sasl_inter_broker_setup(struct gr_broker *b, const char *listener, const struct gr_sasl_listener *l,
                                char *err, size_t cap)
 {
@@ -423,7 +448,7 @@ int gr_sasl_inter_broker_setup(struct gr_broker *b, const char *listener, const 
         snprintf(
             err, cap,
             "sasl.mechanism.inter.broker.protocol: the inter-broker listener %s is SASL, and Gregor speaks "
-            "PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 to other brokers, got '%.64s'%s",
+            "PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER to other brokers, got '%.64s'%s",
             listener, mech ? mech : "", mech && !strcmp(mech, "GSSAPI") ? " (Kafka's default: set it)" : "");
         return -1;
     }
@@ -457,6 +482,11 @@ int gr_sasl_inter_broker_setup(struct gr_broker *b, const char *listener, const 
         gr_jaas_free(&j);
         return -1;
     }
+    if (m == &gr_sasl_mech_oauthbearer) {
+        int rc = inter_broker_oauth(b, &j, ms.jaas_config_key, listener, err, cap);
+        gr_jaas_free(&j);
+        return rc;
+    }
     const char *user = gr_jaas_option(&j, "username"), *pass = gr_jaas_option(&j, "password");
     if (!user || !*user || !pass || !*pass || strlen(user) > GR_PRINCIPAL_MAX - 5) {
         snprintf(
@@ -488,5 +518,7 @@ void gr_sasl_inter_broker_free(struct gr_broker *b)
     free(b->ib_sasl_password);
     free(b->ib_sasl_username);
     b->ib_sasl_password = b->ib_sasl_username = NULL;
+    gr_oauth_login_free(b->ib_oauth_login);
+    b->ib_oauth_login = NULL;
     b->ib_sasl_mechanism = NULL;
 }

@@ -46,8 +46,11 @@ const char *gr_sasl_listener_mechanisms(const struct gr_sasl_listener *l);
  * must be one Gregor serves, and enabled on that listener, as Kafka's KafkaConfig requires) and
  * b->ib_sasl_username / ib_sasl_password from the username and password options of
  * listener.name.<listener>.<mechanism lower-case>.sasl.jaas.config (where Kafka's broker takes its own
- * inter-broker login: PlainLoginModule / ScramLoginModule). Returns 0, or -1 with a message naming the key
- * at fault in `err` (`cap` bytes; never a password): the broker then exits with status 2. */
+ * inter-broker login: PlainLoginModule / ScramLoginModule); for OAUTHBEARER instead b->ib_oauth_login from
+ * that entry's unsecuredLogin* options (common/oauth_login.h, Kafka's
+ * OAuthBearerUnsecuredLoginCallbackHandler) and b->ib_sasl_username from its principal claim. Returns 0, or
+ * -1 with a message naming the key at fault in `err` (`cap` bytes; never a password): the broker then exits
+ * with status 2. */
 int gr_sasl_inter_broker_setup(struct gr_broker *b, const char *listener, const struct gr_sasl_listener *l,
                                char *err, size_t cap);
 /* Frees what gr_sasl_inter_broker_setup set (the password wiped); safe when it set nothing. */

@@ -10,6 +10,7 @@
 
 #include <ctype.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +28,7 @@
 #include "common/time.h"
 #include "server/config.h"
 #include "server/jaas.h"
+#include "server/jwks_fetch.h"
 
 #define OAUTH_MODULE "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule"
 #define SECURED_HANDLER "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler"
@@ -173,6 +175,12 @@ struct jwk {
     int bits;
 };
 
+/* One whole key set: built off to the side, then swapped in under the validator's lock. */
+struct keyset {
+    int nkeys;
+    struct jwk keys[GR_OAUTH_KEYS_MAX];
+};
+
 struct gr_oauth_validator {
     int secured;
     char principal_claim[CLAIM_NAME_MAX], scope_claim[CLAIM_NAME_MAX];
@@ -183,9 +191,21 @@ struct gr_oauth_validator {
     int naud;
     char *aud[16];
     char *issuer;
-    int nkeys;
-    struct jwk keys[GR_OAUTH_KEYS_MAX];
+    pthread_mutex_t mu; /* guards ks and missing: the loop validates, the JWKS thread swaps */
+    struct keyset *ks;
+    struct gr_jwks_missing missing;
+    struct gr_jwks_fetcher *fetcher; /* http(s) URLs only */
 };
+
+static void keyset_free(struct keyset *ks)
+{
+    if (!ks) return;
+    for (int i = 0; i < ks->nkeys; i++) {
+        free(ks->keys[i].kid);
+        EVP_PKEY_free(ks->keys[i].pkey);
+    }
+    free(ks);
+}
 
 void gr_oauth_validator_free(struct gr_oauth_validator *v)
 {
@@ -195,10 +215,9 @@ void gr_oauth_validator_free(struct gr_oauth_validator *v)
     for (int i = 0; i < v->naud; i++)
         free(v->aud[i]);
     free(v->issuer);
-    for (int i = 0; i < v->nkeys; i++) {
-        free(v->keys[i].kid);
-        EVP_PKEY_free(v->keys[i].pkey);
-    }
+    gr_jwks_fetcher_stop(v->fetcher); /* before the keys: its thread may be swapping */
+    keyset_free(v->ks);
+    pthread_mutex_destroy(&v->mu);
     free(v);
 }
 
@@ -280,7 +299,62 @@ static EVP_PKEY *jwk_ec(json_t *k, int *bits)
     return pkey;
 }
 
-static int load_jwks(struct gr_oauth_validator *v, const char *url, char *err, size_t cap)
+/* Parses JWKS `buf` (`n` bytes) from `src` (named in messages). Returns the key set, or NULL after writing
+ * into `err` why (not JSON, no "keys" array, no usable key). Keys Gregor cannot use are skipped (logged). */
+static struct keyset *parse_keys(const char *buf, size_t n, const char *src, char *err, size_t cap)
+{
+    json_error_t je;
+    json_t *root = json_loadb(buf, n, 0, &je);
+    json_t *keys = json_object_get(root, "keys");
+    if (!json_is_array(keys)) {
+        json_decref(root);
+        snprintf(err, cap, "%.200s is not a JWKS (a JSON object with a \"keys\" array)", src);
+        return NULL;
+    }
+    struct keyset *ks = calloc(1, sizeof *ks);
+    if (!ks) {
+        json_decref(root);
+        snprintf(err, cap, "out of memory");
+        return NULL;
+    }
+    size_t i;
+    json_t *k;
+    json_array_foreach(keys, i, k)
+    {
+        const char *kty = json_string_value(json_object_get(k, "kty"));
+        const char *kid = json_string_value(json_object_get(k, "kid"));
+        const char *use = json_string_value(json_object_get(k, "use"));
+        if (!kty || !kid || strlen(kid) > 512 || (use && strcmp(use, "sig"))) continue;
+        if (ks->nkeys == GR_OAUTH_KEYS_MAX) break;
+        struct jwk *w = &ks->keys[ks->nkeys];
+        w->ec = !strcmp(kty, "EC");
+        w->pkey = w->ec ? jwk_ec(k, &w->bits) : !strcmp(kty, "RSA") ? jwk_rsa(k, &w->bits) : NULL;
+        if (!w->pkey && (w->ec || !strcmp(kty, "RSA"))) {
+            GR_WARN("config: sasl.oauthbearer.jwks.endpoint.url: key '%.64s' of %.200s (kty %.16s) is not a "
+                    "usable RSA or EC P-256/P-384 public key, skipped",
+                    kid, src, kty);
+            continue;
+        }
+        if (!w->pkey) continue; /* another key type (oct, OKP): not for signatures Gregor checks */
+        w->kid = strdup(kid);
+        if (!w->kid) {
+            EVP_PKEY_free(w->pkey);
+            w->pkey = NULL;
+            break;
+        }
+        ks->nkeys++;
+    }
+    json_decref(root);
+    if (!ks->nkeys) {
+        keyset_free(ks);
+        snprintf(err, cap, "%.200s holds no usable signing key (RSA, EC P-256/P-384, each with a kid)", src);
+        return NULL;
+    }
+    return ks;
+}
+
+/* Reads a file: JWKS once (at start). */
+static int load_jwks_file(struct gr_oauth_validator *v, const char *url, char *err, size_t cap)
 {
     static const char key[] = "sasl.oauthbearer.jwks.endpoint.url";
     const char *path = NULL;
@@ -290,7 +364,7 @@ static int load_jwks(struct gr_oauth_validator *v, const char *url, char *err, s
         path = url + 5;
     if (!path || path[0] != '/') {
         snprintf(err, cap,
-                 "%s: '%.200s' is not a file: URL with an absolute path (Gregor reads JWKS from a file)", key,
+                 "%s: '%.200s' is not a file: URL with an absolute path, nor an http:// or https:// URL", key,
                  url);
         return -1;
     }
@@ -307,49 +381,85 @@ static int load_jwks(struct gr_oauth_validator *v, const char *url, char *err, s
         snprintf(err, cap, "%s: %.200s is larger than %d bytes", key, path, GR_OAUTH_JWKS_MAX);
         return -1;
     }
-    json_error_t je;
-    json_t *root = json_loadb(buf, n, 0, &je);
+    char why[300];
+    v->ks = parse_keys(buf, n, path, why, sizeof why);
     free(buf);
-    json_t *keys = json_object_get(root, "keys");
-    if (!json_is_array(keys)) {
-        json_decref(root);
-        snprintf(err, cap, "%s: %.200s is not a JWKS (a JSON object with a \"keys\" array)", key, path);
-        return -1;
-    }
-    size_t i;
-    json_t *k;
-    json_array_foreach(keys, i, k)
-    {
-        const char *kty = json_string_value(json_object_get(k, "kty"));
-        const char *kid = json_string_value(json_object_get(k, "kid"));
-        const char *use = json_string_value(json_object_get(k, "use"));
-        if (!kty || !kid || strlen(kid) > 512 || (use && strcmp(use, "sig"))) continue;
-        if (v->nkeys == GR_OAUTH_KEYS_MAX) break;
-        struct jwk *w = &v->keys[v->nkeys];
-        w->ec = !strcmp(kty, "EC");
-        w->pkey = w->ec ? jwk_ec(k, &w->bits) : !strcmp(kty, "RSA") ? jwk_rsa(k, &w->bits) : NULL;
-        if (!w->pkey && (w->ec || !strcmp(kty, "RSA"))) {
-            GR_WARN("config: %s: key '%.64s' of %.200s (kty %.16s) is not a usable RSA or EC P-256/P-384 "
-                    "public key, skipped",
-                    key, kid, path, kty);
-            continue;
-        }
-        if (!w->pkey) continue; /* another key type (oct, OKP): not for signatures Gregor checks */
-        w->kid = strdup(kid);
-        if (!w->kid) {
-            EVP_PKEY_free(w->pkey);
-            w->pkey = NULL;
-            break;
-        }
-        v->nkeys++;
-    }
-    json_decref(root);
-    if (!v->nkeys) {
-        snprintf(err, cap, "%s: %.200s holds no usable signing key (RSA, EC P-256/P-384, each with a kid)",
-                 key, path);
+    if (!v->ks) {
+        snprintf(err, cap, "%s: %s", key, why);
         return -1;
     }
     return 0;
+}
+
+/* gr_jwks_apply_fn: a fetched body replaces the key set whole (on the JWKS thread). */
+static int apply_body(void *arg, const char *body, size_t len, char *err, size_t cap)
+{
+    struct gr_oauth_validator *v = arg;
+    struct keyset *ks = parse_keys(body, len, "the response", err, cap);
+    if (!ks) return -1;
+    pthread_mutex_lock(&v->mu);
+    struct keyset *old = v->ks;
+    v->ks = ks;
+    for (int i = 0; i < ks->nkeys; i++) /* RefreshingHttpsJwks.refresh: found kids ask again at once */
+        gr_jwks_missing_forget(&v->missing, ks->keys[i].kid);
+    pthread_mutex_unlock(&v->mu);
+    keyset_free(old);
+    GR_INFO("OAuth JWKS: %d key(s) in use", ks->nkeys);
+    return 0;
+}
+
+/* Parses a non-negative ms setting `val` of `key` (NULL: `def`). Returns 0 or -1 with `err`. */
+static int parse_ms(const char *key, const char *val, int64_t def, int64_t min, int64_t *out, char *err,
+                    size_t cap)
+{
+    if (!val) {
+        *out = def;
+        return 0;
+    }
+    char *e;
+    long long x = strtoll(val, &e, 10);
+    if (!val[0] || *e || x < min) {
+        snprintf(err, cap, "%s must be an integer of at least %lld (ms), got '%.32s'", key, (long long)min,
+                 val);
+        return -1;
+    }
+    *out = x;
+    return 0;
+}
+
+/* Starts the refresher of an http(s) JWKS URL (first fetch included). */
+static int start_jwks_fetch(struct gr_oauth_validator *v, const struct gr_oauth_options *o, char *err,
+                            size_t cap)
+{
+    struct gr_jwks_fetch_opts fo = {.url = o->jwks_url};
+    if (parse_ms("sasl.oauthbearer.jwks.endpoint.refresh.ms", o->refresh_ms, 3600000, 1, &fo.refresh_ms, err,
+                 cap) ||
+        parse_ms("sasl.oauthbearer.jwks.endpoint.retry.backoff.ms", o->backoff_ms, 100, 0, &fo.backoff_ms,
+                 err, cap) ||
+        parse_ms("sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms", o->backoff_max_ms, 10000, 0,
+                 &fo.backoff_max_ms, err, cap))
+        return -1;
+    if (fo.backoff_max_ms < fo.backoff_ms) { /* Kafka's Retry constructor */
+        snprintf(err, cap,
+                 "sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms (%lld) is less than "
+                 "sasl.oauthbearer.jwks.endpoint.retry.backoff.ms (%lld)",
+                 (long long)fo.backoff_max_ms, (long long)fo.backoff_ms);
+        return -1;
+    }
+    if (o->truststore_location || o->truststore_certificates) {
+        if (!o->truststore_type || strcasecmp(o->truststore_type, "PEM")) {
+            snprintf(
+                err, cap,
+                "the JAAS option ssl.truststore.type is '%.32s': Gregor reads the JWKS endpoint's truststore "
+                "as PEM only (ssl.truststore.type=\"PEM\")",
+                o->truststore_type ? o->truststore_type : "JKS (Kafka's default)");
+            return -1;
+        }
+        fo.ca_file = o->truststore_location;
+        fo.ca_pem = o->truststore_certificates;
+    }
+    v->fetcher = gr_jwks_fetcher_start(&fo, apply_body, v, err, cap);
+    return v->fetcher ? 0 : -1;
 }
 
 static int url_allowed(const char *url, const char *allowed)
@@ -379,6 +489,7 @@ struct gr_oauth_validator *gr_oauth_validator_new(const struct gr_oauth_options 
         return NULL;
     }
     v->secured = o->secured;
+    pthread_mutex_init(&v->mu, NULL);
     const char *pk = o->secured ? "sasl.oauthbearer.sub.claim.name" : "unsecuredValidatorPrincipalClaimName";
     const char *sk = o->secured ? "sasl.oauthbearer.scope.claim.name" : "unsecuredValidatorScopeClaimName";
     if (copy_claim_name(v->principal_claim, o->principal_claim, "sub", pk, err, cap) ||
@@ -449,7 +560,11 @@ struct gr_oauth_validator *gr_oauth_validator_new(const struct gr_oauth_options 
             o->jwks_url);
         goto fail;
     }
-    if (load_jwks(v, o->jwks_url, err, cap)) goto fail;
+    if (!strncmp(o->jwks_url, "https://", 8) || !strncmp(o->jwks_url, "http://", 7)) {
+        if (start_jwks_fetch(v, o, err, cap)) goto fail;
+    } else if (load_jwks_file(v, o->jwks_url, err, cap)) {
+        goto fail;
+    }
     return v;
 fail:
     gr_oauth_validator_free(v);
@@ -587,16 +702,26 @@ int gr_oauth_validate(const struct gr_oauth_validator *v, const char *token, siz
             goto out;
         }
         const char *kid = json_string_value(json_object_get(hdr, "kid"));
-        const struct jwk *k = NULL;
-        for (int i = 0; kid && i < v->nkeys; i++)
-            if (!strcmp(v->keys[i].kid, kid)) k = &v->keys[i];
-        if (!k) {
-            fail_r(r, "no JWKS key for the token's kid '%.64s'", kid ? kid : "(none)");
-            goto out;
-        }
         uint8_t sig[1024];
         long sl = gr_oauth_b64url_decode(d2 + 1, siglen, sig, sizeof sig);
-        if (sl <= 0 || !verify_sig(k, alg, (const uint8_t *)token, (size_t)(d2 - token), sig, (size_t)sl)) {
+        struct gr_oauth_validator *mv = (struct gr_oauth_validator *)v; /* the lock and the missing kids */
+        pthread_mutex_lock(&mv->mu);
+        const struct jwk *k = NULL;
+        for (int i = 0; kid && v->ks && i < v->ks->nkeys; i++)
+            if (!strcmp(v->ks->keys[i].kid, kid)) k = &v->ks->keys[i];
+        int ok =
+            k && sl > 0 && verify_sig(k, alg, (const uint8_t *)token, (size_t)(d2 - token), sig, (size_t)sl);
+        /* RefreshingHttpsJwksVerificationKeyResolver: an unknown kid is refused now and asks for a refresh
+         * (rate-limited per kid), so that a retry after the refresh finds it */
+        int expedite = !k && kid && v->fetcher && gr_jwks_missing_ask(&mv->missing, kid, gr_time_mono_ms());
+        pthread_mutex_unlock(&mv->mu);
+        if (expedite) gr_jwks_fetcher_expedite(v->fetcher);
+        if (!k) {
+            fail_r(r, "no JWKS key for the token's kid '%.64s'%s", kid ? kid : "(none)",
+                   expedite ? " (a JWKS refresh was asked for)" : "");
+            goto out;
+        }
+        if (!ok) {
             fail_r(r, "the %s signature does not verify with key '%.64s'", alg, kid);
             goto out;
         }
@@ -757,6 +882,15 @@ static void *oauth_listener_new(const struct gr_config *cfg, const char *listene
             gr_config_sasl_option(cfg, listener, "oauthbearer", "sasl.oauthbearer.expected.audience");
         o.expected_issuer =
             gr_config_sasl_option(cfg, listener, "oauthbearer", "sasl.oauthbearer.expected.issuer");
+        o.refresh_ms =
+            gr_config_sasl_option(cfg, listener, "oauthbearer", "sasl.oauthbearer.jwks.endpoint.refresh.ms");
+        o.backoff_ms = gr_config_sasl_option(cfg, listener, "oauthbearer",
+                                             "sasl.oauthbearer.jwks.endpoint.retry.backoff.ms");
+        o.backoff_max_ms = gr_config_sasl_option(cfg, listener, "oauthbearer",
+                                                 "sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms");
+        o.truststore_type = gr_jaas_option(&j, "ssl.truststore.type");
+        o.truststore_location = gr_jaas_option(&j, "ssl.truststore.location");
+        o.truststore_certificates = gr_jaas_option(&j, "ssl.truststore.certificates");
     } else if (!handler || !strcmp(handler, UNSECURED_HANDLER)) {
         o.principal_claim = gr_jaas_option(&j, "unsecuredValidatorPrincipalClaimName");
         o.scope_claim = gr_jaas_option(&j, "unsecuredValidatorScopeClaimName");

@@ -9,14 +9,14 @@
  *    unsecuredValidatorRequiredScope (space separated) and unsecuredValidatorAllowableClockSkewMs (0) of
  *    listener.name.<l>.oauthbearer.sasl.jaas.config (OAuthBearerLoginModule);
  *  - Kafka's OAuthBearerValidatorCallbackHandler: signed JWTs (RS256/384/512, ES256/384) checked against the
- *    keys of sasl.oauthbearer.jwks.endpoint.url (a file: URL, read once at start, which must be listed in
- *    org.apache.kafka.sasl.oauthbearer.allowed.urls as Kafka 4.x requires of any JWKS URL), with
- *    sasl.oauthbearer.expected.audience, .expected.issuer, .sub.claim.name (sub), .scope.claim.name (scope)
- *    and .clock.skew.seconds (30), as Kafka's BrokerJwtValidator.
- * A refused token is answered as Kafka does: the challenge {"status":"invalid_token"} (or
- * "insufficient_scope" with the required scope), and after the client's \x01 SASL_AUTHENTICATION_FAILED
- * with that JSON as the message; why is logged on the broker only, never the token.
- * Read next: server/sasl.c (the layer that drives it), server/jaas.h.
+ *    keys of sasl.oauthbearer.jwks.endpoint.url (a file: URL, read once at start, or an http:// or https://
+ *    URL fetched at start and refreshed in the background as Kafka's RefreshingHttpsJwks,
+ * server/jwks_fetch.h; either must be listed in org.apache.kafka.sasl.oauthbearer.allowed.urls as Kafka 4.x
+ * requires), with sasl.oauthbearer.expected.audience, .expected.issuer, .sub.claim.name (sub),
+ * .scope.claim.name (scope) and .clock.skew.seconds (30), as Kafka's BrokerJwtValidator. A refused token is
+ * answered as Kafka does: the challenge {"status":"invalid_token"} (or "insufficient_scope" with the required
+ * scope), and after the client's \x01 SASL_AUTHENTICATION_FAILED with that JSON as the message; why is logged
+ * on the broker only, never the token. Read next: server/sasl.c (the layer that drives it), server/jaas.h.
  */
 #ifndef GR_SASL_OAUTH_H
 #define GR_SASL_OAUTH_H
@@ -61,9 +61,16 @@ struct gr_oauth_options {
     const char *allowed_urls;      /* org.apache.kafka.sasl.oauthbearer.allowed.urls (comma separated) */
     const char *expected_audience; /* comma separated; any one must be in aud */
     const char *expected_issuer;
+    /* http(s) JWKS URLs only (server/jwks_fetch.h): sasl.oauthbearer.jwks.endpoint.refresh.ms (3600000),
+     * .retry.backoff.ms (100), .retry.backoff.max.ms (10000); the JAAS options ssl.truststore.type (PEM
+     * only), ssl.truststore.location and ssl.truststore.certificates (JaasOptionsUtils) for the endpoint's
+     * TLS */
+    const char *refresh_ms, *backoff_ms, *backoff_max_ms;
+    const char *truststore_type, *truststore_location, *truststore_certificates;
 };
 struct gr_oauth_validator;
-/* Builds a validator (reading the JWKS file when secured). Returns it, or NULL after writing into `err`
+/* Builds a validator (reading the JWKS file, or fetching the JWKS and starting its refresh thread, when
+ * secured). Returns it, or NULL after writing into `err`
  * (`cap` bytes) what is wrong (the option's name, never a key). */
 struct gr_oauth_validator *gr_oauth_validator_new(const struct gr_oauth_options *o, char *err, size_t cap);
 /* Frees `v` (NULL ignored). */
@@ -78,7 +85,8 @@ struct gr_oauth_result {
     char why[256];        /* on failure: the reason, for the broker's log only (never token bytes) */
 };
 /* Validates `token` (`len` bytes) at wall-clock `now_ms`. Returns 0 (r->principal, r->exp_ms set) or -1
- * (r->status, r->why set). Never reads past `len`; any malformed input is -1. */
+ * (r->status, r->why set). Never reads past `len`; any malformed input is -1. With an http(s) JWKS, a kid
+ * not in the current key set is refused and asks the refresh thread for a refresh (never waits for it). */
 int gr_oauth_validate(const struct gr_oauth_validator *v, const char *token, size_t len, int64_t now_ms,
                       struct gr_oauth_result *r);
 

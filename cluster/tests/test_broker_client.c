@@ -34,6 +34,8 @@
 #include "cluster/image.h"
 #include "cluster/tests/testkit.h"
 #include "common/log.h"
+#include "common/oauth_login.h"
+#include "common/time.h"
 #include "protocol/errors.h"
 #include "protocol/gen/messages.h"
 #include "protocol/header.h"
@@ -557,6 +559,8 @@ enum fake_mode {
     FAKE_SASL_MECH, /* answers ApiVersions, then SaslHandshake with UNSUPPORTED_SASL_MECHANISM */
     FAKE_SASL_BIG,  /* answers ApiVersions and SaslHandshake, then SaslAuthenticate with a token over the cap
                      */
+    FAKE_OAUTH,     /* an OAUTHBEARER peer refusing every token: the JSON challenge, then the failure */
+    FAKE_REAUTH,    /* a PLAIN peer granting 300 ms sessions (KIP-368); answers Metadata 30 ms late */
     FAKE_OLD,       /* an old broker: ApiVersions 0..2 (UNSUPPORTED_VERSION in v0 above, KIP-511), Metadata
                        0..8 and nothing else; answers Metadata */
 };
@@ -570,6 +574,18 @@ struct fake {
     int av_count;
     int16_t header_versions[4]; /* FAKE_OLD: the request header version each Metadata came with */
     int md_count;
+    /* FAKE_REAUTH */
+    int auths;          /* SaslAuthenticate requests answered */
+    int md_pending;     /* Metadata requests taken and not yet answered */
+    int32_t md_corr[8]; /* ... their correlation ids */
+    int16_t md_version; /* ... and version */
+    int interleaved;    /* SASL requests that came while a Metadata answer was still owed */
+    int after_expiry;   /* requests other than SASL that came after the session expired */
+    int64_t expiry_ms;  /* monotonic: when the current session ends */
+    ev_timer md_timer;  /* answers the pending Metadata requests */
+    /* FAKE_OAUTH: the SaslAuthenticate tokens of the first attempt */
+    char oauth_tok[2][4096];
+    int oauth_len[2], oauth_count;
 };
 
 /* Reads exactly n bytes from a blocking socket; false at EOF or error. */
@@ -705,6 +721,42 @@ static void fake_on_client(struct ev_loop *l, ev_io *w, int revents)
         return;
     }
     f->frames++;
+    if (f->mode == FAKE_REAUTH) {
+        bool sasl = key == ops_named("sasl_handshake_request")->api_key ||
+                    key == ops_named("sasl_authenticate_request")->api_key;
+        if (sasl && f->md_pending) f->interleaved++;
+        if (!sasl && key != ops_named("api_versions_request")->api_key && gr_time_mono_ms() > f->expiry_ms)
+            f->after_expiry++;
+        if (key == ops_named("metadata_request")->api_key) {
+            free(frame);
+            if (f->md_pending < 8) f->md_corr[f->md_pending++] = corr;
+            f->md_version = version;
+            if (!ev_is_active(&f->md_timer)) {
+                ev_timer_set(&f->md_timer, 0.03, 0.0);
+                ev_timer_start(loop, &f->md_timer);
+            }
+            return;
+        }
+    }
+    if (f->mode == FAKE_OAUTH && key == ops_named("sasl_authenticate_request")->api_key &&
+        f->oauth_count < 2) {
+        const struct gr_msg_ops *ops = ops_named("sasl_authenticate_request");
+        struct gr_arena arena;
+        gr_arena_init(&arena, 1 << 16);
+        struct gr_rd rd;
+        gr_rd_init(&rd, frame, n, &arena);
+        struct gr_request_header h;
+        struct gr_sasl_authenticate_request a;
+        gr_sasl_authenticate_request_init(&a);
+        int i = f->oauth_count++;
+        if (gr_request_header_decode(&rd, gr_request_header_version(version, ops->flexible_min), &h) == 0 &&
+            gr_sasl_authenticate_request_decode(&rd, version, &a) == 0 && a.auth_bytes.len >= 0 &&
+            a.auth_bytes.len < (int32_t)sizeof f->oauth_tok[i]) {
+            memcpy(f->oauth_tok[i], a.auth_bytes.ptr, (size_t)a.auth_bytes.len);
+            f->oauth_len[i] = a.auth_bytes.len;
+        }
+        gr_arena_reset(&arena);
+    }
     if (f->mode == FAKE_OLD && key != ops_named("api_versions_request")->api_key)
         f->header_versions[f->md_count++ % 4] = metadata_header_version(frame, n, version);
     free(frame);
@@ -716,7 +768,9 @@ static void fake_on_client(struct ev_loop *l, ev_io *w, int revents)
     if (key == ops_named("api_versions_request")->api_key) {
         fake_api_versions(f, corr, version);
     } else if (key == ops_named("sasl_handshake_request")->api_key) {
-        struct gr_str mechs[1] = {gr_str_c("SCRAM-SHA-256")};
+        struct gr_str mechs[1] = {gr_str_c(f->mode == FAKE_REAUTH  ? "PLAIN"
+                                           : f->mode == FAKE_OAUTH ? "OAUTHBEARER"
+                                                                   : "SCRAM-SHA-256")};
         struct gr_sasl_handshake_response r;
         gr_sasl_handshake_response_init(&r);
         r.error_code = f->mode == FAKE_SASL_MECH ? GR_ERR_UNSUPPORTED_SASL_MECHANISM : GR_ERR_NONE;
@@ -729,6 +783,20 @@ static void fake_on_client(struct ev_loop *l, ev_io *w, int revents)
         struct gr_sasl_authenticate_response r;
         gr_sasl_authenticate_response_init(&r);
         r.auth_bytes = (struct gr_bytes){tok, (int32_t)sizeof tok};
+        if (f->mode == FAKE_REAUTH) { /* PLAIN done: no token, a 300 ms session */
+            r.auth_bytes = (struct gr_bytes){NULL, 0};
+            r.session_lifetime_ms = 300;
+            f->expiry_ms = gr_time_mono_ms() + 300;
+            f->auths++;
+        }
+        static const char challenge[] = "{\"status\":\"invalid_token\"}";
+        if (f->mode == FAKE_OAUTH && f->frames % 2 == 1) { /* a client-first message (odd: see the test) */
+            r.auth_bytes = (struct gr_bytes){(const uint8_t *)challenge, (int32_t)strlen(challenge)};
+        } else if (f->mode == FAKE_OAUTH) { /* the client's %x01 after the challenge */
+            r.auth_bytes = (struct gr_bytes){NULL, 0};
+            r.error_code = GR_ERR_SASL_AUTHENTICATION_FAILED;
+            r.error_message = gr_str_c(challenge);
+        }
         /* response header v1 from SaslAuthenticate v2 (flexible): an empty tag section after the id */
         size_t len = 4 + 4 + 1 + gr_sasl_authenticate_response_size(&r, version);
         uint8_t *buf = malloc(len);
@@ -767,6 +835,33 @@ static void fake_on_accept(struct ev_loop *l, ev_io *w, int revents)
     ev_io_start(loop, &f->cw);
 }
 
+/* FAKE_REAUTH: answers the Metadata requests held since the timer started (an empty topic list). */
+static void fake_md_due(struct ev_loop *l, ev_timer *w, int revents)
+{
+    (void)l;
+    (void)revents;
+    struct fake *f = w->data;
+    struct gr_metadata_response m;
+    gr_metadata_response_init(&m);
+    const struct gr_msg_ops *ops = gr_msg_ops_find(ops_named("metadata_request")->api_key, true);
+    for (int i = 0; i < f->md_pending && f->cfd >= 0; i++) {
+        /* a flexible version's response header v1: an empty tag section after the id */
+        int16_t v = f->md_version;
+        int hv = gr_response_header_version(ops, v) >= 1;
+        size_t len = 4 + 4 + (size_t)hv + ops->size(&m, v);
+        uint8_t *buf = malloc(len);
+        struct gr_wr wr;
+        gr_wr_init(&wr, buf, len);
+        gr_wr_int32(&wr, (int32_t)(len - 4));
+        gr_wr_int32(&wr, f->md_corr[i]);
+        if (hv) gr_wr_int8(&wr, 0);
+        ops->encode(&wr, &m, v);
+        CHECK(send(f->cfd, buf, len, MSG_NOSIGNAL) == (ssize_t)len);
+        free(buf);
+    }
+    f->md_pending = 0;
+}
+
 /* Listens on a free loopback port; returns it. */
 static int fake_start(struct fake *f, enum fake_mode mode)
 {
@@ -781,12 +876,15 @@ static int fake_start(struct fake *f, enum fake_mode mode)
         exit(2);
     ev_io_init(&f->lw, fake_on_accept, f->lfd, EV_READ);
     f->lw.data = f;
+    ev_timer_init(&f->md_timer, fake_md_due, 0.0, 0.0);
+    f->md_timer.data = f;
     ev_io_start(loop, &f->lw);
     return ntohs(a.sin_port);
 }
 
 static void fake_stop(struct fake *f)
 {
+    ev_timer_stop(loop, &f->md_timer);
     if (f->cfd >= 0) fake_close_client(f);
     ev_io_stop(loop, &f->lw);
     close(f->lfd);
@@ -955,6 +1053,123 @@ static void test_sasl_fakes(void)
     gr_broker_client_free(sbc);
 }
 
+/* KIP-368 against a fake PLAIN peer granting 300 ms sessions and answering Metadata 30 ms late, while the
+ * owner keeps one Metadata request going at all times (each callback sends the next): the connection
+ * re-authenticates in band again and again (SaslHandshake + SaslAuthenticate on the same socket, one
+ * connect, ready once), never while a Metadata answer is owed, never lets the session run out before a
+ * request, and every request ends OK. */
+struct reauth_run {
+    struct gr_broker_client_conn *conn;
+    struct done d;
+    int ok, bad;
+};
+
+static void on_reauth_md(void *ctx, enum gr_broker_client_status st, const void *resp, int16_t version,
+                         struct gr_broker_client_answer *ans)
+{
+    (void)resp;
+    (void)version;
+    (void)ans;
+    struct reauth_run *r = ctx;
+    if (st == GR_BROKER_CLIENT_OK)
+        r->ok++;
+    else
+        r->bad++;
+    const struct gr_msg_ops *ops = ops_named("metadata_request");
+    struct gr_metadata_request m;
+    gr_metadata_request_init(&m);
+    int rc;
+    if (!gr_broker_client_send(r->conn, ops, gr_broker_client_version(r->conn, ops), &m, 0, on_reauth_md, r,
+                               &rc))
+        r->bad++;
+}
+
+static bool reauthed_four(void *arg)
+{
+    return gr_broker_client_stats(arg)->sasl_reauths >= 4;
+}
+
+static void test_sasl_reauth(void)
+{
+    char err[128] = "";
+    struct gr_broker_client_config cfg = {.node_id = 9,
+                                          .listener_name = "PLAINTEXT",
+                                          .request_timeout_ms = 2000,
+                                          .backoff_ms = 200,
+                                          .sasl_mechanism = "PLAIN",
+                                          .sasl_username = "broker",
+                                          .sasl_password = "pw"};
+    struct gr_broker_client *sbc = gr_broker_client_new(loop, img, &cfg, err, sizeof err);
+    CHECK(sbc != NULL);
+    if (!sbc) return;
+    struct fake f;
+    image_broker(12, fake_start(&f, FAKE_REAUTH), 1);
+    struct conn_watch w;
+    struct reauth_run r = {0};
+    r.conn = open_conn(sbc, 12, 0, main_apis, 1, &w);
+    CHECK(testkit_run_until(loop, is_ready, r.conn, 5000));
+    on_reauth_md(&r, GR_BROKER_CLIENT_OK, NULL, 0, NULL); /* starts the chain (counted as one OK) */
+    CHECK(testkit_run_until(loop, reauthed_four, r.conn, 10000));
+    const struct gr_broker_client_stats *st = gr_broker_client_stats(r.conn);
+    CHECK(st->sasl_reauths >= 4 && st->sasl_auths == st->sasl_reauths + 1 && f.auths == (int)st->sasl_auths);
+    CHECK(st->connects == 1 && w.ready == 1 && w.not_ready == 0 && f.accepted == 1);
+    CHECK(f.interleaved == 0 && f.after_expiry == 0);
+    CHECK(r.bad == 0 && r.ok > 8);
+    gr_broker_client_close(r.conn);
+    fake_stop(&f);
+    gr_broker_client_free(sbc);
+}
+
+/* OAUTHBEARER against a fake peer that refuses every token as Kafka's broker does (the JSON challenge, then
+ * SASL_AUTHENTICATION_FAILED after the client's %x01): the client-first message is RFC 7628's
+ * "n,,^Aauth=Bearer <unsecured JWS>^A^A", the challenge is answered with a lone %x01, and the attempt fails
+ * (never ready, retried after the back-off). Without a login the client is refused at new. */
+static void test_sasl_oauth(void)
+{
+    char err[256] = "";
+    struct gr_oauth_login *lg = gr_oauth_login_new();
+    CHECK(lg && gr_oauth_login_option(lg, "unsecuredLoginStringClaim_sub", "broker", err, sizeof err) == 0 &&
+          gr_oauth_login_check(lg, err, sizeof err) == 0);
+    struct gr_broker_client_config cfg = {.node_id = 9,
+                                          .listener_name = "PLAINTEXT",
+                                          .request_timeout_ms = 2000,
+                                          .backoff_ms = 200,
+                                          .sasl_mechanism = "OAUTHBEARER"};
+    CHECK(gr_broker_client_new(loop, img, &cfg, err, sizeof err) == NULL && strstr(err, "OAUTHBEARER login"));
+    cfg.sasl_oauth_login = lg;
+    struct gr_broker_client *sbc = gr_broker_client_new(loop, img, &cfg, err, sizeof err);
+    CHECK(sbc != NULL);
+    if (!sbc) {
+        gr_oauth_login_free(lg);
+        return;
+    }
+    struct fake f;
+    image_broker(13, fake_start(&f, FAKE_OAUTH), 1);
+    struct conn_watch w;
+    struct gr_broker_client_conn *conn = open_conn(sbc, 13, 0, main_apis, 1, &w);
+    CHECK(testkit_run_until(loop, sasl_failed_twice, conn, 10000));
+    /* frames of one attempt: ApiVersions, SaslHandshake, the client-first (3rd, odd), the %x01 (4th) */
+    const char *t = f.oauth_tok[0];
+    int n = f.oauth_len[0];
+    static const char pre[] = "n,,\x01"
+                              "auth=Bearer ";
+    CHECK(n > (int)sizeof pre + 2 && !memcmp(t, pre, sizeof pre - 1) && !memcmp(t + n - 2, "\x01\x01", 2));
+    /* the token: three base64url parts, the last (the signature) empty; header {"alg":"none"} */
+    const char *tok = t + sizeof pre - 1;
+    int tl = n - (int)(sizeof pre - 1) - 2;
+    int dots = 0;
+    for (int i = 0; i < tl; i++)
+        dots += tok[i] == '.';
+    CHECK(tl > 20 && dots == 2 && tok[tl - 1] == '.' && !memcmp(tok, "eyJhbGciOiJub25lIn0.", 20));
+    CHECK(f.oauth_len[1] == 1 && f.oauth_tok[1][0] == 1);
+    const struct gr_broker_client_stats *st = gr_broker_client_stats(conn);
+    CHECK(w.ready == 0 && st->sasl_auths == 0 && st->sasl_failures >= 2 && f.accepted >= 2);
+    gr_broker_client_close(conn);
+    fake_stop(&f);
+    gr_broker_client_free(sbc);
+    gr_oauth_login_free(lg);
+}
+
 /* Bad configurations are refused with a reason; a second open of one key is -EEXIST. */
 static void test_config(struct gr_broker_client *bc)
 {
@@ -1022,6 +1237,8 @@ int main(void)
         test_bad_correlation(bc);
         test_old_peer(bc);
         test_sasl_fakes();
+        test_sasl_reauth();
+        test_sasl_oauth();
     }
     gr_broker_client_free(bc);
     gr_image_free(img);

@@ -19,7 +19,8 @@ EXTERNAL (PLAINTEXT, the clients'), with StandardAuthorizer and super.users=User
     failed authentication with the mechanism and the back-off, and does not spin (CPU under 2 s over 5 s);
   - brokers 6 and 7 (if time allows): SASL_PLAINTEXT with SCRAM-SHA-512 on INTERNAL, the broker's SCRAM
     credential added with AlterUserScramCredentials to each of them after start: replication begins, an RF 2
-    acks=all produce is acknowledged and read back, and the fetchers log SCRAM-SHA-512;
+    acks=all produce is acknowledged and read back, and the fetchers log SCRAM-SHA-512; with
+    connections.max.reauth.ms=3000 there, each re-authenticates in band (KIP-368) and no session expires;
   - start-up refusals: a SASL inter-broker listener without sasl.mechanism.inter.broker.protocol (Kafka's
     default GSSAPI), a mechanism the listener does not enable, a JAAS entry without username or password: each
     stops the broker with exit status 2 and the key named.
@@ -91,7 +92,8 @@ def scram_overrides():
             'inter.broker.listener.name=INTERNAL', 'listener.name.internal.sasl.enabled.mechanisms=SCRAM-SHA-512',
             'sasl.mechanism.inter.broker.protocol=SCRAM-SHA-512',
             f'listener.name.internal.scram-sha-512.sasl.jaas.config={SCRAM_MODULE} required username="broker" '
-            f'password="{PW}";'] + AUTHZ + ['super.users=User:broker;User:ANONYMOUS']
+            f'password="{PW}";', 'listener.name.internal.connections.max.reauth.ms=3000'] + AUTHZ + [
+            'super.users=User:broker;User:ANONYMOUS']
 
 
 def sasl_conns(b, mech):
@@ -225,6 +227,18 @@ def t_scram(run, etcd, bs, st):
         eq(f'broker {b.node_id}: fetcher connected with SASL SCRAM-SHA-512 as User:broker', [13 - b.node_id], peers)
     line = next((x for x in it.log_of(bsc[0]).splitlines() if 'with SASL SCRAM-SHA-512' in x), '')
     figures.append(f'broker 6: {line[-160:]}')
+    # KIP-368 with SCRAM: 3 s sessions on INTERNAL; each fetcher re-authenticates in band (a full SCRAM exchange
+    # on the same connection) instead of letting its session expire
+    reauth = re.compile(r'broker-\d+-fetcher-\d+: re-authenticated to broker \d+ with SASL SCRAM-SHA-512 as '
+                        r'User:broker \(session lifetime 3000 ms\)')
+    for b in bsc:
+        end = time.monotonic() + 8
+        while not reauth.search(it.log_of(b)) and time.monotonic() < end:
+            time.sleep(0.5)
+        text = it.log_of(b)
+        check(f'broker {b.node_id}: a fetcher re-authenticated with SCRAM-SHA-512 in band (3 s sessions)',
+              bool(reauth.search(text)))
+        eq(f'broker {b.node_id}: no connection closed for an expired session', 0, text.count('SASL session expired'))
 
 
 def t_refusals(run, etcd, bs, st):

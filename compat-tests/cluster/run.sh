@@ -29,6 +29,11 @@
 # with SCRAM-SHA-512, credentials added after start): replication.py's RF 3 sections over it, every fetcher
 # connection logged with SASL as User:broker, a leader without User:broker in super.users refusing its fetches,
 # a wrong password kept out of the ISR without spinning, bad settings stopping the broker (about 30 s).
+# Then interbroker_reauth.py: KIP-368 re-authentication of the inter-broker client (3 s sessions on a SASL
+# PLAIN inter-broker listener under 12 s of acks=all load: ISR complete throughout, every fetcher
+# re-authenticated in band, no expired session, no reconnect) and OAUTHBEARER between brokers (unsecured
+# tokens from the JAAS options, re-authentication with new tokens, a token subject without cluster permission
+# kept out of the ISR, bad login options stopping the broker; about 35 s).
 # Then security_etcd.py: ACLs and SCRAM credentials in etcd across three brokers (issue #23; 6,000 SCRAM users one key each, a restart reading them before serving; about 17 s).
 # Then tools.py: Kafka's kafka-topics.sh, kafka-broker-api-versions.sh,
 # kafka-configs.sh and kafka-consumer-groups.sh through any broker. Then lifecycle.py: a 1,000-partition
@@ -59,7 +64,7 @@ fi
 total_p=0
 total_f=0
 status=0
-for t in selftest membership e2e replication_factors replication_default replication ctl_shutdown pids groups grouplag remote_lag txn interbroker_tls interbroker_sasl security_etcd tools lifecycle faults jepsen metrics; do
+for t in selftest membership e2e replication_factors replication_default replication ctl_shutdown pids groups grouplag remote_lag txn interbroker_tls interbroker_sasl interbroker_reauth security_etcd tools lifecycle faults jepsen metrics; do
     out=$(mktemp)
     extra=()
     [ "$t" = jepsen ] && extra=(--rf 3 --seeds 1,2)

@@ -8,7 +8,9 @@
 # unsecured token and with RS256/ES256 tokens signed here), librdkafka's in-band re-authentications counted in
 # the broker's DEBUG log, Kafka's console producer with OAuthBearerLoginModule unsecuredLoginStringClaim_sub=alice
 # when KAFKA_HOME is set, no token in the broker's log, then start-up refusals (exit 2, the message naming the
-# key). Prints "oauth: N passed, N failed" last.
+# key); then jwks_checks.py: an https:// JWKS endpoint (a Python HTTPS server with a private CA) fetched at
+# start and refreshed on demand and on failure kept, with its own broker. Prints "oauth: N passed, N failed"
+# last.
 set -u
 . "$(dirname "$0")/../lib/broker.sh"
 DIR=$(mktemp -d /tmp/gregor-oauth.XXXXXX)
@@ -102,5 +104,6 @@ refused "an unknown server callback handler" "is not a handler Gregor knows" \
     --override "listener.name.sg.oauthbearer.sasl.server.callback.handler.class=com.example.Mine"
 refused "a negative unsecuredValidatorAllowableClockSkewMs" "unsecuredValidatorAllowableClockSkewMs must be a non-negative integer" \
     --override "listener.name.sg.oauthbearer.sasl.jaas.config=$MOD required unsecuredValidatorAllowableClockSkewMs=\"-5\";"
+GREGOR_BIN=$GREGOR_BIN run_py "jwks_checks.py" "$REPO/compat-tests/oauth/jwks_checks.py"
 echo "  ..   oauth suite took $(( $(date +%s) - T0 )) s"
 summary oauth
