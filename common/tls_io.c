@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <openssl/err.h>
 #include <openssl/ssl.h>
@@ -125,6 +126,52 @@ ssize_t gr_tls_write(struct ssl_st *ssl, const void *buf, size_t len, enum gr_tl
     if (rc == 1) return (ssize_t)put;
     ssize_t r = io_fail(ssl, rc, want, why, cap);
     if (r == 0) snprintf(why, cap, "peer closed"); /* a write never reports "closed" as progress */
+    return -1;
+}
+
+bool gr_tls_ktls_send(const struct ssl_st *ssl)
+{
+    BIO *wbio = SSL_get_wbio(ssl);
+    return wbio && BIO_get_ktls_send(wbio) == 1;
+}
+
+ssize_t gr_tls_sendfile(struct ssl_st *ssl, int fd, off_t off, size_t len, enum gr_tls_want *want, char *why,
+                        size_t cap)
+{
+    *want = GR_TLS_WANT_NONE;
+    if (!gr_tls_ktls_send(ssl)) {
+        /* the kernel does not encrypt this session (tests: GREGOR_TEST_KTLS_EMULATE): the same contract with
+           a user-space copy; a retry after WANT_WRITE reads the same bytes again at the same offset and
+           length, as SSL_write's retry needs */
+        unsigned char buf[16 * 1024];
+        ssize_t k;
+        do
+            k = pread(fd, buf, len < sizeof buf ? len : sizeof buf, off);
+        while (k < 0 && errno == EINTR);
+        if (k <= 0) {
+            if (k < 0) snprintf(why, cap, "pread: %s", strerror(errno));
+            return k;
+        }
+        return gr_tls_write(ssl, buf, (size_t)k, want, why, cap);
+    }
+    ERR_clear_error();
+    errno = 0;
+    /* OpenSSL 3.0's SSL_sendfile: flushes the write BIO, then sendfile(2) on the socket with `off` by value;
+       EAGAIN, EINTR and EBUSY set the BIO's retry flag (SSL_get_error: WANT_WRITE), any other errno is raised
+       on the error queue; 0 when sendfile sent nothing (the file ends before off) */
+    ossl_ssize_t n = SSL_sendfile(ssl, fd, off, len, 0);
+    if (n >= 0) return (ssize_t)n;
+    int e = errno;
+    if (SSL_get_error(ssl, (int)n) == SSL_ERROR_WANT_WRITE) {
+        ERR_clear_error();
+        *want = GR_TLS_WANT_WRITE;
+        return -1;
+    }
+    if (e)
+        snprintf(why, cap, "kTLS sendfile: %s", strerror(e));
+    else
+        ossl_reason(why, cap, "kTLS sendfile failed");
+    ERR_clear_error();
     return -1;
 }
 

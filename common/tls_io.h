@@ -47,6 +47,21 @@ ssize_t gr_tls_read(struct ssl_st *ssl, void *buf, size_t len, enum gr_tls_want 
  */
 ssize_t gr_tls_write(struct ssl_st *ssl, const void *buf, size_t len, enum gr_tls_want *want, char *why,
                      size_t cap);
+/* Whether the session's sends are encrypted by the kernel (kTLS: OpenSSL's BIO_get_ktls_send on its write
+ * BIO), which needs SSL_OP_ENABLE_KTLS on the context, the kernel's tls ULP and a cipher the kernel offloads;
+ * true only once the handshake has installed the keys. When true, gr_tls_sendfile may send file bytes. */
+bool gr_tls_ktls_send(const struct ssl_st *ssl);
+/* Sends up to `len` (> 0) bytes of file `fd` from offset `off` through a session whose sends the kernel
+ * encrypts (gr_tls_ktls_send true), with OpenSSL's SSL_sendfile (Linux sendfile on the kTLS socket: zero
+ * copy). Call it only when no SSL_write is unfinished (its bytes would follow these). Returns the bytes sent
+ * (> 0, may be fewer than len: resume at off + the count); 0 when the file ends before `off` (it shrank); -1
+ * with *want WRITE when the socket is full (EAGAIN/EINTR/EBUSY: repeat once writable; READ only in the case
+ * below), or with *want NONE on a failure whose reason (errno's text) is written into `why` (`cap` bytes).
+ * On a session the kernel does not encrypt (tests: server/net.c's GREGOR_TEST_KTLS_EMULATE) the same contract
+ * is kept with pread and SSL_write of at most 16 KiB a call (repeat a call that waited with the same off and
+ * len, as SSL_write's retry needs). */
+ssize_t gr_tls_sendfile(struct ssl_st *ssl, int fd, off_t off, size_t len, enum gr_tls_want *want, char *why,
+                        size_t cap);
 /* Whether decrypted bytes wait inside the session (the socket may be drained while they do). */
 bool gr_tls_pending(const struct ssl_st *ssl);
 /* Whether the session holds received bytes not yet returned by gr_tls_read: decrypted bytes, or, on a

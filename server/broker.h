@@ -156,6 +156,8 @@ struct gr_listener {
     struct ssl_ctx_st *tls_ctx;           /* security protocol SSL or SASL_SSL: its context (server/tls.h) */
     struct gr_sasl_listener *sasl;        /* SASL_PLAINTEXT or SASL_SSL: its mechanisms (server/sasl.h) */
     struct gr_ssl_rules *principal_rules; /* with tls_ctx: ssl.principal.mapping.rules (ssl_principal.h) */
+    uint64_t tls_connections[2];          /* TLS handshakes finished, by send path (enum gr_tls_send_path,
+                                             server/tls.h):          gregor_tls_connections_total */
 };
 
 /* What request.c tells a request's connection (set by gr_net_init in b->req_sink; NULL in unit tests that

@@ -187,6 +187,10 @@ static const struct gr_config_def defs[] = {
      "Gregor: bytes of answers built and not yet sent across the broker past which connections holding "
      "unsent answers stop reading requests until they drain; a connection with nothing unsent still takes "
      "one request."},
+    {"gregor.ssl.ktls.enable", GR_CFG_BOOLEAN, "true", 0, 0,
+     "Gregor: SSL listeners ask OpenSSL for kernel TLS (SSL_OP_ENABLE_KTLS); a connection whose sends the "
+     "kernel then encrypts writes Fetch's file ranges with SSL_sendfile (zero copy), any other with pread + "
+     "SSL_write. Needs the kernel's tls module (tcp_available_ulp); false: always pread + SSL_write."},
     {"gregor.log.level", GR_CFG_STRING, "INFO", 0, 0, "Gregor: DEBUG, INFO, WARN or ERROR."},
     {"gregor.log.format", GR_CFG_STRING, "logfmt", 0, 0,
      "Gregor: the layout of the log lines on stderr: logfmt (ts=... level=... component=... msg=... "
@@ -717,6 +721,7 @@ void gr_config_ssl_with(const struct gr_config *cfg, const char *listener, const
         if (!v) v = ssl_lookup(cfg, ssl_defs[i].key);
         *f[i] = v ? v : ssl_defs[i].default_value;
     }
+    out->ktls_enable = gr_config_bool(cfg, "gregor.ssl.ktls.enable");
 }
 
 void gr_config_ssl(const struct gr_config *cfg, const char *listener, struct gr_ssl_settings *out)
@@ -1063,6 +1068,7 @@ void gr_config_resolve(struct gr_config *cfg)
     s->gregor_connection_unsent_bytes_max = gr_config_int(cfg, "gregor.connection.unsent.bytes.max");
     s->gregor_unsent_bytes_max = gr_config_int(cfg, "gregor.unsent.bytes.max");
     s->gregor_log_slow_request_ms = gr_config_int(cfg, "gregor.log.slow.request.ms");
+    s->gregor_ssl_ktls_enable = gr_config_bool(cfg, "gregor.ssl.ktls.enable");
     s->gregor_metrics_partition_series_max =
         (int32_t)gr_config_int(cfg, "gregor.metrics.partition.series.max");
     const char *endpoints = gr_config_str(cfg, "gregor.metadata.etcd.endpoints");

@@ -90,6 +90,7 @@ struct gr_broker_settings {
     int64_t gregor_unsent_bytes_max;                  /* gregor.unsent.bytes.max */
     int64_t gregor_log_slow_request_ms;               /* gregor.log.slow.request.ms */
     int32_t gregor_metrics_partition_series_max;      /* gregor.metrics.partition.series.max */
+    bool gregor_ssl_ktls_enable;                      /* gregor.ssl.ktls.enable */
     /* Cluster mode (issue #19; read-only, as in Kafka). */
     int32_t gregor_metadata_etcd_endpoint_count; /* gregor.metadata.etcd.endpoints: 0 = single node */
     char gregor_metadata_etcd_endpoints[GR_ETCD_ENDPOINTS_MAX]
@@ -152,6 +153,8 @@ struct gr_ssl_settings {
                                                       the inter-broker client checks the peer's host */
     const char *allow_dn_changes;  /* ssl.allow.dn.changes, default false: a reloaded keystore keeps its DN */
     const char *allow_san_changes; /* ssl.allow.san.changes, default false: and keeps its SubjectAltNames */
+    bool ktls_enable; /* gregor.ssl.ktls.enable (broker-wide, default true): SSL_OP_ENABLE_KTLS on the
+                         listeners */
 };
 
 /* The SASL settings of one listener and one mechanism (issue #23), Kafka's names (BrokerSecurityConfigs,

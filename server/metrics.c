@@ -19,6 +19,7 @@
 #include "server/apis.h"
 #include "server/broker.h"
 #include "server/route.h"
+#include "server/tls.h"
 #include "storage/store.h"
 
 #ifndef GREGOR_REVISION
@@ -412,6 +413,20 @@ bool gr_metrics_render_tail(struct gr_broker *b, struct gr_prom_buf *out)
 {
     struct gr_metrics *m = &b->metrics;
     render_process(m, out);
+    bool typed = false;
+    for (int i = 0; i < b->listener_count; i++) {
+        const struct gr_listener *l = &b->listeners[i];
+        if (!l->tls_ctx) continue; /* SSL and SASL_SSL listeners only */
+        const char *tc = "gregor_tls_connections_total";
+        if (!typed) gr_prom_type(out, tc, "counter");
+        typed = true;
+        static const char *const path[2] = {
+            [GR_TLS_SEND_USERSPACE] = "userspace", [GR_TLS_SEND_KTLS] = "ktls"};
+        for (int p = 0; p < 2; p++) {
+            struct gr_prom_label tl[2] = {{"listener", l->name}, {"send", path[p]}};
+            gr_prom_sample_u64(out, tc, tl, 2, l->tls_connections[p]);
+        }
+    }
     gr_prom_type(out, "gregor_build_info", "gauge");
     struct gr_prom_label bl[2] = {{"version", m->version ? m->version : ""}, {"revision", GREGOR_REVISION}};
     gr_prom_sample(out, "gregor_build_info", bl, 2, 1);

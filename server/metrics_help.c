@@ -123,6 +123,10 @@ static const struct {
      "Per-partition series left out of this scrape by gregor.metrics.partition.series.max."},
     {"gregor_metrics_remote_summary_errors_total",
      "Partition summaries a partition's leader did not give the group coordinator in time."},
+    {"gregor_tls_connections_total",
+     "TLS connections of an SSL or SASL_SSL listener whose handshake finished, by how Fetch's file ranges "
+     "are "
+     "sent: ktls (the kernel encrypts: SSL_sendfile) or userspace (pread + SSL_write)."},
     {"gregor_build_info", "Constant 1, labelled with Gregor's version and git revision."},
     /* the Prometheus client libraries' process collector */
     {"process_cpu_seconds_total", "User and system CPU time spent, seconds."},

@@ -36,7 +36,10 @@
  * runs the write watcher, a TLS write that must read first runs the read watcher. Decrypted bytes may wait
  * inside the session while the socket is drained, so the read watcher is fed an event while they do.
  * Responses are copied, up to GR_CONN_TLS_OUT_BYTES at a time, into the connection's TLS buffer (file ranges
- * with pread instead of sendfile) and written with SSL_write. The handshake is bounded by
+ * with pread instead of sendfile) and written with SSL_write, except on a connection whose sends the kernel
+ * encrypts (kTLS, decided once after its handshake: gr_tls_send_path), which writes file ranges with
+ * SSL_sendfile once the buffer before them is written (memory chunks still go through the buffer and
+ * SSL_write, so the bytes keep their order). The handshake is bounded by
  * connections.max.idle.ms counted from the accept (gr_net_close_idle). Plaintext connections take none of
  * these paths (a branch on conn->ssl).
  * Read next: server/netlimits.h, server/dispatch.c.
@@ -70,6 +73,13 @@
 #define GR_CONN_PIPELINE_MAX 64
 /* A TLS connection's write buffer: one TLS record's worth of plaintext (16 KiB) per SSL_write. */
 #define GR_CONN_TLS_OUT_BYTES (16 * 1024)
+
+/* Tests only: GREGOR_TEST_KTLS_EMULATE=1 in the environment (read at start by gr_net_serve) sends the file
+ * ranges of every TLS connection through the kTLS path's calls (conn_ktls_sendfile, gr_tls_sendfile) with a
+ * user-space copy where the kernel does not encrypt, so that the path's bookkeeping (the buffer stopping at a
+ * file range, partial sends, a full socket) runs on machines without the tls ULP. The metric and the start
+ * line still say what the kernel does. */
+static bool ktls_emulate;
 
 struct gr_conn {
     struct gr_broker *broker;
@@ -105,6 +115,8 @@ struct gr_conn {
     bool tls_read_wants_write; /* a read (the handshake) waits for the socket to be writable */
     bool tls_principal_done;   /* the SSL principal mapping ran (once, after the handshake) */
     bool tls_write_wants_read; /* a write waits for the socket to be readable */
+    bool tls_ktls;             /* the kernel encrypts its sends: file ranges go out with SSL_sendfile (decided
+                                  once, after the handshake: gr_tls_send_path) */
     /* SASL (NULL sasl = none): the session (server/sasl.h) and the timer that closes the connection
        connection.failed.authentication.delay.ms after a raw token failed */
     struct gr_sasl *sasl;
@@ -402,9 +414,13 @@ static ssize_t conn_tls_read(struct gr_conn *conn, uint8_t *dst, size_t len)
     enum gr_tls_want tw;
     char why[300];
     ssize_t n = gr_tls_read(conn->ssl, dst, len, &tw, why, sizeof why);
-    if (n >= 0 && !conn->tls_principal_done && gr_tls_handshake_done(conn->ssl) &&
-        conn_tls_principal(conn) < 0)
-        return -2;
+    if (n >= 0 && !conn->tls_principal_done && gr_tls_handshake_done(conn->ssl)) {
+        /* the send path, once per connection before its first request: the kernel encrypts or it does not */
+        enum gr_tls_send_path sp = gr_tls_send_path(conn->ssl, NULL);
+        conn->listener->tls_connections[sp]++; /* what the kernel does, also under the emulation below */
+        conn->tls_ktls = sp == GR_TLS_SEND_KTLS || ktls_emulate;
+        if (conn_tls_principal(conn) < 0) return -2;
+    }
     if (n >= 0) return n;
     if (tw == GR_TLS_WANT_READ) return -1;
     if (tw == GR_TLS_WANT_WRITE) {
@@ -617,13 +633,15 @@ static void conn_held_cb(struct ev_loop *loop, ev_timer *w, int revents)
 }
 
 /* Fills the TLS buffer with the next bytes of r's response: memory chunks copied, file ranges read with
- * pread (sendfile cannot encrypt; kTLS, a later slice of issue #23, would let TLS connections keep sendfile
- * here). r's chunk_at/chunk_off count bytes taken into the buffer. Returns 0, or -1 after closing. */
+ * pread (sendfile cannot encrypt in user space), except on a kTLS connection, where the buffer stops at a
+ * file range (conn_ktls_sendfile sends it once the buffer is written). r's chunk_at/chunk_off count bytes
+ * taken into the buffer. Returns 0, or -1 after closing. */
 static int conn_tls_fill(struct gr_conn *conn, struct gr_req *r)
 {
     size_t len = 0;
     while (len < GR_CONN_TLS_OUT_BYTES && r->chunk_at < r->chunk_count) {
         struct gr_chunk *c = &r->chunks[r->chunk_at];
+        if (!c->mem && conn->tls_ktls) break; /* a file range: SSL_sendfile, after these bytes */
         size_t take = c->len - r->chunk_off;
         if (take > GR_CONN_TLS_OUT_BYTES - len) take = GR_CONN_TLS_OUT_BYTES - len;
         if (c->mem) {
@@ -649,7 +667,43 @@ static int conn_tls_fill(struct gr_conn *conn, struct gr_req *r)
     return 0;
 }
 
-/* Writes r's response through TLS from the connection's buffer. Returns 0 when all of it is written, 1 when
+/* On a kTLS connection whose TLS buffer is written (no SSL_write unfinished, so these bytes follow all before
+ * them): sends the rest of r's current file range with SSL_sendfile, from the page cache without a copy.
+ * Returns 0 after progress (the range done: r's next chunk is current), 1 when it waits for the socket to be
+ * writable, -1 after closing the connection (a failure, or the file shrank: the response can't be completed).
+ */
+static int conn_ktls_sendfile(struct gr_conn *conn, struct gr_req *r)
+{
+    struct gr_chunk *c = &r->chunks[r->chunk_at];
+    if (r->chunk_off < c->len) {
+        enum gr_tls_want tw;
+        char why[300];
+        ssize_t n = gr_tls_sendfile(conn->ssl, c->fd, c->file_pos + (off_t)r->chunk_off,
+                                    c->len - r->chunk_off, &tw, why, sizeof why);
+        if (n == 0) {
+            gr_conn_close(conn, "segment shrank during sendfile");
+            return -1;
+        }
+        if (n < 0 && tw == GR_TLS_WANT_WRITE) return 1; /* conn_write keeps the write watcher */
+        if (n < 0 && tw == GR_TLS_WANT_READ) {          /* the emulation's SSL_write only */
+            conn->tls_write_wants_read = true;
+            conn_update_read(conn);
+            return 1;
+        }
+        if (n < 0) { /* as a failed SSL_write: closed (a peer's reset is common, not worth a warning) */
+            gr_conn_close(conn, why);
+            return -1;
+        }
+        r->chunk_off += (size_t)n;
+        if (r->chunk_off < c->len) return 0; /* partial: the next call sends on or says the socket is full */
+    }
+    r->chunk_at++;
+    r->chunk_off = 0;
+    return 0;
+}
+
+/* Writes r's response through TLS from the connection's buffer (file ranges of a kTLS connection with
+ * conn_ktls_sendfile). Returns 0 when all of it is written, 1 when
  * it waits for the socket (the watcher it needs is set), -1 after closing the connection. */
 static int conn_tls_write(struct gr_conn *conn, struct gr_req *r)
 {
@@ -660,8 +714,13 @@ static int conn_tls_write(struct gr_conn *conn, struct gr_req *r)
     for (;;) {
         if (conn->tls_out_off == conn->tls_out_len) {
             if (r->chunk_at >= r->chunk_count) return 0;
+            if (conn->tls_ktls && !r->chunks[r->chunk_at].mem) {
+                int rc = conn_ktls_sendfile(conn, r);
+                if (rc) return rc;
+                continue;
+            }
             if (conn_tls_fill(conn, r)) return -1;
-            if (!conn->tls_out_len) return 0;
+            if (!conn->tls_out_len) continue; /* only empty chunks, up to a file range or the end */
         }
         enum gr_tls_want tw;
         char why[300];
@@ -1235,6 +1294,9 @@ int gr_net_tls_setup(struct gr_broker *b)
 int gr_net_serve(struct gr_broker *b)
 {
     int n = b->listener_count;
+    char ktls_said[300] = "";
+    const char *emu = getenv("GREGOR_TEST_KTLS_EMULATE");
+    ktls_emulate = emu && !strcmp(emu, "1");
     for (int i = 0; i < n; i++) {
         struct gr_listener *l = &b->listeners[i];
         if (listen(l->fd, 1024)) {
@@ -1248,6 +1310,16 @@ int gr_net_serve(struct gr_broker *b)
         GR_INFO("listening on %s://%s:%d (%s%s%s), advertised as %s:%d", l->name, l->host, l->port, proto,
                 l->sasl ? ", SASL mechanisms " : "", l->sasl ? gr_sasl_listener_mechanisms(l->sasl) : "",
                 l->adv_host, l->adv_port);
+        if (l->tls_ctx) {
+            /* which way Fetch's file ranges go out over TLS; per connection: gregor_tls_connections_total */
+            if (!ktls_said[0])
+                gr_tls_ktls_probe(b->cfg.settings.gregor_ssl_ktls_enable, ktls_said, sizeof ktls_said);
+            GR_INFO("listener %s: kTLS send: %s%s", l->name, ktls_said,
+                    ktls_emulate
+                        ? "; GREGOR_TEST_KTLS_EMULATE=1: file ranges take the kTLS path's calls with a "
+                          "user-space copy (tests only)"
+                        : "");
+        }
     }
     const char *lf = b->cfg.settings.gregor_listener_file;
     if (lf) {

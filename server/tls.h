@@ -11,7 +11,9 @@
  * The peer's subject (gr_tls_peer_dn) feeds the principal mapping (server/ssl_principal.h).
  * The inter-broker listener, when SSL, also gets a client context (gr_tls_client_ctx_new) for this broker's
  * connections to the others (cluster/broker_client.h).
- * Not here yet (later slices of #23): kTLS, SASL between brokers. Certificate reload: server/tls_reload.h.
+ * kTLS (gregor.ssl.ktls.enable): the contexts ask OpenSSL for it; gr_tls_send_path says per connection
+ * whether the kernel encrypts its sends (then Fetch's file ranges go out with SSL_sendfile, server/net.c).
+ * Not here yet (later slices of #23): SASL between brokers. Certificate reload: server/tls_reload.h.
  * Read next: server/net.c (the connections that call these).
  */
 #ifndef GR_TLS_H
@@ -54,4 +56,21 @@ int gr_tls_peer_dn(struct ssl_st *ssl, char *out, size_t cap);
  * writing into `err` (`cap` bytes) a message naming the key at fault. Free it with gr_tls_ctx_free. */
 struct ssl_ctx_st *gr_tls_client_ctx_new(const char *listener, const struct gr_ssl_settings *s,
                                          bool *verify_host, char *err, size_t cap);
+
+/* Which way a TLS connection sends Fetch's file ranges, decided once after its handshake. */
+enum gr_tls_send_path { GR_TLS_SEND_USERSPACE = 0, GR_TLS_SEND_KTLS = 1 };
+/* The send path of session `ssl`: KTLS when its handshake is done and `ktls_send` (NULL: gr_tls_ktls_send,
+ * common/tls_io.h; unit tests inject another) says the kernel encrypts its sends, else USERSPACE (pread +
+ * SSL_write). Never KTLS for a session the kernel does not encrypt for. */
+enum gr_tls_send_path gr_tls_send_path(const struct ssl_st *ssl, bool (*ktls_send)(const struct ssl_st *ssl));
+/* Whether `name` is a whole word of `list` (the text of /proc/sys/net/ipv4/tcp_available_ulp: names separated
+ * by spaces, a newline at the end). NULL or empty list: false. */
+bool gr_tls_ulp_listed(const char *list, const char *name);
+/* Says at start whether kTLS send can switch on (the SSL listeners' log line): false with "off
+ * (gregor.ssl.ktls.enable=false)" when `enabled` is false, "unavailable: ..." with the reason when this
+ * OpenSSL has no kTLS or the kernel has no tls ULP (it is not in tcp_available_ulp and setsockopt(TCP_ULP,
+ * "tls") on a loopback connection fails: the kernel loads the module on demand for root, as for OpenSSL's
+ * first connection); true with "available". Written into `why` (`cap` bytes). Available does not promise
+ * every connection: the cipher must be one the kernel offloads (gr_tls_send_path decides per connection). */
+bool gr_tls_ktls_probe(bool enabled, char *why, size_t cap);
 #endif

@@ -4,7 +4,10 @@
 # that trusts nothing of ours); no key is checked in. One broker serves SSL (PEM keystore file, key
 # password), MTLS (an SSL listener with listener.name.mtls.ssl.client.auth=required and its own truststore),
 # REQ (ssl.client.auth=requested) and PLAINTEXT; kcat, confluent-kafka, kafka-python and (when KAFKA_HOME is
-# set) Kafka's console tools use them. tls_checks.py adds a plaintext request on the SSL port, half-open and trickling handshakes.
+# set) Kafka's console tools use them. tls_checks.py adds a plaintext request on the SSL port, half-open and trickling handshakes,
+# 8 MiB fetched across 1 MiB segments and the kTLS send path of each connection (gregor_tls_connections_total:
+# userspace where the kernel has no tls ULP; the ktls check runs only where it has one, else a SKIP line). The
+# TLSv1.2-only broker has gregor.ssl.ktls.enable=false (the off switch).
 # reload.py reloads SSL's certificate and MTLS's truststore at runtime (kafka-configs.sh too), then a restart.
 # Then a broker with the inline PEM form (KIP-651) read from a properties file, and start-up refusals
 # (exit 2, the message naming the key); stores.sh: JKS and PKCS12 stores made with keytool.
@@ -101,7 +104,18 @@ timeout 20 kcat -L -b "$REQ" -X security.protocol=ssl -X "ssl.ca.location=$CERTS
     -X "ssl.certificate.location=$CERTS/rogue.pem" -X "ssl.key.location=$CERTS/rogue.key" -m 3 >/dev/null 2>&1
 check "REQ (requested): a client certificate from another CA is refused" test $? -ne 0
 
-SSL=$SSL MTLS=$MTLS PLAIN=$PLAIN CERTS=$CERTS run_py "tls_checks.py" "$REPO/compat-tests/tls/tls_checks.py"
+# kTLS (gregor.ssl.ktls.enable, default true): one line per SSL listener at start says which way Fetch's file
+# ranges go out; where the kernel has no tls ULP it must say so, with the reason
+if grep -qw tls /proc/sys/net/ipv4/tcp_available_ulp 2>/dev/null; then
+    check_eq "kTLS: each of the 3 SSL listeners logs 'kTLS send: available'" "3" \
+        "$(grep -c 'listener [A-Z]*: kTLS send: available' "$BROKER_DIR/broker.log")"
+else
+    check_eq "kTLS: each of the 3 SSL listeners logs 'kTLS send: unavailable: the kernel has no tls ULP'" "3" \
+        "$(grep -c 'listener [A-Z]*: kTLS send: unavailable: the kernel has no tls ULP' "$BROKER_DIR/broker.log")"
+fi
+check_eq "the PLAINTEXT listener logs no kTLS line" "0" "$(grep -c 'listener PLAINTEXT: kTLS' "$BROKER_DIR/broker.log")"
+
+SSL=$SSL MTLS=$MTLS PLAIN=$PLAIN CERTS=$CERTS ADMIN=$ADMIN run_py "tls_checks.py" "$REPO/compat-tests/tls/tls_checks.py"
 
 # Kafka's console tools over SSL with a PEM truststore (the Java client), when Kafka is there
 KAFKA_HOME=${KAFKA_HOME:-$REPO/compat-tests/.cache/kafka-4.4.0}
@@ -136,6 +150,17 @@ SSL=$BROKER MTLS=$(grep '^MTLS ' "$BROKER_DIR/listener" | cut -d' ' -f2) PLAIN=$
     CERTS=$CERTS run_py "reload.py after restart" "$REPO/compat-tests/tls/reload.py" restart
 broker_stop
 
+# the kTLS path's bookkeeping (the TLS buffer stopping at a file range, partial sends, a full socket) on a machine
+# whose kernel cannot encrypt: GREGOR_TEST_KTLS_EMULATE=1 sends file ranges through its calls with a user-space
+# copy; 8 MiB across segments and 40 pipelined Fetches read slowly must come back exact
+rm -rf "$BROKER_DIR"; BROKER_DIR=
+GREGOR_TEST_KTLS_EMULATE=1 broker_start --override "listeners=SSL://127.0.0.1:0" --override ssl.keystore.type=PEM \
+    --override "ssl.keystore.location=$CERTS/server-plainkey.pem" || fail "the broker with the kTLS path emulated starts"
+check_eq "GREGOR_TEST_KTLS_EMULATE=1 is said at start" "1" "$(grep -c 'kTLS send: .*GREGOR_TEST_KTLS_EMULATE=1' "$BROKER_DIR/broker.log")"
+SSL=$BROKER MTLS=$BROKER PLAIN= CERTS=$CERTS ADMIN=$ADMIN MODE=emulate run_py "tls_checks.py (emulated kTLS path)" \
+    "$REPO/compat-tests/tls/tls_checks.py"
+broker_stop
+
 # the inline PEM form (KIP-651) from a properties file, values continued over lines as Kafka's docs show
 {
     printf 'ssl.keystore.type=PEM\nssl.keystore.key=%s\n' "$(sed 's/$/ \\/' "$CERTS/server.key" | sed '$ s/ \\$//')"
@@ -155,7 +180,16 @@ broker_stop
 rm -rf "$BROKER_DIR"; BROKER_DIR=
 broker_start --override "listeners=SSL://127.0.0.1:0" --override ssl.keystore.type=PEM \
     --override "ssl.keystore.location=$CERTS/server-plainkey.pem" --override ssl.enabled.protocols=TLSv1.2 \
-    --override ssl.cipher.suites=TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256 || fail "TLSv1.2-only broker starts"
+    --override ssl.cipher.suites=TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256 --override gregor.ssl.ktls.enable=false ||
+    fail "TLSv1.2-only broker starts"
+# the kTLS off switch: said at start, and every connection then takes pread + SSL_write
+check_eq "gregor.ssl.ktls.enable=false: the listener logs 'kTLS send: off'" "1" \
+    "$(grep -c 'listener SSL: kTLS send: off (gregor.ssl.ktls.enable=false)' "$BROKER_DIR/broker.log")"
+timeout 20 kcat -L -b "$BROKER" "${KSSL[@]}" >/dev/null 2>&1
+check_eq "gregor.ssl.ktls.enable=false: kcat's connections count as userspace, none as ktls" "userspace>0 ktls=0" \
+    "$(curl -s "http://$ADMIN/metrics" | awk '/^gregor_tls_connections_total\{listener="SSL",send="userspace"\}/ {u=$2}
+        /^gregor_tls_connections_total\{listener="SSL",send="ktls"\}/ {k=$2}
+        END {printf "userspace%s ktls=%s", (u > 0 ? ">0" : "=" u), k}')"
 sc() { timeout 10 openssl s_client -connect "$BROKER" -CAfile "$CERTS/ca.pem" "$@" </dev/null >/dev/null 2>&1; }
 sc -tls1_2 -cipher ECDHE-RSA-AES128-GCM-SHA256
 check_eq "TLSv1.2 with the one listed suite: handshake" "0" "$?"

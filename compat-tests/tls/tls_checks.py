@@ -1,11 +1,20 @@
 """tls_checks.py: the Python part of compat-tests/tls/run.sh (SSL, MTLS, PLAIN listener addresses and the
 CERTS directory in the environment): confluent-kafka (librdkafka) and kafka-python over SSL, a plaintext
 Kafka request sent to the SSL port, a half-open TLS connection and a handshake trickled one byte at a time
-(closed by connections.max.idle.ms from the accept, 4000 ms in run.sh) while other clients are served."""
+(closed by connections.max.idle.ms from the accept, 4000 ms in run.sh) while other clients are served.
+Then 8 MiB over many 1 MiB segments fetched over TLS byte-exact, and the send path of every TLS connection
+(gregor_tls_connections_total on the admin listener, ADMIN): userspace where the kernel has no tls ULP, ktls
+where it has one (that check runs only there, else it prints a SKIP line, counted as nothing)."""
+import glob
+import hashlib
 import os
+import random
+import re
 import socket
 import struct
+import sys
 import time
+import urllib.request
 
 import kafka_raw as k
 import testkit as t
@@ -14,6 +23,30 @@ SSL = os.environ['SSL']
 MTLS = os.environ['MTLS']
 CERTS = os.environ['CERTS']
 CA = os.path.join(CERTS, 'ca.pem')
+ADMIN = os.environ['ADMIN']
+DATA = os.path.join(os.environ['BROKER_DIR'], 'data')
+
+
+def ulp_tls():
+    """Whether this kernel offers kTLS (the tls ULP listed in tcp_available_ulp)."""
+    try:
+        with open('/proc/sys/net/ipv4/tcp_available_ulp') as f:
+            return 'tls' in f.read().split()
+    except OSError:
+        return False
+
+
+def skip(name, why):
+    """A check that cannot run here: one line, counted neither as passed nor failed."""
+    sys.stdout.write(f'  SKIP {name}: {why}\n')
+    sys.stdout.flush()
+
+
+def tls_counts():
+    """gregor_tls_connections_total from /metrics: {(listener, send): count}."""
+    text = urllib.request.urlopen(f'http://{ADMIN}/metrics', timeout=10).read().decode()
+    return {(m[1], m[2]): int(m[3]) for m in re.finditer(
+        r'^gregor_tls_connections_total\{listener="([^"]*)",send="([^"]*)"\} (\d+)$', text, re.M)}
 
 
 def addr(hp):
@@ -129,7 +162,7 @@ def half_open_and_trickle():
     idle.close()
 
 
-def slow_reader_pipelined_fetches():
+def slow_reader_pipelined_fetches(topic='tls1', records=2000):
     """40 Fetches (answers of about 1 MB) sent at once over TLS, then read slowly, 8 KiB at a time: the broker's TLS
     writes stop at a full socket (kernel buffers hold a few MB) in every part of a response, the first, a
     middle and the last 16 KiB buffer, and go on; every answer must decode whole, in order (a lost or doubled byte shifts every later frame)."""
@@ -140,8 +173,8 @@ def slow_reader_pipelined_fetches():
     n = 40
     sent = [c.send('Fetch', 12, {'max_wait_ms': 0, 'min_bytes': 1, 'max_bytes': 0x7fffffff, 'isolation_level': 0,
                                   'session_id': 0, 'session_epoch': -1,
-                                  'topics': [{'topic': 'tls1', 'topic_id': k.ZERO_UUID,
-                                              'partitions': [{'partition': 0, 'fetch_offset': 57 * i % 2000,
+                                  'topics': [{'topic': topic, 'topic_id': k.ZERO_UUID,
+                                              'partitions': [{'partition': 0, 'fetch_offset': 57 * i % records,
                                                               'current_leader_epoch': -1, 'last_fetched_epoch': -1,
                                                               'partition_max_bytes': 1000000}]}]})
             for i in range(n)]
@@ -165,6 +198,60 @@ def slow_reader_pipelined_fetches():
          n, ok)
 
 
+def big_fetch_over_tls():
+    """8 MiB of incompressible 64 KiB records (seeded) in a topic of 1 MiB segments, consumed over SSL: every Fetch
+    answer is several 16 KiB TLS buffers (or SSL_sendfile calls) long and crosses segments; the bytes must come
+    back exact. The producer's and consumer's connections count under the send path the kernel allows."""
+    from confluent_kafka import Consumer, Producer, TopicPartition
+    from confluent_kafka.admin import AdminClient, NewTopic
+    admin = AdminClient(ck_conf())  # held until the future resolves (a dropped client cancels it)
+    admin.create_topics([NewTopic('tls-big', 1, 1, config={'segment.bytes': '1048576'})])['tls-big'].result(20)
+    before = tls_counts()
+    rnd = random.Random(23)
+    vals = [rnd.randbytes(64 * 1024) for _ in range(128)]
+    p = Producer(ck_conf({'compression.type': 'none', 'linger.ms': 5, 'batch.size': 200000}))
+    for v in vals:
+        p.produce('tls-big', v)
+    t.eq('8 MiB in 128 records acknowledged over SSL', 0, p.flush(60))
+    c = Consumer(ck_conf({'group.id': 'tls-big-g', 'enable.auto.commit': False}))
+    c.assign([TopicPartition('tls-big', 0, 0)])
+    got = []
+    deadline = time.monotonic() + 60
+    while len(got) < len(vals) and time.monotonic() < deadline:
+        m = c.poll(1.0)
+        if m is not None and not m.error():
+            got.append(m.value())
+    c.close()
+    segs = len(glob.glob(os.path.join(DATA, 'tls-big-0', '*.log')))
+    t.check('the topic spans many segments (segment.bytes=1 MiB)', segs >= 6, f'{segs} segments')
+    t.eq('8 MiB fetched over SSL across the segments: byte-exact (sha256 of the 128 values)',
+         (len(vals), hashlib.sha256(b''.join(vals)).hexdigest()), (len(got), hashlib.sha256(b''.join(got)).hexdigest()))
+    after = tls_counts()
+    rose = {k: after.get(k, 0) - before.get(k, 0) for k in after}
+    if ulp_tls():
+        t.check('kTLS: the producer and consumer connections send with SSL_sendfile (send="ktls" rose)',
+                rose.get(('SSL', 'ktls'), 0) >= 2, repr(rose))
+        t.eq('kTLS: none of them fell back to pread + SSL_write', 0, rose.get(('SSL', 'userspace'), 0))
+    else:
+        skip('kTLS send path (byte-exact Fetch with SSL_sendfile, send="ktls")',
+             'this kernel has no tls ULP (/proc/sys/net/ipv4/tcp_available_ulp has no "tls")')
+        t.check('no tls ULP: the producer and consumer connections count as send="userspace"',
+                rose.get(('SSL', 'userspace'), 0) >= 2, repr(rose))
+        t.eq('no tls ULP: no connection counts as send="ktls"', 0, rose.get(('SSL', 'ktls'), 0))
+
+
+def send_paths_at_the_end():
+    """Every TLS connection of the run, on each SSL listener, counted under the path it used."""
+    counts = tls_counts()
+    t.eq('gregor_tls_connections_total has both send paths for the three SSL listeners',
+         sorted((li, sp) for li in ('MTLS', 'REQ', 'SSL') for sp in ('ktls', 'userspace')), sorted(counts))
+    total = sum(counts.values())
+    t.check('TLS connections were counted', total >= 10, repr(counts))
+    if not ulp_tls():
+        t.eq('no tls ULP here: every TLS connection counts as userspace, none as ktls', 0,
+             sum(v for (_, sp), v in counts.items() if sp == 'ktls'))
+
+
 def many_small_records():
     """2,000 ApiVersions requests, each its own TLS record, written back to back before reading: the broker's
     read-ahead takes many records from the socket in one read, so records wait inside the TLS session with the
@@ -183,10 +270,17 @@ def many_small_records():
     t.eq('2,000 pipelined requests in 2,000 TLS records: every answer, in order', n, ok)
 
 
+if os.environ.get('MODE') == 'emulate':
+    # run.sh's broker with GREGOR_TEST_KTLS_EMULATE=1: the same Fetch checks through the kTLS path's calls
+    t.run('big fetch over TLS (kTLS path emulated)', big_fetch_over_tls)
+    t.run('slow reader, pipelined fetches (kTLS path emulated)', slow_reader_pipelined_fetches, 'tls-big', 120)
+    t.finish()
+t.run('big fetch over TLS', big_fetch_over_tls)
 t.run('slow reader, pipelined fetches', slow_reader_pipelined_fetches)
 t.run('many small TLS records pipelined', many_small_records)
 t.run('confluent-kafka over SSL', confluent_round_trip)
 t.run('kafka-python over SSL', kafka_python_round_trip)
 t.run('plaintext request on the SSL port', plaintext_on_ssl_port)
 t.run('half-open and trickled handshakes', half_open_and_trickle)
+t.run('send paths at the end', send_paths_at_the_end)
 t.finish()

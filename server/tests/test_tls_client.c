@@ -6,6 +6,10 @@
  * address or another CA fails with OpenSSL's reason, host verification off takes any address, and a server
  * that requires a client certificate gets the client's keystore. No timing: the two sides are stepped in
  * turn a bounded number of times.
+ * Also kTLS (gregor.ssl.ktls.enable): the server context asks for it (SSL_OP_ENABLE_KTLS) unless the key is
+ * false; gr_tls_send_path says userspace before the handshake and for a socketpair (the kernel never encrypts
+ * it), ktls only when the handshake is done and the (injected) BIO query says the kernel encrypts; the
+ * tcp_available_ulp word match and the start-up probe's wording.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -31,6 +35,8 @@
 
 static char dir[] = "/tmp/gregor-tls-client-XXXXXX";
 static char ca_pem[128], other_ca_pem[128], ks_pem[128], client_ks_pem[128];
+/* run by handshake() on the server session once both sides finished (NULL: nothing) */
+static void (*after_handshake)(struct ssl_st *srv);
 
 static X509 *make_cert(EVP_PKEY *key, const char *cn, X509 *issuer, EVP_PKEY *issuer_key, const char *san,
                        long serial)
@@ -205,6 +211,7 @@ static int handshake(const char *server_trust, const char *client_auth, const ch
             result = -1;
         }
     }
+    if (result == 1 && after_handshake) after_handshake(srv);
     gr_tls_free(cli);
     gr_tls_free(srv);
     close(sv[0]);
@@ -240,11 +247,101 @@ static void test_handshakes(void **state)
         handshake(other_ca_pem, "required", client_ks_pem, ca_pem, "127.0.0.1", true, why, sizeof why), -1);
 }
 
+static bool says_yes(const struct ssl_st *ssl)
+{
+    (void)ssl;
+    return true;
+}
+
+static bool says_no(const struct ssl_st *ssl)
+{
+    (void)ssl;
+    return false;
+}
+
+static int paths_checked;
+
+static void check_send_path(struct ssl_st *srv)
+{
+    assert_false(
+        gr_tls_ktls_send(srv)); /* a unix socketpair: no tls ULP on it, OpenSSL stays in user space */
+    assert_int_equal(gr_tls_send_path(srv, NULL), GR_TLS_SEND_USERSPACE);
+    assert_int_equal(gr_tls_send_path(srv, says_yes), GR_TLS_SEND_KTLS);
+    assert_int_equal(gr_tls_send_path(srv, says_no), GR_TLS_SEND_USERSPACE);
+    paths_checked++;
+}
+
+static void test_ktls(void **state)
+{
+    (void)state;
+    struct gr_config cfg;
+    struct gr_ssl_settings s;
+    settings(&cfg, &s, ks_pem, ca_pem);
+    assert_true(s.ktls_enable); /* gregor.ssl.ktls.enable defaults to true */
+    char err[1024] = "";
+    struct ssl_ctx_st *ctx = gr_tls_ctx_new("INTERNAL", &s, err, sizeof err);
+    assert_non_null(ctx);
+    assert_true(SSL_CTX_get_options(ctx) & SSL_OP_ENABLE_KTLS);
+    /* a session whose handshake has not run: userspace, whatever the BIO says */
+    int sv[2];
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
+    struct ssl_st *fresh = gr_tls_new(ctx, sv[0]);
+    assert_non_null(fresh);
+    assert_int_equal(gr_tls_send_path(fresh, says_yes), GR_TLS_SEND_USERSPACE);
+    gr_tls_free(fresh);
+    close(sv[0]);
+    close(sv[1]);
+    gr_tls_ctx_free(ctx);
+    gr_config_free(&cfg);
+    /* the key off: the context does not ask OpenSSL for kTLS */
+    gr_config_init(&cfg);
+    assert_int_equal(gr_config_set(&cfg, "gregor.ssl.ktls.enable", "false"), 0);
+    gr_config_ssl(&cfg, "INTERNAL", &s);
+    assert_false(s.ktls_enable);
+    s.keystore_type = "PEM";
+    s.keystore_location = ks_pem;
+    ctx = gr_tls_ctx_new("INTERNAL", &s, err, sizeof err);
+    assert_non_null(ctx);
+    assert_false(SSL_CTX_get_options(ctx) & SSL_OP_ENABLE_KTLS);
+    gr_tls_ctx_free(ctx);
+    gr_config_free(&cfg);
+    /* after a real handshake */
+    char why[400];
+    after_handshake = check_send_path;
+    assert_int_equal(handshake(ca_pem, "none", NULL, ca_pem, "127.0.0.1", true, why, sizeof why), 1);
+    after_handshake = NULL;
+    assert_int_equal(paths_checked, 1);
+}
+
+static void test_ulp_listed(void **state)
+{
+    (void)state;
+    assert_true(gr_tls_ulp_listed("mptcp tls\n", "tls"));
+    assert_true(gr_tls_ulp_listed("tls", "tls"));
+    assert_true(gr_tls_ulp_listed("espintcp tls mptcp", "tls"));
+    assert_false(gr_tls_ulp_listed("mptcp\n", "tls")); /* this machine's kernel */
+    assert_false(gr_tls_ulp_listed("tlsx espintcp", "tls"));
+    assert_false(gr_tls_ulp_listed("xtls", "tls"));
+    assert_false(gr_tls_ulp_listed("", "tls"));
+    assert_false(gr_tls_ulp_listed(NULL, "tls"));
+    char why[300];
+    assert_false(gr_tls_ktls_probe(false, why, sizeof why));
+    assert_string_equal(why, "off (gregor.ssl.ktls.enable=false)");
+    /* on: the answer depends on the kernel; its words do not */
+    bool on = gr_tls_ktls_probe(true, why, sizeof why);
+    if (on)
+        assert_true(!strncmp(why, "available", 9));
+    else
+        assert_true(!strncmp(why, "unavailable: ", 13));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_client_ctx_settings),
         cmocka_unit_test(test_handshakes),
+        cmocka_unit_test(test_ktls),
+        cmocka_unit_test(test_ulp_listed),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
