@@ -10,26 +10,17 @@
 # users: every API key of server/apis.def, refused without the ACL (nothing done) and served with it.
 set -u
 . "$(dirname "$0")/../lib/broker.sh"
+. "$(dirname "$0")/../lib/certs.sh"
 CERTS=$(mktemp -d /tmp/gregor-acl.XXXXXX)
 trap 'broker_cleanup; rm -rf "$CERTS"' EXIT
 T0=$(date +%s)
 KAFKA_HOME=${KAFKA_HOME:-$REPO/compat-tests/.cache/kafka-4.4.0}
 
 mkcerts() {
-    cd "$CERTS" || return 1
-    local o="-days 2 -sha256"
-    openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem $o -subj "/CN=Gregor ACL test CA" &&
-    printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\n' >san.ext &&
-    openssl req -newkey rsa:2048 -nodes -keyout server.key -out server.csr -subj "/CN=127.0.0.1" &&
-    openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out server.pem $o -extfile san.ext &&
-    cat server.key server.pem >server-keystore.pem || return 1
-    local who subj
-    for who in admin alice bob; do
-        case $who in admin) subj="/CN=admin" ;; alice) subj="/O=example/OU=eng/CN=alice" ;; bob) subj="/O=example/OU=ops/CN=bob" ;; esac
-        openssl req -newkey rsa:2048 -nodes -keyout $who.key -out $who.csr -subj "$subj" &&
-        openssl x509 -req -in $who.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out $who.pem $o &&
-        cat $who.key $who.pem >$who-keystore.pem || return 1
-    done
+    certs_ca "$CERTS" ca "/CN=Gregor ACL test CA" && certs_server "$CERTS" || return 1
+    certs_leaf "$CERTS" ca admin "/CN=admin" &&
+        certs_leaf "$CERTS" ca alice "/O=example/OU=eng/CN=alice" &&
+        certs_leaf "$CERTS" ca bob "/O=example/OU=ops/CN=bob"
 }
 mkcerts >"$CERTS/openssl.log" 2>&1 || { fail "certificates" "$(tail -3 "$CERTS/openssl.log")"; summary acl; exit 1; }
 cd "$REPO" || exit 1

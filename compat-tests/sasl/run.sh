@@ -7,18 +7,13 @@
 # refusals (exit 2, the message naming the key).
 set -u
 . "$(dirname "$0")/../lib/broker.sh"
+. "$(dirname "$0")/../lib/certs.sh"
 CERTS=$(mktemp -d /tmp/gregor-sasl.XXXXXX)
 trap 'broker_cleanup; rm -rf "$CERTS"' EXIT
 T0=$(date +%s)
 
 mkcerts() {
-    cd "$CERTS" || return 1
-    local o="-days 2 -sha256"
-    openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem $o -subj "/CN=Gregor test CA" &&
-    printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\n' >san.ext &&
-    openssl req -newkey rsa:2048 -nodes -keyout server.key -out server.csr -subj "/CN=127.0.0.1" &&
-    openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out server.pem $o -extfile san.ext &&
-    cat server.key server.pem >server-keystore.pem
+    certs_ca "$CERTS" ca "/CN=Gregor test CA" && certs_server "$CERTS"
 }
 mkcerts >"$CERTS/openssl.log" 2>&1 || { fail "certificates" "$(tail -3 "$CERTS/openssl.log")"; summary sasl; exit 1; }
 cd "$REPO" || exit 1
