@@ -54,19 +54,6 @@ AUTHZ = ['authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAut
 PLAIN_MODULE = 'org.apache.kafka.common.security.plain.PlainLoginModule'
 SCRAM_MODULE = 'org.apache.kafka.common.security.scram.ScramLoginModule'
 
-k.API_KEYS.update({'AlterUserScramCredentials': 51})
-k.SCHEMAS['AlterUserScramCredentials'] = (0, [
-    F('deletions', [F('name', 'string', '0+'), F('mechanism', 'int8', '0+')], '0+'),
-    F('upsertions', [
-        F('name', 'string', '0+'), F('mechanism', 'int8', '0+'), F('iterations', 'int32', '0+'),
-        F('salt', 'bytes', '0+'), F('salted_password', 'bytes', '0+'),
-    ], '0+'),
-], [
-    F('throttle_time_ms', 'int32', '0+'),
-    F('results', [
-        F('user', 'string', '0+'), F('error_code', 'int16', '0+'), F('error_message', 'string', '0+', nullable='0+'),
-    ], '0+'),
-])
 
 
 def sasl_ssl_overrides(d, password=PW, supers='User:broker;User:ANONYMOUS', mech='PLAIN', jaas=None):

@@ -42,29 +42,6 @@ from confluent_kafka.admin import (AclBinding, AclBindingFilter, AclOperation, A
                                    AdminClient, ResourcePatternType, ResourceType,
                                    ScramCredentialInfo, ScramMechanism, UserScramCredentialUpsertion)
 
-k.API_KEYS.update({'AlterUserScramCredentials': 51, 'DescribeUserScramCredentials': 50})
-k.SCHEMAS['AlterUserScramCredentials'] = (0, [
-    F('deletions', [F('name', 'string', '0+'), F('mechanism', 'int8', '0+')], '0+'),
-    F('upsertions', [
-        F('name', 'string', '0+'), F('mechanism', 'int8', '0+'), F('iterations', 'int32', '0+'),
-        F('salt', 'bytes', '0+'), F('salted_password', 'bytes', '0+'),
-    ], '0+'),
-], [
-    F('throttle_time_ms', 'int32', '0+'),
-    F('results', [
-        F('user', 'string', '0+'), F('error_code', 'int16', '0+'), F('error_message', 'string', '0+', nullable='0+'),
-    ], '0+'),
-])
-k.SCHEMAS['DescribeUserScramCredentials'] = (0, [
-    F('users', [F('name', 'string', '0+')], '0+', nullable='0+'),
-], [
-    F('throttle_time_ms', 'int32', '0+'), F('error_code', 'int16', '0+'),
-    F('error_message', 'string', '0+', nullable='0+'),
-    F('results', [
-        F('user', 'string', '0+'), F('error_code', 'int16', '0+'), F('error_message', 'string', '0+', nullable='0+'),
-        F('credential_infos', [F('mechanism', 'int8', '0+'), F('iterations', 'int32', '0+')], '0+'),
-    ], '0+'),
-])
 
 figures = []
 TOPIC = 'sec-etcd'

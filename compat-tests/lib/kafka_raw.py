@@ -64,6 +64,7 @@ API_KEYS = {'Produce': 0, 'Fetch': 1, 'ListOffsets': 2, 'Metadata': 3, 'FindCoor
             'DeleteRecords': 21, 'InitProducerId': 22, 'AddPartitionsToTxn': 24, 'EndTxn': 26,
             'WriteTxnMarkers': 27, 'DescribeProducers': 61, 'DescribeTransactions': 65, 'ListTransactions': 66,
             'SaslHandshake': 17, 'SaslAuthenticate': 36,
+            'DescribeUserScramCredentials': 50, 'AlterUserScramCredentials': 51,
 
             'DescribeAcls': 29, 'CreateAcls': 30, 'DeleteAcls': 31, 'DeleteTopics': 20,
             'DescribeGroups': 15, 'ListGroups': 16}
@@ -101,6 +102,32 @@ LEADER_ID_AND_EPOCH = [F('leader_id', 'int32', '0+', default=-1), F('leader_epoc
 
 SCHEMAS = {
     # key: (flexible from, request fields, response fields)
+    'DescribeUserScramCredentials': (0, [
+        F('users', [F('name', 'string', '0+')], '0+', nullable='0+'),
+    ], [
+        F('throttle_time_ms', 'int32', '0+'),
+        F('error_code', 'int16', '0+'),
+        F('error_message', 'string', '0+', nullable='0+'),
+        F('results', [
+            F('user', 'string', '0+'),
+            F('error_code', 'int16', '0+'),
+            F('error_message', 'string', '0+', nullable='0+'),
+            F('credential_infos', [F('mechanism', 'int8', '0+'), F('iterations', 'int32', '0+')], '0+'),
+        ], '0+'),
+    ]),
+    'AlterUserScramCredentials': (0, [
+        F('deletions', [F('name', 'string', '0+'), F('mechanism', 'int8', '0+')], '0+'),
+        F('upsertions', [
+            F('name', 'string', '0+'), F('mechanism', 'int8', '0+'), F('iterations', 'int32', '0+'),
+            F('salt', 'bytes', '0+'), F('salted_password', 'bytes', '0+'),
+        ], '0+'),
+    ], [
+        F('throttle_time_ms', 'int32', '0+'),
+        F('results', [
+            F('user', 'string', '0+'), F('error_code', 'int16', '0+'),
+            F('error_message', 'string', '0+', nullable='0+'),
+        ], '0+'),
+    ]),
     'SaslHandshake': (99, [F('mechanism', 'string', '0+')],
                       [F('error_code', 'int16', '0+'), F('mechanisms', '[string]', '0+')]),
     'SaslAuthenticate': (2, [F('auth_bytes', 'bytes', '0+')], [

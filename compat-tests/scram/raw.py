@@ -10,32 +10,7 @@ import kafka_raw as K
 from kafka_raw import field as F
 import testkit as T
 
-K.API_KEYS.update({'DescribeUserScramCredentials': 50, 'AlterUserScramCredentials': 51, 'DescribeClientQuotas': 48})
-K.SCHEMAS['DescribeUserScramCredentials'] = (0, [
-    F('users', [F('name', 'string', '0+')], '0+', nullable='0+'),
-], [
-    F('throttle_time_ms', 'int32', '0+'),
-    F('error_code', 'int16', '0+'),
-    F('error_message', 'string', '0+', nullable='0+'),
-    F('results', [
-        F('user', 'string', '0+'),
-        F('error_code', 'int16', '0+'),
-        F('error_message', 'string', '0+', nullable='0+'),
-        F('credential_infos', [F('mechanism', 'int8', '0+'), F('iterations', 'int32', '0+')], '0+'),
-    ], '0+'),
-])
-K.SCHEMAS['AlterUserScramCredentials'] = (0, [
-    F('deletions', [F('name', 'string', '0+'), F('mechanism', 'int8', '0+')], '0+'),
-    F('upsertions', [
-        F('name', 'string', '0+'), F('mechanism', 'int8', '0+'), F('iterations', 'int32', '0+'),
-        F('salt', 'bytes', '0+'), F('salted_password', 'bytes', '0+'),
-    ], '0+'),
-], [
-    F('throttle_time_ms', 'int32', '0+'),
-    F('results', [
-        F('user', 'string', '0+'), F('error_code', 'int16', '0+'), F('error_message', 'string', '0+', nullable='0+'),
-    ], '0+'),
-])
+K.API_KEYS.update({'DescribeClientQuotas': 48})
 K.SCHEMAS['DescribeClientQuotas'] = (1, [
     F('components', [F('entity_type', 'string', '0+'), F('match_type', 'int8', '0+'),
                      F('match', 'string', '0+', nullable='0+')], '0+'),
