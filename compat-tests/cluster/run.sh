@@ -26,8 +26,9 @@
 # three leaders over it, every inter-broker connection logged over TLS, clients on a second SSL listener, a broker
 # of another CA kept out of the ISR, a certificate for another address refused, bad settings stopping the broker
 # (about 35 s). Then interbroker_tls_reload.py: certificate reload reaching the inter-broker client (two brokers;
-# broker 1's INTERNAL truststore and broker 2's INTERNAL keystore reloaded to a second CA; broker 1's new fetcher
-# connection to broker 2 verifies it and keeps the ISR, the established one keeps its session; about 9 s).
+# broker 2's INTERNAL keystore reloaded to a second CA's certificate; broker 1's new fetcher connection refuses it
+# until broker 1's INTERNAL truststore is reloaded (validate_only changes nothing), then verifies it and keeps the
+# ISR, the established connection keeps its session; about 9 s).
 # Then interbroker_sasl.py: the inter-broker listener over SASL_SSL with PLAIN (and SASL_PLAINTEXT
 # with SCRAM-SHA-512, credentials added after start): replication.py's RF 3 sections over it, every fetcher
 # connection logged with SASL as User:broker, a leader without User:broker in super.users refusing its fetches,
