@@ -1304,6 +1304,13 @@ static void client_free_sasl(struct gr_broker_client *bc)
     bc->sasl_password = bc->sasl_username = NULL;
 }
 
+int gr_broker_client_set_tls_ctx(struct gr_broker_client *bc, struct ssl_ctx_st *ctx)
+{
+    if (!ctx || !bc->tls_ctx) return -EINVAL;
+    bc->tls_ctx = ctx; /* read at each connect (on_writable); SSL_new took its own reference before */
+    return 0;
+}
+
 struct gr_broker_client *gr_broker_client_new(struct ev_loop *loop, struct gr_image *img,
                                               const struct gr_broker_client_config *cfg, char *err,
                                               size_t err_len)

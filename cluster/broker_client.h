@@ -124,8 +124,8 @@ struct gr_broker_client_config {
     int32_t in_flight_max;      /* 1..GR_BROKER_CLIENT_IN_FLIGHT_MAX, 0: GR_BROKER_CLIENT_IN_FLIGHT_DEFAULT */
     int64_t response_bytes_max; /* cap on one response frame, 0: GR_BROKER_CLIENT_RESPONSE_BYTES_DEFAULT */
     /* The inter-broker listener's security protocol is SSL: every connection runs a TLS handshake with this
-     * client context (borrowed, outlives the client; server/tls.h gr_tls_client_ctx_new) after the connect,
-     * before ApiVersions. NULL: PLAINTEXT. */
+     * client context (borrowed, outlives the client or until gr_broker_client_set_tls_ctx replaces it;
+     * server/tls.h gr_tls_client_ctx_new) after the connect, before ApiVersions. NULL: PLAINTEXT. */
     struct ssl_ctx_st *tls_ctx;
     bool
         tls_verify_host; /* ssl.endpoint.identification.algorithm=https: the certificate must name the host */
@@ -181,6 +181,12 @@ struct gr_broker_client *gr_broker_client_new(struct ev_loop *loop, struct gr_im
                                               size_t err_len);
 /* Closes every connection (no callback runs), stops observing the image, frees. Never inside a callback. */
 void gr_broker_client_free(struct gr_broker_client *bc);
+/* Certificate reload (server/tls_reload.h; Kafka's reconfigurable inter-broker SslFactory): connections
+ * that start their TLS handshake from now on use client context `ctx` (borrowed, outlives the client or the
+ * next call); established ones, and one whose handshake has begun, keep the context their SSL object holds a
+ * reference to. Returns 0, or -EINVAL (nothing changes) when `ctx` is NULL or the client had none (the
+ * security protocol does not change). Loop thread only. */
+int gr_broker_client_set_tls_ctx(struct gr_broker_client *bc, struct ssl_ctx_st *ctx);
 
 /* Opens the connection to `broker_id` for (purpose, index) and starts connecting (from the loop, not inside
  * this call). `apis` (borrowed, count 0..GR_BROKER_CLIENT_APIS_MAX) are the request rows of the codec

@@ -330,6 +330,11 @@ struct gr_remote_summary *gr_remote_summary_new(struct ev_loop *loop, struct gr_
     return rs;
 }
 
+int gr_remote_summary_set_tls_ctx(struct gr_remote_summary *rs, struct ssl_ctx_st *ctx)
+{
+    return gr_broker_client_set_tls_ctx(rs->bc, ctx);
+}
+
 void gr_remote_summary_free(struct gr_remote_summary *rs)
 {
     if (!rs) return;

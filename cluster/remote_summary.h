@@ -84,6 +84,9 @@ struct gr_remote_summary *gr_remote_summary_new(struct ev_loop *loop, struct gr_
                                                 size_t err_len);
 /* Closes its connections and frees it and its cache; waiters are not called. NULL is ignored. */
 void gr_remote_summary_free(struct gr_remote_summary *rs);
+/* Certificate reload: its connections opened from now on use client context `ctx` (borrowed);
+   cluster/broker_client.h gr_broker_client_set_tls_ctx, whose return it returns. */
+int gr_remote_summary_set_tls_ctx(struct gr_remote_summary *rs, struct ssl_ctx_st *ctx);
 
 /* A refresh at `now_ms` (monotonic) for wants[0..n) (the partitions this broker leads are skipped; the array
    is sorted in place): see the file comment. Returns the number of leaders now pending (asked and not yet

@@ -201,7 +201,9 @@ struct gr_broker {
         *isr_writer; /* cluster mode: the ISR changes of partitions led here (isr_writer.h) */
     struct gr_broker_client *broker_client; /* cluster mode: connections to other brokers (broker_client.h) */
     struct ssl_ctx_st *ib_tls_ctx;          /* the inter-broker listener is SSL: the client context of those
-                                               connections (server/tls.h gr_tls_client_ctx_new); NULL: PLAINTEXT */
+                                               connections (server/tls.h gr_tls_client_ctx_new; a
+                                               certificate reload replaces it, server/tls_reload.h);
+                                               NULL: PLAINTEXT */
     bool ib_tls_verify_host;                /* its ssl.endpoint.identification.algorithm is https */
     /* the inter-broker listener is SASL_PLAINTEXT or SASL_SSL (server/sasl.h gr_sasl_inter_broker_setup): the
        mechanism (static name), this broker's username and password (malloc'd); NULL: no SASL */

@@ -16,6 +16,8 @@
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 
+#include "cluster/broker_client.h"
+#include "cluster/remote_summary.h"
 #include "common/log.h"
 #include "protocol/errors.h"
 #include "server/broker.h"
@@ -29,6 +31,7 @@ struct gr_tls_reload {
     int count;
     int listener[GR_LISTENERS_MAX];
     SSL_CTX *ctx[GR_LISTENERS_MAX];
+    SSL_CTX *ib_ctx; /* the inter-broker listener is among them: its new client context, else NULL */
 };
 
 void gr_tls_reload_free(struct gr_tls_reload *r)
@@ -36,6 +39,7 @@ void gr_tls_reload_free(struct gr_tls_reload *r)
     if (!r) return;
     for (int i = 0; i < r->count; i++)
         gr_tls_ctx_free(r->ctx[i]);
+    gr_tls_ctx_free(r->ib_ctx);
     free(r);
 }
 
@@ -51,6 +55,17 @@ void gr_tls_reload_apply(struct gr_broker *b, struct gr_tls_reload *r)
                 l->name);
     }
     r->count = 0;
+    if (r->ib_ctx) {
+        /* the inter-broker clients read their context at each connect (loop thread, as this handler) */
+        SSL_CTX *old = b->ib_tls_ctx;
+        b->ib_tls_ctx = r->ib_ctx;
+        r->ib_ctx = NULL;
+        if (b->broker_client) gr_broker_client_set_tls_ctx(b->broker_client, b->ib_tls_ctx);
+        if (b->remote_summary) gr_remote_summary_set_tls_ctx(b->remote_summary, b->ib_tls_ctx);
+        gr_tls_ctx_free(old); /* established inter-broker connections keep their SSL object's reference */
+        GR_INFO("listener %s: new inter-broker client TLS context: new connections to other brokers use it",
+                b->cfg.settings.inter_broker_listener);
+    }
     free(r);
 }
 
@@ -190,6 +205,15 @@ int16_t gr_tls_reload_prepare(struct gr_broker *b, const char *const *keys, cons
                      "Cannot add SSL truststore to an existing listener for which no truststore "
                      "was configured.");
             goto refused;
+        }
+        /* the inter-broker listener: its outgoing side too (Kafka's inter-broker clients add their
+           channel builder to the broker's reconfigurables); the same failure wrapping */
+        if (b->ib_tls_ctx && !strcmp(l->name, b->cfg.settings.inter_broker_listener)) {
+            bool verify_host; /* ssl.endpoint.identification.algorithm is not reconfigurable: unchanged */
+            if (!(r->ib_ctx = gr_tls_client_ctx_new(l->name, &news, &verify_host, err, sizeof err))) {
+                snprintf(msg, cap, WRAP CONFIG_EXC "%s", err);
+                goto refused;
+            }
         }
     }
     *out = r;

@@ -1182,6 +1182,19 @@ static void test_config(struct gr_broker_client *bc)
     c.request_timeout_ms = 1;
     c.in_flight_max = GR_BROKER_CLIENT_IN_FLIGHT_MAX + 1;
     CHECK(gr_broker_client_new(loop, img, &c, err, sizeof err) == NULL && strstr(err, "in-flight"));
+    /* certificate reload swaps the context of an SSL client only (the contexts are never used here: no
+       connection is opened, so stand-ins do) */
+    char ctx_a, ctx_b;
+    CHECK(gr_broker_client_set_tls_ctx(bc, (struct ssl_ctx_st *)&ctx_b) == -EINVAL); /* PLAINTEXT stays */
+    c.in_flight_max = 0;
+    c.tls_ctx = (struct ssl_ctx_st *)&ctx_a;
+    struct gr_broker_client *tbc = gr_broker_client_new(loop, img, &c, err, sizeof err);
+    CHECK(tbc != NULL);
+    if (tbc) {
+        CHECK(gr_broker_client_set_tls_ctx(tbc, NULL) == -EINVAL);
+        CHECK(gr_broker_client_set_tls_ctx(tbc, (struct ssl_ctx_st *)&ctx_b) == 0);
+        gr_broker_client_free(tbc);
+    }
     struct conn_watch w;
     struct gr_broker_client_conn *conn = open_conn(bc, 7, 0, main_apis, 1, &w);
     int rc = 0;

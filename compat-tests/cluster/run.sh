@@ -25,7 +25,11 @@
 # over SSL with ssl.client.auth=required (issue #23): replication.py's RF 3 sections and txn.py's transaction across
 # three leaders over it, every inter-broker connection logged over TLS, clients on a second SSL listener, a broker
 # of another CA kept out of the ISR, a certificate for another address refused, bad settings stopping the broker
-# (about 35 s). Then interbroker_sasl.py: the inter-broker listener over SASL_SSL with PLAIN (and SASL_PLAINTEXT
+# (about 35 s). Then interbroker_tls_reload.py: certificate reload reaching the inter-broker client (two brokers;
+# broker 2's INTERNAL keystore reloaded to a second CA's certificate; broker 1's new fetcher connection refuses it
+# until broker 1's INTERNAL truststore is reloaded (validate_only changes nothing), then verifies it and keeps the
+# ISR, the established connection keeps its session; about 9 s).
+# Then interbroker_sasl.py: the inter-broker listener over SASL_SSL with PLAIN (and SASL_PLAINTEXT
 # with SCRAM-SHA-512, credentials added after start): replication.py's RF 3 sections over it, every fetcher
 # connection logged with SASL as User:broker, a leader without User:broker in super.users refusing its fetches,
 # a wrong password kept out of the ISR without spinning, bad settings stopping the broker (about 30 s).
@@ -64,7 +68,7 @@ fi
 total_p=0
 total_f=0
 status=0
-for t in selftest membership e2e replication_factors replication_default replication ctl_shutdown pids groups grouplag remote_lag txn interbroker_tls interbroker_sasl interbroker_reauth security_etcd tools lifecycle faults jepsen metrics; do
+for t in selftest membership e2e replication_factors replication_default replication ctl_shutdown pids groups grouplag remote_lag txn interbroker_tls interbroker_tls_reload interbroker_sasl interbroker_reauth security_etcd tools lifecycle faults jepsen metrics; do
     out=$(mktemp)
     extra=()
     [ "$t" = jepsen ] && extra=(--rf 3 --seeds 1,2)
