@@ -6,7 +6,7 @@
  * ELECTION_NOT_NEEDED (80, 83 as below), INVALID_REQUEST when named again; the rest are asked of the
  * controller and answered once the image shows them elected (NONE), no longer electable
  * (PREFERRED_LEADER_NOT_AVAILABLE / ELIGIBLE_LEADERS_NOT_AVAILABLE), or at timeout_ms (REQUEST_TIMED_OUT).
- * topic_partitions null: every partition, listing only results other than ELECTION_NOT_NEEDED (Kafka). One
+ * topic_partitions null: every topic, with only partition results other than ELECTION_NOT_NEEDED (Kafka). One
  * node: its only replica leads, so ELECTION_NOT_NEEDED. ACLs: ALTER on the cluster, else
  * CLUSTER_AUTHORIZATION_FAILED at the top and on every named partition.
  */
@@ -131,16 +131,16 @@ static bool named(struct gr_req *req, struct elect_state *s, bool denied, int64_
     return true;
 }
 
-/* Every partition (topic_partitions null): only the results that are not ELECTION_NOT_NEEDED (Kafka). */
+/* Every partition (topic_partitions null): every topic, listing only the partitions whose result is not
+ * ELECTION_NOT_NEEDED (ReplicationControlManager.electLeaders). */
 static bool every(struct gr_req *req, struct elect_state *s)
 {
     struct gr_elect_leaders_response *resp = req->resp;
     const struct gr_image *img = req->broker->image;
-    int32_t out = 0;
     for (int32_t i = 0; i < gr_image_topic_count(img); i++) {
         const struct gr_image_topic *it = gr_image_topic_at(img, i);
         struct gr_elect_leaders_response_replica_election_result *rt =
-            &resp->replica_election_results.items[out];
+            &resp->replica_election_results.items[i];
         gr_elect_leaders_response_replica_election_result_init(rt);
         rt->topic = (struct gr_str){.ptr = it->name, .len = it->name_len};
         rt->partition_result.items =
@@ -152,9 +152,8 @@ static bool every(struct gr_req *req, struct elect_state *s)
             kept += rt->partition_result.items[kept].error_code != GR_ERR_ELECTION_NOT_NEEDED;
         }
         rt->partition_result.count = kept;
-        out += kept > 0;
     }
-    resp->replica_election_results.count = out;
+    resp->replica_election_results.count = gr_image_topic_count(img);
     return true;
 }
 
