@@ -42,6 +42,11 @@ struct gr_controller {
     bool unclean_default;   /* the broker's unclean.leader.election.enable */
     bool unclean_due;       /* the next plan is an unclean pass */
     int64_t backoff_ms;
+    ev_timer rebalance_timer; /* every leader.imbalance.check.interval.seconds: the next plan is a preferred
+                                 pass */
+    bool rebalance_due;
+    struct gr_controller_elect_req *asks; /* ElectLeaders asks waiting (a list, newest first) */
+    int32_t ask_count;
     struct gr_controller_stats stats;
     char ctl_key[GR_CLUSTER_KEY_BUF];
     /* one txn's keys: partitions, then topic records */
@@ -167,13 +172,23 @@ static bool plan_existing(const struct gr_image *img, const struct gr_image_topi
     const int32_t *isr = gr_image_isr(p);
     for (int32_t i = 0; i < p->isr_count; i++) /* the ISR without gone and re-registered members */
         if (fresh(img, p, isr[i])) st->isr[st->isr_count++] = isr[i];
+    int asked = opts && opts->asked ? opts->asked(opts->asked_ctx, t->id, (int32_t)(p - t->parts)) : -1;
     if (p->leader >= 0 && fresh(img, p, p->leader) &&
         contains(isr, p->isr_count, p->leader)) { /* the leader stays: an ISR change, same epoch */
         st->leader = p->leader;
         st->leader_epoch = p->leader_epoch;
+        int32_t pref = p->replica_count ? gr_image_replicas(p)[0] : -1;
+        bool want = (opts && opts->preferred_pass) || asked == GR_ELECTION_PREFERRED;
+        if (want && pref >= 0 && pref != p->leader && contains(st->isr, st->isr_count, pref) &&
+            p->leader_epoch >= 0 && p->leader_epoch < INT32_MAX) { /* a preferred election */
+            st->leader = pref;
+            st->leader_epoch = p->leader_epoch + 1;
+            return true;
+        }
         return st->isr_count != p->isr_count;
     }
-    bool unclean = unclean_enabled(t, opts) && (p->leader >= 0 || (opts && opts->unclean_pass));
+    bool unclean = (unclean_enabled(t, opts) && (p->leader >= 0 || (opts && opts->unclean_pass))) ||
+                   asked == GR_ELECTION_UNCLEAN;
     st->leader = elect(img, t, p, unclean, st);
     if (st->leader < 0) {
         if (p->leader < 0) return false; /* still offline: nothing to write */
@@ -188,6 +203,25 @@ static bool plan_existing(const struct gr_image *img, const struct gr_image_topi
     }
     st->leader_epoch = p->leader_epoch + 1;
     return true;
+}
+
+enum gr_elect_check gr_controller_elect_check(const struct gr_image *img, const struct gr_image_partition *p,
+                                              int type)
+{
+    const int32_t *reps = gr_image_replicas(p);
+    if (type == GR_ELECTION_UNCLEAN) {
+        if (p->leader >= 0) return GR_ELECT_NOT_NEEDED;
+        if (p->partition_epoch == 0 || p->isr_count == 0) return GR_ELECT_ELIGIBLE_UNAVAILABLE;
+        for (int32_t i = 0; i < p->replica_count; i++)
+            if (gr_controller_broker_live(img, reps[i])) return GR_ELECT_NEEDED;
+        return GR_ELECT_ELIGIBLE_UNAVAILABLE;
+    }
+    if (p->replica_count > 0 && p->leader == reps[0]) return GR_ELECT_NOT_NEEDED;
+    if (p->replica_count == 0 || p->partition_epoch == 0 || p->isr_count == 0 ||
+        p->leader_epoch == INT32_MAX || !fresh(img, p, reps[0]) ||
+        !contains(gr_image_isr(p), p->isr_count, reps[0]))
+        return GR_ELECT_PREFERRED_UNAVAILABLE;
+    return GR_ELECT_NEEDED;
 }
 
 /* The new state of partition p of t, or false when it needs none. */
@@ -263,6 +297,75 @@ int32_t gr_controller_batch(const struct gr_controller_write *w, int32_t count)
 }
 
 /* ---- the running controller ---- */
+
+struct gr_controller_elect_req {
+    struct gr_controller_elect_req *next;
+    int type;
+    int32_t n;
+    struct gr_controller_elect_part *parts;
+    void (*done)(void *ctx);
+    void *ctx;
+};
+
+static int part_cmp(const void *a, const void *b)
+{
+    const struct gr_controller_elect_part *x = a, *y = b;
+    int c = memcmp(x->topic_id, y->topic_id, 16);
+    return c ? c : (x->partition > y->partition) - (x->partition < y->partition);
+}
+
+/* The plan's opts->asked: the type of the first waiting ask naming the partition, -1 for none. Each ask's
+ * partitions are sorted (gr_controller_elect): O(asks x log partitions). */
+static int asked_type(void *arg, const uint8_t topic_id[16], int32_t partition)
+{
+    struct gr_controller *ctl = arg;
+    struct gr_controller_elect_part key = {.partition = partition};
+    memcpy(key.topic_id, topic_id, 16);
+    for (struct gr_controller_elect_req *r = ctl->asks; r; r = r->next)
+        if (bsearch(&key, r->parts, (size_t)r->n, sizeof *r->parts, part_cmp)) return r->type;
+    return -1;
+}
+
+/* Whether the image shows asked partition `a` resolved (rules at gr_controller_elect). */
+static bool ask_resolved(const struct gr_image *img, int type, const struct gr_controller_elect_part *a)
+{
+    const struct gr_image_topic *t = gr_image_topic_find_id(img, a->topic_id);
+    const struct gr_image_partition *p = t ? gr_image_partition(t, a->partition) : NULL;
+    return !p || p->leader_epoch > a->leader_epoch ||
+           gr_controller_elect_check(img, p, type) != GR_ELECT_NEEDED;
+}
+
+static void unlink_ask(struct gr_controller *ctl, struct gr_controller_elect_req *r)
+{
+    for (struct gr_controller_elect_req **pp = &ctl->asks; *pp; pp = &(*pp)->next)
+        if (*pp == r) {
+            *pp = r->next;
+            ctl->ask_count--;
+            return;
+        }
+}
+
+/* Runs the done of every ask the image shows resolved (each unlinked and freed first). */
+static void answer_asks(struct gr_controller *ctl, bool all)
+{
+    struct gr_controller_elect_req *r = ctl->asks;
+    while (r) {
+        struct gr_controller_elect_req *next = r->next;
+        bool resolved = true;
+        for (int32_t i = 0; i < r->n && resolved && !all; i++)
+            resolved = ask_resolved(ctl->img, r->type, &r->parts[i]);
+        if (resolved) {
+            void (*done)(void *) = r->done;
+            void *ctx = r->ctx;
+            unlink_ask(ctl, r);
+            free(r->parts);
+            free(r);
+            done(ctx); /* may cancel other asks: restart from the list's head */
+            next = ctl->asks;
+        }
+        r = next;
+    }
+}
 
 /* Stops acting as the controller, logged at WARN unless `why` is the broker's own shutdown (INFO). */
 static void stop_acting_at(struct gr_controller *ctl, const char *why, int level)
@@ -454,8 +557,12 @@ static void step(struct gr_controller *ctl)
     ev_timer_stop(ctl->loop, &ctl->timer); /* the image moved: the back-off's safety net is not needed */
     bool more = false;
     struct gr_controller_plan_opts opts = {.unclean_default = ctl->unclean_default,
-                                           .unclean_pass = ctl->unclean_due};
+                                           .unclean_pass = ctl->unclean_due,
+                                           .preferred_pass = ctl->rebalance_due,
+                                           .asked = ctl->asks ? asked_type : NULL,
+                                           .asked_ctx = ctl};
     ctl->unclean_due = false;
+    ctl->rebalance_due = false;
     ctl->plan_count = gr_controller_plan_with(img, &opts, ctl->plan, GR_CONTROLLER_PLAN_MAX, &more);
     ctl->plan_next = 0;
     ctl->plan_revision = img->revision;
@@ -474,10 +581,69 @@ static void on_unclean_timer(struct ev_loop *loop, ev_timer *t, int revents)
     step(ctl);
 }
 
+/* Kafka's periodic leader balance (QuorumController.maybeBalancePartitionLeaders): the next plan also
+ * moves leaderships back to preferred replicas. */
+static void on_rebalance_timer(struct ev_loop *loop, ev_timer *t, int revents)
+{
+    (void)loop;
+    (void)revents;
+    struct gr_controller *ctl = t->data;
+    if (!ctl->epoch) return;
+    ctl->rebalance_due = true;
+    step(ctl);
+}
+
 static void on_image(void *arg, struct gr_image *img)
 {
     (void)img;
-    step(arg);
+    struct gr_controller *ctl = arg;
+    if (ctl->asks) answer_asks(ctl, false);
+    step(ctl);
+}
+
+struct gr_controller_elect_req *gr_controller_elect(struct gr_controller *ctl, int type,
+                                                    const struct gr_controller_elect_part *parts, int32_t n,
+                                                    void (*done)(void *ctx), void *ctx)
+{
+    if (!ctl->epoch || n < 1 || n > GR_IMAGE_PARTITIONS_MAX || ctl->ask_count >= GR_CONTROLLER_ELECT_ASKS_MAX)
+        return NULL;
+    struct gr_controller_elect_req *r = calloc(1, sizeof *r);
+    if (r) r->parts = malloc(sizeof *r->parts * (size_t)n);
+    if (!r || !r->parts) {
+        free(r);
+        return NULL;
+    }
+    memcpy(r->parts, parts, sizeof *r->parts * (size_t)n);
+    qsort(r->parts, (size_t)n, sizeof *r->parts, part_cmp);
+    r->type = type;
+    r->n = n;
+    r->done = done;
+    r->ctx = ctx;
+    r->next = ctl->asks;
+    ctl->asks = r;
+    ctl->ask_count++;
+    step(ctl);
+    return r;
+}
+
+void gr_controller_elect_cancel(struct gr_controller *ctl, struct gr_controller_elect_req *r)
+{
+    unlink_ask(ctl, r);
+    free(r->parts);
+    free(r);
+}
+
+void gr_controller_set_rebalance(struct gr_controller *ctl, bool enable, int64_t interval_s)
+{
+    if (interval_s < 1) interval_s = 300;
+    if (ev_is_active(&ctl->rebalance_timer)) {
+        ev_ref(ctl->loop);
+        ev_timer_stop(ctl->loop, &ctl->rebalance_timer);
+    }
+    if (!enable) return;
+    ev_timer_set(&ctl->rebalance_timer, (double)interval_s, (double)interval_s);
+    ev_timer_start(ctl->loop, &ctl->rebalance_timer);
+    ev_unref(ctl->loop); /* a periodic check keeps no loop alive */
 }
 
 struct gr_controller *gr_controller_new(struct ev_loop *loop, struct gr_etcd *etcd,
@@ -504,6 +670,9 @@ struct gr_controller *gr_controller_new(struct ev_loop *loop, struct gr_etcd *et
     ev_timer_init(&ctl->unclean_timer, on_unclean_timer, 0.0, 0.0);
     ctl->unclean_timer.data = ctl;
     gr_controller_set_unclean(ctl, false, GR_CONTROLLER_UNCLEAN_INTERVAL_MS_DEFAULT);
+    ev_timer_init(&ctl->rebalance_timer, on_rebalance_timer, 0.0, 0.0);
+    ctl->rebalance_timer.data = ctl;
+    gr_controller_set_rebalance(ctl, true, 0);
     return ctl;
 }
 
@@ -555,6 +724,8 @@ void gr_controller_free(struct gr_controller *ctl)
 {
     if (!ctl) return;
     gr_image_unobserve(ctl->img, on_image, ctl);
+    answer_asks(ctl, true);
+    gr_controller_set_rebalance(ctl, false, 0);
     if (ctl->req) gr_etcd_cancel(ctl->req);
     ev_timer_stop(ctl->loop, &ctl->timer);
     if (ev_is_active(&ctl->unclean_timer)) {

@@ -114,7 +114,33 @@ struct gr_controller_plan_opts {
     bool unclean_pass;    /* also elect uncleanly where the partition was already offline (Kafka's periodic
                              check, every unclean.leader.election.interval.ms); otherwise only where this plan
                              takes the leader away */
+    bool preferred_pass;  /* the automatic rebalance (auto.leader.rebalance.enable): every partition whose
+                             preferred replica (the first) is fresh, in the ISR and not the leader gets it back
+                             as leader (QuorumController.maybeBalancePartitionLeaders) */
+    /* ElectLeaders: the election type (GR_ELECTION_*) asked for partition `partition` of the topic with id
+     * `topic_id`, or -1 for none. NULL: none asked. */
+    int (*asked)(void *ctx, const uint8_t topic_id[16], int32_t partition);
+    void *asked_ctx;
 };
+
+/* ElectLeaders' election types (ElectLeadersRequest.ElectionType, KIP-460). */
+#define GR_ELECTION_PREFERRED 0
+#define GR_ELECTION_UNCLEAN 1
+
+/* What an election of one partition would do now (ReplicationControlManager.electLeader). */
+enum gr_elect_check {
+    GR_ELECT_NEEDED = 0,            /* the plan would elect (gr_controller_plan_opts.asked) */
+    GR_ELECT_NOT_NEEDED,            /* PREFERRED: the preferred replica leads; UNCLEAN: a leader exists */
+    GR_ELECT_PREFERRED_UNAVAILABLE, /* PREFERRED: the preferred replica is not fresh or not in the ISR */
+    GR_ELECT_ELIGIBLE_UNAVAILABLE,  /* UNCLEAN: no live replica */
+};
+/* The check of an ElectLeaders election of type `type` (GR_ELECTION_*) on partition `p` of `img`, by the
+ * plan's rules (controller.h gr_controller_plan_with): PREFERRED needs the first replica to be fresh and in
+ * the ISR; UNCLEAN applies only to a partition without a leader and needs a live replica. A partition with no
+ * state yet (partition_epoch 0) or a bad state (empty ISR) is PREFERRED_UNAVAILABLE / ELIGIBLE_UNAVAILABLE
+ * unless it has a leader already (NOT_NEEDED). */
+enum gr_elect_check gr_controller_elect_check(const struct gr_image *img, const struct gr_image_partition *p,
+                                              int type);
 
 /* The plan: a pure function of the image (Kafka's ReplicationControlManager and PartitionChangeBuilder, for
  * any replication factor). Writes into `out` (at most `cap` entries) the partition states the controller
@@ -133,6 +159,10 @@ struct gr_controller_plan_opts {
  * and the partition had a leader (or opts->unclean_pass), the first live replica, ISR = it alone, logged as a
  *   possible loss; else the partition goes offline: leader -1, ISR = the old leader alone (never empty); one
  *   already offline stays as it is (nothing written).
+ * - Preferred elections (opts->preferred_pass, or opts->asked gives PREFERRED for the partition): where the
+ *   leader stays (the second rule) and the first replica is fresh, in the new ISR and not the leader, it
+ *   leads instead, leader epoch + 1 (the old leader stays in the ISR as a follower). An UNCLEAN ask allows
+ *   the unclean election of the third rule for that partition whatever its topic's setting.
  * A partition whose leader epoch is INT32_MAX or whose stored ISR is empty is skipped (logged). opts may be
  * NULL (no unclean election: gr_controller_plan). Returns the number written (<= cap); *more (may be NULL)
  * says whether writes were left out at the cap. */
@@ -164,6 +194,41 @@ void gr_controller_shutting_down(struct gr_controller *ctl);
  * unclean.leader.election.interval.ms (< 1: GR_CONTROLLER_UNCLEAN_INTERVAL_MS_DEFAULT), the period of the
  * unclean pass (gr_controller_plan_opts). Plans made after the call use them. */
 void gr_controller_set_unclean(struct gr_controller *ctl, bool enable_default, int64_t interval_ms);
+/* auto.leader.rebalance.enable (Kafka's default true) and leader.imbalance.check.interval.seconds (< 1:
+ * 300, Kafka's default): with it on, every interval the next plan is a preferred pass (opts.preferred_pass).
+ * Kafka 4.x's controller (QuorumController / ReplicationControlManager.maybeBalancePartitionLeaders) moves
+ * every imbalanced partition back whose preferred replica can lead, ignoring
+ * leader.imbalance.per.broker.percentage (the ZooKeeper controller's per-broker threshold); Gregor does the
+ * same (at most GR_CONTROLLER_PLAN_MAX partitions per pass; what a pass leaves out, at the cap or after a
+ * failed txn, waits for the next check, where Kafka schedules the next balance at once). */
+void gr_controller_set_rebalance(struct gr_controller *ctl, bool enable, int64_t interval_s);
+
+/* ElectLeaders (KafkaApis/ControllerApis handleElectLeaders), the controller's half. Routing: the Java
+ * AdminClient sends ElectLeaders to the controller named in Metadata (ControllerNodeProvider), and Gregor's
+ * Metadata names the real controller (the image's controller key), so the controller's broker answers it
+ * and any other broker answers NOT_CONTROLLER (41; the client then fails: the election is asked again),
+ * with no forwarding and no etcd record. One asked partition: its topic id and index, and its leader epoch
+ * when asked. */
+struct gr_controller_elect_part {
+    uint8_t topic_id[16];
+    int32_t partition;
+    int32_t leader_epoch;
+};
+struct gr_controller_elect_req;
+/* Makes the controller elect, at its next plans, the `n` partitions at `parts` (copied) by `type`
+ * (GR_ELECTION_*), each checked NEEDED by gr_controller_elect_check just before; done(ctx) runs once (from
+ * the image observer, never inside this call) when the image shows every one of them resolved: its leader
+ * epoch moved past the one asked, or the check no longer says NEEDED, or the partition is gone. The
+ * handler then reads the outcome from the image. Returns the ask (borrowed; valid until done runs or
+ * gr_controller_elect_cancel), or NULL: not the controller, n out of 1..GR_IMAGE_PARTITIONS_MAX, already
+ * GR_CONTROLLER_ELECT_ASKS_MAX asks waiting, or out of memory. gr_controller_free runs every waiting done. */
+#define GR_CONTROLLER_ELECT_ASKS_MAX 64
+struct gr_controller_elect_req *gr_controller_elect(struct gr_controller *ctl, int type,
+                                                    const struct gr_controller_elect_part *parts, int32_t n,
+                                                    void (*done)(void *ctx), void *ctx);
+/* Withdraws an ask whose done has not run (its deadline passed): done never runs, the ask is freed. */
+void gr_controller_elect_cancel(struct gr_controller *ctl, struct gr_controller_elect_req *r);
+
 /* The controller epoch this broker holds (the controller key's create_revision it created), 0 when it is not
  * the controller. */
 int64_t gr_controller_epoch(const struct gr_controller *ctl);

@@ -264,6 +264,14 @@ static const struct gr_config_def defs[] = {
     {"unclean.leader.election.enable", GR_CFG_BOOLEAN, "false", 0, 0,
      "Whether a replica outside the ISR may be elected leader as a last resort, even though records may be "
      "lost; a topic's unclean.leader.election.enable overrides it."},
+    {"auto.leader.rebalance.enable", GR_CFG_BOOLEAN, "true", 0, 0,
+     "Whether the controller moves leaderships back to preferred replicas (the first of each assignment) "
+     "every leader.imbalance.check.interval.seconds, where the preferred replica is live and in the ISR."},
+    {"leader.imbalance.check.interval.seconds", GR_CFG_LONG, "300", 1, INT64_MAX,
+     "How often (s) the controller checks for partitions not led by their preferred replica."},
+    {"leader.imbalance.per.broker.percentage", GR_CFG_INT, "10", 0, 100,
+     "Accepted for Kafka's configs; as in Kafka 4.x's controller it is not used: every imbalanced partition "
+     "whose preferred replica can lead is moved back."},
     {"sasl.mechanism.inter.broker.protocol", GR_CFG_STRING, "GSSAPI", 0, 0,
      "SASL mechanism used for communication between brokers when the inter-broker listener is SASL_PLAINTEXT "
      "or SASL_SSL: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (Gregor serves no GSSAPI, Kafka's default, so such "
@@ -1122,6 +1130,8 @@ void gr_config_resolve(struct gr_config *cfg)
     s->replica_high_watermark_checkpoint_interval_ms =
         gr_config_int(cfg, "replica.high.watermark.checkpoint.interval.ms");
     s->unclean_leader_election_enable = gr_config_bool(cfg, "unclean.leader.election.enable");
+    s->auto_leader_rebalance_enable = gr_config_bool(cfg, "auto.leader.rebalance.enable");
+    s->leader_imbalance_check_interval_s = gr_config_int(cfg, "leader.imbalance.check.interval.seconds");
     s->controlled_shutdown_enable = gr_config_bool(cfg, "controlled.shutdown.enable");
     inter_broker_listener(s, s->inter_broker_listener);
 }

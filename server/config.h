@@ -117,8 +117,10 @@ struct gr_broker_settings {
     int32_t replica_socket_timeout_ms;        /* replica.socket.timeout.ms */
     int32_t num_replica_fetchers;             /* num.replica.fetchers, 1..GR_REPLICA_FETCHERS_MAX */
     int64_t replica_high_watermark_checkpoint_interval_ms; /* replica.high.watermark.checkpoint.interval.ms */
-    bool unclean_leader_election_enable; /* unclean.leader.election.enable (broker default) */
-    bool controlled_shutdown_enable;     /* controlled.shutdown.enable (cluster mode's SIGTERM wait) */
+    bool unclean_leader_election_enable;       /* unclean.leader.election.enable (broker default) */
+    bool auto_leader_rebalance_enable;         /* auto.leader.rebalance.enable */
+    int64_t leader_imbalance_check_interval_s; /* leader.imbalance.check.interval.seconds */
+    bool controlled_shutdown_enable;           /* controlled.shutdown.enable (cluster mode's SIGTERM wait) */
     /* ACLs (issue #23): read once at start by server/acls.c */
     bool authorizer_enabled;             /* authorizer.class.name is GR_CONFIG_STANDARD_AUTHORIZER */
     const char *super_users;             /* super.users, NULL when unset */

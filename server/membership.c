@@ -325,6 +325,8 @@ int gr_membership_join(struct gr_broker *b)
         return -1;
     }
     gr_controller_set_unclean(b->controller, b->cfg.settings.unclean_leader_election_enable, 0);
+    gr_controller_set_rebalance(b->controller, b->cfg.settings.auto_leader_rebalance_enable,
+                                b->cfg.settings.leader_imbalance_check_interval_s);
     if (gr_image_observe(b->image, follow_image, b) < 0) {
         GR_ERROR("cannot observe the metadata image: no observer slot left");
         return -1;

@@ -11,7 +11,10 @@
  * death takes the partition offline with the ISR keeping it, and its return makes it leader again; unclean
  * elections (topic config over broker default, at once or in the periodic pass); controlled shutdown (and
  * the broker's wait: the leaderships another live ISR member can take, gr_controller_movable_leaderships); a
- * follower or leader registered again leaves the ISR.
+ * follower or leader registered again leaves the ISR. Preferred elections (ElectLeaders, the automatic
+ * rebalance): chosen (the preferred replica fresh and in the ISR leads, epoch + 1, the old leader stays a
+ * follower), not needed, not available (gone, outside the ISR); an UNCLEAN ask elects outside the ISR where
+ * the topic does not allow it, and is not needed while a leader exists.
  * Read next: cluster/tests/test_controller.c (against a real etcd).
  */
 #include <errno.h>
@@ -546,6 +549,96 @@ static void test_rf3_no_fresh_isr_member(void **state)
     gr_image_free(img);
 }
 
+static int ask_type = -1;
+static int asked_fn(void *ctx, const uint8_t topic_id[16], int32_t partition)
+{
+    (void)ctx;
+    (void)topic_id;
+    return partition == 0 ? ask_type : -1;
+}
+
+static void test_rf3_preferred_election(void **state)
+{
+    (void)state;
+    struct gr_image *img = three_brokers();
+    /* broker 1 is preferred, in the ISR, but 2 leads (1 was away and came back) */
+    struct gr_image_topic *t = rf3_topic(img, "r", 1, (int32_t[]){1, 2, 3}, 2, 6, (int32_t[]){2, 3, 1}, 3);
+    const struct gr_image_partition *p = gr_image_partition(t, 0);
+    assert_int_equal(gr_controller_plan(img, plan, GR_CONTROLLER_PLAN_MAX, NULL), 0); /* no pass: settled */
+    assert_int_equal(gr_controller_elect_check(img, p, GR_ELECTION_PREFERRED), GR_ELECT_NEEDED);
+    assert_int_equal(gr_controller_elect_check(img, p, GR_ELECTION_UNCLEAN), GR_ELECT_NOT_NEEDED);
+    /* the rebalance pass: 1 leads, epoch 7, ISR unchanged (2 stays a follower) */
+    struct gr_controller_plan_opts pass = {.preferred_pass = true};
+    assert_int_equal(gr_controller_plan_with(img, &pass, plan, GR_CONTROLLER_PLAN_MAX, NULL), 1);
+    check_write(&plan[0], 1, 7, 20, (int32_t[]){2, 3, 1}, 3);
+    /* the same through an ElectLeaders ask */
+    ask_type = GR_ELECTION_PREFERRED;
+    struct gr_controller_plan_opts ask = {.asked = asked_fn};
+    assert_int_equal(gr_controller_plan_with(img, &ask, plan, GR_CONTROLLER_PLAN_MAX, NULL), 1);
+    check_write(&plan[0], 1, 7, 20, (int32_t[]){2, 3, 1}, 3);
+    apply(img, plan, 1, 30);
+    p = gr_image_partition(t, 0);
+    /* not needed any more: nothing planned, the check says so */
+    assert_int_equal(gr_controller_elect_check(img, p, GR_ELECTION_PREFERRED), GR_ELECT_NOT_NEEDED);
+    assert_int_equal(gr_controller_plan_with(img, &pass, plan, GR_CONTROLLER_PLAN_MAX, NULL), 0);
+    gr_image_free(img);
+}
+
+static void test_rf3_preferred_not_available(void **state)
+{
+    (void)state;
+    struct gr_image *img = three_brokers();
+    struct controller_pref_case {
+        int32_t isr[3];
+        int32_t isr_count;
+        bool remove1;
+    } cases[] = {
+        {{2, 3}, 2, false},   /* 1 live but outside the ISR */
+        {{2, 3, 1}, 3, true}, /* 1 in the ISR but gone */
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        struct gr_image *im = three_brokers();
+        struct gr_image_topic *t =
+            rf3_topic(im, "r", 1, (int32_t[]){1, 2, 3}, 2, 6, cases[c].isr, cases[c].isr_count);
+        if (cases[c].remove1) assert_true(gr_image_remove_broker(im, 1));
+        assert_int_equal(gr_controller_elect_check(im, gr_image_partition(t, 0), GR_ELECTION_PREFERRED),
+                         GR_ELECT_PREFERRED_UNAVAILABLE);
+        struct gr_controller_plan_opts pass = {.preferred_pass = true};
+        int32_t n = gr_controller_plan_with(im, &pass, plan, GR_CONTROLLER_PLAN_MAX, NULL);
+        /* only the ISR shrink of a gone member may be written; the leader stays 2 */
+        for (int32_t i = 0; i < n; i++)
+            assert_int_equal(plan[i].state.leader, 2);
+        gr_image_free(im);
+    }
+    gr_image_free(img);
+}
+
+static void test_rf3_unclean_ask(void **state)
+{
+    (void)state;
+    struct gr_image *img = three_brokers();
+    /* offline, the ISR's only member (1) gone, unclean not allowed by the topic or the broker */
+    struct gr_image_topic *t = rf3_topic(img, "r", 1, (int32_t[]){1, 3, 2}, -1, 6, (int32_t[]){1}, 1);
+    assert_true(gr_image_remove_broker(img, 1));
+    assert_int_equal(gr_controller_elect_check(img, gr_image_partition(t, 0), GR_ELECTION_UNCLEAN),
+                     GR_ELECT_NEEDED);
+    assert_int_equal(gr_controller_elect_check(img, gr_image_partition(t, 0), GR_ELECTION_PREFERRED),
+                     GR_ELECT_PREFERRED_UNAVAILABLE);
+    struct gr_controller_plan_opts pass = {.unclean_pass = true};
+    assert_int_equal(gr_controller_plan_with(img, &pass, plan, GR_CONTROLLER_PLAN_MAX, NULL), 0);
+    ask_type = GR_ELECTION_UNCLEAN;
+    struct gr_controller_plan_opts ask = {.asked = asked_fn};
+    assert_int_equal(gr_controller_plan_with(img, &ask, plan, GR_CONTROLLER_PLAN_MAX, NULL), 1);
+    check_write(&plan[0], 3, 7, 20, (int32_t[]){3}, 1); /* the first live replica */
+    /* no live replica at all: not available */
+    assert_true(gr_image_remove_broker(img, 2));
+    assert_true(gr_image_remove_broker(img, 3));
+    assert_int_equal(gr_controller_elect_check(img, gr_image_partition(t, 0), GR_ELECTION_UNCLEAN),
+                     GR_ELECT_ELIGIBLE_UNAVAILABLE);
+    assert_int_equal(gr_controller_plan_with(img, &ask, plan, GR_CONTROLLER_PLAN_MAX, NULL), 0);
+    gr_image_free(img);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -565,6 +658,9 @@ int main(void)
         cmocka_unit_test(test_rf3_follower_registered_again_leaves_isr),
         cmocka_unit_test(test_rf3_empty_isr_left_alone),
         cmocka_unit_test(test_rf3_no_fresh_isr_member),
+        cmocka_unit_test(test_rf3_preferred_election),
+        cmocka_unit_test(test_rf3_preferred_not_available),
+        cmocka_unit_test(test_rf3_unclean_ask),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

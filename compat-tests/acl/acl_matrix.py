@@ -264,6 +264,11 @@ ROWS = {
     42: ([(GROUP, 'm-dg', DELETE)],
          lambda u: req(u, 'DeleteGroups', 2, {'groups_names': ['m-dg']})['results'][0]['error_code'],
          GROUP_AUTH, NONE, lambda: committed('m-dg')),
+    43: ([(CLUSTER, 'kafka-cluster', ALTER)],  # (top-level, partition) errors; one node: ELECTION_NOT_NEEDED
+         lambda u: (lambda r: (r['error_code'], r['replica_election_results'][0]['partition_result'][0]['error_code']))(
+             req(u, 'ElectLeaders', 2, {'election_type': 0, 'topic_partitions': [{'topic': T, 'partitions': [0]}],
+                                        'timeout_ms': 10000})),
+         (CLUSTER_AUTH, CLUSTER_AUTH), (NONE, 84), None),
     44: ([(TOPIC, T, ALTER_CONFIGS)],
          lambda u: req(u, 'IncrementalAlterConfigs', 1, {'resources': [{'resource_type': 2, 'resource_name': T, 'configs': [
              {'name': 'retention.bytes', 'config_operation': 0, 'value': '1048577'}]}], 'validate_only': False}

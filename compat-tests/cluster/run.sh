@@ -11,7 +11,11 @@
 # replication.py: RF 3 end to end (acks=all produce, replicas byte for byte, a leader's kill -9, its return). Then
 # ctl_shutdown.py: a leader's SIGTERM under an idempotent acks=all producer (controlled shutdown: its
 # leaderships moved before it exits, no produce error, every record read back, back in every ISR; a second
-# SIGTERM during the wait stops it at once). Then pids.py: producer ids from etcd's counter across three
+# SIGTERM during the wait stops it at once). Then elect.py: preferred leader election (issue #24): Kafka's
+# kafka-leader-election.sh moves leadership back to broker 1 after its restart (epochs bumped, acks=all
+# records all read back), ELECTION_NOT_NEEDED on a second run, PREFERRED_LEADER_NOT_AVAILABLE while it is
+# down, and the automatic rebalance (leader.imbalance.check.interval.seconds=2) does it by itself (about
+# 8 s). Then pids.py: producer ids from etcd's counter across three
 # brokers and a restart, a librdkafka idempotent producer, the shutting_down mark on SIGTERM. Then groups.py:
 # consumer groups across the cluster (FindCoordinator on every broker, a group of three librdkafka consumers,
 # kill -9 of its coordinator). Then grouplag.py: a group's lag series and /v1/groups/<g>/lag come from its
@@ -68,7 +72,7 @@ fi
 total_p=0
 total_f=0
 status=0
-for t in selftest membership e2e replication_factors replication_default replication ctl_shutdown pids groups grouplag remote_lag txn interbroker_tls interbroker_tls_reload interbroker_sasl interbroker_reauth security_etcd tools lifecycle faults jepsen metrics; do
+for t in selftest membership e2e replication_factors replication_default replication ctl_shutdown elect pids groups grouplag remote_lag txn interbroker_tls interbroker_tls_reload interbroker_sasl interbroker_reauth security_etcd tools lifecycle faults jepsen metrics; do
     out=$(mktemp)
     extra=()
     [ "$t" = jepsen ] && extra=(--rf 3 --seeds 1,2)

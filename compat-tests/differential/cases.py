@@ -453,6 +453,19 @@ case('DeleteRecords', 'compacted-topic', versions='max', request=_delete_records
 case('DeleteRecords', 'empty-list', versions='max', request={'topics': [], 'timeout_ms': 10000})
 unsupported('DeleteRecords', [99])
 
+# --- ElectLeaders (one node: its only replica leads every partition) --------------------------------
+def _elect(etype, topics):
+    return {'election_type': etype, 'topic_partitions': topics, 'timeout_ms': 10000}
+
+
+case('ElectLeaders', 'preferred', versions='all', request=_elect(0, [{'topic': MAIN, 'partitions': [0, 1]}]))
+case('ElectLeaders', 'unclean', versions='max', request=_elect(1, [{'topic': MAIN, 'partitions': [0]}]))
+case('ElectLeaders', 'unknown-topic', versions='max', request=_elect(0, [{'topic': MISSING, 'partitions': [0]}]))
+case('ElectLeaders', 'unknown-partition', versions='max', request=_elect(0, [{'topic': MAIN, 'partitions': [99]}]))
+case('ElectLeaders', 'all-partitions', versions='max', request=_elect(0, None))
+case('ElectLeaders', 'empty-list', versions='max', request=_elect(0, []))
+unsupported('ElectLeaders', [99])
+
 # --- InitProducerId / DescribeProducers ---------------------------------------------------------
 case('InitProducerId', 'idempotent', versions='all',
      request={'transactional_id': None, 'transaction_timeout_ms': 60000})

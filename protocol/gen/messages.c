@@ -887,6 +887,31 @@ static void enc_gr_delete_groups_response(struct gr_wr *wr, int16_t v, const str
 static size_t sz_gr_delete_groups_response(const struct gr_delete_groups_response *m, int16_t v);
 static size_t minsz_gr_delete_groups_response(int16_t v) __attribute__((unused));
 static bool isdef_gr_delete_groups_response(const struct gr_delete_groups_response *m) __attribute__((unused));
+static void dec_gr_elect_leaders_request_topic_partitions(struct gr_rd *rd, int16_t v, struct gr_elect_leaders_request_topic_partitions *m);
+static void enc_gr_elect_leaders_request_topic_partitions(struct gr_wr *wr, int16_t v, const struct gr_elect_leaders_request_topic_partitions *m);
+static size_t sz_gr_elect_leaders_request_topic_partitions(const struct gr_elect_leaders_request_topic_partitions *m, int16_t v);
+static size_t minsz_gr_elect_leaders_request_topic_partitions(int16_t v) __attribute__((unused));
+static bool isdef_gr_elect_leaders_request_topic_partitions(const struct gr_elect_leaders_request_topic_partitions *m) __attribute__((unused));
+static void dec_gr_elect_leaders_request(struct gr_rd *rd, int16_t v, struct gr_elect_leaders_request *m);
+static void enc_gr_elect_leaders_request(struct gr_wr *wr, int16_t v, const struct gr_elect_leaders_request *m);
+static size_t sz_gr_elect_leaders_request(const struct gr_elect_leaders_request *m, int16_t v);
+static size_t minsz_gr_elect_leaders_request(int16_t v) __attribute__((unused));
+static bool isdef_gr_elect_leaders_request(const struct gr_elect_leaders_request *m) __attribute__((unused));
+static void dec_gr_elect_leaders_response_partition_result(struct gr_rd *rd, int16_t v, struct gr_elect_leaders_response_partition_result *m);
+static void enc_gr_elect_leaders_response_partition_result(struct gr_wr *wr, int16_t v, const struct gr_elect_leaders_response_partition_result *m);
+static size_t sz_gr_elect_leaders_response_partition_result(const struct gr_elect_leaders_response_partition_result *m, int16_t v);
+static size_t minsz_gr_elect_leaders_response_partition_result(int16_t v) __attribute__((unused));
+static bool isdef_gr_elect_leaders_response_partition_result(const struct gr_elect_leaders_response_partition_result *m) __attribute__((unused));
+static void dec_gr_elect_leaders_response_replica_election_result(struct gr_rd *rd, int16_t v, struct gr_elect_leaders_response_replica_election_result *m);
+static void enc_gr_elect_leaders_response_replica_election_result(struct gr_wr *wr, int16_t v, const struct gr_elect_leaders_response_replica_election_result *m);
+static size_t sz_gr_elect_leaders_response_replica_election_result(const struct gr_elect_leaders_response_replica_election_result *m, int16_t v);
+static size_t minsz_gr_elect_leaders_response_replica_election_result(int16_t v) __attribute__((unused));
+static bool isdef_gr_elect_leaders_response_replica_election_result(const struct gr_elect_leaders_response_replica_election_result *m) __attribute__((unused));
+static void dec_gr_elect_leaders_response(struct gr_rd *rd, int16_t v, struct gr_elect_leaders_response *m);
+static void enc_gr_elect_leaders_response(struct gr_wr *wr, int16_t v, const struct gr_elect_leaders_response *m);
+static size_t sz_gr_elect_leaders_response(const struct gr_elect_leaders_response *m, int16_t v);
+static size_t minsz_gr_elect_leaders_response(int16_t v) __attribute__((unused));
+static bool isdef_gr_elect_leaders_response(const struct gr_elect_leaders_response *m) __attribute__((unused));
 static void dec_gr_incremental_alter_configs_request_alterable_config(struct gr_rd *rd, int16_t v, struct gr_incremental_alter_configs_request_alterable_config *m);
 static void enc_gr_incremental_alter_configs_request_alterable_config(struct gr_wr *wr, int16_t v, const struct gr_incremental_alter_configs_request_alterable_config *m);
 static size_t sz_gr_incremental_alter_configs_request_alterable_config(const struct gr_incremental_alter_configs_request_alterable_config *m, int16_t v);
@@ -25393,6 +25418,667 @@ static int ops_decode_gr_delete_groups_response(struct gr_rd *rd, int16_t v, voi
 static size_t ops_size_gr_delete_groups_response(const void *m, int16_t v) { return gr_delete_groups_response_size(m, v); }
 static void ops_encode_gr_delete_groups_response(struct gr_wr *wr, const void *m, int16_t v) { gr_delete_groups_response_encode(wr, m, v); }
 
+void gr_elect_leaders_request_topic_partitions_init(struct gr_elect_leaders_request_topic_partitions *m)
+{
+    m->topic = ((struct gr_str){"", 0});
+    m->partitions.items = NULL;
+    m->partitions.count = 0;
+    m->unknown_tags.items = NULL;
+    m->unknown_tags.count = 0;
+}
+
+static bool isdef_gr_elect_leaders_request_topic_partitions(const struct gr_elect_leaders_request_topic_partitions *m)
+{
+    return gr_str_eq(m->topic, gr_str_c("")) &&
+           m->partitions.count == 0 &&
+           m->unknown_tags.count == 0;
+}
+
+static size_t minsz_gr_elect_leaders_request_topic_partitions(int16_t v)
+{
+    const bool fx = v >= 2;
+    (void)fx;
+    (void)v;
+    size_t n = fx ? 1 : 0;
+    if (1) n += (fx ? 1 : 2);
+    if (1) n += (fx ? 1 : 4);
+    (void)v;
+    return n;
+}
+
+static void dec_gr_elect_leaders_request_topic_partitions(struct gr_rd *rd, int16_t v, struct gr_elect_leaders_request_topic_partitions *m)
+{
+    const bool fx = v >= 2;
+    (void)fx;
+    (void)v;
+    gr_elect_leaders_request_topic_partitions_init(m);
+    if (1) {
+        m->topic = gr_rd_string(rd, fx, 0);
+    }
+    if (1) {
+        {
+            int32_t n = gr_rd_array_len(rd, fx, 0, 4);
+            m->partitions.count = n;
+            m->partitions.items = NULL;
+            if (n > 0) {
+                m->partitions.items = gr_rd_alloc(rd, (size_t)n, sizeof(int32_t));
+                for (int32_t i = 0; i < n && !rd->err; i++)
+                    m->partitions.items[i] = gr_rd_int32(rd);
+                if (rd->err) m->partitions.count = 0;
+            }
+        }
+    }
+    if (!fx || rd->err) return;
+    uint32_t ntags = gr_rd_tag_count(rd);
+    int64_t last_tag = -1;
+    for (uint32_t t = 0; t < ntags && !rd->err; t++) {
+        uint32_t tag = gr_rd_uvarint(rd);
+        uint32_t len = gr_rd_uvarint(rd);
+        if (rd->err) return;
+        if ((int64_t)tag <= last_tag) {
+            gr_rd_fail(rd, GR_WIRE_BAD_TAGS);
+            return;
+        }
+        last_tag = tag;
+        if (len > gr_rd_left(rd)) {
+            gr_rd_fail(rd, GR_WIRE_SHORT);
+            return;
+        }
+        const uint8_t *body = rd->p;
+        switch (tag) {
+        default:
+            keep_unknown_tag(rd, &m->unknown_tags, ntags, tag, body, len);
+        }
+        rd->p = body + len;
+    }
+}
+
+static size_t sz_gr_elect_leaders_request_topic_partitions(const struct gr_elect_leaders_request_topic_partitions *m, int16_t v)
+{
+    const bool fx = v >= 2;
+    (void)fx;
+    (void)v;
+    size_t n = 0;
+    if (1) {
+        n += gr_sz_string(m->topic, fx);
+    }
+    if (1) {
+        n += gr_sz_array_len(m->partitions.count, fx);
+        if (m->partitions.count > 0) n += (size_t)m->partitions.count * 4;
+    }
+    if (fx) {
+        uint32_t count = (uint32_t)m->unknown_tags.count;
+        n += gr_sz_uvarint(count) + gr_sz_unknown_tags(&m->unknown_tags);
+    }
+    (void)m;
+    return n;
+}
+
+static void enc_gr_elect_leaders_request_topic_partitions(struct gr_wr *wr, int16_t v, const struct gr_elect_leaders_request_topic_partitions *m)
+{
+    const bool fx = v >= 2;
+    (void)fx;
+    (void)v;
+    if (1) {
+        gr_wr_string(wr, m->topic, fx);
+    }
+    if (1) {
+        gr_wr_array_len(wr, m->partitions.count, fx);
+        for (int32_t i = 0; i < m->partitions.count; i++)
+            gr_wr_int32(wr, m->partitions.items[i]);
+    }
+    if (!fx) return;
+    uint32_t count = (uint32_t)m->unknown_tags.count;
+    gr_wr_uvarint(wr, count);
+    int32_t u = 0;
+    while (u < m->unknown_tags.count)
+        write_unknown_tag(wr, &m->unknown_tags.items[u++]);
+}
+
+void gr_elect_leaders_request_init(struct gr_elect_leaders_request *m)
+{
+    m->election_type = 0;
+    m->topic_partitions.items = NULL;
+    m->topic_partitions.count = 0;
+    m->timeout_ms = 60000;
+    m->unknown_tags.items = NULL;
+    m->unknown_tags.count = 0;
+}
+
+static bool isdef_gr_elect_leaders_request(const struct gr_elect_leaders_request *m)
+{
+    return (m->election_type == 0) &&
+           m->topic_partitions.count == 0 &&
+           (m->timeout_ms == 60000) &&
+           m->unknown_tags.count == 0;
+}
+
+static size_t minsz_gr_elect_leaders_request(int16_t v)
+{
+    const bool fx = v >= 2;
+    (void)fx;
+    (void)v;
+    size_t n = fx ? 1 : 0;
+    if (v >= 1) n += 1;
+    if (1) n += (fx ? 1 : 4);
+    if (1) n += 4;
+    (void)v;
+    return n;
+}
+
+static void dec_gr_elect_leaders_request(struct gr_rd *rd, int16_t v, struct gr_elect_leaders_request *m)
+{
+    const bool fx = v >= 2;
+    (void)fx;
+    (void)v;
+    gr_elect_leaders_request_init(m);
+    if (v >= 1) {
+        m->election_type = gr_rd_int8(rd);
+    }
+    if (1) {
+        {
+            int32_t n = gr_rd_array_len(rd, fx, 1, minsz_gr_elect_leaders_request_topic_partitions(v));
+            m->topic_partitions.count = n;
+            m->topic_partitions.items = NULL;
+            if (n > 0) {
+                m->topic_partitions.items = gr_rd_alloc(rd, (size_t)n, sizeof(struct gr_elect_leaders_request_topic_partitions));
+                for (int32_t i = 0; i < n && !rd->err; i++)
+                    dec_gr_elect_leaders_request_topic_partitions(rd, v, &m->topic_partitions.items[i]);
+                if (rd->err) m->topic_partitions.count = 0;
+            }
+        }
+    }
+    if (1) {
+        m->timeout_ms = gr_rd_int32(rd);
+    }
+    if (!fx || rd->err) return;
+    uint32_t ntags = gr_rd_tag_count(rd);
+    int64_t last_tag = -1;
+    for (uint32_t t = 0; t < ntags && !rd->err; t++) {
+        uint32_t tag = gr_rd_uvarint(rd);
+        uint32_t len = gr_rd_uvarint(rd);
+        if (rd->err) return;
+        if ((int64_t)tag <= last_tag) {
+            gr_rd_fail(rd, GR_WIRE_BAD_TAGS);
+            return;
+        }
+        last_tag = tag;
+        if (len > gr_rd_left(rd)) {
+            gr_rd_fail(rd, GR_WIRE_SHORT);
+            return;
+        }
+        const uint8_t *body = rd->p;
+        switch (tag) {
+        default:
+            keep_unknown_tag(rd, &m->unknown_tags, ntags, tag, body, len);
+        }
+        rd->p = body + len;
+    }
+}
+
+static size_t sz_gr_elect_leaders_request(const struct gr_elect_leaders_request *m, int16_t v)
+{
+    const bool fx = v >= 2;
+    (void)fx;
+    (void)v;
+    size_t n = 0;
+    if (v >= 1) {
+        n += 1;
+    }
+    if (1) {
+        n += gr_sz_array_len(m->topic_partitions.count, fx);
+        for (int32_t i = 0; i < m->topic_partitions.count; i++)
+            n += sz_gr_elect_leaders_request_topic_partitions(&m->topic_partitions.items[i], v);
+    }
+    if (1) {
+        n += 4;
+    }
+    if (fx) {
+        uint32_t count = (uint32_t)m->unknown_tags.count;
+        n += gr_sz_uvarint(count) + gr_sz_unknown_tags(&m->unknown_tags);
+    }
+    (void)m;
+    return n;
+}
+
+static void enc_gr_elect_leaders_request(struct gr_wr *wr, int16_t v, const struct gr_elect_leaders_request *m)
+{
+    const bool fx = v >= 2;
+    (void)fx;
+    (void)v;
+    if (v >= 1) {
+        gr_wr_int8(wr, m->election_type);
+    }
+    if (1) {
+        gr_wr_array_len(wr, m->topic_partitions.count, fx);
+        for (int32_t i = 0; i < m->topic_partitions.count; i++)
+            enc_gr_elect_leaders_request_topic_partitions(wr, v, &m->topic_partitions.items[i]);
+    }
+    if (1) {
+        gr_wr_int32(wr, m->timeout_ms);
+    }
+    if (!fx) return;
+    uint32_t count = (uint32_t)m->unknown_tags.count;
+    gr_wr_uvarint(wr, count);
+    int32_t u = 0;
+    while (u < m->unknown_tags.count)
+        write_unknown_tag(wr, &m->unknown_tags.items[u++]);
+}
+
+int gr_elect_leaders_request_decode(struct gr_rd *rd, int16_t version, struct gr_elect_leaders_request *m)
+{
+    dec_gr_elect_leaders_request(rd, version, m);
+    return rd->err;
+}
+
+size_t gr_elect_leaders_request_size(const struct gr_elect_leaders_request *m, int16_t version) { return sz_gr_elect_leaders_request(m, version); }
+
+void gr_elect_leaders_request_encode(struct gr_wr *wr, const struct gr_elect_leaders_request *m, int16_t version) { enc_gr_elect_leaders_request(wr, version, m); }
+
+static void ops_init_gr_elect_leaders_request(void *m) { gr_elect_leaders_request_init(m); }
+static int ops_decode_gr_elect_leaders_request(struct gr_rd *rd, int16_t v, void *m) { return gr_elect_leaders_request_decode(rd, v, m); }
+static size_t ops_size_gr_elect_leaders_request(const void *m, int16_t v) { return gr_elect_leaders_request_size(m, v); }
+static void ops_encode_gr_elect_leaders_request(struct gr_wr *wr, const void *m, int16_t v) { gr_elect_leaders_request_encode(wr, m, v); }
+
+void gr_elect_leaders_response_partition_result_init(struct gr_elect_leaders_response_partition_result *m)
+{
+    m->partition_id = 0;
+    m->error_code = 0;
+    m->error_message = GR_STR_NULL;
+    m->unknown_tags.items = NULL;
+    m->unknown_tags.count = 0;
+}
+
+static bool isdef_gr_elect_leaders_response_partition_result(const struct gr_elect_leaders_response_partition_result *m)
+{
+    return (m->partition_id == 0) &&
+           (m->error_code == 0) &&
+           m->error_message.len < 0 &&
+           m->unknown_tags.count == 0;
+}
+
+static size_t minsz_gr_elect_leaders_response_partition_result(int16_t v)
+{
+    const bool fx = v >= 2;
+    (void)fx;
+    (void)v;
+    size_t n = fx ? 1 : 0;
+    if (1) n += 4;
+    if (1) n += 2;
+    if (1) n += (fx ? 1 : 2);
+    (void)v;
+    return n;
+}
+
+static void dec_gr_elect_leaders_response_partition_result(struct gr_rd *rd, int16_t v, struct gr_elect_leaders_response_partition_result *m)
+{
+    const bool fx = v >= 2;
+    (void)fx;
+    (void)v;
+    gr_elect_leaders_response_partition_result_init(m);
+    if (1) {
+        m->partition_id = gr_rd_int32(rd);
+    }
+    if (1) {
+        m->error_code = gr_rd_int16(rd);
+    }
+    if (1) {
+        m->error_message = gr_rd_string(rd, fx, 1);
+    }
+    if (!fx || rd->err) return;
+    uint32_t ntags = gr_rd_tag_count(rd);
+    int64_t last_tag = -1;
+    for (uint32_t t = 0; t < ntags && !rd->err; t++) {
+        uint32_t tag = gr_rd_uvarint(rd);
+        uint32_t len = gr_rd_uvarint(rd);
+        if (rd->err) return;
+        if ((int64_t)tag <= last_tag) {
+            gr_rd_fail(rd, GR_WIRE_BAD_TAGS);
+            return;
+        }
+        last_tag = tag;
+        if (len > gr_rd_left(rd)) {
+            gr_rd_fail(rd, GR_WIRE_SHORT);
+            return;
+        }
+        const uint8_t *body = rd->p;
+        switch (tag) {
+        default:
+            keep_unknown_tag(rd, &m->unknown_tags, ntags, tag, body, len);
+        }
+        rd->p = body + len;
+    }
+}
+
+static size_t sz_gr_elect_leaders_response_partition_result(const struct gr_elect_leaders_response_partition_result *m, int16_t v)
+{
+    const bool fx = v >= 2;
+    (void)fx;
+    (void)v;
+    size_t n = 0;
+    if (1) {
+        n += 4;
+    }
+    if (1) {
+        n += 2;
+    }
+    if (1) {
+        n += gr_sz_string(m->error_message, fx);
+    }
+    if (fx) {
+        uint32_t count = (uint32_t)m->unknown_tags.count;
+        n += gr_sz_uvarint(count) + gr_sz_unknown_tags(&m->unknown_tags);
+    }
+    (void)m;
+    return n;
+}
+
+static void enc_gr_elect_leaders_response_partition_result(struct gr_wr *wr, int16_t v, const struct gr_elect_leaders_response_partition_result *m)
+{
+    const bool fx = v >= 2;
+    (void)fx;
+    (void)v;
+    if (1) {
+        gr_wr_int32(wr, m->partition_id);
+    }
+    if (1) {
+        gr_wr_int16(wr, m->error_code);
+    }
+    if (1) {
+        gr_wr_string(wr, m->error_message, fx);
+    }
+    if (!fx) return;
+    uint32_t count = (uint32_t)m->unknown_tags.count;
+    gr_wr_uvarint(wr, count);
+    int32_t u = 0;
+    while (u < m->unknown_tags.count)
+        write_unknown_tag(wr, &m->unknown_tags.items[u++]);
+}
+
+void gr_elect_leaders_response_replica_election_result_init(struct gr_elect_leaders_response_replica_election_result *m)
+{
+    m->topic = ((struct gr_str){"", 0});
+    m->partition_result.items = NULL;
+    m->partition_result.count = 0;
+    m->unknown_tags.items = NULL;
+    m->unknown_tags.count = 0;
+}
+
+static bool isdef_gr_elect_leaders_response_replica_election_result(const struct gr_elect_leaders_response_replica_election_result *m)
+{
+    return gr_str_eq(m->topic, gr_str_c("")) &&
+           m->partition_result.count == 0 &&
+           m->unknown_tags.count == 0;
+}
+
+static size_t minsz_gr_elect_leaders_response_replica_election_result(int16_t v)
+{
+    const bool fx = v >= 2;
+    (void)fx;
+    (void)v;
+    size_t n = fx ? 1 : 0;
+    if (1) n += (fx ? 1 : 2);
+    if (1) n += (fx ? 1 : 4);
+    (void)v;
+    return n;
+}
+
+static void dec_gr_elect_leaders_response_replica_election_result(struct gr_rd *rd, int16_t v, struct gr_elect_leaders_response_replica_election_result *m)
+{
+    const bool fx = v >= 2;
+    (void)fx;
+    (void)v;
+    gr_elect_leaders_response_replica_election_result_init(m);
+    if (1) {
+        m->topic = gr_rd_string(rd, fx, 0);
+    }
+    if (1) {
+        {
+            int32_t n = gr_rd_array_len(rd, fx, 0, minsz_gr_elect_leaders_response_partition_result(v));
+            m->partition_result.count = n;
+            m->partition_result.items = NULL;
+            if (n > 0) {
+                m->partition_result.items = gr_rd_alloc(rd, (size_t)n, sizeof(struct gr_elect_leaders_response_partition_result));
+                for (int32_t i = 0; i < n && !rd->err; i++)
+                    dec_gr_elect_leaders_response_partition_result(rd, v, &m->partition_result.items[i]);
+                if (rd->err) m->partition_result.count = 0;
+            }
+        }
+    }
+    if (!fx || rd->err) return;
+    uint32_t ntags = gr_rd_tag_count(rd);
+    int64_t last_tag = -1;
+    for (uint32_t t = 0; t < ntags && !rd->err; t++) {
+        uint32_t tag = gr_rd_uvarint(rd);
+        uint32_t len = gr_rd_uvarint(rd);
+        if (rd->err) return;
+        if ((int64_t)tag <= last_tag) {
+            gr_rd_fail(rd, GR_WIRE_BAD_TAGS);
+            return;
+        }
+        last_tag = tag;
+        if (len > gr_rd_left(rd)) {
+            gr_rd_fail(rd, GR_WIRE_SHORT);
+            return;
+        }
+        const uint8_t *body = rd->p;
+        switch (tag) {
+        default:
+            keep_unknown_tag(rd, &m->unknown_tags, ntags, tag, body, len);
+        }
+        rd->p = body + len;
+    }
+}
+
+static size_t sz_gr_elect_leaders_response_replica_election_result(const struct gr_elect_leaders_response_replica_election_result *m, int16_t v)
+{
+    const bool fx = v >= 2;
+    (void)fx;
+    (void)v;
+    size_t n = 0;
+    if (1) {
+        n += gr_sz_string(m->topic, fx);
+    }
+    if (1) {
+        n += gr_sz_array_len(m->partition_result.count, fx);
+        for (int32_t i = 0; i < m->partition_result.count; i++)
+            n += sz_gr_elect_leaders_response_partition_result(&m->partition_result.items[i], v);
+    }
+    if (fx) {
+        uint32_t count = (uint32_t)m->unknown_tags.count;
+        n += gr_sz_uvarint(count) + gr_sz_unknown_tags(&m->unknown_tags);
+    }
+    (void)m;
+    return n;
+}
+
+static void enc_gr_elect_leaders_response_replica_election_result(struct gr_wr *wr, int16_t v, const struct gr_elect_leaders_response_replica_election_result *m)
+{
+    const bool fx = v >= 2;
+    (void)fx;
+    (void)v;
+    if (1) {
+        gr_wr_string(wr, m->topic, fx);
+    }
+    if (1) {
+        gr_wr_array_len(wr, m->partition_result.count, fx);
+        for (int32_t i = 0; i < m->partition_result.count; i++)
+            enc_gr_elect_leaders_response_partition_result(wr, v, &m->partition_result.items[i]);
+    }
+    if (!fx) return;
+    uint32_t count = (uint32_t)m->unknown_tags.count;
+    gr_wr_uvarint(wr, count);
+    int32_t u = 0;
+    while (u < m->unknown_tags.count)
+        write_unknown_tag(wr, &m->unknown_tags.items[u++]);
+}
+
+void gr_elect_leaders_response_init(struct gr_elect_leaders_response *m)
+{
+    m->throttle_time_ms = 0;
+    m->error_code = 0;
+    m->replica_election_results.items = NULL;
+    m->replica_election_results.count = 0;
+    m->unknown_tags.items = NULL;
+    m->unknown_tags.count = 0;
+}
+
+static bool isdef_gr_elect_leaders_response(const struct gr_elect_leaders_response *m)
+{
+    return (m->throttle_time_ms == 0) &&
+           (m->error_code == 0) &&
+           m->replica_election_results.count == 0 &&
+           m->unknown_tags.count == 0;
+}
+
+static size_t minsz_gr_elect_leaders_response(int16_t v)
+{
+    const bool fx = v >= 2;
+    (void)fx;
+    (void)v;
+    size_t n = fx ? 1 : 0;
+    if (1) n += 4;
+    if (v >= 1) n += 2;
+    if (1) n += (fx ? 1 : 4);
+    (void)v;
+    return n;
+}
+
+static void dec_gr_elect_leaders_response(struct gr_rd *rd, int16_t v, struct gr_elect_leaders_response *m)
+{
+    const bool fx = v >= 2;
+    (void)fx;
+    (void)v;
+    gr_elect_leaders_response_init(m);
+    if (1) {
+        m->throttle_time_ms = gr_rd_int32(rd);
+    }
+    if (v >= 1) {
+        m->error_code = gr_rd_int16(rd);
+    }
+    if (1) {
+        {
+            int32_t n = gr_rd_array_len(rd, fx, 0, minsz_gr_elect_leaders_response_replica_election_result(v));
+            m->replica_election_results.count = n;
+            m->replica_election_results.items = NULL;
+            if (n > 0) {
+                m->replica_election_results.items = gr_rd_alloc(rd, (size_t)n, sizeof(struct gr_elect_leaders_response_replica_election_result));
+                for (int32_t i = 0; i < n && !rd->err; i++)
+                    dec_gr_elect_leaders_response_replica_election_result(rd, v, &m->replica_election_results.items[i]);
+                if (rd->err) m->replica_election_results.count = 0;
+            }
+        }
+    }
+    if (!fx || rd->err) return;
+    uint32_t ntags = gr_rd_tag_count(rd);
+    int64_t last_tag = -1;
+    for (uint32_t t = 0; t < ntags && !rd->err; t++) {
+        uint32_t tag = gr_rd_uvarint(rd);
+        uint32_t len = gr_rd_uvarint(rd);
+        if (rd->err) return;
+        if ((int64_t)tag <= last_tag) {
+            gr_rd_fail(rd, GR_WIRE_BAD_TAGS);
+            return;
+        }
+        last_tag = tag;
+        if (len > gr_rd_left(rd)) {
+            gr_rd_fail(rd, GR_WIRE_SHORT);
+            return;
+        }
+        const uint8_t *body = rd->p;
+        switch (tag) {
+        default:
+            keep_unknown_tag(rd, &m->unknown_tags, ntags, tag, body, len);
+        }
+        rd->p = body + len;
+    }
+}
+
+static size_t sz_gr_elect_leaders_response(const struct gr_elect_leaders_response *m, int16_t v)
+{
+    const bool fx = v >= 2;
+    (void)fx;
+    (void)v;
+    size_t n = 0;
+    if (1) {
+        n += 4;
+    }
+    if (v >= 1) {
+        n += 2;
+    }
+    if (1) {
+        n += gr_sz_array_len(m->replica_election_results.count, fx);
+        for (int32_t i = 0; i < m->replica_election_results.count; i++)
+            n += sz_gr_elect_leaders_response_replica_election_result(&m->replica_election_results.items[i], v);
+    }
+    if (fx) {
+        uint32_t count = (uint32_t)m->unknown_tags.count;
+        n += gr_sz_uvarint(count) + gr_sz_unknown_tags(&m->unknown_tags);
+    }
+    (void)m;
+    return n;
+}
+
+static void enc_gr_elect_leaders_response(struct gr_wr *wr, int16_t v, const struct gr_elect_leaders_response *m)
+{
+    const bool fx = v >= 2;
+    (void)fx;
+    (void)v;
+    if (1) {
+        gr_wr_int32(wr, m->throttle_time_ms);
+    }
+    if (v >= 1) {
+        gr_wr_int16(wr, m->error_code);
+    }
+    if (1) {
+        gr_wr_array_len(wr, m->replica_election_results.count, fx);
+        for (int32_t i = 0; i < m->replica_election_results.count; i++)
+            enc_gr_elect_leaders_response_replica_election_result(wr, v, &m->replica_election_results.items[i]);
+    }
+    if (!fx) return;
+    uint32_t count = (uint32_t)m->unknown_tags.count;
+    gr_wr_uvarint(wr, count);
+    int32_t u = 0;
+    while (u < m->unknown_tags.count)
+        write_unknown_tag(wr, &m->unknown_tags.items[u++]);
+}
+
+static void ce_gr_elect_leaders_response_partition_result(const struct gr_elect_leaders_response_partition_result *m, uint64_t *counts, int nslots)
+{
+    count_error(counts, nslots, m->error_code);
+}
+
+static void ce_gr_elect_leaders_response_replica_election_result(const struct gr_elect_leaders_response_replica_election_result *m, uint64_t *counts, int nslots)
+{
+    for (int32_t i = 0; i < m->partition_result.count; i++)
+        ce_gr_elect_leaders_response_partition_result(&m->partition_result.items[i], counts, nslots);
+}
+
+void gr_elect_leaders_response_count_errors(const struct gr_elect_leaders_response *m, bool top, uint64_t *counts, int nslots)
+{
+    if (top) count_error(counts, nslots, m->error_code);
+    for (int32_t i = 0; i < m->replica_election_results.count; i++)
+        ce_gr_elect_leaders_response_replica_election_result(&m->replica_election_results.items[i], counts, nslots);
+    (void)top;
+}
+
+static void ops_count_errors_gr_elect_leaders_response(const void *m, bool top, uint64_t *counts, int nslots) { gr_elect_leaders_response_count_errors(m, top, counts, nslots); }
+
+int gr_elect_leaders_response_decode(struct gr_rd *rd, int16_t version, struct gr_elect_leaders_response *m)
+{
+    dec_gr_elect_leaders_response(rd, version, m);
+    return rd->err;
+}
+
+size_t gr_elect_leaders_response_size(const struct gr_elect_leaders_response *m, int16_t version) { return sz_gr_elect_leaders_response(m, version); }
+
+void gr_elect_leaders_response_encode(struct gr_wr *wr, const struct gr_elect_leaders_response *m, int16_t version) { enc_gr_elect_leaders_response(wr, version, m); }
+
+static void ops_init_gr_elect_leaders_response(void *m) { gr_elect_leaders_response_init(m); }
+static int ops_decode_gr_elect_leaders_response(struct gr_rd *rd, int16_t v, void *m) { return gr_elect_leaders_response_decode(rd, v, m); }
+static size_t ops_size_gr_elect_leaders_response(const void *m, int16_t v) { return gr_elect_leaders_response_size(m, v); }
+static void ops_encode_gr_elect_leaders_response(struct gr_wr *wr, const void *m, int16_t v) { gr_elect_leaders_response_encode(wr, m, v); }
+
 void gr_incremental_alter_configs_request_alterable_config_init(struct gr_incremental_alter_configs_request_alterable_config *m)
 {
     m->name = ((struct gr_str){"", 0});
@@ -32192,6 +32878,8 @@ const struct gr_msg_ops gr_msg_ops_table[] = {
     {37, true, "create_partitions_response", 0, 3, 2, -1, sizeof(struct gr_create_partitions_response), ops_init_gr_create_partitions_response, ops_decode_gr_create_partitions_response, ops_size_gr_create_partitions_response, ops_encode_gr_create_partitions_response, NULL, ops_count_errors_gr_create_partitions_response},
     {42, false, "delete_groups_request", 0, 3, 2, -1, sizeof(struct gr_delete_groups_request), ops_init_gr_delete_groups_request, ops_decode_gr_delete_groups_request, ops_size_gr_delete_groups_request, ops_encode_gr_delete_groups_request, NULL, NULL},
     {42, true, "delete_groups_response", 0, 3, 2, -1, sizeof(struct gr_delete_groups_response), ops_init_gr_delete_groups_response, ops_decode_gr_delete_groups_response, ops_size_gr_delete_groups_response, ops_encode_gr_delete_groups_response, NULL, ops_count_errors_gr_delete_groups_response},
+    {43, false, "elect_leaders_request", 0, 2, 2, -1, sizeof(struct gr_elect_leaders_request), ops_init_gr_elect_leaders_request, ops_decode_gr_elect_leaders_request, ops_size_gr_elect_leaders_request, ops_encode_gr_elect_leaders_request, NULL, NULL},
+    {43, true, "elect_leaders_response", 0, 2, 2, -1, sizeof(struct gr_elect_leaders_response), ops_init_gr_elect_leaders_response, ops_decode_gr_elect_leaders_response, ops_size_gr_elect_leaders_response, ops_encode_gr_elect_leaders_response, NULL, ops_count_errors_gr_elect_leaders_response},
     {44, false, "incremental_alter_configs_request", 0, 1, 1, -1, sizeof(struct gr_incremental_alter_configs_request), ops_init_gr_incremental_alter_configs_request, ops_decode_gr_incremental_alter_configs_request, ops_size_gr_incremental_alter_configs_request, ops_encode_gr_incremental_alter_configs_request, NULL, NULL},
     {44, true, "incremental_alter_configs_response", 0, 1, 1, -1, sizeof(struct gr_incremental_alter_configs_response), ops_init_gr_incremental_alter_configs_response, ops_decode_gr_incremental_alter_configs_response, ops_size_gr_incremental_alter_configs_response, ops_encode_gr_incremental_alter_configs_response, NULL, ops_count_errors_gr_incremental_alter_configs_response},
     {47, false, "offset_delete_request", 0, 0, -1, -1, sizeof(struct gr_offset_delete_request), ops_init_gr_offset_delete_request, ops_decode_gr_offset_delete_request, ops_size_gr_offset_delete_request, ops_encode_gr_offset_delete_request, NULL, NULL},
@@ -32213,7 +32901,7 @@ const struct gr_msg_ops gr_msg_ops_table[] = {
     {32000, false, "partition_summary_request", 0, 0, 0, -1, sizeof(struct gr_partition_summary_request), ops_init_gr_partition_summary_request, ops_decode_gr_partition_summary_request, ops_size_gr_partition_summary_request, ops_encode_gr_partition_summary_request, NULL, NULL},
     {32000, true, "partition_summary_response", 0, 0, 0, -1, sizeof(struct gr_partition_summary_response), ops_init_gr_partition_summary_response, ops_decode_gr_partition_summary_response, ops_size_gr_partition_summary_response, ops_encode_gr_partition_summary_response, NULL, ops_count_errors_gr_partition_summary_response},
 };
-const int gr_msg_ops_count = 88;
+const int gr_msg_ops_count = 90;
 
 const struct gr_msg_ops *gr_msg_ops_find(int16_t api_key, bool response)
 {

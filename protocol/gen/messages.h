@@ -181,6 +181,11 @@ struct gr_create_partitions_response;
 struct gr_delete_groups_request;
 struct gr_delete_groups_response_deletable_group_result;
 struct gr_delete_groups_response;
+struct gr_elect_leaders_request_topic_partitions;
+struct gr_elect_leaders_request;
+struct gr_elect_leaders_response_partition_result;
+struct gr_elect_leaders_response_replica_election_result;
+struct gr_elect_leaders_response;
 struct gr_incremental_alter_configs_request_alterable_config;
 struct gr_incremental_alter_configs_request_alter_configs_resource;
 struct gr_incremental_alter_configs_request;
@@ -2832,6 +2837,78 @@ void gr_delete_groups_response_encode(struct gr_wr *wr, const struct gr_delete_g
  * errorCounts() reads its in-memory response), the top-level ones only when `top`; a code outside
  * 0..nslots-2 counts in slot 0 (-1, UNKNOWN_SERVER_ERROR, as Errors.forCode). */
 void gr_delete_groups_response_count_errors(const struct gr_delete_groups_response *m, bool top, uint64_t *counts, int nslots);
+
+/* ---- elect_leaders_request (api key 43 request, versions 0-2, flexible 2+) ---- */
+struct gr_elect_leaders_request_topic_partitions {
+    struct gr_str topic; /* v0+ */
+    struct gr_int32_array partitions; /* v0+ */
+    struct gr_tags unknown_tags;
+};
+struct gr_elect_leaders_request_topic_partitions_array {
+    struct gr_elect_leaders_request_topic_partitions *items;
+    int32_t count; /* -1 = null */
+};
+/* Sets every field of `m` to its default. */
+void gr_elect_leaders_request_topic_partitions_init(struct gr_elect_leaders_request_topic_partitions *m);
+struct gr_elect_leaders_request {
+    int8_t election_type; /* v1+ */
+    struct gr_elect_leaders_request_topic_partitions_array topic_partitions; /* v0+, nullable v0+ */
+    int32_t timeout_ms; /* v0+ */
+    struct gr_tags unknown_tags;
+};
+/* Sets every field to its default (Kafka's "default", else 0 / empty / null for records). */
+void gr_elect_leaders_request_init(struct gr_elect_leaders_request *m);
+/* Decodes a elect_leaders_request body at `version` (0-2) from `rd`; arrays come from rd->arena. Returns 0 or the
+ * reader's sticky enum gr_wire_err. Does not check that the reader is exhausted. */
+int gr_elect_leaders_request_decode(struct gr_rd *rd, int16_t version, struct gr_elect_leaders_request *m);
+/* Bytes that gr_elect_leaders_request_encode writes for `m` at `version`. */
+size_t gr_elect_leaders_request_size(const struct gr_elect_leaders_request *m, int16_t version);
+/* Encodes `m` at `version`; the writer must have gr_elect_leaders_request_size() bytes of room. */
+void gr_elect_leaders_request_encode(struct gr_wr *wr, const struct gr_elect_leaders_request *m, int16_t version);
+
+/* ---- elect_leaders_response (api key 43 response, versions 0-2, flexible 2+) ---- */
+struct gr_elect_leaders_response_partition_result {
+    int32_t partition_id; /* v0+ */
+    int16_t error_code; /* v0+ */
+    struct gr_str error_message; /* v0+, nullable v0+ */
+    struct gr_tags unknown_tags;
+};
+struct gr_elect_leaders_response_partition_result_array {
+    struct gr_elect_leaders_response_partition_result *items;
+    int32_t count; /* -1 = null */
+};
+/* Sets every field of `m` to its default. */
+void gr_elect_leaders_response_partition_result_init(struct gr_elect_leaders_response_partition_result *m);
+struct gr_elect_leaders_response_replica_election_result {
+    struct gr_str topic; /* v0+ */
+    struct gr_elect_leaders_response_partition_result_array partition_result; /* v0+ */
+    struct gr_tags unknown_tags;
+};
+struct gr_elect_leaders_response_replica_election_result_array {
+    struct gr_elect_leaders_response_replica_election_result *items;
+    int32_t count; /* -1 = null */
+};
+/* Sets every field of `m` to its default. */
+void gr_elect_leaders_response_replica_election_result_init(struct gr_elect_leaders_response_replica_election_result *m);
+struct gr_elect_leaders_response {
+    int32_t throttle_time_ms; /* v0+ */
+    int16_t error_code; /* v1+ */
+    struct gr_elect_leaders_response_replica_election_result_array replica_election_results; /* v0+ */
+    struct gr_tags unknown_tags;
+};
+/* Sets every field to its default (Kafka's "default", else 0 / empty / null for records). */
+void gr_elect_leaders_response_init(struct gr_elect_leaders_response *m);
+/* Decodes a elect_leaders_response body at `version` (0-2) from `rd`; arrays come from rd->arena. Returns 0 or the
+ * reader's sticky enum gr_wire_err. Does not check that the reader is exhausted. */
+int gr_elect_leaders_response_decode(struct gr_rd *rd, int16_t version, struct gr_elect_leaders_response *m);
+/* Bytes that gr_elect_leaders_response_encode writes for `m` at `version`. */
+size_t gr_elect_leaders_response_size(const struct gr_elect_leaders_response *m, int16_t version);
+/* Encodes `m` at `version`; the writer must have gr_elect_leaders_response_size() bytes of room. */
+void gr_elect_leaders_response_encode(struct gr_wr *wr, const struct gr_elect_leaders_response *m, int16_t version);
+/* Adds one to counts[code + 1] for each error field of `m` (error_code, partition_error_code, every version: Kafka's
+ * errorCounts() reads its in-memory response), the top-level ones only when `top`; a code outside
+ * 0..nslots-2 counts in slot 0 (-1, UNKNOWN_SERVER_ERROR, as Errors.forCode). */
+void gr_elect_leaders_response_count_errors(const struct gr_elect_leaders_response *m, bool top, uint64_t *counts, int nslots);
 
 /* ---- incremental_alter_configs_request (api key 44 request, versions 0-1, flexible 1+) ---- */
 struct gr_incremental_alter_configs_request_alterable_config {

@@ -341,6 +341,16 @@ static void json_gr_delete_groups_response_deletable_group_result(struct gr_sb *
 static void rnd_gr_delete_groups_response_deletable_group_result(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_delete_groups_response_deletable_group_result *m);
 static void json_gr_delete_groups_response(struct gr_sb *sb, int16_t v, const struct gr_delete_groups_response *m);
 static void rnd_gr_delete_groups_response(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_delete_groups_response *m);
+static void json_gr_elect_leaders_request_topic_partitions(struct gr_sb *sb, int16_t v, const struct gr_elect_leaders_request_topic_partitions *m);
+static void rnd_gr_elect_leaders_request_topic_partitions(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_elect_leaders_request_topic_partitions *m);
+static void json_gr_elect_leaders_request(struct gr_sb *sb, int16_t v, const struct gr_elect_leaders_request *m);
+static void rnd_gr_elect_leaders_request(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_elect_leaders_request *m);
+static void json_gr_elect_leaders_response_partition_result(struct gr_sb *sb, int16_t v, const struct gr_elect_leaders_response_partition_result *m);
+static void rnd_gr_elect_leaders_response_partition_result(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_elect_leaders_response_partition_result *m);
+static void json_gr_elect_leaders_response_replica_election_result(struct gr_sb *sb, int16_t v, const struct gr_elect_leaders_response_replica_election_result *m);
+static void rnd_gr_elect_leaders_response_replica_election_result(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_elect_leaders_response_replica_election_result *m);
+static void json_gr_elect_leaders_response(struct gr_sb *sb, int16_t v, const struct gr_elect_leaders_response *m);
+static void rnd_gr_elect_leaders_response(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_elect_leaders_response *m);
 static void json_gr_incremental_alter_configs_request_alterable_config(struct gr_sb *sb, int16_t v, const struct gr_incremental_alter_configs_request_alterable_config *m);
 static void rnd_gr_incremental_alter_configs_request_alterable_config(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_incremental_alter_configs_request_alterable_config *m);
 static void json_gr_incremental_alter_configs_request_alter_configs_resource(struct gr_sb *sb, int16_t v, const struct gr_incremental_alter_configs_request_alter_configs_resource *m);
@@ -9563,6 +9573,252 @@ static void rnd_gr_delete_groups_response(struct gr_rng *rng, struct gr_arena *a
 static void ops_json_gr_delete_groups_response(struct gr_sb *sb, const void *m, int16_t v) { json_gr_delete_groups_response(sb, v, m); }
 static void ops_rnd_gr_delete_groups_response(struct gr_rng *rng, struct gr_arena *a, void *m, int16_t v) { rnd_gr_delete_groups_response(rng, a, v, m); }
 
+static void json_gr_elect_leaders_request_topic_partitions(struct gr_sb *sb, int16_t v, const struct gr_elect_leaders_request_topic_partitions *m)
+{
+    gr_sb_putc(sb, '{');
+    bool first = true;
+    if (1) {
+        gr_sb_json_key(sb, "topic", &first);
+        gr_sb_json_str(sb, m->topic);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "partitions", &first);
+        if (m->partitions.count < 0) {
+            gr_sb_puts(sb, "null");
+        } else {
+            gr_sb_putc(sb, '[');
+            for (int32_t i = 0; i < m->partitions.count; i++) {
+                if (i) gr_sb_putc(sb, ',');
+                gr_sb_json_int(sb, m->partitions.items[i]);
+            }
+            gr_sb_putc(sb, ']');
+        }
+    }
+    gr_sb_putc(sb, '}');
+    (void)v;
+    (void)first;
+}
+
+static void rnd_gr_elect_leaders_request_topic_partitions(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_elect_leaders_request_topic_partitions *m)
+{
+    gr_elect_leaders_request_topic_partitions_init(m);
+    (void)v;
+    if (1) {
+        m->topic = gr_rng_str(rng, a, 0);
+    }
+    if (1) {
+        if ((0) && gr_rng_below(rng, 5) == 0) {
+            m->partitions.count = -1;
+        } else {
+            m->partitions.count = (int32_t)gr_rng_below(rng, 4);
+            m->partitions.items = gr_arena_calloc(a, (size_t)m->partitions.count + 1, sizeof(int32_t));
+            for (int32_t i = 0; i < m->partitions.count; i++)
+                m->partitions.items[i] = gr_rng_int32(rng);
+        }
+    }
+    if ((v >= 2) && gr_rng_below(rng, 4) == 0)
+        gr_rng_unknown_tags(rng, a, &m->unknown_tags);
+}
+
+static void json_gr_elect_leaders_request(struct gr_sb *sb, int16_t v, const struct gr_elect_leaders_request *m)
+{
+    gr_sb_putc(sb, '{');
+    bool first = true;
+    if (v >= 1) {
+        gr_sb_json_key(sb, "electionType", &first);
+        gr_sb_json_int(sb, m->election_type);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "topicPartitions", &first);
+        if (m->topic_partitions.count < 0) {
+            gr_sb_puts(sb, "null");
+        } else {
+            gr_sb_putc(sb, '[');
+            for (int32_t i = 0; i < m->topic_partitions.count; i++) {
+                if (i) gr_sb_putc(sb, ',');
+                json_gr_elect_leaders_request_topic_partitions(sb, v, &m->topic_partitions.items[i]);
+            }
+            gr_sb_putc(sb, ']');
+        }
+    }
+    if (1) {
+        gr_sb_json_key(sb, "timeoutMs", &first);
+        gr_sb_json_int(sb, m->timeout_ms);
+    }
+    gr_sb_putc(sb, '}');
+    (void)v;
+    (void)first;
+}
+
+static void rnd_gr_elect_leaders_request(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_elect_leaders_request *m)
+{
+    gr_elect_leaders_request_init(m);
+    (void)v;
+    if (v >= 1) {
+        m->election_type = (int8_t)gr_rng_u64(rng);
+    }
+    if (1) {
+        if ((1) && gr_rng_below(rng, 5) == 0) {
+            m->topic_partitions.count = -1;
+        } else {
+            m->topic_partitions.count = (int32_t)gr_rng_below(rng, 4);
+            m->topic_partitions.items = gr_arena_calloc(a, (size_t)m->topic_partitions.count + 1, sizeof(struct gr_elect_leaders_request_topic_partitions));
+            for (int32_t i = 0; i < m->topic_partitions.count; i++)
+                rnd_gr_elect_leaders_request_topic_partitions(rng, a, v, &m->topic_partitions.items[i]);
+        }
+    }
+    if (1) {
+        m->timeout_ms = gr_rng_int32(rng);
+    }
+    if ((v >= 2) && gr_rng_below(rng, 4) == 0)
+        gr_rng_unknown_tags(rng, a, &m->unknown_tags);
+}
+
+static void ops_json_gr_elect_leaders_request(struct gr_sb *sb, const void *m, int16_t v) { json_gr_elect_leaders_request(sb, v, m); }
+static void ops_rnd_gr_elect_leaders_request(struct gr_rng *rng, struct gr_arena *a, void *m, int16_t v) { rnd_gr_elect_leaders_request(rng, a, v, m); }
+
+static void json_gr_elect_leaders_response_partition_result(struct gr_sb *sb, int16_t v, const struct gr_elect_leaders_response_partition_result *m)
+{
+    gr_sb_putc(sb, '{');
+    bool first = true;
+    if (1) {
+        gr_sb_json_key(sb, "partitionId", &first);
+        gr_sb_json_int(sb, m->partition_id);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "errorCode", &first);
+        gr_sb_json_int(sb, m->error_code);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "errorMessage", &first);
+        gr_sb_json_str(sb, m->error_message);
+    }
+    gr_sb_putc(sb, '}');
+    (void)v;
+    (void)first;
+}
+
+static void rnd_gr_elect_leaders_response_partition_result(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_elect_leaders_response_partition_result *m)
+{
+    gr_elect_leaders_response_partition_result_init(m);
+    (void)v;
+    if (1) {
+        m->partition_id = gr_rng_int32(rng);
+    }
+    if (1) {
+        m->error_code = (int16_t)gr_rng_u64(rng);
+    }
+    if (1) {
+        m->error_message = gr_rng_str(rng, a, 1);
+    }
+    if ((v >= 2) && gr_rng_below(rng, 4) == 0)
+        gr_rng_unknown_tags(rng, a, &m->unknown_tags);
+}
+
+static void json_gr_elect_leaders_response_replica_election_result(struct gr_sb *sb, int16_t v, const struct gr_elect_leaders_response_replica_election_result *m)
+{
+    gr_sb_putc(sb, '{');
+    bool first = true;
+    if (1) {
+        gr_sb_json_key(sb, "topic", &first);
+        gr_sb_json_str(sb, m->topic);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "partitionResult", &first);
+        if (m->partition_result.count < 0) {
+            gr_sb_puts(sb, "null");
+        } else {
+            gr_sb_putc(sb, '[');
+            for (int32_t i = 0; i < m->partition_result.count; i++) {
+                if (i) gr_sb_putc(sb, ',');
+                json_gr_elect_leaders_response_partition_result(sb, v, &m->partition_result.items[i]);
+            }
+            gr_sb_putc(sb, ']');
+        }
+    }
+    gr_sb_putc(sb, '}');
+    (void)v;
+    (void)first;
+}
+
+static void rnd_gr_elect_leaders_response_replica_election_result(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_elect_leaders_response_replica_election_result *m)
+{
+    gr_elect_leaders_response_replica_election_result_init(m);
+    (void)v;
+    if (1) {
+        m->topic = gr_rng_str(rng, a, 0);
+    }
+    if (1) {
+        if ((0) && gr_rng_below(rng, 5) == 0) {
+            m->partition_result.count = -1;
+        } else {
+            m->partition_result.count = (int32_t)gr_rng_below(rng, 4);
+            m->partition_result.items = gr_arena_calloc(a, (size_t)m->partition_result.count + 1, sizeof(struct gr_elect_leaders_response_partition_result));
+            for (int32_t i = 0; i < m->partition_result.count; i++)
+                rnd_gr_elect_leaders_response_partition_result(rng, a, v, &m->partition_result.items[i]);
+        }
+    }
+    if ((v >= 2) && gr_rng_below(rng, 4) == 0)
+        gr_rng_unknown_tags(rng, a, &m->unknown_tags);
+}
+
+static void json_gr_elect_leaders_response(struct gr_sb *sb, int16_t v, const struct gr_elect_leaders_response *m)
+{
+    gr_sb_putc(sb, '{');
+    bool first = true;
+    if (1) {
+        gr_sb_json_key(sb, "throttleTimeMs", &first);
+        gr_sb_json_int(sb, m->throttle_time_ms);
+    }
+    if (v >= 1) {
+        gr_sb_json_key(sb, "errorCode", &first);
+        gr_sb_json_int(sb, m->error_code);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "replicaElectionResults", &first);
+        if (m->replica_election_results.count < 0) {
+            gr_sb_puts(sb, "null");
+        } else {
+            gr_sb_putc(sb, '[');
+            for (int32_t i = 0; i < m->replica_election_results.count; i++) {
+                if (i) gr_sb_putc(sb, ',');
+                json_gr_elect_leaders_response_replica_election_result(sb, v, &m->replica_election_results.items[i]);
+            }
+            gr_sb_putc(sb, ']');
+        }
+    }
+    gr_sb_putc(sb, '}');
+    (void)v;
+    (void)first;
+}
+
+static void rnd_gr_elect_leaders_response(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_elect_leaders_response *m)
+{
+    gr_elect_leaders_response_init(m);
+    (void)v;
+    if (1) {
+        m->throttle_time_ms = gr_rng_int32(rng);
+    }
+    if (v >= 1) {
+        m->error_code = (int16_t)gr_rng_u64(rng);
+    }
+    if (1) {
+        if ((0) && gr_rng_below(rng, 5) == 0) {
+            m->replica_election_results.count = -1;
+        } else {
+            m->replica_election_results.count = (int32_t)gr_rng_below(rng, 4);
+            m->replica_election_results.items = gr_arena_calloc(a, (size_t)m->replica_election_results.count + 1, sizeof(struct gr_elect_leaders_response_replica_election_result));
+            for (int32_t i = 0; i < m->replica_election_results.count; i++)
+                rnd_gr_elect_leaders_response_replica_election_result(rng, a, v, &m->replica_election_results.items[i]);
+        }
+    }
+    if ((v >= 2) && gr_rng_below(rng, 4) == 0)
+        gr_rng_unknown_tags(rng, a, &m->unknown_tags);
+}
+
+static void ops_json_gr_elect_leaders_response(struct gr_sb *sb, const void *m, int16_t v) { json_gr_elect_leaders_response(sb, v, m); }
+static void ops_rnd_gr_elect_leaders_response(struct gr_rng *rng, struct gr_arena *a, void *m, int16_t v) { rnd_gr_elect_leaders_response(rng, a, v, m); }
+
 static void json_gr_incremental_alter_configs_request_alterable_config(struct gr_sb *sb, int16_t v, const struct gr_incremental_alter_configs_request_alterable_config *m)
 {
     gr_sb_putc(sb, '{');
@@ -12163,6 +12419,8 @@ const struct gr_msg_test_ops gr_msg_test_ops_table[] = {
     {37, true, ops_json_gr_create_partitions_response, ops_rnd_gr_create_partitions_response},
     {42, false, ops_json_gr_delete_groups_request, ops_rnd_gr_delete_groups_request},
     {42, true, ops_json_gr_delete_groups_response, ops_rnd_gr_delete_groups_response},
+    {43, false, ops_json_gr_elect_leaders_request, ops_rnd_gr_elect_leaders_request},
+    {43, true, ops_json_gr_elect_leaders_response, ops_rnd_gr_elect_leaders_response},
     {44, false, ops_json_gr_incremental_alter_configs_request, ops_rnd_gr_incremental_alter_configs_request},
     {44, true, ops_json_gr_incremental_alter_configs_response, ops_rnd_gr_incremental_alter_configs_response},
     {47, false, ops_json_gr_offset_delete_request, ops_rnd_gr_offset_delete_request},
