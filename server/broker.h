@@ -34,6 +34,7 @@
 #include "protocol/header.h"
 #include "server/apis.h"
 #include "server/config.h"
+#include "server/fetch_session.h"
 #include "server/logwait.h"
 #include "server/metrics.h"
 #include "server/netlimits.h"
@@ -228,6 +229,9 @@ struct gr_broker {
     struct gr_log **flushed;
     int flushed_count, flushed_cap;
     struct gr_partitions *parts; /* the partitions this (network) thread owns (partition/partition.h) */
+    /* KIP-227 incremental fetch sessions (server/fetch_session.h) and what they count for /metrics */
+    struct gr_fsess_cache *fetch_sessions;
+    struct gr_fsess_counts fetch_session_counts;
     int64_t rechecks;            /* recheck calls made (a measure for tests and debug logs) */
     ev_timer housekeeping_timer; /* retention, checkpoints, idle connections */
     ev_signal sigterm_w, sigint_w;

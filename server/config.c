@@ -131,6 +131,10 @@ static const struct gr_config_def defs[] = {
      "How long the answer to a failed SASL authentication is held before it is sent and the connection "
      "closed (ms): slows password guessing without blocking the loop."},
     {"fetch.max.bytes", GR_CFG_INT, "57671680", 1024, INT32_MAX, "Maximum bytes returned by one Fetch."},
+    {"max.incremental.fetch.session.cache.slots", GR_CFG_INT, "1000", 0, INT32_MAX,
+     "Most incremental fetch sessions (KIP-227) the broker keeps; 0: none are made."},
+    {"min.incremental.fetch.session.eviction.ms", GR_CFG_INT, "120000", 0, INT32_MAX,
+     "How long a fetch session is kept from eviction by a less valuable new one (ms)."},
     {"delete.topic.enable", GR_CFG_BOOLEAN, "true", 0, 0, "Whether topics can be deleted."},
     {"group.min.session.timeout.ms", GR_CFG_INT, "6000", 0, INT32_MAX,
      "Smallest session timeout a group member may use (ms)."},
@@ -1059,6 +1063,8 @@ void gr_config_resolve(struct gr_config *cfg)
     s->sasl_server_max_receive_size = (int32_t)gr_config_int(cfg, "sasl.server.max.receive.size");
     s->failed_auth_delay_ms = (int32_t)gr_config_int(cfg, "connection.failed.authentication.delay.ms");
     s->fetch_max_bytes = (int32_t)gr_config_int(cfg, "fetch.max.bytes");
+    s->fetch_session_slots = (int32_t)gr_config_int(cfg, "max.incremental.fetch.session.cache.slots");
+    s->fetch_session_eviction_ms = gr_config_int(cfg, "min.incremental.fetch.session.eviction.ms");
     s->delete_topic_enable = gr_config_bool(cfg, "delete.topic.enable");
     s->group_min_session_timeout_ms = (int32_t)gr_config_int(cfg, "group.min.session.timeout.ms");
     s->group_max_session_timeout_ms = (int32_t)gr_config_int(cfg, "group.max.session.timeout.ms");

@@ -125,6 +125,9 @@ struct gr_broker_settings {
     bool authorizer_enabled;             /* authorizer.class.name is GR_CONFIG_STANDARD_AUTHORIZER */
     const char *super_users;             /* super.users, NULL when unset */
     bool allow_everyone_if_no_acl_found; /* allow.everyone.if.no.acl.found */
+    /* max.incremental.fetch.session.cache.slots, min.incremental.fetch.session.eviction.ms (KIP-227) */
+    int32_t fetch_session_slots;
+    int64_t fetch_session_eviction_ms;
 };
 
 /* The one authorizer.class.name Gregor accepts besides "" (Kafka 4.x's StandardAuthorizer; Kafka 4 removed

@@ -14,6 +14,7 @@
 #include <inttypes.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <time.h>
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/socket.h>
@@ -29,6 +30,7 @@
 #include "server/admin_http.h"
 #include "server/broker.h"
 #include "server/dynconf.h"
+#include "server/fetch_session.h"
 #include "server/scram_store.h"
 #include "server/security_etcd.h"
 #include "storage/cleaner.h"
@@ -370,7 +372,10 @@ int main(int argc, char **argv)
     }
     /* the visible-offset rule is the partition layer's, set once here (partition/partition.h) */
     struct gr_partitions_config pc = {b->store, gr_config_bool(&b->cfg, "gregor.acks.all.fsync")};
-    if (!(b->parts = gr_partitions_create(&pc))) {
+    if (!(b->parts = gr_partitions_create(&pc)) ||
+        !(b->fetch_sessions = gr_fsess_cache_new(
+              b->cfg.settings.fetch_session_slots, b->cfg.settings.fetch_session_eviction_ms,
+              (uint64_t)getpid() ^ (uint64_t)time(NULL) << 20, &b->fetch_session_counts))) {
         GR_ERROR("out of memory");
         return 1;
     }
@@ -446,6 +451,7 @@ int main(int argc, char **argv)
     }
     gr_producer_ids_stop(b);
     gr_partitions_destroy(b->parts);
+    gr_fsess_cache_free(b->fetch_sessions);
     gr_membership_stop_replicas(b); /* the pool is drained: none of its operations is in flight */
     /* The broker's own watchers stop before the store closes: cluster mode runs the loop once more below to
        revoke the lease (gr_membership_stop, up to GR_MEMBER_REVOKE_WAIT_MS), and housekeeping (retention,

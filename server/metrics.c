@@ -13,6 +13,7 @@
 
 #include "cluster/controller.h"
 #include "cluster/fetcher.h"
+#include "server/fetch_session.h"
 #include "common/time.h"
 #include "cluster/image.h"
 #include "protocol/errors.h"
@@ -409,6 +410,21 @@ int gr_metrics_render_head_step(struct gr_broker *b, struct gr_metrics_log_slice
     return out->failed ? -1 : 0;
 }
 
+/* KIP-227's counts (server/fetch_session.h): sessions and their partitions now, Fetch requests by kind. */
+static void render_fetch_sessions(const struct gr_fsess_counts *k, struct gr_prom_buf *out)
+{
+    gr_prom_type(out, "gregor_fetch_sessions", "gauge");
+    gr_prom_sample(out, "gregor_fetch_sessions", NULL, 0, (double)k->sessions);
+    gr_prom_type(out, "gregor_fetch_session_partitions", "gauge");
+    gr_prom_sample(out, "gregor_fetch_session_partitions", NULL, 0, (double)k->partitions);
+    const char *rn = "gregor_fetch_session_requests_total";
+    gr_prom_type(out, rn, "counter");
+    const char *kinds[4] = {"full", "incremental", "sessionless", "error"};
+    uint64_t v[4] = {k->full, k->incremental, k->sessionless, k->errors};
+    for (int i = 0; i < 4; i++)
+        gr_prom_sample_u64(out, rn, (struct gr_prom_label[1]){{"kind", kinds[i]}}, 1, v[i]);
+}
+
 bool gr_metrics_render_tail(struct gr_broker *b, struct gr_prom_buf *out)
 {
     struct gr_metrics *m = &b->metrics;
@@ -427,6 +443,7 @@ bool gr_metrics_render_tail(struct gr_broker *b, struct gr_prom_buf *out)
             gr_prom_sample_u64(out, tc, tl, 2, l->tls_connections[p]);
         }
     }
+    render_fetch_sessions(&b->fetch_session_counts, out);
     gr_prom_type(out, "gregor_build_info", "gauge");
     struct gr_prom_label bl[2] = {{"version", m->version ? m->version : ""}, {"revision", GREGOR_REVISION}};
     gr_prom_sample(out, "gregor_build_info", bl, 2, 1);

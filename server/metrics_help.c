@@ -127,6 +127,11 @@ static const struct {
      "TLS connections of an SSL or SASL_SSL listener whose handshake finished, by how Fetch's file ranges "
      "are "
      "sent: ktls (the kernel encrypts: SSL_sendfile) or userspace (pread + SSL_write)."},
+    {"gregor_fetch_sessions", "Incremental fetch sessions (KIP-227) in the cache."},
+    {"gregor_fetch_session_partitions", "Partitions held by all incremental fetch sessions."},
+    {"gregor_fetch_session_requests_total",
+     "Fetch requests by session kind: full (epoch 0), incremental, sessionless (v < 7, epoch -1, or a "
+     "session emptied or over its bound), error (unknown session, wrong epoch, topic id use)."},
     {"gregor_build_info", "Constant 1, labelled with Gregor's version and git revision."},
     /* the Prometheus client libraries' process collector */
     {"process_cpu_seconds_total", "User and system CPU time spent, seconds."},

@@ -3,7 +3,7 @@
  * gr_partition_fetch (partition/read.c: KIP-74 budget, epochs, zstd rule, whole batches below the visible
  * offset, the LSO for read_committed, as a file range for sendfile); empty (not null) records when none. Long
  * poll: parked until min_bytes are there, data arrives (gr_req_wait_data; the LSO moves for read_committed)
- * or max_wait_ms passes. No fetch sessions (KIP-227). Cold reads go through req->cold (partition/cold.c):
+ * or max_wait_ms passes. Sessions: fetch_session.h. Cold reads go through req->cold (partition/cold.c):
  * lookups wait for a pool round, the fill is redone; ranges not in the page cache are read in once before
  * answering. aborted_transactions: null for read_uncommitted, else handlers/fetch_aborted.c. Unknown topic,
  * id or partition: -1 offsets, empty aborted list; a partition error (range, epoch, zstd, storage): -1
@@ -22,8 +22,9 @@ struct fetch_state {
     bool no_memory;     /* a fill ran out of request memory: the connection is closed */
     bool filled;        /* a fill ran: later ones read again without recording a follower's state */
     int32_t replica_id; /* Kafka's FetchRequest.replicaId: v15+ ReplicaState's, else ReplicaId; -1 consumer */
-    int64_t replica_epoch; /* v15+ ReplicaState.ReplicaEpoch, else -1 */
-    bool *denied;          /* per requested topic: TOPIC_AUTHORIZATION_FAILED (gr_fetch_topics_denied) */
+    int64_t replica_epoch;    /* v15+ ReplicaState.ReplicaEpoch, else -1 */
+    bool *denied;             /* per requested topic: TOPIC_AUTHORIZATION_FAILED (gr_fetch_topics_denied) */
+    struct gr_fsess_req sess; /* its fetch session (KIP-227): may rewrite body->topics, or answer at once */
 };
 
 /* Fills one partition of topic `it` (NULL: unknown); out of request memory it sets st->no_memory. */
@@ -140,7 +141,7 @@ static bool try_answer(struct gr_req *req)
     if (gr_cold_pending(&req->cold))
         gr_cold_wait(&req->cold);
     else
-        gr_req_finish(req);
+        gr_fsess_finish(req, &st->sess); /* the session's part of the answer, then gr_req_finish */
     return true;
 }
 
@@ -184,10 +185,10 @@ enum gr_handler_rc gr_handle_fetch(struct gr_req *req)
     struct fetch_state *st = req->hstate = gr_arena_calloc(&req->arena, 1, sizeof(struct fetch_state));
     if (!st) return GR_HANDLER_CLOSE;
     gr_cold_init(&req->cold, req->broker->parts, req->broker->iopool, fetch_cold_done, req);
-    st->final = body->max_wait_ms <= 0;
     bool v15 = req->hdr.request_api_version >= 15;
     st->replica_id = v15 ? body->replica_state.replica_id : body->replica_id;
     st->replica_epoch = v15 ? body->replica_state.replica_epoch : -1;
+    st->final = gr_fsess_start(req, &st->sess, st->replica_id >= 0) || body->max_wait_ms <= 0; /* KIP-227 */
     /* every topic denied: nothing to wait for, answered at once (as Kafka) */
     if (!(st->denied = gr_fetch_topics_denied(req, st->replica_id, &st->final))) return GR_HANDLER_CLOSE;
     /* Declared from the start (a parked request is freed only once finished; finishing it unparks it). */
