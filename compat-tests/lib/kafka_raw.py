@@ -64,7 +64,7 @@ API_KEYS = {'Produce': 0, 'Fetch': 1, 'ListOffsets': 2, 'Metadata': 3, 'FindCoor
             'DeleteRecords': 21, 'InitProducerId': 22, 'AddPartitionsToTxn': 24, 'EndTxn': 26,
             'WriteTxnMarkers': 27, 'DescribeProducers': 61, 'DescribeTransactions': 65, 'ListTransactions': 66,
             'SaslHandshake': 17, 'SaslAuthenticate': 36,
-            'DescribeUserScramCredentials': 50, 'AlterUserScramCredentials': 51,
+            'DescribeUserScramCredentials': 50, 'AlterUserScramCredentials': 51, 'IncrementalAlterConfigs': 44,
 
             'DescribeAcls': 29, 'CreateAcls': 30, 'DeleteAcls': 31, 'DeleteTopics': 20,
             'DescribeGroups': 15, 'ListGroups': 16}
@@ -102,6 +102,20 @@ LEADER_ID_AND_EPOCH = [F('leader_id', 'int32', '0+', default=-1), F('leader_epoc
 
 SCHEMAS = {
     # key: (flexible from, request fields, response fields)
+    'IncrementalAlterConfigs': (1, [
+        F('resources', [
+            F('resource_type', 'int8', '0+'), F('resource_name', 'string', '0+'),
+            F('configs', [F('name', 'string', '0+'), F('config_operation', 'int8', '0+'),
+                          F('value', 'string', '0+', nullable='0+')], '0+'),
+        ], '0+'),
+        F('validate_only', 'bool', '0+'),
+    ], [
+        F('throttle_time_ms', 'int32', '0+'),
+        F('responses', [
+            F('error_code', 'int16', '0+'), F('error_message', 'string', '0+', nullable='0+'),
+            F('resource_type', 'int8', '0+'), F('resource_name', 'string', '0+'),
+        ], '0+'),
+    ]),
     'DescribeUserScramCredentials': (0, [
         F('users', [F('name', 'string', '0+')], '0+', nullable='0+'),
     ], [

@@ -74,21 +74,6 @@ kr.SCHEMAS.setdefault('DescribeProducers', (0, [
         ], '0+'),
     ], '0+'),
 ]))
-kr.API_KEYS.setdefault('IncrementalAlterConfigs', 44)
-kr.SCHEMAS.setdefault('IncrementalAlterConfigs', (1, [
-    F('resources', [
-        F('resource_type', 'int8', '0+'), F('resource_name', 'string', '0+'),
-        F('configs', [F('name', 'string', '0+'), F('config_operation', 'int8', '0+'),
-                      F('value', 'string', '0+', nullable='0+')], '0+'),
-    ], '0+'),
-    F('validate_only', 'bool', '0+'),
-], [
-    F('throttle_time_ms', 'int32', '0+'),
-    F('responses', [
-        F('error_code', 'int16', '0+'), F('error_message', 'string', '0+', nullable='0+'),
-        F('resource_type', 'int8', '0+'), F('resource_name', 'string', '0+'),
-    ], '0+'),
-]))
 
 BROKER = os.environ['BROKER']
 TOPIC = 'tv'
