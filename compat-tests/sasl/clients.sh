@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# sasl/clients.sh: every stock client family over SASL_SSL with each mechanism (issue #23's client list): one
-# broker with a SASL_SSL listener SS enabling PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512 (PLAIN users from the
-# listener's JAAS entry; SCRAM users added with Kafka's kafka-configs.sh on the PLAINTEXT listener PT), then for
-# each mechanism: kcat (librdkafka 2.0.2), confluent-kafka, kafka-python 3, franz-go (compat-tests/clients/go,
-# `gomatrix -client franz-sasl`) and Kafka 4.4's console producer and consumer (the Java client) each produce
-# to their own topic and read the records back in order; a wrong password is refused for each client family
+# sasl/clients.sh: every stock client family over SASL_SSL with each mechanism (issue #23's client list): one broker
+# with a SASL_SSL listener SS enabling PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 and OAUTHBEARER (PLAIN users from the
+# listener's JAAS entry; SCRAM users added with Kafka's kafka-configs.sh on the PLAINTEXT listener PT), then for each
+# mechanism: kcat (librdkafka 2.0.2), confluent-kafka, kafka-python 3, franz-go (compat-tests/clients/go, `gomatrix
+# -client franz-sasl`) and Kafka 4.4's console producer and consumer (the Java client) each produce to their own
+# topic and read the records back in order; then OAUTHBEARER (Kafka's unsecured validator on SS, each client making
+# its own unsecured token for alice): kcat, confluent-kafka, kafka-python 3 and the console tools likewise (franz-go
+# not yet: compat-tests/clients/go/sasl.go has no OAUTHBEARER); a wrong password is refused for each client family
 # once. Runs after clients/run.sh in compat-tests/suites.txt, whose Go build it reuses (built here if absent).
 # Prints "sasl-clients: N passed, N failed" last.
 set -u
@@ -22,11 +24,13 @@ mkcerts >"$CERTS/openssl.log" 2>&1 || { fail "certificates" "$(tail -3 "$CERTS/o
 cd "$REPO" || exit 1
 CA=$CERTS/ca.pem
 
+OMOD=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule
 JAAS='org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="alice-secret";'
 broker_start --override "listeners=PT://127.0.0.1:0,SS://127.0.0.1:0" \
     --override "listener.security.protocol.map=PT:PLAINTEXT,SS:SASL_SSL" \
-    --override "sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512" \
+    --override "sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER" \
     --override "listener.name.ss.plain.sasl.jaas.config=$JAAS" \
+    --override "listener.name.ss.oauthbearer.sasl.jaas.config=$OMOD required;" \
     --override ssl.keystore.type=PEM --override "ssl.keystore.location=$CERTS/server-keystore.pem" ||
     { fail "start"; summary sasl-clients; exit 1; }
 PT=$BROKER
@@ -106,6 +110,68 @@ PY
         check_eq "Kafka's console producer and consumer (Java client) over SASL_SSL with $m" "$(seq -f 'java-%03g' 1 30 | tr '\n' ' ')" "$got"
     fi
 done
+
+# OAUTHBEARER with Kafka's unsecured validator (no callback handler on the listener): each client makes its own
+# unsecured token for principal alice (franz-go not yet: sasl.go has no OAUTHBEARER)
+K=(-X security.protocol=SASL_SSL -X "ssl.ca.location=$CA" -X sasl.mechanisms=OAUTHBEARER
+    -X enable.sasl.oauthbearer.unsecure.jwt=true -X sasl.oauthbearer.config=principal=alice)
+timeout 30 kcat -P -b "$SS" "${K[@]}" -t kcat-oauthbearer -l "$CERTS/records" 2>"$CERTS/kcat.err"
+check_eq "kcat produces 300 records over SASL_SSL with OAUTHBEARER (exit 0)" 0 "$?"
+got=$(timeout 30 kcat -C -b "$SS" "${K[@]}" -t kcat-oauthbearer -o beginning -e -q 2>>"$CERTS/kcat.err" | md5sum)
+check_eq "kcat reads them back with OAUTHBEARER" "$want" "$got"
+out=$(SS=$SS CA=$CA TOPIC=py-oauthbearer timeout 90 python3 - 2>&1 <<'PY'
+import base64, json, os, time
+from confluent_kafka import Consumer, Producer
+from kafka import KafkaConsumer, KafkaProducer
+ss, ca, topic = os.environ['SS'], os.environ['CA'], os.environ['TOPIC']
+conf = {'bootstrap.servers': ss, 'security.protocol': 'SASL_SSL', 'ssl.ca.location': ca, 'sasl.mechanisms': 'OAUTHBEARER',
+        'enable.sasl.oauthbearer.unsecure.jwt': True, 'sasl.oauthbearer.config': 'principal=alice'}
+p = Producer(conf)
+for i in range(100):
+    p.produce(topic + '-ck', b'ck-%03d' % i)
+assert p.flush(30) == 0, 'confluent-kafka: records not acknowledged'
+c = Consumer(dict(conf, **{'group.id': topic, 'auto.offset.reset': 'earliest'}))
+c.subscribe([topic + '-ck'])
+got, end = [], time.time() + 30
+while len(got) < 100 and time.time() < end:
+    r = c.poll(0.5)
+    if r is not None and not r.error():
+        got.append(r.value())
+c.close()
+print('confluent-kafka', 'ok' if got == [b'ck-%03d' % i for i in range(100)] else 'got %d' % len(got))
+from kafka.net.sasl.oauth import AbstractTokenProvider
+b64 = lambda d: base64.urlsafe_b64encode(json.dumps(d).encode()).rstrip(b'=').decode()
+class Unsecured(AbstractTokenProvider):  # kafka-python 3 calls token(); an unsecured JWS: alg none, empty signature
+    def token(self):
+        now = int(time.time())
+        return b64({'alg': 'none'}) + '.' + b64({'sub': 'alice', 'iat': now, 'exp': now + 3600}) + '.'
+    def extensions(self):
+        return {}
+kw = {'bootstrap_servers': ss, 'security_protocol': 'SASL_SSL', 'ssl_cafile': ca, 'sasl_mechanism': 'OAUTHBEARER',
+      'sasl_oauth_token_provider': Unsecured()}
+kp = KafkaProducer(**kw)
+for i in range(50):
+    kp.send(topic + '-kp', b'kp-%02d' % i)
+kp.flush(30)
+kp.close()
+kc = KafkaConsumer(topic + '-kp', auto_offset_reset='earliest', consumer_timeout_ms=8000, **kw)
+got = [r.value for r in kc]
+kc.close()
+print('kafka-python', 'ok' if got == [b'kp-%02d' % i for i in range(50)] else 'got %d' % len(got))
+PY
+)
+check "confluent-kafka produces and consumes (group) 100 records over SASL_SSL with OAUTHBEARER" grep -qx 'confluent-kafka ok' <<<"$out"
+check "kafka-python 3 produces and consumes 50 records over SASL_SSL with OAUTHBEARER" grep -qx 'kafka-python ok' <<<"$out"
+grep -qx 'kafka-python ok' <<<"$out" || echo "$out" | tail -3
+if [ -x "$KAFKA_BIN/kafka-console-producer.sh" ]; then
+    printf '%s\n' security.protocol=SASL_SSL ssl.truststore.type=PEM "ssl.truststore.location=$CA" sasl.mechanism=OAUTHBEARER \
+        "sasl.jaas.config=$OMOD required unsecuredLoginStringClaim_sub=\"alice\";" >"$CERTS/java-oauthbearer.properties"
+    seq -f 'java-%03g' 1 30 | timeout 60 "$KAFKA_BIN/kafka-console-producer.sh" --bootstrap-server "$SS" --topic java-oauthbearer \
+        --producer.config "$CERTS/java-oauthbearer.properties" >"$CERTS/java.out" 2>&1
+    got=$(timeout 60 "$KAFKA_BIN/kafka-console-consumer.sh" --bootstrap-server "$SS" --topic java-oauthbearer --from-beginning \
+        --max-messages 30 --consumer.config "$CERTS/java-oauthbearer.properties" 2>/dev/null | grep "^java-" | tr '\n' ' ')
+    check_eq "Kafka's console producer and consumer (Java client) over SASL_SSL with OAUTHBEARER" "$(seq -f 'java-%03g' 1 30 | tr '\n' ' ')" "$got"
+fi
 
 # a wrong password, once per family (SCRAM-SHA-512): nothing produced
 out=$(timeout 20 kcat -L -b "$SS" -X security.protocol=SASL_SSL -X "ssl.ca.location=$CA" -X sasl.mechanisms=SCRAM-SHA-512 \
