@@ -5,8 +5,8 @@
 # mechanism: kcat (librdkafka 2.0.2), confluent-kafka, kafka-python 3, franz-go (compat-tests/clients/go, `gomatrix
 # -client franz-sasl`) and Kafka 4.4's console producer and consumer (the Java client) each produce to their own
 # topic and read the records back in order; then OAUTHBEARER (Kafka's unsecured validator on SS, each client making
-# its own unsecured token for alice): kcat, confluent-kafka, kafka-python 3 and the console tools likewise (franz-go
-# not yet: compat-tests/clients/go/sasl.go has no OAUTHBEARER); a wrong password is refused for each client family
+# its own unsecured token for alice): kcat, confluent-kafka, kafka-python 3, franz-go and the console tools
+# likewise; a wrong password is refused for each client family
 # once. Runs after clients/run.sh in compat-tests/suites.txt, whose Go build it reuses (built here if absent).
 # Prints "sasl-clients: N passed, N failed" last.
 set -u
@@ -112,7 +112,7 @@ PY
 done
 
 # OAUTHBEARER with Kafka's unsecured validator (no callback handler on the listener): each client makes its own
-# unsecured token for principal alice (franz-go not yet: sasl.go has no OAUTHBEARER)
+# unsecured token for principal alice
 K=(-X security.protocol=SASL_SSL -X "ssl.ca.location=$CA" -X sasl.mechanisms=OAUTHBEARER
     -X enable.sasl.oauthbearer.unsecure.jwt=true -X sasl.oauthbearer.config=principal=alice)
 timeout 30 kcat -P -b "$SS" "${K[@]}" -t kcat-oauthbearer -l "$CERTS/records" 2>"$CERTS/kcat.err"
@@ -163,6 +163,12 @@ PY
 check "confluent-kafka produces and consumes (group) 100 records over SASL_SSL with OAUTHBEARER" grep -qx 'confluent-kafka ok' <<<"$out"
 check "kafka-python 3 produces and consumes 50 records over SASL_SSL with OAUTHBEARER" grep -qx 'kafka-python ok' <<<"$out"
 grep -qx 'kafka-python ok' <<<"$out" || echo "$out" | tail -3
+if [ -x "${GOBIN:-}" ]; then
+    out=$(timeout 90 "$GOBIN" -client franz-sasl -bootstrap "$SS" -protocol SASL_SSL -mechanism OAUTHBEARER -user alice \
+        -ca "$CA" -topic fz-oauthbearer -n 200 2>&1)
+    check "franz-go produces (acks=all) and reads back 200 records over SASL_SSL with OAUTHBEARER" grep -qx 'franz-sasl: ok' <<<"$out"
+    grep -qx "franz-sasl: ok" <<<"$out" || echo "$out" | tail -3
+fi
 if [ -x "$KAFKA_BIN/kafka-console-producer.sh" ]; then
     printf '%s\n' security.protocol=SASL_SSL ssl.truststore.type=PEM "ssl.truststore.location=$CA" sasl.mechanism=OAUTHBEARER \
         "sasl.jaas.config=$OMOD required unsecuredLoginStringClaim_sub=\"alice\";" >"$CERTS/java-oauthbearer.properties"

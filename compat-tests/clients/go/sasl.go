@@ -1,7 +1,8 @@
 // sasl.go: `gomatrix -client franz-sasl`: franz-go over SASL_PLAINTEXT, SASL_SSL or SSL (issue #23), used by
 // compat-tests/sasl/clients.sh: produces N records with acks=all to a new topic, reads them back from the
 // start, and exits 0 when they match in order (1 with the error otherwise). Flags: -bootstrap, -protocol
-// (SASL_PLAINTEXT, SASL_SSL, SSL), -mechanism (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512), -user, -password, -ca
+// (SASL_PLAINTEXT, SASL_SSL, SSL), -mechanism (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER: an unsecured
+// token for -user, no password), -user, -password, -ca
 // (a PEM file the broker's certificate chains to), -topic, -n.
 package main
 
@@ -9,6 +10,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"os"
@@ -17,6 +19,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl"
+	"github.com/twmb/franz-go/pkg/sasl/oauth"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 )
@@ -34,8 +37,19 @@ func saslMechanism(f saslFlags) (sasl.Mechanism, error) {
 		return scram.Auth{User: f.user, Pass: f.password}.AsSha256Mechanism(), nil
 	case "SCRAM-SHA-512":
 		return scram.Auth{User: f.user, Pass: f.password}.AsSha512Mechanism(), nil
+	case "OAUTHBEARER":
+		return oauth.Auth{Token: unsecuredToken(f.user)}.AsMechanism(), nil
 	}
 	return nil, fmt.Errorf("unknown mechanism %q", f.mechanism)
+}
+
+// unsecuredToken is an unsecured JWS (RFC 7515 with alg "none", an empty signature) for principal `sub`,
+// valid for an hour: what Kafka's unsecured validator (OAuthBearerUnsecuredValidatorCallbackHandler) accepts.
+func unsecuredToken(sub string) string {
+	enc := base64.RawURLEncoding
+	now := time.Now().Unix()
+	payload := fmt.Sprintf(`{"sub":%q,"iat":%d,"exp":%d}`, sub, now, now+3600)
+	return enc.EncodeToString([]byte(`{"alg":"none"}`)) + "." + enc.EncodeToString([]byte(payload)) + "."
 }
 
 func saslOpts(f saslFlags) ([]kgo.Opt, error) {

@@ -115,7 +115,7 @@ func main() {
 	nmembers := envInt("MATRIX_MEMBERS", 2, 2, 16)
 	var sf saslFlags
 	flag.StringVar(&sf.protocol, "protocol", "SASL_SSL", "franz-sasl: SASL_PLAINTEXT, SASL_SSL or SSL")
-	flag.StringVar(&sf.mechanism, "mechanism", "PLAIN", "franz-sasl: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512")
+	flag.StringVar(&sf.mechanism, "mechanism", "PLAIN", "franz-sasl: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER (an unsecured token for -user)")
 	flag.StringVar(&sf.user, "user", "", "franz-sasl: user name")
 	flag.StringVar(&sf.password, "password", "", "franz-sasl: password")
 	flag.StringVar(&sf.ca, "ca", "", "franz-sasl: CA certificate (PEM)")
