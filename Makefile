@@ -3,6 +3,15 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo
+# The tests' Python modules (python3-confluent-kafka, python3-kafka, ...) come from Debian's packages, which
+# install for Debian's /usr/bin/python3: a directory holding only a python3 link to it goes first on PATH, so
+# a python3 from pyenv or a venv earlier on PATH (one without those modules) does not shadow it, and nothing
+# else on PATH (node, java, go) changes.
+ifneq ($(wildcard /usr/bin/python3),)
+PYSHIM := $(CURDIR)/$(BUILD)/python-shim
+$(shell mkdir -p $(PYSHIM) && ln -sf /usr/bin/python3 $(PYSHIM)/python3)
+export PATH := $(PYSHIM):$(PATH)
+endif
 
 .PHONY: all build deps test-deps run test lint unit cluster-check oracle codegen-check compat compat-full compat-eos compat-librdkafka compat-librdkafka-extended bench docker-test clean sanitize sanitize-check test-dashboard test-cluster test-faults test-txn-faults
 

@@ -16,12 +16,14 @@
 #include <errno.h>
 #include <ev.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #include "cluster/etcd.h"
 #include "common/log.h"
+#include "protocol/errors.h"
 
 struct gr_controller {
     struct ev_loop *loop;
@@ -38,6 +40,7 @@ struct gr_controller {
     struct gr_controller_write *plan; /* GR_CONTROLLER_PLAN_MAX */
     int32_t plan_count, plan_next, batch_count;
     ev_timer timer;         /* back-off */
+    ev_timer kick;          /* a step on the next loop turn (a new reassignment ask) */
     ev_timer unclean_timer; /* every unclean.leader.election.interval.ms: the next plan is an unclean pass */
     bool unclean_default;   /* the broker's unclean.leader.election.enable */
     bool unclean_due;       /* the next plan is an unclean pass */
@@ -47,6 +50,13 @@ struct gr_controller {
     bool rebalance_due;
     struct gr_controller_elect_req *asks; /* ElectLeaders asks waiting (a list, newest first) */
     int32_t ask_count;
+    struct gr_controller_reassign_req *rasks; /* AlterPartitionReassignments asks (oldest first) */
+    int32_t rask_count;
+    /* the topic-record txn in flight (a reassignment ask's parts, or completions when tw_ask is NULL) */
+    bool tw_inflight;
+    struct gr_controller_reassign_req *tw_ask;
+    int32_t tw_idx[GR_CONTROLLER_TXN_PARTITIONS_MAX], tw_n;
+    char tw_topic_key[GR_CLUSTER_KEY_BUF];
     struct gr_controller_stats stats;
     char ctl_key[GR_CLUSTER_KEY_BUF];
     /* one txn's keys: partitions, then topic records */
@@ -55,6 +65,8 @@ struct gr_controller {
 };
 
 static void step(struct gr_controller *ctl);
+struct gr_controller_reassign_part;
+static void part_answer(struct gr_controller_reassign_part *pt, int16_t error, const char *msg);
 
 /* ---- the plan (pure) ---- */
 
@@ -106,13 +118,16 @@ static bool fresh(const struct gr_image *img, const struct gr_image_partition *p
            gr_image_broker(img, node_id)->epoch <= p->partition_epoch;
 }
 
-/* Whether topic t allows an unclean election: its unclean.leader.election.enable, else the broker default
- * (Kafka's boolean parsing: "true"/"false", any case). */
-static bool unclean_enabled(const struct gr_image_topic *t, const struct gr_controller_plan_opts *opts)
+bool gr_controller_unclean_enabled(const struct gr_image_topic *t, bool broker_default)
 {
     const char *v = gr_image_topic_config(t, "unclean.leader.election.enable");
-    if (v) return strcasecmp(v, "true") == 0;
-    return opts && opts->unclean_default;
+    if (v) return strcasecmp(v, "true") == 0; /* Kafka's boolean parsing: "true"/"false", any case */
+    return broker_default;
+}
+
+static bool unclean_enabled(const struct gr_image_topic *t, const struct gr_controller_plan_opts *opts)
+{
+    return gr_controller_unclean_enabled(t, opts && opts->unclean_default);
 }
 
 /* A new partition (ReplicationControlManager.createTopic): the first live replica leads, leader epoch 0,
@@ -307,6 +322,16 @@ struct gr_controller_elect_req {
     void *ctx;
 };
 
+struct gr_controller_reassign_req {
+    struct gr_controller_reassign_req *next;
+    struct gr_controller_reassign_part *parts; /* borrowed */
+    int32_t n;
+    bool allow_rf_change;
+    int64_t revision; /* the last txn written for it: done waits until the image shows it */
+    void (*done)(void *ctx);
+    void *ctx;
+};
+
 static int part_cmp(const void *a, const void *b)
 {
     const struct gr_controller_elect_part *x = a, *y = b;
@@ -375,6 +400,10 @@ static void stop_acting_at(struct gr_controller *ctl, const char *why, int level
                      why);
     ctl->epoch = 0;
     ctl->plan_count = ctl->plan_next = 0;
+    for (struct gr_controller_reassign_req *r = ctl->rasks; r; r = r->next) /* answered at the next image */
+        for (int32_t i = 0; i < r->n; i++)
+            if (!r->parts[i].done)
+                part_answer(&r->parts[i], GR_ERR_NOT_CONTROLLER, "This broker stopped being the controller.");
 }
 
 static void stop_acting(struct gr_controller *ctl, const char *why)
@@ -389,6 +418,13 @@ static void backoff(struct gr_controller *ctl)
     ev_timer_start(ctl->loop, &ctl->timer);
     ctl->backoff_ms *= 2;
     if (ctl->backoff_ms > GR_CONTROLLER_BACKOFF_MAX_MS) ctl->backoff_ms = GR_CONTROLLER_BACKOFF_MAX_MS;
+}
+
+static void on_kick(struct ev_loop *loop, ev_timer *t, int revents)
+{
+    (void)loop;
+    (void)revents;
+    step(t->data);
 }
 
 static void on_timer(struct ev_loop *loop, ev_timer *t, int revents)
@@ -538,6 +574,249 @@ static bool send_batch(struct gr_controller *ctl)
     return true;
 }
 
+/* ---- reassignment: topic-record txns (cluster/reassign.h) ---- */
+
+static void unlink_rask(struct gr_controller *ctl, struct gr_controller_reassign_req *r)
+{
+    for (struct gr_controller_reassign_req **pp = &ctl->rasks; *pp; pp = &(*pp)->next)
+        if (*pp == r) {
+            *pp = r->next;
+            ctl->rask_count--;
+            break;
+        }
+    if (ctl->tw_ask == r) ctl->tw_ask = NULL; /* its txn's answer finds no ask to mark */
+}
+
+/* Runs the done of every ask whose parts are all answered and whose writes the image shows (all: every
+ * ask, at free). */
+static void answer_rasks(struct gr_controller *ctl, bool all)
+{
+    struct gr_controller_reassign_req *r = ctl->rasks;
+    while (r) {
+        struct gr_controller_reassign_req *next = r->next;
+        bool ready = all || (!(ctl->tw_inflight && ctl->tw_ask == r) && ctl->img->revision >= r->revision);
+        for (int32_t i = 0; i < r->n && ready && !all; i++)
+            ready = r->parts[i].done;
+        if (ready) {
+            void (*done)(void *) = r->done;
+            void *ctx = r->ctx;
+            unlink_rask(ctl, r);
+            free(r);
+            done(ctx);
+            next = ctl->rasks;
+        }
+        r = next;
+    }
+}
+
+static void part_answer(struct gr_controller_reassign_part *pt, int16_t error, const char *msg)
+{
+    pt->done = true;
+    pt->error = error;
+    if (msg != pt->message) snprintf(pt->message, sizeof pt->message, "%s", msg ? msg : "");
+}
+
+static void on_topic_write(void *arg, const struct gr_etcd_result *res);
+
+/* Sends one topic-record txn: `rec` (the topic record with the changes applied) and the partition states of
+ * the `n` changes at `ch` (partition indexes at `pidx`) that write one, compared with the controller epoch,
+ * the record's revision and each written state's partition epoch. False when it could not be built. */
+static bool send_topic_write(struct gr_controller *ctl, const struct gr_image_topic *t,
+                             const struct gr_cluster_topic *rec, struct gr_reassign_change *ch,
+                             const int32_t *pidx, int32_t n)
+{
+    struct gr_etcd_compare cmps[2 + GR_CONTROLLER_TXN_PARTITIONS_MAX];
+    struct gr_etcd_op puts[1 + GR_CONTROLLER_TXN_PARTITIONS_MAX];
+    char *vals[1 + GR_CONTROLLER_TXN_PARTITIONS_MAX] = {0}, err[GR_CLUSTER_ERR_BYTES] = "";
+    size_t nc = 0, np = 0, len = 0;
+    bool ok = gr_cluster_key_topic(ctl->lay, t->name, (size_t)t->name_len, ctl->tw_topic_key) > 0 &&
+              gr_cluster_topic_encode(rec, &vals[0], &len, err) == 0;
+    cmps[nc++] =
+        (struct gr_etcd_compare){.key = ctl->ctl_key, .target = GR_ETCD_CREATE, .number = ctl->epoch};
+    cmps[nc++] = (struct gr_etcd_compare){
+        .key = ctl->tw_topic_key, .target = GR_ETCD_MOD, .number = t->record_revision};
+    if (ok)
+        puts[np++] = (struct gr_etcd_op){
+            .type = GR_ETCD_OP_PUT, .key = ctl->tw_topic_key, .value = vals[0], .value_len = len};
+    for (int32_t i = 0; i < n && ok; i++) {
+        if (!ch[i].write_state) continue;
+        struct gr_uuid id;
+        memcpy(&id, t->id, 16);
+        ok = gr_cluster_key_partition(ctl->lay, id, pidx[i], ctl->part_keys[i]) > 0;
+        ch[i].state.controller_epoch = ctl->epoch;
+        ok = ok && gr_cluster_partition_encode(&ch[i].state, &vals[np], &len, err) == 0;
+        if (!ok) break;
+        cmps[nc++] = (struct gr_etcd_compare){
+            .key = ctl->part_keys[i], .target = GR_ETCD_MOD, .number = t->parts[pidx[i]].partition_epoch};
+        puts[np] = (struct gr_etcd_op){
+            .type = GR_ETCD_OP_PUT, .key = ctl->part_keys[i], .value = vals[np], .value_len = len};
+        np++;
+    }
+    struct gr_etcd_op get = {.type = GR_ETCD_OP_RANGE, .key = ctl->ctl_key};
+    struct gr_etcd_txn txn = {cmps, nc, puts, np, &get, 1};
+    if (ok) ctl->req = gr_etcd_txn(ctl->etcd, &txn, on_topic_write, ctl);
+    for (int32_t i = 0; i <= n; i++)
+        free(vals[i]);
+    if (!ok || !ctl->req) {
+        gr_log_write(GR_LOG_ERROR, "controller: topic-record txn for %.*s not built: %s", (int)t->name_len,
+                     t->name, ok ? gr_etcd_last_error(ctl->etcd) : err);
+        ctl->wait_revision = INT64_MAX; /* the back-off timer tries again */
+        backoff(ctl);
+        return false;
+    }
+    ctl->tw_inflight = true;
+    return true;
+}
+
+/* The oldest ask's next topic: judges its unanswered parts of that topic on the image (errors and no-ops
+ * answered at once) and sends the txn of those that change something. True when a txn was sent (or could
+ * not be built: backing off); false when no ask has anything left to write. */
+static bool reassign_ask_step(struct gr_controller *ctl)
+{
+    for (struct gr_controller_reassign_req *r = ctl->rasks; r; r = r->next) {
+        for (int32_t i = 0; i < r->n; i++) {
+            struct gr_controller_reassign_part *first = &r->parts[i];
+            if (first->done) continue;
+            const struct gr_image_topic *t = gr_image_topic_find_id(ctl->img, first->topic_id);
+            struct gr_cluster_topic rec;
+            if (!t || gr_reassign_record(t, &rec) != 0) {
+                part_answer(first, GR_ERR_UNKNOWN_TOPIC_OR_PARTITION,
+                            t ? "The topic's record is not fully known yet." : "Unable to find the topic.");
+                continue;
+            }
+            struct gr_reassign_change ch[GR_CONTROLLER_TXN_PARTITIONS_MAX];
+            int32_t pidx[GR_CONTROLLER_TXN_PARTITIONS_MAX], n = 0;
+            bool unclean = gr_controller_unclean_enabled(t, ctl->unclean_default);
+            for (int32_t j = i; j < r->n && n < GR_CONTROLLER_TXN_PARTITIONS_MAX; j++) {
+                struct gr_controller_reassign_part *pt = &r->parts[j];
+                if (pt->done || memcmp(pt->topic_id, t->id, 16)) continue;
+                bool changed = false;
+                int16_t e = gr_reassign_ask(ctl->img, t, pt->partition, pt->target, pt->target_count,
+                                            r->allow_rf_change, unclean, &ch[n], &changed, pt->message);
+                if (e || !changed) {
+                    part_answer(pt, e, pt->message);
+                    continue;
+                }
+                bool dup = false; /* the same partition twice in one txn: the later waits for the next */
+                for (int32_t k = 0; k < n && !dup; k++)
+                    dup = r->parts[ctl->tw_idx[k]].partition == pt->partition;
+                if (dup) continue;
+                rec.partitions[pt->partition] = ch[n].assign;
+                pidx[n] = pt->partition;
+                ctl->tw_idx[n++] = j;
+            }
+            if (n == 0) {
+                gr_cluster_topic_free(&rec);
+                continue;
+            }
+            ctl->tw_ask = r;
+            ctl->tw_n = n;
+            send_topic_write(ctl, t, &rec, ch, pidx, n);
+            gr_cluster_topic_free(&rec);
+            return true;
+        }
+    }
+    return false;
+}
+
+/* The first topic with reassignments ready to complete: their txn. True when one was sent (or backing off).
+ */
+static bool reassign_complete_step(struct gr_controller *ctl)
+{
+    for (int32_t ti = 0; ti < gr_image_topic_count(ctl->img); ti++) {
+        const struct gr_image_topic *t = gr_image_topic_at(ctl->img, ti);
+        struct gr_reassign_change ch[GR_CONTROLLER_TXN_PARTITIONS_MAX];
+        int32_t pidx[GR_CONTROLLER_TXN_PARTITIONS_MAX], n = 0;
+        for (int32_t p = 0; p < t->partition_count && n < GR_CONTROLLER_TXN_PARTITIONS_MAX; p++)
+            if (gr_image_reassigning(&t->parts[p]) && gr_reassign_complete(ctl->img, t, p, &ch[n]))
+                pidx[n++] = p;
+        if (n == 0) continue;
+        struct gr_cluster_topic rec;
+        if (gr_reassign_record(t, &rec) != 0) continue;
+        for (int32_t i = 0; i < n; i++)
+            rec.partitions[pidx[i]] = ch[i].assign;
+        ctl->tw_ask = NULL;
+        ctl->tw_n = n;
+        send_topic_write(ctl, t, &rec, ch, pidx, n);
+        gr_cluster_topic_free(&rec);
+        return true;
+    }
+    return false;
+}
+
+static void on_topic_write(void *arg, const struct gr_etcd_result *res)
+{
+    struct gr_controller *ctl = arg;
+    ctl->req = NULL;
+    ctl->tw_inflight = false;
+    struct gr_controller_reassign_req *r = ctl->tw_ask;
+    ctl->tw_ask = NULL;
+    if (res->status != GR_ETCD_OK) { /* outcome unknown: judged again after the back-off */
+        ctl->stats.txns_lost++;
+        gr_log_write(GR_LOG_WARN, "controller: topic-record txn lost: %s", res->message);
+        ctl->wait_revision = INT64_MAX;
+        backoff(ctl);
+        return;
+    }
+    if (res->succeeded) {
+        ctl->stats.reassign_txns_ok++;
+        if (r) {
+            for (int32_t i = 0; i < ctl->tw_n; i++)
+                part_answer(&r->parts[ctl->tw_idx[i]], GR_ERR_NONE, "");
+            r->revision = res->revision;
+        } else {
+            ctl->stats.reassignments_completed += (uint64_t)ctl->tw_n;
+            gr_log_write(GR_LOG_INFO, "controller: %d partition reassignment(s) completed", (int)ctl->tw_n);
+        }
+        ctl->wait_revision = res->revision;
+        ctl->backoff_ms = GR_CONTROLLER_BACKOFF_MIN_MS;
+    } else {
+        const struct gr_etcd_kv *kv = failure_kv(res);
+        ctl->stats.txns_failed++;
+        if (!kv || kv->create_revision != ctl->epoch) {
+            stop_acting(ctl, "the controller key has another epoch or is gone (txn failed)");
+            ctl->wait_revision = kv ? kv->mod_revision : 0;
+        } else {
+            ctl->wait_revision = ctl->img->revision + 1; /* judged again on a newer image, */
+            backoff(ctl);                                /* or after the back-off */
+        }
+    }
+    step(ctl);
+}
+
+struct gr_controller_reassign_req *gr_controller_reassign(struct gr_controller *ctl,
+                                                          struct gr_controller_reassign_part *parts,
+                                                          int32_t n, bool allow_rf_change,
+                                                          void (*done)(void *ctx), void *ctx)
+{
+    if (!ctl->epoch || n < 1 || n > GR_IMAGE_PARTITIONS_MAX ||
+        ctl->rask_count >= GR_CONTROLLER_REASSIGN_ASKS_MAX)
+        return NULL;
+    struct gr_controller_reassign_req *r = calloc(1, sizeof *r);
+    if (!r) return NULL;
+    r->parts = parts;
+    r->n = n;
+    r->allow_rf_change = allow_rf_change;
+    r->done = done;
+    r->ctx = ctx;
+    struct gr_controller_reassign_req **pp = &ctl->rasks;
+    while (*pp)
+        pp = &(*pp)->next;
+    *pp = r;
+    ctl->rask_count++;
+    if (!ev_is_active(&ctl->kick)) { /* judged on the next loop turn, never inside this call */
+        ev_timer_set(&ctl->kick, 0.0, 0.0);
+        ev_timer_start(ctl->loop, &ctl->kick);
+    }
+    return r;
+}
+
+void gr_controller_reassign_cancel(struct gr_controller *ctl, struct gr_controller_reassign_req *r)
+{
+    unlink_rask(ctl, r);
+    free(r);
+}
+
 static void step(struct gr_controller *ctl)
 {
     struct gr_image *img = ctl->img;
@@ -555,6 +834,13 @@ static void step(struct gr_controller *ctl)
     }
     if (img->revision < ctl->wait_revision) return;
     ev_timer_stop(ctl->loop, &ctl->timer); /* the image moved: the back-off's safety net is not needed */
+    if (ctl->rasks) answer_rasks(ctl, false);
+    if (ctl->req) return; /* an answered ask's done may have sent something */
+    if (reassign_ask_step(ctl) || reassign_complete_step(ctl)) {
+        if (ctl->rasks) answer_rasks(ctl, false); /* parts answered without a txn */
+        return;
+    }
+    if (ctl->rasks) answer_rasks(ctl, false);
     bool more = false;
     struct gr_controller_plan_opts opts = {.unclean_default = ctl->unclean_default,
                                            .unclean_pass = ctl->unclean_due,
@@ -598,6 +884,7 @@ static void on_image(void *arg, struct gr_image *img)
     (void)img;
     struct gr_controller *ctl = arg;
     if (ctl->asks) answer_asks(ctl, false);
+    if (ctl->rasks) answer_rasks(ctl, false);
     step(ctl);
 }
 
@@ -667,6 +954,8 @@ struct gr_controller *gr_controller_new(struct ev_loop *loop, struct gr_etcd *et
     ctl->backoff_ms = GR_CONTROLLER_BACKOFF_MIN_MS;
     ev_timer_init(&ctl->timer, on_timer, 0.0, 0.0);
     ctl->timer.data = ctl;
+    ev_timer_init(&ctl->kick, on_kick, 0.0, 0.0);
+    ctl->kick.data = ctl;
     ev_timer_init(&ctl->unclean_timer, on_unclean_timer, 0.0, 0.0);
     ctl->unclean_timer.data = ctl;
     gr_controller_set_unclean(ctl, false, GR_CONTROLLER_UNCLEAN_INTERVAL_MS_DEFAULT);
@@ -725,9 +1014,11 @@ void gr_controller_free(struct gr_controller *ctl)
     if (!ctl) return;
     gr_image_unobserve(ctl->img, on_image, ctl);
     answer_asks(ctl, true);
+    answer_rasks(ctl, true);
     gr_controller_set_rebalance(ctl, false, 0);
     if (ctl->req) gr_etcd_cancel(ctl->req);
     ev_timer_stop(ctl->loop, &ctl->timer);
+    ev_timer_stop(ctl->loop, &ctl->kick);
     if (ev_is_active(&ctl->unclean_timer)) {
         ev_ref(ctl->loop);
         ev_timer_stop(ctl->loop, &ctl->unclean_timer);

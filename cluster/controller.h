@@ -51,6 +51,7 @@
 
 #include "cluster/image.h"
 #include "cluster/layout.h"
+#include "cluster/reassign.h"
 #include "cluster/values.h"
 
 struct ev_loop;
@@ -88,6 +89,8 @@ struct gr_controller_stats {
     uint64_t txns_ok, txns_failed; /* partition-state txns whose compares held / failed */
     uint64_t txns_lost;            /* txns that timed out or lost their connection (outcome unknown) */
     uint64_t partitions_written;   /* partition states in succeeded txns */
+    uint64_t reassign_txns_ok; /* topic-record txns (reassignment asks and completions) whose compares held */
+    uint64_t reassignments_completed; /* partitions whose reassignment completed */
 };
 
 struct gr_controller;
@@ -228,6 +231,40 @@ struct gr_controller_elect_req *gr_controller_elect(struct gr_controller *ctl, i
                                                     void (*done)(void *ctx), void *ctx);
 /* Withdraws an ask whose done has not run (its deadline passed): done never runs, the ask is freed. */
 void gr_controller_elect_cancel(struct gr_controller *ctl, struct gr_controller_elect_req *r);
+
+/* AlterPartitionReassignments (KIP-455; ControllerApis handleAlterPartitionReassignments), the controller's
+ * half, routed like ElectLeaders (the controller's broker answers, others NOT_CONTROLLER). One asked
+ * partition: topic id and index, and the target (target_count node ids; -1: cancel the reassignment). The
+ * controller judges each on the image when it writes (cluster/reassign.h gr_reassign_ask) and fills error
+ * and message; a part with done already set (the handler refused it) is skipped. */
+struct gr_controller_reassign_part {
+    uint8_t topic_id[16];
+    int32_t partition;
+    int32_t target_count; /* -1: cancel; otherwise 0..GR_CLUSTER_REPLICAS_MAX */
+    int32_t target[GR_CLUSTER_REPLICAS_MAX];
+    bool done;     /* answered: error (0 = written, or nothing to write) and message are final */
+    int16_t error; /* GR_ERR_* */
+    char message[GR_REASSIGN_MSG_BYTES];
+};
+struct gr_controller_reassign_req;
+#define GR_CONTROLLER_REASSIGN_ASKS_MAX 64
+/* Asks the controller to start or cancel the reassignments of the `n` parts at `parts` (borrowed: they
+ * must stay valid until done runs or the ask is cancelled; the controller writes their outcome into them),
+ * with AllowReplicationFactorChange `allow_rf_change` (KIP-860). Each topic's parts are written in one
+ * etcd txn (the topic record, and the partition states a cancel changes), at most
+ * GR_CONTROLLER_TXN_PARTITIONS_MAX partitions per txn; a txn whose compares fail is judged again on the
+ * newer image. done(ctx) runs once (never inside this call) when every part is answered and the image shows
+ * every write. Returns the ask, or NULL: not the controller, n out of 1..GR_IMAGE_PARTITIONS_MAX,
+ * GR_CONTROLLER_REASSIGN_ASKS_MAX asks already waiting, or out of memory. */
+struct gr_controller_reassign_req *gr_controller_reassign(struct gr_controller *ctl,
+                                                          struct gr_controller_reassign_part *parts,
+                                                          int32_t n, bool allow_rf_change,
+                                                          void (*done)(void *ctx), void *ctx);
+/* Withdraws an ask whose done has not run (its deadline passed): done never runs; writes already made stay.
+ */
+void gr_controller_reassign_cancel(struct gr_controller *ctl, struct gr_controller_reassign_req *r);
+/* Whether the topic allows an unclean election: its unclean.leader.election.enable, else `broker_default`. */
+bool gr_controller_unclean_enabled(const struct gr_image_topic *t, bool broker_default);
 
 /* The controller epoch this broker holds (the controller key's create_revision it created), 0 when it is not
  * the controller. */

@@ -151,14 +151,19 @@ static int set_configs(struct gr_image *img, struct gr_image_topic *t, const str
     return gr_image_set_topic_configs(img, t, names, values, v->config_count);
 }
 
-/* Sets partition `p` of `t`: leader, epoch, ISR and partition epoch from the arguments, replicas kept. */
+/* Sets partition `p` of `t`: leader, epoch, ISR and partition epoch from the arguments, replicas (and a
+ * reassignment's adding and removing lists, from the topic record) kept. */
 static int set_state(struct gr_image *img, struct gr_image_topic *t, int32_t p, int32_t leader, int32_t epoch,
                      const int32_t *isr, int32_t isr_count, int64_t partition_epoch)
 {
     const struct gr_image_partition *cur = gr_image_partition(t, p);
     int32_t replicas[GR_IMAGE_REPLICAS_MAX], isr_copy[GR_IMAGE_REPLICAS_MAX];
+    int32_t adding[GR_IMAGE_REPLICAS_MAX], removing[GR_IMAGE_REPLICAS_MAX];
     int32_t rc_count = cur->replica_count;
     if (rc_count) memcpy(replicas, gr_image_replicas(cur), sizeof(int32_t) * (size_t)rc_count);
+    if (cur->adding_count) memcpy(adding, gr_image_adding(cur), sizeof(int32_t) * (size_t)cur->adding_count);
+    if (cur->removing_count)
+        memcpy(removing, gr_image_removing(cur), sizeof(int32_t) * (size_t)cur->removing_count);
     if (isr_count > GR_IMAGE_REPLICAS_MAX) return -EINVAL;
     if (isr_count) memcpy(isr_copy, isr, sizeof(int32_t) * (size_t)isr_count);
     struct gr_image_partition_state st = {.leader = leader,
@@ -167,7 +172,11 @@ static int set_state(struct gr_image *img, struct gr_image_topic *t, int32_t p, 
                                           .replicas = replicas,
                                           .replica_count = rc_count,
                                           .isr = isr_copy,
-                                          .isr_count = isr_count};
+                                          .isr_count = isr_count,
+                                          .adding = adding,
+                                          .adding_count = cur->adding_count,
+                                          .removing = removing,
+                                          .removing_count = cur->removing_count};
     return gr_image_set_partition(img, t, p, &st);
 }
 
@@ -305,7 +314,11 @@ static int apply_topic(struct gr_feed *feed, const struct gr_feed_kv *kv, const 
                                               .replicas = v.partitions[p].replicas,
                                               .replica_count = v.partitions[p].replica_count,
                                               .isr = isr,
-                                              .isr_count = isr_count};
+                                              .isr_count = isr_count,
+                                              .adding = v.partitions[p].adding,
+                                              .adding_count = v.partitions[p].adding_count,
+                                              .removing = v.partitions[p].removing,
+                                              .removing_count = v.partitions[p].removing_count};
         rc = gr_image_set_partition(img, t, p, &st);
     }
     gr_cluster_topic_free(&v);

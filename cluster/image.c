@@ -424,18 +424,24 @@ int gr_image_set_partition(struct gr_image *img, struct gr_image_topic *t, int32
     (void)img;
     if (partition < 0 || partition >= t->partition_count || st->leader < -1) return -EINVAL;
     if (!nodes_valid(st->replicas, st->replica_count) || !nodes_valid(st->isr, st->isr_count) ||
-        !nodes_valid(st->offline, st->offline_count))
+        !nodes_valid(st->offline, st->offline_count) || !nodes_valid(st->adding, st->adding_count) ||
+        !nodes_valid(st->removing, st->removing_count))
         return -EINVAL;
     struct gr_image_partition *p = &t->parts[partition];
-    size_t n = (size_t)st->replica_count + (size_t)st->isr_count + (size_t)st->offline_count;
+    const int32_t *lists[5] = {st->replicas, st->isr, st->offline, st->adding, st->removing};
+    int32_t counts[5] = {st->replica_count, st->isr_count, st->offline_count, st->adding_count,
+                         st->removing_count};
+    size_t n = 0;
+    for (int i = 0; i < 5; i++)
+        n += (size_t)counts[i];
     int32_t *nodes = p->inline_nodes;
     if (n > sizeof p->inline_nodes / sizeof p->inline_nodes[0] && !(nodes = malloc(sizeof *nodes * n)))
         return -ENOMEM;
-    if (st->replica_count) memcpy(nodes, st->replicas, sizeof *nodes * (size_t)st->replica_count);
-    if (st->isr_count) memcpy(nodes + st->replica_count, st->isr, sizeof *nodes * (size_t)st->isr_count);
-    if (st->offline_count)
-        memcpy(nodes + st->replica_count + st->isr_count, st->offline,
-               sizeof *nodes * (size_t)st->offline_count);
+    size_t at = 0;
+    for (int i = 0; i < 5; i++) {
+        if (counts[i]) memmove(nodes + at, lists[i], sizeof *nodes * (size_t)counts[i]);
+        at += (size_t)counts[i];
+    }
     if (p->nodes != p->inline_nodes) free(p->nodes);
     p->nodes = nodes;
     p->leader = st->leader;
@@ -444,6 +450,8 @@ int gr_image_set_partition(struct gr_image *img, struct gr_image_topic *t, int32
     p->replica_count = (int16_t)st->replica_count;
     p->isr_count = (int16_t)st->isr_count;
     p->offline_count = (int16_t)st->offline_count;
+    p->adding_count = (int16_t)st->adding_count;
+    p->removing_count = (int16_t)st->removing_count;
     return 0;
 }
 

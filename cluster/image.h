@@ -61,8 +61,10 @@ struct gr_image_partition {
     int64_t partition_epoch; /* the state's version: its etcd key's mod_revision (0: no state written yet, and
                                 always 0 in single-node mode); the controller compares it in its txns */
     int16_t replica_count, isr_count, offline_count;
-    int32_t *nodes;          /* inline_nodes, or heap when the three lists need more */
-    int32_t inline_nodes[3]; /* one replica in the ISR: no allocation */
+    int16_t adding_count, removing_count; /* a reassignment (KIP-455) in progress: both subsets of replicas
+                                             (cluster/values.h gr_cluster_assignment), stored after offline */
+    int32_t *nodes;                       /* inline_nodes, or heap when the five lists need more */
+    int32_t inline_nodes[3];              /* one replica in the ISR: no allocation */
 };
 
 /* A partition state given to gr_image_set_partition (borrowed arrays, copied). */
@@ -72,6 +74,8 @@ struct gr_image_partition_state {
     int64_t partition_epoch; /* see struct gr_image_partition */
     const int32_t *replicas, *isr, *offline;
     int32_t replica_count, isr_count, offline_count;
+    const int32_t *adding, *removing; /* a reassignment in progress (NULL / 0: none) */
+    int32_t adding_count, removing_count;
 };
 
 /* One topic-level config of a topic (its own value, not a broker default), both strings owned by the image.
@@ -230,6 +234,21 @@ static inline const int32_t *gr_image_isr(const struct gr_image_partition *p)
 static inline const int32_t *gr_image_offline(const struct gr_image_partition *p)
 {
     return p->nodes + p->replica_count + p->isr_count;
+}
+/* A reassignment's replicas being added and removed (borrowed; counts adding_count / removing_count). */
+static inline const int32_t *gr_image_adding(const struct gr_image_partition *p)
+{
+    return p->nodes + p->replica_count + p->isr_count + p->offline_count;
+}
+static inline const int32_t *gr_image_removing(const struct gr_image_partition *p)
+{
+    return gr_image_adding(p) + p->adding_count;
+}
+/* Whether a reassignment of p is in progress (Kafka's
+ * PartitionReassignmentReplicas.isReassignmentInProgress). */
+static inline bool gr_image_reassigning(const struct gr_image_partition *p)
+{
+    return p->adding_count > 0 || p->removing_count > 0;
 }
 
 #endif

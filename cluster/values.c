@@ -144,8 +144,22 @@ static int check_topic(struct ctx *c, const struct gr_cluster_topic *v)
     for (int32_t p = 0; p < v->partition_count; p++) {
         char what[48];
         snprintf(what, sizeof what, "partitions[%d]", (int)p);
-        int rc = check_ids(c, what, v->partitions[p].replicas, v->partitions[p].replica_count, 1);
+        const struct gr_cluster_assignment *a = &v->partitions[p];
+        int rc = check_ids(c, what, a->replicas, a->replica_count, 1);
+        if (!rc) rc = check_ids(c, "adding", a->adding, a->adding_count, 0);
+        if (!rc) rc = check_ids(c, "removing", a->removing, a->removing_count, 0);
         if (rc) return rc;
+        for (int32_t i = 0; i < a->adding_count + a->removing_count; i++) {
+            int32_t id = i < a->adding_count ? a->adding[i] : a->removing[i - a->adding_count];
+            bool in = false;
+            for (int32_t k = 0; k < a->replica_count && !in; k++)
+                in = a->replicas[k] == id;
+            if (!in)
+                return fail(c, "%s: node %d is being added or removed but is not a replica", what, (int)id);
+            for (int32_t k = 0; i < a->adding_count && k < a->removing_count; k++)
+                if (a->removing[k] == id)
+                    return fail(c, "%s: node %d is both being added and removed", what, (int)id);
+        }
     }
     if (v->config_count < 0 || v->config_count > GR_CLUSTER_TOPIC_CONFIGS_MAX)
         return fail(c, "configs must hold at most %d configs, got %d", GR_CLUSTER_TOPIC_CONFIGS_MAX,
@@ -323,9 +337,28 @@ int gr_cluster_topic_encode(const struct gr_cluster_topic *v, char **out, size_t
     json_t *configs = json_object();
     for (int32_t i = 0; configs && i < v->config_count; i++)
         configs = put(configs, v->configs[i].name, json_string(v->configs[i].value));
+    json_t *re = NULL; /* {"<partition>": {"adding": [...], "removing": [...]}}, only while one runs */
+    bool want_re = false;
+    for (int32_t p = 0; p < v->partition_count; p++) {
+        const struct gr_cluster_assignment *a = &v->partitions[p];
+        if (!a->adding_count && !a->removing_count) continue;
+        want_re = true;
+        char key[16];
+        snprintf(key, sizeof key, "%d", (int)p);
+        json_t *e = put(json_object(), "adding", ids_json(a->adding, a->adding_count));
+        e = put(e, "removing", ids_json(a->removing, a->removing_count));
+        re = put(re ? re : json_object(), key, e);
+        if (!re) break;
+    }
+    if (want_re && !re) {
+        json_decref(parts);
+        json_decref(configs);
+        return -ENOMEM;
+    }
     json_t *o = put(obj_new(), "topic_id", json_string(id));
     o = put(o, "partitions", parts);
     o = put(o, "configs", configs);
+    if (re) o = put(o, "reassigning", re);
     return dump(&c, o, GR_CLUSTER_TOPIC_VALUE_BYTES_MAX, out, len);
 }
 
@@ -562,6 +595,30 @@ static int topic_configs(struct ctx *c, json_t *cf, struct gr_cluster_topic *v)
     return 0;
 }
 
+/* The optional "reassigning" object: partition index (decimal text) -> {"adding": ids, "removing": ids}. */
+static int topic_reassigning(struct ctx *c, json_t *re, struct gr_cluster_topic *v)
+{
+    if (!re) return 0;
+    if (!json_is_object(re)) return fail(c, "field 'reassigning' must be an object");
+    if (json_object_size(re) > (size_t)v->partition_count)
+        return fail(c, "reassigning names more partitions than the topic has");
+    const char *key;
+    json_t *e;
+    json_object_foreach(re, key, e)
+    {
+        char *end = NULL;
+        long p = strtol(key, &end, 10);
+        if (!*key || *end || p < 0 || p >= v->partition_count)
+            return fail(c, "reassigning: '%.16s' is not a partition of the topic", key);
+        if (!json_is_object(e)) return fail(c, "reassigning.%ld must be an object", p);
+        struct gr_cluster_assignment *a = &v->partitions[p];
+        int rc = get_ids(c, json_object_get(e, "adding"), "adding", a->adding, &a->adding_count);
+        if (!rc) rc = get_ids(c, json_object_get(e, "removing"), "removing", a->removing, &a->removing_count);
+        if (rc) return rc;
+    }
+    return 0;
+}
+
 static int topic_fields(struct ctx *c, json_t *j, struct gr_cluster_topic *v)
 {
     char id[GR_UUID_TEXT_BYTES + 2];
@@ -584,6 +641,7 @@ static int topic_fields(struct ctx *c, json_t *j, struct gr_cluster_topic *v)
         if ((rc = get_ids(c, json_array_get(ps, p), label, a->replicas, &a->replica_count))) return rc;
     }
     if ((rc = topic_configs(c, json_object_get(j, "configs"), v))) return rc;
+    if ((rc = topic_reassigning(c, json_object_get(j, "reassigning"), v))) return rc;
     return check_topic(c, v);
 }
 

@@ -75,10 +75,18 @@ struct gr_cluster_controller {
     int64_t broker_epoch;
 };
 
-/* One partition's replica assignment in a topic record. */
+/* One partition's replica assignment in a topic record. While a reassignment runs
+ * (AlterPartitionReassignments, KIP-455) `replicas` is the union of the current and the target assignment
+ * (the target first, then the replicas being removed: Kafka's PartitionReassignmentReplicas), `adding` the
+ * target's replicas not in the old assignment and `removing` the old ones not in the target; both are subsets
+ * of `replicas`, disjoint, and empty when no reassignment runs. Stored under the record's optional
+ * "reassigning" object. */
 struct gr_cluster_assignment {
     int32_t replica_count;
     int32_t replicas[GR_CLUSTER_REPLICAS_MAX];
+    int32_t adding_count, removing_count;
+    int32_t adding[GR_CLUSTER_REPLICAS_MAX];
+    int32_t removing[GR_CLUSTER_REPLICAS_MAX];
 };
 
 /* One topic config, both strings owned by the record (malloc). */

@@ -263,6 +263,14 @@ static const struct gr_config_def defs[] = {
      "replica.fetch.wait.max.ms."},
     {"num.replica.fetchers", GR_CFG_INT, "1", 1, GR_REPLICA_FETCHERS_MAX,
      "Fetchers (connections) a follower runs per source broker (Gregor: at most 64)."},
+    {"leader.replication.throttled.rate", GR_CFG_LONG, "9223372036854775807", 0, INT64_MAX,
+     "Kafka's cap (bytes/s) on leaders' replication of throttled replicas, set by "
+     "kafka-reassign-partitions.sh "
+     "--throttle: accepted (also dynamically) and not applied, Gregor replicates at full speed."},
+    {"follower.replication.throttled.rate", GR_CFG_LONG, "9223372036854775807", 0, INT64_MAX,
+     "Kafka's cap (bytes/s) on followers' fetching of throttled replicas, set by "
+     "kafka-reassign-partitions.sh "
+     "--throttle: accepted (also dynamically) and not applied, Gregor replicates at full speed."},
     {"replica.high.watermark.checkpoint.interval.ms", GR_CFG_LONG, "5000", 1, INT64_MAX,
      "How often (ms) the high watermarks are saved to replication-offset-checkpoint."},
     {"unclean.leader.election.enable", GR_CFG_BOOLEAN, "false", 0, 0,

@@ -701,6 +701,9 @@ static const char *const retention_group[] = {"log.retention.ms", "log.retention
  */
 static const char *const dynamic_keys[] = {
     "compression.type",
+    "follower.replication.throttled.rate", /* accepted, not applied (kafka-reassign-partitions.sh --throttle)
+                                            */
+    "leader.replication.throttled.rate",
     "log.cleaner.delete.retention.ms",
     "log.cleaner.max.compaction.lag.ms",
     "log.cleaner.min.cleanable.ratio",

@@ -173,7 +173,9 @@ static void test_topic(void **state)
     (void)state;
     char *out, err[GR_CLUSTER_ERR_BYTES];
     size_t len;
-    struct gr_cluster_assignment parts[3] = {{1, {1}}, {2, {2, 3}}, {1, {3}}};
+    struct gr_cluster_assignment parts[3] = {{.replica_count = 1, .replicas = {1}},
+                                             {.replica_count = 2, .replicas = {2, 3}},
+                                             {.replica_count = 1, .replicas = {3}}};
     struct gr_cluster_config cfgs[2] = {{"retention.ms", "1000"}, {"cleanup.policy", "compact,delete"}};
     struct gr_cluster_topic t = {.partition_count = 3,
                                  .partitions = parts,

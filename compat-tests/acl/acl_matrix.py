@@ -274,6 +274,15 @@ ROWS = {
              {'name': 'retention.bytes', 'config_operation': 0, 'value': '1048577'}]}], 'validate_only': False}
                        )['responses'][0]['error_code'],
          TOPIC_AUTH, NONE, lambda: topic_config(T, 'retention.bytes')),
+    45: ([(CLUSTER, 'kafka-cluster', ALTER)],  # (top-level, partition); one node: its own id is the only target
+         lambda u: (lambda r: (r['error_code'], r['responses'][0]['partitions'][0]['error_code']))(
+             req(u, 'AlterPartitionReassignments', 1, {'timeout_ms': 10000, 'allow_replication_factor_change': True,
+                                                       'topics': [{'name': T, 'partitions': [
+                                                           {'partition_index': 0, 'replicas': [1]}]}]})),
+         (CLUSTER_AUTH, CLUSTER_AUTH), (NONE, NONE), None),
+    46: ([(CLUSTER, 'kafka-cluster', DESCRIBE)],
+         lambda u: req(u, 'ListPartitionReassignments', 0, {'timeout_ms': 10000, 'topics': None})['error_code'],
+         CLUSTER_AUTH, NONE, None),
     47: ([(GROUP, 'm-od', DELETE), (TOPIC, T, READ)],
          lambda u: req(u, 'OffsetDelete', 0, {'group_id': 'm-od', 'topics': [
              {'name': T, 'partitions': [{'partition_index': 0}]}]})['error_code'],

@@ -15,7 +15,10 @@
 # kafka-leader-election.sh moves leadership back to broker 1 after its restart (epochs bumped, acks=all
 # records all read back), ELECTION_NOT_NEEDED on a second run, PREFERRED_LEADER_NOT_AVAILABLE while it is
 # down, and the automatic rebalance (leader.imbalance.check.interval.seconds=2) does it by itself (about
-# 8 s). Then pids.py: producer ids from etcd's counter across three
+# 8 s). Then reassign.py: partition reassignment (issue #24, KIP-455): kafka-reassign-partitions.sh raises a
+# topic and __consumer_offsets from one replica to three under an acks=all load (none lost), moves a partition
+# off its leader onto a fourth broker, lists and cancels one in progress, and the API's errors (about 15 s).
+# Then pids.py: producer ids from etcd's counter across three
 # brokers and a restart, a librdkafka idempotent producer, the shutting_down mark on SIGTERM. Then groups.py:
 # consumer groups across the cluster (FindCoordinator on every broker, a group of three librdkafka consumers,
 # kill -9 of its coordinator). Then grouplag.py: a group's lag series and /v1/groups/<g>/lag come from its
@@ -72,7 +75,7 @@ fi
 total_p=0
 total_f=0
 status=0
-for t in selftest membership e2e replication_factors replication_default replication ctl_shutdown elect pids groups grouplag remote_lag txn interbroker_tls interbroker_tls_reload interbroker_sasl interbroker_reauth security_etcd tools lifecycle faults jepsen metrics; do
+for t in selftest membership e2e replication_factors replication_default replication ctl_shutdown elect reassign pids groups grouplag remote_lag txn interbroker_tls interbroker_tls_reload interbroker_sasl interbroker_reauth security_etcd tools lifecycle faults jepsen metrics; do
     out=$(mktemp)
     extra=()
     [ "$t" = jepsen ] && extra=(--rf 3 --seeds 1,2)

@@ -466,6 +466,24 @@ case('ElectLeaders', 'all-partitions', versions='max', request=_elect(0, None))
 case('ElectLeaders', 'empty-list', versions='max', request=_elect(0, []))
 unsupported('ElectLeaders', [99])
 
+# --- AlterPartitionReassignments / ListPartitionReassignments (one node: its own id is the only target) ---
+def _reassign(parts, v1_allow=True):
+    return lambda s, v: dict({'timeout_ms': 10000, 'topics': [{'name': t, 'partitions': [
+        {'partition_index': p, 'replicas': r} for p, r in ps]} for t, ps in parts]},
+        **({'allow_replication_factor_change': v1_allow} if v >= 1 else {}))
+
+
+case('AlterPartitionReassignments', 'unknown-broker', versions='all', request=_reassign([(MAIN, [(0, [9])])]))
+case('AlterPartitionReassignments', 'empty-replicas', versions='max', request=_reassign([(MAIN, [(0, [])])]))
+case('AlterPartitionReassignments', 'cancel-none', versions='max', request=_reassign([(MAIN, [(0, None)])]))
+case('AlterPartitionReassignments', 'unknown-topic', versions='max', request=_reassign([(MISSING, [(0, [9])])]))
+case('AlterPartitionReassignments', 'empty-list', versions='max', request=_reassign([]))
+unsupported('AlterPartitionReassignments', [99])
+case('ListPartitionReassignments', 'all', versions='all', request={'timeout_ms': 10000, 'topics': None})
+case('ListPartitionReassignments', 'named', versions='max',
+     request={'timeout_ms': 10000, 'topics': [{'name': MAIN, 'partition_indexes': [0, 1]}]})
+unsupported('ListPartitionReassignments', [99])
+
 # --- InitProducerId / DescribeProducers ---------------------------------------------------------
 case('InitProducerId', 'idempotent', versions='all',
      request={'transactional_id': None, 'transaction_timeout_ms': 60000})

@@ -937,6 +937,61 @@ static void enc_gr_incremental_alter_configs_response(struct gr_wr *wr, int16_t 
 static size_t sz_gr_incremental_alter_configs_response(const struct gr_incremental_alter_configs_response *m, int16_t v);
 static size_t minsz_gr_incremental_alter_configs_response(int16_t v) __attribute__((unused));
 static bool isdef_gr_incremental_alter_configs_response(const struct gr_incremental_alter_configs_response *m) __attribute__((unused));
+static void dec_gr_alter_partition_reassignments_request_reassignable_partition(struct gr_rd *rd, int16_t v, struct gr_alter_partition_reassignments_request_reassignable_partition *m);
+static void enc_gr_alter_partition_reassignments_request_reassignable_partition(struct gr_wr *wr, int16_t v, const struct gr_alter_partition_reassignments_request_reassignable_partition *m);
+static size_t sz_gr_alter_partition_reassignments_request_reassignable_partition(const struct gr_alter_partition_reassignments_request_reassignable_partition *m, int16_t v);
+static size_t minsz_gr_alter_partition_reassignments_request_reassignable_partition(int16_t v) __attribute__((unused));
+static bool isdef_gr_alter_partition_reassignments_request_reassignable_partition(const struct gr_alter_partition_reassignments_request_reassignable_partition *m) __attribute__((unused));
+static void dec_gr_alter_partition_reassignments_request_reassignable_topic(struct gr_rd *rd, int16_t v, struct gr_alter_partition_reassignments_request_reassignable_topic *m);
+static void enc_gr_alter_partition_reassignments_request_reassignable_topic(struct gr_wr *wr, int16_t v, const struct gr_alter_partition_reassignments_request_reassignable_topic *m);
+static size_t sz_gr_alter_partition_reassignments_request_reassignable_topic(const struct gr_alter_partition_reassignments_request_reassignable_topic *m, int16_t v);
+static size_t minsz_gr_alter_partition_reassignments_request_reassignable_topic(int16_t v) __attribute__((unused));
+static bool isdef_gr_alter_partition_reassignments_request_reassignable_topic(const struct gr_alter_partition_reassignments_request_reassignable_topic *m) __attribute__((unused));
+static void dec_gr_alter_partition_reassignments_request(struct gr_rd *rd, int16_t v, struct gr_alter_partition_reassignments_request *m);
+static void enc_gr_alter_partition_reassignments_request(struct gr_wr *wr, int16_t v, const struct gr_alter_partition_reassignments_request *m);
+static size_t sz_gr_alter_partition_reassignments_request(const struct gr_alter_partition_reassignments_request *m, int16_t v);
+static size_t minsz_gr_alter_partition_reassignments_request(int16_t v) __attribute__((unused));
+static bool isdef_gr_alter_partition_reassignments_request(const struct gr_alter_partition_reassignments_request *m) __attribute__((unused));
+static void dec_gr_alter_partition_reassignments_response_reassignable_partition_response(struct gr_rd *rd, int16_t v, struct gr_alter_partition_reassignments_response_reassignable_partition_response *m);
+static void enc_gr_alter_partition_reassignments_response_reassignable_partition_response(struct gr_wr *wr, int16_t v, const struct gr_alter_partition_reassignments_response_reassignable_partition_response *m);
+static size_t sz_gr_alter_partition_reassignments_response_reassignable_partition_response(const struct gr_alter_partition_reassignments_response_reassignable_partition_response *m, int16_t v);
+static size_t minsz_gr_alter_partition_reassignments_response_reassignable_partition_response(int16_t v) __attribute__((unused));
+static bool isdef_gr_alter_partition_reassignments_response_reassignable_partition_response(const struct gr_alter_partition_reassignments_response_reassignable_partition_response *m) __attribute__((unused));
+static void dec_gr_alter_partition_reassignments_response_reassignable_topic_response(struct gr_rd *rd, int16_t v, struct gr_alter_partition_reassignments_response_reassignable_topic_response *m);
+static void enc_gr_alter_partition_reassignments_response_reassignable_topic_response(struct gr_wr *wr, int16_t v, const struct gr_alter_partition_reassignments_response_reassignable_topic_response *m);
+static size_t sz_gr_alter_partition_reassignments_response_reassignable_topic_response(const struct gr_alter_partition_reassignments_response_reassignable_topic_response *m, int16_t v);
+static size_t minsz_gr_alter_partition_reassignments_response_reassignable_topic_response(int16_t v) __attribute__((unused));
+static bool isdef_gr_alter_partition_reassignments_response_reassignable_topic_response(const struct gr_alter_partition_reassignments_response_reassignable_topic_response *m) __attribute__((unused));
+static void dec_gr_alter_partition_reassignments_response(struct gr_rd *rd, int16_t v, struct gr_alter_partition_reassignments_response *m);
+static void enc_gr_alter_partition_reassignments_response(struct gr_wr *wr, int16_t v, const struct gr_alter_partition_reassignments_response *m);
+static size_t sz_gr_alter_partition_reassignments_response(const struct gr_alter_partition_reassignments_response *m, int16_t v);
+static size_t minsz_gr_alter_partition_reassignments_response(int16_t v) __attribute__((unused));
+static bool isdef_gr_alter_partition_reassignments_response(const struct gr_alter_partition_reassignments_response *m) __attribute__((unused));
+static void dec_gr_list_partition_reassignments_request_list_partition_reassignments_topics(struct gr_rd *rd, int16_t v, struct gr_list_partition_reassignments_request_list_partition_reassignments_topics *m);
+static void enc_gr_list_partition_reassignments_request_list_partition_reassignments_topics(struct gr_wr *wr, int16_t v, const struct gr_list_partition_reassignments_request_list_partition_reassignments_topics *m);
+static size_t sz_gr_list_partition_reassignments_request_list_partition_reassignments_topics(const struct gr_list_partition_reassignments_request_list_partition_reassignments_topics *m, int16_t v);
+static size_t minsz_gr_list_partition_reassignments_request_list_partition_reassignments_topics(int16_t v) __attribute__((unused));
+static bool isdef_gr_list_partition_reassignments_request_list_partition_reassignments_topics(const struct gr_list_partition_reassignments_request_list_partition_reassignments_topics *m) __attribute__((unused));
+static void dec_gr_list_partition_reassignments_request(struct gr_rd *rd, int16_t v, struct gr_list_partition_reassignments_request *m);
+static void enc_gr_list_partition_reassignments_request(struct gr_wr *wr, int16_t v, const struct gr_list_partition_reassignments_request *m);
+static size_t sz_gr_list_partition_reassignments_request(const struct gr_list_partition_reassignments_request *m, int16_t v);
+static size_t minsz_gr_list_partition_reassignments_request(int16_t v) __attribute__((unused));
+static bool isdef_gr_list_partition_reassignments_request(const struct gr_list_partition_reassignments_request *m) __attribute__((unused));
+static void dec_gr_list_partition_reassignments_response_ongoing_partition_reassignment(struct gr_rd *rd, int16_t v, struct gr_list_partition_reassignments_response_ongoing_partition_reassignment *m);
+static void enc_gr_list_partition_reassignments_response_ongoing_partition_reassignment(struct gr_wr *wr, int16_t v, const struct gr_list_partition_reassignments_response_ongoing_partition_reassignment *m);
+static size_t sz_gr_list_partition_reassignments_response_ongoing_partition_reassignment(const struct gr_list_partition_reassignments_response_ongoing_partition_reassignment *m, int16_t v);
+static size_t minsz_gr_list_partition_reassignments_response_ongoing_partition_reassignment(int16_t v) __attribute__((unused));
+static bool isdef_gr_list_partition_reassignments_response_ongoing_partition_reassignment(const struct gr_list_partition_reassignments_response_ongoing_partition_reassignment *m) __attribute__((unused));
+static void dec_gr_list_partition_reassignments_response_ongoing_topic_reassignment(struct gr_rd *rd, int16_t v, struct gr_list_partition_reassignments_response_ongoing_topic_reassignment *m);
+static void enc_gr_list_partition_reassignments_response_ongoing_topic_reassignment(struct gr_wr *wr, int16_t v, const struct gr_list_partition_reassignments_response_ongoing_topic_reassignment *m);
+static size_t sz_gr_list_partition_reassignments_response_ongoing_topic_reassignment(const struct gr_list_partition_reassignments_response_ongoing_topic_reassignment *m, int16_t v);
+static size_t minsz_gr_list_partition_reassignments_response_ongoing_topic_reassignment(int16_t v) __attribute__((unused));
+static bool isdef_gr_list_partition_reassignments_response_ongoing_topic_reassignment(const struct gr_list_partition_reassignments_response_ongoing_topic_reassignment *m) __attribute__((unused));
+static void dec_gr_list_partition_reassignments_response(struct gr_rd *rd, int16_t v, struct gr_list_partition_reassignments_response *m);
+static void enc_gr_list_partition_reassignments_response(struct gr_wr *wr, int16_t v, const struct gr_list_partition_reassignments_response *m);
+static size_t sz_gr_list_partition_reassignments_response(const struct gr_list_partition_reassignments_response *m, int16_t v);
+static size_t minsz_gr_list_partition_reassignments_response(int16_t v) __attribute__((unused));
+static bool isdef_gr_list_partition_reassignments_response(const struct gr_list_partition_reassignments_response *m) __attribute__((unused));
 static void dec_gr_offset_delete_request_offset_delete_request_partition(struct gr_rd *rd, int16_t v, struct gr_offset_delete_request_offset_delete_request_partition *m);
 static void enc_gr_offset_delete_request_offset_delete_request_partition(struct gr_wr *wr, int16_t v, const struct gr_offset_delete_request_offset_delete_request_partition *m);
 static size_t sz_gr_offset_delete_request_offset_delete_request_partition(const struct gr_offset_delete_request_offset_delete_request_partition *m, int16_t v);
@@ -26731,6 +26786,1511 @@ static int ops_decode_gr_incremental_alter_configs_response(struct gr_rd *rd, in
 static size_t ops_size_gr_incremental_alter_configs_response(const void *m, int16_t v) { return gr_incremental_alter_configs_response_size(m, v); }
 static void ops_encode_gr_incremental_alter_configs_response(struct gr_wr *wr, const void *m, int16_t v) { gr_incremental_alter_configs_response_encode(wr, m, v); }
 
+void gr_alter_partition_reassignments_request_reassignable_partition_init(struct gr_alter_partition_reassignments_request_reassignable_partition *m)
+{
+    m->partition_index = 0;
+    m->replicas.items = NULL;
+    m->replicas.count = -1;
+    m->unknown_tags.items = NULL;
+    m->unknown_tags.count = 0;
+}
+
+static bool isdef_gr_alter_partition_reassignments_request_reassignable_partition(const struct gr_alter_partition_reassignments_request_reassignable_partition *m)
+{
+    return (m->partition_index == 0) &&
+           m->replicas.count < 0 &&
+           m->unknown_tags.count == 0;
+}
+
+static size_t minsz_gr_alter_partition_reassignments_request_reassignable_partition(int16_t v)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    size_t n = fx ? 1 : 0;
+    if (1) n += 4;
+    if (1) n += (fx ? 1 : 4);
+    (void)v;
+    return n;
+}
+
+static void dec_gr_alter_partition_reassignments_request_reassignable_partition(struct gr_rd *rd, int16_t v, struct gr_alter_partition_reassignments_request_reassignable_partition *m)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    gr_alter_partition_reassignments_request_reassignable_partition_init(m);
+    if (1) {
+        m->partition_index = gr_rd_int32(rd);
+    }
+    if (1) {
+        {
+            int32_t n = gr_rd_array_len(rd, fx, 1, 4);
+            m->replicas.count = n;
+            m->replicas.items = NULL;
+            if (n > 0) {
+                m->replicas.items = gr_rd_alloc(rd, (size_t)n, sizeof(int32_t));
+                for (int32_t i = 0; i < n && !rd->err; i++)
+                    m->replicas.items[i] = gr_rd_int32(rd);
+                if (rd->err) m->replicas.count = 0;
+            }
+        }
+    }
+    if (!fx || rd->err) return;
+    uint32_t ntags = gr_rd_tag_count(rd);
+    int64_t last_tag = -1;
+    for (uint32_t t = 0; t < ntags && !rd->err; t++) {
+        uint32_t tag = gr_rd_uvarint(rd);
+        uint32_t len = gr_rd_uvarint(rd);
+        if (rd->err) return;
+        if ((int64_t)tag <= last_tag) {
+            gr_rd_fail(rd, GR_WIRE_BAD_TAGS);
+            return;
+        }
+        last_tag = tag;
+        if (len > gr_rd_left(rd)) {
+            gr_rd_fail(rd, GR_WIRE_SHORT);
+            return;
+        }
+        const uint8_t *body = rd->p;
+        switch (tag) {
+        default:
+            keep_unknown_tag(rd, &m->unknown_tags, ntags, tag, body, len);
+        }
+        rd->p = body + len;
+    }
+}
+
+static size_t sz_gr_alter_partition_reassignments_request_reassignable_partition(const struct gr_alter_partition_reassignments_request_reassignable_partition *m, int16_t v)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    size_t n = 0;
+    if (1) {
+        n += 4;
+    }
+    if (1) {
+        n += gr_sz_array_len(m->replicas.count, fx);
+        if (m->replicas.count > 0) n += (size_t)m->replicas.count * 4;
+    }
+    if (fx) {
+        uint32_t count = (uint32_t)m->unknown_tags.count;
+        n += gr_sz_uvarint(count) + gr_sz_unknown_tags(&m->unknown_tags);
+    }
+    (void)m;
+    return n;
+}
+
+static void enc_gr_alter_partition_reassignments_request_reassignable_partition(struct gr_wr *wr, int16_t v, const struct gr_alter_partition_reassignments_request_reassignable_partition *m)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    if (1) {
+        gr_wr_int32(wr, m->partition_index);
+    }
+    if (1) {
+        gr_wr_array_len(wr, m->replicas.count, fx);
+        for (int32_t i = 0; i < m->replicas.count; i++)
+            gr_wr_int32(wr, m->replicas.items[i]);
+    }
+    if (!fx) return;
+    uint32_t count = (uint32_t)m->unknown_tags.count;
+    gr_wr_uvarint(wr, count);
+    int32_t u = 0;
+    while (u < m->unknown_tags.count)
+        write_unknown_tag(wr, &m->unknown_tags.items[u++]);
+}
+
+void gr_alter_partition_reassignments_request_reassignable_topic_init(struct gr_alter_partition_reassignments_request_reassignable_topic *m)
+{
+    m->name = ((struct gr_str){"", 0});
+    m->partitions.items = NULL;
+    m->partitions.count = 0;
+    m->unknown_tags.items = NULL;
+    m->unknown_tags.count = 0;
+}
+
+static bool isdef_gr_alter_partition_reassignments_request_reassignable_topic(const struct gr_alter_partition_reassignments_request_reassignable_topic *m)
+{
+    return gr_str_eq(m->name, gr_str_c("")) &&
+           m->partitions.count == 0 &&
+           m->unknown_tags.count == 0;
+}
+
+static size_t minsz_gr_alter_partition_reassignments_request_reassignable_topic(int16_t v)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    size_t n = fx ? 1 : 0;
+    if (1) n += (fx ? 1 : 2);
+    if (1) n += (fx ? 1 : 4);
+    (void)v;
+    return n;
+}
+
+static void dec_gr_alter_partition_reassignments_request_reassignable_topic(struct gr_rd *rd, int16_t v, struct gr_alter_partition_reassignments_request_reassignable_topic *m)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    gr_alter_partition_reassignments_request_reassignable_topic_init(m);
+    if (1) {
+        m->name = gr_rd_string(rd, fx, 0);
+    }
+    if (1) {
+        {
+            int32_t n = gr_rd_array_len(rd, fx, 0, minsz_gr_alter_partition_reassignments_request_reassignable_partition(v));
+            m->partitions.count = n;
+            m->partitions.items = NULL;
+            if (n > 0) {
+                m->partitions.items = gr_rd_alloc(rd, (size_t)n, sizeof(struct gr_alter_partition_reassignments_request_reassignable_partition));
+                for (int32_t i = 0; i < n && !rd->err; i++)
+                    dec_gr_alter_partition_reassignments_request_reassignable_partition(rd, v, &m->partitions.items[i]);
+                if (rd->err) m->partitions.count = 0;
+            }
+        }
+    }
+    if (!fx || rd->err) return;
+    uint32_t ntags = gr_rd_tag_count(rd);
+    int64_t last_tag = -1;
+    for (uint32_t t = 0; t < ntags && !rd->err; t++) {
+        uint32_t tag = gr_rd_uvarint(rd);
+        uint32_t len = gr_rd_uvarint(rd);
+        if (rd->err) return;
+        if ((int64_t)tag <= last_tag) {
+            gr_rd_fail(rd, GR_WIRE_BAD_TAGS);
+            return;
+        }
+        last_tag = tag;
+        if (len > gr_rd_left(rd)) {
+            gr_rd_fail(rd, GR_WIRE_SHORT);
+            return;
+        }
+        const uint8_t *body = rd->p;
+        switch (tag) {
+        default:
+            keep_unknown_tag(rd, &m->unknown_tags, ntags, tag, body, len);
+        }
+        rd->p = body + len;
+    }
+}
+
+static size_t sz_gr_alter_partition_reassignments_request_reassignable_topic(const struct gr_alter_partition_reassignments_request_reassignable_topic *m, int16_t v)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    size_t n = 0;
+    if (1) {
+        n += gr_sz_string(m->name, fx);
+    }
+    if (1) {
+        n += gr_sz_array_len(m->partitions.count, fx);
+        for (int32_t i = 0; i < m->partitions.count; i++)
+            n += sz_gr_alter_partition_reassignments_request_reassignable_partition(&m->partitions.items[i], v);
+    }
+    if (fx) {
+        uint32_t count = (uint32_t)m->unknown_tags.count;
+        n += gr_sz_uvarint(count) + gr_sz_unknown_tags(&m->unknown_tags);
+    }
+    (void)m;
+    return n;
+}
+
+static void enc_gr_alter_partition_reassignments_request_reassignable_topic(struct gr_wr *wr, int16_t v, const struct gr_alter_partition_reassignments_request_reassignable_topic *m)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    if (1) {
+        gr_wr_string(wr, m->name, fx);
+    }
+    if (1) {
+        gr_wr_array_len(wr, m->partitions.count, fx);
+        for (int32_t i = 0; i < m->partitions.count; i++)
+            enc_gr_alter_partition_reassignments_request_reassignable_partition(wr, v, &m->partitions.items[i]);
+    }
+    if (!fx) return;
+    uint32_t count = (uint32_t)m->unknown_tags.count;
+    gr_wr_uvarint(wr, count);
+    int32_t u = 0;
+    while (u < m->unknown_tags.count)
+        write_unknown_tag(wr, &m->unknown_tags.items[u++]);
+}
+
+void gr_alter_partition_reassignments_request_init(struct gr_alter_partition_reassignments_request *m)
+{
+    m->timeout_ms = 60000;
+    m->allow_replication_factor_change = true;
+    m->topics.items = NULL;
+    m->topics.count = 0;
+    m->unknown_tags.items = NULL;
+    m->unknown_tags.count = 0;
+}
+
+static bool isdef_gr_alter_partition_reassignments_request(const struct gr_alter_partition_reassignments_request *m)
+{
+    return (m->timeout_ms == 60000) &&
+           (m->allow_replication_factor_change == true) &&
+           m->topics.count == 0 &&
+           m->unknown_tags.count == 0;
+}
+
+static size_t minsz_gr_alter_partition_reassignments_request(int16_t v)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    size_t n = fx ? 1 : 0;
+    if (1) n += 4;
+    if (v >= 1) n += 1;
+    if (1) n += (fx ? 1 : 4);
+    (void)v;
+    return n;
+}
+
+static void dec_gr_alter_partition_reassignments_request(struct gr_rd *rd, int16_t v, struct gr_alter_partition_reassignments_request *m)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    gr_alter_partition_reassignments_request_init(m);
+    if (1) {
+        m->timeout_ms = gr_rd_int32(rd);
+    }
+    if (v >= 1) {
+        m->allow_replication_factor_change = gr_rd_bool(rd);
+    }
+    if (1) {
+        {
+            int32_t n = gr_rd_array_len(rd, fx, 0, minsz_gr_alter_partition_reassignments_request_reassignable_topic(v));
+            m->topics.count = n;
+            m->topics.items = NULL;
+            if (n > 0) {
+                m->topics.items = gr_rd_alloc(rd, (size_t)n, sizeof(struct gr_alter_partition_reassignments_request_reassignable_topic));
+                for (int32_t i = 0; i < n && !rd->err; i++)
+                    dec_gr_alter_partition_reassignments_request_reassignable_topic(rd, v, &m->topics.items[i]);
+                if (rd->err) m->topics.count = 0;
+            }
+        }
+    }
+    if (!fx || rd->err) return;
+    uint32_t ntags = gr_rd_tag_count(rd);
+    int64_t last_tag = -1;
+    for (uint32_t t = 0; t < ntags && !rd->err; t++) {
+        uint32_t tag = gr_rd_uvarint(rd);
+        uint32_t len = gr_rd_uvarint(rd);
+        if (rd->err) return;
+        if ((int64_t)tag <= last_tag) {
+            gr_rd_fail(rd, GR_WIRE_BAD_TAGS);
+            return;
+        }
+        last_tag = tag;
+        if (len > gr_rd_left(rd)) {
+            gr_rd_fail(rd, GR_WIRE_SHORT);
+            return;
+        }
+        const uint8_t *body = rd->p;
+        switch (tag) {
+        default:
+            keep_unknown_tag(rd, &m->unknown_tags, ntags, tag, body, len);
+        }
+        rd->p = body + len;
+    }
+}
+
+static size_t sz_gr_alter_partition_reassignments_request(const struct gr_alter_partition_reassignments_request *m, int16_t v)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    size_t n = 0;
+    if (1) {
+        n += 4;
+    }
+    if (v >= 1) {
+        n += 1;
+    }
+    if (1) {
+        n += gr_sz_array_len(m->topics.count, fx);
+        for (int32_t i = 0; i < m->topics.count; i++)
+            n += sz_gr_alter_partition_reassignments_request_reassignable_topic(&m->topics.items[i], v);
+    }
+    if (fx) {
+        uint32_t count = (uint32_t)m->unknown_tags.count;
+        n += gr_sz_uvarint(count) + gr_sz_unknown_tags(&m->unknown_tags);
+    }
+    (void)m;
+    return n;
+}
+
+static void enc_gr_alter_partition_reassignments_request(struct gr_wr *wr, int16_t v, const struct gr_alter_partition_reassignments_request *m)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    if (1) {
+        gr_wr_int32(wr, m->timeout_ms);
+    }
+    if (v >= 1) {
+        gr_wr_bool(wr, m->allow_replication_factor_change);
+    }
+    if (1) {
+        gr_wr_array_len(wr, m->topics.count, fx);
+        for (int32_t i = 0; i < m->topics.count; i++)
+            enc_gr_alter_partition_reassignments_request_reassignable_topic(wr, v, &m->topics.items[i]);
+    }
+    if (!fx) return;
+    uint32_t count = (uint32_t)m->unknown_tags.count;
+    gr_wr_uvarint(wr, count);
+    int32_t u = 0;
+    while (u < m->unknown_tags.count)
+        write_unknown_tag(wr, &m->unknown_tags.items[u++]);
+}
+
+int gr_alter_partition_reassignments_request_decode(struct gr_rd *rd, int16_t version, struct gr_alter_partition_reassignments_request *m)
+{
+    dec_gr_alter_partition_reassignments_request(rd, version, m);
+    return rd->err;
+}
+
+size_t gr_alter_partition_reassignments_request_size(const struct gr_alter_partition_reassignments_request *m, int16_t version) { return sz_gr_alter_partition_reassignments_request(m, version); }
+
+void gr_alter_partition_reassignments_request_encode(struct gr_wr *wr, const struct gr_alter_partition_reassignments_request *m, int16_t version) { enc_gr_alter_partition_reassignments_request(wr, version, m); }
+
+static void ops_init_gr_alter_partition_reassignments_request(void *m) { gr_alter_partition_reassignments_request_init(m); }
+static int ops_decode_gr_alter_partition_reassignments_request(struct gr_rd *rd, int16_t v, void *m) { return gr_alter_partition_reassignments_request_decode(rd, v, m); }
+static size_t ops_size_gr_alter_partition_reassignments_request(const void *m, int16_t v) { return gr_alter_partition_reassignments_request_size(m, v); }
+static void ops_encode_gr_alter_partition_reassignments_request(struct gr_wr *wr, const void *m, int16_t v) { gr_alter_partition_reassignments_request_encode(wr, m, v); }
+
+void gr_alter_partition_reassignments_response_reassignable_partition_response_init(struct gr_alter_partition_reassignments_response_reassignable_partition_response *m)
+{
+    m->partition_index = 0;
+    m->error_code = 0;
+    m->error_message = ((struct gr_str){"", 0});
+    m->unknown_tags.items = NULL;
+    m->unknown_tags.count = 0;
+}
+
+static bool isdef_gr_alter_partition_reassignments_response_reassignable_partition_response(const struct gr_alter_partition_reassignments_response_reassignable_partition_response *m)
+{
+    return (m->partition_index == 0) &&
+           (m->error_code == 0) &&
+           gr_str_eq(m->error_message, gr_str_c("")) &&
+           m->unknown_tags.count == 0;
+}
+
+static size_t minsz_gr_alter_partition_reassignments_response_reassignable_partition_response(int16_t v)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    size_t n = fx ? 1 : 0;
+    if (1) n += 4;
+    if (1) n += 2;
+    if (1) n += (fx ? 1 : 2);
+    (void)v;
+    return n;
+}
+
+static void dec_gr_alter_partition_reassignments_response_reassignable_partition_response(struct gr_rd *rd, int16_t v, struct gr_alter_partition_reassignments_response_reassignable_partition_response *m)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    gr_alter_partition_reassignments_response_reassignable_partition_response_init(m);
+    if (1) {
+        m->partition_index = gr_rd_int32(rd);
+    }
+    if (1) {
+        m->error_code = gr_rd_int16(rd);
+    }
+    if (1) {
+        m->error_message = gr_rd_string(rd, fx, 1);
+    }
+    if (!fx || rd->err) return;
+    uint32_t ntags = gr_rd_tag_count(rd);
+    int64_t last_tag = -1;
+    for (uint32_t t = 0; t < ntags && !rd->err; t++) {
+        uint32_t tag = gr_rd_uvarint(rd);
+        uint32_t len = gr_rd_uvarint(rd);
+        if (rd->err) return;
+        if ((int64_t)tag <= last_tag) {
+            gr_rd_fail(rd, GR_WIRE_BAD_TAGS);
+            return;
+        }
+        last_tag = tag;
+        if (len > gr_rd_left(rd)) {
+            gr_rd_fail(rd, GR_WIRE_SHORT);
+            return;
+        }
+        const uint8_t *body = rd->p;
+        switch (tag) {
+        default:
+            keep_unknown_tag(rd, &m->unknown_tags, ntags, tag, body, len);
+        }
+        rd->p = body + len;
+    }
+}
+
+static size_t sz_gr_alter_partition_reassignments_response_reassignable_partition_response(const struct gr_alter_partition_reassignments_response_reassignable_partition_response *m, int16_t v)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    size_t n = 0;
+    if (1) {
+        n += 4;
+    }
+    if (1) {
+        n += 2;
+    }
+    if (1) {
+        n += gr_sz_string(m->error_message, fx);
+    }
+    if (fx) {
+        uint32_t count = (uint32_t)m->unknown_tags.count;
+        n += gr_sz_uvarint(count) + gr_sz_unknown_tags(&m->unknown_tags);
+    }
+    (void)m;
+    return n;
+}
+
+static void enc_gr_alter_partition_reassignments_response_reassignable_partition_response(struct gr_wr *wr, int16_t v, const struct gr_alter_partition_reassignments_response_reassignable_partition_response *m)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    if (1) {
+        gr_wr_int32(wr, m->partition_index);
+    }
+    if (1) {
+        gr_wr_int16(wr, m->error_code);
+    }
+    if (1) {
+        gr_wr_string(wr, m->error_message, fx);
+    }
+    if (!fx) return;
+    uint32_t count = (uint32_t)m->unknown_tags.count;
+    gr_wr_uvarint(wr, count);
+    int32_t u = 0;
+    while (u < m->unknown_tags.count)
+        write_unknown_tag(wr, &m->unknown_tags.items[u++]);
+}
+
+void gr_alter_partition_reassignments_response_reassignable_topic_response_init(struct gr_alter_partition_reassignments_response_reassignable_topic_response *m)
+{
+    m->name = ((struct gr_str){"", 0});
+    m->partitions.items = NULL;
+    m->partitions.count = 0;
+    m->unknown_tags.items = NULL;
+    m->unknown_tags.count = 0;
+}
+
+static bool isdef_gr_alter_partition_reassignments_response_reassignable_topic_response(const struct gr_alter_partition_reassignments_response_reassignable_topic_response *m)
+{
+    return gr_str_eq(m->name, gr_str_c("")) &&
+           m->partitions.count == 0 &&
+           m->unknown_tags.count == 0;
+}
+
+static size_t minsz_gr_alter_partition_reassignments_response_reassignable_topic_response(int16_t v)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    size_t n = fx ? 1 : 0;
+    if (1) n += (fx ? 1 : 2);
+    if (1) n += (fx ? 1 : 4);
+    (void)v;
+    return n;
+}
+
+static void dec_gr_alter_partition_reassignments_response_reassignable_topic_response(struct gr_rd *rd, int16_t v, struct gr_alter_partition_reassignments_response_reassignable_topic_response *m)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    gr_alter_partition_reassignments_response_reassignable_topic_response_init(m);
+    if (1) {
+        m->name = gr_rd_string(rd, fx, 0);
+    }
+    if (1) {
+        {
+            int32_t n = gr_rd_array_len(rd, fx, 0, minsz_gr_alter_partition_reassignments_response_reassignable_partition_response(v));
+            m->partitions.count = n;
+            m->partitions.items = NULL;
+            if (n > 0) {
+                m->partitions.items = gr_rd_alloc(rd, (size_t)n, sizeof(struct gr_alter_partition_reassignments_response_reassignable_partition_response));
+                for (int32_t i = 0; i < n && !rd->err; i++)
+                    dec_gr_alter_partition_reassignments_response_reassignable_partition_response(rd, v, &m->partitions.items[i]);
+                if (rd->err) m->partitions.count = 0;
+            }
+        }
+    }
+    if (!fx || rd->err) return;
+    uint32_t ntags = gr_rd_tag_count(rd);
+    int64_t last_tag = -1;
+    for (uint32_t t = 0; t < ntags && !rd->err; t++) {
+        uint32_t tag = gr_rd_uvarint(rd);
+        uint32_t len = gr_rd_uvarint(rd);
+        if (rd->err) return;
+        if ((int64_t)tag <= last_tag) {
+            gr_rd_fail(rd, GR_WIRE_BAD_TAGS);
+            return;
+        }
+        last_tag = tag;
+        if (len > gr_rd_left(rd)) {
+            gr_rd_fail(rd, GR_WIRE_SHORT);
+            return;
+        }
+        const uint8_t *body = rd->p;
+        switch (tag) {
+        default:
+            keep_unknown_tag(rd, &m->unknown_tags, ntags, tag, body, len);
+        }
+        rd->p = body + len;
+    }
+}
+
+static size_t sz_gr_alter_partition_reassignments_response_reassignable_topic_response(const struct gr_alter_partition_reassignments_response_reassignable_topic_response *m, int16_t v)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    size_t n = 0;
+    if (1) {
+        n += gr_sz_string(m->name, fx);
+    }
+    if (1) {
+        n += gr_sz_array_len(m->partitions.count, fx);
+        for (int32_t i = 0; i < m->partitions.count; i++)
+            n += sz_gr_alter_partition_reassignments_response_reassignable_partition_response(&m->partitions.items[i], v);
+    }
+    if (fx) {
+        uint32_t count = (uint32_t)m->unknown_tags.count;
+        n += gr_sz_uvarint(count) + gr_sz_unknown_tags(&m->unknown_tags);
+    }
+    (void)m;
+    return n;
+}
+
+static void enc_gr_alter_partition_reassignments_response_reassignable_topic_response(struct gr_wr *wr, int16_t v, const struct gr_alter_partition_reassignments_response_reassignable_topic_response *m)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    if (1) {
+        gr_wr_string(wr, m->name, fx);
+    }
+    if (1) {
+        gr_wr_array_len(wr, m->partitions.count, fx);
+        for (int32_t i = 0; i < m->partitions.count; i++)
+            enc_gr_alter_partition_reassignments_response_reassignable_partition_response(wr, v, &m->partitions.items[i]);
+    }
+    if (!fx) return;
+    uint32_t count = (uint32_t)m->unknown_tags.count;
+    gr_wr_uvarint(wr, count);
+    int32_t u = 0;
+    while (u < m->unknown_tags.count)
+        write_unknown_tag(wr, &m->unknown_tags.items[u++]);
+}
+
+void gr_alter_partition_reassignments_response_init(struct gr_alter_partition_reassignments_response *m)
+{
+    m->throttle_time_ms = 0;
+    m->allow_replication_factor_change = true;
+    m->error_code = 0;
+    m->error_message = ((struct gr_str){"", 0});
+    m->responses.items = NULL;
+    m->responses.count = 0;
+    m->unknown_tags.items = NULL;
+    m->unknown_tags.count = 0;
+}
+
+static bool isdef_gr_alter_partition_reassignments_response(const struct gr_alter_partition_reassignments_response *m)
+{
+    return (m->throttle_time_ms == 0) &&
+           (m->allow_replication_factor_change == true) &&
+           (m->error_code == 0) &&
+           gr_str_eq(m->error_message, gr_str_c("")) &&
+           m->responses.count == 0 &&
+           m->unknown_tags.count == 0;
+}
+
+static size_t minsz_gr_alter_partition_reassignments_response(int16_t v)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    size_t n = fx ? 1 : 0;
+    if (1) n += 4;
+    if (v >= 1) n += 1;
+    if (1) n += 2;
+    if (1) n += (fx ? 1 : 2);
+    if (1) n += (fx ? 1 : 4);
+    (void)v;
+    return n;
+}
+
+static void dec_gr_alter_partition_reassignments_response(struct gr_rd *rd, int16_t v, struct gr_alter_partition_reassignments_response *m)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    gr_alter_partition_reassignments_response_init(m);
+    if (1) {
+        m->throttle_time_ms = gr_rd_int32(rd);
+    }
+    if (v >= 1) {
+        m->allow_replication_factor_change = gr_rd_bool(rd);
+    }
+    if (1) {
+        m->error_code = gr_rd_int16(rd);
+    }
+    if (1) {
+        m->error_message = gr_rd_string(rd, fx, 1);
+    }
+    if (1) {
+        {
+            int32_t n = gr_rd_array_len(rd, fx, 0, minsz_gr_alter_partition_reassignments_response_reassignable_topic_response(v));
+            m->responses.count = n;
+            m->responses.items = NULL;
+            if (n > 0) {
+                m->responses.items = gr_rd_alloc(rd, (size_t)n, sizeof(struct gr_alter_partition_reassignments_response_reassignable_topic_response));
+                for (int32_t i = 0; i < n && !rd->err; i++)
+                    dec_gr_alter_partition_reassignments_response_reassignable_topic_response(rd, v, &m->responses.items[i]);
+                if (rd->err) m->responses.count = 0;
+            }
+        }
+    }
+    if (!fx || rd->err) return;
+    uint32_t ntags = gr_rd_tag_count(rd);
+    int64_t last_tag = -1;
+    for (uint32_t t = 0; t < ntags && !rd->err; t++) {
+        uint32_t tag = gr_rd_uvarint(rd);
+        uint32_t len = gr_rd_uvarint(rd);
+        if (rd->err) return;
+        if ((int64_t)tag <= last_tag) {
+            gr_rd_fail(rd, GR_WIRE_BAD_TAGS);
+            return;
+        }
+        last_tag = tag;
+        if (len > gr_rd_left(rd)) {
+            gr_rd_fail(rd, GR_WIRE_SHORT);
+            return;
+        }
+        const uint8_t *body = rd->p;
+        switch (tag) {
+        default:
+            keep_unknown_tag(rd, &m->unknown_tags, ntags, tag, body, len);
+        }
+        rd->p = body + len;
+    }
+}
+
+static size_t sz_gr_alter_partition_reassignments_response(const struct gr_alter_partition_reassignments_response *m, int16_t v)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    size_t n = 0;
+    if (1) {
+        n += 4;
+    }
+    if (v >= 1) {
+        n += 1;
+    }
+    if (1) {
+        n += 2;
+    }
+    if (1) {
+        n += gr_sz_string(m->error_message, fx);
+    }
+    if (1) {
+        n += gr_sz_array_len(m->responses.count, fx);
+        for (int32_t i = 0; i < m->responses.count; i++)
+            n += sz_gr_alter_partition_reassignments_response_reassignable_topic_response(&m->responses.items[i], v);
+    }
+    if (fx) {
+        uint32_t count = (uint32_t)m->unknown_tags.count;
+        n += gr_sz_uvarint(count) + gr_sz_unknown_tags(&m->unknown_tags);
+    }
+    (void)m;
+    return n;
+}
+
+static void enc_gr_alter_partition_reassignments_response(struct gr_wr *wr, int16_t v, const struct gr_alter_partition_reassignments_response *m)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    if (1) {
+        gr_wr_int32(wr, m->throttle_time_ms);
+    }
+    if (v >= 1) {
+        gr_wr_bool(wr, m->allow_replication_factor_change);
+    }
+    if (1) {
+        gr_wr_int16(wr, m->error_code);
+    }
+    if (1) {
+        gr_wr_string(wr, m->error_message, fx);
+    }
+    if (1) {
+        gr_wr_array_len(wr, m->responses.count, fx);
+        for (int32_t i = 0; i < m->responses.count; i++)
+            enc_gr_alter_partition_reassignments_response_reassignable_topic_response(wr, v, &m->responses.items[i]);
+    }
+    if (!fx) return;
+    uint32_t count = (uint32_t)m->unknown_tags.count;
+    gr_wr_uvarint(wr, count);
+    int32_t u = 0;
+    while (u < m->unknown_tags.count)
+        write_unknown_tag(wr, &m->unknown_tags.items[u++]);
+}
+
+static void ce_gr_alter_partition_reassignments_response_reassignable_partition_response(const struct gr_alter_partition_reassignments_response_reassignable_partition_response *m, uint64_t *counts, int nslots)
+{
+    count_error(counts, nslots, m->error_code);
+}
+
+static void ce_gr_alter_partition_reassignments_response_reassignable_topic_response(const struct gr_alter_partition_reassignments_response_reassignable_topic_response *m, uint64_t *counts, int nslots)
+{
+    for (int32_t i = 0; i < m->partitions.count; i++)
+        ce_gr_alter_partition_reassignments_response_reassignable_partition_response(&m->partitions.items[i], counts, nslots);
+}
+
+void gr_alter_partition_reassignments_response_count_errors(const struct gr_alter_partition_reassignments_response *m, bool top, uint64_t *counts, int nslots)
+{
+    if (top) count_error(counts, nslots, m->error_code);
+    for (int32_t i = 0; i < m->responses.count; i++)
+        ce_gr_alter_partition_reassignments_response_reassignable_topic_response(&m->responses.items[i], counts, nslots);
+    (void)top;
+}
+
+static void ops_count_errors_gr_alter_partition_reassignments_response(const void *m, bool top, uint64_t *counts, int nslots) { gr_alter_partition_reassignments_response_count_errors(m, top, counts, nslots); }
+
+int gr_alter_partition_reassignments_response_decode(struct gr_rd *rd, int16_t version, struct gr_alter_partition_reassignments_response *m)
+{
+    dec_gr_alter_partition_reassignments_response(rd, version, m);
+    return rd->err;
+}
+
+size_t gr_alter_partition_reassignments_response_size(const struct gr_alter_partition_reassignments_response *m, int16_t version) { return sz_gr_alter_partition_reassignments_response(m, version); }
+
+void gr_alter_partition_reassignments_response_encode(struct gr_wr *wr, const struct gr_alter_partition_reassignments_response *m, int16_t version) { enc_gr_alter_partition_reassignments_response(wr, version, m); }
+
+static void ops_init_gr_alter_partition_reassignments_response(void *m) { gr_alter_partition_reassignments_response_init(m); }
+static int ops_decode_gr_alter_partition_reassignments_response(struct gr_rd *rd, int16_t v, void *m) { return gr_alter_partition_reassignments_response_decode(rd, v, m); }
+static size_t ops_size_gr_alter_partition_reassignments_response(const void *m, int16_t v) { return gr_alter_partition_reassignments_response_size(m, v); }
+static void ops_encode_gr_alter_partition_reassignments_response(struct gr_wr *wr, const void *m, int16_t v) { gr_alter_partition_reassignments_response_encode(wr, m, v); }
+
+void gr_list_partition_reassignments_request_list_partition_reassignments_topics_init(struct gr_list_partition_reassignments_request_list_partition_reassignments_topics *m)
+{
+    m->name = ((struct gr_str){"", 0});
+    m->partition_indexes.items = NULL;
+    m->partition_indexes.count = 0;
+    m->unknown_tags.items = NULL;
+    m->unknown_tags.count = 0;
+}
+
+static bool isdef_gr_list_partition_reassignments_request_list_partition_reassignments_topics(const struct gr_list_partition_reassignments_request_list_partition_reassignments_topics *m)
+{
+    return gr_str_eq(m->name, gr_str_c("")) &&
+           m->partition_indexes.count == 0 &&
+           m->unknown_tags.count == 0;
+}
+
+static size_t minsz_gr_list_partition_reassignments_request_list_partition_reassignments_topics(int16_t v)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    size_t n = fx ? 1 : 0;
+    if (1) n += (fx ? 1 : 2);
+    if (1) n += (fx ? 1 : 4);
+    (void)v;
+    return n;
+}
+
+static void dec_gr_list_partition_reassignments_request_list_partition_reassignments_topics(struct gr_rd *rd, int16_t v, struct gr_list_partition_reassignments_request_list_partition_reassignments_topics *m)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    gr_list_partition_reassignments_request_list_partition_reassignments_topics_init(m);
+    if (1) {
+        m->name = gr_rd_string(rd, fx, 0);
+    }
+    if (1) {
+        {
+            int32_t n = gr_rd_array_len(rd, fx, 0, 4);
+            m->partition_indexes.count = n;
+            m->partition_indexes.items = NULL;
+            if (n > 0) {
+                m->partition_indexes.items = gr_rd_alloc(rd, (size_t)n, sizeof(int32_t));
+                for (int32_t i = 0; i < n && !rd->err; i++)
+                    m->partition_indexes.items[i] = gr_rd_int32(rd);
+                if (rd->err) m->partition_indexes.count = 0;
+            }
+        }
+    }
+    if (!fx || rd->err) return;
+    uint32_t ntags = gr_rd_tag_count(rd);
+    int64_t last_tag = -1;
+    for (uint32_t t = 0; t < ntags && !rd->err; t++) {
+        uint32_t tag = gr_rd_uvarint(rd);
+        uint32_t len = gr_rd_uvarint(rd);
+        if (rd->err) return;
+        if ((int64_t)tag <= last_tag) {
+            gr_rd_fail(rd, GR_WIRE_BAD_TAGS);
+            return;
+        }
+        last_tag = tag;
+        if (len > gr_rd_left(rd)) {
+            gr_rd_fail(rd, GR_WIRE_SHORT);
+            return;
+        }
+        const uint8_t *body = rd->p;
+        switch (tag) {
+        default:
+            keep_unknown_tag(rd, &m->unknown_tags, ntags, tag, body, len);
+        }
+        rd->p = body + len;
+    }
+}
+
+static size_t sz_gr_list_partition_reassignments_request_list_partition_reassignments_topics(const struct gr_list_partition_reassignments_request_list_partition_reassignments_topics *m, int16_t v)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    size_t n = 0;
+    if (1) {
+        n += gr_sz_string(m->name, fx);
+    }
+    if (1) {
+        n += gr_sz_array_len(m->partition_indexes.count, fx);
+        if (m->partition_indexes.count > 0) n += (size_t)m->partition_indexes.count * 4;
+    }
+    if (fx) {
+        uint32_t count = (uint32_t)m->unknown_tags.count;
+        n += gr_sz_uvarint(count) + gr_sz_unknown_tags(&m->unknown_tags);
+    }
+    (void)m;
+    return n;
+}
+
+static void enc_gr_list_partition_reassignments_request_list_partition_reassignments_topics(struct gr_wr *wr, int16_t v, const struct gr_list_partition_reassignments_request_list_partition_reassignments_topics *m)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    if (1) {
+        gr_wr_string(wr, m->name, fx);
+    }
+    if (1) {
+        gr_wr_array_len(wr, m->partition_indexes.count, fx);
+        for (int32_t i = 0; i < m->partition_indexes.count; i++)
+            gr_wr_int32(wr, m->partition_indexes.items[i]);
+    }
+    if (!fx) return;
+    uint32_t count = (uint32_t)m->unknown_tags.count;
+    gr_wr_uvarint(wr, count);
+    int32_t u = 0;
+    while (u < m->unknown_tags.count)
+        write_unknown_tag(wr, &m->unknown_tags.items[u++]);
+}
+
+void gr_list_partition_reassignments_request_init(struct gr_list_partition_reassignments_request *m)
+{
+    m->timeout_ms = 60000;
+    m->topics.items = NULL;
+    m->topics.count = -1;
+    m->unknown_tags.items = NULL;
+    m->unknown_tags.count = 0;
+}
+
+static bool isdef_gr_list_partition_reassignments_request(const struct gr_list_partition_reassignments_request *m)
+{
+    return (m->timeout_ms == 60000) &&
+           m->topics.count < 0 &&
+           m->unknown_tags.count == 0;
+}
+
+static size_t minsz_gr_list_partition_reassignments_request(int16_t v)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    size_t n = fx ? 1 : 0;
+    if (1) n += 4;
+    if (1) n += (fx ? 1 : 4);
+    (void)v;
+    return n;
+}
+
+static void dec_gr_list_partition_reassignments_request(struct gr_rd *rd, int16_t v, struct gr_list_partition_reassignments_request *m)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    gr_list_partition_reassignments_request_init(m);
+    if (1) {
+        m->timeout_ms = gr_rd_int32(rd);
+    }
+    if (1) {
+        {
+            int32_t n = gr_rd_array_len(rd, fx, 1, minsz_gr_list_partition_reassignments_request_list_partition_reassignments_topics(v));
+            m->topics.count = n;
+            m->topics.items = NULL;
+            if (n > 0) {
+                m->topics.items = gr_rd_alloc(rd, (size_t)n, sizeof(struct gr_list_partition_reassignments_request_list_partition_reassignments_topics));
+                for (int32_t i = 0; i < n && !rd->err; i++)
+                    dec_gr_list_partition_reassignments_request_list_partition_reassignments_topics(rd, v, &m->topics.items[i]);
+                if (rd->err) m->topics.count = 0;
+            }
+        }
+    }
+    if (!fx || rd->err) return;
+    uint32_t ntags = gr_rd_tag_count(rd);
+    int64_t last_tag = -1;
+    for (uint32_t t = 0; t < ntags && !rd->err; t++) {
+        uint32_t tag = gr_rd_uvarint(rd);
+        uint32_t len = gr_rd_uvarint(rd);
+        if (rd->err) return;
+        if ((int64_t)tag <= last_tag) {
+            gr_rd_fail(rd, GR_WIRE_BAD_TAGS);
+            return;
+        }
+        last_tag = tag;
+        if (len > gr_rd_left(rd)) {
+            gr_rd_fail(rd, GR_WIRE_SHORT);
+            return;
+        }
+        const uint8_t *body = rd->p;
+        switch (tag) {
+        default:
+            keep_unknown_tag(rd, &m->unknown_tags, ntags, tag, body, len);
+        }
+        rd->p = body + len;
+    }
+}
+
+static size_t sz_gr_list_partition_reassignments_request(const struct gr_list_partition_reassignments_request *m, int16_t v)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    size_t n = 0;
+    if (1) {
+        n += 4;
+    }
+    if (1) {
+        n += gr_sz_array_len(m->topics.count, fx);
+        for (int32_t i = 0; i < m->topics.count; i++)
+            n += sz_gr_list_partition_reassignments_request_list_partition_reassignments_topics(&m->topics.items[i], v);
+    }
+    if (fx) {
+        uint32_t count = (uint32_t)m->unknown_tags.count;
+        n += gr_sz_uvarint(count) + gr_sz_unknown_tags(&m->unknown_tags);
+    }
+    (void)m;
+    return n;
+}
+
+static void enc_gr_list_partition_reassignments_request(struct gr_wr *wr, int16_t v, const struct gr_list_partition_reassignments_request *m)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    if (1) {
+        gr_wr_int32(wr, m->timeout_ms);
+    }
+    if (1) {
+        gr_wr_array_len(wr, m->topics.count, fx);
+        for (int32_t i = 0; i < m->topics.count; i++)
+            enc_gr_list_partition_reassignments_request_list_partition_reassignments_topics(wr, v, &m->topics.items[i]);
+    }
+    if (!fx) return;
+    uint32_t count = (uint32_t)m->unknown_tags.count;
+    gr_wr_uvarint(wr, count);
+    int32_t u = 0;
+    while (u < m->unknown_tags.count)
+        write_unknown_tag(wr, &m->unknown_tags.items[u++]);
+}
+
+int gr_list_partition_reassignments_request_decode(struct gr_rd *rd, int16_t version, struct gr_list_partition_reassignments_request *m)
+{
+    dec_gr_list_partition_reassignments_request(rd, version, m);
+    return rd->err;
+}
+
+size_t gr_list_partition_reassignments_request_size(const struct gr_list_partition_reassignments_request *m, int16_t version) { return sz_gr_list_partition_reassignments_request(m, version); }
+
+void gr_list_partition_reassignments_request_encode(struct gr_wr *wr, const struct gr_list_partition_reassignments_request *m, int16_t version) { enc_gr_list_partition_reassignments_request(wr, version, m); }
+
+static void ops_init_gr_list_partition_reassignments_request(void *m) { gr_list_partition_reassignments_request_init(m); }
+static int ops_decode_gr_list_partition_reassignments_request(struct gr_rd *rd, int16_t v, void *m) { return gr_list_partition_reassignments_request_decode(rd, v, m); }
+static size_t ops_size_gr_list_partition_reassignments_request(const void *m, int16_t v) { return gr_list_partition_reassignments_request_size(m, v); }
+static void ops_encode_gr_list_partition_reassignments_request(struct gr_wr *wr, const void *m, int16_t v) { gr_list_partition_reassignments_request_encode(wr, m, v); }
+
+void gr_list_partition_reassignments_response_ongoing_partition_reassignment_init(struct gr_list_partition_reassignments_response_ongoing_partition_reassignment *m)
+{
+    m->partition_index = 0;
+    m->replicas.items = NULL;
+    m->replicas.count = 0;
+    m->adding_replicas.items = NULL;
+    m->adding_replicas.count = 0;
+    m->removing_replicas.items = NULL;
+    m->removing_replicas.count = 0;
+    m->unknown_tags.items = NULL;
+    m->unknown_tags.count = 0;
+}
+
+static bool isdef_gr_list_partition_reassignments_response_ongoing_partition_reassignment(const struct gr_list_partition_reassignments_response_ongoing_partition_reassignment *m)
+{
+    return (m->partition_index == 0) &&
+           m->replicas.count == 0 &&
+           m->adding_replicas.count == 0 &&
+           m->removing_replicas.count == 0 &&
+           m->unknown_tags.count == 0;
+}
+
+static size_t minsz_gr_list_partition_reassignments_response_ongoing_partition_reassignment(int16_t v)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    size_t n = fx ? 1 : 0;
+    if (1) n += 4;
+    if (1) n += (fx ? 1 : 4);
+    if (1) n += (fx ? 1 : 4);
+    if (1) n += (fx ? 1 : 4);
+    (void)v;
+    return n;
+}
+
+static void dec_gr_list_partition_reassignments_response_ongoing_partition_reassignment(struct gr_rd *rd, int16_t v, struct gr_list_partition_reassignments_response_ongoing_partition_reassignment *m)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    gr_list_partition_reassignments_response_ongoing_partition_reassignment_init(m);
+    if (1) {
+        m->partition_index = gr_rd_int32(rd);
+    }
+    if (1) {
+        {
+            int32_t n = gr_rd_array_len(rd, fx, 0, 4);
+            m->replicas.count = n;
+            m->replicas.items = NULL;
+            if (n > 0) {
+                m->replicas.items = gr_rd_alloc(rd, (size_t)n, sizeof(int32_t));
+                for (int32_t i = 0; i < n && !rd->err; i++)
+                    m->replicas.items[i] = gr_rd_int32(rd);
+                if (rd->err) m->replicas.count = 0;
+            }
+        }
+    }
+    if (1) {
+        {
+            int32_t n = gr_rd_array_len(rd, fx, 0, 4);
+            m->adding_replicas.count = n;
+            m->adding_replicas.items = NULL;
+            if (n > 0) {
+                m->adding_replicas.items = gr_rd_alloc(rd, (size_t)n, sizeof(int32_t));
+                for (int32_t i = 0; i < n && !rd->err; i++)
+                    m->adding_replicas.items[i] = gr_rd_int32(rd);
+                if (rd->err) m->adding_replicas.count = 0;
+            }
+        }
+    }
+    if (1) {
+        {
+            int32_t n = gr_rd_array_len(rd, fx, 0, 4);
+            m->removing_replicas.count = n;
+            m->removing_replicas.items = NULL;
+            if (n > 0) {
+                m->removing_replicas.items = gr_rd_alloc(rd, (size_t)n, sizeof(int32_t));
+                for (int32_t i = 0; i < n && !rd->err; i++)
+                    m->removing_replicas.items[i] = gr_rd_int32(rd);
+                if (rd->err) m->removing_replicas.count = 0;
+            }
+        }
+    }
+    if (!fx || rd->err) return;
+    uint32_t ntags = gr_rd_tag_count(rd);
+    int64_t last_tag = -1;
+    for (uint32_t t = 0; t < ntags && !rd->err; t++) {
+        uint32_t tag = gr_rd_uvarint(rd);
+        uint32_t len = gr_rd_uvarint(rd);
+        if (rd->err) return;
+        if ((int64_t)tag <= last_tag) {
+            gr_rd_fail(rd, GR_WIRE_BAD_TAGS);
+            return;
+        }
+        last_tag = tag;
+        if (len > gr_rd_left(rd)) {
+            gr_rd_fail(rd, GR_WIRE_SHORT);
+            return;
+        }
+        const uint8_t *body = rd->p;
+        switch (tag) {
+        default:
+            keep_unknown_tag(rd, &m->unknown_tags, ntags, tag, body, len);
+        }
+        rd->p = body + len;
+    }
+}
+
+static size_t sz_gr_list_partition_reassignments_response_ongoing_partition_reassignment(const struct gr_list_partition_reassignments_response_ongoing_partition_reassignment *m, int16_t v)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    size_t n = 0;
+    if (1) {
+        n += 4;
+    }
+    if (1) {
+        n += gr_sz_array_len(m->replicas.count, fx);
+        if (m->replicas.count > 0) n += (size_t)m->replicas.count * 4;
+    }
+    if (1) {
+        n += gr_sz_array_len(m->adding_replicas.count, fx);
+        if (m->adding_replicas.count > 0) n += (size_t)m->adding_replicas.count * 4;
+    }
+    if (1) {
+        n += gr_sz_array_len(m->removing_replicas.count, fx);
+        if (m->removing_replicas.count > 0) n += (size_t)m->removing_replicas.count * 4;
+    }
+    if (fx) {
+        uint32_t count = (uint32_t)m->unknown_tags.count;
+        n += gr_sz_uvarint(count) + gr_sz_unknown_tags(&m->unknown_tags);
+    }
+    (void)m;
+    return n;
+}
+
+static void enc_gr_list_partition_reassignments_response_ongoing_partition_reassignment(struct gr_wr *wr, int16_t v, const struct gr_list_partition_reassignments_response_ongoing_partition_reassignment *m)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    if (1) {
+        gr_wr_int32(wr, m->partition_index);
+    }
+    if (1) {
+        gr_wr_array_len(wr, m->replicas.count, fx);
+        for (int32_t i = 0; i < m->replicas.count; i++)
+            gr_wr_int32(wr, m->replicas.items[i]);
+    }
+    if (1) {
+        gr_wr_array_len(wr, m->adding_replicas.count, fx);
+        for (int32_t i = 0; i < m->adding_replicas.count; i++)
+            gr_wr_int32(wr, m->adding_replicas.items[i]);
+    }
+    if (1) {
+        gr_wr_array_len(wr, m->removing_replicas.count, fx);
+        for (int32_t i = 0; i < m->removing_replicas.count; i++)
+            gr_wr_int32(wr, m->removing_replicas.items[i]);
+    }
+    if (!fx) return;
+    uint32_t count = (uint32_t)m->unknown_tags.count;
+    gr_wr_uvarint(wr, count);
+    int32_t u = 0;
+    while (u < m->unknown_tags.count)
+        write_unknown_tag(wr, &m->unknown_tags.items[u++]);
+}
+
+void gr_list_partition_reassignments_response_ongoing_topic_reassignment_init(struct gr_list_partition_reassignments_response_ongoing_topic_reassignment *m)
+{
+    m->name = ((struct gr_str){"", 0});
+    m->partitions.items = NULL;
+    m->partitions.count = 0;
+    m->unknown_tags.items = NULL;
+    m->unknown_tags.count = 0;
+}
+
+static bool isdef_gr_list_partition_reassignments_response_ongoing_topic_reassignment(const struct gr_list_partition_reassignments_response_ongoing_topic_reassignment *m)
+{
+    return gr_str_eq(m->name, gr_str_c("")) &&
+           m->partitions.count == 0 &&
+           m->unknown_tags.count == 0;
+}
+
+static size_t minsz_gr_list_partition_reassignments_response_ongoing_topic_reassignment(int16_t v)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    size_t n = fx ? 1 : 0;
+    if (1) n += (fx ? 1 : 2);
+    if (1) n += (fx ? 1 : 4);
+    (void)v;
+    return n;
+}
+
+static void dec_gr_list_partition_reassignments_response_ongoing_topic_reassignment(struct gr_rd *rd, int16_t v, struct gr_list_partition_reassignments_response_ongoing_topic_reassignment *m)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    gr_list_partition_reassignments_response_ongoing_topic_reassignment_init(m);
+    if (1) {
+        m->name = gr_rd_string(rd, fx, 0);
+    }
+    if (1) {
+        {
+            int32_t n = gr_rd_array_len(rd, fx, 0, minsz_gr_list_partition_reassignments_response_ongoing_partition_reassignment(v));
+            m->partitions.count = n;
+            m->partitions.items = NULL;
+            if (n > 0) {
+                m->partitions.items = gr_rd_alloc(rd, (size_t)n, sizeof(struct gr_list_partition_reassignments_response_ongoing_partition_reassignment));
+                for (int32_t i = 0; i < n && !rd->err; i++)
+                    dec_gr_list_partition_reassignments_response_ongoing_partition_reassignment(rd, v, &m->partitions.items[i]);
+                if (rd->err) m->partitions.count = 0;
+            }
+        }
+    }
+    if (!fx || rd->err) return;
+    uint32_t ntags = gr_rd_tag_count(rd);
+    int64_t last_tag = -1;
+    for (uint32_t t = 0; t < ntags && !rd->err; t++) {
+        uint32_t tag = gr_rd_uvarint(rd);
+        uint32_t len = gr_rd_uvarint(rd);
+        if (rd->err) return;
+        if ((int64_t)tag <= last_tag) {
+            gr_rd_fail(rd, GR_WIRE_BAD_TAGS);
+            return;
+        }
+        last_tag = tag;
+        if (len > gr_rd_left(rd)) {
+            gr_rd_fail(rd, GR_WIRE_SHORT);
+            return;
+        }
+        const uint8_t *body = rd->p;
+        switch (tag) {
+        default:
+            keep_unknown_tag(rd, &m->unknown_tags, ntags, tag, body, len);
+        }
+        rd->p = body + len;
+    }
+}
+
+static size_t sz_gr_list_partition_reassignments_response_ongoing_topic_reassignment(const struct gr_list_partition_reassignments_response_ongoing_topic_reassignment *m, int16_t v)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    size_t n = 0;
+    if (1) {
+        n += gr_sz_string(m->name, fx);
+    }
+    if (1) {
+        n += gr_sz_array_len(m->partitions.count, fx);
+        for (int32_t i = 0; i < m->partitions.count; i++)
+            n += sz_gr_list_partition_reassignments_response_ongoing_partition_reassignment(&m->partitions.items[i], v);
+    }
+    if (fx) {
+        uint32_t count = (uint32_t)m->unknown_tags.count;
+        n += gr_sz_uvarint(count) + gr_sz_unknown_tags(&m->unknown_tags);
+    }
+    (void)m;
+    return n;
+}
+
+static void enc_gr_list_partition_reassignments_response_ongoing_topic_reassignment(struct gr_wr *wr, int16_t v, const struct gr_list_partition_reassignments_response_ongoing_topic_reassignment *m)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    if (1) {
+        gr_wr_string(wr, m->name, fx);
+    }
+    if (1) {
+        gr_wr_array_len(wr, m->partitions.count, fx);
+        for (int32_t i = 0; i < m->partitions.count; i++)
+            enc_gr_list_partition_reassignments_response_ongoing_partition_reassignment(wr, v, &m->partitions.items[i]);
+    }
+    if (!fx) return;
+    uint32_t count = (uint32_t)m->unknown_tags.count;
+    gr_wr_uvarint(wr, count);
+    int32_t u = 0;
+    while (u < m->unknown_tags.count)
+        write_unknown_tag(wr, &m->unknown_tags.items[u++]);
+}
+
+void gr_list_partition_reassignments_response_init(struct gr_list_partition_reassignments_response *m)
+{
+    m->throttle_time_ms = 0;
+    m->error_code = 0;
+    m->error_message = ((struct gr_str){"", 0});
+    m->topics.items = NULL;
+    m->topics.count = 0;
+    m->unknown_tags.items = NULL;
+    m->unknown_tags.count = 0;
+}
+
+static bool isdef_gr_list_partition_reassignments_response(const struct gr_list_partition_reassignments_response *m)
+{
+    return (m->throttle_time_ms == 0) &&
+           (m->error_code == 0) &&
+           gr_str_eq(m->error_message, gr_str_c("")) &&
+           m->topics.count == 0 &&
+           m->unknown_tags.count == 0;
+}
+
+static size_t minsz_gr_list_partition_reassignments_response(int16_t v)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    size_t n = fx ? 1 : 0;
+    if (1) n += 4;
+    if (1) n += 2;
+    if (1) n += (fx ? 1 : 2);
+    if (1) n += (fx ? 1 : 4);
+    (void)v;
+    return n;
+}
+
+static void dec_gr_list_partition_reassignments_response(struct gr_rd *rd, int16_t v, struct gr_list_partition_reassignments_response *m)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    gr_list_partition_reassignments_response_init(m);
+    if (1) {
+        m->throttle_time_ms = gr_rd_int32(rd);
+    }
+    if (1) {
+        m->error_code = gr_rd_int16(rd);
+    }
+    if (1) {
+        m->error_message = gr_rd_string(rd, fx, 1);
+    }
+    if (1) {
+        {
+            int32_t n = gr_rd_array_len(rd, fx, 0, minsz_gr_list_partition_reassignments_response_ongoing_topic_reassignment(v));
+            m->topics.count = n;
+            m->topics.items = NULL;
+            if (n > 0) {
+                m->topics.items = gr_rd_alloc(rd, (size_t)n, sizeof(struct gr_list_partition_reassignments_response_ongoing_topic_reassignment));
+                for (int32_t i = 0; i < n && !rd->err; i++)
+                    dec_gr_list_partition_reassignments_response_ongoing_topic_reassignment(rd, v, &m->topics.items[i]);
+                if (rd->err) m->topics.count = 0;
+            }
+        }
+    }
+    if (!fx || rd->err) return;
+    uint32_t ntags = gr_rd_tag_count(rd);
+    int64_t last_tag = -1;
+    for (uint32_t t = 0; t < ntags && !rd->err; t++) {
+        uint32_t tag = gr_rd_uvarint(rd);
+        uint32_t len = gr_rd_uvarint(rd);
+        if (rd->err) return;
+        if ((int64_t)tag <= last_tag) {
+            gr_rd_fail(rd, GR_WIRE_BAD_TAGS);
+            return;
+        }
+        last_tag = tag;
+        if (len > gr_rd_left(rd)) {
+            gr_rd_fail(rd, GR_WIRE_SHORT);
+            return;
+        }
+        const uint8_t *body = rd->p;
+        switch (tag) {
+        default:
+            keep_unknown_tag(rd, &m->unknown_tags, ntags, tag, body, len);
+        }
+        rd->p = body + len;
+    }
+}
+
+static size_t sz_gr_list_partition_reassignments_response(const struct gr_list_partition_reassignments_response *m, int16_t v)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    size_t n = 0;
+    if (1) {
+        n += 4;
+    }
+    if (1) {
+        n += 2;
+    }
+    if (1) {
+        n += gr_sz_string(m->error_message, fx);
+    }
+    if (1) {
+        n += gr_sz_array_len(m->topics.count, fx);
+        for (int32_t i = 0; i < m->topics.count; i++)
+            n += sz_gr_list_partition_reassignments_response_ongoing_topic_reassignment(&m->topics.items[i], v);
+    }
+    if (fx) {
+        uint32_t count = (uint32_t)m->unknown_tags.count;
+        n += gr_sz_uvarint(count) + gr_sz_unknown_tags(&m->unknown_tags);
+    }
+    (void)m;
+    return n;
+}
+
+static void enc_gr_list_partition_reassignments_response(struct gr_wr *wr, int16_t v, const struct gr_list_partition_reassignments_response *m)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    if (1) {
+        gr_wr_int32(wr, m->throttle_time_ms);
+    }
+    if (1) {
+        gr_wr_int16(wr, m->error_code);
+    }
+    if (1) {
+        gr_wr_string(wr, m->error_message, fx);
+    }
+    if (1) {
+        gr_wr_array_len(wr, m->topics.count, fx);
+        for (int32_t i = 0; i < m->topics.count; i++)
+            enc_gr_list_partition_reassignments_response_ongoing_topic_reassignment(wr, v, &m->topics.items[i]);
+    }
+    if (!fx) return;
+    uint32_t count = (uint32_t)m->unknown_tags.count;
+    gr_wr_uvarint(wr, count);
+    int32_t u = 0;
+    while (u < m->unknown_tags.count)
+        write_unknown_tag(wr, &m->unknown_tags.items[u++]);
+}
+
+void gr_list_partition_reassignments_response_count_errors(const struct gr_list_partition_reassignments_response *m, bool top, uint64_t *counts, int nslots)
+{
+    if (top) count_error(counts, nslots, m->error_code);
+    (void)top;
+}
+
+static void ops_count_errors_gr_list_partition_reassignments_response(const void *m, bool top, uint64_t *counts, int nslots) { gr_list_partition_reassignments_response_count_errors(m, top, counts, nslots); }
+
+int gr_list_partition_reassignments_response_decode(struct gr_rd *rd, int16_t version, struct gr_list_partition_reassignments_response *m)
+{
+    dec_gr_list_partition_reassignments_response(rd, version, m);
+    return rd->err;
+}
+
+size_t gr_list_partition_reassignments_response_size(const struct gr_list_partition_reassignments_response *m, int16_t version) { return sz_gr_list_partition_reassignments_response(m, version); }
+
+void gr_list_partition_reassignments_response_encode(struct gr_wr *wr, const struct gr_list_partition_reassignments_response *m, int16_t version) { enc_gr_list_partition_reassignments_response(wr, version, m); }
+
+static void ops_init_gr_list_partition_reassignments_response(void *m) { gr_list_partition_reassignments_response_init(m); }
+static int ops_decode_gr_list_partition_reassignments_response(struct gr_rd *rd, int16_t v, void *m) { return gr_list_partition_reassignments_response_decode(rd, v, m); }
+static size_t ops_size_gr_list_partition_reassignments_response(const void *m, int16_t v) { return gr_list_partition_reassignments_response_size(m, v); }
+static void ops_encode_gr_list_partition_reassignments_response(struct gr_wr *wr, const void *m, int16_t v) { gr_list_partition_reassignments_response_encode(wr, m, v); }
+
 void gr_offset_delete_request_offset_delete_request_partition_init(struct gr_offset_delete_request_offset_delete_request_partition *m)
 {
     m->partition_index = 0;
@@ -32882,6 +34442,10 @@ const struct gr_msg_ops gr_msg_ops_table[] = {
     {43, true, "elect_leaders_response", 0, 2, 2, -1, sizeof(struct gr_elect_leaders_response), ops_init_gr_elect_leaders_response, ops_decode_gr_elect_leaders_response, ops_size_gr_elect_leaders_response, ops_encode_gr_elect_leaders_response, NULL, ops_count_errors_gr_elect_leaders_response},
     {44, false, "incremental_alter_configs_request", 0, 1, 1, -1, sizeof(struct gr_incremental_alter_configs_request), ops_init_gr_incremental_alter_configs_request, ops_decode_gr_incremental_alter_configs_request, ops_size_gr_incremental_alter_configs_request, ops_encode_gr_incremental_alter_configs_request, NULL, NULL},
     {44, true, "incremental_alter_configs_response", 0, 1, 1, -1, sizeof(struct gr_incremental_alter_configs_response), ops_init_gr_incremental_alter_configs_response, ops_decode_gr_incremental_alter_configs_response, ops_size_gr_incremental_alter_configs_response, ops_encode_gr_incremental_alter_configs_response, NULL, ops_count_errors_gr_incremental_alter_configs_response},
+    {45, false, "alter_partition_reassignments_request", 0, 1, 0, -1, sizeof(struct gr_alter_partition_reassignments_request), ops_init_gr_alter_partition_reassignments_request, ops_decode_gr_alter_partition_reassignments_request, ops_size_gr_alter_partition_reassignments_request, ops_encode_gr_alter_partition_reassignments_request, NULL, NULL},
+    {45, true, "alter_partition_reassignments_response", 0, 1, 0, -1, sizeof(struct gr_alter_partition_reassignments_response), ops_init_gr_alter_partition_reassignments_response, ops_decode_gr_alter_partition_reassignments_response, ops_size_gr_alter_partition_reassignments_response, ops_encode_gr_alter_partition_reassignments_response, NULL, ops_count_errors_gr_alter_partition_reassignments_response},
+    {46, false, "list_partition_reassignments_request", 0, 0, 0, -1, sizeof(struct gr_list_partition_reassignments_request), ops_init_gr_list_partition_reassignments_request, ops_decode_gr_list_partition_reassignments_request, ops_size_gr_list_partition_reassignments_request, ops_encode_gr_list_partition_reassignments_request, NULL, NULL},
+    {46, true, "list_partition_reassignments_response", 0, 0, 0, -1, sizeof(struct gr_list_partition_reassignments_response), ops_init_gr_list_partition_reassignments_response, ops_decode_gr_list_partition_reassignments_response, ops_size_gr_list_partition_reassignments_response, ops_encode_gr_list_partition_reassignments_response, NULL, ops_count_errors_gr_list_partition_reassignments_response},
     {47, false, "offset_delete_request", 0, 0, -1, -1, sizeof(struct gr_offset_delete_request), ops_init_gr_offset_delete_request, ops_decode_gr_offset_delete_request, ops_size_gr_offset_delete_request, ops_encode_gr_offset_delete_request, NULL, NULL},
     {47, true, "offset_delete_response", 0, 0, -1, -1, sizeof(struct gr_offset_delete_response), ops_init_gr_offset_delete_response, ops_decode_gr_offset_delete_response, ops_size_gr_offset_delete_response, ops_encode_gr_offset_delete_response, NULL, ops_count_errors_gr_offset_delete_response},
     {48, false, "describe_client_quotas_request", 0, 1, 1, -1, sizeof(struct gr_describe_client_quotas_request), ops_init_gr_describe_client_quotas_request, ops_decode_gr_describe_client_quotas_request, ops_size_gr_describe_client_quotas_request, ops_encode_gr_describe_client_quotas_request, NULL, NULL},
@@ -32901,7 +34465,7 @@ const struct gr_msg_ops gr_msg_ops_table[] = {
     {32000, false, "partition_summary_request", 0, 0, 0, -1, sizeof(struct gr_partition_summary_request), ops_init_gr_partition_summary_request, ops_decode_gr_partition_summary_request, ops_size_gr_partition_summary_request, ops_encode_gr_partition_summary_request, NULL, NULL},
     {32000, true, "partition_summary_response", 0, 0, 0, -1, sizeof(struct gr_partition_summary_response), ops_init_gr_partition_summary_response, ops_decode_gr_partition_summary_response, ops_size_gr_partition_summary_response, ops_encode_gr_partition_summary_response, NULL, ops_count_errors_gr_partition_summary_response},
 };
-const int gr_msg_ops_count = 90;
+const int gr_msg_ops_count = 94;
 
 const struct gr_msg_ops *gr_msg_ops_find(int16_t api_key, bool response)
 {

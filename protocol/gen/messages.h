@@ -191,6 +191,17 @@ struct gr_incremental_alter_configs_request_alter_configs_resource;
 struct gr_incremental_alter_configs_request;
 struct gr_incremental_alter_configs_response_alter_configs_resource_response;
 struct gr_incremental_alter_configs_response;
+struct gr_alter_partition_reassignments_request_reassignable_partition;
+struct gr_alter_partition_reassignments_request_reassignable_topic;
+struct gr_alter_partition_reassignments_request;
+struct gr_alter_partition_reassignments_response_reassignable_partition_response;
+struct gr_alter_partition_reassignments_response_reassignable_topic_response;
+struct gr_alter_partition_reassignments_response;
+struct gr_list_partition_reassignments_request_list_partition_reassignments_topics;
+struct gr_list_partition_reassignments_request;
+struct gr_list_partition_reassignments_response_ongoing_partition_reassignment;
+struct gr_list_partition_reassignments_response_ongoing_topic_reassignment;
+struct gr_list_partition_reassignments_response;
 struct gr_offset_delete_request_offset_delete_request_partition;
 struct gr_offset_delete_request_offset_delete_request_topic;
 struct gr_offset_delete_request;
@@ -2982,6 +2993,164 @@ void gr_incremental_alter_configs_response_encode(struct gr_wr *wr, const struct
  * errorCounts() reads its in-memory response), the top-level ones only when `top`; a code outside
  * 0..nslots-2 counts in slot 0 (-1, UNKNOWN_SERVER_ERROR, as Errors.forCode). */
 void gr_incremental_alter_configs_response_count_errors(const struct gr_incremental_alter_configs_response *m, bool top, uint64_t *counts, int nslots);
+
+/* ---- alter_partition_reassignments_request (api key 45 request, versions 0-1, flexible 0+) ---- */
+struct gr_alter_partition_reassignments_request_reassignable_partition {
+    int32_t partition_index; /* v0+ */
+    struct gr_int32_array replicas; /* v0+, nullable v0+ */
+    struct gr_tags unknown_tags;
+};
+struct gr_alter_partition_reassignments_request_reassignable_partition_array {
+    struct gr_alter_partition_reassignments_request_reassignable_partition *items;
+    int32_t count; /* -1 = null */
+};
+/* Sets every field of `m` to its default. */
+void gr_alter_partition_reassignments_request_reassignable_partition_init(struct gr_alter_partition_reassignments_request_reassignable_partition *m);
+struct gr_alter_partition_reassignments_request_reassignable_topic {
+    struct gr_str name; /* v0+ */
+    struct gr_alter_partition_reassignments_request_reassignable_partition_array partitions; /* v0+ */
+    struct gr_tags unknown_tags;
+};
+struct gr_alter_partition_reassignments_request_reassignable_topic_array {
+    struct gr_alter_partition_reassignments_request_reassignable_topic *items;
+    int32_t count; /* -1 = null */
+};
+/* Sets every field of `m` to its default. */
+void gr_alter_partition_reassignments_request_reassignable_topic_init(struct gr_alter_partition_reassignments_request_reassignable_topic *m);
+struct gr_alter_partition_reassignments_request {
+    int32_t timeout_ms; /* v0+ */
+    bool allow_replication_factor_change; /* v1+ */
+    struct gr_alter_partition_reassignments_request_reassignable_topic_array topics; /* v0+ */
+    struct gr_tags unknown_tags;
+};
+/* Sets every field to its default (Kafka's "default", else 0 / empty / null for records). */
+void gr_alter_partition_reassignments_request_init(struct gr_alter_partition_reassignments_request *m);
+/* Decodes a alter_partition_reassignments_request body at `version` (0-1) from `rd`; arrays come from rd->arena. Returns 0 or the
+ * reader's sticky enum gr_wire_err. Does not check that the reader is exhausted. */
+int gr_alter_partition_reassignments_request_decode(struct gr_rd *rd, int16_t version, struct gr_alter_partition_reassignments_request *m);
+/* Bytes that gr_alter_partition_reassignments_request_encode writes for `m` at `version`. */
+size_t gr_alter_partition_reassignments_request_size(const struct gr_alter_partition_reassignments_request *m, int16_t version);
+/* Encodes `m` at `version`; the writer must have gr_alter_partition_reassignments_request_size() bytes of room. */
+void gr_alter_partition_reassignments_request_encode(struct gr_wr *wr, const struct gr_alter_partition_reassignments_request *m, int16_t version);
+
+/* ---- alter_partition_reassignments_response (api key 45 response, versions 0-1, flexible 0+) ---- */
+struct gr_alter_partition_reassignments_response_reassignable_partition_response {
+    int32_t partition_index; /* v0+ */
+    int16_t error_code; /* v0+ */
+    struct gr_str error_message; /* v0+, nullable v0+ */
+    struct gr_tags unknown_tags;
+};
+struct gr_alter_partition_reassignments_response_reassignable_partition_response_array {
+    struct gr_alter_partition_reassignments_response_reassignable_partition_response *items;
+    int32_t count; /* -1 = null */
+};
+/* Sets every field of `m` to its default. */
+void gr_alter_partition_reassignments_response_reassignable_partition_response_init(struct gr_alter_partition_reassignments_response_reassignable_partition_response *m);
+struct gr_alter_partition_reassignments_response_reassignable_topic_response {
+    struct gr_str name; /* v0+ */
+    struct gr_alter_partition_reassignments_response_reassignable_partition_response_array partitions; /* v0+ */
+    struct gr_tags unknown_tags;
+};
+struct gr_alter_partition_reassignments_response_reassignable_topic_response_array {
+    struct gr_alter_partition_reassignments_response_reassignable_topic_response *items;
+    int32_t count; /* -1 = null */
+};
+/* Sets every field of `m` to its default. */
+void gr_alter_partition_reassignments_response_reassignable_topic_response_init(struct gr_alter_partition_reassignments_response_reassignable_topic_response *m);
+struct gr_alter_partition_reassignments_response {
+    int32_t throttle_time_ms; /* v0+ */
+    bool allow_replication_factor_change; /* v1+ */
+    int16_t error_code; /* v0+ */
+    struct gr_str error_message; /* v0+, nullable v0+ */
+    struct gr_alter_partition_reassignments_response_reassignable_topic_response_array responses; /* v0+ */
+    struct gr_tags unknown_tags;
+};
+/* Sets every field to its default (Kafka's "default", else 0 / empty / null for records). */
+void gr_alter_partition_reassignments_response_init(struct gr_alter_partition_reassignments_response *m);
+/* Decodes a alter_partition_reassignments_response body at `version` (0-1) from `rd`; arrays come from rd->arena. Returns 0 or the
+ * reader's sticky enum gr_wire_err. Does not check that the reader is exhausted. */
+int gr_alter_partition_reassignments_response_decode(struct gr_rd *rd, int16_t version, struct gr_alter_partition_reassignments_response *m);
+/* Bytes that gr_alter_partition_reassignments_response_encode writes for `m` at `version`. */
+size_t gr_alter_partition_reassignments_response_size(const struct gr_alter_partition_reassignments_response *m, int16_t version);
+/* Encodes `m` at `version`; the writer must have gr_alter_partition_reassignments_response_size() bytes of room. */
+void gr_alter_partition_reassignments_response_encode(struct gr_wr *wr, const struct gr_alter_partition_reassignments_response *m, int16_t version);
+/* Adds one to counts[code + 1] for each error field of `m` (error_code, partition_error_code, every version: Kafka's
+ * errorCounts() reads its in-memory response), the top-level ones only when `top`; a code outside
+ * 0..nslots-2 counts in slot 0 (-1, UNKNOWN_SERVER_ERROR, as Errors.forCode). */
+void gr_alter_partition_reassignments_response_count_errors(const struct gr_alter_partition_reassignments_response *m, bool top, uint64_t *counts, int nslots);
+
+/* ---- list_partition_reassignments_request (api key 46 request, versions 0, flexible 0+) ---- */
+struct gr_list_partition_reassignments_request_list_partition_reassignments_topics {
+    struct gr_str name; /* v0+ */
+    struct gr_int32_array partition_indexes; /* v0+ */
+    struct gr_tags unknown_tags;
+};
+struct gr_list_partition_reassignments_request_list_partition_reassignments_topics_array {
+    struct gr_list_partition_reassignments_request_list_partition_reassignments_topics *items;
+    int32_t count; /* -1 = null */
+};
+/* Sets every field of `m` to its default. */
+void gr_list_partition_reassignments_request_list_partition_reassignments_topics_init(struct gr_list_partition_reassignments_request_list_partition_reassignments_topics *m);
+struct gr_list_partition_reassignments_request {
+    int32_t timeout_ms; /* v0+ */
+    struct gr_list_partition_reassignments_request_list_partition_reassignments_topics_array topics; /* v0+, nullable v0+ */
+    struct gr_tags unknown_tags;
+};
+/* Sets every field to its default (Kafka's "default", else 0 / empty / null for records). */
+void gr_list_partition_reassignments_request_init(struct gr_list_partition_reassignments_request *m);
+/* Decodes a list_partition_reassignments_request body at `version` (0) from `rd`; arrays come from rd->arena. Returns 0 or the
+ * reader's sticky enum gr_wire_err. Does not check that the reader is exhausted. */
+int gr_list_partition_reassignments_request_decode(struct gr_rd *rd, int16_t version, struct gr_list_partition_reassignments_request *m);
+/* Bytes that gr_list_partition_reassignments_request_encode writes for `m` at `version`. */
+size_t gr_list_partition_reassignments_request_size(const struct gr_list_partition_reassignments_request *m, int16_t version);
+/* Encodes `m` at `version`; the writer must have gr_list_partition_reassignments_request_size() bytes of room. */
+void gr_list_partition_reassignments_request_encode(struct gr_wr *wr, const struct gr_list_partition_reassignments_request *m, int16_t version);
+
+/* ---- list_partition_reassignments_response (api key 46 response, versions 0, flexible 0+) ---- */
+struct gr_list_partition_reassignments_response_ongoing_partition_reassignment {
+    int32_t partition_index; /* v0+ */
+    struct gr_int32_array replicas; /* v0+ */
+    struct gr_int32_array adding_replicas; /* v0+ */
+    struct gr_int32_array removing_replicas; /* v0+ */
+    struct gr_tags unknown_tags;
+};
+struct gr_list_partition_reassignments_response_ongoing_partition_reassignment_array {
+    struct gr_list_partition_reassignments_response_ongoing_partition_reassignment *items;
+    int32_t count; /* -1 = null */
+};
+/* Sets every field of `m` to its default. */
+void gr_list_partition_reassignments_response_ongoing_partition_reassignment_init(struct gr_list_partition_reassignments_response_ongoing_partition_reassignment *m);
+struct gr_list_partition_reassignments_response_ongoing_topic_reassignment {
+    struct gr_str name; /* v0+ */
+    struct gr_list_partition_reassignments_response_ongoing_partition_reassignment_array partitions; /* v0+ */
+    struct gr_tags unknown_tags;
+};
+struct gr_list_partition_reassignments_response_ongoing_topic_reassignment_array {
+    struct gr_list_partition_reassignments_response_ongoing_topic_reassignment *items;
+    int32_t count; /* -1 = null */
+};
+/* Sets every field of `m` to its default. */
+void gr_list_partition_reassignments_response_ongoing_topic_reassignment_init(struct gr_list_partition_reassignments_response_ongoing_topic_reassignment *m);
+struct gr_list_partition_reassignments_response {
+    int32_t throttle_time_ms; /* v0+ */
+    int16_t error_code; /* v0+ */
+    struct gr_str error_message; /* v0+, nullable v0+ */
+    struct gr_list_partition_reassignments_response_ongoing_topic_reassignment_array topics; /* v0+ */
+    struct gr_tags unknown_tags;
+};
+/* Sets every field to its default (Kafka's "default", else 0 / empty / null for records). */
+void gr_list_partition_reassignments_response_init(struct gr_list_partition_reassignments_response *m);
+/* Decodes a list_partition_reassignments_response body at `version` (0) from `rd`; arrays come from rd->arena. Returns 0 or the
+ * reader's sticky enum gr_wire_err. Does not check that the reader is exhausted. */
+int gr_list_partition_reassignments_response_decode(struct gr_rd *rd, int16_t version, struct gr_list_partition_reassignments_response *m);
+/* Bytes that gr_list_partition_reassignments_response_encode writes for `m` at `version`. */
+size_t gr_list_partition_reassignments_response_size(const struct gr_list_partition_reassignments_response *m, int16_t version);
+/* Encodes `m` at `version`; the writer must have gr_list_partition_reassignments_response_size() bytes of room. */
+void gr_list_partition_reassignments_response_encode(struct gr_wr *wr, const struct gr_list_partition_reassignments_response *m, int16_t version);
+/* Adds one to counts[code + 1] for each error field of `m` (error_code, partition_error_code, every version: Kafka's
+ * errorCounts() reads its in-memory response), the top-level ones only when `top`; a code outside
+ * 0..nslots-2 counts in slot 0 (-1, UNKNOWN_SERVER_ERROR, as Errors.forCode). */
+void gr_list_partition_reassignments_response_count_errors(const struct gr_list_partition_reassignments_response *m, bool top, uint64_t *counts, int nslots);
 
 /* ---- offset_delete_request (api key 47 request, versions 0, flexible none) ---- */
 struct gr_offset_delete_request_offset_delete_request_partition {

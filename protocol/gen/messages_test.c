@@ -361,6 +361,28 @@ static void json_gr_incremental_alter_configs_response_alter_configs_resource_re
 static void rnd_gr_incremental_alter_configs_response_alter_configs_resource_response(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_incremental_alter_configs_response_alter_configs_resource_response *m);
 static void json_gr_incremental_alter_configs_response(struct gr_sb *sb, int16_t v, const struct gr_incremental_alter_configs_response *m);
 static void rnd_gr_incremental_alter_configs_response(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_incremental_alter_configs_response *m);
+static void json_gr_alter_partition_reassignments_request_reassignable_partition(struct gr_sb *sb, int16_t v, const struct gr_alter_partition_reassignments_request_reassignable_partition *m);
+static void rnd_gr_alter_partition_reassignments_request_reassignable_partition(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_alter_partition_reassignments_request_reassignable_partition *m);
+static void json_gr_alter_partition_reassignments_request_reassignable_topic(struct gr_sb *sb, int16_t v, const struct gr_alter_partition_reassignments_request_reassignable_topic *m);
+static void rnd_gr_alter_partition_reassignments_request_reassignable_topic(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_alter_partition_reassignments_request_reassignable_topic *m);
+static void json_gr_alter_partition_reassignments_request(struct gr_sb *sb, int16_t v, const struct gr_alter_partition_reassignments_request *m);
+static void rnd_gr_alter_partition_reassignments_request(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_alter_partition_reassignments_request *m);
+static void json_gr_alter_partition_reassignments_response_reassignable_partition_response(struct gr_sb *sb, int16_t v, const struct gr_alter_partition_reassignments_response_reassignable_partition_response *m);
+static void rnd_gr_alter_partition_reassignments_response_reassignable_partition_response(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_alter_partition_reassignments_response_reassignable_partition_response *m);
+static void json_gr_alter_partition_reassignments_response_reassignable_topic_response(struct gr_sb *sb, int16_t v, const struct gr_alter_partition_reassignments_response_reassignable_topic_response *m);
+static void rnd_gr_alter_partition_reassignments_response_reassignable_topic_response(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_alter_partition_reassignments_response_reassignable_topic_response *m);
+static void json_gr_alter_partition_reassignments_response(struct gr_sb *sb, int16_t v, const struct gr_alter_partition_reassignments_response *m);
+static void rnd_gr_alter_partition_reassignments_response(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_alter_partition_reassignments_response *m);
+static void json_gr_list_partition_reassignments_request_list_partition_reassignments_topics(struct gr_sb *sb, int16_t v, const struct gr_list_partition_reassignments_request_list_partition_reassignments_topics *m);
+static void rnd_gr_list_partition_reassignments_request_list_partition_reassignments_topics(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_list_partition_reassignments_request_list_partition_reassignments_topics *m);
+static void json_gr_list_partition_reassignments_request(struct gr_sb *sb, int16_t v, const struct gr_list_partition_reassignments_request *m);
+static void rnd_gr_list_partition_reassignments_request(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_list_partition_reassignments_request *m);
+static void json_gr_list_partition_reassignments_response_ongoing_partition_reassignment(struct gr_sb *sb, int16_t v, const struct gr_list_partition_reassignments_response_ongoing_partition_reassignment *m);
+static void rnd_gr_list_partition_reassignments_response_ongoing_partition_reassignment(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_list_partition_reassignments_response_ongoing_partition_reassignment *m);
+static void json_gr_list_partition_reassignments_response_ongoing_topic_reassignment(struct gr_sb *sb, int16_t v, const struct gr_list_partition_reassignments_response_ongoing_topic_reassignment *m);
+static void rnd_gr_list_partition_reassignments_response_ongoing_topic_reassignment(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_list_partition_reassignments_response_ongoing_topic_reassignment *m);
+static void json_gr_list_partition_reassignments_response(struct gr_sb *sb, int16_t v, const struct gr_list_partition_reassignments_response *m);
+static void rnd_gr_list_partition_reassignments_response(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_list_partition_reassignments_response *m);
 static void json_gr_offset_delete_request_offset_delete_request_partition(struct gr_sb *sb, int16_t v, const struct gr_offset_delete_request_offset_delete_request_partition *m);
 static void rnd_gr_offset_delete_request_offset_delete_request_partition(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_offset_delete_request_offset_delete_request_partition *m);
 static void json_gr_offset_delete_request_offset_delete_request_topic(struct gr_sb *sb, int16_t v, const struct gr_offset_delete_request_offset_delete_request_topic *m);
@@ -10056,6 +10078,614 @@ static void rnd_gr_incremental_alter_configs_response(struct gr_rng *rng, struct
 static void ops_json_gr_incremental_alter_configs_response(struct gr_sb *sb, const void *m, int16_t v) { json_gr_incremental_alter_configs_response(sb, v, m); }
 static void ops_rnd_gr_incremental_alter_configs_response(struct gr_rng *rng, struct gr_arena *a, void *m, int16_t v) { rnd_gr_incremental_alter_configs_response(rng, a, v, m); }
 
+static void json_gr_alter_partition_reassignments_request_reassignable_partition(struct gr_sb *sb, int16_t v, const struct gr_alter_partition_reassignments_request_reassignable_partition *m)
+{
+    gr_sb_putc(sb, '{');
+    bool first = true;
+    if (1) {
+        gr_sb_json_key(sb, "partitionIndex", &first);
+        gr_sb_json_int(sb, m->partition_index);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "replicas", &first);
+        if (m->replicas.count < 0) {
+            gr_sb_puts(sb, "null");
+        } else {
+            gr_sb_putc(sb, '[');
+            for (int32_t i = 0; i < m->replicas.count; i++) {
+                if (i) gr_sb_putc(sb, ',');
+                gr_sb_json_int(sb, m->replicas.items[i]);
+            }
+            gr_sb_putc(sb, ']');
+        }
+    }
+    gr_sb_putc(sb, '}');
+    (void)v;
+    (void)first;
+}
+
+static void rnd_gr_alter_partition_reassignments_request_reassignable_partition(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_alter_partition_reassignments_request_reassignable_partition *m)
+{
+    gr_alter_partition_reassignments_request_reassignable_partition_init(m);
+    (void)v;
+    if (1) {
+        m->partition_index = gr_rng_int32(rng);
+    }
+    if (1) {
+        if ((1) && gr_rng_below(rng, 5) == 0) {
+            m->replicas.count = -1;
+        } else {
+            m->replicas.count = (int32_t)gr_rng_below(rng, 4);
+            m->replicas.items = gr_arena_calloc(a, (size_t)m->replicas.count + 1, sizeof(int32_t));
+            for (int32_t i = 0; i < m->replicas.count; i++)
+                m->replicas.items[i] = gr_rng_int32(rng);
+        }
+    }
+    if ((1) && gr_rng_below(rng, 4) == 0)
+        gr_rng_unknown_tags(rng, a, &m->unknown_tags);
+}
+
+static void json_gr_alter_partition_reassignments_request_reassignable_topic(struct gr_sb *sb, int16_t v, const struct gr_alter_partition_reassignments_request_reassignable_topic *m)
+{
+    gr_sb_putc(sb, '{');
+    bool first = true;
+    if (1) {
+        gr_sb_json_key(sb, "name", &first);
+        gr_sb_json_str(sb, m->name);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "partitions", &first);
+        if (m->partitions.count < 0) {
+            gr_sb_puts(sb, "null");
+        } else {
+            gr_sb_putc(sb, '[');
+            for (int32_t i = 0; i < m->partitions.count; i++) {
+                if (i) gr_sb_putc(sb, ',');
+                json_gr_alter_partition_reassignments_request_reassignable_partition(sb, v, &m->partitions.items[i]);
+            }
+            gr_sb_putc(sb, ']');
+        }
+    }
+    gr_sb_putc(sb, '}');
+    (void)v;
+    (void)first;
+}
+
+static void rnd_gr_alter_partition_reassignments_request_reassignable_topic(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_alter_partition_reassignments_request_reassignable_topic *m)
+{
+    gr_alter_partition_reassignments_request_reassignable_topic_init(m);
+    (void)v;
+    if (1) {
+        m->name = gr_rng_str(rng, a, 0);
+    }
+    if (1) {
+        if ((0) && gr_rng_below(rng, 5) == 0) {
+            m->partitions.count = -1;
+        } else {
+            m->partitions.count = (int32_t)gr_rng_below(rng, 4);
+            m->partitions.items = gr_arena_calloc(a, (size_t)m->partitions.count + 1, sizeof(struct gr_alter_partition_reassignments_request_reassignable_partition));
+            for (int32_t i = 0; i < m->partitions.count; i++)
+                rnd_gr_alter_partition_reassignments_request_reassignable_partition(rng, a, v, &m->partitions.items[i]);
+        }
+    }
+    if ((1) && gr_rng_below(rng, 4) == 0)
+        gr_rng_unknown_tags(rng, a, &m->unknown_tags);
+}
+
+static void json_gr_alter_partition_reassignments_request(struct gr_sb *sb, int16_t v, const struct gr_alter_partition_reassignments_request *m)
+{
+    gr_sb_putc(sb, '{');
+    bool first = true;
+    if (1) {
+        gr_sb_json_key(sb, "timeoutMs", &first);
+        gr_sb_json_int(sb, m->timeout_ms);
+    }
+    if (v >= 1) {
+        gr_sb_json_key(sb, "allowReplicationFactorChange", &first);
+        gr_sb_json_bool(sb, m->allow_replication_factor_change);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "topics", &first);
+        if (m->topics.count < 0) {
+            gr_sb_puts(sb, "null");
+        } else {
+            gr_sb_putc(sb, '[');
+            for (int32_t i = 0; i < m->topics.count; i++) {
+                if (i) gr_sb_putc(sb, ',');
+                json_gr_alter_partition_reassignments_request_reassignable_topic(sb, v, &m->topics.items[i]);
+            }
+            gr_sb_putc(sb, ']');
+        }
+    }
+    gr_sb_putc(sb, '}');
+    (void)v;
+    (void)first;
+}
+
+static void rnd_gr_alter_partition_reassignments_request(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_alter_partition_reassignments_request *m)
+{
+    gr_alter_partition_reassignments_request_init(m);
+    (void)v;
+    if (1) {
+        m->timeout_ms = gr_rng_int32(rng);
+    }
+    if (v >= 1) {
+        m->allow_replication_factor_change = gr_rng_bool(rng);
+    }
+    if (1) {
+        if ((0) && gr_rng_below(rng, 5) == 0) {
+            m->topics.count = -1;
+        } else {
+            m->topics.count = (int32_t)gr_rng_below(rng, 4);
+            m->topics.items = gr_arena_calloc(a, (size_t)m->topics.count + 1, sizeof(struct gr_alter_partition_reassignments_request_reassignable_topic));
+            for (int32_t i = 0; i < m->topics.count; i++)
+                rnd_gr_alter_partition_reassignments_request_reassignable_topic(rng, a, v, &m->topics.items[i]);
+        }
+    }
+    if ((1) && gr_rng_below(rng, 4) == 0)
+        gr_rng_unknown_tags(rng, a, &m->unknown_tags);
+}
+
+static void ops_json_gr_alter_partition_reassignments_request(struct gr_sb *sb, const void *m, int16_t v) { json_gr_alter_partition_reassignments_request(sb, v, m); }
+static void ops_rnd_gr_alter_partition_reassignments_request(struct gr_rng *rng, struct gr_arena *a, void *m, int16_t v) { rnd_gr_alter_partition_reassignments_request(rng, a, v, m); }
+
+static void json_gr_alter_partition_reassignments_response_reassignable_partition_response(struct gr_sb *sb, int16_t v, const struct gr_alter_partition_reassignments_response_reassignable_partition_response *m)
+{
+    gr_sb_putc(sb, '{');
+    bool first = true;
+    if (1) {
+        gr_sb_json_key(sb, "partitionIndex", &first);
+        gr_sb_json_int(sb, m->partition_index);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "errorCode", &first);
+        gr_sb_json_int(sb, m->error_code);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "errorMessage", &first);
+        gr_sb_json_str(sb, m->error_message);
+    }
+    gr_sb_putc(sb, '}');
+    (void)v;
+    (void)first;
+}
+
+static void rnd_gr_alter_partition_reassignments_response_reassignable_partition_response(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_alter_partition_reassignments_response_reassignable_partition_response *m)
+{
+    gr_alter_partition_reassignments_response_reassignable_partition_response_init(m);
+    (void)v;
+    if (1) {
+        m->partition_index = gr_rng_int32(rng);
+    }
+    if (1) {
+        m->error_code = (int16_t)gr_rng_u64(rng);
+    }
+    if (1) {
+        m->error_message = gr_rng_str(rng, a, 1);
+    }
+    if ((1) && gr_rng_below(rng, 4) == 0)
+        gr_rng_unknown_tags(rng, a, &m->unknown_tags);
+}
+
+static void json_gr_alter_partition_reassignments_response_reassignable_topic_response(struct gr_sb *sb, int16_t v, const struct gr_alter_partition_reassignments_response_reassignable_topic_response *m)
+{
+    gr_sb_putc(sb, '{');
+    bool first = true;
+    if (1) {
+        gr_sb_json_key(sb, "name", &first);
+        gr_sb_json_str(sb, m->name);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "partitions", &first);
+        if (m->partitions.count < 0) {
+            gr_sb_puts(sb, "null");
+        } else {
+            gr_sb_putc(sb, '[');
+            for (int32_t i = 0; i < m->partitions.count; i++) {
+                if (i) gr_sb_putc(sb, ',');
+                json_gr_alter_partition_reassignments_response_reassignable_partition_response(sb, v, &m->partitions.items[i]);
+            }
+            gr_sb_putc(sb, ']');
+        }
+    }
+    gr_sb_putc(sb, '}');
+    (void)v;
+    (void)first;
+}
+
+static void rnd_gr_alter_partition_reassignments_response_reassignable_topic_response(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_alter_partition_reassignments_response_reassignable_topic_response *m)
+{
+    gr_alter_partition_reassignments_response_reassignable_topic_response_init(m);
+    (void)v;
+    if (1) {
+        m->name = gr_rng_str(rng, a, 0);
+    }
+    if (1) {
+        if ((0) && gr_rng_below(rng, 5) == 0) {
+            m->partitions.count = -1;
+        } else {
+            m->partitions.count = (int32_t)gr_rng_below(rng, 4);
+            m->partitions.items = gr_arena_calloc(a, (size_t)m->partitions.count + 1, sizeof(struct gr_alter_partition_reassignments_response_reassignable_partition_response));
+            for (int32_t i = 0; i < m->partitions.count; i++)
+                rnd_gr_alter_partition_reassignments_response_reassignable_partition_response(rng, a, v, &m->partitions.items[i]);
+        }
+    }
+    if ((1) && gr_rng_below(rng, 4) == 0)
+        gr_rng_unknown_tags(rng, a, &m->unknown_tags);
+}
+
+static void json_gr_alter_partition_reassignments_response(struct gr_sb *sb, int16_t v, const struct gr_alter_partition_reassignments_response *m)
+{
+    gr_sb_putc(sb, '{');
+    bool first = true;
+    if (1) {
+        gr_sb_json_key(sb, "throttleTimeMs", &first);
+        gr_sb_json_int(sb, m->throttle_time_ms);
+    }
+    if (v >= 1) {
+        gr_sb_json_key(sb, "allowReplicationFactorChange", &first);
+        gr_sb_json_bool(sb, m->allow_replication_factor_change);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "errorCode", &first);
+        gr_sb_json_int(sb, m->error_code);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "errorMessage", &first);
+        gr_sb_json_str(sb, m->error_message);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "responses", &first);
+        if (m->responses.count < 0) {
+            gr_sb_puts(sb, "null");
+        } else {
+            gr_sb_putc(sb, '[');
+            for (int32_t i = 0; i < m->responses.count; i++) {
+                if (i) gr_sb_putc(sb, ',');
+                json_gr_alter_partition_reassignments_response_reassignable_topic_response(sb, v, &m->responses.items[i]);
+            }
+            gr_sb_putc(sb, ']');
+        }
+    }
+    gr_sb_putc(sb, '}');
+    (void)v;
+    (void)first;
+}
+
+static void rnd_gr_alter_partition_reassignments_response(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_alter_partition_reassignments_response *m)
+{
+    gr_alter_partition_reassignments_response_init(m);
+    (void)v;
+    if (1) {
+        m->throttle_time_ms = gr_rng_int32(rng);
+    }
+    if (v >= 1) {
+        m->allow_replication_factor_change = gr_rng_bool(rng);
+    }
+    if (1) {
+        m->error_code = (int16_t)gr_rng_u64(rng);
+    }
+    if (1) {
+        m->error_message = gr_rng_str(rng, a, 1);
+    }
+    if (1) {
+        if ((0) && gr_rng_below(rng, 5) == 0) {
+            m->responses.count = -1;
+        } else {
+            m->responses.count = (int32_t)gr_rng_below(rng, 4);
+            m->responses.items = gr_arena_calloc(a, (size_t)m->responses.count + 1, sizeof(struct gr_alter_partition_reassignments_response_reassignable_topic_response));
+            for (int32_t i = 0; i < m->responses.count; i++)
+                rnd_gr_alter_partition_reassignments_response_reassignable_topic_response(rng, a, v, &m->responses.items[i]);
+        }
+    }
+    if ((1) && gr_rng_below(rng, 4) == 0)
+        gr_rng_unknown_tags(rng, a, &m->unknown_tags);
+}
+
+static void ops_json_gr_alter_partition_reassignments_response(struct gr_sb *sb, const void *m, int16_t v) { json_gr_alter_partition_reassignments_response(sb, v, m); }
+static void ops_rnd_gr_alter_partition_reassignments_response(struct gr_rng *rng, struct gr_arena *a, void *m, int16_t v) { rnd_gr_alter_partition_reassignments_response(rng, a, v, m); }
+
+static void json_gr_list_partition_reassignments_request_list_partition_reassignments_topics(struct gr_sb *sb, int16_t v, const struct gr_list_partition_reassignments_request_list_partition_reassignments_topics *m)
+{
+    gr_sb_putc(sb, '{');
+    bool first = true;
+    if (1) {
+        gr_sb_json_key(sb, "name", &first);
+        gr_sb_json_str(sb, m->name);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "partitionIndexes", &first);
+        if (m->partition_indexes.count < 0) {
+            gr_sb_puts(sb, "null");
+        } else {
+            gr_sb_putc(sb, '[');
+            for (int32_t i = 0; i < m->partition_indexes.count; i++) {
+                if (i) gr_sb_putc(sb, ',');
+                gr_sb_json_int(sb, m->partition_indexes.items[i]);
+            }
+            gr_sb_putc(sb, ']');
+        }
+    }
+    gr_sb_putc(sb, '}');
+    (void)v;
+    (void)first;
+}
+
+static void rnd_gr_list_partition_reassignments_request_list_partition_reassignments_topics(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_list_partition_reassignments_request_list_partition_reassignments_topics *m)
+{
+    gr_list_partition_reassignments_request_list_partition_reassignments_topics_init(m);
+    (void)v;
+    if (1) {
+        m->name = gr_rng_str(rng, a, 0);
+    }
+    if (1) {
+        if ((0) && gr_rng_below(rng, 5) == 0) {
+            m->partition_indexes.count = -1;
+        } else {
+            m->partition_indexes.count = (int32_t)gr_rng_below(rng, 4);
+            m->partition_indexes.items = gr_arena_calloc(a, (size_t)m->partition_indexes.count + 1, sizeof(int32_t));
+            for (int32_t i = 0; i < m->partition_indexes.count; i++)
+                m->partition_indexes.items[i] = gr_rng_int32(rng);
+        }
+    }
+    if ((1) && gr_rng_below(rng, 4) == 0)
+        gr_rng_unknown_tags(rng, a, &m->unknown_tags);
+}
+
+static void json_gr_list_partition_reassignments_request(struct gr_sb *sb, int16_t v, const struct gr_list_partition_reassignments_request *m)
+{
+    gr_sb_putc(sb, '{');
+    bool first = true;
+    if (1) {
+        gr_sb_json_key(sb, "timeoutMs", &first);
+        gr_sb_json_int(sb, m->timeout_ms);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "topics", &first);
+        if (m->topics.count < 0) {
+            gr_sb_puts(sb, "null");
+        } else {
+            gr_sb_putc(sb, '[');
+            for (int32_t i = 0; i < m->topics.count; i++) {
+                if (i) gr_sb_putc(sb, ',');
+                json_gr_list_partition_reassignments_request_list_partition_reassignments_topics(sb, v, &m->topics.items[i]);
+            }
+            gr_sb_putc(sb, ']');
+        }
+    }
+    gr_sb_putc(sb, '}');
+    (void)v;
+    (void)first;
+}
+
+static void rnd_gr_list_partition_reassignments_request(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_list_partition_reassignments_request *m)
+{
+    gr_list_partition_reassignments_request_init(m);
+    (void)v;
+    if (1) {
+        m->timeout_ms = gr_rng_int32(rng);
+    }
+    if (1) {
+        if ((1) && gr_rng_below(rng, 5) == 0) {
+            m->topics.count = -1;
+        } else {
+            m->topics.count = (int32_t)gr_rng_below(rng, 4);
+            m->topics.items = gr_arena_calloc(a, (size_t)m->topics.count + 1, sizeof(struct gr_list_partition_reassignments_request_list_partition_reassignments_topics));
+            for (int32_t i = 0; i < m->topics.count; i++)
+                rnd_gr_list_partition_reassignments_request_list_partition_reassignments_topics(rng, a, v, &m->topics.items[i]);
+        }
+    }
+    if ((1) && gr_rng_below(rng, 4) == 0)
+        gr_rng_unknown_tags(rng, a, &m->unknown_tags);
+}
+
+static void ops_json_gr_list_partition_reassignments_request(struct gr_sb *sb, const void *m, int16_t v) { json_gr_list_partition_reassignments_request(sb, v, m); }
+static void ops_rnd_gr_list_partition_reassignments_request(struct gr_rng *rng, struct gr_arena *a, void *m, int16_t v) { rnd_gr_list_partition_reassignments_request(rng, a, v, m); }
+
+static void json_gr_list_partition_reassignments_response_ongoing_partition_reassignment(struct gr_sb *sb, int16_t v, const struct gr_list_partition_reassignments_response_ongoing_partition_reassignment *m)
+{
+    gr_sb_putc(sb, '{');
+    bool first = true;
+    if (1) {
+        gr_sb_json_key(sb, "partitionIndex", &first);
+        gr_sb_json_int(sb, m->partition_index);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "replicas", &first);
+        if (m->replicas.count < 0) {
+            gr_sb_puts(sb, "null");
+        } else {
+            gr_sb_putc(sb, '[');
+            for (int32_t i = 0; i < m->replicas.count; i++) {
+                if (i) gr_sb_putc(sb, ',');
+                gr_sb_json_int(sb, m->replicas.items[i]);
+            }
+            gr_sb_putc(sb, ']');
+        }
+    }
+    if (1) {
+        gr_sb_json_key(sb, "addingReplicas", &first);
+        if (m->adding_replicas.count < 0) {
+            gr_sb_puts(sb, "null");
+        } else {
+            gr_sb_putc(sb, '[');
+            for (int32_t i = 0; i < m->adding_replicas.count; i++) {
+                if (i) gr_sb_putc(sb, ',');
+                gr_sb_json_int(sb, m->adding_replicas.items[i]);
+            }
+            gr_sb_putc(sb, ']');
+        }
+    }
+    if (1) {
+        gr_sb_json_key(sb, "removingReplicas", &first);
+        if (m->removing_replicas.count < 0) {
+            gr_sb_puts(sb, "null");
+        } else {
+            gr_sb_putc(sb, '[');
+            for (int32_t i = 0; i < m->removing_replicas.count; i++) {
+                if (i) gr_sb_putc(sb, ',');
+                gr_sb_json_int(sb, m->removing_replicas.items[i]);
+            }
+            gr_sb_putc(sb, ']');
+        }
+    }
+    gr_sb_putc(sb, '}');
+    (void)v;
+    (void)first;
+}
+
+static void rnd_gr_list_partition_reassignments_response_ongoing_partition_reassignment(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_list_partition_reassignments_response_ongoing_partition_reassignment *m)
+{
+    gr_list_partition_reassignments_response_ongoing_partition_reassignment_init(m);
+    (void)v;
+    if (1) {
+        m->partition_index = gr_rng_int32(rng);
+    }
+    if (1) {
+        if ((0) && gr_rng_below(rng, 5) == 0) {
+            m->replicas.count = -1;
+        } else {
+            m->replicas.count = (int32_t)gr_rng_below(rng, 4);
+            m->replicas.items = gr_arena_calloc(a, (size_t)m->replicas.count + 1, sizeof(int32_t));
+            for (int32_t i = 0; i < m->replicas.count; i++)
+                m->replicas.items[i] = gr_rng_int32(rng);
+        }
+    }
+    if (1) {
+        if ((0) && gr_rng_below(rng, 5) == 0) {
+            m->adding_replicas.count = -1;
+        } else {
+            m->adding_replicas.count = (int32_t)gr_rng_below(rng, 4);
+            m->adding_replicas.items = gr_arena_calloc(a, (size_t)m->adding_replicas.count + 1, sizeof(int32_t));
+            for (int32_t i = 0; i < m->adding_replicas.count; i++)
+                m->adding_replicas.items[i] = gr_rng_int32(rng);
+        }
+    }
+    if (1) {
+        if ((0) && gr_rng_below(rng, 5) == 0) {
+            m->removing_replicas.count = -1;
+        } else {
+            m->removing_replicas.count = (int32_t)gr_rng_below(rng, 4);
+            m->removing_replicas.items = gr_arena_calloc(a, (size_t)m->removing_replicas.count + 1, sizeof(int32_t));
+            for (int32_t i = 0; i < m->removing_replicas.count; i++)
+                m->removing_replicas.items[i] = gr_rng_int32(rng);
+        }
+    }
+    if ((1) && gr_rng_below(rng, 4) == 0)
+        gr_rng_unknown_tags(rng, a, &m->unknown_tags);
+}
+
+static void json_gr_list_partition_reassignments_response_ongoing_topic_reassignment(struct gr_sb *sb, int16_t v, const struct gr_list_partition_reassignments_response_ongoing_topic_reassignment *m)
+{
+    gr_sb_putc(sb, '{');
+    bool first = true;
+    if (1) {
+        gr_sb_json_key(sb, "name", &first);
+        gr_sb_json_str(sb, m->name);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "partitions", &first);
+        if (m->partitions.count < 0) {
+            gr_sb_puts(sb, "null");
+        } else {
+            gr_sb_putc(sb, '[');
+            for (int32_t i = 0; i < m->partitions.count; i++) {
+                if (i) gr_sb_putc(sb, ',');
+                json_gr_list_partition_reassignments_response_ongoing_partition_reassignment(sb, v, &m->partitions.items[i]);
+            }
+            gr_sb_putc(sb, ']');
+        }
+    }
+    gr_sb_putc(sb, '}');
+    (void)v;
+    (void)first;
+}
+
+static void rnd_gr_list_partition_reassignments_response_ongoing_topic_reassignment(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_list_partition_reassignments_response_ongoing_topic_reassignment *m)
+{
+    gr_list_partition_reassignments_response_ongoing_topic_reassignment_init(m);
+    (void)v;
+    if (1) {
+        m->name = gr_rng_str(rng, a, 0);
+    }
+    if (1) {
+        if ((0) && gr_rng_below(rng, 5) == 0) {
+            m->partitions.count = -1;
+        } else {
+            m->partitions.count = (int32_t)gr_rng_below(rng, 4);
+            m->partitions.items = gr_arena_calloc(a, (size_t)m->partitions.count + 1, sizeof(struct gr_list_partition_reassignments_response_ongoing_partition_reassignment));
+            for (int32_t i = 0; i < m->partitions.count; i++)
+                rnd_gr_list_partition_reassignments_response_ongoing_partition_reassignment(rng, a, v, &m->partitions.items[i]);
+        }
+    }
+    if ((1) && gr_rng_below(rng, 4) == 0)
+        gr_rng_unknown_tags(rng, a, &m->unknown_tags);
+}
+
+static void json_gr_list_partition_reassignments_response(struct gr_sb *sb, int16_t v, const struct gr_list_partition_reassignments_response *m)
+{
+    gr_sb_putc(sb, '{');
+    bool first = true;
+    if (1) {
+        gr_sb_json_key(sb, "throttleTimeMs", &first);
+        gr_sb_json_int(sb, m->throttle_time_ms);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "errorCode", &first);
+        gr_sb_json_int(sb, m->error_code);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "errorMessage", &first);
+        gr_sb_json_str(sb, m->error_message);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "topics", &first);
+        if (m->topics.count < 0) {
+            gr_sb_puts(sb, "null");
+        } else {
+            gr_sb_putc(sb, '[');
+            for (int32_t i = 0; i < m->topics.count; i++) {
+                if (i) gr_sb_putc(sb, ',');
+                json_gr_list_partition_reassignments_response_ongoing_topic_reassignment(sb, v, &m->topics.items[i]);
+            }
+            gr_sb_putc(sb, ']');
+        }
+    }
+    gr_sb_putc(sb, '}');
+    (void)v;
+    (void)first;
+}
+
+static void rnd_gr_list_partition_reassignments_response(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_list_partition_reassignments_response *m)
+{
+    gr_list_partition_reassignments_response_init(m);
+    (void)v;
+    if (1) {
+        m->throttle_time_ms = gr_rng_int32(rng);
+    }
+    if (1) {
+        m->error_code = (int16_t)gr_rng_u64(rng);
+    }
+    if (1) {
+        m->error_message = gr_rng_str(rng, a, 1);
+    }
+    if (1) {
+        if ((0) && gr_rng_below(rng, 5) == 0) {
+            m->topics.count = -1;
+        } else {
+            m->topics.count = (int32_t)gr_rng_below(rng, 4);
+            m->topics.items = gr_arena_calloc(a, (size_t)m->topics.count + 1, sizeof(struct gr_list_partition_reassignments_response_ongoing_topic_reassignment));
+            for (int32_t i = 0; i < m->topics.count; i++)
+                rnd_gr_list_partition_reassignments_response_ongoing_topic_reassignment(rng, a, v, &m->topics.items[i]);
+        }
+    }
+    if ((1) && gr_rng_below(rng, 4) == 0)
+        gr_rng_unknown_tags(rng, a, &m->unknown_tags);
+}
+
+static void ops_json_gr_list_partition_reassignments_response(struct gr_sb *sb, const void *m, int16_t v) { json_gr_list_partition_reassignments_response(sb, v, m); }
+static void ops_rnd_gr_list_partition_reassignments_response(struct gr_rng *rng, struct gr_arena *a, void *m, int16_t v) { rnd_gr_list_partition_reassignments_response(rng, a, v, m); }
+
 static void json_gr_offset_delete_request_offset_delete_request_partition(struct gr_sb *sb, int16_t v, const struct gr_offset_delete_request_offset_delete_request_partition *m)
 {
     gr_sb_putc(sb, '{');
@@ -12423,6 +13053,10 @@ const struct gr_msg_test_ops gr_msg_test_ops_table[] = {
     {43, true, ops_json_gr_elect_leaders_response, ops_rnd_gr_elect_leaders_response},
     {44, false, ops_json_gr_incremental_alter_configs_request, ops_rnd_gr_incremental_alter_configs_request},
     {44, true, ops_json_gr_incremental_alter_configs_response, ops_rnd_gr_incremental_alter_configs_response},
+    {45, false, ops_json_gr_alter_partition_reassignments_request, ops_rnd_gr_alter_partition_reassignments_request},
+    {45, true, ops_json_gr_alter_partition_reassignments_response, ops_rnd_gr_alter_partition_reassignments_response},
+    {46, false, ops_json_gr_list_partition_reassignments_request, ops_rnd_gr_list_partition_reassignments_request},
+    {46, true, ops_json_gr_list_partition_reassignments_response, ops_rnd_gr_list_partition_reassignments_response},
     {47, false, ops_json_gr_offset_delete_request, ops_rnd_gr_offset_delete_request},
     {47, true, ops_json_gr_offset_delete_response, ops_rnd_gr_offset_delete_response},
     {48, false, ops_json_gr_describe_client_quotas_request, ops_rnd_gr_describe_client_quotas_request},

@@ -632,7 +632,12 @@ static void test_describe_cluster_and_coordinator(void **state)
     const int32_t leaders[] = {1, 2, 3, 4, -1};
     for (int i = 0; i < 5; i++) {
         int32_t replica = leaders[i] < 0 ? 1 : leaders[i];
-        struct gr_image_partition_state ps = {leaders[i], 3, 0, &replica, &replica, NULL, 1, 1, 0};
+        struct gr_image_partition_state ps = {.leader = leaders[i],
+                                              .leader_epoch = 3,
+                                              .replicas = &replica,
+                                              .isr = &replica,
+                                              .replica_count = 1,
+                                              .isr_count = 1};
         assert_int_equal(gr_image_set_partition(f->b->image, it, 0, &ps), 0);
         find_coordinator(f, "g", &err, &node, host, &port);
         if (leaders[i] == 1 || leaders[i] == 2) {
