@@ -16,6 +16,8 @@ What it checks:
   - ListPartitionReassignments and --cancel: ra-1 reassigned to [2,3,1,4] while broker 4 is stopped stays in
     progress (--verify says so, --list and a raw ListPartitionReassignments show adding [4]); --cancel
     reverts it to [2,3,1] (ISR without 4);
+  - the controller kill -9'd while ra-2 is being reassigned to paused broker 4: once 4 resumes, the next
+    controller completes it;
   - errors, raw: a broker not registered, a broker twice, an empty list: INVALID_REPLICA_ASSIGNMENT; a cancel
     with none in progress: NO_REASSIGNMENT_IN_PROGRESS; an unknown topic: UNKNOWN_TOPIC_OR_PARTITION; v1
     with AllowReplicationFactorChange false and a new replication factor: INVALID_REPLICATION_FACTOR; a broker
@@ -354,7 +356,33 @@ def t_cancel(run, etcd, bs, st):
        alter_raw(other, [(TOPIC, [(2, [1, 2, 3])])]))
     lay = layout(bs[:3])
     eq('ra-2 unchanged by the refused asks', before[2][2], lay[2][2])
+    st['cancelled'] = True
+
+
+def t_controller_killed(run, etcd, bs, st):
+    """A reassignment in progress survives its controller's kill -9: the next controller completes it from
+    what etcd holds."""
+    by_id = {b.node_id: b for b in bs}
+    b4 = by_id[4]
+    before = layout(bs)
+    target = before[2][2] + [4]
+    with k.Conn(by_id[controller(bs)].bootstrap, timeout=20) as c:
+        r = c.request('AlterPartitionReassignments', 0, {'timeout_ms': 10000, 'topics': [
+            {'name': TOPIC, 'partitions': [{'partition_index': 2, 'replicas': target}]}]})
+    eq('ra-2: adding paused broker 4 accepted', [0], [p['error_code'] for t in r['responses'] for p in t['partitions']])
+    ctl = controller(bs)
+    by_id[ctl].kill9()
+    others = [b for b in bs if b.node_id not in (ctl, 4)]
+    h.wait_until(lambda: controller(others) not in (-1, ctl) or None, 30, 'a new controller')
     b4.resume()
+    try:
+        lay = h.wait_until(lambda: (lambda x: x if x and x[2][2] == target and 4 in x[2][3] and not
+                                    list_raw(others[0])['topics'] else None)(layout(others)), 40,
+                           'ra-2 completed by the new controller')
+    except h.HarnessError:
+        lay = layout(others)
+    eq(f'the new controller ({controller(others)}) completed ra-2: replicas {target}, 4 in the ISR, nothing in '
+       f'progress', (target, True, []), (lay[2][2], 4 in lay[2][3], list_raw(others[0])['topics']))
 
 
 def main():
@@ -371,6 +399,8 @@ def main():
             section('a fourth broker takes ra-0 from broker 1', t_fourth, run, etcd, bs, st)
         if st.get('fourth'):
             section('list, cancel and errors', t_cancel, run, etcd, bs, st)
+        if st.get('cancelled'):
+            section('the controller killed during a reassignment', t_controller_killed, run, etcd, bs, st)
     print(f'   (total {time.monotonic() - t0:.1f} s)')
     print(f'cluster-reassign: {testkit.passed} passed, {testkit.failed} failed', flush=True)
     sys.exit(1 if testkit.failed else 0)
