@@ -124,8 +124,10 @@ clean:
 # rounds, about 25 minutes on 2 cores; writes bench/results.md. `make bench-quick`: Gregor alone for a few
 # seconds, a check that the harness works; ends with "bench-quick: N passed, N failed".
 .PHONY: bench bench-quick
+# Single broker (bench/run.py, bench/results.md), then the cluster section: three Gregor brokers against
+# three Kafka 4.4.0 nodes at RF 3 (bench/cluster.py, bench/results-cluster.md; also alone: make bench-cluster).
 bench: test-deps
-	@python3 bench/run.py
+	@python3 bench/run.py && python3 bench/cluster.py
 
 bench-quick: test-deps
 	@python3 bench/run.py --quick

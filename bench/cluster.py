@@ -11,7 +11,8 @@ What it does:
     2.0.2, acks=all, 1 KiB records, linger.ms=5, unthrottled) and a latency run (the same at a fixed rate:
     RATE_LOW records/s, and RATE_SHARE of Kafka's round-1 throughput). Figures: records/s, MB/s, per-message delivery latency p50/p99/p99.9
     (librdkafka's own produce-call-to-delivery-report time), the three brokers' CPU seconds per GB of
-    record values (utime+stime of every broker process, summed), and replication traffic per GB produced.
+    record values (utime+stime of every broker process, summed), replication traffic per GB produced, and
+    the three brokers' resident memory (VmRSS, summed) at the end of each run.
   - Replication traffic is read from the network: `ss -tinpO` every 0.5 s; a socket owned by a broker process
     whose peer is another broker's listener port (Kafka: its PLAINTEXT port, not the controller's) is an
     inter-broker (follower fetch) connection; its bytes_received + bytes_sent (the kernel's tcp_info
@@ -290,8 +291,9 @@ def produce(cl, topic, seconds, rate=None, extra=()):
     r = rdk(args, timeout=seconds + 120)
     repl = meter.stop()
     cpu = sum(single.cpu_seconds(p) - c0[p] for p in pids)
+    rss = sum(single.rss_mb(p) for p in pids)  # resident memory of the three brokers at the run's end
     r.update({"cluster": cl.label, "topic": topic, "rate": rate, "cpu_s": cpu, "repl_bytes": repl,
-              "repl_sockets": meter.sockets})
+              "repl_sockets": meter.sockets, "rss_mb": rss})
     raw.append(r)
     if "error" in r or r.get("failed"):
         log(f"ERROR {cl.label} {topic}: {r.get('error') or r.get('first_error')}")
@@ -314,7 +316,8 @@ class Results:
         if row not in self.rows:
             self.rows[row] = {}
             self.order.append(row)
-        for m in ("msgs_per_s", "mb_per_s", "p50_ms", "p99_ms", "p999_ms", "cpu_s_per_gb", "repl_gb_per_gb"):
+        for m in ("msgs_per_s", "mb_per_s", "p50_ms", "p99_ms", "p999_ms", "cpu_s_per_gb", "repl_gb_per_gb",
+                  "rss_mb"):
             if r.get(m) is not None:
                 self.rows[row].setdefault(m, []).append(r[m])
 
@@ -459,18 +462,19 @@ def report(args, results, fo, started, ended, load0, load1, loads):
                                  "Kafka's first unthrottled throughput)")):
         w.append(f"\n### {title}\n")
         w.append("| cluster | records/s | MB/s | p50 ms | p99 ms | p99.9 ms | broker CPU s/GB (3 brokers) | "
-                 "replication GB per GB |")
-        w.append("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+                 "replication GB per GB | resident MB (3 brokers, run's end) |")
+        w.append("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
         for key in results.order:
             if key[0] != mode:
                 continue
             r = results.rows[key]
             w.append(f"| {key[1]} | {cell(r.get('msgs_per_s'), 0)} | {cell(r.get('mb_per_s'))} | "
                      f"{cell(r.get('p50_ms'))} | {cell(r.get('p99_ms'))} | {cell(r.get('p999_ms'))} | "
-                     f"{cell(r.get('cpu_s_per_gb'))} | {cell(r.get('repl_gb_per_gb'), 2)} |")
+                     f"{cell(r.get('cpu_s_per_gb'))} | {cell(r.get('repl_gb_per_gb'), 2)} | "
+                     f"{cell(r.get('rss_mb'), 0)} |")
         w.append("")
-        w.append("| ratio Gregor/Kafka | records/s | p50 | p99 | CPU s/GB | repl GB/GB |")
-        w.append("| --- | ---: | ---: | ---: | ---: | ---: |")
+        w.append("| ratio Gregor/Kafka | records/s | p50 | p99 | CPU s/GB | repl GB/GB | resident MB |")
+        w.append("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
         pairs = [("Gregor (fsync=false)", "Kafka (defaults)"), ("Gregor (fsync=true)", "Kafka (flush.messages=1)"),
                  ("Gregor (fsync=true)", "Kafka (defaults)")]
         for g, k in pairs:
@@ -482,7 +486,7 @@ def report(args, results, fo, started, ended, load0, load1, loads):
                 a, b = med(rg.get(mt)), med(rk.get(mt))
                 return f"{a / b:.2f}x" if a is not None and b else "n/a"
             w.append(f"| {g} / {k} | {ratio('msgs_per_s')} | {ratio('p50_ms')} | {ratio('p99_ms')} | "
-                     f"{ratio('cpu_s_per_gb')} | {ratio('repl_gb_per_gb')} |")
+                     f"{ratio('cpu_s_per_gb')} | {ratio('repl_gb_per_gb')} | {ratio('rss_mb')} |")
     w.append("\n### Failover: signal to the first acknowledged produce on the partition at its new leader\n")
     w.append(f"Idempotent acks=all producer at {RATE_FAILOVER} records/s (1 KiB, {PARTS} partitions); the leader of "
              "partition 0 is signalled 3 s in; time from the signal to the first delivery report of partition 0 "
