@@ -185,6 +185,9 @@ class GregorCluster:
     def pid_of(self, node_id):
         return self.brokers[node_id - 1].proc.pid
 
+    def addr(self, node_id):
+        return self.brokers[node_id - 1].bootstrap
+
     def signal(self, node_id, sig):
         self.brokers[node_id - 1].proc.signal(sig)
 
@@ -256,6 +259,9 @@ class KafkaCluster:
     def pids(self):
         return [p.pid for p in self.procs if p.alive()]
 
+    def addr(self, node_id):
+        return f"127.0.0.1:{self.bports[node_id - 1]}"
+
     def ports(self):
         return list(self.bports)
 
@@ -307,6 +313,50 @@ def produce(cl, topic, seconds, rate=None, extra=()):
     return r
 
 
+def replay_produce(cl, topic, seconds):
+    """The broker-limited load (bench/replay produce, as bench/run.py's single-broker section): per leader, one
+    replay process sending acks=all Produce requests of one 64 KiB batch of 1 KiB records per partition it
+    leads, 2 connections x 4 in flight, all leaders at once for `seconds`. Returns a result dict or None."""
+    lay = layout(cl.bootstrap, topic)
+    if not lay:
+        log(f"ERROR {cl.label} {topic}: no layout for replay")
+        return None
+    by_leader = {}
+    for p, (leader, _) in sorted(lay.items()):
+        by_leader.setdefault(leader, []).append(str(p))
+    pids = cl.pids()
+    c0 = {p: single.cpu_seconds(p) for p in pids}
+    meter = TrafficMeter(pids, cl.ports()).start()
+    procs = [subprocess.Popen([f"{single.TOOLS}/replay", "produce", "--bootstrap", cl.addr(leader), "--topic", topic,
+                               "--partition-ids", ",".join(ps), "--record-bytes", "1024", "--batch-bytes", "65536",
+                               "--acks", "-1", "--conns", "2", "--inflight", "4", "--seconds", str(seconds)],
+                              stdout=subprocess.PIPE, text=True) for leader, ps in by_leader.items()]
+    outs = []
+    for pr in procs:
+        try:
+            out, _ = pr.communicate(timeout=seconds + 120)
+            outs.append(json.loads(out.strip().splitlines()[-1]))
+        except Exception as e:  # noqa: BLE001 - a timeout or no JSON
+            pr.kill()
+            outs.append({"error": str(e)})
+    repl = meter.stop()
+    cpu = sum(single.cpu_seconds(p) - c0[p] for p in pids)
+    rss = sum(single.rss_mb(p) for p in pids)
+    bad = [o for o in outs if "error" in o or o.get("failed")]
+    if bad:
+        log(f"ERROR {cl.label} {topic} replay: {bad[0]}")
+        return None
+    vb = sum(o["value_bytes"] for o in outs)
+    secs = max(o["seconds"] for o in outs)
+    r = {"cluster": cl.label, "topic": topic, "rate": None, "load": "replay", "msgs_per_s": vb / 1024 / secs,
+         "mb_per_s": vb / secs / 1e6, "value_bytes": vb, "cpu_s": cpu, "repl_bytes": repl, "rss_mb": rss,
+         "cpu_s_per_gb": cpu / (vb / 1e9) if vb else None, "repl_gb_per_gb": repl / vb if vb else None}
+    raw.append(r)
+    log(f"{cl.label} {topic} replay: {r['msgs_per_s']:.0f} rec/s {r['mb_per_s']:.1f} MB/s, CPU "
+        f"{r['cpu_s_per_gb']:.1f} s/GB, {len(outs)} leaders")
+    return r
+
+
 class Results:
     def __init__(self):
         self.rows = {}  # row label -> metric -> [values]
@@ -341,6 +391,9 @@ def session(args, results, state, make, rows):
                 if cl.kind == "kafka" and "rate" not in state:
                     state["rate"] = r["msgs_per_s"] * RATE_SHARE
                     log(f"latency rate: {state['rate']:.0f} records/s ({RATE_SHARE:.0%} of Kafka's first throughput)")
+            r = replay_produce(cl, topic, args.seconds)
+            if r:
+                results.add(("replay", row), r)
             for mode, rate in (("low", RATE_LOW), ("rate", state.get("rate"))):
                 if rate:
                     r = produce(cl, topic, args.seconds, rate=rate)
@@ -457,6 +510,8 @@ def report(args, results, fo, started, ended, load0, load1, loads):
         return f"{fmt(med(vals), d)} ({fmt(min(vals), d)}-{fmt(max(vals), d)})" if len(vals) > 1 else fmt(vals[0], d)
 
     for mode, title in (("max", "Throughput, producer unthrottled"),
+                        ("replay", "Throughput, broker-limited (bench/replay: per leader 2 connections x 4 in "
+                                   "flight, 64 KiB batches of 1 KiB records, acks=all; no client latency)"),
                         ("low", f"Latency at a light fixed rate ({RATE_LOW:,} records/s, {RATE_LOW * 1024 / 1e6:.1f} MB/s)"),
                         ("rate", f"Latency at a fixed rate ({fmt(args.rate_used, 0)} records/s = {RATE_SHARE:.0%} of "
                                  "Kafka's first unthrottled throughput)")):

@@ -321,6 +321,7 @@ struct opts {
     int port;
     const char *topic;
     int partitions;
+    int *partition_ids; /* the partitions produce writes: --partition-ids, default 0..partitions-1 */
     int record_bytes;
     int batch_bytes;   /* records per batch = max(1, batch_bytes / record_bytes) */
     int batch_records; /* overrides batch_bytes when > 0 */
@@ -442,7 +443,7 @@ static void produce_req_build(const struct opts *o, struct produce_req *pr)
     } else {
         put_i32(b, o->partitions);
         for (int p = 0; p < o->partitions; p++) {
-            put_i32(b, p);
+            put_i32(b, o->partition_ids[p]);
             put_i32(b, (int32_t)batch.len);
             put_raw(b, batch.p, batch.len);
         }
@@ -536,7 +537,7 @@ static void conn_start_request(struct conn *c, const struct opts *o, const struc
     frame_start(&h, API_PRODUCE, 7, corr);
     if (o->round_robin) {
         put_raw(&h, pr->prefix.p, pr->prefix.len);
-        put_i32(&h, (int32_t)(rr_index % o->partitions));
+        put_i32(&h, (int32_t)o->partition_ids[rr_index % o->partitions]);
     }
     c->head_len = h.len;
     set_i32(c->head, (int32_t)(h.len - 4 + pr->tail.len));
@@ -1100,6 +1101,7 @@ static void usage(void)
             "  MODE: produce | fetch | create | idle | first-produce\n"
             "  --bootstrap H:P      broker address (IPv4 literal)\n"
             "  --topic T  --partitions N (1)  --config k=v (create, repeatable)\n"
+            "  --partition-ids a,b,... (produce: these partitions; default 0..N-1)\n"
             "  --record-bytes N (100)  --batch-bytes N (65536)  --batch-records N  --codec none|zstd\n"
             "  --acks 1|-1 (1)  --conns N (4)  --inflight N (4)  --seconds S (3)  --rate REQ_PER_S (0)\n"
             "  --requests N         stop after N requests (with --seconds as a time limit)\n"
@@ -1123,6 +1125,7 @@ int main(int argc, char **argv)
                      .timeout_ms = 30000};
     if (argc < 2) usage();
     o.mode = argv[1];
+    const char *ids = NULL;
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -1133,6 +1136,8 @@ int main(int argc, char **argv)
             o.topic = v;
         else if (ARG("--partitions"))
             o.partitions = atoi(v);
+        else if (ARG("--partition-ids"))
+            ids = v;
         else if (ARG("--record-bytes"))
             o.record_bytes = atoi(v);
         else if (ARG("--batch-bytes"))
@@ -1176,6 +1181,24 @@ int main(int argc, char **argv)
     if (o.codec < 0) die("%s", "--codec none|zstd");
     if (o.record_bytes < 8) die("%s", "--record-bytes >= 8");
     if (o.partitions < 1) die("%s", "--partitions >= 1");
+    size_t id_cap = (size_t)o.partitions + (ids ? strlen(ids) / 2 + 1 : 0);
+    if (!(o.partition_ids = calloc(id_cap, sizeof *o.partition_ids))) die("%s", "out of memory");
+    if (ids) { /* a leader's share of a cluster's partitions (bench/cluster.py) */
+        o.partitions = 0;
+        for (const char *c = ids; *c;) {
+            char *end;
+            long id = strtol(c, &end, 10);
+            if (end == c || id < 0 || id > INT32_MAX || (size_t)o.partitions == id_cap ||
+                (*end && *end != ','))
+                die("%s", "--partition-ids: a comma-separated list of partition indexes");
+            o.partition_ids[o.partitions++] = (int)id;
+            c = *end == ',' ? end + 1 : end;
+        }
+        if (o.partitions < 1) die("%s", "--partition-ids: at least one");
+    } else {
+        for (int p = 0; p < o.partitions; p++)
+            o.partition_ids[p] = p;
+    }
     if (strcmp(o.mode, "first-produce") == 0) {
         if (!o.topic) usage();
         if (!o.port && !o.listener_file) usage();
