@@ -222,6 +222,29 @@ static int apply_broker(struct gr_feed *feed, const struct gr_feed_kv *kv, int32
     return rc;
 }
 
+/* The features key: the transaction.version level (absent from the key: 0) and its mod_revision as the
+ * FinalizedFeaturesEpoch. Deleted: the epoch is unknown again (-1), the level kept. */
+static int apply_features(struct gr_feed *feed, const struct gr_feed_kv *kv)
+{
+    if (kv->deleted) {
+        feed->img->features_epoch = -1;
+        return 0;
+    }
+    struct gr_cluster_features v;
+    char err[GR_CLUSTER_ERR_BYTES];
+    int rc = gr_cluster_features_decode(kv->value, kv->value_len, &v, err);
+    if (rc < 0) {
+        warn(kv, rc == -EINVAL ? err : strerror(-rc));
+        return rc;
+    }
+    int16_t level = 0;
+    for (int i = 0; i < v.count; i++)
+        if (strcmp(v.features[i].name, "transaction.version") == 0) level = v.features[i].level;
+    feed->img->transaction_version = level;
+    feed->img->features_epoch = kv->mod_revision;
+    return 0;
+}
+
 static int apply_controller(struct gr_feed *feed, const struct gr_feed_kv *kv)
 {
     if (kv->deleted) {
@@ -380,8 +403,9 @@ int gr_feed_apply(struct gr_feed *feed, const struct gr_feed_kv *kv)
     case GR_CLUSTER_KEY_PARTITION:
         return apply_partition(feed, kv, &k);
     case GR_CLUSTER_KEY_FEATURES:
+        return apply_features(feed, kv);
     case GR_CLUSTER_KEY_PRODUCER_IDS:
-        return 0; /* read by their own modules */
+        return 0; /* read by its own module */
     }
     return 0;
 }

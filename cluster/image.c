@@ -36,6 +36,7 @@ struct gr_image *gr_image_new(int32_t node_id)
     if (!img) return NULL;
     img->node_id = node_id;
     img->controller_id = -1;
+    img->features_epoch = -1;
     img->bucket_count = 64;
     img->by_name = calloc(img->bucket_count, sizeof *img->by_name);
     img->by_id = calloc(img->bucket_count, sizeof *img->by_id);

@@ -113,6 +113,12 @@ struct gr_image {
     bool self_fenced; /* cluster mode: this broker has evidence its lease is gone (cluster/member.h) and leads
                          nothing until it has registered again; server/route.c answers NOT_LEADER_OR_FOLLOWER
                          for every partition meanwhile. Always false in single-node mode. */
+    /* Finalized features (KIP-584; ApiVersions v3+): the transaction.version level (KIP-890, issue #25) and
+       FinalizedFeaturesEpoch, the features key's mod_revision in a cluster (cluster/feed.c), the log
+       directory's gregor-features file's epoch on one node (cluster/local.h gr_image_local_features); -1:
+       not known (a cluster created before the key existed: the broker's gregor.transaction.version). */
+    int16_t transaction_version;
+    int64_t features_epoch;
     bool loading; /* a snapshot is being fed (gr_feed_snapshot_begin .. gr_feed_commit, cluster/feed.h): the
                      content is partial, so nothing may act on what is missing from it (cluster/replicas.c
                      deletes no local data meanwhile). */

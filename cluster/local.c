@@ -3,7 +3,11 @@
  * partition led by this node, and its own configs. Read next: cluster/image.c.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cluster/local.h"
 #include "common/log.h"
@@ -72,4 +76,45 @@ void gr_image_local_on_topic(void *ctx, struct gr_topic *t, bool deleted)
     int rc = put_local(img, t);
     if (rc < 0) GR_WARN("metadata image: topic %s not updated (%s)", gr_topic_name(t), strerror(-rc));
     gr_image_changed(img); /* one topic operation is one batch */
+}
+
+int gr_image_local_features(struct gr_image *img, const char *dir, int16_t level)
+{
+    char path[4096], tmp[4200], text[256];
+    if (snprintf(path, sizeof path, "%s/gregor-features", dir) >= (int)sizeof path) return -ENAMETOOLONG;
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    long long old_level = -1, epoch = -1;
+    FILE *f = fopen(path, "r");
+    if (f) {
+        size_t n = fread(text, 1, sizeof text - 1, f);
+        fclose(f);
+        text[n] = 0;
+        if (sscanf(text, "transaction.version=%lld\nepoch=%lld", &old_level, &epoch) != 2 || old_level < 0 ||
+            old_level > INT16_MAX || epoch < 0 || epoch == INT64_MAX)
+            return -EINVAL;
+    } else if (errno != ENOENT) {
+        return -errno;
+    }
+    img->transaction_version = level;
+    if (old_level == level) {
+        img->features_epoch = epoch;
+        return 0;
+    }
+    epoch = epoch < 0 ? 0 : epoch + 1;
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) return -errno;
+    int len = snprintf(text, sizeof text, "transaction.version=%d\nepoch=%lld\n", (int)level, epoch);
+    int rc = write(fd, text, (size_t)len) == len && fsync(fd) == 0 ? 0 : -EIO;
+    close(fd);
+    if (rc == 0 && rename(tmp, path) != 0) rc = -errno;
+    int dfd = rc == 0 ? open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+    if (dfd >= 0) {
+        if (fsync(dfd) != 0) rc = -EIO;
+        close(dfd);
+    }
+    if (rc < 0) return rc;
+    img->features_epoch = epoch;
+    GR_INFO("features: transaction.version %d (was %lld), finalized features epoch %lld (%s)", (int)level,
+            old_level, epoch, path);
+    return 0;
 }

@@ -43,6 +43,7 @@ struct gr_member {
     size_t broker_key_len;
     char root[GR_CLUSTER_KEY_BUF], root_end[GR_CLUSTER_KEY_BUF];
     struct gr_cluster_broker reg; /* the registration's value */
+    int16_t transaction_version;  /* the features key's level if this broker creates the cluster */
     int32_t node_id;
     int64_t ttl_s, session_ms, heartbeat_ms;
     struct gr_etcd_req *req;    /* the start-up step's request */
@@ -192,13 +193,32 @@ static void create_send(struct gr_member *m)
         GR_ERROR("cluster: %s", err);
         return fail(m);
     }
+    /* the finalized features, in the same txn: every broker of the cluster answers the same level and epoch
+       (the key's mod_revision) from its first look at the cluster */
+    struct gr_cluster_layout lay;
+    struct gr_cluster_features fv = {0};
+    if (m->transaction_version > 0) {
+        fv.count = 1;
+        snprintf(fv.features[0].name, sizeof fv.features[0].name, "transaction.version");
+        fv.features[0].level = m->transaction_version;
+    }
+    char fkey[GR_CLUSTER_KEY_BUF], *fval = NULL;
+    size_t flen = 0;
+    if (gr_cluster_layout_init(&lay, m->prefix, v.cluster_id) < 0 ||
+        gr_cluster_key_features(&lay, fkey) < 0 || gr_cluster_features_encode(&fv, &fval, &flen, err) < 0) {
+        GR_ERROR("cluster: the features key: %s", err);
+        free(val);
+        return fail(m);
+    }
     struct gr_etcd_compare cmp = {.key = m->cluster_id_key, .target = GR_ETCD_CREATE, .cmp = GR_ETCD_EQUAL};
-    struct gr_etcd_op put = {
-        .type = GR_ETCD_OP_PUT, .key = m->cluster_id_key, .value = val, .value_len = len};
+    struct gr_etcd_op puts[2] = {
+        {.type = GR_ETCD_OP_PUT, .key = m->cluster_id_key, .value = val, .value_len = len},
+        {.type = GR_ETCD_OP_PUT, .key = fkey, .value = fval, .value_len = flen}};
     struct gr_etcd_op get = {.type = GR_ETCD_OP_RANGE, .key = m->cluster_id_key};
-    struct gr_etcd_txn txn = {&cmp, 1, &put, 1, &get, 1};
+    struct gr_etcd_txn txn = {&cmp, 1, puts, 2, &get, 1};
     m->req = gr_etcd_txn(m->etcd, &txn, create_cb, m);
     free(val);
+    free(fval);
     if (!m->req) {
         GR_ERROR("cluster: %s", gr_etcd_last_error(m->etcd));
         fail(m);
@@ -842,6 +862,7 @@ struct gr_member *gr_member_new(const struct gr_member_config *cfg)
     m->local = cfg->local;
     m->local_ctx = cfg->local_ctx;
     m->node_id = cfg->node_id;
+    m->transaction_version = cfg->transaction_version;
     m->session_ms = cfg->session_timeout_ms;
     m->ttl_s = (cfg->session_timeout_ms + 999) / 1000;
     if (m->ttl_s < 1) m->ttl_s = 1;

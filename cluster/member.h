@@ -75,9 +75,11 @@ struct gr_member_config {
     const struct gr_image_listener *listeners; /* the advertised listeners (copied) */
     int listener_count;                        /* 1..GR_CLUSTER_LISTENERS_MAX */
     const char *log_dir;                       /* for the refusal messages */
-    const char *dir_cluster_id; /* meta.properties' cluster.id, NULL when the directory is new (no file) */
-    struct gr_image *img;       /* fed from etcd (borrowed, outlives the member) */
-    gr_feed_local_fn *local;    /* links image topics to local storage (may be NULL) */
+    const char *dir_cluster_id;  /* meta.properties' cluster.id, NULL when the directory is new (no file) */
+    int16_t transaction_version; /* gregor.transaction.version: the features key's level when this broker
+                                    creates the cluster (written with the cluster id, in one txn) */
+    struct gr_image *img;        /* fed from etcd (borrowed, outlives the member) */
+    gr_feed_local_fn *local;     /* links image topics to local storage (may be NULL) */
     void *local_ctx;
 };
 

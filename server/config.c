@@ -169,6 +169,12 @@ static const struct gr_config_def defs[] = {
      "Gregor: the most (group, topic, partition) rows whose per-partition consumer-group series /metrics "
      "writes in one scrape; past it the rows with the largest lag are kept and the samples left out are "
      "counted in gregor_metrics_series_dropped. Per-topic and per-group aggregates are always written."},
+    {"gregor.transaction.version", GR_CFG_INT, "1", 0, 1,
+     "The cluster's transaction.version feature level at its creation (KIP-890; ApiVersions' finalized "
+     "features): 0 or 1 (transaction version 1's rules); 2 comes with KIP-890 part 2 (issue #25). In a "
+     "cluster the "
+     "level lives in the metadata store's features key, written by the broker that creates the cluster; on "
+     "one node in the log directory's gregor-features file."},
     {"gregor.acks.all.fsync", GR_CFG_BOOLEAN, "true", 0, 0,
      "Gregor: acks=-1 is answered once the batch is fsynced, and the high watermark follows the fsynced "
      "offset. false: Kafka's page-cache behaviour."},
@@ -1086,6 +1092,7 @@ void gr_config_resolve(struct gr_config *cfg)
     s->transaction_partition_verification_enable =
         gr_config_bool(cfg, "transaction.partition.verification.enable");
     s->gregor_acks_all_fsync = gr_config_bool(cfg, "gregor.acks.all.fsync");
+    s->gregor_transaction_version = (int16_t)gr_config_int(cfg, "gregor.transaction.version");
     s->gregor_open_files_max = (int32_t)gr_config_int(cfg, "gregor.open.files.max");
     s->gregor_connection_unsent_bytes_max = gr_config_int(cfg, "gregor.connection.unsent.bytes.max");
     s->gregor_unsent_bytes_max = gr_config_int(cfg, "gregor.unsent.bytes.max");

@@ -333,6 +333,8 @@ int main(int argc, char **argv)
         return 1;
     }
     bool cluster = b->cfg.settings.gregor_metadata_etcd_endpoint_count > 0;
+    b->image->transaction_version =
+        b->cfg.settings.gregor_transaction_version; /* until etcd's features key */
     sc.on_topic_changed = cluster ? gr_membership_on_topic : gr_image_local_on_topic;
     sc.on_topic_changed_ctx = b->image;
     /* listeners bound first: a bad listener or a busy port stops the broker before it touches the data; they
@@ -368,6 +370,11 @@ int main(int argc, char **argv)
     }
     if (!cluster && (rc = gr_broker_image_load(b)) < 0) { /* cluster mode: fed by the member */
         GR_ERROR("cannot build the metadata image: %s", strerror(-rc));
+        return 1;
+    }
+    if (!cluster &&
+        (rc = gr_image_local_features(b->image, dir, b->cfg.settings.gregor_transaction_version)) < 0) {
+        GR_ERROR("cannot read or write %s/gregor-features: %s", dir, strerror(-rc));
         return 1;
     }
     /* the visible-offset rule is the partition layer's, set once here (partition/partition.h) */

@@ -88,6 +88,7 @@ int gr_membership_resolve(struct gr_broker *b, const char *log_dir, const char *
                                   .listener_count = n,
                                   .log_dir = log_dir,
                                   .dir_cluster_id = rc == 1 ? dir_id : NULL,
+                                  .transaction_version = s->gregor_transaction_version,
                                   .img = b->image,
                                   .local = local_topic,
                                   .local_ctx = b};

@@ -328,13 +328,37 @@ static void test_malformed(void **state)
     gr_image_free(img);
 }
 
+/* The features key (issue #25): the transaction.version level and its mod_revision as the epoch; a key
+ * without it is level 0; a malformed one changes nothing; a deletion makes the epoch unknown. */
+static void test_features(void **state)
+{
+    (void)state;
+    struct gr_image *img = gr_image_new(1);
+    struct gr_feed *f = gr_feed_new(img, &lay, NULL, NULL);
+    char key[GR_CLUSTER_KEY_BUF];
+    assert_true(gr_cluster_key_features(&lay, key) > 0);
+    assert_int_equal(img->features_epoch, -1);
+    assert_int_equal(put(f, key, strdup("{\"version\":1,\"features\":{\"transaction.version\":1}}"), 5, 5),
+                     0);
+    assert_int_equal(img->transaction_version, 1);
+    assert_int_equal(img->features_epoch, 5);
+    assert_int_equal(put(f, key, strdup("{\"version\":1,\"features\":{\"x\":3}}"), 5, 9), 0);
+    assert_int_equal(img->transaction_version, 0);
+    assert_int_equal(img->features_epoch, 9);
+    assert_int_equal(put(f, key, strdup("{\"version\":1,\"features\":[]}"), 5, 11), -EINVAL);
+    assert_int_equal(img->features_epoch, 9);
+    assert_int_equal(put(f, key, NULL, 5, 12), 0);
+    assert_int_equal(img->features_epoch, -1);
+    gr_feed_free(f);
+    gr_image_free(img);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup(test_snapshot, setup),
-        cmocka_unit_test_setup(test_internal_topics, setup),
-        cmocka_unit_test_setup(test_events, setup),
-        cmocka_unit_test_setup(test_malformed, setup),
+        cmocka_unit_test_setup(test_snapshot, setup), cmocka_unit_test_setup(test_internal_topics, setup),
+        cmocka_unit_test_setup(test_events, setup),   cmocka_unit_test_setup(test_malformed, setup),
+        cmocka_unit_test_setup(test_features, setup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -121,8 +121,26 @@ else
     echo "  skip Kafka's command-line tools: run compat-tests/kafka-dist/get-kafka.sh to include them"
 fi
 
+# Finalized features on one node (issue #25): transaction.version at gregor.transaction.version (default 1) with
+# the epoch kept in the log directory's gregor-features file, raised only when the level changes.
+features() { tool kafka-features.sh describe | grep -o 'Feature: transaction.version.*'; }
+if [ -n "${KAFKA_BIN:-}" ]; then
+    f1=$(features)
+    check "kafka-features.sh describe: transaction.version supported 0-1, finalized 1 at epoch 0 (new log directory)" \
+        grep -Eq 'SupportedMinVersion: 0\s+SupportedMaxVersion: 1\s+FinalizedVersionLevel: 1\s+Epoch: 0' <<<"$f1"
+    broker_restart --override gregor.transaction.version=0 || fail "broker restarts with gregor.transaction.version=0"
+    f2=$(features)
+    check "restarted with gregor.transaction.version=0: not finalized (level 0 is not listed), epoch 1" \
+        grep -Eq 'FinalizedVersionLevel: 0\s+Epoch: 1' <<<"$f2"
+    check "the gregor-features file holds level 0 and epoch 1" grep -qz 'transaction.version=0.epoch=1' "$BROKER_DIR/data/gregor-features"
+fi
 broker_restart --override message.max.bytes=2000000 || fail "broker restarts"
 run_py "admin/run.py restarted" "$here/run.py" restarted
+if [ -n "${KAFKA_BIN:-}" ]; then
+    f3=$(features)
+    check "back at the default level 1: finalized 1 at epoch 2 (the epoch never goes down)" \
+        grep -Eq 'FinalizedVersionLevel: 1\s+Epoch: 2' <<<"$f3"
+fi
 broker_restart --override delete.topic.enable=false || fail "broker restarts with delete.topic.enable=false"
 run_py "admin/run.py nodelete" "$here/run.py" nodelete
 check "broker logged no assertion or crash" bash -c "! grep -Eiq 'assert|abort|sanitizer' '$BROKER_DIR/broker.log'"

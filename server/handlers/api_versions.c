@@ -7,8 +7,16 @@
  * cluster id and node id the client means to reach, both or neither (null and -1): one without the other
  * is INVALID_REQUEST, either differing from this broker's is REBOOTSTRAP_REQUIRED; both answers carry no
  * API list, as Kafka 4.4 answers. The unsupported-version fallback lives in dispatch.c.
+ * v3+ features (KIP-584, tagged): SupportedFeatures transaction.version 0..GR_TRANSACTION_VERSION_MAX; the
+ * finalized level and FinalizedFeaturesEpoch from the image (cluster/image.h: etcd's features key, or one
+ * node's gregor-features file); a level of 0 is not listed as finalized (Kafka lists only levels above 0).
+ * Gregor advertises no other feature (group.version, share.version...: their protocols are not served).
  */
+#include "cluster/image.h"
 #include "server/handlers/handlers.h"
+
+/* The highest transaction.version Gregor serves: 1 until KIP-890 part 2's path lands (issue #25). */
+#define GR_TRANSACTION_VERSION_MAX 1
 
 static bool kip511_valid(struct gr_str s)
 {
@@ -55,6 +63,28 @@ enum gr_handler_rc gr_handle_api_versions(struct gr_req *req)
         av->api_key = apis[i].api_key;
         av->min_version = apis[i].advertised_min;
         av->max_version = apis[i].served_max;
+    }
+    if (req->hdr.request_api_version >= 3) {
+        const struct gr_image *img = req->broker->image;
+        resp->supported_features.items =
+            gr_arena_calloc(&req->arena, 1, sizeof *resp->supported_features.items);
+        resp->finalized_features.items =
+            gr_arena_calloc(&req->arena, 1, sizeof *resp->finalized_features.items);
+        if (!resp->supported_features.items || !resp->finalized_features.items) return GR_HANDLER_CLOSE;
+        gr_api_versions_response_supported_feature_key_init(&resp->supported_features.items[0]);
+        resp->supported_features.items[0].name = gr_str_c("transaction.version");
+        resp->supported_features.items[0].min_version = 0;
+        resp->supported_features.items[0].max_version = GR_TRANSACTION_VERSION_MAX;
+        resp->supported_features.count = 1;
+        resp->finalized_features_epoch = img->features_epoch;
+        resp->finalized_features.count = 0;
+        if (img->transaction_version > 0) {
+            struct gr_api_versions_response_finalized_feature_key *f = &resp->finalized_features.items[0];
+            gr_api_versions_response_finalized_feature_key_init(f);
+            f->name = gr_str_c("transaction.version");
+            f->min_version_level = f->max_version_level = img->transaction_version;
+            resp->finalized_features.count = 1;
+        }
     }
     return GR_HANDLER_DONE;
 }
