@@ -22,7 +22,6 @@ Ends with `cluster-elect: N passed, N failed`; exit status 1 on any failure.
 Usage: elect.py [--seed N] [--deadline SECONDS]
 """
 import os
-import subprocess
 import sys
 import time
 
@@ -44,9 +43,6 @@ PREFIX = '/gregor'
 TOPIC = 'el'
 ASSIGN = [[1, 2, 3], [1, 3, 2], [2, 3, 1]]
 PREFERRED = {p: a[0] for p, a in enumerate(ASSIGN)}
-KAFKA_BIN = os.environ.get('KAFKA_BIN', os.path.join(
-    os.environ.get('KAFKA_HOME', os.path.join(os.path.dirname(HERE), '.cache', 'kafka-4.4.0')), 'bin'))
-
 
 def overrides(etcd):
     return [f'gregor.metadata.etcd.endpoints={etcd.endpoints()}', f'gregor.metadata.etcd.prefix={PREFIX}',
@@ -55,14 +51,9 @@ def overrides(etcd):
             'auto.leader.rebalance.enable=false']
 
 
-def tool(*args, timeout=60):
-    env = dict(os.environ, KAFKA_HEAP_OPTS='-Xmx256m', KAFKA_OPTS='-Xshare:auto')
-    # Kafka's bin/kafka-leader-election.sh is kafka-run-class.sh with this class (the shared cache's bin/ has
-    # no wrapper of that name: compat-tests/kafka-dist/get-kafka.sh generates only the ones it lists)
-    argv = [os.path.join(KAFKA_BIN, 'kafka-run-class.sh'), 'org.apache.kafka.tools.LeaderElectionCommand']
-    p = subprocess.run(argv + [str(a) for a in args],
-                       capture_output=True, text=True, timeout=timeout, env=env)
-    return p.returncode, p.stdout + p.stderr
+def tool(*args):
+    # Kafka's bin/kafka-leader-election.sh is kafka-run-class.sh with this class
+    return h.kafka_class('org.apache.kafka.tools.LeaderElectionCommand', *args, timeout=60)
 
 
 def layout(bs):

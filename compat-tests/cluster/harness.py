@@ -51,6 +51,8 @@ REPO = os.environ.get('REPO') or os.path.dirname(os.path.dirname(HERE))
 GREGOR_BIN = os.environ.get('GREGOR_BIN') or os.path.join(REPO, 'build', 'bin', 'gregor')
 ETCD_BIN = os.environ.get('ETCD_BIN') or shutil.which('etcd') or '/usr/bin/etcd'
 ETCDCTL_BIN = os.environ.get('ETCDCTL_BIN') or shutil.which('etcdctl') or '/usr/bin/etcdctl'
+KAFKA_BIN = os.environ.get('KAFKA_BIN', os.path.join(
+    os.environ.get('KAFKA_HOME', os.path.join(os.path.dirname(HERE), '.cache', 'kafka-4.4.0')), 'bin'))
 
 SUBNET_PREFIX = '10.213'          # 10.213.X.0/24 per run, X in 1..250
 MANIFEST_GLOB = '/tmp/gregor-cluster-run-*.json'
@@ -1023,3 +1025,29 @@ class Broker:
 
     def log_tail(self, n=LOG_TAIL_LINES):
         return self.proc.log_tail(n) if self.proc else ''
+
+
+def kafka_tool(script, *args, timeout=90):
+    """Runs one of Kafka's tools (KAFKA_BIN/script, a small heap); returns (exit status, stdout + stderr)."""
+    env = dict(os.environ, KAFKA_HEAP_OPTS='-Xmx256m', KAFKA_OPTS='-Xshare:auto')
+    p = subprocess.run([os.path.join(KAFKA_BIN, script)] + [str(a) for a in args], capture_output=True,
+                       text=True, timeout=timeout, env=env)
+    return p.returncode, p.stdout + p.stderr
+
+
+def kafka_class(cls, *args, timeout=90):
+    """A Kafka tool by its class (kafka-run-class.sh): for tools whose wrapper the cached bin/ lacks
+    (compat-tests/kafka-dist/get-kafka.sh generates only the wrappers it lists)."""
+    return kafka_tool('kafka-run-class.sh', cls, *args, timeout=timeout)
+
+
+def controller_of(brokers):
+    """The controller id Metadata names, from the first broker that answers; -1 when none does."""
+    import kafka_raw as k  # compat-tests/lib, on the path of every suite that uses this
+    for b in brokers:
+        try:
+            with k.Conn(b.bootstrap, timeout=5) as c:
+                return k.metadata(c, [], version=12, allow_auto=False)['controller_id']
+        except Exception:  # noqa: BLE001 - stopped or starting
+            continue
+    return -1

@@ -89,14 +89,7 @@ def try_parts(b, topic):
         return None
 
 
-def controller_of(bs):
-    for b in bs:
-        try:
-            with k.Conn(b.bootstrap, timeout=5) as c:
-                return k.metadata(c, [], version=12, allow_auto=False)['controller_id']
-        except Exception:  # noqa: BLE001
-            continue
-    return -1
+controller_of = h.controller_of
 
 
 def spread(pp, bs):

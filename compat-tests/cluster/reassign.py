@@ -27,7 +27,6 @@ Usage: reassign.py [--seed N] [--deadline SECONDS]
 """
 import json
 import os
-import subprocess
 import sys
 import threading
 import time
@@ -49,8 +48,6 @@ diff.install_schemas(diff.load_schemas(os.path.join(REPO, 'protocol', 'schema'))
 PREFIX = '/gregor'
 TOPIC = 'ra'
 OFFSETS = '__consumer_offsets'
-KAFKA_BIN = os.environ.get('KAFKA_BIN', os.path.join(
-    os.environ.get('KAFKA_HOME', os.path.join(os.path.dirname(HERE), '.cache', 'kafka-4.4.0')), 'bin'))
 
 
 def overrides(etcd):
@@ -61,11 +58,8 @@ def overrides(etcd):
             'offsets.topic.num.partitions=3']
 
 
-def tool(run, *args, timeout=90):
-    env = dict(os.environ, KAFKA_HEAP_OPTS='-Xmx256m', KAFKA_OPTS='-Xshare:auto')
-    argv = [os.path.join(KAFKA_BIN, 'kafka-run-class.sh'), 'org.apache.kafka.tools.reassign.ReassignPartitionsCommand']
-    p = subprocess.run(argv + [str(a) for a in args], capture_output=True, text=True, timeout=timeout, env=env)
-    return p.returncode, p.stdout + p.stderr
+def tool(run, *args):
+    return h.kafka_class('org.apache.kafka.tools.reassign.ReassignPartitionsCommand', *args)
 
 
 def layout(bs, topic=TOPIC):
@@ -83,14 +77,7 @@ def layout(bs, topic=TOPIC):
     return None
 
 
-def controller(bs):
-    for b in bs:
-        try:
-            with k.Conn(b.bootstrap, timeout=5) as c:
-                return k.metadata(c, [], version=12, allow_auto=False)['controller_id']
-        except Exception:  # noqa: BLE001
-            continue
-    return -1
+controller = h.controller_of
 
 
 class Load:
