@@ -180,8 +180,13 @@ static void next_unname(struct gr_fsc *s)
 
 /* Links each partition added to its session entry (when the mode is the session's) and copies the names of
    the new ones. 0 or -ENOMEM (nothing changed). */
-static int build_prepare(struct gr_fsc *s, bool same_mode)
+static int build_prepare(struct gr_fsc *s, bool same_mode, bool same_keys)
 {
+    if (same_keys) { /* the steady state: the same partitions in the same order, no lookup */
+        for (int32_t i = 0; i < s->next_n; i++)
+            s->next[i].link = s->sess[i].link = i;
+        return 0;
+    }
     for (int32_t j = 0; j < s->n; j++)
         s->sess[j].link = -1;
     for (int32_t i = 0; i < s->next_n; i++) {
@@ -210,13 +215,17 @@ int gr_fsc_build(struct gr_fsc *s, bool ids_served, struct gr_fsc_plan *out)
     bool same_mode = ids == s->uses_ids;
     if (!full && !same_mode)
         full = true; /* (id, 0): a session by names cannot go on by ids, nor the reverse */
+    /* the same keys in the same order as the session's: positions match and the index stays valid */
+    bool same_keys = same_mode && s->next_n == s->n && s->idx;
+    for (int32_t i = 0; i < s->next_n && same_keys; i++)
+        same_keys = key_eq(&s->next[i].p, &s->sess[i].p, ids);
     uint32_t idx_cap = 16;
     while (idx_cap < 2u * (uint32_t)s->next_n)
         idx_cap *= 2;
-    int32_t *idx = malloc(sizeof *idx * idx_cap);
-    if (!idx || grow((void **)&s->send, &s->send_cap, s->next_n, sizeof *s->send) < 0 ||
+    int32_t *idx = same_keys ? NULL : malloc(sizeof *idx * idx_cap);
+    if ((!same_keys && !idx) || grow((void **)&s->send, &s->send_cap, s->next_n, sizeof *s->send) < 0 ||
         grow((void **)&s->forg, &s->forg_cap, full ? 0 : s->n, sizeof *s->forg) < 0 ||
-        build_prepare(s, same_mode) < 0) {
+        build_prepare(s, same_mode, same_keys) < 0) {
         free(idx);
         return -ENOMEM;
     }
@@ -255,11 +264,13 @@ int gr_fsc_build(struct gr_fsc *s, bool ids_served, struct gr_fsc_plan *out)
     s->next = t;
     s->next_cap = tcap;
     s->next_n = 0;
-    free(s->idx);
-    s->idx = idx;
-    s->idx_cap = idx_cap;
     s->uses_ids = ids;
-    index_fill(s->idx, s->idx_cap, s->sess, s->n, ids);
+    if (!same_keys) {
+        free(s->idx);
+        s->idx = idx;
+        s->idx_cap = idx_cap;
+        index_fill(s->idx, s->idx_cap, s->sess, s->n, ids);
+    }
     if (full) s->epoch = 0;
     s->built = true;
     if (full)
@@ -299,7 +310,8 @@ static int32_t answer_check(struct gr_fsc *s, const struct gr_fetch_response *r,
     bool by_id = version >= 13;
     if (++s->gen == 0) s->gen = 1; /* 0 is what a new entry holds */
     uint32_t gen = s->gen;
-    int32_t seen = 0;
+    int32_t seen = 0, pos = 0; /* pos: where the next answered partition probably is (answers follow the
+                                  request's order) */
     *extra = 0;
     for (int32_t t = 0; t < r->responses.count; t++) {
         const struct gr_fetch_response_fetchable_topic_response *tr = &r->responses.items[t];
@@ -316,7 +328,10 @@ static int32_t answer_check(struct gr_fsc *s, const struct gr_fetch_response *r,
         memcpy(key.topic_id, tr->topic_id.b, 16);
         for (int32_t i = 0; i < tr->partitions.count; i++) {
             key.partition = tr->partitions.items[i].partition_index;
-            int32_t j = by_id == s->uses_ids ? sess_find(s, &key) : -1;
+            int32_t j = by_id != s->uses_ids                                 ? -1
+                        : pos < s->n && key_eq(&s->sess[pos].p, &key, by_id) ? pos
+                                                                             : sess_find(s, &key);
+            pos = j + 1;
             if (j < 0) {
                 (*extra)++;
             } else if (s->sess[j].seen != gen) {
