@@ -4,7 +4,10 @@
  * (struct fconn: one per (leader, fetcher id), opened on the inter-broker client). A connection carries at
  * most one request at a time: a ListOffsets for the partitions whose offset was out of range
  * (AbstractFetcherThread.fetchOffsetAndTruncate), else one Fetch for every partition ready
- * (RemoteLeaderEndPoint.buildFetch). The request's entries remember (partition, fetch offset, epoch); a
+ * (RemoteLeaderEndPoint.buildFetch) through the connection's fetch session (cluster/fetch_session_client.h:
+ * the entries are every partition ready, the request body only those the session builder says to carry;
+ * an incremental answer names only those with news). The request's entries remember (partition, fetch
+ * offset, epoch); a
  * removed or moved partition's entry is cleared, so its answer is dropped. The records of an answer are
  * appended from the answer frame inside the callback (no copy).
  *
@@ -44,6 +47,7 @@
 #include <string.h>
 
 #include "cluster/broker_client.h"
+#include "cluster/fetch_session_client.h"
 #include "cluster/image.h"
 #include "common/limits.h"
 #include "common/log.h"
@@ -96,6 +100,7 @@ struct fconn {
     struct gr_fetcher *f;
     int32_t leader_id, fetcher_id;
     struct gr_broker_client_conn *bc_conn;
+    struct gr_fsc *fsc;               /* its fetch session (KIP-227): one per connection, so per leader */
     struct gr_broker_client_req *req; /* the request in flight, NULL none */
     struct fentry *entries;           /* its partitions */
     int entry_count, entry_cap;
@@ -219,10 +224,16 @@ static struct fconn *conn_get(struct gr_fetcher *f, int32_t leader_id, int32_t f
     c->f = f;
     c->leader_id = leader_id;
     c->fetcher_id = fetcher_id;
+    if (!(c->fsc = gr_fsc_new())) {
+        free(c);
+        *rc = -ENOMEM;
+        return NULL;
+    }
     const struct gr_msg_ops *apis[2] = {f->fetch_ops, f->list_ops};
     c->bc_conn = gr_broker_client_open(f->bc, leader_id, GR_BROKER_CLIENT_REPLICA_FETCHER, fetcher_id, apis,
                                        2, on_state, c, rc);
     if (!c->bc_conn) {
+        gr_fsc_free(c->fsc);
         free(c);
         return NULL;
     }
@@ -243,6 +254,7 @@ static void conn_free(struct fconn *c)
     for (int i = 0; i < c->entry_count; i++)
         if (c->entries[i].fp) c->entries[i].fp->req_idx = -1;
     free(c->entries);
+    gr_fsc_free(c->fsc);
     free(c);
 }
 
@@ -511,28 +523,78 @@ static void fetch_partition(struct fconn *c, struct fp *fp, struct gr_fetch_requ
     c->entries[c->entry_count++] = (struct fentry){fp, p->fetch_offset, fp->leader_epoch};
 }
 
-/* Groups the ready partitions by topic (consecutive ones of one topic share a topic entry). */
-static int fetch_topics(struct fconn *c, struct gr_fetch_request_fetch_topic *topics,
-                        struct gr_fetch_request_fetch_partition *parts, int cap, int64_t now, bool *zero_id)
+/* Collects the ready partitions of `c` (at most `cap`: partitions a done hook fired by fp_ready adds to the
+   list are left for the next request): their Fetch fields in parts[], their fp in fps[] (still allocated
+   until the walk ends even when a done hook removes one) and their entries, each named to the session
+   builder (gr_fsc_add). Returns 0 or the builder's -ENOMEM. */
+static int fetch_collect(struct fconn *c, struct gr_fetch_request_fetch_partition *parts, struct fp **fps,
+                         int cap, int64_t now)
 {
-    int nt = 0;
-    struct fp *prev = NULL;
-    static const uint8_t zero[16];
-    /* cap: partitions a done hook fired by fp_ready adds to this list are left for the next request */
     for (struct fp *fp = c->head; fp && c->entry_count < cap; fp = fp->cnext) {
         if (!fp_ready(c->f, fp, now)) continue;
-        if (!prev || strcmp(prev->topic, fp->topic) != 0) {
+        int i = c->entry_count;
+        fetch_partition(c, fp, &parts[i]);
+        fps[i] = fp;
+        struct gr_fsc_part sp = {.topic = fp->topic,
+                                 .partition = fp->partition,
+                                 .fetch_offset = parts[i].fetch_offset,
+                                 .log_start_offset = parts[i].log_start_offset,
+                                 .current_leader_epoch = parts[i].current_leader_epoch,
+                                 .last_fetched_epoch = parts[i].last_fetched_epoch,
+                                 .partition_max_bytes = parts[i].partition_max_bytes};
+        memcpy(sp.topic_id, fp->topic_id, 16);
+        int rc = gr_fsc_add(c->fsc, &sp);
+        if (rc < 0) return rc;
+    }
+    return 0;
+}
+
+/* Fills the request's topics with the partitions the plan carries (all of a full fetch; the added and changed
+   of an incremental one), copied in order into out[]; consecutive ones of one topic share a topic entry.
+   Returns the topic count. */
+static int fetch_topics(const struct gr_fsc_plan *plan, struct fp *const *fps,
+                        const struct gr_fetch_request_fetch_partition *parts,
+                        struct gr_fetch_request_fetch_topic *topics,
+                        struct gr_fetch_request_fetch_partition *out)
+{
+    int nt = 0;
+    const struct fp *prev = NULL;
+    for (int32_t k = 0; k < plan->send_count; k++) {
+        const struct fp *fp = fps[plan->send[k]];
+        if (!prev || strcmp(prev->topic, fp->topic) != 0 || memcmp(prev->topic_id, fp->topic_id, 16) != 0) {
             struct gr_fetch_request_fetch_topic *t = &topics[nt++];
             gr_fetch_request_fetch_topic_init(t);
             t->topic = gr_str_c(fp->topic);
             memcpy(t->topic_id.b, fp->topic_id, 16);
-            t->partitions.items = &parts[c->entry_count];
+            t->partitions.items = &out[k];
             t->partitions.count = 0;
-            if (!memcmp(fp->topic_id, zero, 16)) *zero_id = true;
         }
-        fetch_partition(c, fp, &parts[c->entry_count]);
+        out[k] = parts[plan->send[k]];
         topics[nt - 1].partitions.count++;
         prev = fp;
+    }
+    return nt;
+}
+
+/* Fills forgotten_topics_data from the plan (consecutive partitions of one topic share an entry; by name
+   before v13, by id from v13: both are set, the codec writes the version's). Returns the entry count. */
+static int forgotten_topics(const struct gr_fsc_plan *plan, struct gr_fetch_request_forgotten_topic *ft,
+                            int32_t *ids)
+{
+    int nt = 0;
+    const struct gr_fsc_forgotten *prev = NULL;
+    for (int32_t k = 0; k < plan->forgotten_count; k++) {
+        const struct gr_fsc_forgotten *g = &plan->forgotten[k];
+        if (!prev || strcmp(prev->topic, g->topic) != 0 || memcmp(prev->topic_id, g->topic_id, 16) != 0) {
+            gr_fetch_request_forgotten_topic_init(&ft[nt]);
+            ft[nt].topic = gr_str_c(g->topic);
+            memcpy(ft[nt].topic_id.b, g->topic_id, 16);
+            ft[nt].partitions.items = &ids[k];
+            ft[nt++].partitions.count = 0;
+        }
+        ids[k] = g->partition;
+        ft[nt - 1].partitions.count++;
+        prev = g;
     }
     return nt;
 }
@@ -545,39 +607,83 @@ static void entries_drop(struct fconn *c)
     c->entry_count = 0;
 }
 
-/* Sends one Fetch with every ready partition of `c` (AbstractFetcherThread.maybeFetch, buildFetch). */
+/* The buffers of one Fetch being built (freed once it is encoded). */
+struct fetch_bufs {
+    struct gr_fetch_request_fetch_partition *parts, *sent;
+    struct gr_fetch_request_fetch_topic *topics;
+    struct fp **fps;
+    struct gr_fetch_request_forgotten_topic *forgotten;
+    int32_t *forgotten_ids;
+};
+
+static void fetch_bufs_free(struct fetch_bufs *b)
+{
+    free(b->parts);
+    free(b->sent);
+    free(b->topics);
+    free(b->fps);
+    free(b->forgotten);
+    free(b->forgotten_ids);
+}
+
+/* Fills `req` from the plan (topics, forgotten_topics_data, session id and epoch) into `b`. 0 or -ENOMEM. */
+static int fetch_fill(struct fconn *c, const struct gr_fsc_plan *plan, struct fetch_bufs *b,
+                      struct gr_fetch_request *req)
+{
+    struct gr_fetcher *f = c->f;
+    size_t nf = plan->forgotten_count > 0 ? (size_t)plan->forgotten_count : 1;
+    b->forgotten = malloc(sizeof *b->forgotten * nf);
+    b->forgotten_ids = malloc(sizeof *b->forgotten_ids * nf);
+    if (!b->forgotten || !b->forgotten_ids) return -ENOMEM;
+    gr_fetch_request_init(req);
+    req->replica_id = f->cfg.node_id;
+    req->replica_state.replica_id = f->cfg.node_id;
+    req->replica_state.replica_epoch = own_broker_epoch(f);
+    req->max_wait_ms = f->cfg.max_wait_ms;
+    req->min_bytes = f->cfg.min_bytes;
+    req->max_bytes = f->cfg.response_max_bytes;
+    req->isolation_level = 0;
+    req->session_id = plan->session_id; /* KIP-227: FetchSessionHandler's metadata */
+    req->session_epoch = plan->session_epoch;
+    req->topics.items = b->topics;
+    req->topics.count = fetch_topics(plan, b->fps, b->parts, b->topics, b->sent);
+    req->forgotten_topics_data.items = b->forgotten;
+    req->forgotten_topics_data.count = forgotten_topics(plan, b->forgotten, b->forgotten_ids);
+    return 0;
+}
+
+/* Sends one Fetch with every ready partition of `c` (AbstractFetcherThread.maybeFetch, buildFetch), through
+   the connection's fetch session: a full fetch names them all, an incremental one only the partitions added
+   or changed since the last request and forgets the ones not ready now (Kafka's replica fetcher does the
+   same: a partition delayed or waiting leaves the session and comes back with its next fetch). */
 static void send_fetch(struct fconn *c, int64_t now)
 {
     struct gr_fetcher *f = c->f;
     int n = c->part_count;
-    struct gr_fetch_request_fetch_topic *topics = malloc(sizeof *topics * (size_t)n);
-    struct gr_fetch_request_fetch_partition *parts = malloc(sizeof *parts * (size_t)n);
-    if (!topics || !parts || entries_reserve(c, n) < 0) goto out;
-    bool zero_id = false;
+    struct fetch_bufs b = {
+        .parts = malloc(sizeof *b.parts * (size_t)n),
+        .sent = malloc(sizeof *b.sent * (size_t)n),
+        .topics = malloc(sizeof *b.topics * (size_t)n),
+        .fps = malloc(sizeof *b.fps * (size_t)n),
+    };
+    if (!b.parts || !b.sent || !b.topics || !b.fps || entries_reserve(c, n) < 0) goto out;
     c->entry_count = 0;
-    int nt = fetch_topics(c, topics, parts, n, now, &zero_id);
+    gr_fsc_begin(c->fsc);
+    int rc = fetch_collect(c, b.parts, b.fps, n, now);
     if (c->entry_count == 0) goto out;
     int16_t version = gr_broker_client_version(c->bc_conn, f->fetch_ops);
-    if (zero_id && version > 12) version = 12; /* topic names: Kafka's buildFetch without topic ids */
+    struct gr_fsc_plan plan = {.full = true};
+    if (rc == 0) rc = gr_fsc_build(c->fsc, version >= 13, &plan);
+    /* topic names when a topic has no id (Kafka's buildFetch without topic ids): the plan says so */
+    if (rc == 0 && !plan.topic_ids && version > 12) version = 12;
     struct gr_fetch_request req;
-    gr_fetch_request_init(&req);
-    req.replica_id = f->cfg.node_id;
-    req.replica_state.replica_id = f->cfg.node_id;
-    req.replica_state.replica_epoch = own_broker_epoch(f);
-    req.max_wait_ms = f->cfg.max_wait_ms;
-    req.min_bytes = f->cfg.min_bytes;
-    req.max_bytes = f->cfg.response_max_bytes;
-    req.isolation_level = 0;
-    req.session_id = 0;
-    req.session_epoch = -1; /* no fetch session (KIP-227 is issue #24) */
-    req.topics.items = topics;
-    req.topics.count = nt;
-    int rc = 0;
-    if (version >= 12)
+    if (rc == 0) rc = fetch_fill(c, &plan, &b, &req);
+    if (rc == 0 && version >= 12)
         c->req = gr_broker_client_send(c->bc_conn, f->fetch_ops, version, &req, 0, on_fetch, c, &rc);
     if (!c->req) {
         GR_WARN_RATELIMITED("fetcher: Fetch to broker %" PRId32 " not sent (version %d): %s", c->leader_id,
                             version, version >= 12 ? err_text(rc) : "the leader serves no Fetch v12+");
+        gr_fsc_failed(c->fsc);                   /* the next one is full (FetchSessionHandler.handleError) */
         for (int i = 0; i < c->entry_count; i++) /* an entry is NULL when a done hook removed it */
             if (c->entries[i].fp) fp_delay(f, c->entries[i].fp, f->cfg.backoff_ms);
         entries_drop(c);
@@ -585,9 +691,9 @@ static void send_fetch(struct fconn *c, int64_t now)
     }
     c->cursor = 0;
     f->stats.fetches_sent++;
+    if (!plan.full) f->stats.fetches_incremental++;
 out:
-    free(topics);
-    free(parts);
+    fetch_bufs_free(&b);
 }
 
 /* Whether `fp` waits for a ListOffsets answer (out of range) and may ask now. */
@@ -847,11 +953,28 @@ static void on_fetch(void *ctx, enum gr_broker_client_status st, const void *res
     struct gr_fetcher *f = c->f;
     const struct gr_fetch_response *r = resp;
     enter(f);
-    if (st != GR_BROKER_CLIENT_OK || r->error_code != GR_ERR_NONE) {
-        GR_WARN_RATELIMITED("fetcher: Fetch to broker %" PRId32 " failed: status %d error %d", c->leader_id,
-                            (int)st, st == GR_BROKER_CLIENT_OK ? (int)r->error_code : 0);
+    if (st != GR_BROKER_CLIENT_OK) {
+        GR_WARN_RATELIMITED("fetcher: Fetch to broker %" PRId32 " failed: status %d", c->leader_id, (int)st);
+        gr_fsc_failed(c->fsc); /* FetchSessionHandler.handleError: the next fetch is full */
+        f->stats.session_resets++;
         conn_failed_all(c);
-    } else {
+    } else if (!gr_fsc_response(c->fsc, r, version)) { /* FetchSessionHandler.handleResponse said no */
+        f->stats.session_resets++;
+        if (r->error_code == GR_ERR_FETCH_SESSION_ID_NOT_FOUND ||
+            r->error_code == GR_ERR_INVALID_FETCH_SESSION_EPOCH || r->error_code == GR_ERR_NONE) {
+            /* Kafka's RemoteLeaderEndPoint.fetch: nothing taken, no backoff; the next fetch is full */
+            GR_LOG_RATELIMITED(GR_LOG_INFO,
+                               "fetcher: broker %" PRId32 " answered the fetch session's request with %s"
+                               "; the next fetch is full",
+                               c->leader_id,
+                               r->error_code == GR_ERR_NONE ? "partitions outside the session"
+                                                            : gr_error_name(r->error_code));
+        } else { /* FETCH_SESSION_TOPIC_ID_ERROR (Kafka throws it: a backoff) and any other error */
+            GR_WARN_RATELIMITED("fetcher: Fetch to broker %" PRId32 " failed: error %d", c->leader_id,
+                                (int)r->error_code);
+            conn_failed_all(c);
+        }
+    } else { /* an incremental answer omits the partitions without news: absent is neither error nor data */
         for (int32_t t = 0; t < r->responses.count; t++) {
             const struct gr_fetch_response_fetchable_topic_response *tr = &r->responses.items[t];
             for (int32_t i = 0; i < tr->partitions.count; i++) {

@@ -18,7 +18,17 @@
  * from the last appended batch; -1 when the log is empty), the local
  * LogStartOffset and PartitionMaxBytes = replica.fetch.max.bytes; request MaxWaitMs =
  * replica.fetch.wait.max.ms, MinBytes = replica.fetch.min.bytes, MaxBytes = replica.fetch.response.max.bytes,
- * IsolationLevel 0, session id 0 / epoch -1 (no fetch sessions: KIP-227 is issue #24).
+ * IsolationLevel 0. Each connection keeps a fetch session (KIP-227, cluster/fetch_session_client.h, as
+ * Kafka's replica fetcher's FetchSessionHandler): the first Fetch is full (session id 0, epoch 0) and asks
+ * the leader for a session; then incremental ones (epoch 1, 2, ...) carry only the partitions whose fields
+ * above changed (FetchOffset moves when records were appended) or that are new, and forget
+ * (forgotten_topics_data) those not ready this time (delayed, out of range, waiting on disk, removed, moved
+ * to another leader). A session error (FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH), an answer
+ * naming partitions outside the session, a lost answer or a request not sent make the next Fetch full again
+ * (no backoff for the session errors; FETCH_SESSION_TOPIC_ID_ERROR and other top-level errors back off); a
+ * leader that makes no session (session id 0) gets full fetches asking again each time. A new leader is a new
+ * connection and a new session. An incremental answer omits the partitions without news: such a partition is
+ * simply fetched again by the next request, with nothing taken.
  *
  * Each answer (ReplicaFetcherThread.processPartitionData and AbstractFetcherThread.processFetchRequest):
  *   - records: appended as they came (gr_partition_append_as_follower, the answer kept without a copy), then
@@ -97,11 +107,13 @@ struct gr_fetcher_config {
 
 /* Counters (tests and logs). */
 struct gr_fetcher_stats {
-    int64_t partitions;        /* partitions being fetched */
-    int64_t fetches_sent;      /* Fetch requests sent */
-    int64_t batches_bytes;     /* bytes of records appended */
-    int64_t truncations;       /* truncations made (diverging epoch, out of range) */
-    int64_t failed_partitions; /* partitions marked failed (storage errors) */
+    int64_t partitions;          /* partitions being fetched */
+    int64_t fetches_sent;        /* Fetch requests sent */
+    int64_t fetches_incremental; /* of which incremental (KIP-227: a session's epoch >= 1) */
+    int64_t session_resets;      /* answers or failures that sent a connection back to a full fetch */
+    int64_t batches_bytes;       /* bytes of records appended */
+    int64_t truncations;         /* truncations made (diverging epoch, out of range) */
+    int64_t failed_partitions;   /* partitions marked failed (storage errors) */
 };
 
 struct gr_fetcher;

@@ -141,6 +141,17 @@ bool gr_metrics_counts_render(const struct gr_metrics_counts *c, const struct gr
     const char *in = "kafka_server_brokertopicmetrics_replicationbytesin_total";
     gr_prom_type(out, in, "counter");
     gr_prom_sample_u64(out, in, NULL, 0, fs && fs->batches_bytes > 0 ? (uint64_t)fs->batches_bytes : 0);
+    if (fs) { /* this broker's replica fetcher (cluster mode): its Fetch requests by KIP-227 session kind */
+        const char *fr = "gregor_replica_fetcher_requests_total";
+        gr_prom_type(out, fr, "counter");
+        int64_t incr = fs->fetches_incremental, full = fs->fetches_sent - fs->fetches_incremental;
+        struct gr_prom_label lf = {"kind", "full"}, li = {"kind", "incremental"};
+        gr_prom_sample_u64(out, fr, &lf, 1, full > 0 ? (uint64_t)full : 0);
+        gr_prom_sample_u64(out, fr, &li, 1, incr > 0 ? (uint64_t)incr : 0);
+        const char *rs = "gregor_replica_fetcher_session_resets_total";
+        gr_prom_type(out, rs, "counter");
+        gr_prom_sample_u64(out, rs, NULL, 0, fs->session_resets > 0 ? (uint64_t)fs->session_resets : 0);
+    }
     const char *ob = "kafka_server_brokertopicmetrics_replicationbytesout_total";
     gr_prom_type(out, ob, "counter");
     gr_prom_sample_u64(out, ob, NULL, 0, c->replication_bytes_out);

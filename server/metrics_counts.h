@@ -70,7 +70,9 @@ bool gr_metrics_counts_produce_failed(int16_t err);
 bool gr_metrics_counts_fetch_failed(int16_t err);
 /* Writes kafka_network_requestmetrics_errors_total (a series once its count is not 0) and the two
    replication byte counters; `fs` is the follower fetcher's counters, NULL when there is none (single node:
-   replication bytes in 0). Returns false when `out` failed. */
+   replication bytes in 0), and with `fs` gregor_replica_fetcher_requests_total{kind="full"|"incremental"}
+   and gregor_replica_fetcher_session_resets_total (the fetcher's KIP-227 sessions). Returns false when `out`
+   failed. */
 bool gr_metrics_counts_render(const struct gr_metrics_counts *c, const struct gr_fetcher_stats *fs,
                               struct gr_prom_buf *out);
 /* Writes the FetchConsumer and FetchFollower samples of kafka_network_requestmetrics_requests_total (the

@@ -132,6 +132,12 @@ static const struct {
     {"gregor_fetch_session_requests_total",
      "Fetch requests by session kind: full (epoch 0), incremental, sessionless (v < 7, epoch -1, or a "
      "session emptied or over its bound), error (unknown session, wrong epoch, topic id use)."},
+    {"gregor_replica_fetcher_requests_total",
+     "Fetch requests this broker's replica fetcher sent to leaders, by fetch session kind (KIP-227): full "
+     "(epoch 0, or no session) or incremental."},
+    {"gregor_replica_fetcher_session_resets_total",
+     "Times a replica fetcher connection went back to a full fetch: a session error, an answer outside "
+     "its session, a lost answer."},
     {"gregor_build_info", "Constant 1, labelled with Gregor's version and git revision."},
     /* the Prometheus client libraries' process collector */
     {"process_cpu_seconds_total", "User and system CPU time spent, seconds."},

@@ -6,7 +6,10 @@
  *
  * Covered: the Fetch's fields (ReplicaState {2, broker epoch 7}, FetchOffset = log end, LastFetchedEpoch,
  * CurrentLeaderEpoch, LogStartOffset, the caps); records appended at the leader's offsets, its log start
- * offset raised to and its high watermark taken; a DivergingEpoch truncating to Kafka's offset, the next
+ * offset raised to and its high watermark taken; fetch sessions (KIP-227: a full fetch at (0, 0), then
+ * incremental ones naming only the partitions that changed, an answer omitting a partition, a session error
+ * back to a full fetch at once, a removed partition forgotten; a leader making no session: full every time);
+ * a DivergingEpoch truncating to Kafka's offset, the next
  * fetch starting there; the two OFFSET_OUT_OF_RANGE cases through ListOffsets (leader behind: truncated to
  * its end; follower behind the leader's start: truncated fully and restarted there); FENCED_LEADER_EPOCH
  * stopping the partition until it is re-added at a newer epoch; remove() while a fetch is in flight; two
@@ -78,8 +81,10 @@ struct seen {
     int32_t corr;
     int client; /* index of the connection it came on */
     char client_id[64];
-    int32_t replica_id, rs_id, max_wait_ms, min_bytes, max_bytes, session_epoch;
+    int32_t replica_id, rs_id, max_wait_ms, min_bytes, max_bytes, session_id, session_epoch;
     int64_t rs_epoch;
+    int nforgotten; /* forgotten_topics_data's partitions (KIP-227) */
+    int32_t forgotten[PARTS_MAX];
     int nparts;
     struct seen_part p[PARTS_MAX];
     int64_t durable_at_receipt; /* the follower's partition 0 durable offset when it arrived */
@@ -96,6 +101,8 @@ struct fake {
 
 static struct ev_loop *loop;
 static struct fake fk;
+static int32_t fk_session_id;      /* answer_fetch: the SessionId its answers carry (0: no session) */
+static int16_t fk_top_error;       /* answer_fetch: the top-level ErrorCode of its next answer (then 0) */
 static struct gr_log *watched_log; /* partition 0's log: durable_at_receipt */
 
 /* The fetcher's clock in the race tests (virtual ms, see tclock_now). */
@@ -168,7 +175,12 @@ static void seen_fetch(struct seen *s, const struct gr_fetch_request *r)
     s->max_wait_ms = r->max_wait_ms;
     s->min_bytes = r->min_bytes;
     s->max_bytes = r->max_bytes;
+    s->session_id = r->session_id;
     s->session_epoch = r->session_epoch;
+    for (int32_t t = 0; t < r->forgotten_topics_data.count; t++)
+        for (int32_t i = 0;
+             i < r->forgotten_topics_data.items[t].partitions.count && s->nforgotten < PARTS_MAX; i++)
+            s->forgotten[s->nforgotten++] = r->forgotten_topics_data.items[t].partitions.items[i];
     for (int32_t t = 0; t < r->topics.count; t++)
         for (int32_t i = 0; i < r->topics.items[t].partitions.count && s->nparts < PARTS_MAX; i++) {
             const struct gr_fetch_request_fetch_partition *p = &r->topics.items[t].partitions.items[i];
@@ -350,6 +362,10 @@ static void answer_fetch(int idx, const struct pans *ans)
     gr_fetch_response_init(&r);
     r.responses.items = topics;
     r.responses.count = s->nparts;
+    r.session_id = fk_session_id;
+    r.error_code = fk_top_error;
+    if (fk_top_error) r.responses.count = 0, r.session_id = 0;
+    fk_top_error = 0;
     fake_send(fk.cfd[s->client], ops_of(1, true), &r, s->corr, s->version);
 }
 
@@ -600,7 +616,8 @@ static void test_fetch_appends(void **state)
     assert_int_equal(s->max_wait_ms, 500);
     assert_int_equal(s->min_bytes, 1);
     assert_int_equal(s->max_bytes, 10485760);
-    assert_int_equal(s->session_epoch, -1);
+    assert_int_equal(s->session_id, 0); /* KIP-227: a full fetch asking for a session */
+    assert_int_equal(s->session_epoch, 0);
     assert_int_equal(s->nparts, 1);
     assert_memory_equal(s->p[0].topic_id, TOPIC_ID, 16);
     assert_int_equal(s->p[0].partition, 0);
@@ -618,6 +635,8 @@ static void test_fetch_appends(void **state)
     assert_int_equal(gr_log_epoch_for_offset(log_of(x, 0), 3), 5);
     assert_int_equal(fk.reqs[n].p[0].fetch_offset, 5);
     assert_int_equal(fk.reqs[n].p[0].last_fetched_epoch, 5);
+    assert_int_equal(fk.reqs[n].session_id, 0); /* the leader made no session: full again, asking again */
+    assert_int_equal(fk.reqs[n].session_epoch, 0);
     /* the next answer carries no records, the leader's log start offset 2 and high watermark 9: the log
        start offset is raised, the high watermark moves up to the log end offset, the next fetch says so */
     struct pans a = EMPTY;
@@ -634,6 +653,70 @@ static void test_fetch_appends(void **state)
     assert_int_equal(gr_fetcher_stats(x->f)->truncations, 0);
     assert_int_equal(gr_fetcher_stats(x->f)->failed_partitions, 0);
     assert_true(gr_fetcher_active(x->f, x->part[0]));
+    fx_free(x);
+}
+
+/* Fetch sessions (KIP-227) against a leader that makes them: the first Fetch is full (0, 0) with both
+   partitions; the answer gives session 77; the next Fetch is incremental (77, 1) naming only partition 0,
+   whose offset moved (partition 1's answer was absent: nothing taken, no error, not "no data"); then an empty
+   incremental fetch (77, 2); INVALID_FETCH_SESSION_EPOCH sends it back to a full fetch closing 77 (77, 0),
+   at once (no backoff); partition 1 removed: the next incremental fetch of the new session 78 forgets it. */
+static void test_fetch_session(void **state)
+{
+    (void)state;
+    fx_backoff_ms = 3000; /* a backoff would show */
+    struct fx *x = fx_new(false, 1);
+    fx_backoff_ms = 50;
+    add(x, 0, 5);
+    add(x, 1, 5);
+    assert_true(until_reqs(1, 5000));
+    assert_int_equal(fk.reqs[0].session_id, 0);
+    assert_int_equal(fk.reqs[0].session_epoch, 0);
+    assert_int_equal(fk.reqs[0].nparts, 2);
+    fk_session_id = 77;
+    uint8_t buf[1024];
+    struct pans a[2] = {EMPTY, EMPTY};
+    int p0 = fk.reqs[0].p[0].partition == 0 ? 0 : 1;
+    a[p0].hw = 3;
+    a[p0].log_start = 0;
+    a[p0].records = buf;
+    a[p0].len = mk_batch(buf, 0, 3, 5);
+    answer_fetch(0, a);
+    assert_true(until_reqs(2, 5000));
+    assert_int_equal(gr_log_end_offset(log_of(x, 0)), 3);
+    struct seen *s = &fk.reqs[1];
+    assert_int_equal(s->session_id, 77);
+    assert_int_equal(s->session_epoch, 1);
+    assert_int_equal(s->nparts, 1); /* partition 1 unchanged: not named */
+    assert_int_equal(s->p[0].partition, 0);
+    assert_int_equal(s->p[0].fetch_offset, 3);
+    assert_int_equal(s->nforgotten, 0);
+    answer_fetch(1, (struct pans[1]){EMPTY}); /* partition 0 answered, nothing new; 1 absent */
+    assert_true(until_reqs(3, 5000));
+    assert_int_equal(fk.reqs[2].session_id, 77);
+    assert_int_equal(fk.reqs[2].session_epoch, 2);
+    assert_int_equal(fk.reqs[2].nparts, 0); /* nothing changed: an empty incremental fetch */
+    assert_true(gr_fetcher_active(x->f, x->part[1]));
+    fk_top_error = GR_ERR_INVALID_FETCH_SESSION_EPOCH;
+    int64_t before = gr_time_mono_ms();
+    answer_fetch(2, NULL);
+    assert_true(until_reqs(4, 5000));
+    assert_true(gr_time_mono_ms() - before < 1500); /* no backoff (3 s) for a session error */
+    assert_int_equal(fk.reqs[3].session_id, 77);    /* closes 77, asks for a new one */
+    assert_int_equal(fk.reqs[3].session_epoch, 0);
+    assert_int_equal(fk.reqs[3].nparts, 2);
+    gr_fetcher_remove(x->f, x->part[1]);
+    fk_session_id = 78;
+    answer_fetch(3, (struct pans[2]){EMPTY, EMPTY});
+    assert_true(until_reqs(5, 5000));
+    assert_int_equal(fk.reqs[4].session_id, 78);
+    assert_int_equal(fk.reqs[4].session_epoch, 1);
+    assert_int_equal(fk.reqs[4].nparts, 0);
+    assert_int_equal(fk.reqs[4].nforgotten, 1);
+    assert_int_equal(fk.reqs[4].forgotten[0], 1);
+    assert_int_equal(gr_fetcher_stats(x->f)->fetches_incremental, 3);
+    assert_int_equal(gr_fetcher_stats(x->f)->session_resets, 1);
+    fk_session_id = 0;
     fx_free(x);
 }
 
@@ -1652,6 +1735,7 @@ int main(void)
     ev_unref(loop); /* the binding never keeps the loop alive */
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fetch_appends),
+        cmocka_unit_test(test_fetch_session),
         cmocka_unit_test(test_diverging_epoch),
         cmocka_unit_test(test_diverging_epoch_cold),
         cmocka_unit_test(test_cold_truncation_during_long_poll),

@@ -60,7 +60,9 @@
 # the I/O pool, storage/truncate.c), which that audit had reported in 2 of 3 runs on 2026-12-03 while this
 # ran at --rf 1. Then metrics.py: /metrics of three brokers (issue #22; leadercount summed, one active
 # controller, a SIGSTOPped follower's partitions under-replicated on their leaders with isrshrinks_total
-# grown, isrexpands_total after its return; about 10 s). Needs root; installs etcd-server,
+# grown, isrexpands_total after its return; about 10 s). Then fetchsess.py: the followers' fetch sessions
+# (issue #24, KIP-227; two incremental sessions per leader, replication byte for byte through them, leader
+# changes opening new ones; about 10 s). Needs root; installs etcd-server,
 # etcd-client and nftables (scripts/install-deps.sh test) when they are missing. Each prints its own
 # "N passed, N failed" line; the
 # last line, "cluster: N passed, N failed", sums them.
@@ -75,7 +77,7 @@ fi
 total_p=0
 total_f=0
 status=0
-for t in selftest membership e2e replication_factors replication_default replication ctl_shutdown elect reassign pids groups grouplag remote_lag txn interbroker_tls interbroker_tls_reload interbroker_sasl interbroker_reauth security_etcd tools lifecycle faults jepsen metrics; do
+for t in selftest membership e2e replication_factors replication_default replication ctl_shutdown elect reassign pids groups grouplag remote_lag txn interbroker_tls interbroker_tls_reload interbroker_sasl interbroker_reauth security_etcd tools lifecycle faults jepsen metrics fetchsess; do
     out=$(mktemp)
     extra=()
     [ "$t" = jepsen ] && extra=(--rf 3 --seeds 1,2)
