@@ -493,6 +493,7 @@ static int16_t apply(struct change *c, struct gr_cluster_topic *rec)
                                c->rf, topic_rf),
                       GR_ERR_INVALID_REPLICA_ASSIGNMENT);
     for (int32_t p = 0; p < added && !code; p++) {
+        memset(&grown[cur + p], 0, sizeof grown[cur + p]); /* realloc's new entries: no reassignment lists */
         grown[cur + p].replica_count = c->rf;
         memcpy(grown[cur + p].replicas, ids + (size_t)p * (size_t)c->rf, (size_t)c->rf * sizeof *ids);
     }
