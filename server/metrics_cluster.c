@@ -49,6 +49,7 @@ struct led {
     int32_t partition;
     int32_t leader, replicas, isr;
     bool preferred;
+    bool reassigning; /* a reassignment (KIP-455) in progress */
     struct gr_metrics_isr_state st;
     int64_t hw, lso, log_start;
 };
@@ -78,10 +79,13 @@ static bool led_here(struct gr_broker *b, const struct gr_image_topic *it, int32
                       .replicas = ip->replica_count,
                       .isr = n > 0 ? n : ip->isr_count,
                       .preferred = ip->replica_count > 0 && gr_image_replicas(ip)[0] == ip->leader,
+                      .reassigning = gr_image_reassigning(ip),
                       .hw = gr_partition_visible_offset(part),
                       .lso = gr_partition_last_stable_offset(part),
                       .log_start = gr_log_start_offset(log)};
-    l->st = gr_metrics_isr_state(l->replicas, l->isr, topic_min_isr(b, it));
+    /* while a reassignment adds replicas, the replication factor is the assignment's before it (Kafka's
+       OngoingReassignmentState.replicationFactor: replicas without the adding ones) */
+    l->st = gr_metrics_isr_state(ip->replica_count - ip->adding_count, l->isr, topic_min_isr(b, it));
     return true;
 }
 
@@ -191,7 +195,7 @@ static struct gr_metrics_cluster_slice *cluster_start(struct gr_broker *b, struc
         return NULL;
     }
     st->leds = leds;
-    int64_t nled = 0, under_repl = 0, under_min = 0, at_min = 0;
+    int64_t nled = 0, under_repl = 0, under_min = 0, at_min = 0, reassigning = 0;
     int32_t nt = gr_image_topic_count(img);
     for (int32_t i = 0; i < nt; i++) {
         const struct gr_image_topic *it = gr_image_topic_at(img, i);
@@ -206,6 +210,7 @@ static struct gr_metrics_cluster_slice *cluster_start(struct gr_broker *b, struc
             under_repl += l->st.under_replicated;
             under_min += l->st.under_min_isr;
             at_min += l->st.at_min_isr;
+            reassigning += l->reassigning;
         }
     }
     gauge(out, "kafka_server_replicamanager_partitioncount", (double)held);
@@ -214,6 +219,7 @@ static struct gr_metrics_cluster_slice *cluster_start(struct gr_broker *b, struc
     gauge(out, "kafka_server_replicamanager_underreplicatedpartitions", (double)under_repl);
     gauge(out, "kafka_server_replicamanager_underminisrpartitioncount", (double)under_min);
     gauge(out, "kafka_server_replicamanager_atminisrpartitioncount", (double)at_min);
+    gauge(out, "kafka_server_replicamanager_reassigningpartitions", (double)reassigning);
     struct gr_roles_stats rs = {0};
     if (b->roles) gr_roles_stats(b->roles, &rs);
     gr_prom_type(out, "kafka_server_replicamanager_isrshrinks_total", "counter");

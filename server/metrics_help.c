@@ -55,6 +55,8 @@ static const struct {
     {"kafka_server_replicamanager_atminisrpartitioncount",
      "Partitions led here whose ISR equals min.insync.replicas."},
     {"kafka_server_replicamanager_offlinereplicacount", "Replicas on this broker that are offline."},
+    {"kafka_server_replicamanager_reassigningpartitions",
+     "Partitions led here whose reassignment (kafka-reassign-partitions.sh) is in progress."},
     {"kafka_server_replicamanager_isrshrinks_total", "ISR shrinks of partitions led here."},
     {"kafka_server_replicamanager_isrexpands_total", "ISR expansions of partitions led here."},
     /* kafka.controller:type=KafkaController */

@@ -25,6 +25,7 @@ What it checks:
 Ends with `cluster-reassign: N passed, N failed`; exit status 1 on any failure.
 Usage: reassign.py [--seed N] [--deadline SECONDS]
 """
+import http.client
 import json
 import os
 import sys
@@ -78,6 +79,20 @@ def layout(bs, topic=TOPIC):
 
 
 controller = h.controller_of
+
+
+def scrape(b):
+    """{name: value} of b's /metrics samples without labels."""
+    with open(os.path.join(b.dir, 'admin')) as f:
+        host, port = f.readline().strip().rsplit(':', 1)
+    c = http.client.HTTPConnection(host, int(port), timeout=5)
+    try:
+        c.request('GET', '/metrics')
+        text = c.getresponse().read().decode()
+    finally:
+        c.close()
+    return {ln.split()[0]: float(ln.split()[1]) for ln in text.splitlines()
+            if ln and not ln.startswith('#') and '{' not in ln and len(ln.split()) == 2}
 
 
 class Load:
@@ -317,6 +332,12 @@ def t_cancel(run, etcd, bs, st):
     ongoing = [(t['name'], p['partition_index'], p['replicas'], p['adding_replicas'], p['removing_replicas'])
                for t in r['topics'] for p in t['partitions']]
     eq('ListPartitionReassignments (all): ra-1 adding [4]', [(TOPIC, 1, before[1][2] + [4], [4], [])], ongoing)
+    led = by_id[before[1][0]]
+    m = scrape(led)
+    eq(f'/metrics of ra-1\'s leader (broker {led.node_id}): one partition reassigning, none under-replicated while '
+       f'4 is added (the replication factor is the one before the reassignment)', (1.0, 0.0),
+       (m.get('kafka_server_replicamanager_reassigningpartitions'),
+        m.get('kafka_server_replicamanager_underreplicatedpartitions')))
     r = list_raw(bs[2], [{'name': TOPIC, 'partition_indexes': [0, 2]}, {'name': 'nope', 'partition_indexes': [0]}])
     eq('ListPartitionReassignments naming ra-0, ra-2 and an unknown topic: nothing', (0, []),
        (r['error_code'], r['topics']))

@@ -130,6 +130,7 @@ def run(broker, admin):
         ('kafka_server_replicamanager_underreplicatedpartitions', E, 0),
         ('kafka_server_replicamanager_underminisrpartitioncount', E, 0),
         ('kafka_server_replicamanager_atminisrpartitioncount', E, total),
+        ('kafka_server_replicamanager_reassigningpartitions', E, 0),
         ('kafka_server_replicamanager_isrshrinks_total', E, 0),
         ('kafka_server_replicamanager_isrexpands_total', E, 0),
         ('kafka_controller_kafkacontroller_activecontrollercount', E, 1),
