@@ -495,6 +495,9 @@ int gr_partition_update_follower_fetch_state(struct gr_partition *part, const st
     int64_t registered = registration(part, fetch->broker_id, &shutting_down);
     if (fetch->broker_epoch >= 0 && registered != INT64_MAX && registered > fetch->broker_epoch)
         return -ESTALE; /* a fetch sent before the follower's restart */
+    if (f->in_isr && f->fetched && fetch->broker_epoch >= 0 && f->broker_epoch == fetch->broker_epoch &&
+        fetch->fetch_offset < f->log_end_offset && fetch->fetch_offset < gr_partition_hw(part)->hw)
+        return -ESTALE; /* a request delivered late (partition.h) */
     int64_t prev_end = f->log_end_offset;
     update_fetch_state(f, fetch, leo);
     maybe_expand_isr(part, r, f);
