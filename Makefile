@@ -90,8 +90,11 @@ test-cluster: test-deps build
 # namespaces; make test runs three seeds x 60 s, also at replication factor 3 (under its network-thread
 # audit), through compat-tests/cluster/run.sh. Every nemesis (issue #24 added etcd member loss, a full log
 # dir and a broker restarted on an empty log dir): odd-numbered seeds with one etcd member (etcd faults take
-# it away whole), even-numbered ones with three (they take one member away). About an hour; needs root.
+# it away whole), even-numbered ones with three (they take one member away); first the case the wipe
+# nemesis does not reach one fault at a time (compat-tests/cluster/wipe_last_isr.py, about 20 s). About an
+# hour; needs root.
 test-faults: test-deps build
+	@REPO=$(CURDIR) GREGOR_BIN=$(CURDIR)/$(BUILD)/bin/gregor python3 compat-tests/cluster/wipe_last_isr.py
 	@REPO=$(CURDIR) GREGOR_BIN=$(CURDIR)/$(BUILD)/bin/gregor python3 compat-tests/cluster/jepsen.py \
 		--seeds 1,2,3,4,5,6,7,8,9,10 --duration 300 --drain 20 --rf 3 --nemeses all --etcd-members 1,3
 
