@@ -868,8 +868,7 @@ struct gr_member *gr_member_new(const struct gr_member_config *cfg)
         m->reg.listeners[i].port = l->port;
     }
     /* the first registration of a process on a new or emptied log dir says so (its log may lack what this
-       node held); once registered, the process's later registrations (after a fencing) hold what it fetched
-     */
+       node held); its later registrations (after a fencing) do not (cluster/values.h) */
     m->reg.log_dir_new = !m->dir_cluster_id[0];
     if (cfg->rack) {
         m->reg.has_rack = true;
