@@ -708,14 +708,7 @@ struct gr_follower_fetch {
    flight, not in the ISR, ISR-eligible, log end offset >= the high watermark and >= the leader epoch's start
    offset), and may move the high watermark (waiters done as by gr_partition_flushed). Returns 0, -EPERM (not
    the leader), -ENOENT (not a replica: NOT_LEADER_OR_FOLLOWER), -ERANGE (fetch_offset outside [0, log end
-   offset]: OFFSET_OUT_OF_RANGE; nothing stored) or -ESTALE, also (nothing stored) for a fetch from a member
-   of the maximal ISR under the broker epoch of its last fetch whose fetch_offset is below both the high
-   watermark and its known log end offset: such a member's log holds every record below the high watermark
-   and, within one leader epoch and registration, is never truncated below it, so this is a request
-   delivered late (found by issue #24's fault runs: a Fetch retransmitted by TCP after a 40 s partition
-   healed, on a connection the follower had given up, 17 s after the follower rejoined the ISR). Kafka stores
-   it (Replica.updateFetchStateOrThrow; its high watermark only moves up, so the follower merely looks behind
-   until its next fetch); here it would break the high watermark invariant the leader checks. */
+   offset]: OFFSET_OUT_OF_RANGE; nothing stored) or -ESTALE. */
 int gr_partition_update_follower_fetch_state(struct gr_partition *part,
                                              const struct gr_follower_fetch *fetch);
 /* Partition.isReplicaIsrEligible (KIP-903): `broker_id` is a follower of this leader that fetched since it

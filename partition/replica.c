@@ -29,7 +29,6 @@
 #include <stdlib.h>
 
 #include "common/limits.h"
-#include "common/log.h"
 #include "common/time.h"
 #include "partition/internal.h"
 #include "partition/partition.h"
@@ -496,18 +495,6 @@ int gr_partition_update_follower_fetch_state(struct gr_partition *part, const st
     int64_t registered = registration(part, fetch->broker_id, &shutting_down);
     if (fetch->broker_epoch >= 0 && registered != INT64_MAX && registered > fetch->broker_epoch)
         return -ESTALE; /* a fetch sent before the follower's restart */
-    if (f->in_isr && f->fetched && fetch->broker_epoch >= 0 && f->broker_epoch == fetch->broker_epoch &&
-        fetch->fetch_offset < f->log_end_offset && fetch->fetch_offset < gr_partition_hw(part)->hw) {
-        GR_LOG_RATELIMITED(
-            GR_LOG_INFO,
-            "%s-%d: fetch of ISR member %d at %lld, below its log end offset %lld and the high "
-            "watermark %lld under the same broker epoch: a request delivered late, not stored",
-            gr_topic_name(gr_log_topic(gr_partition_log(part))),
-            (int)gr_log_partition(gr_partition_log(part)), (int)fetch->broker_id,
-            (long long)fetch->fetch_offset, (long long)f->log_end_offset,
-            (long long)gr_partition_hw(part)->hw);
-        return -ESTALE; /* partition.h */
-    }
     int64_t prev_end = f->log_end_offset;
     update_fetch_state(f, fetch, leo);
     maybe_expand_isr(part, r, f);

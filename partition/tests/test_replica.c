@@ -160,14 +160,6 @@ static int fetch(struct fx *f, int32_t id, int64_t offset)
     return gr_partition_update_follower_fetch_state(f->part, &ff);
 }
 
-/* The same without a broker epoch (ReplicaState.ReplicaEpoch -1: not given): never taken for a late request.
- */
-static int fetch_no_epoch(struct fx *f, int32_t id, int64_t offset)
-{
-    struct gr_follower_fetch ff = {id, -1, offset, 0, f->own.now};
-    return gr_partition_update_follower_fetch_state(f->part, &ff);
-}
-
 static const int32_t ISR_ALL[] = {1, 2, 3};
 static const int32_t ISR_12[] = {1, 2};
 static const int32_t ISR_1[] = {1};
@@ -259,9 +251,7 @@ static void test_followers_move_hw_and_wake_committed(void **state)
 
 /* The high watermark invariant (issue #20): an ISR member reporting a fetch offset below the high watermark
    is one ERROR line and one count (the high watermark does not go back); so is a member being added that
-   does; members outside the maximal ISR, unknown offsets and the normal paths count nothing. The fetches
-   below the high watermark carry no broker epoch: with the epoch of the member's last fetch they would be
-   taken for late requests and not stored (test_late_fetch_not_stored). */
+   does; members outside the maximal ISR, unknown offsets and the normal paths count nothing. */
 static void test_hw_invariant_violation(void **state)
 {
     struct fx *f = *state;
@@ -276,7 +266,7 @@ static void test_hw_invariant_violation(void **state)
     assert_int_equal(gr_partition_visible_offset(f->part), 15);
     assert_int_equal(gr_partitions_hw_violations(f->ps), 0);
     capture();
-    assert_int_equal(fetch_no_epoch(f, 2, 12), 0); /* an ISR member back at 12 < 15 */
+    assert_int_equal(fetch(f, 2, 12), 0); /* an ISR member back at 12 < 15 */
     char *text = captured();
     assert_int_equal(gr_partitions_hw_violations(f->ps), 1);
     assert_non_null(
@@ -290,47 +280,11 @@ static void test_hw_invariant_violation(void **state)
     assert_int_equal(fetch(f, 3, 15), 0);
     assert_int_equal(f->own.proposals, 1);
     capture();
-    assert_int_equal(fetch_no_epoch(f, 3, 14), 0);
+    assert_int_equal(fetch(f, 3, 14), 0);
     text = captured();
     assert_int_equal(gr_partitions_hw_violations(f->ps), 2);
     assert_non_null(strstr(text, "hw 15 > replica 3 log end offset 14"));
     free(text);
-}
-
-/* A fetch from a member of the maximal ISR, under the broker epoch of its last fetch, below both the high
-   watermark and its known log end offset is a request delivered late (a TCP retransmission after a healed
-   partition, issue #24): -ESTALE, nothing stored, no violation; the member's next real fetch is taken. Below
-   its log end offset but not below the high watermark, outside the ISR, or under a new registration (a
-   restart that lost records: still counted) it is stored. */
-static void test_late_fetch_not_stored(void **state)
-{
-    struct fx *f = *state;
-    struct gr_partition_repl_config rc = {LAG_MS, hook_broker_epoch, hook_propose, hook_now, &f->own, true};
-    gr_partitions_set_replication(f->ps, &rc); /* log and count, no assert */
-    assert_int_equal(lead(f, ISR_12, 2, 1, 1, 1), 0);
-    append(f, 10);
-    assert_int_equal(fetch(f, 2, 10), 0);
-    append(f, 5);
-    assert_int_equal(fetch(f, 2, 15), 0);
-    assert_int_equal(gr_partition_visible_offset(f->part), 15);
-    assert_int_equal(fetch(f, 2, 4), -ESTALE); /* the Fetch sent at offset 4, delivered now */
-    assert_int_equal(gr_partitions_hw_violations(f->ps), 0);
-    assert_int_equal(fetch(f, 3, 12), 0); /* outside the ISR: stored, whatever it says next */
-    assert_int_equal(fetch(f, 3, 4), 0);
-    append(f, 5); /* log end 20; the high watermark stays 15 until 2 fetches past it */
-    assert_int_equal(fetch(f, 2, 20), 0);
-    assert_int_equal(gr_partition_visible_offset(f->part), 20);
-    append(f, 5);
-    assert_int_equal(fetch(f, 2, 25), 0);
-    assert_int_equal(fetch(f, 2, 22), -ESTALE); /* 22 < its 25, 22 < the high watermark 25 */
-    assert_int_equal(gr_partition_visible_offset(f->part), 25);
-    assert_int_equal(gr_partitions_hw_violations(f->ps), 0);
-    f->own.epoch[2]++; /* 2 registered again (a restart), still in the ISR until the controller acts */
-    capture();
-    assert_int_equal(fetch(f, 2, 12), 0); /* a new registration: its state, and a violation */
-    char *text = captured();
-    free(text);
-    assert_int_equal(gr_partitions_hw_violations(f->ps), 1);
 }
 
 static void test_pending_add_counts_and_failure_reverts(void **state)
@@ -783,7 +737,6 @@ int main(void)
         cmocka_unit_test(test_hw_of_pure),
         cmocka_unit_test_setup_teardown(test_min_isr_blocks_hw, setup_end, teardown),
         cmocka_unit_test_setup_teardown(test_followers_move_hw_and_wake_committed, setup_end, teardown),
-        cmocka_unit_test_setup_teardown(test_late_fetch_not_stored, setup_end, teardown),
         cmocka_unit_test_setup_teardown(test_hw_invariant_violation, setup_end, teardown),
         cmocka_unit_test_setup_teardown(test_pending_add_counts_and_failure_reverts, setup_end, teardown),
         cmocka_unit_test_setup_teardown(test_pending_remove_counts_until_committed, setup_end, teardown),
