@@ -149,7 +149,8 @@ static bool plan_new(const struct gr_image *img, const struct gr_image_topic *t,
 
 /* The leader of an election (PartitionChangeBuilder.electLeader), in assignment order: a fresh ISR member
  * (*isr as computed: the fresh members); else the ISR's only member when it is live under a newer
- * registration (the last ISR member back: Kafka fences and unfences it), *isr = it alone; else, when
+ * registration (the last ISR member back: Kafka fences and unfences it) whose process did not start on a new
+ * or emptied log dir (its registration's log_dir_new), *isr = it alone; else, when
  * `unclean`, any live replica, *isr = it alone (logged: records the ISR had may be lost). -1: none. With
  * several ISR members none fresh, which one Kafka would have kept last depends on the order of events this
  * snapshot cannot see: none is elected (the partition goes offline keeping the old leader, which leads at the
@@ -161,17 +162,22 @@ static int32_t elect(const struct gr_image *img, const struct gr_image_topic *t,
     for (int32_t i = 0; i < p->replica_count; i++)
         if (contains(st->isr, st->isr_count, reps[i])) return reps[i];
     int32_t pick = -1;
-    if (p->isr_count == 1 && contains(reps, p->replica_count, isr[0]) &&
-        gr_controller_broker_live(img, isr[0]))
+    const struct gr_image_broker *last = p->isr_count == 1 ? gr_image_broker(img, isr[0]) : NULL;
+    if (last && contains(reps, p->replica_count, isr[0]) && gr_controller_broker_live(img, isr[0]) &&
+        !last->log_dir_new) /* a process started on an emptied log dir lacks what the ISR had */
         pick = isr[0];
-    for (int32_t i = 0; i < p->replica_count && pick < 0 && unclean; i++)
-        if (gr_controller_broker_live(img, reps[i])) {
-            pick = reps[i];
+    for (int32_t i = 0; i < 2 * p->replica_count && pick < 0 && unclean; i++) {
+        /* a replica whose process started on a new or emptied log dir only when no other is live */
+        int32_t id = reps[i % p->replica_count];
+        const struct gr_image_broker *br = gr_image_broker(img, id);
+        if (gr_controller_broker_live(img, id) && (i >= p->replica_count || !br->log_dir_new)) {
+            pick = id;
             GR_LOG_RATELIMITED(GR_LOG_WARN,
                                "controller: unclean leader election of %.*s-%d: node %d, outside the ISR, "
                                "leads; records acknowledged by the ISR may be lost",
                                (int)t->name_len, t->name, (int)(p - t->parts), (int)pick);
         }
+    }
     if (pick >= 0) {
         st->isr[0] = pick;
         st->isr_count = 1;

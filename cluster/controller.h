@@ -158,10 +158,13 @@ enum gr_elect_check gr_controller_elect_check(const struct gr_image *img, const 
  *   leader epoch unchanged; nothing when no member goes.
  * - Otherwise an election, leader epoch + 1, in assignment order: the first fresh ISR member leads and the
  *   ISR is the fresh members; else the ISR's only member, live again (the last ISR member back), leads with
- *   ISR = it alone; else, when the topic's unclean.leader.election.enable (or opts->unclean_default) is true
- * and the partition had a leader (or opts->unclean_pass), the first live replica, ISR = it alone, logged as a
- *   possible loss; else the partition goes offline: leader -1, ISR = the old leader alone (never empty); one
- *   already offline stays as it is (nothing written).
+ *   ISR = it alone, unless its registration says its process started on a new or emptied log dir
+ *   (log_dir_new: a replaced disk; electing it would truncate the other replicas to its empty log; Kafka
+ *   4.x keeps such a broker out by KIP-966's unclean-shutdown handling); else, when the topic's
+ * unclean.leader.election.enable (or opts->unclean_default) is true and the partition had a leader (or
+ * opts->unclean_pass), the first live replica (one not on a new or emptied log dir first), ISR = it alone,
+ * logged as a possible loss; else the partition goes offline: leader -1, ISR = the old leader alone (never
+ * empty); one already offline stays as it is (nothing written).
  * - Preferred elections (opts->preferred_pass, or opts->asked gives PREFERRED for the partition): where the
  *   leader stays (the second rule) and the first replica is fresh, in the new ISR and not the leader, it
  *   leads instead, leader epoch + 1 (the old leader stays in the ISR as a follower). An UNCLEAN ask allows

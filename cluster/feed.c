@@ -206,6 +206,7 @@ static int apply_broker(struct gr_feed *feed, const struct gr_feed_kv *kv, int32
     struct gr_image_broker br = {.node_id = node_id,
                                  .epoch = kv->create_revision,
                                  .shutting_down = v.shutting_down,
+                                 .log_dir_new = v.log_dir_new,
                                  .has_rack = v.has_rack,
                                  .listener_count = v.listener_count};
     _Static_assert(GR_CLUSTER_LISTENERS_MAX <= GR_LISTENERS_MAX, "listeners fit the image");

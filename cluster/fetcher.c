@@ -871,6 +871,23 @@ static void take_records(struct gr_fetcher *f, struct fp *fp,
             fp_delay(f, fp, GR_FETCHER_RETRY_MS);
             return;
         }
+        if (rc == -ENOSPC || rc == -EDQUOT) {
+            /* A full log dir: storage undid the partial write and the log is whole (storage/log.c
+               write_batch), so the fetch is retried after the back-off and resumes once space is freed; the
+               partition falls out of the ISR meanwhile (replica.lag.time.max.ms). Kafka takes the log dir
+               offline instead (LogDirFailureChannel), which halts a broker with one log dir; marking only
+               this partition failed would leave it out of every ISR until a restart. */
+            GR_WARN_RATELIMITED("fetcher: %s-%" PRId32 ": records from broker %" PRId32
+                                " not appended: %s; retried",
+                                fp->topic, fp->partition, fp->leader_id, err_text(rc));
+            f->stats.append_nospace++;
+            fp_delay(f, fp, f->cfg.backoff_ms);
+            if (f->cfg.fsync_gate && gr_log_durable_offset(log) < gr_log_end_offset(log)) {
+                fp->gate_end = gr_log_end_offset(log); /* the chunks written before the failure */
+                gr_log_flush_async(log);
+            }
+            return;
+        }
         if (rc == -EBADMSG || rc == -ESTALE || rc == -EPERM) { /* Kafka: CorruptRecordException: retried */
             GR_WARN_RATELIMITED("fetcher: %s-%" PRId32 ": records from broker %" PRId32 " not appended: %s",
                                 fp->topic, fp->partition, fp->leader_id, err_text(rc));

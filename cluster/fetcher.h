@@ -46,7 +46,10 @@
  *   - UNKNOWN_LEADER_EPOCH, NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_*, any other error, and records that fail
  *     their CRC: retried after replica.fetch.backoff.ms (Kafka's partitionsWithError, delayPartitions);
  *   - a storage error on append or truncation: the partition is marked failed and not fetched again until
- *     re-added (Kafka marks it failed and the log dir offline); logged once.
+ *     re-added (Kafka marks it failed and the log dir offline); logged once. But an append refused for a
+ *     full log dir (ENOSPC, EDQUOT: storage undid any partial write) is retried after
+ *     replica.fetch.backoff.ms, so the follower resumes once space is freed (Kafka would take the dir
+ *     offline and, with one log dir, halt the broker; issue #24's disk-full nemesis).
  * An append or truncation answering -EAGAIN (a truncation's reads on the I/O pool or its file work still
  * running) is retried a little later, and a partition whose log has such work pending is left out of the
  * Fetch until it is done; a truncation waiting for its reads is retried as soon as gr_fetcher_flushed tells
@@ -114,6 +117,7 @@ struct gr_fetcher_stats {
     int64_t batches_bytes;       /* bytes of records appended */
     int64_t truncations;         /* truncations made (diverging epoch, out of range) */
     int64_t failed_partitions;   /* partitions marked failed (storage errors) */
+    int64_t append_nospace; /* appends refused for a full log dir (ENOSPC, EDQUOT): retried, not failed */
 };
 
 struct gr_fetcher;

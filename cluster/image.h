@@ -46,6 +46,7 @@ struct gr_image_broker {
     int64_t epoch;
     bool fenced;        /* not live: left out of Metadata and DescribeCluster (unless asked for fenced) */
     bool shutting_down; /* live, but on its way out (controlled shutdown) */
+    bool log_dir_new;   /* its registration says its process started on a new or emptied log dir */
     bool has_rack;
     char rack[GR_RACK_BYTES_MAX + 1];
     int listener_count; /* 0..GR_LISTENERS_MAX */

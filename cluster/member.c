@@ -321,6 +321,7 @@ static void register_cb(void *ctx, const struct gr_etcd_result *res)
     if (res->succeeded) {
         m->epoch = res->revision;
         m->holder_wait_until = 0;
+        m->reg.log_dir_new = false; /* registered once: later registrations of this process hold its log */
         return snapshot_send(m);
     }
     if (res->response_count < 1 || res->responses[0].kv_count < 1) return retry(m, register_send, 0);
@@ -328,6 +329,7 @@ static void register_cb(void *ctx, const struct gr_etcd_result *res)
     if (kv->lease == m->lease_id) { /* an earlier try's put landed (its answer was lost) */
         m->epoch = kv->create_revision;
         m->holder_wait_until = 0;
+        m->reg.log_dir_new = false;
         return snapshot_send(m);
     }
     int64_t now = gr_time_mono_ms();
@@ -886,6 +888,9 @@ struct gr_member *gr_member_new(const struct gr_member_config *cfg)
         snprintf(m->reg.listeners[i].host, sizeof m->reg.listeners[i].host, "%s", l->host);
         m->reg.listeners[i].port = l->port;
     }
+    /* the first registration of a process on a new or emptied log dir says so (its log may lack what this
+       node held); its later registrations (after a fencing) do not (cluster/values.h) */
+    m->reg.log_dir_new = !m->dir_cluster_id[0];
     if (cfg->rack) {
         m->reg.has_rack = true;
         snprintf(m->reg.rack, sizeof m->reg.rack, "%s", cfg->rack);

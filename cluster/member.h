@@ -9,7 +9,9 @@
  *      exits): "Invalid cluster.id in <dir>/meta.properties: etcd has X", "etcd has no cluster metadata
  *      under <prefix>; refusing to re-create it over existing data" (also a single-node directory).
  *   2. registration (gr_member_join): a lease of ceil(broker.session.timeout.ms / 1000) s; `brokers/<id>`
- *      (listeners, rack, shutting_down false) put under it by a txn comparing the key's absence. A key left
+ *      (listeners, rack, shutting_down false; log_dir_new true on the process's first registration when
+ *      its log dir had no meta.properties: cluster/values.h) put under it by a txn comparing the key's
+ *      absence. A key left
  *      by an earlier process is waited for (re-checked every GR_MEMBER_RECHECK_MS, at most the session
  *      timeout + GR_MEMBER_EXPIRY_SLACK_MS, never deleted); still there: "node.id N is already registered by
  * a live broker (lease <id>)" and the process exits. The broker epoch is the key's create_revision.

@@ -307,6 +307,7 @@ int gr_cluster_broker_encode(const struct gr_cluster_broker *v, char **out, size
     o = put(o, "listeners", ls);
     o = put(o, "rack", v->has_rack ? json_string(v->rack) : json_null());
     o = put(o, "shutting_down", json_boolean(v->shutting_down));
+    if (v->log_dir_new) o = put(o, "log_dir_new", json_true());
     return dump(&c, o, GR_CLUSTER_SMALL_VALUE_BYTES_MAX, out, len);
 }
 
@@ -548,6 +549,9 @@ static int broker_fields(struct ctx *c, json_t *j, struct gr_cluster_broker *v)
     if (!sd) return fail(c, "missing field 'shutting_down'");
     if (!json_is_boolean(sd)) return fail(c, "field 'shutting_down' must be a boolean");
     v->shutting_down = json_is_true(sd);
+    json_t *nd = json_object_get(j, "log_dir_new");
+    if (nd && !json_is_boolean(nd)) return fail(c, "field 'log_dir_new' must be a boolean");
+    v->log_dir_new = nd && json_is_true(nd);
     return check_broker(c, v);
 }
 

@@ -18,7 +18,8 @@
  *   KIND                  FIELDS (required unless marked optional)
  *   cluster id            cluster_id: 22-char Kafka Uuid text
  *   broker registration   node_id 0..INT32_MAX; listeners: 1..8 of {name, host, port 1..65535}, names
- *                         unique; rack: string or null (optional, null); shutting_down: bool
+ *                         unique; rack: string or null (optional, null); shutting_down: bool;
+ *                         log_dir_new: bool (optional, false; written only when true)
  *   controller record     node_id; broker_epoch >= 1 (its registration's create_revision)
  *   topic record          topic_id: Uuid text, not zero; partitions: 1..GR_PARTITIONS_PER_TOPIC_MAX arrays
  *                         of 1..GR_CLUSTER_REPLICAS_MAX distinct node ids (the assignment; the first is the
@@ -67,6 +68,10 @@ struct gr_cluster_broker {
     bool has_rack; /* broker.rack set */
     char rack[GR_CLUSTER_RACK_BYTES_MAX + 1];
     bool shutting_down; /* set by a broker that received SIGTERM, before it revokes its lease */
+    bool log_dir_new;   /* the first registration of a process started on a log dir without meta.properties
+                           (new or emptied): it may lack what this node's replicas held before, so it is not
+                           elected as the last ISR member back (cluster/controller.h); JSON "log_dir_new",
+                           optional, false */
 };
 
 /* controller: who holds it. The controller epoch is the key's create_revision. */

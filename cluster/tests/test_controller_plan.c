@@ -410,6 +410,37 @@ static void test_rf3_last_isr_member_offline_and_back(void **state)
     gr_image_free(img);
 }
 
+/* The last ISR member back on a new or emptied log dir (log_dir_new in its registration: a replaced disk,
+   issue #24's wipe nemesis) is not elected: it would lead with an empty log and truncate the other replicas,
+   which hold what the ISR acknowledged. The partition stays offline; the same node back on its old log dir
+   (a later process, log_dir_new false) leads. */
+static void test_rf3_last_isr_member_back_empty(void **state)
+{
+    (void)state;
+    struct gr_image *img = three_brokers();
+    rf3_topic(img, "r", 1, (int32_t[]){1, 2, 3}, 1, 5, (int32_t[]){1}, 1);
+    assert_true(gr_image_remove_broker(img, 1));
+    assert_int_equal(gr_controller_plan(img, plan, GR_CONTROLLER_PLAN_MAX, NULL), 1);
+    check_write(&plan[0], -1, 6, 20, (int32_t[]){1}, 1);
+    apply(img, plan, 1, 30);
+    struct gr_image_broker br = {.node_id = 1, .epoch = 40, .listener_count = 1, .log_dir_new = true};
+    snprintf(br.listeners[0].name, sizeof br.listeners[0].name, "INTERNAL");
+    snprintf(br.listeners[0].host, sizeof br.listeners[0].host, "127.0.0.1");
+    br.listeners[0].port = 9001;
+    assert_int_equal(gr_image_set_broker(img, &br), 0);
+    assert_int_equal(gr_controller_plan(img, plan, GR_CONTROLLER_PLAN_MAX, NULL), 0); /* offline it stays */
+    /* an unclean election prefers a live replica with its log: 2, not 1 (first in the assignment) */
+    struct gr_controller_plan_opts dflt = {.unclean_default = true, .unclean_pass = true};
+    assert_int_equal(gr_controller_plan_with(img, &dflt, plan, GR_CONTROLLER_PLAN_MAX, NULL), 1);
+    check_write(&plan[0], 2, 7, 30, (int32_t[]){2}, 1);
+    br.epoch = 45; /* a later process of node 1 on a log dir it had written */
+    br.log_dir_new = false;
+    assert_int_equal(gr_image_set_broker(img, &br), 0);
+    assert_int_equal(gr_controller_plan(img, plan, GR_CONTROLLER_PLAN_MAX, NULL), 1);
+    check_write(&plan[0], 1, 7, 30, (int32_t[]){1}, 1);
+    gr_image_free(img);
+}
+
 static void test_rf3_unclean(void **state)
 {
     (void)state;
@@ -653,6 +684,7 @@ int main(void)
         cmocka_unit_test(test_rf3_follower_death_shrinks_isr),
         cmocka_unit_test(test_rf3_leader_death_elects_in_assignment_order),
         cmocka_unit_test(test_rf3_last_isr_member_offline_and_back),
+        cmocka_unit_test(test_rf3_last_isr_member_back_empty),
         cmocka_unit_test(test_rf3_unclean),
         cmocka_unit_test(test_rf3_controlled_shutdown),
         cmocka_unit_test(test_rf3_follower_registered_again_leaves_isr),

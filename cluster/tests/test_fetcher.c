@@ -1422,6 +1422,51 @@ static void test_failed_append(void **state)
     fx_free(x);
 }
 
+/* A full log dir (issue #24's disk-full nemesis): pwrite answers ENOSPC while `nospace` is set. The wrapper
+   is installed before the store opens and removed after it closes (storage/sys.h's rule); only the flag
+   changes meanwhile. */
+static atomic_bool nospace;
+static ssize_t nospace_pwrite(int fd, const void *buf, size_t n, off_t pos)
+{
+    if (atomic_load(&nospace)) {
+        errno = ENOSPC;
+        return -1;
+    }
+    return gr_sys_libc.pwrite(fd, buf, n, pos);
+}
+
+/* An append refused with ENOSPC leaves the partition fetched (not failed, as Kafka's storage error would):
+   the same offset is fetched again after the back-off, and once space is back the records are appended. */
+static void test_append_nospace_retried(void **state)
+{
+    (void)state;
+    gr_sys.pwrite = nospace_pwrite;
+    struct fx *x = fx_new(false, 1);
+    add(x, 0, 5);
+    assert_true(until_reqs(1, 5000));
+    atomic_store(&nospace, true); /* the store and the partition are made: the disk fills now */
+    uint8_t buf[1024];
+    struct pans a = EMPTY;
+    a.hw = 3;
+    a.records = buf;
+    a.len = mk_batch(buf, 0, 3, 5);
+    answer_fetch(0, &a);
+    assert_true(until_reqs(2, 5000)); /* fetched again after the back-off, from the same offset */
+    assert_int_equal(fk.reqs[1].p[0].fetch_offset, 0);
+    assert_int_equal(gr_log_end_offset(log_of(x, 0)), 0);
+    assert_int_equal(gr_fetcher_stats(x->f)->failed_partitions, 0);
+    assert_int_equal(gr_fetcher_stats(x->f)->append_nospace, 1);
+    assert_true(gr_fetcher_active(x->f, x->part[0]));
+    atomic_store(&nospace, false);
+    answer_fetch(1, &a);
+    assert_true(until_reqs(3, 5000));
+    assert_int_equal(gr_log_end_offset(log_of(x, 0)), 3);
+    assert_int_equal(fk.reqs[2].p[0].fetch_offset, 3);
+    assert_int_equal(gr_fetcher_stats(x->f)->failed_partitions, 0);
+    fx_free(x);
+    gr_sys_reset();
+}
+
 struct remover {
     struct gr_partition_waiter w; /* first: the done hook gets it */
     struct fx *x;
@@ -1754,6 +1799,7 @@ int main(void)
         cmocka_unit_test(test_move_from_dead_leader),
         cmocka_unit_test(test_move_from_silent_leader),
         cmocka_unit_test(test_failed_append),
+        cmocka_unit_test(test_append_nospace_retried),
         cmocka_unit_test(test_remove_from_callback),
         cmocka_unit_test(test_gate_notified),
         cmocka_unit_test(test_flushed_not_fetched),

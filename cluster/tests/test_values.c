@@ -79,7 +79,20 @@ static void test_broker(void **state)
     assert_int_equal(gr_cluster_broker_decode(later, strlen(later), &back, err), 0);
     assert_int_equal(back.node_id, 0);
     assert_false(back.has_rack);
+    assert_false(back.log_dir_new); /* absent: false (registrations before issue #24) */
     assert_string_equal(back.listeners[0].name, "PLAINTEXT");
+    /* log_dir_new: written only when true, read back; not a boolean is refused */
+    b.log_dir_new = true;
+    assert_int_equal(gr_cluster_broker_encode(&b, &out, &len, err), 0);
+    assert_non_null(strstr(out, "\"shutting_down\":true,\"log_dir_new\":true"));
+    assert_int_equal(gr_cluster_broker_decode(out, len, &back, err), 0);
+    assert_memory_equal(&back, &b, sizeof b);
+    free(out);
+    const char *bad =
+        "{\"version\":1,\"node_id\":1,\"listeners\":[{\"name\":\"A\",\"host\":\"h\",\"port\":1}],"
+        "\"shutting_down\":false,\"log_dir_new\":1}";
+    assert_int_equal(gr_cluster_broker_decode(bad, strlen(bad), &back, err), -EINVAL);
+    assert_non_null(strstr(err, "log_dir_new"));
 }
 
 static void test_controller_producer_ids_features(void **state)

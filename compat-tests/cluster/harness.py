@@ -2,7 +2,7 @@
 
 What it is: the reusable part of the cluster tests. A `Run` owns everything a test starts: etcd members
 (`Etcd`), network namespaces joined to the host by veth pairs on one bridge (`Net`, `Netns`), nftables cuts
-between them, and Gregor brokers (`Broker`). Faults: kill -9, SIGSTOP/SIGCONT, SIGTERM, restart on the same
+between them, small tmpfs mounts (`Run.tmpfs`, for a full disk), and Gregor brokers (`Broker`). Faults: kill -9, SIGSTOP/SIGCONT, SIGTERM, restart on the same
 data dir and ports, etcd data wipes, and `cut(a, b)` / `heal(a, b)` (both ways or one way) with nftables.
 
 Invariants:
@@ -180,6 +180,11 @@ def cleanup_manifest(m, keep_dirs=False):
         time.sleep(0.02)
     for ns in m.get('netns', []):
         sh(['ip', 'netns', 'del', ns], check=False)
+    for mnt in m.get('mounts', []):  # lazily: a process the kill above missed must not keep it mounted
+        if os.path.ismount(mnt):
+            if keep_dirs:  # a kept run keeps what the tmpfs held, beside it
+                shutil.copytree(mnt, mnt + '.kept', dirs_exist_ok=True, ignore_dangling_symlinks=True)
+            sh(['umount', '-l', mnt], check=False)
     for link in m.get('links', []):
         if os.path.exists(f'/sys/class/net/{link}'):
             sh(['ip', 'link', 'del', link], check=False)
@@ -452,6 +457,19 @@ class Run:
 
     def heal(self, a, b, one_way=False):
         self.network().heal(a, b, one_way)
+
+    def tmpfs(self, path, size_mb):
+        """Mounts a tmpfs of size_mb MiB at path (created; must be under the run's directory) and records it in
+        the manifest, so that close(), the watchdog and sweep_stale() unmount it. Mounted from the host's
+        mount namespace before a process in a network namespace starts, that process sees it too (`ip netns
+        exec` copies the mount table at its start). Returns path."""
+        if not os.path.abspath(path).startswith(self.dir + os.sep):
+            raise HarnessError(f'tmpfs {path}: not under the run directory {self.dir}')
+        os.makedirs(path, exist_ok=True)
+        self.m.setdefault('mounts', []).append(path)
+        self._write_manifest()
+        sh(['mount', '-t', 'tmpfs', '-o', f'size={int(size_mb)}m,mode=0755', 'gregor-test', path])
+        return path
 
     def netns(self, label=''):
         """A new namespace on the run's network (created if needed)."""

@@ -22,7 +22,17 @@ The nemesis (one fault at a time, each healed after 2-10 s, 1-4 s apart, drawn f
             two-way, or one way either direction;
   split     majority/minority: one broker on one side, two on the other, etcd on either side;
   etcd-kill kill -9 etcd, restart it on its data;  etcd-pause SIGSTOP etcd, then SIGCONT;
-  etcd-stop SIGTERM etcd, start it again.
+  etcd-stop SIGTERM etcd, start it again. With --etcd-members 3 (three members, each in a namespace of its
+            own, the brokers given all three endpoints) each of these takes one member away, drawn from the
+            seed (never two at once): etcd member loss, the quorum kept;
+  disk-full (issue #24) a broker's log dir (a DISK_MB tmpfs per broker when this nemesis runs) filled by a
+            ballast file to 0, 4 KiB or 64 KiB left, deleted after the fault: its appends fail with ENOSPC
+            (produces answer KAFKA_STORAGE_ERROR, a follower retries after its back-off), nothing may be lost;
+  wipe      (issue #24) kill -9 a broker, delete everything in its log dir, start it: it must fetch every
+            replica again as a follower, losing no acknowledged record.
+--nemeses chooses the groups: kill, stop (pause), partition (cut-peers, cut-etcd, split), etcd (the three
+etcd kinds), diskfull, wipe, or all; the default is the first four, the set before issue #24, whose seeds
+keep their schedules (the choices added since come from a second generator).
 The schedule is printed before the run and each fault and heal is printed as it happens (the timeline).
 
 After --duration seconds of faults everything is healed and the producers keep writing --drain seconds;
@@ -63,7 +73,8 @@ disagree as it should.
 Ends with `cluster-jepsen: N passed, N failed`; exit status 1 on any failure. --keep keeps each seed's run
 directory (broker and etcd logs under logs/, the brokers' data) and prints its path.
 Usage: jepsen.py [--seeds 1,2,3 | --seed N] [--duration 60] [--drain 20] [--rf 3] [--partitions 6]
-                 [--rate 40] [--deadline SECONDS per seed] [--keep]
+                 [--rate 40] [--deadline SECONDS per seed] [--keep] [--nemeses kill,stop,partition,etcd |
+                 all] [--etcd-members 1 | 3 | 1,3 (taken in turn per seed)] [--disk-mb 256]
 Read next: queuecheck.py, replicacheck.py, harness.py, faults.py.
 """
 import argparse
@@ -101,7 +112,13 @@ GAP_MIN_S, GAP_MAX_S = 1.0, 4.0
 CLOCK_OFFSETS_S = (-300, -60, 60, 300, 3600)
 FAKETIME_LIB = '/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1'
 KINDS = (('kill', 3), ('pause', 2), ('cut-peers', 2), ('cut-etcd', 3), ('split', 2), ('etcd-kill', 1),
-         ('etcd-pause', 1), ('etcd-stop', 1))
+         ('etcd-pause', 1), ('etcd-stop', 1), ('disk-full', 2), ('wipe', 2))
+# --nemeses names groups of kinds; the default is the set before issue #24 (whose seeds keep their schedules)
+NEMESES = {'kill': ('kill',), 'stop': ('pause',), 'partition': ('cut-peers', 'cut-etcd', 'split'),
+           'etcd': ('etcd-kill', 'etcd-pause', 'etcd-stop'), 'diskfull': ('disk-full',), 'wipe': ('wipe',)}
+DEFAULT_NEMESES = 'kill,stop,partition,etcd'
+DISK_MB = 256          # each broker's log dir tmpfs when diskfull runs (a run writes a few MiB per broker)
+DISK_SLACK = (0, 0, 4096, 65536)  # bytes a disk-full fault leaves free: none, or a partial batch's worth
 figures = []
 
 
@@ -135,10 +152,16 @@ def faketime_works():
 # ---------------------------------------------------------------------------------------------------
 # The schedule: drawn ahead from the seed alone, so a seed always means the same faults.
 
-def schedule(seed, duration, partitions, clock_ok):
-    """[{'at': s, 'kind': str, 'dur': s, ...choices}] for `duration` seconds of faults, one at a time."""
+def schedule(seed, duration, partitions, clock_ok, allowed=None,
+             etcd_members=1):
+    """[{'at': s, 'kind': str, 'dur': s, ...choices}] for `duration` seconds of faults, one at a time, of the
+    kinds in `allowed` (None: the default groups). The choices added by issue #24 (which etcd member, how
+    much space a full disk leaves) come from a second generator, so that the default groups' schedules are
+    the ones they were."""
     rng = random.Random(f'jepsen-nemesis-{seed}')
-    kinds = [kd for kd, w in KINDS for _ in range(w)]
+    rng2 = random.Random(f'jepsen-nemesis-extra-{seed}')
+    allowed = set(allowed if allowed is not None else kinds_of(DEFAULT_NEMESES))
+    kinds = [kd for kd, w in KINDS for _ in range(w) if kd in allowed]
     plan, t = [], rng.uniform(GAP_MIN_S, GAP_MAX_S)
     while t < duration - FAULT_MIN_S:
         f = {'at': round(t, 1), 'kind': rng.choice(kinds), 'dur': round(rng.uniform(FAULT_MIN_S, FAULT_MAX_S), 1),
@@ -146,6 +169,8 @@ def schedule(seed, duration, partitions, clock_ok):
              'etcd_side': rng.choice(('majority', 'minority')), 'clock': None}
         if f['kind'] == 'kill' and clock_ok and rng.random() < 0.4:
             f['clock'] = rng.choice(CLOCK_OFFSETS_S)
+        f['member'], f['members'] = rng2.randrange(etcd_members), etcd_members
+        f['slack'] = rng2.choice(DISK_SLACK)
         f['dur'] = min(f['dur'], max(FAULT_MIN_S, duration - t))
         plan.append(f)
         t += f['dur'] + rng.uniform(GAP_MIN_S, GAP_MAX_S)
@@ -160,7 +185,28 @@ def describe(f):
         s += f'  the leader of partition {f["partition"]}, {f["way"]}'
     elif f['kind'] == 'split':
         s += f'  minority broker #{f["broker"] + 1}, etcd with the {f["etcd_side"]}'
+    elif f['kind'] == 'disk-full':
+        s += f'  broker #{f["broker"] + 1}\'s log dir, {f["slack"]} bytes left'
+    elif f['kind'] == 'wipe':
+        s += f'  broker #{f["broker"] + 1}: kill -9, its log dir emptied, started'
+    elif f['kind'].startswith('etcd-') and f.get('members', 1) > 1:
+        s += f'  member m{f["member"]} of {f["members"]}'
     return s
+
+
+def kinds_of(nemeses):
+    """The fault kinds of a --nemeses list ('all' or group names of NEMESES, comma-separated; 'pause' is
+    'stop'). Raises ValueError naming an unknown group."""
+    names = [x.strip() for x in nemeses.split(',') if x.strip()]
+    if names == ['all']:
+        names = list(NEMESES)
+    out_ = []
+    for n in names:
+        n = 'stop' if n == 'pause' else n
+        if n not in NEMESES:
+            raise ValueError(f'unknown nemesis {n!r}: want all or some of {",".join(NEMESES)}')
+        out_ += NEMESES[n]
+    return out_
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -169,10 +215,11 @@ def describe(f):
 class Nemesis:
     def __init__(self, run, etcd, bs, partitions, t0):
         self.run, self.etcd, self.bs, self.partitions, self.t0 = run, etcd, bs, partitions, t0
-        self.enode = etcd.members[0].node
+        self.enodes = [m.node for m in etcd.members]
         self.done = []     # the timeline: (seconds since t0, text)
         self.clock = {}    # broker id -> its wall clock offset now (s)
-        self.down = set()  # what the nemesis stopped on purpose: broker ids, 'etcd'
+        self.down = set()  # what the nemesis stopped on purpose: broker ids, ('etcd', member index)
+        self.ballast = None  # the disk-full fault's file while it exists
         self.etcd_cuts = []  # (broker id, cut time, heal time) of each cut-etcd fault
         self.crashes = []  # processes that exited by themselves
 
@@ -205,11 +252,14 @@ class Nemesis:
         """Notes every broker or etcd that exited although the nemesis did not stop it (a crash: the run
         fails; heal_all starts it again so that the checker still runs)."""
         procs = [(b.node_id, f'broker {b.node_id}', b.proc) for b in self.bs]
-        procs.append(('etcd', 'etcd', self.etcd.members[0].proc))
+        procs += [(('etcd', i), self.ename(i), m.proc) for i, m in enumerate(self.etcd.members)]
         for key, name, proc in procs:
             if key not in self.down and not proc.alive() and not any(c[0] == name for c in self.crashes):
                 self.crashes.append((name, proc.popen.poll(), proc.log_tail(10)))
                 self.say(f'{name} exited by itself (status {proc.popen.poll()})')
+
+    def ename(self, i):
+        return 'etcd' if len(self.etcd.members) == 1 else f'etcd member m{i}'
 
     def f_kill(self, f):
         b = self.bs[f['broker']]
@@ -256,52 +306,90 @@ class Nemesis:
     def f_cut_etcd(self, f):
         b, p = self.leader_of(f)
         t_cut = time.monotonic()
-        self._cut([(b.node, self.enode)], f['way'], f'broker {b.node_id} (leads partition {p}) <-> etcd', f['dur'])
+        self._cut([(b.node, e) for e in self.enodes], f['way'], f'broker {b.node_id} (leads partition {p}) <-> etcd',
+                  f['dur'])
         self.etcd_cuts.append((b.node_id, t_cut, time.monotonic()))
 
     def f_split(self, f):
         minority = [self.bs[f['broker']].node]
         majority = [o.node for o in self.bs if o.node is not minority[0]]
-        (majority if f['etcd_side'] == 'majority' else minority).append(self.enode)
+        (majority if f['etcd_side'] == 'majority' else minority).extend(self.enodes)
         name = lambda ns: ns.label  # noqa: E731
         self._cut([(a, b) for a in minority for b in majority], 'both',
                   f'{[name(n) for n in minority]} | {[name(n) for n in majority]}', f['dur'])
 
+    # With one etcd member these take etcd away whole; with three (--etcd-members 3) they take one member
+    # (f['member']) away and the other two keep the quorum: never two at once, as faults never overlap.
     def f_etcd_kill(self, f):
-        self.down.add('etcd')
-        self.etcd.kill9()
-        self.say('kill -9 etcd')
+        i = f['member'] % len(self.etcd.members)
+        self.down.add(('etcd', i))
+        self.etcd.kill9(i)
+        self.say(f'kill -9 {self.ename(i)}')
         time.sleep(f['dur'])
-        self.etcd.restart(0)
-        self.down.discard('etcd')
-        self.say('restarted etcd')
+        self.etcd.restart(i)
+        self.down.discard(('etcd', i))
+        self.say(f'restarted {self.ename(i)}')
 
     def f_etcd_pause(self, f):
-        self.etcd.pause()
-        self.say('SIGSTOP etcd')
+        i = f['member'] % len(self.etcd.members)
+        self.etcd.pause(i)
+        self.say(f'SIGSTOP {self.ename(i)}')
         time.sleep(f['dur'])
-        self.etcd.resume()
-        self.say('SIGCONT etcd')
+        self.etcd.resume(i)
+        self.say(f'SIGCONT {self.ename(i)}')
 
     def f_etcd_stop(self, f):
-        self.down.add('etcd')
-        self.etcd.stop(0)
-        self.say('SIGTERM etcd')
+        i = f['member'] % len(self.etcd.members)
+        self.down.add(('etcd', i))
+        self.etcd.stop(i)
+        self.say(f'SIGTERM {self.ename(i)}')
         time.sleep(f['dur'])
-        self.etcd.restart(0)
-        self.down.discard('etcd')
-        self.say('started etcd again')
+        self.etcd.restart(i)
+        self.down.discard(('etcd', i))
+        self.say(f'started {self.ename(i)} again')
+
+    def f_disk_full(self, f):
+        """Fills the tmpfs holding broker f['broker']'s log dir with a ballast file (leaving f['slack'] bytes,
+        so that some appends fail part-way), holds it f['dur'] s, then deletes it."""
+        b = self.bs[f['broker']]
+        disk = os.path.dirname(b.data_dir)
+        self.ballast = os.path.join(disk, 'ballast')
+        size = fill(self.ballast, f['slack'])
+        st = os.statvfs(disk)
+        self.say(f'filled broker {b.node_id}\'s log dir: ballast {size >> 20} MiB, '
+                 f'{st.f_bavail * st.f_frsize} bytes left')
+        time.sleep(f['dur'])
+        self.free_disk()
+
+    def free_disk(self):
+        if self.ballast and os.path.exists(self.ballast):
+            os.unlink(self.ballast)
+            self.say(f'deleted the ballast {os.path.relpath(self.ballast, self.run.dir)}')
+        self.ballast = None
+
+    def f_wipe(self, f):
+        """kill -9 broker f['broker'], empty its log dir (as a replaced disk), wait f['dur'] s, start it: it
+        must fetch every partition again as a follower."""
+        b = self.bs[f['broker']]
+        self.down.add(b.node_id)
+        b.kill9()
+        gone = empty_dir(b.data_dir)
+        self.say(f'kill -9 broker {b.node_id}, its log dir emptied ({gone} entries removed)')
+        time.sleep(f['dur'])
+        self.restart(b, None)
+        self.down.discard(b.node_id)
 
     def heal_all(self):
         """Undoes everything: cuts healed, etcd and every broker running and not stopped (a broker restarted
         with a clock offset keeps it: that is not a fault of the network or of a process)."""
         self.check_alive()
         self.run.network().heal_all()
-        m = self.etcd.members[0]
-        if m.proc.alive() and h.proc_state(m.proc.pid) in ('T', 't'):
-            self.etcd.resume()
-        if not m.proc.alive():
-            self.etcd.restart(0)
+        self.free_disk()
+        for i, m in enumerate(self.etcd.members):
+            if m.proc.alive() and h.proc_state(m.proc.pid) in ('T', 't'):
+                self.etcd.resume(i)
+            if not m.proc.alive():
+                self.etcd.restart(i)
         for b in self.bs:
             if b.alive() and h.proc_state(b.proc.pid) in ('T', 't'):
                 b.resume()
@@ -309,6 +397,39 @@ class Nemesis:
                 self.restart(b, None)
         self.down.clear()
         self.say('healed: no cut, etcd and every broker running')
+
+
+def fill(path, slack):
+    """Creates `path` taking all the free space of its file system but `slack` bytes (fallocate; retried
+    while the broker writes meanwhile). Returns its size in bytes."""
+    fd = os.open(path, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600)
+    try:
+        size = 0
+        for _ in range(20):
+            st = os.statvfs(path)
+            want = st.f_bavail * st.f_frsize - slack
+            if want <= 0:
+                break
+            try:
+                os.posix_fallocate(fd, size, want)
+                size += want
+            except OSError:
+                time.sleep(0.01)  # the broker took some space between statvfs and fallocate: again
+        return size
+    finally:
+        os.close(fd)
+
+
+def empty_dir(d):
+    """Removes everything inside d (d itself may be a mount point). Returns how many entries it held."""
+    names = os.listdir(d) if os.path.isdir(d) else []
+    for n in names:
+        p = os.path.join(d, n)
+        if os.path.isdir(p) and not os.path.islink(p):
+            shutil.rmtree(p)
+        else:
+            os.unlink(p)
+    return len(names)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -542,11 +663,20 @@ def compare_replicas(bs, view, hws, topic, compacted=False):
     return bad, notes
 
 
-def start_cluster(run, seed, a):
-    """etcd and three brokers, each in a namespace; the workload's topic and the compacted one, led."""
+def start_cluster(run, seed, a, members):
+    """etcd (one member, or `members` each in a namespace of its own, the brokers given every endpoint) and
+    three brokers, each in a namespace, each log dir on a DISK_MB tmpfs of its own when the disk-full
+    nemesis runs; the workload's topic and the compacted one, led."""
     run.network()
-    etcd = run.etcd(1, node=run.netns('etcd'))
-    bs = run.brokers(3, netns=True, overrides=lambda i, node: overrides(etcd, node, a.rf))
+    if members == 1:
+        etcd = run.etcd(1, node=run.netns('etcd'))
+    else:
+        etcd = run.etcd(members, nodes=[run.netns(f'etcd-{i + 1}') for i in range(members)])
+    bs = run.brokers(3, netns=True, overrides=lambda i, node: overrides(etcd, node, a.rf), start=False)
+    for b in bs:
+        if 'disk-full' in a.kinds:
+            b.data_dir = os.path.join(run.tmpfs(os.path.join(b.dir, 'disk'), a.disk_mb), 'data')
+        b.start()
     r = create_topic(bs[0], TOPIC, a.partitions, a.rf)
     eq(f'seed {seed}: CreateTopics {TOPIC} ({a.partitions} partitions, replication factor {a.rf})', 0,
        r['error_code'])
@@ -614,15 +744,20 @@ def check_deposed(seed, wl, watch, nem, rf):
        [], qc.deposed_acks(wl.hist, windows)[:5])
 
 
-def one_seed(seed, a, st):
-    plan = schedule(seed, a.duration, a.partitions, st['clock_ok'])
+def one_seed(seed, a, st, members=1):
+    plan = schedule(seed, a.duration, a.partitions, st['clock_ok'], a.kinds, members)
     failed0 = testkit.failed
     with h.Run(seed=seed, deadline_s=a.deadline, keep=a.keep or None, label=f'cluster-jepsen seed {seed}') as run:
-        etcd, bs = start_cluster(run, seed, a)
-        out(f'   nemesis schedule (seed {seed}, {a.duration:.0f} s of faults, clock faults '
+        etcd, bs = start_cluster(run, seed, a, members)
+        out(f'   nemesis schedule (seed {seed}, {a.duration:.0f} s of faults, nemeses {a.nemeses}, etcd of '
+            f'{members} member{"s" if members > 1 else ""}, clock faults '
             f'{"on" if st["clock_ok"] else "off: libfaketime does not work here"}):')
         for f in plan:
             out(f'     {describe(f)}')
+        counts = {}
+        for f in plan:
+            counts[f['kind']] = counts.get(f['kind'], 0) + 1
+        out('   faults by kind: ' + ', '.join(f'{kd} {n}' for kd, n in sorted(counts.items())))
         wl, watch, nem, t0, t1 = run_faults(run, etcd, bs, plan, a)
         eq(f'seed {seed}: no broker or etcd exited by itself', [], [c[0] for c in nem.crashes])
         kv_write(bs)
@@ -630,6 +765,7 @@ def one_seed(seed, a, st):
         wl.hist.final, hws, complete = final_read(bs, a.partitions)
         check(f'seed {seed}: the final read reached every partition\'s high watermark {hws}', complete)
         figure = check_history(seed, plan, a, wl, qc.check(wl.hist, t0, t1, range(a.partitions)))
+        figure = figure.replace(f'seed {seed}: ', f'seed {seed} ({a.nemeses}; etcd x{members}): ', 1)
         check_deposed(seed, wl, watch, nem, a.rf)
         log = settled(bs, TOPIC, a.partitions)
         kv = settled(bs, KV_TOPIC, 3)
@@ -935,16 +1071,29 @@ def main():
     ap.add_argument('--rate', type=float, default=40.0, help='records per second per producer')
     ap.add_argument('--deadline', type=float, default=None, help='hard deadline per seed, s')
     ap.add_argument('--keep', action='store_true', help='keep each run\'s directory (broker logs and data)')
+    ap.add_argument('--nemeses', default=DEFAULT_NEMESES,
+                    help=f'all, or some of {",".join(NEMESES)} (default {DEFAULT_NEMESES})')
+    ap.add_argument('--etcd-members', default='1',
+                    help='etcd members: 1 or 3, or a list taken in turn per seed (1,3: odd-numbered runs one)')
+    ap.add_argument('--disk-mb', type=int, default=DISK_MB, help='each broker\'s log dir tmpfs (diskfull), MiB')
     a = ap.parse_args()
     seeds = [a.seed] if a.seed is not None else [int(x) for x in a.seeds.split(',') if x]
+    try:
+        a.kinds = kinds_of(a.nemeses)
+    except ValueError as e:
+        ap.error(str(e))
+    members = [int(x) for x in a.etcd_members.split(',') if x]
+    if not members or any(m not in (1, 3) for m in members):
+        ap.error('--etcd-members: 1 or 3, or a comma list of them')
     if a.deadline is None:
         a.deadline = 90 + a.duration + a.drain + FLUSH_S + FINAL_READ_S + REPLICA_WAIT_S
     t0 = time.monotonic()
     st = {'clock_ok': faketime_works()}
     section('the checker reports a lost, a duplicated, a reordered and a never-sent record', t_checker)
     for seed in seeds:
-        section(f'seed {seed}: {a.duration:.0f} s of faults + {a.drain:.0f} s drain, replication factor {a.rf}',
-                one_seed, seed, a, st)
+        m = members[seeds.index(seed) % len(members)]
+        section(f'seed {seed}: {a.duration:.0f} s of faults + {a.drain:.0f} s drain, replication factor {a.rf}, '
+                f'nemeses {a.nemeses}, etcd of {m}', one_seed, seed, a, st, m)
     if 'sample' in st:
         section('the replica comparison on copies of real partition directories', t_replicas, st['sample'])
         shutil.rmtree(st['sample']['dir'], ignore_errors=True)
