@@ -1,7 +1,7 @@
 """elect.py: preferred leader election in a 3-broker cluster (issue #24; cluster/controller.h
 gr_controller_elect, server/handlers/elect_leaders.c). etcd and three gregor brokers on the host
-(harness.py), seeded and bounded in time; Kafka's kafka-leader-election.sh (its class,
-org.apache.kafka.tools.LeaderElectionCommand, through KAFKA_BIN's kafka-run-class.sh).
+(harness.py), seeded and bounded in time; Kafka's kafka-leader-election.sh (KAFKA_BIN's, as
+compat-tests/kafka-dist/get-kafka.sh makes it).
 
 What it checks:
   - an RF 3 topic of 3 partitions assigned [1,2,3], [1,3,2], [2,3,1] (auto.leader.rebalance.enable=false):
@@ -52,8 +52,7 @@ def overrides(etcd):
 
 
 def tool(*args):
-    # Kafka's bin/kafka-leader-election.sh is kafka-run-class.sh with this class
-    return h.kafka_class('org.apache.kafka.tools.LeaderElectionCommand', *args, timeout=60)
+    return h.kafka_tool('kafka-leader-election.sh', *args, timeout=60)
 
 
 def layout(bs):

@@ -1053,12 +1053,6 @@ def kafka_tool(script, *args, timeout=90):
     return p.returncode, p.stdout + p.stderr
 
 
-def kafka_class(cls, *args, timeout=90):
-    """A Kafka tool by its class (kafka-run-class.sh): for tools whose wrapper the cached bin/ lacks
-    (compat-tests/kafka-dist/get-kafka.sh generates only the wrappers it lists)."""
-    return kafka_tool('kafka-run-class.sh', cls, *args, timeout=timeout)
-
-
 def controller_of(brokers):
     """The controller id Metadata names, from the first broker that answers; -1 when none does."""
     import kafka_raw as k  # compat-tests/lib, on the path of every suite that uses this

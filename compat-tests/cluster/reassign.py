@@ -1,7 +1,7 @@
 """reassign.py: partition reassignment in a Gregor cluster (issue #24; KIP-455, cluster/reassign.h,
 server/handlers/partition_reassignments.c). etcd and three, then four, gregor brokers on the host (harness.py),
-seeded and bounded in time; Kafka's kafka-reassign-partitions.sh (its class,
-org.apache.kafka.tools.reassign.ReassignPartitionsCommand, through KAFKA_BIN's kafka-run-class.sh).
+seeded and bounded in time; Kafka's kafka-reassign-partitions.sh (KAFKA_BIN's, as
+compat-tests/kafka-dist/get-kafka.sh makes it).
 
 What it checks:
   - a stage-1 layout: topic ra (3 partitions, one replica each on brokers 1, 2, 3) and __consumer_offsets
@@ -60,7 +60,7 @@ def overrides(etcd):
 
 
 def tool(run, *args):
-    return h.kafka_class('org.apache.kafka.tools.reassign.ReassignPartitionsCommand', *args)
+    return h.kafka_tool('kafka-reassign-partitions.sh', *args)
 
 
 def layout(bs, topic=TOPIC):

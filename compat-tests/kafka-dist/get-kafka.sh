@@ -52,6 +52,8 @@ WRAPPERS=(
   "kafka-cluster.sh=org.apache.kafka.tools.ClusterTool"
   "kafka-log-dirs.sh=org.apache.kafka.tools.LogDirsCommand"
   "kafka-broker-api-versions.sh=org.apache.kafka.tools.BrokerApiVersionsCommand"
+  "kafka-reassign-partitions.sh=org.apache.kafka.tools.reassign.ReassignPartitionsCommand"
+  "kafka-leader-election.sh=org.apache.kafka.tools.LeaderElectionCommand"
 )
 
 # The stamp records this script's checksum: editing the script regenerates
