@@ -842,11 +842,8 @@ static void step(struct gr_controller *ctl)
     ev_timer_stop(ctl->loop, &ctl->timer); /* the image moved: the back-off's safety net is not needed */
     if (ctl->rasks) answer_rasks(ctl, false);
     if (ctl->req) return; /* an answered ask's done may have sent something */
-    if (reassign_ask_step(ctl) || reassign_complete_step(ctl)) {
-        if (ctl->rasks) answer_rasks(ctl, false); /* parts answered without a txn */
-        return;
-    }
-    if (ctl->rasks) answer_rasks(ctl, false);
+    /* elections and ISR changes first: a reassignment's txn that keeps failing (or cannot be built) never
+       holds back a leader's election; reassignments go when the plan has nothing to write */
     bool more = false;
     struct gr_controller_plan_opts opts = {.unclean_default = ctl->unclean_default,
                                            .unclean_pass = ctl->unclean_due,
@@ -858,7 +855,15 @@ static void step(struct gr_controller *ctl)
     ctl->plan_count = gr_controller_plan_with(img, &opts, ctl->plan, GR_CONTROLLER_PLAN_MAX, &more);
     ctl->plan_next = 0;
     ctl->plan_revision = img->revision;
-    if (ctl->plan_count) send_batch(ctl);
+    if (ctl->plan_count) {
+        send_batch(ctl);
+        return;
+    }
+    if (reassign_ask_step(ctl) || reassign_complete_step(ctl)) {
+        if (ctl->rasks) answer_rasks(ctl, false); /* parts answered without a txn */
+        return;
+    }
+    if (ctl->rasks) answer_rasks(ctl, false);
 }
 
 /* Kafka's periodic unclean election check (QuorumController's maybeTriggerUncleanLeaderElection...): the next

@@ -256,9 +256,11 @@ struct gr_controller_reassign_req;
  * with AllowReplicationFactorChange `allow_rf_change` (KIP-860). Each topic's parts are written in one
  * etcd txn (the topic record, and the partition states a cancel changes), at most
  * GR_CONTROLLER_TXN_PARTITIONS_MAX partitions per txn; a txn whose compares fail is judged again on the
- * newer image. done(ctx) runs once (never inside this call) when every part is answered and the image shows
- * every write. Returns the ask, or NULL: not the controller, n out of 1..GR_IMAGE_PARTITIONS_MAX,
- * GR_CONTROLLER_REASSIGN_ASKS_MAX asks already waiting, or out of memory. */
+ * newer image. Asks and completions are written only when the plan (elections, ISR changes) has nothing to
+ * write, so a reassignment's txn that keeps failing never holds back an election. done(ctx) runs once (never
+ * inside this call) when every part is answered and the image shows every write. Returns the ask, or NULL:
+ * not the controller, n out of 1..GR_IMAGE_PARTITIONS_MAX, GR_CONTROLLER_REASSIGN_ASKS_MAX asks already
+ * waiting, or out of memory. */
 struct gr_controller_reassign_req *gr_controller_reassign(struct gr_controller *ctl,
                                                           struct gr_controller_reassign_part *parts,
                                                           int32_t n, bool allow_rf_change,
