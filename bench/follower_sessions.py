@@ -25,7 +25,6 @@ Usage: follower_sessions.py [--partitions N] [--seconds S] [--wait-ms MS] [--bin
 Read next: cluster/fetch_session_client.h, bench/fetch_sessions.py (the same for a consumer).
 """
 import argparse
-import glob
 import os
 import re
 import subprocess
@@ -38,19 +37,10 @@ sys.path.insert(0, os.path.join(REPO, 'compat-tests', 'lib'))
 import harness as h  # noqa: E402
 import kafka_raw as k  # noqa: E402
 import metrics as mx  # noqa: E402  (scrape, g)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from fetch_sessions import cpu_ns  # noqa: E402  (a process's CPU from its threads' schedstat)
 
 TOPIC = 'fsf'
-
-
-def cpu_ns(pid):
-    t = 0
-    for f in glob.glob(f'/proc/{pid}/task/*/schedstat'):
-        try:
-            with open(f) as fh:
-                t += int(fh.read().split()[0])
-        except (OSError, ValueError, IndexError):
-            pass
-    return t
 
 
 def tcp_bytes(pid, ports):
