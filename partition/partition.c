@@ -223,8 +223,11 @@ static int64_t replicated_visible(struct gr_partition *part, int64_t share)
     return h->hw;
 }
 
-/* Logs, counts and (debug builds) asserts one violation: `hw` above `end`, the log end offset of replica
-   `replica` (-1: the leader's own). */
+/* Logs and counts one violation: `hw` above `end`, the log end offset of replica `replica` (-1: the leader's
+   own). Asserts (builds without NDEBUG, unless hw_violation_no_abort) only for the leader's own log end
+   offset, which this broker alone moves; a follower's comes from its Fetch requests, input from another
+   process (a replica that lost records, or a Fetch naming a replica id with any offset), which must never
+   crash the leader. */
 static void hw_violated(struct gr_partition *part, int64_t hw, int32_t replica, int64_t end)
 {
     const char *topic = gr_topic_name(gr_log_topic(part->log));
@@ -237,7 +240,7 @@ static void hw_violated(struct gr_partition *part, int64_t hw, int32_t replica, 
         GR_ERROR_RATELIMITED(
             "high watermark invariant violated: %s-%d hw %lld > replica %d log end offset %lld", topic,
             (int)p, (long long)hw, (int)replica, (long long)end);
-    assert(part->ps->repl.hw_violation_no_abort || !"high watermark invariant violated");
+    assert(replica >= 0 || part->ps->repl.hw_violation_no_abort || !"high watermark invariant violated");
 }
 
 void gr_partition_hw_check(struct gr_partition *part)

@@ -584,10 +584,11 @@ struct gr_replica_state {
                                        the leader's log end offset (ReplicaState.lastCaughtUpTimeMs) */
     int64_t last_fetch_leader_log_end_offset; /* the leader's log end offset at its previous fetch, -1 */
     int64_t last_fetch_time_ms;               /* the time of its previous fetch, 0: none */
-    int64_t broker_epoch; /* the broker epoch its last fetch carried (KIP-903); -1: none given */
-    bool fetched;         /* a fetch arrived since this broker became leader (Kafka's brokerEpoch defined) */
-    bool in_isr;          /* member of the maximal ISR (the ISR plus a member being added, KIP-497) */
-    bool isr_eligible;    /* gr_partition_high_watermark_of's input: Partition.isReplicaIsrEligible now */
+    int64_t broker_epoch;       /* the broker epoch its last fetch carried (KIP-903); -1: none given */
+    int32_t fetch_leader_epoch; /* the leader epoch under which its last fetch was stored; -1: none */
+    bool fetched;      /* a fetch arrived since this broker became leader (Kafka's brokerEpoch defined) */
+    bool in_isr;       /* member of the maximal ISR (the ISR plus a member being added, KIP-497) */
+    bool isr_eligible; /* gr_partition_high_watermark_of's input: Partition.isReplicaIsrEligible now */
 };
 
 /* An ISR change the leader asks its owner to make (Kafka's AlterPartition: Partition.prepareIsrExpand /
@@ -617,8 +618,9 @@ struct gr_partition_repl_config {
        gr_time_mono_ms. */
     int64_t (*now_ms)(void *ctx);
     void *ctx;
-    /* Tests: a violation of the high watermark invariant (gr_partitions_hw_violations) only logs and counts,
-       even in builds without NDEBUG (which otherwise assert). */
+    /* Tests: a violation of the high watermark invariant against the leader's own log end offset
+       (gr_partitions_hw_violations) only logs and counts, even in builds without NDEBUG (which otherwise
+       assert); one against a follower's never asserts. */
     bool hw_violation_no_abort;
 };
 
@@ -629,8 +631,9 @@ struct gr_partition_repl_config {
    the high watermark must be <= the leader's log end offset and <= the log end offset (as the leader knows it
    from fetches) of every follower of the maximal ISR (Partition.maybeIncrementLeaderHW; KIP-497's maximal
    ISR). Each violation also logs one ERROR line "high watermark invariant violated: <topic>-<p> hw X >
-   replica N log end offset Y" (or "> leader log end offset Y"), rate-limited, and asserts in builds without
-   NDEBUG (unless the replication config's hw_violation_no_abort). Owning thread. */
+   replica N log end offset Y" (or "> leader log end offset Y"), rate-limited; the leader's own asserts in
+   builds without NDEBUG (unless the replication config's hw_violation_no_abort), a follower's never does:
+   its log end offset is what its Fetch requests said, input from another process. Owning thread. */
 uint64_t gr_partitions_hw_violations(const struct gr_partitions *ps);
 
 /* Sets the replication settings and hooks of every partition of `ps` (takes a copy). Before any call: none
@@ -708,7 +711,15 @@ struct gr_follower_fetch {
    flight, not in the ISR, ISR-eligible, log end offset >= the high watermark and >= the leader epoch's start
    offset), and may move the high watermark (waiters done as by gr_partition_flushed). Returns 0, -EPERM (not
    the leader), -ENOENT (not a replica: NOT_LEADER_OR_FOLLOWER), -ERANGE (fetch_offset outside [0, log end
-   offset]: OFFSET_OUT_OF_RANGE; nothing stored) or -ESTALE. */
+   offset]: OFFSET_OUT_OF_RANGE; nothing stored) or -ESTALE. A fetch under the broker epoch (>= 0) and the
+   leader epoch of the follower's last stored fetch whose fetch_offset is below that fetch's is a request
+   delivered late (a Fetch sent before a network cut and retransmitted by TCP after it healed, on a connection
+   the follower has given up): 0, answered as any other, nothing stored. Within one leader epoch and one
+   registration a follower's log never goes back below an offset the leader accepted without divergence (its
+   records below it are the leader's), so the stored state is the newer one. Kafka stores it
+   (Replica.updateFetchStateOrThrow; its high watermark only moves up, so the follower merely looks behind
+   until its next fetch); here it would break the high watermark invariant the leader asserts (issue #24's
+   35-45 s cuts aborted two brokers so). */
 int gr_partition_update_follower_fetch_state(struct gr_partition *part,
                                              const struct gr_follower_fetch *fetch);
 /* Partition.isReplicaIsrEligible (KIP-903): `broker_id` is a follower of this leader that fetched since it

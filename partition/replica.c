@@ -14,14 +14,15 @@
  * at every change is <= that of every member of the maximal ISR (asserted). The high watermark invariant of
  * issue #20, hw <= the log end offset of every member of the maximal ISR as the leader knows it, is checked
  * at every fetch-state and membership change here and at every move in partition.c (gr_partition_hw_check:
- * an ERROR line, a count, an assert in debug builds) against the smallest of them this file keeps. The high
- * watermark is kept in the partition object (internal.h, struct gr_partition_hw): this file sets its floor
- * and whether it is blocked (under min ISR), partition.c moves it, so appends and flushes move it with no
- * call back into this file (files of partition/ never call each other in a ring: scripts/lint.py). At most
- * one ISR change is in flight; while it is, the maximal ISR is the committed ISR plus the member being added
- * (a member being removed still counts, KIP-497). The rest lives behind one pointer per partition
- * (internal.h), allocated at the first set_role: about 1 KB for GR_IMAGE_REPLICAS_MAX replicas.
- * Read next: partition/partition.c (the visible offset and the waits), partition/tests/test_replica.c.
+ * an ERROR line, a count, an assert for the leader's own log end offset) against the smallest of them this
+ * file keeps. The high watermark is kept in the partition object (internal.h, struct gr_partition_hw): this
+ * file sets its floor and whether it is blocked (under min ISR), partition.c moves it, so appends and flushes
+ * move it with no call back into this file (files of partition/ never call each other in a ring:
+ * scripts/lint.py). At most one ISR change is in flight; while it is, the maximal ISR is the committed ISR
+ * plus the member being added (a member being removed still counts, KIP-497). The rest lives behind one
+ * pointer per partition (internal.h), allocated at the first set_role: about 1 KB for GR_IMAGE_REPLICAS_MAX
+ * replicas. Read next: partition/partition.c (the visible offset and the waits),
+ * partition/tests/test_replica.c.
  */
 #include <assert.h>
 #include <errno.h>
@@ -29,6 +30,7 @@
 #include <stdlib.h>
 
 #include "common/limits.h"
+#include "common/log.h"
 #include "common/time.h"
 #include "partition/internal.h"
 #include "partition/partition.h"
@@ -238,7 +240,8 @@ static void reset_replica_state(struct gr_replica_state *f, int64_t now, int64_t
                                        .log_start_offset = -1,
                                        .last_caught_up_time_ms = f->last_caught_up_time_ms,
                                        .last_fetch_leader_log_end_offset = -1,
-                                       .broker_epoch = -1};
+                                       .broker_epoch = -1,
+                                       .fetch_leader_epoch = -1};
         return;
     }
     f->last_fetch_leader_log_end_offset = start;
@@ -258,10 +261,12 @@ static void set_followers(struct gr_partition_repl *r, const struct gr_partition
             dup = next[j].broker_id == id;
         if (dup) continue;
         struct gr_replica_state *old = follower(r, id);
-        next[n++] =
-            old ? *old
-                : (struct gr_replica_state){
-                      .broker_id = id, .log_end_offset = -1, .log_start_offset = -1, .broker_epoch = -1};
+        next[n++] = old ? *old
+                        : (struct gr_replica_state){.broker_id = id,
+                                                    .log_end_offset = -1,
+                                                    .log_start_offset = -1,
+                                                    .broker_epoch = -1,
+                                                    .fetch_leader_epoch = -1};
     }
     for (int i = 0; i < n; i++)
         r->f[i] = next[i];
@@ -465,7 +470,8 @@ static void maybe_expand_isr(struct gr_partition *part, struct gr_partition_repl
 }
 
 /* Replica.updateFetchStateOrThrow, the broker epoch fence done by the caller. */
-static void update_fetch_state(struct gr_replica_state *f, const struct gr_follower_fetch *fetch, int64_t leo)
+static void update_fetch_state(struct gr_replica_state *f, const struct gr_follower_fetch *fetch, int64_t leo,
+                               int32_t leader_epoch)
 {
     int64_t caught_up = f->last_caught_up_time_ms;
     if (fetch->fetch_offset >= leo) {
@@ -480,6 +486,7 @@ static void update_fetch_state(struct gr_replica_state *f, const struct gr_follo
     f->last_fetch_time_ms = fetch->now_ms;
     f->last_caught_up_time_ms = caught_up;
     f->broker_epoch = fetch->broker_epoch < 0 ? -1 : fetch->broker_epoch;
+    f->fetch_leader_epoch = leader_epoch;
     f->fetched = true;
 }
 
@@ -495,8 +502,19 @@ int gr_partition_update_follower_fetch_state(struct gr_partition *part, const st
     int64_t registered = registration(part, fetch->broker_id, &shutting_down);
     if (fetch->broker_epoch >= 0 && registered != INT64_MAX && registered > fetch->broker_epoch)
         return -ESTALE; /* a fetch sent before the follower's restart */
+    if (f->fetched && fetch->broker_epoch >= 0 && fetch->broker_epoch == f->broker_epoch &&
+        f->fetch_leader_epoch == r->leader_epoch && fetch->fetch_offset < f->log_end_offset) {
+        GR_LOG_RATELIMITED(GR_LOG_INFO,
+                           "%s-%d: a Fetch of broker %d at offset %lld delivered late (its last stored fetch "
+                           "was at %lld in leader epoch %d): not stored",
+                           gr_topic_name(gr_log_topic(gr_partition_log(part))),
+                           (int)gr_log_partition(gr_partition_log(part)), (int)fetch->broker_id,
+                           (long long)fetch->fetch_offset, (long long)f->log_end_offset,
+                           (int)r->leader_epoch);
+        return 0; /* a request delivered late (partition.h): the state stored is newer */
+    }
     int64_t prev_end = f->log_end_offset;
-    update_fetch_state(f, fetch, leo);
+    update_fetch_state(f, fetch, leo, r->leader_epoch);
     maybe_expand_isr(part, r, f);
     if (f->log_end_offset != prev_end) hw_may_move(part, r, fetch->now_ms);
     low_may_move(part, r); /* its log start offset may have moved */

@@ -15,7 +15,10 @@ What it checks:
   - /metrics after the first produce (issue #22): each broker's replicationbytesin_total is exactly the bytes
     of the batches on disk of the partitions it follows, its replicationbytesout_total at least twice those of
     the partitions it leads (two followers each fetched them; a dropped answer may add), and
-    requests_total{request="FetchFollower"} is not 0.
+    requests_total{request="FetchFollower"} is not 0;
+  - a Fetch naming a follower's replica id at offset 0 (below the high watermark) sent to a leader: logged and
+    counted as a high watermark invariant violation, answered, the leader keeps running (it aborted before),
+    the ISR stays whole.
 Ends with `cluster-replication: N passed, N failed`; exit status 1 on any failure.
 Usage: replication.py [--seed N] [--deadline SECONDS]
 Read next: cluster/fetcher.h, cluster/roles.h, partition/replica.c, replicacheck.py.
@@ -239,6 +242,40 @@ def t_produce(run, etcd, bs, st):
     st['lay'] = lay
 
 
+def t_spoofed_follower_fetch(run, etcd, bs, st):
+    """A Fetch v12 naming a follower's replica id at offset 0 (no broker epoch: v12 has none) sent to the
+    leader: the follower's log end offset as the leader knows it falls below the high watermark. The leader
+    logs and counts the invariant violation and answers; it must not abort (it did: an assert), and the real
+    follower's next fetch puts its state back (the ISR stays whole, produce goes on)."""
+    lay = st['lay']
+    leader, _, replicas, _ = lay[0]
+    follower = next(r for r in replicas if r != leader)
+    lb = bs[leader - 1]
+    with k.Conn(lb.bootstrap, timeout=10) as c:
+        r = c.request('Fetch', 12, {
+            'replica_id': follower, 'max_wait_ms': 0, 'min_bytes': 1, 'max_bytes': 1 << 20,
+            'isolation_level': 0, 'session_id': 0, 'session_epoch': -1,
+            'topics': [{'topic': TOPIC, 'partitions': [{
+                'partition': 0, 'fetch_offset': 0, 'current_leader_epoch': -1, 'last_fetched_epoch': -1,
+                'log_start_offset': 0, 'partition_max_bytes': 1024}]}]})
+        eq(f'spoofed follower Fetch (replica {follower}, offset 0) to leader {leader}: answered NONE', 0,
+           r['responses'][0]['partitions'][0]['error_code'])
+        m = k.metadata(c, [TOPIC], version=12, allow_auto=False)
+    check(f'leader {leader} answers Metadata after it', m['topics'][0]['error_code'] == 0)
+    time.sleep(1.0)
+    check(f'leader {leader} still running', lb.alive())
+    with open(lb.proc.log_path, 'rb') as f:
+        text = f.read().decode('utf-8', 'replace')
+    check(f'leader {leader} logged the violation against replica {follower}',
+          f'high watermark invariant violated: {TOPIC}-0 hw' in text and
+          f'> replica {follower} log end offset 0' in text)
+    acked, errors, _ = produce(bs, [f's{i}' for i in range(300)])
+    eq('300 more records acknowledged with acks=all after it', (300, []), (len(acked), errors[:3]))
+    st['acked'].update(acked)
+    lay2 = wait_layout(bs, lambda l: all(v[3] == [1, 2, 3] for v in l.values()), 15, 'ISR whole')
+    check('ISR still the three replicas of every partition', bool(lay2))
+
+
 def t_kill_leader(run, etcd, bs, st):
     lay = st['lay']
     victim = lay[0][0]
@@ -274,6 +311,8 @@ def main():
         bs = [run.broker(i, overrides=overrides(etcd)) for i in (1, 2, 3)]
         section('RF 3: produce acks=all, read back, replicas agree', t_produce, run, etcd, bs, st)
         if 'lay' in st:
+            section('a Fetch naming a follower with offset 0: logged, counted, no abort', t_spoofed_follower_fetch,
+                    run, etcd, bs, st)
             section('kill -9 a leader, produce on, restart it', t_kill_leader, run, etcd, bs, st)
     for f in figures:
         print(f'   figure: {f}')

@@ -160,6 +160,14 @@ static int fetch(struct fx *f, int32_t id, int64_t offset)
     return gr_partition_update_follower_fetch_state(f->part, &ff);
 }
 
+/* The same without a broker epoch (ReplicaState.ReplicaEpoch -1: not given): never taken for a late request.
+ */
+static int fetch_no_epoch(struct fx *f, int32_t id, int64_t offset)
+{
+    struct gr_follower_fetch ff = {id, -1, offset, 0, f->own.now};
+    return gr_partition_update_follower_fetch_state(f->part, &ff);
+}
+
 static const int32_t ISR_ALL[] = {1, 2, 3};
 static const int32_t ISR_12[] = {1, 2};
 static const int32_t ISR_1[] = {1};
@@ -266,7 +274,7 @@ static void test_hw_invariant_violation(void **state)
     assert_int_equal(gr_partition_visible_offset(f->part), 15);
     assert_int_equal(gr_partitions_hw_violations(f->ps), 0);
     capture();
-    assert_int_equal(fetch(f, 2, 12), 0); /* an ISR member back at 12 < 15 */
+    assert_int_equal(fetch_no_epoch(f, 2, 12), 0); /* an ISR member back at 12 < 15 (no epoch: stored) */
     char *text = captured();
     assert_int_equal(gr_partitions_hw_violations(f->ps), 1);
     assert_non_null(
@@ -280,11 +288,86 @@ static void test_hw_invariant_violation(void **state)
     assert_int_equal(fetch(f, 3, 15), 0);
     assert_int_equal(f->own.proposals, 1);
     capture();
-    assert_int_equal(fetch(f, 3, 14), 0);
+    assert_int_equal(fetch_no_epoch(f, 3, 14), 0);
     text = captured();
     assert_int_equal(gr_partitions_hw_violations(f->ps), 2);
     assert_non_null(strstr(text, "hw 15 > replica 3 log end offset 14"));
     free(text);
+}
+
+/* A fetch under the broker epoch and leader epoch of the follower's last stored fetch, below that fetch's
+   offset, is a request delivered late (a TCP retransmission after a healed network cut, issue #24): answered
+   (0), nothing stored, no violation, the high watermark where it was. Under a new leader epoch of the same
+   leader, or a new registration, the lower offset is stored (and, for an ISR member below the high watermark,
+   counted as the violation it then is). */
+static void test_late_fetch_not_stored(void **state)
+{
+    struct fx *f = *state;
+    struct gr_partition_repl_config rc = {LAG_MS, hook_broker_epoch, hook_propose, hook_now, &f->own, true};
+    gr_partitions_set_replication(f->ps, &rc); /* log and count, no assert */
+    assert_int_equal(lead(f, ISR_12, 2, 1, 1, 1), 0);
+    append(f, 10);
+    assert_int_equal(fetch(f, 2, 10), 0);
+    append(f, 5);
+    assert_int_equal(fetch(f, 2, 15), 0);
+    assert_int_equal(gr_partition_visible_offset(f->part), 15);
+    capture();
+    assert_int_equal(fetch(f, 2, 4), 0); /* the Fetch sent at offset 4, delivered now */
+    char *text = captured();
+    assert_non_null(strstr(text,
+                           "r-0: a Fetch of broker 2 at offset 4 delivered late (its last stored fetch was "
+                           "at 15 in leader epoch 1): not stored"));
+    free(text);
+    assert_int_equal(gr_partition_replica(f->part, 2)->log_end_offset, 15);
+    assert_int_equal(gr_partitions_hw_violations(f->ps), 0);
+    assert_int_equal(fetch(f, 3, 12), 0); /* outside the ISR, the same rule */
+    assert_int_equal(fetch(f, 3, 4), 0);
+    assert_int_equal(gr_partition_replica(f->part, 3)->log_end_offset, 12);
+    append(f, 5); /* log end 20 */
+    assert_int_equal(fetch(f, 2, 20), 0);
+    assert_int_equal(gr_partition_visible_offset(f->part), 20);
+    assert_int_equal(fetch(f, 2, 17), 0);
+    assert_int_equal(gr_partition_replica(f->part, 2)->log_end_offset, 20);
+    assert_int_equal(gr_partition_visible_offset(f->part), 20);
+    assert_int_equal(gr_partitions_hw_violations(f->ps), 0);
+    assert_int_equal(fetch(f, 2, 20), 0); /* the same offset again is stored as usual */
+    assert_int_equal(gr_partition_replica(f->part, 2)->fetch_leader_epoch, 1);
+    /* the same leader at leader epoch 2: the states are kept (Replica.resetReplicaState), a lower offset is
+       stored: the rule holds within one leader epoch only */
+    assert_int_equal(lead(f, ISR_12, 2, 2, 2, 1), 0);
+    capture();
+    assert_int_equal(fetch(f, 2, 18), 0);
+    free(captured());
+    assert_int_equal(gr_partition_replica(f->part, 2)->log_end_offset, 18);
+    assert_int_equal(gr_partition_replica(f->part, 2)->fetch_leader_epoch, 2);
+    assert_int_equal(gr_partitions_hw_violations(f->ps), 1);
+    assert_int_equal(fetch(f, 2, 20), 0);
+    f->own.epoch[2]++; /* 2 registered again (a restart that lost records), still in the ISR */
+    capture();
+    assert_int_equal(fetch(f, 2, 12), 0);
+    free(captured());
+    assert_int_equal(gr_partition_replica(f->part, 2)->log_end_offset, 12);
+    assert_int_equal(gr_partitions_hw_violations(f->ps), 2);
+}
+
+/* A violation against a follower's log end offset is input from another process (a Fetch naming a replica
+   id with any offset): logged and counted, never an abort, also with hw_violation_no_abort off (this
+   fixture's setting). */
+static void test_follower_violation_never_aborts(void **state)
+{
+    struct fx *f = *state;
+    assert_int_equal(lead(f, ISR_12, 2, 1, 1, 1), 0);
+    append(f, 10);
+    assert_int_equal(fetch(f, 2, 10), 0);
+    assert_int_equal(gr_partition_visible_offset(f->part), 10);
+    capture();
+    assert_int_equal(fetch_no_epoch(f, 2, 3), 0);
+    char *text = captured();
+    assert_non_null(
+        strstr(text, "high watermark invariant violated: r-0 hw 10 > replica 2 log end offset 3"));
+    free(text);
+    assert_int_equal(gr_partitions_hw_violations(f->ps), 1);
+    assert_int_equal(gr_partition_visible_offset(f->part), 10);
 }
 
 static void test_pending_add_counts_and_failure_reverts(void **state)
@@ -738,6 +821,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_min_isr_blocks_hw, setup_end, teardown),
         cmocka_unit_test_setup_teardown(test_followers_move_hw_and_wake_committed, setup_end, teardown),
         cmocka_unit_test_setup_teardown(test_hw_invariant_violation, setup_end, teardown),
+        cmocka_unit_test_setup_teardown(test_late_fetch_not_stored, setup_end, teardown),
+        cmocka_unit_test_setup_teardown(test_follower_violation_never_aborts, setup_end, teardown),
         cmocka_unit_test_setup_teardown(test_pending_add_counts_and_failure_reverts, setup_end, teardown),
         cmocka_unit_test_setup_teardown(test_pending_remove_counts_until_committed, setup_end, teardown),
         cmocka_unit_test_setup_teardown(test_fsync_mode_uses_durable_offset, setup_durable, teardown),
