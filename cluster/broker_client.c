@@ -1575,3 +1575,18 @@ const struct gr_broker_client_stats *gr_broker_client_stats(const struct gr_brok
 {
     return &conn->stats;
 }
+
+const char *gr_broker_client_status_name(enum gr_broker_client_status status)
+{
+    switch (status) {
+    case GR_BROKER_CLIENT_OK:
+        return "ok";
+    case GR_BROKER_CLIENT_TIMEOUT:
+        return "timeout";
+    case GR_BROKER_CLIENT_DISCONNECTED:
+        return "disconnected";
+    case GR_BROKER_CLIENT_BAD_RESPONSE:
+        return "bad response";
+    }
+    return "unknown";
+}

@@ -116,6 +116,10 @@ enum gr_broker_client_status {
     GR_BROKER_CLIENT_BAD_RESPONSE,
 };
 
+/* Returns a static lower-case name of `status` for logs ("ok", "timeout", "disconnected", "bad response";
+   "unknown" for any other value). */
+const char *gr_broker_client_status_name(enum gr_broker_client_status status);
+
 struct gr_broker_client_config {
     int32_t node_id;            /* this broker's node.id: client ids and logs */
     const char *listener_name;  /* the listener to connect to (copied; 1..GR_LISTENER_NAME_BYTES_MAX bytes) */

@@ -971,7 +971,8 @@ static void on_fetch(void *ctx, enum gr_broker_client_status st, const void *res
     const struct gr_fetch_response *r = resp;
     enter(f);
     if (st != GR_BROKER_CLIENT_OK) {
-        GR_WARN_RATELIMITED("fetcher: Fetch to broker %" PRId32 " failed: status %d", c->leader_id, (int)st);
+        GR_WARN_RATELIMITED("fetcher: Fetch to broker %" PRId32 " failed: %s", c->leader_id,
+                            gr_broker_client_status_name(st));
         gr_fsc_failed(c->fsc); /* FetchSessionHandler.handleError: the next fetch is full */
         f->stats.session_resets++;
         conn_failed_all(c);

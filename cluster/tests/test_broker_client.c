@@ -1171,6 +1171,16 @@ static void test_sasl_oauth(void)
 }
 
 /* Bad configurations are refused with a reason; a second open of one key is -EEXIST. */
+/* The names the fetcher's logs print instead of the enum's number. */
+static void test_status_names(void)
+{
+    CHECK(strcmp(gr_broker_client_status_name(GR_BROKER_CLIENT_OK), "ok") == 0);
+    CHECK(strcmp(gr_broker_client_status_name(GR_BROKER_CLIENT_TIMEOUT), "timeout") == 0);
+    CHECK(strcmp(gr_broker_client_status_name(GR_BROKER_CLIENT_DISCONNECTED), "disconnected") == 0);
+    CHECK(strcmp(gr_broker_client_status_name(GR_BROKER_CLIENT_BAD_RESPONSE), "bad response") == 0);
+    CHECK(strcmp(gr_broker_client_status_name((enum gr_broker_client_status)99), "unknown") == 0);
+}
+
 static void test_config(struct gr_broker_client *bc)
 {
     char err[128] = "";
@@ -1236,6 +1246,7 @@ int main(void)
                                           .in_flight_max = 4};
     struct gr_broker_client *bc = gr_broker_client_new(loop, img, &cfg, err, sizeof err);
     CHECK(bc != NULL);
+    test_status_names();
     if (up && bc) {
         test_config(bc);
         test_round_trips(bc);
