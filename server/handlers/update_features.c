@@ -44,9 +44,8 @@ static void top(struct gr_req *req, int16_t err, const char *msg)
 static void take(struct gr_broker *b, int16_t level, int64_t epoch)
 {
     if (epoch <= b->image->features_epoch) return;
-    b->image->transaction_version = level;
+    b->image->transaction_version = level; /* read by ApiVersions only: no observer to tell */
     b->image->features_epoch = epoch;
-    gr_image_changed(b->image);
 }
 
 static void stored(struct gr_req *req, void *item, int err, struct gr_topic *t)
