@@ -7,11 +7,15 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
 #include "cluster/features.h"
+#include "cluster/image.h"
+#include "cluster/local.h"
 #include "protocol/errors.h"
 
 #define TV "transaction.version"
@@ -158,12 +162,89 @@ static void test_startup_rule(void **state)
     assert_int_equal(out.epoch, 2);
 }
 
+static void put_file(const char *dir, const char *text)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/" GR_FEATURES_FILE, dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static void get_file(const char *dir, char *out, size_t cap)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/" GR_FEATURES_FILE, dir);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    size_t n = fread(out, 1, cap - 1, f);
+    out[n] = 0;
+    fclose(f);
+}
+
+/* gr_image_local_features on a real directory: the start-up rule as the broker runs it at each start. */
+static void test_local_start(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/gr-features-XXXXXX", text[GR_FEATURES_FILE_BYTES_MAX];
+    assert_non_null(mkdtemp(dir));
+    struct gr_image *img = gr_image_new(1);
+    assert_non_null(img);
+    struct gr_features_file st;
+    /* first start: the setting, epoch 0, written with the setting */
+    assert_int_equal(gr_image_local_features(img, dir, 1, &st), 0);
+    assert_int_equal(img->transaction_version, 1);
+    assert_int_equal(img->features_epoch, 0);
+    get_file(dir, text, sizeof text);
+    assert_string_equal(text, "transaction.version=1\nepoch=0\nsetting=1\n");
+    /* UpdateFeatures lowered it to 0 (the file as the handler writes it); the same setting: 0 stands */
+    put_file(dir, "transaction.version=0\nepoch=1\nsetting=1\n");
+    assert_int_equal(gr_image_local_features(img, dir, 1, &st), 0);
+    assert_int_equal(img->transaction_version, 0);
+    assert_int_equal(img->features_epoch, 1);
+    assert_int_equal(st.level, 0);
+    assert_int_equal(st.epoch, 1);
+    assert_int_equal(st.setting, 1);
+    /* the operator changed the setting to 0: recorded, the level already 0, the epoch stays */
+    assert_int_equal(gr_image_local_features(img, dir, 0, &st), 0);
+    assert_int_equal(img->transaction_version, 0);
+    assert_int_equal(img->features_epoch, 1);
+    get_file(dir, text, sizeof text);
+    assert_string_equal(text, "transaction.version=0\nepoch=1\nsetting=0\n");
+    /* and back to 1: the setting wins, epoch + 1 */
+    assert_int_equal(gr_image_local_features(img, dir, 1, &st), 0);
+    assert_int_equal(img->transaction_version, 1);
+    assert_int_equal(img->features_epoch, 2);
+    /* a file of the form before the setting was recorded: its level is the setting it ran with */
+    put_file(dir, "transaction.version=0\nepoch=6\n");
+    assert_int_equal(gr_image_local_features(img, dir, 0, &st), 0);
+    assert_int_equal(img->transaction_version, 0);
+    assert_int_equal(img->features_epoch, 6);
+    assert_int_equal(gr_image_local_features(img, dir, 1, &st), 0);
+    assert_int_equal(img->transaction_version, 1);
+    assert_int_equal(img->features_epoch, 7);
+    /* a stored level this broker does not support, and a damaged file: the start stops */
+    char above[128];
+    snprintf(above, sizeof above, "transaction.version=%d\nepoch=3\nsetting=1\n",
+             GR_TRANSACTION_VERSION_MAX + 1);
+    put_file(dir, above);
+    assert_int_equal(gr_image_local_features(img, dir, 1, &st), -ERANGE);
+    put_file(dir, "transaction.version=1\nepoch=oops\n");
+    assert_int_equal(gr_image_local_features(img, dir, 1, &st), -EINVAL);
+    char path[512];
+    snprintf(path, sizeof path, "%s/" GR_FEATURES_FILE, dir);
+    unlink(path);
+    rmdir(dir);
+    gr_image_free(img);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_check_accepts),   cmocka_unit_test(test_check_refuses),
         cmocka_unit_test(test_file_round_trip), cmocka_unit_test(test_file_malformed),
-        cmocka_unit_test(test_startup_rule),
+        cmocka_unit_test(test_startup_rule),    cmocka_unit_test(test_local_start),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
