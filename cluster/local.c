@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cluster/features.h"
 #include "cluster/local.h"
 #include "common/log.h"
 #include "storage/log.h"
@@ -78,43 +79,51 @@ void gr_image_local_on_topic(void *ctx, struct gr_topic *t, bool deleted)
     gr_image_changed(img); /* one topic operation is one batch */
 }
 
-int gr_image_local_features(struct gr_image *img, const char *dir, int16_t level)
+int gr_image_local_features(struct gr_image *img, const char *dir, int16_t setting,
+                            struct gr_features_file *out)
 {
-    char path[4096], tmp[4200], text[256];
-    if (snprintf(path, sizeof path, "%s/gregor-features", dir) >= (int)sizeof path) return -ENAMETOOLONG;
+    char path[4096], tmp[4200], text[GR_FEATURES_FILE_BYTES_MAX];
+    if (snprintf(path, sizeof path, "%s/" GR_FEATURES_FILE, dir) >= (int)sizeof path) return -ENAMETOOLONG;
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    long long old_level = -1, epoch = -1;
+    struct gr_features_file old, now;
+    bool have = false;
     FILE *f = fopen(path, "r");
     if (f) {
-        size_t n = fread(text, 1, sizeof text - 1, f);
+        size_t n = fread(text, 1, sizeof text, f);
         fclose(f);
-        text[n] = 0;
-        if (sscanf(text, "transaction.version=%lld\nepoch=%lld", &old_level, &epoch) != 2 || old_level < 0 ||
-            old_level > INT16_MAX || epoch < 0 || epoch == INT64_MAX)
-            return -EINVAL;
+        if (n == sizeof text || gr_features_file_parse(text, n, &old) < 0) return -EINVAL;
+        have = true;
     } else if (errno != ENOENT) {
         return -errno;
     }
-    img->transaction_version = level;
-    if (old_level == level) {
-        img->features_epoch = epoch;
-        return 0;
+    bool write_it = gr_features_startup(have ? &old : NULL, setting, &now);
+    if (now.level > GR_TRANSACTION_VERSION_MAX) {
+        GR_ERROR("%s holds transaction.version %d, above the %d this broker supports", path, (int)now.level,
+                 GR_TRANSACTION_VERSION_MAX);
+        return -ERANGE;
     }
-    epoch = epoch < 0 ? 0 : epoch + 1;
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) return -errno;
-    int len = snprintf(text, sizeof text, "transaction.version=%d\nepoch=%lld\n", (int)level, epoch);
-    int rc = write(fd, text, (size_t)len) == len && fsync(fd) == 0 ? 0 : -EIO;
-    close(fd);
-    if (rc == 0 && rename(tmp, path) != 0) rc = -errno;
-    int dfd = rc == 0 ? open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
-    if (dfd >= 0) {
-        if (fsync(dfd) != 0) rc = -EIO;
-        close(dfd);
+    if (write_it) {
+        int len = gr_features_file_format(&now, text, sizeof text);
+        if (len < 0) return len;
+        int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (fd < 0) return -errno;
+        int rc = write(fd, text, (size_t)len) == len && fsync(fd) == 0 ? 0 : -EIO;
+        close(fd);
+        if (rc == 0 && rename(tmp, path) != 0) rc = -errno;
+        int dfd = rc == 0 ? open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+        if (dfd >= 0) {
+            if (fsync(dfd) != 0) rc = -EIO;
+            close(dfd);
+        }
+        if (rc < 0) return rc;
     }
-    if (rc < 0) return rc;
-    img->features_epoch = epoch;
-    GR_INFO("features: transaction.version %d (was %lld), finalized features epoch %lld (%s)", (int)level,
-            old_level, epoch, path);
+    img->transaction_version = now.level;
+    img->features_epoch = now.epoch;
+    *out = now;
+    GR_INFO("features: transaction.version %d, finalized features epoch %lld (%s; setting %d%s)",
+            (int)now.level, (long long)now.epoch, path, (int)setting,
+            !have                    ? ", new file"
+            : old.setting != setting ? ", changed: it wins"
+                                     : ", unchanged: the stored level stands");
     return 0;
 }

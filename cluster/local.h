@@ -30,13 +30,14 @@ int gr_image_local_load(struct gr_image *img, struct gr_store *store,
  * image keeps its previous state for that topic and a warning is logged. */
 void gr_image_local_on_topic(void *ctx, struct gr_topic *t, bool deleted);
 
-/* One node's finalized features (ApiVersions v3+, KIP-584): reads `<dir>/gregor-features`
- * ("transaction.version=N" and "epoch=E" lines) and sets img->transaction_version = `level`
- * (gregor.transaction.version) and img->features_epoch: the file's epoch when it holds the same level, else
- * (no file, or another level) the epoch goes up by one (0 for a new file) and the file is written again (a
- * temporary file, fsync, rename, fsync of the directory), so the epoch never goes down and changes exactly
- * when the level does. Returns 0, or -errno (the file unreadable or unwritable, or not in that form:
- * -EINVAL). Startup only (blocking I/O). */
-int gr_image_local_features(struct gr_image *img, const char *dir, int16_t level);
+/* One node's finalized features (ApiVersions v3+, KIP-584) at start-up: reads `<dir>/gregor-features`
+ * (format and rule: cluster/features.h gr_features_startup) with `setting` = gregor.transaction.version,
+ * writes it again when the rule says so (a temporary file, fsync, rename, fsync of the directory), and sets
+ * img->transaction_version and img->features_epoch; *out gets the file's state (UpdateFeatures' next write
+ * starts from it). Returns 0, or -errno (unreadable or unwritable; -EINVAL not in that form; -ERANGE a
+ * stored level above GR_TRANSACTION_VERSION_MAX). Startup only (blocking I/O). */
+struct gr_features_file;
+int gr_image_local_features(struct gr_image *img, const char *dir, int16_t setting,
+                            struct gr_features_file *out);
 
 #endif

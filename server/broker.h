@@ -28,6 +28,7 @@
 #include <stdint.h>
 
 #include "common/arena.h"
+#include "cluster/features.h"
 #include "common/limits.h"
 #include "partition/partition.h"
 #include "protocol/gen/messages.h"
@@ -277,6 +278,10 @@ struct gr_broker {
     struct gr_metrics metrics;   /* request and topic counters (server/metrics.h), network thread only */
     struct gr_admin_http *admin; /* gregor.admin.listeners (server/admin_http.h), NULL when disabled */
     bool ready;                  /* start-up done (and registered, in a cluster): /v1/status/ready 200 */
+    /* One node's finalized features (cluster/features.h): the gregor-features file as last submitted for
+       writing (UpdateFeatures decides against it, so writes queued one behind the other each raise the epoch;
+       the image takes each one's level and epoch once it is durable). Unused in cluster mode (etcd's key). */
+    struct gr_features_file features_file;
 };
 
 /* ---- the request lifecycle (request.c) ---- */

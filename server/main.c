@@ -372,8 +372,8 @@ int main(int argc, char **argv)
         GR_ERROR("cannot build the metadata image: %s", strerror(-rc));
         return 1;
     }
-    if (!cluster &&
-        (rc = gr_image_local_features(b->image, dir, b->cfg.settings.gregor_transaction_version)) < 0) {
+    if (!cluster && (rc = gr_image_local_features(b->image, dir, b->cfg.settings.gregor_transaction_version,
+                                                  &b->features_file)) < 0) {
         GR_ERROR("cannot read or write %s/gregor-features: %s", dir, strerror(-rc));
         return 1;
     }

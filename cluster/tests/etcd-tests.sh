@@ -121,6 +121,12 @@ if [ -x "$build/tests/test_ctl_lease" ]; then
 else
     echo "cluster: $build/tests/test_ctl_lease not built"; f=$((f + 1))
 fi
+# UpdateFeatures' txn on the features key (cluster/tests/test_features_etcd.c): absent, compared, stale.
+if [ -x "$build/tests/test_features_etcd" ]; then
+    run_one test_features_etcd "$build/tests/test_features_etcd" "features key"
+else
+    echo "cluster: $build/tests/test_features_etcd not built"; f=$((f + 1))
+fi
 # The topic writer (cluster/tests/test_topic_writer.c) on the same etcd, under its own key prefix.
 if [ -x "$build/tests/test_topic_writer" ]; then
     run_one test_topic_writer "$build/tests/test_topic_writer" "topic writer"

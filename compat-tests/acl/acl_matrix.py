@@ -298,6 +298,10 @@ ROWS = {
              {'name': 'm-scram-' + u, 'mechanism': 1, 'iterations': 4096, 'salt': b'salt-salt',
               'salted_password': b'p' * 32}]})['results'][0]['error_code'],
          CLUSTER_AUTH, NONE, scram_users),
+    57: ([(CLUSTER, 'kafka-cluster', ALTER)],  # validate-only: the level stays (top-level error only)
+         lambda u: req(u, 'UpdateFeatures', 1, {'timeout_ms': 10000, 'validate_only': True, 'feature_updates': [
+             {'feature': 'transaction.version', 'max_version_level': 0, 'upgrade_type': 2}]})['error_code'],
+         CLUSTER_AUTH, NONE, None),
     60: ([(CLUSTER, 'kafka-cluster', DESCRIBE)],  # never refused: the authorized operations say it
          lambda u: req(u, 'DescribeCluster', 1, {'include_cluster_authorized_operations': True,
                                                  'endpoint_type': 1})['cluster_authorized_operations'],

@@ -122,9 +122,10 @@ else
 fi
 
 # Finalized features on one node (issue #25): transaction.version at gregor.transaction.version (default 1) with
-# the epoch kept in the log directory's gregor-features file, raised only when the level changes.
+# the epoch kept in the log directory's gregor-features file, raised only when the level changes; then
+# UpdateFeatures through kafka-features.sh and by raw requests (admin/features.py).
 features() { tool kafka-features.sh describe | grep -o 'Feature: transaction.version.*'; }
-if [ -n "${KAFKA_BIN:-}" ]; then
+if have_kafka_tools; then
     f1=$(features)
     check "kafka-features.sh describe: transaction.version supported 0-1, finalized 1 at epoch 0 (new log directory)" \
         grep -Eq 'SupportedMinVersion: 0\s+SupportedMaxVersion: 1\s+FinalizedVersionLevel: 1\s+Epoch: 0' <<<"$f1"
@@ -136,10 +137,48 @@ if [ -n "${KAFKA_BIN:-}" ]; then
 fi
 broker_restart --override message.max.bytes=2000000 || fail "broker restarts"
 run_py "admin/run.py restarted" "$here/run.py" restarted
-if [ -n "${KAFKA_BIN:-}" ]; then
+if have_kafka_tools; then
     f3=$(features)
     check "back at the default level 1: finalized 1 at epoch 2 (the epoch never goes down)" \
         grep -Eq 'FinalizedVersionLevel: 1\s+Epoch: 2' <<<"$f3"
+fi
+# UpdateFeatures (issue #25): kafka-features.sh upgrade/downgrade, each answer and the level and epoch after,
+# counted from the level L0 (above 0) and epoch E0 the broker runs at now
+if have_kafka_tools; then
+    f5=$(features)
+    fmax=$(grep -oE 'SupportedMaxVersion: [0-9]+' <<<"$f5" | grep -oE '[0-9]+$')
+    l0=$(grep -oE 'FinalizedVersionLevel: [0-9]+' <<<"$f5" | grep -oE '[0-9]+$')
+    e0=$(grep -oE 'Epoch: [0-9]+' <<<"$f5" | grep -oE '[0-9]+$')
+    at() { grep -Eq "FinalizedVersionLevel: $1\s+Epoch: $2(\s|\$)" <<<"$(features)"; }
+    out=$(tool kafka-features.sh downgrade --feature transaction.version=0 --dry-run)
+    check "kafka-features.sh downgrade --dry-run: validated" grep -q 'transaction.version can be downgraded to 0.' <<<"$out"
+    check "--dry-run changed nothing: finalized $l0 at epoch $e0" at "$l0" "$e0"
+    out=$(tool kafka-features.sh downgrade --feature transaction.version=0)
+    check "kafka-features.sh downgrade --feature transaction.version=0" grep -q 'transaction.version was downgraded to 0.' <<<"$out"
+    check "describe: finalized 0 at epoch E0 + 1" at 0 $((e0 + 1))
+    check "the gregor-features file: level 0, epoch E0 + 1, the setting seen at start" \
+        grep -qz "^transaction.version=0.epoch=$((e0 + 1)).setting=[0-9]*.\$" "$BROKER_DIR/data/gregor-features"
+    out=$(tool kafka-features.sh downgrade --feature transaction.version=1)
+    check "downgrade to a higher level: Kafka's refusal" grep -q "Could not downgrade transaction.version to 1. The update failed for all features since the following feature had an error: Invalid update version 1 for feature transaction.version. Can't downgrade to a newer version." <<<"$out"
+    out=$(tool kafka-features.sh upgrade --feature transaction.version=$((fmax + 1)))
+    check "upgrade above the supported max: refused" grep -q "Invalid update version $((fmax + 1)) for feature transaction.version. Local controller 1 only supports versions 0-$fmax" <<<"$out"
+    out=$(tool kafka-features.sh upgrade --feature no.such.feature=1)
+    check "upgrade of an unknown feature: refused" grep -q 'Could not upgrade no.such.feature to 1. .*Local controller 1 does not support this feature.' <<<"$out"
+    check "the refusals changed nothing: finalized 0 at epoch E0 + 1" at 0 $((e0 + 1))
+    out=$(tool kafka-features.sh upgrade --feature transaction.version=1)
+    check "kafka-features.sh upgrade --feature transaction.version=1" grep -q 'transaction.version was upgraded to 1.' <<<"$out"
+    check "describe: finalized 1 at epoch E0 + 2" at 1 $((e0 + 2))
+    out=$(tool kafka-features.sh downgrade --unsafe --feature transaction.version=0)
+    check "kafka-features.sh downgrade --unsafe" grep -q 'transaction.version was downgraded to 0.' <<<"$out"
+    seen=$(sed -n 's/^setting=//p' "$BROKER_DIR/data/gregor-features")
+    broker_restart --override message.max.bytes=2000000 --override "gregor.transaction.version=$seen" ||
+        fail "broker restarts"
+    check "a restart with the setting it last started with keeps the level UpdateFeatures set: finalized 0 at epoch E0 + 3" \
+        at 0 $((e0 + 3))
+fi
+run_py "admin/features.py" "$here/features.py" # UpdateFeatures by raw requests; ends at level 1
+if have_kafka_tools; then
+    check "back at level 1 for what follows" grep -Eq 'FinalizedVersionLevel: 1\s+Epoch: [0-9]+' <<<"$(features)"
 fi
 broker_restart --override delete.topic.enable=false || fail "broker restarts with delete.topic.enable=false"
 run_py "admin/run.py nodelete" "$here/run.py" nodelete

@@ -47,7 +47,8 @@
 # kept out of the ISR, bad login options stopping the broker; about 35 s).
 # Then security_etcd.py: ACLs and SCRAM credentials in etcd across three brokers (issue #23; 6,000 SCRAM users one key each, a restart reading them before serving; about 17 s).
 # Then tools.py: Kafka's kafka-topics.sh, kafka-broker-api-versions.sh,
-# kafka-configs.sh and kafka-consumer-groups.sh through any broker. Then lifecycle.py: a 1,000-partition
+# kafka-configs.sh, kafka-consumer-groups.sh and kafka-features.sh (describe, and upgrade/downgrade through
+# brokers that are not the controller: every broker answers the same level and epoch) through any broker. Then lifecycle.py: a 1,000-partition
 # CreateTopics with a Produce the moment a leader shows, the __consumer_offsets shape, delete while a broker
 # is down, a rolling restart under load. Then faults.py: etcd and the brokers each in a network namespace;
 # ApiVersions while etcd is SIGSTOPped, a SIGSTOPped controller that resumes after losing its lease, a broker

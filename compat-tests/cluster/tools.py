@@ -21,6 +21,10 @@ What it checks (etcd and three brokers on free loopback ports, broker.session.ti
     INVALID_REPLICA_ASSIGNMENT with Kafka's messages; --describe --under-replicated-partitions and
     --under-min-isr-partitions: nothing with every broker up; broker 3 stopped, exactly the partitions with a
     replica on it, and the min.insync.replicas=3 topic; broker 3 back, nothing.
+  - (issue #25) kafka-features.sh downgrade/upgrade of transaction.version through brokers other than the
+    controller (--dry-run changes nothing): every broker then answers the same level with one higher epoch
+    (etcd's features key's revision); Kafka's refusals (a downgrade to a higher level, above the supported
+    max, an unknown feature) change nothing; a restarted broker answers the level and epoch it had.
 Ends with `cluster-tools: N passed, N failed`; exit 1 on any failure. Without the tools: one failure naming
 get-kafka.sh. Usage: tools.py [--seed N] [--deadline SECONDS]. Read next: e2e.py, harness.py.
 """
@@ -109,6 +113,91 @@ def t_features(run, bs, st):
         seen.append(int(m.group(1)) if m else None)
     check(f'  the same finalized features epoch on every broker ({seen[0]}, the features key\'s revision)',
           seen[0] is not None and seen[0] > 0 and len(set(seen)) == 1, str(seen))
+
+
+def features_of(b):
+    """(finalized level, epoch, supported max) of transaction.version from kafka-features.sh describe through
+    b; None when the tool failed."""
+    rc, out = tool('kafka-features.sh', '--bootstrap-server', b.bootstrap, 'describe')
+    m = re.search(r'Feature: transaction\.version\s+SupportedMinVersion: 0\s+SupportedMaxVersion: (\d+)\s+'
+                  r'FinalizedVersionLevel: (\d+)\s+Epoch: (\d+)', out)
+    return (int(m.group(2)), int(m.group(3)), int(m.group(1))) if rc == 0 and m else None
+
+
+def raw_features(b):
+    """(finalized transaction.version level, epoch) from ApiVersions v3 (level 0 when not listed)."""
+    r, _ = b.api_versions()
+    level = next((f['max_version_level'] for f in r['finalized_features'] if f['name'] == 'transaction.version'), 0)
+    return level, r['finalized_features_epoch']
+
+
+def all_at(bs, level):
+    """(level, epoch) once every broker answers `level` with one epoch in ApiVersions (the feeds apply etcd's
+    key), checked then with kafka-features.sh describe through one broker."""
+    seen = []
+
+    def same():
+        seen[:] = [raw_features(b) for b in bs]
+        return all(f[0] == level for f in seen) and len({f[1] for f in seen}) == 1
+    h.wait_until(same, 20, f'every broker answers transaction.version {level} with one epoch')
+    f = features_of(bs[level % len(bs)])
+    eq(f'  kafka-features.sh describe: level {level} at epoch {seen[0][1]}', seen[0], f[:2] if f else None)
+    return seen[0]
+
+
+def t_update_features(run, bs, st):
+    """UpdateFeatures (issue #25) through brokers that are not the controller: etcd's features key written in
+    a txn, every broker's feed applies the level with the key's new revision as the epoch; Kafka's refusals;
+    a restarted broker keeps the level."""
+    with k.Conn(bs[0].bootstrap, timeout=5) as c:
+        ctl = k.metadata(c, [], version=12, allow_auto=False)['controller_id']
+    others = [b for b in bs if b.node_id != ctl]
+    level0, epoch0 = all_at(bs, 1)
+    top = features_of(bs[0])[2]
+    rc, out = tool('kafka-features.sh', '--bootstrap-server', others[0].bootstrap, 'downgrade', '--feature',
+                   'transaction.version=0', '--dry-run')
+    check(f'downgrade --dry-run through broker {others[0].node_id} (not the controller {ctl}): validated',
+          'transaction.version can be downgraded to 0.' in out, out[-400:])
+    eq('  nothing changed on any broker', (1, epoch0), all_at(bs, 1))
+    rc, out = tool('kafka-features.sh', '--bootstrap-server', others[0].bootstrap, 'downgrade', '--feature',
+                   'transaction.version=0')
+    check(f'downgrade --feature transaction.version=0 through broker {others[0].node_id}',
+          'transaction.version was downgraded to 0.' in out, out[-400:])
+    level1, epoch1 = all_at(bs, 0)
+    check(f'  every broker answers level 0 with one higher epoch ({epoch0} -> {epoch1})', epoch1 > epoch0)
+    rc, out = tool('kafka-features.sh', '--bootstrap-server', others[1].bootstrap, 'downgrade', '--feature',
+                   'transaction.version=1')
+    check('downgrade to a higher level: Kafka\'s refusal', "Invalid update version 1 for feature transaction.version. "
+          "Can't downgrade to a newer version." in out, out[-400:])
+    rc, out = tool('kafka-features.sh', '--bootstrap-server', others[1].bootstrap, 'upgrade', '--feature',
+                   f'transaction.version={top + 1}')
+    check(f'upgrade above the supported max {top}: refused',
+          f'Invalid update version {top + 1} for feature transaction.version. Local controller {ctl} only '
+          f'supports versions 0-{top}' in out, out[-400:])
+    rc, out = tool('kafka-features.sh', '--bootstrap-server', others[1].bootstrap, 'upgrade', '--feature',
+                   'no.such.feature=1')
+    check('upgrade of an unknown feature: refused', 'Could not upgrade no.such.feature to 1.' in out and
+          'does not support this feature.' in out, out[-400:])
+    eq('  the refusals changed nothing', (0, epoch1), all_at(bs, 0))
+    rc, out = tool('kafka-features.sh', '--bootstrap-server', others[1].bootstrap, 'upgrade', '--feature',
+                   'transaction.version=1')
+    check(f'upgrade --feature transaction.version=1 through broker {others[1].node_id}',
+          'transaction.version was upgraded to 1.' in out, out[-400:])
+    _, epoch2 = all_at(bs, 1)
+    check(f'  every broker answers level 1 with one higher epoch ({epoch1} -> {epoch2})', epoch2 > epoch1)
+    rc, out = tool('kafka-features.sh', '--bootstrap-server', bs[0].bootstrap, 'downgrade', '--unsafe',
+                   '--feature', 'transaction.version=0')
+    check('downgrade --unsafe to 0', 'transaction.version was downgraded to 0.' in out, out[-400:])
+    _, epoch3 = all_at(bs, 0)
+    others[0].restart()
+    eq(f'broker {others[0].node_id} restarted: every broker still answers level 0 at the same epoch', (0, epoch3),
+       all_at(bs, 0))
+    rc, out = tool('kafka-features.sh', '--bootstrap-server', others[0].bootstrap, 'upgrade', '--feature',
+                   'transaction.version=1')
+    check(f'upgrade back to 1 through the restarted broker {others[0].node_id}',
+          'transaction.version was upgraded to 1.' in out, out[-400:])
+    _, epoch4 = all_at(bs, 1)
+    check(f'  epoch {epoch3} -> {epoch4}', epoch4 > epoch3)
 
 
 def t_configs(run, bs, st):
@@ -321,6 +410,7 @@ def main():
         section('kafka-topics.sh --alter --replica-assignment (RF 3)', t_partitions_rf3, run, bs, st)
         section('kafka-topics.sh --under-replicated-partitions / --under-min-isr-partitions', t_under_replicated,
                 run, bs, st)
+        section('kafka-features.sh upgrade / downgrade (UpdateFeatures)', t_update_features, run, bs, st)
     print(f'   (total {time.monotonic() - t0:.1f} s)')
     print(f'cluster-tools: {testkit.passed} passed, {testkit.failed} failed', flush=True)
     sys.exit(1 if testkit.failed else 0)

@@ -466,6 +466,25 @@ case('ElectLeaders', 'all-partitions', versions='max', request=_elect(0, None))
 case('ElectLeaders', 'empty-list', versions='max', request=_elect(0, []))
 unsupported('ElectLeaders', [99])
 
+# --- UpdateFeatures (nothing changes on either side: refusals, validate-only, no updates) ---------------
+def _features(updates, validate_only=False):
+    def build(s, v):
+        fu = [dict({'feature': n, 'max_version_level': lv},
+                   **({'upgrade_type': ut} if v >= 1 else {'allow_downgrade': ut != 1})) for n, lv, ut in updates]
+        return dict({'timeout_ms': 10000, 'feature_updates': fu}, **({'validate_only': validate_only} if v >= 1 else {}))
+    return build
+
+
+case('UpdateFeatures', 'unknown-feature', versions='all', request=_features([('no.such.feature', 1, 1)]))
+case('UpdateFeatures', 'above-max', versions='all', request=_features([('transaction.version', 99, 1)]))
+case('UpdateFeatures', 'below-zero', versions='max', request=_features([('transaction.version', -1, 2)]))
+case('UpdateFeatures', 'unknown-upgrade-type', version=[1, 2], request=_features([('transaction.version', 1, 9)]))
+case('UpdateFeatures', 'downgrade-typed-upgrade', version=[1, 2], request=_features([('transaction.version', 0, 1)]))
+case('UpdateFeatures', 'validate-only-downgrade', version=[1, 2],
+     request=_features([('transaction.version', 0, 2)], validate_only=True))
+case('UpdateFeatures', 'empty-list', versions='all', request=_features([]))
+unsupported('UpdateFeatures', [99])
+
 # --- AlterPartitionReassignments / ListPartitionReassignments (one node: its own id is the only target) ---
 def _reassign(parts, v1_allow=True):
     return lambda s, v: dict({'timeout_ms': 10000, 'topics': [{'name': t, 'partitions': [

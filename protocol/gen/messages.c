@@ -1102,6 +1102,26 @@ static void enc_gr_alter_user_scram_credentials_response(struct gr_wr *wr, int16
 static size_t sz_gr_alter_user_scram_credentials_response(const struct gr_alter_user_scram_credentials_response *m, int16_t v);
 static size_t minsz_gr_alter_user_scram_credentials_response(int16_t v) __attribute__((unused));
 static bool isdef_gr_alter_user_scram_credentials_response(const struct gr_alter_user_scram_credentials_response *m) __attribute__((unused));
+static void dec_gr_update_features_request_feature_update_key(struct gr_rd *rd, int16_t v, struct gr_update_features_request_feature_update_key *m);
+static void enc_gr_update_features_request_feature_update_key(struct gr_wr *wr, int16_t v, const struct gr_update_features_request_feature_update_key *m);
+static size_t sz_gr_update_features_request_feature_update_key(const struct gr_update_features_request_feature_update_key *m, int16_t v);
+static size_t minsz_gr_update_features_request_feature_update_key(int16_t v) __attribute__((unused));
+static bool isdef_gr_update_features_request_feature_update_key(const struct gr_update_features_request_feature_update_key *m) __attribute__((unused));
+static void dec_gr_update_features_request(struct gr_rd *rd, int16_t v, struct gr_update_features_request *m);
+static void enc_gr_update_features_request(struct gr_wr *wr, int16_t v, const struct gr_update_features_request *m);
+static size_t sz_gr_update_features_request(const struct gr_update_features_request *m, int16_t v);
+static size_t minsz_gr_update_features_request(int16_t v) __attribute__((unused));
+static bool isdef_gr_update_features_request(const struct gr_update_features_request *m) __attribute__((unused));
+static void dec_gr_update_features_response_updatable_feature_result(struct gr_rd *rd, int16_t v, struct gr_update_features_response_updatable_feature_result *m);
+static void enc_gr_update_features_response_updatable_feature_result(struct gr_wr *wr, int16_t v, const struct gr_update_features_response_updatable_feature_result *m);
+static size_t sz_gr_update_features_response_updatable_feature_result(const struct gr_update_features_response_updatable_feature_result *m, int16_t v);
+static size_t minsz_gr_update_features_response_updatable_feature_result(int16_t v) __attribute__((unused));
+static bool isdef_gr_update_features_response_updatable_feature_result(const struct gr_update_features_response_updatable_feature_result *m) __attribute__((unused));
+static void dec_gr_update_features_response(struct gr_rd *rd, int16_t v, struct gr_update_features_response *m);
+static void enc_gr_update_features_response(struct gr_wr *wr, int16_t v, const struct gr_update_features_response *m);
+static size_t sz_gr_update_features_response(const struct gr_update_features_response *m, int16_t v);
+static size_t minsz_gr_update_features_response(int16_t v) __attribute__((unused));
+static bool isdef_gr_update_features_response(const struct gr_update_features_response *m) __attribute__((unused));
 static void dec_gr_describe_cluster_request(struct gr_rd *rd, int16_t v, struct gr_describe_cluster_request *m);
 static void enc_gr_describe_cluster_request(struct gr_wr *wr, int16_t v, const struct gr_describe_cluster_request *m);
 static size_t sz_gr_describe_cluster_request(const struct gr_describe_cluster_request *m, int16_t v);
@@ -31053,6 +31073,565 @@ static int ops_decode_gr_alter_user_scram_credentials_response(struct gr_rd *rd,
 static size_t ops_size_gr_alter_user_scram_credentials_response(const void *m, int16_t v) { return gr_alter_user_scram_credentials_response_size(m, v); }
 static void ops_encode_gr_alter_user_scram_credentials_response(struct gr_wr *wr, const void *m, int16_t v) { gr_alter_user_scram_credentials_response_encode(wr, m, v); }
 
+void gr_update_features_request_feature_update_key_init(struct gr_update_features_request_feature_update_key *m)
+{
+    m->feature = ((struct gr_str){"", 0});
+    m->max_version_level = 0;
+    m->allow_downgrade = false;
+    m->upgrade_type = 1;
+    m->unknown_tags.items = NULL;
+    m->unknown_tags.count = 0;
+}
+
+static bool isdef_gr_update_features_request_feature_update_key(const struct gr_update_features_request_feature_update_key *m)
+{
+    return gr_str_eq(m->feature, gr_str_c("")) &&
+           (m->max_version_level == 0) &&
+           (m->allow_downgrade == false) &&
+           (m->upgrade_type == 1) &&
+           m->unknown_tags.count == 0;
+}
+
+static size_t minsz_gr_update_features_request_feature_update_key(int16_t v)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    size_t n = fx ? 1 : 0;
+    if (1) n += (fx ? 1 : 2);
+    if (1) n += 2;
+    if (v == 0) n += 1;
+    if (v >= 1) n += 1;
+    (void)v;
+    return n;
+}
+
+static void dec_gr_update_features_request_feature_update_key(struct gr_rd *rd, int16_t v, struct gr_update_features_request_feature_update_key *m)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    gr_update_features_request_feature_update_key_init(m);
+    if (1) {
+        m->feature = gr_rd_string(rd, fx, 0);
+    }
+    if (1) {
+        m->max_version_level = gr_rd_int16(rd);
+    }
+    if (v == 0) {
+        m->allow_downgrade = gr_rd_bool(rd);
+    }
+    if (v >= 1) {
+        m->upgrade_type = gr_rd_int8(rd);
+    }
+    if (!fx || rd->err) return;
+    uint32_t ntags = gr_rd_tag_count(rd);
+    int64_t last_tag = -1;
+    for (uint32_t t = 0; t < ntags && !rd->err; t++) {
+        uint32_t tag = gr_rd_uvarint(rd);
+        uint32_t len = gr_rd_uvarint(rd);
+        if (rd->err) return;
+        if ((int64_t)tag <= last_tag) {
+            gr_rd_fail(rd, GR_WIRE_BAD_TAGS);
+            return;
+        }
+        last_tag = tag;
+        if (len > gr_rd_left(rd)) {
+            gr_rd_fail(rd, GR_WIRE_SHORT);
+            return;
+        }
+        const uint8_t *body = rd->p;
+        switch (tag) {
+        default:
+            keep_unknown_tag(rd, &m->unknown_tags, ntags, tag, body, len);
+        }
+        rd->p = body + len;
+    }
+}
+
+static size_t sz_gr_update_features_request_feature_update_key(const struct gr_update_features_request_feature_update_key *m, int16_t v)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    size_t n = 0;
+    if (1) {
+        n += gr_sz_string(m->feature, fx);
+    }
+    if (1) {
+        n += 2;
+    }
+    if (v == 0) {
+        n += 1;
+    }
+    if (v >= 1) {
+        n += 1;
+    }
+    if (fx) {
+        uint32_t count = (uint32_t)m->unknown_tags.count;
+        n += gr_sz_uvarint(count) + gr_sz_unknown_tags(&m->unknown_tags);
+    }
+    (void)m;
+    return n;
+}
+
+static void enc_gr_update_features_request_feature_update_key(struct gr_wr *wr, int16_t v, const struct gr_update_features_request_feature_update_key *m)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    if (1) {
+        gr_wr_string(wr, m->feature, fx);
+    }
+    if (1) {
+        gr_wr_int16(wr, m->max_version_level);
+    }
+    if (v == 0) {
+        gr_wr_bool(wr, m->allow_downgrade);
+    }
+    if (v >= 1) {
+        gr_wr_int8(wr, m->upgrade_type);
+    }
+    if (!fx) return;
+    uint32_t count = (uint32_t)m->unknown_tags.count;
+    gr_wr_uvarint(wr, count);
+    int32_t u = 0;
+    while (u < m->unknown_tags.count)
+        write_unknown_tag(wr, &m->unknown_tags.items[u++]);
+}
+
+void gr_update_features_request_init(struct gr_update_features_request *m)
+{
+    m->timeout_ms = 60000;
+    m->feature_updates.items = NULL;
+    m->feature_updates.count = 0;
+    m->validate_only = false;
+    m->unknown_tags.items = NULL;
+    m->unknown_tags.count = 0;
+}
+
+static bool isdef_gr_update_features_request(const struct gr_update_features_request *m)
+{
+    return (m->timeout_ms == 60000) &&
+           m->feature_updates.count == 0 &&
+           (m->validate_only == false) &&
+           m->unknown_tags.count == 0;
+}
+
+static size_t minsz_gr_update_features_request(int16_t v)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    size_t n = fx ? 1 : 0;
+    if (1) n += 4;
+    if (1) n += (fx ? 1 : 4);
+    if (v >= 1) n += 1;
+    (void)v;
+    return n;
+}
+
+static void dec_gr_update_features_request(struct gr_rd *rd, int16_t v, struct gr_update_features_request *m)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    gr_update_features_request_init(m);
+    if (1) {
+        m->timeout_ms = gr_rd_int32(rd);
+    }
+    if (1) {
+        {
+            int32_t n = gr_rd_array_len(rd, fx, 0, minsz_gr_update_features_request_feature_update_key(v));
+            m->feature_updates.count = n;
+            m->feature_updates.items = NULL;
+            if (n > 0) {
+                m->feature_updates.items = gr_rd_alloc(rd, (size_t)n, sizeof(struct gr_update_features_request_feature_update_key));
+                for (int32_t i = 0; i < n && !rd->err; i++)
+                    dec_gr_update_features_request_feature_update_key(rd, v, &m->feature_updates.items[i]);
+                if (rd->err) m->feature_updates.count = 0;
+            }
+        }
+    }
+    if (v >= 1) {
+        m->validate_only = gr_rd_bool(rd);
+    }
+    if (!fx || rd->err) return;
+    uint32_t ntags = gr_rd_tag_count(rd);
+    int64_t last_tag = -1;
+    for (uint32_t t = 0; t < ntags && !rd->err; t++) {
+        uint32_t tag = gr_rd_uvarint(rd);
+        uint32_t len = gr_rd_uvarint(rd);
+        if (rd->err) return;
+        if ((int64_t)tag <= last_tag) {
+            gr_rd_fail(rd, GR_WIRE_BAD_TAGS);
+            return;
+        }
+        last_tag = tag;
+        if (len > gr_rd_left(rd)) {
+            gr_rd_fail(rd, GR_WIRE_SHORT);
+            return;
+        }
+        const uint8_t *body = rd->p;
+        switch (tag) {
+        default:
+            keep_unknown_tag(rd, &m->unknown_tags, ntags, tag, body, len);
+        }
+        rd->p = body + len;
+    }
+}
+
+static size_t sz_gr_update_features_request(const struct gr_update_features_request *m, int16_t v)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    size_t n = 0;
+    if (1) {
+        n += 4;
+    }
+    if (1) {
+        n += gr_sz_array_len(m->feature_updates.count, fx);
+        for (int32_t i = 0; i < m->feature_updates.count; i++)
+            n += sz_gr_update_features_request_feature_update_key(&m->feature_updates.items[i], v);
+    }
+    if (v >= 1) {
+        n += 1;
+    }
+    if (fx) {
+        uint32_t count = (uint32_t)m->unknown_tags.count;
+        n += gr_sz_uvarint(count) + gr_sz_unknown_tags(&m->unknown_tags);
+    }
+    (void)m;
+    return n;
+}
+
+static void enc_gr_update_features_request(struct gr_wr *wr, int16_t v, const struct gr_update_features_request *m)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    if (1) {
+        gr_wr_int32(wr, m->timeout_ms);
+    }
+    if (1) {
+        gr_wr_array_len(wr, m->feature_updates.count, fx);
+        for (int32_t i = 0; i < m->feature_updates.count; i++)
+            enc_gr_update_features_request_feature_update_key(wr, v, &m->feature_updates.items[i]);
+    }
+    if (v >= 1) {
+        gr_wr_bool(wr, m->validate_only);
+    }
+    if (!fx) return;
+    uint32_t count = (uint32_t)m->unknown_tags.count;
+    gr_wr_uvarint(wr, count);
+    int32_t u = 0;
+    while (u < m->unknown_tags.count)
+        write_unknown_tag(wr, &m->unknown_tags.items[u++]);
+}
+
+int gr_update_features_request_decode(struct gr_rd *rd, int16_t version, struct gr_update_features_request *m)
+{
+    dec_gr_update_features_request(rd, version, m);
+    return rd->err;
+}
+
+size_t gr_update_features_request_size(const struct gr_update_features_request *m, int16_t version) { return sz_gr_update_features_request(m, version); }
+
+void gr_update_features_request_encode(struct gr_wr *wr, const struct gr_update_features_request *m, int16_t version) { enc_gr_update_features_request(wr, version, m); }
+
+static void ops_init_gr_update_features_request(void *m) { gr_update_features_request_init(m); }
+static int ops_decode_gr_update_features_request(struct gr_rd *rd, int16_t v, void *m) { return gr_update_features_request_decode(rd, v, m); }
+static size_t ops_size_gr_update_features_request(const void *m, int16_t v) { return gr_update_features_request_size(m, v); }
+static void ops_encode_gr_update_features_request(struct gr_wr *wr, const void *m, int16_t v) { gr_update_features_request_encode(wr, m, v); }
+
+void gr_update_features_response_updatable_feature_result_init(struct gr_update_features_response_updatable_feature_result *m)
+{
+    m->feature = ((struct gr_str){"", 0});
+    m->error_code = 0;
+    m->error_message = ((struct gr_str){"", 0});
+    m->unknown_tags.items = NULL;
+    m->unknown_tags.count = 0;
+}
+
+static bool isdef_gr_update_features_response_updatable_feature_result(const struct gr_update_features_response_updatable_feature_result *m)
+{
+    return gr_str_eq(m->feature, gr_str_c("")) &&
+           (m->error_code == 0) &&
+           gr_str_eq(m->error_message, gr_str_c("")) &&
+           m->unknown_tags.count == 0;
+}
+
+static size_t minsz_gr_update_features_response_updatable_feature_result(int16_t v)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    size_t n = fx ? 1 : 0;
+    if (1) n += (fx ? 1 : 2);
+    if (1) n += 2;
+    if (1) n += (fx ? 1 : 2);
+    (void)v;
+    return n;
+}
+
+static void dec_gr_update_features_response_updatable_feature_result(struct gr_rd *rd, int16_t v, struct gr_update_features_response_updatable_feature_result *m)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    gr_update_features_response_updatable_feature_result_init(m);
+    if (1) {
+        m->feature = gr_rd_string(rd, fx, 0);
+    }
+    if (1) {
+        m->error_code = gr_rd_int16(rd);
+    }
+    if (1) {
+        m->error_message = gr_rd_string(rd, fx, 1);
+    }
+    if (!fx || rd->err) return;
+    uint32_t ntags = gr_rd_tag_count(rd);
+    int64_t last_tag = -1;
+    for (uint32_t t = 0; t < ntags && !rd->err; t++) {
+        uint32_t tag = gr_rd_uvarint(rd);
+        uint32_t len = gr_rd_uvarint(rd);
+        if (rd->err) return;
+        if ((int64_t)tag <= last_tag) {
+            gr_rd_fail(rd, GR_WIRE_BAD_TAGS);
+            return;
+        }
+        last_tag = tag;
+        if (len > gr_rd_left(rd)) {
+            gr_rd_fail(rd, GR_WIRE_SHORT);
+            return;
+        }
+        const uint8_t *body = rd->p;
+        switch (tag) {
+        default:
+            keep_unknown_tag(rd, &m->unknown_tags, ntags, tag, body, len);
+        }
+        rd->p = body + len;
+    }
+}
+
+static size_t sz_gr_update_features_response_updatable_feature_result(const struct gr_update_features_response_updatable_feature_result *m, int16_t v)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    size_t n = 0;
+    if (1) {
+        n += gr_sz_string(m->feature, fx);
+    }
+    if (1) {
+        n += 2;
+    }
+    if (1) {
+        n += gr_sz_string(m->error_message, fx);
+    }
+    if (fx) {
+        uint32_t count = (uint32_t)m->unknown_tags.count;
+        n += gr_sz_uvarint(count) + gr_sz_unknown_tags(&m->unknown_tags);
+    }
+    (void)m;
+    return n;
+}
+
+static void enc_gr_update_features_response_updatable_feature_result(struct gr_wr *wr, int16_t v, const struct gr_update_features_response_updatable_feature_result *m)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    if (1) {
+        gr_wr_string(wr, m->feature, fx);
+    }
+    if (1) {
+        gr_wr_int16(wr, m->error_code);
+    }
+    if (1) {
+        gr_wr_string(wr, m->error_message, fx);
+    }
+    if (!fx) return;
+    uint32_t count = (uint32_t)m->unknown_tags.count;
+    gr_wr_uvarint(wr, count);
+    int32_t u = 0;
+    while (u < m->unknown_tags.count)
+        write_unknown_tag(wr, &m->unknown_tags.items[u++]);
+}
+
+void gr_update_features_response_init(struct gr_update_features_response *m)
+{
+    m->throttle_time_ms = 0;
+    m->error_code = 0;
+    m->error_message = ((struct gr_str){"", 0});
+    m->results.items = NULL;
+    m->results.count = 0;
+    m->unknown_tags.items = NULL;
+    m->unknown_tags.count = 0;
+}
+
+static bool isdef_gr_update_features_response(const struct gr_update_features_response *m)
+{
+    return (m->throttle_time_ms == 0) &&
+           (m->error_code == 0) &&
+           gr_str_eq(m->error_message, gr_str_c("")) &&
+           m->results.count == 0 &&
+           m->unknown_tags.count == 0;
+}
+
+static size_t minsz_gr_update_features_response(int16_t v)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    size_t n = fx ? 1 : 0;
+    if (1) n += 4;
+    if (1) n += 2;
+    if (1) n += (fx ? 1 : 2);
+    if (v <= 1) n += (fx ? 1 : 4);
+    (void)v;
+    return n;
+}
+
+static void dec_gr_update_features_response(struct gr_rd *rd, int16_t v, struct gr_update_features_response *m)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    gr_update_features_response_init(m);
+    if (1) {
+        m->throttle_time_ms = gr_rd_int32(rd);
+    }
+    if (1) {
+        m->error_code = gr_rd_int16(rd);
+    }
+    if (1) {
+        m->error_message = gr_rd_string(rd, fx, 1);
+    }
+    if (v <= 1) {
+        {
+            int32_t n = gr_rd_array_len(rd, fx, 0, minsz_gr_update_features_response_updatable_feature_result(v));
+            m->results.count = n;
+            m->results.items = NULL;
+            if (n > 0) {
+                m->results.items = gr_rd_alloc(rd, (size_t)n, sizeof(struct gr_update_features_response_updatable_feature_result));
+                for (int32_t i = 0; i < n && !rd->err; i++)
+                    dec_gr_update_features_response_updatable_feature_result(rd, v, &m->results.items[i]);
+                if (rd->err) m->results.count = 0;
+            }
+        }
+    }
+    if (!fx || rd->err) return;
+    uint32_t ntags = gr_rd_tag_count(rd);
+    int64_t last_tag = -1;
+    for (uint32_t t = 0; t < ntags && !rd->err; t++) {
+        uint32_t tag = gr_rd_uvarint(rd);
+        uint32_t len = gr_rd_uvarint(rd);
+        if (rd->err) return;
+        if ((int64_t)tag <= last_tag) {
+            gr_rd_fail(rd, GR_WIRE_BAD_TAGS);
+            return;
+        }
+        last_tag = tag;
+        if (len > gr_rd_left(rd)) {
+            gr_rd_fail(rd, GR_WIRE_SHORT);
+            return;
+        }
+        const uint8_t *body = rd->p;
+        switch (tag) {
+        default:
+            keep_unknown_tag(rd, &m->unknown_tags, ntags, tag, body, len);
+        }
+        rd->p = body + len;
+    }
+}
+
+static size_t sz_gr_update_features_response(const struct gr_update_features_response *m, int16_t v)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    size_t n = 0;
+    if (1) {
+        n += 4;
+    }
+    if (1) {
+        n += 2;
+    }
+    if (1) {
+        n += gr_sz_string(m->error_message, fx);
+    }
+    if (v <= 1) {
+        n += gr_sz_array_len(m->results.count, fx);
+        for (int32_t i = 0; i < m->results.count; i++)
+            n += sz_gr_update_features_response_updatable_feature_result(&m->results.items[i], v);
+    }
+    if (fx) {
+        uint32_t count = (uint32_t)m->unknown_tags.count;
+        n += gr_sz_uvarint(count) + gr_sz_unknown_tags(&m->unknown_tags);
+    }
+    (void)m;
+    return n;
+}
+
+static void enc_gr_update_features_response(struct gr_wr *wr, int16_t v, const struct gr_update_features_response *m)
+{
+    const bool fx = 1;
+    (void)fx;
+    (void)v;
+    if (1) {
+        gr_wr_int32(wr, m->throttle_time_ms);
+    }
+    if (1) {
+        gr_wr_int16(wr, m->error_code);
+    }
+    if (1) {
+        gr_wr_string(wr, m->error_message, fx);
+    }
+    if (v <= 1) {
+        gr_wr_array_len(wr, m->results.count, fx);
+        for (int32_t i = 0; i < m->results.count; i++)
+            enc_gr_update_features_response_updatable_feature_result(wr, v, &m->results.items[i]);
+    }
+    if (!fx) return;
+    uint32_t count = (uint32_t)m->unknown_tags.count;
+    gr_wr_uvarint(wr, count);
+    int32_t u = 0;
+    while (u < m->unknown_tags.count)
+        write_unknown_tag(wr, &m->unknown_tags.items[u++]);
+}
+
+static void ce_gr_update_features_response_updatable_feature_result(const struct gr_update_features_response_updatable_feature_result *m, uint64_t *counts, int nslots)
+{
+    count_error(counts, nslots, m->error_code);
+}
+
+void gr_update_features_response_count_errors(const struct gr_update_features_response *m, bool top, uint64_t *counts, int nslots)
+{
+    if (top) count_error(counts, nslots, m->error_code);
+    for (int32_t i = 0; i < m->results.count; i++)
+        ce_gr_update_features_response_updatable_feature_result(&m->results.items[i], counts, nslots);
+    (void)top;
+}
+
+static void ops_count_errors_gr_update_features_response(const void *m, bool top, uint64_t *counts, int nslots) { gr_update_features_response_count_errors(m, top, counts, nslots); }
+
+int gr_update_features_response_decode(struct gr_rd *rd, int16_t version, struct gr_update_features_response *m)
+{
+    dec_gr_update_features_response(rd, version, m);
+    return rd->err;
+}
+
+size_t gr_update_features_response_size(const struct gr_update_features_response *m, int16_t version) { return sz_gr_update_features_response(m, version); }
+
+void gr_update_features_response_encode(struct gr_wr *wr, const struct gr_update_features_response *m, int16_t version) { enc_gr_update_features_response(wr, version, m); }
+
+static void ops_init_gr_update_features_response(void *m) { gr_update_features_response_init(m); }
+static int ops_decode_gr_update_features_response(struct gr_rd *rd, int16_t v, void *m) { return gr_update_features_response_decode(rd, v, m); }
+static size_t ops_size_gr_update_features_response(const void *m, int16_t v) { return gr_update_features_response_size(m, v); }
+static void ops_encode_gr_update_features_response(struct gr_wr *wr, const void *m, int16_t v) { gr_update_features_response_encode(wr, m, v); }
+
 void gr_describe_cluster_request_init(struct gr_describe_cluster_request *m)
 {
     m->include_cluster_authorized_operations = false;
@@ -34454,6 +35033,8 @@ const struct gr_msg_ops gr_msg_ops_table[] = {
     {50, true, "describe_user_scram_credentials_response", 0, 0, 0, -1, sizeof(struct gr_describe_user_scram_credentials_response), ops_init_gr_describe_user_scram_credentials_response, ops_decode_gr_describe_user_scram_credentials_response, ops_size_gr_describe_user_scram_credentials_response, ops_encode_gr_describe_user_scram_credentials_response, NULL, ops_count_errors_gr_describe_user_scram_credentials_response},
     {51, false, "alter_user_scram_credentials_request", 0, 0, 0, -1, sizeof(struct gr_alter_user_scram_credentials_request), ops_init_gr_alter_user_scram_credentials_request, ops_decode_gr_alter_user_scram_credentials_request, ops_size_gr_alter_user_scram_credentials_request, ops_encode_gr_alter_user_scram_credentials_request, NULL, NULL},
     {51, true, "alter_user_scram_credentials_response", 0, 0, 0, -1, sizeof(struct gr_alter_user_scram_credentials_response), ops_init_gr_alter_user_scram_credentials_response, ops_decode_gr_alter_user_scram_credentials_response, ops_size_gr_alter_user_scram_credentials_response, ops_encode_gr_alter_user_scram_credentials_response, NULL, ops_count_errors_gr_alter_user_scram_credentials_response},
+    {57, false, "update_features_request", 0, 2, 0, -1, sizeof(struct gr_update_features_request), ops_init_gr_update_features_request, ops_decode_gr_update_features_request, ops_size_gr_update_features_request, ops_encode_gr_update_features_request, NULL, NULL},
+    {57, true, "update_features_response", 0, 2, 0, -1, sizeof(struct gr_update_features_response), ops_init_gr_update_features_response, ops_decode_gr_update_features_response, ops_size_gr_update_features_response, ops_encode_gr_update_features_response, NULL, ops_count_errors_gr_update_features_response},
     {60, false, "describe_cluster_request", 0, 2, 0, -1, sizeof(struct gr_describe_cluster_request), ops_init_gr_describe_cluster_request, ops_decode_gr_describe_cluster_request, ops_size_gr_describe_cluster_request, ops_encode_gr_describe_cluster_request, NULL, NULL},
     {60, true, "describe_cluster_response", 0, 2, 0, -1, sizeof(struct gr_describe_cluster_response), ops_init_gr_describe_cluster_response, ops_decode_gr_describe_cluster_response, ops_size_gr_describe_cluster_response, ops_encode_gr_describe_cluster_response, NULL, ops_count_errors_gr_describe_cluster_response},
     {61, false, "describe_producers_request", 0, 0, 0, -1, sizeof(struct gr_describe_producers_request), ops_init_gr_describe_producers_request, ops_decode_gr_describe_producers_request, ops_size_gr_describe_producers_request, ops_encode_gr_describe_producers_request, NULL, NULL},
@@ -34465,7 +35046,7 @@ const struct gr_msg_ops gr_msg_ops_table[] = {
     {32000, false, "partition_summary_request", 0, 0, 0, -1, sizeof(struct gr_partition_summary_request), ops_init_gr_partition_summary_request, ops_decode_gr_partition_summary_request, ops_size_gr_partition_summary_request, ops_encode_gr_partition_summary_request, NULL, NULL},
     {32000, true, "partition_summary_response", 0, 0, 0, -1, sizeof(struct gr_partition_summary_response), ops_init_gr_partition_summary_response, ops_decode_gr_partition_summary_response, ops_size_gr_partition_summary_response, ops_encode_gr_partition_summary_response, NULL, ops_count_errors_gr_partition_summary_response},
 };
-const int gr_msg_ops_count = 94;
+const int gr_msg_ops_count = 96;
 
 const struct gr_msg_ops *gr_msg_ops_find(int16_t api_key, bool response)
 {

@@ -224,6 +224,10 @@ struct gr_alter_user_scram_credentials_request_scram_credential_upsertion;
 struct gr_alter_user_scram_credentials_request;
 struct gr_alter_user_scram_credentials_response_alter_user_scram_credentials_result;
 struct gr_alter_user_scram_credentials_response;
+struct gr_update_features_request_feature_update_key;
+struct gr_update_features_request;
+struct gr_update_features_response_updatable_feature_result;
+struct gr_update_features_response;
 struct gr_describe_cluster_request;
 struct gr_describe_cluster_response_describe_cluster_broker;
 struct gr_describe_cluster_response;
@@ -3458,6 +3462,70 @@ void gr_alter_user_scram_credentials_response_encode(struct gr_wr *wr, const str
  * errorCounts() reads its in-memory response), the top-level ones only when `top`; a code outside
  * 0..nslots-2 counts in slot 0 (-1, UNKNOWN_SERVER_ERROR, as Errors.forCode). */
 void gr_alter_user_scram_credentials_response_count_errors(const struct gr_alter_user_scram_credentials_response *m, bool top, uint64_t *counts, int nslots);
+
+/* ---- update_features_request (api key 57 request, versions 0-2, flexible 0+) ---- */
+struct gr_update_features_request_feature_update_key {
+    struct gr_str feature; /* v0+ */
+    int16_t max_version_level; /* v0+ */
+    bool allow_downgrade; /* v0-0 */
+    int8_t upgrade_type; /* v1+ */
+    struct gr_tags unknown_tags;
+};
+struct gr_update_features_request_feature_update_key_array {
+    struct gr_update_features_request_feature_update_key *items;
+    int32_t count; /* -1 = null */
+};
+/* Sets every field of `m` to its default. */
+void gr_update_features_request_feature_update_key_init(struct gr_update_features_request_feature_update_key *m);
+struct gr_update_features_request {
+    int32_t timeout_ms; /* v0+ */
+    struct gr_update_features_request_feature_update_key_array feature_updates; /* v0+ */
+    bool validate_only; /* v1+ */
+    struct gr_tags unknown_tags;
+};
+/* Sets every field to its default (Kafka's "default", else 0 / empty / null for records). */
+void gr_update_features_request_init(struct gr_update_features_request *m);
+/* Decodes a update_features_request body at `version` (0-2) from `rd`; arrays come from rd->arena. Returns 0 or the
+ * reader's sticky enum gr_wire_err. Does not check that the reader is exhausted. */
+int gr_update_features_request_decode(struct gr_rd *rd, int16_t version, struct gr_update_features_request *m);
+/* Bytes that gr_update_features_request_encode writes for `m` at `version`. */
+size_t gr_update_features_request_size(const struct gr_update_features_request *m, int16_t version);
+/* Encodes `m` at `version`; the writer must have gr_update_features_request_size() bytes of room. */
+void gr_update_features_request_encode(struct gr_wr *wr, const struct gr_update_features_request *m, int16_t version);
+
+/* ---- update_features_response (api key 57 response, versions 0-2, flexible 0+) ---- */
+struct gr_update_features_response_updatable_feature_result {
+    struct gr_str feature; /* v0+ */
+    int16_t error_code; /* v0+ */
+    struct gr_str error_message; /* v0+, nullable v0+ */
+    struct gr_tags unknown_tags;
+};
+struct gr_update_features_response_updatable_feature_result_array {
+    struct gr_update_features_response_updatable_feature_result *items;
+    int32_t count; /* -1 = null */
+};
+/* Sets every field of `m` to its default. */
+void gr_update_features_response_updatable_feature_result_init(struct gr_update_features_response_updatable_feature_result *m);
+struct gr_update_features_response {
+    int32_t throttle_time_ms; /* v0+ */
+    int16_t error_code; /* v0+ */
+    struct gr_str error_message; /* v0+, nullable v0+ */
+    struct gr_update_features_response_updatable_feature_result_array results; /* v0-1 */
+    struct gr_tags unknown_tags;
+};
+/* Sets every field to its default (Kafka's "default", else 0 / empty / null for records). */
+void gr_update_features_response_init(struct gr_update_features_response *m);
+/* Decodes a update_features_response body at `version` (0-2) from `rd`; arrays come from rd->arena. Returns 0 or the
+ * reader's sticky enum gr_wire_err. Does not check that the reader is exhausted. */
+int gr_update_features_response_decode(struct gr_rd *rd, int16_t version, struct gr_update_features_response *m);
+/* Bytes that gr_update_features_response_encode writes for `m` at `version`. */
+size_t gr_update_features_response_size(const struct gr_update_features_response *m, int16_t version);
+/* Encodes `m` at `version`; the writer must have gr_update_features_response_size() bytes of room. */
+void gr_update_features_response_encode(struct gr_wr *wr, const struct gr_update_features_response *m, int16_t version);
+/* Adds one to counts[code + 1] for each error field of `m` (error_code, partition_error_code, every version: Kafka's
+ * errorCounts() reads its in-memory response), the top-level ones only when `top`; a code outside
+ * 0..nslots-2 counts in slot 0 (-1, UNKNOWN_SERVER_ERROR, as Errors.forCode). */
+void gr_update_features_response_count_errors(const struct gr_update_features_response *m, bool top, uint64_t *counts, int nslots);
 
 /* ---- describe_cluster_request (api key 60 request, versions 0-2, flexible 0+) ---- */
 struct gr_describe_cluster_request {

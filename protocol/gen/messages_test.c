@@ -427,6 +427,14 @@ static void json_gr_alter_user_scram_credentials_response_alter_user_scram_crede
 static void rnd_gr_alter_user_scram_credentials_response_alter_user_scram_credentials_result(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_alter_user_scram_credentials_response_alter_user_scram_credentials_result *m);
 static void json_gr_alter_user_scram_credentials_response(struct gr_sb *sb, int16_t v, const struct gr_alter_user_scram_credentials_response *m);
 static void rnd_gr_alter_user_scram_credentials_response(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_alter_user_scram_credentials_response *m);
+static void json_gr_update_features_request_feature_update_key(struct gr_sb *sb, int16_t v, const struct gr_update_features_request_feature_update_key *m);
+static void rnd_gr_update_features_request_feature_update_key(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_update_features_request_feature_update_key *m);
+static void json_gr_update_features_request(struct gr_sb *sb, int16_t v, const struct gr_update_features_request *m);
+static void rnd_gr_update_features_request(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_update_features_request *m);
+static void json_gr_update_features_response_updatable_feature_result(struct gr_sb *sb, int16_t v, const struct gr_update_features_response_updatable_feature_result *m);
+static void rnd_gr_update_features_response_updatable_feature_result(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_update_features_response_updatable_feature_result *m);
+static void json_gr_update_features_response(struct gr_sb *sb, int16_t v, const struct gr_update_features_response *m);
+static void rnd_gr_update_features_response(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_update_features_response *m);
 static void json_gr_describe_cluster_request(struct gr_sb *sb, int16_t v, const struct gr_describe_cluster_request *m);
 static void rnd_gr_describe_cluster_request(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_describe_cluster_request *m);
 static void json_gr_describe_cluster_response_describe_cluster_broker(struct gr_sb *sb, int16_t v, const struct gr_describe_cluster_response_describe_cluster_broker *m);
@@ -11679,6 +11687,210 @@ static void rnd_gr_alter_user_scram_credentials_response(struct gr_rng *rng, str
 static void ops_json_gr_alter_user_scram_credentials_response(struct gr_sb *sb, const void *m, int16_t v) { json_gr_alter_user_scram_credentials_response(sb, v, m); }
 static void ops_rnd_gr_alter_user_scram_credentials_response(struct gr_rng *rng, struct gr_arena *a, void *m, int16_t v) { rnd_gr_alter_user_scram_credentials_response(rng, a, v, m); }
 
+static void json_gr_update_features_request_feature_update_key(struct gr_sb *sb, int16_t v, const struct gr_update_features_request_feature_update_key *m)
+{
+    gr_sb_putc(sb, '{');
+    bool first = true;
+    if (1) {
+        gr_sb_json_key(sb, "feature", &first);
+        gr_sb_json_str(sb, m->feature);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "maxVersionLevel", &first);
+        gr_sb_json_int(sb, m->max_version_level);
+    }
+    if (v == 0) {
+        gr_sb_json_key(sb, "allowDowngrade", &first);
+        gr_sb_json_bool(sb, m->allow_downgrade);
+    }
+    if (v >= 1) {
+        gr_sb_json_key(sb, "upgradeType", &first);
+        gr_sb_json_int(sb, m->upgrade_type);
+    }
+    gr_sb_putc(sb, '}');
+    (void)v;
+    (void)first;
+}
+
+static void rnd_gr_update_features_request_feature_update_key(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_update_features_request_feature_update_key *m)
+{
+    gr_update_features_request_feature_update_key_init(m);
+    (void)v;
+    if (1) {
+        m->feature = gr_rng_str(rng, a, 0);
+    }
+    if (1) {
+        m->max_version_level = (int16_t)gr_rng_u64(rng);
+    }
+    if (v == 0) {
+        m->allow_downgrade = gr_rng_bool(rng);
+    }
+    if (v >= 1) {
+        m->upgrade_type = (int8_t)gr_rng_u64(rng);
+    }
+    if ((1) && gr_rng_below(rng, 4) == 0)
+        gr_rng_unknown_tags(rng, a, &m->unknown_tags);
+}
+
+static void json_gr_update_features_request(struct gr_sb *sb, int16_t v, const struct gr_update_features_request *m)
+{
+    gr_sb_putc(sb, '{');
+    bool first = true;
+    if (1) {
+        gr_sb_json_key(sb, "timeoutMs", &first);
+        gr_sb_json_int(sb, m->timeout_ms);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "featureUpdates", &first);
+        if (m->feature_updates.count < 0) {
+            gr_sb_puts(sb, "null");
+        } else {
+            gr_sb_putc(sb, '[');
+            for (int32_t i = 0; i < m->feature_updates.count; i++) {
+                if (i) gr_sb_putc(sb, ',');
+                json_gr_update_features_request_feature_update_key(sb, v, &m->feature_updates.items[i]);
+            }
+            gr_sb_putc(sb, ']');
+        }
+    }
+    if (v >= 1) {
+        gr_sb_json_key(sb, "validateOnly", &first);
+        gr_sb_json_bool(sb, m->validate_only);
+    }
+    gr_sb_putc(sb, '}');
+    (void)v;
+    (void)first;
+}
+
+static void rnd_gr_update_features_request(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_update_features_request *m)
+{
+    gr_update_features_request_init(m);
+    (void)v;
+    if (1) {
+        m->timeout_ms = gr_rng_int32(rng);
+    }
+    if (1) {
+        if ((0) && gr_rng_below(rng, 5) == 0) {
+            m->feature_updates.count = -1;
+        } else {
+            m->feature_updates.count = (int32_t)gr_rng_below(rng, 4);
+            m->feature_updates.items = gr_arena_calloc(a, (size_t)m->feature_updates.count + 1, sizeof(struct gr_update_features_request_feature_update_key));
+            for (int32_t i = 0; i < m->feature_updates.count; i++)
+                rnd_gr_update_features_request_feature_update_key(rng, a, v, &m->feature_updates.items[i]);
+        }
+    }
+    if (v >= 1) {
+        m->validate_only = gr_rng_bool(rng);
+    }
+    if ((1) && gr_rng_below(rng, 4) == 0)
+        gr_rng_unknown_tags(rng, a, &m->unknown_tags);
+}
+
+static void ops_json_gr_update_features_request(struct gr_sb *sb, const void *m, int16_t v) { json_gr_update_features_request(sb, v, m); }
+static void ops_rnd_gr_update_features_request(struct gr_rng *rng, struct gr_arena *a, void *m, int16_t v) { rnd_gr_update_features_request(rng, a, v, m); }
+
+static void json_gr_update_features_response_updatable_feature_result(struct gr_sb *sb, int16_t v, const struct gr_update_features_response_updatable_feature_result *m)
+{
+    gr_sb_putc(sb, '{');
+    bool first = true;
+    if (1) {
+        gr_sb_json_key(sb, "feature", &first);
+        gr_sb_json_str(sb, m->feature);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "errorCode", &first);
+        gr_sb_json_int(sb, m->error_code);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "errorMessage", &first);
+        gr_sb_json_str(sb, m->error_message);
+    }
+    gr_sb_putc(sb, '}');
+    (void)v;
+    (void)first;
+}
+
+static void rnd_gr_update_features_response_updatable_feature_result(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_update_features_response_updatable_feature_result *m)
+{
+    gr_update_features_response_updatable_feature_result_init(m);
+    (void)v;
+    if (1) {
+        m->feature = gr_rng_str(rng, a, 0);
+    }
+    if (1) {
+        m->error_code = (int16_t)gr_rng_u64(rng);
+    }
+    if (1) {
+        m->error_message = gr_rng_str(rng, a, 1);
+    }
+    if ((1) && gr_rng_below(rng, 4) == 0)
+        gr_rng_unknown_tags(rng, a, &m->unknown_tags);
+}
+
+static void json_gr_update_features_response(struct gr_sb *sb, int16_t v, const struct gr_update_features_response *m)
+{
+    gr_sb_putc(sb, '{');
+    bool first = true;
+    if (1) {
+        gr_sb_json_key(sb, "throttleTimeMs", &first);
+        gr_sb_json_int(sb, m->throttle_time_ms);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "errorCode", &first);
+        gr_sb_json_int(sb, m->error_code);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "errorMessage", &first);
+        gr_sb_json_str(sb, m->error_message);
+    }
+    if (v <= 1) {
+        gr_sb_json_key(sb, "results", &first);
+        if (m->results.count < 0) {
+            gr_sb_puts(sb, "null");
+        } else {
+            gr_sb_putc(sb, '[');
+            for (int32_t i = 0; i < m->results.count; i++) {
+                if (i) gr_sb_putc(sb, ',');
+                json_gr_update_features_response_updatable_feature_result(sb, v, &m->results.items[i]);
+            }
+            gr_sb_putc(sb, ']');
+        }
+    }
+    gr_sb_putc(sb, '}');
+    (void)v;
+    (void)first;
+}
+
+static void rnd_gr_update_features_response(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_update_features_response *m)
+{
+    gr_update_features_response_init(m);
+    (void)v;
+    if (1) {
+        m->throttle_time_ms = gr_rng_int32(rng);
+    }
+    if (1) {
+        m->error_code = (int16_t)gr_rng_u64(rng);
+    }
+    if (1) {
+        m->error_message = gr_rng_str(rng, a, 1);
+    }
+    if (v <= 1) {
+        if ((0) && gr_rng_below(rng, 5) == 0) {
+            m->results.count = -1;
+        } else {
+            m->results.count = (int32_t)gr_rng_below(rng, 4);
+            m->results.items = gr_arena_calloc(a, (size_t)m->results.count + 1, sizeof(struct gr_update_features_response_updatable_feature_result));
+            for (int32_t i = 0; i < m->results.count; i++)
+                rnd_gr_update_features_response_updatable_feature_result(rng, a, v, &m->results.items[i]);
+        }
+    }
+    if ((1) && gr_rng_below(rng, 4) == 0)
+        gr_rng_unknown_tags(rng, a, &m->unknown_tags);
+}
+
+static void ops_json_gr_update_features_response(struct gr_sb *sb, const void *m, int16_t v) { json_gr_update_features_response(sb, v, m); }
+static void ops_rnd_gr_update_features_response(struct gr_rng *rng, struct gr_arena *a, void *m, int16_t v) { rnd_gr_update_features_response(rng, a, v, m); }
+
 static void json_gr_describe_cluster_request(struct gr_sb *sb, int16_t v, const struct gr_describe_cluster_request *m)
 {
     gr_sb_putc(sb, '{');
@@ -13065,6 +13277,8 @@ const struct gr_msg_test_ops gr_msg_test_ops_table[] = {
     {50, true, ops_json_gr_describe_user_scram_credentials_response, ops_rnd_gr_describe_user_scram_credentials_response},
     {51, false, ops_json_gr_alter_user_scram_credentials_request, ops_rnd_gr_alter_user_scram_credentials_request},
     {51, true, ops_json_gr_alter_user_scram_credentials_response, ops_rnd_gr_alter_user_scram_credentials_response},
+    {57, false, ops_json_gr_update_features_request, ops_rnd_gr_update_features_request},
+    {57, true, ops_json_gr_update_features_response, ops_rnd_gr_update_features_response},
     {60, false, ops_json_gr_describe_cluster_request, ops_rnd_gr_describe_cluster_request},
     {60, true, ops_json_gr_describe_cluster_response, ops_rnd_gr_describe_cluster_response},
     {61, false, ops_json_gr_describe_producers_request, ops_rnd_gr_describe_producers_request},

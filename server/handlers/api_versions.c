@@ -7,16 +7,15 @@
  * cluster id and node id the client means to reach, both or neither (null and -1): one without the other
  * is INVALID_REQUEST, either differing from this broker's is REBOOTSTRAP_REQUIRED; both answers carry no
  * API list, as Kafka 4.4 answers. The unsupported-version fallback lives in dispatch.c.
- * v3+ features (KIP-584, tagged): SupportedFeatures transaction.version 0..GR_TRANSACTION_VERSION_MAX; the
+ * v3+ features (KIP-584, tagged): SupportedFeatures transaction.version 0..GR_TRANSACTION_VERSION_MAX
+ * (cluster/features.h); the
  * finalized level and FinalizedFeaturesEpoch from the image (cluster/image.h: etcd's features key, or one
  * node's gregor-features file); a level of 0 is not listed as finalized (Kafka lists only levels above 0).
  * Gregor advertises no other feature (group.version, share.version...: their protocols are not served).
  */
+#include "cluster/features.h"
 #include "cluster/image.h"
 #include "server/handlers/handlers.h"
-
-/* The highest transaction.version Gregor serves: 1 until KIP-890 part 2's path lands (issue #25). */
-#define GR_TRANSACTION_VERSION_MAX 1
 
 static bool kip511_valid(struct gr_str s)
 {

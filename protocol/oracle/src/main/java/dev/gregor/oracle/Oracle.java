@@ -69,7 +69,7 @@ public final class Oracle {
         {44, "IncrementalAlterConfigs"}, {45, "AlterPartitionReassignments"},
         {46, "ListPartitionReassignments"}, {47, "OffsetDelete"}, {48, "DescribeClientQuotas"},
         {50, "DescribeUserScramCredentials"},
-        {51, "AlterUserScramCredentials"}, {60, "DescribeCluster"},
+        {51, "AlterUserScramCredentials"}, {57, "UpdateFeatures"}, {60, "DescribeCluster"},
         {61, "DescribeProducers"}, {65, "DescribeTransactions"}, {66, "ListTransactions"},
     };
 
