@@ -71,6 +71,12 @@
 /* The first EndTxn version of transaction version 2 (EndTxnRequest.json: v5 adds the response's ProducerId
    and ProducerEpoch; Kafka's handleEndTxnRequest uses TV_2 above v4). */
 #define GR_TXN_END_TXN_V2_MIN 5
+/* The first Produce and TxnOffsetCommit versions of transaction version 2: the broker adds the partition (the
+   group's offsets partition) to the transaction itself (KIP-890 part 2; Kafka's
+   produceRequestVersionToTransactionSupportedOperation / txnOffsetCommitRequestVersionTo...: addPartition).
+ */
+#define GR_TXN_PRODUCE_V2_MIN 12
+#define GR_TXN_TXN_OFFSET_COMMIT_V2_MIN 5
 /* Kafka's TransactionMetadata.isEpochExhausted: an epoch at or above this gets a new producer id. */
 #define GR_TXN_EPOCH_EXHAUSTED (INT16_MAX - 1)
 

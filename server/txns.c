@@ -712,9 +712,13 @@ static void hook_done(void *ctx, void *waiter, const struct gr_txn_result *res)
 {
     (void)ctx;
     struct gr_txns_waiter *w = waiter;
+    /* read before the answer: an implicit add's waiter (add_answered) is freed by it */
+    bool parked = w->parked;
+    struct gr_txns_waits *waits = w->req_waits;
+    struct gr_req *req = w->req;
     w->answered = true;
     w->answer(w, res);
-    if (w->parked && --w->req_waits->pending == 0) gr_req_finish(w->req);
+    if (parked && --waits->pending == 0) gr_req_finish(req);
 }
 
 /* ---- the handlers' side ---- */
@@ -1222,13 +1226,29 @@ struct vpart {
                        there: hasOngoingTransaction) */
 };
 
-/* A Produce's remote verification (the request's state under verify_key, in its arena). */
+struct ladd;
+
+/* A Produce's remote verification, or its implicit add at the coordinator in process (the request's state
+   under verify_key, in its arena). */
 struct vstate {
     struct gr_req *req;
-    struct gr_txn_question q; /* to the coordinator's broker (server/txn_verifier.h) */
+    struct gr_txn_question q; /* to the coordinator's broker (server/txn_verifier.h); q.parts also hold the
+                                 in-process add's answers */
     struct vpart *parts;
     int32_t count;
-    bool answered; /* the question's errors are in (or nothing was asked) */
+    bool answered;      /* the question's errors are in (or nothing was asked) */
+    bool remote;        /* q went to the verifier */
+    struct ladd *local; /* the in-process add in flight (NULL: none or answered) */
+    bool waiting;       /* the request waits for it (gr_req_await_verified) */
+    ev_timer soon;      /* gr_req_verified from the loop, never inside the coordinator's call */
+};
+
+/* The in-process implicit add's waiter (transaction version 2: Kafka's AddPartitionsToTxnManager with
+   verifyOnly false, the coordinator here): malloc'ed, as the coordinator may answer after the request's
+   wait expired (then `v` is NULL and the answer only frees it). */
+struct ladd {
+    struct gr_txns_waiter w; /* first: hook_done's waiter */
+    struct vstate *v;
 };
 
 static const char verify_key;
@@ -1245,7 +1265,68 @@ static void on_verified(struct gr_txn_question *q)
 static void verify_cancel(struct gr_req *req)
 {
     struct vstate *v = gr_req_state(req, &verify_key);
-    if (v) gr_txn_verifier_cancel(&v->q);
+    if (!v) return;
+    if (v->remote) gr_txn_verifier_cancel(&v->q);
+    if (v->local) v->local->v = NULL; /* its answer, when it comes, only frees it */
+    v->local = NULL;
+    if (v->waiting) ev_timer_stop(v->req->broker->loop, &v->soon);
+}
+
+static void added_soon(struct ev_loop *loop, ev_timer *tw, int revents)
+{
+    (void)loop, (void)revents;
+    struct vstate *v = (struct vstate *)((char *)tw - offsetof(struct vstate, soon));
+    gr_req_verified(v->req);
+}
+
+/* The in-process coordinator's answer to the implicit add: one error for every asked partition (NONE: in
+   the transaction now). */
+static void add_answered(struct gr_txns_waiter *w, const struct gr_txn_result *res)
+{
+    struct ladd *la = (struct ladd *)w;
+    struct vstate *v = la->v;
+    free(la);
+    if (!v) return; /* the request's wait expired first */
+    v->local = NULL;
+    for (int32_t i = 0; i < v->q.count; i++)
+        v->q.parts[i].error = res->error_code;
+    v->answered = true;
+    if (v->waiting) ev_timer_start(v->req->broker->loop, &v->soon); /* answered later: run it again */
+}
+
+/* Adds the asked partitions of `v` (filled) to the producer's transaction at the coordinator in process
+   (gr_txn_add_partitions_tv, client version 2) and declares the request's wait until the add is durable;
+   false (go on now, the verdicts set) when nothing is asked or it was answered at once. */
+static bool add_local(struct gr_req *req, struct vstate *v, gr_handler_fn run, enum gr_handler_rc *rc)
+{
+    struct gr_broker *b = req->broker;
+    if (v->q.count == 0) {
+        v->answered = true;
+        return false;
+    }
+    struct gr_txn_tp *tps = gr_arena_calloc(&req->arena, (size_t)v->q.count, sizeof *tps);
+    struct ladd *la = tps ? calloc(1, sizeof *la) : NULL;
+    if (!la) { /* no memory: as a question that could not be sent (NOT_ENOUGH_REPLICAS, retriable) */
+        for (int32_t i = 0; i < v->q.count; i++)
+            v->q.parts[i].error = GR_ERR_NETWORK_EXCEPTION;
+        v->answered = true;
+        return false;
+    }
+    for (int32_t i = 0; i < v->q.count; i++)
+        tps[i] = (struct gr_txn_tp){v->q.parts[i].topic, v->q.parts[i].partition};
+    la->w = (struct gr_txns_waiter){.answer = add_answered, .req = req};
+    la->v = v;
+    v->local = la;
+    ev_timer_init(&v->soon, added_soon, 0, 0);
+    gr_txn_add_partitions_tv(b->txn, &la->w, v->q.txn_id, v->q.producer_id, v->q.producer_epoch, tps,
+                             v->q.count, 2);
+    if (v->answered) return false; /* answered inside the call (la freed) */
+    v->waiting = true;
+    /* bounded as a remote question is; the coordinator answers once its Ongoing record is committed */
+    int64_t wait_ms = GR_BROKER_CLIENT_CONNECT_TIMEOUT_MS + b->cfg.settings.replica_socket_timeout_ms;
+    *rc = gr_req_await_verified(req, wait_ms, run, verify_cancel);
+    if (*rc == GR_HANDLER_CLOSE) verify_cancel(req);
+    return true;
 }
 
 /* The transactional id's coordinator from the image: its broker id, or -1 (no topic, no leader). */
@@ -1280,15 +1361,29 @@ static struct gr_log *led_log(const struct gr_broker *b, const struct gr_image_t
     return gr_topic_log(it->local, partition);
 }
 
+/* The coordinator of `txn_id` runs in this process and owns its id (single node: always when started). */
+static bool coordinator_here(struct gr_broker *b, struct gr_str txn_id)
+{
+    if (!b->member) return gr_txns_coord(b) != NULL;
+    int32_t node = coordinator_node(b, txn_id);
+    return node >= 0 && node == b->image->node_id && b->txn;
+}
+
 bool gr_txns_verify_remote(struct gr_req *req, gr_handler_fn run, enum gr_handler_rc *rc)
 {
     struct gr_broker *b = req->broker;
     const struct gr_produce_request *body = req->body;
-    if (!b->cfg.settings.transaction_partition_verification_enable || !b->member || !b->txns ||
-        body->transactional_id.len < 0 || gr_req_state(req, &verify_key))
-        return false;
-    int32_t node = coordinator_node(b, body->transactional_id);
-    if (node < 0 || node == b->image->node_id) return false; /* here (in process) or none: NOT_COORDINATOR */
+    /* transaction version 2 (Produce v12+) adds the partitions, whatever the verification setting */
+    bool add = req->hdr.request_api_version >= GR_TXN_PRODUCE_V2_MIN;
+    if (!b->txns || body->transactional_id.len < 0 || gr_req_state(req, &verify_key)) return false;
+    int32_t node = -1;
+    if (add && coordinator_here(b, body->transactional_id)) {
+        node = -2; /* in process */
+    } else {
+        if (!b->cfg.settings.transaction_partition_verification_enable || !b->member) return false;
+        node = coordinator_node(b, body->transactional_id);
+        if (node < 0 || node == b->image->node_id) return false; /* here (in process) or none */
+    }
     int32_t total = 0;
     for (int32_t i = 0; i < body->topic_data.count; i++)
         total += body->topic_data.items[i].partition_data.count > 0
@@ -1309,7 +1404,10 @@ bool gr_txns_verify_remote(struct gr_req *req, gr_handler_fn run, enum gr_handle
             const struct gr_produce_request_partition_produce_data *pd = &td->partition_data.items[p];
             const uint8_t *batch =
                 pd->records.kind == GR_RECORDS_MEM ? gr_txns_txn_batch(pd->records.mem) : NULL;
-            struct gr_log *log = batch ? led_log(b, it, pd->index) : NULL;
+            struct gr_log *log = !batch      ? NULL
+                                 : b->member ? led_log(b, it, pd->index)
+                                 : it->local ? gr_topic_log(it->local, pd->index) /* one node: all here */
+                                             : NULL;
             if (!log) continue; /* not transactional, or not led here: its own answer at the append */
             size_t n = strlen(it->name);
             char *name = gr_arena_alloc(&req->arena, n + 1);
@@ -1331,6 +1429,8 @@ bool gr_txns_verify_remote(struct gr_req *req, gr_handler_fn run, enum gr_handle
             v->q.parts[v->q.count++] = (struct gr_txn_verify_part){vp->topic, pd->index, GR_ERR_NONE};
         }
     }
+    if (node == -2) return add_local(req, v, run, rc);
+    v->q.add = add;
     return ask_remote(req, v, node, run, rc);
 }
 
@@ -1347,6 +1447,7 @@ static bool ask_remote(struct gr_req *req, struct vstate *v, int32_t node, gr_ha
     struct gr_txns *t = b->txns;
     if (!t->verifier && b->broker_client) t->verifier = gr_txn_verifier_new(b->loop, b->broker_client);
     int asked = t->verifier ? gr_txn_verifier_ask(t->verifier, node, &v->q) : -ENOMEM;
+    v->remote = asked == 0;
     if (asked != 0) { /* answered at once (a fenced epoch), or not asked: NETWORK_EXCEPTION, retriable */
         if (asked < 0)
             for (int32_t i = 0; i < v->q.count; i++)
@@ -1367,14 +1468,21 @@ bool gr_txns_verify_offsets_remote(struct gr_req *req, struct gr_str txn_id, str
                                    enum gr_handler_rc *rc)
 {
     struct gr_broker *b = req->broker;
-    if (!b->cfg.settings.transaction_partition_verification_enable || !b->member || !b->txns ||
-        txn_id.len <= 0 || group_id.len <= 0 || gr_req_state(req, &verify_key))
-        return false;
-    int32_t node = coordinator_node(b, txn_id);
+    /* transaction version 2 (TxnOffsetCommit v5+) adds the offsets partition, whatever the setting */
+    bool add = req->hdr.request_api_version >= GR_TXN_TXN_OFFSET_COMMIT_V2_MIN;
+    if (!b->txns || txn_id.len <= 0 || group_id.len <= 0 || gr_req_state(req, &verify_key)) return false;
     struct gr_offsets_log *ol = gr_groups_offsets_log(b);
     int32_t p = gr_groups_partition_for(b, group_id);
     struct gr_log *log = ol && p < gr_offsets_log_partitions(ol) ? gr_offsets_log_log(ol, p) : NULL;
-    if (node < 0 || node == b->image->node_id || !log) return false; /* asked in process (or refused there) */
+    int32_t node = -1;
+    if (add && coordinator_here(b, txn_id)) {
+        node = -2; /* in process */
+    } else {
+        if (!b->cfg.settings.transaction_partition_verification_enable || !b->member) return false;
+        node = coordinator_node(b, txn_id);
+        if (node < 0 || node == b->image->node_id) return false; /* asked in process (or refused there) */
+    }
+    if (!log) return false;
     struct vstate *v = gr_req_state_add(req, &verify_key, sizeof *v);
     if (!v || !(v->parts = gr_arena_calloc(&req->arena, 1, sizeof *v->parts)) ||
         !(v->q.parts = gr_arena_calloc(&req->arena, 1, sizeof *v->q.parts)))
@@ -1395,6 +1503,8 @@ bool gr_txns_verify_offsets_remote(struct gr_req *req, struct gr_str txn_id, str
         v->q.parts[0] = (struct gr_txn_verify_part){gr_str_c(GR_OFFSETS_TOPIC), p, GR_ERR_NONE};
         v->q.count = 1;
     }
+    if (node == -2) return add_local(req, v, run, rc);
+    v->q.add = add;
     return ask_remote(req, v, node, run, rc);
 }
 

@@ -9,7 +9,8 @@
 # UNSTABLE_OFFSET_COMMIT while a transactional commit is pending, also after a restart. KIP-890 part 1's
 # verification of Produce and TxnOffsetCommit, transaction.partition.verification.enable (off, and on again
 # dynamically), a non-transactional batch during an open transaction, producer.id.expiration.ms keeping a
-# producer with an open transaction, compaction of committed and aborted transactions (verify.py). The admin APIs (admin.py):
+# producer with an open transaction, compaction of committed and aborted transactions (verify.py). Transaction
+# version 2 by raw requests (txv2.py). The admin APIs (admin.py):
 # WriteTxnMarkers as a partition leader, DescribeTransactions, ListTransactions, kafka-transactions.sh. The failure runs
 # (GREGOR_FAILPOINT): failpoints.py and a short eos.py, each with its own broker. Read next:
 # coordinator.py, offsets.py, verify.py, admin.py, failpoints.py, eos.py.
@@ -77,6 +78,19 @@ for step_args in "verify --override log.cleaner.backoff.ms=100" \
     [ "$step" = verify ] && run_py "verify.py compact" "$(dirname "$0")/verify.py" compact
     broker_stop
     check_eq "no ERROR logged ($step)" "" "$(grep -E ' level=error ' "$BROKER_DIR/broker.log")"
+    rm -rf "$BROKER_DIR"
+done
+
+# Transaction version 2 (txv2.py, raw requests): EndTxn v5's epoch bump, Produce v12 and TxnOffsetCommit v5
+# adding their partitions, the zombie fenced; with verification at its default and off (the adds do not
+# depend on it). Each on a fresh broker.
+for args in "" "--override transaction.partition.verification.enable=false"; do
+    BROKER_DIR=$(mktemp -d /tmp/gregor-test.XXXXXX)
+    # shellcheck disable=SC2086 # the overrides are words
+    broker_start --override transaction.state.log.num.partitions=1 $args || { fail "start (txv2)"; summary txn; exit 1; }
+    run_py "txv2.py v2 ${args:-(verification on)}" "$(dirname "$0")/txv2.py" v2
+    broker_stop
+    check_eq "no ERROR logged (txv2 ${args:-verification on})" "" "$(grep -E ' level=error ' "$BROKER_DIR/broker.log")"
     rm -rf "$BROKER_DIR"
 done
 
