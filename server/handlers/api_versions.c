@@ -15,8 +15,9 @@
 #include "cluster/image.h"
 #include "server/handlers/handlers.h"
 
-/* The highest transaction.version Gregor serves: 1 until KIP-890 part 2's path lands (issue #25). */
-#define GR_TRANSACTION_VERSION_MAX 1
+/* The highest transaction.version Gregor serves: 2 (KIP-890 part 2: EndTxn v5, Produce v12+ and
+   TxnOffsetCommit v5+ adding partitions, coordinator/txn.h gr_txn_end_tv). */
+#define GR_TRANSACTION_VERSION_MAX 2
 
 static bool kip511_valid(struct gr_str s)
 {
