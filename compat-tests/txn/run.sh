@@ -94,6 +94,30 @@ for args in "" "--override transaction.partition.verification.enable=false"; do
     rm -rf "$BROKER_DIR"
 done
 
+# Kafka's Java client 4.4 at level 2 (gregor.transaction.version=2): the client scenario's step 7 (commit,
+# abort, consume-transform-produce) through transaction version 2, asserted from the broker's request counts:
+# EndTxn v5 and TxnOffsetCommit v5 only, no AddPartitionsToTxn or AddOffsetsToTxn (the broker adds them).
+# Skipped without Maven and Java (compat-tests/clients/java builds on first use).
+if command -v mvn >/dev/null && command -v java >/dev/null; then
+    BROKER_DIR=$(mktemp -d /tmp/gregor-test.XXXXXX)
+    broker_start --override gregor.transaction.version=2 --override auto.create.topics.enable=false \
+        --override group.initial.rebalance.delay.ms=0 || { fail "start (java at level 2)"; summary txn; exit 1; }
+    jout=$(TXN=1 KAFKA_CLIENTS_VERSION=4.4.0 CLIENT_NAME=java-latest timeout 300 \
+        bash "$(dirname "$0")/../clients/java/run.sh" "$BROKER" quick "$BROKER_DIR/java.json" 2>&1)
+    case "$jout" in *"step 7 transactions: ok"*) pass "Java 4.4 client at transaction.version 2: step 7 ok" ;;
+        *) fail "Java 4.4 client at transaction.version 2: step 7 ok" "$(grep -m3 'step 7\|not installed\|FAIL' <<<"$jout")" ;; esac
+    m=$(curl -s "http://$ADMIN/metrics" | grep '^kafka_network_requestmetrics_requests_total{request="\(EndTxn\|TxnOffsetCommit\|AddPartitionsToTxn\|AddOffsetsToTxn\)"')
+    check "the Java client used EndTxn v5" grep -q 'request="EndTxn",version="5"' <<<"$m"
+    check "the Java client used TxnOffsetCommit v5" grep -q 'request="TxnOffsetCommit",version="5"' <<<"$m"
+    check_eq "no EndTxn below v5, no AddPartitionsToTxn or AddOffsetsToTxn (the broker added the partitions)" \
+        "" "$(grep -v 'request="EndTxn",version="5"\|request="TxnOffsetCommit",version="5"' <<<"$m")"
+    broker_stop
+    check_eq "no ERROR or WARN logged (java at level 2)" "" "$(grep -E ' level=(error|warn) ' "$BROKER_DIR/broker.log")"
+    rm -rf "$BROKER_DIR"
+else
+    echo "  skip Kafka's Java client at transaction.version 2: needs mvn and java"
+fi
+
 # The admin APIs (admin.py, raw requests): WriteTxnMarkers as a partition leader, DescribeTransactions,
 # ListTransactions, DescribeProducers; then Kafka's kafka-transactions.sh when compat-tests/.cache/kafka-4.4.0
 # holds it (compat-tests/kafka-dist/get-kafka.sh): list, describe, describe-producers, find-hanging (an open
