@@ -1236,11 +1236,14 @@ struct vstate {
                                  in-process add's answers */
     struct vpart *parts;
     int32_t count;
-    bool answered;      /* the question's errors are in (or nothing was asked) */
-    bool remote;        /* q went to the verifier */
-    struct ladd *local; /* the in-process add in flight (NULL: none or answered) */
-    bool waiting;       /* the request waits for it (gr_req_await_verified) */
-    ev_timer soon;      /* gr_req_verified from the loop, never inside the coordinator's call */
+    bool answered;          /* the question's errors are in (or nothing was asked) */
+    bool remote;            /* q went to the verifier */
+    struct ladd *local;     /* the in-process add in flight (NULL: none or answered) */
+    struct gr_txn_tp *tps;  /* the in-process add's partitions (the asked ones, in the arena) */
+    int64_t add_started_ms; /* monotonic: the first ask (the retry time counts from it) */
+    bool retry_add;         /* answered CONCURRENT_TRANSACTIONS: asked again when `soon` fires */
+    bool waiting;           /* the request waits for it (gr_req_await_verified) */
+    ev_timer soon; /* gr_req_verified from the loop, never inside the coordinator's call; or the retry */
 };
 
 /* The in-process implicit add's waiter (transaction version 2: Kafka's AddPartitionsToTxnManager with
@@ -1269,18 +1272,33 @@ static void verify_cancel(struct gr_req *req)
     if (v->remote) gr_txn_verifier_cancel(&v->q);
     if (v->local) v->local->v = NULL; /* its answer, when it comes, only frees it */
     v->local = NULL;
+    v->retry_add = false;
     if (v->waiting) ev_timer_stop(v->req->broker->loop, &v->soon);
 }
+
+/* Kafka's add.partitions.to.txn.retry.backoff.ms and add.partitions.to.txn.retry.backoff.max.ms defaults
+   (AddPartitionsToTxnConfig, KAFKA-18654): an implicit add answered CONCURRENT_TRANSACTIONS (the previous
+   transaction's markers still going out) is asked again every 20 ms for up to 100 ms before the client gets
+   it, rather than leaving the retry to the client's own (longer) backoff. */
+#define GR_TXN_ADD_RETRY_BACKOFF_MS 20
+#define GR_TXN_ADD_RETRY_MAX_MS 100
+
+static void add_ask(struct vstate *v);
 
 static void added_soon(struct ev_loop *loop, ev_timer *tw, int revents)
 {
     (void)loop, (void)revents;
     struct vstate *v = (struct vstate *)((char *)tw - offsetof(struct vstate, soon));
+    if (v->retry_add) {
+        v->retry_add = false;
+        add_ask(v); /* answered inside (then the timer runs again) or later through add_answered */
+        return;
+    }
     gr_req_verified(v->req);
 }
 
 /* The in-process coordinator's answer to the implicit add: one error for every asked partition (NONE: in
-   the transaction now). */
+   the transaction now); CONCURRENT_TRANSACTIONS asked again after a backoff while the retry time lasts. */
 static void add_answered(struct gr_txns_waiter *w, const struct gr_txn_result *res)
 {
     struct ladd *la = (struct ladd *)w;
@@ -1288,10 +1306,46 @@ static void add_answered(struct gr_txns_waiter *w, const struct gr_txn_result *r
     free(la);
     if (!v) return; /* the request's wait expired first */
     v->local = NULL;
+    struct ev_loop *loop = v->req->broker->loop;
+    if (res->error_code == GR_ERR_CONCURRENT_TRANSACTIONS &&
+        gr_time_mono_ms() - v->add_started_ms < GR_TXN_ADD_RETRY_MAX_MS) {
+        v->retry_add = true;
+        if (v->waiting) {
+            ev_timer_set(&v->soon, GR_TXN_ADD_RETRY_BACKOFF_MS / 1000.0, 0);
+            ev_timer_start(loop, &v->soon);
+        }
+        return;
+    }
     for (int32_t i = 0; i < v->q.count; i++)
         v->q.parts[i].error = res->error_code;
     v->answered = true;
-    if (v->waiting) ev_timer_start(v->req->broker->loop, &v->soon); /* answered later: run it again */
+    if (v->waiting) { /* answered later: run the request again, from the loop */
+        ev_timer_set(&v->soon, 0, 0);
+        ev_timer_start(loop, &v->soon);
+    }
+}
+
+/* One ask of the implicit add (v->tps filled); a failure to ask answers every partition at once. */
+static void add_ask(struct vstate *v)
+{
+    struct gr_broker *b = v->req->broker;
+    struct ladd *la = b->txn ? calloc(1, sizeof *la) : NULL;
+    if (!la) { /* no memory, or the coordinator gone: retriable (NOT_ENOUGH_REPLICAS) */
+        v->local = NULL;
+        for (int32_t i = 0; i < v->q.count; i++)
+            v->q.parts[i].error = b->txn ? GR_ERR_NETWORK_EXCEPTION : GR_ERR_NOT_COORDINATOR;
+        v->answered = true;
+        if (v->waiting) {
+            ev_timer_set(&v->soon, 0, 0);
+            ev_timer_start(b->loop, &v->soon);
+        }
+        return;
+    }
+    la->w = (struct gr_txns_waiter){.answer = add_answered, .req = v->req};
+    la->v = v;
+    v->local = la;
+    gr_txn_add_partitions_tv(b->txn, &la->w, v->q.txn_id, v->q.producer_id, v->q.producer_epoch, v->tps,
+                             v->q.count, 2);
 }
 
 /* Adds the asked partitions of `v` (filled) to the producer's transaction at the coordinator in process
@@ -1304,28 +1358,28 @@ static bool add_local(struct gr_req *req, struct vstate *v, gr_handler_fn run, e
         v->answered = true;
         return false;
     }
-    struct gr_txn_tp *tps = gr_arena_calloc(&req->arena, (size_t)v->q.count, sizeof *tps);
-    struct ladd *la = tps ? calloc(1, sizeof *la) : NULL;
-    if (!la) { /* no memory: as a question that could not be sent (NOT_ENOUGH_REPLICAS, retriable) */
-        for (int32_t i = 0; i < v->q.count; i++)
+    if (!(v->tps = gr_arena_calloc(&req->arena, (size_t)v->q.count, sizeof *v->tps))) {
+        for (int32_t i = 0; i < v->q.count; i++) /* as a question that could not be sent: retriable */
             v->q.parts[i].error = GR_ERR_NETWORK_EXCEPTION;
         v->answered = true;
         return false;
     }
     for (int32_t i = 0; i < v->q.count; i++)
-        tps[i] = (struct gr_txn_tp){v->q.parts[i].topic, v->q.parts[i].partition};
-    la->w = (struct gr_txns_waiter){.answer = add_answered, .req = req};
-    la->v = v;
-    v->local = la;
+        v->tps[i] = (struct gr_txn_tp){v->q.parts[i].topic, v->q.parts[i].partition};
     ev_timer_init(&v->soon, added_soon, 0, 0);
-    gr_txn_add_partitions_tv(b->txn, &la->w, v->q.txn_id, v->q.producer_id, v->q.producer_epoch, tps,
-                             v->q.count, 2);
-    if (v->answered) return false; /* answered inside the call (la freed) */
+    v->add_started_ms = gr_time_mono_ms();
+    add_ask(v);
+    if (v->answered) return false; /* answered inside the call */
     v->waiting = true;
     /* bounded as a remote question is; the coordinator answers once its Ongoing record is committed */
     int64_t wait_ms = GR_BROKER_CLIENT_CONNECT_TIMEOUT_MS + b->cfg.settings.replica_socket_timeout_ms;
     *rc = gr_req_await_verified(req, wait_ms, run, verify_cancel);
-    if (*rc == GR_HANDLER_CLOSE) verify_cancel(req);
+    if (*rc == GR_HANDLER_CLOSE) {
+        verify_cancel(req);
+    } else if (v->retry_add) { /* CONCURRENT_TRANSACTIONS inside the call: asked again after the backoff */
+        ev_timer_set(&v->soon, GR_TXN_ADD_RETRY_BACKOFF_MS / 1000.0, 0);
+        ev_timer_start(b->loop, &v->soon);
+    }
     return true;
 }
 
