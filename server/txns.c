@@ -1238,6 +1238,7 @@ struct vstate {
     int32_t count;
     bool answered;          /* the question's errors are in (or nothing was asked) */
     bool remote;            /* q went to the verifier */
+    int32_t node;           /* the coordinator's broker (remote) */
     struct ladd *local;     /* the in-process add in flight (NULL: none or answered) */
     struct gr_txn_tp *tps;  /* the in-process add's partitions (the asked ones, in the arena) */
     int64_t add_started_ms; /* monotonic: the first ask (the retry time counts from it) */
@@ -1256,10 +1257,17 @@ struct ladd {
 
 static const char verify_key;
 
-/* The coordinator's answer: each asked partition's error is in q.parts; the Produce runs again. */
+static bool add_retry_due(struct vstate *v, int16_t error);
+
+/* The coordinator's answer: each asked partition's error is in q.parts; the Produce runs again (an implicit
+   add answered CONCURRENT_TRANSACTIONS is asked again first while the retry time lasts, add_retry_due). */
 static void on_verified(struct gr_txn_question *q)
 {
     struct vstate *v = (struct vstate *)((char *)q - offsetof(struct vstate, q));
+    int16_t concurrent = GR_ERR_NONE;
+    for (int32_t i = 0; i < q->count; i++)
+        if (q->parts[i].error == GR_ERR_CONCURRENT_TRANSACTIONS) concurrent = GR_ERR_CONCURRENT_TRANSACTIONS;
+    if (q->add && add_retry_due(v, concurrent)) return;
     v->answered = true;
     gr_req_verified(v->req);
 }
@@ -1285,11 +1293,35 @@ static void verify_cancel(struct gr_req *req)
 
 static void add_ask(struct vstate *v);
 
+/* True when an implicit add answered `error` CONCURRENT_TRANSACTIONS within the retry time: it is asked again
+   after the backoff (the timer, armed here once the request waits; add_local arms it otherwise). */
+static bool add_retry_due(struct vstate *v, int16_t error)
+{
+    if (error != GR_ERR_CONCURRENT_TRANSACTIONS ||
+        gr_time_mono_ms() - v->add_started_ms >= GR_TXN_ADD_RETRY_MAX_MS)
+        return false;
+    v->retry_add = true;
+    if (v->waiting) {
+        ev_timer_set(&v->soon, GR_TXN_ADD_RETRY_BACKOFF_MS / 1000.0, 0);
+        ev_timer_start(v->req->broker->loop, &v->soon);
+    }
+    return true;
+}
+
 static void added_soon(struct ev_loop *loop, ev_timer *tw, int revents)
 {
     (void)loop, (void)revents;
     struct vstate *v = (struct vstate *)((char *)tw - offsetof(struct vstate, soon));
-    if (v->retry_add) {
+    if (v->retry_add && v->remote) { /* the coordinator's broker again */
+        v->retry_add = false;
+        struct gr_txns *t = v->req->broker->txns;
+        int asked = t->verifier ? gr_txn_verifier_ask(t->verifier, v->node, &v->q) : -ENOMEM;
+        if (asked == 0) return; /* on_verified follows */
+        if (asked < 0)
+            for (int32_t i = 0; i < v->q.count; i++)
+                v->q.parts[i].error = GR_ERR_NETWORK_EXCEPTION;
+        v->answered = true;
+    } else if (v->retry_add) {
         v->retry_add = false;
         add_ask(v); /* answered inside (then the timer runs again) or later through add_answered */
         return;
@@ -1307,15 +1339,7 @@ static void add_answered(struct gr_txns_waiter *w, const struct gr_txn_result *r
     if (!v) return; /* the request's wait expired first */
     v->local = NULL;
     struct ev_loop *loop = v->req->broker->loop;
-    if (res->error_code == GR_ERR_CONCURRENT_TRANSACTIONS &&
-        gr_time_mono_ms() - v->add_started_ms < GR_TXN_ADD_RETRY_MAX_MS) {
-        v->retry_add = true;
-        if (v->waiting) {
-            ev_timer_set(&v->soon, GR_TXN_ADD_RETRY_BACKOFF_MS / 1000.0, 0);
-            ev_timer_start(loop, &v->soon);
-        }
-        return;
-    }
+    if (add_retry_due(v, res->error_code)) return;
     for (int32_t i = 0; i < v->q.count; i++)
         v->q.parts[i].error = res->error_code;
     v->answered = true;
@@ -1500,6 +1524,9 @@ static bool ask_remote(struct gr_req *req, struct vstate *v, int32_t node, gr_ha
     }
     struct gr_txns *t = b->txns;
     if (!t->verifier && b->broker_client) t->verifier = gr_txn_verifier_new(b->loop, b->broker_client);
+    v->node = node;
+    v->add_started_ms = gr_time_mono_ms();
+    ev_timer_init(&v->soon, added_soon, 0, 0);
     int asked = t->verifier ? gr_txn_verifier_ask(t->verifier, node, &v->q) : -ENOMEM;
     v->remote = asked == 0;
     if (asked != 0) { /* answered at once (a fenced epoch), or not asked: NETWORK_EXCEPTION, retriable */
@@ -1513,6 +1540,7 @@ static bool ask_remote(struct gr_req *req, struct vstate *v, int32_t node, gr_ha
        which Kafka applies only to the acks=-1 wait after the append */
     int64_t wait_ms = GR_BROKER_CLIENT_CONNECT_TIMEOUT_MS + b->cfg.settings.replica_socket_timeout_ms;
     *rc = gr_req_await_verified(req, wait_ms, run, verify_cancel); /* the answer comes later */
+    v->waiting = true;
     if (*rc == GR_HANDLER_CLOSE) verify_cancel(req);
     return true;
 }
