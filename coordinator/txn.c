@@ -907,8 +907,8 @@ static void end_v2(struct gr_txn_coord *tc, void *waiter, struct gr_str txn_id, 
     struct entry *e = find(tc, txn_id);
     if (!e) return answer(tc, waiter, GR_ERR_INVALID_PRODUCER_ID_MAPPING, -1, -1);
     bool retry_bump = e->epoch == producer_epoch + 1;
-    bool retry_overflow =
-        e->previous_producer_id == producer_id && producer_epoch == GR_TXN_EPOCH_EXHAUSTED && e->epoch == 0;
+    bool retry_overflow = producer_id >= 0 && e->previous_producer_id == producer_id &&
+                          producer_epoch == GR_TXN_EPOCH_EXHAUSTED && e->epoch == 0;
     bool valid_epoch;
     switch (e->state) {
     case GR_TXN_PREPARE_COMMIT:

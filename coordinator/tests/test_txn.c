@@ -1367,6 +1367,18 @@ static void test_v2_epoch_exhaustion(void **state)
     assert_int_equal(r.r.producer_epoch, 0);
     gr_txn_end_tv(tc, &r, gr_str_c("txn"), 77, 32765, true, 2);
     assert_int_equal(r.r.error_code, GR_ERR_INVALID_PRODUCER_ID_MAPPING);
+    /* an id loaded without a previous producer id (-1): a request naming producer id -1 is no overflow retry
+     */
+    int32_t py = gr_txn_partition_for(gr_str_c("y"), 50);
+    v = (struct gr_txn_log_value){88, -1, -1, 0, 1000, GR_TXN_COMPLETE_COMMIT, NULL, 0, f.now, f.now, 0};
+    assert_int_equal(gr_txn_log_record(&rec, gr_str_c("y"), &v, 1), 0);
+    gr_txn_load_begin(tc, py, 2);
+    assert_int_equal(gr_txn_replay(tc, py, rec.key, rec.key_len, rec.value, rec.value_len), 0);
+    gr_txn_load_done(tc, py, 2);
+    gr_coord_records_free(&rec, 1);
+    gr_txn_end_tv(tc, &r, gr_str_c("y"), -1, 32766, true, 2);
+    assert_int_equal(r.r.error_code, GR_ERR_INVALID_PRODUCER_ID_MAPPING);
+    assert_int_equal(r.r.producer_id, -1);
     /* the new producer id's first transaction */
     gr_txn_add_partitions_tv(tc, &r, gr_str_c("txn"), 1000, 0, T0, 1, 2);
     report(&f, 0);
