@@ -30,8 +30,8 @@
 #include "cluster/layout.h"
 
 /* The highest transaction.version Gregor serves: ApiVersions' SupportedFeatures max, UpdateFeatures' bound
-   (1 until KIP-890 part 2's coordinator path lands, issue #25). */
-#define GR_TRANSACTION_VERSION_MAX 1
+   (2: KIP-890 part 2, EndTxn v5 and the implicit partition adds, coordinator/txn.h gr_txn_end_tv). */
+#define GR_TRANSACTION_VERSION_MAX 2
 #define GR_FEATURES_FILE "gregor-features"
 #define GR_FEATURES_FILE_BYTES_MAX 256
 /* Bytes of an UpdateFeatures error message (Kafka's texts with a feature name of at most this much). */

@@ -35,8 +35,9 @@ struct entry {
     char *id;
     int32_t id_len;
     int32_t partition; /* of __transaction_state */
-    int64_t producer_id, previous_producer_id;
+    int64_t producer_id, previous_producer_id, next_producer_id;
     int16_t epoch, last_epoch;
+    int16_t client_version; /* clientTransactionVersion: 2 once an EndTxn v5 / implicit add touched it */
     int32_t timeout_ms;
     enum gr_txn_state state;
     int pending; /* a gr_txn_state or NO_PENDING */
@@ -57,14 +58,16 @@ struct gr_txn_write {
     int32_t partition, coordinator_epoch;
     enum write_kind kind;
     enum gr_txn_state to;
-    int64_t producer_id, previous_producer_id;
+    int64_t producer_id, previous_producer_id, next_producer_id;
     int16_t epoch, last_epoch;
+    int16_t client_version;
     int32_t timeout_ms;
     int64_t start_ms, update_ms;
     struct tp_set add; /* W_ADD: the partitions added */
     void *waiter;
     bool has_waiter;
     bool epoch_fence; /* a PrepareAbort written for a fence: InitProducerId answers CONCURRENT_TRANSACTIONS */
+    bool answer_ids;  /* W_PREPARE of an EndTxn v5: answered with the next producer id and epoch */
     bool retry;       /* W_COMPLETE failed with COORDINATOR_NOT_AVAILABLE: append again at the next tick */
     struct gr_txn_write *prev, *next; /* every write of the coordinator */
 };
@@ -213,7 +216,7 @@ static struct entry *insert(struct gr_txn_coord *tc, struct gr_str id, int32_t p
     memcpy(s, id.ptr, (size_t)id.len);
     s[id.len] = 0;
     e->id = s, e->id_len = id.len, e->partition = partition;
-    e->producer_id = e->previous_producer_id = -1;
+    e->producer_id = e->previous_producer_id = e->next_producer_id = -1;
     e->epoch = e->last_epoch = -1;
     e->pending = NO_PENDING;
     e->start_ms = -1;
@@ -344,6 +347,8 @@ static struct gr_txn_write *new_write(struct gr_txn_coord *tc, struct entry *e, 
     w->coordinator_epoch = tc->parts[e->partition].epoch;
     w->producer_id = e->producer_id;
     w->previous_producer_id = e->producer_id; /* Kafka's transit prevProducerId is the current id */
+    w->next_producer_id = e->next_producer_id;
+    w->client_version = e->client_version;
     w->epoch = e->epoch, w->last_epoch = e->last_epoch;
     w->timeout_ms = e->timeout_ms;
     w->start_ms = e->start_ms;
@@ -416,9 +421,20 @@ static int16_t submit(struct gr_txn_coord *tc, struct gr_txn_write *w)
                 return GR_ERR_UNKNOWN_SERVER_ERROR;
             }
         }
-        struct gr_txn_log_value v = {
-            w->producer_id, -1,          -1, w->epoch, w->timeout_ms, (int8_t)w->to, topics, nt,
-            w->update_ms,   w->start_ms, 0};
+        /* the tagged fields only for a transaction version 2 transaction: version 1's records stay as
+           they were (every tag at its default) */
+        bool v2 = w->client_version >= 2;
+        struct gr_txn_log_value v = {w->producer_id,
+                                     v2 ? w->previous_producer_id : -1,
+                                     v2 ? w->next_producer_id : -1,
+                                     w->epoch,
+                                     w->timeout_ms,
+                                     (int8_t)w->to,
+                                     topics,
+                                     nt,
+                                     w->update_ms,
+                                     w->start_ms,
+                                     v2 ? w->client_version : 0};
         rc = gr_txn_log_record(&rec, (struct gr_str){e->id, e->id_len}, &v, tc->cfg.log_value_version);
         free(topics);
         free(ids);
@@ -450,14 +466,30 @@ static void complete_transition(struct entry *e, struct gr_txn_write *w)
             if (tp_add(&e->parts, tp_topic(&w->add.v[i]), w->add.v[i].partition))
                 GR_WARN("txn %s: out of memory adding a partition", e->id);
         break;
+    case GR_TXN_PREPARE_COMMIT:
+    case GR_TXN_PREPARE_ABORT:
+        /* transaction version 2 bumped the epoch (prepareAbortOrCommit); a fence set it before */
+        e->epoch = w->epoch;
+        e->last_epoch = w->last_epoch;
+        e->start_ms = w->start_ms;
+        break;
     case GR_TXN_COMPLETE_COMMIT:
     case GR_TXN_COMPLETE_ABORT:
         e->start_ms = w->start_ms;
         tp_clear(&e->parts);
+        if (w->client_version >= 2) {
+            /* prepareComplete: at epoch exhaustion the next producer id takes over at epoch 0 */
+            if (w->producer_id != e->producer_id) e->previous_producer_id = w->previous_producer_id;
+            e->producer_id = w->producer_id;
+            e->epoch = w->epoch;
+            e->last_epoch = w->last_epoch;
+        }
         break;
     default:
         break;
     }
+    e->next_producer_id = w->next_producer_id;
+    e->client_version = w->client_version;
     e->last_update_ms = w->update_ms;
     e->pending = NO_PENDING;
     e->state = w->to;
@@ -471,6 +503,20 @@ static void prepare_complete(struct gr_txn_coord *tc, struct entry *e)
     send_markers(tc, e);
 }
 
+/* prepareComplete's transit fields: transaction version 1 records the epoch as the last one; version 2
+   keeps the last epoch (the one the client saw before the bump) and, when a next producer id was drawn at
+   epoch exhaustion, moves to it at epoch 0. */
+static void fill_complete(const struct entry *e, struct gr_txn_write *w)
+{
+    if (e->client_version >= 2) {
+        if (e->next_producer_id >= 0) w->producer_id = e->next_producer_id, w->epoch = 0;
+        w->last_epoch = e->last_epoch;
+    } else {
+        w->last_epoch = e->epoch;
+    }
+    w->next_producer_id = -1;
+}
+
 static void write_complete(struct gr_txn_coord *tc, struct entry *e)
 {
     struct gr_txn_write *w = new_write(tc, e, W_COMPLETE, (enum gr_txn_state)e->pending);
@@ -478,7 +524,7 @@ static void write_complete(struct gr_txn_coord *tc, struct entry *e)
         e->pending = NO_PENDING;
         return;
     }
-    w->last_epoch = e->epoch; /* prepareComplete records the epoch as the last one */
+    fill_complete(e, w);
     int16_t err = submit(tc, w);
     if (err) {
         GR_WARN("txn %s: writing %s failed: %s", e->id, gr_txn_state_name(w->to), gr_error_name(err));
@@ -505,7 +551,7 @@ void gr_txn_write_done(struct gr_txn_coord *tc, struct gr_txn_write *w, int16_t 
             /* retryOnError: keep the pending state, append again at the next tick */
             struct gr_txn_write *again = new_write(tc, e, W_COMPLETE, w->to);
             if (again) {
-                again->last_epoch = w->last_epoch;
+                fill_complete(e, again);
                 again->retry = true;
                 tc->retry_pending = true;
                 e->write = again;
@@ -529,7 +575,7 @@ void gr_txn_write_done(struct gr_txn_coord *tc, struct gr_txn_write *w, int16_t 
     }
     complete_transition(e, w);
     void *waiter = w->waiter;
-    bool has_waiter = w->has_waiter, fence = w->epoch_fence;
+    bool has_waiter = w->has_waiter, fence = w->epoch_fence, ids = w->answer_ids;
     enum write_kind kind = w->kind;
     free_write(tc, w);
     if (kind == W_PREPARE) {
@@ -538,7 +584,11 @@ void gr_txn_write_done(struct gr_txn_coord *tc, struct gr_txn_write *w, int16_t 
         e->pending = e->state == GR_TXN_PREPARE_COMMIT ? GR_TXN_COMPLETE_COMMIT : GR_TXN_COMPLETE_ABORT;
         e->failed_epoch_fence = false;
         GR_FAILPOINT("txn.after_prepare"); /* PrepareX durable; no answer, no marker yet */
-        if (has_waiter) answer(tc, waiter, fence ? GR_ERR_CONCURRENT_TRANSACTIONS : GR_ERR_NONE, -1, -1);
+        if (has_waiter && ids)             /* EndTxn v5: the producer id and epoch of the next transaction */
+            answer(tc, waiter, GR_ERR_NONE, e->next_producer_id >= 0 ? e->next_producer_id : e->producer_id,
+                   e->next_producer_id >= 0 ? 0 : e->epoch);
+        else if (has_waiter)
+            answer(tc, waiter, fence ? GR_ERR_CONCURRENT_TRANSACTIONS : GR_ERR_NONE, -1, -1);
         if (e->pending == GR_TXN_COMPLETE_COMMIT || e->pending == GR_TXN_COMPLETE_ABORT) send_markers(tc, e);
         return;
     }
@@ -727,10 +777,24 @@ static int16_t lookup(struct gr_txn_coord *tc, struct gr_str txn_id, int64_t pid
 void gr_txn_add_partitions(struct gr_txn_coord *tc, void *waiter, struct gr_str txn_id, int64_t producer_id,
                            int16_t producer_epoch, const struct gr_txn_tp *parts, int32_t count)
 {
-    struct entry *e = NULL;
-    int16_t err = lookup(tc, txn_id, producer_id, producer_epoch, &e);
-    if (err) return answer(tc, waiter, err, -1, -1);
-    if (e->pending != NO_PENDING || e->state == GR_TXN_PREPARE_COMMIT || e->state == GR_TXN_PREPARE_ABORT)
+    gr_txn_add_partitions_tv(tc, waiter, txn_id, producer_id, producer_epoch, parts, count, 0);
+}
+
+void gr_txn_add_partitions_tv(struct gr_txn_coord *tc, void *waiter, struct gr_str txn_id,
+                              int64_t producer_id, int16_t producer_epoch, const struct gr_txn_tp *parts,
+                              int32_t count, int16_t client_version)
+{
+    int16_t err;
+    if (txn_id.len <= 0) return answer(tc, waiter, GR_ERR_INVALID_REQUEST, -1, -1);
+    if ((err = owner_error(tc, txn_id, NULL))) return answer(tc, waiter, err, -1, -1);
+    struct entry *e = find(tc, txn_id);
+    if (!e) return answer(tc, waiter, GR_ERR_INVALID_PRODUCER_ID_MAPPING, -1, -1);
+    /* a transition in progress first (KAFKA-18660): a version 2 producer that already has the next
+       producer id and epoch from EndTxn must not be fenced while the previous transaction completes */
+    if (e->pending != NO_PENDING) return answer(tc, waiter, GR_ERR_CONCURRENT_TRANSACTIONS, -1, -1);
+    if (e->producer_id != producer_id) return answer(tc, waiter, GR_ERR_INVALID_PRODUCER_ID_MAPPING, -1, -1);
+    if (e->epoch != producer_epoch) return answer(tc, waiter, GR_ERR_PRODUCER_FENCED, -1, -1);
+    if (e->state == GR_TXN_PREPARE_COMMIT || e->state == GR_TXN_PREPARE_ABORT)
         return answer(tc, waiter, GR_ERR_CONCURRENT_TRANSACTIONS, -1, -1);
     bool subset = true;
     for (int32_t i = 0; i < count && subset; i++)
@@ -738,6 +802,7 @@ void gr_txn_add_partitions(struct gr_txn_coord *tc, void *waiter, struct gr_str 
     if (e->state == GR_TXN_ONGOING && subset) return answer(tc, waiter, GR_ERR_NONE, -1, -1);
     struct gr_txn_write *w = new_write(tc, e, W_ADD, GR_TXN_ONGOING);
     if (!w) return answer(tc, waiter, GR_ERR_UNKNOWN_SERVER_ERROR, -1, -1);
+    w->client_version = client_version; /* prepareAddPartitions records the client's version */
     for (int32_t i = 0; i < count; i++)
         if (tp_add(&w->add, parts[i].topic, parts[i].partition)) {
             free_write(tc, w);
@@ -752,12 +817,18 @@ void gr_txn_add_partitions(struct gr_txn_coord *tc, void *waiter, struct gr_str 
 void gr_txn_add_offsets(struct gr_txn_coord *tc, void *waiter, struct gr_str txn_id, int64_t producer_id,
                         int16_t producer_epoch, struct gr_str group_id)
 {
+    gr_txn_add_offsets_tv(tc, waiter, txn_id, producer_id, producer_epoch, group_id, 0);
+}
+
+void gr_txn_add_offsets_tv(struct gr_txn_coord *tc, void *waiter, struct gr_str txn_id, int64_t producer_id,
+                           int16_t producer_epoch, struct gr_str group_id, int16_t client_version)
+{
     if (group_id.len < 0) return answer(tc, waiter, GR_ERR_INVALID_REQUEST, -1, -1);
     struct gr_txn_tp tp = {gr_str_c(CONSUMER_OFFSETS),
                            tc->hooks.offsets_partition
                                ? tc->hooks.offsets_partition(tc->hooks.ctx, group_id)
                                : gr_coord_partition_for(group_id, tc->cfg.offsets_partitions)};
-    gr_txn_add_partitions(tc, waiter, txn_id, producer_id, producer_epoch, &tp, 1);
+    gr_txn_add_partitions_tv(tc, waiter, txn_id, producer_id, producer_epoch, &tp, 1, client_version);
 }
 
 void gr_txn_verify_partitions(struct gr_txn_coord *tc, struct gr_str txn_id, int64_t producer_id,
@@ -818,6 +889,91 @@ void gr_txn_end(struct gr_txn_coord *tc, void *waiter, struct gr_str txn_id, int
     if ((err = start_write(tc, e, w, waiter))) answer(tc, waiter, err, -1, -1);
 }
 
+/* handleEndTransaction for transaction version 2 (EndTxn v5+, TransactionCoordinator.endTransaction with
+ * isFromClient): every EndTxn bumps the epoch (prepareAbortOrCommit), a retry is recognized by its epoch
+ * (the one before the bump: retryOnEpochBump; or the last epoch of the previous producer id after an
+ * exhaustion: retryOnOverflow), and an abort is allowed from Empty, CompleteCommit and CompleteAbort
+ * (no partition: no marker). Kafka's table (PF PRODUCER_FENCED, ITS INVALID_TXN_STATE, EB epoch bump):
+ *                   Abort retry / current     Commit retry / current
+ *   Empty           PF / EB                   PF / ITS
+ *   CompleteAbort   NONE / EB                 ITS / ITS
+ *   CompleteCommit  ITS / EB                  NONE / ITS                                                */
+static void end_v2(struct gr_txn_coord *tc, void *waiter, struct gr_str txn_id, int64_t producer_id,
+                   int16_t producer_epoch, bool commit, int16_t client_version)
+{
+    int16_t err;
+    if (txn_id.len <= 0) return answer(tc, waiter, GR_ERR_INVALID_REQUEST, -1, -1);
+    if ((err = owner_error(tc, txn_id, NULL))) return answer(tc, waiter, err, -1, -1);
+    struct entry *e = find(tc, txn_id);
+    if (!e) return answer(tc, waiter, GR_ERR_INVALID_PRODUCER_ID_MAPPING, -1, -1);
+    bool retry_bump = e->epoch == producer_epoch + 1;
+    bool retry_overflow = producer_id >= 0 && e->previous_producer_id == producer_id &&
+                          producer_epoch == GR_TXN_EPOCH_EXHAUSTED && e->epoch == 0;
+    bool valid_epoch;
+    switch (e->state) {
+    case GR_TXN_PREPARE_COMMIT:
+    case GR_TXN_PREPARE_ABORT:
+        valid_epoch = retry_bump;
+        break;
+    case GR_TXN_COMPLETE_COMMIT:
+    case GR_TXN_COMPLETE_ABORT:
+        valid_epoch = retry_bump || retry_overflow || producer_epoch == e->epoch;
+        break;
+    default: /* Ongoing, Empty */
+        valid_epoch = producer_epoch == e->epoch;
+        break;
+    }
+    bool retry = retry_bump || retry_overflow;
+    enum gr_txn_state to = commit ? GR_TXN_PREPARE_COMMIT : GR_TXN_PREPARE_ABORT;
+    if (e->producer_id != producer_id && !retry_overflow)
+        return answer(tc, waiter, GR_ERR_INVALID_PRODUCER_ID_MAPPING, -1, -1);
+    if (!valid_epoch) return answer(tc, waiter, GR_ERR_PRODUCER_FENCED, -1, -1);
+    if (e->pending != NO_PENDING) return answer(tc, waiter, GR_ERR_CONCURRENT_TRANSACTIONS, -1, -1);
+    bool no_partition = false;
+    switch (e->state) {
+    case GR_TXN_ONGOING:
+        break;
+    case GR_TXN_COMPLETE_COMMIT:
+    case GR_TXN_COMPLETE_ABORT:
+        if (commit == (e->state == GR_TXN_COMPLETE_COMMIT) && retry) /* the same result again */
+            return answer(tc, waiter, GR_ERR_NONE, e->producer_id, e->epoch);
+        if (commit || retry) return refuse_transition(tc, waiter, e, to);
+        no_partition = true; /* an abort with nothing open: bump the epoch */
+        break;
+    case GR_TXN_PREPARE_COMMIT:
+    case GR_TXN_PREPARE_ABORT:
+        if (commit == (e->state == GR_TXN_PREPARE_COMMIT))
+            return answer(tc, waiter, GR_ERR_CONCURRENT_TRANSACTIONS, -1, -1);
+        return refuse_transition(tc, waiter, e, to);
+    default: /* Empty */
+        if (commit) return refuse_transition(tc, waiter, e, to);
+        no_partition = true;
+        break;
+    }
+    int64_t next_pid = -1;
+    if (epoch_exhausted(e->epoch) && (err = tc->hooks.alloc_producer_id(tc->hooks.ctx, &next_pid)))
+        return answer(tc, waiter, err, -1, -1);
+    struct gr_txn_write *w = new_write(tc, e, W_PREPARE, to);
+    if (!w) return answer(tc, waiter, GR_ERR_UNKNOWN_SERVER_ERROR, -1, -1);
+    /* prepareAbortOrCommit with a version that supports the epoch bump */
+    w->epoch = (int16_t)(e->epoch + 1);
+    w->last_epoch = e->epoch;
+    w->next_producer_id = next_pid;
+    w->client_version = client_version;
+    w->answer_ids = true;
+    if (no_partition) w->start_ms = w->update_ms;
+    if ((err = start_write(tc, e, w, waiter))) answer(tc, waiter, err, -1, -1);
+}
+
+void gr_txn_end_tv(struct gr_txn_coord *tc, void *waiter, struct gr_str txn_id, int64_t producer_id,
+                   int16_t producer_epoch, bool commit, int16_t client_version)
+{
+    if (client_version >= 2)
+        end_v2(tc, waiter, txn_id, producer_id, producer_epoch, commit, client_version);
+    else
+        gr_txn_end(tc, waiter, txn_id, producer_id, producer_epoch, commit);
+}
+
 /* ---- load ---- */
 
 int gr_txn_load_begin(struct gr_txn_coord *tc, int32_t p, int32_t coordinator_epoch)
@@ -858,6 +1014,8 @@ int gr_txn_replay(struct gr_txn_coord *tc, int32_t p, const uint8_t *key, size_t
     }
     e->producer_id = v.producer_id;
     e->previous_producer_id = v.previous_producer_id;
+    e->next_producer_id = v.next_producer_id;
+    e->client_version = v.client_transaction_version;
     e->epoch = v.producer_epoch;
     e->last_epoch = -1; /* Kafka loads lastProducerEpoch as NO_PRODUCER_EPOCH */
     e->timeout_ms = v.timeout_ms;
@@ -1005,9 +1163,10 @@ int16_t gr_txn_describe(const struct gr_txn_coord *tc, struct gr_str txn_id, str
     if (err) return err;
     const struct entry *e = find(tc, txn_id);
     if (!e) return GR_ERR_TRANSACTIONAL_ID_NOT_FOUND;
-    *out = (struct gr_txn_info){e->state,          e->pending,    e->producer_id, e->previous_producer_id,
-                                e->epoch,          e->last_epoch, e->timeout_ms,  e->start_ms,
-                                e->last_update_ms, e->parts.n};
+    *out =
+        (struct gr_txn_info){e->state,          e->pending,    e->producer_id,      e->previous_producer_id,
+                             e->epoch,          e->last_epoch, e->timeout_ms,       e->start_ms,
+                             e->last_update_ms, e->parts.n,    e->next_producer_id, e->client_version};
     return 0;
 }
 

@@ -11,6 +11,7 @@
  *   Empty <- Empty, CompleteCommit, CompleteAbort           (InitProducerId)
  *   Ongoing <- Ongoing, Empty, CompleteCommit, CompleteAbort (AddPartitionsToTxn, AddOffsetsToTxn)
  *   PrepareCommit <- Ongoing; PrepareAbort <- Ongoing, PrepareEpochFence    (EndTxn, a fence, a timeout)
+ *                                  (version 2: PrepareAbort also <- Empty, CompleteCommit, CompleteAbort)
  *   CompleteCommit <- PrepareCommit; CompleteAbort <- PrepareAbort          (after the markers)
  *   Dead <- Empty, CompleteCommit, CompleteAbort            (expiry: a tombstone, the id leaves the cache)
  *   PrepareEpochFence <- Ongoing (a pending state only, never written: InitProducerId or the timeout pass
@@ -23,6 +24,10 @@
  * EndTxn: Ongoing -> PrepareX (durable; EndTxn answered) -> markers to every partition (pending CompleteX)
  * -> CompleteX (durable). A retried EndTxn answers CONCURRENT_TRANSACTIONS while PrepareX, NONE after
  * CompleteX of the same result, INVALID_TXN_STATE for the other result (endTransactionWithTV1).
+ * Transaction version 2 (KIP-890 part 2, gr_txn_end_tv with version 2: EndTxn v5+): PrepareX at a bumped
+ * epoch, PrepareAbort also from Empty / CompleteX (no partition, no marker), a next producer id at epoch
+ * exhaustion; each transaction's client version (TransactionLogValue tag 2) with the previous / next
+ * producer ids (tags 0, 1) is written to its records and restored on load.
  *
  * Ownership of __transaction_state partitions (TransactionStateManager's cache and loadingPartitions):
  * a partition is not owned (NOT_COORDINATOR), loading (COORDINATOR_LOAD_IN_PROGRESS: gr_txn_load_begin,
@@ -63,6 +68,15 @@
     3600000                                  /* transaction.remove.expired.transaction.cleanup.interval.ms */
 #define GR_TXN_STATE_LOG_PARTITIONS 50       /* transaction.state.log.num.partitions */
 #define GR_TXN_STATE_LOG_PARTITIONS_MAX 1000 /* a bound on the partitions array (Gregor's) */
+/* The first EndTxn version of transaction version 2 (EndTxnRequest.json: v5 adds the response's ProducerId
+   and ProducerEpoch; Kafka's handleEndTxnRequest uses TV_2 above v4). */
+#define GR_TXN_END_TXN_V2_MIN 5
+/* The first Produce and TxnOffsetCommit versions of transaction version 2: the broker adds the partition (the
+   group's offsets partition) to the transaction itself (KIP-890 part 2; Kafka's
+   produceRequestVersionToTransactionSupportedOperation / txnOffsetCommitRequestVersionTo...: addPartition).
+ */
+#define GR_TXN_PRODUCE_V2_MIN 12
+#define GR_TXN_TXN_OFFSET_COMMIT_V2_MIN 5
 /* Kafka's TransactionMetadata.isEpochExhausted: an epoch at or above this gets a new producer id. */
 #define GR_TXN_EPOCH_EXHAUSTED (INT16_MAX - 1)
 
@@ -102,8 +116,8 @@ struct gr_txn_markers {
 };
 
 /* An answer: error_code (Kafka's, before version shaping: gr_txn_error_for_version), and for InitProducerId
- * the producer id and epoch (-1 on errors, and always -1 for the other APIs: endTransactionWithTV1 answers
- * EndTxn with NO_PRODUCER_ID / NO_PRODUCER_EPOCH). */
+ * and version 2's EndTxn the producer id and epoch (-1 on errors, and always -1 for the other APIs:
+ * endTransactionWithTV1 answers EndTxn with NO_PRODUCER_ID / NO_PRODUCER_EPOCH). */
 struct gr_txn_result {
     int16_t error_code;
     int64_t producer_id;
@@ -170,13 +184,37 @@ void gr_txn_init_producer_id(struct gr_txn_coord *tc, void *waiter, struct gr_st
 /* AddPartitionsToTxn (handleAddPartitionsToTransaction): one error for every partition of the request. */
 void gr_txn_add_partitions(struct gr_txn_coord *tc, void *waiter, struct gr_str txn_id, int64_t producer_id,
                            int16_t producer_epoch, const struct gr_txn_tp *parts, int32_t count);
+/* AddPartitionsToTxn with the transaction version of the client that adds (prepareAddPartitions records it
+   in the transaction: 0 for AddPartitionsToTxn from a client, 2 for the implicit add of a transactional
+   Produce v12+ or TxnOffsetCommit v5+, as Kafka's AddPartitionsToTxnManager). Checks in Kafka 4.x's order
+   (KAFKA-18660): a transition in progress (CONCURRENT_TRANSACTIONS), then the producer id
+   (INVALID_PRODUCER_ID_MAPPING) and epoch (PRODUCER_FENCED), then PrepareX (CONCURRENT_TRANSACTIONS). */
+void gr_txn_add_partitions_tv(struct gr_txn_coord *tc, void *waiter, struct gr_str txn_id,
+                              int64_t producer_id, int16_t producer_epoch, const struct gr_txn_tp *parts,
+                              int32_t count, int16_t client_version);
 /* AddOffsetsToTxn (handleAddOffsetsToTransaction): adds the group's __consumer_offsets partition
    (hooks.offsets_partition, or records.h gr_coord_partition_for over cfg.offsets_partitions without it). */
 void gr_txn_add_offsets(struct gr_txn_coord *tc, void *waiter, struct gr_str txn_id, int64_t producer_id,
                         int16_t producer_epoch, struct gr_str group_id);
+/* gr_txn_add_offsets with the client's transaction version (gr_txn_add_partitions_tv): TxnOffsetCommit v5+
+   adds the group's offsets partition implicitly with version 2. */
+void gr_txn_add_offsets_tv(struct gr_txn_coord *tc, void *waiter, struct gr_str txn_id, int64_t producer_id,
+                           int16_t producer_epoch, struct gr_str group_id, int16_t client_version);
 /* EndTxn (handleEndTransaction, from a client of transaction version 1: EndTxn v0-v4). */
 void gr_txn_end(struct gr_txn_coord *tc, void *waiter, struct gr_str txn_id, int64_t producer_id,
                 int16_t producer_epoch, bool commit);
+/* EndTxn with the client's transaction version, which the request version decides (EndTxn v5+: 2), not the
+   finalized level (Kafka's handleEndTransaction). Below 2: gr_txn_end. At 2 (endTransaction, KIP-890 part
+   2): every EndTxn bumps the epoch (PrepareX written at epoch + 1, last epoch = the request's; markers carry
+   the bumped epoch); at an epoch >= GR_TXN_EPOCH_EXHAUSTED a next producer id is drawn (alloc_producer_id)
+   and kept in the record, and CompleteX moves to it at epoch 0. The answer, once PrepareX is durable,
+   carries the producer id and epoch of the next transaction (the next id at epoch 0 after an exhaustion,
+   KAFKA-18660). An abort from Empty / CompleteCommit / CompleteAbort bumps the epoch with no marker; a
+   commit from Empty or a Complete state is INVALID_TXN_STATE; a retry (epoch == current - 1, or the last
+   epoch of the previous producer id after an exhaustion) answers NONE with the current id and epoch after
+   CompleteX of the same result, CONCURRENT_TRANSACTIONS during PrepareX; any other epoch PRODUCER_FENCED. */
+void gr_txn_end_tv(struct gr_txn_coord *tc, void *waiter, struct gr_str txn_id, int64_t producer_id,
+                   int16_t producer_epoch, bool commit, int16_t client_version);
 /* AddPartitionsToTxn with VerifyOnly (handleVerifyPartitionsInTransaction), answered at once: fills
    errors[i] for parts[i]: NONE when in the ongoing transaction, TRANSACTION_ABORTABLE when not, or one
    error for all (INVALID_REQUEST, NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS,
@@ -213,6 +251,8 @@ struct gr_txn_info {
     int32_t timeout_ms;
     int64_t start_ms, last_update_ms;
     int32_t partition_count;
+    int64_t next_producer_id; /* version 2: drawn at epoch exhaustion until CompleteX, else -1 */
+    int16_t client_version;   /* the transaction's clientTransactionVersion (0, or 2) */
 };
 /* Fills *out for `txn_id`: 0, or Kafka's error: TRANSACTIONAL_ID_NOT_FOUND, NOT_COORDINATOR,
    COORDINATOR_LOAD_IN_PROGRESS. */

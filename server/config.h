@@ -84,7 +84,7 @@ struct gr_broker_settings {
     int64_t producer_id_expiration_ms;                /* producer.id.expiration.ms */
     int64_t producer_id_expiration_check_interval_ms; /* producer.id.expiration.check.interval.ms */
     bool transaction_partition_verification_enable;   /* transaction.partition.verification.enable */
-    int16_t gregor_transaction_version;               /* gregor.transaction.version (0..1) */
+    int16_t gregor_transaction_version;               /* gregor.transaction.version (0..2) */
     bool gregor_acks_all_fsync;                       /* gregor.acks.all.fsync */
     int32_t gregor_open_files_max;                    /* gregor.open.files.max */
     int64_t gregor_connection_unsent_bytes_max;       /* gregor.connection.unsent.bytes.max */

@@ -250,7 +250,7 @@ static void flush(struct gr_txn_verifier_dest *d)
         tx[i].transactional_id = q->txn_id;
         tx[i].producer_id = q->producer_id;
         tx[i].producer_epoch = q->producer_epoch;
-        tx[i].verify_only = true;
+        tx[i].verify_only = !q->add;
         int32_t first = t;
         for (int32_t p = 0; p < q->count; p++, ip++) { /* a topic's consecutive partitions share its entry */
             idx[ip] = q->parts[p].partition;

@@ -51,6 +51,8 @@ struct gr_txn_question {
     struct gr_txn_verify_part *parts;
     int32_t count;
     void (*done)(struct gr_txn_question *q); /* every parts[i].error set */
+    bool add; /* transaction version 2's implicit add (VerifyOnly false: the coordinator adds the partitions,
+                 Produce v12+ / TxnOffsetCommit v5+), else KIP-890 part 1's verification */
     /* private */
     struct gr_txn_verifier_dest *dest; /* NULL: idle */
     struct gr_txn_question *prev, *next;

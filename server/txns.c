@@ -712,9 +712,13 @@ static void hook_done(void *ctx, void *waiter, const struct gr_txn_result *res)
 {
     (void)ctx;
     struct gr_txns_waiter *w = waiter;
+    /* read before the answer: an implicit add's waiter (add_answered) is freed by it */
+    bool parked = w->parked;
+    struct gr_txns_waits *waits = w->req_waits;
+    struct gr_req *req = w->req;
     w->answered = true;
     w->answer(w, res);
-    if (w->parked && --w->req_waits->pending == 0) gr_req_finish(w->req);
+    if (parked && --waits->pending == 0) gr_req_finish(req);
 }
 
 /* ---- the handlers' side ---- */
@@ -1222,21 +1226,48 @@ struct vpart {
                        there: hasOngoingTransaction) */
 };
 
-/* A Produce's remote verification (the request's state under verify_key, in its arena). */
+struct ladd;
+
+/* A Produce's remote verification, or its implicit add at the coordinator in process (the request's state
+   under verify_key, in its arena). */
 struct vstate {
     struct gr_req *req;
-    struct gr_txn_question q; /* to the coordinator's broker (server/txn_verifier.h) */
+    struct gr_txn_question q; /* to the coordinator's broker (server/txn_verifier.h); q.parts also hold the
+                                 in-process add's answers */
     struct vpart *parts;
     int32_t count;
-    bool answered; /* the question's errors are in (or nothing was asked) */
+    bool answered;          /* the question's errors are in (or nothing was asked) */
+    bool remote;            /* q went to the verifier */
+    int32_t node;           /* the coordinator's broker (remote) */
+    struct ladd *local;     /* the in-process add in flight (NULL: none or answered) */
+    struct gr_txn_tp *tps;  /* the in-process add's partitions (the asked ones, in the arena) */
+    int64_t add_started_ms; /* monotonic: the first ask (the retry time counts from it) */
+    bool retry_add;         /* answered CONCURRENT_TRANSACTIONS: asked again when `soon` fires */
+    bool waiting;           /* the request waits for it (gr_req_await_verified) */
+    ev_timer soon; /* gr_req_verified from the loop, never inside the coordinator's call; or the retry */
+};
+
+/* The in-process implicit add's waiter (transaction version 2: Kafka's AddPartitionsToTxnManager with
+   verifyOnly false, the coordinator here): malloc'ed, as the coordinator may answer after the request's
+   wait expired (then `v` is NULL and the answer only frees it). */
+struct ladd {
+    struct gr_txns_waiter w; /* first: hook_done's waiter */
+    struct vstate *v;
 };
 
 static const char verify_key;
 
-/* The coordinator's answer: each asked partition's error is in q.parts; the Produce runs again. */
+static bool add_retry_due(struct vstate *v, int16_t error);
+
+/* The coordinator's answer: each asked partition's error is in q.parts; the Produce runs again (an implicit
+   add answered CONCURRENT_TRANSACTIONS is asked again first while the retry time lasts, add_retry_due). */
 static void on_verified(struct gr_txn_question *q)
 {
     struct vstate *v = (struct vstate *)((char *)q - offsetof(struct vstate, q));
+    int16_t concurrent = GR_ERR_NONE;
+    for (int32_t i = 0; i < q->count; i++)
+        if (q->parts[i].error == GR_ERR_CONCURRENT_TRANSACTIONS) concurrent = GR_ERR_CONCURRENT_TRANSACTIONS;
+    if (q->add && add_retry_due(v, concurrent)) return;
     v->answered = true;
     gr_req_verified(v->req);
 }
@@ -1245,7 +1276,135 @@ static void on_verified(struct gr_txn_question *q)
 static void verify_cancel(struct gr_req *req)
 {
     struct vstate *v = gr_req_state(req, &verify_key);
-    if (v) gr_txn_verifier_cancel(&v->q);
+    if (!v) return;
+    if (v->remote) gr_txn_verifier_cancel(&v->q);
+    if (v->local) v->local->v = NULL; /* its answer, when it comes, only frees it */
+    v->local = NULL;
+    v->retry_add = false;
+    if (v->waiting) ev_timer_stop(v->req->broker->loop, &v->soon);
+}
+
+/* Kafka's add.partitions.to.txn.retry.backoff.ms and add.partitions.to.txn.retry.backoff.max.ms defaults
+   (AddPartitionsToTxnConfig, KAFKA-18654): an implicit add answered CONCURRENT_TRANSACTIONS (the previous
+   transaction's markers still going out) is asked again every 20 ms for up to 100 ms before the client gets
+   it, rather than leaving the retry to the client's own (longer) backoff. */
+#define GR_TXN_ADD_RETRY_BACKOFF_MS 20
+#define GR_TXN_ADD_RETRY_MAX_MS 100
+
+static void add_ask(struct vstate *v);
+
+/* True when an implicit add answered `error` CONCURRENT_TRANSACTIONS within the retry time: it is asked again
+   after the backoff (the timer, armed here once the request waits; add_local arms it otherwise). */
+static bool add_retry_due(struct vstate *v, int16_t error)
+{
+    if (error != GR_ERR_CONCURRENT_TRANSACTIONS ||
+        gr_time_mono_ms() - v->add_started_ms >= GR_TXN_ADD_RETRY_MAX_MS)
+        return false;
+    v->retry_add = true;
+    if (v->waiting) {
+        ev_timer_set(&v->soon, GR_TXN_ADD_RETRY_BACKOFF_MS / 1000.0, 0);
+        ev_timer_start(v->req->broker->loop, &v->soon);
+    }
+    return true;
+}
+
+static void added_soon(struct ev_loop *loop, ev_timer *tw, int revents)
+{
+    (void)loop, (void)revents;
+    struct vstate *v = (struct vstate *)((char *)tw - offsetof(struct vstate, soon));
+    if (v->retry_add && v->remote) { /* the coordinator's broker again */
+        v->retry_add = false;
+        struct gr_txns *t = v->req->broker->txns;
+        int asked = t->verifier ? gr_txn_verifier_ask(t->verifier, v->node, &v->q) : -ENOMEM;
+        if (asked == 0) return; /* on_verified follows */
+        if (asked < 0)
+            for (int32_t i = 0; i < v->q.count; i++)
+                v->q.parts[i].error = GR_ERR_NETWORK_EXCEPTION;
+        v->answered = true;
+    } else if (v->retry_add) {
+        v->retry_add = false;
+        add_ask(v); /* answered inside (then the timer runs again) or later through add_answered */
+        return;
+    }
+    gr_req_verified(v->req);
+}
+
+/* The in-process coordinator's answer to the implicit add: one error for every asked partition (NONE: in
+   the transaction now); CONCURRENT_TRANSACTIONS asked again after a backoff while the retry time lasts. */
+static void add_answered(struct gr_txns_waiter *w, const struct gr_txn_result *res)
+{
+    struct ladd *la = (struct ladd *)w;
+    struct vstate *v = la->v;
+    free(la);
+    if (!v) return; /* the request's wait expired first */
+    v->local = NULL;
+    struct ev_loop *loop = v->req->broker->loop;
+    if (add_retry_due(v, res->error_code)) return;
+    for (int32_t i = 0; i < v->q.count; i++)
+        v->q.parts[i].error = res->error_code;
+    v->answered = true;
+    if (v->waiting) { /* answered later: run the request again, from the loop */
+        ev_timer_set(&v->soon, 0, 0);
+        ev_timer_start(loop, &v->soon);
+    }
+}
+
+/* One ask of the implicit add (v->tps filled); a failure to ask answers every partition at once. */
+static void add_ask(struct vstate *v)
+{
+    struct gr_broker *b = v->req->broker;
+    struct ladd *la = b->txn ? calloc(1, sizeof *la) : NULL;
+    if (!la) { /* no memory, or the coordinator gone: retriable (NOT_ENOUGH_REPLICAS) */
+        v->local = NULL;
+        for (int32_t i = 0; i < v->q.count; i++)
+            v->q.parts[i].error = b->txn ? GR_ERR_NETWORK_EXCEPTION : GR_ERR_NOT_COORDINATOR;
+        v->answered = true;
+        if (v->waiting) {
+            ev_timer_set(&v->soon, 0, 0);
+            ev_timer_start(b->loop, &v->soon);
+        }
+        return;
+    }
+    la->w = (struct gr_txns_waiter){.answer = add_answered, .req = v->req};
+    la->v = v;
+    v->local = la;
+    gr_txn_add_partitions_tv(b->txn, &la->w, v->q.txn_id, v->q.producer_id, v->q.producer_epoch, v->tps,
+                             v->q.count, 2);
+}
+
+/* Adds the asked partitions of `v` (filled) to the producer's transaction at the coordinator in process
+   (gr_txn_add_partitions_tv, client version 2) and declares the request's wait until the add is durable;
+   false (go on now, the verdicts set) when nothing is asked or it was answered at once. */
+static bool add_local(struct gr_req *req, struct vstate *v, gr_handler_fn run, enum gr_handler_rc *rc)
+{
+    struct gr_broker *b = req->broker;
+    if (v->q.count == 0) {
+        v->answered = true;
+        return false;
+    }
+    if (!(v->tps = gr_arena_calloc(&req->arena, (size_t)v->q.count, sizeof *v->tps))) {
+        for (int32_t i = 0; i < v->q.count; i++) /* as a question that could not be sent: retriable */
+            v->q.parts[i].error = GR_ERR_NETWORK_EXCEPTION;
+        v->answered = true;
+        return false;
+    }
+    for (int32_t i = 0; i < v->q.count; i++)
+        v->tps[i] = (struct gr_txn_tp){v->q.parts[i].topic, v->q.parts[i].partition};
+    ev_timer_init(&v->soon, added_soon, 0, 0);
+    v->add_started_ms = gr_time_mono_ms();
+    add_ask(v);
+    if (v->answered) return false; /* answered inside the call */
+    v->waiting = true;
+    /* bounded as a remote question is; the coordinator answers once its Ongoing record is committed */
+    int64_t wait_ms = GR_BROKER_CLIENT_CONNECT_TIMEOUT_MS + b->cfg.settings.replica_socket_timeout_ms;
+    *rc = gr_req_await_verified(req, wait_ms, run, verify_cancel);
+    if (*rc == GR_HANDLER_CLOSE) {
+        verify_cancel(req);
+    } else if (v->retry_add) { /* CONCURRENT_TRANSACTIONS inside the call: asked again after the backoff */
+        ev_timer_set(&v->soon, GR_TXN_ADD_RETRY_BACKOFF_MS / 1000.0, 0);
+        ev_timer_start(b->loop, &v->soon);
+    }
+    return true;
 }
 
 /* The transactional id's coordinator from the image: its broker id, or -1 (no topic, no leader). */
@@ -1280,15 +1439,29 @@ static struct gr_log *led_log(const struct gr_broker *b, const struct gr_image_t
     return gr_topic_log(it->local, partition);
 }
 
+/* The coordinator of `txn_id` runs in this process and owns its id (single node: always when started). */
+static bool coordinator_here(struct gr_broker *b, struct gr_str txn_id)
+{
+    if (!b->member) return gr_txns_coord(b) != NULL;
+    int32_t node = coordinator_node(b, txn_id);
+    return node >= 0 && node == b->image->node_id && b->txn;
+}
+
 bool gr_txns_verify_remote(struct gr_req *req, gr_handler_fn run, enum gr_handler_rc *rc)
 {
     struct gr_broker *b = req->broker;
     const struct gr_produce_request *body = req->body;
-    if (!b->cfg.settings.transaction_partition_verification_enable || !b->member || !b->txns ||
-        body->transactional_id.len < 0 || gr_req_state(req, &verify_key))
-        return false;
-    int32_t node = coordinator_node(b, body->transactional_id);
-    if (node < 0 || node == b->image->node_id) return false; /* here (in process) or none: NOT_COORDINATOR */
+    /* transaction version 2 (Produce v12+) adds the partitions, whatever the verification setting */
+    bool add = req->hdr.request_api_version >= GR_TXN_PRODUCE_V2_MIN;
+    if (!b->txns || body->transactional_id.len < 0 || gr_req_state(req, &verify_key)) return false;
+    int32_t node = -1;
+    if (add && coordinator_here(b, body->transactional_id)) {
+        node = -2; /* in process */
+    } else {
+        if (!b->cfg.settings.transaction_partition_verification_enable || !b->member) return false;
+        node = coordinator_node(b, body->transactional_id);
+        if (node < 0 || node == b->image->node_id) return false; /* here (in process) or none */
+    }
     int32_t total = 0;
     for (int32_t i = 0; i < body->topic_data.count; i++)
         total += body->topic_data.items[i].partition_data.count > 0
@@ -1309,7 +1482,10 @@ bool gr_txns_verify_remote(struct gr_req *req, gr_handler_fn run, enum gr_handle
             const struct gr_produce_request_partition_produce_data *pd = &td->partition_data.items[p];
             const uint8_t *batch =
                 pd->records.kind == GR_RECORDS_MEM ? gr_txns_txn_batch(pd->records.mem) : NULL;
-            struct gr_log *log = batch ? led_log(b, it, pd->index) : NULL;
+            struct gr_log *log = !batch      ? NULL
+                                 : b->member ? led_log(b, it, pd->index)
+                                 : it->local ? gr_topic_log(it->local, pd->index) /* one node: all here */
+                                             : NULL;
             if (!log) continue; /* not transactional, or not led here: its own answer at the append */
             size_t n = strlen(it->name);
             char *name = gr_arena_alloc(&req->arena, n + 1);
@@ -1331,6 +1507,8 @@ bool gr_txns_verify_remote(struct gr_req *req, gr_handler_fn run, enum gr_handle
             v->q.parts[v->q.count++] = (struct gr_txn_verify_part){vp->topic, pd->index, GR_ERR_NONE};
         }
     }
+    if (node == -2) return add_local(req, v, run, rc);
+    v->q.add = add;
     return ask_remote(req, v, node, run, rc);
 }
 
@@ -1346,7 +1524,11 @@ static bool ask_remote(struct gr_req *req, struct vstate *v, int32_t node, gr_ha
     }
     struct gr_txns *t = b->txns;
     if (!t->verifier && b->broker_client) t->verifier = gr_txn_verifier_new(b->loop, b->broker_client);
+    v->node = node;
+    v->add_started_ms = gr_time_mono_ms();
+    ev_timer_init(&v->soon, added_soon, 0, 0);
     int asked = t->verifier ? gr_txn_verifier_ask(t->verifier, node, &v->q) : -ENOMEM;
+    v->remote = asked == 0;
     if (asked != 0) { /* answered at once (a fenced epoch), or not asked: NETWORK_EXCEPTION, retriable */
         if (asked < 0)
             for (int32_t i = 0; i < v->q.count; i++)
@@ -1358,6 +1540,7 @@ static bool ask_remote(struct gr_req *req, struct vstate *v, int32_t node, gr_ha
        which Kafka applies only to the acks=-1 wait after the append */
     int64_t wait_ms = GR_BROKER_CLIENT_CONNECT_TIMEOUT_MS + b->cfg.settings.replica_socket_timeout_ms;
     *rc = gr_req_await_verified(req, wait_ms, run, verify_cancel); /* the answer comes later */
+    v->waiting = true;
     if (*rc == GR_HANDLER_CLOSE) verify_cancel(req);
     return true;
 }
@@ -1367,14 +1550,21 @@ bool gr_txns_verify_offsets_remote(struct gr_req *req, struct gr_str txn_id, str
                                    enum gr_handler_rc *rc)
 {
     struct gr_broker *b = req->broker;
-    if (!b->cfg.settings.transaction_partition_verification_enable || !b->member || !b->txns ||
-        txn_id.len <= 0 || group_id.len <= 0 || gr_req_state(req, &verify_key))
-        return false;
-    int32_t node = coordinator_node(b, txn_id);
+    /* transaction version 2 (TxnOffsetCommit v5+) adds the offsets partition, whatever the setting */
+    bool add = req->hdr.request_api_version >= GR_TXN_TXN_OFFSET_COMMIT_V2_MIN;
+    if (!b->txns || txn_id.len <= 0 || group_id.len <= 0 || gr_req_state(req, &verify_key)) return false;
     struct gr_offsets_log *ol = gr_groups_offsets_log(b);
     int32_t p = gr_groups_partition_for(b, group_id);
     struct gr_log *log = ol && p < gr_offsets_log_partitions(ol) ? gr_offsets_log_log(ol, p) : NULL;
-    if (node < 0 || node == b->image->node_id || !log) return false; /* asked in process (or refused there) */
+    int32_t node = -1;
+    if (add && coordinator_here(b, txn_id)) {
+        node = -2; /* in process */
+    } else {
+        if (!b->cfg.settings.transaction_partition_verification_enable || !b->member) return false;
+        node = coordinator_node(b, txn_id);
+        if (node < 0 || node == b->image->node_id) return false; /* asked in process (or refused there) */
+    }
+    if (!log) return false;
     struct vstate *v = gr_req_state_add(req, &verify_key, sizeof *v);
     if (!v || !(v->parts = gr_arena_calloc(&req->arena, 1, sizeof *v->parts)) ||
         !(v->q.parts = gr_arena_calloc(&req->arena, 1, sizeof *v->q.parts)))
@@ -1395,6 +1585,8 @@ bool gr_txns_verify_offsets_remote(struct gr_req *req, struct gr_str txn_id, str
         v->q.parts[0] = (struct gr_txn_verify_part){gr_str_c(GR_OFFSETS_TOPIC), p, GR_ERR_NONE};
         v->q.count = 1;
     }
+    if (node == -2) return add_local(req, v, run, rc);
+    v->q.add = add;
     return ask_remote(req, v, node, run, rc);
 }
 

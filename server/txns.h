@@ -73,10 +73,10 @@ int16_t gr_txns_check_produce(struct gr_broker *b, const struct gr_log *log, str
  * (postVerificationCallback) map it: PRODUCER_FENCED -> INVALID_PRODUCER_EPOCH; TRANSACTION_ABORTABLE kept
  * from Produce v11 (produceRequestVersionToTransactionSupportedOperation: genericErrorSupported), else
  * INVALID_TXN_STATE "Partition was not added to the transaction" (as INVALID_TXN_STATE itself);
- * CONCURRENT_TRANSACTIONS (transaction version 1), NETWORK_EXCEPTION, COORDINATOR_LOAD_IN_PROGRESS,
- * COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR -> NOT_ENOUGH_REPLICAS "Unable to verify the partition has
- * been added to the transaction. Underlying error: <name>"; any other (NONE, INVALID_PRODUCER_ID_MAPPING,
- * INVALID_REQUEST...) unchanged without a message. */
+ * CONCURRENT_TRANSACTIONS kept from Produce v12 (transaction version 2), else as the next ones;
+ * NETWORK_EXCEPTION, COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR ->
+ * NOT_ENOUGH_REPLICAS "Unable to verify the partition has been added to the transaction. Underlying error:
+ * <name>"; any other (NONE, INVALID_PRODUCER_ID_MAPPING, INVALID_REQUEST...) unchanged without a message. */
 int16_t gr_txns_produce_error(int16_t err, int16_t produce_version, const char **msg);
 /* KIP-890 part 1 for TxnOffsetCommit (server/txns_verify.c; Kafka 4.x's CoordinatorPartitionWriter.
  * maybeStartTransactionVerification before the group coordinator's write): when the binding and
@@ -120,7 +120,16 @@ bool gr_txns_verification_enabled(const struct gr_broker *b);
 int16_t gr_txns_write_marker(struct gr_broker *b, struct gr_log *log, const struct gr_partition_marker *m,
                              int64_t *end_offset);
 
-/* Cluster mode, before a transactional Produce's appends (ReplicaManager.appendRecords with
+/* Transaction version 2 (Produce v12+, KIP-890 part 2), on one node or in a cluster with the coordinator
+ * in process: before the appends, once the request's local logs are made, takes a verification guard on
+ * every local partition whose first batch is transactional and has the coordinator add those whose log does
+ * not hold the producer's open transaction (gr_txn_add_partitions_tv, client version 2: Kafka's
+ * AddPartitionsToTxnManager with verifyOnly false), whatever transaction.partition.verification.enable
+ * says; the request waits (gr_req_await_verified, as below) until the Ongoing record is committed, then
+ * `run` runs again and each partition's verdict is the add's answer (CONCURRENT_TRANSACTIONS while the
+ * previous transaction completes, PRODUCER_FENCED, INVALID_PRODUCER_ID_MAPPING...). With the coordinator on
+ * another broker the question below asks it to add (VerifyOnly false) instead of verifying.
+ * Cluster mode, before a transactional Produce's appends (ReplicaManager.appendRecords with
  * AddPartitionsToTxnManager.verifyTransaction), once the request's local logs are made: when the request's
  * transactional id is coordinated by another broker and it was not asked yet, takes a verification guard on
  * every partition led here whose first batch is transactional (partition.h gr_partition_txn_verify_start;
@@ -134,7 +143,9 @@ int16_t gr_txns_write_marker(struct gr_broker *b, struct gr_log *log, const stru
  * refused at once (a fenced epoch: INVALID_PRODUCER_EPOCH; the broker's queue full or no memory:
  * NETWORK_EXCEPTION, so NOT_ENOUGH_REPLICAS). */
 bool gr_txns_verify_remote(struct gr_req *req, gr_handler_fn run, enum gr_handler_rc *rc);
-/* Cluster mode, TxnOffsetCommit before the group coordinator writes (CoordinatorRuntime
+/* TxnOffsetCommit v5+ (transaction version 2): the group's offsets partition is added implicitly, as for
+ * Produce v12+ above (in process, or asked of the coordinator's broker without VerifyOnly).
+ * Cluster mode, TxnOffsetCommit before the group coordinator writes (CoordinatorRuntime
  * .scheduleTransactionalWriteOperation's verification through AddPartitionsToTxnManager): when `txn_id` is
  * coordinated by another broker and the group's __consumer_offsets partition is here, takes the guard on that
  * partition and asks the coordinator's broker whether the partition is in the producer's transaction

@@ -6,7 +6,7 @@
  * Kafka 4.x maps the coordinator's answer to (AddPartitionsToTxnManager's response handler, then
  * ReplicaManager.handleProduceAppend's postVerificationCallback for Produce: NETWORK_EXCEPTION,
  * COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR and, for transaction version 1,
- * CONCURRENT_TRANSACTIONS as NOT_ENOUGH_REPLICAS; or
+ * CONCURRENT_TRANSACTIONS below Produce v12 as NOT_ENOUGH_REPLICAS; or
  * CoordinatorOperationExceptionHelper.handleOperationException for TxnOffsetCommit).
  * transaction.partition.verification.enable=false skips the question (Kafka's
  * ReplicaManager.maybeSendPartitionsToTransactionCoordinator for transaction version 1): the batch is
@@ -49,8 +49,10 @@ int16_t gr_txns_produce_error(int16_t err, int16_t produce_version, const char *
     case GR_ERR_INVALID_TXN_STATE:
         *msg = "Partition was not added to the transaction";
         return GR_ERR_INVALID_TXN_STATE;
-    case GR_ERR_CONCURRENT_TRANSACTIONS: /* transaction version 1 (no epoch bump): retriable for old clients
-                                          */
+    case GR_ERR_CONCURRENT_TRANSACTIONS:
+        /* as it is to a transaction version 2 client (Produce v12+: the implicit add found the previous
+           transaction completing, retriable); NOT_ENOUGH_REPLICAS, retriable, for older ones */
+        if (produce_version >= GR_TXN_PRODUCE_V2_MIN) return GR_ERR_CONCURRENT_TRANSACTIONS;
         *msg = UNVERIFIED "CONCURRENT_TRANSACTIONS";
         return GR_ERR_NOT_ENOUGH_REPLICAS;
     case GR_ERR_NETWORK_EXCEPTION:
@@ -135,7 +137,7 @@ int16_t gr_txns_check_txn_offset_commit(struct gr_req *req, struct gr_str txn_id
                                         int64_t producer_id, int16_t producer_epoch, int16_t version)
 {
     struct gr_broker *b = req->broker;
-    if (!gr_txns_verification_enabled(b) || txn_id.len < 0 || group_id.len <= 0) return GR_ERR_NONE;
+    if (txn_id.len < 0 || group_id.len <= 0) return GR_ERR_NONE;
     int32_t p = gr_groups_partition_for(b, group_id); /* as AddOffsetsToTxn added it */
     struct gr_offsets_log *ol = gr_groups_offsets_log(b);
     struct gr_log *log = ol && p < gr_offsets_log_partitions(ol) ? gr_offsets_log_log(ol, p) : NULL;
@@ -148,6 +150,8 @@ int16_t gr_txns_check_txn_offset_commit(struct gr_req *req, struct gr_str txn_id
             return GR_ERR_INVALID_TXN_STATE;
         return gr_txns_txn_commit_error(err, version);
     }
+    /* no verdict (the implicit add's, or a remote coordinator's): KIP-890 part 1 when enabled */
+    if (!gr_txns_verification_enabled(b)) return GR_ERR_NONE;
     if (log && ongoing(log, producer_id, producer_epoch)) return GR_ERR_NONE;
     err = ask(b, txn_id, gr_str_c(GR_OFFSETS_TOPIC), p, producer_id, producer_epoch);
     return gr_txns_txn_commit_error(err, version);

@@ -127,8 +127,8 @@ fi
 features() { tool kafka-features.sh describe | grep -o 'Feature: transaction.version.*'; }
 if have_kafka_tools; then
     f1=$(features)
-    check "kafka-features.sh describe: transaction.version supported 0-1, finalized 1 at epoch 0 (new log directory)" \
-        grep -Eq 'SupportedMinVersion: 0\s+SupportedMaxVersion: 1\s+FinalizedVersionLevel: 1\s+Epoch: 0' <<<"$f1"
+    check "kafka-features.sh describe: transaction.version supported 0-2, finalized 1 at epoch 0 (new log directory)" \
+        grep -Eq 'SupportedMinVersion: 0\s+SupportedMaxVersion: 2\s+FinalizedVersionLevel: 1\s+Epoch: 0' <<<"$f1"
     broker_restart --override gregor.transaction.version=0 || fail "broker restarts with gregor.transaction.version=0"
     f2=$(features)
     check "restarted with gregor.transaction.version=0: not finalized (level 0 is not listed), epoch 1" \
@@ -141,6 +141,10 @@ if have_kafka_tools; then
     f3=$(features)
     check "back at the default level 1: finalized 1 at epoch 2 (the epoch never goes down)" \
         grep -Eq 'FinalizedVersionLevel: 1\s+Epoch: 2' <<<"$f3"
+    broker_restart --override gregor.transaction.version=2 || fail "broker restarts with gregor.transaction.version=2"
+    f4=$(features)
+    check "restarted with gregor.transaction.version=2 (KIP-890 part 2): finalized 2 at epoch 3" \
+        grep -Eq 'SupportedMaxVersion: 2\s+FinalizedVersionLevel: 2\s+Epoch: 3' <<<"$f4"
 fi
 # UpdateFeatures (issue #25): kafka-features.sh upgrade/downgrade, each answer and the level and epoch after,
 # counted from the level L0 (above 0) and epoch E0 the broker runs at now

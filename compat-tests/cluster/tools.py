@@ -7,7 +7,7 @@ What it checks (etcd and three brokers on free loopback ports, broker.session.ti
   - kafka-topics.sh --create through broker 2 makes a 6-partition topic; --describe through brokers 1 and 3
     prints the same partitions with leaders on all three brokers, each leader as Metadata has it;
   - kafka-broker-api-versions.sh through broker 3 lists the three brokers, each with its ApiVersions;
-  - kafka-features.sh describe through each broker: transaction.version (issue #25) supported 0-1, finalized
+  - kafka-features.sh describe through each broker: transaction.version (issue #25) supported 0-2, finalized
     at 1 with one epoch (the features key's revision) on every broker;
   - kafka-configs.sh --alter through broker 1 sets retention.ms on the topic, --describe through broker 3
     shows it; a topic created with min.insync.replicas=2 and altered to 3 (Kafka's range in cluster mode);
@@ -101,14 +101,14 @@ def t_api_versions(run, bs, st):
 
 
 def t_features(run, bs, st):
-    """kafka-features.sh describe through each broker: transaction.version supported 0-1, finalized at
+    """kafka-features.sh describe through each broker: transaction.version supported 0-2, finalized at
     gregor.transaction.version's default (1) with the epoch of etcd's features key, the same on every broker."""
     seen = []
     for b in bs:
         rc, out = tool('kafka-features.sh', '--bootstrap-server', b.bootstrap, 'describe')
-        m = re.search(r'Feature: transaction\.version\s+SupportedMinVersion: 0\s+SupportedMaxVersion: 1\s+'
+        m = re.search(r'Feature: transaction\.version\s+SupportedMinVersion: 0\s+SupportedMaxVersion: 2\s+'
                       r'FinalizedVersionLevel: 1\s+Epoch: (\d+)', out)
-        check(f'kafka-features.sh describe through broker {b.node_id}: transaction.version 0-1, finalized 1',
+        check(f'kafka-features.sh describe through broker {b.node_id}: transaction.version 0-2, finalized 1',
               rc == 0 and m is not None, out[-400:])
         seen.append(int(m.group(1)) if m else None)
     check(f'  the same finalized features epoch on every broker ({seen[0]}, the features key\'s revision)',

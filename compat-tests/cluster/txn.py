@@ -25,6 +25,10 @@ Kafka's defaults, 3 and 2):
   - raw protocol, TxnOffsetCommit at a group coordinator on another broker than the transactional id's: verified
     there too (INVALID_TXN_STATE v3 / TRANSACTION_ABORTABLE v4 before AddOffsetsToTxn, accepted after), and
     the offset committed by EndTxn;
+  - raw protocol, transaction version 2: a transactional Produce v12 at a broker that does not coordinate its
+    transactional id, with no AddPartitionsToTxn, is added at the coordinator (AddPartitionsToTxn v4+ without
+    VerifyOnly between brokers); EndTxn v5 there bumps the epoch, the marker reaches the leader, a zombie's
+    Produce at the old epoch is INVALID_PRODUCER_EPOCH;
   - confluent-kafka commits two transactions and aborts one over three partitions led by the three brokers
     (markers to the other brokers' WriteTxnMarkers, Produce verified at the remote coordinator);
     read_committed exact;
@@ -392,6 +396,63 @@ def t_remote_offsets(run, etcd, bs, st):
        h.wait_until(fetched, 20, 'the offset committed'))
 
 
+def t_remote_add(run, etcd, bs, st):
+    """Raw protocol, transaction version 2 (KIP-890 part 2): a transactional Produce v12 at a leader whose
+    transactional id is coordinated by another broker, with no AddPartitionsToTxn: the leader has the coordinator
+    add the partition (AddPartitionsToTxn v4+ without VerifyOnly between the brokers); EndTxn v5 at the
+    coordinator bumps the epoch and its marker reaches the leader; a zombie's Produce at the old epoch is
+    refused."""
+    tp = st['txn_parts']
+    used = st['remote'][0] if 'remote' in st else None
+    name = next(n for n in NAMES if n not in (TXN_ID, used))
+    coord = by_id(bs, tp[partition_for(name)][0])
+    lead = next(b for b in bs if b is not coord)
+    topic = 'txv2r'
+    with k.Conn(bs[0].bootstrap, timeout=30) as c:
+        r = c.request('CreateTopics', 7, {'topics': [{'name': topic, 'num_partitions': -1, 'replication_factor': -1,
+                                                      'assignments': [{'partition_index': 0,
+                                                                       'broker_ids': [lead.node_id]}],
+                                                      'configs': []}], 'timeout_ms': 10000, 'validate_only': False})
+    eq(f'CreateTopics {topic} led by broker {lead.node_id} ({name} is coordinated by broker {coord.node_id})', 0,
+       r['topics'][0]['error_code'])
+    h.wait_until(lambda: (parts_of(lead, topic) or {}).get(0, (-1,))[0] == lead.node_id, 20, f'{topic} led')
+
+    def offsets():
+        with k.Conn(lead.bootstrap, timeout=10) as c:
+            return [c.request('ListOffsets', 7, {'replica_id': -1, 'isolation_level': iso, 'topics': [
+                {'name': topic, 'partitions': [{'partition_index': 0, 'timestamp': -1}]}]})['topics'][0]
+                ['partitions'][0]['offset'] for iso in (0, 1)]
+    with k.Conn(coord.bootstrap, timeout=10) as c:
+        def init_ok():
+            r = c.request('InitProducerId', 4, {'transactional_id': name, 'transaction_timeout_ms': 900000,
+                                                'producer_id': -1, 'producer_epoch': -1})
+            return r if r['error_code'] == 0 else None
+        r = h.wait_until(init_ok, 20, 'InitProducerId')
+        pid, epoch = r['producer_id'], r['producer_epoch']
+
+        def produce(e, seq, version=12):
+            with k.Conn(lead.bootstrap, timeout=10) as pc:
+                b = k.build_batch([(None, b'v')], attributes_extra=0x10, producer_id=pid, producer_epoch=e,
+                                  base_sequence=seq)
+                return k.produce(pc, topic, 0, b, version=version, transactional_id=name)['error_code']
+        eq(f'Produce v12 at broker {lead.node_id}, no AddPartitionsToTxn: accepted (added at broker '
+           f'{coord.node_id})', 0, produce(epoch, 0))
+        eq('high watermark 1, last stable offset 0 (the transaction is open)', [1, 0], offsets())
+        r = c.request('EndTxn', 5, {'transactional_id': name, 'producer_id': pid, 'producer_epoch': epoch,
+                                    'committed': True})
+        eq('EndTxn v5 commit at the coordinator: the same producer id at epoch + 1', (0, pid, epoch + 1),
+           (r['error_code'], r['producer_id'], r['producer_epoch']))
+    # at once, as a version 2 client does: the previous transaction may still be completing at the coordinator
+    # (CONCURRENT_TRANSACTIONS there), which the leader asks again for up to 100 ms (KAFKA-18654)
+    t0 = time.monotonic()
+    err = produce(epoch + 1, 0)
+    eq(f'the next transaction at the new epoch, sent at once: accepted ({time.monotonic() - t0:.3f} s)', 0, err)
+    h.wait_until(lambda: offsets() == [3, 2], 20, 'the marker at the leader')
+    eq(f'the COMMIT marker reached broker {lead.node_id}: high watermark 3, last stable offset 2 (the next '
+       'transaction open)', [3, 2], offsets())
+    eq('a zombie\'s Produce v12 at the old epoch: INVALID_PRODUCER_EPOCH', 47, produce(epoch, 1))
+
+
 def t_cross(run, etcd, bs, st):
     """confluent-kafka commit and abort over three partitions led by the three brokers: markers to the other
     brokers (WriteTxnMarkers between brokers) and Produce verified at a remote coordinator."""
@@ -590,6 +651,8 @@ def main():
             section('TxnOffsetCommit verified by a coordinator on another broker', t_remote_offsets, run, etcd, bs,
                     st)
         if 'txn_parts' in st:
+            section('transaction version 2: Produce v12 added by a coordinator on another broker', t_remote_add,
+                    run, etcd, bs, st)
             section('commit and abort across partitions led by the three brokers', t_cross, run, etcd, bs, st)
             section('TxnOffsetCommit verified at the transaction coordinator on another broker', t_offsets_remote,
                     run, etcd, bs, st)

@@ -2,7 +2,7 @@
 """txn/offsets.py BROKER STEP: the group side of transactional offsets (KIP-98, KIP-447; server/handlers/
 txn_offset_commit.c, offset_fetch.c).
 
-STEP "on" (a broker with the defaults: transactions are always on): ApiVersions lists TxnOffsetCommit v0-4; the
+STEP "on" (a broker with the defaults: transactions are always on): ApiVersions lists TxnOffsetCommit v0-5; the
 producer is tx-o's (InitProducerId, then AddOffsetsToTxn for each group: KIP-890 part 1 verifies every
 TxnOffsetCommit against the transaction, verify.py tests the refusals); a group
 with a committed offset and nothing pending answers OffsetFetch require_stable with the committed value; a
@@ -95,7 +95,7 @@ def advertised(c):
 
 if step == 'on':
     with kr.Conn(broker) as c:
-        check('ApiVersions lists TxnOffsetCommit v0-4', advertised(c).get(28) == (0, 4), advertised(c).get(28))
+        check('ApiVersions lists TxnOffsetCommit v0-5', advertised(c).get(28) == (0, 5), advertised(c).get(28))
         r = kr.create_topic(c, TOPIC, partitions=2)
         check('topic created', r['error_code'] == 0, r)
         # KIP-890 part 1: TxnOffsetCommit is verified, so tx-o's transaction holds the groups' offsets partitions

@@ -9,7 +9,8 @@
 # UNSTABLE_OFFSET_COMMIT while a transactional commit is pending, also after a restart. KIP-890 part 1's
 # verification of Produce and TxnOffsetCommit, transaction.partition.verification.enable (off, and on again
 # dynamically), a non-transactional batch during an open transaction, producer.id.expiration.ms keeping a
-# producer with an open transaction, compaction of committed and aborted transactions (verify.py). The admin APIs (admin.py):
+# producer with an open transaction, compaction of committed and aborted transactions (verify.py). Transaction
+# version 2 by raw requests (txv2.py). The admin APIs (admin.py):
 # WriteTxnMarkers as a partition leader, DescribeTransactions, ListTransactions, kafka-transactions.sh. The failure runs
 # (GREGOR_FAILPOINT): failpoints.py and a short eos.py, each with its own broker. Read next:
 # coordinator.py, offsets.py, verify.py, admin.py, failpoints.py, eos.py.
@@ -79,6 +80,63 @@ for step_args in "verify --override log.cleaner.backoff.ms=100" \
     check_eq "no ERROR logged ($step)" "" "$(grep -E ' level=error ' "$BROKER_DIR/broker.log")"
     rm -rf "$BROKER_DIR"
 done
+
+# Transaction version 2 (txv2.py, raw requests): EndTxn v5's epoch bump, Produce v12 and TxnOffsetCommit v5
+# adding their partitions, the zombie fenced; with verification at its default and off (the adds do not
+# depend on it). Each on a fresh broker.
+for args in "" "--override transaction.partition.verification.enable=false"; do
+    BROKER_DIR=$(mktemp -d /tmp/gregor-test.XXXXXX)
+    # shellcheck disable=SC2086 # the overrides are words
+    broker_start --override transaction.state.log.num.partitions=1 $args || { fail "start (txv2)"; summary txn; exit 1; }
+    run_py "txv2.py v2 ${args:-(verification on)}" "$(dirname "$0")/txv2.py" v2
+    broker_stop
+    check_eq "no ERROR logged (txv2 ${args:-verification on})" "" "$(grep -E ' level=error ' "$BROKER_DIR/broker.log")"
+    rm -rf "$BROKER_DIR"
+done
+
+# Kafka's Java client 4.4 and franz-go (when Go is there) at level 2 (gregor.transaction.version=2), then
+# confluent-kafka, sarama and kafkajs (when installed), which stay on version 1, on the same broker: the client
+# scenario's step 7 (commit, abort, consume-transform-produce) through transaction version 2, asserted from the
+# broker's request counts: EndTxn v5 and TxnOffsetCommit v5 only, no AddPartitionsToTxn or AddOffsetsToTxn (the
+# broker adds them), and no CONCURRENT_TRANSACTIONS reaching a Produce (the broker asks again for 100 ms while the
+# previous transaction completes; franz-go starts its next transaction at once and took 15 s instead of 5 without).
+# Skipped without Maven and Java (compat-tests/clients/java builds on first use). About 90 s in all (each client
+# runs the whole quick scenario); env TXN_V1_CLIENTS lists the version 1 clients to run (empty: none).
+if command -v mvn >/dev/null && command -v java >/dev/null; then
+    BROKER_DIR=$(mktemp -d /tmp/gregor-test.XXXXXX)
+    broker_start --override gregor.transaction.version=2 --override auto.create.topics.enable=false \
+        --override group.initial.rebalance.delay.ms=0 || { fail "start (java at level 2)"; summary txn; exit 1; }
+    jout=$(TXN=1 KAFKA_CLIENTS_VERSION=4.4.0 CLIENT_NAME=java-latest timeout 300 \
+        bash "$(dirname "$0")/../clients/java/run.sh" "$BROKER" quick "$BROKER_DIR/java.json" 2>&1)
+    case "$jout" in *"step 7 transactions: ok"*) pass "Java 4.4 client at transaction.version 2: step 7 ok" ;;
+        *) fail "Java 4.4 client at transaction.version 2: step 7 ok" "$(grep -m3 'step 7\|not installed\|FAIL' <<<"$jout")" ;; esac
+    if command -v go >/dev/null; then
+        gout=$(TXN=1 timeout 300 bash "$(dirname "$0")/../clients/franz-go/run.sh" "$BROKER" quick "$BROKER_DIR/franz.json" 2>&1)
+        case "$gout" in *"ok   7 transactions"*) pass "franz-go at transaction.version 2: step 7 ok" ;;
+            *) fail "franz-go at transaction.version 2: step 7 ok" "$(grep -m3 ' 7 \|not installed\|FAIL' <<<"$gout")" ;; esac
+    fi
+    check_eq "no Produce answered CONCURRENT_TRANSACTIONS" "" \
+        "$(curl -s "http://$ADMIN/metrics" | grep 'errors_total{request="Produce",error="CONCURRENT_TRANSACTIONS"}')"
+    m=$(curl -s "http://$ADMIN/metrics" | grep '^kafka_network_requestmetrics_requests_total{request="\(EndTxn\|TxnOffsetCommit\|AddPartitionsToTxn\|AddOffsetsToTxn\)"')
+    check "the Java client used EndTxn v5" grep -q 'request="EndTxn",version="5"' <<<"$m"
+    check "the Java client used TxnOffsetCommit v5" grep -q 'request="TxnOffsetCommit",version="5"' <<<"$m"
+    check_eq "no EndTxn below v5, no AddPartitionsToTxn or AddOffsetsToTxn (the broker added the partitions)" \
+        "" "$(grep -v 'request="EndTxn",version="5"\|request="TxnOffsetCommit",version="5"' <<<"$m")"
+    # clients that stay on transaction version 1 (librdkafka, sarama, kafkajs) on the same broker at level 2
+    for cl in ${TXN_V1_CLIENTS-confluent-kafka sarama kafkajs}; do
+        cout=$(TXN=1 timeout 300 bash "$(dirname "$0")/../clients/$cl/run.sh" "$BROKER" quick "$BROKER_DIR/$cl.json" 2>&1)
+        case "$cout" in *"7 transactions: ok"* | *"ok   7 transactions"*) pass "$cl (transaction version 1) at transaction.version 2: step 7 ok" ;;
+            *"not installed"*) echo "  skip $cl at transaction.version 2: not installed" ;;
+            *) fail "$cl (transaction version 1) at transaction.version 2: step 7 ok" "$(grep -m3 '7 trans\|FAIL' <<<"$cout")" ;; esac
+    done
+    check "version 1's EndTxn (below v5) served beside version 2's" \
+        grep -q 'requests_total{request="EndTxn",version="[0-4]"}' <<<"$(curl -s "http://$ADMIN/metrics")"
+    broker_stop
+    check_eq "no ERROR or WARN logged (java at level 2)" "" "$(grep -E ' level=(error|warn) ' "$BROKER_DIR/broker.log")"
+    rm -rf "$BROKER_DIR"
+else
+    echo "  skip Kafka's Java client at transaction.version 2: needs mvn and java"
+fi
 
 # The admin APIs (admin.py, raw requests): WriteTxnMarkers as a partition leader, DescribeTransactions,
 # ListTransactions, DescribeProducers; then Kafka's kafka-transactions.sh when compat-tests/.cache/kafka-4.4.0

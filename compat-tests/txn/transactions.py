@@ -229,8 +229,8 @@ def deleted_partition():
 
 def on():
     with kr.Conn(BROKER) as c:
-        tk.eq('ApiVersions lists AddPartitionsToTxn 0-5, AddOffsetsToTxn 0-4, EndTxn 0-4',
-              {24: (0, 5), 25: (0, 4), 26: (0, 4)}, txn_api_rows(c))
+        tk.eq('ApiVersions lists AddPartitionsToTxn 0-5, AddOffsetsToTxn 0-4, EndTxn 0-5',
+              {24: (0, 5), 25: (0, 4), 26: (0, 5)}, txn_api_rows(c))
         r = kr.create_topic(c, TOPIC, partitions=2)
         tk.eq('topic created', 0, r['error_code'])
     tk.run('client transactions', client_transactions)

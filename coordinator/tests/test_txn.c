@@ -493,10 +493,13 @@ static void test_fence_ongoing(void **state)
     gr_txn_init_producer_id(f.tc, &r, gr_str_c("txn"), 60000, -1, -1);
     assert_int_equal(r.r.error_code, GR_ERR_CONCURRENT_TRANSACTIONS);
     gr_txn_add_partitions(f.tc, &old, gr_str_c("txn"), pid, 0, T0, 1);
-    assert_int_equal(old.r.error_code, GR_ERR_PRODUCER_FENCED);
+    /* a transition in progress is checked first (Kafka 4.x, KAFKA-18660); the epoch once it is done */
+    assert_int_equal(old.r.error_code, GR_ERR_CONCURRENT_TRANSACTIONS);
     report_markers(&f, 0);
     report(&f, 0);
     assert_int_equal(info(&f, "txn").state, GR_TXN_COMPLETE_ABORT);
+    gr_txn_add_partitions(f.tc, &old, gr_str_c("txn"), pid, 0, T0, 1);
+    assert_int_equal(old.r.error_code, GR_ERR_PRODUCER_FENCED);
     gr_txn_init_producer_id(f.tc, &r, gr_str_c("txn"), 60000, -1, -1);
     report(&f, 0);
     assert_int_equal(r.r.error_code, 0);
@@ -1140,6 +1143,307 @@ static void test_list_and_partitions(void **state)
     reset(&f);
 }
 
+/* ---- transaction version 2 (KIP-890 part 2: TransactionCoordinator.endTransaction, EndTxn v5+) ---- */
+
+/* The decoded value of the last record written. */
+static struct gr_txn_log_value last_value(struct fake *f)
+{
+    struct gr_coord_record *r = &f->recs[f->nrecs - 1];
+    struct gr_arena a;
+    gr_arena_init(&a, 0);
+    struct gr_txn_log_value v;
+    assert_int_equal(gr_txn_log_value_decode(r->value, r->value_len, &a, &v), 0);
+    v.topics = NULL; /* freed with the arena */
+    gr_arena_reset(&a);
+    return v;
+}
+
+/* Commit with EndTxn v5: PrepareCommit at epoch + 1 (last epoch = the request's, client version 2 in the
+ * record), answered with the producer id and the bumped epoch once durable, markers at the bumped epoch,
+ * CompleteCommit keeps it; then Kafka's table for CompleteCommit: commit retry (epoch - 1) -> NONE with the
+ * current id and epoch, abort retry -> INVALID_TXN_STATE, commit at the current epoch -> INVALID_TXN_STATE,
+ * an older epoch -> PRODUCER_FENCED, abort at the current epoch -> epoch bump with no marker. */
+static void test_v2_commit_bumps_epoch(void **state)
+{
+    (void)state;
+    struct fake f = {0};
+    make(&f, 2);
+    int64_t pid = begin(&f, "txn", 60000);
+    struct res e = {0};
+    gr_txn_end_tv(f.tc, &e, gr_str_c("txn"), pid, 0, true, 2);
+    assert_int_equal(e.calls, 0);
+    struct gr_txn_log_value v = last_value(&f);
+    assert_int_equal(v.state, GR_TXN_PREPARE_COMMIT);
+    assert_int_equal(v.producer_epoch, 1);
+    assert_int_equal(v.client_transaction_version, 2);
+    assert_int_equal(v.previous_producer_id, pid);
+    assert_int_equal(v.next_producer_id, -1);
+    assert_int_equal(f.markers_sent, 0);
+    report(&f, 0);
+    assert_int_equal(e.calls, 1);
+    assert_int_equal(e.r.error_code, 0);
+    assert_int_equal(e.r.producer_id, pid);
+    assert_int_equal(e.r.producer_epoch, 1);
+    assert_int_equal(f.markers_sent, 1);
+    assert_true(f.job_commit[0]);
+    assert_int_equal(f.job_epoch[0], 1); /* markers carry the bumped epoch */
+    assert_int_equal(f.job_parts[0], 2);
+    struct gr_txn_info i = info(&f, "txn");
+    assert_int_equal(i.state, GR_TXN_PREPARE_COMMIT);
+    assert_int_equal(i.producer_epoch, 1);
+    assert_int_equal(i.last_producer_epoch, 0);
+    assert_int_equal(i.client_version, 2);
+    struct res r = {0};
+    /* while PrepareCommit: the retry is concurrent, the bumped epoch is not yet a valid EndTxn epoch */
+    gr_txn_end_tv(f.tc, &r, gr_str_c("txn"), pid, 0, true, 2);
+    assert_int_equal(r.r.error_code, GR_ERR_CONCURRENT_TRANSACTIONS);
+    gr_txn_end_tv(f.tc, &r, gr_str_c("txn"), pid, 1, true, 2);
+    assert_int_equal(r.r.error_code, GR_ERR_PRODUCER_FENCED);
+    /* an implicit add of the next transaction while CompleteCommit is pending: concurrent, not fenced */
+    gr_txn_add_partitions_tv(f.tc, &r, gr_str_c("txn"), pid, 1, T0, 1, 2);
+    assert_int_equal(r.r.error_code, GR_ERR_CONCURRENT_TRANSACTIONS);
+    report_markers(&f, 0);
+    v = last_value(&f);
+    assert_int_equal(v.state, GR_TXN_COMPLETE_COMMIT);
+    assert_int_equal(v.producer_epoch, 1);
+    assert_int_equal(v.client_transaction_version, 2);
+    report(&f, 0);
+    i = info(&f, "txn");
+    assert_int_equal(i.state, GR_TXN_COMPLETE_COMMIT);
+    assert_int_equal(i.producer_id, pid);
+    assert_int_equal(i.producer_epoch, 1);
+    assert_int_equal(i.last_producer_epoch, 0);
+    assert_int_equal(i.partition_count, 0);
+    r = (struct res){0};
+    gr_txn_end_tv(f.tc, &r, gr_str_c("txn"), pid, 0, true, 2); /* retry */
+    assert_int_equal(r.r.error_code, GR_ERR_NONE);
+    assert_int_equal(r.r.producer_id, pid);
+    assert_int_equal(r.r.producer_epoch, 1);
+    gr_txn_end_tv(f.tc, &r, gr_str_c("txn"), pid, 0, false, 2); /* abort retry after a commit */
+    assert_int_equal(r.r.error_code, GR_ERR_INVALID_TXN_STATE);
+    gr_txn_end_tv(f.tc, &r, gr_str_c("txn"), pid, 1, true, 2); /* commit with nothing open */
+    assert_int_equal(r.r.error_code, GR_ERR_INVALID_TXN_STATE);
+    gr_txn_end_tv(f.tc, &r, gr_str_c("txn"), pid + 1, 1, true, 2);
+    assert_int_equal(r.r.error_code, GR_ERR_INVALID_PRODUCER_ID_MAPPING);
+    assert_int_equal(r.calls, 4);
+    /* abort at the current epoch from CompleteCommit: bumped, no partition */
+    int n = f.nrecs;
+    f.now += 7;
+    gr_txn_end_tv(f.tc, &r, gr_str_c("txn"), pid, 1, false, 2);
+    assert_int_equal(f.nrecs, n + 1);
+    v = last_value(&f);
+    assert_int_equal(v.state, GR_TXN_PREPARE_ABORT);
+    assert_int_equal(v.producer_epoch, 2);
+    assert_int_equal(v.start_ms, f.now); /* no partition added: the update time starts it */
+    report(&f, 0);
+    assert_int_equal(r.r.error_code, GR_ERR_NONE);
+    assert_int_equal(r.r.producer_epoch, 2);
+    assert_int_equal(f.job_parts[0], 0);
+    assert_false(f.job_commit[0]);
+    report_markers(&f, 0);
+    report(&f, 0);
+    i = info(&f, "txn");
+    assert_int_equal(i.state, GR_TXN_COMPLETE_ABORT);
+    assert_int_equal(i.producer_epoch, 2);
+    /* the next transaction: an implicit add at the new epoch records version 2 */
+    gr_txn_add_partitions_tv(f.tc, &r, gr_str_c("txn"), pid, 2, T0, 2, 2);
+    report(&f, 0);
+    assert_int_equal(r.r.error_code, GR_ERR_NONE);
+    assert_int_equal(last_value(&f).client_transaction_version, 2);
+    assert_int_equal(info(&f, "txn").state, GR_TXN_ONGOING);
+    gr_txn_add_partitions_tv(f.tc, &r, gr_str_c("txn"), pid, 1, T0, 2, 2); /* a zombie's epoch */
+    assert_int_equal(r.r.error_code, GR_ERR_PRODUCER_FENCED);
+    reset(&f);
+}
+
+/* Empty under version 2: commit -> INVALID_TXN_STATE (nothing to commit), abort -> PrepareAbort at epoch + 1
+ * with no marker, then CompleteAbort; an abort retry at the old epoch -> NONE with the new epoch, a commit
+ * retry -> INVALID_TXN_STATE; from Empty a retry epoch is fenced (PRODUCER_FENCED). Version 1 still refuses
+ * the abort from Empty. */
+static void test_v2_abort_from_empty(void **state)
+{
+    (void)state;
+    struct fake f = {0};
+    make(&f, 0);
+    struct res r = {0};
+    gr_txn_init_producer_id(f.tc, &r, gr_str_c("txn"), 60000, -1, -1);
+    report(&f, 0);
+    gr_txn_init_producer_id(f.tc, &r, gr_str_c("txn"), 60000, -1, -1);
+    report(&f, 0);
+    int64_t pid = r.r.producer_id;
+    assert_int_equal(r.r.producer_epoch, 1);
+    gr_txn_end_tv(f.tc, &r, gr_str_c("txn"), pid, 1, false, 0);
+    assert_int_equal(r.r.error_code, GR_ERR_INVALID_TXN_STATE); /* version 1 */
+    gr_txn_end_tv(f.tc, &r, gr_str_c("txn"), pid, 1, true, 2);
+    assert_int_equal(r.r.error_code, GR_ERR_INVALID_TXN_STATE);
+    gr_txn_end_tv(f.tc, &r, gr_str_c("txn"), pid, 0, false, 2);
+    assert_int_equal(r.r.error_code, GR_ERR_PRODUCER_FENCED);
+    int calls = r.calls, n = f.nrecs;
+    gr_txn_end_tv(f.tc, &r, gr_str_c("txn"), pid, 1, false, 2);
+    assert_int_equal(r.calls, calls);
+    assert_int_equal(f.nrecs, n + 1);
+    assert_int_equal(last_state(&f), GR_TXN_PREPARE_ABORT);
+    report(&f, 0);
+    assert_int_equal(r.calls, calls + 1);
+    assert_int_equal(r.r.error_code, GR_ERR_NONE);
+    assert_int_equal(r.r.producer_id, pid);
+    assert_int_equal(r.r.producer_epoch, 2);
+    assert_int_equal(f.njobs, 1);
+    assert_int_equal(f.job_parts[0], 0); /* nothing to mark */
+    report_markers(&f, 0);
+    assert_int_equal(last_state(&f), GR_TXN_COMPLETE_ABORT);
+    report(&f, 0);
+    struct gr_txn_info i = info(&f, "txn");
+    assert_int_equal(i.state, GR_TXN_COMPLETE_ABORT);
+    assert_int_equal(i.producer_epoch, 2);
+    assert_int_equal(i.last_producer_epoch, 1);
+    gr_txn_end_tv(f.tc, &r, gr_str_c("txn"), pid, 1, false, 2);
+    assert_int_equal(r.r.error_code, GR_ERR_NONE);
+    assert_int_equal(r.r.producer_epoch, 2);
+    gr_txn_end_tv(f.tc, &r, gr_str_c("txn"), pid, 1, true, 2);
+    assert_int_equal(r.r.error_code, GR_ERR_INVALID_TXN_STATE);
+    gr_txn_end_tv(f.tc, &r, gr_str_c("txn"), pid, 2, true, 2);
+    assert_int_equal(r.r.error_code, GR_ERR_INVALID_TXN_STATE);
+    reset(&f);
+}
+
+/* Epoch exhaustion under version 2: an EndTxn at epoch 32766 draws a next producer id (kept in PrepareX's
+ * record as NextProducerId), the markers go out at 32767 under the old id, the answer is the next id at
+ * epoch 0, CompleteX moves to it (previous id = the old one, last epoch 32766); a retry with the old id and
+ * epoch 32766 answers NONE with the new pair. A producer id allocation error answers it with nothing
+ * written. */
+static void test_v2_epoch_exhaustion(void **state)
+{
+    (void)state;
+    struct fake f = {0};
+    struct gr_txn_coord *tc = make(&f, 0);
+    int32_t p = gr_txn_partition_for(gr_str_c("txn"), 50);
+    int32_t ids[] = {0};
+    struct gr_txn_topic_parts tps[] = {{{"t", 1}, ids, 1}};
+    struct gr_coord_record rec;
+    struct gr_txn_log_value v = {77, -1, -1, 32766, 1000, GR_TXN_ONGOING, tps, 1, f.now, f.now, 2};
+    assert_int_equal(gr_txn_log_record(&rec, gr_str_c("txn"), &v, 1), 0);
+    gr_txn_load_begin(tc, p, 1);
+    assert_int_equal(gr_txn_replay(tc, p, rec.key, rec.key_len, rec.value, rec.value_len), 0);
+    gr_txn_load_done(tc, p, 1);
+    gr_coord_records_free(&rec, 1);
+    assert_int_equal(info(&f, "txn").client_version, 2);
+    struct res r = {0};
+    int n = f.nrecs;
+    f.pid_error = GR_ERR_COORDINATOR_LOAD_IN_PROGRESS;
+    gr_txn_end_tv(tc, &r, gr_str_c("txn"), 77, 32766, true, 2);
+    assert_int_equal(r.r.error_code, GR_ERR_COORDINATOR_LOAD_IN_PROGRESS);
+    assert_int_equal(f.nrecs, n);
+    f.pid_error = 0;
+    gr_txn_end_tv(tc, &r, gr_str_c("txn"), 77, 32766, true, 2);
+    v = last_value(&f);
+    assert_int_equal(v.producer_id, 77);
+    assert_int_equal(v.producer_epoch, 32767);
+    assert_int_equal(v.next_producer_id, 1000);
+    report(&f, 0);
+    assert_int_equal(r.r.error_code, 0);
+    assert_int_equal(r.r.producer_id, 1000);
+    assert_int_equal(r.r.producer_epoch, 0);
+    assert_int_equal(f.job_epoch[0], 32767);
+    assert_int_equal(info(&f, "txn").next_producer_id, 1000);
+    report_markers(&f, 0);
+    v = last_value(&f);
+    assert_int_equal(v.state, GR_TXN_COMPLETE_COMMIT);
+    assert_int_equal(v.producer_id, 1000);
+    assert_int_equal(v.producer_epoch, 0);
+    assert_int_equal(v.previous_producer_id, 77);
+    assert_int_equal(v.next_producer_id, -1);
+    report(&f, 0);
+    struct gr_txn_info i = info(&f, "txn");
+    assert_int_equal(i.producer_id, 1000);
+    assert_int_equal(i.producer_epoch, 0);
+    assert_int_equal(i.previous_producer_id, 77);
+    assert_int_equal(i.last_producer_epoch, 32766);
+    assert_int_equal(i.next_producer_id, -1);
+    r = (struct res){0};
+    gr_txn_end_tv(tc, &r, gr_str_c("txn"), 77, 32766, true, 2); /* retry on overflow */
+    assert_int_equal(r.r.error_code, GR_ERR_NONE);
+    assert_int_equal(r.r.producer_id, 1000);
+    assert_int_equal(r.r.producer_epoch, 0);
+    gr_txn_end_tv(tc, &r, gr_str_c("txn"), 77, 32765, true, 2);
+    assert_int_equal(r.r.error_code, GR_ERR_INVALID_PRODUCER_ID_MAPPING);
+    /* an id loaded without a previous producer id (-1): a request naming producer id -1 is no overflow retry
+     */
+    int32_t py = gr_txn_partition_for(gr_str_c("y"), 50);
+    v = (struct gr_txn_log_value){88, -1, -1, 0, 1000, GR_TXN_COMPLETE_COMMIT, NULL, 0, f.now, f.now, 0};
+    assert_int_equal(gr_txn_log_record(&rec, gr_str_c("y"), &v, 1), 0);
+    gr_txn_load_begin(tc, py, 2);
+    assert_int_equal(gr_txn_replay(tc, py, rec.key, rec.key_len, rec.value, rec.value_len), 0);
+    gr_txn_load_done(tc, py, 2);
+    gr_coord_records_free(&rec, 1);
+    gr_txn_end_tv(tc, &r, gr_str_c("y"), -1, 32766, true, 2);
+    assert_int_equal(r.r.error_code, GR_ERR_INVALID_PRODUCER_ID_MAPPING);
+    assert_int_equal(r.r.producer_id, -1);
+    /* the new producer id's first transaction */
+    gr_txn_add_partitions_tv(tc, &r, gr_str_c("txn"), 1000, 0, T0, 1, 2);
+    report(&f, 0);
+    assert_int_equal(r.r.error_code, 0);
+    reset(&f);
+}
+
+/* Version 2's state comes back from the log: a PrepareCommit written by EndTxn v5 and replayed into a new
+ * coordinator is completed at the bumped epoch (markers at epoch 1, CompleteCommit keeping the last epoch),
+ * and the retry rule works on the restored state; a PrepareCommit with a next producer id completes onto it.
+ */
+static void test_v2_load_restores_version(void **state)
+{
+    (void)state;
+    struct fake f = {0}, g = {0};
+    make(&f, 1);
+    int64_t pid = begin(&f, "txn", 60000);
+    struct res e = {0};
+    gr_txn_end_tv(f.tc, &e, gr_str_c("txn"), pid, 0, true, 2);
+    report(&f, 0); /* PrepareCommit durable, markers out: then the coordinator moves */
+    reload(&f, &g, f.nrecs, 2);
+    struct gr_txn_info i = info(&g, "txn");
+    assert_int_equal(i.client_version, 2);
+    assert_int_equal(i.producer_epoch, 1);
+    assert_int_equal(i.state, GR_TXN_PREPARE_COMMIT);
+    assert_int_equal(g.njobs, 1); /* load_done completes it */
+    assert_int_equal(g.job_epoch[0], 1);
+    assert_true(g.job_commit[0]);
+    report_markers(&g, 0);
+    struct gr_txn_log_value v = last_value(&g);
+    assert_int_equal(v.state, GR_TXN_COMPLETE_COMMIT);
+    assert_int_equal(v.producer_epoch, 1);
+    assert_int_equal(v.client_transaction_version, 2);
+    report(&g, 0);
+    struct res r = {0};
+    gr_txn_end_tv(g.tc, &r, gr_str_c("txn"), pid, 0, true, 2);
+    assert_int_equal(r.r.error_code, GR_ERR_NONE);
+    assert_int_equal(r.r.producer_epoch, 1);
+    reset(&g);
+    reset(&f);
+    /* a replayed PrepareCommit with NextProducerId */
+    struct fake h = {0};
+    struct gr_txn_coord *tc = make(&h, 0);
+    int32_t p = gr_txn_partition_for(gr_str_c("x"), 50);
+    int32_t ids[] = {3};
+    struct gr_txn_topic_parts tps[] = {{{"t", 1}, ids, 1}};
+    struct gr_coord_record rec;
+    v = (struct gr_txn_log_value){5, 5, 900, 32767, 1000, GR_TXN_PREPARE_COMMIT, tps, 1, h.now, h.now, 2};
+    assert_int_equal(gr_txn_log_record(&rec, gr_str_c("x"), &v, 1), 0);
+    gr_txn_load_begin(tc, p, 4);
+    assert_int_equal(gr_txn_replay(tc, p, rec.key, rec.key_len, rec.value, rec.value_len), 0);
+    gr_txn_load_done(tc, p, 4);
+    gr_coord_records_free(&rec, 1);
+    assert_int_equal(h.njobs, 1);
+    assert_int_equal(h.job_epoch[0], 32767);
+    report_markers(&h, 0);
+    report(&h, 0);
+    i = info(&h, "x");
+    assert_int_equal(i.state, GR_TXN_COMPLETE_COMMIT);
+    assert_int_equal(i.producer_id, 900);
+    assert_int_equal(i.producer_epoch, 0);
+    assert_int_equal(i.previous_producer_id, 5);
+    reset(&h);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1166,6 +1470,10 @@ int main(void)
         cmocka_unit_test(test_crash_commit),
         cmocka_unit_test(test_crash_abort),
         cmocka_unit_test(test_crash_during_fence),
+        cmocka_unit_test(test_v2_commit_bumps_epoch),
+        cmocka_unit_test(test_v2_abort_from_empty),
+        cmocka_unit_test(test_v2_epoch_exhaustion),
+        cmocka_unit_test(test_v2_load_restores_version),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

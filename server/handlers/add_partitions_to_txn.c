@@ -128,7 +128,8 @@ static bool add_one(struct gr_req *req, struct gr_txns_waits *waits, struct add_
                     gr_txn_error_for_version(GR_TXN_API_ADD_PARTITIONS, v, errs[k]);
         at->w.answered = true;
     } else {
-        gr_txn_add_partitions(tc, &at->w, txn_id, producer_id, producer_epoch, tps, total);
+        /* v4+ without VerifyOnly comes from a partition leader's implicit add (transaction version 2) */
+        gr_txn_add_partitions_tv(tc, &at->w, txn_id, producer_id, producer_epoch, tps, total, v >= 4 ? 2 : 0);
     }
     return true;
 }

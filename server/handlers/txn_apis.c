@@ -1,15 +1,16 @@
 /*
  * txn_apis.c: the transaction APIs a producer sends its transaction coordinator: AddOffsetsToTxn (key 25,
  * v0-v4), EndTxn
- * (key 26, v0-v4: transaction version 1 only, issue #21). AddPartitionsToTxn is in add_partitions_to_txn.c,
- * InitProducerId's transactional path in init_producer_id.c. Each request goes to the coordinator
- * (coordinator/txn.h, bound by server/txns.c) with a struct gr_txns_waiter; its answer comes through the done
- * hook, at once or after the coordinator's write is committed (the request is parked meanwhile). Errors are
- * shaped by version as KafkaApis does (gr_txn_error_for_version: PRODUCER_FENCED, TRANSACTION_ABORTABLE). No
- * coordinator yet (its topic not made: clients ask FindCoordinator first, which creates it): NOT_COORDINATOR.
- * Authorization (KafkaApis), before the coordinator: WRITE on the transactional id, else
- * TRANSACTIONAL_ID_AUTHORIZATION_FAILED; AddOffsetsToTxn then READ on the group, else
- * GROUP_AUTHORIZATION_FAILED. Read next: server/txns.h, coordinator/txn.h.
+ * (key 26, v0-v5: the request version decides the transaction version, as Kafka's handleEndTxnRequest:
+ * v5+ is version 2, KIP-890 part 2: the epoch is bumped and the answer carries the next producer id and
+ * epoch). AddPartitionsToTxn is in add_partitions_to_txn.c, InitProducerId's transactional path in
+ * init_producer_id.c. Each request goes to the coordinator (coordinator/txn.h, bound by server/txns.c) with a
+ * struct gr_txns_waiter; its answer comes through the done hook, at once or after the coordinator's write is
+ * committed (the request is parked meanwhile). Errors are shaped by version as KafkaApis does
+ * (gr_txn_error_for_version: PRODUCER_FENCED, TRANSACTION_ABORTABLE). No coordinator yet (its topic not made:
+ * clients ask FindCoordinator first, which creates it): NOT_COORDINATOR. Authorization (KafkaApis), before
+ * the coordinator: WRITE on the transactional id, else TRANSACTIONAL_ID_AUTHORIZATION_FAILED; AddOffsetsToTxn
+ * then READ on the group, else GROUP_AUTHORIZATION_FAILED. Read next: server/txns.h, coordinator/txn.h.
  */
 #include "coordinator/txn.h"
 #include "server/acls.h"
@@ -57,8 +58,8 @@ static void end_answered(struct gr_txns_waiter *w, const struct gr_txn_result *r
     resp->producer_epoch = res->producer_epoch;
 }
 
-/* KafkaApis.handleEndTxnRequest (transaction version 1: v0-v4): answered once PrepareCommit / PrepareAbort
- * is durable; the markers follow. */
+/* KafkaApis.handleEndTxnRequest: answered once PrepareCommit / PrepareAbort is durable; the markers follow.
+ * v0-v4: transaction version 1 (producer id and epoch absent from the response); v5+: version 2. */
 enum gr_handler_rc gr_handle_end_txn(struct gr_req *req)
 {
     struct gr_end_txn_request *body = req->body;
@@ -76,6 +77,7 @@ enum gr_handler_rc gr_handle_end_txn(struct gr_req *req)
         return GR_HANDLER_DONE;
     }
     *w = (struct gr_txns_waiter){.answer = end_answered, .req = req, .req_waits = waits};
-    gr_txn_end(tc, w, body->transactional_id, body->producer_id, body->producer_epoch, body->committed);
+    gr_txn_end_tv(tc, w, body->transactional_id, body->producer_id, body->producer_epoch, body->committed,
+                  req->hdr.request_api_version >= GR_TXN_END_TXN_V2_MIN ? 2 : 0);
     return gr_txns_settle(req, waits, &w, 1);
 }

@@ -1,22 +1,22 @@
 /*
- * txn_offset_commit.c: TxnOffsetCommit (key 28), v0-4 (issue #21: up to v4 until transaction version 2).
- * As Kafka's KafkaApis.handleTxnOffsetCommitRequest: a partition of an unknown topic (or beyond its partition
- * count) gets UNKNOWN_TOPIC_OR_PARTITION and never reaches the coordinator; the rest go to the group
- * coordinator (gr_coord_txn_commit: INVALID_GROUP_ID, NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS, and
- * KIP-447's generation, member and instance checks from v3, as per-partition errors), which writes them as
- * one transactional batch of the producer's id and epoch to __consumer_offsets and holds them pending until
- * the transaction's marker (OffsetFetch with require_stable answers UNSTABLE_OFFSET_COMMIT meanwhile). The
- * answer waits until the batch is committed on the offsets partition, as OffsetCommit's (offset_commit.c):
- * after offsets.commit.timeout.ms the partitions get COORDINATOR_NOT_AVAILABLE. Before the group coordinator,
+ * txn_offset_commit.c: TxnOffsetCommit (key 28), v0-5 (v5: its partition added implicitly, below). As Kafka's
+ * KafkaApis.handleTxnOffsetCommitRequest: a partition of an unknown topic (or beyond its partition count)
+ * gets UNKNOWN_TOPIC_OR_PARTITION and never reaches the coordinator; the rest go to the group coordinator
+ * (gr_coord_txn_commit: INVALID_GROUP_ID, NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS, and KIP-447's
+ * generation, member and instance checks from v3, as per-partition errors), which writes them as one
+ * transactional batch of the producer's id and epoch to __consumer_offsets and holds them pending until the
+ * transaction's marker (OffsetFetch with require_stable answers UNSTABLE_OFFSET_COMMIT meanwhile). The answer
+ * waits until the batch is committed on the offsets partition, as OffsetCommit's (offset_commit.c): after
+ * offsets.commit.timeout.ms the partitions get COORDINATOR_NOT_AVAILABLE. Before the group coordinator,
  * KIP-890 part 1's verification (server/txns.h gr_txns_check_txn_offset_commit, as Kafka 4.x's
  * CoordinatorRuntime.scheduleTransactionalWriteOperation): the group's __consumer_offsets partition must be
  * in the producer's ongoing transaction, else every partition gets the error (INVALID_TXN_STATE below v4,
  * TRANSACTION_ABORTABLE from v4, INVALID_PRODUCER_EPOCH when fenced...) and nothing is written; in cluster
- * mode a coordinator on another broker is asked first (gr_txns_verify_offsets_remote, the request parked).
- * Authorization (KafkaApis), first: WRITE on the transactional id, else every partition
- * TRANSACTIONAL_ID_AUTHORIZATION_FAILED; READ on the group, else GROUP_AUTHORIZATION_FAILED on every
- * partition; READ on each topic, else its partitions TOPIC_AUTHORIZATION_FAILED (before existence; never
- * committed). Read next: coordinator/txn_offsets.c.
+ * mode a coordinator on another broker is asked first (gr_txns_verify_offsets_remote, parked); v5+ has
+ * the coordinator add the partition instead (transaction version 2). Authorization (KafkaApis), first: WRITE
+ * on the transactional id, else every partition TRANSACTIONAL_ID_AUTHORIZATION_FAILED; READ on the group,
+ * else GROUP_AUTHORIZATION_FAILED on every partition; READ on each topic, else its partitions
+ * TOPIC_AUTHORIZATION_FAILED (before existence; never committed). Read next: coordinator/txn_offsets.c.
  */
 #include "coordinator/coordinator.h"
 #include "coordinator/offsets_log.h"

@@ -101,14 +101,14 @@ static void test_api_versions_ranges(void **state)
 }
 
 /* Issue #21's transaction APIs are always served: ApiVersions lists each with the range apis.def serves
- * (Kafka 4.4's message ranges, EndTxn and TxnOffsetCommit up to v4 and ListTransactions up to v1 until
- * transaction version 2), and dispatch finds its row. */
+ * (Kafka 4.4's message ranges; TxnOffsetCommit up to v5 (v6's topic ids not built) and ListTransactions up
+ * to v1; EndTxn v5 and TxnOffsetCommit v5 are transaction version 2's), and dispatch finds its row. */
 static void test_transaction_apis_listed(void **state)
 {
     struct fx *f = *state;
     static const struct {
         int16_t key, min, max;
-    } txn[] = {{24, 0, 5}, {25, 0, 4}, {26, 0, 4}, {27, 1, 2}, {28, 0, 4}, {65, 0, 0}, {66, 0, 1}};
+    } txn[] = {{24, 0, 5}, {25, 0, 4}, {26, 0, 5}, {27, 1, 2}, {28, 0, 5}, {65, 0, 0}, {66, 0, 1}};
     struct gr_req *req = api_versions(f, 4, GR_STR_NULL, -1);
     struct gr_api_versions_response *resp = req->resp;
     for (size_t i = 0; i < sizeof txn / sizeof txn[0]; i++) {

@@ -31,7 +31,7 @@ static void expect_produce(int16_t coord, int16_t version, int16_t want, const c
 static void test_produce_mappings(void **state)
 {
     (void)state;
-    for (int16_t v = 3; v <= 12; v++) {
+    for (int16_t v = 3; v <= 13; v++) {
         expect_produce(GR_ERR_NONE, v, GR_ERR_NONE, NULL);
         expect_produce(GR_ERR_PRODUCER_FENCED, v, GR_ERR_INVALID_PRODUCER_EPOCH, NULL);
         expect_produce(GR_ERR_INVALID_PRODUCER_EPOCH, v, GR_ERR_INVALID_PRODUCER_EPOCH, NULL);
@@ -44,8 +44,11 @@ static void test_produce_mappings(void **state)
                            "Partition was not added to the transaction");
         else
             expect_produce(GR_ERR_TRANSACTION_ABORTABLE, v, GR_ERR_TRANSACTION_ABORTABLE, NULL);
-        expect_produce(GR_ERR_CONCURRENT_TRANSACTIONS, v, GR_ERR_NOT_ENOUGH_REPLICAS,
-                       UNVERIFIED "CONCURRENT_TRANSACTIONS");
+        if (v < 12) /* transaction version 1 clients: retriable NOT_ENOUGH_REPLICAS */
+            expect_produce(GR_ERR_CONCURRENT_TRANSACTIONS, v, GR_ERR_NOT_ENOUGH_REPLICAS,
+                           UNVERIFIED "CONCURRENT_TRANSACTIONS");
+        else /* version 2 (the implicit add met the previous transaction completing): as it is */
+            expect_produce(GR_ERR_CONCURRENT_TRANSACTIONS, v, GR_ERR_CONCURRENT_TRANSACTIONS, NULL);
         expect_produce(GR_ERR_NETWORK_EXCEPTION, v, GR_ERR_NOT_ENOUGH_REPLICAS,
                        UNVERIFIED "NETWORK_EXCEPTION");
         expect_produce(GR_ERR_COORDINATOR_LOAD_IN_PROGRESS, v, GR_ERR_NOT_ENOUGH_REPLICAS,
@@ -59,7 +62,7 @@ static void test_produce_mappings(void **state)
 static void test_txn_offset_commit_mappings(void **state)
 {
     (void)state;
-    for (int16_t v = 0; v <= 4; v++) {
+    for (int16_t v = 0; v <= 5; v++) {
         assert_int_equal(gr_txns_txn_commit_error(GR_ERR_NONE, v), GR_ERR_NONE);
         assert_int_equal(gr_txns_txn_commit_error(GR_ERR_PRODUCER_FENCED, v), GR_ERR_INVALID_PRODUCER_EPOCH);
         assert_int_equal(gr_txns_txn_commit_error(GR_ERR_TRANSACTION_ABORTABLE, v),
