@@ -123,6 +123,13 @@ struct gr_log {
     atomic_int spare_fd; /* an unnamed (O_TMPFILE) file for the next segment, or -1 (storage/roll.c) */
     atomic_bool spare_requested; /* a spare job is queued */
     atomic_bool spare_failed;    /* the last spare job could not make a file: the next roll creates its own */
+    /* The negative errno of this log's last append that failed writing (the batch's write or its roll), 0
+       after an append that succeeded. While set, a batch whose sequence is out of order answers it (the
+       storage error, not OUT_OF_ORDER_SEQUENCE_NUMBER): the gap is the batch the broker failed to store,
+       and a client told "out of order" bumps its epoch and may then write twice what it had in flight
+       (librdkafka's "skipped sequence numbers"), where Kafka, whose log dir goes offline at a failed write,
+       answers the storage error to every batch. Network thread only. */
+    int write_error;
     /* A failed write left bytes after size_bytes of the active segment: appends are refused (-EAGAIN) until
        the housekeeping thread truncated them away (log.c undo_job); a failed truncation takes the log
        offline. Set on the network thread, cleared by the job. */

@@ -802,8 +802,8 @@ int gr_log_append(struct gr_log *log, uint8_t *batch, size_t len, int64_t log_ap
             return 0;
         case GR_PRODUCER_INVALID_EPOCH:
             return GR_LOG_ERR_INVALID_PRODUCER_EPOCH;
-        case GR_PRODUCER_OUT_OF_ORDER:
-            return GR_LOG_ERR_OUT_OF_ORDER_SEQUENCE;
+        case GR_PRODUCER_OUT_OF_ORDER: /* after a failed write: its error (internal.h, write_error) */
+            return log->write_error < 0 ? log->write_error : GR_LOG_ERR_OUT_OF_ORDER_SEQUENCE;
         case GR_PRODUCER_INVALID_TXN_STATE:
             return GR_LOG_ERR_INVALID_TXN_STATE;
         case GR_PRODUCER_COORDINATOR_FENCED:
@@ -829,7 +829,10 @@ int gr_log_append(struct gr_log *log, uint8_t *batch, size_t len, int64_t log_ap
     enum roll_need need = need_roll(log, seg, batch, len, now);
     if (need == ROLL_HARD || (need == ROLL_SOFT && !gr_roll_defer(log))) {
         int err = log_roll(log);
-        if (err < 0) return err;
+        if (err < 0) {
+            if (err != -EAGAIN) log->write_error = err; /* -EAGAIN: a roll waiting, not a failed write */
+            return err;
+        }
         seg = log_active(log);
     }
     {
@@ -841,7 +844,8 @@ int gr_log_append(struct gr_log *log, uint8_t *batch, size_t len, int64_t log_ap
     }
     int64_t pos = seg->size_bytes;
     int err = write_batch(log, seg, batch, len, pos);
-    if (err < 0) return err;
+    if (err < 0) return log->write_error = err;
+    log->write_error = 0;
     gr_segment_note_batch(seg, batch, pos, cfg);
     gr_log_note_producer(log, seg, batch, len);
     gr_log_written(log, seg, gr_batch_last_offset(batch) + 1, len, gr_batch_record_count(batch), now);

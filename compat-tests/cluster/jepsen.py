@@ -464,10 +464,21 @@ class Workload:
         def on_error(err):
             if err.fatal():
                 self.fatal.append(f'p{kk}: {err}')
-        return Producer({'bootstrap.servers': self.boot, 'acks': 'all' if strict else 1,
-                         'enable.idempotence': strict, 'linger.ms': 5, 'message.timeout.ms': MSG_TIMEOUT_MS,
-                         'topic.metadata.refresh.interval.ms': 500, 'retry.backoff.ms': 100,
-                         'socket.timeout.ms': 10000, 'log_level': 2, 'error_cb': on_error})
+        conf = {'bootstrap.servers': self.boot, 'acks': 'all' if strict else 1,
+                'enable.idempotence': strict, 'linger.ms': 5, 'message.timeout.ms': MSG_TIMEOUT_MS,
+                'topic.metadata.refresh.interval.ms': 500, 'retry.backoff.ms': 100,
+                'socket.timeout.ms': 10000, 'log_level': 2, 'error_cb': on_error}
+        debug_dir = os.environ.get('JEPSEN_RDK_DEBUG_DIR')  # by hand: librdkafka's eos/msg/protocol log per producer
+        if debug_dir and strict:
+            import logging
+            lg = logging.getLogger(f'rdk-p{kk}')
+            lg.setLevel(logging.DEBUG)
+            fh = logging.FileHandler(os.path.join(debug_dir, f'rdk-p{kk}.log'))
+            fh.setFormatter(logging.Formatter('%(asctime)s %(message)s'))
+            lg.addHandler(fh)
+            conf.update({'debug': 'eos,msg,protocol,broker', 'log_level': 7})
+            return Producer(conf, logger=lg)
+        return Producer(conf)
 
     def _produce(self, kk):
         p = self._producer(kk)

@@ -191,6 +191,46 @@ static void test_short_write_then_enospc_undone(void **state)
     check_tags(f->log, 2);
 }
 
+static int try_idempotent(struct gr_log *log, int32_t seq, int64_t *base)
+{
+    struct th_batch_spec s = {.count = 1,
+                              .ts0 = 1000,
+                              .ts_step = 1,
+                              .tag = (uint32_t)seq,
+                              .value_bytes = 10,
+                              .producer_id = 7,
+                              .producer_epoch = 0,
+                              .base_sequence = seq};
+    size_t len;
+    uint8_t *b = th_batch(&s, &len);
+    struct gr_append_result res;
+    int err = gr_log_append(log, b, len, -1, &res);
+    free(b);
+    if (err == 0 && base) *base = res.base_offset;
+    return err;
+}
+
+/* After a failed write, a batch whose sequence is ahead (the next one a client had in flight) gets the
+   storage error, not OUT_OF_ORDER_SEQUENCE_NUMBER: a client told "out of order" there bumps its epoch and may
+   write twice what it had in flight (found by make test-faults' disk-full nemesis: librdkafka's "skipped
+   sequence numbers", then duplicates). Once a write succeeds, out of order is out of order again. */
+static void test_sequence_gap_after_failed_write(void **state)
+{
+    struct fx *f = *state;
+    int64_t base;
+    assert_int_equal(try_idempotent(f->log, 0, &base), 0);
+    fault_fail(F_PWRITE, 1, ENOSPC, false);
+    assert_int_equal(try_idempotent(f->log, 1, &base), -ENOSPC); /* not stored */
+    assert_int_equal(try_idempotent(f->log, 2, &base), -ENOSPC); /* in flight behind it: the same error */
+    assert_int_equal(try_idempotent(f->log, 1, &base), 0);       /* the client's retry, in order */
+    assert_int_equal(base, 1);
+    assert_int_equal(try_idempotent(f->log, 2, &base), 0);
+    assert_int_equal(try_idempotent(f->log, 2, &base), 0); /* a duplicate: its original offset */
+    assert_int_equal(base, 2);
+    assert_int_equal(try_idempotent(f->log, 4, &base), GR_LOG_ERR_OUT_OF_ORDER_SEQUENCE); /* a real gap */
+    assert_int_equal(gr_log_end_offset(f->log), 3);
+}
+
 static void test_failed_undo_goes_offline(void **state)
 {
     struct fx *f = *state;
@@ -676,6 +716,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_short_write_completed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_short_write_then_enospc_undone, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sequence_gap_after_failed_write, setup, teardown),
         cmocka_unit_test_setup_teardown(test_failed_undo_goes_offline, setup, teardown),
         cmocka_unit_test_setup_teardown(test_enospc_on_roll, setup, teardown),
         cmocka_unit_test_setup_teardown(test_deferred_roll, setup, teardown),
