@@ -41,12 +41,7 @@ def offsets(c, partition):
 
 
 def stable(c, partition, timeout=10):
-    end = time.time() + timeout
-    while True:
-        hw, lso = offsets(c, partition)
-        if hw == lso or time.time() > end:
-            return hw, lso
-        time.sleep(0.05)
+    return vf.wait_stable(c, partition, timeout=timeout, topic=TOPIC)
 
 
 def read_committed(c, partition):
@@ -72,19 +67,11 @@ def retrying(fn, *args, retriable=(51,), timeout=10, **kw):
 
 
 def txn_commit(c, txn_id, pid, epoch, group, offset, version=5):
-    r = c.request('TxnOffsetCommit', version, {
-        'transactional_id': txn_id, 'group_id': group, 'producer_id': pid, 'producer_epoch': epoch,
-        'generation_id': -1, 'member_id': '', 'group_instance_id': None,
-        'topics': [{'name': TOPIC, 'partitions': [{'partition_index': 0, 'committed_offset': offset,
-                                                   'committed_metadata': ''}]}]})
-    return r['topics'][0]['partitions'][0]['error_code']
+    return vf.txn_commit(c, txn_id, pid, epoch, group, version=version, offset=offset, topic=TOPIC)
 
 
 def committed(c, group):
-    r = c.request('OffsetFetch', 7, {'group_id': group, 'topics': [{'name': TOPIC, 'partition_indexes': [0]}],
-                                     'require_stable': True})
-    p = r['topics'][0]['partitions'][0]
-    return p['error_code'], p['committed_offset']
+    return vf.committed(c, group, topic=TOPIC)
 
 
 def v2():

@@ -118,10 +118,10 @@ def offsets(c, partition, topic=TOPIC):
     return tuple(out)
 
 
-def wait_stable(c, partition, timeout=10):
+def wait_stable(c, partition, timeout=10, topic=TOPIC):
     end = time.time() + timeout
     while True:
-        hw, lso = offsets(c, partition)
+        hw, lso = offsets(c, partition, topic=topic)
         if hw == lso or time.time() > end:
             return hw, lso
         time.sleep(0.05)
@@ -151,19 +151,19 @@ def end_txn(c, txn_id, pid, epoch, commit):
                                    'committed': commit})['error_code']
 
 
-def txn_commit(c, txn_id, pid, epoch, group, version=3, offset=5):
-    """TxnOffsetCommit of TOPIC-0 at `offset`: the partition's error code."""
+def txn_commit(c, txn_id, pid, epoch, group, version=3, offset=5, topic=TOPIC):
+    """TxnOffsetCommit of <topic>-0 at `offset`: the partition's error code."""
     r = c.request('TxnOffsetCommit', version, {
         'transactional_id': txn_id, 'group_id': group, 'producer_id': pid, 'producer_epoch': epoch,
         'generation_id': -1, 'member_id': '', 'group_instance_id': None,
-        'topics': [{'name': TOPIC, 'partitions': [{'partition_index': 0, 'committed_offset': offset,
+        'topics': [{'name': topic, 'partitions': [{'partition_index': 0, 'committed_offset': offset,
                                                    'committed_metadata': ''}]}]})
     return r['topics'][0]['partitions'][0]['error_code']
 
 
-def committed(c, group):
-    """OffsetFetch v7 require_stable of TOPIC-0: (error, offset)."""
-    r = c.request('OffsetFetch', 7, {'group_id': group, 'topics': [{'name': TOPIC, 'partition_indexes': [0]}],
+def committed(c, group, topic=TOPIC):
+    """OffsetFetch v7 require_stable of <topic>-0: (error, offset)."""
+    r = c.request('OffsetFetch', 7, {'group_id': group, 'topics': [{'name': topic, 'partition_indexes': [0]}],
                                      'require_stable': True})
     p = r['topics'][0]['partitions'][0]
     return p['error_code'], p['committed_offset']
