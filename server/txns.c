@@ -1308,12 +1308,52 @@ static bool add_retry_due(struct vstate *v, int16_t error)
     return true;
 }
 
+static struct gr_log *led_log(const struct gr_broker *b, const struct gr_image_topic *it, int32_t partition);
+
+/* The log of an asked partition of `v`, as the first ask found it: the offsets partition from the group
+   coordinator's offsets log, any other from the image (led here; one node: every local log). NULL: gone. */
+static struct gr_log *vpart_log(struct gr_broker *b, const struct vpart *vp)
+{
+    if (gr_str_eq_c(vp->topic, GR_OFFSETS_TOPIC)) {
+        struct gr_offsets_log *ol = gr_groups_offsets_log(b);
+        return ol && vp->partition < gr_offsets_log_partitions(ol) ? gr_offsets_log_log(ol, vp->partition)
+                                                                   : NULL;
+    }
+    const struct gr_image_topic *it = gr_image_topic_find(b->image, vp->topic.ptr, (size_t)vp->topic.len);
+    if (!it) return NULL;
+    return b->member   ? led_log(b, it, vp->partition)
+           : it->local ? gr_topic_log(it->local, vp->partition)
+                       : NULL;
+}
+
+/* Before an implicit add is asked again (CONCURRENT_TRANSACTIONS: the previous transaction was completing),
+   each asked partition takes its verification guard again: the previous transaction's marker may have
+   reached it meanwhile, which ends the guard of the first ask, and the answer to this ask is about the
+   transaction from now on (as Kafka's retry runs the append's verification again). Without it the append
+   refused a Produce the coordinator had just added (INVALID_TXN_STATE), seen as cluster/txn.py's "the next
+   transaction at the new epoch, sent at once" failing under load. */
+static void refresh_guards(struct vstate *v)
+{
+    struct gr_broker *b = v->req->broker;
+    for (int32_t i = 0; i < v->count; i++) {
+        struct vpart *vp = &v->parts[i];
+        if (vp->asked < 0) continue;
+        struct gr_log *log = vpart_log(b, vp);
+        uint64_t guard = GR_TXN_GUARD_SENTINEL;
+        if (log)
+            (void)gr_partition_txn_verify_start(gr_broker_partition(b, log), v->q.producer_id,
+                                                v->q.producer_epoch, &guard);
+        vp->guard = guard; /* SENTINEL (gone, no memory, or open there now): the append's own check decides */
+    }
+}
+
 static void added_soon(struct ev_loop *loop, ev_timer *tw, int revents)
 {
     (void)loop, (void)revents;
     struct vstate *v = (struct vstate *)((char *)tw - offsetof(struct vstate, soon));
     if (v->retry_add && v->remote) { /* the coordinator's broker again */
         v->retry_add = false;
+        refresh_guards(v);
         struct gr_txns *t = v->req->broker->txns;
         int asked = t->verifier ? gr_txn_verifier_ask(t->verifier, v->node, &v->q) : -ENOMEM;
         if (asked == 0) return; /* on_verified follows */
@@ -1323,6 +1363,7 @@ static void added_soon(struct ev_loop *loop, ev_timer *tw, int revents)
         v->answered = true;
     } else if (v->retry_add) {
         v->retry_add = false;
+        refresh_guards(v);
         add_ask(v); /* answered inside (then the timer runs again) or later through add_answered */
         return;
     }
