@@ -116,10 +116,27 @@ def parts_of(b, topic):
     return None
 
 
-def init_raw(b, txn_id):
+def init_raw(b, txn_id, timeout_ms=60000):
     with k.Conn(b.bootstrap, timeout=5) as c:
-        return c.request('InitProducerId', 4, {'transactional_id': txn_id, 'transaction_timeout_ms': 60000,
+        return c.request('InitProducerId', 4, {'transactional_id': txn_id, 'transaction_timeout_ms': timeout_ms,
                                                'producer_id': -1, 'producer_epoch': -1})
+
+
+def init_wait(b, txn_id, timeout_ms):
+    """InitProducerId at b, asked again until NONE (the coordinator may still be loading): (id, epoch)."""
+    def init_ok():
+        r = init_raw(b, txn_id, timeout_ms)
+        return r if r['error_code'] == 0 else None
+    r = h.wait_until(init_ok, 20, 'InitProducerId')
+    return r['producer_id'], r['producer_epoch']
+
+
+def txn_produce(b, topic, txn_id, pid, epoch, seq, version):
+    """One transactional record to <topic>-0 at broker b: the partition's error code."""
+    with k.Conn(b.bootstrap, timeout=10) as pc:
+        batch = k.build_batch([(None, b'v')], attributes_extra=0x10, producer_id=pid, producer_epoch=epoch,
+                              base_sequence=seq)
+        return k.produce(pc, topic, 0, batch, version=version, transactional_id=txn_id)['error_code']
 
 
 def by_id(bs, node_id):
@@ -273,18 +290,10 @@ def t_remote_verify(run, etcd, bs, st):
        r['topics'][0]['error_code'])
     h.wait_until(lambda: (parts_of(lead, topic) or {}).get(0, (-1,))[0] == lead.node_id, 20, f'{topic} led')
     with k.Conn(coord.bootstrap, timeout=10) as c:
-        def init_ok():
-            r = c.request('InitProducerId', 4, {'transactional_id': name, 'transaction_timeout_ms': 900000,
-                                                'producer_id': -1, 'producer_epoch': -1})
-            return r if r['error_code'] == 0 else None
-        r = h.wait_until(init_ok, 20, 'InitProducerId')
-        pid, epoch = r['producer_id'], r['producer_epoch']
+        pid, epoch = init_wait(coord, name, 900000)
 
         def produce(e, seq, version=9):
-            with k.Conn(lead.bootstrap, timeout=10) as pc:
-                b = k.build_batch([(None, b'v')], attributes_extra=0x10, producer_id=pid, producer_epoch=e,
-                                  base_sequence=seq)
-                return k.produce(pc, topic, 0, b, version=version, transactional_id=name)['error_code']
+            return txn_produce(lead, topic, name, pid, e, seq, version)
         eq(f'Produce v9 at broker {lead.node_id} for a partition not in the transaction: INVALID_TXN_STATE '
            '(the coordinator\'s TRANSACTION_ABORTABLE)', 48, produce(epoch, 0))
         eq('Produce v11 the same: TRANSACTION_ABORTABLE', 120, produce(epoch, 0, version=11))
@@ -423,18 +432,10 @@ def t_remote_add(run, etcd, bs, st):
                 {'name': topic, 'partitions': [{'partition_index': 0, 'timestamp': -1}]}]})['topics'][0]
                 ['partitions'][0]['offset'] for iso in (0, 1)]
     with k.Conn(coord.bootstrap, timeout=10) as c:
-        def init_ok():
-            r = c.request('InitProducerId', 4, {'transactional_id': name, 'transaction_timeout_ms': 900000,
-                                                'producer_id': -1, 'producer_epoch': -1})
-            return r if r['error_code'] == 0 else None
-        r = h.wait_until(init_ok, 20, 'InitProducerId')
-        pid, epoch = r['producer_id'], r['producer_epoch']
+        pid, epoch = init_wait(coord, name, 900000)
 
         def produce(e, seq, version=12):
-            with k.Conn(lead.bootstrap, timeout=10) as pc:
-                b = k.build_batch([(None, b'v')], attributes_extra=0x10, producer_id=pid, producer_epoch=e,
-                                  base_sequence=seq)
-                return k.produce(pc, topic, 0, b, version=version, transactional_id=name)['error_code']
+            return txn_produce(lead, topic, name, pid, e, seq, version)
         eq(f'Produce v12 at broker {lead.node_id}, no AddPartitionsToTxn: accepted (added at broker '
            f'{coord.node_id})', 0, produce(epoch, 0))
         eq('high watermark 1, last stable offset 0 (the transaction is open)', [1, 0], offsets())
