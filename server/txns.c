@@ -1308,22 +1308,17 @@ static bool add_retry_due(struct vstate *v, int16_t error)
     return true;
 }
 
-static struct gr_log *led_log(const struct gr_broker *b, const struct gr_image_topic *it, int32_t partition);
+static struct gr_log *verified_log(const struct gr_broker *b, const struct gr_image_topic *it,
+                                   int32_t partition);
+static struct gr_log *offsets_log(struct gr_broker *b, int32_t partition);
 
-/* The log of an asked partition of `v`, as the first ask found it: the offsets partition from the group
-   coordinator's offsets log, any other from the image (led here; one node: every local log). NULL: gone. */
+/* The log of an asked partition of `v`, found as the first ask found it (offsets_log / verified_log). NULL:
+   gone. */
 static struct gr_log *vpart_log(struct gr_broker *b, const struct vpart *vp)
 {
-    if (gr_str_eq_c(vp->topic, GR_OFFSETS_TOPIC)) {
-        struct gr_offsets_log *ol = gr_groups_offsets_log(b);
-        return ol && vp->partition < gr_offsets_log_partitions(ol) ? gr_offsets_log_log(ol, vp->partition)
-                                                                   : NULL;
-    }
+    if (gr_str_eq_c(vp->topic, GR_OFFSETS_TOPIC)) return offsets_log(b, vp->partition);
     const struct gr_image_topic *it = gr_image_topic_find(b->image, vp->topic.ptr, (size_t)vp->topic.len);
-    if (!it) return NULL;
-    return b->member   ? led_log(b, it, vp->partition)
-           : it->local ? gr_topic_log(it->local, vp->partition)
-                       : NULL;
+    return it ? verified_log(b, it, vp->partition) : NULL;
 }
 
 /* Before an implicit add is asked again (CONCURRENT_TRANSACTIONS: the previous transaction was completing),
@@ -1480,6 +1475,22 @@ static struct gr_log *led_log(const struct gr_broker *b, const struct gr_image_t
     return gr_topic_log(it->local, partition);
 }
 
+/* The log a Produce's partition is verified on: led here in a cluster (led_log), any local one on one node.
+   NULL: not here. */
+static struct gr_log *verified_log(const struct gr_broker *b, const struct gr_image_topic *it,
+                                   int32_t partition)
+{
+    if (b->member) return led_log(b, it, partition);
+    return it->local ? gr_topic_log(it->local, partition) : NULL;
+}
+
+/* The group coordinator's log of __consumer_offsets partition `partition`, NULL: none. */
+static struct gr_log *offsets_log(struct gr_broker *b, int32_t partition)
+{
+    struct gr_offsets_log *ol = gr_groups_offsets_log(b);
+    return ol && partition < gr_offsets_log_partitions(ol) ? gr_offsets_log_log(ol, partition) : NULL;
+}
+
 /* The coordinator of `txn_id` runs in this process and owns its id (single node: always when started). */
 static bool coordinator_here(struct gr_broker *b, struct gr_str txn_id)
 {
@@ -1523,10 +1534,7 @@ bool gr_txns_verify_remote(struct gr_req *req, gr_handler_fn run, enum gr_handle
             const struct gr_produce_request_partition_produce_data *pd = &td->partition_data.items[p];
             const uint8_t *batch =
                 pd->records.kind == GR_RECORDS_MEM ? gr_txns_txn_batch(pd->records.mem) : NULL;
-            struct gr_log *log = !batch      ? NULL
-                                 : b->member ? led_log(b, it, pd->index)
-                                 : it->local ? gr_topic_log(it->local, pd->index) /* one node: all here */
-                                             : NULL;
+            struct gr_log *log = batch ? verified_log(b, it, pd->index) : NULL; /* one node: all here */
             if (!log) continue; /* not transactional, or not led here: its own answer at the append */
             size_t n = strlen(it->name);
             char *name = gr_arena_alloc(&req->arena, n + 1);
@@ -1594,9 +1602,8 @@ bool gr_txns_verify_offsets_remote(struct gr_req *req, struct gr_str txn_id, str
     /* transaction version 2 (TxnOffsetCommit v5+) adds the offsets partition, whatever the setting */
     bool add = req->hdr.request_api_version >= GR_TXN_TXN_OFFSET_COMMIT_V2_MIN;
     if (!b->txns || txn_id.len <= 0 || group_id.len <= 0 || gr_req_state(req, &verify_key)) return false;
-    struct gr_offsets_log *ol = gr_groups_offsets_log(b);
     int32_t p = gr_groups_partition_for(b, group_id);
-    struct gr_log *log = ol && p < gr_offsets_log_partitions(ol) ? gr_offsets_log_log(ol, p) : NULL;
+    struct gr_log *log = offsets_log(b, p);
     int32_t node = -1;
     if (add && coordinator_here(b, txn_id)) {
         node = -2; /* in process */
