@@ -948,5 +948,9 @@ class Scenario:
 
 if __name__ == "__main__":
     kind, client, bootstrap, mode, out = sys.argv[1:6]
+    if os.environ.get("CLIENT_DEBUG_LOG"):  # the Python client's own log (CLIENT_DEBUG_LEVEL, default DEBUG), to find a client-side stall
+        import logging
+        logging.basicConfig(filename=os.environ["CLIENT_DEBUG_LOG"], level=getattr(logging, os.environ.get("CLIENT_DEBUG_LEVEL", "DEBUG")),
+                            format="%(asctime)s %(threadName)s %(name)s %(message)s")
     Scenario(kind, client, bootstrap, mode, out).run()
     sys.exit(0)
