@@ -244,6 +244,8 @@ struct gr_store {
     struct gr_store_config cfg;
     struct gr_iopool *iopool; /* gr_store_set_iopool: a follower's truncation reads there; NULL none */
     char *log_dir;
+    char *log_dir_abs;  /* log_dir as Kafka spells it absolute (storage/replica_dir.h), set at open */
+    char *log_dir_real; /* realpath(log_dir) at open, NULL when it failed */
     int root_fd;
     int topics_dir_fd;
     char cluster_id[23];
@@ -518,6 +520,9 @@ void gr_log_written(struct gr_log *log, struct gr_segment *seg, int64_t end_offs
 void gr_log_note_producer(struct gr_log *log, struct gr_segment *seg, const uint8_t *batch, size_t len);
 /* After an append: a new epoch's entry queued for leader-epoch-checkpoint, flush.messages / flush.ms kept. */
 void gr_log_after_append(struct gr_log *log);
+/* Sets store->log_dir_abs and log_dir_real (storage/replica_dir.c) once the directory exists: 0, -ENOMEM,
+   or -errno of getcwd for a relative log_dir. */
+int gr_store_log_dir_names(struct gr_store *store);
 /* Takes the log offline (logged once, with `what` and err). */
 void gr_log_go_offline(struct gr_log *log, const char *what, int err);
 /* Largest segment index whose base offset <= offset (0 when below every base). */

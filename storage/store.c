@@ -980,6 +980,8 @@ static void store_free(struct gr_store *store)
     gr_sys_close(store->topics_dir_fd);
     gr_sys_close(store->root_fd);
     free(store->log_dir);
+    free(store->log_dir_abs);
+    free(store->log_dir_real);
     free(store);
 }
 
@@ -1005,6 +1007,7 @@ int gr_store_open(const struct gr_store_config *cfg, struct gr_store **out)
     if (err < 0 && err != -EEXIST) goto fail;
     if ((err = store->root_fd = gr_sys_openat(AT_FDCWD, store->log_dir, O_RDONLY | O_DIRECTORY, 0)) < 0)
         goto fail;
+    if ((err = gr_store_log_dir_names(store)) < 0) goto fail;
     bool fresh = false;
     if (faccessat(store->root_fd, "meta.properties", F_OK, 0) < 0 && (err = refuse_foreign(store)) < 0)
         goto fail;

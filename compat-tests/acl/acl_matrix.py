@@ -103,6 +103,10 @@ def acl_count():
     return sum(len(x['acls']) for x in r['resources'])
 
 
+def log_dir():
+    return admin('DescribeLogDirs', 4, {'topics': None})['results'][0]['log_dir']
+
+
 def scram_users():
     r = admin('DescribeUserScramCredentials', 0, {'users': None})
     return sorted(x['user'] for x in r['results'])
@@ -254,6 +258,10 @@ ROWS = {
          lambda u: req(u, 'AlterConfigs', 1, {'resources': [{'resource_type': 2, 'resource_name': T, 'configs': [
              {'name': 'retention.ms', 'value': '86400001'}]}], 'validate_only': False})['responses'][0]['error_code'],
          TOPIC_AUTH, NONE, lambda: topic_config(T, 'retention.ms')),
+    34: ([(CLUSTER, 'kafka-cluster', ALTER)],  # the broker's own log directory: NONE once authorized
+         lambda u: part(req(u, 'AlterReplicaLogDirs', 2, {'dirs': [{'path': log_dir(), 'topics': tp()}]}),
+                        'results')['error_code'],
+         CLUSTER_AUTH, NONE, None),
     35: ([(CLUSTER, 'kafka-cluster', DESCRIBE)],
          lambda u: req(u, 'DescribeLogDirs', 4, {'topics': None})['error_code'],
          CLUSTER_AUTH, NONE, None),
@@ -397,6 +405,12 @@ def details():
     r = req('alice', 'AlterUserScramCredentials', 0, {'deletions': [], 'upsertions': up})
     t.eq('AlterUserScramCredentials refused: each user once, sorted, CLUSTER_AUTHORIZATION_FAILED',
          [('amy', 31), ('zed', 31)], [(x['user'], x['error_code']) for x in r['results']])
+    r = req('alice', 'AlterReplicaLogDirs', 2, {'dirs': [{'path': log_dir(), 'topics': tp(T, (0, 0)) + tp('m-nope')},
+                                                         {'path': '/elsewhere', 'topics': tp()}]})
+    t.eq('AlterReplicaLogDirs refused: the request\'s shape (per directory and topic, repeats kept), '
+         'every partition CLUSTER_AUTHORIZATION_FAILED',
+         [(T, [(0, 31), (0, 31)]), ('m-nope', [(0, 31)]), (T, [(0, 31)])],
+         [(x['topic_name'], [(p['partition_index'], p['error_code']) for p in x['partitions']]) for x in r['results']])
     r = req('alice', 'DescribeClientQuotas', 1, {'components': [], 'strict': False})
     t.eq('DescribeClientQuotas refused: null entries', (31, None), (r['error_code'], r['entries']))
 

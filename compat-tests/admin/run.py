@@ -22,9 +22,10 @@ import uuid
 
 import testkit as tk
 from kafka.admin import KafkaAdminClient
-from kafka.protocol.admin import (AlterConfigsRequest, CreatePartitionsRequest, CreateTopicsRequest, DeleteRecordsRequest,
-                                  DeleteTopicsRequest, DescribeClusterRequest, DescribeConfigsRequest,
-                                  DescribeLogDirsRequest, IncrementalAlterConfigsRequest)
+from kafka.protocol.admin import (AlterConfigsRequest, AlterReplicaLogDirsRequest, CreatePartitionsRequest,
+                                  CreateTopicsRequest, DeleteRecordsRequest, DeleteTopicsRequest,
+                                  DescribeClusterRequest, DescribeConfigsRequest, DescribeLogDirsRequest,
+                                  IncrementalAlterConfigsRequest)
 from kafka.protocol.consumer.offsets import OffsetForLeaderEpochRequest
 from kafka.protocol.metadata import MetadataRequest
 from confluent_kafka import Producer, TopicPartition
@@ -757,6 +758,45 @@ def t_describe_log_dirs():
           [[t['name'] for t in d['topics']] for b in got for d in b['log_dirs']])
 
 
+# ---------------------------------------------------------------- AlterReplicaLogDirs
+
+def arld(dirs, v=2):
+    """AlterReplicaLogDirs at `v`: {(topic, partition): error} of the answer."""
+    r = send(AlterReplicaLogDirsRequest, v, dirs=dirs)
+    got = [((t['topic_name'], p['partition_index']), p['error_code']) for t in r['results'] for p in t['partitions']]
+    tk.eq(f'AlterReplicaLogDirs v{v}: each partition answered once, each topic in one entry',
+          (len(got), len(r['results'])), (len(dict(got)), len({t['topic_name'] for t in r['results']})))
+    return dict(got)
+
+
+def t_alter_replica_log_dirs():
+    d = dld(None)['results'][0]['log_dir']  # the broker's one log directory, as DescribeLogDirs spells it
+    for v in (1, 2):
+        tk.eq(f'AlterReplicaLogDirs v{v}: the current directory of held replicas: NONE',
+              {('adm-a', 0): 0, ('adm-a', 8): 0, ('adm-b', 0): 0},
+              arld([(d, [('adm-a', [0, 8]), ('adm-b', [0])])], v))
+        tk.eq(f'AlterReplicaLogDirs v{v}: another directory, a trailing slash, a relative path: LOG_DIR_NOT_FOUND',
+              {('adm-a', 0): 57, ('adm-a', 1): 57, ('adm-a', 2): 57},
+              arld([('/nonexistent-gregor-dir', [('adm-a', [0])]), (d + '/', [('adm-a', [1])]),
+                    (os.path.basename(d), [('adm-a', [2])])], v))
+    tk.eq('AlterReplicaLogDirs: unknown partition and topic: UNKNOWN_TOPIC_OR_PARTITION',
+          {('adm-a', 99): 3, ('adm-nope', 0): 3}, arld([(d, [('adm-a', [99]), ('adm-nope', [0])])]))
+    tk.eq('AlterReplicaLogDirs: the directory is checked before the partition',
+          {('adm-nope', 0): 57}, arld([('/nonexistent-gregor-dir', [('adm-nope', [0])])]))
+    tk.eq('AlterReplicaLogDirs: a partition named under two directories: the last one counts',
+          {('adm-b', 0): 0, ('adm-a', 3): 57},
+          arld([('/nonexistent-gregor-dir', [('adm-b', [0])]), (d, [('adm-a', [3]), ('adm-b', [0])]),
+                ('/nonexistent-gregor-dir', [('adm-a', [3])])]))
+    tk.eq('AlterReplicaLogDirs: a 214-character topic (its -future directory name would pass 255): '
+          'INVALID_TOPIC_EXCEPTION, before the directory check',
+          {('x' * 214, 0): 17, ('x' * 213, 0): 3},
+          arld([('/nonexistent-gregor-dir', [('x' * 214, [0])]), (d, [('x' * 213, [0])])]))
+    tk.eq('AlterReplicaLogDirs: nothing named, nothing answered', {}, arld([]))
+    got = raw.alter_replica_log_dirs({('adm-b', 0, NODE): d, ('adm-a', 1, NODE): '/nonexistent-gregor-dir'})
+    tk.eq('KafkaAdminClient.alter_replica_log_dirs', {('adm-b', 0): 'NoError', ('adm-a', 1): 'LogDirNotFoundError'},
+          {(r[0], r[1]): e.__name__ for r, e in got.items()})
+
+
 # ---------------------------------------------------------------- DeleteTopics
 
 def dt(v, names=None, topics=None):
@@ -841,6 +881,7 @@ def main_phase():
     tk.run('DeleteRecords', t_delete_records)
     tk.run('OffsetForLeaderEpoch', t_offset_for_leader_epoch)
     tk.run('DescribeLogDirs', t_describe_log_dirs)
+    tk.run('AlterReplicaLogDirs', t_alter_replica_log_dirs)
     tk.run('DeleteTopics', t_delete_topics)
     tk.run('dynamic broker configs', t_dynamic_broker_configs)
 

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # admin/run.sh: the admin APIs (DescribeCluster, DescribeConfigs, AlterConfigs, IncrementalAlterConfigs,
-# CreatePartitions, DeleteRecords, OffsetForLeaderEpoch, DescribeLogDirs, DeleteTopics) driven by real
-# clients: kafka-python 3 and confluent-kafka (admin/run.py), and Apache Kafka's own kafka-configs.sh (topics,
-# dynamic broker configs per broker and cluster-wide, broker loggers),
+# CreatePartitions, DeleteRecords, OffsetForLeaderEpoch, DescribeLogDirs, AlterReplicaLogDirs, DeleteTopics)
+# driven by real clients: kafka-python 3 and confluent-kafka (admin/run.py), and Apache Kafka's own
+# kafka-configs.sh (topics, dynamic broker configs per broker and cluster-wide, broker loggers),
 # kafka-topics.sh and kafka-log-dirs.sh when compat-tests/.cache/kafka-4.4.0 holds them
 # (compat-tests/kafka-dist/get-kafka.sh builds it); with them also the Java console producer with its default
 # enable.idempotence=true, checked with kafka-transactions.sh describe-producers (DescribeProducers).

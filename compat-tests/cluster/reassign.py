@@ -13,6 +13,9 @@ What it checks:
     from the leaders (none lost);
   - a fourth broker: ra-0 moved from [1,2,3] to [4,2,3] (its leader, broker 1, removed): completes with a
     leader among 4,2,3 at a higher leader epoch, and broker 1 deletes its copy;
+  - the rollback file --execute printed, used as written (its log_dirs name each replica's directory, so the
+    tool also sends AlterReplicaLogDirs, key 34): --execute exits 0 and starts every replica's directory
+    placement, --verify reports the partition and every replica complete; ra-0 then moves to [4,2,3] again;
   - ListPartitionReassignments and --cancel: ra-1 reassigned to [2,3,1,4] while broker 4 is stopped stays in
     progress (--verify says so, --list and a raw ListPartitionReassignments show adding [4]); --cancel
     reverts it to [2,3,1] (ISR without 4);
@@ -273,6 +276,8 @@ def t_fourth(run, etcd, bs, st):
                    '--throttle', 50000000)
     check('--execute --throttle moving ra-0 from [1,2,3] to [4,2,3] is accepted (throttle not applied)',
           rc == 0 and 'Successfully started partition reassignment' in out, out[-800:])
+    st['rollback'] = next((ln for ln in out.splitlines() if ln.startswith('{"version"')), None)
+    st['move'] = rj
     done, out = verify_until_done(run, bs, rj)
     check('--verify: ra-0 completed', done, out[-800:])
     lay = layout(bs)
@@ -290,6 +295,45 @@ def t_fourth(run, etcd, bs, st):
     if got4 is not None:
         check('broker 4 leads ra-0 and serves its records', len(got4) > 0)
     st['fourth'] = True
+
+
+def replica_moves_done(out, topic, partition, brokers):
+    """--verify's output says every replica's log directory move is complete."""
+    return all(f'Reassignment of replica {topic}-{partition}-{b} completed successfully' in out for b in brokers)
+
+
+def t_rollback(run, etcd, bs, st):
+    """The rollback file the tool printed at --execute, used as written: its log_dirs name each replica's
+    directory (DescribeLogDirs), so --execute also asks AlterReplicaLogDirs of every broker (key 34). Then ra-0
+    goes forward again to [4,2,3] for the sections after."""
+    check('--execute printed the current assignment to roll back to', st.get('rollback') is not None)
+    rb = json.loads(st['rollback'])
+    part = rb['partitions'][0]
+    dirs = {b.node_id: os.path.realpath(b.data_dir) for b in bs}
+    eq('the rollback file: ra-0 on [1,2,3], each replica\'s log directory as DescribeLogDirs names it',
+       (TOPIC, 0, [1, 2, 3], [dirs[1], dirs[2], dirs[3]]),
+       (part['topic'], part['partition'], part['replicas'], part['log_dirs']))
+    path = run.path('rollback.json')
+    with open(path, 'w') as f:
+        f.write(st['rollback'] + '\n')
+    t0 = time.monotonic()
+    rc, out = tool(run, '--bootstrap-server', bs[0].bootstrap, '--reassignment-json-file', path, '--execute')
+    check('--execute with the rollback file as written exits 0 and starts each replica\'s directory placement',
+          rc == 0 and 'Successfully started partition reassignment' in out and all(
+              f'Successfully started moving log directory to {dirs[b]} for replica {TOPIC}-0 with broker {b}' in out
+              for b in (1, 2, 3)), out[-1200:])
+    done, out = verify_until_done(run, bs, path)
+    check(f'--verify with the rollback file: ra-0 completed and every replica in its directory '
+          f'({time.monotonic() - t0:.1f} s)', done and replica_moves_done(out, TOPIC, 0, (1, 2, 3)), out[-1200:])
+    lay = layout(bs)
+    eq('ra-0 rolled back: replicas [1,2,3], all in the ISR', ([1, 2, 3], [1, 2, 3]), (lay[0][2], lay[0][3]))
+    rc, out = tool(run, '--bootstrap-server', bs[0].bootstrap, '--reassignment-json-file', st['move'], '--execute')
+    check('--execute moving ra-0 to [4,2,3] again', rc == 0, out[-800:])
+    done, out = verify_until_done(run, bs, st['move'])
+    lay = layout(bs)
+    check('ra-0 back on [4,2,3] for the next sections', done and lay[0][2] == [4, 2, 3] and lay[0][3] == [2, 3, 4],
+          str(lay and lay[0]))
+    st['rolled'] = True
 
 
 def list_raw(b, topics=None):
@@ -406,6 +450,9 @@ def main():
         if st.get('raised'):
             section('a fourth broker takes ra-0 from broker 1', t_fourth, run, etcd, bs, st)
         if st.get('fourth'):
+            section('the rollback file as the tool wrote it (log_dirs: AlterReplicaLogDirs)', t_rollback, run,
+                    etcd, bs, st)
+        if st.get('rolled'):
             section('list, cancel and errors', t_cancel, run, etcd, bs, st)
         if st.get('cancelled'):
             section('the controller killed during a reassignment', t_controller_killed, run, etcd, bs, st)

@@ -615,6 +615,35 @@ case('DescribeLogDirs', 'unknown-partition', versions='max', request={'topics': 
 case('DescribeLogDirs', 'empty-list', versions='max', request={'topics': []})
 unsupported('DescribeLogDirs', [0, 99])
 
+
+def _log_dir(side):
+    """The side's one log directory, as its DescribeLogDirs spells it (each broker's path differs)."""
+    if 'log_dir' not in side.ctx:
+        with side.conn() as c:
+            side.ctx['log_dir'] = c.request('DescribeLogDirs', 4, {'topics': None})['results'][0]['log_dir']
+    return side.ctx['log_dir']
+
+
+def _alter_dirs(*dirs):
+    """AlterReplicaLogDirs values: each dir a (path, [(topic, partitions)]); path None = the side's own."""
+    return lambda s, v: {'dirs': [{'path': _log_dir(s) if path is None else path,
+                                   'topics': [{'name': t, 'partitions': ps} for t, ps in topics]}
+                                  for path, topics in dirs]}
+
+
+# --- AlterReplicaLogDirs ------------------------------------------------------------------------
+case('AlterReplicaLogDirs', 'own-dir', versions='all',
+     request=_alter_dirs((None, [(MAIN, [0, 1, 99]), (MISSING, [0])])))
+case('AlterReplicaLogDirs', 'other-dirs', versions='max',
+     request=_alter_dirs(('/nonexistent-differential-dir', [(MAIN, [0]), (MISSING, [0])]), ('data', [(DEL, [0])])))
+case('AlterReplicaLogDirs', 'named-twice', versions='max',
+     request=_alter_dirs(('/nonexistent-differential-dir', [(MAIN, [0])]), (None, [(MAIN, [0, 1])]),
+                         ('/nonexistent-differential-dir', [(MAIN, [1])])))
+case('AlterReplicaLogDirs', 'long-topic', versions='max',
+     request=_alter_dirs(('/nonexistent-differential-dir', [('x' * 214, [0])]), (None, [('x' * 213, [0])])))
+case('AlterReplicaLogDirs', 'empty-list', versions='max', request={'dirs': []})
+unsupported('AlterReplicaLogDirs', [0, 99])
+
 case('DescribeCluster', 'brokers', versions='all', request={'include_cluster_authorized_operations': False})
 case('DescribeCluster', 'include-fenced', version=[2], request={'include_fenced_brokers': True})
 case('DescribeCluster', 'controllers-endpoint', version=[1, 2], request={'endpoint_type': 2})

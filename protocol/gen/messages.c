@@ -807,6 +807,36 @@ static void enc_gr_alter_configs_response(struct gr_wr *wr, int16_t v, const str
 static size_t sz_gr_alter_configs_response(const struct gr_alter_configs_response *m, int16_t v);
 static size_t minsz_gr_alter_configs_response(int16_t v) __attribute__((unused));
 static bool isdef_gr_alter_configs_response(const struct gr_alter_configs_response *m) __attribute__((unused));
+static void dec_gr_alter_replica_log_dirs_request_alter_replica_log_dir_topic(struct gr_rd *rd, int16_t v, struct gr_alter_replica_log_dirs_request_alter_replica_log_dir_topic *m);
+static void enc_gr_alter_replica_log_dirs_request_alter_replica_log_dir_topic(struct gr_wr *wr, int16_t v, const struct gr_alter_replica_log_dirs_request_alter_replica_log_dir_topic *m);
+static size_t sz_gr_alter_replica_log_dirs_request_alter_replica_log_dir_topic(const struct gr_alter_replica_log_dirs_request_alter_replica_log_dir_topic *m, int16_t v);
+static size_t minsz_gr_alter_replica_log_dirs_request_alter_replica_log_dir_topic(int16_t v) __attribute__((unused));
+static bool isdef_gr_alter_replica_log_dirs_request_alter_replica_log_dir_topic(const struct gr_alter_replica_log_dirs_request_alter_replica_log_dir_topic *m) __attribute__((unused));
+static void dec_gr_alter_replica_log_dirs_request_alter_replica_log_dir(struct gr_rd *rd, int16_t v, struct gr_alter_replica_log_dirs_request_alter_replica_log_dir *m);
+static void enc_gr_alter_replica_log_dirs_request_alter_replica_log_dir(struct gr_wr *wr, int16_t v, const struct gr_alter_replica_log_dirs_request_alter_replica_log_dir *m);
+static size_t sz_gr_alter_replica_log_dirs_request_alter_replica_log_dir(const struct gr_alter_replica_log_dirs_request_alter_replica_log_dir *m, int16_t v);
+static size_t minsz_gr_alter_replica_log_dirs_request_alter_replica_log_dir(int16_t v) __attribute__((unused));
+static bool isdef_gr_alter_replica_log_dirs_request_alter_replica_log_dir(const struct gr_alter_replica_log_dirs_request_alter_replica_log_dir *m) __attribute__((unused));
+static void dec_gr_alter_replica_log_dirs_request(struct gr_rd *rd, int16_t v, struct gr_alter_replica_log_dirs_request *m);
+static void enc_gr_alter_replica_log_dirs_request(struct gr_wr *wr, int16_t v, const struct gr_alter_replica_log_dirs_request *m);
+static size_t sz_gr_alter_replica_log_dirs_request(const struct gr_alter_replica_log_dirs_request *m, int16_t v);
+static size_t minsz_gr_alter_replica_log_dirs_request(int16_t v) __attribute__((unused));
+static bool isdef_gr_alter_replica_log_dirs_request(const struct gr_alter_replica_log_dirs_request *m) __attribute__((unused));
+static void dec_gr_alter_replica_log_dirs_response_alter_replica_log_dir_partition_result(struct gr_rd *rd, int16_t v, struct gr_alter_replica_log_dirs_response_alter_replica_log_dir_partition_result *m);
+static void enc_gr_alter_replica_log_dirs_response_alter_replica_log_dir_partition_result(struct gr_wr *wr, int16_t v, const struct gr_alter_replica_log_dirs_response_alter_replica_log_dir_partition_result *m);
+static size_t sz_gr_alter_replica_log_dirs_response_alter_replica_log_dir_partition_result(const struct gr_alter_replica_log_dirs_response_alter_replica_log_dir_partition_result *m, int16_t v);
+static size_t minsz_gr_alter_replica_log_dirs_response_alter_replica_log_dir_partition_result(int16_t v) __attribute__((unused));
+static bool isdef_gr_alter_replica_log_dirs_response_alter_replica_log_dir_partition_result(const struct gr_alter_replica_log_dirs_response_alter_replica_log_dir_partition_result *m) __attribute__((unused));
+static void dec_gr_alter_replica_log_dirs_response_alter_replica_log_dir_topic_result(struct gr_rd *rd, int16_t v, struct gr_alter_replica_log_dirs_response_alter_replica_log_dir_topic_result *m);
+static void enc_gr_alter_replica_log_dirs_response_alter_replica_log_dir_topic_result(struct gr_wr *wr, int16_t v, const struct gr_alter_replica_log_dirs_response_alter_replica_log_dir_topic_result *m);
+static size_t sz_gr_alter_replica_log_dirs_response_alter_replica_log_dir_topic_result(const struct gr_alter_replica_log_dirs_response_alter_replica_log_dir_topic_result *m, int16_t v);
+static size_t minsz_gr_alter_replica_log_dirs_response_alter_replica_log_dir_topic_result(int16_t v) __attribute__((unused));
+static bool isdef_gr_alter_replica_log_dirs_response_alter_replica_log_dir_topic_result(const struct gr_alter_replica_log_dirs_response_alter_replica_log_dir_topic_result *m) __attribute__((unused));
+static void dec_gr_alter_replica_log_dirs_response(struct gr_rd *rd, int16_t v, struct gr_alter_replica_log_dirs_response *m);
+static void enc_gr_alter_replica_log_dirs_response(struct gr_wr *wr, int16_t v, const struct gr_alter_replica_log_dirs_response *m);
+static size_t sz_gr_alter_replica_log_dirs_response(const struct gr_alter_replica_log_dirs_response *m, int16_t v);
+static size_t minsz_gr_alter_replica_log_dirs_response(int16_t v) __attribute__((unused));
+static bool isdef_gr_alter_replica_log_dirs_response(const struct gr_alter_replica_log_dirs_response *m) __attribute__((unused));
 static void dec_gr_describe_log_dirs_request_describable_log_dir_topic(struct gr_rd *rd, int16_t v, struct gr_describe_log_dirs_request_describable_log_dir_topic *m);
 static void enc_gr_describe_log_dirs_request_describable_log_dir_topic(struct gr_wr *wr, int16_t v, const struct gr_describe_log_dirs_request_describable_log_dir_topic *m);
 static size_t sz_gr_describe_log_dirs_request_describable_log_dir_topic(const struct gr_describe_log_dirs_request_describable_log_dir_topic *m, int16_t v);
@@ -23403,6 +23433,736 @@ static int ops_decode_gr_alter_configs_response(struct gr_rd *rd, int16_t v, voi
 static size_t ops_size_gr_alter_configs_response(const void *m, int16_t v) { return gr_alter_configs_response_size(m, v); }
 static void ops_encode_gr_alter_configs_response(struct gr_wr *wr, const void *m, int16_t v) { gr_alter_configs_response_encode(wr, m, v); }
 
+void gr_alter_replica_log_dirs_request_alter_replica_log_dir_topic_init(struct gr_alter_replica_log_dirs_request_alter_replica_log_dir_topic *m)
+{
+    m->name = ((struct gr_str){"", 0});
+    m->partitions.items = NULL;
+    m->partitions.count = 0;
+    m->unknown_tags.items = NULL;
+    m->unknown_tags.count = 0;
+}
+
+static bool isdef_gr_alter_replica_log_dirs_request_alter_replica_log_dir_topic(const struct gr_alter_replica_log_dirs_request_alter_replica_log_dir_topic *m)
+{
+    return gr_str_eq(m->name, gr_str_c("")) &&
+           m->partitions.count == 0 &&
+           m->unknown_tags.count == 0;
+}
+
+static size_t minsz_gr_alter_replica_log_dirs_request_alter_replica_log_dir_topic(int16_t v)
+{
+    const bool fx = v >= 2;
+    (void)fx;
+    (void)v;
+    size_t n = fx ? 1 : 0;
+    if (1) n += (fx ? 1 : 2);
+    if (1) n += (fx ? 1 : 4);
+    (void)v;
+    return n;
+}
+
+static void dec_gr_alter_replica_log_dirs_request_alter_replica_log_dir_topic(struct gr_rd *rd, int16_t v, struct gr_alter_replica_log_dirs_request_alter_replica_log_dir_topic *m)
+{
+    const bool fx = v >= 2;
+    (void)fx;
+    (void)v;
+    gr_alter_replica_log_dirs_request_alter_replica_log_dir_topic_init(m);
+    if (1) {
+        m->name = gr_rd_string(rd, fx, 0);
+    }
+    if (1) {
+        {
+            int32_t n = gr_rd_array_len(rd, fx, 0, 4);
+            m->partitions.count = n;
+            m->partitions.items = NULL;
+            if (n > 0) {
+                m->partitions.items = gr_rd_alloc(rd, (size_t)n, sizeof(int32_t));
+                for (int32_t i = 0; i < n && !rd->err; i++)
+                    m->partitions.items[i] = gr_rd_int32(rd);
+                if (rd->err) m->partitions.count = 0;
+            }
+        }
+    }
+    if (!fx || rd->err) return;
+    uint32_t ntags = gr_rd_tag_count(rd);
+    int64_t last_tag = -1;
+    for (uint32_t t = 0; t < ntags && !rd->err; t++) {
+        uint32_t tag = gr_rd_uvarint(rd);
+        uint32_t len = gr_rd_uvarint(rd);
+        if (rd->err) return;
+        if ((int64_t)tag <= last_tag) {
+            gr_rd_fail(rd, GR_WIRE_BAD_TAGS);
+            return;
+        }
+        last_tag = tag;
+        if (len > gr_rd_left(rd)) {
+            gr_rd_fail(rd, GR_WIRE_SHORT);
+            return;
+        }
+        const uint8_t *body = rd->p;
+        switch (tag) {
+        default:
+            keep_unknown_tag(rd, &m->unknown_tags, ntags, tag, body, len);
+        }
+        rd->p = body + len;
+    }
+}
+
+static size_t sz_gr_alter_replica_log_dirs_request_alter_replica_log_dir_topic(const struct gr_alter_replica_log_dirs_request_alter_replica_log_dir_topic *m, int16_t v)
+{
+    const bool fx = v >= 2;
+    (void)fx;
+    (void)v;
+    size_t n = 0;
+    if (1) {
+        n += gr_sz_string(m->name, fx);
+    }
+    if (1) {
+        n += gr_sz_array_len(m->partitions.count, fx);
+        if (m->partitions.count > 0) n += (size_t)m->partitions.count * 4;
+    }
+    if (fx) {
+        uint32_t count = (uint32_t)m->unknown_tags.count;
+        n += gr_sz_uvarint(count) + gr_sz_unknown_tags(&m->unknown_tags);
+    }
+    (void)m;
+    return n;
+}
+
+static void enc_gr_alter_replica_log_dirs_request_alter_replica_log_dir_topic(struct gr_wr *wr, int16_t v, const struct gr_alter_replica_log_dirs_request_alter_replica_log_dir_topic *m)
+{
+    const bool fx = v >= 2;
+    (void)fx;
+    (void)v;
+    if (1) {
+        gr_wr_string(wr, m->name, fx);
+    }
+    if (1) {
+        gr_wr_array_len(wr, m->partitions.count, fx);
+        for (int32_t i = 0; i < m->partitions.count; i++)
+            gr_wr_int32(wr, m->partitions.items[i]);
+    }
+    if (!fx) return;
+    uint32_t count = (uint32_t)m->unknown_tags.count;
+    gr_wr_uvarint(wr, count);
+    int32_t u = 0;
+    while (u < m->unknown_tags.count)
+        write_unknown_tag(wr, &m->unknown_tags.items[u++]);
+}
+
+void gr_alter_replica_log_dirs_request_alter_replica_log_dir_init(struct gr_alter_replica_log_dirs_request_alter_replica_log_dir *m)
+{
+    m->path = ((struct gr_str){"", 0});
+    m->topics.items = NULL;
+    m->topics.count = 0;
+    m->unknown_tags.items = NULL;
+    m->unknown_tags.count = 0;
+}
+
+static bool isdef_gr_alter_replica_log_dirs_request_alter_replica_log_dir(const struct gr_alter_replica_log_dirs_request_alter_replica_log_dir *m)
+{
+    return gr_str_eq(m->path, gr_str_c("")) &&
+           m->topics.count == 0 &&
+           m->unknown_tags.count == 0;
+}
+
+static size_t minsz_gr_alter_replica_log_dirs_request_alter_replica_log_dir(int16_t v)
+{
+    const bool fx = v >= 2;
+    (void)fx;
+    (void)v;
+    size_t n = fx ? 1 : 0;
+    if (1) n += (fx ? 1 : 2);
+    if (1) n += (fx ? 1 : 4);
+    (void)v;
+    return n;
+}
+
+static void dec_gr_alter_replica_log_dirs_request_alter_replica_log_dir(struct gr_rd *rd, int16_t v, struct gr_alter_replica_log_dirs_request_alter_replica_log_dir *m)
+{
+    const bool fx = v >= 2;
+    (void)fx;
+    (void)v;
+    gr_alter_replica_log_dirs_request_alter_replica_log_dir_init(m);
+    if (1) {
+        m->path = gr_rd_string(rd, fx, 0);
+    }
+    if (1) {
+        {
+            int32_t n = gr_rd_array_len(rd, fx, 0, minsz_gr_alter_replica_log_dirs_request_alter_replica_log_dir_topic(v));
+            m->topics.count = n;
+            m->topics.items = NULL;
+            if (n > 0) {
+                m->topics.items = gr_rd_alloc(rd, (size_t)n, sizeof(struct gr_alter_replica_log_dirs_request_alter_replica_log_dir_topic));
+                for (int32_t i = 0; i < n && !rd->err; i++)
+                    dec_gr_alter_replica_log_dirs_request_alter_replica_log_dir_topic(rd, v, &m->topics.items[i]);
+                if (rd->err) m->topics.count = 0;
+            }
+        }
+    }
+    if (!fx || rd->err) return;
+    uint32_t ntags = gr_rd_tag_count(rd);
+    int64_t last_tag = -1;
+    for (uint32_t t = 0; t < ntags && !rd->err; t++) {
+        uint32_t tag = gr_rd_uvarint(rd);
+        uint32_t len = gr_rd_uvarint(rd);
+        if (rd->err) return;
+        if ((int64_t)tag <= last_tag) {
+            gr_rd_fail(rd, GR_WIRE_BAD_TAGS);
+            return;
+        }
+        last_tag = tag;
+        if (len > gr_rd_left(rd)) {
+            gr_rd_fail(rd, GR_WIRE_SHORT);
+            return;
+        }
+        const uint8_t *body = rd->p;
+        switch (tag) {
+        default:
+            keep_unknown_tag(rd, &m->unknown_tags, ntags, tag, body, len);
+        }
+        rd->p = body + len;
+    }
+}
+
+static size_t sz_gr_alter_replica_log_dirs_request_alter_replica_log_dir(const struct gr_alter_replica_log_dirs_request_alter_replica_log_dir *m, int16_t v)
+{
+    const bool fx = v >= 2;
+    (void)fx;
+    (void)v;
+    size_t n = 0;
+    if (1) {
+        n += gr_sz_string(m->path, fx);
+    }
+    if (1) {
+        n += gr_sz_array_len(m->topics.count, fx);
+        for (int32_t i = 0; i < m->topics.count; i++)
+            n += sz_gr_alter_replica_log_dirs_request_alter_replica_log_dir_topic(&m->topics.items[i], v);
+    }
+    if (fx) {
+        uint32_t count = (uint32_t)m->unknown_tags.count;
+        n += gr_sz_uvarint(count) + gr_sz_unknown_tags(&m->unknown_tags);
+    }
+    (void)m;
+    return n;
+}
+
+static void enc_gr_alter_replica_log_dirs_request_alter_replica_log_dir(struct gr_wr *wr, int16_t v, const struct gr_alter_replica_log_dirs_request_alter_replica_log_dir *m)
+{
+    const bool fx = v >= 2;
+    (void)fx;
+    (void)v;
+    if (1) {
+        gr_wr_string(wr, m->path, fx);
+    }
+    if (1) {
+        gr_wr_array_len(wr, m->topics.count, fx);
+        for (int32_t i = 0; i < m->topics.count; i++)
+            enc_gr_alter_replica_log_dirs_request_alter_replica_log_dir_topic(wr, v, &m->topics.items[i]);
+    }
+    if (!fx) return;
+    uint32_t count = (uint32_t)m->unknown_tags.count;
+    gr_wr_uvarint(wr, count);
+    int32_t u = 0;
+    while (u < m->unknown_tags.count)
+        write_unknown_tag(wr, &m->unknown_tags.items[u++]);
+}
+
+void gr_alter_replica_log_dirs_request_init(struct gr_alter_replica_log_dirs_request *m)
+{
+    m->dirs.items = NULL;
+    m->dirs.count = 0;
+    m->unknown_tags.items = NULL;
+    m->unknown_tags.count = 0;
+}
+
+static bool isdef_gr_alter_replica_log_dirs_request(const struct gr_alter_replica_log_dirs_request *m)
+{
+    return m->dirs.count == 0 &&
+           m->unknown_tags.count == 0;
+}
+
+static size_t minsz_gr_alter_replica_log_dirs_request(int16_t v)
+{
+    const bool fx = v >= 2;
+    (void)fx;
+    (void)v;
+    size_t n = fx ? 1 : 0;
+    if (1) n += (fx ? 1 : 4);
+    (void)v;
+    return n;
+}
+
+static void dec_gr_alter_replica_log_dirs_request(struct gr_rd *rd, int16_t v, struct gr_alter_replica_log_dirs_request *m)
+{
+    const bool fx = v >= 2;
+    (void)fx;
+    (void)v;
+    gr_alter_replica_log_dirs_request_init(m);
+    if (1) {
+        {
+            int32_t n = gr_rd_array_len(rd, fx, 0, minsz_gr_alter_replica_log_dirs_request_alter_replica_log_dir(v));
+            m->dirs.count = n;
+            m->dirs.items = NULL;
+            if (n > 0) {
+                m->dirs.items = gr_rd_alloc(rd, (size_t)n, sizeof(struct gr_alter_replica_log_dirs_request_alter_replica_log_dir));
+                for (int32_t i = 0; i < n && !rd->err; i++)
+                    dec_gr_alter_replica_log_dirs_request_alter_replica_log_dir(rd, v, &m->dirs.items[i]);
+                if (rd->err) m->dirs.count = 0;
+            }
+        }
+    }
+    if (!fx || rd->err) return;
+    uint32_t ntags = gr_rd_tag_count(rd);
+    int64_t last_tag = -1;
+    for (uint32_t t = 0; t < ntags && !rd->err; t++) {
+        uint32_t tag = gr_rd_uvarint(rd);
+        uint32_t len = gr_rd_uvarint(rd);
+        if (rd->err) return;
+        if ((int64_t)tag <= last_tag) {
+            gr_rd_fail(rd, GR_WIRE_BAD_TAGS);
+            return;
+        }
+        last_tag = tag;
+        if (len > gr_rd_left(rd)) {
+            gr_rd_fail(rd, GR_WIRE_SHORT);
+            return;
+        }
+        const uint8_t *body = rd->p;
+        switch (tag) {
+        default:
+            keep_unknown_tag(rd, &m->unknown_tags, ntags, tag, body, len);
+        }
+        rd->p = body + len;
+    }
+}
+
+static size_t sz_gr_alter_replica_log_dirs_request(const struct gr_alter_replica_log_dirs_request *m, int16_t v)
+{
+    const bool fx = v >= 2;
+    (void)fx;
+    (void)v;
+    size_t n = 0;
+    if (1) {
+        n += gr_sz_array_len(m->dirs.count, fx);
+        for (int32_t i = 0; i < m->dirs.count; i++)
+            n += sz_gr_alter_replica_log_dirs_request_alter_replica_log_dir(&m->dirs.items[i], v);
+    }
+    if (fx) {
+        uint32_t count = (uint32_t)m->unknown_tags.count;
+        n += gr_sz_uvarint(count) + gr_sz_unknown_tags(&m->unknown_tags);
+    }
+    (void)m;
+    return n;
+}
+
+static void enc_gr_alter_replica_log_dirs_request(struct gr_wr *wr, int16_t v, const struct gr_alter_replica_log_dirs_request *m)
+{
+    const bool fx = v >= 2;
+    (void)fx;
+    (void)v;
+    if (1) {
+        gr_wr_array_len(wr, m->dirs.count, fx);
+        for (int32_t i = 0; i < m->dirs.count; i++)
+            enc_gr_alter_replica_log_dirs_request_alter_replica_log_dir(wr, v, &m->dirs.items[i]);
+    }
+    if (!fx) return;
+    uint32_t count = (uint32_t)m->unknown_tags.count;
+    gr_wr_uvarint(wr, count);
+    int32_t u = 0;
+    while (u < m->unknown_tags.count)
+        write_unknown_tag(wr, &m->unknown_tags.items[u++]);
+}
+
+int gr_alter_replica_log_dirs_request_decode(struct gr_rd *rd, int16_t version, struct gr_alter_replica_log_dirs_request *m)
+{
+    dec_gr_alter_replica_log_dirs_request(rd, version, m);
+    return rd->err;
+}
+
+size_t gr_alter_replica_log_dirs_request_size(const struct gr_alter_replica_log_dirs_request *m, int16_t version) { return sz_gr_alter_replica_log_dirs_request(m, version); }
+
+void gr_alter_replica_log_dirs_request_encode(struct gr_wr *wr, const struct gr_alter_replica_log_dirs_request *m, int16_t version) { enc_gr_alter_replica_log_dirs_request(wr, version, m); }
+
+static void ops_init_gr_alter_replica_log_dirs_request(void *m) { gr_alter_replica_log_dirs_request_init(m); }
+static int ops_decode_gr_alter_replica_log_dirs_request(struct gr_rd *rd, int16_t v, void *m) { return gr_alter_replica_log_dirs_request_decode(rd, v, m); }
+static size_t ops_size_gr_alter_replica_log_dirs_request(const void *m, int16_t v) { return gr_alter_replica_log_dirs_request_size(m, v); }
+static void ops_encode_gr_alter_replica_log_dirs_request(struct gr_wr *wr, const void *m, int16_t v) { gr_alter_replica_log_dirs_request_encode(wr, m, v); }
+
+void gr_alter_replica_log_dirs_response_alter_replica_log_dir_partition_result_init(struct gr_alter_replica_log_dirs_response_alter_replica_log_dir_partition_result *m)
+{
+    m->partition_index = 0;
+    m->error_code = 0;
+    m->unknown_tags.items = NULL;
+    m->unknown_tags.count = 0;
+}
+
+static bool isdef_gr_alter_replica_log_dirs_response_alter_replica_log_dir_partition_result(const struct gr_alter_replica_log_dirs_response_alter_replica_log_dir_partition_result *m)
+{
+    return (m->partition_index == 0) &&
+           (m->error_code == 0) &&
+           m->unknown_tags.count == 0;
+}
+
+static size_t minsz_gr_alter_replica_log_dirs_response_alter_replica_log_dir_partition_result(int16_t v)
+{
+    const bool fx = v >= 2;
+    (void)fx;
+    (void)v;
+    size_t n = fx ? 1 : 0;
+    if (1) n += 4;
+    if (1) n += 2;
+    (void)v;
+    return n;
+}
+
+static void dec_gr_alter_replica_log_dirs_response_alter_replica_log_dir_partition_result(struct gr_rd *rd, int16_t v, struct gr_alter_replica_log_dirs_response_alter_replica_log_dir_partition_result *m)
+{
+    const bool fx = v >= 2;
+    (void)fx;
+    (void)v;
+    gr_alter_replica_log_dirs_response_alter_replica_log_dir_partition_result_init(m);
+    if (1) {
+        m->partition_index = gr_rd_int32(rd);
+    }
+    if (1) {
+        m->error_code = gr_rd_int16(rd);
+    }
+    if (!fx || rd->err) return;
+    uint32_t ntags = gr_rd_tag_count(rd);
+    int64_t last_tag = -1;
+    for (uint32_t t = 0; t < ntags && !rd->err; t++) {
+        uint32_t tag = gr_rd_uvarint(rd);
+        uint32_t len = gr_rd_uvarint(rd);
+        if (rd->err) return;
+        if ((int64_t)tag <= last_tag) {
+            gr_rd_fail(rd, GR_WIRE_BAD_TAGS);
+            return;
+        }
+        last_tag = tag;
+        if (len > gr_rd_left(rd)) {
+            gr_rd_fail(rd, GR_WIRE_SHORT);
+            return;
+        }
+        const uint8_t *body = rd->p;
+        switch (tag) {
+        default:
+            keep_unknown_tag(rd, &m->unknown_tags, ntags, tag, body, len);
+        }
+        rd->p = body + len;
+    }
+}
+
+static size_t sz_gr_alter_replica_log_dirs_response_alter_replica_log_dir_partition_result(const struct gr_alter_replica_log_dirs_response_alter_replica_log_dir_partition_result *m, int16_t v)
+{
+    const bool fx = v >= 2;
+    (void)fx;
+    (void)v;
+    size_t n = 0;
+    if (1) {
+        n += 4;
+    }
+    if (1) {
+        n += 2;
+    }
+    if (fx) {
+        uint32_t count = (uint32_t)m->unknown_tags.count;
+        n += gr_sz_uvarint(count) + gr_sz_unknown_tags(&m->unknown_tags);
+    }
+    (void)m;
+    return n;
+}
+
+static void enc_gr_alter_replica_log_dirs_response_alter_replica_log_dir_partition_result(struct gr_wr *wr, int16_t v, const struct gr_alter_replica_log_dirs_response_alter_replica_log_dir_partition_result *m)
+{
+    const bool fx = v >= 2;
+    (void)fx;
+    (void)v;
+    if (1) {
+        gr_wr_int32(wr, m->partition_index);
+    }
+    if (1) {
+        gr_wr_int16(wr, m->error_code);
+    }
+    if (!fx) return;
+    uint32_t count = (uint32_t)m->unknown_tags.count;
+    gr_wr_uvarint(wr, count);
+    int32_t u = 0;
+    while (u < m->unknown_tags.count)
+        write_unknown_tag(wr, &m->unknown_tags.items[u++]);
+}
+
+void gr_alter_replica_log_dirs_response_alter_replica_log_dir_topic_result_init(struct gr_alter_replica_log_dirs_response_alter_replica_log_dir_topic_result *m)
+{
+    m->topic_name = ((struct gr_str){"", 0});
+    m->partitions.items = NULL;
+    m->partitions.count = 0;
+    m->unknown_tags.items = NULL;
+    m->unknown_tags.count = 0;
+}
+
+static bool isdef_gr_alter_replica_log_dirs_response_alter_replica_log_dir_topic_result(const struct gr_alter_replica_log_dirs_response_alter_replica_log_dir_topic_result *m)
+{
+    return gr_str_eq(m->topic_name, gr_str_c("")) &&
+           m->partitions.count == 0 &&
+           m->unknown_tags.count == 0;
+}
+
+static size_t minsz_gr_alter_replica_log_dirs_response_alter_replica_log_dir_topic_result(int16_t v)
+{
+    const bool fx = v >= 2;
+    (void)fx;
+    (void)v;
+    size_t n = fx ? 1 : 0;
+    if (1) n += (fx ? 1 : 2);
+    if (1) n += (fx ? 1 : 4);
+    (void)v;
+    return n;
+}
+
+static void dec_gr_alter_replica_log_dirs_response_alter_replica_log_dir_topic_result(struct gr_rd *rd, int16_t v, struct gr_alter_replica_log_dirs_response_alter_replica_log_dir_topic_result *m)
+{
+    const bool fx = v >= 2;
+    (void)fx;
+    (void)v;
+    gr_alter_replica_log_dirs_response_alter_replica_log_dir_topic_result_init(m);
+    if (1) {
+        m->topic_name = gr_rd_string(rd, fx, 0);
+    }
+    if (1) {
+        {
+            int32_t n = gr_rd_array_len(rd, fx, 0, minsz_gr_alter_replica_log_dirs_response_alter_replica_log_dir_partition_result(v));
+            m->partitions.count = n;
+            m->partitions.items = NULL;
+            if (n > 0) {
+                m->partitions.items = gr_rd_alloc(rd, (size_t)n, sizeof(struct gr_alter_replica_log_dirs_response_alter_replica_log_dir_partition_result));
+                for (int32_t i = 0; i < n && !rd->err; i++)
+                    dec_gr_alter_replica_log_dirs_response_alter_replica_log_dir_partition_result(rd, v, &m->partitions.items[i]);
+                if (rd->err) m->partitions.count = 0;
+            }
+        }
+    }
+    if (!fx || rd->err) return;
+    uint32_t ntags = gr_rd_tag_count(rd);
+    int64_t last_tag = -1;
+    for (uint32_t t = 0; t < ntags && !rd->err; t++) {
+        uint32_t tag = gr_rd_uvarint(rd);
+        uint32_t len = gr_rd_uvarint(rd);
+        if (rd->err) return;
+        if ((int64_t)tag <= last_tag) {
+            gr_rd_fail(rd, GR_WIRE_BAD_TAGS);
+            return;
+        }
+        last_tag = tag;
+        if (len > gr_rd_left(rd)) {
+            gr_rd_fail(rd, GR_WIRE_SHORT);
+            return;
+        }
+        const uint8_t *body = rd->p;
+        switch (tag) {
+        default:
+            keep_unknown_tag(rd, &m->unknown_tags, ntags, tag, body, len);
+        }
+        rd->p = body + len;
+    }
+}
+
+static size_t sz_gr_alter_replica_log_dirs_response_alter_replica_log_dir_topic_result(const struct gr_alter_replica_log_dirs_response_alter_replica_log_dir_topic_result *m, int16_t v)
+{
+    const bool fx = v >= 2;
+    (void)fx;
+    (void)v;
+    size_t n = 0;
+    if (1) {
+        n += gr_sz_string(m->topic_name, fx);
+    }
+    if (1) {
+        n += gr_sz_array_len(m->partitions.count, fx);
+        for (int32_t i = 0; i < m->partitions.count; i++)
+            n += sz_gr_alter_replica_log_dirs_response_alter_replica_log_dir_partition_result(&m->partitions.items[i], v);
+    }
+    if (fx) {
+        uint32_t count = (uint32_t)m->unknown_tags.count;
+        n += gr_sz_uvarint(count) + gr_sz_unknown_tags(&m->unknown_tags);
+    }
+    (void)m;
+    return n;
+}
+
+static void enc_gr_alter_replica_log_dirs_response_alter_replica_log_dir_topic_result(struct gr_wr *wr, int16_t v, const struct gr_alter_replica_log_dirs_response_alter_replica_log_dir_topic_result *m)
+{
+    const bool fx = v >= 2;
+    (void)fx;
+    (void)v;
+    if (1) {
+        gr_wr_string(wr, m->topic_name, fx);
+    }
+    if (1) {
+        gr_wr_array_len(wr, m->partitions.count, fx);
+        for (int32_t i = 0; i < m->partitions.count; i++)
+            enc_gr_alter_replica_log_dirs_response_alter_replica_log_dir_partition_result(wr, v, &m->partitions.items[i]);
+    }
+    if (!fx) return;
+    uint32_t count = (uint32_t)m->unknown_tags.count;
+    gr_wr_uvarint(wr, count);
+    int32_t u = 0;
+    while (u < m->unknown_tags.count)
+        write_unknown_tag(wr, &m->unknown_tags.items[u++]);
+}
+
+void gr_alter_replica_log_dirs_response_init(struct gr_alter_replica_log_dirs_response *m)
+{
+    m->throttle_time_ms = 0;
+    m->results.items = NULL;
+    m->results.count = 0;
+    m->unknown_tags.items = NULL;
+    m->unknown_tags.count = 0;
+}
+
+static bool isdef_gr_alter_replica_log_dirs_response(const struct gr_alter_replica_log_dirs_response *m)
+{
+    return (m->throttle_time_ms == 0) &&
+           m->results.count == 0 &&
+           m->unknown_tags.count == 0;
+}
+
+static size_t minsz_gr_alter_replica_log_dirs_response(int16_t v)
+{
+    const bool fx = v >= 2;
+    (void)fx;
+    (void)v;
+    size_t n = fx ? 1 : 0;
+    if (1) n += 4;
+    if (1) n += (fx ? 1 : 4);
+    (void)v;
+    return n;
+}
+
+static void dec_gr_alter_replica_log_dirs_response(struct gr_rd *rd, int16_t v, struct gr_alter_replica_log_dirs_response *m)
+{
+    const bool fx = v >= 2;
+    (void)fx;
+    (void)v;
+    gr_alter_replica_log_dirs_response_init(m);
+    if (1) {
+        m->throttle_time_ms = gr_rd_int32(rd);
+    }
+    if (1) {
+        {
+            int32_t n = gr_rd_array_len(rd, fx, 0, minsz_gr_alter_replica_log_dirs_response_alter_replica_log_dir_topic_result(v));
+            m->results.count = n;
+            m->results.items = NULL;
+            if (n > 0) {
+                m->results.items = gr_rd_alloc(rd, (size_t)n, sizeof(struct gr_alter_replica_log_dirs_response_alter_replica_log_dir_topic_result));
+                for (int32_t i = 0; i < n && !rd->err; i++)
+                    dec_gr_alter_replica_log_dirs_response_alter_replica_log_dir_topic_result(rd, v, &m->results.items[i]);
+                if (rd->err) m->results.count = 0;
+            }
+        }
+    }
+    if (!fx || rd->err) return;
+    uint32_t ntags = gr_rd_tag_count(rd);
+    int64_t last_tag = -1;
+    for (uint32_t t = 0; t < ntags && !rd->err; t++) {
+        uint32_t tag = gr_rd_uvarint(rd);
+        uint32_t len = gr_rd_uvarint(rd);
+        if (rd->err) return;
+        if ((int64_t)tag <= last_tag) {
+            gr_rd_fail(rd, GR_WIRE_BAD_TAGS);
+            return;
+        }
+        last_tag = tag;
+        if (len > gr_rd_left(rd)) {
+            gr_rd_fail(rd, GR_WIRE_SHORT);
+            return;
+        }
+        const uint8_t *body = rd->p;
+        switch (tag) {
+        default:
+            keep_unknown_tag(rd, &m->unknown_tags, ntags, tag, body, len);
+        }
+        rd->p = body + len;
+    }
+}
+
+static size_t sz_gr_alter_replica_log_dirs_response(const struct gr_alter_replica_log_dirs_response *m, int16_t v)
+{
+    const bool fx = v >= 2;
+    (void)fx;
+    (void)v;
+    size_t n = 0;
+    if (1) {
+        n += 4;
+    }
+    if (1) {
+        n += gr_sz_array_len(m->results.count, fx);
+        for (int32_t i = 0; i < m->results.count; i++)
+            n += sz_gr_alter_replica_log_dirs_response_alter_replica_log_dir_topic_result(&m->results.items[i], v);
+    }
+    if (fx) {
+        uint32_t count = (uint32_t)m->unknown_tags.count;
+        n += gr_sz_uvarint(count) + gr_sz_unknown_tags(&m->unknown_tags);
+    }
+    (void)m;
+    return n;
+}
+
+static void enc_gr_alter_replica_log_dirs_response(struct gr_wr *wr, int16_t v, const struct gr_alter_replica_log_dirs_response *m)
+{
+    const bool fx = v >= 2;
+    (void)fx;
+    (void)v;
+    if (1) {
+        gr_wr_int32(wr, m->throttle_time_ms);
+    }
+    if (1) {
+        gr_wr_array_len(wr, m->results.count, fx);
+        for (int32_t i = 0; i < m->results.count; i++)
+            enc_gr_alter_replica_log_dirs_response_alter_replica_log_dir_topic_result(wr, v, &m->results.items[i]);
+    }
+    if (!fx) return;
+    uint32_t count = (uint32_t)m->unknown_tags.count;
+    gr_wr_uvarint(wr, count);
+    int32_t u = 0;
+    while (u < m->unknown_tags.count)
+        write_unknown_tag(wr, &m->unknown_tags.items[u++]);
+}
+
+static void ce_gr_alter_replica_log_dirs_response_alter_replica_log_dir_partition_result(const struct gr_alter_replica_log_dirs_response_alter_replica_log_dir_partition_result *m, uint64_t *counts, int nslots)
+{
+    count_error(counts, nslots, m->error_code);
+}
+
+static void ce_gr_alter_replica_log_dirs_response_alter_replica_log_dir_topic_result(const struct gr_alter_replica_log_dirs_response_alter_replica_log_dir_topic_result *m, uint64_t *counts, int nslots)
+{
+    for (int32_t i = 0; i < m->partitions.count; i++)
+        ce_gr_alter_replica_log_dirs_response_alter_replica_log_dir_partition_result(&m->partitions.items[i], counts, nslots);
+}
+
+void gr_alter_replica_log_dirs_response_count_errors(const struct gr_alter_replica_log_dirs_response *m, bool top, uint64_t *counts, int nslots)
+{
+    for (int32_t i = 0; i < m->results.count; i++)
+        ce_gr_alter_replica_log_dirs_response_alter_replica_log_dir_topic_result(&m->results.items[i], counts, nslots);
+    (void)top;
+}
+
+static void ops_count_errors_gr_alter_replica_log_dirs_response(const void *m, bool top, uint64_t *counts, int nslots) { gr_alter_replica_log_dirs_response_count_errors(m, top, counts, nslots); }
+
+int gr_alter_replica_log_dirs_response_decode(struct gr_rd *rd, int16_t version, struct gr_alter_replica_log_dirs_response *m)
+{
+    dec_gr_alter_replica_log_dirs_response(rd, version, m);
+    return rd->err;
+}
+
+size_t gr_alter_replica_log_dirs_response_size(const struct gr_alter_replica_log_dirs_response *m, int16_t version) { return sz_gr_alter_replica_log_dirs_response(m, version); }
+
+void gr_alter_replica_log_dirs_response_encode(struct gr_wr *wr, const struct gr_alter_replica_log_dirs_response *m, int16_t version) { enc_gr_alter_replica_log_dirs_response(wr, version, m); }
+
+static void ops_init_gr_alter_replica_log_dirs_response(void *m) { gr_alter_replica_log_dirs_response_init(m); }
+static int ops_decode_gr_alter_replica_log_dirs_response(struct gr_rd *rd, int16_t v, void *m) { return gr_alter_replica_log_dirs_response_decode(rd, v, m); }
+static size_t ops_size_gr_alter_replica_log_dirs_response(const void *m, int16_t v) { return gr_alter_replica_log_dirs_response_size(m, v); }
+static void ops_encode_gr_alter_replica_log_dirs_response(struct gr_wr *wr, const void *m, int16_t v) { gr_alter_replica_log_dirs_response_encode(wr, m, v); }
+
 void gr_describe_log_dirs_request_describable_log_dir_topic_init(struct gr_describe_log_dirs_request_describable_log_dir_topic *m)
 {
     m->topic = ((struct gr_str){"", 0});
@@ -35009,6 +35769,8 @@ const struct gr_msg_ops gr_msg_ops_table[] = {
     {32, true, "describe_configs_response", 1, 4, 4, -1, sizeof(struct gr_describe_configs_response), ops_init_gr_describe_configs_response, ops_decode_gr_describe_configs_response, ops_size_gr_describe_configs_response, ops_encode_gr_describe_configs_response, NULL, ops_count_errors_gr_describe_configs_response},
     {33, false, "alter_configs_request", 0, 2, 2, -1, sizeof(struct gr_alter_configs_request), ops_init_gr_alter_configs_request, ops_decode_gr_alter_configs_request, ops_size_gr_alter_configs_request, ops_encode_gr_alter_configs_request, NULL, NULL},
     {33, true, "alter_configs_response", 0, 2, 2, -1, sizeof(struct gr_alter_configs_response), ops_init_gr_alter_configs_response, ops_decode_gr_alter_configs_response, ops_size_gr_alter_configs_response, ops_encode_gr_alter_configs_response, NULL, ops_count_errors_gr_alter_configs_response},
+    {34, false, "alter_replica_log_dirs_request", 1, 2, 2, -1, sizeof(struct gr_alter_replica_log_dirs_request), ops_init_gr_alter_replica_log_dirs_request, ops_decode_gr_alter_replica_log_dirs_request, ops_size_gr_alter_replica_log_dirs_request, ops_encode_gr_alter_replica_log_dirs_request, NULL, NULL},
+    {34, true, "alter_replica_log_dirs_response", 1, 2, 2, -1, sizeof(struct gr_alter_replica_log_dirs_response), ops_init_gr_alter_replica_log_dirs_response, ops_decode_gr_alter_replica_log_dirs_response, ops_size_gr_alter_replica_log_dirs_response, ops_encode_gr_alter_replica_log_dirs_response, NULL, ops_count_errors_gr_alter_replica_log_dirs_response},
     {35, false, "describe_log_dirs_request", 1, 5, 2, -1, sizeof(struct gr_describe_log_dirs_request), ops_init_gr_describe_log_dirs_request, ops_decode_gr_describe_log_dirs_request, ops_size_gr_describe_log_dirs_request, ops_encode_gr_describe_log_dirs_request, NULL, NULL},
     {35, true, "describe_log_dirs_response", 1, 5, 2, -1, sizeof(struct gr_describe_log_dirs_response), ops_init_gr_describe_log_dirs_response, ops_decode_gr_describe_log_dirs_response, ops_size_gr_describe_log_dirs_response, ops_encode_gr_describe_log_dirs_response, NULL, ops_count_errors_gr_describe_log_dirs_response},
     {36, false, "sasl_authenticate_request", 0, 2, 2, -1, sizeof(struct gr_sasl_authenticate_request), ops_init_gr_sasl_authenticate_request, ops_decode_gr_sasl_authenticate_request, ops_size_gr_sasl_authenticate_request, ops_encode_gr_sasl_authenticate_request, NULL, NULL},
@@ -35046,7 +35808,7 @@ const struct gr_msg_ops gr_msg_ops_table[] = {
     {32000, false, "partition_summary_request", 0, 0, 0, -1, sizeof(struct gr_partition_summary_request), ops_init_gr_partition_summary_request, ops_decode_gr_partition_summary_request, ops_size_gr_partition_summary_request, ops_encode_gr_partition_summary_request, NULL, NULL},
     {32000, true, "partition_summary_response", 0, 0, 0, -1, sizeof(struct gr_partition_summary_response), ops_init_gr_partition_summary_response, ops_decode_gr_partition_summary_response, ops_size_gr_partition_summary_response, ops_encode_gr_partition_summary_response, NULL, ops_count_errors_gr_partition_summary_response},
 };
-const int gr_msg_ops_count = 96;
+const int gr_msg_ops_count = 98;
 
 const struct gr_msg_ops *gr_msg_ops_find(int16_t api_key, bool response)
 {

@@ -165,6 +165,12 @@ struct gr_alter_configs_request_alter_configs_resource;
 struct gr_alter_configs_request;
 struct gr_alter_configs_response_alter_configs_resource_response;
 struct gr_alter_configs_response;
+struct gr_alter_replica_log_dirs_request_alter_replica_log_dir_topic;
+struct gr_alter_replica_log_dirs_request_alter_replica_log_dir;
+struct gr_alter_replica_log_dirs_request;
+struct gr_alter_replica_log_dirs_response_alter_replica_log_dir_partition_result;
+struct gr_alter_replica_log_dirs_response_alter_replica_log_dir_topic_result;
+struct gr_alter_replica_log_dirs_response;
 struct gr_describe_log_dirs_request_describable_log_dir_topic;
 struct gr_describe_log_dirs_request;
 struct gr_describe_log_dirs_response_describe_log_dirs_partition;
@@ -2611,6 +2617,85 @@ void gr_alter_configs_response_encode(struct gr_wr *wr, const struct gr_alter_co
  * errorCounts() reads its in-memory response), the top-level ones only when `top`; a code outside
  * 0..nslots-2 counts in slot 0 (-1, UNKNOWN_SERVER_ERROR, as Errors.forCode). */
 void gr_alter_configs_response_count_errors(const struct gr_alter_configs_response *m, bool top, uint64_t *counts, int nslots);
+
+/* ---- alter_replica_log_dirs_request (api key 34 request, versions 1-2, flexible 2+) ---- */
+struct gr_alter_replica_log_dirs_request_alter_replica_log_dir_topic {
+    struct gr_str name; /* v0+ */
+    struct gr_int32_array partitions; /* v0+ */
+    struct gr_tags unknown_tags;
+};
+struct gr_alter_replica_log_dirs_request_alter_replica_log_dir_topic_array {
+    struct gr_alter_replica_log_dirs_request_alter_replica_log_dir_topic *items;
+    int32_t count; /* -1 = null */
+};
+/* Sets every field of `m` to its default. */
+void gr_alter_replica_log_dirs_request_alter_replica_log_dir_topic_init(struct gr_alter_replica_log_dirs_request_alter_replica_log_dir_topic *m);
+struct gr_alter_replica_log_dirs_request_alter_replica_log_dir {
+    struct gr_str path; /* v0+ */
+    struct gr_alter_replica_log_dirs_request_alter_replica_log_dir_topic_array topics; /* v0+ */
+    struct gr_tags unknown_tags;
+};
+struct gr_alter_replica_log_dirs_request_alter_replica_log_dir_array {
+    struct gr_alter_replica_log_dirs_request_alter_replica_log_dir *items;
+    int32_t count; /* -1 = null */
+};
+/* Sets every field of `m` to its default. */
+void gr_alter_replica_log_dirs_request_alter_replica_log_dir_init(struct gr_alter_replica_log_dirs_request_alter_replica_log_dir *m);
+struct gr_alter_replica_log_dirs_request {
+    struct gr_alter_replica_log_dirs_request_alter_replica_log_dir_array dirs; /* v0+ */
+    struct gr_tags unknown_tags;
+};
+/* Sets every field to its default (Kafka's "default", else 0 / empty / null for records). */
+void gr_alter_replica_log_dirs_request_init(struct gr_alter_replica_log_dirs_request *m);
+/* Decodes a alter_replica_log_dirs_request body at `version` (1-2) from `rd`; arrays come from rd->arena. Returns 0 or the
+ * reader's sticky enum gr_wire_err. Does not check that the reader is exhausted. */
+int gr_alter_replica_log_dirs_request_decode(struct gr_rd *rd, int16_t version, struct gr_alter_replica_log_dirs_request *m);
+/* Bytes that gr_alter_replica_log_dirs_request_encode writes for `m` at `version`. */
+size_t gr_alter_replica_log_dirs_request_size(const struct gr_alter_replica_log_dirs_request *m, int16_t version);
+/* Encodes `m` at `version`; the writer must have gr_alter_replica_log_dirs_request_size() bytes of room. */
+void gr_alter_replica_log_dirs_request_encode(struct gr_wr *wr, const struct gr_alter_replica_log_dirs_request *m, int16_t version);
+
+/* ---- alter_replica_log_dirs_response (api key 34 response, versions 1-2, flexible 2+) ---- */
+struct gr_alter_replica_log_dirs_response_alter_replica_log_dir_partition_result {
+    int32_t partition_index; /* v0+ */
+    int16_t error_code; /* v0+ */
+    struct gr_tags unknown_tags;
+};
+struct gr_alter_replica_log_dirs_response_alter_replica_log_dir_partition_result_array {
+    struct gr_alter_replica_log_dirs_response_alter_replica_log_dir_partition_result *items;
+    int32_t count; /* -1 = null */
+};
+/* Sets every field of `m` to its default. */
+void gr_alter_replica_log_dirs_response_alter_replica_log_dir_partition_result_init(struct gr_alter_replica_log_dirs_response_alter_replica_log_dir_partition_result *m);
+struct gr_alter_replica_log_dirs_response_alter_replica_log_dir_topic_result {
+    struct gr_str topic_name; /* v0+ */
+    struct gr_alter_replica_log_dirs_response_alter_replica_log_dir_partition_result_array partitions; /* v0+ */
+    struct gr_tags unknown_tags;
+};
+struct gr_alter_replica_log_dirs_response_alter_replica_log_dir_topic_result_array {
+    struct gr_alter_replica_log_dirs_response_alter_replica_log_dir_topic_result *items;
+    int32_t count; /* -1 = null */
+};
+/* Sets every field of `m` to its default. */
+void gr_alter_replica_log_dirs_response_alter_replica_log_dir_topic_result_init(struct gr_alter_replica_log_dirs_response_alter_replica_log_dir_topic_result *m);
+struct gr_alter_replica_log_dirs_response {
+    int32_t throttle_time_ms; /* v0+ */
+    struct gr_alter_replica_log_dirs_response_alter_replica_log_dir_topic_result_array results; /* v0+ */
+    struct gr_tags unknown_tags;
+};
+/* Sets every field to its default (Kafka's "default", else 0 / empty / null for records). */
+void gr_alter_replica_log_dirs_response_init(struct gr_alter_replica_log_dirs_response *m);
+/* Decodes a alter_replica_log_dirs_response body at `version` (1-2) from `rd`; arrays come from rd->arena. Returns 0 or the
+ * reader's sticky enum gr_wire_err. Does not check that the reader is exhausted. */
+int gr_alter_replica_log_dirs_response_decode(struct gr_rd *rd, int16_t version, struct gr_alter_replica_log_dirs_response *m);
+/* Bytes that gr_alter_replica_log_dirs_response_encode writes for `m` at `version`. */
+size_t gr_alter_replica_log_dirs_response_size(const struct gr_alter_replica_log_dirs_response *m, int16_t version);
+/* Encodes `m` at `version`; the writer must have gr_alter_replica_log_dirs_response_size() bytes of room. */
+void gr_alter_replica_log_dirs_response_encode(struct gr_wr *wr, const struct gr_alter_replica_log_dirs_response *m, int16_t version);
+/* Adds one to counts[code + 1] for each error field of `m` (error_code, partition_error_code, every version: Kafka's
+ * errorCounts() reads its in-memory response), the top-level ones only when `top`; a code outside
+ * 0..nslots-2 counts in slot 0 (-1, UNKNOWN_SERVER_ERROR, as Errors.forCode). */
+void gr_alter_replica_log_dirs_response_count_errors(const struct gr_alter_replica_log_dirs_response *m, bool top, uint64_t *counts, int nslots);
 
 /* ---- describe_log_dirs_request (api key 35 request, versions 1-5, flexible 2+) ---- */
 struct gr_describe_log_dirs_request_describable_log_dir_topic {

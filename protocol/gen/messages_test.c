@@ -309,6 +309,18 @@ static void json_gr_alter_configs_response_alter_configs_resource_response(struc
 static void rnd_gr_alter_configs_response_alter_configs_resource_response(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_alter_configs_response_alter_configs_resource_response *m);
 static void json_gr_alter_configs_response(struct gr_sb *sb, int16_t v, const struct gr_alter_configs_response *m);
 static void rnd_gr_alter_configs_response(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_alter_configs_response *m);
+static void json_gr_alter_replica_log_dirs_request_alter_replica_log_dir_topic(struct gr_sb *sb, int16_t v, const struct gr_alter_replica_log_dirs_request_alter_replica_log_dir_topic *m);
+static void rnd_gr_alter_replica_log_dirs_request_alter_replica_log_dir_topic(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_alter_replica_log_dirs_request_alter_replica_log_dir_topic *m);
+static void json_gr_alter_replica_log_dirs_request_alter_replica_log_dir(struct gr_sb *sb, int16_t v, const struct gr_alter_replica_log_dirs_request_alter_replica_log_dir *m);
+static void rnd_gr_alter_replica_log_dirs_request_alter_replica_log_dir(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_alter_replica_log_dirs_request_alter_replica_log_dir *m);
+static void json_gr_alter_replica_log_dirs_request(struct gr_sb *sb, int16_t v, const struct gr_alter_replica_log_dirs_request *m);
+static void rnd_gr_alter_replica_log_dirs_request(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_alter_replica_log_dirs_request *m);
+static void json_gr_alter_replica_log_dirs_response_alter_replica_log_dir_partition_result(struct gr_sb *sb, int16_t v, const struct gr_alter_replica_log_dirs_response_alter_replica_log_dir_partition_result *m);
+static void rnd_gr_alter_replica_log_dirs_response_alter_replica_log_dir_partition_result(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_alter_replica_log_dirs_response_alter_replica_log_dir_partition_result *m);
+static void json_gr_alter_replica_log_dirs_response_alter_replica_log_dir_topic_result(struct gr_sb *sb, int16_t v, const struct gr_alter_replica_log_dirs_response_alter_replica_log_dir_topic_result *m);
+static void rnd_gr_alter_replica_log_dirs_response_alter_replica_log_dir_topic_result(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_alter_replica_log_dirs_response_alter_replica_log_dir_topic_result *m);
+static void json_gr_alter_replica_log_dirs_response(struct gr_sb *sb, int16_t v, const struct gr_alter_replica_log_dirs_response *m);
+static void rnd_gr_alter_replica_log_dirs_response(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_alter_replica_log_dirs_response *m);
 static void json_gr_describe_log_dirs_request_describable_log_dir_topic(struct gr_sb *sb, int16_t v, const struct gr_describe_log_dirs_request_describable_log_dir_topic *m);
 static void rnd_gr_describe_log_dirs_request_describable_log_dir_topic(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_describe_log_dirs_request_describable_log_dir_topic *m);
 static void json_gr_describe_log_dirs_request(struct gr_sb *sb, int16_t v, const struct gr_describe_log_dirs_request *m);
@@ -8844,6 +8856,271 @@ static void rnd_gr_alter_configs_response(struct gr_rng *rng, struct gr_arena *a
 static void ops_json_gr_alter_configs_response(struct gr_sb *sb, const void *m, int16_t v) { json_gr_alter_configs_response(sb, v, m); }
 static void ops_rnd_gr_alter_configs_response(struct gr_rng *rng, struct gr_arena *a, void *m, int16_t v) { rnd_gr_alter_configs_response(rng, a, v, m); }
 
+static void json_gr_alter_replica_log_dirs_request_alter_replica_log_dir_topic(struct gr_sb *sb, int16_t v, const struct gr_alter_replica_log_dirs_request_alter_replica_log_dir_topic *m)
+{
+    gr_sb_putc(sb, '{');
+    bool first = true;
+    if (1) {
+        gr_sb_json_key(sb, "name", &first);
+        gr_sb_json_str(sb, m->name);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "partitions", &first);
+        if (m->partitions.count < 0) {
+            gr_sb_puts(sb, "null");
+        } else {
+            gr_sb_putc(sb, '[');
+            for (int32_t i = 0; i < m->partitions.count; i++) {
+                if (i) gr_sb_putc(sb, ',');
+                gr_sb_json_int(sb, m->partitions.items[i]);
+            }
+            gr_sb_putc(sb, ']');
+        }
+    }
+    gr_sb_putc(sb, '}');
+    (void)v;
+    (void)first;
+}
+
+static void rnd_gr_alter_replica_log_dirs_request_alter_replica_log_dir_topic(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_alter_replica_log_dirs_request_alter_replica_log_dir_topic *m)
+{
+    gr_alter_replica_log_dirs_request_alter_replica_log_dir_topic_init(m);
+    (void)v;
+    if (1) {
+        m->name = gr_rng_str(rng, a, 0);
+    }
+    if (1) {
+        if ((0) && gr_rng_below(rng, 5) == 0) {
+            m->partitions.count = -1;
+        } else {
+            m->partitions.count = (int32_t)gr_rng_below(rng, 4);
+            m->partitions.items = gr_arena_calloc(a, (size_t)m->partitions.count + 1, sizeof(int32_t));
+            for (int32_t i = 0; i < m->partitions.count; i++)
+                m->partitions.items[i] = gr_rng_int32(rng);
+        }
+    }
+    if ((v >= 2) && gr_rng_below(rng, 4) == 0)
+        gr_rng_unknown_tags(rng, a, &m->unknown_tags);
+}
+
+static void json_gr_alter_replica_log_dirs_request_alter_replica_log_dir(struct gr_sb *sb, int16_t v, const struct gr_alter_replica_log_dirs_request_alter_replica_log_dir *m)
+{
+    gr_sb_putc(sb, '{');
+    bool first = true;
+    if (1) {
+        gr_sb_json_key(sb, "path", &first);
+        gr_sb_json_str(sb, m->path);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "topics", &first);
+        if (m->topics.count < 0) {
+            gr_sb_puts(sb, "null");
+        } else {
+            gr_sb_putc(sb, '[');
+            for (int32_t i = 0; i < m->topics.count; i++) {
+                if (i) gr_sb_putc(sb, ',');
+                json_gr_alter_replica_log_dirs_request_alter_replica_log_dir_topic(sb, v, &m->topics.items[i]);
+            }
+            gr_sb_putc(sb, ']');
+        }
+    }
+    gr_sb_putc(sb, '}');
+    (void)v;
+    (void)first;
+}
+
+static void rnd_gr_alter_replica_log_dirs_request_alter_replica_log_dir(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_alter_replica_log_dirs_request_alter_replica_log_dir *m)
+{
+    gr_alter_replica_log_dirs_request_alter_replica_log_dir_init(m);
+    (void)v;
+    if (1) {
+        m->path = gr_rng_str(rng, a, 0);
+    }
+    if (1) {
+        if ((0) && gr_rng_below(rng, 5) == 0) {
+            m->topics.count = -1;
+        } else {
+            m->topics.count = (int32_t)gr_rng_below(rng, 4);
+            m->topics.items = gr_arena_calloc(a, (size_t)m->topics.count + 1, sizeof(struct gr_alter_replica_log_dirs_request_alter_replica_log_dir_topic));
+            for (int32_t i = 0; i < m->topics.count; i++)
+                rnd_gr_alter_replica_log_dirs_request_alter_replica_log_dir_topic(rng, a, v, &m->topics.items[i]);
+        }
+    }
+    if ((v >= 2) && gr_rng_below(rng, 4) == 0)
+        gr_rng_unknown_tags(rng, a, &m->unknown_tags);
+}
+
+static void json_gr_alter_replica_log_dirs_request(struct gr_sb *sb, int16_t v, const struct gr_alter_replica_log_dirs_request *m)
+{
+    gr_sb_putc(sb, '{');
+    bool first = true;
+    if (1) {
+        gr_sb_json_key(sb, "dirs", &first);
+        if (m->dirs.count < 0) {
+            gr_sb_puts(sb, "null");
+        } else {
+            gr_sb_putc(sb, '[');
+            for (int32_t i = 0; i < m->dirs.count; i++) {
+                if (i) gr_sb_putc(sb, ',');
+                json_gr_alter_replica_log_dirs_request_alter_replica_log_dir(sb, v, &m->dirs.items[i]);
+            }
+            gr_sb_putc(sb, ']');
+        }
+    }
+    gr_sb_putc(sb, '}');
+    (void)v;
+    (void)first;
+}
+
+static void rnd_gr_alter_replica_log_dirs_request(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_alter_replica_log_dirs_request *m)
+{
+    gr_alter_replica_log_dirs_request_init(m);
+    (void)v;
+    if (1) {
+        if ((0) && gr_rng_below(rng, 5) == 0) {
+            m->dirs.count = -1;
+        } else {
+            m->dirs.count = (int32_t)gr_rng_below(rng, 4);
+            m->dirs.items = gr_arena_calloc(a, (size_t)m->dirs.count + 1, sizeof(struct gr_alter_replica_log_dirs_request_alter_replica_log_dir));
+            for (int32_t i = 0; i < m->dirs.count; i++)
+                rnd_gr_alter_replica_log_dirs_request_alter_replica_log_dir(rng, a, v, &m->dirs.items[i]);
+        }
+    }
+    if ((v >= 2) && gr_rng_below(rng, 4) == 0)
+        gr_rng_unknown_tags(rng, a, &m->unknown_tags);
+}
+
+static void ops_json_gr_alter_replica_log_dirs_request(struct gr_sb *sb, const void *m, int16_t v) { json_gr_alter_replica_log_dirs_request(sb, v, m); }
+static void ops_rnd_gr_alter_replica_log_dirs_request(struct gr_rng *rng, struct gr_arena *a, void *m, int16_t v) { rnd_gr_alter_replica_log_dirs_request(rng, a, v, m); }
+
+static void json_gr_alter_replica_log_dirs_response_alter_replica_log_dir_partition_result(struct gr_sb *sb, int16_t v, const struct gr_alter_replica_log_dirs_response_alter_replica_log_dir_partition_result *m)
+{
+    gr_sb_putc(sb, '{');
+    bool first = true;
+    if (1) {
+        gr_sb_json_key(sb, "partitionIndex", &first);
+        gr_sb_json_int(sb, m->partition_index);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "errorCode", &first);
+        gr_sb_json_int(sb, m->error_code);
+    }
+    gr_sb_putc(sb, '}');
+    (void)v;
+    (void)first;
+}
+
+static void rnd_gr_alter_replica_log_dirs_response_alter_replica_log_dir_partition_result(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_alter_replica_log_dirs_response_alter_replica_log_dir_partition_result *m)
+{
+    gr_alter_replica_log_dirs_response_alter_replica_log_dir_partition_result_init(m);
+    (void)v;
+    if (1) {
+        m->partition_index = gr_rng_int32(rng);
+    }
+    if (1) {
+        m->error_code = (int16_t)gr_rng_u64(rng);
+    }
+    if ((v >= 2) && gr_rng_below(rng, 4) == 0)
+        gr_rng_unknown_tags(rng, a, &m->unknown_tags);
+}
+
+static void json_gr_alter_replica_log_dirs_response_alter_replica_log_dir_topic_result(struct gr_sb *sb, int16_t v, const struct gr_alter_replica_log_dirs_response_alter_replica_log_dir_topic_result *m)
+{
+    gr_sb_putc(sb, '{');
+    bool first = true;
+    if (1) {
+        gr_sb_json_key(sb, "topicName", &first);
+        gr_sb_json_str(sb, m->topic_name);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "partitions", &first);
+        if (m->partitions.count < 0) {
+            gr_sb_puts(sb, "null");
+        } else {
+            gr_sb_putc(sb, '[');
+            for (int32_t i = 0; i < m->partitions.count; i++) {
+                if (i) gr_sb_putc(sb, ',');
+                json_gr_alter_replica_log_dirs_response_alter_replica_log_dir_partition_result(sb, v, &m->partitions.items[i]);
+            }
+            gr_sb_putc(sb, ']');
+        }
+    }
+    gr_sb_putc(sb, '}');
+    (void)v;
+    (void)first;
+}
+
+static void rnd_gr_alter_replica_log_dirs_response_alter_replica_log_dir_topic_result(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_alter_replica_log_dirs_response_alter_replica_log_dir_topic_result *m)
+{
+    gr_alter_replica_log_dirs_response_alter_replica_log_dir_topic_result_init(m);
+    (void)v;
+    if (1) {
+        m->topic_name = gr_rng_str(rng, a, 0);
+    }
+    if (1) {
+        if ((0) && gr_rng_below(rng, 5) == 0) {
+            m->partitions.count = -1;
+        } else {
+            m->partitions.count = (int32_t)gr_rng_below(rng, 4);
+            m->partitions.items = gr_arena_calloc(a, (size_t)m->partitions.count + 1, sizeof(struct gr_alter_replica_log_dirs_response_alter_replica_log_dir_partition_result));
+            for (int32_t i = 0; i < m->partitions.count; i++)
+                rnd_gr_alter_replica_log_dirs_response_alter_replica_log_dir_partition_result(rng, a, v, &m->partitions.items[i]);
+        }
+    }
+    if ((v >= 2) && gr_rng_below(rng, 4) == 0)
+        gr_rng_unknown_tags(rng, a, &m->unknown_tags);
+}
+
+static void json_gr_alter_replica_log_dirs_response(struct gr_sb *sb, int16_t v, const struct gr_alter_replica_log_dirs_response *m)
+{
+    gr_sb_putc(sb, '{');
+    bool first = true;
+    if (1) {
+        gr_sb_json_key(sb, "throttleTimeMs", &first);
+        gr_sb_json_int(sb, m->throttle_time_ms);
+    }
+    if (1) {
+        gr_sb_json_key(sb, "results", &first);
+        if (m->results.count < 0) {
+            gr_sb_puts(sb, "null");
+        } else {
+            gr_sb_putc(sb, '[');
+            for (int32_t i = 0; i < m->results.count; i++) {
+                if (i) gr_sb_putc(sb, ',');
+                json_gr_alter_replica_log_dirs_response_alter_replica_log_dir_topic_result(sb, v, &m->results.items[i]);
+            }
+            gr_sb_putc(sb, ']');
+        }
+    }
+    gr_sb_putc(sb, '}');
+    (void)v;
+    (void)first;
+}
+
+static void rnd_gr_alter_replica_log_dirs_response(struct gr_rng *rng, struct gr_arena *a, int16_t v, struct gr_alter_replica_log_dirs_response *m)
+{
+    gr_alter_replica_log_dirs_response_init(m);
+    (void)v;
+    if (1) {
+        m->throttle_time_ms = gr_rng_int32(rng);
+    }
+    if (1) {
+        if ((0) && gr_rng_below(rng, 5) == 0) {
+            m->results.count = -1;
+        } else {
+            m->results.count = (int32_t)gr_rng_below(rng, 4);
+            m->results.items = gr_arena_calloc(a, (size_t)m->results.count + 1, sizeof(struct gr_alter_replica_log_dirs_response_alter_replica_log_dir_topic_result));
+            for (int32_t i = 0; i < m->results.count; i++)
+                rnd_gr_alter_replica_log_dirs_response_alter_replica_log_dir_topic_result(rng, a, v, &m->results.items[i]);
+        }
+    }
+    if ((v >= 2) && gr_rng_below(rng, 4) == 0)
+        gr_rng_unknown_tags(rng, a, &m->unknown_tags);
+}
+
+static void ops_json_gr_alter_replica_log_dirs_response(struct gr_sb *sb, const void *m, int16_t v) { json_gr_alter_replica_log_dirs_response(sb, v, m); }
+static void ops_rnd_gr_alter_replica_log_dirs_response(struct gr_rng *rng, struct gr_arena *a, void *m, int16_t v) { rnd_gr_alter_replica_log_dirs_response(rng, a, v, m); }
+
 static void json_gr_describe_log_dirs_request_describable_log_dir_topic(struct gr_sb *sb, int16_t v, const struct gr_describe_log_dirs_request_describable_log_dir_topic *m)
 {
     gr_sb_putc(sb, '{');
@@ -13253,6 +13530,8 @@ const struct gr_msg_test_ops gr_msg_test_ops_table[] = {
     {32, true, ops_json_gr_describe_configs_response, ops_rnd_gr_describe_configs_response},
     {33, false, ops_json_gr_alter_configs_request, ops_rnd_gr_alter_configs_request},
     {33, true, ops_json_gr_alter_configs_response, ops_rnd_gr_alter_configs_response},
+    {34, false, ops_json_gr_alter_replica_log_dirs_request, ops_rnd_gr_alter_replica_log_dirs_request},
+    {34, true, ops_json_gr_alter_replica_log_dirs_response, ops_rnd_gr_alter_replica_log_dirs_response},
     {35, false, ops_json_gr_describe_log_dirs_request, ops_rnd_gr_describe_log_dirs_request},
     {35, true, ops_json_gr_describe_log_dirs_response, ops_rnd_gr_describe_log_dirs_response},
     {36, false, ops_json_gr_sasl_authenticate_request, ops_rnd_gr_sasl_authenticate_request},

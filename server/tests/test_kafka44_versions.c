@@ -3,10 +3,10 @@
  * (a real store with one empty topic, no connection). Expected values are those Apache Kafka 4.4.0 (KRaft,
  * one node, compat-tests/kafka-dist/start-kafka.sh) answered to the same raw requests on 2026-12-01.
  *   - ApiVersions: the ranges Kafka 4.4 advertises for the APIs whose maximum moved (ListOffsets 1-11,
- *     OffsetCommit 2-10, OffsetFetch 1-10, ApiVersions 0-5, DescribeLogDirs 1-5, DeleteGroups 0-3) and
- * InitProducerId 0-5; v5 (KIP-1242) with the broker's cluster id and node id is answered, with another
- * cluster id or node id is REBOOTSTRAP_REQUIRED (129), with only one of the two is INVALID_REQUEST (42), both
- * without an API list.
+ *     OffsetCommit 2-10, OffsetFetch 1-10, ApiVersions 0-5, DescribeLogDirs 1-5, DeleteGroups 0-3),
+ * InitProducerId 0-5 and AlterReplicaLogDirs 1-2 (Kafka 4.0 removed v0; its message files list 1-2); v5
+ * (KIP-1242) with the broker's cluster id and node id is answered, with another cluster id or node id is
+ * REBOOTSTRAP_REQUIRED (129), with only one of the two is INVALID_REQUEST (42), both without an API list.
  *   - ListOffsets: each special timestamp from its first version (-3 v7, -4 v8, -5 v9, -6 v11:
  *     earliest pending upload, offset -1 without tiered storage); below it, and any timestamp under -6,
  *     UNSUPPORTED_VERSION (35) for the partition.
@@ -84,7 +84,8 @@ static void test_api_versions_ranges(void **state)
     assert_int_equal(resp->error_code, 0);
     static const struct {
         int16_t key, min, max;
-    } kafka44[] = {{2, 1, 11}, {8, 2, 10}, {9, 1, 10}, {18, 0, 5}, {22, 0, 5}, {35, 1, 5}, {42, 0, 3}};
+    } kafka44[] = {{2, 1, 11}, {8, 2, 10}, {9, 1, 10}, {18, 0, 5},
+                   {22, 0, 5}, {34, 1, 2}, {35, 1, 5}, {42, 0, 3}};
     for (size_t i = 0; i < sizeof kafka44 / sizeof kafka44[0]; i++) {
         bool found = false;
         for (int32_t k = 0; k < resp->api_keys.count; k++) {

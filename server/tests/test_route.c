@@ -14,9 +14,11 @@
  * DeleteRecords, OffsetForLeaderEpoch, DescribeProducers; Metadata's broker list, LISTENER_NOT_FOUND (v6+)
  * versus LEADER_NOT_AVAILABLE (v5), offline partitions; DescribeCluster; FindCoordinator (the leader of the
  * group's __consumer_offsets partition, COORDINATOR_NOT_AVAILABLE without one); unknown ids; Metadata v0-v12
- * for a replication-factor-3 partition with a shrunk ISR and an unregistered replica, and an offline one.
+ * for a replication-factor-3 partition with a shrunk ISR and an unregistered replica, and an offline one;
+ * AlterReplicaLogDirs' answer for held, known-but-not-held and unknown partitions.
  * Read next: server/route.h, server/handlers/metadata.c.
  */
+#include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -749,6 +751,77 @@ static void make_log(struct fx *f, struct gr_topic *t, const uint8_t id[16], int
     assert_int_equal(gr_logwait_signal(&f->b->logwaits, id, p), woken);
 }
 
+/* AlterReplicaLogDirs v2 naming `n` (topic, partition) pairs, all under directory `path`; returns the error
+   of each pair in order (the handler answers each pair once, sorted by topic then partition: the pairs given
+   are distinct and in that order). */
+static void alter_dirs(struct fx *f, const char *path, const char *const *topics, const int32_t *parts, int n,
+                       int16_t *errs)
+{
+    struct gr_req *req = srv_req_new(f->b, GR_API_ALTER_REPLICA_LOG_DIRS, 2, 1 << 16);
+    struct gr_alter_replica_log_dirs_request *body = NEW(req, gr_alter_replica_log_dirs_request);
+    gr_alter_replica_log_dirs_request_init(body);
+    body->dirs.items = gr_arena_calloc(&req->arena, 1, sizeof *body->dirs.items);
+    body->dirs.count = 1;
+    body->dirs.items[0].path = gr_str_c(path);
+    body->dirs.items[0].topics.items =
+        gr_arena_calloc(&req->arena, (size_t)n, sizeof(*body->dirs.items[0].topics.items));
+    body->dirs.items[0].topics.count = n;
+    for (int i = 0; i < n; i++) {
+        body->dirs.items[0].topics.items[i].name = gr_str_c(topics[i]);
+        body->dirs.items[0].topics.items[i].partitions.items = (int32_t *)&parts[i];
+        body->dirs.items[0].topics.items[i].partitions.count = 1;
+    }
+    req->body = body;
+    req->resp = NEW(req, gr_alter_replica_log_dirs_response);
+    gr_alter_replica_log_dirs_response_init(req->resp);
+    assert_int_equal(gr_handle_alter_replica_log_dirs(req), GR_HANDLER_DONE);
+    struct gr_alter_replica_log_dirs_response *resp = req->resp;
+    int k = 0;
+    for (int32_t t = 0; t < resp->results.count; t++)
+        for (int32_t j = 0; j < resp->results.items[t].partitions.count; j++, k++) {
+            assert_true(k < n);
+            assert_true(gr_str_eq_c(resp->results.items[t].topic_name, topics[k]));
+            assert_int_equal(resp->results.items[t].partitions.items[j].partition_index, parts[k]);
+            errs[k] = resp->results.items[t].partitions.items[j].error_code;
+        }
+    assert_int_equal(k, n);
+    gr_req_free(req);
+}
+
+/* AlterReplicaLogDirs against the image: a partition held here answers NONE for this broker's directory
+   (leader or follower), one the image knows but this broker does not hold (another's, or led here with its
+   log not made yet) REPLICA_NOT_AVAILABLE, which turns NONE once the log is made (what
+   kafka-reassign-partitions.sh waits for), one the image does not know UNKNOWN_TOPIC_OR_PARTITION; another
+   directory LOG_DIR_NOT_FOUND whatever the partition. */
+static void test_alter_replica_log_dirs(void **state)
+{
+    struct fx *f = *state;
+    char dir[PATH_MAX];
+    assert_non_null(realpath(f->dir, dir));
+    uint8_t id[16];
+    struct gr_topic *t = sparse_led_here(f, id);
+    const char *topics[] = {"nope", "remote", "remote", "sp", "sp", "t", "t", "t"};
+    const int32_t parts[] = {0, 0, 2, 0, 1, 0, 1, 2};
+    int16_t errs[8];
+    alter_dirs(f, dir, topics, parts, 8, errs);
+    const int16_t want[] = {GR_ERR_UNKNOWN_TOPIC_OR_PARTITION,
+                            GR_ERR_REPLICA_NOT_AVAILABLE,
+                            GR_ERR_UNKNOWN_TOPIC_OR_PARTITION,
+                            GR_ERR_REPLICA_NOT_AVAILABLE,
+                            GR_ERR_NONE,
+                            GR_ERR_NONE,
+                            GR_ERR_NONE,
+                            GR_ERR_NONE};
+    for (int i = 0; i < 8; i++)
+        if (errs[i] != want[i]) fail_msg("%s-%d: %d, expected %d", topics[i], parts[i], errs[i], want[i]);
+    make_log(f, t, id, 0, 0);
+    alter_dirs(f, dir, (const char *const[]){"sp"}, (const int32_t[]){0}, 1, errs);
+    assert_int_equal(errs[0], GR_ERR_NONE);
+    alter_dirs(f, "/elsewhere", topics, parts, 8, errs);
+    for (int i = 0; i < 8; i++)
+        assert_int_equal(errs[i], GR_ERR_LOG_DIR_NOT_FOUND);
+}
+
 /* A Produce naming p0 (led here, log not made) waits (the named wait, server/logwait.h) instead of answering
    NOT_LEADER_OR_FOLLOWER, and appends to both partitions once the log is made. Metadata answers p0 led here
    all along. */
@@ -1021,6 +1094,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_list_offsets_log_not_made_yet, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fetch_log_not_made_yet, setup, teardown),
         cmocka_unit_test_setup_teardown(test_log_wait_settled_by_image, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_alter_replica_log_dirs, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

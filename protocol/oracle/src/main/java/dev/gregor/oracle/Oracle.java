@@ -65,7 +65,7 @@ public final class Oracle {
         {25, "AddOffsetsToTxn"}, {26, "EndTxn"}, {27, "WriteTxnMarkers"}, {28, "TxnOffsetCommit"},
         {29, "DescribeAcls"}, {30, "CreateAcls"}, {31, "DeleteAcls"},
         {32, "DescribeConfigs"},
-        {33, "AlterConfigs"}, {35, "DescribeLogDirs"}, {36, "SaslAuthenticate"}, {37, "CreatePartitions"}, {42, "DeleteGroups"}, {43, "ElectLeaders"},
+        {33, "AlterConfigs"}, {34, "AlterReplicaLogDirs"}, {35, "DescribeLogDirs"}, {36, "SaslAuthenticate"}, {37, "CreatePartitions"}, {42, "DeleteGroups"}, {43, "ElectLeaders"},
         {44, "IncrementalAlterConfigs"}, {45, "AlterPartitionReassignments"},
         {46, "ListPartitionReassignments"}, {47, "OffsetDelete"}, {48, "DescribeClientQuotas"},
         {50, "DescribeUserScramCredentials"},
