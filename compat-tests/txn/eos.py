@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""txn/eos.py [--seed S] [--records R] [--duration D] [--per-txn N] [--keys K] [--pipeline confluent|java]:
+"""txn/eos.py [--seed S] [--records R] [--duration D] [--per-txn N] [--keys K] [--pipeline confluent|java]
+[--txn-version V]:
 exactly-once under kill -9 on one node (issue #21): the read-process-write pipeline (its own process:
 pipeline.py on confluent-kafka, or with --pipeline java compat-tests/streams TxnPipeline.java on the Java 4.4
 client, one JVM per process, built by compat-tests/streams/build.sh; the same contract) between topics in (3
@@ -19,6 +20,9 @@ until the group's committed offsets reach the end of `in` (at most 120 s). Check
   - a read_uncommitted reader sees more records than that (aborted ones: proof that the faults bit);
   - at rest the last stable offset equals the high watermark on every partition of `in` and `out`, and
     ListTransactions (when the broker serves it) lists nothing Ongoing or Prepare*.
+With --txn-version V (default: env TXN_VERSION) the broker runs gregor.transaction.version=V (issue #25); at 2 with the Java pipeline (which
+then ends every transaction with EndTxn v5, an epoch bump each), the transactional batches of `out` must carry more
+distinct producer epochs than the pipeline had starts (InitProducerId bumps once per start; version 1 never more).
 Prints its seed and figures (faults by kind, failpoints fired, transactions committed, aborted records).
 Bounded: every wait has a limit; the broker and the pipeline are killed and the directory removed at the end.
 Read next: compat-tests/txn/pipeline.py, compat-tests/txn/txnkit.py.
@@ -55,7 +59,7 @@ class Run:
     def __init__(self, args):
         self.args = args
         self.rng = random.Random(args.seed)
-        self.b = txnkit.Broker()
+        self.b = txnkit.Broker(['gregor.transaction.version=%d' % args.txn_version] if args.txn_version is not None else [])
         self.pipe = None
         self.pipe_starts = 0
         self.classpath = java_classpath() if args.pipeline == 'java' else None
@@ -225,6 +229,29 @@ class Run:
 
     def check(self, want):
         self.aborted = txnkit.check_pipeline(self.b.addr, SRC, DST, PARTS, want)
+        if self.args.txn_version == 2 and self.args.pipeline == 'java':
+            epochs = self.producer_epochs()
+            tk.check('transaction version 2: %d distinct producer epochs in %s over %d pipeline starts (an epoch bump '
+                     'per transaction)' % (len(epochs), DST, self.pipe_starts), len(epochs) > self.pipe_starts,
+                     str(sorted(epochs)[:10]))
+
+    def producer_epochs(self):
+        """The distinct (producer id, epoch) pairs of DST's transactional data batches (raw Fetch, every partition)."""
+        seen = set()
+        with kr.Conn(self.b.addr) as c:
+            for part in range(PARTS):
+                off = 0
+                while True:
+                    r = kr.fetch(c, DST, part, off)['responses'][0]['partitions'][0]
+                    batches = [b for b in kr.parse_batches(r['records'] or b'', decode_records=False)
+                               if not b.get('truncated')]
+                    if not batches:
+                        break
+                    for b in batches:
+                        if b['attributes'] & 0x10 and not b['attributes'] & 0x20:  # transactional, not a marker
+                            seen.add((b['producer_id'], b['producer_epoch']))
+                    off = batches[-1]['base_offset'] + batches[-1]['last_offset_delta'] + 1
+        return seen
 
 
 def main():
@@ -236,6 +263,8 @@ def main():
     ap.add_argument('--per-txn', type=int, default=20)
     ap.add_argument('--delay-ms', type=int, default=None)
     ap.add_argument('--pipeline', choices=('confluent', 'java'), default='confluent')
+    ap.add_argument('--txn-version', type=int, choices=(0, 1, 2),
+                    default=int(os.environ['TXN_VERSION']) if os.environ.get('TXN_VERSION') else None)
     a = ap.parse_args()
     if a.seed is None:
         a.seed = int.from_bytes(os.urandom(2), 'big')

@@ -38,6 +38,9 @@ class Broker:
         self.port = free_port()
         self.addr = '127.0.0.1:%d' % self.port
         self.overrides = list(OVERRIDES) + list(overrides)
+        if os.environ.get('TXN_VERSION') and not any(o.startswith('gregor.transaction.version=') for o in overrides):
+            # env TXN_VERSION: the level of every broker started here (issue #25; faults.sh runs both)
+            self.overrides.append('gregor.transaction.version=' + os.environ['TXN_VERSION'])
         self.proc = None
         self.starts = 0
 
