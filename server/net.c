@@ -7,7 +7,8 @@
  * Reading: a connection reads into a 64 KiB buffer and cuts frames out of it (int32 size prefix, bounded
  * by socket.request.max.bytes); a frame larger than what is buffered gets its own allocation and is read
  * into directly. Each complete frame becomes a request appended to the connection's FIFO and dispatched at
- * once when it is the FIFO head or a Produce (gr_dispatch_runs_ahead: read-ahead for group commit); any other
+ * once when it is the FIFO head or a Produce (gr_dispatch_runs_ahead: read-ahead for group commit) with no
+ * Produce before it held or waiting for its transaction's verification (produce_waits_turn); any other
  * request is held until every request before it is answered and sent, then dispatched from a zero timer at
  * the loop's top level (conn_held_cb; never inside conn_write, which runs within other requests'
  * completions), so that its answer tells the state of when it is sent (Kafka handles one request per
@@ -303,6 +304,21 @@ static void conn_dispatch(struct gr_conn *conn, struct gr_req *req)
     gr_dispatch(req);
 }
 
+/* Whether a Produce read now must wait for its turn instead of running ahead: a Produce before it on the
+ * connection is held, or waits for its transaction's verification or implicit add at the coordinator
+ * (req->verifying). Kafka handles one request per connection at a time, so a client's pipelined batches of a
+ * partition are appended in the order sent; run ahead, the later batch of a new producer epoch reached the
+ * partition while the first one still waited for the coordinator, and was refused
+ * OUT_OF_ORDER_SEQUENCE_NUMBER (compat-tests/cluster/txn_raise.py, the Java client at transaction version 2).
+ * At most GR_CONN_PIPELINE_MAX requests are walked. */
+static bool produce_waits_turn(const struct gr_conn *conn, const struct gr_req *req)
+{
+    for (const struct gr_req *r = conn->head; r && r != req; r = r->next)
+        if (!r->done && (r->verifying || (r->held && gr_dispatch_runs_ahead(r->frame, r->frame_len))))
+            return true;
+    return false;
+}
+
 static void conn_add_request(struct gr_conn *conn, uint8_t *frame, size_t len)
 {
     struct gr_broker *b = conn->broker;
@@ -329,8 +345,8 @@ static void conn_add_request(struct gr_conn *conn, uint8_t *frame, size_t len)
     conn->outstanding++;
     /* until authenticated, a SASL connection's frames each wait for the one before (their meaning depends
        on the state it leaves) */
-    if (conn->head != req &&
-        (!gr_dispatch_runs_ahead(frame, len) || (conn->sasl && gr_sasl_in_handshake(conn->sasl)))) {
+    if (conn->head != req && (!gr_dispatch_runs_ahead(frame, len) || produce_waits_turn(conn, req) ||
+                              (conn->sasl && gr_sasl_in_handshake(conn->sasl)))) {
         req->held = true; /* dispatched by conn_held_cb once it is the FIFO head */
         return;
     }

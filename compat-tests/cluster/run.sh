@@ -28,7 +28,9 @@
 # __transaction_state created once at RF 3, FindCoordinator key type 1 on every broker,
 # confluent-kafka commits and aborts on one broker and across the three, Produce and TxnOffsetCommit verified at
 # a remote coordinator, kill -9 of the coordinator mid-transaction and after EndTxn(commit), an unload; about 30 s; the pipeline under faults in a
-# cluster, txn_faults.py, runs in make test-txn-faults only). Then interbroker_tls.py: the inter-broker listener
+# cluster, txn_faults.py, runs in make test-txn-faults only). Then txn_raise.py: transaction.version raised from 1
+# to 2 with kafka-features.sh under a running Java 4.4 transactional producer (compat-tests/streams' TxnRaise):
+# it switches to EndTxn v5 on its next new connection, no transaction fails, read_committed exact (about 25 s). Then interbroker_tls.py: the inter-broker listener
 # over SSL with ssl.client.auth=required (issue #23): replication.py's RF 3 sections and txn.py's transaction across
 # three leaders over it, every inter-broker connection logged over TLS, clients on a second SSL listener, a broker
 # of another CA kept out of the ISR, a certificate for another address refused, bad settings stopping the broker
@@ -78,7 +80,7 @@ fi
 total_p=0
 total_f=0
 status=0
-for t in selftest membership e2e replication_factors replication_default replication ctl_shutdown elect reassign pids groups grouplag remote_lag txn interbroker_tls interbroker_tls_reload interbroker_sasl interbroker_reauth security_etcd tools lifecycle faults jepsen metrics fetchsess; do
+for t in selftest membership e2e replication_factors replication_default replication ctl_shutdown elect reassign pids groups grouplag remote_lag txn txn_raise interbroker_tls interbroker_tls_reload interbroker_sasl interbroker_reauth security_etcd tools lifecycle faults jepsen metrics fetchsess; do
     out=$(mktemp)
     extra=()
     [ "$t" = jepsen ] && extra=(--rf 3 --seeds 1,2)

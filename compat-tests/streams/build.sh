@@ -2,7 +2,8 @@
 # streams/build.sh: builds compat-tests/streams (Maven: kafka-streams 4.4.0 and its kafka-clients from Maven
 # Central; target/ gitignored) when its sources or pom.xml are newer than the last build, and prints the Java
 # class path of its classes and dependencies on stdout. On a failed build: "mvn build failed: ..." on stderr,
-# status 1. Used by run.sh (`make compat-eos`) and compat-tests/txn/eos.py --pipeline java.
+# status 1. Used by run.sh (`make compat-eos`), compat-tests/txn/eos.py --pipeline java and
+# compat-tests/cluster/txn_raise.py (TxnRaise).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cp=$here/target/classpath.txt
