@@ -330,12 +330,18 @@ int32_t gr_coord_partition(const struct gr_coordinator *c, struct gr_str group_i
 
 static void deliver_join(struct gr_coordinator *c, void *waiter, const struct gr_join_result *res)
 {
+    GR_DEBUG("JoinGroup %p answered: error %d, generation %d, member %.*s, %d members%s", waiter,
+             res->error_code, res->generation_id, (int)(res->member_id.len > 0 ? res->member_id.len : 0),
+             res->member_id.ptr ? res->member_id.ptr : "", res->member_count,
+             waiter == c->current_waiter ? " (in the call)" : "");
     if (waiter == c->current_waiter) c->current_answered = true;
     c->hooks.join_done(c->hooks.ctx, waiter, res);
 }
 
 static void deliver_sync(struct gr_coordinator *c, void *waiter, const struct gr_sync_result *res)
 {
+    GR_DEBUG("SyncGroup %p answered: error %d, %d assignment bytes%s", waiter, res->error_code,
+             res->assignment.len, waiter == c->current_waiter ? " (in the call)" : "");
     if (waiter == c->current_waiter) c->current_answered = true;
     c->hooks.sync_done(c->hooks.ctx, waiter, res);
 }
@@ -1339,6 +1345,10 @@ static void join_impl(struct gr_coordinator *c, const struct gr_join_params *p)
 
 enum gr_coord_wait gr_coord_join(struct gr_coordinator *c, const struct gr_join_params *p)
 {
+    GR_DEBUG("JoinGroup %p from member %.*s of group %.*s (v%d)", p->waiter,
+             (int)(p->member_id.len > 0 ? p->member_id.len : 0), p->member_id.ptr ? p->member_id.ptr : "",
+             (int)(p->group_id.len > 0 ? p->group_id.len : 0), p->group_id.ptr ? p->group_id.ptr : "",
+             p->api_version);
     c->current_waiter = p->waiter;
     c->current_answered = false;
     join_impl(c, p);
@@ -1516,6 +1526,10 @@ static void sync_impl(struct gr_coordinator *c, const struct gr_sync_params *p)
 
 enum gr_coord_wait gr_coord_sync(struct gr_coordinator *c, const struct gr_sync_params *p)
 {
+    GR_DEBUG("SyncGroup %p from member %.*s generation %d of group %.*s, %d assignments", p->waiter,
+             (int)(p->member_id.len > 0 ? p->member_id.len : 0), p->member_id.ptr ? p->member_id.ptr : "",
+             p->generation_id, (int)(p->group_id.len > 0 ? p->group_id.len : 0),
+             p->group_id.ptr ? p->group_id.ptr : "", p->assignment_count);
     c->current_waiter = p->waiter;
     c->current_answered = false;
     sync_impl(c, p);
@@ -1525,8 +1539,21 @@ enum gr_coord_wait gr_coord_sync(struct gr_coordinator *c, const struct gr_sync_
 
 /* ---- Heartbeat / LeaveGroup ---- */
 
+static int16_t heartbeat_impl(struct gr_coordinator *c, struct gr_str group_id, struct gr_str member_id,
+                              struct gr_str group_instance_id, int32_t generation_id);
+
 int16_t gr_coord_heartbeat(struct gr_coordinator *c, struct gr_str group_id, struct gr_str member_id,
                            struct gr_str group_instance_id, int32_t generation_id)
+{
+    int16_t err = heartbeat_impl(c, group_id, member_id, group_instance_id, generation_id);
+    GR_DEBUG("Heartbeat from member %.*s generation %d: error %d",
+             (int)(member_id.len > 0 ? member_id.len : 0), member_id.ptr ? member_id.ptr : "", generation_id,
+             err);
+    return err;
+}
+
+static int16_t heartbeat_impl(struct gr_coordinator *c, struct gr_str group_id, struct gr_str member_id,
+                              struct gr_str group_instance_id, int32_t generation_id)
 {
     if (group_id.len <= 0) return GR_ERR_INVALID_GROUP_ID;
     int16_t own = gr_coord_check(c, group_id);
