@@ -114,9 +114,11 @@ struct gr_req {
     bool parked;
     bool done; /* response ready (or none needed) */
     bool no_response;
-    bool held;      /* read but not dispatched: waits to reach its connection's FIFO head (net.c) */
-    bool verifying; /* waits in gr_req_await_verified: its connection's later Produces are held (net.c) */
-    uint8_t *frame; /* the request bytes after the size prefix (owned; freed once answered) */
+    bool held;          /* read but not dispatched: waits to reach its connection's FIFO head (net.c) */
+    bool before_append; /* a Produce parked before its append (its transaction's verification,
+                           gr_req_await_verified; a log not made yet, handlers/produce.c): its connection's
+                           later Produces are held (net.c) */
+    uint8_t *frame;     /* the request bytes after the size prefix (owned; freed once answered) */
     size_t frame_len;
     int64_t pool_bytes;   /* frame bytes taken from the broker's request pool (given back once answered) */
     int64_t answer_bytes; /* memory of the built answer (response bytes and arena) counted as unsent */
@@ -381,8 +383,9 @@ enum gr_handler_rc gr_req_await_logs(struct gr_req *req, int64_t timeout_ms, gr_
    most `timeout_ms`, then runs `run` again (its result acted on as a handler's, gr_req_complete) when
    gr_req_verified is called, or at the deadline after `cancel(req)` withdrew the question (its answer then
    never comes). Returns GR_HANDLER_WAIT. gr_req_verified: the answer is in (call it once, from the loop,
-   never inside a handler). While it waits req->verifying is set: a Produce read after it on its connection
-   does not run ahead (server/net.c), so a client's pipelined batches reach a partition in the order sent. */
+   never inside a handler). While it waits req->before_append is set: a Produce read after it on its
+   connection does not run ahead (server/net.c), so a client's pipelined batches reach a partition in the
+   order sent. */
 enum gr_handler_rc gr_req_await_verified(struct gr_req *req, int64_t timeout_ms, gr_handler_fn run,
                                          void (*cancel)(struct gr_req *req));
 void gr_req_verified(struct gr_req *req);

@@ -8,7 +8,7 @@
  * by socket.request.max.bytes); a frame larger than what is buffered gets its own allocation and is read
  * into directly. Each complete frame becomes a request appended to the connection's FIFO and dispatched at
  * once when it is the FIFO head or a Produce (gr_dispatch_runs_ahead: read-ahead for group commit) with no
- * Produce before it held or waiting for its transaction's verification (produce_waits_turn); any other
+ * Produce before it held or waiting before its append (produce_waits_turn); any other
  * request is held until every request before it is answered and sent, then dispatched from a zero timer at
  * the loop's top level (conn_held_cb; never inside conn_write, which runs within other requests'
  * completions), so that its answer tells the state of when it is sent (Kafka handles one request per
@@ -305,16 +305,16 @@ static void conn_dispatch(struct gr_conn *conn, struct gr_req *req)
 }
 
 /* Whether a Produce read now must wait for its turn instead of running ahead: a Produce before it on the
- * connection is held, or waits for its transaction's verification or implicit add at the coordinator
- * (req->verifying). Kafka handles one request per connection at a time, so a client's pipelined batches of a
- * partition are appended in the order sent; run ahead, the later batch of a new producer epoch reached the
- * partition while the first one still waited for the coordinator, and was refused
- * OUT_OF_ORDER_SEQUENCE_NUMBER (compat-tests/cluster/txn_raise.py, the Java client at transaction version 2).
- * At most GR_CONN_PIPELINE_MAX requests are walked. */
+ * connection is held, or waits before its append: for its transaction's verification or implicit add at the
+ * coordinator, or for a log not made yet (req->before_append). Kafka handles one request per connection at a
+ * time, so a client's pipelined batches of a partition are appended in the order sent; run ahead, the later
+ * batch of a new producer epoch reached the partition while the first one still waited for the coordinator,
+ * and was refused OUT_OF_ORDER_SEQUENCE_NUMBER (compat-tests/cluster/txn_raise.py, the Java client at
+ * transaction version 2). At most GR_CONN_PIPELINE_MAX requests are walked. */
 static bool produce_waits_turn(const struct gr_conn *conn, const struct gr_req *req)
 {
     for (const struct gr_req *r = conn->head; r && r != req; r = r->next)
-        if (!r->done && (r->verifying || (r->held && gr_dispatch_runs_ahead(r->frame, r->frame_len))))
+        if (!r->done && (r->before_append || (r->held && gr_dispatch_runs_ahead(r->frame, r->frame_len))))
             return true;
     return false;
 }

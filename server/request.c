@@ -554,7 +554,7 @@ static void verify_expire(struct gr_req *req)
 {
     struct req_verify *s = gr_req_state(req, &verify_key);
     s->cancel(req); /* no answer after this: the re-run sees the question unanswered */
-    req->verifying = false;
+    req->before_append = false;
     gr_req_complete(req, s->run(req));
 }
 
@@ -566,7 +566,7 @@ enum gr_handler_rc gr_req_await_verified(struct gr_req *req, int64_t timeout_ms,
     if (!s) return GR_HANDLER_CLOSE; /* out of arena memory, before any append */
     s->run = run;
     s->cancel = cancel;
-    req->verifying = true;
+    req->before_append = true;
     return gr_req_await(req, &(struct gr_await){.expire = verify_expire, .timeout_ms = timeout_ms});
 }
 
@@ -574,7 +574,7 @@ void gr_req_verified(struct gr_req *req)
 {
     struct req_verify *s = gr_req_state(req, &verify_key);
     assert(s);
-    req->verifying = false;
+    req->before_append = false;
     req->expire = NULL; /* answered: the wait's deadline goes (the re-run declares its own waits) */
     arm_deadline(req, INT64_MAX);
     gr_req_complete(req, s->run(req));
