@@ -621,6 +621,7 @@ static void send_markers(struct gr_txn_coord *tc, struct entry *e)
                                e->epoch,
                                j->coordinator_epoch,
                                e->state == GR_TXN_PREPARE_COMMIT,
+                               e->client_version,
                                tps,
                                e->parts.n,
                                j};

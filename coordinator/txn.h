@@ -110,6 +110,9 @@ struct gr_txn_markers {
     int16_t producer_epoch;
     int32_t coordinator_epoch; /* the __transaction_state partition's, for TRANSACTION_COORDINATOR_FENCED */
     bool commit;               /* COMMIT or ABORT marker */
+    /* the transaction's clientTransactionVersion (0, or 2 for a version 2 transaction: its marker carries
+       the bumped epoch), sent as WriteTxnMarkers v2's TransactionVersion (KIP-1228) */
+    int16_t transaction_version;
     const struct gr_txn_tp *partitions;
     int32_t partition_count; /* may be 0: then report done at once */
     struct gr_txn_marker_job *job;

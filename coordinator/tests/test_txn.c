@@ -41,6 +41,7 @@ struct fake {
     struct gr_txn_marker_job *jobs[MAX_WRITES];
     bool job_commit[MAX_WRITES];
     int16_t job_epoch[MAX_WRITES];
+    int16_t job_tv[MAX_WRITES]; /* the markers' transaction version (WriteTxnMarkers v2) */
     int32_t job_parts[MAX_WRITES], job_coord_epoch[MAX_WRITES];
     int njobs;
     int markers_sent;
@@ -79,6 +80,7 @@ static void f_markers(void *ctx, const struct gr_txn_markers *m)
     assert_true(f->njobs < MAX_WRITES);
     f->job_commit[f->njobs] = m->commit;
     f->job_epoch[f->njobs] = m->producer_epoch;
+    f->job_tv[f->njobs] = m->transaction_version;
     f->job_parts[f->njobs] = m->partition_count;
     f->job_coord_epoch[f->njobs] = m->coordinator_epoch;
     f->jobs[f->njobs++] = m->job;
@@ -149,6 +151,7 @@ static void report_markers(struct fake *f, int16_t err)
     memmove(f->jobs, f->jobs + 1, (size_t)f->njobs * sizeof *f->jobs);
     memmove(f->job_commit, f->job_commit + 1, (size_t)f->njobs * sizeof *f->job_commit);
     memmove(f->job_epoch, f->job_epoch + 1, (size_t)f->njobs * sizeof *f->job_epoch);
+    memmove(f->job_tv, f->job_tv + 1, (size_t)f->njobs * sizeof *f->job_tv);
     memmove(f->job_parts, f->job_parts + 1, (size_t)f->njobs * sizeof *f->job_parts);
     memmove(f->job_coord_epoch, f->job_coord_epoch + 1, (size_t)f->njobs * sizeof *f->job_coord_epoch);
     gr_txn_markers_done(f->tc, j, err);
@@ -331,6 +334,7 @@ static void test_commit_flow(void **state)
     assert_true(f.job_commit[0]);
     assert_int_equal(f.job_parts[0], 3);
     assert_int_equal(f.job_epoch[0], 0);
+    assert_int_equal(f.job_tv[0], 0); /* version 1: the legacy marker rule */
     assert_int_equal(f.job_coord_epoch[0], 3);
     assert_int_equal(info(&f, "txn").state, GR_TXN_PREPARE_COMMIT);
     /* while the markers go out */
@@ -1187,6 +1191,7 @@ static void test_v2_commit_bumps_epoch(void **state)
     assert_int_equal(f.markers_sent, 1);
     assert_true(f.job_commit[0]);
     assert_int_equal(f.job_epoch[0], 1); /* markers carry the bumped epoch */
+    assert_int_equal(f.job_tv[0], 2);    /* and version 2: the partition wants an epoch above the data's */
     assert_int_equal(f.job_parts[0], 2);
     struct gr_txn_info i = info(&f, "txn");
     assert_int_equal(i.state, GR_TXN_PREPARE_COMMIT);
