@@ -621,6 +621,7 @@ static void send_markers(struct gr_txn_coord *tc, struct entry *e)
                                e->epoch,
                                j->coordinator_epoch,
                                e->state == GR_TXN_PREPARE_COMMIT,
+                               e->client_version,
                                tps,
                                e->parts.n,
                                j};
@@ -654,15 +655,31 @@ static bool epoch_exhausted(int16_t epoch)
 
 /* endTransaction(ABORT, isFromClient = false) right after prepareFenceProducerEpoch: the entry is Ongoing;
    the bumped epoch becomes the entry's (even if the write fails: hasFailedEpochFence keeps it from being
-   bumped twice) and PrepareAbort is written at it. */
+   bumped twice; an epoch already at INT16_MAX is not bumped, KAFKA-20090) and PrepareAbort is written at it.
+   A version 2 transaction whose epoch is exhausted (GR_TXN_EPOCH_EXHAUSTED or above, before the fence) also
+   draws its next producer id here, as EndTxn v5 does (KAFKA-20090: the fence path rotates too): PrepareAbort
+   keeps it, the markers go out at the fenced epoch under the old id, and CompleteAbort moves to the next id
+   at epoch 0, so no producer ever gets an epoch it cannot bump. A failed allocation answers the waiter with
+   its error (the timeout pass tries again at its next run) and changes nothing. */
 static void fence_and_abort(struct gr_txn_coord *tc, struct entry *e, void *waiter, bool has_waiter)
 {
-    int16_t bumped = e->failed_epoch_fence ? e->epoch : (int16_t)(e->epoch + 1);
+    int64_t next_pid = -1;
+    int16_t err = 0;
+    if (e->client_version >= 2 && epoch_exhausted(e->epoch) &&
+        (err = tc->hooks.alloc_producer_id(tc->hooks.ctx, &next_pid))) {
+        if (has_waiter) answer(tc, waiter, err, -1, -1);
+        return;
+    }
+    if (e->epoch == INT16_MAX)
+        GR_ERROR("txn %s: fencing producer %lld at epoch %d, the highest: not bumped (this must not happen)",
+                 e->id, (long long)e->producer_id, e->epoch);
+    int16_t bumped = e->failed_epoch_fence || e->epoch == INT16_MAX ? e->epoch : (int16_t)(e->epoch + 1);
     e->epoch = bumped;
     e->last_epoch = -1;
     struct gr_txn_write *w = new_write(tc, e, W_PREPARE, GR_TXN_PREPARE_ABORT);
-    int16_t err = w ? 0 : GR_ERR_UNKNOWN_SERVER_ERROR;
+    err = w ? 0 : GR_ERR_UNKNOWN_SERVER_ERROR;
     if (w) {
+        w->next_producer_id = next_pid;
         w->epoch_fence = true;
         w->waiter = waiter, w->has_waiter = has_waiter;
         e->pending = GR_TXN_PREPARE_ABORT;
@@ -721,7 +738,6 @@ void gr_txn_init_producer_id(struct gr_txn_coord *tc, void *waiter, struct gr_st
         return answer(tc, waiter, GR_ERR_CONCURRENT_TRANSACTIONS, -1, -1);
     case GR_TXN_ONGOING:
         /* prepareFenceProducerEpoch, then abort the open transaction; the producer retries */
-        if (e->epoch == INT16_MAX) return answer(tc, waiter, GR_ERR_UNKNOWN_SERVER_ERROR, -1, -1);
         return fence_and_abort(tc, e, waiter, true);
     case GR_TXN_EMPTY:
     case GR_TXN_COMPLETE_COMMIT:
@@ -1081,7 +1097,7 @@ static void abort_timed_out(struct gr_txn_coord *tc, int64_t now)
     for (size_t i = 0; i < tc->nbuckets; i++)
         for (struct entry *e = tc->buckets[i]; e; e = e->hnext)
             if (tc->parts[e->partition].owner == OWNED && e->pending == NO_PENDING &&
-                e->state == GR_TXN_ONGOING && e->start_ms + e->timeout_ms < now && e->epoch != INT16_MAX)
+                e->state == GR_TXN_ONGOING && e->start_ms + e->timeout_ms < now)
                 todo[k++] = e;
     for (size_t i = 0; i < k; i++) {
         GR_INFO("txn %s: aborting the transaction of producer %lld epoch %d after its timeout of %d ms",

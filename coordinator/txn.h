@@ -39,10 +39,12 @@
  * Timers (gr_txn_tick with the now_ms clock): every
  * transaction.abort.timed.out.transaction.cleanup.interval.ms an Ongoing transaction past txnStartTimestamp +
  * timeout (and not pending) is aborted with an epoch bump (abortTimedOutTransactions:
- * prepareFenceProducerEpoch then PrepareAbort); every
- * transaction.remove.expired.transaction.cleanup.interval.ms an id in Empty / CompleteCommit /
- * CompleteAbort, not pending, whose last update is at least transactional.id.expiration.ms old gets a
- * tombstone and leaves the cache once it is durable; a CompleteX write that failed with
+ * prepareFenceProducerEpoch then PrepareAbort; KAFKA-20090: an epoch at INT16_MAX is not bumped, and a
+ * version 2 transaction whose epoch is exhausted draws its next producer id for PrepareAbort, so
+ * CompleteAbort moves it to that id at epoch 0 as EndTxn v5 would; InitProducerId's fence of an Ongoing one
+ * does the same); every transaction.remove.expired.transaction.cleanup.interval.ms an id in Empty /
+ * CompleteCommit / CompleteAbort, not pending, whose last update is at least transactional.id.expiration.ms
+ * old gets a tombstone and leaves the cache once it is durable; a CompleteX write that failed with
  * COORDINATOR_NOT_AVAILABLE is retried at the next tick (Kafka's txnLogAppendRetryQueue).
  *
  * Invariants: at most one write and one marker round in flight per transactional id; a waiter is answered
@@ -110,6 +112,9 @@ struct gr_txn_markers {
     int16_t producer_epoch;
     int32_t coordinator_epoch; /* the __transaction_state partition's, for TRANSACTION_COORDINATOR_FENCED */
     bool commit;               /* COMMIT or ABORT marker */
+    /* the transaction's clientTransactionVersion (0, or 2 for a version 2 transaction: its marker carries
+       the bumped epoch), sent as WriteTxnMarkers v2's TransactionVersion (KIP-1228) */
+    int16_t transaction_version;
     const struct gr_txn_tp *partitions;
     int32_t partition_count; /* may be 0: then report done at once */
     struct gr_txn_marker_job *job;

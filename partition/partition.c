@@ -295,7 +295,8 @@ int gr_partition_write_marker(struct gr_partition *part, const struct gr_partiti
 {
     if (part->hw.follower) return -EXDEV; /* only a leader takes markers (NOT_LEADER_OR_FOLLOWER) */
     int rc = gr_log_write_marker(part->log, m->producer_id, m->producer_epoch, m->coordinator_epoch,
-                                 m->commit ? GR_CONTROL_COMMIT : GR_CONTROL_ABORT, m->now_ms, res);
+                                 m->commit ? GR_CONTROL_COMMIT : GR_CONTROL_ABORT, m->transaction_version,
+                                 m->now_ms, res);
     if (rc == 0) guard_clear(part, m->producer_id); /* the transaction ended: a verdict before it is stale */
     if (rc == 0 && !res->duplicate) gr_partition_appended(part);
     return rc;

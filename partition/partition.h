@@ -804,6 +804,9 @@ struct gr_partition_marker {
     int32_t coordinator_epoch;
     bool commit;    /* COMMIT, else ABORT (TransactionResult) */
     int64_t now_ms; /* the marker record's timestamp (wall clock, ms) */
+    /* WriteTxnMarkers v2's TransactionVersion (KIP-1228): 2 for a transaction of version 2, whose marker
+       carries the bumped epoch and must be above the producer's epoch here; 0 or 1: the legacy rule */
+    int16_t transaction_version;
 };
 /* Appends the control batch of `m` as the leader (UnifiedLog.appendAsLeader with origin COORDINATOR of
    MemoryRecords.withEndTransactionMarker; storage's gr_log_write_marker), then wakes waiters as
@@ -811,9 +814,10 @@ struct gr_partition_marker {
    entry to the segment's .txnindex; the last stable offset may move once the high watermark passes the
    marker (answer WriteTxnMarkers then: wait committed on res->last_offset + 1). Returns 0 with *res,
    -EXDEV on a follower (NOT_LEADER_OR_FOLLOWER), GR_LOG_ERR_INVALID_PRODUCER_EPOCH (INVALID_PRODUCER_EPOCH:
-   the producer epoch is below the partition's entry), GR_LOG_ERR_TRANSACTION_COORDINATOR_FENCED (the
-   coordinator epoch is below the entry's, ProducerAppendInfo.checkCoordinatorEpoch), or gr_log_append's
-   other errors. Owning thread. */
+   the producer epoch is below the partition's entry, or for transaction version 2 not above it unless a
+   retried marker of a closed transaction: storage/log.h gr_log_write_marker),
+   GR_LOG_ERR_TRANSACTION_COORDINATOR_FENCED (the coordinator epoch is below the entry's,
+   ProducerAppendInfo.checkCoordinatorEpoch), or gr_log_append's other errors. Owning thread. */
 int gr_partition_write_marker(struct gr_partition *part, const struct gr_partition_marker *m,
                               struct gr_append_result *res);
 

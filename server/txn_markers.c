@@ -22,8 +22,10 @@
 #include "protocol/errors.h"
 #include "protocol/gen/messages.h"
 
-/* WriteTxnMarkers' version: v1 (transaction version 1; v2 adds TransactionVersion for KIP-890 part 2). */
+/* WriteTxnMarkers' versions: v1 at least; v2 (KIP-1228) adds each marker's TransactionVersion, sent when
+   the leader serves it (Kafka's builder always fills it; the ignorable field is dropped at v1). */
 #define TXN_MARKERS_VERSION 1
+#define TXN_MARKERS_VERSION_MAX 2
 
 struct gr_txn_markers_dest {
     struct gr_txn_markers *m;
@@ -172,13 +174,16 @@ static void flush(struct gr_txn_markers_dest *d)
         mk[i].producer_epoch = s->producer_epoch;
         mk[i].transaction_result = s->commit;
         mk[i].coordinator_epoch = s->coordinator_epoch;
+        mk[i].transaction_version = (int8_t)s->transaction_version;
         mk[i].topics = (struct gr_write_txn_markers_request_writable_txn_marker_topic_array){&tp[i], 1};
     }
     struct gr_write_txn_markers_request req;
     gr_write_txn_markers_request_init(&req);
     req.markers = (struct gr_write_txn_markers_request_writable_txn_marker_array){mk, n};
     int rc = 0;
-    d->req = gr_broker_client_send(d->conn, d->m->ops, TXN_MARKERS_VERSION, &req, 0, on_answer, d, &rc);
+    d->req =
+        gr_broker_client_send(d->conn, d->m->ops, v < TXN_MARKERS_VERSION_MAX ? v : TXN_MARKERS_VERSION_MAX,
+                              &req, 0, on_answer, d, &rc);
     free(mk);
     free(tp);
     free(parts);

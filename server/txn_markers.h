@@ -3,7 +3,8 @@
  * sending side of WriteTxnMarkers between brokers; issue #21). The transaction coordinator's binding
  * (server/txns.c) writes a marker in process when the partition's leader is this broker; for a leader
  * elsewhere it hands the marker here: one queue per destination broker, drained over one inter-broker
- * connection (cluster/broker_client.h, purpose GR_BROKER_CLIENT_TXN_MARKERS) as WriteTxnMarkers v1 requests
+ * connection (cluster/broker_client.h, purpose GR_BROKER_CLIENT_TXN_MARKERS) as WriteTxnMarkers requests
+ * (v2 with each marker's TransactionVersion when the leader serves it, else v1)
  * of at most GR_TXN_MARKERS_BATCH_MAX markers, one request in flight per broker. Each marker ends exactly
  * once through its done hook with the leader's per-partition error code (NONE: written with acks=-1, as
  * KafkaApis.handleWriteTxnMarkersRequest appends), or REQUEST_TIMED_OUT when the request timed out, or
@@ -32,7 +33,8 @@ struct gr_txn_marker_send {
     int16_t producer_epoch;
     int32_t coordinator_epoch;
     bool commit;
-    const char *topic; /* NUL-terminated */
+    int16_t transaction_version; /* WriteTxnMarkers v2's TransactionVersion (dropped when v1 is sent) */
+    const char *topic;           /* NUL-terminated */
     int32_t partition;
     void (*done)(struct gr_txn_marker_send *s, int16_t error_code);
     /* private */

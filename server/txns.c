@@ -311,6 +311,7 @@ struct mround {
     int32_t coordinator_epoch;
     int32_t txn_partition; /* the __transaction_state partition of the transactional id */
     bool commit;
+    int16_t transaction_version; /* the transaction's (coordinator/txn.h gr_txn_markers) */
     struct mpart *parts;
     int32_t count, left;
     int16_t fenced;                /* an error that ends the round (TRANSACTION_COORDINATOR_FENCED), 0 none */
@@ -463,6 +464,7 @@ static bool marker_route(struct mpart *mp)
                                                .producer_epoch = r->producer_epoch,
                                                .coordinator_epoch = r->coordinator_epoch,
                                                .commit = r->commit,
+                                               .transaction_version = r->transaction_version,
                                                .topic = mp->topic,
                                                .partition = mp->partition,
                                                .done = marker_remote_done};
@@ -537,7 +539,8 @@ static void marker_send(struct mpart *mp)
                                     .producer_epoch = r->producer_epoch,
                                     .coordinator_epoch = r->coordinator_epoch,
                                     .commit = r->commit,
-                                    .now_ms = gr_time_wall_ms()};
+                                    .now_ms = gr_time_wall_ms(),
+                                    .transaction_version = r->transaction_version};
     int64_t end = -1;
     int16_t kerr = gr_txns_write_marker(b, log, &m, &end);
     if (kerr == GR_ERR_INVALID_PRODUCER_EPOCH || kerr == GR_ERR_TRANSACTION_COORDINATOR_FENCED) {
@@ -653,6 +656,7 @@ static void hook_send_markers(void *ctx, const struct gr_txn_markers *m)
     r->job = m->job;
     r->producer_id = m->producer_id;
     r->producer_epoch = m->producer_epoch;
+    r->transaction_version = m->transaction_version;
     r->coordinator_epoch = m->coordinator_epoch;
     r->txn_partition = gr_txn_partition_for(m->transactional_id, t->partitions);
     r->commit = m->commit;

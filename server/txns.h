@@ -113,7 +113,8 @@ bool gr_txns_verification_enabled(const struct gr_broker *b);
  * its active file pinned open); __consumer_offsets keeps its active file open (the group coordinator's
  * appends never wait). Returns NONE with *end_offset (commit up to it before answering: the high watermark
  * passes the marker; -1: nothing written, done), or CORRUPT_MESSAGE (producer id or epoch below 0: no
- * marker can carry it), INVALID_PRODUCER_EPOCH (epoch below the producer's entry),
+ * marker can carry it), INVALID_PRODUCER_EPOCH (epoch below the producer's entry; for m->transaction_version
+ * 2 at or below it, but for a retried marker: partition/partition.h gr_partition_write_marker),
  * TRANSACTION_COORDINATOR_FENCED (coordinator epoch below the entry's: ProducerAppendInfo
  * .checkCoordinatorEpoch), NOT_LEADER_OR_FOLLOWER (not the leader), KAFKA_STORAGE_ERROR (offline, no room,
  * I/O error), MESSAGE_TOO_LARGE or UNKNOWN_SERVER_ERROR (no memory). */

@@ -773,8 +773,18 @@ static int write_batch(struct gr_log *log, struct gr_segment *seg, const uint8_t
     return err;
 }
 
+/* gr_log_append with the transaction version a control batch is judged by (gr_producer_state_check). */
+static int log_append(struct gr_log *log, uint8_t *batch, size_t len, int64_t log_append_time_ms,
+                      int16_t marker_version, struct gr_append_result *res);
+
 int gr_log_append(struct gr_log *log, uint8_t *batch, size_t len, int64_t log_append_time_ms,
                   struct gr_append_result *res)
+{
+    return log_append(log, batch, len, log_append_time_ms, 0, res);
+}
+
+static int log_append(struct gr_log *log, uint8_t *batch, size_t len, int64_t log_append_time_ms,
+                      int16_t marker_version, struct gr_append_result *res)
 {
     assert(log && batch && res);
     if (log->deleted || atomic_load(&log->offline)) return -EROFS;
@@ -792,7 +802,7 @@ int gr_log_append(struct gr_log *log, uint8_t *batch, size_t len, int64_t log_ap
            accepted, after any roll's snapshot, and undone if the write fails; otherwise a retry arriving
            meanwhile would pass as new and be written twice. */
         const struct gr_producer_batch *dup;
-        switch (gr_producer_state_check(&log->ps, batch, len, &dup)) {
+        switch (gr_producer_state_check(&log->ps, batch, len, marker_version, &dup)) {
         case GR_PRODUCER_DUPLICATE:
             res->base_offset = dup->last_offset - dup->offset_delta;
             res->last_offset = dup->last_offset;
@@ -879,7 +889,8 @@ void gr_log_note_producer(struct gr_log *log, struct gr_segment *seg, const uint
 }
 
 int gr_log_write_marker(struct gr_log *log, int64_t producer_id, int16_t producer_epoch,
-                        int32_t coordinator_epoch, int type, int64_t now_ms, struct gr_append_result *res)
+                        int32_t coordinator_epoch, int type, int16_t transaction_version, int64_t now_ms,
+                        struct gr_append_result *res)
 {
     if (producer_id < 0 || (type != GR_CONTROL_ABORT && type != GR_CONTROL_COMMIT)) return -EINVAL;
     /* Header (61) + one record: length 1, attributes 1, timestamp delta 1, offset delta 1, key length 1,
@@ -909,7 +920,7 @@ int gr_log_write_marker(struct gr_log *log, int64_t producer_id, int16_t produce
     gr_put_be32(r + 12, (uint32_t)coordinator_epoch);
     r[16] = 0; /* no headers */
     gr_batch_crc_store(b, sizeof(b));
-    return gr_log_append(log, b, sizeof(b), -1, res);
+    return log_append(log, b, sizeof(b), -1, transaction_version, res);
 }
 
 void gr_log_written(struct gr_log *log, struct gr_segment *seg, int64_t end_offset, size_t len,

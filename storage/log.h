@@ -101,11 +101,15 @@ int gr_log_append(struct gr_log *log, uint8_t *batch, size_t len, int64_t log_ap
    MemoryRecords.withEndTransactionMarker appended by UnifiedLog.appendAsLeader with origin COORDINATOR): a
    RecordBatch v2 with attributes transactional|control, base sequence -1, one record at `now_ms` whose key
    is (version 0, type: GR_CONTROL_COMMIT or GR_CONTROL_ABORT) and value (version 0, coordinator_epoch).
-   As gr_log_append (its checks: GR_LOG_ERR_INVALID_PRODUCER_EPOCH for an epoch below the producer's,
-   GR_LOG_ERR_TRANSACTION_COORDINATOR_FENCED for a coordinator epoch below the producer's); -EINVAL for a
-   producer id < 0 or another type. The batch lives on the stack (no allocation). */
+   As gr_log_append (its checks: GR_LOG_ERR_INVALID_PRODUCER_EPOCH for an epoch below the producer's, or
+   with `transaction_version` >= 2 (WriteTxnMarkers v2's TransactionVersion, KIP-1228) at or below it
+   unless it equals it while no transaction of the producer is open (a retried marker, written again:
+   KAFKA-19999); GR_LOG_ERR_TRANSACTION_COORDINATOR_FENCED for a coordinator epoch below the producer's;
+   storage/producer_state.h gr_producer_state_check); -EINVAL for a producer id < 0 or another type. The
+   batch lives on the stack (no allocation). */
 int gr_log_write_marker(struct gr_log *log, int64_t producer_id, int16_t producer_epoch,
-                        int32_t coordinator_epoch, int type, int64_t now_ms, struct gr_append_result *res);
+                        int32_t coordinator_epoch, int type, int16_t transaction_version, int64_t now_ms,
+                        struct gr_append_result *res);
 
 /* The first unstable offset (UnifiedLog.firstUnstableOffset): the first offset of the oldest transaction
    that is open or whose marker is not yet below the high watermark (gr_log_set_high_watermark), raised to

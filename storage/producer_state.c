@@ -209,11 +209,19 @@ static bool in_sequence(int32_t last_seq, int32_t next_seq)
     return (int64_t)next_seq == (int64_t)last_seq + 1 || (next_seq == 0 && last_seq == INT32_MAX);
 }
 
-/* ProducerAppendInfo.checkProducerEpoch and checkCoordinatorEpoch for a marker (origin COORDINATOR). */
-static enum gr_producer_verdict check_marker(const struct gr_producer_entry *e, const uint8_t *b, size_t len)
+/* ProducerAppendInfo.checkProducerEpoch and checkCoordinatorEpoch for a marker (origin COORDINATOR) of
+   transaction version `version` (WriteTxnMarkers' TransactionVersion, KIP-1228): below 2 an epoch below the
+   producer's is refused; at 2 the coordinator bumped the epoch before the marker, so an epoch at or below the
+   producer's is refused too, except the same epoch when no transaction of the producer is open here: a
+   retried marker (coordinator reload, lost answer) that Kafka writes again (KAFKA-19999). */
+static enum gr_producer_verdict check_marker(const struct gr_producer_entry *e, const uint8_t *b, size_t len,
+                                             int16_t version)
 {
     if (!e || e->producer_epoch < 0) return GR_PRODUCER_ACCEPT;
-    if (gr_batch_producer_epoch(b) < e->producer_epoch) return GR_PRODUCER_INVALID_EPOCH;
+    int16_t epoch = gr_batch_producer_epoch(b);
+    bool invalid = version >= 2 ? epoch <= e->producer_epoch : epoch < e->producer_epoch;
+    if (invalid && !(version >= 2 && epoch == e->producer_epoch && e->current_txn_first_offset < 0))
+        return GR_PRODUCER_INVALID_EPOCH;
     int type;
     int32_t coordinator_epoch;
     if (gr_control_marker_parse(b, len, &type, &coordinator_epoch) == 0 &&
@@ -223,13 +231,14 @@ static enum gr_producer_verdict check_marker(const struct gr_producer_entry *e, 
 }
 
 enum gr_producer_verdict gr_producer_state_check(const struct gr_producer_state *ps, const uint8_t *b,
-                                                 size_t len, const struct gr_producer_batch **dup)
+                                                 size_t len, int16_t marker_version,
+                                                 const struct gr_producer_batch **dup)
 {
     *dup = NULL;
     int64_t pid = gr_batch_producer_id(b);
     if (pid < 0) return GR_PRODUCER_ACCEPT;
     const struct gr_producer_entry *e = ps_lookup(ps, pid);
-    if (gr_batch_attributes(b) & GR_BATCH_ATTR_CONTROL) return check_marker(e, b, len);
+    if (gr_batch_attributes(b) & GR_BATCH_ATTR_CONTROL) return check_marker(e, b, len, marker_version);
     if (!e || e->producer_epoch < 0) return GR_PRODUCER_ACCEPT; /* no state: any sequence (Kafka 4.x) */
     int16_t epoch = gr_batch_producer_epoch(b);
     int32_t first_seq = gr_batch_base_sequence(b);

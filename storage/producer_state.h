@@ -139,12 +139,16 @@ enum gr_producer_verdict {
    (producer id >= 0, base sequence >= 0: the validator and the produce handler ensure these) by the
    idempotence rules above, then, once accepted, INVALID_TXN_STATE for a non-transactional batch while the
    producer's transaction is open. A control batch (an end-transaction marker) as Kafka's
-   ProducerAppendInfo.appendEndTxnMarker: checkProducerEpoch (an epoch below the producer's:
-   INVALID_EPOCH), then checkCoordinatorEpoch (COORDINATOR_FENCED); a marker of an unknown producer is
-   accepted. Batches without a producer id are ACCEPT. On DUPLICATE, *dup (borrowed, valid until the next
-   change of `ps`) is the original batch; otherwise *dup is NULL. */
+   ProducerAppendInfo.appendEndTxnMarker with the marker's transaction version `marker_version`
+   (WriteTxnMarkers v2's TransactionVersion; 0 for v1 and for data batches): checkProducerEpoch (below 2:
+   an epoch below the producer's is INVALID_EPOCH; at 2, Kafka 4.x's strict rule: an epoch at or below it,
+   except the same epoch while no transaction of the producer is open, a retried marker accepted and
+   written again as KAFKA-19999), then checkCoordinatorEpoch (COORDINATOR_FENCED); a marker of an unknown
+   producer is accepted. Batches without a producer id are ACCEPT. On DUPLICATE, *dup (borrowed, valid
+   until the next change of `ps`) is the original batch; otherwise *dup is NULL. */
 enum gr_producer_verdict gr_producer_state_check(const struct gr_producer_state *ps, const uint8_t *batch,
-                                                 size_t len, const struct gr_producer_batch **dup);
+                                                 size_t len, int16_t marker_version,
+                                                 const struct gr_producer_batch **dup);
 /* Makes room so that a following gr_producer_state_update for `producer_id` cannot fail (its entry and one
    more transaction). Returns 0 or -ENOMEM (nothing changed). */
 int gr_producer_state_reserve(struct gr_producer_state *ps, int64_t producer_id);

@@ -127,7 +127,7 @@ static void test_local_caught_up(void **state)
     struct gr_append_result res;
     assert_int_equal(gr_log_append(f->log, b, len, -1, &res), 0); /* 0..3 */
     free(b);
-    assert_int_equal(gr_log_write_marker(f->log, 42, 0, 0, GR_CONTROL_COMMIT, 2000, &res), 0); /* 4 */
+    assert_int_equal(gr_log_write_marker(f->log, 42, 0, 0, GR_CONTROL_COMMIT, 0, 2000, &res), 0); /* 4 */
     assert_int_equal(res.base_offset, 4);
     gr_partition_appended(f->part);
     struct gr_part_summary_offset offs[2];

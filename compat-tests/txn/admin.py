@@ -5,7 +5,9 @@ from the environment (run_py).
 STEP "markers": WriteTxnMarkers (27, v1-v2; server/handlers/write_txn_markers.c) as a partition leader answers
 it: ApiVersions lists 27 at 1-2; unknown topic or partition: UNKNOWN_TOPIC_OR_PARTITION (3); a producer id
 below 0: CORRUPT_MESSAGE (2); a producer epoch below the partition's entry: INVALID_PRODUCER_EPOCH (47); a
-coordinator epoch below the entry's: TRANSACTION_COORDINATOR_FENCED (52); an ABORT for an open transaction
+coordinator epoch below the entry's: TRANSACTION_COORDINATOR_FENCED (52); v2's TransactionVersion 2 (KIP-1228)
+wants an epoch above the data's (at it: INVALID_PRODUCER_EPOCH; the same epoch again once closed: NONE, a retry,
+KAFKA-19999), and EndTxn v5's own markers land the same way; an ABORT for an open transaction
 (raw InitProducerId, AddPartitionsToTxn, Produce) closes it on the partition: the LSO reaches the high
 watermark and DescribeProducers shows no open transaction and the marker's coordinator epoch; several markers
 and topics in one request are answered in request order, with the producer ids, a partition named twice
@@ -74,19 +76,19 @@ def wait_stable(c, topic, partition, timeout=10):
         time.sleep(0.05)
 
 
-def markers(c, entries, version=1):
-    """WriteTxnMarkers with entries [(pid, epoch, commit, coordinator_epoch, {topic: [partitions]})]; returns
-    [(pid, [(topic, partition, error)])] in the response's order."""
+def markers(c, entries, version=1, tv=0):
+    """WriteTxnMarkers with entries [(pid, epoch, commit, coordinator_epoch, {topic: [partitions]})] (v2: each
+    with TransactionVersion tv); returns [(pid, [(topic, partition, error)])] in the response's order."""
     r = c.request('WriteTxnMarkers', version, {'markers': [
         {'producer_id': pid, 'producer_epoch': ep, 'transaction_result': commit, 'coordinator_epoch': ce,
-         'topics': [{'name': t, 'partition_indexes': ps} for t, ps in tps.items()]}
+         'topics': [{'name': t, 'partition_indexes': ps} for t, ps in tps.items()], 'transaction_version': tv}
         for pid, ep, commit, ce, tps in entries]})
     return [(m['producer_id'], [(t['name'], p['partition_index'], p['error_code']) for t in m['topics']
                                 for p in t['partitions']]) for m in r['markers']]
 
 
-def marker_err(c, pid, ep, ce, topic=TOPIC, partition=0, commit=False, version=1):
-    return markers(c, [(pid, ep, commit, ce, {topic: [partition]})], version)[0][1][0][2]
+def marker_err(c, pid, ep, ce, topic=TOPIC, partition=0, commit=False, version=1, tv=0):
+    return markers(c, [(pid, ep, commit, ce, {topic: [partition]})], version, tv)[0][1][0][2]
 
 
 def producers(c, topic, partition):
@@ -164,6 +166,22 @@ def step_markers():
         tk.eq('its ABORT marker follows (coordinator epoch 1, this run\'s): LSO = HW = record + 2 markers',
               (off + 3, off + 3), wait_offsets(c, TOPIC, 0, (off + 3, off + 3)))
         tk.eq('DescribeProducers: the coordinator\'s epoch', 1, producers(c, TOPIC, 0).get(pid, {}).get('coordinator_epoch'))
+        # WriteTxnMarkers v2's TransactionVersion (KIP-1228): a version 2 marker must be above the data's epoch
+        pid, ep, off = open_txn(c, 'tx-wtm2', TOPIC, 1)
+        tk.eq('v2, TransactionVersion 2, at the data\'s epoch: INVALID_PRODUCER_EPOCH (still open)',
+              (47, off), (marker_err(c, pid, ep, 1, partition=1, version=2, tv=2), offsets(c, TOPIC, 1)[1]))
+        tk.eq('v2, TransactionVersion 2, at the bumped epoch: NONE, the LSO reaches the high watermark',
+              (0, (off + 2, off + 2)), (marker_err(c, pid, ep + 1, 1, partition=1, version=2, tv=2),
+                                        wait_stable(c, TOPIC, 1)))
+        tk.eq('v2, TransactionVersion 2, at the bumped epoch again, nothing open: NONE (a retry, KAFKA-19999)', 0,
+              marker_err(c, pid, ep + 1, 1, partition=1, version=2, tv=2))
+        tk.eq('v2, TransactionVersion 2, at the old epoch now: INVALID_PRODUCER_EPOCH', 47,
+              marker_err(c, pid, ep, 1, partition=1, version=2, tv=2))
+        r = c.request('EndTxn', 5, {'transactional_id': 'tx-wtm2', 'producer_id': pid, 'producer_epoch': ep,
+                                    'committed': False})
+        tk.eq('EndTxn v5 abort: the coordinator\'s version 2 marker at the bumped epoch lands (a retry here)',
+              (0, ep + 1, (off + 4, off + 4)), (r['error_code'], r['producer_epoch'],
+                                                wait_offsets(c, TOPIC, 1, (off + 4, off + 4))))
 
 def step_stable():
     with kr.Conn(BROKER) as c:

@@ -10,7 +10,7 @@
 # verification of Produce and TxnOffsetCommit, transaction.partition.verification.enable (off, and on again
 # dynamically), a non-transactional batch during an open transaction, producer.id.expiration.ms keeping a
 # producer with an open transaction, compaction of committed and aborted transactions (verify.py). Transaction
-# version 2 by raw requests (txv2.py). The admin APIs (admin.py):
+# version 2 by raw requests, and KIP-890's hanging transaction (txv2.py). The admin APIs (admin.py):
 # WriteTxnMarkers as a partition leader, DescribeTransactions, ListTransactions, kafka-transactions.sh. The failure runs
 # (GREGOR_FAILPOINT): failpoints.py and a short eos.py, each with its own broker. Read next:
 # coordinator.py, offsets.py, verify.py, admin.py, failpoints.py, eos.py.
@@ -93,6 +93,20 @@ for args in "" "--override transaction.partition.verification.enable=false"; do
     check_eq "no ERROR logged (txv2 ${args:-verification on})" "" "$(grep -E ' level=error ' "$BROKER_DIR/broker.log")"
     rm -rf "$BROKER_DIR"
 done
+
+# KIP-890's hanging transaction (txv2.py hang): a Produce arriving after its transaction's abort (EndTxn v5,
+# the coordinator's timeout, EndTxn v4 with verification) is refused and leaves the LSO at the HW.
+BROKER_DIR=$(mktemp -d /tmp/gregor-test.XXXXXX)
+broker_start --override transaction.state.log.num.partitions=1 \
+    --override transaction.abort.timed.out.transaction.cleanup.interval.ms=200 || {
+    fail "start (txv2 hang)"
+    summary txn
+    exit 1
+}
+run_py "txv2.py hang" "$(dirname "$0")/txv2.py" hang
+broker_stop
+check_eq "no ERROR logged (txv2 hang)" "" "$(grep -E ' level=error ' "$BROKER_DIR/broker.log")"
+rm -rf "$BROKER_DIR"
 
 # Kafka's Java client 4.4 and franz-go (when Go is there) at level 2 (gregor.transaction.version=2), then
 # confluent-kafka, sarama and kafkajs (when installed), which stay on version 1, on the same broker: the client

@@ -41,6 +41,7 @@ struct fake {
     struct gr_txn_marker_job *jobs[MAX_WRITES];
     bool job_commit[MAX_WRITES];
     int16_t job_epoch[MAX_WRITES];
+    int16_t job_tv[MAX_WRITES]; /* the markers' transaction version (WriteTxnMarkers v2) */
     int32_t job_parts[MAX_WRITES], job_coord_epoch[MAX_WRITES];
     int njobs;
     int markers_sent;
@@ -79,6 +80,7 @@ static void f_markers(void *ctx, const struct gr_txn_markers *m)
     assert_true(f->njobs < MAX_WRITES);
     f->job_commit[f->njobs] = m->commit;
     f->job_epoch[f->njobs] = m->producer_epoch;
+    f->job_tv[f->njobs] = m->transaction_version;
     f->job_parts[f->njobs] = m->partition_count;
     f->job_coord_epoch[f->njobs] = m->coordinator_epoch;
     f->jobs[f->njobs++] = m->job;
@@ -149,6 +151,7 @@ static void report_markers(struct fake *f, int16_t err)
     memmove(f->jobs, f->jobs + 1, (size_t)f->njobs * sizeof *f->jobs);
     memmove(f->job_commit, f->job_commit + 1, (size_t)f->njobs * sizeof *f->job_commit);
     memmove(f->job_epoch, f->job_epoch + 1, (size_t)f->njobs * sizeof *f->job_epoch);
+    memmove(f->job_tv, f->job_tv + 1, (size_t)f->njobs * sizeof *f->job_tv);
     memmove(f->job_parts, f->job_parts + 1, (size_t)f->njobs * sizeof *f->job_parts);
     memmove(f->job_coord_epoch, f->job_coord_epoch + 1, (size_t)f->njobs * sizeof *f->job_coord_epoch);
     gr_txn_markers_done(f->tc, j, err);
@@ -331,6 +334,7 @@ static void test_commit_flow(void **state)
     assert_true(f.job_commit[0]);
     assert_int_equal(f.job_parts[0], 3);
     assert_int_equal(f.job_epoch[0], 0);
+    assert_int_equal(f.job_tv[0], 0); /* version 1: the legacy marker rule */
     assert_int_equal(f.job_coord_epoch[0], 3);
     assert_int_equal(info(&f, "txn").state, GR_TXN_PREPARE_COMMIT);
     /* while the markers go out */
@@ -1187,6 +1191,7 @@ static void test_v2_commit_bumps_epoch(void **state)
     assert_int_equal(f.markers_sent, 1);
     assert_true(f.job_commit[0]);
     assert_int_equal(f.job_epoch[0], 1); /* markers carry the bumped epoch */
+    assert_int_equal(f.job_tv[0], 2);    /* and version 2: the partition wants an epoch above the data's */
     assert_int_equal(f.job_parts[0], 2);
     struct gr_txn_info i = info(&f, "txn");
     assert_int_equal(i.state, GR_TXN_PREPARE_COMMIT);
@@ -1386,6 +1391,142 @@ static void test_v2_epoch_exhaustion(void **state)
     reset(&f);
 }
 
+/* Loads `id` into the coordinator as an Ongoing transaction of producer `pid` at `epoch` with client version
+ * `tv`, one partition (t-0), started at f->now with a timeout of 1000 ms. */
+static void load_ongoing(struct fake *f, const char *id, int64_t pid, int16_t epoch, int16_t tv)
+{
+    int32_t p = gr_txn_partition_for(gr_str_c(id), 50);
+    static const int32_t ids[] = {0};
+    static const struct gr_txn_topic_parts topics[] = {{{"t", 1}, ids, 1}};
+    struct gr_txn_log_value v = {pid, -1, -1, epoch, 1000, GR_TXN_ONGOING, topics, 1, f->now, f->now, tv};
+    struct gr_coord_record rec;
+    assert_int_equal(gr_txn_log_record(&rec, gr_str_c(id), &v, 1), 0);
+    gr_txn_load_begin(f->tc, p, 1);
+    assert_int_equal(gr_txn_replay(f->tc, p, rec.key, rec.key_len, rec.value, rec.value_len), 0);
+    gr_txn_load_done(f->tc, p, 1);
+    gr_coord_records_free(&rec, 1);
+}
+
+/* KAFKA-20090: a version 2 transaction that times out at the exhausted epoch 32766 is fenced to 32767 and
+ * aborted, and the fence path draws the next producer id as EndTxn v5 does: PrepareAbort at 32767 keeps it
+ * (NextProducerId), the markers go out at 32767 with transaction version 2, CompleteAbort moves to the next
+ * id at epoch 0 (previous id the old one). The producer's late EndTxn v5 abort with the old id and 32766 is
+ * a retry (retryOnOverflow): NONE with the new pair, and the new id's first transaction works; the old id at
+ * any epoch is INVALID_PRODUCER_ID_MAPPING. An allocation error leaves the transaction Ongoing with nothing
+ * written until the next pass. Before the fix the abort completed at 32767 under the old id and the next
+ * EndTxn v5 had no epoch left to bump to. */
+static void test_v2_fence_at_exhaustion(void **state)
+{
+    (void)state;
+    struct fake f = {0};
+    make(&f, 0);
+    load_ongoing(&f, "txn", 77, 32766, 2);
+    int n = f.nrecs;
+    f.pid_error = GR_ERR_COORDINATOR_LOAD_IN_PROGRESS;
+    f.now += GR_TXN_ABORT_TIMED_OUT_INTERVAL_MS + 1;
+    gr_txn_tick(f.tc);
+    assert_int_equal(f.nrecs, n); /* no id: nothing written, still Ongoing at 32766 */
+    struct gr_txn_info i = info(&f, "txn");
+    assert_int_equal(i.state, GR_TXN_ONGOING);
+    assert_int_equal(i.producer_epoch, 32766);
+    f.pid_error = 0;
+    f.now += GR_TXN_ABORT_TIMED_OUT_INTERVAL_MS + 1;
+    gr_txn_tick(f.tc);
+    assert_int_equal(f.nrecs, n + 1);
+    struct gr_txn_log_value v = last_value(&f);
+    assert_int_equal(v.state, GR_TXN_PREPARE_ABORT);
+    assert_int_equal(v.producer_id, 77);
+    assert_int_equal(v.producer_epoch, 32767);
+    assert_int_equal(v.next_producer_id, 1000);
+    assert_int_equal(v.client_transaction_version, 2);
+    report(&f, 0);
+    assert_int_equal(f.njobs, 1);
+    assert_false(f.job_commit[0]);
+    assert_int_equal(f.job_epoch[0], 32767);
+    assert_int_equal(f.job_tv[0], 2);
+    assert_int_equal(f.job_parts[0], 1);
+    report_markers(&f, 0);
+    v = last_value(&f);
+    assert_int_equal(v.state, GR_TXN_COMPLETE_ABORT);
+    assert_int_equal(v.producer_id, 1000);
+    assert_int_equal(v.producer_epoch, 0);
+    assert_int_equal(v.previous_producer_id, 77);
+    assert_int_equal(v.next_producer_id, -1);
+    report(&f, 0);
+    i = info(&f, "txn");
+    assert_int_equal(i.state, GR_TXN_COMPLETE_ABORT);
+    assert_int_equal(i.producer_id, 1000);
+    assert_int_equal(i.producer_epoch, 0);
+    assert_int_equal(i.previous_producer_id, 77);
+    /* the producer's own abort, late, with the old id and epoch: a retry */
+    struct res r = {0};
+    gr_txn_end_tv(f.tc, &r, gr_str_c("txn"), 77, 32766, false, 2);
+    assert_int_equal(r.calls, 1);
+    assert_int_equal(r.r.error_code, GR_ERR_NONE);
+    assert_int_equal(r.r.producer_id, 1000);
+    assert_int_equal(r.r.producer_epoch, 0);
+    gr_txn_end_tv(f.tc, &r, gr_str_c("txn"), 77, 32767, false, 2); /* the fenced epoch was never handed out */
+    assert_int_equal(r.r.error_code, GR_ERR_INVALID_PRODUCER_ID_MAPPING);
+    gr_txn_add_partitions_tv(f.tc, &r, gr_str_c("txn"), 77, 32766, T0, 1, 2); /* the zombie */
+    assert_int_equal(r.r.error_code, GR_ERR_INVALID_PRODUCER_ID_MAPPING);
+    gr_txn_add_partitions_tv(f.tc, &r, gr_str_c("txn"), 1000, 0, T0, 1, 2);
+    report(&f, 0);
+    assert_int_equal(r.r.error_code, GR_ERR_NONE);
+    gr_txn_end_tv(f.tc, &r, gr_str_c("txn"), 1000, 0, true, 2);
+    report(&f, 0);
+    assert_int_equal(r.r.error_code, GR_ERR_NONE);
+    assert_int_equal(r.r.producer_id, 1000);
+    assert_int_equal(r.r.producer_epoch, 1);
+    reset(&f);
+}
+
+/* KAFKA-20090's other half: fencing an epoch already at INT16_MAX does not bump it (it would wrap to a
+ * negative epoch): a transaction left Ongoing at 32767 (version 1) is aborted by InitProducerId at 32767
+ * (markers at 32767, CONCURRENT_TRANSACTIONS), and the retry rotates to a new producer id at epoch 0; the
+ * timeout pass also takes such a transaction (it used to be skipped, and hung). */
+static void test_fence_at_max_epoch(void **state)
+{
+    (void)state;
+    struct fake f = {0};
+    make(&f, 0);
+    load_ongoing(&f, "a", 5, INT16_MAX, 0);
+    struct res r = {0};
+    gr_txn_init_producer_id(f.tc, &r, gr_str_c("a"), 1000, -1, -1);
+    struct gr_txn_log_value v = last_value(&f);
+    assert_int_equal(v.state, GR_TXN_PREPARE_ABORT);
+    assert_int_equal(v.producer_epoch, INT16_MAX);
+    assert_int_equal(v.next_producer_id, -1); /* version 1: the InitProducerId retry rotates */
+    report(&f, 0);
+    assert_int_equal(r.r.error_code, GR_ERR_CONCURRENT_TRANSACTIONS);
+    assert_int_equal(f.job_epoch[0], INT16_MAX);
+    assert_int_equal(f.job_tv[0], 0);
+    report_markers(&f, 0);
+    report(&f, 0);
+    assert_int_equal(info(&f, "a").state, GR_TXN_COMPLETE_ABORT);
+    gr_txn_init_producer_id(f.tc, &r, gr_str_c("a"), 1000, -1, -1);
+    report(&f, 0);
+    assert_int_equal(r.r.error_code, GR_ERR_NONE);
+    assert_int_equal(r.r.producer_id, 1000);
+    assert_int_equal(r.r.producer_epoch, 0);
+    /* the timeout pass: a version 2 transaction at 32767 is aborted at 32767 onto a next producer id */
+    load_ongoing(&f, "b", 6, INT16_MAX, 2);
+    f.now += GR_TXN_ABORT_TIMED_OUT_INTERVAL_MS + 1;
+    gr_txn_tick(f.tc);
+    v = last_value(&f);
+    assert_int_equal(v.state, GR_TXN_PREPARE_ABORT);
+    assert_int_equal(v.producer_id, 6);
+    assert_int_equal(v.producer_epoch, INT16_MAX);
+    assert_int_equal(v.next_producer_id, 1001);
+    report(&f, 0);
+    report_markers(&f, 0);
+    report(&f, 0);
+    struct gr_txn_info i = info(&f, "b");
+    assert_int_equal(i.state, GR_TXN_COMPLETE_ABORT);
+    assert_int_equal(i.producer_id, 1001);
+    assert_int_equal(i.producer_epoch, 0);
+    reset(&f);
+}
+
 /* Version 2's state comes back from the log: a PrepareCommit written by EndTxn v5 and replayed into a new
  * coordinator is completed at the bumped epoch (markers at epoch 1, CompleteCommit keeping the last epoch),
  * and the retry rule works on the restored state; a PrepareCommit with a next producer id completes onto it.
@@ -1474,6 +1615,8 @@ int main(void)
         cmocka_unit_test(test_v2_abort_from_empty),
         cmocka_unit_test(test_v2_epoch_exhaustion),
         cmocka_unit_test(test_v2_load_restores_version),
+        cmocka_unit_test(test_v2_fence_at_exhaustion),
+        cmocka_unit_test(test_fence_at_max_epoch),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -14,7 +14,8 @@
  * Before any marker the request passes the append gate on its data partitions (gr_req_await_appendable,
  * partition/gate.c), as Produce does: a marker lands after the appends queued before it on its partition,
  * and an active file the fd cap closed is reopened on the I/O pool. Markers are written in request order.
- * The marker's TransactionVersion (v2) is not used: markers follow transaction version 1's rules.
+ * The marker's TransactionVersion (v2, KIP-1228; 0 in v1) picks the partition's epoch rule
+ * (partition/partition.h gr_partition_marker): version 2 markers must carry an epoch above the producer's.
  * Read next: server/txns.h, partition/partition.h (gr_partition_write_marker).
  * ACLs: CLUSTER_ACTION on the cluster (Kafka's inter-broker rule), else CLUSTER_AUTHORIZATION_FAILED on every
  * partition.
@@ -87,7 +88,8 @@ static int16_t write_one(struct gr_req *req, const struct gr_image_topic *it, in
                                     .producer_epoch = mk->producer_epoch,
                                     .coordinator_epoch = mk->coordinator_epoch,
                                     .commit = mk->transaction_result,
-                                    .now_ms = gr_time_wall_ms()};
+                                    .now_ms = gr_time_wall_ms(),
+                                    .transaction_version = mk->transaction_version};
     int64_t end = -1;
     err = gr_txns_write_marker(req->broker, r.log, &m, &end);
     if (!err && end >= 0) gr_req_commits_add(req, r.log, end, pr);

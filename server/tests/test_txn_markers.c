@@ -43,6 +43,7 @@ struct seen {
     int32_t coordinator_epoch;
     char topic[32];
     int32_t partition;
+    int8_t transaction_version; /* v2's TransactionVersion (0 in v1) */
 };
 
 static struct ev_loop *loop;
@@ -95,7 +96,8 @@ static void write_txn_markers(const uint8_t *frame, size_t n, int32_t corr, int1
                                        m->transaction_result,
                                        m->coordinator_epoch,
                                        "",
-                                       p};
+                                       p,
+                                       m->transaction_version};
                     snprintf(s->topic, sizeof s->topic, "%.*s", (int)t->name.len, t->name.ptr);
                 }
                 if (p == 99) continue; /* left out of the answer */
@@ -171,7 +173,8 @@ static int teardown(void **state)
     return 0;
 }
 
-/* Three markers queued before the connection is ready go in one v1 request; each gets its own partition's
+/* Three markers queued before the connection is ready go in one v2 request (the peer serves it) with each
+ * marker's transaction version; each gets its own partition's
  * error (NONE, NOT_LEADER_OR_FOLLOWER, and NOT_LEADER_OR_FOLLOWER for one the answer leaves out). */
 static void test_batch_and_errors(void **state)
 {
@@ -183,6 +186,7 @@ static void test_batch_and_errors(void **state)
     rec_init(&a, 7, "t", 0, true);
     rec_init(&b, 7, "t", 1, true);
     rec_init(&c, 9, "u", 99, false);
+    c.s.transaction_version = 2; /* a transaction of version 2 */
     assert_int_equal(gr_txn_markers_send(m, 2, &a.s), 0);
     assert_int_equal(gr_txn_markers_send(m, 2, &b.s), 0);
     assert_int_equal(gr_txn_markers_send(m, 2, &c.s), 0);
@@ -190,7 +194,7 @@ static void test_batch_and_errors(void **state)
     assert_int_equal(gr_txn_markers_pending(m), 3);
     assert_true(fake_peer_run_until(loop, called, &c, 5000));
     assert_int_equal(peer.requests, 1);
-    assert_int_equal(fake.version, 1);
+    assert_int_equal(fake.version, 2); /* the peer serves v2 (KIP-1228): each marker's version goes along */
     assert_int_equal(fake.seen_count, 3);
     assert_int_equal(fake.seen[0].producer_id, 7);
     assert_int_equal(fake.seen[0].producer_epoch, 3);
@@ -202,6 +206,8 @@ static void test_batch_and_errors(void **state)
     assert_int_equal(fake.seen[2].producer_id, 9);
     assert_false(fake.seen[2].commit);
     assert_string_equal(fake.seen[2].topic, "u");
+    assert_int_equal(fake.seen[0].transaction_version, 0);
+    assert_int_equal(fake.seen[2].transaction_version, 2);
     assert_int_equal(a.calls, 1);
     assert_int_equal(a.err, GR_ERR_NONE);
     assert_int_equal(b.calls, 1);

@@ -461,7 +461,7 @@ static int txn_append(struct gr_log *log, struct txn_model *m, int64_t pid, int 
 static int txn_end(struct gr_log *log, struct txn_model *m, int64_t pid, int txn, bool commit)
 {
     struct gr_append_result res;
-    int err = gr_log_write_marker(log, pid, 0, 1, commit ? GR_CONTROL_COMMIT : GR_CONTROL_ABORT, T0, &res);
+    int err = gr_log_write_marker(log, pid, 0, 1, commit ? GR_CONTROL_COMMIT : GR_CONTROL_ABORT, 0, T0, &res);
     gr_store_quiesce(log->store);
     if (err == 0) m->txn_outcome[txn] = commit ? 1 : 0;
     return err;

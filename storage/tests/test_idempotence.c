@@ -339,19 +339,19 @@ static void test_check_verdicts_direct(void **state)
     size_t len;
     uint8_t *b = th_batch(&s, &len);
     const struct gr_producer_batch *dup;
-    assert_int_equal(gr_producer_state_check(&ps, b, len, &dup), GR_PRODUCER_ACCEPT);
+    assert_int_equal(gr_producer_state_check(&ps, b, len, 0, &dup), GR_PRODUCER_ACCEPT);
     assert_null(dup);
     gr_batch_set_base_offset(b, 100);
     assert_int_equal(gr_producer_state_reserve(&ps, 99), 0);
     assert_int_equal(gr_producer_state_update(&ps, b, len, NULL), 0);
-    assert_int_equal(gr_producer_state_check(&ps, b, len, &dup), GR_PRODUCER_DUPLICATE);
+    assert_int_equal(gr_producer_state_check(&ps, b, len, 0, &dup), GR_PRODUCER_DUPLICATE);
     assert_non_null(dup);
     assert_int_equal(dup->last_offset, 101);
     assert_int_equal(dup->last_offset - dup->offset_delta, 100);
     /* A batch without a producer id is never judged. */
     struct th_batch_spec n = {.count = 1, .ts0 = 5, .ts_step = 1, .value_bytes = 4, .producer_id = -1};
     uint8_t *nb = th_batch(&n, &len);
-    assert_int_equal(gr_producer_state_check(&ps, nb, len, &dup), GR_PRODUCER_ACCEPT);
+    assert_int_equal(gr_producer_state_check(&ps, nb, len, 0, &dup), GR_PRODUCER_ACCEPT);
     free(nb);
     free(b);
     gr_producer_state_free(&ps);
@@ -376,7 +376,7 @@ static void test_coordinator_batches_no_sequence(void **state)
     uint8_t *b = th_batch(&s, &len);
     const struct gr_producer_batch *dup;
     for (int64_t off = 0; off < 3; off++) {
-        assert_int_equal(gr_producer_state_check(&ps, b, len, &dup), GR_PRODUCER_ACCEPT);
+        assert_int_equal(gr_producer_state_check(&ps, b, len, 0, &dup), GR_PRODUCER_ACCEPT);
         assert_null(dup);
         gr_batch_set_base_offset(b, off);
         assert_int_equal(gr_producer_state_reserve(&ps, 77), 0);
@@ -384,7 +384,7 @@ static void test_coordinator_batches_no_sequence(void **state)
     }
     s.producer_epoch = 2; /* an older epoch is still fenced */
     uint8_t *old = th_batch(&s, &len);
-    assert_int_equal(gr_producer_state_check(&ps, old, len, &dup), GR_PRODUCER_INVALID_EPOCH);
+    assert_int_equal(gr_producer_state_check(&ps, old, len, 0, &dup), GR_PRODUCER_INVALID_EPOCH);
     free(old);
     free(b);
     gr_producer_state_free(&ps);

@@ -104,10 +104,21 @@ static int64_t send_ok(struct gr_log *log, int64_t pid, int16_t epoch, int32_t s
     return base;
 }
 
+/* A marker of transaction version `tv` (WriteTxnMarkers v2's TransactionVersion). */
+static int marker_tv(struct gr_log *log, int64_t pid, int16_t epoch, int32_t coord, int type, int16_t tv,
+                     int64_t *offset)
+{
+    struct gr_append_result res;
+    int err = gr_log_write_marker(log, pid, epoch, coord, type, tv, 1700000000000, &res);
+    gr_store_quiesce(log->store);
+    if (err == 0 && offset) *offset = res.base_offset;
+    return err;
+}
+
 static int marker(struct gr_log *log, int64_t pid, int16_t epoch, int32_t coord, int type, int64_t *offset)
 {
     struct gr_append_result res;
-    int err = gr_log_write_marker(log, pid, epoch, coord, type, 1700000000000, &res);
+    int err = gr_log_write_marker(log, pid, epoch, coord, type, 0, 1700000000000, &res);
     gr_store_quiesce(log->store);
     if (err == 0 && offset) *offset = res.base_offset;
     return err;
@@ -211,7 +222,72 @@ static void test_marker_closes_with_epoch_checks(void **state)
     /* a marker of a producer the partition never saw is accepted (an empty transaction) */
     marker_ok(f->log, 77, 0, 0, GR_CONTROL_ABORT);
     assert_int_equal(
-        gr_log_write_marker(f->log, -1, 0, 0, GR_CONTROL_ABORT, 0, &(struct gr_append_result){0}), -EINVAL);
+        gr_log_write_marker(f->log, -1, 0, 0, GR_CONTROL_ABORT, 0, 0, &(struct gr_append_result){0}),
+        -EINVAL);
+}
+
+/* The marker's transaction version picks checkProducerEpoch's rule (KIP-1228, Kafka 4.x ProducerAppendInfo):
+   versions 0 and 1 refuse only an epoch below the producer's, so a marker at the data's own epoch closes the
+   transaction; version 2 markers carry the epoch the coordinator bumped, so one at or below the producer's
+   epoch is INVALID_PRODUCER_EPOCH (nothing written, the transaction stays open), except the same epoch once
+   no transaction of the producer is open: a retried marker, written again (KAFKA-19999). */
+static void test_marker_epoch_by_transaction_version(void **state)
+{
+    struct fx *f = *state;
+    /* version 1: data at epoch 4, the marker at epoch 4 closes it; one at 3 is refused */
+    send_ok(f->log, 1, 4, 0, 2, true);
+    for (int16_t tv = 0; tv <= 1; tv++)
+        assert_int_equal(marker_tv(f->log, 1, 3, 0, GR_CONTROL_COMMIT, tv, NULL),
+                         GR_LOG_ERR_INVALID_PRODUCER_EPOCH);
+    int64_t m1 = -1;
+    assert_int_equal(marker_tv(f->log, 1, 4, 0, GR_CONTROL_COMMIT, 1, &m1), 0);
+    assert_int_equal(m1, 2);
+    assert_int_equal(entry(f->log, 1)->current_txn_first_offset, -1);
+    assert_int_equal(entry(f->log, 1)->producer_epoch, 4);
+
+    /* version 2: data at epoch 7; markers at 6 and at 7 are refused and change nothing */
+    int64_t first = send_ok(f->log, 2, 7, 0, 3, true);
+    int64_t leo = gr_log_end_offset(f->log);
+    assert_int_equal(marker_tv(f->log, 2, 6, 0, GR_CONTROL_ABORT, 2, NULL),
+                     GR_LOG_ERR_INVALID_PRODUCER_EPOCH);
+    assert_int_equal(marker_tv(f->log, 2, 7, 0, GR_CONTROL_ABORT, 2, NULL),
+                     GR_LOG_ERR_INVALID_PRODUCER_EPOCH);
+    assert_int_equal(gr_log_end_offset(f->log), leo);
+    assert_int_equal(entry(f->log, 2)->current_txn_first_offset, first);
+    assert_int_equal(entry(f->log, 2)->producer_epoch, 7);
+    /* the bumped epoch 8 closes it (an aborted transaction: one index entry) */
+    int64_t m2 = -1;
+    assert_int_equal(marker_tv(f->log, 2, 8, 0, GR_CONTROL_ABORT, 2, &m2), 0);
+    assert_int_equal(m2, leo);
+    assert_int_equal(entry(f->log, 2)->current_txn_first_offset, -1);
+    assert_int_equal(entry(f->log, 2)->producer_epoch, 8);
+    struct gr_aborted_txn a[2];
+    assert_int_equal(aborted(f->log, 0, gr_log_end_offset(f->log), a, 2), 1);
+    assert_int_equal(a[0].producer_id, 2);
+    assert_int_equal(a[0].first_offset, first);
+    assert_int_equal(a[0].last_offset, m2);
+    /* a retried version 2 marker at the same epoch, nothing open: written again, no second index entry */
+    int64_t m3 = -1;
+    assert_int_equal(marker_tv(f->log, 2, 8, 0, GR_CONTROL_ABORT, 2, &m3), 0);
+    assert_int_equal(m3, m2 + 1);
+    assert_int_equal(aborted(f->log, 0, gr_log_end_offset(f->log), a, 2), 1);
+    /* below it still refused at version 2 */
+    assert_int_equal(marker_tv(f->log, 2, 7, 0, GR_CONTROL_ABORT, 2, NULL),
+                     GR_LOG_ERR_INVALID_PRODUCER_EPOCH);
+    /* the next transaction at epoch 8: a marker at 8 is refused while it is open (no retry any more), the
+       coordinator's at 9 closes it; a late data batch at epoch 8 after that is refused (the zombie) */
+    int64_t next = send_ok(f->log, 2, 8, 0, 1, true);
+    assert_int_equal(marker_tv(f->log, 2, 8, 0, GR_CONTROL_COMMIT, 2, NULL),
+                     GR_LOG_ERR_INVALID_PRODUCER_EPOCH);
+    assert_int_equal(entry(f->log, 2)->current_txn_first_offset, next);
+    assert_int_equal(marker_tv(f->log, 2, 9, 0, GR_CONTROL_COMMIT, 2, NULL), 0);
+    assert_int_equal(entry(f->log, 2)->current_txn_first_offset, -1);
+    assert_int_equal(send(f->log, 2, 8, 1, 1, true, NULL), GR_LOG_ERR_INVALID_PRODUCER_EPOCH);
+    /* version 2 to a producer the partition never saw (no epoch yet): accepted */
+    assert_int_equal(marker_tv(f->log, 3, 0, 0, GR_CONTROL_ABORT, 2, NULL), 0);
+    /* the coordinator epoch check follows the epoch check at version 2 too */
+    assert_int_equal(marker_tv(f->log, 3, 1, -1, GR_CONTROL_ABORT, 2, NULL),
+                     GR_LOG_ERR_TRANSACTION_COORDINATOR_FENCED);
 }
 
 /* producer.id.expiration.ms (ProducerStateManager.isProducerExpired): a producer with an open transaction is
@@ -643,6 +719,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_marker_closes_with_epoch_checks, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_marker_epoch_by_transaction_version, setup, teardown),
         cmocka_unit_test_setup_teardown(test_open_txn_never_expires, setup, teardown),
         cmocka_unit_test_setup_teardown(test_interleaved_producers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_abort_spanning_segments, setup, teardown),
