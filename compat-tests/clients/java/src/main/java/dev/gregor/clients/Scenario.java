@@ -513,6 +513,22 @@ public final class Scenario {
             c.assign(tps);
             c.seekToBeginning(tps);
             Map<TopicPartition, Long> end = c.endOffsets(tps, Duration.ofSeconds(15));
+            if (isolation.equals("read_committed")) {
+                // commitTransaction returns once the commit is decided; its markers follow (Kafka's order), so
+                // the last stable offset may still be short of them: wait (up to 10 s) until it reaches the
+                // high watermark, or a read right after a commit misses that transaction's records
+                Map<TopicPartition, OffsetSpec> latest = new HashMap<>();
+                for (TopicPartition tp : tps) latest.put(tp, OffsetSpec.latest());
+                long until = System.currentTimeMillis() + 10000;
+                while (System.currentTimeMillis() < until) {
+                    Map<TopicPartition, Long> hw = new HashMap<>();
+                    admin.listOffsets(latest, new ListOffsetsOptions(IsolationLevel.READ_UNCOMMITTED)).all()
+                        .get(15, TimeUnit.SECONDS).forEach((tp, info) -> hw.put(tp, info.offset()));
+                    if (hw.equals(end)) break;
+                    Thread.sleep(100);
+                    end = c.endOffsets(tps, Duration.ofSeconds(15));
+                }
+            }
             long deadline = System.currentTimeMillis() + 20000;
             while (System.currentTimeMillis() < deadline) {
                 boolean atEnd = true;
