@@ -173,14 +173,10 @@ static bool collect_logs(struct gr_req *req, struct produce_state *st, int total
 static enum gr_handler_rc produce_gated(struct gr_req *req)
 {
     struct produce_state *st = req->hstate;
-    req->before_append = false;
     if (!collect_logs(req, st, st->total)) return GR_HANDLER_CLOSE;
-    if (gr_req_logs_waiting(req)) {
-        /* its connection's later Produces wait for it (server/net.c): the log's waiters are not woken in
-           arrival order, and a client's pipelined batches must reach a partition in the order sent */
-        req->before_append = true;
+    req->before_append = gr_req_logs_waiting(req); /* then its connection's later Produces wait (net.c) */
+    if (req->before_append)
         return gr_req_await_logs(req, ((struct gr_produce_request *)req->body)->timeout_ms, produce_gated);
-    }
     enum gr_handler_rc rc;
     if (!st->asked && (st->asked = true) && gr_produce_txn_remote(req, produce_gated, &rc)) return rc;
     if (!req->broker->iopool) return produce_run(req);
