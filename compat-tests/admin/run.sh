@@ -198,6 +198,16 @@ if have_kafka_tools; then
 fi
 check "... and its gregor-features file is left as it was" \
     grep -qz '^transaction.version=1.epoch=9.setting=1.$' "$BROKER_DIR/data/gregor-features"
+# a log directory from before the file existed (meta.properties there, no gregor-features): level 1 too, recorded
+broker_stop TERM
+rm -f "$BROKER_DIR/data/gregor-features"
+broker_restart --override delete.topic.enable=false || fail "broker restarts with delete.topic.enable=false"
+if have_kafka_tools; then
+    check "a log directory without gregor-features, started at the default 2: finalized 1 at epoch 0" \
+        grep -Eq 'FinalizedVersionLevel: 1\s+Epoch: 0(\s|$)' <<<"$(features)"
+fi
+check "... recorded as level 1, epoch 0, setting 1" \
+    grep -qz '^transaction.version=1.epoch=0.setting=1.$' "$BROKER_DIR/data/gregor-features"
 run_py "admin/run.py nodelete" "$here/run.py" nodelete
 check "broker logged no assertion or crash" bash -c "! grep -Eiq 'assert|abort|sanitizer' '$BROKER_DIR/broker.log'"
 
