@@ -105,15 +105,18 @@ int gr_features_file_format(const struct gr_features_file *f, char *out, size_t 
     return n < 0 || (size_t)n >= cap ? -ENOSPC : n;
 }
 
-bool gr_features_startup(const struct gr_features_file *old, int16_t setting, struct gr_features_file *out)
+bool gr_features_startup(const struct gr_features_file *old, int16_t setting, bool given,
+                         struct gr_features_file *out)
 {
     if (!old) {
         *out = (struct gr_features_file){setting, 0, setting};
         return true;
     }
     *out = *old;
-    if (old->setting == setting) return false; /* the stored level stands */
-    out->setting = setting;                    /* an operator changed the setting: it wins */
+    /* the stored level stands: the same setting as at the last start, or only the default (an upgrade to a
+       build whose default differs must not raise it: kafka-features.sh upgrade does) */
+    if (!given || old->setting == setting) return false;
+    out->setting = setting; /* an operator changed the setting: it wins */
     if (old->level != setting) out->level = setting, out->epoch = old->epoch + 1;
     return true;
 }

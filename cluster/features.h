@@ -10,9 +10,13 @@
  *     setting=<level>              gregor.transaction.version as seen at the last start (absent in files
  *                                  written before UpdateFeatures existed: the level stands for it)
  *
- * Start-up rule (gr_features_startup): no file, the setting gives the level (epoch 0); the setting differs
- * from the one recorded, the setting wins (an operator changed it); else the stored level stands (which
- * UpdateFeatures may have set). The file is written only when something changed.
+ * Start-up rule (gr_features_startup): no file, the setting gives the level (epoch 0), or
+ * GR_TRANSACTION_VERSION_UNSTORED for a log directory made before the file existed when the setting is not
+ * given; a setting given explicitly (file or --override) that differs from the one recorded wins (an
+ * operator changed it); else the stored level stands (which UpdateFeatures may have set). The setting's
+ * default never overrides a stored level: as Kafka, which never changes a finalized level on an upgrade
+ * (the operator runs kafka-features.sh upgrade), a log directory made when the default was 1 keeps its
+ * level when the default becomes 2. The file is written only when something changed.
  *
  * An update is checked as Kafka 4.4's FeatureControlManager.updateFeature does (gr_features_check), with
  * its messages; a request with several updates fails as a whole on the first refused one (QuorumController
@@ -32,6 +36,9 @@
 /* The highest transaction.version Gregor serves: ApiVersions' SupportedFeatures max, UpdateFeatures' bound
    (2: KIP-890 part 2, EndTxn v5 and the implicit partition adds, coordinator/txn.h gr_txn_end_tv). */
 #define GR_TRANSACTION_VERSION_MAX 2
+/* The level kept, when the setting is not given, by a log directory or a cluster made before the level was
+   stored (no gregor-features file, no features key): 1, the default of the builds that made them. */
+#define GR_TRANSACTION_VERSION_UNSTORED 1
 #define GR_FEATURES_FILE "gregor-features"
 #define GR_FEATURES_FILE_BYTES_MAX 256
 /* Bytes of an UpdateFeatures error message (Kafka's texts with a feature name of at most this much). */
@@ -68,11 +75,13 @@ int gr_features_file_parse(const char *text, size_t len, struct gr_features_file
 /* Writes the file's text for `f` into out (cap bytes, GR_FEATURES_FILE_BYTES_MAX is enough) and returns
  * its length (without the NUL), or -ENOSPC. */
 int gr_features_file_format(const struct gr_features_file *f, char *out, size_t cap);
-/* The start-up rule (above): from the file read (`old`, NULL when there is none) and the setting
- * gregor.transaction.version, fills *out with the state to run with and returns true when it must be
- * written (new file, level or recorded setting changed). The epoch rises by 1 exactly when the level
- * changes. */
-bool gr_features_startup(const struct gr_features_file *old, int16_t setting, struct gr_features_file *out);
+/* The start-up rule (above): from the file read (`old`, NULL when there is none), the setting
+ * gregor.transaction.version and whether it was given explicitly (`given`; false: its default), fills *out
+ * with the state to run with and returns true when it must be written (new file, level or recorded setting
+ * changed). Only a given setting that differs from the recorded one changes a stored level; a default one
+ * leaves the file as it is. The epoch rises by 1 exactly when the level changes. */
+bool gr_features_startup(const struct gr_features_file *old, int16_t setting, bool given,
+                         struct gr_features_file *out);
 
 /* Cluster mode: writes etcd's features key with transaction.version `level` (an absent feature when 0),
  * in a txn that holds only if the key is unchanged since the image saw it (its mod_revision ==

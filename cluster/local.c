@@ -79,7 +79,7 @@ void gr_image_local_on_topic(void *ctx, struct gr_topic *t, bool deleted)
     gr_image_changed(img); /* one topic operation is one batch */
 }
 
-int gr_image_local_features(struct gr_image *img, const char *dir, int16_t setting,
+int gr_image_local_features(struct gr_image *img, const char *dir, int16_t setting, bool given, bool dir_old,
                             struct gr_features_file *out)
 {
     char path[4096], tmp[4200], text[GR_FEATURES_FILE_BYTES_MAX];
@@ -96,7 +96,12 @@ int gr_image_local_features(struct gr_image *img, const char *dir, int16_t setti
     } else if (errno != ENOENT) {
         return -errno;
     }
-    bool write_it = gr_features_startup(have ? &old : NULL, setting, &now);
+    /* a directory made before the file existed (an older build, default 1) keeps that level unless the
+       setting is given: never raised by a new default */
+    int16_t asked = setting;
+    bool unstored = !have && dir_old && !given && setting != GR_TRANSACTION_VERSION_UNSTORED;
+    if (unstored) setting = GR_TRANSACTION_VERSION_UNSTORED;
+    bool write_it = gr_features_startup(have ? &old : NULL, setting, given, &now);
     if (now.level > GR_TRANSACTION_VERSION_MAX) {
         GR_ERROR("%s holds transaction.version %d, above the %d this broker supports", path, (int)now.level,
                  GR_TRANSACTION_VERSION_MAX);
@@ -121,8 +126,10 @@ int gr_image_local_features(struct gr_image *img, const char *dir, int16_t setti
     img->features_epoch = now.epoch;
     *out = now;
     GR_INFO("features: transaction.version %d, finalized features epoch %lld (%s; setting %d%s)",
-            (int)now.level, (long long)now.epoch, path, (int)setting,
-            !have                    ? ", new file"
+            (int)now.level, (long long)now.epoch, path, (int)asked,
+            unstored                 ? ", no file in a log directory of an older build: its level 1 kept"
+            : !have                  ? ", new file"
+            : !given                 ? ", the default: the stored level stands"
             : old.setting != setting ? ", changed: it wins"
                                      : ", unchanged: the stored level stands");
     return 0;

@@ -32,12 +32,14 @@ void gr_image_local_on_topic(void *ctx, struct gr_topic *t, bool deleted);
 
 /* One node's finalized features (ApiVersions v3+, KIP-584) at start-up: reads `<dir>/gregor-features`
  * (format and rule: cluster/features.h gr_features_startup) with `setting` = gregor.transaction.version,
+ * `given` whether it was set explicitly, `dir_old` whether the directory was there before this start (its
+ * meta.properties existed: with no file and no given setting it keeps GR_TRANSACTION_VERSION_UNSTORED),
  * writes it again when the rule says so (a temporary file, fsync, rename, fsync of the directory), and sets
  * img->transaction_version and img->features_epoch; *out gets the file's state (UpdateFeatures' next write
  * starts from it). Returns 0, or -errno (unreadable or unwritable; -EINVAL not in that form; -ERANGE a
  * stored level above GR_TRANSACTION_VERSION_MAX). Startup only (blocking I/O). */
 struct gr_features_file;
-int gr_image_local_features(struct gr_image *img, const char *dir, int16_t setting,
+int gr_image_local_features(struct gr_image *img, const char *dir, int16_t setting, bool given, bool dir_old,
                             struct gr_features_file *out);
 
 #endif

@@ -12,7 +12,7 @@
  *
  * Value: an int16 version, then TransactionLogValue. Kafka writes version 1 (flexible) once
  * transaction.version >= 1 is finalized (TransactionVersion.transactionLogValueVersion), version 0 below;
- * Gregor finalizes transaction version 1, so it writes version 1.
+ * Gregor writes version 1 at every level (its default level is 2; at level 0 Kafka would write version 0).
  *   FIELD                             v0 (classic)             v1 (flexible)
  *   ProducerId int64                  x                        x
  *   ProducerEpoch int16               x                        x

@@ -169,13 +169,15 @@ static const struct gr_config_def defs[] = {
      "Gregor: the most (group, topic, partition) rows whose per-partition consumer-group series /metrics "
      "writes in one scrape; past it the rows with the largest lag are kept and the samples left out are "
      "counted in gregor_metrics_series_dropped. Per-topic and per-group aggregates are always written."},
-    {"gregor.transaction.version", GR_CFG_INT, "1", 0, 2,
+    {"gregor.transaction.version", GR_CFG_INT, "2", 0, 2,
      "The cluster's transaction.version feature level at its creation (KIP-890; ApiVersions' finalized "
-     "features): 0, 1 or 2. Clients that read it choose their rules: at 2 the Java 4.x client and franz-go "
-     "bump the epoch per transaction (EndTxn v5) and let the broker add partitions (KIP-890 part 2); the "
-     "broker serves both versions whatever the level. In a cluster the level lives in the metadata store's "
-     "features key, written by the broker that creates the cluster; on one node in the log directory's "
-     "gregor-features file."},
+     "features): 0, 1 or 2; 2 by default, as Kafka 4.x formats a new cluster. Clients that read it choose "
+     "their rules: at 2 the Java 4.x client and franz-go bump the epoch per transaction (EndTxn v5) and let "
+     "the broker add partitions (KIP-890 part 2); the broker serves both versions whatever the level. In a "
+     "cluster the level lives in the metadata store's features key, written by the broker that creates the "
+     "cluster; on one node in the log directory's gregor-features file. A stored level stands: only a value "
+     "given here that differs from the one at the last start changes it on one node, never the default, so "
+     "an upgrade keeps an existing level (kafka-features.sh upgrade raises it)."},
     {"gregor.acks.all.fsync", GR_CFG_BOOLEAN, "true", 0, 0,
      "Gregor: acks=-1 is answered once the batch is fsynced, and the high watermark follows the fsynced "
      "offset. false: Kafka's page-cache behaviour."},

@@ -24,6 +24,7 @@
 #include "common/failpoint.h"
 #include "common/log.h"
 #include "common/time.h"
+#include "cluster/features.h"
 #include "cluster/local.h"
 #include "cluster/topic_writer.h"
 #include "server/acls.h"
@@ -333,8 +334,11 @@ int main(int argc, char **argv)
         return 1;
     }
     bool cluster = b->cfg.settings.gregor_metadata_etcd_endpoint_count > 0;
+    /* until etcd's features key; a cluster made before the key existed has none and keeps the level of the
+       builds that made it unless the setting is given (cluster/features.h GR_TRANSACTION_VERSION_UNSTORED) */
+    bool tv_given = gr_config_is_set(&b->cfg, "gregor.transaction.version");
     b->image->transaction_version =
-        b->cfg.settings.gregor_transaction_version; /* until etcd's features key */
+        tv_given ? b->cfg.settings.gregor_transaction_version : GR_TRANSACTION_VERSION_UNSTORED;
     sc.on_topic_changed = cluster ? gr_membership_on_topic : gr_image_local_on_topic;
     sc.on_topic_changed_ctx = b->image;
     /* listeners bound first: a bad listener or a busy port stops the broker before it touches the data; they
@@ -353,6 +357,9 @@ int main(int argc, char **argv)
     /* cluster mode: the cluster id is settled with etcd before the store may write a new meta.properties */
     if (cluster && gr_membership_resolve(b, dir, &sc.cluster_id) < 0) return 1;
     raise_open_files_limit();
+    char meta[4200];
+    snprintf(meta, sizeof meta, "%s/meta.properties", dir);
+    bool dir_old = access(meta, F_OK) == 0; /* made by an earlier start (gregor-features' upgrade rule) */
     int rc = gr_store_open(&sc, &b->store);
     if (rc) {
         GR_ERROR("cannot open log directory %s: %s", dir, strerror(-rc));
@@ -373,7 +380,7 @@ int main(int argc, char **argv)
         return 1;
     }
     if (!cluster && (rc = gr_image_local_features(b->image, dir, b->cfg.settings.gregor_transaction_version,
-                                                  &b->features_file)) < 0) {
+                                                  tv_given, dir_old, &b->features_file)) < 0) {
         GR_ERROR("cannot read or write %s/gregor-features: %s", dir, strerror(-rc));
         return 1;
     }

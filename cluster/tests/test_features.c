@@ -133,33 +133,56 @@ static void test_startup_rule(void **state)
     (void)state;
     struct gr_features_file out, old;
     /* no file: the setting gives the level, epoch 0, written */
-    assert_true(gr_features_startup(NULL, 1, &out));
+    assert_true(gr_features_startup(NULL, 1, true, &out));
     assert_int_equal(out.level, 1);
     assert_int_equal(out.epoch, 0);
     assert_int_equal(out.setting, 1);
     /* the same setting as recorded: the stored level stands (UpdateFeatures lowered it to 0), nothing written
      */
     old = (struct gr_features_file){0, 3, 1};
-    assert_false(gr_features_startup(&old, 1, &out));
+    assert_false(gr_features_startup(&old, 1, true, &out));
     assert_int_equal(out.level, 0);
     assert_int_equal(out.epoch, 3);
     assert_int_equal(out.setting, 1);
     /* the setting changed: it wins, the epoch rises by one */
     old = (struct gr_features_file){0, 3, 0};
-    assert_true(gr_features_startup(&old, 1, &out));
+    assert_true(gr_features_startup(&old, 1, true, &out));
     assert_int_equal(out.level, 1);
     assert_int_equal(out.epoch, 4);
     assert_int_equal(out.setting, 1);
     /* the setting changed to the level UpdateFeatures set already: recorded, the epoch stays */
     old = (struct gr_features_file){1, 5, 0};
-    assert_true(gr_features_startup(&old, 1, &out));
+    assert_true(gr_features_startup(&old, 1, true, &out));
     assert_int_equal(out.level, 1);
     assert_int_equal(out.epoch, 5);
     assert_int_equal(out.setting, 1);
     /* a file from before the setting was recorded (setting = its level): same setting, nothing changes */
     old = (struct gr_features_file){1, 2, 1};
-    assert_false(gr_features_startup(&old, 1, &out));
+    assert_false(gr_features_startup(&old, 1, true, &out));
     assert_int_equal(out.epoch, 2);
+    /* no file, the default (2): the level, epoch 0 */
+    assert_true(gr_features_startup(NULL, 2, false, &out));
+    assert_int_equal(out.level, 2);
+    assert_int_equal(out.epoch, 0);
+    assert_int_equal(out.setting, 2);
+    /* the upgrade: a file written by a build whose default was 1, the setting not given: the default 2 does
+       not raise it, nothing written (Kafka changes a finalized level only by UpdateFeatures) */
+    old = (struct gr_features_file){1, 0, 1};
+    assert_false(gr_features_startup(&old, 2, false, &out));
+    assert_int_equal(out.level, 1);
+    assert_int_equal(out.epoch, 0);
+    assert_int_equal(out.setting, 1);
+    /* nor lowers one UpdateFeatures raised */
+    old = (struct gr_features_file){2, 4, 1};
+    assert_false(gr_features_startup(&old, 0, false, &out));
+    assert_int_equal(out.level, 2);
+    assert_int_equal(out.epoch, 4);
+    /* given explicitly as 2 after that upgrade: it differs from the recorded 1, so it wins */
+    old = (struct gr_features_file){1, 0, 1};
+    assert_true(gr_features_startup(&old, 2, true, &out));
+    assert_int_equal(out.level, 2);
+    assert_int_equal(out.epoch, 1);
+    assert_int_equal(out.setting, 2);
 }
 
 static void put_file(const char *dir, const char *text)
@@ -193,35 +216,35 @@ static void test_local_start(void **state)
     assert_non_null(img);
     struct gr_features_file st;
     /* first start: the setting, epoch 0, written with the setting */
-    assert_int_equal(gr_image_local_features(img, dir, 1, &st), 0);
+    assert_int_equal(gr_image_local_features(img, dir, 1, true, true, &st), 0);
     assert_int_equal(img->transaction_version, 1);
     assert_int_equal(img->features_epoch, 0);
     get_file(dir, text, sizeof text);
     assert_string_equal(text, "transaction.version=1\nepoch=0\nsetting=1\n");
     /* UpdateFeatures lowered it to 0 (the file as the handler writes it); the same setting: 0 stands */
     put_file(dir, "transaction.version=0\nepoch=1\nsetting=1\n");
-    assert_int_equal(gr_image_local_features(img, dir, 1, &st), 0);
+    assert_int_equal(gr_image_local_features(img, dir, 1, true, true, &st), 0);
     assert_int_equal(img->transaction_version, 0);
     assert_int_equal(img->features_epoch, 1);
     assert_int_equal(st.level, 0);
     assert_int_equal(st.epoch, 1);
     assert_int_equal(st.setting, 1);
     /* the operator changed the setting to 0: recorded, the level already 0, the epoch stays */
-    assert_int_equal(gr_image_local_features(img, dir, 0, &st), 0);
+    assert_int_equal(gr_image_local_features(img, dir, 0, true, true, &st), 0);
     assert_int_equal(img->transaction_version, 0);
     assert_int_equal(img->features_epoch, 1);
     get_file(dir, text, sizeof text);
     assert_string_equal(text, "transaction.version=0\nepoch=1\nsetting=0\n");
     /* and back to 1: the setting wins, epoch + 1 */
-    assert_int_equal(gr_image_local_features(img, dir, 1, &st), 0);
+    assert_int_equal(gr_image_local_features(img, dir, 1, true, true, &st), 0);
     assert_int_equal(img->transaction_version, 1);
     assert_int_equal(img->features_epoch, 2);
     /* a file of the form before the setting was recorded: its level is the setting it ran with */
     put_file(dir, "transaction.version=0\nepoch=6\n");
-    assert_int_equal(gr_image_local_features(img, dir, 0, &st), 0);
+    assert_int_equal(gr_image_local_features(img, dir, 0, true, true, &st), 0);
     assert_int_equal(img->transaction_version, 0);
     assert_int_equal(img->features_epoch, 6);
-    assert_int_equal(gr_image_local_features(img, dir, 1, &st), 0);
+    assert_int_equal(gr_image_local_features(img, dir, 1, true, true, &st), 0);
     assert_int_equal(img->transaction_version, 1);
     assert_int_equal(img->features_epoch, 7);
     /* a stored level this broker does not support, and a damaged file: the start stops */
@@ -229,11 +252,67 @@ static void test_local_start(void **state)
     snprintf(above, sizeof above, "transaction.version=%d\nepoch=3\nsetting=1\n",
              GR_TRANSACTION_VERSION_MAX + 1);
     put_file(dir, above);
-    assert_int_equal(gr_image_local_features(img, dir, 1, &st), -ERANGE);
+    assert_int_equal(gr_image_local_features(img, dir, 1, true, true, &st), -ERANGE);
     put_file(dir, "transaction.version=1\nepoch=oops\n");
-    assert_int_equal(gr_image_local_features(img, dir, 1, &st), -EINVAL);
+    assert_int_equal(gr_image_local_features(img, dir, 1, true, true, &st), -EINVAL);
     char path[512];
     snprintf(path, sizeof path, "%s/" GR_FEATURES_FILE, dir);
+    unlink(path);
+    rmdir(dir);
+    gr_image_free(img);
+}
+
+/* The upgrade to the default 2 (issue #25) on a real directory: what an older build left keeps its level
+ * unless the setting is given. */
+static void test_local_upgrade(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/gr-features-XXXXXX", text[GR_FEATURES_FILE_BYTES_MAX], path[512];
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/" GR_FEATURES_FILE, dir);
+    struct gr_image *img = gr_image_new(1);
+    assert_non_null(img);
+    struct gr_features_file st;
+    /* a new directory at the default: level 2, epoch 0 */
+    assert_int_equal(gr_image_local_features(img, dir, 2, false, false, &st), 0);
+    assert_int_equal(img->transaction_version, 2);
+    assert_int_equal(img->features_epoch, 0);
+    get_file(dir, text, sizeof text);
+    assert_string_equal(text, "transaction.version=2\nepoch=0\nsetting=2\n");
+    /* the file of a build whose default was 1, started at the new default: level 1 stands, file untouched */
+    put_file(dir, "transaction.version=1\nepoch=0\nsetting=1\n");
+    assert_int_equal(gr_image_local_features(img, dir, 2, false, true, &st), 0);
+    assert_int_equal(img->transaction_version, 1);
+    assert_int_equal(img->features_epoch, 0);
+    assert_int_equal(st.level, 1);
+    assert_int_equal(st.setting, 1);
+    get_file(dir, text, sizeof text);
+    assert_string_equal(text, "transaction.version=1\nepoch=0\nsetting=1\n");
+    /* and again (a second start at the default): still 1 */
+    assert_int_equal(gr_image_local_features(img, dir, 2, false, true, &st), 0);
+    assert_int_equal(img->transaction_version, 1);
+    /* the older form without the setting line: the same */
+    put_file(dir, "transaction.version=1\nepoch=3\n");
+    assert_int_equal(gr_image_local_features(img, dir, 2, false, true, &st), 0);
+    assert_int_equal(img->transaction_version, 1);
+    assert_int_equal(img->features_epoch, 3);
+    /* the operator gives 2: it differs from the recorded 1 and wins, epoch + 1 */
+    assert_int_equal(gr_image_local_features(img, dir, 2, true, true, &st), 0);
+    assert_int_equal(img->transaction_version, 2);
+    assert_int_equal(img->features_epoch, 4);
+    get_file(dir, text, sizeof text);
+    assert_string_equal(text, "transaction.version=2\nepoch=4\nsetting=2\n");
+    /* an older log directory with no file (made before the file existed), the default: level 1 */
+    unlink(path);
+    assert_int_equal(gr_image_local_features(img, dir, 2, false, true, &st), 0);
+    assert_int_equal(img->transaction_version, 1);
+    assert_int_equal(img->features_epoch, 0);
+    get_file(dir, text, sizeof text);
+    assert_string_equal(text, "transaction.version=1\nepoch=0\nsetting=1\n");
+    /* the same with the setting given: the setting */
+    unlink(path);
+    assert_int_equal(gr_image_local_features(img, dir, 2, true, true, &st), 0);
+    assert_int_equal(img->transaction_version, 2);
     unlink(path);
     rmdir(dir);
     gr_image_free(img);
@@ -245,6 +324,7 @@ int main(void)
         cmocka_unit_test(test_check_accepts),   cmocka_unit_test(test_check_refuses),
         cmocka_unit_test(test_file_round_trip), cmocka_unit_test(test_file_malformed),
         cmocka_unit_test(test_startup_rule),    cmocka_unit_test(test_local_start),
+        cmocka_unit_test(test_local_upgrade),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

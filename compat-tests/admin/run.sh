@@ -121,14 +121,17 @@ else
     echo "  skip Kafka's command-line tools: run compat-tests/kafka-dist/get-kafka.sh to include them"
 fi
 
-# Finalized features on one node (issue #25): transaction.version at gregor.transaction.version (default 1) with
-# the epoch kept in the log directory's gregor-features file, raised only when the level changes; then
+# Finalized features on one node (issue #25): transaction.version at gregor.transaction.version (default 2) with
+# the epoch kept in the log directory's gregor-features file, raised only when the level changes; a stored level
+# changed at start only by a setting given explicitly, never by the default (the upgrade rule); then
 # UpdateFeatures through kafka-features.sh and by raw requests (admin/features.py).
 features() { tool kafka-features.sh describe | grep -o 'Feature: transaction.version.*'; }
 if have_kafka_tools; then
     f1=$(features)
-    check "kafka-features.sh describe: transaction.version supported 0-2, finalized 1 at epoch 0 (new log directory)" \
-        grep -Eq 'SupportedMinVersion: 0\s+SupportedMaxVersion: 2\s+FinalizedVersionLevel: 1\s+Epoch: 0' <<<"$f1"
+    check "kafka-features.sh describe: transaction.version supported 0-2, finalized 2 at epoch 0 (new log directory, the default)" \
+        grep -Eq 'SupportedMinVersion: 0\s+SupportedMaxVersion: 2\s+FinalizedVersionLevel: 2\s+Epoch: 0' <<<"$f1"
+    check "the gregor-features file of a new log directory: level 2, epoch 0, setting 2" \
+        grep -qz '^transaction.version=2.epoch=0.setting=2.$' "$BROKER_DIR/data/gregor-features"
     broker_restart --override gregor.transaction.version=0 || fail "broker restarts with gregor.transaction.version=0"
     f2=$(features)
     check "restarted with gregor.transaction.version=0: not finalized (level 0 is not listed), epoch 1" \
@@ -139,12 +142,12 @@ broker_restart --override message.max.bytes=2000000 || fail "broker restarts"
 run_py "admin/run.py restarted" "$here/run.py" restarted
 if have_kafka_tools; then
     f3=$(features)
-    check "back at the default level 1: finalized 1 at epoch 2 (the epoch never goes down)" \
-        grep -Eq 'FinalizedVersionLevel: 1\s+Epoch: 2' <<<"$f3"
+    check "restarted with the setting not given: the default 2 does not override the stored level, finalized 0 at epoch 1" \
+        grep -Eq 'FinalizedVersionLevel: 0\s+Epoch: 1' <<<"$f3"
     broker_restart --override gregor.transaction.version=2 || fail "broker restarts with gregor.transaction.version=2"
     f4=$(features)
-    check "restarted with gregor.transaction.version=2 (KIP-890 part 2): finalized 2 at epoch 3" \
-        grep -Eq 'SupportedMaxVersion: 2\s+FinalizedVersionLevel: 2\s+Epoch: 3' <<<"$f4"
+    check "restarted with gregor.transaction.version=2 given (it differs from the recorded 0): finalized 2 at epoch 2" \
+        grep -Eq 'SupportedMaxVersion: 2\s+FinalizedVersionLevel: 2\s+Epoch: 2' <<<"$f4"
 fi
 # UpdateFeatures (issue #25): kafka-features.sh upgrade/downgrade, each answer and the level and epoch after,
 # counted from the level L0 (above 0) and epoch E0 the broker runs at now
@@ -184,7 +187,27 @@ run_py "admin/features.py" "$here/features.py" # UpdateFeatures by raw requests;
 if have_kafka_tools; then
     check "back at level 1 for what follows" grep -Eq 'FinalizedVersionLevel: 1\s+Epoch: [0-9]+' <<<"$(features)"
 fi
+# the upgrade from a build whose default was 1: its gregor-features file (level 1, setting 1) under a broker at
+# the default 2, the setting not given: level 1 and its epoch stand, the file is not rewritten
+broker_stop TERM
+printf 'transaction.version=1\nepoch=9\nsetting=1\n' >"$BROKER_DIR/data/gregor-features"
 broker_restart --override delete.topic.enable=false || fail "broker restarts with delete.topic.enable=false"
+if have_kafka_tools; then
+    check "a log directory of a build whose default was 1, started at the default 2: finalized 1 at epoch 9 stands" \
+        grep -Eq 'FinalizedVersionLevel: 1\s+Epoch: 9(\s|$)' <<<"$(features)"
+fi
+check "... and its gregor-features file is left as it was" \
+    grep -qz '^transaction.version=1.epoch=9.setting=1.$' "$BROKER_DIR/data/gregor-features"
+# a log directory from before the file existed (meta.properties there, no gregor-features): level 1 too, recorded
+broker_stop TERM
+rm -f "$BROKER_DIR/data/gregor-features"
+broker_restart --override delete.topic.enable=false || fail "broker restarts with delete.topic.enable=false"
+if have_kafka_tools; then
+    check "a log directory without gregor-features, started at the default 2: finalized 1 at epoch 0" \
+        grep -Eq 'FinalizedVersionLevel: 1\s+Epoch: 0(\s|$)' <<<"$(features)"
+fi
+check "... recorded as level 1, epoch 0, setting 1" \
+    grep -qz '^transaction.version=1.epoch=0.setting=1.$' "$BROKER_DIR/data/gregor-features"
 run_py "admin/run.py nodelete" "$here/run.py" nodelete
 check "broker logged no assertion or crash" bash -c "! grep -Eiq 'assert|abort|sanitizer' '$BROKER_DIR/broker.log'"
 

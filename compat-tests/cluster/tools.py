@@ -8,7 +8,7 @@ What it checks (etcd and three brokers on free loopback ports, broker.session.ti
     prints the same partitions with leaders on all three brokers, each leader as Metadata has it;
   - kafka-broker-api-versions.sh through broker 3 lists the three brokers, each with its ApiVersions;
   - kafka-features.sh describe through each broker: transaction.version (issue #25) supported 0-2, finalized
-    at 1 with one epoch (the features key's revision) on every broker;
+    at 2 (the default) with one epoch (the features key's revision) on every broker;
   - kafka-configs.sh --alter through broker 1 sets retention.ms on the topic, --describe through broker 3
     shows it; a topic created with min.insync.replicas=2 and altered to 3 (Kafka's range in cluster mode);
   - a librdkafka consumer group reads the topic and commits; kafka-consumer-groups.sh --list and --describe
@@ -24,7 +24,9 @@ What it checks (etcd and three brokers on free loopback ports, broker.session.ti
   - (issue #25) kafka-features.sh downgrade/upgrade of transaction.version through brokers other than the
     controller (--dry-run changes nothing): every broker then answers the same level with one higher epoch
     (etcd's features key's revision); Kafka's refusals (a downgrade to a higher level, above the supported
-    max, an unknown feature) change nothing; a restarted broker answers the level and epoch it had.
+    max, an unknown feature) change nothing; a restarted broker answers the level and epoch it had; with the
+    features key deleted (a cluster made before it existed) a broker restarted at the default setting answers
+    level 1 at epoch -1, not the default 2.
 Ends with `cluster-tools: N passed, N failed`; exit 1 on any failure. Without the tools: one failure naming
 get-kafka.sh. Usage: tools.py [--seed N] [--deadline SECONDS]. Read next: e2e.py, harness.py.
 """
@@ -102,13 +104,13 @@ def t_api_versions(run, bs, st):
 
 def t_features(run, bs, st):
     """kafka-features.sh describe through each broker: transaction.version supported 0-2, finalized at
-    gregor.transaction.version's default (1) with the epoch of etcd's features key, the same on every broker."""
+    gregor.transaction.version's default (2) with the epoch of etcd's features key, the same on every broker."""
     seen = []
     for b in bs:
         rc, out = tool('kafka-features.sh', '--bootstrap-server', b.bootstrap, 'describe')
         m = re.search(r'Feature: transaction\.version\s+SupportedMinVersion: 0\s+SupportedMaxVersion: 2\s+'
-                      r'FinalizedVersionLevel: 1\s+Epoch: (\d+)', out)
-        check(f'kafka-features.sh describe through broker {b.node_id}: transaction.version 0-2, finalized 1',
+                      r'FinalizedVersionLevel: 2\s+Epoch: (\d+)', out)
+        check(f'kafka-features.sh describe through broker {b.node_id}: transaction.version 0-2, finalized 2',
               rc == 0 and m is not None, out[-400:])
         seen.append(int(m.group(1)) if m else None)
     check(f'  the same finalized features epoch on every broker ({seen[0]}, the features key\'s revision)',
@@ -148,17 +150,17 @@ def all_at(bs, level):
 def t_update_features(run, bs, st):
     """UpdateFeatures (issue #25) through brokers that are not the controller: etcd's features key written in
     a txn, every broker's feed applies the level with the key's new revision as the epoch; Kafka's refusals;
-    a restarted broker keeps the level."""
+    a restarted broker keeps the level (the key's, not its setting's default 2)."""
     with k.Conn(bs[0].bootstrap, timeout=5) as c:
         ctl = k.metadata(c, [], version=12, allow_auto=False)['controller_id']
     others = [b for b in bs if b.node_id != ctl]
-    level0, epoch0 = all_at(bs, 1)
+    level0, epoch0 = all_at(bs, 2)  # the default
     top = features_of(bs[0])[2]
     rc, out = tool('kafka-features.sh', '--bootstrap-server', others[0].bootstrap, 'downgrade', '--feature',
                    'transaction.version=0', '--dry-run')
     check(f'downgrade --dry-run through broker {others[0].node_id} (not the controller {ctl}): validated',
           'transaction.version can be downgraded to 0.' in out, out[-400:])
-    eq('  nothing changed on any broker', (1, epoch0), all_at(bs, 1))
+    eq('  nothing changed on any broker', (2, epoch0), all_at(bs, 2))
     rc, out = tool('kafka-features.sh', '--bootstrap-server', others[0].bootstrap, 'downgrade', '--feature',
                    'transaction.version=0')
     check(f'downgrade --feature transaction.version=0 through broker {others[0].node_id}',
@@ -198,6 +200,29 @@ def t_update_features(run, bs, st):
           'transaction.version was upgraded to 1.' in out, out[-400:])
     _, epoch4 = all_at(bs, 1)
     check(f'  epoch {epoch3} -> {epoch4}', epoch4 > epoch3)
+    # a cluster made before the features key existed (the upgrade to the default 2): the key deleted, the
+    # brokers keep their level (0 here) at epoch -1; one restarted, its gregor.transaction.version not given,
+    # answers 1 (the older builds' level), never the new default 2; an upgrade writes the key again
+    etcd = st['etcd']
+    rc, out = tool('kafka-features.sh', '--bootstrap-server', bs[0].bootstrap, 'downgrade', '--feature',
+                   'transaction.version=0')
+    all_at(bs, 0)
+    keys = [key for key in etcd.get_prefix('/gregor/') if key.count('/') == 3 and key.endswith('/features')]
+    eq('  one features key in etcd', 1, len(keys))
+    etcd.ctl('del', keys[0], check=True)
+    h.wait_until(lambda: all(raw_features(b) == (0, -1) for b in bs), 20, 'every broker at level 0, epoch -1')
+    others[1].restart()
+    h.wait_until(lambda: raw_features(others[1])[1] == -1, 20, 'the restarted broker answers')
+    eq(f'  no key, broker {others[1].node_id} restarted at the default setting: level 1 at epoch -1 (not 2)',
+       (1, -1), raw_features(others[1]))
+    eq('  the others keep level 0 at epoch -1', [(0, -1)] * 2,
+       [raw_features(b) for b in bs if b is not others[1]])
+    rc, out = tool('kafka-features.sh', '--bootstrap-server', others[1].bootstrap, 'upgrade', '--feature',
+                   'transaction.version=2')
+    check(f'  upgrade --feature transaction.version=2 through broker {others[1].node_id} writes the key again',
+          'transaction.version was upgraded to 2.' in out, out[-400:])
+    _, epoch5 = all_at(bs, 2)
+    check(f'  every broker at level 2, epoch {epoch5} > {epoch4}', epoch5 > epoch4)
 
 
 def t_configs(run, bs, st):
@@ -402,6 +427,7 @@ def main():
     with h.Run(seed=seed, deadline_s=deadline, label='cluster-tools') as run:
         etcd = run.etcd(1)
         bs = [run.broker(i, overrides=overrides(etcd)) for i in (1, 2, 3)]
+        st['etcd'] = etcd
         section('kafka-topics.sh', t_topics, run, bs, st)
         section('kafka-broker-api-versions.sh', t_api_versions, run, bs, st)
         section('kafka-features.sh', t_features, run, bs, st)

@@ -923,9 +923,9 @@ case('AddPartitionsToTxn', 'client-added', version=[3], request=lambda s, v: {
 case('AddPartitionsToTxn', 'verify-only', versions='max', request=lambda s, v: {'transactions': [
     {'transactional_id': TXN_ID, 'producer_id': s.ctx['txn_pid'], 'producer_epoch': s.ctx['txn_epoch'],
      'verify_only': True, 'topics': [{'name': TXN_TOPIC, 'partitions': [0]}, {'name': MAIN, 'partitions': [0]}]}]})
-# Produce v11 (the highest a transaction version 1 client sends transactionally): from v12 Kafka 4.4, whose
-# finalized transaction.version is 2, adds the partition to the transaction itself (KIP-890 part 2); Gregor
-# stays at transaction version 1 (issue #25).
+# Produce v11 (the highest a transaction version 1 client sends transactionally): from v12 both brokers add
+# the partition to the transaction themselves (KIP-890 part 2, by the request version whatever the finalized
+# transaction.version, 2 on both by default: Kafka 4.4 formats at 2, Gregor's default since 2026-12-04).
 case('Produce', 'transactional', version=[11], request=lambda s, v: _produce(
     TXN_TOPIC, 0, lambda: batch(2, attributes_extra=0x10, producer_id=s.ctx['txn_pid'],
                                 producer_epoch=s.ctx['txn_epoch'], base_sequence=0), txn=TXN_ID)(s, v))
