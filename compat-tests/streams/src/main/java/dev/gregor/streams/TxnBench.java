@@ -18,7 +18,9 @@
  * Prints one JSON line on stdout: mode, txns, records, seconds, txns_per_s, records_per_s, mb_per_s, value_bytes,
  * client_tv2 (the client's own TransactionManager.isTransactionV2Enabled() after the run, read by reflection; null
  * if that fails) and, for latency, commit_ms / flush_commit_ms as {p50, p99, p999, max} in ms (nearest rank, as
- * bench/rdk_txn.c). Exit 0; 1 with {"error": ...} on any exception (the transaction is not retried); 2 on bad
+ * bench/rdk_txn.c) and flush_commit_over_10ms, how many whole transactions took 10 ms or more (at version 2 a
+ * Produce that meets the previous transaction still completing waits for the leader's 20 ms retry of the implicit
+ * add; at version 1 the client's AddPartitionsToTxn retries). Exit 0; 1 with {"error": ...} on any exception (the transaction is not retried); 2 on bad
  * arguments.
  * Read next: bench/txn_tv2.py.
  */
@@ -87,7 +89,9 @@ public final class TxnBench {
                 }
                 last = System.nanoTime();
                 txns = n;
-                out.append(", ").append(pct("commit_ms", commit)).append(", ").append(pct("flush_commit_ms", fc));
+                long slow = Arrays.stream(fc).filter(x -> x >= 10_000_000L).count();
+                out.append(", ").append(pct("commit_ms", commit)).append(", ").append(pct("flush_commit_ms", fc))
+                        .append(", \"flush_commit_over_10ms\": ").append(slow);
             } else {
                 long end = t0 + (long) (amount * 1e9);
                 while (System.nanoTime() < end) {
