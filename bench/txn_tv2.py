@@ -13,7 +13,8 @@ for ROUNDS rounds starts, each alone in turn on loopback with a fresh directory:
     gregor.acks.all.fsync=false: page cache, as Kafka, which never fsyncs (the fair pair, as bench/txn.py).
 The level of every broker is read back with `kafka-features.sh describe` before the client starts.
 Per broker, on topics of 1 partition (1 KiB values, acks=all, idempotence), each workload a new client JVM:
-  - a warm-up (3 s of 100-record transactions and 200 one-record transactions, the same for all);
+  - a warm-up (10 s of 100-record transactions and 300 one-record transactions, the same for all: Kafka's JIT
+    needs about that much before its transaction paths reach their speed);
   - latency: --count transactions of 1 record one after the other (linger.ms=0), commitTransaction timed after
     flush (the EndTxn round trip) and begin + send + flush + commit: p50/p99/p99.9 ms, transactions/s, broker
     CPU ms per transaction;
@@ -22,7 +23,9 @@ Per broker, on topics of 1 partition (1 KiB values, acks=all, idempotence), each
 Which version the client used: the client's own flag (TransactionManager.isTransactionV2Enabled, by
 reflection) for every broker, and Gregor's /metrics (kafka_network_requestmetrics_requests_total by request
 and version) around each workload: at level 2 every EndTxn must be v5 and no AddPartitionsToTxn v0-3 come, at
-level 1 every EndTxn below v5. A mismatch is an error of the run (listed in the report).
+level 1 every EndTxn below v5. A mismatch is an error of the run (listed in the report). A counted workload whose
+client failed (an exception: the producer is not retried inside) is run once more with a new producer; the
+failure stays listed under the table with the client's exception.
 Broker CPU: schedstat nanoseconds over the broker's threads (bench/compare.py), /proc/PID/stat when a thread
 ended meanwhile. The 1-minute load average is sampled every 15 s (the machine is shared).
 
@@ -121,9 +124,10 @@ class Tv2Bench:
         self.rounds = 1 if args.quick else args.rounds
         self.count = args.count or (50 if args.quick else 1000)
         self.seconds = args.seconds or (1.0 if args.quick else 10.0)
-        self.warm_s, self.warm_n = (0.5, 20) if args.quick else (3, 200)  # warm-up: seconds, latency txns
+        self.warm_s, self.warm_n = (0.5, 20) if args.quick else (10, 300)  # warm-up: seconds, latency txns
         self.results, self.order, self.errors, self.raw, self.checks = {}, [], [], [], []
         self.tid = 0
+        self.retries = []  # counted workloads run again after a failure
 
     def add(self, sec, wl, metric, side, value):
         key = (sec, wl, metric)
@@ -168,6 +172,15 @@ class Tv2Bench:
             self.error(f"{broker.label}: {what}: not the expected transaction version ({detail})")
         return r, cpu
 
+    def counted(self, broker, side, level, what, args):
+        """A counted workload: self.client, run once more with a new producer when it failed (the failure stays
+        in the errors listed under the table, and the retry is named there)."""
+        res = self.client(broker, side, level, what, args)
+        if res is None:
+            self.retries.append(f"{broker.label}: {what}")
+            res = self.client(broker, side, level, what + " (retry)", args)
+        return res
+
     def create(self, broker, topic):
         cmd = [f"{run.TOOLS}/replay", "create", "--bootstrap", broker.bootstrap, "--topic", topic, "--partitions",
                "1", "--timeout-ms", "60000"]
@@ -201,7 +214,7 @@ class Tv2Bench:
         self.client(broker, side, level, "warm-up throughput", ["throughput", "tv-warm", self.warm_s, 3])
         self.client(broker, side, level, "warm-up latency", ["latency", "tv-warm", self.warm_n, 10])
         run.log(f"{broker.label}: latency, {self.count} transactions of 1 record")
-        res = self.client(broker, side, level, "latency", ["latency", "tv-lat", self.count, 20])
+        res = self.counted(broker, side, level, "latency", ["latency", "tv-lat", self.count, 20])
         if res:
             r, cpu = res
             for key, name in (("commit_ms", "commitTransaction after flush (EndTxn)"),
@@ -213,7 +226,7 @@ class Tv2Bench:
             self.add(SEC_LAT, "transactions one at a time", "txn/s", side, r["txns_per_s"])
             self.add(SEC_LAT, "broker CPU per transaction", "ms", side, cpu / (r["txns"] + 20) * 1e3)
         run.log(f"{broker.label}: throughput, {self.seconds:g} s")
-        res = self.client(broker, side, level, "throughput", ["throughput", "tv-tput", self.seconds, 5])
+        res = self.counted(broker, side, level, "throughput", ["throughput", "tv-tput", self.seconds, 5])
         if res:
             r, cpu = res
             self.add(SEC_TPUT, "transactions back to back", "records/s", side, r["records_per_s"])
@@ -309,6 +322,8 @@ runs.
   keeps); "whole transactions of 10 ms or more" counts those that met such a wait (on Gregor; Kafka's
   whole transactions are slower than 10 ms at p50 anyway). Broker CPU per transaction = the broker's CPU over
   the client's run / its transactions.
+- A counted workload whose client failed is run once more with a new producer (same broker); each failure is
+  listed under the table{' (this run: ' + '; '.join(tb.retries) + ')' if tb.retries else ' (none in this run)'}.
 - Throughput: for {tb.seconds:g} s, transactions of 100 records back to back (linger.ms=5), records of
   committed transactions over the time to the last commit; broker CPU per transaction and per GB of values.
 - Ratios: G/K = Gregor / Kafka at the same level; 2/1 = level 2 / level 1 of the same broker. Spread = half

@@ -112,6 +112,7 @@ public final class TxnBench {
         } catch (Exception e) {
             String msg = String.valueOf(e).replace("\\", "\\\\").replace("\"", "'");
             System.out.println("{\"error\": \"" + msg + "\"}");
+            System.err.println("txnbench: " + msg); // bench/run.py's run_json reports the tail of stderr
             rc = 1;
         }
         System.out.flush();
