@@ -270,10 +270,14 @@ def table(tb):
         m = {side: txn.med(v[side]) for side, _ in SIDES}
         cells = {side: run.fmt(m[side]) for side, _ in SIDES}
         mb = tb.results.get((s, wl, "MB/s"))
+        short = {side: len([x for x in v[side] if x is not None]) for side, _ in SIDES}
         if metric == "records/s" and mb:
             for side, _ in SIDES:
                 if txn.med(mb[side]) is not None:
                     cells[side] += f" ({run.fmt(txn.med(mb[side]))} MB/s)"
+        for side, _ in SIDES:  # a round whose run failed (twice) has no value: say over how many rounds
+            if 0 < short[side] < tb.rounds:
+                cells[side] += f" ({short[side]} of {tb.rounds} rounds)"
         better = "higher" if metric in ("records/s", "txn/s") else "lower"
         out.append(f"| {wl} | {metric} | {cells['kafka2']} | {cells['kafka1']} | {cells['gregor2']} | "
                    f"{cells['gregor1']} | {ratio(m['gregor2'], m['kafka2'])} | {ratio(m['gregor1'], m['kafka1'])} | "
