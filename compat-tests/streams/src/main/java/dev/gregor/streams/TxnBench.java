@@ -21,7 +21,7 @@
  * bench/rdk_txn.c) and flush_commit_over_10ms, how many whole transactions took 10 ms or more (at version 2 a
  * Produce that meets the previous transaction still completing waits for the leader's 20 ms retry of the implicit
  * add; at version 1 the client's AddPartitionsToTxn retries). Exit 0; 1 with {"error": ...} on any exception (the transaction is not retried); 2 on bad
- * arguments.
+ * arguments. -Dtxnbench.props=k=v,k=v adds producer settings (for a diagnosis; bench/txn_tv2.py passes none).
  * Read next: bench/txn_tv2.py.
  */
 package dev.gregor.streams;
@@ -58,6 +58,11 @@ public final class TxnBench {
         pp.put(ProducerConfig.LINGER_MS_CONFIG, lat ? 0 : 5);
         pp.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, 60000);
         pp.put(ProducerConfig.TRANSACTION_TIMEOUT_CONFIG, 60000);
+        // more producer settings for a diagnosis, not used by bench/txn_tv2.py: -Dtxnbench.props=k=v,k=v
+        for (String kv : System.getProperty("txnbench.props", "").split(",")) {
+            int eq = kv.indexOf('=');
+            if (eq > 0) pp.put(kv.substring(0, eq), kv.substring(eq + 1));
+        }
         byte[][] pool = new byte[64][SIZE];
         Random rnd = new Random(42);
         for (byte[] v : pool) rnd.nextBytes(v);
