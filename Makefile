@@ -165,6 +165,13 @@ bench-security: test-deps
 bench-txn: test-deps
 	@python3 bench/txn.py
 
+# `make bench-txn-tv2`: transaction version 2 against 1 (issue #25), Gregor (page cache) against Kafka 4.4.0,
+# each at levels 2 and 1, with the Java 4.4 client (compat-tests/streams TxnBench): EndTxn latency and 100-record
+# transactions' throughput (bench/txn_tv2.py, 3 rounds, about 10 minutes); writes its section of bench/results-txn.md.
+.PHONY: bench-txn-tv2
+bench-txn-tv2: test-deps
+	@python3 bench/txn_tv2.py
+
 # Gregor before/after (issue #18's reshape): the release broker at BEFORE against the working tree, ROUNDS
 # alternating rounds, no Kafka; writes bench/before-after.md (bench/compare.py). About 13 minutes for 5 rounds.
 BEFORE ?= 5a4c1fd

@@ -38,6 +38,7 @@ import run
 
 RDK_TXN = os.path.join(run.TOOLS, "rdk_txn")
 SECTION = "## Transactions (bench/txn.py)"
+TV2_SECTION = "## Transaction version 2 against 1 (bench/txn_tv2.py)"  # bench/txn_tv2.py's, kept in results-txn.md
 SIDES = (("kafka", "Kafka"), ("gregor", "Gregor, page cache"), ("gregor-fs", "Gregor, fsync"))
 
 
@@ -238,23 +239,24 @@ node (`{run.KAFKA_HEAP}`, __transaction_state 10 partitions, replication 1); Gre
 {table(tb)}"""
 
 
-def kept_section(path):
-    """The Transactions section of an existing results.md (up to the next "## " heading), or None."""
+def kept_section(path, heading=SECTION):
+    """The section under heading (default: Transactions) of an existing report, up to the next "## " heading,
+    or None."""
     try:
         text = open(path).read()
     except OSError:
         return None
-    i = text.find(SECTION)
+    i = text.find(heading)
     if i < 0:
         return None
-    j = text.find("\n## ", i + len(SECTION))
+    j = text.find("\n## ", i + len(heading))
     return text[i:j if j >= 0 else len(text)].rstrip() + "\n"
 
 
-def put_section(path, sec):
-    """Replaces (or appends) the Transactions section of results.md."""
+def put_section(path, sec, heading=SECTION):
+    """Replaces (or appends) the section under heading (default: Transactions) of a report (results.md)."""
     text = open(path).read() if os.path.exists(path) else ""
-    old = kept_section(path)
+    old = kept_section(path, heading)
     if old:
         text = text.replace(old, sec)
     else:
@@ -298,8 +300,10 @@ def main():
         sec += "\nErrors during the run:\n" + "\n".join(f"- {e}" for e in tb.errors) + "\n"
     out = args.out or (os.path.join(run.BUILD, "txn-quick.md") if args.quick else
                        os.path.join(run.HERE, "results-txn.md"))
+    tv2 = kept_section(out, TV2_SECTION)  # bench/txn_tv2.py's section, measured apart
     with open(out, "w") as f:
-        f.write("# Transactions: Gregor vs Apache Kafka 4.4.0, one node\n\n" + sec.split("\n", 1)[1])
+        f.write("# Transactions: Gregor vs Apache Kafka 4.4.0, one node\n\n" + sec.split("\n", 1)[1] +
+                ("\n" + tv2 if tv2 else ""))
     if not args.quick and not args.out:
         put_section(os.path.join(run.HERE, "results.md"), sec)
     with open(os.path.join(run.BUILD, "txn-quick-raw.json" if args.quick else "txn-raw.json"), "w") as f:
