@@ -61,7 +61,7 @@ fi
 # Step 7 (transactions) runs for every client in --full, and in --quick for the clients in QUICK_TXN (make
 # test's budget); a client runs it when its env TXN is 1. With --bootstrap (Apache Kafka, or make
 # test-cluster's brokers) step 7 runs only with env MATRIX_TXN=1.
-QUICK_TXN=${QUICK_TXN:-java,confluent-kafka,franz-go}
+QUICK_TXN=${QUICK_TXN:-java,confluent-kafka,franz-go,sarama,kafkajs}
 results=$here/results
 mkdir -p "$results"
 if [ "$mode" = full ]; then per=${CLIENT_TIMEOUT_S:-900}; else per=${CLIENT_TIMEOUT_S:-150}; fi
